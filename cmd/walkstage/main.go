@@ -1,0 +1,78 @@
+// Command walkstage turns Kafka seed batches into random walks (see README).
+// This package only parses flags and calls into the library packages.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// command is one subcommand: run gets the arguments after its name.
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+func commands() map[string]command {
+	return map[string]command{
+		"graph": {"generate, import or describe a graph file", graphCmd},
+		"walk":  {"walk a graph once and write Parquet to object storage", walkCmd},
+		"bench": {"measure walk throughput on a generated or given graph", benchCmd},
+		"run":   {"run the Kafka-driven stage, configured from WALKSTAGE_* variables", runCmd},
+		"demo":  {"run the stage end to end on an embedded broker and a local store", demoCmd},
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(Main(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// Main runs the command line and returns the process exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cmds := commands()
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr, cmds)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	if args[0] == "version" || args[0] == "--version" {
+		fmt.Fprintln(stdout, "walkstage", Version)
+		return 0
+	}
+	c, ok := cmds[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "walkstage: unknown command %q\n", args[0])
+		usage(stderr, cmds)
+		return 2
+	}
+	if err := c.run(ctx, args[1:], stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "walkstage %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
+
+// Version is set at build time with -ldflags "-X main.Version=...".
+var Version = "dev"
+
+func usage(w io.Writer, cmds map[string]command) {
+	fmt.Fprintln(w, "usage: walkstage <command> [flags]\n\ncommands:")
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-6s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprintln(w, "  version print the version\n\nRun 'walkstage <command> -h' for a command's flags.")
+}

@@ -1,0 +1,176 @@
+package graph
+
+import (
+	"fmt"
+	"hash/crc64"
+	"slices"
+	"unsafe"
+)
+
+// Edge is one input edge in external ids.
+type Edge struct {
+	Src, Dst int64
+	Weight   float32 // ignored unless the builder is weighted
+	Label    uint8   // ignored unless the builder is labelled
+}
+
+// DuplicatePolicy says what to do with repeated (src, dst) pairs.
+type DuplicatePolicy uint8
+
+const (
+	DupKeepFirst DuplicatePolicy = iota // keep the first occurrence's weight and label
+	DupSumWeights                       // merge into one edge, weights added
+	DupKeepAll                          // keep every copy (a multigraph)
+	DupError                            // fail on the first duplicate
+)
+
+// BuildOptions configure FromEdges.
+type BuildOptions struct {
+	Name       string
+	Undirected bool // add the reverse of every edge
+	Weighted   bool
+	Labelled   bool
+	SelfLoops  bool // keep self-loops (dropped by default)
+	Duplicates DuplicatePolicy
+	// DenseIDs says external ids are already 0..V-1 (V = NumVertices, or the
+	// largest id + 1 when NumVertices is 0); no id map is stored.
+	DenseIDs    bool
+	NumVertices int
+}
+
+// FromEdges builds a graph from an in-memory edge list. It is the simple
+// builder used by tests and generators; the importers stream instead.
+func FromEdges(edges []Edge, o BuildOptions) (*Graph, error) {
+	var ids []int64
+	dense := func(x int64) uint32 { return uint32(x) }
+	if o.DenseIDs {
+		n := o.NumVertices
+		for _, e := range edges {
+			if e.Src < 0 || e.Dst < 0 {
+				return nil, fmt.Errorf("build %s: negative id in dense mode (%d -> %d)", o.Name, e.Src, e.Dst)
+			}
+			if o.NumVertices == 0 {
+				n = max(n, int(e.Src)+1, int(e.Dst)+1)
+			} else if e.Src >= int64(n) || e.Dst >= int64(n) {
+				return nil, fmt.Errorf("build %s: edge %d -> %d beyond %d vertices", o.Name, e.Src, e.Dst, n)
+			}
+		}
+		o.NumVertices = n
+	} else {
+		ids = make([]int64, 0, 2*len(edges))
+		for _, e := range edges {
+			ids = append(ids, e.Src, e.Dst)
+		}
+		slices.Sort(ids)
+		ids = slices.Compact(ids)
+		o.NumVertices = len(ids)
+		dense = func(x int64) uint32 { i, _ := slices.BinarySearch(ids, x); return uint32(i) }
+	}
+	if o.NumVertices > MaxVertices {
+		return nil, fmt.Errorf("build %s: %d vertices exceeds %d", o.Name, o.NumVertices, MaxVertices)
+	}
+	type rec struct {
+		s, d uint32
+		w    float32
+		l    uint8
+	}
+	recs := make([]rec, 0, len(edges)*(1+btoi(o.Undirected)))
+	for _, e := range edges {
+		s, d := dense(e.Src), dense(e.Dst)
+		if s == d && !o.SelfLoops {
+			continue
+		}
+		w := e.Weight
+		if !o.Weighted {
+			w = 1
+		}
+		recs = append(recs, rec{s, d, w, e.Label})
+		if o.Undirected && s != d {
+			recs = append(recs, rec{d, s, w, e.Label})
+		}
+	}
+	slices.SortStableFunc(recs, func(a, b rec) int {
+		if a.s != b.s {
+			return int(a.s) - int(b.s)
+		}
+		return int(a.d) - int(b.d)
+	})
+	out := recs[:0]
+	for _, r := range recs {
+		if n := len(out); n > 0 && out[n-1].s == r.s && out[n-1].d == r.d {
+			switch o.Duplicates {
+			case DupKeepFirst:
+				continue
+			case DupSumWeights:
+				out[n-1].w += r.w
+				continue
+			case DupError:
+				return nil, fmt.Errorf("build %s: duplicate edge %d -> %d", o.Name, ext(ids, r.s), ext(ids, r.d))
+			}
+		}
+		out = append(out, r)
+	}
+	g := &Graph{Name: o.Name, Offsets: make([]uint64, o.NumVertices+1), Targets: make([]uint32, len(out)), IDs: nil}
+	if !o.DenseIDs {
+		g.IDs = ids
+	}
+	if o.Weighted {
+		g.Weights = make([]float32, len(out))
+	}
+	if o.Labelled {
+		g.Labels = make([]uint8, len(out))
+	}
+	for i, r := range out {
+		g.Offsets[r.s+1]++
+		g.Targets[i] = r.d
+		if g.Weights != nil {
+			g.Weights[i] = r.w
+		}
+		if g.Labels != nil {
+			g.Labels[i] = r.l
+		}
+	}
+	for v := 0; v < o.NumVertices; v++ {
+		g.Offsets[v+1] += g.Offsets[v]
+	}
+	if err := g.Finish(); err != nil {
+		return nil, fmt.Errorf("build %s: %w", o.Name, err)
+	}
+	return g, nil
+}
+
+func ext(ids []int64, v uint32) int64 {
+	if ids == nil {
+		return int64(v)
+	}
+	return ids[v]
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Checksum is a CRC-64 (ECMA) over the graph's arrays in their little-endian
+// in-memory form; the binary format stores it and Version derives from it.
+func (g *Graph) Checksum() uint64 {
+	t := crc64.MakeTable(crc64.ECMA)
+	var c uint64
+	c = crc64.Update(c, t, bytesOf(g.Offsets))
+	c = crc64.Update(c, t, bytesOf(g.Targets))
+	c = crc64.Update(c, t, bytesOf(g.Weights))
+	c = crc64.Update(c, t, bytesOf(g.Labels))
+	c = crc64.Update(c, t, bytesOf(g.IDs))
+	return c
+}
+
+// bytesOf views a slice of fixed-size numbers as bytes (host order; walkstage
+// supports little-endian hosts only, see the format documentation).
+func bytesOf[T any](s []T) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(s[0])))
+}

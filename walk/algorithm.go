@@ -1,0 +1,212 @@
+// Package walk holds what a walk is: the algorithm descriptions and their
+// validation, the samplers, the Philox4x32-10 random stream, the engine
+// interface and the multi-core CPU engine, which is the reference for every
+// other engine. It imports graph only; it knows nothing of Kafka, Parquet or
+// CUDA.
+package walk
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/walkstage/walkstage/graph"
+)
+
+// Kind names a walk algorithm.
+type Kind uint8
+
+const (
+	DeepWalk Kind = iota + 1 // first order, uniform or edge-weighted
+	PPR                      // DeepWalk that stops with probability StopProb before each step
+	Node2Vec                 // second order with return (p) and in-out (q) factors
+	MetaPath                 // step i follows only edges labelled Schema[i mod len(Schema)]
+)
+
+var kindNames = map[Kind]string{DeepWalk: "deepwalk", PPR: "ppr", Node2Vec: "node2vec", MetaPath: "metapath"}
+
+func (k Kind) String() string {
+	if s, ok := kindNames[k]; ok {
+		return s
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// ParseKind accepts the names String returns (case-insensitive).
+func ParseKind(s string) (Kind, error) {
+	for k, n := range kindNames {
+		if strings.EqualFold(s, n) {
+			return k, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: unknown algorithm %q (want deepwalk, ppr, node2vec or metapath)", ErrInvalidAlgorithm, s)
+}
+
+// SamplerKind names a neighbour-sampling method.
+type SamplerKind uint8
+
+const (
+	SamplerAuto      SamplerKind = iota // chosen from the algorithm's bias (see Algorithm.Sampler)
+	SamplerUniform                      // O(1): one draw, index = mulhi(draw, degree)
+	SamplerAlias                        // O(1) alias table built once per graph from the static weights
+	SamplerRejection                    // Node2Vec: proposal from the static bias, accept by p/q factor
+	SamplerZPRS                         // zig-zag parallel reservoir sampling, O(1) memory, any dynamic bias
+	SamplerDPRS                         // direct parallel reservoir sampling, O(1) memory, any dynamic bias
+)
+
+var samplerNames = map[SamplerKind]string{SamplerAuto: "auto", SamplerUniform: "uniform", SamplerAlias: "alias",
+	SamplerRejection: "rejection", SamplerZPRS: "zprs", SamplerDPRS: "dprs"}
+
+func (s SamplerKind) String() string {
+	if n, ok := samplerNames[s]; ok {
+		return n
+	}
+	return fmt.Sprintf("sampler(%d)", uint8(s))
+}
+
+// ParseSampler accepts the names String returns (case-insensitive).
+func ParseSampler(s string) (SamplerKind, error) {
+	for k, n := range samplerNames {
+		if strings.EqualFold(s, n) {
+			return k, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: unknown sampler %q (want auto, uniform, alias, rejection, zprs or dprs)", ErrInvalidAlgorithm, s)
+}
+
+// Limits on walk parameters, independent of any deployment's tighter limits.
+const (
+	MaxLength     = 1 << 16 // steps per walk
+	MaxSchemaLen  = 64
+	maxPQ         = 1e6
+	minPQ         = 1e-6
+	DefaultLength = 80
+)
+
+// Algorithm is the one description of a walk that every engine executes.
+// The zero value is not valid; use Validate before running.
+type Algorithm struct {
+	Kind     Kind
+	Length   int     // maximum number of steps (the walk holds up to Length+1 vertices)
+	Weighted bool    // bias by edge weight (requires a weighted graph)
+	StopProb float64 // PPR: probability of stopping before each step, in (0, 1)
+	P, Q     float64 // Node2Vec return and in-out parameters, > 0
+	Schema   []uint8 // MetaPath: edge labels applied cyclically, step i uses Schema[i%len]
+	// Sampler forces a sampling method; SamplerAuto picks the fastest exact one.
+	Sampler SamplerKind
+}
+
+// ErrInvalidAlgorithm is wrapped by every parameter validation failure, so
+// callers can tell a rejected request from an engine fault.
+var ErrInvalidAlgorithm = errors.New("invalid walk parameters")
+
+func invalid(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidAlgorithm, fmt.Sprintf(format, a...))
+}
+
+// Validate checks the parameters, and when g is not nil, that the graph can
+// serve them (weights present, schema labels exist).
+func (a Algorithm) Validate(g *graph.Graph) error {
+	if _, ok := kindNames[a.Kind]; !ok {
+		return invalid("unknown algorithm kind %d", a.Kind)
+	}
+	if a.Length < 1 || a.Length > MaxLength {
+		return invalid("length %d out of range [1, %d]", a.Length, MaxLength)
+	}
+	if a.Kind == PPR {
+		if !(a.StopProb > 0 && a.StopProb < 1) {
+			return invalid("ppr stop probability %v must be in (0, 1)", a.StopProb)
+		}
+	} else if a.StopProb != 0 {
+		return invalid("stop probability is only for ppr, not %s", a.Kind)
+	}
+	if a.Kind == Node2Vec {
+		for _, x := range []struct {
+			n string
+			v float64
+		}{{"p", a.P}, {"q", a.Q}} {
+			if !(x.v >= minPQ && x.v <= maxPQ) || math.IsNaN(x.v) {
+				return invalid("node2vec %s = %v must be in [%g, %g]", x.n, x.v, minPQ, maxPQ)
+			}
+		}
+	} else if a.P != 0 || a.Q != 0 {
+		return invalid("p and q are only for node2vec, not %s", a.Kind)
+	}
+	if a.Kind == MetaPath {
+		if len(a.Schema) == 0 || len(a.Schema) > MaxSchemaLen {
+			return invalid("metapath schema needs 1 to %d labels, got %d", MaxSchemaLen, len(a.Schema))
+		}
+	} else if len(a.Schema) != 0 {
+		return invalid("a schema is only for metapath, not %s", a.Kind)
+	}
+	if _, ok := samplerNames[a.Sampler]; !ok {
+		return invalid("unknown sampler %d", a.Sampler)
+	}
+	switch a.Sampler {
+	case SamplerUniform:
+		if a.Weighted || a.Kind == Node2Vec || a.Kind == MetaPath {
+			return invalid("the uniform sampler cannot serve %s (weighted=%v)", a.Kind, a.Weighted)
+		}
+	case SamplerAlias:
+		if a.Kind == Node2Vec || a.Kind == MetaPath {
+			return invalid("the alias sampler cannot serve %s: its bias is dynamic", a.Kind)
+		}
+	case SamplerRejection:
+		if a.Kind != Node2Vec {
+			return invalid("the rejection sampler is for node2vec, not %s", a.Kind)
+		}
+	}
+	if g == nil {
+		return nil
+	}
+	if a.Weighted && !g.Weighted() {
+		return invalid("weighted %s needs edge weights, and graph %q has none", a.Kind, g.Name)
+	}
+	if a.Kind == MetaPath {
+		if !g.Labelled() {
+			return invalid("metapath needs edge labels, and graph %q has none", g.Name)
+		}
+		for i, l := range a.Schema {
+			if int(l) >= g.NumLabels {
+				return invalid("metapath schema[%d] = %d, but graph %q has labels 0..%d", i, l, g.Name, g.NumLabels-1)
+			}
+		}
+	}
+	return nil
+}
+
+// Sampler resolves SamplerAuto: uniform for unweighted first-order walks,
+// alias for weighted ones, rejection for Node2Vec, ZPRS for MetaPath (its
+// bias changes with the step, so no static table serves it).
+func (a Algorithm) ResolvedSampler() SamplerKind {
+	if a.Sampler != SamplerAuto {
+		return a.Sampler
+	}
+	switch a.Kind {
+	case Node2Vec:
+		return SamplerRejection
+	case MetaPath:
+		return SamplerZPRS
+	}
+	if a.Weighted {
+		return SamplerAlias
+	}
+	return SamplerUniform
+}
+
+// String is a stable, human-readable rendering used in logs and metadata.
+func (a Algorithm) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s length=%d weighted=%v", a.Kind, a.Length, a.Weighted)
+	switch a.Kind {
+	case PPR:
+		fmt.Fprintf(&b, " stop=%g", a.StopProb)
+	case Node2Vec:
+		fmt.Fprintf(&b, " p=%g q=%g", a.P, a.Q)
+	case MetaPath:
+		fmt.Fprintf(&b, " schema=%v", a.Schema)
+	}
+	fmt.Fprintf(&b, " sampler=%s", a.ResolvedSampler())
+	return b.String()
+}

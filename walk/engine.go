@@ -1,0 +1,84 @@
+package walk
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/walkstage/walkstage/graph"
+)
+
+// Job is one batch of walks with one algorithm and one seed. Walk i of a job
+// starts at Starts[i] and has walk id i: its random stream is keyed by
+// (Seed, i, step, draw), so the same job yields the same walks on the same
+// engine, whatever else runs beside it. Callers expand "walks per seed" by
+// repeating a start vertex.
+type Job struct {
+	// Tag is the caller's name for the job (the stage uses an index into its
+	// micro-batch); engines echo it in every chunk and never interpret it.
+	Tag       int
+	Algorithm Algorithm
+	Seed      uint64
+	Starts    []uint32 // dense start vertices
+}
+
+// Chunk is a run of completed walks of one job. Walk k of the chunk has id
+// WalkIDs[k] and visits Vertices[Offsets[k]:Offsets[k+1]] (dense ids, the
+// start vertex first), so it took Offsets[k+1]-Offsets[k]-1 steps; fewer than
+// the algorithm's Length means it stopped early (dead end, no edge with the
+// wanted label, or a PPR stop). Walk ids within a chunk ascend; chunks of a
+// job arrive in any order, each walk exactly once.
+//
+// The receiver owns a chunk's slices: engines never touch them again.
+type Chunk struct {
+	Tag      int
+	WalkIDs  []uint64
+	Offsets  []uint32 // len(WalkIDs)+1, Offsets[0] == 0
+	Vertices []uint32
+}
+
+// Len is the number of walks in the chunk.
+func (c *Chunk) Len() int { return len(c.WalkIDs) }
+
+// Walk returns the vertices of walk k.
+func (c *Chunk) Walk(k int) []uint32 { return c.Vertices[c.Offsets[k]:c.Offsets[k+1]] }
+
+// Steps is the total number of steps in the chunk.
+func (c *Chunk) Steps() int64 { return int64(len(c.Vertices) - len(c.WalkIDs)) }
+
+// EmitFunc receives completed chunks. Engines call it from one goroutine at a
+// time. An error from it aborts the run and is returned by Run.
+type EmitFunc func(Chunk) error
+
+// Engine executes walks over the graph it was built for. Implementations keep
+// graph-sized state (sampling tables, device copies) between runs, so one
+// engine serves many runs; Run may be called again once the previous call has
+// returned.
+type Engine interface {
+	// Name is "cpu" or "gpu", recorded in output metadata.
+	Name() string
+	// Run walks every job and streams completed walks to emit, in chunks,
+	// without holding the whole output. Jobs may share a launch; their walks
+	// are interleaved freely. It returns when every walk has been emitted,
+	// or the first error (including ctx's) once the engine has stopped.
+	Run(ctx context.Context, jobs []Job, emit EmitFunc) error
+	// Close releases the engine's resources.
+	Close() error
+}
+
+// ValidateJobs checks each job's algorithm against g and its start vertices
+// against g's vertex range.
+func ValidateJobs(g *graph.Graph, jobs []Job) error {
+	n := uint32(g.NumVertices())
+	for i := range jobs {
+		j := &jobs[i]
+		if err := j.Algorithm.Validate(g); err != nil {
+			return fmt.Errorf("job %d: %w", j.Tag, err)
+		}
+		for k, s := range j.Starts {
+			if s >= n {
+				return fmt.Errorf("job %d: %w: start %d is vertex %d, beyond %d vertices", j.Tag, ErrInvalidAlgorithm, k, s, n)
+			}
+		}
+	}
+	return nil
+}
