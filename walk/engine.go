@@ -3,6 +3,7 @@ package walk
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/walkstage/walkstage/graph"
 )
@@ -81,4 +82,27 @@ func ValidateJobs(g *graph.Graph, jobs []Job) error {
 		}
 	}
 	return nil
+}
+
+// RunStats is what an engine measured during its last Run. Engines that can
+// tell compute time from copies (the GPU's kernel time) fill Compute; the rest
+// leave it equal to Wall.
+type RunStats struct {
+	Walks   int64
+	Steps   int64
+	Wall    time.Duration // the whole Run, emit callbacks included
+	Compute time.Duration // walking only (GPU: kernel time, events around launches)
+	// MemoryBytes is the engine's working memory beyond the graph and its
+	// tables (GPU: device bytes allocated for pools and results).
+	MemoryBytes int64
+	// TableBytes and TableBuild describe the sampling tables built once per
+	// engine (alias tables); zero when none were needed.
+	TableBytes int64
+	TableBuild time.Duration
+}
+
+// StatsReporter is implemented by engines that measure their runs; bench and
+// the stage's metrics use it when present.
+type StatsReporter interface {
+	LastRunStats() RunStats
 }
