@@ -1,0 +1,330 @@
+package stage
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+)
+
+// EnvPrefix is prepended to every variable name below.
+const EnvPrefix = "WALKSTAGE_"
+
+// Config is the stage's whole configuration, read from WALKSTAGE_* variables
+// by LoadConfig. The names are a public interface (the Helm chart and every
+// deployment set them): add variables freely, never rename one. Each field's
+// comment is the variable's documentation; docs and the chart quote it.
+type Config struct {
+	// ---- Kafka ----
+
+	// WALKSTAGE_BROKERS: comma-separated bootstrap brokers, host:port. Required.
+	Brokers []string `env:"BROKERS" envSeparator:","`
+	// WALKSTAGE_INPUT_TOPIC: topic of seed-batch requests (key = batch id).
+	InputTopic string `env:"INPUT_TOPIC" envDefault:"walkstage-requests"`
+	// WALKSTAGE_OUTPUT_TOPIC: topic the completion events go to (key = batch id).
+	OutputTopic string `env:"OUTPUT_TOPIC" envDefault:"walkstage-completions"`
+	// WALKSTAGE_DLQ_TOPIC: dead-letter topic; rejected requests are copied
+	// there unchanged with a walkstage-error header.
+	DLQTopic string `env:"DLQ_TOPIC" envDefault:"walkstage-dlq"`
+	// WALKSTAGE_GROUP: consumer group id; replicas with the same group share
+	// the input topic's partitions.
+	Group string `env:"GROUP" envDefault:"walkstage"`
+	// WALKSTAGE_CLIENT_ID: Kafka client id (shows in broker logs and quotas).
+	ClientID string `env:"CLIENT_ID" envDefault:"walkstage"`
+	// WALKSTAGE_SESSION_TIMEOUT: consumer group session timeout; a replica
+	// silent for this long loses its partitions.
+	SessionTimeout time.Duration `env:"SESSION_TIMEOUT" envDefault:"30s"`
+	// WALKSTAGE_REBALANCE_TIMEOUT: how long the group waits for members to
+	// rejoin during a rebalance.
+	RebalanceTimeout time.Duration `env:"REBALANCE_TIMEOUT" envDefault:"30s"`
+
+	// WALKSTAGE_TLS: connect to the brokers with TLS (implied by any TLS_* file).
+	TLS bool `env:"TLS" envDefault:"false"`
+	// WALKSTAGE_TLS_CA_FILE: PEM bundle of CAs that sign the brokers'
+	// certificates (default: the system pool).
+	TLSCAFile string `env:"TLS_CA_FILE"`
+	// WALKSTAGE_TLS_CERT_FILE: PEM client certificate for mutual TLS (needs TLS_KEY_FILE).
+	TLSCertFile string `env:"TLS_CERT_FILE"`
+	// WALKSTAGE_TLS_KEY_FILE: PEM private key of TLS_CERT_FILE.
+	TLSKeyFile string `env:"TLS_KEY_FILE"`
+	// WALKSTAGE_TLS_SERVER_NAME: name to verify in the brokers' certificates
+	// (default: the host of each broker address).
+	TLSServerName string `env:"TLS_SERVER_NAME"`
+	// WALKSTAGE_TLS_INSECURE_SKIP_VERIFY: accept any broker certificate. For
+	// tests only: it makes TLS useless against an active attacker.
+	TLSInsecureSkipVerify bool `env:"TLS_INSECURE_SKIP_VERIFY" envDefault:"false"`
+
+	// WALKSTAGE_SASL_MECHANISM: none, plain, scram-sha-256 or scram-sha-512.
+	SASLMechanism string `env:"SASL_MECHANISM" envDefault:"none"`
+	// WALKSTAGE_SASL_USERNAME: SASL user (required with a mechanism).
+	SASLUsername string `env:"SASL_USERNAME"`
+	// WALKSTAGE_SASL_PASSWORD: SASL password (required with a mechanism).
+	// Mount it from a Secret; it is never logged.
+	SASLPassword string `env:"SASL_PASSWORD"`
+
+	// ---- Graph and output ----
+
+	// WALKSTAGE_GRAPH: the graph to walk, in walkstage's binary format: a
+	// local path, or an object URL (s3://, gs://, azblob://, file://) that is
+	// downloaded to a temporary file first. Required.
+	Graph string `env:"GRAPH"`
+	// WALKSTAGE_GRAPH_DOWNLOAD_DIR: where a graph given by URL is downloaded
+	// (default: the system temporary directory). Needs room for the graph.
+	GraphDownloadDir string `env:"GRAPH_DOWNLOAD_DIR"`
+	// WALKSTAGE_OUTPUT_URL: gocloud.dev bucket URL the Parquet walks go to,
+	// e.g. s3://bucket?region=eu-west-1, gs://bucket, file:///data/walks. Required.
+	OutputURL string `env:"OUTPUT_URL"`
+	// WALKSTAGE_OUTPUT_PREFIX: key prefix inside the bucket; batch B's
+	// objects are under <prefix>/<B>/.
+	OutputPrefix string `env:"OUTPUT_PREFIX" envDefault:"walks"`
+
+	// ---- Engine ----
+
+	// WALKSTAGE_ENGINE: auto (GPU when built with CUDA and a device is
+	// present, else CPU), cpu or gpu (fail at start-up without a GPU).
+	Engine string `env:"ENGINE" envDefault:"auto"`
+	// WALKSTAGE_CPU_WORKERS: walking goroutines of the CPU engine (0: one per core).
+	CPUWorkers int `env:"CPU_WORKERS" envDefault:"0"`
+
+	// ---- Request limits (violations are rejected, see docs/messages.md) ----
+
+	// WALKSTAGE_MAX_MESSAGE_BYTES: largest request message accepted.
+	MaxMessageBytes int `env:"MAX_MESSAGE_BYTES" envDefault:"4194304"`
+	// WALKSTAGE_MAX_SEEDS: most seed vertices in one request (list or range).
+	MaxSeeds int `env:"MAX_SEEDS" envDefault:"100000"`
+	// WALKSTAGE_MAX_WALK_LENGTH: largest walk length (steps) a request may ask for.
+	MaxWalkLength int `env:"MAX_WALK_LENGTH" envDefault:"1000"`
+	// WALKSTAGE_MAX_WALKS_PER_SEED: largest walks_per_seed a request may ask for.
+	MaxWalksPerSeed int `env:"MAX_WALKS_PER_SEED" envDefault:"100"`
+	// WALKSTAGE_MAX_WALKS_PER_BATCH: most walks (seeds x walks_per_seed) in
+	// one request; bounds one batch's output size.
+	MaxWalksPerBatch int `env:"MAX_WALKS_PER_BATCH" envDefault:"10000000"`
+	// WALKSTAGE_UNKNOWN_VERTICES: what a seed id missing from the graph does:
+	// reject (the whole request) or skip (walk the others, count the skipped
+	// ones in the completion event).
+	UnknownVertices string `env:"UNKNOWN_VERTICES" envDefault:"reject"`
+
+	// ---- Micro-batching and backpressure ----
+
+	// WALKSTAGE_MICROBATCH_MAX_WAIT: how long the engine waits for more
+	// requests to share one launch once it holds one. Adds at most this much
+	// latency; 0 launches whatever is queued at once.
+	MicroBatchMaxWait time.Duration `env:"MICROBATCH_MAX_WAIT" envDefault:"5ms"`
+	// WALKSTAGE_MICROBATCH_MAX_WALKS: walks per launch beyond which no more
+	// requests join it (a single larger request runs alone).
+	MicroBatchMaxWalks int `env:"MICROBATCH_MAX_WALKS" envDefault:"1048576"`
+	// WALKSTAGE_MICROBATCH_MAX_REQUESTS: most requests sharing one launch.
+	MicroBatchMaxRequests int `env:"MICROBATCH_MAX_REQUESTS" envDefault:"64"`
+	// WALKSTAGE_QUEUE_DEPTH: validated requests waiting for the engine; when
+	// full the consumer stops fetching (backpressure to Kafka).
+	QueueDepth int `env:"QUEUE_DEPTH" envDefault:"64"`
+	// WALKSTAGE_MAX_IN_FLIGHT: batches walked but not yet committed (being
+	// written, manifest, event); when full the engine waits for the sink.
+	MaxInFlight int `env:"MAX_IN_FLIGHT" envDefault:"16"`
+	// WALKSTAGE_CHUNK_BUFFER: completed-walk chunks buffered per batch
+	// between the engine and its writer. Memory in flight is about
+	// CHUNK_BUFFER x 1024 walks x (length+1) x 4 bytes per batch.
+	ChunkBuffer int `env:"CHUNK_BUFFER" envDefault:"4"`
+	// WALKSTAGE_MAX_ATTEMPTS: tries of one batch (walk, write, manifest)
+	// before it is reported failed, dead-lettered and committed.
+	MaxAttempts int `env:"MAX_ATTEMPTS" envDefault:"3"`
+
+	// ---- Operations ----
+
+	// WALKSTAGE_METRICS_ADDR: listen address of /metrics, /healthz and
+	// /readyz; empty disables the HTTP server.
+	MetricsAddr string `env:"METRICS_ADDR" envDefault:":9090"`
+	// WALKSTAGE_SHUTDOWN_TIMEOUT: after SIGTERM, how long in-flight batches
+	// may take to finish; the rest are abandoned uncommitted (redelivered to
+	// another replica). Keep it below the pod's terminationGracePeriodSeconds.
+	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"30s"`
+	// WALKSTAGE_LOG_LEVEL: debug, info, warn or error.
+	LogLevel string `env:"LOG_LEVEL" envDefault:"info"`
+	// WALKSTAGE_LOG_FORMAT: json (one object per line) or text.
+	LogFormat string `env:"LOG_FORMAT" envDefault:"json"`
+}
+
+// LoadConfig reads the configuration from environ (os.Environ() form;
+// nil means the process environment) and validates it. The error lists every
+// bad variable, one per line, not just the first.
+func LoadConfig(environ []string) (Config, error) {
+	opts := env.Options{Prefix: EnvPrefix}
+	if environ != nil {
+		opts.Environment = make(map[string]string, len(environ))
+		for _, kv := range environ {
+			k, v, _ := strings.Cut(kv, "=")
+			opts.Environment[k] = v
+		}
+	} else {
+		opts.Environment = envMap()
+	}
+	var c Config
+	var errs []error
+	if err := env.ParseWithOptions(&c, opts); err != nil {
+		var agg env.AggregateError
+		if errors.As(err, &agg) {
+			errs = append(errs, agg.Errors...)
+		} else {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, c.validate()...)
+	if len(errs) > 0 {
+		return c, &ConfigError{Errs: errs}
+	}
+	return c, nil
+}
+
+func envMap() map[string]string {
+	m := map[string]string{}
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	return m
+}
+
+// ConfigError lists every problem found in the configuration.
+type ConfigError struct{ Errs []error }
+
+func (e *ConfigError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "invalid configuration (%d problems):", len(e.Errs))
+	for _, err := range e.Errs {
+		b.WriteString("\n  ")
+		b.WriteString(err.Error())
+	}
+	return b.String()
+}
+
+func (e *ConfigError) Unwrap() []error { return e.Errs }
+
+// validate checks values the parser cannot: required strings, enums, ranges
+// and combinations. Every message names its variable.
+func (c *Config) validate() []error {
+	var errs []error
+	bad := func(name, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s%s: %s", EnvPrefix, name, fmt.Sprintf(format, a...)))
+	}
+	if len(c.Brokers) == 0 {
+		bad("BROKERS", "required (comma-separated host:port list)")
+	}
+	for _, b := range c.Brokers {
+		if _, _, err := net.SplitHostPort(strings.TrimSpace(b)); err != nil {
+			bad("BROKERS", "%q is not host:port", b)
+		}
+	}
+	for _, t := range []struct{ name, v string }{{"INPUT_TOPIC", c.InputTopic}, {"OUTPUT_TOPIC", c.OutputTopic},
+		{"DLQ_TOPIC", c.DLQTopic}, {"GROUP", c.Group}} {
+		if strings.TrimSpace(t.v) == "" {
+			bad(t.name, "must not be empty")
+		}
+	}
+	if c.InputTopic != "" && (c.InputTopic == c.OutputTopic || c.InputTopic == c.DLQTopic) {
+		bad("INPUT_TOPIC", "%q must differ from the output and dead-letter topics", c.InputTopic)
+	}
+	if c.SessionTimeout < time.Second {
+		bad("SESSION_TIMEOUT", "%v is below 1s", c.SessionTimeout)
+	}
+	if c.RebalanceTimeout < time.Second {
+		bad("REBALANCE_TIMEOUT", "%v is below 1s", c.RebalanceTimeout)
+	}
+	for _, f := range []struct{ name, path string }{{"TLS_CA_FILE", c.TLSCAFile}, {"TLS_CERT_FILE", c.TLSCertFile}, {"TLS_KEY_FILE", c.TLSKeyFile}} {
+		if f.path == "" {
+			continue
+		}
+		if _, err := os.Stat(f.path); err != nil {
+			bad(f.name, "%v", err)
+		}
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		bad("TLS_CERT_FILE", "TLS_CERT_FILE and TLS_KEY_FILE go together")
+	}
+	switch strings.ToLower(c.SASLMechanism) {
+	case "", "none":
+	case "plain", "scram-sha-256", "scram-sha-512":
+		if c.SASLUsername == "" {
+			bad("SASL_USERNAME", "required with SASL mechanism %s", c.SASLMechanism)
+		}
+		if c.SASLPassword == "" {
+			bad("SASL_PASSWORD", "required with SASL mechanism %s", c.SASLMechanism)
+		}
+	default:
+		bad("SASL_MECHANISM", "%q is not none, plain, scram-sha-256 or scram-sha-512", c.SASLMechanism)
+	}
+	if c.Graph == "" {
+		bad("GRAPH", "required (path or object URL of a walkstage graph file)")
+	}
+	if c.OutputURL == "" {
+		bad("OUTPUT_URL", "required (bucket URL such as s3://bucket?region=... or file:///dir)")
+	} else if u, err := url.Parse(c.OutputURL); err != nil || u.Scheme == "" {
+		bad("OUTPUT_URL", "%q is not a bucket URL (scheme://...)", c.OutputURL)
+	}
+	if strings.HasPrefix(c.OutputPrefix, "/") {
+		bad("OUTPUT_PREFIX", "%q must not start with /", c.OutputPrefix)
+	}
+	switch c.Engine {
+	case "auto", "cpu", "gpu":
+	default:
+		bad("ENGINE", "%q is not auto, cpu or gpu", c.Engine)
+	}
+	positive := []struct {
+		name string
+		v    int
+	}{{"MAX_MESSAGE_BYTES", c.MaxMessageBytes}, {"MAX_SEEDS", c.MaxSeeds}, {"MAX_WALK_LENGTH", c.MaxWalkLength},
+		{"MAX_WALKS_PER_SEED", c.MaxWalksPerSeed}, {"MAX_WALKS_PER_BATCH", c.MaxWalksPerBatch},
+		{"MICROBATCH_MAX_WALKS", c.MicroBatchMaxWalks}, {"MICROBATCH_MAX_REQUESTS", c.MicroBatchMaxRequests},
+		{"QUEUE_DEPTH", c.QueueDepth}, {"MAX_IN_FLIGHT", c.MaxInFlight}, {"CHUNK_BUFFER", c.ChunkBuffer},
+		{"MAX_ATTEMPTS", c.MaxAttempts}}
+	for _, p := range positive {
+		if p.v < 1 {
+			bad(p.name, "%d must be at least 1", p.v)
+		}
+	}
+	if c.CPUWorkers < 0 {
+		bad("CPU_WORKERS", "%d must be 0 (one per core) or more", c.CPUWorkers)
+	}
+	if c.MaxWalkLength > 1<<16 {
+		bad("MAX_WALK_LENGTH", "%d is above the engine limit 65536", c.MaxWalkLength)
+	}
+	switch c.UnknownVertices {
+	case "reject", "skip":
+	default:
+		bad("UNKNOWN_VERTICES", "%q is not reject or skip", c.UnknownVertices)
+	}
+	if c.MicroBatchMaxWait < 0 {
+		bad("MICROBATCH_MAX_WAIT", "%v is negative", c.MicroBatchMaxWait)
+	}
+	if c.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			bad("METRICS_ADDR", "%q is not [host]:port", c.MetricsAddr)
+		}
+	}
+	if c.ShutdownTimeout <= 0 {
+		bad("SHUTDOWN_TIMEOUT", "%v must be positive", c.ShutdownTimeout)
+	}
+	if _, err := ParseLogLevel(c.LogLevel); err != nil {
+		bad("LOG_LEVEL", "%v", err)
+	}
+	switch c.LogFormat {
+	case "json", "text":
+	default:
+		bad("LOG_FORMAT", "%q is not json or text", c.LogFormat)
+	}
+	return errs
+}
+
+// ParseLogLevel accepts debug, info, warn and error.
+func ParseLogLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("%q is not debug, info, warn or error", s)
+	}
+	return l, nil
+}

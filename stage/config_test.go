@@ -1,0 +1,42 @@
+package stage
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLoadConfigDefaults(t *testing.T) {
+	c, err := LoadConfig([]string{"WALKSTAGE_BROKERS=a:9092,b:9092", "WALKSTAGE_GRAPH=/g.wsg", "WALKSTAGE_OUTPUT_URL=file:///tmp/x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Brokers) != 2 || c.InputTopic != "walkstage-requests" || c.MicroBatchMaxWait != 5*time.Millisecond ||
+		c.Engine != "auto" || c.UnknownVertices != "reject" {
+		t.Fatalf("unexpected defaults: %+v", c)
+	}
+}
+
+func TestLoadConfigReportsEveryBadVariable(t *testing.T) {
+	_, err := LoadConfig([]string{
+		"WALKSTAGE_ENGINE=tpu",
+		"WALKSTAGE_MAX_SEEDS=notanumber",
+		"WALKSTAGE_QUEUE_DEPTH=0",
+		"WALKSTAGE_SASL_MECHANISM=scram-sha-256",
+		"WALKSTAGE_UNKNOWN_VERTICES=ignore",
+		"WALKSTAGE_LOG_LEVEL=loud",
+		"WALKSTAGE_SHUTDOWN_TIMEOUT=soon",
+	})
+	var ce *ConfigError
+	if !errors.As(err, &ce) {
+		t.Fatalf("want *ConfigError, got %v", err)
+	}
+	msg := err.Error()
+	for _, name := range []string{"BROKERS", "GRAPH", "OUTPUT_URL", "ENGINE", "MAX_SEEDS", "QUEUE_DEPTH",
+		"SASL_USERNAME", "SASL_PASSWORD", "UNKNOWN_VERTICES", "LOG_LEVEL", "SHUTDOWN_TIMEOUT"} {
+		if !strings.Contains(msg, "WALKSTAGE_"+name) {
+			t.Errorf("error does not name WALKSTAGE_%s:\n%s", name, msg)
+		}
+	}
+}
