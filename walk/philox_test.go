@@ -20,3 +20,14 @@ func TestPhiloxKnownAnswers(t *testing.T) {
 		}
 	}
 }
+
+func TestPhiloxUnrolledMatches(t *testing.T) {
+	for i := uint32(0); i < 1000; i++ {
+		c := [4]uint32{i * 7919, i ^ 0xdeadbeef, i * 31, i >> 3}
+		k := [2]uint32{i * 104729, ^i}
+		a, b, cc, d := philox(c[0], c[1], c[2], c[3], k[0], k[1])
+		if want := Philox4x32(c, k); [4]uint32{a, b, cc, d} != want {
+			t.Fatalf("philox(%v,%v) = %08x, want %08x", c, k, [4]uint32{a, b, cc, d}, want)
+		}
+	}
+}

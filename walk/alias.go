@@ -1,0 +1,138 @@
+package walk
+
+import (
+	"runtime"
+	"sync"
+
+	"github.com/walkstage/walkstage/graph"
+)
+
+// AliasVertex fills prob and alias (both len(w)) with Vose's alias table for
+// the weights w. The construction is sequential and fixed to the letter —
+// float64 arithmetic in edge order, LIFO work lists filled by one scan — so
+// the GPU's table build (kernels/alias.cuh) yields the very same bits and
+// weighted walks match the CPU engine walk by walk. small and large are
+// scratch of capacity len(w); they are returned for reuse.
+func AliasVertex(w []float32, prob []float32, alias []uint32, scaled []float64, small, large []uint32) ([]float64, []uint32, []uint32) {
+	d := len(w)
+	scaled, small, large = scaled[:0], small[:0], large[:0]
+	var sum float64
+	for _, x := range w {
+		sum += float64(x)
+	}
+	fd := float64(d)
+	for i, x := range w {
+		s := float64(x) * fd / sum
+		scaled = append(scaled, s)
+		if s < 1 {
+			small = append(small, uint32(i))
+		} else {
+			large = append(large, uint32(i))
+		}
+	}
+	for len(small) > 0 && len(large) > 0 {
+		s := small[len(small)-1]
+		small = small[:len(small)-1]
+		l := large[len(large)-1]
+		large = large[:len(large)-1]
+		prob[s] = float32(scaled[s])
+		alias[s] = l
+		scaled[l] = (scaled[l] + scaled[s]) - 1
+		if scaled[l] < 1 {
+			small = append(small, l)
+		} else {
+			large = append(large, l)
+		}
+	}
+	for _, i := range small {
+		prob[i], alias[i] = 1, i
+	}
+	for _, i := range large {
+		prob[i], alias[i] = 1, i
+	}
+	return scaled, small, large
+}
+
+// BuildAlias returns the alias tables of a weighted graph as the GPU holds
+// them: Prob[e] is the chance to keep column e-off of the vertex's adjacency,
+// Alias[e] the local column taken otherwise. Tests compare the GPU's tables
+// with these.
+func BuildAlias(g *graph.Graph) (prob []float32, alias []uint32) {
+	prob = make([]float32, g.NumEdges())
+	alias = make([]uint32, g.NumEdges())
+	forVertexRanges(g, func(lo, hi int) {
+		var scaled []float64
+		var small, large []uint32
+		for v := lo; v < hi; v++ {
+			a, b := g.Offsets[v], g.Offsets[v+1]
+			if a == b {
+				continue
+			}
+			scaled, small, large = AliasVertex(g.Weights[a:b], prob[a:b], alias[a:b], scaled, small, large)
+		}
+	})
+	return prob, alias
+}
+
+// aliasEntry packs what one alias draw needs into 12 bytes so a step costs
+// one cache miss after the offsets: the keep probability and both possible
+// targets (column and alias) as dense vertex ids.
+type aliasEntry struct {
+	prob float32
+	keep uint32
+	alt  uint32
+}
+
+// buildPacked builds the CPU engine's packed alias table.
+func buildPacked(g *graph.Graph) []aliasEntry {
+	tab := make([]aliasEntry, g.NumEdges())
+	forVertexRanges(g, func(lo, hi int) {
+		var scaled []float64
+		var small, large []uint32
+		var prob []float32
+		var alias []uint32
+		for v := lo; v < hi; v++ {
+			a, b := g.Offsets[v], g.Offsets[v+1]
+			d := int(b - a)
+			if d == 0 {
+				continue
+			}
+			if cap(prob) < d {
+				prob, alias = make([]float32, d), make([]uint32, d)
+			}
+			prob, alias = prob[:d], alias[:d]
+			scaled, small, large = AliasVertex(g.Weights[a:b], prob, alias, scaled, small, large)
+			adj := g.Targets[a:b]
+			for i := 0; i < d; i++ {
+				tab[a+uint64(i)] = aliasEntry{prob: prob[i], keep: adj[i], alt: adj[alias[i]]}
+			}
+		}
+	})
+	return tab
+}
+
+// forVertexRanges splits the vertices into contiguous ranges of similar edge
+// counts and runs fn on them on all cores.
+func forVertexRanges(g *graph.Graph, fn func(lo, hi int)) {
+	n := g.NumVertices()
+	parts := runtime.GOMAXPROCS(0) * 8
+	per := (uint64(g.NumEdges()) + uint64(n) + uint64(parts) - 1) / uint64(parts)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	lo := 0
+	for lo < n {
+		hi, acc := lo, uint64(0)
+		for hi < n && acc < per {
+			acc += g.Offsets[hi+1] - g.Offsets[hi] + 1
+			hi++
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(lo, hi int) {
+			defer func() { <-sem; wg.Done() }()
+			fn(lo, hi)
+		}(lo, hi)
+		lo = hi
+	}
+	wg.Wait()
+}

@@ -1,0 +1,299 @@
+package walk
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/walkstage/walkstage/graph"
+)
+
+// collect runs jobs and returns each job's walks indexed by walk id.
+func collect(t testing.TB, e Engine, jobs []Job) map[int][][]uint32 {
+	t.Helper()
+	out := map[int][][]uint32{}
+	for _, j := range jobs {
+		out[j.Tag] = make([][]uint32, len(j.Starts))
+	}
+	err := e.Run(context.Background(), jobs, func(c Chunk) error {
+		if len(c.Offsets) != c.Len()+1 || c.Offsets[0] != 0 || int(c.Offsets[c.Len()]) != len(c.Vertices) {
+			t.Fatalf("malformed chunk: %d walks, offsets %v, %d vertices", c.Len(), c.Offsets, len(c.Vertices))
+		}
+		for k := 0; k < c.Len(); k++ {
+			id := c.WalkIDs[k]
+			if out[c.Tag][id] != nil {
+				t.Fatalf("job %d walk %d emitted twice", c.Tag, id)
+			}
+			out[c.Tag][id] = slices.Clone(c.Walk(k))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tag, ws := range out {
+		for id, w := range ws {
+			if w == nil {
+				t.Fatalf("job %d walk %d never emitted", tag, id)
+			}
+		}
+	}
+	return out
+}
+
+func repeat(v uint32, n int) []uint32 {
+	s := make([]uint32, n)
+	for i := range s {
+		s[i] = v
+	}
+	return s
+}
+
+func allAlgorithms() []Algorithm {
+	return []Algorithm{
+		{Kind: DeepWalk, Length: 12},
+		{Kind: DeepWalk, Length: 12, Weighted: true},
+		{Kind: DeepWalk, Length: 12, Weighted: true, Sampler: SamplerZPRS},
+		{Kind: DeepWalk, Length: 12, Weighted: true, Sampler: SamplerDPRS},
+		{Kind: PPR, Length: 12, StopProb: 0.2},
+		{Kind: PPR, Length: 12, StopProb: 0.2, Weighted: true},
+		{Kind: Node2Vec, Length: 12, P: 2, Q: 0.5},
+		{Kind: Node2Vec, Length: 12, P: 2, Q: 0.5, Weighted: true},
+		{Kind: MetaPath, Length: 12, Schema: []uint8{0, 1, 2}, Weighted: true},
+	}
+}
+
+// Walks depend only on (seed, walk id), not on workers, chunking or which
+// jobs share a run.
+func TestRunIsDeterministicAcrossSchedules(t *testing.T) {
+	g := testGraph(t)
+	var jobs []Job
+	for i, a := range allAlgorithms() {
+		starts := make([]uint32, 3000)
+		for k := range starts {
+			starts[k] = uint32(k % 15)
+		}
+		jobs = append(jobs, Job{Tag: i, Algorithm: a, Seed: uint64(100 + i), Starts: starts})
+	}
+	e1, _ := NewCPU(g, WithWorkers(1), WithChunkSize(4096))
+	e2, _ := NewCPU(g, WithWorkers(4), WithChunkSize(7))
+	want := collect(t, e1, jobs)
+	got := collect(t, e2, jobs)
+	for _, j := range jobs {
+		single := collect(t, e2, []Job{j})
+		for id := range j.Starts {
+			if !slices.Equal(want[j.Tag][id], got[j.Tag][id]) || !slices.Equal(want[j.Tag][id], single[j.Tag][id]) {
+				t.Fatalf("%s walk %d differs between schedules: %v vs %v vs %v", j.Algorithm, id, want[j.Tag][id], got[j.Tag][id], single[j.Tag][id])
+			}
+		}
+	}
+	// A different seed gives different walks.
+	j := jobs[0]
+	j.Seed++
+	other := collect(t, e1, []Job{j})
+	same := 0
+	for id := range j.Starts {
+		if slices.Equal(other[j.Tag][id], want[j.Tag][id]) {
+			same++
+		}
+	}
+	if same > len(j.Starts)/2 {
+		t.Errorf("changing the seed left %d of %d walks unchanged", same, len(j.Starts))
+	}
+}
+
+// Every walk follows edges of the graph, starts where asked, and stops
+// early only where the algorithm says it may.
+func TestWalksAreValidPaths(t *testing.T) {
+	g := testGraph(t)
+	e, _ := NewCPU(g)
+	for i, a := range allAlgorithms() {
+		j := Job{Tag: i, Algorithm: a, Seed: 9, Starts: []uint32{0, 1, 5, 11, 15, 3}}
+		for id, w := range collect(t, e, []Job{j})[i] {
+			if w[0] != j.Starts[id] {
+				t.Fatalf("%s: walk %d starts at %d, want %d", a, id, w[0], j.Starts[id])
+			}
+			if len(w) > a.Length+1 {
+				t.Fatalf("%s: walk %d has %d steps, more than %d", a, id, len(w)-1, a.Length)
+			}
+			for s := 1; s < len(w); s++ {
+				if !g.HasEdge(w[s-1], w[s]) {
+					t.Fatalf("%s: walk %d step %d: %d -> %d is no edge", a, id, s, w[s-1], w[s])
+				}
+			}
+			last := w[len(w)-1]
+			if len(w) < a.Length+1 && a.Kind != PPR && a.Kind != MetaPath && g.Degree(last) > 0 {
+				t.Fatalf("%s: walk %d stopped early at %d which has out-edges", a, id, last)
+			}
+		}
+	}
+}
+
+func TestMetaPathFollowsSchema(t *testing.T) {
+	g := testGraph(t)
+	e, _ := NewCPU(g)
+	schema := []uint8{1, 0, 2}
+	for _, sm := range []SamplerKind{SamplerAuto, SamplerZPRS, SamplerDPRS} {
+		a := Algorithm{Kind: MetaPath, Length: 20, Schema: schema, Weighted: true, Sampler: sm}
+		j := Job{Algorithm: a, Seed: 3, Starts: repeat(0, 2000)}
+		ended := 0
+		for _, w := range collect(t, e, []Job{j})[0] {
+			for s := 1; s < len(w); s++ {
+				want := schema[(s-1)%len(schema)]
+				if !hasLabelledEdge(g, w[s-1], w[s], want) {
+					t.Fatalf("%s: step %d %d -> %d does not carry label %d", sm, s-1, w[s-1], w[s], want)
+				}
+			}
+			if n := len(w) - 1; n < a.Length {
+				ended++
+				if hasLabel(g, w[n], schema[n%len(schema)]) {
+					t.Fatalf("%s: walk ended at %d although it has an edge labelled %d", sm, w[n], schema[n%len(schema)])
+				}
+			}
+		}
+		if ended == 0 {
+			t.Errorf("%s: no walk ever ran out of matching edges; the test graph should force some", sm)
+		}
+	}
+}
+
+func hasLabelledEdge(g *graph.Graph, u, v uint32, l uint8) bool {
+	for e := g.Offsets[u]; e < g.Offsets[u+1]; e++ {
+		if g.Targets[e] == v && g.Labels[e] == l {
+			return true
+		}
+	}
+	return false
+}
+
+func hasLabel(g *graph.Graph, u uint32, l uint8) bool {
+	for e := g.Offsets[u]; e < g.Offsets[u+1]; e++ {
+		if g.Labels[e] == l {
+			return true
+		}
+	}
+	return false
+}
+
+// The number of steps of a PPR walk on a graph without dead ends is
+// geometric, truncated at the maximum length.
+func TestPPRLengthIsGeometric(t *testing.T) {
+	var edges []graph.Edge
+	for i := int64(0); i < 20; i++ {
+		edges = append(edges, graph.Edge{Src: i, Dst: (i + 1) % 20}, graph.Edge{Src: i, Dst: (i + 7) % 20})
+	}
+	g, err := graph.FromEdges(edges, graph.BuildOptions{Name: "ring", DenseIDs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := NewCPU(g)
+	const stop, maxLen, n = 0.15, 10, 300000
+	for _, sm := range []SamplerKind{SamplerAuto, SamplerZPRS} {
+		a := Algorithm{Kind: PPR, Length: maxLen, StopProb: stop, Sampler: sm}
+		counts := map[uint32]int{}
+		for _, w := range collect(t, e, []Job{{Algorithm: a, Seed: 77, Starts: repeat(0, n)}})[0] {
+			counts[uint32(len(w)-1)]++
+		}
+		probs := map[uint32]float64{}
+		for k := 0; k < maxLen; k++ {
+			probs[uint32(k)] = math.Pow(1-stop, float64(k)) * stop
+		}
+		probs[maxLen] = math.Pow(1-stop, maxLen)
+		chiSquare(t, "ppr length "+sm.String(), counts, probs)
+	}
+}
+
+// Node2Vec's second-order behaviour over whole walks: the joint distribution
+// of the first two steps, enumerated exactly, against the engine's walks.
+func TestNode2VecTwoStepDistribution(t *testing.T) {
+	g := testGraph(t)
+	e, _ := NewCPU(g)
+	for _, a := range []Algorithm{
+		{Kind: Node2Vec, Length: 2, P: 2, Q: 0.5, Weighted: true},
+		{Kind: Node2Vec, Length: 2, P: 0.5, Q: 3},
+		{Kind: Node2Vec, Length: 2, P: 2, Q: 0.5, Weighted: true, Sampler: SamplerDPRS},
+	} {
+		const n = 300000
+		probs := map[uint32]float64{}
+		for v1, p1 := range exactStep(g, a, 0, graph.NoVertex, 0) {
+			for v2, p2 := range exactStep(g, a, 1, 0, v1) {
+				probs[v1*64+v2] += p1 * p2
+			}
+		}
+		counts := map[uint32]int{}
+		for _, w := range collect(t, e, []Job{{Algorithm: a, Seed: 5, Starts: repeat(0, n)}})[0] {
+			if len(w) != 3 {
+				t.Fatalf("walk %v should take two steps", w)
+			}
+			counts[w[1]*64+w[2]]++
+		}
+		chiSquare(t, a.String(), counts, probs)
+	}
+}
+
+func TestDeadEndEndsWalk(t *testing.T) {
+	g := testGraph(t)
+	e, _ := NewCPU(g)
+	w := collect(t, e, []Job{{Algorithm: Algorithm{Kind: DeepWalk, Length: 8}, Starts: []uint32{15}}})[0][0]
+	if len(w) != 1 || w[0] != 15 {
+		t.Fatalf("walk from dead end = %v, want [15]", w)
+	}
+}
+
+func TestValidateRejectsBadParameters(t *testing.T) {
+	g := testGraph(t)
+	unweighted, _ := graph.FromEdges([]graph.Edge{{Src: 0, Dst: 1}}, graph.BuildOptions{DenseIDs: true})
+	cases := []struct {
+		name string
+		a    Algorithm
+		g    *graph.Graph
+	}{
+		{"zero length", Algorithm{Kind: DeepWalk}, g},
+		{"too long", Algorithm{Kind: DeepWalk, Length: MaxLength + 1}, g},
+		{"unknown kind", Algorithm{Kind: 99, Length: 3}, g},
+		{"ppr stop 0", Algorithm{Kind: PPR, Length: 3}, g},
+		{"ppr stop 1", Algorithm{Kind: PPR, Length: 3, StopProb: 1}, g},
+		{"stop on deepwalk", Algorithm{Kind: DeepWalk, Length: 3, StopProb: 0.1}, g},
+		{"p zero", Algorithm{Kind: Node2Vec, Length: 3, Q: 1}, g},
+		{"q negative", Algorithm{Kind: Node2Vec, Length: 3, P: 1, Q: -1}, g},
+		{"q NaN", Algorithm{Kind: Node2Vec, Length: 3, P: 1, Q: math.NaN()}, g},
+		{"p on deepwalk", Algorithm{Kind: DeepWalk, Length: 3, P: 1}, g},
+		{"empty schema", Algorithm{Kind: MetaPath, Length: 3}, g},
+		{"schema label missing", Algorithm{Kind: MetaPath, Length: 3, Schema: []uint8{0, 7}}, g},
+		{"schema on ppr", Algorithm{Kind: PPR, Length: 3, StopProb: 0.5, Schema: []uint8{1}}, g},
+		{"weighted on unweighted graph", Algorithm{Kind: DeepWalk, Length: 3, Weighted: true}, unweighted},
+		{"metapath on unlabelled graph", Algorithm{Kind: MetaPath, Length: 3, Schema: []uint8{0}}, unweighted},
+		{"alias for node2vec", Algorithm{Kind: Node2Vec, Length: 3, P: 1, Q: 1, Sampler: SamplerAlias}, g},
+		{"uniform for weighted", Algorithm{Kind: DeepWalk, Length: 3, Weighted: true, Sampler: SamplerUniform}, g},
+		{"rejection for deepwalk", Algorithm{Kind: DeepWalk, Length: 3, Sampler: SamplerRejection}, g},
+	}
+	for _, c := range cases {
+		err := c.a.Validate(c.g)
+		if !errors.Is(err, ErrInvalidAlgorithm) {
+			t.Errorf("%s: Validate = %v, want ErrInvalidAlgorithm", c.name, err)
+		}
+	}
+	e, _ := NewCPU(g)
+	err := e.Run(context.Background(), []Job{{Algorithm: Algorithm{Kind: DeepWalk, Length: 3}, Starts: []uint32{99}}}, func(Chunk) error { return nil })
+	if !errors.Is(err, ErrInvalidAlgorithm) {
+		t.Errorf("start beyond the graph: Run = %v, want ErrInvalidAlgorithm", err)
+	}
+}
+
+func TestRunStopsOnEmitErrorAndCancel(t *testing.T) {
+	g := testGraph(t)
+	e, _ := NewCPU(g, WithChunkSize(10))
+	boom := errors.New("sink full")
+	j := Job{Algorithm: Algorithm{Kind: DeepWalk, Length: 5}, Starts: repeat(0, 10000)}
+	calls := 0
+	if err := e.Run(context.Background(), []Job{j}, func(Chunk) error { calls++; return boom }); !errors.Is(err, boom) || calls != 1 {
+		t.Fatalf("Run = %v after %d emits, want %v after 1", err, calls, boom)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	err := e.Run(ctx, []Job{j}, func(Chunk) error { cancel(); return nil })
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run after cancel = %v, want context.Canceled", err)
+	}
+}

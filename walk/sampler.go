@@ -1,0 +1,324 @@
+package walk
+
+import (
+	"github.com/walkstage/walkstage/graph"
+)
+
+// This file is the CPU twin of the GPU samplers: the exact contract of which
+// random word serves which decision. The GPU kernels follow it word for word
+// for the uniform and alias samplers (walks match walk by walk) and in
+// distribution for the rest.
+//
+// Philox draw 0 of (seed, walk, step) gives words x0..x3:
+//   uniform            next = adj[Index(x0, d)]
+//   alias              col = Index(x0, d); keep col if Unit24(x1) < Prob[col], else Alias[col]
+//   ppr                stop before the step if x0 < Threshold(stop); then uniform on x1 or alias on x1, x2
+//   node2vec, step 0   as uniform or alias
+//   node2vec, step>0   attempt a uses draw a: proposal on x0 (and x1 when weighted), accept if
+//                      x2 < Threshold(f/fmax), f = 1/p (back to prev), 1 (neighbour of prev), 1/q (else);
+//                      after maxRejections attempts an exact scan (draws fallbackDraw...) decides
+//   zprs, dprs         element i of the adjacency draws word i%4 of draw reservoirDraw+i/4
+//   metapath           zprs over the edges labelled Schema[step % len(Schema)] (weighted or not)
+
+const (
+	// maxRejections bounds Node2Vec's rejection loop; extreme p/q (acceptance
+	// rates near zero) fall back to an exact scan so walks stay exact and
+	// a step's cost stays bounded.
+	maxRejections = 64
+	fallbackDraw  = maxRejections
+	// reservoirDraw is the first draw of a reservoir sampler's per-element
+	// words (draw 0 holds the PPR stop word).
+	reservoirDraw = 1
+	// Lanes is k, the number of parallel lanes of the reference ZPRS and
+	// DPRS: a warp.
+	Lanes = 32
+)
+
+// stepper holds what one algorithm needs to take steps on one graph.
+type stepper struct {
+	off   []uint64
+	tgt   []uint32
+	w     []float32
+	lab   []uint8
+	alias []aliasEntry
+
+	alg      Algorithm
+	sampler  SamplerKind
+	weighted bool
+	k0, k1   uint32
+	stopT    uint64
+	// Node2Vec acceptance thresholds for f/fmax: [return, neighbour, outward].
+	acceptT [3]uint64
+	biasN2V [3]float64
+}
+
+func newStepper(g *graph.Graph, alg Algorithm, seed uint64, alias []aliasEntry) *stepper {
+	s := &stepper{off: g.Offsets, tgt: g.Targets, w: g.Weights, lab: g.Labels, alias: alias,
+		alg: alg, sampler: alg.ResolvedSampler(), weighted: alg.Weighted,
+		k0: uint32(seed), k1: uint32(seed >> 32)}
+	if !s.weighted {
+		s.w = nil
+	}
+	if alg.Kind == PPR {
+		s.stopT = Threshold(alg.StopProb)
+	}
+	if alg.Kind == Node2Vec {
+		f := [3]float64{1 / alg.P, 1, 1 / alg.Q}
+		fmax := max(f[0], f[1], f[2])
+		for i := range f {
+			s.acceptT[i] = Threshold(f[i] / fmax)
+		}
+		s.biasN2V = f
+	}
+	return s
+}
+
+// needsAlias reports whether the stepper draws from the packed alias table.
+func needsAlias(a Algorithm) bool {
+	sm := a.ResolvedSampler()
+	return a.Weighted && (sm == SamplerAlias || sm == SamplerRejection)
+}
+
+func (s *stepper) draw(walk uint64, step, d uint32) (uint32, uint32, uint32, uint32) {
+	return philox(uint32(walk), uint32(walk>>32), step, d, s.k0, s.k1)
+}
+
+// static picks an edge of v's adjacency [a, b) from the static bias (uniform
+// or alias) with words x (column) and y (coin).
+func (s *stepper) static(a, b uint64, x, y uint32) uint32 {
+	col := uint64(Index(x, uint32(b-a)))
+	if s.alias == nil {
+		return s.tgt[a+col]
+	}
+	e := &s.alias[a+col]
+	if Unit24(y) < e.prob {
+		return e.keep
+	}
+	return e.alt
+}
+
+// walk writes the walk of id from start into out (len >= Length+1) and
+// returns the number of vertices written.
+func (s *stepper) walk(id uint64, start uint32, out []uint32) int {
+	out[0] = start
+	prev, cur := uint32(graph.NoVertex), start
+	n := 1
+	for step := uint32(0); step < uint32(s.alg.Length); step++ {
+		next, ok := s.step(id, step, prev, cur)
+		if !ok {
+			break
+		}
+		out[n] = next
+		n++
+		prev, cur = cur, next
+	}
+	return n
+}
+
+// step takes one step from cur; ok is false when the walk ends here.
+func (s *stepper) step(id uint64, step, prev, cur uint32) (next uint32, ok bool) {
+	a, b := s.off[cur], s.off[cur+1]
+	if a == b {
+		return 0, false
+	}
+	switch s.alg.Kind {
+	case DeepWalk:
+		if s.sampler == SamplerZPRS || s.sampler == SamplerDPRS {
+			return s.reservoir(id, step, a, b, s.weightBias())
+		}
+		x0, x1, _, _ := s.draw(id, step, 0)
+		return s.static(a, b, x0, x1), true
+	case PPR:
+		x0, x1, x2, _ := s.draw(id, step, 0)
+		if uint64(x0) < s.stopT {
+			return 0, false
+		}
+		if s.sampler == SamplerZPRS || s.sampler == SamplerDPRS {
+			return s.reservoir(id, step, a, b, s.weightBias())
+		}
+		return s.static(a, b, x1, x2), true
+	case Node2Vec:
+		if s.sampler == SamplerZPRS || s.sampler == SamplerDPRS {
+			return s.reservoir(id, step, a, b, s.node2vecBias(prev))
+		}
+		if prev == graph.NoVertex {
+			x0, x1, _, _ := s.draw(id, step, 0)
+			return s.static(a, b, x0, x1), true
+		}
+		for att := uint32(0); att < maxRejections; att++ {
+			x0, x1, x2, _ := s.draw(id, step, att)
+			x := s.static(a, b, x0, x1)
+			if uint64(x2) < s.acceptT[s.n2vClass(prev, x)] {
+				return x, true
+			}
+		}
+		return s.scan(id, step, fallbackDraw, a, b, s.node2vecBias(prev))
+	case MetaPath:
+		want := s.alg.Schema[int(step)%len(s.alg.Schema)]
+		lab, w := s.lab, s.w
+		bias := func(e uint64) float64 {
+			if lab[e] != want {
+				return 0
+			}
+			if w == nil {
+				return 1
+			}
+			return float64(w[e])
+		}
+		return s.reservoir(id, step, a, b, bias)
+	}
+	return 0, false
+}
+
+// n2vClass classifies candidate x against the previous vertex t: 0 return,
+// 1 neighbour of t, 2 outward.
+func (s *stepper) n2vClass(t, x uint32) int {
+	if x == t {
+		return 0
+	}
+	if hasEdge(s.off, s.tgt, t, x) {
+		return 1
+	}
+	return 2
+}
+
+func hasEdge(off []uint64, tgt []uint32, u, v uint32) bool {
+	lo, hi := off[u], off[u+1]
+	for lo < hi {
+		m := lo + (hi-lo)/2
+		if tgt[m] < v {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo < off[u+1] && tgt[lo] == v
+}
+
+func (s *stepper) weightBias() func(e uint64) float64 {
+	if w := s.w; w != nil {
+		return func(e uint64) float64 { return float64(w[e]) }
+	}
+	return func(uint64) float64 { return 1 }
+}
+
+func (s *stepper) node2vecBias(prev uint32) func(e uint64) float64 {
+	base := s.weightBias()
+	if prev == graph.NoVertex {
+		return base
+	}
+	return func(e uint64) float64 { return base(e) * s.biasN2V[s.n2vClass(prev, s.tgt[e])] }
+}
+
+// reservoir runs the forced or default reservoir sampler.
+func (s *stepper) reservoir(id uint64, step uint32, a, b uint64, bias func(e uint64) float64) (uint32, bool) {
+	r := &elementWords{s: s, id: id, step: step, base: reservoirDraw}
+	var i int
+	if s.sampler == SamplerDPRS {
+		i = DPRS(int(b-a), Lanes, func(i int) float64 { return bias(a + uint64(i)) }, r.word)
+	} else {
+		i = ZPRS(int(b-a), Lanes, func(i int) float64 { return bias(a + uint64(i)) }, r.word)
+	}
+	if i < 0 {
+		return 0, false
+	}
+	return s.tgt[a+uint64(i)], true
+}
+
+// scan is the exact sequential fallback (one-lane reservoir).
+func (s *stepper) scan(id uint64, step, base uint32, a, b uint64, bias func(e uint64) float64) (uint32, bool) {
+	r := &elementWords{s: s, id: id, step: step, base: base}
+	i := ZPRS(int(b-a), 1, func(i int) float64 { return bias(a + uint64(i)) }, r.word)
+	if i < 0 {
+		return 0, false
+	}
+	return s.tgt[a+uint64(i)], true
+}
+
+// elementWords hands out word i%4 of draw base+i/4, caching one draw.
+type elementWords struct {
+	s      *stepper
+	id     uint64
+	step   uint32
+	base   uint32
+	cached uint32
+	valid  bool
+	w      [4]uint32
+}
+
+func (r *elementWords) word(i int) uint32 {
+	d := r.base + uint32(i/4)
+	if !r.valid || r.cached != d {
+		r.w[0], r.w[1], r.w[2], r.w[3] = r.s.draw(r.id, r.step, d)
+		r.cached, r.valid = d, true
+	}
+	return r.w[i%4]
+}
+
+// ZPRS is the zig-zag parallel reservoir sampler of FlowWalker (Algorithm 4)
+// with k lanes, run lane after lane: lane j owns elements i ≡ j (mod k).
+// A first pass sums each lane's bias; an exclusive prefix over lanes gives
+// each lane the weight that precedes it in the zig-zag order; a second pass
+// lets each lane keep element i with probability bias(i)/(running sum), and
+// the highest lane that kept anything wins. It returns -1 when every bias is
+// zero. word(i) is element i's uniform 32-bit word.
+func ZPRS(n, k int, bias func(i int) float64, word func(i int) uint32) int {
+	if k > n {
+		k = max(n, 1)
+	}
+	var lanes [Lanes]float64
+	sums := lanes[:0]
+	if k > Lanes {
+		sums = make([]float64, 0, k)
+	}
+	for j := 0; j < k; j++ {
+		var t float64
+		for i := j; i < n; i += k {
+			t += bias(i)
+		}
+		sums = append(sums, t)
+	}
+	pick := -1
+	var before float64
+	for j := 0; j < k; j++ {
+		run := before
+		for i := j; i < n; i += k {
+			w := bias(i)
+			if w <= 0 {
+				continue
+			}
+			run += w
+			if float64(word(i))*(1.0/(1<<32))*run < w {
+				pick = i
+			}
+		}
+		before += sums[j]
+	}
+	return pick
+}
+
+// DPRS is FlowWalker's direct parallel reservoir sampler (Algorithm 3): k
+// consecutive elements per iteration; element i is kept with probability
+// bias(i) / (inclusive prefix within the iteration + weight of earlier
+// iterations), and the largest kept index of an iteration replaces the
+// selection. Returns -1 when every bias is zero.
+func DPRS(n, k int, bias func(i int) float64, word func(i int) uint32) int {
+	pick := -1
+	var wb float64
+	for i0 := 0; i0 < n; i0 += k {
+		var prefix float64
+		c := -1
+		for i := i0; i < min(i0+k, n); i++ {
+			w := bias(i)
+			prefix += w
+			if w > 0 && float64(word(i))*(1.0/(1<<32))*(prefix+wb) < w {
+				c = i
+			}
+		}
+		if c >= 0 {
+			pick = c
+		}
+		wb += prefix
+	}
+	return pick
+}

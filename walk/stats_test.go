@@ -1,0 +1,242 @@
+package walk
+
+import (
+	"math"
+	"testing"
+
+	"github.com/walkstage/walkstage/graph"
+)
+
+// chiSquareCritical returns the chi-square value that a correct sampler
+// exceeds with probability 1e-4 (Wilson–Hilferty approximation), so a fixed
+// seed that passes once passes always, while a 1% bias in any cell with
+// enough samples does not.
+func chiSquareCritical(df int) float64 {
+	const z = 3.719 // upper 1e-4 quantile of the standard normal
+	k := float64(df)
+	t := 1 - 2/(9*k) + z*math.Sqrt(2/(9*k))
+	return k * t * t * t
+}
+
+// chiSquare compares counts with expected probabilities (cells of zero
+// probability must have zero counts).
+func chiSquare(t *testing.T, name string, counts map[uint32]int, probs map[uint32]float64) {
+	t.Helper()
+	n := 0
+	for _, c := range counts {
+		n += c
+	}
+	var x2 float64
+	df := -1
+	for v, c := range counts {
+		if probs[v] == 0 && c > 0 {
+			t.Fatalf("%s: sampled %d (%d times) which has probability 0", name, v, c)
+		}
+	}
+	for v, p := range probs {
+		if p == 0 {
+			continue
+		}
+		exp := p * float64(n)
+		d := float64(counts[v]) - exp
+		x2 += d * d / exp
+		df++
+	}
+	if df < 1 {
+		return
+	}
+	if crit := chiSquareCritical(df); x2 > crit {
+		t.Errorf("%s: chi-square %.1f > %.1f (df %d, n %d): counts %v, want probabilities %v", name, x2, crit, df, n, counts, probs)
+	}
+}
+
+// testGraph is a small labelled, weighted graph where every transition can
+// be enumerated: vertex 0 has ten neighbours of distinct weights and labels,
+// and the neighbours are wired among themselves so Node2Vec's three cases
+// (return, neighbour of previous, outward) all occur.
+func testGraph(t testing.TB) *graph.Graph {
+	t.Helper()
+	var edges []graph.Edge
+	for i := int64(1); i <= 10; i++ {
+		edges = append(edges, graph.Edge{Src: 0, Dst: i, Weight: float32(i), Label: uint8(i % 3)})
+		edges = append(edges, graph.Edge{Src: i, Dst: 0, Weight: float32(11 - i), Label: uint8(i % 3)})
+	}
+	for i := int64(1); i <= 10; i++ {
+		for _, j := range []int64{i%10 + 1, (i+2)%10 + 1, 11 + i%4} {
+			edges = append(edges, graph.Edge{Src: i, Dst: j, Weight: float32(1 + (i*j)%7), Label: uint8((i + j) % 3)})
+		}
+	}
+	for i := int64(11); i <= 14; i++ {
+		edges = append(edges, graph.Edge{Src: i, Dst: i - 10, Weight: 2, Label: 1})
+		edges = append(edges, graph.Edge{Src: i, Dst: 15, Weight: 0.5, Label: 2})
+	}
+	// vertex 15 is a dead end.
+	g, err := graph.FromEdges(edges, graph.BuildOptions{Name: "stats", Weighted: true, Labelled: true, DenseIDs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// exactStep gives the exact next-vertex distribution from cur (after prev)
+// for algorithm a, straight from the definitions.
+func exactStep(g *graph.Graph, a Algorithm, step int, prev, cur uint32) map[uint32]float64 {
+	probs := map[uint32]float64{}
+	a0, b0 := g.Offsets[cur], g.Offsets[cur+1]
+	var sum float64
+	for e := a0; e < b0; e++ {
+		w := 1.0
+		if a.Weighted {
+			w = float64(g.Weights[e])
+		}
+		x := g.Targets[e]
+		switch a.Kind {
+		case Node2Vec:
+			if prev != graph.NoVertex {
+				switch {
+				case x == prev:
+					w /= a.P
+				case g.HasEdge(prev, x):
+				default:
+					w /= a.Q
+				}
+			}
+		case MetaPath:
+			if g.Labels[e] != a.Schema[step%len(a.Schema)] {
+				w = 0
+			}
+		}
+		probs[x] += w
+		sum += w
+	}
+	for x := range probs {
+		probs[x] /= sum
+	}
+	return probs
+}
+
+func TestStepMatchesExactTransitionProbabilities(t *testing.T) {
+	g := testGraph(t)
+	cases := []struct {
+		name      string
+		alg       Algorithm
+		step      uint32
+		prev, cur uint32
+	}{
+		{"deepwalk uniform", Algorithm{Kind: DeepWalk, Length: 5}, 0, graph.NoVertex, 0},
+		{"deepwalk alias", Algorithm{Kind: DeepWalk, Length: 5, Weighted: true}, 0, graph.NoVertex, 0},
+		{"deepwalk alias, vertex 3", Algorithm{Kind: DeepWalk, Length: 5, Weighted: true}, 3, 0, 3},
+		{"deepwalk zprs weighted", Algorithm{Kind: DeepWalk, Length: 5, Weighted: true, Sampler: SamplerZPRS}, 0, graph.NoVertex, 0},
+		{"deepwalk dprs weighted", Algorithm{Kind: DeepWalk, Length: 5, Weighted: true, Sampler: SamplerDPRS}, 0, graph.NoVertex, 0},
+		{"deepwalk zprs uniform", Algorithm{Kind: DeepWalk, Length: 5, Sampler: SamplerZPRS}, 0, graph.NoVertex, 0},
+		{"node2vec rejection", Algorithm{Kind: Node2Vec, Length: 5, P: 2, Q: 0.5}, 1, 3, 0},
+		{"node2vec rejection weighted", Algorithm{Kind: Node2Vec, Length: 5, Weighted: true, P: 2, Q: 0.5}, 1, 3, 0},
+		{"node2vec rejection weighted, q>1", Algorithm{Kind: Node2Vec, Length: 5, Weighted: true, P: 0.25, Q: 4}, 2, 0, 4},
+		{"node2vec first step", Algorithm{Kind: Node2Vec, Length: 5, Weighted: true, P: 2, Q: 0.5}, 0, graph.NoVertex, 0},
+		// prev 15 is adjacent to nothing, so every candidate is outward and is
+		// accepted with probability 1e-5: nearly every step takes the exact scan.
+		{"node2vec fallback scan", Algorithm{Kind: Node2Vec, Length: 5, Weighted: true, P: 1e-5, Q: 1}, 1, 15, 0},
+		{"node2vec zprs", Algorithm{Kind: Node2Vec, Length: 5, Weighted: true, P: 2, Q: 0.5, Sampler: SamplerZPRS}, 1, 3, 0},
+		{"node2vec dprs", Algorithm{Kind: Node2Vec, Length: 5, Weighted: true, P: 2, Q: 0.5, Sampler: SamplerDPRS}, 1, 3, 0},
+		{"metapath weighted zprs", Algorithm{Kind: MetaPath, Length: 5, Weighted: true, Schema: []uint8{1, 2}}, 2, graph.NoVertex, 0},
+		{"metapath unweighted dprs", Algorithm{Kind: MetaPath, Length: 5, Schema: []uint8{0, 2}, Sampler: SamplerDPRS}, 1, graph.NoVertex, 0},
+	}
+	const n = 400000
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if err := c.alg.Validate(g); err != nil {
+				t.Fatal(err)
+			}
+			var tab []aliasEntry
+			if needsAlias(c.alg) {
+				tab = buildPacked(g)
+			}
+			s := newStepper(g, c.alg, 0x5eed, tab)
+			counts := map[uint32]int{}
+			for id := uint64(0); id < n; id++ {
+				x, ok := s.step(id, c.step, c.prev, c.cur)
+				if !ok {
+					t.Fatalf("walk %d ended at %d although it has matching edges", id, c.cur)
+				}
+				counts[x]++
+			}
+			chiSquare(t, c.name, counts, exactStep(g, c.alg, int(c.step), c.prev, c.cur))
+		})
+	}
+}
+
+// TestReservoirSamplersExact drives ZPRS and DPRS directly with sizes that
+// are not multiples of the lane count, zero biases and one dominant element.
+func TestReservoirSamplersExact(t *testing.T) {
+	sizes := []int{1, 5, 31, 32, 33, 100, 1000}
+	for _, n := range sizes {
+		bias := func(i int) float64 {
+			if i%5 == 3 {
+				return 0
+			}
+			return float64(1 + (i*7)%11)
+		}
+		probs := map[uint32]float64{}
+		var sum float64
+		for i := 0; i < n; i++ {
+			sum += bias(i)
+		}
+		if sum == 0 {
+			continue
+		}
+		for i := 0; i < n; i++ {
+			if bias(i) > 0 {
+				probs[uint32(i)] = bias(i) / sum
+			}
+		}
+		for _, alg := range []struct {
+			name string
+			fn   func(int, int, func(int) float64, func(int) uint32) int
+		}{{"zprs", ZPRS}, {"dprs", DPRS}} {
+			counts := map[uint32]int{}
+			trials := 200 * n
+			if trials < 100000 {
+				trials = 100000
+			}
+			for trial := 0; trial < trials; trial++ {
+				w := func(i int) uint32 {
+					x, _, _, _ := philox(uint32(trial), uint32(i), 7, 0, 1, 2)
+					return x
+				}
+				counts[uint32(alg.fn(n, Lanes, bias, w))]++
+			}
+			chiSquare(t, alg.name, counts, probs)
+		}
+	}
+	if ZPRS(4, Lanes, func(int) float64 { return 0 }, func(int) uint32 { return 0 }) != -1 ||
+		DPRS(4, Lanes, func(int) float64 { return 0 }, func(int) uint32 { return 0 }) != -1 {
+		t.Error("reservoir over all-zero biases should select nothing")
+	}
+}
+
+// TestAliasTablesEncodeWeights checks every vertex's alias table of an R-MAT
+// graph reproduces w/sum for every column.
+func TestAliasTablesEncodeWeights(t *testing.T) {
+	g := testGraph(t)
+	prob, alias := BuildAlias(g)
+	for v := 0; v < g.NumVertices(); v++ {
+		a, b := g.Offsets[v], g.Offsets[v+1]
+		d := int(b - a)
+		if d == 0 {
+			continue
+		}
+		got := make([]float64, d)
+		var sum float64
+		for i := 0; i < d; i++ {
+			sum += float64(g.Weights[a+uint64(i)])
+			got[i] += float64(prob[a+uint64(i)])
+			got[alias[a+uint64(i)]] += 1 - float64(prob[a+uint64(i)])
+		}
+		for i := 0; i < d; i++ {
+			want := float64(g.Weights[a+uint64(i)]) / sum * float64(d)
+			if math.Abs(got[i]-want) > 1e-5 {
+				t.Fatalf("vertex %d column %d: table mass %v, want %v", v, i, got[i], want)
+			}
+		}
+	}
+}
