@@ -1,0 +1,193 @@
+// Package sink turns completed walks into Parquet objects on a
+// gocloud.dev/blob bucket, with a `_SUCCESS` manifest written last so that
+// readers and retries can tell a complete batch from an interrupted one.
+//
+// A batch lives under
+//
+//	{prefix}/graph={graph}/algorithm={algorithm}/batch={batch_id}/part-NNNNN.parquet
+//	{prefix}/graph={graph}/algorithm={algorithm}/batch={batch_id}/_SUCCESS
+//
+// The package knows walks (walk.Chunk, walk.Algorithm) and graphs (for
+// external ids); it knows nothing of Kafka, offsets or the stage that drives
+// it: callers acknowledge their input once Commit has returned.
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"path"
+	"strings"
+
+	"gocloud.dev/blob"
+	_ "gocloud.dev/blob/fileblob" // file:// buckets
+	_ "gocloud.dev/blob/gcsblob"  // gs:// buckets
+	_ "gocloud.dev/blob/s3blob"   // s3:// buckets
+)
+
+// SuccessName is the manifest's object name inside a batch directory.
+const SuccessName = "_SUCCESS"
+
+// ErrInvalidLayout is wrapped when a graph name, batch id or prefix cannot be
+// turned into object keys.
+var ErrInvalidLayout = errors.New("invalid output layout")
+
+// OpenBucket opens the bucket named by a URL:
+//
+//   - file:///data/walks: a local directory, created when missing. Objects
+//     are written to a temporary file next to their final path and renamed
+//     on completion, and no attribute sidecar files are written (Spark and
+//     DuckDB would try to read them as data).
+//   - s3://bucket?region=us-east-1: AWS S3, credentials from the usual AWS
+//     environment. For S3-compatible stores add
+//     endpoint=http://host:port&use_path_style=true (and disable_https=true
+//     for plain HTTP endpoints without a scheme).
+//   - gs://bucket: Google Cloud Storage with application default credentials.
+//
+// The URL's path (for s3:// and gs://) is not a prefix: pass the prefix to
+// NewBatchWriter. The caller closes the bucket.
+func OpenBucket(ctx context.Context, rawURL string) (*blob.Bucket, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %q: %w", rawURL, err)
+	}
+	switch u.Scheme {
+	case "", "file":
+		q := u.Query()
+		if u.Scheme == "" {
+			// A bare path: treat it as a local directory.
+			u = &url.URL{Scheme: "file", Path: rawURL}
+			q = url.Values{}
+		}
+		setDefault(q, "create_dir", "true")
+		setDefault(q, "metadata", "skip")
+		// Temporary files next to the target, so the final rename never
+		// crosses a mount point (os.TempDir is often a different one).
+		setDefault(q, "no_tmp_dir", "true")
+		u.RawQuery = q.Encode()
+	case "s3":
+		q := u.Query()
+		// S3-compatible stores commonly reject the SDK's default trailing
+		// checksums on streaming uploads; ask for them only when required.
+		if q.Get("endpoint") != "" {
+			setDefault(q, "request_checksum_calculation", "when_required")
+			setDefault(q, "response_checksum_validation", "when_required")
+		}
+		u.RawQuery = q.Encode()
+	}
+	b, err := blob.OpenBucket(ctx, u.String())
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %s: %w", redact(u), err)
+	}
+	return b, nil
+}
+
+func setDefault(q url.Values, k, v string) {
+	if _, ok := q[k]; !ok {
+		q.Set(k, v)
+	}
+}
+
+// redact drops user info from a URL before it is logged or wrapped in an
+// error.
+func redact(u *url.URL) string {
+	c := *u
+	c.User = nil
+	return c.String()
+}
+
+// Layout names the objects of one batch.
+type Layout struct {
+	// Dir is the batch directory key, without a trailing slash.
+	Dir string
+}
+
+// BatchLayout computes where a batch lives. Graph, algorithm and batch id
+// are escaped like Hive partition values (characters outside
+// [A-Za-z0-9._-] become %XX), so any id is safe as a key segment and the
+// directories read as partition columns in Spark and DuckDB.
+func BatchLayout(prefix, graphName, algorithm, batchID string) (Layout, error) {
+	for _, p := range []struct{ what, v string }{{"graph name", graphName}, {"algorithm", algorithm}, {"batch id", batchID}} {
+		if p.v == "" {
+			return Layout{}, fmt.Errorf("%w: empty %s", ErrInvalidLayout, p.what)
+		}
+	}
+	prefix = strings.Trim(prefix, "/")
+	if strings.Contains(prefix, "//") {
+		return Layout{}, fmt.Errorf("%w: prefix %q has an empty segment", ErrInvalidLayout, prefix)
+	}
+	for _, seg := range strings.Split(prefix, "/") {
+		if seg == "." || seg == ".." {
+			return Layout{}, fmt.Errorf("%w: prefix %q has a %q segment", ErrInvalidLayout, prefix, seg)
+		}
+	}
+	dir := path.Join("graph="+escape(graphName), "algorithm="+escape(algorithm), "batch="+escape(batchID))
+	if prefix != "" {
+		dir = prefix + "/" + dir
+	}
+	return Layout{Dir: dir}, nil
+}
+
+// PartKey is the key of part i.
+func (l Layout) PartKey(i int) string { return fmt.Sprintf("%s/part-%05d.parquet", l.Dir, i) }
+
+// SuccessKey is the key of the manifest.
+func (l Layout) SuccessKey() string { return l.Dir + "/" + SuccessName }
+
+// partIndex parses a key written by PartKey; ok is false for other keys.
+func (l Layout) partIndex(key string) (int, bool) {
+	name, found := strings.CutPrefix(key, l.Dir+"/part-")
+	if !found {
+		return 0, false
+	}
+	num, found := strings.CutSuffix(name, ".parquet")
+	if !found || len(num) < 5 {
+		return 0, false
+	}
+	i := 0
+	for _, c := range num {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		i = i*10 + int(c-'0')
+		if i > 1<<30 {
+			return 0, false
+		}
+	}
+	return i, true
+}
+
+// ObjectURL joins a bucket URL (as given to OpenBucket) and a key, for
+// messages that point readers at the output: "s3://bucket?region=x" and
+// "part-1" give "s3://bucket/part-1"; query parameters are dropped.
+func ObjectURL(bucketURL, key string) string {
+	u, err := url.Parse(bucketURL)
+	if err != nil || u.Scheme == "" {
+		return path.Join(bucketURL, key)
+	}
+	u.RawQuery = ""
+	u.User = nil
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + key
+	if u.Host == "" && u.Scheme == "file" {
+		return "file://" + u.Path
+	}
+	return u.String()
+}
+
+// escape makes s safe as one Hive-style key segment.
+func escape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
+			b.WriteByte(c)
+		case c == '.' && !(s == "." || s == ".."):
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
