@@ -1,0 +1,224 @@
+package source
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
+)
+
+// testGraph is a small weighted, labelled, undirected graph with external
+// ids 100..109 (a ring plus chords), so dense and external ids differ.
+func testGraph(t testing.TB) *graph.Graph {
+	t.Helper()
+	var edges []graph.Edge
+	for i := int64(0); i < 10; i++ {
+		edges = append(edges, graph.Edge{Src: 100 + i, Dst: 100 + (i+1)%10, Weight: float32(i + 1), Label: uint8(i % 2)})
+		edges = append(edges, graph.Edge{Src: 100 + i, Dst: 100 + (i+3)%10, Weight: 1, Label: uint8((i + 1) % 2)})
+	}
+	g, err := graph.FromEdges(edges, graph.BuildOptions{Name: "test", Undirected: true, Weighted: true, Labelled: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func TestDecodeRequestAccepts(t *testing.T) {
+	g := testGraph(t)
+	lim := DefaultLimits()
+	cases := []struct {
+		name  string
+		key   string
+		value string
+		check func(t *testing.T, r *Request)
+	}{
+		{"deepwalk defaults", "b1", `{"version":1,"batch_id":"b1","algorithm":"deepwalk","seeds":[100,105]}`,
+			func(t *testing.T, r *Request) {
+				if r.Algorithm.Length != walk.DefaultLength || r.WalksPerSeed != 1 || len(r.Starts) != 2 ||
+					r.RNGSeed != DeriveSeed("b1") || !r.RNGSeedDerived {
+					t.Fatalf("%+v", r)
+				}
+			}},
+		{"no key", "", `{"version":1,"batch_id":"b2","algorithm":"deepwalk","seeds":[100]}`, nil},
+		{"weighted ppr", "b3", `{"version":1,"batch_id":"b3","algorithm":"ppr","weighted":true,"stop_probability":0.2,"length":10,"walks_per_seed":3,"seeds":[101],"rng_seed":7}`,
+			func(t *testing.T, r *Request) {
+				if r.Algorithm.StopProb != 0.2 || r.NumWalks() != 3 || r.RNGSeed != 7 || r.RNGSeedDerived {
+					t.Fatalf("%+v", r)
+				}
+				j := r.Job(4)
+				if j.Tag != 4 || len(j.Starts) != 3 || j.Seed != 7 {
+					t.Fatalf("%+v", j)
+				}
+			}},
+		{"node2vec", "b4", `{"version":1,"batch_id":"b4","algorithm":"Node2Vec","p":0.5,"q":2,"seed_range":{"first":100,"count":10}}`,
+			func(t *testing.T, r *Request) {
+				if r.Algorithm.P != 0.5 || r.Algorithm.Q != 2 || len(r.Starts) != 10 {
+					t.Fatalf("%+v", r)
+				}
+			}},
+		{"metapath", "b5", `{"version":1,"batch_id":"b5","algorithm":"metapath","schema":[0,1],"seeds":[100]}`, nil},
+		{"graph matches", "b6", `{"version":1,"batch_id":"b6","graph":"test","algorithm":"deepwalk","seeds":[100]}`, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := DecodeRequest([]byte(c.key), []byte(c.value), g, lim)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.check != nil {
+				c.check(t, r)
+			}
+		})
+	}
+}
+
+func TestDecodeRequestRejects(t *testing.T) {
+	g := testGraph(t)
+	lim := DefaultLimits()
+	lim.MaxSeeds, lim.MaxWalkLength, lim.MaxWalksPerSeed, lim.MaxWalksPerBatch, lim.MaxMessageBytes = 5, 50, 4, 12, 400
+	cases := []struct {
+		name, key, value string
+		reason           Reason
+		msg              string
+	}{
+		{"not json", "k", `{"version":1,`, ReasonMalformed, "not a JSON object"},
+		{"array", "k", `[1,2]`, ReasonMalformed, "not a JSON object"},
+		{"no version", "k", `{"batch_id":"k"}`, ReasonUnsupportedVersion, "version is required"},
+		{"version 2", "k", `{"version":2,"batch_id":"k"}`, ReasonUnsupportedVersion, "version 2"},
+		{"unknown field", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":[100],"colour":"red"}`, ReasonMalformed, "unknown field"},
+		{"trailing", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":[100]} {}`, ReasonMalformed, "after top-level value"},
+		{"wrong type", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":["a"]}`, ReasonMalformed, "cannot unmarshal"},
+		{"no batch id", "", `{"version":1,"algorithm":"deepwalk","seeds":[100]}`, ReasonInvalidBatchID, "required"},
+		{"bad batch id", "", `{"version":1,"batch_id":"a/b","algorithm":"deepwalk","seeds":[100]}`, ReasonInvalidBatchID, "character"},
+		{"key mismatch", "x", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":[100]}`, ReasonInvalidBatchID, "differs"},
+		{"unknown algorithm", "k", `{"version":1,"batch_id":"k","algorithm":"pagerank","seeds":[100]}`, ReasonInvalidParameters, "unknown algorithm"},
+		{"no algorithm", "k", `{"version":1,"batch_id":"k","seeds":[100]}`, ReasonInvalidParameters, "algorithm is required"},
+		{"zero length", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","length":0,"seeds":[100]}`, ReasonInvalidParameters, "length 0"},
+		{"bad stop", "k", `{"version":1,"batch_id":"k","algorithm":"ppr","stop_probability":1.5,"seeds":[100]}`, ReasonInvalidParameters, "stop probability"},
+		{"p for deepwalk", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","p":2,"seeds":[100]}`, ReasonInvalidParameters, "only for node2vec"},
+		{"negative q", "k", `{"version":1,"batch_id":"k","algorithm":"node2vec","q":-1,"seeds":[100]}`, ReasonInvalidParameters, "q ="},
+		{"schema label", "k", `{"version":1,"batch_id":"k","algorithm":"metapath","schema":[7],"seeds":[100]}`, ReasonInvalidParameters, "labels 0..1"},
+		{"no seeds", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":[]}`, ReasonInvalidParameters, "seeds"},
+		{"seeds and range", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":[100],"seed_range":{"first":100,"count":1}}`, ReasonInvalidParameters, "not both"},
+		{"graph mismatch", "k", `{"version":1,"batch_id":"k","graph":"other","algorithm":"deepwalk","seeds":[100]}`, ReasonGraphMismatch, "other"},
+		{"too long", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","length":51,"seeds":[100]}`, ReasonTooLarge, "length 51"},
+		{"too many seeds", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seed_range":{"first":100,"count":6}}`, ReasonTooLarge, "6 seeds"},
+		{"too many repeats", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","walks_per_seed":5,"seeds":[100]}`, ReasonTooLarge, "walks_per_seed 5"},
+		{"too many walks", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","walks_per_seed":4,"seeds":[100,101,102,103]}`, ReasonTooLarge, "16 walks"},
+		{"too big", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":[100]` + strings.Repeat(" ", 400) + `}`, ReasonTooLarge, "bytes"},
+		{"unknown vertex", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":[100,5,7]}`, ReasonUnknownVertices, "2 of 3 seeds"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := DecodeRequest([]byte(c.key), []byte(c.value), g, lim)
+			var re *RejectError
+			if !errors.As(err, &re) {
+				t.Fatalf("want *RejectError, got %v", err)
+			}
+			if re.Reason != c.reason || !strings.Contains(re.Msg, c.msg) {
+				t.Fatalf("got %s %q, want %s containing %q", re.Reason, re.Msg, c.reason, c.msg)
+			}
+		})
+	}
+}
+
+func TestDecodeRequestSkipsUnknownVertices(t *testing.T) {
+	g := testGraph(t)
+	lim := DefaultLimits()
+	lim.SkipUnknown = true
+	r, err := DecodeRequest(nil, []byte(`{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":[5,100,7,109]}`), g, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Skipped != 2 || len(r.SkippedIDs) != 2 || len(r.Seeds) != 2 || r.Seeds[0] != 100 || r.Seeds[1] != 109 {
+		t.Fatalf("%+v", r)
+	}
+	_, err = DecodeRequest(nil, []byte(`{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":[5]}`), g, lim)
+	var re *RejectError
+	if !errors.As(err, &re) || re.Reason != ReasonUnknownVertices {
+		t.Fatalf("all unknown: %v", err)
+	}
+}
+
+func TestTrackerCommitsInOrder(t *testing.T) {
+	tr := newTracker()
+	for o := int64(3); o <= 6; o++ {
+		tr.fetched("t", 0, o)
+	}
+	if _, ok := tr.ack("t", 0, 5); ok {
+		t.Fatal("committed 5 while 3 and 4 are outstanding")
+	}
+	if off, ok := tr.ack("t", 0, 3); !ok || off != 3 {
+		t.Fatalf("ack 3: %d %v", off, ok)
+	}
+	tr.committed("t", 0, 3)
+	if off, ok := tr.ack("t", 0, 4); !ok || off != 5 {
+		t.Fatalf("ack 4 should commit through 5: %d %v", off, ok)
+	}
+	tr.committed("t", 0, 5)
+	// A redelivery of an old offset after a rebalance never moves the commit back.
+	tr.fetched("t", 0, 2)
+	if _, ok := tr.ack("t", 0, 2); ok {
+		t.Fatal("committed an offset below the watermark")
+	}
+	if off, ok := tr.ack("t", 0, 6); !ok || off != 6 {
+		t.Fatalf("ack 6: %d %v", off, ok)
+	}
+	// A failed commit is retried by the next acknowledgement.
+	tr.fetched("t", 1, 0)
+	tr.fetched("t", 1, 1)
+	if off, ok := tr.ack("t", 1, 0); !ok || off != 0 {
+		t.Fatal("partition 1 offset 0")
+	}
+	if off, ok := tr.ack("t", 1, 1); !ok || off != 1 {
+		t.Fatalf("after a failed commit of 0, ack 1 should commit through 1: %d %v", off, ok)
+	}
+	if tr.pending() != 0 {
+		t.Fatalf("pending %d", tr.pending())
+	}
+}
+
+func FuzzDecodeRequest(f *testing.F) {
+	g := testGraph(f)
+	for _, s := range []string{
+		`{"version":1,"batch_id":"b1","algorithm":"deepwalk","seeds":[100,105]}`,
+		`{"version":1,"batch_id":"b3","algorithm":"ppr","weighted":true,"stop_probability":0.2,"length":10,"walks_per_seed":3,"seeds":[101],"rng_seed":7}`,
+		`{"version":1,"batch_id":"b4","algorithm":"node2vec","p":0.5,"q":2,"seed_range":{"first":100,"count":10}}`,
+		`{"version":1,"batch_id":"b5","algorithm":"metapath","schema":[0,1],"seeds":[100]}`,
+		`{"version":1,"batch_id":"b5","algorithm":"metapath","schema":[0,1],"seed_range":{"first":9223372036854775807,"count":9223372036854775807}}`,
+		`{"version":2}`, `[]`, `null`, `{"version":1,"batch_id":"x","seeds":[1e400]}`,
+	} {
+		f.Add([]byte("b1"), []byte(s), false)
+	}
+	f.Fuzz(func(t *testing.T, key, value []byte, skip bool) {
+		lim := DefaultLimits()
+		lim.SkipUnknown = skip
+		lim.MaxSeeds = 1000
+		r, err := DecodeRequest(key, value, g, lim)
+		if err != nil {
+			var re *RejectError
+			if !errors.As(err, &re) || re.Reason == "" || re.Msg == "" {
+				t.Fatalf("error is not a proper rejection: %#v", err)
+			}
+			if r != nil {
+				t.Fatal("request and error both returned")
+			}
+			return
+		}
+		// Whatever was accepted must be runnable as-is.
+		if ValidBatchID(r.BatchID) != nil || len(r.Starts) == 0 || len(r.Starts) != len(r.Seeds) ||
+			r.NumWalks() > lim.MaxWalksPerBatch || r.Algorithm.Length > lim.MaxWalkLength {
+			t.Fatalf("accepted an invalid request: %+v", r)
+		}
+		if err := walk.ValidateJobs(g, []walk.Job{r.Job(0)}); err != nil {
+			t.Fatalf("accepted request fails engine validation: %v", err)
+		}
+		for i, s := range r.Starts {
+			if g.ExternalID(s) != r.Seeds[i] {
+				t.Fatalf("seed %d maps to dense %d = external %d", r.Seeds[i], s, g.ExternalID(s))
+			}
+		}
+	})
+}
