@@ -1,0 +1,5 @@
+package graph
+
+import "syscall"
+
+const mapPopulate = syscall.MAP_POPULATE

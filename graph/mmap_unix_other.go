@@ -1,0 +1,5 @@
+//go:build unix && !linux
+
+package graph
+
+const mapPopulate = 0

@@ -1,0 +1,251 @@
+package graph
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"unsafe"
+)
+
+// maxLineBytes bounds one text line; longer lines are an error, not a
+// reason to grow the buffer without limit.
+const maxLineBytes = 1 << 20
+
+// ImportText imports a SNAP-style text edge list into the graph file out.
+//
+// One edge per line: "src dst [weight] [label]", fields separated by
+// whitespace and/or commas; the weight column is read when o.Weighted, the
+// label column (after the weight, if any) when o.Labelled, and any other
+// column count is an error. Lines starting with '#' or '%' and blank lines
+// are skipped. A path ending in .gz is decompressed; "-" reads stdin.
+// Errors name the file and line.
+func ImportText(ctx context.Context, in, out string, o ImportOptions) (*ImportStats, error) {
+	var r io.Reader = os.Stdin
+	var size int64
+	if in != "-" {
+		f, err := os.Open(in)
+		if err != nil {
+			return nil, fmt.Errorf("import %s: %w", in, err)
+		}
+		defer f.Close()
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			size = st.Size()
+		}
+		r = f
+	}
+	return importText(ctx, r, in, size, out, o)
+}
+
+// ImportTextReader is ImportText reading from r; name is used in messages
+// and as the default graph name.
+func ImportTextReader(ctx context.Context, r io.Reader, name, out string, o ImportOptions) (*ImportStats, error) {
+	return importText(ctx, r, name, 0, out, o)
+}
+
+func importText(ctx context.Context, r io.Reader, name string, size int64, out string, o ImportOptions) (*ImportStats, error) {
+	cr := &countingReader{r: r}
+	r = cr
+	if strings.HasSuffix(name, ".gz") {
+		zr, err := gzip.NewReader(bufio.NewReaderSize(cr, 1<<20))
+		if err != nil {
+			return nil, fmt.Errorf("import %s: %w", name, err)
+		}
+		defer zr.Close()
+		r = zr
+	}
+	if o.Name == "" {
+		o.Name = strings.TrimSuffix(strings.TrimSuffix(baseName(name), ".gz"), extOf(strings.TrimSuffix(baseName(name), ".gz")))
+	}
+	return importInto(ctx, name, out, o, size, func(b *runBuilder) error {
+		return readText(r, name, o, b, cr)
+	})
+}
+
+func readText(r io.Reader, name string, o ImportOptions, b *runBuilder, cr *countingReader) error {
+	br := bufio.NewReaderSize(r, maxLineBytes)
+	want := 2 + btoi(o.Weighted) + btoi(o.Labelled)
+	var fields [4][]byte
+	line := 0
+	for {
+		raw, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			return fmt.Errorf("import %s line %d: longer than %d bytes", name, line+1, maxLineBytes)
+		}
+		if err != nil && err != io.EOF {
+			return fmt.Errorf("import %s line %d: %w", name, line+1, err)
+		}
+		if len(raw) > 0 {
+			line++
+			b.bytes = cr.n
+			nf, extra := splitFields(raw, fields[:])
+			if nf > 0 && fields[0][0] != '#' && fields[0][0] != '%' {
+				if nf != want || extra {
+					return fmt.Errorf("import %s line %d: %s, want %d (%s)%s", name, line, countFields(raw), want, columnNames(o), columnHint(nf, want, line))
+				}
+				if perr := addTextEdge(b, fields[:nf], o); perr != nil {
+					if errors.Is(perr, context.Canceled) || errors.Is(perr, context.DeadlineExceeded) {
+						return perr
+					}
+					return fmt.Errorf("import %s line %d: %w", name, line, perr)
+				}
+			}
+		}
+		if err == io.EOF {
+			b.bytes = cr.n
+			return nil
+		}
+	}
+}
+
+func addTextEdge(b *runBuilder, f [][]byte, o ImportOptions) error {
+	s, err := parseID(f[0])
+	if err != nil {
+		return fmt.Errorf("bad source id %q", f[0])
+	}
+	d, err := parseID(f[1])
+	if err != nil {
+		return fmt.Errorf("bad target id %q", f[1])
+	}
+	w := float32(1)
+	i := 2
+	if o.Weighted {
+		x, err := strconv.ParseFloat(unsafe.String(&f[i][0], len(f[i])), 32)
+		if err != nil || !(x > 0) || math.IsInf(x, 0) || x > math.MaxFloat32 {
+			return fmt.Errorf("bad weight %q (want a finite number > 0)", f[i])
+		}
+		w = float32(x)
+		i++
+	}
+	var l uint8
+	if o.Labelled {
+		x, err := parseID(f[i])
+		if err != nil || x < 0 || x > 255 {
+			return fmt.Errorf("bad label %q (want an integer in [0, 255])", f[i])
+		}
+		l = uint8(x)
+	}
+	return b.add(s, d, w, l)
+}
+
+// splitFields splits a line on whitespace and commas into at most
+// len(out) fields; extra reports more fields than that.
+func splitFields(line []byte, out [][]byte) (n int, extra bool) {
+	i := 0
+	for {
+		for i < len(line) && isSep(line[i]) {
+			i++
+		}
+		if i == len(line) {
+			return n, false
+		}
+		j := i
+		for j < len(line) && !isSep(line[j]) {
+			j++
+		}
+		if n == len(out) {
+			return n, true
+		}
+		out[n] = line[i:j]
+		n++
+		i = j
+	}
+}
+
+func isSep(c byte) bool { return c == ' ' || c == '\t' || c == ',' || c == '\n' || c == '\r' || c == '\v' || c == '\f' }
+
+func countFields(line []byte) string {
+	n := len(bytes.FieldsFunc(line, func(r rune) bool { return r < 0x80 && isSep(byte(r)) }))
+	if n == 1 {
+		return "1 field"
+	}
+	return fmt.Sprintf("%d fields", n)
+}
+
+func columnNames(o ImportOptions) string {
+	s := "src dst"
+	if o.Weighted {
+		s += " weight"
+	}
+	if o.Labelled {
+		s += " label"
+	}
+	return s
+}
+
+func columnHint(got, want, line int) string {
+	switch {
+	case got > want:
+		return "; pass --weighted or --labelled to read more columns"
+	case line == 1:
+		return "; a header line must start with #"
+	}
+	return ""
+}
+
+// parseID parses a decimal int64 without allocating.
+func parseID(b []byte) (int64, error) {
+	if len(b) == 0 {
+		return 0, strconv.ErrSyntax
+	}
+	neg := false
+	switch b[0] {
+	case '-':
+		neg = true
+		b = b[1:]
+	case '+':
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 19 {
+		return 0, strconv.ErrSyntax
+	}
+	var x uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, strconv.ErrSyntax
+		}
+		x = x*10 + uint64(c-'0')
+	}
+	if neg {
+		if x > 1<<63 {
+			return 0, strconv.ErrRange
+		}
+		return -int64(x), nil
+	}
+	if x > math.MaxInt64 {
+		return 0, strconv.ErrRange
+	}
+	return int64(x), nil
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func baseName(p string) string {
+	if i := strings.LastIndexAny(p, `/\`); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+func extOf(p string) string {
+	if i := strings.LastIndexByte(p, '.'); i > 0 {
+		return p[i:]
+	}
+	return ""
+}
