@@ -1,0 +1,112 @@
+package sink
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
+
+	"github.com/walkstage/walkstage/walk"
+)
+
+// ManifestVersion is the version of the `_SUCCESS` document this package
+// writes; readers reject versions they do not know.
+const ManifestVersion = 1
+
+// Manifest is the `_SUCCESS` object of a batch: it lists every part with its
+// size and checksum, and carries the batch's metadata. It holds no
+// timestamps, so the same batch written twice yields the same bytes.
+type Manifest struct {
+	Version          int           `json:"version"`
+	BatchID          string        `json:"batch_id"`
+	Graph            string        `json:"graph"`
+	GraphVersion     string        `json:"graph_version"`
+	Algorithm        AlgorithmMeta `json:"algorithm"`
+	Seed             uint64        `json:"seed"`
+	Engine           string        `json:"engine"`
+	WalkstageVersion string        `json:"walkstage_version"`
+	Compression      string        `json:"compression"`
+	Walks            int64         `json:"walks"`
+	Steps            int64         `json:"steps"`
+	Bytes            int64         `json:"bytes"`
+	Files            []File        `json:"files"`
+}
+
+// File describes one Parquet part of a batch.
+type File struct {
+	Key  string `json:"key"`
+	Rows int64  `json:"rows"`
+	// FirstWalkID and LastWalkID bound the walk ids of the part's rows, which
+	// are stored in ascending walk id order.
+	FirstWalkID int64  `json:"first_walk_id"`
+	LastWalkID  int64  `json:"last_walk_id"`
+	Steps       int64  `json:"steps"`
+	RowGroups   int    `json:"row_groups"`
+	Bytes       int64  `json:"bytes"`
+	SHA256      string `json:"sha256"` // hex, of the whole object
+}
+
+// AlgorithmMeta is walk.Algorithm in a form readers outside Go understand.
+type AlgorithmMeta struct {
+	Name     string  `json:"name"`
+	Length   int     `json:"length"`
+	Weighted bool    `json:"weighted"`
+	StopProb float64 `json:"stop_prob,omitempty"`
+	P        float64 `json:"p,omitempty"`
+	Q        float64 `json:"q,omitempty"`
+	Schema   []int   `json:"schema,omitempty"`
+	Sampler  string  `json:"sampler"`
+}
+
+// DescribeAlgorithm renders a for metadata.
+func DescribeAlgorithm(a walk.Algorithm) AlgorithmMeta {
+	m := AlgorithmMeta{Name: a.Kind.String(), Length: a.Length, Weighted: a.Weighted, StopProb: a.StopProb,
+		P: a.P, Q: a.Q, Sampler: a.ResolvedSampler().String()}
+	for _, l := range a.Schema {
+		m.Schema = append(m.Schema, int(l))
+	}
+	return m
+}
+
+// ErrNoManifest is returned by ReadManifest when the batch has no `_SUCCESS`
+// object: it was never written, or its last write did not complete.
+var ErrNoManifest = errors.New("no _SUCCESS manifest")
+
+// ReadManifest reads and checks the manifest at key (a Layout's SuccessKey).
+func ReadManifest(ctx context.Context, b *blob.Bucket, key string) (*Manifest, error) {
+	r, err := b.NewReader(ctx, key, nil)
+	if err != nil {
+		if gcerrors.Code(err) == gcerrors.NotFound {
+			return nil, fmt.Errorf("read manifest %s: %w", key, ErrNoManifest)
+		}
+		return nil, fmt.Errorf("read manifest %s: %w", key, err)
+	}
+	defer r.Close()
+	data, err := io.ReadAll(io.LimitReader(r, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("read manifest %s: %w", key, err)
+	}
+	var m Manifest
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("read manifest %s: %w", key, err)
+	}
+	if m.Version != ManifestVersion {
+		return nil, fmt.Errorf("read manifest %s: version %d, this build reads %d", key, m.Version, ManifestVersion)
+	}
+	return &m, nil
+}
+
+func (m *Manifest) encode() ([]byte, error) {
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(data, '\n'), nil
+}

@@ -1,0 +1,148 @@
+package sink
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress"
+	"github.com/parquet-go/parquet-go/compress/zstd"
+)
+
+// Compression names a Parquet page codec.
+type Compression string
+
+const (
+	Zstd   Compression = "zstd" // default: zstd at its fastest level
+	Snappy Compression = "snappy"
+	None   Compression = "none"
+)
+
+// ParseCompression accepts zstd, snappy or none (case-insensitive;
+// "uncompressed" is none).
+func ParseCompression(s string) (Compression, error) {
+	switch strings.ToLower(s) {
+	case "zstd", "":
+		return Zstd, nil
+	case "snappy":
+		return Snappy, nil
+	case "none", "uncompressed":
+		return None, nil
+	}
+	return "", fmt.Errorf("unknown compression %q (want zstd, snappy or none)", s)
+}
+
+func (c Compression) codec() compress.Codec {
+	switch c {
+	case Snappy:
+		return &parquet.Snappy
+	case None:
+		return &parquet.Uncompressed
+	}
+	// The fastest level: walks of random vertex ids compress about as well at
+	// level 1 as at level 3, and encoding must keep up with the engine.
+	return &zstd.Codec{Level: zstd.SpeedFastest}
+}
+
+// Option configures a BatchWriter.
+type Option func(*config)
+
+type config struct {
+	compression     Compression
+	rowGroupRows    int
+	fileBytes       int64
+	memoryLimit     int64
+	encoders        int
+	uploadBuffer    int
+	uploadParallel  int
+	pageBufferBytes int
+}
+
+// Defaults; see each option.
+const (
+	DefaultMaxRowGroupRows     = 64 << 10
+	DefaultMaxRowGroupVertices = 4 << 20
+	DefaultFileBytes           = 256 << 20
+	DefaultMemoryLimit         = 512 << 20
+	DefaultUploadBuffer        = 8 << 20
+)
+
+func defaultConfig() config {
+	return config{
+		compression:     Zstd,
+		fileBytes:       DefaultFileBytes,
+		memoryLimit:     DefaultMemoryLimit,
+		encoders:        runtime.GOMAXPROCS(0),
+		uploadBuffer:    DefaultUploadBuffer,
+		uploadParallel:  4,
+		pageBufferBytes: 1 << 20,
+	}
+}
+
+// WithCompression sets the page codec (default Zstd).
+func WithCompression(c Compression) Option { return func(o *config) { o.compression = c } }
+
+// WithRowGroupRows sets the number of walks per row group. The default holds
+// at most 65,536 walks and at most 4 Mi walk vertices (32 MiB of int64 ids
+// before compression): 51,781 walks of 80 steps. Row group boundaries fall
+// at fixed walk ids (multiples of this number), which is what makes the
+// output independent of the order in which chunks arrive.
+func WithRowGroupRows(n int) Option { return func(o *config) { o.rowGroupRows = n } }
+
+// WithFileBytes sets the size at which a part is rolled (default 256 MiB):
+// a part ends after the first row group that brings it to this size, so
+// parts exceed it by at most one compressed row group.
+func WithFileBytes(n int64) Option { return func(o *config) { o.fileBytes = n } }
+
+// WithMemoryLimit bounds the walks held by the writer (default 512 MiB):
+// chunks waiting for their row group to fill, row groups being encoded and
+// encoded row groups waiting to be uploaded, counted at their in-memory
+// size. Write blocks when the limit is reached and the pipeline can drain;
+// when it cannot (the missing walks of the oldest row group have not
+// arrived) Write fails with ErrReorderWindow. Beyond this limit each
+// encoder holds one page buffer and one row group's compressed pages, and
+// the open part one upload buffer per parallel upload.
+func WithMemoryLimit(n int64) Option { return func(o *config) { o.memoryLimit = n } }
+
+// WithEncoders sets the number of goroutines encoding row groups in
+// parallel (default GOMAXPROCS).
+func WithEncoders(n int) Option { return func(o *config) { o.encoders = n } }
+
+// WithUploadBuffer sets the size of each upload part (S3 multipart part
+// size; default 8 MiB) and how many parts upload in parallel (default 4).
+func WithUploadBuffer(bytes, parallel int) Option {
+	return func(o *config) { o.uploadBuffer, o.uploadParallel = bytes, parallel }
+}
+
+func (c *config) validate() error {
+	switch c.compression {
+	case Zstd, Snappy, None:
+	default:
+		return fmt.Errorf("sink: unknown compression %q", c.compression)
+	}
+	if c.rowGroupRows < 0 {
+		return fmt.Errorf("sink: row group rows %d < 0", c.rowGroupRows)
+	}
+	if c.fileBytes <= 0 {
+		return fmt.Errorf("sink: file size %d must be positive", c.fileBytes)
+	}
+	if c.memoryLimit <= 0 {
+		return fmt.Errorf("sink: memory limit %d must be positive", c.memoryLimit)
+	}
+	if c.encoders <= 0 {
+		return fmt.Errorf("sink: %d encoders, want at least 1", c.encoders)
+	}
+	if c.uploadBuffer < 5<<20 || c.uploadParallel <= 0 {
+		return fmt.Errorf("sink: upload buffer %d bytes x %d: S3 needs parts of at least 5 MiB and one upload", c.uploadBuffer, c.uploadParallel)
+	}
+	return nil
+}
+
+// rowsPerGroup resolves the row group size for walks of up to length steps.
+func (c *config) rowsPerGroup(length int) int {
+	if c.rowGroupRows > 0 {
+		return c.rowGroupRows
+	}
+	return max(1, min(DefaultMaxRowGroupRows, DefaultMaxRowGroupVertices/(length+1)))
+}

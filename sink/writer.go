@@ -1,0 +1,768 @@
+package sink
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/parquet-go/parquet-go"
+	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
+)
+
+// Row is one walk as stored in Parquet: the schema readers see is
+//
+//	walk_id INT64 (DELTA_BINARY_PACKED), start INT64, length INT32,
+//	walk LIST<INT64> (standard three-level list: walk.list.element)
+//
+// with start and walk in external vertex ids and length the number of steps
+// taken (len(walk)-1).
+type Row struct {
+	WalkID int64   `parquet:"walk_id,delta"`
+	Start  int64   `parquet:"start"`
+	Length int32   `parquet:"length"`
+	Walk   []int64 `parquet:"walk,list"`
+}
+
+// Keys of the Parquet file key-value metadata.
+const (
+	MetaBatchID          = "walkstage.batch_id"
+	MetaGraph            = "walkstage.graph"
+	MetaGraphVersion     = "walkstage.graph_version"
+	MetaAlgorithm        = "walkstage.algorithm" // JSON, as in the manifest
+	MetaSeed             = "walkstage.seed"
+	MetaEngine           = "walkstage.engine"
+	MetaWalkstageVersion = "walkstage.version"
+	MetaPart             = "walkstage.part"
+)
+
+// BatchMeta describes a batch. Walk ids of the batch are 0..Walks-1, each
+// written exactly once.
+type BatchMeta struct {
+	BatchID string
+	// Graph and GraphVersion default to the graph's Name and Version.
+	Graph, GraphVersion string
+	Algorithm           walk.Algorithm
+	Seed                uint64
+	Engine              string
+	WalkstageVersion    string
+	Walks               int64
+}
+
+var (
+	// ErrReorderWindow is returned by Write when walks arrive so far out of
+	// walk id order that the memory limit is reached while the oldest row
+	// group still misses walks (see WithMemoryLimit).
+	ErrReorderWindow = errors.New("walks arrived too far out of order for the sink's memory limit")
+	// ErrBadChunk is wrapped when a chunk breaks the walk.Chunk contract or
+	// the batch's bounds (walk ids, vertex ids, walk lengths).
+	ErrBadChunk = errors.New("invalid walk chunk")
+	// ErrAborted is the cause recorded when Abort is called.
+	ErrAborted = errors.New("batch write aborted")
+)
+
+// BatchWriter writes one batch. Write hands it chunks as the engine emits
+// them; encoding runs on WithEncoders goroutines and one goroutine uploads
+// parts in order. Commit completes the batch; Abort (or any error) cancels
+// it. A BatchWriter is used by one batch only.
+//
+// Reproducibility: row i of the batch is walk i. Row groups cover fixed walk
+// id ranges [k*R, (k+1)*R); a row group is encoded once all its walks have
+// arrived, rows in walk id order, and row groups are appended to parts in
+// order, a part being rolled after the row group that reaches the file
+// size. Nothing depends on chunk arrival order or timing, so the same walks
+// give byte-identical parts and manifest. The cost is a reorder window:
+// walks ahead of the oldest incomplete row group wait in memory (see
+// WithMemoryLimit).
+type BatchWriter struct {
+	bucket *blob.Bucket
+	layout Layout
+	meta   BatchMeta
+	g      *graph.Graph
+	cfg    config
+	rows   int64 // walks per row group
+	groups int64 // row groups in the batch
+
+	partOpts []parquet.WriterOption // shared by fragments and parts, so copies are verbatim
+	kv       [][2]string
+
+	ctx    context.Context // the pipeline's; cancelled on failure
+	cancel context.CancelFunc
+	work   chan *group
+	wg     sync.WaitGroup // encoders and the uploader
+	done   chan struct{}  // closed when the uploader returns
+
+	mu        sync.Mutex
+	err       error
+	open      map[int64]*group
+	used      int64 // bytes held, see WithMemoryLimit
+	wake      chan struct{}
+	next      int64 // the row group the uploader waits for
+	encoding  int   // row groups being encoded
+	received  int64
+	closed    bool
+	written   []string // parts completed in this attempt, for Abort's cleanup
+	files     []File
+	manifest  *Manifest
+	committed bool
+
+	walksWritten atomic.Int64
+	bytesWritten atomic.Int64
+}
+
+// group is one row group being collected, encoded and uploaded.
+type group struct {
+	index   int64
+	base    uint64
+	rows    int
+	got     int
+	segs    []segment
+	staged  int64
+	started bool // created by the uploader waiting for it, or by Write
+
+	dispatched bool
+	ready      chan struct{} // closed when encoded (or failed)
+	frag       []byte
+	steps      int64
+	err        error
+}
+
+// segment is walks [lo, hi) of a chunk.
+type segment struct {
+	c      *walk.Chunk
+	lo, hi int
+}
+
+// NewBatchWriter starts writing a batch under prefix. It first deletes the
+// batch's `_SUCCESS`, so that while the batch is rewritten no reader takes
+// a mix of old and new parts for a complete batch.
+func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta BatchMeta, g *graph.Graph, opts ...Option) (*BatchWriter, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if g == nil {
+		return nil, errors.New("sink: nil graph")
+	}
+	if meta.Graph == "" {
+		meta.Graph = g.Name
+	}
+	if meta.GraphVersion == "" {
+		meta.GraphVersion = g.Version
+	}
+	if err := meta.Algorithm.Validate(g); err != nil {
+		return nil, fmt.Errorf("sink: batch %s: %w", meta.BatchID, err)
+	}
+	if meta.Walks < 0 {
+		return nil, fmt.Errorf("sink: batch %s: %d walks", meta.BatchID, meta.Walks)
+	}
+	layout, err := BatchLayout(prefix, meta.Graph, meta.Algorithm.Kind.String(), meta.BatchID)
+	if err != nil {
+		return nil, fmt.Errorf("sink: batch %s: %w", meta.BatchID, err)
+	}
+	if err := b.Delete(ctx, layout.SuccessKey()); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+		return nil, fmt.Errorf("sink: batch %s: delete old %s: %w", meta.BatchID, layout.SuccessKey(), err)
+	}
+	algo, err := jsonString(DescribeAlgorithm(meta.Algorithm))
+	if err != nil {
+		return nil, err
+	}
+	w := &BatchWriter{bucket: b, layout: layout, meta: meta, g: g, cfg: cfg,
+		rows: int64(cfg.rowsPerGroup(meta.Algorithm.Length)),
+		open: map[int64]*group{}, wake: make(chan struct{}), done: make(chan struct{})}
+	w.groups = (meta.Walks + w.rows - 1) / w.rows
+	w.kv = [][2]string{
+		{MetaBatchID, meta.BatchID}, {MetaGraph, meta.Graph}, {MetaGraphVersion, meta.GraphVersion},
+		{MetaAlgorithm, algo}, {MetaSeed, strconv.FormatUint(meta.Seed, 10)}, {MetaEngine, meta.Engine},
+		{MetaWalkstageVersion, meta.WalkstageVersion},
+	}
+	w.partOpts = []parquet.WriterOption{
+		parquet.Compression(cfg.compression.codec()),
+		parquet.MaxRowsPerRowGroup(w.rows),
+		parquet.PageBufferSize(cfg.pageBufferBytes),
+		parquet.CreatedBy("walkstage", meta.WalkstageVersion, ""),
+	}
+	w.ctx, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	w.work = make(chan *group, cfg.encoders)
+	for range cfg.encoders {
+		w.wg.Add(1)
+		go w.encodeLoop()
+	}
+	w.wg.Add(1)
+	go w.uploadLoop()
+	return w, nil
+}
+
+// Layout is where the batch is written.
+func (w *BatchWriter) Layout() Layout { return w.layout }
+
+// WalksWritten is the number of walks in parts uploaded so far.
+func (w *BatchWriter) WalksWritten() int64 { return w.walksWritten.Load() }
+
+// BytesWritten is the number of Parquet bytes handed to the bucket so far.
+func (w *BatchWriter) BytesWritten() int64 { return w.bytesWritten.Load() }
+
+// fail records the first error and stops the pipeline.
+func (w *BatchWriter) fail(err error) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err == nil {
+		w.err = err
+		w.cancel()
+		close(w.wake)
+		w.wake = make(chan struct{})
+	}
+	return w.err
+}
+
+func (w *BatchWriter) failed() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// signal wakes Writes waiting for memory; call with mu held.
+func (w *BatchWriter) signal() {
+	close(w.wake)
+	w.wake = make(chan struct{})
+}
+
+// groupLocked returns row group i, creating it; call with mu held.
+func (w *BatchWriter) groupLocked(i int64) *group {
+	gr := w.open[i]
+	if gr == nil {
+		gr = &group{index: i, base: uint64(i * w.rows), rows: int(min(w.rows, w.meta.Walks-i*w.rows)), ready: make(chan struct{})}
+		w.open[i] = gr
+	}
+	return gr
+}
+
+// Write adds a chunk of the batch's walks. It returns once the chunk is
+// queued (the writer owns its slices from then on), blocking while the
+// memory limit is reached. Write may be called from several goroutines.
+func (w *BatchWriter) Write(ctx context.Context, c walk.Chunk) error {
+	if err := w.checkChunk(&c); err != nil {
+		return w.fail(err)
+	}
+	if c.Len() == 0 {
+		return nil
+	}
+	need := chunkBytes(&c, 0, c.Len())
+	if err := w.reserve(ctx, need); err != nil {
+		return err
+	}
+	var ready []*group
+	if err := w.stage(&c, need, &ready); err != nil {
+		return err
+	}
+	// Hand complete row groups to the encoders outside the lock: encoders
+	// take the lock to report, so a send under it could deadlock.
+	for _, gr := range ready {
+		select {
+		case w.work <- gr:
+		case <-w.ctx.Done():
+			return w.failed()
+		case <-ctx.Done():
+			return w.fail(ctx.Err())
+		}
+	}
+	return nil
+}
+
+// stage files the chunk's walks under their row groups and collects the
+// row groups it completes.
+func (w *BatchWriter) stage(c *walk.Chunk, need int64, ready *[]*group) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		w.used -= need
+		return errors.New("sink: write after commit or abort")
+	}
+	w.received += int64(c.Len())
+	for lo := 0; lo < c.Len(); {
+		gi := int64(c.WalkIDs[lo] / uint64(w.rows))
+		end := uint64(gi+1) * uint64(w.rows)
+		hi := lo + 1
+		for hi < c.Len() && c.WalkIDs[hi] < end {
+			hi++
+		}
+		gr := w.groupLocked(gi)
+		if gr.dispatched || gr.got+(hi-lo) > gr.rows {
+			return w.failLocked(fmt.Errorf("%w: row group %d (walks %d..%d) receives more than %d walks: a walk was written twice",
+				ErrBadChunk, gi, gr.base, gr.base+uint64(gr.rows)-1, gr.rows))
+		}
+		gr.segs = append(gr.segs, segment{c, lo, hi})
+		gr.got += hi - lo
+		gr.staged += chunkBytes(c, lo, hi)
+		if gr.got == gr.rows {
+			gr.dispatched = true
+			w.encoding++
+			*ready = append(*ready, gr)
+		}
+		lo = hi
+	}
+	return nil
+}
+
+func (w *BatchWriter) failLocked(err error) error {
+	if w.err == nil {
+		w.err = err
+		w.cancel()
+		w.signal()
+	}
+	return w.err
+}
+
+// reserve waits until need bytes fit under the memory limit.
+func (w *BatchWriter) reserve(ctx context.Context, need int64) error {
+	for {
+		w.mu.Lock()
+		if w.err != nil {
+			err := w.err
+			w.mu.Unlock()
+			return err
+		}
+		if w.used == 0 || w.used+need <= w.cfg.memoryLimit {
+			w.used += need
+			w.mu.Unlock()
+			return nil
+		}
+		// Waiting helps only if memory will be released without more input:
+		// the uploader's next row group is complete, or encoders are
+		// shrinking staged walks into compressed pages.
+		nextReady := w.next < w.groups && w.open[w.next] != nil && w.open[w.next].dispatched
+		if !nextReady && w.encoding == 0 {
+			held := w.used
+			w.mu.Unlock()
+			return w.fail(fmt.Errorf("sink: batch %s: %w: %d bytes held waiting for walks of row group %d (walk ids from %d); raise the limit (now %d bytes) or emit walks in id order",
+				w.meta.BatchID, ErrReorderWindow, held, w.next, w.next*w.rows, w.cfg.memoryLimit))
+		}
+		wake := w.wake
+		w.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (w *BatchWriter) release(n int64) {
+	w.mu.Lock()
+	w.used -= n
+	w.signal()
+	w.mu.Unlock()
+}
+
+// chunkBytes is the memory held by walks [lo, hi) of c.
+func chunkBytes(c *walk.Chunk, lo, hi int) int64 {
+	return int64(hi-lo)*12 + int64(c.Offsets[hi]-c.Offsets[lo])*4
+}
+
+// checkChunk validates the structure of a chunk and its walk ids; vertex
+// ids are checked while encoding.
+func (w *BatchWriter) checkChunk(c *walk.Chunk) error {
+	n := c.Len()
+	if len(c.Offsets) != n+1 || c.Offsets[0] != 0 || int(c.Offsets[n]) != len(c.Vertices) {
+		return fmt.Errorf("%w: %d walks, %d offsets, %d vertices", ErrBadChunk, n, len(c.Offsets), len(c.Vertices))
+	}
+	maxLen := uint32(w.meta.Algorithm.Length) + 1
+	for k := range n {
+		if l := c.Offsets[k+1] - c.Offsets[k]; l == 0 || l > maxLen || c.Offsets[k+1] < c.Offsets[k] {
+			return fmt.Errorf("%w: walk %d has %d vertices, want 1..%d", ErrBadChunk, c.WalkIDs[k], int32(l), maxLen)
+		}
+		if c.WalkIDs[k] >= uint64(w.meta.Walks) {
+			return fmt.Errorf("%w: walk id %d beyond the batch's %d walks", ErrBadChunk, c.WalkIDs[k], w.meta.Walks)
+		}
+		if k > 0 && c.WalkIDs[k] <= c.WalkIDs[k-1] {
+			return fmt.Errorf("%w: walk ids not ascending (%d after %d)", ErrBadChunk, c.WalkIDs[k], c.WalkIDs[k-1])
+		}
+	}
+	return nil
+}
+
+// encodeLoop encodes complete row groups into standalone one-row-group
+// Parquet files ("fragments") that the uploader splices into parts.
+func (w *BatchWriter) encodeLoop() {
+	defer w.wg.Done()
+	e := newEncoder(w)
+	for {
+		select {
+		case gr := <-w.work:
+			frag, steps, err := e.encode(gr)
+			w.mu.Lock()
+			staged := gr.staged
+			gr.segs, gr.frag, gr.steps, gr.err = nil, frag, steps, err
+			w.used += int64(len(frag)) - staged
+			w.encoding--
+			w.signal()
+			w.mu.Unlock()
+			close(gr.ready)
+			if err != nil {
+				w.fail(err)
+			}
+		case <-w.ctx.Done():
+			return
+		}
+	}
+}
+
+// encoder holds one encoding goroutine's reusable buffers.
+type encoder struct {
+	w     *BatchWriter
+	seg   []int32 // per row of the group: segment index, then walk index
+	idx   []int32
+	batch []Row
+	ids   []int64
+	buf   bytes.Buffer
+	pw    *parquet.GenericWriter[Row]
+}
+
+const encodeBatch = 256
+
+func newEncoder(w *BatchWriter) *encoder {
+	e := &encoder{w: w, batch: make([]Row, encodeBatch), ids: make([]int64, encodeBatch*(w.meta.Algorithm.Length+1))}
+	e.pw = parquet.NewGenericWriter[Row](&e.buf, w.partOpts...)
+	return e
+}
+
+func (e *encoder) encode(gr *group) ([]byte, int64, error) {
+	w := e.w
+	if cap(e.seg) < gr.rows {
+		e.seg, e.idx = make([]int32, gr.rows), make([]int32, gr.rows)
+	}
+	seg, idx := e.seg[:gr.rows], e.idx[:gr.rows]
+	for i := range seg {
+		seg[i] = -1
+	}
+	for s, sg := range gr.segs {
+		for k := sg.lo; k < sg.hi; k++ {
+			r := sg.c.WalkIDs[k] - gr.base
+			if seg[r] >= 0 {
+				return nil, 0, fmt.Errorf("%w: walk %d written twice", ErrBadChunk, sg.c.WalkIDs[k])
+			}
+			seg[r], idx[r] = int32(s), int32(k)
+		}
+	}
+	e.buf.Reset()
+	e.pw.Reset(&e.buf)
+	nv := uint32(w.g.NumVertices())
+	var steps int64
+	for r0 := 0; r0 < gr.rows; r0 += encodeBatch {
+		n := min(encodeBatch, gr.rows-r0)
+		ids := e.ids[:0]
+		for j := range n {
+			r := r0 + j
+			if seg[r] < 0 {
+				return nil, 0, fmt.Errorf("%w: walk %d missing from row group %d", ErrBadChunk, gr.base+uint64(r), gr.index)
+			}
+			sg := gr.segs[seg[r]]
+			vs := sg.c.Walk(int(idx[r]))
+			start := len(ids)
+			for _, v := range vs {
+				if v >= nv {
+					return nil, 0, fmt.Errorf("%w: walk %d visits vertex %d, beyond the graph's %d", ErrBadChunk, gr.base+uint64(r), v, nv)
+				}
+				ids = append(ids, w.g.ExternalID(v))
+			}
+			e.batch[j] = Row{WalkID: int64(gr.base) + int64(r), Start: ids[start], Length: int32(len(vs) - 1), Walk: ids[start:len(ids):len(ids)]}
+			steps += int64(len(vs) - 1)
+		}
+		if _, err := e.pw.Write(e.batch[:n]); err != nil {
+			return nil, 0, fmt.Errorf("sink: encode row group %d: %w", gr.index, err)
+		}
+	}
+	if err := e.pw.Close(); err != nil {
+		return nil, 0, fmt.Errorf("sink: encode row group %d: %w", gr.index, err)
+	}
+	return bytes.Clone(e.buf.Bytes()), steps, nil
+}
+
+// part is the object being uploaded.
+type part struct {
+	index  int
+	key    string
+	bw     *blob.Writer
+	cancel context.CancelFunc
+	out    *countingWriter
+	pw     *parquet.GenericWriter[Row]
+	file   File
+}
+
+type countingWriter struct {
+	w     io.Writer
+	h     hash.Hash
+	n     int64
+	total *atomic.Int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.h.Write(p[:n])
+	c.n += int64(n)
+	c.total.Add(int64(n))
+	return n, err
+}
+
+// uploadLoop appends encoded row groups to parts in row group order.
+func (w *BatchWriter) uploadLoop() {
+	defer w.wg.Done()
+	defer close(w.done)
+	var p *part
+	defer func() {
+		if p != nil { // failed or cancelled: abort the upload
+			p.cancel()
+			p.bw.Close()
+		}
+	}()
+	for gi := int64(0); gi < w.groups; gi++ {
+		w.mu.Lock()
+		gr := w.groupLocked(gi)
+		w.next = gi
+		w.signal()
+		w.mu.Unlock()
+		select {
+		case <-gr.ready:
+		case <-w.ctx.Done():
+			return
+		}
+		if gr.err != nil {
+			return
+		}
+		var err error
+		if p == nil {
+			if p, err = w.openPart(len(w.files)); err != nil {
+				w.fail(err)
+				return
+			}
+		}
+		err = w.appendGroup(p, gr)
+		w.mu.Lock()
+		delete(w.open, gi)
+		w.mu.Unlock()
+		w.release(int64(len(gr.frag)))
+		gr.frag = nil
+		if err != nil {
+			w.fail(err)
+			return
+		}
+		if p.pw.Size() >= w.cfg.fileBytes || gi == w.groups-1 {
+			err := w.closePart(p)
+			p = nil
+			if err != nil {
+				w.fail(err)
+				return
+			}
+		}
+	}
+	w.mu.Lock()
+	w.next = w.groups
+	w.mu.Unlock()
+}
+
+func (w *BatchWriter) openPart(i int) (*part, error) {
+	key := w.layout.PartKey(i)
+	ctx, cancel := context.WithCancel(w.ctx)
+	bw, err := w.bucket.NewWriter(ctx, key, &blob.WriterOptions{
+		ContentType:    "application/vnd.apache.parquet",
+		BufferSize:     w.cfg.uploadBuffer,
+		MaxConcurrency: w.cfg.uploadParallel,
+	})
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("sink: create %s: %w", key, err)
+	}
+	out := &countingWriter{w: bw, h: sha256.New(), total: &w.bytesWritten}
+	opts := append(w.partOpts[:len(w.partOpts):len(w.partOpts)], parquet.KeyValueMetadata(MetaPart, strconv.Itoa(i)))
+	for _, kv := range w.kv {
+		opts = append(opts, parquet.KeyValueMetadata(kv[0], kv[1]))
+	}
+	p := &part{index: i, key: key, bw: bw, cancel: cancel, out: out,
+		pw: parquet.NewGenericWriter[Row](out, opts...), file: File{Key: key, FirstWalkID: -1}}
+	return p, nil
+}
+
+func (w *BatchWriter) appendGroup(p *part, gr *group) error {
+	f, err := parquet.OpenFile(bytes.NewReader(gr.frag), int64(len(gr.frag)))
+	if err != nil {
+		return fmt.Errorf("sink: reopen encoded row group %d: %w", gr.index, err)
+	}
+	rgs := f.RowGroups()
+	if len(rgs) != 1 {
+		return fmt.Errorf("sink: encoded row group %d holds %d row groups", gr.index, len(rgs))
+	}
+	if _, err := p.pw.WriteRowGroup(rgs[0]); err != nil {
+		return fmt.Errorf("sink: write %s: %w", p.key, err)
+	}
+	if p.file.FirstWalkID < 0 {
+		p.file.FirstWalkID = int64(gr.base)
+	}
+	p.file.LastWalkID = int64(gr.base) + int64(gr.rows) - 1
+	p.file.Rows += int64(gr.rows)
+	p.file.Steps += gr.steps
+	p.file.RowGroups++
+	w.walksWritten.Add(int64(gr.rows))
+	return nil
+}
+
+func (w *BatchWriter) closePart(p *part) error {
+	defer p.cancel()
+	if err := p.pw.Close(); err != nil {
+		p.cancel()
+		p.bw.Close()
+		return fmt.Errorf("sink: finish %s: %w", p.key, err)
+	}
+	if err := p.bw.Close(); err != nil {
+		return fmt.Errorf("sink: upload %s: %w", p.key, err)
+	}
+	p.file.Bytes = p.out.n
+	p.file.SHA256 = hex.EncodeToString(p.out.h.Sum(nil))
+	w.mu.Lock()
+	w.files = append(w.files, p.file)
+	w.written = append(w.written, p.key)
+	w.mu.Unlock()
+	return nil
+}
+
+// Commit waits for every walk to be uploaded, deletes parts left by an
+// earlier, larger write of the same batch, and writes `_SUCCESS`. Every walk
+// id of the batch must have been written. On error the batch is aborted.
+func (w *BatchWriter) Commit(ctx context.Context) (*Manifest, error) {
+	w.mu.Lock()
+	if w.committed {
+		m := w.manifest
+		w.mu.Unlock()
+		return m, nil
+	}
+	if w.closed {
+		w.mu.Unlock()
+		return nil, errors.New("sink: commit after abort")
+	}
+	w.closed = true
+	received := w.received
+	w.mu.Unlock()
+	if received != w.meta.Walks {
+		w.fail(fmt.Errorf("sink: batch %s: %w: %d of %d walks written", w.meta.BatchID, ErrBadChunk, received, w.meta.Walks))
+		return nil, w.finishAbort(ctx)
+	}
+	select {
+	case <-w.done:
+	case <-ctx.Done():
+		w.fail(ctx.Err())
+		return nil, w.finishAbort(ctx)
+	}
+	if err := w.failed(); err != nil {
+		return nil, w.finishAbort(ctx)
+	}
+	w.stop()
+	if err := w.deleteStale(ctx, len(w.files)); err != nil {
+		return nil, err
+	}
+	m := &Manifest{Version: ManifestVersion, BatchID: w.meta.BatchID, Graph: w.meta.Graph, GraphVersion: w.meta.GraphVersion,
+		Algorithm: DescribeAlgorithm(w.meta.Algorithm), Seed: w.meta.Seed, Engine: w.meta.Engine,
+		WalkstageVersion: w.meta.WalkstageVersion, Compression: string(w.cfg.compression), Walks: w.meta.Walks,
+		Files: append([]File{}, w.files...)}
+	for _, f := range m.Files {
+		m.Steps += f.Steps
+		m.Bytes += f.Bytes
+	}
+	data, err := m.encode()
+	if err != nil {
+		return nil, err
+	}
+	if err := w.bucket.WriteAll(ctx, w.layout.SuccessKey(), data, &blob.WriterOptions{ContentType: "application/json"}); err != nil {
+		return nil, fmt.Errorf("sink: batch %s: write %s: %w", w.meta.BatchID, w.layout.SuccessKey(), err)
+	}
+	w.mu.Lock()
+	w.committed, w.manifest = true, m
+	w.mu.Unlock()
+	return m, nil
+}
+
+// stop ends the pipeline's goroutines and waits for them.
+func (w *BatchWriter) stop() {
+	w.cancel()
+	w.wg.Wait()
+}
+
+// Abort cancels the batch: the part being uploaded is abandoned (an S3
+// multipart upload is aborted, a local temporary file removed), parts this
+// writer completed are deleted, and no `_SUCCESS` is written. It is safe to
+// call after Commit failed, and a no-op after Commit succeeded.
+func (w *BatchWriter) Abort(ctx context.Context) error {
+	w.mu.Lock()
+	if w.committed {
+		w.mu.Unlock()
+		return nil
+	}
+	w.closed = true
+	w.mu.Unlock()
+	w.fail(ErrAborted)
+	_, err := w.cleanup(ctx)
+	return err
+}
+
+// finishAbort cleans up after a failed Commit and returns the failure.
+func (w *BatchWriter) finishAbort(ctx context.Context) error {
+	cause, err := w.cleanup(ctx)
+	if err != nil {
+		return fmt.Errorf("%w (and %v)", cause, err)
+	}
+	return cause
+}
+
+// cleanup stops the pipeline and deletes the parts this attempt completed;
+// it returns the recorded failure and any cleanup error.
+func (w *BatchWriter) cleanup(ctx context.Context) (cause, err error) {
+	w.stop()
+	w.mu.Lock()
+	keys := w.written
+	w.written = nil
+	cause = w.err
+	w.mu.Unlock()
+	for _, k := range keys {
+		if err := w.bucket.Delete(ctx, k); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+			return cause, fmt.Errorf("sink: batch %s: delete %s: %w", w.meta.BatchID, k, err)
+		}
+	}
+	return cause, nil
+}
+
+// deleteStale removes parts numbered n and above, left by an earlier write
+// of the batch that produced more parts.
+func (w *BatchWriter) deleteStale(ctx context.Context, n int) error {
+	it := w.bucket.List(&blob.ListOptions{Prefix: w.layout.Dir + "/part-"})
+	var stale []string
+	for {
+		obj, err := it.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("sink: batch %s: list old parts: %w", w.meta.BatchID, err)
+		}
+		if i, ok := w.layout.partIndex(obj.Key); ok && i >= n {
+			stale = append(stale, obj.Key)
+		}
+	}
+	for _, k := range stale {
+		if err := w.bucket.Delete(ctx, k); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+			return fmt.Errorf("sink: batch %s: delete stale %s: %w", w.meta.BatchID, k, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,476 @@
+package sink
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+	"gocloud.dev/blob"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
+)
+
+// testGraph is a small graph with sparse external ids (so a dense id leaking
+// into the output is caught) and a dead end (so walks of several lengths
+// occur).
+func testGraph(t testing.TB) *graph.Graph {
+	t.Helper()
+	r := rand.New(rand.NewPCG(1, 2))
+	var edges []graph.Edge
+	const n = 300
+	for v := range int64(n) {
+		if v == 7 {
+			continue // vertex 7 has no out-edges
+		}
+		for range 1 + r.IntN(6) {
+			edges = append(edges, graph.Edge{Src: v*1000 + 3, Dst: int64(r.IntN(n))*1000 + 3})
+		}
+	}
+	g, err := graph.FromEdges(edges, graph.BuildOptions{Name: "test graph/1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+var testAlgo = walk.Algorithm{Kind: walk.Node2Vec, Length: 20, P: 2, Q: 0.5}
+
+// runEngine walks n walks on the CPU engine and returns its chunks.
+func runEngine(t testing.TB, g *graph.Graph, algo walk.Algorithm, n int, seed uint64) []walk.Chunk {
+	t.Helper()
+	e, err := walk.NewCPU(g, walk.WithChunkSize(97))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	starts := make([]uint32, n)
+	for i := range starts {
+		starts[i] = uint32(i % g.NumVertices())
+	}
+	var chunks []walk.Chunk
+	err = e.Run(context.Background(), []walk.Job{{Algorithm: algo, Seed: seed, Starts: starts}}, func(c walk.Chunk) error {
+		chunks = append(chunks, c)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return chunks
+}
+
+// expectedRows turns chunks into the rows the sink must write, by walk id.
+func expectedRows(g *graph.Graph, chunks []walk.Chunk, n int) []Row {
+	rows := make([]Row, n)
+	for _, c := range chunks {
+		for k := range c.Len() {
+			vs := c.Walk(k)
+			ext := make([]int64, len(vs))
+			for i, v := range vs {
+				ext[i] = g.ExternalID(v)
+			}
+			rows[c.WalkIDs[k]] = Row{WalkID: int64(c.WalkIDs[k]), Start: ext[0], Length: int32(len(vs) - 1), Walk: ext}
+		}
+	}
+	return rows
+}
+
+func fileBucket(t testing.TB) (*blob.Bucket, string) {
+	dir := t.TempDir()
+	b, err := OpenBucket(context.Background(), "file://"+dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b, dir
+}
+
+func testMeta(id string, n int) BatchMeta {
+	return BatchMeta{BatchID: id, Algorithm: testAlgo, Seed: 42, Engine: "cpu", WalkstageVersion: "test", Walks: int64(n)}
+}
+
+// writeBatch writes chunks in the given order and commits.
+func writeBatch(t testing.TB, b *blob.Bucket, meta BatchMeta, g *graph.Graph, chunks []walk.Chunk, opts ...Option) *Manifest {
+	t.Helper()
+	ctx := context.Background()
+	w, err := NewBatchWriter(ctx, b, "walks", meta, g, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range chunks {
+		if err := w.Write(ctx, cloneChunk(c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := w.Commit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func cloneChunk(c walk.Chunk) walk.Chunk {
+	return walk.Chunk{Tag: c.Tag, WalkIDs: slices.Clone(c.WalkIDs), Offsets: slices.Clone(c.Offsets), Vertices: slices.Clone(c.Vertices)}
+}
+
+// readBatch reads every part of a manifest back with parquet-go, checking
+// sizes and checksums on the way.
+func readBatch(t testing.TB, b *blob.Bucket, m *Manifest) []Row {
+	t.Helper()
+	var rows []Row
+	for _, f := range m.Files {
+		data, err := b.ReadAll(context.Background(), f.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(len(data)) != f.Bytes {
+			t.Errorf("%s: %d bytes, manifest says %d", f.Key, len(data), f.Bytes)
+		}
+		if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != f.SHA256 {
+			t.Errorf("%s: sha256 mismatch", f.Key)
+		}
+		pf, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(pf.RowGroups()); got != f.RowGroups {
+			t.Errorf("%s: %d row groups, manifest says %d", f.Key, got, f.RowGroups)
+		}
+		part, err := parquet.Read[Row](bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(len(part)) != f.Rows || part[0].WalkID != f.FirstWalkID || part[len(part)-1].WalkID != f.LastWalkID {
+			t.Errorf("%s: %d rows %d..%d, manifest says %d rows %d..%d", f.Key, len(part), part[0].WalkID,
+				part[len(part)-1].WalkID, f.Rows, f.FirstWalkID, f.LastWalkID)
+		}
+		for k, want := range map[string]string{MetaBatchID: m.BatchID, MetaSeed: "42", MetaEngine: "cpu", MetaGraph: m.Graph} {
+			if got, _ := pf.Lookup(k); got != want {
+				t.Errorf("%s: metadata %s = %q, want %q", f.Key, k, got, want)
+			}
+		}
+		rows = append(rows, part...)
+	}
+	return rows
+}
+
+func compareRows(t testing.TB, got, want []Row) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d rows, want %d", len(got), len(want))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.WalkID != w.WalkID || g.Start != w.Start || g.Length != w.Length || !slices.Equal(g.Walk, w.Walk) {
+			t.Fatalf("row %d = %+v, want %+v", i, g, w)
+		}
+	}
+}
+
+func TestRoundTripMatchesEngine(t *testing.T) {
+	g := testGraph(t)
+	const n = 5000
+	chunks := runEngine(t, g, testAlgo, n, 42)
+	want := expectedRows(g, chunks, n)
+	short := 0
+	for _, r := range want {
+		if int(r.Length) < testAlgo.Length {
+			short++
+		}
+	}
+	if short == 0 {
+		t.Fatal("test graph gave no early-stopped walks; the test would not cover them")
+	}
+	for _, tc := range []struct {
+		name string
+		opts []Option
+	}{
+		{"zstd defaults", nil},
+		{"snappy small groups many parts", []Option{WithCompression(Snappy), WithRowGroupRows(300), WithFileBytes(20 << 10)}},
+		{"none one encoder", []Option{WithCompression(None), WithRowGroupRows(777), WithEncoders(1)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, _ := fileBucket(t)
+			m := writeBatch(t, b, testMeta("b1", n), g, chunks, tc.opts...)
+			if m.Walks != n || len(m.Files) == 0 {
+				t.Fatalf("manifest: %d walks, %d files", m.Walks, len(m.Files))
+			}
+			var steps int64
+			for _, r := range want {
+				steps += int64(r.Length)
+			}
+			if m.Steps != steps {
+				t.Errorf("manifest steps %d, want %d", m.Steps, steps)
+			}
+			compareRows(t, readBatch(t, b, m), want)
+			m2, err := ReadManifest(context.Background(), b, "walks/graph=test%20graph%2F1/algorithm=node2vec/batch=b1/_SUCCESS")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m2.Bytes != m.Bytes || len(m2.Files) != len(m.Files) {
+				t.Errorf("manifest read back differs: %+v", m2)
+			}
+		})
+	}
+}
+
+// The same walks must give byte-identical objects whatever order chunks
+// arrive in and however many encoders run.
+func TestOutputIndependentOfChunkOrder(t *testing.T) {
+	g := testGraph(t)
+	const n = 4000
+	chunks := runEngine(t, g, testAlgo, n, 7)
+	opts := []Option{WithRowGroupRows(500), WithFileBytes(30 << 10)}
+	b1, dir1 := fileBucket(t)
+	writeBatch(t, b1, testMeta("x", n), g, chunks, append(opts, WithEncoders(1))...)
+	shuffled := slices.Clone(chunks)
+	rand.New(rand.NewPCG(3, 4)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	b2, dir2 := fileBucket(t)
+	writeBatch(t, b2, testMeta("x", n), g, shuffled, append(opts, WithEncoders(4))...)
+	a, bb := treeDigest(t, dir1), treeDigest(t, dir2)
+	if len(a) < 3 {
+		t.Fatalf("only %d objects; want several parts", len(a))
+	}
+	if !slices.Equal(a, bb) {
+		t.Fatalf("outputs differ:\n%v\n%v", a, bb)
+	}
+}
+
+// treeDigest lists every file under dir with its sha256.
+func treeDigest(t testing.TB, dir string) []string {
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		sum := sha256.Sum256(data)
+		rel, _ := filepath.Rel(dir, p)
+		out = append(out, rel+" "+hex.EncodeToString(sum[:]))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestRewriteReplacesBatch(t *testing.T) {
+	g := testGraph(t)
+	const n = 3000
+	chunks := runEngine(t, g, testAlgo, n, 9)
+	b, dir := fileBucket(t)
+	// First write: many small parts.
+	m1 := writeBatch(t, b, testMeta("r", n), g, chunks, WithRowGroupRows(200), WithFileBytes(1))
+	if len(m1.Files) != 15 {
+		t.Fatalf("first write: %d parts, want 15", len(m1.Files))
+	}
+	// Second write of the same batch: fewer parts; stale ones must go.
+	m2 := writeBatch(t, b, testMeta("r", n), g, chunks, WithRowGroupRows(1000), WithFileBytes(1))
+	files := treeDigest(t, dir)
+	if len(files) != len(m2.Files)+1 {
+		t.Fatalf("after rewrite %d objects, want %d parts + _SUCCESS: %v", len(files), len(m2.Files), files)
+	}
+	compareRows(t, readBatch(t, b, m2), expectedRows(g, chunks, n))
+	// Third write identical to the second: identical bytes.
+	writeBatch(t, b, testMeta("r", n), g, chunks, WithRowGroupRows(1000), WithFileBytes(1))
+	if again := treeDigest(t, dir); !slices.Equal(files, again) {
+		t.Fatalf("rewrite changed bytes:\n%v\n%v", files, again)
+	}
+}
+
+func TestAbortLeavesNothing(t *testing.T) {
+	g := testGraph(t)
+	const n = 3000
+	chunks := runEngine(t, g, testAlgo, n, 11)
+	b, dir := fileBucket(t)
+	writeBatch(t, b, testMeta("a", n), g, chunks) // a complete earlier write
+	ctx := context.Background()
+	w, err := NewBatchWriter(ctx, b, "walks", testMeta("a", n), g, WithRowGroupRows(100), WithFileBytes(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range chunks[:len(chunks)/2] {
+		if err := w.Write(ctx, cloneChunk(c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadManifest(ctx, b, w.Layout().SuccessKey()); !errors.Is(err, ErrNoManifest) {
+		t.Fatalf("after abort: manifest err %v, want ErrNoManifest", err)
+	}
+	for _, f := range treeDigest(t, dir) {
+		if strings.Contains(f, ".tmp") || strings.Contains(f, SuccessName) {
+			t.Errorf("left behind: %s", f)
+		}
+	}
+	if err := w.Write(ctx, cloneChunk(chunks[0])); err == nil {
+		t.Error("Write after Abort succeeded")
+	}
+}
+
+func TestCancelDuringWrite(t *testing.T) {
+	g := testGraph(t)
+	const n = 3000
+	chunks := runEngine(t, g, testAlgo, n, 12)
+	b, dir := fileBucket(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := NewBatchWriter(ctx, b, "walks", testMeta("c", n), g, WithRowGroupRows(100), WithFileBytes(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range chunks[:len(chunks)-1] {
+		if err := w.Write(ctx, cloneChunk(c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancel()
+	if err := w.Write(ctx, cloneChunk(chunks[len(chunks)-1])); err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("write after cancel: %v", err)
+	}
+	if _, err := w.Commit(ctx); err == nil {
+		t.Fatal("Commit after cancellation succeeded")
+	}
+	if err := w.Abort(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if files := treeDigest(t, dir); len(files) != 0 {
+		t.Fatalf("left behind after cancel: %v", files)
+	}
+}
+
+func TestRejectsBadInput(t *testing.T) {
+	g := testGraph(t)
+	chunks := runEngine(t, g, testAlgo, 1000, 5)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		mod  func([]walk.Chunk) []walk.Chunk
+	}{
+		{"duplicate walk", func(c []walk.Chunk) []walk.Chunk { return append(c, c[0]) }},
+		{"missing walk", func(c []walk.Chunk) []walk.Chunk { return c[1:] }},
+		{"walk id beyond batch", func(c []walk.Chunk) []walk.Chunk {
+			x := cloneChunk(c[0])
+			x.WalkIDs[len(x.WalkIDs)-1] = 5000
+			return append(c[1:], x)
+		}},
+		{"vertex beyond graph", func(c []walk.Chunk) []walk.Chunk {
+			x := cloneChunk(c[0])
+			x.Vertices[0] = uint32(g.NumVertices())
+			return append(c[1:], x)
+		}},
+		{"offsets inconsistent", func(c []walk.Chunk) []walk.Chunk {
+			x := cloneChunk(c[0])
+			x.Offsets = x.Offsets[:len(x.Offsets)-1]
+			return append(c[1:], x)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, dir := fileBucket(t)
+			w, err := NewBatchWriter(ctx, b, "", testMeta("bad", 1000), g, WithRowGroupRows(100))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var werr error
+			for _, c := range tc.mod(slices.Clone(chunks)) {
+				if werr = w.Write(ctx, cloneChunk(c)); werr != nil {
+					break
+				}
+			}
+			_, cerr := w.Commit(ctx)
+			if werr == nil && cerr == nil {
+				t.Fatal("bad input accepted")
+			}
+			if err := cmpErr(werr, cerr); !errors.Is(err, ErrBadChunk) {
+				t.Fatalf("error %v, want ErrBadChunk", err)
+			}
+			if files := treeDigest(t, dir); len(files) != 0 {
+				t.Fatalf("left behind: %v", files)
+			}
+		})
+	}
+}
+
+func cmpErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+func TestReorderWindowBounded(t *testing.T) {
+	g := testGraph(t)
+	const n = 4000
+	chunks := runEngine(t, g, testAlgo, n, 13)
+	b, _ := fileBucket(t)
+	ctx := context.Background()
+	w, err := NewBatchWriter(ctx, b, "", testMeta("o", n), g, WithRowGroupRows(1000), WithMemoryLimit(64<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort(ctx)
+	// Withhold the first chunk: nothing can be uploaded, memory fills up.
+	var werr error
+	for _, c := range chunks[1:] {
+		if werr = w.Write(ctx, cloneChunk(c)); werr != nil {
+			break
+		}
+	}
+	if !errors.Is(werr, ErrReorderWindow) {
+		t.Fatalf("error %v, want ErrReorderWindow", werr)
+	}
+}
+
+func TestEmptyBatch(t *testing.T) {
+	g := testGraph(t)
+	b, _ := fileBucket(t)
+	m := writeBatch(t, b, testMeta("e", 0), g, nil)
+	if len(m.Files) != 0 || m.Walks != 0 {
+		t.Fatalf("manifest %+v", m)
+	}
+}
+
+func TestBatchLayoutEscapes(t *testing.T) {
+	for _, tc := range []struct {
+		prefix, graph, algo, batch, want string
+		err                             bool
+	}{
+		{"walks/", "g", "deepwalk", "b-1", "walks/graph=g/algorithm=deepwalk/batch=b-1", false},
+		{"", "a/b", "ppr", "x y", "graph=a%2Fb/algorithm=ppr/batch=x%20y", false},
+		{"p", "..", "ppr", "1.5", "p/graph=%2E%2E/algorithm=ppr/batch=1.5", false},
+		{"p/../q", "g", "ppr", "1", "", true},
+		{"p", "g", "ppr", "", "", true},
+	} {
+		l, err := BatchLayout(tc.prefix, tc.graph, tc.algo, tc.batch)
+		if (err != nil) != tc.err || l.Dir != tc.want {
+			t.Errorf("BatchLayout(%q,%q,%q,%q) = %q, %v", tc.prefix, tc.graph, tc.algo, tc.batch, l.Dir, err)
+		}
+	}
+	l := Layout{Dir: "d"}
+	if i, ok := l.partIndex(l.PartKey(12)); !ok || i != 12 {
+		t.Errorf("partIndex(PartKey(12)) = %d, %v", i, ok)
+	}
+	if _, ok := l.partIndex("d/part-00001.parquet.tmp"); ok {
+		t.Error("partIndex accepted a temporary file")
+	}
+	if got := ObjectURL("s3://bkt?endpoint=x&region=y", "a/b"); got != "s3://bkt/a/b" {
+		t.Errorf("ObjectURL = %q", got)
+	}
+	if got := ObjectURL("file:///tmp/w", "a/b"); got != "file:///tmp/w/a/b" {
+		t.Errorf("ObjectURL = %q", got)
+	}
+}
+
+var _ = io.EOF
