@@ -17,8 +17,3 @@ func Available() error {
 
 // New always fails in a build without the cuda tag.
 func New(g *graph.Graph, opts ...Option) (walk.Engine, error) { return nil, Available() }
-
-// Option configures the GPU engine; see the cuda build for the options.
-type Option func(*config)
-
-type config struct{}

@@ -1,0 +1,126 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
+)
+
+// TestBenchRMAT is the benchmark, run on a GPU machine with
+//
+//	WALKSTAGE_GPU_BENCH=22 .dev/gpu.test -test.run BenchRMAT -test.v
+//
+// R-MAT scale $WALKSTAGE_GPU_BENCH, edge factor 16, undirected, weights in
+// [1,5), 5 labels, one walk from every vertex, 80 steps (PPR: every walk
+// from the highest-degree vertex). WALKSTAGE_GPU_BENCH_ONLY=name,name
+// selects rows. Times are kernel time (events around the launches) after
+// the graph is resident; the table build is reported separately.
+func TestBenchRMAT(t *testing.T) {
+	scale, _ := strconv.Atoi(os.Getenv("WALKSTAGE_GPU_BENCH"))
+	if scale == 0 {
+		t.Skip("set WALKSTAGE_GPU_BENCH=<scale> to run the benchmark")
+	}
+	t0 := time.Now()
+	g, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: scale, EdgeFactor: 16, Seed: 1,
+		Undirected: true, Weighted: true, Labels: 5, Name: fmt.Sprintf("rmat%d", scale)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	maxDeg, hub := g.MaxDegree()
+	t.Logf("graph: V=%d E=%d max degree %d (vertex %d), generated in %v", g.NumVertices(), g.NumEdges(), maxDeg, hub, time.Since(t0))
+	t1 := time.Now()
+	e := newEngine(t, g, WithHostBufferBytes(3<<29))
+	t.Logf("upload + alias build: %v (alias build %v, %d bytes)", time.Since(t1), e.TableBuild(), e.tableBytes)
+
+	all := allStarts(g, 1)
+	fromHub := make([]uint32, g.NumVertices())
+	for i := range fromHub {
+		fromHub[i] = hub
+	}
+	rows := []struct {
+		name   string
+		alg    walk.Algorithm
+		starts []uint32
+	}{
+		{"uniform", walk.Algorithm{Kind: walk.DeepWalk, Length: 80}, all},
+		{"weighted", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true}, all},
+		{"weighted-zprs", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Sampler: walk.SamplerZPRS}, all},
+		{"weighted-dprs", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Sampler: walk.SamplerDPRS}, all},
+		{"node2vec", walk.Algorithm{Kind: walk.Node2Vec, Length: 80, Weighted: true, P: 2, Q: 0.5}, all},
+		{"metapath", walk.Algorithm{Kind: walk.MetaPath, Length: 80, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}}, all},
+		{"metapath-dprs", walk.Algorithm{Kind: walk.MetaPath, Length: 80, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}, Sampler: walk.SamplerDPRS}, all},
+		{"ppr", walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2}, fromHub},
+		{"ppr-weighted", walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2, Weighted: true}, fromHub},
+	}
+	only := map[string]bool{}
+	for _, s := range strings.Split(os.Getenv("WALKSTAGE_GPU_BENCH_ONLY"), ",") {
+		if s != "" {
+			only[s] = true
+		}
+	}
+	var table []string
+	for _, r := range rows {
+		if len(only) > 0 && !only[r.name] {
+			continue
+		}
+		// Warm-up on a slice of the walks (module load, first-touch).
+		warm := []walk.Job{{Algorithm: r.alg, Seed: 7, Starts: r.starts[:min(len(r.starts), 1<<16)]}}
+		if err := e.Run(context.Background(), warm, func(walk.Chunk) error { return nil }); err != nil {
+			t.Fatalf("%s warm-up: %v", r.name, err)
+		}
+		sm := r.alg.ResolvedSampler()
+		reservoir := sm == walk.SamplerZPRS || sm == walk.SamplerDPRS
+		var scanned int64
+		err := e.Run(context.Background(), []walk.Job{{Algorithm: r.alg, Seed: 1, Starts: r.starts}}, func(c walk.Chunk) error {
+			if !reservoir {
+				return nil
+			}
+			for k := 0; k < c.Len(); k++ {
+				w := c.Walk(k)
+				for _, v := range w[:len(w)-1] {
+					scanned += int64(g.Degree(v))
+				}
+				if len(w) < r.alg.Length+1 {
+					scanned += int64(g.Degree(w[len(w)-1])) // the step that found nothing
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", r.name, err)
+		}
+		st := e.LastRunStats()
+		if !reservoir {
+			scanned = st.Steps
+		}
+		sec := st.Compute.Seconds()
+		table = append(table, fmt.Sprintf("| %-14s | %9d | %11d | %9.2f | %10.0f | %10.0f | %8.0f | %7.2f |",
+			r.name, st.Walks, st.Steps, sec*1e3, float64(st.Steps)/sec/1e6, float64(scanned)/sec/1e6,
+			float64(st.MemoryBytes)/(1<<20), st.Wall.Seconds()))
+	}
+	var allocs []string
+	var total int64
+	for _, a := range e.Allocations() {
+		allocs = append(allocs, fmt.Sprintf("%s=%.1fMiB", a.Name, float64(a.Bytes)/(1<<20)))
+		total += a.Bytes
+	}
+	sort.Strings(allocs)
+	fmt.Printf("\nR-MAT scale %d ef 16 undirected weighted 5 labels: V=%d E=%d maxdeg=%d; alias build %v (%.0f MiB)\n",
+		scale, g.NumVertices(), g.NumEdges(), maxDeg, e.TableBuild(), float64(e.tableBytes)/(1<<20))
+	fmt.Printf("device allocations (%.0f MiB): %s\n", float64(total)/(1<<20), strings.Join(allocs, " "))
+	fmt.Println("| algorithm      |     walks |       steps | kernel ms | M steps/s  | M edges/s  | pool MiB | wall s  |")
+	fmt.Println("|----------------|-----------|-------------|-----------|------------|------------|----------|---------|")
+	for _, l := range table {
+		fmt.Println(l)
+	}
+}

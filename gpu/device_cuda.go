@@ -1,0 +1,113 @@
+//go:build cuda
+
+package gpu
+
+/*
+#cgo LDFLAGS: -lcuda
+#include <cuda.h>
+
+// cu v0.9.6 has no page-locked host allocation; copies from pageable memory
+// are staged and not truly asynchronous, so the engine allocates its host
+// buffers here.
+static CUresult ws_host_alloc(void **p, size_t n) { return cuMemHostAlloc(p, n, 0); }
+static CUresult ws_host_free(void *p) { return cuMemFreeHost(p); }
+static void ws_module_unload(CUmodule m) { cuModuleUnload(m); }
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"gorgonia.org/cu"
+)
+
+// device owns one CUDA context. CUDA binds a context to an OS thread, so
+// every driver call runs on one goroutine locked to its thread; callers hand
+// it closures through do.
+type device struct {
+	dev   cu.Device
+	ctx   cu.CUContext
+	calls chan func()
+	quit  chan struct{}
+}
+
+func openDevice(ordinal int) (*device, error) {
+	d := &device{calls: make(chan func()), quit: make(chan struct{})}
+	ready := make(chan error, 1)
+	go d.loop(ordinal, ready)
+	if err := <-ready; err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *device) loop(ordinal int, ready chan<- error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	err := func() error {
+		n, err := cu.NumDevices()
+		if err != nil {
+			return fmt.Errorf("%w: count devices: %v", ErrUnavailable, err)
+		}
+		if ordinal < 0 || ordinal >= n {
+			return fmt.Errorf("%w: device %d requested, %d present", ErrUnavailable, ordinal, n)
+		}
+		if d.dev, err = cu.GetDevice(ordinal); err != nil {
+			return fmt.Errorf("%w: device %d: %v", ErrUnavailable, ordinal, err)
+		}
+		if d.ctx, err = d.dev.RetainPrimaryCtx(); err != nil {
+			return fmt.Errorf("%w: context on device %d: %v", ErrUnavailable, ordinal, err)
+		}
+		if err = cu.SetCurrentContext(d.ctx); err != nil {
+			_ = d.dev.ReleasePrimaryCtx()
+			return fmt.Errorf("%w: bind context: %v", ErrUnavailable, err)
+		}
+		return nil
+	}()
+	ready <- err
+	if err != nil {
+		return
+	}
+	for {
+		select {
+		case f := <-d.calls:
+			f()
+		case <-d.quit:
+			_ = cu.Synchronize()
+			_ = d.dev.ReleasePrimaryCtx()
+			return
+		}
+	}
+}
+
+// do runs f on the context's thread and returns its error.
+func (d *device) do(f func() error) error {
+	ch := make(chan error, 1)
+	d.calls <- func() { ch <- f() }
+	return <-ch
+}
+
+func (d *device) close() { close(d.quit) }
+
+// hostAlloc returns n bytes of page-locked host memory (call on the device
+// thread).
+func hostAlloc(n int64) (unsafe.Pointer, error) {
+	var p unsafe.Pointer
+	if r := C.ws_host_alloc(&p, C.size_t(n)); r != C.CUDA_SUCCESS {
+		return nil, fmt.Errorf("cuMemHostAlloc %d bytes: CUresult %d", n, int(r))
+	}
+	return p, nil
+}
+
+func hostFree(p unsafe.Pointer) {
+	if p != nil {
+		C.ws_host_free(p)
+	}
+}
+
+// unloadModule unloads m; cu v0.9.6 only offers this through its Ctx type.
+func unloadModule(m cu.Module) {
+	C.ws_module_unload(*(*C.CUmodule)(unsafe.Pointer(&m)))
+}

@@ -1,0 +1,711 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+	"unsafe"
+
+	"gorgonia.org/cu"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
+)
+
+// Available reports whether a CUDA device can be used. (In a cuda build the
+// cu package has already initialised the driver: a process without one
+// exits at start, which is cu's behaviour and why all of this sits behind
+// the cuda tag.)
+func Available() error {
+	n, err := cu.NumDevices()
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: no CUDA device", ErrUnavailable)
+	}
+	return nil
+}
+
+// Allocation is one device memory allocation of the engine.
+type Allocation struct {
+	Name  string
+	Bytes int64
+}
+
+// Engine is the CUDA walk engine. The graph (and its alias tables, for a
+// weighted graph) are uploaded once by New and stay resident; each Run
+// streams its walks through two batch slots on two streams.
+type Engine struct {
+	g   *graph.Graph
+	cfg config
+	dev *device
+
+	mod                            cu.Module
+	fnThread, fnReservoir, fnAlias cu.Function
+	numSM, occThread, occReservoir int
+	dOffsets, dTargets, dWeights   cu.DevicePtr
+	dLabels, dAlias                cu.DevicePtr
+	graphBytes, tableBytes         int64
+	tableBuild                     time.Duration
+	slots                          [2]*batchSlot
+	allocs                         map[string]int64
+	mu                             sync.Mutex // one Run at a time
+	stats                          walk.RunStats
+	closed                         bool
+}
+
+var _ walk.Engine = (*Engine)(nil)
+var _ walk.StatsReporter = (*Engine)(nil)
+
+// New uploads g to the device, builds the alias tables there when g is
+// weighted, and returns the engine.
+func New(g *graph.Graph, opts ...Option) (walk.Engine, error) {
+	return NewEngine(g, opts...)
+}
+
+// NewEngine is New with the concrete type (for Allocations and tests).
+func NewEngine(g *graph.Graph, opts ...Option) (*Engine, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	switch {
+	case cfg.warpThreshold == 0:
+		return nil, errors.New("gpu: warp threshold must be positive")
+	case cfg.hostBufferBytes < 1<<20:
+		return nil, fmt.Errorf("gpu: host buffer of %d bytes is below 1 MiB", cfg.hostBufferBytes)
+	case cfg.chunkWalks < 1:
+		return nil, fmt.Errorf("gpu: chunk of %d walks", cfg.chunkWalks)
+	case cfg.maxBatchWalks < 0 || cfg.reserveBytes < 0:
+		return nil, errors.New("gpu: negative batch or reserve size")
+	}
+	if g.NumVertices() == 0 {
+		return nil, errors.New("gpu: empty graph")
+	}
+	dev, err := openDevice(cfg.device)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{g: g, cfg: cfg, dev: dev, allocs: map[string]int64{}}
+	if err := dev.do(e.setup); err != nil {
+		_ = e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// alloc allocates device memory and records it under name.
+func (e *Engine) alloc(name string, n int64) (cu.DevicePtr, error) {
+	if n <= 0 {
+		n = 8
+	}
+	p, err := cu.MemAlloc(n)
+	if err != nil {
+		return 0, fmt.Errorf("gpu: allocate %s (%d bytes): %w", name, n, err)
+	}
+	e.allocs[name] = n
+	return p, nil
+}
+
+func (e *Engine) free(name string, p *cu.DevicePtr) {
+	if *p != 0 {
+		_ = cu.MemFree(*p)
+		*p = 0
+	}
+	delete(e.allocs, name)
+}
+
+func upload[T any](e *Engine, name string, s []T) (cu.DevicePtr, error) {
+	if len(s) == 0 {
+		return 0, nil
+	}
+	n := int64(len(s)) * int64(unsafe.Sizeof(s[0]))
+	p, err := e.alloc(name, n)
+	if err != nil {
+		return 0, err
+	}
+	if err := cu.MemcpyHtoD(p, unsafe.Pointer(&s[0]), n); err != nil {
+		return 0, fmt.Errorf("gpu: upload %s: %w", name, err)
+	}
+	return p, nil
+}
+
+// setup runs on the device thread.
+func (e *Engine) setup() error {
+	var err error
+	if e.mod, err = cu.LoadData(kernelImage); err != nil {
+		return fmt.Errorf("%w: load kernels: %v", ErrUnavailable, err)
+	}
+	for _, k := range []struct {
+		fn   *cu.Function
+		name string
+	}{{&e.fnThread, "walk_thread"}, {&e.fnReservoir, "walk_reservoir"}, {&e.fnAlias, "alias_build"}} {
+		if *k.fn, err = e.mod.Function(k.name); err != nil {
+			return fmt.Errorf("gpu: kernel %s: %w", k.name, err)
+		}
+	}
+	if e.numSM, err = e.dev.dev.Attribute(cu.MultiprocessorCount); err != nil {
+		return fmt.Errorf("gpu: multiprocessor count: %w", err)
+	}
+	if e.occThread, err = e.fnThread.MaxActiveBlocksPerMultiProcessor(threadBlock, 0); err != nil {
+		return fmt.Errorf("gpu: occupancy: %w", err)
+	}
+	if e.occReservoir, err = e.fnReservoir.MaxActiveBlocksPerMultiProcessor(reservoirBlock, 0); err != nil {
+		return fmt.Errorf("gpu: occupancy: %w", err)
+	}
+	g := e.g
+	if e.dOffsets, err = upload(e, "graph.offsets", g.Offsets); err != nil {
+		return err
+	}
+	if e.dTargets, err = upload(e, "graph.targets", g.Targets); err != nil {
+		return err
+	}
+	if e.dWeights, err = upload(e, "graph.weights", g.Weights); err != nil {
+		return err
+	}
+	if e.dLabels, err = upload(e, "graph.labels", g.Labels); err != nil {
+		return err
+	}
+	e.graphBytes = int64(len(g.Offsets))*8 + int64(len(g.Targets))*4 + int64(len(g.Weights))*4 + int64(len(g.Labels))
+	if g.Weighted() && g.NumEdges() > 0 {
+		return e.buildAlias()
+	}
+	return nil
+}
+
+// buildAlias builds the packed alias tables on the device (kernel
+// alias_build) with float64 scratch that is freed afterwards.
+func (e *Engine) buildAlias() error {
+	t0 := time.Now()
+	E := e.g.NumEdges()
+	var err error
+	if e.dAlias, err = e.alloc("alias.table", E*16); err != nil {
+		return err
+	}
+	scaled, err := e.alloc("alias.scratch.scaled", E*8)
+	if err != nil {
+		return err
+	}
+	defer e.free("alias.scratch.scaled", &scaled)
+	stack, err := e.alloc("alias.scratch.lists", E*4)
+	if err != nil {
+		return err
+	}
+	defer e.free("alias.scratch.lists", &stack)
+	nv := uint64(e.g.NumVertices())
+	blocks := int((nv + 127) / 128)
+	if limit := e.numSM * 16; blocks > limit {
+		blocks = limit
+	}
+	args := []uint64{uint64(e.dOffsets), uint64(e.dTargets), uint64(e.dWeights), uint64(e.dAlias), uint64(scaled), uint64(stack), nv}
+	if err := launch(e.fnAlias, blocks, 128, cu.Stream{}, args); err != nil {
+		return fmt.Errorf("gpu: alias_build: %w", err)
+	}
+	if err := cu.Synchronize(); err != nil {
+		return fmt.Errorf("gpu: alias_build: %w", err)
+	}
+	e.tableBytes = E * 16
+	e.tableBuild = time.Since(t0)
+	return nil
+}
+
+// launch starts fn with 8-byte arguments (cu passes each parameter as 8
+// bytes).
+func launch(fn cu.Function, grid, block int, s cu.Stream, args []uint64) error {
+	ptrs := make([]unsafe.Pointer, len(args))
+	for i := range args {
+		ptrs[i] = unsafe.Pointer(&args[i])
+	}
+	return fn.Launch(grid, 1, 1, block, 1, 1, 0, s, ptrs)
+}
+
+const (
+	threadBlock    = 256 // kThreadBlock in kernels/walk.cu
+	reservoirBlock = 256 // kBlockThreads in kernels/samplers.cuh
+	localPoolSlots = 64  // kLocalPoolSlots in kernels/walk.cu
+)
+
+// Name implements walk.Engine.
+func (e *Engine) Name() string { return "gpu" }
+
+// LastRunStats implements walk.StatsReporter.
+func (e *Engine) LastRunStats() walk.RunStats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.stats
+}
+
+// Allocations lists the engine's device allocations now: the graph, the
+// alias table, and the two batch slots' task pools, result pools, lengths,
+// seeds, cursors and parameters.
+func (e *Engine) Allocations() []Allocation {
+	var out []Allocation
+	_ = e.dev.do(func() error {
+		for n, b := range e.allocs {
+			out = append(out, Allocation{n, b})
+		}
+		return nil
+	})
+	return out
+}
+
+// TableBuild is the time the alias tables took to build at upload.
+func (e *Engine) TableBuild() time.Duration { return e.tableBuild }
+
+// Close releases all device and pinned memory and the context.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	_ = e.dev.do(func() error {
+		_ = cu.Synchronize()
+		for _, s := range e.slots {
+			if s != nil {
+				s.release(e)
+			}
+		}
+		for _, p := range []*cu.DevicePtr{&e.dOffsets, &e.dTargets, &e.dWeights, &e.dLabels, &e.dAlias} {
+			if *p != 0 {
+				_ = cu.MemFree(*p)
+				*p = 0
+			}
+		}
+		if e.mod != (cu.Module{}) {
+			unloadModule(e.mod)
+		}
+		return nil
+	})
+	e.dev.close()
+	return nil
+}
+
+// ---------------------------------------------------------------- batches
+
+// batchSlot is one of the two ping-pong slots: a stream, device buffers for
+// one batch and the pinned host buffers its inputs and results pass through.
+type batchSlot struct {
+	name                                                string
+	stream                                              cu.Stream
+	start, stop                                         cu.Event
+	capWalks                                            int64 // walks the buffers hold at capStride
+	capStride                                           int64
+	capJobs                                             int64
+	dTasks, dSeeds, dResult, dLengths, dCursor, dParams cu.DevicePtr
+	hTasks                                              []task
+	hSeeds                                              []uint64
+	hResult, hLengths                                   []uint32
+	hParams                                             *walkParams
+	hPtrs                                               []unsafe.Pointer
+	pending                                             *batch
+}
+
+// batch is a run of consecutive walks of one algorithm group: segments of
+// jobs, each a walk-id range.
+type batch struct {
+	segs  []segment
+	walks int64
+}
+
+type segment struct {
+	job    *walk.Job
+	lo, hi int // walk ids [lo, hi)
+	seed   uint32
+}
+
+func (s *batchSlot) release(e *Engine) {
+	for _, p := range s.hPtrs {
+		hostFree(p)
+	}
+	s.hPtrs = nil
+	for name, p := range map[string]*cu.DevicePtr{"tasks": &s.dTasks, "seeds": &s.dSeeds, "result": &s.dResult,
+		"lengths": &s.dLengths, "cursor": &s.dCursor, "params": &s.dParams} {
+		e.free(s.name+"."+name, p)
+	}
+	if s.stream != (cu.Stream{}) {
+		_ = s.stream.Destroy()
+		_ = cu.DestroyEvent(&s.start)
+		_ = cu.DestroyEvent(&s.stop)
+	}
+}
+
+// ensureSlots sizes both slots for batches of walks walks of stride
+// vertices and jobs seeds (device thread).
+func (e *Engine) ensureSlots(walks, stride, jobs int64) error {
+	for i := range e.slots {
+		s := e.slots[i]
+		if s != nil && s.capWalks >= walks && s.capStride >= stride && s.capJobs >= jobs {
+			continue
+		}
+		if s != nil {
+			s.release(e)
+		}
+		s = &batchSlot{name: fmt.Sprintf("slot%d", i), capWalks: walks, capStride: stride, capJobs: jobs}
+		e.slots[i] = s
+		var err error
+		if s.stream, err = cu.MakeStream(cu.NonBlocking); err != nil {
+			return fmt.Errorf("gpu: stream: %w", err)
+		}
+		if s.start, err = cu.MakeEvent(cu.DefaultEvent); err != nil {
+			return fmt.Errorf("gpu: event: %w", err)
+		}
+		if s.stop, err = cu.MakeEvent(cu.DefaultEvent); err != nil {
+			return fmt.Errorf("gpu: event: %w", err)
+		}
+		dev := []struct {
+			p    *cu.DevicePtr
+			name string
+			n    int64
+		}{
+			{&s.dTasks, "tasks", walks * 16}, {&s.dSeeds, "seeds", jobs * 8},
+			{&s.dResult, "result", walks * stride * 4}, {&s.dLengths, "lengths", walks * 4},
+			{&s.dCursor, "cursor", 8}, {&s.dParams, "params", paramsSize},
+		}
+		for _, d := range dev {
+			if *d.p, err = e.alloc(s.name+"."+d.name, d.n); err != nil {
+				return err
+			}
+		}
+		host := func(n int64) (unsafe.Pointer, error) {
+			p, err := hostAlloc(max(n, 8))
+			if err == nil {
+				s.hPtrs = append(s.hPtrs, p)
+			}
+			return p, err
+		}
+		p, err := host(walks * 16)
+		if err != nil {
+			return err
+		}
+		s.hTasks = unsafe.Slice((*task)(p), walks)
+		if p, err = host(jobs * 8); err != nil {
+			return err
+		}
+		s.hSeeds = unsafe.Slice((*uint64)(p), jobs)
+		if p, err = host(walks * stride * 4); err != nil {
+			return err
+		}
+		s.hResult = unsafe.Slice((*uint32)(p), walks*stride)
+		if p, err = host(walks * 4); err != nil {
+			return err
+		}
+		s.hLengths = unsafe.Slice((*uint32)(p), walks)
+		if p, err = host(paramsSize); err != nil {
+			return err
+		}
+		s.hParams = (*walkParams)(p)
+	}
+	return nil
+}
+
+// batchWalks sizes a batch by FlowWalker's equation 3: the free device
+// memory (less a reserve) split between the two ping-pong slots, each walk
+// needing its result row, length and task; bounded by the pinned host
+// buffers and the configured cap.
+func (e *Engine) batchWalks(stride, total int64) (int64, error) {
+	perWalk := stride*4 + 4 + 16
+	var free int64
+	err := e.dev.do(func() error {
+		// Slots already allocated count as free: they are reused or
+		// replaced.
+		f, _, err := cu.MemInfo()
+		for _, s := range e.slots {
+			if s != nil {
+				f += s.capWalks*(s.capStride*4+4+16) + s.capJobs*8
+			}
+		}
+		free = f
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("gpu: memory info: %w", err)
+	}
+	n := (free - e.cfg.reserveBytes) / (2 * perWalk)
+	n = min(n, e.cfg.hostBufferBytes/perWalk, total, 1<<31-1)
+	if e.cfg.maxBatchWalks > 0 {
+		n = min(n, int64(e.cfg.maxBatchWalks))
+	}
+	if n < 1 {
+		return 0, fmt.Errorf("gpu: no device memory for a batch (%d bytes free, %d reserved)", free, e.cfg.reserveBytes)
+	}
+	return n, nil
+}
+
+// Run implements walk.Engine. Jobs with equal algorithms share launches;
+// each group's walks run in batches through the two slots.
+func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return errors.New("gpu: engine closed")
+	}
+	if err := walk.ValidateJobs(e.g, jobs); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	e.stats = walk.RunStats{TableBytes: e.tableBytes, TableBuild: e.tableBuild}
+	for _, grp := range groupJobs(jobs) {
+		if err := e.runGroup(ctx, grp, emit); err != nil {
+			return err
+		}
+	}
+	e.stats.Wall = time.Since(t0)
+	for n, b := range e.allocs {
+		if len(n) > 4 && n[:4] == "slot" {
+			e.stats.MemoryBytes += b
+		}
+	}
+	return nil
+}
+
+// groupJobs groups jobs with equal algorithms, in order of first appearance.
+func groupJobs(jobs []walk.Job) [][]*walk.Job {
+	var groups [][]*walk.Job
+outer:
+	for i := range jobs {
+		j := &jobs[i]
+		for k, grp := range groups {
+			if sameAlgorithm(grp[0].Algorithm, j.Algorithm) {
+				groups[k] = append(grp, j)
+				continue outer
+			}
+		}
+		groups = append(groups, []*walk.Job{j})
+	}
+	return groups
+}
+
+func sameAlgorithm(a, b walk.Algorithm) bool {
+	if a.Kind != b.Kind || a.Length != b.Length || a.Weighted != b.Weighted || a.StopProb != b.StopProb ||
+		a.P != b.P || a.Q != b.Q || a.ResolvedSampler() != b.ResolvedSampler() || len(a.Schema) != len(b.Schema) {
+		return false
+	}
+	for i := range a.Schema {
+		if a.Schema[i] != b.Schema[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (e *Engine) runGroup(ctx context.Context, grp []*walk.Job, emit walk.EmitFunc) error {
+	alg := grp[0].Algorithm
+	stride := int64(alg.Length) + 1
+	var total int64
+	for _, j := range grp {
+		total += int64(len(j.Starts))
+	}
+	if total == 0 {
+		return nil
+	}
+	per, err := e.batchWalks(stride, total)
+	if err != nil {
+		return err
+	}
+	if err := e.dev.do(func() error { return e.ensureSlots(per, stride, int64(len(grp))) }); err != nil {
+		return err
+	}
+	// Cut the group into batches of at most per walks.
+	var batches []*batch
+	cur := &batch{}
+	for _, j := range grp {
+		for lo := 0; lo < len(j.Starts); {
+			take := min(int64(len(j.Starts)-lo), per-cur.walks)
+			cur.segs = append(cur.segs, segment{job: j, lo: lo, hi: lo + int(take)})
+			cur.walks += take
+			lo += int(take)
+			if cur.walks == per {
+				batches = append(batches, cur)
+				cur = &batch{}
+			}
+		}
+	}
+	if cur.walks > 0 {
+		batches = append(batches, cur)
+	}
+	var runErr error
+	for i, b := range batches {
+		s := e.slots[i%2]
+		if s.pending != nil {
+			if runErr = e.finish(s, stride, emit); runErr != nil {
+				break
+			}
+		}
+		if runErr = ctx.Err(); runErr != nil {
+			break
+		}
+		if runErr = e.enqueue(s, b, alg); runErr != nil {
+			break
+		}
+	}
+	// Drain: the older pending batch first.
+	for k := 0; k < 2; k++ {
+		s := e.slots[(len(batches)+k)%2]
+		if s.pending == nil {
+			continue
+		}
+		if runErr != nil {
+			_ = e.dev.do(func() error { return s.stream.Synchronize() })
+			s.pending = nil
+			continue
+		}
+		runErr = e.finish(s, stride, emit)
+	}
+	return runErr
+}
+
+// enqueue fills slot s's pinned inputs with batch b and queues copies in,
+// the kernel between two events, and copies out on s's stream.
+func (e *Engine) enqueue(s *batchSlot, b *batch, alg walk.Algorithm) error {
+	n := b.walks
+	nj := 0
+	k := int64(0)
+	for si := range b.segs {
+		sg := &b.segs[si]
+		sg.seed = uint32(nj)
+		s.hSeeds[nj] = sg.job.Seed
+		nj++
+		for id := sg.lo; id < sg.hi; id++ {
+			s.hTasks[k] = task{start: sg.job.Starts[id], job: sg.seed, walk: uint64(id)}
+			k++
+		}
+	}
+	p := s.hParams
+	*p = walkParams{}
+	algorithmParams(p, alg, e.cfg.warpThreshold)
+	p.offsets, p.targets = uint64(e.dOffsets), uint64(e.dTargets)
+	sampler := alg.ResolvedSampler()
+	if alg.Weighted {
+		p.weights = uint64(e.dWeights)
+		if sampler == walk.SamplerAlias || sampler == walk.SamplerRejection {
+			p.alias = uint64(e.dAlias)
+		}
+	}
+	p.labels = uint64(e.dLabels)
+	p.tasks, p.seeds, p.result, p.lengths, p.cursor = uint64(s.dTasks), uint64(s.dSeeds), uint64(s.dResult), uint64(s.dLengths), uint64(s.dCursor)
+	p.nTasks = uint64(n)
+	stride := p.stride
+	fn, block, occ, perBlock := e.fnThread, threadBlock, e.occThread, int64(threadBlock)
+	if sampler == walk.SamplerZPRS || sampler == walk.SamplerDPRS {
+		fn, block, occ, perBlock = e.fnReservoir, reservoirBlock, e.occReservoir, localPoolSlots
+	}
+	grid := int(min(int64(e.numSM*max(occ, 1)), (n+perBlock-1)/perBlock))
+	b2 := b
+	err := e.dev.do(func() error {
+		st := s.stream
+		steps := []struct {
+			what string
+			err  error
+		}{
+			{"copy tasks", cu.MemcpyHtoDAsync(s.dTasks, unsafe.Pointer(&s.hTasks[0]), n*16, st)},
+			{"copy seeds", cu.MemcpyHtoDAsync(s.dSeeds, unsafe.Pointer(&s.hSeeds[0]), int64(nj)*8, st)},
+			{"copy params", cu.MemcpyHtoDAsync(s.dParams, unsafe.Pointer(p), paramsSize, st)},
+			{"reset cursor", cu.MemsetD32Async(s.dCursor, 0, 2, st)},
+			{"poison lengths", cu.MemsetD32Async(s.dLengths, 0, n, st)},
+			{"record start", s.start.Record(st)},
+			{"launch", launch(fn, grid, block, st, []uint64{uint64(s.dParams)})},
+			{"record stop", s.stop.Record(st)},
+			{"copy lengths", cu.MemcpyDtoHAsync(unsafe.Pointer(&s.hLengths[0]), s.dLengths, n*4, st)},
+			{"copy result", cu.MemcpyDtoHAsync(unsafe.Pointer(&s.hResult[0]), s.dResult, n*int64(stride)*4, st)},
+		}
+		for _, x := range steps {
+			if x.err != nil {
+				return fmt.Errorf("gpu: %s: %w", x.what, x.err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.pending = b2
+	return nil
+}
+
+// finish waits for slot s's batch, turns its result rows into chunks (in
+// parallel) and emits them in order.
+func (e *Engine) finish(s *batchSlot, stride int64, emit walk.EmitFunc) error {
+	b := s.pending
+	s.pending = nil
+	var ms float64
+	if err := e.dev.do(func() error {
+		if err := s.stream.Synchronize(); err != nil {
+			return fmt.Errorf("gpu: batch: %w", err)
+		}
+		var err error
+		ms, err = s.start.Elapsed(s.stop)
+		return err
+	}); err != nil {
+		return err
+	}
+	e.stats.Compute += time.Duration(ms * float64(time.Millisecond))
+	type piece struct {
+		seg    *segment
+		row    int64 // first row in the batch
+		lo, hi int   // walk ids
+	}
+	var pieces []piece
+	row := int64(0)
+	for si := range b.segs {
+		sg := &b.segs[si]
+		for lo := sg.lo; lo < sg.hi; lo += e.cfg.chunkWalks {
+			hi := min(lo+e.cfg.chunkWalks, sg.hi)
+			pieces = append(pieces, piece{sg, row + int64(lo-sg.lo), lo, hi})
+		}
+		row += int64(sg.hi - sg.lo)
+	}
+	chunks := make([]walk.Chunk, len(pieces))
+	errs := make([]error, len(pieces))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for i := range pieces {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int) {
+			defer func() { <-sem; wg.Done() }()
+			pc := pieces[i]
+			nw := pc.hi - pc.lo
+			lens := s.hLengths[pc.row : pc.row+int64(nw)]
+			var nv int64
+			for k, l := range lens {
+				if l == 0 || int64(l) > stride {
+					errs[i] = fmt.Errorf("gpu: walk %d of job %d came back with %d vertices (kernel fault)", pc.lo+k, pc.seg.job.Tag, l)
+					return
+				}
+				nv += int64(l)
+			}
+			c := walk.Chunk{Tag: pc.seg.job.Tag, WalkIDs: make([]uint64, nw), Offsets: make([]uint32, nw+1), Vertices: make([]uint32, nv)}
+			at := uint32(0)
+			for k, l := range lens {
+				c.WalkIDs[k] = uint64(pc.lo + k)
+				r := (pc.row + int64(k)) * stride
+				copy(c.Vertices[at:at+l], s.hResult[r:r+int64(l)])
+				at += l
+				c.Offsets[k+1] = at
+			}
+			chunks[i] = c
+		}(i)
+	}
+	wg.Wait()
+	for i := range chunks {
+		if errs[i] != nil {
+			return errs[i]
+		}
+	}
+	for _, c := range chunks {
+		e.stats.Walks += int64(c.Len())
+		e.stats.Steps += c.Steps()
+		if err := emit(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,49 @@
+package gpu
+
+// Option configures the GPU engine (functional options, validated once in
+// New). They exist in every build so callers compile without the cuda tag.
+type Option func(*config)
+
+type config struct {
+	device          int
+	warpThreshold   uint32
+	maxBatchWalks   int
+	hostBufferBytes int64
+	chunkWalks      int
+	reserveBytes    int64
+}
+
+func defaultConfig() config {
+	return config{
+		device:          0,
+		warpThreshold:   1024,
+		hostBufferBytes: 512 << 20,
+		chunkWalks:      1 << 16,
+		reserveBytes:    1 << 30,
+	}
+}
+
+// WithDevice selects the CUDA device ordinal (default 0).
+func WithDevice(ordinal int) Option { return func(c *config) { c.device = ordinal } }
+
+// WithWarpThreshold sets the degree above which a reservoir step goes to
+// the block sampler instead of a warp sampler (default 1024, FlowWalker's
+// d_t).
+func WithWarpThreshold(degree uint32) Option { return func(c *config) { c.warpThreshold = degree } }
+
+// WithMaxBatchWalks caps the walks per device batch (default: as many as
+// device memory and the host buffers allow, FlowWalker equation 3). Small
+// values exercise the two-stream pipeline.
+func WithMaxBatchWalks(n int) Option { return func(c *config) { c.maxBatchWalks = n } }
+
+// WithHostBufferBytes sets the size of each of the two pinned host buffers
+// that results are copied into (default 512 MiB). It bounds the batch size
+// together with device memory.
+func WithHostBufferBytes(n int64) Option { return func(c *config) { c.hostBufferBytes = n } }
+
+// WithChunkWalks sets the most walks per emitted chunk (default 65536).
+func WithChunkWalks(n int) Option { return func(c *config) { c.chunkWalks = n } }
+
+// WithReserveBytes sets the device memory left free when sizing batches
+// (default 1 GiB), for other users of the device and the driver.
+func WithReserveBytes(n int64) Option { return func(c *config) { c.reserveBytes = n } }

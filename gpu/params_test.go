@@ -1,0 +1,20 @@
+package gpu
+
+import (
+	"testing"
+	"unsafe"
+)
+
+// TestParamsLayout pins the host mirrors to the sizes the kernels assert
+// (kernels/params.cuh static_asserts the same numbers).
+func TestParamsLayout(t *testing.T) {
+	if n := unsafe.Sizeof(walkParams{}); n != paramsSize {
+		t.Fatalf("walkParams is %d bytes, kernels expect %d", n, paramsSize)
+	}
+	if n := unsafe.Sizeof(task{}); n != 16 {
+		t.Fatalf("task is %d bytes, kernels expect 16", n)
+	}
+	if off := unsafe.Offsetof(walkParams{}.schema); off != 200 {
+		t.Fatalf("schema at offset %d, kernels expect 200", off)
+	}
+}

@@ -1,0 +1,77 @@
+// params.cuh: what one launch of a walk kernel needs, in one struct that the
+// host (gpu/params_cuda.go mirrors it field by field) copies into device
+// memory before the launch. Every field is 8 bytes wide except the schema at
+// the end, so the Go and C layouts agree without padding rules.
+#pragma once
+#include <stdint.h>
+
+namespace ws {
+
+constexpr uint32_t kNoVertex = 0xFFFFFFFFu;  // graph.NoVertex
+constexpr uint32_t kNoTask = 0xFFFFFFFFu;
+
+// Algorithm kinds and samplers: the numeric values of walk.Kind and
+// walk.SamplerKind.
+enum Kind : uint32_t { kDeepWalk = 1, kPPR = 2, kNode2Vec = 3, kMetaPath = 4 };
+enum Sampler : uint32_t { kAuto = 0, kUniform = 1, kAlias = 2, kRejection = 3, kZPRS = 4, kDPRS = 5 };
+
+// Draw indices (walk/sampler.go): draw 0 serves the O(1) samplers and the
+// PPR stop word; Node2Vec's rejection attempts use draws 0..63 and its exact
+// fallback draws 64 onward; the reservoir samplers draw from 1 onward.
+constexpr uint32_t kMaxRejections = 64;
+constexpr uint32_t kFallbackDraw = 64;
+constexpr uint32_t kReservoirDraw = 1;
+
+constexpr int kMaxSchema = 64;
+
+// Task is one walk of the global task pool (device memory, 16 bytes).
+struct Task {
+  uint32_t start;  // dense start vertex
+  uint32_t job;    // index into WalkParams.seeds
+  uint64_t walk;   // walk id within its job: the Philox counter
+};
+
+// AliasEntry is one packed alias-table column (device memory, 16 bytes): a
+// step loads one entry and knows both candidate vertices, no second lookup
+// in targets.
+struct AliasEntry {
+  float prob;      // keep column with this probability (walk.BuildAlias Prob)
+  uint32_t keep;   // targets[off+col]
+  uint32_t alt;    // targets[off+alias]
+  uint32_t alias;  // local alias column (walk.BuildAlias Alias)
+};
+
+struct WalkParams {
+  // Graph, resident for the engine's lifetime.
+  const uint64_t* offsets;   // V+1
+  const uint32_t* targets;   // E, sorted per vertex
+  const float* weights;      // E or null
+  const uint8_t* labels;     // E or null
+  const AliasEntry* alias;   // E or null
+  // Batch: task pool, result pool, cursor.
+  const Task* tasks;         // n_tasks
+  const uint64_t* seeds;     // per job
+  uint32_t* result;          // n_tasks rows of stride vertices
+  uint32_t* lengths;         // n_tasks: vertices written per walk
+  uint32_t* cursor;          // global task pool head (atomic)
+  uint64_t n_tasks;
+  uint64_t stride;           // Length + 1
+  // Algorithm.
+  uint64_t kind;
+  uint64_t sampler;          // resolved
+  uint64_t length;           // steps
+  uint64_t weighted;
+  uint64_t stop_threshold;   // PPR: stop when x0 < this
+  uint64_t accept[3];        // Node2Vec thresholds of f/fmax: return, neighbour, outward
+  double bias[3];            // Node2Vec factors 1/p, 1, 1/q (reservoir path)
+  uint64_t warp_threshold;   // degrees above go to the block sampler
+  uint64_t schema_len;
+  uint8_t schema[kMaxSchema];
+};
+
+}  // namespace ws
+
+// The host mirror (gpu/params.go) hard-codes this layout.
+static_assert(sizeof(ws::WalkParams) == 264, "WalkParams layout changed: update gpu/params.go");
+static_assert(sizeof(ws::Task) == 16, "Task layout changed: update gpu/params.go");
+static_assert(sizeof(ws::AliasEntry) == 16, "AliasEntry layout changed");

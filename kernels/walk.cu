@@ -1,0 +1,328 @@
+// walk.cu: the kernels of the GPU engine (gpu/ launches them).
+//
+//   alias_build     one thread per vertex builds its alias table, bit for bit
+//                   the construction of walk.AliasVertex (float64, LIFO lists)
+//   walk_thread     persistent blocks for the O(1) samplers (uniform, alias,
+//                   PPR, Node2Vec rejection): every thread is a sampler that
+//                   holds one walk of the block's task pool in registers
+//   walk_reservoir  persistent blocks for the reservoir samplers (ZPRS, DPRS;
+//                   MetaPath by default): a local task pool of kLocalPoolSlots
+//                   walks in shared memory, warp samplers for degrees up to
+//                   warp_threshold, the block sampler above (FlowWalker §5)
+//
+// Both walk kernels take tasks from the global task pool (params.tasks) by
+// an atomic cursor and refill a finished slot at once, so no walk waits for
+// a slow neighbour. A walk's row of the result pool is written in place
+// (walk-major, stride vertices a row) so one contiguous copy brings a batch
+// back.
+#include "params.cuh"
+#include "rng.cuh"
+#include "samplers.cuh"
+
+using namespace ws;
+
+// ---------------------------------------------------------------- alias_build
+// scaled (float64, E) and stack (uint32, E) are scratch in global memory:
+// vertex v uses [off, off+d) of each; its small list grows up from off and
+// its large list down from off+d-1 (an index sits in at most one list, so
+// they never meet). __dmul_rn/__ddiv_rn/__dadd_rn forbid FMA contraction:
+// the tables must equal the CPU's bit for bit.
+extern "C" __global__ void alias_build(const uint64_t* __restrict__ offsets, const uint32_t* __restrict__ targets,
+                                       const float* __restrict__ weights, AliasEntry* __restrict__ table,
+                                       double* __restrict__ scaled, uint32_t* __restrict__ stack, uint64_t nv) {
+  for (uint64_t v = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; v < nv; v += (uint64_t)gridDim.x * blockDim.x) {
+    const uint64_t off = offsets[v];
+    const uint32_t d = (uint32_t)(offsets[v + 1] - off);
+    if (d == 0) continue;
+    double sum = 0;
+    for (uint32_t i = 0; i < d; i++) sum = __dadd_rn(sum, (double)weights[off + i]);
+    const double fd = (double)d;
+    double* sc = scaled + off;
+    uint32_t* small = stack + off;          // small[0..ns)
+    uint32_t* large = stack + off + d - 1;  // large[0], large[-1], ... (nl entries)
+    uint32_t ns = 0, nl = 0;
+    for (uint32_t i = 0; i < d; i++) {
+      const double s = __ddiv_rn(__dmul_rn((double)weights[off + i], fd), sum);
+      sc[i] = s;
+      if (s < 1.0) small[ns++] = i; else *(large - nl++) = i;
+    }
+    AliasEntry* tab = table + off;
+    while (ns > 0 && nl > 0) {
+      const uint32_t s = small[--ns];
+      const uint32_t l = *(large - --nl);
+      tab[s].prob = __double2float_rn(sc[s]);
+      tab[s].alias = l;
+      const double nlv = __dadd_rn(__dadd_rn(sc[l], sc[s]), -1.0);
+      sc[l] = nlv;
+      if (nlv < 1.0) small[ns++] = l; else *(large - nl++) = l;
+    }
+    while (ns > 0) {
+      const uint32_t i = small[--ns];
+      tab[i].prob = 1.f;
+      tab[i].alias = i;
+    }
+    while (nl > 0) {
+      const uint32_t i = *(large - --nl);
+      tab[i].prob = 1.f;
+      tab[i].alias = i;
+    }
+    for (uint32_t i = 0; i < d; i++) {
+      tab[i].keep = targets[off + i];
+      tab[i].alt = targets[off + tab[i].alias];
+    }
+  }
+}
+
+// ---------------------------------------------------------------- walk_thread
+constexpr int kThreadBlock = 256;
+
+// node2vec_reject: Node2Vec step >= 1 by rejection (walk/sampler.go): attempt
+// a uses draw a; a proposal from the static bias is accepted when word z is
+// under the threshold of f/fmax. Most acceptances are decided before the
+// binary search: z under both the neighbour and outward thresholds accepts
+// whatever the class.
+__device__ __forceinline__ uint32_t node2vec_reject(const WalkParams& P, uint4 w, uint64_t seed, uint64_t walk,
+                                                    uint32_t step, uint64_t off, uint32_t deg, uint32_t prev,
+                                                    uint64_t poff, uint32_t pdeg) {
+  const uint64_t either = min(P.accept[1], P.accept[2]);
+  for (uint32_t a = 0; a < kMaxRejections; a++) {
+    if (a > 0) w = draw(seed, walk, step, a);
+    const uint32_t x = pick_static(P.targets, P.alias, off, deg, w.x, w.y);
+    const uint64_t z = w.z;
+    if (x == prev) {
+      if (z < P.accept[0]) return x;
+      continue;
+    }
+    if (z < either) return x;
+    if (z < P.accept[has_edge(P.targets, poff, poff + pdeg, x) ? 1 : 2]) return x;
+  }
+  BiasCtx c;
+  c.weights = P.weighted ? P.weights : nullptr;
+  c.labels = nullptr;
+  c.targets = P.targets;
+  c.want = 0;
+  c.metapath = false;
+  c.n2v = true;
+  c.prev = prev;
+  c.poff = poff;
+  c.pend = poff + pdeg;
+  c.f[0] = (float)P.bias[0];
+  c.f[1] = (float)P.bias[1];
+  c.f[2] = (float)P.bias[2];
+  return node2vec_scan(c, off, deg, seed, walk, step);
+}
+
+// walk_thread: each thread owns one walk at a time (its slot of the block's
+// task pool, in registers) and takes one step per loop iteration, so walks
+// of different lengths (PPR, dead ends) never hold a lane idle: a lane whose
+// walk ended takes the next task at once. Task fetches are aggregated per
+// warp: one atomicAdd on the global cursor serves every lane that needs one.
+extern "C" __global__ void __launch_bounds__(kThreadBlock) walk_thread(const WalkParams* __restrict__ params) {
+  const WalkParams& P = *params;
+  const uint64_t* __restrict__ offsets = P.offsets;
+  const unsigned lane = threadIdx.x & 31;
+  const uint32_t n = (uint32_t)P.n_tasks;
+  const uint32_t length = (uint32_t)P.length;
+  const uint32_t kind = (uint32_t)P.kind;
+  const uint64_t stop = P.stop_threshold;
+
+  uint32_t task = kNoTask, cur = 0, prev = kNoVertex, step = 0, deg = 0, pdeg = 0;
+  uint64_t off = 0, poff = 0, walk = 0, seed = 0;
+  uint32_t* row = nullptr;
+  for (;;) {
+    const unsigned active = __activemask();
+    const bool need = task == kNoTask;
+    const unsigned want = __ballot_sync(active, need);
+    if (want) {
+      const unsigned leader = __ffs(want) - 1;
+      uint32_t base = 0;
+      if (lane == leader) base = atomicAdd(P.cursor, (uint32_t)__popc(want));
+      base = __shfl_sync(active, base, leader);
+      if (need) {
+        const uint32_t idx = base + __popc(want & ((1u << lane) - 1));
+        if (idx >= n) break;  // the pool is dry: this lane is done
+        const Task t = P.tasks[idx];
+        task = idx;
+        cur = t.start;
+        walk = t.walk;
+        seed = P.seeds[t.job];
+        prev = kNoVertex;
+        step = 0;
+        off = offsets[cur];
+        deg = (uint32_t)(offsets[cur + 1] - off);
+        row = P.result + (uint64_t)idx * P.stride;
+        row[0] = cur;
+      }
+    }
+    bool more = deg > 0;
+    uint32_t next = 0;
+    if (more) {
+      const uint4 w = draw(seed, walk, step, 0);
+      if (kind == kPPR) {
+        more = (uint64_t)w.x >= stop;
+        next = pick_static(P.targets, P.alias, off, deg, w.y, w.z);
+      } else if (kind == kNode2Vec && prev != kNoVertex) {
+        next = node2vec_reject(P, w, seed, walk, step, off, deg, prev, poff, pdeg);
+      } else {
+        next = pick_static(P.targets, P.alias, off, deg, w.x, w.y);
+      }
+    }
+    if (more) {
+      row[step + 1] = next;
+      step++;
+      prev = cur;
+      poff = off;
+      pdeg = deg;
+      cur = next;
+      more = step < length;
+      if (more) {
+        off = offsets[cur];
+        deg = (uint32_t)(offsets[cur + 1] - off);
+      }
+    }
+    if (!more) {
+      P.lengths[task] = step + 1;
+      task = kNoTask;
+    }
+  }
+}
+
+// ------------------------------------------------------------- walk_reservoir
+constexpr int kLocalPoolSlots = 64;  // FlowWalker's |P_L| default
+
+// Slot is one walk of the block's local task pool (shared memory).
+struct Slot {
+  uint64_t off, poff, walk, seed;
+  uint32_t task, cur, prev, step, deg, pdeg;
+};
+
+// reservoir_step takes one step of the walk in slot s with the group's
+// sampler (a warp: lane = lane id, k = 32; the block: lane = thread id,
+// k = kBlockThreads). The group's first thread writes the result and
+// advances or frees the slot.
+template <bool kBlock>
+__device__ __forceinline__ void reservoir_step(const WalkParams& P, Slot& S, BlockScratch& sh, unsigned lane) {
+  const uint32_t step = S.step, deg = S.deg, task = S.task, prev = S.prev, cur = S.cur;
+  const uint64_t off = S.off, walk = S.walk, seed = S.seed, poff = S.poff;
+  const uint32_t pdeg = S.pdeg;
+  const uint32_t kind = (uint32_t)P.kind;
+  bool more = deg > 0;
+  if (more && kind == kPPR) more = (uint64_t)draw(seed, walk, step, 0).x >= P.stop_threshold;
+  uint32_t col = kNoTask;
+  if (more) {
+    BiasCtx c;
+    c.weights = P.weighted ? P.weights : nullptr;
+    c.labels = P.labels;
+    c.targets = P.targets;
+    c.metapath = kind == kMetaPath;
+    c.want = c.metapath ? P.schema[step % (uint32_t)P.schema_len] : 0;
+    c.n2v = kind == kNode2Vec && prev != kNoVertex;
+    c.prev = prev;
+    c.poff = poff;
+    c.pend = poff + pdeg;
+    c.f[0] = (float)P.bias[0];
+    c.f[1] = (float)P.bias[1];
+    c.f[2] = (float)P.bias[2];
+    LaneWords rng;
+    rng.seed = seed;
+    rng.walk = walk;
+    rng.step = step;
+    rng.lane = lane;
+    rng.k = kBlock ? kBlockThreads : 32;
+    if (kBlock) {
+      col = P.sampler == kDPRS ? dprs_block(c, off, deg, rng, sh) : zprs_block(c, off, deg, rng, sh);
+    } else {
+      col = P.sampler == kDPRS ? dprs_warp(c, off, deg, rng, lane) : zprs_warp(c, off, deg, rng, lane);
+    }
+    more = col != kNoTask;
+  }
+  if (kBlock) __syncthreads(); else __syncwarp();  // every thread has read the slot
+  if (lane != 0) return;
+  if (more) {
+    const uint32_t next = __ldg(P.targets + off + col);
+    P.result[(uint64_t)task * P.stride + step + 1] = next;
+    S.step = step + 1;
+    S.prev = cur;
+    S.poff = off;
+    S.pdeg = deg;
+    S.cur = next;
+    S.off = P.offsets[next];
+    S.deg = (uint32_t)(P.offsets[next + 1] - S.off);
+    more = step + 1 < (uint32_t)P.length;
+  }
+  if (!more) {
+    P.lengths[task] = S.step + 1;
+    S.task = kNoTask;
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(kBlockThreads) walk_reservoir(const WalkParams* __restrict__ params) {
+  const WalkParams& P = *params;
+  __shared__ Slot slots[kLocalPoolSlots];
+  __shared__ BlockScratch scratch;
+  __shared__ uint32_t live_mask[2], big_mask[2];
+  __shared__ uint32_t next_small;
+  const unsigned tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const uint32_t n = (uint32_t)P.n_tasks;
+  const uint32_t threshold = (uint32_t)P.warp_threshold;
+  bool dry = false;  // warps 0 and 1: the global pool is exhausted
+  if (tid < kLocalPoolSlots) slots[tid].task = kNoTask;
+  __syncthreads();
+  for (;;) {
+    // Refill: thread t < kLocalPoolSlots tends slot t; one atomicAdd per warp.
+    if (tid < kLocalPoolSlots) {
+      Slot& S = slots[tid];
+      const bool need = !dry && S.task == kNoTask;
+      const unsigned want = __ballot_sync(kFull, need);
+      if (want) {
+        const unsigned leader = __ffs(want) - 1;
+        uint32_t base = 0;
+        if (lane == leader) base = atomicAdd(P.cursor, (uint32_t)__popc(want));
+        base = __shfl_sync(kFull, base, leader);
+        const uint32_t idx = base + __popc(want & ((1u << lane) - 1));
+        if (need && idx < n) {
+          const Task t = P.tasks[idx];
+          S.task = idx;
+          S.cur = t.start;
+          S.walk = t.walk;
+          S.seed = P.seeds[t.job];
+          S.prev = kNoVertex;
+          S.step = 0;
+          S.off = P.offsets[t.start];
+          S.deg = (uint32_t)(P.offsets[t.start + 1] - S.off);
+          S.poff = 0;
+          S.pdeg = 0;
+          P.result[(uint64_t)idx * P.stride] = t.start;
+        }
+        dry = __any_sync(kFull, need && idx >= n);
+      }
+      const bool live = S.task != kNoTask;
+      const unsigned lm = __ballot_sync(kFull, live);
+      const unsigned bm = __ballot_sync(kFull, live && S.deg > threshold);
+      if (lane == 0) {
+        live_mask[warp] = lm;
+        big_mask[warp] = bm;
+      }
+    }
+    if (tid == 0) next_small = 0;
+    __syncthreads();
+    const uint64_t live = (uint64_t)live_mask[1] << 32 | live_mask[0];
+    const uint64_t big = (uint64_t)big_mask[1] << 32 | big_mask[0];
+    if (live == 0) break;  // refill found nothing: every walk is done
+    const uint64_t small = live & ~big;
+    // Stage 1: warp samplers take the small tasks, one slot at a time.
+    for (;;) {
+      uint32_t s = 0;
+      if (lane == 0) s = atomicAdd(&next_small, 1u);
+      s = __shfl_sync(kFull, s, 0);
+      if (s >= kLocalPoolSlots) break;
+      if ((small >> s) & 1) reservoir_step<false>(P, slots[s], scratch, lane);
+    }
+    __syncthreads();
+    // Stage 2: the block sampler takes the large tasks.
+    for (uint64_t m = big; m; m &= m - 1) {
+      reservoir_step<true>(P, slots[__ffsll((long long)m) - 1], scratch, tid);
+      __syncthreads();
+    }
+  }
+}
