@@ -3,10 +3,289 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/walkstage/walkstage/graph"
 )
 
-// graphCmd is being written; this placeholder keeps the tree building.
+const graphUsage = `usage: walkstage graph <subcommand> [flags]
+
+subcommands:
+  generate  write a deterministic R-MAT (Graph500) graph
+            walkstage graph generate --scale 20 --edge-factor 16 --seed 1 [--undirected] [--weights] [--labels 5] --out g.wsg
+  import    convert a text or Parquet edge list
+            walkstage graph import [--format text|parquet] [--undirected] [--weighted] [--labelled] [--self-loops]
+                                   [--duplicates keep-first|sum|keep-all|error] [--dense-ids] [--name NAME] IN --out g.wsg
+  info      describe a graph file
+            walkstage graph info [--verify] g.wsg
+
+Run 'walkstage graph <subcommand> -h' for its flags.
+`
+
 func graphCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("not available in this build yet")
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, graphUsage)
+		if len(args) == 0 {
+			return errors.New("missing subcommand")
+		}
+		return nil
+	}
+	switch args[0] {
+	case "generate":
+		return graphGenerate(ctx, args[1:], stdout, stderr)
+	case "import":
+		return graphImport(ctx, args[1:], stdout, stderr)
+	case "info":
+		return graphInfo(args[1:], stdout, stderr)
+	}
+	fmt.Fprint(stderr, graphUsage)
+	return fmt.Errorf("unknown subcommand %q", args[0])
+}
+
+// parseInterleaved parses flags that may come before or after positional
+// arguments ("import IN --out g.wsg"), which flag.Parse alone stops at.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+func graphGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("graph generate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	scale := fs.Int("scale", 20, "2^scale vertices (1..31)")
+	ef := fs.Int("edge-factor", 16, "generated edges per vertex, before self-loops and duplicates are dropped")
+	seed := fs.Uint64("seed", 1, "seed: the same seed gives the same file, byte for byte")
+	undirected := fs.Bool("undirected", false, "store every edge in both directions")
+	weights := fs.Bool("weights", false, "add edge weights uniform in [1, 5)")
+	labels := fs.Int("labels", 0, "add edge labels uniform in [0, N) (0: none, at most 256)")
+	name := fs.String("name", "", "graph name stored in the file (default rmat-s<scale>-e<edge-factor>)")
+	out := fs.String("out", "", "output graph file (required)")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return fmt.Errorf("generate: unexpected argument %q", pos[0])
+	}
+	if *out == "" {
+		return errors.New("generate: --out is required")
+	}
+	if *name == "" {
+		*name = fmt.Sprintf("rmat-s%d-e%d", *scale, *ef)
+	}
+	t0 := time.Now()
+	g, err := graph.GenerateRMAT(ctx, graph.RMATOptions{Scale: *scale, EdgeFactor: *ef, Seed: *seed,
+		Undirected: *undirected, Weighted: *weights, Labels: *labels, Name: *name})
+	if err != nil {
+		return err
+	}
+	genTime := time.Since(t0)
+	t1 := time.Now()
+	if err := graph.Save(*out, g); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "generated %s: V=%d E=%d in %s, saved %s (%s) in %s, version %s\n", g.Name, g.NumVertices(), g.NumEdges(),
+		genTime.Round(time.Millisecond), *out, humanBytes(fileSize(*out)), time.Since(t1).Round(time.Millisecond), g.Version)
+	return nil
+}
+
+func graphImport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("graph import", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	format := fs.String("format", "", "input format: text or parquet (default: parquet for *.parquet, else text)")
+	undirected := fs.Bool("undirected", false, "add the reverse of every edge")
+	weighted := fs.Bool("weighted", false, "read a weight column (text: third column; parquet: 'weight')")
+	labelled := fs.Bool("labelled", false, "read a label column 0..255 (text: after the weight; parquet: 'label')")
+	selfLoops := fs.Bool("self-loops", false, "keep self-loops (dropped by default)")
+	dups := fs.String("duplicates", "keep-first", "repeated (src, dst): keep-first, sum (add weights), keep-all or error")
+	dense := fs.Bool("dense-ids", false, "ids are already 0..V-1: store no id map (ids that never occur become isolated vertices)")
+	name := fs.String("name", "", "graph name stored in the file (default: input base name)")
+	out := fs.String("out", "", "output graph file (required)")
+	tmpDir := fs.String("tmp-dir", "", "directory for sorted runs (default: the output's directory)")
+	runEdges := fs.Int("run-edges", 0, "edges sorted in memory at a time (default 4Mi, about 2 x 40 bytes each)")
+	quiet := fs.Bool("quiet", false, "no progress lines")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return errors.New("import: want exactly one input file (or - for stdin)")
+	}
+	if *out == "" {
+		return errors.New("import: --out is required")
+	}
+	policy, err := graph.ParseDuplicatePolicy(*dups)
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	in := pos[0]
+	if *format == "" {
+		*format = "text"
+		if strings.HasSuffix(strings.ToLower(in), ".parquet") {
+			*format = "parquet"
+		}
+	}
+	t0 := time.Now()
+	o := graph.ImportOptions{Name: *name, Undirected: *undirected, Weighted: *weighted, Labelled: *labelled,
+		SelfLoops: *selfLoops, Duplicates: policy, DenseIDs: *dense, TempDir: *tmpDir, RunEdges: *runEdges,
+		ProgressInterval: 3 * time.Second}
+	if !*quiet {
+		o.Progress = func(p graph.Progress) {
+			// The importer also reports at the end of each phase; a short
+			// import needs no progress lines.
+			if el := time.Since(t0); el >= o.ProgressInterval {
+				printProgress(stderr, p, el)
+			}
+		}
+	}
+	var st *graph.ImportStats
+	switch *format {
+	case "text":
+		st, err = graph.ImportText(ctx, in, *out, o)
+	case "parquet":
+		st, err = graph.ImportParquet(ctx, in, *out, o)
+	default:
+		return fmt.Errorf("import: unknown format %q (want text or parquet)", *format)
+	}
+	if err != nil {
+		return err
+	}
+	el := time.Since(t0)
+	fmt.Fprintf(stdout, "imported %s: %d input edges (%d self-loops dropped, %d duplicates %s) -> V=%d E=%d in %s (%.1f MB/s, %.2f M edges/s, %d sorted runs), wrote %s (%s), version %s\n",
+		in, st.InputEdges, st.SelfLoopsDropped, st.Duplicates, dupVerb(policy), st.Vertices, st.Edges, el.Round(time.Millisecond),
+		float64(st.Bytes)/el.Seconds()/1e6, float64(st.InputEdges)/el.Seconds()/1e6, st.Runs, *out, humanBytes(st.OutputBytes), st.Version)
+	return nil
+}
+
+func dupVerb(p graph.DuplicatePolicy) string {
+	switch p {
+	case graph.DupSumWeights:
+		return "summed"
+	case graph.DupKeepAll:
+		return "kept"
+	}
+	return "dropped"
+}
+
+func printProgress(w io.Writer, p graph.Progress, el time.Duration) {
+	switch p.Phase {
+	case "read":
+		pct := ""
+		if p.TotalBytes > 0 {
+			pct = fmt.Sprintf(" of %s (%.0f%%)", humanBytes(p.TotalBytes), 100*float64(p.BytesRead)/float64(p.TotalBytes))
+		}
+		fmt.Fprintf(w, "  %6s  read %.1fM edges, %s%s, %.1f MB/s\n", el.Round(time.Second), float64(p.EdgesRead)/1e6,
+			humanBytes(p.BytesRead), pct, float64(p.BytesRead)/el.Seconds()/1e6)
+	case "write":
+		fmt.Fprintf(w, "  %6s  merged %.1fM of %.1fM directed edges into the graph file\n", el.Round(time.Second),
+			float64(p.EdgesOut)/1e6, float64(p.EdgesTotal)/1e6)
+	}
+}
+
+func graphInfo(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("graph info", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	verify := fs.Bool("verify", false, "also verify the content checksum (reads every byte)")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return errors.New("info: want exactly one graph file")
+	}
+	path := pos[0]
+	t0 := time.Now()
+	g, err := graph.LoadWith(path, graph.LoadOptions{VerifyChecksum: *verify})
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	load := time.Since(t0)
+	n := g.NumVertices()
+	degs := make([]uint32, n)
+	dead := 0
+	for v := range degs {
+		degs[v] = uint32(g.Degree(uint32(v)))
+		if degs[v] == 0 {
+			dead++
+		}
+	}
+	maxDeg, maxV := g.MaxDegree()
+	slices.Sort(degs)
+	q := func(p float64) uint32 {
+		if n == 0 {
+			return 0
+		}
+		return degs[min(n-1, int(p*float64(n)))]
+	}
+	tw := func(k, f string, a ...any) { fmt.Fprintf(stdout, "%-14s "+f+"\n", append([]any{k + ":"}, a...)...) }
+	tw("file", "%s (%s)", path, humanBytes(fileSize(path)))
+	tw("name", "%s", g.Name)
+	tw("version", "%s", g.Version)
+	tw("vertices", "%d", n)
+	tw("edges", "%d (directed, as stored)", g.NumEdges())
+	tw("weighted", "%v", g.Weighted())
+	if g.Labelled() {
+		tw("labelled", "true, %d labels", g.NumLabels)
+	} else {
+		tw("labelled", "false")
+	}
+	if g.IDs != nil {
+		tw("id map", "external 64-bit ids (%d entries)", len(g.IDs))
+	} else {
+		tw("id map", "none (external id = dense id)")
+	}
+	mean := 0.0
+	if n > 0 {
+		mean = float64(g.NumEdges()) / float64(n)
+	}
+	if n > 0 {
+		tw("out-degree", "min %d  mean %.2f  median %d  p99 %d  max %d", degs[0], mean, q(0.5), q(0.99), maxDeg)
+		tw("max degree at", "vertex %d (external id %d)", maxV, g.ExternalID(maxV))
+	}
+	tw("dead ends", "%d vertices without out-edges (%.2f%%)", dead, 100*float64(dead)/float64(max(n, 1)))
+	tw("memory", "%s (%d bytes, mapped from the file)", humanBytes(g.MemoryBytes()), g.MemoryBytes())
+	check := "structure"
+	if *verify {
+		check += " and checksum"
+	}
+	tw("load time", "%s (%s verified)", load.Round(time.Microsecond), check)
+	return nil
+}
+
+func fileSize(path string) int64 {
+	st, err := os.Stat(filepath.Clean(path))
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
