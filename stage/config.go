@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/caarlos0/env/v11"
+
+	"github.com/walkstage/walkstage/sink"
 )
 
 // EnvPrefix is prepended to every variable name below.
@@ -83,6 +85,19 @@ type Config struct {
 	// WALKSTAGE_OUTPUT_PREFIX: key prefix inside the bucket; batch B's
 	// objects are under <prefix>/<B>/.
 	OutputPrefix string `env:"OUTPUT_PREFIX" envDefault:"walks"`
+
+	// WALKSTAGE_OUTPUT_COMPRESSION: Parquet page codec: zstd, snappy or none.
+	OutputCompression string `env:"OUTPUT_COMPRESSION" envDefault:"zstd"`
+	// WALKSTAGE_OUTPUT_FILE_BYTES: a batch's Parquet part is rolled after the
+	// row group that brings it to this size.
+	OutputFileBytes int64 `env:"OUTPUT_FILE_BYTES" envDefault:"268435456"`
+	// WALKSTAGE_OUTPUT_ROW_GROUP_WALKS: walks per Parquet row group (0: the
+	// sink's default, at most 65,536 walks and 4 Mi vertices).
+	OutputRowGroupWalks int `env:"OUTPUT_ROW_GROUP_WALKS" envDefault:"0"`
+	// WALKSTAGE_OUTPUT_MEMORY_BYTES: memory one batch's writer may hold
+	// (walks waiting for their row group, encoding, upload). With
+	// MAX_IN_FLIGHT batches the sink holds at most their product.
+	OutputMemoryBytes int64 `env:"OUTPUT_MEMORY_BYTES" envDefault:"134217728"`
 
 	// ---- Engine ----
 
@@ -268,6 +283,18 @@ func (c *Config) validate() []error {
 	}
 	if strings.HasPrefix(c.OutputPrefix, "/") {
 		bad("OUTPUT_PREFIX", "%q must not start with /", c.OutputPrefix)
+	}
+	if _, err := sink.ParseCompression(c.OutputCompression); err != nil {
+		bad("OUTPUT_COMPRESSION", "%q is not zstd, snappy or none", c.OutputCompression)
+	}
+	if c.OutputFileBytes < 1 {
+		bad("OUTPUT_FILE_BYTES", "%d must be positive", c.OutputFileBytes)
+	}
+	if c.OutputRowGroupWalks < 0 {
+		bad("OUTPUT_ROW_GROUP_WALKS", "%d must be 0 (default) or more", c.OutputRowGroupWalks)
+	}
+	if c.OutputMemoryBytes < 1<<20 {
+		bad("OUTPUT_MEMORY_BYTES", "%d is below 1 MiB", c.OutputMemoryBytes)
 	}
 	switch c.Engine {
 	case "auto", "cpu", "gpu":

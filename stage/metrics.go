@@ -1,0 +1,116 @@
+package stage
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are the stage's Prometheus series (walkstage_ prefix, base units).
+type metrics struct {
+	batches            *prometheus.CounterVec // status
+	walks, steps       prometheus.Counter
+	latency            prometheus.Histogram
+	phase              *prometheus.HistogramVec // queued, walking, writing
+	queued, inFlight   prometheus.Gauge
+	engineRuns         prometheus.Counter
+	engineSeconds      prometheus.Counter
+	engineBytes        prometheus.Gauge
+	graphBytes         prometheus.Gauge
+	microBatchRequests prometheus.Histogram
+}
+
+func newMetrics(reg prometheus.Registerer, s *Stage) (*metrics, error) {
+	// Batch latency spans a few milliseconds (a small refresh batch) to
+	// minutes (a full re-embedding); exponential buckets cover both.
+	lat := prometheus.ExponentialBuckets(0.001, 2, 20)
+	depth := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "walkstage_queue_depth",
+		Help: "Batches waiting in each internal queue: requests (fetched, waiting for the engine) and in_flight (walked or walking, not yet acknowledged)."},
+		[]string{"queue"})
+	m := &metrics{
+		batches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "walkstage_batches_total",
+			Help: "Batches finished, by status (succeeded, failed, rejected)."}, []string{"status"}),
+		walks: prometheus.NewCounter(prometheus.CounterOpts{Name: "walkstage_walks_total", Help: "Walks written by succeeded batches."}),
+		steps: prometheus.NewCounter(prometheus.CounterOpts{Name: "walkstage_steps_total", Help: "Walk steps written by succeeded batches (rate() gives steps/s)."}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "walkstage_batch_duration_seconds",
+			Help: "End-to-end latency of succeeded batches, from fetch to durable completion event.", Buckets: lat}),
+		phase: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "walkstage_batch_phase_duration_seconds",
+			Help: "Latency of succeeded batches by phase: queued (fetch to engine launch), walking (the engine run), writing (run end to manifest durable).",
+			Buckets: lat}, []string{"phase"}),
+		queued:   depth.WithLabelValues("requests"),
+		inFlight: depth.WithLabelValues("in_flight"),
+		engineRuns: prometheus.NewCounter(prometheus.CounterOpts{Name: "walkstage_engine_runs_total",
+			Help: "Engine launches (each may walk several micro-batched requests)."}),
+		engineSeconds: prometheus.NewCounter(prometheus.CounterOpts{Name: "walkstage_engine_busy_seconds_total",
+			Help: "Time the engine spent running; rate() is its utilisation."}),
+		engineBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "walkstage_engine_memory_bytes",
+			Help: "Working memory the engine reported for its last run (GPU: device bytes for pools and results)."}),
+		graphBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "walkstage_graph_memory_bytes",
+			Help: "Size of the loaded graph's arrays."}),
+		microBatchRequests: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "walkstage_microbatch_requests",
+			Help: "Requests sharing one engine launch.", Buckets: prometheus.ExponentialBuckets(1, 2, 8)}),
+	}
+	cs := []prometheus.Collector{m.batches, m.walks, m.steps, m.latency, m.phase, depth, m.engineRuns, m.engineSeconds,
+		m.engineBytes, m.graphBytes, m.microBatchRequests,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "walkstage_consumer_lag",
+			Help: "Messages between the consumer's position and the end of its partitions, as last reported by the reader."},
+			func() float64 {
+				if s.o.Lag == nil {
+					return 0
+				}
+				return float64(s.o.Lag())
+			}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "walkstage_ready", Help: "1 when /readyz answers 200."},
+			func() float64 {
+				if s.ready() == nil {
+					return 1
+				}
+				return 0
+			}),
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("stage metrics: %w", err)
+		}
+	}
+	// Status series exist from the start, so rate() works before the first rejection.
+	for _, st := range []string{"succeeded", "failed", "rejected"} {
+		m.batches.WithLabelValues(st)
+	}
+	for _, p := range []string{"queued", "walking", "writing"} {
+		m.phase.WithLabelValues(p)
+	}
+	return m, nil
+}
+
+// ready is nil when the stage should receive traffic: the graph is loaded
+// (a Stage exists only then), the consumer has joined its group, and it is
+// not shutting down.
+func (s *Stage) ready() error {
+	if s.draining.Load() {
+		return fmt.Errorf("shutting down")
+	}
+	if !s.o.Joined() {
+		return fmt.Errorf("consumer has not joined group yet")
+	}
+	return nil
+}
+
+// Handler serves /metrics, /healthz (the process is alive) and /readyz.
+func (s *Stage) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(s.o.Registry, promhttp.HandlerOpts{Registry: s.o.Registry}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if err := s.ready(); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ready\n"))
+	})
+	return mux
+}

@@ -1,0 +1,219 @@
+package stage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/walkstage/walkstage/gpu"
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/walk"
+)
+
+// NewLogger builds the slog logger the configuration asks for.
+func NewLogger(c Config, w io.Writer) *slog.Logger {
+	lvl, err := ParseLogLevel(c.LogLevel)
+	if err != nil {
+		lvl = slog.LevelInfo
+	}
+	ho := &slog.HandlerOptions{Level: lvl}
+	if c.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(w, ho))
+	}
+	return slog.New(slog.NewJSONHandler(w, ho))
+}
+
+// LoadGraph loads a walkstage graph file from a local path or an object URL
+// (s3://bucket/key?region=..., gs://bucket/key, file:///path). Remote graphs
+// are downloaded into dir (the system temporary directory when empty) and
+// memory-mapped; the file is unlinked once mapped.
+func LoadGraph(ctx context.Context, location, dir string) (*graph.Graph, error) {
+	u, err := url.Parse(location)
+	if err != nil || u.Scheme == "" || len(u.Scheme) == 1 { // "C:\..." is a path
+		return graph.Load(location)
+	}
+	if u.Scheme == "file" {
+		return graph.Load(u.Path)
+	}
+	key := strings.TrimPrefix(u.Path, "/")
+	if key == "" {
+		return nil, fmt.Errorf("graph URL %q names a bucket, not an object", location)
+	}
+	bu := *u
+	bu.Path = ""
+	b, err := sink.OpenBucket(ctx, bu.String())
+	if err != nil {
+		return nil, fmt.Errorf("graph %s: %w", location, err)
+	}
+	defer b.Close()
+	r, err := b.NewReader(ctx, key, nil)
+	if err != nil {
+		return nil, fmt.Errorf("graph %s: %w", location, err)
+	}
+	defer r.Close()
+	f, err := os.CreateTemp(dir, "walkstage-graph-*-"+path.Base(key))
+	if err != nil {
+		return nil, fmt.Errorf("graph %s: download: %w", location, err)
+	}
+	defer os.Remove(f.Name()) // the mapping keeps the data alive on Unix
+	if _, err := io.Copy(f, r); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("graph %s: download to %s: %w", location, f.Name(), err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("graph %s: download to %s: %w", location, f.Name(), err)
+	}
+	g, err := graph.Load(f.Name())
+	if err != nil {
+		return nil, fmt.Errorf("graph %s: %w", location, err)
+	}
+	return g, nil
+}
+
+// NewEngine picks the engine: "gpu" must get one, "auto" falls back to the
+// CPU when the GPU engine is unavailable (built without CUDA, no device).
+func NewEngine(g *graph.Graph, kind string, cpuWorkers int, log *slog.Logger) (walk.Engine, error) {
+	if kind == "gpu" || kind == "auto" {
+		e, err := gpu.New(g)
+		if err == nil {
+			return e, nil
+		}
+		if kind == "gpu" || !errors.Is(err, gpu.ErrUnavailable) {
+			return nil, fmt.Errorf("gpu engine: %w", err)
+		}
+		log.Info("GPU engine unavailable, using the CPU engine", "reason", err.Error())
+	}
+	var opts []walk.CPUOption
+	if cpuWorkers > 0 {
+		opts = append(opts, walk.WithWorkers(cpuWorkers))
+	}
+	e, err := walk.NewCPU(g, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("cpu engine: %w", err)
+	}
+	return e, nil
+}
+
+// Runtime is a Stage with the resources FromConfig opened for it.
+type Runtime struct {
+	*Stage
+	Graph    *graph.Graph
+	Consumer *source.Consumer
+	closers  []func() error
+}
+
+// Close releases everything FromConfig opened, in reverse order.
+func (r *Runtime) Close() error {
+	var errs []error
+	for i := len(r.closers) - 1; i >= 0; i-- {
+		errs = append(errs, r.closers[i]())
+	}
+	return errors.Join(errs...)
+}
+
+// FromConfig loads the graph, builds the engine, joins the consumer group
+// and opens the producers and the bucket. version is recorded in outputs.
+func FromConfig(ctx context.Context, c Config, log *slog.Logger, version string) (_ *Runtime, err error) {
+	rt := &Runtime{}
+	defer func() {
+		if err != nil {
+			rt.Close()
+		}
+	}()
+	log.Info("loading graph", "graph", c.Graph)
+	g, err := LoadGraph(ctx, c.Graph, c.GraphDownloadDir)
+	if err != nil {
+		return nil, err
+	}
+	rt.Graph = g
+	rt.closers = append(rt.closers, g.Close)
+	log.Info("graph loaded", "graph", g.Name, "version", g.Version, "vertices", g.NumVertices(), "edges", g.NumEdges(),
+		"weighted", g.Weighted(), "labels", g.NumLabels)
+
+	eng, err := NewEngine(g, c.Engine, c.CPUWorkers, log)
+	if err != nil {
+		return nil, err
+	}
+	rt.closers = append(rt.closers, eng.Close)
+	log.Info("engine ready", "engine", eng.Name())
+
+	ko := source.KafkaOptions{Brokers: c.Brokers, ClientID: c.ClientID, SASLMechanism: c.SASLMechanism,
+		SASLUsername: c.SASLUsername, SASLPassword: c.SASLPassword}
+	if c.TLS || c.TLSCAFile != "" || c.TLSCertFile != "" || c.TLSInsecureSkipVerify {
+		if ko.TLS, err = source.TLSConfig(c.TLSCAFile, c.TLSCertFile, c.TLSKeyFile, c.TLSServerName, c.TLSInsecureSkipVerify); err != nil {
+			return nil, err
+		}
+	}
+	bucket, err := sink.OpenBucket(ctx, c.OutputURL)
+	if err != nil {
+		return nil, err
+	}
+	rt.closers = append(rt.closers, bucket.Close)
+	pub, err := source.NewPublisher(ko, c.OutputTopic)
+	if err != nil {
+		return nil, err
+	}
+	rt.closers = append(rt.closers, pub.Close)
+	cons, err := source.NewConsumer(source.ConsumerConfig{Kafka: ko, Topic: c.InputTopic, Group: c.Group, DLQTopic: c.DLQTopic,
+		SessionTimeout: c.SessionTimeout, RebalanceTimeout: c.RebalanceTimeout, Graph: g, Logger: log,
+		Limits: source.Limits{MaxMessageBytes: c.MaxMessageBytes, MaxSeeds: c.MaxSeeds, MaxWalkLength: c.MaxWalkLength,
+			MaxWalksPerSeed: c.MaxWalksPerSeed, MaxWalksPerBatch: c.MaxWalksPerBatch, SkipUnknown: c.UnknownVertices == "skip"}})
+	if err != nil {
+		return nil, err
+	}
+	rt.Consumer = cons
+	rt.closers = append(rt.closers, cons.Close)
+
+	comp, err := sink.ParseCompression(c.OutputCompression)
+	if err != nil {
+		return nil, err
+	}
+	sinkOpts := []sink.Option{sink.WithCompression(comp), sink.WithFileBytes(c.OutputFileBytes),
+		sink.WithMemoryLimit(c.OutputMemoryBytes), sink.WithRowGroupRows(c.OutputRowGroupWalks)}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s, err := New(Options{Graph: g, Engine: eng, Source: cons, Events: pub, Bucket: bucket, BucketURL: c.OutputURL,
+		Prefix: c.OutputPrefix, SinkOptions: sinkOpts, MicroBatchMaxWait: c.MicroBatchMaxWait, MicroBatchMaxWalks: c.MicroBatchMaxWalks,
+		MicroBatchMaxRequests: c.MicroBatchMaxRequests, QueueDepth: c.QueueDepth, MaxInFlight: c.MaxInFlight,
+		ChunkBuffer: c.ChunkBuffer, MaxAttempts: c.MaxAttempts, ShutdownTimeout: c.ShutdownTimeout,
+		MetricsAddr: c.MetricsAddr, Joined: cons.Joined, Lag: cons.Lag, Registry: reg, Logger: log, Version: version})
+	if err != nil {
+		return nil, err
+	}
+	rt.Stage = s
+	return rt, nil
+}
+
+// Main is `walkstage run`: configuration from environ, logs to logw, run
+// until ctx is cancelled (SIGTERM), then shut down gracefully.
+func Main(ctx context.Context, environ []string, logw io.Writer, version string) error {
+	c, err := LoadConfig(environ)
+	if err != nil {
+		return err
+	}
+	log := NewLogger(c, logw)
+	rt, err := FromConfig(ctx, c, log, version)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	log.Info("stage running", "input", c.InputTopic, "output", c.OutputTopic, "group", c.Group, "metrics", c.MetricsAddr)
+	if err := rt.Run(ctx); err != nil {
+		log.Error("stage stopped", "err", err)
+		return err
+	}
+	log.Info("stage stopped")
+	return nil
+}

@@ -1,0 +1,643 @@
+package stage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"gocloud.dev/blob"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/walk"
+)
+
+// Deliveries is the stage's view of the source: the next message, decoded,
+// with its acknowledgement. *source.Consumer implements it.
+type Deliveries interface {
+	Next(ctx context.Context) (*source.Delivery, error)
+}
+
+// Publisher writes completion events; Publish returns once the event is
+// durable. *source.Publisher implements it.
+type Publisher interface {
+	Publish(ctx context.Context, ev source.Event) error
+}
+
+// Options assemble a Stage from its parts; FromConfig builds them from the
+// environment, tests and the demo build them directly.
+type Options struct {
+	Graph     *graph.Graph
+	Engine    walk.Engine
+	Source    Deliveries
+	Events    Publisher
+	Bucket    *blob.Bucket
+	BucketURL string // as opened, for the object URLs in events
+	Prefix    string
+	// SinkOptions are passed to every sink.NewBatchWriter.
+	SinkOptions []sink.Option
+
+	MicroBatchMaxWait     time.Duration
+	MicroBatchMaxWalks    int
+	MicroBatchMaxRequests int
+	QueueDepth            int
+	MaxInFlight           int
+	ChunkBuffer           int
+	MaxAttempts           int
+	// ShutdownTimeout bounds how long in-flight batches may take once ctx
+	// of Run is cancelled; what is unfinished then is abandoned uncommitted.
+	ShutdownTimeout time.Duration
+
+	// MetricsAddr, when set, serves /metrics, /healthz and /readyz.
+	MetricsAddr string
+	// Joined reports whether the consumer has joined its group (for /readyz).
+	Joined func() bool
+	// Lag reports the consumer's lag in messages (for metrics); may be nil.
+	Lag func() int64
+	// Registry receives the stage's metrics (a new one when nil).
+	Registry *prometheus.Registry
+	Logger   *slog.Logger
+	Version  string // walkstage version, recorded in output metadata
+}
+
+func (o *Options) defaults() error {
+	if o.Graph == nil || o.Engine == nil || o.Source == nil || o.Events == nil || o.Bucket == nil {
+		return errors.New("stage: graph, engine, source, events and bucket are required")
+	}
+	setInt := func(p *int, v int) {
+		if *p <= 0 {
+			*p = v
+		}
+	}
+	setInt(&o.MicroBatchMaxWalks, 1<<20)
+	setInt(&o.MicroBatchMaxRequests, 64)
+	setInt(&o.QueueDepth, 64)
+	setInt(&o.MaxInFlight, 16)
+	setInt(&o.ChunkBuffer, 4)
+	setInt(&o.MaxAttempts, 3)
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = 30 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Registry == nil {
+		o.Registry = prometheus.NewRegistry()
+	}
+	if o.Joined == nil {
+		o.Joined = func() bool { return true }
+	}
+	return nil
+}
+
+// Stage runs the pipeline: source loop -> (bounded queue) -> engine loop ->
+// per-batch writers -> finishers that commit the objects, publish the event
+// and acknowledge the message.
+type Stage struct {
+	o   Options
+	log *slog.Logger
+	m   *metrics
+
+	queue chan *batch   // validated requests waiting for the engine
+	slots chan struct{} // MaxInFlight tokens: batches between launch and ack
+
+	engineMu sync.Mutex // one engine Run at a time (walk.Engine contract)
+	finishes sync.WaitGroup
+	fatal    chan error // a finisher's unrecoverable error stops the stage
+	draining atomic.Bool
+	ln       net.Listener
+}
+
+// batch is one request on its way through the stage.
+type batch struct {
+	d        *source.Delivery
+	req      *source.Request
+	walks    int
+	queuedAt time.Time // = fetched
+	launched time.Time
+	walked   time.Duration
+	emitted  time.Time // when the engine run it took part in ended
+
+	w       *sink.BatchWriter
+	chunks  chan walk.Chunk
+	written chan struct{} // closed when the writer goroutine has drained chunks
+	wErr    error         // first Write error
+	gotW    int64         // walks received from the engine
+	steps   int64
+	attempt int
+}
+
+// New checks the options and registers the metrics.
+func New(o Options) (*Stage, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	s := &Stage{
+		o:     o,
+		log:   o.Logger,
+		queue: make(chan *batch, o.QueueDepth),
+		slots: make(chan struct{}, o.MaxInFlight),
+		fatal: make(chan error, 1),
+	}
+	m, err := newMetrics(o.Registry, s)
+	if err != nil {
+		return nil, err
+	}
+	s.m = m
+	s.m.graphBytes.Set(float64(o.Graph.MemoryBytes()))
+	return s, nil
+}
+
+// Listen binds the metrics address now (so a caller can learn the port of
+// ":0" before Run); Run calls it when the caller has not.
+func (s *Stage) Listen() (net.Addr, error) {
+	if s.ln != nil {
+		return s.ln.Addr(), nil
+	}
+	if s.o.MetricsAddr == "" {
+		return nil, errors.New("stage: no metrics address")
+	}
+	ln, err := net.Listen("tcp", s.o.MetricsAddr)
+	if err != nil {
+		return nil, fmt.Errorf("stage: listen on %s: %w", s.o.MetricsAddr, err)
+	}
+	s.ln = ln
+	return ln.Addr(), nil
+}
+
+// Run processes requests until ctx is cancelled, then shuts down
+// gracefully: it stops fetching, finishes what it holds within
+// ShutdownTimeout, abandons the rest (uncommitted, so the group redelivers
+// it) and returns nil. Any actor's failure stops all of them and is returned.
+func (s *Stage) Run(ctx context.Context) error {
+	// fetchCtx ends at shutdown; workCtx outlives it by at most
+	// ShutdownTimeout, so in-flight batches can finish.
+	fetchCtx, cancelFetch := context.WithCancel(ctx)
+	defer cancelFetch()
+	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+	// Stopping the work stops fetching too (an actor failed, or the deadline).
+	context.AfterFunc(workCtx, cancelFetch)
+	stopDeadline := context.AfterFunc(ctx, func() {
+		s.draining.Store(true)
+		s.log.Info("shutting down: no new requests; finishing in-flight batches", "deadline", s.o.ShutdownTimeout)
+		t := time.AfterFunc(s.o.ShutdownTimeout, func() {
+			s.log.Warn("shutdown deadline reached: abandoning unfinished batches (they stay uncommitted)")
+			cancelWork()
+		})
+		context.AfterFunc(workCtx, func() { t.Stop() })
+	})
+	defer stopDeadline()
+
+	drained := make(chan struct{}) // closed when every fetched batch is finished or abandoned
+	var g group
+	g.add("source", func() error { return s.sourceLoop(fetchCtx, workCtx) }, cancelWork)
+	g.add("engine", func() error { return s.engineLoop(workCtx, drained) }, cancelWork)
+	g.add("sink", func() error {
+		select {
+		case err := <-s.fatal:
+			return err
+		case <-drained:
+			return nil
+		}
+	}, cancelWork)
+	if s.o.MetricsAddr != "" {
+		if _, err := s.Listen(); err != nil {
+			return err
+		}
+		srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
+		g.add("http", func() error {
+			if err := srv.Serve(s.ln); !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("http server: %w", err)
+			}
+			return nil
+		}, func() {
+			sctx, c := context.WithTimeout(context.Background(), 2*time.Second)
+			defer c()
+			srv.Shutdown(sctx)
+		})
+	}
+	return g.run()
+}
+
+// sourceLoop fetches until fetchCtx ends, then closes the queue.
+func (s *Stage) sourceLoop(fetchCtx, workCtx context.Context) error {
+	defer close(s.queue)
+	for {
+		d, err := s.o.Source.Next(fetchCtx)
+		if err != nil {
+			if fetchCtx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if d.Reject != nil {
+			if err := s.reject(workCtx, d); err != nil {
+				return err
+			}
+			continue
+		}
+		b := &batch{d: d, req: d.Request, walks: d.Request.NumWalks(), queuedAt: d.Received}
+		select {
+		case s.queue <- b:
+			s.m.queued.Inc()
+		case <-workCtx.Done():
+			return nil
+		}
+	}
+}
+
+// reject reports a refused request: event, dead letter, then commit.
+func (s *Stage) reject(ctx context.Context, d *source.Delivery) error {
+	re := d.Reject
+	log := s.log.With("batch_id", re.BatchID, "reason", string(re.Reason))
+	ev := source.Event{BatchID: re.BatchID, Status: source.StatusRejected, Reason: string(re.Reason), Error: re.Msg,
+		Graph: s.o.Graph.Name, GraphVersion: s.o.Graph.Version,
+		Timings: source.Timings{Total: time.Since(d.Received).Seconds()}}
+	if err := s.publish(ctx, ev); err != nil {
+		return err
+	}
+	if err := retry(ctx, 5, func() error { return d.DeadLetter(ctx, string(re.Reason), re.Msg) }); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	if err := d.Commit(ctx); err != nil {
+		log.Warn("commit of a rejected request failed; it will be redelivered", "err", err)
+	}
+	s.m.batches.WithLabelValues(string(source.StatusRejected)).Inc()
+	log.Info("request rejected", "error", re.Msg)
+	return nil
+}
+
+// engineLoop forms micro-batches from the queue and walks them.
+func (s *Stage) engineLoop(ctx context.Context, drained chan<- struct{}) error {
+	defer func() {
+		s.finishes.Wait()
+		close(drained)
+	}()
+	var carry *batch
+	for {
+		var first *batch
+		if carry != nil {
+			first, carry = carry, nil
+		} else {
+			select {
+			case b, ok := <-s.queue:
+				if !ok {
+					return nil
+				}
+				first = b
+			case <-ctx.Done():
+				s.abandonQueued()
+				return nil
+			}
+		}
+		mb := []*batch{first}
+		walks := first.walks
+		closed := false
+		if s.o.MicroBatchMaxWait > 0 {
+			timer := time.NewTimer(s.o.MicroBatchMaxWait)
+		collect:
+			for len(mb) < s.o.MicroBatchMaxRequests && walks < s.o.MicroBatchMaxWalks {
+				select {
+				case b, ok := <-s.queue:
+					if !ok {
+						closed = true
+						break collect
+					}
+					if walks+b.walks > s.o.MicroBatchMaxWalks {
+						carry = b
+						break collect
+					}
+					mb, walks = append(mb, b), walks+b.walks
+				case <-timer.C:
+					break collect
+				case <-ctx.Done():
+					break collect
+				}
+			}
+			timer.Stop()
+		} else {
+		drain:
+			for len(mb) < s.o.MicroBatchMaxRequests && walks < s.o.MicroBatchMaxWalks {
+				select {
+				case b, ok := <-s.queue:
+					if !ok {
+						closed = true
+						break drain
+					}
+					if walks+b.walks > s.o.MicroBatchMaxWalks {
+						carry = b
+						break drain
+					}
+					mb, walks = append(mb, b), walks+b.walks
+				default:
+					break drain
+				}
+			}
+		}
+		s.m.queued.Sub(float64(len(mb)))
+		if err := s.launch(ctx, mb); err != nil {
+			return err
+		}
+		if closed && carry == nil {
+			return nil
+		}
+	}
+}
+
+// abandonQueued drops queued batches at the shutdown deadline: they were
+// never started and stay uncommitted.
+func (s *Stage) abandonQueued() {
+	for b := range s.queue {
+		s.m.queued.Dec()
+		s.log.Info("batch abandoned at shutdown (uncommitted; it will be redelivered)", "batch_id", b.req.BatchID)
+	}
+}
+
+// launch takes an in-flight slot per batch, walks them in one engine run
+// and hands each to a finisher.
+func (s *Stage) launch(ctx context.Context, mb []*batch) error {
+	for i := range mb {
+		select {
+		case s.slots <- struct{}{}:
+			s.m.inFlight.Inc()
+		case <-ctx.Done():
+			for _, b := range mb[i:] {
+				s.log.Info("batch abandoned at shutdown (uncommitted; it will be redelivered)", "batch_id", b.req.BatchID)
+			}
+			for range mb[:i] {
+				s.release()
+			}
+			return nil
+		}
+	}
+	s.m.microBatchRequests.Observe(float64(len(mb)))
+	runErr := s.walk(ctx, mb)
+	for _, b := range mb {
+		s.finishes.Add(1)
+		go s.finish(ctx, b, runErr)
+	}
+	return nil
+}
+
+func (s *Stage) release() {
+	<-s.slots
+	s.m.inFlight.Dec()
+}
+
+// walk opens a writer per batch, runs the engine once for all of them and
+// routes each chunk to its batch's writer. It returns the engine's error;
+// writer errors are recorded per batch. On return every writer goroutine
+// has finished (b.written closed).
+func (s *Stage) walk(ctx context.Context, mb []*batch) error {
+	jobs := make([]walk.Job, 0, len(mb))
+	live := make([]*batch, 0, len(mb))
+	now := time.Now()
+	for _, b := range mb {
+		b.launched, b.attempt = now, b.attempt+1
+		b.gotW, b.steps, b.wErr = 0, 0, nil
+		b.written = make(chan struct{})
+		w, err := sink.NewBatchWriter(ctx, s.o.Bucket, s.o.Prefix, sink.BatchMeta{
+			BatchID: b.req.BatchID, Algorithm: b.req.Algorithm, Seed: b.req.RNGSeed, Engine: s.o.Engine.Name(),
+			WalkstageVersion: s.o.Version, Walks: int64(b.walks),
+		}, s.o.Graph, s.o.SinkOptions...)
+		if err != nil {
+			b.w, b.wErr = nil, fmt.Errorf("open writer: %w", err)
+			close(b.written)
+			continue
+		}
+		b.w = w
+		b.chunks = make(chan walk.Chunk, s.o.ChunkBuffer)
+		go s.write(ctx, b)
+		jobs = append(jobs, b.req.Job(len(jobs)))
+		live = append(live, b)
+	}
+	var runErr error
+	if len(jobs) > 0 {
+		s.engineMu.Lock()
+		t0 := time.Now()
+		runErr = s.o.Engine.Run(ctx, jobs, func(c walk.Chunk) error {
+			b := live[c.Tag]
+			b.gotW += int64(c.Len())
+			b.steps += c.Steps()
+			select {
+			case b.chunks <- c:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+		d := time.Since(t0)
+		s.engineMu.Unlock()
+		var steps int64
+		for _, b := range live {
+			b.walked = d
+			steps += b.steps
+			close(b.chunks)
+		}
+		s.m.engineRuns.Inc()
+		s.m.engineSeconds.Add(d.Seconds())
+		if sr, ok := s.o.Engine.(walk.StatsReporter); ok {
+			s.m.engineBytes.Set(float64(sr.LastRunStats().MemoryBytes))
+		}
+		if runErr == nil {
+			s.log.Debug("engine run", "batches", len(live), "walks", len(jobs), "steps", steps, "duration", d)
+		}
+	}
+	end := time.Now()
+	for _, b := range mb {
+		<-b.written
+		b.emitted = end
+	}
+	return runErr
+}
+
+// write feeds one batch's chunks to its writer. After a Write error it keeps
+// draining, so the engine never blocks on a dead batch.
+func (s *Stage) write(ctx context.Context, b *batch) {
+	defer close(b.written)
+	for c := range b.chunks {
+		if b.wErr != nil {
+			continue
+		}
+		if err := b.w.Write(ctx, c); err != nil {
+			b.wErr = fmt.Errorf("write: %w", err)
+		}
+	}
+}
+
+// finish completes one batch after its engine run: commit the objects,
+// publish the event, acknowledge. A failure is retried alone (a new engine
+// run) up to MaxAttempts; then the batch is reported failed, dead-lettered
+// and acknowledged, so one poisonous request cannot stall its partition.
+// At the shutdown deadline the batch is abandoned unacknowledged.
+func (s *Stage) finish(ctx context.Context, b *batch, runErr error) {
+	defer s.finishes.Done()
+	defer s.release()
+	log := s.log.With("batch_id", b.req.BatchID, "algorithm", b.req.Algorithm.Kind.String())
+	for {
+		err := s.complete(ctx, b, runErr)
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			if b.w != nil {
+				b.w.Abort(context.WithoutCancel(ctx))
+			}
+			log.Info("batch abandoned at shutdown (uncommitted; it will be redelivered)")
+			return
+		}
+		var fe *fatalError
+		if errors.As(err, &fe) {
+			s.fail(fe.err)
+			return
+		}
+		log.Warn("batch attempt failed", "attempt", b.attempt, "err", err)
+		if b.attempt >= s.o.MaxAttempts || s.draining.Load() {
+			if b.attempt < s.o.MaxAttempts {
+				// Shutting down: leave the retry to the next owner.
+				log.Info("batch abandoned at shutdown after a failed attempt (uncommitted)")
+				return
+			}
+			s.failBatch(ctx, b, err)
+			return
+		}
+		if !sleepCtx(ctx, time.Duration(b.attempt)*200*time.Millisecond) {
+			continue // ctx is done: the next round abandons
+		}
+		runErr = s.walk(ctx, []*batch{b})
+	}
+}
+
+// complete is one attempt at finishing: writer errors and engine errors
+// come back plain (retryable); failing to publish is fatal.
+func (s *Stage) complete(ctx context.Context, b *batch, runErr error) error {
+	if runErr == nil && b.wErr == nil && b.gotW != int64(b.walks) {
+		runErr = fmt.Errorf("engine emitted %d of %d walks", b.gotW, b.walks)
+	}
+	if err := errors.Join(runErr, b.wErr); err != nil {
+		if b.w != nil {
+			b.w.Abort(context.WithoutCancel(ctx))
+		}
+		return err
+	}
+	wt := time.Now()
+	man, err := b.w.Commit(ctx)
+	if err != nil {
+		return fmt.Errorf("commit objects: %w", err)
+	}
+	writing := time.Since(b.emitted)
+	ev := source.Event{BatchID: b.req.BatchID, Status: source.StatusSucceeded,
+		Graph: man.Graph, GraphVersion: man.GraphVersion, Algorithm: b.req.Algorithm.String(), Engine: man.Engine,
+		RNGSeed: b.req.RNGSeed, Seeds: len(b.req.Seeds), SkippedSeeds: b.req.Skipped, SkippedIDs: b.req.SkippedIDs,
+		Walks: man.Walks, Steps: man.Steps,
+		Manifest: sink.ObjectURL(s.o.BucketURL, b.w.Layout().SuccessKey()),
+		Timings: source.Timings{Queued: b.launched.Sub(b.queuedAt).Seconds(), Walking: b.walked.Seconds(),
+			Writing: writing.Seconds(), Total: time.Since(b.queuedAt).Seconds()}}
+	for _, f := range man.Files {
+		ev.Objects = append(ev.Objects, sink.ObjectURL(s.o.BucketURL, f.Key))
+	}
+	if err := s.publish(ctx, ev); err != nil {
+		return &fatalError{err}
+	}
+	if err := b.d.Commit(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // durable and reported; the redelivery will be idempotent
+		}
+		s.log.Warn("offset commit failed; the batch will be redelivered and rewritten identically", "batch_id", b.req.BatchID, "err", err)
+	}
+	s.m.batches.WithLabelValues(string(source.StatusSucceeded)).Inc()
+	s.m.walks.Add(float64(man.Walks))
+	s.m.steps.Add(float64(man.Steps))
+	s.m.latency.Observe(ev.Timings.Total)
+	s.m.phase.WithLabelValues("queued").Observe(ev.Timings.Queued)
+	s.m.phase.WithLabelValues("walking").Observe(ev.Timings.Walking)
+	s.m.phase.WithLabelValues("writing").Observe(ev.Timings.Writing)
+	s.log.Info("batch succeeded", "batch_id", b.req.BatchID, "algorithm", b.req.Algorithm.Kind.String(),
+		"walks", man.Walks, "steps", man.Steps, "objects", len(man.Files), "duration", time.Since(b.queuedAt),
+		"commit", time.Since(wt))
+	return nil
+}
+
+// failBatch reports a batch that failed every attempt.
+func (s *Stage) failBatch(ctx context.Context, b *batch, cause error) {
+	reason := "engine"
+	if b.wErr != nil {
+		reason = "sink"
+	}
+	ev := source.Event{BatchID: b.req.BatchID, Status: source.StatusFailed, Reason: reason,
+		Error: fmt.Sprintf("after %d attempts: %v", b.attempt, cause),
+		Graph: s.o.Graph.Name, GraphVersion: s.o.Graph.Version, Algorithm: b.req.Algorithm.String(),
+		Engine: s.o.Engine.Name(), RNGSeed: b.req.RNGSeed, Seeds: len(b.req.Seeds),
+		Timings: source.Timings{Queued: b.launched.Sub(b.queuedAt).Seconds(), Total: time.Since(b.queuedAt).Seconds()}}
+	if err := s.publish(ctx, ev); err != nil {
+		if ctx.Err() == nil {
+			s.fail(err)
+		}
+		return
+	}
+	if err := retry(ctx, 5, func() error { return b.d.DeadLetter(ctx, reason, ev.Error) }); err != nil {
+		if ctx.Err() == nil {
+			s.fail(err)
+		}
+		return
+	}
+	if err := b.d.Commit(ctx); err != nil && ctx.Err() == nil {
+		s.log.Warn("offset commit of a failed batch failed; it will be redelivered", "batch_id", b.req.BatchID, "err", err)
+	}
+	s.m.batches.WithLabelValues(string(source.StatusFailed)).Inc()
+	s.log.Error("batch failed", "batch_id", b.req.BatchID, "error", ev.Error)
+}
+
+// publish retries an event a few times (the writer retries internally too);
+// if Kafka stays unreachable the stage stops rather than walk batches it
+// cannot report.
+func (s *Stage) publish(ctx context.Context, ev source.Event) error {
+	return retry(ctx, 5, func() error { return s.o.Events.Publish(ctx, ev) })
+}
+
+type fatalError struct{ err error }
+
+func (e *fatalError) Error() string { return e.err.Error() }
+
+func (s *Stage) fail(err error) {
+	select {
+	case s.fatal <- err:
+	default:
+	}
+}
+
+func retry(ctx context.Context, attempts int, f func() error) error {
+	var err error
+	for i := range attempts {
+		if err = f(); err == nil || ctx.Err() != nil {
+			return err
+		}
+		if !sleepCtx(ctx, time.Duration(1<<i)*250*time.Millisecond) {
+			return err
+		}
+	}
+	return err
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
