@@ -445,7 +445,7 @@ func TestEmptyBatch(t *testing.T) {
 func TestBatchLayoutEscapes(t *testing.T) {
 	for _, tc := range []struct {
 		prefix, graph, algo, batch, want string
-		err                             bool
+		err                              bool
 	}{
 		{"walks/", "g", "deepwalk", "b-1", "walks/graph=g/algorithm=deepwalk/batch=b-1", false},
 		{"", "a/b", "ppr", "x y", "graph=a%2Fb/algorithm=ppr/batch=x%20y", false},
