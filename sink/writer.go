@@ -113,6 +113,7 @@ type BatchWriter struct {
 	received  int64
 	closed    bool
 	written   []string // parts completed in this attempt, for Abort's cleanup
+	abortErr  error    // failure to abort an S3 multipart upload
 	files     []File
 	manifest  *Manifest
 	committed bool
@@ -497,6 +498,7 @@ type part struct {
 	index  int
 	key    string
 	bw     *blob.Writer
+	s3     s3Target
 	cancel context.CancelFunc
 	out    *countingWriter
 	pw     *parquet.GenericWriter[Row]
@@ -525,8 +527,7 @@ func (w *BatchWriter) uploadLoop() {
 	var p *part
 	defer func() {
 		if p != nil { // failed or cancelled: abort the upload
-			p.cancel()
-			p.bw.Close()
+			w.abortPart(p)
 		}
 	}()
 	for gi := int64(0); gi < w.groups; gi++ {
@@ -577,10 +578,12 @@ func (w *BatchWriter) uploadLoop() {
 func (w *BatchWriter) openPart(i int) (*part, error) {
 	key := w.layout.PartKey(i)
 	ctx, cancel := context.WithCancel(w.ctx)
+	p := &part{index: i, key: key, cancel: cancel, file: File{Key: key, FirstWalkID: -1}}
 	bw, err := w.bucket.NewWriter(ctx, key, &blob.WriterOptions{
 		ContentType:    "application/vnd.apache.parquet",
 		BufferSize:     w.cfg.uploadBuffer,
 		MaxConcurrency: w.cfg.uploadParallel,
+		BeforeWrite:    p.s3.beforeWrite,
 	})
 	if err != nil {
 		cancel()
@@ -591,8 +594,7 @@ func (w *BatchWriter) openPart(i int) (*part, error) {
 	for _, kv := range w.kv {
 		opts = append(opts, parquet.KeyValueMetadata(kv[0], kv[1]))
 	}
-	p := &part{index: i, key: key, bw: bw, cancel: cancel, out: out,
-		pw: parquet.NewGenericWriter[Row](out, opts...), file: File{Key: key, FirstWalkID: -1}}
+	p.bw, p.out, p.pw = bw, out, parquet.NewGenericWriter[Row](out, opts...)
 	return p, nil
 }
 
@@ -622,8 +624,7 @@ func (w *BatchWriter) appendGroup(p *part, gr *group) error {
 func (w *BatchWriter) closePart(p *part) error {
 	defer p.cancel()
 	if err := p.pw.Close(); err != nil {
-		p.cancel()
-		p.bw.Close()
+		w.abortPart(p)
 		return fmt.Errorf("sink: finish %s: %w", p.key, err)
 	}
 	if err := p.bw.Close(); err != nil {
@@ -636,6 +637,19 @@ func (w *BatchWriter) closePart(p *part) error {
 	w.written = append(w.written, p.key)
 	w.mu.Unlock()
 	return nil
+}
+
+// abortPart abandons a part's upload: cancelling the writer's context makes
+// gocloud discard it (fileblob removes its temporary file), and open S3
+// multipart uploads are aborted explicitly.
+func (w *BatchWriter) abortPart(p *part) {
+	p.cancel()
+	p.bw.Close()
+	if err := p.s3.abortUploads(context.WithoutCancel(w.ctx), w.bucket); err != nil {
+		w.mu.Lock()
+		w.abortErr = err
+		w.mu.Unlock()
+	}
 }
 
 // Commit waits for every walk to be uploaded, deletes parts left by an
@@ -733,7 +747,13 @@ func (w *BatchWriter) cleanup(ctx context.Context) (cause, err error) {
 	keys := w.written
 	w.written = nil
 	cause = w.err
+	if w.abortErr != nil {
+		err, w.abortErr = fmt.Errorf("sink: batch %s: %w", w.meta.BatchID, w.abortErr), nil
+	}
 	w.mu.Unlock()
+	if err != nil {
+		return cause, err
+	}
 	for _, k := range keys {
 		if err := w.bucket.Delete(ctx, k); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
 			return cause, fmt.Errorf("sink: batch %s: delete %s: %w", w.meta.BatchID, k, err)
