@@ -146,6 +146,7 @@ func (c *Consumer) Next(ctx context.Context) (*Delivery, error) {
 		return nil, fmt.Errorf("fetch from %s: %w", c.r.Config().Topic, err)
 	}
 	c.trk.fetched(m.Topic, m.Partition, m.Offset)
+	c.joined.Store(true) // a group reader fetches only once it has an assignment
 	d := &Delivery{Received: time.Now(), c: c, msg: m}
 	req, err := DecodeRequest(m.Key, m.Value, c.g, c.lim)
 	if err != nil {
