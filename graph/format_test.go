@@ -51,7 +51,9 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-func testGraphs(t *testing.T) map[string]*Graph {
+func testGraphs(t *testing.T) map[string]*Graph { return testGraphsTB(t) }
+
+func testGraphsTB(t testing.TB) map[string]*Graph {
 	t.Helper()
 	edges := []Edge{{10, 20, 1.5, 1}, {20, 30, 2, 0}, {30, 10, 0.25, 2}, {10, 30, 3, 1}, {-7, 10, 1, 0}, {1 << 40, 20, 9, 3}}
 	out := map[string]*Graph{}
@@ -150,7 +152,7 @@ func TestSaveIsAtomic(t *testing.T) {
 	}
 }
 
-func savedBytes(t *testing.T, g *Graph) []byte {
+func savedBytes(t testing.TB, g *Graph) []byte {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "g.wsg")
 	if err := Save(path, g); err != nil {

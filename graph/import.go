@@ -825,6 +825,9 @@ func importInto(ctx context.Context, input, out string, o ImportOptions, totalBy
 		if ids, err = mergeIDs(ctx, runs); err != nil {
 			return nil, fmt.Errorf("import %s: %w", input, err)
 		}
+		if ids == nil {
+			ids = []int64{} // an id map with no entries, as FromEdges builds
+		}
 		n = len(ids)
 	}
 	if n > MaxVertices {
