@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"reflect"
 	"strings"
 	"time"
 
@@ -354,4 +355,41 @@ func ParseLogLevel(s string) (slog.Level, error) {
 		return 0, fmt.Errorf("%q is not debug, info, warn or error", s)
 	}
 	return l, nil
+}
+
+// Variable is one configuration variable, for `walkstage run --help` and
+// `--check`.
+type Variable struct {
+	Name, Default, Value string
+}
+
+// Variables lists every variable with its default, in declaration order.
+func Variables() []Variable {
+	var vs []Variable
+	t := reflect.TypeFor[Config]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("env"), ",")
+		vs = append(vs, Variable{Name: EnvPrefix + name, Default: f.Tag.Get("envDefault")})
+	}
+	return vs
+}
+
+// Describe lists every variable with its value in c, the SASL password masked.
+func Describe(c Config) []Variable {
+	vs := Variables()
+	v := reflect.ValueOf(c)
+	for i := range vs {
+		f := v.Field(i)
+		switch x := f.Interface().(type) {
+		case []string:
+			vs[i].Value = strings.Join(x, ",")
+		default:
+			vs[i].Value = fmt.Sprint(x)
+		}
+		if vs[i].Name == EnvPrefix+"SASL_PASSWORD" && vs[i].Value != "" {
+			vs[i].Value = "****"
+		}
+	}
+	return vs
 }
