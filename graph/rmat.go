@@ -72,11 +72,11 @@ func GenerateRMAT(ctx context.Context, o RMATOptions) (*Graph, error) {
 	gen := newRMATGen(o)
 
 	offs := make([]uint64, n+1)
+	bk := newBucketer(o.Scale)
 	// Pass 1: out-degree of every vertex, before deduplication.
-	err := gen.forEachBlock(ctx, m, func(s, d uint32) {
-		atomic.AddUint64(&offs[s+1], 1)
-		if o.Undirected {
-			atomic.AddUint64(&offs[d+1], 1)
+	err := gen.forEachBlock(ctx, m, bk, func(batch []uint64) {
+		for _, e := range batch {
+			offs[e>>32+1]++
 		}
 	})
 	if err != nil {
@@ -91,10 +91,11 @@ func GenerateRMAT(ctx context.Context, o RMATOptions) (*Graph, error) {
 	copy(cursor, offs[:n])
 	// Pass 2: the same edges again, each target into the next free slot of
 	// its source. Slot order depends on scheduling; the sort below erases it.
-	err = gen.forEachBlock(ctx, m, func(s, d uint32) {
-		targets[atomic.AddUint64(&cursor[s], 1)-1] = d
-		if o.Undirected {
-			targets[atomic.AddUint64(&cursor[d], 1)-1] = s
+	err = gen.forEachBlock(ctx, m, bk, func(batch []uint64) {
+		for _, e := range batch {
+			s := e >> 32
+			targets[cursor[s]] = uint32(e)
+			cursor[s]++
 		}
 	})
 	if err != nil {
@@ -204,33 +205,93 @@ func (g *rmatGen) edgeHash(s, d uint32) uint64 {
 	return mix64(mix64(g.seed^0x77e1a8) ^ (uint64(s)<<32 | uint64(d)))
 }
 
+// bucketer groups edges by source-vertex bucket so that the counting and
+// scatter passes touch one small vertex range at a time under that
+// bucket's lock, instead of paying an atomic and a cache miss per edge.
+type bucketer struct {
+	shift uint // vertices per bucket = 1 << shift
+	locks []sync.Mutex
+}
+
+// bucketSlots is the per-bucket buffer length of each worker.
+const bucketSlots = 64
+
+func newBucketer(scale int) *bucketer {
+	// 2048 vertices a bucket keeps a bucket's counters in L1/L2; at most
+	// 2^16 buckets keeps each worker's buffers within 32 MiB.
+	shift := uint(min(scale, max(11, scale-16)))
+	return &bucketer{shift: shift, locks: make([]sync.Mutex, 1<<(uint(scale)-shift))}
+}
+
 // forEachBlock generates the m edges in blocks spread over GOMAXPROCS
-// goroutines, calling f for every edge that is not a self-loop.
-func (g *rmatGen) forEachBlock(ctx context.Context, m uint64, f func(s, d uint32)) error {
-	blocks := int((m + rmatBlock - 1) / rmatBlock)
-	return parallelRanges(ctx, blocks, 1, func(lo, hi int) {
-		for b := lo; b < hi; b++ {
-			n := min(uint64(rmatBlock), m-uint64(b)*rmatBlock)
-			state := mix64(g.seed ^ mix64(uint64(b)+0x9e3779b97f4a7c15))
-			for i := uint64(0); i < n; i++ {
-				var s, d, r uint64
-				for level := 0; level < g.scale; level++ {
-					if level&1 == 0 {
-						state += 0x9e3779b97f4a7c15
-						r = mix64(state)
-					}
-					u := r & 0xffffffff
-					r >>= 32
-					q := b2u(u >= g.ta) + b2u(u >= g.tb) + b2u(u >= g.tc)
-					s = s<<1 | q>>1
-					d = d<<1 | q&1
+// goroutines. Every edge that is not a self-loop (and, for undirected
+// graphs, its reverse) is packed as src<<32 | dst into its source bucket's
+// buffer; apply gets full buffers under the bucket's lock.
+func (g *rmatGen) forEachBlock(ctx context.Context, m uint64, bk *bucketer, apply func(batch []uint64)) error {
+	blocks := int64((m + rmatBlock - 1) / rmatBlock)
+	nb := len(bk.locks)
+	flush := func(b int, batch []uint64) {
+		bk.locks[b].Lock()
+		apply(batch)
+		bk.locks[b].Unlock()
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < min(runtime.GOMAXPROCS(0), int(blocks)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]uint64, nb*bucketSlots)
+			fill := make([]uint8, nb)
+			push := func(s, d uint64) {
+				b := int(s >> bk.shift)
+				i := int(fill[b])
+				buf[b*bucketSlots+i] = s<<32 | d
+				if i++; i == bucketSlots {
+					flush(b, buf[b*bucketSlots:(b+1)*bucketSlots])
+					i = 0
 				}
-				if s != d {
-					f(g.scramble(s), g.scramble(d))
+				fill[b] = uint8(i)
+			}
+			for ctx.Err() == nil {
+				b := next.Add(1) - 1
+				if b >= blocks {
+					break
+				}
+				n := min(uint64(rmatBlock), m-uint64(b)*rmatBlock)
+				state := mix64(g.seed ^ mix64(uint64(b)+0x9e3779b97f4a7c15))
+				for i := uint64(0); i < n; i++ {
+					var s, d, r uint64
+					for level := 0; level < g.scale; level++ {
+						if level&1 == 0 {
+							state += 0x9e3779b97f4a7c15
+							r = mix64(state)
+						}
+						u := r & 0xffffffff
+						r >>= 32
+						q := b2u(u >= g.ta) + b2u(u >= g.tb) + b2u(u >= g.tc)
+						s = s<<1 | q>>1
+						d = d<<1 | q&1
+					}
+					if s == d {
+						continue
+					}
+					ss, dd := uint64(g.scramble(s)), uint64(g.scramble(d))
+					push(ss, dd)
+					if g.undirected {
+						push(dd, ss)
+					}
 				}
 			}
-		}
-	})
+			for b := range fill {
+				if fill[b] > 0 {
+					flush(b, buf[b*bucketSlots:b*bucketSlots+int(fill[b])])
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return ctx.Err()
 }
 
 func b2u(b bool) uint64 {
