@@ -122,12 +122,14 @@ func RunDemo(ctx context.Context, o DemoOptions, out io.Writer) error {
 	go func() { done <- rt.Run(runCtx) }()
 
 	// 4. The requests.
+	// Seed ranges sized to the graph, so any --scale works.
+	n := min(2000, (1<<o.Scale)/4)
 	batches := []demoBatch{
-		{"demo-deepwalk", `{"version":1,"batch_id":"demo-deepwalk","algorithm":"deepwalk","length":40,"walks_per_seed":2,"seed_range":{"first":0,"count":2000}}`, "uniform DeepWalk"},
-		{"demo-weighted", `{"version":1,"batch_id":"demo-weighted","algorithm":"deepwalk","weighted":true,"length":40,"seed_range":{"first":2000,"count":2000}}`, "edge-weighted DeepWalk (alias tables)"},
-		{"demo-ppr", `{"version":1,"batch_id":"demo-ppr","algorithm":"ppr","stop_probability":0.15,"length":80,"walks_per_seed":10,"seeds":[1,2,3,5,8,13,21,34,55,89]}`, "personalised PageRank walks"},
-		{"demo-node2vec", `{"version":1,"batch_id":"demo-node2vec","algorithm":"node2vec","p":0.5,"q":2,"length":20,"seed_range":{"first":0,"count":1000}}`, "Node2Vec p=0.5 q=2"},
-		{"demo-metapath", `{"version":1,"batch_id":"demo-metapath","algorithm":"metapath","schema":[0,1,2],"length":12,"seed_range":{"first":100,"count":1000}}`, "MetaPath over labels 0,1,2"},
+		{"demo-deepwalk", fmt.Sprintf(`{"version":1,"batch_id":"demo-deepwalk","algorithm":"deepwalk","length":40,"walks_per_seed":2,"seed_range":{"first":0,"count":%d}}`, n), "uniform DeepWalk"},
+		{"demo-weighted", fmt.Sprintf(`{"version":1,"batch_id":"demo-weighted","algorithm":"deepwalk","weighted":true,"length":40,"seed_range":{"first":%d,"count":%d}}`, n, n), "edge-weighted DeepWalk (alias tables)"},
+		{"demo-ppr", `{"version":1,"batch_id":"demo-ppr","algorithm":"ppr","stop_probability":0.15,"length":80,"walks_per_seed":10,"seeds":[1,2,3,5,8,13]}`, "personalised PageRank walks"},
+		{"demo-node2vec", fmt.Sprintf(`{"version":1,"batch_id":"demo-node2vec","algorithm":"node2vec","p":0.5,"q":2,"length":20,"seed_range":{"first":0,"count":%d}}`, n/2), "Node2Vec p=0.5 q=2"},
+		{"demo-metapath", fmt.Sprintf(`{"version":1,"batch_id":"demo-metapath","algorithm":"metapath","schema":[0,1,2],"length":12,"seed_range":{"first":%d,"count":%d}}`, 2*n, n/2), "MetaPath over labels 0,1,2"},
 		{"demo-malformed", `{"version":1,"batch_id":"demo-malformed","algorithm":"deepwalk","seeds":[1,2,3],"walk_len":10}`, "a typo'd field: rejected"},
 	}
 	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: c.InputTopic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll,
