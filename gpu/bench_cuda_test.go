@@ -48,19 +48,24 @@ func TestBenchRMAT(t *testing.T) {
 		fromHub[i] = hub
 	}
 	rows := []struct {
-		name   string
-		alg    walk.Algorithm
-		starts []uint32
+		name    string
+		alg     walk.Algorithm
+		starts  []uint32
+		variant int // thread-kernel register budget: -1 engine's choice
 	}{
-		{"uniform", walk.Algorithm{Kind: walk.DeepWalk, Length: 80}, all},
-		{"weighted", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true}, all},
-		{"weighted-zprs", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Sampler: walk.SamplerZPRS}, all},
-		{"weighted-dprs", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Sampler: walk.SamplerDPRS}, all},
-		{"node2vec", walk.Algorithm{Kind: walk.Node2Vec, Length: 80, Weighted: true, P: 2, Q: 0.5}, all},
-		{"metapath", walk.Algorithm{Kind: walk.MetaPath, Length: 80, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}}, all},
-		{"metapath-dprs", walk.Algorithm{Kind: walk.MetaPath, Length: 80, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}, Sampler: walk.SamplerDPRS}, all},
-		{"ppr", walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2}, fromHub},
-		{"ppr-weighted", walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2, Weighted: true}, fromHub},
+		{"uniform", walk.Algorithm{Kind: walk.DeepWalk, Length: 80}, all, -1},
+		{"uniform-regs", walk.Algorithm{Kind: walk.DeepWalk, Length: 80}, all, 0},
+		{"weighted-regs", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true}, all, 0},
+		{"node2vec-full", walk.Algorithm{Kind: walk.Node2Vec, Length: 80, Weighted: true, P: 2, Q: 0.5}, all, 1},
+		{"metapath-zprs", walk.Algorithm{Kind: walk.MetaPath, Length: 80, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}, Sampler: walk.SamplerZPRS}, all, -1},
+		{"weighted", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true}, all, -1},
+		{"weighted-zprs", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Sampler: walk.SamplerZPRS}, all, -1},
+		{"weighted-dprs", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Sampler: walk.SamplerDPRS}, all, -1},
+		{"node2vec", walk.Algorithm{Kind: walk.Node2Vec, Length: 80, Weighted: true, P: 2, Q: 0.5}, all, -1},
+		{"metapath", walk.Algorithm{Kind: walk.MetaPath, Length: 80, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}}, all, -1},
+		{"metapath-dprs", walk.Algorithm{Kind: walk.MetaPath, Length: 80, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}, Sampler: walk.SamplerDPRS}, all, -1},
+		{"ppr", walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2}, fromHub, -1},
+		{"ppr-weighted", walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2, Weighted: true}, fromHub, -1},
 	}
 	only := map[string]bool{}
 	for _, s := range strings.Split(os.Getenv("WALKSTAGE_GPU_BENCH_ONLY"), ",") {
@@ -73,13 +78,14 @@ func TestBenchRMAT(t *testing.T) {
 		if len(only) > 0 && !only[r.name] {
 			continue
 		}
+		e.cfg.threadVariant = r.variant
 		// Warm-up on a slice of the walks (module load, first-touch).
 		warm := []walk.Job{{Algorithm: r.alg, Seed: 7, Starts: r.starts[:min(len(r.starts), 1<<16)]}}
 		if err := e.Run(context.Background(), warm, func(walk.Chunk) error { return nil }); err != nil {
 			t.Fatalf("%s warm-up: %v", r.name, err)
 		}
 		sm := r.alg.ResolvedSampler()
-		reservoir := sm == walk.SamplerZPRS || sm == walk.SamplerDPRS
+		reservoir := (sm == walk.SamplerZPRS || sm == walk.SamplerDPRS) && !e.useLabelTables(r.alg)
 		var scanned int64
 		err := e.Run(context.Background(), []walk.Job{{Algorithm: r.alg, Seed: 1, Starts: r.starts}}, func(c walk.Chunk) error {
 			if !reservoir {

@@ -46,18 +46,28 @@ type Engine struct {
 	cfg config
 	dev *device
 
-	mod                            cu.Module
-	fnThread, fnReservoir, fnAlias cu.Function
-	numSM, occThread, occReservoir int
-	dOffsets, dTargets, dWeights   cu.DevicePtr
-	dLabels, dAlias                cu.DevicePtr
-	graphBytes, tableBytes         int64
-	tableBuild                     time.Duration
-	slots                          [2]*batchSlot
-	allocs                         map[string]int64
-	mu                             sync.Mutex // one Run at a time
-	stats                          walk.RunStats
-	closed                         bool
+	mod             cu.Module
+	fnAlias, fnSegs cu.Function
+	numSM           int
+	// reservoir kernels: [dprs][node2vec].
+	fnReservoir  [2][2]cu.Function
+	occReservoir [2][2]int
+	// thread kernels by mode: [mode][0] compiler's register budget,
+	// [mode][1] capped for full occupancy.
+	fnThread  [numModes][2]cu.Function
+	occThread [numModes][2]int
+	// MetaPath label tables, built on first use (labelTables).
+	dSegOffsets, dSegTargets, dSegAlias cu.DevicePtr
+	segBuilt                            bool
+	dOffsets, dTargets, dWeights        cu.DevicePtr
+	dLabels, dAlias                     cu.DevicePtr
+	graphBytes, tableBytes              int64
+	tableBuild                          time.Duration
+	slots                               [2]*batchSlot
+	allocs                              map[string]int64
+	mu                                  sync.Mutex // one Run at a time
+	stats                               walk.RunStats
+	closed                              bool
 }
 
 var _ walk.Engine = (*Engine)(nil)
@@ -126,9 +136,15 @@ func upload[T any](e *Engine, name string, s []T) (cu.DevicePtr, error) {
 		return 0, nil
 	}
 	n := int64(len(s)) * int64(unsafe.Sizeof(s[0]))
-	p, err := e.alloc(name, n)
+	// Pad to 64 bytes (zeroed): the reservoir samplers read edges in
+	// aligned 16-byte chunks that may run past the last edge.
+	padded := (n + 63) &^ 63
+	p, err := e.alloc(name, padded)
 	if err != nil {
 		return 0, err
+	}
+	if err := cu.MemsetD8(p, 0, padded); err != nil {
+		return 0, fmt.Errorf("gpu: clear %s: %w", name, err)
 	}
 	if err := cu.MemcpyHtoD(p, unsafe.Pointer(&s[0]), n); err != nil {
 		return 0, fmt.Errorf("gpu: upload %s: %w", name, err)
@@ -145,19 +161,38 @@ func (e *Engine) setup() error {
 	for _, k := range []struct {
 		fn   *cu.Function
 		name string
-	}{{&e.fnThread, "walk_thread"}, {&e.fnReservoir, "walk_reservoir"}, {&e.fnAlias, "alias_build"}} {
+	}{{&e.fnAlias, "alias_build"}, {&e.fnSegs, "label_tables_build"}} {
 		if *k.fn, err = e.mod.Function(k.name); err != nil {
 			return fmt.Errorf("gpu: kernel %s: %w", k.name, err)
+		}
+	}
+	for m, name := range modeKernels {
+		for v, suffix := range []string{"", "_full"} {
+			fn, err := e.mod.Function(name + suffix)
+			if err != nil {
+				return fmt.Errorf("gpu: kernel %s: %w", name+suffix, err)
+			}
+			e.fnThread[m][v] = fn
+			if e.occThread[m][v], err = fn.MaxActiveBlocksPerMultiProcessor(threadBlock, 0); err != nil {
+				return fmt.Errorf("gpu: occupancy of %s: %w", name+suffix, err)
+			}
 		}
 	}
 	if e.numSM, err = e.dev.dev.Attribute(cu.MultiprocessorCount); err != nil {
 		return fmt.Errorf("gpu: multiprocessor count: %w", err)
 	}
-	if e.occThread, err = e.fnThread.MaxActiveBlocksPerMultiProcessor(threadBlock, 0); err != nil {
-		return fmt.Errorf("gpu: occupancy: %w", err)
-	}
-	if e.occReservoir, err = e.fnReservoir.MaxActiveBlocksPerMultiProcessor(reservoirBlock, 0); err != nil {
-		return fmt.Errorf("gpu: occupancy: %w", err)
+	for d, sampler := range []string{"zprs", "dprs"} {
+		for n, suffix := range []string{"", "_n2v"} {
+			name := "walk_reservoir_" + sampler + suffix
+			fn, err := e.mod.Function(name)
+			if err != nil {
+				return fmt.Errorf("gpu: kernel %s: %w", name, err)
+			}
+			e.fnReservoir[d][n] = fn
+			if e.occReservoir[d][n], err = fn.MaxActiveBlocksPerMultiProcessor(reservoirBlock, 0); err != nil {
+				return fmt.Errorf("gpu: occupancy of %s: %w", name, err)
+			}
+		}
 	}
 	g := e.g
 	if e.dOffsets, err = upload(e, "graph.offsets", g.Offsets); err != nil {
@@ -179,8 +214,8 @@ func (e *Engine) setup() error {
 	return nil
 }
 
-// buildAlias builds the packed alias tables on the device (kernel
-// alias_build) with float64 scratch that is freed afterwards.
+// buildAlias builds the packed alias tables of the graph's adjacency lists
+// on the device.
 func (e *Engine) buildAlias() error {
 	t0 := time.Now()
 	E := e.g.NumEdges()
@@ -188,6 +223,19 @@ func (e *Engine) buildAlias() error {
 	if e.dAlias, err = e.alloc("alias.table", E*16); err != nil {
 		return err
 	}
+	if err := e.aliasSegments(e.dOffsets, e.dTargets, e.dWeights, e.dAlias, uint64(e.g.NumVertices())); err != nil {
+		return err
+	}
+	e.tableBytes += E * 16
+	e.tableBuild += time.Since(t0)
+	return nil
+}
+
+// aliasSegments runs alias_build over nseg segments (segment s is
+// [offsets[s], offsets[s+1]) of targets and weights) into table, with
+// float64 scratch that is freed afterwards (device thread).
+func (e *Engine) aliasSegments(offsets, targets, weights, table cu.DevicePtr, nseg uint64) error {
+	E := e.g.NumEdges()
 	scaled, err := e.alloc("alias.scratch.scaled", E*8)
 	if err != nil {
 		return err
@@ -198,20 +246,77 @@ func (e *Engine) buildAlias() error {
 		return err
 	}
 	defer e.free("alias.scratch.lists", &stack)
-	nv := uint64(e.g.NumVertices())
-	blocks := int((nv + 127) / 128)
-	if limit := e.numSM * 16; blocks > limit {
-		blocks = limit
-	}
-	args := []uint64{uint64(e.dOffsets), uint64(e.dTargets), uint64(e.dWeights), uint64(e.dAlias), uint64(scaled), uint64(stack), nv}
+	blocks := int(min((nseg+127)/128, uint64(e.numSM*16)))
+	args := []uint64{uint64(offsets), uint64(targets), uint64(weights), uint64(table), uint64(scaled), uint64(stack), nseg}
 	if err := launch(e.fnAlias, blocks, 128, cu.Stream{}, args); err != nil {
 		return fmt.Errorf("gpu: alias_build: %w", err)
 	}
 	if err := cu.Synchronize(); err != nil {
 		return fmt.Errorf("gpu: alias_build: %w", err)
 	}
-	e.tableBytes = E * 16
-	e.tableBuild = time.Since(t0)
+	return nil
+}
+
+// maxTableLabels bounds the label count for which MetaPath gets label
+// tables: the build makes one pass over each adjacency per label.
+const maxTableLabels = 16
+
+// useLabelTables says whether a MetaPath algorithm runs on the label tables:
+// MetaPath's bias (label indicator times static weight) is static per
+// (vertex, label), so unless a reservoir sampler is forced the engine
+// samples it like a first-order walk inside the label's segment, O(1) a
+// step, instead of scanning every edge (the CPU twin uses ZPRS; walks agree
+// in distribution).
+func (e *Engine) useLabelTables(a walk.Algorithm) bool {
+	return a.Kind == walk.MetaPath && a.Sampler == walk.SamplerAuto && e.g.NumLabels <= maxTableLabels
+}
+
+// labelTables builds, once, each vertex's edges regrouped by label
+// (label_tables_build) and, for a weighted graph, an alias table per
+// (vertex, label) segment (alias_build over segments). Device thread.
+func (e *Engine) labelTables() error {
+	if e.segBuilt {
+		return nil
+	}
+	t0 := time.Now()
+	nl := uint64(e.g.NumLabels)
+	nv := uint64(e.g.NumVertices())
+	E := e.g.NumEdges()
+	var err error
+	if e.dSegOffsets, err = e.alloc("labels.offsets", int64(nv*nl+1)*8); err != nil {
+		return err
+	}
+	if e.dSegTargets, err = e.alloc("labels.targets", E*4); err != nil {
+		return err
+	}
+	var segWeights cu.DevicePtr
+	if e.g.Weighted() {
+		if segWeights, err = e.alloc("labels.scratch.weights", E*4); err != nil {
+			return err
+		}
+		defer e.free("labels.scratch.weights", &segWeights)
+	}
+	blocks := int(min((nv+127)/128, uint64(e.numSM*16)))
+	args := []uint64{uint64(e.dOffsets), uint64(e.dTargets), uint64(e.dWeights), uint64(e.dLabels),
+		uint64(e.dSegOffsets), uint64(e.dSegTargets), uint64(segWeights), nv, nl}
+	if err := launch(e.fnSegs, blocks, 128, cu.Stream{}, args); err != nil {
+		return fmt.Errorf("gpu: label_tables_build: %w", err)
+	}
+	if err := cu.Synchronize(); err != nil {
+		return fmt.Errorf("gpu: label_tables_build: %w", err)
+	}
+	e.tableBytes += int64(nv*nl+1)*8 + E*4
+	if e.g.Weighted() {
+		if e.dSegAlias, err = e.alloc("labels.alias", E*16); err != nil {
+			return err
+		}
+		if err := e.aliasSegments(e.dSegOffsets, e.dSegTargets, segWeights, e.dSegAlias, nv*nl); err != nil {
+			return err
+		}
+		e.tableBytes += E * 16
+	}
+	e.segBuilt = true
+	e.tableBuild += time.Since(t0)
 	return nil
 }
 
@@ -224,6 +329,17 @@ func launch(fn cu.Function, grid, block int, s cu.Stream, args []uint64) error {
 	}
 	return fn.Launch(grid, 1, 1, block, 1, 1, 0, s, ptrs)
 }
+
+// Thread-kernel modes (kernels/walk.cu: Mode) and their kernels.
+const (
+	modeStatic = iota
+	modePPR
+	modeNode2Vec
+	modeMetaPath
+	numModes
+)
+
+var modeKernels = [numModes]string{"walk_thread_static", "walk_thread_ppr", "walk_thread_node2vec", "walk_thread_metapath"}
 
 const (
 	threadBlock    = 256 // kThreadBlock in kernels/walk.cu
@@ -273,7 +389,7 @@ func (e *Engine) Close() error {
 				s.release(e)
 			}
 		}
-		for _, p := range []*cu.DevicePtr{&e.dOffsets, &e.dTargets, &e.dWeights, &e.dLabels, &e.dAlias} {
+		for _, p := range []*cu.DevicePtr{&e.dOffsets, &e.dTargets, &e.dWeights, &e.dLabels, &e.dAlias, &e.dSegOffsets, &e.dSegTargets, &e.dSegAlias} {
 			if *p != 0 {
 				_ = cu.MemFree(*p)
 				*p = 0
@@ -498,13 +614,19 @@ func sameAlgorithm(a, b walk.Algorithm) bool {
 
 func (e *Engine) runGroup(ctx context.Context, grp []*walk.Job, emit walk.EmitFunc) error {
 	alg := grp[0].Algorithm
-	stride := int64(alg.Length) + 1
+	stride := rowPitch(alg.Length)
 	var total int64
 	for _, j := range grp {
 		total += int64(len(j.Starts))
 	}
 	if total == 0 {
 		return nil
+	}
+	if e.useLabelTables(alg) {
+		if err := e.dev.do(e.labelTables); err != nil {
+			return err
+		}
+		e.stats.TableBytes, e.stats.TableBuild = e.tableBytes, e.tableBuild
 	}
 	per, err := e.batchWalks(stride, total)
 	if err != nil {
@@ -535,7 +657,7 @@ func (e *Engine) runGroup(ctx context.Context, grp []*walk.Job, emit walk.EmitFu
 	for i, b := range batches {
 		s := e.slots[i%2]
 		if s.pending != nil {
-			if runErr = e.finish(s, stride, emit); runErr != nil {
+			if runErr = e.finish(s, stride, int64(alg.Length)+1, emit); runErr != nil {
 				break
 			}
 		}
@@ -557,7 +679,7 @@ func (e *Engine) runGroup(ctx context.Context, grp []*walk.Job, emit walk.EmitFu
 			s.pending = nil
 			continue
 		}
-		runErr = e.finish(s, stride, emit)
+		runErr = e.finish(s, stride, int64(alg.Length)+1, emit)
 	}
 	return runErr
 }
@@ -593,9 +715,41 @@ func (e *Engine) enqueue(s *batchSlot, b *batch, alg walk.Algorithm) error {
 	p.tasks, p.seeds, p.result, p.lengths, p.cursor = uint64(s.dTasks), uint64(s.dSeeds), uint64(s.dResult), uint64(s.dLengths), uint64(s.dCursor)
 	p.nTasks = uint64(n)
 	stride := p.stride
-	fn, block, occ, perBlock := e.fnThread, threadBlock, e.occThread, int64(threadBlock)
-	if sampler == walk.SamplerZPRS || sampler == walk.SamplerDPRS {
-		fn, block, occ, perBlock = e.fnReservoir, reservoirBlock, e.occReservoir, localPoolSlots
+	mode := modeStatic
+	switch alg.Kind {
+	case walk.PPR:
+		mode = modePPR
+	case walk.Node2Vec:
+		mode = modeNode2Vec
+	case walk.MetaPath:
+		mode = modeMetaPath
+	}
+	if e.useLabelTables(alg) {
+		p.sampler = samplerLabelTables
+		p.segOffsets, p.segTargets, p.numLabels = uint64(e.dSegOffsets), uint64(e.dSegTargets), uint64(e.g.NumLabels)
+		if alg.Weighted {
+			p.segAlias = uint64(e.dSegAlias)
+		}
+	}
+	// Full occupancy pays for the simple modes; Node2Vec's rejection loop
+	// would spill under the register cap.
+	variant := 1
+	if mode == modeNode2Vec {
+		variant = 0
+	}
+	if e.cfg.threadVariant >= 0 {
+		variant = e.cfg.threadVariant
+	}
+	fn, block, occ, perBlock := e.fnThread[mode][variant], threadBlock, e.occThread[mode][variant], int64(threadBlock)
+	if (sampler == walk.SamplerZPRS || sampler == walk.SamplerDPRS) && !e.useLabelTables(alg) {
+		d, n2v := 0, 0
+		if sampler == walk.SamplerDPRS {
+			d = 1
+		}
+		if alg.Kind == walk.Node2Vec {
+			n2v = 1
+		}
+		fn, block, occ, perBlock = e.fnReservoir[d][n2v], reservoirBlock, e.occReservoir[d][n2v], localPoolSlots
 	}
 	grid := int(min(int64(e.numSM*max(occ, 1)), (n+perBlock-1)/perBlock))
 	b2 := b
@@ -632,7 +786,7 @@ func (e *Engine) enqueue(s *batchSlot, b *batch, alg walk.Algorithm) error {
 
 // finish waits for slot s's batch, turns its result rows into chunks (in
 // parallel) and emits them in order.
-func (e *Engine) finish(s *batchSlot, stride int64, emit walk.EmitFunc) error {
+func (e *Engine) finish(s *batchSlot, stride, maxVertices int64, emit walk.EmitFunc) error {
 	b := s.pending
 	s.pending = nil
 	var ms float64
@@ -676,7 +830,7 @@ func (e *Engine) finish(s *batchSlot, stride int64, emit walk.EmitFunc) error {
 			lens := s.hLengths[pc.row : pc.row+int64(nw)]
 			var nv int64
 			for k, l := range lens {
-				if l == 0 || int64(l) > stride {
+				if l == 0 || int64(l) > maxVertices {
 					errs[i] = fmt.Errorf("gpu: walk %d of job %d came back with %d vertices (kernel fault)", pc.lo+k, pc.seg.job.Tag, l)
 					return
 				}

@@ -410,8 +410,15 @@ func TestTransitionsExact(t *testing.T) {
 	cases = append(cases,
 		tc{"node2vec-rejection-hub", walk.Algorithm{Kind: walk.Node2Vec, Length: 2, Weighted: true, P: 0.5, Q: 2}, vA, 1, vA, vHub, vA},
 		tc{"node2vec-rejection-uniform-mid", walk.Algorithm{Kind: walk.Node2Vec, Length: 2, P: 4, Q: 0.25}, vB, 1, vB, vMid, vB},
-		tc{"metapath-default-hub-step1", walk.Algorithm{Kind: walk.MetaPath, Length: 2, Schema: []uint8{3, 1}}, vHub, 0, graph.NoVertex, vHub, vHub},
 	)
+	// MetaPath's default on the GPU: the label tables (uniform or alias
+	// inside the label's segment).
+	for _, w := range []bool{false, true} {
+		for _, v := range []uint32{vHub, vMid} {
+			cases = append(cases, tc{fmt.Sprintf("metapath-tables-weighted=%v-v%d", w, v),
+				walk.Algorithm{Kind: walk.MetaPath, Length: 2, Weighted: w, Schema: []uint8{3, 1}}, v, 0, graph.NoVertex, v, v})
+		}
+	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			starts := make([]uint32, n)

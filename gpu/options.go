@@ -11,6 +11,7 @@ type config struct {
 	hostBufferBytes int64
 	chunkWalks      int
 	reserveBytes    int64
+	threadVariant   int // -1: per mode; 0 or 1 forces a register budget (benchmarks)
 }
 
 func defaultConfig() config {
@@ -20,6 +21,7 @@ func defaultConfig() config {
 		hostBufferBytes: 512 << 20,
 		chunkWalks:      1 << 16,
 		reserveBytes:    1 << 30,
+		threadVariant:   -1,
 	}
 }
 

@@ -15,12 +15,24 @@ type walkParams struct {
 	stopThreshold                            uint64
 	accept                                   [3]uint64
 	bias                                     [3]float64
-	warpThreshold, schemaLen                 uint64
+	warpThreshold                            uint64
+	segOffsets, segTargets, segAlias         uint64
+	numLabels                                uint64
+	schemaLen                                uint64
 	schema                                   [walk.MaxSchemaLen]uint8
 }
 
 // paramsSize is sizeof(ws::WalkParams).
-const paramsSize = 264
+const paramsSize = 296
+
+// rowPitch is the result pool's row length in vertices for walks of length
+// steps: Length+1 rounded up to 8, so rows start on 32-byte sectors and the
+// thread kernels write whole sectors (kStage in kernels/walk.cu).
+func rowPitch(length int) int64 { return (int64(length) + 1 + 7) &^ 7 }
+
+// samplerLabelTables is ws::kLabelTables: MetaPath through per-(vertex,
+// label) tables, a GPU-only sampler (see Engine.labelTables).
+const samplerLabelTables = 6
 
 // task mirrors ws::Task: one walk of the global task pool.
 type task struct {
@@ -36,7 +48,7 @@ func algorithmParams(p *walkParams, a walk.Algorithm, warpThreshold uint32) {
 	p.kind = uint64(a.Kind)
 	p.sampler = uint64(a.ResolvedSampler())
 	p.length = uint64(a.Length)
-	p.stride = uint64(a.Length) + 1
+	p.stride = uint64(rowPitch(a.Length))
 	p.weighted = 0
 	if a.Weighted {
 		p.weighted = 1

@@ -13,7 +13,9 @@ constexpr uint32_t kNoTask = 0xFFFFFFFFu;
 // Algorithm kinds and samplers: the numeric values of walk.Kind and
 // walk.SamplerKind.
 enum Kind : uint32_t { kDeepWalk = 1, kPPR = 2, kNode2Vec = 3, kMetaPath = 4 };
-enum Sampler : uint32_t { kAuto = 0, kUniform = 1, kAlias = 2, kRejection = 3, kZPRS = 4, kDPRS = 5 };
+enum Sampler : uint32_t { kAuto = 0, kUniform = 1, kAlias = 2, kRejection = 3, kZPRS = 4, kDPRS = 5,
+                          // GPU only: MetaPath through per-(vertex, label) tables, O(1) a step
+                          kLabelTables = 6 };
 
 // Draw indices (walk/sampler.go): draw 0 serves the O(1) samplers and the
 // PPR stop word; Node2Vec's rejection attempts use draws 0..63 and its exact
@@ -65,6 +67,12 @@ struct WalkParams {
   uint64_t accept[3];        // Node2Vec thresholds of f/fmax: return, neighbour, outward
   double bias[3];            // Node2Vec factors 1/p, 1, 1/q (reservoir path)
   uint64_t warp_threshold;   // degrees above go to the block sampler
+  // MetaPath label tables (kLabelTables): edges regrouped by label within
+  // each vertex; segment (v, l) is [seg_offsets[v*num_labels+l], next).
+  const uint64_t* seg_offsets;     // V*num_labels+1
+  const uint32_t* seg_targets;     // E
+  const AliasEntry* seg_alias;     // E or null (unweighted walk)
+  uint64_t num_labels;
   uint64_t schema_len;
   uint8_t schema[kMaxSchema];
 };
@@ -72,6 +80,6 @@ struct WalkParams {
 }  // namespace ws
 
 // The host mirror (gpu/params.go) hard-codes this layout.
-static_assert(sizeof(ws::WalkParams) == 264, "WalkParams layout changed: update gpu/params.go");
+static_assert(sizeof(ws::WalkParams) == 296, "WalkParams layout changed: update gpu/params.go");
 static_assert(sizeof(ws::Task) == 16, "Task layout changed: update gpu/params.go");
 static_assert(sizeof(ws::AliasEntry) == 16, "AliasEntry layout changed");

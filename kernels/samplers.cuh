@@ -73,67 +73,36 @@ __device__ __forceinline__ float warp_inclusive_scan(float v, unsigned lane) {
   return v;
 }
 
-// RNG of the reservoir samplers: lane j (of k) draws, for its r-th element,
-// word r%4 of draw kReservoirDraw + j + k*(r/4) of (seed, walk, step):
-// deterministic for the step, a fresh Philox call every fourth element.
+// Reservoir sampling by jumps. A size-one weighted reservoir (Chao) that
+// holds an element at running weight W keeps it past a later running weight
+// S with probability W/S, so instead of one uniform per element the next
+// replacement is where the running weight first reaches T = W/u, u uniform
+// in (0, 1] (Efraimidis-Spirakis "exponential jumps"): P(T > S_{i-1}) =
+// W/S_{i-1} and P(T <= S_i | T > S_{i-1}) = w_i/S_i, exactly Chao's step.
+// A lane therefore draws a few numbers per step (about ln(S_end/S_start))
+// instead of one per element, and pass 2 of ZPRS becomes a running sum.
+__device__ __forceinline__ float unit_open(uint32_t x) { return __uint2float_rn((x >> 8) + 1) * (1.0f / 16777216.0f); }
+
+// LaneWords hands a lane its m-th uniform of the step: word m%4 of draw
+// kReservoirDraw + lane + k*(m/4) of (seed, walk, step). Deterministic for
+// the step; lanes never share a draw. (The counter is the whole RNG state:
+// Philox needs nothing in shared or global memory.)
 struct LaneWords {
   uint64_t seed, walk;
-  uint32_t step, lane, k;
+  uint32_t step, lane, k, m;
   uint4 w;
-  __device__ __forceinline__ uint32_t at(uint32_t r) {
-    if ((r & 3) == 0) w = draw(seed, walk, step, kReservoirDraw + lane + k * (r >> 2));
-    return word(w, r & 3);
+  __device__ __forceinline__ float next() {
+    if ((m & 3) == 0) w = draw(seed, walk, step, kReservoirDraw + lane + k * (m >> 2));
+    return unit_open(word(w, m++ & 3));
   }
 };
-
-// zprs_warp: zig-zag parallel reservoir sampling by one warp over the d
-// edges at off (FlowWalker Algorithm 4). Lane j owns columns j, j+32, ...;
-// pass 1 sums its biases, an exclusive scan gives the weight before it in
-// the zig-zag order, pass 2 keeps column i with probability b/running, and
-// the highest lane that kept one wins. Returns the column or kNoTask.
-__device__ uint32_t zprs_warp(const BiasCtx& c, uint64_t off, uint32_t d, LaneWords rng, unsigned lane) {
-  float s = 0.f;
-  for (uint32_t i = lane; i < d; i += 32) s += bias_of(c, off + i);
-  const float incl = warp_inclusive_scan(s, lane);
-  if (__shfl_sync(kFull, incl, 31) <= 0.f) return kNoTask;
-  float run = incl - s;
-  uint32_t pick = kNoTask, r = 0;
-  for (uint32_t i = lane; i < d; i += 32, r++) {
-    const uint32_t x = rng.at(r);
-    const float b = bias_of(c, off + i);
-    if (b > 0.f) {
-      run += b;
-      if (unit32(x) * run < b) pick = i;
-    }
-  }
-  const unsigned m = __ballot_sync(kFull, pick != kNoTask);
-  if (m == 0) return kNoTask;
-  return __shfl_sync(kFull, pick, 31 - __clz(m));
-}
-
-// dprs_warp: direct parallel reservoir sampling (FlowWalker Algorithm 3):
-// 32 consecutive columns per round, an inclusive scan per round, the highest
-// kept column of a round replaces the selection.
-__device__ uint32_t dprs_warp(const BiasCtx& c, uint64_t off, uint32_t d, LaneWords rng, unsigned lane) {
-  float before = 0.f;
-  uint32_t pick = kNoTask, r = 0;
-  for (uint32_t base = 0; base < d; base += 32, r++) {
-    const uint32_t i = base + lane;
-    const float b = i < d ? bias_of(c, off + i) : 0.f;
-    const float incl = warp_inclusive_scan(b, lane);
-    const uint32_t x = rng.at(r);
-    const unsigned m = __ballot_sync(kFull, b > 0.f && unit32(x) * (before + incl) < b);
-    if (m) pick = base + 31 - __clz(m);
-    before += __shfl_sync(kFull, incl, 31);
-  }
-  return pick;
-}
 
 // BlockScratch is the block sampler's shared memory.
 struct BlockScratch {
   float warp_sums[kWarps];
   int best;
   uint32_t pick;
+  float cum;
 };
 
 // block_inclusive_scan over kBlockThreads values; total gets the block sum.
@@ -168,38 +137,177 @@ __device__ __forceinline__ uint32_t block_highest(uint32_t pick, BlockScratch& s
   return out;
 }
 
-// zprs_block: ZPRS with k = kBlockThreads, for high-degree vertices.
-__device__ uint32_t zprs_block(const BiasCtx& c, uint64_t off, uint32_t d, LaneWords rng, BlockScratch& sh) {
-  float s = 0.f;
-  for (uint32_t i = threadIdx.x; i < d; i += kBlockThreads) s += bias_of(c, off + i);
-  float total;
-  const float incl = block_inclusive_scan(s, sh, total);
-  if (total <= 0.f) return kNoTask;
-  float run = incl - s;
-  uint32_t pick = kNoTask, r = 0;
-  for (uint32_t i = threadIdx.x; i < d; i += kBlockThreads, r++) {
-    const uint32_t x = rng.at(r);
-    const float b = bias_of(c, off + i);
-    if (b > 0.f) {
-      run += b;
-      if (unit32(x) * run < b) pick = i;
-    }
-  }
-  return block_highest(pick, sh);
+// Vectorised bias. The reservoir samplers read the adjacency in aligned
+// 16-byte chunks (four columns: one float4 of weights, one word of labels,
+// one uint4 of targets), so a lane issues one load per four edges. Chunk c
+// covers global edges 4c..4c+3; columns outside [lo, hi) get bias 0. The
+// engine pads every edge array to a multiple of 64 bytes, so the last chunk
+// stays inside its allocation.
+__device__ __forceinline__ float node2vec_factor(const BiasCtx& c, uint32_t x) {
+  return x == c.prev ? c.f[0] : has_edge(c.targets, c.poff, c.pend, x) ? c.f[1] : c.f[2];
 }
 
-// dprs_block: DPRS with k = kBlockThreads consecutive columns per round.
-__device__ uint32_t dprs_block(const BiasCtx& c, uint64_t off, uint32_t d, LaneWords rng, BlockScratch& sh) {
-  float before = 0.f;
-  uint32_t pick = kNoTask, r = 0;
-  for (uint32_t base = 0; base < d; base += kBlockThreads, r++) {
-    const uint32_t i = base + threadIdx.x;
-    const float b = i < d ? bias_of(c, off + i) : 0.f;
+template <bool kN2V>
+__device__ __forceinline__ float4 bias4(const BiasCtx& c, uint64_t chunk, uint64_t lo, uint64_t hi) {
+  const uint64_t e0 = chunk << 2;
+  float m[4];
+#pragma unroll
+  for (int q = 0; q < 4; q++) m[q] = (e0 + q >= lo && e0 + q < hi) ? 1.f : 0.f;
+  if (c.metapath) {
+    const uint32_t l4 = __ldg(reinterpret_cast<const uint32_t*>(c.labels) + chunk);
+#pragma unroll
+    for (int q = 0; q < 4; q++)
+      if (((l4 >> (8 * q)) & 0xFFu) != c.want) m[q] = 0.f;
+    if (m[0] + m[1] + m[2] + m[3] == 0.f) return make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+  float4 b = make_float4(m[0], m[1], m[2], m[3]);
+  if (c.weights) {
+    const float4 w = __ldg(reinterpret_cast<const float4*>(c.weights) + chunk);
+    b.x *= w.x;
+    b.y *= w.y;
+    b.z *= w.z;
+    b.w *= w.w;
+  }
+  if (kN2V && c.n2v) {
+    const uint4 t = __ldg(reinterpret_cast<const uint4*>(c.targets) + chunk);
+    if (b.x > 0.f) b.x *= node2vec_factor(c, t.x);
+    if (b.y > 0.f) b.y *= node2vec_factor(c, t.y);
+    if (b.z > 0.f) b.z *= node2vec_factor(c, t.z);
+    if (b.w > 0.f) b.w *= node2vec_factor(c, t.w);
+  }
+  return b;
+}
+
+__device__ __forceinline__ float at4(const float4& b, int q) { return q == 0 ? b.x : q == 1 ? b.y : q == 2 ? b.z : b.w; }
+
+// Group operations of a sampler: a warp (kBlock false, k = 32 lanes) or the
+// whole block (k = kBlockThreads). lane is the thread's index in the group.
+template <bool kBlock>
+struct Group {
+  static constexpr uint32_t k = kBlock ? kBlockThreads : 32;
+  // exclusive_scan returns the sum of v over lower lanes; total the sum.
+  static __device__ __forceinline__ float exclusive_scan(float v, unsigned lane, BlockScratch& sh, float& total) {
+    float incl;
+    if (kBlock) {
+      incl = block_inclusive_scan(v, sh, total);
+    } else {
+      incl = warp_inclusive_scan(v, lane);
+      total = __shfl_sync(kFull, incl, 31);
+    }
+    return incl - v;
+  }
+  // highest returns the pick of the highest lane whose pick is set.
+  static __device__ __forceinline__ uint32_t highest(uint32_t pick, BlockScratch& sh) {
+    if (kBlock) return block_highest(pick, sh);
+    const unsigned m = __ballot_sync(kFull, pick != kNoTask);
+    return m == 0 ? kNoTask : __shfl_sync(kFull, pick, 31 - __clz(m));
+  }
+  // first finds the lowest lane with has set and broadcasts its pos and
+  // cum; false when no lane has one.
+  static __device__ __forceinline__ bool first(bool has, unsigned lane, int& pos, float& cum, BlockScratch& sh) {
+    if (!kBlock) {
+      const unsigned m = __ballot_sync(kFull, has);
+      if (m == 0) return false;
+      const int l = __ffs(m) - 1;
+      pos = __shfl_sync(kFull, pos, l);
+      cum = __shfl_sync(kFull, cum, l);
+      return true;
+    }
+    if (lane == 0) sh.best = kBlockThreads;
+    __syncthreads();
+    if (has) atomicMin(&sh.best, (int)lane);
+    __syncthreads();
+    const int l = sh.best;
+    if ((int)lane == l) {
+      sh.pick = (uint32_t)pos;
+      sh.cum = cum;
+    }
+    __syncthreads();
+    const bool found = l < kBlockThreads;
+    if (found) {
+      pos = (int)sh.pick;
+      cum = sh.cum;
+    }
+    __syncthreads();
+    return found;
+  }
+};
+
+// zprs: zig-zag parallel reservoir sampling (FlowWalker Algorithm 4) by a
+// group over the d edges at off. Lane j owns chunks j, j+k, j+2k, ... of
+// the adjacency; pass 1 sums its biases, an exclusive scan gives the weight
+// before it in the zig-zag order (lane by lane), pass 2 runs the lane's own
+// reservoir (by jumps) from that weight, and the highest lane that kept a
+// column wins. Returns the column or kNoTask when every bias is zero.
+template <bool kBlock, bool kN2V>
+__device__ uint32_t zprs(const BiasCtx& c, uint64_t off, uint32_t d, LaneWords rng, unsigned lane, BlockScratch& sh) {
+  using G = Group<kBlock>;
+  const uint64_t hi = off + d, c0 = off >> 2, nch = ((hi - 1) >> 2) - c0 + 1;
+  float s = 0.f;
+#pragma unroll 2
+  for (uint64_t r = lane; r < nch; r += G::k) {
+    const float4 b = bias4<kN2V>(c, c0 + r, off, hi);
+    s += (b.x + b.y) + (b.z + b.w);
+  }
+  float total;
+  float run = G::exclusive_scan(s, lane, sh, total);
+  if (total <= 0.f) return kNoTask;
+  uint32_t pick = kNoTask;
+  if (s > 0.f) {
+    float target = run > 0.f ? run / rng.next() : 0.f;
+    for (uint64_t r = lane; r < nch; r += G::k) {
+      const float4 b = bias4<kN2V>(c, c0 + r, off, hi);
+#pragma unroll
+      for (int q = 0; q < 4; q++) {
+        const float x = at4(b, q);
+        if (x > 0.f) {
+          run += x;
+          if (run >= target) {
+            pick = (uint32_t)(((c0 + r) << 2) + q - off);
+            target = run / rng.next();
+          }
+        }
+      }
+    }
+  }
+  return G::highest(pick, sh);
+}
+
+// dprs: direct parallel reservoir sampling (FlowWalker Algorithm 3) by a
+// group: k consecutive chunks a round, an inclusive scan a round; the
+// reservoir (by jumps, one threshold and one random stream for the group)
+// moves its selection to the first column whose running weight reaches the
+// threshold, possibly several times in a round.
+template <bool kBlock, bool kN2V>
+__device__ uint32_t dprs(const BiasCtx& c, uint64_t off, uint32_t d, LaneWords rng, unsigned lane, BlockScratch& sh) {
+  using G = Group<kBlock>;
+  const uint64_t hi = off + d, c0 = off >> 2, nch = ((hi - 1) >> 2) - c0 + 1;
+  float before = 0.f, target = 0.f;
+  uint32_t pick = kNoTask;
+  for (uint64_t r0 = 0; r0 < nch; r0 += G::k) {
+    const uint64_t r = r0 + lane;
+    const float4 b = r < nch ? bias4<kN2V>(c, c0 + r, off, hi) : make_float4(0.f, 0.f, 0.f, 0.f);
     float total;
-    const float incl = block_inclusive_scan(b, sh, total);
-    const uint32_t x = rng.at(r);
-    const uint32_t got = block_highest(b > 0.f && unit32(x) * (before + incl) < b ? i : kNoTask, sh);
-    if (got != kNoTask) pick = got;
+    const float mine = (b.x + b.y) + (b.z + b.w);
+    const float base = before + G::exclusive_scan(mine, lane, sh, total);
+    int last = -1;  // position (lane*4 + q) of the last selection this round
+    for (;;) {
+      int pos = -1;
+      float cum = base, at = 0.f;
+#pragma unroll
+      for (int q = 0; q < 4; q++) {
+        const float x = at4(b, q);
+        cum += x;
+        if (pos < 0 && x > 0.f && (int)(lane * 4 + q) > last && cum >= target) {
+          pos = (int)(lane * 4 + q);
+          at = cum;
+        }
+      }
+      if (!G::first(pos >= 0, lane, pos, at, sh)) break;
+      last = pos;
+      pick = (uint32_t)(((c0 + r0 + (uint64_t)(pos >> 2)) << 2) + (pos & 3) - off);
+      target = at / rng.next();
+    }
     before += total;
   }
   return pick;

@@ -13,7 +13,8 @@
 // Both walk kernels take tasks from the global task pool (params.tasks) by
 // an atomic cursor and refill a finished slot at once, so no walk waits for
 // a slow neighbour. A walk's row of the result pool is written in place
-// (walk-major, stride vertices a row) so one contiguous copy brings a batch
+// (walk-major, stride vertices a row, stride a multiple of 8 so rows start
+// on 32-byte sectors) so one contiguous copy brings a batch
 // back.
 #include "params.cuh"
 #include "rng.cuh"
@@ -117,18 +118,52 @@ __device__ __forceinline__ uint32_t node2vec_reject(const WalkParams& P, uint4 w
 // of different lengths (PPR, dead ends) never hold a lane idle: a lane whose
 // walk ended takes the next task at once. Task fetches are aggregated per
 // warp: one atomicAdd on the global cursor serves every lane that needs one.
-extern "C" __global__ void __launch_bounds__(kThreadBlock) walk_thread(const WalkParams* __restrict__ params) {
-  const WalkParams& P = *params;
-  const uint64_t* __restrict__ offsets = P.offsets;
+// The launch parameters are copied to registers once: the step loop's
+// dependent loads then start from registers, not from a parameter load.
+enum Mode { kModeStatic, kModePPR, kModeNode2Vec, kModeMetaPath };
+
+constexpr uint32_t kStage = 8;  // vertices a thread stages: one 32-byte sector
+
+// flush_stage writes staged vertices 8g..8g+7 of a row (words past the
+// walk's end are garbage the host never reads).
+__device__ __forceinline__ void flush_stage(uint32_t* row, uint32_t g, const uint32_t* mine) {
+  uint4* dst = reinterpret_cast<uint4*>(row + (g << 3));
+  dst[0] = make_uint4(mine[0], mine[1], mine[2], mine[3]);
+  dst[1] = make_uint4(mine[4], mine[5], mine[6], mine[7]);
+}
+
+template <int kMode>
+__device__ __forceinline__ void walk_thread_body(const WalkParams* __restrict__ params) {
+  const uint64_t* __restrict__ offsets = params->offsets;
+  const uint32_t* __restrict__ targets = params->targets;
+  const AliasEntry* __restrict__ alias = params->alias;
+  const Task* __restrict__ tasks = params->tasks;
+  const uint64_t* __restrict__ seeds = params->seeds;
+  uint32_t* __restrict__ result = params->result;
+  uint32_t* __restrict__ lengths = params->lengths;
+  uint32_t* cursor = params->cursor;
+  const uint64_t stride = params->stride;
   const unsigned lane = threadIdx.x & 31;
-  const uint32_t n = (uint32_t)P.n_tasks;
-  const uint32_t length = (uint32_t)P.length;
-  const uint32_t kind = (uint32_t)P.kind;
-  const uint64_t stop = P.stop_threshold;
+  const uint32_t n = (uint32_t)params->n_tasks;
+  const uint32_t length = (uint32_t)params->length;
+  const uint64_t stop = params->stop_threshold;
+  constexpr bool metapath = kMode == kModeMetaPath;
+  const uint64_t* __restrict__ seg_offsets = params->seg_offsets;
+  const uint32_t* __restrict__ seg_targets = params->seg_targets;
+  const AliasEntry* __restrict__ seg_alias = params->seg_alias;
+  const uint32_t num_labels = (uint32_t)params->num_labels;
+  const uint32_t schema_len = (uint32_t)params->schema_len;
 
   uint32_t task = kNoTask, cur = 0, prev = kNoVertex, step = 0, deg = 0, pdeg = 0;
   uint64_t off = 0, poff = 0, walk = 0, seed = 0;
   uint32_t* row = nullptr;
+  // The walk's next eight vertices are staged in shared memory (one row of
+  // kStage words a thread, padded to nine words so a warp's stores hit
+  // distinct banks) and written as two 16-byte stores: whole 32-byte
+  // sectors, where single words would leave partial sectors that ECC memory
+  // must read, merge and write back.
+  __shared__ uint32_t stage[kThreadBlock][kStage + 1];
+  uint32_t* mine = stage[threadIdx.x];
   for (;;) {
     const unsigned active = __activemask();
     const bool need = task == kNoTask;
@@ -136,54 +171,109 @@ extern "C" __global__ void __launch_bounds__(kThreadBlock) walk_thread(const Wal
     if (want) {
       const unsigned leader = __ffs(want) - 1;
       uint32_t base = 0;
-      if (lane == leader) base = atomicAdd(P.cursor, (uint32_t)__popc(want));
+      if (lane == leader) base = atomicAdd(cursor, (uint32_t)__popc(want));
       base = __shfl_sync(active, base, leader);
       if (need) {
         const uint32_t idx = base + __popc(want & ((1u << lane) - 1));
         if (idx >= n) break;  // the pool is dry: this lane is done
-        const Task t = P.tasks[idx];
+        const Task t = tasks[idx];
         task = idx;
         cur = t.start;
         walk = t.walk;
-        seed = P.seeds[t.job];
+        seed = seeds[t.job];
         prev = kNoVertex;
         step = 0;
-        off = offsets[cur];
-        deg = (uint32_t)(offsets[cur + 1] - off);
-        row = P.result + (uint64_t)idx * P.stride;
-        row[0] = cur;
+        if (!metapath) {
+          off = offsets[cur];
+          deg = (uint32_t)(offsets[cur + 1] - off);
+        }
+        row = result + (uint64_t)idx * stride;
+        mine[0] = cur;
       }
+    }
+    // MetaPath samples inside the segment of the step's label.
+    const uint32_t* tg = targets;
+    const AliasEntry* al = alias;
+    if (metapath) {
+      const uint64_t s = (uint64_t)cur * num_labels + params->schema[step % schema_len];
+      off = seg_offsets[s];
+      deg = (uint32_t)(seg_offsets[s + 1] - off);
+      tg = seg_targets;
+      al = seg_alias;
     }
     bool more = deg > 0;
     uint32_t next = 0;
     if (more) {
       const uint4 w = draw(seed, walk, step, 0);
-      if (kind == kPPR) {
+      if (kMode == kModePPR) {
         more = (uint64_t)w.x >= stop;
-        next = pick_static(P.targets, P.alias, off, deg, w.y, w.z);
-      } else if (kind == kNode2Vec && prev != kNoVertex) {
-        next = node2vec_reject(P, w, seed, walk, step, off, deg, prev, poff, pdeg);
+        next = pick_static(tg, al, off, deg, w.y, w.z);
+      } else if (kMode == kModeNode2Vec && prev != kNoVertex) {
+        next = node2vec_reject(*params, w, seed, walk, step, off, deg, prev, poff, pdeg);
       } else {
-        next = pick_static(P.targets, P.alias, off, deg, w.x, w.y);
+        next = pick_static(tg, al, off, deg, w.x, w.y);
       }
     }
     if (more) {
-      row[step + 1] = next;
+      const uint32_t at = step + 1;
+      mine[at & (kStage - 1)] = next;
+      if ((at & (kStage - 1)) == kStage - 1) flush_stage(row, at >> 3, mine);
       step++;
       prev = cur;
       poff = off;
       pdeg = deg;
       cur = next;
       more = step < length;
-      if (more) {
+      if (more && !metapath) {
         off = offsets[cur];
         deg = (uint32_t)(offsets[cur + 1] - off);
       }
     }
     if (!more) {
-      P.lengths[task] = step + 1;
+      if ((step & (kStage - 1)) != kStage - 1) flush_stage(row, step >> 3, mine);
+      lengths[task] = step + 1;
       task = kNoTask;
     }
+  }
+}
+
+// One kernel per mode, so the simple modes do not carry Node2Vec's
+// registers; each in two register budgets: the compiler's choice, and capped
+// for full occupancy (eight blocks, 2048 threads an SM) to keep more walks
+// in flight against memory latency. The engine picks per mode.
+#define WALK_THREAD(name, mode)                                                                       \
+  extern "C" __global__ void __launch_bounds__(kThreadBlock) name(const WalkParams* __restrict__ p) { \
+    walk_thread_body<mode>(p);                                                                        \
+  }                                                                                                   \
+  extern "C" __global__ void __launch_bounds__(kThreadBlock, 8) name##_full(const WalkParams* __restrict__ p) { \
+    walk_thread_body<mode>(p);                                                                        \
+  }
+WALK_THREAD(walk_thread_static, kModeStatic)
+WALK_THREAD(walk_thread_ppr, kModePPR)
+WALK_THREAD(walk_thread_node2vec, kModeNode2Vec)
+WALK_THREAD(walk_thread_metapath, kModeMetaPath)
+
+// label_tables_build regroups each vertex's edges by label (stable, so each
+// label's segment stays sorted by target) into seg_targets and seg_weights,
+// and writes the segment offsets. One thread a vertex, num_labels passes
+// over its adjacency (the engine uses it for few labels only).
+extern "C" __global__ void label_tables_build(const uint64_t* __restrict__ offsets, const uint32_t* __restrict__ targets,
+                                              const float* __restrict__ weights, const uint8_t* __restrict__ labels,
+                                              uint64_t* __restrict__ seg_offsets, uint32_t* __restrict__ seg_targets,
+                                              float* __restrict__ seg_weights, uint64_t nv, uint64_t num_labels) {
+  for (uint64_t v = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; v < nv; v += (uint64_t)gridDim.x * blockDim.x) {
+    const uint64_t lo = offsets[v], hi = offsets[v + 1];
+    uint64_t at = lo;
+    for (uint32_t l = 0; l < num_labels; l++) {
+      seg_offsets[v * num_labels + l] = at;
+      for (uint64_t e = lo; e < hi; e++) {
+        if (labels[e] != l) continue;
+        seg_targets[at] = targets[e];
+        if (weights) seg_weights[at] = weights[e];
+        at++;
+      }
+    }
+    if (v == nv - 1) seg_offsets[nv * num_labels] = hi;
   }
 }
 
@@ -200,7 +290,7 @@ struct Slot {
 // sampler (a warp: lane = lane id, k = 32; the block: lane = thread id,
 // k = kBlockThreads). The group's first thread writes the result and
 // advances or frees the slot.
-template <bool kBlock>
+template <bool kBlock, bool kDPRS, bool kN2V>
 __device__ __forceinline__ void reservoir_step(const WalkParams& P, Slot& S, BlockScratch& sh, unsigned lane) {
   const uint32_t step = S.step, deg = S.deg, task = S.task, prev = S.prev, cur = S.cur;
   const uint64_t off = S.off, walk = S.walk, seed = S.seed, poff = S.poff;
@@ -227,13 +317,10 @@ __device__ __forceinline__ void reservoir_step(const WalkParams& P, Slot& S, Blo
     rng.seed = seed;
     rng.walk = walk;
     rng.step = step;
-    rng.lane = lane;
+    rng.lane = kDPRS ? 0 : lane;  // DPRS: one stream for the group
     rng.k = kBlock ? kBlockThreads : 32;
-    if (kBlock) {
-      col = P.sampler == kDPRS ? dprs_block(c, off, deg, rng, sh) : zprs_block(c, off, deg, rng, sh);
-    } else {
-      col = P.sampler == kDPRS ? dprs_warp(c, off, deg, rng, lane) : zprs_warp(c, off, deg, rng, lane);
-    }
+    rng.m = 0;
+    col = kDPRS ? dprs<kBlock, kN2V>(c, off, deg, rng, lane, sh) : zprs<kBlock, kN2V>(c, off, deg, rng, lane, sh);
     more = col != kNoTask;
   }
   if (kBlock) __syncthreads(); else __syncwarp();  // every thread has read the slot
@@ -256,7 +343,8 @@ __device__ __forceinline__ void reservoir_step(const WalkParams& P, Slot& S, Blo
   }
 }
 
-extern "C" __global__ void __launch_bounds__(kBlockThreads) walk_reservoir(const WalkParams* __restrict__ params) {
+template <bool kDPRS, bool kN2V>
+__device__ __forceinline__ void walk_reservoir_body(const WalkParams* __restrict__ params) {
   const WalkParams& P = *params;
   __shared__ Slot slots[kLocalPoolSlots];
   __shared__ BlockScratch scratch;
@@ -316,13 +404,24 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads) walk_reservoir(const
       if (lane == 0) s = atomicAdd(&next_small, 1u);
       s = __shfl_sync(kFull, s, 0);
       if (s >= kLocalPoolSlots) break;
-      if ((small >> s) & 1) reservoir_step<false>(P, slots[s], scratch, lane);
+      if ((small >> s) & 1) reservoir_step<false, kDPRS, kN2V>(P, slots[s], scratch, lane);
     }
     __syncthreads();
     // Stage 2: the block sampler takes the large tasks.
     for (uint64_t m = big; m; m &= m - 1) {
-      reservoir_step<true>(P, slots[__ffsll((long long)m) - 1], scratch, tid);
+      reservoir_step<true, kDPRS, kN2V>(P, slots[__ffsll((long long)m) - 1], scratch, tid);
       __syncthreads();
     }
   }
 }
+
+// One kernel per sampler, and Node2Vec's binary searches only where needed,
+// to keep registers (and so resident blocks) in check.
+#define WALK_RESERVOIR(name, dprs, n2v)                                                                 \
+  extern "C" __global__ void __launch_bounds__(kBlockThreads, 4) name(const WalkParams* __restrict__ p) { \
+    walk_reservoir_body<dprs, n2v>(p);                                                                  \
+  }
+WALK_RESERVOIR(walk_reservoir_zprs, false, false)
+WALK_RESERVOIR(walk_reservoir_dprs, true, false)
+WALK_RESERVOIR(walk_reservoir_zprs_n2v, false, true)
+WALK_RESERVOIR(walk_reservoir_dprs_n2v, true, true)
