@@ -81,9 +81,9 @@ func (w *csrWriter) write(ctx context.Context, f *os.File, runs []runFile) error
 	if o.Labelled {
 		lbls = newSecWriter[uint8](f, h.sections[secLabels].off)
 	}
-	var idx *idIndex
+	var rank *ranker
 	if w.ids != nil {
-		idx = newIDIndex(w.ids)
+		rank = newRanker(w.ids)
 	}
 
 	var (
@@ -95,46 +95,67 @@ func (w *csrWriter) write(ctx context.Context, f *os.File, runs []runFile) error
 		have     bool
 		lastRep  = time.Now()
 	)
-	emit := func(r *rec) error {
-		var s, d uint32
-		if idx == nil {
-			s, d = uint32(r.s), uint32(r.d)
+	// Edges are handled in batches so the target lookups, each a likely
+	// cache miss, run in a tight loop the CPU can overlap.
+	const batchLen = 8192
+	batch := make([]rec, 0, batchLen)
+	dst := make([]uint32, batchLen)
+	process := func() error {
+		if rank != nil {
+			if err := rank.all(batch, dst); err != nil {
+				return err
+			}
 		} else {
-			for w.ids[srcRank] < r.s {
-				srcRank++
-			}
-			s = uint32(srcRank)
-			var ok bool
-			if d, ok = idx.rank(r.d); !ok {
-				return fmt.Errorf("target %d missing from the id set (internal error)", r.d)
+			for i := range batch {
+				dst[i] = uint32(batch[i].d)
 			}
 		}
-		for ; nextV <= int(s); nextV++ {
-			if err := offs.put(e); err != nil {
+		for i := range batch {
+			r := &batch[i]
+			var s uint32
+			if rank == nil {
+				s = uint32(r.s)
+			} else {
+				for w.ids[srcRank] < r.s {
+					srcRank++
+				}
+				s = uint32(srcRank)
+			}
+			for ; nextV <= int(s); nextV++ {
+				if err := offs.put(e); err != nil {
+					return err
+				}
+			}
+			if err := tgts.put(dst[i]); err != nil {
 				return err
 			}
-		}
-		if err := tgts.put(d); err != nil {
-			return err
-		}
-		if wts != nil {
-			if math.IsInf(float64(r.w), 0) {
-				return fmt.Errorf("summed weight of duplicate edges %d -> %d overflows float32", r.s, r.d)
+			if wts != nil {
+				if math.IsInf(float64(r.w), 0) {
+					return fmt.Errorf("summed weight of duplicate edges %d -> %d overflows float32", r.s, r.d)
+				}
+				if err := wts.put(r.w); err != nil {
+					return err
+				}
 			}
-			if err := wts.put(r.w); err != nil {
-				return err
+			if lbls != nil {
+				maxLabel = max(maxLabel, int(r.l))
+				if err := lbls.put(r.l); err != nil {
+					return err
+				}
 			}
+			e++
 		}
-		if lbls != nil {
-			maxLabel = max(maxLabel, int(r.l))
-			if err := lbls.put(r.l); err != nil {
-				return err
-			}
-		}
-		e++
-		if e&0xfffff == 0 && o.Progress != nil && time.Since(lastRep) >= o.ProgressInterval {
+		batch = batch[:0]
+		if o.Progress != nil && time.Since(lastRep) >= o.ProgressInterval {
 			lastRep = time.Now()
 			o.Progress(Progress{Phase: "write", EdgesOut: int64(e), EdgesTotal: w.total, EdgesRead: w.stats.InputEdges})
+		}
+		return nil
+	}
+	emit := func(r *rec) error {
+		batch = append(batch, *r)
+		if len(batch) == batchLen {
+			return process()
 		}
 		return nil
 	}
@@ -166,6 +187,9 @@ func (w *csrWriter) write(ctx context.Context, f *os.File, runs []runFile) error
 		if err := emit(&pending); err != nil {
 			return err
 		}
+	}
+	if err := process(); err != nil {
+		return err
 	}
 	for ; nextV <= w.n; nextV++ {
 		if err := offs.put(e); err != nil {
@@ -276,4 +300,64 @@ func sectionChecksum(f *os.File, h *header) (uint64, error) {
 		}
 	}
 	return c, nil
+}
+
+// ranker maps external ids to dense ids (ranks in the sorted id array):
+// through a direct table when the ids span at most a few times V (SNAP
+// files, mostly), else through the bucketed binary search of idIndex.
+type ranker struct {
+	lo, span uint64
+	table    []uint32
+	idx      *idIndex
+}
+
+func newRanker(ids []int64) *ranker {
+	if len(ids) == 0 {
+		return &ranker{idx: newIDIndex(ids)}
+	}
+	lo := uint64(ids[0])
+	span := uint64(ids[len(ids)-1]) - lo
+	if span < 8*uint64(len(ids))+1<<22 && span < math.MaxUint32 {
+		table := make([]uint32, span+1)
+		for i := range table {
+			table[i] = NoVertex
+		}
+		for i, id := range ids {
+			table[uint64(id)-lo] = uint32(i)
+		}
+		return &ranker{lo: lo, span: span, table: table}
+	}
+	return &ranker{idx: newIDIndex(ids)}
+}
+
+// all ranks the targets of batch into out.
+func (r *ranker) all(batch []rec, out []uint32) error {
+	bad := -1
+	if r.table != nil {
+		for i := range batch {
+			k := uint64(batch[i].d) - r.lo
+			if k > r.span {
+				bad = i
+				continue
+			}
+			out[i] = r.table[k]
+		}
+		for i := range batch {
+			if out[i] == NoVertex {
+				bad = i
+			}
+		}
+	} else {
+		for i := range batch {
+			d, ok := r.idx.rank(batch[i].d)
+			if !ok {
+				bad = i
+			}
+			out[i] = d
+		}
+	}
+	if bad >= 0 {
+		return fmt.Errorf("target %d missing from the id set (internal error)", batch[bad].d)
+	}
+	return nil
 }

@@ -69,7 +69,7 @@ const (
 	hReserved   = 36
 	hChecksum   = 40
 	hFileSize   = 48
-	hSections   = 64                    // numSections x (offset uint64, length uint64)
+	hSections   = 64                         // numSections x (offset uint64, length uint64)
 	hHeaderCRC  = hSections + 16*numSections // CRC-64 of bytes [0, hHeaderCRC)
 	hHeaderUsed = hHeaderCRC + 8
 )

@@ -172,6 +172,7 @@ type runBuilder struct {
 	bytes   int64 // set by the reader for progress
 	total   int64
 	ctxPoll int
+	sorter_ runSorter // used only by the sorter goroutine
 }
 
 type sortJob struct {
@@ -310,19 +311,28 @@ func (b *runBuilder) sorter() {
 
 func (b *runBuilder) sortRun(job sortJob) error {
 	recs := job.recs
-	slices.SortFunc(recs, cmpRec)
+	order := b.sorter_.sort(recs)
 	var ids []int64
 	if !b.o.DenseIDs {
-		ids = runIDs(recs, job.dropped, b.o.Undirected)
+		ids = runIDs(recs, order, job.dropped, b.o.Undirected)
 	}
 	r := runFile{n: int64(len(recs))}
 	if !job.spill {
+		// The last run stays in memory; materialise its order.
+		if order != nil {
+			sorted := make([]rec, len(recs))
+			for i := range sorted {
+				sorted[i] = recs[order[i].idx]
+			}
+			recs = sorted
+		}
+		b.sorter_ = runSorter{} // release the radix buffers before the merge
 		r.mem, r.ids = recs, ids
 		b.runs = append(b.runs, r)
 		return nil
 	}
 	var err error
-	if r.path, err = b.spill(func(w *bufio.Writer) error { return encodeRun(w, recs, b.o.Weighted, b.o.Labelled) }); err != nil {
+	if r.path, err = b.spill(func(w *bufio.Writer) error { return encodeRun(w, recs, order, b.o.Weighted, b.o.Labelled) }); err != nil {
 		return err
 	}
 	if ids != nil {
@@ -355,11 +365,11 @@ func (b *runBuilder) spill(write func(*bufio.Writer) error) (string, error) {
 }
 
 // runIDs returns the sorted set of external ids a sorted run mentions.
-func runIDs(recs []rec, dropped []int64, undirected bool) []int64 {
+func runIDs(recs []rec, order []kv, dropped []int64, undirected bool) []int64 {
 	ids := make([]int64, 0, len(recs)/4+len(dropped))
-	for i, r := range recs {
-		if i == 0 || recs[i-1].s != r.s {
-			ids = append(ids, r.s)
+	for i := range recs {
+		if s := at(recs, order, i).s; i == 0 || at(recs, order, i-1).s != s {
+			ids = append(ids, s)
 		}
 	}
 	if !undirected {
@@ -379,10 +389,10 @@ func runIDs(recs []rec, dropped []int64, undirected bool) []int64 {
 // Run encoding: per record, uvarint(s - prev s); then uvarint(d - prev d)
 // when s repeats, else uvarint(d) (as uint64); then 4 bytes of weight and 1
 // of label when present. Sorted runs make both deltas small.
-func encodeRun(w *bufio.Writer, recs []rec, weighted, labelled bool) error {
+func encodeRun(w *bufio.Writer, recs []rec, order []kv, weighted, labelled bool) error {
 	enc := runEncoder{w: w, weighted: weighted, labelled: labelled}
 	for i := range recs {
-		if err := enc.put(&recs[i]); err != nil {
+		if err := enc.put(at(recs, order, i)); err != nil {
 			return err
 		}
 	}

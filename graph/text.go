@@ -159,7 +159,9 @@ func splitFields(line []byte, out [][]byte) (n int, extra bool) {
 	}
 }
 
-func isSep(c byte) bool { return c == ' ' || c == '\t' || c == ',' || c == '\n' || c == '\r' || c == '\v' || c == '\f' }
+func isSep(c byte) bool {
+	return c == ' ' || c == '\t' || c == ',' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
 
 func countFields(line []byte) string {
 	n := len(bytes.FieldsFunc(line, func(r rune) bool { return r < 0x80 && isSep(byte(r)) }))

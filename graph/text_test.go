@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -227,5 +228,52 @@ func TestImportTextProgressAndCancel(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Fatalf("cancelled import left %d files", len(ents))
+	}
+}
+
+// TestImportTextRadixRunsMatchFromEdges uses runs big enough for the radix
+// sort, with heavy duplication so that its stability (first = first in the
+// input) is what the keep-first and sum results depend on.
+func TestImportTextRadixRunsMatchFromEdges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var edges []Edge
+	var sb strings.Builder
+	for i := 0; i < 20000; i++ {
+		e := Edge{Src: rng.Int64N(200) * 1000, Dst: rng.Int64N(150) - 75, Weight: float32(rng.IntN(8)+1) / 4, Label: uint8(rng.IntN(4))}
+		edges = append(edges, e)
+		fmt.Fprintf(&sb, "%d,%d,%g,%d\n", e.Src, e.Dst, e.Weight, e.Label)
+	}
+	for _, undirected := range []bool{false, true} {
+		for _, dup := range []DuplicatePolicy{DupKeepFirst, DupSumWeights, DupKeepAll} {
+			o := ImportOptions{Name: "x", Weighted: true, Labelled: true, Undirected: undirected, Duplicates: dup, RunEdges: 4096}
+			want, err := FromEdges(edges, buildOpts(o))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _, err := importString(t, sb.String(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameGraph(t, got, want)
+		}
+	}
+}
+
+func TestRunSorterMatchesComparisonSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, span := range []int64{1, 3, 1 << 20, 1 << 40} {
+		recs := make([]rec, 5000)
+		for i := range recs {
+			recs[i] = rec{s: rng.Int64N(span) - span/2, d: rng.Int64N(span), seq: uint32(i)}
+		}
+		want := slices.Clone(recs)
+		slices.SortFunc(want, cmpRec)
+		var rs runSorter
+		order := rs.sort(recs)
+		for i := range want {
+			if *at(recs, order, i) != want[i] {
+				t.Fatalf("span %d: position %d is %+v, want %+v", span, i, *at(recs, order, i), want[i])
+			}
+		}
 	}
 }

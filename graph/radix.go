@@ -1,0 +1,88 @@
+package graph
+
+import (
+	"math/bits"
+	"slices"
+)
+
+// kv is a run record's sort key and its position in the run.
+type kv struct {
+	key uint64
+	idx uint32
+}
+
+// runSorter sorts runs by (src, dst, position). When the run's id ranges
+// fit a 64-bit key ((src - min src) above (dst - min dst)), it uses a
+// stable LSD radix sort of (key, position) pairs: several times faster than
+// a comparison sort of 32-byte records, and stability gives the position
+// order for free. Wider ranges fall back to a comparison sort. Its buffers
+// are reused from run to run.
+type runSorter struct {
+	a, b []kv
+}
+
+// sort returns the sorted order of recs: order[i] is the index of the i-th
+// record, or order is nil when recs itself was sorted in place.
+func (rs *runSorter) sort(recs []rec) []kv {
+	n := len(recs)
+	if n < 1024 {
+		slices.SortFunc(recs, cmpRec)
+		return nil
+	}
+	minS, maxS, minD, maxD := recs[0].s, recs[0].s, recs[0].d, recs[0].d
+	for i := range recs {
+		r := &recs[i]
+		minS, maxS = min(minS, r.s), max(maxS, r.s)
+		minD, maxD = min(minD, r.d), max(maxD, r.d)
+	}
+	dbits := bits.Len64(uint64(maxD) - uint64(minD))
+	kbits := bits.Len64(uint64(maxS)-uint64(minS)) + dbits
+	if kbits > 64 {
+		slices.SortFunc(recs, cmpRec)
+		return nil
+	}
+	if cap(rs.a) < n {
+		rs.a, rs.b = make([]kv, n), make([]kv, n)
+	}
+	a, b := rs.a[:n], rs.b[:n]
+	for i := range recs {
+		r := &recs[i]
+		a[i] = kv{key: (uint64(r.s)-uint64(minS))<<dbits | (uint64(r.d) - uint64(minD)), idx: uint32(i)}
+	}
+	const digit = 11
+	const buckets = 1 << digit
+	passes := (kbits + digit - 1) / digit
+	counts := make([][buckets]int, passes)
+	for i := range a {
+		k := a[i].key
+		for p := 0; p < passes; p++ {
+			counts[p][(k>>(p*digit))&(buckets-1)]++
+		}
+	}
+	for p := 0; p < passes; p++ {
+		c := &counts[p]
+		if slices.Contains(c[:], n) {
+			continue // every key has the same digit here
+		}
+		sum := 0
+		for i := range c {
+			c[i], sum = sum, sum+c[i]
+		}
+		shift := p * digit
+		for _, x := range a {
+			d := (x.key >> shift) & (buckets - 1)
+			b[c[d]] = x
+			c[d]++
+		}
+		a, b = b, a
+	}
+	return a
+}
+
+// at returns the i-th record in sorted order.
+func at(recs []rec, order []kv, i int) *rec {
+	if order == nil {
+		return &recs[i]
+	}
+	return &recs[order[i].idx]
+}
