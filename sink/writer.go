@@ -32,7 +32,7 @@ type Row struct {
 	WalkID int64   `parquet:"walk_id,delta"`
 	Start  int64   `parquet:"start"`
 	Length int32   `parquet:"length"`
-	Walk   []int64 `parquet:"walk,list"`
+	Walk   []int64 `parquet:"walk,list" parquet-element:",delta"`
 }
 
 // Keys of the Parquet file key-value metadata.

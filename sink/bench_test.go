@@ -1,0 +1,121 @@
+package sink
+
+import (
+	"context"
+	"runtime"
+	"runtime/metrics"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"gocloud.dev/blob"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
+)
+
+// The benchmarks write one batch of 1M walks of 80 steps (81M walk
+// vertices) per iteration over a 16M-vertex graph with random vertex ids, so
+// compression sees realistic, poorly compressible data. Chunks of 1024 walks
+// arrive in walk id order, as the CPU engine emits them. The sink only reads
+// a chunk's slices, so the benchmark shares vertex data between chunks and
+// measures the sink alone. Run with
+//
+//	go test -run '^$' -bench . -benchtime 1x ./sink/
+const (
+	benchWalks  = 1 << 20
+	benchLength = 80
+	benchChunk  = 1024
+)
+
+type benchTarget struct {
+	name string
+	url  func(b *testing.B) string
+}
+
+func BenchmarkEncode(b *testing.B) {
+	g := ringGraph(b, 1<<24)
+	tmpl := bigChunks(g, benchChunk*16, benchLength, benchChunk)
+	for _, tg := range []benchTarget{
+		{"file", func(b *testing.B) string { return "file://" + b.TempDir() }},
+		{"gofakes3", func(b *testing.B) string { return fakeS3(b) }},
+	} {
+		for _, comp := range []Compression{Zstd, Snappy, None} {
+			b.Run(tg.name+"/"+string(comp), func(b *testing.B) {
+				bucket := openS3(b, tg.url(b))
+				benchWrite(b, bucket, g, tmpl, WithCompression(comp))
+			})
+		}
+	}
+}
+
+func benchWrite(b *testing.B, bucket interface{ Close() error }, g *graph.Graph, tmpl []walk.Chunk, opts ...Option) {
+	bk := bucket.(*blob.Bucket)
+	ctx := context.Background()
+	algo := walk.Algorithm{Kind: walk.DeepWalk, Length: benchLength}
+	peak := trackPeakHeap()
+	var bytes int64
+	b.ResetTimer()
+	start := time.Now()
+	for i := range b.N {
+		w, err := NewBatchWriter(ctx, bk, "bench", BatchMeta{BatchID: "bench", Algorithm: algo, Seed: uint64(i), Engine: "cpu", Walks: benchWalks}, g, opts...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for lo := 0; lo < benchWalks; lo += benchChunk {
+			t := tmpl[(lo/benchChunk)%len(tmpl)]
+			ids := make([]uint64, benchChunk)
+			for k := range ids {
+				ids[k] = uint64(lo + k)
+			}
+			if err := w.Write(ctx, walk.Chunk{WalkIDs: ids, Offsets: t.Offsets, Vertices: t.Vertices}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		m, err := w.Commit(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		bytes += m.Bytes
+	}
+	sec := time.Since(start).Seconds()
+	b.StopTimer()
+	vertices := float64(b.N) * benchWalks * (benchLength + 1)
+	b.ReportMetric(vertices/sec, "vertices/s")
+	b.ReportMetric(float64(bytes)/sec/1e6, "MB/s")
+	b.ReportMetric(float64(bytes)/vertices, "B/vertex")
+	b.ReportMetric(float64(peak())/(1<<20), "peak-heap-MiB")
+}
+
+// trackPeakHeap samples the live heap every 10ms until the returned
+// function is called, which reports the peak seen.
+func trackPeakHeap() func() uint64 {
+	runtime.GC()
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			metrics.Read(s)
+			if v := s[0].Value.Uint64(); v > peak.Load() {
+				peak.Store(v)
+			}
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() uint64 {
+		close(stop)
+		wg.Wait()
+		return peak.Load()
+	}
+}
