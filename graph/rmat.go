@@ -156,9 +156,12 @@ func GenerateRMAT(ctx context.Context, o RMATOptions) (*Graph, error) {
 			return nil, err
 		}
 	}
-	if err := g.Finish(); err != nil {
+	// What Finish does, with the structural check spread over all cores
+	// (there is no id map to index and NumLabels is set).
+	if err := g.validateParallel(); err != nil {
 		return nil, fmt.Errorf("rmat: %w", err)
 	}
+	g.Version = fmt.Sprintf("%016x", g.Checksum())
 	return g, nil
 }
 
