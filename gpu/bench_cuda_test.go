@@ -52,20 +52,22 @@ func TestBenchRMAT(t *testing.T) {
 		alg     walk.Algorithm
 		starts  []uint32
 		variant int // thread-kernel register budget: -1 engine's choice
+		batch   int // walks per batch; 0 engine's choice
 	}{
-		{"uniform", walk.Algorithm{Kind: walk.DeepWalk, Length: 80}, all, -1},
-		{"uniform-regs", walk.Algorithm{Kind: walk.DeepWalk, Length: 80}, all, 0},
-		{"weighted-regs", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true}, all, 0},
-		{"node2vec-full", walk.Algorithm{Kind: walk.Node2Vec, Length: 80, Weighted: true, P: 2, Q: 0.5}, all, 1},
-		{"metapath-zprs", walk.Algorithm{Kind: walk.MetaPath, Length: 80, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}, Sampler: walk.SamplerZPRS}, all, -1},
-		{"weighted", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true}, all, -1},
-		{"weighted-zprs", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Sampler: walk.SamplerZPRS}, all, -1},
-		{"weighted-dprs", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Sampler: walk.SamplerDPRS}, all, -1},
-		{"node2vec", walk.Algorithm{Kind: walk.Node2Vec, Length: 80, Weighted: true, P: 2, Q: 0.5}, all, -1},
-		{"metapath", walk.Algorithm{Kind: walk.MetaPath, Length: 80, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}}, all, -1},
-		{"metapath-dprs", walk.Algorithm{Kind: walk.MetaPath, Length: 80, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}, Sampler: walk.SamplerDPRS}, all, -1},
-		{"ppr", walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2}, fromHub, -1},
-		{"ppr-weighted", walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2, Weighted: true}, fromHub, -1},
+		{"uniform", walk.Algorithm{Kind: walk.DeepWalk, Length: 80}, all, -1, 0},
+		{"uniform-batched", walk.Algorithm{Kind: walk.DeepWalk, Length: 80}, all, -1, 1 << 20},
+		{"uniform-regs", walk.Algorithm{Kind: walk.DeepWalk, Length: 80}, all, 0, 0},
+		{"weighted-regs", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true}, all, 0, 0},
+		{"node2vec-full", walk.Algorithm{Kind: walk.Node2Vec, Length: 80, Weighted: true, P: 2, Q: 0.5}, all, 1, 0},
+		{"metapath-zprs", walk.Algorithm{Kind: walk.MetaPath, Length: 80, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}, Sampler: walk.SamplerZPRS}, all, -1, 0},
+		{"weighted", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true}, all, -1, 0},
+		{"weighted-zprs", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Sampler: walk.SamplerZPRS}, all, -1, 0},
+		{"weighted-dprs", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Sampler: walk.SamplerDPRS}, all, -1, 0},
+		{"node2vec", walk.Algorithm{Kind: walk.Node2Vec, Length: 80, Weighted: true, P: 2, Q: 0.5}, all, -1, 0},
+		{"metapath", walk.Algorithm{Kind: walk.MetaPath, Length: 80, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}}, all, -1, 0},
+		{"metapath-dprs", walk.Algorithm{Kind: walk.MetaPath, Length: 80, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}, Sampler: walk.SamplerDPRS}, all, -1, 0},
+		{"ppr", walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2}, fromHub, -1, 0},
+		{"ppr-weighted", walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2, Weighted: true}, fromHub, -1, 0},
 	}
 	only := map[string]bool{}
 	for _, s := range strings.Split(os.Getenv("WALKSTAGE_GPU_BENCH_ONLY"), ",") {
@@ -78,7 +80,7 @@ func TestBenchRMAT(t *testing.T) {
 		if len(only) > 0 && !only[r.name] {
 			continue
 		}
-		e.cfg.threadVariant = r.variant
+		e.cfg.threadVariant, e.cfg.maxBatchWalks = r.variant, r.batch
 		// Warm-up on a slice of the walks (module load, first-touch).
 		warm := []walk.Job{{Algorithm: r.alg, Seed: 7, Starts: r.starts[:min(len(r.starts), 1<<16)]}}
 		if err := e.Run(context.Background(), warm, func(walk.Chunk) error { return nil }); err != nil {

@@ -198,6 +198,9 @@ func TestWalksMatchCPU(t *testing.T) {
 		{"ppr-alias", walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2, Weighted: true}},
 		{"node2vec-uniform", walk.Algorithm{Kind: walk.Node2Vec, Length: 40, P: 2, Q: 0.5}},
 		{"node2vec-alias", walk.Algorithm{Kind: walk.Node2Vec, Length: 40, P: 0.25, Q: 4, Weighted: true}},
+		// p = 0.001 makes 64 rejections common: the exact fallback scan
+		// must match the CPU's too.
+		{"node2vec-fallback", walk.Algorithm{Kind: walk.Node2Vec, Length: 20, P: 0.001, Q: 1, Weighted: true}},
 	}
 	cpu, err := walk.NewCPU(g)
 	if err != nil {
@@ -410,6 +413,7 @@ func TestTransitionsExact(t *testing.T) {
 	cases = append(cases,
 		tc{"node2vec-rejection-hub", walk.Algorithm{Kind: walk.Node2Vec, Length: 2, Weighted: true, P: 0.5, Q: 2}, vA, 1, vA, vHub, vA},
 		tc{"node2vec-rejection-uniform-mid", walk.Algorithm{Kind: walk.Node2Vec, Length: 2, P: 4, Q: 0.25}, vB, 1, vB, vMid, vB},
+		tc{"node2vec-fallback-mid", walk.Algorithm{Kind: walk.Node2Vec, Length: 2, P: 0.001, Q: 1}, vB, 1, vB, vMid, vB},
 	)
 	// MetaPath's default on the GPU: the label tables (uniform or alias
 	// inside the label's segment).

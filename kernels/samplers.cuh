@@ -253,19 +253,25 @@ __device__ uint32_t zprs(const BiasCtx& c, uint64_t off, uint32_t d, LaneWords r
   float run = G::exclusive_scan(s, lane, sh, total);
   if (total <= 0.f) return kNoTask;
   uint32_t pick = kNoTask;
-  if (s > 0.f) {
-    float target = run > 0.f ? run / rng.next() : 0.f;
-    for (uint64_t r = lane; r < nch; r += G::k) {
-      const float4 b = bias4<kN2V>(c, c0 + r, off, hi);
+  // With jumps a lane knows before pass 2 whether its reservoir will
+  // replace anything: only if the threshold is within its own weight. Most
+  // lanes (all but about ln k + 1 of k, in expectation) skip pass 2, and a
+  // lane that scans stops after its last replacement; the decisions are
+  // those of the full scan.
+  const float end = run + s;
+  float target = run > 0.f ? run / rng.next() : 0.f;
+  bool scan = s > 0.f && target <= end;
+  for (uint64_t r = lane; scan && r < nch; r += G::k) {
+    const float4 b = bias4<kN2V>(c, c0 + r, off, hi);
 #pragma unroll
-      for (int q = 0; q < 4; q++) {
-        const float x = at4(b, q);
-        if (x > 0.f) {
-          run += x;
-          if (run >= target) {
-            pick = (uint32_t)(((c0 + r) << 2) + q - off);
-            target = run / rng.next();
-          }
+    for (int q = 0; q < 4; q++) {
+      const float x = at4(b, q);
+      if (scan && x > 0.f) {
+        run += x;
+        if (run >= target) {
+          pick = (uint32_t)(((c0 + r) << 2) + q - off);
+          target = run / rng.next();
+          scan = target <= end;
         }
       }
     }
@@ -315,19 +321,25 @@ __device__ uint32_t dprs(const BiasCtx& c, uint64_t off, uint32_t d, LaneWords r
 
 // node2vec_scan: the exact sequential fallback after kMaxRejections
 // rejected proposals: a one-lane reservoir over all d edges with bias
-// w(e) f(e), element i on word i%4 of draw kFallbackDraw + i/4 (as the CPU).
-__device__ uint32_t node2vec_scan(const BiasCtx& c, uint64_t off, uint32_t d, uint64_t seed, uint64_t walk, uint32_t step) {
+// w(e) f(e) in float64, element i on word i%4 of draw kFallbackDraw + i/4,
+// the CPU's arithmetic to the letter, so even these steps match it.
+__device__ uint32_t node2vec_scan(const float* __restrict__ weights, const uint32_t* __restrict__ targets, uint64_t off,
+                                  uint32_t d, uint32_t prev, uint64_t poff, uint64_t pend, const double f[3],
+                                  uint64_t seed, uint64_t walk, uint32_t step) {
   double run = 0;
   uint32_t pick = 0;
   uint4 w = make_uint4(0, 0, 0, 0);
   for (uint32_t i = 0; i < d; i++) {
     if ((i & 3) == 0) w = draw(seed, walk, step, kFallbackDraw + (i >> 2));
-    const double b = bias_of(c, off + i);
+    const uint32_t x = __ldg(targets + off + i);
+    const double base = weights ? (double)__ldg(weights + off + i) : 1.0;
+    // _rn intrinsics: no FMA contraction, the CPU's roundings exactly.
+    const double b = __dmul_rn(base, x == prev ? f[0] : has_edge(targets, poff, pend, x) ? f[1] : f[2]);
     if (b <= 0) continue;
-    run += b;
-    if ((double)word(w, i & 3) * 0x1p-32 * run < b) pick = i;
+    run = __dadd_rn(run, b);
+    if (__dmul_rn(__dmul_rn((double)word(w, i & 3), 0x1p-32), run) < b) pick = i;
   }
-  return __ldg(c.targets + off + pick);
+  return __ldg(targets + off + pick);
 }
 
 }  // namespace ws

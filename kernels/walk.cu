@@ -97,20 +97,7 @@ __device__ __forceinline__ uint32_t node2vec_reject(const WalkParams& P, uint4 w
     if (z < either) return x;
     if (z < P.accept[has_edge(P.targets, poff, poff + pdeg, x) ? 1 : 2]) return x;
   }
-  BiasCtx c;
-  c.weights = P.weighted ? P.weights : nullptr;
-  c.labels = nullptr;
-  c.targets = P.targets;
-  c.want = 0;
-  c.metapath = false;
-  c.n2v = true;
-  c.prev = prev;
-  c.poff = poff;
-  c.pend = poff + pdeg;
-  c.f[0] = (float)P.bias[0];
-  c.f[1] = (float)P.bias[1];
-  c.f[2] = (float)P.bias[2];
-  return node2vec_scan(c, off, deg, seed, walk, step);
+  return node2vec_scan(P.weighted ? P.weights : nullptr, P.targets, off, deg, prev, poff, poff + pdeg, P.bias, seed, walk, step);
 }
 
 // walk_thread: each thread owns one walk at a time (its slot of the block's
