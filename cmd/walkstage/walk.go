@@ -1,12 +1,354 @@
 package main
 
 import (
+	"bufio"
+	"cmp"
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"os"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/walkstage/walkstage/gpu"
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/walk"
 )
 
-// walkCmd is being written; this placeholder keeps the tree building.
+const walkUsage = `usage: walkstage walk --graph FILE [flags]
+
+Walks a graph once and writes Parquet to object storage:
+  {out}/{prefix}/graph={graph}/algorithm={algorithm}/batch={batch-id}/part-NNNNN.parquet + _SUCCESS
+
+example:
+  walkstage walk --graph g.wsg --algorithm node2vec --p 2 --q 0.5 --length 80 --walks-per-vertex 10 \
+                 --seeds all --seed 42 --out file:///tmp/walks
+
+--seeds is "all" (every vertex), a file of external vertex ids (one per line, # comments; an id
+the graph lacks is an error), or "A-B": the vertices whose external id is in [A, B]. Walk i starts at seed i mod S (S seeds), so the first S walks
+cover every seed once. The same flags and seed give byte-identical output on the same engine.
+
+flags:
+`
+
 func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("not available in this build yet")
+	fs := flag.NewFlagSet("walk", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, walkUsage); fs.PrintDefaults() }
+	graphPath := fs.String("graph", "", "graph file in walkstage format (see 'walkstage graph')")
+	algoName := fs.String("algorithm", "deepwalk", "deepwalk, ppr, node2vec or metapath")
+	length := fs.Int("length", walk.DefaultLength, "maximum steps per walk")
+	p := fs.Float64("p", 1, "node2vec return parameter")
+	q := fs.Float64("q", 1, "node2vec in-out parameter")
+	stop := fs.Float64("stop", 0.15, "ppr stop probability before each step")
+	schema := fs.String("schema", "", "metapath edge labels applied cyclically, e.g. 0,1,2")
+	weighted := fs.Bool("weighted", false, "bias steps by edge weight")
+	samplerName := fs.String("sampler", "auto", "auto, uniform, alias, rejection, zprs or dprs")
+	perVertex := fs.Int("walks-per-vertex", 1, "walks started from every seed")
+	seeds := fs.String("seeds", "all", `start vertices: "all", a file of external ids, or a range "A-B"`)
+	seed := fs.Uint64("seed", 42, "random seed")
+	out := fs.String("out", "file://./walks", "bucket URL: file:///dir, s3://bucket?region=...[&endpoint=...&use_path_style=true], gs://bucket")
+	prefix := fs.String("prefix", "walks", "key prefix inside the bucket")
+	batchID := fs.String("batch-id", "", "batch id in the output path (default: seed-SEED)")
+	name := fs.String("name", "", "graph name in the output path and metadata (default: the graph's own)")
+	engineName := fs.String("engine", "auto", "cpu, gpu, or auto (gpu when this build and host have one)")
+	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "CPU engine workers")
+	compression := fs.String("compression", "zstd", "zstd, snappy or none")
+	fileBytes := fs.Int64("file-bytes", sink.DefaultFileBytes, "roll Parquet parts at this size")
+	rowGroupRows := fs.Int("row-group-rows", 0, "walks per row group (0: at most 65536 walks and 4 Mi vertices)")
+	memLimit := fs.Int64("sink-memory", sink.DefaultMemoryLimit, "bytes of walks the writer may hold")
+	quiet := fs.Bool("quiet", false, "no progress output")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if *graphPath == "" {
+		fs.Usage()
+		return errors.New("--graph is required")
+	}
+	if *perVertex < 1 {
+		return fmt.Errorf("--walks-per-vertex %d: want at least 1", *perVertex)
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	kind, err := walk.ParseKind(*algoName)
+	if err != nil {
+		return err
+	}
+	sampler, err := walk.ParseSampler(*samplerName)
+	if err != nil {
+		return err
+	}
+	comp, err := sink.ParseCompression(*compression)
+	if err != nil {
+		return err
+	}
+	algo := walk.Algorithm{Kind: kind, Length: *length, Weighted: *weighted, Sampler: sampler}
+	// Parameters of other algorithms are rejected when given explicitly,
+	// and left out otherwise (their defaults belong to their algorithm).
+	for _, f := range []struct {
+		flag string
+		kind walk.Kind
+	}{{"p", walk.Node2Vec}, {"q", walk.Node2Vec}, {"stop", walk.PPR}, {"schema", walk.MetaPath}} {
+		if set[f.flag] && kind != f.kind {
+			return fmt.Errorf("--%s is for %s, not %s", f.flag, f.kind, kind)
+		}
+	}
+	switch kind {
+	case walk.Node2Vec:
+		algo.P, algo.Q = *p, *q
+	case walk.PPR:
+		algo.StopProb = *stop
+	case walk.MetaPath:
+		if algo.Schema, err = parseSchema(*schema); err != nil {
+			return err
+		}
+	}
+	if err := algo.Validate(nil); err != nil {
+		return err
+	}
+
+	t0 := time.Now()
+	g, err := graph.Load(*graphPath)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	if *name != "" {
+		g.Name = *name
+	}
+	if err := algo.Validate(g); err != nil {
+		return err
+	}
+	starts, err := parseSeeds(g, *seeds)
+	if err != nil {
+		return err
+	}
+	nSeeds := len(starts)
+	if int64(nSeeds)*int64(*perVertex) > int64(1)<<40 {
+		return fmt.Errorf("%d seeds x %d walks each is too many for one run", nSeeds, *perVertex)
+	}
+	for r := 1; r < *perVertex; r++ {
+		starts = append(starts, starts[:nSeeds]...)
+	}
+	fmt.Fprintf(stderr, "graph %s (version %s): %d vertices, %d edges, loaded in %s\n", g.Name, g.Version, g.NumVertices(),
+		g.NumEdges(), time.Since(t0).Round(time.Millisecond))
+
+	eng, err := newEngine(g, *engineName, *workers, stderr)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+
+	bucket, err := sink.OpenBucket(ctx, *out)
+	if err != nil {
+		return err
+	}
+	defer bucket.Close()
+	id := *batchID
+	if id == "" {
+		id = fmt.Sprintf("seed-%d", *seed)
+	}
+	meta := sink.BatchMeta{BatchID: id, Algorithm: algo, Seed: *seed, Engine: eng.Name(), WalkstageVersion: Version, Walks: int64(len(starts))}
+	opts := []sink.Option{sink.WithCompression(comp), sink.WithFileBytes(*fileBytes), sink.WithMemoryLimit(*memLimit)}
+	if *rowGroupRows > 0 {
+		opts = append(opts, sink.WithRowGroupRows(*rowGroupRows))
+	}
+	w, err := sink.NewBatchWriter(ctx, bucket, *prefix, meta, g, opts...)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "walking %d walks (%d seeds x %d) of %s with the %s engine into %s\n", len(starts), nSeeds, *perVertex,
+		algo, eng.Name(), sink.ObjectURL(*out, w.Layout().Dir))
+
+	var walks, steps atomic.Int64
+	var prog *progress
+	if !*quiet {
+		prog = newProgress(stderr, int64(len(starts)), "walks")
+	}
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-tick.C:
+				if prog != nil {
+					prog.update(walks.Load(), steps.Load(), w.BytesWritten())
+				}
+			}
+		}
+	}()
+	t1 := time.Now()
+	err = eng.Run(runCtx, []walk.Job{{Algorithm: algo, Seed: *seed, Starts: starts}}, func(c walk.Chunk) error {
+		walks.Add(int64(c.Len()))
+		steps.Add(c.Steps())
+		return w.Write(runCtx, c)
+	})
+	walkTime := time.Since(t1)
+	var m *sink.Manifest
+	if err == nil {
+		m, err = w.Commit(ctx)
+	}
+	cancel()
+	if err != nil {
+		if aerr := w.Abort(context.WithoutCancel(ctx)); aerr != nil {
+			err = fmt.Errorf("%w (abort: %v)", err, aerr)
+		}
+		if prog != nil {
+			prog.finish(walks.Load(), steps.Load(), w.BytesWritten())
+		}
+		return err
+	}
+	total := time.Since(t1)
+	if prog != nil {
+		prog.finish(walks.Load(), steps.Load(), w.BytesWritten())
+	}
+	fmt.Fprintf(stdout, "wrote %d walks, %d steps in %d parts, %s, to %s\n", m.Walks, m.Steps, len(m.Files), humanBytes(m.Bytes),
+		sink.ObjectURL(*out, w.Layout().SuccessKey()))
+	fmt.Fprintf(stdout, "walk+encode %s (engine returned after %s): %.1f M steps/s, %.1f M walk vertices/s, %.1f MB/s\n",
+		total.Round(time.Millisecond), walkTime.Round(time.Millisecond), float64(m.Steps)/total.Seconds()/1e6,
+		float64(m.Steps+m.Walks)/total.Seconds()/1e6, float64(m.Bytes)/total.Seconds()/1e6)
+	return nil
+}
+
+// newEngine builds the requested engine; auto prefers the GPU and falls
+// back to the CPU when this build or host has none.
+func newEngine(g *graph.Graph, name string, workers int, stderr io.Writer) (walk.Engine, error) {
+	cpu := func() (walk.Engine, error) { return walk.NewCPU(g, walk.WithWorkers(workers)) }
+	switch name {
+	case "cpu":
+		return cpu()
+	case "gpu":
+		return gpu.New(g)
+	case "auto":
+		e, err := gpu.New(g)
+		if err == nil {
+			return e, nil
+		}
+		if !errors.Is(err, gpu.ErrUnavailable) {
+			return nil, err
+		}
+		fmt.Fprintf(stderr, "using the cpu engine: %v\n", err)
+		return cpu()
+	}
+	return nil, fmt.Errorf("unknown engine %q (want cpu, gpu or auto)", name)
+}
+
+func parseSchema(s string) ([]uint8, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, errors.New("metapath needs --schema, e.g. --schema 0,1,2")
+	}
+	var out []uint8
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseUint(strings.TrimSpace(f), 10, 8)
+		if err != nil {
+			return nil, fmt.Errorf("--schema %q: label %q is not a number in 0..255", s, f)
+		}
+		out = append(out, uint8(v))
+	}
+	return out, nil
+}
+
+var seedRange = regexp.MustCompile(`^\s*(-?\d+)\s*-\s*(-?\d+)\s*$`)
+
+// parseSeeds resolves --seeds to dense start vertices.
+func parseSeeds(g *graph.Graph, spec string) ([]uint32, error) {
+	if spec == "all" {
+		out := make([]uint32, g.NumVertices())
+		for i := range out {
+			out[i] = uint32(i)
+		}
+		return out, nil
+	}
+	if _, err := os.Stat(spec); err != nil {
+		if m := seedRange.FindStringSubmatch(spec); m != nil {
+			return seedsInRange(g, m[1], m[2])
+		}
+		return nil, fmt.Errorf("--seeds %q: not \"all\", a range A-B, or a readable file: %w", spec, err)
+	}
+	return seedsFromFile(g, spec)
+}
+
+// seedsInRange selects the vertices whose external id lies in [a, b], in
+// external id order. Ids in the range that the graph lacks are skipped (an
+// external id space is often sparse); an empty selection is an error.
+func seedsInRange(g *graph.Graph, a, b string) ([]uint32, error) {
+	lo, err1 := strconv.ParseInt(a, 10, 64)
+	hi, err2 := strconv.ParseInt(b, 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, fmt.Errorf("--seeds %s-%s: %w", a, b, err)
+	}
+	if hi < lo {
+		return nil, fmt.Errorf("--seeds %d-%d: empty range", lo, hi)
+	}
+	var out []uint32
+	if g.IDs == nil {
+		for x := max(lo, 0); x <= hi && x < int64(g.NumVertices()); x++ {
+			out = append(out, uint32(x))
+		}
+	} else {
+		for v, x := range g.IDs {
+			if x >= lo && x <= hi {
+				out = append(out, uint32(v))
+			}
+		}
+		slices.SortFunc(out, func(u, v uint32) int { return cmp.Compare(g.IDs[u], g.IDs[v]) })
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--seeds %d-%d: no vertex of graph %s has an id in the range", lo, hi, g.Name)
+	}
+	return out, nil
+}
+
+func seedsFromFile(g *graph.Graph, path string) ([]uint32, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--seeds: %w", err)
+	}
+	defer f.Close()
+	var out []uint32
+	sc := bufio.NewScanner(f)
+	for line := 1; sc.Scan(); line++ {
+		s := strings.TrimSpace(sc.Text())
+		if i := strings.IndexByte(s, '#'); i >= 0 {
+			s = strings.TrimSpace(s[:i])
+		}
+		if s == "" {
+			continue
+		}
+		x, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("--seeds %s line %d: %q is not a vertex id", path, line, s)
+		}
+		v, ok := g.DenseID(x)
+		if !ok {
+			return nil, fmt.Errorf("--seeds %s line %d: vertex %d is not in graph %s", path, line, x, g.Name)
+		}
+		out = append(out, v)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("--seeds %s: %w", path, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--seeds %s: no vertex ids", path)
+	}
+	return out, nil
 }

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/sink"
+)
+
+// walkTestGraph saves a small graph with sparse external ids.
+func walkTestGraph(t *testing.T) string {
+	t.Helper()
+	var edges []graph.Edge
+	for v := int64(0); v < 200; v++ {
+		for _, d := range []int64{1, 7, 31} {
+			edges = append(edges, graph.Edge{Src: 10 * v, Dst: 10 * ((v + d) % 200), Weight: float32(d)})
+		}
+	}
+	g, err := graph.FromEdges(edges, graph.BuildOptions{Name: "tiny", Weighted: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "tiny.wsg")
+	if err := graph.Save(path, g); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func runWalk(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := walkCmd(context.Background(), args, &out, &errb)
+	return out.String() + errb.String(), err
+}
+
+func TestWalkCommandWritesBatch(t *testing.T) {
+	gp := walkTestGraph(t)
+	seedFile := filepath.Join(t.TempDir(), "seeds.txt")
+	os.WriteFile(seedFile, []byte("# two seeds\n10\n\n1990 # last vertex\n"), 0o644)
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		walks int64
+	}{
+		{"node2vec all seeds", []string{"--algorithm", "node2vec", "--p", "2", "--q", "0.5", "--length", "30", "--walks-per-vertex", "3"}, 600},
+		{"weighted deepwalk range", []string{"--weighted", "--seeds", "100-190", "--length", "10"}, 10},
+		{"ppr seed file", []string{"--algorithm", "ppr", "--stop", "0.3", "--seeds", seedFile, "--walks-per-vertex", "5"}, 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var digests []string
+			for _, engine := range []string{"cpu", "auto"} {
+				dir := t.TempDir()
+				args := append([]string{"--graph", gp, "--out", "file://" + dir, "--batch-id", "b", "--engine", engine, "--compression", "snappy"}, tc.args...)
+				out, err := runWalk(t, args...)
+				if err != nil {
+					t.Fatalf("%v\n%s", err, out)
+				}
+				b, err := sink.OpenBucket(context.Background(), "file://"+dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				algo := strings.TrimPrefix(tc.args[0], "--")
+				if algo != "algorithm" {
+					algo = "deepwalk"
+				} else {
+					algo = tc.args[1]
+				}
+				m, err := sink.ReadManifest(context.Background(), b, "walks/graph=tiny/algorithm="+algo+"/batch=b/_SUCCESS")
+				b.Close()
+				if err != nil {
+					t.Fatalf("%v\n%s", err, out)
+				}
+				if m.Walks != tc.walks || m.Engine != "cpu" || m.Compression != "snappy" {
+					t.Fatalf("manifest %+v", m)
+				}
+				digests = append(digests, dirDigest(t, dir))
+			}
+			if digests[0] != digests[1] {
+				t.Fatal("two runs with the same seed differ")
+			}
+		})
+	}
+}
+
+func TestWalkCommandRejects(t *testing.T) {
+	gp := walkTestGraph(t)
+	out := "file://" + t.TempDir()
+	seedFile := filepath.Join(t.TempDir(), "seeds.txt")
+	os.WriteFile(seedFile, []byte("10\n11\n"), 0o644)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--seeds", "5-5"}, "no vertex of graph tiny"},
+		{[]string{"--seeds", seedFile}, "vertex 11 is not in graph tiny"},
+		{[]string{"--seeds", "/no/such/file"}, "not \"all\""},
+		{[]string{"--p", "2"}, "--p is for node2vec"},
+		{[]string{"--algorithm", "metapath"}, "--schema"},
+		{[]string{"--algorithm", "metapath", "--schema", "0"}, "labels"},
+		{[]string{"--compression", "lz5"}, "unknown compression"},
+		{[]string{"--engine", "tpu"}, "unknown engine"},
+	} {
+		_, err := runWalk(t, append([]string{"--graph", gp, "--out", out}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want one containing %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func dirDigest(t *testing.T, dir string) string {
+	h := sha256.New()
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		fmt.Fprintf(h, "%s %x\n", rel, sha256.Sum256(data))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%x", h.Sum(nil))
+}
