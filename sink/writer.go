@@ -362,13 +362,6 @@ func (w *BatchWriter) reserve(ctx context.Context, need int64) error {
 	}
 }
 
-func (w *BatchWriter) release(n int64) {
-	w.mu.Lock()
-	w.used -= n
-	w.signal()
-	w.mu.Unlock()
-}
-
 // chunkBytes is the memory held by walks [lo, hi) of c.
 func chunkBytes(c *walk.Chunk, lo, hi int) int64 {
 	return int64(hi-lo)*12 + int64(c.Offsets[hi]-c.Offsets[lo])*4
@@ -552,10 +545,14 @@ func (w *BatchWriter) uploadLoop() {
 			}
 		}
 		err = w.appendGroup(p, gr)
+		// Forget the group, free its bytes and move on in one step, so a
+		// Write checking whether waiting can help never sees a gap.
 		w.mu.Lock()
 		delete(w.open, gi)
+		w.used -= int64(len(gr.frag))
+		w.next = gi + 1
+		w.signal()
 		w.mu.Unlock()
-		w.release(int64(len(gr.frag)))
 		gr.frag = nil
 		if err != nil {
 			w.fail(err)

@@ -474,3 +474,7 @@ func TestBatchLayoutEscapes(t *testing.T) {
 }
 
 var _ = io.EOF
+
+func readRows(data []byte) ([]Row, error) {
+	return parquet.Read[Row](bytes.NewReader(data), int64(len(data)))
+}
