@@ -2,11 +2,13 @@ package graph
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/crc64"
 	"io"
 	"math"
 	"os"
+	"sync/atomic"
 	"time"
 )
 
@@ -98,9 +100,8 @@ func (w *csrWriter) write(ctx context.Context, f *os.File, runs []runFile) error
 	// Edges are handled in batches so the target lookups, each a likely
 	// cache miss, run in a tight loop the CPU can overlap.
 	const batchLen = 8192
-	batch := make([]rec, 0, batchLen)
 	dst := make([]uint32, batchLen)
-	process := func() error {
+	process := func(batch []rec) error {
 		if rank != nil {
 			if err := rank.all(batch, dst); err != nil {
 				return err
@@ -145,19 +146,55 @@ func (w *csrWriter) write(ctx context.Context, f *os.File, runs []runFile) error
 			}
 			e++
 		}
-		batch = batch[:0]
 		if o.Progress != nil && time.Since(lastRep) >= o.ProgressInterval {
 			lastRep = time.Now()
 			o.Progress(Progress{Phase: "write", EdgesOut: int64(e), EdgesTotal: w.total, EdgesRead: w.stats.InputEdges})
 		}
 		return nil
 	}
+	// The merge (this goroutine) and the lookups and writes (the writer
+	// goroutine) run in a pipeline of batches.
+	work := make(chan []rec, 4)
+	free := make(chan []rec, 6)
+	for range cap(free) {
+		free <- make([]rec, 0, batchLen)
+	}
+	writerDone := make(chan error, 1)
+	var writerFailed atomic.Bool
+	go func() {
+		var err error
+		for b := range work {
+			if err == nil {
+				if err = process(b); err != nil {
+					writerFailed.Store(true)
+				}
+			}
+			free <- b[:0]
+		}
+		writerDone <- err
+	}()
+	batch := <-free
 	emit := func(r *rec) error {
 		batch = append(batch, *r)
 		if len(batch) == batchLen {
-			return process()
+			if writerFailed.Load() {
+				return errWriterFailed
+			}
+			work <- batch
+			batch = <-free
 		}
 		return nil
+	}
+	finishWriter := func(mergeErr error) error {
+		if mergeErr == nil && len(batch) > 0 {
+			work <- batch
+		}
+		close(work)
+		werr := <-writerDone
+		if werr != nil {
+			return werr
+		}
+		return mergeErr
 	}
 	err := mergeRuns(ctx, runs, o.Weighted, o.Labelled, func(r *rec) error {
 		if have && r.s == pending.s && r.d == pending.d {
@@ -180,15 +217,10 @@ func (w *csrWriter) write(ctx context.Context, f *os.File, runs []runFile) error
 		pending, have = *r, true
 		return nil
 	})
-	if err != nil {
-		return err
+	if err == nil && have {
+		err = emit(&pending)
 	}
-	if have {
-		if err := emit(&pending); err != nil {
-			return err
-		}
-	}
-	if err := process(); err != nil {
+	if err := finishWriter(err); err != nil {
 		return err
 	}
 	for ; nextV <= w.n; nextV++ {
@@ -259,6 +291,8 @@ func (w *csrWriter) write(ctx context.Context, f *os.File, runs []runFile) error
 	}
 	return nil
 }
+
+var errWriterFailed = errors.New("graph writer failed")
 
 // moveWithin copies n bytes from src to dst <= src inside f, front to back,
 // which is safe when the ranges overlap.

@@ -60,7 +60,7 @@ type ImportOptions struct {
 	// RunEdges is the number of directed edges sorted in memory at a time
 	// (default 4Mi; memory is about 2 x 40 bytes per run edge).
 	RunEdges int
-	// Progress, if set, is called from the importing goroutine at most
+	// Progress, if set, is called (from one goroutine at a time) at most
 	// every ProgressInterval (default 2s), and once at the end of each phase.
 	Progress         func(Progress)
 	ProgressInterval time.Duration
@@ -396,7 +396,7 @@ func encodeRun(w *bufio.Writer, recs []rec, order []kv, weighted, labelled bool)
 			return err
 		}
 	}
-	return nil
+	return enc.flush()
 }
 
 type runEncoder struct {
@@ -404,28 +404,35 @@ type runEncoder struct {
 	weighted, labelled bool
 	ps, pd             uint64
 	started            bool
-	buf                [2*binary.MaxVarintLen64 + 5]byte
+	buf                []byte
 }
 
 func (e *runEncoder) put(r *rec) error {
 	s, d := uint64(r.s), uint64(r.d)
-	n := binary.PutUvarint(e.buf[:], s-e.ps)
+	b := binary.AppendUvarint(e.buf, s-e.ps)
 	if e.started && s == e.ps {
-		n += binary.PutUvarint(e.buf[n:], d-e.pd)
+		b = binary.AppendUvarint(b, d-e.pd)
 	} else {
-		n += binary.PutUvarint(e.buf[n:], d)
+		b = binary.AppendUvarint(b, d)
 	}
 	if e.weighted {
-		binary.LittleEndian.PutUint32(e.buf[n:], math.Float32bits(r.w))
-		n += 4
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(r.w))
 	}
 	if e.labelled {
-		e.buf[n] = r.l
-		n++
+		b = append(b, r.l)
 	}
 	e.started = true
 	e.ps, e.pd = s, d
-	_, err := e.w.Write(e.buf[:n])
+	e.buf = b
+	if len(b) >= 256<<10 {
+		return e.flush()
+	}
+	return nil
+}
+
+func (e *runEncoder) flush() error {
+	_, err := e.w.Write(e.buf)
+	e.buf = e.buf[:0]
 	return err
 }
 
@@ -485,11 +492,11 @@ func (rr *runReader) next() (bool, error) {
 		rr.mem = rr.mem[1:]
 		return true, nil
 	}
-	ds, err := binary.ReadUvarint(rr.r)
+	ds, err := readUvarint(rr.r)
 	if err != nil {
 		return false, fmt.Errorf("read back run %s: %w", rr.f.Name(), noEOF(err))
 	}
-	dd, err := binary.ReadUvarint(rr.r)
+	dd, err := readUvarint(rr.r)
 	if err != nil {
 		return false, fmt.Errorf("read back run %s: %w", rr.f.Name(), noEOF(err))
 	}
@@ -515,6 +522,21 @@ func (rr *runReader) next() (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// readUvarint decodes straight from the reader's buffer when it holds a
+// whole varint, which is almost always.
+func readUvarint(r *bufio.Reader) (uint64, error) {
+	if r.Buffered() >= binary.MaxVarintLen64 {
+		b, _ := r.Peek(binary.MaxVarintLen64)
+		x, n := binary.Uvarint(b)
+		if n <= 0 {
+			return 0, errors.New("corrupt varint")
+		}
+		r.Discard(n)
+		return x, nil
+	}
+	return binary.ReadUvarint(r)
 }
 
 func noEOF(err error) error {
@@ -618,10 +640,14 @@ func (b *runBuilder) reduceRuns(runs []runFile) ([]runFile, error) {
 			var err error
 			merged.path, err = b.spill(func(w *bufio.Writer) error {
 				enc := runEncoder{w: w, weighted: b.o.Weighted, labelled: b.o.Labelled}
-				return mergeRuns(b.ctx, group, b.o.Weighted, b.o.Labelled, func(r *rec) error {
+				err := mergeRuns(b.ctx, group, b.o.Weighted, b.o.Labelled, func(r *rec) error {
 					merged.n++
 					return enc.put(r)
 				})
+				if err != nil {
+					return err
+				}
+				return enc.flush()
 			})
 			if err == nil && !b.o.DenseIDs {
 				var ids []int64
@@ -790,7 +816,7 @@ func importInto(ctx context.Context, input, out string, o ImportOptions, totalBy
 	if o.RunEdges <= 0 {
 		o.RunEdges = defaultRunEdges
 	}
-	o.RunEdges = max(o.RunEdges, 2)
+	o.RunEdges = min(max(o.RunEdges, 2), 1<<30) // positions in a run are uint32
 	if o.ProgressInterval <= 0 {
 		o.ProgressInterval = 2 * time.Second
 	}

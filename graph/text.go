@@ -61,6 +61,9 @@ func importText(ctx context.Context, r io.Reader, name string, size int64, out s
 		defer zr.Close()
 		r = zr
 	}
+	if o.Name == "" && name == "-" {
+		o.Name = "stdin"
+	}
 	if o.Name == "" {
 		o.Name = strings.TrimSuffix(strings.TrimSuffix(baseName(name), ".gz"), extOf(strings.TrimSuffix(baseName(name), ".gz")))
 	}
