@@ -32,6 +32,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -119,6 +120,9 @@ var ErrDuplicate = errors.New("duplicate edge")
 
 const defaultRunEdges = 4 << 20
 
+// errSorterFailed stops the reader; the sorter's own error is reported.
+var errSorterFailed = errors.New("sorting runs failed")
+
 // maxMergeFan bounds how many run files are open at once; more runs are
 // merged in rounds.
 const maxMergeFan = 256
@@ -172,7 +176,8 @@ type runBuilder struct {
 	bytes   int64 // set by the reader for progress
 	total   int64
 	ctxPoll int
-	sorter_ runSorter // used only by the sorter goroutine
+	sorter_ runSorter   // used only by the sorter goroutine
+	failed  atomic.Bool // the sorter hit an error; stop reading
 }
 
 type sortJob struct {
@@ -255,6 +260,9 @@ func (b *runBuilder) report(force bool) {
 
 // flush hands the current run to the sorter and takes the other buffer.
 func (b *runBuilder) flush(spill bool) error {
+	if b.failed.Load() {
+		return errSorterFailed
+	}
 	if len(b.cur) == 0 && len(b.dropped) == 0 {
 		return nil
 	}
@@ -282,7 +290,9 @@ func (b *runBuilder) flush(spill bool) error {
 // finish sorts the last run (kept in memory) and waits for the sorter.
 func (b *runBuilder) finish() ([]runFile, error) {
 	if err := b.flush(false); err != nil {
-		b.closeSorter()
+		if cerr := b.closeSorter(); cerr != nil {
+			return b.runs, cerr
+		}
 		return b.runs, err
 	}
 	return b.runs, b.closeSorter()
@@ -298,10 +308,11 @@ func (b *runBuilder) closeSorter() error {
 func (b *runBuilder) sorter() {
 	var err error
 	for job := range b.full {
-		if err != nil {
-			continue // drain; the first error is reported
+		if err == nil { // after an error, drain; the first error is reported
+			if err = b.sortRun(job); err != nil {
+				b.failed.Store(true)
+			}
 		}
-		err = b.sortRun(job)
 		if job.spill {
 			b.free <- job.recs[:0]
 		}
@@ -838,7 +849,7 @@ func importInto(ctx context.Context, input, out string, o ImportOptions, totalBy
 	readErr := read(b)
 	runs, finErr := b.finish()
 	defer func() { removeRuns(runs) }()
-	if readErr != nil {
+	if readErr != nil && !errors.Is(readErr, errSorterFailed) {
 		return nil, readErr
 	}
 	if finErr != nil {

@@ -277,3 +277,19 @@ func TestRunSorterMatchesComparisonSort(t *testing.T) {
 		}
 	}
 }
+
+func TestImportTextSpillFailure(t *testing.T) {
+	var sb strings.Builder
+	for i := 0; i < 5000; i++ {
+		fmt.Fprintf(&sb, "%d %d\n", i, i+1)
+	}
+	dir := t.TempDir()
+	o := ImportOptions{RunEdges: 100, TempDir: filepath.Join(dir, "missing")}
+	_, err := ImportTextReader(context.Background(), strings.NewReader(sb.String()), "e.txt", filepath.Join(dir, "g.wsg"), o)
+	if err == nil || !strings.Contains(err.Error(), "import e.txt") || !strings.Contains(err.Error(), "spill run") {
+		t.Fatalf("got %v, want a spill error naming the input", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("failed import left %d files", len(ents))
+	}
+}
