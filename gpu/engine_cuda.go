@@ -46,9 +46,10 @@ type Engine struct {
 	cfg config
 	dev *device
 
-	mod             cu.Module
-	fnAlias, fnSegs cu.Function
-	numSM           int
+	mod                                    cu.Module
+	fnAlias, fnSegs                        cu.Function
+	fnPackPartials, fnPackScan, fnPackRows cu.Function
+	numSM                                  int
 	// reservoir kernels: [dprs][node2vec].
 	fnReservoir  [2][2]cu.Function
 	occReservoir [2][2]int
@@ -161,7 +162,8 @@ func (e *Engine) setup() error {
 	for _, k := range []struct {
 		fn   *cu.Function
 		name string
-	}{{&e.fnAlias, "alias_build"}, {&e.fnSegs, "label_tables_build"}} {
+	}{{&e.fnAlias, "alias_build"}, {&e.fnSegs, "label_tables_build"},
+		{&e.fnPackPartials, "pack_partials"}, {&e.fnPackScan, "pack_scan_partials"}, {&e.fnPackRows, "pack_rows"}} {
 		if *k.fn, err = e.mod.Function(k.name); err != nil {
 			return fmt.Errorf("gpu: kernel %s: %w", k.name, err)
 		}
@@ -345,7 +347,12 @@ const (
 	threadBlock    = 256 // kThreadBlock in kernels/walk.cu
 	reservoirBlock = 256 // kBlockThreads in kernels/samplers.cuh
 	localPoolSlots = 64  // kLocalPoolSlots in kernels/walk.cu
+	packThreads    = 256 // kPackThreads in kernels/compact.cuh
+	packTile       = 1024
 )
+
+// packTiles is the number of pack_rows tiles of a batch of n walks.
+func packTiles(n int64) int64 { return (n + packTile - 1) / packTile }
 
 // Name implements walk.Engine.
 func (e *Engine) Name() string { return "gpu" }
@@ -416,9 +423,11 @@ type batchSlot struct {
 	capStride                                           int64
 	capJobs                                             int64
 	dTasks, dSeeds, dResult, dLengths, dCursor, dParams cu.DevicePtr
+	dDense, dPartials                                   cu.DevicePtr
 	hTasks                                              []task
 	hSeeds                                              []uint64
-	hResult, hLengths                                   []uint32
+	hDense, hLengths                                    []uint32
+	hTotal                                              *uint32
 	hParams                                             *walkParams
 	hPtrs                                               []unsafe.Pointer
 	pending                                             *batch
@@ -443,7 +452,7 @@ func (s *batchSlot) release(e *Engine) {
 	}
 	s.hPtrs = nil
 	for name, p := range map[string]*cu.DevicePtr{"tasks": &s.dTasks, "seeds": &s.dSeeds, "result": &s.dResult,
-		"lengths": &s.dLengths, "cursor": &s.dCursor, "params": &s.dParams} {
+		"lengths": &s.dLengths, "cursor": &s.dCursor, "params": &s.dParams, "dense": &s.dDense, "partials": &s.dPartials} {
 		e.free(s.name+"."+name, p)
 	}
 	if s.stream != (cu.Stream{}) {
@@ -484,6 +493,7 @@ func (e *Engine) ensureSlots(walks, stride, jobs int64) error {
 			{&s.dTasks, "tasks", walks * 16}, {&s.dSeeds, "seeds", jobs * 8},
 			{&s.dResult, "result", walks * stride * 4}, {&s.dLengths, "lengths", walks * 4},
 			{&s.dCursor, "cursor", 8}, {&s.dParams, "params", paramsSize},
+			{&s.dDense, "dense", walks * stride * 4}, {&s.dPartials, "partials", (packTiles(walks) + 1) * 4},
 		}
 		for _, d := range dev {
 			if *d.p, err = e.alloc(s.name+"."+d.name, d.n); err != nil {
@@ -509,7 +519,11 @@ func (e *Engine) ensureSlots(walks, stride, jobs int64) error {
 		if p, err = host(walks * stride * 4); err != nil {
 			return err
 		}
-		s.hResult = unsafe.Slice((*uint32)(p), walks*stride)
+		s.hDense = unsafe.Slice((*uint32)(p), walks*stride)
+		if p, err = host(8); err != nil {
+			return err
+		}
+		s.hTotal = (*uint32)(p)
 		if p, err = host(walks * 4); err != nil {
 			return err
 		}
@@ -527,7 +541,7 @@ func (e *Engine) ensureSlots(walks, stride, jobs int64) error {
 // needing its result row, length and task; bounded by the pinned host
 // buffers and the configured cap.
 func (e *Engine) batchWalks(stride, total int64) (int64, error) {
-	perWalk := stride*4 + 4 + 16
+	perWalk := 2*stride*4 + 4 + 16 // result row, dense copy, length, task
 	var free int64
 	err := e.dev.do(func() error {
 		// Slots already allocated count as free: they are reused or
@@ -535,7 +549,7 @@ func (e *Engine) batchWalks(stride, total int64) (int64, error) {
 		f, _, err := cu.MemInfo()
 		for _, s := range e.slots {
 			if s != nil {
-				f += s.capWalks*(s.capStride*4+4+16) + s.capJobs*8
+				f += s.capWalks*(2*s.capStride*4+4+16) + s.capJobs*8
 			}
 		}
 		free = f
@@ -545,7 +559,7 @@ func (e *Engine) batchWalks(stride, total int64) (int64, error) {
 		return 0, fmt.Errorf("gpu: memory info: %w", err)
 	}
 	n := (free - e.cfg.reserveBytes) / (2 * perWalk)
-	n = min(n, e.cfg.hostBufferBytes/perWalk, total, 1<<31-1)
+	n = min(n, e.cfg.hostBufferBytes/(stride*4+4+16), total, 1<<31-1)
 	if e.cfg.maxBatchWalks > 0 {
 		n = min(n, int64(e.cfg.maxBatchWalks))
 	}
@@ -753,6 +767,7 @@ func (e *Engine) enqueue(s *batchSlot, b *batch, alg walk.Algorithm) error {
 	}
 	grid := int(min(int64(e.numSM*max(occ, 1)), (n+perBlock-1)/perBlock))
 	b2 := b
+	tiles := packTiles(n)
 	err := e.dev.do(func() error {
 		st := s.stream
 		steps := []struct {
@@ -767,8 +782,11 @@ func (e *Engine) enqueue(s *batchSlot, b *batch, alg walk.Algorithm) error {
 			{"record start", s.start.Record(st)},
 			{"launch", launch(fn, grid, block, st, []uint64{uint64(s.dParams)})},
 			{"record stop", s.stop.Record(st)},
+			{"pack partials", launch(e.fnPackPartials, int(tiles), packThreads, st, []uint64{uint64(s.dLengths), uint64(n), uint64(s.dPartials)})},
+			{"pack scan", launch(e.fnPackScan, 1, packThreads, st, []uint64{uint64(s.dPartials), uint64(tiles)})},
+			{"pack rows", launch(e.fnPackRows, int(tiles), packThreads, st, []uint64{uint64(s.dResult), uint64(s.dLengths), uint64(s.dPartials), uint64(n), stride, uint64(s.dDense)})},
 			{"copy lengths", cu.MemcpyDtoHAsync(unsafe.Pointer(&s.hLengths[0]), s.dLengths, n*4, st)},
-			{"copy result", cu.MemcpyDtoHAsync(unsafe.Pointer(&s.hResult[0]), s.dResult, n*int64(stride)*4, st)},
+			{"copy total", cu.MemcpyDtoHAsync(unsafe.Pointer(s.hTotal), s.dPartials+cu.DevicePtr(tiles*4), 4, st)},
 		}
 		for _, x := range steps {
 			if x.err != nil {
@@ -795,26 +813,46 @@ func (e *Engine) finish(s *batchSlot, stride, maxVertices int64, emit walk.EmitF
 			return fmt.Errorf("gpu: batch: %w", err)
 		}
 		var err error
-		ms, err = s.start.Elapsed(s.stop)
-		return err
+		if ms, err = s.start.Elapsed(s.stop); err != nil {
+			return fmt.Errorf("gpu: kernel time: %w", err)
+		}
+		// Only now is the packed size known: copy exactly the walked
+		// vertices. (The other slot's kernel runs meanwhile.)
+		total := int64(*s.hTotal)
+		if total > int64(len(s.hDense)) {
+			return fmt.Errorf("gpu: batch packed %d vertices into a pool of %d (kernel fault)", total, len(s.hDense))
+		}
+		if total > 0 {
+			if err := cu.MemcpyDtoHAsync(unsafe.Pointer(&s.hDense[0]), s.dDense, total*4, s.stream); err != nil {
+				return fmt.Errorf("gpu: copy walks: %w", err)
+			}
+		}
+		return s.stream.Synchronize()
 	}); err != nil {
 		return err
 	}
 	e.stats.Compute += time.Duration(ms * float64(time.Millisecond))
 	type piece struct {
 		seg    *segment
-		row    int64 // first row in the batch
+		row    int64 // first walk's index in the batch
+		at     int64 // first walk's first vertex in the packed array
 		lo, hi int   // walk ids
 	}
 	var pieces []piece
-	row := int64(0)
+	row, at := int64(0), int64(0)
 	for si := range b.segs {
 		sg := &b.segs[si]
 		for lo := sg.lo; lo < sg.hi; lo += e.cfg.chunkWalks {
 			hi := min(lo+e.cfg.chunkWalks, sg.hi)
-			pieces = append(pieces, piece{sg, row + int64(lo-sg.lo), lo, hi})
+			pieces = append(pieces, piece{sg, row, at, lo, hi})
+			for _, l := range s.hLengths[row : row+int64(hi-lo)] {
+				at += int64(l)
+			}
+			row += int64(hi - lo)
 		}
-		row += int64(sg.hi - sg.lo)
+	}
+	if at != int64(*s.hTotal) {
+		return fmt.Errorf("gpu: lengths sum to %d vertices, the packed batch holds %d (kernel fault)", at, *s.hTotal)
 	}
 	chunks := make([]walk.Chunk, len(pieces))
 	errs := make([]error, len(pieces))
@@ -837,11 +875,10 @@ func (e *Engine) finish(s *batchSlot, stride, maxVertices int64, emit walk.EmitF
 				nv += int64(l)
 			}
 			c := walk.Chunk{Tag: pc.seg.job.Tag, WalkIDs: make([]uint64, nw), Offsets: make([]uint32, nw+1), Vertices: make([]uint32, nv)}
+			copy(c.Vertices, s.hDense[pc.at:pc.at+nv])
 			at := uint32(0)
 			for k, l := range lens {
 				c.WalkIDs[k] = uint64(pc.lo + k)
-				r := (pc.row + int64(k)) * stride
-				copy(c.Vertices[at:at+l], s.hResult[r:r+int64(l)])
 				at += l
 				c.Offsets[k+1] = at
 			}

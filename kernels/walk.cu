@@ -19,6 +19,7 @@
 #include "params.cuh"
 #include "rng.cuh"
 #include "samplers.cuh"
+#include "compact.cuh"
 
 using namespace ws;
 
