@@ -25,7 +25,9 @@ const maxLineBytes = 1 << 20
 // whitespace and/or commas; the weight column is read when o.Weighted, the
 // label column (after the weight, if any) when o.Labelled, and any other
 // column count is an error. Lines starting with '#' or '%' and blank lines
-// are skipped. A path ending in .gz is decompressed; "-" reads stdin.
+// are skipped; in a Matrix Market file (first line "%%MatrixMarket") the
+// size line after the comments is skipped too. A path ending in .gz is
+// decompressed; "-" reads stdin.
 // Errors name the file and line.
 func ImportText(ctx context.Context, in, out string, o ImportOptions) (*ImportStats, error) {
 	var r io.Reader = os.Stdin
@@ -77,6 +79,7 @@ func readText(r io.Reader, name string, o ImportOptions, b *runBuilder, cr *coun
 	want := 2 + btoi(o.Weighted) + btoi(o.Labelled)
 	var fields [4][]byte
 	line := 0
+	matrixMarket := false
 	for {
 		raw, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -89,6 +92,14 @@ func readText(r io.Reader, name string, o ImportOptions, b *runBuilder, cr *coun
 			line++
 			b.bytes = cr.n
 			nf, extra := splitFields(raw, fields[:])
+			if line == 1 && bytes.HasPrefix(raw, []byte("%%MatrixMarket")) {
+				// Matrix Market coordinate files: after the comments comes
+				// a "rows cols entries" size line, which is not an edge.
+				matrixMarket = true
+			}
+			if nf > 0 && fields[0][0] != '#' && fields[0][0] != '%' && matrixMarket {
+				matrixMarket, nf = false, 0 // the size line
+			}
 			if nf > 0 && fields[0][0] != '#' && fields[0][0] != '%' {
 				if nf != want || extra {
 					return fmt.Errorf("import %s line %d: %s, want %d (%s)%s", name, line, countFields(raw), want, columnNames(o), columnHint(nf, want, line))

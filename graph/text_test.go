@@ -293,3 +293,17 @@ func TestImportTextSpillFailure(t *testing.T) {
 		t.Fatalf("failed import left %d files", len(ents))
 	}
 }
+
+func TestImportTextMatrixMarket(t *testing.T) {
+	text := "%%MatrixMarket matrix coordinate real general\n% comment\n3 3 2\n1 2 0.5\n3 1 2\n"
+	got, _, err := importString(t, text, ImportOptions{Name: "mm", Weighted: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := FromEdges([]Edge{{1, 2, 0.5, 0}, {3, 1, 2, 0}}, BuildOptions{Name: "mm", Weighted: true})
+	sameGraph(t, got, want)
+	// Without the banner a three-number line is an edge (here: a bad one).
+	if _, _, err := importString(t, "3 3 2\n", ImportOptions{}); err == nil {
+		t.Fatal("a size line outside a Matrix Market file was accepted")
+	}
+}
