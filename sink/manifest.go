@@ -48,7 +48,10 @@ type File struct {
 	Steps       int64  `json:"steps"`
 	RowGroups   int    `json:"row_groups"`
 	Bytes       int64  `json:"bytes"`
-	SHA256      string `json:"sha256"` // hex, of the whole object
+	// CRC32C of the whole object, base64 of the big-endian value: the form
+	// GCS reports in object metadata and S3 in x-amz-checksum-crc32c, so a
+	// reader can check a part without a second hash implementation.
+	CRC32C string `json:"crc32c"`
 }
 
 // AlgorithmMeta is walk.Algorithm in a form readers outside Go understand.
