@@ -43,11 +43,11 @@ type File struct {
 	Rows int64  `json:"rows"`
 	// FirstWalkID and LastWalkID bound the walk ids of the part's rows, which
 	// are stored in ascending walk id order.
-	FirstWalkID int64  `json:"first_walk_id"`
-	LastWalkID  int64  `json:"last_walk_id"`
-	Steps       int64  `json:"steps"`
-	RowGroups   int    `json:"row_groups"`
-	Bytes       int64  `json:"bytes"`
+	FirstWalkID int64 `json:"first_walk_id"`
+	LastWalkID  int64 `json:"last_walk_id"`
+	Steps       int64 `json:"steps"`
+	RowGroups   int   `json:"row_groups"`
+	Bytes       int64 `json:"bytes"`
 	// CRC32C of the whole object, base64 of the big-endian value: the form
 	// GCS reports in object metadata and S3 in x-amz-checksum-crc32c, so a
 	// reader can check a part without a second hash implementation.
