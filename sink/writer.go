@@ -108,6 +108,7 @@ type BatchWriter struct {
 	err       error
 	open      map[int64]*group
 	used      int64 // bytes held, see WithMemoryLimit
+	peak      int64 // the most used has been
 	wake      chan struct{}
 	next      int64 // the row group the uploader waits for
 	encoding  int   // row groups being encoded
@@ -214,6 +215,14 @@ func (w *BatchWriter) Layout() Layout { return w.layout }
 
 // WalksWritten is the number of walks in parts uploaded so far.
 func (w *BatchWriter) WalksWritten() int64 { return w.walksWritten.Load() }
+
+// PeakHeldBytes is the most memory the writer has accounted for at once
+// (see WithMemoryLimit).
+func (w *BatchWriter) PeakHeldBytes() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.peak
+}
 
 // BytesWritten is the number of Parquet bytes handed to the bucket so far.
 func (w *BatchWriter) BytesWritten() int64 { return w.bytesWritten.Load() }
@@ -340,6 +349,7 @@ func (w *BatchWriter) reserve(ctx context.Context, need int64) error {
 		}
 		if w.used == 0 || w.used+need <= w.cfg.memoryLimit {
 			w.used += need
+			w.peak = max(w.peak, w.used)
 			w.mu.Unlock()
 			return nil
 		}
@@ -402,7 +412,9 @@ func (w *BatchWriter) encodeLoop() {
 			w.mu.Lock()
 			staged := gr.staged
 			gr.segs, gr.frag, gr.steps, gr.err = nil, frag, steps, err
-			w.used += int64(len(frag)) - staged
+			w.used += int64(len(frag))
+			w.peak = max(w.peak, w.used)
+			w.used -= staged
 			w.encoding--
 			w.signal()
 			w.mu.Unlock()
