@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -382,14 +383,33 @@ func (r *ranker) all(batch []rec, out []uint32) error {
 				bad = i
 			}
 		}
-	} else {
+	} else if len(r.idx.ids) > 0 {
+		// Two passes so the bucket loads, then the id loads, of the whole
+		// batch are independent and overlap in the memory system.
+		x := r.idx
+		last := uint64(len(x.starts) - 1)
 		for i := range batch {
-			d, ok := r.idx.rank(batch[i].d)
+			k := (uint64(batch[i].d) - x.min) >> x.shift
+			if k >= last {
+				bad, out[i] = i, 0
+				continue
+			}
+			out[i] = uint32(k)
+		}
+		if bad >= 0 {
+			return fmt.Errorf("target %d missing from the id set (internal error)", batch[bad].d)
+		}
+		for i := range batch {
+			k := out[i]
+			lo, hi := x.starts[k], x.starts[k+1]
+			j, ok := slices.BinarySearch(x.ids[lo:hi], batch[i].d)
 			if !ok {
 				bad = i
 			}
-			out[i] = d
+			out[i] = lo + uint32(j)
 		}
+	} else if len(batch) > 0 {
+		bad = 0
 	}
 	if bad >= 0 {
 		return fmt.Errorf("target %d missing from the id set (internal error)", batch[bad].d)

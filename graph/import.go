@@ -323,10 +323,6 @@ func (b *runBuilder) sorter() {
 func (b *runBuilder) sortRun(job sortJob) error {
 	recs := job.recs
 	order := b.sorter_.sort(recs)
-	var ids []int64
-	if !b.o.DenseIDs {
-		ids = runIDs(recs, order, job.dropped, b.o.Undirected)
-	}
 	r := runFile{n: int64(len(recs))}
 	if !job.spill {
 		// The last run stays in memory; materialise its order.
@@ -338,16 +334,53 @@ func (b *runBuilder) sortRun(job sortJob) error {
 			recs = sorted
 		}
 		b.sorter_ = runSorter{} // release the radix buffers before the merge
-		r.mem, r.ids = recs, ids
+		r.mem = recs
+		if !b.o.DenseIDs {
+			var srcs []int64
+			for i := range recs {
+				if i == 0 || recs[i-1].s != recs[i].s {
+					srcs = append(srcs, recs[i].s)
+				}
+			}
+			r.ids = runIDs(srcs, recs, job.dropped, b.o.Undirected)
+		}
 		b.runs = append(b.runs, r)
 		return nil
 	}
+	var srcs []int64
 	var err error
-	if r.path, err = b.spill(func(w *bufio.Writer) error { return encodeRun(w, recs, order, b.o.Weighted, b.o.Labelled) }); err != nil {
+	r.path, err = b.spill(func(w *bufio.Writer) error {
+		enc := runEncoder{w: w, weighted: b.o.Weighted, labelled: b.o.Labelled}
+		// Records are gathered into sorted order a chunk at a time: the
+		// loads of a chunk are independent, so their cache misses overlap.
+		chunk := make([]rec, 4096)
+		for lo := 0; lo < len(recs); lo += len(chunk) {
+			c := chunk[:min(len(chunk), len(recs)-lo)]
+			if order == nil {
+				c = recs[lo : lo+len(c)]
+			} else {
+				for j := range c {
+					c[j] = recs[order[lo+j].idx]
+				}
+			}
+			for j := range c {
+				if !b.o.DenseIDs && (len(srcs) == 0 || srcs[len(srcs)-1] != c[j].s) {
+					srcs = append(srcs, c[j].s)
+				}
+				if err := enc.put(&c[j]); err != nil {
+					return err
+				}
+			}
+		}
+		return enc.flush()
+	})
+	if err != nil {
 		return err
 	}
-	if ids != nil {
+	if !b.o.DenseIDs {
+		ids := runIDs(srcs, recs, job.dropped, b.o.Undirected)
 		if r.idPath, err = b.spill(func(w *bufio.Writer) error { return encodeIDs(w, ids) }); err != nil {
+			os.Remove(r.path)
 			return err
 		}
 	}
@@ -376,21 +409,19 @@ func (b *runBuilder) spill(write func(*bufio.Writer) error) (string, error) {
 }
 
 // runIDs returns the sorted set of external ids a sorted run mentions.
-func runIDs(recs []rec, order []kv, dropped []int64, undirected bool) []int64 {
-	ids := make([]int64, 0, len(recs)/4+len(dropped))
-	for i := range recs {
-		if s := at(recs, order, i).s; i == 0 || at(recs, order, i-1).s != s {
-			ids = append(ids, s)
-		}
+// runIDs returns the sorted set of external ids a run mentions, given its
+// sorted distinct sources.
+func runIDs(srcs []int64, recs []rec, dropped []int64, undirected bool) []int64 {
+	if undirected && len(dropped) == 0 {
+		// Every target is also a source in an undirected run.
+		return srcs
 	}
+	ids := srcs
 	if !undirected {
-		// Every target is also a source in an undirected run; otherwise
-		// the targets need a sort of their own.
-		ds := make([]int64, len(recs))
-		for i, r := range recs {
-			ds[i] = r.d
+		ids = slices.Grow(ids, len(recs)+len(dropped))
+		for i := range recs {
+			ids = append(ids, recs[i].d)
 		}
-		ids = append(ids, ds...)
 	}
 	ids = append(ids, dropped...)
 	slices.Sort(ids)
@@ -400,16 +431,6 @@ func runIDs(recs []rec, order []kv, dropped []int64, undirected bool) []int64 {
 // Run encoding: per record, uvarint(s - prev s); then uvarint(d - prev d)
 // when s repeats, else uvarint(d) (as uint64); then 4 bytes of weight and 1
 // of label when present. Sorted runs make both deltas small.
-func encodeRun(w *bufio.Writer, recs []rec, order []kv, weighted, labelled bool) error {
-	enc := runEncoder{w: w, weighted: weighted, labelled: labelled}
-	for i := range recs {
-		if err := enc.put(at(recs, order, i)); err != nil {
-			return err
-		}
-	}
-	return enc.flush()
-}
-
 type runEncoder struct {
 	w                  *bufio.Writer
 	weighted, labelled bool

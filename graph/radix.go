@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"cmp"
 	"math/bits"
 	"slices"
 )
@@ -15,8 +16,9 @@ type kv struct {
 // fit a 64-bit key ((src - min src) above (dst - min dst)), it uses a
 // stable LSD radix sort of (key, position) pairs: several times faster than
 // a comparison sort of 32-byte records, and stability gives the position
-// order for free. Wider ranges fall back to a comparison sort. Its buffers
-// are reused from run to run.
+// order for free. Wider ranges radix sort by source only and finish each
+// source's group with a comparison sort. Its buffers are reused from run to
+// run.
 type runSorter struct {
 	a, b []kv
 }
@@ -36,19 +38,51 @@ func (rs *runSorter) sort(recs []rec) []kv {
 		minD, maxD = min(minD, r.d), max(maxD, r.d)
 	}
 	dbits := bits.Len64(uint64(maxD) - uint64(minD))
-	kbits := bits.Len64(uint64(maxS)-uint64(minS)) + dbits
-	if kbits > 64 {
-		slices.SortFunc(recs, cmpRec)
-		return nil
-	}
+	sbits := bits.Len64(uint64(maxS) - uint64(minS))
 	if cap(rs.a) < n {
 		rs.a, rs.b = make([]kv, n), make([]kv, n)
 	}
 	a, b := rs.a[:n], rs.b[:n]
-	for i := range recs {
-		r := &recs[i]
-		a[i] = kv{key: (uint64(r.s)-uint64(minS))<<dbits | (uint64(r.d) - uint64(minD)), idx: uint32(i)}
+	if sbits+dbits <= 64 {
+		for i := range recs {
+			r := &recs[i]
+			a[i] = kv{key: (uint64(r.s)-uint64(minS))<<dbits | (uint64(r.d) - uint64(minD)), idx: uint32(i)}
+		}
+		return radixSortKV(a, b, sbits+dbits)
 	}
+	// Ids too wide for one key (hashed 64-bit ids, say): radix sort by
+	// source, then sort each source's group by (target, position). Groups
+	// are adjacency lists, mostly short.
+	for i := range recs {
+		a[i] = kv{key: uint64(recs[i].s) - uint64(minS), idx: uint32(i)}
+	}
+	a = radixSortKV(a, b, sbits)
+	for lo := 0; lo < n; {
+		hi := lo + 1
+		for hi < n && a[hi].key == a[lo].key {
+			hi++
+		}
+		if hi-lo > 1 {
+			g := a[lo:hi]
+			for j := range g {
+				g[j].key = uint64(recs[g[j].idx].d) - uint64(minD)
+			}
+			slices.SortFunc(g, func(x, y kv) int {
+				if x.key != y.key {
+					return cmp.Compare(x.key, y.key)
+				}
+				return cmp.Compare(x.idx, y.idx)
+			})
+		}
+		lo = hi
+	}
+	return a
+}
+
+// radixSortKV stably sorts a by the low kbits of key, using b as scratch;
+// it returns whichever of the two holds the result.
+func radixSortKV(a, b []kv, kbits int) []kv {
+	n := len(a)
 	const digit = 11
 	const buckets = 1 << digit
 	passes := (kbits + digit - 1) / digit

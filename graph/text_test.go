@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -261,10 +262,13 @@ func TestImportTextRadixRunsMatchFromEdges(t *testing.T) {
 
 func TestRunSorterMatchesComparisonSort(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	for _, span := range []int64{1, 3, 1 << 20, 1 << 40} {
+	for _, span := range [][2]int64{{1, 1}, {3, 3}, {1 << 20, 1 << 20}, {1 << 40, 1 << 40}, {5, 1 << 62}, {1 << 62, 7}} {
 		recs := make([]rec, 5000)
 		for i := range recs {
-			recs[i] = rec{s: rng.Int64N(span) - span/2, d: rng.Int64N(span), seq: uint32(i)}
+			recs[i] = rec{s: rng.Int64N(span[0]) - span[0]/2, d: rng.Int64N(span[1]) - span[1]/3, seq: uint32(i)}
+			if i%3 == 0 {
+				recs[i].s = math.MinInt64 + int64(i%2) // extremes
+			}
 		}
 		want := slices.Clone(recs)
 		slices.SortFunc(want, cmpRec)
