@@ -53,21 +53,24 @@ func TestBenchRMAT(t *testing.T) {
 		starts  []uint32
 		variant int // thread-kernel register budget: -1 engine's choice
 		batch   int // walks per batch; 0 engine's choice
+		thresh  uint32
 	}{
-		{"uniform", walk.Algorithm{Kind: walk.DeepWalk, Length: 80}, all, -1, 0},
-		{"uniform-batched", walk.Algorithm{Kind: walk.DeepWalk, Length: 80}, all, -1, 1 << 20},
-		{"uniform-regs", walk.Algorithm{Kind: walk.DeepWalk, Length: 80}, all, 0, 0},
-		{"weighted-regs", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true}, all, 0, 0},
-		{"node2vec-full", walk.Algorithm{Kind: walk.Node2Vec, Length: 80, Weighted: true, P: 2, Q: 0.5}, all, 1, 0},
-		{"metapath-zprs", walk.Algorithm{Kind: walk.MetaPath, Length: 80, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}, Sampler: walk.SamplerZPRS}, all, -1, 0},
-		{"weighted", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true}, all, -1, 0},
-		{"weighted-zprs", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Sampler: walk.SamplerZPRS}, all, -1, 0},
-		{"weighted-dprs", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Sampler: walk.SamplerDPRS}, all, -1, 0},
-		{"node2vec", walk.Algorithm{Kind: walk.Node2Vec, Length: 80, Weighted: true, P: 2, Q: 0.5}, all, -1, 0},
-		{"metapath", walk.Algorithm{Kind: walk.MetaPath, Length: 80, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}}, all, -1, 0},
-		{"metapath-dprs", walk.Algorithm{Kind: walk.MetaPath, Length: 80, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}, Sampler: walk.SamplerDPRS}, all, -1, 0},
-		{"ppr", walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2}, fromHub, -1, 0},
-		{"ppr-weighted", walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2, Weighted: true}, fromHub, -1, 0},
+		{"uniform", walk.Algorithm{Kind: walk.DeepWalk, Length: 80}, all, -1, 0, 0},
+		{"uniform-batched", walk.Algorithm{Kind: walk.DeepWalk, Length: 80}, all, -1, 1 << 20, 0},
+		{"uniform-regs", walk.Algorithm{Kind: walk.DeepWalk, Length: 80}, all, 0, 0, 0},
+		{"weighted-regs", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true}, all, 0, 0, 0},
+		{"node2vec-full", walk.Algorithm{Kind: walk.Node2Vec, Length: 80, Weighted: true, P: 2, Q: 0.5}, all, 1, 0, 0},
+		{"metapath-zprs", walk.Algorithm{Kind: walk.MetaPath, Length: 80, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}, Sampler: walk.SamplerZPRS}, all, -1, 0, 0},
+		{"weighted", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true}, all, -1, 0, 0},
+		{"weighted-zprs", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Sampler: walk.SamplerZPRS}, all, -1, 0, 0},
+		{"zprs-t256", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Sampler: walk.SamplerZPRS}, all, -1, 0, 256},
+		{"zprs-t4096", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Sampler: walk.SamplerZPRS}, all, -1, 0, 4096},
+		{"weighted-dprs", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Sampler: walk.SamplerDPRS}, all, -1, 0, 0},
+		{"node2vec", walk.Algorithm{Kind: walk.Node2Vec, Length: 80, Weighted: true, P: 2, Q: 0.5}, all, -1, 0, 0},
+		{"metapath", walk.Algorithm{Kind: walk.MetaPath, Length: 80, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}}, all, -1, 0, 0},
+		{"metapath-dprs", walk.Algorithm{Kind: walk.MetaPath, Length: 80, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}, Sampler: walk.SamplerDPRS}, all, -1, 0, 0},
+		{"ppr", walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2}, fromHub, -1, 0, 0},
+		{"ppr-weighted", walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2, Weighted: true}, fromHub, -1, 0, 0},
 	}
 	only := map[string]bool{}
 	for _, s := range strings.Split(os.Getenv("WALKSTAGE_GPU_BENCH_ONLY"), ",") {
@@ -80,7 +83,10 @@ func TestBenchRMAT(t *testing.T) {
 		if len(only) > 0 && !only[r.name] {
 			continue
 		}
-		e.cfg.threadVariant, e.cfg.maxBatchWalks = r.variant, r.batch
+		e.cfg.threadVariant, e.cfg.maxBatchWalks, e.cfg.warpThreshold = r.variant, r.batch, 1024
+		if r.thresh != 0 {
+			e.cfg.warpThreshold = r.thresh
+		}
 		// Warm-up on a slice of the walks (module load, first-touch).
 		warm := []walk.Job{{Algorithm: r.alg, Seed: 7, Starts: r.starts[:min(len(r.starts), 1<<16)]}}
 		if err := e.Run(context.Background(), warm, func(walk.Chunk) error { return nil }); err != nil {
@@ -112,7 +118,7 @@ func TestBenchRMAT(t *testing.T) {
 			scanned = st.Steps
 		}
 		sec := st.Compute.Seconds()
-		table = append(table, fmt.Sprintf("| %-14s | %9d | %11d | %9.2f | %10.0f | %10.0f | %8.0f | %7.2f |",
+		table = append(table, fmt.Sprintf("| %-15s | %9d | %11d | %9.2f | %10.0f | %11.0f | %8.0f | %7.2f |",
 			r.name, st.Walks, st.Steps, sec*1e3, float64(st.Steps)/sec/1e6, float64(scanned)/sec/1e6,
 			float64(st.MemoryBytes)/(1<<20), st.Wall.Seconds()))
 	}
@@ -126,8 +132,9 @@ func TestBenchRMAT(t *testing.T) {
 	fmt.Printf("\nR-MAT scale %d ef 16 undirected weighted 5 labels: V=%d E=%d maxdeg=%d; alias build %v (%.0f MiB)\n",
 		scale, g.NumVertices(), g.NumEdges(), maxDeg, e.TableBuild(), float64(e.tableBytes)/(1<<20))
 	fmt.Printf("device allocations (%.0f MiB): %s\n", float64(total)/(1<<20), strings.Join(allocs, " "))
-	fmt.Println("| algorithm      |     walks |       steps | kernel ms | M steps/s  | M edges/s  | pool MiB | wall s  |")
-	fmt.Println("|----------------|-----------|-------------|-----------|------------|------------|----------|---------|")
+	fmt.Println("M steps/s: kernel time; scanned: edges the sampler weighed (reservoir samplers: the whole adjacency; O(1) samplers: one a step)")
+	fmt.Println("| algorithm      |     walks |       steps | kernel ms | M steps/s  | M scanned/s | pool MiB | wall s  |")
+	fmt.Println("|----------------|-----------|-------------|-----------|------------|-------------|----------|---------|")
 	for _, l := range table {
 		fmt.Println(l)
 	}

@@ -368,6 +368,11 @@ func (e *Engine) LastRunStats() walk.RunStats {
 // alias table, and the two batch slots' task pools, result pools, lengths,
 // seeds, cursors and parameters.
 func (e *Engine) Allocations() []Allocation {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
 	var out []Allocation
 	_ = e.dev.do(func() error {
 		for n, b := range e.allocs {
@@ -376,6 +381,20 @@ func (e *Engine) Allocations() []Allocation {
 		return nil
 	})
 	return out
+}
+
+// SamplerName names the sampler this engine runs a for: the algorithm's
+// resolved sampler, except MetaPath with automatic sampling, which the GPU
+// serves from per-(vertex, label) tables ("label-alias" when weighted,
+// "label-uniform" otherwise) rather than ZPRS.
+func (e *Engine) SamplerName(a walk.Algorithm) string {
+	if e.useLabelTables(a) {
+		if a.Weighted {
+			return "label-alias"
+		}
+		return "label-uniform"
+	}
+	return a.ResolvedSampler().String()
 }
 
 // TableBuild is the time the alias tables took to build at upload.
