@@ -339,7 +339,7 @@ func sectionChecksum(f *os.File, h *header) (uint64, error) {
 
 // ranker maps external ids to dense ids (ranks in the sorted id array):
 // through a direct table when the ids span at most 4 V (16 bytes a
-// vertex), or 8 V within 1 GiB (SNAP files, mostly), else through the bucketed binary search of idIndex.
+// vertex) or the table fits in 512 MiB (SNAP files, mostly), else through the bucketed binary search of idIndex.
 type ranker struct {
 	lo, span uint64
 	table    []uint32
@@ -353,7 +353,7 @@ func newRanker(ids []int64) *ranker {
 	lo := uint64(ids[0])
 	span := uint64(ids[len(ids)-1]) - lo
 	v := uint64(len(ids))
-	if span < math.MaxUint32 && (span < 4*v+1<<22 || span < 8*v && span < 1<<28) {
+	if span < math.MaxUint32 && (span < 4*v+1<<22 || span < 1<<27) {
 		table := make([]uint32, span+1)
 		for i := range table {
 			table[i] = NoVertex
