@@ -210,8 +210,14 @@ func (d *Delivery) Commit(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
-	// CommitMessages commits offset+1 of the message it is given.
-	err := c.r.CommitMessages(ctx, kafka.Message{Topic: d.msg.Topic, Partition: d.msg.Partition, Offset: off})
+	// CommitMessages commits offset+1 of the message it is given. It waits
+	// for the group's current generation, so a rebalance that never settles
+	// could hold every later commit behind commitMu: bound it. A commit that
+	// times out is retried by the partition's next acknowledgement, and at
+	// worst the batch is redelivered and rewritten identically.
+	cctx, cancel := context.WithTimeout(ctx, commitTimeout)
+	defer cancel()
+	err := c.r.CommitMessages(cctx, kafka.Message{Topic: d.msg.Topic, Partition: d.msg.Partition, Offset: off})
 	if err != nil {
 		// Nothing is marked committed: the next acknowledgement on this
 		// partition retries up to its own point, which includes this one.
@@ -220,6 +226,8 @@ func (d *Delivery) Commit(ctx context.Context) error {
 	c.trk.committed(d.msg.Topic, d.msg.Partition, off)
 	return nil
 }
+
+const commitTimeout = 30 * time.Second
 
 // Header names on dead-lettered messages.
 const (

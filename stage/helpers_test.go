@@ -7,8 +7,10 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,7 +31,9 @@ const childEnv = "WALKSTAGE_TEST_CHILD"
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
 		// The child is `walkstage run` in all but name: same config path.
-		err := Main(context.Background(), nil, os.Stderr, "test")
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		err := Main(ctx, nil, os.Stderr, "test")
+		stop()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "child:", err)
 			os.Exit(1)
@@ -199,4 +203,8 @@ func listKeys(t testing.TB, b *blob.Bucket, prefix string) []string {
 		keys = append(keys, o.Key)
 	}
 	return keys
+}
+
+func requestRaw(id, body string) kafka.Message {
+	return kafka.Message{Key: []byte(id), Value: []byte(body)}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"testing"
@@ -25,7 +27,7 @@ func TestStageEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	brokers := startKafka(t, 4)
 	outURL, bucket := startS3(t)
@@ -87,7 +89,19 @@ func TestStageEndToEnd(t *testing.T) {
 	defer obs.Close()
 	events, err := obs.events(ctx, func(m map[string][]source.Event) bool { return len(m) == len(want)+len(rejects) })
 	if err != nil {
-		t.Fatalf("waiting for events (%d of %d): %v", len(events), len(want)+len(rejects), err)
+		var missing []string
+		for id := range want {
+			if events[id] == nil {
+				missing = append(missing, id)
+			}
+		}
+		for id := range rejects {
+			if events[id] == nil {
+				missing = append(missing, id)
+			}
+		}
+		pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
+		t.Fatalf("waiting for events (%d of %d, missing %v): %v", len(events), len(want)+len(rejects), missing, err)
 	}
 
 	for id, walks := range want {

@@ -199,8 +199,26 @@ func (s *Stage) Run(ctx context.Context) error {
 
 	drained := make(chan struct{}) // closed when every fetched batch is finished or abandoned
 	var g group
-	g.add("source", func() error { return s.sourceLoop(fetchCtx, workCtx) }, cancelWork)
-	g.add("engine", func() error { return s.engineLoop(workCtx, drained) }, cancelWork)
+	// The group stops everything when the first actor returns, so on a
+	// graceful shutdown only the sink actor returns first (once drained);
+	// the source and engine actors wait for that after their own work.
+	g.add("source", func() error {
+		if err := s.sourceLoop(fetchCtx, workCtx); err != nil {
+			return err
+		}
+		select {
+		case <-drained:
+		case <-workCtx.Done():
+		}
+		return nil
+	}, cancelWork)
+	g.add("engine", func() error {
+		if err := s.engineLoop(workCtx, drained); err != nil {
+			return err
+		}
+		<-drained
+		return nil
+	}, cancelWork)
 	g.add("sink", func() error {
 		select {
 		case err := <-s.fatal:
