@@ -64,7 +64,9 @@ func TestBenchRMAT(t *testing.T) {
 		{"weighted", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true}, all, -1, 0, 0},
 		{"weighted-zprs", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Sampler: walk.SamplerZPRS}, all, -1, 0, 0},
 		{"zprs-t256", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Sampler: walk.SamplerZPRS}, all, -1, 0, 256},
-		{"zprs-t4096", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Sampler: walk.SamplerZPRS}, all, -1, 0, 4096},
+		{"zprs-t1024", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Sampler: walk.SamplerZPRS}, all, -1, 0, 1024},
+		{"zprs-t16384", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Sampler: walk.SamplerZPRS}, all, -1, 0, 16384},
+		{"dprs-t1024", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Sampler: walk.SamplerDPRS}, all, -1, 0, 1024},
 		{"weighted-dprs", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Sampler: walk.SamplerDPRS}, all, -1, 0, 0},
 		{"node2vec", walk.Algorithm{Kind: walk.Node2Vec, Length: 80, Weighted: true, P: 2, Q: 0.5}, all, -1, 0, 0},
 		{"metapath", walk.Algorithm{Kind: walk.MetaPath, Length: 80, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}}, all, -1, 0, 0},
@@ -83,7 +85,7 @@ func TestBenchRMAT(t *testing.T) {
 		if len(only) > 0 && !only[r.name] {
 			continue
 		}
-		e.cfg.threadVariant, e.cfg.maxBatchWalks, e.cfg.warpThreshold = r.variant, r.batch, 1024
+		e.cfg.threadVariant, e.cfg.maxBatchWalks, e.cfg.warpThreshold = r.variant, r.batch, defaultConfig().warpThreshold
 		if r.thresh != 0 {
 			e.cfg.warpThreshold = r.thresh
 		}
@@ -118,7 +120,7 @@ func TestBenchRMAT(t *testing.T) {
 			scanned = st.Steps
 		}
 		sec := st.Compute.Seconds()
-		table = append(table, fmt.Sprintf("| %-15s | %9d | %11d | %9.2f | %10.0f | %11.0f | %8.0f | %7.2f |",
+		table = append(table, fmt.Sprintf("| %-19s | %9d | %11d | %9.2f | %10.0f | %11.0f | %8.0f | %7.2f |",
 			r.name, st.Walks, st.Steps, sec*1e3, float64(st.Steps)/sec/1e6, float64(scanned)/sec/1e6,
 			float64(st.MemoryBytes)/(1<<20), st.Wall.Seconds()))
 	}

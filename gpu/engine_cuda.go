@@ -438,8 +438,8 @@ type batchSlot struct {
 	name                                                string
 	stream                                              cu.Stream
 	start, stop                                         cu.Event
-	capWalks                                            int64 // walks the buffers hold at capStride
-	capStride                                           int64
+	capWalks                                            int64 // tasks and lengths
+	capWords                                            int64 // result and packed vertices
 	capJobs                                             int64
 	dTasks, dSeeds, dResult, dLengths, dCursor, dParams cu.DevicePtr
 	dDense, dPartials                                   cu.DevicePtr
@@ -481,18 +481,21 @@ func (s *batchSlot) release(e *Engine) {
 	}
 }
 
-// ensureSlots sizes both slots for batches of walks walks of stride
-// vertices and jobs seeds (device thread).
-func (e *Engine) ensureSlots(walks, stride, jobs int64) error {
+// ensureSlots sizes both slots for batches of up to walks walks, words
+// result vertices and jobs seeds (device thread). Slots only grow, each
+// dimension on its own, so groups of different lengths reuse them instead
+// of reallocating pinned memory run after run.
+func (e *Engine) ensureSlots(walks, words, jobs int64) error {
 	for i := range e.slots {
 		s := e.slots[i]
-		if s != nil && s.capWalks >= walks && s.capStride >= stride && s.capJobs >= jobs {
+		if s != nil && s.capWalks >= walks && s.capWords >= words && s.capJobs >= jobs {
 			continue
 		}
 		if s != nil {
+			walks, words, jobs = max(walks, s.capWalks), max(words, s.capWords), max(jobs, s.capJobs)
 			s.release(e)
 		}
-		s = &batchSlot{name: fmt.Sprintf("slot%d", i), capWalks: walks, capStride: stride, capJobs: jobs}
+		s = &batchSlot{name: fmt.Sprintf("slot%d", i), capWalks: walks, capWords: words, capJobs: jobs}
 		e.slots[i] = s
 		var err error
 		if s.stream, err = cu.MakeStream(cu.NonBlocking); err != nil {
@@ -510,9 +513,9 @@ func (e *Engine) ensureSlots(walks, stride, jobs int64) error {
 			n    int64
 		}{
 			{&s.dTasks, "tasks", walks * 16}, {&s.dSeeds, "seeds", jobs * 8},
-			{&s.dResult, "result", walks * stride * 4}, {&s.dLengths, "lengths", walks * 4},
+			{&s.dResult, "result", words * 4}, {&s.dLengths, "lengths", walks * 4},
 			{&s.dCursor, "cursor", 8}, {&s.dParams, "params", paramsSize},
-			{&s.dDense, "dense", walks * stride * 4}, {&s.dPartials, "partials", (packTiles(walks) + 1) * 4},
+			{&s.dDense, "dense", words * 4}, {&s.dPartials, "partials", (packTiles(walks) + 1) * 4},
 		}
 		for _, d := range dev {
 			if *d.p, err = e.alloc(s.name+"."+d.name, d.n); err != nil {
@@ -535,10 +538,10 @@ func (e *Engine) ensureSlots(walks, stride, jobs int64) error {
 			return err
 		}
 		s.hSeeds = unsafe.Slice((*uint64)(p), jobs)
-		if p, err = host(walks * stride * 4); err != nil {
+		if p, err = host(words * 4); err != nil {
 			return err
 		}
-		s.hDense = unsafe.Slice((*uint32)(p), walks*stride)
+		s.hDense = unsafe.Slice((*uint32)(p), words)
 		if p, err = host(8); err != nil {
 			return err
 		}
@@ -568,7 +571,7 @@ func (e *Engine) batchWalks(stride, total int64) (int64, error) {
 		f, _, err := cu.MemInfo()
 		for _, s := range e.slots {
 			if s != nil {
-				f += s.capWalks*(2*s.capStride*4+4+16) + s.capJobs*8
+				f += s.capWalks*(4+16) + 2*s.capWords*4 + s.capJobs*8
 			}
 		}
 		free = f
@@ -665,8 +668,13 @@ func (e *Engine) runGroup(ctx context.Context, grp []*walk.Job, emit walk.EmitFu
 	if err != nil {
 		return err
 	}
-	if err := e.dev.do(func() error { return e.ensureSlots(per, stride, int64(len(grp))) }); err != nil {
+	if err := e.dev.do(func() error { return e.ensureSlots(per, per*stride, int64(len(grp))) }); err != nil {
 		return err
+	}
+	// Grown slots may hold more than this group's sizing asked for.
+	per = min(total, e.slots[0].capWalks, e.slots[0].capWords/stride, 1<<31-1)
+	if e.cfg.maxBatchWalks > 0 {
+		per = min(per, int64(e.cfg.maxBatchWalks))
 	}
 	// Cut the group into batches of at most per walks.
 	var batches []*batch

@@ -256,6 +256,10 @@ func TestMixedJobsOneRun(t *testing.T) {
 		{Tag: 12, Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 10}, Seed: 3, Starts: starts[:100]},
 		{Tag: 13, Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 10, Weighted: true, Sampler: walk.SamplerDPRS}, Seed: 4, Starts: starts},
 		{Tag: 14, Algorithm: walk.Algorithm{Kind: walk.Node2Vec, Length: 10, P: 1, Q: 1, Sampler: walk.SamplerZPRS}, Seed: 5, Starts: starts},
+		// Other lengths: the batch slots are reused or grown, not rebuilt.
+		{Tag: 15, Algorithm: walk.Algorithm{Kind: walk.PPR, Length: 200, StopProb: 0.05, Weighted: true}, Seed: 6, Starts: starts},
+		{Tag: 16, Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 3}, Seed: 7, Starts: starts},
+		{Tag: 17, Algorithm: walk.Algorithm{Kind: walk.MetaPath, Length: 7, Schema: []uint8{4}, Sampler: walk.SamplerDPRS}, Seed: 8, Starts: starts},
 	}
 	got := collect(t, e, jobs)
 	for _, j := range jobs {
@@ -274,7 +278,7 @@ func TestMixedJobsOneRun(t *testing.T) {
 					}
 				}
 			}
-			if len(w) < j.Algorithm.Length+1 && j.Algorithm.Kind != walk.MetaPath && g.Degree(w[len(w)-1]) != 0 {
+			if len(w) < j.Algorithm.Length+1 && j.Algorithm.Kind != walk.MetaPath && j.Algorithm.Kind != walk.PPR && g.Degree(w[len(w)-1]) != 0 {
 				t.Fatalf("job %d walk %d ended early at %d of degree %d", j.Tag, id, w[len(w)-1], g.Degree(w[len(w)-1]))
 			}
 		}
@@ -481,5 +485,29 @@ func TestInvalidJobsRejected(t *testing.T) {
 	err := e.Run(context.Background(), []walk.Job{{Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 5}, Starts: []uint32{nTest}}}, func(walk.Chunk) error { return nil })
 	if !errors.Is(err, walk.ErrInvalidAlgorithm) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestCloseReleases: Close is idempotent and the engine refuses work after.
+func TestCloseReleases(t *testing.T) {
+	g := testGraph(t)
+	e, err := NewEngine(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e.Allocations()) == 0 {
+		t.Fatal("no allocations reported")
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if a := e.Allocations(); a != nil {
+		t.Fatalf("allocations after close: %v", a)
+	}
+	if err := e.Run(context.Background(), nil, func(walk.Chunk) error { return nil }); err == nil {
+		t.Fatal("run after close succeeded")
 	}
 }
