@@ -799,9 +799,10 @@ func mergeIDs(ctx context.Context, runs []runFile) ([]int64, error) {
 	return out, nil
 }
 
-// idIndex finds an external id's rank in the sorted id array: a bucket
-// table on the id's offset from the minimum narrows the binary search to a
-// few entries for evenly spread ids, and degrades to log V for skewed ones.
+// idIndex finds an external id's rank in the sorted id array (see
+// ranker.all): a bucket table on the id's offset from the minimum narrows
+// the binary search to a few entries for evenly spread ids, and degrades to
+// log V for skewed ones.
 type idIndex struct {
 	ids    []int64
 	min    uint64
@@ -832,15 +833,6 @@ func newIDIndex(ids []int64) *idIndex {
 	return x
 }
 
-func (x *idIndex) rank(id int64) (uint32, bool) {
-	k := (uint64(id) - x.min) >> x.shift
-	if len(x.ids) == 0 || k >= uint64(len(x.starts)-1) {
-		return 0, false
-	}
-	lo, hi := x.starts[k], x.starts[k+1]
-	i, ok := slices.BinarySearch(x.ids[lo:hi], id)
-	return lo + uint32(i), ok
-}
 
 // importInto runs the whole pipeline: read feeds the run builder, then the
 // output file is written atomically at out.
