@@ -89,8 +89,10 @@ func NewEngine(g *graph.Graph, opts ...Option) (*Engine, error) {
 	switch {
 	case cfg.warpThreshold == 0:
 		return nil, errors.New("gpu: warp threshold must be positive")
-	case cfg.hostBufferBytes < 1<<20:
-		return nil, fmt.Errorf("gpu: host buffer of %d bytes is below 1 MiB", cfg.hostBufferBytes)
+	case cfg.hostBufferBytes < 1<<20 || cfg.hostBufferBytes > 8<<30:
+		return nil, fmt.Errorf("gpu: host buffer of %d bytes is outside [1 MiB, 8 GiB]", cfg.hostBufferBytes)
+	case cfg.logger == nil:
+		return nil, errors.New("gpu: nil logger")
 	case cfg.chunkWalks < 1:
 		return nil, fmt.Errorf("gpu: chunk of %d walks", cfg.chunkWalks)
 	case cfg.maxBatchWalks < 0 || cfg.reserveBytes < 0:
@@ -108,6 +110,8 @@ func NewEngine(g *graph.Graph, opts ...Option) (*Engine, error) {
 		_ = e.Close()
 		return nil, err
 	}
+	e.cfg.logger.Info("gpu engine ready", "graph", g.Name, "device", cfg.device, "multiprocessors", e.numSM,
+		"graph_bytes", e.graphBytes, "table_bytes", e.tableBytes, "table_build", e.tableBuild)
 	return e, nil
 }
 
@@ -121,6 +125,7 @@ func (e *Engine) alloc(name string, n int64) (cu.DevicePtr, error) {
 		return 0, fmt.Errorf("gpu: allocate %s (%d bytes): %w", name, n, err)
 	}
 	e.allocs[name] = n
+	e.cfg.logger.Debug("gpu device allocation", "name", name, "bytes", n)
 	return p, nil
 }
 
@@ -319,6 +324,7 @@ func (e *Engine) labelTables() error {
 	}
 	e.segBuilt = true
 	e.tableBuild += time.Since(t0)
+	e.cfg.logger.Info("gpu metapath label tables built", "graph", e.g.Name, "labels", nl, "duration", time.Since(t0))
 	return nil
 }
 
@@ -676,6 +682,7 @@ func (e *Engine) runGroup(ctx context.Context, grp []*walk.Job, emit walk.EmitFu
 	if e.cfg.maxBatchWalks > 0 {
 		per = min(per, int64(e.cfg.maxBatchWalks))
 	}
+	e.cfg.logger.Info("gpu run group", "algorithm", alg.String(), "sampler", e.SamplerName(alg), "walks", total, "batch_walks", per)
 	// Cut the group into batches of at most per walks.
 	var batches []*batch
 	cur := &batch{}

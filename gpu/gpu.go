@@ -3,6 +3,20 @@
 // kernels/ behind the walk.Engine interface. Only files built with the
 // "cuda" tag import gorgonia.org/cu; a default build has this package's
 // errors and options and reports the engine as unavailable.
+//
+// How a Run goes: jobs with equal algorithms form a group; a group's walks
+// are cut into batches sized from free device memory (FlowWalker eq. 3) and
+// the pinned host buffers; batches alternate between two slots, each with
+// its own stream, so batch i+1 walks while batch i is packed, copied back
+// and turned into chunks. Inside a batch, persistent blocks take walks from
+// a global task pool by an atomic cursor: O(1) samplers (uniform, alias,
+// Node2Vec rejection, MetaPath label tables) give every thread one walk;
+// the reservoir samplers (ZPRS, DPRS) keep 64 walks per block in shared
+// memory and hand small-degree steps to warps and large ones to the block.
+// Uniform, alias, PPR and Node2Vec walks equal walk.NewCPU's walk by walk;
+// ZPRS, DPRS and MetaPath agree with it in distribution.
+//
+// It knows graphs and walks, nothing of Kafka, Parquet or the stage.
 package gpu
 
 import "errors"

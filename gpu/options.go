@@ -1,5 +1,7 @@
 package gpu
 
+import "log/slog"
+
 // Option configures the GPU engine (functional options, validated once in
 // New). They exist in every build so callers compile without the cuda tag.
 type Option func(*config)
@@ -12,6 +14,7 @@ type config struct {
 	chunkWalks      int
 	reserveBytes    int64
 	threadVariant   int // -1: per mode; 0 or 1 forces a register budget (benchmarks)
+	logger          *slog.Logger
 }
 
 func defaultConfig() config {
@@ -22,6 +25,7 @@ func defaultConfig() config {
 		chunkWalks:      1 << 16,
 		reserveBytes:    1 << 30,
 		threadVariant:   -1,
+		logger:          slog.New(slog.DiscardHandler),
 	}
 }
 
@@ -41,8 +45,9 @@ func WithWarpThreshold(degree uint32) Option { return func(c *config) { c.warpTh
 func WithMaxBatchWalks(n int) Option { return func(c *config) { c.maxBatchWalks = n } }
 
 // WithHostBufferBytes sets the size of each of the two pinned host buffers
-// that results are copied into (default 512 MiB). It bounds the batch size
-// together with device memory.
+// that results are copied into (default 512 MiB, at most 8 GiB: packed
+// offsets within a batch are 32-bit). It bounds the batch size together
+// with device memory.
 func WithHostBufferBytes(n int64) Option { return func(c *config) { c.hostBufferBytes = n } }
 
 // WithChunkWalks sets the most walks per emitted chunk (default 65536).
@@ -51,3 +56,7 @@ func WithChunkWalks(n int) Option { return func(c *config) { c.chunkWalks = n } 
 // WithReserveBytes sets the device memory left free when sizing batches
 // (default 1 GiB), for other users of the device and the driver.
 func WithReserveBytes(n int64) Option { return func(c *config) { c.reserveBytes = n } }
+
+// WithLogger logs the engine's device allocations (debug), table builds and
+// batch sizing (info) to l (default: discarded).
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
