@@ -59,7 +59,9 @@ type ImportOptions struct {
 	// which has room for the output anyway).
 	TempDir string
 	// RunEdges is the number of directed edges sorted in memory at a time
-	// (default 4Mi; memory is about 2 x 40 bytes per run edge).
+	// (default 4Mi). Peak memory is about 150 bytes per run edge (two run
+	// buffers, sort scratch) plus 16-24 bytes per vertex, whatever the
+	// input size.
 	RunEdges int
 	// Progress, if set, is called (from one goroutine at a time) at most
 	// every ProgressInterval (default 2s), and once at the end of each phase.
@@ -215,6 +217,13 @@ func (b *runBuilder) add(s, d int64, w float32, l uint8) error {
 	if s == d && !b.o.SelfLoops {
 		b.stats.SelfLoopsDropped++
 		if !b.o.DenseIDs {
+			// Their ids still name vertices (as in FromEdges); they count
+			// against the run so a file of self-loops stays bounded too.
+			if len(b.cur)+len(b.dropped) >= b.o.RunEdges {
+				if err := b.flush(true); err != nil {
+					return err
+				}
+			}
 			b.dropped = append(b.dropped, s)
 		}
 		return b.tick()
@@ -223,7 +232,7 @@ func (b *runBuilder) add(s, d int64, w float32, l uint8) error {
 	if b.o.Undirected && s != d {
 		need = 2
 	}
-	if len(b.cur)+need > b.o.RunEdges {
+	if len(b.cur)+len(b.dropped)+need > b.o.RunEdges {
 		if err := b.flush(true); err != nil {
 			return err
 		}
@@ -258,7 +267,8 @@ func (b *runBuilder) report(force bool) {
 	b.o.Progress(Progress{Phase: "read", EdgesRead: b.stats.InputEdges, BytesRead: b.bytes, TotalBytes: b.total})
 }
 
-// flush hands the current run to the sorter and takes the other buffer.
+// flush hands the current run to the sorter; a spilled run's buffer comes
+// back through free once written, and the reader takes the other one.
 func (b *runBuilder) flush(spill bool) error {
 	if b.failed.Load() {
 		return errSorterFailed
@@ -266,20 +276,12 @@ func (b *runBuilder) flush(spill bool) error {
 	if len(b.cur) == 0 && len(b.dropped) == 0 {
 		return nil
 	}
-	select {
-	case b.full <- sortJob{recs: b.cur, dropped: b.dropped, spill: spill}:
-	case err := <-b.done:
-		// The sorter failed and stopped; keep its error for finish.
-		b.done <- err
-		return err
+	b.full <- sortJob{recs: b.cur, dropped: b.dropped, spill: spill}
+	b.cur, b.dropped = nil, nil
+	if !spill {
+		return nil
 	}
-	b.dropped = nil
-	select {
-	case b.cur = <-b.free:
-	case err := <-b.done:
-		b.done <- err
-		return err
-	}
+	b.cur = <-b.free
 	if b.cur == nil {
 		b.cur = make([]rec, 0, b.o.RunEdges)
 	}
@@ -287,15 +289,18 @@ func (b *runBuilder) flush(spill bool) error {
 	return nil
 }
 
-// finish sorts the last run (kept in memory) and waits for the sorter.
+// finish sorts the last run (kept in memory), waits for the sorter and
+// lets go of the run buffers before the merge.
 func (b *runBuilder) finish() ([]runFile, error) {
-	if err := b.flush(false); err != nil {
-		if cerr := b.closeSorter(); cerr != nil {
-			return b.runs, cerr
-		}
-		return b.runs, err
+	err := b.flush(false)
+	if cerr := b.closeSorter(); cerr != nil {
+		err = cerr
 	}
-	return b.runs, b.closeSorter()
+	b.cur = nil
+	for len(b.free) > 0 {
+		<-b.free
+	}
+	return b.runs, err
 }
 
 func (b *runBuilder) closeSorter() error {

@@ -351,3 +351,24 @@ func TestRankerTableAndIndex(t *testing.T) {
 		}
 	}
 }
+
+func TestImportTextManySelfLoops(t *testing.T) {
+	var sb strings.Builder
+	var edges []Edge
+	for i := 0; i < 300; i++ {
+		sb.WriteString(fmt.Sprintf("%d %d\n", i%37, i%37))
+		edges = append(edges, Edge{Src: int64(i % 37), Dst: int64(i % 37)})
+	}
+	sb.WriteString("1 2\n")
+	edges = append(edges, Edge{Src: 1, Dst: 2})
+	o := ImportOptions{Name: "loops", RunEdges: 4}
+	got, st, err := importString(t, sb.String(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := FromEdges(edges, buildOpts(o))
+	sameGraph(t, got, want)
+	if st.SelfLoopsDropped != 300 || got.NumVertices() != 37 || st.Runs < 50 {
+		t.Fatalf("dropped %d, V=%d, runs %d", st.SelfLoopsDropped, got.NumVertices(), st.Runs)
+	}
+}

@@ -118,7 +118,7 @@ func graphImport(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	name := fs.String("name", "", "graph name stored in the file (default: input base name)")
 	out := fs.String("out", "", "output graph file (required)")
 	tmpDir := fs.String("tmp-dir", "", "directory for sorted runs (default: the output's directory)")
-	runEdges := fs.Int("run-edges", 0, "edges sorted in memory at a time (default 4Mi, about 2 x 40 bytes each)")
+	runEdges := fs.Int("run-edges", 0, "edges sorted in memory at a time (default 4Mi; peak memory is about 150 bytes per run edge plus 24 per vertex)")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
