@@ -94,14 +94,42 @@ func ReadManifest(ctx context.Context, b *blob.Bucket, key string) (*Manifest, e
 	if err != nil {
 		return nil, fmt.Errorf("read manifest %s: %w", key, err)
 	}
+	m, err := DecodeManifest(data)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest %s: %w", key, err)
+	}
+	return m, nil
+}
+
+// DecodeManifest parses and checks a `_SUCCESS` document: known version,
+// no unknown fields, and files consistent with the totals.
+func DecodeManifest(data []byte) (*Manifest, error) {
 	var m Manifest
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("read manifest %s: %w", key, err)
+		return nil, err
+	}
+	if dec.More() {
+		return nil, errors.New("trailing data after the manifest")
 	}
 	if m.Version != ManifestVersion {
-		return nil, fmt.Errorf("read manifest %s: version %d, this build reads %d", key, m.Version, ManifestVersion)
+		return nil, fmt.Errorf("version %d, this build reads %d", m.Version, ManifestVersion)
+	}
+	var rows, steps, size int64
+	for i, f := range m.Files {
+		if f.Key == "" || f.Rows <= 0 || f.Bytes <= 0 || f.Steps < 0 || f.FirstWalkID < 0 || f.LastWalkID-f.FirstWalkID+1 != f.Rows {
+			return nil, fmt.Errorf("file %d (%q): inconsistent rows %d, walk ids %d..%d, bytes %d", i, f.Key, f.Rows, f.FirstWalkID, f.LastWalkID, f.Bytes)
+		}
+		if f.FirstWalkID != rows {
+			return nil, fmt.Errorf("file %d (%q) starts at walk %d, want %d", i, f.Key, f.FirstWalkID, rows)
+		}
+		rows += f.Rows
+		steps += f.Steps
+		size += f.Bytes
+	}
+	if rows != m.Walks || steps != m.Steps || size != m.Bytes {
+		return nil, fmt.Errorf("files hold %d walks, %d steps, %d bytes; totals say %d, %d, %d", rows, steps, size, m.Walks, m.Steps, m.Bytes)
 	}
 	return &m, nil
 }

@@ -1,0 +1,94 @@
+package sink
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestDecodeManifestRejects(t *testing.T) {
+	good := `{"version":1,"batch_id":"b","graph":"g","graph_version":"v","algorithm":{"name":"deepwalk","length":3,"weighted":false,"sampler":"uniform"},
+"seed":1,"engine":"cpu","walkstage_version":"t","compression":"zstd","walks":10,"steps":30,"bytes":100,
+"files":[{"key":"k0","rows":4,"first_walk_id":0,"last_walk_id":3,"steps":12,"row_groups":1,"bytes":40,"crc32c":"AAAAAA=="},
+{"key":"k1","rows":6,"first_walk_id":4,"last_walk_id":9,"steps":18,"row_groups":1,"bytes":60,"crc32c":"AAAAAA=="}]}`
+	if _, err := DecodeManifest([]byte(good)); err != nil {
+		t.Fatalf("good manifest rejected: %v", err)
+	}
+	for name, bad := range map[string]string{
+		"version":        strings.Replace(good, `"version":1`, `"version":2`, 1),
+		"unknown field":  strings.Replace(good, `"seed":1`, `"seed":1,"extra":true`, 1),
+		"walk gap":       strings.Replace(good, `"first_walk_id":4`, `"first_walk_id":5`, 1),
+		"totals":         strings.Replace(good, `"walks":10`, `"walks":11`, 1),
+		"trailing":       good + "{}",
+		"truncated":      good[:len(good)/2],
+		"negative bytes": strings.Replace(good, `"bytes":40`, `"bytes":-40`, 1),
+	} {
+		if _, err := DecodeManifest([]byte(bad)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// FuzzDecodeManifest feeds arbitrary bytes to the manifest decoder, which
+// reads documents from shared storage: it must fail cleanly, and whatever
+// it accepts must encode and decode to the same manifest.
+func FuzzDecodeManifest(f *testing.F) {
+	seeds, _ := filepath.Glob("testdata/manifests/*.json")
+	for _, p := range seeds {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := DecodeManifest(data)
+		if err != nil {
+			return
+		}
+		again, err := m.encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m2, err := DecodeManifest(again)
+		if err != nil {
+			t.Fatalf("re-encoded manifest rejected: %v", err)
+		}
+		if len(m2.Files) != len(m.Files) || m2.Walks != m.Walks || m2.Bytes != m.Bytes {
+			t.Fatal("manifest changed through encode and decode")
+		}
+	})
+}
+
+// TestManifestSeedsCurrent keeps the fuzz seed corpus in the current format
+// by writing a real batch's manifest next to it when it is missing.
+func TestManifestSeedsCurrent(t *testing.T) {
+	g := testGraph(t)
+	const n = 500
+	chunks := runEngine(t, g, testAlgo, n, 3)
+	b, _ := fileBucket(t)
+	m := writeBatch(t, b, testMeta("seed", n), g, chunks, WithRowGroupRows(100), WithFileBytes(1))
+	data, err := b.ReadAll(context.Background(), "walks/graph=test%20graph%2F1/algorithm=node2vec/batch=seed/_SUCCESS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DecodeManifest(data); err != nil {
+		t.Fatalf("written manifest rejected: %v", err)
+	}
+	p := "testdata/manifests/node2vec-5parts.json"
+	if old, err := os.ReadFile(p); err == nil {
+		if _, err := DecodeManifest(old); err != nil {
+			t.Fatalf("%s no longer decodes: %v", p, err)
+		}
+		return
+	}
+	if len(m.Files) != 5 {
+		t.Fatalf("%d parts", len(m.Files))
+	}
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
