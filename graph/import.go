@@ -20,7 +20,6 @@ package graph
 import (
 	"bufio"
 	"cmp"
-	"container/heap"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -486,12 +485,15 @@ func encodeIDs(w *bufio.Writer, ids []int64) error {
 	return nil
 }
 
-// runReader streams one run back in sorted order.
+// runReader streams one run back in sorted order, decoding straight from
+// its own read buffer.
 type runReader struct {
 	idx      int // run index: ties go to the earlier run
 	mem      []rec
-	r        *bufio.Reader
 	f        *os.File
+	buf      []byte
+	pos, end int
+	eof      bool
 	left     int64
 	cur      rec
 	ps, pd   uint64
@@ -500,6 +502,9 @@ type runReader struct {
 	labelled bool
 }
 
+// maxRecBytes is the longest encoded record: two varints, weight, label.
+const maxRecBytes = 2*binary.MaxVarintLen64 + 5
+
 func openRun(idx int, rf runFile, weighted, labelled bool) (*runReader, error) {
 	rr := &runReader{idx: idx, mem: rf.mem, left: rf.n, first: true, weighted: weighted, labelled: labelled}
 	if rf.mem == nil && rf.n > 0 {
@@ -507,7 +512,7 @@ func openRun(idx int, rf runFile, weighted, labelled bool) (*runReader, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read back run: %w", err)
 		}
-		rr.f, rr.r = f, bufio.NewReaderSize(f, 256<<10)
+		rr.f, rr.buf = f, make([]byte, 256<<10)
 	}
 	return rr, nil
 }
@@ -516,6 +521,29 @@ func (rr *runReader) close() {
 	if rr.f != nil {
 		rr.f.Close()
 	}
+}
+
+// fill makes at least maxRecBytes available unless the file ends first.
+func (rr *runReader) fill() error {
+	if rr.end-rr.pos >= maxRecBytes || rr.eof {
+		return nil
+	}
+	rr.end = copy(rr.buf, rr.buf[rr.pos:rr.end])
+	rr.pos = 0
+	for rr.end < maxRecBytes && !rr.eof {
+		k, err := rr.f.Read(rr.buf[rr.end:])
+		rr.end += k
+		if err == io.EOF {
+			rr.eof = true
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (rr *runReader) corrupt() error {
+	return fmt.Errorf("read back run %s: truncated or corrupt with %d records left", rr.f.Name(), rr.left+1)
 }
 
 // next advances to the next record; false at the end of the run.
@@ -529,14 +557,19 @@ func (rr *runReader) next() (bool, error) {
 		rr.mem = rr.mem[1:]
 		return true, nil
 	}
-	ds, err := readUvarint(rr.r)
-	if err != nil {
-		return false, fmt.Errorf("read back run %s: %w", rr.f.Name(), noEOF(err))
+	if err := rr.fill(); err != nil {
+		return false, fmt.Errorf("read back run %s: %w", rr.f.Name(), err)
 	}
-	dd, err := readUvarint(rr.r)
-	if err != nil {
-		return false, fmt.Errorf("read back run %s: %w", rr.f.Name(), noEOF(err))
+	b := rr.buf[rr.pos:rr.end]
+	ds, n1 := binary.Uvarint(b)
+	if n1 <= 0 {
+		return false, rr.corrupt()
 	}
+	dd, n2 := binary.Uvarint(b[n1:])
+	if n2 <= 0 {
+		return false, rr.corrupt()
+	}
+	n := n1 + n2
 	s := rr.ps + ds
 	d := dd
 	if !rr.first && ds == 0 {
@@ -545,71 +578,57 @@ func (rr *runReader) next() (bool, error) {
 	rr.first = false
 	rr.ps, rr.pd = s, d
 	rr.cur = rec{s: int64(s), d: int64(d), w: 1}
-	if rr.weighted || rr.labelled {
-		var tail [5]byte
-		n := 4*btoi(rr.weighted) + btoi(rr.labelled)
-		if _, err := io.ReadFull(rr.r, tail[:n]); err != nil {
-			return false, fmt.Errorf("read back run %s: %w", rr.f.Name(), noEOF(err))
+	if rr.weighted {
+		if len(b) < n+4 {
+			return false, rr.corrupt()
 		}
-		if rr.weighted {
-			rr.cur.w = math.Float32frombits(binary.LittleEndian.Uint32(tail[:]))
-		}
-		if rr.labelled {
-			rr.cur.l = tail[n-1]
-		}
+		rr.cur.w = math.Float32frombits(binary.LittleEndian.Uint32(b[n:]))
+		n += 4
 	}
+	if rr.labelled {
+		if len(b) < n+1 {
+			return false, rr.corrupt()
+		}
+		rr.cur.l = b[n]
+		n++
+	}
+	rr.pos += n
 	return true, nil
 }
 
-// readUvarint decodes straight from the reader's buffer when it holds a
-// whole varint, which is almost always.
-func readUvarint(r *bufio.Reader) (uint64, error) {
-	if r.Buffered() >= binary.MaxVarintLen64 {
-		b, _ := r.Peek(binary.MaxVarintLen64)
-		x, n := binary.Uvarint(b)
-		if n <= 0 {
-			return 0, errors.New("corrupt varint")
+// runLess orders run readers by their current record, then run index.
+func runLess(a, b *runReader) bool {
+	if a.cur.s != b.cur.s {
+		return a.cur.s < b.cur.s
+	}
+	if a.cur.d != b.cur.d {
+		return a.cur.d < b.cur.d
+	}
+	return a.idx < b.idx
+}
+
+// siftDown restores the heap order below i.
+func siftDown(h []*runReader, i int) {
+	for {
+		c := 2*i + 1
+		if c >= len(h) {
+			return
 		}
-		r.Discard(n)
-		return x, nil
+		if c+1 < len(h) && runLess(h[c+1], h[c]) {
+			c++
+		}
+		if !runLess(h[c], h[i]) {
+			return
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
 	}
-	return binary.ReadUvarint(r)
-}
-
-func noEOF(err error) error {
-	if err == io.EOF {
-		return io.ErrUnexpectedEOF
-	}
-	return err
-}
-
-// runHeap orders run readers by their current record, then run index.
-type runHeap []*runReader
-
-func (h runHeap) Len() int { return len(h) }
-func (h runHeap) Less(i, j int) bool {
-	a, b := &h[i].cur, &h[j].cur
-	if a.s != b.s {
-		return a.s < b.s
-	}
-	if a.d != b.d {
-		return a.d < b.d
-	}
-	return h[i].idx < h[j].idx
-}
-func (h runHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *runHeap) Push(x any)   { *h = append(*h, x.(*runReader)) }
-func (h *runHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
 }
 
 // mergeRuns calls emit for every record of runs in (s, d, run, position)
 // order.
 func mergeRuns(ctx context.Context, runs []runFile, weighted, labelled bool, emit func(r *rec) error) error {
-	h := make(runHeap, 0, len(runs))
+	h := make([]*runReader, 0, len(runs))
 	defer func() {
 		for _, rr := range h {
 			rr.close()
@@ -631,7 +650,9 @@ func mergeRuns(ctx context.Context, runs []runFile, weighted, labelled bool, emi
 		}
 		h = append(h, rr)
 	}
-	heap.Init(&h)
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		siftDown(h, i)
+	}
 	var n int
 	for len(h) > 0 {
 		top := h[0]
@@ -642,12 +663,12 @@ func mergeRuns(ctx context.Context, runs []runFile, weighted, labelled bool, emi
 		if err != nil {
 			return err
 		}
-		if ok {
-			heap.Fix(&h, 0)
-		} else {
+		if !ok {
 			top.close()
-			heap.Pop(&h)
+			h[0] = h[len(h)-1]
+			h = h[:len(h)-1]
 		}
+		siftDown(h, 0)
 		if n++; n&0xffff == 0 {
 			if err := ctx.Err(); err != nil {
 				return err

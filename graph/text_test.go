@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -370,5 +371,43 @@ func TestImportTextManySelfLoops(t *testing.T) {
 	sameGraph(t, got, want)
 	if st.SelfLoopsDropped != 300 || got.NumVertices() != 37 || st.Runs < 50 {
 		t.Fatalf("dropped %d, V=%d, runs %d", st.SelfLoopsDropped, got.NumVertices(), st.Runs)
+	}
+}
+
+func TestRunReaderRejectsTruncatedRun(t *testing.T) {
+	b := &runBuilder{tmpDir: t.TempDir()}
+	recs := []rec{{s: 1, d: 2, w: 1.5, l: 3}, {s: 1, d: 300000, w: 2, l: 1}, {s: 1 << 40, d: -5, w: 3, l: 0}}
+	path, err := b.spill(func(w *bufio.Writer) error {
+		enc := runEncoder{w: w, weighted: true, labelled: true}
+		for i := range recs {
+			if err := enc.put(&recs[i]); err != nil {
+				return err
+			}
+		}
+		return enc.flush()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, _ := os.ReadFile(path)
+	for cut := 0; cut <= len(full); cut++ {
+		os.WriteFile(path, full[:cut], 0o644)
+		var got []rec
+		err := mergeRuns(context.Background(), []runFile{{path: path, n: int64(len(recs))}}, true, true, func(r *rec) error {
+			got = append(got, *r)
+			return nil
+		})
+		if cut == len(full) {
+			if err != nil || len(got) != len(recs) {
+				t.Fatalf("full run: %v, %d records", err, len(got))
+			}
+			for i := range recs {
+				if got[i].s != recs[i].s || got[i].d != recs[i].d || got[i].w != recs[i].w || got[i].l != recs[i].l {
+					t.Fatalf("record %d = %+v, want %+v", i, got[i], recs[i])
+				}
+			}
+		} else if err == nil || !strings.Contains(err.Error(), "truncated or corrupt") {
+			t.Fatalf("cut at %d: got %v", cut, err)
+		}
 	}
 }
