@@ -354,11 +354,8 @@ const (
 	reservoirBlock = 256 // kBlockThreads in kernels/samplers.cuh
 	localPoolSlots = 64  // kLocalPoolSlots in kernels/walk.cu
 	packThreads    = 256 // kPackThreads in kernels/compact.cuh
-	packTile       = 1024
-)
 
-// packTiles is the number of pack_rows tiles of a batch of n walks.
-func packTiles(n int64) int64 { return (n + packTile - 1) / packTile }
+)
 
 // Name implements walk.Engine.
 func (e *Engine) Name() string { return "gpu" }
@@ -456,19 +453,6 @@ type batchSlot struct {
 	hParams                                             *walkParams
 	hPtrs                                               []unsafe.Pointer
 	pending                                             *batch
-}
-
-// batch is a run of consecutive walks of one algorithm group: segments of
-// jobs, each a walk-id range.
-type batch struct {
-	segs  []segment
-	walks int64
-}
-
-type segment struct {
-	job    *walk.Job
-	lo, hi int // walk ids [lo, hi)
-	seed   uint32
 }
 
 func (s *batchSlot) release(e *Engine) {
@@ -624,36 +608,6 @@ func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) e
 	return nil
 }
 
-// groupJobs groups jobs with equal algorithms, in order of first appearance.
-func groupJobs(jobs []walk.Job) [][]*walk.Job {
-	var groups [][]*walk.Job
-outer:
-	for i := range jobs {
-		j := &jobs[i]
-		for k, grp := range groups {
-			if sameAlgorithm(grp[0].Algorithm, j.Algorithm) {
-				groups[k] = append(grp, j)
-				continue outer
-			}
-		}
-		groups = append(groups, []*walk.Job{j})
-	}
-	return groups
-}
-
-func sameAlgorithm(a, b walk.Algorithm) bool {
-	if a.Kind != b.Kind || a.Length != b.Length || a.Weighted != b.Weighted || a.StopProb != b.StopProb ||
-		a.P != b.P || a.Q != b.Q || a.ResolvedSampler() != b.ResolvedSampler() || len(a.Schema) != len(b.Schema) {
-		return false
-	}
-	for i := range a.Schema {
-		if a.Schema[i] != b.Schema[i] {
-			return false
-		}
-	}
-	return true
-}
-
 func (e *Engine) runGroup(ctx context.Context, grp []*walk.Job, emit walk.EmitFunc) error {
 	alg := grp[0].Algorithm
 	stride := rowPitch(alg.Length)
@@ -683,24 +637,7 @@ func (e *Engine) runGroup(ctx context.Context, grp []*walk.Job, emit walk.EmitFu
 		per = min(per, int64(e.cfg.maxBatchWalks))
 	}
 	e.cfg.logger.Info("gpu run group", "algorithm", alg.String(), "sampler", e.SamplerName(alg), "walks", total, "batch_walks", per)
-	// Cut the group into batches of at most per walks.
-	var batches []*batch
-	cur := &batch{}
-	for _, j := range grp {
-		for lo := 0; lo < len(j.Starts); {
-			take := min(int64(len(j.Starts)-lo), per-cur.walks)
-			cur.segs = append(cur.segs, segment{job: j, lo: lo, hi: lo + int(take)})
-			cur.walks += take
-			lo += int(take)
-			if cur.walks == per {
-				batches = append(batches, cur)
-				cur = &batch{}
-			}
-		}
-	}
-	if cur.walks > 0 {
-		batches = append(batches, cur)
-	}
+	batches := cutBatches(grp, per)
 	var runErr error
 	for i, b := range batches {
 		s := e.slots[i%2]
