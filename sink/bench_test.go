@@ -62,6 +62,7 @@ func BenchmarkEncode(b *testing.B) {
 	for _, tg := range []benchTarget{
 		{"file", func(b *testing.B) string { return "file://" + b.TempDir() }},
 		{"gofakes3", func(b *testing.B) string { return fakeS3(b) }},
+		{"versitygw", func(b *testing.B) string { return versityGW(b) }},
 	} {
 		for _, comp := range []Compression{Zstd, Snappy, None} {
 			b.Run(tg.name+"/"+string(comp), func(b *testing.B) {

@@ -25,7 +25,7 @@ import (
 // The binary is taken from $VERSITYGW, then PATH, then ./bin at the
 // repository root (make tools installs it there). Without it the test
 // skips, unless WALKSTAGE_INTEGRATION=1, when it fails.
-func versityGW(t *testing.T) (bucketURL string) {
+func versityGW(t testing.TB) (bucketURL string) {
 	t.Helper()
 	bin := os.Getenv("VERSITYGW")
 	if bin == "" {
