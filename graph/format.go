@@ -243,10 +243,13 @@ func Save(path string, g *Graph) (err error) {
 	}
 	if g.Labels != nil {
 		h.flags |= flagLabelled
-		h.numLabels = uint32(g.NumLabels)
-		if h.numLabels == 0 || h.numLabels > 256 {
-			h.numLabels = uint32(numLabelsOf(g.Labels))
+		// NumLabels may promise labels no edge uses yet (a schema), but
+		// never fewer than the edges use.
+		n := max(numLabelsOf(g.Labels), g.NumLabels)
+		if n > 256 {
+			return fmt.Errorf("save %s: NumLabels %d exceeds 256", path, g.NumLabels)
 		}
+		h.numLabels = uint32(n)
 	}
 	if g.IDs != nil {
 		h.flags |= flagIDs
