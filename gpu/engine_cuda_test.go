@@ -260,6 +260,8 @@ func TestMixedJobsOneRun(t *testing.T) {
 		{Tag: 15, Algorithm: walk.Algorithm{Kind: walk.PPR, Length: 200, StopProb: 0.05, Weighted: true}, Seed: 6, Starts: starts},
 		{Tag: 16, Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 3}, Seed: 7, Starts: starts},
 		{Tag: 17, Algorithm: walk.Algorithm{Kind: walk.MetaPath, Length: 7, Schema: []uint8{4}, Sampler: walk.SamplerDPRS}, Seed: 8, Starts: starts},
+		// Same schema, automatic (label tables) and forced ZPRS: two launches.
+		{Tag: 18, Algorithm: walk.Algorithm{Kind: walk.MetaPath, Length: 10, Schema: []uint8{0, 1, 2}, Weighted: true, Sampler: walk.SamplerZPRS}, Seed: 2, Starts: starts},
 	}
 	got := collect(t, e, jobs)
 	for _, j := range jobs {
