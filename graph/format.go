@@ -397,7 +397,12 @@ func LoadWith(path string, o LoadOptions) (*Graph, error) {
 	}
 	data, unmap, err := mapFile(f, int(size), o.Populate)
 	if err != nil {
-		return nil, fmt.Errorf("load %s: %w", path, err)
+		// Some filesystems (FUSE mounts, some network filesystems) cannot
+		// map files; reading costs memory and time but still works.
+		var rerr error
+		if data, unmap, rerr = readAligned(f, int(size)); rerr != nil {
+			return nil, fmt.Errorf("load %s: %w (and reading it: %v)", path, err, rerr)
+		}
 	}
 	g, err := decode(data, o)
 	if err != nil {

@@ -303,3 +303,26 @@ func BenchmarkLoad(b *testing.B) {
 		})
 	}
 }
+
+func TestReadAlignedFallbackMatchesMapping(t *testing.T) {
+	g := testGraphs(t)["all"]
+	path := filepath.Join(t.TempDir(), "g.wsg")
+	if err := Save(path, g); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	data, _, err := readAligned(f, int(st.Size()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(data, LoadOptions{VerifyChecksum: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameGraph(t, got, g)
+}
