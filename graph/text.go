@@ -91,6 +91,9 @@ func readText(r io.Reader, name string, o ImportOptions, b *runBuilder, cr *coun
 		if len(raw) > 0 {
 			line++
 			b.bytes = cr.n
+			if line == 1 {
+				raw = bytes.TrimPrefix(raw, []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark
+			}
 			nf, extra := splitFields(raw, fields[:])
 			if line == 1 && bytes.HasPrefix(raw, []byte("%%MatrixMarket")) {
 				// Matrix Market coordinate files: after the comments comes

@@ -43,7 +43,7 @@ func buildOpts(o ImportOptions) BuildOptions {
 }
 
 func TestImportTextMatchesFromEdges(t *testing.T) {
-	text := `# a SNAP-style header
+	text := "\ufeff" + `# a SNAP-style header
 % a Matrix Market style comment
 
 1 2 0.5 1
