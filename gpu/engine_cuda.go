@@ -110,6 +110,21 @@ func NewEngine(g *graph.Graph, opts ...Option) (*Engine, error) {
 		_ = e.Close()
 		return nil, err
 	}
+	if cfg.prepareLength > 0 {
+		if cfg.prepareLength > walk.MaxLength {
+			_ = e.Close()
+			return nil, fmt.Errorf("gpu: prepared length %d beyond %d", cfg.prepareLength, walk.MaxLength)
+		}
+		stride := rowPitch(cfg.prepareLength)
+		per, err := e.batchWalks(stride, 1<<31-1)
+		if err == nil {
+			err = dev.do(func() error { return e.ensureSlots(per, per*stride, 1) })
+		}
+		if err != nil {
+			_ = e.Close()
+			return nil, err
+		}
+	}
 	e.cfg.logger.Info("gpu engine ready", "graph", g.Name, "device", cfg.device, "multiprocessors", e.numSM,
 		"graph_bytes", e.graphBytes, "table_bytes", e.tableBytes, "table_build", e.tableBuild)
 	return e, nil

@@ -493,13 +493,20 @@ func TestInvalidJobsRejected(t *testing.T) {
 // TestCloseReleases: Close is idempotent and the engine refuses work after.
 func TestCloseReleases(t *testing.T) {
 	g := testGraph(t)
-	e, err := NewEngine(g)
+	e, err := NewEngine(g, WithPreparedSlots(80), WithHostBufferBytes(64<<20))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(e.Allocations()) == 0 {
-		t.Fatal("no allocations reported")
+	slots := 0
+	for _, a := range e.Allocations() {
+		if a.Name == "slot0.result" || a.Name == "slot1.result" {
+			slots++
+		}
 	}
+	if slots != 2 {
+		t.Fatalf("prepared slots not allocated: %v", e.Allocations())
+	}
+	collect(t, e, []walk.Job{{Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 80}, Seed: 1, Starts: allStarts(g, 1)}})
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ type config struct {
 	reserveBytes    int64
 	threadVariant   int // -1: per mode; 0 or 1 forces a register budget (benchmarks)
 	logger          *slog.Logger
+	prepareLength   int
 }
 
 func defaultConfig() config {
@@ -60,3 +61,9 @@ func WithReserveBytes(n int64) Option { return func(c *config) { c.reserveBytes 
 // WithLogger logs the engine's device allocations (debug), table builds and
 // batch sizing (info) to l (default: discarded).
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithPreparedSlots allocates the two batch slots (device pools and pinned
+// host buffers, sized for walks of length steps) in New, so the first Run
+// does not pay for them (about a second for pinned memory at the default
+// host buffer size). Runs with longer walks grow the slots as needed.
+func WithPreparedSlots(length int) Option { return func(c *config) { c.prepareLength = length } }
