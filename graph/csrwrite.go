@@ -318,6 +318,15 @@ func moveWithin(f *os.File, src, dst, n int64) error {
 // sectionChecksum computes Graph.Checksum from the written sections: CRC-64
 // over offsets, targets, weights, labels and ids in that order.
 func sectionChecksum(f *os.File, h *header) (uint64, error) {
+	if data, unmap, err := mapFile(f, int(h.fileSize), false); err == nil {
+		defer unmap()
+		var parts [][]byte
+		for _, i := range []int{secOffsets, secTargets, secWeights, secLabels, secIDs} {
+			s := h.sections[i]
+			parts = append(parts, data[s.off:s.off+s.len])
+		}
+		return checksumParallel(parts...), nil
+	}
 	var c uint64
 	buf := make([]byte, 4<<20)
 	for _, i := range []int{secOffsets, secTargets, secWeights, secLabels, secIDs} {

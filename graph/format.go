@@ -254,7 +254,7 @@ func Save(path string, g *Graph) (err error) {
 	if g.IDs != nil {
 		h.flags |= flagIDs
 	}
-	h.checksum = g.Checksum()
+	h.checksum = graphChecksum(g)
 	h.layout(len(g.Name))
 	payload := [numSections][]byte{
 		secName: []byte(g.Name), secOffsets: bytesOf(g.Offsets), secTargets: bytesOf(g.Targets),
@@ -473,7 +473,7 @@ func decode(data []byte, o LoadOptions) (*Graph, error) {
 		}
 	}
 	if o.VerifyChecksum {
-		if sum := g.Checksum(); sum != h.checksum {
+		if sum := graphChecksum(g); sum != h.checksum {
 			return nil, fmt.Errorf("%w: content checksum %016x does not match the header's %016x (offset %d): the file is corrupt", ErrFormat, sum, h.checksum, hChecksum)
 		}
 	}

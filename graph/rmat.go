@@ -161,7 +161,7 @@ func GenerateRMAT(ctx context.Context, o RMATOptions) (*Graph, error) {
 	if err := g.validateParallel(); err != nil {
 		return nil, fmt.Errorf("rmat: %w", err)
 	}
-	g.Version = fmt.Sprintf("%016x", g.Checksum())
+	g.Version = fmt.Sprintf("%016x", graphChecksum(g))
 	return g, nil
 }
 
