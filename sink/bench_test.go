@@ -26,8 +26,10 @@ import (
 //
 //	go test -run '^$' -bench . -benchtime 1x ./sink/
 //
-// WALKSTAGE_BENCH_WALKS and WALKSTAGE_BENCH_ROW_GROUP change the batch size
-// and the walks per row group (default: the sink's default, 16,384).
+// WALKSTAGE_BENCH_WALKS, WALKSTAGE_BENCH_ROW_GROUP, WALKSTAGE_BENCH_UPLOADS
+// and WALKSTAGE_BENCH_FILE_BYTES change the batch size, the walks per row
+// group, the parallel uploads per part and the part size (default: the
+// sink's defaults).
 //
 // Reported: vertices/s (walk vertices encoded and uploaded per second,
 // Commit included), MB/s of Parquet, bytes per vertex, held-MiB (the most
@@ -37,6 +39,8 @@ import (
 var (
 	benchWalks    = envInt("WALKSTAGE_BENCH_WALKS", 1<<20)
 	benchRowGroup = envInt("WALKSTAGE_BENCH_ROW_GROUP", 0)
+	benchUploads  = envInt("WALKSTAGE_BENCH_UPLOADS", 0)
+	benchFile     = envInt("WALKSTAGE_BENCH_FILE_BYTES", 0)
 )
 
 const (
@@ -81,6 +85,12 @@ func benchWrite(b *testing.B, bucket interface{ Close() error }, g *graph.Graph,
 	var bytes, held int64
 	if benchRowGroup > 0 {
 		opts = append(opts, WithRowGroupRows(benchRowGroup))
+	}
+	if benchUploads > 0 {
+		opts = append(opts, WithUploadBuffer(DefaultUploadBuffer, benchUploads))
+	}
+	if benchFile > 0 {
+		opts = append(opts, WithFileBytes(int64(benchFile)))
 	}
 	b.ResetTimer()
 	start := time.Now()

@@ -17,7 +17,8 @@
 // (default 512 MiB: chunks waiting for their row group, row groups being
 // encoded, encoded row groups waiting for upload), plus per encoder one
 // row group's compressed pages and 1 MiB page buffer, plus the upload
-// buffers of the open part (WithUploadBuffer, default 4 x 8 MiB). The
+// buffers of the parts being uploaded (WithParallelParts x
+// WithUploadBuffer, default 4 x 4 x 8 MiB). The
 // accounted memory stays under the limit however large the batch: a
 // 4M-walk benchmark batch peaked at 525 MiB held with a 512 MiB limit (the
 // encoded copy of a row group is counted before its staged walks are

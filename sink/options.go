@@ -56,6 +56,7 @@ type config struct {
 	encoders        int
 	uploadBuffer    int
 	uploadParallel  int
+	parallelParts   int
 	pageBufferBytes int
 }
 
@@ -76,6 +77,7 @@ func defaultConfig() config {
 		encoders:        runtime.GOMAXPROCS(0),
 		uploadBuffer:    DefaultUploadBuffer,
 		uploadParallel:  4,
+		parallelParts:   4,
 		pageBufferBytes: 1 << 20,
 	}
 }
@@ -94,8 +96,9 @@ func WithCompression(c Compression) Option { return func(o *config) { o.compress
 func WithRowGroupRows(n int) Option { return func(o *config) { o.rowGroupRows = n } }
 
 // WithFileBytes sets the size at which a part is rolled (default 256 MiB):
-// a part ends after the first row group that brings it to this size, so
-// parts exceed it by at most one compressed row group.
+// a part ends after the first row group that brings its encoded row groups
+// to this size, so parts exceed it by at most one compressed row group and
+// the file footer.
 func WithFileBytes(n int64) Option { return func(o *config) { o.fileBytes = n } }
 
 // WithMemoryLimit bounds the walks held by the writer (default 512 MiB):
@@ -105,7 +108,7 @@ func WithFileBytes(n int64) Option { return func(o *config) { o.fileBytes = n } 
 // when it cannot (the missing walks of the oldest row group have not
 // arrived) Write fails with ErrReorderWindow. Beyond this limit each
 // encoder holds one page buffer and one row group's compressed pages, and
-// the open part one upload buffer per parallel upload.
+// each part being uploaded one upload buffer per parallel upload.
 func WithMemoryLimit(n int64) Option { return func(o *config) { o.memoryLimit = n } }
 
 // WithEncoders sets the number of goroutines encoding row groups in
@@ -117,6 +120,11 @@ func WithEncoders(n int) Option { return func(o *config) { o.encoders = n } }
 func WithUploadBuffer(bytes, parallel int) Option {
 	return func(o *config) { o.uploadBuffer, o.uploadParallel = bytes, parallel }
 }
+
+// WithParallelParts sets how many parts may upload at once (default 4).
+// Each holds its own upload buffers (see WithUploadBuffer). Parts still
+// hold consecutive walk ids and get the same keys and bytes as with one.
+func WithParallelParts(n int) Option { return func(o *config) { o.parallelParts = n } }
 
 func (c *config) validate() error {
 	switch c.compression {
@@ -135,6 +143,9 @@ func (c *config) validate() error {
 	}
 	if c.encoders <= 0 {
 		return fmt.Errorf("sink: %d encoders, want at least 1", c.encoders)
+	}
+	if c.parallelParts <= 0 {
+		return fmt.Errorf("sink: %d parallel parts, want at least 1", c.parallelParts)
 	}
 	if c.uploadBuffer < 5<<20 || c.uploadParallel <= 0 {
 		return fmt.Errorf("sink: upload buffer %d bytes x %d: S3 needs parts of at least 5 MiB and one upload", c.uploadBuffer, c.uploadParallel)

@@ -104,21 +104,23 @@ type BatchWriter struct {
 	wg     sync.WaitGroup // encoders and the uploader
 	done   chan struct{}  // closed when the uploader returns
 
-	mu        sync.Mutex
-	err       error
-	open      map[int64]*group
-	used      int64 // bytes held, see WithMemoryLimit
-	peak      int64 // the most used has been
-	wake      chan struct{}
-	next      int64 // the row group the uploader waits for
-	encoding  int   // row groups being encoded
-	received  int64
-	closed    bool
-	written   []string // parts completed in this attempt, for Abort's cleanup
-	abortErr  error    // failure to abort an S3 multipart upload
-	files     []File
-	manifest  *Manifest
-	committed bool
+	mu          sync.Mutex
+	err         error
+	open        map[int64]*group
+	used        int64 // bytes held, see WithMemoryLimit
+	peak        int64 // the most used has been
+	wake        chan struct{}
+	next        int64 // the row group the uploader waits for
+	encoding    int   // row groups being encoded
+	received    int64
+	closed      bool
+	written     []string     // parts completed in this attempt, for Abort's cleanup
+	abortErr    error        // failure to abort an S3 multipart upload
+	files       map[int]File // completed parts by index
+	queued      int          // row groups handed to part goroutines, not yet written
+	partsOpened int          // owned by uploadLoop
+	manifest    *Manifest
+	committed   bool
 
 	walksWritten atomic.Int64
 	bytesWritten atomic.Int64
@@ -186,7 +188,7 @@ func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta Bat
 	}
 	w := &BatchWriter{bucket: b, layout: layout, meta: meta, g: g, cfg: cfg,
 		rows: int64(cfg.rowsPerGroup(meta.Algorithm.Length)),
-		open: map[int64]*group{}, wake: make(chan struct{}), done: make(chan struct{})}
+		open: map[int64]*group{}, files: map[int]File{}, wake: make(chan struct{}), done: make(chan struct{})}
 	w.groups = (meta.Walks + w.rows - 1) / w.rows
 	w.kv = [][2]string{
 		{MetaBatchID, meta.BatchID}, {MetaGraph, meta.Graph}, {MetaGraphVersion, meta.GraphVersion},
@@ -357,7 +359,7 @@ func (w *BatchWriter) reserve(ctx context.Context, need int64) error {
 		// the uploader's next row group is complete, or encoders are
 		// shrinking staged walks into compressed pages.
 		nextReady := w.next < w.groups && w.open[w.next] != nil && w.open[w.next].dispatched
-		if !nextReady && w.encoding == 0 {
+		if !nextReady && w.encoding == 0 && w.queued == 0 {
 			held := w.used
 			w.mu.Unlock()
 			return w.fail(fmt.Errorf("sink: batch %s: %w: %d bytes held waiting for walks of row group %d (walk ids from %d); raise the limit (now %d bytes) or emit walks in id order",
@@ -503,6 +505,7 @@ func (e *encoder) encode(gr *group) ([]byte, int64, error) {
 type part struct {
 	index  int
 	key    string
+	in     chan *group // row groups to append, closed after the last
 	bw     *blob.Writer
 	s3     s3Target
 	cancel context.CancelFunc
@@ -536,14 +539,23 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// uploadLoop appends encoded row groups to parts in row group order.
+// uploadLoop assigns encoded row groups to parts in row group order and
+// hands them to one goroutine per part, so that up to WithParallelParts
+// objects upload at once (an object store serves several objects faster
+// than one, and completing a multipart upload is a round trip of its own).
+// A part ends after the row group that brings its encoded row groups to
+// the file size: fragment sizes are deterministic, so the split is too.
 func (w *BatchWriter) uploadLoop() {
 	defer w.wg.Done()
 	defer close(w.done)
+	var parts sync.WaitGroup
+	defer parts.Wait()
+	slots := make(chan struct{}, w.cfg.parallelParts)
 	var p *part
+	var size int64
 	defer func() {
-		if p != nil { // failed or cancelled: abort the upload
-			w.abortPart(p)
+		if p != nil {
+			close(p.in)
 		}
 	}()
 	for gi := int64(0); gi < w.groups; gi++ {
@@ -560,34 +572,45 @@ func (w *BatchWriter) uploadLoop() {
 		if gr.err != nil {
 			return
 		}
-		var err error
 		if p == nil {
-			if p, err = w.openPart(len(w.files)); err != nil {
+			select {
+			case slots <- struct{}{}:
+			case <-w.ctx.Done():
+				return
+			}
+			var err error
+			if p, err = w.openPart(w.partsOpened); err != nil {
+				<-slots
 				w.fail(err)
 				return
 			}
+			w.partsOpened++
+			size = 0
+			parts.Add(1)
+			go func(p *part) {
+				defer parts.Done()
+				defer func() { <-slots }()
+				w.partLoop(p)
+			}(p)
 		}
-		err = w.appendGroup(p, gr)
-		// Forget the group, free its bytes and move on in one step, so a
-		// Write checking whether waiting can help never sees a gap.
+		// Forget the group and move on in one step, so a Write checking
+		// whether waiting can help never sees a gap; its bytes stay
+		// counted until the part goroutine has written them.
 		w.mu.Lock()
 		delete(w.open, gi)
-		w.used -= int64(len(gr.frag))
 		w.next = gi + 1
+		w.queued++
 		w.signal()
 		w.mu.Unlock()
-		gr.frag = nil
-		if err != nil {
-			w.fail(err)
+		size += int64(len(gr.frag)) // before the handover: the part goroutine drops frag
+		select {
+		case p.in <- gr:
+		case <-w.ctx.Done():
 			return
 		}
-		if p.pw.Size() >= w.cfg.fileBytes || gi == w.groups-1 {
-			err := w.closePart(p)
+		if size >= w.cfg.fileBytes || gi == w.groups-1 {
+			close(p.in)
 			p = nil
-			if err != nil {
-				w.fail(err)
-				return
-			}
 		}
 	}
 	w.mu.Lock()
@@ -595,10 +618,45 @@ func (w *BatchWriter) uploadLoop() {
 	w.mu.Unlock()
 }
 
+// partLoop writes one part's row groups, then completes the object; on
+// failure or cancellation it abandons the upload.
+func (w *BatchWriter) partLoop(p *part) {
+	for {
+		select {
+		case gr, ok := <-p.in:
+			if !ok {
+				if w.ctx.Err() != nil {
+					w.abortPart(p)
+					return
+				}
+				if err := w.closePart(p); err != nil {
+					w.fail(err)
+				}
+				return
+			}
+			err := w.appendGroup(p, gr)
+			w.mu.Lock()
+			w.used -= int64(len(gr.frag))
+			w.queued--
+			w.signal()
+			w.mu.Unlock()
+			gr.frag = nil
+			if err != nil {
+				w.fail(err)
+				w.abortPart(p)
+				return
+			}
+		case <-w.ctx.Done():
+			w.abortPart(p)
+			return
+		}
+	}
+}
+
 func (w *BatchWriter) openPart(i int) (*part, error) {
 	key := w.layout.PartKey(i)
 	ctx, cancel := context.WithCancel(w.ctx)
-	p := &part{index: i, key: key, cancel: cancel, file: File{Key: key, FirstWalkID: -1}}
+	p := &part{index: i, key: key, cancel: cancel, file: File{Key: key, FirstWalkID: -1}, in: make(chan *group, 64)}
 	bw, err := w.bucket.NewWriter(ctx, key, &blob.WriterOptions{
 		ContentType:    "application/vnd.apache.parquet",
 		BufferSize:     w.cfg.uploadBuffer,
@@ -653,7 +711,7 @@ func (w *BatchWriter) closePart(p *part) error {
 	p.file.Bytes = p.out.n
 	p.file.CRC32C = base64.StdEncoding.EncodeToString(p.out.h.Sum(nil))
 	w.mu.Lock()
-	w.files = append(w.files, p.file)
+	w.files[p.index] = p.file
 	w.written = append(w.written, p.key)
 	w.mu.Unlock()
 	return nil
@@ -703,13 +761,22 @@ func (w *BatchWriter) Commit(ctx context.Context) (*Manifest, error) {
 		return nil, w.finishAbort(ctx)
 	}
 	w.stop()
-	if err := w.deleteStale(ctx, len(w.files)); err != nil {
+	files := make([]File, len(w.files))
+	for i := range files {
+		f, ok := w.files[i]
+		if !ok {
+			w.fail(fmt.Errorf("sink: batch %s: part %d missing after upload", w.meta.BatchID, i))
+			return nil, w.finishAbort(ctx)
+		}
+		files[i] = f
+	}
+	if err := w.deleteStale(ctx, len(files)); err != nil {
 		return nil, err
 	}
 	m := &Manifest{Version: ManifestVersion, BatchID: w.meta.BatchID, Graph: w.meta.Graph, GraphVersion: w.meta.GraphVersion,
 		Algorithm: DescribeAlgorithm(w.meta.Algorithm), Seed: w.meta.Seed, Engine: w.meta.Engine,
 		WalkstageVersion: w.meta.WalkstageVersion, Compression: string(w.cfg.compression), Walks: w.meta.Walks,
-		Files: append([]File{}, w.files...)}
+		Files: files}
 	for _, f := range m.Files {
 		m.Steps += f.Steps
 		m.Bytes += f.Bytes

@@ -232,7 +232,7 @@ func TestOutputIndependentOfChunkOrder(t *testing.T) {
 	chunks := runEngine(t, g, testAlgo, n, 7)
 	opts := []Option{WithRowGroupRows(500), WithFileBytes(30 << 10)}
 	b1, dir1 := fileBucket(t)
-	writeBatch(t, b1, testMeta("x", n), g, chunks, append(opts, WithEncoders(1))...)
+	writeBatch(t, b1, testMeta("x", n), g, chunks, append(opts, WithEncoders(1), WithParallelParts(1))...)
 	shuffled := slices.Clone(chunks)
 	rand.New(rand.NewPCG(3, 4)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 	b2, dir2 := fileBucket(t)
