@@ -66,9 +66,13 @@ type Engine struct {
 	tableBuild                          time.Duration
 	slots                               [2]*batchSlot
 	allocs                              map[string]int64
-	mu                                  sync.Mutex // one Run at a time
-	stats                               walk.RunStats
-	closed                              bool
+	mu                                  sync.Mutex    // one Run at a time
+	stats                               walk.RunStats // the Run in progress (Run's goroutine only)
+	// last is the last finished Run's stats, under its own lock so an emit
+	// callback may read it while Run holds mu.
+	lastMu sync.Mutex
+	last   walk.RunStats
+	closed bool
 }
 
 var _ walk.Engine = (*Engine)(nil)
@@ -377,9 +381,9 @@ func (e *Engine) Name() string { return "gpu" }
 
 // LastRunStats implements walk.StatsReporter.
 func (e *Engine) LastRunStats() walk.RunStats {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.stats
+	e.lastMu.Lock()
+	defer e.lastMu.Unlock()
+	return e.last
 }
 
 // Allocations lists the engine's device allocations now: the graph, the
@@ -620,6 +624,9 @@ func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) e
 			e.stats.MemoryBytes += b
 		}
 	}
+	e.lastMu.Lock()
+	e.last = e.stats
+	e.lastMu.Unlock()
 	return nil
 }
 

@@ -463,6 +463,7 @@ func TestEmitErrorStopsRun(t *testing.T) {
 	jobs := []walk.Job{{Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 5}, Seed: 1, Starts: allStarts(g, 1)}}
 	calls := 0
 	err := e.Run(context.Background(), jobs, func(walk.Chunk) error {
+		_ = e.LastRunStats() // must not deadlock inside a Run
 		calls++
 		if calls == 3 {
 			return boom
