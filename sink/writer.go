@@ -190,6 +190,13 @@ func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta Bat
 		rows: int64(cfg.rowsPerGroup(meta.Algorithm.Length)),
 		open: map[int64]*group{}, files: map[int]File{}, wake: make(chan struct{}), done: make(chan struct{})}
 	w.groups = (meta.Walks + w.rows - 1) / w.rows
+	// A row group is encoded once all its walks are held, so the limit must
+	// fit one full row group and the start of the next, or even walks in
+	// perfect order would fail with ErrReorderWindow.
+	if group := w.rows * (int64(meta.Algorithm.Length+1)*4 + 12); cfg.memoryLimit < 2*group {
+		return nil, fmt.Errorf("sink: memory limit %d bytes is below two row groups of %d walks of up to %d steps (%d bytes): raise the limit or lower the row group size",
+			cfg.memoryLimit, w.rows, meta.Algorithm.Length, 2*group)
+	}
 	w.kv = [][2]string{
 		{MetaBatchID, meta.BatchID}, {MetaGraph, meta.Graph}, {MetaGraphVersion, meta.GraphVersion},
 		{MetaAlgorithm, algo}, {MetaSeed, strconv.FormatUint(meta.Seed, 10)}, {MetaEngine, meta.Engine},

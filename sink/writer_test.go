@@ -416,7 +416,7 @@ func TestReorderWindowBounded(t *testing.T) {
 	chunks := runEngine(t, g, testAlgo, n, 13)
 	b, _ := fileBucket(t)
 	ctx := context.Background()
-	w, err := NewBatchWriter(ctx, b, "", testMeta("o", n), g, WithRowGroupRows(1000), WithMemoryLimit(64<<10))
+	w, err := NewBatchWriter(ctx, b, "", testMeta("o", n), g, WithRowGroupRows(100), WithMemoryLimit(64<<10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,6 +431,20 @@ func TestReorderWindowBounded(t *testing.T) {
 	if !errors.Is(werr, ErrReorderWindow) {
 		t.Fatalf("error %v, want ErrReorderWindow", werr)
 	}
+}
+
+func TestMemoryLimitMustFitRowGroups(t *testing.T) {
+	g := testGraph(t)
+	b, _ := fileBucket(t)
+	// 1000 walks of up to 21 vertices: 96,000 bytes per row group.
+	if _, err := NewBatchWriter(context.Background(), b, "", testMeta("m", 10), g, WithRowGroupRows(1000), WithMemoryLimit(150_000)); err == nil {
+		t.Fatal("a limit below two row groups was accepted")
+	}
+	w, err := NewBatchWriter(context.Background(), b, "", testMeta("m", 10), g, WithRowGroupRows(1000), WithMemoryLimit(200_000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Abort(context.Background())
 }
 
 func TestEmptyBatch(t *testing.T) {
