@@ -135,7 +135,8 @@ type Config struct {
 	// WALKSTAGE_MICROBATCH_MAX_WALKS: walks per launch beyond which no more
 	// requests join it (a single larger request runs alone).
 	MicroBatchMaxWalks int `env:"MICROBATCH_MAX_WALKS" envDefault:"1048576"`
-	// WALKSTAGE_MICROBATCH_MAX_REQUESTS: most requests sharing one launch.
+	// WALKSTAGE_MICROBATCH_MAX_REQUESTS: most requests sharing one launch
+	// (capped at MAX_IN_FLIGHT).
 	MicroBatchMaxRequests int `env:"MICROBATCH_MAX_REQUESTS" envDefault:"64"`
 	// WALKSTAGE_QUEUE_DEPTH: validated requests waiting for the engine; when
 	// full the consumer stops fetching (backpressure to Kafka).

@@ -83,6 +83,10 @@ func (o *Options) defaults() error {
 	setInt(&o.MaxInFlight, 16)
 	setInt(&o.ChunkBuffer, 4)
 	setInt(&o.MaxAttempts, 3)
+	// A launch holds an in-flight slot per request until its finisher is
+	// done, and finishers start only after the launch: a micro-batch larger
+	// than the slots would wait for itself.
+	o.MicroBatchMaxRequests = min(o.MicroBatchMaxRequests, o.MaxInFlight)
 	if o.ShutdownTimeout <= 0 {
 		o.ShutdownTimeout = 30 * time.Second
 	}
