@@ -5,10 +5,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/sink"
@@ -130,4 +135,38 @@ func dirDigest(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return fmt.Sprintf("%x", h.Sum(nil))
+}
+
+// The command writes to S3 through the same URL flags a user gives it.
+func TestWalkCommandToS3(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "walkstage")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "walkstage-secret")
+	t.Setenv("AWS_CONFIG_FILE", "/dev/null")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+	backend := s3mem.New()
+	srv := httptest.NewServer(gofakes3.New(backend, gofakes3.WithLogger(gofakes3.DiscardLog())).Server())
+	defer srv.Close()
+	if err := backend.CreateBucket("out"); err != nil {
+		t.Fatal(err)
+	}
+	u := "s3://out?" + url.Values{"endpoint": {srv.URL}, "region": {"us-east-1"}, "use_path_style": {"true"}}.Encode()
+	out, err := runWalk(t, "--graph", walkTestGraph(t), "--out", u, "--prefix", "p/q", "--algorithm", "node2vec", "--length", "12", "--batch-id", "s3")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "s3://out/p/q/graph=tiny/algorithm=node2vec/batch=s3/_SUCCESS") {
+		t.Errorf("output does not name the manifest's URL:\n%s", out)
+	}
+	b, err := sink.OpenBucket(context.Background(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	m, err := sink.ReadManifest(context.Background(), b, "p/q/graph=tiny/algorithm=node2vec/batch=s3/_SUCCESS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Walks != 200 || len(m.Files) != 1 {
+		t.Fatalf("manifest %+v", m)
+	}
 }
