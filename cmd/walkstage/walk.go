@@ -221,7 +221,7 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if prog != nil {
 		prog.finish(walks.Load(), steps.Load(), w.BytesWritten())
 	}
-	fmt.Fprintf(stdout, "wrote %d walks, %d steps in %d parts, %s, to %s\n", m.Walks, m.Steps, len(m.Files), humanBytes(m.Bytes),
+	fmt.Fprintf(stdout, "wrote %d walks, %d steps in %d part(s), %s, to %s\n", m.Walks, m.Steps, len(m.Files), humanBytes(m.Bytes),
 		sink.ObjectURL(*out, w.Layout().SuccessKey()))
 	fmt.Fprintf(stdout, "walk+encode %s (engine returned after %s): %.1f M steps/s, %.1f M walk vertices/s, %.1f MB/s\n",
 		total.Round(time.Millisecond), walkTime.Round(time.Millisecond), float64(m.Steps)/total.Seconds()/1e6,
