@@ -37,7 +37,7 @@ func newMetrics(reg prometheus.Registerer, s *Stage) (*metrics, error) {
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "walkstage_batch_duration_seconds",
 			Help: "End-to-end latency of succeeded batches, from fetch to durable completion event.", Buckets: lat}),
 		phase: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "walkstage_batch_phase_duration_seconds",
-			Help: "Latency of succeeded batches by phase: queued (fetch to engine launch), walking (the engine run), writing (run end to manifest durable).",
+			Help:    "Latency of succeeded batches by phase: queued (fetch to engine launch), walking (the engine run), writing (run end to manifest durable).",
 			Buckets: lat}, []string{"phase"}),
 		queued:   depth.WithLabelValues("requests"),
 		inFlight: depth.WithLabelValues("in_flight"),

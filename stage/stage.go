@@ -137,6 +137,9 @@ type batch struct {
 	gotW    int64         // walks received from the engine
 	steps   int64
 	attempt int
+	// failReason classifies the last failed attempt for the event: engine
+	// (walking failed) or sink (writing or committing the objects failed).
+	failReason string
 }
 
 // New checks the options and registers the metrics.
@@ -548,6 +551,10 @@ func (s *Stage) complete(ctx context.Context, b *batch, runErr error) error {
 	if runErr == nil && b.wErr == nil && b.gotW != int64(b.walks) {
 		runErr = fmt.Errorf("engine emitted %d of %d walks", b.gotW, b.walks)
 	}
+	b.failReason = "sink"
+	if runErr != nil {
+		b.failReason = "engine"
+	}
 	if err := errors.Join(runErr, b.wErr); err != nil {
 		if b.w != nil {
 			b.w.Abort(context.WithoutCancel(ctx))
@@ -594,10 +601,7 @@ func (s *Stage) complete(ctx context.Context, b *batch, runErr error) error {
 
 // failBatch reports a batch that failed every attempt.
 func (s *Stage) failBatch(ctx context.Context, b *batch, cause error) {
-	reason := "engine"
-	if b.wErr != nil {
-		reason = "sink"
-	}
+	reason := b.failReason
 	ev := source.Event{BatchID: b.req.BatchID, Status: source.StatusFailed, Reason: reason,
 		Error: fmt.Sprintf("after %d attempts: %v", b.attempt, cause),
 		Graph: s.o.Graph.Name, GraphVersion: s.o.Graph.Version, Algorithm: b.req.Algorithm.String(),
