@@ -65,6 +65,8 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fileBytes := fs.Int64("file-bytes", sink.DefaultFileBytes, "roll Parquet parts at this size")
 	rowGroupRows := fs.Int("row-group-rows", 0, "walks per row group (0: at most 65536 walks and 4 Mi vertices)")
 	memLimit := fs.Int64("sink-memory", sink.DefaultMemoryLimit, "bytes of walks the writer may hold")
+	parallelParts := fs.Int("parallel-parts", 4, "Parquet parts uploaded at once")
+	uploads := fs.Int("uploads-per-part", 4, "parallel 8 MiB upload requests per part (S3 multipart)")
 	quiet := fs.Bool("quiet", false, "no progress output")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -164,7 +166,8 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		id = fmt.Sprintf("seed-%d", *seed)
 	}
 	meta := sink.BatchMeta{BatchID: id, Algorithm: algo, Seed: *seed, Engine: eng.Name(), WalkstageVersion: Version, Walks: int64(len(starts))}
-	opts := []sink.Option{sink.WithCompression(comp), sink.WithFileBytes(*fileBytes), sink.WithMemoryLimit(*memLimit)}
+	opts := []sink.Option{sink.WithCompression(comp), sink.WithFileBytes(*fileBytes), sink.WithMemoryLimit(*memLimit),
+		sink.WithParallelParts(*parallelParts), sink.WithUploadBuffer(sink.DefaultUploadBuffer, *uploads)}
 	if *rowGroupRows > 0 {
 		opts = append(opts, sink.WithRowGroupRows(*rowGroupRows))
 	}
