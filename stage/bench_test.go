@@ -1,8 +1,10 @@
 package stage
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -20,7 +22,10 @@ func benchStage(b *testing.B, extra ...string) (brokers []string, nv int) {
 	brokers = startKafka(b, 4)
 	gpath, g := testGraph(b, 16)
 	out := "file://" + filepath.ToSlash(b.TempDir())
-	env := stageEnviron(brokers, gpath, out, append([]string{"WALKSTAGE_METRICS_ADDR=", "WALKSTAGE_LOG_LEVEL=warn"}, extra...)...)
+	// WALKSTAGE_BENCH_ENGINE=gpu measures the GPU engine (a cuda build).
+	engine := cmp.Or(os.Getenv("WALKSTAGE_BENCH_ENGINE"), "cpu")
+	env := stageEnviron(brokers, gpath, out, append([]string{"WALKSTAGE_METRICS_ADDR=", "WALKSTAGE_LOG_LEVEL=warn",
+		"WALKSTAGE_ENGINE=" + engine}, extra...)...)
 	runStage(b, env)
 	return brokers, g.NumVertices()
 }
