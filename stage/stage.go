@@ -118,6 +118,14 @@ type Stage struct {
 	fatal    chan error // a finisher's unrecoverable error stops the stage
 	draining atomic.Bool
 	ln       net.Listener
+
+	// active maps the batch ids this replica holds (queued to acked) to a
+	// channel closed when the batch leaves. A redelivery of a batch still
+	// in flight here (after a rebalance) waits for it instead of writing the
+	// same objects concurrently, where one copy's abort could delete the
+	// other's parts.
+	activeMu sync.Mutex
+	active   map[string]chan struct{}
 }
 
 // batch is one request on its way through the stage.
@@ -148,11 +156,12 @@ func New(o Options) (*Stage, error) {
 		return nil, err
 	}
 	s := &Stage{
-		o:     o,
-		log:   o.Logger,
-		queue: make(chan *batch, o.QueueDepth),
-		slots: make(chan struct{}, o.MaxInFlight),
-		fatal: make(chan error, 1),
+		o:      o,
+		log:    o.Logger,
+		queue:  make(chan *batch, o.QueueDepth),
+		slots:  make(chan struct{}, o.MaxInFlight),
+		fatal:  make(chan error, 1),
+		active: map[string]chan struct{}{},
 	}
 	m, err := newMetrics(o.Registry, s)
 	if err != nil {
@@ -271,12 +280,47 @@ func (s *Stage) sourceLoop(fetchCtx, workCtx context.Context) error {
 			continue
 		}
 		b := &batch{d: d, req: d.Request, walks: d.Request.NumWalks(), queuedAt: d.Received}
+		if !s.claim(workCtx, b.req.BatchID) {
+			return nil
+		}
 		select {
 		case s.queue <- b:
 			s.m.queued.Inc()
 		case <-workCtx.Done():
+			s.leave(b.req.BatchID)
 			return nil
 		}
+	}
+}
+
+// claim registers id as held by this replica, first waiting for an
+// earlier copy of it to leave. False means ctx ended while waiting.
+func (s *Stage) claim(ctx context.Context, id string) bool {
+	for {
+		s.activeMu.Lock()
+		ch, busy := s.active[id]
+		if !busy {
+			s.active[id] = make(chan struct{})
+			s.activeMu.Unlock()
+			return true
+		}
+		s.activeMu.Unlock()
+		s.log.Info("batch redelivered while still in flight here; waiting for the first copy", "batch_id", id)
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// leave releases id (see claim).
+func (s *Stage) leave(id string) {
+	s.activeMu.Lock()
+	defer s.activeMu.Unlock()
+	if ch, ok := s.active[id]; ok {
+		close(ch)
+		delete(s.active, id)
 	}
 }
 
@@ -387,6 +431,7 @@ func (s *Stage) abandonQueued() {
 	for b := range s.queue {
 		s.m.queued.Dec()
 		s.log.Info("batch abandoned at shutdown (uncommitted; it will be redelivered)", "batch_id", b.req.BatchID)
+		s.leave(b.req.BatchID)
 	}
 }
 
@@ -400,6 +445,7 @@ func (s *Stage) launch(ctx context.Context, mb []*batch) error {
 		case <-ctx.Done():
 			for _, b := range mb[i:] {
 				s.log.Info("batch abandoned at shutdown (uncommitted; it will be redelivered)", "batch_id", b.req.BatchID)
+				s.leave(b.req.BatchID)
 			}
 			for range mb[:i] {
 				s.release()
@@ -510,6 +556,7 @@ func (s *Stage) write(ctx context.Context, b *batch) {
 func (s *Stage) finish(ctx context.Context, b *batch, runErr error) {
 	defer s.finishes.Done()
 	defer s.release()
+	defer s.leave(b.req.BatchID)
 	log := s.log.With("batch_id", b.req.BatchID, "algorithm", b.req.Algorithm.Kind.String())
 	for {
 		err := s.complete(ctx, b, runErr)

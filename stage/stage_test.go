@@ -242,3 +242,33 @@ func TestSinkFailureIsReportedAndDeadLettered(t *testing.T) {
 		t.Fatalf("dead letter %q", m.Key)
 	}
 }
+
+// TestRedeliveryWhileInFlightIsSerialised sends the same batch twice back
+// to back (as a rebalance can): the copies never run concurrently, both
+// succeed, and they report the same objects.
+func TestRedeliveryWhileInFlightIsSerialised(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	brokers := startKafka(t, 1)
+	gpath, _ := testGraph(t, 12)
+	rt, _ := runStage(t, stageEnviron(brokers, gpath, "file://"+filepath.ToSlash(t.TempDir()), "WALKSTAGE_METRICS_ADDR=",
+		"WALKSTAGE_MICROBATCH_MAX_WAIT=100ms"))
+	obs := newObserver(brokers, "out")
+	defer obs.Close()
+	body := `{"version":1,"batch_id":"twice","algorithm":"deepwalk","walks_per_seed":20,"seed_range":{"first":0,"count":4000}}`
+	produce(t, brokers, "in", requestRaw("twice", body), requestRaw("twice", body))
+	events, err := obs.events(ctx, func(m map[string][]source.Event) bool { return len(m["twice"]) == 2 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := events["twice"][0], events["twice"][1]
+	if a.Status != source.StatusSucceeded || b.Status != source.StatusSucceeded || fmt.Sprint(a.Objects) != fmt.Sprint(b.Objects) {
+		t.Fatalf("%+v\n%+v", a, b)
+	}
+	if runs := counterValue(t, rt, "walkstage_engine_runs_total"); runs != 2 {
+		t.Errorf("%v engine runs: the two copies shared a launch", runs)
+	}
+}
