@@ -332,6 +332,9 @@ func (s *Stage) reject(ctx context.Context, d *source.Delivery) error {
 		Graph: s.o.Graph.Name, GraphVersion: s.o.Graph.Version,
 		Timings: source.Timings{Total: time.Since(d.Received).Seconds()}}
 	if err := s.publish(ctx, ev); err != nil {
+		if ctx.Err() != nil {
+			return nil // shutdown deadline: left uncommitted, redelivered
+		}
 		return err
 	}
 	if err := retry(ctx, 5, func() error { return d.DeadLetter(ctx, string(re.Reason), re.Msg) }); err != nil {
