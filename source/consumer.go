@@ -47,7 +47,8 @@ type Consumer struct {
 	// tracker produced them; a later commit never carries a lower offset.
 	commitMu sync.Mutex
 	joined   atomic.Bool
-	lag      atomic.Int64
+	lagMu    sync.Mutex
+	lag      map[tp]int64 // per partition: high watermark - next offset, as of the last fetch
 	closed   sync.Once
 }
 
@@ -101,14 +102,15 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 		r.Close()
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
-	c := &Consumer{r: r, dlq: dlq, g: cfg.Graph, lim: cfg.Limits, log: log, trk: newTracker(), stop: make(chan struct{})}
+	c := &Consumer{r: r, dlq: dlq, g: cfg.Graph, lim: cfg.Limits, log: log, trk: newTracker(), stop: make(chan struct{}),
+		lag: map[tp]int64{}}
 	c.wg.Add(1)
 	go c.watch()
 	return c, nil
 }
 
 // watch samples the reader's statistics: joining the group shows as its
-// first generation, and lag is exported as a metric.
+// first generation.
 func (c *Consumer) watch() {
 	defer c.wg.Done()
 	t := time.NewTicker(250 * time.Millisecond)
@@ -123,15 +125,25 @@ func (c *Consumer) watch() {
 		if s.Rebalances > 0 {
 			c.joined.Store(true)
 		}
-		c.lag.Store(s.Lag)
 	}
 }
 
 // Joined reports whether the consumer has joined its group at least once.
 func (c *Consumer) Joined() bool { return c.joined.Load() }
 
-// Lag is the reader's last reported lag in messages.
-func (c *Consumer) Lag() int64 { return c.lag.Load() }
+// Lag is the number of messages behind the end of the partitions this
+// consumer has fetched from, as of each partition's last fetch (every
+// fetched message carries its partition's high watermark). kafka-go's own
+// reader lag is that of whichever partition reported last.
+func (c *Consumer) Lag() int64 {
+	c.lagMu.Lock()
+	defer c.lagMu.Unlock()
+	var n int64
+	for _, l := range c.lag {
+		n += l
+	}
+	return n
+}
 
 // Pending is the number of fetched messages not yet acknowledged.
 func (c *Consumer) Pending() int { return c.trk.pending() }
@@ -146,6 +158,9 @@ func (c *Consumer) Next(ctx context.Context) (*Delivery, error) {
 		return nil, fmt.Errorf("fetch from %s: %w", c.r.Config().Topic, err)
 	}
 	c.trk.fetched(m.Topic, m.Partition, m.Offset)
+	c.lagMu.Lock()
+	c.lag[tp{m.Topic, m.Partition}] = max(0, m.HighWaterMark-m.Offset-1)
+	c.lagMu.Unlock()
 	c.joined.Store(true) // a group reader fetches only once it has an assignment
 	d := &Delivery{Received: time.Now(), c: c, msg: m}
 	req, err := DecodeRequest(m.Key, m.Value, c.g, c.lim)

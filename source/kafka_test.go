@@ -81,6 +81,9 @@ func TestConsumerGroupOverKfake(t *testing.T) {
 			t.Error("consumer never reported joining")
 		}
 	}
+	if lag := c1.Lag(); lag < 0 || lag > 5 {
+		t.Errorf("lag %d after 6 of 11 messages", lag)
+	}
 	if err := c1.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -107,8 +110,6 @@ func TestConsumerGroupOverKfake(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: "dlq", Partition: 0, MaxWait: 100 * time.Millisecond})
-	defer r.Close()
 	var dl kafka.Message
 	for p := 0; ; p++ {
 		r2 := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: "dlq", Partition: p % 3, MaxWait: 100 * time.Millisecond})

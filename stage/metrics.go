@@ -11,6 +11,7 @@ import (
 // metrics are the stage's Prometheus series (walkstage_ prefix, base units).
 type metrics struct {
 	batches            *prometheus.CounterVec // status
+	rejections         *prometheus.CounterVec // reason
 	walks, steps       prometheus.Counter
 	latency            prometheus.Histogram
 	phase              *prometheus.HistogramVec // queued, walking, writing
@@ -32,6 +33,9 @@ func newMetrics(reg prometheus.Registerer, s *Stage) (*metrics, error) {
 	m := &metrics{
 		batches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "walkstage_batches_total",
 			Help: "Batches finished, by status (succeeded, failed, rejected)."}, []string{"status"}),
+		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "walkstage_rejections_total",
+			Help: "Rejected requests by reason (malformed, unsupported_version, invalid_batch_id, invalid_parameters, too_large, unknown_vertices, graph_mismatch)."},
+			[]string{"reason"}),
 		walks: prometheus.NewCounter(prometheus.CounterOpts{Name: "walkstage_walks_total", Help: "Walks written by succeeded batches."}),
 		steps: prometheus.NewCounter(prometheus.CounterOpts{Name: "walkstage_steps_total", Help: "Walk steps written by succeeded batches (rate() gives steps/s)."}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "walkstage_batch_duration_seconds",
@@ -52,7 +56,7 @@ func newMetrics(reg prometheus.Registerer, s *Stage) (*metrics, error) {
 		microBatchRequests: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "walkstage_microbatch_requests",
 			Help: "Requests sharing one engine launch.", Buckets: prometheus.ExponentialBuckets(1, 2, 8)}),
 	}
-	cs := []prometheus.Collector{m.batches, m.walks, m.steps, m.latency, m.phase, depth, m.engineRuns, m.engineSeconds,
+	cs := []prometheus.Collector{m.batches, m.rejections, m.walks, m.steps, m.latency, m.phase, depth, m.engineRuns, m.engineSeconds,
 		m.engineBytes, m.graphBytes, m.microBatchRequests,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "walkstage_consumer_lag",
 			Help: "Messages between the consumer's position and the end of its partitions, as last reported by the reader."},

@@ -347,6 +347,7 @@ func (s *Stage) reject(ctx context.Context, d *source.Delivery) error {
 		log.Warn("commit of a rejected request failed; it will be redelivered", "err", err)
 	}
 	s.m.batches.WithLabelValues(string(source.StatusRejected)).Inc()
+	s.m.rejections.WithLabelValues(string(re.Reason)).Inc()
 	log.Info("request rejected", "error", re.Msg)
 	return nil
 }
