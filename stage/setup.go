@@ -6,13 +6,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/walkstage/walkstage/gpu"
 	"github.com/walkstage/walkstage/graph"
@@ -124,7 +129,13 @@ func (r *Runtime) Close() error {
 
 // FromConfig loads the graph, builds the engine, joins the consumer group
 // and opens the producers and the bucket. version is recorded in outputs.
-func FromConfig(ctx context.Context, c Config, log *slog.Logger, version string) (_ *Runtime, err error) {
+func FromConfig(ctx context.Context, c Config, log *slog.Logger, version string) (*Runtime, error) {
+	return fromConfig(ctx, c, log, version, nil, nil)
+}
+
+// fromConfig is FromConfig with an already bound metrics listener and
+// registry (nil: none yet).
+func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string, ln net.Listener, reg *prometheus.Registry) (_ *Runtime, err error) {
 	rt := &Runtime{}
 	defer func() {
 		if err != nil {
@@ -182,13 +193,14 @@ func FromConfig(ctx context.Context, c Config, log *slog.Logger, version string)
 	sinkOpts := []sink.Option{sink.WithCompression(comp), sink.WithFileBytes(c.OutputFileBytes),
 		sink.WithMemoryLimit(c.OutputMemoryBytes), sink.WithRowGroupRows(c.OutputRowGroupWalks)}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if reg == nil {
+		reg = newRegistry()
+	}
 	s, err := New(Options{Graph: g, Engine: eng, Source: cons, Events: pub, Bucket: bucket, BucketURL: c.OutputURL,
 		Prefix: c.OutputPrefix, SinkOptions: sinkOpts, MicroBatchMaxWait: c.MicroBatchMaxWait, MicroBatchMaxWalks: c.MicroBatchMaxWalks,
 		MicroBatchMaxRequests: c.MicroBatchMaxRequests, QueueDepth: c.QueueDepth, MaxInFlight: c.MaxInFlight,
 		ChunkBuffer: c.ChunkBuffer, MaxAttempts: c.MaxAttempts, ShutdownTimeout: c.ShutdownTimeout,
-		MetricsAddr: c.MetricsAddr, Joined: cons.Joined, Lag: cons.Lag, Registry: reg, Logger: log, Version: version})
+		MetricsAddr: c.MetricsAddr, Listener: ln, Joined: cons.Joined, Lag: cons.Lag, Registry: reg, Logger: log, Version: version})
 	if err != nil {
 		return nil, err
 	}
@@ -204,10 +216,39 @@ func Main(ctx context.Context, environ []string, logw io.Writer, version string)
 		return err
 	}
 	log := NewLogger(c, logw)
-	rt, err := FromConfig(ctx, c, log, version)
+	// Answer probes while the graph loads (a large graph downloads for
+	// minutes): /healthz is 200, /readyz 503 until the stage runs. The same
+	// socket then passes to the stage's HTTP actor.
+	var ln net.Listener
+	reg := newRegistry()
+	if c.MetricsAddr != "" {
+		if ln, err = net.Listen("tcp", c.MetricsAddr); err != nil {
+			return fmt.Errorf("listen on %s: %w", c.MetricsAddr, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
+		mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "not ready: loading the graph and joining the group", http.StatusServiceUnavailable)
+		})
+		stopEarly := serveUntilHandoff(ln, mux)
+		defer stopEarly() // idempotent; normally called below
+		rt, err := fromConfig(ctx, c, log, version, ln, reg)
+		stopEarly()
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		return runRuntime(ctx, rt, c, log)
+	}
+	rt, err := fromConfig(ctx, c, log, version, nil, reg)
 	if err != nil {
 		return err
 	}
+	return runRuntime(ctx, rt, c, log)
+}
+
+func runRuntime(ctx context.Context, rt *Runtime, c Config, log *slog.Logger) error {
 	defer rt.Close()
 	log.Info("stage running", "input", c.InputTopic, "output", c.OutputTopic, "group", c.Group, "metrics", c.MetricsAddr)
 	if err := rt.Run(ctx); err != nil {
@@ -216,4 +257,46 @@ func Main(ctx context.Context, environ []string, logw io.Writer, version string)
 	}
 	log.Info("stage stopped")
 	return nil
+}
+
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// keepOpen hands a listener to a server that may not close it.
+type keepOpen struct{ net.Listener }
+
+func (keepOpen) Close() error { return nil }
+
+// serveUntilHandoff serves h on ln until the returned stop is called; stop
+// returns once that server no longer accepts, leaving ln open for the next.
+// (Shutdown cannot interrupt an Accept without closing the socket, so an
+// expired deadline does.)
+func serveUntilHandoff(ln net.Listener, h http.Handler) (stop func()) {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	served := make(chan struct{})
+	go func() {
+		srv.Serve(keepOpen{ln})
+		close(served)
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			// Expire Accept first: Shutdown waits for Serve to leave it.
+			// Serve retries the timeouts until Shutdown marks it closing.
+			tl, _ := ln.(*net.TCPListener)
+			if tl != nil {
+				tl.SetDeadline(time.Unix(1, 0))
+			}
+			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			srv.Shutdown(sctx)
+			if tl != nil {
+				<-served
+				tl.SetDeadline(time.Time{})
+			}
+		})
+	}
 }

@@ -58,6 +58,9 @@ type Options struct {
 
 	// MetricsAddr, when set, serves /metrics, /healthz and /readyz.
 	MetricsAddr string
+	// Listener, when set, is used instead of listening on MetricsAddr (Main
+	// binds it before loading the graph, to answer probes meanwhile).
+	Listener net.Listener
 	// Joined reports whether the consumer has joined its group (for /readyz).
 	Joined func() bool
 	// Lag reports the consumer's lag in messages (for metrics); may be nil.
@@ -175,6 +178,9 @@ func New(o Options) (*Stage, error) {
 // Listen binds the metrics address now (so a caller can learn the port of
 // ":0" before Run); Run calls it when the caller has not.
 func (s *Stage) Listen() (net.Addr, error) {
+	if s.ln == nil && s.o.Listener != nil {
+		s.ln = s.o.Listener
+	}
 	if s.ln != nil {
 		return s.ln.Addr(), nil
 	}
@@ -243,7 +249,7 @@ func (s *Stage) Run(ctx context.Context) error {
 			return nil
 		}
 	}, cancelWork)
-	if s.o.MetricsAddr != "" {
+	if s.o.MetricsAddr != "" || s.o.Listener != nil {
 		if _, err := s.Listen(); err != nil {
 			return err
 		}
