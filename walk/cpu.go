@@ -204,8 +204,13 @@ func (s *stepper) lockstep() bool {
 
 func (s *stepper) walkLockstep(starts []uint32, firstID uint64, buf []uint32, lens []uint32) {
 	stride := s.alg.Length + 1
-	cur := make([]uint32, len(starts))
-	active := make([]int32, 0, len(starts))
+	n := len(starts)
+	cur := make([]uint32, n)
+	active := make([]int32, 0, n)
+	next := make([]int32, n)
+	lo := make([]uint64, n)
+	deg := make([]uint32, n)
+	coin := make([]uint32, n)
 	for k, v := range starts {
 		buf[k*stride] = v
 		lens[k] = 1
@@ -214,12 +219,22 @@ func (s *stepper) walkLockstep(starts []uint32, firstID uint64, buf []uint32, le
 	}
 	off, tgt, tab := s.off, s.tgt, s.alias
 	ppr := s.alg.Kind == PPR
+	// Each step runs in three passes over the active walks. Passes 1 and 3
+	// are short loops of independent loads (offsets, then targets), so
+	// the processor keeps many cache misses in flight; pass 2 is the Philox
+	// arithmetic, which would otherwise fill the reorder window and hide
+	// only one or two misses at a time.
 	for step := uint32(0); step < uint32(s.alg.Length) && len(active) > 0; step++ {
-		j := 0
-		for _, k := range active {
+		lo, deg := lo[:len(active)], deg[:len(active)]
+		for i, k := range active {
 			v := cur[k]
-			a, b := off[v], off[v+1]
-			if a == b {
+			lo[i] = off[v]
+			deg[i] = uint32(off[v+1] - off[v])
+		}
+		j := 0
+		for i, k := range active {
+			d := deg[i]
+			if d == 0 {
 				continue
 			}
 			id := firstID + uint64(k)
@@ -230,11 +245,16 @@ func (s *stepper) walkLockstep(starts []uint32, firstID uint64, buf []uint32, le
 				}
 				x0, x1 = x1, x2
 			}
-			col := a + (uint64(x0)*(b-a))>>32
-			var nx uint32
+			lo[j] = lo[i] + (uint64(x0)*uint64(d))>>32
+			coin[j] = x1
+			next[j] = k
+			j++
+		}
+		nx := uint32(0)
+		for i, k := range next[:j] {
 			if tab == nil {
-				nx = tgt[col]
-			} else if e := &tab[col]; Unit24(x1) < e.prob {
+				nx = tgt[lo[i]]
+			} else if e := &tab[lo[i]]; Unit24(coin[i]) < e.prob {
 				nx = e.keep
 			} else {
 				nx = e.alt
@@ -242,9 +262,7 @@ func (s *stepper) walkLockstep(starts []uint32, firstID uint64, buf []uint32, le
 			buf[int(k)*stride+int(lens[k])] = nx
 			lens[k]++
 			cur[k] = nx
-			active[j] = k
-			j++
 		}
-		active = active[:j]
+		active, next = next[:j], active[:cap(active)]
 	}
 }
