@@ -19,7 +19,7 @@ for step in "$@"; do
       WALKSTAGE_GPU_SMALL=1 timeout 300 compute-sanitizer --tool racecheck --error-exitcode 3 \
         $bin -test.count=1 -test.run 'MixedJobs|TransitionsExact/(deepwalk-weighted-zprs|deepwalk-weighted-dprs|metapath-zprs)' 2>&1 | tee "$out/racecheck.log" | tail -8 ;;
     initcheck|synccheck)
-      WALKSTAGE_GPU_SMALL=1 timeout 300 compute-sanitizer --tool $step --error-exitcode 3 \
+      WALKSTAGE_GPU_SMALL=1 timeout 300 compute-sanitizer --tool "$step" --error-exitcode 3 \
         $bin -test.count=1 -test.run 'MixedJobs|TransitionsExact/(deepwalk-weighted-zprs|deepwalk-weighted-dprs|metapath)' 2>&1 | tee "$out/$step.log" | tail -8 ;;
     bench=*)
       WALKSTAGE_GPU_BENCH=${step#bench=} timeout 400 $bin -test.v -test.count=1 -test.run BenchRMAT 2>&1 | tee "$out/bench.log" | grep -vE '^=== RUN' | tail -30 ;;

@@ -1,0 +1,79 @@
+# shellcheck shell=bash
+# lib.sh: shared set-up for scripts/demo.sh, scripts/test.sh and .ci/run.
+# Sourced, not run. It makes sure a Go toolchain new enough for go.mod is on
+# PATH, fetching one from the Go module proxy (the only download a
+# fresh machine needs) when the machine has none.
+
+WALKSTAGE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export WALKSTAGE_ROOT
+# The toolchain go.mod asks for; a newer local Go is used as it is.
+GO_WANT=1.26.8
+GO_CACHE=${WALKSTAGE_GO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/walkstage}
+
+# go_ok: the go on PATH is at least 1.26 (older ones cannot build the module).
+go_ok() {
+  command -v go >/dev/null 2>&1 || return 1
+  local v
+  v=$(go env GOVERSION 2>/dev/null) || return 1
+  v=${v#go}
+  local major=${v%%.*} rest=${v#*.}
+  local minor=${rest%%.*}
+  minor=${minor%%[!0-9]*}
+  [ "$major" -gt 1 ] || { [ "$major" -eq 1 ] && [ "${minor:-0}" -ge 26 ]; }
+}
+
+# unpack_zip ZIP DIR with whatever this machine has.
+unpack_zip() {
+  if command -v unzip >/dev/null 2>&1; then unzip -q "$1" -d "$2"
+  elif command -v bsdtar >/dev/null 2>&1; then bsdtar -xf "$1" -C "$2"
+  elif command -v python3 >/dev/null 2>&1; then python3 -m zipfile -e "$1" "$2"
+  else echo "need unzip, bsdtar or python3 to unpack Go (apt-get install unzip)" >&2; return 1
+  fi
+}
+
+# fetch URL FILE with curl or wget.
+fetch() {
+  if command -v curl >/dev/null 2>&1; then curl -fsSL --retry 3 -o "$2" "$1"
+  elif command -v wget >/dev/null 2>&1; then wget -q -O "$2" "$1"
+  else echo "need curl or wget to download Go (apt-get install curl)" >&2; return 1
+  fi
+}
+
+ensure_go() {
+  [ -d /usr/local/go/bin ] && PATH=$PATH:/usr/local/go/bin
+  if go_ok; then return 0; fi
+  local arch
+  case $(uname -m) in
+    x86_64) arch=amd64 ;; aarch64|arm64) arch=arm64 ;;
+    *) echo "no Go toolchain for $(uname -m); install Go >= 1.26 by hand" >&2; return 1 ;;
+  esac
+  local ver=v0.0.1-go${GO_WANT}.linux-${arch}
+  local dir=$GO_CACHE/golang.org/toolchain@$ver
+  if [ ! -x "$dir/bin/go" ]; then
+    echo "fetching Go $GO_WANT from the module proxy into $GO_CACHE" >&2
+    mkdir -p "$GO_CACHE"
+    local zip=$GO_CACHE/go.zip
+    fetch "https://proxy.golang.org/golang.org/toolchain/@v/$ver.zip" "$zip" || return 1
+    rm -rf "$GO_CACHE/golang.org"
+    unpack_zip "$zip" "$GO_CACHE" || return 1
+    rm -f "$zip"
+    chmod +x "$dir/bin/"* "$dir/pkg/tool/"*/* 2>/dev/null || true
+  fi
+  export GOROOT=$dir
+  PATH=$dir/bin:$PATH
+  export PATH
+  go_ok
+}
+
+# Test tools, installed into ./bin (ignored by git) at pinned versions.
+VERSITYGW_VERSION=v1.8.0
+HELM_VERSION=v3.22.0
+
+ensure_tools() {
+  local bin=$WALKSTAGE_ROOT/bin
+  mkdir -p "$bin"
+  [ -x "$bin/versitygw" ] || GOBIN=$bin go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
+  [ -x "$bin/helm" ] || GOBIN=$bin go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+  PATH=$bin:$PATH
+  export PATH
+}
