@@ -1,0 +1,80 @@
+# syntax=docker/dockerfile:1
+#
+# walkstage images, built from the repository root:
+#
+#   docker build -t walkstage:dev .                 GPU engine (default target "gpu")
+#   docker build --target cpu -t walkstage:dev-cpu .  CPU engine only, no CUDA at all
+#
+# The build stages run the Makefile targets that .ci/run runs (make build,
+# make kernels, make build-cuda-bin); deploy/deploy_test.go fails when a
+# `make` target here is not one CI runs, so what CI checks is what ships.
+# Both runtime images run `walkstage run` as uid 65532 and are configured only
+# by WALKSTAGE_* variables (stage/config.go); the HTTP server on :9090 serves
+# /metrics, /healthz and /readyz.
+
+ARG GO_IMAGE=golang:1.26-bookworm
+
+# ---- CPU binary: static, CGO_ENABLED=0 (make build) ----
+FROM ${GO_IMAGE} AS build-cpu
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+ARG VERSION=dev
+RUN --mount=type=cache,target=/root/.cache/go-build \
+    make build VERSION="${VERSION}"
+
+# ---- GPU binary: nvcc kernels embedded, cgo with the cuda tag ----
+# Debian's nvidia-cuda-toolkit (CUDA 11.8) is in contrib/non-free; it is
+# enabled the same way as in .ci/run. The binary links Debian's libcuda stub
+# (soname libcuda.so.1): the real driver library comes from the node.
+FROM ${GO_IMAGE} AS build-gpu
+RUN sed -i 's/^Components: main$/Components: main contrib non-free non-free-firmware/' \
+        /etc/apt/sources.list.d/debian.sources \
+ && apt-get update \
+ && apt-get install -y --no-install-recommends nvidia-cuda-toolkit \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+ARG VERSION=dev
+RUN --mount=type=cache,target=/root/.cache/go-build \
+    make kernels && make build-cuda-bin VERSION="${VERSION}"
+
+# ---- CPU runtime: no libc, no CUDA ----
+FROM gcr.io/distroless/static-debian12:nonroot AS cpu
+ARG VERSION=dev
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="walkstage (CPU)" \
+      org.opencontainers.image.description="Kafka -> random walks -> Parquet pipeline stage, CPU engine only" \
+      org.opencontainers.image.source="https://github.com/walkstage/walkstage" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}"
+COPY --from=build-cpu /src/bin/walkstage /usr/local/bin/walkstage
+USER 65532:65532
+EXPOSE 9090
+ENTRYPOINT ["/usr/local/bin/walkstage"]
+CMD ["run"]
+
+# ---- GPU runtime (default target): glibc for cgo, no CUDA libraries ----
+# libcuda.so.1 is deliberately absent: the NVIDIA container runtime (or the
+# GPU operator's toolkit) injects the node driver's copy, which must match the
+# kernel module. The variables below tell it which devices and which driver
+# capabilities to expose; Kubernetes' device plugin narrows the devices to the
+# ones allocated to the pod.
+FROM gcr.io/distroless/base-debian12:nonroot AS gpu
+ARG VERSION=dev
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="walkstage" \
+      org.opencontainers.image.description="Kafka -> GPU random walks -> Parquet pipeline stage (CUDA engine, CPU fallback)" \
+      org.opencontainers.image.source="https://github.com/walkstage/walkstage" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}"
+COPY --from=build-gpu /src/bin/walkstage-cuda /usr/local/bin/walkstage
+ENV NVIDIA_VISIBLE_DEVICES=all \
+    NVIDIA_DRIVER_CAPABILITIES=compute,utility
+USER 65532:65532
+EXPOSE 9090
+ENTRYPOINT ["/usr/local/bin/walkstage"]
+CMD ["run"]
