@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/walkstage/walkstage/internal/hugemem"
 )
 
 // RMATOptions describe a Graph500-style R-MAT graph.
@@ -72,6 +74,7 @@ func GenerateRMAT(ctx context.Context, o RMATOptions) (*Graph, error) {
 	gen := newRMATGen(o)
 
 	offs := make([]uint64, n+1)
+	hugemem.Advise(offs) // walkers index these arrays at random
 	bk := newBucketer(o.Scale)
 	// Pass 1: out-degree of every vertex, before deduplication.
 	err := gen.forEachBlock(ctx, m, bk, func(batch []uint64) {
@@ -87,6 +90,7 @@ func GenerateRMAT(ctx context.Context, o RMATOptions) (*Graph, error) {
 	}
 	slots := offs[n]
 	targets := make([]uint32, slots)
+	hugemem.Advise(targets)
 	cursor := make([]uint64, n)
 	copy(cursor, offs[:n])
 	// Pass 2: the same edges again, each target into the next free slot of
@@ -131,6 +135,7 @@ func GenerateRMAT(ctx context.Context, o RMATOptions) (*Graph, error) {
 	}
 	if o.Weighted {
 		g.Weights = make([]float32, e)
+		hugemem.Advise(g.Weights)
 	}
 	if o.Labels > 0 {
 		g.Labels = make([]uint8, e)

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/internal/hugemem"
 )
 
 // AliasVertex fills prob and alias (both len(w)) with Vose's alias table for
@@ -86,6 +87,7 @@ type aliasEntry struct {
 // buildPacked builds the CPU engine's packed alias table.
 func buildPacked(g *graph.Graph) []aliasEntry {
 	tab := make([]aliasEntry, g.NumEdges())
+	hugemem.Advise(tab) // before the first write, see hugemem
 	forVertexRanges(g, func(lo, hi int) {
 		var scaled []float64
 		var small, large []uint32

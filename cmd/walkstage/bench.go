@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -51,6 +52,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	maxWalks := fs.Int("max-walks", 0, "cap the walks per algorithm (0: one per vertex times --walks-per-vertex)")
 	repeat := fs.Int("repeat", 1, "runs per algorithm; the best is reported")
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "CPU engine workers")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the walks (not the graph set-up) to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -96,6 +98,17 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stdout, "engine %s ready in %s (sampling tables included), %d CPU cores\n", eng.Name(), time.Since(t1).Round(time.Millisecond), runtime.NumCPU())
 
 	cases := benchCases(*length)
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	// Rows are printed as each algorithm finishes (a slow reservoir row
 	// must not hide the others), so widths are fixed rather than tabulated.
 	const rowFmt = "%-18s %-9s %9s %11s %12s %10s %8s %12s %10s %10s %11s %12s\n"
