@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/internal/hugemem"
 )
 
 // CPUOption configures the CPU engine.
@@ -41,6 +42,9 @@ type CPU struct {
 	aliasOnce  sync.Once
 	alias      []aliasEntry
 	tableBuild time.Duration
+
+	fenceOnce sync.Once
+	fence     []uint32
 
 	mu    sync.Mutex
 	stats RunStats
@@ -86,6 +90,28 @@ func (e *CPU) PrepareTables() {
 	})
 }
 
+// fenceStride is the edges per fence: 16 targets are one 64-byte cache line
+// (edge arrays start on 64-byte boundaries).
+const fenceStride = 16
+
+// fences returns every fenceStride-th target of the graph (built on first
+// use, E/16 words). Node2Vec's neighbour test searches these, which for a
+// high-degree vertex sit in a few cache lines, and then reads one line of
+// targets, where a plain binary search over the targets would miss the
+// cache on most of its probes.
+func (e *CPU) fences() []uint32 {
+	e.fenceOnce.Do(func() {
+		tgt := e.g.Targets
+		f := make([]uint32, (len(tgt)+fenceStride-1)/fenceStride)
+		hugemem.Advise(f)
+		for i := range f {
+			f[i] = tgt[i*fenceStride]
+		}
+		e.fence = f
+	})
+	return e.fence
+}
+
 type unit struct {
 	job    int
 	lo, hi int
@@ -107,6 +133,9 @@ func (e *CPU) Run(ctx context.Context, jobs []Job, emit EmitFunc) error {
 			tab = e.alias
 		}
 		steppers[i] = newStepper(e.g, j.Algorithm, j.Seed, tab)
+		if steppers[i].lockstepNode2Vec() {
+			steppers[i].fence = e.fences()
+		}
 		for lo := 0; lo < len(j.Starts); lo += e.cfg.chunkSize {
 			units = append(units, unit{job: i, lo: lo, hi: min(lo+e.cfg.chunkSize, len(j.Starts))})
 		}
@@ -163,7 +192,7 @@ func (e *CPU) Run(ctx context.Context, jobs []Job, emit EmitFunc) error {
 	e.mu.Lock()
 	e.stats = RunStats{Walks: walks, Steps: steps, Wall: wall, Compute: wall,
 		MemoryBytes: int64(3*workers*e.cfg.chunkSize) * int64(maxLen+1) * 4,
-		TableBytes:  int64(len(e.alias)) * 12, TableBuild: e.tableBuild}
+		TableBytes:  int64(len(e.alias))*12 + int64(len(e.fence))*4, TableBuild: e.tableBuild}
 	e.mu.Unlock()
 	return nil
 }
@@ -176,6 +205,8 @@ func walkUnit(s *stepper, j Job, lo, hi int) Chunk {
 	lens := make([]uint32, n)
 	if s.lockstep() {
 		s.walkLockstep(j.Starts[lo:hi], uint64(lo), buf, lens)
+	} else if s.lockstepNode2Vec() {
+		s.walkNode2VecLockstep(j.Starts[lo:hi], uint64(lo), buf, lens)
 	} else {
 		for k := 0; k < n; k++ {
 			lens[k] = uint32(s.walk(uint64(lo+k), j.Starts[lo+k], buf[k*stride:(k+1)*stride]))
@@ -264,5 +295,187 @@ func (s *stepper) walkLockstep(starts []uint32, firstID uint64, buf []uint32, le
 			cur[k] = nx
 		}
 		active, next = next[:j], active[:cap(active)]
+	}
+}
+
+// lockstepNode2Vec reports whether Node2Vec can use the lockstep walker: the
+// rejection sampler (the reservoir samplers scan whole adjacencies and gain
+// nothing from it).
+func (s *stepper) lockstepNode2Vec() bool {
+	return s.alg.Kind == Node2Vec && s.sampler == SamplerRejection
+}
+
+// walkNode2VecLockstep is stepper.walk for Node2Vec's rejection sampler,
+// advancing every walk of the unit together. A walk alone spends most of a
+// step waiting: on its offsets, on the proposal's alias entry, then on each
+// probe of the binary search in the previous vertex's adjacency, every load
+// depending on the one before. Here each of those loads is one pass over
+// all the walks that need it, so the processor has many misses in flight.
+// The draws are keyed exactly as in stepper.step, so the walks are the
+// same, vertex for vertex (a test holds the two together).
+func (s *stepper) walkNode2VecLockstep(starts []uint32, firstID uint64, buf []uint32, lens []uint32) {
+	stride := s.alg.Length + 1
+	n := len(starts)
+	cur := make([]uint32, n)
+	prev := make([]uint32, n)
+	// [pLo, pHi): the previous vertex's adjacency, kept from the step that
+	// left it, so the neighbour test needs no second offsets load.
+	pLo, pHi := make([]uint64, n), make([]uint64, n)
+	cLo, cHi := make([]uint64, n), make([]uint64, n)
+	active := make([]int32, 0, n)
+	live := make([]int32, 0, n)
+	pend := make([]int32, 0, n)
+	retry := make([]int32, 0, n)
+	search := make([]int32, 0, n)
+	todo := make([]int32, 0, n)
+	cand := make([]uint32, n)
+	accept := make([]uint32, n) // the draw compared with the class threshold
+	lo, hi := make([]uint64, n), make([]uint64, n)
+	for k, v := range starts {
+		buf[k*stride] = v
+		lens[k] = 1
+		cur[k] = v
+		prev[k] = graph.NoVertex
+		active = append(active, int32(k))
+	}
+	off, tgt, tab := s.off, s.tgt, s.alias
+	tLow, tHigh := min(s.acceptT[1], s.acceptT[2]), max(s.acceptT[1], s.acceptT[2])
+	advance := func(k int32, x uint32) {
+		buf[int(k)*stride+int(lens[k])] = x
+		lens[k]++
+		prev[k], cur[k] = cur[k], x
+		pLo[k], pHi[k] = cLo[k], cHi[k]
+		live = append(live, k)
+	}
+	for step := uint32(0); step < uint32(s.alg.Length) && len(active) > 0; step++ {
+		pend = pend[:0]
+		for _, k := range active {
+			v := cur[k]
+			cLo[k], cHi[k] = off[v], off[v+1]
+			if cLo[k] != cHi[k] {
+				pend = append(pend, k)
+			}
+		}
+		live = live[:0]
+		for att := uint32(0); att < maxRejections && len(pend) > 0; att++ {
+			// Draw a proposal for every pending walk (first: the column).
+			for _, k := range pend {
+				id := firstID + uint64(k)
+				x0, x1, x2, _ := philox(uint32(id), uint32(id>>32), step, att, s.k0, s.k1)
+				lo[k] = cLo[k] + uint64(Index(x0, uint32(cHi[k]-cLo[k])))
+				cand[k], accept[k] = x1, x2
+			}
+			// Resolve it through the alias table or the targets.
+			for _, k := range pend {
+				c := lo[k]
+				if tab == nil {
+					cand[k] = tgt[c]
+				} else if e := &tab[c]; Unit24(cand[k]) < e.prob {
+					cand[k] = e.keep
+				} else {
+					cand[k] = e.alt
+				}
+			}
+			// Decide what can be decided without the neighbour test: first
+			// steps take the proposal, a return compares with its own
+			// threshold, and for the rest a word below both the neighbour
+			// and the outward threshold accepts (above both rejects)
+			// whichever class the candidate is in. Only the walks in
+			// between search prev's adjacency (about half for p=2, q=0.5).
+			// The decision is the one stepper.step makes, just made sooner.
+			search = search[:0]
+			retry = retry[:0]
+			for _, k := range pend {
+				x, w := cand[k], uint64(accept[k])
+				switch {
+				case prev[k] == graph.NoVertex:
+					advance(k, x)
+				case x == prev[k]:
+					if w < s.acceptT[0] {
+						advance(k, x)
+					} else {
+						retry = append(retry, k)
+					}
+				case w < tLow:
+					advance(k, x)
+				case w >= tHigh:
+					retry = append(retry, k)
+				default:
+					// Fences inside prev's adjacency [a, b): i0 .. i1. With
+					// none, the adjacency is under a cache line: scan it.
+					a, b := pLo[k], pHi[k]
+					i0, i1 := (a+fenceStride-1)/fenceStride, (b-1)/fenceStride
+					if i0 > i1 {
+						lo[k], hi[k] = a, 0 // width 0: no fence, the line is [a, b)
+					} else {
+						lo[k], hi[k] = i0, i1-i0+1 // base and width
+					}
+					search = append(search, k)
+				}
+			}
+			// Binary search of the fences, one probe per walk per pass, for
+			// the last fence <= the candidate: lo[k] is the base and hi[k]
+			// the width left. The loop avoids data-dependent branches (the
+			// ifs become conditional moves): a mispredicted branch would
+			// throw away the other walks' loads in flight.
+			fence := s.fence
+			todo = todo[:0]
+			for _, k := range search {
+				if hi[k] > 1 {
+					todo = append(todo, k)
+				}
+			}
+			for len(todo) > 0 {
+				j := 0
+				for _, k := range todo {
+					half := hi[k] / 2
+					if fence[lo[k]+half] <= cand[k] {
+						lo[k] += half
+					}
+					hi[k] -= half
+					todo[j] = k
+					if hi[k] > 1 {
+						j++
+					}
+				}
+				todo = todo[:j]
+			}
+			// The candidate can only be in the cache line that the found
+			// fence starts, or before the first fence. Scan it, then
+			// accept or try again with the next draw.
+			for _, k := range search {
+				i, a, b := lo[k], pLo[k], pHi[k]
+				if hi[k] == 0 {
+					lo[k], hi[k] = a, b
+				} else if fence[i] <= cand[k] {
+					lo[k], hi[k] = i*fenceStride, min(b, i*fenceStride+fenceStride)
+				} else {
+					lo[k], hi[k] = a, min(b, i*fenceStride)
+				}
+				x, c := cand[k], 2
+				for _, t := range tgt[lo[k]:hi[k]] {
+					if t == x {
+						c = 1
+					}
+				}
+				if uint64(accept[k]) < s.acceptT[c] {
+					advance(k, x)
+				} else {
+					retry = append(retry, k)
+				}
+			}
+			pend, retry = retry, pend[:0]
+		}
+		// Walks rejected maxRejections times: the exact scan, as in step.
+		for _, k := range pend {
+			id := firstID + uint64(k)
+			x, ok := s.scan(id, step, fallbackDraw, cLo[k], cHi[k], s.node2vecBias(prev[k]))
+			if ok {
+				advance(k, x)
+			}
+		}
+		// live is in acceptance order, not walk order: harmless, since every
+		// draw is keyed by walk id, not by position.
+		active, live = live, active[:0]
 	}
 }

@@ -297,3 +297,52 @@ func TestRunStopsOnEmitErrorAndCancel(t *testing.T) {
 		t.Fatalf("Run after cancel = %v, want context.Canceled", err)
 	}
 }
+
+// The lockstep walkers must produce exactly the walks of stepper.walk, the
+// one-walk-at-a-time reference, for every algorithm they serve.
+func TestLockstepMatchesSingleWalks(t *testing.T) {
+	rmat, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 12, EdgeFactor: 16, Seed: 3, Undirected: true, Weighted: true, Labels: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []*graph.Graph{testGraph(t), rmat} {
+		lockstepMatches(t, g)
+	}
+}
+
+func lockstepMatches(t *testing.T, g *graph.Graph) {
+	starts := make([]uint32, 3000)
+	for i := range starts {
+		starts[i] = uint32(i*7919) % uint32(g.NumVertices())
+	}
+	e, _ := NewCPU(g)
+	e.PrepareTables()
+	// Extreme p/q make most proposals fail, so walks reach the exact
+	// fallback after maxRejections attempts.
+	extreme := Algorithm{Kind: Node2Vec, P: 1e-3, Q: 1e3, Weighted: true}
+	for _, a := range append(allAlgorithms(), extreme) {
+		for _, length := range []int{1, 2, 12} {
+			a.Length = length
+			s := newStepper(g, a, 99, map[bool][]aliasEntry{true: e.alias}[needsAlias(a)])
+			s.fence = e.fences()
+			if !s.lockstep() && !s.lockstepNode2Vec() {
+				continue
+			}
+			stride := length + 1
+			buf, lens := make([]uint32, len(starts)*stride), make([]uint32, len(starts))
+			if s.lockstep() {
+				s.walkLockstep(starts, 5, buf, lens)
+			} else {
+				s.walkNode2VecLockstep(starts, 5, buf, lens)
+			}
+			want := make([]uint32, stride)
+			for k, v := range starts {
+				n := s.walk(5+uint64(k), v, want)
+				got := buf[k*stride : k*stride+int(lens[k])]
+				if !slices.Equal(got, want[:n]) {
+					t.Fatalf("%v length %d walk %d: lockstep %v, single %v", a, length, k, got, want[:n])
+				}
+			}
+		}
+	}
+}

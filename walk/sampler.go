@@ -41,6 +41,7 @@ type stepper struct {
 	w     []float32
 	lab   []uint8
 	alias []aliasEntry
+	fence []uint32 // every fenceStride-th target, for Node2Vec's lockstep walker
 
 	alg      Algorithm
 	sampler  SamplerKind
