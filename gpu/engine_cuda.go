@@ -283,19 +283,9 @@ func (e *Engine) aliasSegments(offsets, targets, weights, table cu.DevicePtr, ns
 	return nil
 }
 
-// maxTableLabels bounds the label count for which MetaPath gets label
-// tables: the build makes one pass over each adjacency per label.
-const maxTableLabels = 16
-
-// useLabelTables says whether a MetaPath algorithm runs on the label tables:
-// MetaPath's bias (label indicator times static weight) is static per
-// (vertex, label), so unless a reservoir sampler is forced the engine
-// samples it like a first-order walk inside the label's segment, O(1) a
-// step, instead of scanning every edge (the CPU twin uses ZPRS; walks agree
-// in distribution).
-func (e *Engine) useLabelTables(a walk.Algorithm) bool {
-	return a.Kind == walk.MetaPath && a.Sampler == walk.SamplerAuto && e.g.NumLabels <= maxTableLabels
-}
+// useLabelTables says whether a MetaPath algorithm runs on the label tables
+// (walk.UsesLabelTables, the rule the CPU engine follows too).
+func (e *Engine) useLabelTables(a walk.Algorithm) bool { return walk.UsesLabelTables(a, e.g) }
 
 // labelTables builds, once, each vertex's edges regrouped by label
 // (label_tables_build) and, for a weighted graph, an alias table per

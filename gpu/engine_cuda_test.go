@@ -201,6 +201,9 @@ func TestWalksMatchCPU(t *testing.T) {
 		// p = 0.001 makes 64 rejections common: the exact fallback scan
 		// must match the CPU's too.
 		{"node2vec-fallback", walk.Algorithm{Kind: walk.Node2Vec, Length: 20, P: 0.001, Q: 1, Weighted: true}},
+		// Both engines sample MetaPath from the same label tables.
+		{"metapath-tables", walk.Algorithm{Kind: walk.MetaPath, Length: 40, Schema: []uint8{0, 1, 2}}},
+		{"metapath-tables-weighted", walk.Algorithm{Kind: walk.MetaPath, Length: 40, Schema: []uint8{2, 0}, Weighted: true}},
 	}
 	cpu, err := walk.NewCPU(g)
 	if err != nil {

@@ -46,6 +46,9 @@ type CPU struct {
 	fenceOnce sync.Once
 	fence     []uint32
 
+	labelOnce sync.Once
+	labels    *labelTables
+
 	mu    sync.Mutex
 	stats RunStats
 }
@@ -112,6 +115,16 @@ func (e *CPU) fences() []uint32 {
 	return e.fence
 }
 
+// labelTables returns MetaPath's label tables, built on first use.
+func (e *CPU) labelTables() *labelTables {
+	e.labelOnce.Do(func() {
+		t0 := time.Now()
+		e.labels = buildLabelTables(e.g)
+		e.tableBuild += time.Since(t0)
+	})
+	return e.labels
+}
+
 type unit struct {
 	job    int
 	lo, hi int
@@ -135,6 +148,9 @@ func (e *CPU) Run(ctx context.Context, jobs []Job, emit EmitFunc) error {
 		steppers[i] = newStepper(e.g, j.Algorithm, j.Seed, tab)
 		if steppers[i].lockstepNode2Vec() {
 			steppers[i].fence = e.fences()
+		}
+		if UsesLabelTables(j.Algorithm, e.g) {
+			steppers[i].lab2 = e.labelTables()
 		}
 		for lo := 0; lo < len(j.Starts); lo += e.cfg.chunkSize {
 			units = append(units, unit{job: i, lo: lo, hi: min(lo+e.cfg.chunkSize, len(j.Starts))})
@@ -192,7 +208,7 @@ func (e *CPU) Run(ctx context.Context, jobs []Job, emit EmitFunc) error {
 	e.mu.Lock()
 	e.stats = RunStats{Walks: walks, Steps: steps, Wall: wall, Compute: wall,
 		MemoryBytes: int64(3*workers*e.cfg.chunkSize) * int64(maxLen+1) * 4,
-		TableBytes:  int64(len(e.alias))*12 + int64(len(e.fence))*4, TableBuild: e.tableBuild}
+		TableBytes:  int64(len(e.alias))*12 + int64(len(e.fence))*4 + e.labels.bytes(), TableBuild: e.tableBuild}
 	e.mu.Unlock()
 	return nil
 }
@@ -230,7 +246,8 @@ func walkUnit(s *stepper, j Job, lo, hi int) Chunk {
 // many independent walks in one loop lets the processor overlap their cache
 // misses, which is where a random walk spends its time.
 func (s *stepper) lockstep() bool {
-	return (s.alg.Kind == DeepWalk || s.alg.Kind == PPR) && (s.sampler == SamplerUniform || s.sampler == SamplerAlias)
+	return (s.alg.Kind == DeepWalk || s.alg.Kind == PPR) && (s.sampler == SamplerUniform || s.sampler == SamplerAlias) ||
+		s.lab2 != nil
 }
 
 func (s *stepper) walkLockstep(starts []uint32, firstID uint64, buf []uint32, lens []uint32) {
@@ -250,6 +267,13 @@ func (s *stepper) walkLockstep(starts []uint32, firstID uint64, buf []uint32, le
 	}
 	off, tgt, tab := s.off, s.tgt, s.alias
 	ppr := s.alg.Kind == PPR
+	// MetaPath reads the segment of the step's label: row v*nl+label of
+	// the label tables' offsets.
+	var nl uint64
+	schema := s.alg.Schema
+	if lt := s.lab2; lt != nil {
+		off, tgt, tab, nl = lt.off, lt.tgt, s.segAlias(), uint64(lt.numLabels)
+	}
 	// Each step runs in three passes over the active walks. Passes 1 and 3
 	// are short loops of independent loads (offsets, then targets), so
 	// the processor keeps many cache misses in flight; pass 2 is the Philox
@@ -257,8 +281,12 @@ func (s *stepper) walkLockstep(starts []uint32, firstID uint64, buf []uint32, le
 	// only one or two misses at a time.
 	for step := uint32(0); step < uint32(s.alg.Length) && len(active) > 0; step++ {
 		lo, deg := lo[:len(active)], deg[:len(active)]
+		row, scale := uint64(0), uint64(1)
+		if nl != 0 {
+			row, scale = uint64(schema[int(step)%len(schema)]), nl
+		}
 		for i, k := range active {
-			v := cur[k]
+			v := uint64(cur[k])*scale + row
 			lo[i] = off[v]
 			deg[i] = uint32(off[v+1] - off[v])
 		}

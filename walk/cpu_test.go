@@ -320,11 +320,15 @@ func lockstepMatches(t *testing.T, g *graph.Graph) {
 	// Extreme p/q make most proposals fail, so walks reach the exact
 	// fallback after maxRejections attempts.
 	extreme := Algorithm{Kind: Node2Vec, P: 1e-3, Q: 1e3, Weighted: true}
-	for _, a := range append(allAlgorithms(), extreme) {
+	unweightedMeta := Algorithm{Kind: MetaPath, Schema: []uint8{2, 0}}
+	for _, a := range append(allAlgorithms(), extreme, unweightedMeta) {
 		for _, length := range []int{1, 2, 12} {
 			a.Length = length
 			s := newStepper(g, a, 99, map[bool][]aliasEntry{true: e.alias}[needsAlias(a)])
 			s.fence = e.fences()
+			if UsesLabelTables(a, g) {
+				s.lab2 = e.labelTables()
+			}
 			if !s.lockstep() && !s.lockstepNode2Vec() {
 				continue
 			}

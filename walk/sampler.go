@@ -42,6 +42,9 @@ type stepper struct {
 	lab   []uint8
 	alias []aliasEntry
 	fence []uint32 // every fenceStride-th target, for Node2Vec's lockstep walker
+	// MetaPath on label tables (UsesLabelTables): segments, their targets
+	// and, for weighted walks, their alias entries.
+	lab2 *labelTables
 
 	alg      Algorithm
 	sampler  SamplerKind
@@ -87,15 +90,30 @@ func (s *stepper) draw(walk uint64, step, d uint32) (uint32, uint32, uint32, uin
 // static picks an edge of v's adjacency [a, b) from the static bias (uniform
 // or alias) with words x (column) and y (coin).
 func (s *stepper) static(a, b uint64, x, y uint32) uint32 {
+	return pickStatic(s.tgt, s.alias, a, b, x, y)
+}
+
+// pickStatic draws from [a, b) of tgt uniformly, or through the alias
+// entries when tab is not nil (the GPU's pick_static).
+func pickStatic(tgt []uint32, tab []aliasEntry, a, b uint64, x, y uint32) uint32 {
 	col := uint64(Index(x, uint32(b-a)))
-	if s.alias == nil {
-		return s.tgt[a+col]
+	if tab == nil {
+		return tgt[a+col]
 	}
-	e := &s.alias[a+col]
+	e := &tab[a+col]
 	if Unit24(y) < e.prob {
 		return e.keep
 	}
 	return e.alt
+}
+
+// segAlias is the label tables' alias entries for weighted MetaPath, nil
+// (uniform inside the segment) otherwise.
+func (s *stepper) segAlias() []aliasEntry {
+	if s.alg.Weighted {
+		return s.lab2.alias
+	}
+	return nil
 }
 
 // walk writes the walk of id from start into out (len >= Length+1) and
@@ -156,6 +174,15 @@ func (s *stepper) step(id uint64, step, prev, cur uint32) (next uint32, ok bool)
 		return s.scan(id, step, fallbackDraw, a, b, s.node2vecBias(prev))
 	case MetaPath:
 		want := s.alg.Schema[int(step)%len(s.alg.Schema)]
+		if lt := s.lab2; lt != nil {
+			i := uint64(cur)*uint64(lt.numLabels) + uint64(want)
+			a, b := lt.off[i], lt.off[i+1]
+			if a == b {
+				return 0, false
+			}
+			x0, x1, _, _ := s.draw(id, step, 0)
+			return pickStatic(lt.tgt, s.segAlias(), a, b, x0, x1), true
+		}
 		lab, w := s.lab, s.w
 		bias := func(e uint64) float64 {
 			if lab[e] != want {

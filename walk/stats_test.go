@@ -138,7 +138,9 @@ func TestStepMatchesExactTransitionProbabilities(t *testing.T) {
 		{"node2vec fallback scan", Algorithm{Kind: Node2Vec, Length: 5, Weighted: true, P: 1e-5, Q: 1}, 1, 15, 0},
 		{"node2vec zprs", Algorithm{Kind: Node2Vec, Length: 5, Weighted: true, P: 2, Q: 0.5, Sampler: SamplerZPRS}, 1, 3, 0},
 		{"node2vec dprs", Algorithm{Kind: Node2Vec, Length: 5, Weighted: true, P: 2, Q: 0.5, Sampler: SamplerDPRS}, 1, 3, 0},
-		{"metapath weighted zprs", Algorithm{Kind: MetaPath, Length: 5, Weighted: true, Schema: []uint8{1, 2}}, 2, graph.NoVertex, 0},
+		{"metapath weighted label tables", Algorithm{Kind: MetaPath, Length: 5, Weighted: true, Schema: []uint8{1, 2}}, 2, graph.NoVertex, 0},
+		{"metapath unweighted label tables", Algorithm{Kind: MetaPath, Length: 5, Schema: []uint8{0, 2}}, 1, graph.NoVertex, 0},
+		{"metapath weighted zprs", Algorithm{Kind: MetaPath, Length: 5, Weighted: true, Schema: []uint8{1, 2}, Sampler: SamplerZPRS}, 2, graph.NoVertex, 0},
 		{"metapath unweighted dprs", Algorithm{Kind: MetaPath, Length: 5, Schema: []uint8{0, 2}, Sampler: SamplerDPRS}, 1, graph.NoVertex, 0},
 	}
 	const n = 400000
@@ -152,6 +154,9 @@ func TestStepMatchesExactTransitionProbabilities(t *testing.T) {
 				tab = buildPacked(g)
 			}
 			s := newStepper(g, c.alg, 0x5eed, tab)
+			if UsesLabelTables(c.alg, g) {
+				s.lab2 = buildLabelTables(g)
+			}
 			counts := map[uint32]int{}
 			for id := uint64(0); id < n; id++ {
 				x, ok := s.step(id, c.step, c.prev, c.cur)

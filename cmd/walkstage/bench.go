@@ -32,6 +32,7 @@ func benchCases(length int) map[string]benchCase {
 		"deepwalk-dprs":     {"deepwalk-dprs", walk.Algorithm{Kind: walk.DeepWalk, Length: length, Weighted: true, Sampler: walk.SamplerDPRS}, false},
 		"node2vec":          {"node2vec", walk.Algorithm{Kind: walk.Node2Vec, Length: length, Weighted: true, P: 2, Q: 0.5}, false},
 		"metapath":          {"metapath", walk.Algorithm{Kind: walk.MetaPath, Length: length, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}}, false},
+		"metapath-zprs":     {"metapath-zprs", walk.Algorithm{Kind: walk.MetaPath, Length: length, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}, Sampler: walk.SamplerZPRS}, false},
 		"ppr":               {"ppr", walk.Algorithm{Kind: walk.PPR, Length: length, StopProb: 0.2}, true},
 	}
 }
@@ -154,7 +155,11 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 		}
 		rate := float64(best.Steps) / best.Wall.Seconds() / 1e6
-		fmt.Fprintf(stdout, rowFmt, c.name, c.alg.ResolvedSampler(), fmt.Sprint(best.Walks), fmt.Sprint(best.Steps),
+		sampler := c.alg.ResolvedSampler().String()
+		if walk.UsesLabelTables(c.alg, g) {
+			sampler = "label-tab" // per-(vertex, label) alias tables
+		}
+		fmt.Fprintf(stdout, rowFmt, c.name, sampler, fmt.Sprint(best.Walks), fmt.Sprint(best.Steps),
 			best.Wall.Round(time.Microsecond), fmt.Sprintf("%.1f", rate), fmt.Sprintf("%.1f", rate),
 			fmt.Sprintf("%.1f", float64(best.Steps)/best.Compute.Seconds()/1e6),
 			fmt.Sprintf("%.1f", float64(best.MemoryBytes)/(1<<20)), fmt.Sprintf("%.1f", float64(best.TableBytes)/(1<<20)),
@@ -165,7 +170,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 func caseNames() string {
-	return "deepwalk, deepwalk-weighted, deepwalk-zprs, deepwalk-dprs, node2vec, metapath, ppr"
+	return "deepwalk, deepwalk-weighted, deepwalk-zprs, deepwalk-dprs, node2vec, metapath, metapath-zprs, ppr"
 }
 
 // peakRSSMiB reads the process's peak resident set (VmHWM) on Linux.

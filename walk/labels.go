@@ -1,0 +1,92 @@
+package walk
+
+import (
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/internal/hugemem"
+)
+
+// MaxTableLabels bounds the label count for which MetaPath samples from
+// label tables: the build makes one pass over each adjacency per label.
+// Both engines use the same rule.
+const MaxTableLabels = 16
+
+// UsesLabelTables says whether an engine samples algorithm a on graph g
+// through label tables. MetaPath's bias (label indicator times static
+// weight) is static per (vertex, label), so unless a reservoir sampler is
+// forced each step is an O(1) draw inside the segment of the wanted label,
+// like a first-order walk, instead of a scan of the whole adjacency.
+func UsesLabelTables(a Algorithm, g *graph.Graph) bool {
+	return a.Kind == MetaPath && a.Sampler == SamplerAuto && g.NumLabels <= MaxTableLabels
+}
+
+// labelTables hold every adjacency regrouped by label: segment l of vertex
+// v is [off[v*L+l], off[v*L+l+1]) of tgt, sorted by target (the regrouping
+// is stable), with alias entries over the segment's weights when the graph
+// is weighted. This is the layout of the GPU's label_tables_build.
+type labelTables struct {
+	numLabels int
+	off       []uint64
+	tgt       []uint32
+	alias     []aliasEntry // nil for an unweighted graph
+}
+
+func buildLabelTables(g *graph.Graph) *labelTables {
+	nl := g.NumLabels
+	lt := &labelTables{numLabels: nl,
+		off: make([]uint64, g.NumVertices()*nl+1),
+		tgt: make([]uint32, g.NumEdges())}
+	hugemem.Advise(lt.off)
+	hugemem.Advise(lt.tgt)
+	if g.Weighted() {
+		lt.alias = make([]aliasEntry, g.NumEdges())
+		hugemem.Advise(lt.alias)
+	}
+	lt.off[len(lt.off)-1] = uint64(g.NumEdges())
+	forVertexRanges(g, func(lo, hi int) {
+		var w []float32
+		var prob []float32
+		var alias []uint32
+		var scaled []float64
+		var small, large []uint32
+		for v := lo; v < hi; v++ {
+			a, b := g.Offsets[v], g.Offsets[v+1]
+			at := a
+			for l := 0; l < nl; l++ {
+				seg := at
+				lt.off[v*nl+l] = seg
+				w = w[:0]
+				for e := a; e < b; e++ {
+					if int(g.Labels[e]) == l {
+						lt.tgt[at] = g.Targets[e]
+						if lt.alias != nil {
+							w = append(w, g.Weights[e])
+						}
+						at++
+					}
+				}
+				if lt.alias == nil || at == seg {
+					continue
+				}
+				d := len(w)
+				if cap(prob) < d {
+					prob, alias = make([]float32, d), make([]uint32, d)
+				}
+				prob, alias = prob[:d], alias[:d]
+				scaled, small, large = AliasVertex(w, prob, alias, scaled, small, large)
+				adj := lt.tgt[seg:at]
+				for i := range d {
+					lt.alias[seg+uint64(i)] = aliasEntry{prob: prob[i], keep: adj[i], alt: adj[alias[i]]}
+				}
+			}
+		}
+	})
+	return lt
+}
+
+// bytes is the tables' memory.
+func (lt *labelTables) bytes() int64 {
+	if lt == nil {
+		return 0
+	}
+	return int64(len(lt.off))*8 + int64(len(lt.tgt))*4 + int64(len(lt.alias))*12
+}
