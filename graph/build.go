@@ -18,10 +18,10 @@ type Edge struct {
 type DuplicatePolicy uint8
 
 const (
-	DupKeepFirst DuplicatePolicy = iota // keep the first occurrence's weight and label
-	DupSumWeights                       // merge into one edge, weights added
-	DupKeepAll                          // keep every copy (a multigraph)
-	DupError                            // fail on the first duplicate
+	DupKeepFirst  DuplicatePolicy = iota // keep the first occurrence's weight and label
+	DupSumWeights                        // merge into one edge, weights added
+	DupKeepAll                           // keep every copy (a multigraph)
+	DupError                             // fail on the first duplicate
 )
 
 // BuildOptions configure FromEdges.

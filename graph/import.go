@@ -859,7 +859,6 @@ func newIDIndex(ids []int64) *idIndex {
 	return x
 }
 
-
 // importInto runs the whole pipeline: read feeds the run builder, then the
 // output file is written atomically at out.
 func importInto(ctx context.Context, input, out string, o ImportOptions, totalBytes int64, read func(b *runBuilder) error) (*ImportStats, error) {
