@@ -443,9 +443,10 @@ func (s *stepper) walkNode2VecLockstep(starts []uint32, firstID uint64, buf []ui
 			}
 			// Binary search of the fences, one probe per walk per pass, for
 			// the last fence <= the candidate: lo[k] is the base and hi[k]
-			// the width left. The loop avoids data-dependent branches (the
-			// ifs become conditional moves): a mispredicted branch would
-			// throw away the other walks' loads in flight.
+			// the width left. The loop's ifs are plain selects, with no
+			// work inside, so the compiler can use conditional moves: a
+			// mispredicted branch would throw away the other walks' loads
+			// in flight.
 			fence := s.fence
 			todo = todo[:0]
 			for _, k := range search {
