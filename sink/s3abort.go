@@ -31,6 +31,12 @@ func (t *s3Target) beforeWrite(as func(any) bool) error {
 
 // abortUploads aborts every multipart upload still open for the target's
 // key. It is a no-op for other stores.
+//
+// S3 warns that a part upload in flight while the upload is aborted may
+// still succeed, so an upload must be aborted until listing shows none;
+// with a cancelled writer, the request that created the upload can also
+// land after a first listing. So this lists, aborts what it finds, and
+// lists again (with a short pause) until the key has no open upload.
 func (t *s3Target) abortUploads(ctx context.Context, b *blob.Bucket) error {
 	var c *s3.Client
 	if t.key == "" || !b.As(&c) {
@@ -38,26 +44,48 @@ func (t *s3Target) abortUploads(ctx context.Context, b *blob.Bucket) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	const rounds = 6
+	pause := 20 * time.Millisecond
+	for round := 0; ; round++ {
+		found, err := t.abortOnce(ctx, c)
+		if err != nil || found == 0 {
+			return err
+		}
+		if round == rounds-1 {
+			return fmt.Errorf("multipart upload of %s still open after %d aborts", t.key, rounds)
+		}
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return fmt.Errorf("abort multipart upload of %s: %w", t.key, ctx.Err())
+		}
+		pause *= 2
+	}
+}
+
+// abortOnce aborts the uploads open for the key now and says how many it found.
+func (t *s3Target) abortOnce(ctx context.Context, c *s3.Client) (found int, err error) {
 	in := &s3.ListMultipartUploadsInput{Bucket: &t.bucket, Prefix: &t.key}
 	var errs []error
 	for {
 		out, err := c.ListMultipartUploads(ctx, in)
 		if err != nil {
 			if isNoSuchUpload(err) {
-				return nil
+				return found, nil
 			}
-			return fmt.Errorf("list multipart uploads of %s: %w", t.key, err)
+			return found, fmt.Errorf("list multipart uploads of %s: %w", t.key, err)
 		}
 		for _, u := range out.Uploads {
 			if u.Key == nil || *u.Key != t.key {
 				continue
 			}
+			found++
 			if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &t.bucket, Key: u.Key, UploadId: u.UploadId}); err != nil && !isNoSuchUpload(err) {
 				errs = append(errs, fmt.Errorf("abort multipart upload of %s: %w", t.key, err))
 			}
 		}
 		if out.IsTruncated == nil || !*out.IsTruncated {
-			return errors.Join(errs...)
+			return found, errors.Join(errs...)
 		}
 		in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
 	}
