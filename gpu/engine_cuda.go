@@ -395,19 +395,8 @@ func (e *Engine) Allocations() []Allocation {
 	return out
 }
 
-// SamplerName names the sampler this engine runs a for: the algorithm's
-// resolved sampler, except MetaPath with automatic sampling, which the GPU
-// serves from per-(vertex, label) tables ("label-alias" when weighted,
-// "label-uniform" otherwise) rather than ZPRS.
-func (e *Engine) SamplerName(a walk.Algorithm) string {
-	if e.useLabelTables(a) {
-		if a.Weighted {
-			return "label-alias"
-		}
-		return "label-uniform"
-	}
-	return a.ResolvedSampler().String()
-}
+// SamplerName names the sampler this engine runs a with (walk.SamplerName).
+func (e *Engine) SamplerName(a walk.Algorithm) string { return walk.SamplerName(a, e.g) }
 
 // TableBuild is the time the alias tables took to build at upload.
 func (e *Engine) TableBuild() time.Duration { return e.tableBuild }

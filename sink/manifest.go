@@ -11,6 +11,7 @@ import (
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 
+	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -66,10 +67,10 @@ type AlgorithmMeta struct {
 	Sampler  string  `json:"sampler"`
 }
 
-// DescribeAlgorithm renders a for metadata.
-func DescribeAlgorithm(a walk.Algorithm) AlgorithmMeta {
+// DescribeAlgorithm renders a, as run on g, for metadata.
+func DescribeAlgorithm(a walk.Algorithm, g *graph.Graph) AlgorithmMeta {
 	m := AlgorithmMeta{Name: a.Kind.String(), Length: a.Length, Weighted: a.Weighted, StopProb: a.StopProb,
-		P: a.P, Q: a.Q, Sampler: a.ResolvedSampler().String()}
+		P: a.P, Q: a.Q, Sampler: walk.SamplerName(a, g)}
 	for _, l := range a.Schema {
 		m.Schema = append(m.Schema, int(l))
 	}

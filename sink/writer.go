@@ -182,7 +182,7 @@ func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta Bat
 	if err := b.Delete(ctx, layout.SuccessKey()); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
 		return nil, fmt.Errorf("sink: batch %s: delete old %s: %w", meta.BatchID, layout.SuccessKey(), err)
 	}
-	algo, err := jsonString(DescribeAlgorithm(meta.Algorithm))
+	algo, err := jsonString(DescribeAlgorithm(meta.Algorithm, g))
 	if err != nil {
 		return nil, err
 	}
@@ -781,7 +781,7 @@ func (w *BatchWriter) Commit(ctx context.Context) (*Manifest, error) {
 		return nil, err
 	}
 	m := &Manifest{Version: ManifestVersion, BatchID: w.meta.BatchID, Graph: w.meta.Graph, GraphVersion: w.meta.GraphVersion,
-		Algorithm: DescribeAlgorithm(w.meta.Algorithm), Seed: w.meta.Seed, Engine: w.meta.Engine,
+		Algorithm: DescribeAlgorithm(w.meta.Algorithm, w.g), Seed: w.meta.Seed, Engine: w.meta.Engine,
 		WalkstageVersion: w.meta.WalkstageVersion, Compression: string(w.cfg.compression), Walks: w.meta.Walks,
 		Files: files}
 	for _, f := range m.Files {

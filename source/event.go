@@ -29,7 +29,7 @@ type Event struct {
 
 	Graph        string `json:"graph,omitempty"`
 	GraphVersion string `json:"graph_version,omitempty"`
-	Algorithm    string `json:"algorithm,omitempty"` // walk.Algorithm.String()
+	Algorithm    string `json:"algorithm,omitempty"` // walk.Algorithm.Describe(graph)
 	Engine       string `json:"engine,omitempty"`
 	RNGSeed      uint64 `json:"rng_seed,omitempty"`
 

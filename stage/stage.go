@@ -625,7 +625,7 @@ func (s *Stage) complete(ctx context.Context, b *batch, runErr error) error {
 	}
 	writing := time.Since(b.emitted)
 	ev := source.Event{BatchID: b.req.BatchID, Status: source.StatusSucceeded,
-		Graph: man.Graph, GraphVersion: man.GraphVersion, Algorithm: b.req.Algorithm.String(), Engine: man.Engine,
+		Graph: man.Graph, GraphVersion: man.GraphVersion, Algorithm: b.req.Algorithm.Describe(s.o.Graph), Engine: man.Engine,
 		RNGSeed: b.req.RNGSeed, Seeds: len(b.req.Seeds), SkippedSeeds: b.req.Skipped, SkippedIDs: b.req.SkippedIDs,
 		Walks: man.Walks, Steps: man.Steps,
 		Manifest: sink.ObjectURL(s.o.BucketURL, b.w.Layout().SuccessKey()),
@@ -661,7 +661,7 @@ func (s *Stage) failBatch(ctx context.Context, b *batch, cause error) {
 	reason := b.failReason
 	ev := source.Event{BatchID: b.req.BatchID, Status: source.StatusFailed, Reason: reason,
 		Error: fmt.Sprintf("after %d attempts: %v", b.attempt, cause),
-		Graph: s.o.Graph.Name, GraphVersion: s.o.Graph.Version, Algorithm: b.req.Algorithm.String(),
+		Graph: s.o.Graph.Name, GraphVersion: s.o.Graph.Version, Algorithm: b.req.Algorithm.Describe(s.o.Graph),
 		Engine: s.o.Engine.Name(), RNGSeed: b.req.RNGSeed, Seeds: len(b.req.Seeds),
 		Timings: source.Timings{Queued: b.launched.Sub(b.queuedAt).Seconds(), Total: time.Since(b.queuedAt).Seconds()}}
 	if err := s.publish(ctx, ev); err != nil {

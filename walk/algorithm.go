@@ -196,7 +196,15 @@ func (a Algorithm) ResolvedSampler() SamplerKind {
 }
 
 // String is a stable, human-readable rendering used in logs and metadata.
-func (a Algorithm) String() string {
+// Its sampler is the resolved one; Describe names what an engine runs on a
+// given graph.
+func (a Algorithm) String() string { return a.describe(a.ResolvedSampler().String()) }
+
+// Describe is String with the sampler an engine runs a with on g
+// (SamplerName): MetaPath says "label-alias" rather than "zprs".
+func (a Algorithm) Describe(g *graph.Graph) string { return a.describe(SamplerName(a, g)) }
+
+func (a Algorithm) describe(sampler string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s length=%d weighted=%v", a.Kind, a.Length, a.Weighted)
 	switch a.Kind {
@@ -207,6 +215,6 @@ func (a Algorithm) String() string {
 	case MetaPath:
 		fmt.Fprintf(&b, " schema=%v", a.Schema)
 	}
-	fmt.Fprintf(&b, " sampler=%s", a.ResolvedSampler())
+	fmt.Fprintf(&b, " sampler=%s", sampler)
 	return b.String()
 }

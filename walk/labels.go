@@ -19,6 +19,20 @@ func UsesLabelTables(a Algorithm, g *graph.Graph) bool {
 	return a.Kind == MetaPath && a.Sampler == SamplerAuto && g.NumLabels <= MaxTableLabels
 }
 
+// SamplerName names the sampler an engine runs a with on g: the resolved
+// sampler, or for MetaPath on label tables "label-alias" (weighted) or
+// "label-uniform". Logs, bench tables and output metadata use it, so they
+// say what actually ran.
+func SamplerName(a Algorithm, g *graph.Graph) string {
+	if UsesLabelTables(a, g) {
+		if a.Weighted {
+			return "label-alias"
+		}
+		return "label-uniform"
+	}
+	return a.ResolvedSampler().String()
+}
+
 // labelTables hold every adjacency regrouped by label: segment l of vertex
 // v is [off[v*L+l], off[v*L+l+1]) of tgt, sorted by target (the regrouping
 // is stable), with alias entries over the segment's weights when the graph

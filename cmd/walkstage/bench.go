@@ -112,7 +112,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	// Rows are printed as each algorithm finishes (a slow reservoir row
 	// must not hide the others), so widths are fixed rather than tabulated.
-	const rowFmt = "%-18s %-9s %9s %11s %12s %10s %8s %12s %10s %10s %11s %12s\n"
+	const rowFmt = "%-18s %-13s %9s %11s %12s %10s %8s %12s %10s %10s %11s %12s\n"
 	fmt.Fprintf(stdout, rowFmt, "algorithm", "sampler", "walks", "steps", "time", "M steps/s", "M SEPS", "kernel M/s", "engine MiB", "tables MiB", "table build", "peak RSS MiB")
 	for _, name := range strings.Split(*algos, ",") {
 		c, ok := cases[strings.TrimSpace(name)]
@@ -155,11 +155,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 		}
 		rate := float64(best.Steps) / best.Wall.Seconds() / 1e6
-		sampler := c.alg.ResolvedSampler().String()
-		if walk.UsesLabelTables(c.alg, g) {
-			sampler = "label-tab" // per-(vertex, label) alias tables
-		}
-		fmt.Fprintf(stdout, rowFmt, c.name, sampler, fmt.Sprint(best.Walks), fmt.Sprint(best.Steps),
+		fmt.Fprintf(stdout, rowFmt, c.name, walk.SamplerName(c.alg, g), fmt.Sprint(best.Walks), fmt.Sprint(best.Steps),
 			best.Wall.Round(time.Microsecond), fmt.Sprintf("%.1f", rate), fmt.Sprintf("%.1f", rate),
 			fmt.Sprintf("%.1f", float64(best.Steps)/best.Compute.Seconds()/1e6),
 			fmt.Sprintf("%.1f", float64(best.MemoryBytes)/(1<<20)), fmt.Sprintf("%.1f", float64(best.TableBytes)/(1<<20)),
