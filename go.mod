@@ -13,6 +13,7 @@ require (
 	github.com/segmentio/kafka-go v0.4.51
 	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c
 	gocloud.dev v0.47.0
+	golang.org/x/sys v0.49.0
 	golang.org/x/term v0.47.0
 	gorgonia.org/cu v0.9.6
 	k8s.io/api v0.34.2
@@ -109,7 +110,6 @@ require (
 	golang.org/x/net v0.59.0 // indirect
 	golang.org/x/oauth2 v0.37.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
-	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 	golang.org/x/tools v0.49.0 // indirect

@@ -279,6 +279,8 @@ func (s *stepper) walkLockstep(starts []uint32, firstID uint64, buf []uint32, le
 	// the processor keeps many cache misses in flight; pass 2 is the Philox
 	// arithmetic, which would otherwise fill the reorder window and hide
 	// only one or two misses at a time.
+	var idLo, idHi [8]uint32
+	var words [4][8]uint32
 	for step := uint32(0); step < uint32(s.alg.Length) && len(active) > 0; step++ {
 		lo, deg := lo[:len(active)], deg[:len(active)]
 		row, scale := uint64(0), uint64(1)
@@ -290,24 +292,34 @@ func (s *stepper) walkLockstep(starts []uint32, firstID uint64, buf []uint32, le
 			lo[i] = off[v]
 			deg[i] = uint32(off[v+1] - off[v])
 		}
+		// Draws come eight walks at a time (philox8: one AVX2 pass where
+		// the processor has it), the same words philox gives one by one.
 		j := 0
-		for i, k := range active {
-			d := deg[i]
-			if d == 0 {
-				continue
+		for base := 0; base < len(active); base += 8 {
+			m := min(8, len(active)-base)
+			for l, k := range active[base : base+m] {
+				id := firstID + uint64(k)
+				idLo[l], idHi[l] = uint32(id), uint32(id>>32)
 			}
-			id := firstID + uint64(k)
-			x0, x1, x2, _ := philox(uint32(id), uint32(id>>32), step, 0, s.k0, s.k1)
-			if ppr {
-				if uint64(x0) < s.stopT {
+			philox8(&idLo, &idHi, step, 0, s.k0, s.k1, &words)
+			for l := range m {
+				i := base + l
+				d := deg[i]
+				if d == 0 {
 					continue
 				}
-				x0, x1 = x1, x2
+				x0, x1 := words[0][l], words[1][l]
+				if ppr {
+					if uint64(x0) < s.stopT {
+						continue
+					}
+					x0, x1 = x1, words[2][l]
+				}
+				lo[j] = lo[i] + (uint64(x0)*uint64(d))>>32
+				coin[j] = x1
+				next[j] = active[i]
+				j++
 			}
-			lo[j] = lo[i] + (uint64(x0)*uint64(d))>>32
-			coin[j] = x1
-			next[j] = k
-			j++
 		}
 		nx := uint32(0)
 		for i, k := range next[:j] {
@@ -368,6 +380,8 @@ func (s *stepper) walkNode2VecLockstep(starts []uint32, firstID uint64, buf []ui
 	}
 	off, tgt, tab := s.off, s.tgt, s.alias
 	tLow, tHigh := min(s.acceptT[1], s.acceptT[2]), max(s.acceptT[1], s.acceptT[2])
+	var idLo, idHi [8]uint32
+	var words [4][8]uint32
 	advance := func(k int32, x uint32) {
 		buf[int(k)*stride+int(lens[k])] = x
 		lens[k]++
@@ -386,12 +400,19 @@ func (s *stepper) walkNode2VecLockstep(starts []uint32, firstID uint64, buf []ui
 		}
 		live = live[:0]
 		for att := uint32(0); att < maxRejections && len(pend) > 0; att++ {
-			// Draw a proposal for every pending walk (first: the column).
-			for _, k := range pend {
-				id := firstID + uint64(k)
-				x0, x1, x2, _ := philox(uint32(id), uint32(id>>32), step, att, s.k0, s.k1)
-				lo[k] = cLo[k] + uint64(Index(x0, uint32(cHi[k]-cLo[k])))
-				cand[k], accept[k] = x1, x2
+			// Draw a proposal for every pending walk (x0: the column, x1:
+			// the alias coin, x2: the acceptance word), eight at a time.
+			for base := 0; base < len(pend); base += 8 {
+				group := pend[base:min(base+8, len(pend))]
+				for l, k := range group {
+					id := firstID + uint64(k)
+					idLo[l], idHi[l] = uint32(id), uint32(id>>32)
+				}
+				philox8(&idLo, &idHi, step, att, s.k0, s.k1, &words)
+				for l, k := range group {
+					lo[k] = cLo[k] + uint64(Index(words[0][l], uint32(cHi[k]-cLo[k])))
+					cand[k], accept[k] = words[1][l], words[2][l]
+				}
 			}
 			// Resolve it through the alias table or the targets.
 			for _, k := range pend {

@@ -54,3 +54,10 @@ func philox(c0, c1, c2, c3, k0, k1 uint32) (uint32, uint32, uint32, uint32) {
 	c0, c1, c2, c3 = uint32(p1>>32)^c1^k0, uint32(p1), uint32(p0>>32)^c3^k1, uint32(p0)
 	return c0, c1, c2, c3
 }
+
+// philox8Go is philox8 without vector instructions.
+func philox8Go(lo, hi *[8]uint32, c2, c3, k0, k1 uint32, out *[4][8]uint32) {
+	for i := range lo {
+		out[0][i], out[1][i], out[2][i], out[3][i] = philox(lo[i], hi[i], c2, c3, k0, k1)
+	}
+}

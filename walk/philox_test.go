@@ -31,3 +31,22 @@ func TestPhiloxUnrolledMatches(t *testing.T) {
 		}
 	}
 }
+
+func TestPhilox8MatchesPhilox(t *testing.T) {
+	var lo, hi [8]uint32
+	var got, want [4][8]uint32
+	for i := uint32(0); i < 2000; i++ {
+		for l := range lo {
+			lo[l], hi[l] = i*2654435761+uint32(l)*40503, i^uint32(l)<<29
+		}
+		c2, c3, k0, k1 := i*31, i>>2, i*104729, ^i
+		philox8(&lo, &hi, c2, c3, k0, k1, &got)
+		philox8Go(&lo, &hi, c2, c3, k0, k1, &want)
+		if got != want {
+			t.Fatalf("philox8 = %08x, want %08x", got, want)
+		}
+		if a, _, _, d := philox(lo[3], hi[3], c2, c3, k0, k1); got[0][3] != a || got[3][3] != d {
+			t.Fatalf("philox8 lane 3 differs from philox")
+		}
+	}
+}

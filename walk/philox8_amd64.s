@@ -1,0 +1,93 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// Philox4x32-10 on eight counters at once (AVX2), the lanes of the YMM
+// registers: Y0..Y3 the counter words c0..c3 of eight walks, Y4/Y5 the key
+// words, Y14/Y15 the multipliers, Y12/Y13 the key increments. VPMULUDQ
+// multiplies the even 32-bit lanes into 64-bit products, so each multiply
+// runs twice (even lanes, then odd lanes shifted down) and VPBLENDD
+// reassembles the low and high halves into eight-lane vectors.
+
+// MULHILO: Y(lo), Y(hi) = low and high words of Y(c) * Y(m), eight lanes.
+// Clobbers Y6, Y7.
+#define MULHILO(c, m, lo, hi) \
+	VPMULUDQ c, m, Y6 \
+	VPSRLQ   $32, c, Y7 \
+	VPMULUDQ Y7, m, Y7 \
+	VPSLLQ   $32, Y7, lo \
+	VPBLENDD $0xAA, lo, Y6, lo \
+	VPSRLQ   $32, Y6, Y6 \
+	VPBLENDD $0xAA, Y7, Y6, hi
+
+// One round: c0, c1, c2, c3 = hi1^c1^k0, lo1, hi0^c3^k1, lo0.
+#define PHILOX_ROUND \
+	MULHILO(Y0, Y14, Y8, Y9) \
+	MULHILO(Y2, Y15, Y10, Y11) \
+	VPXOR Y11, Y1, Y0 \
+	VPXOR Y0, Y4, Y0 \
+	VPXOR Y9, Y3, Y2 \
+	VPXOR Y2, Y5, Y2 \
+	VMOVDQU Y10, Y1 \
+	VMOVDQU Y8, Y3
+
+#define PHILOX_BUMP \
+	VPADDD Y12, Y4, Y4 \
+	VPADDD Y13, Y5, Y5
+
+// func philox8AVX2(lo, hi *[8]uint32, c2, c3, k0, k1 uint32, out *[4][8]uint32)
+TEXT ·philox8AVX2(SB), NOSPLIT, $0-40
+	MOVQ lo+0(FP), SI
+	MOVQ hi+8(FP), DX
+	MOVQ out+32(FP), DI
+	VMOVDQU (SI), Y0
+	VMOVDQU (DX), Y1
+	MOVL c2+16(FP), AX
+	MOVQ AX, X2
+	VPBROADCASTD X2, Y2
+	MOVL c3+20(FP), AX
+	MOVQ AX, X3
+	VPBROADCASTD X3, Y3
+	MOVL k0+24(FP), AX
+	MOVQ AX, X4
+	VPBROADCASTD X4, Y4
+	MOVL k1+28(FP), AX
+	MOVQ AX, X5
+	VPBROADCASTD X5, Y5
+	MOVL $0xD2511F53, AX
+	MOVQ AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL $0xCD9E8D57, AX
+	MOVQ AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x9E3779B9, AX
+	MOVQ AX, X12
+	VPBROADCASTD X12, Y12
+	MOVL $0xBB67AE85, AX
+	MOVQ AX, X13
+	VPBROADCASTD X13, Y13
+	PHILOX_ROUND
+	PHILOX_BUMP
+	PHILOX_ROUND
+	PHILOX_BUMP
+	PHILOX_ROUND
+	PHILOX_BUMP
+	PHILOX_ROUND
+	PHILOX_BUMP
+	PHILOX_ROUND
+	PHILOX_BUMP
+	PHILOX_ROUND
+	PHILOX_BUMP
+	PHILOX_ROUND
+	PHILOX_BUMP
+	PHILOX_ROUND
+	PHILOX_BUMP
+	PHILOX_ROUND
+	PHILOX_BUMP
+	PHILOX_ROUND
+	VMOVDQU Y0, 0(DI)
+	VMOVDQU Y1, 32(DI)
+	VMOVDQU Y2, 64(DI)
+	VMOVDQU Y3, 96(DI)
+	VZEROUPPER
+	RET
