@@ -278,7 +278,8 @@ func (s *stepper) walkLockstep(starts []uint32, firstID uint64, buf []uint32, le
 	// are short loops of independent loads (offsets, then targets), so
 	// the processor keeps many cache misses in flight; pass 2 is the Philox
 	// arithmetic, which would otherwise fill the reorder window and hide
-	// only one or two misses at a time.
+	// only one or two misses at a time. (Loading the next offsets in pass
+	// 3, right after the target, measured 15-20% slower.)
 	var idLo, idHi [8]uint32
 	var words [4][8]uint32
 	for step := uint32(0); step < uint32(s.alg.Length) && len(active) > 0; step++ {
