@@ -6,8 +6,9 @@ import (
 
 // This file is the CPU twin of the GPU samplers: the exact contract of which
 // random word serves which decision. The GPU kernels follow it word for word
-// for the uniform and alias samplers (walks match walk by walk) and in
-// distribution for the rest.
+// for the uniform, alias, rejection (Node2Vec) and label-table (MetaPath)
+// samplers, so those walks match walk by walk (gpu's TestWalksMatchCPU), and
+// in distribution for the reservoir samplers.
 //
 // Philox draw 0 of (seed, walk, step) gives words x0..x3:
 //   uniform            next = adj[Index(x0, d)]
@@ -18,7 +19,9 @@ import (
 //                      x2 < Threshold(f/fmax), f = 1/p (back to prev), 1 (neighbour of prev), 1/q (else);
 //                      after maxRejections attempts an exact scan (draws fallbackDraw...) decides
 //   zprs, dprs         element i of the adjacency draws word i%4 of draw reservoirDraw+i/4
-//   metapath           zprs over the edges labelled Schema[step % len(Schema)] (weighted or not)
+//   metapath           label tables (UsesLabelTables): as uniform or alias inside the segment of
+//                      label Schema[step % len(Schema)]; otherwise zprs over the edges with that
+//                      label (weighted or not)
 
 const (
 	// maxRejections bounds Node2Vec's rejection loop; extreme p/q (acceptance
