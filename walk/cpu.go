@@ -294,7 +294,7 @@ func (s *stepper) walkLockstep(starts []uint32, firstID uint64, buf []uint32, le
 		for i, k := range active {
 			lo[i] = uint64(cur[k])*scale + row
 		}
-		prefetchRows(unsafe.Pointer(&off[0]), lo, 8)
+		prefetchRows(unsafe.Pointer(&off[0]), lo, 8, 16)
 		for i, v := range lo {
 			lo[i] = off[v]
 			deg[i] = uint32(off[v+1] - off[v])
@@ -330,9 +330,9 @@ func (s *stepper) walkLockstep(starts []uint32, firstID uint64, buf []uint32, le
 		}
 		if j > 0 {
 			if tab != nil {
-				prefetchRows(unsafe.Pointer(&tab[0]), lo[:j], unsafe.Sizeof(tab[0]))
+				prefetchRows(unsafe.Pointer(&tab[0]), lo[:j], unsafe.Sizeof(tab[0]), unsafe.Sizeof(tab[0]))
 			} else {
-				prefetchRows(unsafe.Pointer(&tgt[0]), lo[:j], 4)
+				prefetchRows(unsafe.Pointer(&tgt[0]), lo[:j], 4, 4)
 			}
 		}
 		nx := uint32(0)
@@ -410,7 +410,7 @@ func (s *stepper) walkNode2VecLockstep(starts []uint32, firstID uint64, buf []ui
 		for _, k := range active {
 			rows = append(rows, uint64(cur[k]))
 		}
-		prefetchRows(unsafe.Pointer(&off[0]), rows, 8)
+		prefetchRows(unsafe.Pointer(&off[0]), rows, 8, 16)
 		for _, k := range active {
 			v := cur[k]
 			cLo[k], cHi[k] = off[v], off[v+1]
@@ -441,9 +441,9 @@ func (s *stepper) walkNode2VecLockstep(starts []uint32, firstID uint64, buf []ui
 			}
 			if len(rows) > 0 {
 				if tab != nil {
-					prefetchRows(unsafe.Pointer(&tab[0]), rows, unsafe.Sizeof(tab[0]))
+					prefetchRows(unsafe.Pointer(&tab[0]), rows, unsafe.Sizeof(tab[0]), unsafe.Sizeof(tab[0]))
 				} else {
-					prefetchRows(unsafe.Pointer(&tgt[0]), rows, 4)
+					prefetchRows(unsafe.Pointer(&tgt[0]), rows, 4, 4)
 				}
 			}
 			for _, k := range pend {
@@ -537,7 +537,7 @@ func (s *stepper) walkNode2VecLockstep(starts []uint32, firstID uint64, buf []ui
 				rows = append(rows, lo[k])
 			}
 			if len(rows) > 0 {
-				prefetchRows(unsafe.Pointer(&tgt[0]), rows, 4)
+				prefetchRows(unsafe.Pointer(&tgt[0]), rows, 4, 64)
 			}
 			for _, k := range search {
 				x, c := cand[k], 2

@@ -2,19 +2,24 @@
 
 #include "textflag.h"
 
-// func prefetchRows(base unsafe.Pointer, idx []uint64, size uintptr)
-// Issues PREFETCHT0 for base + idx[i]*size, i = 0..len(idx)-1.
-TEXT ·prefetchRows(SB), NOSPLIT, $0-40
+// func prefetchRows(base unsafe.Pointer, idx []uint64, size, span uintptr)
+// Issues PREFETCHT0 for the first and the last byte of the span bytes at
+// base + idx[i]*size, i = 0..len(idx)-1 (a row may straddle two lines).
+TEXT ·prefetchRows(SB), NOSPLIT, $0-48
 	MOVQ base+0(FP), BX
 	MOVQ idx_base+8(FP), SI
 	MOVQ idx_len+16(FP), CX
 	MOVQ size+32(FP), DX
+	MOVQ span+40(FP), DI
+	DECQ DI
 	TESTQ CX, CX
 	JEQ done
 loop:
 	MOVQ (SI), AX
 	IMULQ DX, AX
-	PREFETCHT0 (BX)(AX*1)
+	ADDQ BX, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 (AX)(DI*1)
 	ADDQ $8, SI
 	DECQ CX
 	JNE loop
