@@ -107,6 +107,15 @@ func NewEngine(g *graph.Graph, kind string, cpuWorkers int, log *slog.Logger) (w
 	if err != nil {
 		return nil, fmt.Errorf("cpu engine: %w", err)
 	}
+	// Build the alias tables before the stage reports ready, as the GPU
+	// engine does at upload, so the first weighted batch does not pay for
+	// them. (MetaPath's label tables stay lazy on both engines: they cost
+	// as much memory again and many deployments never run MetaPath.)
+	t0 := time.Now()
+	e.PrepareTables()
+	if g.Weighted() {
+		log.Info("cpu alias tables built", "graph", g.Name, "duration", time.Since(t0))
+	}
 	return e, nil
 }
 
