@@ -13,8 +13,8 @@
 // Node2Vec rejection, MetaPath label tables) give every thread one walk;
 // the reservoir samplers (ZPRS, DPRS) keep 64 walks per block in shared
 // memory and hand small-degree steps to warps and large ones to the block.
-// Uniform, alias, PPR and Node2Vec walks equal walk.NewCPU's walk by walk;
-// ZPRS, DPRS and MetaPath agree with it in distribution.
+// Uniform, alias, PPR, Node2Vec and MetaPath (label tables) walks equal
+// walk.NewCPU's walk by walk; ZPRS and DPRS agree with it in distribution.
 //
 // It knows graphs and walks, nothing of Kafka, Parquet or the stage.
 package gpu
