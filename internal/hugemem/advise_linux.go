@@ -2,7 +2,9 @@ package hugemem
 
 import "syscall"
 
-func advise(addr, n uintptr) {
-	// Errors (EINVAL where THP is compiled out) leave the pages as they are.
-	_, _, _ = syscall.Syscall(syscall.SYS_MADVISE, addr, n, syscall.MADV_HUGEPAGE)
+func advise(addr, n uintptr) error {
+	if _, _, e := syscall.Syscall(syscall.SYS_MADVISE, addr, n, syscall.MADV_HUGEPAGE); e != 0 {
+		return e
+	}
+	return nil
 }

@@ -2,4 +2,6 @@
 
 package hugemem
 
-func advise(addr, n uintptr) {}
+import "errors"
+
+func advise(addr, n uintptr) error { return errors.ErrUnsupported }

@@ -23,15 +23,18 @@ func Advise[T any](s []T) {
 		return
 	}
 	var zero T
-	size := uintptr(len(s)) * unsafe.Sizeof(zero)
+	lo, hi := wholePages(uintptr(unsafe.Pointer(unsafe.SliceData(s))), uintptr(len(s))*unsafe.Sizeof(zero))
+	if hi > lo {
+		_ = advise(lo, hi-lo) // advice: a refusal only costs speed
+	}
+}
+
+// wholePages is the range of whole huge pages inside [start, start+size);
+// empty (hi <= lo) when there is none, or when the array is under two huge
+// pages and the advice would not pay for the system call.
+func wholePages(start, size uintptr) (lo, hi uintptr) {
 	if size < 2*hugePage {
-		return
+		return 0, 0
 	}
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(s)))
-	lo := (start + hugePage - 1) &^ (hugePage - 1)
-	hi := (start + size) &^ (hugePage - 1)
-	if hi <= lo {
-		return
-	}
-	advise(lo, hi-lo)
+	return (start + hugePage - 1) &^ (hugePage - 1), (start + size) &^ (hugePage - 1)
 }

@@ -9,25 +9,43 @@ import (
 	"unsafe"
 )
 
-func TestAdviseSmallAndEmpty(t *testing.T) {
-	// Nothing to advise: must neither fail nor touch memory it does not own.
-	Advise([]byte(nil))
+func TestWholePages(t *testing.T) {
+	const mb = 1 << 20
+	cases := []struct {
+		start, size uintptr
+		lo, hi      uintptr // 0, 0: empty
+	}{
+		{0, 0, 0, 0},
+		{2 * mb, 3 * mb, 0, 0},           // under two huge pages: not worth a system call
+		{2 * mb, 4 * mb, 2 * mb, 6 * mb}, // aligned
+		{3 * mb, 5 * mb, 4 * mb, 8 * mb}, // unaligned start: the partial page is left out
+		{3 * mb, 4 * mb, 4 * mb, 6 * mb}, // one whole page inside
+		{1, 4*mb - 2, 0, 0},              // no whole page inside
+		{6*mb + 5, 9 * mb, 8 * mb, 14 * mb},
+	}
+	for _, c := range cases {
+		lo, hi := wholePages(c.start, c.size)
+		if hi <= lo {
+			lo, hi = 0, 0
+		}
+		if lo != c.lo || hi != c.hi {
+			t.Errorf("wholePages(%#x, %#x) = [%#x, %#x), want [%#x, %#x)", c.start, c.size, lo, hi, c.lo, c.hi)
+		}
+	}
+	Advise([]byte(nil)) // nothing to advise
 	Advise(make([]uint32, 10))
-	Advise(make([]byte, 3<<20)) // may hold no whole aligned 2 MiB page
 }
 
-// TestAdviseMarksMapping checks, on Linux with THP in madvise or always
-// mode, that the kernel recorded the advice on the mapping that holds the
-// array (smaps lists "hg" among the VmFlags of an madvise(MADV_HUGEPAGE)
-// area).
+// TestAdviseMarksMapping checks, where the kernel accepts the advice and
+// reports VmFlags, that it recorded it on the mapping that holds the array
+// ("hg" among the VmFlags of an madvise(MADV_HUGEPAGE) area).
 func TestAdviseMarksMapping(t *testing.T) {
-	mode, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
-	if err != nil || strings.Contains(string(mode), "[never]") {
-		t.Skip("no transparent huge pages here")
+	s := make([]uint64, 8<<20/8) // 8 MiB: holds at least three whole huge pages
+	lo, hi := wholePages(uintptr(unsafe.Pointer(&s[0])), uintptr(len(s))*8)
+	if err := advise(lo, hi-lo); err != nil {
+		t.Skipf("no transparent huge pages here: %v", err)
 	}
-	s := make([]uint64, 8<<20/8) // 8 MiB: holds at least three aligned huge pages
-	Advise(s)
-	addr := uintptr(unsafe.Pointer(&s[len(s)/2]))
+	addr := lo
 	f, err := os.Open("/proc/self/smaps")
 	if err != nil {
 		t.Skip(err)
@@ -39,19 +57,19 @@ func TestAdviseMarksMapping(t *testing.T) {
 		line := sc.Text()
 		// A mapping starts with a line "start-end perms offset dev inode [path]";
 		// its attribute lines ("Size:", "VmFlags:") follow.
-		if f := strings.Fields(line); len(f) >= 5 && !strings.HasSuffix(f[0], ":") {
-			var lo, hi uintptr
-			if n, _ := fmt.Sscanf(f[0], "%x-%x", &lo, &hi); n == 2 {
-				in = lo <= addr && addr < hi
+		if fl := strings.Fields(line); len(fl) >= 5 && !strings.HasSuffix(fl[0], ":") {
+			var a, b uintptr
+			if n, _ := fmt.Sscanf(fl[0], "%x-%x", &a, &b); n == 2 {
+				in = a <= addr && addr < b
 				continue
 			}
 		}
 		if in && strings.HasPrefix(line, "VmFlags:") {
-			if !strings.Contains(line, " hg") {
+			if !strings.Contains(line+" ", " hg ") {
 				t.Fatalf("mapping of the advised array lacks the hg flag: %s", line)
 			}
 			return
 		}
 	}
-	t.Fatalf("no mapping holds %#x", addr)
+	t.Skip("smaps reports no VmFlags for the array's mapping")
 }
