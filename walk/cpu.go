@@ -151,7 +151,7 @@ func (e *CPU) Run(ctx context.Context, jobs []Job, emit EmitFunc) error {
 			steppers[i].fence = e.fences()
 		}
 		if UsesLabelTables(j.Algorithm, e.g) {
-			steppers[i].lab2 = e.labelTables()
+			steppers[i].segs = e.labelTables()
 		}
 		for lo := 0; lo < len(j.Starts); lo += e.cfg.chunkSize {
 			units = append(units, unit{job: i, lo: lo, hi: min(lo+e.cfg.chunkSize, len(j.Starts))})
@@ -248,7 +248,7 @@ func walkUnit(s *stepper, j Job, lo, hi int) Chunk {
 // misses, which is where a random walk spends its time.
 func (s *stepper) lockstep() bool {
 	return (s.alg.Kind == DeepWalk || s.alg.Kind == PPR) && (s.sampler == SamplerUniform || s.sampler == SamplerAlias) ||
-		s.lab2 != nil
+		s.segs != nil
 }
 
 func (s *stepper) walkLockstep(starts []uint32, firstID uint64, buf []uint32, lens []uint32) {
@@ -272,7 +272,7 @@ func (s *stepper) walkLockstep(starts []uint32, firstID uint64, buf []uint32, le
 	// the label tables' offsets.
 	var nl uint64
 	schema := s.alg.Schema
-	if lt := s.lab2; lt != nil {
+	if lt := s.segs; lt != nil {
 		off, tgt, tab, nl = lt.off, lt.tgt, s.segAlias(), uint64(lt.numLabels)
 	}
 	// Each step runs in three passes over the active walks. Passes 1 and 3

@@ -327,7 +327,7 @@ func lockstepMatches(t *testing.T, g *graph.Graph) {
 			s := newStepper(g, a, 99, map[bool][]aliasEntry{true: e.alias}[needsAlias(a)])
 			s.fence = e.fences()
 			if UsesLabelTables(a, g) {
-				s.lab2 = e.labelTables()
+				s.segs = e.labelTables()
 			}
 			if !s.lockstep() && !s.lockstepNode2Vec() {
 				continue

@@ -47,7 +47,7 @@ type stepper struct {
 	fence []uint32 // every fenceStride-th target, for Node2Vec's lockstep walker
 	// MetaPath on label tables (UsesLabelTables): segments, their targets
 	// and, for weighted walks, their alias entries.
-	lab2 *labelTables
+	segs *labelTables
 
 	alg      Algorithm
 	sampler  SamplerKind
@@ -114,7 +114,7 @@ func pickStatic(tgt []uint32, tab []aliasEntry, a, b uint64, x, y uint32) uint32
 // (uniform inside the segment) otherwise.
 func (s *stepper) segAlias() []aliasEntry {
 	if s.alg.Weighted {
-		return s.lab2.alias
+		return s.segs.alias
 	}
 	return nil
 }
@@ -177,7 +177,7 @@ func (s *stepper) step(id uint64, step, prev, cur uint32) (next uint32, ok bool)
 		return s.scan(id, step, fallbackDraw, a, b, s.node2vecBias(prev))
 	case MetaPath:
 		want := s.alg.Schema[int(step)%len(s.alg.Schema)]
-		if lt := s.lab2; lt != nil {
+		if lt := s.segs; lt != nil {
 			i := uint64(cur)*uint64(lt.numLabels) + uint64(want)
 			a, b := lt.off[i], lt.off[i+1]
 			if a == b {

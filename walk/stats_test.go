@@ -155,7 +155,7 @@ func TestStepMatchesExactTransitionProbabilities(t *testing.T) {
 			}
 			s := newStepper(g, c.alg, 0x5eed, tab)
 			if UsesLabelTables(c.alg, g) {
-				s.lab2 = buildLabelTables(g)
+				s.segs = buildLabelTables(g)
 			}
 			counts := map[uint32]int{}
 			for id := uint64(0); id < n; id++ {
