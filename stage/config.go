@@ -107,6 +107,11 @@ type Config struct {
 	Engine string `env:"ENGINE" envDefault:"auto"`
 	// WALKSTAGE_CPU_WORKERS: walking goroutines of the CPU engine (0: one per core).
 	CPUWorkers int `env:"CPU_WORKERS" envDefault:"0"`
+	// WALKSTAGE_CPU_FUSED_TABLE_BYTES: most memory the CPU engine's fused
+	// table (32 bytes per edge) may take; weighted DeepWalk and PPR run
+	// faster on it. -1: a quarter of the memory the process may use
+	// (physical or cgroup limit); 0: off (the 12-byte packed table only).
+	CPUFusedTableBytes int64 `env:"CPU_FUSED_TABLE_BYTES" envDefault:"-1"`
 
 	// ---- Request limits (violations are rejected, see docs/messages.md) ----
 
@@ -318,6 +323,9 @@ func (c *Config) validate() []error {
 	}
 	if c.CPUWorkers < 0 {
 		bad("CPU_WORKERS", "%d must be 0 (one per core) or more", c.CPUWorkers)
+	}
+	if c.CPUFusedTableBytes < -1 {
+		bad("CPU_FUSED_TABLE_BYTES", "%d must be -1 (a quarter of memory), 0 (off) or a byte count", c.CPUFusedTableBytes)
 	}
 	if c.MaxWalkLength > 1<<16 {
 		bad("MAX_WALK_LENGTH", "%d is above the engine limit 65536", c.MaxWalkLength)

@@ -88,7 +88,9 @@ func LoadGraph(ctx context.Context, location, dir string) (*graph.Graph, error) 
 
 // NewEngine picks the engine: "gpu" must get one, "auto" falls back to the
 // CPU when the GPU engine is unavailable (built without CUDA, no device).
-func NewEngine(g *graph.Graph, kind string, cpuWorkers int, log *slog.Logger) (walk.Engine, error) {
+// cpuWorkers 0 is one per core; fusedTableBytes -1 is the CPU engine's
+// default limit (see walk.WithFusedTableLimit).
+func NewEngine(g *graph.Graph, kind string, cpuWorkers int, fusedTableBytes int64, log *slog.Logger) (walk.Engine, error) {
 	if kind == "gpu" || kind == "auto" {
 		e, err := gpu.New(g)
 		if err == nil {
@@ -103,6 +105,9 @@ func NewEngine(g *graph.Graph, kind string, cpuWorkers int, log *slog.Logger) (w
 	if cpuWorkers > 0 {
 		opts = append(opts, walk.WithWorkers(cpuWorkers))
 	}
+	if fusedTableBytes >= 0 {
+		opts = append(opts, walk.WithFusedTableLimit(fusedTableBytes))
+	}
 	e, err := walk.NewCPU(g, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("cpu engine: %w", err)
@@ -114,7 +119,7 @@ func NewEngine(g *graph.Graph, kind string, cpuWorkers int, log *slog.Logger) (w
 	t0 := time.Now()
 	e.PrepareTables()
 	if g.Weighted() {
-		log.Info("cpu alias tables built", "graph", g.Name, "duration", time.Since(t0))
+		log.Info("cpu alias tables built", "graph", g.Name, "duration", time.Since(t0), "bytes", e.TableBytes())
 	}
 	return e, nil
 }
@@ -161,7 +166,7 @@ func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string,
 	log.Info("graph loaded", "graph", g.Name, "version", g.Version, "vertices", g.NumVertices(), "edges", g.NumEdges(),
 		"weighted", g.Weighted(), "labels", g.NumLabels)
 
-	eng, err := NewEngine(g, c.Engine, c.CPUWorkers, log)
+	eng, err := NewEngine(g, c.Engine, c.CPUWorkers, c.CPUFusedTableBytes, log)
 	if err != nil {
 		return nil, err
 	}

@@ -12,14 +12,16 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/internal/hugemem"
+	"github.com/walkstage/walkstage/internal/sysmem"
 )
 
 // CPUOption configures the CPU engine.
 type CPUOption func(*cpuConfig)
 
 type cpuConfig struct {
-	workers   int
-	chunkSize int
+	workers    int
+	chunkSize  int
+	fusedLimit int64
 }
 
 // WithWorkers sets the number of walking goroutines (default GOMAXPROCS).
@@ -30,6 +32,17 @@ func WithWorkers(n int) CPUOption { return func(c *cpuConfig) { c.workers = n } 
 // 3 * workers * chunkSize * (Length+1) * 4 bytes: one buffer being filled per
 // worker and up to two finished chunks per worker queued for emit.
 func WithChunkSize(n int) CPUOption { return func(c *cpuConfig) { c.chunkSize = n } }
+
+// WithFusedTableLimit sets the most memory the fused table (fusedEntry, 32
+// bytes per edge) may take; weighted DeepWalk and PPR walk on it when it
+// fits and on the packed table (12 bytes per edge, about a third slower)
+// when not. 0 turns it off. The default, DefaultFusedTableLimit, is a
+// quarter of the memory the process may use.
+func WithFusedTableLimit(bytes int64) CPUOption { return func(c *cpuConfig) { c.fusedLimit = bytes } }
+
+// DefaultFusedTableLimit is a quarter of the memory this process may use:
+// physical memory, or the cgroup's limit where that is lower.
+func DefaultFusedTableLimit() int64 { return sysmem.Limit() / 4 }
 
 // CPU is the multi-core engine and the reference for every other engine.
 // Workers pull units of chunkSize walks from a shared cursor (dynamic
@@ -43,6 +56,12 @@ type CPU struct {
 	aliasOnce  sync.Once
 	alias      []aliasEntry
 	tableBuild time.Duration
+
+	fusedOnce sync.Once
+	fused     []fusedEntry
+	// fusedOK: the graph is weighted, fits fusedEntry and the fused table
+	// fits the limit.
+	fusedOK bool
 
 	fenceOnce sync.Once
 	fence     []uint32
@@ -62,14 +81,19 @@ func NewCPU(g *graph.Graph, opts ...CPUOption) (*CPU, error) {
 	if g == nil || g.NumVertices() <= 0 {
 		return nil, errors.New("cpu engine: empty graph")
 	}
-	cfg := cpuConfig{workers: runtime.GOMAXPROCS(0), chunkSize: 1024}
+	cfg := cpuConfig{workers: runtime.GOMAXPROCS(0), chunkSize: 1024, fusedLimit: DefaultFusedTableLimit()}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	if cfg.workers < 1 || cfg.chunkSize < 1 {
 		return nil, fmt.Errorf("cpu engine: workers (%d) and chunk size (%d) must be positive", cfg.workers, cfg.chunkSize)
 	}
-	return &CPU{g: g, cfg: cfg}, nil
+	if cfg.fusedLimit < 0 {
+		return nil, fmt.Errorf("cpu engine: fused table limit %d must be 0 (off) or more", cfg.fusedLimit)
+	}
+	e := &CPU{g: g, cfg: cfg}
+	e.fusedOK = g.Weighted() && int64(g.NumEdges())*fusedBytesPerEdge <= cfg.fusedLimit && fusable(g)
+	return e, nil
 }
 
 func (e *CPU) Name() string { return "cpu" }
@@ -82,16 +106,60 @@ func (e *CPU) LastRunStats() RunStats {
 	return e.stats
 }
 
-// PrepareTables builds the alias tables now rather than on first use.
+// PrepareTables builds the sampling tables of a weighted graph now rather
+// than on first use: the packed alias table (Node2Vec's proposals, and every
+// weighted walk when there is no fused table) and the fused table.
 func (e *CPU) PrepareTables() {
+	e.packedTable()
+	if e.fusedOK {
+		e.fusedTable()
+	}
+}
+
+// TableBytes is the memory the sampling tables built so far take.
+func (e *CPU) TableBytes() int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.tableBytes()
+}
+
+func (e *CPU) tableBytes() int64 {
+	return int64(len(e.alias))*int64(unsafe.Sizeof(aliasEntry{})) + int64(len(e.fused))*fusedBytesPerEdge +
+		int64(len(e.fence))*4 + e.labels.bytes()
+}
+
+// fusedFor reports whether a walks on the fused table.
+func (e *CPU) fusedFor(a Algorithm) bool {
+	return e.fusedOK && (a.Kind == DeepWalk || a.Kind == PPR) && a.Weighted && a.ResolvedSampler() == SamplerAlias
+}
+
+// fusedTable returns the fused table, built on first use.
+func (e *CPU) fusedTable() []fusedEntry {
+	e.fusedOnce.Do(func() {
+		t0 := time.Now()
+		tab := buildFused(e.g)
+		e.mu.Lock()
+		e.fused = tab
+		e.tableBuild += time.Since(t0)
+		e.mu.Unlock()
+	})
+	return e.fused
+}
+
+// packedTable returns the packed alias table, built on first use.
+func (e *CPU) packedTable() []aliasEntry {
 	e.aliasOnce.Do(func() {
 		if !e.g.Weighted() {
 			return
 		}
 		t0 := time.Now()
-		e.alias = buildPacked(e.g)
-		e.tableBuild = time.Since(t0)
+		tab := buildPacked(e.g)
+		e.mu.Lock()
+		e.alias = tab
+		e.tableBuild += time.Since(t0)
+		e.mu.Unlock()
 	})
+	return e.alias
 }
 
 // fenceStride is the edges per fence: 16 targets are one 64-byte cache line
@@ -111,7 +179,9 @@ func (e *CPU) fences() []uint32 {
 		for i := range f {
 			f[i] = tgt[i*fenceStride]
 		}
+		e.mu.Lock()
 		e.fence = f
+		e.mu.Unlock()
 	})
 	return e.fence
 }
@@ -120,8 +190,11 @@ func (e *CPU) fences() []uint32 {
 func (e *CPU) labelTables() *labelTables {
 	e.labelOnce.Do(func() {
 		t0 := time.Now()
-		e.labels = buildLabelTables(e.g)
+		lt := buildLabelTables(e.g)
+		e.mu.Lock()
+		e.labels = lt
 		e.tableBuild += time.Since(t0)
+		e.mu.Unlock()
 	})
 	return e.labels
 }
@@ -142,11 +215,14 @@ func (e *CPU) Run(ctx context.Context, jobs []Job, emit EmitFunc) error {
 	maxLen := 0
 	for i, j := range jobs {
 		var tab []aliasEntry
-		if needsAlias(j.Algorithm) {
-			e.PrepareTables()
-			tab = e.alias
+		useFused := e.fusedFor(j.Algorithm)
+		if needsAlias(j.Algorithm) && !useFused {
+			tab = e.packedTable()
 		}
 		steppers[i] = newStepper(e.g, j.Algorithm, j.Seed, tab)
+		if useFused {
+			steppers[i].fused = e.fusedTable()
+		}
 		if steppers[i].lockstepNode2Vec() {
 			steppers[i].fence = e.fences()
 		}
@@ -209,7 +285,7 @@ func (e *CPU) Run(ctx context.Context, jobs []Job, emit EmitFunc) error {
 	e.mu.Lock()
 	e.stats = RunStats{Walks: walks, Steps: steps, Wall: wall, Compute: wall,
 		MemoryBytes: int64(3*workers*e.cfg.chunkSize) * int64(maxLen+1) * 4,
-		TableBytes:  int64(len(e.alias))*12 + int64(len(e.fence))*4 + e.labels.bytes(), TableBuild: e.tableBuild}
+		TableBytes:  e.tableBytes(), TableBuild: e.tableBuild}
 	e.mu.Unlock()
 	return nil
 }
@@ -220,7 +296,9 @@ func walkUnit(s *stepper, j Job, lo, hi int) Chunk {
 	stride := s.alg.Length + 1
 	buf := make([]uint32, n*stride)
 	lens := make([]uint32, n)
-	if s.lockstep() {
+	if s.fused != nil {
+		s.walkFused(j.Starts[lo:hi], uint64(lo), buf, lens)
+	} else if s.lockstep() {
 		s.walkLockstep(j.Starts[lo:hi], uint64(lo), buf, lens)
 	} else if s.lockstepNode2Vec() {
 		s.walkNode2VecLockstep(j.Starts[lo:hi], uint64(lo), buf, lens)
@@ -257,51 +335,66 @@ func (s *stepper) walkLockstep(starts []uint32, firstID uint64, buf []uint32, le
 	cur := make([]uint32, n)
 	active := make([]int32, 0, n)
 	next := make([]int32, n)
-	lo := make([]uint64, n)
-	deg := make([]uint32, n)
+	idx := make([]uint64, n) // by position: the drawn target or alias entry
 	coin := make([]uint32, n)
-	for k, v := range starts {
-		buf[k*stride] = v
-		lens[k] = 1
-		cur[k] = v
-		active = append(active, int32(k))
-	}
+	rows := make([]uint64, n) // by position: the chosen vertex's offsets row
 	off, tgt, tab := s.off, s.tgt, s.alias
 	ppr := s.alg.Kind == PPR
 	// MetaPath reads the segment of the step's label: row v*nl+label of
-	// the label tables' offsets.
+	// the label tables' offsets; other walks read row v.
 	var nl uint64
 	schema := s.alg.Schema
 	if lt := s.segs; lt != nil {
 		off, tgt, tab, nl = lt.off, lt.tgt, s.segAlias(), uint64(lt.numLabels)
 	}
-	// Each step runs in three passes over the active walks. Passes 1 and 3
-	// load (offsets, then the alias entry or target); each first runs a
-	// loop of prefetches over all the walks (prefetchRows), which keeps
-	// every line-fill buffer busy, so the loads that follow mostly hit the
-	// cache. Pass 2 is the Philox arithmetic, kept apart because it would
-	// fill the reorder window and hide only one or two misses at a time.
-	// (Loading the next offsets in pass 3, right after the target,
-	// measured 15-20% slower; the prefetch loops gave 20-25%.)
+	rowOf := func(step uint32) (scale, row uint64) {
+		if nl == 0 {
+			return 1, 0
+		}
+		return nl, uint64(schema[int(step)%len(schema)])
+	}
+	scale, row := rowOf(0)
+	for k, v := range starts {
+		buf[k*stride] = v
+		lens[k] = 1
+		cur[k] = v
+		active = append(active, int32(k))
+		rows[k] = uint64(v)*scale + row
+	}
+	prefetchRows(unsafe.Pointer(&off[0]), rows[:n], 8, 16)
+	var nscale, nrow uint64
+	// decide takes the step of position i and computes the offsets row the
+	// chosen vertex reads at the next step.
+	decide := func(i int) {
+		k := next[i]
+		var nx uint32
+		if tab == nil {
+			nx = tgt[idx[i]]
+		} else {
+			e := &tab[idx[i]]
+			nx = e.alt
+			if Unit24(coin[i]) < e.prob {
+				nx = e.keep
+			}
+		}
+		buf[int(k)*stride+int(lens[k])] = nx
+		lens[k]++
+		cur[k] = nx
+		rows[i] = uint64(nx)*nscale + nrow
+	}
+	// A step is one loop over blocks of eight walks (see walkFused, whose
+	// pipeline this is): read the walks' offsets, prefetched when their
+	// vertex was chosen; do their Philox arithmetic (philox8: one AVX2
+	// pass where the processor has it, the same words philox gives one by
+	// one); issue the prefetches of their targets or alias entries; and
+	// decide the steps prefetched pipelineLag positions earlier, issuing
+	// the prefetches of the offsets their next step reads.
 	var idLo, idHi [8]uint32
 	var words [4][8]uint32
 	for step := uint32(0); step < uint32(s.alg.Length) && len(active) > 0; step++ {
-		lo, deg := lo[:len(active)], deg[:len(active)]
-		row, scale := uint64(0), uint64(1)
-		if nl != 0 {
-			row, scale = uint64(schema[int(step)%len(schema)]), nl
-		}
-		for i, k := range active {
-			lo[i] = uint64(cur[k])*scale + row
-		}
-		prefetchRows(unsafe.Pointer(&off[0]), lo, 8, 16)
-		for i, v := range lo {
-			lo[i] = off[v]
-			deg[i] = uint32(off[v+1] - off[v])
-		}
-		// Draws come eight walks at a time (philox8: one AVX2 pass where
-		// the processor has it), the same words philox gives one by one.
-		j := 0
+		scale, row = rowOf(step)
+		nscale, nrow = rowOf(step + 1)
+		j, done := 0, 0
 		for base := 0; base < len(active); base += 8 {
 			m := min(8, len(active)-base)
 			for l, k := range active[base : base+m] {
@@ -309,9 +402,11 @@ func (s *stepper) walkLockstep(starts []uint32, firstID uint64, buf []uint32, le
 				idLo[l], idHi[l] = uint32(id), uint32(id>>32)
 			}
 			philox8(&idLo, &idHi, step, 0, s.k0, s.k1, &words)
-			for l := range m {
-				i := base + l
-				d := deg[i]
+			first := j
+			for l, k := range active[base : base+m] {
+				r := uint64(cur[k])*scale + row
+				a := off[r]
+				d := uint32(off[r+1] - a)
 				if d == 0 {
 					continue
 				}
@@ -322,31 +417,24 @@ func (s *stepper) walkLockstep(starts []uint32, firstID uint64, buf []uint32, le
 					}
 					x0, x1 = x1, words[2][l]
 				}
-				lo[j] = lo[i] + (uint64(x0)*uint64(d))>>32
+				idx[j] = a + (uint64(x0)*uint64(d))>>32
 				coin[j] = x1
-				next[j] = active[i]
+				next[j] = k
 				j++
 			}
-		}
-		if j > 0 {
 			if tab != nil {
-				prefetchRows(unsafe.Pointer(&tab[0]), lo[:j], unsafe.Sizeof(tab[0]), unsafe.Sizeof(tab[0]))
+				prefetchRows(unsafe.Pointer(&tab[0]), idx[first:j], unsafe.Sizeof(tab[0]), unsafe.Sizeof(tab[0]))
 			} else {
-				prefetchRows(unsafe.Pointer(&tgt[0]), lo[:j], 4, 4)
+				prefetchRows(unsafe.Pointer(&tgt[0]), idx[first:j], 4, 4)
 			}
+			from := done
+			for ; done < j-pipelineLag; done++ {
+				decide(done)
+			}
+			prefetchRows(unsafe.Pointer(&off[0]), rows[from:done], 8, 16)
 		}
-		nx := uint32(0)
-		for i, k := range next[:j] {
-			if tab == nil {
-				nx = tgt[lo[i]]
-			} else if e := &tab[lo[i]]; Unit24(coin[i]) < e.prob {
-				nx = e.keep
-			} else {
-				nx = e.alt
-			}
-			buf[int(k)*stride+int(lens[k])] = nx
-			lens[k]++
-			cur[k] = nx
+		for ; done < j; done++ {
+			decide(done)
 		}
 		active, next = next[:j], active[:cap(active)]
 	}

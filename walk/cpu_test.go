@@ -77,10 +77,15 @@ func TestRunIsDeterministicAcrossSchedules(t *testing.T) {
 		}
 		jobs = append(jobs, Job{Tag: i, Algorithm: a, Seed: uint64(100 + i), Starts: starts})
 	}
-	e1, _ := NewCPU(g, WithWorkers(1), WithChunkSize(4096))
-	e2, _ := NewCPU(g, WithWorkers(4), WithChunkSize(7))
+	// e1 walks weighted DeepWalk and PPR on the packed table, e2 on the
+	// fused one: the table layout must not change a walk either.
+	e1, _ := NewCPU(g, WithWorkers(1), WithChunkSize(4096), WithFusedTableLimit(0))
+	e2, _ := NewCPU(g, WithWorkers(4), WithChunkSize(7), WithFusedTableLimit(1<<30))
 	want := collect(t, e1, jobs)
 	got := collect(t, e2, jobs)
+	if e1.fused != nil || e2.fused == nil {
+		t.Fatalf("fused tables: %d entries with the limit at 0, %d with 1 GiB; want none and some", len(e1.fused), len(e2.fused))
+	}
 	for _, j := range jobs {
 		single := collect(t, e2, []Job{j})
 		for id := range j.Starts {
@@ -315,7 +320,7 @@ func lockstepMatches(t *testing.T, g *graph.Graph) {
 	for i := range starts {
 		starts[i] = uint32(i*7919) % uint32(g.NumVertices())
 	}
-	e, _ := NewCPU(g)
+	e, _ := NewCPU(g, WithFusedTableLimit(1<<30))
 	e.PrepareTables()
 	// Extreme p/q make most proposals fail, so walks reach the exact
 	// fallback after maxRejections attempts.
@@ -339,12 +344,91 @@ func lockstepMatches(t *testing.T, g *graph.Graph) {
 			} else {
 				s.walkNode2VecLockstep(starts, 5, buf, lens)
 			}
+			// The fused walker serves the same walks from the fused table.
+			var fbuf, flens []uint32
+			if e.fusedFor(a) {
+				f := *s
+				f.fused = e.fusedTable()
+				fbuf, flens = make([]uint32, len(starts)*stride), make([]uint32, len(starts))
+				f.walkFused(starts, 5, fbuf, flens)
+			}
 			want := make([]uint32, stride)
 			for k, v := range starts {
 				n := s.walk(5+uint64(k), v, want)
 				got := buf[k*stride : k*stride+int(lens[k])]
 				if !slices.Equal(got, want[:n]) {
 					t.Fatalf("%v length %d walk %d: lockstep %v, single %v", a, length, k, got, want[:n])
+				}
+				if fbuf != nil && !slices.Equal(fbuf[k*stride:k*stride+int(flens[k])], want[:n]) {
+					t.Fatalf("%v length %d walk %d: fused %v, single %v", a, length, k, fbuf[k*stride:k*stride+int(flens[k])], want[:n])
+				}
+			}
+		}
+	}
+}
+
+// The fused table is used only where it fits the limit and serves only the
+// walks it can: weighted first-order walks on the alias sampler.
+func TestFusedTableChoice(t *testing.T) {
+	g := testGraph(t)
+	need := int64(g.NumEdges()) * fusedBytesPerEdge
+	cases := []struct {
+		name  string
+		limit int64
+		alg   Algorithm
+		want  bool
+	}{
+		{"fits", need, Algorithm{Kind: DeepWalk, Length: 4, Weighted: true}, true},
+		{"weighted ppr", need, Algorithm{Kind: PPR, Length: 4, StopProb: 0.5, Weighted: true}, true},
+		{"one byte short", need - 1, Algorithm{Kind: DeepWalk, Length: 4, Weighted: true}, false},
+		{"off", 0, Algorithm{Kind: DeepWalk, Length: 4, Weighted: true}, false},
+		{"uniform", need, Algorithm{Kind: DeepWalk, Length: 4}, false},
+		{"zprs", need, Algorithm{Kind: DeepWalk, Length: 4, Weighted: true, Sampler: SamplerZPRS}, false},
+		{"node2vec", need, Algorithm{Kind: Node2Vec, Length: 4, P: 1, Q: 1, Weighted: true}, false},
+		{"metapath", need, Algorithm{Kind: MetaPath, Length: 4, Schema: []uint8{0}, Weighted: true}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e, err := NewCPU(g, WithFusedTableLimit(c.limit))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := e.fusedFor(c.alg); got != c.want {
+				t.Fatalf("fusedFor(%v) with limit %d = %v, want %v", c.alg, c.limit, got, c.want)
+			}
+			if err := e.Run(context.Background(), []Job{{Algorithm: c.alg, Seed: 1, Starts: []uint32{0, 1, 2}}}, func(Chunk) error { return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if built := len(e.fused) > 0; built != c.want {
+				t.Fatalf("fused table built = %v, want %v", built, c.want)
+			}
+		})
+	}
+	if _, err := NewCPU(g, WithFusedTableLimit(-1)); err == nil {
+		t.Error("a negative fused table limit was accepted")
+	}
+}
+
+// Every field of a fused entry must describe the vertex it names.
+func TestFusedEntriesDescribeTheirVertices(t *testing.T) {
+	g := testGraph(t)
+	tab := buildFused(g)
+	prob, alias := BuildAlias(g)
+	for v := 0; v < g.NumVertices(); v++ {
+		a, b := g.Offsets[v], g.Offsets[v+1]
+		for e := a; e < b; e++ {
+			f := tab[e]
+			keep, alt := g.Targets[e], g.Targets[a+uint64(alias[e])]
+			if f.prob != prob[e] || f.keep != keep || f.alt != alt {
+				t.Fatalf("edge %d: entry %+v, want prob %v keep %d alt %d", e, f, prob[e], keep, alt)
+			}
+			for _, c := range []struct {
+				v   uint32
+				lo  uint64
+				deg uint32
+			}{{keep, uint64(f.keepLo) | uint64(f.hi&0xffff)<<32, f.keepDeg}, {alt, uint64(f.altLo) | uint64(f.hi>>16)<<32, f.altDeg}} {
+				if c.lo != g.Offsets[c.v] || uint64(c.deg) != g.Offsets[c.v+1]-g.Offsets[c.v] {
+					t.Fatalf("edge %d: vertex %d range (%d, %d), want (%d, %d)", e, c.v, c.lo, c.deg, g.Offsets[c.v], g.Offsets[c.v+1]-g.Offsets[c.v])
 				}
 			}
 		}

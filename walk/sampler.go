@@ -44,6 +44,8 @@ type stepper struct {
 	w     []float32
 	lab   []uint8
 	alias []aliasEntry
+	// fused, when set, serves weighted DeepWalk and PPR (walkFused).
+	fused []fusedEntry
 	fence []uint32 // every fenceStride-th target, for Node2Vec's lockstep walker
 	// MetaPath on label tables (UsesLabelTables): segments, their targets
 	// and, for weighted walks, their alias entries.

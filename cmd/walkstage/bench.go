@@ -53,6 +53,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	maxWalks := fs.Int("max-walks", 0, "cap the walks per algorithm (0: one per vertex times --walks-per-vertex)")
 	repeat := fs.Int("repeat", 1, "runs per algorithm; the best is reported")
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "CPU engine workers")
+	fusedLimit := fs.Int64("fused-table-limit", -1, "most bytes the CPU engine's fused table may take (0: off, -1: a quarter of memory)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the walks (not the graph set-up) to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -79,7 +80,11 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	t1 := time.Now()
 	switch *engineName {
 	case "cpu":
-		c, err := walk.NewCPU(g, walk.WithWorkers(*workers))
+		opts := []walk.CPUOption{walk.WithWorkers(*workers)}
+		if *fusedLimit >= 0 {
+			opts = append(opts, walk.WithFusedTableLimit(*fusedLimit))
+		}
+		c, err := walk.NewCPU(g, opts...)
 		if err != nil {
 			return err
 		}

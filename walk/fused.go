@@ -1,0 +1,175 @@
+package walk
+
+import (
+	"math"
+	"unsafe"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/internal/hugemem"
+)
+
+// fusedEntry is one alias draw together with the edge range of both vertices
+// it can lead to. A weighted walk that reads it knows where the next step's
+// adjacency starts and how long it is without loading the offsets, so a step
+// costs one random cache line instead of two. That is what bounds a CPU walk:
+// each step's loads depend on the previous step's, and a core keeps only so
+// many misses in flight. The price is memory: 32 bytes per edge against the
+// packed table's 12.
+//
+// Entries are 32 bytes and the table starts on a page, so no entry straddles
+// two cache lines. Offsets are split into a low word and a 16-bit high part
+// (graphs up to 2^48 edges); degrees must fit 32 bits (fusable checks both).
+type fusedEntry struct {
+	prob      float32
+	keep, alt uint32
+	keepDeg   uint32
+	altDeg    uint32
+	keepLo    uint32
+	altLo     uint32
+	hi        uint32 // keep's offset bits 32..47 | alt's << 16
+}
+
+// fusedBytesPerEdge is the fused table's memory per edge.
+const fusedBytesPerEdge = int64(unsafe.Sizeof(fusedEntry{}))
+
+// fusable reports whether g's offsets and degrees fit a fusedEntry.
+func fusable(g *graph.Graph) bool {
+	if uint64(g.NumEdges()) >= 1<<48 {
+		return false
+	}
+	for v := 0; v < g.NumVertices(); v++ {
+		if g.Offsets[v+1]-g.Offsets[v] > math.MaxUint32 {
+			return false
+		}
+	}
+	return true
+}
+
+// buildFused builds the fused table from the same alias tables as
+// buildPacked, so a fused walk is the packed walk, vertex for vertex.
+func buildFused(g *graph.Graph) []fusedEntry {
+	tab := make([]fusedEntry, g.NumEdges())
+	hugemem.Advise(tab) // before the first write, see hugemem
+	off := g.Offsets
+	forVertexRanges(g, func(lo, hi int) {
+		var scaled []float64
+		var small, large []uint32
+		var prob []float32
+		var alias []uint32
+		for v := lo; v < hi; v++ {
+			a, b := off[v], off[v+1]
+			d := int(b - a)
+			if d == 0 {
+				continue
+			}
+			if cap(prob) < d {
+				prob, alias = make([]float32, d), make([]uint32, d)
+			}
+			prob, alias = prob[:d], alias[:d]
+			scaled, small, large = AliasVertex(g.Weights[a:b], prob, alias, scaled, small, large)
+			adj := g.Targets[a:b]
+			for i := 0; i < d; i++ {
+				k, t := adj[i], adj[alias[i]]
+				kLo, tLo := off[k], off[t]
+				tab[a+uint64(i)] = fusedEntry{
+					prob: prob[i], keep: k, alt: t,
+					keepDeg: uint32(off[k+1] - kLo), altDeg: uint32(off[t+1] - tLo),
+					keepLo: uint32(kLo), altLo: uint32(tLo),
+					hi: uint32(kLo>>32) | uint32(tLo>>32)<<16,
+				}
+			}
+		}
+	})
+	return tab
+}
+
+// pipelineLag is how many steps walkFused keeps prefetched ahead of the one it
+// decides: enough misses in flight to cover the memory latency, few enough
+// that their lines are still in L1 when used.
+const pipelineLag = 16
+
+// walkFused is walkLockstep for weighted DeepWalk and PPR over the fused
+// table: the same draws and the same alias decisions, with the current
+// vertex's edge range carried from the entry that chose it. Each step is one
+// pass of Philox arithmetic, one loop of prefetches and one pass of loads.
+func (s *stepper) walkFused(starts []uint32, firstID uint64, buf []uint32, lens []uint32) {
+	stride := s.alg.Length + 1
+	n := len(starts)
+	tab, off := s.fused, s.off
+	active := make([]int32, 0, n)
+	next := make([]int32, n)
+	lo := make([]uint64, n) // by walk: the current vertex's first edge
+	deg := make([]uint32, n)
+	idx := make([]uint64, n) // by position: the drawn entry
+	coin := make([]uint32, n)
+	for k, v := range starts {
+		buf[k*stride] = v
+		lens[k] = 1
+		idx[k] = uint64(v)
+		active = append(active, int32(k))
+	}
+	prefetchRows(unsafe.Pointer(&off[0]), idx[:n], 8, 16)
+	for k, v := range starts {
+		lo[k] = off[v]
+		deg[k] = uint32(off[v+1] - off[v])
+	}
+	ppr := s.alg.Kind == PPR
+	var idLo, idHi [8]uint32
+	var words [4][8]uint32
+	// decide takes the step of position i: keep or alias, and the chosen
+	// vertex's edge range for the next step.
+	decide := func(i int) {
+		k := next[i]
+		e := &tab[idx[i]]
+		nx, d, l := e.alt, e.altDeg, uint64(e.altLo)|uint64(e.hi>>16)<<32
+		if Unit24(coin[i]) < e.prob {
+			nx, d, l = e.keep, e.keepDeg, uint64(e.keepLo)|uint64(e.hi&0xffff)<<32
+		}
+		buf[int(k)*stride+int(lens[k])] = nx
+		lens[k]++
+		lo[k], deg[k] = l, d
+	}
+	for step := uint32(0); step < uint32(s.alg.Length) && len(active) > 0; step++ {
+		// One loop does a block of eight walks' Philox arithmetic, issues
+		// the prefetches of their entries, and decides the steps whose
+		// entries were prefetched pipelineLag positions earlier: the
+		// arithmetic runs while those misses are in flight, and the
+		// prefetches retire at once, so the reorder window never fills
+		// with loads waiting on memory.
+		j, done := 0, 0
+		for base := 0; base < len(active); base += 8 {
+			m := min(8, len(active)-base)
+			for l, k := range active[base : base+m] {
+				id := firstID + uint64(k)
+				idLo[l], idHi[l] = uint32(id), uint32(id>>32)
+			}
+			philox8(&idLo, &idHi, step, 0, s.k0, s.k1, &words)
+			first := j
+			for l, k := range active[base : base+m] {
+				d := deg[k]
+				if d == 0 {
+					continue
+				}
+				x0, x1 := words[0][l], words[1][l]
+				if ppr {
+					if uint64(x0) < s.stopT {
+						continue
+					}
+					x0, x1 = x1, words[2][l]
+				}
+				idx[j] = lo[k] + (uint64(x0)*uint64(d))>>32
+				coin[j] = x1
+				next[j] = k
+				j++
+			}
+			prefetchRows(unsafe.Pointer(&tab[0]), idx[first:j], unsafe.Sizeof(tab[0]), unsafe.Sizeof(tab[0]))
+			for ; done < j-pipelineLag; done++ {
+				decide(done)
+			}
+		}
+		for ; done < j; done++ {
+			decide(done)
+		}
+		active, next = next[:j], active[:cap(active)]
+	}
+}
