@@ -19,15 +19,31 @@ func BenchmarkCPU(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e, _ := NewCPU(g)
+	e, _ := NewCPU(g, WithFusedTableLimit(1<<40))
 	e.PrepareTables()
+	packed, _ := NewCPU(g, WithFusedTableLimit(0)) // weighted DeepWalk and PPR without the fused table
+	packed.PrepareTables()
 	starts := make([]uint32, g.NumVertices())
 	for i := range starts {
 		starts[i] = uint32(i)
 	}
+	type benchRun struct {
+		name string
+		e    *CPU
+		a    Algorithm
+	}
+	var runs []benchRun
 	for _, a := range allAlgorithms() {
 		a.Length = 80
-		b.Run(a.Kind.String()+"/"+a.ResolvedSampler().String()+map[bool]string{true: "/weighted", false: ""}[a.Weighted], func(b *testing.B) {
+		name := a.Kind.String() + "/" + SamplerName(a, g) + map[bool]string{true: "/weighted", false: ""}[a.Weighted]
+		runs = append(runs, benchRun{name, e, a})
+		if e.fusedFor(a) {
+			runs = append(runs, benchRun{name + "/packed", packed, a})
+		}
+	}
+	for _, r := range runs {
+		e, a := r.e, r.a
+		b.Run(r.name, func(b *testing.B) {
 			var steps int64
 			for b.Loop() {
 				err := e.Run(context.Background(), []Job{{Algorithm: a, Seed: 1, Starts: starts}}, func(c Chunk) error { steps += c.Steps(); return nil })
