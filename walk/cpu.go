@@ -64,7 +64,7 @@ type CPU struct {
 	fusedOK bool
 
 	fenceOnce sync.Once
-	fence     []uint32
+	fence     *fenceIndex
 
 	labelOnce sync.Once
 	labels    *labelTables
@@ -106,13 +106,13 @@ func (e *CPU) LastRunStats() RunStats {
 	return e.stats
 }
 
-// PrepareTables builds the sampling tables of a weighted graph now rather
-// than on first use: the packed alias table (Node2Vec's proposals, and every
-// weighted walk when there is no fused table) and the fused table.
+// PrepareTables builds the alias table of a weighted graph now rather than
+// on first use: the fused table when it fits its limit, else the packed one.
 func (e *CPU) PrepareTables() {
-	e.packedTable()
 	if e.fusedOK {
 		e.fusedTable()
+	} else {
+		e.packedTable()
 	}
 }
 
@@ -125,12 +125,13 @@ func (e *CPU) TableBytes() int64 {
 
 func (e *CPU) tableBytes() int64 {
 	return int64(len(e.alias))*int64(unsafe.Sizeof(aliasEntry{})) + int64(len(e.fused))*fusedBytesPerEdge +
-		int64(len(e.fence))*4 + e.labels.bytes()
+		e.fence.bytes() + e.labels.bytes()
 }
 
-// fusedFor reports whether a walks on the fused table.
+// fusedFor reports whether a walks on the fused table: every walk that
+// would otherwise draw from the packed table.
 func (e *CPU) fusedFor(a Algorithm) bool {
-	return e.fusedOK && (a.Kind == DeepWalk || a.Kind == PPR) && a.Weighted && a.ResolvedSampler() == SamplerAlias
+	return e.fusedOK && needsAlias(a) && (a.Kind == DeepWalk || a.Kind == PPR || a.Kind == Node2Vec)
 }
 
 // fusedTable returns the fused table, built on first use.
@@ -166,24 +167,77 @@ func (e *CPU) packedTable() []aliasEntry {
 // (edge arrays start on 64-byte boundaries).
 const fenceStride = 16
 
-// fences returns every fenceStride-th target of the graph (built on first
-// use, E/16 words). Node2Vec's neighbour test searches these, which for a
-// high-degree vertex sit in a few cache lines, and then reads one line of
-// targets, where a plain binary search over the targets would miss the
-// cache on most of its probes.
-func (e *CPU) fences() []uint32 {
+// fenceIndex is Node2Vec's index for the neighbour test: f1 holds every
+// fenceStride-th target of the graph (E/16 words), f2 every fenceStride-th
+// entry of f1 (E/256 words, small enough to stay in L2). The test searches
+// f2, then one cache line of f1, then reads one line of targets: for a hub
+// of 64K neighbours that is about two cache misses, where a binary search
+// of f1 alone missed on eight probes and one of the targets on twelve.
+type fenceIndex struct {
+	f1, f2 []uint32
+}
+
+func (f *fenceIndex) bytes() int64 {
+	if f == nil {
+		return 0
+	}
+	return int64(len(f.f1)+len(f.f2)) * 4
+}
+
+// everyStride returns every fenceStride-th element of s.
+func everyStride(s []uint32) []uint32 {
+	f := make([]uint32, (len(s)+fenceStride-1)/fenceStride)
+	hugemem.Advise(f)
+	for i := range f {
+		f[i] = s[i*fenceStride]
+	}
+	return f
+}
+
+// fences returns the fence index, built on first use.
+func (e *CPU) fences() *fenceIndex {
 	e.fenceOnce.Do(func() {
-		tgt := e.g.Targets
-		f := make([]uint32, (len(tgt)+fenceStride-1)/fenceStride)
-		hugemem.Advise(f)
-		for i := range f {
-			f[i] = tgt[i*fenceStride]
-		}
+		f1 := everyStride(e.g.Targets)
+		fi := &fenceIndex{f1: f1, f2: everyStride(f1)}
 		e.mu.Lock()
-		e.fence = f
+		e.fence = fi
 		e.mu.Unlock()
 	})
 	return e.fence
+}
+
+// fenceSearch runs the binary searches of the walks in todo over f, one
+// probe per walk per pass, for the last entry <= cand[k] in [lo[k],
+// lo[k]+hi[k]) (lo[k] itself when there is none): lo[k] is the base and
+// hi[k] the width left. The select is written as a conditional move: a
+// mispredicted branch would throw away the other walks' loads in flight.
+// todo is used as scratch.
+func fenceSearch(f []uint32, todo []int32, lo, hi []uint64, cand []uint32) {
+	j := 0
+	for _, k := range todo {
+		if hi[k] > 1 {
+			todo[j] = k
+			j++
+		}
+	}
+	todo = todo[:j]
+	for len(todo) > 0 {
+		j := 0
+		for _, k := range todo {
+			l, w := lo[k], hi[k]
+			half := w / 2
+			move := uint64(0)
+			if f[l+half] <= cand[k] {
+				move = half
+			}
+			lo[k], hi[k] = l+move, w-half
+			todo[j] = k
+			if w-half > 1 {
+				j++
+			}
+		}
+		todo = todo[:j]
+	}
 }
 
 // labelTables returns MetaPath's label tables, built on first use.
@@ -304,7 +358,7 @@ func walkUnit(s *stepper, j Job, lo, hi int, scratch []uint32) (Chunk, []uint32)
 		scratch = make([]uint32, n*stride+n)
 	}
 	buf, lens := scratch[:n*stride], scratch[n*stride:n*stride+n]
-	if s.fused != nil {
+	if s.fused != nil && !s.lockstepNode2Vec() {
 		s.walkFused(j.Starts[lo:hi], uint64(lo), buf, lens)
 	} else if s.lockstep() {
 		s.walkLockstep(j.Starts[lo:hi], uint64(lo), buf, lens)
@@ -483,12 +537,21 @@ func (s *stepper) walkNode2VecLockstep(starts []uint32, firstID uint64, buf []ui
 	cand := make([]uint32, n)
 	accept := make([]uint32, n) // the draw compared with the class threshold
 	lo, hi := make([]uint64, n), make([]uint64, n)
+	lo2, hi2 := make([]uint64, n), make([]uint64, n) // second-level fence search
+	wide := make([]int32, 0, n)
+	// On the fused table a candidate's entry also gives its adjacency
+	// [nLo, nHi), which becomes cur's at the next step: only the start
+	// vertices and the exact scan's picks (reload) read the offsets.
+	fz := s.fused
+	nLo, nHi := make([]uint64, n), make([]uint64, n)
+	reload := make([]bool, n)
 	for k, v := range starts {
 		buf[k*stride] = v
 		lens[k] = 1
 		cur[k] = v
 		prev[k] = graph.NoVertex
 		active = append(active, int32(k))
+		reload[k] = true
 	}
 	off, tgt, tab := s.off, s.tgt, s.alias
 	tLow, tHigh := min(s.acceptT[1], s.acceptT[2]), max(s.acceptT[1], s.acceptT[2])
@@ -499,18 +562,24 @@ func (s *stepper) walkNode2VecLockstep(starts []uint32, firstID uint64, buf []ui
 		lens[k]++
 		prev[k], cur[k] = cur[k], x
 		pLo[k], pHi[k] = cLo[k], cHi[k]
+		cLo[k], cHi[k] = nLo[k], nHi[k]
 		live = append(live, k)
 	}
 	for step := uint32(0); step < uint32(s.alg.Length) && len(active) > 0; step++ {
 		pend = pend[:0]
 		rows = rows[:0]
 		for _, k := range active {
-			rows = append(rows, uint64(cur[k]))
+			if fz == nil || reload[k] {
+				rows = append(rows, uint64(cur[k]))
+			}
 		}
 		prefetchRows(unsafe.Pointer(&off[0]), rows, 8, 16)
 		for _, k := range active {
-			v := cur[k]
-			cLo[k], cHi[k] = off[v], off[v+1]
+			if fz == nil || reload[k] {
+				v := cur[k]
+				cLo[k], cHi[k] = off[v], off[v+1]
+				reload[k] = false
+			}
 			if cLo[k] != cHi[k] {
 				pend = append(pend, k)
 			}
@@ -537,15 +606,26 @@ func (s *stepper) walkNode2VecLockstep(starts []uint32, firstID uint64, buf []ui
 				rows = append(rows, lo[k])
 			}
 			if len(rows) > 0 {
-				if tab != nil {
+				switch {
+				case fz != nil:
+					prefetchRows(unsafe.Pointer(&fz[0]), rows, unsafe.Sizeof(fz[0]), unsafe.Sizeof(fz[0]))
+				case tab != nil:
 					prefetchRows(unsafe.Pointer(&tab[0]), rows, unsafe.Sizeof(tab[0]), unsafe.Sizeof(tab[0]))
-				} else {
+				default:
 					prefetchRows(unsafe.Pointer(&tgt[0]), rows, 4, 4)
 				}
 			}
 			for _, k := range pend {
 				c := lo[k]
-				if tab == nil {
+				if fz != nil {
+					e := &fz[c]
+					if Unit24(cand[k]) < e.prob {
+						cand[k], nLo[k], nHi[k] = e.keep, uint64(e.keepLo)|uint64(e.hi&0xffff)<<32, uint64(e.keepDeg)
+					} else {
+						cand[k], nLo[k], nHi[k] = e.alt, uint64(e.altLo)|uint64(e.hi>>16)<<32, uint64(e.altDeg)
+					}
+					nHi[k] += nLo[k]
+				} else if tab == nil {
 					cand[k] = tgt[c]
 				} else if e := &tab[c]; Unit24(cand[k]) < e.prob {
 					cand[k] = e.keep
@@ -590,34 +670,39 @@ func (s *stepper) walkNode2VecLockstep(starts []uint32, firstID uint64, buf []ui
 					search = append(search, k)
 				}
 			}
-			// Binary search of the fences, one probe per walk per pass, for
-			// the last fence <= the candidate: lo[k] is the base and hi[k]
-			// the width left. The loop's ifs are plain selects, with no
-			// work inside, so the compiler can use conditional moves: a
-			// mispredicted branch would throw away the other walks' loads
-			// in flight.
-			fence := s.fence
-			todo = todo[:0]
+			// Find the last fence <= the candidate. Where the fences span
+			// more than one line, the second level narrows them to the
+			// line that holds it (or to the fences before the first
+			// second-level one, when the candidate precedes it).
+			fence, f2 := s.fence.f1, s.fence.f2
+			wide = wide[:0]
+			for _, k := range search {
+				if hi[k] > fenceStride {
+					i0, i1 := lo[k], lo[k]+hi[k]-1
+					j0, j1 := (i0+fenceStride-1)/fenceStride, i1/fenceStride
+					lo2[k], hi2[k] = j0, j1-j0+1
+					wide = append(wide, k)
+				}
+			}
+			fenceSearch(f2, append(todo[:0], wide...), lo2, hi2, cand)
+			for _, k := range wide {
+				j, i0, end := lo2[k], lo[k], lo[k]+hi[k]
+				if f2[j] <= cand[k] {
+					lo[k], hi[k] = j*fenceStride, min(end, j*fenceStride+fenceStride)-j*fenceStride
+				} else {
+					hi[k] = max(1, j*fenceStride-i0)
+				}
+			}
+			rows = rows[:0]
 			for _, k := range search {
 				if hi[k] > 1 {
-					todo = append(todo, k)
+					rows = append(rows, lo[k])
 				}
 			}
-			for len(todo) > 0 {
-				j := 0
-				for _, k := range todo {
-					half := hi[k] / 2
-					if fence[lo[k]+half] <= cand[k] {
-						lo[k] += half
-					}
-					hi[k] -= half
-					todo[j] = k
-					if hi[k] > 1 {
-						j++
-					}
-				}
-				todo = todo[:j]
+			if len(rows) > 0 {
+				prefetchRows(unsafe.Pointer(&fence[0]), rows, 4, fenceStride*4)
 			}
+			fenceSearch(fence, append(todo[:0], search...), lo, hi, cand)
 			// The candidate can only be in the cache line that the found
 			// fence starts, or before the first fence. Scan it, then
 			// accept or try again with the next draw.
@@ -656,6 +741,7 @@ func (s *stepper) walkNode2VecLockstep(starts []uint32, firstID uint64, buf []ui
 			id := firstID + uint64(k)
 			x, ok := s.scan(id, step, fallbackDraw, cLo[k], cHi[k], s.node2vecBias(prev[k]))
 			if ok {
+				reload[k] = true
 				advance(k, x)
 			}
 		}

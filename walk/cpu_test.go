@@ -329,7 +329,7 @@ func lockstepMatches(t *testing.T, g *graph.Graph) {
 	for _, a := range append(allAlgorithms(), extreme, unweightedMeta) {
 		for _, length := range []int{1, 2, 12} {
 			a.Length = length
-			s := newStepper(g, a, 99, map[bool][]aliasEntry{true: e.alias}[needsAlias(a)])
+			s := newStepper(g, a, 99, map[bool][]aliasEntry{true: e.packedTable()}[needsAlias(a)])
 			s.fence = e.fences()
 			if UsesLabelTables(a, g) {
 				s.segs = e.labelTables()
@@ -344,13 +344,17 @@ func lockstepMatches(t *testing.T, g *graph.Graph) {
 			} else {
 				s.walkNode2VecLockstep(starts, 5, buf, lens)
 			}
-			// The fused walker serves the same walks from the fused table.
+			// The same walkers on the fused table serve the same walks.
 			var fbuf, flens []uint32
 			if e.fusedFor(a) {
 				f := *s
-				f.fused = e.fusedTable()
+				f.alias, f.fused = nil, e.fusedTable()
 				fbuf, flens = make([]uint32, len(starts)*stride), make([]uint32, len(starts))
-				f.walkFused(starts, 5, fbuf, flens)
+				if f.lockstepNode2Vec() {
+					f.walkNode2VecLockstep(starts, 5, fbuf, flens)
+				} else {
+					f.walkFused(starts, 5, fbuf, flens)
+				}
 			}
 			want := make([]uint32, stride)
 			for k, v := range starts {
@@ -384,7 +388,8 @@ func TestFusedTableChoice(t *testing.T) {
 		{"off", 0, Algorithm{Kind: DeepWalk, Length: 4, Weighted: true}, false},
 		{"uniform", need, Algorithm{Kind: DeepWalk, Length: 4}, false},
 		{"zprs", need, Algorithm{Kind: DeepWalk, Length: 4, Weighted: true, Sampler: SamplerZPRS}, false},
-		{"node2vec", need, Algorithm{Kind: Node2Vec, Length: 4, P: 1, Q: 1, Weighted: true}, false},
+		{"node2vec", need, Algorithm{Kind: Node2Vec, Length: 4, P: 1, Q: 1, Weighted: true}, true},
+		{"unweighted node2vec", need, Algorithm{Kind: Node2Vec, Length: 4, P: 1, Q: 1}, false},
 		{"metapath", need, Algorithm{Kind: MetaPath, Length: 4, Schema: []uint8{0}, Weighted: true}, false},
 	}
 	for _, c := range cases {
@@ -401,6 +406,9 @@ func TestFusedTableChoice(t *testing.T) {
 			}
 			if built := len(e.fused) > 0; built != c.want {
 				t.Fatalf("fused table built = %v, want %v", built, c.want)
+			}
+			if c.want && e.alias != nil {
+				t.Fatal("the packed table was built although the fused one serves the walk")
 			}
 		})
 	}

@@ -44,9 +44,10 @@ type stepper struct {
 	w     []float32
 	lab   []uint8
 	alias []aliasEntry
-	// fused, when set, serves weighted DeepWalk and PPR (walkFused).
+	// fused, when set, serves weighted DeepWalk and PPR (walkFused) and
+	// Node2Vec's proposals (walkNode2VecLockstep) in place of alias.
 	fused []fusedEntry
-	fence []uint32 // every fenceStride-th target, for Node2Vec's lockstep walker
+	fence *fenceIndex // Node2Vec's neighbour-test index, for its lockstep walker
 	// MetaPath on label tables (UsesLabelTables): segments, their targets
 	// and, for weighted walks, their alias entries.
 	segs *labelTables
