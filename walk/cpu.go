@@ -587,35 +587,10 @@ func (s *stepper) walkNode2VecLockstep(starts []uint32, firstID uint64, buf []ui
 		live = live[:0]
 		for att := uint32(0); att < maxRejections && len(pend) > 0; att++ {
 			// Draw a proposal for every pending walk (x0: the column, x1:
-			// the alias coin, x2: the acceptance word), eight at a time.
-			for base := 0; base < len(pend); base += 8 {
-				group := pend[base:min(base+8, len(pend))]
-				for l, k := range group {
-					id := firstID + uint64(k)
-					idLo[l], idHi[l] = uint32(id), uint32(id>>32)
-				}
-				philox8(&idLo, &idHi, step, att, s.k0, s.k1, &words)
-				for l, k := range group {
-					lo[k] = cLo[k] + uint64(Index(words[0][l], uint32(cHi[k]-cLo[k])))
-					cand[k], accept[k] = words[1][l], words[2][l]
-				}
-			}
-			// Resolve it through the alias table or the targets.
-			rows = rows[:0]
-			for _, k := range pend {
-				rows = append(rows, lo[k])
-			}
-			if len(rows) > 0 {
-				switch {
-				case fz != nil:
-					prefetchRows(unsafe.Pointer(&fz[0]), rows, unsafe.Sizeof(fz[0]), unsafe.Sizeof(fz[0]))
-				case tab != nil:
-					prefetchRows(unsafe.Pointer(&tab[0]), rows, unsafe.Sizeof(tab[0]), unsafe.Sizeof(tab[0]))
-				default:
-					prefetchRows(unsafe.Pointer(&tgt[0]), rows, 4, 4)
-				}
-			}
-			for _, k := range pend {
+			// the alias coin, x2: the acceptance word), eight at a time,
+			// prefetch its entry, and resolve it through the alias table
+			// or the targets pipelineLag walks later (see walkFused).
+			resolve := func(k int32) {
 				c := lo[k]
 				if fz != nil {
 					e := &fz[c]
@@ -632,6 +607,35 @@ func (s *stepper) walkNode2VecLockstep(starts []uint32, firstID uint64, buf []ui
 				} else {
 					cand[k] = e.alt
 				}
+			}
+			done := 0
+			for base := 0; base < len(pend); base += 8 {
+				group := pend[base:min(base+8, len(pend))]
+				for l, k := range group {
+					id := firstID + uint64(k)
+					idLo[l], idHi[l] = uint32(id), uint32(id>>32)
+				}
+				philox8(&idLo, &idHi, step, att, s.k0, s.k1, &words)
+				rows = rows[:0]
+				for l, k := range group {
+					lo[k] = cLo[k] + uint64(Index(words[0][l], uint32(cHi[k]-cLo[k])))
+					cand[k], accept[k] = words[1][l], words[2][l]
+					rows = append(rows, lo[k])
+				}
+				switch {
+				case fz != nil:
+					prefetchRows(unsafe.Pointer(&fz[0]), rows, unsafe.Sizeof(fz[0]), unsafe.Sizeof(fz[0]))
+				case tab != nil:
+					prefetchRows(unsafe.Pointer(&tab[0]), rows, unsafe.Sizeof(tab[0]), unsafe.Sizeof(tab[0]))
+				default:
+					prefetchRows(unsafe.Pointer(&tgt[0]), rows, 4, 4)
+				}
+				for ; done < base+len(group)-pipelineLag; done++ {
+					resolve(pend[done])
+				}
+			}
+			for ; done < len(pend); done++ {
+				resolve(pend[done])
 			}
 			// Decide what can be decided without the neighbour test: first
 			// steps take the proposal, a return compares with its own
