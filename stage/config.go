@@ -108,9 +108,10 @@ type Config struct {
 	// WALKSTAGE_CPU_WORKERS: walking goroutines of the CPU engine (0: one per core).
 	CPUWorkers int `env:"CPU_WORKERS" envDefault:"0"`
 	// WALKSTAGE_CPU_FUSED_TABLE_BYTES: most memory the CPU engine's fused
-	// table (32 bytes per edge) may take; weighted DeepWalk and PPR run
-	// faster on it. -1: a quarter of the memory the process may use
-	// (physical or cgroup limit); 0: off (the 12-byte packed table only).
+	// table (32 bytes per edge) may take; when it fits it replaces the
+	// packed alias table (12 bytes per edge) and weighted DeepWalk and PPR
+	// run about 20% faster. -1: a quarter of the memory the process may use
+	// (physical or cgroup limit); 0: off (the packed table only).
 	CPUFusedTableBytes int64 `env:"CPU_FUSED_TABLE_BYTES" envDefault:"-1"`
 
 	// ---- Request limits (violations are rejected, see docs/messages.md) ----
