@@ -9,19 +9,26 @@ import (
 	"strconv"
 )
 
-// Limit is the memory this process may use: physical memory, or the cgroup
-// v2 memory.max of the process's cgroup where that is lower (a container's
-// limit). It is 0 where neither can be read.
+// Limit is the memory this process may use: physical memory, or the
+// cgroup's limit where that is lower (a container's limit). It is 0 where
+// neither can be read. The cgroup files are v2's memory.max at the root of
+// the container's cgroup namespace, then v1's limit.
 func Limit() int64 {
-	total := physical()
-	if c := cgroupMax("/sys/fs/cgroup/memory.max"); c > 0 && (total == 0 || c < total) {
-		return c
+	return limit(physical(), "/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
+}
+
+func limit(total int64, cgroupFiles ...string) int64 {
+	for _, f := range cgroupFiles {
+		if c := cgroupMax(f); c > 0 && (total == 0 || c < total) {
+			total = c
+		}
 	}
 	return total
 }
 
-// cgroupMax parses a cgroup v2 memory.max file: a byte count, or "max" for
-// none (0).
+// cgroupMax parses a cgroup memory limit file: a byte count, or "max" (v2)
+// for none (0). v1's "no limit" is a huge count, which physical memory
+// undercuts.
 func cgroupMax(path string) int64 {
 	b, err := os.ReadFile(path)
 	if err != nil {
