@@ -1,6 +1,9 @@
 package walk
 
 import (
+	"slices"
+	"sync"
+
 	"github.com/walkstage/walkstage/graph"
 )
 
@@ -57,6 +60,8 @@ type stepper struct {
 	weighted bool
 	k0, k1   uint32
 	stopT    uint64
+	// zprsPool recycles ZPRS's per-step scratch across the workers.
+	zprsPool *sync.Pool
 	// Node2Vec acceptance thresholds for f/fmax: [return, neighbour, outward].
 	acceptT [3]uint64
 	biasN2V [3]float64
@@ -65,7 +70,7 @@ type stepper struct {
 func newStepper(g *graph.Graph, alg Algorithm, seed uint64, alias []aliasEntry) *stepper {
 	s := &stepper{off: g.Offsets, tgt: g.Targets, w: g.Weights, lab: g.Labels, alias: alias,
 		alg: alg, sampler: alg.ResolvedSampler(), weighted: alg.Weighted,
-		k0: uint32(seed), k1: uint32(seed >> 32)}
+		k0: uint32(seed), k1: uint32(seed >> 32), zprsPool: new(sync.Pool)}
 	if !s.weighted {
 		s.w = nil
 	}
@@ -246,17 +251,42 @@ func (s *stepper) node2vecBias(prev uint32) func(e uint64) float64 {
 
 // reservoir runs the forced or default reservoir sampler.
 func (s *stepper) reservoir(id uint64, step uint32, a, b uint64, bias func(e uint64) float64) (uint32, bool) {
-	r := &elementWords{s: s, id: id, step: step, base: reservoirDraw}
 	var i int
 	if s.sampler == SamplerDPRS {
+		r := &elementWords{s: s, id: id, step: step, base: reservoirDraw}
 		i = DPRS(int(b-a), Lanes, func(i int) float64 { return bias(a + uint64(i)) }, r.word)
 	} else {
-		i = ZPRS(int(b-a), Lanes, func(i int) float64 { return bias(a + uint64(i)) }, r.word)
+		// ZPRS visits the elements lane by lane (i, i+32, ...) and asks
+		// for each bias twice, so elementWords' one-draw cache would miss
+		// every time: compute the biases and words once, in element order
+		// (a Philox call per four elements instead of one per element).
+		n := int(b - a)
+		sc, _ := s.zprsPool.Get().(*zprsScratch)
+		if sc == nil {
+			sc = new(zprsScratch)
+		}
+		sc.bias, sc.words = slices.Grow(sc.bias[:0], n)[:n], slices.Grow(sc.words[:0], n+3)[:n+3]
+		for j := range n {
+			sc.bias[j] = bias(a + uint64(j))
+		}
+		for d := 0; d < n; d += 4 {
+			w0, w1, w2, w3 := s.draw(id, step, reservoirDraw+uint32(d/4))
+			sc.words[d], sc.words[d+1], sc.words[d+2], sc.words[d+3] = w0, w1, w2, w3
+		}
+		bv, wv := sc.bias, sc.words
+		i = ZPRS(n, Lanes, func(i int) float64 { return bv[i] }, func(i int) uint32 { return wv[i] })
+		s.zprsPool.Put(sc)
 	}
 	if i < 0 {
 		return 0, false
 	}
 	return s.tgt[a+uint64(i)], true
+}
+
+// zprsScratch holds one ZPRS step's biases and words (reservoir).
+type zprsScratch struct {
+	bias  []float64
+	words []uint32
 }
 
 // scan is the exact sequential fallback (one-lane reservoir).
@@ -300,35 +330,46 @@ func ZPRS(n, k int, bias func(i int) float64, word func(i int) uint32) int {
 	if k > n {
 		k = max(n, 1)
 	}
-	var lanes [Lanes]float64
-	sums := lanes[:0]
+	// The lanes run interleaved, in element order, each with its own
+	// running sum and last kept element: the same additions in the same
+	// order per lane as running them one after the other, so the same
+	// result to the bit, but the 32 lanes' dependency chains overlap and
+	// the elements are read in order.
+	var sumsA, runA [Lanes]float64
+	var keptA [Lanes]int
+	sums, run, kept := sumsA[:k], runA[:k], keptA[:k]
 	if k > Lanes {
-		sums = make([]float64, 0, k)
+		sums, run, kept = make([]float64, k), make([]float64, k), make([]int, k)
 	}
-	for j := 0; j < k; j++ {
-		var t float64
-		for i := j; i < n; i += k {
-			t += bias(i)
+	for i, j := 0, 0; i < n; i++ {
+		sums[j] += bias(i)
+		if j++; j == k {
+			j = 0
 		}
-		sums = append(sums, t)
 	}
-	pick := -1
 	var before float64
-	for j := 0; j < k; j++ {
-		run := before
-		for i := j; i < n; i += k {
-			w := bias(i)
-			if w <= 0 {
-				continue
-			}
-			run += w
-			if float64(word(i))*(1.0/(1<<32))*run < w {
-				pick = i
-			}
-		}
+	for j := range k {
+		run[j], kept[j] = before, -1
 		before += sums[j]
 	}
-	return pick
+	for i, j := 0, 0; i < n; i++ {
+		if w := bias(i); w > 0 {
+			run[j] += w
+			if float64(word(i))*(1.0/(1<<32))*run[j] < w {
+				kept[j] = i
+			}
+		}
+		if j++; j == k {
+			j = 0
+		}
+	}
+	// The highest lane that kept anything wins.
+	for j := k - 1; j >= 0; j-- {
+		if kept[j] >= 0 {
+			return kept[j]
+		}
+	}
+	return -1
 }
 
 // DPRS is FlowWalker's direct parallel reservoir sampler (Algorithm 3): k
