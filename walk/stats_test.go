@@ -2,6 +2,7 @@ package walk
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/walkstage/walkstage/graph"
@@ -242,6 +243,56 @@ func TestAliasTablesEncodeWeights(t *testing.T) {
 			if math.Abs(got[i]-want) > 1e-5 {
 				t.Fatalf("vertex %d column %d: table mass %v, want %v", v, i, got[i], want)
 			}
+		}
+	}
+}
+
+// zprsLaneMajor is ZPRS as FlowWalker's Algorithm 4 states it, lane after
+// lane; ZPRS interleaves the lanes and must pick the same element.
+func zprsLaneMajor(n, k int, bias func(i int) float64, word func(i int) uint32) int {
+	if k > n {
+		k = max(n, 1)
+	}
+	sums := make([]float64, k)
+	for j := range k {
+		for i := j; i < n; i += k {
+			sums[j] += bias(i)
+		}
+	}
+	pick := -1
+	var before float64
+	for j := range k {
+		run := before
+		for i := j; i < n; i += k {
+			w := bias(i)
+			if w <= 0 {
+				continue
+			}
+			run += w
+			if float64(word(i))*(1.0/(1<<32))*run < w {
+				pick = i
+			}
+		}
+		before += sums[j]
+	}
+	return pick
+}
+
+func TestZPRSMatchesLaneMajorOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for trial := range 3000 {
+		n := rng.IntN(200)
+		k := []int{1, 3, Lanes, 40}[trial%4]
+		b, w := make([]float64, n), make([]uint32, n)
+		for i := range b {
+			if rng.IntN(5) > 0 { // some zero biases
+				b[i] = rng.Float64() * 10
+			}
+			w[i] = rng.Uint32()
+		}
+		bias, word := func(i int) float64 { return b[i] }, func(i int) uint32 { return w[i] }
+		if got, want := ZPRS(n, k, bias, word), zprsLaneMajor(n, k, bias, word); got != want {
+			t.Fatalf("n %d k %d: ZPRS picked %d, lane-major order %d", n, k, got, want)
 		}
 	}
 }
