@@ -337,8 +337,11 @@ func ZPRS(n, k int, bias func(i int) float64, word func(i int) uint32) int {
 	// the elements are read in order.
 	var sumsA, runA [Lanes]float64
 	var keptA [Lanes]int
-	sums, run, kept := sumsA[:k], runA[:k], keptA[:k]
-	if k > Lanes {
+	var sums, run []float64
+	var kept []int
+	if k <= Lanes {
+		sums, run, kept = sumsA[:k], runA[:k], keptA[:k]
+	} else {
 		sums, run, kept = make([]float64, k), make([]float64, k), make([]int, k)
 	}
 	for i, j := 0, 0; i < n; i++ {
