@@ -442,3 +442,24 @@ func TestFusedEntriesDescribeTheirVertices(t *testing.T) {
 		}
 	}
 }
+
+// EstimateTables must give the sizes the engine's tables take once built.
+func TestEstimateTablesMatchesBuiltTables(t *testing.T) {
+	rmat, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 10, EdgeFactor: 8, Seed: 2, Undirected: true, Weighted: true, Labels: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []*graph.Graph{testGraph(t), rmat} {
+		est := EstimateTables(g)
+		fused, _ := NewCPU(g, WithFusedTableLimit(1<<40))
+		packed, _ := NewCPU(g, WithFusedTableLimit(0))
+		fused.fusedTable()
+		packed.packedTable()
+		fences := fused.fences().bytes()
+		labels := fused.labelTables().bytes()
+		got := TableSizes{Packed: packed.TableBytes(), Fused: fused.TableBytes() - fences - labels, Fences: fences, Labels: labels}
+		if got != est {
+			t.Errorf("%s: estimated %+v, built %+v", g.Name, est, got)
+		}
+	}
+}

@@ -175,3 +175,34 @@ func (s *stepper) walkFused(starts []uint32, firstID uint64, buf []uint32, lens 
 		active, next = next[:j], active[:cap(active)]
 	}
 }
+
+// TableSizes is what the CPU engine's sampling tables take for a graph, in
+// bytes, for sizing a deployment before building them. Zero where the graph
+// has no use for a table (no weights, no labels).
+type TableSizes struct {
+	Packed int64 // packed alias table (12 bytes per edge): weighted walks without the fused table
+	Fused  int64 // fused alias table (32 bytes per edge), used in place of Packed when it fits the limit
+	Fences int64 // Node2Vec's neighbour-test index
+	Labels int64 // MetaPath's per-(vertex, label) tables
+}
+
+// EstimateTables returns the sizes of g's CPU sampling tables.
+func EstimateTables(g *graph.Graph) TableSizes {
+	e := int64(g.NumEdges())
+	var t TableSizes
+	if g.Weighted() {
+		t.Packed = e * int64(unsafe.Sizeof(aliasEntry{}))
+		if fusable(g) {
+			t.Fused = e * fusedBytesPerEdge
+		}
+	}
+	f1 := (e + fenceStride - 1) / fenceStride
+	t.Fences = 4 * (f1 + (f1+fenceStride-1)/fenceStride)
+	if nl := int64(g.NumLabels); nl > 0 {
+		t.Labels = (int64(g.NumVertices())*nl+1)*8 + e*4
+		if g.Weighted() {
+			t.Labels += e * int64(unsafe.Sizeof(aliasEntry{}))
+		}
+	}
+	return t
+}

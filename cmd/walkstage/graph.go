@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
 )
 
 const graphUsage = `usage: walkstage graph <subcommand> [flags]
@@ -261,6 +262,19 @@ func graphInfo(args []string, stdout, stderr io.Writer) error {
 	}
 	tw("dead ends", "%d vertices without out-edges (%.2f%%)", dead, 100*float64(dead)/float64(max(n, 1)))
 	tw("memory", "%s (%d bytes, mapped from the file)", humanBytes(g.MemoryBytes()), g.MemoryBytes())
+	// What the CPU engine adds, built on first use (the alias table at
+	// stage start): for sizing a deployment's memory limit.
+	ts := walk.EstimateTables(g)
+	if ts.Fused > 0 {
+		tw("cpu alias", "%s fused (when within WALKSTAGE_CPU_FUSED_TABLE_BYTES, by default a quarter of memory: %s here), else %s packed",
+			humanBytes(ts.Fused), humanBytes(walk.DefaultFusedTableLimit()), humanBytes(ts.Packed))
+	} else if ts.Packed > 0 {
+		tw("cpu alias", "%s packed", humanBytes(ts.Packed))
+	}
+	tw("cpu node2vec", "%s fence index", humanBytes(ts.Fences))
+	if ts.Labels > 0 {
+		tw("cpu metapath", "%s label tables", humanBytes(ts.Labels))
+	}
 	check := "structure"
 	if *verify {
 		check += " and checksum"
