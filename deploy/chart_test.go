@@ -336,6 +336,8 @@ func TestChartRejectsBadValues(t *testing.T) {
 		{"unknown config key", "config: {BROKER: 'kafka:9092'}", "BROKER"},
 		{"chart-managed variable under config", "config: {SHUTDOWN_TIMEOUT: 10s}", "SHUTDOWN_TIMEOUT"},
 		{"bad engine", "config: {ENGINE: tpu}", "ENGINE"},
+		{"bad label table timing", "config: {CPU_LABEL_TABLES: sometimes}", "CPU_LABEL_TABLES"},
+		{"fused table limit below -1", "config: {CPU_FUSED_TABLE_BYTES: -2}", "CPU_FUSED_TABLE_BYTES"},
 		{"bad sasl mechanism", "config: {SASL_MECHANISM: kerberos}", "SASL_MECHANISM"},
 		{"duration without unit", "config: {SESSION_TIMEOUT: '30'}", "SESSION_TIMEOUT"},
 		{"broker without port", "config: {BROKERS: kafka}", "BROKERS"},

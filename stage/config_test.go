@@ -13,7 +13,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(c.Brokers) != 2 || c.InputTopic != "walkstage-requests" || c.MicroBatchMaxWait != 5*time.Millisecond ||
-		c.Engine != "auto" || c.UnknownVertices != "reject" {
+		c.Engine != "auto" || c.UnknownVertices != "reject" || c.CPUFusedTableBytes != -1 || c.CPULabelTables != "lazy" {
 		t.Fatalf("unexpected defaults: %+v", c)
 	}
 }
@@ -27,6 +27,8 @@ func TestLoadConfigReportsEveryBadVariable(t *testing.T) {
 		"WALKSTAGE_UNKNOWN_VERTICES=ignore",
 		"WALKSTAGE_LOG_LEVEL=loud",
 		"WALKSTAGE_SHUTDOWN_TIMEOUT=soon",
+		"WALKSTAGE_CPU_FUSED_TABLE_BYTES=-2",
+		"WALKSTAGE_CPU_LABEL_TABLES=sometimes",
 	})
 	var ce *ConfigError
 	if !errors.As(err, &ce) {
@@ -34,7 +36,8 @@ func TestLoadConfigReportsEveryBadVariable(t *testing.T) {
 	}
 	msg := err.Error()
 	for _, name := range []string{"BROKERS", "GRAPH", "OUTPUT_URL", "ENGINE", "MAX_SEEDS", "QUEUE_DEPTH",
-		"SASL_USERNAME", "SASL_PASSWORD", "UNKNOWN_VERTICES", "LOG_LEVEL", "SHUTDOWN_TIMEOUT"} {
+		"SASL_USERNAME", "SASL_PASSWORD", "UNKNOWN_VERTICES", "LOG_LEVEL", "SHUTDOWN_TIMEOUT",
+		"CPU_FUSED_TABLE_BYTES", "CPU_LABEL_TABLES"} {
 		if !strings.Contains(msg, "WALKSTAGE_"+name) {
 			t.Errorf("error does not name WALKSTAGE_%s:\n%s", name, msg)
 		}

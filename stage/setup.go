@@ -86,11 +86,18 @@ func LoadGraph(ctx context.Context, location, dir string) (*graph.Graph, error) 
 	return g, nil
 }
 
+// CPUSettings are the CPU engine's settings from the configuration.
+type CPUSettings struct {
+	Workers         int   // 0: one per core
+	FusedTableBytes int64 // -1: the engine's default limit (walk.WithFusedTableLimit)
+	// EagerLabelTables builds MetaPath's label tables at start-up instead
+	// of on the first MetaPath batch.
+	EagerLabelTables bool
+}
+
 // NewEngine picks the engine: "gpu" must get one, "auto" falls back to the
 // CPU when the GPU engine is unavailable (built without CUDA, no device).
-// cpuWorkers 0 is one per core; fusedTableBytes -1 is the CPU engine's
-// default limit (see walk.WithFusedTableLimit).
-func NewEngine(g *graph.Graph, kind string, cpuWorkers int, fusedTableBytes int64, log *slog.Logger) (walk.Engine, error) {
+func NewEngine(g *graph.Graph, kind string, cpu CPUSettings, log *slog.Logger) (walk.Engine, error) {
 	if kind == "gpu" || kind == "auto" {
 		e, err := gpu.New(g)
 		if err == nil {
@@ -102,11 +109,11 @@ func NewEngine(g *graph.Graph, kind string, cpuWorkers int, fusedTableBytes int6
 		log.Info("GPU engine unavailable, using the CPU engine", "reason", err.Error())
 	}
 	var opts []walk.CPUOption
-	if cpuWorkers > 0 {
-		opts = append(opts, walk.WithWorkers(cpuWorkers))
+	if cpu.Workers > 0 {
+		opts = append(opts, walk.WithWorkers(cpu.Workers))
 	}
-	if fusedTableBytes >= 0 {
-		opts = append(opts, walk.WithFusedTableLimit(fusedTableBytes))
+	if cpu.FusedTableBytes >= 0 {
+		opts = append(opts, walk.WithFusedTableLimit(cpu.FusedTableBytes))
 	}
 	e, err := walk.NewCPU(g, opts...)
 	if err != nil {
@@ -114,12 +121,19 @@ func NewEngine(g *graph.Graph, kind string, cpuWorkers int, fusedTableBytes int6
 	}
 	// Build the alias tables before the stage reports ready, as the GPU
 	// engine does at upload, so the first weighted batch does not pay for
-	// them. (MetaPath's label tables stay lazy on both engines: they cost
-	// as much memory again and many deployments never run MetaPath.)
+	// them. MetaPath's label tables are lazy unless asked for: they cost
+	// as much memory again and many deployments never run MetaPath. (The
+	// GPU engine builds its own on the device in milliseconds.)
 	t0 := time.Now()
 	e.PrepareTables()
 	if g.Weighted() {
 		log.Info("cpu alias tables built", "graph", g.Name, "duration", time.Since(t0), "bytes", e.TableBytes())
+	}
+	if cpu.EagerLabelTables {
+		t0 := time.Now()
+		if e.PrepareLabelTables() {
+			log.Info("cpu label tables built", "graph", g.Name, "duration", time.Since(t0), "bytes", e.TableBytes())
+		}
 	}
 	return e, nil
 }
@@ -166,7 +180,8 @@ func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string,
 	log.Info("graph loaded", "graph", g.Name, "version", g.Version, "vertices", g.NumVertices(), "edges", g.NumEdges(),
 		"weighted", g.Weighted(), "labels", g.NumLabels)
 
-	eng, err := NewEngine(g, c.Engine, c.CPUWorkers, c.CPUFusedTableBytes, log)
+	eng, err := NewEngine(g, c.Engine, CPUSettings{Workers: c.CPUWorkers, FusedTableBytes: c.CPUFusedTableBytes,
+		EagerLabelTables: c.CPULabelTables == "eager"}, log)
 	if err != nil {
 		return nil, err
 	}

@@ -242,6 +242,17 @@ func fenceSearch(f []uint32, todo []int32, lo, hi []uint64, cand []uint32) {
 	}
 }
 
+// PrepareLabelTables builds MetaPath's label tables now rather than on the
+// first MetaPath run, and reports whether the graph has them (labels, no
+// more than MaxTableLabels of them).
+func (e *CPU) PrepareLabelTables() bool {
+	if e.g.NumLabels == 0 || !UsesLabelTables(Algorithm{Kind: MetaPath, Schema: []uint8{0}}, e.g) {
+		return false
+	}
+	e.labelTables()
+	return true
+}
+
 // labelTables returns MetaPath's label tables, built on first use.
 func (e *CPU) labelTables() *labelTables {
 	e.labelOnce.Do(func() {
