@@ -173,8 +173,10 @@ const fenceStride = 16
 // fenceStride-th target of the graph (E/16 words), f2 every fenceStride-th
 // entry of f1 (E/256 words, small enough to stay in L2). The test searches
 // f2, then one cache line of f1, then reads one line of targets: for a hub
-// of 64K neighbours that is about two cache misses, where a binary search
-// of f1 alone missed on eight probes and one of the targets on twelve.
+// of 64K neighbours that is two lines from outside L2, where a binary
+// search of f1 alone touches about eight lines and one of the targets about
+// twelve. (Measured: the second level, the conditional move and the
+// prefetch of the f1 line took Node2Vec from 14-15 to 19-20 M steps/s.)
 type fenceIndex struct {
 	f1, f2 []uint32
 }
