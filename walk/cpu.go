@@ -176,7 +176,7 @@ const fenceStride = 16
 // of 64K neighbours that is two lines from outside L2, where a binary
 // search of f1 alone touches about eight lines and one of the targets about
 // twelve. (Measured: the second level, the conditional move and the
-// prefetch of the f1 line took Node2Vec from 14-15 to 19-20 M steps/s.)
+// prefetch of the f1 line took Node2Vec from 15-16 to 19-20 M steps/s.)
 type fenceIndex struct {
 	f1, f2 []uint32
 }
