@@ -88,6 +88,18 @@ type aliasEntry struct {
 func buildPacked(g *graph.Graph) []aliasEntry {
 	tab := make([]aliasEntry, g.NumEdges())
 	hugemem.Advise(tab) // before the first write, see hugemem
+	forAliasVertices(g, func(a uint64, adj []uint32, prob []float32, alias []uint32) {
+		for i := range adj {
+			tab[a+uint64(i)] = aliasEntry{prob: prob[i], keep: adj[i], alt: adj[alias[i]]}
+		}
+	})
+	return tab
+}
+
+// forAliasVertices computes the alias table (AliasVertex) of every vertex
+// with out-edges, on all cores, and hands fn the vertex's first edge a, its
+// adjacency and the table; prob and alias are reused after fn returns.
+func forAliasVertices(g *graph.Graph, fn func(a uint64, adj []uint32, prob []float32, alias []uint32)) {
 	forVertexRanges(g, func(lo, hi int) {
 		var scaled []float64
 		var small, large []uint32
@@ -104,13 +116,9 @@ func buildPacked(g *graph.Graph) []aliasEntry {
 			}
 			prob, alias = prob[:d], alias[:d]
 			scaled, small, large = AliasVertex(g.Weights[a:b], prob, alias, scaled, small, large)
-			adj := g.Targets[a:b]
-			for i := 0; i < d; i++ {
-				tab[a+uint64(i)] = aliasEntry{prob: prob[i], keep: adj[i], alt: adj[alias[i]]}
-			}
+			fn(a, g.Targets[a:b], prob, alias)
 		}
 	})
-	return tab
 }
 
 // forVertexRanges splits the vertices into contiguous ranges of similar edge

@@ -136,15 +136,21 @@ func (e *CPU) fusedFor(a Algorithm) bool {
 	return e.fusedOK && needsAlias(a) && (a.Kind == DeepWalk || a.Kind == PPR || a.Kind == Node2Vec)
 }
 
+// recordBuild publishes a table built since t0 (set stores it) and adds its
+// build time, under the lock that LastRunStats and TableBytes read under.
+func (e *CPU) recordBuild(t0 time.Time, set func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	set()
+	e.tableBuild += time.Since(t0)
+}
+
 // fusedTable returns the fused table, built on first use.
 func (e *CPU) fusedTable() []fusedEntry {
 	e.fusedOnce.Do(func() {
 		t0 := time.Now()
 		tab := buildFused(e.g)
-		e.mu.Lock()
-		e.fused = tab
-		e.tableBuild += time.Since(t0)
-		e.mu.Unlock()
+		e.recordBuild(t0, func() { e.fused = tab })
 	})
 	return e.fused
 }
@@ -157,10 +163,7 @@ func (e *CPU) packedTable() []aliasEntry {
 		}
 		t0 := time.Now()
 		tab := buildPacked(e.g)
-		e.mu.Lock()
-		e.alias = tab
-		e.tableBuild += time.Since(t0)
-		e.mu.Unlock()
+		e.recordBuild(t0, func() { e.alias = tab })
 	})
 	return e.alias
 }
@@ -260,10 +263,7 @@ func (e *CPU) labelTables() *labelTables {
 	e.labelOnce.Do(func() {
 		t0 := time.Now()
 		lt := buildLabelTables(e.g)
-		e.mu.Lock()
-		e.labels = lt
-		e.tableBuild += time.Since(t0)
-		e.mu.Unlock()
+		e.recordBuild(t0, func() { e.labels = lt })
 	})
 	return e.labels
 }
@@ -417,7 +417,6 @@ func (s *stepper) walkLockstep(starts []uint32, firstID uint64, buf []uint32, le
 	coin := make([]uint32, n)
 	rows := make([]uint64, n) // by position: the chosen vertex's offsets row
 	off, tgt, tab := s.off, s.tgt, s.alias
-	ppr := s.alg.Kind == PPR
 	// MetaPath reads the segment of the step's label: row v*nl+label of
 	// the label tables' offsets; other walks read row v.
 	var nl uint64
@@ -467,33 +466,25 @@ func (s *stepper) walkLockstep(starts []uint32, firstID uint64, buf []uint32, le
 	// one); issue the prefetches of their targets or alias entries; and
 	// decide the steps prefetched pipelineLag positions earlier, issuing
 	// the prefetches of the offsets their next step reads.
-	var idLo, idHi [8]uint32
 	var words [4][8]uint32
 	for step := uint32(0); step < uint32(s.alg.Length) && len(active) > 0; step++ {
 		scale, row = rowOf(step)
 		nscale, nrow = rowOf(step + 1)
 		j, done := 0, 0
 		for base := 0; base < len(active); base += 8 {
-			m := min(8, len(active)-base)
-			for l, k := range active[base : base+m] {
-				id := firstID + uint64(k)
-				idLo[l], idHi[l] = uint32(id), uint32(id>>32)
-			}
-			philox8(&idLo, &idHi, step, 0, s.k0, s.k1, &words)
+			block := active[base:min(base+8, len(active))]
+			s.draw8(block, firstID, step, 0, &words)
 			first := j
-			for l, k := range active[base : base+m] {
+			for l, k := range block {
 				r := uint64(cur[k])*scale + row
 				a := off[r]
 				d := uint32(off[r+1] - a)
 				if d == 0 {
 					continue
 				}
-				x0, x1 := words[0][l], words[1][l]
-				if ppr {
-					if uint64(x0) < s.stopT {
-						continue
-					}
-					x0, x1 = x1, words[2][l]
+				x0, x1, stop := s.columnWords(&words, l)
+				if stop {
+					continue
 				}
 				idx[j] = a + (uint64(x0)*uint64(d))>>32
 				coin[j] = x1
@@ -570,7 +561,6 @@ func (s *stepper) walkNode2VecLockstep(starts []uint32, firstID uint64, buf []ui
 	}
 	off, tgt, tab := s.off, s.tgt, s.alias
 	tLow, tHigh := min(s.acceptT[1], s.acceptT[2]), max(s.acceptT[1], s.acceptT[2])
-	var idLo, idHi [8]uint32
 	var words [4][8]uint32
 	advance := func(k int32, x uint32) {
 		buf[int(k)*stride+int(lens[k])] = x
@@ -610,9 +600,9 @@ func (s *stepper) walkNode2VecLockstep(starts []uint32, firstID uint64, buf []ui
 				if fz != nil {
 					e := &fz[c]
 					if Unit24(cand[k]) < e.prob {
-						cand[k], nLo[k], nHi[k] = e.keep, uint64(e.keepLo)|uint64(e.hi&0xffff)<<32, uint64(e.keepDeg)
+						cand[k], nLo[k], nHi[k] = e.keep, e.keepLo64(), uint64(e.keepDeg)
 					} else {
-						cand[k], nLo[k], nHi[k] = e.alt, uint64(e.altLo)|uint64(e.hi>>16)<<32, uint64(e.altDeg)
+						cand[k], nLo[k], nHi[k] = e.alt, e.altLo64(), uint64(e.altDeg)
 					}
 					nHi[k] += nLo[k]
 				} else if tab == nil {
@@ -626,11 +616,7 @@ func (s *stepper) walkNode2VecLockstep(starts []uint32, firstID uint64, buf []ui
 			done := 0
 			for base := 0; base < len(pend); base += 8 {
 				group := pend[base:min(base+8, len(pend))]
-				for l, k := range group {
-					id := firstID + uint64(k)
-					idLo[l], idHi[l] = uint32(id), uint32(id>>32)
-				}
-				philox8(&idLo, &idHi, step, att, s.k0, s.k1, &words)
+				s.draw8(group, firstID, step, att, &words)
 				rows = rows[:0]
 				for l, k := range group {
 					lo[k] = cLo[k] + uint64(Index(words[0][l], uint32(cHi[k]-cLo[k])))

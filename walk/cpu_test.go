@@ -434,7 +434,7 @@ func TestFusedEntriesDescribeTheirVertices(t *testing.T) {
 				v   uint32
 				lo  uint64
 				deg uint32
-			}{{keep, uint64(f.keepLo) | uint64(f.hi&0xffff)<<32, f.keepDeg}, {alt, uint64(f.altLo) | uint64(f.hi>>16)<<32, f.altDeg}} {
+			}{{keep, f.keepLo64(), f.keepDeg}, {alt, f.altLo64(), f.altDeg}} {
 				if c.lo != g.Offsets[c.v] || uint64(c.deg) != g.Offsets[c.v+1]-g.Offsets[c.v] {
 					t.Fatalf("edge %d: vertex %d range (%d, %d), want (%d, %d)", e, c.v, c.lo, c.deg, g.Offsets[c.v], g.Offsets[c.v+1]-g.Offsets[c.v])
 				}

@@ -51,37 +51,24 @@ func buildFused(g *graph.Graph) []fusedEntry {
 	tab := make([]fusedEntry, g.NumEdges())
 	hugemem.Advise(tab) // before the first write, see hugemem
 	off := g.Offsets
-	forVertexRanges(g, func(lo, hi int) {
-		var scaled []float64
-		var small, large []uint32
-		var prob []float32
-		var alias []uint32
-		for v := lo; v < hi; v++ {
-			a, b := off[v], off[v+1]
-			d := int(b - a)
-			if d == 0 {
-				continue
-			}
-			if cap(prob) < d {
-				prob, alias = make([]float32, d), make([]uint32, d)
-			}
-			prob, alias = prob[:d], alias[:d]
-			scaled, small, large = AliasVertex(g.Weights[a:b], prob, alias, scaled, small, large)
-			adj := g.Targets[a:b]
-			for i := 0; i < d; i++ {
-				k, t := adj[i], adj[alias[i]]
-				kLo, tLo := off[k], off[t]
-				tab[a+uint64(i)] = fusedEntry{
-					prob: prob[i], keep: k, alt: t,
-					keepDeg: uint32(off[k+1] - kLo), altDeg: uint32(off[t+1] - tLo),
-					keepLo: uint32(kLo), altLo: uint32(tLo),
-					hi: uint32(kLo>>32) | uint32(tLo>>32)<<16,
-				}
+	forAliasVertices(g, func(a uint64, adj []uint32, prob []float32, alias []uint32) {
+		for i := range adj {
+			k, t := adj[i], adj[alias[i]]
+			kLo, tLo := off[k], off[t]
+			tab[a+uint64(i)] = fusedEntry{
+				prob: prob[i], keep: k, alt: t,
+				keepDeg: uint32(off[k+1] - kLo), altDeg: uint32(off[t+1] - tLo),
+				keepLo: uint32(kLo), altLo: uint32(tLo),
+				hi: uint32(kLo>>32) | uint32(tLo>>32)<<16,
 			}
 		}
 	})
 	return tab
 }
+
+// keepLo64 and altLo64 are the first edges of keep's and alt's adjacency.
+func (e *fusedEntry) keepLo64() uint64 { return uint64(e.keepLo) | uint64(e.hi&0xffff)<<32 }
+func (e *fusedEntry) altLo64() uint64  { return uint64(e.altLo) | uint64(e.hi>>16)<<32 }
 
 // pipelineLag is how many walks the pipelined loops (walkFused, walkLockstep,
 // Node2Vec's proposals) keep prefetched ahead of the one they decide: enough
@@ -89,6 +76,30 @@ func buildFused(g *graph.Graph) []fusedEntry {
 // are still in L1 when used. Measured on scale 20: 8 and 32 to 256 were
 // 2-12% slower than 16.
 const pipelineLag = 16
+
+// draw8 computes draw d of step for up to eight walks (positions k of the
+// unit whose first walk id is firstID): words[w][l] is word w of walks[l].
+func (s *stepper) draw8(walks []int32, firstID uint64, step, d uint32, words *[4][8]uint32) {
+	var idLo, idHi [8]uint32
+	for l, k := range walks {
+		id := firstID + uint64(k)
+		idLo[l], idHi[l] = uint32(id), uint32(id>>32)
+	}
+	philox8(&idLo, &idHi, step, d, s.k0, s.k1, words)
+}
+
+// columnWords are lane l's words for a first-order step: the column and
+// the alias coin, x0 and x1, or for PPR x1 and x2 after x0's stop test
+// (stop: the walk ends here).
+func (s *stepper) columnWords(words *[4][8]uint32, l int) (col, coin uint32, stop bool) {
+	if s.alg.Kind != PPR {
+		return words[0][l], words[1][l], false
+	}
+	if uint64(words[0][l]) < s.stopT {
+		return 0, 0, true
+	}
+	return words[1][l], words[2][l], false
+}
 
 // walkFused is walkLockstep for weighted DeepWalk and PPR over the fused
 // table: the same draws and the same alias decisions, with the current
@@ -115,17 +126,15 @@ func (s *stepper) walkFused(starts []uint32, firstID uint64, buf []uint32, lens 
 		lo[k] = off[v]
 		deg[k] = uint32(off[v+1] - off[v])
 	}
-	ppr := s.alg.Kind == PPR
-	var idLo, idHi [8]uint32
 	var words [4][8]uint32
 	// decide takes the step of position i: keep or alias, and the chosen
 	// vertex's edge range for the next step.
 	decide := func(i int) {
 		k := next[i]
 		e := &tab[idx[i]]
-		nx, d, l := e.alt, e.altDeg, uint64(e.altLo)|uint64(e.hi>>16)<<32
+		nx, d, l := e.alt, e.altDeg, e.altLo64()
 		if Unit24(coin[i]) < e.prob {
-			nx, d, l = e.keep, e.keepDeg, uint64(e.keepLo)|uint64(e.hi&0xffff)<<32
+			nx, d, l = e.keep, e.keepDeg, e.keepLo64()
 		}
 		buf[int(k)*stride+int(lens[k])] = nx
 		lens[k]++
@@ -140,24 +149,17 @@ func (s *stepper) walkFused(starts []uint32, firstID uint64, buf []uint32, lens 
 		// with loads waiting on memory.
 		j, done := 0, 0
 		for base := 0; base < len(active); base += 8 {
-			m := min(8, len(active)-base)
-			for l, k := range active[base : base+m] {
-				id := firstID + uint64(k)
-				idLo[l], idHi[l] = uint32(id), uint32(id>>32)
-			}
-			philox8(&idLo, &idHi, step, 0, s.k0, s.k1, &words)
+			block := active[base:min(base+8, len(active))]
+			s.draw8(block, firstID, step, 0, &words)
 			first := j
-			for l, k := range active[base : base+m] {
+			for l, k := range block {
 				d := deg[k]
 				if d == 0 {
 					continue
 				}
-				x0, x1 := words[0][l], words[1][l]
-				if ppr {
-					if uint64(x0) < s.stopT {
-						continue
-					}
-					x0, x1 = x1, words[2][l]
+				x0, x1, stop := s.columnWords(&words, l)
+				if stop {
+					continue
 				}
 				idx[j] = lo[k] + (uint64(x0)*uint64(d))>>32
 				coin[j] = x1
