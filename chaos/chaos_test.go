@@ -113,14 +113,16 @@ func TestChaos(t *testing.T) {
 	stageLog := filepath.Join(logDir, "stage.log")
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("logs in %s (removed after the test; WALKSTAGE_CHAOS_KEEP=1 copies them to ./chaos-logs)", logDir)
+			t.Logf("logs in %s (removed after the test; WALKSTAGE_CHAOS_LOGS=DIR keeps a copy)", logDir)
 			t.Logf("---- stage log, last 80 lines ----\n%s", tail(stageLog, 80))
 			t.Logf("---- broker log, last 10 lines ----\n%s", tail(filepath.Join(logDir, "broker.log"), 10))
 			t.Logf("---- versitygw log, last 10 lines ----\n%s", tail(filepath.Join(logDir, "versitygw.log"), 10))
 		}
-		if os.Getenv("WALKSTAGE_CHAOS_KEEP") == "1" {
-			os.RemoveAll("chaos-logs")
-			exec.Command("cp", "-r", logDir, "chaos-logs").Run()
+		if keep := os.Getenv("WALKSTAGE_CHAOS_LOGS"); keep != "" {
+			os.RemoveAll(keep)
+			if err := exec.Command("cp", "-r", logDir, keep).Run(); err != nil {
+				t.Logf("copy logs to %s: %v", keep, err)
+			}
 		}
 	})
 	t0 := time.Now()
@@ -168,6 +170,12 @@ func TestChaos(t *testing.T) {
 	g := newGen(rng, 1<<graphScale)
 	var all []*msg
 	var bad []*msg // small and large, not the conflicts (sent later)
+	if os.Getenv("WALKSTAGE_CHAOS_LARGE") == "off" {
+		// For diagnosis only: a stage that cannot dead-letter large
+		// records stops on them, which hides every other finding.
+		t.Logf("WALKSTAGE_CHAOS_LARGE=off: no records of %v bytes; this run does not count", f.large)
+		f.large = nil
+	}
 	for _, size := range f.large {
 		bad = append(bad, g.large(size))
 	}

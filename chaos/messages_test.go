@@ -122,20 +122,23 @@ func (g *gen) conflict(req *request) *msg {
 	return m
 }
 
-// large is a bad message of about size bytes: a request listing far more
+// large is a bad message of exactly size bytes: a request listing far more
 // seeds than WALKSTAGE_MAX_SEEDS, and above 4 MiB also larger than
 // WALKSTAGE_MAX_MESSAGE_BYTES; too_large either way.
 func (g *gen) large(size int) *msg {
 	id := fmt.Sprintf("bad-large-%d", g.n+1)
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `{"version":1,"batch_id":%q,"algorithm":"deepwalk","seeds":[`, id)
-	for i := 0; b.Len() < size-16; i++ {
+	for i := 0; b.Len() < size-24; i++ {
 		if i > 0 {
 			b.WriteByte(',')
 		}
 		fmt.Fprint(&b, i%g.vertices)
 	}
 	b.WriteString("]}")
+	for b.Len() < size { // exactly size bytes: JSON allows trailing blanks
+		b.WriteByte(' ')
+	}
 	m := g.next([]byte(id), b.Bytes())
 	m.category, m.reason = fmt.Sprintf("large-%dMiB", size>>20), "too_large"
 	return m
