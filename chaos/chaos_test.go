@@ -264,7 +264,7 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dlq.Close()
-	deadline := time.Now().Add(90 * time.Second)
+	deadline := time.Now().Add(f.drain / 3)
 	for {
 		cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
 		out.catchUp(cctx)

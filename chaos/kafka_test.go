@@ -32,12 +32,19 @@ func produce(ctx context.Context, cl *kgo.Client, ms []*msg) error {
 		recs[i] = &kgo.Record{Topic: "in", Key: m.key, Value: m.value,
 			Headers: []kgo.RecordHeader{{Key: chaosIDHeader, Value: []byte(m.id)}}}
 	}
-	res := cl.ProduceSync(ctx, recs...)
-	for i, r := range res {
-		if r.Err != nil {
-			return fmt.Errorf("produce %s (%s, %d bytes): %w", ms[i].id, ms[i].category, len(ms[i].value), r.Err)
+	// ProduceSync lists results in the order they complete, not in the
+	// order given: read the records themselves, which it fills in.
+	byRec := map[*kgo.Record]*msg{}
+	for i, r := range recs {
+		byRec[r] = ms[i]
+	}
+	for _, r := range cl.ProduceSync(ctx, recs...) {
+		if m := byRec[r.Record]; r.Err != nil {
+			return fmt.Errorf("produce %s (%s, %d bytes): %w", m.id, m.category, len(m.value), r.Err)
 		}
-		ms[i].partition, ms[i].offset = r.Record.Partition, r.Record.Offset
+	}
+	for i, r := range recs {
+		ms[i].partition, ms[i].offset = r.Partition, r.Offset
 	}
 	return nil
 }
