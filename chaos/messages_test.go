@@ -61,11 +61,11 @@ func (g *gen) next(key, value []byte) *msg {
 func (g *gen) valid() *msg {
 	id := fmt.Sprintf("ok-%05d", len(g.reqs)+1)
 	r := g.rng
-	count := 20 + r.IntN(300)
+	count := 50 + r.IntN(600)
 	first := r.IntN(g.vertices - count)
 	body := map[string]any{"version": 1, "batch_id": id, "seed_range": map[string]any{"first": first, "count": count}}
-	length := 10 + r.IntN(70)
-	wps := 1 + r.IntN(4)
+	length := 10 + r.IntN(90)
+	wps := 1 + r.IntN(8)
 	switch r.IntN(5) {
 	case 0:
 		body["algorithm"] = "deepwalk"
