@@ -49,7 +49,7 @@ var (
 		conflicts: 5, duplicates: 5, backlog: 60, perKill: 10, perOutage: 12, drain: 90 * time.Second}
 	fullForm = form{name: "full", kills: 20, outage: 60 * time.Second, bad: 500,
 		large: []int{1 << 20, 2 << 20, 8 << 20, 15 << 20}, conflicts: 25, duplicates: 25, backlog: 300, perKill: 15,
-		perOutage: 40, drain: 10 * time.Minute}
+		perOutage: 40, drain: 5 * time.Minute}
 )
 
 const (
@@ -203,13 +203,14 @@ func TestChaos(t *testing.T) {
 	}
 	conflictOf := g.reqs[:f.conflicts] // the first accepted requests get conflicting twins
 	dupOf := g.reqs[f.conflicts : f.conflicts+f.duplicates]
+	dupPerWave := (len(dupOf) + waves - 1) / waves
 	wave := func(n int, withDups bool) []*msg {
 		var w []*msg
 		for range n {
 			w = append(w, g.valid())
 		}
 		w = append(w, takeBad()...)
-		if withDups && len(dupOf) > 0 {
+		for i := 0; withDups && i < dupPerWave && len(dupOf) > 0; i++ {
 			w = append(w, g.duplicate(dupOf[0]))
 			dupOf = dupOf[1:]
 		}
@@ -237,7 +238,7 @@ func TestChaos(t *testing.T) {
 		if _, ok := ready.waitReady(ctx, lastStart, 60*time.Second); !ok {
 			t.Errorf("kill %d: the stage was not ready within 60 s of its restart", i)
 		}
-		w := wave(f.perKill, i < f.duplicates)
+		w := wave(f.perKill, true)
 		pub(w)
 		all = append(all, w...)
 		after := time.Duration(200+rng.IntN(1800)) * time.Millisecond
@@ -304,10 +305,16 @@ func TestChaos(t *testing.T) {
 	// ---- Broker outage ----
 	var outages []outage
 	stopFor := func(p *proc, what string, during func()) {
-		w := wave(f.perOutage, false)
+		w := wave(f.perOutage, true)
 		pub(w)
 		all = append(all, w...)
-		time.Sleep(500 * time.Millisecond) // let batches get in flight
+		time.Sleep(300 * time.Millisecond) // let batches get in flight
+		if stageLag() == 0 {
+			w := wave(f.perOutage, true)
+			pub(w)
+			all = append(all, w...)
+			time.Sleep(100 * time.Millisecond)
+		}
 		if err := p.signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
@@ -329,14 +336,17 @@ func TestChaos(t *testing.T) {
 	stopFor(broker, "broker", nil)
 	// ---- Object-store outage; requests keep coming meanwhile ----
 	stopFor(gw, "object store", func() {
-		w := wave(f.perOutage, false)
+		w := wave(f.perOutage, true)
 		pub(w)
 		all = append(all, w...)
 	})
-	if len(bad) > 0 { // whatever the waves left
-		pub(bad)
-		all = append(all, bad...)
+	var rest []*msg // whatever the waves left
+	rest = append(rest, bad...)
+	for _, r := range dupOf {
+		rest = append(rest, g.duplicate(r))
 	}
+	pub(rest)
+	all = append(all, rest...)
 
 	// ---- Drain ----
 	drainStart := time.Now()
