@@ -42,7 +42,7 @@ func TestAuthenticatedBrokers(t *testing.T) {
 			defer c.Close()
 			ko := KafkaOptions{Brokers: c.ListenAddrs(), ClientID: "t", TLS: clientTLS, SASLMechanism: mech,
 				SASLUsername: "walker", SASLPassword: "s3cret"}
-			in, err := newWriter(ko, "in")
+			in, err := newWriter(ko, "in", 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,7 +60,7 @@ func TestAuthenticatedBrokers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pub, err := NewPublisher(ko, "out")
+			pub, err := NewPublisher(ko, "out", 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,13 +68,13 @@ func TestAuthenticatedBrokers(t *testing.T) {
 			if err := pub.Publish(ctx, Event{BatchID: d.BatchID(), Status: StatusSucceeded}); err != nil {
 				t.Fatal(err)
 			}
-			if err := d.Commit(ctx); err != nil {
+			if err := d.Ack(ctx, nil); err != nil {
 				t.Fatal(err)
 			}
 			// Wrong password: the publisher must fail, not hang.
 			bad := ko
 			bad.SASLPassword = "nope"
-			bp, _ := NewPublisher(bad, "out")
+			bp, _ := NewPublisher(bad, "out", 0)
 			defer bp.Close()
 			bctx, bcancel := context.WithTimeout(ctx, 5*time.Second)
 			defer bcancel()
