@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/gpu"
 	"github.com/walkstage/walkstage/graph"
@@ -200,12 +201,13 @@ func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string,
 		return nil, err
 	}
 	rt.closers = append(rt.closers, bucket.Close)
-	pub, err := source.NewPublisher(ko, c.OutputTopic)
+	pub, err := source.NewPublisher(ko, c.OutputTopic, c.BrokerTimeout)
 	if err != nil {
 		return nil, err
 	}
 	rt.closers = append(rt.closers, pub.Close)
 	cons, err := source.NewConsumer(source.ConsumerConfig{Kafka: ko, Topic: c.InputTopic, Group: c.Group, DLQTopic: c.DLQTopic,
+		OutputTopic: c.OutputTopic, CallTimeout: c.BrokerTimeout,
 		SessionTimeout: c.SessionTimeout, RebalanceTimeout: c.RebalanceTimeout, Graph: g, Logger: log,
 		Limits: source.Limits{MaxMessageBytes: c.MaxMessageBytes, MaxSeeds: c.MaxSeeds, MaxWalkLength: c.MaxWalkLength,
 			MaxWalksPerSeed: c.MaxWalksPerSeed, MaxWalksPerBatch: c.MaxWalksPerBatch, SkipUnknown: c.UnknownVertices == "skip"}})
@@ -214,6 +216,13 @@ func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string,
 	}
 	rt.Consumer = cons
 	rt.closers = append(rt.closers, cons.Close)
+	// Missing topics are a configuration error: say so now, by name. The
+	// stage still starts, not ready, and the broker probe keeps checking
+	// (an operator may create them), so nothing is fetched meanwhile.
+	topicsErr := cons.CheckTopics(ctx)
+	if topicsErr != nil {
+		log.Error("configuration: the stage's topics are not usable; not ready until they are", "err", topicsErr)
+	}
 
 	comp, err := sink.ParseCompression(c.OutputCompression)
 	if err != nil {
@@ -228,13 +237,30 @@ func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string,
 	s, err := New(Options{Graph: g, Engine: eng, Source: cons, Events: pub, Bucket: bucket, BucketURL: c.OutputURL,
 		Prefix: c.OutputPrefix, SinkOptions: sinkOpts, MicroBatchMaxWait: c.MicroBatchMaxWait, MicroBatchMaxWalks: c.MicroBatchMaxWalks,
 		MicroBatchMaxRequests: c.MicroBatchMaxRequests, QueueDepth: c.QueueDepth, MaxInFlight: c.MaxInFlight,
-		ChunkBuffer: c.ChunkBuffer, MaxAttempts: c.MaxAttempts, ShutdownTimeout: c.ShutdownTimeout,
+		ChunkBuffer: c.ChunkBuffer, ShutdownTimeout: c.ShutdownTimeout,
+		RetryBackoffMin: c.RetryBackoffMin, RetryBackoffMax: c.RetryBackoffMax, ProbeInterval: c.ProbeInterval, ProbeTimeout: c.ProbeTimeout,
+		Probes: []Probe{{Name: depBroker, Check: cons.CheckTopics}, {Name: depStore, Check: storeProbe(bucket, c.OutputPrefix)}},
 		MetricsAddr: c.MetricsAddr, Listener: ln, Joined: cons.Joined, Lag: cons.Lag, Registry: reg, Logger: log, Version: version})
 	if err != nil {
 		return nil, err
 	}
+	if topicsErr != nil {
+		s.health.fail(depBroker, topicsErr)
+	}
 	rt.Stage = s
 	return rt, nil
+}
+
+// storeProbe asks the object store about one key under prefix: cheap, and
+// it fails when the store does not answer within the probe's deadline.
+func storeProbe(b *blob.Bucket, prefix string) func(context.Context) error {
+	key := path.Join(prefix, ".walkstage-probe")
+	return func(ctx context.Context) error {
+		if _, err := b.Exists(ctx, key); err != nil {
+			return fmt.Errorf("object store: %w", err)
+		}
+		return nil
+	}
 }
 
 // Main is `walkstage run`: configuration from environ, logs to logw, run

@@ -51,7 +51,15 @@ type Options struct {
 	QueueDepth            int
 	MaxInFlight           int
 	ChunkBuffer           int
-	MaxAttempts           int
+	// RetryBackoffMin and RetryBackoffMax bound the wait between retries of
+	// work that failed on a dependency (exponential, with jitter).
+	RetryBackoffMin, RetryBackoffMax time.Duration
+	// Probes check the dependencies every ProbeInterval, each within
+	// ProbeTimeout; a failure marks the stage not ready and pauses fetching
+	// until the probe passes again.
+	Probes        []Probe
+	ProbeInterval time.Duration
+	ProbeTimeout  time.Duration
 	// ShutdownTimeout bounds how long in-flight batches may take once ctx
 	// of Run is cancelled; what is unfinished then is abandoned uncommitted.
 	ShutdownTimeout time.Duration
@@ -85,7 +93,15 @@ func (o *Options) defaults() error {
 	setInt(&o.QueueDepth, 64)
 	setInt(&o.MaxInFlight, 16)
 	setInt(&o.ChunkBuffer, 4)
-	setInt(&o.MaxAttempts, 3)
+	setDur := func(p *time.Duration, v time.Duration) {
+		if *p <= 0 {
+			*p = v
+		}
+	}
+	setDur(&o.RetryBackoffMin, 200*time.Millisecond)
+	setDur(&o.RetryBackoffMax, 30*time.Second)
+	setDur(&o.ProbeInterval, time.Second)
+	setDur(&o.ProbeTimeout, 2*time.Second)
 	// A launch holds an in-flight slot per request until its finisher is
 	// done, and finishers start only after the launch: a micro-batch larger
 	// than the slots would wait for itself.
@@ -120,6 +136,7 @@ type Stage struct {
 	finishes sync.WaitGroup
 	fatal    chan error // a finisher's unrecoverable error stops the stage
 	draining atomic.Bool
+	health   *health
 	ln       net.Listener
 
 	// active maps the batch ids this replica holds (queued to acked) to a
@@ -148,9 +165,9 @@ type batch struct {
 	gotW    int64         // walks received from the engine
 	steps   int64
 	attempt int
-	// failReason classifies the last failed attempt for the event: engine
-	// (walking failed) or sink (writing or committing the objects failed).
-	failReason string
+	// failedDep names the dependency the last failed attempt failed on:
+	// engine (walking) or object_store (writing, committing the objects).
+	failedDep string
 }
 
 // New checks the options and registers the metrics.
@@ -166,6 +183,15 @@ func New(o Options) (*Stage, error) {
 		fatal:  make(chan error, 1),
 		active: map[string]chan struct{}{},
 	}
+	s.health = newHealth(func(dep string, up bool) {
+		if s.m != nil {
+			v := 0.0
+			if up {
+				v = 1
+			}
+			s.m.depUp.WithLabelValues(dep).Set(v)
+		}
+	})
 	m, err := newMetrics(o.Registry, s)
 	if err != nil {
 		return nil, err
@@ -249,6 +275,13 @@ func (s *Stage) Run(ctx context.Context) error {
 			return nil
 		}
 	}, cancelWork)
+	if len(s.o.Probes) > 0 {
+		probeCtx, stopProbes := context.WithCancel(workCtx)
+		g.add("probes", func() error {
+			s.probeLoop(probeCtx)
+			return nil
+		}, stopProbes)
+	}
 	if s.o.MetricsAddr != "" || s.o.Listener != nil {
 		if _, err := s.Listen(); err != nil {
 			return err
@@ -268,20 +301,38 @@ func (s *Stage) Run(ctx context.Context) error {
 	return g.run()
 }
 
-// sourceLoop fetches until fetchCtx ends, then closes the queue.
+// sourceLoop fetches until fetchCtx ends, then closes the queue. While a
+// dependency is down it fetches nothing new (the work it holds retries); a
+// failed fetch is the broker's trouble, retried with back-off.
 func (s *Stage) sourceLoop(fetchCtx, workCtx context.Context) error {
 	defer close(s.queue)
+	fetchFailures := 0
 	for {
+		if fetchFailures == 0 && !s.waitHealthy(fetchCtx) {
+			return nil
+		}
 		d, err := s.o.Source.Next(fetchCtx)
 		if err != nil {
 			if fetchCtx.Err() != nil {
 				return nil
 			}
-			return err
+			if errors.Is(err, source.ErrClosed) {
+				return err
+			}
+			fetchFailures++
+			s.dependencyFailed(depBroker, "fetch", err)
+			if !sleepCtx(fetchCtx, backoff(fetchFailures, s.o.RetryBackoffMin, s.o.RetryBackoffMax)) {
+				return nil
+			}
+			continue
+		}
+		if fetchFailures > 0 {
+			fetchFailures = 0
+			s.dependencyOK(depBroker)
 		}
 		if d.Reject != nil {
-			if err := s.reject(workCtx, d); err != nil {
-				return err
+			if err := s.refuse(workCtx, d, d.Reject, nil); err != nil {
+				return nil // shutdown deadline: left uncommitted, redelivered
 			}
 			continue
 		}
@@ -295,6 +346,78 @@ func (s *Stage) sourceLoop(fetchCtx, workCtx context.Context) error {
 		case <-workCtx.Done():
 			s.leave(b.req.BatchID)
 			return nil
+		}
+	}
+}
+
+// waitHealthy returns once every dependency is up (true) or ctx ends
+// (false). This is the pause: nothing new is fetched while the stage could
+// not finish it.
+func (s *Stage) waitHealthy(ctx context.Context) bool {
+	for s.health.err() != nil {
+		if !sleepCtx(ctx, 100*time.Millisecond) {
+			return false
+		}
+	}
+	return ctx.Err() == nil
+}
+
+// probeLoop runs the dependency probes until ctx ends.
+func (s *Stage) probeLoop(ctx context.Context) {
+	t := time.NewTicker(s.o.ProbeInterval)
+	defer t.Stop()
+	for {
+		for _, p := range s.o.Probes {
+			pctx, cancel := context.WithTimeout(ctx, s.o.ProbeTimeout)
+			err := p.Check(pctx)
+			cancel()
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				s.dependencyFailed(p.Name, "probe", err)
+			} else {
+				s.dependencyOK(p.Name)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Stage) dependencyFailed(dep, op string, err error) {
+	s.m.retries.WithLabelValues(dep).Inc()
+	if s.health.fail(dep, err) {
+		s.log.Warn("dependency unavailable: not ready, pausing consumption, retrying with back-off",
+			"dependency", dep, "op", op, "err", err)
+	}
+}
+
+func (s *Stage) dependencyOK(dep string) {
+	if d := s.health.ok(dep); d > 0 {
+		s.log.Info("dependency available again: resuming", "dependency", dep, "outage", d.Round(time.Millisecond))
+	}
+}
+
+// persist runs f until it succeeds, retrying a failure as the given
+// dependency's outage with capped, jittered back-off. It returns nil, or
+// ctx's error once ctx ends (the shutdown deadline).
+func (s *Stage) persist(ctx context.Context, dep, op string, f func(context.Context) error) error {
+	for attempt := 1; ; attempt++ {
+		err := f(ctx)
+		if err == nil {
+			s.dependencyOK(dep)
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		s.dependencyFailed(dep, op, err)
+		if !sleepCtx(ctx, backoff(attempt, s.o.RetryBackoffMin, s.o.RetryBackoffMax)) {
+			return ctx.Err()
 		}
 	}
 }
@@ -330,27 +453,25 @@ func (s *Stage) leave(id string) {
 	}
 }
 
-// reject reports a refused request: event, dead letter, then commit.
-func (s *Stage) reject(ctx context.Context, d *source.Delivery) error {
-	re := d.Reject
+// refuse reports a request error: a "rejected" completion event, then the
+// acknowledgement that dead-letters and commits the message. Broker
+// trouble on the way is retried, never the request's fault; the error is
+// ctx's, at the shutdown deadline (the message stays uncommitted). b, when
+// set, is the batch found invalid after it was queued.
+func (s *Stage) refuse(ctx context.Context, d *source.Delivery, re *source.RejectError, b *batch) error {
 	log := s.log.With("batch_id", re.BatchID, "reason", string(re.Reason))
 	ev := source.Event{BatchID: re.BatchID, Status: source.StatusRejected, Reason: string(re.Reason), Error: re.Msg,
 		Graph: s.o.Graph.Name, GraphVersion: s.o.Graph.Version,
 		Timings: source.Timings{Total: time.Since(d.Received).Seconds()}}
-	if err := s.publish(ctx, ev); err != nil {
-		if ctx.Err() != nil {
-			return nil // shutdown deadline: left uncommitted, redelivered
-		}
+	if b != nil {
+		ev.Algorithm, ev.Engine, ev.RNGSeed, ev.Seeds = b.req.Algorithm.Describe(s.o.Graph), s.o.Engine.Name(), b.req.RNGSeed, len(b.req.Seeds)
+		ev.Timings.Queued = b.launched.Sub(b.queuedAt).Seconds()
+	}
+	if err := s.persist(ctx, depBroker, "publish rejection", func(ctx context.Context) error { return s.o.Events.Publish(ctx, ev) }); err != nil {
 		return err
 	}
-	if err := retry(ctx, 5, func() error { return d.DeadLetter(ctx, string(re.Reason), re.Msg) }); err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
+	if err := s.persist(ctx, depBroker, "dead-letter", func(ctx context.Context) error { return d.Ack(ctx, re) }); err != nil {
 		return err
-	}
-	if err := d.Commit(ctx); err != nil {
-		log.Warn("commit of a rejected request failed; it will be redelivered", "err", err)
 	}
 	s.m.batches.WithLabelValues(string(source.StatusRejected)).Inc()
 	s.m.rejections.WithLabelValues(string(re.Reason)).Inc()
@@ -559,10 +680,13 @@ func (s *Stage) write(ctx context.Context, b *batch) {
 }
 
 // finish completes one batch after its engine run: commit the objects,
-// publish the event, acknowledge. A failure is retried alone (a new engine
-// run) up to MaxAttempts; then the batch is reported failed, dead-lettered
-// and acknowledged, so one poisonous request cannot stall its partition.
-// At the shutdown deadline the batch is abandoned unacknowledged.
+// publish the event, acknowledge. What fails splits in two classes. A
+// request error found late (parameters the engine refuses, a batch id
+// already used for another request) is refused like a bad message. Any
+// other failure is a dependency's (engine, object store, broker), never the
+// request's: the batch is retried alone, with capped back-off and for as
+// long as it takes, while the stage reports not ready and fetches nothing
+// new. At the shutdown deadline the batch is abandoned unacknowledged.
 func (s *Stage) finish(ctx context.Context, b *batch, runErr error) {
 	defer s.finishes.Done()
 	defer s.release()
@@ -580,26 +704,45 @@ func (s *Stage) finish(ctx context.Context, b *batch, runErr error) {
 			log.Info("batch abandoned at shutdown (uncommitted; it will be redelivered)")
 			return
 		}
-		var fe *fatalError
-		if errors.As(err, &fe) {
-			s.fail(fe.err)
-			return
-		}
-		log.Warn("batch attempt failed", "attempt", b.attempt, "err", err)
-		if b.attempt >= s.o.MaxAttempts || s.draining.Load() {
-			if b.attempt < s.o.MaxAttempts {
-				// Shutting down: leave the retry to the next owner.
-				log.Info("batch abandoned at shutdown after a failed attempt (uncommitted)")
-				return
+		if re := requestError(b, err); re != nil {
+			if b.w != nil {
+				b.w.Abort(context.WithoutCancel(ctx))
 			}
-			s.failBatch(ctx, b, err)
+			if s.refuse(ctx, b.d, re, b) != nil {
+				log.Info("batch abandoned at shutdown (uncommitted; it will be redelivered)")
+			}
 			return
 		}
-		if !sleepCtx(ctx, time.Duration(b.attempt)*200*time.Millisecond) {
+		if errors.Is(err, walk.ErrEngineBroken) {
+			s.health.breakEngine(err)
+			log.Error("engine unusable: replica not ready, batch left uncommitted for another replica", "err", err)
+			return
+		}
+		s.dependencyFailed(b.failedDep, "batch", err)
+		log.Warn("batch attempt failed; retrying", "attempt", b.attempt, "dependency", b.failedDep, "err", err)
+		if s.draining.Load() {
+			// Shutting down: leave the retry to the next owner.
+			log.Info("batch abandoned at shutdown after a failed attempt (uncommitted)")
+			return
+		}
+		if !sleepCtx(ctx, backoff(b.attempt, s.o.RetryBackoffMin, s.o.RetryBackoffMax)) {
 			continue // ctx is done: the next round abandons
 		}
 		runErr = s.walk(ctx, []*batch{b})
 	}
+}
+
+// requestError is the rejection err amounts to, or nil when err is not the
+// request's fault.
+func requestError(b *batch, err error) *source.RejectError {
+	var re *source.RejectError
+	switch {
+	case errors.As(err, &re):
+		return re
+	case errors.Is(err, walk.ErrInvalidAlgorithm):
+		return &source.RejectError{Reason: source.ReasonInvalidParameters, BatchID: b.req.BatchID, Msg: err.Error()}
+	}
+	return nil
 }
 
 // complete is one attempt at finishing: writer errors and engine errors
@@ -608,9 +751,9 @@ func (s *Stage) complete(ctx context.Context, b *batch, runErr error) error {
 	if runErr == nil && b.wErr == nil && b.gotW != int64(b.walks) {
 		runErr = fmt.Errorf("engine emitted %d of %d walks", b.gotW, b.walks)
 	}
-	b.failReason = "sink"
+	b.failedDep = depStore
 	if runErr != nil {
-		b.failReason = "engine"
+		b.failedDep = depEngine
 	}
 	if err := errors.Join(runErr, b.wErr); err != nil {
 		if b.w != nil {
@@ -634,14 +777,19 @@ func (s *Stage) complete(ctx context.Context, b *batch, runErr error) error {
 	for _, f := range man.Files {
 		ev.Objects = append(ev.Objects, sink.ObjectURL(s.o.BucketURL, f.Key))
 	}
-	if err := s.publish(ctx, ev); err != nil {
-		return &fatalError{err}
+	if b.failedDep == depEngine {
+		s.dependencyOK(depEngine)
 	}
-	if err := b.d.Commit(ctx); err != nil {
-		if ctx.Err() != nil {
-			return nil // durable and reported; the redelivery will be idempotent
-		}
-		s.log.Warn("offset commit failed; the batch will be redelivered and rewritten identically", "batch_id", b.req.BatchID, "err", err)
+	s.dependencyOK(depStore)
+	// The objects are durable: from here only the event is retried, never
+	// the walk. Abandoned at the deadline, the redelivery finds the output
+	// complete and publishes it then.
+	if err := s.persist(ctx, depBroker, "publish", func(ctx context.Context) error { return s.o.Events.Publish(ctx, ev) }); err != nil {
+		s.log.Info("batch abandoned at shutdown with its output written (uncommitted; the redelivery reports it)", "batch_id", b.req.BatchID)
+		return nil
+	}
+	if err := b.d.Ack(ctx, nil); err != nil {
+		s.log.Warn("acknowledgement failed; the batch will be redelivered", "batch_id", b.req.BatchID, "err", err)
 	}
 	s.m.batches.WithLabelValues(string(source.StatusSucceeded)).Inc()
 	s.m.walks.Add(float64(man.Walks))
@@ -656,62 +804,11 @@ func (s *Stage) complete(ctx context.Context, b *batch, runErr error) error {
 	return nil
 }
 
-// failBatch reports a batch that failed every attempt.
-func (s *Stage) failBatch(ctx context.Context, b *batch, cause error) {
-	reason := b.failReason
-	ev := source.Event{BatchID: b.req.BatchID, Status: source.StatusFailed, Reason: reason,
-		Error: fmt.Sprintf("after %d attempts: %v", b.attempt, cause),
-		Graph: s.o.Graph.Name, GraphVersion: s.o.Graph.Version, Algorithm: b.req.Algorithm.Describe(s.o.Graph),
-		Engine: s.o.Engine.Name(), RNGSeed: b.req.RNGSeed, Seeds: len(b.req.Seeds),
-		Timings: source.Timings{Queued: b.launched.Sub(b.queuedAt).Seconds(), Total: time.Since(b.queuedAt).Seconds()}}
-	if err := s.publish(ctx, ev); err != nil {
-		if ctx.Err() == nil {
-			s.fail(err)
-		}
-		return
-	}
-	if err := retry(ctx, 5, func() error { return b.d.DeadLetter(ctx, reason, ev.Error) }); err != nil {
-		if ctx.Err() == nil {
-			s.fail(err)
-		}
-		return
-	}
-	if err := b.d.Commit(ctx); err != nil && ctx.Err() == nil {
-		s.log.Warn("offset commit of a failed batch failed; it will be redelivered", "batch_id", b.req.BatchID, "err", err)
-	}
-	s.m.batches.WithLabelValues(string(source.StatusFailed)).Inc()
-	s.log.Error("batch failed", "batch_id", b.req.BatchID, "error", ev.Error)
-}
-
-// publish retries an event a few times (the writer retries internally too);
-// if Kafka stays unreachable the stage stops rather than walk batches it
-// cannot report.
-func (s *Stage) publish(ctx context.Context, ev source.Event) error {
-	return retry(ctx, 5, func() error { return s.o.Events.Publish(ctx, ev) })
-}
-
-type fatalError struct{ err error }
-
-func (e *fatalError) Error() string { return e.err.Error() }
-
 func (s *Stage) fail(err error) {
 	select {
 	case s.fatal <- err:
 	default:
 	}
-}
-
-func retry(ctx context.Context, attempts int, f func() error) error {
-	var err error
-	for i := range attempts {
-		if err = f(); err == nil || ctx.Err() != nil {
-			return err
-		}
-		if !sleepCtx(ctx, time.Duration(1<<i)*250*time.Millisecond) {
-			return err
-		}
-	}
-	return err
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

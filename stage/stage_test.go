@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -205,42 +204,6 @@ func waitInFlight(t *testing.T, ctx context.Context, rt *Runtime) {
 		time.Sleep(time.Millisecond)
 	}
 	t.Fatal("no batch went in flight")
-}
-
-// TestSinkFailureIsReportedAndDeadLettered points the stage at a bucket
-// that does not exist: every attempt fails, then the batch is reported
-// failed (reason sink), dead-lettered and committed, and the stage goes on.
-func TestSinkFailureIsReportedAndDeadLettered(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	brokers := startKafka(t, 1)
-	outURL, _ := startS3(t)
-	outURL = strings.Replace(outURL, "s3://walks?", "s3://no-such-bucket?", 1)
-	gpath, _ := testGraph(t, 10)
-	runStage(t, stageEnviron(brokers, gpath, outURL, "WALKSTAGE_METRICS_ADDR=", "WALKSTAGE_MAX_ATTEMPTS=2"))
-	obs := newObserver(brokers, "out")
-	defer obs.Close()
-	produce(t, brokers, "in", requestRaw("doomed", `{"version":1,"batch_id":"doomed","algorithm":"deepwalk","seeds":[1,2,3]}`))
-	events, err := obs.events(ctx, func(m map[string][]source.Event) bool { return len(m["doomed"]) > 0 })
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev := events["doomed"][0]
-	if ev.Status != source.StatusFailed || ev.Reason != "sink" || !strings.Contains(ev.Error, "after 2 attempts") {
-		t.Fatalf("%+v", ev)
-	}
-	dlq := newObserver(brokers, "dlq")
-	defer dlq.Close()
-	m, err := dlq.r.ReadMessage(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(m.Key) != "doomed" {
-		t.Fatalf("dead letter %q", m.Key)
-	}
 }
 
 // TestRedeliveryWhileInFlightIsSerialised sends the same batch twice back
