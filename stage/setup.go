@@ -239,7 +239,7 @@ func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string,
 		MicroBatchMaxRequests: c.MicroBatchMaxRequests, QueueDepth: c.QueueDepth, MaxInFlight: c.MaxInFlight,
 		ChunkBuffer: c.ChunkBuffer, ShutdownTimeout: c.ShutdownTimeout,
 		RetryBackoffMin: c.RetryBackoffMin, RetryBackoffMax: c.RetryBackoffMax, ProbeInterval: c.ProbeInterval, ProbeTimeout: c.ProbeTimeout,
-		Probes: []Probe{{Name: depBroker, Check: cons.CheckTopics}, {Name: depStore, Check: storeProbe(bucket, c.OutputPrefix)}},
+		Probes:      []Probe{{Name: depBroker, Check: cons.CheckTopics}, {Name: depStore, Check: storeProbe(bucket, c.OutputPrefix)}},
 		MetricsAddr: c.MetricsAddr, Listener: ln, Joined: cons.Joined, Lag: cons.Lag, Registry: reg, Logger: log, Version: version})
 	if err != nil {
 		return nil, err
