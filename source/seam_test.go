@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -244,4 +246,45 @@ func blackhole(t *testing.T) string {
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// TestIdleConsumerLogsNoWarnings: a long poll that finds nothing is not an
+// error. Before, every idle poll of every partition logged "the kafka reader
+// got an unknown error reading partition ... i/o timeout" at warn level,
+// the first thing a newcomer saw in the demo.
+func TestIdleConsumerLogsNoWarnings(t *testing.T) {
+	brokers := newCluster(t, 3, "in", "dlq")
+	var buf syncBuf
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c, err := NewConsumer(ConsumerConfig{Kafka: KafkaOptions{Brokers: brokers}, Topic: "in", Group: "g", DLQTopic: "dlq",
+		SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second, Limits: DefaultLimits(), Graph: testGraph(t), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	if _, err := c.Next(ctx); err == nil {
+		t.Fatal("a message on an empty topic")
+	}
+	if s := buf.String(); s != "" {
+		t.Fatalf("an idle consumer logged warnings:\n%s", s)
+	}
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
