@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,5 +75,46 @@ func TestStageOverTLSAndSCRAM(t *testing.T) {
 	}
 	if err := rt.ready(); err != nil {
 		t.Errorf("not ready over TLS+SCRAM: %v", err)
+	}
+}
+
+// TestMissingTopicFailsReadinessByName: an output topic that does not exist
+// is found at start-up, named in /readyz, and nothing is fetched until an
+// operator creates it; then the stage becomes ready by itself and works.
+func TestMissingTopicFailsReadinessByName(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in", "dlq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	brokers := c.ListenAddrs()
+	gpath, _ := testGraph(t, 8)
+	rt, _ := runStage(t, stageEnviron(brokers, gpath, "file://"+filepath.ToSlash(t.TempDir()), "WALKSTAGE_METRICS_ADDR=",
+		"WALKSTAGE_PROBE_INTERVAL=100ms"))
+	produce(t, brokers, "in", requestRaw("late", `{"version":1,"batch_id":"late","algorithm":"deepwalk","seeds":[1],"length":3}`))
+	err = rt.ready()
+	if err == nil || !strings.Contains(err.Error(), `topic "out" does not exist`) {
+		t.Fatalf("readiness with the output topic missing: %v", err)
+	}
+	time.Sleep(time.Second)
+	if n := rt.Consumer.Pending(); n != 0 {
+		t.Fatalf("%d messages fetched while a topic was missing", n)
+	}
+	cl := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second}
+	if _, err := cl.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: "out", NumPartitions: 1, ReplicationFactor: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	obs := newObserver(brokers, "out")
+	defer obs.Close()
+	if _, err := obs.events(ctx, func(m map[string][]source.Event) bool { return len(m["late"]) > 0 }); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.ready(); err != nil {
+		t.Errorf("still not ready: %v", err)
 	}
 }
