@@ -105,10 +105,10 @@ type BatchWriter struct {
 	// local is the directory of a file:// bucket opened by OpenBucket,
 	// written directly (see local.go); empty for other buckets.
 	local, staging, tag string
-	g      *graph.Graph
-	cfg    config
-	rows   int64 // walks per row group
-	groups int64 // row groups in the batch
+	g                   *graph.Graph
+	cfg                 config
+	rows                int64 // walks per row group
+	groups              int64 // row groups in the batch
 
 	partOpts []parquet.WriterOption // shared by fragments and parts, so copies are verbatim
 	kv       [][2]string
