@@ -234,18 +234,23 @@ func partsPresent(ctx context.Context, b *blob.Bucket, m *Manifest, timeout time
 //   - a failing store: another error (infrastructure; retry).
 //
 // Parts' checksums are not verified (see partsPresent). An empty
-// fingerprint never matches a stored one: it conflicts with any.
-func Lookup(ctx context.Context, bucket *blob.Bucket, prefix, batchID, fingerprint string) (*Manifest, error) {
+// fingerprint never matches a stored one: it conflicts with any. Of opts
+// only WithCallTimeout applies, to each store call.
+func Lookup(ctx context.Context, bucket *blob.Bucket, prefix, batchID, fingerprint string, opts ...Option) (*Manifest, error) {
+	timeout, err := callTimeout(opts)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := BatchLayout(prefix, "g", "a", batchID); err != nil {
 		return nil, fmt.Errorf("sink: lookup batch %s: %w", batchID, err)
 	}
-	dirs, err := batchDirs(ctx, bucket, prefix, batchID, DefaultCallTimeout)
+	dirs, err := batchDirs(ctx, bucket, prefix, batchID, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("sink: lookup batch %s: %w", batchID, err)
 	}
 	var found *Manifest
 	for _, dir := range dirs {
-		m, complete, err := readComplete(ctx, bucket, dir+"/"+SuccessName, DefaultCallTimeout)
+		m, complete, err := readComplete(ctx, bucket, dir+"/"+SuccessName, timeout)
 		if err != nil && !errors.Is(err, errCorrupt) {
 			return nil, fmt.Errorf("sink: lookup batch %s: %w", batchID, err)
 		}
@@ -304,4 +309,17 @@ func listDirs(ctx context.Context, b *blob.Bucket, prefix, name string, timeout 
 			out = append(out, obj.Key)
 		}
 	}
+}
+
+// callTimeout resolves WithCallTimeout for the functions outside a
+// BatchWriter.
+func callTimeout(opts []Option) (time.Duration, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.callTimeout <= 0 {
+		return 0, fmt.Errorf("sink: call timeout %v must be positive", cfg.callTimeout)
+	}
+	return cfg.callTimeout, nil
 }
