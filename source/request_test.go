@@ -2,6 +2,7 @@ package source
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -221,4 +222,40 @@ func FuzzDecodeRequest(f *testing.F) {
 			}
 		}
 	})
+}
+
+// benchRequest is a request listing n seeds below 2^32 (10-digit ids, about
+// 11 bytes each), decoded without a graph.
+func benchRequest(n int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"version":1,"batch_id":"bench","algorithm":"deepwalk","walks_per_seed":1,"seeds":[`)
+	x := uint32(2463534242)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		fmt.Fprint(&b, x%(1<<32-1))
+	}
+	b.WriteString(`]}`)
+	return []byte(b.String())
+}
+
+func BenchmarkDecodeRequest(b *testing.B) {
+	for _, n := range []int{100, 100_000, 380_000} {
+		value := benchRequest(n)
+		lim := DefaultLimits()
+		lim.MaxSeeds, lim.MaxMessageBytes = n, 4<<20
+		b.Run(fmt.Sprintf("seeds=%d", n), func(b *testing.B) {
+			b.SetBytes(int64(len(value)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := DecodeRequest(nil, value, nil, lim); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
