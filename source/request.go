@@ -132,7 +132,7 @@ func ValidBatchID(id string) error {
 		}
 		// Name the character as the sender wrote it: a rune, not the
 		// first byte of its UTF-8 encoding.
-		if c == utf8.RuneError && len(id[i:]) > 0 {
+		if c == utf8.RuneError {
 			if _, size := utf8.DecodeRuneInString(id[i:]); size == 1 {
 				return fmt.Errorf("batch_id %q is not UTF-8 (byte 0x%02x at offset %d); allowed: A-Z a-z 0-9 . _ -",
 					truncate(id, 64), id[i], i)
