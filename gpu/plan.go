@@ -207,10 +207,10 @@ func uploadBytes(n int64) int64 { return (n + 63) &^ 63 }
 func allocBytes(n int64) int64 { return max(n, 8) }
 
 // graphPlan is New's plan: the CSR, weights and labels, the alias table and
-// its build scratch for a weighted graph, the prepared batch slots (slot
-// bytes each, 0 when none are prepared) and the reserve left for batches and
-// other users of the device.
-func graphPlan(s graphShape, slot, reserve int64) memPlan {
+// its build scratch for a weighted graph, and the reserve left for batches
+// and other users of the device (batch slots are sized from what is free
+// after these, and planned by slotPlan).
+func graphPlan(s graphShape, reserve int64) memPlan {
 	p := memPlan{what: "graph " + s.name}
 	add := func(name string, n int64, transient bool) {
 		if n > 0 {
@@ -229,8 +229,6 @@ func graphPlan(s graphShape, slot, reserve int64) memPlan {
 		add("alias.table", s.edges*16, false)
 		add("alias.scratch", aliasScratchBytes(s.edges), true)
 	}
-	add("slot0", slot, false)
-	add("slot1", slot, false)
 	add("reserve", reserve, false)
 	return p
 }
@@ -275,14 +273,12 @@ func slotBytes(walks, words, jobs int64) int64 {
 	return n
 }
 
-// slotsPlan is ensureSlots' plan for both slots.
-func slotsPlan(walks, words, jobs int64) memPlan {
-	p := memPlan{what: fmt.Sprintf("two batch slots of %d walks", walks)}
-	for i := 0; i < 2; i++ {
-		for _, x := range slotParts(walks, words, jobs) {
-			x.name = fmt.Sprintf("slot%d.%s", i, x.name)
-			p.parts = append(p.parts, x)
-		}
+// slotPlan is ensureSlots' plan for slot i.
+func slotPlan(i int, walks, words, jobs int64) memPlan {
+	p := memPlan{what: fmt.Sprintf("batch slot %d (%d walks, %d result vertices)", i, walks, words)}
+	for _, x := range slotParts(walks, words, jobs) {
+		x.name = fmt.Sprintf("slot%d.%s", i, x.name)
+		p.parts = append(p.parts, x)
 	}
 	return p
 }

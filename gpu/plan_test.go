@@ -143,20 +143,21 @@ func TestMemoryPlans(t *testing.T) {
 		wantParts []string
 		wantNeed  int64
 	}{
-		{"unweighted graph", graphPlan(plain, 0, 0), []string{"graph.offsets", "graph.targets"}, offsets + E*4},
-		{"unweighted graph, reserve", graphPlan(plain, 0, 1<<30), []string{"graph.offsets", "graph.targets", "reserve"}, offsets + E*4 + 1<<30},
-		{"weighted labelled graph", graphPlan(weighted, 0, 0),
+		{"unweighted graph", graphPlan(plain, 0), []string{"graph.offsets", "graph.targets"}, offsets + E*4},
+		{"unweighted graph, reserve", graphPlan(plain, 1<<30), []string{"graph.offsets", "graph.targets", "reserve"}, offsets + E*4 + 1<<30},
+		{"weighted labelled graph", graphPlan(weighted, 0),
 			[]string{"graph.offsets", "graph.targets", "graph.weights", "graph.labels", "alias.table", "alias.scratch"},
 			offsets + E*4 + E*4 + E + E*16 + E*12},
-		{"prepared slots", graphPlan(plain, 4096, 0), []string{"graph.offsets", "graph.targets", "slot0", "slot1"}, offsets + E*4 + 2*4096},
-		{"empty graph arrays", graphPlan(graphShape{name: "e", vertices: 3}, 0, 0), []string{"graph.offsets"}, 64},
+		{"empty graph arrays", graphPlan(graphShape{name: "e", vertices: 3}, 0), []string{"graph.offsets"}, 64},
 		{"label tables", labelTablePlan(graphShape{name: "l", vertices: V, edges: E, labelled: true, labels: 5}),
 			[]string{"labels.offsets", "labels.targets"}, (V*5+1)*8 + E*4},
 		// The regrouped weights and the alias scratch are freed after the
 		// build: one transient part, counted on top of the tables.
 		{"weighted label tables", labelTablePlan(weighted),
 			[]string{"labels.offsets", "labels.targets", "labels.alias", "labels.scratch"}, (V*5+1)*8 + E*4 + E*16 + E*4 + E*12},
-		{"slots", slotsPlan(1000, 88000, 3), nil, 2 * (1000*16 + 3*8 + 88000*4*2 + 1000*4 + 8 + paramsSize + 2*4)},
+		{"slot", slotPlan(1, 1000, 88000, 3),
+			[]string{"slot1.tasks", "slot1.seeds", "slot1.result", "slot1.lengths", "slot1.cursor", "slot1.params", "slot1.dense", "slot1.partials"},
+			1000*16 + 3*8 + 88000*4*2 + 1000*4 + 8 + paramsSize + 2*4},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
