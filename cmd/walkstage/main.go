@@ -20,11 +20,12 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"graph": {"generate, import or describe a graph file", graphCmd},
-		"walk":  {"walk a graph once and write Parquet to object storage", walkCmd},
-		"bench": {"measure walk throughput on a generated or given graph", benchCmd},
-		"run":   {"run the Kafka-driven stage, configured from WALKSTAGE_* variables", runCmd},
-		"demo":  {"run the stage end to end on an embedded broker and a local store", demoCmd},
+		"graph":     {"generate, import or describe a graph file", graphCmd},
+		"walk":      {"walk a graph once and write Parquet to object storage", walkCmd},
+		"bench":     {"measure walk throughput on a generated or given graph", benchCmd},
+		"run":       {"run the Kafka-driven stage, configured from WALKSTAGE_* variables", runCmd},
+		"demo":      {"run the stage end to end on an embedded broker and a local store", demoCmd},
+		"gpu-probe": {"exit 0 when this binary can run the GPU engine here", gpuProbeCmd},
 	}
 }
 
