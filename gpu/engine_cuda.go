@@ -20,7 +20,8 @@ import (
 // Available reports whether a CUDA device can be used. (In a cuda build the
 // cu package has already initialised the driver: a process without one
 // exits at start, which is cu's behaviour and why all of this sits behind
-// the cuda tag.)
+// the cuda tag, and why the GPU image starts this build only after its
+// `gpu-probe` passed; see cmd/walkstage-entrypoint.)
 func Available() error {
 	n, err := cu.NumDevices()
 	if err != nil {
@@ -96,12 +97,12 @@ type Engine struct {
 	// liveDev and liveHost count device and pinned allocations not yet
 	// freed (device thread), for the leak checks of the tests.
 	liveDev, liveHost int
-	// inject makes chosen allocations or copies fail (engine_cuda_test.go
+	// inject makes chosen allocations or copies fail (faults_cuda_test.go
 	// only; nil otherwise).
 	inject *faults
 }
 
-// faults is the failure injection of engine_cuda_test.go: from the moment
+// faults is the failure injection of faults_cuda_test.go: from the moment
 // it is set, the allocAt-th allocation (device or pinned, 1-based) and the
 // copyAt-th memory copy fail with err instead of calling the driver, once
 // each. 0 never fails. Counted on the device thread.
