@@ -73,7 +73,7 @@ func usage(w io.Writer, cmds map[string]command) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-6s %s\n", n, cmds[n].summary)
+		fmt.Fprintf(w, "  %-9s %s\n", n, cmds[n].summary)
 	}
-	fmt.Fprintln(w, "  version print the version\n\nRun 'walkstage <command> -h' for a command's flags.")
+	fmt.Fprintln(w, "  version   print the version\n\nRun 'walkstage <command> -h' for a command's flags.")
 }
