@@ -102,44 +102,6 @@ type Engine struct {
 	inject *faults
 }
 
-// faults is the failure injection of faults_cuda_test.go: from the moment
-// it is set, the allocAt-th allocation (device or pinned, 1-based) and the
-// copyAt-th memory copy fail with err instead of calling the driver, once
-// each. 0 never fails. Counted on the device thread.
-type faults struct {
-	allocAt, copyAt int
-	allocs, copies  int
-	err             error // default: cu.OutOfMemory for allocations, cu.InvalidValue for copies
-}
-
-func (f *faults) alloc() error {
-	if f == nil {
-		return nil
-	}
-	f.allocs++
-	if f.allocs != f.allocAt {
-		return nil
-	}
-	if f.err != nil {
-		return f.err
-	}
-	return cu.OutOfMemory
-}
-
-func (f *faults) copy() error {
-	if f == nil {
-		return nil
-	}
-	f.copies++
-	if f.copies != f.copyAt {
-		return nil
-	}
-	if f.err != nil {
-		return f.err
-	}
-	return cu.InvalidValue
-}
-
 var _ walk.Engine = (*Engine)(nil)
 var _ walk.StatsReporter = (*Engine)(nil)
 
@@ -174,7 +136,7 @@ func NewEngine(g *graph.Graph, opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{g: g, cfg: cfg, dev: dev, allocs: map[string]int64{}}
+	e := &Engine{g: g, cfg: cfg, dev: dev, allocs: map[string]int64{}, inject: cfg.inject}
 	if err := dev.do(e.setup); err != nil {
 		_ = e.Close()
 		return nil, err
@@ -203,9 +165,11 @@ func NewEngine(g *graph.Graph, opts ...Option) (*Engine, error) {
 // thread).
 func (e *Engine) alloc(name string, n int64) (cu.DevicePtr, error) {
 	n = allocBytes(n)
-	err := e.inject.alloc()
 	var p cu.DevicePtr
-	if err == nil {
+	var err error
+	if e.inject.failAlloc() {
+		err = e.inject.errOr(cu.OutOfMemory)
+	} else {
 		p, err = cu.MemAlloc(n)
 	}
 	if err != nil {
@@ -230,8 +194,8 @@ func (e *Engine) free(name string, p *cu.DevicePtr) {
 // hostAlloc returns n bytes (at least 8) of pinned host memory (device
 // thread).
 func (e *Engine) hostAlloc(n int64) (unsafe.Pointer, error) {
-	if err := e.inject.alloc(); err != nil {
-		return nil, fmt.Errorf("gpu: pinned host memory (%d bytes): %w", n, err)
+	if e.inject.failAlloc() {
+		return nil, fmt.Errorf("gpu: pinned host memory (%d bytes): %w", n, e.inject.errOr(cu.OutOfMemory))
 	}
 	p, err := hostAlloc(max(n, 8))
 	if err != nil {
@@ -250,22 +214,22 @@ func (e *Engine) hostFree(p unsafe.Pointer) {
 
 // The engine's memory copies, each checked (and counted by inject).
 func (e *Engine) copyHtoD(dst cu.DevicePtr, src unsafe.Pointer, n int64) error {
-	if err := e.inject.copy(); err != nil {
-		return err
+	if e.inject.failCopy() {
+		return e.inject.errOr(cu.InvalidValue)
 	}
 	return cu.MemcpyHtoD(dst, src, n)
 }
 
 func (e *Engine) copyHtoDAsync(dst cu.DevicePtr, src unsafe.Pointer, n int64, s cu.Stream) error {
-	if err := e.inject.copy(); err != nil {
-		return err
+	if e.inject.failCopy() {
+		return e.inject.errOr(cu.InvalidValue)
 	}
 	return cu.MemcpyHtoDAsync(dst, src, n, s)
 }
 
 func (e *Engine) copyDtoHAsync(dst unsafe.Pointer, src cu.DevicePtr, n int64, s cu.Stream) error {
-	if err := e.inject.copy(); err != nil {
-		return err
+	if e.inject.failCopy() {
+		return e.inject.errOr(cu.InvalidValue)
 	}
 	return cu.MemcpyDtoHAsync(dst, src, n, s)
 }

@@ -267,3 +267,46 @@ func TestGraphDoesNotFit(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+func withFaults(f *faults) Option { return func(c *config) { c.inject = f } }
+
+// TestNewFailure fails each allocation and each copy New makes (the graph
+// upload, the alias table and its scratch, prepared slots) in turn: New
+// returns the error and leaves nothing allocated.
+func TestNewFailure(t *testing.T) {
+	g := testGraph(t)
+	m := newMeter(t)
+	clean := newEngine(t, g, faultOptions()...)
+	collect(t, clean, faultJobs(g))
+	_ = clean.Close()
+	base := m.free(t)
+	opts := append(faultOptions(), WithPreparedSlots(10))
+	for _, c := range []struct {
+		kind string
+		arm  func(n int) *faults
+		want error
+	}{
+		{"allocation", func(n int) *faults { return &faults{allocAt: n} }, cu.OutOfMemory},
+		{"copy", func(n int) *faults { return &faults{copyAt: n} }, cu.InvalidValue},
+	} {
+		for n := 1; ; n++ {
+			e, err := NewEngine(g, append(opts, withFaults(c.arm(n)))...)
+			if err == nil {
+				t.Logf("New makes %d %ss; each failed once", n-1, c.kind)
+				e.inject = nil
+				collect(t, e, faultJobs(g))
+				closeAndCheck(t, e, m, base, "after New")
+				break
+			}
+			if !errors.Is(err, c.want) {
+				t.Fatalf("%s %d failed: New returned %v, want the injected error", c.kind, n, err)
+			}
+			if f := m.free(t); f != base {
+				t.Fatalf("%s %d failed: free device memory %d after New, %d before (%+d)", c.kind, n, f, base, f-base)
+			}
+			if n > 100 {
+				t.Fatalf("more than 100 %ss in New", c.kind)
+			}
+		}
+	}
+}

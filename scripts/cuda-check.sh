@@ -20,7 +20,7 @@ for step in "$@"; do
         $bin -test.count=1 -test.run 'AliasTables|WalksMatchCPU|MixedJobs|TransitionsExact/(node2vec|metapath|deepwalk-weighted)' 2>&1 | tee "$out/memcheck.log" | tail -8 ;;
     faults)
       WALKSTAGE_GPU_SMALL=1 timeout 300 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 \
-        $bin -test.count=1 -test.v -test.run 'AllocationFailure|CopyFailure|InjectedSticky|DoesNotFit|EmitError|CloseReleases' 2>&1 \
+        $bin -test.count=1 -test.v -test.run 'NewFailure|AllocationFailure|CopyFailure|InjectedSticky|DoesNotFit|EmitError|CloseReleases' 2>&1 \
         | tee "$out/faults.log" | grep -E '^(--- |FAIL|ok|PASS)|a first Run makes|a Run makes|=========' ;;
     image)
       root=$(mktemp -d)
