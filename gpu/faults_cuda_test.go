@@ -292,7 +292,7 @@ func TestNewFailure(t *testing.T) {
 		for n := 1; ; n++ {
 			e, err := NewEngine(g, append(opts, withFaults(c.arm(n)))...)
 			if err == nil {
-				t.Logf("New makes %d %ss; each failed once", n-1, c.kind)
+				t.Logf("New: %d %s calls, each failed once", n-1, c.kind)
 				e.inject = nil
 				collect(t, e, faultJobs(g))
 				closeAndCheck(t, e, m, base, "after New")
