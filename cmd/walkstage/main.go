@@ -22,11 +22,12 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"graph": {"generate, import or describe a graph file", graphCmd},
-		"walk":  {"walk a graph once and write Parquet to object storage", walkCmd},
-		"bench": {"measure walk throughput on a generated or given graph", benchCmd},
-		"run":   {"run the Kafka-driven stage, configured from WALKSTAGE_* variables", runCmd},
-		"demo":  {"run the stage end to end on an embedded broker and a local store", demoCmd},
+		"graph":     {"generate, import or describe a graph file", graphCmd},
+		"walk":      {"walk a graph once and write Parquet to object storage", walkCmd},
+		"bench":     {"measure walk throughput on a generated or given graph", benchCmd},
+		"run":       {"run the Kafka-driven stage, configured from WALKSTAGE_* variables", runCmd},
+		"demo":      {"run the stage end to end on an embedded broker and a local store", demoCmd},
+		"gpu-probe": {"exit 0 when this binary can run the GPU engine here", gpuProbeCmd},
 	}
 }
 
@@ -84,7 +85,7 @@ func usage(w io.Writer, cmds map[string]command) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-6s %s\n", n, cmds[n].summary)
+		fmt.Fprintf(w, "  %-9s %s\n", n, cmds[n].summary)
 	}
-	fmt.Fprintln(w, "  version print the version\n\nRun 'walkstage <command> -h' or 'walkstage help <command>' for a command's flags.")
+	fmt.Fprintln(w, "  version   print the version\n\nRun 'walkstage <command> -h' or 'walkstage help <command>' for a command's flags.")
 }
