@@ -2,8 +2,12 @@ package source
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -17,10 +21,16 @@ import (
 
 // ConsumerConfig configures a Consumer.
 type ConsumerConfig struct {
-	Kafka            KafkaOptions
-	Topic            string // input topic
-	Group            string // consumer group id
-	DLQTopic         string // rejected messages are copied here
+	Kafka    KafkaOptions
+	Topic    string // input topic
+	Group    string // consumer group id
+	DLQTopic string // rejected messages are copied here
+	// OutputTopic, when set, is checked with the others by CheckTopics and
+	// Ping (the completion events' topic).
+	OutputTopic string
+	// CallTimeout bounds every produce and metadata call (default 10 s): a
+	// broker that does not answer is an error, not a stall.
+	CallTimeout      time.Duration
 	SessionTimeout   time.Duration
 	RebalanceTimeout time.Duration
 	Limits           Limits
@@ -34,14 +44,20 @@ type ConsumerConfig struct {
 // group and commits each partition's offsets in order, only as far as every
 // earlier message of that partition has been acknowledged.
 type Consumer struct {
-	r    *kafka.Reader
-	dlq  *kafka.Writer
-	g    *graph.Graph
-	lim  Limits
-	log  *slog.Logger
-	trk  *tracker
-	stop chan struct{}
-	wg   sync.WaitGroup
+	r   *kafka.Reader
+	dlq *kafka.Writer
+	g   *graph.Graph
+	lim Limits
+	log *slog.Logger
+	trk *tracker
+	// topics checks the stage's topics (start-up, health probe).
+	topics *topicChecker
+	// dlqMax is the largest record the dead-letter topic takes, from its
+	// max.message.bytes once CheckTopics has read it.
+	dlqMax      atomic.Int64
+	callTimeout time.Duration
+	stop        chan struct{}
+	wg          sync.WaitGroup
 
 	// commitMu serialises commits so they reach the broker in the order the
 	// tracker produced them; a later commit never carries a lower offset.
@@ -73,8 +89,12 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = 10 * time.Second
+	}
 	maxBytes := max(10<<20, 2*cfg.Limits.MaxMessageBytes)
 	log := cfg.Logger.With("topic", cfg.Topic, "group", cfg.Group)
+	fetchErrs := newOnceLogger(log, 30*time.Second)
 	r := kafka.NewReader(kafka.ReaderConfig{
 		Brokers: cfg.Kafka.Brokers,
 		GroupID: cfg.Group,
@@ -85,9 +105,15 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 		StartOffset: kafka.FirstOffset,
 		// Zero makes CommitMessages synchronous: Commit returns only when
 		// the broker has the offset.
-		CommitInterval:    0,
-		MaxBytes:          maxBytes,
-		MaxWait:           250 * time.Millisecond,
+		CommitInterval: 0,
+		MaxBytes:       maxBytes,
+		// kafka-go sets the socket's read deadline to MaxWait after the
+		// fetch is sent and, for a MaxWait of at least two seconds, asks the
+		// broker to answer a second before it; a shorter MaxWait races the
+		// broker's own long poll against the deadline and turns every idle
+		// poll into an "i/o timeout". Messages still arrive at once: the
+		// broker answers as soon as it has one (MinBytes 1).
+		MaxWait:           3 * time.Second,
 		SessionTimeout:    cfg.SessionTimeout,
 		RebalanceTimeout:  cfg.RebalanceTimeout,
 		HeartbeatInterval: max(cfg.SessionTimeout/10, 100*time.Millisecond),
@@ -95,15 +121,31 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 		// Pick up partitions added to the input topic without a restart.
 		WatchPartitionChanges: true,
 		Logger:                kafka.LoggerFunc(func(f string, a ...any) { log.Debug(fmt.Sprintf(f, a...)) }),
-		ErrorLogger:           kafka.LoggerFunc(func(f string, a ...any) { log.Warn(fmt.Sprintf(f, a...)) }),
+		ErrorLogger:           kafka.LoggerFunc(func(f string, a ...any) { fetchErrs.print(fmt.Sprintf(f, a...)) }),
 	})
-	dlq, err := newWriter(cfg.Kafka, cfg.DLQTopic)
+	// The dead-letter writer must take what the stage reads: a rejected
+	// request of any accepted size is copied whole where the topic allows
+	// it (kafka-go refuses a record above BatchBytes on the client side).
+	dlq, err := newWriter(cfg.Kafka, cfg.DLQTopic, int64(maxBytes)+1<<20)
 	if err != nil {
 		r.Close()
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
+	topics := []string{cfg.Topic, cfg.DLQTopic}
+	if cfg.OutputTopic != "" {
+		topics = append(topics, cfg.OutputTopic)
+	}
+	tc, err := newTopicChecker(cfg.Kafka, cfg.CallTimeout, topics...)
+	if err != nil {
+		r.Close()
+		dlq.Close()
+		return nil, fmt.Errorf("consumer: %w", err)
+	}
 	c := &Consumer{r: r, dlq: dlq, g: cfg.Graph, lim: cfg.Limits, log: log, trk: newTracker(), stop: make(chan struct{}),
-		lag: map[tp]int64{}}
+		lag: map[tp]int64{}, topics: tc, callTimeout: cfg.CallTimeout}
+	// Until CheckTopics reads the topic's limit, assume Kafka's default
+	// (1 MiB): a larger copy becomes a stub rather than a refusal.
+	c.dlqMax.Store(defaultMaxMessageBytes)
 	c.wg.Add(1)
 	go c.watch()
 	return c, nil
@@ -149,12 +191,16 @@ func (c *Consumer) Lag() int64 {
 func (c *Consumer) Pending() int { return c.trk.pending() }
 
 // Next blocks for the next message and decodes it. A message that fails
-// validation is still a delivery (Reject set): the caller reports it, dead-
-// letters it and commits it like any other. The error is the reader's
-// (ctx cancelled, reader closed).
+// validation is still a delivery (Reject set): the caller reports it and
+// acknowledges it with its RejectError, which dead-letters and commits it.
+// The error is the reader's: ctx cancelled, the reader closed (ErrClosed), or
+// a fetch error the caller should treat as the broker being unavailable.
 func (c *Consumer) Next(ctx context.Context) (*Delivery, error) {
 	m, err := c.r.FetchMessage(ctx)
 	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("fetch from %s: %w", c.r.Config().Topic, ErrClosed)
+		}
 		return nil, fmt.Errorf("fetch from %s: %w", c.r.Config().Topic, err)
 	}
 	c.trk.fetched(m.Topic, m.Partition, m.Offset)
@@ -162,7 +208,7 @@ func (c *Consumer) Next(ctx context.Context) (*Delivery, error) {
 	c.lag[tp{m.Topic, m.Partition}] = max(0, m.HighWaterMark-m.Offset-1)
 	c.lagMu.Unlock()
 	c.joined.Store(true) // a group reader fetches only once it has an assignment
-	d := &Delivery{Received: time.Now(), c: c, msg: m}
+	d := &Delivery{Received: time.Now()}
 	req, err := DecodeRequest(m.Key, m.Value, c.g, c.lim)
 	if err != nil {
 		var re *RejectError
@@ -173,7 +219,51 @@ func (c *Consumer) Next(ctx context.Context) (*Delivery, error) {
 	} else {
 		d.Request = req
 	}
+	var acked atomic.Bool
+	d.Ack = func(ctx context.Context, cause error) error {
+		if cause != nil {
+			var re *RejectError
+			if !errors.As(cause, &re) {
+				// Only a request error may end a delivery early; anything
+				// else leaves it to be redelivered.
+				return fmt.Errorf("acknowledge batch %q: %w is not a request error; not committing", d.BatchID(), cause)
+			}
+			if err := c.deadLetter(ctx, m, d.BatchID(), string(re.Reason), re.Msg); err != nil {
+				return err
+			}
+		}
+		if acked.Swap(true) {
+			return nil
+		}
+		return c.commit(ctx, m, d.BatchID())
+	}
 	return d, nil
+}
+
+// ErrClosed is Next's error once the consumer is closed.
+var ErrClosed = errors.New("consumer closed")
+
+// Ping asks the brokers for the metadata of the consumer's topics within
+// ctx: it is the broker's health probe. It fails when no broker answers, and
+// when a topic is missing.
+func (c *Consumer) Ping(ctx context.Context) error {
+	_, err := c.topics.check(ctx)
+	return err
+}
+
+// CheckTopics verifies at start-up that the input, output and dead-letter
+// topics exist and reads the dead-letter topic's max.message.bytes, so
+// that a copy too large for it is replaced by a stub before it is refused.
+// It returns the topics' problems in one error, naming each topic.
+func (c *Consumer) CheckTopics(ctx context.Context) error {
+	limits, err := c.topics.check(ctx)
+	if err != nil {
+		return err
+	}
+	if v, ok := limits[c.dlq.Topic]; ok && v > 0 {
+		c.dlqMax.Store(int64(v))
+	}
+	return nil
 }
 
 // Close leaves the group and closes the connections. Uncommitted messages
@@ -189,15 +279,24 @@ func (c *Consumer) Close() error {
 }
 
 // Delivery is one fetched message: a valid Request, or a Reject saying why
-// not. Exactly one of the two is set.
+// not. Exactly one of the two is set. The stage owns it from Next on and
+// ends it with Ack; no other package sees offsets or Kafka types.
 type Delivery struct {
 	Request  *Request
 	Reject   *RejectError
 	Received time.Time
-
-	c     *Consumer
-	msg   kafka.Message
-	acked atomic.Bool
+	// Ack ends the delivery once its outcome is durable. A nil error means
+	// the batch is done (output and completion event written): its offset
+	// is committed. A request error (an error wrapping *RejectError, whose
+	// completion event the caller has already published) copies the message
+	// to the dead-letter topic with its reason, then commits. Any other
+	// error is refused: infrastructure trouble is never the request's fault,
+	// so such a delivery is simply not acknowledged and comes back. An
+	// error from Ack is the broker's (the dead-letter write failed); the
+	// caller retries. Commit failures are not returned: the partition's
+	// next acknowledgement retries the commit, and at worst the message is
+	// redelivered.
+	Ack func(ctx context.Context, err error) error
 }
 
 // BatchID is the request's batch id, or for a rejection what could be read
@@ -209,19 +308,13 @@ func (d *Delivery) BatchID() string {
 	return d.Reject.BatchID
 }
 
-// Commit acknowledges the delivery: the stage calls it once the batch's
-// objects, manifest and completion event are durable. The partition's
-// offset advances past it as soon as every earlier message of the
-// partition is acknowledged too; until then the commit is deferred (and
-// made by the call that closes the gap). Calling it twice is a no-op.
-func (d *Delivery) Commit(ctx context.Context) error {
-	if d.acked.Swap(true) {
-		return nil
-	}
-	c := d.c
+// commit acknowledges m. The partition's offset advances past it as soon
+// as every earlier message of the partition is acknowledged too; until then
+// the commit is deferred (and made by the call that closes the gap).
+func (c *Consumer) commit(ctx context.Context, m kafka.Message, batchID string) error {
 	c.commitMu.Lock()
 	defer c.commitMu.Unlock()
-	off, ok := c.trk.ack(d.msg.Topic, d.msg.Partition, d.msg.Offset)
+	off, ok := c.trk.ack(m.Topic, m.Partition, m.Offset)
 	if !ok {
 		return nil
 	}
@@ -229,20 +322,25 @@ func (d *Delivery) Commit(ctx context.Context) error {
 	// for the group's current generation, so a rebalance that never settles
 	// could hold every later commit behind commitMu: bound it. A commit that
 	// times out is retried by the partition's next acknowledgement, and at
-	// worst the batch is redelivered and rewritten identically.
+	// worst the batch is redelivered and its output found complete.
 	cctx, cancel := context.WithTimeout(ctx, commitTimeout)
 	defer cancel()
-	err := c.r.CommitMessages(cctx, kafka.Message{Topic: d.msg.Topic, Partition: d.msg.Partition, Offset: off})
+	err := c.r.CommitMessages(cctx, kafka.Message{Topic: m.Topic, Partition: m.Partition, Offset: off})
 	if err != nil {
 		// Nothing is marked committed: the next acknowledgement on this
 		// partition retries up to its own point, which includes this one.
-		return fmt.Errorf("commit %s/%d offset %d (batch %s): %w", d.msg.Topic, d.msg.Partition, off, d.BatchID(), err)
+		c.log.Warn("offset commit failed; a later acknowledgement retries it",
+			"partition", m.Partition, "offset", off, "batch_id", batchID, "err", err)
+		return nil
 	}
-	c.trk.committed(d.msg.Topic, d.msg.Partition, off)
+	c.trk.committed(m.Topic, m.Partition, off)
 	return nil
 }
 
 const commitTimeout = 30 * time.Second
+
+// defaultMaxMessageBytes is Kafka's default max.message.bytes.
+const defaultMaxMessageBytes = 1048588
 
 // Header names on dead-lettered messages.
 const (
@@ -253,21 +351,78 @@ const (
 	HeaderSourceOffset    = "walkstage-source-offset"
 )
 
-// DeadLetter copies the original message (key, value and headers
-// unchanged) to the dead-letter topic with headers saying why, and returns
-// once the copy is durable. It does not commit.
-func (d *Delivery) DeadLetter(ctx context.Context, reason, cause string) error {
-	m := d.msg
+// HeaderTruncated, on a dead-letter copy, gives the size of the original
+// value when the copy carries a stub instead (the original was too large for
+// the dead-letter topic).
+const HeaderTruncated = "walkstage-truncated"
+
+// deadLetter copies m (key, value and headers unchanged) to the dead-letter
+// topic with headers saying why, and returns once the copy is durable. A
+// value too large for the topic is replaced by a stub that says so, with the
+// original's size and SHA-256: a request error must never become an error
+// that stops the stage.
+func (c *Consumer) deadLetter(ctx context.Context, m kafka.Message, batchID, reason, cause string) error {
 	hs := append(append([]kafka.Header(nil), m.Headers...),
-		kafka.Header{Key: HeaderError, Value: []byte(cause)},
+		kafka.Header{Key: HeaderError, Value: []byte(truncate(cause, 4096))},
 		kafka.Header{Key: HeaderReason, Value: []byte(reason)},
 		kafka.Header{Key: HeaderSourceTopic, Value: []byte(m.Topic)},
 		kafka.Header{Key: HeaderSourcePartition, Value: []byte(strconv.Itoa(m.Partition))},
 		kafka.Header{Key: HeaderSourceOffset, Value: []byte(strconv.FormatInt(m.Offset, 10))},
 	)
-	err := d.c.dlq.WriteMessages(ctx, kafka.Message{Key: m.Key, Value: m.Value, Headers: hs})
+	limit := int(c.dlqMax.Load())
+	key := m.Key
+	if len(key) > 4096 {
+		key = key[:4096]
+	}
+	msg := kafka.Message{Key: key, Value: m.Value, Headers: hs}
+	if recordSize(msg) > limit {
+		msg = stubbed(msg, m.Value, limit)
+	}
+	err := c.write(ctx, c.dlq, msg)
+	if err != nil && isTooLarge(err) && len(msg.Value) > 0 {
+		// The topic's real limit is below what we were told: send the
+		// stub, which is a few hundred bytes.
+		msg = stubbed(msg, m.Value, 0)
+		err = c.write(ctx, c.dlq, msg)
+	}
 	if err != nil {
-		return fmt.Errorf("dead-letter batch %q to %s: %w", d.BatchID(), d.c.dlq.Topic, err)
+		return fmt.Errorf("dead-letter batch %q to %s: %w", batchID, c.dlq.Topic, err)
 	}
 	return nil
+}
+
+// recordSize is an upper bound of m's size in a record batch.
+func recordSize(m kafka.Message) int {
+	n := len(m.Key) + len(m.Value) + 64
+	for _, h := range m.Headers {
+		n += len(h.Key) + len(h.Value) + 8
+	}
+	return n
+}
+
+// stubbed replaces m's value by a small JSON document describing value.
+func stubbed(m kafka.Message, value []byte, limit int) kafka.Message {
+	sum := sha256.Sum256(value)
+	stub, _ := json.Marshal(map[string]any{
+		"walkstage_stub": fmt.Sprintf("the original value (%d bytes) does not fit the dead-letter topic (max %d bytes); "+
+			"it stays in the source topic at the partition and offset in the headers until retention removes it", len(value), limit),
+		"original_bytes":  len(value),
+		"original_sha256": hex.EncodeToString(sum[:]),
+	})
+	m.Value = stub
+	m.Headers = append(m.Headers[:len(m.Headers):len(m.Headers)], kafka.Header{Key: HeaderTruncated, Value: []byte(strconv.Itoa(len(value)))})
+	return m
+}
+
+func isTooLarge(err error) bool {
+	var tl kafka.MessageTooLargeError
+	return errors.Is(err, kafka.MessageSizeTooLarge) || errors.As(err, &tl) || errors.Is(err, kafka.RecordListTooLarge)
+}
+
+// write produces msgs within the call deadline, so a broker that does not
+// answer is an error, not a stall.
+func (c *Consumer) write(ctx context.Context, w *kafka.Writer, msgs ...kafka.Message) error {
+	ctx, cancel := context.WithTimeout(ctx, c.callTimeout)
+	defer cancel()
+	return w.WriteMessages(ctx, msgs...)
 }

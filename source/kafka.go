@@ -95,17 +95,24 @@ func TLSConfig(caFile, certFile, keyFile, serverName string, insecureSkipVerify 
 
 // newWriter is a producer that counts a message written only once every
 // in-sync replica has it (acks=all), so "written" means durable.
-func newWriter(o KafkaOptions, topic string) (*kafka.Writer, error) {
+// maxBytes bounds one record (kafka-go's BatchBytes, 1 MiB when 0). The
+// writer tries twice on its own; callers bound each call with a deadline and
+// retry with back-off themselves, so a message whose call gave up is not
+// sent again much later by the writer's internal retries.
+func newWriter(o KafkaOptions, topic string, maxBytes int64) (*kafka.Writer, error) {
 	t, err := o.transport()
 	if err != nil {
 		return nil, err
 	}
 	return &kafka.Writer{
-		Addr:         kafka.TCP(o.Brokers...),
-		Topic:        topic,
-		Balancer:     &kafka.Hash{}, // by key: one batch id's events stay in order on one partition
-		RequiredAcks: kafka.RequireAll,
-		MaxAttempts:  10,
+		Addr:            kafka.TCP(o.Brokers...),
+		Topic:           topic,
+		Balancer:        &kafka.Hash{}, // by key: one batch id's events stay in order on one partition
+		RequiredAcks:    kafka.RequireAll,
+		MaxAttempts:     2,
+		WriteBackoffMin: 50 * time.Millisecond,
+		WriteBackoffMax: 250 * time.Millisecond,
+		BatchBytes:      maxBytes,
 		// Writes are synchronous and latency-bound (the offset commit waits
 		// on them); concurrent finishers still share a produce request.
 		BatchTimeout: 2 * time.Millisecond,
@@ -116,22 +123,27 @@ func newWriter(o KafkaOptions, topic string) (*kafka.Writer, error) {
 
 // Publisher writes completion events to the output topic.
 type Publisher struct {
-	w *kafka.Writer
+	w       *kafka.Writer
+	timeout time.Duration
 }
 
-// NewPublisher returns a publisher for topic.
-func NewPublisher(o KafkaOptions, topic string) (*Publisher, error) {
+// NewPublisher returns a publisher for topic. Each Publish is bounded by
+// callTimeout (10 s when 0).
+func NewPublisher(o KafkaOptions, topic string, callTimeout time.Duration) (*Publisher, error) {
 	if err := o.validate(); err != nil {
 		return nil, fmt.Errorf("publisher: %w", err)
 	}
 	if topic == "" {
 		return nil, errors.New("publisher: no topic")
 	}
-	w, err := newWriter(o, topic)
+	w, err := newWriter(o, topic, 0)
 	if err != nil {
 		return nil, fmt.Errorf("publisher: %w", err)
 	}
-	return &Publisher{w: w}, nil
+	if callTimeout <= 0 {
+		callTimeout = 10 * time.Second
+	}
+	return &Publisher{w: w, timeout: callTimeout}, nil
 }
 
 // Publish writes ev (key = batch id) and returns once the brokers hold it
@@ -147,6 +159,8 @@ func (p *Publisher) Publish(ctx context.Context, ev Event) error {
 	if err != nil {
 		return fmt.Errorf("encode event for batch %s: %w", ev.BatchID, err)
 	}
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
 	if err := p.w.WriteMessages(ctx, kafka.Message{Key: []byte(ev.BatchID), Value: v}); err != nil {
 		return fmt.Errorf("publish %s event for batch %s to %s: %w", ev.Status, ev.BatchID, p.w.Topic, err)
 	}

@@ -2,23 +2,15 @@ package source
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/walkstage/walkstage/internal/testpki"
 )
 
 // TestAuthenticatedBrokers runs the consumer and publisher against kfake
@@ -42,7 +34,7 @@ func TestAuthenticatedBrokers(t *testing.T) {
 			defer c.Close()
 			ko := KafkaOptions{Brokers: c.ListenAddrs(), ClientID: "t", TLS: clientTLS, SASLMechanism: mech,
 				SASLUsername: "walker", SASLPassword: "s3cret"}
-			in, err := newWriter(ko, "in")
+			in, err := newWriter(ko, "in", 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,7 +52,7 @@ func TestAuthenticatedBrokers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pub, err := NewPublisher(ko, "out")
+			pub, err := NewPublisher(ko, "out", 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,13 +60,13 @@ func TestAuthenticatedBrokers(t *testing.T) {
 			if err := pub.Publish(ctx, Event{BatchID: d.BatchID(), Status: StatusSucceeded}); err != nil {
 				t.Fatal(err)
 			}
-			if err := d.Commit(ctx); err != nil {
+			if err := d.Ack(ctx, nil); err != nil {
 				t.Fatal(err)
 			}
 			// Wrong password: the publisher must fail, not hang.
 			bad := ko
 			bad.SASLPassword = "nope"
-			bp, _ := NewPublisher(bad, "out")
+			bp, _ := NewPublisher(bad, "out", 0)
 			defer bp.Close()
 			bctx, bcancel := context.WithTimeout(ctx, 5*time.Second)
 			defer bcancel()
@@ -89,21 +81,9 @@ func TestAuthenticatedBrokers(t *testing.T) {
 // file and the server's TLS configuration.
 func testCA(t *testing.T) (string, *tls.Config) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	f, c, err := testpki.CA(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kfake"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p, &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+	return f, c
 }

@@ -99,6 +99,16 @@ type Config struct {
 	// (walks waiting for their row group, encoding, upload). With
 	// MAX_IN_FLIGHT batches the sink holds at most their product.
 	OutputMemoryBytes int64 `env:"OUTPUT_MEMORY_BYTES" envDefault:"134217728"`
+	// WALKSTAGE_STORE_TIMEOUT: deadline of each small object-store call
+	// (manifest, listing, delete, probe); a store that does not answer is an
+	// error retried with back-off, not a stall. Part uploads fail instead
+	// when the store accepts none of their bytes for a minute.
+	StoreTimeout time.Duration `env:"STORE_TIMEOUT" envDefault:"10s"`
+	// WALKSTAGE_OUTPUT_SWEEP_AGE: at start-up, abort S3 multipart uploads
+	// under the prefix started longer ago than this, and remove temporary
+	// files as old, left by killed replicas (0 disables). It must exceed the
+	// longest part upload, as every replica sweeps the shared prefix.
+	OutputSweepAge time.Duration `env:"OUTPUT_SWEEP_AGE" envDefault:"1h"`
 
 	// ---- Engine ----
 
@@ -158,9 +168,23 @@ type Config struct {
 	// between the engine and its writer. Memory in flight is about
 	// CHUNK_BUFFER x 1024 walks x (length+1) x 4 bytes per batch.
 	ChunkBuffer int `env:"CHUNK_BUFFER" envDefault:"4"`
-	// WALKSTAGE_MAX_ATTEMPTS: tries of one batch (walk, write, manifest)
-	// before it is reported failed, dead-lettered and committed.
-	MaxAttempts int `env:"MAX_ATTEMPTS" envDefault:"3"`
+	// WALKSTAGE_RETRY_BACKOFF_MIN: first wait before retrying work that failed
+	// on a dependency (broker, object store, engine); it doubles up to
+	// RETRY_BACKOFF_MAX, with jitter. Such work is retried until it
+	// succeeds, never dead-lettered: an outage is not the request's fault.
+	RetryBackoffMin time.Duration `env:"RETRY_BACKOFF_MIN" envDefault:"200ms"`
+	// WALKSTAGE_RETRY_BACKOFF_MAX: longest wait between such retries.
+	RetryBackoffMax time.Duration `env:"RETRY_BACKOFF_MAX" envDefault:"30s"`
+	// WALKSTAGE_PROBE_INTERVAL: how often the broker (topic metadata) and the
+	// object store are probed; a failed probe makes /readyz 503 and pauses
+	// consumption until one passes.
+	ProbeInterval time.Duration `env:"PROBE_INTERVAL" envDefault:"1s"`
+	// WALKSTAGE_PROBE_TIMEOUT: deadline of each probe.
+	ProbeTimeout time.Duration `env:"PROBE_TIMEOUT" envDefault:"2s"`
+	// WALKSTAGE_BROKER_TIMEOUT: deadline of every produce (completion event,
+	// dead letter) and metadata call; a broker that does not answer is an
+	// error retried with back-off, not a stall.
+	BrokerTimeout time.Duration `env:"BROKER_TIMEOUT" envDefault:"10s"`
 
 	// ---- Operations ----
 
@@ -319,8 +343,7 @@ func (c *Config) validate() []error {
 	}{{"MAX_MESSAGE_BYTES", c.MaxMessageBytes}, {"MAX_SEEDS", c.MaxSeeds}, {"MAX_WALK_LENGTH", c.MaxWalkLength},
 		{"MAX_WALKS_PER_SEED", c.MaxWalksPerSeed}, {"MAX_WALKS_PER_BATCH", c.MaxWalksPerBatch},
 		{"MICROBATCH_MAX_WALKS", c.MicroBatchMaxWalks}, {"MICROBATCH_MAX_REQUESTS", c.MicroBatchMaxRequests},
-		{"QUEUE_DEPTH", c.QueueDepth}, {"MAX_IN_FLIGHT", c.MaxInFlight}, {"CHUNK_BUFFER", c.ChunkBuffer},
-		{"MAX_ATTEMPTS", c.MaxAttempts}}
+		{"QUEUE_DEPTH", c.QueueDepth}, {"MAX_IN_FLIGHT", c.MaxInFlight}, {"CHUNK_BUFFER", c.ChunkBuffer}}
 	for _, p := range positive {
 		if p.v < 1 {
 			bad(p.name, "%d must be at least 1", p.v)
@@ -353,6 +376,21 @@ func (c *Config) validate() []error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		bad("SHUTDOWN_TIMEOUT", "%v must be positive", c.ShutdownTimeout)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"RETRY_BACKOFF_MIN", c.RetryBackoffMin}, {"RETRY_BACKOFF_MAX", c.RetryBackoffMax}, {"PROBE_INTERVAL", c.ProbeInterval},
+		{"PROBE_TIMEOUT", c.ProbeTimeout}, {"BROKER_TIMEOUT", c.BrokerTimeout}, {"STORE_TIMEOUT", c.StoreTimeout}} {
+		if d.v <= 0 {
+			bad(d.name, "%v must be positive", d.v)
+		}
+	}
+	if c.OutputSweepAge < 0 {
+		bad("OUTPUT_SWEEP_AGE", "%v is negative", c.OutputSweepAge)
+	}
+	if c.RetryBackoffMax < c.RetryBackoffMin {
+		bad("RETRY_BACKOFF_MAX", "%v is below RETRY_BACKOFF_MIN %v", c.RetryBackoffMax, c.RetryBackoffMin)
 	}
 	if _, err := ParseLogLevel(c.LogLevel); err != nil {
 		bad("LOG_LEVEL", "%v", err)

@@ -21,6 +21,8 @@ type metrics struct {
 	engineBytes        prometheus.Gauge
 	graphBytes         prometheus.Gauge
 	microBatchRequests prometheus.Histogram
+	depUp              *prometheus.GaugeVec   // dependency
+	retries            *prometheus.CounterVec // dependency
 }
 
 func newMetrics(reg prometheus.Registerer, s *Stage) (*metrics, error) {
@@ -55,9 +57,15 @@ func newMetrics(reg prometheus.Registerer, s *Stage) (*metrics, error) {
 			Help: "Size of the loaded graph's arrays."}),
 		microBatchRequests: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "walkstage_microbatch_requests",
 			Help: "Requests sharing one engine launch.", Buckets: prometheus.ExponentialBuckets(1, 2, 8)}),
+		depUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "walkstage_dependency_up",
+			Help: "1 while the dependency (broker, object_store, engine) answers, 0 while the stage retries it (not ready, consumption paused)."},
+			[]string{"dependency"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "walkstage_dependency_failures_total",
+			Help: "Failed calls and probes by dependency (broker, object_store, engine); each is retried with back-off."},
+			[]string{"dependency"}),
 	}
 	cs := []prometheus.Collector{m.batches, m.rejections, m.walks, m.steps, m.latency, m.phase, depth, m.engineRuns, m.engineSeconds,
-		m.engineBytes, m.graphBytes, m.microBatchRequests,
+		m.engineBytes, m.graphBytes, m.microBatchRequests, m.depUp, m.retries,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "walkstage_consumer_lag",
 			Help: "Messages between the consumer's position and the end of its partitions, as last reported by the reader."},
 			func() float64 {
@@ -86,15 +94,22 @@ func newMetrics(reg prometheus.Registerer, s *Stage) (*metrics, error) {
 	for _, p := range []string{"queued", "walking", "writing"} {
 		m.phase.WithLabelValues(p)
 	}
+	for _, d := range []string{depBroker, depStore, depEngine} {
+		m.depUp.WithLabelValues(d).Set(1)
+		m.retries.WithLabelValues(d)
+	}
 	return m, nil
 }
 
 // ready is nil when the stage should receive traffic: the graph is loaded
-// (a Stage exists only then), the consumer has joined its group, and it is
-// not shutting down.
+// (a Stage exists only then), the consumer has joined its group, every
+// dependency answers, and it is not shutting down.
 func (s *Stage) ready() error {
 	if s.draining.Load() {
 		return fmt.Errorf("shutting down")
+	}
+	if err := s.health.err(); err != nil {
+		return err
 	}
 	if !s.o.Joined() {
 		return fmt.Errorf("consumer has not joined group yet")
@@ -102,11 +117,17 @@ func (s *Stage) ready() error {
 	return nil
 }
 
-// Handler serves /metrics, /healthz (the process is alive) and /readyz.
+// Handler serves /metrics, /healthz (the process is alive and its engine
+// usable: a sticky GPU error fails it, so the orchestrator restarts the
+// container and with it the device context) and /readyz.
 func (s *Stage) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(s.o.Registry, promhttp.HandlerOpts{Registry: s.o.Registry}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if s.health.engineBroken() {
+			http.Error(w, "unhealthy: "+s.health.err().Error(), http.StatusServiceUnavailable)
+			return
+		}
 		w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/gpu"
 	"github.com/walkstage/walkstage/graph"
@@ -200,12 +201,26 @@ func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string,
 		return nil, err
 	}
 	rt.closers = append(rt.closers, bucket.Close)
-	pub, err := source.NewPublisher(ko, c.OutputTopic)
+	// A missing bucket or refused credentials is a configuration error:
+	// found now, before any request is taken, not dead-lettered per batch.
+	// A store that is only unreachable is an outage: the stage starts not
+	// ready and its probe finds when the store is back.
+	storeErr := sink.Check(ctx, bucket, c.OutputPrefix, sink.WithCallTimeout(c.StoreTimeout))
+	if errors.Is(storeErr, sink.ErrStoreConfig) {
+		return nil, fmt.Errorf("output %s: %w", c.OutputURL, storeErr)
+	}
+	if storeErr != nil {
+		log.Error("object store unavailable at start-up; not ready until it answers", "err", storeErr)
+	} else if c.OutputSweepAge > 0 {
+		sweepOutput(ctx, bucket, c.OutputPrefix, c.OutputSweepAge, c.StoreTimeout, log)
+	}
+	pub, err := source.NewPublisher(ko, c.OutputTopic, c.BrokerTimeout)
 	if err != nil {
 		return nil, err
 	}
 	rt.closers = append(rt.closers, pub.Close)
 	cons, err := source.NewConsumer(source.ConsumerConfig{Kafka: ko, Topic: c.InputTopic, Group: c.Group, DLQTopic: c.DLQTopic,
+		OutputTopic: c.OutputTopic, CallTimeout: c.BrokerTimeout,
 		SessionTimeout: c.SessionTimeout, RebalanceTimeout: c.RebalanceTimeout, Graph: g, Logger: log,
 		Limits: source.Limits{MaxMessageBytes: c.MaxMessageBytes, MaxSeeds: c.MaxSeeds, MaxWalkLength: c.MaxWalkLength,
 			MaxWalksPerSeed: c.MaxWalksPerSeed, MaxWalksPerBatch: c.MaxWalksPerBatch, SkipUnknown: c.UnknownVertices == "skip"}})
@@ -214,12 +229,19 @@ func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string,
 	}
 	rt.Consumer = cons
 	rt.closers = append(rt.closers, cons.Close)
+	// Missing topics are a configuration error: say so now, by name. The
+	// stage still starts, not ready, and the broker probe keeps checking
+	// (an operator may create them), so nothing is fetched meanwhile.
+	topicsErr := cons.CheckTopics(ctx)
+	if topicsErr != nil {
+		log.Error("configuration: the stage's topics are not usable; not ready until they are", "err", topicsErr)
+	}
 
 	comp, err := sink.ParseCompression(c.OutputCompression)
 	if err != nil {
 		return nil, err
 	}
-	sinkOpts := []sink.Option{sink.WithCompression(comp), sink.WithFileBytes(c.OutputFileBytes),
+	sinkOpts := []sink.Option{sink.WithCompression(comp), sink.WithFileBytes(c.OutputFileBytes), sink.WithCallTimeout(c.StoreTimeout),
 		sink.WithMemoryLimit(c.OutputMemoryBytes), sink.WithRowGroupRows(c.OutputRowGroupWalks)}
 
 	if reg == nil {
@@ -228,13 +250,50 @@ func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string,
 	s, err := New(Options{Graph: g, Engine: eng, Source: cons, Events: pub, Bucket: bucket, BucketURL: c.OutputURL,
 		Prefix: c.OutputPrefix, SinkOptions: sinkOpts, MicroBatchMaxWait: c.MicroBatchMaxWait, MicroBatchMaxWalks: c.MicroBatchMaxWalks,
 		MicroBatchMaxRequests: c.MicroBatchMaxRequests, QueueDepth: c.QueueDepth, MaxInFlight: c.MaxInFlight,
-		ChunkBuffer: c.ChunkBuffer, MaxAttempts: c.MaxAttempts, ShutdownTimeout: c.ShutdownTimeout,
+		ChunkBuffer: c.ChunkBuffer, ShutdownTimeout: c.ShutdownTimeout,
+		RetryBackoffMin: c.RetryBackoffMin, RetryBackoffMax: c.RetryBackoffMax, ProbeInterval: c.ProbeInterval, ProbeTimeout: c.ProbeTimeout,
+		Probes:      []Probe{{Name: depBroker, Check: cons.CheckTopics}, {Name: depStore, Check: storeProbe(bucket, c.OutputPrefix)}},
 		MetricsAddr: c.MetricsAddr, Listener: ln, Joined: cons.Joined, Lag: cons.Lag, Registry: reg, Logger: log, Version: version})
 	if err != nil {
 		return nil, err
 	}
+	if topicsErr != nil {
+		s.health.fail(depBroker, topicsErr)
+	}
+	if storeErr != nil {
+		s.health.fail(depStore, storeErr)
+	}
 	rt.Stage = s
 	return rt, nil
+}
+
+// sweepOutput removes what killed replicas left under prefix (open
+// multipart uploads, temporary files). It is housekeeping: a failure is
+// logged, and the next start-up tries again.
+func sweepOutput(ctx context.Context, b *blob.Bucket, prefix string, age, timeout time.Duration, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	t0 := time.Now()
+	st, err := sink.Sweep(ctx, b, prefix, age, sink.WithCallTimeout(timeout))
+	if err != nil {
+		log.Warn("sweeping leftovers of killed writers failed; the next start-up retries", "err", err)
+	}
+	if st.UploadsAborted > 0 || st.TempFilesRemoved > 0 || err != nil {
+		log.Info("swept leftovers of killed writers", "uploads_aborted", st.UploadsAborted,
+			"temp_files_removed", st.TempFilesRemoved, "duration", time.Since(t0))
+	}
+}
+
+// storeProbe asks the object store about one key under prefix: cheap, and
+// it fails when the store does not answer within the probe's deadline.
+func storeProbe(b *blob.Bucket, prefix string) func(context.Context) error {
+	key := path.Join(prefix, ".walkstage-probe")
+	return func(ctx context.Context) error {
+		if _, err := b.Exists(ctx, key); err != nil {
+			return fmt.Errorf("object store: %w", err)
+		}
+		return nil
+	}
 }
 
 // Main is `walkstage run`: configuration from environ, logs to logw, run

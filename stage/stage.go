@@ -51,7 +51,15 @@ type Options struct {
 	QueueDepth            int
 	MaxInFlight           int
 	ChunkBuffer           int
-	MaxAttempts           int
+	// RetryBackoffMin and RetryBackoffMax bound the wait between retries of
+	// work that failed on a dependency (exponential, with jitter).
+	RetryBackoffMin, RetryBackoffMax time.Duration
+	// Probes check the dependencies every ProbeInterval, each within
+	// ProbeTimeout; a failure marks the stage not ready and pauses fetching
+	// until the probe passes again.
+	Probes        []Probe
+	ProbeInterval time.Duration
+	ProbeTimeout  time.Duration
 	// ShutdownTimeout bounds how long in-flight batches may take once ctx
 	// of Run is cancelled; what is unfinished then is abandoned uncommitted.
 	ShutdownTimeout time.Duration
@@ -85,7 +93,15 @@ func (o *Options) defaults() error {
 	setInt(&o.QueueDepth, 64)
 	setInt(&o.MaxInFlight, 16)
 	setInt(&o.ChunkBuffer, 4)
-	setInt(&o.MaxAttempts, 3)
+	setDur := func(p *time.Duration, v time.Duration) {
+		if *p <= 0 {
+			*p = v
+		}
+	}
+	setDur(&o.RetryBackoffMin, 200*time.Millisecond)
+	setDur(&o.RetryBackoffMax, 30*time.Second)
+	setDur(&o.ProbeInterval, time.Second)
+	setDur(&o.ProbeTimeout, 2*time.Second)
 	// A launch holds an in-flight slot per request until its finisher is
 	// done, and finishers start only after the launch: a micro-batch larger
 	// than the slots would wait for itself.
@@ -118,8 +134,8 @@ type Stage struct {
 
 	engineMu sync.Mutex // one engine Run at a time (walk.Engine contract)
 	finishes sync.WaitGroup
-	fatal    chan error // a finisher's unrecoverable error stops the stage
 	draining atomic.Bool
+	health   *health
 	ln       net.Listener
 
 	// active maps the batch ids this replica holds (queued to acked) to a
@@ -148,9 +164,14 @@ type batch struct {
 	gotW    int64         // walks received from the engine
 	steps   int64
 	attempt int
-	// failReason classifies the last failed attempt for the event: engine
-	// (walking failed) or sink (writing or committing the objects failed).
-	failReason string
+	// failedDep names the dependency the last failed attempt failed on:
+	// engine (walking) or object_store (writing, committing the objects).
+	failedDep string
+	// existing is the batch's complete output found before walking (a
+	// redelivery of a batch already done): it is reported, not rewritten.
+	// lookupErr is why the lookup failed (a conflict, or the store).
+	existing  *sink.Manifest
+	lookupErr error
 }
 
 // New checks the options and registers the metrics.
@@ -163,9 +184,17 @@ func New(o Options) (*Stage, error) {
 		log:    o.Logger,
 		queue:  make(chan *batch, o.QueueDepth),
 		slots:  make(chan struct{}, o.MaxInFlight),
-		fatal:  make(chan error, 1),
 		active: map[string]chan struct{}{},
 	}
+	s.health = newHealth(func(dep string, up bool) {
+		if s.m != nil {
+			v := 0.0
+			if up {
+				v = 1
+			}
+			s.m.depUp.WithLabelValues(dep).Set(v)
+		}
+	})
 	m, err := newMetrics(o.Registry, s)
 	if err != nil {
 		return nil, err
@@ -220,7 +249,7 @@ func (s *Stage) Run(ctx context.Context) error {
 	defer stopDeadline()
 
 	drained := make(chan struct{}) // closed when every fetched batch is finished or abandoned
-	var g group
+	g := group{log: s.log}
 	// The group stops everything when the first actor returns, so on a
 	// graceful shutdown only the sink actor returns first (once drained);
 	// the source and engine actors wait for that after their own work.
@@ -242,13 +271,16 @@ func (s *Stage) Run(ctx context.Context) error {
 		return nil
 	}, cancelWork)
 	g.add("sink", func() error {
-		select {
-		case err := <-s.fatal:
-			return err
-		case <-drained:
-			return nil
-		}
+		<-drained
+		return nil
 	}, cancelWork)
+	if len(s.o.Probes) > 0 {
+		probeCtx, stopProbes := context.WithCancel(workCtx)
+		g.add("probes", func() error {
+			s.probeLoop(probeCtx)
+			return nil
+		}, stopProbes)
+	}
 	if s.o.MetricsAddr != "" || s.o.Listener != nil {
 		if _, err := s.Listen(); err != nil {
 			return err
@@ -266,452 +298,6 @@ func (s *Stage) Run(ctx context.Context) error {
 		})
 	}
 	return g.run()
-}
-
-// sourceLoop fetches until fetchCtx ends, then closes the queue.
-func (s *Stage) sourceLoop(fetchCtx, workCtx context.Context) error {
-	defer close(s.queue)
-	for {
-		d, err := s.o.Source.Next(fetchCtx)
-		if err != nil {
-			if fetchCtx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		if d.Reject != nil {
-			if err := s.reject(workCtx, d); err != nil {
-				return err
-			}
-			continue
-		}
-		b := &batch{d: d, req: d.Request, walks: d.Request.NumWalks(), queuedAt: d.Received}
-		if !s.claim(workCtx, b.req.BatchID) {
-			return nil
-		}
-		select {
-		case s.queue <- b:
-			s.m.queued.Inc()
-		case <-workCtx.Done():
-			s.leave(b.req.BatchID)
-			return nil
-		}
-	}
-}
-
-// claim registers id as held by this replica, first waiting for an
-// earlier copy of it to leave. False means ctx ended while waiting.
-func (s *Stage) claim(ctx context.Context, id string) bool {
-	for {
-		s.activeMu.Lock()
-		ch, busy := s.active[id]
-		if !busy {
-			s.active[id] = make(chan struct{})
-			s.activeMu.Unlock()
-			return true
-		}
-		s.activeMu.Unlock()
-		s.log.Info("batch redelivered while still in flight here; waiting for the first copy", "batch_id", id)
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return false
-		}
-	}
-}
-
-// leave releases id (see claim).
-func (s *Stage) leave(id string) {
-	s.activeMu.Lock()
-	defer s.activeMu.Unlock()
-	if ch, ok := s.active[id]; ok {
-		close(ch)
-		delete(s.active, id)
-	}
-}
-
-// reject reports a refused request: event, dead letter, then commit.
-func (s *Stage) reject(ctx context.Context, d *source.Delivery) error {
-	re := d.Reject
-	log := s.log.With("batch_id", re.BatchID, "reason", string(re.Reason))
-	ev := source.Event{BatchID: re.BatchID, Status: source.StatusRejected, Reason: string(re.Reason), Error: re.Msg,
-		Graph: s.o.Graph.Name, GraphVersion: s.o.Graph.Version,
-		Timings: source.Timings{Total: time.Since(d.Received).Seconds()}}
-	if err := s.publish(ctx, ev); err != nil {
-		if ctx.Err() != nil {
-			return nil // shutdown deadline: left uncommitted, redelivered
-		}
-		return err
-	}
-	if err := retry(ctx, 5, func() error { return d.DeadLetter(ctx, string(re.Reason), re.Msg) }); err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
-	}
-	if err := d.Commit(ctx); err != nil {
-		log.Warn("commit of a rejected request failed; it will be redelivered", "err", err)
-	}
-	s.m.batches.WithLabelValues(string(source.StatusRejected)).Inc()
-	s.m.rejections.WithLabelValues(string(re.Reason)).Inc()
-	log.Info("request rejected", "error", re.Msg)
-	return nil
-}
-
-// engineLoop forms micro-batches from the queue and walks them.
-func (s *Stage) engineLoop(ctx context.Context, drained chan<- struct{}) error {
-	defer func() {
-		s.finishes.Wait()
-		close(drained)
-	}()
-	var carry *batch
-	for {
-		var first *batch
-		if carry != nil {
-			first, carry = carry, nil
-		} else {
-			select {
-			case b, ok := <-s.queue:
-				if !ok {
-					return nil
-				}
-				first = b
-			case <-ctx.Done():
-				s.abandonQueued()
-				return nil
-			}
-		}
-		mb := []*batch{first}
-		walks := first.walks
-		closed := false
-		if s.o.MicroBatchMaxWait > 0 {
-			timer := time.NewTimer(s.o.MicroBatchMaxWait)
-		collect:
-			for len(mb) < s.o.MicroBatchMaxRequests && walks < s.o.MicroBatchMaxWalks {
-				select {
-				case b, ok := <-s.queue:
-					if !ok {
-						closed = true
-						break collect
-					}
-					if walks+b.walks > s.o.MicroBatchMaxWalks {
-						carry = b
-						break collect
-					}
-					mb, walks = append(mb, b), walks+b.walks
-				case <-timer.C:
-					break collect
-				case <-ctx.Done():
-					break collect
-				}
-			}
-			timer.Stop()
-		} else {
-		drain:
-			for len(mb) < s.o.MicroBatchMaxRequests && walks < s.o.MicroBatchMaxWalks {
-				select {
-				case b, ok := <-s.queue:
-					if !ok {
-						closed = true
-						break drain
-					}
-					if walks+b.walks > s.o.MicroBatchMaxWalks {
-						carry = b
-						break drain
-					}
-					mb, walks = append(mb, b), walks+b.walks
-				default:
-					break drain
-				}
-			}
-		}
-		s.m.queued.Sub(float64(len(mb)))
-		if err := s.launch(ctx, mb); err != nil {
-			return err
-		}
-		if closed && carry == nil {
-			return nil
-		}
-	}
-}
-
-// abandonQueued drops queued batches at the shutdown deadline: they were
-// never started and stay uncommitted.
-func (s *Stage) abandonQueued() {
-	for b := range s.queue {
-		s.m.queued.Dec()
-		s.log.Info("batch abandoned at shutdown (uncommitted; it will be redelivered)", "batch_id", b.req.BatchID)
-		s.leave(b.req.BatchID)
-	}
-}
-
-// launch takes an in-flight slot per batch, walks them in one engine run
-// and hands each to a finisher.
-func (s *Stage) launch(ctx context.Context, mb []*batch) error {
-	for i := range mb {
-		select {
-		case s.slots <- struct{}{}:
-			s.m.inFlight.Inc()
-		case <-ctx.Done():
-			for _, b := range mb[i:] {
-				s.log.Info("batch abandoned at shutdown (uncommitted; it will be redelivered)", "batch_id", b.req.BatchID)
-				s.leave(b.req.BatchID)
-			}
-			for range mb[:i] {
-				s.release()
-			}
-			return nil
-		}
-	}
-	s.m.microBatchRequests.Observe(float64(len(mb)))
-	runErr := s.walk(ctx, mb)
-	for _, b := range mb {
-		s.finishes.Add(1)
-		go s.finish(ctx, b, runErr)
-	}
-	return nil
-}
-
-func (s *Stage) release() {
-	<-s.slots
-	s.m.inFlight.Dec()
-}
-
-// walk opens a writer per batch, runs the engine once for all of them and
-// routes each chunk to its batch's writer. It returns the engine's error;
-// writer errors are recorded per batch. On return every writer goroutine
-// has finished (b.written closed).
-func (s *Stage) walk(ctx context.Context, mb []*batch) error {
-	jobs := make([]walk.Job, 0, len(mb))
-	live := make([]*batch, 0, len(mb))
-	now := time.Now()
-	for _, b := range mb {
-		b.launched, b.attempt = now, b.attempt+1
-		b.gotW, b.steps, b.wErr = 0, 0, nil
-		b.written = make(chan struct{})
-		w, err := sink.NewBatchWriter(ctx, s.o.Bucket, s.o.Prefix, sink.BatchMeta{
-			BatchID: b.req.BatchID, Algorithm: b.req.Algorithm, Seed: b.req.RNGSeed, Engine: s.o.Engine.Name(),
-			WalkstageVersion: s.o.Version, Walks: int64(b.walks),
-		}, s.o.Graph, s.o.SinkOptions...)
-		if err != nil {
-			b.w, b.wErr = nil, fmt.Errorf("open writer: %w", err)
-			close(b.written)
-			continue
-		}
-		b.w = w
-		b.chunks = make(chan walk.Chunk, s.o.ChunkBuffer)
-		go s.write(ctx, b)
-		jobs = append(jobs, b.req.Job(len(jobs)))
-		live = append(live, b)
-	}
-	var runErr error
-	if len(jobs) > 0 {
-		s.engineMu.Lock()
-		t0 := time.Now()
-		runErr = s.o.Engine.Run(ctx, jobs, func(c walk.Chunk) error {
-			b := live[c.Tag]
-			b.gotW += int64(c.Len())
-			b.steps += c.Steps()
-			select {
-			case b.chunks <- c:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		})
-		d := time.Since(t0)
-		s.engineMu.Unlock()
-		var steps int64
-		for _, b := range live {
-			b.walked = d
-			steps += b.steps
-			close(b.chunks)
-		}
-		s.m.engineRuns.Inc()
-		s.m.engineSeconds.Add(d.Seconds())
-		if sr, ok := s.o.Engine.(walk.StatsReporter); ok {
-			s.m.engineBytes.Set(float64(sr.LastRunStats().MemoryBytes))
-		}
-		if runErr == nil {
-			s.log.Debug("engine run", "batches", len(live), "walks", len(jobs), "steps", steps, "duration", d)
-		}
-	}
-	end := time.Now()
-	for _, b := range mb {
-		<-b.written
-		b.emitted = end
-	}
-	return runErr
-}
-
-// write feeds one batch's chunks to its writer. After a Write error it keeps
-// draining, so the engine never blocks on a dead batch.
-func (s *Stage) write(ctx context.Context, b *batch) {
-	defer close(b.written)
-	for c := range b.chunks {
-		if b.wErr != nil {
-			continue
-		}
-		if err := b.w.Write(ctx, c); err != nil {
-			b.wErr = fmt.Errorf("write: %w", err)
-		}
-	}
-}
-
-// finish completes one batch after its engine run: commit the objects,
-// publish the event, acknowledge. A failure is retried alone (a new engine
-// run) up to MaxAttempts; then the batch is reported failed, dead-lettered
-// and acknowledged, so one poisonous request cannot stall its partition.
-// At the shutdown deadline the batch is abandoned unacknowledged.
-func (s *Stage) finish(ctx context.Context, b *batch, runErr error) {
-	defer s.finishes.Done()
-	defer s.release()
-	defer s.leave(b.req.BatchID)
-	log := s.log.With("batch_id", b.req.BatchID, "algorithm", b.req.Algorithm.Kind.String())
-	for {
-		err := s.complete(ctx, b, runErr)
-		if err == nil {
-			return
-		}
-		if ctx.Err() != nil {
-			if b.w != nil {
-				b.w.Abort(context.WithoutCancel(ctx))
-			}
-			log.Info("batch abandoned at shutdown (uncommitted; it will be redelivered)")
-			return
-		}
-		var fe *fatalError
-		if errors.As(err, &fe) {
-			s.fail(fe.err)
-			return
-		}
-		log.Warn("batch attempt failed", "attempt", b.attempt, "err", err)
-		if b.attempt >= s.o.MaxAttempts || s.draining.Load() {
-			if b.attempt < s.o.MaxAttempts {
-				// Shutting down: leave the retry to the next owner.
-				log.Info("batch abandoned at shutdown after a failed attempt (uncommitted)")
-				return
-			}
-			s.failBatch(ctx, b, err)
-			return
-		}
-		if !sleepCtx(ctx, time.Duration(b.attempt)*200*time.Millisecond) {
-			continue // ctx is done: the next round abandons
-		}
-		runErr = s.walk(ctx, []*batch{b})
-	}
-}
-
-// complete is one attempt at finishing: writer errors and engine errors
-// come back plain (retryable); failing to publish is fatal.
-func (s *Stage) complete(ctx context.Context, b *batch, runErr error) error {
-	if runErr == nil && b.wErr == nil && b.gotW != int64(b.walks) {
-		runErr = fmt.Errorf("engine emitted %d of %d walks", b.gotW, b.walks)
-	}
-	b.failReason = "sink"
-	if runErr != nil {
-		b.failReason = "engine"
-	}
-	if err := errors.Join(runErr, b.wErr); err != nil {
-		if b.w != nil {
-			b.w.Abort(context.WithoutCancel(ctx))
-		}
-		return err
-	}
-	wt := time.Now()
-	man, err := b.w.Commit(ctx)
-	if err != nil {
-		return fmt.Errorf("commit objects: %w", err)
-	}
-	writing := time.Since(b.emitted)
-	ev := source.Event{BatchID: b.req.BatchID, Status: source.StatusSucceeded,
-		Graph: man.Graph, GraphVersion: man.GraphVersion, Algorithm: b.req.Algorithm.Describe(s.o.Graph), Engine: man.Engine,
-		RNGSeed: b.req.RNGSeed, Seeds: len(b.req.Seeds), SkippedSeeds: b.req.Skipped, SkippedIDs: b.req.SkippedIDs,
-		Walks: man.Walks, Steps: man.Steps,
-		Manifest: sink.ObjectURL(s.o.BucketURL, b.w.Layout().SuccessKey()),
-		Timings: source.Timings{Queued: b.launched.Sub(b.queuedAt).Seconds(), Walking: b.walked.Seconds(),
-			Writing: writing.Seconds(), Total: time.Since(b.queuedAt).Seconds()}}
-	for _, f := range man.Files {
-		ev.Objects = append(ev.Objects, sink.ObjectURL(s.o.BucketURL, f.Key))
-	}
-	if err := s.publish(ctx, ev); err != nil {
-		return &fatalError{err}
-	}
-	if err := b.d.Commit(ctx); err != nil {
-		if ctx.Err() != nil {
-			return nil // durable and reported; the redelivery will be idempotent
-		}
-		s.log.Warn("offset commit failed; the batch will be redelivered and rewritten identically", "batch_id", b.req.BatchID, "err", err)
-	}
-	s.m.batches.WithLabelValues(string(source.StatusSucceeded)).Inc()
-	s.m.walks.Add(float64(man.Walks))
-	s.m.steps.Add(float64(man.Steps))
-	s.m.latency.Observe(ev.Timings.Total)
-	s.m.phase.WithLabelValues("queued").Observe(ev.Timings.Queued)
-	s.m.phase.WithLabelValues("walking").Observe(ev.Timings.Walking)
-	s.m.phase.WithLabelValues("writing").Observe(ev.Timings.Writing)
-	s.log.Info("batch succeeded", "batch_id", b.req.BatchID, "algorithm", b.req.Algorithm.Kind.String(),
-		"walks", man.Walks, "steps", man.Steps, "objects", len(man.Files), "duration", time.Since(b.queuedAt),
-		"commit", time.Since(wt))
-	return nil
-}
-
-// failBatch reports a batch that failed every attempt.
-func (s *Stage) failBatch(ctx context.Context, b *batch, cause error) {
-	reason := b.failReason
-	ev := source.Event{BatchID: b.req.BatchID, Status: source.StatusFailed, Reason: reason,
-		Error: fmt.Sprintf("after %d attempts: %v", b.attempt, cause),
-		Graph: s.o.Graph.Name, GraphVersion: s.o.Graph.Version, Algorithm: b.req.Algorithm.Describe(s.o.Graph),
-		Engine: s.o.Engine.Name(), RNGSeed: b.req.RNGSeed, Seeds: len(b.req.Seeds),
-		Timings: source.Timings{Queued: b.launched.Sub(b.queuedAt).Seconds(), Total: time.Since(b.queuedAt).Seconds()}}
-	if err := s.publish(ctx, ev); err != nil {
-		if ctx.Err() == nil {
-			s.fail(err)
-		}
-		return
-	}
-	if err := retry(ctx, 5, func() error { return b.d.DeadLetter(ctx, reason, ev.Error) }); err != nil {
-		if ctx.Err() == nil {
-			s.fail(err)
-		}
-		return
-	}
-	if err := b.d.Commit(ctx); err != nil && ctx.Err() == nil {
-		s.log.Warn("offset commit of a failed batch failed; it will be redelivered", "batch_id", b.req.BatchID, "err", err)
-	}
-	s.m.batches.WithLabelValues(string(source.StatusFailed)).Inc()
-	s.log.Error("batch failed", "batch_id", b.req.BatchID, "error", ev.Error)
-}
-
-// publish retries an event a few times (the writer retries internally too);
-// if Kafka stays unreachable the stage stops rather than walk batches it
-// cannot report.
-func (s *Stage) publish(ctx context.Context, ev source.Event) error {
-	return retry(ctx, 5, func() error { return s.o.Events.Publish(ctx, ev) })
-}
-
-type fatalError struct{ err error }
-
-func (e *fatalError) Error() string { return e.err.Error() }
-
-func (s *Stage) fail(err error) {
-	select {
-	case s.fatal <- err:
-	default:
-	}
-}
-
-func retry(ctx context.Context, attempts int, f func() error) error {
-	var err error
-	for i := range attempts {
-		if err = f(); err == nil || ctx.Err() != nil {
-			return err
-		}
-		if !sleepCtx(ctx, time.Duration(1<<i)*250*time.Millisecond) {
-			return err
-		}
-	}
-	return err
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

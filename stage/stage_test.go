@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -207,45 +206,9 @@ func waitInFlight(t *testing.T, ctx context.Context, rt *Runtime) {
 	t.Fatal("no batch went in flight")
 }
 
-// TestSinkFailureIsReportedAndDeadLettered points the stage at a bucket
-// that does not exist: every attempt fails, then the batch is reported
-// failed (reason sink), dead-lettered and committed, and the stage goes on.
-func TestSinkFailureIsReportedAndDeadLettered(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	brokers := startKafka(t, 1)
-	outURL, _ := startS3(t)
-	outURL = strings.Replace(outURL, "s3://walks?", "s3://no-such-bucket?", 1)
-	gpath, _ := testGraph(t, 10)
-	runStage(t, stageEnviron(brokers, gpath, outURL, "WALKSTAGE_METRICS_ADDR=", "WALKSTAGE_MAX_ATTEMPTS=2"))
-	obs := newObserver(brokers, "out")
-	defer obs.Close()
-	produce(t, brokers, "in", requestRaw("doomed", `{"version":1,"batch_id":"doomed","algorithm":"deepwalk","seeds":[1,2,3]}`))
-	events, err := obs.events(ctx, func(m map[string][]source.Event) bool { return len(m["doomed"]) > 0 })
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev := events["doomed"][0]
-	if ev.Status != source.StatusFailed || ev.Reason != "sink" || !strings.Contains(ev.Error, "after 2 attempts") {
-		t.Fatalf("%+v", ev)
-	}
-	dlq := newObserver(brokers, "dlq")
-	defer dlq.Close()
-	m, err := dlq.r.ReadMessage(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(m.Key) != "doomed" {
-		t.Fatalf("dead letter %q", m.Key)
-	}
-}
-
 // TestRedeliveryWhileInFlightIsSerialised sends the same batch twice back
 // to back (as a rebalance can): the copies never run concurrently, both
-// succeed, and they report the same objects.
+// succeed, and they report the same objects, written once.
 func TestRedeliveryWhileInFlightIsSerialised(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test")
@@ -268,7 +231,9 @@ func TestRedeliveryWhileInFlightIsSerialised(t *testing.T) {
 	if a.Status != source.StatusSucceeded || b.Status != source.StatusSucceeded || fmt.Sprint(a.Objects) != fmt.Sprint(b.Objects) {
 		t.Fatalf("%+v\n%+v", a, b)
 	}
-	if runs := counterValue(t, rt, "walkstage_engine_runs_total"); runs != 2 {
-		t.Errorf("%v engine runs: the two copies shared a launch", runs)
+	// The second copy waits for the first, then finds its output complete
+	// with the same fingerprint and reports it without walking again.
+	if runs := counterValue(t, rt, "walkstage_engine_runs_total"); runs != 1 {
+		t.Errorf("%v engine runs: the redelivered copy was walked again", runs)
 	}
 }

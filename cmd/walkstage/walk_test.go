@@ -9,14 +9,17 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
+	"github.com/parquet-go/parquet-go"
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/source"
 )
 
 // walkTestGraph saves a small graph with sparse external ids.
@@ -120,14 +123,21 @@ func TestWalkCommandRejects(t *testing.T) {
 	}
 }
 
+// dirDigest hashes every file under dir, names and bytes. Parts carry
+// their writer's attempt id ("part-00000-<attempt>.parquet"), different on
+// every run by design; it is folded out of names and manifests, so what is
+// compared is the bytes and the part order.
 func dirDigest(t *testing.T, dir string) string {
 	h := sha256.New()
+	attempt := regexp.MustCompile(`(part-[0-9]+)-[0-9a-f]+\.parquet`)
 	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
 		data, err := os.ReadFile(p)
 		rel, _ := filepath.Rel(dir, p)
+		rel = attempt.ReplaceAllString(rel, "$1.parquet")
+		data = attempt.ReplaceAll(data, []byte("$1.parquet"))
 		fmt.Fprintf(h, "%s %x\n", rel, sha256.Sum256(data))
 		return err
 	})
@@ -168,5 +178,51 @@ func TestWalkCommandToS3(t *testing.T) {
 	}
 	if m.Walks != 200 || len(m.Files) != 1 {
 		t.Fatalf("manifest %+v", m)
+	}
+}
+
+// walkstage walk numbers walks like the stage: seed k's walks are
+// k*W .. (k+1)*W-1 (source.Request.Job), not round-robin over the seeds.
+func TestWalkCommandOrdersWalksLikeTheStage(t *testing.T) {
+	gp := walkTestGraph(t)
+	dir := t.TempDir()
+	seedFile := filepath.Join(dir, "seeds.txt")
+	os.WriteFile(seedFile, []byte("10\n1990\n30\n"), 0o644)
+	out := filepath.Join(dir, "out")
+	if msg, err := runWalk(t, "--graph", gp, "--seeds", seedFile, "--walks-per-vertex", "3", "--length", "5",
+		"--out", "file://"+out, "--batch-id", "order", "--quiet"); err != nil {
+		t.Fatalf("%v\n%s", err, msg)
+	}
+	parts, _ := filepath.Glob(filepath.Join(out, "walks", "*", "*", "batch=order", "part-*.parquet"))
+	if len(parts) != 1 {
+		t.Fatalf("parts %v", parts)
+	}
+	data, err := os.ReadFile(parts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := parquet.Read[sink.Row](bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	g, err := graph.Load(gp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	req, err := source.DecodeRequest(nil, []byte(`{"version":1,"batch_id":"order","algorithm":"deepwalk","walks_per_seed":3,"seeds":[10,1990,30]}`),
+		g, source.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stageStarts := req.Job(0).Starts
+	if len(rows) != len(stageStarts) {
+		t.Fatalf("%d walks, the stage walks %d", len(rows), len(stageStarts))
+	}
+	for _, r := range rows {
+		if want := g.ExternalID(stageStarts[r.WalkID]); r.Start != want {
+			t.Errorf("walk %d starts at %d; the stage starts it at %d", r.WalkID, r.Start, want)
+		}
 	}
 }

@@ -1,0 +1,59 @@
+package source
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"math"
+)
+
+// ReasonBatchIDConflict rejects a request whose batch id already has a
+// complete output written for a different request (another fingerprint):
+// the earlier output is kept, never overwritten.
+const ReasonBatchIDConflict Reason = "batch_id_conflict"
+
+// Fingerprint identifies what a request asks for, independent of how its
+// JSON was spelled: the graph it names, the algorithm and its parameters,
+// the walks per seed, the seeds walked (in order) and the RNG seed. Two
+// messages with the same batch id and the same fingerprint ask for the
+// same walks, so a redelivery whose output already exists can be answered
+// from its manifest; the same batch id with another fingerprint is a
+// conflict, never an overwrite. The format is "v1:" and 32 hex digits (the
+// first half of a SHA-256).
+func (r *Request) Fingerprint() string {
+	h := sha256.New()
+	var buf [8]byte
+	u64 := func(v uint64) {
+		binary.LittleEndian.PutUint64(buf[:], v)
+		h.Write(buf[:])
+	}
+	str := func(s string) {
+		u64(uint64(len(s)))
+		h.Write([]byte(s))
+	}
+	a := r.Algorithm
+	str("walkstage-request-v1")
+	str(r.Graph)
+	u64(uint64(a.Kind))
+	u64(uint64(a.Length))
+	if a.Weighted {
+		u64(1)
+	} else {
+		u64(0)
+	}
+	u64(math.Float64bits(a.StopProb))
+	u64(math.Float64bits(a.P))
+	u64(math.Float64bits(a.Q))
+	str(string(a.Schema))
+	u64(uint64(a.Sampler))
+	u64(uint64(r.WalksPerSeed))
+	u64(r.RNGSeed)
+	u64(uint64(len(r.Seeds)))
+	for _, s := range r.Seeds {
+		u64(uint64(s))
+	}
+	// Skipped seeds do not change the walks but do change the event.
+	u64(uint64(r.Skipped))
+	sum := h.Sum(nil)
+	return "v1:" + hex.EncodeToString(sum[:16])
+}

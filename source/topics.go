@@ -1,0 +1,84 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// topicChecker asks the brokers whether the stage's topics exist and how
+// large a record each accepts. The stage calls it at start-up (a missing
+// topic is a configuration error found before any work, not after the
+// first batch is walked and written) and as the broker's health probe.
+type topicChecker struct {
+	client  *kafka.Client
+	topics  []string
+	timeout time.Duration
+}
+
+func newTopicChecker(o KafkaOptions, timeout time.Duration, topics ...string) (*topicChecker, error) {
+	t, err := o.transport()
+	if err != nil {
+		return nil, err
+	}
+	return &topicChecker{client: &kafka.Client{Addr: kafka.TCP(o.Brokers...), Timeout: timeout, Transport: t},
+		topics: topics, timeout: timeout}, nil
+}
+
+// check returns each topic's max.message.bytes (0 where the broker does
+// not say), or an error naming every missing topic.
+func (tc *topicChecker) check(ctx context.Context) (map[string]int, error) {
+	ctx, cancel := context.WithTimeout(ctx, tc.timeout)
+	defer cancel()
+	md, err := tc.client.Metadata(ctx, &kafka.MetadataRequest{Topics: tc.topics})
+	if err != nil {
+		return nil, fmt.Errorf("broker metadata for %s: %w", strings.Join(tc.topics, ", "), err)
+	}
+	found := map[string]error{}
+	for _, t := range md.Topics {
+		found[t.Name] = t.Error
+	}
+	var problems []error
+	var present []string
+	for _, name := range tc.topics {
+		terr, ok := found[name]
+		switch {
+		case !ok || errors.Is(terr, kafka.UnknownTopicOrPartition):
+			problems = append(problems, fmt.Errorf("topic %q does not exist", name))
+		case terr != nil:
+			problems = append(problems, fmt.Errorf("topic %q: %w", name, terr))
+		default:
+			present = append(present, name)
+		}
+	}
+	if len(problems) > 0 {
+		return nil, errors.Join(problems...)
+	}
+	limits := map[string]int{}
+	res := make([]kafka.DescribeConfigRequestResource, 0, len(present))
+	for _, name := range present {
+		res = append(res, kafka.DescribeConfigRequestResource{ResourceType: kafka.ResourceTypeTopic, ResourceName: name,
+			ConfigNames: []string{"max.message.bytes"}})
+	}
+	dc, err := tc.client.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: res})
+	if err != nil {
+		// Older or minimal brokers may not answer: the limits stay unknown
+		// and the dead-letter writer falls back on the broker's refusal.
+		return limits, nil
+	}
+	for _, r := range dc.Resources {
+		for _, e := range r.ConfigEntries {
+			if e.ConfigName == "max.message.bytes" {
+				if v, err := strconv.Atoi(e.ConfigValue); err == nil {
+					limits[r.ResourceName] = v
+				}
+			}
+		}
+	}
+	return limits, nil
+}

@@ -1,0 +1,120 @@
+package stage
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/sasl/scram"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/walkstage/walkstage/internal/testpki"
+	"github.com/walkstage/walkstage/source"
+)
+
+// TestStageOverTLSAndSCRAM runs the whole stage, configured only from its
+// environment as in production, against a broker that requires TLS and
+// SASL/SCRAM-SHA-512: fetch, event, commit and topic checks all go through
+// the authenticated, encrypted connection.
+func TestStageOverTLSAndSCRAM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	caFile, serverTLS, err := testpki.CA(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in", "out", "dlq"),
+		kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", "walker", "s3cret"), kfake.TLS(serverTLS))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	brokers := c.ListenAddrs()
+	gpath, _ := testGraph(t, 8)
+	rt, _ := runStage(t, stageEnviron(brokers, gpath, "file://"+filepath.ToSlash(t.TempDir()), "WALKSTAGE_METRICS_ADDR=",
+		"WALKSTAGE_TLS_CA_FILE="+caFile, "WALKSTAGE_SASL_MECHANISM=scram-sha-512", "WALKSTAGE_SASL_USERNAME=walker",
+		"WALKSTAGE_SASL_PASSWORD=s3cret"))
+
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pem)
+	clientTLS := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	mech, err := scram.Mechanism(scram.SHA512, "walker", "s3cret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: "in", RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond,
+		Transport: &kafka.Transport{TLS: clientTLS, SASL: mech}}
+	defer w.Close()
+	if err := w.WriteMessages(ctx, requestRaw("sec", `{"version":1,"batch_id":"sec","algorithm":"deepwalk","seeds":[1,2],"length":5}`)); err != nil {
+		t.Fatal(err)
+	}
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: "out", Partition: 0, MaxWait: 100 * time.Millisecond,
+		Dialer: &kafka.Dialer{Timeout: 10 * time.Second, TLS: clientTLS, SASLMechanism: mech}})
+	defer r.Close()
+	m, err := r.ReadMessage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev source.Event
+	if err := json.Unmarshal(m.Value, &ev); err != nil || ev.BatchID != "sec" || ev.Status != source.StatusSucceeded || ev.Walks != 2 {
+		t.Fatalf("event %s: %v", m.Value, err)
+	}
+	if err := rt.ready(); err != nil {
+		t.Errorf("not ready over TLS+SCRAM: %v", err)
+	}
+}
+
+// TestMissingTopicFailsReadinessByName: an output topic that does not exist
+// is found at start-up, named in /readyz, and nothing is fetched until an
+// operator creates it; then the stage becomes ready by itself and works.
+func TestMissingTopicFailsReadinessByName(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in", "dlq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	brokers := c.ListenAddrs()
+	gpath, _ := testGraph(t, 8)
+	rt, _ := runStage(t, stageEnviron(brokers, gpath, "file://"+filepath.ToSlash(t.TempDir()), "WALKSTAGE_METRICS_ADDR=",
+		"WALKSTAGE_PROBE_INTERVAL=100ms"))
+	produce(t, brokers, "in", requestRaw("late", `{"version":1,"batch_id":"late","algorithm":"deepwalk","seeds":[1],"length":3}`))
+	err = rt.ready()
+	if err == nil || !strings.Contains(err.Error(), `topic "out" does not exist`) {
+		t.Fatalf("readiness with the output topic missing: %v", err)
+	}
+	time.Sleep(time.Second)
+	if n := rt.Consumer.Pending(); n != 0 {
+		t.Fatalf("%d messages fetched while a topic was missing", n)
+	}
+	cl := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second}
+	if _, err := cl.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: "out", NumPartitions: 1, ReplicationFactor: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	obs := newObserver(brokers, "out")
+	defer obs.Close()
+	if _, err := obs.events(ctx, func(m map[string][]source.Event) bool { return len(m["late"]) > 0 }); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.ready(); err != nil {
+		t.Errorf("still not ready: %v", err)
+	}
+}

@@ -1,0 +1,349 @@
+package stage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"gocloud.dev/blob"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/walk"
+)
+
+// memSource is an in-memory source: the stage's seam needs nothing of
+// Kafka, so its fault handling is tested without a broker as well.
+type memSource struct {
+	ch   chan *source.Delivery
+	mu   sync.Mutex
+	acks map[string][]error // per batch id, the causes Ack was called with
+}
+
+func newMemSource() *memSource {
+	return &memSource{ch: make(chan *source.Delivery, 16), acks: map[string][]error{}}
+}
+
+func (m *memSource) Next(ctx context.Context) (*source.Delivery, error) {
+	select {
+	case d := <-m.ch:
+		return d, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (m *memSource) send(t *testing.T, key, value string) {
+	t.Helper()
+	_, g := testGraphCached(t)
+	d := &source.Delivery{Received: time.Now()}
+	req, err := source.DecodeRequest([]byte(key), []byte(value), g, source.DefaultLimits())
+	if err != nil {
+		var re *source.RejectError
+		if !errors.As(err, &re) {
+			t.Fatal(err)
+		}
+		d.Reject = re
+	} else {
+		d.Request = req
+	}
+	d.Ack = func(ctx context.Context, cause error) error {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.acks[key] = append(m.acks[key], cause)
+		return nil
+	}
+	m.ch <- d
+}
+
+func (m *memSource) acked(id string) []error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]error(nil), m.acks[id]...)
+}
+
+// memEvents records published events; down makes Publish fail like an
+// unreachable broker.
+type memEvents struct {
+	down atomic.Bool
+	mu   sync.Mutex
+	evs  []source.Event
+}
+
+func (e *memEvents) Publish(ctx context.Context, ev source.Event) error {
+	if e.down.Load() {
+		return errors.New("dial tcp 127.0.0.1:9092: connect: connection refused")
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.evs = append(e.evs, ev)
+	return nil
+}
+
+func (e *memEvents) all() []source.Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]source.Event(nil), e.evs...)
+}
+
+// flakyS3 is gofakes3 behind a switch: while down, every request gets a
+// 503, as from a store that is restarting.
+func flakyS3(t *testing.T) (*blob.Bucket, *atomic.Bool) {
+	t.Helper()
+	be := s3mem.New()
+	if err := be.CreateBucket("walks"); err != nil {
+		t.Fatal(err)
+	}
+	var down atomic.Bool
+	s3 := gofakes3.New(be).Server()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			http.Error(w, "<Error><Code>ServiceUnavailable</Code></Error>", http.StatusServiceUnavailable)
+			return
+		}
+		s3.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+		"AWS_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true", "AWS_MAX_ATTEMPTS": "1"} {
+		os.Setenv(k, v)
+	}
+	b, err := sink.OpenBucket(context.Background(), "s3://walks?endpoint="+srv.URL+"&use_path_style=true&region=us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b, &down
+}
+
+// runMem runs a stage on an in-memory source and event sink.
+func runMem(t *testing.T, b *blob.Bucket, src *memSource, evs *memEvents) *Stage {
+	t.Helper()
+	_, g := testGraphCached(t)
+	eng, err := walk.NewCPU(g, walk.WithWorkers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	s, err := New(Options{Graph: g, Engine: eng, Source: src, Events: evs, Bucket: b, BucketURL: "s3://walks", Prefix: "walks",
+		RetryBackoffMin: 20 * time.Millisecond, RetryBackoffMax: 200 * time.Millisecond,
+		ProbeInterval: 50 * time.Millisecond, ProbeTimeout: time.Second,
+		Probes: []Probe{{Name: depStore, Check: storeProbe(b, "walks")}}, Logger: testLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("stage exited with %v", err)
+		}
+	})
+	return s
+}
+
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestStoreOutageIsRetriedNotDeadLettered: an object store that answers
+// 503 for a while is an outage, not a bad request. The batch waits and
+// retries, the stage reports not ready and says which dependency, nothing is
+// dead-lettered or acknowledged meanwhile, and when the store returns the
+// batch succeeds once and the stage is ready again by itself.
+func TestStoreOutageIsRetriedNotDeadLettered(t *testing.T) {
+	b, down := flakyS3(t)
+	src, evs := newMemSource(), &memEvents{}
+	s := runMem(t, b, src, evs)
+	down.Store(true)
+	src.send(t, "b1", `{"version":1,"batch_id":"b1","algorithm":"deepwalk","seeds":[1,2,3],"length":5}`)
+	waitFor(t, "not ready", 10*time.Second, func() bool { return s.ready() != nil })
+	if err := s.ready(); err == nil || !strings.Contains(err.Error(), "object_store unavailable") {
+		t.Fatalf("readiness says %v", err)
+	}
+	if v := metricValue(s.m.depUp.WithLabelValues(depStore)); v != 0 {
+		t.Fatalf("walkstage_dependency_up{object_store} = %v during the outage", v)
+	}
+	time.Sleep(500 * time.Millisecond) // several retries' worth
+	if n := len(evs.all()); n != 0 || len(src.acked("b1")) != 0 {
+		t.Fatalf("during the outage: %d events, acks %v", n, src.acked("b1"))
+	}
+	down.Store(false)
+	waitFor(t, "the batch's event", 20*time.Second, func() bool { return len(evs.all()) == 1 })
+	ev := evs.all()[0]
+	if ev.Status != source.StatusSucceeded || ev.BatchID != "b1" {
+		t.Fatalf("%+v", ev)
+	}
+	waitFor(t, "ready again", 10*time.Second, func() bool { return s.ready() == nil })
+	if acks := src.acked("b1"); len(acks) != 1 || acks[0] != nil {
+		t.Fatalf("acks %v: want one, nil", acks)
+	}
+	if v := metricValue(s.m.retries.WithLabelValues(depStore)); v < 1 {
+		t.Errorf("walkstage_dependency_failures_total{object_store} = %v", v)
+	}
+}
+
+// TestBrokerOutageRetriesTheEventOnly: when the event cannot be published
+// after the objects are durable, only the publish is retried (no second
+// walk, no dead letter), and the delivery is acknowledged after it lands.
+func TestBrokerOutageRetriesTheEventOnly(t *testing.T) {
+	b, _ := flakyS3(t)
+	src, evs := newMemSource(), &memEvents{}
+	s := runMem(t, b, src, evs)
+	evs.down.Store(true)
+	src.send(t, "b2", `{"version":1,"batch_id":"b2","algorithm":"deepwalk","seeds":[1,2],"length":5}`)
+	waitFor(t, "not ready", 10*time.Second, func() bool { return s.ready() != nil })
+	if acks := src.acked("b2"); len(acks) != 0 {
+		t.Fatalf("acknowledged during the outage: %v", acks)
+	}
+	evs.down.Store(false)
+	waitFor(t, "the event", 20*time.Second, func() bool { return len(evs.all()) == 1 })
+	waitFor(t, "the ack", 5*time.Second, func() bool { return len(src.acked("b2")) == 1 })
+	if runs := metricValue(s.m.engineRuns); runs != 1 {
+		t.Errorf("%v engine runs: the walk was repeated for a publish failure", runs)
+	}
+	waitFor(t, "ready again", 10*time.Second, func() bool { return s.ready() == nil })
+}
+
+// TestRejectionAcknowledgedWithItsReason: a bad request found by the
+// decoder gets a rejected event and an Ack carrying its RejectError (which
+// the Kafka source turns into a dead letter plus a commit).
+func TestRejectionAcknowledgedWithItsReason(t *testing.T) {
+	b, _ := flakyS3(t)
+	src, evs := newMemSource(), &memEvents{}
+	runMem(t, b, src, evs)
+	src.send(t, "bad", `{"version":1,"batch_id":"bad","algorithm":"nope","seeds":[1]}`)
+	waitFor(t, "the ack", 10*time.Second, func() bool { return len(src.acked("bad")) == 1 })
+	var re *source.RejectError
+	if !errors.As(src.acked("bad")[0], &re) || re.Reason != source.ReasonInvalidParameters {
+		t.Fatalf("ack cause %v", src.acked("bad")[0])
+	}
+	if ev := evs.all(); len(ev) != 1 || ev[0].Status != source.StatusRejected {
+		t.Fatalf("events %+v", ev)
+	}
+}
+
+// testGraphCached is one small scale-8 graph for the in-memory tests.
+func testGraphCached(t *testing.T) (string, *graph.Graph) {
+	t.Helper()
+	memGraphOnce.Do(func() { memGraphPath, memGraph = testGraph(t, 8) })
+	return memGraphPath, memGraph
+}
+
+var (
+	memGraphOnce sync.Once
+	memGraphPath string
+	memGraph     *graph.Graph
+)
+
+func metricValue(c prometheus.Metric) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		return -1
+	}
+	if m.Gauge != nil {
+		return m.Gauge.GetValue()
+	}
+	return m.Counter.GetValue()
+}
+
+// fileBucket is a real file:// store in a temporary directory.
+func fileBucket(t *testing.T) *blob.Bucket {
+	t.Helper()
+	b, err := sink.OpenBucket(context.Background(), "file://"+filepath.ToSlash(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// TestRedeliveryAfterSuccessIsReportedNotRewritten: a batch whose output is
+// complete (its commit was lost, say) comes back. It is answered from its
+// manifest: no walk, nothing deleted or rewritten, the same objects named.
+func TestRedeliveryAfterSuccessIsReportedNotRewritten(t *testing.T) {
+	b := fileBucket(t)
+	src, evs := newMemSource(), &memEvents{}
+	s := runMem(t, b, src, evs)
+	body := `{"version":1,"batch_id":"again","algorithm":"deepwalk","seeds":[1,2,3],"length":6}`
+	src.send(t, "again", body)
+	waitFor(t, "first event", 10*time.Second, func() bool { return len(evs.all()) == 1 })
+	before := snapshot(t, b)
+	src.send(t, "again", body)
+	waitFor(t, "second event", 10*time.Second, func() bool { return len(evs.all()) == 2 })
+	a, c := evs.all()[0], evs.all()[1]
+	if c.Status != source.StatusSucceeded || fmt.Sprint(a.Objects) != fmt.Sprint(c.Objects) || a.Manifest != c.Manifest ||
+		a.Walks != c.Walks || a.Steps != c.Steps {
+		t.Fatalf("redelivery reported\n%+v\nafter\n%+v", c, a)
+	}
+	if runs := metricValue(s.m.engineRuns); runs != 1 {
+		t.Errorf("%v engine runs", runs)
+	}
+	if after := snapshot(t, b); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("objects changed:\n%v\n%v", before, after)
+	}
+	waitFor(t, "two acks", 5*time.Second, func() bool { return len(src.acked("again")) == 2 })
+}
+
+// TestBatchIDReuseIsAConflict: the same batch id with a different request
+// is refused (batch_id_conflict) and the first output is kept intact.
+func TestBatchIDReuseIsAConflict(t *testing.T) {
+	b := fileBucket(t)
+	src, evs := newMemSource(), &memEvents{}
+	runMem(t, b, src, evs)
+	src.send(t, "dup", `{"version":1,"batch_id":"dup","algorithm":"deepwalk","seeds":[1,2,3],"length":6}`)
+	waitFor(t, "first event", 10*time.Second, func() bool { return len(evs.all()) == 1 })
+	before := snapshot(t, b)
+	src.send(t, "dup", `{"version":1,"batch_id":"dup","algorithm":"deepwalk","seeds":[4,5],"length":6}`)
+	waitFor(t, "second event", 10*time.Second, func() bool { return len(evs.all()) == 2 })
+	ev := evs.all()[1]
+	if ev.Status != source.StatusRejected || ev.Reason != string(source.ReasonBatchIDConflict) {
+		t.Fatalf("%+v", ev)
+	}
+	waitFor(t, "two acks", 5*time.Second, func() bool { return len(src.acked("dup")) == 2 })
+	var re *source.RejectError
+	if acks := src.acked("dup"); acks[0] != nil || !errors.As(acks[1], &re) || re.Reason != source.ReasonBatchIDConflict {
+		t.Fatalf("acks %v", acks)
+	}
+	if after := snapshot(t, b); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("the first output changed:\n%v\n%v", before, after)
+	}
+}
+
+// snapshot lists every object with its size and modification time.
+func snapshot(t *testing.T, b *blob.Bucket) []string {
+	t.Helper()
+	var out []string
+	it := b.List(nil)
+	for {
+		o, err := it.Next(context.Background())
+		if err != nil {
+			break
+		}
+		out = append(out, fmt.Sprintf("%s %d %v", o.Key, o.Size, o.ModTime.UnixNano()))
+	}
+	return out
+}
