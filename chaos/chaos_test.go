@@ -561,6 +561,9 @@ func stageEnviron(broker, graphPath, outURL, metricsAddr string) []string {
 		"WALKSTAGE_OUTPUT_COMPRESSION=none", "WALKSTAGE_OUTPUT_FILE_BYTES=16777216",
 		// A few batches at a time, so a backlog lasts through the kills.
 		"WALKSTAGE_MAX_IN_FLIGHT=4", "WALKSTAGE_QUEUE_DEPTH=8", "WALKSTAGE_MICROBATCH_MAX_REQUESTS=4",
+		// Dependency probes fast enough for /readyz to turn within the
+		// suite's one-second grace, and retries that resume promptly.
+		"WALKSTAGE_PROBE_INTERVAL=250ms", "WALKSTAGE_PROBE_TIMEOUT=500ms", "WALKSTAGE_RETRY_BACKOFF_MAX=2s",
 		"WALKSTAGE_METRICS_ADDR="+metricsAddr, "WALKSTAGE_SESSION_TIMEOUT=3s", "WALKSTAGE_REBALANCE_TIMEOUT=3s",
 		"WALKSTAGE_SHUTDOWN_TIMEOUT=10s", "WALKSTAGE_LOG_LEVEL=info", "WALKSTAGE_LOG_FORMAT=json")
 }
