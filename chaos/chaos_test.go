@@ -193,10 +193,9 @@ func TestChaos(t *testing.T) {
 	bad = bad[nb:]
 	g.shuffle(backlog)
 	waves := f.kills + 3
+	badPerWave := (len(bad) + waves - 1) / waves
 	takeBad := func() []*msg {
-		n := (len(bad) + waves - 1) / waves
-		waves--
-		n = min(n, len(bad))
+		n := min(badPerWave, len(bad))
 		out := bad[:n]
 		bad = bad[n:]
 		return out
@@ -204,10 +203,13 @@ func TestChaos(t *testing.T) {
 	conflictOf := g.reqs[:f.conflicts] // the first accepted requests get conflicting twins
 	dupOf := g.reqs[f.conflicts : f.conflicts+f.duplicates]
 	dupPerWave := (len(dupOf) + waves - 1) / waves
-	wave := func(n int, withDups bool) []*msg {
+	wave := func(n, heavy int, withDups bool) []*msg {
 		var w []*msg
 		for range n {
 			w = append(w, g.valid())
+		}
+		for range heavy {
+			w = append(w, g.heavy())
 		}
 		w = append(w, takeBad()...)
 		for i := 0; withDups && i < dupPerWave && len(dupOf) > 0; i++ {
@@ -238,18 +240,18 @@ func TestChaos(t *testing.T) {
 		if _, ok := ready.waitReady(ctx, lastStart, 60*time.Second); !ok {
 			t.Errorf("kill %d: the stage was not ready within 60 s of its restart", i)
 		}
-		w := wave(f.perKill, true)
+		w := wave(f.perKill, 3, true)
 		pub(w)
 		all = append(all, w...)
-		after := time.Duration(200+rng.IntN(1800)) * time.Millisecond
+		after := time.Duration(100+rng.IntN(1400)) * time.Millisecond
 		time.Sleep(after)
 		if stageLag() == 0 {
-			// The stage caught up: give it more to chew on, so the kill
-			// lands mid-batch, under a backlog.
-			w := wave(f.perKill, false)
+			// The stage caught up: give it heavy batches to chew on, so
+			// the kill lands mid-batch, under a backlog.
+			w := wave(0, 4, false)
 			pub(w)
 			all = append(all, w...)
-			time.Sleep(time.Duration(100+rng.IntN(400)) * time.Millisecond)
+			time.Sleep(time.Duration(100+rng.IntN(300)) * time.Millisecond)
 		}
 		k := kill{at: time.Since(t0), after: after, lag: stageLag()}
 		sup.killAndRestart()
@@ -305,12 +307,12 @@ func TestChaos(t *testing.T) {
 	// ---- Broker outage ----
 	var outages []outage
 	stopFor := func(p *proc, what string, during func()) {
-		w := wave(f.perOutage, true)
+		w := wave(f.perOutage, 2, true)
 		pub(w)
 		all = append(all, w...)
 		time.Sleep(300 * time.Millisecond) // let batches get in flight
 		if stageLag() == 0 {
-			w := wave(f.perOutage, true)
+			w := wave(0, 4, false)
 			pub(w)
 			all = append(all, w...)
 			time.Sleep(100 * time.Millisecond)
@@ -336,7 +338,7 @@ func TestChaos(t *testing.T) {
 	stopFor(broker, "broker", nil)
 	// ---- Object-store outage; requests keep coming meanwhile ----
 	stopFor(gw, "object store", func() {
-		w := wave(f.perOutage, true)
+		w := wave(f.perOutage, 0, true)
 		pub(w)
 		all = append(all, w...)
 	})

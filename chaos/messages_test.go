@@ -56,9 +56,14 @@ func (g *gen) next(key, value []byte) *msg {
 	return &msg{id: fmt.Sprintf("m-%05d", g.n), key: key, value: value, offset: -1}
 }
 
-// valid returns a new accepted request. heavy ones are large enough to
-// take a while to walk and upload (several MB of Parquet, multipart).
-func (g *gen) valid() *msg {
+// valid returns a new accepted request; one in ten is heavy, large enough
+// to take a while to walk and upload (~10 MB of Parquet, multipart).
+func (g *gen) valid() *msg { return g.request(g.rng.IntN(10) == 0) }
+
+// heavy returns a new accepted request of about 10 MB of walks.
+func (g *gen) heavy() *msg { return g.request(true) }
+
+func (g *gen) request(heavy bool) *msg {
 	id := fmt.Sprintf("ok-%05d", len(g.reqs)+1)
 	r := g.rng
 	count := 50 + r.IntN(600)
@@ -85,7 +90,7 @@ func (g *gen) valid() *msg {
 		body["schema"] = []int{r.IntN(3), r.IntN(3)}
 		length = 4 + r.IntN(16)
 	}
-	if r.IntN(10) == 0 { // heavy: ~10 MB of walks
+	if heavy { // ~10 MB of walks
 		body = map[string]any{"version": 1, "batch_id": id, "algorithm": "deepwalk",
 			"seed_range": map[string]any{"first": 0, "count": g.vertices}}
 		count, length, wps = g.vertices, 120+r.IntN(60), 10
