@@ -72,6 +72,7 @@ type kill struct {
 	after   time.Duration // after the stage became ready and the wave was published
 	lag     int64         // input messages not committed at the kill (-1: unknown)
 	toReady time.Duration // restart to /readyz 200 (0: never)
+	uploads int           // multipart uploads open just before the kill (-1: unknown)
 }
 
 // TestChaos runs the stage through kills, broker and object-store outages
@@ -253,15 +254,20 @@ func TestChaos(t *testing.T) {
 			all = append(all, w...)
 			time.Sleep(time.Duration(100+rng.IntN(300)) * time.Millisecond)
 		}
-		k := kill{at: time.Since(t0), after: after, lag: stageLag()}
+		k := kill{at: time.Since(t0), after: after, lag: stageLag(), uploads: -1}
+		uctx, ucancel := context.WithTimeout(ctx, 2*time.Second)
+		if up, err := openUploads(uctx, s3c); err == nil {
+			k.uploads = len(up)
+		}
+		ucancel()
 		sup.killAndRestart()
 		lastStart = time.Now()
 		if at, ok := ready.waitReady(ctx, lastStart, 60*time.Second); ok {
 			k.toReady = at.Sub(lastStart)
 		}
 		kills = append(kills, k)
-		t.Logf("%s kill %d: %v after its wave, %d messages uncommitted; ready again in %.1fs",
-			rel(t0.Add(k.at)), i+1, after, k.lag, k.toReady.Seconds())
+		t.Logf("%s kill %d: %v after its wave, %d messages uncommitted, %d multipart uploads open; ready again in %.1fs",
+			rel(t0.Add(k.at)), i+1, after, k.lag, k.uploads, k.toReady.Seconds())
 	}
 
 	// ---- Conflicts: once their originals have succeeded ----
@@ -452,16 +458,16 @@ func TestChaos(t *testing.T) {
 		switch {
 		case len(cs) == 0:
 			dlqMissing++
-			v.add("DEAD-LETTER", "every bad message has exactly one dead-letter copy with a reason",
+			v.add("DEAD-LETTER-MISSING", "every bad message has a dead-letter copy",
 				fmt.Sprintf("%s (%s, %d bytes, in/%d@%d): no copy", m.id, m.category, len(m.value), m.partition, m.offset))
 		case len(cs) > 1:
 			dlqDup++
-			v.add("DEAD-LETTER", "every bad message has exactly one dead-letter copy with a reason",
+			v.add("DEAD-LETTER-DUPLICATE", "every bad message has exactly one dead-letter copy (not more)",
 				fmt.Sprintf("%s (%s, in/%d@%d): %d copies", m.id, m.category, m.partition, m.offset, len(cs)))
 		}
 		for _, c := range cs {
 			if reasonOf(c) == "" {
-				v.add("DEAD-LETTER", "every bad message has exactly one dead-letter copy with a reason",
+				v.add("DEAD-LETTER-REASON", "every dead-letter copy has a walkstage-reason header",
 					fmt.Sprintf("%s (%s): copy dlq/%d@%d has no %s header", m.id, m.category, c.Partition, c.Offset, "walkstage-reason"))
 			}
 		}
@@ -481,7 +487,7 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	for _, c := range copies.unmatched {
-		v.add("DEAD-LETTER", "every dead letter is a copy of a message we sent",
+		v.add("DEAD-LETTER-UNTRACEABLE", "every dead letter is a copy of a message we sent",
 			fmt.Sprintf("dlq/%d@%d (key %q, %d bytes, reason %q) matches no message", c.Partition, c.Offset, trunc(c.Key), len(c.Value), reasonOf(c)))
 	}
 	for _, e := range sup.unexpectedExits() {
@@ -529,17 +535,20 @@ func TestChaos(t *testing.T) {
 			nAcc++
 		}
 	}
-	underBacklog := 0
+	underBacklog, midUpload := 0, 0
 	for _, k := range kills {
 		if k.lag > 0 {
 			underBacklog++
 		}
+		if k.uploads > 0 {
+			midUpload++
+		}
 	}
 	t.Logf("dead-letter reasons by category: %s", describeReasons(reasons))
-	t.Logf("chaos summary: form=%s seed=%d kills=%d (under backlog %d) unexpected_exits=%d outages=broker:%v,store:%v "+
+	t.Logf("chaos summary: form=%s seed=%d kills=%d (under backlog %d, during multipart uploads %d) unexpected_exits=%d outages=broker:%v,store:%v "+
 		"messages=%d (accepted %d, resent %d, bad %d) lost=%d dangling_events=%d dead_letters_missing=%d dead_letters_duplicated=%d "+
 		"open_uploads=%d recovery=%s drain=%.1fs total=%.1fs",
-		f.name, seed, len(kills), underBacklog, len(sup.unexpectedExits()), f.outage, f.outage,
+		f.name, seed, len(kills), underBacklog, midUpload, len(sup.unexpectedExits()), f.outage, f.outage,
 		len(all), nAcc, nDup, nBad, lost, dangling, dlqMissing, dlqDup, len(open), strings.Join(recovery, ","),
 		drainTime.Seconds(), time.Since(t0).Seconds())
 }
