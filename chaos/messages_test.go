@@ -56,11 +56,10 @@ func (g *gen) next(key, value []byte) *msg {
 	return &msg{id: fmt.Sprintf("m-%05d", g.n), key: key, value: value, offset: -1}
 }
 
-// valid returns a new accepted request; one in ten is heavy, large enough
-// to take a while to walk and upload (~10 MB of Parquet, multipart).
-func (g *gen) valid() *msg { return g.request(g.rng.IntN(10) == 0) }
+// valid returns a new accepted request; one in twenty is heavy.
+func (g *gen) valid() *msg { return g.request(g.rng.IntN(20) == 0) }
 
-// heavy returns a new accepted request of about 10 MB of walks.
+// heavy returns a new accepted request of about 10 MB of Parquet.
 func (g *gen) heavy() *msg { return g.request(true) }
 
 func (g *gen) request(heavy bool) *msg {
@@ -93,7 +92,10 @@ func (g *gen) request(heavy bool) *msg {
 	if heavy { // ~10 MB of walks
 		body = map[string]any{"version": 1, "batch_id": id, "algorithm": "deepwalk",
 			"seed_range": map[string]any{"first": 0, "count": g.vertices}}
-		count, length, wps = g.vertices, 120+r.IntN(60), 10
+		// 1024 x 60 walks of 120-180 steps: 10-13 MB of Parquet (the
+		// vertex dictionary keeps it small), more than one 8 MiB upload
+		// part, so a kill can catch a multipart upload open.
+		count, length, wps = g.vertices, 120+r.IntN(60), 60
 	}
 	body["length"] = length
 	body["walks_per_seed"] = wps
