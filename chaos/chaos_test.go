@@ -254,6 +254,18 @@ func TestChaos(t *testing.T) {
 			all = append(all, w...)
 			time.Sleep(time.Duration(100+rng.IntN(300)) * time.Millisecond)
 		}
+		if i%3 == 2 {
+			// Every third kill waits for a multipart upload in progress,
+			// the leftover issue 11 says must not outlive a kill.
+			for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(30 * time.Millisecond) {
+				uctx, ucancel := context.WithTimeout(ctx, time.Second)
+				up, err := openUploads(uctx, s3c)
+				ucancel()
+				if err == nil && len(up) > 0 {
+					break
+				}
+			}
+		}
 		k := kill{at: time.Since(t0), after: after, lag: stageLag(), uploads: -1}
 		uctx, ucancel := context.WithTimeout(ctx, 2*time.Second)
 		if up, err := openUploads(uctx, s3c); err == nil {
