@@ -257,7 +257,7 @@ func TestChaos(t *testing.T) {
 		if i%3 == 2 {
 			// Every third kill waits for a multipart upload in progress,
 			// the leftover issue 11 says must not outlive a kill.
-			for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(30 * time.Millisecond) {
+			for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
 				uctx, ucancel := context.WithTimeout(ctx, time.Second)
 				up, err := openUploads(uctx, s3c)
 				ucancel()

@@ -92,10 +92,10 @@ func (g *gen) request(heavy bool) *msg {
 	if heavy { // ~10 MB of walks
 		body = map[string]any{"version": 1, "batch_id": id, "algorithm": "deepwalk",
 			"seed_range": map[string]any{"first": 0, "count": g.vertices}}
-		// 1024 x 60 walks of 120-180 steps: 10-13 MB of Parquet (the
+		// 1024 x 60 walks of 150-250 steps: 11-19 MB of Parquet (the
 		// vertex dictionary keeps it small), more than one 8 MiB upload
 		// part, so a kill can catch a multipart upload open.
-		count, length, wps = g.vertices, 120+r.IntN(60), 60
+		count, length, wps = g.vertices, 150+r.IntN(100), 60
 	}
 	body["length"] = length
 	body["walks_per_seed"] = wps
