@@ -72,7 +72,7 @@ type kill struct {
 	after   time.Duration // after the stage became ready and the wave was published
 	lag     int64         // input messages not committed at the kill (-1: unknown)
 	toReady time.Duration // restart to /readyz 200 (0: never)
-	uploads int           // multipart uploads open just before the kill (-1: unknown)
+	uploads int           // multipart uploads begun since the last kill, open at this one (-1: unknown)
 }
 
 // TestChaos runs the stage through kills, broker and object-store outages
@@ -236,6 +236,7 @@ func TestChaos(t *testing.T) {
 
 	// ---- Kills, each after a seeded delay into a new wave ----
 	var kills []kill
+	leaked := map[string]bool{}
 	lastStart := time.Now()
 	for i := range f.kills {
 		if _, ok := ready.waitReady(ctx, lastStart, 60*time.Second); !ok {
@@ -254,30 +255,41 @@ func TestChaos(t *testing.T) {
 			all = append(all, w...)
 			time.Sleep(time.Duration(100+rng.IntN(300)) * time.Millisecond)
 		}
+		// Uploads in progress now, not left over from an earlier kill.
+		newUploads := func() int {
+			uctx, ucancel := context.WithTimeout(ctx, time.Second)
+			defer ucancel()
+			up, err := openUploads(uctx, s3c)
+			if err != nil {
+				return -1
+			}
+			n := 0
+			for _, u := range up {
+				if !leaked[u] {
+					n++
+				}
+			}
+			return n
+		}
 		if i%3 == 2 {
 			// Every third kill waits for a multipart upload in progress,
 			// the leftover issue 11 says must not outlive a kill.
-			for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
-				uctx, ucancel := context.WithTimeout(ctx, time.Second)
-				up, err := openUploads(uctx, s3c)
-				ucancel()
-				if err == nil && len(up) > 0 {
-					break
-				}
+			for end := time.Now().Add(15 * time.Second); time.Now().Before(end) && newUploads() <= 0; {
+				time.Sleep(5 * time.Millisecond)
 			}
 		}
-		k := kill{at: time.Since(t0), after: after, lag: stageLag(), uploads: -1}
-		uctx, ucancel := context.WithTimeout(ctx, 2*time.Second)
-		if up, err := openUploads(uctx, s3c); err == nil {
-			k.uploads = len(up)
-		}
-		ucancel()
+		k := kill{at: time.Since(t0), after: after, lag: stageLag(), uploads: newUploads()}
 		sup.killAndRestart()
 		lastStart = time.Now()
 		if at, ok := ready.waitReady(ctx, lastStart, 60*time.Second); ok {
 			k.toReady = at.Sub(lastStart)
 		}
 		kills = append(kills, k)
+		if up, err := openUploads(ctx, s3c); err == nil {
+			for _, u := range up {
+				leaked[u] = true // still open after the restart: not new at the next kill
+			}
+		}
 		t.Logf("%s kill %d: %v after its wave, %d messages uncommitted, %d multipart uploads open; ready again in %.1fs",
 			rel(t0.Add(k.at)), i+1, after, k.lag, k.uploads, k.toReady.Seconds())
 	}
@@ -548,7 +560,9 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	underBacklog, midUpload := 0, 0
+	var toReady time.Duration
 	for _, k := range kills {
+		toReady = max(toReady, k.toReady)
 		if k.lag > 0 {
 			underBacklog++
 		}
@@ -557,10 +571,15 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	t.Logf("dead-letter reasons by category: %s", describeReasons(reasons))
-	t.Logf("chaos summary: form=%s seed=%d kills=%d (under backlog %d, during multipart uploads %d) unexpected_exits=%d outages=broker:%v,store:%v "+
+	var outs []string
+	for _, o := range outages {
+		outs = append(outs, fmt.Sprintf("%s:%.0fs", strings.ReplaceAll(o.what, " ", "-"), o.end.Sub(o.start).Seconds()))
+	}
+	t.Logf("chaos summary: form=%s seed=%d kills=%d (under backlog %d, during multipart uploads %d, restart to ready <= %.1fs) "+
+		"unexpected_exits=%d outages=%s "+
 		"messages=%d (accepted %d, resent %d, bad %d) lost=%d dangling_events=%d dead_letters_missing=%d dead_letters_duplicated=%d "+
 		"open_uploads=%d recovery=%s drain=%.1fs total=%.1fs",
-		f.name, seed, len(kills), underBacklog, midUpload, len(sup.unexpectedExits()), f.outage, f.outage,
+		f.name, seed, len(kills), underBacklog, midUpload, toReady.Seconds(), len(sup.unexpectedExits()), strings.Join(outs, ","),
 		len(all), nAcc, nDup, nBad, lost, dangling, dlqMissing, dlqDup, len(open), strings.Join(recovery, ","),
 		drainTime.Seconds(), time.Since(t0).Seconds())
 }

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -82,7 +83,7 @@ type proc struct {
 	started time.Time
 	done    chan struct{} // closed when Wait has returned
 	waitErr error
-	ours    bool // set before we signal it to die
+	ours    atomic.Bool // set before we signal it to die
 }
 
 // startProc starts bin with args and environ (added to ours), stdout and
@@ -144,7 +145,7 @@ func (p *proc) kill() {
 		return
 	default:
 	}
-	p.ours = true
+	p.ours.Store(true)
 	p.cmd.Process.Signal(syscall.SIGCONT)
 	p.cmd.Process.Signal(syscall.SIGKILL)
 	<-p.done
@@ -326,13 +327,16 @@ func (s *supervisor) startLocked() {
 		<-p.done
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		s.exits = append(s.exits, exitRecord{At: time.Since(s.t0), Desc: p.exitDesc(), Ours: p.ours})
-		if p.ours || s.stopping || s.cur != p {
+		ours := p.ours.Load()
+		s.exits = append(s.exits, exitRecord{At: time.Since(s.t0), Desc: p.exitDesc(), Ours: ours})
+		if ours || s.stopping || s.cur != p {
 			return
 		}
 		// It exited by itself: a failure the test reports. Restart it so
 		// the rest of the run still tells us something.
+		s.wg.Add(1)
 		go func() {
+			defer s.wg.Done()
 			time.Sleep(time.Second)
 			s.mu.Lock()
 			defer s.mu.Unlock()
@@ -369,7 +373,7 @@ func (s *supervisor) stop(grace time.Duration) string {
 		return "never started"
 	}
 	if !cur.exited() {
-		cur.ours = true
+		cur.ours.Store(true)
 		cur.signal(syscall.SIGTERM)
 		select {
 		case <-cur.done:
