@@ -487,7 +487,7 @@ func TestChaos(t *testing.T) {
 		case len(cs) > 1:
 			dlqDup++
 			v.add("DEAD-LETTER-DUPLICATE", "every bad message has exactly one dead-letter copy (not more)",
-				fmt.Sprintf("%s (%s, in/%d@%d): %d copies", m.id, m.category, m.partition, m.offset, len(cs)))
+				fmt.Sprintf("%s (%s, in/%d@%d): %d copies, written at %s", m.id, m.category, m.partition, m.offset, len(cs), copyTimes(cs, t0)))
 		}
 		for _, c := range cs {
 			if reasonOf(c) == "" {
@@ -546,6 +546,13 @@ func TestChaos(t *testing.T) {
 		v.add("MULTIPART", "no multipart upload is left open", u)
 	}
 	v.report()
+	if dlqDup > 0 {
+		var ks []string
+		for _, k := range kills {
+			ks = append(ks, fmt.Sprintf("+%.1fs", k.at.Seconds()))
+		}
+		t.Logf("kills at %s (duplicated dead letters written on both sides of a kill were redelivered after it)", strings.Join(ks, ","))
+	}
 
 	// ---- Figures ----
 	nBad, nAcc, nDup := 0, 0, 0
@@ -864,6 +871,15 @@ func matchDLQ(all []*msg, recs []*kgo.Record) dlqCopies {
 		c.byMsg[m] = append(c.byMsg[m], r)
 	}
 	return c
+}
+
+// copyTimes lists when each dead-letter copy was produced.
+func copyTimes(cs []*kgo.Record, t0 time.Time) string {
+	var s []string
+	for _, c := range cs {
+		s = append(s, fmt.Sprintf("+%.1fs", c.Timestamp.Sub(t0).Seconds()))
+	}
+	return strings.Join(s, ",")
 }
 
 func reasonOf(r *kgo.Record) string {

@@ -30,7 +30,9 @@ var (
 func TestMain(m *testing.M) {
 	flag.Parse()
 	var dir string
-	if !testing.Short() {
+	// Build only when TestChaos will run: not under -short, and not when
+	// it will skip for want of versitygw.
+	if _, found := findVersityGW(); !testing.Short() && (found || os.Getenv("WALKSTAGE_INTEGRATION") == "1") {
 		var err error
 		dir, err = os.MkdirTemp("", "walkstage-chaos-bin")
 		if err != nil {
@@ -196,22 +198,29 @@ func startBroker(t testing.TB, logDir string, partitions int) (*proc, string) {
 // ./bin at the repository root (scripts/test.sh installs it there).
 func versityGWBin(t testing.TB) string {
 	t.Helper()
-	if b := os.Getenv("VERSITYGW"); b != "" {
-		return b
-	}
-	if p, err := exec.LookPath("versitygw"); err == nil {
+	if p, ok := findVersityGW(); ok {
 		return p
-	}
-	if p, err := filepath.Abs("../bin/versitygw"); err == nil {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
 	}
 	if os.Getenv("WALKSTAGE_INTEGRATION") == "1" {
 		t.Fatal("versitygw not found ($VERSITYGW, PATH or ./bin) and WALKSTAGE_INTEGRATION=1")
 	}
 	t.Skip("versitygw not found ($VERSITYGW, PATH or ./bin): run scripts/test.sh, or `. scripts/lib.sh; ensure_tools`")
 	return ""
+}
+
+func findVersityGW() (string, bool) {
+	if b := os.Getenv("VERSITYGW"); b != "" {
+		return b, true
+	}
+	if p, err := exec.LookPath("versitygw"); err == nil {
+		return p, true
+	}
+	if p, err := filepath.Abs("../bin/versitygw"); err == nil {
+		if _, err := os.Stat(p); err == nil {
+			return p, true
+		}
+	}
+	return "", false
 }
 
 // S3 credentials shared by versitygw, the stage and the test's own client.
