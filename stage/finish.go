@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/walkstage/walkstage/gpu"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/walk"
@@ -80,6 +81,11 @@ func requestError(b *batch, err error) *source.RejectError {
 		return &source.RejectError{Reason: source.ReasonInvalidParameters, BatchID: b.req.BatchID, Msg: err.Error()}
 	case sink.IsRequestError(err):
 		return &source.RejectError{Reason: source.ReasonBatchIDConflict, BatchID: b.req.BatchID, Msg: err.Error()}
+	case errors.As(err, new(*gpu.MemoryPlanError)) && b.alone:
+		// Walked alone, the request still needs more device memory than
+		// there is: no retry helps. (In a micro-batch it is first retried
+		// alone.)
+		return &source.RejectError{Reason: source.ReasonTooLarge, BatchID: b.req.BatchID, Msg: err.Error()}
 	}
 	return nil
 }

@@ -172,6 +172,8 @@ type batch struct {
 	// lookupErr is why the lookup failed (a conflict, or the store).
 	existing  *sink.Manifest
 	lookupErr error
+	// alone is set when the last engine run walked this batch only.
+	alone bool
 }
 
 // New checks the options and registers the metrics.
