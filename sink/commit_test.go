@@ -18,12 +18,15 @@ import (
 )
 
 // stores are the buckets the commit protocol is tested on: a local
-// directory (written directly, manifest by hard link) and gofakes3 over
-// TCP (If-None-Match: * on the manifest put).
+// directory (written directly, manifest by hard link), gofakes3 over TCP
+// and versitygw (If-None-Match: * on the manifest put; both honour it
+// atomically, gofakes3 since v1.2.0). The versitygw cases skip without
+// its binary (see versityGW).
 func stores(t *testing.T) map[string]func(t *testing.T) *blob.Bucket {
 	return map[string]func(t *testing.T) *blob.Bucket{
-		"file": func(t *testing.T) *blob.Bucket { b, _ := fileBucket(t); return b },
-		"s3":   func(t *testing.T) *blob.Bucket { return openS3(t, fakeS3(t)) },
+		"file":      func(t *testing.T) *blob.Bucket { b, _ := fileBucket(t); return b },
+		"gofakes3":  func(t *testing.T) *blob.Bucket { return openS3(t, fakeS3(t)) },
+		"versitygw": func(t *testing.T) *blob.Bucket { return openS3(t, versityGW(t)) },
 	}
 }
 

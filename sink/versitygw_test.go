@@ -177,6 +177,9 @@ func TestVersityGW(t *testing.T) {
 			t.Fatalf("manifest: %v", err)
 		}
 	})
+
+	// Last: it counts every upload the bucket holds.
+	t.Run("sweep aborts stale uploads", func(t *testing.T) { sweepUploads(t, b) })
 }
 
 // readBatchMeta is readBatch for batches whose metadata differs from
