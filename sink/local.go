@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"weak"
 
@@ -157,16 +158,34 @@ func (l *localFile) Close() error {
 		return err
 	}
 	if l.exclusive {
-		if err := os.Link(l.tmp, l.path); err != nil {
-			if errors.Is(err, fs.ErrExist) {
-				return errExists
-			}
+		if err := linkExclusive(l.tmp, l.path); err != nil {
 			return err
 		}
 	} else if err := os.Rename(l.tmp, l.path); err != nil {
 		return err
 	}
 	return syncDir(dir)
+}
+
+// linkExclusive publishes tmp at path unless path exists. A hard link does
+// that atomically. File systems without hard links (some FUSE, SMB and
+// object-store mounts answer EPERM or ENOTSUP) get a check then a rename,
+// which two writers can both pass: on those, concurrent writers of one
+// batch are last-writer-wins.
+func linkExclusive(tmp, path string) error {
+	err := os.Link(tmp, path)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrExist):
+		return errExists
+	case errors.Is(err, syscall.EPERM), errors.Is(err, syscall.ENOTSUP), errors.Is(err, syscall.EXDEV):
+		if _, serr := os.Lstat(path); serr == nil {
+			return errExists
+		}
+		return os.Rename(tmp, path)
+	}
+	return err
 }
 
 // Abort discards the object.

@@ -90,7 +90,8 @@ var (
 // arrived, rows in walk id order, and row groups are appended to parts in
 // order, a part being rolled after the row group that reaches the file
 // size. Nothing depends on chunk arrival order or timing, so the same walks
-// give byte-identical parts and manifest. The cost is a reorder window:
+// give byte-identical parts, and manifests that differ only in the part
+// names' attempt ids. The cost is a reorder window:
 // walks ahead of the oldest incomplete row group wait in memory (see
 // WithMemoryLimit).
 type BatchWriter struct {
@@ -846,8 +847,10 @@ func (w *BatchWriter) stop() {
 
 // Abort cancels the batch: the part being uploaded is abandoned (an S3
 // multipart upload is aborted, a local temporary file removed), parts this
-// writer completed are deleted, and no `_SUCCESS` is written. It is safe to
-// call after Commit failed, and a no-op after Commit succeeded.
+// writer completed are deleted, and no `_SUCCESS` is written. Nothing
+// another writer wrote is touched: an earlier complete output of the batch
+// stays as it was. It is safe to call after Commit failed, and a no-op
+// after Commit succeeded.
 func (w *BatchWriter) Abort(ctx context.Context) error {
 	w.mu.Lock()
 	if w.committed {
