@@ -129,6 +129,14 @@ func (w *BatchWriter) deleteKey(ctx context.Context, key string) error {
 // before this writer started are deleted. Failures are ignored: readers
 // go by the manifest, and the next writer of the batch tries again.
 func (w *BatchWriter) deleteUnlisted(ctx context.Context, m *Manifest, onlyOlder bool) {
+	if onlyOlder {
+		// Another last-writer-wins writer may have replaced ours since: its
+		// parts are then the batch, and ours are what would go.
+		cur, err := readManifestTimeout(ctx, w.bucket, w.layout.SuccessKey(), w.cfg.callTimeout)
+		if err != nil || !sameFiles(cur, m) {
+			return
+		}
+	}
 	listed := make(map[string]bool, len(m.Files))
 	for _, f := range m.Files {
 		listed[f.Key] = true
