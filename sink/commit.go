@@ -47,6 +47,16 @@ func (w *BatchWriter) publish(ctx context.Context, m *Manifest) (*Manifest, erro
 	}
 	// Legacy, incomplete or unreadable: replace it. S3 and a local rename
 	// swap the object atomically, so readers see the old manifest or ours.
+	// First make sure our parts are still there: a writer that replaced
+	// the manifest while we were paused deletes older parts, ours included,
+	// and a manifest listing them would point at nothing.
+	ok, err := partsPresent(ctx, w.bucket, m, w.cfg.callTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("sink: batch %s: check own parts: %w", w.meta.BatchID, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("sink: batch %s: parts of this attempt were deleted by a later writer of the batch; its output stands", w.meta.BatchID)
+	}
 	if err := w.putManifest(ctx, data, false); err != nil {
 		return nil, w.unsure(ctx, m, fmt.Errorf("sink: batch %s: replace %s: %w", w.meta.BatchID, key, err))
 	}

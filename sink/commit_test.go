@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -478,5 +479,53 @@ func TestCheck(t *testing.T) {
 	}
 	if IsRequestError(ErrStoreConfig) || IsRequestError(errors.New("x")) || !IsRequestError(conflictError("b", "1", "2")) {
 		t.Error("IsRequestError: only ErrBatchConflict is a request error")
+	}
+}
+
+// A writer killed after uploading parts leaves them in the batch directory;
+// the next writer to commit the batch deletes them, so that directory
+// readers see only the manifest's parts.
+func TestCommitDeletesAbandonedParts(t *testing.T) {
+	g := testGraph(t)
+	const n = 2000
+	chunks := runEngine(t, g, testAlgo, n, 95)
+	ctx := context.Background()
+	for name, open := range stores(t) {
+		for _, fp := range []string{"fp", ""} {
+			t.Run(name+"/fingerprint "+strconv.Quote(fp), func(t *testing.T) {
+				b := open(t)
+				opts := []Option{WithRowGroupRows(200), WithFileBytes(1)}
+				dead := writeAll(t, b, fpMeta("k", n, fp), chunks, opts...)
+				for dead.WalksWritten() < n { // every part uploaded, never committed
+					time.Sleep(5 * time.Millisecond)
+				}
+				dir := dead.Layout().Dir
+				if len(batchKeys(t, b, dir)) == 0 {
+					t.Fatal("the abandoned writer left no parts")
+				}
+				time.Sleep(10 * time.Millisecond) // its parts are older than the next writer
+				m := writeBatch(t, b, fpMeta("k", n, fp), g, chunks, opts...)
+				if got, want := batchKeys(t, b, dir), manifestKeys(m, dir); !slices.Equal(got, want) {
+					t.Fatalf("batch directory holds\n%v\nmanifest lists\n%v", got, want)
+				}
+				// Not dead after all, only paused: its commit must not make
+				// a manifest of its deleted parts. With the same fingerprint
+				// it reports the batch as written; without, it fails.
+				late, err := dead.Commit(ctx)
+				switch {
+				case fp != "" && (err != nil || !sameFiles(late, m)):
+					t.Errorf("late commit: %v; want the winner's manifest", err)
+				case fp == "" && err == nil:
+					t.Error("late commit succeeded with its parts deleted")
+				}
+				stored, err := ReadManifest(ctx, b, dead.Layout().SuccessKey())
+				if err != nil || !sameFiles(stored, m) {
+					t.Fatalf("after the late commit the manifest is not the winner's: %v", err)
+				}
+				if got, want := batchKeys(t, b, dir), manifestKeys(m, dir); !slices.Equal(got, want) {
+					t.Fatalf("after the late commit the directory holds\n%v\nmanifest lists\n%v", got, want)
+				}
+			})
+		}
 	}
 }
