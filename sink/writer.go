@@ -98,18 +98,21 @@ type BatchWriter struct {
 	bucket *blob.Bucket
 	layout Layout
 	meta   BatchMeta
+	g      *graph.Graph
+	cfg    config
+	rows   int64 // walks per row group
+	groups int64 // row groups in the batch
+
 	// attempt names this writer's parts (see Layout.AttemptPartKey);
 	// started is when it began, the cutoff for deleting other attempts'
 	// parts after a manifest replace.
 	attempt string
 	started time.Time
 	// local is the directory of a file:// bucket opened by OpenBucket,
-	// written directly (see local.go); empty for other buckets.
+	// written directly (see local.go), staging its staging directory and
+	// tag the batch's prefix of staging file names; all empty for other
+	// buckets.
 	local, staging, tag string
-	g                   *graph.Graph
-	cfg                 config
-	rows                int64 // walks per row group
-	groups              int64 // row groups in the batch
 
 	partOpts []parquet.WriterOption // shared by fragments and parts, so copies are verbatim
 	kv       [][2]string
@@ -749,9 +752,9 @@ func (w *BatchWriter) closePart(p *part) error {
 	return nil
 }
 
-// abortPart abandons a part's upload: cancelling the writer's context makes
-// gocloud discard it (fileblob removes its temporary file), and open S3
-// multipart uploads are aborted explicitly.
+// abortPart abandons a part's upload: a local temporary file is removed,
+// cancelling the writer's context makes gocloud discard a bucket upload,
+// and open S3 multipart uploads are aborted explicitly.
 func (w *BatchWriter) abortPart(p *part) {
 	p.cancel(nil)
 	p.ow.Abort()
