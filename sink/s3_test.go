@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -397,5 +398,73 @@ func TestRedeliveryAbortsOrphanedUpload(t *testing.T) {
 	w.Abort(ctx)
 	if up := pendingUploads(t, b); up != 0 {
 		t.Fatalf("%d uploads left open after redelivery", up)
+	}
+}
+
+// A manifest put whose answer never comes is resolved by reading the
+// manifest back: the commit succeeds when the put landed, and otherwise
+// fails keeping its parts (the put may still land later), which the next
+// successful commit of the batch removes.
+func TestManifestPutWithoutAnswer(t *testing.T) {
+	g := testGraph(t)
+	const n = 1000
+	chunks := runEngine(t, g, testAlgo, n, 93)
+	ctx := context.Background()
+	opts := []Option{WithRowGroupRows(250), WithFileBytes(1), WithCallTimeout(300 * time.Millisecond)}
+	for _, tc := range []struct {
+		name   string
+		landed bool
+	}{{"put landed", true}, {"put lost", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s3Env(t)
+			backend := s3mem.New()
+			if err := backend.CreateBucket("walks"); err != nil {
+				t.Fatal(err)
+			}
+			faker := gofakes3.New(backend, gofakes3.WithLogger(gofakes3.DiscardLog())).Server()
+			var swallow atomic.Bool
+			release := make(chan struct{})
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if swallow.Load() && r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/"+SuccessName) {
+					if tc.landed {
+						faker.ServeHTTP(httptest.NewRecorder(), r) // stored, answer dropped
+					}
+					select {
+					case <-r.Context().Done():
+					case <-release:
+					}
+					return
+				}
+				faker.ServeHTTP(w, r)
+			}))
+			t.Cleanup(srv.Close)
+			t.Cleanup(func() { close(release) })
+			b := openS3(t, "s3://walks?"+url.Values{"endpoint": {srv.URL}, "region": {"us-east-1"}, "use_path_style": {"true"}}.Encode())
+
+			w := writeAll(t, b, fpMeta("q", n, "fp"), chunks, opts...)
+			swallow.Store(true)
+			m, err := w.Commit(ctx)
+			dir := w.Layout().Dir
+			if tc.landed {
+				if err != nil {
+					t.Fatalf("Commit: %v; the manifest landed", err)
+				}
+				if got, want := batchKeys(t, b, dir), manifestKeys(m, dir); !slices.Equal(got, want) {
+					t.Fatalf("directory holds %v, want %v", got, want)
+				}
+				return
+			}
+			if !errors.Is(err, errUnsure) {
+				t.Fatalf("Commit: %v, want errUnsure", err)
+			}
+			if parts := batchKeys(t, b, dir); len(parts) == 0 {
+				t.Fatal("parts deleted although the manifest put may still land")
+			}
+			swallow.Store(false)
+			m = writeBatch(t, b, fpMeta("q", n, "fp"), g, chunks, opts...)
+			if got, want := batchKeys(t, b, dir), manifestKeys(m, dir); !slices.Equal(got, want) {
+				t.Fatalf("after the retry the directory holds %v, want %v", got, want)
+			}
+		})
 	}
 }
