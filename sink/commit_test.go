@@ -309,10 +309,21 @@ func TestLocalTempFilesOutsideBatch(t *testing.T) {
 	if tmp := globT(t, batchDir, "*"); len(tmp) != 0 {
 		t.Fatalf("batch directory holds %v while a part is written", tmp)
 	}
-	// Killed here: the writer is abandoned, not aborted. Age its files and
-	// plant what fileblob left inside batch directories before.
+	// Abort removes the writer's temporary file.
+	if err := w.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if left := globT(t, staging, "*"); len(left) != 0 {
+		t.Fatalf("left in staging after Abort: %v", left)
+	}
+	// Plant what a killed writer leaves in staging, and what fileblob left
+	// inside batch directories before; age them.
 	old := time.Now().Add(-time.Hour)
 	if err := os.MkdirAll(batchDir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	killed := filepath.Join(staging, batchTag(w.Layout().Dir)+"-part-00000-0123456789ab.parquet.00112233aabbccdd.tmp")
+	if err := os.WriteFile(killed, []byte("partial"), 0o666); err != nil {
 		t.Fatal(err)
 	}
 	legacy := filepath.Join(batchDir, "part-00000.parquet.18a3f0c2b1d4e5f6.tmp")
@@ -328,9 +339,12 @@ func TestLocalTempFilesOutsideBatch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Another batch's young temporary file must survive.
+	// Another batch's file, old as it is, is left to that batch (or Sweep).
 	neighbour := filepath.Join(staging, batchTag("walks/graph=x/algorithm=y/batch=z")+"-_SUCCESS.0011.tmp")
 	if err := os.WriteFile(neighbour, nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(neighbour, old, old); err != nil {
 		t.Fatal(err)
 	}
 	m := writeBatch(t, b, fpMeta("tmp", n, "fp"), g, chunks, WithRowGroupRows(100), WithFileBytes(1<<20), WithStaleAfter(time.Minute))
@@ -341,11 +355,10 @@ func TestLocalTempFilesOutsideBatch(t *testing.T) {
 	}
 	for _, p := range []string{young, neighbour} {
 		if _, err := os.Stat(p); err != nil {
-			t.Errorf("young %s removed: %v", p, err)
+			t.Errorf("%s removed: %v", p, err)
 		}
 	}
 	compareRows(t, readBatch(t, b, m), expectedRows(g, chunks, n))
-	w.Abort(ctx) // the abandoned writer's goroutines
 }
 
 func globT(t testing.TB, dir, pattern string) []string {

@@ -238,9 +238,9 @@ func syncDir(dir string) error {
 
 // removeStaleTemps deletes temporary files not modified for olderThan: in
 // the staging directory whose names start with base (all when base is
-// empty), and, when batchDir is set, "*.tmp" files inside the batch
-// directory, which fileblob (and walkstage before the staging directory)
-// left there. A live writer's file is younger: it is written to
+// empty), and, when batchDir is set, the temporary files fileblob (which
+// walkstage used before the staging directory) left inside the batch
+// directory ("part-*.parquet.<hex>.tmp", "_SUCCESS.<hex>.tmp"). A live writer's file is younger: it is written to
 // continually, and a stalled upload fails after WithUploadStallTimeout.
 func removeStaleTemps(ctx context.Context, staging, base, batchDir string, olderThan time.Duration) (removed int, err error) {
 	cutoff := time.Now().Add(-olderThan)
@@ -274,7 +274,7 @@ func removeStaleTemps(ctx context.Context, staging, base, batchDir string, older
 	}
 	scan(staging, func(name string) bool { return strings.HasPrefix(name, base) })
 	if batchDir != "" {
-		scan(batchDir, func(string) bool { return true })
+		scan(batchDir, fileblobTemp.MatchString)
 	}
 	return removed, errors.Join(errs...)
 }
