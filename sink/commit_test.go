@@ -542,3 +542,29 @@ func TestCommitDeletesAbandonedParts(t *testing.T) {
 		}
 	}
 }
+
+// The commit protocol rests on the store refusing a create-if-absent put
+// over an existing object; gofakes3 (since v1.2.0) and versitygw both
+// answer 412, which gocloud reports as FailedPrecondition (fileblob checks
+// before its rename, not atomically; the sink's own local writes link
+// instead, see TestLocalExclusiveCreate). Should a store upgrade drop
+// that, this test says so before the concurrency tests do.
+func TestStoresRefuseOverwriteIfNotExist(t *testing.T) {
+	ctx := context.Background()
+	for name, open := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			b := open(t)
+			opts := &blob.WriterOptions{IfNotExist: true}
+			if err := b.WriteAll(ctx, "walks/x/_SUCCESS", []byte("first"), opts); err != nil {
+				t.Fatal(err)
+			}
+			err := b.WriteAll(ctx, "walks/x/_SUCCESS", []byte("second"), opts)
+			if !isExists(err) {
+				t.Fatalf("second create-if-absent put: %v, want FailedPrecondition", err)
+			}
+			if data, _ := b.ReadAll(ctx, "walks/x/_SUCCESS"); string(data) != "first" {
+				t.Fatalf("object now holds %q", data)
+			}
+		})
+	}
+}
