@@ -256,6 +256,12 @@ func TestLookup(t *testing.T) {
 			if m != nil && (m.BatchID != "l" || m.Fingerprint != tc.fp) {
 				t.Fatalf("Lookup returned %s/%s", m.BatchID, m.Fingerprint)
 			}
+			if m != nil {
+				l, err := m.Layout("walks")
+				if err != nil || l.Dir != path.Dir(m.Files[0].Key) {
+					t.Fatalf("manifest layout %q, %v; parts are under %s", l.Dir, err, path.Dir(m.Files[0].Key))
+				}
+			}
 			if tc.found || tc.err != nil {
 				return
 			}
