@@ -70,37 +70,6 @@ func buildFused(g *graph.Graph) []fusedEntry {
 func (e *fusedEntry) keepLo64() uint64 { return uint64(e.keepLo) | uint64(e.hi&0xffff)<<32 }
 func (e *fusedEntry) altLo64() uint64  { return uint64(e.altLo) | uint64(e.hi>>16)<<32 }
 
-// pipelineLag is how many walks the pipelined loops (walkFused, walkLockstep,
-// Node2Vec's proposals) keep prefetched ahead of the one they decide: enough
-// misses in flight to cover the memory latency, few enough that the lines
-// are still in L1 when used. Measured on scale 20: 8 and 32 to 256 were
-// 2-12% slower than 16.
-const pipelineLag = 16
-
-// draw8 computes draw d of step for up to eight walks (positions k of the
-// unit whose first walk id is firstID): words[w][l] is word w of walks[l].
-func (s *stepper) draw8(walks []int32, firstID uint64, step, d uint32, words *[4][8]uint32) {
-	var idLo, idHi [8]uint32
-	for l, k := range walks {
-		id := firstID + uint64(k)
-		idLo[l], idHi[l] = uint32(id), uint32(id>>32)
-	}
-	philox8(&idLo, &idHi, step, d, s.k0, s.k1, words)
-}
-
-// columnWords are lane l's words for a first-order step: the column and
-// the alias coin, x0 and x1, or for PPR x1 and x2 after x0's stop test
-// (stop: the walk ends here).
-func (s *stepper) columnWords(words *[4][8]uint32, l int) (col, coin uint32, stop bool) {
-	if s.alg.Kind != PPR {
-		return words[0][l], words[1][l], false
-	}
-	if uint64(words[0][l]) < s.stopT {
-		return 0, 0, true
-	}
-	return words[1][l], words[2][l], false
-}
-
 // walkFused is walkLockstep for weighted DeepWalk and PPR over the fused
 // table: the same draws and the same alias decisions, with the current
 // vertex's edge range carried from the entry that chose it, so a step has one
@@ -176,35 +145,4 @@ func (s *stepper) walkFused(starts []uint32, firstID uint64, buf []uint32, lens 
 		}
 		active, next = next[:j], active[:cap(active)]
 	}
-}
-
-// TableSizes is what the CPU engine's sampling tables take for a graph, in
-// bytes, for sizing a deployment before building them. Zero where the graph
-// has no use for a table (no weights, no labels).
-type TableSizes struct {
-	Packed int64 // packed alias table (12 bytes per edge): weighted walks without the fused table
-	Fused  int64 // fused alias table (32 bytes per edge), used in place of Packed when it fits the limit
-	Fences int64 // Node2Vec's neighbour-test index
-	Labels int64 // MetaPath's per-(vertex, label) tables
-}
-
-// EstimateTables returns the sizes of g's CPU sampling tables.
-func EstimateTables(g *graph.Graph) TableSizes {
-	e := int64(g.NumEdges())
-	var t TableSizes
-	if g.Weighted() {
-		t.Packed = e * int64(unsafe.Sizeof(aliasEntry{}))
-		if fusable(g) {
-			t.Fused = e * fusedBytesPerEdge
-		}
-	}
-	f1 := (e + fenceStride - 1) / fenceStride
-	t.Fences = 4 * (f1 + (f1+fenceStride-1)/fenceStride)
-	if nl := int64(g.NumLabels); nl > 0 {
-		t.Labels = (int64(g.NumVertices())*nl+1)*8 + e*4
-		if g.Weighted() {
-			t.Labels += e * int64(unsafe.Sizeof(aliasEntry{}))
-		}
-	}
-	return t
 }
