@@ -42,15 +42,15 @@ func everyStride(s []uint32) []uint32 {
 }
 
 // fenceSearch runs the binary searches of the walks in todo over f, one
-// probe per walk per pass, for the last entry <= cand[k] in [lo[k],
-// lo[k]+hi[k]) (lo[k] itself when there is none): lo[k] is the base and
-// hi[k] the width left. The select is written as a conditional move: a
-// mispredicted branch would throw away the other walks' loads in flight.
-// todo is used as scratch.
-func fenceSearch(f []uint32, todo []int32, lo, hi []uint64, cand []uint32) {
+// probe per walk per pass, for the last entry <= cand[k] in [base[k],
+// base[k]+width[k]), leaving its index in base[k] (base[k] itself when there
+// is none); width[k] is the part of the range left to search. The select is
+// written as a conditional move: a mispredicted branch would throw away the
+// other walks' loads in flight. todo is used as scratch.
+func fenceSearch(f []uint32, todo []int32, base, width []uint64, cand []uint32) {
 	j := 0
 	for _, k := range todo {
-		if hi[k] > 1 {
+		if width[k] > 1 {
 			todo[j] = k
 			j++
 		}
@@ -59,13 +59,13 @@ func fenceSearch(f []uint32, todo []int32, lo, hi []uint64, cand []uint32) {
 	for len(todo) > 0 {
 		j := 0
 		for _, k := range todo {
-			l, w := lo[k], hi[k]
+			b, w := base[k], width[k]
 			half := w / 2
 			move := uint64(0)
-			if f[l+half] <= cand[k] {
+			if f[b+half] <= cand[k] {
 				move = half
 			}
-			lo[k], hi[k] = l+move, w-half
+			base[k], width[k] = b+move, w-half
 			todo[j] = k
 			if w-half > 1 {
 				j++

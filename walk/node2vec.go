@@ -50,13 +50,14 @@ type n2vLockstep struct {
 	nLo, nHi []uint64
 	reload   []bool
 
+	col    []uint64 // the proposal's edge (its alias or fused entry)
 	cand   []uint32 // the proposed vertex (before resolve: the alias coin)
 	accept []uint32 // the draw compared with the class threshold
-	// lo and hi are the proposal's column, then the fence search's base and
-	// width, then the scanned line [lo, hi); lo2 and hi2 are the base and
-	// width of the second-level fence search.
-	lo, hi   []uint64
-	lo2, hi2 []uint64
+	// base and width: the range of fences the neighbour test searches,
+	// then the line of targets it scans; base2 and width2: the range of
+	// second-level fences.
+	base, width   []uint64
+	base2, width2 []uint64
 
 	active []int32  // walks that take this step
 	live   []int32  // walks that took it, in acceptance order
@@ -85,8 +86,9 @@ func newN2VLockstep(s *stepper, starts []uint32, firstID uint64, buf []uint32, l
 		search: make([]int32, 0, n), todo: make([]int32, 0, n),
 		rows: make([]uint64, 0, n),
 		cand: make([]uint32, n), accept: make([]uint32, n),
-		lo: make([]uint64, n), hi: make([]uint64, n),
-		lo2: make([]uint64, n), hi2: make([]uint64, n),
+		col:  make([]uint64, n),
+		base: make([]uint64, n), width: make([]uint64, n),
+		base2: make([]uint64, n), width2: make([]uint64, n),
 		wide: make([]int32, 0, n),
 		nLo:  make([]uint64, n), nHi: make([]uint64, n),
 		reload: make([]bool, n),
@@ -160,16 +162,16 @@ func (w *n2vLockstep) loadAdjacencies() {
 // column, x1: the alias coin, x2: the acceptance word), eight at a time,
 // prefetches its entry, and resolves it pipelineLag walks later.
 func (w *n2vLockstep) propose(step, att uint32) {
-	pend, lo, cLo, cHi := w.pend, w.lo, w.cLo, w.cHi
+	pend, col, cLo, cHi := w.pend, w.col, w.cLo, w.cHi
 	done := 0
 	for base := 0; base < len(pend); base += 8 {
 		group := pend[base:min(base+8, len(pend))]
 		w.s.draw8(group, w.firstID, step, att, &w.words)
 		w.rows = w.rows[:0]
 		for l, k := range group {
-			lo[k] = cLo[k] + uint64(Index(w.words[0][l], uint32(cHi[k]-cLo[k])))
+			col[k] = cLo[k] + uint64(Index(w.words[0][l], uint32(cHi[k]-cLo[k])))
 			w.cand[k], w.accept[k] = w.words[1][l], w.words[2][l]
-			w.rows = append(w.rows, lo[k])
+			w.rows = append(w.rows, col[k])
 		}
 		w.prefetchProposals(w.rows)
 		for ; done < base+len(group)-pipelineLag; done++ {
@@ -198,7 +200,7 @@ func (w *n2vLockstep) prefetchProposals(cols []uint64) {
 // or packed alias table or the targets, and on the fused table notes the
 // candidate's adjacency.
 func (w *n2vLockstep) resolve(k int32) {
-	c := w.lo[k]
+	c := w.col[k]
 	if fz := w.s.fused; fz != nil {
 		e := &fz[c]
 		if Unit24(w.cand[k]) < e.prob {
@@ -246,9 +248,9 @@ func (w *n2vLockstep) classify() {
 			a, b := w.pLo[k], w.pHi[k]
 			i0, i1 := (a+fenceStride-1)/fenceStride, (b-1)/fenceStride
 			if i0 > i1 {
-				w.lo[k], w.hi[k] = a, 0 // width 0: no fence, the line is [a, b)
+				w.base[k], w.width[k] = a, 0 // no fence: the line is [a, b)
 			} else {
-				w.lo[k], w.hi[k] = i0, i1-i0+1 // base and width
+				w.base[k], w.width[k] = i0, i1-i0+1
 			}
 			w.search = append(w.search, k)
 		}
@@ -260,61 +262,61 @@ func (w *n2vLockstep) classify() {
 // narrows them to the line that holds it (or to the fences before the
 // first second-level one, when the candidate precedes it).
 func (w *n2vLockstep) searchFences() {
-	lo, hi, cand := w.lo, w.hi, w.cand
+	base, width, cand := w.base, w.width, w.cand
 	fence, f2 := w.s.fence.f1, w.s.fence.f2
 	w.wide = w.wide[:0]
 	for _, k := range w.search {
-		if hi[k] > fenceStride {
-			i0, i1 := lo[k], lo[k]+hi[k]-1
+		if width[k] > fenceStride {
+			i0, i1 := base[k], base[k]+width[k]-1
 			j0, j1 := (i0+fenceStride-1)/fenceStride, i1/fenceStride
-			w.lo2[k], w.hi2[k] = j0, j1-j0+1
+			w.base2[k], w.width2[k] = j0, j1-j0+1
 			w.wide = append(w.wide, k)
 		}
 	}
-	fenceSearch(f2, append(w.todo[:0], w.wide...), w.lo2, w.hi2, cand)
+	fenceSearch(f2, append(w.todo[:0], w.wide...), w.base2, w.width2, cand)
 	for _, k := range w.wide {
-		j, i0, end := w.lo2[k], lo[k], lo[k]+hi[k]
+		j, i0, end := w.base2[k], base[k], base[k]+width[k]
 		if f2[j] <= cand[k] {
-			lo[k], hi[k] = j*fenceStride, min(end, j*fenceStride+fenceStride)-j*fenceStride
+			base[k], width[k] = j*fenceStride, min(end, j*fenceStride+fenceStride)-j*fenceStride
 		} else {
-			hi[k] = max(1, j*fenceStride-i0)
+			width[k] = max(1, j*fenceStride-i0)
 		}
 	}
 	w.rows = w.rows[:0]
 	for _, k := range w.search {
-		if hi[k] > 1 {
-			w.rows = append(w.rows, lo[k])
+		if width[k] > 1 {
+			w.rows = append(w.rows, base[k])
 		}
 	}
 	if len(w.rows) > 0 {
 		prefetchRows(unsafe.Pointer(&fence[0]), w.rows, 4, fenceStride*4)
 	}
-	fenceSearch(fence, append(w.todo[:0], w.search...), lo, hi, cand)
+	fenceSearch(fence, append(w.todo[:0], w.search...), base, width, cand)
 }
 
 // scanLines tests the walks in search: the candidate can only be in the
 // cache line that the found fence starts, or before the first fence. It
 // scans that line, then accepts or leaves the walk to the next attempt.
 func (w *n2vLockstep) scanLines() {
-	lo, hi, tgt, fence := w.lo, w.hi, w.s.tgt, w.s.fence.f1
+	base, width, tgt, fence := w.base, w.width, w.s.tgt, w.s.fence.f1
 	w.rows = w.rows[:0]
 	for _, k := range w.search {
-		i, a, b := lo[k], w.pLo[k], w.pHi[k]
-		if hi[k] == 0 {
-			lo[k], hi[k] = a, b
-		} else if fence[i] <= w.cand[k] {
-			lo[k], hi[k] = i*fenceStride, min(b, i*fenceStride+fenceStride)
+		i, a, b := base[k], w.pLo[k], w.pHi[k]
+		if width[k] == 0 {
+			width[k] = b - a // base[k] is a
+		} else if line := i * fenceStride; fence[i] <= w.cand[k] {
+			base[k], width[k] = line, min(b, line+fenceStride)-line
 		} else {
-			lo[k], hi[k] = a, min(b, i*fenceStride)
+			base[k], width[k] = a, min(b, line)-a
 		}
-		w.rows = append(w.rows, lo[k])
+		w.rows = append(w.rows, base[k])
 	}
 	if len(w.rows) > 0 {
 		prefetchRows(unsafe.Pointer(&tgt[0]), w.rows, 4, 64)
 	}
 	for _, k := range w.search {
 		x, class := w.cand[k], 2
-		for _, t := range tgt[lo[k]:hi[k]] {
+		for _, t := range tgt[base[k] : base[k]+width[k]] {
 			if t == x {
 				class = 1
 			}
