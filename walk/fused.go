@@ -102,7 +102,7 @@ func (s *stepper) walkFused(starts []uint32, firstID uint64, buf []uint32, lens 
 		k := next[i]
 		e := &tab[idx[i]]
 		nx, d, l := e.alt, e.altDeg, e.altLo64()
-		if Unit24(coin[i]) < e.prob {
+		if unit24(coin[i]) < e.prob {
 			nx, d, l = e.keep, e.keepDeg, e.keepLo64()
 		}
 		buf[int(k)*stride+int(lens[k])] = nx

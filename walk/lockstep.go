@@ -54,7 +54,7 @@ func (s *stepper) walkLockstep(starts []uint32, firstID uint64, buf []uint32, le
 		} else {
 			e := &tab[idx[i]]
 			nx = e.alt
-			if Unit24(coin[i]) < e.prob {
+			if unit24(coin[i]) < e.prob {
 				nx = e.keep
 			}
 		}

@@ -169,7 +169,7 @@ func (w *n2vLockstep) propose(step, att uint32) {
 		w.s.draw8(group, w.firstID, step, att, &w.words)
 		w.rows = w.rows[:0]
 		for l, k := range group {
-			col[k] = cLo[k] + uint64(Index(w.words[0][l], uint32(cHi[k]-cLo[k])))
+			col[k] = cLo[k] + uint64(index(w.words[0][l], uint32(cHi[k]-cLo[k])))
 			w.cand[k], w.accept[k] = w.words[1][l], w.words[2][l]
 			w.rows = append(w.rows, col[k])
 		}
@@ -203,7 +203,7 @@ func (w *n2vLockstep) resolve(k int32) {
 	c := w.col[k]
 	if fz := w.s.fused; fz != nil {
 		e := &fz[c]
-		if Unit24(w.cand[k]) < e.prob {
+		if unit24(w.cand[k]) < e.prob {
 			w.cand[k], w.nLo[k], w.nHi[k] = e.keep, e.keepLo64(), uint64(e.keepDeg)
 		} else {
 			w.cand[k], w.nLo[k], w.nHi[k] = e.alt, e.altLo64(), uint64(e.altDeg)
@@ -211,7 +211,7 @@ func (w *n2vLockstep) resolve(k int32) {
 		w.nHi[k] += w.nLo[k]
 	} else if tab := w.s.alias; tab == nil {
 		w.cand[k] = w.s.tgt[c]
-	} else if e := &tab[c]; Unit24(w.cand[k]) < e.prob {
+	} else if e := &tab[c]; unit24(w.cand[k]) < e.prob {
 		w.cand[k] = e.keep
 	} else {
 		w.cand[k] = e.alt
