@@ -33,9 +33,9 @@ func WithChunkSize(n int) CPUOption { return func(c *cpuConfig) { c.chunkSize = 
 
 // WithFusedTableLimit sets the most memory the fused table (fusedEntry, 32
 // bytes per edge) may take. When it fits, it is the engine's one alias
-// table: weighted DeepWalk and PPR walk on it (about 20% faster than on
-// the packed table, 12 bytes per edge) and Node2Vec draws its proposals
-// from it. When it does not, the packed table serves them all. 0 turns it
+// table: weighted DeepWalk and PPR walk on it (a step reads one random
+// cache line instead of the packed table's two; the packed table takes 12
+// bytes per edge) and Node2Vec draws its proposals from it. When it does not, the packed table serves them all. 0 turns it
 // off. The default, DefaultFusedTableLimit, is a quarter of the memory the
 // process may use.
 func WithFusedTableLimit(bytes int64) CPUOption { return func(c *cpuConfig) { c.fusedLimit = bytes } }
@@ -215,9 +215,10 @@ func (e *CPU) startWorkers(ctx context.Context, workers int, jobs []Job, stepper
 
 // walkUnit walks job walks [lo, hi) and returns them as one chunk. The walks
 // are written at a fixed stride into scratch, the worker's buffer, which is
-// returned (grown if need be) for the next unit: writing into freshly
-// allocated memory cost a page fault per 4 KiB, a sixth of a weighted walk's
-// time, where the chunk's exact-size copy is written in order.
+// returned (grown if need be) for the next unit: writing walks into freshly
+// allocated memory, at a stride, faults in a page per 4 KiB in the middle of
+// the walk, where the chunk's exact-size copy is written in order
+// (docs/performance-notes.md has the cost).
 func walkUnit(s *stepper, j Job, lo, hi int, scratch []uint32) (Chunk, []uint32) {
 	n := hi - lo
 	stride := s.alg.Length + 1

@@ -110,12 +110,7 @@ func (s *stepper) walkFused(starts []uint32, firstID uint64, buf []uint32, lens 
 		lo[k], deg[k] = l, d
 	}
 	for step := uint32(0); step < uint32(s.alg.Length) && len(active) > 0; step++ {
-		// One loop does a block of eight walks' Philox arithmetic, issues
-		// the prefetches of their entries, and decides the steps whose
-		// entries were prefetched pipelineLag positions earlier: the
-		// arithmetic runs while those misses are in flight, and the
-		// prefetches retire at once, so the reorder window never fills
-		// with loads waiting on memory.
+		// One loop over blocks of eight walks (the pipeline of pipeline.go).
 		j, done := 0, 0
 		for base := 0; base < len(active); base += 8 {
 			block := active[base:min(base+8, len(active))]

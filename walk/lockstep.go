@@ -63,13 +63,10 @@ func (s *stepper) walkLockstep(starts []uint32, firstID uint64, buf []uint32, le
 		cur[k] = nx
 		rows[i] = uint64(nx)*nscale + nrow
 	}
-	// A step is one loop over blocks of eight walks (see walkFused, whose
-	// pipeline this is): read the walks' offsets, prefetched when their
-	// vertex was chosen; do their Philox arithmetic (philox8: one AVX2
-	// pass where the processor has it, the same words philox gives one by
-	// one); issue the prefetches of their targets or alias entries; and
-	// decide the steps prefetched pipelineLag positions earlier, issuing
-	// the prefetches of the offsets their next step reads.
+	// A step is one loop over blocks of eight walks (the pipeline of
+	// pipeline.go) that also reads the walks' offsets, prefetched when
+	// their vertex was chosen, and on deciding a step prefetches the
+	// offsets the next step reads.
 	var words [4][8]uint32
 	for step := uint32(0); step < uint32(s.alg.Length) && len(active) > 0; step++ {
 		scale, row = rowOf(step)

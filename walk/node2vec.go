@@ -160,7 +160,8 @@ func (w *n2vLockstep) loadAdjacencies() {
 
 // propose draws attempt att's proposal for every pending walk (x0: the
 // column, x1: the alias coin, x2: the acceptance word), eight at a time,
-// prefetches its entry, and resolves it pipelineLag walks later.
+// prefetches its entry, and resolves it pipelineLag walks later (the
+// pipeline of pipeline.go).
 func (w *n2vLockstep) propose(step, att uint32) {
 	pend, col, cLo, cHi := w.pend, w.col, w.cLo, w.cHi
 	done := 0

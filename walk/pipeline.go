@@ -1,10 +1,19 @@
 package walk
 
+// The lockstep walkers (walkFused, walkLockstep, Node2Vec's proposals) take
+// a step in one loop over blocks of eight walks: it does the block's Philox
+// arithmetic (philox8: one AVX2 pass where the processor has it, the same
+// words philox gives one by one), issues the prefetches of the block's
+// entries, and decides the steps whose entries were prefetched pipelineLag
+// walks earlier. The arithmetic runs while those misses are in flight, and
+// the prefetches retire at once, so the reorder window never fills with
+// loads waiting on memory.
+
 // pipelineLag is how many walks the pipelined loops (walkFused, walkLockstep,
 // Node2Vec's proposals) keep prefetched ahead of the one they decide: enough
 // misses in flight to cover the memory latency, few enough that the lines
-// are still in L1 when used. Measured on scale 20: 8 and 32 to 256 were
-// 2-12% slower than 16.
+// are still in L1 when used. 16 was the fastest of the lags measured
+// (docs/performance-notes.md).
 const pipelineLag = 16
 
 // draw8 computes draw d of step for up to eight walks (positions k of the
