@@ -26,7 +26,7 @@ type fusedEntry struct {
 	altDeg    uint32
 	keepLo    uint32
 	altLo     uint32
-	hi        uint32 // keep's offset bits 32..47 | alt's << 16
+	loHigh    uint32 // bits 32..47 of keep's and alt's first edge: keep's | alt's << 16
 }
 
 // fusedBytesPerEdge is the fused table's memory per edge.
@@ -59,7 +59,7 @@ func buildFused(g *graph.Graph) []fusedEntry {
 				prob: prob[i], keep: k, alt: t,
 				keepDeg: uint32(off[k+1] - kLo), altDeg: uint32(off[t+1] - tLo),
 				keepLo: uint32(kLo), altLo: uint32(tLo),
-				hi: uint32(kLo>>32) | uint32(tLo>>32)<<16,
+				loHigh: uint32(kLo>>32) | uint32(tLo>>32)<<16,
 			}
 		}
 	})
@@ -67,8 +67,8 @@ func buildFused(g *graph.Graph) []fusedEntry {
 }
 
 // keepLo64 and altLo64 are the first edges of keep's and alt's adjacency.
-func (e *fusedEntry) keepLo64() uint64 { return uint64(e.keepLo) | uint64(e.hi&0xffff)<<32 }
-func (e *fusedEntry) altLo64() uint64  { return uint64(e.altLo) | uint64(e.hi>>16)<<32 }
+func (e *fusedEntry) keepLo64() uint64 { return uint64(e.keepLo) | uint64(e.loHigh&0xffff)<<32 }
+func (e *fusedEntry) altLo64() uint64  { return uint64(e.altLo) | uint64(e.loHigh>>16)<<32 }
 
 // walkFused is walkLockstep for weighted DeepWalk and PPR over the fused
 // table: the same draws and the same alias decisions, with the current
