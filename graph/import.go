@@ -85,26 +85,15 @@ type ImportStats struct {
 	Version          string
 }
 
+// defaultRunEdges is ImportOptions.RunEdges's default.
 const defaultRunEdges = 4 << 20
 
 // importInto runs the whole pipeline: read feeds the run builder, then the
 // output file is written atomically at out.
 func importInto(ctx context.Context, input, out string, o ImportOptions, totalBytes int64, read func(b *runBuilder) error) (*ImportStats, error) {
-	if o.RunEdges <= 0 {
-		o.RunEdges = defaultRunEdges
-	}
-	o.RunEdges = min(max(o.RunEdges, 2), 1<<30) // positions in a run are uint32
-	if o.ProgressInterval <= 0 {
-		o.ProgressInterval = 2 * time.Second
-	}
-	if o.Name == "" {
-		o.Name = strings.TrimSuffix(filepath.Base(input), filepath.Ext(input))
-	}
-	if len(o.Name) > maxNameBytes {
-		return nil, fmt.Errorf("import %s: graph name is %d bytes, limit %d", input, len(o.Name), maxNameBytes)
-	}
-	if _, ok := duplicateNames[o.Duplicates]; !ok {
-		return nil, fmt.Errorf("import %s: %v", input, o.Duplicates)
+	o, err := o.withDefaults(input)
+	if err != nil {
+		return nil, err
 	}
 	tmpDir := o.TempDir
 	if tmpDir == "" {
@@ -121,30 +110,17 @@ func importInto(ctx context.Context, input, out string, o ImportOptions, totalBy
 	if finErr != nil {
 		return nil, fmt.Errorf("import %s: %w", input, finErr)
 	}
-	st0 := len(runs)
-	var err error
+	sortedRuns := len(runs)
 	if runs, err = b.reduceRuns(runs); err != nil {
 		return nil, fmt.Errorf("import %s: %w", input, err)
 	}
 	b.report(true)
 	st := b.stats
-	st.Runs = st0
+	st.Runs = sortedRuns
 	st.Bytes = b.bytes
-	var ids []int64
-	var n int
-	if o.DenseIDs {
-		n = int(b.maxID + 1)
-	} else {
-		if ids, err = mergeIDs(ctx, runs); err != nil {
-			return nil, fmt.Errorf("import %s: %w", input, err)
-		}
-		if ids == nil {
-			ids = []int64{} // an id map with no entries, as FromEdges builds
-		}
-		n = len(ids)
-	}
-	if n > MaxVertices {
-		return nil, fmt.Errorf("import %s: %d vertices exceeds the limit %d", input, n, MaxVertices)
+	ids, n, err := vertexIDs(ctx, b, runs)
+	if err != nil {
+		return nil, fmt.Errorf("import %s: %w", input, err)
 	}
 	var total int64
 	for _, r := range runs {
@@ -155,4 +131,46 @@ func importInto(ctx context.Context, input, out string, o ImportOptions, totalBy
 		return nil, fmt.Errorf("import %s: %w", input, err)
 	}
 	return &st, nil
+}
+
+// withDefaults returns o with its defaults filled in for input, or the
+// error for a name or duplicate policy it cannot take.
+func (o ImportOptions) withDefaults(input string) (ImportOptions, error) {
+	if o.RunEdges <= 0 {
+		o.RunEdges = defaultRunEdges
+	}
+	o.RunEdges = min(max(o.RunEdges, 2), 1<<30) // positions in a run are uint32
+	if o.ProgressInterval <= 0 {
+		o.ProgressInterval = 2 * time.Second
+	}
+	if o.Name == "" {
+		o.Name = strings.TrimSuffix(filepath.Base(input), filepath.Ext(input))
+	}
+	if len(o.Name) > maxNameBytes {
+		return o, fmt.Errorf("import %s: graph name is %d bytes, limit %d", input, len(o.Name), maxNameBytes)
+	}
+	if _, ok := duplicateNames[o.Duplicates]; !ok {
+		return o, fmt.Errorf("import %s: %v", input, o.Duplicates)
+	}
+	return o, nil
+}
+
+// vertexIDs returns the sorted external ids of the runs (nil with dense
+// ids) and the vertex count.
+func vertexIDs(ctx context.Context, b *runBuilder, runs []runFile) (ids []int64, n int, err error) {
+	if b.o.DenseIDs {
+		n = int(b.maxID + 1)
+	} else {
+		if ids, err = mergeIDs(ctx, runs); err != nil {
+			return nil, 0, err
+		}
+		if ids == nil {
+			ids = []int64{} // an id map with no entries, as FromEdges builds
+		}
+		n = len(ids)
+	}
+	if n > MaxVertices {
+		return nil, 0, fmt.Errorf("%d vertices exceeds the limit %d", n, MaxVertices)
+	}
+	return ids, n, nil
 }
