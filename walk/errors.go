@@ -2,6 +2,9 @@ package walk
 
 import "errors"
 
+// The errors callers branch on, wrapped with context by the functions that
+// return them: test with errors.Is.
+
 // ErrInvalidAlgorithm is wrapped by every parameter validation failure, so
 // callers can tell a rejected request from an engine fault.
 var ErrInvalidAlgorithm = errors.New("invalid walk parameters")
