@@ -96,11 +96,19 @@ type CPUSettings struct {
 	EagerLabelTables bool
 }
 
-// NewEngine picks the engine: "gpu" must get one, "auto" falls back to the
-// CPU when the GPU engine is unavailable (built without CUDA, no device).
+// NewEngine is the one place an engine is chosen and built, for the stage
+// and for the walk and bench commands: kind "gpu" must get one, "auto"
+// falls back to the CPU when the GPU engine is unavailable (built without
+// CUDA, no device, the graph does not fit), "cpu" is the CPU engine. Both
+// engines log to log.
 func NewEngine(g *graph.Graph, kind string, cpu CPUSettings, log *slog.Logger) (walk.Engine, error) {
+	switch kind {
+	case "gpu", "auto", "cpu":
+	default:
+		return nil, fmt.Errorf("unknown engine %q (want cpu, gpu or auto)", kind)
+	}
 	if kind == "gpu" || kind == "auto" {
-		e, err := gpu.New(g)
+		e, err := gpu.New(g, gpu.WithLogger(log))
 		if err == nil {
 			return e, nil
 		}
