@@ -17,7 +17,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/gpu"
@@ -324,13 +323,8 @@ func Main(ctx context.Context, environ []string, logw io.Writer, version string)
 		if ln, err = net.Listen("tcp", c.MetricsAddr); err != nil {
 			return fmt.Errorf("listen on %s: %w", c.MetricsAddr, err)
 		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-		mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
-		mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-			http.Error(w, "not ready: loading the graph and joining the group", http.StatusServiceUnavailable)
-		})
-		stopEarly := serveUntilHandoff(ln, mux)
+		loading := func() error { return errors.New("loading the graph and joining the group") }
+		stopEarly := serveUntilHandoff(ln, probeHandler(reg, loading, func() error { return nil }))
 		defer stopEarly() // idempotent; normally called below
 		rt, err := fromConfig(ctx, c, log, version, ln, reg)
 		stopEarly()
