@@ -7,10 +7,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"sync"
 	"time"
 
+	"github.com/walkstage/walkstage/gpu"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/walk"
@@ -80,6 +80,11 @@ func requestError(b *batch, err error) *source.RejectError {
 		return &source.RejectError{Reason: source.ReasonInvalidParameters, BatchID: b.req.BatchID, Msg: err.Error()}
 	case sink.IsRequestError(err):
 		return &source.RejectError{Reason: source.ReasonBatchIDConflict, BatchID: b.req.BatchID, Msg: err.Error()}
+	case errors.As(err, new(*gpu.MemoryPlanError)) && b.alone:
+		// Walked alone, the request still needs more device memory than
+		// there is: no retry helps. (In a micro-batch it is first retried
+		// alone.)
+		return &source.RejectError{Reason: source.ReasonTooLarge, BatchID: b.req.BatchID, Msg: err.Error()}
 	}
 	return nil
 }
@@ -92,7 +97,7 @@ func (s *Stage) complete(ctx context.Context, b *batch, runErr error) error {
 		return b.lookupErr
 	}
 	if b.existing != nil {
-		return s.report(ctx, b, b.existing, s.manifestKey(b, b.existing), time.Now())
+		return s.report(ctx, b, b.existing, s.manifestKey(b.existing), time.Now())
 	}
 	if runErr == nil && b.wErr == nil && b.gotW != int64(b.walks) {
 		runErr = fmt.Errorf("engine emitted %d of %d walks", b.gotW, b.walks)
@@ -185,12 +190,9 @@ func (s *Stage) lookup(ctx context.Context, mb []*batch) {
 	wg.Wait()
 }
 
-// manifestKey is where a found manifest lives: beside its parts.
-func (s *Stage) manifestKey(b *batch, m *sink.Manifest) string {
-	if len(m.Files) > 0 {
-		return path.Dir(m.Files[0].Key) + "/" + sink.SuccessName
-	}
-	l, err := sink.BatchLayout(s.o.Prefix, m.Graph, b.req.Algorithm.Kind.String(), b.req.BatchID)
+// manifestKey is where a found manifest lives.
+func (s *Stage) manifestKey(m *sink.Manifest) string {
+	l, err := m.Layout(s.o.Prefix)
 	if err != nil {
 		return ""
 	}

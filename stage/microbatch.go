@@ -142,7 +142,7 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 	now := time.Now()
 	s.lookup(ctx, mb)
 	for _, b := range mb {
-		b.launched, b.attempt = now, b.attempt+1
+		b.launched, b.attempt, b.alone = now, b.attempt+1, len(mb) == 1
 		b.gotW, b.steps, b.wErr = 0, 0, nil
 		b.written = make(chan struct{})
 		if b.existing != nil || b.lookupErr != nil {

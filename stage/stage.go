@@ -172,6 +172,8 @@ type batch struct {
 	// lookupErr is why the lookup failed (a conflict, or the store).
 	existing  *sink.Manifest
 	lookupErr error
+	// alone is set when the last engine run walked this batch only.
+	alone bool
 }
 
 // New checks the options and registers the metrics.
@@ -310,3 +312,6 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 		return false
 	}
 }
+
+// EngineName is the engine's name ("cpu" or "gpu"), as recorded in outputs.
+func (s *Stage) EngineName() string { return s.o.Engine.Name() }
