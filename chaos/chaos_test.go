@@ -273,7 +273,11 @@ func TestChaos(t *testing.T) {
 		}
 		if i%3 == 2 {
 			// Every third kill waits for a multipart upload in progress,
-			// the leftover issue 11 says must not outlive a kill.
+			// the leftover issue 11 says must not outlive a kill; two more
+			// heavy batches make sure one comes.
+			w := wave(0, 2, false)
+			pub(w)
+			all = append(all, w...)
 			for end := time.Now().Add(15 * time.Second); time.Now().Before(end) && newUploads() <= 0; {
 				time.Sleep(5 * time.Millisecond)
 			}
