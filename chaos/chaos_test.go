@@ -273,9 +273,9 @@ func TestChaos(t *testing.T) {
 		}
 		if i%3 == 2 {
 			// Every third kill waits for a multipart upload in progress,
-			// the leftover issue 11 says must not outlive a kill; two more
-			// heavy batches make sure one comes.
-			w := wave(0, 2, false)
+			// the leftover issue 11 says must not outlive a kill; a huge
+			// batch makes sure one comes.
+			w := []*msg{g.huge()}
 			pub(w)
 			all = append(all, w...)
 			for end := time.Now().Add(15 * time.Second); time.Now().Before(end) && newUploads() <= 0; {

@@ -62,6 +62,18 @@ func (g *gen) valid() *msg { return g.request(g.rng.IntN(20) == 0) }
 // heavy returns a new accepted request of about 10 MB of Parquet.
 func (g *gen) heavy() *msg { return g.request(true) }
 
+// huge returns a heavy request three times larger (~30 MB of Parquet,
+// four upload parts): its multipart upload stays open long enough to be
+// seen and killed.
+func (g *gen) huge() *msg {
+	m := g.request(true)
+	req := g.byBatch[m.batchID]
+	req.body["walks_per_seed"], req.body["length"] = 100, 300
+	req.walks, req.length = int64(g.vertices*100), 300
+	m.value = mustJSON(req.body)
+	return m
+}
+
 func (g *gen) request(heavy bool) *msg {
 	id := fmt.Sprintf("ok-%05d", len(g.reqs)+1)
 	r := g.rng
