@@ -216,6 +216,9 @@ var badVariants = []struct {
 	{"non-finite", "malformed", raw(`{"version":1,"batch_id":"%s","algorithm":"node2vec","p":1e999,"seeds":[1]}`)},
 	{"batch-id", "invalid_batch_id", rawNoID(`{"version":1,"batch_id":"","algorithm":"deepwalk","seeds":[1]}`)},
 	{"batch-id", "invalid_batch_id", rawNoID(`{"version":1,"algorithm":"deepwalk","seeds":[1]}`)},
+	{"batch-id", "invalid_batch_id", func(g *gen, id string) ([]byte, []byte) { // no key, empty id
+		return nil, []byte(`{"version":1,"batch_id":"","algorithm":"deepwalk","seeds":[1]}`)
+	}},
 	{"batch-id", "invalid_batch_id", rawNoID(`{"version":1,"batch_id":"a/b","algorithm":"deepwalk","seeds":[1]}`)},
 	{"batch-id", "invalid_batch_id", rawNoID(`{"version":1,"batch_id":"..","algorithm":"deepwalk","seeds":[1]}`)},
 	{"batch-id", "invalid_batch_id", rawNoID(`{"version":1,"batch_id":"has space","algorithm":"deepwalk","seeds":[1]}`)},
