@@ -452,6 +452,15 @@ func TestChaos(t *testing.T) {
 		if bad {
 			lost++
 		}
+		for _, e := range events[r.batchID] {
+			// Every fault here is an infrastructure fault: none may turn
+			// a valid request into a failure or a rejection. (Its
+			// conflicting twin is rejected under the same batch id.)
+			if e.Status != "succeeded" && !(e.Status == "rejected" && e.Reason == "batch_id_conflict") {
+				v.add("FALSE-FAILURE", "no accepted request gets a failed or rejected event",
+					fmt.Sprintf("%s: %s event (out/%d@%d)", r.batchID, statuses([]event{e}), e.partition, e.offset))
+			}
+		}
 		for _, m := range r.msgs {
 			if cs := copies.byMsg[m]; len(cs) > 0 {
 				v.add("FALSE-DEAD-LETTER", "no accepted request is dead-lettered",
