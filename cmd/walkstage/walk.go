@@ -11,6 +11,7 @@ import (
 	"os"
 	"regexp"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,6 +72,7 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	parallelParts := fs.Int("parallel-parts", 4, "Parquet parts uploaded at once")
 	uploads := fs.Int("uploads-per-part", 4, "parallel 8 MiB upload requests per part (S3 multipart)")
 	quiet := fs.Bool("quiet", false, "no progress output")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the walk and its output (not the graph load) to this file")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -200,6 +202,17 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			}
 		}
 	}()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	t1 := time.Now()
 	err = eng.Run(runCtx, []walk.Job{{Algorithm: algo, Seed: *seed, Starts: starts}}, func(c walk.Chunk) error {
 		walks.Add(int64(c.Len()))
@@ -230,6 +243,12 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "walk+encode %s (engine returned after %s): %.1f M steps/s, %.1f M walk vertices/s, %.1f MB/s\n",
 		total.Round(time.Millisecond), walkTime.Round(time.Millisecond), float64(m.Steps)/total.Seconds()/1e6,
 		float64(m.Steps+m.Walks)/total.Seconds()/1e6, float64(m.Bytes)/total.Seconds()/1e6)
+	if st, ok := eng.(interface{ LastRunStats() walk.RunStats }); ok {
+		rs := st.LastRunStats()
+		fmt.Fprintf(stdout, "engine compute %s of run %s; %.2f bytes per walk vertex; sink held at most %s\n",
+			rs.Compute.Round(time.Millisecond), rs.Wall.Round(time.Millisecond), float64(m.Bytes)/float64(m.Steps+m.Walks),
+			humanBytes(w.PeakHeldBytes()))
+	}
 	return nil
 }
 
