@@ -66,6 +66,8 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	engineName := fs.String("engine", "auto", "cpu, gpu, or auto (gpu when this build and host have one)")
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "CPU engine workers")
 	compression := fs.String("compression", "zstd", "zstd, snappy or none")
+	walkEncoding := fs.String("walk-encoding", "byte_stream_split", "Parquet encoding of the walk values: byte_stream_split or delta_binary_packed")
+	zstdLevel := fs.Int("zstd-level", 1, "zstd level, 1 (fastest) to 4 (best)")
 	fileBytes := fs.Int64("file-bytes", sink.DefaultFileBytes, "roll Parquet parts at this size")
 	rowGroupRows := fs.Int("row-group-rows", 0, "walks per row group (0: at most 65536 walks and 4 Mi vertices)")
 	memLimit := fs.Int64("sink-memory", sink.DefaultMemoryLimit, "bytes of walks the writer may hold")
@@ -101,6 +103,10 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	comp, err := sink.ParseCompression(*compression)
+	if err != nil {
+		return err
+	}
+	wenc, err := sink.ParseWalkEncoding(*walkEncoding)
 	if err != nil {
 		return err
 	}
@@ -170,7 +176,8 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	meta := sink.BatchMeta{BatchID: id, Algorithm: algo, Seed: *seed, Engine: eng.Name(), WalkstageVersion: Version, Walks: int64(len(starts))}
 	opts := []sink.Option{sink.WithCompression(comp), sink.WithFileBytes(*fileBytes), sink.WithMemoryLimit(*memLimit),
-		sink.WithParallelParts(*parallelParts), sink.WithUploadBuffer(sink.DefaultUploadBuffer, *uploads)}
+		sink.WithParallelParts(*parallelParts), sink.WithUploadBuffer(sink.DefaultUploadBuffer, *uploads),
+		sink.WithWalkEncoding(wenc), sink.WithZstdLevel(*zstdLevel)}
 	if *rowGroupRows > 0 {
 		opts = append(opts, sink.WithRowGroupRows(*rowGroupRows))
 	}
