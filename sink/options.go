@@ -105,7 +105,8 @@ type config struct {
 const (
 	DefaultMaxRowGroupRows     = 64 << 10
 	DefaultMaxRowGroupVertices = 81 << 14 // 16,384 walks of 80 steps
-	DefaultFileBytes           = 256 << 20
+	DefaultFileBytes           = 64 << 20
+	DefaultParallelParts       = 8
 	DefaultMemoryLimit         = 512 << 20
 	DefaultUploadBuffer        = 8 << 20
 	DefaultCallTimeout         = 10 * time.Second
@@ -123,7 +124,7 @@ func defaultConfig() config {
 		encoders:       runtime.GOMAXPROCS(0),
 		uploadBuffer:   DefaultUploadBuffer,
 		uploadParallel: 4,
-		parallelParts:  4,
+		parallelParts:  DefaultParallelParts,
 		callTimeout:    DefaultCallTimeout,
 		stallTimeout:   DefaultUploadStallTimeout,
 		staleAfter:     DefaultStaleAfter,
@@ -157,7 +158,7 @@ func WithZstdLevel(level int) Option {
 // independent of the order in which chunks arrive.
 func WithRowGroupRows(n int) Option { return func(o *config) { o.rowGroupRows = n } }
 
-// WithFileBytes sets the size at which a part is rolled (default 256 MiB):
+// WithFileBytes sets the size at which a part is rolled (default 64 MiB):
 // a part ends after the first row group that brings its encoded row groups
 // to this size, so parts exceed it by at most one compressed row group and
 // the file footer.
@@ -183,7 +184,7 @@ func WithUploadBuffer(bytes, parallel int) Option {
 	return func(o *config) { o.uploadBuffer, o.uploadParallel = bytes, parallel }
 }
 
-// WithParallelParts sets how many parts may upload at once (default 4).
+// WithParallelParts sets how many parts may upload at once (default 8).
 // Each holds its own upload buffers (see WithUploadBuffer). Parts still
 // hold consecutive walk ids and get the same keys and bytes as with one.
 func WithParallelParts(n int) Option { return func(o *config) { o.parallelParts = n } }
