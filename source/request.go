@@ -72,6 +72,7 @@ func (e *RejectError) Error() string { return fmt.Sprintf("rejected (%s): %s", e
 type Request struct {
 	BatchID      string
 	Graph        string // as requested; empty when the request did not say
+	GraphVersion string // graph version the request is pinned to; empty: any
 	Algorithm    walk.Algorithm
 	WalksPerSeed int
 	// Seeds are the external ids walked, in request order, unknown ones
@@ -140,6 +141,7 @@ type requestV1 struct {
 	Version      int       `json:"version"`
 	BatchID      string    `json:"batch_id"`
 	Graph        string    `json:"graph"`
+	GraphVersion string    `json:"graph_version"`
 	Algorithm    string    `json:"algorithm"`
 	Length       *int      `json:"length"`
 	WalksPerSeed *int      `json:"walks_per_seed"`
@@ -216,7 +218,10 @@ func DecodeRequest(key, value []byte, g *graph.Graph, lim Limits) (*Request, err
 		return rej(ReasonGraphMismatch, id, "request is for graph %q, this stage serves %q", truncate(m.Graph, 64), g.Name)
 	}
 
-	r := &Request{BatchID: id, Graph: m.Graph, WalksPerSeed: DefaultWalksPerSeed}
+	if v := m.GraphVersion; v != "" && (len(v) != 16 || strings.Trim(v, "0123456789abcdef") != "") {
+		return rej(ReasonInvalidParameters, id, "graph_version %q is not a graph version (16 lowercase hex digits)", truncate(v, 64))
+	}
+	r := &Request{BatchID: id, Graph: m.Graph, GraphVersion: m.GraphVersion, WalksPerSeed: DefaultWalksPerSeed}
 	if m.Algorithm == "" {
 		return rej(ReasonInvalidParameters, id, "algorithm is required (deepwalk, ppr, node2vec or metapath)")
 	}

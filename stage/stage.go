@@ -146,6 +146,8 @@ type Stage struct {
 	// other's parts.
 	activeMu sync.Mutex
 	active   map[string]chan struct{}
+
+	graphs graphState // the graph version walked, and its swaps (graphs.go)
 }
 
 // batch is one request on its way through the stage.
@@ -168,6 +170,7 @@ type batch struct {
 	// failedDep names the dependency the last failed attempt failed on:
 	// engine (walking) or object_store (writing, committing the objects).
 	failedDep string
+	v         *served // graph version walked on, held until finished (graphs.go)
 }
 
 // New checks the options and registers the metrics.
@@ -197,6 +200,9 @@ func New(o Options) (*Stage, error) {
 		return nil, err
 	}
 	s.m = m
+	if err := s.graphs.init(s); err != nil {
+		return nil, err
+	}
 	s.m.graphBytes.Set(float64(o.Graph.MemoryBytes()))
 	return s, nil
 }
@@ -282,6 +288,7 @@ func (s *Stage) Run(ctx context.Context) error {
 			return nil
 		}, stopProbes)
 	}
+	s.graphs.addActors(&g, workCtx)
 	if s.o.MetricsAddr != "" || s.o.Listener != nil {
 		if _, err := s.Listen(); err != nil {
 			return err
@@ -460,11 +467,15 @@ func (s *Stage) leave(id string) {
 // set, is the batch found invalid after it was queued.
 func (s *Stage) refuse(ctx context.Context, d *source.Delivery, re *source.RejectError, b *batch) error {
 	log := s.log.With("batch_id", re.BatchID, "reason", string(re.Reason))
+	v := s.graphs.serving()
+	if b != nil && b.v != nil {
+		v = b.v
+	}
 	ev := source.Event{BatchID: re.BatchID, Status: source.StatusRejected, Reason: string(re.Reason), Error: re.Msg,
-		Graph: s.o.Graph.Name, GraphVersion: s.o.Graph.Version,
+		Graph: v.g.Name, GraphVersion: v.g.Version,
 		Timings: source.Timings{Total: time.Since(d.Received).Seconds()}}
 	if b != nil {
-		ev.Algorithm, ev.Engine, ev.RNGSeed, ev.Seeds = b.req.Algorithm.Describe(s.o.Graph), s.o.Engine.Name(), b.req.RNGSeed, len(b.req.Seeds)
+		ev.Algorithm, ev.Engine, ev.RNGSeed, ev.Seeds = b.req.Algorithm.Describe(v.g), v.e.Name(), b.req.RNGSeed, len(b.req.Seeds)
 		ev.Timings.Queued = b.launched.Sub(b.queuedAt).Seconds()
 	}
 	if err := s.persist(ctx, depBroker, "publish rejection", func(ctx context.Context) error { return s.o.Events.Publish(ctx, ev) }); err != nil {
@@ -603,6 +614,19 @@ func (s *Stage) release() {
 // writer errors are recorded per batch. On return every writer goroutine
 // has finished (b.written closed).
 func (s *Stage) walk(ctx context.Context, mb []*batch) error {
+	// One graph version for the whole micro-batch (graphs.go).
+	for _, b := range mb {
+		b.unbind()
+	}
+	v := s.graphs.acquire(ctx)
+	if v == nil {
+		for _, b := range mb {
+			b.written = make(chan struct{})
+			close(b.written)
+		}
+		return ctx.Err()
+	}
+	defer v.release()
 	jobs := make([]walk.Job, 0, len(mb))
 	live := make([]*batch, 0, len(mb))
 	now := time.Now()
@@ -610,10 +634,15 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 		b.launched, b.attempt = now, b.attempt+1
 		b.gotW, b.steps, b.wErr = 0, 0, nil
 		b.written = make(chan struct{})
+		if re := s.bind(b, v); re != nil {
+			b.w, b.wErr = nil, re
+			close(b.written)
+			continue
+		}
 		w, err := sink.NewBatchWriter(ctx, s.o.Bucket, s.o.Prefix, sink.BatchMeta{
-			BatchID: b.req.BatchID, Algorithm: b.req.Algorithm, Seed: b.req.RNGSeed, Engine: s.o.Engine.Name(),
+			BatchID: b.req.BatchID, Algorithm: b.req.Algorithm, Seed: b.req.RNGSeed, Engine: v.e.Name(),
 			WalkstageVersion: s.o.Version, Walks: int64(b.walks),
-		}, s.o.Graph, s.o.SinkOptions...)
+		}, v.g, s.o.SinkOptions...)
 		if err != nil {
 			b.w, b.wErr = nil, fmt.Errorf("open writer: %w", err)
 			close(b.written)
@@ -629,7 +658,7 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 	if len(jobs) > 0 {
 		s.engineMu.Lock()
 		t0 := time.Now()
-		runErr = s.o.Engine.Run(ctx, jobs, func(c walk.Chunk) error {
+		runErr = v.e.Run(ctx, jobs, func(c walk.Chunk) error {
 			b := live[c.Tag]
 			b.gotW += int64(c.Len())
 			b.steps += c.Steps()
@@ -650,7 +679,7 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 		}
 		s.m.engineRuns.Inc()
 		s.m.engineSeconds.Add(d.Seconds())
-		if sr, ok := s.o.Engine.(walk.StatsReporter); ok {
+		if sr, ok := v.e.(walk.StatsReporter); ok {
 			s.m.engineBytes.Set(float64(sr.LastRunStats().MemoryBytes))
 		}
 		if runErr == nil {
@@ -691,6 +720,7 @@ func (s *Stage) finish(ctx context.Context, b *batch, runErr error) {
 	defer s.finishes.Done()
 	defer s.release()
 	defer s.leave(b.req.BatchID)
+	defer b.unbind()
 	log := s.log.With("batch_id", b.req.BatchID, "algorithm", b.req.Algorithm.Kind.String())
 	for {
 		err := s.complete(ctx, b, runErr)
@@ -768,7 +798,7 @@ func (s *Stage) complete(ctx context.Context, b *batch, runErr error) error {
 	}
 	writing := time.Since(b.emitted)
 	ev := source.Event{BatchID: b.req.BatchID, Status: source.StatusSucceeded,
-		Graph: man.Graph, GraphVersion: man.GraphVersion, Algorithm: b.req.Algorithm.Describe(s.o.Graph), Engine: man.Engine,
+		Graph: man.Graph, GraphVersion: man.GraphVersion, Algorithm: b.req.Algorithm.Describe(b.v.g), Engine: man.Engine,
 		RNGSeed: b.req.RNGSeed, Seeds: len(b.req.Seeds), SkippedSeeds: b.req.Skipped, SkippedIDs: b.req.SkippedIDs,
 		Walks: man.Walks, Steps: man.Steps,
 		Manifest: sink.ObjectURL(s.o.BucketURL, b.w.Layout().SuccessKey()),
