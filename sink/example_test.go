@@ -52,8 +52,9 @@ func ExampleNewBatchWriter() {
 		log.Fatal(err)
 	}
 	fmt.Println(w.Layout().SuccessKey())
-	fmt.Println(m.Walks, "walks,", m.Steps, "steps in", len(m.Files), "part:", m.Files[0].Key)
+	// Part names carry the writer's attempt id: part-00000-<12 hex digits>.parquet.
+	fmt.Println(m.Walks, "walks,", m.Steps, "steps in", len(m.Files), "part:", m.Files[0].Key[:len(m.Files[0].Key)-len("0123456789ab.parquet")])
 	// Output:
 	// walks/graph=triangle/algorithm=deepwalk/batch=example/_SUCCESS
-	// 6 walks, 24 steps in 1 part: walks/graph=triangle/algorithm=deepwalk/batch=example/part-00000.parquet
+	// 6 walks, 24 steps in 1 part: walks/graph=triangle/algorithm=deepwalk/batch=example/part-00000-
 }

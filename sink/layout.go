@@ -39,6 +39,7 @@ import (
 	"fmt"
 	"net/url"
 	"path"
+	"path/filepath"
 	"strings"
 
 	"gocloud.dev/blob"
@@ -56,10 +57,10 @@ var ErrInvalidLayout = errors.New("invalid output layout")
 
 // OpenBucket opens the bucket named by a URL:
 //
-//   - file:///data/walks: a local directory, created when missing. Objects
-//     are written to a temporary file next to their final path and renamed
-//     on completion, and no attribute sidecar files are written (Spark and
-//     DuckDB would try to read them as data).
+//   - file:///data/walks: a local directory, created when missing. The
+//     writer stages objects in {prefix}/.walkstage-tmp/, fsyncs them and
+//     moves them into place (see TempDirName), and no attribute sidecar
+//     files are written (Spark and DuckDB would try to read them as data).
 //   - s3://bucket?region=us-east-1: AWS S3, credentials from the usual AWS
 //     environment. For S3-compatible stores add
 //     endpoint=http://host:port&use_path_style=true (and disable_https=true
@@ -100,6 +101,19 @@ func OpenBucket(ctx context.Context, rawURL string) (*blob.Bucket, error) {
 	b, err := blob.OpenBucket(ctx, u.String())
 	if err != nil {
 		return nil, fmt.Errorf("open bucket %s: %w", redact(u), err)
+	}
+	if u.Scheme == "file" {
+		// As fileblob's URL opener resolves it: host "." is a relative path.
+		dir := u.Path
+		if u.Host == "." {
+			dir = strings.TrimPrefix(dir, "/")
+		}
+		if abs, err := filepath.Abs(filepath.FromSlash(dir)); err == nil {
+			registerBucket(b, bucketInfo{localDir: abs})
+		}
+	}
+	if u.Scheme == "s3" {
+		registerBucket(b, bucketInfo{s3Name: u.Host})
 	}
 	return b, nil
 }
@@ -150,34 +164,27 @@ func BatchLayout(prefix, graphName, algorithm, batchID string) (Layout, error) {
 	return Layout{Dir: dir}, nil
 }
 
-// PartKey is the key of part i.
+// PartKey is the key part i had before parts were named per attempt;
+// batches written by earlier versions use it.
 func (l Layout) PartKey(i int) string { return fmt.Sprintf("%s/part-%05d.parquet", l.Dir, i) }
+
+// AttemptPartKey is the key of part i written by one attempt at the batch
+// ("part-00000-<attempt>.parquet"). Every BatchWriter has its own attempt
+// id, so two writers of one batch never write the same object, and only
+// the manifest says which attempt's parts make up the batch.
+func (l Layout) AttemptPartKey(i int, attempt string) string {
+	return fmt.Sprintf("%s/part-%05d-%s.parquet", l.Dir, i, attempt)
+}
+
+// isPart says whether key is a part of the batch, of any attempt or of the
+// naming before attempts.
+func (l Layout) isPart(key string) bool {
+	name, ok := strings.CutPrefix(key, l.Dir+"/part-")
+	return ok && !strings.Contains(name, "/") && strings.HasSuffix(name, ".parquet")
+}
 
 // SuccessKey is the key of the manifest.
 func (l Layout) SuccessKey() string { return l.Dir + "/" + SuccessName }
-
-// partIndex parses a key written by PartKey; ok is false for other keys.
-func (l Layout) partIndex(key string) (int, bool) {
-	name, found := strings.CutPrefix(key, l.Dir+"/part-")
-	if !found {
-		return 0, false
-	}
-	num, found := strings.CutSuffix(name, ".parquet")
-	if !found || len(num) < 5 {
-		return 0, false
-	}
-	i := 0
-	for _, c := range num {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		i = i*10 + int(c-'0')
-		if i > 1<<30 {
-			return 0, false
-		}
-	}
-	return i, true
-}
 
 // ObjectURL joins a bucket URL (as given to OpenBucket) and a key, for
 // messages that point readers at the output: "s3://bucket?region=x" and

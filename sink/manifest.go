@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
@@ -16,26 +17,38 @@ import (
 )
 
 // ManifestVersion is the version of the `_SUCCESS` document this package
-// writes; readers reject versions they do not know.
-const ManifestVersion = 1
+// writes; readers reject versions they do not know. Version 2 added
+// "fingerprint" and writes "seed" as a JSON string; DecodeManifest still
+// reads version 1 documents (seed as a number, no fingerprint).
+const ManifestVersion = 2
+
+// oldestManifestVersion is the oldest version DecodeManifest reads.
+const oldestManifestVersion = 1
 
 // Manifest is the `_SUCCESS` object of a batch: it lists every part with its
 // size and checksum, and carries the batch's metadata. It holds no
 // timestamps, so the same batch written twice yields the same bytes.
 type Manifest struct {
-	Version          int           `json:"version"`
-	BatchID          string        `json:"batch_id"`
-	Graph            string        `json:"graph"`
-	GraphVersion     string        `json:"graph_version"`
-	Algorithm        AlgorithmMeta `json:"algorithm"`
-	Seed             uint64        `json:"seed"`
-	Engine           string        `json:"engine"`
-	WalkstageVersion string        `json:"walkstage_version"`
-	Compression      string        `json:"compression"`
-	Walks            int64         `json:"walks"`
-	Steps            int64         `json:"steps"`
-	Bytes            int64         `json:"bytes"`
-	Files            []File        `json:"files"`
+	Version      int           `json:"version"`
+	BatchID      string        `json:"batch_id"`
+	Graph        string        `json:"graph"`
+	GraphVersion string        `json:"graph_version"`
+	Algorithm    AlgorithmMeta `json:"algorithm"`
+	// Seed is written as a decimal string: seeds go up to 2^64-1, and JSON
+	// readers that hold numbers as doubles (jq, JavaScript) would round it.
+	// DecodeManifest also accepts the number of version 1 manifests.
+	Seed uint64 `json:"seed,string"`
+	// Fingerprint identifies the request that produced the batch (see
+	// BatchMeta.Fingerprint); empty in manifests written before it existed
+	// or by writers given none.
+	Fingerprint      string `json:"fingerprint,omitempty"`
+	Engine           string `json:"engine"`
+	WalkstageVersion string `json:"walkstage_version"`
+	Compression      string `json:"compression"`
+	Walks            int64  `json:"walks"`
+	Steps            int64  `json:"steps"`
+	Bytes            int64  `json:"bytes"`
+	Files            []File `json:"files"`
 }
 
 // File describes one Parquet part of a batch.
@@ -105,18 +118,30 @@ func ReadManifest(ctx context.Context, b *blob.Bucket, key string) (*Manifest, e
 // DecodeManifest parses and checks a `_SUCCESS` document: known version,
 // no unknown fields, and files consistent with the totals.
 func DecodeManifest(data []byte) (*Manifest, error) {
+	// The seed field shadows Manifest's, so it can take either form.
+	type plain Manifest
+	var doc struct {
+		*plain
+		Seed json.RawMessage `json:"seed"`
+	}
 	var m Manifest
+	doc.plain = (*plain)(&m)
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
+	if err := dec.Decode(&doc); err != nil {
 		return nil, err
 	}
 	if dec.More() {
 		return nil, errors.New("trailing data after the manifest")
 	}
-	if m.Version != ManifestVersion {
-		return nil, fmt.Errorf("version %d, this build reads %d", m.Version, ManifestVersion)
+	if m.Version < oldestManifestVersion || m.Version > ManifestVersion {
+		return nil, fmt.Errorf("version %d, this build reads %d to %d", m.Version, oldestManifestVersion, ManifestVersion)
 	}
+	seed, err := decodeSeed(doc.Seed)
+	if err != nil {
+		return nil, err
+	}
+	m.Seed = seed
 	var rows, steps, size int64
 	for i, f := range m.Files {
 		if f.Key == "" || f.Rows <= 0 || f.Bytes <= 0 || f.Steps < 0 || f.FirstWalkID < 0 || f.LastWalkID-f.FirstWalkID+1 != f.Rows {
@@ -133,6 +158,26 @@ func DecodeManifest(data []byte) (*Manifest, error) {
 		return nil, fmt.Errorf("files hold %d walks, %d steps, %d bytes; totals say %d, %d, %d", rows, steps, size, m.Walks, m.Steps, m.Bytes)
 	}
 	return &m, nil
+}
+
+// decodeSeed reads a seed written as a JSON string (version 2) or number
+// (version 1). A number is parsed from its digits, never through a float, so
+// version 1 seeds above 2^53 come back exact.
+func decodeSeed(raw json.RawMessage) (uint64, error) {
+	s := string(bytes.TrimSpace(raw))
+	if s == "" || s == "null" {
+		return 0, errors.New("manifest has no seed")
+	}
+	if s[0] == '"' {
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return 0, fmt.Errorf("seed: %w", err)
+		}
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("seed %s: want an unsigned 64-bit integer", raw)
+	}
+	return v, nil
 }
 
 func (m *Manifest) encode() ([]byte, error) {

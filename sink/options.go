@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
@@ -58,6 +59,9 @@ type config struct {
 	uploadParallel  int
 	parallelParts   int
 	pageBufferBytes int
+	callTimeout     time.Duration
+	stallTimeout    time.Duration
+	staleAfter      time.Duration
 }
 
 // Defaults; see each option.
@@ -67,6 +71,9 @@ const (
 	DefaultFileBytes           = 256 << 20
 	DefaultMemoryLimit         = 512 << 20
 	DefaultUploadBuffer        = 8 << 20
+	DefaultCallTimeout         = 10 * time.Second
+	DefaultUploadStallTimeout  = 60 * time.Second
+	DefaultStaleAfter          = 15 * time.Minute
 )
 
 func defaultConfig() config {
@@ -79,6 +86,9 @@ func defaultConfig() config {
 		uploadParallel:  4,
 		parallelParts:   4,
 		pageBufferBytes: 1 << 20,
+		callTimeout:     DefaultCallTimeout,
+		stallTimeout:    DefaultUploadStallTimeout,
+		staleAfter:      DefaultStaleAfter,
 	}
 }
 
@@ -126,7 +136,31 @@ func WithUploadBuffer(bytes, parallel int) Option {
 // hold consecutive walk ids and get the same keys and bytes as with one.
 func WithParallelParts(n int) Option { return func(o *config) { o.parallelParts = n } }
 
+// WithCallTimeout bounds each small object-store call of the writer:
+// reading and writing the manifest, listing, deleting, checking a part's
+// size, aborting a multipart upload (default 10 s). A store that does not
+// answer in time turns into an error instead of a stall. Part uploads are
+// bounded by WithUploadStallTimeout instead, as their duration grows with
+// their size.
+func WithCallTimeout(d time.Duration) Option { return func(o *config) { o.callTimeout = d } }
+
+// WithUploadStallTimeout fails a part upload when the store has accepted
+// none of its bytes for this long (default 60 s): every write into the
+// upload and its completion must return within it. A deadline on
+// progress rather than on the whole upload scales with the part's size.
+func WithUploadStallTimeout(d time.Duration) Option { return func(o *config) { o.stallTimeout = d } }
+
+// WithStaleAfter sets the age after which a multipart upload or a local
+// temporary file of the batch, not written by this writer, is taken for
+// the leftover of a killed process and removed when the batch is written
+// again (default 15 minutes). It must exceed the longest part upload: a
+// live writer's upload younger than this is never touched.
+func WithStaleAfter(d time.Duration) Option { return func(o *config) { o.staleAfter = d } }
+
 func (c *config) validate() error {
+	if c.callTimeout <= 0 || c.stallTimeout <= 0 || c.staleAfter <= 0 {
+		return fmt.Errorf("sink: call timeout %v, upload stall timeout %v and stale age %v must be positive", c.callTimeout, c.stallTimeout, c.staleAfter)
+	}
 	switch c.compression {
 	case Zstd, Snappy, None:
 	default:

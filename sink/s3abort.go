@@ -37,12 +37,12 @@ func (t *s3Target) beforeWrite(as func(any) bool) error {
 // with a cancelled writer, the request that created the upload can also
 // land after a first listing. So this lists, aborts what it finds, and
 // lists again (with a short pause) until the key has no open upload.
-func (t *s3Target) abortUploads(ctx context.Context, b *blob.Bucket) error {
+func (t *s3Target) abortUploads(ctx context.Context, b *blob.Bucket, callTimeout time.Duration) error {
 	var c *s3.Client
 	if t.key == "" || !b.As(&c) {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, max(30*time.Second, 3*callTimeout))
 	defer cancel()
 	const rounds = 6
 	pause := 20 * time.Millisecond
@@ -94,4 +94,53 @@ func (t *s3Target) abortOnce(ctx context.Context, c *s3.Client) (found int, err 
 func isNoSuchUpload(err error) bool {
 	var e interface{ ErrorCode() string }
 	return errors.As(err, &e) && e.ErrorCode() == "NoSuchUpload"
+}
+
+// abortStaleUploads aborts the multipart uploads under prefix (a key
+// prefix, as S3 matches it) initiated more than olderThan ago, and says how
+// many it aborted. A killed process leaves its uploads open for good, and
+// the store keeps (and bills) their parts; younger uploads may belong to a
+// live writer and are left alone. It needs the bucket's name, which
+// OpenBucket records: for other buckets, and for stores other than S3, it
+// does nothing.
+func abortStaleUploads(ctx context.Context, b *blob.Bucket, prefix string, olderThan, callTimeout time.Duration) (int, error) {
+	var c *s3.Client
+	name := lookupBucket(b).s3Name
+	if name == "" || !b.As(&c) {
+		return 0, nil
+	}
+	cutoff := time.Now().Add(-olderThan)
+	in := &s3.ListMultipartUploadsInput{Bucket: &name, Prefix: &prefix}
+	aborted := 0
+	var errs []error
+	for {
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		out, err := c.ListMultipartUploads(cctx, in)
+		cancel()
+		if err != nil {
+			if isNoSuchUpload(err) {
+				// gofakes3's answer for a bucket that never had an upload.
+				return aborted, errors.Join(errs...)
+			}
+			return aborted, errors.Join(append(errs, fmt.Errorf("list multipart uploads under %s: %w", prefix, err))...)
+		}
+		for _, u := range out.Uploads {
+			if u.Key == nil || u.Initiated == nil || !u.Initiated.Before(cutoff) {
+				continue
+			}
+			cctx, cancel := context.WithTimeout(ctx, callTimeout)
+			_, err := c.AbortMultipartUpload(cctx, &s3.AbortMultipartUploadInput{Bucket: &name, Key: u.Key, UploadId: u.UploadId})
+			cancel()
+			switch {
+			case err == nil:
+				aborted++
+			case !isNoSuchUpload(err):
+				errs = append(errs, fmt.Errorf("abort multipart upload of %s: %w", *u.Key, err))
+			}
+		}
+		if out.IsTruncated == nil || !*out.IsTruncated {
+			return aborted, errors.Join(errs...)
+		}
+		in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
+	}
 }

@@ -13,10 +13,10 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/parquet-go/parquet-go"
 	"gocloud.dev/blob"
-	"gocloud.dev/gcerrors"
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
@@ -59,6 +59,13 @@ type BatchMeta struct {
 	Engine              string
 	WalkstageVersion    string
 	Walks               int64
+	// Fingerprint identifies the request (a digest of everything that
+	// determines the walks, computed by the caller). It is recorded in the
+	// manifest; a batch id whose manifest holds another fingerprint is not
+	// overwritten (ErrBatchConflict), and Lookup finds a batch already
+	// written for the same one. Empty means unknown: the batch is then
+	// written with last-writer-wins semantics, as before fingerprints.
+	Fingerprint string
 }
 
 var (
@@ -90,10 +97,18 @@ type BatchWriter struct {
 	bucket *blob.Bucket
 	layout Layout
 	meta   BatchMeta
-	g      *graph.Graph
-	cfg    config
-	rows   int64 // walks per row group
-	groups int64 // row groups in the batch
+	// attempt names this writer's parts (see Layout.AttemptPartKey);
+	// started is when it began, the cutoff for deleting other attempts'
+	// parts after a manifest replace.
+	attempt string
+	started time.Time
+	// local is the directory of a file:// bucket opened by OpenBucket,
+	// written directly (see local.go); empty for other buckets.
+	local, staging, tag string
+	g                   *graph.Graph
+	cfg                 config
+	rows                int64 // walks per row group
+	groups              int64 // row groups in the batch
 
 	partOpts []parquet.WriterOption // shared by fragments and parts, so copies are verbatim
 	kv       [][2]string
@@ -149,9 +164,11 @@ type segment struct {
 	lo, hi int
 }
 
-// NewBatchWriter starts writing a batch under prefix. It first deletes the
-// batch's `_SUCCESS`, so that while the batch is rewritten no reader takes
-// a mix of old and new parts for a complete batch.
+// NewBatchWriter starts writing a batch under prefix. It deletes nothing a
+// manifest lists: its parts have names of their own (see
+// Layout.AttemptPartKey), and only Commit's manifest makes them the batch.
+// It removes what killed writers of the batch left behind, when older than
+// WithStaleAfter: local temporary files and open S3 multipart uploads.
 func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta BatchMeta, g *graph.Graph, opts ...Option) (*BatchWriter, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
@@ -179,14 +196,11 @@ func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta Bat
 	if err != nil {
 		return nil, fmt.Errorf("sink: batch %s: %w", meta.BatchID, err)
 	}
-	if err := b.Delete(ctx, layout.SuccessKey()); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
-		return nil, fmt.Errorf("sink: batch %s: delete old %s: %w", meta.BatchID, layout.SuccessKey(), err)
-	}
 	algo, err := jsonString(DescribeAlgorithm(meta.Algorithm, g))
 	if err != nil {
 		return nil, err
 	}
-	w := &BatchWriter{bucket: b, layout: layout, meta: meta, g: g, cfg: cfg,
+	w := &BatchWriter{bucket: b, layout: layout, meta: meta, g: g, cfg: cfg, attempt: newAttemptID(), started: time.Now(),
 		rows: int64(cfg.rowsPerGroup(meta.Algorithm.Length)),
 		open: map[int64]*group{}, files: map[int]File{}, wake: make(chan struct{}), done: make(chan struct{})}
 	w.groups = (meta.Walks + w.rows - 1) / w.rows
@@ -207,6 +221,14 @@ func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta Bat
 		parquet.MaxRowsPerRowGroup(w.rows),
 		parquet.PageBufferSize(cfg.pageBufferBytes),
 		parquet.CreatedBy("walkstage", meta.WalkstageVersion, ""),
+	}
+	if root, ok := localRoot(b); ok {
+		if _, ok := localPath(root, layout.SuccessKey()); ok {
+			w.local, w.staging, w.tag = root, localStaging(root, prefix), batchTag(layout.Dir)
+		}
+	}
+	if err := w.removeLeftovers(ctx); err != nil {
+		return nil, err
 	}
 	w.ctx, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	w.work = make(chan *group, cfg.encoders)
@@ -513,9 +535,9 @@ type part struct {
 	index  int
 	key    string
 	in     chan *group // row groups to append, closed after the last
-	bw     *blob.Writer
+	ow     objectWriter
 	s3     s3Target
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc
 	out    *countingWriter
 	pw     *parquet.GenericWriter[Row]
 	file   File
@@ -661,25 +683,26 @@ func (w *BatchWriter) partLoop(p *part) {
 }
 
 func (w *BatchWriter) openPart(i int) (*part, error) {
-	key := w.layout.PartKey(i)
-	ctx, cancel := context.WithCancel(w.ctx)
+	key := w.layout.AttemptPartKey(i, w.attempt)
+	ctx, cancel := context.WithCancelCause(w.ctx)
 	p := &part{index: i, key: key, cancel: cancel, file: File{Key: key, FirstWalkID: -1}, in: make(chan *group, 64)}
-	bw, err := w.bucket.NewWriter(ctx, key, &blob.WriterOptions{
+	ow, err := w.newObject(ctx, key, false, &blob.WriterOptions{
 		ContentType:    "application/vnd.apache.parquet",
 		BufferSize:     w.cfg.uploadBuffer,
 		MaxConcurrency: w.cfg.uploadParallel,
 		BeforeWrite:    p.s3.beforeWrite,
 	})
 	if err != nil {
-		cancel()
+		cancel(nil)
 		return nil, fmt.Errorf("sink: create %s: %w", key, err)
 	}
-	out := &countingWriter{w: bw, h: crc32.New(castagnoli), total: &w.bytesWritten}
+	ow = &stallGuard{objectWriter: ow, ctx: ctx, d: w.cfg.stallTimeout, cancel: cancel}
+	out := &countingWriter{w: ow, h: crc32.New(castagnoli), total: &w.bytesWritten}
 	opts := append(w.partOpts[:len(w.partOpts):len(w.partOpts)], parquet.KeyValueMetadata(MetaPart, strconv.Itoa(i)))
 	for _, kv := range w.kv {
 		opts = append(opts, parquet.KeyValueMetadata(kv[0], kv[1]))
 	}
-	p.bw, p.out, p.pw = bw, out, parquet.NewGenericWriter[Row](out, opts...)
+	p.ow, p.out, p.pw = ow, out, parquet.NewGenericWriter[Row](out, opts...)
 	return p, nil
 }
 
@@ -707,12 +730,13 @@ func (w *BatchWriter) appendGroup(p *part, gr *group) error {
 }
 
 func (w *BatchWriter) closePart(p *part) error {
-	defer p.cancel()
+	defer p.cancel(nil)
 	if err := p.pw.Close(); err != nil {
 		w.abortPart(p)
 		return fmt.Errorf("sink: finish %s: %w", p.key, err)
 	}
-	if err := p.bw.Close(); err != nil {
+	if err := p.ow.Close(); err != nil {
+		w.abortPart(p)
 		return fmt.Errorf("sink: upload %s: %w", p.key, err)
 	}
 	p.file.Bytes = p.out.n
@@ -728,18 +752,35 @@ func (w *BatchWriter) closePart(p *part) error {
 // gocloud discard it (fileblob removes its temporary file), and open S3
 // multipart uploads are aborted explicitly.
 func (w *BatchWriter) abortPart(p *part) {
-	p.cancel()
-	p.bw.Close()
-	if err := p.s3.abortUploads(context.WithoutCancel(w.ctx), w.bucket); err != nil {
+	p.cancel(nil)
+	p.ow.Abort()
+	if err := p.s3.abortUploads(context.WithoutCancel(w.ctx), w.bucket, w.cfg.callTimeout); err != nil {
 		w.mu.Lock()
 		w.abortErr = err
 		w.mu.Unlock()
 	}
 }
 
-// Commit waits for every walk to be uploaded, deletes parts left by an
-// earlier, larger write of the same batch, and writes `_SUCCESS`. Every walk
-// id of the batch must have been written. On error the batch is aborted.
+// Commit waits for every walk to be uploaded and writes `_SUCCESS` last,
+// with a create-if-absent put, so that of several writers of one batch id
+// (replicas given the same request, a redelivery racing the original)
+// exactly one manifest wins and it lists exactly one attempt's parts:
+//
+//   - no manifest yet: ours is written; other attempts' parts left in the
+//     batch directory are then deleted (best effort), so directory readers
+//     such as DuckDB's read_parquet('.../part-*') see only listed parts.
+//   - a complete manifest with our fingerprint: our parts are deleted and
+//     that manifest is returned as if ours.
+//   - a complete manifest with another fingerprint: our parts are deleted
+//     and the error wraps ErrBatchConflict; nothing else is touched.
+//   - a manifest without a fingerprint (written before fingerprints, or by
+//     a writer given none), an incomplete one (a listed part missing or of
+//     the wrong size) or an unreadable one: replaced by ours, then the
+//     parts older than this writer that ours does not list are deleted.
+//     Concurrent writers of such a batch are last-writer-wins, as before.
+//
+// Every walk id of the batch must have been written. On error the batch is
+// aborted: this attempt's parts are deleted, nothing else.
 func (w *BatchWriter) Commit(ctx context.Context) (*Manifest, error) {
 	w.mu.Lock()
 	if w.committed {
@@ -777,28 +818,24 @@ func (w *BatchWriter) Commit(ctx context.Context) (*Manifest, error) {
 		}
 		files[i] = f
 	}
-	if err := w.deleteStale(ctx, len(files)); err != nil {
-		return nil, err
-	}
 	m := &Manifest{Version: ManifestVersion, BatchID: w.meta.BatchID, Graph: w.meta.Graph, GraphVersion: w.meta.GraphVersion,
-		Algorithm: DescribeAlgorithm(w.meta.Algorithm, w.g), Seed: w.meta.Seed, Engine: w.meta.Engine,
-		WalkstageVersion: w.meta.WalkstageVersion, Compression: string(w.cfg.compression), Walks: w.meta.Walks,
-		Files: files}
+		Algorithm: DescribeAlgorithm(w.meta.Algorithm, w.g), Seed: w.meta.Seed, Fingerprint: w.meta.Fingerprint,
+		Engine: w.meta.Engine, WalkstageVersion: w.meta.WalkstageVersion, Compression: string(w.cfg.compression),
+		Walks: w.meta.Walks, Files: files}
 	for _, f := range m.Files {
 		m.Steps += f.Steps
 		m.Bytes += f.Bytes
 	}
-	data, err := m.encode()
+	final, err := w.publish(ctx, m)
 	if err != nil {
-		return nil, err
-	}
-	if err := w.bucket.WriteAll(ctx, w.layout.SuccessKey(), data, &blob.WriterOptions{ContentType: "application/json"}); err != nil {
-		return nil, fmt.Errorf("sink: batch %s: write %s: %w", w.meta.BatchID, w.layout.SuccessKey(), err)
+		// Our parts are nobody's: no manifest of ours lists them.
+		w.fail(err)
+		return nil, w.finishAbort(context.WithoutCancel(ctx))
 	}
 	w.mu.Lock()
-	w.committed, w.manifest = true, m
+	w.committed, w.manifest = true, final
 	w.mu.Unlock()
-	return m, nil
+	return final, nil
 }
 
 // stop ends the pipeline's goroutines and waits for them.
@@ -849,34 +886,9 @@ func (w *BatchWriter) cleanup(ctx context.Context) (cause, err error) {
 		return cause, err
 	}
 	for _, k := range keys {
-		if err := w.bucket.Delete(ctx, k); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+		if err := w.deleteKey(ctx, k); err != nil {
 			return cause, fmt.Errorf("sink: batch %s: delete %s: %w", w.meta.BatchID, k, err)
 		}
 	}
 	return cause, nil
-}
-
-// deleteStale removes parts numbered n and above, left by an earlier write
-// of the batch that produced more parts.
-func (w *BatchWriter) deleteStale(ctx context.Context, n int) error {
-	it := w.bucket.List(&blob.ListOptions{Prefix: w.layout.Dir + "/part-"})
-	var stale []string
-	for {
-		obj, err := it.Next(ctx)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("sink: batch %s: list old parts: %w", w.meta.BatchID, err)
-		}
-		if i, ok := w.layout.partIndex(obj.Key); ok && i >= n {
-			stale = append(stale, obj.Key)
-		}
-	}
-	for _, k := range stale {
-		if err := w.bucket.Delete(ctx, k); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
-			return fmt.Errorf("sink: batch %s: delete stale %s: %w", w.meta.BatchID, k, err)
-		}
-	}
-	return nil
 }

@@ -7,6 +7,11 @@ import (
 	"math"
 )
 
+// ReasonBatchIDConflict rejects a request whose batch id already has a
+// complete output written for a different request (another fingerprint):
+// the earlier output is kept, never overwritten.
+const ReasonBatchIDConflict Reason = "batch_id_conflict"
+
 // Fingerprint identifies what a request asks for, independent of how its
 // JSON was spelled: the graph it names, the algorithm and its parameters,
 // the walks per seed, the seeds walked (in order) and the RNG seed. Two

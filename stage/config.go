@@ -114,6 +114,16 @@ type Config struct {
 	// (walks waiting for their row group, encoding, upload). With
 	// MAX_IN_FLIGHT batches the sink holds at most their product.
 	OutputMemoryBytes int64 `env:"OUTPUT_MEMORY_BYTES" envDefault:"134217728"`
+	// WALKSTAGE_STORE_TIMEOUT: deadline of each small object-store call
+	// (manifest, listing, delete, probe); a store that does not answer is an
+	// error retried with back-off, not a stall. Part uploads fail instead
+	// when the store accepts none of their bytes for a minute.
+	StoreTimeout time.Duration `env:"STORE_TIMEOUT" envDefault:"10s"`
+	// WALKSTAGE_OUTPUT_SWEEP_AGE: at start-up, abort S3 multipart uploads
+	// under the prefix started longer ago than this, and remove temporary
+	// files as old, left by killed replicas (0 disables). It must exceed the
+	// longest part upload, as every replica sweeps the shared prefix.
+	OutputSweepAge time.Duration `env:"OUTPUT_SWEEP_AGE" envDefault:"1h"`
 
 	// ---- Engine ----
 
@@ -388,10 +398,13 @@ func (c *Config) validate() []error {
 		name string
 		v    time.Duration
 	}{{"RETRY_BACKOFF_MIN", c.RetryBackoffMin}, {"RETRY_BACKOFF_MAX", c.RetryBackoffMax}, {"PROBE_INTERVAL", c.ProbeInterval},
-		{"PROBE_TIMEOUT", c.ProbeTimeout}, {"BROKER_TIMEOUT", c.BrokerTimeout}} {
+		{"PROBE_TIMEOUT", c.ProbeTimeout}, {"BROKER_TIMEOUT", c.BrokerTimeout}, {"STORE_TIMEOUT", c.StoreTimeout}} {
 		if d.v <= 0 {
 			bad(d.name, "%v must be positive", d.v)
 		}
+	}
+	if c.OutputSweepAge < 0 {
+		bad("OUTPUT_SWEEP_AGE", "%v is negative", c.OutputSweepAge)
 	}
 	if c.RetryBackoffMax < c.RetryBackoffMin {
 		bad("RETRY_BACKOFF_MAX", "%v is below RETRY_BACKOFF_MIN %v", c.RetryBackoffMax, c.RetryBackoffMin)

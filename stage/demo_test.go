@@ -17,7 +17,7 @@ func TestDemoRunsEndToEnd(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	for _, want := range []string{"demo-deepwalk   succeeded", "demo-metapath   succeeded", "demo-malformed  rejected",
-		"part-00000.parquet", "_SUCCESS", "header walkstage-error"} {
+		"/part-00000-", "_SUCCESS", "header walkstage-error"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
 		}

@@ -237,6 +237,9 @@ func (s *Stage) bind(b *batch, v *served) *source.RejectError {
 	b.unbind()
 	v.addRef()
 	b.v = v
+	if b.existing != nil || b.lookupErr != nil {
+		return nil // reported from the output found (its own version), not walked
+	}
 	if pin := b.req.GraphVersion; pin != "" && pin != v.g.Version {
 		return &source.RejectError{Reason: ReasonGraphVersionUnavailable, BatchID: b.req.BatchID,
 			Msg: fmt.Sprintf("request is pinned to graph version %s; this stage serves %s %s", pin, v.g.Name, v.g.Version)}

@@ -204,6 +204,19 @@ func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string,
 		return nil, err
 	}
 	rt.closers = append(rt.closers, bucket.Close)
+	// A missing bucket or refused credentials is a configuration error:
+	// found now, before any request is taken, not dead-lettered per batch.
+	// A store that is only unreachable is an outage: the stage starts not
+	// ready and its probe finds when the store is back.
+	storeErr := sink.Check(ctx, bucket, c.OutputPrefix, sink.WithCallTimeout(c.StoreTimeout))
+	if errors.Is(storeErr, sink.ErrStoreConfig) {
+		return nil, fmt.Errorf("output %s: %w", c.OutputURL, storeErr)
+	}
+	if storeErr != nil {
+		log.Error("object store unavailable at start-up; not ready until it answers", "err", storeErr)
+	} else if c.OutputSweepAge > 0 {
+		sweepOutput(ctx, bucket, c.OutputPrefix, c.OutputSweepAge, c.StoreTimeout, log)
+	}
 	pub, err := source.NewPublisher(ko, c.OutputTopic, c.BrokerTimeout)
 	if err != nil {
 		return nil, err
@@ -231,7 +244,7 @@ func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string,
 	if err != nil {
 		return nil, err
 	}
-	sinkOpts := []sink.Option{sink.WithCompression(comp), sink.WithFileBytes(c.OutputFileBytes),
+	sinkOpts := []sink.Option{sink.WithCompression(comp), sink.WithFileBytes(c.OutputFileBytes), sink.WithCallTimeout(c.StoreTimeout),
 		sink.WithMemoryLimit(c.OutputMemoryBytes), sink.WithRowGroupRows(c.OutputRowGroupWalks)}
 
 	if reg == nil {
@@ -250,11 +263,31 @@ func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string,
 	if topicsErr != nil {
 		s.health.fail(depBroker, topicsErr)
 	}
+	if storeErr != nil {
+		s.health.fail(depStore, storeErr)
+	}
 	rt.Stage = s
 	if err := rt.followGraph(ctx, c, log); err != nil {
 		return nil, err
 	}
 	return rt, nil
+}
+
+// sweepOutput removes what killed replicas left under prefix (open
+// multipart uploads, temporary files). It is housekeeping: a failure is
+// logged, and the next start-up tries again.
+func sweepOutput(ctx context.Context, b *blob.Bucket, prefix string, age, timeout time.Duration, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	t0 := time.Now()
+	st, err := sink.Sweep(ctx, b, prefix, age, sink.WithCallTimeout(timeout))
+	if err != nil {
+		log.Warn("sweeping leftovers of killed writers failed; the next start-up retries", "err", err)
+	}
+	if st.UploadsAborted > 0 || st.TempFilesRemoved > 0 || err != nil {
+		log.Info("swept leftovers of killed writers", "uploads_aborted", st.UploadsAborted,
+			"temp_files_removed", st.TempFilesRemoved, "duration", time.Since(t0))
+	}
 }
 
 // storeProbe asks the object store about one key under prefix: cheap, and

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -170,6 +171,11 @@ type batch struct {
 	// failedDep names the dependency the last failed attempt failed on:
 	// engine (walking) or object_store (writing, committing the objects).
 	failedDep string
+	// existing is the batch's complete output found before walking (a
+	// redelivery of a batch already done): it is reported, not rewritten.
+	// lookupErr is why the lookup failed (a conflict, or the store).
+	existing  *sink.Manifest
+	lookupErr error
 	v         *served // graph version walked on, held until finished (graphs.go)
 }
 
@@ -630,6 +636,7 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 	jobs := make([]walk.Job, 0, len(mb))
 	live := make([]*batch, 0, len(mb))
 	now := time.Now()
+	s.lookup(ctx, mb)
 	for _, b := range mb {
 		b.launched, b.attempt = now, b.attempt+1
 		b.gotW, b.steps, b.wErr = 0, 0, nil
@@ -639,9 +646,14 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 			close(b.written)
 			continue
 		}
+		if b.existing != nil || b.lookupErr != nil {
+			b.w = nil
+			close(b.written)
+			continue
+		}
 		w, err := sink.NewBatchWriter(ctx, s.o.Bucket, s.o.Prefix, sink.BatchMeta{
 			BatchID: b.req.BatchID, Algorithm: b.req.Algorithm, Seed: b.req.RNGSeed, Engine: v.e.Name(),
-			WalkstageVersion: s.o.Version, Walks: int64(b.walks),
+			WalkstageVersion: s.o.Version, Walks: int64(b.walks), Fingerprint: b.req.Fingerprint(),
 		}, v.g, s.o.SinkOptions...)
 		if err != nil {
 			b.w, b.wErr = nil, fmt.Errorf("open writer: %w", err)
@@ -771,6 +783,8 @@ func requestError(b *batch, err error) *source.RejectError {
 		return re
 	case errors.Is(err, walk.ErrInvalidAlgorithm):
 		return &source.RejectError{Reason: source.ReasonInvalidParameters, BatchID: b.req.BatchID, Msg: err.Error()}
+	case sink.IsRequestError(err):
+		return &source.RejectError{Reason: source.ReasonBatchIDConflict, BatchID: b.req.BatchID, Msg: err.Error()}
 	}
 	return nil
 }
@@ -778,6 +792,13 @@ func requestError(b *batch, err error) *source.RejectError {
 // complete is one attempt at finishing: writer errors and engine errors
 // come back plain (retryable); failing to publish is fatal.
 func (s *Stage) complete(ctx context.Context, b *batch, runErr error) error {
+	if b.lookupErr != nil {
+		b.failedDep = depStore
+		return b.lookupErr
+	}
+	if b.existing != nil {
+		return s.report(ctx, b, b.existing, s.manifestKey(b, b.existing), time.Now())
+	}
 	if runErr == nil && b.wErr == nil && b.gotW != int64(b.walks) {
 		runErr = fmt.Errorf("engine emitted %d of %d walks", b.gotW, b.walks)
 	}
@@ -796,19 +817,25 @@ func (s *Stage) complete(ctx context.Context, b *batch, runErr error) error {
 	if err != nil {
 		return fmt.Errorf("commit objects: %w", err)
 	}
+	if b.failedDep == depEngine {
+		s.dependencyOK(depEngine)
+	}
+	return s.report(ctx, b, man, b.w.Layout().SuccessKey(), wt)
+}
+
+// report publishes the succeeded event of a batch whose output is durable
+// (written now, or found complete by a redelivery), then acknowledges it.
+func (s *Stage) report(ctx context.Context, b *batch, man *sink.Manifest, manifestKey string, wt time.Time) error {
 	writing := time.Since(b.emitted)
 	ev := source.Event{BatchID: b.req.BatchID, Status: source.StatusSucceeded,
 		Graph: man.Graph, GraphVersion: man.GraphVersion, Algorithm: b.req.Algorithm.Describe(b.v.g), Engine: man.Engine,
 		RNGSeed: b.req.RNGSeed, Seeds: len(b.req.Seeds), SkippedSeeds: b.req.Skipped, SkippedIDs: b.req.SkippedIDs,
 		Walks: man.Walks, Steps: man.Steps,
-		Manifest: sink.ObjectURL(s.o.BucketURL, b.w.Layout().SuccessKey()),
+		Manifest: sink.ObjectURL(s.o.BucketURL, manifestKey),
 		Timings: source.Timings{Queued: b.launched.Sub(b.queuedAt).Seconds(), Walking: b.walked.Seconds(),
 			Writing: writing.Seconds(), Total: time.Since(b.queuedAt).Seconds()}}
 	for _, f := range man.Files {
 		ev.Objects = append(ev.Objects, sink.ObjectURL(s.o.BucketURL, f.Key))
-	}
-	if b.failedDep == depEngine {
-		s.dependencyOK(depEngine)
 	}
 	s.dependencyOK(depStore)
 	// The objects are durable: from here only the event is retried, never
@@ -835,6 +862,44 @@ func (s *Stage) complete(ctx context.Context, b *batch, runErr error) error {
 		"walks", man.Walks, "steps", man.Steps, "objects", len(man.Files), "duration", total,
 		"commit", time.Since(wt))
 	return nil
+}
+
+// lookup finds, for each batch, whether its complete output already exists
+// (a redelivery after the event or the commit was lost): such a batch is
+// reported from its manifest instead of walked again, and a batch id whose
+// output came from a different request is a conflict, never overwritten.
+// The lookups of a micro-batch run in parallel.
+func (s *Stage) lookup(ctx context.Context, mb []*batch) {
+	var wg sync.WaitGroup
+	for _, b := range mb {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b.existing, b.lookupErr = nil, nil
+			m, err := sink.Lookup(ctx, s.o.Bucket, s.o.Prefix, b.req.BatchID, b.req.Fingerprint(), s.o.SinkOptions...)
+			switch {
+			case err != nil:
+				b.lookupErr = fmt.Errorf("look for existing output: %w", err)
+			case m != nil:
+				b.existing = m
+				s.log.Info("batch already complete (a redelivery): reporting its output without walking", "batch_id", b.req.BatchID,
+					"graph_version", m.GraphVersion)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// manifestKey is where a found manifest lives: beside its parts.
+func (s *Stage) manifestKey(b *batch, m *sink.Manifest) string {
+	if len(m.Files) > 0 {
+		return path.Dir(m.Files[0].Key) + "/" + sink.SuccessName
+	}
+	l, err := sink.BatchLayout(s.o.Prefix, m.Graph, b.req.Algorithm.Kind.String(), b.req.BatchID)
+	if err != nil {
+		return ""
+	}
+	return l.SuccessKey()
 }
 
 func (s *Stage) fail(err error) {

@@ -208,7 +208,7 @@ func waitInFlight(t *testing.T, ctx context.Context, rt *Runtime) {
 
 // TestRedeliveryWhileInFlightIsSerialised sends the same batch twice back
 // to back (as a rebalance can): the copies never run concurrently, both
-// succeed, and they report the same objects.
+// succeed, and they report the same objects, written once.
 func TestRedeliveryWhileInFlightIsSerialised(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test")
@@ -231,7 +231,9 @@ func TestRedeliveryWhileInFlightIsSerialised(t *testing.T) {
 	if a.Status != source.StatusSucceeded || b.Status != source.StatusSucceeded || fmt.Sprint(a.Objects) != fmt.Sprint(b.Objects) {
 		t.Fatalf("%+v\n%+v", a, b)
 	}
-	if runs := counterValue(t, rt, "walkstage_engine_runs_total"); runs != 2 {
-		t.Errorf("%v engine runs: the two copies shared a launch", runs)
+	// The second copy waits for the first, then finds its output complete
+	// with the same fingerprint and reports it without walking again.
+	if runs := counterValue(t, rt, "walkstage_engine_runs_total"); runs != 1 {
+		t.Errorf("%v engine runs: the redelivered copy was walked again", runs)
 	}
 }

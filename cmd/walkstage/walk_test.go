@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -120,14 +121,21 @@ func TestWalkCommandRejects(t *testing.T) {
 	}
 }
 
+// dirDigest hashes every file under dir, names and bytes. Parts carry
+// their writer's attempt id ("part-00000-<attempt>.parquet"), different on
+// every run by design; it is folded out of names and manifests, so what is
+// compared is the bytes and the part order.
 func dirDigest(t *testing.T, dir string) string {
 	h := sha256.New()
+	attempt := regexp.MustCompile(`(part-[0-9]+)-[0-9a-f]+\.parquet`)
 	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
 		data, err := os.ReadFile(p)
 		rel, _ := filepath.Rel(dir, p)
+		rel = attempt.ReplaceAllString(rel, "$1.parquet")
+		data = attempt.ReplaceAll(data, []byte("$1.parquet"))
 		fmt.Fprintf(h, "%s %x\n", rel, sha256.Sum256(data))
 		return err
 	})

@@ -1,0 +1,325 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
+)
+
+// errUnsure marks a publish failure after which the manifest may or may not
+// be ours (a put that timed out may still have landed): the parts are then
+// kept, since a manifest may list them.
+var errUnsure = errors.New("manifest write outcome unknown")
+
+// publish writes m as the batch's manifest (see Commit for the rules) and
+// returns the manifest that now describes the batch.
+func (w *BatchWriter) publish(ctx context.Context, m *Manifest) (*Manifest, error) {
+	data, err := m.encode()
+	if err != nil {
+		return nil, err
+	}
+	key := w.layout.SuccessKey()
+	err = w.putManifest(ctx, data, true)
+	if err == nil {
+		w.deleteUnlisted(ctx, m, m.Fingerprint == "")
+		return m, nil
+	}
+	if !isExists(err) {
+		return nil, w.unsure(ctx, m, fmt.Errorf("sink: batch %s: write %s: %w", w.meta.BatchID, key, err))
+	}
+	// Another writer's manifest is there: it decides.
+	cur, complete, rerr := readComplete(ctx, w.bucket, key, w.cfg.callTimeout)
+	switch {
+	case rerr != nil && !errors.Is(rerr, errCorrupt):
+		return nil, fmt.Errorf("sink: batch %s: read the manifest another writer wrote: %w", w.meta.BatchID, rerr)
+	case cur != nil && complete && cur.Fingerprint != "":
+		w.deleteOwnParts(ctx)
+		if cur.Fingerprint != m.Fingerprint {
+			return nil, conflictError(w.meta.BatchID, cur.Fingerprint, m.Fingerprint)
+		}
+		return cur, nil
+	}
+	// Legacy, incomplete or unreadable: replace it. S3 and a local rename
+	// swap the object atomically, so readers see the old manifest or ours.
+	if err := w.putManifest(ctx, data, false); err != nil {
+		return nil, w.unsure(ctx, m, fmt.Errorf("sink: batch %s: replace %s: %w", w.meta.BatchID, key, err))
+	}
+	w.deleteUnlisted(ctx, m, true)
+	return m, nil
+}
+
+// unsure turns a failed manifest write into its result: success when the
+// manifest there lists our parts after all, else err, marked errUnsure
+// (parts kept) unless the manifest is known not to be ours.
+func (w *BatchWriter) unsure(ctx context.Context, m *Manifest, err error) error {
+	cur, rerr := readManifestTimeout(ctx, w.bucket, w.layout.SuccessKey(), w.cfg.callTimeout)
+	if rerr == nil && sameFiles(cur, m) {
+		return nil
+	}
+	if rerr == nil || errors.Is(rerr, ErrNoManifest) {
+		return err // not ours: our parts can go
+	}
+	w.mu.Lock()
+	w.written = nil
+	w.mu.Unlock()
+	return fmt.Errorf("%w (%w: parts kept)", err, errUnsure)
+}
+
+func sameFiles(a, b *Manifest) bool {
+	if len(a.Files) != len(b.Files) {
+		return false
+	}
+	for i := range a.Files {
+		if a.Files[i] != b.Files[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// putManifest writes the manifest, create-if-absent when exclusive.
+func (w *BatchWriter) putManifest(ctx context.Context, data []byte, exclusive bool) error {
+	ctx, cancel := w.callCtx(ctx)
+	defer cancel()
+	o, err := w.newObject(ctx, w.layout.SuccessKey(), exclusive, &blob.WriterOptions{ContentType: "application/json"})
+	if err != nil {
+		return err
+	}
+	if _, err := o.Write(data); err != nil {
+		o.Abort()
+		return err
+	}
+	return o.Close()
+}
+
+// deleteOwnParts deletes this attempt's parts after another writer's
+// manifest won.
+func (w *BatchWriter) deleteOwnParts(ctx context.Context) {
+	w.mu.Lock()
+	keys := w.written
+	w.written = nil
+	w.mu.Unlock()
+	for _, k := range keys {
+		w.deleteKey(ctx, k)
+	}
+}
+
+func (w *BatchWriter) deleteKey(ctx context.Context, key string) error {
+	ctx, cancel := w.callCtx(ctx)
+	defer cancel()
+	if err := w.bucket.Delete(ctx, key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+		return err
+	}
+	return nil
+}
+
+// deleteUnlisted removes, best effort, the batch directory's parts that m
+// does not list: other attempts' parts, and parts named before attempts.
+// After a create-if-absent put won with a fingerprint, every such part is
+// garbage: no other writer can make its parts the batch any more, so even
+// a live writer's parts may go (it will lose at its own put and delete
+// them anyway). After a replace (onlyOlder), a concurrent last-writer-wins
+// writer may still be about to publish its parts, so only parts modified
+// before this writer started are deleted. Failures are ignored: readers
+// go by the manifest, and the next writer of the batch tries again.
+func (w *BatchWriter) deleteUnlisted(ctx context.Context, m *Manifest, onlyOlder bool) {
+	listed := make(map[string]bool, len(m.Files))
+	for _, f := range m.Files {
+		listed[f.Key] = true
+	}
+	lctx, cancel := w.callCtx(ctx)
+	defer cancel()
+	it := w.bucket.List(&blob.ListOptions{Prefix: w.layout.Dir + "/part-"})
+	var stale []string
+	for {
+		obj, err := it.Next(lctx)
+		if err != nil {
+			break // io.EOF, or a listing failure: best effort
+		}
+		if obj.IsDir || listed[obj.Key] || !w.layout.isPart(obj.Key) {
+			continue
+		}
+		if onlyOlder && !obj.ModTime.Before(w.started) {
+			continue
+		}
+		stale = append(stale, obj.Key)
+	}
+	for _, k := range stale {
+		w.deleteKey(ctx, k)
+	}
+}
+
+// errCorrupt is wrapped when a manifest exists but does not decode.
+var errCorrupt = errors.New("manifest unreadable")
+
+func readManifestTimeout(ctx context.Context, b *blob.Bucket, key string, timeout time.Duration) (*Manifest, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	r, err := b.NewReader(ctx, key, nil)
+	if err != nil {
+		if gcerrors.Code(err) == gcerrors.NotFound {
+			return nil, fmt.Errorf("read manifest %s: %w", key, ErrNoManifest)
+		}
+		return nil, fmt.Errorf("read manifest %s: %w", key, err)
+	}
+	defer r.Close()
+	data, err := io.ReadAll(io.LimitReader(r, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("read manifest %s: %w", key, err)
+	}
+	m, err := DecodeManifest(data)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest %s: %w: %w", key, errCorrupt, err)
+	}
+	return m, nil
+}
+
+// readComplete reads the manifest at key and checks that every part it
+// lists exists with the listed size. A missing manifest gives (nil, false,
+// nil); an undecodable one an error wrapping errCorrupt.
+func readComplete(ctx context.Context, b *blob.Bucket, key string, timeout time.Duration) (m *Manifest, complete bool, err error) {
+	m, err = readManifestTimeout(ctx, b, key, timeout)
+	if errors.Is(err, ErrNoManifest) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	complete, err = partsPresent(ctx, b, m, timeout)
+	return m, complete, err
+}
+
+// partsPresent checks each listed part's size with one metadata request
+// (HEAD on S3). Checksums are not verified: that would read the whole
+// batch back, gigabytes for a large one; sizes catch a missing or
+// truncated part, which is what interrupted or racing writers leave.
+func partsPresent(ctx context.Context, b *blob.Bucket, m *Manifest, timeout time.Duration) (bool, error) {
+	for _, f := range m.Files {
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		a, err := b.Attributes(cctx, f.Key)
+		cancel()
+		if gcerrors.Code(err) == gcerrors.NotFound {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("check part %s: %w", f.Key, err)
+		}
+		if a.Size != f.Bytes {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// Lookup finds the complete output set of a batch, so that a redelivered
+// request whose output already exists is answered from its manifest
+// without walking or writing anything. Batch directories are found under
+// every graph and algorithm of prefix (a batch id names one batch, whatever
+// it walks):
+//
+//   - a complete manifest (every part it lists present with the listed
+//     size) with this fingerprint: that manifest.
+//   - a complete manifest with another non-empty fingerprint: an error
+//     wrapping ErrBatchConflict (a request error: IsRequestError).
+//   - no manifest, an incomplete or unreadable one, or one without a
+//     fingerprint (written before fingerprints existed, so whether it
+//     matches is unknown): (nil, nil), and the batch is to be written;
+//     BatchWriter.Commit then replaces such a manifest.
+//   - a failing store: another error (infrastructure; retry).
+//
+// Parts' checksums are not verified (see partsPresent). An empty
+// fingerprint never matches a stored one: it conflicts with any. Of opts
+// only WithCallTimeout applies, to each store call.
+func Lookup(ctx context.Context, bucket *blob.Bucket, prefix, batchID, fingerprint string, opts ...Option) (*Manifest, error) {
+	timeout, err := callTimeout(opts)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := BatchLayout(prefix, "g", "a", batchID); err != nil {
+		return nil, fmt.Errorf("sink: lookup batch %s: %w", batchID, err)
+	}
+	dirs, err := batchDirs(ctx, bucket, prefix, batchID, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("sink: lookup batch %s: %w", batchID, err)
+	}
+	var found *Manifest
+	for _, dir := range dirs {
+		m, complete, err := readComplete(ctx, bucket, dir+"/"+SuccessName, timeout)
+		if err != nil && !errors.Is(err, errCorrupt) {
+			return nil, fmt.Errorf("sink: lookup batch %s: %w", batchID, err)
+		}
+		if m == nil || !complete || m.Fingerprint == "" {
+			continue
+		}
+		if m.Fingerprint != fingerprint {
+			return nil, conflictError(batchID, m.Fingerprint, fingerprint)
+		}
+		found = m
+	}
+	return found, nil
+}
+
+// batchDirs lists the directories {prefix}/graph=*/algorithm=*/batch={id}
+// that exist: one listing of the prefix, one per graph, then a probe per
+// algorithm directory.
+func batchDirs(ctx context.Context, b *blob.Bucket, prefix, batchID string, timeout time.Duration) ([]string, error) {
+	prefix = strings.Trim(prefix, "/")
+	if prefix != "" {
+		prefix += "/"
+	}
+	graphs, err := listDirs(ctx, b, prefix, "graph=", timeout)
+	if err != nil {
+		return nil, err
+	}
+	var dirs []string
+	for _, g := range graphs {
+		algos, err := listDirs(ctx, b, g, "algorithm=", timeout)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range algos {
+			dirs = append(dirs, a+"batch="+escape(batchID))
+		}
+	}
+	return dirs, nil
+}
+
+// listDirs returns the "directories" directly under prefix whose names
+// start with name, each with its trailing slash.
+func listDirs(ctx context.Context, b *blob.Bucket, prefix, name string, timeout time.Duration) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	it := b.List(&blob.ListOptions{Prefix: prefix + name, Delimiter: "/"})
+	var out []string
+	for {
+		obj, err := it.Next(ctx)
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", prefix, err)
+		}
+		if obj.IsDir {
+			out = append(out, obj.Key)
+		}
+	}
+}
+
+// callTimeout resolves WithCallTimeout for the functions outside a
+// BatchWriter.
+func callTimeout(opts []Option) (time.Duration, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.callTimeout <= 0 {
+		return 0, fmt.Errorf("sink: call timeout %v must be positive", cfg.callTimeout)
+	}
+	return cfg.callTimeout, nil
+}

@@ -1,0 +1,479 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gocloud.dev/blob"
+
+	"github.com/walkstage/walkstage/walk"
+)
+
+// stores are the buckets the commit protocol is tested on: a local
+// directory (written directly, manifest by hard link) and gofakes3 over
+// TCP (If-None-Match: * on the manifest put).
+func stores(t *testing.T) map[string]func(t *testing.T) *blob.Bucket {
+	return map[string]func(t *testing.T) *blob.Bucket{
+		"file": func(t *testing.T) *blob.Bucket { b, _ := fileBucket(t); return b },
+		"s3":   func(t *testing.T) *blob.Bucket { return openS3(t, fakeS3(t)) },
+	}
+}
+
+func fpMeta(id string, n int, fp string) BatchMeta {
+	m := testMeta(id, n)
+	m.Fingerprint = fp
+	return m
+}
+
+// batchKeys lists the batch directory's objects.
+func batchKeys(t testing.TB, b *blob.Bucket, dir string) []string {
+	t.Helper()
+	keys := listPrefix(t, b, dir+"/")
+	slices.Sort(keys)
+	return keys
+}
+
+// manifestKeys is what a batch directory must hold for m: its parts and
+// _SUCCESS, nothing else.
+func manifestKeys(m *Manifest, dir string) []string {
+	keys := []string{dir + "/" + SuccessName}
+	for _, f := range m.Files {
+		keys = append(keys, f.Key)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// writeAll starts a writer and hands it every chunk, without committing.
+func writeAll(t testing.TB, b *blob.Bucket, meta BatchMeta, chunks []walk.Chunk, opts ...Option) *BatchWriter {
+	t.Helper()
+	ctx := context.Background()
+	w, err := NewBatchWriter(ctx, b, "walks", meta, testGraph(t), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range chunks {
+		if err := w.Write(ctx, cloneChunk(c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return w
+}
+
+// Two replicas writing one batch id at once end with exactly one output
+// set: with the same fingerprint both report it; with different ones one
+// wins and the other gets ErrBatchConflict. Never a mix of parts.
+func TestConcurrentCommitOneOutputSet(t *testing.T) {
+	g := testGraph(t)
+	const n = 3000
+	walksA := runEngine(t, g, testAlgo, n, 51)
+	walksB := runEngine(t, g, testAlgo, n, 52) // other walks: a mix would show
+	for name, open := range stores(t) {
+		for _, tc := range []struct {
+			name     string
+			fpA, fpB string
+		}{
+			{"same fingerprint", "fp-same", "fp-same"},
+			{"different fingerprints", "fp-a", "fp-b"},
+		} {
+			t.Run(name+"/"+tc.name, func(t *testing.T) {
+				b := open(t)
+				opts := []Option{WithRowGroupRows(300), WithFileBytes(20 << 10)}
+				wa := writeAll(t, b, fpMeta("twin", n, tc.fpA), walksA, opts...)
+				chunksB := walksA
+				if tc.fpA != tc.fpB {
+					chunksB = walksB
+				}
+				wb := writeAll(t, b, fpMeta("twin", n, tc.fpB), chunksB, opts...)
+				var ms [2]*Manifest
+				var errs [2]error
+				var wg sync.WaitGroup
+				start := make(chan struct{})
+				for i, w := range []*BatchWriter{wa, wb} {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						<-start
+						ms[i], errs[i] = w.Commit(context.Background())
+					}()
+				}
+				close(start)
+				wg.Wait()
+				dir := wa.Layout().Dir
+				stored, err := ReadManifest(context.Background(), b, wa.Layout().SuccessKey())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, want := batchKeys(t, b, dir), manifestKeys(stored, dir); !slices.Equal(got, want) {
+					t.Fatalf("batch directory holds\n%v\nmanifest lists\n%v", got, want)
+				}
+				winner := walksA
+				if stored.Fingerprint == "fp-b" {
+					winner = walksB
+				}
+				compareRows(t, readBatch(t, b, stored), expectedRows(g, winner, n))
+				if tc.fpA == tc.fpB {
+					for i := range 2 {
+						if errs[i] != nil || !sameFiles(ms[i], stored) {
+							t.Errorf("writer %d: %v; its manifest differs from the stored one", i, errs[i])
+						}
+					}
+					return
+				}
+				wins := 0
+				for i := range 2 {
+					switch {
+					case errs[i] == nil:
+						wins++
+						if !sameFiles(ms[i], stored) {
+							t.Errorf("writer %d won with a manifest that is not the stored one", i)
+						}
+					case !errors.Is(errs[i], ErrBatchConflict) || !IsRequestError(errs[i]):
+						t.Errorf("writer %d: %v, want ErrBatchConflict", i, errs[i])
+					case !strings.Contains(errs[i].Error(), "twin") || !strings.Contains(errs[i].Error(), "fp-a") || !strings.Contains(errs[i].Error(), "fp-b"):
+						t.Errorf("conflict error does not name batch and fingerprints: %v", errs[i])
+					}
+				}
+				if wins != 1 {
+					t.Fatalf("%d writers succeeded: %v", wins, errs)
+				}
+			})
+		}
+	}
+}
+
+// A redelivered batch whose output exists is answered by Lookup, and a
+// writer run again anyway (rewrite, abort or conflicting request) deletes
+// nothing of it.
+func TestRedeliveryAfterSuccessDeletesNothing(t *testing.T) {
+	g := testGraph(t)
+	const n = 2000
+	chunks := runEngine(t, g, testAlgo, n, 61)
+	other := runEngine(t, g, testAlgo, n, 62)
+	ctx := context.Background()
+	for name, open := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			b := open(t)
+			opts := []Option{WithRowGroupRows(400), WithFileBytes(10 << 10)}
+			m := writeBatch(t, b, fpMeta("done", n, "fp-1"), g, chunks, opts...)
+			dir := path.Dir(m.Files[0].Key)
+			before := batchKeys(t, b, dir)
+
+			got, err := Lookup(ctx, b, "walks", "done", "fp-1")
+			if err != nil || got == nil || !sameFiles(got, m) || got.Fingerprint != "fp-1" {
+				t.Fatalf("Lookup = %+v, %v; want the written manifest", got, err)
+			}
+			// Redelivered without Lookup: the rewrite returns the existing
+			// manifest and removes its own parts.
+			again := writeBatch(t, b, fpMeta("done", n, "fp-1"), g, chunks, opts...)
+			if !sameFiles(again, m) {
+				t.Errorf("rewrite with the same fingerprint returned another manifest")
+			}
+			// Redelivered and aborted half-way.
+			w := writeAll(t, b, fpMeta("done", n, "fp-1"), chunks[:len(chunks)/2], opts...)
+			if err := w.Abort(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// The same batch id for another request: a request error, both
+			// from Lookup and from a writer that commits anyway.
+			if _, err := Lookup(ctx, b, "walks", "done", "fp-2"); !errors.Is(err, ErrBatchConflict) || !IsRequestError(err) {
+				t.Errorf("Lookup with another fingerprint: %v, want ErrBatchConflict", err)
+			}
+			w = writeAll(t, b, fpMeta("done", n, "fp-2"), other, opts...)
+			if _, err := w.Commit(ctx); !errors.Is(err, ErrBatchConflict) {
+				t.Errorf("Commit with another fingerprint: %v, want ErrBatchConflict", err)
+			}
+			if after := batchKeys(t, b, dir); !slices.Equal(after, before) {
+				t.Fatalf("output changed:\n%v\n%v", before, after)
+			}
+			compareRows(t, readBatch(t, b, m), expectedRows(g, chunks, n))
+		})
+	}
+}
+
+func TestLookup(t *testing.T) {
+	g := testGraph(t)
+	const n = 1200
+	chunks := runEngine(t, g, testAlgo, n, 71)
+	ctx := context.Background()
+	opts := []Option{WithRowGroupRows(400), WithFileBytes(1)}
+	for _, tc := range []struct {
+		name    string
+		prepare func(t *testing.T, b *blob.Bucket) // writes batch "l"
+		fp      string
+		found   bool
+		err     error
+	}{
+		{"no batch", func(*testing.T, *blob.Bucket) {}, "fp", false, nil},
+		{"match", func(t *testing.T, b *blob.Bucket) { writeBatch(t, b, fpMeta("l", n, "fp"), g, chunks, opts...) }, "fp", true, nil},
+		{"conflict", func(t *testing.T, b *blob.Bucket) { writeBatch(t, b, fpMeta("l", n, "other"), g, chunks, opts...) }, "fp", false, ErrBatchConflict},
+		{"empty fingerprint asked", func(t *testing.T, b *blob.Bucket) { writeBatch(t, b, fpMeta("l", n, "fp"), g, chunks, opts...) }, "", false, ErrBatchConflict},
+		{"manifest without fingerprint", func(t *testing.T, b *blob.Bucket) { writeBatch(t, b, fpMeta("l", n, ""), g, chunks, opts...) }, "fp", false, nil},
+		{"part missing", func(t *testing.T, b *blob.Bucket) {
+			m := writeBatch(t, b, fpMeta("l", n, "fp"), g, chunks, opts...)
+			if err := b.Delete(ctx, m.Files[1].Key); err != nil {
+				t.Fatal(err)
+			}
+		}, "fp", false, nil},
+		{"part truncated", func(t *testing.T, b *blob.Bucket) {
+			m := writeBatch(t, b, fpMeta("l", n, "fp"), g, chunks, opts...)
+			if err := b.WriteAll(ctx, m.Files[2].Key, []byte("PAR1"), nil); err != nil {
+				t.Fatal(err)
+			}
+		}, "fp", false, nil},
+		{"manifest corrupt", func(t *testing.T, b *blob.Bucket) {
+			m := writeBatch(t, b, fpMeta("l", n, "fp"), g, chunks, opts...)
+			if err := b.WriteAll(ctx, path.Dir(m.Files[0].Key)+"/"+SuccessName, []byte("{"), nil); err != nil {
+				t.Fatal(err)
+			}
+		}, "fp", false, nil},
+		{"other algorithm directory", func(t *testing.T, b *blob.Bucket) {
+			meta := fpMeta("l", n, "fp")
+			meta.Algorithm = walk.Algorithm{Kind: walk.DeepWalk, Length: testAlgo.Length}
+			writeBatch(t, b, meta, g, runEngine(t, g, meta.Algorithm, n, 1), opts...)
+		}, "fp", true, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, _ := fileBucket(t)
+			tc.prepare(t, b)
+			writeBatch(t, b, fpMeta("l-other", n, "zzz"), g, chunks, opts...) // a neighbour never matches
+			m, err := Lookup(ctx, b, "walks", "l", tc.fp)
+			if (m != nil) != tc.found || !errors.Is(err, tc.err) || (tc.err == nil && err != nil) {
+				t.Fatalf("Lookup = %v, %v; want found %v, error %v", m != nil, err, tc.found, tc.err)
+			}
+			if m != nil && (m.BatchID != "l" || m.Fingerprint != tc.fp) {
+				t.Fatalf("Lookup returned %s/%s", m.BatchID, m.Fingerprint)
+			}
+			if tc.found || tc.err != nil {
+				return
+			}
+			// Whatever Lookup could not use, a writer replaces with a
+			// complete batch that Lookup then finds.
+			w := writeBatch(t, b, fpMeta("l", n, "fp"), g, chunks, opts...)
+			m, err = Lookup(ctx, b, "walks", "l", "fp")
+			if err != nil || m == nil || !sameFiles(m, w) {
+				t.Fatalf("after rewrite Lookup = %v, %v", m != nil, err)
+			}
+			dir := path.Dir(w.Files[0].Key)
+			if got := batchKeys(t, b, dir); !slices.Equal(got, manifestKeys(m, dir)) {
+				t.Errorf("after rewrite the directory holds %v", got)
+			}
+		})
+	}
+}
+
+// Parts being written sit in the prefix's staging directory, never in the
+// batch directory; leftovers of killed writers are removed when the batch
+// is written again, once old enough.
+func TestLocalTempFilesOutsideBatch(t *testing.T) {
+	g := testGraph(t)
+	const n = 3000
+	chunks := runEngine(t, g, testAlgo, n, 81)
+	b, root := fileBucket(t)
+	ctx := context.Background()
+	w, err := NewBatchWriter(ctx, b, "walks", fpMeta("tmp", n, "fp"), g, WithRowGroupRows(100), WithFileBytes(1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// All but the chunk with the last walk: the one part stays open, its
+	// file unfinished.
+	for _, c := range chunks {
+		if slices.Contains(c.WalkIDs, n-1) {
+			continue
+		}
+		if err := w.Write(ctx, cloneChunk(c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	staging := filepath.Join(root, "walks", TempDirName)
+	batchDir := filepath.Join(root, filepath.FromSlash(w.Layout().Dir))
+	deadline := time.Now().Add(time.Minute)
+	for len(globT(t, staging, "*.tmp")) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no temporary file in the staging directory while a part is open")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if tmp := globT(t, batchDir, "*"); len(tmp) != 0 {
+		t.Fatalf("batch directory holds %v while a part is written", tmp)
+	}
+	// Killed here: the writer is abandoned, not aborted. Age its files and
+	// plant what fileblob left inside batch directories before.
+	old := time.Now().Add(-time.Hour)
+	if err := os.MkdirAll(batchDir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	legacy := filepath.Join(batchDir, "part-00000.parquet.18a3f0c2b1d4e5f6.tmp")
+	young := filepath.Join(batchDir, "part-00001.parquet.18a3f0c2b1d4e5f7.tmp")
+	for _, p := range []string{legacy, young} {
+		if err := os.WriteFile(p, []byte("partial"), 0o666); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stale := globT(t, staging, "*.tmp")
+	for _, p := range append(slices.Clone(stale), legacy) {
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Another batch's young temporary file must survive.
+	neighbour := filepath.Join(staging, batchTag("walks/graph=x/algorithm=y/batch=z")+"-_SUCCESS.0011.tmp")
+	if err := os.WriteFile(neighbour, nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	m := writeBatch(t, b, fpMeta("tmp", n, "fp"), g, chunks, WithRowGroupRows(100), WithFileBytes(1<<20), WithStaleAfter(time.Minute))
+	for _, p := range append(stale, legacy) {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("stale %s not removed: %v", p, err)
+		}
+	}
+	for _, p := range []string{young, neighbour} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("young %s removed: %v", p, err)
+		}
+	}
+	compareRows(t, readBatch(t, b, m), expectedRows(g, chunks, n))
+	w.Abort(ctx) // the abandoned writer's goroutines
+}
+
+func globT(t testing.TB, dir, pattern string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, pattern))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// An exclusive local create is atomic: of two, one links and the other
+// finds the object there, and neither leaves a temporary file.
+func TestLocalExclusiveCreate(t *testing.T) {
+	dir := t.TempDir()
+	staging := filepath.Join(dir, TempDirName)
+	target := filepath.Join(dir, "a", "b", SuccessName)
+	var errs [2]error
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f, err := newLocalFile(staging, "tag", target, true)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			f.Write([]byte{byte('0' + i)})
+			errs[i] = f.Close()
+		}()
+	}
+	wg.Wait()
+	ok, lost := 0, 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case errors.Is(err, errExists) && isExists(err):
+			lost++
+		default:
+			t.Fatal(err)
+		}
+	}
+	if ok != 1 || lost != 1 {
+		t.Fatalf("%d created, %d lost", ok, lost)
+	}
+	if left := globT(t, staging, "*"); len(left) != 0 {
+		t.Fatalf("left in staging: %v", left)
+	}
+	// A non-exclusive write replaces.
+	f, err := newLocalFile(staging, "tag", target, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("x"))
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(target); string(data) != "x" {
+		t.Fatalf("replaced content %q", data)
+	}
+}
+
+func TestSweepLocal(t *testing.T) {
+	b, root := fileBucket(t)
+	old := time.Now().Add(-2 * time.Hour)
+	staging := filepath.Join(root, "walks", TempDirName)
+	batch := filepath.Join(root, "walks", "graph=g", "algorithm=a", "batch=1")
+	for _, d := range []string{staging, batch} {
+		if err := os.MkdirAll(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := map[string]bool{ // path: removed
+		filepath.Join(staging, "0123-part-00000-aaaaaaaaaaaa.parquet.01.tmp"): true,
+		filepath.Join(batch, "part-00003.parquet.17f0a.tmp"):                  true,
+		filepath.Join(batch, "_SUCCESS.17f0b.tmp"):                            true,
+		filepath.Join(batch, "part-00000-aaaaaaaaaaaa.parquet"):               false, // data
+		filepath.Join(batch, "notes.tmp"):                                     false, // not ours
+		filepath.Join(root, "elsewhere", "part-00000.parquet.17f0c.tmp"):      false, // outside the prefix
+	}
+	for p := range files {
+		os.MkdirAll(filepath.Dir(p), 0o777)
+		if err := os.WriteFile(p, []byte("x"), 0o666); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	youngTmp := filepath.Join(staging, "0123-_SUCCESS.02.tmp")
+	if err := os.WriteFile(youngTmp, nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	files[youngTmp] = false
+	st, err := Sweep(context.Background(), b, "walks", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.TempFilesRemoved != 3 || st.UploadsAborted != 0 {
+		t.Errorf("stats %+v, want 3 files removed", st)
+	}
+	for p, removed := range files {
+		_, err := os.Stat(p)
+		if gone := errors.Is(err, os.ErrNotExist); gone != removed {
+			t.Errorf("%s: removed %v, want %v", p, gone, removed)
+		}
+	}
+}
+
+func TestCheck(t *testing.T) {
+	ctx := context.Background()
+	fb, root := fileBucket(t)
+	if err := Check(ctx, fb, "walks"); err != nil {
+		t.Fatalf("file bucket: %v", err)
+	}
+	if left := listAll(t, fb); len(left) != 0 {
+		t.Errorf("probe left %v", left)
+	}
+	if _, err := os.Stat(filepath.Join(root, "walks", TempDirName)); err != nil {
+		t.Errorf("staging directory not created: %v", err)
+	}
+	u := fakeS3(t)
+	if err := Check(ctx, openS3(t, u), "walks"); err != nil {
+		t.Fatalf("s3 bucket: %v", err)
+	}
+	missing := openS3(t, strings.Replace(u, "s3://walks?", "s3://nosuchbucket?", 1))
+	if err := Check(ctx, missing, "walks"); !errors.Is(err, ErrStoreConfig) {
+		t.Fatalf("missing bucket: %v, want ErrStoreConfig", err)
+	}
+	if IsRequestError(ErrStoreConfig) || IsRequestError(errors.New("x")) || !IsRequestError(conflictError("b", "1", "2")) {
+		t.Error("IsRequestError: only ErrBatchConflict is a request error")
+	}
+}

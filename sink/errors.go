@@ -1,0 +1,43 @@
+package sink
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrBatchConflict is wrapped when a batch id already has a complete
+	// output set written for a different request (its manifest records
+	// another fingerprint). The request, not the store, is at fault:
+	// retrying it unchanged fails again (see IsRequestError). The output
+	// already there is left as it is.
+	ErrBatchConflict = errors.New("batch id already written by a different request")
+	// ErrStoreConfig is wrapped by Check when the bucket is missing or the
+	// credentials may not write to it: a configuration error that no retry
+	// fixes.
+	ErrStoreConfig = errors.New("object store misconfigured")
+)
+
+// IsRequestError says whether err is the request's fault rather than the
+// object store's: true only for ErrBatchConflict. Every other sink error
+// (an unreachable, slow or refusing store, a full disk) is an
+// infrastructure error worth retrying, except ErrBadChunk and
+// ErrReorderWindow, which are bugs or limits of the caller.
+func IsRequestError(err error) bool { return errors.Is(err, ErrBatchConflict) }
+
+// conflictError names the batch and both fingerprints, shortened: enough to
+// tell two requests apart in a log line or dead-letter header.
+func conflictError(batchID, stored, ours string) error {
+	return fmt.Errorf("sink: batch %s: %w: written with fingerprint %s, this request has %s",
+		batchID, ErrBatchConflict, shortFP(stored), shortFP(ours))
+}
+
+func shortFP(fp string) string {
+	switch {
+	case fp == "":
+		return `""`
+	case len(fp) > 12:
+		return fp[:12] + "…"
+	}
+	return fp
+}
