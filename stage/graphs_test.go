@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -290,4 +292,137 @@ func checkWalks(t *testing.T, ctx context.Context, bucket interface {
 	if walks != ev.Walks {
 		t.Errorf("%s: %d walks in the objects, event says %d", ev.BatchID, walks, ev.Walks)
 	}
+}
+
+// TestGraphSwapMeasure measures a swap on a large graph while a backlog
+// runs: the launch pause and the process's memory high-water mark. It runs
+// only when WALKSTAGE_SWAP_MEASURE_SCALE is set (16-18), e.g.
+//
+//	WALKSTAGE_SWAP_MEASURE_SCALE=17 go test ./stage -run TestGraphSwapMeasure -v
+//
+// WALKSTAGE_GRAPH_SWAP picks the mode (default overlap). The catalog and the
+// output are local directories (file://), so no in-memory store holds
+// copies of the graphs.
+func TestGraphSwapMeasure(t *testing.T) {
+	scaleEnv := os.Getenv("WALKSTAGE_SWAP_MEASURE_SCALE")
+	if scaleEnv == "" {
+		t.Skip("set WALKSTAGE_SWAP_MEASURE_SCALE to measure")
+	}
+	var scale int
+	fmt.Sscan(scaleEnv, &scale)
+	mode := os.Getenv("WALKSTAGE_GRAPH_SWAP")
+	if mode == "" {
+		mode = swapOverlap
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	brokers := startKafka(t, 2)
+	dir := t.TempDir()
+	catDir := filepath.Join(dir, "catalog")
+	var files []string
+	var versions []string
+	for seed := uint64(1); seed <= 2; seed++ {
+		g, err := graph.GenerateRMAT(ctx, graph.RMATOptions{Scale: scale, EdgeFactor: 16, Seed: seed, Undirected: true,
+			Weighted: true, Name: "social"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, fmt.Sprintf("v%d.wsg", seed))
+		if err := graph.Save(p, g); err != nil {
+			t.Fatal(err)
+		}
+		files, versions = append(files, p), append(versions, g.Version)
+		t.Logf("version %s: %d vertices, %d edges, file %d MiB", g.Version, g.NumVertices(), g.NumEdges(), fileSize(p)>>20)
+	}
+	cat, err := catalog.Open(ctx, "file://"+catDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.Close()
+	if _, err := cat.Publish(ctx, files[0]); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	debug.FreeOSMemory()
+	outURL := "file://" + filepath.Join(dir, "out")
+	rt, stop := runStage(t, stageEnviron(brokers, "file://"+filepath.Join(catDir, catalog.PointerName), outURL,
+		"WALKSTAGE_GRAPH_POLL_INTERVAL=200ms", "WALKSTAGE_GRAPH_SWAP="+mode, "WALKSTAGE_METRICS_ADDR=",
+		"WALKSTAGE_GRAPH_DOWNLOAD_DIR="+dir, "WALKSTAGE_MICROBATCH_MAX_WAIT=5ms"))
+	gs := &rt.Stage.graphs
+
+	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: "in", Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond}
+	defer w.Close()
+	stopProducing := make(chan struct{})
+	produced := make(chan int)
+	go func() {
+		i := 0
+		defer func() { produced <- i }()
+		for ; ; i++ {
+			select {
+			case <-stopProducing:
+				return
+			default:
+			}
+			v, _ := json.Marshal(map[string]any{"version": 1, "batch_id": fmt.Sprintf("m-%05d", i), "algorithm": "deepwalk",
+				"weighted": true, "length": 40, "seed_range": map[string]int{"first": (i * 4099) % (1 << scale) / 2, "count": 2000}})
+			if err := w.WriteMessages(ctx, kafka.Message{Key: []byte(fmt.Sprintf("m-%05d", i)), Value: v}); err != nil {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	time.Sleep(2 * time.Second) // steady state
+	before := procStatus(t, "VmRSS")
+	os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) // reset VmHWM to the current RSS
+	t0 := time.Now()
+	if _, err := cat.Publish(ctx, files[1]); err != nil {
+		t.Fatal(err)
+	}
+	for gs.serving().g.Version != versions[1] {
+		if ctx.Err() != nil {
+			t.Fatal("no swap")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	swapped := time.Since(t0)
+	time.Sleep(2 * time.Second) // the old version's last batches finish and release it
+	peak := procStatus(t, "VmHWM")
+	runtime.GC()
+	debug.FreeOSMemory()
+	after := procStatus(t, "VmRSS")
+	close(stopProducing)
+	n := <-produced
+	stop()
+	mfs, _ := rt.Stage.o.Registry.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() == "walkstage_graph_swap_pause_seconds" {
+			h := mf.GetMetric()[0].GetHistogram()
+			t.Logf("mode %s, scale %d: publish to swap %v; launch pause %v; RSS before %d MiB, peak during swap %d MiB, after release %d MiB; %d requests produced",
+				mode, scale, swapped.Round(time.Millisecond), time.Duration(h.GetSampleSum()*1e9), before>>10, peak>>10, after>>10, n)
+		}
+	}
+}
+
+func fileSize(p string) int64 {
+	st, err := os.Stat(p)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+// procStatus reads a kB field of /proc/self/status.
+func procStatus(t *testing.T, field string) int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skip("no /proc/self/status")
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == field+":" {
+			var kb int64
+			fmt.Sscan(f[1], &kb)
+			return kb
+		}
+	}
+	return 0
 }
