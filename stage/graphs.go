@@ -28,6 +28,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -404,6 +406,10 @@ func (f *follower) swap(ctx context.Context, g *graph.Graph, log *slog.Logger, l
 		g.Close()
 		return ctx.Err()
 	}
+	// The CPU engine's tables are Go memory: hand them back to the OS
+	// before the new ones are built, or draining saves nothing.
+	runtime.GC()
+	debug.FreeOSMemory()
 	t0 := time.Now()
 	e, err := f.build(g)
 	if err != nil {
