@@ -203,8 +203,10 @@ func (gs *graphState) acquire(ctx context.Context) *served {
 			return v
 		}
 		// Retired under us: the swap stores its successor or sets the
-		// gate right away.
-		time.Sleep(time.Millisecond)
+		// gate right away (or the stage is shutting down mid-swap).
+		if !sleepCtx(ctx, time.Millisecond) {
+			return nil
+		}
 	}
 }
 
