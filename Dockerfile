@@ -63,6 +63,14 @@ CMD ["run"]
 # kernel module. The variables below tell it which devices and which driver
 # capabilities to expose; Kubernetes' device plugin narrows the devices to the
 # ones allocated to the pod.
+#
+# The CUDA build cannot start without that library and a driver (cu
+# initialises CUDA when the process starts), so the image also ships the CPU
+# build, and its entrypoint (cmd/walkstage-entrypoint, static) runs
+# `walkstage-cuda gpu-probe` and execs the CUDA build when it passes, the CPU
+# build when it fails and WALKSTAGE_ENGINE is auto; WALKSTAGE_ENGINE=gpu
+# without a usable GPU fails with the probe's reason. The same image thus runs
+# on GPU and CPU-only nodes.
 FROM gcr.io/distroless/base-debian12:nonroot AS gpu
 ARG VERSION=dev
 ARG REVISION=unknown
@@ -71,7 +79,9 @@ LABEL org.opencontainers.image.title="walkstage" \
       org.opencontainers.image.source="https://github.com/walkstage/walkstage" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${REVISION}"
-COPY --from=build-gpu /src/bin/walkstage-cuda /usr/local/bin/walkstage
+COPY --from=build-cpu /src/bin/walkstage-entrypoint /usr/local/bin/walkstage
+COPY --from=build-cpu /src/bin/walkstage /usr/local/lib/walkstage/walkstage-cpu
+COPY --from=build-gpu /src/bin/walkstage-cuda /usr/local/lib/walkstage/walkstage-cuda
 ENV NVIDIA_VISIBLE_DEVICES=all \
     NVIDIA_DRIVER_CAPABILITIES=compute,utility
 USER 65532:65532

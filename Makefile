@@ -2,7 +2,8 @@
 # README all call these, so what CI checks is what the image builds.
 #
 #   make test         the test suite (pure Go, no CUDA needed)
-#   make build        bin/walkstage, CPU engine only, static (CGO_ENABLED=0)
+#   make build        bin/walkstage, CPU engine only, static (CGO_ENABLED=0), and
+#                     bin/walkstage-entrypoint, the GPU image's entrypoint (static)
 #   make kernels      nvcc -> gpu/kernels.fatbin        (Makefile.cuda)
 #   make build-cuda   bin/walkstage-cuda with the GPU engine (needs nvcc + cuda.h)
 #   make vet-cuda     go vet of the cuda-tagged packages
@@ -22,6 +23,7 @@ test:
 build:
 	mkdir -p bin
 	CGO_ENABLED=0 $(GO) build $(GOFLAGS) -trimpath -ldflags '$(LDFLAGS)' -o bin/walkstage ./cmd/walkstage
+	CGO_ENABLED=0 $(GO) build $(GOFLAGS) -trimpath -ldflags '-s -w' -o bin/walkstage-entrypoint ./cmd/walkstage-entrypoint
 
 clean:
 	rm -rf bin .dev gpu/kernels.fatbin

@@ -180,7 +180,9 @@ func TestMakeTargetsParsing(t *testing.T) {
 }
 
 // TestDockerfileRuntimeStages checks the two images that ship: minimal
-// bases, non-root, no CUDA driver library, labels, port, `walkstage run`.
+// bases, non-root, no CUDA driver library, labels, port, `walkstage run`,
+// and the files each holds (the GPU image: its entrypoint and both builds;
+// TestGPUImageRunsWithoutGPU runs them).
 func TestDockerfileRuntimeStages(t *testing.T) {
 	stages := parseDockerfile(t, "../Dockerfile")
 	byName := map[string]stage{}
@@ -193,11 +195,18 @@ func TestDockerfileRuntimeStages(t *testing.T) {
 	values := readYAML(t, filepath.Join(chartDir, "values.yaml"))
 	port := envString(lookup(values, "metrics.port"))
 	for _, c := range []struct {
-		name, base, binary string
-		nvidiaEnv          bool
+		name, base string
+		copies     []string // SRC DEST of each COPY --from=...
+		nvidiaEnv  bool
 	}{
-		{"gpu", "gcr.io/distroless/base-debian12:nonroot", "/src/bin/walkstage-cuda", true},
-		{"cpu", "gcr.io/distroless/static-debian12:nonroot", "/src/bin/walkstage", false},
+		// The GPU image: the entrypoint (cmd/walkstage-entrypoint) at
+		// walkstage's path, the two builds where it looks for them
+		// (../lib/walkstage/ from itself).
+		{"gpu", "gcr.io/distroless/base-debian12:nonroot", []string{
+			"/src/bin/walkstage-entrypoint /usr/local/bin/walkstage",
+			"/src/bin/walkstage /usr/local/lib/walkstage/walkstage-cpu",
+			"/src/bin/walkstage-cuda /usr/local/lib/walkstage/walkstage-cuda"}, true},
+		{"cpu", "gcr.io/distroless/static-debian12:nonroot", []string{"/src/bin/walkstage /usr/local/bin/walkstage"}, false},
 	} {
 		s, ok := byName[c.name]
 		if !ok {
@@ -260,8 +269,18 @@ func TestDockerfileRuntimeStages(t *testing.T) {
 		if hasNvidia != c.nvidiaEnv {
 			t.Errorf("stage %s: NVIDIA_VISIBLE_DEVICES/NVIDIA_DRIVER_CAPABILITIES declared = %v, want %v", c.name, hasNvidia, c.nvidiaEnv)
 		}
-		if len(copies) != 1 || !strings.Contains(copies[0], c.binary+" ") {
-			t.Errorf("stage %s copies %q: want only %s", c.name, copies, c.binary)
+		var paths []string
+		for _, cp := range copies {
+			var f []string
+			for _, x := range strings.Fields(cp) {
+				if !strings.HasPrefix(x, "--") {
+					f = append(f, x)
+				}
+			}
+			paths = append(paths, strings.Join(f, " "))
+		}
+		if !slices.Equal(paths, c.copies) {
+			t.Errorf("stage %s copies %q: want %q", c.name, paths, c.copies)
 		}
 		for _, cp := range copies {
 			if strings.Contains(strings.ToLower(cp), "libcuda") || strings.Contains(cp, "/usr/lib") {

@@ -20,7 +20,8 @@ import (
 // Available reports whether a CUDA device can be used. (In a cuda build the
 // cu package has already initialised the driver: a process without one
 // exits at start, which is cu's behaviour and why all of this sits behind
-// the cuda tag.)
+// the cuda tag, and why the GPU image starts this build only after its
+// `gpu-probe` passed; see cmd/walkstage-entrypoint.)
 func Available() error {
 	n, err := cu.NumDevices()
 	if err != nil {
@@ -28,6 +29,22 @@ func Available() error {
 	}
 	if n == 0 {
 		return fmt.Errorf("%w: no CUDA device", ErrUnavailable)
+	}
+	return nil
+}
+
+// Probe opens device ordinal, waits for it and round-trips a word through
+// its memory, then lets it go: whether this process can run the engine at
+// all (the image's entrypoint runs it through `walkstage gpu-probe` before
+// it picks the CUDA binary).
+func Probe(ordinal int) error {
+	d, err := openDevice(ordinal)
+	if err != nil {
+		return err
+	}
+	defer d.close()
+	if err := d.do(probe); err != nil {
+		return fmt.Errorf("%w: device %d: %v", ErrUnavailable, ordinal, err)
 	}
 	return nil
 }
@@ -73,6 +90,16 @@ type Engine struct {
 	lastMu sync.Mutex
 	last   walk.RunStats
 	closed bool
+	// broken is set, wrapping walk.ErrEngineBroken, once a sticky CUDA
+	// error or a failed probe says the context cannot run again; every
+	// later Run returns it.
+	broken error
+	// liveDev and liveHost count device and pinned allocations not yet
+	// freed (device thread), for the leak checks of the tests.
+	liveDev, liveHost int
+	// inject makes chosen allocations or copies fail (faults_cuda_test.go
+	// only; nil otherwise).
+	inject *faults
 }
 
 var _ walk.Engine = (*Engine)(nil)
@@ -109,7 +136,7 @@ func NewEngine(g *graph.Graph, opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{g: g, cfg: cfg, dev: dev, allocs: map[string]int64{}}
+	e := &Engine{g: g, cfg: cfg, dev: dev, allocs: map[string]int64{}, inject: cfg.inject}
 	if err := dev.do(e.setup); err != nil {
 		_ = e.Close()
 		return nil, err
@@ -134,26 +161,77 @@ func NewEngine(g *graph.Graph, opts ...Option) (*Engine, error) {
 	return e, nil
 }
 
-// alloc allocates device memory and records it under name.
+// alloc allocates device memory and records it under name (device
+// thread).
 func (e *Engine) alloc(name string, n int64) (cu.DevicePtr, error) {
-	if n <= 0 {
-		n = 8
+	n = allocBytes(n)
+	var p cu.DevicePtr
+	var err error
+	if e.inject.failAlloc() {
+		err = e.inject.errOr(cu.OutOfMemory)
+	} else {
+		p, err = cu.MemAlloc(n)
 	}
-	p, err := cu.MemAlloc(n)
 	if err != nil {
 		return 0, fmt.Errorf("gpu: allocate %s (%d bytes): %w", name, n, err)
 	}
+	e.liveDev++
 	e.allocs[name] = n
 	e.cfg.logger.Debug("gpu device allocation", "name", name, "bytes", n)
 	return p, nil
 }
 
+// free releases *p, if allocated, and zeroes it (device thread).
 func (e *Engine) free(name string, p *cu.DevicePtr) {
 	if *p != 0 {
 		_ = cu.MemFree(*p)
 		*p = 0
+		e.liveDev--
 	}
 	delete(e.allocs, name)
+}
+
+// hostAlloc returns n bytes (at least 8) of pinned host memory (device
+// thread).
+func (e *Engine) hostAlloc(n int64) (unsafe.Pointer, error) {
+	if e.inject.failAlloc() {
+		return nil, fmt.Errorf("gpu: pinned host memory (%d bytes): %w", n, e.inject.errOr(cu.OutOfMemory))
+	}
+	p, err := hostAlloc(max(n, 8))
+	if err != nil {
+		return nil, fmt.Errorf("gpu: %w", err)
+	}
+	e.liveHost++
+	return p, nil
+}
+
+func (e *Engine) hostFree(p unsafe.Pointer) {
+	if p != nil {
+		hostFree(p)
+		e.liveHost--
+	}
+}
+
+// The engine's memory copies, each checked (and counted by inject).
+func (e *Engine) copyHtoD(dst cu.DevicePtr, src unsafe.Pointer, n int64) error {
+	if e.inject.failCopy() {
+		return e.inject.errOr(cu.InvalidValue)
+	}
+	return cu.MemcpyHtoD(dst, src, n)
+}
+
+func (e *Engine) copyHtoDAsync(dst cu.DevicePtr, src unsafe.Pointer, n int64, s cu.Stream) error {
+	if e.inject.failCopy() {
+		return e.inject.errOr(cu.InvalidValue)
+	}
+	return cu.MemcpyHtoDAsync(dst, src, n, s)
+}
+
+func (e *Engine) copyDtoHAsync(dst unsafe.Pointer, src cu.DevicePtr, n int64, s cu.Stream) error {
+	if e.inject.failCopy() {
+		return e.inject.errOr(cu.InvalidValue)
+	}
+	return cu.MemcpyDtoHAsync(dst, src, n, s)
 }
 
 func upload[T any](e *Engine, name string, s []T) (cu.DevicePtr, error) {
@@ -169,9 +247,11 @@ func upload[T any](e *Engine, name string, s []T) (cu.DevicePtr, error) {
 		return 0, err
 	}
 	if err := cu.MemsetD8(p, 0, padded); err != nil {
+		e.free(name, &p)
 		return 0, fmt.Errorf("gpu: clear %s: %w", name, err)
 	}
-	if err := cu.MemcpyHtoD(p, unsafe.Pointer(&s[0]), n); err != nil {
+	if err := e.copyHtoD(p, unsafe.Pointer(&s[0]), n); err != nil {
+		e.free(name, &p)
 		return 0, fmt.Errorf("gpu: upload %s: %w", name, err)
 	}
 	return p, nil
@@ -221,6 +301,13 @@ func (e *Engine) setup() error {
 		}
 	}
 	g := e.g
+	free, _, err := cu.MemInfo()
+	if err != nil {
+		return fmt.Errorf("gpu: memory info: %w", err)
+	}
+	if err := graphPlan(shapeOf(g), e.cfg.reserveBytes).check(free); err != nil {
+		return err
+	}
 	if e.dOffsets, err = upload(e, "graph.offsets", g.Offsets); err != nil {
 		return err
 	}
@@ -245,13 +332,15 @@ func (e *Engine) setup() error {
 func (e *Engine) buildAlias() error {
 	t0 := time.Now()
 	E := e.g.NumEdges()
-	var err error
-	if e.dAlias, err = e.alloc("alias.table", E*16); err != nil {
+	table, err := e.alloc("alias.table", E*16)
+	if err != nil {
 		return err
 	}
-	if err := e.aliasSegments(e.dOffsets, e.dTargets, e.dWeights, e.dAlias, uint64(e.g.NumVertices())); err != nil {
+	if err := e.aliasSegments(e.dOffsets, e.dTargets, e.dWeights, table, uint64(e.g.NumVertices())); err != nil {
+		e.free("alias.table", &table)
 		return err
 	}
+	e.dAlias = table
 	e.tableBytes += E * 16
 	e.tableBuild += time.Since(t0)
 	return nil
@@ -290,7 +379,7 @@ func (e *Engine) useLabelTables(a walk.Algorithm) bool { return walk.UsesLabelTa
 // labelTables builds, once, each vertex's edges regrouped by label
 // (label_tables_build) and, for a weighted graph, an alias table per
 // (vertex, label) segment (alias_build over segments). Device thread.
-func (e *Engine) labelTables() error {
+func (e *Engine) labelTables() (err error) {
 	if e.segBuilt {
 		return nil
 	}
@@ -298,39 +387,56 @@ func (e *Engine) labelTables() error {
 	nl := uint64(e.g.NumLabels)
 	nv := uint64(e.g.NumVertices())
 	E := e.g.NumEdges()
-	var err error
-	if e.dSegOffsets, err = e.alloc("labels.offsets", int64(nv*nl+1)*8); err != nil {
+	free, _, err := cu.MemInfo()
+	if err != nil {
+		return fmt.Errorf("gpu: memory info: %w", err)
+	}
+	if err := labelTablePlan(shapeOf(e.g)).check(free); err != nil {
 		return err
 	}
-	if e.dSegTargets, err = e.alloc("labels.targets", E*4); err != nil {
+	// Built in locals and published only once complete: a failure frees
+	// them all, and the next MetaPath run starts over.
+	var segOffsets, segTargets, segAlias, segWeights cu.DevicePtr
+	defer func() {
+		e.free("labels.scratch.weights", &segWeights)
+		if err != nil {
+			e.free("labels.offsets", &segOffsets)
+			e.free("labels.targets", &segTargets)
+			e.free("labels.alias", &segAlias)
+		}
+	}()
+	if segOffsets, err = e.alloc("labels.offsets", int64(nv*nl+1)*8); err != nil {
 		return err
 	}
-	var segWeights cu.DevicePtr
+	if segTargets, err = e.alloc("labels.targets", E*4); err != nil {
+		return err
+	}
 	if e.g.Weighted() {
 		if segWeights, err = e.alloc("labels.scratch.weights", E*4); err != nil {
 			return err
 		}
-		defer e.free("labels.scratch.weights", &segWeights)
+		if segAlias, err = e.alloc("labels.alias", E*16); err != nil {
+			return err
+		}
 	}
 	blocks := int(min((nv+127)/128, uint64(e.numSM*16)))
 	args := []uint64{uint64(e.dOffsets), uint64(e.dTargets), uint64(e.dWeights), uint64(e.dLabels),
-		uint64(e.dSegOffsets), uint64(e.dSegTargets), uint64(segWeights), nv, nl}
+		uint64(segOffsets), uint64(segTargets), uint64(segWeights), nv, nl}
 	if err := launch(e.fnSegs, blocks, 128, cu.Stream{}, args); err != nil {
 		return fmt.Errorf("gpu: label_tables_build: %w", err)
 	}
 	if err := cu.Synchronize(); err != nil {
 		return fmt.Errorf("gpu: label_tables_build: %w", err)
 	}
-	e.tableBytes += int64(nv*nl+1)*8 + E*4
+	bytes := int64(nv*nl+1)*8 + E*4
 	if e.g.Weighted() {
-		if e.dSegAlias, err = e.alloc("labels.alias", E*16); err != nil {
+		if err := e.aliasSegments(segOffsets, segTargets, segWeights, segAlias, nv*nl); err != nil {
 			return err
 		}
-		if err := e.aliasSegments(e.dSegOffsets, e.dSegTargets, segWeights, e.dSegAlias, nv*nl); err != nil {
-			return err
-		}
-		e.tableBytes += E * 16
+		bytes += E * 16
 	}
+	e.dSegOffsets, e.dSegTargets, e.dSegAlias = segOffsets, segTargets, segAlias
+	e.tableBytes += bytes
 	e.segBuilt = true
 	e.tableBuild += time.Since(t0)
 	e.cfg.logger.Info("gpu metapath label tables built", "graph", e.g.Name, "labels", nl, "duration", time.Since(t0))
@@ -411,16 +517,16 @@ func (e *Engine) Close() error {
 	e.closed = true
 	_ = e.dev.do(func() error {
 		_ = cu.Synchronize()
-		for _, s := range e.slots {
+		for i, s := range e.slots {
 			if s != nil {
 				s.release(e)
+				e.slots[i] = nil
 			}
 		}
-		for _, p := range []*cu.DevicePtr{&e.dOffsets, &e.dTargets, &e.dWeights, &e.dLabels, &e.dAlias, &e.dSegOffsets, &e.dSegTargets, &e.dSegAlias} {
-			if *p != 0 {
-				_ = cu.MemFree(*p)
-				*p = 0
-			}
+		for name, p := range map[string]*cu.DevicePtr{"graph.offsets": &e.dOffsets, "graph.targets": &e.dTargets,
+			"graph.weights": &e.dWeights, "graph.labels": &e.dLabels, "alias.table": &e.dAlias,
+			"labels.offsets": &e.dSegOffsets, "labels.targets": &e.dSegTargets, "labels.alias": &e.dSegAlias} {
+			e.free(name, p)
 		}
 		if e.mod != (cu.Module{}) {
 			unloadModule(e.mod)
@@ -453,9 +559,14 @@ type batchSlot struct {
 	pending                                             *batch
 }
 
+// release frees whatever of the slot was allocated, also a slot whose
+// construction failed halfway (device thread).
 func (s *batchSlot) release(e *Engine) {
+	if s.stream != (cu.Stream{}) {
+		_ = s.stream.Synchronize()
+	}
 	for _, p := range s.hPtrs {
-		hostFree(p)
+		e.hostFree(p)
 	}
 	s.hPtrs = nil
 	for name, p := range map[string]*cu.DevicePtr{"tasks": &s.dTasks, "seeds": &s.dSeeds, "result": &s.dResult,
@@ -464,8 +575,11 @@ func (s *batchSlot) release(e *Engine) {
 	}
 	if s.stream != (cu.Stream{}) {
 		_ = s.stream.Destroy()
-		_ = cu.DestroyEvent(&s.start)
-		_ = cu.DestroyEvent(&s.stop)
+	}
+	for _, ev := range []*cu.Event{&s.start, &s.stop} {
+		if *ev != (cu.Event{}) {
+			_ = cu.DestroyEvent(ev)
+		}
 	}
 }
 
@@ -474,76 +588,103 @@ func (s *batchSlot) release(e *Engine) {
 // dimension on its own, so groups of different lengths reuse them instead
 // of reallocating pinned memory run after run.
 func (e *Engine) ensureSlots(walks, words, jobs int64) error {
-	for i := range e.slots {
-		s := e.slots[i]
-		if s != nil && s.capWalks >= walks && s.capWords >= words && s.capJobs >= jobs {
+	type size struct{ walks, words, jobs int64 }
+	var want [2]*size
+	for i, old := range e.slots {
+		if old != nil && old.capWalks >= walks && old.capWords >= words && old.capJobs >= jobs {
 			continue
 		}
-		if s != nil {
-			walks, words, jobs = max(walks, s.capWalks), max(words, s.capWords), max(jobs, s.capJobs)
-			s.release(e)
+		sz := &size{walks, words, jobs}
+		if old != nil {
+			sz = &size{max(walks, old.capWalks), max(words, old.capWords), max(jobs, old.capJobs)}
+			// Give the old slot's memory back first: the new ones may
+			// need it (batchWalks counted it as free). Until its
+			// replacement is complete there is no slot i.
+			old.release(e)
+			e.slots[i] = nil
 		}
-		s = &batchSlot{name: fmt.Sprintf("slot%d", i), capWalks: walks, capWords: words, capJobs: jobs}
-		e.slots[i] = s
-		var err error
-		if s.stream, err = cu.MakeStream(cu.NonBlocking); err != nil {
-			return fmt.Errorf("gpu: stream: %w", err)
+		want[i] = sz
+	}
+	for i, sz := range want {
+		if sz == nil {
+			continue
 		}
-		if s.start, err = cu.MakeEvent(cu.DefaultEvent); err != nil {
-			return fmt.Errorf("gpu: event: %w", err)
+		free, _, err := cu.MemInfo()
+		if err != nil {
+			return fmt.Errorf("gpu: memory info: %w", err)
 		}
-		if s.stop, err = cu.MakeEvent(cu.DefaultEvent); err != nil {
-			return fmt.Errorf("gpu: event: %w", err)
+		if err := slotPlan(i, sz.walks, sz.words, sz.jobs).check(free); err != nil {
+			return err
 		}
-		dev := []struct {
-			p    *cu.DevicePtr
-			name string
-			n    int64
-		}{
-			{&s.dTasks, "tasks", walks * 16}, {&s.dSeeds, "seeds", jobs * 8},
-			{&s.dResult, "result", words * 4}, {&s.dLengths, "lengths", walks * 4},
-			{&s.dCursor, "cursor", 8}, {&s.dParams, "params", paramsSize},
-			{&s.dDense, "dense", words * 4}, {&s.dPartials, "partials", (packTiles(walks) + 1) * 4},
-		}
-		for _, d := range dev {
-			if *d.p, err = e.alloc(s.name+"."+d.name, d.n); err != nil {
-				return err
-			}
-		}
-		host := func(n int64) (unsafe.Pointer, error) {
-			p, err := hostAlloc(max(n, 8))
-			if err == nil {
-				s.hPtrs = append(s.hPtrs, p)
-			}
-			return p, err
-		}
-		p, err := host(walks * 16)
+		s, err := e.newSlot(i, sz.walks, sz.words, sz.jobs)
 		if err != nil {
 			return err
 		}
-		s.hTasks = unsafe.Slice((*task)(p), walks)
-		if p, err = host(jobs * 8); err != nil {
-			return err
-		}
-		s.hSeeds = unsafe.Slice((*uint64)(p), jobs)
-		if p, err = host(words * 4); err != nil {
-			return err
-		}
-		s.hDense = unsafe.Slice((*uint32)(p), words)
-		if p, err = host(8); err != nil {
-			return err
-		}
-		s.hTotal = (*uint32)(p)
-		if p, err = host(walks * 4); err != nil {
-			return err
-		}
-		s.hLengths = unsafe.Slice((*uint32)(p), walks)
-		if p, err = host(paramsSize); err != nil {
-			return err
-		}
-		s.hParams = (*walkParams)(p)
+		e.slots[i] = s
 	}
 	return nil
+}
+
+// newSlot allocates slot i for batches of up to walks walks, words result
+// vertices and jobs seeds. It returns a complete slot, or an error with
+// everything it had allocated freed (device thread).
+func (e *Engine) newSlot(i int, walks, words, jobs int64) (_ *batchSlot, err error) {
+	s := &batchSlot{name: fmt.Sprintf("slot%d", i)}
+	defer func() {
+		if err != nil {
+			s.release(e)
+		}
+	}()
+	if s.stream, err = cu.MakeStream(cu.NonBlocking); err != nil {
+		return nil, fmt.Errorf("gpu: stream: %w", err)
+	}
+	if s.start, err = cu.MakeEvent(cu.DefaultEvent); err != nil {
+		return nil, fmt.Errorf("gpu: event: %w", err)
+	}
+	if s.stop, err = cu.MakeEvent(cu.DefaultEvent); err != nil {
+		return nil, fmt.Errorf("gpu: event: %w", err)
+	}
+	dev := []*cu.DevicePtr{&s.dTasks, &s.dSeeds, &s.dResult, &s.dLengths, &s.dCursor, &s.dParams, &s.dDense, &s.dPartials}
+	for k, part := range slotParts(walks, words, jobs) {
+		if *dev[k], err = e.alloc(s.name+"."+part.name, part.bytes); err != nil {
+			return nil, err
+		}
+	}
+	host := func(n int64) (unsafe.Pointer, error) {
+		p, err := e.hostAlloc(n)
+		if err == nil {
+			s.hPtrs = append(s.hPtrs, p)
+		}
+		return p, err
+	}
+	p, err := host(walks * 16)
+	if err != nil {
+		return nil, err
+	}
+	s.hTasks = unsafe.Slice((*task)(p), walks)
+	if p, err = host(jobs * 8); err != nil {
+		return nil, err
+	}
+	s.hSeeds = unsafe.Slice((*uint64)(p), jobs)
+	if p, err = host(words * 4); err != nil {
+		return nil, err
+	}
+	s.hDense = unsafe.Slice((*uint32)(p), words)
+	if p, err = host(8); err != nil {
+		return nil, err
+	}
+	s.hTotal = (*uint32)(p)
+	if p, err = host(walks * 4); err != nil {
+		return nil, err
+	}
+	s.hLengths = unsafe.Slice((*uint32)(p), walks)
+	if p, err = host(paramsSize); err != nil {
+		return nil, err
+	}
+	s.hParams = (*walkParams)(p)
+	// Capacities only now that every buffer exists.
+	s.capWalks, s.capWords, s.capJobs = walks, words, jobs
+	return s, nil
 }
 
 // batchWalks sizes a batch by FlowWalker's equation 3: the free device
@@ -587,6 +728,9 @@ func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) e
 	if e.closed {
 		return errors.New("gpu: engine closed")
 	}
+	if e.broken != nil {
+		return e.broken
+	}
 	if err := walk.ValidateJobs(e.g, jobs); err != nil {
 		return err
 	}
@@ -594,7 +738,7 @@ func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) e
 	e.stats = walk.RunStats{TableBytes: e.tableBytes, TableBuild: e.tableBuild}
 	for _, grp := range groupJobs(jobs) {
 		if err := e.runGroup(ctx, grp, emit); err != nil {
-			return err
+			return e.afterError(err)
 		}
 	}
 	e.stats.Wall = time.Since(t0)
@@ -670,6 +814,79 @@ func (e *Engine) runGroup(ctx context.Context, grp []*walk.Job, emit walk.EmitFu
 	return runErr
 }
 
+// afterError decides, after Run met err, whether the engine can run again.
+// A sticky CUDA error has destroyed the context: the engine is broken. Any
+// other error (an emit error, a cancelled context, a failed allocation or
+// copy) is followed by a probe of the context; if the probe fails the
+// engine is broken too. A broken engine's Run returns an error wrapping
+// walk.ErrEngineBroken, now and from then on; otherwise err is returned as
+// it is and the next Run may retry.
+func (e *Engine) afterError(err error) error {
+	if isSticky(err) {
+		e.broken = fmt.Errorf("gpu: %w: %w", walk.ErrEngineBroken, err)
+	} else if perr := e.dev.do(probe); perr != nil {
+		e.broken = fmt.Errorf("gpu: %w: %w (device probe after it: %w)", walk.ErrEngineBroken, err, perr)
+	}
+	if e.broken != nil {
+		e.cfg.logger.Error("gpu engine unusable", "graph", e.g.Name, "error", e.broken.Error())
+		return e.broken
+	}
+	return err
+}
+
+// stickyErrors are the CUDA errors after which a context can no longer be
+// used: every later call in it fails the same way until the process ends
+// (or the context is reset, which would invalidate every allocation).
+var stickyErrors = []error{cu.IllegalAddress, cu.LaunchFailed, cu.MisalignedAddress, cu.InvalidAddressSpace,
+	cu.InvalidPc, cu.IllegalInstruction, cu.HardwareStackError, cu.Assert, cu.LaunchTimeout,
+	cu.EccUncorrectable, cu.NvlinkUncorrectable, cu.ContextIsDestroyed, cu.Deinitialized}
+
+func isSticky(err error) bool {
+	for _, s := range stickyErrors {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// probe checks that the current context still works: it waits for all its
+// work, then round-trips a word through a fresh allocation. It bypasses
+// the failure injection and the engine's allocation records (device
+// thread).
+func probe() error {
+	if err := cu.Synchronize(); err != nil {
+		return fmt.Errorf("synchronize: %w", err)
+	}
+	p, err := cu.MemAlloc(64)
+	if err != nil {
+		return fmt.Errorf("allocate: %w", err)
+	}
+	defer func() { _ = cu.MemFree(p) }()
+	const want = 0x5eed5eed
+	if err := cu.MemsetD32(p, want, 16); err != nil {
+		return fmt.Errorf("memset: %w", err)
+	}
+	var got uint32
+	if err := cu.MemcpyDtoH(unsafe.Pointer(&got), p, 4); err != nil {
+		return fmt.Errorf("copy: %w", err)
+	}
+	if got != want {
+		return fmt.Errorf("read back %#x, wrote %#x", got, want)
+	}
+	return nil
+}
+
+// drained waits for stream st after err stopped the issue of its work, so
+// that nothing queued still uses the buffers, and returns err (with the
+// synchronisation's error, if any, which may be the sticky one).
+func drained(st cu.Stream, err error) error {
+	if serr := st.Synchronize(); serr != nil {
+		return fmt.Errorf("%w; then synchronising its stream: %w", err, serr)
+	}
+	return err
+}
+
 // enqueue fills slot s's pinned inputs with batch b and queues copies in,
 // the kernel between two events, and copies out on s's stream.
 func (e *Engine) enqueue(s *batchSlot, b *batch, alg walk.Algorithm) error {
@@ -742,27 +959,39 @@ func (e *Engine) enqueue(s *batchSlot, b *batch, alg walk.Algorithm) error {
 	tiles := packTiles(n)
 	err := e.dev.do(func() error {
 		st := s.stream
+		// In order, each checked before the next is issued; on an error
+		// the stream is drained before returning, so nothing queued
+		// still reads or writes the slot's buffers.
 		steps := []struct {
 			what string
-			err  error
+			do   func() error
 		}{
-			{"copy tasks", cu.MemcpyHtoDAsync(s.dTasks, unsafe.Pointer(&s.hTasks[0]), n*16, st)},
-			{"copy seeds", cu.MemcpyHtoDAsync(s.dSeeds, unsafe.Pointer(&s.hSeeds[0]), int64(nj)*8, st)},
-			{"copy params", cu.MemcpyHtoDAsync(s.dParams, unsafe.Pointer(p), paramsSize, st)},
-			{"reset cursor", cu.MemsetD32Async(s.dCursor, 0, 2, st)},
-			{"poison lengths", cu.MemsetD32Async(s.dLengths, 0, n, st)},
-			{"record start", s.start.Record(st)},
-			{"launch", launch(fn, grid, block, st, []uint64{uint64(s.dParams)})},
-			{"record stop", s.stop.Record(st)},
-			{"pack partials", launch(e.fnPackPartials, int(tiles), packThreads, st, []uint64{uint64(s.dLengths), uint64(n), uint64(s.dPartials)})},
-			{"pack scan", launch(e.fnPackScan, 1, packThreads, st, []uint64{uint64(s.dPartials), uint64(tiles)})},
-			{"pack rows", launch(e.fnPackRows, int(tiles), packThreads, st, []uint64{uint64(s.dResult), uint64(s.dLengths), uint64(s.dPartials), uint64(n), stride, uint64(s.dDense)})},
-			{"copy lengths", cu.MemcpyDtoHAsync(unsafe.Pointer(&s.hLengths[0]), s.dLengths, n*4, st)},
-			{"copy total", cu.MemcpyDtoHAsync(unsafe.Pointer(s.hTotal), s.dPartials+cu.DevicePtr(tiles*4), 4, st)},
+			{"copy tasks", func() error { return e.copyHtoDAsync(s.dTasks, unsafe.Pointer(&s.hTasks[0]), n*16, st) }},
+			{"copy seeds", func() error { return e.copyHtoDAsync(s.dSeeds, unsafe.Pointer(&s.hSeeds[0]), int64(nj)*8, st) }},
+			{"copy params", func() error { return e.copyHtoDAsync(s.dParams, unsafe.Pointer(p), paramsSize, st) }},
+			{"reset cursor", func() error { return cu.MemsetD32Async(s.dCursor, 0, 2, st) }},
+			{"poison lengths", func() error { return cu.MemsetD32Async(s.dLengths, 0, n, st) }},
+			{"record start", func() error { return s.start.Record(st) }},
+			{"launch", func() error { return launch(fn, grid, block, st, []uint64{uint64(s.dParams)}) }},
+			{"record stop", func() error { return s.stop.Record(st) }},
+			{"pack partials", func() error {
+				return launch(e.fnPackPartials, int(tiles), packThreads, st, []uint64{uint64(s.dLengths), uint64(n), uint64(s.dPartials)})
+			}},
+			{"pack scan", func() error {
+				return launch(e.fnPackScan, 1, packThreads, st, []uint64{uint64(s.dPartials), uint64(tiles)})
+			}},
+			{"pack rows", func() error {
+				return launch(e.fnPackRows, int(tiles), packThreads, st,
+					[]uint64{uint64(s.dResult), uint64(s.dLengths), uint64(s.dPartials), uint64(n), stride, uint64(s.dDense)})
+			}},
+			{"copy lengths", func() error { return e.copyDtoHAsync(unsafe.Pointer(&s.hLengths[0]), s.dLengths, n*4, st) }},
+			{"copy total", func() error {
+				return e.copyDtoHAsync(unsafe.Pointer(s.hTotal), s.dPartials+cu.DevicePtr(tiles*4), 4, st)
+			}},
 		}
 		for _, x := range steps {
-			if x.err != nil {
-				return fmt.Errorf("gpu: %s: %w", x.what, x.err)
+			if err := x.do(); err != nil {
+				return drained(st, fmt.Errorf("gpu: %s: %w", x.what, err))
 			}
 		}
 		return nil
@@ -795,11 +1024,14 @@ func (e *Engine) finish(s *batchSlot, stride, maxVertices int64, emit walk.EmitF
 			return fmt.Errorf("gpu: batch packed %d vertices into a pool of %d (kernel fault)", total, len(s.hDense))
 		}
 		if total > 0 {
-			if err := cu.MemcpyDtoHAsync(unsafe.Pointer(&s.hDense[0]), s.dDense, total*4, s.stream); err != nil {
-				return fmt.Errorf("gpu: copy walks: %w", err)
+			if err := e.copyDtoHAsync(unsafe.Pointer(&s.hDense[0]), s.dDense, total*4, s.stream); err != nil {
+				return drained(s.stream, fmt.Errorf("gpu: copy walks: %w", err))
 			}
 		}
-		return s.stream.Synchronize()
+		if err := s.stream.Synchronize(); err != nil {
+			return fmt.Errorf("gpu: copy walks: %w", err)
+		}
+		return nil
 	}); err != nil {
 		return err
 	}

@@ -17,3 +17,6 @@ func Available() error {
 
 // New always fails in a build without the cuda tag.
 func New(g *graph.Graph, opts ...Option) (walk.Engine, error) { return nil, Available() }
+
+// Probe always fails in a build without the cuda tag.
+func Probe(ordinal int) error { return Available() }

@@ -16,6 +16,7 @@ type config struct {
 	threadVariant   int // -1: per mode; 0 or 1 forces a register budget (benchmarks)
 	logger          *slog.Logger
 	prepareLength   int
+	inject          *faults // failure injection (tests only)
 }
 
 func defaultConfig() config {

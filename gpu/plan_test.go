@@ -1,6 +1,8 @@
 package gpu
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/walkstage/walkstage/walk"
@@ -123,6 +125,80 @@ func TestRowPitch(t *testing.T) {
 	}{{1, 8}, {7, 8}, {8, 16}, {80, 88}, {walk.MaxLength, 65544}} {
 		if got := rowPitch(c.length); got != c.want || got%8 != 0 || got < int64(c.length)+1 {
 			t.Errorf("rowPitch(%d) = %d, want %d", c.length, got, c.want)
+		}
+	}
+}
+
+// TestMemoryPlans: each plan lists the allocations the engine makes, counts
+// the largest scratch part once on top of the resident ones, and fails with
+// every part, its size and the free memory named.
+func TestMemoryPlans(t *testing.T) {
+	const V, E = 1000, 16000
+	plain := graphShape{name: "plain", vertices: V, edges: E}
+	weighted := graphShape{name: "w", vertices: V, edges: E, weighted: true, labelled: true, labels: 5}
+	offsets := uploadBytes((V + 1) * 8)
+	tests := []struct {
+		name      string
+		plan      memPlan
+		wantParts []string
+		wantNeed  int64
+	}{
+		{"unweighted graph", graphPlan(plain, 0), []string{"graph.offsets", "graph.targets"}, offsets + E*4},
+		{"unweighted graph, reserve", graphPlan(plain, 1<<30), []string{"graph.offsets", "graph.targets", "reserve"}, offsets + E*4 + 1<<30},
+		{"weighted labelled graph", graphPlan(weighted, 0),
+			[]string{"graph.offsets", "graph.targets", "graph.weights", "graph.labels", "alias.table", "alias.scratch"},
+			offsets + E*4 + E*4 + E + E*16 + E*12},
+		{"empty graph arrays", graphPlan(graphShape{name: "e", vertices: 3}, 0), []string{"graph.offsets"}, 64},
+		{"label tables", labelTablePlan(graphShape{name: "l", vertices: V, edges: E, labelled: true, labels: 5}),
+			[]string{"labels.offsets", "labels.targets"}, (V*5+1)*8 + E*4},
+		// The regrouped weights and the alias scratch are freed after the
+		// build: one transient part, counted on top of the tables.
+		{"weighted label tables", labelTablePlan(weighted),
+			[]string{"labels.offsets", "labels.targets", "labels.alias", "labels.scratch"}, (V*5+1)*8 + E*4 + E*16 + E*4 + E*12},
+		{"slot", slotPlan(1, 1000, 88000, 3),
+			[]string{"slot1.tasks", "slot1.seeds", "slot1.result", "slot1.lengths", "slot1.cursor", "slot1.params", "slot1.dense", "slot1.partials"},
+			1000*16 + 3*8 + 88000*4*2 + 1000*4 + 8 + paramsSize + 2*4},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var names []string
+			for _, p := range tc.plan.parts {
+				names = append(names, p.name)
+			}
+			if tc.wantParts != nil && strings.Join(names, " ") != strings.Join(tc.wantParts, " ") {
+				t.Errorf("parts %v, want %v", names, tc.wantParts)
+			}
+			if got := tc.plan.need(); got != tc.wantNeed {
+				t.Errorf("need %d, want %d", got, tc.wantNeed)
+			}
+			if err := tc.plan.check(tc.wantNeed); err != nil {
+				t.Errorf("check with exactly the need free: %v", err)
+			}
+			err := tc.plan.check(tc.wantNeed - 1)
+			var pe *MemoryPlanError
+			if !errors.As(err, &pe) {
+				t.Fatalf("check with one byte too few: %v, want a *MemoryPlanError", err)
+			}
+			if pe.Need != tc.wantNeed || pe.Free != tc.wantNeed-1 || len(pe.Parts) != len(tc.plan.parts) {
+				t.Errorf("error fields %+v", pe)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, sizeString(tc.wantNeed-1)+" free") {
+				t.Errorf("message does not give the free memory: %s", msg)
+			}
+			for _, p := range tc.plan.parts {
+				if !strings.Contains(msg, p.name+" "+sizeString(p.bytes)) {
+					t.Errorf("message does not name %s and its size %s: %s", p.name, sizeString(p.bytes), msg)
+				}
+			}
+		})
+	}
+}
+
+func TestSizeString(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB (1024 B)", 3 << 29: "1.5 GiB (1610612736 B)"} {
+		if got := sizeString(n); got != want {
+			t.Errorf("sizeString(%d) = %q, want %q", n, got, want)
 		}
 	}
 }

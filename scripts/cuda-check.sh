@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # cuda-check.sh: run on a GPU machine from the repository root, with the
 # test binary built here by `make -f Makefile.cuda test-cuda-bin` (.dev/).
-#   scripts/cuda-check.sh [tests] [memcheck] [racecheck] [bench=SCALE]
+#   scripts/cuda-check.sh [tests] [memcheck] [faults] [racecheck] [image] [bench=SCALE]
+# faults runs memcheck (leak check) over the failure-injection tests; image
+# needs `make build build-cuda-bin` too (bin/): it lays out the GPU image's
+# files, runs the CUDA build's gpu-probe and the demo through the entrypoint.
 # Logs go to $OUT (or ./out) so they come back from the device tool.
 set -u
 out=${OUT:-out}
@@ -15,6 +18,20 @@ for step in "$@"; do
     memcheck)
       WALKSTAGE_GPU_SMALL=1 timeout 300 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 \
         $bin -test.count=1 -test.run 'AliasTables|WalksMatchCPU|MixedJobs|TransitionsExact/(node2vec|metapath|deepwalk-weighted)' 2>&1 | tee "$out/memcheck.log" | tail -8 ;;
+    faults)
+      WALKSTAGE_GPU_SMALL=1 timeout 300 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 \
+        $bin -test.count=1 -test.v -test.run 'NewFailure|AllocationFailure|CopyFailure|InjectedSticky|DoesNotFit|EmitError|CloseReleases' 2>&1 \
+        | tee "$out/faults.log" | grep -E '^(--- |FAIL|ok|PASS)|a first Run makes|a Run makes|=========' ;;
+    image)
+      root=$(mktemp -d)
+      mkdir -p "$root/usr/local/bin" "$root/usr/local/lib/walkstage"
+      cp bin/walkstage-entrypoint "$root/usr/local/bin/walkstage"
+      cp bin/walkstage-cuda "$root/usr/local/lib/walkstage/walkstage-cuda"
+      # The CPU build is not run where the probe passes; carry it or not.
+      cp bin/walkstage "$root/usr/local/lib/walkstage/walkstage-cpu" 2>/dev/null || echo "no bin/walkstage: a GPU-less run would fail"
+      "$root/usr/local/lib/walkstage/walkstage-cuda" gpu-probe; echo "gpu-probe rc=$?"
+      WALKSTAGE_LOG_FORMAT=text timeout 300 "$root/usr/local/bin/walkstage" demo --dir "$root/demo" --scale 12 >"$out/image-demo.log" 2>&1
+      echo "demo through the entrypoint rc=$?"; grep -E 'CUDA build|GPU engine|engine (gpu|cpu)|done in' "$out/image-demo.log" ;;
     racecheck)
       WALKSTAGE_GPU_SMALL=1 timeout 300 compute-sanitizer --tool racecheck --error-exitcode 3 \
         $bin -test.count=1 -test.run 'MixedJobs|TransitionsExact/(deepwalk-weighted-zprs|deepwalk-weighted-dprs|metapath-zprs)' 2>&1 | tee "$out/racecheck.log" | tail -8 ;;

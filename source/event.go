@@ -31,7 +31,7 @@ type Event struct {
 	GraphVersion string `json:"graph_version,omitempty"`
 	Algorithm    string `json:"algorithm,omitempty"` // walk.Algorithm.Describe(graph)
 	Engine       string `json:"engine,omitempty"`
-	RNGSeed      uint64 `json:"rng_seed,omitempty"`
+	RNGSeed      uint64 `json:"rng_seed,omitempty,string"` // a decimal string: exact in every JSON reader
 
 	Seeds        int     `json:"seeds,omitempty"`         // seeds walked
 	SkippedSeeds int     `json:"skipped_seeds,omitempty"` // unknown seeds skipped (UNKNOWN_VERTICES=skip)

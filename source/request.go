@@ -8,14 +8,15 @@
 package source
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
 	"math"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
@@ -126,39 +127,79 @@ func ValidBatchID(id string) error {
 	if id == "." || id == ".." {
 		return fmt.Errorf("batch_id %q is reserved", id)
 	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("batch_id %q has character %q; allowed: A-Z a-z 0-9 . _ -", truncate(id, 64), c)
+	for i, c := range id {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' {
+			continue
 		}
+		// Name the character as the sender wrote it: a rune, not the
+		// first byte of its UTF-8 encoding.
+		if c == utf8.RuneError {
+			if _, size := utf8.DecodeRuneInString(id[i:]); size == 1 {
+				return fmt.Errorf("batch_id %q is not UTF-8 (byte 0x%02x at offset %d); allowed: A-Z a-z 0-9 . _ -",
+					truncate(id, 64), id[i], i)
+			}
+		}
+		return fmt.Errorf("batch_id %q has character %q (%U); allowed: A-Z a-z 0-9 . _ -", truncate(id, 64), c, c)
 	}
 	return nil
 }
 
-// requestV1 is the wire form of version 1 (docs/messages.md). Pointers
-// distinguish "absent" (take the default) from zero (validate it).
+// requestV1 is the wire form of version 1 (docs/messages.md), filled member
+// by member through v1Fields. Pointers distinguish "absent" (take the
+// default) from zero (validate it).
 type requestV1 struct {
-	Version      int       `json:"version"`
-	BatchID      string    `json:"batch_id"`
-	Graph        string    `json:"graph"`
-	GraphVersion string    `json:"graph_version"`
-	Algorithm    string    `json:"algorithm"`
-	Length       *int      `json:"length"`
-	WalksPerSeed *int      `json:"walks_per_seed"`
-	Weighted     bool      `json:"weighted"`
-	P            *float64  `json:"p"`
-	Q            *float64  `json:"q"`
-	StopProb     *float64  `json:"stop_probability"`
-	Schema       []int     `json:"schema"`
-	Sampler      string    `json:"sampler"`
-	Seeds        []int64   `json:"seeds"`
-	SeedRange    *seedSpan `json:"seed_range"`
-	RNGSeed      *uint64   `json:"rng_seed"`
+	BatchID      string
+	Graph        string
+	GraphVersion string
+	Algorithm    string
+	Length       *int
+	WalksPerSeed *int
+	Weighted     bool
+	P            *float64
+	Q            *float64
+	StopProb     *float64
+	Schema       []int
+	Sampler      string
+	Seeds        []int64
+	SeedRange    *seedSpan
+	RNGSeed      *uint64
 }
 
 type seedSpan struct {
-	First int64 `json:"first"`
-	Count int64 `json:"count"`
+	First int64
+	Count int64
+}
+
+// v1Fields reads each member of a version 1 request, by its exact name:
+// names match case-sensitively, unlike encoding/json's struct fields, so
+// "Seeds" is an unknown field rather than a second "seeds".
+var v1Fields = map[string]func(m *requestV1, raw []byte) error{
+	"version":          func(*requestV1, []byte) error { return nil }, // read first, by readVersion
+	"batch_id":         func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.BatchID) },
+	"graph":            func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.Graph) },
+	"graph_version":    func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.GraphVersion) },
+	"algorithm":        func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.Algorithm) },
+	"length":           func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.Length) },
+	"walks_per_seed":   func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.WalksPerSeed) },
+	"weighted":         func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.Weighted) },
+	"p":                func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.P) },
+	"q":                func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.Q) },
+	"stop_probability": func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.StopProb) },
+	"schema":           func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.Schema) },
+	"sampler":          func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.Sampler) },
+	"seeds": func(m *requestV1, raw []byte) (err error) {
+		m.Seeds, err = parseInt64Array(raw)
+		return err
+	},
+	"seed_range": func(m *requestV1, raw []byte) (err error) {
+		m.SeedRange, err = parseSeedSpan(raw)
+		return err
+	},
+	"rng_seed": func(m *requestV1, raw []byte) error {
+		s, err := ParseRNGSeed(raw)
+		m.RNGSeed = &s
+		return err
+	},
 }
 
 // Defaults applied when a field is absent.
@@ -172,90 +213,180 @@ const (
 // DecodeRequest parses and validates one request message against g and lim.
 // key is the message key: when present it must equal batch_id. Every
 // failure is a *RejectError.
+//
+// Decoding is exact where encoding/json is lenient: a null (as a member or
+// an array element), a member name in another case and a name given twice
+// in one object are malformed, each with a message naming the field.
 func DecodeRequest(key, value []byte, g *graph.Graph, lim Limits) (*Request, error) {
-	keyID := string(key)
-	rej := func(r Reason, id string, format string, a ...any) (*Request, error) {
-		if id == "" {
-			id = keyID
-		}
-		return nil, &RejectError{Reason: r, BatchID: id, Msg: fmt.Sprintf(format, a...)}
+	d := &decoder{keyID: string(key), g: g, lim: lim}
+	m, err := d.decodeV1(value)
+	if err != nil {
+		return nil, err
 	}
-	if lim.MaxMessageBytes > 0 && len(value) > lim.MaxMessageBytes {
-		return rej(ReasonTooLarge, "", "message is %d bytes, limit %d", len(value), lim.MaxMessageBytes)
+	if err := d.checkIdentity(m); err != nil {
+		return nil, err
 	}
-	// Read the version leniently first, so a future version gets
-	// "unsupported version" rather than "unknown field".
-	var head struct {
-		Version *int   `json:"version"`
-		BatchID string `json:"batch_id"`
+	r := &Request{BatchID: d.id, Graph: m.Graph, GraphVersion: m.GraphVersion}
+	if err := d.checkAlgorithm(m, r); err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(value, &head); err != nil {
-		return rej(ReasonMalformed, "", "not a JSON object: %v", err)
+	if m.RNGSeed != nil {
+		r.RNGSeed = *m.RNGSeed
+	} else {
+		r.RNGSeed, r.RNGSeedDerived = DeriveSeed(d.id), true
 	}
-	if head.Version == nil {
-		return rej(ReasonUnsupportedVersion, safeID(head.BatchID), "version is required (this build reads version %d)", RequestVersion)
+	if err := d.resolveSeeds(m, r); err != nil {
+		return nil, err
 	}
-	if *head.Version != RequestVersion {
-		return rej(ReasonUnsupportedVersion, safeID(head.BatchID), "version %d is not supported (this build reads version %d)", *head.Version, RequestVersion)
-	}
-	var m requestV1
-	dec := json.NewDecoder(bytes.NewReader(value))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
-		return rej(ReasonMalformed, safeID(head.BatchID), "%v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return rej(ReasonMalformed, safeID(head.BatchID), "trailing data after the JSON object")
-	}
-	if err := ValidBatchID(m.BatchID); err != nil {
-		return rej(ReasonInvalidBatchID, safeID(m.BatchID), "%v", err)
-	}
-	id := m.BatchID
-	if keyID != "" && keyID != id {
-		return rej(ReasonInvalidBatchID, id, "message key %q differs from batch_id %q", truncate(keyID, 64), id)
-	}
-	if m.Graph != "" && g != nil && m.Graph != g.Name {
-		return rej(ReasonGraphMismatch, id, "request is for graph %q, this stage serves %q", truncate(m.Graph, 64), g.Name)
-	}
+	return r, nil
+}
 
-	if v := m.GraphVersion; v != "" && (len(v) != 16 || strings.Trim(v, "0123456789abcdef") != "") {
-		return rej(ReasonInvalidParameters, id, "graph_version %q is not a graph version (16 lowercase hex digits)", truncate(v, 64))
+// decoder holds what every validation step of DecodeRequest needs to
+// reject a request: the key and the batch id as far as it has been read.
+type decoder struct {
+	keyID string
+	id    string // a valid batch id once read; rejections fall back to keyID
+	g     *graph.Graph
+	lim   Limits
+}
+
+func (d *decoder) reject(r Reason, format string, a ...any) error {
+	id := d.id
+	if id == "" {
+		id = d.keyID
 	}
-	r := &Request{BatchID: id, Graph: m.Graph, GraphVersion: m.GraphVersion, WalksPerSeed: DefaultWalksPerSeed}
+	return &RejectError{Reason: r, BatchID: id, Msg: fmt.Sprintf(format, a...)}
+}
+
+// decodeV1 checks the message's size, JSON and version, and reads its
+// members into a requestV1 (types, exact names, no nulls, no duplicates).
+func (d *decoder) decodeV1(value []byte) (*requestV1, error) {
+	if d.lim.MaxMessageBytes > 0 && len(value) > d.lim.MaxMessageBytes {
+		return nil, d.reject(ReasonTooLarge, "message is %d bytes, limit %d", len(value), d.lim.MaxMessageBytes)
+	}
+	if !json.Valid(value) {
+		// Valid says only "no"; Unmarshal says where and why.
+		err := json.Unmarshal(value, new(struct{}))
+		return nil, d.reject(ReasonMalformed, "not a JSON object: %v", err)
+	}
+	fields, err := objectFields(value, "")
+	if err != nil {
+		return nil, d.reject(ReasonMalformed, "%v", err)
+	}
+	// The batch id, when readable and valid, names the rejections below.
+	if raw := fieldRaw(fields, "batch_id"); raw != nil {
+		var id string
+		if json.Unmarshal(raw, &id) == nil {
+			d.id = safeID(id)
+		}
+	}
+	// The version comes before the other names, so a future version gets
+	// "unsupported version" rather than "unknown field".
+	if err := d.readVersion(fields); err != nil {
+		return nil, err
+	}
+	m := new(requestV1)
+	for _, f := range fields {
+		set, ok := v1Fields[f.name]
+		if !ok {
+			return nil, d.reject(ReasonMalformed, "%v", unknownField(f.name, v1Fields))
+		}
+		if err := set(m, f.raw); err != nil {
+			return nil, d.reject(ReasonMalformed, "%s: %v", f.name, err)
+		}
+	}
+	return m, nil
+}
+
+func (d *decoder) readVersion(fields []jsonField) error {
+	raw := fieldRaw(fields, "version")
+	if raw == nil {
+		for _, f := range fields {
+			if strings.EqualFold(f.name, "version") {
+				return d.reject(ReasonMalformed, "%v", unknownField(f.name, v1Fields))
+			}
+		}
+		return d.reject(ReasonUnsupportedVersion, "version is required (this build reads version %d)", RequestVersion)
+	}
+	var v int
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return d.reject(ReasonMalformed, "version: %v", err)
+	}
+	if v != RequestVersion {
+		return d.reject(ReasonUnsupportedVersion, "version %d is not supported (this build reads version %d)", v, RequestVersion)
+	}
+	return nil
+}
+
+// checkIdentity validates batch_id, its agreement with the message key and
+// the graph the request is meant for.
+func (d *decoder) checkIdentity(m *requestV1) error {
+	if err := ValidBatchID(m.BatchID); err != nil {
+		return d.reject(ReasonInvalidBatchID, "%v", err)
+	}
+	d.id = m.BatchID
+	if d.keyID != "" && d.keyID != d.id {
+		return d.reject(ReasonInvalidBatchID, "message key %q differs from batch_id %q", truncate(d.keyID, 64), d.id)
+	}
+	if m.Graph != "" && d.g != nil && m.Graph != d.g.Name {
+		return d.reject(ReasonGraphMismatch, "request is for graph %q, this stage serves %q", truncate(m.Graph, 64), d.g.Name)
+	}
+	if v := m.GraphVersion; v != "" && (len(v) != 16 || strings.Trim(v, "0123456789abcdef") != "") {
+		return d.reject(ReasonInvalidParameters, "graph_version %q is not a graph version (16 lowercase hex digits)", truncate(v, 64))
+	}
+	return nil
+}
+
+// checkAlgorithm validates the algorithm and its parameters, the length and
+// walks_per_seed, and sets r.Algorithm and r.WalksPerSeed.
+func (d *decoder) checkAlgorithm(m *requestV1, r *Request) error {
 	if m.Algorithm == "" {
-		return rej(ReasonInvalidParameters, id, "algorithm is required (deepwalk, ppr, node2vec or metapath)")
+		return d.reject(ReasonInvalidParameters, "algorithm is required (deepwalk, ppr, node2vec or metapath)")
 	}
 	kind, err := walk.ParseKind(m.Algorithm)
 	if err != nil {
-		return rej(ReasonInvalidParameters, id, "%v", err)
+		return d.reject(ReasonInvalidParameters, "%v", err)
 	}
 	// An absent length takes the default, clipped to the deployment's limit:
 	// a request that did not ask for long walks is not rejected for them.
 	a := walk.Algorithm{Kind: kind, Length: walk.DefaultLength, Weighted: m.Weighted}
-	if lim.MaxWalkLength > 0 {
-		a.Length = min(a.Length, lim.MaxWalkLength)
+	if d.lim.MaxWalkLength > 0 {
+		a.Length = min(a.Length, d.lim.MaxWalkLength)
 	}
 	if m.Length != nil {
 		a.Length = *m.Length
 	}
 	if a.Length < 1 {
-		return rej(ReasonInvalidParameters, id, "length %d must be at least 1", a.Length)
+		return d.reject(ReasonInvalidParameters, "length %d must be at least 1", a.Length)
 	}
-	if lim.MaxWalkLength > 0 && a.Length > lim.MaxWalkLength {
-		return rej(ReasonTooLarge, id, "length %d exceeds the limit %d", a.Length, lim.MaxWalkLength)
+	if d.lim.MaxWalkLength > 0 && a.Length > d.lim.MaxWalkLength {
+		return d.reject(ReasonTooLarge, "length %d exceeds the limit %d", a.Length, d.lim.MaxWalkLength)
 	}
+	r.WalksPerSeed = DefaultWalksPerSeed
 	if m.WalksPerSeed != nil {
 		r.WalksPerSeed = *m.WalksPerSeed
 	}
 	if r.WalksPerSeed < 1 {
-		return rej(ReasonInvalidParameters, id, "walks_per_seed %d must be at least 1", r.WalksPerSeed)
+		return d.reject(ReasonInvalidParameters, "walks_per_seed %d must be at least 1", r.WalksPerSeed)
 	}
-	if lim.MaxWalksPerSeed > 0 && r.WalksPerSeed > lim.MaxWalksPerSeed {
-		return rej(ReasonTooLarge, id, "walks_per_seed %d exceeds the limit %d", r.WalksPerSeed, lim.MaxWalksPerSeed)
+	if d.lim.MaxWalksPerSeed > 0 && r.WalksPerSeed > d.lim.MaxWalksPerSeed {
+		return d.reject(ReasonTooLarge, "walks_per_seed %d exceeds the limit %d", r.WalksPerSeed, d.lim.MaxWalksPerSeed)
 	}
-	// Parameters that belong to another algorithm are an error, not
-	// silently ignored: a typo'd algorithm name should not pass.
-	switch kind {
+	if err := d.algorithmParams(m, &a); err != nil {
+		return err
+	}
+	if err := a.Validate(d.g); err != nil {
+		return d.reject(ReasonInvalidParameters, "%v", err)
+	}
+	r.Algorithm = a
+	return nil
+}
+
+// algorithmParams sets the parameters of a.Kind (stop probability, p and q,
+// schema, sampler). Parameters that belong to another algorithm are an
+// error, not silently ignored: a typo'd algorithm name should not pass.
+func (d *decoder) algorithmParams(m *requestV1, a *walk.Algorithm) error {
+	switch a.Kind {
 	case walk.PPR:
 		a.StopProb = DefaultStopProb
 		if m.StopProb != nil {
@@ -270,69 +401,64 @@ func DecodeRequest(key, value []byte, g *graph.Graph, lim Limits) (*Request, err
 			a.Q = *m.Q
 		}
 	}
-	if kind != walk.PPR && m.StopProb != nil {
-		return rej(ReasonInvalidParameters, id, "stop_probability is only for ppr, not %s", kind)
+	if a.Kind != walk.PPR && m.StopProb != nil {
+		return d.reject(ReasonInvalidParameters, "stop_probability is only for ppr, not %s", a.Kind)
 	}
-	if kind != walk.Node2Vec && (m.P != nil || m.Q != nil) {
-		return rej(ReasonInvalidParameters, id, "p and q are only for node2vec, not %s", kind)
+	if a.Kind != walk.Node2Vec && (m.P != nil || m.Q != nil) {
+		return d.reject(ReasonInvalidParameters, "p and q are only for node2vec, not %s", a.Kind)
 	}
 	if len(m.Schema) > walk.MaxSchemaLen {
-		return rej(ReasonInvalidParameters, id, "schema has %d labels, limit %d", len(m.Schema), walk.MaxSchemaLen)
+		return d.reject(ReasonInvalidParameters, "schema has %d labels, limit %d", len(m.Schema), walk.MaxSchemaLen)
 	}
 	for i, l := range m.Schema {
 		if l < 0 || l > math.MaxUint8 {
-			return rej(ReasonInvalidParameters, id, "schema[%d] = %d is not a label (0..255)", i, l)
+			return d.reject(ReasonInvalidParameters, "schema[%d] = %d is not a label (0..255)", i, l)
 		}
 		a.Schema = append(a.Schema, uint8(l))
 	}
 	if m.Sampler != "" {
+		var err error
 		if a.Sampler, err = walk.ParseSampler(m.Sampler); err != nil {
-			return rej(ReasonInvalidParameters, id, "%v", err)
+			return d.reject(ReasonInvalidParameters, "%v", err)
 		}
 	}
-	if err := a.Validate(g); err != nil {
-		return rej(ReasonInvalidParameters, id, "%v", err)
-	}
-	r.Algorithm = a
+	return nil
+}
 
-	if m.RNGSeed != nil {
-		r.RNGSeed = *m.RNGSeed
-	} else {
-		r.RNGSeed, r.RNGSeedDerived = DeriveSeed(id), true
-	}
-
-	// Seeds: a list or a range of external ids, not both.
+// resolveSeeds checks the seed list or range against the limits and maps
+// the seeds to dense ids (g nil: external id = dense id), skipping or
+// rejecting the unknown ones.
+func (d *decoder) resolveSeeds(m *requestV1, r *Request) error {
 	switch {
 	case m.SeedRange != nil && m.Seeds != nil:
-		return rej(ReasonInvalidParameters, id, "give seeds or seed_range, not both")
+		return d.reject(ReasonInvalidParameters, "give seeds or seed_range, not both")
 	case m.SeedRange == nil && len(m.Seeds) == 0:
-		return rej(ReasonInvalidParameters, id, "seeds (a non-empty list) or seed_range is required")
+		return d.reject(ReasonInvalidParameters, "seeds (a non-empty list) or seed_range is required")
 	}
-	var n int64
-	if m.SeedRange != nil {
-		sr := *m.SeedRange
+	n := int64(len(m.Seeds))
+	seedAt := func(i int64) int64 { return m.Seeds[i] }
+	if sr := m.SeedRange; sr != nil {
 		if sr.Count < 1 {
-			return rej(ReasonInvalidParameters, id, "seed_range.count %d must be at least 1", sr.Count)
+			return d.reject(ReasonInvalidParameters, "seed_range.count %d must be at least 1", sr.Count)
 		}
 		if sr.First > math.MaxInt64-sr.Count+1 {
-			return rej(ReasonInvalidParameters, id, "seed_range overflows int64")
+			return d.reject(ReasonInvalidParameters, "seed_range overflows int64")
 		}
 		n = sr.Count
-	} else {
-		n = int64(len(m.Seeds))
+		seedAt = func(i int64) int64 { return sr.First + i }
 	}
-	if lim.MaxSeeds > 0 && n > int64(lim.MaxSeeds) {
-		return rej(ReasonTooLarge, id, "%d seeds exceed the limit %d", n, lim.MaxSeeds)
+	if d.lim.MaxSeeds > 0 && n > int64(d.lim.MaxSeeds) {
+		return d.reject(ReasonTooLarge, "%d seeds exceed the limit %d", n, d.lim.MaxSeeds)
 	}
-	if lim.MaxWalksPerBatch > 0 && n*int64(r.WalksPerSeed) > int64(lim.MaxWalksPerBatch) {
-		return rej(ReasonTooLarge, id, "%d seeds x %d walks_per_seed = %d walks exceed the limit %d",
-			n, r.WalksPerSeed, n*int64(r.WalksPerSeed), lim.MaxWalksPerBatch)
+	if d.lim.MaxWalksPerBatch > 0 && n*int64(r.WalksPerSeed) > int64(d.lim.MaxWalksPerBatch) {
+		return d.reject(ReasonTooLarge, "%d seeds x %d walks_per_seed = %d walks exceed the limit %d",
+			n, r.WalksPerSeed, n*int64(r.WalksPerSeed), d.lim.MaxWalksPerBatch)
 	}
-	seedAt := func(i int64) int64 {
-		if m.SeedRange != nil {
-			return m.SeedRange.First + i
+	dense := func(ext int64) (uint32, bool) {
+		if d.g != nil {
+			return d.g.DenseID(ext)
 		}
-		return m.Seeds[i]
+		return uint32(ext), ext >= 0 && ext <= math.MaxUint32-1
 	}
 	r.Seeds = make([]int64, 0, n)
 	r.Starts = make([]uint32, 0, n)
@@ -340,18 +466,7 @@ func DecodeRequest(key, value []byte, g *graph.Graph, lim Limits) (*Request, err
 	unknownCount := 0
 	for i := range n {
 		ext := seedAt(i)
-		if g == nil {
-			if ext < 0 || ext > math.MaxUint32-1 {
-				unknownCount++
-				if len(unknown) < maxSkippedIDs {
-					unknown = append(unknown, ext)
-				}
-				continue
-			}
-			r.Seeds, r.Starts = append(r.Seeds, ext), append(r.Starts, uint32(ext))
-			continue
-		}
-		v, ok := g.DenseID(ext)
+		v, ok := dense(ext)
 		if !ok {
 			unknownCount++
 			if len(unknown) < maxSkippedIDs {
@@ -362,16 +477,84 @@ func DecodeRequest(key, value []byte, g *graph.Graph, lim Limits) (*Request, err
 		r.Seeds, r.Starts = append(r.Seeds, ext), append(r.Starts, v)
 	}
 	if unknownCount > 0 {
-		if !lim.SkipUnknown {
-			return rej(ReasonUnknownVertices, id, "%d of %d seeds are not in the graph, e.g. %s",
+		if !d.lim.SkipUnknown {
+			return d.reject(ReasonUnknownVertices, "%d of %d seeds are not in the graph, e.g. %s",
 				unknownCount, n, idList(unknown, 10))
 		}
 		r.Skipped, r.SkippedIDs = unknownCount, unknown
 		if len(r.Starts) == 0 {
-			return rej(ReasonUnknownVertices, id, "none of the %d seeds is in the graph, e.g. %s", n, idList(unknown, 10))
+			return d.reject(ReasonUnknownVertices, "none of the %d seeds is in the graph, e.g. %s", n, idList(unknown, 10))
 		}
 	}
-	return r, nil
+	return nil
+}
+
+// ParseRNGSeed reads an rng_seed: a JSON number or a JSON string of decimal
+// digits, 0 to 2^64-1 either way. The string form exists because readers
+// that hold numbers as doubles (JavaScript, jq 1.6) round integers above
+// 2^53; completion events write the seed as a string for the same reason.
+func ParseRNGSeed(raw []byte) (uint64, error) {
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return 0, err
+		}
+		for i := 0; i < len(s); i++ {
+			if s[i] < '0' || s[i] > '9' {
+				return 0, fmt.Errorf("%q is not a decimal integer 0..18446744073709551615", truncate(s, 32))
+			}
+		}
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a decimal integer 0..18446744073709551615", truncate(s, 32))
+		}
+		return v, nil
+	}
+	var v uint64
+	err := json.Unmarshal(raw, &v)
+	return v, err
+}
+
+func parseSeedSpan(raw []byte) (*seedSpan, error) {
+	fields, err := objectFields(raw, "seed_range")
+	if err != nil {
+		if errors.Is(err, errNotObject) {
+			return nil, json.Unmarshal(raw, new(struct{})) // the type error
+		}
+		return nil, err
+	}
+	var sr seedSpan
+	dst := map[string]*int64{"first": &sr.First, "count": &sr.Count}
+	for _, f := range fields {
+		p, ok := dst[f.name]
+		if !ok {
+			return nil, unknownField("seed_range."+f.name, map[string]*int64{"seed_range.first": nil, "seed_range.count": nil})
+		}
+		if err := json.Unmarshal(f.raw, p); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.name, err)
+		}
+	}
+	return &sr, nil
+}
+
+// unknownField names a member that no field matches, pointing to the right
+// spelling when only the case differs.
+func unknownField[V any](name string, known map[string]V) error {
+	for k := range known {
+		if strings.EqualFold(k, name) {
+			return fmt.Errorf("unknown field %q: field names are case-sensitive, did you mean %q?", name, k)
+		}
+	}
+	return fmt.Errorf("unknown field %q", truncate(name, 64))
+}
+
+func fieldRaw(fields []jsonField, name string) []byte {
+	for _, f := range fields {
+		if f.name == name {
+			return f.raw
+		}
+	}
+	return nil
 }
 
 // safeID returns id when it is a valid batch id, else "" (a rejection then
@@ -398,9 +581,13 @@ func idList(ids []int64, n int) string {
 	return b.String()
 }
 
+// truncate shortens s to at most n bytes, not splitting a UTF-8 sequence.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "..."
 }

@@ -1,7 +1,11 @@
 package source
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -60,6 +64,24 @@ func TestDecodeRequestAccepts(t *testing.T) {
 			}},
 		{"metapath", "b5", `{"version":1,"batch_id":"b5","algorithm":"metapath","schema":[0,1],"seeds":[100]}`, nil},
 		{"graph matches", "b6", `{"version":1,"batch_id":"b6","graph":"test","algorithm":"deepwalk","seeds":[100]}`, nil},
+		{"rng seed as a string", "b7", `{"version":1,"batch_id":"b7","algorithm":"deepwalk","seeds":[100],"rng_seed":"18446744073709551615"}`,
+			func(t *testing.T, r *Request) {
+				if r.RNGSeed != math.MaxUint64 || r.RNGSeedDerived {
+					t.Fatalf("rng seed %d", r.RNGSeed)
+				}
+			}},
+		{"rng seed above 2^53 as a number", "b8", `{"version":1,"batch_id":"b8","algorithm":"deepwalk","seeds":[100],"rng_seed":8744201150822651165}`,
+			func(t *testing.T, r *Request) {
+				if r.RNGSeed != 8744201150822651165 {
+					t.Fatalf("rng seed %d", r.RNGSeed)
+				}
+			}},
+		{"escaped names and spaces", "", " {\"version\" : 1 ,\n\"batch\\u005fid\":\"b9\", \"algorithm\":\"deepwalk\",\"seeds\" : [ 100 , 109 ] ,\"schema\":[] } ",
+			func(t *testing.T, r *Request) {
+				if r.BatchID != "b9" || len(r.Seeds) != 2 || r.Seeds[1] != 109 {
+					t.Fatalf("%+v", r)
+				}
+			}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -109,6 +131,41 @@ func TestDecodeRequestRejects(t *testing.T) {
 		{"too many walks", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","walks_per_seed":4,"seeds":[100,101,102,103]}`, ReasonTooLarge, "16 walks"},
 		{"too big", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":[100]` + strings.Repeat(" ", 400) + `}`, ReasonTooLarge, "bytes"},
 		{"unknown vertex", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":[100,5,7]}`, ReasonUnknownVertices, "2 of 3 seeds"},
+		// Exact decoding: what encoding/json accepts silently is malformed,
+		// with a message naming the field.
+		{"null body", "k", `null`, ReasonMalformed, "null"},
+		{"null body with space", "k", " null ", ReasonMalformed, "request is null"},
+		{"null seed", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":[100,null,101]}`, ReasonMalformed, "seeds[1] is null"},
+		{"null schema label", "k", `{"version":1,"batch_id":"k","algorithm":"metapath","schema":[1,null],"seeds":[100]}`, ReasonMalformed, "schema[1] is null"},
+		{"null member", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","length":null,"seeds":[100]}`, ReasonMalformed, "length is null"},
+		{"null version", "k", `{"version":null,"batch_id":"k","algorithm":"deepwalk","seeds":[100]}`, ReasonMalformed, "version is null"},
+		{"null rng seed", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":[100],"rng_seed":null}`, ReasonMalformed, "rng_seed is null"},
+		{"null in range", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seed_range":{"first":null,"count":1}}`, ReasonMalformed, "seed_range.first is null"},
+		{"null deep in unknown", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":[100],"x":{"y":[[1,null]]}}`, ReasonMalformed, "x.y[0][1] is null"},
+		{"upper-case name", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","SEEDS":[100]}`, ReasonMalformed, `unknown field "SEEDS": field names are case-sensitive, did you mean "seeds"?`},
+		{"case variant beside", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":[100],"Seeds":[101]}`, ReasonMalformed, `"Seeds"`},
+		{"case variant version", "k", `{"Version":1,"batch_id":"k","algorithm":"deepwalk","seeds":[100]}`, ReasonMalformed, `"Version"`},
+		{"case variant in range", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seed_range":{"First":100,"count":1}}`, ReasonMalformed, `"seed_range.First"`},
+		{"duplicate key", "k", `{"version":1,"batch_id":"k","algorithm":"ppr","algorithm":"deepwalk","seeds":[100]}`, ReasonMalformed, `duplicate field "algorithm"`},
+		{"duplicate escaped key", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":[100],"s\u0065eds":[101]}`, ReasonMalformed, `duplicate field "seeds"`},
+		{"duplicate in range", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seed_range":{"first":100,"count":1,"count":2}}`, ReasonMalformed, `duplicate field "seed_range.count"`},
+		{"duplicate deep", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":[100],"x":[{"a":1,"a":2}]}`, ReasonMalformed, `duplicate field "x[0].a"`},
+		{"duplicate version", "k", `{"version":1,"version":2,"batch_id":"k"}`, ReasonMalformed, `duplicate field "version"`},
+		{"fraction seed", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":[100,1.5]}`, ReasonMalformed, "seeds: json: cannot unmarshal number 1.5"},
+		{"seed above int64", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":[9223372036854775808]}`, ReasonMalformed, "seeds: json: cannot unmarshal number 9223372036854775808"},
+		{"seeds not array", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":100}`, ReasonMalformed, "seeds: json: cannot unmarshal number"},
+		{"range not object", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seed_range":[1]}`, ReasonMalformed, "seed_range: json: cannot unmarshal array"},
+		{"unknown in range", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seed_range":{"first":1,"last":2}}`, ReasonMalformed, `unknown field "seed_range.last"`},
+		// rng_seed: a number or a decimal string, 0..2^64-1.
+		{"rng seed negative", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":[100],"rng_seed":-1}`, ReasonMalformed, "rng_seed: json: cannot unmarshal number -1"},
+		{"rng seed above 2^64", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":[100],"rng_seed":"18446744073709551616"}`, ReasonMalformed, "rng_seed: \"18446744073709551616\" is not a decimal integer"},
+		{"rng seed hex", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":[100],"rng_seed":"0x10"}`, ReasonMalformed, "rng_seed: \"0x10\" is not a decimal"},
+		{"rng seed signed", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":[100],"rng_seed":"+7"}`, ReasonMalformed, "is not a decimal"},
+		{"rng seed empty", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":[100],"rng_seed":""}`, ReasonMalformed, "is not a decimal"},
+		{"rng seed bool", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":[100],"rng_seed":true}`, ReasonMalformed, "rng_seed: json: cannot unmarshal bool"},
+		// Non-ASCII batch ids: the error names the rune, not a byte of it.
+		{"non-ascii batch id", "", `{"version":1,"batch_id":"été","algorithm":"deepwalk","seeds":[100]}`, ReasonInvalidBatchID, `"été" has character 'é' (U+00E9)`},
+		{"not utf-8 batch id", "", "{\"version\":1,\"batch_id\":\"a\xffb\",\"algorithm\":\"deepwalk\",\"seeds\":[100]}", ReasonInvalidBatchID, "character '\ufffd'"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -221,4 +278,101 @@ func FuzzDecodeRequest(f *testing.F) {
 			}
 		}
 	})
+}
+
+// benchRequest is a request listing n seeds below 2^32 (10-digit ids, about
+// 11 bytes each), decoded without a graph.
+func benchRequest(n int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"version":1,"batch_id":"bench","algorithm":"deepwalk","walks_per_seed":1,"seeds":[`)
+	x := uint32(2463534242)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		fmt.Fprint(&b, x%(1<<32-1))
+	}
+	b.WriteString(`]}`)
+	return []byte(b.String())
+}
+
+func BenchmarkDecodeRequest(b *testing.B) {
+	for _, n := range []int{100, 100_000, 380_000} {
+		value := benchRequest(n)
+		lim := DefaultLimits()
+		lim.MaxSeeds, lim.MaxMessageBytes = n, 4<<20
+		b.Run(fmt.Sprintf("seeds=%d", n), func(b *testing.B) {
+			b.SetBytes(int64(len(value)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := DecodeRequest(nil, value, nil, lim); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// The seed list has its own integer reader; it must agree with
+// encoding/json on every array it accepts and refuse the rest.
+func TestParseInt64ArrayAgreesWithEncodingJSON(t *testing.T) {
+	for _, s := range []string{`[]`, `[ ]`, `[0]`, `[-0]`, `[1,2,3]`, ` [ 1 ,	2 ]`, `[9223372036854775807]`,
+		`[-9223372036854775808]`, `[9223372036854775808]`, `[-9223372036854775809]`, `[18446744073709551616]`,
+		`[1.0]`, `[1e3]`, `[1E3]`, `["1"]`, `[[1]]`, `[true]`, `{}`, `"x"`, `[12345678901234567890123]`} {
+		got, err := parseInt64Array([]byte(s))
+		var want []int64
+		werr := json.Unmarshal([]byte(s), &want)
+		if (err == nil) != (werr == nil) || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: got %v, %v; encoding/json %v, %v", s, got, err, want, werr)
+		}
+	}
+}
+
+// rng_seed is a decimal string in events, so readers that hold JSON
+// numbers as doubles keep it exact: checked with JavaScript's JSON.parse
+// (node), the reader the contract is written for, and fed back as a
+// request's rng_seed.
+func TestEventRNGSeedSurvivesJavaScript(t *testing.T) {
+	const seed = uint64(8744201150822651165) // above 2^53: a double rounds it to ...000
+	b, err := json.Marshal(Event{Version: EventVersion, BatchID: "b1", Status: StatusSucceeded, RNGSeed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"rng_seed":"8744201150822651165"`) {
+		t.Fatalf("rng_seed is not a decimal string: %s", b)
+	}
+	var back Event
+	if err := json.Unmarshal(b, &back); err != nil || back.RNGSeed != seed {
+		t.Fatalf("Go round trip: %d, %v", back.RNGSeed, err)
+	}
+	// A request may carry the event's seed as it came (string) to rerun a batch.
+	req := fmt.Sprintf(`{"version":1,"batch_id":"b1","algorithm":"deepwalk","seeds":[100],"rng_seed":%q}`, "8744201150822651165")
+	r, err := DecodeRequest(nil, []byte(req), testGraph(t), DefaultLimits())
+	if err != nil || r.RNGSeed != seed {
+		t.Fatalf("request with the event's seed: %v", err)
+	}
+
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed")
+	}
+	// JSON.parse the event, then JSON.stringify a request carrying its seed.
+	script := `let s = "";
+process.stdin.on("data", d => s += d).on("end", () => {
+  const e = JSON.parse(s);
+  process.stdout.write(JSON.stringify({version: 1, batch_id: e.batch_id, algorithm: "deepwalk", seeds: [100], rng_seed: e.rng_seed}));
+});`
+	cmd := exec.Command(node, "-e", script)
+	cmd.Stdin = strings.NewReader(string(b))
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node: %v", err)
+	}
+	r, err = DecodeRequest(nil, out, testGraph(t), DefaultLimits())
+	if err != nil || r.RNGSeed != seed {
+		t.Fatalf("after a JavaScript round trip %s: seed %v, %v", out, r, err)
+	}
 }

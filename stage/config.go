@@ -183,18 +183,19 @@ type Config struct {
 	// between the engine and its writer. Memory in flight is about
 	// CHUNK_BUFFER x 1024 walks x (length+1) x 4 bytes per batch.
 	ChunkBuffer int `env:"CHUNK_BUFFER" envDefault:"4"`
-	// WALKSTAGE_RETRY_BACKOFF_MIN, WALKSTAGE_RETRY_BACKOFF_MAX: the wait
-	// between retries of work that failed on a dependency (broker, object
-	// store, engine) doubles from MIN up to MAX, with jitter. Such work is
-	// retried until it succeeds, never dead-lettered: an outage is not the
-	// request's fault.
+	// WALKSTAGE_RETRY_BACKOFF_MIN: first wait before retrying work that failed
+	// on a dependency (broker, object store, engine); it doubles up to
+	// RETRY_BACKOFF_MAX, with jitter. Such work is retried until it
+	// succeeds, never dead-lettered: an outage is not the request's fault.
 	RetryBackoffMin time.Duration `env:"RETRY_BACKOFF_MIN" envDefault:"200ms"`
+	// WALKSTAGE_RETRY_BACKOFF_MAX: longest wait between such retries.
 	RetryBackoffMax time.Duration `env:"RETRY_BACKOFF_MAX" envDefault:"30s"`
-	// WALKSTAGE_PROBE_INTERVAL: how often the broker and the object store are
-	// probed; a failed probe makes /readyz 503 and pauses consumption until
-	// one passes. WALKSTAGE_PROBE_TIMEOUT bounds each probe.
+	// WALKSTAGE_PROBE_INTERVAL: how often the broker (topic metadata) and the
+	// object store are probed; a failed probe makes /readyz 503 and pauses
+	// consumption until one passes.
 	ProbeInterval time.Duration `env:"PROBE_INTERVAL" envDefault:"1s"`
-	ProbeTimeout  time.Duration `env:"PROBE_TIMEOUT" envDefault:"2s"`
+	// WALKSTAGE_PROBE_TIMEOUT: deadline of each probe.
+	ProbeTimeout time.Duration `env:"PROBE_TIMEOUT" envDefault:"2s"`
 	// WALKSTAGE_BROKER_TIMEOUT: deadline of every produce (completion event,
 	// dead letter) and metadata call; a broker that does not answer is an
 	// error retried with back-off, not a stall.

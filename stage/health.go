@@ -130,3 +130,75 @@ func backoff(attempt int, lo, hi time.Duration) time.Duration {
 	d = min(d, hi)
 	return d/2 + rand.N(d/2+1)
 }
+
+// waitHealthy returns once every dependency is up (true) or ctx ends
+// (false). This is the pause: nothing new is fetched while the stage could
+// not finish it.
+func (s *Stage) waitHealthy(ctx context.Context) bool {
+	for s.health.err() != nil {
+		if !sleepCtx(ctx, 100*time.Millisecond) {
+			return false
+		}
+	}
+	return ctx.Err() == nil
+}
+
+// probeLoop runs the dependency probes until ctx ends.
+func (s *Stage) probeLoop(ctx context.Context) {
+	t := time.NewTicker(s.o.ProbeInterval)
+	defer t.Stop()
+	for {
+		for _, p := range s.o.Probes {
+			pctx, cancel := context.WithTimeout(ctx, s.o.ProbeTimeout)
+			err := p.Check(pctx)
+			cancel()
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				s.dependencyFailed(p.Name, "probe", err)
+			} else {
+				s.dependencyOK(p.Name)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Stage) dependencyFailed(dep, op string, err error) {
+	s.m.retries.WithLabelValues(dep).Inc()
+	if s.health.fail(dep, err) {
+		s.log.Warn("dependency unavailable: not ready, pausing consumption, retrying with back-off",
+			"dependency", dep, "op", op, "err", err)
+	}
+}
+
+func (s *Stage) dependencyOK(dep string) {
+	if d := s.health.ok(dep); d > 0 {
+		s.log.Info("dependency available again: resuming", "dependency", dep, "outage", d.Round(time.Millisecond))
+	}
+}
+
+// persist runs f until it succeeds, retrying a failure as the given
+// dependency's outage with capped, jittered back-off. It returns nil, or
+// ctx's error once ctx ends (the shutdown deadline).
+func (s *Stage) persist(ctx context.Context, dep, op string, f func(context.Context) error) error {
+	for attempt := 1; ; attempt++ {
+		err := f(ctx)
+		if err == nil {
+			s.dependencyOK(dep)
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		s.dependencyFailed(dep, op, err)
+		if !sleepCtx(ctx, backoff(attempt, s.o.RetryBackoffMin, s.o.RetryBackoffMax)) {
+			return ctx.Err()
+		}
+	}
+}

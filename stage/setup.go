@@ -107,7 +107,10 @@ func NewEngine(g *graph.Graph, kind string, cpu CPUSettings, log *slog.Logger) (
 		if err == nil {
 			return e, nil
 		}
-		if kind == "gpu" || !errors.Is(err, gpu.ErrUnavailable) {
+		// Under auto, a graph too large for the device is served by the CPU
+		// engine rather than not at all.
+		var tooBig *gpu.MemoryPlanError
+		if kind == "gpu" || !errors.Is(err, gpu.ErrUnavailable) && !errors.As(err, &tooBig) {
 			return nil, fmt.Errorf("gpu engine: %w", err)
 		}
 		log.Info("GPU engine unavailable, using the CPU engine", "reason", err.Error())

@@ -40,6 +40,10 @@ func benchCases(length int) map[string]benchCase {
 func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = subUsage(fs, `walkstage bench [--graph g.wsg | --scale 20 --edge-factor 16] [--engine cpu|gpu] [--algorithms LIST]
+
+Measures walk throughput (steps/s, sampled edges/s) per algorithm on a graph
+file or a generated R-MAT graph; the walks are discarded.`)
 	graphPath := fs.String("graph", "", "graph file (walkstage format); empty generates an R-MAT graph")
 	scale := fs.Int("scale", 20, "R-MAT scale (2^scale vertices) when no --graph")
 	edgeFactor := fs.Int("edge-factor", 16, "R-MAT edge factor")

@@ -10,7 +10,7 @@ import (
 	"github.com/walkstage/walkstage/stage"
 )
 
-const demoUsage = `usage: walkstage demo [--dir ./walkstage-demo] [--scale 16] [--engine auto|cpu|gpu] [-v]
+const demoUsage = `usage: walkstage demo [--dir ./walkstage-demo] [--scale 16] [--engine auto|cpu|gpu] [--timeout 2m] [-v]
 
 Runs the whole stage on this machine with nothing to set up: an in-process
 Kafka-protocol broker on a loopback port, a file:// store under --dir, a

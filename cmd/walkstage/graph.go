@@ -26,6 +26,8 @@ subcommands:
                                    [--duplicates keep-first|sum|keep-all|error] [--dense-ids] [--name NAME] IN --out g.wsg
   info      describe a graph file
             walkstage graph info [--verify] g.wsg
+  export    write a graph back out as an edge list that graph import rebuilds (same version)
+            walkstage graph export g.wsg [--format text|parquet] --out edges.txt
 
 Run 'walkstage graph <subcommand> -h' for its flags.
 `
@@ -45,6 +47,8 @@ func graphCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return graphImport(ctx, args[1:], stdout, stderr)
 	case "info":
 		return graphInfo(args[1:], stdout, stderr)
+	case "export":
+		return graphExport(ctx, args[1:], stdout, stderr)
 	case "publish":
 		return graphPublish(ctx, args[1:], stdout, stderr)
 	case "list":
@@ -54,6 +58,14 @@ func graphCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprint(stderr, graphUsage)
 	return fmt.Errorf("unknown subcommand %q", args[0])
+}
+
+// subUsage prints a subcommand's usage line, then its flags.
+func subUsage(fs *flag.FlagSet, line string) func() {
+	return func() {
+		fmt.Fprintf(fs.Output(), "usage: %s\n\nflags:\n", line)
+		fs.PrintDefaults()
+	}
 }
 
 // parseInterleaved parses flags that may come before or after positional
@@ -75,6 +87,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 func graphGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("graph generate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = subUsage(fs, "walkstage graph generate --scale 20 --edge-factor 16 --seed 1 [--undirected] [--weights] [--labels 5] --out g.wsg")
 	scale := fs.Int("scale", 20, "2^scale vertices (1..31)")
 	ef := fs.Int("edge-factor", 16, "generated edges per vertex, before self-loops and duplicates are dropped")
 	seed := fs.Uint64("seed", 1, "seed: the same seed gives the same file, byte for byte")
@@ -115,6 +128,7 @@ func graphGenerate(ctx context.Context, args []string, stdout, stderr io.Writer)
 func graphImport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("graph import", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = subUsage(fs, "walkstage graph import [flags] IN --out g.wsg\n\nIN is a text edge list (\"src dst [weight] [label]\" lines, .gz allowed, - for stdin) or a Parquet file\nwith columns src, dst[, weight][, label].")
 	format := fs.String("format", "", "input format: text or parquet (default: parquet for *.parquet, else text)")
 	undirected := fs.Bool("undirected", false, "add the reverse of every edge")
 	weighted := fs.Bool("weighted", false, "read a weight column (text: third column; parquet: 'weight')")
@@ -208,6 +222,7 @@ func printProgress(w io.Writer, p graph.Progress, el time.Duration) {
 func graphInfo(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("graph info", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = subUsage(fs, "walkstage graph info [--verify] g.wsg")
 	verify := fs.Bool("verify", false, "also verify the content checksum (reads every byte)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -286,6 +301,62 @@ func graphInfo(args []string, stdout, stderr io.Writer) error {
 		check += " and checksum"
 	}
 	tw("load time", "%s (%s verified)", load.Round(time.Microsecond), check)
+	return nil
+}
+
+func graphExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("graph export", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = subUsage(fs, `walkstage graph export g.wsg [--format text|parquet] --out PATH
+
+Writes every stored directed edge as a row of external ids, with the weight
+and label when the graph has them: a text edge list (the format graph import
+reads, with '#' header lines) or a Parquet file (columns src, dst, weight,
+label). A vertex without any edge is written as one self-loop row, which
+graph import drops while keeping the vertex. The header (text) or the
+key-value metadata (Parquet) gives the graph import command that rebuilds
+the graph with the same version.`)
+	format := fs.String("format", "", "text or parquet (default: parquet for *.parquet, else text)")
+	out := fs.String("out", "", "output file (required)")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return errors.New("export: want exactly one graph file")
+	}
+	if *out == "" {
+		return errors.New("export: --out is required")
+	}
+	if *format == "" {
+		*format = "text"
+		if strings.HasSuffix(strings.ToLower(*out), ".parquet") {
+			*format = "parquet"
+		}
+	}
+	f, err := graph.ParseExportFormat(*format)
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	t0 := time.Now()
+	g, err := graph.Load(pos[0])
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	st, err := graph.ExportFile(ctx, g, *out, f)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "exported %s (version %s): %d edges", g.Name, g.Version, st.Edges)
+	if st.MarkerRows > 0 {
+		fmt.Fprintf(stdout, " and %d self-loop rows for vertices without edges", st.MarkerRows)
+	}
+	fmt.Fprintf(stdout, " to %s (%s) in %s\nrebuild with: walkstage graph import --format %s %s --name %q %s --out %s.wsg\n",
+		*out, humanBytes(fileSize(*out)), time.Since(t0).Round(time.Millisecond), f, strings.Join(st.ImportFlags, " "), g.Name, *out, g.Name)
+	if !st.Exact {
+		fmt.Fprintf(stderr, "warning: importing this export will not give version %s: %s\n", g.Version, st.Inexact)
+	}
 	return nil
 }
 

@@ -48,3 +48,61 @@ func TestGraphInfoSizesTables(t *testing.T) {
 		})
 	}
 }
+
+// graph export | graph import gives back the graph's version, with the
+// import flags that export prints, for both formats.
+func TestGraphExportRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name string
+		gen  []string
+	}{{"weighted-labelled", []string{"--weights", "--labels", "4", "--undirected"}}, {"plain", nil}} {
+		g := filepath.Join(dir, c.name+".wsg")
+		var out, errOut bytes.Buffer
+		args := append([]string{"graph", "generate", "--scale", "7", "--edge-factor", "4", "--out", g}, c.gen...)
+		if rc := Main(context.Background(), args, &out, &errOut); rc != 0 {
+			t.Fatalf("generate: %s", errOut.String())
+		}
+		version := func(path string) string {
+			var o, e bytes.Buffer
+			if rc := Main(context.Background(), []string{"graph", "info", path}, &o, &e); rc != 0 {
+				t.Fatalf("info %s: %s", path, e.String())
+			}
+			for _, line := range strings.Split(o.String(), "\n") {
+				if v, ok := strings.CutPrefix(line, "version:"); ok {
+					return strings.TrimSpace(v)
+				}
+			}
+			t.Fatalf("no version in %s", o.String())
+			return ""
+		}
+		want := version(g)
+		for _, ext := range []string{"txt", "parquet"} {
+			t.Run(c.name+"/"+ext, func(t *testing.T) {
+				edges := filepath.Join(dir, c.name+"."+ext)
+				var o, e bytes.Buffer
+				if rc := Main(context.Background(), []string{"graph", "export", g, "--out", edges}, &o, &e); rc != 0 {
+					t.Fatalf("export: %s", e.String())
+				}
+				// "rebuild with: walkstage graph import --format F FLAGS --name N IN --out OUT"
+				_, cmd, ok := strings.Cut(o.String(), "rebuild with: walkstage ")
+				if !ok || e.Len() > 0 {
+					t.Fatalf("export output %q, stderr %q", o.String(), e.String())
+				}
+				fields := strings.Fields(cmd)
+				back := filepath.Join(dir, c.name+"-"+ext+"-back.wsg")
+				fields[len(fields)-1] = back
+				for i, f := range fields {
+					fields[i] = strings.Trim(f, `"`)
+				}
+				e.Reset()
+				if rc := Main(context.Background(), append(fields, "--quiet"), &o, &e); rc != 0 {
+					t.Fatalf("%v: %s", fields, e.String())
+				}
+				if got := version(back); got != want {
+					t.Fatalf("version %s after export and import, want %s", got, want)
+				}
+			})
+		}
+	}
+}

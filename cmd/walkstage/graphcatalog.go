@@ -13,7 +13,9 @@ import (
 )
 
 // Usage lines of the catalog subcommands, for the graph subcommand's help.
-const graphCatalogUsage = `  publish   upload a graph version to a catalog and make it CURRENT (written last)
+const graphCatalogUsage = `
+catalog subcommands (graph versions in object storage, followed by the stage):
+  publish   upload a graph version to a catalog and make it CURRENT (written last)
             walkstage graph publish g.wsg --to s3://bucket/prefix?region=...
   list      list a catalog's versions, newest first (* = CURRENT)
             walkstage graph list --from s3://bucket/prefix?region=...

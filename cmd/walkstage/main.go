@@ -4,6 +4,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -20,24 +22,31 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"graph": {"generate, import or describe a graph file", graphCmd},
-		"walk":  {"walk a graph once and write Parquet to object storage", walkCmd},
-		"bench": {"measure walk throughput on a generated or given graph", benchCmd},
-		"run":   {"run the Kafka-driven stage, configured from WALKSTAGE_* variables", runCmd},
-		"demo":  {"run the stage end to end on an embedded broker and a local store", demoCmd},
+		"graph":     {"generate, import or describe a graph file", graphCmd},
+		"walk":      {"walk a graph once and write Parquet to object storage", walkCmd},
+		"bench":     {"measure walk throughput on a generated or given graph", benchCmd},
+		"run":       {"run the Kafka-driven stage, configured from WALKSTAGE_* variables", runCmd},
+		"demo":      {"run the stage end to end on an embedded broker and a local store", demoCmd},
+		"gpu-probe": {"exit 0 when this binary can run the GPU engine here", gpuProbeCmd},
 	}
 }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	memoryLimit.bytes, memoryLimit.note = applyMemoryLimit()
 	os.Exit(Main(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // Main runs the command line and returns the process exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmds := commands()
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) >= 2 && args[0] == "help" {
+		// "walkstage help run" is "walkstage run -h"; "help graph import"
+		// is "graph import -h".
+		args = append(args[1:len(args):len(args)], "-h")
+	}
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
 		usage(stderr, cmds)
 		if len(args) == 0 {
 			return 2
@@ -55,6 +64,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if err := c.run(ctx, args[1:], stdout, stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			// The flag set has printed the help that -h asked for.
+			return 0
+		}
 		fmt.Fprintf(stderr, "walkstage %s: %v\n", args[0], err)
 		return 1
 	}
@@ -72,7 +85,7 @@ func usage(w io.Writer, cmds map[string]command) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-6s %s\n", n, cmds[n].summary)
+		fmt.Fprintf(w, "  %-9s %s\n", n, cmds[n].summary)
 	}
-	fmt.Fprintln(w, "  version print the version\n\nRun 'walkstage <command> -h' for a command's flags.")
+	fmt.Fprintln(w, "  version   print the version\n\nRun 'walkstage <command> -h' or 'walkstage help <command>' for a command's flags.")
 }

@@ -13,12 +13,13 @@ import (
 const runUsage = `usage: walkstage run [--check]
 
 Runs the Kafka-driven stage until SIGTERM or SIGINT, configured only from
-WALKSTAGE_* environment variables (see docs/messages.md for the message
-formats and stage/config.go for every variable). Logs go to stderr.
+WALKSTAGE_* environment variables (below; docs/messages.md has the message
+formats). Logs go to stderr. When GOMEMLIMIT is not set, the soft memory
+limit is 90% of the container's memory limit (or of physical memory).
 
   --check   validate the configuration, print it (secrets masked) and exit
 
-Variables (default in brackets):
+Variables:
 `
 
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -27,9 +28,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	check := fs.Bool("check", false, "validate the configuration and exit")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, runUsage)
-		for _, v := range stage.Variables() {
-			fmt.Fprintf(stderr, "  %-40s [%s]\n", v.Name, v.Default)
-		}
+		stage.WriteConfigReference(stderr)
 	}
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
@@ -50,6 +49,10 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			fmt.Fprintf(stdout, "%s=%s\n", v.Name, v.Value)
 		}
 		return nil
+	}
+	if c, err := stage.LoadConfig(nil); err == nil {
+		// stage.Main reports a bad configuration itself.
+		stage.NewLogger(c, os.Stderr).Info("memory limit", "gomemlimit_bytes", memoryLimit.bytes, "source", memoryLimit.note)
 	}
 	return stage.Main(ctx, nil, os.Stderr, Version)
 }

@@ -33,8 +33,11 @@ example:
                  --seeds all --seed 42 --out file:///tmp/walks
 
 --seeds is "all" (every vertex), a file of external vertex ids (one per line, # comments; an id
-the graph lacks is an error), or "A-B": the vertices whose external id is in [A, B]. Walk i starts at seed i mod S (S seeds), so the first S walks
-cover every seed once. The same flags and seed give byte-identical output on the same engine.
+the graph lacks is an error), or "A-B": the vertices whose external id is in [A, B].
+
+Walk ids are ordered as in the stage (docs/messages.md): with W = --walks-per-vertex, seed k's
+walks are k*W .. (k+1)*W-1, so walk i starts at seed i / W. The same flags and seed give
+byte-identical output on the same engine.
 
 flags:
 `
@@ -144,9 +147,7 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if int64(nSeeds)*int64(*perVertex) > int64(1)<<40 {
 		return fmt.Errorf("%d seeds x %d walks each is too many for one run", nSeeds, *perVertex)
 	}
-	for r := 1; r < *perVertex; r++ {
-		starts = append(starts, starts[:nSeeds]...)
-	}
+	starts = repeatSeeds(starts, *perVertex)
 	fmt.Fprintf(stderr, "graph %s (version %s): %d vertices, %d edges, loaded in %s\n", g.Name, g.Version, g.NumVertices(),
 		g.NumEdges(), time.Since(t0).Round(time.Millisecond))
 
@@ -230,6 +231,21 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		total.Round(time.Millisecond), walkTime.Round(time.Millisecond), float64(m.Steps)/total.Seconds()/1e6,
 		float64(m.Steps+m.Walks)/total.Seconds()/1e6, float64(m.Bytes)/total.Seconds()/1e6)
 	return nil
+}
+
+// repeatSeeds lists each seed's walks together, seed-major, the stage's
+// walk order (source.Request.Job): walk i starts at seeds[i / perSeed].
+func repeatSeeds(seeds []uint32, perSeed int) []uint32 {
+	if perSeed == 1 {
+		return seeds
+	}
+	starts := make([]uint32, 0, len(seeds)*perSeed)
+	for _, s := range seeds {
+		for range perSeed {
+			starts = append(starts, s)
+		}
+	}
+	return starts
 }
 
 // newEngine builds the requested engine; auto prefers the GPU and falls

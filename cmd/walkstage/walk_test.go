@@ -15,9 +15,11 @@ import (
 
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
+	"github.com/parquet-go/parquet-go"
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/source"
 )
 
 // walkTestGraph saves a small graph with sparse external ids.
@@ -176,5 +178,51 @@ func TestWalkCommandToS3(t *testing.T) {
 	}
 	if m.Walks != 200 || len(m.Files) != 1 {
 		t.Fatalf("manifest %+v", m)
+	}
+}
+
+// walkstage walk numbers walks like the stage: seed k's walks are
+// k*W .. (k+1)*W-1 (source.Request.Job), not round-robin over the seeds.
+func TestWalkCommandOrdersWalksLikeTheStage(t *testing.T) {
+	gp := walkTestGraph(t)
+	dir := t.TempDir()
+	seedFile := filepath.Join(dir, "seeds.txt")
+	os.WriteFile(seedFile, []byte("10\n1990\n30\n"), 0o644)
+	out := filepath.Join(dir, "out")
+	if msg, err := runWalk(t, "--graph", gp, "--seeds", seedFile, "--walks-per-vertex", "3", "--length", "5",
+		"--out", "file://"+out, "--batch-id", "order", "--quiet"); err != nil {
+		t.Fatalf("%v\n%s", err, msg)
+	}
+	parts, _ := filepath.Glob(filepath.Join(out, "walks", "*", "*", "batch=order", "part-*.parquet"))
+	if len(parts) != 1 {
+		t.Fatalf("parts %v", parts)
+	}
+	data, err := os.ReadFile(parts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := parquet.Read[sink.Row](bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	g, err := graph.Load(gp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	req, err := source.DecodeRequest(nil, []byte(`{"version":1,"batch_id":"order","algorithm":"deepwalk","walks_per_seed":3,"seeds":[10,1990,30]}`),
+		g, source.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stageStarts := req.Job(0).Starts
+	if len(rows) != len(stageStarts) {
+		t.Fatalf("%d walks, the stage walks %d", len(rows), len(stageStarts))
+	}
+	for _, r := range rows {
+		if want := g.ExternalID(stageStarts[r.WalkID]); r.Start != want {
+			t.Errorf("walk %d starts at %d; the stage starts it at %d", r.WalkID, r.Start, want)
+		}
 	}
 }

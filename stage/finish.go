@@ -1,0 +1,205 @@
+package stage
+
+// Finishing a batch: commit, report, acknowledge, or retry, refuse or
+// abandon it.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sync"
+	"time"
+
+	"github.com/walkstage/walkstage/gpu"
+	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/walk"
+)
+
+// finish completes one batch after its engine run: commit the objects,
+// publish the event, acknowledge. What fails splits in two classes. A
+// request error found late (parameters the engine refuses, a batch id
+// already used for another request) is refused like a bad message. Any
+// other failure is a dependency's (engine, object store, broker), never the
+// request's: the batch is retried alone, with capped back-off and for as
+// long as it takes, while the stage reports not ready and fetches nothing
+// new. At the shutdown deadline the batch is abandoned unacknowledged.
+func (s *Stage) finish(ctx context.Context, b *batch, runErr error) {
+	defer s.finishes.Done()
+	defer s.release()
+	defer s.leave(b.req.BatchID)
+	defer b.unbind()
+	log := s.log.With("batch_id", b.req.BatchID, "algorithm", b.req.Algorithm.Kind.String())
+	for {
+		err := s.complete(ctx, b, runErr)
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			if b.w != nil {
+				b.w.Abort(context.WithoutCancel(ctx))
+			}
+			log.Info("batch abandoned at shutdown (uncommitted; it will be redelivered)")
+			return
+		}
+		if re := requestError(b, err); re != nil {
+			if b.w != nil {
+				b.w.Abort(context.WithoutCancel(ctx))
+			}
+			if s.refuse(ctx, b.d, re, b) != nil {
+				log.Info("batch abandoned at shutdown (uncommitted; it will be redelivered)")
+			}
+			return
+		}
+		if errors.Is(err, walk.ErrEngineBroken) {
+			s.health.breakEngine(err)
+			log.Error("engine unusable: replica not ready, batch left uncommitted for another replica", "err", err)
+			return
+		}
+		s.dependencyFailed(b.failedDep, "batch", err)
+		log.Warn("batch attempt failed; retrying", "attempt", b.attempt, "dependency", b.failedDep, "err", err)
+		if s.draining.Load() {
+			// Shutting down: leave the retry to the next owner.
+			log.Info("batch abandoned at shutdown after a failed attempt (uncommitted)")
+			return
+		}
+		if !sleepCtx(ctx, backoff(b.attempt, s.o.RetryBackoffMin, s.o.RetryBackoffMax)) {
+			continue // ctx is done: the next round abandons
+		}
+		runErr = s.walk(ctx, []*batch{b})
+	}
+}
+
+// requestError is the rejection err amounts to, or nil when err is not the
+// request's fault.
+func requestError(b *batch, err error) *source.RejectError {
+	var re *source.RejectError
+	switch {
+	case errors.As(err, &re):
+		return re
+	case errors.Is(err, walk.ErrInvalidAlgorithm):
+		return &source.RejectError{Reason: source.ReasonInvalidParameters, BatchID: b.req.BatchID, Msg: err.Error()}
+	case sink.IsRequestError(err):
+		return &source.RejectError{Reason: source.ReasonBatchIDConflict, BatchID: b.req.BatchID, Msg: err.Error()}
+	case errors.As(err, new(*gpu.MemoryPlanError)) && b.alone:
+		// Walked alone, the request still needs more device memory than
+		// there is: no retry helps. (In a micro-batch it is first retried
+		// alone.)
+		return &source.RejectError{Reason: source.ReasonTooLarge, BatchID: b.req.BatchID, Msg: err.Error()}
+	}
+	return nil
+}
+
+// complete is one attempt at finishing: writer errors and engine errors
+// come back plain (retryable); failing to publish is fatal.
+func (s *Stage) complete(ctx context.Context, b *batch, runErr error) error {
+	if b.lookupErr != nil {
+		b.failedDep = depStore
+		return b.lookupErr
+	}
+	if b.existing != nil {
+		return s.report(ctx, b, b.existing, s.manifestKey(b, b.existing), time.Now())
+	}
+	if runErr == nil && b.wErr == nil && b.gotW != int64(b.walks) {
+		runErr = fmt.Errorf("engine emitted %d of %d walks", b.gotW, b.walks)
+	}
+	b.failedDep = depStore
+	if runErr != nil {
+		b.failedDep = depEngine
+	}
+	if err := errors.Join(runErr, b.wErr); err != nil {
+		if b.w != nil {
+			b.w.Abort(context.WithoutCancel(ctx))
+		}
+		return err
+	}
+	wt := time.Now()
+	man, err := b.w.Commit(ctx)
+	if err != nil {
+		return fmt.Errorf("commit objects: %w", err)
+	}
+	if b.failedDep == depEngine {
+		s.dependencyOK(depEngine)
+	}
+	return s.report(ctx, b, man, b.w.Layout().SuccessKey(), wt)
+}
+
+// report publishes the succeeded event of a batch whose output is durable
+// (written now, or found complete by a redelivery), then acknowledges it.
+func (s *Stage) report(ctx context.Context, b *batch, man *sink.Manifest, manifestKey string, wt time.Time) error {
+	writing := time.Since(b.emitted)
+	ev := source.Event{BatchID: b.req.BatchID, Status: source.StatusSucceeded,
+		Graph: man.Graph, GraphVersion: man.GraphVersion, Algorithm: b.req.Algorithm.Describe(b.v.g), Engine: man.Engine,
+		RNGSeed: b.req.RNGSeed, Seeds: len(b.req.Seeds), SkippedSeeds: b.req.Skipped, SkippedIDs: b.req.SkippedIDs,
+		Walks: man.Walks, Steps: man.Steps,
+		Manifest: sink.ObjectURL(s.o.BucketURL, manifestKey),
+		Timings: source.Timings{Queued: b.launched.Sub(b.queuedAt).Seconds(), Walking: b.walked.Seconds(),
+			Writing: writing.Seconds(), Total: time.Since(b.queuedAt).Seconds()}}
+	for _, f := range man.Files {
+		ev.Objects = append(ev.Objects, sink.ObjectURL(s.o.BucketURL, f.Key))
+	}
+	s.dependencyOK(depStore)
+	// The objects are durable: from here only the event is retried, never
+	// the walk. Abandoned at the deadline, the redelivery finds the output
+	// complete and publishes it then.
+	if err := s.persist(ctx, depBroker, "publish", func(ctx context.Context) error { return s.o.Events.Publish(ctx, ev) }); err != nil {
+		s.log.Info("batch abandoned at shutdown with its output written (uncommitted; the redelivery reports it)", "batch_id", b.req.BatchID)
+		return nil
+	}
+	if err := b.d.Ack(ctx, nil); err != nil {
+		s.log.Warn("acknowledgement failed; the batch will be redelivered", "batch_id", b.req.BatchID, "err", err)
+	}
+	// The latency users see ends when the event is durable, not when it
+	// was built.
+	total := time.Since(b.queuedAt)
+	s.m.batches.WithLabelValues(string(source.StatusSucceeded)).Inc()
+	s.m.walks.Add(float64(man.Walks))
+	s.m.steps.Add(float64(man.Steps))
+	s.m.latency.Observe(total.Seconds())
+	s.m.phase.WithLabelValues("queued").Observe(ev.Timings.Queued)
+	s.m.phase.WithLabelValues("walking").Observe(ev.Timings.Walking)
+	s.m.phase.WithLabelValues("writing").Observe(ev.Timings.Writing)
+	s.log.Info("batch succeeded", "batch_id", b.req.BatchID, "algorithm", b.req.Algorithm.Kind.String(),
+		"walks", man.Walks, "steps", man.Steps, "objects", len(man.Files), "duration", total,
+		"commit", time.Since(wt))
+	return nil
+}
+
+// lookup finds, for each batch, whether its complete output already exists
+// (a redelivery after the event or the commit was lost): such a batch is
+// reported from its manifest instead of walked again, and a batch id whose
+// output came from a different request is a conflict, never overwritten.
+// The lookups of a micro-batch run in parallel.
+func (s *Stage) lookup(ctx context.Context, mb []*batch) {
+	var wg sync.WaitGroup
+	for _, b := range mb {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b.existing, b.lookupErr = nil, nil
+			m, err := sink.Lookup(ctx, s.o.Bucket, s.o.Prefix, b.req.BatchID, b.req.Fingerprint(), s.o.SinkOptions...)
+			switch {
+			case err != nil:
+				b.lookupErr = fmt.Errorf("look for existing output: %w", err)
+			case m != nil:
+				b.existing = m
+				s.log.Info("batch already complete (a redelivery): reporting its output without walking", "batch_id", b.req.BatchID,
+					"graph_version", m.GraphVersion)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// manifestKey is where a found manifest lives: beside its parts.
+func (s *Stage) manifestKey(b *batch, m *sink.Manifest) string {
+	if len(m.Files) > 0 {
+		return path.Dir(m.Files[0].Key) + "/" + sink.SuccessName
+	}
+	l, err := sink.BatchLayout(s.o.Prefix, m.Graph, b.req.Algorithm.Kind.String(), b.req.BatchID)
+	if err != nil {
+		return ""
+	}
+	return l.SuccessKey()
+}

@@ -1,0 +1,121 @@
+package stage
+
+// The intake: fetching, holding batch ids, refusing bad requests.
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/walkstage/walkstage/source"
+)
+
+// sourceLoop fetches until fetchCtx ends, then closes the queue. While a
+// dependency is down it fetches nothing new (the work it holds retries); a
+// failed fetch is the broker's trouble, retried with back-off.
+func (s *Stage) sourceLoop(fetchCtx, workCtx context.Context) error {
+	defer close(s.queue)
+	fetchFailures := 0
+	for {
+		if fetchFailures == 0 && !s.waitHealthy(fetchCtx) {
+			return nil
+		}
+		d, err := s.o.Source.Next(fetchCtx)
+		if err != nil {
+			if fetchCtx.Err() != nil {
+				return nil
+			}
+			if errors.Is(err, source.ErrClosed) {
+				return err
+			}
+			fetchFailures++
+			s.dependencyFailed(depBroker, "fetch", err)
+			if !sleepCtx(fetchCtx, backoff(fetchFailures, s.o.RetryBackoffMin, s.o.RetryBackoffMax)) {
+				return nil
+			}
+			continue
+		}
+		if fetchFailures > 0 {
+			fetchFailures = 0
+			s.dependencyOK(depBroker)
+		}
+		if d.Reject != nil {
+			if err := s.refuse(workCtx, d, d.Reject, nil); err != nil {
+				return nil // shutdown deadline: left uncommitted, redelivered
+			}
+			continue
+		}
+		b := &batch{d: d, req: d.Request, walks: d.Request.NumWalks(), queuedAt: d.Received}
+		if !s.claim(workCtx, b.req.BatchID) {
+			return nil
+		}
+		select {
+		case s.queue <- b:
+			s.m.queued.Inc()
+		case <-workCtx.Done():
+			s.leave(b.req.BatchID)
+			return nil
+		}
+	}
+}
+
+// claim registers id as held by this replica, first waiting for an
+// earlier copy of it to leave. False means ctx ended while waiting.
+func (s *Stage) claim(ctx context.Context, id string) bool {
+	for {
+		s.activeMu.Lock()
+		ch, busy := s.active[id]
+		if !busy {
+			s.active[id] = make(chan struct{})
+			s.activeMu.Unlock()
+			return true
+		}
+		s.activeMu.Unlock()
+		s.log.Info("batch redelivered while still in flight here; waiting for the first copy", "batch_id", id)
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// leave releases id (see claim).
+func (s *Stage) leave(id string) {
+	s.activeMu.Lock()
+	defer s.activeMu.Unlock()
+	if ch, ok := s.active[id]; ok {
+		close(ch)
+		delete(s.active, id)
+	}
+}
+
+// refuse reports a request error: a "rejected" completion event, then the
+// acknowledgement that dead-letters and commits the message. Broker
+// trouble on the way is retried, never the request's fault; the error is
+// ctx's, at the shutdown deadline (the message stays uncommitted). b, when
+// set, is the batch found invalid after it was queued.
+func (s *Stage) refuse(ctx context.Context, d *source.Delivery, re *source.RejectError, b *batch) error {
+	log := s.log.With("batch_id", re.BatchID, "reason", string(re.Reason))
+	v := s.graphs.serving()
+	if b != nil && b.v != nil {
+		v = b.v
+	}
+	ev := source.Event{BatchID: re.BatchID, Status: source.StatusRejected, Reason: string(re.Reason), Error: re.Msg,
+		Graph: v.g.Name, GraphVersion: v.g.Version,
+		Timings: source.Timings{Total: time.Since(d.Received).Seconds()}}
+	if b != nil {
+		ev.Algorithm, ev.Engine, ev.RNGSeed, ev.Seeds = b.req.Algorithm.Describe(v.g), v.e.Name(), b.req.RNGSeed, len(b.req.Seeds)
+		ev.Timings.Queued = b.launched.Sub(b.queuedAt).Seconds()
+	}
+	if err := s.persist(ctx, depBroker, "publish rejection", func(ctx context.Context) error { return s.o.Events.Publish(ctx, ev) }); err != nil {
+		return err
+	}
+	if err := s.persist(ctx, depBroker, "dead-letter", func(ctx context.Context) error { return d.Ack(ctx, re) }); err != nil {
+		return err
+	}
+	s.m.batches.WithLabelValues(string(source.StatusRejected)).Inc()
+	s.m.rejections.WithLabelValues(string(re.Reason)).Inc()
+	log.Info("request rejected", "error", re.Msg)
+	return nil
+}

@@ -1,0 +1,238 @@
+package stage
+
+// The engine side: micro-batches formed from the queue, one engine run
+// each, chunks routed to their batches' writers.
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/walk"
+)
+
+// engineLoop forms micro-batches from the queue and walks them.
+func (s *Stage) engineLoop(ctx context.Context, drained chan<- struct{}) error {
+	defer func() {
+		s.finishes.Wait()
+		close(drained)
+	}()
+	var carry *batch
+	for {
+		var first *batch
+		if carry != nil {
+			first, carry = carry, nil
+		} else {
+			select {
+			case b, ok := <-s.queue:
+				if !ok {
+					return nil
+				}
+				first = b
+			case <-ctx.Done():
+				s.abandonQueued()
+				return nil
+			}
+		}
+		var mb []*batch
+		var closed bool
+		mb, carry, closed = s.collect(ctx, first)
+		s.m.queued.Sub(float64(len(mb)))
+		if err := s.launch(ctx, mb); err != nil {
+			return err
+		}
+		if closed && carry == nil {
+			return nil
+		}
+	}
+}
+
+// collect forms one micro-batch from first and what the queue holds,
+// waiting up to MicroBatchMaxWait for more (not at all when it is 0), up to
+// MicroBatchMaxRequests and MicroBatchMaxWalks. A batch that would exceed
+// the walk limit comes back as carry, the next micro-batch's first; closed
+// reports that the queue is closed.
+func (s *Stage) collect(ctx context.Context, first *batch) (mb []*batch, carry *batch, closed bool) {
+	mb = []*batch{first}
+	walks := first.walks
+	var deadline <-chan time.Time // nil: never fires
+	if s.o.MicroBatchMaxWait > 0 {
+		timer := time.NewTimer(s.o.MicroBatchMaxWait)
+		defer timer.Stop()
+		deadline = timer.C
+	}
+	for len(mb) < s.o.MicroBatchMaxRequests && walks < s.o.MicroBatchMaxWalks {
+		var b *batch
+		var ok bool
+		select {
+		case b, ok = <-s.queue: // take what is already queued first
+		default:
+			if deadline == nil {
+				return mb, nil, false
+			}
+			select {
+			case b, ok = <-s.queue:
+			case <-deadline:
+				return mb, nil, false
+			case <-ctx.Done():
+				return mb, nil, false
+			}
+		}
+		if !ok {
+			return mb, nil, true
+		}
+		if walks+b.walks > s.o.MicroBatchMaxWalks {
+			return mb, b, false
+		}
+		mb, walks = append(mb, b), walks+b.walks
+	}
+	return mb, nil, false
+}
+
+// abandonQueued drops queued batches at the shutdown deadline: they were
+// never started and stay uncommitted.
+func (s *Stage) abandonQueued() {
+	for b := range s.queue {
+		s.m.queued.Dec()
+		s.log.Info("batch abandoned at shutdown (uncommitted; it will be redelivered)", "batch_id", b.req.BatchID)
+		s.leave(b.req.BatchID)
+	}
+}
+
+// launch takes an in-flight slot per batch, walks them in one engine run
+// and hands each to a finisher.
+func (s *Stage) launch(ctx context.Context, mb []*batch) error {
+	for i := range mb {
+		select {
+		case s.slots <- struct{}{}:
+			s.m.inFlight.Inc()
+		case <-ctx.Done():
+			for _, b := range mb[i:] {
+				s.log.Info("batch abandoned at shutdown (uncommitted; it will be redelivered)", "batch_id", b.req.BatchID)
+				s.leave(b.req.BatchID)
+			}
+			for range mb[:i] {
+				s.release()
+			}
+			return nil
+		}
+	}
+	s.m.microBatchRequests.Observe(float64(len(mb)))
+	runErr := s.walk(ctx, mb)
+	for _, b := range mb {
+		s.finishes.Add(1)
+		go s.finish(ctx, b, runErr)
+	}
+	return nil
+}
+
+func (s *Stage) release() {
+	<-s.slots
+	s.m.inFlight.Dec()
+}
+
+// walk opens a writer per batch, runs the engine once for all of them and
+// routes each chunk to its batch's writer. It returns the engine's error;
+// writer errors are recorded per batch. On return every writer goroutine
+// has finished (b.written closed).
+func (s *Stage) walk(ctx context.Context, mb []*batch) error {
+	// One graph version for the whole micro-batch (graphs.go).
+	for _, b := range mb {
+		b.unbind()
+	}
+	v := s.graphs.acquire(ctx)
+	if v == nil {
+		for _, b := range mb {
+			b.written = make(chan struct{})
+			close(b.written)
+		}
+		return ctx.Err()
+	}
+	defer v.release()
+	jobs := make([]walk.Job, 0, len(mb))
+	live := make([]*batch, 0, len(mb))
+	now := time.Now()
+	s.lookup(ctx, mb)
+	for _, b := range mb {
+		b.launched, b.attempt, b.alone = now, b.attempt+1, len(mb) == 1
+		b.gotW, b.steps, b.wErr = 0, 0, nil
+		b.written = make(chan struct{})
+		if re := s.bind(b, v); re != nil {
+			b.w, b.wErr = nil, re
+			close(b.written)
+			continue
+		}
+		if b.existing != nil || b.lookupErr != nil {
+			b.w = nil
+			close(b.written)
+			continue
+		}
+		w, err := sink.NewBatchWriter(ctx, s.o.Bucket, s.o.Prefix, sink.BatchMeta{
+			BatchID: b.req.BatchID, Algorithm: b.req.Algorithm, Seed: b.req.RNGSeed, Engine: v.e.Name(),
+			WalkstageVersion: s.o.Version, Walks: int64(b.walks), Fingerprint: b.req.Fingerprint(),
+		}, v.g, s.o.SinkOptions...)
+		if err != nil {
+			b.w, b.wErr = nil, fmt.Errorf("open writer: %w", err)
+			close(b.written)
+			continue
+		}
+		b.w = w
+		b.chunks = make(chan walk.Chunk, s.o.ChunkBuffer)
+		go s.write(ctx, b)
+		jobs = append(jobs, b.req.Job(len(jobs)))
+		live = append(live, b)
+	}
+	var runErr error
+	if len(jobs) > 0 {
+		s.engineMu.Lock()
+		t0 := time.Now()
+		runErr = v.e.Run(ctx, jobs, func(c walk.Chunk) error {
+			b := live[c.Tag]
+			b.gotW += int64(c.Len())
+			b.steps += c.Steps()
+			select {
+			case b.chunks <- c:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+		d := time.Since(t0)
+		s.engineMu.Unlock()
+		var steps int64
+		for _, b := range live {
+			b.walked = d
+			steps += b.steps
+			close(b.chunks)
+		}
+		s.m.engineRuns.Inc()
+		s.m.engineSeconds.Add(d.Seconds())
+		if sr, ok := v.e.(walk.StatsReporter); ok {
+			s.m.engineBytes.Set(float64(sr.LastRunStats().MemoryBytes))
+		}
+		if runErr == nil {
+			s.log.Debug("engine run", "batches", len(live), "walks", len(jobs), "steps", steps, "duration", d)
+		}
+	}
+	end := time.Now()
+	for _, b := range mb {
+		<-b.written
+		b.emitted = end
+	}
+	return runErr
+}
+
+// write feeds one batch's chunks to its writer. After a Write error it keeps
+// draining, so the engine never blocks on a dead batch.
+func (s *Stage) write(ctx context.Context, b *batch) {
+	defer close(b.written)
+	for c := range b.chunks {
+		if b.wErr != nil {
+			continue
+		}
+		if err := b.w.Write(ctx, c); err != nil {
+			b.wErr = fmt.Errorf("write: %w", err)
+		}
+	}
+}
