@@ -319,3 +319,6 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 		return false
 	}
 }
+
+// EngineName is the engine's name ("cpu" or "gpu"), as recorded in outputs.
+func (s *Stage) EngineName() string { return s.graphs.serving().e.Name() }
