@@ -156,3 +156,42 @@ func TestSwapLifecycle(t *testing.T) {
 		t.Fatal("launches still held after the drain swap")
 	}
 }
+
+// A request pinned to a version that is not loaded waits for it and passes
+// once a swap brings it; one whose wait runs out becomes a
+// graph_version_unavailable rejection; unpinned requests pass meanwhile.
+func TestPinnedRequestsWaitForTheirVersion(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	v1 := idGraph(t, "social", graph.Edge{Src: 1, Dst: 2})
+	v2 := idGraph(t, "social", graph.Edge{Src: 1, Dst: 3})
+	s := unitStage(t, v1)
+	f := &follower{s: s, build: func(g *graph.Graph) (walk.Engine, error) { return walk.NewCPU(g) }, log: slog.New(slog.DiscardHandler)}
+	s.graphs.follower = f
+	src := newMemSource()
+	p := &pinSource{inner: src, gs: &s.graphs, wait: time.Minute, max: 4}
+	body := func(id, version string) string {
+		return `{"version":1,"batch_id":"` + id + `","algorithm":"deepwalk","seeds":[1],"graph_version":"` + version + `"}`
+	}
+	src.send(t, "to-v2", body("to-v2", v2.Version))
+	src.send(t, "plain", `{"version":1,"batch_id":"plain","algorithm":"deepwalk","seeds":[1]}`)
+	d, err := p.Next(ctx)
+	if err != nil || d.BatchID() != "plain" || d.Reject != nil {
+		t.Fatalf("first delivery %+v, %v: want the unpinned request while the pinned one waits", d, err)
+	}
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		f.swap(ctx, v2, f.log, 0)
+	}()
+	d, err = p.Next(ctx)
+	if err != nil || d.BatchID() != "to-v2" || d.Reject != nil || s.graphs.serving().g != v2 {
+		t.Fatalf("second delivery %+v, %v: want to-v2 released by the swap", d, err)
+	}
+
+	p.wait = 200 * time.Millisecond
+	src.send(t, "never", body("never", "0123456789abcdef"))
+	d, err = p.Next(ctx)
+	if err != nil || d.BatchID() != "never" || d.Reject == nil || d.Reject.Reason != ReasonGraphVersionUnavailable {
+		t.Fatalf("third delivery %+v, %v: want never rejected after its wait", d, err)
+	}
+}
