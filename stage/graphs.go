@@ -85,6 +85,7 @@ type served struct {
 	retired  bool
 	released chan struct{} // closed once retired and unreferenced
 	closeG   bool          // retire closes the graph too (not in drain mode)
+	freed    func()        // called once released (a log line), may be nil
 }
 
 func newServed(g *graph.Graph, e walk.Engine) *served {
@@ -120,10 +121,11 @@ func (v *served) release() {
 }
 
 // retire refuses new references and frees the engine (and the graph, when
-// closeG) once the last one is released; released is closed then.
-func (v *served) retire(closeG bool) <-chan struct{} {
+// closeG) once the last one is released; released is closed and freed
+// called then.
+func (v *served) retire(closeG bool, freed func()) <-chan struct{} {
 	v.mu.Lock()
-	v.retired, v.closeG = true, closeG
+	v.retired, v.closeG, v.freed = true, closeG, freed
 	idle := v.refs == 0
 	v.mu.Unlock()
 	if idle {
@@ -138,6 +140,9 @@ func (v *served) free() {
 		v.g.Close()
 	}
 	close(v.released)
+	if v.freed != nil {
+		v.freed()
+	}
 }
 
 // graphState is the Stage's view of the graph it walks (one field of Stage).
@@ -304,8 +309,8 @@ type follower struct {
 	onSwap   func(*graph.Graph) // before the old graph is released
 	log      *slog.Logger
 
-	// refused is the last pointer that failed: it is not tried again until
-	// CURRENT changes.
+	// refused is the last pointer whose version was corrupt or could not
+	// be built: it is not tried again until CURRENT changes.
 	refused catalog.Pointer
 	lastErr string
 }
@@ -338,7 +343,7 @@ func (f *follower) poll(ctx context.Context) {
 	}
 	f.lastErr = ""
 	cur := f.s.graphs.serving().g
-	if p.Version == cur.Version || p == f.refused {
+	if p.Version == cur.Version || p.Key == f.refused.Key && p.SHA256 == f.refused.SHA256 {
 		return
 	}
 	log := f.log.With("graph", p.Name, "version", p.Version, "from", cur.Version)
@@ -349,11 +354,11 @@ func (f *follower) poll(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		reason := "download"
+		reason := "download" // the store's trouble: tried again at the next poll
 		if errors.Is(err, catalog.ErrCorrupt) {
-			reason = "corrupt"
+			reason = "corrupt" // the version's: not tried again until CURRENT changes
+			f.refused = p
 		}
-		f.refused = p
 		f.s.graphs.failures.WithLabelValues(reason).Inc()
 		log.Error("new graph version refused; the current version keeps serving", "reason", reason, "err", err)
 		return
@@ -378,6 +383,11 @@ func (f *follower) swap(ctx context.Context, g *graph.Graph, log *slog.Logger, l
 			return err
 		}
 		built := time.Since(t0)
+		if ctx.Err() != nil { // shutting down while building: keep the old one
+			e.Close()
+			g.Close()
+			return ctx.Err()
+		}
 		nv := newServed(g, e)
 		// Between micro-batches: no engine run is in progress while the
 		// pointer moves, and the next micro-batch takes the new version.
@@ -401,7 +411,7 @@ func (f *follower) swap(ctx context.Context, g *graph.Graph, log *slog.Logger, l
 	}()
 	log.Info("draining: launches held until the new engine is built")
 	select {
-	case <-old.retire(false):
+	case <-old.retire(false, nil):
 	case <-ctx.Done():
 		// Shutdown: in-flight batches still hold the old version; the
 		// runtime closes it after the stage stops.
@@ -449,11 +459,8 @@ func (f *follower) finish(old, nv *served, log *slog.Logger, mode string, pause,
 	log.Info("graph version swapped", "mode", mode, "pause", pause, "load", loaded, "build", built,
 		"engine", nv.e.Name(), "vertices", nv.g.NumVertices(), "edges", nv.g.NumEdges())
 	if mode == swapOverlap {
-		released := old.retire(true)
-		go func() {
-			<-released
-			log.Info("previous graph version released", "version", old.g.Version)
-		}()
+		version := old.g.Version
+		old.retire(true, func() { log.Info("previous graph version released", "version", version) })
 	}
 }
 
