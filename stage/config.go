@@ -326,9 +326,6 @@ func (c *Config) validateKafka(bad badFunc) {
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		bad("TLS_CERT_FILE", "TLS_CERT_FILE and TLS_KEY_FILE go together")
 	}
-	if err := validGraphSettings(c); err != nil {
-		bad(err.name, "%s", err.msg)
-	}
 	switch strings.ToLower(c.SASLMechanism) {
 	case "", "none":
 	case "plain", "scram-sha-256", "scram-sha-512":
@@ -347,6 +344,9 @@ func (c *Config) validateKafka(bad badFunc) {
 func (c *Config) validateGraphAndOutput(bad badFunc) {
 	if c.Graph == "" {
 		bad("GRAPH", "required (path or object URL of a walkstage graph file)")
+	}
+	if err := validGraphSettings(c); err != nil {
+		bad(err.name, "%s", err.msg)
 	}
 	if c.OutputURL == "" {
 		bad("OUTPUT_URL", "required (bucket URL such as s3://bucket?region=... or file:///dir)")
