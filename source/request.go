@@ -73,6 +73,7 @@ func (e *RejectError) Error() string { return fmt.Sprintf("rejected (%s): %s", e
 type Request struct {
 	BatchID      string
 	Graph        string // as requested; empty when the request did not say
+	GraphVersion string // graph version the request is pinned to; empty: any
 	Algorithm    walk.Algorithm
 	WalksPerSeed int
 	// Seeds are the external ids walked, in request order, unknown ones
@@ -149,6 +150,7 @@ func ValidBatchID(id string) error {
 type requestV1 struct {
 	BatchID      string
 	Graph        string
+	GraphVersion string
 	Algorithm    string
 	Length       *int
 	WalksPerSeed *int
@@ -175,6 +177,7 @@ var v1Fields = map[string]func(m *requestV1, raw []byte) error{
 	"version":          func(*requestV1, []byte) error { return nil }, // read first, by readVersion
 	"batch_id":         func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.BatchID) },
 	"graph":            func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.Graph) },
+	"graph_version":    func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.GraphVersion) },
 	"algorithm":        func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.Algorithm) },
 	"length":           func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.Length) },
 	"walks_per_seed":   func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.WalksPerSeed) },
@@ -223,7 +226,7 @@ func DecodeRequest(key, value []byte, g *graph.Graph, lim Limits) (*Request, err
 	if err := d.checkIdentity(m); err != nil {
 		return nil, err
 	}
-	r := &Request{BatchID: d.id, Graph: m.Graph}
+	r := &Request{BatchID: d.id, Graph: m.Graph, GraphVersion: m.GraphVersion}
 	if err := d.checkAlgorithm(m, r); err != nil {
 		return nil, err
 	}
@@ -327,6 +330,9 @@ func (d *decoder) checkIdentity(m *requestV1) error {
 	}
 	if m.Graph != "" && d.g != nil && m.Graph != d.g.Name {
 		return d.reject(ReasonGraphMismatch, "request is for graph %q, this stage serves %q", truncate(m.Graph, 64), d.g.Name)
+	}
+	if v := m.GraphVersion; v != "" && (len(v) != 16 || strings.Trim(v, "0123456789abcdef") != "") {
+		return d.reject(ReasonInvalidParameters, "graph_version %q is not a graph version (16 lowercase hex digits)", truncate(v, 64))
 	}
 	return nil
 }

@@ -80,6 +80,21 @@ type Config struct {
 	// WALKSTAGE_GRAPH_DOWNLOAD_DIR: where a graph given by URL is downloaded
 	// (default: the system temporary directory). Needs room for the graph.
 	GraphDownloadDir string `env:"GRAPH_DOWNLOAD_DIR"`
+	// WALKSTAGE_GRAPH_POLL_INTERVAL: when GRAPH names a catalog pointer (an
+	// object URL ending in /CURRENT, written by walkstage graph publish),
+	// how often the stage reads it and swaps to a new version without a
+	// restart. 0: read it once at start-up only.
+	GraphPollInterval time.Duration `env:"GRAPH_POLL_INTERVAL" envDefault:"30s"`
+	// WALKSTAGE_GRAPH_SWAP: how a new version replaces the old one: overlap
+	// (build the new engine while the old one serves, then swap between
+	// micro-batches; needs memory for both), drain (stop launching, finish
+	// in-flight batches, release the old engine, build the new one, resume)
+	// or auto (drain for the GPU engine, overlap for the CPU engine).
+	GraphSwap string `env:"GRAPH_SWAP" envDefault:"auto"`
+	// WALKSTAGE_GRAPH_VERSION_WAIT: how long a request pinned to a
+	// graph_version that is not loaded waits for it (a newer version being
+	// published) before it is rejected with graph_version_unavailable.
+	GraphVersionWait time.Duration `env:"GRAPH_VERSION_WAIT" envDefault:"60s"`
 	// WALKSTAGE_OUTPUT_URL: gocloud.dev bucket URL the Parquet walks go to,
 	// e.g. s3://bucket?region=eu-west-1, gs://bucket, file:///data/walks. Required.
 	OutputURL string `env:"OUTPUT_URL"`
@@ -256,13 +271,27 @@ func (e *ConfigError) Error() string {
 
 func (e *ConfigError) Unwrap() []error { return e.Errs }
 
-// validate checks values the parser cannot: required strings, enums, ranges
-// and combinations. Every message names its variable.
+// badFunc records one invalid variable: its name (without the prefix) and
+// why.
+type badFunc func(name, format string, a ...any)
+
+// validate checks values the parser cannot: required strings, enums,
+// ranges and combinations. It returns one error per problem, each naming
+// its variable, so a misconfigured deployment learns everything at once.
 func (c *Config) validate() []error {
 	var errs []error
 	bad := func(name, format string, a ...any) {
 		errs = append(errs, fmt.Errorf("%s%s: %s", EnvPrefix, name, fmt.Sprintf(format, a...)))
 	}
+	c.validateKafka(bad)
+	c.validateGraphAndOutput(bad)
+	c.validateEngineAndLimits(bad)
+	c.validateOperations(bad)
+	return errs
+}
+
+// validateKafka checks the brokers, topics, group and their security.
+func (c *Config) validateKafka(bad badFunc) {
 	if len(c.Brokers) == 0 {
 		bad("BROKERS", "required (comma-separated host:port list)")
 	}
@@ -309,8 +338,15 @@ func (c *Config) validate() []error {
 	default:
 		bad("SASL_MECHANISM", "%q is not none, plain, scram-sha-256 or scram-sha-512", c.SASLMechanism)
 	}
+}
+
+// validateGraphAndOutput checks where the graph comes from and where walks go.
+func (c *Config) validateGraphAndOutput(bad badFunc) {
 	if c.Graph == "" {
 		bad("GRAPH", "required (path or object URL of a walkstage graph file)")
+	}
+	if err := validGraphSettings(c); err != nil {
+		bad(err.name, "%s", err.msg)
 	}
 	if c.OutputURL == "" {
 		bad("OUTPUT_URL", "required (bucket URL such as s3://bucket?region=... or file:///dir)")
@@ -332,6 +368,11 @@ func (c *Config) validate() []error {
 	if c.OutputMemoryBytes < 1<<20 {
 		bad("OUTPUT_MEMORY_BYTES", "%d is below 1 MiB", c.OutputMemoryBytes)
 	}
+}
+
+// validateEngineAndLimits checks the engine, the request limits and the
+// micro-batching and queue sizes.
+func (c *Config) validateEngineAndLimits(bad badFunc) {
 	switch c.Engine {
 	case "auto", "cpu", "gpu":
 	default:
@@ -369,6 +410,10 @@ func (c *Config) validate() []error {
 	if c.MicroBatchMaxWait < 0 {
 		bad("MICROBATCH_MAX_WAIT", "%v is negative", c.MicroBatchMaxWait)
 	}
+}
+
+// validateOperations checks the HTTP address, timeouts, retries and logging.
+func (c *Config) validateOperations(bad badFunc) {
 	if c.MetricsAddr != "" {
 		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
 			bad("METRICS_ADDR", "%q is not [host]:port", c.MetricsAddr)
@@ -400,7 +445,6 @@ func (c *Config) validate() []error {
 	default:
 		bad("LOG_FORMAT", "%q is not json or text", c.LogFormat)
 	}
-	return errs
 }
 
 // ParseLogLevel accepts debug, info, warn and error.
