@@ -25,11 +25,14 @@ import (
 
 // Row is one walk as stored in Parquet: the schema readers see is
 //
-//	walk_id INT64 (DELTA_BINARY_PACKED), start INT64, length INT32,
+//	walk_id INT64, start INT64, length INT32,
 //	walk LIST<INT64> (standard three-level list: walk.list.element)
 //
 // with start and walk in external vertex ids and length the number of steps
-// taken (len(walk)-1).
+// taken (len(walk)-1). Encodings (not part of the schema): walk_id and
+// start DELTA_BINARY_PACKED, length PLAIN, the walk values as WithWalkEncoding
+// says; data pages v1, no dictionaries. Row reads any of them back; the
+// writer encodes row groups itself (pages.go).
 type Row struct {
 	WalkID int64   `parquet:"walk_id,delta"`
 	Start  int64   `parquet:"start"`
