@@ -53,15 +53,18 @@ func (c Compression) codec() compress.Codec {
 type WalkEncoding string
 
 const (
-	// ByteStreamSplit (the default) stores byte k of every value in the
-	// page's k-th stream. External ids use only their low bytes, so the high
-	// streams are runs of zeros that zstd removes, and its entropy coder
-	// packs the top used byte of each id (at R-MAT scale 22, 2.75 bytes per
-	// walk vertex for the values, against 2.94 for DeltaBinaryPacked: the
-	// difference of two random ids takes one bit more than an id). Encoding
-	// is a transposition, about 6x cheaper than delta encoding. With
-	// snappy or none the zero streams stay (5 of 8 bytes at scale 22): use
-	// DeltaBinaryPacked there.
+	// AutoWalkEncoding (the default) is ByteStreamSplit under Zstd and
+	// DeltaBinaryPacked under the other codecs.
+	AutoWalkEncoding WalkEncoding = ""
+	// ByteStreamSplit stores byte k of every value in the page's k-th
+	// stream. External ids use only their low bytes, so the high streams
+	// are constant, and the top used byte of each id takes few values: the
+	// sink stores the first as zstd RLE blocks and entropy-codes the second
+	// (at R-MAT scale 22, 2.75 bytes per walk vertex for the values, against
+	// 2.94 for DeltaBinaryPacked: the difference of two random ids takes one
+	// bit more than an id). Encoding is a transposition, several times
+	// cheaper than delta encoding. Without zstd the constant streams stay
+	// (5 of 8 bytes at scale 22), hence Auto.
 	ByteStreamSplit WalkEncoding = "byte_stream_split"
 	// DeltaBinaryPacked stores bit-packed differences of consecutive values:
 	// compact without a codec, and the better choice for graphs whose
@@ -69,16 +72,29 @@ const (
 	DeltaBinaryPacked WalkEncoding = "delta_binary_packed"
 )
 
-// ParseWalkEncoding accepts byte_stream_split (or split) and
-// delta_binary_packed (or delta), case-insensitively.
+// resolve returns the encoding used under codec c.
+func (e WalkEncoding) resolve(c Compression) WalkEncoding {
+	if e != AutoWalkEncoding {
+		return e
+	}
+	if c == Zstd {
+		return ByteStreamSplit
+	}
+	return DeltaBinaryPacked
+}
+
+// ParseWalkEncoding accepts auto (or ""), byte_stream_split (or split)
+// and delta_binary_packed (or delta), case-insensitively.
 func ParseWalkEncoding(s string) (WalkEncoding, error) {
 	switch strings.ToLower(s) {
-	case "byte_stream_split", "split", "":
+	case "auto", "":
+		return AutoWalkEncoding, nil
+	case "byte_stream_split", "split":
 		return ByteStreamSplit, nil
 	case "delta_binary_packed", "delta":
 		return DeltaBinaryPacked, nil
 	}
-	return "", fmt.Errorf("unknown walk encoding %q (want byte_stream_split or delta_binary_packed)", s)
+	return "", fmt.Errorf("unknown walk encoding %q (want auto, byte_stream_split or delta_binary_packed)", s)
 }
 
 // Option configures a BatchWriter.
@@ -117,7 +133,6 @@ const (
 func defaultConfig() config {
 	return config{
 		compression:    Zstd,
-		walkEncoding:   ByteStreamSplit,
 		zstdLevel:      zstd.SpeedFastest,
 		fileBytes:      DefaultFileBytes,
 		memoryLimit:    DefaultMemoryLimit,
@@ -135,7 +150,7 @@ func defaultConfig() config {
 func WithCompression(c Compression) Option { return func(o *config) { o.compression = c } }
 
 // WithWalkEncoding sets the encoding of the walk list's values (default
-// ByteStreamSplit). The other columns are fixed: walk_id and start
+// AutoWalkEncoding). The other columns are fixed: walk_id and start
 // DELTA_BINARY_PACKED, length PLAIN.
 func WithWalkEncoding(e WalkEncoding) Option { return func(o *config) { o.walkEncoding = e } }
 
@@ -218,7 +233,7 @@ func (c *config) validate() error {
 		return fmt.Errorf("sink: zstd level %d, want 1 (fastest) to 4 (best)", c.zstdLevelSet)
 	}
 	switch c.walkEncoding {
-	case ByteStreamSplit, DeltaBinaryPacked:
+	case AutoWalkEncoding, ByteStreamSplit, DeltaBinaryPacked:
 	default:
 		return fmt.Errorf("sink: unknown walk encoding %q", c.walkEncoding)
 	}

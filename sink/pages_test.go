@@ -171,3 +171,28 @@ func TestPageCodecFrames(t *testing.T) {
 		})
 	}
 }
+
+// The default walk encoding follows the codec: byte stream split where zstd
+// removes its constant streams, delta encoding otherwise.
+func TestAutoWalkEncoding(t *testing.T) {
+	g := ringGraph(t, 1<<16)
+	algo := walk.Algorithm{Kind: walk.DeepWalk, Length: 80}
+	const n = 2000
+	chunks := bigChunks(g, n, 80, 500)
+	meta := BatchMeta{BatchID: "auto", Algorithm: algo, Seed: 42, Engine: "cpu", WalkstageVersion: "test", Walks: n}
+	for c, want := range map[Compression]WalkEncoding{Zstd: ByteStreamSplit, Snappy: DeltaBinaryPacked, None: DeltaBinaryPacked} {
+		b, _ := fileBucket(t)
+		m := writeBatch(t, b, meta, g, chunks, WithCompression(c))
+		data, err := b.ReadAll(context.Background(), m.Files[0].Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkLeafEncoding(t, data, want, c)
+	}
+	if e, err := ParseWalkEncoding("auto"); err != nil || e != AutoWalkEncoding {
+		t.Fatalf("ParseWalkEncoding(auto) = %q, %v", e, err)
+	}
+	if _, err := ParseWalkEncoding("plain"); err == nil {
+		t.Fatal("ParseWalkEncoding(plain) succeeded")
+	}
+}

@@ -235,7 +235,8 @@ func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta Bat
 		parquet.WriteBufferSize(1 << 20),
 		parquet.CreatedBy("walkstage", meta.WalkstageVersion, ""),
 	}
-	if w.schema, err = fileSchema(cfg.walkEncoding, w.partOpts); err != nil {
+	w.cfg.walkEncoding = cfg.walkEncoding.resolve(cfg.compression)
+	if w.schema, err = fileSchema(w.cfg.walkEncoding, w.partOpts); err != nil {
 		return nil, fmt.Errorf("sink: batch %s: %w", meta.BatchID, err)
 	}
 	if root, ok := localRoot(b); ok {

@@ -66,7 +66,7 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	engineName := fs.String("engine", "auto", "cpu, gpu, or auto (gpu when this build and host have one)")
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "CPU engine workers")
 	compression := fs.String("compression", "zstd", "zstd, snappy or none")
-	walkEncoding := fs.String("walk-encoding", "byte_stream_split", "Parquet encoding of the walk values: byte_stream_split or delta_binary_packed")
+	walkEncoding := fs.String("walk-encoding", "auto", "Parquet encoding of the walk values: byte_stream_split, delta_binary_packed, or auto (the first with zstd, the second otherwise)")
 	zstdLevel := fs.Int("zstd-level", 1, "zstd level, 1 (fastest) to 4 (best)")
 	fileBytes := fs.Int64("file-bytes", sink.DefaultFileBytes, "roll Parquet parts at this size")
 	rowGroupRows := fs.Int("row-group-rows", 0, "walks per row group (0: at most 65536 walks and 4 Mi vertices)")
