@@ -122,7 +122,7 @@ const (
 	DefaultMaxRowGroupRows     = 64 << 10
 	DefaultMaxRowGroupVertices = 81 << 14 // 16,384 walks of 80 steps
 	DefaultFileBytes           = 64 << 20
-	DefaultParallelParts       = 8
+	DefaultParallelParts       = 4
 	DefaultMemoryLimit         = 512 << 20
 	DefaultUploadBuffer        = 8 << 20
 	DefaultCallTimeout         = 10 * time.Second
@@ -199,7 +199,9 @@ func WithUploadBuffer(bytes, parallel int) Option {
 	return func(o *config) { o.uploadBuffer, o.uploadParallel = bytes, parallel }
 }
 
-// WithParallelParts sets how many parts may upload at once (default 8).
+// WithParallelParts sets how many parts may upload at once (default 4;
+// `walkstage walk` uses 8: with 64 MiB parts that doubled the parts in
+// flight within the memory limit on the 16-core host).
 // Each holds its own upload buffers (see WithUploadBuffer). Parts still
 // hold consecutive walk ids and get the same keys and bytes as with one.
 func WithParallelParts(n int) Option { return func(o *config) { o.parallelParts = n } }

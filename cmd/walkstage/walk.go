@@ -71,7 +71,7 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fileBytes := fs.Int64("file-bytes", sink.DefaultFileBytes, "roll Parquet parts at this size")
 	rowGroupRows := fs.Int("row-group-rows", 0, "walks per row group (0: at most 65536 walks and 4 Mi vertices)")
 	memLimit := fs.Int64("sink-memory", sink.DefaultMemoryLimit, "bytes of walks the writer may hold")
-	parallelParts := fs.Int("parallel-parts", sink.DefaultParallelParts, "Parquet parts uploaded at once")
+	parallelParts := fs.Int("parallel-parts", 8, "Parquet parts uploaded at once")
 	uploads := fs.Int("uploads-per-part", 4, "parallel 8 MiB upload requests per part (S3 multipart)")
 	quiet := fs.Bool("quiet", false, "no progress output")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the walk and its output (not the graph load) to this file")
