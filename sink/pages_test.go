@@ -196,3 +196,22 @@ func TestAutoWalkEncoding(t *testing.T) {
 		t.Fatal("ParseWalkEncoding(plain) succeeded")
 	}
 }
+
+func TestZstdLevel(t *testing.T) {
+	g := ringGraph(t, 1<<16)
+	algo := walk.Algorithm{Kind: walk.DeepWalk, Length: 80}
+	const n = 2000
+	chunks := bigChunks(g, n, 80, 500)
+	meta := BatchMeta{BatchID: "level", Algorithm: algo, Seed: 42, Engine: "cpu", WalkstageVersion: "test", Walks: n}
+	for _, bad := range []int{-1, 5} {
+		b, _ := fileBucket(t)
+		if _, err := NewBatchWriter(context.Background(), b, "walks", meta, g, WithZstdLevel(bad)); err == nil {
+			t.Errorf("zstd level %d accepted", bad)
+		}
+	}
+	for level := 1; level <= 4; level++ {
+		b, _ := fileBucket(t)
+		m := writeBatch(t, b, meta, g, chunks, WithZstdLevel(level))
+		compareRows(t, readBatch(t, b, m), expectedRows(g, chunks, n))
+	}
+}
