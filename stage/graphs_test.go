@@ -345,9 +345,13 @@ func TestGraphSwapMeasure(t *testing.T) {
 	runtime.GC()
 	debug.FreeOSMemory()
 	outURL := "file://" + filepath.Join(dir, "out")
+	engine := "cpu"
+	if e := os.Getenv("WALKSTAGE_SWAP_MEASURE_ENGINE"); e != "" { // gpu on a CUDA build with a device
+		engine = e
+	}
 	rt, stop := runStage(t, stageEnviron(brokers, "file://"+filepath.Join(catDir, catalog.PointerName), outURL,
 		"WALKSTAGE_GRAPH_POLL_INTERVAL=200ms", "WALKSTAGE_GRAPH_SWAP="+mode, "WALKSTAGE_METRICS_ADDR=",
-		"WALKSTAGE_GRAPH_DOWNLOAD_DIR="+dir, "WALKSTAGE_MICROBATCH_MAX_WAIT=5ms"))
+		"WALKSTAGE_GRAPH_DOWNLOAD_DIR="+dir, "WALKSTAGE_MICROBATCH_MAX_WAIT=5ms", "WALKSTAGE_ENGINE="+engine))
 	gs := &rt.Stage.graphs
 
 	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: "in", Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond}
@@ -397,8 +401,8 @@ func TestGraphSwapMeasure(t *testing.T) {
 	for _, mf := range mfs {
 		if mf.GetName() == "walkstage_graph_swap_pause_seconds" {
 			h := mf.GetMetric()[0].GetHistogram()
-			t.Logf("mode %s, scale %d: publish to swap %v; launch pause %v; RSS before %d MiB, peak during swap %d MiB, after release %d MiB; %d requests produced",
-				mode, scale, swapped.Round(time.Millisecond), time.Duration(h.GetSampleSum()*1e9), before>>10, peak>>10, after>>10, n)
+			t.Logf("engine %s, mode %s, scale %d: publish to swap %v; launch pause %v; RSS before %d MiB, peak during swap %d MiB, after release %d MiB; %d requests produced",
+				rt.EngineName(), mode, scale, swapped.Round(time.Millisecond), time.Duration(h.GetSampleSum()*1e9), before>>10, peak>>10, after>>10, n)
 		}
 	}
 }
