@@ -101,6 +101,7 @@ func (m *Manifest) Layout(prefix string) (Layout, error) {
 var ErrNoManifest = errors.New("no _SUCCESS manifest")
 
 // ReadManifest reads and checks the manifest at key (a Layout's SuccessKey).
+// A manifest that does not decode is an error wrapping errCorrupt.
 func ReadManifest(ctx context.Context, b *blob.Bucket, key string) (*Manifest, error) {
 	r, err := b.NewReader(ctx, key, nil)
 	if err != nil {
@@ -116,7 +117,7 @@ func ReadManifest(ctx context.Context, b *blob.Bucket, key string) (*Manifest, e
 	}
 	m, err := DecodeManifest(data)
 	if err != nil {
-		return nil, fmt.Errorf("read manifest %s: %w", key, err)
+		return nil, fmt.Errorf("read manifest %s: %w: %w", key, errCorrupt, err)
 	}
 	return m, nil
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -89,17 +88,11 @@ file or a generated R-MAT graph; the walks are discarded.`)
 	fmt.Fprintf(stdout, "engine %s ready in %s (sampling tables included), %d CPU cores\n", eng.Name(), time.Since(t1).Round(time.Millisecond), runtime.NumCPU())
 
 	cases := benchCases(*length)
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	// Rows are printed as each algorithm finishes (a slow reservoir row
 	// must not hide the others), so widths are fixed rather than tabulated.
 	const rowFmt = "%-18s %-13s %9s %11s %12s %10s %8s %12s %10s %10s %11s %12s\n"

@@ -11,7 +11,6 @@ import (
 	"os"
 	"regexp"
 	"runtime"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -209,17 +208,11 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			}
 		}
 	}()
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	t1 := time.Now()
 	err = eng.Run(runCtx, []walk.Job{{Algorithm: algo, Seed: *seed, Starts: starts}}, func(c walk.Chunk) error {
 		walks.Add(int64(c.Len()))
