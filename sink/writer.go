@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
@@ -206,10 +207,11 @@ func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta Bat
 	if err != nil {
 		return nil, fmt.Errorf("sink: batch %s: %w", meta.BatchID, err)
 	}
-	algo, err := jsonString(DescribeAlgorithm(meta.Algorithm, g))
+	algoJSON, err := json.Marshal(DescribeAlgorithm(meta.Algorithm, g))
 	if err != nil {
 		return nil, err
 	}
+	algo := string(algoJSON)
 	w := &BatchWriter{bucket: b, layout: layout, meta: meta, g: g, cfg: cfg, attempt: newAttemptID(), started: time.Now(),
 		rows: int64(cfg.rowsPerGroup(meta.Algorithm.Length)),
 		open: map[int64]*group{}, files: map[int]File{}, wake: make(chan struct{}), done: make(chan struct{})}
