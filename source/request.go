@@ -32,7 +32,7 @@ type Limits struct {
 	MaxSeeds         int // seed vertices, listed or in the range
 	MaxWalkLength    int // steps per walk
 	MaxWalksPerSeed  int
-	MaxWalksPerBatch int // seeds x walks_per_seed
+	MaxWalksPerBatch int   // seeds x walks_per_seed
 	MaxTopK          int   // top_k of an output "visits" request
 	MaxStepsPerQuery int64 // steps_per_query of an output "visits" request
 	// SkipUnknown walks the known seeds and counts the rest instead of
