@@ -108,11 +108,11 @@ var _ walk.StatsReporter = (*Engine)(nil)
 // New uploads g to the device, builds the alias tables there when g is
 // weighted, and returns the engine.
 func New(g *graph.Graph, opts ...Option) (walk.Engine, error) {
-	return NewEngine(g, opts...)
+	return openEngine(g, opts...)
 }
 
-// NewEngine is New with the concrete type (for Allocations and tests).
-func NewEngine(g *graph.Graph, opts ...Option) (*Engine, error) {
+// openEngine is New with the concrete type, for the tests (Allocations, fault injection).
+func openEngine(g *graph.Graph, opts ...Option) (*Engine, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o(&cfg)

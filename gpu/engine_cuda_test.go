@@ -99,7 +99,7 @@ func testGraph(t testing.TB) *graph.Graph {
 
 func newEngine(t testing.TB, g *graph.Graph, opts ...Option) *Engine {
 	t.Helper()
-	e, err := NewEngine(g, opts...)
+	e, err := openEngine(g, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -497,7 +497,7 @@ func TestInvalidJobsRejected(t *testing.T) {
 // TestCloseReleases: Close is idempotent and the engine refuses work after.
 func TestCloseReleases(t *testing.T) {
 	g := testGraph(t)
-	e, err := NewEngine(g, WithPreparedSlots(80), WithHostBufferBytes(64<<20))
+	e, err := openEngine(g, WithPreparedSlots(80), WithHostBufferBytes(64<<20))
 	if err != nil {
 		t.Fatal(err)
 	}

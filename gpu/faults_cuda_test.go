@@ -122,7 +122,7 @@ func TestAllocationFailure(t *testing.T) {
 	_ = clean.Close()
 	base := m.free(t)
 	for n := 1; ; n++ {
-		e, err := NewEngine(g, faultOptions()...)
+		e, err := openEngine(g, faultOptions()...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,7 +167,7 @@ func TestCopyFailure(t *testing.T) {
 	want := collect(t, clean, jobs)
 	_ = clean.Close()
 	base := m.free(t)
-	e, err := NewEngine(g, faultOptions()...)
+	e, err := openEngine(g, faultOptions()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestGraphDoesNotFit(t *testing.T) {
 	g := testGraph(t)
 	m := newMeter(t)
 	base := m.free(t)
-	_, err := NewEngine(g, WithReserveBytes(1<<50))
+	_, err := openEngine(g, WithReserveBytes(1<<50))
 	var pe *MemoryPlanError
 	if !errors.As(err, &pe) {
 		t.Fatalf("New returned %v, want a *MemoryPlanError", err)
@@ -290,7 +290,7 @@ func TestNewFailure(t *testing.T) {
 		{"copy", func(n int) *faults { return &faults{copyAt: n} }, cu.InvalidValue},
 	} {
 		for n := 1; ; n++ {
-			e, err := NewEngine(g, append(opts, withFaults(c.arm(n)))...)
+			e, err := openEngine(g, append(opts, withFaults(c.arm(n)))...)
 			if err == nil {
 				t.Logf("New: %d %s calls, each failed once", n-1, c.kind)
 				e.inject = nil

@@ -24,6 +24,29 @@ const (
 	DupError                             // fail on the first duplicate
 )
 
+// DuplicatePolicy names, as the CLI and documentation spell them.
+var duplicateNames = map[DuplicatePolicy]string{
+	DupKeepFirst: "keep-first", DupSumWeights: "sum", DupKeepAll: "keep-all", DupError: "error",
+}
+
+// String returns the policy's CLI name.
+func (p DuplicatePolicy) String() string {
+	if s, ok := duplicateNames[p]; ok {
+		return s
+	}
+	return fmt.Sprintf("DuplicatePolicy(%d)", uint8(p))
+}
+
+// ParseDuplicatePolicy parses keep-first, sum, keep-all or error.
+func ParseDuplicatePolicy(s string) (DuplicatePolicy, error) {
+	for p, n := range duplicateNames {
+		if n == s {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown duplicate policy %q (want keep-first, sum, keep-all or error)", s)
+}
+
 // BuildOptions configure FromEdges.
 type BuildOptions struct {
 	Name       string

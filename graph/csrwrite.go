@@ -2,14 +2,11 @@ package graph
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/crc64"
 	"io"
 	"math"
 	"os"
-	"slices"
-	"sync/atomic"
 	"time"
 )
 
@@ -17,6 +14,9 @@ import (
 // section table is laid out for the edge count before deduplication (an
 // upper bound); when duplicates were dropped, the sections after the
 // targets are moved down and the file truncated.
+//
+// The merge (the calling goroutine) and the target lookups and section
+// writes (a worker) run as a pipeline of edge batches.
 type csrWriter struct {
 	input string
 	o     ImportOptions
@@ -24,7 +24,27 @@ type csrWriter struct {
 	n     int
 	total int64 // directed edges in the runs
 	stats *ImportStats
+
+	// The sections written edge by edge; wts and lbls are nil unless the
+	// graph is weighted or labelled.
+	offs *secWriter[uint64]
+	tgts *secWriter[uint32]
+	wts  *secWriter[float32]
+	lbls *secWriter[uint8]
+	rank *ranker // nil with DenseIDs
+
+	// The worker's cursors.
+	dense    []uint32 // the batch's targets as dense ids
+	e        uint64   // edges written
+	nextV    int      // next vertex whose offset is unwritten
+	srcRank  int      // rank cursor for the (sorted) sources
+	maxLabel int
+	lastRep  time.Time
 }
+
+// batchLen is the edges of a batch: the target lookups of a batch, each a
+// likely cache miss, run in a tight loop the CPU can overlap.
+const batchLen = 8192
 
 // secWriter buffers one section's values and writes them at its offset.
 type secWriter[T any] struct {
@@ -55,152 +75,106 @@ func (s *secWriter[T]) flush() error {
 	return nil
 }
 
+// write writes the graph file into f.
 func (w *csrWriter) write(ctx context.Context, f *os.File, runs []runFile) error {
 	if !littleEndian() {
 		return errBigEndian
 	}
-	o := w.o
+	h := w.layout()
+	if _, err := f.WriteAt([]byte(w.o.Name), int64(h.sections[secName].off)); err != nil {
+		return err
+	}
+	w.openSections(f, h)
+	if err := w.writeEdges(ctx, runs); err != nil {
+		return err
+	}
+	if err := w.closeSections(h); err != nil {
+		return err
+	}
+	if err := w.writeIDs(f, h); err != nil {
+		return err
+	}
+	h, err := w.shrink(f, h)
+	if err != nil {
+		return err
+	}
+	return w.seal(f, h)
+}
+
+// layout lays out the file for w.total edges.
+func (w *csrWriter) layout() *header {
 	h := &header{version: FormatVersion, vertices: uint64(w.n), edges: uint64(w.total)}
-	if o.Weighted {
+	if w.o.Weighted {
 		h.flags |= flagWeighted
 	}
-	if o.Labelled {
+	if w.o.Labelled {
 		h.flags |= flagLabelled
 	}
 	if w.ids != nil {
 		h.flags |= flagIDs
 	}
-	h.layout(len(o.Name))
-	if _, err := f.WriteAt([]byte(o.Name), int64(h.sections[secName].off)); err != nil {
-		return err
-	}
-	offs := newSecWriter[uint64](f, h.sections[secOffsets].off)
-	tgts := newSecWriter[uint32](f, h.sections[secTargets].off)
-	var wts *secWriter[float32]
-	var lbls *secWriter[uint8]
-	if o.Weighted {
-		wts = newSecWriter[float32](f, h.sections[secWeights].off)
-	}
-	if o.Labelled {
-		lbls = newSecWriter[uint8](f, h.sections[secLabels].off)
-	}
-	var rank *ranker
-	if w.ids != nil {
-		rank = newRanker(w.ids)
-	}
+	h.layout(len(w.o.Name))
+	return h
+}
 
-	var (
-		e        uint64 // edges written
-		nextV    int    // next vertex whose offset is unwritten
-		srcRank  int    // rank cursor for the (sorted) sources
-		maxLabel = -1
-		pending  rec
-		have     bool
-		lastRep  = time.Now()
-	)
-	// Edges are handled in batches so the target lookups, each a likely
-	// cache miss, run in a tight loop the CPU can overlap.
-	const batchLen = 8192
-	dst := make([]uint32, batchLen)
-	process := func(batch []rec) error {
-		if rank != nil {
-			if err := rank.all(batch, dst); err != nil {
-				return err
-			}
-		} else {
-			for i := range batch {
-				dst[i] = uint32(batch[i].d)
-			}
-		}
-		for i := range batch {
-			r := &batch[i]
-			var s uint32
-			if rank == nil {
-				s = uint32(r.s)
-			} else {
-				for w.ids[srcRank] < r.s {
-					srcRank++
-				}
-				s = uint32(srcRank)
-			}
-			for ; nextV <= int(s); nextV++ {
-				if err := offs.put(e); err != nil {
-					return err
-				}
-			}
-			if err := tgts.put(dst[i]); err != nil {
-				return err
-			}
-			if wts != nil {
-				if math.IsInf(float64(r.w), 0) {
-					return fmt.Errorf("summed weight of duplicate edges %d -> %d overflows float32", r.s, r.d)
-				}
-				if err := wts.put(r.w); err != nil {
-					return err
-				}
-			}
-			if lbls != nil {
-				maxLabel = max(maxLabel, int(r.l))
-				if err := lbls.put(r.l); err != nil {
-					return err
-				}
-			}
-			e++
-		}
-		if o.Progress != nil && time.Since(lastRep) >= o.ProgressInterval {
-			lastRep = time.Now()
-			o.Progress(Progress{Phase: "write", EdgesOut: int64(e), EdgesTotal: w.total, EdgesRead: w.stats.InputEdges})
-		}
-		return nil
+// openSections sets up the writers of the edge-sized sections and the
+// worker's cursors.
+func (w *csrWriter) openSections(f *os.File, h *header) {
+	w.offs = newSecWriter[uint64](f, h.sections[secOffsets].off)
+	w.tgts = newSecWriter[uint32](f, h.sections[secTargets].off)
+	if w.o.Weighted {
+		w.wts = newSecWriter[float32](f, h.sections[secWeights].off)
 	}
-	// The merge (this goroutine) and the lookups and writes (the writer
-	// goroutine) run in a pipeline of batches.
-	work := make(chan []rec, 4)
+	if w.o.Labelled {
+		w.lbls = newSecWriter[uint8](f, h.sections[secLabels].off)
+	}
+	if w.ids != nil {
+		w.rank = newRanker(w.ids)
+	}
+	w.dense = make([]uint32, batchLen)
+	w.e, w.nextV, w.srcRank, w.maxLabel = 0, 0, 0, -1
+	w.lastRep = time.Now()
+}
+
+// writeEdges merges the runs and hands the edges the duplicate policy keeps
+// to the worker in batches; it returns once the worker has written them all.
+func (w *csrWriter) writeEdges(ctx context.Context, runs []runFile) error {
 	free := make(chan []rec, 6)
 	for range cap(free) {
 		free <- make([]rec, 0, batchLen)
 	}
-	writerDone := make(chan error, 1)
-	var writerFailed atomic.Bool
-	go func() {
-		var err error
-		for b := range work {
-			if err == nil {
-				if err = process(b); err != nil {
-					writerFailed.Store(true)
-				}
-			}
-			free <- b[:0]
-		}
-		writerDone <- err
-	}()
+	writer := startWorker(4, w.writeBatch, func(b []rec) { free <- b[:0] })
 	batch := <-free
-	emit := func(r *rec) error {
+	err := w.mergeUnique(ctx, runs, func(r *rec) error {
 		batch = append(batch, *r)
 		if len(batch) == batchLen {
-			if writerFailed.Load() {
+			if writer.hasFailed() {
 				return errWriterFailed
 			}
-			work <- batch
+			writer.send(batch)
 			batch = <-free
 		}
 		return nil
+	})
+	if err == nil && len(batch) > 0 {
+		writer.send(batch)
 	}
-	finishWriter := func(mergeErr error) error {
-		if mergeErr == nil && len(batch) > 0 {
-			work <- batch
-		}
-		close(work)
-		werr := <-writerDone
-		if werr != nil {
-			return werr
-		}
-		return mergeErr
+	if werr := writer.wait(); werr != nil {
+		return werr
 	}
-	err := mergeRuns(ctx, runs, o.Weighted, o.Labelled, func(r *rec) error {
+	return err
+}
+
+// mergeUnique calls emit for the edges of the runs, in order, that the
+// duplicate policy keeps (with summed weights under DupSumWeights), and
+// counts the duplicates.
+func (w *csrWriter) mergeUnique(ctx context.Context, runs []runFile, emit func(r *rec) error) error {
+	var pending rec
+	have := false
+	err := mergeRuns(ctx, runs, w.o.Weighted, w.o.Labelled, func(r *rec) error {
 		if have && r.s == pending.s && r.d == pending.d {
 			w.stats.Duplicates++
-			switch o.Duplicates {
+			switch w.o.Duplicates {
 			case DupKeepFirst:
 				return nil
 			case DupSumWeights:
@@ -221,60 +195,136 @@ func (w *csrWriter) write(ctx context.Context, f *os.File, runs []runFile) error
 	if err == nil && have {
 		err = emit(&pending)
 	}
-	if err := finishWriter(err); err != nil {
-		return err
+	return err
+}
+
+// writeBatch, the worker, ranks the batch's targets and appends the batch
+// to the sections, writing the offsets of the sources it reaches.
+func (w *csrWriter) writeBatch(batch []rec) error {
+	dense := w.dense[:len(batch)]
+	if w.rank != nil {
+		if err := w.rank.all(batch, dense); err != nil {
+			return err
+		}
+	} else {
+		for i := range batch {
+			dense[i] = uint32(batch[i].d)
+		}
 	}
-	for ; nextV <= w.n; nextV++ {
-		if err := offs.put(e); err != nil {
+	for i := range batch {
+		r := &batch[i]
+		var s uint32
+		if w.rank == nil {
+			s = uint32(r.s)
+		} else {
+			for w.ids[w.srcRank] < r.s {
+				w.srcRank++
+			}
+			s = uint32(w.srcRank)
+		}
+		for ; w.nextV <= int(s); w.nextV++ {
+			if err := w.offs.put(w.e); err != nil {
+				return err
+			}
+		}
+		if err := w.tgts.put(dense[i]); err != nil {
+			return err
+		}
+		if w.wts != nil {
+			if math.IsInf(float64(r.w), 0) {
+				return fmt.Errorf("summed weight of duplicate edges %d -> %d overflows float32", r.s, r.d)
+			}
+			if err := w.wts.put(r.w); err != nil {
+				return err
+			}
+		}
+		if w.lbls != nil {
+			w.maxLabel = max(w.maxLabel, int(r.l))
+			if err := w.lbls.put(r.l); err != nil {
+				return err
+			}
+		}
+		w.e++
+	}
+	if w.o.Progress != nil && time.Since(w.lastRep) >= w.o.ProgressInterval {
+		w.lastRep = time.Now()
+		w.progress()
+	}
+	return nil
+}
+
+// progress reports the write phase.
+func (w *csrWriter) progress() {
+	w.o.Progress(Progress{Phase: "write", EdgesOut: int64(w.e), EdgesTotal: w.total, EdgesRead: w.stats.InputEdges})
+}
+
+// closeSections writes the offsets of the vertices after the last source,
+// flushes the edge-sized sections and records the label count.
+func (w *csrWriter) closeSections(h *header) error {
+	for ; w.nextV <= w.n; w.nextV++ {
+		if err := w.offs.put(w.e); err != nil {
 			return err
 		}
 	}
-	for _, s := range []interface{ flush() error }{offs, tgts} {
+	for _, s := range []interface{ flush() error }{w.offs, w.tgts} {
 		if err := s.flush(); err != nil {
 			return err
 		}
 	}
-	if wts != nil {
-		if err := wts.flush(); err != nil {
+	if w.wts != nil {
+		if err := w.wts.flush(); err != nil {
 			return err
 		}
 	}
-	if lbls != nil {
-		if err := lbls.flush(); err != nil {
+	if w.lbls != nil {
+		if err := w.lbls.flush(); err != nil {
 			return err
 		}
-		h.numLabels = uint32(maxLabel + 1)
+		h.numLabels = uint32(w.maxLabel + 1)
 	}
-	if w.ids != nil {
-		if _, err := f.WriteAt(bytesOf(w.ids), int64(h.sections[secIDs].off)); err != nil {
-			return err
-		}
-		byExt := newSecWriter[uint32](f, h.sections[secByExt].off)
-		for v := 0; v < w.n; v++ {
-			if err := byExt.put(uint32(v)); err != nil {
-				return err
-			}
-		}
-		if err := byExt.flush(); err != nil {
-			return err
-		}
+	return nil
+}
+
+// writeIDs writes the external ids and their index, when there are any.
+func (w *csrWriter) writeIDs(f *os.File, h *header) error {
+	if w.ids == nil {
+		return nil
 	}
-	if e < uint64(w.total) {
-		// Duplicates were dropped: slide the later sections down to where a
-		// layout for the final count puts them.
-		final := *h
-		final.edges = e
-		final.layout(len(o.Name))
-		for i := secWeights; i < numSections; i++ {
-			if err := moveWithin(f, int64(h.sections[i].off), int64(final.sections[i].off), int64(final.sections[i].len)); err != nil {
-				return err
-			}
-		}
-		h = &final
-		if err := f.Truncate(int64(h.fileSize)); err != nil {
+	if _, err := f.WriteAt(bytesOf(w.ids), int64(h.sections[secIDs].off)); err != nil {
+		return err
+	}
+	byExt := newSecWriter[uint32](f, h.sections[secByExt].off)
+	for v := 0; v < w.n; v++ {
+		if err := byExt.put(uint32(v)); err != nil {
 			return err
 		}
 	}
+	return byExt.flush()
+}
+
+// shrink returns h when every edge was written, else, duplicates having
+// been dropped, slides the later sections down to where a layout for the
+// final count puts them, truncates f and returns that layout.
+func (w *csrWriter) shrink(f *os.File, h *header) (*header, error) {
+	if w.e == uint64(w.total) {
+		return h, nil
+	}
+	final := *h
+	final.edges = w.e
+	final.layout(len(w.o.Name))
+	for i := secWeights; i < numSections; i++ {
+		if err := moveWithin(f, int64(h.sections[i].off), int64(final.sections[i].off), int64(final.sections[i].len)); err != nil {
+			return nil, err
+		}
+	}
+	if err := f.Truncate(int64(final.fileSize)); err != nil {
+		return nil, err
+	}
+	return &final, nil
+}
+
+// seal checksums the sections, writes the header and fills in the stats.
+func (w *csrWriter) seal(f *os.File, h *header) error {
 	sum, err := sectionChecksum(f, h)
 	if err != nil {
 		return err
@@ -284,16 +334,14 @@ func (w *csrWriter) write(ctx context.Context, f *os.File, runs []runFile) error
 		return err
 	}
 	w.stats.Vertices = w.n
-	w.stats.Edges = int64(e)
+	w.stats.Edges = int64(w.e)
 	w.stats.OutputBytes = int64(h.fileSize)
 	w.stats.Version = fmt.Sprintf("%016x", sum)
-	if o.Progress != nil {
-		o.Progress(Progress{Phase: "write", EdgesOut: int64(e), EdgesTotal: w.total, EdgesRead: w.stats.InputEdges})
+	if w.o.Progress != nil {
+		w.progress()
 	}
 	return nil
 }
-
-var errWriterFailed = errors.New("graph writer failed")
 
 // moveWithin copies n bytes from src to dst <= src inside f, front to back,
 // which is safe when the ranges overlap.
@@ -344,84 +392,4 @@ func sectionChecksum(f *os.File, h *header) (uint64, error) {
 		}
 	}
 	return c, nil
-}
-
-// ranker maps external ids to dense ids (ranks in the sorted id array):
-// through a direct table when the ids span at most 4 V (16 bytes a
-// vertex) or the table fits in 512 MiB (SNAP files, mostly), else through the bucketed binary search of idIndex.
-type ranker struct {
-	lo, span uint64
-	table    []uint32
-	idx      *idIndex
-}
-
-func newRanker(ids []int64) *ranker {
-	if len(ids) == 0 {
-		return &ranker{idx: newIDIndex(ids)}
-	}
-	lo := uint64(ids[0])
-	span := uint64(ids[len(ids)-1]) - lo
-	v := uint64(len(ids))
-	if span < math.MaxUint32 && (span < 4*v+1<<22 || span < 1<<27) {
-		table := make([]uint32, span+1)
-		for i := range table {
-			table[i] = NoVertex
-		}
-		for i, id := range ids {
-			table[uint64(id)-lo] = uint32(i)
-		}
-		return &ranker{lo: lo, span: span, table: table}
-	}
-	return &ranker{idx: newIDIndex(ids)}
-}
-
-// all ranks the targets of batch into out.
-func (r *ranker) all(batch []rec, out []uint32) error {
-	bad := -1
-	if r.table != nil {
-		for i := range batch {
-			k := uint64(batch[i].d) - r.lo
-			if k > r.span {
-				bad = i
-				continue
-			}
-			out[i] = r.table[k]
-		}
-		for i := range batch {
-			if out[i] == NoVertex {
-				bad = i
-			}
-		}
-	} else if len(r.idx.ids) > 0 {
-		// Two passes so the bucket loads, then the id loads, of the whole
-		// batch are independent and overlap in the memory system.
-		x := r.idx
-		last := uint64(len(x.starts) - 1)
-		for i := range batch {
-			k := (uint64(batch[i].d) - x.min) >> x.shift
-			if k >= last {
-				bad, out[i] = i, 0
-				continue
-			}
-			out[i] = uint32(k)
-		}
-		if bad >= 0 {
-			return fmt.Errorf("target %d missing from the id set (internal error)", batch[bad].d)
-		}
-		for i := range batch {
-			k := out[i]
-			lo, hi := x.starts[k], x.starts[k+1]
-			j, ok := slices.BinarySearch(x.ids[lo:hi], batch[i].d)
-			if !ok {
-				bad = i
-			}
-			out[i] = lo + uint32(j)
-		}
-	} else if len(batch) > 0 {
-		bad = 0
-	}
-	if bad >= 0 {
-		return fmt.Errorf("target %d missing from the id set (internal error)", batch[bad].d)
-	}
-	return nil
 }

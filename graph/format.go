@@ -10,7 +10,6 @@ import (
 	"bufio"
 	"cmp"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc64"
 	"io"
@@ -75,9 +74,6 @@ const (
 )
 
 var crcTable = crc64.MakeTable(crc64.ECMA)
-
-// ErrFormat is wrapped by every error about a malformed graph file.
-var ErrFormat = errors.New("malformed graph file")
 
 // header is the decoded fixed part of a graph file.
 type header struct {
@@ -281,8 +277,6 @@ func Save(path string, g *Graph) (err error) {
 		return w.Flush()
 	})
 }
-
-var errBigEndian = errors.New("graph files are little-endian and this host is not; walkstage supports little-endian hosts only")
 
 func littleEndian() bool {
 	x := uint16(1)

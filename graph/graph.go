@@ -4,7 +4,6 @@
 package graph
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -123,9 +122,6 @@ func (g *Graph) MemoryBytes() int64 {
 	return int64(len(g.Offsets))*8 + int64(len(g.Targets))*4 + int64(len(g.Weights))*4 +
 		int64(len(g.Labels)) + int64(len(g.IDs))*8 + int64(len(g.byExt))*4
 }
-
-// ErrInvalid is wrapped by every structural validation failure.
-var ErrInvalid = errors.New("invalid graph")
 
 // Finish validates the structure, derives NumLabels and the external-id
 // index, and sets Version from the content when it is empty. Builders call

@@ -51,45 +51,73 @@ const rmatBlock = 1 << 16
 // copy of a duplicate edge, and both directions of an undirected edge, agree:
 // keep-first, keep-last and any scheduling give the same graph.
 func GenerateRMAT(ctx context.Context, o RMATOptions) (*Graph, error) {
+	o, err := o.checked()
+	if err != nil {
+		return nil, err
+	}
+	gen := newRMATGen(o)
+	n := uint64(1) << o.Scale
+	offs, targets, err := gen.adjacency(ctx, n, uint64(o.EdgeFactor)*n)
+	if err != nil {
+		return nil, err
+	}
+	g := &Graph{Name: o.Name, Offsets: offs, Targets: targets}
+	if err := gen.attributes(ctx, g, o); err != nil {
+		return nil, err
+	}
+	// What Finish does, with the structural check spread over all cores
+	// (there is no id map to index and NumLabels is set).
+	if err := g.validateParallel(); err != nil {
+		return nil, fmt.Errorf("rmat: %w", err)
+	}
+	g.Version = fmt.Sprintf("%016x", graphChecksum(g))
+	return g, nil
+}
+
+// checked returns o with the default probabilities filled in, or the
+// error for its first field out of range.
+func (o RMATOptions) checked() (RMATOptions, error) {
 	if o.Scale < 1 || o.Scale > 31 {
-		return nil, fmt.Errorf("rmat: scale %d out of range [1, 31]", o.Scale)
+		return o, fmt.Errorf("rmat: scale %d out of range [1, 31]", o.Scale)
 	}
 	if o.EdgeFactor < 1 {
-		return nil, fmt.Errorf("rmat: edge factor %d must be >= 1", o.EdgeFactor)
+		return o, fmt.Errorf("rmat: edge factor %d must be >= 1", o.EdgeFactor)
 	}
 	if o.Labels < 0 || o.Labels > 256 {
-		return nil, fmt.Errorf("rmat: %d labels out of range [0, 256]", o.Labels)
+		return o, fmt.Errorf("rmat: %d labels out of range [0, 256]", o.Labels)
 	}
 	if o.A == 0 && o.B == 0 && o.C == 0 {
 		o.A, o.B, o.C = 0.57, 0.19, 0.19
 	}
 	if !(o.A >= 0 && o.B >= 0 && o.C >= 0 && o.A+o.B+o.C <= 1) {
-		return nil, fmt.Errorf("rmat: probabilities a=%v b=%v c=%v must be >= 0 with a+b+c <= 1", o.A, o.B, o.C)
+		return o, fmt.Errorf("rmat: probabilities a=%v b=%v c=%v must be >= 0 with a+b+c <= 1", o.A, o.B, o.C)
 	}
-	n := uint64(1) << o.Scale
-	m := uint64(o.EdgeFactor) * n
-	if m > 1<<40 {
-		return nil, fmt.Errorf("rmat: %d edges is more than this generator supports", m)
+	if m := uint64(o.EdgeFactor) << o.Scale; m > 1<<40 {
+		return o, fmt.Errorf("rmat: %d edges is more than this generator supports", m)
 	}
-	gen := newRMATGen(o)
+	return o, nil
+}
 
-	offs := make([]uint64, n+1)
+// adjacency generates the m edges over n vertices and returns the CSR
+// offsets and targets, each adjacency sorted and without duplicates.
+func (gen *rmatGen) adjacency(ctx context.Context, n, m uint64) (offs []uint64, targets []uint32, err error) {
+	offs = make([]uint64, n+1)
 	hugemem.Advise(offs) // walkers index these arrays at random
-	bk := newBucketer(o.Scale)
+	bk := newBucketer(gen.scale)
 	// Pass 1: out-degree of every vertex, before deduplication.
-	err := gen.forEachBlock(ctx, m, bk, func(batch []uint64) {
+	err = gen.forEachBlock(ctx, m, bk, func(batch []uint64) {
 		for _, e := range batch {
 			offs[e>>32+1]++
 		}
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for v := uint64(0); v < n; v++ {
 		offs[v+1] += offs[v]
 	}
 	slots := offs[n]
-	targets := make([]uint32, slots)
+	targets = make([]uint32, slots)
 	hugemem.Advise(targets)
 	cursor := make([]uint64, n)
 	copy(cursor, offs[:n])
@@ -103,7 +131,7 @@ func GenerateRMAT(ctx context.Context, o RMATOptions) (*Graph, error) {
 		}
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Sort and deduplicate every adjacency in place; cursor[v] becomes v's
 	// final degree.
@@ -115,7 +143,7 @@ func GenerateRMAT(ctx context.Context, o RMATOptions) (*Graph, error) {
 		}
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Close the gaps left by duplicates, moving lists left in vertex order.
 	var e uint64
@@ -126,13 +154,18 @@ func GenerateRMAT(ctx context.Context, o RMATOptions) (*Graph, error) {
 		e += deg
 	}
 	offs[n] = e
-	cursor = nil
-	g := &Graph{Name: o.Name, Offsets: offs, Targets: targets[:e:e]}
 	if uint64(cap(targets)) > e+e/8 {
 		// Many duplicates: give the slack back rather than keep it for the
 		// graph's lifetime.
-		g.Targets = slices.Clone(targets[:e])
+		return offs, slices.Clone(targets[:e]), nil
 	}
+	return offs, targets[:e:e], nil
+}
+
+// attributes gives g's edges their weights and labels, when o asks for
+// them: a hash of (Seed, edge endpoints).
+func (gen *rmatGen) attributes(ctx context.Context, g *Graph, o RMATOptions) error {
+	e := g.NumEdges()
 	if o.Weighted {
 		g.Weights = make([]float32, e)
 		hugemem.Advise(g.Weights)
@@ -141,33 +174,25 @@ func GenerateRMAT(ctx context.Context, o RMATOptions) (*Graph, error) {
 		g.Labels = make([]uint8, e)
 		g.NumLabels = o.Labels
 	}
-	if o.Weighted || o.Labels > 0 {
-		err = parallelRanges(ctx, int(n), 1<<12, func(lo, hi int) {
-			for v := lo; v < hi; v++ {
-				for i := offs[v]; i < offs[v+1]; i++ {
-					h := gen.edgeHash(uint32(v), g.Targets[i])
-					if g.Weights != nil {
-						// 22 random bits give 1 + k/2^20, exact in float32
-						// and always below 5.
-						g.Weights[i] = 1 + float32(h>>42)*(1.0/(1<<20))
-					}
-					if g.Labels != nil {
-						g.Labels[i] = uint8((uint64(uint32(h)) * uint64(o.Labels)) >> 32)
-					}
+	if !o.Weighted && o.Labels == 0 {
+		return nil
+	}
+	offs := g.Offsets
+	return parallelRanges(ctx, g.NumVertices(), 1<<12, func(lo, hi int) {
+		for v := lo; v < hi; v++ {
+			for i := offs[v]; i < offs[v+1]; i++ {
+				h := gen.edgeHash(uint32(v), g.Targets[i])
+				if g.Weights != nil {
+					// 22 random bits give 1 + k/2^20, exact in float32
+					// and always below 5.
+					g.Weights[i] = 1 + float32(h>>42)*(1.0/(1<<20))
+				}
+				if g.Labels != nil {
+					g.Labels[i] = uint8((uint64(uint32(h)) * uint64(o.Labels)) >> 32)
 				}
 			}
-		})
-		if err != nil {
-			return nil, err
 		}
-	}
-	// What Finish does, with the structural check spread over all cores
-	// (there is no id map to index and NumLabels is set).
-	if err := g.validateParallel(); err != nil {
-		return nil, fmt.Errorf("rmat: %w", err)
-	}
-	g.Version = fmt.Sprintf("%016x", graphChecksum(g))
-	return g, nil
+	})
 }
 
 type rmatGen struct {

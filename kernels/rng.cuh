@@ -28,16 +28,16 @@ __device__ __forceinline__ uint4 philox4x32_10(uint4 c, uint32_t k0, uint32_t k1
 }
 
 // draw returns the four words for (seed, walk, step, d): key = seed,
-// counter = {walk lo, walk hi, step, d}, exactly as walk.Draw.
+// counter = {walk lo, walk hi, step, d}, exactly as walk's stepper.draw.
 __device__ __forceinline__ uint4 draw(uint64_t seed, uint64_t walk, uint32_t step, uint32_t d) {
   return philox4x32_10(make_uint4((uint32_t)walk, (uint32_t)(walk >> 32), step, d), (uint32_t)seed,
                        (uint32_t)(seed >> 32));
 }
 
-// index maps x to [0, n) by multiply-high (walk.Index).
+// index maps x to [0, n) by multiply-high (walk.index).
 __device__ __forceinline__ uint32_t index(uint32_t x, uint32_t n) { return __umulhi(x, n); }
 
-// unit24 maps x to a float in [0, 1) with 24 bits, exact (walk.Unit24).
+// unit24 maps x to a float in [0, 1) with 24 bits, exact (walk.unit24).
 __device__ __forceinline__ float unit24(uint32_t x) { return __uint2float_rn(x >> 8) * (1.0f / 16777216.0f); }
 
 // word picks word i (0..3) of a draw without a local-memory array.

@@ -1,7 +1,7 @@
 // walk.cu: the kernels of the GPU engine (gpu/ launches them).
 //
 //   alias_build     one thread per vertex builds its alias table, bit for bit
-//                   the construction of walk.AliasVertex (float64, LIFO lists)
+//                   the construction of walk.aliasVertex (float64, LIFO lists)
 //   walk_thread     persistent blocks for the O(1) samplers (uniform, alias,
 //                   PPR, Node2Vec rejection): every thread is a sampler that
 //                   holds one walk of the block's task pool in registers

@@ -31,7 +31,10 @@ func (w *BatchWriter) publish(ctx context.Context, m *Manifest) (*Manifest, erro
 		return m, nil
 	}
 	if !isExists(err) {
-		return nil, w.unsure(ctx, m, fmt.Errorf("sink: batch %s: write %s: %w", w.meta.BatchID, key, err))
+		if err := w.unsure(ctx, m, true, fmt.Errorf("sink: batch %s: write %s: %w", w.meta.BatchID, key, err)); err != nil {
+			return nil, err
+		}
+		return m, nil
 	}
 	// Another writer's manifest is there: it decides.
 	cur, complete, rerr := readComplete(ctx, w.bucket, key, w.cfg.callTimeout)
@@ -47,23 +50,40 @@ func (w *BatchWriter) publish(ctx context.Context, m *Manifest) (*Manifest, erro
 	}
 	// Legacy, incomplete or unreadable: replace it. S3 and a local rename
 	// swap the object atomically, so readers see the old manifest or ours.
+	// First make sure our parts are still there: a writer that replaced
+	// the manifest while we were paused deletes older parts, ours included,
+	// and a manifest listing them would point at nothing.
+	ok, err := partsPresent(ctx, w.bucket, m, w.cfg.callTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("sink: batch %s: check own parts: %w", w.meta.BatchID, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("sink: batch %s: parts of this attempt were deleted by a later writer of the batch; its output stands", w.meta.BatchID)
+	}
 	if err := w.putManifest(ctx, data, false); err != nil {
-		return nil, w.unsure(ctx, m, fmt.Errorf("sink: batch %s: replace %s: %w", w.meta.BatchID, key, err))
+		if err := w.unsure(ctx, m, false, fmt.Errorf("sink: batch %s: replace %s: %w", w.meta.BatchID, key, err)); err != nil {
+			return nil, err
+		}
+		return m, nil
 	}
 	w.deleteUnlisted(ctx, m, true)
 	return m, nil
 }
 
-// unsure turns a failed manifest write into its result: success when the
-// manifest there lists our parts after all, else err, marked errUnsure
-// (parts kept) unless the manifest is known not to be ours.
-func (w *BatchWriter) unsure(ctx context.Context, m *Manifest, err error) error {
+// unsure turns a failed manifest write into its result: nil when the
+// manifest there lists our parts after all; err when an exclusive put
+// finds another writer's manifest there (ours can no longer land, so our
+// parts can go); else err marked errUnsure, and our parts are kept: a put
+// that timed out on our side may still land on the store's, after any
+// read we make now. Kept parts that no manifest lists are deleted by the
+// batch's next successful commit.
+func (w *BatchWriter) unsure(ctx context.Context, m *Manifest, exclusive bool, err error) error {
 	cur, rerr := readManifestTimeout(ctx, w.bucket, w.layout.SuccessKey(), w.cfg.callTimeout)
 	if rerr == nil && sameFiles(cur, m) {
 		return nil
 	}
-	if rerr == nil || errors.Is(rerr, ErrNoManifest) {
-		return err // not ours: our parts can go
+	if rerr == nil && exclusive {
+		return err
 	}
 	w.mu.Lock()
 	w.written = nil
@@ -129,6 +149,14 @@ func (w *BatchWriter) deleteKey(ctx context.Context, key string) error {
 // before this writer started are deleted. Failures are ignored: readers
 // go by the manifest, and the next writer of the batch tries again.
 func (w *BatchWriter) deleteUnlisted(ctx context.Context, m *Manifest, onlyOlder bool) {
+	if onlyOlder {
+		// Another last-writer-wins writer may have replaced ours since: its
+		// parts are then the batch, and ours are what would go.
+		cur, err := readManifestTimeout(ctx, w.bucket, w.layout.SuccessKey(), w.cfg.callTimeout)
+		if err != nil || !sameFiles(cur, m) {
+			return
+		}
+	}
 	listed := make(map[string]bool, len(m.Files))
 	for _, f := range m.Files {
 		listed[f.Key] = true

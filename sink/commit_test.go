@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,12 +19,15 @@ import (
 )
 
 // stores are the buckets the commit protocol is tested on: a local
-// directory (written directly, manifest by hard link) and gofakes3 over
-// TCP (If-None-Match: * on the manifest put).
+// directory (written directly, manifest by hard link), gofakes3 over TCP
+// and versitygw (If-None-Match: * on the manifest put; both honour it
+// atomically, gofakes3 since v1.2.0). The versitygw cases skip without
+// its binary (see versityGW).
 func stores(t *testing.T) map[string]func(t *testing.T) *blob.Bucket {
 	return map[string]func(t *testing.T) *blob.Bucket{
-		"file": func(t *testing.T) *blob.Bucket { b, _ := fileBucket(t); return b },
-		"s3":   func(t *testing.T) *blob.Bucket { return openS3(t, fakeS3(t)) },
+		"file":      func(t *testing.T) *blob.Bucket { b, _ := fileBucket(t); return b },
+		"gofakes3":  func(t *testing.T) *blob.Bucket { return openS3(t, fakeS3(t)) },
+		"versitygw": func(t *testing.T) *blob.Bucket { return openS3(t, versityGW(t)) },
 	}
 }
 
@@ -252,6 +256,12 @@ func TestLookup(t *testing.T) {
 			if m != nil && (m.BatchID != "l" || m.Fingerprint != tc.fp) {
 				t.Fatalf("Lookup returned %s/%s", m.BatchID, m.Fingerprint)
 			}
+			if m != nil {
+				l, err := m.Layout("walks")
+				if err != nil || l.Dir != path.Dir(m.Files[0].Key) {
+					t.Fatalf("manifest layout %q, %v; parts are under %s", l.Dir, err, path.Dir(m.Files[0].Key))
+				}
+			}
 			if tc.found || tc.err != nil {
 				return
 			}
@@ -305,10 +315,21 @@ func TestLocalTempFilesOutsideBatch(t *testing.T) {
 	if tmp := globT(t, batchDir, "*"); len(tmp) != 0 {
 		t.Fatalf("batch directory holds %v while a part is written", tmp)
 	}
-	// Killed here: the writer is abandoned, not aborted. Age its files and
-	// plant what fileblob left inside batch directories before.
+	// Abort removes the writer's temporary file.
+	if err := w.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if left := globT(t, staging, "*"); len(left) != 0 {
+		t.Fatalf("left in staging after Abort: %v", left)
+	}
+	// Plant what a killed writer leaves in staging, and what fileblob left
+	// inside batch directories before; age them.
 	old := time.Now().Add(-time.Hour)
 	if err := os.MkdirAll(batchDir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	killed := filepath.Join(staging, batchTag(w.Layout().Dir)+"-part-00000-0123456789ab.parquet.00112233aabbccdd.tmp")
+	if err := os.WriteFile(killed, []byte("partial"), 0o666); err != nil {
 		t.Fatal(err)
 	}
 	legacy := filepath.Join(batchDir, "part-00000.parquet.18a3f0c2b1d4e5f6.tmp")
@@ -324,9 +345,12 @@ func TestLocalTempFilesOutsideBatch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Another batch's young temporary file must survive.
+	// Another batch's file, old as it is, is left to that batch (or Sweep).
 	neighbour := filepath.Join(staging, batchTag("walks/graph=x/algorithm=y/batch=z")+"-_SUCCESS.0011.tmp")
 	if err := os.WriteFile(neighbour, nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(neighbour, old, old); err != nil {
 		t.Fatal(err)
 	}
 	m := writeBatch(t, b, fpMeta("tmp", n, "fp"), g, chunks, WithRowGroupRows(100), WithFileBytes(1<<20), WithStaleAfter(time.Minute))
@@ -337,11 +361,10 @@ func TestLocalTempFilesOutsideBatch(t *testing.T) {
 	}
 	for _, p := range []string{young, neighbour} {
 		if _, err := os.Stat(p); err != nil {
-			t.Errorf("young %s removed: %v", p, err)
+			t.Errorf("%s removed: %v", p, err)
 		}
 	}
 	compareRows(t, readBatch(t, b, m), expectedRows(g, chunks, n))
-	w.Abort(ctx) // the abandoned writer's goroutines
 }
 
 func globT(t testing.TB, dir, pattern string) []string {
@@ -475,5 +498,79 @@ func TestCheck(t *testing.T) {
 	}
 	if IsRequestError(ErrStoreConfig) || IsRequestError(errors.New("x")) || !IsRequestError(conflictError("b", "1", "2")) {
 		t.Error("IsRequestError: only ErrBatchConflict is a request error")
+	}
+}
+
+// A writer killed after uploading parts leaves them in the batch directory;
+// the next writer to commit the batch deletes them, so that directory
+// readers see only the manifest's parts.
+func TestCommitDeletesAbandonedParts(t *testing.T) {
+	g := testGraph(t)
+	const n = 2000
+	chunks := runEngine(t, g, testAlgo, n, 95)
+	ctx := context.Background()
+	for name, open := range stores(t) {
+		for _, fp := range []string{"fp", ""} {
+			t.Run(name+"/fingerprint "+strconv.Quote(fp), func(t *testing.T) {
+				b := open(t)
+				opts := []Option{WithRowGroupRows(200), WithFileBytes(1)}
+				dead := writeAll(t, b, fpMeta("k", n, fp), chunks, opts...)
+				for dead.WalksWritten() < n { // every part uploaded, never committed
+					time.Sleep(5 * time.Millisecond)
+				}
+				dir := dead.Layout().Dir
+				if len(batchKeys(t, b, dir)) == 0 {
+					t.Fatal("the abandoned writer left no parts")
+				}
+				time.Sleep(10 * time.Millisecond) // its parts are older than the next writer
+				m := writeBatch(t, b, fpMeta("k", n, fp), g, chunks, opts...)
+				if got, want := batchKeys(t, b, dir), manifestKeys(m, dir); !slices.Equal(got, want) {
+					t.Fatalf("batch directory holds\n%v\nmanifest lists\n%v", got, want)
+				}
+				// Not dead after all, only paused: its commit must not make
+				// a manifest of its deleted parts. With the same fingerprint
+				// it reports the batch as written; without, it fails.
+				late, err := dead.Commit(ctx)
+				switch {
+				case fp != "" && (err != nil || !sameFiles(late, m)):
+					t.Errorf("late commit: %v; want the winner's manifest", err)
+				case fp == "" && err == nil:
+					t.Error("late commit succeeded with its parts deleted")
+				}
+				stored, err := ReadManifest(ctx, b, dead.Layout().SuccessKey())
+				if err != nil || !sameFiles(stored, m) {
+					t.Fatalf("after the late commit the manifest is not the winner's: %v", err)
+				}
+				if got, want := batchKeys(t, b, dir), manifestKeys(m, dir); !slices.Equal(got, want) {
+					t.Fatalf("after the late commit the directory holds\n%v\nmanifest lists\n%v", got, want)
+				}
+			})
+		}
+	}
+}
+
+// The commit protocol rests on the store refusing a create-if-absent put
+// over an existing object; gofakes3 (since v1.2.0) and versitygw both
+// answer 412, which gocloud reports as FailedPrecondition (fileblob checks
+// before its rename, not atomically; the sink's own local writes link
+// instead, see TestLocalExclusiveCreate). Should a store upgrade drop
+// that, this test says so before the concurrency tests do.
+func TestStoresRefuseOverwriteIfNotExist(t *testing.T) {
+	ctx := context.Background()
+	for name, open := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			b := open(t)
+			opts := &blob.WriterOptions{IfNotExist: true}
+			if err := b.WriteAll(ctx, "walks/x/_SUCCESS", []byte("first"), opts); err != nil {
+				t.Fatal(err)
+			}
+			err := b.WriteAll(ctx, "walks/x/_SUCCESS", []byte("second"), opts)
+			if !isExists(err) {
+				t.Fatalf("second create-if-absent put: %v, want FailedPrecondition", err)
+			}
+			if data, _ := b.ReadAll(ctx, "walks/x/_SUCCESS"); string(data) != "first" {
+				t.Fatalf("object now holds %q", data)
+			}
+		})
 	}
 }

@@ -4,14 +4,27 @@
 //
 // A batch lives under
 //
-//	{prefix}/graph={graph}/algorithm={algorithm}/batch={batch_id}/part-NNNNN.parquet
+//	{prefix}/graph={graph}/algorithm={algorithm}/batch={batch_id}/part-NNNNN-{attempt}.parquet
 //	{prefix}/graph={graph}/algorithm={algorithm}/batch={batch_id}/_SUCCESS
 //
 // Each part holds one row per walk (walk_id, start, length, walk as a
 // standard three-level LIST of external ids), rows in walk id order, and
 // the batch's metadata as file key-value pairs. Parts are written by
 // streaming uploads (S3 multipart); an error, Abort or cancellation leaves
-// no partial object and no `_SUCCESS`.
+// no partial object and no `_SUCCESS` of its own.
+//
+// Safety under concurrency, kills and redelivery (see BatchWriter.Commit):
+// every writer names its parts with an attempt id of its own, and the
+// manifest, which lists one attempt's parts, is written last with a
+// create-if-absent put. A manifest carrying a request fingerprint is never
+// deleted or replaced; two writers of one batch id end with exactly one
+// output set, and a different request for a written batch id gets
+// ErrBatchConflict. Lookup finds a written batch for a redelivery, Sweep
+// and NewBatchWriter remove what killed writers left (S3 multipart uploads,
+// local temporary files), and Check proves the store usable at start-up.
+// Every store call has a deadline (WithCallTimeout, WithUploadStallTimeout).
+// Readers must go by the manifest: a batch directory may briefly hold
+// parts of attempts that lost, which the winner deletes after it commits.
 //
 // Memory: a BatchWriter holds at most WithMemoryLimit bytes of walks
 // (default 512 MiB: chunks waiting for their row group, row groups being
@@ -24,9 +37,9 @@
 // encoded copy of a row group is counted before its staged walks are
 // released).
 //
-// Reproducibility: the same walks give byte-identical parts and manifest,
-// whatever order chunks arrive in and however many encoders run (see
-// BatchWriter).
+// Reproducibility: the same walks give byte-identical parts, and manifests
+// that differ only in the attempt ids of the part names, whatever order
+// chunks arrive in and however many encoders run (see BatchWriter).
 //
 // The package knows walks (walk.Chunk, walk.Algorithm) and graphs (for
 // external ids); it knows nothing of Kafka, offsets or the stage that drives

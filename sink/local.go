@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"weak"
 
@@ -157,16 +158,34 @@ func (l *localFile) Close() error {
 		return err
 	}
 	if l.exclusive {
-		if err := os.Link(l.tmp, l.path); err != nil {
-			if errors.Is(err, fs.ErrExist) {
-				return errExists
-			}
+		if err := linkExclusive(l.tmp, l.path); err != nil {
 			return err
 		}
 	} else if err := os.Rename(l.tmp, l.path); err != nil {
 		return err
 	}
 	return syncDir(dir)
+}
+
+// linkExclusive publishes tmp at path unless path exists. A hard link does
+// that atomically. File systems without hard links (some FUSE, SMB and
+// object-store mounts answer EPERM or ENOTSUP) get a check then a rename,
+// which two writers can both pass: on those, concurrent writers of one
+// batch are last-writer-wins.
+func linkExclusive(tmp, path string) error {
+	err := os.Link(tmp, path)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrExist):
+		return errExists
+	case errors.Is(err, syscall.EPERM), errors.Is(err, syscall.ENOTSUP), errors.Is(err, syscall.EXDEV):
+		if _, serr := os.Lstat(path); serr == nil {
+			return errExists
+		}
+		return os.Rename(tmp, path)
+	}
+	return err
 }
 
 // Abort discards the object.
@@ -219,9 +238,9 @@ func syncDir(dir string) error {
 
 // removeStaleTemps deletes temporary files not modified for olderThan: in
 // the staging directory whose names start with base (all when base is
-// empty), and, when batchDir is set, "*.tmp" files inside the batch
-// directory, which fileblob (and walkstage before the staging directory)
-// left there. A live writer's file is younger: it is written to
+// empty), and, when batchDir is set, the temporary files fileblob (which
+// walkstage used before the staging directory) left inside the batch
+// directory ("part-*.parquet.<hex>.tmp", "_SUCCESS.<hex>.tmp"). A live writer's file is younger: it is written to
 // continually, and a stalled upload fails after WithUploadStallTimeout.
 func removeStaleTemps(ctx context.Context, staging, base, batchDir string, olderThan time.Duration) (removed int, err error) {
 	cutoff := time.Now().Add(-olderThan)
@@ -255,7 +274,7 @@ func removeStaleTemps(ctx context.Context, staging, base, batchDir string, older
 	}
 	scan(staging, func(name string) bool { return strings.HasPrefix(name, base) })
 	if batchDir != "" {
-		scan(batchDir, func(string) bool { return true })
+		scan(batchDir, fileblobTemp.MatchString)
 	}
 	return removed, errors.Join(errs...)
 }

@@ -96,6 +96,12 @@ func DescribeAlgorithm(a walk.Algorithm, g *graph.Graph) AlgorithmMeta {
 	return m
 }
 
+// Layout is where the manifest's batch lives under prefix: its directory
+// and SuccessKey, for an event re-published from a manifest Lookup found.
+func (m *Manifest) Layout(prefix string) (Layout, error) {
+	return BatchLayout(prefix, m.Graph, m.Algorithm.Name, m.BatchID)
+}
+
 // ErrNoManifest is returned by ReadManifest when the batch has no `_SUCCESS`
 // object: it was never written, or its last write did not complete.
 var ErrNoManifest = errors.New("no _SUCCESS manifest")

@@ -124,7 +124,7 @@ func TestManifestSeedsCurrent(t *testing.T) {
 	const n = 500
 	chunks := runEngine(t, g, testAlgo, n, 3)
 	b, _ := fileBucket(t)
-	m := writeBatch(t, b, testMeta("seed", n), g, chunks, WithRowGroupRows(100), WithFileBytes(1))
+	m := writeBatch(t, b, fpMeta("seed", n, "8f14e45fceea167a5a36dedd4bea2543"), g, chunks, WithRowGroupRows(100), WithFileBytes(1))
 	data, err := b.ReadAll(context.Background(), "walks/graph=test%20graph%2F1/algorithm=node2vec/batch=seed/_SUCCESS")
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +132,12 @@ func TestManifestSeedsCurrent(t *testing.T) {
 	if _, err := DecodeManifest(data); err != nil {
 		t.Fatalf("written manifest rejected: %v", err)
 	}
-	p := "testdata/manifests/node2vec-5parts.json"
+	// Version 1 (node2vec-5parts.json) must keep decoding; the current
+	// version's file is written when missing.
+	if _, err := DecodeManifest(mustRead(t, "testdata/manifests/node2vec-5parts.json")); err != nil {
+		t.Fatalf("version 1 manifest no longer decodes: %v", err)
+	}
+	p := "testdata/manifests/node2vec-5parts-v2.json"
 	if old, err := os.ReadFile(p); err == nil {
 		if _, err := DecodeManifest(old); err != nil {
 			t.Fatalf("%s no longer decodes: %v", p, err)
@@ -146,4 +151,13 @@ func TestManifestSeedsCurrent(t *testing.T) {
 	if err := os.WriteFile(p, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func mustRead(t testing.TB, p string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

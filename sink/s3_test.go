@@ -3,9 +3,12 @@ package sink
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -194,5 +197,274 @@ func TestS3CancelMidUpload(t *testing.T) {
 	}
 	if _, err := ReadManifest(context.Background(), b, w.Layout().SuccessKey()); !errors.Is(err, ErrNoManifest) {
 		t.Fatalf("manifest: %v", err)
+	}
+}
+
+// hangingS3 serves gofakes3 through a switch: once hang is set, requests
+// get no answer (the connection stays open) until the client gives up,
+// like a store that stopped responding.
+func hangingS3(t testing.TB) (bucketURL string, hang *atomic.Bool) {
+	t.Helper()
+	s3Env(t)
+	backend := s3mem.New()
+	if err := backend.CreateBucket("walks"); err != nil {
+		t.Fatal(err)
+	}
+	faker := gofakes3.New(backend, gofakes3.WithLogger(gofakes3.DiscardLog())).Server()
+	hang = new(atomic.Bool)
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hang.Load() {
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+			return
+		}
+		faker.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) }) // runs first: unblocks handlers so Close can return
+	return "s3://walks?" + url.Values{"endpoint": {srv.URL}, "region": {"us-east-1"}, "use_path_style": {"true"}}.Encode(), hang
+}
+
+// A store that stops answering turns into an error within the configured
+// deadlines, wherever the writer is: opening, uploading a part, writing the
+// manifest; and for Lookup, Check and Sweep.
+func TestHungStoreTimesOut(t *testing.T) {
+	g := testGraph(t)
+	const n = 2000
+	chunks := runEngine(t, g, testAlgo, n, 91)
+	ctx := context.Background()
+	deadlines := []Option{WithCallTimeout(200 * time.Millisecond), WithUploadStallTimeout(300 * time.Millisecond)}
+	opts := append([]Option{WithRowGroupRows(500), WithFileBytes(1)}, deadlines...)
+	// bounded fails the test if f does not return in far more time than the
+	// deadlines allow; how long it took is not asserted.
+	bounded := func(t *testing.T, what string, f func() error) error {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() { done <- f() }()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Fatalf("%s succeeded against a hung store", what)
+			}
+			return err
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s stalled on a hung store", what)
+			return nil
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T, b *blob.Bucket, hang *atomic.Bool) error
+	}{
+		{"open writer", func(t *testing.T, b *blob.Bucket, hang *atomic.Bool) error {
+			hang.Store(true)
+			_, err := NewBatchWriter(ctx, b, "walks", fpMeta("h", n, "fp"), g, opts...)
+			return err
+		}},
+		{"part upload", func(t *testing.T, b *blob.Bucket, hang *atomic.Bool) error {
+			w, err := NewBatchWriter(ctx, b, "walks", fpMeta("h", n, "fp"), g, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hang.Store(true)
+			for _, c := range chunks {
+				if err := w.Write(ctx, cloneChunk(c)); err != nil {
+					return err
+				}
+			}
+			_, err = w.Commit(ctx)
+			if err != nil && !errors.Is(err, errStalled) {
+				t.Errorf("error %v does not say the upload stalled", err)
+			}
+			return err
+		}},
+		{"manifest", func(t *testing.T, b *blob.Bucket, hang *atomic.Bool) error {
+			w := writeAll(t, b, fpMeta("h", n, "fp"), chunks, opts...)
+			for w.WalksWritten() < n { // every part uploaded
+				time.Sleep(5 * time.Millisecond)
+			}
+			hang.Store(true)
+			_, err := w.Commit(ctx)
+			return err
+		}},
+		{"lookup", func(t *testing.T, b *blob.Bucket, hang *atomic.Bool) error {
+			writeBatch(t, b, fpMeta("h", n, "fp"), g, chunks, opts...)
+			hang.Store(true)
+			_, err := Lookup(ctx, b, "walks", "h", "fp", deadlines...)
+			return err
+		}},
+		{"check", func(t *testing.T, b *blob.Bucket, hang *atomic.Bool) error {
+			hang.Store(true)
+			err := Check(ctx, b, "walks", deadlines...)
+			if errors.Is(err, ErrStoreConfig) {
+				t.Errorf("a hung store is not a configuration error: %v", err)
+			}
+			return err
+		}},
+		{"sweep", func(t *testing.T, b *blob.Bucket, hang *atomic.Bool) error {
+			hang.Store(true)
+			_, err := Sweep(ctx, b, "walks", time.Hour, deadlines...)
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u, hang := hangingS3(t)
+			b := openS3(t, u)
+			err := bounded(t, tc.name, func() error { return tc.run(t, b, hang) })
+			t.Logf("%s: %v", tc.name, err)
+		})
+	}
+}
+
+// Sweep aborts multipart uploads under the prefix that are older than the
+// age given, as a killed writer leaves them, and no others.
+func TestSweepAbortsStaleUploads(t *testing.T) {
+	b := openS3(t, fakeS3(t))
+	sweepUploads(t, b)
+}
+
+// sweepUploads opens uploads as a killed writer leaves them (inside and
+// outside the prefix) and checks that Sweep aborts exactly the stale ones
+// under the prefix.
+func sweepUploads(t *testing.T, b *blob.Bucket) {
+	t.Helper()
+	ctx := context.Background()
+	var c *s3.Client
+	if !b.As(&c) {
+		t.Fatal("not S3")
+	}
+	open := func(key string) {
+		if _, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: ptr("walks"), Key: &key}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inside := "walks/graph=g/algorithm=deepwalk/batch=k/part-00000-0123456789ab.parquet"
+	open(inside)
+	open("other/graph=g/algorithm=deepwalk/batch=k/part-00000-0123456789ab.parquet")
+	if st, err := Sweep(ctx, b, "walks", time.Hour); err != nil || st.UploadsAborted != 0 {
+		t.Fatalf("young uploads: %+v, %v; want none aborted", st, err)
+	}
+	time.Sleep(1100 * time.Millisecond) // S3 reports Initiated in whole seconds
+	st, err := Sweep(ctx, b, "walks/", time.Second)
+	if err != nil || st.UploadsAborted != 1 {
+		t.Fatalf("Sweep = %+v, %v; want one upload aborted", st, err)
+	}
+	out, err := c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: ptr("walks")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range out.Uploads {
+		if *u.Key == inside {
+			t.Errorf("upload of %s still open", inside)
+		}
+	}
+	if len(out.Uploads) != 1 {
+		t.Errorf("%d uploads open, want the one outside the prefix", len(out.Uploads))
+	}
+}
+
+// A redelivered batch aborts the multipart uploads a killed writer of it
+// left open, once they are older than WithStaleAfter.
+func TestRedeliveryAbortsOrphanedUpload(t *testing.T) {
+	b := openS3(t, fakeS3(t))
+	g := testGraph(t)
+	ctx := context.Background()
+	meta := fpMeta("orphan", 500, "fp")
+	l, err := BatchLayout("walks", g.Name, meta.Algorithm.Kind.String(), meta.BatchID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c *s3.Client
+	b.As(&c)
+	if _, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: ptr("walks"), Key: ptr(l.AttemptPartKey(0, "0123456789ab"))}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewBatchWriter(ctx, b, "walks", meta, g, WithStaleAfter(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Abort(ctx)
+	if up := pendingUploads(t, b); up != 1 {
+		t.Fatalf("%d uploads open; a young upload may be a live writer's and must stay", up)
+	}
+	time.Sleep(1100 * time.Millisecond) // S3 reports Initiated in whole seconds
+	w, err = NewBatchWriter(ctx, b, "walks", meta, g, WithStaleAfter(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Abort(ctx)
+	if up := pendingUploads(t, b); up != 0 {
+		t.Fatalf("%d uploads left open after redelivery", up)
+	}
+}
+
+// A manifest put whose answer never comes is resolved by reading the
+// manifest back: the commit succeeds when the put landed, and otherwise
+// fails keeping its parts (the put may still land later), which the next
+// successful commit of the batch removes.
+func TestManifestPutWithoutAnswer(t *testing.T) {
+	g := testGraph(t)
+	const n = 1000
+	chunks := runEngine(t, g, testAlgo, n, 93)
+	ctx := context.Background()
+	opts := []Option{WithRowGroupRows(250), WithFileBytes(1), WithCallTimeout(300 * time.Millisecond)}
+	for _, tc := range []struct {
+		name   string
+		landed bool
+	}{{"put landed", true}, {"put lost", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s3Env(t)
+			backend := s3mem.New()
+			if err := backend.CreateBucket("walks"); err != nil {
+				t.Fatal(err)
+			}
+			faker := gofakes3.New(backend, gofakes3.WithLogger(gofakes3.DiscardLog())).Server()
+			var swallow atomic.Bool
+			release := make(chan struct{})
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if swallow.Load() && r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/"+SuccessName) {
+					if tc.landed {
+						faker.ServeHTTP(httptest.NewRecorder(), r) // stored, answer dropped
+					}
+					select {
+					case <-r.Context().Done():
+					case <-release:
+					}
+					return
+				}
+				faker.ServeHTTP(w, r)
+			}))
+			t.Cleanup(srv.Close)
+			t.Cleanup(func() { close(release) })
+			b := openS3(t, "s3://walks?"+url.Values{"endpoint": {srv.URL}, "region": {"us-east-1"}, "use_path_style": {"true"}}.Encode())
+
+			w := writeAll(t, b, fpMeta("q", n, "fp"), chunks, opts...)
+			swallow.Store(true)
+			m, err := w.Commit(ctx)
+			dir := w.Layout().Dir
+			if tc.landed {
+				if err != nil {
+					t.Fatalf("Commit: %v; the manifest landed", err)
+				}
+				if got, want := batchKeys(t, b, dir), manifestKeys(m, dir); !slices.Equal(got, want) {
+					t.Fatalf("directory holds %v, want %v", got, want)
+				}
+				return
+			}
+			if !errors.Is(err, errUnsure) {
+				t.Fatalf("Commit: %v, want errUnsure", err)
+			}
+			if parts := batchKeys(t, b, dir); len(parts) == 0 {
+				t.Fatal("parts deleted although the manifest put may still land")
+			}
+			swallow.Store(false)
+			m = writeBatch(t, b, fpMeta("q", n, "fp"), g, chunks, opts...)
+			if got, want := batchKeys(t, b, dir), manifestKeys(m, dir); !slices.Equal(got, want) {
+				t.Fatalf("after the retry the directory holds %v, want %v", got, want)
+			}
+		})
 	}
 }

@@ -47,7 +47,7 @@ func (t *s3Target) abortUploads(ctx context.Context, b *blob.Bucket, callTimeout
 	const rounds = 6
 	pause := 20 * time.Millisecond
 	for round := 0; ; round++ {
-		found, err := t.abortOnce(ctx, c)
+		found, err := t.abortOnce(ctx, c, callTimeout)
 		if err != nil || found == 0 {
 			return err
 		}
@@ -64,11 +64,13 @@ func (t *s3Target) abortUploads(ctx context.Context, b *blob.Bucket, callTimeout
 }
 
 // abortOnce aborts the uploads open for the key now and says how many it found.
-func (t *s3Target) abortOnce(ctx context.Context, c *s3.Client) (found int, err error) {
+func (t *s3Target) abortOnce(ctx context.Context, c *s3.Client, callTimeout time.Duration) (found int, err error) {
 	in := &s3.ListMultipartUploadsInput{Bucket: &t.bucket, Prefix: &t.key}
 	var errs []error
 	for {
-		out, err := c.ListMultipartUploads(ctx, in)
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		out, err := c.ListMultipartUploads(cctx, in)
+		cancel()
 		if err != nil {
 			if isNoSuchUpload(err) {
 				return found, nil
@@ -80,7 +82,10 @@ func (t *s3Target) abortOnce(ctx context.Context, c *s3.Client) (found int, err 
 				continue
 			}
 			found++
-			if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &t.bucket, Key: u.Key, UploadId: u.UploadId}); err != nil && !isNoSuchUpload(err) {
+			cctx, cancel := context.WithTimeout(ctx, callTimeout)
+			_, err := c.AbortMultipartUpload(cctx, &s3.AbortMultipartUploadInput{Bucket: &t.bucket, Key: u.Key, UploadId: u.UploadId})
+			cancel()
+			if err != nil && !isNoSuchUpload(err) {
 				errs = append(errs, fmt.Errorf("abort multipart upload of %s: %w", t.key, err))
 			}
 		}

@@ -177,6 +177,21 @@ func TestVersityGW(t *testing.T) {
 			t.Fatalf("manifest: %v", err)
 		}
 	})
+
+	t.Run("check", func(t *testing.T) {
+		if err := Check(ctx, b, "walks"); err != nil {
+			t.Fatalf("usable bucket: %v", err)
+		}
+		// Credentials the gateway does not know: a configuration error.
+		t.Setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
+		bad := openS3(t, u)
+		if err := Check(ctx, bad, "walks"); !errors.Is(err, ErrStoreConfig) {
+			t.Fatalf("wrong secret: %v, want ErrStoreConfig", err)
+		}
+	})
+
+	// Last: it counts every upload the bucket holds.
+	t.Run("sweep aborts stale uploads", func(t *testing.T) { sweepUploads(t, b) })
 }
 
 // readBatchMeta is readBatch for batches whose metadata differs from

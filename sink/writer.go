@@ -93,25 +93,29 @@ var (
 // arrived, rows in walk id order, and row groups are appended to parts in
 // order, a part being rolled after the row group that reaches the file
 // size. Nothing depends on chunk arrival order or timing, so the same walks
-// give byte-identical parts and manifest. The cost is a reorder window:
+// give byte-identical parts, and manifests that differ only in the part
+// names' attempt ids. The cost is a reorder window:
 // walks ahead of the oldest incomplete row group wait in memory (see
 // WithMemoryLimit).
 type BatchWriter struct {
 	bucket *blob.Bucket
 	layout Layout
 	meta   BatchMeta
+	g      *graph.Graph
+	cfg    config
+	rows   int64 // walks per row group
+	groups int64 // row groups in the batch
+
 	// attempt names this writer's parts (see Layout.AttemptPartKey);
 	// started is when it began, the cutoff for deleting other attempts'
 	// parts after a manifest replace.
 	attempt string
 	started time.Time
 	// local is the directory of a file:// bucket opened by OpenBucket,
-	// written directly (see local.go); empty for other buckets.
+	// written directly (see local.go), staging its staging directory and
+	// tag the batch's prefix of staging file names; all empty for other
+	// buckets.
 	local, staging, tag string
-	g                   *graph.Graph
-	cfg                 config
-	rows                int64 // walks per row group
-	groups              int64 // row groups in the batch
 
 	partOpts []parquet.WriterOption // shared by fragments and parts, so copies are verbatim
 	kv       [][2]string
@@ -755,9 +759,9 @@ func (w *BatchWriter) closePart(p *part) error {
 	return nil
 }
 
-// abortPart abandons a part's upload: cancelling the writer's context makes
-// gocloud discard it (fileblob removes its temporary file), and open S3
-// multipart uploads are aborted explicitly.
+// abortPart abandons a part's upload: a local temporary file is removed,
+// cancelling the writer's context makes gocloud discard a bucket upload,
+// and open S3 multipart uploads are aborted explicitly.
 func (w *BatchWriter) abortPart(p *part) {
 	p.cancel(nil)
 	p.ow.Abort()
@@ -862,8 +866,10 @@ func (w *BatchWriter) stop() {
 
 // Abort cancels the batch: the part being uploaded is abandoned (an S3
 // multipart upload is aborted, a local temporary file removed), parts this
-// writer completed are deleted, and no `_SUCCESS` is written. It is safe to
-// call after Commit failed, and a no-op after Commit succeeded.
+// writer completed are deleted, and no `_SUCCESS` is written. Nothing
+// another writer wrote is touched: an earlier complete output of the batch
+// stays as it was. It is safe to call after Commit failed, and a no-op
+// after Commit succeeded.
 func (w *BatchWriter) Abort(ctx context.Context) error {
 	w.mu.Lock()
 	if w.committed {

@@ -261,13 +261,27 @@ func (e *ConfigError) Error() string {
 
 func (e *ConfigError) Unwrap() []error { return e.Errs }
 
-// validate checks values the parser cannot: required strings, enums, ranges
-// and combinations. Every message names its variable.
+// badFunc records one invalid variable: its name (without the prefix) and
+// why.
+type badFunc func(name, format string, a ...any)
+
+// validate checks values the parser cannot: required strings, enums,
+// ranges and combinations. It returns one error per problem, each naming
+// its variable, so a misconfigured deployment learns everything at once.
 func (c *Config) validate() []error {
 	var errs []error
 	bad := func(name, format string, a ...any) {
 		errs = append(errs, fmt.Errorf("%s%s: %s", EnvPrefix, name, fmt.Sprintf(format, a...)))
 	}
+	c.validateKafka(bad)
+	c.validateGraphAndOutput(bad)
+	c.validateEngineAndLimits(bad)
+	c.validateOperations(bad)
+	return errs
+}
+
+// validateKafka checks the brokers, topics, group and their security.
+func (c *Config) validateKafka(bad badFunc) {
 	if len(c.Brokers) == 0 {
 		bad("BROKERS", "required (comma-separated host:port list)")
 	}
@@ -314,6 +328,10 @@ func (c *Config) validate() []error {
 	default:
 		bad("SASL_MECHANISM", "%q is not none, plain, scram-sha-256 or scram-sha-512", c.SASLMechanism)
 	}
+}
+
+// validateGraphAndOutput checks where the graph comes from and where walks go.
+func (c *Config) validateGraphAndOutput(bad badFunc) {
 	if c.Graph == "" {
 		bad("GRAPH", "required (path or object URL of a walkstage graph file)")
 	}
@@ -337,6 +355,11 @@ func (c *Config) validate() []error {
 	if c.OutputMemoryBytes < 1<<20 {
 		bad("OUTPUT_MEMORY_BYTES", "%d is below 1 MiB", c.OutputMemoryBytes)
 	}
+}
+
+// validateEngineAndLimits checks the engine, the request limits and the
+// micro-batching and queue sizes.
+func (c *Config) validateEngineAndLimits(bad badFunc) {
 	switch c.Engine {
 	case "auto", "cpu", "gpu":
 	default:
@@ -375,6 +398,10 @@ func (c *Config) validate() []error {
 	if c.MicroBatchMaxWait < 0 {
 		bad("MICROBATCH_MAX_WAIT", "%v is negative", c.MicroBatchMaxWait)
 	}
+}
+
+// validateOperations checks the HTTP address, timeouts, retries and logging.
+func (c *Config) validateOperations(bad badFunc) {
 	if c.MetricsAddr != "" {
 		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
 			bad("METRICS_ADDR", "%q is not [host]:port", c.MetricsAddr)
@@ -406,7 +433,6 @@ func (c *Config) validate() []error {
 	default:
 		bad("LOG_FORMAT", "%q is not json or text", c.LogFormat)
 	}
-	return errs
 }
 
 // ParseLogLevel accepts debug, info, warn and error.

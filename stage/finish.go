@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"sync"
 	"time"
 
@@ -98,7 +97,7 @@ func (s *Stage) complete(ctx context.Context, b *batch, runErr error) error {
 		return b.lookupErr
 	}
 	if b.existing != nil {
-		return s.report(ctx, b, b.existing, s.manifestKey(b, b.existing), time.Now())
+		return s.report(ctx, b, b.existing, s.manifestKey(b.existing), time.Now())
 	}
 	runErr = errors.Join(runErr, b.vErr)
 	if runErr == nil && b.wErr == nil && b.gotW != int64(b.walks) {
@@ -192,12 +191,9 @@ func (s *Stage) lookup(ctx context.Context, mb []*batch) {
 	wg.Wait()
 }
 
-// manifestKey is where a found manifest lives: beside its parts.
-func (s *Stage) manifestKey(b *batch, m *sink.Manifest) string {
-	if len(m.Files) > 0 {
-		return path.Dir(m.Files[0].Key) + "/" + sink.SuccessName
-	}
-	l, err := sink.BatchLayout(s.o.Prefix, m.Graph, b.req.Algorithm.Kind.String(), b.req.BatchID)
+// manifestKey is where a found manifest lives.
+func (s *Stage) manifestKey(m *sink.Manifest) string {
+	l, err := m.Layout(s.o.Prefix)
 	if err != nil {
 		return ""
 	}

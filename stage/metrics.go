@@ -121,17 +121,29 @@ func (s *Stage) ready() error {
 // usable: a sticky GPU error fails it, so the orchestrator restarts the
 // container and with it the device context) and /readyz.
 func (s *Stage) Handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(s.o.Registry, promhttp.HandlerOpts{Registry: s.o.Registry}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+	return probeHandler(s.o.Registry, s.ready, func() error {
 		if s.health.engineBroken() {
-			http.Error(w, "unhealthy: "+s.health.err().Error(), http.StatusServiceUnavailable)
+			return s.health.err()
+		}
+		return nil
+	})
+}
+
+// probeHandler serves /metrics from reg, /healthz from healthy and /readyz
+// from ready (nil: 200, else 503 with the reason). Main serves it before the
+// stage exists, while the graph loads, and the stage after.
+func probeHandler(reg *prometheus.Registry, ready, healthy func() error) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if err := healthy(); err != nil {
+			http.Error(w, "unhealthy: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		if err := s.ready(); err != nil {
+		if err := ready(); err != nil {
 			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}

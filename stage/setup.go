@@ -17,7 +17,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/gpu"
@@ -96,11 +95,19 @@ type CPUSettings struct {
 	EagerLabelTables bool
 }
 
-// NewEngine picks the engine: "gpu" must get one, "auto" falls back to the
-// CPU when the GPU engine is unavailable (built without CUDA, no device).
+// NewEngine is the one place an engine is chosen and built, for the stage
+// and for the walk and bench commands: kind "gpu" must get one, "auto"
+// falls back to the CPU when the GPU engine is unavailable (built without
+// CUDA, no device, the graph does not fit), "cpu" is the CPU engine. Both
+// engines log to log.
 func NewEngine(g *graph.Graph, kind string, cpu CPUSettings, log *slog.Logger) (walk.Engine, error) {
+	switch kind {
+	case "gpu", "auto", "cpu":
+	default:
+		return nil, fmt.Errorf("unknown engine %q (want cpu, gpu or auto)", kind)
+	}
 	if kind == "gpu" || kind == "auto" {
-		e, err := gpu.New(g)
+		e, err := gpu.New(g, gpu.WithLogger(log))
 		if err == nil {
 			return e, nil
 		}
@@ -317,13 +324,8 @@ func Main(ctx context.Context, environ []string, logw io.Writer, version string)
 		if ln, err = net.Listen("tcp", c.MetricsAddr); err != nil {
 			return fmt.Errorf("listen on %s: %w", c.MetricsAddr, err)
 		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-		mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
-		mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-			http.Error(w, "not ready: loading the graph and joining the group", http.StatusServiceUnavailable)
-		})
-		stopEarly := serveUntilHandoff(ln, mux)
+		loading := func() error { return errors.New("loading the graph and joining the group") }
+		stopEarly := serveUntilHandoff(ln, probeHandler(reg, loading, func() error { return nil }))
 		defer stopEarly() // idempotent; normally called below
 		rt, err := fromConfig(ctx, c, log, version, ln, reg)
 		stopEarly()

@@ -313,3 +313,6 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 		return false
 	}
 }
+
+// EngineName is the engine's name ("cpu" or "gpu"), as recorded in outputs.
+func (s *Stage) EngineName() string { return s.o.Engine.Name() }

@@ -6,7 +6,6 @@
 package walk
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -96,10 +95,6 @@ type Algorithm struct {
 	// Sampler forces a sampling method; SamplerAuto picks the fastest exact one.
 	Sampler SamplerKind
 }
-
-// ErrInvalidAlgorithm is wrapped by every parameter validation failure, so
-// callers can tell a rejected request from an engine fault.
-var ErrInvalidAlgorithm = errors.New("invalid walk parameters")
 
 func invalid(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidAlgorithm, fmt.Sprintf(format, a...))

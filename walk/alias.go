@@ -8,13 +8,13 @@ import (
 	"github.com/walkstage/walkstage/internal/hugemem"
 )
 
-// AliasVertex fills prob and alias (both len(w)) with Vose's alias table for
+// aliasVertex fills prob and alias (both len(w)) with Vose's alias table for
 // the weights w. The construction is sequential and fixed to the letter —
 // float64 arithmetic in edge order, LIFO work lists filled by one scan — so
 // the GPU's table build (kernels/alias.cuh) yields the very same bits and
 // weighted walks match the CPU engine walk by walk. small and large are
 // scratch of capacity len(w); they are returned for reuse.
-func AliasVertex(w []float32, prob []float32, alias []uint32, scaled []float64, small, large []uint32) ([]float64, []uint32, []uint32) {
+func aliasVertex(w []float32, prob []float32, alias []uint32, scaled []float64, small, large []uint32) ([]float64, []uint32, []uint32) {
 	d := len(w)
 	scaled, small, large = scaled[:0], small[:0], large[:0]
 	var sum float64
@@ -69,7 +69,7 @@ func BuildAlias(g *graph.Graph) (prob []float32, alias []uint32) {
 			if a == b {
 				continue
 			}
-			scaled, small, large = AliasVertex(g.Weights[a:b], prob[a:b], alias[a:b], scaled, small, large)
+			scaled, small, large = aliasVertex(g.Weights[a:b], prob[a:b], alias[a:b], scaled, small, large)
 		}
 	})
 	return prob, alias
@@ -96,7 +96,7 @@ func buildPacked(g *graph.Graph) []aliasEntry {
 	return tab
 }
 
-// forAliasVertices computes the alias table (AliasVertex) of every vertex
+// forAliasVertices computes the alias table (aliasVertex) of every vertex
 // with out-edges, on all cores, and hands fn the vertex's first edge a, its
 // adjacency and the table; prob and alias are reused after fn returns.
 func forAliasVertices(g *graph.Graph, fn func(a uint64, adj []uint32, prob []float32, alias []uint32)) {
@@ -115,7 +115,7 @@ func forAliasVertices(g *graph.Graph, fn func(a uint64, adj []uint32, prob []flo
 				prob, alias = make([]float32, d), make([]uint32, d)
 			}
 			prob, alias = prob[:d], alias[:d]
-			scaled, small, large = AliasVertex(g.Weights[a:b], prob, alias, scaled, small, large)
+			scaled, small, large = aliasVertex(g.Weights[a:b], prob, alias, scaled, small, large)
 			fn(a, g.Targets[a:b], prob, alias)
 		}
 	})

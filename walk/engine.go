@@ -2,7 +2,6 @@ package walk
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -50,12 +49,6 @@ func (c *Chunk) Steps() int64 { return int64(len(c.Vertices) - len(c.WalkIDs)) }
 // EmitFunc receives completed chunks. Engines call it from one goroutine at a
 // time. An error from it aborts the run and is returned by Run.
 type EmitFunc func(Chunk) error
-
-// ErrEngineBroken marks an engine error after which the engine cannot be
-// trusted to run again (a sticky CUDA error, a lost device). The stage
-// reports itself not ready and stops taking work rather than retry into it;
-// any other error from Run is an infrastructure error the stage retries.
-var ErrEngineBroken = errors.New("engine unusable")
 
 // Engine executes walks over the graph it was built for. Implementations keep
 // graph-sized state (sampling tables, device copies) between runs, so one

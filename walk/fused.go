@@ -26,7 +26,7 @@ type fusedEntry struct {
 	altDeg    uint32
 	keepLo    uint32
 	altLo     uint32
-	hi        uint32 // keep's offset bits 32..47 | alt's << 16
+	loHigh    uint32 // bits 32..47 of keep's and alt's first edge: keep's | alt's << 16
 }
 
 // fusedBytesPerEdge is the fused table's memory per edge.
@@ -59,7 +59,7 @@ func buildFused(g *graph.Graph) []fusedEntry {
 				prob: prob[i], keep: k, alt: t,
 				keepDeg: uint32(off[k+1] - kLo), altDeg: uint32(off[t+1] - tLo),
 				keepLo: uint32(kLo), altLo: uint32(tLo),
-				hi: uint32(kLo>>32) | uint32(tLo>>32)<<16,
+				loHigh: uint32(kLo>>32) | uint32(tLo>>32)<<16,
 			}
 		}
 	})
@@ -67,39 +67,8 @@ func buildFused(g *graph.Graph) []fusedEntry {
 }
 
 // keepLo64 and altLo64 are the first edges of keep's and alt's adjacency.
-func (e *fusedEntry) keepLo64() uint64 { return uint64(e.keepLo) | uint64(e.hi&0xffff)<<32 }
-func (e *fusedEntry) altLo64() uint64  { return uint64(e.altLo) | uint64(e.hi>>16)<<32 }
-
-// pipelineLag is how many walks the pipelined loops (walkFused, walkLockstep,
-// Node2Vec's proposals) keep prefetched ahead of the one they decide: enough
-// misses in flight to cover the memory latency, few enough that the lines
-// are still in L1 when used. Measured on scale 20: 8 and 32 to 256 were
-// 2-12% slower than 16.
-const pipelineLag = 16
-
-// draw8 computes draw d of step for up to eight walks (positions k of the
-// unit whose first walk id is firstID): words[w][l] is word w of walks[l].
-func (s *stepper) draw8(walks []int32, firstID uint64, step, d uint32, words *[4][8]uint32) {
-	var idLo, idHi [8]uint32
-	for l, k := range walks {
-		id := firstID + uint64(k)
-		idLo[l], idHi[l] = uint32(id), uint32(id>>32)
-	}
-	philox8(&idLo, &idHi, step, d, s.k0, s.k1, words)
-}
-
-// columnWords are lane l's words for a first-order step: the column and
-// the alias coin, x0 and x1, or for PPR x1 and x2 after x0's stop test
-// (stop: the walk ends here).
-func (s *stepper) columnWords(words *[4][8]uint32, l int) (col, coin uint32, stop bool) {
-	if s.alg.Kind != PPR {
-		return words[0][l], words[1][l], false
-	}
-	if uint64(words[0][l]) < s.stopT {
-		return 0, 0, true
-	}
-	return words[1][l], words[2][l], false
-}
+func (e *fusedEntry) keepLo64() uint64 { return uint64(e.keepLo) | uint64(e.loHigh&0xffff)<<32 }
+func (e *fusedEntry) altLo64() uint64  { return uint64(e.altLo) | uint64(e.loHigh>>16)<<32 }
 
 // walkFused is walkLockstep for weighted DeepWalk and PPR over the fused
 // table: the same draws and the same alias decisions, with the current
@@ -133,7 +102,7 @@ func (s *stepper) walkFused(starts []uint32, firstID uint64, buf []uint32, lens 
 		k := next[i]
 		e := &tab[idx[i]]
 		nx, d, l := e.alt, e.altDeg, e.altLo64()
-		if Unit24(coin[i]) < e.prob {
+		if unit24(coin[i]) < e.prob {
 			nx, d, l = e.keep, e.keepDeg, e.keepLo64()
 		}
 		buf[int(k)*stride+int(lens[k])] = nx
@@ -141,12 +110,7 @@ func (s *stepper) walkFused(starts []uint32, firstID uint64, buf []uint32, lens 
 		lo[k], deg[k] = l, d
 	}
 	for step := uint32(0); step < uint32(s.alg.Length) && len(active) > 0; step++ {
-		// One loop does a block of eight walks' Philox arithmetic, issues
-		// the prefetches of their entries, and decides the steps whose
-		// entries were prefetched pipelineLag positions earlier: the
-		// arithmetic runs while those misses are in flight, and the
-		// prefetches retire at once, so the reorder window never fills
-		// with loads waiting on memory.
+		// One loop over blocks of eight walks (the pipeline of pipeline.go).
 		j, done := 0, 0
 		for base := 0; base < len(active); base += 8 {
 			block := active[base:min(base+8, len(active))]
@@ -176,35 +140,4 @@ func (s *stepper) walkFused(starts []uint32, firstID uint64, buf []uint32, lens 
 		}
 		active, next = next[:j], active[:cap(active)]
 	}
-}
-
-// TableSizes is what the CPU engine's sampling tables take for a graph, in
-// bytes, for sizing a deployment before building them. Zero where the graph
-// has no use for a table (no weights, no labels).
-type TableSizes struct {
-	Packed int64 // packed alias table (12 bytes per edge): weighted walks without the fused table
-	Fused  int64 // fused alias table (32 bytes per edge), used in place of Packed when it fits the limit
-	Fences int64 // Node2Vec's neighbour-test index
-	Labels int64 // MetaPath's per-(vertex, label) tables
-}
-
-// EstimateTables returns the sizes of g's CPU sampling tables.
-func EstimateTables(g *graph.Graph) TableSizes {
-	e := int64(g.NumEdges())
-	var t TableSizes
-	if g.Weighted() {
-		t.Packed = e * int64(unsafe.Sizeof(aliasEntry{}))
-		if fusable(g) {
-			t.Fused = e * fusedBytesPerEdge
-		}
-	}
-	f1 := (e + fenceStride - 1) / fenceStride
-	t.Fences = 4 * (f1 + (f1+fenceStride-1)/fenceStride)
-	if nl := int64(g.NumLabels); nl > 0 {
-		t.Labels = (int64(g.NumVertices())*nl+1)*8 + e*4
-		if g.Weighted() {
-			t.Labels += e * int64(unsafe.Sizeof(aliasEntry{}))
-		}
-	}
-	return t
 }

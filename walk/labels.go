@@ -86,7 +86,7 @@ func buildLabelTables(g *graph.Graph) *labelTables {
 					prob, alias = make([]float32, d), make([]uint32, d)
 				}
 				prob, alias = prob[:d], alias[:d]
-				scaled, small, large = AliasVertex(w, prob, alias, scaled, small, large)
+				scaled, small, large = aliasVertex(w, prob, alias, scaled, small, large)
 				adj := lt.tgt[seg:at]
 				for i := range d {
 					lt.alias[seg+uint64(i)] = aliasEntry{prob: prob[i], keep: adj[i], alt: adj[alias[i]]}

@@ -22,8 +22,8 @@ const (
 	philoxW1 = 0xBB67AE85
 )
 
-// Philox4x32 computes the ten-round Philox bijection of counter c under key k.
-func Philox4x32(c [4]uint32, k [2]uint32) [4]uint32 {
+// philox4x32 computes the ten-round Philox bijection of counter c under key k.
+func philox4x32(c [4]uint32, k [2]uint32) [4]uint32 {
 	c0, c1, c2, c3 := c[0], c[1], c[2], c[3]
 	k0, k1 := k[0], k[1]
 	for r := 0; r < 10; r++ {
@@ -38,26 +38,15 @@ func Philox4x32(c [4]uint32, k [2]uint32) [4]uint32 {
 	return [4]uint32{c0, c1, c2, c3}
 }
 
-// Draw returns the four words for (seed, walk, step, draw).
-func Draw(seed, walk uint64, step, draw uint32) [4]uint32 {
-	return Philox4x32([4]uint32{uint32(walk), uint32(walk >> 32), step, draw},
-		[2]uint32{uint32(seed), uint32(seed >> 32)})
-}
-
-// Index maps a uniform 32-bit word to [0, n) by the multiply-high method:
+// index maps a uniform 32-bit word to [0, n) by the multiply-high method:
 // one multiplication, no division. Its bias is below n/2^32 (2.4e-4 relative
 // at a degree of one million), far under what any walk statistic resolves;
 // the GPU uses the identical formula (__umulhi).
-func Index(x uint32, n uint32) uint32 { return uint32((uint64(x) * uint64(n)) >> 32) }
+func index(x uint32, n uint32) uint32 { return uint32((uint64(x) * uint64(n)) >> 32) }
 
-// Unit24 maps a word to a float32 in [0, 1) with 24 random bits, exactly
+// unit24 maps a word to a float32 in [0, 1) with 24 random bits, exactly
 // representable, so CPU and GPU comparisons against float32 tables agree.
-func Unit24(x uint32) float32 { return float32(x>>8) * (1.0 / (1 << 24)) }
-
-// Unit53 maps two words to a float64 in [0, 1) with 53 random bits.
-func Unit53(hi, lo uint32) float64 {
-	return float64((uint64(hi)<<21)^uint64(lo>>11)) * (1.0 / (1 << 53))
-}
+func unit24(x uint32) float32 { return float32(x>>8) * (1.0 / (1 << 24)) }
 
 // Threshold converts a probability in [0, 1] to a 32-bit integer threshold:
 // an event of probability p happens when a word x satisfies uint64(x) < t.

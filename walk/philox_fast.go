@@ -1,6 +1,6 @@
 package walk
 
-// philox is Philox4x32 unrolled for the hot loops (Philox4x32 is the
+// philox is philox4x32 unrolled for the hot loops (philox4x32 is the
 // readable form; a test keeps the two equal).
 func philox(c0, c1, c2, c3, k0, k1 uint32) (uint32, uint32, uint32, uint32) {
 	var p0, p1 uint64

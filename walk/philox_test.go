@@ -20,8 +20,8 @@ func TestPhiloxKnownAnswers(t *testing.T) {
 		{[4]uint32{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, [2]uint32{0xa4093822, 0x299f31d0}, [4]uint32{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}},
 	}
 	for _, c := range cases {
-		if got := Philox4x32(c.ctr, c.key); got != c.want {
-			t.Errorf("Philox4x32(%08x, %08x) = %08x, want %08x", c.ctr, c.key, got, c.want)
+		if got := philox4x32(c.ctr, c.key); got != c.want {
+			t.Errorf("philox4x32(%08x, %08x) = %08x, want %08x", c.ctr, c.key, got, c.want)
 		}
 	}
 }
@@ -31,7 +31,7 @@ func TestPhiloxUnrolledMatches(t *testing.T) {
 		c := [4]uint32{i * 7919, i ^ 0xdeadbeef, i * 31, i >> 3}
 		k := [2]uint32{i * 104729, ^i}
 		a, b, cc, d := philox(c[0], c[1], c[2], c[3], k[0], k[1])
-		if want := Philox4x32(c, k); [4]uint32{a, b, cc, d} != want {
+		if want := philox4x32(c, k); [4]uint32{a, b, cc, d} != want {
 			t.Fatalf("philox(%v,%v) = %08x, want %08x", c, k, [4]uint32{a, b, cc, d}, want)
 		}
 	}
@@ -150,7 +150,7 @@ func BenchmarkPhilox8(b *testing.B) {
 			for i := 0; b.Loop(); i++ {
 				lo[0] = uint32(i)
 				c.f(&lo, &hi, uint32(i), 0, 1, 2, &out)
-				x += Unit24(out[0][0]) // scalar float work between calls, as in the walkers
+				x += unit24(out[0][0]) // scalar float work between calls, as in the walkers
 			}
 			if x < 0 {
 				b.Fatal(x)

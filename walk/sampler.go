@@ -14,8 +14,8 @@ import (
 // in distribution for the reservoir samplers.
 //
 // Philox draw 0 of (seed, walk, step) gives words x0..x3:
-//   uniform            next = adj[Index(x0, d)]
-//   alias              col = Index(x0, d); keep col if Unit24(x1) < Prob[col], else Alias[col]
+//   uniform            next = adj[index(x0, d)]
+//   alias              col = index(x0, d); keep col if unit24(x1) < Prob[col], else Alias[col]
 //   ppr                stop before the step if x0 < Threshold(stop); then uniform on x1 or alias on x1, x2
 //   node2vec, step 0   as uniform or alias
 //   node2vec, step>0   attempt a uses draw a: proposal on x0 (and x1 when weighted), accept if
@@ -35,9 +35,9 @@ const (
 	// reservoirDraw is the first draw of a reservoir sampler's per-element
 	// words (draw 0 holds the PPR stop word).
 	reservoirDraw = 1
-	// Lanes is k, the number of parallel lanes of the reference ZPRS and
+	// lanes is k, the number of parallel lanes of the reference ZPRS and
 	// DPRS: a warp.
-	Lanes = 32
+	lanes = 32
 )
 
 // stepper holds what one algorithm needs to take steps on one graph.
@@ -107,12 +107,12 @@ func (s *stepper) static(a, b uint64, x, y uint32) uint32 {
 // pickStatic draws from [a, b) of tgt uniformly, or through the alias
 // entries when tab is not nil (the GPU's pick_static).
 func pickStatic(tgt []uint32, tab []aliasEntry, a, b uint64, x, y uint32) uint32 {
-	col := uint64(Index(x, uint32(b-a)))
+	col := uint64(index(x, uint32(b-a)))
 	if tab == nil {
 		return tgt[a+col]
 	}
 	e := &tab[a+col]
-	if Unit24(y) < e.prob {
+	if unit24(y) < e.prob {
 		return e.keep
 	}
 	return e.alt
@@ -254,7 +254,7 @@ func (s *stepper) reservoir(id uint64, step uint32, a, b uint64, bias func(e uin
 	var i int
 	if s.sampler == SamplerDPRS {
 		r := &elementWords{s: s, id: id, step: step, base: reservoirDraw}
-		i = DPRS(int(b-a), Lanes, func(i int) float64 { return bias(a + uint64(i)) }, r.word)
+		i = dprs(int(b-a), lanes, func(i int) float64 { return bias(a + uint64(i)) }, r.word)
 	} else {
 		// ZPRS visits the elements lane by lane (i, i+32, ...) and asks
 		// for each bias twice, so elementWords' one-draw cache would miss
@@ -274,7 +274,7 @@ func (s *stepper) reservoir(id uint64, step uint32, a, b uint64, bias func(e uin
 			sc.words[d], sc.words[d+1], sc.words[d+2], sc.words[d+3] = w0, w1, w2, w3
 		}
 		bv, wv := sc.bias, sc.words
-		i = ZPRS(n, Lanes, func(i int) float64 { return bv[i] }, func(i int) uint32 { return wv[i] })
+		i = zprs(n, lanes, func(i int) float64 { return bv[i] }, func(i int) uint32 { return wv[i] })
 		s.zprsPool.Put(sc)
 	}
 	if i < 0 {
@@ -292,7 +292,7 @@ type zprsScratch struct {
 // scan is the exact sequential fallback (one-lane reservoir).
 func (s *stepper) scan(id uint64, step, base uint32, a, b uint64, bias func(e uint64) float64) (uint32, bool) {
 	r := &elementWords{s: s, id: id, step: step, base: base}
-	i := ZPRS(int(b-a), 1, func(i int) float64 { return bias(a + uint64(i)) }, r.word)
+	i := zprs(int(b-a), 1, func(i int) float64 { return bias(a + uint64(i)) }, r.word)
 	if i < 0 {
 		return 0, false
 	}
@@ -319,14 +319,14 @@ func (r *elementWords) word(i int) uint32 {
 	return r.w[i%4]
 }
 
-// ZPRS is the zig-zag parallel reservoir sampler of FlowWalker (Algorithm 4)
+// zprs is the zig-zag parallel reservoir sampler of FlowWalker (Algorithm 4)
 // with k lanes, run lane after lane: lane j owns elements i ≡ j (mod k).
 // A first pass sums each lane's bias; an exclusive prefix over lanes gives
 // each lane the weight that precedes it in the zig-zag order; a second pass
 // lets each lane keep element i with probability bias(i)/(running sum), and
 // the highest lane that kept anything wins. It returns -1 when every bias is
 // zero. word(i) is element i's uniform 32-bit word.
-func ZPRS(n, k int, bias func(i int) float64, word func(i int) uint32) int {
+func zprs(n, k int, bias func(i int) float64, word func(i int) uint32) int {
 	if k > n {
 		k = max(n, 1)
 	}
@@ -335,11 +335,11 @@ func ZPRS(n, k int, bias func(i int) float64, word func(i int) uint32) int {
 	// order per lane as running them one after the other, so the same
 	// result to the bit, but the 32 lanes' dependency chains overlap and
 	// the elements are read in order.
-	var sumsA, runA [Lanes]float64
-	var keptA [Lanes]int
+	var sumsA, runA [lanes]float64
+	var keptA [lanes]int
 	var sums, run []float64
 	var kept []int
-	if k <= Lanes {
+	if k <= lanes {
 		sums, run, kept = sumsA[:k], runA[:k], keptA[:k]
 	} else {
 		sums, run, kept = make([]float64, k), make([]float64, k), make([]int, k)
@@ -375,12 +375,12 @@ func ZPRS(n, k int, bias func(i int) float64, word func(i int) uint32) int {
 	return -1
 }
 
-// DPRS is FlowWalker's direct parallel reservoir sampler (Algorithm 3): k
+// dprs is FlowWalker's direct parallel reservoir sampler (Algorithm 3): k
 // consecutive elements per iteration; element i is kept with probability
 // bias(i) / (inclusive prefix within the iteration + weight of earlier
 // iterations), and the largest kept index of an iteration replaces the
 // selection. Returns -1 when every bias is zero.
-func DPRS(n, k int, bias func(i int) float64, word func(i int) uint32) int {
+func dprs(n, k int, bias func(i int) float64, word func(i int) uint32) int {
 	pick := -1
 	var wb float64
 	for i0 := 0; i0 < n; i0 += k {

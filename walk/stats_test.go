@@ -198,7 +198,7 @@ func TestReservoirSamplersExact(t *testing.T) {
 		for _, alg := range []struct {
 			name string
 			fn   func(int, int, func(int) float64, func(int) uint32) int
-		}{{"zprs", ZPRS}, {"dprs", DPRS}} {
+		}{{"zprs", zprs}, {"dprs", dprs}} {
 			counts := map[uint32]int{}
 			trials := 200 * n
 			if trials < 100000 {
@@ -209,13 +209,13 @@ func TestReservoirSamplersExact(t *testing.T) {
 					x, _, _, _ := philox(uint32(trial), uint32(i), 7, 0, 1, 2)
 					return x
 				}
-				counts[uint32(alg.fn(n, Lanes, bias, w))]++
+				counts[uint32(alg.fn(n, lanes, bias, w))]++
 			}
 			chiSquare(t, alg.name, counts, probs)
 		}
 	}
-	if ZPRS(4, Lanes, func(int) float64 { return 0 }, func(int) uint32 { return 0 }) != -1 ||
-		DPRS(4, Lanes, func(int) float64 { return 0 }, func(int) uint32 { return 0 }) != -1 {
+	if zprs(4, lanes, func(int) float64 { return 0 }, func(int) uint32 { return 0 }) != -1 ||
+		dprs(4, lanes, func(int) float64 { return 0 }, func(int) uint32 { return 0 }) != -1 {
 		t.Error("reservoir over all-zero biases should select nothing")
 	}
 }
@@ -282,7 +282,7 @@ func TestZPRSMatchesLaneMajorOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for trial := range 3000 {
 		n := rng.IntN(200)
-		k := []int{1, 3, Lanes, 40}[trial%4]
+		k := []int{1, 3, lanes, 40}[trial%4]
 		b, w := make([]float64, n), make([]uint32, n)
 		for i := range b {
 			if rng.IntN(5) > 0 { // some zero biases
@@ -291,7 +291,7 @@ func TestZPRSMatchesLaneMajorOrder(t *testing.T) {
 			w[i] = rng.Uint32()
 		}
 		bias, word := func(i int) float64 { return b[i] }, func(i int) uint32 { return w[i] }
-		if got, want := ZPRS(n, k, bias, word), zprsLaneMajor(n, k, bias, word); got != want {
+		if got, want := zprs(n, k, bias, word), zprsLaneMajor(n, k, bias, word); got != want {
 			t.Fatalf("n %d k %d: ZPRS picked %d, lane-major order %d", n, k, got, want)
 		}
 	}

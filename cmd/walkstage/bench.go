@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/walkstage/walkstage/gpu"
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/stage"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -85,29 +85,10 @@ file or a generated R-MAT graph; the walks are discarded.`)
 	fmt.Fprintf(stdout, "graph %s: V=%d E=%d max degree %d, %.1f MiB, ready in %s\n", g.Name, g.NumVertices(), g.NumEdges(),
 		maxDeg, float64(g.MemoryBytes())/(1<<20), time.Since(t0).Round(time.Millisecond))
 
-	var eng walk.Engine
 	t1 := time.Now()
-	switch *engineName {
-	case "cpu":
-		opts := []walk.CPUOption{walk.WithWorkers(*workers)}
-		if *fusedLimit >= 0 {
-			opts = append(opts, walk.WithFusedTableLimit(*fusedLimit))
-		}
-		c, err := walk.NewCPU(g, opts...)
-		if err != nil {
-			return err
-		}
-		if g.Weighted() {
-			c.PrepareTables()
-		}
-		eng = c
-	case "gpu":
-		eng, err = gpu.New(g)
-		if err != nil {
-			return err
-		}
-	default:
-		return fmt.Errorf("unknown engine %q (want cpu or gpu)", *engineName)
+	eng, err := stage.NewEngine(g, *engineName, stage.CPUSettings{Workers: *workers, FusedTableBytes: *fusedLimit}, engineLogger(stderr))
+	if err != nil {
+		return err
 	}
 	defer eng.Close()
 	fmt.Fprintf(stdout, "engine %s ready in %s (sampling tables included), %d CPU cores\n", eng.Name(), time.Since(t1).Round(time.Millisecond), runtime.NumCPU())

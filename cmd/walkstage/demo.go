@@ -7,7 +7,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/walkstage/walkstage/stage"
+	"github.com/walkstage/walkstage/demo"
 )
 
 const demoUsage = `usage: walkstage demo [--dir ./walkstage-demo] [--scale 16] [--engine auto|cpu|gpu] [--timeout 2m] [-v]
@@ -41,6 +41,6 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *scale < 4 || *scale > 26 {
 		return fmt.Errorf("--scale %d out of range [4, 26]", *scale)
 	}
-	return stage.RunDemo(ctx, stage.DemoOptions{Dir: *dir, Scale: *scale, Engine: *engine, Timeout: *timeout,
+	return demo.Run(ctx, demo.Options{Dir: *dir, Scale: *scale, Engine: *engine, Timeout: *timeout,
 		Logs: stderr, Verbose: *verbose, Version: Version}, stdout)
 }

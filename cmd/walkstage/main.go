@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"sort"
@@ -88,4 +89,10 @@ func usage(w io.Writer, cmds map[string]command) {
 		fmt.Fprintf(w, "  %-9s %s\n", n, cmds[n].summary)
 	}
 	fmt.Fprintln(w, "  version   print the version\n\nRun 'walkstage <command> -h' or 'walkstage help <command>' for a command's flags.")
+}
+
+// engineLogger is how the one-shot commands show the engine's choices
+// (fallback to the CPU, table builds) on stderr, in the stage's words.
+func engineLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }

@@ -17,9 +17,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/walkstage/walkstage/gpu"
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/stage"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -178,7 +178,7 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stderr, "graph %s (version %s): %d vertices, %d edges, loaded in %s\n", g.Name, g.Version, g.NumVertices(),
 		g.NumEdges(), time.Since(t0).Round(time.Millisecond))
 
-	eng, err := newEngine(g, *engineName, *workers, stderr)
+	eng, err := stage.NewEngine(g, *engineName, stage.CPUSettings{Workers: *workers, FusedTableBytes: -1}, engineLogger(stderr))
 	if err != nil {
 		return err
 	}
@@ -279,29 +279,6 @@ func repeatSeeds(seeds []uint32, perSeed int) []uint32 {
 		}
 	}
 	return starts
-}
-
-// newEngine builds the requested engine; auto prefers the GPU and falls
-// back to the CPU when this build or host has none.
-func newEngine(g *graph.Graph, name string, workers int, stderr io.Writer) (walk.Engine, error) {
-	cpu := func() (walk.Engine, error) { return walk.NewCPU(g, walk.WithWorkers(workers)) }
-	switch name {
-	case "cpu":
-		return cpu()
-	case "gpu":
-		return gpu.New(g)
-	case "auto":
-		e, err := gpu.New(g)
-		if err == nil {
-			return e, nil
-		}
-		if !errors.Is(err, gpu.ErrUnavailable) {
-			return nil, err
-		}
-		fmt.Fprintf(stderr, "using the cpu engine: %v\n", err)
-		return cpu()
-	}
-	return nil, fmt.Errorf("unknown engine %q (want cpu, gpu or auto)", name)
 }
 
 func parseSchema(s string) ([]uint8, error) {

@@ -1,4 +1,4 @@
-package stage
+package demo
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ func TestDemoRunsEndToEnd(t *testing.T) {
 		t.Skip("integration test")
 	}
 	var out bytes.Buffer
-	err := RunDemo(context.Background(), DemoOptions{Dir: t.TempDir(), Scale: 10, Engine: "cpu"}, &out)
+	err := Run(context.Background(), Options{Dir: t.TempDir(), Scale: 10, Engine: "cpu"}, &out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}

@@ -1,0 +1,221 @@
+package graph
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"os"
+)
+
+// Run encoding: per record, uvarint(s - prev s); then uvarint(d - prev d)
+// when s repeats, else uvarint(d) (as uint64); then 4 bytes of weight and 1
+// of label when present. Sorted runs make both deltas small.
+type runEncoder struct {
+	w                  *bufio.Writer
+	weighted, labelled bool
+	ps, pd             uint64
+	started            bool
+	buf                []byte
+}
+
+func (e *runEncoder) put(r *rec) error {
+	s, d := uint64(r.s), uint64(r.d)
+	b := binary.AppendUvarint(e.buf, s-e.ps)
+	if e.started && s == e.ps {
+		b = binary.AppendUvarint(b, d-e.pd)
+	} else {
+		b = binary.AppendUvarint(b, d)
+	}
+	if e.weighted {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(r.w))
+	}
+	if e.labelled {
+		b = append(b, r.l)
+	}
+	e.started = true
+	e.ps, e.pd = s, d
+	e.buf = b
+	if len(b) >= 256<<10 {
+		return e.flush()
+	}
+	return nil
+}
+
+func (e *runEncoder) flush() error {
+	_, err := e.w.Write(e.buf)
+	e.buf = e.buf[:0]
+	return err
+}
+
+func encodeIDs(w *bufio.Writer, ids []int64) error {
+	var buf [binary.MaxVarintLen64]byte
+	var prev uint64
+	for _, id := range ids {
+		n := binary.PutUvarint(buf[:], uint64(id)-prev)
+		if _, err := w.Write(buf[:n]); err != nil {
+			return err
+		}
+		prev = uint64(id)
+	}
+	return nil
+}
+
+// idReader streams one run's id set back in order: from memory, or
+// decoding the file encodeIDs wrote.
+type idReader struct {
+	ids []int64 // the id set when it was never spilled
+	r   *bufio.Reader
+	f   *os.File
+	cur int64
+}
+
+func openIDs(rf runFile) (*idReader, error) {
+	s := &idReader{ids: rf.ids}
+	if rf.idPath != "" {
+		f, err := os.Open(rf.idPath)
+		if err != nil {
+			return nil, fmt.Errorf("read back id run: %w", err)
+		}
+		s.f, s.r = f, bufio.NewReaderSize(f, 64<<10)
+	}
+	return s, nil
+}
+
+func (s *idReader) close() {
+	if s.f != nil {
+		s.f.Close()
+	}
+}
+
+// next advances cur to the next id; false at the end of the set.
+func (s *idReader) next() (bool, error) {
+	if s.r == nil {
+		if len(s.ids) == 0 {
+			return false, nil
+		}
+		s.cur, s.ids = s.ids[0], s.ids[1:]
+		return true, nil
+	}
+	d, err := binary.ReadUvarint(s.r)
+	if err == io.EOF {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read back id run %s: %w", s.f.Name(), err)
+	}
+	s.cur = int64(uint64(s.cur) + d)
+	return true, nil
+}
+
+// runReader streams one run back in sorted order, decoding straight from
+// its own read buffer.
+type runReader struct {
+	idx      int // run index: ties go to the earlier run
+	mem      []rec
+	f        *os.File
+	buf      []byte
+	pos, end int
+	eof      bool
+	left     int64
+	cur      rec
+	ps, pd   uint64
+	first    bool
+	weighted bool
+	labelled bool
+}
+
+// maxRecBytes is the longest encoded record: two varints, weight, label.
+const maxRecBytes = 2*binary.MaxVarintLen64 + 5
+
+func openRun(idx int, rf runFile, weighted, labelled bool) (*runReader, error) {
+	rr := &runReader{idx: idx, mem: rf.mem, left: rf.n, first: true, weighted: weighted, labelled: labelled}
+	if rf.mem == nil && rf.n > 0 {
+		f, err := os.Open(rf.path)
+		if err != nil {
+			return nil, fmt.Errorf("read back run: %w", err)
+		}
+		rr.f, rr.buf = f, make([]byte, 256<<10)
+	}
+	return rr, nil
+}
+
+func (rr *runReader) close() {
+	if rr.f != nil {
+		rr.f.Close()
+	}
+}
+
+// fill makes at least maxRecBytes available unless the file ends first.
+func (rr *runReader) fill() error {
+	if rr.end-rr.pos >= maxRecBytes || rr.eof {
+		return nil
+	}
+	rr.end = copy(rr.buf, rr.buf[rr.pos:rr.end])
+	rr.pos = 0
+	for rr.end < maxRecBytes && !rr.eof {
+		k, err := rr.f.Read(rr.buf[rr.end:])
+		rr.end += k
+		if err == io.EOF {
+			rr.eof = true
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (rr *runReader) corrupt() error {
+	return fmt.Errorf("read back run %s: truncated or corrupt with %d records left", rr.f.Name(), rr.left+1)
+}
+
+// next advances to the next record; false at the end of the run.
+func (rr *runReader) next() (bool, error) {
+	if rr.left == 0 {
+		return false, nil
+	}
+	rr.left--
+	if rr.mem != nil {
+		rr.cur = rr.mem[0]
+		rr.mem = rr.mem[1:]
+		return true, nil
+	}
+	if err := rr.fill(); err != nil {
+		return false, fmt.Errorf("read back run %s: %w", rr.f.Name(), err)
+	}
+	b := rr.buf[rr.pos:rr.end]
+	ds, n1 := binary.Uvarint(b)
+	if n1 <= 0 {
+		return false, rr.corrupt()
+	}
+	dd, n2 := binary.Uvarint(b[n1:])
+	if n2 <= 0 {
+		return false, rr.corrupt()
+	}
+	n := n1 + n2
+	s := rr.ps + ds
+	d := dd
+	if !rr.first && ds == 0 {
+		d = rr.pd + dd
+	}
+	rr.first = false
+	rr.ps, rr.pd = s, d
+	rr.cur = rec{s: int64(s), d: int64(d), w: 1}
+	if rr.weighted {
+		if len(b) < n+4 {
+			return false, rr.corrupt()
+		}
+		rr.cur.w = math.Float32frombits(binary.LittleEndian.Uint32(b[n:]))
+		n += 4
+	}
+	if rr.labelled {
+		if len(b) < n+1 {
+			return false, rr.corrupt()
+		}
+		rr.cur.l = b[n]
+		n++
+	}
+	rr.pos += n
+	return true, nil
+}

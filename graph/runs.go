@@ -1,0 +1,336 @@
+package graph
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+)
+
+// rec is one directed edge in a run. seq is the position in the run, so
+// sorting by (s, d, seq) is a stable sort by (s, d).
+type rec struct {
+	s, d int64
+	w    float32
+	seq  uint32
+	l    uint8
+}
+
+func cmpRec(a, b rec) int {
+	if c := cmp.Compare(a.s, b.s); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.d, b.d); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.seq, b.seq)
+}
+
+// runFile is one sorted run spilled to disk, or (the last one) kept in
+// memory.
+type runFile struct {
+	path   string
+	n      int64 // records
+	mem    []rec // set when the run was never spilled
+	idPath string
+	ids    []int64 // set when the id set was never spilled
+}
+
+// runBuilder accumulates edges into runs; it is fed by a reader and owns
+// the sorter, the worker that sorts and spills each full run while the
+// reader fills the other buffer.
+type runBuilder struct {
+	ctx   context.Context
+	o     ImportOptions
+	input string // for messages
+
+	cur     []rec
+	dropped []int64    // ids seen only on dropped self-loops in cur
+	free    chan []rec // run buffers the sorter is done with
+	sorter  *worker[sortJob]
+	runs    []runFile // appended to by the sorter; read after finish
+	tmpDir  string
+	maxID   int64 // DenseIDs: largest id seen
+	stats   ImportStats
+	lastRep time.Time
+	bytes   int64 // set by the reader for progress
+	total   int64
+	ctxPoll int
+	radix   runSorter // the sorter's radix buffers, used only by it
+}
+
+// sortJob is one run handed to the sorter: spill it, or (the last run) keep
+// it in memory.
+type sortJob struct {
+	recs    []rec
+	dropped []int64
+	spill   bool
+}
+
+func newRunBuilder(ctx context.Context, input, tmpDir string, o ImportOptions) *runBuilder {
+	b := &runBuilder{ctx: ctx, o: o, input: input, tmpDir: tmpDir, maxID: -1,
+		free: make(chan []rec, 2), lastRep: time.Now()}
+	b.free <- make([]rec, 0, o.RunEdges)
+	b.free <- nil // allocated on first use, so small inputs hold one buffer
+	b.cur = <-b.free
+	b.sorter = startWorker(1, b.sortRun, func(job sortJob) {
+		if job.spill {
+			b.free <- job.recs[:0]
+		}
+	})
+	return b
+}
+
+// add takes one input edge. It returns an error only for a cancelled
+// context or a failed spill.
+func (b *runBuilder) add(s, d int64, w float32, l uint8) error {
+	b.stats.InputEdges++
+	if b.o.DenseIDs {
+		if s < 0 || d < 0 || s >= MaxVertices || d >= MaxVertices {
+			return fmt.Errorf("vertex id %d or %d outside [0, %d) with dense ids", s, d, int64(MaxVertices))
+		}
+		b.maxID = max(b.maxID, s, d)
+	}
+	if !b.o.Weighted {
+		w = 1
+	}
+	if !b.o.Labelled {
+		l = 0
+	}
+	if s == d && !b.o.SelfLoops {
+		b.stats.SelfLoopsDropped++
+		if !b.o.DenseIDs {
+			// Their ids still name vertices (as in FromEdges); they count
+			// against the run so a file of self-loops stays bounded too.
+			if len(b.cur)+len(b.dropped) >= b.o.RunEdges {
+				if err := b.flush(true); err != nil {
+					return err
+				}
+			}
+			b.dropped = append(b.dropped, s)
+		}
+		return b.tick()
+	}
+	need := 1
+	if b.o.Undirected && s != d {
+		need = 2
+	}
+	if len(b.cur)+len(b.dropped)+need > b.o.RunEdges {
+		if err := b.flush(true); err != nil {
+			return err
+		}
+	}
+	b.cur = append(b.cur, rec{s: s, d: d, w: w, l: l, seq: uint32(len(b.cur))})
+	if need == 2 {
+		b.cur = append(b.cur, rec{s: d, d: s, w: w, l: l, seq: uint32(len(b.cur))})
+	}
+	return b.tick()
+}
+
+// tick polls the context and reports progress every 64Ki edges.
+func (b *runBuilder) tick() error {
+	b.ctxPoll++
+	if b.ctxPoll&0xffff != 0 {
+		return nil
+	}
+	if err := b.ctx.Err(); err != nil {
+		return err
+	}
+	b.report(false)
+	return nil
+}
+
+// report calls Progress at most every ProgressInterval, or now with force.
+func (b *runBuilder) report(force bool) {
+	if b.o.Progress == nil {
+		return
+	}
+	if !force && time.Since(b.lastRep) < b.o.ProgressInterval {
+		return
+	}
+	b.lastRep = time.Now()
+	b.o.Progress(Progress{Phase: "read", EdgesRead: b.stats.InputEdges, BytesRead: b.bytes, TotalBytes: b.total})
+}
+
+// flush hands the current run to the sorter; a spilled run's buffer comes
+// back through free once written, and the reader takes the other one.
+func (b *runBuilder) flush(spill bool) error {
+	if b.sorter.hasFailed() {
+		return errSorterFailed
+	}
+	if len(b.cur) == 0 && len(b.dropped) == 0 {
+		return nil
+	}
+	b.sorter.send(sortJob{recs: b.cur, dropped: b.dropped, spill: spill})
+	b.cur, b.dropped = nil, nil
+	if !spill {
+		return nil
+	}
+	b.cur = <-b.free
+	if b.cur == nil {
+		b.cur = make([]rec, 0, b.o.RunEdges)
+	}
+	b.cur = b.cur[:0]
+	return nil
+}
+
+// finish sorts the last run (kept in memory), waits for the sorter and
+// lets go of the run buffers before the merge.
+func (b *runBuilder) finish() ([]runFile, error) {
+	err := b.flush(false)
+	if cerr := b.sorter.wait(); cerr != nil {
+		err = cerr
+	}
+	b.cur = nil
+	for len(b.free) > 0 {
+		<-b.free
+	}
+	return b.runs, err
+}
+
+// sortRun sorts a run and spills it, or keeps the last one in memory, with
+// its id set unless the ids are dense.
+func (b *runBuilder) sortRun(job sortJob) error {
+	order := b.radix.sort(job.recs)
+	if !job.spill {
+		b.keepRun(job, order)
+		return nil
+	}
+	return b.spillRun(job, order)
+}
+
+// keepRun keeps the last run in memory, in sorted order.
+func (b *runBuilder) keepRun(job sortJob, order []kv) {
+	recs := job.recs
+	r := runFile{n: int64(len(recs))}
+	if order != nil {
+		sorted := make([]rec, len(recs))
+		for i := range sorted {
+			sorted[i] = recs[order[i].idx]
+		}
+		recs = sorted
+	}
+	b.radix = runSorter{} // release the radix buffers before the merge
+	r.mem = recs
+	if !b.o.DenseIDs {
+		var srcs []int64
+		for i := range recs {
+			if i == 0 || recs[i-1].s != recs[i].s {
+				srcs = append(srcs, recs[i].s)
+			}
+		}
+		r.ids = runIDs(srcs, recs, job.dropped, b.o.Undirected)
+	}
+	b.runs = append(b.runs, r)
+}
+
+// spillRun writes a run to a temporary file in sorted order, and its id set
+// to another.
+func (b *runBuilder) spillRun(job sortJob, order []kv) error {
+	recs := job.recs
+	r := runFile{n: int64(len(recs))}
+	var srcs []int64
+	var err error
+	r.path, err = b.spill(func(w *bufio.Writer) error {
+		enc := b.newEncoder(w)
+		// Records are gathered into sorted order a chunk at a time: the
+		// loads of a chunk are independent, so their cache misses overlap.
+		chunk := make([]rec, 4096)
+		for lo := 0; lo < len(recs); lo += len(chunk) {
+			c := chunk[:min(len(chunk), len(recs)-lo)]
+			if order == nil {
+				c = recs[lo : lo+len(c)]
+			} else {
+				for j := range c {
+					c[j] = recs[order[lo+j].idx]
+				}
+			}
+			for j := range c {
+				if !b.o.DenseIDs && (len(srcs) == 0 || srcs[len(srcs)-1] != c[j].s) {
+					srcs = append(srcs, c[j].s)
+				}
+				if err := enc.put(&c[j]); err != nil {
+					return err
+				}
+			}
+		}
+		return enc.flush()
+	})
+	if err != nil {
+		return err
+	}
+	if !b.o.DenseIDs {
+		if r.idPath, err = b.spillIDs(runIDs(srcs, recs, job.dropped, b.o.Undirected)); err != nil {
+			os.Remove(r.path)
+			return err
+		}
+	}
+	b.runs = append(b.runs, r)
+	return nil
+}
+
+// newEncoder returns an encoder of the import's records onto w.
+func (b *runBuilder) newEncoder(w *bufio.Writer) *runEncoder {
+	return &runEncoder{w: w, weighted: b.o.Weighted, labelled: b.o.Labelled}
+}
+
+// spillIDs writes an id set to a temporary file and returns its path.
+func (b *runBuilder) spillIDs(ids []int64) (string, error) {
+	return b.spill(func(w *bufio.Writer) error { return encodeIDs(w, ids) })
+}
+
+// spill writes a temporary file in tmpDir through write and returns its
+// path; on failure nothing is left behind.
+func (b *runBuilder) spill(write func(*bufio.Writer) error) (string, error) {
+	f, err := os.CreateTemp(b.tmpDir, "walkstage-run-*")
+	if err != nil {
+		return "", fmt.Errorf("spill run: %w", err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	err = write(w)
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("spill run to %s: %w", f.Name(), err)
+	}
+	return f.Name(), nil
+}
+
+// runIDs returns the sorted set of external ids a run mentions, given its
+// sorted distinct sources.
+func runIDs(srcs []int64, recs []rec, dropped []int64, undirected bool) []int64 {
+	if undirected && len(dropped) == 0 {
+		// Every target is also a source in an undirected run.
+		return srcs
+	}
+	ids := srcs
+	if !undirected {
+		ids = slices.Grow(ids, len(recs)+len(dropped))
+		for i := range recs {
+			ids = append(ids, recs[i].d)
+		}
+	}
+	ids = append(ids, dropped...)
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
+// removeRuns deletes the runs' files.
+func removeRuns(runs []runFile) {
+	for _, r := range runs {
+		if r.path != "" {
+			os.Remove(r.path)
+		}
+		if r.idPath != "" {
+			os.Remove(r.idPath)
+		}
+	}
+}
