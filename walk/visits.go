@@ -155,7 +155,7 @@ type VisitStats struct {
 // two words of Philox4x32-10 of the counter (q, i, b, 0x56495354 "VIST")
 // under the key (seed low, seed high).
 func VisitBlockSeed(seed uint64, q, i, b uint32) uint64 {
-	x := Philox4x32([4]uint32{q, i, b, 0x56495354}, [2]uint32{uint32(seed), uint32(seed >> 32)})
+	x := philox4x32([4]uint32{q, i, b, 0x56495354}, [2]uint32{uint32(seed), uint32(seed >> 32)})
 	return uint64(x[0]) | uint64(x[1])<<32
 }
 

@@ -21,15 +21,19 @@ type visitsBench struct {
 }
 
 // benchVisits runs the visits case and prints queries/s and counted steps/s
-// (the best of repeat runs). Seeds are drawn with Philox from the vertices
+// (the best of repeat runs). Seeds are drawn with splitmix64 from the vertices
 // that have out-edges, so every query spends its whole budget.
 func benchVisits(ctx context.Context, eng walk.Engine, g *graph.Graph, vb visitsBench, length int, seed uint64, repeat int, stdout io.Writer) error {
 	alg := walk.Algorithm{Kind: walk.PPR, Length: length, StopProb: vb.restart}
 	qs := make([]walk.VisitQuery, vb.queries)
-	n := uint32(g.NumVertices())
+	n := uint64(g.NumVertices())
+	x := seed
 	for i := range qs {
-		for d := uint32(0); ; d++ {
-			v := walk.Index(walk.Draw(seed, uint64(i), 0xffffffff, d)[0], n)
+		for {
+			x += 0x9E3779B97F4A7C15 // splitmix64
+			z := (x ^ x>>30) * 0xBF58476D1CE4E5B9
+			z = (z ^ z>>27) * 0x94D049BB133111EB
+			v := uint32((z ^ z>>31) % n)
 			if g.Degree(v) > 0 {
 				qs[i] = walk.VisitQuery{Starts: []uint32{v}}
 				break
