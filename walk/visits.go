@@ -315,6 +315,9 @@ type visitQuery struct {
 	reached int64 // candidates with NV visits
 	exclude map[uint32]bool
 	stopped bool
+	// tableSize is the counting table's first size: room for the distinct
+	// vertices a budget may reach at half load, so it rarely grows.
+	tableSize int
 }
 
 type blockRef struct {
@@ -326,7 +329,10 @@ func countWave(ctx context.Context, e Engine, g *graph.Graph, p VisitParams, que
 	qs := make([]*visitQuery, hi-lo)
 	for x := range qs {
 		vq := queries[lo+x]
-		q := &visitQuery{seeds: make([]visitSeed, len(vq.Starts))}
+		q := &visitQuery{seeds: make([]visitSeed, len(vq.Starts)), tableSize: 1024}
+		for int64(q.tableSize) < min(p.estimate(vq)/4, 2*int64(g.NumVertices()), 1<<21) {
+			q.tableSize *= 2
+		}
 		var budgets []int64
 		if p.StepsPerQuery > 0 {
 			budgets = SplitSteps(p.StepsPerQuery, vq.Weights, len(vq.Starts))
@@ -479,7 +485,7 @@ func (s *visitSeed) blocksWanted(prior float64) int64 {
 // needed, the budget is spent or early stopping ends it.
 func (q *visitQuery) consume(p VisitParams) {
 	if q.counts.keys == nil {
-		q.counts.init(1024)
+		q.counts.init(q.tableSize)
 	}
 	for q.active > 0 && !q.stopped {
 		if q.i == len(q.seeds) {
@@ -554,22 +560,27 @@ func parallelQueries(n int, f func(int)) {
 // visitTable counts visits per vertex: open addressing, linear probing,
 // keys stored as vertex+1 (0 is empty), at most half full.
 type visitTable struct {
-	keys []uint32
-	vals []int64
-	n    int
+	keys  []uint32
+	vals  []int64
+	n     int
+	shift uint32 // 32 - log2(len(keys)): Fibonacci hashing keeps the product's top bits
 }
 
 func (t *visitTable) init(size int) {
 	t.keys, t.vals, t.n = make([]uint32, size), make([]int64, size), 0
+	t.shift = 32
+	for s := size; s > 1; s >>= 1 {
+		t.shift--
+	}
 }
 
-func visitHash(v uint32) uint32 { return v * 0x9E3779B1 }
+func (t *visitTable) hash(v uint32) uint32 { return (v * 0x9E3779B1) >> t.shift }
 
 // add counts one visit of v and returns its count.
 func (t *visitTable) add(v uint32) int64 {
 	mask := uint32(len(t.keys) - 1)
 	key := v + 1
-	for h := visitHash(v) & mask; ; h = (h + 1) & mask {
+	for h := t.hash(v); ; h = (h + 1) & mask {
 		switch t.keys[h] {
 		case key:
 			t.vals[h]++
@@ -593,7 +604,7 @@ func (t *visitTable) grow() {
 		if key == 0 {
 			continue
 		}
-		h := visitHash(key-1) & mask
+		h := t.hash(key - 1)
 		for t.keys[h] != 0 {
 			h = (h + 1) & mask
 		}
