@@ -75,6 +75,7 @@ func (e *RejectError) Error() string { return fmt.Sprintf("rejected (%s): %s", e
 type Request struct {
 	BatchID      string
 	Graph        string // as requested; empty when the request did not say
+	GraphVersion string // graph version the request is pinned to; empty: any
 	Algorithm    walk.Algorithm
 	WalksPerSeed int
 	// Seeds are the external ids walked, in request order, unknown ones
@@ -108,6 +109,9 @@ type VisitSpec struct {
 	Params   walk.VisitParams
 	QueryIDs []string
 	Queries  []walk.VisitQuery
+	// QuerySeeds are each query's seeds as external ids (Queries[q].Starts
+	// are their dense ids in the graph the request was decoded against).
+	QuerySeeds [][]int64
 }
 
 // NumQueries is the number of queries of an output "visits" request, 0 for
@@ -179,6 +183,7 @@ func ValidBatchID(id string) error {
 type requestV1 struct {
 	BatchID      string
 	Graph        string
+	GraphVersion string
 	Algorithm    string
 	Length       *int
 	WalksPerSeed *int
@@ -221,6 +226,7 @@ var v1Fields = map[string]func(m *requestV1, raw []byte) error{
 	"version":          func(*requestV1, []byte) error { return nil }, // read first, by readVersion
 	"batch_id":         func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.BatchID) },
 	"graph":            func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.Graph) },
+	"graph_version":    func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.GraphVersion) },
 	"algorithm":        func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.Algorithm) },
 	"length":           func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.Length) },
 	"walks_per_seed":   func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.WalksPerSeed) },
@@ -281,7 +287,7 @@ func DecodeRequest(key, value []byte, g *graph.Graph, lim Limits) (*Request, err
 	if err := d.checkIdentity(m); err != nil {
 		return nil, err
 	}
-	r := &Request{BatchID: d.id, Graph: m.Graph}
+	r := &Request{BatchID: d.id, Graph: m.Graph, GraphVersion: m.GraphVersion}
 	if err := d.checkAlgorithm(m, r); err != nil {
 		return nil, err
 	}
@@ -305,6 +311,7 @@ func DecodeRequest(key, value []byte, g *graph.Graph, lim Limits) (*Request, err
 		if m.Queries == nil { // each seed its own query
 			for i, s := range r.Starts {
 				r.Visits.QueryIDs = append(r.Visits.QueryIDs, strconv.FormatInt(r.Seeds[i], 10))
+				r.Visits.QuerySeeds = append(r.Visits.QuerySeeds, []int64{r.Seeds[i]})
 				r.Visits.Queries = append(r.Visits.Queries, walk.VisitQuery{Starts: []uint32{s}})
 			}
 		}
@@ -404,6 +411,9 @@ func (d *decoder) checkIdentity(m *requestV1) error {
 	}
 	if m.Graph != "" && d.g != nil && m.Graph != d.g.Name {
 		return d.reject(ReasonGraphMismatch, "request is for graph %q, this stage serves %q", truncate(m.Graph, 64), d.g.Name)
+	}
+	if v := m.GraphVersion; v != "" && (len(v) != 16 || strings.Trim(v, "0123456789abcdef") != "") {
+		return d.reject(ReasonInvalidParameters, "graph_version %q is not a graph version (16 lowercase hex digits)", truncate(v, 64))
 	}
 	return nil
 }

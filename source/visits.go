@@ -136,6 +136,7 @@ func (d *decoder) resolveQueries(m *requestV1, r *Request) error {
 		}
 		vq := walk.VisitQuery{}
 		var weights []float64
+		var known []int64 // external ids of the seeds kept
 		for i, ext := range q.Seeds {
 			v, ok := d.dense(ext)
 			if !ok {
@@ -146,6 +147,7 @@ func (d *decoder) resolveQueries(m *requestV1, r *Request) error {
 				continue
 			}
 			vq.Starts = append(vq.Starts, v)
+			known = append(known, ext)
 			r.Seeds, r.Starts = append(r.Seeds, ext), append(r.Starts, v)
 			if q.Weights != nil {
 				weights = append(weights, q.Weights[i])
@@ -157,6 +159,7 @@ func (d *decoder) resolveQueries(m *requestV1, r *Request) error {
 		vq.Weights = weights
 		r.Visits.QueryIDs = append(r.Visits.QueryIDs, q.ID)
 		r.Visits.Queries = append(r.Visits.Queries, vq)
+		r.Visits.QuerySeeds = append(r.Visits.QuerySeeds, known)
 	}
 	if unknownCount > 0 {
 		if !d.lim.SkipUnknown {

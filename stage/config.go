@@ -80,6 +80,21 @@ type Config struct {
 	// WALKSTAGE_GRAPH_DOWNLOAD_DIR: where a graph given by URL is downloaded
 	// (default: the system temporary directory). Needs room for the graph.
 	GraphDownloadDir string `env:"GRAPH_DOWNLOAD_DIR"`
+	// WALKSTAGE_GRAPH_POLL_INTERVAL: when GRAPH names a catalog pointer (an
+	// object URL ending in /CURRENT, written by walkstage graph publish),
+	// how often the stage reads it and swaps to a new version without a
+	// restart. 0: read it once at start-up only.
+	GraphPollInterval time.Duration `env:"GRAPH_POLL_INTERVAL" envDefault:"30s"`
+	// WALKSTAGE_GRAPH_SWAP: how a new version replaces the old one: overlap
+	// (build the new engine while the old one serves, then swap between
+	// micro-batches; needs memory for both), drain (stop launching, finish
+	// in-flight batches, release the old engine, build the new one, resume)
+	// or auto (drain for the GPU engine, overlap for the CPU engine).
+	GraphSwap string `env:"GRAPH_SWAP" envDefault:"auto"`
+	// WALKSTAGE_GRAPH_VERSION_WAIT: how long a request pinned to a
+	// graph_version that is not loaded waits for it (a newer version being
+	// published) before it is rejected with graph_version_unavailable.
+	GraphVersionWait time.Duration `env:"GRAPH_VERSION_WAIT" envDefault:"60s"`
 	// WALKSTAGE_OUTPUT_URL: gocloud.dev bucket URL the Parquet walks go to,
 	// e.g. s3://bucket?region=eu-west-1, gs://bucket, file:///data/walks. Required.
 	OutputURL string `env:"OUTPUT_URL"`
@@ -334,6 +349,9 @@ func (c *Config) validateKafka(bad badFunc) {
 func (c *Config) validateGraphAndOutput(bad badFunc) {
 	if c.Graph == "" {
 		bad("GRAPH", "required (path or object URL of a walkstage graph file)")
+	}
+	if err := validGraphSettings(c); err != nil {
+		bad(err.name, "%s", err.msg)
 	}
 	if c.OutputURL == "" {
 		bad("OUTPUT_URL", "required (bucket URL such as s3://bucket?region=... or file:///dir)")
