@@ -322,7 +322,24 @@ type visitQuery struct {
 
 type blockRef struct {
 	q, s int
-	b    int64
+	blk  *visitBlock
+}
+
+// arrival is a chunk of one block, on its way from the engine's emit to the
+// worker counting its query.
+type arrival struct {
+	s   int
+	blk *visitBlock
+	c   Chunk
+}
+
+// visitInbox hands a query's chunks from emit to the counting workers while
+// the engine runs. scheduled says the query is in the work queue or being
+// counted: one worker at a time owns a query's counting state.
+type visitInbox struct {
+	mu        sync.Mutex
+	pending   []arrival
+	scheduled bool
 }
 
 func countWave(ctx context.Context, e Engine, g *graph.Graph, p VisitParams, queries []VisitQuery, lo, hi int, res []VisitResult, st *VisitStats) error {
@@ -387,9 +404,10 @@ func countWave(ctx context.Context, e Engine, g *graph.Graph, p VisitParams, que
 					for int64(len(s.blocks)) <= b {
 						s.blocks = append(s.blocks, nil)
 					}
-					s.blocks[b] = &visitBlock{want: n}
+					blk := &visitBlock{want: n}
+					s.blocks[b] = blk
 					s.ran += int64(n)
-					refs = append(refs, blockRef{x, i, b})
+					refs = append(refs, blockRef{x, i, blk})
 					jobs = append(jobs, Job{Tag: len(jobs), Algorithm: p.Algorithm, Starts: starts,
 						Seed: VisitBlockSeed(p.Seed, uint32(lo+x), uint32(i), uint32(b))})
 				}
@@ -399,45 +417,55 @@ func countWave(ctx context.Context, e Engine, g *graph.Graph, p VisitParams, que
 			break
 		}
 		st.Runs++
+		var want int64
+		for _, j := range jobs {
+			want += int64(len(j.Starts))
+		}
+		// Counting overlaps the run: emit queues each chunk in its query's
+		// inbox and schedules the query; workers count what has arrived.
+		inbox := make([]visitInbox, len(qs))
+		work := make(chan int, len(qs))
+		var wg sync.WaitGroup
+		for range runtime.GOMAXPROCS(0) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for x := range work {
+					qs[x].drain(&inbox[x], p)
+				}
+			}()
+		}
+		var got int64
 		err := e.Run(ctx, jobs, func(c Chunk) error {
 			if c.Tag < 0 || c.Tag >= len(refs) {
 				return fmt.Errorf("visits: engine emitted tag %d of %d jobs", c.Tag, len(refs))
 			}
 			r := refs[c.Tag]
-			s := &qs[r.q].seeds[r.s]
-			blk := s.blocks[r.b]
 			for _, id := range c.WalkIDs {
-				if id >= uint64(blk.want) {
-					return fmt.Errorf("visits: engine emitted walk %d of a %d-walk job", id, blk.want)
+				if id >= uint64(r.blk.want) {
+					return fmt.Errorf("visits: engine emitted walk %d of a %d-walk job", id, r.blk.want)
 				}
 			}
-			blk.chunks = append(blk.chunks, c)
-			blk.got += c.Len()
-			s.walked += int64(c.Len())
-			s.walkedSteps += c.Steps()
+			got += int64(c.Len())
 			st.WalkedSteps += c.Steps()
+			in := &inbox[r.q]
+			in.mu.Lock()
+			in.pending = append(in.pending, arrival{r.s, r.blk, c})
+			if !in.scheduled {
+				in.scheduled = true
+				work <- r.q // never blocks: a query is queued at most once
+			}
+			in.mu.Unlock()
 			return nil
 		})
+		close(work)
+		wg.Wait()
 		if err != nil {
 			return err
 		}
-		for _, r := range refs {
-			blk := qs[r.q].seeds[r.s].blocks[r.b]
-			if blk.got != blk.want {
-				return fmt.Errorf("visits: engine emitted %d of %d walks of a job", blk.got, blk.want)
-			}
+		if got != want {
+			return fmt.Errorf("visits: engine emitted %d of %d walks", got, want)
 		}
-		parallelQueries(len(qs), func(x int) {
-			q := qs[x]
-			for _, s := range q.seeds {
-				for _, b := range s.blocks {
-					if b != nil && b.verts == nil && b.got == b.want {
-						b.seal()
-					}
-				}
-			}
-			q.consume(p)
-		})
 	}
 	parallelQueries(len(qs), func(x int) {
 		q := qs[x]
@@ -450,6 +478,33 @@ func countWave(ctx context.Context, e Engine, g *graph.Graph, p VisitParams, que
 		q.counts = visitTable{}
 	})
 	return ctx.Err()
+}
+
+// drain counts the chunks that arrived for q until its inbox is empty.
+// Only the worker that found q unscheduled runs it, so q's state is its own.
+func (q *visitQuery) drain(in *visitInbox, p VisitParams) {
+	for {
+		in.mu.Lock()
+		batch := in.pending
+		in.pending = nil
+		if len(batch) == 0 {
+			in.scheduled = false
+			in.mu.Unlock()
+			return
+		}
+		in.mu.Unlock()
+		for _, a := range batch {
+			s := &q.seeds[a.s]
+			a.blk.chunks = append(a.blk.chunks, a.c)
+			a.blk.got += a.c.Len()
+			s.walked += int64(a.c.Len())
+			s.walkedSteps += a.c.Steps()
+			if a.blk.got == a.blk.want {
+				a.blk.seal()
+			}
+		}
+		q.consume(p)
+	}
 }
 
 // blocksWanted is how many more blocks seed s needs walked in the next run:
