@@ -211,6 +211,12 @@ func CountVisits(ctx context.Context, e Engine, g *graph.Graph, p VisitParams, q
 	if p.MinVisits == 0 {
 		p.MinVisits = 1
 	}
+	if dc, ok := e.(DeviceVisitCounter); ok {
+		res, st, handled, err := dc.CountVisitsOnDevice(ctx, p, queries)
+		if err != nil || handled {
+			return res, st, err
+		}
+	}
 	res := make([]VisitResult, len(queries))
 	st := VisitStats{Queries: int64(len(queries))}
 	for lo := 0; lo < len(queries); {
@@ -230,6 +236,50 @@ func CountVisits(ctx context.Context, e Engine, g *graph.Graph, p VisitParams, q
 		st.Candidates += int64(len(res[i].Candidates))
 	}
 	return res, st, nil
+}
+
+// DeviceVisitCounter is implemented by engines that count visits
+// themselves (the GPU engine: walks and counts on the device, only the
+// counts come back). CountVisits hands them its validated parameters
+// (MinVisits at least 1) and every query; an engine that cannot count these
+// parameters returns handled false and CountVisits counts on the host.
+// Either way the results are the same.
+type DeviceVisitCounter interface {
+	CountVisitsOnDevice(ctx context.Context, p VisitParams, queries []VisitQuery) (res []VisitResult, st VisitStats, handled bool, err error)
+}
+
+// VisitCandidates cuts one query's counts to its candidates by
+// CountVisits's rule (MinVisits, exclusions, TopK, order). Each slot packs
+// vertex+1 in its high word and the count in its low word; zero slots are
+// skipped. For engines implementing DeviceVisitCounter.
+func VisitCandidates(g *graph.Graph, p VisitParams, q VisitQuery, slots []uint64) []Candidate {
+	if p.MinVisits == 0 {
+		p.MinVisits = 1
+	}
+	exclude := visitExclusions(g, p, q.Starts)
+	return topCandidates(p, exclude, len(slots), func(i int) (uint32, int64, bool) {
+		s := slots[i]
+		return uint32(s>>32) - 1, int64(uint32(s)), s != 0
+	})
+}
+
+// visitExclusions is the set a query's candidates leave out (nil: none).
+func visitExclusions(g *graph.Graph, p VisitParams, starts []uint32) map[uint32]bool {
+	if !p.ExcludeSeeds && !p.ExcludeNeighbors {
+		return nil
+	}
+	exclude := map[uint32]bool{}
+	for _, s := range starts {
+		if p.ExcludeSeeds {
+			exclude[s] = true
+		}
+		if p.ExcludeNeighbors {
+			for _, v := range g.Neighbors(s) {
+				exclude[v] = true
+			}
+		}
+	}
+	return exclude
 }
 
 // meanSteps is the expected steps of a walk before any is seen.
@@ -366,19 +416,7 @@ func countWave(ctx context.Context, e Engine, g *graph.Graph, p VisitParams, que
 			}
 			q.seeds[i] = vs
 		}
-		if p.ExcludeSeeds || p.ExcludeNeighbors {
-			q.exclude = map[uint32]bool{}
-			for _, s := range vq.Starts {
-				if p.ExcludeSeeds {
-					q.exclude[s] = true
-				}
-				if p.ExcludeNeighbors {
-					for _, v := range g.Neighbors(s) {
-						q.exclude[v] = true
-					}
-				}
-			}
-		}
+		q.exclude = visitExclusions(g, p, vq.Starts)
 		qs[x] = q
 	}
 	mean := p.meanSteps()
@@ -673,10 +711,18 @@ func before(a, b Candidate) bool {
 	return a.Visits > b.Visits || a.Visits == b.Visits && a.Vertex < b.Vertex
 }
 
-// top selects the TopK candidates with a bounded heap whose root is the
-// worst kept, then sorts them.
+// top selects the TopK candidates.
 func (t *visitTable) top(p VisitParams, exclude map[uint32]bool) []Candidate {
-	h := make([]Candidate, 0, min(p.TopK, t.n))
+	return topCandidates(p, exclude, len(t.keys), func(i int) (uint32, int64, bool) {
+		return t.keys[i] - 1, t.vals[i], t.keys[i] != 0
+	})
+}
+
+// topCandidates selects the TopK of n counted entries (at(i): vertex,
+// visits, whether entry i is used) with a bounded heap whose root is the
+// worst kept, then sorts them.
+func topCandidates(p VisitParams, exclude map[uint32]bool, n int, at func(i int) (uint32, int64, bool)) []Candidate {
+	h := make([]Candidate, 0, min(p.TopK, 1024))
 	down := func(i int) {
 		for {
 			w, l, r := i, 2*i+1, 2*i+2
@@ -693,11 +739,12 @@ func (t *visitTable) top(p VisitParams, exclude map[uint32]bool) []Candidate {
 			i = w
 		}
 	}
-	for x, key := range t.keys {
-		if key == 0 || t.vals[x] < p.MinVisits || exclude[key-1] {
+	for i := range n {
+		v, visits, used := at(i)
+		if !used || visits < p.MinVisits || exclude[v] {
 			continue
 		}
-		c := Candidate{Vertex: key - 1, Visits: t.vals[x]}
+		c := Candidate{Vertex: v, Visits: visits}
 		if len(h) < p.TopK {
 			h = append(h, c)
 			for i := len(h) - 1; i > 0 && before(h[(i-1)/2], h[i]); i = (i - 1) / 2 {
