@@ -43,6 +43,8 @@ func TestVisitsCPUEqualsGPU(t *testing.T) {
 		{"node2vec", walk.VisitParams{Algorithm: walk.Algorithm{Kind: walk.Node2Vec, Length: 20, Weighted: true, P: 2, Q: 0.5}, StepsPerQuery: 15000, TopK: 30, ExcludeNeighbors: true}},
 		{"metapath", walk.VisitParams{Algorithm: walk.Algorithm{Kind: walk.MetaPath, Length: 12, Weighted: true, Schema: []uint8{0, 1, 2}}, StepsPerQuery: 10000, TopK: 30}},
 		{"early stopping", walk.VisitParams{Algorithm: walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.3}, StepsPerQuery: 200000, TopK: 10, NP: 10, NV: 40}},
+		{"deepwalk uniform", walk.VisitParams{Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 7}, StepsPerQuery: 12345, TopK: 1000, ExcludeNeighbors: true}},
+		{"ppr walks per seed", walk.VisitParams{Algorithm: walk.Algorithm{Kind: walk.PPR, Length: 30, StopProb: 0.1}, WalksPerSeed: 1500, TopK: 40, MinVisits: 2}},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -62,6 +64,17 @@ func TestVisitsCPUEqualsGPU(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The same engine's walks counted on the host, for a failure's diagnosis.
+			host, _, err := walk.CountVisits(context.Background(), hostCounting{gpu}, g, c.p, qs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for q := range want {
+				if !reflect.DeepEqual(host[q], want[q]) {
+					t.Errorf("query %d: gpu walks counted on the host differ from the cpu's: %s vs %s", q, head(host[q]), head(want[q]))
+					break
+				}
+			}
 			for q := range want {
 				if !reflect.DeepEqual(got[q], want[q]) {
 					t.Fatalf("query %d: gpu %+v\ncpu %+v", q, head(got[q]), head(want[q]))
@@ -70,10 +83,14 @@ func TestVisitsCPUEqualsGPU(t *testing.T) {
 			if gst.Steps != wst.Steps || gst.Walks != wst.Walks || gst.Candidates != wst.Candidates {
 				t.Errorf("stats gpu %+v cpu %+v", gst, wst)
 			}
-			t.Logf("%d queries, %d steps, %d candidates: equal", len(qs), wst.Steps, wst.Candidates)
+			t.Logf("%d queries, %d steps, %d candidates: equal (counted on the device: %v)", len(qs), wst.Steps, wst.Candidates, deviceCounts(c.p))
 		})
 	}
 }
+
+// hostCounting hides the engine's DeviceVisitCounter: walk.CountVisits
+// then counts its walks on the host.
+type hostCounting struct{ walk.Engine }
 
 func head(r walk.VisitResult) string {
 	return fmt.Sprintf("steps %d walks %d stopped %v top %v", r.Steps, r.Walks, r.Stopped, r.Candidates[:min(5, len(r.Candidates))])
@@ -126,7 +143,7 @@ func TestVisitsBench(t *testing.T) {
 		name    string
 		e       walk.Engine
 		queries int
-	}{{"gpu", gpu, 4000}, {"cpu", cpu, 2000}} {
+	}{{"gpu (device counting)", gpu, 20000}, {"gpu walks, host counting", hostCounting{gpu}, 4000}, {"cpu", cpu, 2000}} {
 		qs := mk(c.queries)
 		for r := 0; r < 2; r++ {
 			t1 := time.Now()
@@ -135,7 +152,7 @@ func TestVisitsBench(t *testing.T) {
 				t.Fatal(err)
 			}
 			d := time.Since(t1)
-			t.Logf("%s engine, host counting: %d queries in %s: %.0f queries/s, %.0f M counted steps/s (%.0f M walked), %d runs",
+			t.Logf("%s: %d queries in %s: %.0f queries/s, %.0f M counted steps/s (%.0f M walked), %d runs",
 				c.name, c.queries, d.Round(time.Millisecond), float64(c.queries)/d.Seconds(), float64(st.Steps)/d.Seconds()/1e6,
 				float64(st.WalkedSteps)/d.Seconds()/1e6, st.Runs)
 		}
