@@ -383,3 +383,36 @@ func TestVisitParamsValidate(t *testing.T) {
 		}
 	}
 }
+
+// VisitCandidates (the device path's cut) applies the same rule as the
+// host's table: min_visits, exclusions, order, top k.
+func TestVisitCandidatesFromSlots(t *testing.T) {
+	g := testGraph(t)
+	p := VisitParams{TopK: 6, MinVisits: 2, ExcludeSeeds: true, ExcludeNeighbors: true}
+	q := VisitQuery{Starts: []uint32{11}}
+	counts := map[uint32]int64{0: 5, 1: 9, 2: 9, 3: 1, 4: 7, 5: 2, 6: 2, 7: 2, 8: 30, 9: 2, 11: 50, 12: 4, 15: 3}
+	var slots []uint64
+	for v, c := range counts {
+		slots = append(slots, 0, uint64(v+1)<<32|uint64(c))
+	}
+	excluded := map[uint32]bool{11: true}
+	for _, v := range g.Neighbors(11) {
+		excluded[v] = true
+	}
+	var want []Candidate
+	for v, c := range counts {
+		if c >= 2 && !excluded[v] {
+			want = append(want, Candidate{v, c})
+		}
+	}
+	slices.SortFunc(want, func(a, b Candidate) int {
+		if a.Visits != b.Visits {
+			return int(b.Visits - a.Visits)
+		}
+		return int(a.Vertex) - int(b.Vertex)
+	})
+	want = want[:min(len(want), p.TopK)]
+	if got := VisitCandidates(g, p, q, slots); !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
