@@ -35,6 +35,7 @@ type Limits struct {
 	MaxWalksPerBatch int   // seeds x walks_per_seed
 	MaxTopK          int   // top_k of an output "visits" request
 	MaxStepsPerQuery int64 // steps_per_query of an output "visits" request
+	MaxStepsPerBatch int64 // queries x steps_per_query of an output "visits" request
 	// SkipUnknown walks the known seeds and counts the rest instead of
 	// rejecting a request that names vertices the graph lacks.
 	SkipUnknown bool
@@ -43,7 +44,8 @@ type Limits struct {
 // DefaultLimits match the stage's configuration defaults.
 func DefaultLimits() Limits {
 	return Limits{MaxMessageBytes: 4 << 20, MaxSeeds: 100_000, MaxWalkLength: 1000, MaxWalksPerSeed: 100,
-		MaxWalksPerBatch: 10_000_000, MaxTopK: 1000, MaxStepsPerQuery: 10_000_000}
+		MaxWalksPerBatch: 10_000_000, MaxTopK: 1000, MaxStepsPerQuery: 10_000_000,
+		MaxStepsPerBatch: 2_000_000_000}
 }
 
 // Reason is the machine-readable class of a rejection, stable across
@@ -314,6 +316,10 @@ func DecodeRequest(key, value []byte, g *graph.Graph, lim Limits) (*Request, err
 				r.Visits.QuerySeeds = append(r.Visits.QuerySeeds, []int64{r.Seeds[i]})
 				r.Visits.Queries = append(r.Visits.Queries, walk.VisitQuery{Starts: []uint32{s}})
 			}
+		}
+		if n, per := int64(len(r.Visits.Queries)), r.Visits.Params.StepsPerQuery; d.lim.MaxStepsPerBatch > 0 && per > 0 &&
+			n > d.lim.MaxStepsPerBatch/per {
+			return nil, d.reject(ReasonTooLarge, "%d queries x %d steps_per_query exceed the limit %d steps", n, per, d.lim.MaxStepsPerBatch)
 		}
 		if err := r.Visits.Params.Validate(d.g, r.Visits.Queries); err != nil {
 			return nil, d.reject(ReasonInvalidParameters, "%v", err)

@@ -53,7 +53,7 @@ func TestDecodeVisitsRequest(t *testing.T) {
 func TestDecodeVisitsRequestRejects(t *testing.T) {
 	g := testGraph(t)
 	lim := DefaultLimits()
-	lim.MaxTopK, lim.MaxStepsPerQuery, lim.MaxSeeds = 50, 1000, 4
+	lim.MaxTopK, lim.MaxStepsPerQuery, lim.MaxSeeds, lim.MaxStepsPerBatch = 50, 1000, 4, 2000
 	q := func(s string) string { return visitsHead + s + `}` }
 	cases := []struct {
 		name, value string
@@ -70,6 +70,7 @@ func TestDecodeVisitsRequestRejects(t *testing.T) {
 		{"both budgets", q(`"top_k":5,"steps_per_query":10,"walks_per_seed":2,"seeds":[100]`), ReasonInvalidParameters, "not both"},
 		{"zero steps", q(`"top_k":5,"steps_per_query":0,"seeds":[100]`), ReasonInvalidParameters, "steps_per_query 0"},
 		{"steps limit", q(`"top_k":5,"steps_per_query":1001,"seeds":[100]`), ReasonTooLarge, "steps_per_query 1001"},
+		{"batch steps limit", q(`"top_k":5,"steps_per_query":900,"seeds":[100,101,102]`), ReasonTooLarge, "3 queries x 900 steps_per_query exceed the limit 2000"},
 		{"n_p alone", q(`"top_k":5,"steps_per_query":10,"n_p":3,"seeds":[100]`), ReasonInvalidParameters, "both n_p and n_v"},
 		{"n_v zero", q(`"top_k":5,"steps_per_query":10,"n_p":3,"n_v":0,"seeds":[100]`), ReasonInvalidParameters, "n_v 0"},
 		{"min_visits zero", q(`"top_k":5,"steps_per_query":10,"min_visits":0,"seeds":[100]`), ReasonInvalidParameters, "min_visits 0"},

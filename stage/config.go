@@ -161,6 +161,9 @@ type Config struct {
 	// WALKSTAGE_MAX_STEPS_PER_QUERY: largest steps_per_query an output
 	// "visits" request may ask for.
 	MaxStepsPerQuery int `env:"MAX_STEPS_PER_QUERY" envDefault:"10000000"`
+	// WALKSTAGE_MAX_STEPS_PER_BATCH: most steps (queries x steps_per_query)
+	// an output "visits" request may ask for; bounds one batch's engine time.
+	MaxStepsPerBatch int64 `env:"MAX_STEPS_PER_BATCH" envDefault:"2000000000"`
 	// WALKSTAGE_UNKNOWN_VERTICES: what a seed id missing from the graph does:
 	// reject (the whole request) or skip (walk the others, count the skipped
 	// ones in the completion event).
@@ -395,6 +398,9 @@ func (c *Config) validateEngineAndLimits(bad badFunc) {
 		if p.v < 1 {
 			bad(p.name, "%d must be at least 1", p.v)
 		}
+	}
+	if c.MaxStepsPerBatch < 1 {
+		bad("MAX_STEPS_PER_BATCH", "%d must be at least 1", c.MaxStepsPerBatch)
 	}
 	if c.CPUWorkers < 0 {
 		bad("CPU_WORKERS", "%d must be 0 (one per core) or more", c.CPUWorkers)
