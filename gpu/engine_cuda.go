@@ -1078,8 +1078,10 @@ func (e *Engine) finish(s *batchSlot, stride, maxVertices int64, emit walk.EmitF
 				}
 				nv += int64(l)
 			}
-			c := walk.Chunk{Tag: pc.seg.job.Tag, WalkIDs: make([]uint64, nw), Offsets: make([]uint32, nw+1), Vertices: make([]uint32, nv)}
-			copy(c.Vertices, s.hDense[pc.at:pc.at+nv])
+			// append rather than make and copy: the vertices (most of
+			// the bytes) are written once, not zeroed first.
+			c := walk.Chunk{Tag: pc.seg.job.Tag, WalkIDs: make([]uint64, nw), Offsets: make([]uint32, nw+1),
+				Vertices: append([]uint32(nil), s.hDense[pc.at:pc.at+nv]...)}
 			at := uint32(0)
 			for k, l := range lens {
 				c.WalkIDs[k] = uint64(pc.lo + k)

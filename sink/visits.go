@@ -160,7 +160,7 @@ func (w *BatchWriter) openVisitPart() error {
 	opts := []parquet.WriterOption{
 		parquet.Compression(w.cfg.compression.codec()),
 		parquet.MaxRowsPerRowGroup(visitRowGroupRows),
-		parquet.PageBufferSize(w.cfg.pageBufferBytes),
+		parquet.DataPageVersion(1),
 		parquet.CreatedBy("walkstage", w.meta.WalkstageVersion, ""),
 		parquet.KeyValueMetadata(MetaPart, strconv.Itoa(v.parts)),
 		parquet.KeyValueMetadata(MetaOutput, OutputVisits),

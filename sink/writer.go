@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/graph"
@@ -24,11 +25,14 @@ import (
 
 // Row is one walk as stored in Parquet: the schema readers see is
 //
-//	walk_id INT64 (DELTA_BINARY_PACKED), start INT64, length INT32,
+//	walk_id INT64, start INT64, length INT32,
 //	walk LIST<INT64> (standard three-level list: walk.list.element)
 //
 // with start and walk in external vertex ids and length the number of steps
-// taken (len(walk)-1).
+// taken (len(walk)-1). Encodings (not part of the schema): walk_id and
+// start DELTA_BINARY_PACKED, length PLAIN, the walk values as WithWalkEncoding
+// says; data pages v1, no dictionaries. Row reads any of them back; the
+// writer encodes row groups itself (pages.go).
 type Row struct {
 	WalkID int64   `parquet:"walk_id,delta"`
 	Start  int64   `parquet:"start"`
@@ -117,7 +121,9 @@ type BatchWriter struct {
 	// buckets.
 	local, staging, tag string
 
-	partOpts []parquet.WriterOption // shared by fragments and parts, so copies are verbatim
+	partOpts []parquet.WriterOption // the part writers' options; fragments match them, so copies are verbatim
+	schema   []format.SchemaElement // the footer schema of parts, reused by fragments
+	frags    sync.Pool              // *[]byte fragment buffers, returned once appended to a part
 	kv       [][2]string
 
 	ctx    context.Context // the pipeline's; cancelled on failure
@@ -230,8 +236,15 @@ func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta Bat
 	w.partOpts = []parquet.WriterOption{
 		parquet.Compression(cfg.compression.codec()),
 		parquet.MaxRowsPerRowGroup(w.rows),
-		parquet.PageBufferSize(cfg.pageBufferBytes),
+		parquet.DataPageVersion(1),
+		// Row groups are spliced through this buffer: at parquet-go's
+		// default (4 KiB) writing a part took one system call per 4 KiB.
+		parquet.WriteBufferSize(1 << 20),
 		parquet.CreatedBy("walkstage", meta.WalkstageVersion, ""),
+	}
+	w.cfg.walkEncoding = cfg.walkEncoding.resolve(cfg.compression)
+	if w.schema, err = fileSchema(w.cfg.walkEncoding, w.partOpts); err != nil {
+		return nil, fmt.Errorf("sink: batch %s: %w", meta.BatchID, err)
 	}
 	if root, ok := localRoot(b); ok {
 		if _, ok := localPath(root, layout.SuccessKey()); ok {
@@ -446,11 +459,17 @@ func (w *BatchWriter) checkChunk(c *walk.Chunk) error {
 // Parquet files ("fragments") that the uploader splices into parts.
 func (w *BatchWriter) encodeLoop() {
 	defer w.wg.Done()
-	e := newEncoder(w)
+	e, err := newFragmentEncoder(w)
+	if err != nil {
+		w.fail(fmt.Errorf("sink: %w", err))
+		return
+	}
 	for {
 		select {
 		case gr := <-w.work:
+			e.out = w.getFrag()
 			frag, steps, err := e.encode(gr)
+			e.out = nil
 			w.mu.Lock()
 			staged := gr.staged
 			gr.segs, gr.frag, gr.steps, gr.err = nil, frag, steps, err
@@ -470,77 +489,6 @@ func (w *BatchWriter) encodeLoop() {
 	}
 }
 
-// encoder holds one encoding goroutine's reusable buffers.
-type encoder struct {
-	w     *BatchWriter
-	seg   []int32 // per row of the group: segment index, then walk index
-	idx   []int32
-	batch []Row
-	ids   []int64
-	buf   bytes.Buffer
-	pw    *parquet.GenericWriter[Row]
-}
-
-const encodeBatch = 256
-
-func newEncoder(w *BatchWriter) *encoder {
-	e := &encoder{w: w, batch: make([]Row, encodeBatch), ids: make([]int64, encodeBatch*(w.meta.Algorithm.Length+1))}
-	e.pw = parquet.NewGenericWriter[Row](&e.buf, w.partOpts...)
-	return e
-}
-
-func (e *encoder) encode(gr *group) ([]byte, int64, error) {
-	w := e.w
-	if cap(e.seg) < gr.rows {
-		e.seg, e.idx = make([]int32, gr.rows), make([]int32, gr.rows)
-	}
-	seg, idx := e.seg[:gr.rows], e.idx[:gr.rows]
-	for i := range seg {
-		seg[i] = -1
-	}
-	for s, sg := range gr.segs {
-		for k := sg.lo; k < sg.hi; k++ {
-			r := sg.c.WalkIDs[k] - gr.base
-			if seg[r] >= 0 {
-				return nil, 0, fmt.Errorf("%w: walk %d written twice", ErrBadChunk, sg.c.WalkIDs[k])
-			}
-			seg[r], idx[r] = int32(s), int32(k)
-		}
-	}
-	e.buf.Reset()
-	e.pw.Reset(&e.buf)
-	nv := uint32(w.g.NumVertices())
-	var steps int64
-	for r0 := 0; r0 < gr.rows; r0 += encodeBatch {
-		n := min(encodeBatch, gr.rows-r0)
-		ids := e.ids[:0]
-		for j := range n {
-			r := r0 + j
-			if seg[r] < 0 {
-				return nil, 0, fmt.Errorf("%w: walk %d missing from row group %d", ErrBadChunk, gr.base+uint64(r), gr.index)
-			}
-			sg := gr.segs[seg[r]]
-			vs := sg.c.Walk(int(idx[r]))
-			start := len(ids)
-			for _, v := range vs {
-				if v >= nv {
-					return nil, 0, fmt.Errorf("%w: walk %d visits vertex %d, beyond the graph's %d", ErrBadChunk, gr.base+uint64(r), v, nv)
-				}
-				ids = append(ids, w.g.ExternalID(v))
-			}
-			e.batch[j] = Row{WalkID: int64(gr.base) + int64(r), Start: ids[start], Length: int32(len(vs) - 1), Walk: ids[start:len(ids):len(ids)]}
-			steps += int64(len(vs) - 1)
-		}
-		if _, err := e.pw.Write(e.batch[:n]); err != nil {
-			return nil, 0, fmt.Errorf("sink: encode row group %d: %w", gr.index, err)
-		}
-	}
-	if err := e.pw.Close(); err != nil {
-		return nil, 0, fmt.Errorf("sink: encode row group %d: %w", gr.index, err)
-	}
-	return bytes.Clone(e.buf.Bytes()), steps, nil
-}
-
 // part is the object being uploaded.
 type part struct {
 	index  int
@@ -550,8 +498,23 @@ type part struct {
 	s3     s3Target
 	cancel context.CancelCauseFunc
 	out    *countingWriter
-	pw     *parquet.GenericWriter[Row]
+	pw     rowGroupWriter
 	file   File
+}
+
+// getFrag returns an empty fragment buffer, reused if one is free: fresh
+// memory costs page faults that the 16-core profile showed.
+func (w *BatchWriter) getFrag() []byte {
+	if b, ok := w.frags.Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return nil
+}
+
+func (w *BatchWriter) putFrag(b []byte) {
+	if cap(b) > 0 {
+		w.frags.Put(&b)
+	}
 }
 
 // castagnoli is the CRC32C table; hash/crc32 uses the CPU's CRC32
@@ -680,6 +643,7 @@ func (w *BatchWriter) partLoop(p *part) {
 			w.queued--
 			w.signal()
 			w.mu.Unlock()
+			w.putFrag(gr.frag)
 			gr.frag = nil
 			if err != nil {
 				w.fail(err)
@@ -713,7 +677,7 @@ func (w *BatchWriter) openPart(i int) (*part, error) {
 	for _, kv := range w.kv {
 		opts = append(opts, parquet.KeyValueMetadata(kv[0], kv[1]))
 	}
-	p.ow, p.out, p.pw = ow, out, parquet.NewGenericWriter[Row](out, opts...)
+	p.ow, p.out, p.pw = ow, out, newPartWriter(w.cfg.walkEncoding, out, opts...)
 	return p, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"regexp"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -70,10 +71,12 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	engineName := fs.String("engine", "auto", "cpu, gpu, or auto (gpu when this build and host have one)")
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "CPU engine workers")
 	compression := fs.String("compression", "zstd", "zstd, snappy or none")
+	walkEncoding := fs.String("walk-encoding", "auto", "Parquet encoding of the walk values: byte_stream_split, delta_binary_packed, or auto (the first with zstd, the second otherwise)")
+	zstdLevel := fs.Int("zstd-level", 1, "zstd level, 1 (fastest) to 4 (best)")
 	fileBytes := fs.Int64("file-bytes", sink.DefaultFileBytes, "roll Parquet parts at this size")
 	rowGroupRows := fs.Int("row-group-rows", 0, "walks per row group (0: at most 65536 walks and 4 Mi vertices)")
 	memLimit := fs.Int64("sink-memory", sink.DefaultMemoryLimit, "bytes of walks the writer may hold")
-	parallelParts := fs.Int("parallel-parts", 4, "Parquet parts uploaded at once")
+	parallelParts := fs.Int("parallel-parts", 8, "Parquet parts uploaded at once")
 	uploads := fs.Int("uploads-per-part", 4, "parallel 8 MiB upload requests per part (S3 multipart)")
 	quiet := fs.Bool("quiet", false, "no progress output")
 	output := fs.String("output", "walks", "walks, or visits (top-k visited vertices per seed)")
@@ -85,6 +88,7 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Int64Var(&vp.NV, "n-v", 0, "visits: early stopping's visits")
 	fs.BoolVar(&vp.ExcludeSeeds, "exclude-seeds", false, "visits: do not return the seed")
 	fs.BoolVar(&vp.ExcludeNeighbors, "exclude-neighbors", false, "visits: do not return the seed's neighbours")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the walk and its output (not the graph load) to this file")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -113,6 +117,10 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	comp, err := sink.ParseCompression(*compression)
+	if err != nil {
+		return err
+	}
+	wenc, err := sink.ParseWalkEncoding(*walkEncoding)
 	if err != nil {
 		return err
 	}
@@ -198,7 +206,8 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		meta.Walks, meta.Queries = 0, int64(nSeeds)
 	}
 	opts := []sink.Option{sink.WithCompression(comp), sink.WithFileBytes(*fileBytes), sink.WithMemoryLimit(*memLimit),
-		sink.WithParallelParts(*parallelParts), sink.WithUploadBuffer(sink.DefaultUploadBuffer, *uploads)}
+		sink.WithParallelParts(*parallelParts), sink.WithUploadBuffer(sink.DefaultUploadBuffer, *uploads),
+		sink.WithWalkEncoding(wenc), sink.WithZstdLevel(*zstdLevel)}
 	if *rowGroupRows > 0 {
 		opts = append(opts, sink.WithRowGroupRows(*rowGroupRows))
 	}
@@ -233,6 +242,17 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			}
 		}
 	}()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	t1 := time.Now()
 	err = eng.Run(runCtx, []walk.Job{{Algorithm: algo, Seed: *seed, Starts: starts}}, func(c walk.Chunk) error {
 		walks.Add(int64(c.Len()))
@@ -263,6 +283,12 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "walk+encode %s (engine returned after %s): %.1f M steps/s, %.1f M walk vertices/s, %.1f MB/s\n",
 		total.Round(time.Millisecond), walkTime.Round(time.Millisecond), float64(m.Steps)/total.Seconds()/1e6,
 		float64(m.Steps+m.Walks)/total.Seconds()/1e6, float64(m.Bytes)/total.Seconds()/1e6)
+	if st, ok := eng.(interface{ LastRunStats() walk.RunStats }); ok {
+		rs := st.LastRunStats()
+		fmt.Fprintf(stdout, "engine compute %s of run %s; %.2f bytes per walk vertex; sink held at most %s\n",
+			rs.Compute.Round(time.Millisecond), rs.Wall.Round(time.Millisecond), float64(m.Bytes)/float64(m.Steps+m.Walks),
+			humanBytes(w.PeakHeldBytes()))
+	}
 	return nil
 }
 
