@@ -47,8 +47,14 @@ type Manifest struct {
 	Compression      string `json:"compression"`
 	Walks            int64  `json:"walks"`
 	Steps            int64  `json:"steps"`
-	Bytes            int64  `json:"bytes"`
-	Files            []File `json:"files"`
+	// Output is "visits" for a batch of query rows (sink/visits.go), whose
+	// parts' walk ids are row numbers; empty for walks. Queries and
+	// Candidates count its rows and their candidates.
+	Output     string `json:"output,omitempty"`
+	Queries    int64  `json:"queries,omitempty"`
+	Candidates int64  `json:"candidates,omitempty"`
+	Bytes      int64  `json:"bytes"`
+	Files      []File `json:"files"`
 }
 
 // File describes one Parquet part of a batch.
@@ -161,7 +167,15 @@ func DecodeManifest(data []byte) (*Manifest, error) {
 		steps += f.Steps
 		size += f.Bytes
 	}
-	if rows != m.Walks || steps != m.Steps || size != m.Bytes {
+	wantRows := m.Walks
+	switch m.Output {
+	case "":
+	case OutputVisits:
+		wantRows = m.Queries
+	default:
+		return nil, fmt.Errorf("output %q is not %q", m.Output, OutputVisits)
+	}
+	if rows != wantRows || steps != m.Steps || size != m.Bytes {
 		return nil, fmt.Errorf("files hold %d walks, %d steps, %d bytes; totals say %d, %d, %d", rows, steps, size, m.Walks, m.Steps, m.Bytes)
 	}
 	return &m, nil

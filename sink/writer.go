@@ -71,6 +71,9 @@ type BatchMeta struct {
 	// written for the same one. Empty means unknown: the batch is then
 	// written with last-writer-wins semantics, as before fingerprints.
 	Fingerprint string
+	// Queries > 0 makes the batch an output "visits" batch of that many
+	// query rows, written by WriteVisits (sink/visits.go); Walks is then 0.
+	Queries int64
 }
 
 var (
@@ -147,6 +150,7 @@ type BatchWriter struct {
 	partsOpened int          // owned by uploadLoop
 	manifest    *Manifest
 	committed   bool
+	visits      *visitState // output visits (BatchMeta.Queries > 0), else nil
 
 	walksWritten atomic.Int64
 	bytesWritten atomic.Int64
@@ -200,8 +204,8 @@ func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta Bat
 	if err := meta.Algorithm.Validate(g); err != nil {
 		return nil, fmt.Errorf("sink: batch %s: %w", meta.BatchID, err)
 	}
-	if meta.Walks < 0 {
-		return nil, fmt.Errorf("sink: batch %s: %d walks", meta.BatchID, meta.Walks)
+	if meta.Walks < 0 || meta.Queries < 0 || meta.Queries > 0 && meta.Walks != 0 {
+		return nil, fmt.Errorf("sink: batch %s: %d walks, %d queries", meta.BatchID, meta.Walks, meta.Queries)
 	}
 	layout, err := BatchLayout(prefix, meta.Graph, meta.Algorithm.Kind.String(), meta.BatchID)
 	if err != nil {
@@ -215,6 +219,9 @@ func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta Bat
 	w := &BatchWriter{bucket: b, layout: layout, meta: meta, g: g, cfg: cfg, attempt: newAttemptID(), started: time.Now(),
 		rows: int64(cfg.rowsPerGroup(meta.Algorithm.Length)),
 		open: map[int64]*group{}, files: map[int]File{}, wake: make(chan struct{}), done: make(chan struct{})}
+	if meta.Queries > 0 {
+		w.visits = &visitState{}
+	}
 	w.groups = (meta.Walks + w.rows - 1) / w.rows
 	// A row group is encoded once all its walks are held, so the limit must
 	// fit one full row group and the start of the next, or even walks in
@@ -765,6 +772,12 @@ func (w *BatchWriter) Commit(ctx context.Context) (*Manifest, error) {
 	w.closed = true
 	received := w.received
 	w.mu.Unlock()
+	if w.visits != nil {
+		if err := w.finishVisits(ctx); err != nil {
+			w.fail(err)
+			return nil, w.finishAbort(ctx)
+		}
+	}
 	if received != w.meta.Walks {
 		w.fail(fmt.Errorf("sink: batch %s: %w: %d of %d walks written", w.meta.BatchID, ErrBadChunk, received, w.meta.Walks))
 		return nil, w.finishAbort(ctx)
@@ -792,6 +805,9 @@ func (w *BatchWriter) Commit(ctx context.Context) (*Manifest, error) {
 		Algorithm: DescribeAlgorithm(w.meta.Algorithm, w.g), Seed: w.meta.Seed, Fingerprint: w.meta.Fingerprint,
 		Engine: w.meta.Engine, WalkstageVersion: w.meta.WalkstageVersion, Compression: string(w.cfg.compression),
 		Walks: w.meta.Walks, Files: files}
+	if w.visits != nil {
+		w.describeVisits(m)
+	}
 	for _, f := range m.Files {
 		m.Steps += f.Steps
 		m.Bytes += f.Bytes
@@ -846,6 +862,7 @@ func (w *BatchWriter) finishAbort(ctx context.Context) error {
 // it returns the recorded failure and any cleanup error.
 func (w *BatchWriter) cleanup(ctx context.Context) (cause, err error) {
 	w.stop()
+	w.abortVisits()
 	w.mu.Lock()
 	keys := w.written
 	w.written = nil

@@ -156,6 +156,14 @@ type Config struct {
 	// WALKSTAGE_MAX_WALKS_PER_BATCH: most walks (seeds x walks_per_seed) in
 	// one request; bounds one batch's output size.
 	MaxWalksPerBatch int `env:"MAX_WALKS_PER_BATCH" envDefault:"10000000"`
+	// WALKSTAGE_MAX_TOP_K: largest top_k an output "visits" request may ask for.
+	MaxTopK int `env:"MAX_TOP_K" envDefault:"1000"`
+	// WALKSTAGE_MAX_STEPS_PER_QUERY: largest steps_per_query an output
+	// "visits" request may ask for.
+	MaxStepsPerQuery int `env:"MAX_STEPS_PER_QUERY" envDefault:"10000000"`
+	// WALKSTAGE_MAX_STEPS_PER_BATCH: most steps (queries x steps_per_query)
+	// an output "visits" request may ask for; bounds one batch's engine time.
+	MaxStepsPerBatch int64 `env:"MAX_STEPS_PER_BATCH" envDefault:"2000000000"`
 	// WALKSTAGE_UNKNOWN_VERTICES: what a seed id missing from the graph does:
 	// reject (the whole request) or skip (walk the others, count the skipped
 	// ones in the completion event).
@@ -383,12 +391,16 @@ func (c *Config) validateEngineAndLimits(bad badFunc) {
 		v    int
 	}{{"MAX_MESSAGE_BYTES", c.MaxMessageBytes}, {"MAX_SEEDS", c.MaxSeeds}, {"MAX_WALK_LENGTH", c.MaxWalkLength},
 		{"MAX_WALKS_PER_SEED", c.MaxWalksPerSeed}, {"MAX_WALKS_PER_BATCH", c.MaxWalksPerBatch},
+		{"MAX_TOP_K", c.MaxTopK}, {"MAX_STEPS_PER_QUERY", c.MaxStepsPerQuery},
 		{"MICROBATCH_MAX_WALKS", c.MicroBatchMaxWalks}, {"MICROBATCH_MAX_REQUESTS", c.MicroBatchMaxRequests},
 		{"QUEUE_DEPTH", c.QueueDepth}, {"MAX_IN_FLIGHT", c.MaxInFlight}, {"CHUNK_BUFFER", c.ChunkBuffer}}
 	for _, p := range positive {
 		if p.v < 1 {
 			bad(p.name, "%d must be at least 1", p.v)
 		}
+	}
+	if c.MaxStepsPerBatch < 1 {
+		bad("MAX_STEPS_PER_BATCH", "%d must be at least 1", c.MaxStepsPerBatch)
 	}
 	if c.CPUWorkers < 0 {
 		bad("CPU_WORKERS", "%d must be 0 (one per core) or more", c.CPUWorkers)

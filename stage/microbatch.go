@@ -152,11 +152,12 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 	defer v.release()
 	jobs := make([]walk.Job, 0, len(mb))
 	live := make([]*batch, 0, len(mb))
+	var visits []*batch
 	now := time.Now()
 	s.lookup(ctx, mb)
 	for _, b := range mb {
 		b.launched, b.attempt, b.alone = now, b.attempt+1, len(mb) == 1
-		b.gotW, b.steps, b.wErr = 0, 0, nil
+		b.gotW, b.steps, b.wErr, b.vErr = 0, 0, nil, nil
 		b.written = make(chan struct{})
 		if re := s.bind(b, v); re != nil {
 			b.w, b.wErr = nil, re
@@ -168,16 +169,24 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 			close(b.written)
 			continue
 		}
-		w, err := sink.NewBatchWriter(ctx, s.o.Bucket, s.o.Prefix, sink.BatchMeta{
+		meta := sink.BatchMeta{
 			BatchID: b.req.BatchID, Algorithm: b.req.Algorithm, Seed: b.req.RNGSeed, Engine: v.e.Name(),
 			WalkstageVersion: s.o.Version, Walks: int64(b.walks), Fingerprint: b.req.Fingerprint(),
-		}, v.g, s.o.SinkOptions...)
+		}
+		if b.req.Visits != nil {
+			meta.Walks, meta.Queries = 0, int64(b.req.NumQueries())
+		}
+		w, err := sink.NewBatchWriter(ctx, s.o.Bucket, s.o.Prefix, meta, v.g, s.o.SinkOptions...)
 		if err != nil {
 			b.w, b.wErr = nil, fmt.Errorf("open writer: %w", err)
 			close(b.written)
 			continue
 		}
 		b.w = w
+		if b.req.Visits != nil {
+			visits = append(visits, b) // counted after the walk jobs' run
+			continue
+		}
 		b.chunks = make(chan walk.Chunk, s.o.ChunkBuffer)
 		go s.write(ctx, b)
 		jobs = append(jobs, b.req.Job(len(jobs)))
@@ -214,6 +223,9 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 		if runErr == nil {
 			s.log.Debug("engine run", "batches", len(live), "walks", len(jobs), "steps", steps, "duration", d)
 		}
+	}
+	for _, b := range visits {
+		s.countVisits(ctx, b, v)
 	}
 	end := time.Now()
 	for _, b := range mb {

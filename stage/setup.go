@@ -236,7 +236,8 @@ func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string,
 		OutputTopic: c.OutputTopic, CallTimeout: c.BrokerTimeout,
 		SessionTimeout: c.SessionTimeout, RebalanceTimeout: c.RebalanceTimeout, Graph: g, Logger: log,
 		Limits: source.Limits{MaxMessageBytes: c.MaxMessageBytes, MaxSeeds: c.MaxSeeds, MaxWalkLength: c.MaxWalkLength,
-			MaxWalksPerSeed: c.MaxWalksPerSeed, MaxWalksPerBatch: c.MaxWalksPerBatch, SkipUnknown: c.UnknownVertices == "skip"}})
+			MaxWalksPerSeed: c.MaxWalksPerSeed, MaxWalksPerBatch: c.MaxWalksPerBatch, SkipUnknown: c.UnknownVertices == "skip",
+			MaxTopK: c.MaxTopK, MaxStepsPerQuery: int64(c.MaxStepsPerQuery), MaxStepsPerBatch: c.MaxStepsPerBatch}})
 	if err != nil {
 		return nil, err
 	}

@@ -164,6 +164,7 @@ type batch struct {
 	written chan struct{} // closed when the writer goroutine has drained chunks
 	wErr    error         // first Write error
 	gotW    int64         // walks received from the engine
+	vErr    error         // output visits: the counting run's error (engine, or a rejection)
 	steps   int64
 	attempt int
 	// failedDep names the dependency the last failed attempt failed on:
