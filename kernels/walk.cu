@@ -413,3 +413,4 @@ WALK_RESERVOIR(walk_reservoir_zprs, false, false)
 WALK_RESERVOIR(walk_reservoir_dprs, true, false)
 WALK_RESERVOIR(walk_reservoir_zprs_n2v, false, true)
 WALK_RESERVOIR(walk_reservoir_dprs_n2v, true, true)
+#include "visits.cuh"

@@ -189,23 +189,7 @@ var errCorrupt = errors.New("manifest unreadable")
 func readManifestTimeout(ctx context.Context, b *blob.Bucket, key string, timeout time.Duration) (*Manifest, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	r, err := b.NewReader(ctx, key, nil)
-	if err != nil {
-		if gcerrors.Code(err) == gcerrors.NotFound {
-			return nil, fmt.Errorf("read manifest %s: %w", key, ErrNoManifest)
-		}
-		return nil, fmt.Errorf("read manifest %s: %w", key, err)
-	}
-	defer r.Close()
-	data, err := io.ReadAll(io.LimitReader(r, 64<<20))
-	if err != nil {
-		return nil, fmt.Errorf("read manifest %s: %w", key, err)
-	}
-	m, err := DecodeManifest(data)
-	if err != nil {
-		return nil, fmt.Errorf("read manifest %s: %w: %w", key, errCorrupt, err)
-	}
-	return m, nil
+	return ReadManifest(ctx, b, key)
 }
 
 // readComplete reads the manifest at key and checks that every part it

@@ -47,8 +47,14 @@ type Manifest struct {
 	Compression      string `json:"compression"`
 	Walks            int64  `json:"walks"`
 	Steps            int64  `json:"steps"`
-	Bytes            int64  `json:"bytes"`
-	Files            []File `json:"files"`
+	// Output is "visits" for a batch of query rows (sink/visits.go), whose
+	// parts' walk ids are row numbers; empty for walks. Queries and
+	// Candidates count its rows and their candidates.
+	Output     string `json:"output,omitempty"`
+	Queries    int64  `json:"queries,omitempty"`
+	Candidates int64  `json:"candidates,omitempty"`
+	Bytes      int64  `json:"bytes"`
+	Files      []File `json:"files"`
 }
 
 // File describes one Parquet part of a batch.
@@ -101,6 +107,7 @@ func (m *Manifest) Layout(prefix string) (Layout, error) {
 var ErrNoManifest = errors.New("no _SUCCESS manifest")
 
 // ReadManifest reads and checks the manifest at key (a Layout's SuccessKey).
+// A manifest that does not decode is an error wrapping errCorrupt.
 func ReadManifest(ctx context.Context, b *blob.Bucket, key string) (*Manifest, error) {
 	r, err := b.NewReader(ctx, key, nil)
 	if err != nil {
@@ -116,7 +123,7 @@ func ReadManifest(ctx context.Context, b *blob.Bucket, key string) (*Manifest, e
 	}
 	m, err := DecodeManifest(data)
 	if err != nil {
-		return nil, fmt.Errorf("read manifest %s: %w", key, err)
+		return nil, fmt.Errorf("read manifest %s: %w: %w", key, errCorrupt, err)
 	}
 	return m, nil
 }
@@ -160,7 +167,15 @@ func DecodeManifest(data []byte) (*Manifest, error) {
 		steps += f.Steps
 		size += f.Bytes
 	}
-	if rows != m.Walks || steps != m.Steps || size != m.Bytes {
+	wantRows := m.Walks
+	switch m.Output {
+	case "":
+	case OutputVisits:
+		wantRows = m.Queries
+	default:
+		return nil, fmt.Errorf("output %q is not %q", m.Output, OutputVisits)
+	}
+	if rows != wantRows || steps != m.Steps || size != m.Bytes {
 		return nil, fmt.Errorf("files hold %d walks, %d steps, %d bytes; totals say %d, %d, %d", rows, steps, size, m.Walks, m.Steps, m.Bytes)
 	}
 	return &m, nil

@@ -6,9 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
-	"github.com/parquet-go/parquet-go/compress/zstd"
+	pqzstd "github.com/parquet-go/parquet-go/compress/zstd"
 )
 
 // Compression names a Parquet page codec.
@@ -43,32 +44,85 @@ func (c Compression) codec() compress.Codec {
 	}
 	// The fastest level: walks of random vertex ids compress about as well at
 	// level 1 as at level 3, and encoding must keep up with the engine.
-	return &zstd.Codec{Level: zstd.SpeedFastest}
+	return &pqzstd.Codec{Level: pqzstd.SpeedFastest}
+}
+
+// WalkEncoding names the Parquet encoding of the walk list's values (the
+// walk.list.element column). Both are standard encodings of Parquet's
+// INT64: Arrow (C++, Go, pyarrow), Spark and DuckDB read them.
+type WalkEncoding string
+
+const (
+	// AutoWalkEncoding (the default) is ByteStreamSplit under Zstd and
+	// DeltaBinaryPacked under the other codecs.
+	AutoWalkEncoding WalkEncoding = ""
+	// ByteStreamSplit stores byte k of every value in the page's k-th
+	// stream. External ids use only their low bytes, so the high streams
+	// are constant, and the top used byte of each id takes few values: the
+	// sink stores the first as zstd RLE blocks and entropy-codes the second
+	// (at R-MAT scale 22, 2.75 bytes per walk vertex for the values, against
+	// 2.94 for DeltaBinaryPacked: the difference of two random ids takes one
+	// bit more than an id). Encoding is a transposition, several times
+	// cheaper than delta encoding. Without zstd the constant streams stay
+	// (5 of 8 bytes at scale 22), hence Auto.
+	ByteStreamSplit WalkEncoding = "byte_stream_split"
+	// DeltaBinaryPacked stores bit-packed differences of consecutive values:
+	// compact without a codec, and the better choice for graphs whose
+	// walks move between numerically close ids.
+	DeltaBinaryPacked WalkEncoding = "delta_binary_packed"
+)
+
+// resolve returns the encoding used under codec c.
+func (e WalkEncoding) resolve(c Compression) WalkEncoding {
+	if e != AutoWalkEncoding {
+		return e
+	}
+	if c == Zstd {
+		return ByteStreamSplit
+	}
+	return DeltaBinaryPacked
+}
+
+// ParseWalkEncoding accepts auto (or ""), byte_stream_split (or split)
+// and delta_binary_packed (or delta), case-insensitively.
+func ParseWalkEncoding(s string) (WalkEncoding, error) {
+	switch strings.ToLower(s) {
+	case "auto", "":
+		return AutoWalkEncoding, nil
+	case "byte_stream_split", "split":
+		return ByteStreamSplit, nil
+	case "delta_binary_packed", "delta":
+		return DeltaBinaryPacked, nil
+	}
+	return "", fmt.Errorf("unknown walk encoding %q (want auto, byte_stream_split or delta_binary_packed)", s)
 }
 
 // Option configures a BatchWriter.
 type Option func(*config)
 
 type config struct {
-	compression     Compression
-	rowGroupRows    int
-	fileBytes       int64
-	memoryLimit     int64
-	encoders        int
-	uploadBuffer    int
-	uploadParallel  int
-	parallelParts   int
-	pageBufferBytes int
-	callTimeout     time.Duration
-	stallTimeout    time.Duration
-	staleAfter      time.Duration
+	compression    Compression
+	walkEncoding   WalkEncoding
+	zstdLevel      zstd.EncoderLevel
+	zstdLevelSet   int
+	rowGroupRows   int
+	fileBytes      int64
+	memoryLimit    int64
+	encoders       int
+	uploadBuffer   int
+	uploadParallel int
+	parallelParts  int
+	callTimeout    time.Duration
+	stallTimeout   time.Duration
+	staleAfter     time.Duration
 }
 
 // Defaults; see each option.
 const (
 	DefaultMaxRowGroupRows     = 64 << 10
 	DefaultMaxRowGroupVertices = 81 << 14 // 16,384 walks of 80 steps
-	DefaultFileBytes           = 256 << 20
+	DefaultFileBytes           = 64 << 20
+	DefaultParallelParts       = 4
 	DefaultMemoryLimit         = 512 << 20
 	DefaultUploadBuffer        = 8 << 20
 	DefaultCallTimeout         = 10 * time.Second
@@ -78,22 +132,38 @@ const (
 
 func defaultConfig() config {
 	return config{
-		compression:     Zstd,
-		fileBytes:       DefaultFileBytes,
-		memoryLimit:     DefaultMemoryLimit,
-		encoders:        runtime.GOMAXPROCS(0),
-		uploadBuffer:    DefaultUploadBuffer,
-		uploadParallel:  4,
-		parallelParts:   4,
-		pageBufferBytes: 1 << 20,
-		callTimeout:     DefaultCallTimeout,
-		stallTimeout:    DefaultUploadStallTimeout,
-		staleAfter:      DefaultStaleAfter,
+		compression:    Zstd,
+		zstdLevel:      zstd.SpeedFastest,
+		fileBytes:      DefaultFileBytes,
+		memoryLimit:    DefaultMemoryLimit,
+		encoders:       runtime.GOMAXPROCS(0),
+		uploadBuffer:   DefaultUploadBuffer,
+		uploadParallel: 4,
+		parallelParts:  DefaultParallelParts,
+		callTimeout:    DefaultCallTimeout,
+		stallTimeout:   DefaultUploadStallTimeout,
+		staleAfter:     DefaultStaleAfter,
 	}
 }
 
 // WithCompression sets the page codec (default Zstd).
 func WithCompression(c Compression) Option { return func(o *config) { o.compression = c } }
+
+// WithWalkEncoding sets the encoding of the walk list's values (default
+// AutoWalkEncoding). The other columns are fixed: walk_id and start
+// DELTA_BINARY_PACKED, length PLAIN.
+func WithWalkEncoding(e WalkEncoding) Option { return func(o *config) { o.walkEncoding = e } }
+
+// WithZstdLevel sets the zstd level, 1 (fastest, the default) to 4 (best),
+// when the compression is Zstd. It applies to the page segments the sink
+// sends through the zstd encoder (levels, skewed byte streams); constant
+// and near-uniform byte streams are stored as RLE and raw blocks at any
+// level. On byte-stream-split walks of random 22-bit ids, level 3 gave the
+// same size as level 1 (2.750 bytes per vertex for the values) for 1.1x the
+// time (2-core VM, 2026-11-23): what zstd gains there is entropy coding.
+func WithZstdLevel(level int) Option {
+	return func(o *config) { o.zstdLevel = zstd.EncoderLevelFromZstd(level); o.zstdLevelSet = level }
+}
 
 // WithRowGroupRows sets the number of walks per row group. The default holds
 // at most 65,536 walks and at most 1,327,104 walk vertices (10 MiB of int64
@@ -105,7 +175,7 @@ func WithCompression(c Compression) Option { return func(o *config) { o.compress
 // independent of the order in which chunks arrive.
 func WithRowGroupRows(n int) Option { return func(o *config) { o.rowGroupRows = n } }
 
-// WithFileBytes sets the size at which a part is rolled (default 256 MiB):
+// WithFileBytes sets the size at which a part is rolled (default 64 MiB):
 // a part ends after the first row group that brings its encoded row groups
 // to this size, so parts exceed it by at most one compressed row group and
 // the file footer.
@@ -131,7 +201,9 @@ func WithUploadBuffer(bytes, parallel int) Option {
 	return func(o *config) { o.uploadBuffer, o.uploadParallel = bytes, parallel }
 }
 
-// WithParallelParts sets how many parts may upload at once (default 4).
+// WithParallelParts sets how many parts may upload at once (default 4;
+// `walkstage walk` uses 8: with 64 MiB parts that doubled the parts in
+// flight within the memory limit on the 16-core host).
 // Each holds its own upload buffers (see WithUploadBuffer). Parts still
 // hold consecutive walk ids and get the same keys and bytes as with one.
 func WithParallelParts(n int) Option { return func(o *config) { o.parallelParts = n } }
@@ -160,6 +232,14 @@ func WithStaleAfter(d time.Duration) Option { return func(o *config) { o.staleAf
 func (c *config) validate() error {
 	if c.callTimeout <= 0 || c.stallTimeout <= 0 || c.staleAfter <= 0 {
 		return fmt.Errorf("sink: call timeout %v, upload stall timeout %v and stale age %v must be positive", c.callTimeout, c.stallTimeout, c.staleAfter)
+	}
+	if c.zstdLevelSet != 0 && (c.zstdLevelSet < 1 || c.zstdLevelSet > 4) {
+		return fmt.Errorf("sink: zstd level %d, want 1 (fastest) to 4 (best)", c.zstdLevelSet)
+	}
+	switch c.walkEncoding {
+	case AutoWalkEncoding, ByteStreamSplit, DeltaBinaryPacked:
+	default:
+		return fmt.Errorf("sink: unknown walk encoding %q", c.walkEncoding)
 	}
 	switch c.compression {
 	case Zstd, Snappy, None:

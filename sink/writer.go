@@ -1,21 +1,18 @@
 package sink
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
 	"hash/crc32"
-	"io"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/graph"
@@ -24,11 +21,14 @@ import (
 
 // Row is one walk as stored in Parquet: the schema readers see is
 //
-//	walk_id INT64 (DELTA_BINARY_PACKED), start INT64, length INT32,
+//	walk_id INT64, start INT64, length INT32,
 //	walk LIST<INT64> (standard three-level list: walk.list.element)
 //
 // with start and walk in external vertex ids and length the number of steps
-// taken (len(walk)-1).
+// taken (len(walk)-1). Encodings (not part of the schema): walk_id and
+// start DELTA_BINARY_PACKED, length PLAIN, the walk values as WithWalkEncoding
+// says; data pages v1, no dictionaries. Row reads any of them back; the
+// writer encodes row groups itself (pages.go).
 type Row struct {
 	WalkID int64   `parquet:"walk_id,delta"`
 	Start  int64   `parquet:"start"`
@@ -66,6 +66,9 @@ type BatchMeta struct {
 	// written for the same one. Empty means unknown: the batch is then
 	// written with last-writer-wins semantics, as before fingerprints.
 	Fingerprint string
+	// Queries > 0 makes the batch an output "visits" batch of that many
+	// query rows, written by WriteVisits (sink/visits.go); Walks is then 0.
+	Queries int64
 }
 
 var (
@@ -114,7 +117,9 @@ type BatchWriter struct {
 	// buckets.
 	local, staging, tag string
 
-	partOpts []parquet.WriterOption // shared by fragments and parts, so copies are verbatim
+	partOpts []parquet.WriterOption // the part writers' options; fragments match them, so copies are verbatim
+	schema   []format.SchemaElement // the footer schema of parts, reused by fragments
+	frags    sync.Pool              // *[]byte fragment buffers, returned once appended to a part
 	kv       [][2]string
 
 	ctx    context.Context // the pipeline's; cancelled on failure
@@ -140,6 +145,7 @@ type BatchWriter struct {
 	partsOpened int          // owned by uploadLoop
 	manifest    *Manifest
 	committed   bool
+	visits      *visitState // output visits (BatchMeta.Queries > 0), else nil
 
 	walksWritten atomic.Int64
 	bytesWritten atomic.Int64
@@ -193,20 +199,24 @@ func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta Bat
 	if err := meta.Algorithm.Validate(g); err != nil {
 		return nil, fmt.Errorf("sink: batch %s: %w", meta.BatchID, err)
 	}
-	if meta.Walks < 0 {
-		return nil, fmt.Errorf("sink: batch %s: %d walks", meta.BatchID, meta.Walks)
+	if meta.Walks < 0 || meta.Queries < 0 || meta.Queries > 0 && meta.Walks != 0 {
+		return nil, fmt.Errorf("sink: batch %s: %d walks, %d queries", meta.BatchID, meta.Walks, meta.Queries)
 	}
 	layout, err := BatchLayout(prefix, meta.Graph, meta.Algorithm.Kind.String(), meta.BatchID)
 	if err != nil {
 		return nil, fmt.Errorf("sink: batch %s: %w", meta.BatchID, err)
 	}
-	algo, err := jsonString(DescribeAlgorithm(meta.Algorithm, g))
+	algoJSON, err := json.Marshal(DescribeAlgorithm(meta.Algorithm, g))
 	if err != nil {
 		return nil, err
 	}
+	algo := string(algoJSON)
 	w := &BatchWriter{bucket: b, layout: layout, meta: meta, g: g, cfg: cfg, attempt: newAttemptID(), started: time.Now(),
 		rows: int64(cfg.rowsPerGroup(meta.Algorithm.Length)),
 		open: map[int64]*group{}, files: map[int]File{}, wake: make(chan struct{}), done: make(chan struct{})}
+	if meta.Queries > 0 {
+		w.visits = &visitState{}
+	}
 	w.groups = (meta.Walks + w.rows - 1) / w.rows
 	// A row group is encoded once all its walks are held, so the limit must
 	// fit one full row group and the start of the next, or even walks in
@@ -223,8 +233,15 @@ func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta Bat
 	w.partOpts = []parquet.WriterOption{
 		parquet.Compression(cfg.compression.codec()),
 		parquet.MaxRowsPerRowGroup(w.rows),
-		parquet.PageBufferSize(cfg.pageBufferBytes),
+		parquet.DataPageVersion(1),
+		// Row groups are spliced through this buffer: at parquet-go's
+		// default (4 KiB) writing a part took one system call per 4 KiB.
+		parquet.WriteBufferSize(1 << 20),
 		parquet.CreatedBy("walkstage", meta.WalkstageVersion, ""),
+	}
+	w.cfg.walkEncoding = cfg.walkEncoding.resolve(cfg.compression)
+	if w.schema, err = fileSchema(w.cfg.walkEncoding, w.partOpts); err != nil {
+		return nil, fmt.Errorf("sink: batch %s: %w", meta.BatchID, err)
 	}
 	if root, ok := localRoot(b); ok {
 		if _, ok := localPath(root, layout.SuccessKey()); ok {
@@ -439,11 +456,17 @@ func (w *BatchWriter) checkChunk(c *walk.Chunk) error {
 // Parquet files ("fragments") that the uploader splices into parts.
 func (w *BatchWriter) encodeLoop() {
 	defer w.wg.Done()
-	e := newEncoder(w)
+	e, err := newFragmentEncoder(w)
+	if err != nil {
+		w.fail(fmt.Errorf("sink: %w", err))
+		return
+	}
 	for {
 		select {
 		case gr := <-w.work:
+			e.out = w.getFrag()
 			frag, steps, err := e.encode(gr)
+			e.out = nil
 			w.mu.Lock()
 			staged := gr.staged
 			gr.segs, gr.frag, gr.steps, gr.err = nil, frag, steps, err
@@ -463,438 +486,7 @@ func (w *BatchWriter) encodeLoop() {
 	}
 }
 
-// encoder holds one encoding goroutine's reusable buffers.
-type encoder struct {
-	w     *BatchWriter
-	seg   []int32 // per row of the group: segment index, then walk index
-	idx   []int32
-	batch []Row
-	ids   []int64
-	buf   bytes.Buffer
-	pw    *parquet.GenericWriter[Row]
-}
-
-const encodeBatch = 256
-
-func newEncoder(w *BatchWriter) *encoder {
-	e := &encoder{w: w, batch: make([]Row, encodeBatch), ids: make([]int64, encodeBatch*(w.meta.Algorithm.Length+1))}
-	e.pw = parquet.NewGenericWriter[Row](&e.buf, w.partOpts...)
-	return e
-}
-
-func (e *encoder) encode(gr *group) ([]byte, int64, error) {
-	w := e.w
-	if cap(e.seg) < gr.rows {
-		e.seg, e.idx = make([]int32, gr.rows), make([]int32, gr.rows)
-	}
-	seg, idx := e.seg[:gr.rows], e.idx[:gr.rows]
-	for i := range seg {
-		seg[i] = -1
-	}
-	for s, sg := range gr.segs {
-		for k := sg.lo; k < sg.hi; k++ {
-			r := sg.c.WalkIDs[k] - gr.base
-			if seg[r] >= 0 {
-				return nil, 0, fmt.Errorf("%w: walk %d written twice", ErrBadChunk, sg.c.WalkIDs[k])
-			}
-			seg[r], idx[r] = int32(s), int32(k)
-		}
-	}
-	e.buf.Reset()
-	e.pw.Reset(&e.buf)
-	nv := uint32(w.g.NumVertices())
-	var steps int64
-	for r0 := 0; r0 < gr.rows; r0 += encodeBatch {
-		n := min(encodeBatch, gr.rows-r0)
-		ids := e.ids[:0]
-		for j := range n {
-			r := r0 + j
-			if seg[r] < 0 {
-				return nil, 0, fmt.Errorf("%w: walk %d missing from row group %d", ErrBadChunk, gr.base+uint64(r), gr.index)
-			}
-			sg := gr.segs[seg[r]]
-			vs := sg.c.Walk(int(idx[r]))
-			start := len(ids)
-			for _, v := range vs {
-				if v >= nv {
-					return nil, 0, fmt.Errorf("%w: walk %d visits vertex %d, beyond the graph's %d", ErrBadChunk, gr.base+uint64(r), v, nv)
-				}
-				ids = append(ids, w.g.ExternalID(v))
-			}
-			e.batch[j] = Row{WalkID: int64(gr.base) + int64(r), Start: ids[start], Length: int32(len(vs) - 1), Walk: ids[start:len(ids):len(ids)]}
-			steps += int64(len(vs) - 1)
-		}
-		if _, err := e.pw.Write(e.batch[:n]); err != nil {
-			return nil, 0, fmt.Errorf("sink: encode row group %d: %w", gr.index, err)
-		}
-	}
-	if err := e.pw.Close(); err != nil {
-		return nil, 0, fmt.Errorf("sink: encode row group %d: %w", gr.index, err)
-	}
-	return bytes.Clone(e.buf.Bytes()), steps, nil
-}
-
-// part is the object being uploaded.
-type part struct {
-	index  int
-	key    string
-	in     chan *group // row groups to append, closed after the last
-	ow     objectWriter
-	s3     s3Target
-	cancel context.CancelCauseFunc
-	out    *countingWriter
-	pw     *parquet.GenericWriter[Row]
-	file   File
-}
-
 // castagnoli is the CRC32C table; hash/crc32 uses the CPU's CRC32
 // instruction for it, many GB/s, where SHA-256 cost the single upload
 // goroutine more than writing the bytes.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// PartCRC32C computes a part's checksum in the manifest's form.
-func PartCRC32C(data []byte) string {
-	return base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint32(nil, crc32.Checksum(data, castagnoli)))
-}
-
-type countingWriter struct {
-	w     io.Writer
-	h     hash.Hash
-	n     int64
-	total *atomic.Int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.h.Write(p[:n])
-	c.n += int64(n)
-	c.total.Add(int64(n))
-	return n, err
-}
-
-// uploadLoop assigns encoded row groups to parts in row group order and
-// hands them to one goroutine per part, so that up to WithParallelParts
-// objects upload at once (an object store serves several objects faster
-// than one, and completing a multipart upload is a round trip of its own).
-// A part ends after the row group that brings its encoded row groups to
-// the file size: fragment sizes are deterministic, so the split is too.
-func (w *BatchWriter) uploadLoop() {
-	defer w.wg.Done()
-	defer close(w.done)
-	var parts sync.WaitGroup
-	defer parts.Wait()
-	slots := make(chan struct{}, w.cfg.parallelParts)
-	var p *part
-	var size int64
-	defer func() {
-		if p != nil {
-			close(p.in)
-		}
-	}()
-	for gi := int64(0); gi < w.groups; gi++ {
-		w.mu.Lock()
-		gr := w.groupLocked(gi)
-		w.next = gi
-		w.signal()
-		w.mu.Unlock()
-		select {
-		case <-gr.ready:
-		case <-w.ctx.Done():
-			return
-		}
-		if gr.err != nil {
-			return
-		}
-		if p == nil {
-			select {
-			case slots <- struct{}{}:
-			case <-w.ctx.Done():
-				return
-			}
-			var err error
-			if p, err = w.openPart(w.partsOpened); err != nil {
-				<-slots
-				w.fail(err)
-				return
-			}
-			w.partsOpened++
-			size = 0
-			parts.Add(1)
-			go func(p *part) {
-				defer parts.Done()
-				defer func() { <-slots }()
-				w.partLoop(p)
-			}(p)
-		}
-		// Forget the group and move on in one step, so a Write checking
-		// whether waiting can help never sees a gap; its bytes stay
-		// counted until the part goroutine has written them.
-		w.mu.Lock()
-		delete(w.open, gi)
-		w.next = gi + 1
-		w.queued++
-		w.signal()
-		w.mu.Unlock()
-		size += int64(len(gr.frag)) // before the handover: the part goroutine drops frag
-		select {
-		case p.in <- gr:
-		case <-w.ctx.Done():
-			return
-		}
-		if size >= w.cfg.fileBytes || gi == w.groups-1 {
-			close(p.in)
-			p = nil
-		}
-	}
-	w.mu.Lock()
-	w.next = w.groups
-	w.mu.Unlock()
-}
-
-// partLoop writes one part's row groups, then completes the object; on
-// failure or cancellation it abandons the upload.
-func (w *BatchWriter) partLoop(p *part) {
-	for {
-		select {
-		case gr, ok := <-p.in:
-			if !ok {
-				if w.ctx.Err() != nil {
-					w.abortPart(p)
-					return
-				}
-				if err := w.closePart(p); err != nil {
-					w.fail(err)
-				}
-				return
-			}
-			err := w.appendGroup(p, gr)
-			w.mu.Lock()
-			w.used -= int64(len(gr.frag))
-			w.queued--
-			w.signal()
-			w.mu.Unlock()
-			gr.frag = nil
-			if err != nil {
-				w.fail(err)
-				w.abortPart(p)
-				return
-			}
-		case <-w.ctx.Done():
-			w.abortPart(p)
-			return
-		}
-	}
-}
-
-func (w *BatchWriter) openPart(i int) (*part, error) {
-	key := w.layout.AttemptPartKey(i, w.attempt)
-	ctx, cancel := context.WithCancelCause(w.ctx)
-	p := &part{index: i, key: key, cancel: cancel, file: File{Key: key, FirstWalkID: -1}, in: make(chan *group, 64)}
-	ow, err := w.newObject(ctx, key, false, &blob.WriterOptions{
-		ContentType:    "application/vnd.apache.parquet",
-		BufferSize:     w.cfg.uploadBuffer,
-		MaxConcurrency: w.cfg.uploadParallel,
-		BeforeWrite:    p.s3.beforeWrite,
-	})
-	if err != nil {
-		cancel(nil)
-		return nil, fmt.Errorf("sink: create %s: %w", key, err)
-	}
-	ow = &stallGuard{objectWriter: ow, ctx: ctx, d: w.cfg.stallTimeout, cancel: cancel}
-	out := &countingWriter{w: ow, h: crc32.New(castagnoli), total: &w.bytesWritten}
-	opts := append(w.partOpts[:len(w.partOpts):len(w.partOpts)], parquet.KeyValueMetadata(MetaPart, strconv.Itoa(i)))
-	for _, kv := range w.kv {
-		opts = append(opts, parquet.KeyValueMetadata(kv[0], kv[1]))
-	}
-	p.ow, p.out, p.pw = ow, out, parquet.NewGenericWriter[Row](out, opts...)
-	return p, nil
-}
-
-func (w *BatchWriter) appendGroup(p *part, gr *group) error {
-	f, err := parquet.OpenFile(bytes.NewReader(gr.frag), int64(len(gr.frag)))
-	if err != nil {
-		return fmt.Errorf("sink: reopen encoded row group %d: %w", gr.index, err)
-	}
-	rgs := f.RowGroups()
-	if len(rgs) != 1 {
-		return fmt.Errorf("sink: encoded row group %d holds %d row groups", gr.index, len(rgs))
-	}
-	if _, err := p.pw.WriteRowGroup(rgs[0]); err != nil {
-		return fmt.Errorf("sink: write %s: %w", p.key, err)
-	}
-	if p.file.FirstWalkID < 0 {
-		p.file.FirstWalkID = int64(gr.base)
-	}
-	p.file.LastWalkID = int64(gr.base) + int64(gr.rows) - 1
-	p.file.Rows += int64(gr.rows)
-	p.file.Steps += gr.steps
-	p.file.RowGroups++
-	w.walksWritten.Add(int64(gr.rows))
-	return nil
-}
-
-func (w *BatchWriter) closePart(p *part) error {
-	defer p.cancel(nil)
-	if err := p.pw.Close(); err != nil {
-		w.abortPart(p)
-		return fmt.Errorf("sink: finish %s: %w", p.key, err)
-	}
-	if err := p.ow.Close(); err != nil {
-		w.abortPart(p)
-		return fmt.Errorf("sink: upload %s: %w", p.key, err)
-	}
-	p.file.Bytes = p.out.n
-	p.file.CRC32C = base64.StdEncoding.EncodeToString(p.out.h.Sum(nil))
-	w.mu.Lock()
-	w.files[p.index] = p.file
-	w.written = append(w.written, p.key)
-	w.mu.Unlock()
-	return nil
-}
-
-// abortPart abandons a part's upload: a local temporary file is removed,
-// cancelling the writer's context makes gocloud discard a bucket upload,
-// and open S3 multipart uploads are aborted explicitly.
-func (w *BatchWriter) abortPart(p *part) {
-	p.cancel(nil)
-	p.ow.Abort()
-	if err := p.s3.abortUploads(context.WithoutCancel(w.ctx), w.bucket, w.cfg.callTimeout); err != nil {
-		w.mu.Lock()
-		w.abortErr = err
-		w.mu.Unlock()
-	}
-}
-
-// Commit waits for every walk to be uploaded and writes `_SUCCESS` last,
-// with a create-if-absent put, so that of several writers of one batch id
-// (replicas given the same request, a redelivery racing the original)
-// exactly one manifest wins and it lists exactly one attempt's parts:
-//
-//   - no manifest yet: ours is written; other attempts' parts left in the
-//     batch directory are then deleted (best effort), so directory readers
-//     such as DuckDB's read_parquet('.../part-*') see only listed parts.
-//   - a complete manifest with our fingerprint: our parts are deleted and
-//     that manifest is returned as if ours.
-//   - a complete manifest with another fingerprint: our parts are deleted
-//     and the error wraps ErrBatchConflict; nothing else is touched.
-//   - a manifest without a fingerprint (written before fingerprints, or by
-//     a writer given none), an incomplete one (a listed part missing or of
-//     the wrong size) or an unreadable one: replaced by ours, then the
-//     parts older than this writer that ours does not list are deleted.
-//     Concurrent writers of such a batch are last-writer-wins, as before.
-//
-// Every walk id of the batch must have been written. On error the batch is
-// aborted: this attempt's parts are deleted, nothing else.
-func (w *BatchWriter) Commit(ctx context.Context) (*Manifest, error) {
-	w.mu.Lock()
-	if w.committed {
-		m := w.manifest
-		w.mu.Unlock()
-		return m, nil
-	}
-	if w.closed {
-		w.mu.Unlock()
-		return nil, errors.New("sink: commit after abort")
-	}
-	w.closed = true
-	received := w.received
-	w.mu.Unlock()
-	if received != w.meta.Walks {
-		w.fail(fmt.Errorf("sink: batch %s: %w: %d of %d walks written", w.meta.BatchID, ErrBadChunk, received, w.meta.Walks))
-		return nil, w.finishAbort(ctx)
-	}
-	select {
-	case <-w.done:
-	case <-ctx.Done():
-		w.fail(ctx.Err())
-		return nil, w.finishAbort(ctx)
-	}
-	if err := w.failed(); err != nil {
-		return nil, w.finishAbort(ctx)
-	}
-	w.stop()
-	files := make([]File, len(w.files))
-	for i := range files {
-		f, ok := w.files[i]
-		if !ok {
-			w.fail(fmt.Errorf("sink: batch %s: part %d missing after upload", w.meta.BatchID, i))
-			return nil, w.finishAbort(ctx)
-		}
-		files[i] = f
-	}
-	m := &Manifest{Version: ManifestVersion, BatchID: w.meta.BatchID, Graph: w.meta.Graph, GraphVersion: w.meta.GraphVersion,
-		Algorithm: DescribeAlgorithm(w.meta.Algorithm, w.g), Seed: w.meta.Seed, Fingerprint: w.meta.Fingerprint,
-		Engine: w.meta.Engine, WalkstageVersion: w.meta.WalkstageVersion, Compression: string(w.cfg.compression),
-		Walks: w.meta.Walks, Files: files}
-	for _, f := range m.Files {
-		m.Steps += f.Steps
-		m.Bytes += f.Bytes
-	}
-	final, err := w.publish(ctx, m)
-	if err != nil {
-		// Our parts are nobody's: no manifest of ours lists them.
-		w.fail(err)
-		return nil, w.finishAbort(context.WithoutCancel(ctx))
-	}
-	w.mu.Lock()
-	w.committed, w.manifest = true, final
-	w.mu.Unlock()
-	return final, nil
-}
-
-// stop ends the pipeline's goroutines and waits for them.
-func (w *BatchWriter) stop() {
-	w.cancel()
-	w.wg.Wait()
-}
-
-// Abort cancels the batch: the part being uploaded is abandoned (an S3
-// multipart upload is aborted, a local temporary file removed), parts this
-// writer completed are deleted, and no `_SUCCESS` is written. Nothing
-// another writer wrote is touched: an earlier complete output of the batch
-// stays as it was. It is safe to call after Commit failed, and a no-op
-// after Commit succeeded.
-func (w *BatchWriter) Abort(ctx context.Context) error {
-	w.mu.Lock()
-	if w.committed {
-		w.mu.Unlock()
-		return nil
-	}
-	w.closed = true
-	w.mu.Unlock()
-	w.fail(ErrAborted)
-	_, err := w.cleanup(ctx)
-	return err
-}
-
-// finishAbort cleans up after a failed Commit and returns the failure.
-func (w *BatchWriter) finishAbort(ctx context.Context) error {
-	cause, err := w.cleanup(ctx)
-	if err != nil {
-		return fmt.Errorf("%w (and %v)", cause, err)
-	}
-	return cause
-}
-
-// cleanup stops the pipeline and deletes the parts this attempt completed;
-// it returns the recorded failure and any cleanup error.
-func (w *BatchWriter) cleanup(ctx context.Context) (cause, err error) {
-	w.stop()
-	w.mu.Lock()
-	keys := w.written
-	w.written = nil
-	cause = w.err
-	if w.abortErr != nil {
-		err, w.abortErr = fmt.Errorf("sink: batch %s: %w", w.meta.BatchID, w.abortErr), nil
-	}
-	w.mu.Unlock()
-	if err != nil {
-		return cause, err
-	}
-	for _, k := range keys {
-		if err := w.deleteKey(ctx, k); err != nil {
-			return cause, fmt.Errorf("sink: batch %s: delete %s: %w", w.meta.BatchID, k, err)
-		}
-	}
-	return cause, nil
-}

@@ -46,6 +46,7 @@ type ConsumerConfig struct {
 type Consumer struct {
 	r   *kafka.Reader
 	dlq *kafka.Writer
+	gmu sync.RWMutex // SetGraph waits for decodes using the old graph
 	g   *graph.Graph
 	lim Limits
 	log *slog.Logger
@@ -209,7 +210,9 @@ func (c *Consumer) Next(ctx context.Context) (*Delivery, error) {
 	c.lagMu.Unlock()
 	c.joined.Store(true) // a group reader fetches only once it has an assignment
 	d := &Delivery{Received: time.Now()}
+	c.gmu.RLock()
 	req, err := DecodeRequest(m.Key, m.Value, c.g, c.lim)
+	c.gmu.RUnlock()
 	if err != nil {
 		var re *RejectError
 		if !errors.As(err, &re) {
@@ -238,6 +241,15 @@ func (c *Consumer) Next(ctx context.Context) (*Delivery, error) {
 		return c.commit(ctx, m, d.BatchID())
 	}
 	return d, nil
+}
+
+// SetGraph makes later requests resolve against g (a new graph version).
+// It returns once no decode uses the previous graph, which the caller may
+// then release.
+func (c *Consumer) SetGraph(g *graph.Graph) {
+	c.gmu.Lock()
+	c.g = g
+	c.gmu.Unlock()
 }
 
 // ErrClosed is Next's error once the consumer is closed.

@@ -38,6 +38,10 @@ type Event struct {
 	SkippedIDs   []int64 `json:"skipped_ids,omitempty"`   // the first 100 of them
 	Walks        int64   `json:"walks"`
 	Steps        int64   `json:"steps"`
+	// Output "visits": the queries answered (rows) and the candidates
+	// returned in all; Walks and Steps are the walks and steps counted.
+	Queries    int64 `json:"queries,omitempty"`
+	Candidates int64 `json:"candidates,omitempty"`
 
 	// Objects are the Parquet objects' URLs in walk-id order; Manifest is the
 	// URL of the _SUCCESS object written after them, which lists them too.

@@ -54,6 +54,31 @@ func (r *Request) Fingerprint() string {
 	}
 	// Skipped seeds do not change the walks but do change the event.
 	u64(uint64(r.Skipped))
+	// Output "visits" adds its parameters and queries; walk requests keep
+	// the fingerprint they always had.
+	if v := r.Visits; v != nil {
+		p := v.Params
+		str("visits")
+		for _, x := range []int64{int64(p.TopK), p.StepsPerQuery, int64(p.WalksPerSeed), p.MinVisits, p.NP, p.NV} {
+			u64(uint64(x))
+		}
+		for _, f := range []bool{p.ExcludeSeeds, p.ExcludeNeighbors} {
+			if f {
+				u64(1)
+			} else {
+				u64(0)
+			}
+		}
+		u64(uint64(len(v.Queries)))
+		for q, vq := range v.Queries {
+			str(v.QueryIDs[q])
+			u64(uint64(len(vq.Starts)))
+			u64(uint64(len(vq.Weights)))
+			for _, w := range vq.Weights {
+				u64(math.Float64bits(w))
+			}
+		}
+	}
 	sum := h.Sum(nil)
 	return "v1:" + hex.EncodeToString(sum[:16])
 }

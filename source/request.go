@@ -32,7 +32,10 @@ type Limits struct {
 	MaxSeeds         int // seed vertices, listed or in the range
 	MaxWalkLength    int // steps per walk
 	MaxWalksPerSeed  int
-	MaxWalksPerBatch int // seeds x walks_per_seed
+	MaxWalksPerBatch int   // seeds x walks_per_seed
+	MaxTopK          int   // top_k of an output "visits" request
+	MaxStepsPerQuery int64 // steps_per_query of an output "visits" request
+	MaxStepsPerBatch int64 // queries x steps_per_query of an output "visits" request
 	// SkipUnknown walks the known seeds and counts the rest instead of
 	// rejecting a request that names vertices the graph lacks.
 	SkipUnknown bool
@@ -41,7 +44,8 @@ type Limits struct {
 // DefaultLimits match the stage's configuration defaults.
 func DefaultLimits() Limits {
 	return Limits{MaxMessageBytes: 4 << 20, MaxSeeds: 100_000, MaxWalkLength: 1000, MaxWalksPerSeed: 100,
-		MaxWalksPerBatch: 10_000_000}
+		MaxWalksPerBatch: 10_000_000, MaxTopK: 1000, MaxStepsPerQuery: 10_000_000,
+		MaxStepsPerBatch: 2_000_000_000}
 }
 
 // Reason is the machine-readable class of a rejection, stable across
@@ -73,6 +77,7 @@ func (e *RejectError) Error() string { return fmt.Sprintf("rejected (%s): %s", e
 type Request struct {
 	BatchID      string
 	Graph        string // as requested; empty when the request did not say
+	GraphVersion string // graph version the request is pinned to; empty: any
 	Algorithm    walk.Algorithm
 	WalksPerSeed int
 	// Seeds are the external ids walked, in request order, unknown ones
@@ -87,6 +92,37 @@ type Request struct {
 	// FNV-64a hash of the batch id, so a redelivered batch walks the same walks.
 	RNGSeed        uint64
 	RNGSeedDerived bool
+	// Output is OutputWalks or OutputVisits; Visits is set for the latter.
+	Output string
+	Visits *VisitSpec
+}
+
+// Output kinds of a request.
+const (
+	OutputWalks  = "walks"  // one Parquet row per walk (the default)
+	OutputVisits = "visits" // one Parquet row per query: its top-k visited vertices
+)
+
+// VisitSpec is what an output "visits" request asks for: the counting
+// parameters (walk.VisitParams, with the request's algorithm and RNG seed)
+// and the queries, each with its id. Seeds of a request without "queries"
+// are one query each, named by their external id.
+type VisitSpec struct {
+	Params   walk.VisitParams
+	QueryIDs []string
+	Queries  []walk.VisitQuery
+	// QuerySeeds are each query's seeds as external ids (Queries[q].Starts
+	// are their dense ids in the graph the request was decoded against).
+	QuerySeeds [][]int64
+}
+
+// NumQueries is the number of queries of an output "visits" request, 0 for
+// walks.
+func (r *Request) NumQueries() int {
+	if r.Visits == nil {
+		return 0
+	}
+	return len(r.Visits.Queries)
 }
 
 // NumWalks is len(Starts) * WalksPerSeed.
@@ -149,6 +185,7 @@ func ValidBatchID(id string) error {
 type requestV1 struct {
 	BatchID      string
 	Graph        string
+	GraphVersion string
 	Algorithm    string
 	Length       *int
 	WalksPerSeed *int
@@ -161,6 +198,22 @@ type requestV1 struct {
 	Seeds        []int64
 	SeedRange    *seedSpan
 	RNGSeed      *uint64
+	// Output "visits" (docs/messages.md).
+	Output           string
+	TopK             *int
+	StepsPerQuery    *int64
+	NP, NV           *int64
+	ExcludeSeeds     *bool
+	ExcludeNeighbors *bool
+	MinVisits        *int64
+	Queries          []queryV1
+}
+
+// queryV1 is one member of "queries".
+type queryV1 struct {
+	ID      string
+	Seeds   []int64
+	Weights []float64
 }
 
 type seedSpan struct {
@@ -175,6 +228,7 @@ var v1Fields = map[string]func(m *requestV1, raw []byte) error{
 	"version":          func(*requestV1, []byte) error { return nil }, // read first, by readVersion
 	"batch_id":         func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.BatchID) },
 	"graph":            func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.Graph) },
+	"graph_version":    func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.GraphVersion) },
 	"algorithm":        func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.Algorithm) },
 	"length":           func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.Length) },
 	"walks_per_seed":   func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.WalksPerSeed) },
@@ -195,6 +249,18 @@ var v1Fields = map[string]func(m *requestV1, raw []byte) error{
 	"rng_seed": func(m *requestV1, raw []byte) error {
 		s, err := ParseRNGSeed(raw)
 		m.RNGSeed = &s
+		return err
+	},
+	"output":            func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.Output) },
+	"top_k":             func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.TopK) },
+	"steps_per_query":   func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.StepsPerQuery) },
+	"n_p":               func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.NP) },
+	"n_v":               func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.NV) },
+	"exclude_seeds":     func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.ExcludeSeeds) },
+	"exclude_neighbors": func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.ExcludeNeighbors) },
+	"min_visits":        func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.MinVisits) },
+	"queries": func(m *requestV1, raw []byte) (err error) {
+		m.Queries, err = parseQueries(raw)
 		return err
 	},
 }
@@ -223,7 +289,7 @@ func DecodeRequest(key, value []byte, g *graph.Graph, lim Limits) (*Request, err
 	if err := d.checkIdentity(m); err != nil {
 		return nil, err
 	}
-	r := &Request{BatchID: d.id, Graph: m.Graph}
+	r := &Request{BatchID: d.id, Graph: m.Graph, GraphVersion: m.GraphVersion}
 	if err := d.checkAlgorithm(m, r); err != nil {
 		return nil, err
 	}
@@ -232,8 +298,32 @@ func DecodeRequest(key, value []byte, g *graph.Graph, lim Limits) (*Request, err
 	} else {
 		r.RNGSeed, r.RNGSeedDerived = DeriveSeed(d.id), true
 	}
-	if err := d.resolveSeeds(m, r); err != nil {
+	if err := d.checkOutput(m, r); err != nil {
 		return nil, err
+	}
+	if m.Queries != nil {
+		if err := d.resolveQueries(m, r); err != nil {
+			return nil, err
+		}
+	} else if err := d.resolveSeeds(m, r); err != nil {
+		return nil, err
+	}
+	if r.Visits != nil {
+		r.Visits.Params.Algorithm, r.Visits.Params.Seed = r.Algorithm, r.RNGSeed
+		if m.Queries == nil { // each seed its own query
+			for i, s := range r.Starts {
+				r.Visits.QueryIDs = append(r.Visits.QueryIDs, strconv.FormatInt(r.Seeds[i], 10))
+				r.Visits.QuerySeeds = append(r.Visits.QuerySeeds, []int64{r.Seeds[i]})
+				r.Visits.Queries = append(r.Visits.Queries, walk.VisitQuery{Starts: []uint32{s}})
+			}
+		}
+		if n, per := int64(len(r.Visits.Queries)), r.Visits.Params.StepsPerQuery; d.lim.MaxStepsPerBatch > 0 && per > 0 &&
+			n > d.lim.MaxStepsPerBatch/per {
+			return nil, d.reject(ReasonTooLarge, "%d queries x %d steps_per_query exceed the limit %d steps", n, per, d.lim.MaxStepsPerBatch)
+		}
+		if err := r.Visits.Params.Validate(d.g, r.Visits.Queries); err != nil {
+			return nil, d.reject(ReasonInvalidParameters, "%v", err)
+		}
 	}
 	return r, nil
 }
@@ -327,6 +417,9 @@ func (d *decoder) checkIdentity(m *requestV1) error {
 	}
 	if m.Graph != "" && d.g != nil && m.Graph != d.g.Name {
 		return d.reject(ReasonGraphMismatch, "request is for graph %q, this stage serves %q", truncate(m.Graph, 64), d.g.Name)
+	}
+	if v := m.GraphVersion; v != "" && (len(v) != 16 || strings.Trim(v, "0123456789abcdef") != "") {
+		return d.reject(ReasonInvalidParameters, "graph_version %q is not a graph version (16 lowercase hex digits)", truncate(v, 64))
 	}
 	return nil
 }

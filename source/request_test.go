@@ -246,6 +246,9 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{"version":1,"batch_id":"b5","algorithm":"metapath","schema":[0,1],"seeds":[100]}`,
 		`{"version":1,"batch_id":"b5","algorithm":"metapath","schema":[0,1],"seed_range":{"first":9223372036854775807,"count":9223372036854775807}}`,
 		`{"version":2}`, `[]`, `null`, `{"version":1,"batch_id":"x","seeds":[1e400]}`,
+		`{"version":1,"batch_id":"v1","algorithm":"ppr","output":"visits","top_k":10,"steps_per_query":1000,"seeds":[100,105]}`,
+		`{"version":1,"batch_id":"v2","algorithm":"ppr","output":"visits","top_k":3,"steps_per_query":50,"n_p":2,"n_v":3,"exclude_seeds":true,"exclude_neighbors":false,"min_visits":2,"queries":[{"id":"a","seeds":[100,101],"weights":[2,0.5]},{"id":"b","seeds":[109]}]}`,
+		`{"version":1,"batch_id":"v3","algorithm":"deepwalk","output":"visits","top_k":1,"walks_per_seed":2,"queries":[{"id":"a","seeds":[100],"ID":"b"}]}`,
 	} {
 		f.Add([]byte("b1"), []byte(s), false)
 	}
@@ -268,6 +271,12 @@ func FuzzDecodeRequest(f *testing.F) {
 		if ValidBatchID(r.BatchID) != nil || len(r.Starts) == 0 || len(r.Starts) != len(r.Seeds) ||
 			r.NumWalks() > lim.MaxWalksPerBatch || r.Algorithm.Length > lim.MaxWalkLength {
 			t.Fatalf("accepted an invalid request: %+v", r)
+		}
+		if v := r.Visits; v != nil {
+			if err := v.Params.Validate(g, v.Queries); err != nil || len(v.Queries) != len(v.QueryIDs) || len(v.Queries) == 0 ||
+				v.Params.TopK > lim.MaxTopK || v.Params.StepsPerQuery > lim.MaxStepsPerQuery {
+				t.Fatalf("accepted an invalid visits request: %v %+v", err, v)
+			}
 		}
 		if err := walk.ValidateJobs(g, []walk.Job{r.Job(0)}); err != nil {
 			t.Fatalf("accepted request fails engine validation: %v", err)

@@ -80,6 +80,21 @@ type Config struct {
 	// WALKSTAGE_GRAPH_DOWNLOAD_DIR: where a graph given by URL is downloaded
 	// (default: the system temporary directory). Needs room for the graph.
 	GraphDownloadDir string `env:"GRAPH_DOWNLOAD_DIR"`
+	// WALKSTAGE_GRAPH_POLL_INTERVAL: when GRAPH names a catalog pointer (an
+	// object URL ending in /CURRENT, written by walkstage graph publish),
+	// how often the stage reads it and swaps to a new version without a
+	// restart. 0: read it once at start-up only.
+	GraphPollInterval time.Duration `env:"GRAPH_POLL_INTERVAL" envDefault:"30s"`
+	// WALKSTAGE_GRAPH_SWAP: how a new version replaces the old one: overlap
+	// (build the new engine while the old one serves, then swap between
+	// micro-batches; needs memory for both), drain (stop launching, finish
+	// in-flight batches, release the old engine, build the new one, resume)
+	// or auto (drain for the GPU engine, overlap for the CPU engine).
+	GraphSwap string `env:"GRAPH_SWAP" envDefault:"auto"`
+	// WALKSTAGE_GRAPH_VERSION_WAIT: how long a request pinned to a
+	// graph_version that is not loaded waits for it (a newer version being
+	// published) before it is rejected with graph_version_unavailable.
+	GraphVersionWait time.Duration `env:"GRAPH_VERSION_WAIT" envDefault:"60s"`
 	// WALKSTAGE_OUTPUT_URL: gocloud.dev bucket URL the Parquet walks go to,
 	// e.g. s3://bucket?region=eu-west-1, gs://bucket, file:///data/walks. Required.
 	OutputURL string `env:"OUTPUT_URL"`
@@ -141,6 +156,14 @@ type Config struct {
 	// WALKSTAGE_MAX_WALKS_PER_BATCH: most walks (seeds x walks_per_seed) in
 	// one request; bounds one batch's output size.
 	MaxWalksPerBatch int `env:"MAX_WALKS_PER_BATCH" envDefault:"10000000"`
+	// WALKSTAGE_MAX_TOP_K: largest top_k an output "visits" request may ask for.
+	MaxTopK int `env:"MAX_TOP_K" envDefault:"1000"`
+	// WALKSTAGE_MAX_STEPS_PER_QUERY: largest steps_per_query an output
+	// "visits" request may ask for.
+	MaxStepsPerQuery int `env:"MAX_STEPS_PER_QUERY" envDefault:"10000000"`
+	// WALKSTAGE_MAX_STEPS_PER_BATCH: most steps (queries x steps_per_query)
+	// an output "visits" request may ask for; bounds one batch's engine time.
+	MaxStepsPerBatch int64 `env:"MAX_STEPS_PER_BATCH" envDefault:"2000000000"`
 	// WALKSTAGE_UNKNOWN_VERTICES: what a seed id missing from the graph does:
 	// reject (the whole request) or skip (walk the others, count the skipped
 	// ones in the completion event).
@@ -330,6 +353,9 @@ func (c *Config) validateGraphAndOutput(bad badFunc) {
 	if c.Graph == "" {
 		bad("GRAPH", "required (path or object URL of a walkstage graph file)")
 	}
+	if err := validGraphSettings(c); err != nil {
+		bad(err.name, "%s", err.msg)
+	}
 	if c.OutputURL == "" {
 		bad("OUTPUT_URL", "required (bucket URL such as s3://bucket?region=... or file:///dir)")
 	} else if u, err := url.Parse(c.OutputURL); err != nil || u.Scheme == "" {
@@ -365,12 +391,16 @@ func (c *Config) validateEngineAndLimits(bad badFunc) {
 		v    int
 	}{{"MAX_MESSAGE_BYTES", c.MaxMessageBytes}, {"MAX_SEEDS", c.MaxSeeds}, {"MAX_WALK_LENGTH", c.MaxWalkLength},
 		{"MAX_WALKS_PER_SEED", c.MaxWalksPerSeed}, {"MAX_WALKS_PER_BATCH", c.MaxWalksPerBatch},
+		{"MAX_TOP_K", c.MaxTopK}, {"MAX_STEPS_PER_QUERY", c.MaxStepsPerQuery},
 		{"MICROBATCH_MAX_WALKS", c.MicroBatchMaxWalks}, {"MICROBATCH_MAX_REQUESTS", c.MicroBatchMaxRequests},
 		{"QUEUE_DEPTH", c.QueueDepth}, {"MAX_IN_FLIGHT", c.MaxInFlight}, {"CHUNK_BUFFER", c.ChunkBuffer}}
 	for _, p := range positive {
 		if p.v < 1 {
 			bad(p.name, "%d must be at least 1", p.v)
 		}
+	}
+	if c.MaxStepsPerBatch < 1 {
+		bad("MAX_STEPS_PER_BATCH", "%d must be at least 1", c.MaxStepsPerBatch)
 	}
 	if c.CPUWorkers < 0 {
 		bad("CPU_WORKERS", "%d must be 0 (one per core) or more", c.CPUWorkers)

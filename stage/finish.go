@@ -28,6 +28,7 @@ func (s *Stage) finish(ctx context.Context, b *batch, runErr error) {
 	defer s.finishes.Done()
 	defer s.release()
 	defer s.leave(b.req.BatchID)
+	defer b.unbind()
 	log := s.log.With("batch_id", b.req.BatchID, "algorithm", b.req.Algorithm.Kind.String())
 	for {
 		err := s.complete(ctx, b, runErr)
@@ -99,6 +100,7 @@ func (s *Stage) complete(ctx context.Context, b *batch, runErr error) error {
 	if b.existing != nil {
 		return s.report(ctx, b, b.existing, s.manifestKey(b.existing), time.Now())
 	}
+	runErr = errors.Join(runErr, b.vErr)
 	if runErr == nil && b.wErr == nil && b.gotW != int64(b.walks) {
 		runErr = fmt.Errorf("engine emitted %d of %d walks", b.gotW, b.walks)
 	}
@@ -128,9 +130,9 @@ func (s *Stage) complete(ctx context.Context, b *batch, runErr error) error {
 func (s *Stage) report(ctx context.Context, b *batch, man *sink.Manifest, manifestKey string, wt time.Time) error {
 	writing := time.Since(b.emitted)
 	ev := source.Event{BatchID: b.req.BatchID, Status: source.StatusSucceeded,
-		Graph: man.Graph, GraphVersion: man.GraphVersion, Algorithm: b.req.Algorithm.Describe(s.o.Graph), Engine: man.Engine,
+		Graph: man.Graph, GraphVersion: man.GraphVersion, Algorithm: b.req.Algorithm.Describe(b.v.g), Engine: man.Engine,
 		RNGSeed: b.req.RNGSeed, Seeds: len(b.req.Seeds), SkippedSeeds: b.req.Skipped, SkippedIDs: b.req.SkippedIDs,
-		Walks: man.Walks, Steps: man.Steps,
+		Walks: man.Walks, Steps: man.Steps, Queries: man.Queries, Candidates: man.Candidates,
 		Manifest: sink.ObjectURL(s.o.BucketURL, manifestKey),
 		Timings: source.Timings{Queued: b.launched.Sub(b.queuedAt).Seconds(), Walking: b.walked.Seconds(),
 			Writing: writing.Seconds(), Total: time.Since(b.queuedAt).Seconds()}}

@@ -97,11 +97,15 @@ func (s *Stage) leave(id string) {
 // set, is the batch found invalid after it was queued.
 func (s *Stage) refuse(ctx context.Context, d *source.Delivery, re *source.RejectError, b *batch) error {
 	log := s.log.With("batch_id", re.BatchID, "reason", string(re.Reason))
+	v := s.graphs.serving()
+	if b != nil && b.v != nil {
+		v = b.v
+	}
 	ev := source.Event{BatchID: re.BatchID, Status: source.StatusRejected, Reason: string(re.Reason), Error: re.Msg,
-		Graph: s.o.Graph.Name, GraphVersion: s.o.Graph.Version,
+		Graph: v.g.Name, GraphVersion: v.g.Version,
 		Timings: source.Timings{Total: time.Since(d.Received).Seconds()}}
 	if b != nil {
-		ev.Algorithm, ev.Engine, ev.RNGSeed, ev.Seeds = b.req.Algorithm.Describe(s.o.Graph), s.o.Engine.Name(), b.req.RNGSeed, len(b.req.Seeds)
+		ev.Algorithm, ev.Engine, ev.RNGSeed, ev.Seeds = b.req.Algorithm.Describe(v.g), v.e.Name(), b.req.RNGSeed, len(b.req.Seeds)
 		ev.Timings.Queued = b.launched.Sub(b.queuedAt).Seconds()
 	}
 	if err := s.persist(ctx, depBroker, "publish rejection", func(ctx context.Context) error { return s.o.Events.Publish(ctx, ev) }); err != nil {

@@ -137,29 +137,56 @@ func (s *Stage) release() {
 // writer errors are recorded per batch. On return every writer goroutine
 // has finished (b.written closed).
 func (s *Stage) walk(ctx context.Context, mb []*batch) error {
+	// One graph version for the whole micro-batch (graphs.go).
+	for _, b := range mb {
+		b.unbind()
+	}
+	v := s.graphs.acquire(ctx)
+	if v == nil {
+		for _, b := range mb {
+			b.written = make(chan struct{})
+			close(b.written)
+		}
+		return ctx.Err()
+	}
+	defer v.release()
 	jobs := make([]walk.Job, 0, len(mb))
 	live := make([]*batch, 0, len(mb))
+	var visits []*batch
 	now := time.Now()
 	s.lookup(ctx, mb)
 	for _, b := range mb {
 		b.launched, b.attempt, b.alone = now, b.attempt+1, len(mb) == 1
-		b.gotW, b.steps, b.wErr = 0, 0, nil
+		b.gotW, b.steps, b.wErr, b.vErr = 0, 0, nil, nil
 		b.written = make(chan struct{})
+		if re := s.bind(b, v); re != nil {
+			b.w, b.wErr = nil, re
+			close(b.written)
+			continue
+		}
 		if b.existing != nil || b.lookupErr != nil {
 			b.w = nil
 			close(b.written)
 			continue
 		}
-		w, err := sink.NewBatchWriter(ctx, s.o.Bucket, s.o.Prefix, sink.BatchMeta{
-			BatchID: b.req.BatchID, Algorithm: b.req.Algorithm, Seed: b.req.RNGSeed, Engine: s.o.Engine.Name(),
+		meta := sink.BatchMeta{
+			BatchID: b.req.BatchID, Algorithm: b.req.Algorithm, Seed: b.req.RNGSeed, Engine: v.e.Name(),
 			WalkstageVersion: s.o.Version, Walks: int64(b.walks), Fingerprint: b.req.Fingerprint(),
-		}, s.o.Graph, s.o.SinkOptions...)
+		}
+		if b.req.Visits != nil {
+			meta.Walks, meta.Queries = 0, int64(b.req.NumQueries())
+		}
+		w, err := sink.NewBatchWriter(ctx, s.o.Bucket, s.o.Prefix, meta, v.g, s.o.SinkOptions...)
 		if err != nil {
 			b.w, b.wErr = nil, fmt.Errorf("open writer: %w", err)
 			close(b.written)
 			continue
 		}
 		b.w = w
+		if b.req.Visits != nil {
+			visits = append(visits, b) // counted after the walk jobs' run
+			continue
+		}
 		b.chunks = make(chan walk.Chunk, s.o.ChunkBuffer)
 		go s.write(ctx, b)
 		jobs = append(jobs, b.req.Job(len(jobs)))
@@ -169,7 +196,7 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 	if len(jobs) > 0 {
 		s.engineMu.Lock()
 		t0 := time.Now()
-		runErr = s.o.Engine.Run(ctx, jobs, func(c walk.Chunk) error {
+		runErr = v.e.Run(ctx, jobs, func(c walk.Chunk) error {
 			b := live[c.Tag]
 			b.gotW += int64(c.Len())
 			b.steps += c.Steps()
@@ -190,12 +217,15 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 		}
 		s.m.engineRuns.Inc()
 		s.m.engineSeconds.Add(d.Seconds())
-		if sr, ok := s.o.Engine.(walk.StatsReporter); ok {
+		if sr, ok := v.e.(walk.StatsReporter); ok {
 			s.m.engineBytes.Set(float64(sr.LastRunStats().MemoryBytes))
 		}
 		if runErr == nil {
 			s.log.Debug("engine run", "batches", len(live), "walks", len(jobs), "steps", steps, "duration", d)
 		}
+	}
+	for _, b := range visits {
+		s.countVisits(ctx, b, v)
 	}
 	end := time.Now()
 	for _, b := range mb {

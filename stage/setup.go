@@ -44,6 +44,9 @@ func NewLogger(c Config, w io.Writer) *slog.Logger {
 // are downloaded into dir (the system temporary directory when empty) and
 // memory-mapped; the file is unlinked once mapped.
 func LoadGraph(ctx context.Context, location, dir string) (*graph.Graph, error) {
+	if g, ok, err := loadFromCatalog(ctx, location, dir); ok { // a catalog pointer (graphs.go)
+		return g, err
+	}
 	u, err := url.Parse(location)
 	if err != nil || u.Scheme == "" || len(u.Scheme) == 1 { // "C:\..." is a path
 		return graph.Load(location)
@@ -233,7 +236,8 @@ func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string,
 		OutputTopic: c.OutputTopic, CallTimeout: c.BrokerTimeout,
 		SessionTimeout: c.SessionTimeout, RebalanceTimeout: c.RebalanceTimeout, Graph: g, Logger: log,
 		Limits: source.Limits{MaxMessageBytes: c.MaxMessageBytes, MaxSeeds: c.MaxSeeds, MaxWalkLength: c.MaxWalkLength,
-			MaxWalksPerSeed: c.MaxWalksPerSeed, MaxWalksPerBatch: c.MaxWalksPerBatch, SkipUnknown: c.UnknownVertices == "skip"}})
+			MaxWalksPerSeed: c.MaxWalksPerSeed, MaxWalksPerBatch: c.MaxWalksPerBatch, SkipUnknown: c.UnknownVertices == "skip",
+			MaxTopK: c.MaxTopK, MaxStepsPerQuery: int64(c.MaxStepsPerQuery), MaxStepsPerBatch: c.MaxStepsPerBatch}})
 	if err != nil {
 		return nil, err
 	}
@@ -274,6 +278,9 @@ func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string,
 		s.health.fail(depStore, storeErr)
 	}
 	rt.Stage = s
+	if err := rt.followGraph(ctx, c, log); err != nil {
+		return nil, err
+	}
 	return rt, nil
 }
 

@@ -145,6 +145,8 @@ type Stage struct {
 	// other's parts.
 	activeMu sync.Mutex
 	active   map[string]chan struct{}
+
+	graphs graphState // the graph version walked, and its swaps (graphs.go)
 }
 
 // batch is one request on its way through the stage.
@@ -162,6 +164,7 @@ type batch struct {
 	written chan struct{} // closed when the writer goroutine has drained chunks
 	wErr    error         // first Write error
 	gotW    int64         // walks received from the engine
+	vErr    error         // output visits: the counting run's error (engine, or a rejection)
 	steps   int64
 	attempt int
 	// failedDep names the dependency the last failed attempt failed on:
@@ -174,6 +177,7 @@ type batch struct {
 	lookupErr error
 	// alone is set when the last engine run walked this batch only.
 	alone bool
+	v     *served // graph version walked on, held until finished (graphs.go)
 }
 
 // New checks the options and registers the metrics.
@@ -202,6 +206,9 @@ func New(o Options) (*Stage, error) {
 		return nil, err
 	}
 	s.m = m
+	if err := s.graphs.init(s); err != nil {
+		return nil, err
+	}
 	s.m.graphBytes.Set(float64(o.Graph.MemoryBytes()))
 	return s, nil
 }
@@ -283,6 +290,7 @@ func (s *Stage) Run(ctx context.Context) error {
 			return nil
 		}, stopProbes)
 	}
+	s.graphs.addActors(&g, workCtx)
 	if s.o.MetricsAddr != "" || s.o.Listener != nil {
 		if _, err := s.Listen(); err != nil {
 			return err
@@ -314,4 +322,4 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 }
 
 // EngineName is the engine's name ("cpu" or "gpu"), as recorded in outputs.
-func (s *Stage) EngineName() string { return s.o.Engine.Name() }
+func (s *Stage) EngineName() string { return s.graphs.serving().e.Name() }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -59,6 +58,11 @@ file or a generated R-MAT graph; the walks are discarded.`)
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "CPU engine workers")
 	fusedLimit := fs.Int64("fused-table-limit", -1, "most bytes the CPU engine's fused table may take (0: off, -1: a quarter of memory)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the walks (not the graph set-up) to this file")
+	var vb visitsBench
+	fs.IntVar(&vb.queries, "visits-queries", 1000, "visits case: queries (one random seed each)")
+	fs.Int64Var(&vb.steps, "visits-steps", 100_000, "visits case: steps per query")
+	fs.IntVar(&vb.topK, "visits-top-k", 100, "visits case: candidates per query")
+	fs.Float64Var(&vb.restart, "visits-restart", 0.2, "visits case: PPR stop (restart) probability")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -89,22 +93,22 @@ file or a generated R-MAT graph; the walks are discarded.`)
 	fmt.Fprintf(stdout, "engine %s ready in %s (sampling tables included), %d CPU cores\n", eng.Name(), time.Since(t1).Round(time.Millisecond), runtime.NumCPU())
 
 	cases := benchCases(*length)
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	// Rows are printed as each algorithm finishes (a slow reservoir row
 	// must not hide the others), so widths are fixed rather than tabulated.
 	const rowFmt = "%-18s %-13s %9s %11s %12s %10s %8s %12s %10s %10s %11s %12s\n"
 	fmt.Fprintf(stdout, rowFmt, "algorithm", "sampler", "walks", "steps", "time", "M steps/s", "M SEPS", "kernel M/s", "engine MiB", "tables MiB", "table build", "peak RSS MiB")
 	for _, name := range strings.Split(*algos, ",") {
+		if strings.TrimSpace(name) == "visits" {
+			if err := benchVisits(ctx, eng, g, vb, *length, *seed, *repeat, stdout); err != nil {
+				return err
+			}
+			continue
+		}
 		c, ok := cases[strings.TrimSpace(name)]
 		if !ok {
 			return fmt.Errorf("unknown algorithm %q (want %s)", name, caseNames())
@@ -156,7 +160,7 @@ file or a generated R-MAT graph; the walks are discarded.`)
 }
 
 func caseNames() string {
-	return "deepwalk, deepwalk-weighted, deepwalk-zprs, deepwalk-dprs, node2vec, metapath, metapath-zprs, ppr"
+	return "deepwalk, deepwalk-weighted, deepwalk-zprs, deepwalk-dprs, node2vec, metapath, metapath-zprs, ppr, visits (recommendation queries, see --visits-*)"
 }
 
 // peakRSSMiB reads the process's peak resident set (VmHWM) on Linux.

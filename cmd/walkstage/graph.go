@@ -34,7 +34,7 @@ Run 'walkstage graph <subcommand> -h' for its flags.
 
 func graphCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stderr, graphUsage)
+		fmt.Fprint(stderr, graphUsage+graphCatalogUsage)
 		if len(args) == 0 {
 			return errors.New("missing subcommand")
 		}
@@ -49,6 +49,12 @@ func graphCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return graphInfo(args[1:], stdout, stderr)
 	case "export":
 		return graphExport(ctx, args[1:], stdout, stderr)
+	case "publish":
+		return graphPublish(ctx, args[1:], stdout, stderr)
+	case "list":
+		return graphList(ctx, args[1:], stdout, stderr)
+	case "prune":
+		return graphPrune(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprint(stderr, graphUsage)
 	return fmt.Errorf("unknown subcommand %q", args[0])

@@ -32,6 +32,11 @@ example:
   walkstage walk --graph g.wsg --algorithm node2vec --p 2 --q 0.5 --length 80 --walks-per-vertex 10 \
                  --seeds all --seed 42 --out file:///tmp/walks
 
+--output visits writes recommendation candidates instead (docs/messages.md, "Visit counts"):
+every seed is one query, named by its external id, with --top-k and --steps-per-query (or
+--walks-per-vertex given explicitly), one Parquet row per query, as the stage writes an output
+"visits" request that lists the same seeds with rng_seed = --seed.
+
 --seeds is "all" (every vertex), a file of external vertex ids (one per line, # comments; an id
 the graph lacks is an error), or "A-B": the vertices whose external id is in [A, B].
 
@@ -65,12 +70,24 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	engineName := fs.String("engine", "auto", "cpu, gpu, or auto (gpu when this build and host have one)")
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "CPU engine workers")
 	compression := fs.String("compression", "zstd", "zstd, snappy or none")
+	walkEncoding := fs.String("walk-encoding", "auto", "Parquet encoding of the walk values: byte_stream_split, delta_binary_packed, or auto (the first with zstd, the second otherwise)")
+	zstdLevel := fs.Int("zstd-level", 1, "zstd level, 1 (fastest) to 4 (best)")
 	fileBytes := fs.Int64("file-bytes", sink.DefaultFileBytes, "roll Parquet parts at this size")
 	rowGroupRows := fs.Int("row-group-rows", 0, "walks per row group (0: at most 65536 walks and 4 Mi vertices)")
 	memLimit := fs.Int64("sink-memory", sink.DefaultMemoryLimit, "bytes of walks the writer may hold")
-	parallelParts := fs.Int("parallel-parts", 4, "Parquet parts uploaded at once")
+	parallelParts := fs.Int("parallel-parts", 8, "Parquet parts uploaded at once")
 	uploads := fs.Int("uploads-per-part", 4, "parallel 8 MiB upload requests per part (S3 multipart)")
 	quiet := fs.Bool("quiet", false, "no progress output")
+	output := fs.String("output", "walks", "walks, or visits (top-k visited vertices per seed)")
+	var vp walk.VisitParams
+	fs.IntVar(&vp.TopK, "top-k", 100, "visits: candidates per query")
+	fs.Int64Var(&vp.StepsPerQuery, "steps-per-query", 0, "visits: steps counted per query (or give --walks-per-vertex)")
+	fs.Int64Var(&vp.MinVisits, "min-visits", 1, "visits: least visits of a candidate")
+	fs.Int64Var(&vp.NP, "n-p", 0, "visits: early stopping: stop once n-p candidates have n-v visits (0: off)")
+	fs.Int64Var(&vp.NV, "n-v", 0, "visits: early stopping's visits")
+	fs.BoolVar(&vp.ExcludeSeeds, "exclude-seeds", false, "visits: do not return the seed")
+	fs.BoolVar(&vp.ExcludeNeighbors, "exclude-neighbors", false, "visits: do not return the seed's neighbours")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the walk and its output (not the graph load) to this file")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -99,6 +116,10 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	comp, err := sink.ParseCompression(*compression)
+	if err != nil {
+		return err
+	}
+	wenc, err := sink.ParseWalkEncoding(*walkEncoding)
 	if err != nil {
 		return err
 	}
@@ -144,6 +165,19 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	nSeeds := len(starts)
+	switch *output {
+	case "walks":
+	case "visits":
+		if vp.StepsPerQuery == 0 && set["walks-per-vertex"] {
+			vp.WalksPerSeed = *perVertex
+		}
+		vp.Algorithm, vp.Seed = algo, *seed
+		if err := vp.Validate(g, nil); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("--output %q: want walks or visits", *output)
+	}
 	if int64(nSeeds)*int64(*perVertex) > int64(1)<<40 {
 		return fmt.Errorf("%d seeds x %d walks each is too many for one run", nSeeds, *perVertex)
 	}
@@ -167,14 +201,21 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		id = fmt.Sprintf("seed-%d", *seed)
 	}
 	meta := sink.BatchMeta{BatchID: id, Algorithm: algo, Seed: *seed, Engine: eng.Name(), WalkstageVersion: Version, Walks: int64(len(starts))}
+	if *output == "visits" {
+		meta.Walks, meta.Queries = 0, int64(nSeeds)
+	}
 	opts := []sink.Option{sink.WithCompression(comp), sink.WithFileBytes(*fileBytes), sink.WithMemoryLimit(*memLimit),
-		sink.WithParallelParts(*parallelParts), sink.WithUploadBuffer(sink.DefaultUploadBuffer, *uploads)}
+		sink.WithParallelParts(*parallelParts), sink.WithUploadBuffer(sink.DefaultUploadBuffer, *uploads),
+		sink.WithWalkEncoding(wenc), sink.WithZstdLevel(*zstdLevel)}
 	if *rowGroupRows > 0 {
 		opts = append(opts, sink.WithRowGroupRows(*rowGroupRows))
 	}
 	w, err := sink.NewBatchWriter(ctx, bucket, *prefix, meta, g, opts...)
 	if err != nil {
 		return err
+	}
+	if *output == "visits" {
+		return walkVisits(ctx, eng, g, vp, starts[:nSeeds:nSeeds], *out, w, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "walking %d walks (%d seeds x %d) of %s with the %s engine into %s\n", len(starts), nSeeds, *perVertex,
 		algo, eng.Name(), sink.ObjectURL(*out, w.Layout().Dir))
@@ -200,6 +241,11 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			}
 		}
 	}()
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	t1 := time.Now()
 	err = eng.Run(runCtx, []walk.Job{{Algorithm: algo, Seed: *seed, Starts: starts}}, func(c walk.Chunk) error {
 		walks.Add(int64(c.Len()))
@@ -230,6 +276,12 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "walk+encode %s (engine returned after %s): %.1f M steps/s, %.1f M walk vertices/s, %.1f MB/s\n",
 		total.Round(time.Millisecond), walkTime.Round(time.Millisecond), float64(m.Steps)/total.Seconds()/1e6,
 		float64(m.Steps+m.Walks)/total.Seconds()/1e6, float64(m.Bytes)/total.Seconds()/1e6)
+	if st, ok := eng.(interface{ LastRunStats() walk.RunStats }); ok {
+		rs := st.LastRunStats()
+		fmt.Fprintf(stdout, "engine compute %s of run %s; %.2f bytes per walk vertex; sink held at most %s\n",
+			rs.Compute.Round(time.Millisecond), rs.Wall.Round(time.Millisecond), float64(m.Bytes)/float64(m.Steps+m.Walks),
+			humanBytes(w.PeakHeldBytes()))
+	}
 	return nil
 }
 

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/walkstage/walkstage/catalog"
+)
+
+// Usage lines of the catalog subcommands, for the graph subcommand's help.
+const graphCatalogUsage = `
+catalog subcommands (graph versions in object storage, followed by the stage):
+  publish   upload a graph version to a catalog and make it CURRENT (written last)
+            walkstage graph publish g.wsg --to s3://bucket/prefix?region=...
+  list      list a catalog's versions, newest first (* = CURRENT)
+            walkstage graph list --from s3://bucket/prefix?region=...
+  prune     remove all but the newest N versions (never the CURRENT one)
+            walkstage graph prune --from s3://bucket/prefix?region=... --keep N
+`
+
+// catalogFlags parses a catalog subcommand's flags; help is not an error.
+func catalogFlags(fs *flag.FlagSet, args []string) (pos []string, help bool, err error) {
+	pos, err = parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil, true, nil
+	}
+	return pos, false, err
+}
+
+func graphPublish(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("graph publish", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: walkstage graph publish g.wsg --to URL\n\n"+
+			"Verifies g.wsg (structure and checksum), uploads it under <prefix>/versions/<version>.wsg\n"+
+			"and then replaces <prefix>/CURRENT, which stages with WALKSTAGE_GRAPH=<URL>/CURRENT follow.")
+		fs.PrintDefaults()
+	}
+	to := fs.String("to", "", "catalog URL: s3://bucket/prefix?region=..., gs://bucket/prefix, file:///dir (required)")
+	pos, help, err := catalogFlags(fs, args)
+	if help || err != nil {
+		return err
+	}
+	if len(pos) != 1 || *to == "" {
+		fs.Usage()
+		return errors.New("publish: one graph file and --to are required")
+	}
+	c, err := catalog.Open(ctx, *to)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	t0 := time.Now()
+	p, err := c.Publish(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "published %s version %s (%s, sha256 %s) as %s in %s\n", p.Name, p.Version, humanBytes(p.Size),
+		p.SHA256[:16], p.Key, time.Since(t0).Round(time.Millisecond))
+	fmt.Fprintf(stdout, "CURRENT -> %s\n", p.Version)
+	return nil
+}
+
+func graphList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("graph list", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	from := fs.String("from", "", "catalog URL (required)")
+	pos, help, err := catalogFlags(fs, args)
+	if help || err != nil {
+		return err
+	}
+	if len(pos) > 0 || *from == "" {
+		fs.Usage()
+		return errors.New("list: --from is required")
+	}
+	c, err := catalog.Open(ctx, *from)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	list, err := c.List(ctx)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\tVERSION\tNAME\tSIZE\tCREATED\tSHA256")
+	for _, e := range list {
+		mark := ""
+		if e.Current {
+			mark = "*"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", mark, e.Version, e.Name, humanBytes(e.Size),
+			e.Created.Format(time.RFC3339), e.SHA256[:16])
+	}
+	return tw.Flush()
+}
+
+func graphPrune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("graph prune", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	from := fs.String("from", "", "catalog URL (required)")
+	keep := fs.Int("keep", 0, "versions to keep, newest first; CURRENT's is kept too (required, at least 1)")
+	pos, help, err := catalogFlags(fs, args)
+	if help || err != nil {
+		return err
+	}
+	if len(pos) > 0 || *from == "" || *keep < 1 {
+		fs.Usage()
+		return errors.New("prune: --from and --keep N (N >= 1) are required")
+	}
+	c, err := catalog.Open(ctx, *from)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	removed, err := c.Prune(ctx, *keep)
+	for _, p := range removed {
+		fmt.Fprintf(stdout, "removed %s (%s, created %s)\n", p.Version, humanBytes(p.Size), p.Created.Format(time.RFC3339))
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d versions removed\n", len(removed))
+	return nil
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/walk"
+)
+
+// `walk --output visits` writes the rows the stage writes for the output
+// "visits" request that lists the same seeds with rng_seed = --seed.
+func TestWalkCommandWritesVisits(t *testing.T) {
+	gp := walkTestGraph(t)
+	dir := t.TempDir()
+	out, err := runWalk(t, "--graph", gp, "--algorithm", "ppr", "--stop", "0.25", "--length", "40", "--output", "visits",
+		"--top-k", "7", "--steps-per-query", "3000", "--exclude-seeds", "--seeds", "100-400", "--seed", "9",
+		"--engine", "cpu", "--batch-id", "vis", "--out", "file://"+dir, "--quiet")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "wrote 31 queries") {
+		t.Errorf("output: %s", out)
+	}
+	g, err := graph.Load(gp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	m, err := sink.DecodeManifest(mustRead(t, filepath.Join(dir, "walks/graph=tiny/algorithm=ppr/batch=vis/_SUCCESS")))
+	if err != nil || m.Output != sink.OutputVisits || m.Queries != 31 {
+		t.Fatalf("manifest %v %+v", err, m)
+	}
+	var got []sink.VisitRow
+	for _, f := range m.Files {
+		data := mustRead(t, filepath.Join(dir, f.Key))
+		rows, err := parquet.Read[sink.VisitRow](bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, rows...)
+	}
+	body := `{"version":1,"batch_id":"vis","algorithm":"ppr","stop_probability":0.25,"length":40,"output":"visits","top_k":7,` +
+		`"steps_per_query":3000,"exclude_seeds":true,"rng_seed":9,"seed_range":{"first":100,"count":301}}`
+	lim := source.DefaultLimits()
+	lim.SkipUnknown = true // the range is sparse, as --seeds A-B skips what the graph lacks
+	r, err := source.DecodeRequest(nil, []byte(body), g, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := walk.NewCPU(g)
+	res, _, err := walk.CountVisits(context.Background(), e, g, r.Visits.Params, r.Visits.Queries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(res) {
+		t.Fatalf("%d rows, want %d", len(got), len(res))
+	}
+	for q, x := range res {
+		want := sink.VisitRow{QueryID: r.Visits.QueryIDs[q], Steps: x.Steps}
+		for _, c := range x.Candidates {
+			want.Candidates = append(want.Candidates, sink.VisitCandidate{Vertex: g.ExternalID(c.Vertex), Visits: c.Visits, Score: float64(c.Visits) / float64(x.Steps)})
+		}
+		if !reflect.DeepEqual(got[q], want) {
+			t.Fatalf("row %d: %+v, want %+v", q, got[q], want)
+		}
+	}
+	if _, err := runWalk(t, "--graph", gp, "--output", "visits", "--seeds", "0-10", "--out", "file://"+dir); err == nil {
+		t.Error("visits without a budget accepted")
+	}
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestBenchVisits(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := Main(context.Background(), []string{"bench", "--scale", "8", "--algorithms", "visits", "--visits-queries", "20",
+		"--visits-steps", "2000", "--visits-top-k", "5"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if !strings.Contains(out.String(), "visits: 20 queries") || !strings.Contains(out.String(), "queries/s") {
+		t.Errorf("output:\n%s", out.String())
+	}
+}

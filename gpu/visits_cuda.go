@@ -1,0 +1,220 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"time"
+	"unsafe"
+
+	"gorgonia.org/cu"
+
+	"github.com/walkstage/walkstage/walk"
+)
+
+// Visit counting on the device (walk.DeviceVisitCounter): kernels/visits.cuh
+// walks each (query, seed) in one block and counts into a hash table per
+// query in device memory; the used slots are compacted and only they come
+// back; the host cuts them to the top k (walk.VisitCandidates). Queries go
+// in launches whose tables fit visitTableBudget.
+
+// visitTask mirrors ws::VisitTask (32 bytes).
+type visitTask struct {
+	start, query, seedIndex, table uint32
+	budget, cap                    uint64
+}
+
+// visitTableBudget bounds the tables of one launch (8 bytes a slot).
+const visitTableBudget = 4 << 30
+
+var _ walk.DeviceVisitCounter = (*Engine)(nil)
+
+// deviceCounts says whether the device kernels count p: first-order walks
+// on an O(1) sampler (DeepWalk, PPR; uniform or alias) without early
+// stopping, which needs the host's walk order.
+func deviceCounts(p walk.VisitParams) bool {
+	a := p.Algorithm
+	s := a.ResolvedSampler()
+	return (a.Kind == walk.DeepWalk || a.Kind == walk.PPR) && (s == walk.SamplerUniform || s == walk.SamplerAlias) && p.NP == 0
+}
+
+// CountVisitsOnDevice implements walk.DeviceVisitCounter.
+func (e *Engine) CountVisitsOnDevice(ctx context.Context, p walk.VisitParams, queries []walk.VisitQuery) ([]walk.VisitResult, walk.VisitStats, bool, error) {
+	if !deviceCounts(p) {
+		return nil, walk.VisitStats{}, false, nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, walk.VisitStats{}, true, errors.New("gpu: engine closed")
+	}
+	if e.broken != nil {
+		return nil, walk.VisitStats{}, true, e.broken
+	}
+	t0 := time.Now()
+	// One table size for the launch: twice the distinct vertices a query can
+	// reach (its steps, at most V), so a table is at most half full.
+	reach := int64(0)
+	for _, q := range queries {
+		steps := p.StepsPerQuery
+		if p.WalksPerSeed > 0 {
+			steps = int64(p.WalksPerSeed) * int64(len(q.Starts)) * int64(p.Algorithm.Length)
+		}
+		reach = max(reach, min(steps, int64(e.g.NumVertices())))
+	}
+	tbits := uint32(max(10, bits.Len64(uint64(2*reach-1))))
+	if tbits > 31 {
+		return nil, walk.VisitStats{}, false, nil
+	}
+	slotBytes := int64(8) << tbits
+	per := int(max(1, min(int64(len(queries)), visitTableBudget/slotBytes)))
+	st := walk.VisitStats{Queries: int64(len(queries))}
+	res := make([]walk.VisitResult, len(queries))
+	maxTasks := 0
+	for lo := 0; lo < len(queries); lo += per {
+		n := 0
+		for _, q := range queries[lo:min(lo+per, len(queries))] {
+			n += len(q.Starts)
+		}
+		maxTasks = max(maxTasks, n)
+	}
+	var params walkParams
+	algorithmParams(&params, p.Algorithm, e.cfg.warpThreshold)
+	params.offsets, params.targets = uint64(e.dOffsets), uint64(e.dTargets)
+	if p.Algorithm.Weighted && p.Algorithm.ResolvedSampler() == walk.SamplerAlias {
+		params.weights, params.alias = uint64(e.dWeights), uint64(e.dAlias)
+	}
+	fnName := "visits_count_static"
+	if p.Algorithm.Kind == walk.PPR {
+		fnName = "visits_count_ppr"
+	}
+	err := e.dev.do(func() (err error) {
+		fnCount, err := e.mod.Function(fnName)
+		if err != nil {
+			return fmt.Errorf("gpu: kernel %s: %w", fnName, err)
+		}
+		fnCompact, err := e.mod.Function("visits_compact")
+		if err != nil {
+			return fmt.Errorf("gpu: kernel visits_compact: %w", err)
+		}
+		var dParams, dTasks, dTables, dOut, dUsed cu.DevicePtr
+		defer func() {
+			e.free("visits.params", &dParams)
+			e.free("visits.tasks", &dTasks)
+			e.free("visits.tables", &dTables)
+			e.free("visits.out", &dOut)
+			e.free("visits.used", &dUsed)
+		}()
+		for _, a := range []struct {
+			name string
+			p    *cu.DevicePtr
+			n    int64
+		}{{"visits.params", &dParams, paramsSize}, {"visits.tasks", &dTasks, int64(maxTasks) * 32},
+			{"visits.tables", &dTables, int64(per) * slotBytes}, {"visits.out", &dOut, int64(maxTasks) * 24},
+			{"visits.used", &dUsed, int64(per) * 8}} {
+			if *a.p, err = e.alloc(a.name, a.n); err != nil {
+				return err
+			}
+		}
+		if err := e.copyHtoD(dParams, unsafe.Pointer(&params), paramsSize); err != nil {
+			return fmt.Errorf("gpu: copy visits params: %w", err)
+		}
+		tasks := make([]visitTask, 0, maxTasks)
+		owner := make([]int, 0, maxTasks)
+		out := make([]uint64, 3*maxTasks)
+		used := make([]uint64, per)
+		var slots []uint64
+		for lo := 0; lo < len(queries); lo += per {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			hi := min(lo+per, len(queries))
+			tasks, owner = tasks[:0], owner[:0]
+			for qi := lo; qi < hi; qi++ {
+				q := queries[qi]
+				var budgets []int64
+				if p.StepsPerQuery > 0 {
+					budgets = walk.SplitSteps(p.StepsPerQuery, q.Weights, len(q.Starts))
+				}
+				for i, s := range q.Starts {
+					t := visitTask{start: s, query: uint32(qi), seedIndex: uint32(i), table: uint32(qi - lo),
+						budget: math.MaxUint64, cap: uint64(p.WalksPerSeed)}
+					if budgets != nil {
+						t.budget, t.cap = uint64(budgets[i]), uint64(budgets[i])
+					}
+					if t.cap == 0 {
+						continue
+					}
+					tasks = append(tasks, t)
+					owner = append(owner, qi)
+				}
+			}
+			nq := hi - lo
+			if err := cu.MemsetD32(dTables, 0, int64(nq)*slotBytes/4); err != nil {
+				return fmt.Errorf("gpu: clear visit tables: %w", err)
+			}
+			if len(tasks) > 0 {
+				if err := e.copyHtoD(dTasks, unsafe.Pointer(&tasks[0]), int64(len(tasks))*32); err != nil {
+					return fmt.Errorf("gpu: copy visit tasks: %w", err)
+				}
+				if err := launch(fnCount, len(tasks), packThreads, cu.Stream{},
+					[]uint64{uint64(dParams), uint64(dTasks), uint64(dTables), uint64(tbits), p.Seed, uint64(dOut)}); err != nil {
+					return fmt.Errorf("gpu: %s: %w", fnName, err)
+				}
+			}
+			if err := launch(fnCompact, nq, packThreads, cu.Stream{}, []uint64{uint64(dTables), uint64(tbits), uint64(dUsed)}); err != nil {
+				return fmt.Errorf("gpu: visits_compact: %w", err)
+			}
+			if err := cu.Synchronize(); err != nil {
+				return fmt.Errorf("gpu: visit counting: %w", err)
+			}
+			if len(tasks) > 0 {
+				if err := cu.MemcpyDtoH(unsafe.Pointer(&out[0]), dOut, int64(len(tasks))*24); err != nil {
+					return fmt.Errorf("gpu: copy visit totals: %w", err)
+				}
+			}
+			if err := cu.MemcpyDtoH(unsafe.Pointer(&used[0]), dUsed, int64(nq)*8); err != nil {
+				return fmt.Errorf("gpu: copy visit table sizes: %w", err)
+			}
+			for k, qi := range owner {
+				res[qi].Steps += int64(out[3*k])
+				res[qi].Walks += int64(out[3*k+1])
+				st.WalkedSteps += int64(out[3*k+2])
+			}
+			for qi := lo; qi < hi; qi++ {
+				u := int64(used[qi-lo])
+				if u == 0 {
+					res[qi].Candidates = []walk.Candidate{}
+					continue
+				}
+				if int64(cap(slots)) < u {
+					slots = make([]uint64, u)
+				}
+				slots = slots[:u]
+				if err := cu.MemcpyDtoH(unsafe.Pointer(&slots[0]), dTables+cu.DevicePtr(int64(qi-lo)*slotBytes), u*8); err != nil {
+					return fmt.Errorf("gpu: copy visit counts: %w", err)
+				}
+				res[qi].Candidates = walk.VisitCandidates(e.g, p, queries[qi], slots)
+			}
+			st.Runs++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, st, true, e.afterError(err)
+	}
+	for _, r := range res {
+		st.Walks += r.Walks
+		st.Steps += r.Steps
+		st.Candidates += int64(len(r.Candidates))
+	}
+	e.lastMu.Lock()
+	e.last = walk.RunStats{Walks: st.Walks, Steps: st.WalkedSteps, Wall: time.Since(t0), Compute: time.Since(t0),
+		TableBytes: e.tableBytes, TableBuild: e.tableBuild}
+	e.lastMu.Unlock()
+	return res, st, true, nil
+}

@@ -1,0 +1,160 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"reflect"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
+)
+
+// TestVisitsCPUEqualsGPU counts the same queries on both engines
+// (walk.CountVisits over each engine's walks): wherever the walks are
+// identical (uniform, alias, Node2Vec rejection, MetaPath label tables) the
+// counts, steps and candidates are too.
+func TestVisitsCPUEqualsGPU(t *testing.T) {
+	g := testGraph(t)
+	cpu, err := walk.NewCPU(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu := newEngine(t, g)
+	var qs []walk.VisitQuery
+	for v := uint32(0); v < 60; v++ {
+		qs = append(qs, walk.VisitQuery{Starts: []uint32{v * 61 % nTest}})
+	}
+	qs = append(qs, walk.VisitQuery{Starts: []uint32{vHub, vMid, vA}, Weights: []float64{1, 2, 3}},
+		walk.VisitQuery{Starts: []uint32{vSink, vB}})
+	cases := []struct {
+		name string
+		p    walk.VisitParams
+	}{
+		{"ppr uniform", walk.VisitParams{Algorithm: walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2}, StepsPerQuery: 30000, TopK: 100}},
+		{"ppr weighted", walk.VisitParams{Algorithm: walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2, Weighted: true}, StepsPerQuery: 20000, TopK: 50, ExcludeSeeds: true}},
+		{"deepwalk weighted", walk.VisitParams{Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 10, Weighted: true}, WalksPerSeed: 700, TopK: 20, MinVisits: 3}},
+		{"node2vec", walk.VisitParams{Algorithm: walk.Algorithm{Kind: walk.Node2Vec, Length: 20, Weighted: true, P: 2, Q: 0.5}, StepsPerQuery: 15000, TopK: 30, ExcludeNeighbors: true}},
+		{"metapath", walk.VisitParams{Algorithm: walk.Algorithm{Kind: walk.MetaPath, Length: 12, Weighted: true, Schema: []uint8{0, 1, 2}}, StepsPerQuery: 10000, TopK: 30}},
+		{"early stopping", walk.VisitParams{Algorithm: walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.3}, StepsPerQuery: 200000, TopK: 10, NP: 10, NV: 40}},
+		{"deepwalk uniform", walk.VisitParams{Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 7}, StepsPerQuery: 12345, TopK: 1000, ExcludeNeighbors: true}},
+		{"ppr walks per seed", walk.VisitParams{Algorithm: walk.Algorithm{Kind: walk.PPR, Length: 30, StopProb: 0.1}, WalksPerSeed: 1500, TopK: 40, MinVisits: 2}},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.p.Seed = uint64(1000 + i)
+			qs := qs
+			if c.p.WalksPerSeed > 0 {
+				qs = append([]walk.VisitQuery(nil), qs...)
+				for k := range qs {
+					qs[k].Weights = nil
+				}
+			}
+			want, wst, err := walk.CountVisits(context.Background(), cpu, g, c.p, qs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, gst, err := walk.CountVisits(context.Background(), gpu, g, c.p, qs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The same engine's walks counted on the host, for a failure's diagnosis.
+			host, _, err := walk.CountVisits(context.Background(), hostCounting{gpu}, g, c.p, qs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for q := range want {
+				if !reflect.DeepEqual(host[q], want[q]) {
+					t.Errorf("query %d: gpu walks counted on the host differ from the cpu's: %s vs %s", q, head(host[q]), head(want[q]))
+					break
+				}
+			}
+			for q := range want {
+				if !reflect.DeepEqual(got[q], want[q]) {
+					t.Fatalf("query %d: gpu %+v\ncpu %+v", q, head(got[q]), head(want[q]))
+				}
+			}
+			if gst.Steps != wst.Steps || gst.Walks != wst.Walks || gst.Candidates != wst.Candidates {
+				t.Errorf("stats gpu %+v cpu %+v", gst, wst)
+			}
+			t.Logf("%d queries, %d steps, %d candidates: equal (counted on the device: %v)", len(qs), wst.Steps, wst.Candidates, deviceCounts(c.p))
+		})
+	}
+}
+
+// hostCounting hides the engine's DeviceVisitCounter: walk.CountVisits
+// then counts its walks on the host.
+type hostCounting struct{ walk.Engine }
+
+func head(r walk.VisitResult) string {
+	return fmt.Sprintf("steps %d walks %d stopped %v top %v", r.Steps, r.Walks, r.Stopped, r.Candidates[:min(5, len(r.Candidates))])
+}
+
+// TestVisitsBench measures the workload (queries of one random
+// seed, PPR restart 0.2, 100,000 steps, top 100) on an R-MAT graph of
+// WALKSTAGE_VISITS_SCALE (default 22) with the GPU engine walking and the
+// host counting, and with the CPU engine on every core. Skipped unless
+// WALKSTAGE_VISITS_BENCH is set.
+func TestVisitsBench(t *testing.T) {
+	if os.Getenv("WALKSTAGE_VISITS_BENCH") == "" {
+		t.Skip("set WALKSTAGE_VISITS_BENCH=1")
+	}
+	scale := 22
+	if s, err := strconv.Atoi(os.Getenv("WALKSTAGE_VISITS_SCALE")); err == nil {
+		scale = s
+	}
+	t0 := time.Now()
+	g, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: scale, EdgeFactor: 16, Seed: 1, Undirected: true,
+		Weighted: true, Name: fmt.Sprintf("rmat-s%d", scale)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("graph scale %d: V=%d E=%d in %s; %d CPU cores", scale, g.NumVertices(), g.NumEdges(), time.Since(t0).Round(time.Millisecond), runtime.NumCPU())
+	gpu := newEngine(t, g)
+	cpu, err := walk.NewCPU(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := uint64(g.NumVertices())
+	mk := func(k int) []walk.VisitQuery {
+		qs := make([]walk.VisitQuery, k)
+		x := uint64(7)
+		for i := range qs {
+			for {
+				x += 0x9E3779B97F4A7C15
+				z := (x ^ x>>30) * 0xBF58476D1CE4E5B9
+				z = (z ^ z>>27) * 0x94D049BB133111EB
+				if v := uint32((z ^ z>>31) % n); g.Degree(v) > 0 {
+					qs[i] = walk.VisitQuery{Starts: []uint32{v}}
+					break
+				}
+			}
+		}
+		return qs
+	}
+	p := walk.VisitParams{Algorithm: walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2}, Seed: 1, StepsPerQuery: 100_000, TopK: 100}
+	for _, c := range []struct {
+		name    string
+		e       walk.Engine
+		queries int
+	}{{"gpu (device counting)", gpu, 20000}, {"gpu walks, host counting", hostCounting{gpu}, 4000}, {"cpu", cpu, 2000}} {
+		qs := mk(c.queries)
+		for r := 0; r < 2; r++ {
+			t1 := time.Now()
+			_, st, err := walk.CountVisits(context.Background(), c.e, g, p, qs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := time.Since(t1)
+			t.Logf("%s: %d queries in %s: %.0f queries/s, %.0f M counted steps/s (%.0f M walked), %d runs",
+				c.name, c.queries, d.Round(time.Millisecond), float64(c.queries)/d.Seconds(), float64(st.Steps)/d.Seconds()/1e6,
+				float64(st.WalkedSteps)/d.Seconds()/1e6, st.Runs)
+		}
+	}
+}

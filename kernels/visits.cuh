@@ -1,0 +1,164 @@
+// visits.cuh: Pixie-style visit counting on the device, the twin of
+// walk/visits.go (its file comment defines which walks are counted).
+//
+//   visits_count    one block per (query, seed): blocks of 512 walks (two
+//                   adjacent walks a thread, walk.VisitBlockWalks) are walked
+//                   once for their lengths, an exclusive block scan gives each
+//                   walk's place in the seed's step budget, and the walks are
+//                   walked again counting the steps that fit into the query's
+//                   hash table (global memory, atomics)
+//   visits_compact  one block per table: moves the used slots to the table's
+//                   front, in slot order, so only they are copied back
+//
+// Only the O(1) first-order walks run here (DeepWalk and PPR on the uniform
+// or alias sampler, the arithmetic of walk_thread_body); the engine leaves
+// the rest, and early stopping, to the host.
+#pragma once
+#include "params.cuh"
+#include "rng.cuh"
+#include "samplers.cuh"
+#include "compact.cuh"
+
+namespace ws {
+
+constexpr int kVisitThreads = kPackThreads;            // 256 threads a block (the scan's width)
+constexpr int kVisitBlockWalks = 2 * kVisitThreads;    // walk.VisitBlockWalks: two adjacent walks a thread
+constexpr uint32_t kVisitCounterTag = 0x56495354u;     // "VIST", walk.VisitBlockSeed
+
+// VisitTask is one seed of one query (device memory, 32 bytes).
+struct VisitTask {
+  uint32_t start;       // dense seed vertex
+  uint32_t query;       // the query's index in the request (Philox counter word 0)
+  uint32_t seed_index;  // the seed's index in its query (counter word 1)
+  uint32_t table;       // the query's table in this launch
+  uint64_t budget;      // steps; ~0 without a budget (walks per seed)
+  uint64_t cap;         // walks
+};
+
+// visit_add counts one visit of v in a table of 2^bits slots; a slot packs
+// vertex+1 (high word, 0: empty) and the count (low word). A stale read is
+// harmless: a key never changes once set, and the CAS decides races.
+__device__ __forceinline__ void visit_add(unsigned long long* table, uint32_t bits, uint32_t v) {
+  const unsigned long long key = (unsigned long long)(v + 1) << 32;
+  const uint32_t mask = (1u << bits) - 1;
+  for (uint32_t h = (v * 0x9E3779B1u) >> (32 - bits);; h = (h + 1) & mask) {
+    const unsigned long long s = table[h];
+    if ((s & 0xFFFFFFFF00000000ull) == key) {
+      atomicAdd(table + h, 1ull);
+      return;
+    }
+    if (s == 0) {
+      const unsigned long long old = atomicCAS(table + h, 0ull, key | 1ull);
+      if (old == 0) return;
+      if ((old & 0xFFFFFFFF00000000ull) == key) {
+        atomicAdd(table + h, 1ull);
+        return;
+      }
+    }
+  }
+}
+
+// visit_walk walks (seed, walk) from start for at most limit steps, as
+// walk_thread_body does in modes static and PPR, counting each arrival in
+// table when it is not null. It returns the steps taken.
+template <bool kPPR>
+__device__ __forceinline__ uint32_t visit_walk(const WalkParams& P, uint64_t seed, uint64_t walk, uint32_t start,
+                                               uint32_t limit, unsigned long long* table, uint32_t bits) {
+  uint32_t cur = start, step = 0;
+  uint64_t off = P.offsets[cur];
+  uint32_t deg = (uint32_t)(P.offsets[cur + 1] - off);
+  while (step < limit && deg > 0) {
+    const uint4 w = draw(seed, walk, step, 0);
+    uint32_t next;
+    if (kPPR) {
+      if ((uint64_t)w.x < P.stop_threshold) break;
+      next = pick_static(P.targets, P.alias, off, deg, w.y, w.z);
+    } else {
+      next = pick_static(P.targets, P.alias, off, deg, w.x, w.y);
+    }
+    step++;
+    cur = next;
+    if (table != nullptr) visit_add(table, bits, cur);
+    off = P.offsets[cur];
+    deg = (uint32_t)(P.offsets[cur + 1] - off);
+  }
+  return step;
+}
+
+template <bool kPPR>
+__device__ __forceinline__ void visits_count_body(const WalkParams* __restrict__ params, const VisitTask* __restrict__ tasks,
+                                                  unsigned long long* __restrict__ tables, uint32_t bits, uint64_t rng,
+                                                  unsigned long long* __restrict__ out) {
+  __shared__ uint32_t warp_sums[kVisitThreads / 32];
+  const WalkParams& P = *params;
+  const VisitTask t = tasks[blockIdx.x];
+  unsigned long long* table = tables + ((uint64_t)t.table << bits);
+  uint64_t spent = 0, walks = 0, walked = 0;
+  const bool dead = P.offsets[t.start + 1] == P.offsets[t.start];  // a seed without out-edges takes no step
+  const uint32_t limit = (uint32_t)P.length;
+  for (uint32_t b = 0; !dead && spent < t.budget && (uint64_t)b * kVisitBlockWalks < t.cap; b++) {
+    const uint4 x = philox4x32_10(make_uint4(t.query, t.seed_index, b, kVisitCounterTag), (uint32_t)rng, (uint32_t)(rng >> 32));
+    const uint64_t seed = (uint64_t)x.x | ((uint64_t)x.y << 32);
+    const uint32_t k0 = 2 * threadIdx.x, k1 = k0 + 1;  // walk ids in the block
+    const uint64_t j0 = (uint64_t)b * kVisitBlockWalks + k0;
+    const bool live0 = j0 < t.cap, live1 = j0 + 1 < t.cap;
+    const uint32_t l0 = live0 ? visit_walk<kPPR>(P, seed, k0, t.start, limit, nullptr, bits) : 0;
+    const uint32_t l1 = live1 ? visit_walk<kPPR>(P, seed, k1, t.start, limit, nullptr, bits) : 0;
+    uint32_t total;
+    const uint32_t p0 = block_exclusive_scan_u32(l0 + l1, warp_sums, total);
+    const uint32_t p1 = p0 + l0;
+    const uint64_t room = t.budget - spent;  // > 0
+    const bool c0 = live0 && p0 < room, c1 = live1 && p1 < room;
+    if (c0) {
+      const uint32_t n = (uint32_t)min((uint64_t)l0, room - p0);
+      if (n > 0) visit_walk<kPPR>(P, seed, k0, t.start, n, table, bits);
+    }
+    if (c1) {
+      const uint32_t n = (uint32_t)min((uint64_t)l1, room - p1);
+      if (n > 0) visit_walk<kPPR>(P, seed, k1, t.start, n, table, bits);
+    }
+    walks += __syncthreads_count(c0) + __syncthreads_count(c1);
+    walked += total;
+    spent += min((uint64_t)total, room);
+  }
+  if (threadIdx.x == 0) {
+    out[3 * blockIdx.x] = spent;
+    out[3 * blockIdx.x + 1] = walks;
+    out[3 * blockIdx.x + 2] = walked;
+  }
+}
+
+}  // namespace ws
+
+extern "C" __global__ void __launch_bounds__(ws::kVisitThreads) visits_count_static(const ws::WalkParams* __restrict__ p,
+    const ws::VisitTask* __restrict__ tasks, unsigned long long* __restrict__ tables, uint32_t bits, uint64_t rng,
+    unsigned long long* __restrict__ out) {
+  ws::visits_count_body<false>(p, tasks, tables, bits, rng, out);
+}
+
+extern "C" __global__ void __launch_bounds__(ws::kVisitThreads) visits_count_ppr(const ws::WalkParams* __restrict__ p,
+    const ws::VisitTask* __restrict__ tasks, unsigned long long* __restrict__ tables, uint32_t bits, uint64_t rng,
+    unsigned long long* __restrict__ out) {
+  ws::visits_count_body<true>(p, tasks, tables, bits, rng, out);
+}
+
+// visits_compact: block q moves table q's used slots to its front, in slot
+// order, and writes their number to used[q]. Writes never pass reads: a
+// tile is read into registers before any of it is written.
+extern "C" __global__ void __launch_bounds__(ws::kVisitThreads) visits_compact(unsigned long long* __restrict__ tables,
+    uint32_t bits, unsigned long long* __restrict__ used) {
+  __shared__ uint32_t warp_sums[ws::kVisitThreads / 32];
+  unsigned long long* table = tables + ((uint64_t)blockIdx.x << bits);
+  const uint64_t slots = 1ull << bits;
+  uint64_t kept = 0;
+  for (uint64_t base = 0; base < slots; base += ws::kVisitThreads) {
+    const uint64_t i = base + threadIdx.x;
+    const unsigned long long s = i < slots ? table[i] : 0ull;
+    uint32_t total;
+    const uint32_t before = ws::block_exclusive_scan_u32(s != 0 ? 1u : 0u, warp_sums, total);
+    if (s != 0) table[kept + before] = s;
+    kept += total;
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) used[blockIdx.x] = kept;
+}

@@ -1,0 +1,227 @@
+package sink
+
+// Output "visits": one row per query with its top-k candidates, written by
+// a BatchWriter opened with BatchMeta.Queries > 0. It shares the batch's
+// layout, per-attempt part names, create-if-absent manifest and
+// fingerprint rules with walk output (Commit, Abort); only the rows differ.
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"strconv"
+
+	"github.com/parquet-go/parquet-go"
+	"gocloud.dev/blob"
+
+	"github.com/walkstage/walkstage/walk"
+)
+
+// OutputVisits is the manifest's "output" of a visits batch (walk batches
+// leave it empty).
+const OutputVisits = "visits"
+
+// MetaOutput is the Parquet key-value metadata key naming a visits part.
+const MetaOutput = "walkstage.output"
+
+// visitRowGroupRows is the number of queries per row group: at top_k 100,
+// about 2.4 MiB of candidates before compression.
+const visitRowGroupRows = 1024
+
+// VisitRow is one query as stored in Parquet:
+//
+//	query_id STRING, steps INT64,
+//	candidates LIST<STRUCT<vertex INT64, visits INT64, score DOUBLE>>
+//
+// candidates ordered by visits (descending), then vertex id; vertices are
+// external ids; score = visits / steps.
+type VisitRow struct {
+	QueryID    string           `parquet:"query_id"`
+	Steps      int64            `parquet:"steps"`
+	Candidates []VisitCandidate `parquet:"candidates,list"`
+}
+
+// VisitCandidate is one element of VisitRow.Candidates.
+type VisitCandidate struct {
+	Vertex int64   `parquet:"vertex"`
+	Visits int64   `parquet:"visits"`
+	Score  float64 `parquet:"score"`
+}
+
+// visitState is a visits batch being written: rows buffered for the next
+// row group, the part being written, the totals for the manifest.
+type visitState struct {
+	buf        []VisitRow
+	rows       int64 // handed to WriteVisits
+	written    int64 // encoded into parts
+	walks      int64
+	candidates int64
+	p          *part
+	pw         *parquet.GenericWriter[VisitRow]
+	parts      int
+}
+
+// WriteVisits appends the rows of queries, in query order: ids[k] names
+// results[k]. It may be called several times; rows are grouped into row
+// groups and parts by count and size alone, so the same results give the
+// same bytes however they were handed over. Not safe for concurrent use.
+func (w *BatchWriter) WriteVisits(ctx context.Context, ids []string, results []walk.VisitResult) error {
+	v := w.visits
+	if v == nil {
+		return errors.New("sink: WriteVisits on a walk batch (BatchMeta.Queries is 0)")
+	}
+	if len(ids) != len(results) {
+		return fmt.Errorf("sink: %d query ids for %d results", len(ids), len(results))
+	}
+	if err := w.failed(); err != nil {
+		return err
+	}
+	if v.rows+int64(len(results)) > w.meta.Queries {
+		return w.fail(fmt.Errorf("sink: batch %s: %w: more than %d queries", w.meta.BatchID, ErrBadChunk, w.meta.Queries))
+	}
+	nv := uint32(w.g.NumVertices())
+	for k, r := range results {
+		row := VisitRow{QueryID: ids[k], Steps: r.Steps, Candidates: make([]VisitCandidate, len(r.Candidates))}
+		for x, c := range r.Candidates {
+			if c.Vertex >= nv {
+				return w.fail(fmt.Errorf("sink: batch %s: %w: candidate vertex %d beyond the graph's %d", w.meta.BatchID, ErrBadChunk, c.Vertex, nv))
+			}
+			row.Candidates[x] = VisitCandidate{Vertex: w.g.ExternalID(c.Vertex), Visits: c.Visits, Score: float64(c.Visits) / float64(r.Steps)}
+		}
+		v.buf = append(v.buf, row)
+		v.rows++
+		v.walks += r.Walks
+		v.candidates += int64(len(r.Candidates))
+		if len(v.buf) == visitRowGroupRows {
+			if err := w.flushVisits(ctx); err != nil {
+				return w.fail(err)
+			}
+		}
+	}
+	return nil
+}
+
+// flushVisits writes the buffered rows as one row group, opening a part
+// when none is open and closing it once it reaches the file size.
+func (w *BatchWriter) flushVisits(ctx context.Context) error {
+	v := w.visits
+	if len(v.buf) == 0 {
+		return nil
+	}
+	if v.p == nil {
+		if err := w.openVisitPart(); err != nil {
+			return err
+		}
+	}
+	p := v.p
+	if _, err := v.pw.Write(v.buf); err != nil {
+		return fmt.Errorf("sink: write %s: %w", p.key, err)
+	}
+	if err := v.pw.Flush(); err != nil {
+		return fmt.Errorf("sink: write %s: %w", p.key, err)
+	}
+	if p.file.FirstWalkID < 0 {
+		p.file.FirstWalkID = v.written
+	}
+	v.written += int64(len(v.buf))
+	p.file.LastWalkID = v.written - 1
+	p.file.Rows += int64(len(v.buf))
+	for _, r := range v.buf {
+		p.file.Steps += r.Steps
+	}
+	p.file.RowGroups++
+	v.buf = v.buf[:0]
+	if p.out.n >= w.cfg.fileBytes {
+		return w.closeVisitPart()
+	}
+	return ctx.Err()
+}
+
+func (w *BatchWriter) openVisitPart() error {
+	v := w.visits
+	key := w.layout.AttemptPartKey(v.parts, w.attempt)
+	ctx, cancel := context.WithCancelCause(w.ctx)
+	p := &part{index: v.parts, key: key, cancel: cancel, file: File{Key: key, FirstWalkID: -1}}
+	ow, err := w.newObject(ctx, key, false, &blob.WriterOptions{
+		ContentType:    "application/vnd.apache.parquet",
+		BufferSize:     w.cfg.uploadBuffer,
+		MaxConcurrency: w.cfg.uploadParallel,
+		BeforeWrite:    p.s3.beforeWrite,
+	})
+	if err != nil {
+		cancel(nil)
+		return fmt.Errorf("sink: create %s: %w", key, err)
+	}
+	ow = &stallGuard{objectWriter: ow, ctx: ctx, d: w.cfg.stallTimeout, cancel: cancel}
+	p.ow = ow
+	p.out = &countingWriter{w: ow, h: crc32.New(castagnoli), total: &w.bytesWritten}
+	opts := []parquet.WriterOption{
+		parquet.Compression(w.cfg.compression.codec()),
+		parquet.MaxRowsPerRowGroup(visitRowGroupRows),
+		parquet.DataPageVersion(1),
+		parquet.CreatedBy("walkstage", w.meta.WalkstageVersion, ""),
+		parquet.KeyValueMetadata(MetaPart, strconv.Itoa(v.parts)),
+		parquet.KeyValueMetadata(MetaOutput, OutputVisits),
+	}
+	for _, kv := range w.kv {
+		opts = append(opts, parquet.KeyValueMetadata(kv[0], kv[1]))
+	}
+	v.p, v.pw = p, parquet.NewGenericWriter[VisitRow](p.out, opts...)
+	v.parts++
+	return nil
+}
+
+func (w *BatchWriter) closeVisitPart() error {
+	v := w.visits
+	p, pw := v.p, v.pw
+	v.p, v.pw = nil, nil
+	defer p.cancel(nil)
+	if err := pw.Close(); err != nil {
+		w.abortPart(p)
+		return fmt.Errorf("sink: finish %s: %w", p.key, err)
+	}
+	if err := p.ow.Close(); err != nil {
+		w.abortPart(p)
+		return fmt.Errorf("sink: upload %s: %w", p.key, err)
+	}
+	p.file.Bytes = p.out.n
+	p.file.CRC32C = base64.StdEncoding.EncodeToString(p.out.h.Sum(nil))
+	w.mu.Lock()
+	w.files[p.index] = p.file
+	w.written = append(w.written, p.key)
+	w.mu.Unlock()
+	w.walksWritten.Add(p.file.Rows)
+	return nil
+}
+
+// finishVisits writes what is buffered and closes the last part before
+// Commit lists the parts.
+func (w *BatchWriter) finishVisits(ctx context.Context) error {
+	v := w.visits
+	if v.rows != w.meta.Queries {
+		return fmt.Errorf("sink: batch %s: %w: %d of %d queries written", w.meta.BatchID, ErrBadChunk, v.rows, w.meta.Queries)
+	}
+	if err := w.flushVisits(ctx); err != nil {
+		return err
+	}
+	if v.p != nil {
+		return w.closeVisitPart()
+	}
+	return nil
+}
+
+// describeVisits completes a visits batch's manifest.
+func (w *BatchWriter) describeVisits(m *Manifest) {
+	v := w.visits
+	m.Output, m.Queries, m.Candidates, m.Walks = OutputVisits, v.rows, v.candidates, v.walks
+}
+
+// abortVisits abandons the part being written.
+func (w *BatchWriter) abortVisits() {
+	if v := w.visits; v != nil && v.p != nil {
+		w.abortPart(v.p)
+		v.p, v.pw = nil, nil
+	}
+}

@@ -1,0 +1,219 @@
+package stage
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/walk"
+)
+
+func idGraph(t *testing.T, name string, edges ...graph.Edge) *graph.Graph {
+	t.Helper()
+	g, err := graph.FromEdges(edges, graph.BuildOptions{Name: name, Undirected: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// Seeds are resolved again against the version a batch is walked on: dense
+// ids change between versions, and seeds may have disappeared.
+func TestRebindResolvesSeedsOnTheNewVersion(t *testing.T) {
+	v1 := idGraph(t, "social", graph.Edge{Src: 100, Dst: 200}, graph.Edge{Src: 200, Dst: 300})
+	v2 := idGraph(t, "social", graph.Edge{Src: 50, Dst: 200}, graph.Edge{Src: 200, Dst: 300}) // 100 gone, 50 new
+	other := idGraph(t, "web", graph.Edge{Src: 100, Dst: 200})
+	req := func() *source.Request {
+		r, err := source.DecodeRequest(nil, []byte(`{"version":1,"batch_id":"b","graph":"social","algorithm":"deepwalk","seeds":[100,300]}`),
+			v1, source.Limits{SkipUnknown: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	dense := func(g *graph.Graph, ext int64) uint32 { v, _ := g.DenseID(ext); return v }
+	cases := []struct {
+		name   string
+		g      *graph.Graph
+		skip   bool
+		reason source.Reason
+		seeds  []int64
+	}{
+		{"same version", v1, false, "", []int64{100, 300}},
+		{"seed gone, reject", v2, false, source.ReasonUnknownVertices, nil},
+		{"seed gone, skip", v2, true, "", []int64{300}},
+		{"another graph", other, true, source.ReasonGraphMismatch, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := req()
+			re := rebind(r, c.g, c.skip)
+			if c.reason != "" {
+				if re == nil || re.Reason != c.reason {
+					t.Fatalf("rebind = %v, want %s", re, c.reason)
+				}
+				return
+			}
+			if re != nil {
+				t.Fatal(re)
+			}
+			if !slices.Equal(r.Seeds, c.seeds) || len(r.Starts) != len(c.seeds) {
+				t.Fatalf("seeds %v starts %v, want %v", r.Seeds, r.Starts, c.seeds)
+			}
+			for i, s := range c.seeds {
+				if r.Starts[i] != dense(c.g, s) {
+					t.Errorf("seed %d: start %d, want %d", s, r.Starts[i], dense(c.g, s))
+				}
+			}
+			if c.skip && len(c.seeds) < 2 && (r.Skipped != 1 || !slices.Equal(r.SkippedIDs, []int64{100})) {
+				t.Errorf("skipped %d %v", r.Skipped, r.SkippedIDs)
+			}
+		})
+	}
+}
+
+func unitStage(t *testing.T, g *graph.Graph) *Stage {
+	t.Helper()
+	eng, err := walk.NewCPU(g, walk.WithWorkers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := sink.OpenBucket(context.Background(), "file://"+t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	s, err := New(Options{Graph: g, Engine: eng, Source: newMemSource(), Events: &memEvents{}, Bucket: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// An overlap swap releases the old version only when its last reference
+// (a batch still finishing on it) is gone; a drain swap whose new engine
+// cannot be built goes back to the old version.
+func TestSwapLifecycle(t *testing.T) {
+	ctx := context.Background()
+	v1 := idGraph(t, "social", graph.Edge{Src: 1, Dst: 2})
+	v2 := idGraph(t, "social", graph.Edge{Src: 1, Dst: 3})
+	v3 := idGraph(t, "social", graph.Edge{Src: 2, Dst: 3})
+	s := unitStage(t, v1)
+	gs := &s.graphs
+	build := func(g *graph.Graph) (walk.Engine, error) {
+		if g == v3 {
+			return nil, errors.New("out of device memory")
+		}
+		return walk.NewCPU(g)
+	}
+	f := &follower{s: s, build: build, log: slog.New(slog.DiscardHandler)}
+	gs.follower = f
+
+	held := gs.acquire(ctx) // a batch still finishing on v1
+	if err := f.swap(ctx, v2, f.log, 0); err != nil {
+		t.Fatal(err)
+	}
+	if gs.serving().g != v2 {
+		t.Fatal("not serving v2 after the swap")
+	}
+	select {
+	case <-held.released:
+		t.Fatal("v1 released while a batch still uses it")
+	default:
+	}
+	held.release()
+	select {
+	case <-held.released:
+	case <-time.After(time.Second):
+		t.Fatal("v1 not released after its last batch")
+	}
+	if n := metricValue(gs.swaps.WithLabelValues(swapOverlap)); n != 1 {
+		t.Errorf("swaps{overlap} = %v", n)
+	}
+
+	f.drain = true
+	if err := f.swap(ctx, v3, f.log, 0); err == nil {
+		t.Fatal("swap to an engine that cannot be built succeeded")
+	}
+	cur := gs.acquire(ctx)
+	defer cur.release()
+	if cur.g != v2 {
+		t.Fatalf("after a failed drain swap serving %s, want v2 %s", cur.g.Version, v2.Version)
+	}
+	var steps int64
+	err := cur.e.Run(ctx, []walk.Job{{Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 3}, Starts: []uint32{0}}},
+		func(c walk.Chunk) error { steps += c.Steps(); return nil })
+	if err != nil || steps == 0 {
+		t.Fatalf("the rebuilt v2 engine does not walk: %v, %d steps", err, steps)
+	}
+	if gs.gate.Load() != nil {
+		t.Fatal("launches still held after the drain swap")
+	}
+}
+
+// A request pinned to a version that is not loaded waits for it and passes
+// once a swap brings it; one whose wait runs out becomes a
+// graph_version_unavailable rejection; unpinned requests pass meanwhile.
+func TestPinnedRequestsWaitForTheirVersion(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	v1 := idGraph(t, "social", graph.Edge{Src: 1, Dst: 2})
+	v2 := idGraph(t, "social", graph.Edge{Src: 1, Dst: 3})
+	s := unitStage(t, v1)
+	f := &follower{s: s, build: func(g *graph.Graph) (walk.Engine, error) { return walk.NewCPU(g) }, log: slog.New(slog.DiscardHandler)}
+	s.graphs.follower = f
+	src := newMemSource()
+	p := &pinSource{inner: src, gs: &s.graphs, wait: time.Minute, max: 4}
+	body := func(id, version string) string {
+		return `{"version":1,"batch_id":"` + id + `","algorithm":"deepwalk","seeds":[1],"graph_version":"` + version + `"}`
+	}
+	src.send(t, "to-v2", body("to-v2", v2.Version))
+	src.send(t, "plain", `{"version":1,"batch_id":"plain","algorithm":"deepwalk","seeds":[1]}`)
+	d, err := p.Next(ctx)
+	if err != nil || d.BatchID() != "plain" || d.Reject != nil {
+		t.Fatalf("first delivery %+v, %v: want the unpinned request while the pinned one waits", d, err)
+	}
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		f.swap(ctx, v2, f.log, 0)
+	}()
+	d, err = p.Next(ctx)
+	if err != nil || d.BatchID() != "to-v2" || d.Reject != nil || s.graphs.serving().g != v2 {
+		t.Fatalf("second delivery %+v, %v: want to-v2 released by the swap", d, err)
+	}
+
+	p.wait = 200 * time.Millisecond
+	src.send(t, "never", body("never", "0123456789abcdef"))
+	d, err = p.Next(ctx)
+	if err != nil || d.BatchID() != "never" || d.Reject == nil || d.Reject.Reason != ReasonGraphVersionUnavailable {
+		t.Fatalf("third delivery %+v, %v: want never rejected after its wait", d, err)
+	}
+}
+
+func TestGraphFollowSettingsValidated(t *testing.T) {
+	base := []string{"WALKSTAGE_BROKERS=k:9092", "WALKSTAGE_GRAPH=s3://g/social/CURRENT", "WALKSTAGE_OUTPUT_URL=file:///tmp/w"}
+	for env, want := range map[string]string{
+		"WALKSTAGE_GRAPH_SWAP=sideways":       "GRAPH_SWAP",
+		"WALKSTAGE_GRAPH_POLL_INTERVAL=1ms":   "GRAPH_POLL_INTERVAL",
+		"WALKSTAGE_GRAPH_VERSION_WAIT=-1s":    "GRAPH_VERSION_WAIT",
+		"WALKSTAGE_GRAPH_POLL_INTERVAL=0":     "",
+		"WALKSTAGE_GRAPH_SWAP=drain":          "",
+		"WALKSTAGE_GRAPH_VERSION_WAIT=0":      "",
+		"WALKSTAGE_GRAPH_POLL_INTERVAL=100ms": "",
+		"WALKSTAGE_GRAPH_VERSION_WAIT=1h":     "",
+		"WALKSTAGE_GRAPH_SWAP=overlap":        "",
+		"WALKSTAGE_GRAPH_POLL_INTERVAL=-5s":   "GRAPH_POLL_INTERVAL",
+	} {
+		_, err := LoadConfig(append(base, env))
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("%s: %v", env, err)
+		}
+	}
+}
