@@ -169,14 +169,6 @@ const (
 
 var modeKernels = [numModes]string{"walk_thread_static", "walk_thread_ppr", "walk_thread_node2vec", "walk_thread_metapath"}
 
-const (
-	threadBlock    = 256 // kThreadBlock in kernels/walk.cu
-	reservoirBlock = 256 // kBlockThreads in kernels/samplers.cuh
-	localPoolSlots = 64  // kLocalPoolSlots in kernels/walk.cu
-	packThreads    = 256 // kPackThreads in kernels/compact.cuh
-
-)
-
 // Name implements walk.Engine.
 func (e *Engine) Name() string { return "gpu" }
 

@@ -89,7 +89,6 @@ func (e *Engine) enqueue(s *batchSlot, b *batch, alg walk.Algorithm) error {
 		fn, block, occ, perBlock = e.fnReservoir[d][n2v], reservoirBlock, e.occReservoir[d][n2v], localPoolSlots
 	}
 	grid := int(min(int64(e.numSM*max(occ, 1)), (n+perBlock-1)/perBlock))
-	b2 := b
 	tiles := packTiles(n)
 	err := e.dev.do(func() error {
 		st := s.stream
@@ -133,6 +132,6 @@ func (e *Engine) enqueue(s *batchSlot, b *batch, alg walk.Algorithm) error {
 	if err != nil {
 		return err
 	}
-	s.pending = b2
+	s.pending = b
 	return nil
 }

@@ -115,9 +115,9 @@ func (e *Engine) aliasSegments(offsets, targets, weights, table cu.DevicePtr, ns
 		return err
 	}
 	defer e.free("alias.scratch.lists", &stack)
-	blocks := int(min((nseg+127)/128, uint64(e.numSM*16)))
+	blocks := int(min((nseg+tableThreads-1)/tableThreads, uint64(e.numSM*16)))
 	args := []uint64{uint64(offsets), uint64(targets), uint64(weights), uint64(table), uint64(scaled), uint64(stack), nseg}
-	if err := launch(e.fnAlias, blocks, 128, cu.Stream{}, args); err != nil {
+	if err := launch(e.fnAlias, blocks, tableThreads, cu.Stream{}, args); err != nil {
 		return fmt.Errorf("gpu: alias_build: %w", err)
 	}
 	if err := cu.Synchronize(); err != nil {
@@ -173,10 +173,10 @@ func (e *Engine) labelTables() (err error) {
 			return err
 		}
 	}
-	blocks := int(min((nv+127)/128, uint64(e.numSM*16)))
+	blocks := int(min((nv+tableThreads-1)/tableThreads, uint64(e.numSM*16)))
 	args := []uint64{uint64(e.dOffsets), uint64(e.dTargets), uint64(e.dWeights), uint64(e.dLabels),
 		uint64(segOffsets), uint64(segTargets), uint64(segWeights), nv, nl}
-	if err := launch(e.fnSegs, blocks, 128, cu.Stream{}, args); err != nil {
+	if err := launch(e.fnSegs, blocks, tableThreads, cu.Stream{}, args); err != nil {
 		return fmt.Errorf("gpu: label_tables_build: %w", err)
 	}
 	if err := cu.Synchronize(); err != nil {
