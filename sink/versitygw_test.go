@@ -1,21 +1,17 @@
 package sink
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"net"
 	"net/url"
-	"os"
-	"os/exec"
 	"path"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"gocloud.dev/blob"
 
+	"github.com/walkstage/walkstage/internal/testversity"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -28,70 +24,9 @@ import (
 // skips, unless WALKSTAGE_INTEGRATION=1, when it fails.
 func versityGW(t testing.TB) (bucketURL string) {
 	t.Helper()
-	bin := os.Getenv("VERSITYGW")
-	if bin == "" {
-		if p, err := exec.LookPath("versitygw"); err == nil {
-			bin = p
-		} else if p, err := filepath.Abs("../bin/versitygw"); err == nil {
-			if _, err := os.Stat(p); err == nil {
-				bin = p
-			}
-		}
-	}
-	if bin == "" {
-		if os.Getenv("WALKSTAGE_INTEGRATION") == "1" {
-			t.Fatal("versitygw not found ($VERSITYGW, PATH or ./bin) and WALKSTAGE_INTEGRATION=1")
-		}
-		t.Skip("versitygw not found ($VERSITYGW, PATH or ./bin); go install github.com/versity/versitygw/cmd/versitygw@v1.8.0")
-	}
 	s3Env(t)
-	root := t.TempDir()
-	data, meta := filepath.Join(root, "data"), filepath.Join(root, "meta")
-	for _, d := range []string{data, meta} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	var logs bytes.Buffer
-	cmd := exec.Command(bin, "--access", os.Getenv("AWS_ACCESS_KEY_ID"), "--secret", os.Getenv("AWS_SECRET_ACCESS_KEY"),
-		"--port", addr, "--quiet", "posix", "--sidecar", meta, data)
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start versitygw: %v", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("versitygw output:\n%s", logs.String())
-		}
-	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			break
-		}
-		select {
-		case err := <-exited:
-			t.Fatalf("versitygw exited: %v\n%s", err, logs.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("versitygw did not listen on %s\n%s", addr, logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	u := "s3://walks?" + url.Values{"endpoint": {"http://" + addr}, "region": {"us-east-1"}, "use_path_style": {"true"}}.Encode()
+	endpoint := testversity.Start(t)
+	u := "s3://walks?" + url.Values{"endpoint": {endpoint}, "region": {"us-east-1"}, "use_path_style": {"true"}}.Encode()
 	b := openS3(t, u)
 	var c *s3.Client
 	if !b.As(&c) {

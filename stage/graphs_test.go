@@ -20,6 +20,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/segmentio/kafka-go"
+	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/catalog"
 	"github.com/walkstage/walkstage/graph"
@@ -52,15 +53,17 @@ func TestGraphFollowSwapsVersions(t *testing.T) {
 		t.Skip("integration test")
 	}
 	for _, mode := range []string{swapOverlap, swapDrain} {
-		t.Run(mode, func(t *testing.T) { testGraphFollow(t, mode) })
+		t.Run(mode, func(t *testing.T) { testGraphFollow(t, mode, startS3) })
 	}
+	// The catalog, the graphs and the walks on a real S3 gateway process.
+	t.Run(swapOverlap+"-versitygw", func(t *testing.T) { testGraphFollow(t, swapOverlap, startVersityS3) })
 }
 
-func testGraphFollow(t *testing.T, mode string) {
+func testGraphFollow(t *testing.T, mode string, store func(testing.TB) (string, *blob.Bucket)) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	brokers := startKafka(t, 2)
-	outURL, bucket := startS3(t)
+	outURL, bucket := store(t)
 	catURL := strings.Replace(outURL, "s3://walks?", "s3://walks/graphs?", 1)
 	cu, _ := url.Parse(catURL)
 	cu.Path += "/" + catalog.PointerName

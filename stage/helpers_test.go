@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"github.com/segmentio/kafka-go"
@@ -21,6 +23,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/internal/testversity"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
 )
@@ -74,6 +77,31 @@ func startS3(t testing.TB) (string, *blob.Bucket) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
+	return u, b
+}
+
+// startVersityS3 is startS3 on versitygw, a real S3 gateway run as a
+// separate process.
+func startVersityS3(t testing.TB) (string, *blob.Bucket) {
+	t.Helper()
+	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test-secret",
+		"AWS_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"} {
+		os.Setenv(k, v) // children inherit them, as in startS3
+	}
+	endpoint := testversity.Start(t)
+	u := "s3://walks?endpoint=" + endpoint + "&use_path_style=true&region=us-east-1"
+	b, err := sink.OpenBucket(context.Background(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	var c *s3.Client
+	if !b.As(&c) {
+		t.Fatal("not an S3 bucket")
+	}
+	if _, err := c.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String("walks")}); err != nil {
+		t.Fatalf("create bucket: %v", err)
+	}
 	return u, b
 }
 
