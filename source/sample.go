@@ -6,8 +6,10 @@ package source
 // Parquet row per sampled edge.
 
 import (
+	"fmt"
 	"math"
 
+	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -192,4 +194,34 @@ func MaxSampleEdges(p walk.SampleParams) int64 {
 		n = int64(p.Samples)
 	}
 	return max(n, 1)
+}
+
+// AlgorithmName is the request's algorithm as named in logs and the output
+// layout: the walk kind, or the sampler.
+func (r *Request) AlgorithmName() string {
+	if r.Sample != nil {
+		return r.Sample.Params.Kind.String()
+	}
+	return r.Algorithm.Kind.String()
+}
+
+// DescribeAlgorithm is the completion event's "algorithm": the walk
+// algorithm as run on g (walk.Algorithm.Describe), or the sampler and its
+// parameters.
+func (r *Request) DescribeAlgorithm(g *graph.Graph) string {
+	if r.Sample != nil {
+		return r.Sample.Params.String()
+	}
+	return r.Algorithm.Describe(g)
+}
+
+// ValidateFor checks the request's algorithm (walk or sampler) against g.
+func (r *Request) ValidateFor(g *graph.Graph) error {
+	if r.Sample != nil {
+		if r.Sample.EdgeWeight && !g.Weighted() {
+			return fmt.Errorf("edge_weight: graph %q has no edge weights", g.Name)
+		}
+		return r.Sample.Params.Validate(g)
+	}
+	return r.Algorithm.Validate(g)
 }
