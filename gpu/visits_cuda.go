@@ -161,12 +161,12 @@ func (e *Engine) CountVisitsOnDevice(ctx context.Context, p walk.VisitParams, qu
 				if err := e.copyHtoD(dTasks, unsafe.Pointer(&tasks[0]), int64(len(tasks))*32); err != nil {
 					return fmt.Errorf("gpu: copy visit tasks: %w", err)
 				}
-				if err := launch(fnCount, len(tasks), packThreads, cu.Stream{},
+				if err := launch(fnCount, len(tasks), visitThreads, cu.Stream{},
 					[]uint64{uint64(dParams), uint64(dTasks), uint64(dTables), uint64(tbits), p.Seed, uint64(dOut)}); err != nil {
 					return fmt.Errorf("gpu: %s: %w", fnName, err)
 				}
 			}
-			if err := launch(fnCompact, nq, packThreads, cu.Stream{}, []uint64{uint64(dTables), uint64(tbits), uint64(dUsed)}); err != nil {
+			if err := launch(fnCompact, nq, visitThreads, cu.Stream{}, []uint64{uint64(dTables), uint64(tbits), uint64(dUsed)}); err != nil {
 				return fmt.Errorf("gpu: visits_compact: %w", err)
 			}
 			if err := cu.Synchronize(); err != nil {

@@ -7,38 +7,28 @@
 #pragma once
 #include <stdint.h>
 
+#include <cub/block/block_scan.cuh>
+
 namespace ws {
 
 constexpr int kPackThreads = 256;
 constexpr int kPackPerThread = 4;
 constexpr int kPackTile = kPackThreads * kPackPerThread;  // walks a block
 
-// block_exclusive_scan_u32 over kPackThreads values (shared scratch of
-// kPackThreads/32 words); total gets the block sum.
-__device__ __forceinline__ uint32_t block_exclusive_scan_u32(uint32_t v, uint32_t* warp_sums, uint32_t& total) {
-  const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  uint32_t incl = v;
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const uint32_t t = __shfl_up_sync(0xFFFFFFFFu, incl, o);
-    if (lane >= (unsigned)o) incl += t;
-  }
-  if (lane == 31) warp_sums[warp] = incl;
+// PackScan is CUB's block-wide scan over kPackThreads values (shared
+// scratch: a PackScanStorage). Integer sums are exact, so CUB's order of
+// additions does not change a result.
+using PackScan = cub::BlockScan<uint32_t, kPackThreads>;
+using PackScanStorage = PackScan::TempStorage;
+
+// block_exclusive_scan_u32 returns the exclusive prefix sum of v across the
+// block and sets total to the block's sum. It ends with a barrier, so the
+// caller may scan again with the same scratch at once.
+__device__ __forceinline__ uint32_t block_exclusive_scan_u32(uint32_t v, PackScanStorage& scratch, uint32_t& total) {
+  uint32_t ex;
+  PackScan(scratch).ExclusiveSum(v, ex, total);
   __syncthreads();
-  if (warp == 0) {
-    uint32_t t = lane < kPackThreads / 32 ? warp_sums[lane] : 0;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      const uint32_t u = __shfl_up_sync(0xFFFFFFFFu, t, o);
-      if (lane >= (unsigned)o) t += u;
-    }
-    if (lane < kPackThreads / 32) warp_sums[lane] = t;
-  }
-  __syncthreads();
-  const uint32_t before = warp > 0 ? warp_sums[warp - 1] : 0;
-  total = warp_sums[kPackThreads / 32 - 1];
-  __syncthreads();
-  return before + incl - v;
+  return ex;
 }
 
 }  // namespace ws
@@ -46,27 +36,27 @@ __device__ __forceinline__ uint32_t block_exclusive_scan_u32(uint32_t v, uint32_
 // pack_partials: partials[b] = sum of lengths in tile b.
 extern "C" __global__ void __launch_bounds__(ws::kPackThreads) pack_partials(const uint32_t* __restrict__ lengths, uint64_t n,
                                                                              uint32_t* __restrict__ partials) {
-  __shared__ uint32_t warp_sums[ws::kPackThreads / 32];
+  __shared__ ws::PackScanStorage scan_scratch;
   const uint64_t base = (uint64_t)blockIdx.x * ws::kPackTile + threadIdx.x * ws::kPackPerThread;
   uint32_t s = 0;
 #pragma unroll
   for (int q = 0; q < ws::kPackPerThread; q++)
     if (base + q < n) s += lengths[base + q];
   uint32_t total;
-  ws::block_exclusive_scan_u32(s, warp_sums, total);
+  ws::block_exclusive_scan_u32(s, scan_scratch, total);
   if (threadIdx.x == 0) partials[blockIdx.x] = total;
 }
 
 // pack_scan_partials: exclusive scan of the nb tile sums in place (one
 // block); partials[nb] gets the batch's total vertex count.
 extern "C" __global__ void __launch_bounds__(ws::kPackThreads) pack_scan_partials(uint32_t* __restrict__ partials, uint64_t nb) {
-  __shared__ uint32_t warp_sums[ws::kPackThreads / 32];
+  __shared__ ws::PackScanStorage scan_scratch;
   uint32_t carry = 0;
   for (uint64_t b0 = 0; b0 < nb; b0 += ws::kPackThreads) {
     const uint64_t b = b0 + threadIdx.x;
     const uint32_t v = b < nb ? partials[b] : 0;
     uint32_t total;
-    const uint32_t ex = ws::block_exclusive_scan_u32(v, warp_sums, total);
+    const uint32_t ex = ws::block_exclusive_scan_u32(v, scan_scratch, total);
     if (b < nb) partials[b] = carry + ex;
     carry += total;
   }
@@ -78,7 +68,7 @@ extern "C" __global__ void __launch_bounds__(ws::kPackThreads) pack_scan_partial
 extern "C" __global__ void __launch_bounds__(ws::kPackThreads) pack_rows(const uint32_t* __restrict__ result, const uint32_t* __restrict__ lengths,
                                                                          const uint32_t* __restrict__ partials, uint64_t n, uint64_t stride,
                                                                          uint32_t* __restrict__ dense) {
-  __shared__ uint32_t warp_sums[ws::kPackThreads / 32];
+  __shared__ ws::PackScanStorage scan_scratch;
   __shared__ uint32_t at[ws::kPackTile];
   const uint64_t tile = (uint64_t)blockIdx.x * ws::kPackTile;
   const uint64_t base = tile + threadIdx.x * ws::kPackPerThread;
@@ -89,7 +79,7 @@ extern "C" __global__ void __launch_bounds__(ws::kPackThreads) pack_rows(const u
     s += len[q];
   }
   uint32_t total;
-  uint32_t o = partials[blockIdx.x] + ws::block_exclusive_scan_u32(s, warp_sums, total);
+  uint32_t o = partials[blockIdx.x] + ws::block_exclusive_scan_u32(s, scan_scratch, total);
 #pragma unroll
   for (int q = 0; q < ws::kPackPerThread; q++) {
     at[threadIdx.x * ws::kPackPerThread + q] = o;

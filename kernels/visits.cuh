@@ -89,7 +89,7 @@ template <bool kPPR>
 __device__ __forceinline__ void visits_count_body(const WalkParams* __restrict__ params, const VisitTask* __restrict__ tasks,
                                                   unsigned long long* __restrict__ tables, uint32_t bits, uint64_t rng,
                                                   unsigned long long* __restrict__ out) {
-  __shared__ uint32_t warp_sums[kVisitThreads / 32];
+  __shared__ PackScanStorage scan_scratch;
   const WalkParams& P = *params;
   const VisitTask t = tasks[blockIdx.x];
   unsigned long long* table = tables + ((uint64_t)t.table << bits);
@@ -105,7 +105,7 @@ __device__ __forceinline__ void visits_count_body(const WalkParams* __restrict__
     const uint32_t l0 = live0 ? visit_walk<kPPR>(P, seed, k0, t.start, limit, nullptr, bits) : 0;
     const uint32_t l1 = live1 ? visit_walk<kPPR>(P, seed, k1, t.start, limit, nullptr, bits) : 0;
     uint32_t total;
-    const uint32_t p0 = block_exclusive_scan_u32(l0 + l1, warp_sums, total);
+    const uint32_t p0 = block_exclusive_scan_u32(l0 + l1, scan_scratch, total);
     const uint32_t p1 = p0 + l0;
     const uint64_t room = t.budget - spent;  // > 0
     const bool c0 = live0 && p0 < room, c1 = live1 && p1 < room;
@@ -147,7 +147,7 @@ extern "C" __global__ void __launch_bounds__(ws::kVisitThreads) visits_count_ppr
 // tile is read into registers before any of it is written.
 extern "C" __global__ void __launch_bounds__(ws::kVisitThreads) visits_compact(unsigned long long* __restrict__ tables,
     uint32_t bits, unsigned long long* __restrict__ used) {
-  __shared__ uint32_t warp_sums[ws::kVisitThreads / 32];
+  __shared__ ws::PackScanStorage scan_scratch;
   unsigned long long* table = tables + ((uint64_t)blockIdx.x << bits);
   const uint64_t slots = 1ull << bits;
   uint64_t kept = 0;
@@ -155,7 +155,7 @@ extern "C" __global__ void __launch_bounds__(ws::kVisitThreads) visits_compact(u
     const uint64_t i = base + threadIdx.x;
     const unsigned long long s = i < slots ? table[i] : 0ull;
     uint32_t total;
-    const uint32_t before = ws::block_exclusive_scan_u32(s != 0 ? 1u : 0u, warp_sums, total);
+    const uint32_t before = ws::block_exclusive_scan_u32(s != 0 ? 1u : 0u, scan_scratch, total);
     if (s != 0) table[kept + before] = s;
     kept += total;
     __syncthreads();

@@ -20,6 +20,7 @@
 #include "rng.cuh"
 #include "samplers.cuh"
 #include "compact.cuh"
+#include "taskpool.cuh"
 
 using namespace ws;
 
@@ -157,12 +158,8 @@ __device__ __forceinline__ void walk_thread_body(const WalkParams* __restrict__ 
     const bool need = task == kNoTask;
     const unsigned want = __ballot_sync(active, need);
     if (want) {
-      const unsigned leader = __ffs(want) - 1;
-      uint32_t base = 0;
-      if (lane == leader) base = atomicAdd(cursor, (uint32_t)__popc(want));
-      base = __shfl_sync(active, base, leader);
+      const uint32_t idx = take_global_task(cursor, active, want, lane);
       if (need) {
-        const uint32_t idx = base + __popc(want & ((1u << lane) - 1));
         if (idx >= n) break;  // the pool is dry: this lane is done
         const Task t = tasks[idx];
         task = idx;
@@ -266,13 +263,6 @@ extern "C" __global__ void label_tables_build(const uint64_t* __restrict__ offse
 }
 
 // ------------------------------------------------------------- walk_reservoir
-constexpr int kLocalPoolSlots = 64;  // FlowWalker's |P_L| default
-
-// Slot is one walk of the block's local task pool (shared memory).
-struct Slot {
-  uint64_t off, poff, walk, seed;
-  uint32_t task, cur, prev, step, deg, pdeg;
-};
 
 // reservoir_step takes one step of the walk in slot s with the group's
 // sampler (a warp: lane = lane id, k = 32; the block: lane = thread id,
@@ -351,11 +341,7 @@ __device__ __forceinline__ void walk_reservoir_body(const WalkParams* __restrict
       const bool need = !dry && S.task == kNoTask;
       const unsigned want = __ballot_sync(kFull, need);
       if (want) {
-        const unsigned leader = __ffs(want) - 1;
-        uint32_t base = 0;
-        if (lane == leader) base = atomicAdd(P.cursor, (uint32_t)__popc(want));
-        base = __shfl_sync(kFull, base, leader);
-        const uint32_t idx = base + __popc(want & ((1u << lane) - 1));
+        const uint32_t idx = take_global_task(P.cursor, kFull, want, lane);
         if (need && idx < n) {
           const Task t = P.tasks[idx];
           S.task = idx;

@@ -1,0 +1,51 @@
+//go:build cuda
+
+package gpu
+
+// The one launch configuration: threads per block of every kernel, as the
+// launches use them. Kernels with __launch_bounds__ in kernels/ declare the
+// same number (the constants named beside each); TestKernelBlocksMatch-
+// LaunchBounds reads each compiled kernel's maximum threads per block on the
+// device, so changing one side alone fails there instead of at a launch.
+const (
+	threadBlock    = 256 // kThreadBlock, kernels/walk.cu: walk_thread_*
+	reservoirBlock = 256 // kBlockThreads, kernels/samplers.cuh: walk_reservoir_*
+	packThreads    = 256 // kPackThreads, kernels/compact.cuh: pack_*
+	visitThreads   = 256 // kVisitThreads, kernels/visits.cuh: visits_*
+	// tableThreads sizes the table builds, which carry no launch bounds
+	// (one warp per vertex; any multiple of 32 up to 1024 works).
+	tableThreads = 128
+	// localPoolSlots is kLocalPoolSlots, kernels/walk.cu: FlowWalker's
+	// local task pool per block, also the reservoir kernels' walks a block.
+	localPoolSlots = 64
+)
+
+// kernelBlock is one kernel's launch configuration.
+type kernelBlock struct {
+	name    string
+	threads int
+	// bounded: the kernel declares __launch_bounds__(threads), so its
+	// compiled maximum must equal threads; otherwise it must allow it.
+	bounded bool
+}
+
+// kernelBlocks lists every kernel the engine launches.
+func kernelBlocks() []kernelBlock {
+	var ks []kernelBlock
+	for _, name := range modeKernels {
+		ks = append(ks, kernelBlock{name, threadBlock, true}, kernelBlock{name + "_full", threadBlock, true})
+	}
+	for _, name := range []string{"walk_reservoir_zprs", "walk_reservoir_zprs_n2v", "walk_reservoir_dprs", "walk_reservoir_dprs_n2v"} {
+		ks = append(ks, kernelBlock{name, reservoirBlock, true})
+	}
+	for _, name := range []string{"pack_partials", "pack_scan_partials", "pack_rows"} {
+		ks = append(ks, kernelBlock{name, packThreads, true})
+	}
+	for _, name := range []string{"visits_count_static", "visits_count_ppr", "visits_compact"} {
+		ks = append(ks, kernelBlock{name, visitThreads, true})
+	}
+	for _, name := range []string{"alias_build", "label_tables_build"} {
+		ks = append(ks, kernelBlock{name, tableThreads, false})
+	}
+	return ks
+}

@@ -1,0 +1,191 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"fmt"
+	"unsafe"
+
+	"gorgonia.org/cu"
+)
+
+// batchSlot is one of the two ping-pong slots: a stream, device buffers for
+// one batch and the pinned host buffers its inputs and results pass through.
+type batchSlot struct {
+	name                                                string
+	stream                                              cu.Stream
+	start, stop                                         cu.Event
+	capWalks                                            int64 // tasks and lengths
+	capWords                                            int64 // result and packed vertices
+	capJobs                                             int64
+	dTasks, dSeeds, dResult, dLengths, dCursor, dParams cu.DevicePtr
+	dDense, dPartials                                   cu.DevicePtr
+	hTasks                                              []task
+	hSeeds                                              []uint64
+	hDense, hLengths                                    []uint32
+	hTotal                                              *uint32
+	hParams                                             *walkParams
+	hPtrs                                               []unsafe.Pointer
+	pending                                             *batch
+}
+
+// release frees whatever of the slot was allocated, also a slot whose
+// construction failed halfway (device thread).
+func (s *batchSlot) release(e *Engine) {
+	if s.stream != (cu.Stream{}) {
+		_ = s.stream.Synchronize()
+	}
+	for _, p := range s.hPtrs {
+		e.hostFree(p)
+	}
+	s.hPtrs = nil
+	for name, p := range map[string]*cu.DevicePtr{"tasks": &s.dTasks, "seeds": &s.dSeeds, "result": &s.dResult,
+		"lengths": &s.dLengths, "cursor": &s.dCursor, "params": &s.dParams, "dense": &s.dDense, "partials": &s.dPartials} {
+		e.free(s.name+"."+name, p)
+	}
+	if s.stream != (cu.Stream{}) {
+		_ = s.stream.Destroy()
+	}
+	for _, ev := range []*cu.Event{&s.start, &s.stop} {
+		if *ev != (cu.Event{}) {
+			_ = cu.DestroyEvent(ev)
+		}
+	}
+}
+
+// ensureSlots sizes both slots for batches of up to walks walks, words
+// result vertices and jobs seeds (device thread). Slots only grow, each
+// dimension on its own, so groups of different lengths reuse them instead
+// of reallocating pinned memory run after run.
+func (e *Engine) ensureSlots(walks, words, jobs int64) error {
+	type size struct{ walks, words, jobs int64 }
+	var want [2]*size
+	for i, old := range e.slots {
+		if old != nil && old.capWalks >= walks && old.capWords >= words && old.capJobs >= jobs {
+			continue
+		}
+		sz := &size{walks, words, jobs}
+		if old != nil {
+			sz = &size{max(walks, old.capWalks), max(words, old.capWords), max(jobs, old.capJobs)}
+			// Give the old slot's memory back first: the new ones may
+			// need it (batchWalks counted it as free). Until its
+			// replacement is complete there is no slot i.
+			old.release(e)
+			e.slots[i] = nil
+		}
+		want[i] = sz
+	}
+	for i, sz := range want {
+		if sz == nil {
+			continue
+		}
+		free, _, err := cu.MemInfo()
+		if err != nil {
+			return fmt.Errorf("gpu: memory info: %w", err)
+		}
+		if err := slotPlan(i, sz.walks, sz.words, sz.jobs).check(free); err != nil {
+			return err
+		}
+		s, err := e.newSlot(i, sz.walks, sz.words, sz.jobs)
+		if err != nil {
+			return err
+		}
+		e.slots[i] = s
+	}
+	return nil
+}
+
+// newSlot allocates slot i for batches of up to walks walks, words result
+// vertices and jobs seeds. It returns a complete slot, or an error with
+// everything it had allocated freed (device thread).
+func (e *Engine) newSlot(i int, walks, words, jobs int64) (_ *batchSlot, err error) {
+	s := &batchSlot{name: fmt.Sprintf("slot%d", i)}
+	defer func() {
+		if err != nil {
+			s.release(e)
+		}
+	}()
+	if s.stream, err = cu.MakeStream(cu.NonBlocking); err != nil {
+		return nil, fmt.Errorf("gpu: stream: %w", err)
+	}
+	if s.start, err = cu.MakeEvent(cu.DefaultEvent); err != nil {
+		return nil, fmt.Errorf("gpu: event: %w", err)
+	}
+	if s.stop, err = cu.MakeEvent(cu.DefaultEvent); err != nil {
+		return nil, fmt.Errorf("gpu: event: %w", err)
+	}
+	dev := []*cu.DevicePtr{&s.dTasks, &s.dSeeds, &s.dResult, &s.dLengths, &s.dCursor, &s.dParams, &s.dDense, &s.dPartials}
+	for k, part := range slotParts(walks, words, jobs) {
+		if *dev[k], err = e.alloc(s.name+"."+part.name, part.bytes); err != nil {
+			return nil, err
+		}
+	}
+	host := func(n int64) (unsafe.Pointer, error) {
+		p, err := e.hostAlloc(n)
+		if err == nil {
+			s.hPtrs = append(s.hPtrs, p)
+		}
+		return p, err
+	}
+	p, err := host(walks * 16)
+	if err != nil {
+		return nil, err
+	}
+	s.hTasks = unsafe.Slice((*task)(p), walks)
+	if p, err = host(jobs * 8); err != nil {
+		return nil, err
+	}
+	s.hSeeds = unsafe.Slice((*uint64)(p), jobs)
+	if p, err = host(words * 4); err != nil {
+		return nil, err
+	}
+	s.hDense = unsafe.Slice((*uint32)(p), words)
+	if p, err = host(8); err != nil {
+		return nil, err
+	}
+	s.hTotal = (*uint32)(p)
+	if p, err = host(walks * 4); err != nil {
+		return nil, err
+	}
+	s.hLengths = unsafe.Slice((*uint32)(p), walks)
+	if p, err = host(paramsSize); err != nil {
+		return nil, err
+	}
+	s.hParams = (*walkParams)(p)
+	// Capacities only now that every buffer exists.
+	s.capWalks, s.capWords, s.capJobs = walks, words, jobs
+	return s, nil
+}
+
+// batchWalks sizes a batch by FlowWalker's equation 3: the free device
+// memory (less a reserve) split between the two ping-pong slots, each walk
+// needing its result row, length and task; bounded by the pinned host
+// buffers and the configured cap.
+func (e *Engine) batchWalks(stride, total int64) (int64, error) {
+	perWalk := 2*stride*4 + 4 + 16 // result row, dense copy, length, task
+	var free int64
+	err := e.dev.do(func() error {
+		// Slots already allocated count as free: they are reused or
+		// replaced.
+		f, _, err := cu.MemInfo()
+		for _, s := range e.slots {
+			if s != nil {
+				f += s.capWalks*(4+16) + 2*s.capWords*4 + s.capJobs*8
+			}
+		}
+		free = f
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("gpu: memory info: %w", err)
+	}
+	n := (free - e.cfg.reserveBytes) / (2 * perWalk)
+	n = min(n, e.cfg.hostBufferBytes/(stride*4+4+16), total, 1<<31-1)
+	if e.cfg.maxBatchWalks > 0 {
+		n = min(n, int64(e.cfg.maxBatchWalks))
+	}
+	if n < 1 {
+		return 0, fmt.Errorf("gpu: no device memory for a batch (%d bytes free, %d reserved)", free, e.cfg.reserveBytes)
+	}
+	return n, nil
+}

@@ -1,0 +1,198 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"fmt"
+	"time"
+
+	"gorgonia.org/cu"
+
+	"github.com/walkstage/walkstage/walk"
+)
+
+// setup runs on the device thread.
+func (e *Engine) setup() error {
+	var err error
+	if e.mod, err = cu.LoadData(kernelImage); err != nil {
+		return fmt.Errorf("%w: load kernels: %v", ErrUnavailable, err)
+	}
+	for _, k := range []struct {
+		fn   *cu.Function
+		name string
+	}{{&e.fnAlias, "alias_build"}, {&e.fnSegs, "label_tables_build"},
+		{&e.fnPackPartials, "pack_partials"}, {&e.fnPackScan, "pack_scan_partials"}, {&e.fnPackRows, "pack_rows"}} {
+		if *k.fn, err = e.mod.Function(k.name); err != nil {
+			return fmt.Errorf("gpu: kernel %s: %w", k.name, err)
+		}
+	}
+	for m, name := range modeKernels {
+		for v, suffix := range []string{"", "_full"} {
+			fn, err := e.mod.Function(name + suffix)
+			if err != nil {
+				return fmt.Errorf("gpu: kernel %s: %w", name+suffix, err)
+			}
+			e.fnThread[m][v] = fn
+			if e.occThread[m][v], err = fn.MaxActiveBlocksPerMultiProcessor(threadBlock, 0); err != nil {
+				return fmt.Errorf("gpu: occupancy of %s: %w", name+suffix, err)
+			}
+		}
+	}
+	if e.numSM, err = e.dev.dev.Attribute(cu.MultiprocessorCount); err != nil {
+		return fmt.Errorf("gpu: multiprocessor count: %w", err)
+	}
+	for d, sampler := range []string{"zprs", "dprs"} {
+		for n, suffix := range []string{"", "_n2v"} {
+			name := "walk_reservoir_" + sampler + suffix
+			fn, err := e.mod.Function(name)
+			if err != nil {
+				return fmt.Errorf("gpu: kernel %s: %w", name, err)
+			}
+			e.fnReservoir[d][n] = fn
+			if e.occReservoir[d][n], err = fn.MaxActiveBlocksPerMultiProcessor(reservoirBlock, 0); err != nil {
+				return fmt.Errorf("gpu: occupancy of %s: %w", name, err)
+			}
+		}
+	}
+	g := e.g
+	free, _, err := cu.MemInfo()
+	if err != nil {
+		return fmt.Errorf("gpu: memory info: %w", err)
+	}
+	if err := graphPlan(shapeOf(g), e.cfg.reserveBytes).check(free); err != nil {
+		return err
+	}
+	if e.dOffsets, err = upload(e, "graph.offsets", g.Offsets); err != nil {
+		return err
+	}
+	if e.dTargets, err = upload(e, "graph.targets", g.Targets); err != nil {
+		return err
+	}
+	if e.dWeights, err = upload(e, "graph.weights", g.Weights); err != nil {
+		return err
+	}
+	if e.dLabels, err = upload(e, "graph.labels", g.Labels); err != nil {
+		return err
+	}
+	e.graphBytes = int64(len(g.Offsets))*8 + int64(len(g.Targets))*4 + int64(len(g.Weights))*4 + int64(len(g.Labels))
+	if g.Weighted() && g.NumEdges() > 0 {
+		return e.buildAlias()
+	}
+	return nil
+}
+
+// buildAlias builds the packed alias tables of the graph's adjacency lists
+// on the device.
+func (e *Engine) buildAlias() error {
+	t0 := time.Now()
+	E := e.g.NumEdges()
+	table, err := e.alloc("alias.table", E*16)
+	if err != nil {
+		return err
+	}
+	if err := e.aliasSegments(e.dOffsets, e.dTargets, e.dWeights, table, uint64(e.g.NumVertices())); err != nil {
+		e.free("alias.table", &table)
+		return err
+	}
+	e.dAlias = table
+	e.tableBytes += E * 16
+	e.tableBuild += time.Since(t0)
+	return nil
+}
+
+// aliasSegments runs alias_build over nseg segments (segment s is
+// [offsets[s], offsets[s+1]) of targets and weights) into table, with
+// float64 scratch that is freed afterwards (device thread).
+func (e *Engine) aliasSegments(offsets, targets, weights, table cu.DevicePtr, nseg uint64) error {
+	E := e.g.NumEdges()
+	scaled, err := e.alloc("alias.scratch.scaled", E*8)
+	if err != nil {
+		return err
+	}
+	defer e.free("alias.scratch.scaled", &scaled)
+	stack, err := e.alloc("alias.scratch.lists", E*4)
+	if err != nil {
+		return err
+	}
+	defer e.free("alias.scratch.lists", &stack)
+	blocks := int(min((nseg+tableThreads-1)/tableThreads, uint64(e.numSM*16)))
+	args := []uint64{uint64(offsets), uint64(targets), uint64(weights), uint64(table), uint64(scaled), uint64(stack), nseg}
+	if err := launch(e.fnAlias, blocks, tableThreads, cu.Stream{}, args); err != nil {
+		return fmt.Errorf("gpu: alias_build: %w", err)
+	}
+	if err := cu.Synchronize(); err != nil {
+		return fmt.Errorf("gpu: alias_build: %w", err)
+	}
+	return nil
+}
+
+// useLabelTables says whether a MetaPath algorithm runs on the label tables
+// (walk.UsesLabelTables, the rule the CPU engine follows too).
+func (e *Engine) useLabelTables(a walk.Algorithm) bool { return walk.UsesLabelTables(a, e.g) }
+
+// labelTables builds, once, each vertex's edges regrouped by label
+// (label_tables_build) and, for a weighted graph, an alias table per
+// (vertex, label) segment (alias_build over segments). Device thread.
+func (e *Engine) labelTables() (err error) {
+	if e.segBuilt {
+		return nil
+	}
+	t0 := time.Now()
+	nl := uint64(e.g.NumLabels)
+	nv := uint64(e.g.NumVertices())
+	E := e.g.NumEdges()
+	free, _, err := cu.MemInfo()
+	if err != nil {
+		return fmt.Errorf("gpu: memory info: %w", err)
+	}
+	if err := labelTablePlan(shapeOf(e.g)).check(free); err != nil {
+		return err
+	}
+	// Built in locals and published only once complete: a failure frees
+	// them all, and the next MetaPath run starts over.
+	var segOffsets, segTargets, segAlias, segWeights cu.DevicePtr
+	defer func() {
+		e.free("labels.scratch.weights", &segWeights)
+		if err != nil {
+			e.free("labels.offsets", &segOffsets)
+			e.free("labels.targets", &segTargets)
+			e.free("labels.alias", &segAlias)
+		}
+	}()
+	if segOffsets, err = e.alloc("labels.offsets", int64(nv*nl+1)*8); err != nil {
+		return err
+	}
+	if segTargets, err = e.alloc("labels.targets", E*4); err != nil {
+		return err
+	}
+	if e.g.Weighted() {
+		if segWeights, err = e.alloc("labels.scratch.weights", E*4); err != nil {
+			return err
+		}
+		if segAlias, err = e.alloc("labels.alias", E*16); err != nil {
+			return err
+		}
+	}
+	blocks := int(min((nv+tableThreads-1)/tableThreads, uint64(e.numSM*16)))
+	args := []uint64{uint64(e.dOffsets), uint64(e.dTargets), uint64(e.dWeights), uint64(e.dLabels),
+		uint64(segOffsets), uint64(segTargets), uint64(segWeights), nv, nl}
+	if err := launch(e.fnSegs, blocks, tableThreads, cu.Stream{}, args); err != nil {
+		return fmt.Errorf("gpu: label_tables_build: %w", err)
+	}
+	if err := cu.Synchronize(); err != nil {
+		return fmt.Errorf("gpu: label_tables_build: %w", err)
+	}
+	bytes := int64(nv*nl+1)*8 + E*4
+	if e.g.Weighted() {
+		if err := e.aliasSegments(segOffsets, segTargets, segWeights, segAlias, nv*nl); err != nil {
+			return err
+		}
+		bytes += E * 16
+	}
+	e.dSegOffsets, e.dSegTargets, e.dSegAlias = segOffsets, segTargets, segAlias
+	e.tableBytes += bytes
+	e.segBuilt = true
+	e.tableBuild += time.Since(t0)
+	e.cfg.logger.Info("gpu metapath label tables built", "graph", e.g.Name, "labels", nl, "duration", time.Since(t0))
+	return nil
+}

@@ -1,0 +1,161 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Commit waits for every walk to be uploaded and writes `_SUCCESS` last,
+// with a create-if-absent put, so that of several writers of one batch id
+// (replicas given the same request, a redelivery racing the original)
+// exactly one manifest wins and it lists exactly one attempt's parts:
+//
+//   - no manifest yet: ours is written; other attempts' parts left in the
+//     batch directory are then deleted (best effort), so directory readers
+//     such as DuckDB's read_parquet('.../part-*') see only listed parts.
+//   - a complete manifest with our fingerprint: our parts are deleted and
+//     that manifest is returned as if ours.
+//   - a complete manifest with another fingerprint: our parts are deleted
+//     and the error wraps ErrBatchConflict; nothing else is touched.
+//   - a manifest without a fingerprint (written before fingerprints, or by
+//     a writer given none), an incomplete one (a listed part missing or of
+//     the wrong size) or an unreadable one: replaced by ours, then the
+//     parts older than this writer that ours does not list are deleted.
+//     Concurrent writers of such a batch are last-writer-wins, as before.
+//
+// Every walk id of the batch must have been written. On error the batch is
+// aborted: this attempt's parts are deleted, nothing else.
+func (w *BatchWriter) Commit(ctx context.Context) (*Manifest, error) {
+	w.mu.Lock()
+	if w.committed {
+		m := w.manifest
+		w.mu.Unlock()
+		return m, nil
+	}
+	if w.closed {
+		w.mu.Unlock()
+		return nil, errors.New("sink: commit after abort")
+	}
+	w.closed = true
+	received := w.received
+	w.mu.Unlock()
+	if w.visits != nil {
+		if err := w.finishVisits(ctx); err != nil {
+			w.fail(err)
+			return nil, w.finishAbort(ctx)
+		}
+	}
+	if w.samples != nil {
+		if err := w.finishSamples(ctx); err != nil {
+			w.fail(err)
+			return nil, w.finishAbort(ctx)
+		}
+	}
+	if received != w.meta.Walks {
+		w.fail(fmt.Errorf("sink: batch %s: %w: %d of %d walks written", w.meta.BatchID, ErrBadChunk, received, w.meta.Walks))
+		return nil, w.finishAbort(ctx)
+	}
+	select {
+	case <-w.done:
+	case <-ctx.Done():
+		w.fail(ctx.Err())
+		return nil, w.finishAbort(ctx)
+	}
+	if err := w.failed(); err != nil {
+		return nil, w.finishAbort(ctx)
+	}
+	w.stop()
+	files := make([]File, len(w.files))
+	for i := range files {
+		f, ok := w.files[i]
+		if !ok {
+			w.fail(fmt.Errorf("sink: batch %s: part %d missing after upload", w.meta.BatchID, i))
+			return nil, w.finishAbort(ctx)
+		}
+		files[i] = f
+	}
+	m := &Manifest{Version: ManifestVersion, BatchID: w.meta.BatchID, Graph: w.meta.Graph, GraphVersion: w.meta.GraphVersion,
+		Algorithm: w.algo, Seed: w.meta.Seed, Fingerprint: w.meta.Fingerprint,
+		Engine: w.meta.Engine, WalkstageVersion: w.meta.WalkstageVersion, Compression: string(w.cfg.compression),
+		Walks: w.meta.Walks, Files: files}
+	if w.visits != nil {
+		w.describeVisits(m)
+	}
+	if w.samples != nil {
+		w.describeSamples(m)
+	}
+	for _, f := range m.Files {
+		m.Steps += f.Steps
+		m.Bytes += f.Bytes
+	}
+	final, err := w.publish(ctx, m)
+	if err != nil {
+		// Our parts are nobody's: no manifest of ours lists them.
+		w.fail(err)
+		return nil, w.finishAbort(context.WithoutCancel(ctx))
+	}
+	w.mu.Lock()
+	w.committed, w.manifest = true, final
+	w.mu.Unlock()
+	return final, nil
+}
+
+// stop ends the pipeline's goroutines and waits for them.
+func (w *BatchWriter) stop() {
+	w.cancel()
+	w.wg.Wait()
+}
+
+// Abort cancels the batch: the part being uploaded is abandoned (an S3
+// multipart upload is aborted, a local temporary file removed), parts this
+// writer completed are deleted, and no `_SUCCESS` is written. Nothing
+// another writer wrote is touched: an earlier complete output of the batch
+// stays as it was. It is safe to call after Commit failed, and a no-op
+// after Commit succeeded.
+func (w *BatchWriter) Abort(ctx context.Context) error {
+	w.mu.Lock()
+	if w.committed {
+		w.mu.Unlock()
+		return nil
+	}
+	w.closed = true
+	w.mu.Unlock()
+	w.fail(ErrAborted)
+	_, err := w.cleanup(ctx)
+	return err
+}
+
+// finishAbort cleans up after a failed Commit and returns the failure.
+func (w *BatchWriter) finishAbort(ctx context.Context) error {
+	cause, err := w.cleanup(ctx)
+	if err != nil {
+		return fmt.Errorf("%w (and %v)", cause, err)
+	}
+	return cause
+}
+
+// cleanup stops the pipeline and deletes the parts this attempt completed;
+// it returns the recorded failure and any cleanup error.
+func (w *BatchWriter) cleanup(ctx context.Context) (cause, err error) {
+	w.stop()
+	w.abortVisits()
+	w.abortSamples()
+	w.mu.Lock()
+	keys := w.written
+	w.written = nil
+	cause = w.err
+	if w.abortErr != nil {
+		err, w.abortErr = fmt.Errorf("sink: batch %s: %w", w.meta.BatchID, w.abortErr), nil
+	}
+	w.mu.Unlock()
+	if err != nil {
+		return cause, err
+	}
+	for _, k := range keys {
+		if err := w.deleteKey(ctx, k); err != nil {
+			return cause, fmt.Errorf("sink: batch %s: delete %s: %w", w.meta.BatchID, k, err)
+		}
+	}
+	return cause, nil
+}
