@@ -550,9 +550,12 @@ func (s *sampler) frontier(id uint32, seeds []uint32) []SampledEdge {
 		base := g.Offsets[v]
 		n := uint32(g.Offsets[v+1] - base)
 		var c uint32
-		if p.EdgeBias.Kind == BiasConstant {
+		switch p.EdgeBias.Kind {
+		case BiasConstant:
 			c = index(w[2], n)
-		} else {
+		case BiasEdgeWeight:
+			c = cdfSearch(weightCDF(g)[base:base+uint64(n)], w[2])
+		default:
 			c = pickWeighted(func(i int) float64 { return p.EdgeBias.edge(g, base+uint64(i)) }, int(n), w[2])
 		}
 		e := base + uint64(c)

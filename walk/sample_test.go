@@ -2,6 +2,7 @@ package walk
 
 import (
 	"context"
+	"fmt"
 	"math/bits"
 	"reflect"
 	"testing"
@@ -54,8 +55,14 @@ func exactSubsets(w []float64, k int) map[uint32]float64 {
 func TestSelectWithoutReplacementMatchesExactSubsetProbabilities(t *testing.T) {
 	g := testGraph(t) // vertex 0: ten neighbours 1..10 of weights 1..10
 	const trials = 100_000
-	for _, weighted := range []bool{false, true} {
-		p := SampleParams{Kind: NeighborSampling, Seed: 7, InstancesPerSeed: trials, Fanouts: []int{3}}
+	// k = 3 of 10 selects by keys, k = 2 of 10 draws with rejection
+	// (n > 4k): both must be successive sampling.
+	for _, c := range []struct {
+		k        int
+		weighted bool
+	}{{3, false}, {3, true}, {2, false}, {2, true}} {
+		k, weighted := c.k, c.weighted
+		p := SampleParams{Kind: NeighborSampling, Seed: 7, InstancesPerSeed: trials, Fanouts: []int{k}}
 		w := make([]float64, 10)
 		for i := range w {
 			w[i] = 1
@@ -69,8 +76,8 @@ func TestSelectWithoutReplacementMatchesExactSubsetProbabilities(t *testing.T) {
 		counts := map[uint32]int{}
 		incl := make([]int, 10)
 		for _, edges := range sample(t, g, p, []uint32{0}, 0) {
-			if len(edges) != 3 {
-				t.Fatalf("%d edges, want 3", len(edges))
+			if len(edges) != k {
+				t.Fatalf("%d edges, want %d", len(edges), k)
 			}
 			var mask uint32
 			for _, e := range edges {
@@ -83,14 +90,14 @@ func TestSelectWithoutReplacementMatchesExactSubsetProbabilities(t *testing.T) {
 			}
 			counts[mask]++
 		}
-		exact := exactSubsets(w, 3)
-		chiSquare(t, map[bool]string{false: "uniform", true: "weighted"}[weighted], counts, exact)
+		exact := exactSubsets(w, k)
+		chiSquare(t, fmt.Sprintf("k=%d weighted=%v", k, weighted), counts, exact)
 		// Inclusion probabilities are the subsets' marginals.
 		pi := make(map[uint32]float64)
 		for mask, q := range exact {
 			for c := range 10 {
 				if mask&(1<<c) != 0 {
-					pi[uint32(c)] += q / 3
+					pi[uint32(c)] += q / float64(k)
 				}
 			}
 		}

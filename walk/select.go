@@ -15,11 +15,26 @@ package walk
 // Every key is a pure function of (seed, instance, slot, hop, candidate),
 // so a warp per frontier vertex can compute its candidates' keys in any
 // order and reduce them to the same k winners as this code.
+//
+// Keys cost a random word per candidate, O(degree) per frontier vertex,
+// which dominates at R-MAT hubs. Per-vertex selection (neighbour sampling)
+// of k edges out of n > 4k by constant or edge-weight bias therefore draws
+// instead, as C-SAW does (repeated sampling with collision detection): draw
+// t (t = 0, 1, ...) takes the word at Candidate = t and picks an edge with
+// replacement — uniformly by multiply-high, or by weight through the
+// vertex's cumulative weights (binary search, weightCDF) — and a drawn edge
+// already taken is drawn again. Drawing from the full distribution and
+// rejecting the taken ones is drawing from the rest by their weights:
+// successive sampling again, so the distribution is the keys' one. After
+// maxDraws(k) draws without k distinct edges (very skewed weights) the
+// vertex falls back to the keys, so every engine still selects the same.
 
 import (
 	"math"
 	"math/bits"
+	"slices"
 	"sort"
+	"sync"
 
 	"github.com/walkstage/walkstage/graph"
 )
@@ -160,9 +175,18 @@ func down(h []keyed, i int) {
 	}
 }
 
+// maxDraws bounds the draws of a rejection selection of k edges.
+func maxDraws(k int) int { return 16*k + 64 }
+
 // selectK selects k of the n edges at g.Targets[base:base+n] by bias b,
-// candidate c keyed by key with Candidate = c.
+// candidate c keyed by key with Candidate = c (see the file comment for
+// when it draws with rejection instead).
 func (s *selector) selectK(g *graph.Graph, b Bias, base uint64, n, k int, key SampleKey) []uint32 {
+	if n > 4*k && (b.Kind == BiasConstant || b.Kind == BiasEdgeWeight) {
+		if out, ok := s.rejection(g, b, base, n, k, key); ok {
+			return out
+		}
+	}
 	picked := s.selectFunc(n, k, b.Kind != BiasConstant,
 		func(c int) float64 { return b.edge(g, base+uint64(c)) },
 		func(c int) SampleKey { kk := key; kk.Candidate = uint32(c); return kk })
@@ -171,6 +195,74 @@ func (s *selector) selectK(g *graph.Graph, b Bias, base uint64, n, k int, key Sa
 		s.out32 = append(s.out32, uint32(c))
 	}
 	return s.out32
+}
+
+// rejection draws k distinct edges of n (n > 4k) with replacement,
+// redrawing taken ones; ok is false after maxDraws(k) draws.
+func (s *selector) rejection(g *graph.Graph, b Bias, base uint64, n, k int, key SampleKey) (out []uint32, ok bool) {
+	s.out32 = s.out32[:0]
+	s.have = false
+	var cum []float64
+	if b.Kind == BiasEdgeWeight {
+		cum = weightCDF(g)[base : base+uint64(n)]
+	}
+	for t := 0; t < maxDraws(k); t++ {
+		kk := key
+		kk.Candidate = uint32(t)
+		x := s.word(kk)
+		var c uint32
+		if cum == nil {
+			c = index(x, uint32(n))
+		} else {
+			c = cdfSearch(cum, x)
+		}
+		if !slices.Contains(s.out32, c) {
+			s.out32 = append(s.out32, c)
+			if len(s.out32) == k {
+				slices.Sort(s.out32)
+				return s.out32, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// cdfSearch picks the index of cum (inclusive cumulative weights) that the
+// word x falls in: the first i with target < cum[i], target = x/2^32 * total.
+func cdfSearch(cum []float64, x uint32) uint32 {
+	target := float64(x) / (1 << 32) * cum[len(cum)-1]
+	i := sort.Search(len(cum), func(i int) bool { return target < cum[i] })
+	return uint32(min(i, len(cum)-1))
+}
+
+// weightCDF returns, per edge, the inclusive cumulative weight of its
+// vertex's edges up to it (float64: exact enough for any degree). It is
+// built once per graph and kept for the last graph asked for: a stage
+// serves one graph at a time.
+func weightCDF(g *graph.Graph) []float64 {
+	cdfCache.Lock()
+	defer cdfCache.Unlock()
+	if cdfCache.g == g {
+		return cdfCache.cum
+	}
+	cum := make([]float64, len(g.Targets))
+	forVertexRanges(g, func(lo, hi int) {
+		for v := lo; v < hi; v++ {
+			var sum float64
+			for e := g.Offsets[v]; e < g.Offsets[v+1]; e++ {
+				sum += float64(g.Weights[e])
+				cum[e] = sum
+			}
+		}
+	})
+	cdfCache.g, cdfCache.cum = g, cum
+	return cum
+}
+
+var cdfCache struct {
+	sync.Mutex
+	g   *graph.Graph
+	cum []float64
 }
 
 // withReplacement draws k of the n edges with replacement, draw t from the
@@ -195,9 +287,12 @@ func (s *selector) withReplacement(g *graph.Graph, b Bias, base uint64, n, k int
 		kk := key
 		kk.Candidate = uint32(t)
 		x := s.word(kk)
-		if b.Kind == BiasConstant {
+		switch b.Kind {
+		case BiasConstant:
 			s.out32 = append(s.out32, index(x, uint32(n)))
-		} else {
+		case BiasEdgeWeight:
+			s.out32 = append(s.out32, cdfSearch(weightCDF(g)[base:base+uint64(n)], x))
+		default:
 			s.out32 = append(s.out32, pickWeighted(func(i int) float64 { return b.edge(g, base+uint64(i)) }, n, x))
 		}
 	}
