@@ -32,7 +32,10 @@ package walk
 //     frontier is the distinct targets, in first-selected order.
 //   - ForestFire: every frontier vertex burns x of its out-edges whose
 //     target is not yet in the sample, x = floor(log(u) / log(p)) for the
-//     burn word u (geometric, mean p/(1-p)); the burnt targets join the
+//     burn word u (geometric, mean p/(1-p)), selected as per-vertex
+//     neighbour sampling selects (draws with rejection of edges to sampled
+//     vertices when n > 4x, else keys over the candidates; walk/select.go);
+//     the burnt targets join the
 //     sample (at most MaxVertices vertices, seed included, stopping at the
 //     edge that reaches it) and form the next frontier. Depth hops.
 //   - Snowball: as ForestFire with every edge to a new vertex burnt.
@@ -362,6 +365,7 @@ type sampler struct {
 	cands   []uint64 // layer: candidate edges of the whole frontier
 	slots   []uint32 // layer: frontier slot of each candidate
 	offs    []uint32 // layer: candidate index within its vertex
+	picked  []uint32
 }
 
 func newSampler(g *graph.Graph, p SampleParams) *sampler {
@@ -487,36 +491,50 @@ func (s *sampler) fire(id uint32, seed uint32) []SampledEdge {
 			}
 			base := g.Offsets[v]
 			n := int(g.Offsets[v+1] - base)
-			// Candidates: edges to vertices not yet in the sample (the
-			// first edge to a vertex when it has several).
-			s.offs = s.offs[:0]
-			for c := 0; c < n; c++ {
+			// candidate: an edge to a vertex not yet in the sample (the
+			// first edge to it when there are several).
+			candidate := func(c int) bool {
 				u := g.Targets[base+uint64(c)]
-				if _, ok := s.visited[u]; ok || c > 0 && g.Targets[base+uint64(c-1)] == u {
-					continue
-				}
-				s.offs = append(s.offs, uint32(c))
+				_, in := s.visited[u]
+				return !in && (c == 0 || g.Targets[base+uint64(c-1)] != u)
 			}
 			key := SampleKey{Seed: p.Seed, Instance: id, Slot: uint32(j), Hop: uint32(h)}
-			var picked []int
-			if p.Kind == Snowball {
-				picked = picked[:0]
-				for c := range s.offs {
-					picked = append(picked, c)
-				}
-			} else {
+			x := n // snowball: every candidate
+			if p.Kind == ForestFire {
 				bk := key
 				bk.Candidate = burnCandidate
-				x := burnCount(bk.Word(), p.BurnProb)
-				picked = s.sel.selectFunc(len(s.offs), x, p.EdgeBias.Kind != BiasConstant,
-					func(c int) float64 { return p.EdgeBias.edge(g, base+uint64(s.offs[c])) },
-					func(c int) SampleKey { k := key; k.Candidate = s.offs[c]; return k })
+				if x = burnCount(bk.Word(), p.BurnProb); x == 0 {
+					continue
+				}
+			}
+			picked, ok := []uint32(nil), false
+			if p.Kind == ForestFire && n > 4*x && p.EdgeBias.Kind != BiasLabel {
+				picked, ok = s.sel.rejectionWhere(g, p.EdgeBias, base, n, x, key, candidate)
+			}
+			if !ok {
+				s.offs = s.offs[:0]
+				for c := 0; c < n; c++ {
+					if candidate(c) {
+						s.offs = append(s.offs, uint32(c))
+					}
+				}
+				picked = s.offs
+				if p.Kind == ForestFire {
+					sel := s.sel.selectFunc(len(s.offs), x, p.EdgeBias.Kind != BiasConstant,
+						func(c int) float64 { return p.EdgeBias.edge(g, base+uint64(s.offs[c])) },
+						func(c int) SampleKey { k := key; k.Candidate = s.offs[c]; return k })
+					s.picked = s.picked[:0]
+					for _, c := range sel {
+						s.picked = append(s.picked, s.offs[c])
+					}
+					picked = s.picked
+				}
 			}
 			for _, c := range picked {
 				if full() {
 					break
 				}
-				e := base + uint64(s.offs[c])
+				e := base + uint64(c)
 				u := g.Targets[e]
 				s.visited[u] = struct{}{}
 				out = append(out, SampledEdge{Hop: int32(h), Src: v, Dst: u, Edge: e})

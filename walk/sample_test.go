@@ -229,6 +229,8 @@ func TestForestFireBurnsNewVerticesGeometrically(t *testing.T) {
 	const trials = 50_000
 	p := SampleParams{Kind: ForestFire, Seed: 11, InstancesPerSeed: trials, BurnProb: 0.7, Depth: 2, MaxVertices: 8}
 	hop0 := map[uint32]int{}
+	single := map[uint32]int{} // the one vertex burnt when x = 1 (drawn with rejection)
+	pairs := map[uint32]int{}  // the pair burnt when x = 2
 	for _, edges := range sample(t, g, p, []uint32{0}, 0) {
 		in := map[uint32]bool{0: true}
 		frontier := map[uint32]bool{0: true}
@@ -254,7 +256,23 @@ func TestForestFireBurnsNewVerticesGeometrically(t *testing.T) {
 			t.Fatalf("%d vertices over %d hops", len(in), h+1)
 		}
 		hop0[uint32(min(n0, 7))]++
+		switch n0 {
+		case 1:
+			single[edges[0].Dst]++
+		case 2:
+			pairs[1<<(edges[0].Dst-1)|1<<(edges[1].Dst-1)]++
+		}
 	}
+	uniform := map[uint32]float64{}
+	for v := uint32(1); v <= 10; v++ {
+		uniform[v] = 0.1
+	}
+	chiSquare(t, "burnt vertex", single, uniform)
+	ones := make([]float64, 10)
+	for i := range ones {
+		ones[i] = 1
+	}
+	chiSquare(t, "burnt pair", pairs, exactSubsets(ones, 2))
 	// Hop 0 burns min(x, 7) of the seed's ten neighbours (7 = max_vertices
 	// 8 less the seed), x geometric: P(x = j) = (1-p) p^j.
 	exact := map[uint32]float64{}

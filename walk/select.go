@@ -200,6 +200,13 @@ func (s *selector) selectK(g *graph.Graph, b Bias, base uint64, n, k int, key Sa
 // rejection draws k distinct edges of n (n > 4k) with replacement,
 // redrawing taken ones; ok is false after maxDraws(k) draws.
 func (s *selector) rejection(g *graph.Graph, b Bias, base uint64, n, k int, key SampleKey) (out []uint32, ok bool) {
+	return s.rejectionWhere(g, b, base, n, k, key, nil)
+}
+
+// rejectionWhere is rejection that also redraws edges that are not
+// candidates (forest fire: edges to vertices already sampled); candidate
+// nil takes every edge.
+func (s *selector) rejectionWhere(g *graph.Graph, b Bias, base uint64, n, k int, key SampleKey, candidate func(c int) bool) (out []uint32, ok bool) {
 	s.out32 = s.out32[:0]
 	s.have = false
 	var cum []float64
@@ -216,7 +223,7 @@ func (s *selector) rejection(g *graph.Graph, b Bias, base uint64, n, k int, key 
 		} else {
 			c = cdfSearch(cum, x)
 		}
-		if !slices.Contains(s.out32, c) {
+		if !slices.Contains(s.out32, c) && (candidate == nil || candidate(int(c))) {
 			s.out32 = append(s.out32, c)
 			if len(s.out32) == k {
 				slices.Sort(s.out32)
