@@ -55,6 +55,8 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -366,6 +368,7 @@ type sampler struct {
 	slots   []uint32 // layer: frontier slot of each candidate
 	offs    []uint32 // layer: candidate index within its vertex
 	picked  []uint32
+	pre     []float64 // layer: cumulative degrees (weights) of the frontier
 }
 
 func newSampler(g *graph.Graph, p SampleParams) *sampler {
@@ -419,35 +422,32 @@ func (s *sampler) neighbor(id uint32, seed uint32) []SampledEdge {
 	return out
 }
 
+// layerPick is one selected edge of a layer: its frontier slot and its
+// index in that vertex's adjacency.
+type layerPick struct{ slot, off uint32 }
+
+// layerSlot is the counter slot of a layer's rejection draws: no frontier
+// position reaches it.
+const layerSlot = 0xFFFFFFFF
+
 func (s *sampler) layer(id uint32, seed uint32) []SampledEdge {
 	g, p := s.g, s.p
 	var out []SampledEdge
 	frontier := []uint32{seed}
 	for h, k := range p.LayerSizes {
-		s.cands, s.slots, s.offs = s.cands[:0], s.slots[:0], s.offs[:0]
-		for j, v := range frontier {
-			for e := g.Offsets[v]; e < g.Offsets[v+1]; e++ {
-				s.cands = append(s.cands, e)
-				s.slots = append(s.slots, uint32(j))
-				s.offs = append(s.offs, uint32(e-g.Offsets[v]))
-			}
+		picks, ok := s.layerRejection(id, uint32(h), k, frontier)
+		if !ok {
+			picks = s.layerKeys(id, uint32(h), k, frontier)
 		}
-		keyOf := func(c int) SampleKey {
-			return SampleKey{Seed: p.Seed, Instance: id, Slot: s.slots[c], Hop: uint32(h), Candidate: s.offs[c]}
-		}
-		picked := s.sel.selectFunc(len(s.cands), k, p.EdgeBias.Kind != BiasConstant,
-			func(c int) float64 { return p.EdgeBias.edge(g, s.cands[c]) }, keyOf)
 		clear(s.visited)
-		next := make([]uint32, 0, len(picked))
-		for _, c := range picked {
-			e := s.cands[c]
-			v, u := frontier[s.slots[c]], g.Targets[e]
+		next := make([]uint32, 0, len(picks))
+		for _, pk := range picks {
+			v := frontier[pk.slot]
+			e := g.Offsets[v] + uint64(pk.off)
+			u := g.Targets[e]
 			out = append(out, SampledEdge{Hop: int32(h), Src: v, Dst: u, Edge: e})
-		}
-		// The next frontier is the distinct targets in selection order
-		// (picked is in candidate order, which is frontier then adjacency).
-		for _, c := range picked {
-			u := g.Targets[s.cands[c]]
+			// The next frontier is the distinct targets in candidate order
+			// (frontier, then adjacency).
 			if _, ok := s.visited[u]; !ok {
 				s.visited[u] = struct{}{}
 				next = append(next, u)
@@ -459,6 +459,107 @@ func (s *sampler) layer(id uint32, seed uint32) []SampledEdge {
 		}
 	}
 	return out
+}
+
+// layerKeys selects k of the frontier's edges by reservoir keys.
+func (s *sampler) layerKeys(id, h uint32, k int, frontier []uint32) []layerPick {
+	g, p := s.g, s.p
+	s.cands, s.slots, s.offs = s.cands[:0], s.slots[:0], s.offs[:0]
+	for j, v := range frontier {
+		for e := g.Offsets[v]; e < g.Offsets[v+1]; e++ {
+			s.cands = append(s.cands, e)
+			s.slots = append(s.slots, uint32(j))
+			s.offs = append(s.offs, uint32(e-g.Offsets[v]))
+		}
+	}
+	keyOf := func(c int) SampleKey {
+		return SampleKey{Seed: p.Seed, Instance: id, Slot: s.slots[c], Hop: h, Candidate: s.offs[c]}
+	}
+	picked := s.sel.selectFunc(len(s.cands), k, p.EdgeBias.Kind != BiasConstant,
+		func(c int) float64 { return p.EdgeBias.edge(g, s.cands[c]) }, keyOf)
+	picks := make([]layerPick, len(picked))
+	for i, c := range picked {
+		picks[i] = layerPick{s.slots[c], s.offs[c]}
+	}
+	return picks
+}
+
+// layerRejection selects k of the frontier's n edges (n > 4k, constant or
+// edge-weight bias) by draws with replacement over the whole frontier,
+// redrawing taken edges: draw t is the word at {instance, layerSlot, hop,
+// t}, mapped to a frontier slot through the slots' cumulative degrees
+// (weights) and to an edge within it (uniformly, or through the vertex's
+// cumulative weights). ok is false when it does not apply or after
+// maxDraws(k) draws.
+func (s *sampler) layerRejection(id, h uint32, k int, frontier []uint32) ([]layerPick, bool) {
+	g, p := s.g, s.p
+	if p.EdgeBias.Kind != BiasConstant && p.EdgeBias.Kind != BiasEdgeWeight {
+		return nil, false
+	}
+	var cum []float64
+	if p.EdgeBias.Kind == BiasEdgeWeight {
+		cum = weightCDF(g)
+	}
+	pre := s.pre[:0]
+	var n uint64
+	var total float64
+	for _, v := range frontier {
+		d := g.Offsets[v+1] - g.Offsets[v]
+		n += d
+		if cum != nil && d > 0 {
+			total += cum[g.Offsets[v+1]-1]
+		}
+		pre = append(pre, float64(n))
+		if cum != nil {
+			pre[len(pre)-1] = total
+		}
+	}
+	s.pre = pre
+	if n <= 4*uint64(k) || n > math.MaxUint32 {
+		return nil, false
+	}
+	picks := make([]layerPick, 0, k)
+	for t := 0; t < maxDraws(k); t++ {
+		x := s.sel.word(SampleKey{Seed: p.Seed, Instance: id, Slot: layerSlot, Hop: h, Candidate: uint32(t)})
+		var pk layerPick
+		if cum == nil {
+			i := uint64(index(x, uint32(n)))
+			j := sort.Search(len(pre), func(j int) bool { return float64(i) < pre[j] })
+			lo := uint64(0)
+			if j > 0 {
+				lo = uint64(pre[j-1])
+			}
+			pk = layerPick{uint32(j), uint32(i - lo)}
+		} else {
+			target := float64(x) / (1 << 32) * total
+			j := min(sort.Search(len(pre), func(j int) bool { return target < pre[j] }), len(pre)-1)
+			for j > 0 && pre[j] == pre[j-1] { // a vertex without edges: none of the mass
+				j--
+			}
+			lo := 0.0
+			if j > 0 {
+				lo = pre[j-1]
+			}
+			v := frontier[j]
+			vc := cum[g.Offsets[v]:g.Offsets[v+1]]
+			r := target - lo
+			c := min(sort.Search(len(vc), func(c int) bool { return r < vc[c] }), len(vc)-1)
+			pk = layerPick{uint32(j), uint32(c)}
+		}
+		if !slices.Contains(picks, pk) {
+			picks = append(picks, pk)
+			if len(picks) == k {
+				slices.SortFunc(picks, func(a, b layerPick) int {
+					if a.slot != b.slot {
+						return int(a.slot) - int(b.slot)
+					}
+					return int(a.off) - int(b.off)
+				})
+				return picks, true
+			}
+		}
+	}
+	return nil, false
 }
 
 // burnCount is the forest-fire burn count of a frontier vertex: geometric

@@ -165,7 +165,47 @@ func TestNeighborSamplingFanoutsExact(t *testing.T) {
 
 func TestLayerSamplingSizesExact(t *testing.T) {
 	g := testGraph(t)
-	p := SampleParams{Kind: LayerSampling, Seed: 5, InstancesPerSeed: 200, LayerSizes: []int{4, 6}}
+	for _, p := range []SampleParams{
+		{Kind: LayerSampling, Seed: 5, InstancesPerSeed: 200, LayerSizes: []int{4, 6}},                                       // keys
+		{Kind: LayerSampling, Seed: 5, InstancesPerSeed: 200, LayerSizes: []int{2, 1}},                                       // rejection
+		{Kind: LayerSampling, Seed: 5, InstancesPerSeed: 200, LayerSizes: []int{2, 1}, EdgeBias: Bias{Kind: BiasEdgeWeight}}, // weighted
+	} {
+		layerSizesExact(t, g, p)
+	}
+}
+
+// Layer selection over a one-vertex frontier is successive sampling, by
+// keys (k = 3 of 10) and by rejection draws (k = 2 of 10).
+func TestLayerSamplingMatchesExactSubsetProbabilities(t *testing.T) {
+	g := testGraph(t)
+	for _, k := range []int{2, 3} {
+		for _, weighted := range []bool{false, true} {
+			p := SampleParams{Kind: LayerSampling, Seed: 21, InstancesPerSeed: 100_000, LayerSizes: []int{k}}
+			w := make([]float64, 10)
+			for i := range w {
+				w[i] = 1
+				if weighted {
+					w[i] = float64(g.Weights[g.Offsets[0]+uint64(i)])
+				}
+			}
+			if weighted {
+				p.EdgeBias = Bias{Kind: BiasEdgeWeight}
+			}
+			counts := map[uint32]int{}
+			for _, edges := range sample(t, g, p, []uint32{0}, 0) {
+				var mask uint32
+				for _, e := range edges {
+					mask |= 1 << (e.Edge - g.Offsets[0])
+				}
+				counts[mask]++
+			}
+			chiSquare(t, fmt.Sprintf("layer k=%d weighted=%v", k, weighted), counts, exactSubsets(w, k))
+		}
+	}
+}
+
+func layerSizesExact(t *testing.T, g *graph.Graph, p SampleParams) {
+	t.Helper()
 	for _, edges := range sample(t, g, p, []uint32{0}, 0) {
 		frontier := map[uint32]bool{0: true}
 		k := 0
