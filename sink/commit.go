@@ -28,6 +28,7 @@ func (w *BatchWriter) publish(ctx context.Context, m *Manifest) (*Manifest, erro
 	err = w.putManifest(ctx, data, true)
 	if err == nil {
 		w.deleteUnlisted(ctx, m, m.Fingerprint == "")
+		w.abortOtherUploads(ctx)
 		return m, nil
 	}
 	if !isExists(err) {
@@ -43,6 +44,7 @@ func (w *BatchWriter) publish(ctx context.Context, m *Manifest) (*Manifest, erro
 		return nil, fmt.Errorf("sink: batch %s: read the manifest another writer wrote: %w", w.meta.BatchID, rerr)
 	case cur != nil && complete && cur.Fingerprint != "":
 		w.deleteOwnParts(ctx)
+		w.abortOtherUploads(ctx)
 		if cur.Fingerprint != m.Fingerprint {
 			return nil, conflictError(w.meta.BatchID, cur.Fingerprint, m.Fingerprint)
 		}
@@ -148,6 +150,16 @@ func (w *BatchWriter) deleteKey(ctx context.Context, key string) error {
 // writer may still be about to publish its parts, so only parts modified
 // before this writer started are deleted. Failures are ignored: readers
 // go by the manifest, and the next writer of the batch tries again.
+// abortOtherUploads aborts every multipart upload still open under the
+// batch's directory once its manifest stands: each attempt writes parts of
+// its own name, so an attempt killed mid-part leaves an upload that no later
+// writer of the batch would ever resume or abort, and the store keeps (and
+// bills) it. A live loser's upload fails and its writer finds the manifest.
+// Failures are ignored: the start-up sweep and a lifecycle rule remain.
+func (w *BatchWriter) abortOtherUploads(ctx context.Context) {
+	abortStaleUploads(ctx, w.bucket, w.layout.Dir+"/", 0, w.cfg.callTimeout)
+}
+
 func (w *BatchWriter) deleteUnlisted(ctx context.Context, m *Manifest, onlyOlder bool) {
 	if onlyOlder {
 		// Another last-writer-wins writer may have replaced ours since: its

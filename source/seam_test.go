@@ -288,3 +288,26 @@ func (s *syncBuf) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestPingFailsWhenTheBrokerGoes: kafka-go answers Metadata from its cache,
+// so a probe of metadata alone kept passing through a broker outage (the
+// chaos suite's SIGSTOP found it). The probe must reach the broker.
+func TestPingFailsWhenTheBrokerGoes(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in", "dlq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := NewConsumer(ConsumerConfig{Kafka: KafkaOptions{Brokers: c.ListenAddrs()}, Topic: "in", Group: "g",
+		DLQTopic: "dlq", CallTimeout: time.Second, Limits: DefaultLimits(), Graph: testGraph(t), Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	if err := cons.Ping(context.Background()); err != nil {
+		t.Fatalf("ping of a live broker: %v", err)
+	}
+	c.Close()
+	if err := cons.Ping(context.Background()); err == nil {
+		t.Fatal("ping passed with the broker gone")
+	}
+}

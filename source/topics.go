@@ -65,11 +65,19 @@ func (tc *topicChecker) check(ctx context.Context) (map[string]int, error) {
 		res = append(res, kafka.DescribeConfigRequestResource{ResourceType: kafka.ResourceTypeTopic, ResourceName: name,
 			ConfigNames: []string{"max.message.bytes"}})
 	}
+	// kafka-go answers Metadata from its own cache, so the metadata above
+	// proves nothing about the broker being up; DescribeConfigs always goes
+	// to a broker, which makes it the probe's real round trip.
 	dc, err := tc.client.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: res})
 	if err != nil {
-		// Older or minimal brokers may not answer: the limits stay unknown
-		// and the dead-letter writer falls back on the broker's refusal.
-		return limits, nil
+		var kerr kafka.Error
+		if errors.As(err, &kerr) {
+			// The broker answered but refused the request (an old or
+			// minimal broker): the limits stay unknown and the dead-letter
+			// writer falls back on the broker's refusal.
+			return limits, nil
+		}
+		return nil, fmt.Errorf("broker: describe configs of %s: %w", strings.Join(present, ", "), err)
 	}
 	for _, r := range dc.Resources {
 		for _, e := range r.ConfigEntries {

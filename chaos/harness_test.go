@@ -1,0 +1,93 @@
+package chaos
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// The suite's own bookkeeping, checked without any process (these run
+// under -short too).
+
+func TestBatchDir(t *testing.T) {
+	for _, c := range []struct {
+		key, id, dir, name string
+		ok                 bool
+	}{
+		{"walks/graph=g/algorithm=deepwalk/batch=ok-1/_SUCCESS", "ok-1", "walks/graph=g/algorithm=deepwalk/batch=ok-1", "_SUCCESS", true},
+		{"walks/graph=g/algorithm=ppr/batch=ok-1/part-00000-ab.parquet", "ok-1", "walks/graph=g/algorithm=ppr/batch=ok-1", "part-00000-ab.parquet", true},
+		{"walks/graph=g/algorithm=ppr/batch=ok-10/_SUCCESS", "ok-1", "", "", false},
+		{"walks/graph=g/algorithm=ppr/batch=ok-1.tmp/x", "ok-1", "", "", false},
+	} {
+		dir, name, ok := batchDir(c.key, c.id)
+		if dir != c.dir || name != c.name || ok != c.ok {
+			t.Errorf("batchDir(%q, %q) = %q, %q, %v", c.key, c.id, dir, name, ok)
+		}
+	}
+}
+
+func TestObjectKey(t *testing.T) {
+	if k, err := objectKey("s3://walks/walks/graph=g/batch=b/_SUCCESS"); err != nil || k != "walks/graph=g/batch=b/_SUCCESS" {
+		t.Errorf("got %q, %v", k, err)
+	}
+	if _, err := objectKey("s3://other/x"); err == nil {
+		t.Error("a key in another bucket was accepted")
+	}
+}
+
+func TestMatchDLQ(t *testing.T) {
+	a := &msg{id: "m-1", partition: 2, offset: 7}
+	b := &msg{id: "m-2", partition: 0, offset: 3}
+	h := func(kv ...string) []kgo.RecordHeader {
+		var hs []kgo.RecordHeader
+		for i := 0; i < len(kv); i += 2 {
+			hs = append(hs, kgo.RecordHeader{Key: kv[i], Value: []byte(kv[i+1])})
+		}
+		return hs
+	}
+	recs := []*kgo.Record{
+		{Headers: h("walkstage-source-topic", "in", "walkstage-source-partition", "2", "walkstage-source-offset", "7", "walkstage-reason", "malformed")},
+		{Headers: h(chaosIDHeader, "m-1", "walkstage-reason", "malformed")}, // a stub without source headers
+		{Headers: h(chaosIDHeader, "m-2")},
+		{Headers: h("walkstage-source-topic", "in", "walkstage-source-partition", "1", "walkstage-source-offset", "7")},
+	}
+	c := matchDLQ([]*msg{a, b}, recs)
+	if len(c.byMsg[a]) != 2 || len(c.byMsg[b]) != 1 || len(c.unmatched) != 1 {
+		t.Fatalf("a: %d copies, b: %d, unmatched %d", len(c.byMsg[a]), len(c.byMsg[b]), len(c.unmatched))
+	}
+	if reasonOf(c.byMsg[b][0]) != "" {
+		t.Error("reason invented")
+	}
+}
+
+// TestMessagesReproducible: one seed, one stream of messages.
+func TestMessagesReproducible(t *testing.T) {
+	generate := func() []*msg {
+		g := newGen(rand.New(rand.NewPCG(5, 0x63686173)), 1024)
+		var ms []*msg
+		for range 40 {
+			ms = append(ms, g.valid(), g.bad())
+		}
+		ms = append(ms, g.conflict(g.reqs[0]), g.duplicate(g.reqs[1]), g.huge(), g.large(1<<20))
+		return ms
+	}
+	a, b := generate(), generate()
+	for i := range a {
+		if a[i].id != b[i].id || string(a[i].key) != string(b[i].key) || string(a[i].value) != string(b[i].value) {
+			t.Fatalf("message %d differs between two generators with the same seed", i)
+		}
+	}
+	for _, m := range a {
+		if m.accepted {
+			var v map[string]any
+			if err := json.Unmarshal(m.value, &v); err != nil || v["batch_id"] != m.batchID {
+				t.Errorf("accepted %s: %v %v", m.id, err, v["batch_id"])
+			}
+		}
+		if m.category == "large-1MiB" && len(m.value) != 1<<20 {
+			t.Errorf("large record of %d bytes", len(m.value))
+		}
+	}
+}
