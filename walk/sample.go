@@ -498,7 +498,7 @@ func (s *sampler) layerRejection(id, h uint32, k int, frontier []uint32) ([]laye
 	}
 	var cum []float64
 	if p.EdgeBias.Kind == BiasEdgeWeight {
-		cum = weightCDF(g)
+		cum = WeightCDF(g)
 	}
 	pre := s.pre[:0]
 	var n uint64
@@ -673,7 +673,7 @@ func (s *sampler) frontier(id uint32, seeds []uint32) []SampledEdge {
 		case BiasConstant:
 			c = index(w[2], n)
 		case BiasEdgeWeight:
-			c = cdfSearch(weightCDF(g)[base:base+uint64(n)], w[2])
+			c = cdfSearch(WeightCDF(g)[base:base+uint64(n)], w[2])
 		default:
 			c = pickWeighted(func(i int) float64 { return p.EdgeBias.edge(g, base+uint64(i)) }, int(n), w[2])
 		}

@@ -22,7 +22,7 @@ package walk
 // instead, as C-SAW does (repeated sampling with collision detection): draw
 // t (t = 0, 1, ...) takes the word at Candidate = t and picks an edge with
 // replacement — uniformly by multiply-high, or by weight through the
-// vertex's cumulative weights (binary search, weightCDF) — and a drawn edge
+// vertex's cumulative weights (binary search, WeightCDF) — and a drawn edge
 // already taken is drawn again. Drawing from the full distribution and
 // rejecting the taken ones is drawing from the rest by their weights:
 // successive sampling again, so the distribution is the keys' one. After
@@ -211,7 +211,7 @@ func (s *selector) rejectionWhere(g *graph.Graph, b Bias, base uint64, n, k int,
 	s.have = false
 	var cum []float64
 	if b.Kind == BiasEdgeWeight {
-		cum = weightCDF(g)[base : base+uint64(n)]
+		cum = WeightCDF(g)[base : base+uint64(n)]
 	}
 	for t := 0; t < maxDraws(k); t++ {
 		kk := key
@@ -242,11 +242,11 @@ func cdfSearch(cum []float64, x uint32) uint32 {
 	return uint32(min(i, len(cum)-1))
 }
 
-// weightCDF returns, per edge, the inclusive cumulative weight of its
+// WeightCDF returns, per edge, the inclusive cumulative weight of its
 // vertex's edges up to it (float64: exact enough for any degree). It is
 // built once per graph and kept for the last graph asked for: a stage
-// serves one graph at a time.
-func weightCDF(g *graph.Graph) []float64 {
+// serves one graph at a time. The GPU engine uploads it as it is.
+func WeightCDF(g *graph.Graph) []float64 {
 	cdfCache.Lock()
 	defer cdfCache.Unlock()
 	if cdfCache.g == g {
@@ -298,7 +298,7 @@ func (s *selector) withReplacement(g *graph.Graph, b Bias, base uint64, n, k int
 		case BiasConstant:
 			s.out32 = append(s.out32, index(x, uint32(n)))
 		case BiasEdgeWeight:
-			s.out32 = append(s.out32, cdfSearch(weightCDF(g)[base:base+uint64(n)], x))
+			s.out32 = append(s.out32, cdfSearch(WeightCDF(g)[base:base+uint64(n)], x))
 		default:
 			s.out32 = append(s.out32, pickWeighted(func(i int) float64 { return b.edge(g, base+uint64(i)) }, n, x))
 		}
