@@ -306,6 +306,14 @@ func (p SampleParams) NumInstances(starts int) int {
 // returns every instance's edges in instance order. The result depends on
 // p, g and starts only.
 func Sample(ctx context.Context, g *graph.Graph, p SampleParams, starts []uint32, workers int) ([][]SampledEdge, SampleStats, error) {
+	return SampleRange(ctx, g, p, starts, 0, -1, workers)
+}
+
+// SampleRange is Sample for instances first .. first+count-1 only (count
+// -1: to the last), their edges at out[0 .. count-1]: a batch too large
+// to hold is sampled and written in waves, each instance as Sample
+// samples it.
+func SampleRange(ctx context.Context, g *graph.Graph, p SampleParams, starts []uint32, first, count, workers int) ([][]SampledEdge, SampleStats, error) {
 	if err := p.Validate(g); err != nil {
 		return nil, SampleStats{}, err
 	}
@@ -319,10 +327,17 @@ func Sample(ctx context.Context, g *graph.Graph, p SampleParams, starts []uint32
 			return nil, SampleStats{}, fmt.Errorf("walk: seed %d beyond the graph's %d vertices", s, nv)
 		}
 	}
-	n := p.NumInstances(len(starts))
-	if int64(n) > math.MaxUint32 {
-		return nil, SampleStats{}, invalid("%d instances exceed 2^32", n)
+	total := p.NumInstances(len(starts))
+	if int64(total) > math.MaxUint32 {
+		return nil, SampleStats{}, invalid("%d instances exceed 2^32", total)
 	}
+	if count < 0 {
+		count = total - first
+	}
+	if first < 0 || count < 0 || first+count > total {
+		return nil, SampleStats{}, fmt.Errorf("walk: instances %d..%d of %d", first, first+count-1, total)
+	}
+	n := count
 	out := make([][]SampledEdge, n)
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -342,10 +357,11 @@ func Sample(ctx context.Context, g *graph.Graph, p SampleParams, starts []uint32
 					return
 				}
 				var cnt int64
-				for i := lo; i < min(lo+chunk, n); i++ {
+				for k := lo; k < min(lo+chunk, n); k++ {
+					i := first + k
 					set := i / p.InstancesPerSeed
-					out[i] = s.instance(uint32(i), starts[set*per:(set+1)*per])
-					cnt += int64(len(out[i]))
+					out[k] = s.instance(uint32(i), starts[set*per:(set+1)*per])
+					cnt += int64(len(out[k]))
 				}
 				edges.Add(cnt)
 			}

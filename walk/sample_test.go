@@ -371,6 +371,17 @@ func TestSampleDeterministicAcrossWorkers(t *testing.T) {
 		if !reflect.DeepEqual(a, b) {
 			t.Errorf("%s: 1 and 4 workers differ", p)
 		}
+		var waves [][]SampledEdge
+		for lo := 0; lo < len(a); lo += 50 {
+			w, _, err := SampleRange(context.Background(), g, p, starts, lo, min(50, len(a)-lo), 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waves = append(waves, w...)
+		}
+		if !reflect.DeepEqual(a, waves) {
+			t.Errorf("%s: waves of 50 instances differ from one call", p)
+		}
 		p.Seed++
 		if c := sample(t, g, p, starts, 4); reflect.DeepEqual(a, c) && p.Kind != Snowball {
 			t.Errorf("%s: another seed gives the same samples", p)

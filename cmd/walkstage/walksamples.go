@@ -12,6 +12,7 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -163,17 +164,27 @@ func walkSamples(ctx context.Context, kind walk.SampleKind, f *sampleFlags, r sa
 		return err
 	}
 	fmt.Fprintf(stderr, "sampling %d instances (%s) on the CPU into %s\n", n, p, sink.ObjectURL(r.out, w.Layout().Dir))
+	// Waves of instances bound the edges held, as in the stage.
+	wave := int(max(1, (8<<20)/source.MaxSampleEdges(p)))
 	t1 := time.Now()
-	edges, st, err := walk.Sample(ctx, g, p, starts, r.workers)
-	sampled := time.Since(t1)
-	var m *sink.Manifest
-	if err == nil {
-		seeds := make([]int64, len(edges))
-		for i := range seeds {
-			seeds[i] = g.ExternalID(starts[i/p.InstancesPerSeed*p.SeedsPerInstance()])
+	var sampled time.Duration
+	var st walk.SampleStats
+	for lo := 0; lo < n && err == nil; lo += wave {
+		ts := time.Now()
+		var edges [][]walk.SampledEdge
+		var ws walk.SampleStats
+		edges, ws, err = walk.SampleRange(ctx, g, p, starts, lo, min(wave, n-lo), r.workers)
+		sampled += time.Since(ts)
+		st.Edges += ws.Edges
+		if err == nil {
+			seeds := make([]int64, len(edges))
+			for k := range seeds {
+				seeds[k] = g.ExternalID(starts[(lo+k)/p.InstancesPerSeed*p.SeedsPerInstance()])
+			}
+			err = w.WriteSamples(ctx, int64(lo), seeds, edges)
 		}
-		err = w.WriteSamples(ctx, 0, seeds, edges)
 	}
+	var m *sink.Manifest
 	if err == nil {
 		m, err = w.Commit(ctx)
 	}
