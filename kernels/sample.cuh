@@ -114,7 +114,8 @@ extern "C" __global__ void __launch_bounds__(ws::kSampleThreads) sample_neighbor
       }
     }
     // Reservoir keys: round r takes the smallest (key, index) above the
-    // last one taken.
+    // last one taken. (A rejection that ran out of draws starts over.)
+    cnt = 0;
     double lastK = -1.0;
     uint64_t lastU = 0;  // unweighted: word << 32 | index, plus one
     int64_t lastI = -1;
