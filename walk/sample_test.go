@@ -421,3 +421,44 @@ func TestSampleParamsValidate(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkSample reports SEPS (sampled edges per second) and allocations
+// for each sampler on the R-MAT scale-16 bench graph, 1,000 seeds.
+// `walkstage bench --algorithms neighbor,...` runs the full-size cases.
+func BenchmarkSample(b *testing.B) {
+	g, err := benchGraph()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var starts []uint32
+	for v := uint32(0); len(starts) < 2000; v += 7 {
+		if g.Degree(v%uint32(g.NumVertices())) > 0 {
+			starts = append(starts, v%uint32(g.NumVertices()))
+		}
+	}
+	for _, c := range []struct {
+		name string
+		p    SampleParams
+		n    int
+	}{
+		{"neighbor", SampleParams{Kind: NeighborSampling, Fanouts: []int{25, 10}}, 1000},
+		{"neighbor-weighted", SampleParams{Kind: NeighborSampling, Fanouts: []int{25, 10}, EdgeBias: Bias{Kind: BiasEdgeWeight}}, 1000},
+		{"layer", SampleParams{Kind: LayerSampling, LayerSizes: []int{25, 250}}, 1000},
+		{"forest-fire", SampleParams{Kind: ForestFire, BurnProb: 0.7, Depth: 2}, 1000},
+		{"frontier", SampleParams{Kind: FrontierWalk, FrontierSize: 2000, Samples: 20000}, 2000},
+	} {
+		c.p.Seed, c.p.InstancesPerSeed = 1, 1
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var edges int64
+			for b.Loop() {
+				_, st, err := Sample(context.Background(), g, c.p, starts[:c.n], 0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				edges += st.Edges
+			}
+			b.ReportMetric(float64(edges)/b.Elapsed().Seconds()/1e6, "MSEPS")
+		})
+	}
+}
