@@ -30,7 +30,12 @@ type ConsumerConfig struct {
 	OutputTopic string
 	// CallTimeout bounds every produce and metadata call (default 10 s): a
 	// broker that does not answer is an error, not a stall.
-	CallTimeout      time.Duration
+	CallTimeout time.Duration
+	// DLQIndexWindow is how many of the last records of each dead-letter
+	// partition are read at start-up to learn which input records already
+	// have a copy (default 10,000): a rejection redelivered after a kill or
+	// a rebalance is then not copied again.
+	DLQIndexWindow   int64
 	SessionTimeout   time.Duration
 	RebalanceTimeout time.Duration
 	Limits           Limits
@@ -53,6 +58,8 @@ type Consumer struct {
 	trk *tracker
 	// topics checks the stage's topics (start-up, health probe).
 	topics *topicChecker
+	// dlqIdx knows which input records already have a dead-letter copy.
+	dlqIdx *dlqIndex
 	// dlqMax is the largest record the dead-letter topic takes, from its
 	// max.message.bytes once CheckTopics has read it.
 	dlqMax      atomic.Int64
@@ -142,8 +149,17 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 		dlq.Close()
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
+	if cfg.DLQIndexWindow <= 0 {
+		cfg.DLQIndexWindow = 10_000
+	}
+	idx, err := startDLQIndex(cfg.Kafka, cfg.DLQTopic, cfg.DLQIndexWindow, log)
+	if err != nil {
+		r.Close()
+		dlq.Close()
+		return nil, fmt.Errorf("consumer: %w", err)
+	}
 	c := &Consumer{r: r, dlq: dlq, g: cfg.Graph, lim: cfg.Limits, log: log, trk: newTracker(), stop: make(chan struct{}),
-		lag: map[tp]int64{}, topics: tc, callTimeout: cfg.CallTimeout}
+		lag: map[tp]int64{}, topics: tc, callTimeout: cfg.CallTimeout, dlqIdx: idx}
 	// Until CheckTopics reads the topic's limit, assume Kafka's default
 	// (1 MiB): a larger copy becomes a stub rather than a refusal.
 	c.dlqMax.Store(defaultMaxMessageBytes)
@@ -285,6 +301,7 @@ func (c *Consumer) Close() error {
 	c.closed.Do(func() {
 		close(c.stop)
 		c.wg.Wait()
+		c.dlqIdx.close()
 		err = errors.Join(c.r.Close(), c.dlq.Close())
 	})
 	return err
@@ -374,6 +391,16 @@ const HeaderTruncated = "walkstage-truncated"
 // original's size and SHA-256: a request error must never become an error
 // that stops the stage.
 func (c *Consumer) deadLetter(ctx context.Context, m kafka.Message, batchID, reason, cause string) error {
+	ref := srcRef{m.Topic, m.Partition, m.Offset}
+	done, err := c.dlqIdx.has(ctx, ref, c.callTimeout)
+	if err != nil {
+		return err
+	}
+	if done {
+		c.log.Info("rejection already dead-lettered (a redelivery): not copied again", "batch_id", batchID,
+			"partition", m.Partition, "offset", m.Offset)
+		return nil
+	}
 	hs := append(append([]kafka.Header(nil), m.Headers...),
 		kafka.Header{Key: HeaderError, Value: []byte(truncate(cause, 4096))},
 		kafka.Header{Key: HeaderReason, Value: []byte(reason)},
@@ -390,7 +417,7 @@ func (c *Consumer) deadLetter(ctx context.Context, m kafka.Message, batchID, rea
 	if recordSize(msg) > limit {
 		msg = stubbed(msg, m.Value, limit)
 	}
-	err := c.write(ctx, c.dlq, msg)
+	err = c.write(ctx, c.dlq, msg)
 	if err != nil && isTooLarge(err) && len(msg.Value) > 0 {
 		// The topic's real limit is below what we were told: send the
 		// stub, which is a few hundred bytes.
@@ -400,6 +427,7 @@ func (c *Consumer) deadLetter(ctx context.Context, m kafka.Message, batchID, rea
 	if err != nil {
 		return fmt.Errorf("dead-letter batch %q to %s: %w", batchID, c.dlq.Topic, err)
 	}
+	c.dlqIdx.add(ref)
 	return nil
 }
 

@@ -311,3 +311,65 @@ func TestPingFailsWhenTheBrokerGoes(t *testing.T) {
 		t.Fatal("ping passed with the broker gone")
 	}
 }
+
+// TestRedeliveredRejectionIsNotCopiedTwice: a replica dead-letters a
+// rejection and is killed before the offset is committed (its commit waits
+// behind earlier batches). The next owner gets the record again; reading the
+// dead-letter topic back, it acknowledges without a second copy.
+func TestRedeliveredRejectionIsNotCopiedTwice(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	brokers := newCluster(t, 2, "in", "dlq")
+	produce(t, ctx, brokers, "in", kafka.Message{Key: []byte("bad"), Value: []byte(`{oops`)})
+	cfg := ConsumerConfig{Kafka: KafkaOptions{Brokers: brokers}, Topic: "in", Group: "g", DLQTopic: "dlq",
+		SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second, Limits: DefaultLimits(), Graph: testGraph(t),
+		Logger: testLogger(t)}
+	// The first owner: copies the record, then dies before committing.
+	m := readOne(t, ctx, brokers, "in", 2)
+	first, err := NewConsumer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.deadLetter(ctx, m, "bad", string(ReasonMalformed), "not JSON"); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	// The next owner.
+	c, err := NewConsumer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	d, err := c.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Reject == nil {
+		t.Fatal("the bad record was not rejected")
+	}
+	if err := d.Ack(ctx, d.Reject); err != nil {
+		t.Fatal(err)
+	}
+	if n := countRecords(t, ctx, brokers, "dlq", 2); n != 1 {
+		t.Fatalf("%d dead-letter copies, want 1", n)
+	}
+}
+
+// countRecords counts a topic's records (end offsets minus start offsets).
+func countRecords(t *testing.T, ctx context.Context, brokers []string, topic string, partitions int) int64 {
+	t.Helper()
+	var n int64
+	for p := range partitions {
+		conn, err := kafka.DialLeader(ctx, "tcp", brokers[0], topic, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, last, err := conn.ReadOffsets()
+		conn.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += last - first
+	}
+	return n
+}
