@@ -20,9 +20,6 @@ import (
 // (unweighted exactly; weighted up to the last ulp of a logarithm, which
 // only the reservoir-key fallback takes).
 
-// sampleThreads is ws::kSampleThreads.
-const sampleThreads = 256
-
 // SampleStats describe one SampleNeighbors call.
 type SampleStats struct {
 	walk.SampleStats
