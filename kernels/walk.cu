@@ -5,6 +5,8 @@
 //   walk_thread     persistent blocks for the O(1) samplers (uniform, alias,
 //                   PPR, Node2Vec rejection): every thread is a sampler that
 //                   holds one walk of the block's task pool in registers
+//   sample_neighbor_hop  (sample.cuh) one warp per frontier vertex selects
+//                   k of its edges for neighbour sampling, as walk.Sample
 //   walk_reservoir  persistent blocks for the reservoir samplers (ZPRS, DPRS;
 //                   MetaPath by default): a local task pool of kLocalPoolSlots
 //                   walks in shared memory, warp samplers for degrees up to
@@ -21,6 +23,7 @@
 #include "samplers.cuh"
 #include "compact.cuh"
 #include "taskpool.cuh"
+#include "sample.cuh"
 
 using namespace ws;
 

@@ -46,6 +46,12 @@ func (w *BatchWriter) Commit(ctx context.Context) (*Manifest, error) {
 			return nil, w.finishAbort(ctx)
 		}
 	}
+	if w.samples != nil {
+		if err := w.finishSamples(ctx); err != nil {
+			w.fail(err)
+			return nil, w.finishAbort(ctx)
+		}
+	}
 	if received != w.meta.Walks {
 		w.fail(fmt.Errorf("sink: batch %s: %w: %d of %d walks written", w.meta.BatchID, ErrBadChunk, received, w.meta.Walks))
 		return nil, w.finishAbort(ctx)
@@ -70,11 +76,14 @@ func (w *BatchWriter) Commit(ctx context.Context) (*Manifest, error) {
 		files[i] = f
 	}
 	m := &Manifest{Version: ManifestVersion, BatchID: w.meta.BatchID, Graph: w.meta.Graph, GraphVersion: w.meta.GraphVersion,
-		Algorithm: DescribeAlgorithm(w.meta.Algorithm, w.g), Seed: w.meta.Seed, Fingerprint: w.meta.Fingerprint,
+		Algorithm: w.algo, Seed: w.meta.Seed, Fingerprint: w.meta.Fingerprint,
 		Engine: w.meta.Engine, WalkstageVersion: w.meta.WalkstageVersion, Compression: string(w.cfg.compression),
 		Walks: w.meta.Walks, Files: files}
 	if w.visits != nil {
 		w.describeVisits(m)
+	}
+	if w.samples != nil {
+		w.describeSamples(m)
 	}
 	for _, f := range m.Files {
 		m.Steps += f.Steps
@@ -131,6 +140,7 @@ func (w *BatchWriter) finishAbort(ctx context.Context) error {
 func (w *BatchWriter) cleanup(ctx context.Context) (cause, err error) {
 	w.stop()
 	w.abortVisits()
+	w.abortSamples()
 	w.mu.Lock()
 	keys := w.written
 	w.written = nil

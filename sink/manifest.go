@@ -53,8 +53,11 @@ type Manifest struct {
 	Output     string `json:"output,omitempty"`
 	Queries    int64  `json:"queries,omitempty"`
 	Candidates int64  `json:"candidates,omitempty"`
-	Bytes      int64  `json:"bytes"`
-	Files      []File `json:"files"`
+	// Output "samples" (sink/samples.go): its instances and edges (rows).
+	Instances int64  `json:"instances,omitempty"`
+	Edges     int64  `json:"edges,omitempty"`
+	Bytes     int64  `json:"bytes"`
+	Files     []File `json:"files"`
 }
 
 // File describes one Parquet part of a batch.
@@ -84,6 +87,16 @@ type AlgorithmMeta struct {
 	Q        float64 `json:"q,omitempty"`
 	Schema   []int   `json:"schema,omitempty"`
 	Sampler  string  `json:"sampler"`
+	// Graph samplers (DescribeSample); Length is then the hops.
+	Fanouts          []int   `json:"fanouts,omitempty"`
+	LayerSizes       []int   `json:"layer_sizes,omitempty"`
+	Replace          bool    `json:"replace,omitempty"`
+	BurnProbability  float64 `json:"burn_probability,omitempty"`
+	Depth            int     `json:"depth,omitempty"`
+	MaxVertices      int     `json:"max_vertices,omitempty"`
+	FrontierSize     int     `json:"frontier_size,omitempty"`
+	Samples          int     `json:"samples,omitempty"`
+	InstancesPerSeed int     `json:"instances_per_seed,omitempty"`
 }
 
 // DescribeAlgorithm renders a, as run on g, for metadata.
@@ -172,8 +185,10 @@ func DecodeManifest(data []byte) (*Manifest, error) {
 	case "":
 	case OutputVisits:
 		wantRows = m.Queries
+	case OutputSamples:
+		wantRows = m.Edges
 	default:
-		return nil, fmt.Errorf("output %q is not %q", m.Output, OutputVisits)
+		return nil, fmt.Errorf("output %q is not %q or %q", m.Output, OutputVisits, OutputSamples)
 	}
 	if rows != wantRows || steps != m.Steps || size != m.Bytes {
 		return nil, fmt.Errorf("files hold %d walks, %d steps, %d bytes; totals say %d, %d, %d", rows, steps, size, m.Walks, m.Steps, m.Bytes)

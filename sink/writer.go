@@ -69,6 +69,13 @@ type BatchMeta struct {
 	// Queries > 0 makes the batch an output "visits" batch of that many
 	// query rows, written by WriteVisits (sink/visits.go); Walks is then 0.
 	Queries int64
+	// Sample makes the batch a graph sampling batch (sink/samples.go) of
+	// Instances instances, written by WriteSamples, its rows carrying the
+	// edge weight when SampleEdgeWeight; Algorithm, Walks and Queries are
+	// then zero.
+	Sample           *walk.SampleParams
+	Instances        int64
+	SampleEdgeWeight bool
 }
 
 var (
@@ -145,7 +152,9 @@ type BatchWriter struct {
 	partsOpened int          // owned by uploadLoop
 	manifest    *Manifest
 	committed   bool
-	visits      *visitState // output visits (BatchMeta.Queries > 0), else nil
+	visits      *visitState  // output visits (BatchMeta.Queries > 0), else nil
+	samples     *sampleState // graph samples (BatchMeta.Sample set), else nil
+	algo        AlgorithmMeta
 
 	walksWritten atomic.Int64
 	bytesWritten atomic.Int64
@@ -196,17 +205,23 @@ func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta Bat
 	if meta.GraphVersion == "" {
 		meta.GraphVersion = g.Version
 	}
-	if err := meta.Algorithm.Validate(g); err != nil {
+	algoMeta := DescribeAlgorithm(meta.Algorithm, g)
+	if meta.Sample != nil {
+		if err := validateSampleMeta(meta, g); err != nil {
+			return nil, fmt.Errorf("sink: batch %s: %w", meta.BatchID, err)
+		}
+		algoMeta = DescribeSample(*meta.Sample)
+	} else if err := meta.Algorithm.Validate(g); err != nil {
 		return nil, fmt.Errorf("sink: batch %s: %w", meta.BatchID, err)
 	}
-	if meta.Walks < 0 || meta.Queries < 0 || meta.Queries > 0 && meta.Walks != 0 {
+	if meta.Walks < 0 || meta.Queries < 0 || meta.Queries > 0 && meta.Walks != 0 || meta.Sample == nil && meta.Instances != 0 {
 		return nil, fmt.Errorf("sink: batch %s: %d walks, %d queries", meta.BatchID, meta.Walks, meta.Queries)
 	}
-	layout, err := BatchLayout(prefix, meta.Graph, meta.Algorithm.Kind.String(), meta.BatchID)
+	layout, err := BatchLayout(prefix, meta.Graph, algoMeta.Name, meta.BatchID)
 	if err != nil {
 		return nil, fmt.Errorf("sink: batch %s: %w", meta.BatchID, err)
 	}
-	algoJSON, err := json.Marshal(DescribeAlgorithm(meta.Algorithm, g))
+	algoJSON, err := json.Marshal(algoMeta)
 	if err != nil {
 		return nil, err
 	}
@@ -217,6 +232,10 @@ func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta Bat
 	if meta.Queries > 0 {
 		w.visits = &visitState{}
 	}
+	if meta.Sample != nil {
+		w.samples = &sampleState{}
+	}
+	w.algo = algoMeta
 	w.groups = (meta.Walks + w.rows - 1) / w.rows
 	// A row group is encoded once all its walks are held, so the limit must
 	// fit one full row group and the start of the next, or even walks in

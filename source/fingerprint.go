@@ -79,6 +79,31 @@ func (r *Request) Fingerprint() string {
 			}
 		}
 	}
+	// Sampling requests add their parameters; the algorithm fields above
+	// are then zero.
+	if sp := r.Sample; sp != nil {
+		p := sp.Params
+		str("samples")
+		u64(uint64(p.Kind))
+		u64(uint64(p.InstancesPerSeed))
+		for _, list := range [][]int{p.Fanouts, p.LayerSizes} {
+			u64(uint64(len(list)))
+			for _, k := range list {
+				u64(uint64(k))
+			}
+		}
+		for _, x := range []int{p.Depth, p.MaxVertices, p.FrontierSize, p.Samples, int(p.EdgeBias.Kind), int(p.EdgeBias.Label)} {
+			u64(uint64(x))
+		}
+		u64(math.Float64bits(p.BurnProb))
+		for _, f := range []bool{p.Replace, sp.EdgeWeight} {
+			if f {
+				u64(1)
+			} else {
+				u64(0)
+			}
+		}
+	}
 	sum := h.Sum(nil)
 	return "v1:" + hex.EncodeToString(sum[:16])
 }

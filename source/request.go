@@ -36,6 +36,12 @@ type Limits struct {
 	MaxTopK          int   // top_k of an output "visits" request
 	MaxStepsPerQuery int64 // steps_per_query of an output "visits" request
 	MaxStepsPerBatch int64 // queries x steps_per_query of an output "visits" request
+	// Sampling requests (source/sample.go): the largest fan-out or layer
+	// size, max_vertices (also its value when absent), and the most edges
+	// one request may sample (instances x the most edges an instance can).
+	MaxFanout         int
+	MaxSampleVertices int
+	MaxSampledEdges   int64
 	// SkipUnknown walks the known seeds and counts the rest instead of
 	// rejecting a request that names vertices the graph lacks.
 	SkipUnknown bool
@@ -45,7 +51,7 @@ type Limits struct {
 func DefaultLimits() Limits {
 	return Limits{MaxMessageBytes: 4 << 20, MaxSeeds: 100_000, MaxWalkLength: 1000, MaxWalksPerSeed: 100,
 		MaxWalksPerBatch: 10_000_000, MaxTopK: 1000, MaxStepsPerQuery: 10_000_000,
-		MaxStepsPerBatch: 2_000_000_000}
+		MaxStepsPerBatch: 2_000_000_000, MaxFanout: 1000, MaxSampleVertices: 10_000, MaxSampledEdges: 100_000_000}
 }
 
 // Reason is the machine-readable class of a rejection, stable across
@@ -95,6 +101,9 @@ type Request struct {
 	// Output is OutputWalks or OutputVisits; Visits is set for the latter.
 	Output string
 	Visits *VisitSpec
+	// Sample is set for the sampling algorithms (output "samples",
+	// source/sample.go); Algorithm is then the zero value.
+	Sample *SampleSpec
 }
 
 // Output kinds of a request.
@@ -207,6 +216,17 @@ type requestV1 struct {
 	ExcludeNeighbors *bool
 	MinVisits        *int64
 	Queries          []queryV1
+	// Sampling algorithms (source/sample.go).
+	Fanouts          []int
+	Replace          *bool
+	LayerSizes       []int
+	BurnProb         *float64
+	Depth            *int
+	MaxVertices      *int
+	FrontierSize     *int
+	Samples          *int
+	InstancesPerSeed *int
+	EdgeWeight       *bool
 }
 
 // queryV1 is one member of "queries".
@@ -263,6 +283,28 @@ var v1Fields = map[string]func(m *requestV1, raw []byte) error{
 		m.Queries, err = parseQueries(raw)
 		return err
 	},
+	"fanouts":            func(m *requestV1, raw []byte) error { return unmarshalList(raw, &m.Fanouts) },
+	"replace":            func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.Replace) },
+	"layer_sizes":        func(m *requestV1, raw []byte) error { return unmarshalList(raw, &m.LayerSizes) },
+	"burn_probability":   func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.BurnProb) },
+	"depth":              func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.Depth) },
+	"max_vertices":       func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.MaxVertices) },
+	"frontier_size":      func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.FrontierSize) },
+	"samples":            func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.Samples) },
+	"instances_per_seed": func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.InstancesPerSeed) },
+	"edge_weight":        func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.EdgeWeight) },
+}
+
+// unmarshalList reads a JSON array of ints; an empty array is an empty,
+// non-nil list (so "given but empty" is told from "absent").
+func unmarshalList(raw []byte, dst *[]int) error {
+	if err := json.Unmarshal(raw, dst); err != nil {
+		return err
+	}
+	if *dst == nil {
+		*dst = []int{}
+	}
+	return nil
 }
 
 // Defaults applied when a field is absent.
@@ -290,13 +332,28 @@ func DecodeRequest(key, value []byte, g *graph.Graph, lim Limits) (*Request, err
 		return nil, err
 	}
 	r := &Request{BatchID: d.id, Graph: m.Graph, GraphVersion: m.GraphVersion}
-	if err := d.checkAlgorithm(m, r); err != nil {
-		return nil, err
-	}
 	if m.RNGSeed != nil {
 		r.RNGSeed = *m.RNGSeed
 	} else {
 		r.RNGSeed, r.RNGSeedDerived = DeriveSeed(d.id), true
+	}
+	if kind, ok := walk.ParseSampleKind(m.Algorithm); ok {
+		if err := d.checkSample(m, r, kind); err != nil {
+			return nil, err
+		}
+		if err := d.resolveSeeds(m, r); err != nil {
+			return nil, err
+		}
+		if err := d.checkSampleSize(r); err != nil {
+			return nil, err
+		}
+		return r, nil
+	}
+	if err := d.checkAlgorithm(m, r); err != nil {
+		return nil, err
+	}
+	if err := d.checkNoSampleFields(m); err != nil {
+		return nil, err
 	}
 	if err := d.checkOutput(m, r); err != nil {
 		return nil, err
@@ -428,7 +485,7 @@ func (d *decoder) checkIdentity(m *requestV1) error {
 // walks_per_seed, and sets r.Algorithm and r.WalksPerSeed.
 func (d *decoder) checkAlgorithm(m *requestV1, r *Request) error {
 	if m.Algorithm == "" {
-		return d.reject(ReasonInvalidParameters, "algorithm is required (deepwalk, ppr, node2vec or metapath)")
+		return d.reject(ReasonInvalidParameters, "algorithm is required (deepwalk, ppr, node2vec, metapath; samplers neighbor, layer, forest_fire, snowball, frontier)")
 	}
 	kind, err := walk.ParseKind(m.Algorithm)
 	if err != nil {

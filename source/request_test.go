@@ -249,6 +249,10 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{"version":1,"batch_id":"v1","algorithm":"ppr","output":"visits","top_k":10,"steps_per_query":1000,"seeds":[100,105]}`,
 		`{"version":1,"batch_id":"v2","algorithm":"ppr","output":"visits","top_k":3,"steps_per_query":50,"n_p":2,"n_v":3,"exclude_seeds":true,"exclude_neighbors":false,"min_visits":2,"queries":[{"id":"a","seeds":[100,101],"weights":[2,0.5]},{"id":"b","seeds":[109]}]}`,
 		`{"version":1,"batch_id":"v3","algorithm":"deepwalk","output":"visits","top_k":1,"walks_per_seed":2,"queries":[{"id":"a","seeds":[100],"ID":"b"}]}`,
+		`{"version":1,"batch_id":"s1","algorithm":"neighbor","fanouts":[25,10],"weighted":true,"replace":false,"instances_per_seed":2,"seeds":[100,105]}`,
+		`{"version":1,"batch_id":"s2","algorithm":"forest_fire","burn_probability":0.7,"depth":2,"max_vertices":50,"edge_weight":true,"seed_range":{"first":100,"count":4}}`,
+		`{"version":1,"batch_id":"s3","algorithm":"frontier","frontier_size":2,"samples":100,"seeds":[100,101,102,103]}`,
+		`{"version":1,"batch_id":"s4","algorithm":"layer","layer_sizes":[],"length":3,"seeds":[100]}`,
 	} {
 		f.Add([]byte("b1"), []byte(s), false)
 	}
@@ -278,7 +282,12 @@ func FuzzDecodeRequest(f *testing.F) {
 				t.Fatalf("accepted an invalid visits request: %v %+v", err, v)
 			}
 		}
-		if err := walk.ValidateJobs(g, []walk.Job{r.Job(0)}); err != nil {
+		if sp := r.Sample; sp != nil {
+			if err := sp.Params.Validate(g); err != nil || r.NumInstances() < 1 || r.Visits != nil ||
+				int64(r.NumInstances())*MaxSampleEdges(sp.Params) > lim.MaxSampledEdges {
+				t.Fatalf("accepted an invalid sampling request: %v %+v", err, sp)
+			}
+		} else if err := walk.ValidateJobs(g, []walk.Job{r.Job(0)}); err != nil {
 			t.Fatalf("accepted request fails engine validation: %v", err)
 		}
 		for i, s := range r.Starts {

@@ -164,6 +164,16 @@ type Config struct {
 	// WALKSTAGE_MAX_STEPS_PER_BATCH: most steps (queries x steps_per_query)
 	// an output "visits" request may ask for; bounds one batch's engine time.
 	MaxStepsPerBatch int64 `env:"MAX_STEPS_PER_BATCH" envDefault:"2000000000"`
+	// WALKSTAGE_MAX_FANOUT: largest fan-out (neighbor) or layer size (layer)
+	// a sampling request may ask for.
+	MaxFanout int `env:"MAX_FANOUT" envDefault:"1000"`
+	// WALKSTAGE_MAX_SAMPLE_VERTICES: largest max_vertices of a forest_fire or
+	// snowball request, and its value when the request gives none.
+	MaxSampleVertices int `env:"MAX_SAMPLE_VERTICES" envDefault:"10000"`
+	// WALKSTAGE_MAX_SAMPLED_EDGES: most edges one sampling request may
+	// sample (instances x the most edges one instance can); bounds one
+	// batch's memory (about 24 bytes an edge).
+	MaxSampledEdges int64 `env:"MAX_SAMPLED_EDGES" envDefault:"100000000"`
 	// WALKSTAGE_UNKNOWN_VERTICES: what a seed id missing from the graph does:
 	// reject (the whole request) or skip (walk the others, count the skipped
 	// ones in the completion event).
@@ -392,6 +402,7 @@ func (c *Config) validateEngineAndLimits(bad badFunc) {
 	}{{"MAX_MESSAGE_BYTES", c.MaxMessageBytes}, {"MAX_SEEDS", c.MaxSeeds}, {"MAX_WALK_LENGTH", c.MaxWalkLength},
 		{"MAX_WALKS_PER_SEED", c.MaxWalksPerSeed}, {"MAX_WALKS_PER_BATCH", c.MaxWalksPerBatch},
 		{"MAX_TOP_K", c.MaxTopK}, {"MAX_STEPS_PER_QUERY", c.MaxStepsPerQuery},
+		{"MAX_FANOUT", c.MaxFanout}, {"MAX_SAMPLE_VERTICES", c.MaxSampleVertices},
 		{"MICROBATCH_MAX_WALKS", c.MicroBatchMaxWalks}, {"MICROBATCH_MAX_REQUESTS", c.MicroBatchMaxRequests},
 		{"QUEUE_DEPTH", c.QueueDepth}, {"MAX_IN_FLIGHT", c.MaxInFlight}, {"CHUNK_BUFFER", c.ChunkBuffer}}
 	for _, p := range positive {
@@ -401,6 +412,9 @@ func (c *Config) validateEngineAndLimits(bad badFunc) {
 	}
 	if c.MaxStepsPerBatch < 1 {
 		bad("MAX_STEPS_PER_BATCH", "%d must be at least 1", c.MaxStepsPerBatch)
+	}
+	if c.MaxSampledEdges < 1 {
+		bad("MAX_SAMPLED_EDGES", "%d must be at least 1", c.MaxSampledEdges)
 	}
 	if c.CPUWorkers < 0 {
 		bad("CPU_WORKERS", "%d must be 0 (one per core) or more", c.CPUWorkers)

@@ -29,7 +29,7 @@ func (s *Stage) finish(ctx context.Context, b *batch, runErr error) {
 	defer s.release()
 	defer s.leave(b.req.BatchID)
 	defer b.unbind()
-	log := s.log.With("batch_id", b.req.BatchID, "algorithm", b.req.Algorithm.Kind.String())
+	log := s.log.With("batch_id", b.req.BatchID, "algorithm", b.req.AlgorithmName())
 	for {
 		err := s.complete(ctx, b, runErr)
 		if err == nil {
@@ -130,9 +130,9 @@ func (s *Stage) complete(ctx context.Context, b *batch, runErr error) error {
 func (s *Stage) report(ctx context.Context, b *batch, man *sink.Manifest, manifestKey string, wt time.Time) error {
 	writing := time.Since(b.emitted)
 	ev := source.Event{BatchID: b.req.BatchID, Status: source.StatusSucceeded,
-		Graph: man.Graph, GraphVersion: man.GraphVersion, Algorithm: b.req.Algorithm.Describe(b.v.g), Engine: man.Engine,
+		Graph: man.Graph, GraphVersion: man.GraphVersion, Algorithm: b.req.DescribeAlgorithm(b.v.g), Engine: man.Engine,
 		RNGSeed: b.req.RNGSeed, Seeds: len(b.req.Seeds), SkippedSeeds: b.req.Skipped, SkippedIDs: b.req.SkippedIDs,
-		Walks: man.Walks, Steps: man.Steps, Queries: man.Queries, Candidates: man.Candidates,
+		Walks: man.Walks + man.Instances, Steps: man.Steps + man.Edges, Queries: man.Queries, Candidates: man.Candidates,
 		Manifest: sink.ObjectURL(s.o.BucketURL, manifestKey),
 		Timings: source.Timings{Queued: b.launched.Sub(b.queuedAt).Seconds(), Walking: b.walked.Seconds(),
 			Writing: writing.Seconds(), Total: time.Since(b.queuedAt).Seconds()}}
@@ -154,14 +154,14 @@ func (s *Stage) report(ctx context.Context, b *batch, man *sink.Manifest, manife
 	// was built.
 	total := time.Since(b.queuedAt)
 	s.m.batches.WithLabelValues(string(source.StatusSucceeded)).Inc()
-	s.m.walks.Add(float64(man.Walks))
-	s.m.steps.Add(float64(man.Steps))
+	s.m.walks.Add(float64(ev.Walks))
+	s.m.steps.Add(float64(ev.Steps))
 	s.m.latency.Observe(total.Seconds())
 	s.m.phase.WithLabelValues("queued").Observe(ev.Timings.Queued)
 	s.m.phase.WithLabelValues("walking").Observe(ev.Timings.Walking)
 	s.m.phase.WithLabelValues("writing").Observe(ev.Timings.Writing)
-	s.log.Info("batch succeeded", "batch_id", b.req.BatchID, "algorithm", b.req.Algorithm.Kind.String(),
-		"walks", man.Walks, "steps", man.Steps, "objects", len(man.Files), "duration", total,
+	s.log.Info("batch succeeded", "batch_id", b.req.BatchID, "algorithm", b.req.AlgorithmName(),
+		"walks", ev.Walks, "steps", ev.Steps, "objects", len(man.Files), "duration", total,
 		"commit", time.Since(wt))
 	return nil
 }

@@ -272,7 +272,7 @@ func rebind(r *source.Request, g *graph.Graph, skipUnknown bool) *source.RejectE
 	if r.Graph != "" && r.Graph != g.Name {
 		return rej(source.ReasonGraphMismatch, "request is for graph %q, this stage now serves %q (version %s)", r.Graph, g.Name, g.Version)
 	}
-	if err := r.Algorithm.Validate(g); err != nil {
+	if err := r.ValidateFor(g); err != nil {
 		return rej(source.ReasonInvalidParameters, "graph version %s: %v", g.Version, err)
 	}
 	seeds := make([]int64, 0, len(r.Seeds))

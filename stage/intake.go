@@ -105,7 +105,7 @@ func (s *Stage) refuse(ctx context.Context, d *source.Delivery, re *source.Rejec
 		Graph: v.g.Name, GraphVersion: v.g.Version,
 		Timings: source.Timings{Total: time.Since(d.Received).Seconds()}}
 	if b != nil {
-		ev.Algorithm, ev.Engine, ev.RNGSeed, ev.Seeds = b.req.Algorithm.Describe(v.g), v.e.Name(), b.req.RNGSeed, len(b.req.Seeds)
+		ev.Algorithm, ev.Engine, ev.RNGSeed, ev.Seeds = b.req.DescribeAlgorithm(v.g), v.e.Name(), b.req.RNGSeed, len(b.req.Seeds)
 		ev.Timings.Queued = b.launched.Sub(b.queuedAt).Seconds()
 	}
 	if err := s.persist(ctx, depBroker, "publish rejection", func(ctx context.Context) error { return s.o.Events.Publish(ctx, ev) }); err != nil {

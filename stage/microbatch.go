@@ -152,7 +152,7 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 	defer v.release()
 	jobs := make([]walk.Job, 0, len(mb))
 	live := make([]*batch, 0, len(mb))
-	var visits []*batch
+	var visits, samples []*batch
 	now := time.Now()
 	s.lookup(ctx, mb)
 	for _, b := range mb {
@@ -176,6 +176,10 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 		if b.req.Visits != nil {
 			meta.Walks, meta.Queries = 0, int64(b.req.NumQueries())
 		}
+		if sp := b.req.Sample; sp != nil {
+			p := sp.Params
+			meta.Walks, meta.Sample, meta.Instances, meta.SampleEdgeWeight = 0, &p, int64(b.req.NumInstances()), sp.EdgeWeight
+		}
 		w, err := sink.NewBatchWriter(ctx, s.o.Bucket, s.o.Prefix, meta, v.g, s.o.SinkOptions...)
 		if err != nil {
 			b.w, b.wErr = nil, fmt.Errorf("open writer: %w", err)
@@ -185,6 +189,10 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 		b.w = w
 		if b.req.Visits != nil {
 			visits = append(visits, b) // counted after the walk jobs' run
+			continue
+		}
+		if b.req.Sample != nil {
+			samples = append(samples, b) // sampled after the walk jobs' run
 			continue
 		}
 		b.chunks = make(chan walk.Chunk, s.o.ChunkBuffer)
@@ -226,6 +234,9 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 	}
 	for _, b := range visits {
 		s.countVisits(ctx, b, v)
+	}
+	for _, b := range samples {
+		s.sample(ctx, b, v)
 	}
 	end := time.Now()
 	for _, b := range mb {

@@ -63,9 +63,16 @@ file or a generated R-MAT graph; the walks are discarded.`)
 	fs.Int64Var(&vb.steps, "visits-steps", 100_000, "visits case: steps per query")
 	fs.IntVar(&vb.topK, "visits-top-k", 100, "visits case: candidates per query")
 	fs.Float64Var(&vb.restart, "visits-restart", 0.2, "visits case: PPR stop (restart) probability")
+	sb := sampleBench{}
+	fs.IntVar(&sb.seeds, "sample-seeds", 1000, "sampling cases: seeds (one instance each), drawn among vertices with out-edges")
+	fs.IntVar(&sb.frontierSize, "sample-frontier-size", 2000, "frontier case: frontier size")
+	fs.IntVar(&sb.frontierSteps, "sample-frontier-steps", 100_000, "frontier case: steps per instance")
+	fs.IntVar(&sb.frontierInstances, "sample-frontier-instances", 16, "frontier case: instances (one frontier of random seeds)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	sb.workers = *workers
+	sampleCases := sampleBenchCases(sb)
 
 	t0 := time.Now()
 	var g *graph.Graph
@@ -103,6 +110,12 @@ file or a generated R-MAT graph; the walks are discarded.`)
 	const rowFmt = "%-18s %-13s %9s %11s %12s %10s %8s %12s %10s %10s %11s %12s\n"
 	fmt.Fprintf(stdout, rowFmt, "algorithm", "sampler", "walks", "steps", "time", "M steps/s", "M SEPS", "kernel M/s", "engine MiB", "tables MiB", "table build", "peak RSS MiB")
 	for _, name := range strings.Split(*algos, ",") {
+		if p, ok := sampleCases[strings.TrimSpace(name)]; ok {
+			if err := benchSample(ctx, strings.TrimSpace(name), p, g, sb, *seed, *repeat, stdout); err != nil {
+				return err
+			}
+			continue
+		}
 		if strings.TrimSpace(name) == "visits" {
 			if err := benchVisits(ctx, eng, g, vb, *length, *seed, *repeat, stdout); err != nil {
 				return err
@@ -160,7 +173,7 @@ file or a generated R-MAT graph; the walks are discarded.`)
 }
 
 func caseNames() string {
-	return "deepwalk, deepwalk-weighted, deepwalk-zprs, deepwalk-dprs, node2vec, metapath, metapath-zprs, ppr, visits (recommendation queries, see --visits-*)"
+	return "deepwalk, deepwalk-weighted, deepwalk-zprs, deepwalk-dprs, node2vec, metapath, metapath-zprs, ppr, visits (recommendation queries, see --visits-*); graph sampling (C-SAW, CPU, see --sample-*): neighbor, neighbor-weighted, layer, forest-fire, snowball, frontier"
 }
 
 // peakRSSMiB reads the process's peak resident set (VmHWM) on Linux.

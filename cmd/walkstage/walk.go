@@ -37,6 +37,12 @@ every seed is one query, named by its external id, with --top-k and --steps-per-
 --walks-per-vertex given explicitly), one Parquet row per query, as the stage writes an output
 "visits" request that lists the same seeds with rng_seed = --seed.
 
+--algorithm neighbor, layer, forest_fire, snowball or frontier samples the graph instead (the
+C-SAW samplers, docs/messages.md, "Graph samples"): one row per sampled edge, --walks-per-vertex
+instances per seed (per --frontier-size consecutive seeds for frontier), on the CPU, as the stage
+writes a sampling request listing the same seeds with rng_seed = --seed, e.g.
+  walkstage walk --graph g.wsg --algorithm neighbor --fanouts 25,10 --seeds 0-999 --out file:///tmp/s
+
 --seeds is "all" (every vertex), a file of external vertex ids (one per line, # comments; an id
 the graph lacks is an error), or "A-B": the vertices whose external id is in [A, B].
 
@@ -52,7 +58,7 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, walkUsage); fs.PrintDefaults() }
 	graphPath := fs.String("graph", "", "graph file in walkstage format (see 'walkstage graph')")
-	algoName := fs.String("algorithm", "deepwalk", "deepwalk, ppr, node2vec or metapath")
+	algoName := fs.String("algorithm", "deepwalk", "deepwalk, ppr, node2vec or metapath; or a sampler: neighbor, layer, forest_fire, snowball, frontier")
 	length := fs.Int("length", walk.DefaultLength, "maximum steps per walk")
 	p := fs.Float64("p", 1, "node2vec return parameter")
 	q := fs.Float64("q", 1, "node2vec in-out parameter")
@@ -87,6 +93,7 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Int64Var(&vp.NV, "n-v", 0, "visits: early stopping's visits")
 	fs.BoolVar(&vp.ExcludeSeeds, "exclude-seeds", false, "visits: do not return the seed")
 	fs.BoolVar(&vp.ExcludeNeighbors, "exclude-neighbors", false, "visits: do not return the seed's neighbours")
+	sf := addSampleFlags(fs)
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the walk and its output (not the graph load) to this file")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -106,6 +113,22 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if sk, ok := walk.ParseSampleKind(*algoName); ok {
+		comp, err := sink.ParseCompression(*compression)
+		if err != nil {
+			return err
+		}
+		return walkSamples(ctx, sk, sf, sampleRun{graphPath: *graphPath, seeds: *seeds, out: *out, prefix: *prefix,
+			batchID: *batchID, name: *name, seed: *seed, weighted: *weighted, instancesPerSeed: *perVertex, workers: *workers,
+			set: set, sinkOpts: []sink.Option{sink.WithCompression(comp), sink.WithFileBytes(*fileBytes),
+				sink.WithZstdLevel(*zstdLevel), sink.WithUploadBuffer(sink.DefaultUploadBuffer, *uploads)}}, stdout, stderr)
+	}
+	for _, f := range []string{"fanouts", "replace", "layer-sizes", "burn-probability", "depth", "max-vertices",
+		"frontier-size", "samples", "edge-weight"} {
+		if set[f] {
+			return fmt.Errorf("--%s is for the sampling algorithms, not %s", f, *algoName)
+		}
+	}
 
 	kind, err := walk.ParseKind(*algoName)
 	if err != nil {

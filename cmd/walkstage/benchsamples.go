@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
+)
+
+// sampleBench configures the bench's graph sampling cases (the C-SAW
+// samplers, walk.Sample on the CPU): seeds drawn at random among the
+// vertices with out-edges, the samples discarded.
+type sampleBench struct {
+	seeds             int
+	frontierSize      int
+	frontierSteps     int
+	frontierInstances int
+	workers           int
+}
+
+// sampleBenchCases are the sampling cases by name.
+func sampleBenchCases(sb sampleBench) map[string]walk.SampleParams {
+	return map[string]walk.SampleParams{
+		"neighbor":          {Kind: walk.NeighborSampling, Fanouts: []int{25, 10}},
+		"neighbor-weighted": {Kind: walk.NeighborSampling, Fanouts: []int{25, 10}, EdgeBias: walk.Bias{Kind: walk.BiasEdgeWeight}},
+		"layer":             {Kind: walk.LayerSampling, LayerSizes: []int{25, 250}},
+		"forest-fire":       {Kind: walk.ForestFire, BurnProb: 0.7, Depth: 2, MaxVertices: 10_000},
+		"snowball":          {Kind: walk.Snowball, Depth: 2, MaxVertices: 10_000},
+		"frontier":          {Kind: walk.FrontierWalk, FrontierSize: sb.frontierSize, Samples: sb.frontierSteps},
+	}
+}
+
+// randomSeeds draws n vertices with out-edges by splitmix64.
+func randomSeeds(g *graph.Graph, n int, seed uint64) []uint32 {
+	out := make([]uint32, n)
+	nv := uint64(g.NumVertices())
+	x := seed
+	for i := range out {
+		for {
+			x += 0x9E3779B97F4A7C15
+			z := (x ^ x>>30) * 0xBF58476D1CE4E5B9
+			z = (z ^ z>>27) * 0x94D049BB133111EB
+			if v := uint32((z ^ z>>31) % nv); g.Degree(v) > 0 {
+				out[i] = v
+				break
+			}
+		}
+	}
+	return out
+}
+
+// benchSample runs one sampling case and prints SEPS: sampled edges per
+// second of walk.Sample (the best of repeat runs).
+func benchSample(ctx context.Context, name string, p walk.SampleParams, g *graph.Graph, sb sampleBench, seed uint64, repeat int, stdout io.Writer) error {
+	p.Seed, p.InstancesPerSeed = seed, 1
+	n := sb.seeds
+	if p.Kind == walk.FrontierWalk {
+		n, p.InstancesPerSeed = p.FrontierSize, sb.frontierInstances
+	}
+	starts := randomSeeds(g, n, seed)
+	var best time.Duration
+	var st walk.SampleStats
+	for r := 0; r < max(repeat, 1); r++ {
+		t := time.Now()
+		_, s, err := walk.Sample(ctx, g, p, starts, sb.workers)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if d := time.Since(t); r == 0 || d < best {
+			best, st = d, s
+		}
+	}
+	fmt.Fprintf(stdout, "%-18s %s: %d instances, %d sampled edges in %s: %.2f M SEPS, %.0f instances/s, peak RSS %.0f MiB\n",
+		name, p, st.Instances, st.Edges, best.Round(time.Microsecond), float64(st.Edges)/best.Seconds()/1e6,
+		float64(st.Instances)/best.Seconds(), peakRSSMiB())
+	return nil
+}

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/walk"
+)
+
+// sampleFlags are the flags of `walkstage walk --algorithm <sampler>`
+// (neighbor, layer, forest_fire, snowball, frontier; docs/messages.md,
+// "Graph samples").
+type sampleFlags struct {
+	fanouts, layerSizes string
+	replace, edgeWeight bool
+	burn                float64
+	depth, maxVertices  int
+	frontierSize        int
+	samples             int
+}
+
+func addSampleFlags(fs *flag.FlagSet) *sampleFlags {
+	f := &sampleFlags{}
+	fs.StringVar(&f.fanouts, "fanouts", "", "neighbor: per-hop fan-outs, e.g. 25,10")
+	fs.BoolVar(&f.replace, "replace", false, "neighbor: select with replacement")
+	fs.StringVar(&f.layerSizes, "layer-sizes", "", "layer: per-hop layer sizes, e.g. 25,10")
+	fs.Float64Var(&f.burn, "burn-probability", 0, "forest_fire: burning probability in (0, 1)")
+	fs.IntVar(&f.depth, "depth", 0, "forest_fire, snowball: hops")
+	fs.IntVar(&f.maxVertices, "max-vertices", 10_000, "forest_fire, snowball: most vertices per sample")
+	fs.IntVar(&f.frontierSize, "frontier-size", 0, "frontier: seeds per instance (consecutive --seeds)")
+	fs.IntVar(&f.samples, "samples", 0, "frontier: steps (sampled edges) per instance")
+	fs.BoolVar(&f.edgeWeight, "edge-weight", false, "sampling: add an edge_weight column")
+	return f
+}
+
+// sampleRun is what walkSamples needs of walk's other flags.
+type sampleRun struct {
+	graphPath, seeds, out, prefix, batchID, name string
+	seed                                         uint64
+	weighted                                     bool
+	instancesPerSeed, workers                    int
+	sinkOpts                                     []sink.Option
+	set                                          map[string]bool
+}
+
+func parseSizes(flag, s string) ([]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("--%s %q: %q is not an integer", flag, s, f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// params builds the sampling parameters, refusing flags of walks and of
+// other samplers.
+func (f *sampleFlags) params(kind walk.SampleKind, r sampleRun) (walk.SampleParams, error) {
+	for _, name := range []string{"length", "p", "q", "stop", "schema", "sampler", "output", "top-k", "steps-per-query",
+		"min-visits", "n-p", "n-v", "exclude-seeds", "exclude-neighbors", "walk-encoding", "row-group-rows"} {
+		if r.set[name] {
+			return walk.SampleParams{}, fmt.Errorf("--%s is not for the sampling algorithm %s", name, kind)
+		}
+	}
+	p := walk.SampleParams{Kind: kind, Seed: r.seed, InstancesPerSeed: r.instancesPerSeed, Replace: f.replace}
+	var err error
+	if p.Fanouts, err = parseSizes("fanouts", f.fanouts); err != nil {
+		return p, err
+	}
+	if p.LayerSizes, err = parseSizes("layer-sizes", f.layerSizes); err != nil {
+		return p, err
+	}
+	if r.weighted {
+		p.EdgeBias = walk.Bias{Kind: walk.BiasEdgeWeight}
+	}
+	switch kind {
+	case walk.ForestFire:
+		p.BurnProb, p.Depth, p.MaxVertices = f.burn, f.depth, f.maxVertices
+	case walk.Snowball:
+		p.Depth, p.MaxVertices = f.depth, f.maxVertices
+	case walk.FrontierWalk:
+		p.FrontierSize, p.Samples = f.frontierSize, f.samples
+	}
+	for _, x := range []struct {
+		flag  string
+		kinds []walk.SampleKind
+	}{{"fanouts", []walk.SampleKind{walk.NeighborSampling}}, {"replace", []walk.SampleKind{walk.NeighborSampling}},
+		{"layer-sizes", []walk.SampleKind{walk.LayerSampling}}, {"burn-probability", []walk.SampleKind{walk.ForestFire}},
+		{"depth", []walk.SampleKind{walk.ForestFire, walk.Snowball}}, {"max-vertices", []walk.SampleKind{walk.ForestFire, walk.Snowball}},
+		{"frontier-size", []walk.SampleKind{walk.FrontierWalk}}, {"samples", []walk.SampleKind{walk.FrontierWalk}}} {
+		ok := false
+		for _, k := range x.kinds {
+			ok = ok || k == kind
+		}
+		if r.set[x.flag] && !ok {
+			return p, fmt.Errorf("--%s is not for %s", x.flag, kind)
+		}
+	}
+	return p, p.Validate(nil)
+}
+
+// walkSamples is `walkstage walk --algorithm <sampler>`: every seed (every
+// --frontier-size consecutive seeds for frontier) is the start of
+// --walks-per-vertex instances, sampled on the CPU and written as the
+// stage writes a sampling request listing the same seeds with rng_seed =
+// --seed and instances_per_seed = --walks-per-vertex.
+func walkSamples(ctx context.Context, kind walk.SampleKind, f *sampleFlags, r sampleRun, stdout, stderr io.Writer) error {
+	p, err := f.params(kind, r)
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	g, err := graph.Load(r.graphPath)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	if r.name != "" {
+		g.Name = r.name
+	}
+	if err := p.Validate(g); err != nil {
+		return err
+	}
+	if f.edgeWeight && !g.Weighted() {
+		return errors.New("--edge-weight: the graph has no edge weights")
+	}
+	starts, err := parseSeeds(g, r.seeds)
+	if err != nil {
+		return err
+	}
+	if per := p.SeedsPerInstance(); len(starts)%per != 0 {
+		return fmt.Errorf("%d seeds are not whole sets of --frontier-size %d", len(starts), per)
+	}
+	fmt.Fprintf(stderr, "graph %s (version %s): %d vertices, %d edges, loaded in %s\n", g.Name, g.Version, g.NumVertices(),
+		g.NumEdges(), time.Since(t0).Round(time.Millisecond))
+	bucket, err := sink.OpenBucket(ctx, r.out)
+	if err != nil {
+		return err
+	}
+	defer bucket.Close()
+	id := r.batchID
+	if id == "" {
+		id = fmt.Sprintf("seed-%d", r.seed)
+	}
+	n := p.NumInstances(len(starts))
+	meta := sink.BatchMeta{BatchID: id, Seed: r.seed, Engine: "cpu", WalkstageVersion: Version, Sample: &p,
+		Instances: int64(n), SampleEdgeWeight: f.edgeWeight}
+	w, err := sink.NewBatchWriter(ctx, bucket, r.prefix, meta, g, r.sinkOpts...)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "sampling %d instances (%s) on the CPU into %s\n", n, p, sink.ObjectURL(r.out, w.Layout().Dir))
+	// Waves of instances bound the edges held, as in the stage.
+	wave := int(max(1, (8<<20)/source.MaxSampleEdges(p)))
+	t1 := time.Now()
+	var sampled time.Duration
+	var st walk.SampleStats
+	for lo := 0; lo < n && err == nil; lo += wave {
+		ts := time.Now()
+		var edges [][]walk.SampledEdge
+		var ws walk.SampleStats
+		edges, ws, err = walk.SampleRange(ctx, g, p, starts, lo, min(wave, n-lo), r.workers)
+		sampled += time.Since(ts)
+		st.Edges += ws.Edges
+		if err == nil {
+			seeds := make([]int64, len(edges))
+			for k := range seeds {
+				seeds[k] = g.ExternalID(starts[(lo+k)/p.InstancesPerSeed*p.SeedsPerInstance()])
+			}
+			err = w.WriteSamples(ctx, int64(lo), seeds, edges)
+		}
+	}
+	var m *sink.Manifest
+	if err == nil {
+		m, err = w.Commit(ctx)
+	}
+	if err != nil {
+		if aerr := w.Abort(context.WithoutCancel(ctx)); aerr != nil {
+			err = fmt.Errorf("%w (abort: %v)", err, aerr)
+		}
+		return err
+	}
+	total := time.Since(t1)
+	fmt.Fprintf(stdout, "wrote %d instances, %d sampled edges in %d part(s), %s, to %s\n", m.Instances, m.Edges, len(m.Files),
+		humanBytes(m.Bytes), sink.ObjectURL(r.out, w.Layout().SuccessKey()))
+	fmt.Fprintf(stdout, "sample %s (%.1f M SEPS), sample+write %s (%.1f M edges/s)\n", sampled.Round(time.Millisecond),
+		float64(st.Edges)/sampled.Seconds()/1e6, total.Round(time.Millisecond), float64(m.Edges)/total.Seconds()/1e6)
+	return nil
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/walk"
+)
+
+// `walk --algorithm neighbor` writes the rows the stage writes for the
+// sampling request that lists the same seeds with rng_seed = --seed.
+func TestWalkCommandWritesSamples(t *testing.T) {
+	gp := walkTestGraph(t)
+	dir := t.TempDir()
+	out, err := runWalk(t, "--graph", gp, "--algorithm", "neighbor", "--fanouts", "2,2", "--weighted", "--edge-weight",
+		"--walks-per-vertex", "3", "--seeds", "100-400", "--seed", "9", "--batch-id", "nbr", "--out", "file://"+dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "wrote 93 instances") {
+		t.Errorf("output: %s", out)
+	}
+	g, err := graph.Load(gp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	m, err := sink.DecodeManifest(mustRead(t, filepath.Join(dir, "walks/graph=tiny/algorithm=neighbor/batch=nbr/_SUCCESS")))
+	if err != nil || m.Output != sink.OutputSamples || m.Instances != 93 {
+		t.Fatalf("manifest %v %+v", err, m)
+	}
+	var got []sink.WeightedSampleRow
+	for _, f := range m.Files {
+		data := mustRead(t, filepath.Join(dir, f.Key))
+		rows, err := parquet.Read[sink.WeightedSampleRow](bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, rows...)
+	}
+	body := `{"version":1,"batch_id":"nbr","algorithm":"neighbor","fanouts":[2,2],"weighted":true,"edge_weight":true,` +
+		`"instances_per_seed":3,"rng_seed":9,"seed_range":{"first":100,"count":301}}`
+	lim := source.DefaultLimits()
+	lim.SkipUnknown = true
+	r, err := source.DecodeRequest(nil, []byte(body), g, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edges, _, err := walk.Sample(context.Background(), g, r.Sample.Params, r.Starts, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []sink.WeightedSampleRow
+	for i, es := range edges {
+		for _, e := range es {
+			want = append(want, sink.WeightedSampleRow{InstanceID: int64(i), Seed: r.Seeds[i/3], Hop: e.Hop,
+				Src: g.ExternalID(e.Src), Dst: g.ExternalID(e.Dst), EdgeWeight: g.Weights[e.Edge]})
+		}
+	}
+	if len(want) != 93*6 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("%d rows differ from walk.Sample's %d", len(got), len(want))
+	}
+	for _, bad := range [][]string{
+		{"--algorithm", "neighbor", "--length", "5"},
+		{"--algorithm", "layer", "--fanouts", "5"},
+		{"--algorithm", "deepwalk", "--depth", "2"},
+		{"--algorithm", "frontier", "--frontier-size", "2", "--samples", "5", "--seeds", "100-120"},
+	} {
+		args := append([]string{"--graph", gp, "--out", "file://" + dir, "--seeds", "100-130"}, bad...)
+		if _, err := runWalk(t, args...); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}

@@ -1,0 +1,157 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+	"unsafe"
+
+	"gorgonia.org/cu"
+
+	"github.com/walkstage/walkstage/walk"
+)
+
+// Neighbour sampling on the device (kernels/sample.cuh): the hops run one
+// launch each, one warp per (instance, frontier slot) task; the host turns
+// each hop's picks into the next frontier. The samples equal walk.Sample's
+// (unweighted exactly; weighted up to the last ulp of a logarithm, which
+// only the reservoir-key fallback takes).
+
+// SampleStats describe one SampleNeighbors call.
+type SampleStats struct {
+	walk.SampleStats
+	Kernel time.Duration // the hops' kernels, synchronised
+	Wall   time.Duration
+}
+
+// SampleNeighbors runs walk.NeighborSampling without replacement (constant
+// or edge-weight bias) for starts as walk.Sample does, and returns every
+// instance's edges in instance order.
+func (e *Engine) SampleNeighbors(ctx context.Context, p walk.SampleParams, starts []uint32) ([][]walk.SampledEdge, SampleStats, error) {
+	if err := p.Validate(e.g); err != nil {
+		return nil, SampleStats{}, err
+	}
+	if p.Kind != walk.NeighborSampling || p.Replace || (p.EdgeBias.Kind != walk.BiasConstant && p.EdgeBias.Kind != walk.BiasEdgeWeight) {
+		return nil, SampleStats{}, fmt.Errorf("gpu: only neighbour sampling without replacement, unweighted or by edge weight, runs on the device (not %s)", p)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, SampleStats{}, errors.New("gpu: engine closed")
+	}
+	if e.broken != nil {
+		return nil, SampleStats{}, e.broken
+	}
+	g := e.g
+	t0 := time.Now()
+	n := p.NumInstances(len(starts))
+	out := make([][]walk.SampledEdge, n)
+	// Hop 0's tasks: one per instance, slot 0.
+	inst := make([]uint32, n)
+	slot := make([]uint32, n)
+	vert := make([]uint32, n)
+	for i := range n {
+		inst[i], vert[i] = uint32(i), starts[i/p.InstancesPerSeed]
+	}
+	var st SampleStats
+	err := e.dev.do(func() (err error) {
+		fn, err := e.mod.Function("sample_neighbor_hop")
+		if err != nil {
+			return fmt.Errorf("gpu: kernel sample_neighbor_hop: %w", err)
+		}
+		var dCum, dInst, dSlot, dVert, dOut, dCount cu.DevicePtr
+		defer func() {
+			for name, q := range map[string]*cu.DevicePtr{"sample.cum": &dCum, "sample.inst": &dInst, "sample.slot": &dSlot,
+				"sample.vertex": &dVert, "sample.out": &dOut, "sample.count": &dCount} {
+				e.free(name, q)
+			}
+		}()
+		if p.EdgeBias.Kind == walk.BiasEdgeWeight {
+			if dCum, err = upload(e, "sample.cum", walk.WeightCDF(g)); err != nil {
+				return err
+			}
+		}
+		for h, k := range p.Fanouts {
+			nt := len(vert)
+			if nt == 0 {
+				break
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			for _, a := range []struct {
+				name string
+				q    *cu.DevicePtr
+				n    int64
+				src  []uint32
+			}{{"sample.inst", &dInst, int64(nt) * 4, inst}, {"sample.slot", &dSlot, int64(nt) * 4, slot},
+				{"sample.vertex", &dVert, int64(nt) * 4, vert}, {"sample.out", &dOut, int64(nt) * int64(k) * 4, nil},
+				{"sample.count", &dCount, int64(nt) * 4, nil}} {
+				e.free(a.name, a.q)
+				if *a.q, err = e.alloc(a.name, a.n); err != nil {
+					return err
+				}
+				if a.src != nil {
+					if err := e.copyHtoD(*a.q, unsafe.Pointer(&a.src[0]), a.n); err != nil {
+						return fmt.Errorf("gpu: copy %s: %w", a.name, err)
+					}
+				}
+			}
+			var dWeights uint64
+			if dCum != 0 {
+				dWeights = uint64(e.dWeights)
+			}
+			warpsPerBlock := sampleThreads / 32
+			grid := min((nt+warpsPerBlock-1)/warpsPerBlock, e.numSM*64)
+			tk := time.Now()
+			if err := launch(fn, grid, sampleThreads, cu.Stream{}, []uint64{uint64(e.dOffsets), dWeights, uint64(dCum), p.Seed,
+				uint64(h), uint64(k), uint64(dInst), uint64(dSlot), uint64(dVert), uint64(nt), uint64(dOut), uint64(dCount)}); err != nil {
+				return fmt.Errorf("gpu: launch sample_neighbor_hop: %w", err)
+			}
+			if err := cu.Synchronize(); err != nil {
+				return fmt.Errorf("gpu: sample_neighbor_hop: %w", err)
+			}
+			st.Kernel += time.Since(tk)
+			picks := make([]uint32, nt*k)
+			counts := make([]uint32, nt)
+			if err := cu.MemcpyDtoH(unsafe.Pointer(&picks[0]), dOut, int64(len(picks))*4); err != nil {
+				return fmt.Errorf("gpu: copy picks: %w", err)
+			}
+			if err := cu.MemcpyDtoH(unsafe.Pointer(&counts[0]), dCount, int64(nt)*4); err != nil {
+				return fmt.Errorf("gpu: copy counts: %w", err)
+			}
+			// The next frontier: every pick's target, in task order
+			// (instance, then slot), its slot its position in the
+			// instance's frontier.
+			var ninst, nslot, nvert []uint32
+			next := map[uint32]uint32{}
+			for t := range nt {
+				v := vert[t]
+				base := g.Offsets[v]
+				for _, c := range picks[t*k : t*k+int(counts[t])] {
+					ed := base + uint64(c)
+					u := g.Targets[ed]
+					out[inst[t]] = append(out[inst[t]], walk.SampledEdge{Hop: int32(h), Src: v, Dst: u, Edge: ed})
+					ninst = append(ninst, inst[t])
+					nslot = append(nslot, next[inst[t]])
+					nvert = append(nvert, u)
+					next[inst[t]]++
+				}
+			}
+			inst, slot, vert = ninst, nslot, nvert
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, SampleStats{}, err
+	}
+	st.Instances = int64(n)
+	for _, es := range out {
+		st.Edges += int64(len(es))
+	}
+	st.Wall = time.Since(t0)
+	return out, st, nil
+}

@@ -1,0 +1,255 @@
+package sink
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"gocloud.dev/blob"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
+)
+
+func weightedTestGraph(t testing.TB) *graph.Graph {
+	t.Helper()
+	r := rand.New(rand.NewPCG(3, 4))
+	var edges []graph.Edge
+	for v := range int64(300) {
+		for range 2 + r.IntN(8) {
+			edges = append(edges, graph.Edge{Src: v*10 + 1, Dst: int64(r.IntN(300))*10 + 1, Weight: float32(1 + r.IntN(9))})
+		}
+	}
+	g, err := graph.FromEdges(edges, graph.BuildOptions{Name: "weighted", Weighted: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+var sampleParams = walk.SampleParams{Kind: walk.NeighborSampling, Seed: 5, InstancesPerSeed: 2, Fanouts: []int{5, 3}, EdgeBias: walk.Bias{Kind: walk.BiasEdgeWeight}}
+
+func runSample(t testing.TB, g *graph.Graph, p walk.SampleParams, n int) ([]int64, [][]walk.SampledEdge) {
+	t.Helper()
+	starts := make([]uint32, n)
+	for i := range starts {
+		starts[i] = uint32(i % g.NumVertices())
+	}
+	edges, _, err := walk.Sample(context.Background(), g, p, starts, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seeds := make([]int64, len(edges))
+	for i := range seeds {
+		seeds[i] = g.ExternalID(starts[i/p.InstancesPerSeed])
+	}
+	return seeds, edges
+}
+
+func sampleMeta(id string, p walk.SampleParams, instances int, weight bool) BatchMeta {
+	return BatchMeta{BatchID: id, Seed: p.Seed, Engine: "cpu", WalkstageVersion: "test", Sample: &p, Instances: int64(instances),
+		SampleEdgeWeight: weight, Fingerprint: "fp-" + id}
+}
+
+func writeSamples(t testing.TB, b *blob.Bucket, meta BatchMeta, g *graph.Graph, seeds []int64, edges [][]walk.SampledEdge, per int, opts ...Option) *Manifest {
+	t.Helper()
+	ctx := context.Background()
+	w, err := NewBatchWriter(ctx, b, "walks", meta, g, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for lo := 0; lo < len(edges); lo += per {
+		hi := min(lo+per, len(edges))
+		if err := w.WriteSamples(ctx, int64(lo), seeds[lo:hi], edges[lo:hi]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := w.Commit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// Arrow reads instance_id, seed, hop, src, dst (+ edge_weight), every row
+// back in instance then hop order.
+func TestSamplesArrowReadsOutput(t *testing.T) {
+	g := weightedTestGraph(t)
+	const seeds = 3000
+	ss, edges := runSample(t, g, sampleParams, seeds)
+	for _, weight := range []bool{false, true} {
+		var want []WeightedSampleRow
+		for i, es := range edges {
+			for _, e := range es {
+				r := WeightedSampleRow{InstanceID: int64(i), Seed: ss[i], Hop: e.Hop, Src: g.ExternalID(e.Src), Dst: g.ExternalID(e.Dst)}
+				if weight {
+					r.EdgeWeight = g.Weights[e.Edge]
+				}
+				want = append(want, r)
+			}
+		}
+		b, _ := fileBucket(t)
+		m := writeSamples(t, b, sampleMeta(fmt.Sprint("s", weight), sampleParams, len(edges), weight), g, ss, edges, 777, WithFileBytes(64<<10))
+		if len(m.Files) < 2 || m.Output != OutputSamples || m.Instances != int64(len(edges)) || m.Edges != int64(len(want)) ||
+			m.Algorithm.Name != "neighbor" || !reflect.DeepEqual(m.Algorithm.Fanouts, []int{5, 3}) {
+			t.Fatalf("manifest %+v", m)
+		}
+		var got []WeightedSampleRow
+		for _, f := range m.Files {
+			data, err := b.ReadAll(context.Background(), f.Key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, readSamplesArrow(t, data, weight)...)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("arrow read %d rows that differ from the %d written", len(got), len(want))
+		}
+		for i := 1; i < len(got); i++ {
+			if a, b := got[i-1], got[i]; a.InstanceID > b.InstanceID || a.InstanceID == b.InstanceID && a.Hop > b.Hop {
+				t.Fatalf("row %d out of order", i)
+			}
+		}
+		data, err := b.ReadAll(context.Background(), pathOfSuccess(t, m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dm, err := DecodeManifest(data); err != nil || dm.Edges != m.Edges || dm.Instances != m.Instances {
+			t.Fatalf("manifest decode: %v %+v", err, dm)
+		}
+	}
+}
+
+func TestSamplesDeterministicAndShareCommit(t *testing.T) {
+	g := weightedTestGraph(t)
+	ss, edges := runSample(t, g, sampleParams, 1000)
+	var crcs [][]string
+	for _, per := range []int{len(edges), 1, 333} {
+		b, _ := fileBucket(t)
+		m := writeSamples(t, b, sampleMeta("d", sampleParams, len(edges), false), g, ss, edges, per, WithFileBytes(32<<10))
+		var c []string
+		for _, f := range m.Files {
+			c = append(c, fmt.Sprint(f.CRC32C, f.Rows, f.Bytes))
+		}
+		crcs = append(crcs, c)
+	}
+	if !reflect.DeepEqual(crcs[0], crcs[1]) || !reflect.DeepEqual(crcs[0], crcs[2]) {
+		t.Fatalf("parts differ by call size: %v", crcs)
+	}
+	b, _ := fileBucket(t)
+	first := writeSamples(t, b, sampleMeta("d", sampleParams, len(edges), false), g, ss, edges, 100)
+	again := writeSamples(t, b, sampleMeta("d", sampleParams, len(edges), false), g, ss, edges, 100)
+	if !reflect.DeepEqual(first.Files, again.Files) {
+		t.Error("a second writer with the same fingerprint replaced the first's parts")
+	}
+	found, err := Lookup(context.Background(), b, "walks", "d", "fp-d")
+	if err != nil || found == nil || found.Edges != first.Edges {
+		t.Fatalf("lookup: %v %+v", err, found)
+	}
+	other := sampleMeta("d", sampleParams, len(edges), false)
+	other.Fingerprint = "another"
+	w, _ := NewBatchWriter(context.Background(), b, "walks", other, g)
+	w.WriteSamples(context.Background(), 0, ss, edges)
+	if _, err := w.Commit(context.Background()); !errors.Is(err, ErrBatchConflict) {
+		t.Errorf("different fingerprint: %v, want a conflict", err)
+	}
+}
+
+func TestSamplesWriterRefusesIncomplete(t *testing.T) {
+	g := weightedTestGraph(t)
+	ss, edges := runSample(t, g, sampleParams, 10)
+	b, _ := fileBucket(t)
+	ctx := context.Background()
+	w, err := NewBatchWriter(ctx, b, "walks", sampleMeta("short", sampleParams, len(edges)+1, false), g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteSamples(ctx, 1, ss[:1], edges[:1]); !errors.Is(err, ErrBadChunk) {
+		t.Fatalf("out of order instances: %v", err)
+	}
+	w, _ = NewBatchWriter(ctx, b, "walks", sampleMeta("short", sampleParams, len(edges)+1, false), g)
+	if err := w.WriteSamples(ctx, 0, ss, edges); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Commit(ctx); !errors.Is(err, ErrBadChunk) {
+		t.Fatalf("commit of %d of %d instances: %v", len(edges), len(edges)+1, err)
+	}
+	m := sampleMeta("x", sampleParams, 3, false)
+	m.Walks = 3
+	if _, err := NewBatchWriter(ctx, b, "walks", m, g); err == nil {
+		t.Error("walks and samples both accepted")
+	}
+	if _, err := NewBatchWriter(ctx, b, "walks", sampleMeta("x", sampleParams, 3, true), testGraph(t)); err == nil {
+		t.Error("edge weights of an unweighted graph accepted")
+	}
+}
+
+func readSamplesArrow(t *testing.T, data []byte, weight bool) []WeightedSampleRow {
+	t.Helper()
+	mem := memory.DefaultAllocator
+	pr, err := file.NewParquetReader(bytes.NewReader(data), file.WithReadProps(parquet.NewReaderProperties(mem)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	if v := pr.MetaData().KeyValueMetadata().FindValue(MetaOutput); v == nil || *v != OutputSamples {
+		t.Errorf("metadata %s = %v", MetaOutput, v)
+	}
+	fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: 4096}, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := fr.ReadTable(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Release()
+	want := []arrow.Field{
+		{Name: "instance_id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "seed", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "hop", Type: arrow.PrimitiveTypes.Int32},
+		{Name: "src", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "dst", Type: arrow.PrimitiveTypes.Int64},
+	}
+	if weight {
+		want = append(want, arrow.Field{Name: "edge_weight", Type: arrow.PrimitiveTypes.Float32})
+	}
+	if n := len(tbl.Schema().Fields()); n != len(want) {
+		t.Fatalf("arrow: %d fields, want %d", n, len(want))
+	}
+	for i, f := range want {
+		got := tbl.Schema().Field(i)
+		if got.Name != f.Name || !arrow.TypeEqual(got.Type, f.Type) {
+			t.Fatalf("arrow: field %d is %s %s, want %s %s", i, got.Name, got.Type, f.Name, f.Type)
+		}
+	}
+	tr := array.NewTableReader(tbl, 4096)
+	defer tr.Release()
+	var rows []WeightedSampleRow
+	for tr.Next() {
+		rec := tr.RecordBatch()
+		inst, seed := rec.Column(0).(*array.Int64), rec.Column(1).(*array.Int64)
+		hop, src, dst := rec.Column(2).(*array.Int32), rec.Column(3).(*array.Int64), rec.Column(4).(*array.Int64)
+		for i := range int(rec.NumRows()) {
+			r := WeightedSampleRow{InstanceID: inst.Value(i), Seed: seed.Value(i), Hop: hop.Value(i), Src: src.Value(i), Dst: dst.Value(i)}
+			if weight {
+				r.EdgeWeight = rec.Column(5).(*array.Float32).Value(i)
+			}
+			rows = append(rows, r)
+		}
+	}
+	if err := tr.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}

@@ -1,0 +1,69 @@
+package stage
+
+// Graph sampling batches (the C-SAW algorithms, output "samples"): sampled
+// on the CPU (walk.Sample), one batch per call, and written by the batch's
+// writer.
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/walk"
+)
+
+// sampleWaveEdges bounds the edges one wave of instances can sample
+// (walk.SampleRange), so a batch holds at most about 24 bytes an edge of
+// it in memory however large the batch.
+const sampleWaveEdges = 8 << 20
+
+// sample runs one sampling batch against v's graph and writes its rows,
+// in waves of instances of at most sampleWaveEdges edges.
+// The seeds are those bound to v's graph (rebind); seeds that no longer
+// form whole frontier sets reject the batch. Like countVisits, an error of
+// the sampling is the batch's vErr, a write error its wErr, and b.written
+// is closed on return.
+func (s *Stage) sample(ctx context.Context, b *batch, v *served) {
+	defer close(b.written)
+	sp := b.req.Sample
+	p := sp.Params
+	per := p.SeedsPerInstance()
+	if len(b.req.Starts)%per != 0 {
+		b.vErr = &source.RejectError{Reason: source.ReasonInvalidParameters, BatchID: b.req.BatchID,
+			Msg: fmt.Sprintf("graph version %s: %d known seeds are not whole sets of frontier_size %d", v.g.Version, len(b.req.Starts), per)}
+		return
+	}
+	n := p.NumInstances(len(b.req.Starts))
+	wave := int(max(1, sampleWaveEdges/source.MaxSampleEdges(p)))
+	var st walk.SampleStats
+	var d time.Duration
+	for lo := 0; lo < n; lo += wave {
+		hi := min(lo+wave, n)
+		s.engineMu.Lock()
+		t0 := time.Now()
+		edges, ws, err := walk.SampleRange(ctx, v.g, p, b.req.Starts, lo, hi-lo, 0)
+		d += time.Since(t0)
+		s.engineMu.Unlock()
+		if err != nil {
+			b.vErr = fmt.Errorf("sample: %w", err)
+			return
+		}
+		st.Instances += ws.Instances
+		st.Edges += ws.Edges
+		seeds := make([]int64, len(edges))
+		for k := range seeds {
+			seeds[k] = b.req.Seeds[(lo+k)/p.InstancesPerSeed*per]
+		}
+		if err := b.w.WriteSamples(ctx, int64(lo), seeds, edges); err != nil {
+			b.wErr = fmt.Errorf("write: %w", err)
+			return
+		}
+	}
+	b.walked = d
+	s.m.engineRuns.Inc()
+	s.m.engineSeconds.Add(d.Seconds())
+	b.gotW, b.steps = int64(b.walks), st.Edges
+	s.log.Debug("graph sampled", "batch_id", b.req.BatchID, "algorithm", p.Kind.String(), "instances", st.Instances,
+		"edges", st.Edges, "duration", d)
+}

@@ -1,0 +1,739 @@
+package walk
+
+// Graph sampling in the C-SAW framework (Pandey et al., "C-SAW: A Framework
+// for Graph Sampling and Random Walk on GPUs", SC'20, section III and
+// Table I). Every traversal-based sampler is a frontier pool plus three
+// user functions: a VertexBias that picks frontier vertices, an EdgeBias
+// that weighs a frontier vertex's edges, and an Update that turns the
+// selected edges into the next frontier. Select draws k of n candidates
+// without replacement by bias (walk/select.go).
+//
+// # The samples an engine must produce (the definition)
+//
+// An instance is one seed (one seed set for FrontierWalk) repeated
+// InstancesPerSeed times: instance i of a request is repetition i mod
+// InstancesPerSeed of seed (set) i / InstancesPerSeed. Its random words are
+// Philox4x32-10 under key p.Seed with counter
+//
+//	{instance, slot, hop, candidate / 4}, word candidate % 4
+//
+// where slot is the frontier vertex's position in the hop's frontier and
+// candidate the edge's index in that vertex's adjacency (SampleKey). Slot
+// 0xFFFFFFFF is reserved for per-vertex draws that are not candidate keys
+// (the forest-fire burn count, at slot = frontier position, candidate
+// 0xFFFFFFFF*4: see burnWord). Each algorithm, hop h = 0, 1, ...:
+//
+//   - NeighborSampling: every frontier vertex (in frontier order) selects
+//     Fanouts[h] of its out-edges (Select; with Replace, Fanouts[h] draws
+//     with replacement); the next frontier is the selected targets in that
+//     order, duplicates kept (a GraphSAGE sampling tree).
+//   - LayerSampling: the whole frontier selects LayerSizes[h] of the union
+//     of its out-edges (one Select over all candidate edges); the next
+//     frontier is the distinct targets, in first-selected order.
+//   - ForestFire: every frontier vertex burns x of its out-edges whose
+//     target is not yet in the sample, x = floor(log(u) / log(p)) for the
+//     burn word u (geometric, mean p/(1-p)), selected as per-vertex
+//     neighbour sampling selects (draws with rejection of edges to sampled
+//     vertices when n > 4x, else keys over the candidates; walk/select.go);
+//     the burnt targets join the
+//     sample (at most MaxVertices vertices, seed included, stopping at the
+//     edge that reaches it) and form the next frontier. Depth hops.
+//   - Snowball: as ForestFire with every edge to a new vertex burnt.
+//   - FrontierWalk (the multi-dimensional random walk, Ribeiro and
+//     Towsley): the frontier is the seed set; step h picks a frontier slot
+//     with probability proportional to its vertex's degree (VertexBias
+//     degree) and an out-edge of it (EdgeBias), emits the edge and replaces
+//     the slot's vertex by the edge's target. Samples steps; its words are
+//     counter {instance, 0, step, 0}: words 0 and 1 (a 64-bit draw) pick the
+//     slot by degree prefix sum, word 2 the edge.
+//
+// Selected edges are emitted per frontier vertex in adjacency order, hops in
+// order, so an instance's edges are sorted by hop.
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/walkstage/walkstage/graph"
+)
+
+// SampleKind names a graph sampling algorithm.
+type SampleKind uint8
+
+const (
+	NeighborSampling SampleKind = iota + 1 // per-vertex fan-outs (GraphSAGE)
+	LayerSampling                          // per-frontier layer sizes
+	ForestFire                             // burning probability
+	Snowball                               // every new neighbour
+	FrontierWalk                           // multi-dimensional random walk
+)
+
+var sampleNames = map[SampleKind]string{NeighborSampling: "neighbor", LayerSampling: "layer",
+	ForestFire: "forest_fire", Snowball: "snowball", FrontierWalk: "frontier"}
+
+func (k SampleKind) String() string {
+	if s, ok := sampleNames[k]; ok {
+		return s
+	}
+	return fmt.Sprintf("sample(%d)", uint8(k))
+}
+
+// ParseSampleKind accepts the names String returns (case-insensitive); ok is
+// false for anything else (a walk algorithm, a typo).
+func ParseSampleKind(s string) (SampleKind, bool) {
+	for k, n := range sampleNames {
+		if strings.EqualFold(s, n) {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+// BiasKind names what a bias weighs by.
+type BiasKind uint8
+
+const (
+	BiasConstant   BiasKind = iota // every candidate weighs 1 (unbiased)
+	BiasDegree                     // a vertex weighs its out-degree
+	BiasEdgeWeight                 // an edge weighs its weight (weighted graph)
+	BiasLabel                      // an edge weighs 1 when labelled Label, else 0
+)
+
+// Bias is a small typed description of a C-SAW VertexBias or EdgeBias, so
+// every engine evaluates the same function without calling back into Go.
+type Bias struct {
+	Kind  BiasKind
+	Label uint8 // BiasLabel
+}
+
+// edge returns the bias of edge e (an index into g.Targets).
+func (b Bias) edge(g *graph.Graph, e uint64) float64 {
+	switch b.Kind {
+	case BiasEdgeWeight:
+		return float64(g.Weights[e])
+	case BiasLabel:
+		if g.Labels[e] == b.Label {
+			return 1
+		}
+		return 0
+	case BiasDegree:
+		return float64(g.Degree(g.Targets[e]))
+	}
+	return 1
+}
+
+// Limits on sampling parameters, independent of a deployment's limits.
+const (
+	MaxSampleHops     = 16
+	MaxFanout         = 1 << 16
+	MaxFrontierSize   = 1 << 16
+	MaxFrontierSteps  = 1 << 24
+	MaxSampleVertices = 1 << 24
+)
+
+// SampleParams describe one sampling request: the algorithm, its
+// parameters and the RNG seed.
+type SampleParams struct {
+	Kind             SampleKind
+	Seed             uint64
+	InstancesPerSeed int   // at least 1
+	Fanouts          []int // NeighborSampling: per hop
+	Replace          bool  // NeighborSampling: draw with replacement
+	LayerSizes       []int // LayerSampling: per hop
+	BurnProb         float64
+	Depth            int // ForestFire, Snowball: hops
+	MaxVertices      int // ForestFire, Snowball: 0 = no limit
+	FrontierSize     int // FrontierWalk: seeds per instance
+	Samples          int // FrontierWalk: steps
+	EdgeBias         Bias
+}
+
+// Weighted reports whether the edge bias is the edge weight.
+func (p SampleParams) Weighted() bool { return p.EdgeBias.Kind == BiasEdgeWeight }
+
+// Hops is the number of hops (steps for FrontierWalk).
+func (p SampleParams) Hops() int {
+	switch p.Kind {
+	case NeighborSampling:
+		return len(p.Fanouts)
+	case LayerSampling:
+		return len(p.LayerSizes)
+	case FrontierWalk:
+		return p.Samples
+	}
+	return p.Depth
+}
+
+// SeedsPerInstance is FrontierSize for FrontierWalk, else 1.
+func (p SampleParams) SeedsPerInstance() int {
+	if p.Kind == FrontierWalk {
+		return p.FrontierSize
+	}
+	return 1
+}
+
+// Validate checks the parameters and, when g is not nil, that g can serve
+// the bias.
+func (p SampleParams) Validate(g *graph.Graph) error {
+	if _, ok := sampleNames[p.Kind]; !ok {
+		return invalid("unknown sampling algorithm %d", p.Kind)
+	}
+	if p.InstancesPerSeed < 1 {
+		return invalid("instances_per_seed %d must be at least 1", p.InstancesPerSeed)
+	}
+	sizes := func(name string, s []int, own SampleKind) error {
+		if p.Kind != own {
+			if s != nil {
+				return invalid("%s is only for %s, not %s", name, own, p.Kind)
+			}
+			return nil
+		}
+		if len(s) == 0 || len(s) > MaxSampleHops {
+			return invalid("%s needs 1 to %d hops, got %d", name, MaxSampleHops, len(s))
+		}
+		for i, k := range s {
+			if k < 1 || k > MaxFanout {
+				return invalid("%s[%d] = %d out of range [1, %d]", name, i, k, MaxFanout)
+			}
+		}
+		return nil
+	}
+	if err := sizes("fanouts", p.Fanouts, NeighborSampling); err != nil {
+		return err
+	}
+	if err := sizes("layer_sizes", p.LayerSizes, LayerSampling); err != nil {
+		return err
+	}
+	if p.Replace && p.Kind != NeighborSampling {
+		return invalid("replace is only for neighbor, not %s", p.Kind)
+	}
+	if p.Kind == ForestFire {
+		if !(p.BurnProb > 0 && p.BurnProb < 1) {
+			return invalid("forest_fire burn_probability %v must be in (0, 1)", p.BurnProb)
+		}
+	} else if p.BurnProb != 0 {
+		return invalid("burn_probability is only for forest_fire, not %s", p.Kind)
+	}
+	if p.Kind == ForestFire || p.Kind == Snowball {
+		if p.Depth < 1 || p.Depth > MaxSampleHops {
+			return invalid("%s depth %d out of range [1, %d]", p.Kind, p.Depth, MaxSampleHops)
+		}
+		if p.MaxVertices < 0 || p.MaxVertices > MaxSampleVertices {
+			return invalid("%s max_vertices %d out of range [0, %d]", p.Kind, p.MaxVertices, MaxSampleVertices)
+		}
+	} else if p.Depth != 0 || p.MaxVertices != 0 {
+		return invalid("depth and max_vertices are only for forest_fire and snowball, not %s", p.Kind)
+	}
+	if p.Kind == FrontierWalk {
+		if p.FrontierSize < 1 || p.FrontierSize > MaxFrontierSize {
+			return invalid("frontier frontier_size %d out of range [1, %d]", p.FrontierSize, MaxFrontierSize)
+		}
+		if p.Samples < 1 || p.Samples > MaxFrontierSteps {
+			return invalid("frontier samples %d out of range [1, %d]", p.Samples, MaxFrontierSteps)
+		}
+	} else if p.FrontierSize != 0 || p.Samples != 0 {
+		return invalid("frontier_size and samples are only for frontier, not %s", p.Kind)
+	}
+	switch p.EdgeBias.Kind {
+	case BiasConstant, BiasEdgeWeight, BiasLabel:
+	default:
+		return invalid("edge bias %d is not constant, edge weight or label", p.EdgeBias.Kind)
+	}
+	if p.EdgeBias.Kind != BiasConstant && p.Kind == Snowball {
+		return invalid("snowball takes every new neighbour: no edge bias")
+	}
+	if g == nil {
+		return nil
+	}
+	if p.EdgeBias.Kind == BiasEdgeWeight && !g.Weighted() {
+		return invalid("weighted %s needs edge weights, and graph %q has none", p.Kind, g.Name)
+	}
+	if p.EdgeBias.Kind == BiasLabel && (!g.Labelled() || int(p.EdgeBias.Label) >= g.NumLabels) {
+		return invalid("label bias %d: graph %q has labels 0..%d", p.EdgeBias.Label, g.Name, g.NumLabels-1)
+	}
+	return nil
+}
+
+// String is a stable rendering for logs.
+func (p SampleParams) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s", p.Kind)
+	switch p.Kind {
+	case NeighborSampling:
+		fmt.Fprintf(&b, " fanouts=%v replace=%v", p.Fanouts, p.Replace)
+	case LayerSampling:
+		fmt.Fprintf(&b, " layer_sizes=%v", p.LayerSizes)
+	case ForestFire:
+		fmt.Fprintf(&b, " p=%g depth=%d max_vertices=%d", p.BurnProb, p.Depth, p.MaxVertices)
+	case Snowball:
+		fmt.Fprintf(&b, " depth=%d max_vertices=%d", p.Depth, p.MaxVertices)
+	case FrontierWalk:
+		fmt.Fprintf(&b, " frontier_size=%d samples=%d", p.FrontierSize, p.Samples)
+	}
+	fmt.Fprintf(&b, " weighted=%v instances_per_seed=%d", p.Weighted(), p.InstancesPerSeed)
+	return b.String()
+}
+
+// SampledEdge is one edge of a sample: the hop that selected it and its
+// endpoints (dense ids); Edge indexes g.Targets (its weight, label).
+type SampledEdge struct {
+	Hop      int32
+	Src, Dst uint32
+	Edge     uint64
+}
+
+// SampleStats describe one Sample call.
+type SampleStats struct {
+	Instances int64
+	Edges     int64
+}
+
+// NumInstances is the number of instances of a request with len(starts)
+// seeds.
+func (p SampleParams) NumInstances(starts int) int {
+	return starts / p.SeedsPerInstance() * p.InstancesPerSeed
+}
+
+// Sample runs p over starts (dense ids; FrontierWalk: consecutive sets of
+// FrontierSize seeds) on the CPU, workers goroutines (0: GOMAXPROCS), and
+// returns every instance's edges in instance order. The result depends on
+// p, g and starts only.
+func Sample(ctx context.Context, g *graph.Graph, p SampleParams, starts []uint32, workers int) ([][]SampledEdge, SampleStats, error) {
+	return SampleRange(ctx, g, p, starts, 0, -1, workers)
+}
+
+// SampleRange is Sample for instances first .. first+count-1 only (count
+// -1: to the last), their edges at out[0 .. count-1]: a batch too large
+// to hold is sampled and written in waves, each instance as Sample
+// samples it.
+func SampleRange(ctx context.Context, g *graph.Graph, p SampleParams, starts []uint32, first, count, workers int) ([][]SampledEdge, SampleStats, error) {
+	if err := p.Validate(g); err != nil {
+		return nil, SampleStats{}, err
+	}
+	per := p.SeedsPerInstance()
+	if len(starts)%per != 0 {
+		return nil, SampleStats{}, invalid("%d seeds are not sets of frontier_size %d", len(starts), per)
+	}
+	nv := uint32(g.NumVertices())
+	for _, s := range starts {
+		if s >= nv {
+			return nil, SampleStats{}, fmt.Errorf("walk: seed %d beyond the graph's %d vertices", s, nv)
+		}
+	}
+	total := p.NumInstances(len(starts))
+	if int64(total) > math.MaxUint32 {
+		return nil, SampleStats{}, invalid("%d instances exceed 2^32", total)
+	}
+	if count < 0 {
+		count = total - first
+	}
+	if first < 0 || count < 0 || first+count > total {
+		return nil, SampleStats{}, fmt.Errorf("walk: instances %d..%d of %d", first, first+count-1, total)
+	}
+	n := count
+	out := make([][]SampledEdge, n)
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	const chunk = 64
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var edges atomic.Int64
+	for range min(workers, (n+chunk-1)/chunk) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := newSampler(g, p)
+			for ctx.Err() == nil {
+				lo := int(next.Add(chunk)) - chunk
+				if lo >= n {
+					return
+				}
+				var cnt int64
+				for k := lo; k < min(lo+chunk, n); k++ {
+					i := first + k
+					set := i / p.InstancesPerSeed
+					out[k] = s.instance(uint32(i), starts[set*per:(set+1)*per])
+					cnt += int64(len(out[k]))
+				}
+				edges.Add(cnt)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, SampleStats{}, err
+	}
+	return out, SampleStats{Instances: int64(n), Edges: edges.Load()}, nil
+}
+
+// sampler holds one worker's scratch space.
+type sampler struct {
+	g       *graph.Graph
+	p       SampleParams
+	sel     selector
+	visited map[uint32]struct{}
+	cands   []uint64 // layer: candidate edges of the whole frontier
+	slots   []uint32 // layer: frontier slot of each candidate
+	offs    []uint32 // layer: candidate index within its vertex
+	picked  []uint32
+	pre     []float64 // layer: cumulative degrees (weights) of the frontier
+}
+
+func newSampler(g *graph.Graph, p SampleParams) *sampler {
+	return &sampler{g: g, p: p, visited: map[uint32]struct{}{}}
+}
+
+// instance samples instance id from seeds.
+func (s *sampler) instance(id uint32, seeds []uint32) []SampledEdge {
+	switch s.p.Kind {
+	case NeighborSampling:
+		return s.neighbor(id, seeds[0])
+	case LayerSampling:
+		return s.layer(id, seeds[0])
+	case ForestFire, Snowball:
+		return s.fire(id, seeds[0])
+	case FrontierWalk:
+		return s.frontier(id, seeds)
+	}
+	return nil
+}
+
+func (s *sampler) neighbor(id uint32, seed uint32) []SampledEdge {
+	g, p := s.g, s.p
+	var out []SampledEdge
+	frontier := []uint32{seed}
+	var next []uint32
+	for h, k := range p.Fanouts {
+		next = next[:0]
+		for j, v := range frontier {
+			base := g.Offsets[v]
+			n := int(g.Offsets[v+1] - base)
+			key := SampleKey{Seed: p.Seed, Instance: id, Slot: uint32(j), Hop: uint32(h)}
+			var picked []uint32
+			if p.Replace {
+				picked = s.sel.withReplacement(g, p.EdgeBias, base, n, k, key)
+			} else {
+				picked = s.sel.selectK(g, p.EdgeBias, base, n, k, key)
+			}
+			for _, c := range picked {
+				e := base + uint64(c)
+				u := g.Targets[e]
+				out = append(out, SampledEdge{Hop: int32(h), Src: v, Dst: u, Edge: e})
+				next = append(next, u)
+			}
+		}
+		frontier, next = next, frontier
+		if len(frontier) == 0 {
+			break
+		}
+	}
+	return out
+}
+
+// layerPick is one selected edge of a layer: its frontier slot and its
+// index in that vertex's adjacency.
+type layerPick struct{ slot, off uint32 }
+
+// layerSlot is the counter slot of a layer's rejection draws: no frontier
+// position reaches it.
+const layerSlot = 0xFFFFFFFF
+
+func (s *sampler) layer(id uint32, seed uint32) []SampledEdge {
+	g, p := s.g, s.p
+	var out []SampledEdge
+	frontier := []uint32{seed}
+	for h, k := range p.LayerSizes {
+		picks, ok := s.layerRejection(id, uint32(h), k, frontier)
+		if !ok {
+			picks = s.layerKeys(id, uint32(h), k, frontier)
+		}
+		clear(s.visited)
+		next := make([]uint32, 0, len(picks))
+		for _, pk := range picks {
+			v := frontier[pk.slot]
+			e := g.Offsets[v] + uint64(pk.off)
+			u := g.Targets[e]
+			out = append(out, SampledEdge{Hop: int32(h), Src: v, Dst: u, Edge: e})
+			// The next frontier is the distinct targets in candidate order
+			// (frontier, then adjacency).
+			if _, ok := s.visited[u]; !ok {
+				s.visited[u] = struct{}{}
+				next = append(next, u)
+			}
+		}
+		frontier = next
+		if len(frontier) == 0 {
+			break
+		}
+	}
+	return out
+}
+
+// layerKeys selects k of the frontier's edges by reservoir keys.
+func (s *sampler) layerKeys(id, h uint32, k int, frontier []uint32) []layerPick {
+	g, p := s.g, s.p
+	s.cands, s.slots, s.offs = s.cands[:0], s.slots[:0], s.offs[:0]
+	for j, v := range frontier {
+		for e := g.Offsets[v]; e < g.Offsets[v+1]; e++ {
+			s.cands = append(s.cands, e)
+			s.slots = append(s.slots, uint32(j))
+			s.offs = append(s.offs, uint32(e-g.Offsets[v]))
+		}
+	}
+	keyOf := func(c int) SampleKey {
+		return SampleKey{Seed: p.Seed, Instance: id, Slot: s.slots[c], Hop: h, Candidate: s.offs[c]}
+	}
+	picked := s.sel.selectFunc(len(s.cands), k, p.EdgeBias.Kind != BiasConstant,
+		func(c int) float64 { return p.EdgeBias.edge(g, s.cands[c]) }, keyOf)
+	picks := make([]layerPick, len(picked))
+	for i, c := range picked {
+		picks[i] = layerPick{s.slots[c], s.offs[c]}
+	}
+	return picks
+}
+
+// layerRejection selects k of the frontier's n edges (n > 4k, constant or
+// edge-weight bias) by draws with replacement over the whole frontier,
+// redrawing taken edges: draw t is the word at {instance, layerSlot, hop,
+// t}, mapped to a frontier slot through the slots' cumulative degrees
+// (weights) and to an edge within it (uniformly, or through the vertex's
+// cumulative weights). ok is false when it does not apply or after
+// maxDraws(k) draws.
+func (s *sampler) layerRejection(id, h uint32, k int, frontier []uint32) ([]layerPick, bool) {
+	g, p := s.g, s.p
+	if p.EdgeBias.Kind != BiasConstant && p.EdgeBias.Kind != BiasEdgeWeight {
+		return nil, false
+	}
+	var cum []float64
+	if p.EdgeBias.Kind == BiasEdgeWeight {
+		cum = WeightCDF(g)
+	}
+	pre := s.pre[:0]
+	var n uint64
+	var total float64
+	for _, v := range frontier {
+		d := g.Offsets[v+1] - g.Offsets[v]
+		n += d
+		if cum != nil && d > 0 {
+			total += cum[g.Offsets[v+1]-1]
+		}
+		pre = append(pre, float64(n))
+		if cum != nil {
+			pre[len(pre)-1] = total
+		}
+	}
+	s.pre = pre
+	if n <= 4*uint64(k) || n > math.MaxUint32 {
+		return nil, false
+	}
+	picks := make([]layerPick, 0, k)
+	for t := 0; t < maxDraws(k); t++ {
+		x := s.sel.word(SampleKey{Seed: p.Seed, Instance: id, Slot: layerSlot, Hop: h, Candidate: uint32(t)})
+		var pk layerPick
+		if cum == nil {
+			i := uint64(index(x, uint32(n)))
+			j := sort.Search(len(pre), func(j int) bool { return float64(i) < pre[j] })
+			lo := uint64(0)
+			if j > 0 {
+				lo = uint64(pre[j-1])
+			}
+			pk = layerPick{uint32(j), uint32(i - lo)}
+		} else {
+			target := float64(x) / (1 << 32) * total
+			j := min(sort.Search(len(pre), func(j int) bool { return target < pre[j] }), len(pre)-1)
+			for j > 0 && pre[j] == pre[j-1] { // a vertex without edges: none of the mass
+				j--
+			}
+			lo := 0.0
+			if j > 0 {
+				lo = pre[j-1]
+			}
+			v := frontier[j]
+			vc := cum[g.Offsets[v]:g.Offsets[v+1]]
+			r := target - lo
+			c := min(sort.Search(len(vc), func(c int) bool { return r < vc[c] }), len(vc)-1)
+			pk = layerPick{uint32(j), uint32(c)}
+		}
+		if !slices.Contains(picks, pk) {
+			picks = append(picks, pk)
+			if len(picks) == k {
+				slices.SortFunc(picks, func(a, b layerPick) int {
+					if a.slot != b.slot {
+						return int(a.slot) - int(b.slot)
+					}
+					return int(a.off) - int(b.off)
+				})
+				return picks, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// burnCount is the forest-fire burn count of a frontier vertex: geometric
+// with success probability p (mean p/(1-p)), from the word at candidate
+// 0xFFFFFFFC (counter word 3 of draw 0x3FFFFFFF).
+func burnCount(word uint32, p float64) int {
+	u := (float64(word) + 1) / (1 << 32) // (0, 1]
+	x := math.Floor(math.Log(u) / math.Log(p))
+	if x > MaxSampleVertices {
+		return MaxSampleVertices
+	}
+	return int(x)
+}
+
+// burnCandidate is the candidate index whose word is a vertex's burn draw.
+const burnCandidate = 0xFFFFFFFF
+
+func (s *sampler) fire(id uint32, seed uint32) []SampledEdge {
+	g, p := s.g, s.p
+	var out []SampledEdge
+	clear(s.visited)
+	s.visited[seed] = struct{}{}
+	frontier := []uint32{seed}
+	full := func() bool { return p.MaxVertices > 0 && len(s.visited) >= p.MaxVertices }
+	for h := 0; h < p.Depth && len(frontier) > 0 && !full(); h++ {
+		var next []uint32
+		for j, v := range frontier {
+			if full() {
+				break
+			}
+			base := g.Offsets[v]
+			n := int(g.Offsets[v+1] - base)
+			// candidate: an edge to a vertex not yet in the sample (the
+			// first edge to it when there are several).
+			candidate := func(c int) bool {
+				u := g.Targets[base+uint64(c)]
+				_, in := s.visited[u]
+				return !in && (c == 0 || g.Targets[base+uint64(c-1)] != u)
+			}
+			key := SampleKey{Seed: p.Seed, Instance: id, Slot: uint32(j), Hop: uint32(h)}
+			x := n // snowball: every candidate
+			if p.Kind == ForestFire {
+				bk := key
+				bk.Candidate = burnCandidate
+				if x = burnCount(bk.Word(), p.BurnProb); x == 0 {
+					continue
+				}
+			}
+			picked, ok := []uint32(nil), false
+			if p.Kind == ForestFire && n > 4*x && p.EdgeBias.Kind != BiasLabel {
+				picked, ok = s.sel.rejectionWhere(g, p.EdgeBias, base, n, x, key, candidate)
+			}
+			if !ok {
+				s.offs = s.offs[:0]
+				for c := 0; c < n; c++ {
+					if candidate(c) {
+						s.offs = append(s.offs, uint32(c))
+					}
+				}
+				picked = s.offs
+				if p.Kind == ForestFire {
+					sel := s.sel.selectFunc(len(s.offs), x, p.EdgeBias.Kind != BiasConstant,
+						func(c int) float64 { return p.EdgeBias.edge(g, base+uint64(s.offs[c])) },
+						func(c int) SampleKey { k := key; k.Candidate = s.offs[c]; return k })
+					s.picked = s.picked[:0]
+					for _, c := range sel {
+						s.picked = append(s.picked, s.offs[c])
+					}
+					picked = s.picked
+				}
+			}
+			for _, c := range picked {
+				if full() {
+					break
+				}
+				e := base + uint64(c)
+				u := g.Targets[e]
+				s.visited[u] = struct{}{}
+				out = append(out, SampledEdge{Hop: int32(h), Src: v, Dst: u, Edge: e})
+				next = append(next, u)
+			}
+		}
+		frontier = next
+	}
+	return out
+}
+
+func (s *sampler) frontier(id uint32, seeds []uint32) []SampledEdge {
+	g, p := s.g, s.p
+	slots := append([]uint32(nil), seeds...)
+	// A Fenwick tree over the slots' degrees: pick by degree in O(log F).
+	f := newFenwick(len(slots))
+	for j, v := range slots {
+		f.add(j, int64(g.Degree(v)))
+	}
+	out := make([]SampledEdge, 0, p.Samples)
+	for t := 0; t < p.Samples; t++ {
+		total := f.total()
+		if total == 0 {
+			break
+		}
+		w := SampleKey{Seed: p.Seed, Instance: id, Hop: uint32(t)}.Words()
+		r := uint64(w[0])<<32 | uint64(w[1])
+		hi, _ := mul64(r, uint64(total))
+		j := f.find(int64(hi))
+		v := slots[j]
+		base := g.Offsets[v]
+		n := uint32(g.Offsets[v+1] - base)
+		var c uint32
+		switch p.EdgeBias.Kind {
+		case BiasConstant:
+			c = index(w[2], n)
+		case BiasEdgeWeight:
+			c = cdfSearch(WeightCDF(g)[base:base+uint64(n)], w[2])
+		default:
+			c = pickWeighted(func(i int) float64 { return p.EdgeBias.edge(g, base+uint64(i)) }, int(n), w[2])
+		}
+		e := base + uint64(c)
+		u := g.Targets[e]
+		out = append(out, SampledEdge{Hop: int32(t), Src: v, Dst: u, Edge: e})
+		f.add(j, int64(g.Degree(u))-int64(n))
+		slots[j] = u
+	}
+	return out
+}
+
+// fenwick is a binary indexed tree of int64 over n slots.
+type fenwick struct{ t []int64 }
+
+func newFenwick(n int) *fenwick { return &fenwick{t: make([]int64, n+1)} }
+
+func (f *fenwick) add(i int, d int64) {
+	for i++; i < len(f.t); i += i & -i {
+		f.t[i] += d
+	}
+}
+
+func (f *fenwick) total() int64 {
+	var s int64
+	for i := len(f.t) - 1; i > 0; i -= i & -i {
+		s += f.t[i]
+	}
+	return s
+}
+
+// find returns the slot j with prefix(j) <= x < prefix(j+1), for x in
+// [0, total).
+func (f *fenwick) find(x int64) int {
+	pos := 0
+	step := 1
+	for step*2 < len(f.t) {
+		step *= 2
+	}
+	for ; step > 0; step /= 2 {
+		if n := pos + step; n < len(f.t) && f.t[n] <= x {
+			pos = n
+			x -= f.t[n]
+		}
+	}
+	return pos
+}
