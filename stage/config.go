@@ -258,6 +258,12 @@ func LoadConfig(environ []string) (Config, error) {
 			errs = append(errs, err)
 		}
 	}
+	// env applies a default to a variable set to the empty string as well;
+	// for METRICS_ADDR the empty string is documented to mean "no HTTP
+	// server", which is what tests and the demo ask for, so honour it.
+	if v, set := opts.Environment[EnvPrefix+"METRICS_ADDR"]; set && v == "" {
+		c.MetricsAddr = ""
+	}
 	errs = append(errs, c.validate()...)
 	if len(errs) > 0 {
 		return c, &ConfigError{Errs: errs}

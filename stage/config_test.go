@@ -43,3 +43,21 @@ func TestLoadConfigReportsEveryBadVariable(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyMetricsAddrDisablesTheServer: the documented way to run without
+// the HTTP server. env fills a variable set to "" with its default, so this
+// once listened on :9090 anyway, and two such stages at once collided.
+func TestEmptyMetricsAddrDisablesTheServer(t *testing.T) {
+	c, err := LoadConfig([]string{"WALKSTAGE_BROKERS=kafka:9092", "WALKSTAGE_GRAPH=g.wsg", "WALKSTAGE_OUTPUT_URL=file:///tmp/w",
+		"WALKSTAGE_METRICS_ADDR="})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MetricsAddr != "" {
+		t.Fatalf("METRICS_ADDR= gave %q", c.MetricsAddr)
+	}
+	c, err = LoadConfig([]string{"WALKSTAGE_BROKERS=kafka:9092", "WALKSTAGE_GRAPH=g.wsg", "WALKSTAGE_OUTPUT_URL=file:///tmp/w"})
+	if err != nil || c.MetricsAddr != ":9090" {
+		t.Fatalf("unset METRICS_ADDR gave %q, %v", c.MetricsAddr, err)
+	}
+}
