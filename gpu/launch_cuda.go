@@ -25,70 +25,10 @@ func launch(fn cu.Function, grid, block int, s cu.Stream, args []uint64) error {
 // the kernel between two events, and copies out on s's stream.
 func (e *Engine) enqueue(s *batchSlot, b *batch, alg walk.Algorithm) error {
 	n := b.walks
-	nj := 0
-	k := int64(0)
-	for si := range b.segs {
-		sg := &b.segs[si]
-		sg.seed = uint32(nj)
-		s.hSeeds[nj] = sg.job.Seed
-		nj++
-		for id := sg.lo; id < sg.hi; id++ {
-			s.hTasks[k] = task{start: sg.job.Starts[id], job: sg.seed, walk: uint64(id)}
-			k++
-		}
-	}
-	p := s.hParams
-	*p = walkParams{}
-	algorithmParams(p, alg, e.cfg.warpThreshold)
-	p.offsets, p.targets = uint64(e.dOffsets), uint64(e.dTargets)
-	sampler := alg.ResolvedSampler()
-	if alg.Weighted {
-		p.weights = uint64(e.dWeights)
-		if sampler == walk.SamplerAlias || sampler == walk.SamplerRejection {
-			p.alias = uint64(e.dAlias)
-		}
-	}
-	p.labels = uint64(e.dLabels)
-	p.tasks, p.seeds, p.result, p.lengths, p.cursor = uint64(s.dTasks), uint64(s.dSeeds), uint64(s.dResult), uint64(s.dLengths), uint64(s.dCursor)
-	p.nTasks = uint64(n)
+	nj := fillTasks(s, b)
+	p := e.fillParams(s, alg, n)
 	stride := p.stride
-	mode := modeStatic
-	switch alg.Kind {
-	case walk.PPR:
-		mode = modePPR
-	case walk.Node2Vec:
-		mode = modeNode2Vec
-	case walk.MetaPath:
-		mode = modeMetaPath
-	}
-	if e.useLabelTables(alg) {
-		p.sampler = samplerLabelTables
-		p.segOffsets, p.segTargets, p.numLabels = uint64(e.dSegOffsets), uint64(e.dSegTargets), uint64(e.g.NumLabels)
-		if alg.Weighted {
-			p.segAlias = uint64(e.dSegAlias)
-		}
-	}
-	// Full occupancy pays for the simple modes; Node2Vec's rejection loop
-	// would spill under the register cap.
-	variant := 1
-	if mode == modeNode2Vec {
-		variant = 0
-	}
-	if e.cfg.threadVariant >= 0 {
-		variant = e.cfg.threadVariant
-	}
-	fn, block, occ, perBlock := e.fnThread[mode][variant], threadBlock, e.occThread[mode][variant], int64(threadBlock)
-	if (sampler == walk.SamplerZPRS || sampler == walk.SamplerDPRS) && !e.useLabelTables(alg) {
-		d, n2v := 0, 0
-		if sampler == walk.SamplerDPRS {
-			d = 1
-		}
-		if alg.Kind == walk.Node2Vec {
-			n2v = 1
-		}
-		fn, block, occ, perBlock = e.fnReservoir[d][n2v], reservoirBlock, e.occReservoir[d][n2v], localPoolSlots
-	}
-	grid := int(min(int64(e.numSM*max(occ, 1)), (n+perBlock-1)/perBlock))
+	fn, block, grid := e.walkKernel(alg, n)
 	tiles := packTiles(n)
 	err := e.dev.do(func() error {
 		st := s.stream
@@ -134,4 +74,86 @@ func (e *Engine) enqueue(s *batchSlot, b *batch, alg walk.Algorithm) error {
 	}
 	s.pending = b
 	return nil
+}
+
+// fillTasks writes b's tasks (one per walk) and job seeds into s's host
+// buffers and returns the number of seeds.
+func fillTasks(s *batchSlot, b *batch) int {
+	nj := 0
+	k := int64(0)
+	for si := range b.segs {
+		sg := &b.segs[si]
+		sg.seed = uint32(nj)
+		s.hSeeds[nj] = sg.job.Seed
+		nj++
+		for id := sg.lo; id < sg.hi; id++ {
+			s.hTasks[k] = task{start: sg.job.Starts[id], job: sg.seed, walk: uint64(id)}
+			k++
+		}
+	}
+	return nj
+}
+
+// fillParams writes the kernel parameters of a run of alg over n tasks
+// into s's host parameter block and returns it.
+func (e *Engine) fillParams(s *batchSlot, alg walk.Algorithm, n int64) *walkParams {
+	p := s.hParams
+	*p = walkParams{}
+	algorithmParams(p, alg, e.cfg.warpThreshold)
+	p.offsets, p.targets = uint64(e.dOffsets), uint64(e.dTargets)
+	sampler := alg.ResolvedSampler()
+	if alg.Weighted {
+		p.weights = uint64(e.dWeights)
+		if sampler == walk.SamplerAlias || sampler == walk.SamplerRejection {
+			p.alias = uint64(e.dAlias)
+		}
+	}
+	p.labels = uint64(e.dLabels)
+	p.tasks, p.seeds, p.result, p.lengths, p.cursor = uint64(s.dTasks), uint64(s.dSeeds), uint64(s.dResult), uint64(s.dLengths), uint64(s.dCursor)
+	p.nTasks = uint64(n)
+	if e.useLabelTables(alg) {
+		p.sampler = samplerLabelTables
+		p.segOffsets, p.segTargets, p.numLabels = uint64(e.dSegOffsets), uint64(e.dSegTargets), uint64(e.g.NumLabels)
+		if alg.Weighted {
+			p.segAlias = uint64(e.dSegAlias)
+		}
+	}
+	return p
+}
+
+// walkKernel picks the walk kernel for alg and sizes its launch over n
+// tasks: block threads and grid blocks.
+func (e *Engine) walkKernel(alg walk.Algorithm, n int64) (fn cu.Function, block, grid int) {
+	sampler := alg.ResolvedSampler()
+	mode := modeStatic
+	switch alg.Kind {
+	case walk.PPR:
+		mode = modePPR
+	case walk.Node2Vec:
+		mode = modeNode2Vec
+	case walk.MetaPath:
+		mode = modeMetaPath
+	}
+	// Full occupancy pays for the simple modes; Node2Vec's rejection loop
+	// would spill under the register cap.
+	variant := 1
+	if mode == modeNode2Vec {
+		variant = 0
+	}
+	if e.cfg.threadVariant >= 0 {
+		variant = e.cfg.threadVariant
+	}
+	fn, block, occ, perBlock := e.fnThread[mode][variant], threadBlock, e.occThread[mode][variant], int64(threadBlock)
+	if (sampler == walk.SamplerZPRS || sampler == walk.SamplerDPRS) && !e.useLabelTables(alg) {
+		d, n2v := 0, 0
+		if sampler == walk.SamplerDPRS {
+			d = 1
+		}
+		if alg.Kind == walk.Node2Vec {
+			n2v = 1
+		}
+		fn, block, occ, perBlock = e.fnReservoir[d][n2v], reservoirBlock, e.occReservoir[d][n2v], localPoolSlots
+	}
+	grid = int(min(int64(e.numSM*max(occ, 1)), (n+perBlock-1)/perBlock))
+	return fn, block, grid
 }

@@ -11,6 +11,7 @@ import (
 
 	"gorgonia.org/cu"
 
+	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -115,33 +116,11 @@ func (e *Engine) SampleNeighbors(ctx context.Context, p walk.SampleParams, start
 				return fmt.Errorf("gpu: sample_neighbor_hop: %w", err)
 			}
 			st.Kernel += time.Since(tk)
-			picks := make([]uint32, nt*k)
-			counts := make([]uint32, nt)
-			if err := cu.MemcpyDtoH(unsafe.Pointer(&picks[0]), dOut, int64(len(picks))*4); err != nil {
-				return fmt.Errorf("gpu: copy picks: %w", err)
+			picks, counts, err := copyHopPicks(dOut, dCount, nt, k)
+			if err != nil {
+				return err
 			}
-			if err := cu.MemcpyDtoH(unsafe.Pointer(&counts[0]), dCount, int64(nt)*4); err != nil {
-				return fmt.Errorf("gpu: copy counts: %w", err)
-			}
-			// The next frontier: every pick's target, in task order
-			// (instance, then slot), its slot its position in the
-			// instance's frontier.
-			var ninst, nslot, nvert []uint32
-			next := map[uint32]uint32{}
-			for t := range nt {
-				v := vert[t]
-				base := g.Offsets[v]
-				for _, c := range picks[t*k : t*k+int(counts[t])] {
-					ed := base + uint64(c)
-					u := g.Targets[ed]
-					out[inst[t]] = append(out[inst[t]], walk.SampledEdge{Hop: int32(h), Src: v, Dst: u, Edge: ed})
-					ninst = append(ninst, inst[t])
-					nslot = append(nslot, next[inst[t]])
-					nvert = append(nvert, u)
-					next[inst[t]]++
-				}
-			}
-			inst, slot, vert = ninst, nslot, nvert
+			inst, slot, vert = nextFrontier(g, out, h, k, inst, vert, picks, counts)
 		}
 		return nil
 	})
@@ -154,4 +133,39 @@ func (e *Engine) SampleNeighbors(ctx context.Context, p walk.SampleParams, start
 	}
 	st.Wall = time.Since(t0)
 	return out, st, nil
+}
+
+// copyHopPicks copies a hop's picks back from the device: k edge indices
+// per task, of which counts[t] are task t's.
+func copyHopPicks(dOut, dCount cu.DevicePtr, nt, k int) (picks, counts []uint32, err error) {
+	picks = make([]uint32, nt*k)
+	counts = make([]uint32, nt)
+	if err := cu.MemcpyDtoH(unsafe.Pointer(&picks[0]), dOut, int64(len(picks))*4); err != nil {
+		return nil, nil, fmt.Errorf("gpu: copy picks: %w", err)
+	}
+	if err := cu.MemcpyDtoH(unsafe.Pointer(&counts[0]), dCount, int64(nt)*4); err != nil {
+		return nil, nil, fmt.Errorf("gpu: copy counts: %w", err)
+	}
+	return picks, counts, nil
+}
+
+// nextFrontier appends hop h's sampled edges to out, by instance, and
+// returns the next frontier's tasks: every pick's target, in task order
+// (instance, then slot), its slot its position in the instance's frontier.
+func nextFrontier(g *graph.Graph, out [][]walk.SampledEdge, h, k int, inst, vert, picks, counts []uint32) (ninst, nslot, nvert []uint32) {
+	next := map[uint32]uint32{}
+	for t := range len(vert) {
+		v := vert[t]
+		base := g.Offsets[v]
+		for _, c := range picks[t*k : t*k+int(counts[t])] {
+			ed := base + uint64(c)
+			u := g.Targets[ed]
+			out[inst[t]] = append(out[inst[t]], walk.SampledEdge{Hop: int32(h), Src: v, Dst: u, Edge: ed})
+			ninst = append(ninst, inst[t])
+			nslot = append(nslot, next[inst[t]])
+			nvert = append(nvert, u)
+			next[inst[t]]++
+		}
+	}
+	return ninst, nslot, nvert
 }

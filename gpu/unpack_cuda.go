@@ -12,13 +12,10 @@ import (
 	"github.com/walkstage/walkstage/walk"
 )
 
-// finish waits for slot s's batch, turns its result rows into chunks (in
-// parallel) and emits them in order.
-func (e *Engine) finish(s *batchSlot, stride, maxVertices int64, emit walk.EmitFunc) error {
-	b := s.pending
-	s.pending = nil
-	var ms float64
-	if err := e.dev.do(func() error {
+// copyBack waits for slot s's batch and copies its packed walks to the
+// host; ms is the kernel's time.
+func (e *Engine) copyBack(s *batchSlot) (ms float64, err error) {
+	err = e.dev.do(func() error {
 		if err := s.stream.Synchronize(); err != nil {
 			return fmt.Errorf("gpu: batch: %w", err)
 		}
@@ -41,7 +38,17 @@ func (e *Engine) finish(s *batchSlot, stride, maxVertices int64, emit walk.EmitF
 			return fmt.Errorf("gpu: copy walks: %w", err)
 		}
 		return nil
-	}); err != nil {
+	})
+	return ms, err
+}
+
+// finish waits for slot s's batch, turns its result rows into chunks (in
+// parallel) and emits them in order.
+func (e *Engine) finish(s *batchSlot, stride, maxVertices int64, emit walk.EmitFunc) error {
+	b := s.pending
+	s.pending = nil
+	ms, err := e.copyBack(s)
+	if err != nil {
 		return err
 	}
 	e.stats.Compute += time.Duration(ms * float64(time.Millisecond))

@@ -56,17 +56,7 @@ func (e *Engine) CountVisitsOnDevice(ctx context.Context, p walk.VisitParams, qu
 		return nil, walk.VisitStats{}, true, e.broken
 	}
 	t0 := time.Now()
-	// One table size for the launch: twice the distinct vertices a query can
-	// reach (its steps, at most V), so a table is at most half full.
-	reach := int64(0)
-	for _, q := range queries {
-		steps := p.StepsPerQuery
-		if p.WalksPerSeed > 0 {
-			steps = int64(p.WalksPerSeed) * int64(len(q.Starts)) * int64(p.Algorithm.Length)
-		}
-		reach = max(reach, min(steps, int64(e.g.NumVertices())))
-	}
-	tbits := uint32(max(10, bits.Len64(uint64(2*reach-1))))
+	tbits := visitTableBits(p, queries, int64(e.g.NumVertices()))
 	if tbits > 31 {
 		return nil, walk.VisitStats{}, false, nil
 	}
@@ -123,84 +113,17 @@ func (e *Engine) CountVisitsOnDevice(ctx context.Context, p walk.VisitParams, qu
 		if err := e.copyHtoD(dParams, unsafe.Pointer(&params), paramsSize); err != nil {
 			return fmt.Errorf("gpu: copy visits params: %w", err)
 		}
-		tasks := make([]visitTask, 0, maxTasks)
-		owner := make([]int, 0, maxTasks)
-		out := make([]uint64, 3*maxTasks)
-		used := make([]uint64, per)
-		var slots []uint64
+		vb := &visitBuffers{fnName: fnName, fnCount: fnCount, fnCompact: fnCompact, dParams: dParams, dTasks: dTasks,
+			dTables: dTables, dOut: dOut, dUsed: dUsed, tbits: tbits, slotBytes: slotBytes,
+			tasks: make([]visitTask, 0, maxTasks), owner: make([]int, 0, maxTasks), out: make([]uint64, 3*maxTasks),
+			used: make([]uint64, per)}
 		for lo := 0; lo < len(queries); lo += per {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			hi := min(lo+per, len(queries))
-			tasks, owner = tasks[:0], owner[:0]
-			for qi := lo; qi < hi; qi++ {
-				q := queries[qi]
-				var budgets []int64
-				if p.StepsPerQuery > 0 {
-					budgets = walk.SplitSteps(p.StepsPerQuery, q.Weights, len(q.Starts))
-				}
-				for i, s := range q.Starts {
-					t := visitTask{start: s, query: uint32(qi), seedIndex: uint32(i), table: uint32(qi - lo),
-						budget: math.MaxUint64, cap: uint64(p.WalksPerSeed)}
-					if budgets != nil {
-						t.budget, t.cap = uint64(budgets[i]), uint64(budgets[i])
-					}
-					if t.cap == 0 {
-						continue
-					}
-					tasks = append(tasks, t)
-					owner = append(owner, qi)
-				}
+			if err := e.countVisitGroup(vb, p, queries, lo, min(lo+per, len(queries)), res, &st); err != nil {
+				return err
 			}
-			nq := hi - lo
-			if err := cu.MemsetD32(dTables, 0, int64(nq)*slotBytes/4); err != nil {
-				return fmt.Errorf("gpu: clear visit tables: %w", err)
-			}
-			if len(tasks) > 0 {
-				if err := e.copyHtoD(dTasks, unsafe.Pointer(&tasks[0]), int64(len(tasks))*32); err != nil {
-					return fmt.Errorf("gpu: copy visit tasks: %w", err)
-				}
-				if err := launch(fnCount, len(tasks), visitThreads, cu.Stream{},
-					[]uint64{uint64(dParams), uint64(dTasks), uint64(dTables), uint64(tbits), p.Seed, uint64(dOut)}); err != nil {
-					return fmt.Errorf("gpu: %s: %w", fnName, err)
-				}
-			}
-			if err := launch(fnCompact, nq, visitThreads, cu.Stream{}, []uint64{uint64(dTables), uint64(tbits), uint64(dUsed)}); err != nil {
-				return fmt.Errorf("gpu: visits_compact: %w", err)
-			}
-			if err := cu.Synchronize(); err != nil {
-				return fmt.Errorf("gpu: visit counting: %w", err)
-			}
-			if len(tasks) > 0 {
-				if err := cu.MemcpyDtoH(unsafe.Pointer(&out[0]), dOut, int64(len(tasks))*24); err != nil {
-					return fmt.Errorf("gpu: copy visit totals: %w", err)
-				}
-			}
-			if err := cu.MemcpyDtoH(unsafe.Pointer(&used[0]), dUsed, int64(nq)*8); err != nil {
-				return fmt.Errorf("gpu: copy visit table sizes: %w", err)
-			}
-			for k, qi := range owner {
-				res[qi].Steps += int64(out[3*k])
-				res[qi].Walks += int64(out[3*k+1])
-				st.WalkedSteps += int64(out[3*k+2])
-			}
-			for qi := lo; qi < hi; qi++ {
-				u := int64(used[qi-lo])
-				if u == 0 {
-					res[qi].Candidates = []walk.Candidate{}
-					continue
-				}
-				if int64(cap(slots)) < u {
-					slots = make([]uint64, u)
-				}
-				slots = slots[:u]
-				if err := cu.MemcpyDtoH(unsafe.Pointer(&slots[0]), dTables+cu.DevicePtr(int64(qi-lo)*slotBytes), u*8); err != nil {
-					return fmt.Errorf("gpu: copy visit counts: %w", err)
-				}
-				res[qi].Candidates = walk.VisitCandidates(e.g, p, queries[qi], slots)
-			}
-			st.Runs++
 		}
 		return nil
 	})
@@ -217,4 +140,113 @@ func (e *Engine) CountVisitsOnDevice(ctx context.Context, p walk.VisitParams, qu
 		TableBytes: e.tableBytes, TableBuild: e.tableBuild}
 	e.lastMu.Unlock()
 	return res, st, true, nil
+}
+
+// visitTableBits is log2 of the slots of every query's table in a launch:
+// twice the distinct vertices a query can reach (its steps, at most nv), so
+// a table is at most half full.
+func visitTableBits(p walk.VisitParams, queries []walk.VisitQuery, nv int64) uint32 {
+	reach := int64(0)
+	for _, q := range queries {
+		steps := p.StepsPerQuery
+		if p.WalksPerSeed > 0 {
+			steps = int64(p.WalksPerSeed) * int64(len(q.Starts)) * int64(p.Algorithm.Length)
+		}
+		reach = max(reach, min(steps, nv))
+	}
+	return uint32(max(10, bits.Len64(uint64(2*reach-1))))
+}
+
+// visitBuffers are the kernels and the device and host buffers that the
+// launches of one CountVisitsOnDevice call share.
+type visitBuffers struct {
+	fnName                                string
+	fnCount, fnCompact                    cu.Function
+	dParams, dTasks, dTables, dOut, dUsed cu.DevicePtr
+	tbits                                 uint32
+	slotBytes                             int64
+	tasks                                 []visitTask
+	owner                                 []int // query of each task
+	out, used, slots                      []uint64
+}
+
+// appendVisitTasks appends a task per seed with walks to run of queries
+// [lo, hi), and the query of each to owner.
+func appendVisitTasks(tasks []visitTask, owner []int, p walk.VisitParams, queries []walk.VisitQuery, lo, hi int) ([]visitTask, []int) {
+	for qi := lo; qi < hi; qi++ {
+		q := queries[qi]
+		var budgets []int64
+		if p.StepsPerQuery > 0 {
+			budgets = walk.SplitSteps(p.StepsPerQuery, q.Weights, len(q.Starts))
+		}
+		for i, s := range q.Starts {
+			t := visitTask{start: s, query: uint32(qi), seedIndex: uint32(i), table: uint32(qi - lo),
+				budget: math.MaxUint64, cap: uint64(p.WalksPerSeed)}
+			if budgets != nil {
+				t.budget, t.cap = uint64(budgets[i]), uint64(budgets[i])
+			}
+			if t.cap == 0 {
+				continue
+			}
+			tasks = append(tasks, t)
+			owner = append(owner, qi)
+		}
+	}
+	return tasks, owner
+}
+
+// countVisitGroup counts queries [lo, hi) in one launch (their tables fit
+// visitTableBudget) into res and st. It runs on the device thread.
+func (e *Engine) countVisitGroup(vb *visitBuffers, p walk.VisitParams, queries []walk.VisitQuery, lo, hi int, res []walk.VisitResult, st *walk.VisitStats) error {
+	vb.tasks, vb.owner = appendVisitTasks(vb.tasks[:0], vb.owner[:0], p, queries, lo, hi)
+	tasks, owner := vb.tasks, vb.owner
+	nq := hi - lo
+	if err := cu.MemsetD32(vb.dTables, 0, int64(nq)*vb.slotBytes/4); err != nil {
+		return fmt.Errorf("gpu: clear visit tables: %w", err)
+	}
+	if len(tasks) > 0 {
+		if err := e.copyHtoD(vb.dTasks, unsafe.Pointer(&tasks[0]), int64(len(tasks))*32); err != nil {
+			return fmt.Errorf("gpu: copy visit tasks: %w", err)
+		}
+		if err := launch(vb.fnCount, len(tasks), visitThreads, cu.Stream{},
+			[]uint64{uint64(vb.dParams), uint64(vb.dTasks), uint64(vb.dTables), uint64(vb.tbits), p.Seed, uint64(vb.dOut)}); err != nil {
+			return fmt.Errorf("gpu: %s: %w", vb.fnName, err)
+		}
+	}
+	if err := launch(vb.fnCompact, nq, visitThreads, cu.Stream{}, []uint64{uint64(vb.dTables), uint64(vb.tbits), uint64(vb.dUsed)}); err != nil {
+		return fmt.Errorf("gpu: visits_compact: %w", err)
+	}
+	if err := cu.Synchronize(); err != nil {
+		return fmt.Errorf("gpu: visit counting: %w", err)
+	}
+	if len(tasks) > 0 {
+		if err := cu.MemcpyDtoH(unsafe.Pointer(&vb.out[0]), vb.dOut, int64(len(tasks))*24); err != nil {
+			return fmt.Errorf("gpu: copy visit totals: %w", err)
+		}
+	}
+	if err := cu.MemcpyDtoH(unsafe.Pointer(&vb.used[0]), vb.dUsed, int64(nq)*8); err != nil {
+		return fmt.Errorf("gpu: copy visit table sizes: %w", err)
+	}
+	for k, qi := range owner {
+		res[qi].Steps += int64(vb.out[3*k])
+		res[qi].Walks += int64(vb.out[3*k+1])
+		st.WalkedSteps += int64(vb.out[3*k+2])
+	}
+	for qi := lo; qi < hi; qi++ {
+		u := int64(vb.used[qi-lo])
+		if u == 0 {
+			res[qi].Candidates = []walk.Candidate{}
+			continue
+		}
+		if int64(cap(vb.slots)) < u {
+			vb.slots = make([]uint64, u)
+		}
+		vb.slots = vb.slots[:u]
+		if err := cu.MemcpyDtoH(unsafe.Pointer(&vb.slots[0]), vb.dTables+cu.DevicePtr(int64(qi-lo)*vb.slotBytes), u*8); err != nil {
+			return fmt.Errorf("gpu: copy visit counts: %w", err)
+		}
+		res[qi].Candidates = walk.VisitCandidates(e.g, p, queries[qi], vb.slots)
+	}
+	st.Runs++
+	return nil
 }

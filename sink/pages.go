@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 
-	"github.com/klauspost/compress/zstd"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding/bytestreamsplit"
 	"github.com/parquet-go/parquet-go/encoding/delta"
@@ -90,159 +88,6 @@ func fileSchema(enc WalkEncoding, opts []parquet.WriterOption) ([]format.SchemaE
 // of int64, parquet-go's page size too); walks are never split.
 const pageValues = 1 << 17
 
-// pageCodec compresses page bodies.
-type pageCodec struct {
-	kind  Compression
-	zstd  *zstd.Encoder
-	kinds []int
-}
-
-func newPageCodec(c Compression, level zstd.EncoderLevel) (*pageCodec, error) {
-	pc := &pageCodec{kind: c}
-	if c == Zstd {
-		// All-literal entropy coding: byte-stream-split values have no
-		// matches but skewed bytes (the high byte of a 22-bit id takes 64
-		// values); without it the encoder stores such blocks raw.
-		enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(level), zstd.WithEncoderConcurrency(1),
-			zstd.WithAllLitEntropyCompression(true), zstd.WithZeroFrames(true),
-			// Pages need no frame checksum (its xxhash was 8% of the
-			// encoding time); the manifest has a CRC32C of each part.
-			zstd.WithEncoderCRC(false))
-		if err != nil {
-			return nil, err
-		}
-		pc.zstd = enc
-	}
-	return pc, nil
-}
-
-func (pc *pageCodec) codec() format.CompressionCodec {
-	switch pc.kind {
-	case Zstd:
-		return format.Zstd
-	case Snappy:
-		return format.Snappy
-	}
-	return format.Uncompressed
-}
-
-// encode appends body, compressed, to dst. segs are the boundaries of
-// the body's segments (levels, values or byte streams), which zstd frames
-// one by one: a constant segment becomes an RLE block, a segment whose bytes
-// are close to uniform (the random low bytes of ids) raw blocks, and only
-// the others go through the zstd encoder. A page is then several zstd
-// frames one after the other, which the format allows and every decoder
-// reads as one stream. The encoder alone spent half the sink's time on
-// this data: matching zero streams and Huffman-coding random bytes only
-// to store them raw.
-func (pc *pageCodec) encode(dst, body []byte, segs []int) ([]byte, error) {
-	switch pc.kind {
-	case Snappy:
-		return parquet.Snappy.Encode(dst, body)
-	case None:
-		return append(dst, body...), nil
-	}
-	kinds := pc.kinds[:0]
-	for i := 0; i+1 < len(segs); i++ {
-		kinds = append(kinds, segmentKind(body[segs[i]:segs[i+1]]))
-	}
-	pc.kinds = kinds
-	for i := 0; i < len(kinds); {
-		kind := kinds[i]
-		j := i + 1
-		for j < len(kinds) && kinds[j] == kind && (kind != segRLE || body[segs[j]] == body[segs[i]]) {
-			j++
-		}
-		seg := body[segs[i]:segs[j]]
-		i = j
-		switch {
-		case len(seg) == 0:
-		case kind == segRLE:
-			dst = appendFrame(dst, seg, true)
-		case kind == segRaw:
-			dst = appendFrame(dst, seg, false)
-		default:
-			dst = pc.zstd.EncodeAll(seg, dst)
-		}
-	}
-	return dst, nil
-}
-
-const (
-	segZstd = iota
-	segRLE
-	segRaw
-)
-
-// segmentKind classifies a segment for encode. Raw needs a large segment
-// whose sampled bytes have an entropy above 7.8 bits: entropy coding would
-// save under 2.5%.
-func segmentKind(b []byte) int {
-	if len(b) > 0 && allSame(b) {
-		return segRLE
-	}
-	if len(b) < 16<<10 {
-		return segZstd
-	}
-	var hist [256]int
-	const samples = 4096
-	step := len(b) / samples
-	for i := range samples {
-		hist[b[i*step]]++
-	}
-	h := 0.0
-	for _, n := range hist {
-		if n > 0 {
-			p := float64(n) / samples
-			h -= p * math.Log2(p)
-		}
-	}
-	// A sample of 4096 uniform bytes reads about 7.95 bits.
-	if h > 7.8 {
-		return segRaw
-	}
-	return segZstd
-}
-
-// allSame reports whether every byte of b equals the first: b equals
-// itself shifted by one (a vectorised compare; a byte loop over the zero
-// streams was 15% of the sink's time on 16 cores).
-func allSame(b []byte) bool {
-	if b[0] != b[len(b)-1] {
-		return false
-	}
-	return bytes.Equal(b[1:], b[:len(b)-1])
-}
-
-// appendFrame appends a zstd frame holding b as raw blocks, or, when rle,
-// as RLE blocks of b[0] (RFC 8878: a single-segment frame with a 4-byte
-// content size, blocks of at most 128 KiB).
-func appendFrame(dst, b []byte, rle bool) []byte {
-	const maxBlock = 128 << 10
-	dst = append(dst, 0x28, 0xb5, 0x2f, 0xfd, 0xa0) // magic; single segment, 4-byte content size
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(b)))
-	for len(b) > 0 {
-		n := min(len(b), maxBlock)
-		last := uint32(0)
-		if n == len(b) {
-			last = 1
-		}
-		typ := uint32(0) // raw
-		if rle {
-			typ = 1
-		}
-		h := uint32(n)<<3 | typ<<1 | last
-		dst = append(dst, byte(h), byte(h>>8), byte(h>>16))
-		if rle {
-			dst = append(dst, b[0])
-		} else {
-			dst = append(dst, b[:n]...)
-		}
-		b = b[n:]
-	}
-	return dst
-}
-
 // column is one column chunk being written into a fragment.
 type column struct {
 	typ      format.Type
@@ -311,36 +156,14 @@ var errNoWalks = errors.New("row group without walks")
 // encode returns the fragment of row group gr and its steps. The returned
 // slice is the encoder's buffer: valid until the next call.
 func (e *fragmentEncoder) encode(gr *group) ([]byte, int64, error) {
-	w := e.w
 	n := gr.rows
 	if n == 0 {
 		return nil, 0, errNoWalks
 	}
-	if cap(e.seg) < n {
-		e.seg, e.idx = make([]int32, n), make([]int32, n)
+	rows, err := e.order(gr)
+	if err != nil {
+		return nil, 0, err
 	}
-	seg, idx := e.seg[:n], e.idx[:n]
-	for i := range seg {
-		seg[i] = -1
-	}
-	for s, sg := range gr.segs {
-		for k := sg.lo; k < sg.hi; k++ {
-			r := sg.c.WalkIDs[k] - gr.base
-			if seg[r] >= 0 {
-				return nil, 0, fmt.Errorf("%w: walk %d written twice", ErrBadChunk, sg.c.WalkIDs[k])
-			}
-			seg[r], idx[r] = int32(s), int32(k)
-		}
-	}
-	walkOf := func(r int) []uint32 { return gr.segs[seg[r]].c.Walk(int(idx[r])) }
-	for r := range seg {
-		if seg[r] < 0 {
-			return nil, 0, fmt.Errorf("%w: walk %d missing from row group %d", ErrBadChunk, gr.base+uint64(r), gr.index)
-		}
-	}
-	nv := uint32(w.g.NumVertices())
-	ids := w.g.IDs
-
 	e.out = append(e.out[:0], "PAR1"...)
 	// walk_id: base, base+1, ...
 	c := &e.cols[0]
@@ -352,24 +175,8 @@ func (e *fragmentEncoder) encode(gr *group) ([]byte, int64, error) {
 	if err := e.int64Page(c, e.ext[:n], int64(gr.base), int64(gr.base)+int64(n)-1, n, nil); err != nil {
 		return nil, 0, err
 	}
-	// start: each walk's first vertex.
-	c = &e.cols[1]
-	c.reset(int64(len(e.out)))
-	var steps int64
-	for r := range n {
-		vs := walkOf(r)
-		if vs[0] >= nv {
-			return nil, 0, fmt.Errorf("%w: walk %d visits vertex %d, beyond the graph's %d", ErrBadChunk, gr.base+uint64(r), vs[0], nv)
-		}
-		if ids == nil {
-			e.ext[r] = int64(vs[0])
-		} else {
-			e.ext[r] = ids[vs[0]]
-		}
-		steps += int64(len(vs) - 1)
-	}
-	lo, hi := bounds(e.ext[:n])
-	if err := e.int64Page(c, e.ext[:n], lo, hi, n, nil); err != nil {
+	steps, err := e.startColumn(gr, rows)
+	if err != nil {
 		return nil, 0, err
 	}
 	// length: steps per walk.
@@ -380,25 +187,104 @@ func (e *fragmentEncoder) encode(gr *group) ([]byte, int64, error) {
 	}
 	lens := e.lens[:n]
 	for r := range n {
-		lens[r] = int32(len(walkOf(r)) - 1)
+		lens[r] = int32(len(rows.walk(r)) - 1)
 	}
 	if err := e.int32Page(c, lens); err != nil {
 		return nil, 0, err
 	}
-	// walk.list.element: pages of whole walks.
-	c = &e.cols[3]
+	if err := e.walkColumn(gr, rows, lens); err != nil {
+		return nil, 0, err
+	}
+	if err := e.footer(n); err != nil {
+		return nil, 0, err
+	}
+	return e.out, steps, nil
+}
+
+// rowOrder finds a row group's walks by row: row r is walk idx[r] of the
+// chunk of segment seg[r].
+type rowOrder struct {
+	segs     []segment
+	seg, idx []int32
+}
+
+func (o rowOrder) walk(r int) []uint32 { return o.segs[o.seg[r]].c.Walk(int(o.idx[r])) }
+
+// order places gr's walks in row order (walk id - base); a walk written
+// twice or missing is an ErrBadChunk.
+func (e *fragmentEncoder) order(gr *group) (rowOrder, error) {
+	n := gr.rows
+	if cap(e.seg) < n {
+		e.seg, e.idx = make([]int32, n), make([]int32, n)
+	}
+	seg, idx := e.seg[:n], e.idx[:n]
+	for i := range seg {
+		seg[i] = -1
+	}
+	for s, sg := range gr.segs {
+		for k := sg.lo; k < sg.hi; k++ {
+			r := sg.c.WalkIDs[k] - gr.base
+			if seg[r] >= 0 {
+				return rowOrder{}, fmt.Errorf("%w: walk %d written twice", ErrBadChunk, sg.c.WalkIDs[k])
+			}
+			seg[r], idx[r] = int32(s), int32(k)
+		}
+	}
+	for r := range seg {
+		if seg[r] < 0 {
+			return rowOrder{}, fmt.Errorf("%w: walk %d missing from row group %d", ErrBadChunk, gr.base+uint64(r), gr.index)
+		}
+	}
+	return rowOrder{segs: gr.segs, seg: seg, idx: idx}, nil
+}
+
+// startColumn writes the start column (each walk's first vertex) and
+// returns the row group's steps.
+func (e *fragmentEncoder) startColumn(gr *group, rows rowOrder) (int64, error) {
+	n := gr.rows
+	nv := uint32(e.w.g.NumVertices())
+	ids := e.w.g.IDs
+	c := &e.cols[1]
+	c.reset(int64(len(e.out)))
+	var steps int64
+	for r := range n {
+		vs := rows.walk(r)
+		if vs[0] >= nv {
+			return 0, fmt.Errorf("%w: walk %d visits vertex %d, beyond the graph's %d", ErrBadChunk, gr.base+uint64(r), vs[0], nv)
+		}
+		if ids == nil {
+			e.ext[r] = int64(vs[0])
+		} else {
+			e.ext[r] = ids[vs[0]]
+		}
+		steps += int64(len(vs) - 1)
+	}
+	lo, hi := bounds(e.ext[:n])
+	if err := e.int64Page(c, e.ext[:n], lo, hi, n, nil); err != nil {
+		return 0, err
+	}
+	return steps, nil
+}
+
+// walkColumn writes the walk.list.element column: pages of whole walks,
+// their vertices mapped to external ids. lens are the walks' steps.
+func (e *fragmentEncoder) walkColumn(gr *group, rows rowOrder, lens []int32) error {
+	n := gr.rows
+	nv := uint32(e.w.g.NumVertices())
+	ids := e.w.g.IDs
+	c := &e.cols[3]
 	c.reset(int64(len(e.out)))
 	for r0 := 0; r0 < n; {
 		r1, count := r0, 0
-		for r1 < n && (r1 == r0 || count+len(walkOf(r1)) <= pageValues) {
-			count += len(walkOf(r1))
+		for r1 < n && (r1 == r0 || count+len(rows.walk(r1)) <= pageValues) {
+			count += len(rows.walk(r1))
 			r1++
 		}
 		e.ext = grow(e.ext, count)
 		vals := e.ext[:0]
 		lo, hi := int64(1<<63-1), int64(-1<<63)
 		for r := r0; r < r1; r++ {
-			vs := walkOf(r)
+			vs := rows.walk(r)
 			at := len(vals)
 			vals = vals[:at+len(vs)]
 			out := vals[at:]
@@ -413,14 +299,14 @@ func (e *fragmentEncoder) encode(gr *group) ([]byte, int64, error) {
 				if vhi >= nv {
 					for _, v := range vs {
 						if v >= nv {
-							return nil, 0, fmt.Errorf("%w: walk %d visits vertex %d, beyond the graph's %d", ErrBadChunk, gr.base+uint64(r), v, nv)
+							return fmt.Errorf("%w: walk %d visits vertex %d, beyond the graph's %d", ErrBadChunk, gr.base+uint64(r), v, nv)
 						}
 					}
 				}
 			} else {
 				for i, v := range vs {
 					if v >= nv {
-						return nil, 0, fmt.Errorf("%w: walk %d visits vertex %d, beyond the graph's %d", ErrBadChunk, gr.base+uint64(r), v, nv)
+						return fmt.Errorf("%w: walk %d visits vertex %d, beyond the graph's %d", ErrBadChunk, gr.base+uint64(r), v, nv)
 					}
 					out[i] = ids[v]
 				}
@@ -429,14 +315,11 @@ func (e *fragmentEncoder) encode(gr *group) ([]byte, int64, error) {
 			}
 		}
 		if err := e.int64Page(c, vals, lo, hi, r1-r0, lens[r0:r1]); err != nil {
-			return nil, 0, err
+			return err
 		}
 		r0 = r1
 	}
-	if err := e.footer(n); err != nil {
-		return nil, 0, err
-	}
-	return e.out, steps, nil
+	return nil
 }
 
 func bounds(vals []int64) (lo, hi int64) {

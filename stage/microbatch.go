@@ -169,18 +169,7 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 			close(b.written)
 			continue
 		}
-		meta := sink.BatchMeta{
-			BatchID: b.req.BatchID, Algorithm: b.req.Algorithm, Seed: b.req.RNGSeed, Engine: v.e.Name(),
-			WalkstageVersion: s.o.Version, Walks: int64(b.walks), Fingerprint: b.req.Fingerprint(),
-		}
-		if b.req.Visits != nil {
-			meta.Walks, meta.Queries = 0, int64(b.req.NumQueries())
-		}
-		if sp := b.req.Sample; sp != nil {
-			p := sp.Params
-			meta.Walks, meta.Sample, meta.Instances, meta.SampleEdgeWeight = 0, &p, int64(b.req.NumInstances()), sp.EdgeWeight
-		}
-		w, err := sink.NewBatchWriter(ctx, s.o.Bucket, s.o.Prefix, meta, v.g, s.o.SinkOptions...)
+		w, err := sink.NewBatchWriter(ctx, s.o.Bucket, s.o.Prefix, s.batchMeta(b, v), v.g, s.o.SinkOptions...)
 		if err != nil {
 			b.w, b.wErr = nil, fmt.Errorf("open writer: %w", err)
 			close(b.written)
@@ -202,35 +191,7 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 	}
 	var runErr error
 	if len(jobs) > 0 {
-		s.engineMu.Lock()
-		t0 := time.Now()
-		runErr = v.e.Run(ctx, jobs, func(c walk.Chunk) error {
-			b := live[c.Tag]
-			b.gotW += int64(c.Len())
-			b.steps += c.Steps()
-			select {
-			case b.chunks <- c:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		})
-		d := time.Since(t0)
-		s.engineMu.Unlock()
-		var steps int64
-		for _, b := range live {
-			b.walked = d
-			steps += b.steps
-			close(b.chunks)
-		}
-		s.m.engineRuns.Inc()
-		s.m.engineSeconds.Add(d.Seconds())
-		if sr, ok := v.e.(walk.StatsReporter); ok {
-			s.m.engineBytes.Set(float64(sr.LastRunStats().MemoryBytes))
-		}
-		if runErr == nil {
-			s.log.Debug("engine run", "batches", len(live), "walks", len(jobs), "steps", steps, "duration", d)
-		}
+		runErr = s.runJobs(ctx, v, jobs, live)
 	}
 	for _, b := range visits {
 		s.countVisits(ctx, b, v)
@@ -242,6 +203,57 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 	for _, b := range mb {
 		<-b.written
 		b.emitted = end
+	}
+	return runErr
+}
+
+// batchMeta is the metadata of b's output, walked on v.
+func (s *Stage) batchMeta(b *batch, v *served) sink.BatchMeta {
+	meta := sink.BatchMeta{
+		BatchID: b.req.BatchID, Algorithm: b.req.Algorithm, Seed: b.req.RNGSeed, Engine: v.e.Name(),
+		WalkstageVersion: s.o.Version, Walks: int64(b.walks), Fingerprint: b.req.Fingerprint(),
+	}
+	if b.req.Visits != nil {
+		meta.Walks, meta.Queries = 0, int64(b.req.NumQueries())
+	}
+	if sp := b.req.Sample; sp != nil {
+		p := sp.Params
+		meta.Walks, meta.Sample, meta.Instances, meta.SampleEdgeWeight = 0, &p, int64(b.req.NumInstances()), sp.EdgeWeight
+	}
+	return meta
+}
+
+// runJobs runs the walk jobs of a micro-batch on v's engine, once, handing
+// job i's chunks to live[i]'s writer, and records the run.
+func (s *Stage) runJobs(ctx context.Context, v *served, jobs []walk.Job, live []*batch) error {
+	s.engineMu.Lock()
+	t0 := time.Now()
+	runErr := v.e.Run(ctx, jobs, func(c walk.Chunk) error {
+		b := live[c.Tag]
+		b.gotW += int64(c.Len())
+		b.steps += c.Steps()
+		select {
+		case b.chunks <- c:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	d := time.Since(t0)
+	s.engineMu.Unlock()
+	var steps int64
+	for _, b := range live {
+		b.walked = d
+		steps += b.steps
+		close(b.chunks)
+	}
+	s.m.engineRuns.Inc()
+	s.m.engineSeconds.Add(d.Seconds())
+	if sr, ok := v.e.(walk.StatsReporter); ok {
+		s.m.engineBytes.Set(float64(sr.LastRunStats().MemoryBytes))
+	}
+	if runErr == nil {
+		s.log.Debug("engine run", "batches", len(live), "walks", len(jobs), "steps", steps, "duration", d)
 	}
 	return runErr
 }

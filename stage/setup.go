@@ -202,43 +202,20 @@ func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string,
 	rt.closers = append(rt.closers, eng.Close)
 	log.Info("engine ready", "engine", eng.Name())
 
-	ko := source.KafkaOptions{Brokers: c.Brokers, ClientID: c.ClientID, SASLMechanism: c.SASLMechanism,
-		SASLUsername: c.SASLUsername, SASLPassword: c.SASLPassword}
-	if c.TLS || c.TLSCAFile != "" || c.TLSCertFile != "" || c.TLSInsecureSkipVerify {
-		if ko.TLS, err = source.TLSConfig(c.TLSCAFile, c.TLSCertFile, c.TLSKeyFile, c.TLSServerName, c.TLSInsecureSkipVerify); err != nil {
-			return nil, err
-		}
-	}
-	bucket, err := sink.OpenBucket(ctx, c.OutputURL)
+	ko, err := kafkaOptions(c)
 	if err != nil {
 		return nil, err
 	}
-	rt.closers = append(rt.closers, bucket.Close)
-	// A missing bucket or refused credentials is a configuration error:
-	// found now, before any request is taken, not dead-lettered per batch.
-	// A store that is only unreachable is an outage: the stage starts not
-	// ready and its probe finds when the store is back.
-	storeErr := sink.Check(ctx, bucket, c.OutputPrefix, sink.WithCallTimeout(c.StoreTimeout))
-	if errors.Is(storeErr, sink.ErrStoreConfig) {
-		return nil, fmt.Errorf("output %s: %w", c.OutputURL, storeErr)
-	}
-	if storeErr != nil {
-		log.Error("object store unavailable at start-up; not ready until it answers", "err", storeErr)
-	} else if c.OutputSweepAge > 0 {
-		sweepOutput(ctx, bucket, c.OutputPrefix, c.OutputSweepAge, c.StoreTimeout, log)
+	bucket, storeErr, err := rt.openOutput(ctx, c, log)
+	if err != nil {
+		return nil, err
 	}
 	pub, err := source.NewPublisher(ko, c.OutputTopic, c.BrokerTimeout)
 	if err != nil {
 		return nil, err
 	}
 	rt.closers = append(rt.closers, pub.Close)
-	cons, err := source.NewConsumer(source.ConsumerConfig{Kafka: ko, Topic: c.InputTopic, Group: c.Group, DLQTopic: c.DLQTopic,
-		OutputTopic: c.OutputTopic, CallTimeout: c.BrokerTimeout,
-		SessionTimeout: c.SessionTimeout, RebalanceTimeout: c.RebalanceTimeout, Graph: g, Logger: log,
-		Limits: source.Limits{MaxMessageBytes: c.MaxMessageBytes, MaxSeeds: c.MaxSeeds, MaxWalkLength: c.MaxWalkLength,
-			MaxWalksPerSeed: c.MaxWalksPerSeed, MaxWalksPerBatch: c.MaxWalksPerBatch, SkipUnknown: c.UnknownVertices == "skip",
-			MaxTopK: c.MaxTopK, MaxStepsPerQuery: int64(c.MaxStepsPerQuery), MaxStepsPerBatch: c.MaxStepsPerBatch,
-			MaxFanout: c.MaxFanout, MaxSampleVertices: c.MaxSampleVertices, MaxSampledEdges: c.MaxSampledEdges}})
+	cons, err := source.NewConsumer(consumerConfig(c, ko, g, log))
 	if err != nil {
 		return nil, err
 	}
@@ -283,6 +260,55 @@ func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string,
 		return nil, err
 	}
 	return rt, nil
+}
+
+// kafkaOptions are the broker connection settings of c.
+func kafkaOptions(c Config) (source.KafkaOptions, error) {
+	ko := source.KafkaOptions{Brokers: c.Brokers, ClientID: c.ClientID, SASLMechanism: c.SASLMechanism,
+		SASLUsername: c.SASLUsername, SASLPassword: c.SASLPassword}
+	if c.TLS || c.TLSCAFile != "" || c.TLSCertFile != "" || c.TLSInsecureSkipVerify {
+		var err error
+		if ko.TLS, err = source.TLSConfig(c.TLSCAFile, c.TLSCertFile, c.TLSKeyFile, c.TLSServerName, c.TLSInsecureSkipVerify); err != nil {
+			return ko, err
+		}
+	}
+	return ko, nil
+}
+
+// openOutput opens the output bucket (closed with rt) and checks it. A
+// store that does not answer is no error here: storeErr says so, and the
+// stage starts not ready.
+func (rt *Runtime) openOutput(ctx context.Context, c Config, log *slog.Logger) (_ *blob.Bucket, storeErr, err error) {
+	bucket, err := sink.OpenBucket(ctx, c.OutputURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	rt.closers = append(rt.closers, bucket.Close)
+	// A missing bucket or refused credentials is a configuration error:
+	// found now, before any request is taken, not dead-lettered per batch.
+	// A store that is only unreachable is an outage: the stage starts not
+	// ready and its probe finds when the store is back.
+	storeErr = sink.Check(ctx, bucket, c.OutputPrefix, sink.WithCallTimeout(c.StoreTimeout))
+	if errors.Is(storeErr, sink.ErrStoreConfig) {
+		return nil, nil, fmt.Errorf("output %s: %w", c.OutputURL, storeErr)
+	}
+	if storeErr != nil {
+		log.Error("object store unavailable at start-up; not ready until it answers", "err", storeErr)
+	} else if c.OutputSweepAge > 0 {
+		sweepOutput(ctx, bucket, c.OutputPrefix, c.OutputSweepAge, c.StoreTimeout, log)
+	}
+	return bucket, storeErr, nil
+}
+
+// consumerConfig is the input consumer's configuration from c.
+func consumerConfig(c Config, ko source.KafkaOptions, g *graph.Graph, log *slog.Logger) source.ConsumerConfig {
+	return source.ConsumerConfig{Kafka: ko, Topic: c.InputTopic, Group: c.Group, DLQTopic: c.DLQTopic,
+		OutputTopic: c.OutputTopic, CallTimeout: c.BrokerTimeout,
+		SessionTimeout: c.SessionTimeout, RebalanceTimeout: c.RebalanceTimeout, Graph: g, Logger: log,
+		Limits: source.Limits{MaxMessageBytes: c.MaxMessageBytes, MaxSeeds: c.MaxSeeds, MaxWalkLength: c.MaxWalkLength,
+			MaxWalksPerSeed: c.MaxWalksPerSeed, MaxWalksPerBatch: c.MaxWalksPerBatch, SkipUnknown: c.UnknownVertices == "skip",
+			MaxTopK: c.MaxTopK, MaxStepsPerQuery: int64(c.MaxStepsPerQuery), MaxStepsPerBatch: c.MaxStepsPerBatch,
+			MaxFanout: c.MaxFanout, MaxSampleVertices: c.MaxSampleVertices, MaxSampledEdges: c.MaxSampledEdges}}
 }
 
 // sweepOutput removes what killed replicas left under prefix (open

@@ -75,14 +75,8 @@ file or a generated R-MAT graph; the walks are discarded.`)
 	sampleCases := sampleBenchCases(sb)
 
 	t0 := time.Now()
-	var g *graph.Graph
-	var err error
-	if *graphPath != "" {
-		g, err = graph.Load(*graphPath)
-	} else {
-		g, err = graph.GenerateRMAT(ctx, graph.RMATOptions{Scale: *scale, EdgeFactor: *edgeFactor, Seed: *seed,
-			Undirected: *undirected, Weighted: true, Labels: *labels, Name: fmt.Sprintf("rmat-s%d-e%d", *scale, *edgeFactor)})
-	}
+	g, err := benchGraph(ctx, *graphPath, graph.RMATOptions{Scale: *scale, EdgeFactor: *edgeFactor, Seed: *seed,
+		Undirected: *undirected, Weighted: true, Labels: *labels, Name: fmt.Sprintf("rmat-s%d-e%d", *scale, *edgeFactor)})
 	if err != nil {
 		return err
 	}
@@ -105,10 +99,7 @@ file or a generated R-MAT graph; the walks are discarded.`)
 		return err
 	}
 	defer stopProfile()
-	// Rows are printed as each algorithm finishes (a slow reservoir row
-	// must not hide the others), so widths are fixed rather than tabulated.
-	const rowFmt = "%-18s %-13s %9s %11s %12s %10s %8s %12s %10s %10s %11s %12s\n"
-	fmt.Fprintf(stdout, rowFmt, "algorithm", "sampler", "walks", "steps", "time", "M steps/s", "M SEPS", "kernel M/s", "engine MiB", "tables MiB", "table build", "peak RSS MiB")
+	fmt.Fprintf(stdout, benchRowFmt, "algorithm", "sampler", "walks", "steps", "time", "M steps/s", "M SEPS", "kernel M/s", "engine MiB", "tables MiB", "table build", "peak RSS MiB")
 	for _, name := range strings.Split(*algos, ",") {
 		if p, ok := sampleCases[strings.TrimSpace(name)]; ok {
 			if err := benchSample(ctx, strings.TrimSpace(name), p, g, sb, *seed, *repeat, stdout); err != nil {
@@ -126,49 +117,80 @@ file or a generated R-MAT graph; the walks are discarded.`)
 		if !ok {
 			return fmt.Errorf("unknown algorithm %q (want %s)", name, caseNames())
 		}
-		if err := c.alg.Validate(g); err != nil {
-			fmt.Fprintf(stderr, "skip %s: %v\n", c.name, err)
-			continue
+		if err := benchWalk(ctx, eng, g, c, benchWalkRun{perVertex: *perVertex, maxWalks: *maxWalks, seed: *seed,
+			repeat: *repeat, from: maxV}, stdout, stderr); err != nil {
+			return err
 		}
-		n := g.NumVertices() * *perVertex
-		if *maxWalks > 0 && n > *maxWalks {
-			n = *maxWalks
-		}
-		starts := make([]uint32, n)
-		for i := range starts {
-			if c.fromMax {
-				starts[i] = maxV
-			} else {
-				starts[i] = uint32(i % g.NumVertices())
-			}
-		}
-		job := []walk.Job{{Algorithm: c.alg, Seed: *seed, Starts: starts}}
-		var best walk.RunStats
-		for r := 0; r < *repeat; r++ {
-			var steps int64
-			t := time.Now()
-			err := eng.Run(ctx, job, func(ch walk.Chunk) error { steps += ch.Steps(); return nil })
-			if err != nil {
-				return fmt.Errorf("%s: %w", c.name, err)
-			}
-			st := walk.RunStats{Walks: int64(n), Steps: steps, Wall: time.Since(t)}
-			st.Compute = st.Wall
-			if sr, ok := eng.(walk.StatsReporter); ok {
-				s := sr.LastRunStats()
-				st.Compute, st.MemoryBytes, st.TableBytes, st.TableBuild = s.Compute, s.MemoryBytes, s.TableBytes, s.TableBuild
-			}
-			if r == 0 || st.Wall < best.Wall {
-				best = st
-			}
-		}
-		rate := float64(best.Steps) / best.Wall.Seconds() / 1e6
-		fmt.Fprintf(stdout, rowFmt, c.name, walk.SamplerName(c.alg, g), fmt.Sprint(best.Walks), fmt.Sprint(best.Steps),
-			best.Wall.Round(time.Microsecond), fmt.Sprintf("%.1f", rate), fmt.Sprintf("%.1f", rate),
-			fmt.Sprintf("%.1f", float64(best.Steps)/best.Compute.Seconds()/1e6),
-			fmt.Sprintf("%.1f", float64(best.MemoryBytes)/(1<<20)), fmt.Sprintf("%.1f", float64(best.TableBytes)/(1<<20)),
-			best.TableBuild.Round(time.Millisecond), fmt.Sprintf("%.0f", peakRSSMiB()))
 	}
 	fmt.Fprintln(stdout, "SEPS = sampled edges per second (C-SAW's measure; one sampled edge per walk step). time = the whole Run with chunks handed to a no-op consumer; kernel M/s = steps over the engine's compute time (GPU: kernel time; CPU: same as time).")
+	return nil
+}
+
+// benchGraph loads path, or generates the R-MAT graph rmat when path is empty.
+func benchGraph(ctx context.Context, path string, rmat graph.RMATOptions) (*graph.Graph, error) {
+	if path != "" {
+		return graph.Load(path)
+	}
+	return graph.GenerateRMAT(ctx, rmat)
+}
+
+// Rows are printed as each algorithm finishes (a slow reservoir row
+// must not hide the others), so widths are fixed rather than tabulated.
+const benchRowFmt = "%-18s %-13s %9s %11s %12s %10s %8s %12s %10s %10s %11s %12s\n"
+
+// benchWalkRun is how benchWalk runs a case: walks per vertex (capped at
+// maxWalks when positive), the walk seed, the runs of which the best is
+// reported, and the start vertex of the cases that all start at one.
+type benchWalkRun struct {
+	perVertex, maxWalks, repeat int
+	seed                        uint64
+	from                        uint32
+}
+
+// benchWalk runs one walk case and prints its row; a case the graph cannot
+// run is skipped with a note on stderr.
+func benchWalk(ctx context.Context, eng walk.Engine, g *graph.Graph, c benchCase, r benchWalkRun, stdout, stderr io.Writer) error {
+	if err := c.alg.Validate(g); err != nil {
+		fmt.Fprintf(stderr, "skip %s: %v\n", c.name, err)
+		return nil
+	}
+	n := g.NumVertices() * r.perVertex
+	if r.maxWalks > 0 && n > r.maxWalks {
+		n = r.maxWalks
+	}
+	starts := make([]uint32, n)
+	for i := range starts {
+		if c.fromMax {
+			starts[i] = r.from
+		} else {
+			starts[i] = uint32(i % g.NumVertices())
+		}
+	}
+	job := []walk.Job{{Algorithm: c.alg, Seed: r.seed, Starts: starts}}
+	var best walk.RunStats
+	for i := 0; i < r.repeat; i++ {
+		var steps int64
+		t := time.Now()
+		err := eng.Run(ctx, job, func(ch walk.Chunk) error { steps += ch.Steps(); return nil })
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+		st := walk.RunStats{Walks: int64(n), Steps: steps, Wall: time.Since(t)}
+		st.Compute = st.Wall
+		if sr, ok := eng.(walk.StatsReporter); ok {
+			s := sr.LastRunStats()
+			st.Compute, st.MemoryBytes, st.TableBytes, st.TableBuild = s.Compute, s.MemoryBytes, s.TableBytes, s.TableBuild
+		}
+		if i == 0 || st.Wall < best.Wall {
+			best = st
+		}
+	}
+	rate := float64(best.Steps) / best.Wall.Seconds() / 1e6
+	fmt.Fprintf(stdout, benchRowFmt, c.name, walk.SamplerName(c.alg, g), fmt.Sprint(best.Walks), fmt.Sprint(best.Steps),
+		best.Wall.Round(time.Microsecond), fmt.Sprintf("%.1f", rate), fmt.Sprintf("%.1f", rate),
+		fmt.Sprintf("%.1f", float64(best.Steps)/best.Compute.Seconds()/1e6),
+		fmt.Sprintf("%.1f", float64(best.MemoryBytes)/(1<<20)), fmt.Sprintf("%.1f", float64(best.TableBytes)/(1<<20)),
+		best.TableBuild.Round(time.Millisecond), fmt.Sprintf("%.0f", peakRSSMiB()))
 	return nil
 }
 

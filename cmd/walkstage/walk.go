@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"gocloud.dev/blob"
+
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/stage"
@@ -53,39 +55,57 @@ byte-identical output on the same engine.
 flags:
 `
 
-func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// walkOptions holds walkCmd's flags once parsed; set names the flags given
+// explicitly (a parameter of another algorithm is an error only then).
+type walkOptions struct {
+	graphPath, algoName, schema, samplerName, seeds, out, prefix, batchID, name string
+	engineName, compression, walkEncoding, output, cpuProfile                   string
+	length, perVertex, workers, zstdLevel, rowGroupRows, parallelParts, uploads int
+	p, q, stop                                                                  float64
+	weighted, quiet                                                             bool
+	seed                                                                        uint64
+	fileBytes, memLimit                                                         int64
+	vp                                                                          walk.VisitParams
+	sf                                                                          *sampleFlags
+	set                                                                         map[string]bool
+}
+
+// parseWalkFlags parses walkCmd's arguments; it returns nil options and a
+// nil error when the user asked for help.
+func parseWalkFlags(args []string, stderr io.Writer) (*walkOptions, error) {
+	o := &walkOptions{}
 	fs := flag.NewFlagSet("walk", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, walkUsage); fs.PrintDefaults() }
-	graphPath := fs.String("graph", "", "graph file in walkstage format (see 'walkstage graph')")
-	algoName := fs.String("algorithm", "deepwalk", "deepwalk, ppr, node2vec or metapath; or a sampler: neighbor, layer, forest_fire, snowball, frontier")
-	length := fs.Int("length", walk.DefaultLength, "maximum steps per walk")
-	p := fs.Float64("p", 1, "node2vec return parameter")
-	q := fs.Float64("q", 1, "node2vec in-out parameter")
-	stop := fs.Float64("stop", 0.15, "ppr stop probability before each step")
-	schema := fs.String("schema", "", "metapath edge labels applied cyclically, e.g. 0,1,2")
-	weighted := fs.Bool("weighted", false, "bias steps by edge weight")
-	samplerName := fs.String("sampler", "auto", "auto, uniform, alias, rejection, zprs or dprs")
-	perVertex := fs.Int("walks-per-vertex", 1, "walks started from every seed")
-	seeds := fs.String("seeds", "all", `start vertices: "all", a file of external ids, or a range "A-B"`)
-	seed := fs.Uint64("seed", 42, "random seed")
-	out := fs.String("out", "file://./walks", "bucket URL: file:///dir, s3://bucket?region=...[&endpoint=...&use_path_style=true], gs://bucket")
-	prefix := fs.String("prefix", "walks", "key prefix inside the bucket")
-	batchID := fs.String("batch-id", "", "batch id in the output path (default: seed-SEED)")
-	name := fs.String("name", "", "graph name in the output path and metadata (default: the graph's own)")
-	engineName := fs.String("engine", "auto", "cpu, gpu, or auto (gpu when this build and host have one)")
-	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "CPU engine workers")
-	compression := fs.String("compression", "zstd", "zstd, snappy or none")
-	walkEncoding := fs.String("walk-encoding", "auto", "Parquet encoding of the walk values: byte_stream_split, delta_binary_packed, or auto (the first with zstd, the second otherwise)")
-	zstdLevel := fs.Int("zstd-level", 1, "zstd level, 1 (fastest) to 4 (best)")
-	fileBytes := fs.Int64("file-bytes", sink.DefaultFileBytes, "roll Parquet parts at this size")
-	rowGroupRows := fs.Int("row-group-rows", 0, "walks per row group (0: at most 65536 walks and 4 Mi vertices)")
-	memLimit := fs.Int64("sink-memory", sink.DefaultMemoryLimit, "bytes of walks the writer may hold")
-	parallelParts := fs.Int("parallel-parts", 8, "Parquet parts uploaded at once")
-	uploads := fs.Int("uploads-per-part", 4, "parallel 8 MiB upload requests per part (S3 multipart)")
-	quiet := fs.Bool("quiet", false, "no progress output")
-	output := fs.String("output", "walks", "walks, or visits (top-k visited vertices per seed)")
-	var vp walk.VisitParams
+	fs.StringVar(&o.graphPath, "graph", "", "graph file in walkstage format (see 'walkstage graph')")
+	fs.StringVar(&o.algoName, "algorithm", "deepwalk", "deepwalk, ppr, node2vec or metapath; or a sampler: neighbor, layer, forest_fire, snowball, frontier")
+	fs.IntVar(&o.length, "length", walk.DefaultLength, "maximum steps per walk")
+	fs.Float64Var(&o.p, "p", 1, "node2vec return parameter")
+	fs.Float64Var(&o.q, "q", 1, "node2vec in-out parameter")
+	fs.Float64Var(&o.stop, "stop", 0.15, "ppr stop probability before each step")
+	fs.StringVar(&o.schema, "schema", "", "metapath edge labels applied cyclically, e.g. 0,1,2")
+	fs.BoolVar(&o.weighted, "weighted", false, "bias steps by edge weight")
+	fs.StringVar(&o.samplerName, "sampler", "auto", "auto, uniform, alias, rejection, zprs or dprs")
+	fs.IntVar(&o.perVertex, "walks-per-vertex", 1, "walks started from every seed")
+	fs.StringVar(&o.seeds, "seeds", "all", `start vertices: "all", a file of external ids, or a range "A-B"`)
+	fs.Uint64Var(&o.seed, "seed", 42, "random seed")
+	fs.StringVar(&o.out, "out", "file://./walks", "bucket URL: file:///dir, s3://bucket?region=...[&endpoint=...&use_path_style=true], gs://bucket")
+	fs.StringVar(&o.prefix, "prefix", "walks", "key prefix inside the bucket")
+	fs.StringVar(&o.batchID, "batch-id", "", "batch id in the output path (default: seed-SEED)")
+	fs.StringVar(&o.name, "name", "", "graph name in the output path and metadata (default: the graph's own)")
+	fs.StringVar(&o.engineName, "engine", "auto", "cpu, gpu, or auto (gpu when this build and host have one)")
+	fs.IntVar(&o.workers, "workers", runtime.GOMAXPROCS(0), "CPU engine workers")
+	fs.StringVar(&o.compression, "compression", "zstd", "zstd, snappy or none")
+	fs.StringVar(&o.walkEncoding, "walk-encoding", "auto", "Parquet encoding of the walk values: byte_stream_split, delta_binary_packed, or auto (the first with zstd, the second otherwise)")
+	fs.IntVar(&o.zstdLevel, "zstd-level", 1, "zstd level, 1 (fastest) to 4 (best)")
+	fs.Int64Var(&o.fileBytes, "file-bytes", sink.DefaultFileBytes, "roll Parquet parts at this size")
+	fs.IntVar(&o.rowGroupRows, "row-group-rows", 0, "walks per row group (0: at most 65536 walks and 4 Mi vertices)")
+	fs.Int64Var(&o.memLimit, "sink-memory", sink.DefaultMemoryLimit, "bytes of walks the writer may hold")
+	fs.IntVar(&o.parallelParts, "parallel-parts", 8, "Parquet parts uploaded at once")
+	fs.IntVar(&o.uploads, "uploads-per-part", 4, "parallel 8 MiB upload requests per part (S3 multipart)")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
+	fs.StringVar(&o.output, "output", "walks", "walks, or visits (top-k visited vertices per seed)")
+	vp := &o.vp
 	fs.IntVar(&vp.TopK, "top-k", 100, "visits: candidates per query")
 	fs.Int64Var(&vp.StepsPerQuery, "steps-per-query", 0, "visits: steps counted per query (or give --walks-per-vertex)")
 	fs.Int64Var(&vp.MinVisits, "min-visits", 1, "visits: least visits of a candidate")
@@ -93,159 +113,213 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Int64Var(&vp.NV, "n-v", 0, "visits: early stopping's visits")
 	fs.BoolVar(&vp.ExcludeSeeds, "exclude-seeds", false, "visits: do not return the seed")
 	fs.BoolVar(&vp.ExcludeNeighbors, "exclude-neighbors", false, "visits: do not return the seed's neighbours")
-	sf := addSampleFlags(fs)
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the walk and its output (not the graph load) to this file")
+	o.sf = addSampleFlags(fs)
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the walk and its output (not the graph load) to this file")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return nil
+			return nil, nil
 		}
-		return err
+		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	if *graphPath == "" {
+	if o.graphPath == "" {
 		fs.Usage()
-		return errors.New("--graph is required")
+		return nil, errors.New("--graph is required")
 	}
-	if *perVertex < 1 {
-		return fmt.Errorf("--walks-per-vertex %d: want at least 1", *perVertex)
+	if o.perVertex < 1 {
+		return nil, fmt.Errorf("--walks-per-vertex %d: want at least 1", o.perVertex)
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if sk, ok := walk.ParseSampleKind(*algoName); ok {
-		comp, err := sink.ParseCompression(*compression)
-		if err != nil {
-			return err
-		}
-		return walkSamples(ctx, sk, sf, sampleRun{graphPath: *graphPath, seeds: *seeds, out: *out, prefix: *prefix,
-			batchID: *batchID, name: *name, seed: *seed, weighted: *weighted, instancesPerSeed: *perVertex, workers: *workers,
-			set: set, sinkOpts: []sink.Option{sink.WithCompression(comp), sink.WithFileBytes(*fileBytes),
-				sink.WithZstdLevel(*zstdLevel), sink.WithUploadBuffer(sink.DefaultUploadBuffer, *uploads)}}, stdout, stderr)
+	o.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+	return o, nil
+}
+
+func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseWalkFlags(args, stderr)
+	if o == nil {
+		return err
 	}
+	if sk, ok := walk.ParseSampleKind(o.algoName); ok {
+		return o.runSamples(ctx, sk, stdout, stderr)
+	}
+	algo, enc, err := o.algorithm()
+	if err != nil {
+		return err
+	}
+	g, starts, nSeeds, err := o.loadInputs(algo, stderr)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+
+	eng, err := stage.NewEngine(g, o.engineName, stage.CPUSettings{Workers: o.workers, FusedTableBytes: -1}, engineLogger(stderr))
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+
+	bucket, err := sink.OpenBucket(ctx, o.out)
+	if err != nil {
+		return err
+	}
+	defer bucket.Close()
+	w, err := o.openWriter(ctx, bucket, g, algo, enc, eng.Name(), len(starts), nSeeds)
+	if err != nil {
+		return err
+	}
+	if o.output == "visits" {
+		return walkVisits(ctx, eng, g, o.vp, starts[:nSeeds:nSeeds], o.out, w, stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "walking %d walks (%d seeds x %d) of %s with the %s engine into %s\n", len(starts), nSeeds, o.perVertex,
+		algo, eng.Name(), sink.ObjectURL(o.out, w.Layout().Dir))
+	return o.run(ctx, eng, algo, starts, w, stdout, stderr)
+}
+
+// runSamples hands a sampling algorithm to walkSamples.
+func (o *walkOptions) runSamples(ctx context.Context, sk walk.SampleKind, stdout, stderr io.Writer) error {
+	comp, err := sink.ParseCompression(o.compression)
+	if err != nil {
+		return err
+	}
+	return walkSamples(ctx, sk, o.sf, sampleRun{graphPath: o.graphPath, seeds: o.seeds, out: o.out, prefix: o.prefix,
+		batchID: o.batchID, name: o.name, seed: o.seed, weighted: o.weighted, instancesPerSeed: o.perVertex, workers: o.workers,
+		set: o.set, sinkOpts: []sink.Option{sink.WithCompression(comp), sink.WithFileBytes(o.fileBytes),
+			sink.WithZstdLevel(o.zstdLevel), sink.WithUploadBuffer(sink.DefaultUploadBuffer, o.uploads)}}, stdout, stderr)
+}
+
+// walkEncoding is the Parquet encoding a walk run's flags chose.
+type walkEncoding struct {
+	comp sink.Compression
+	wenc sink.WalkEncoding
+}
+
+// algorithm builds the walk algorithm from the flags and checks it against
+// no graph yet, together with the output's encoding.
+func (o *walkOptions) algorithm() (walk.Algorithm, walkEncoding, error) {
+	var enc walkEncoding
 	for _, f := range []string{"fanouts", "replace", "layer-sizes", "burn-probability", "depth", "max-vertices",
 		"frontier-size", "samples", "edge-weight"} {
-		if set[f] {
-			return fmt.Errorf("--%s is for the sampling algorithms, not %s", f, *algoName)
+		if o.set[f] {
+			return walk.Algorithm{}, enc, fmt.Errorf("--%s is for the sampling algorithms, not %s", f, o.algoName)
 		}
 	}
-
-	kind, err := walk.ParseKind(*algoName)
+	kind, err := walk.ParseKind(o.algoName)
 	if err != nil {
-		return err
+		return walk.Algorithm{}, enc, err
 	}
-	sampler, err := walk.ParseSampler(*samplerName)
+	sampler, err := walk.ParseSampler(o.samplerName)
 	if err != nil {
-		return err
+		return walk.Algorithm{}, enc, err
 	}
-	comp, err := sink.ParseCompression(*compression)
-	if err != nil {
-		return err
+	if enc.comp, err = sink.ParseCompression(o.compression); err != nil {
+		return walk.Algorithm{}, enc, err
 	}
-	wenc, err := sink.ParseWalkEncoding(*walkEncoding)
-	if err != nil {
-		return err
+	if enc.wenc, err = sink.ParseWalkEncoding(o.walkEncoding); err != nil {
+		return walk.Algorithm{}, enc, err
 	}
-	algo := walk.Algorithm{Kind: kind, Length: *length, Weighted: *weighted, Sampler: sampler}
+	algo := walk.Algorithm{Kind: kind, Length: o.length, Weighted: o.weighted, Sampler: sampler}
 	// Parameters of other algorithms are rejected when given explicitly,
 	// and left out otherwise (their defaults belong to their algorithm).
 	for _, f := range []struct {
 		flag string
 		kind walk.Kind
 	}{{"p", walk.Node2Vec}, {"q", walk.Node2Vec}, {"stop", walk.PPR}, {"schema", walk.MetaPath}} {
-		if set[f.flag] && kind != f.kind {
-			return fmt.Errorf("--%s is for %s, not %s", f.flag, f.kind, kind)
+		if o.set[f.flag] && kind != f.kind {
+			return walk.Algorithm{}, enc, fmt.Errorf("--%s is for %s, not %s", f.flag, f.kind, kind)
 		}
 	}
 	switch kind {
 	case walk.Node2Vec:
-		algo.P, algo.Q = *p, *q
+		algo.P, algo.Q = o.p, o.q
 	case walk.PPR:
-		algo.StopProb = *stop
+		algo.StopProb = o.stop
 	case walk.MetaPath:
-		if algo.Schema, err = parseSchema(*schema); err != nil {
-			return err
+		if algo.Schema, err = parseSchema(o.schema); err != nil {
+			return walk.Algorithm{}, enc, err
 		}
 	}
 	if err := algo.Validate(nil); err != nil {
-		return err
+		return walk.Algorithm{}, enc, err
 	}
+	return algo, enc, nil
+}
 
+// loadInputs loads the graph and resolves the seeds, each repeated
+// --walks-per-vertex times; nSeeds is the number before repeating. For
+// --output visits it also completes and validates o.vp. The caller closes g.
+func (o *walkOptions) loadInputs(algo walk.Algorithm, stderr io.Writer) (g *graph.Graph, starts []uint32, nSeeds int, err error) {
 	t0 := time.Now()
-	g, err := graph.Load(*graphPath)
+	g, err = graph.Load(o.graphPath)
 	if err != nil {
-		return err
+		return nil, nil, 0, err
 	}
-	defer g.Close()
-	if *name != "" {
-		g.Name = *name
+	defer func() {
+		if err != nil {
+			g.Close()
+			g = nil
+		}
+	}()
+	if o.name != "" {
+		g.Name = o.name
 	}
 	if err := algo.Validate(g); err != nil {
-		return err
+		return g, nil, 0, err
 	}
-	starts, err := parseSeeds(g, *seeds)
-	if err != nil {
-		return err
+	if starts, err = parseSeeds(g, o.seeds); err != nil {
+		return g, nil, 0, err
 	}
-	nSeeds := len(starts)
-	switch *output {
+	nSeeds = len(starts)
+	switch o.output {
 	case "walks":
 	case "visits":
-		if vp.StepsPerQuery == 0 && set["walks-per-vertex"] {
-			vp.WalksPerSeed = *perVertex
+		if o.vp.StepsPerQuery == 0 && o.set["walks-per-vertex"] {
+			o.vp.WalksPerSeed = o.perVertex
 		}
-		vp.Algorithm, vp.Seed = algo, *seed
-		if err := vp.Validate(g, nil); err != nil {
-			return err
+		o.vp.Algorithm, o.vp.Seed = algo, o.seed
+		if err := o.vp.Validate(g, nil); err != nil {
+			return g, nil, 0, err
 		}
 	default:
-		return fmt.Errorf("--output %q: want walks or visits", *output)
+		return g, nil, 0, fmt.Errorf("--output %q: want walks or visits", o.output)
 	}
-	if int64(nSeeds)*int64(*perVertex) > int64(1)<<40 {
-		return fmt.Errorf("%d seeds x %d walks each is too many for one run", nSeeds, *perVertex)
+	if int64(nSeeds)*int64(o.perVertex) > int64(1)<<40 {
+		return g, nil, 0, fmt.Errorf("%d seeds x %d walks each is too many for one run", nSeeds, o.perVertex)
 	}
-	starts = repeatSeeds(starts, *perVertex)
+	starts = repeatSeeds(starts, o.perVertex)
 	fmt.Fprintf(stderr, "graph %s (version %s): %d vertices, %d edges, loaded in %s\n", g.Name, g.Version, g.NumVertices(),
 		g.NumEdges(), time.Since(t0).Round(time.Millisecond))
+	return g, starts, nSeeds, nil
+}
 
-	eng, err := stage.NewEngine(g, *engineName, stage.CPUSettings{Workers: *workers, FusedTableBytes: -1}, engineLogger(stderr))
-	if err != nil {
-		return err
-	}
-	defer eng.Close()
-
-	bucket, err := sink.OpenBucket(ctx, *out)
-	if err != nil {
-		return err
-	}
-	defer bucket.Close()
-	id := *batchID
+// openWriter opens the batch writer of this run in bucket.
+func (o *walkOptions) openWriter(ctx context.Context, bucket *blob.Bucket, g *graph.Graph, algo walk.Algorithm, enc walkEncoding,
+	engine string, walks, nSeeds int) (*sink.BatchWriter, error) {
+	id := o.batchID
 	if id == "" {
-		id = fmt.Sprintf("seed-%d", *seed)
+		id = fmt.Sprintf("seed-%d", o.seed)
 	}
-	meta := sink.BatchMeta{BatchID: id, Algorithm: algo, Seed: *seed, Engine: eng.Name(), WalkstageVersion: Version, Walks: int64(len(starts))}
-	if *output == "visits" {
+	meta := sink.BatchMeta{BatchID: id, Algorithm: algo, Seed: o.seed, Engine: engine, WalkstageVersion: Version, Walks: int64(walks)}
+	if o.output == "visits" {
 		meta.Walks, meta.Queries = 0, int64(nSeeds)
 	}
-	opts := []sink.Option{sink.WithCompression(comp), sink.WithFileBytes(*fileBytes), sink.WithMemoryLimit(*memLimit),
-		sink.WithParallelParts(*parallelParts), sink.WithUploadBuffer(sink.DefaultUploadBuffer, *uploads),
-		sink.WithWalkEncoding(wenc), sink.WithZstdLevel(*zstdLevel)}
-	if *rowGroupRows > 0 {
-		opts = append(opts, sink.WithRowGroupRows(*rowGroupRows))
+	opts := []sink.Option{sink.WithCompression(enc.comp), sink.WithFileBytes(o.fileBytes), sink.WithMemoryLimit(o.memLimit),
+		sink.WithParallelParts(o.parallelParts), sink.WithUploadBuffer(sink.DefaultUploadBuffer, o.uploads),
+		sink.WithWalkEncoding(enc.wenc), sink.WithZstdLevel(o.zstdLevel)}
+	if o.rowGroupRows > 0 {
+		opts = append(opts, sink.WithRowGroupRows(o.rowGroupRows))
 	}
-	w, err := sink.NewBatchWriter(ctx, bucket, *prefix, meta, g, opts...)
-	if err != nil {
-		return err
-	}
-	if *output == "visits" {
-		return walkVisits(ctx, eng, g, vp, starts[:nSeeds:nSeeds], *out, w, stdout, stderr)
-	}
-	fmt.Fprintf(stderr, "walking %d walks (%d seeds x %d) of %s with the %s engine into %s\n", len(starts), nSeeds, *perVertex,
-		algo, eng.Name(), sink.ObjectURL(*out, w.Layout().Dir))
+	return sink.NewBatchWriter(ctx, bucket, o.prefix, meta, g, opts...)
+}
 
+// run walks starts into w, showing progress, commits the batch (or aborts
+// it on an error) and reports the figures.
+func (o *walkOptions) run(ctx context.Context, eng walk.Engine, algo walk.Algorithm, starts []uint32, w *sink.BatchWriter,
+	stdout, stderr io.Writer) error {
 	var walks, steps atomic.Int64
 	var prog *progress
-	if !*quiet {
+	if !o.quiet {
 		prog = newProgress(stderr, int64(len(starts)), "walks")
 	}
 	tick := time.NewTicker(200 * time.Millisecond)
@@ -264,13 +338,13 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			}
 		}
 	}()
-	stopProfile, err := startCPUProfile(*cpuProfile)
+	stopProfile, err := startCPUProfile(o.cpuProfile)
 	if err != nil {
 		return err
 	}
 	defer stopProfile()
 	t1 := time.Now()
-	err = eng.Run(runCtx, []walk.Job{{Algorithm: algo, Seed: *seed, Starts: starts}}, func(c walk.Chunk) error {
+	err = eng.Run(runCtx, []walk.Job{{Algorithm: algo, Seed: o.seed, Starts: starts}}, func(c walk.Chunk) error {
 		walks.Add(int64(c.Len()))
 		steps.Add(c.Steps())
 		return w.Write(runCtx, c)
@@ -294,8 +368,14 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if prog != nil {
 		prog.finish(walks.Load(), steps.Load(), w.BytesWritten())
 	}
+	reportWalks(stdout, o.out, eng, w, m, total, walkTime)
+	return nil
+}
+
+// reportWalks prints what a committed walk run wrote and how fast.
+func reportWalks(stdout io.Writer, out string, eng walk.Engine, w *sink.BatchWriter, m *sink.Manifest, total, walkTime time.Duration) {
 	fmt.Fprintf(stdout, "wrote %d walks, %d steps in %d part(s), %s, to %s\n", m.Walks, m.Steps, len(m.Files), humanBytes(m.Bytes),
-		sink.ObjectURL(*out, w.Layout().SuccessKey()))
+		sink.ObjectURL(out, w.Layout().SuccessKey()))
 	fmt.Fprintf(stdout, "walk+encode %s (engine returned after %s): %.1f M steps/s, %.1f M walk vertices/s, %.1f MB/s\n",
 		total.Round(time.Millisecond), walkTime.Round(time.Millisecond), float64(m.Steps)/total.Seconds()/1e6,
 		float64(m.Steps+m.Walks)/total.Seconds()/1e6, float64(m.Bytes)/total.Seconds()/1e6)
@@ -305,7 +385,6 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			rs.Compute.Round(time.Millisecond), rs.Wall.Round(time.Millisecond), float64(m.Bytes)/float64(m.Steps+m.Walks),
 			humanBytes(w.PeakHeldBytes()))
 	}
-	return nil
 }
 
 // repeatSeeds lists each seed's walks together, seed-major, the stage's
