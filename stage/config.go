@@ -469,7 +469,7 @@ func (c *Config) validateOperations(bad badFunc) {
 	if c.RetryBackoffMax < c.RetryBackoffMin {
 		bad("RETRY_BACKOFF_MAX", "%v is below RETRY_BACKOFF_MIN %v", c.RetryBackoffMax, c.RetryBackoffMin)
 	}
-	if _, err := ParseLogLevel(c.LogLevel); err != nil {
+	if _, err := parseLogLevel(c.LogLevel); err != nil {
 		bad("LOG_LEVEL", "%v", err)
 	}
 	switch c.LogFormat {
@@ -479,8 +479,8 @@ func (c *Config) validateOperations(bad badFunc) {
 	}
 }
 
-// ParseLogLevel accepts debug, info, warn and error.
-func ParseLogLevel(s string) (slog.Level, error) {
+// parseLogLevel accepts debug, info, warn and error.
+func parseLogLevel(s string) (slog.Level, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(s)); err != nil {
 		return 0, fmt.Errorf("%q is not debug, info, warn or error", s)

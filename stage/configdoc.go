@@ -21,33 +21,33 @@ import (
 //go:embed config.go
 var configSource []byte
 
-// ConfigVar documents one configuration variable.
-type ConfigVar struct {
+// configVar documents one configuration variable.
+type configVar struct {
 	Name    string // WALKSTAGE_...
 	Default string // envDefault; empty when there is none
 	Doc     string // the field's comment, without the leading "WALKSTAGE_X:"
 	Section string // the "---- Section ----" comment above it, if any
 }
 
-// ConfigReference lists every variable of Config, in declaration order,
+// configReference lists every variable of Config, in declaration order,
 // with its default and meaning.
-func ConfigReference() []ConfigVar {
+func configReference() []configVar {
 	docs, sections := configDocs()
 	vars := Variables()
-	out := make([]ConfigVar, len(vars))
+	out := make([]configVar, len(vars))
 	t := reflect.TypeFor[Config]()
 	for i, v := range vars {
 		f := t.Field(i).Name
-		out[i] = ConfigVar{Name: v.Name, Default: v.Default, Doc: docs[f], Section: sections[f]}
+		out[i] = configVar{Name: v.Name, Default: v.Default, Doc: docs[f], Section: sections[f]}
 	}
 	return out
 }
 
-// WriteConfigReference prints ConfigReference for a terminal: a heading per
+// WriteConfigReference prints configReference for a terminal: a heading per
 // section, each variable with its default and its meaning wrapped below it.
 func WriteConfigReference(w io.Writer) error {
 	section := ""
-	for _, v := range ConfigReference() {
+	for _, v := range configReference() {
 		if v.Section != section && v.Section != "" {
 			section = v.Section
 			if _, err := fmt.Fprintf(w, "\n%s\n", section); err != nil {

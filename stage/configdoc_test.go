@@ -14,7 +14,7 @@ import (
 // every field comment names the variable its tag reads: a new variable
 // cannot ship undocumented, nor a comment describe another variable.
 func TestConfigDocCoversEveryVariable(t *testing.T) {
-	ref := ConfigReference()
+	ref := configReference()
 	ct := reflect.TypeFor[Config]()
 	if len(ref) != ct.NumField() {
 		t.Fatalf("%d variables documented, Config has %d fields", len(ref), ct.NumField())

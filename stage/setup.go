@@ -28,7 +28,7 @@ import (
 
 // NewLogger builds the slog logger the configuration asks for.
 func NewLogger(c Config, w io.Writer) *slog.Logger {
-	lvl, err := ParseLogLevel(c.LogLevel)
+	lvl, err := parseLogLevel(c.LogLevel)
 	if err != nil {
 		lvl = slog.LevelInfo
 	}
@@ -39,11 +39,11 @@ func NewLogger(c Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, ho))
 }
 
-// LoadGraph loads a walkstage graph file from a local path or an object URL
+// loadGraph loads a walkstage graph file from a local path or an object URL
 // (s3://bucket/key?region=..., gs://bucket/key, file:///path). Remote graphs
 // are downloaded into dir (the system temporary directory when empty) and
 // memory-mapped; the file is unlinked once mapped.
-func LoadGraph(ctx context.Context, location, dir string) (*graph.Graph, error) {
+func loadGraph(ctx context.Context, location, dir string) (*graph.Graph, error) {
 	if g, ok, err := loadFromCatalog(ctx, location, dir); ok { // a catalog pointer (graphs.go)
 		return g, err
 	}
@@ -185,7 +185,7 @@ func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string,
 		}
 	}()
 	log.Info("loading graph", "graph", c.Graph)
-	g, err := LoadGraph(ctx, c.Graph, c.GraphDownloadDir)
+	g, err := loadGraph(ctx, c.Graph, c.GraphDownloadDir)
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,7 @@ func TestLoadGraphFromPathAndObjectURL(t *testing.T) {
 	}
 	objURL := strings.Replace(outURL, "s3://walks?", "s3://walks/graphs/rmat.wsg?", 1)
 	for _, loc := range []string{path, "file://" + path, objURL} {
-		got, err := LoadGraph(ctx, loc, t.TempDir())
+		got, err := loadGraph(ctx, loc, t.TempDir())
 		if err != nil {
 			t.Fatalf("%s: %v", loc, err)
 		}
@@ -43,7 +43,7 @@ func TestLoadGraphFromPathAndObjectURL(t *testing.T) {
 		}
 		got.Close()
 	}
-	if _, err := LoadGraph(ctx, strings.Replace(objURL, "rmat.wsg", "missing.wsg", 1), ""); err == nil {
+	if _, err := loadGraph(ctx, strings.Replace(objURL, "rmat.wsg", "missing.wsg", 1), ""); err == nil {
 		t.Error("a missing object loaded")
 	}
 }
