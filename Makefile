@@ -4,7 +4,7 @@
 #   make test         the test suite (pure Go, no CUDA needed)
 #   make build        bin/walkstage, CPU engine only, static (CGO_ENABLED=0), and
 #                     bin/walkstage-entrypoint, the GPU image's entrypoint (static)
-#   make kernels      nvcc -> gpu/kernels.fatbin        (Makefile.cuda)
+#   make kernels      nvcc -> gpu/kernels.fatbin, gpu/pack.fatbin (Makefile.cuda)
 #   make build-cuda   bin/walkstage-cuda with the GPU engine (needs nvcc + cuda.h)
 #   make vet-cuda     go vet of the cuda-tagged packages
 GO        ?= go
@@ -26,6 +26,6 @@ build:
 	CGO_ENABLED=0 $(GO) build $(GOFLAGS) -trimpath -ldflags '-s -w' -o bin/walkstage-entrypoint ./cmd/walkstage-entrypoint
 
 clean:
-	rm -rf bin .dev gpu/kernels.fatbin
+	rm -rf bin .dev gpu/kernels.fatbin gpu/pack.fatbin
 
 include Makefile.cuda

@@ -292,7 +292,7 @@ func TestDockerfileRuntimeStages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{".git", "gpu/kernels.fatbin", "bin"} {
+	for _, p := range []string{".git", "gpu/kernels.fatbin", "gpu/pack.fatbin", "bin"} {
 		if !slices.Contains(strings.Fields(string(ignore)), p) {
 			t.Errorf(".dockerignore lacks %s (the image must build its own binaries and kernels)", p)
 		}

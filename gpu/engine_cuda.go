@@ -60,7 +60,8 @@ type Engine struct {
 	cfg config
 	dev *device
 
-	mod                                    cu.Module
+	mod                                    cu.Module // kernels/walk.cu
+	packMod                                cu.Module // kernels/pack.cu
 	fnAlias, fnSegs                        cu.Function
 	fnPackPartials, fnPackScan, fnPackRows cu.Function
 	numSM                                  int
@@ -225,8 +226,10 @@ func (e *Engine) Close() error {
 			"labels.offsets": &e.dSegOffsets, "labels.targets": &e.dSegTargets, "labels.alias": &e.dSegAlias} {
 			e.free(name, p)
 		}
-		if e.mod != (cu.Module{}) {
-			unloadModule(e.mod)
+		for _, m := range []cu.Module{e.mod, e.packMod} {
+			if m != (cu.Module{}) {
+				unloadModule(m)
+			}
 		}
 		return nil
 	})

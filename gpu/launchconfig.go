@@ -10,7 +10,7 @@ package gpu
 const (
 	threadBlock    = 256 // kThreadBlock, kernels/walk.cu: walk_thread_*
 	reservoirBlock = 256 // kBlockThreads, kernels/samplers.cuh: walk_reservoir_*
-	packThreads    = 256 // kPackThreads, kernels/compact.cuh: pack_*
+	packThreads    = 256 // kPackThreads, kernels/scan.cuh: pack_* (kernels/pack.cu)
 	visitThreads   = 256 // kVisitThreads, kernels/visits.cuh: visits_*
 	sampleThreads  = 256 // kSampleThreads, kernels/sample.cuh: sample_neighbor_hop (a warp a task)
 	// tableThreads sizes the table builds, which carry no launch bounds

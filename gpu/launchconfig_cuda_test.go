@@ -17,7 +17,7 @@ func TestKernelBlocksMatchLaunchBounds(t *testing.T) {
 	e := newEngine(t, testGraph(t))
 	err := e.dev.do(func() error {
 		for _, k := range kernelBlocks() {
-			fn, err := e.mod.Function(k.name)
+			fn, err := e.kernel(k.name)
 			if err != nil {
 				t.Errorf("kernel %s: %v", k.name, err)
 				continue

@@ -11,3 +11,9 @@ import (
 //
 //go:embed kernels.fatbin
 var kernelImage string
+
+// packImage is the fatbin of kernels/pack.cu, the result-packing kernels,
+// a translation unit and module of their own.
+//
+//go:embed pack.fatbin
+var packImage string

@@ -84,7 +84,7 @@ func cutBatches(grp []*walk.Job, per int64) []*batch {
 	return batches
 }
 
-const packTile = 1024 // kPackTile in kernels/compact.cuh
+const packTile = 1024 // kPackTile in kernels/scan.cuh
 
 // packTiles is the number of pack_rows tiles of a batch of n walks.
 func packTiles(n int64) int64 { return (n + packTile - 1) / packTile }

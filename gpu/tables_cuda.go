@@ -4,6 +4,7 @@ package gpu
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"gorgonia.org/cu"
@@ -11,18 +12,30 @@ import (
 	"github.com/walkstage/walkstage/walk"
 )
 
+// kernel looks name up in the module that holds it: the pack kernels in
+// kernels/pack.cu's, the others in kernels/walk.cu's (device thread).
+func (e *Engine) kernel(name string) (cu.Function, error) {
+	if strings.HasPrefix(name, "pack_") {
+		return e.packMod.Function(name)
+	}
+	return e.mod.Function(name)
+}
+
 // setup runs on the device thread.
 func (e *Engine) setup() error {
 	var err error
 	if e.mod, err = cu.LoadData(kernelImage); err != nil {
 		return fmt.Errorf("%w: load kernels: %v", ErrUnavailable, err)
 	}
+	if e.packMod, err = cu.LoadData(packImage); err != nil {
+		return fmt.Errorf("%w: load pack kernels: %v", ErrUnavailable, err)
+	}
 	for _, k := range []struct {
 		fn   *cu.Function
 		name string
 	}{{&e.fnAlias, "alias_build"}, {&e.fnSegs, "label_tables_build"},
 		{&e.fnPackPartials, "pack_partials"}, {&e.fnPackScan, "pack_scan_partials"}, {&e.fnPackRows, "pack_rows"}} {
-		if *k.fn, err = e.mod.Function(k.name); err != nil {
+		if *k.fn, err = e.kernel(k.name); err != nil {
 			return fmt.Errorf("gpu: kernel %s: %w", k.name, err)
 		}
 	}

@@ -68,7 +68,7 @@ __device__ __forceinline__ float bias_of(const BiasCtx& c, uint64_t e) {
 // BlockScan: float addition is not associative, the order of additions is
 // part of what the reservoir samplers compute (and of their chi-square
 // tests' reference), and CUB does not promise an order across versions.
-// The integer scans of compact.cuh use CUB.
+// The integer scans of scan.cuh use CUB.
 __device__ __forceinline__ float warp_inclusive_scan(float v, unsigned lane) {
 #pragma unroll
   for (int o = 1; o < 32; o <<= 1) {

@@ -17,7 +17,7 @@
 #include "params.cuh"
 #include "rng.cuh"
 #include "samplers.cuh"
-#include "compact.cuh"
+#include "scan.cuh"
 
 namespace ws {
 

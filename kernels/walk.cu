@@ -21,7 +21,7 @@
 #include "params.cuh"
 #include "rng.cuh"
 #include "samplers.cuh"
-#include "compact.cuh"
+#include "scan.cuh"
 #include "taskpool.cuh"
 #include "sample.cuh"
 

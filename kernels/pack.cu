@@ -1,37 +1,14 @@
-// compact.cuh: packs a batch's result rows (stride vertices each, mostly
+// pack.cu: packs a batch's result rows (stride vertices each, mostly
 // unused when walks stop early: PPR, dead ends) into one dense array in
 // walk order, so the copy back moves only the vertices walked. Three
 // launches on the batch's stream: pack_partials sums each tile's lengths,
 // pack_scan_partials scans the tile sums (one block), pack_rows scans each
-// tile again from its partial and copies the rows, a warp a walk.
-#pragma once
+// tile again from its partial and copies the rows, a warp a walk. Its own
+// translation unit and module (gpu/pack.fatbin), apart from the walk
+// kernels: it shares nothing with them but the scan.
 #include <stdint.h>
 
-#include <cub/block/block_scan.cuh>
-
-namespace ws {
-
-constexpr int kPackThreads = 256;
-constexpr int kPackPerThread = 4;
-constexpr int kPackTile = kPackThreads * kPackPerThread;  // walks a block
-
-// PackScan is CUB's block-wide scan over kPackThreads values (shared
-// scratch: a PackScanStorage). Integer sums are exact, so CUB's order of
-// additions does not change a result.
-using PackScan = cub::BlockScan<uint32_t, kPackThreads>;
-using PackScanStorage = PackScan::TempStorage;
-
-// block_exclusive_scan_u32 returns the exclusive prefix sum of v across the
-// block and sets total to the block's sum. It ends with a barrier, so the
-// caller may scan again with the same scratch at once.
-__device__ __forceinline__ uint32_t block_exclusive_scan_u32(uint32_t v, PackScanStorage& scratch, uint32_t& total) {
-  uint32_t ex;
-  PackScan(scratch).ExclusiveSum(v, ex, total);
-  __syncthreads();
-  return ex;
-}
-
-}  // namespace ws
+#include "scan.cuh"
 
 // pack_partials: partials[b] = sum of lengths in tile b.
 extern "C" __global__ void __launch_bounds__(ws::kPackThreads) pack_partials(const uint32_t* __restrict__ lengths, uint64_t n,
