@@ -181,9 +181,23 @@ func (w *BatchWriter) partLoop(p *part) {
 }
 
 func (w *BatchWriter) openPart(i int) (*part, error) {
+	p, err := w.newPart(i)
+	if err != nil {
+		return nil, err
+	}
+	p.in = make(chan *group, 64)
+	opts := append(w.partOpts[:len(w.partOpts):len(w.partOpts)], w.partMetadata(i)...)
+	p.pw = newPartWriter(w.cfg.walkEncoding, p.out, opts...)
+	return p, nil
+}
+
+// newPart creates part i's object (an upload guarded against stalls) and
+// the counting, checksumming writer in front of it. Every output (walks,
+// visits, samples) writes its parts through one.
+func (w *BatchWriter) newPart(i int) (*part, error) {
 	key := w.layout.AttemptPartKey(i, w.attempt)
 	ctx, cancel := context.WithCancelCause(w.ctx)
-	p := &part{index: i, key: key, cancel: cancel, file: File{Key: key, FirstWalkID: -1}, in: make(chan *group, 64)}
+	p := &part{index: i, key: key, cancel: cancel, file: File{Key: key, FirstWalkID: -1}}
 	ow, err := w.newObject(ctx, key, false, &blob.WriterOptions{
 		ContentType:    "application/vnd.apache.parquet",
 		BufferSize:     w.cfg.uploadBuffer,
@@ -194,14 +208,49 @@ func (w *BatchWriter) openPart(i int) (*part, error) {
 		cancel(nil)
 		return nil, fmt.Errorf("sink: create %s: %w", key, err)
 	}
-	ow = &stallGuard{objectWriter: ow, ctx: ctx, d: w.cfg.stallTimeout, cancel: cancel}
-	out := &countingWriter{w: ow, h: crc32.New(castagnoli), total: &w.bytesWritten}
-	opts := append(w.partOpts[:len(w.partOpts):len(w.partOpts)], parquet.KeyValueMetadata(MetaPart, strconv.Itoa(i)))
+	p.ow = &stallGuard{objectWriter: ow, ctx: ctx, d: w.cfg.stallTimeout, cancel: cancel}
+	p.out = &countingWriter{w: p.ow, h: crc32.New(castagnoli), total: &w.bytesWritten}
+	return p, nil
+}
+
+// partMetadata is the key-value metadata of part i: its index and the
+// batch's own (w.kv).
+func (w *BatchWriter) partMetadata(i int) []parquet.WriterOption {
+	opts := []parquet.WriterOption{parquet.KeyValueMetadata(MetaPart, strconv.Itoa(i))}
 	for _, kv := range w.kv {
 		opts = append(opts, parquet.KeyValueMetadata(kv[0], kv[1]))
 	}
-	p.ow, p.out, p.pw = ow, out, newPartWriter(w.cfg.walkEncoding, out, opts...)
-	return p, nil
+	return opts
+}
+
+// rowPartOptions configure the parquet-go writer of a row output's part
+// (visits, samples): rowGroupRows rows a group, output named in the
+// metadata.
+func (w *BatchWriter) rowPartOptions(i int, output string, rowGroupRows int) []parquet.WriterOption {
+	opts := []parquet.WriterOption{
+		parquet.Compression(w.cfg.compression.codec()),
+		parquet.MaxRowsPerRowGroup(int64(rowGroupRows)),
+		parquet.DataPageVersion(1),
+		parquet.CreatedBy("walkstage", w.meta.WalkstageVersion, ""),
+		parquet.KeyValueMetadata(MetaPart, strconv.Itoa(i)),
+		parquet.KeyValueMetadata(MetaOutput, output),
+	}
+	for _, kv := range w.kv {
+		opts = append(opts, parquet.KeyValueMetadata(kv[0], kv[1]))
+	}
+	return opts
+}
+
+// addRows records a row group of n rows written to p, numbered on from
+// *written.
+func (p *part) addRows(written *int64, n int) {
+	if p.file.FirstWalkID < 0 {
+		p.file.FirstWalkID = *written
+	}
+	*written += int64(n)
+	p.file.LastWalkID = *written - 1
+	p.file.Rows += int64(n)
+	p.file.RowGroups++
 }
 
 func (w *BatchWriter) appendGroup(p *part, gr *group) error {
@@ -228,8 +277,15 @@ func (w *BatchWriter) appendGroup(p *part, gr *group) error {
 }
 
 func (w *BatchWriter) closePart(p *part) error {
+	return w.sealPart(p, p.pw.Close)
+}
+
+// sealPart finishes part p: closeEncoder writes its footer, then the upload
+// completes and the part is recorded for the manifest. On an error the
+// upload is abandoned.
+func (w *BatchWriter) sealPart(p *part, closeEncoder func() error) error {
 	defer p.cancel(nil)
-	if err := p.pw.Close(); err != nil {
+	if err := closeEncoder(); err != nil {
 		w.abortPart(p)
 		return fmt.Errorf("sink: finish %s: %w", p.key, err)
 	}

@@ -8,14 +8,10 @@ package sink
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"hash/crc32"
-	"strconv"
 
 	"github.com/parquet-go/parquet-go"
-	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
@@ -149,13 +145,7 @@ func (w *BatchWriter) flushSamples(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("sink: write %s: %w", p.key, err)
 	}
-	if p.file.FirstWalkID < 0 {
-		p.file.FirstWalkID = s.written
-	}
-	s.written += int64(len(s.buf))
-	p.file.LastWalkID = s.written - 1
-	p.file.Rows += int64(len(s.buf))
-	p.file.RowGroups++
+	p.addRows(&s.written, len(s.buf))
 	s.buf = s.buf[:0]
 	if p.out.n >= w.cfg.fileBytes {
 		return w.closeSamplePart()
@@ -165,33 +155,11 @@ func (w *BatchWriter) flushSamples(ctx context.Context) error {
 
 func (w *BatchWriter) openSamplePart() error {
 	s := w.samples
-	key := w.layout.AttemptPartKey(s.parts, w.attempt)
-	ctx, cancel := context.WithCancelCause(w.ctx)
-	p := &part{index: s.parts, key: key, cancel: cancel, file: File{Key: key, FirstWalkID: -1}}
-	ow, err := w.newObject(ctx, key, false, &blob.WriterOptions{
-		ContentType:    "application/vnd.apache.parquet",
-		BufferSize:     w.cfg.uploadBuffer,
-		MaxConcurrency: w.cfg.uploadParallel,
-		BeforeWrite:    p.s3.beforeWrite,
-	})
+	p, err := w.newPart(s.parts)
 	if err != nil {
-		cancel(nil)
-		return fmt.Errorf("sink: create %s: %w", key, err)
+		return err
 	}
-	ow = &stallGuard{objectWriter: ow, ctx: ctx, d: w.cfg.stallTimeout, cancel: cancel}
-	p.ow = ow
-	p.out = &countingWriter{w: ow, h: crc32.New(castagnoli), total: &w.bytesWritten}
-	opts := []parquet.WriterOption{
-		parquet.Compression(w.cfg.compression.codec()),
-		parquet.MaxRowsPerRowGroup(sampleRowGroupRows),
-		parquet.DataPageVersion(1),
-		parquet.CreatedBy("walkstage", w.meta.WalkstageVersion, ""),
-		parquet.KeyValueMetadata(MetaPart, strconv.Itoa(s.parts)),
-		parquet.KeyValueMetadata(MetaOutput, OutputSamples),
-	}
-	for _, kv := range w.kv {
-		opts = append(opts, parquet.KeyValueMetadata(kv[0], kv[1]))
-	}
+	opts := w.rowPartOptions(s.parts, OutputSamples, sampleRowGroupRows)
 	s.p = p
 	if w.meta.SampleEdgeWeight {
 		s.pww = parquet.NewGenericWriter[WeightedSampleRow](p.out, opts...)
@@ -205,28 +173,15 @@ func (w *BatchWriter) openSamplePart() error {
 func (w *BatchWriter) closeSamplePart() error {
 	s := w.samples
 	p := s.p
-	var err error
+	closeEncoder := func() error { return s.pw.Close() }
 	if s.pww != nil {
-		err = s.pww.Close()
-	} else {
-		err = s.pw.Close()
+		closeEncoder = s.pww.Close
 	}
+	err := w.sealPart(p, closeEncoder)
 	s.p, s.pw, s.pww = nil, nil, nil
-	defer p.cancel(nil)
 	if err != nil {
-		w.abortPart(p)
-		return fmt.Errorf("sink: finish %s: %w", p.key, err)
+		return err
 	}
-	if err := p.ow.Close(); err != nil {
-		w.abortPart(p)
-		return fmt.Errorf("sink: upload %s: %w", p.key, err)
-	}
-	p.file.Bytes = p.out.n
-	p.file.CRC32C = base64.StdEncoding.EncodeToString(p.out.h.Sum(nil))
-	w.mu.Lock()
-	w.files[p.index] = p.file
-	w.written = append(w.written, p.key)
-	w.mu.Unlock()
 	w.walksWritten.Add(p.file.Rows)
 	return nil
 }

@@ -7,14 +7,10 @@ package sink
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"hash/crc32"
-	"strconv"
 
 	"github.com/parquet-go/parquet-go"
-	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/walk"
 )
@@ -122,16 +118,10 @@ func (w *BatchWriter) flushVisits(ctx context.Context) error {
 	if err := v.pw.Flush(); err != nil {
 		return fmt.Errorf("sink: write %s: %w", p.key, err)
 	}
-	if p.file.FirstWalkID < 0 {
-		p.file.FirstWalkID = v.written
-	}
-	v.written += int64(len(v.buf))
-	p.file.LastWalkID = v.written - 1
-	p.file.Rows += int64(len(v.buf))
+	p.addRows(&v.written, len(v.buf))
 	for _, r := range v.buf {
 		p.file.Steps += r.Steps
 	}
-	p.file.RowGroups++
 	v.buf = v.buf[:0]
 	if p.out.n >= w.cfg.fileBytes {
 		return w.closeVisitPart()
@@ -141,34 +131,11 @@ func (w *BatchWriter) flushVisits(ctx context.Context) error {
 
 func (w *BatchWriter) openVisitPart() error {
 	v := w.visits
-	key := w.layout.AttemptPartKey(v.parts, w.attempt)
-	ctx, cancel := context.WithCancelCause(w.ctx)
-	p := &part{index: v.parts, key: key, cancel: cancel, file: File{Key: key, FirstWalkID: -1}}
-	ow, err := w.newObject(ctx, key, false, &blob.WriterOptions{
-		ContentType:    "application/vnd.apache.parquet",
-		BufferSize:     w.cfg.uploadBuffer,
-		MaxConcurrency: w.cfg.uploadParallel,
-		BeforeWrite:    p.s3.beforeWrite,
-	})
+	p, err := w.newPart(v.parts)
 	if err != nil {
-		cancel(nil)
-		return fmt.Errorf("sink: create %s: %w", key, err)
+		return err
 	}
-	ow = &stallGuard{objectWriter: ow, ctx: ctx, d: w.cfg.stallTimeout, cancel: cancel}
-	p.ow = ow
-	p.out = &countingWriter{w: ow, h: crc32.New(castagnoli), total: &w.bytesWritten}
-	opts := []parquet.WriterOption{
-		parquet.Compression(w.cfg.compression.codec()),
-		parquet.MaxRowsPerRowGroup(visitRowGroupRows),
-		parquet.DataPageVersion(1),
-		parquet.CreatedBy("walkstage", w.meta.WalkstageVersion, ""),
-		parquet.KeyValueMetadata(MetaPart, strconv.Itoa(v.parts)),
-		parquet.KeyValueMetadata(MetaOutput, OutputVisits),
-	}
-	for _, kv := range w.kv {
-		opts = append(opts, parquet.KeyValueMetadata(kv[0], kv[1]))
-	}
-	v.p, v.pw = p, parquet.NewGenericWriter[VisitRow](p.out, opts...)
+	v.p, v.pw = p, parquet.NewGenericWriter[VisitRow](p.out, w.rowPartOptions(v.parts, OutputVisits, visitRowGroupRows)...)
 	v.parts++
 	return nil
 }
@@ -177,21 +144,9 @@ func (w *BatchWriter) closeVisitPart() error {
 	v := w.visits
 	p, pw := v.p, v.pw
 	v.p, v.pw = nil, nil
-	defer p.cancel(nil)
-	if err := pw.Close(); err != nil {
-		w.abortPart(p)
-		return fmt.Errorf("sink: finish %s: %w", p.key, err)
+	if err := w.sealPart(p, pw.Close); err != nil {
+		return err
 	}
-	if err := p.ow.Close(); err != nil {
-		w.abortPart(p)
-		return fmt.Errorf("sink: upload %s: %w", p.key, err)
-	}
-	p.file.Bytes = p.out.n
-	p.file.CRC32C = base64.StdEncoding.EncodeToString(p.out.h.Sum(nil))
-	w.mu.Lock()
-	w.files[p.index] = p.file
-	w.written = append(w.written, p.key)
-	w.mu.Unlock()
 	w.walksWritten.Add(p.file.Rows)
 	return nil
 }
