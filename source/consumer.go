@@ -60,6 +60,10 @@ type Consumer struct {
 	topics *topicChecker
 	// dlqIdx knows which input records already have a dead-letter copy.
 	dlqIdx *dlqIndex
+	// uncertain holds the records whose last dead-letter write failed:
+	// it may have landed all the same, so a retry first syncs the index.
+	uncertainMu sync.Mutex
+	uncertain   map[srcRef]bool
 	// dlqMax is the largest record the dead-letter topic takes, from its
 	// max.message.bytes once CheckTopics has read it.
 	dlqMax      atomic.Int64
@@ -159,7 +163,7 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
 	c := &Consumer{r: r, dlq: dlq, g: cfg.Graph, lim: cfg.Limits, log: log, trk: newTracker(), stop: make(chan struct{}),
-		lag: map[tp]int64{}, topics: tc, callTimeout: cfg.CallTimeout, dlqIdx: idx}
+		lag: map[tp]int64{}, topics: tc, callTimeout: cfg.CallTimeout, dlqIdx: idx, uncertain: map[srcRef]bool{}}
 	// Until CheckTopics reads the topic's limit, assume Kafka's default
 	// (1 MiB): a larger copy becomes a stub rather than a refusal.
 	c.dlqMax.Store(defaultMaxMessageBytes)
@@ -392,6 +396,16 @@ const HeaderTruncated = "walkstage-truncated"
 // that stops the stage.
 func (c *Consumer) deadLetter(ctx context.Context, m kafka.Message, batchID, reason, cause string) error {
 	ref := srcRef{m.Topic, m.Partition, m.Offset}
+	c.uncertainMu.Lock()
+	uncertain := c.uncertain[ref]
+	c.uncertainMu.Unlock()
+	if uncertain {
+		// An earlier attempt failed without an answer and may have
+		// landed: read the topic up to its end before deciding.
+		if err := c.dlqIdx.sync(ctx, c.callTimeout); err != nil {
+			return fmt.Errorf("dead-letter batch %q: %w", batchID, err)
+		}
+	}
 	done, err := c.dlqIdx.has(ctx, ref, c.callTimeout)
 	if err != nil {
 		return err
@@ -424,6 +438,13 @@ func (c *Consumer) deadLetter(ctx context.Context, m kafka.Message, batchID, rea
 		msg = stubbed(msg, m.Value, 0)
 		err = c.write(ctx, c.dlq, msg)
 	}
+	c.uncertainMu.Lock()
+	if err != nil {
+		c.uncertain[ref] = true
+	} else {
+		delete(c.uncertain, ref)
+	}
+	c.uncertainMu.Unlock()
 	if err != nil {
 		return fmt.Errorf("dead-letter batch %q to %s: %w", batchID, c.dlq.Topic, err)
 	}

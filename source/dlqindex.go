@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -32,9 +33,15 @@ type dlqIndex struct {
 	order []srcRef // insertion order, to bound memory
 	limit int
 	ready chan struct{} // closed once the start-up read reached the end
-	stop  context.CancelFunc
-	wg    sync.WaitGroup
-	log   *slog.Logger
+	// next is, per partition, the offset after the last record read; sync
+	// compares it with the partition's end.
+	next    map[int]*atomic.Int64
+	d       *kafka.Dialer
+	brokers []string
+	topic   string
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
+	log     *slog.Logger
 }
 
 // dlqIndexLimit bounds the records the index remembers.
@@ -46,7 +53,8 @@ func startDLQIndex(o KafkaOptions, topic string, window int64, log *slog.Logger)
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	x := &dlqIndex{seen: map[srcRef]struct{}{}, limit: dlqIndexLimit, ready: make(chan struct{}), stop: cancel, log: log}
+	x := &dlqIndex{seen: map[srcRef]struct{}{}, limit: dlqIndexLimit, ready: make(chan struct{}), stop: cancel, log: log,
+		next: map[int]*atomic.Int64{}, d: d, brokers: o.Brokers, topic: topic}
 	x.wg.Add(1)
 	go func() {
 		defer x.wg.Done()
@@ -80,6 +88,11 @@ func (x *dlqIndex) follow(ctx context.Context, d *kafka.Dialer, brokers []string
 	}
 	var pending sync.WaitGroup
 	pending.Add(len(parts))
+	x.mu.Lock()
+	for _, p := range parts {
+		x.next[p.ID] = new(atomic.Int64)
+	}
+	x.mu.Unlock()
 	for _, p := range parts {
 		x.wg.Add(1)
 		go func() {
@@ -107,6 +120,9 @@ func (x *dlqIndex) followPartition(ctx context.Context, d *kafka.Dialer, brokers
 		}
 	}
 	start := max(first, last-window)
+	x.mu.Lock()
+	x.next[partition].Store(start)
+	x.mu.Unlock()
 	if start >= last {
 		caughtUp()
 		caughtUp = nil
@@ -128,6 +144,10 @@ func (x *dlqIndex) followPartition(ctx context.Context, d *kafka.Dialer, brokers
 		if ref, ok := refOf(m); ok {
 			x.add(ref)
 		}
+		x.mu.Lock()
+		next := x.next[partition]
+		x.mu.Unlock()
+		next.Store(m.Offset + 1)
 		if caughtUp != nil && m.Offset >= last-1 {
 			caughtUp()
 			caughtUp = nil
@@ -199,6 +219,39 @@ func (x *dlqIndex) has(ctx context.Context, ref srcRef, wait time.Duration) (boo
 	defer x.mu.Unlock()
 	_, ok := x.seen[ref]
 	return ok, nil
+}
+
+// sync waits, at most wait, until the index has read every record the
+// dead-letter topic holds now. A write whose outcome is unknown (the broker
+// went away before it answered) may have landed: before it is retried, the
+// index must have seen the topic's current end, or the retry copies the
+// record a second time.
+func (x *dlqIndex) sync(ctx context.Context, wait time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	select {
+	case <-x.ready:
+	case <-ctx.Done():
+		return fmt.Errorf("dead-letter index: start-up read: %w", ctx.Err())
+	}
+	x.mu.Lock()
+	parts := make(map[int]*atomic.Int64, len(x.next))
+	for p, n := range x.next {
+		parts[p] = n
+	}
+	x.mu.Unlock()
+	for p, next := range parts {
+		_, last, err := offsets(ctx, x.d, x.brokers[p%len(x.brokers)], x.topic, p)
+		if err != nil {
+			return fmt.Errorf("dead-letter index: end of partition %d: %w", p, err)
+		}
+		for next.Load() < last {
+			if !sleepFor(ctx, 20*time.Millisecond) {
+				return fmt.Errorf("dead-letter index: partition %d read to %d of %d: %w", p, next.Load(), last, ctx.Err())
+			}
+		}
+	}
+	return nil
 }
 
 func (x *dlqIndex) close() {
