@@ -1,7 +1,6 @@
 package sink
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,10 +10,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/graph"
@@ -196,24 +191,6 @@ func TestSamplesWriterRefusesIncomplete(t *testing.T) {
 
 func readSamplesArrow(t *testing.T, data []byte, weight bool) []WeightedSampleRow {
 	t.Helper()
-	mem := memory.DefaultAllocator
-	pr, err := file.NewParquetReader(bytes.NewReader(data), file.WithReadProps(parquet.NewReaderProperties(mem)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pr.Close()
-	if v := pr.MetaData().KeyValueMetadata().FindValue(MetaOutput); v == nil || *v != OutputSamples {
-		t.Errorf("metadata %s = %v", MetaOutput, v)
-	}
-	fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: 4096}, mem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := fr.ReadTable(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tbl.Release()
 	want := []arrow.Field{
 		{Name: "instance_id", Type: arrow.PrimitiveTypes.Int64},
 		{Name: "seed", Type: arrow.PrimitiveTypes.Int64},
@@ -224,15 +201,8 @@ func readSamplesArrow(t *testing.T, data []byte, weight bool) []WeightedSampleRo
 	if weight {
 		want = append(want, arrow.Field{Name: "edge_weight", Type: arrow.PrimitiveTypes.Float32})
 	}
-	if n := len(tbl.Schema().Fields()); n != len(want) {
-		t.Fatalf("arrow: %d fields, want %d", n, len(want))
-	}
-	for i, f := range want {
-		got := tbl.Schema().Field(i)
-		if got.Name != f.Name || !arrow.TypeEqual(got.Type, f.Type) {
-			t.Fatalf("arrow: field %d is %s %s, want %s %s", i, got.Name, got.Type, f.Name, f.Type)
-		}
-	}
+	tbl := arrowTable(t, data, OutputSamples, want)
+	defer tbl.Release()
 	tr := array.NewTableReader(tbl, 4096)
 	defer tr.Release()
 	var rows []WeightedSampleRow

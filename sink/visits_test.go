@@ -1,7 +1,6 @@
 package sink
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,10 +9,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/graph"
@@ -192,40 +187,17 @@ func TestVisitsWriterRefusesIncomplete(t *testing.T) {
 
 func readVisitsArrow(t *testing.T, data []byte) []VisitRow {
 	t.Helper()
-	mem := memory.DefaultAllocator
-	pr, err := file.NewParquetReader(bytes.NewReader(data), file.WithReadProps(parquet.NewReaderProperties(mem)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pr.Close()
-	if v := pr.MetaData().KeyValueMetadata().FindValue(MetaOutput); v == nil || *v != OutputVisits {
-		t.Errorf("metadata %s = %v", MetaOutput, v)
-	}
-	fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: 1024}, mem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := fr.ReadTable(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tbl.Release()
 	cand := arrow.StructOf(
 		arrow.Field{Name: "vertex", Type: arrow.PrimitiveTypes.Int64},
 		arrow.Field{Name: "visits", Type: arrow.PrimitiveTypes.Int64},
 		arrow.Field{Name: "score", Type: arrow.PrimitiveTypes.Float64},
 	)
-	want := []arrow.Field{
+	tbl := arrowTable(t, data, OutputVisits, []arrow.Field{
 		{Name: "query_id", Type: arrow.BinaryTypes.String},
 		{Name: "steps", Type: arrow.PrimitiveTypes.Int64},
 		{Name: "candidates", Type: arrow.ListOfField(arrow.Field{Name: "element", Type: cand})},
-	}
-	for i, f := range want {
-		got := tbl.Schema().Field(i)
-		if got.Name != f.Name || !arrow.TypeEqual(got.Type, f.Type) {
-			t.Fatalf("arrow: field %d is %s %s, want %s %s", i, got.Name, got.Type, f.Name, f.Type)
-		}
-	}
+	})
+	defer tbl.Release()
 	tr := array.NewTableReader(tbl, 1000)
 	defer tr.Release()
 	var rows []VisitRow
