@@ -11,6 +11,13 @@ package gpu
 // buffers here.
 static CUresult ws_host_alloc(void **p, size_t n) { return cuMemHostAlloc(p, n, 0); }
 static CUresult ws_host_free(void *p) { return cuMemFreeHost(p); }
+// Mapped host memory for a placement plan: kernels read it in place over
+// PCIe. PORTABLE: any context may map it; with unified addressing its
+// device pointer is the host pointer, which ws_host_device_ptr checks.
+static CUresult ws_host_alloc_mapped(void **p, size_t n) {
+  return cuMemHostAlloc(p, n, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
+}
+static CUresult ws_host_device_ptr(CUdeviceptr *d, void *p) { return cuMemHostGetDevicePointer(d, p, 0); }
 static void ws_module_unload(CUmodule m) { cuModuleUnload(m); }
 */
 import "C"
@@ -99,6 +106,21 @@ func hostAlloc(n int64) (unsafe.Pointer, error) {
 		return nil, fmt.Errorf("cuMemHostAlloc %d bytes: CUresult %d", n, int(r))
 	}
 	return p, nil
+}
+
+// hostAllocMapped returns n bytes of page-locked host memory mapped into
+// the device's address space, and its device address (device thread).
+func hostAllocMapped(n int64) (unsafe.Pointer, cu.DevicePtr, error) {
+	var p unsafe.Pointer
+	if r := C.ws_host_alloc_mapped(&p, C.size_t(n)); r != C.CUDA_SUCCESS {
+		return nil, 0, fmt.Errorf("cuMemHostAlloc (mapped) %d bytes: CUresult %d", n, int(r))
+	}
+	var d C.CUdeviceptr
+	if r := C.ws_host_device_ptr(&d, p); r != C.CUDA_SUCCESS {
+		C.ws_host_free(p)
+		return nil, 0, fmt.Errorf("cuMemHostGetDevicePointer: CUresult %d", int(r))
+	}
+	return p, cu.DevicePtr(d), nil
 }
 
 func hostFree(p unsafe.Pointer) {

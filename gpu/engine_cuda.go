@@ -69,9 +69,13 @@ type Engine struct {
 	fnReservoir  [2][2]cu.Function
 	occReservoir [2][2]int
 	// thread kernels by mode: [mode][0] compiler's register budget,
-	// [mode][1] capped for full occupancy.
-	fnThread  [numModes][2]cu.Function
-	occThread [numModes][2]int
+	// [mode][1] capped for full occupancy; [placed] the variants that read
+	// a placement plan's host arrays.
+	fnThread  [2][numModes][2]cu.Function
+	occThread [2][numModes][2]int
+	// placed is the placement plan's state, nil when the whole graph is
+	// on the device.
+	placed *placed
 	// MetaPath label tables, built on first use (labelTables).
 	dSegOffsets, dSegTargets, dSegAlias cu.DevicePtr
 	segBuilt                            bool
@@ -124,8 +128,14 @@ func openEngine(g *graph.Graph, opts ...Option) (*Engine, error) {
 		return nil, errors.New("gpu: nil logger")
 	case cfg.chunkWalks < 1:
 		return nil, fmt.Errorf("gpu: chunk of %d walks", cfg.chunkWalks)
-	case cfg.maxBatchWalks < 0 || cfg.reserveBytes < 0:
-		return nil, errors.New("gpu: negative batch or reserve size")
+	case cfg.maxBatchWalks < 0 || cfg.reserveBytes < 0 || cfg.memoryLimit < 0:
+		return nil, errors.New("gpu: negative batch, reserve or memory limit")
+	case !(cfg.deviceFraction >= 0 && cfg.deviceFraction <= 1):
+		return nil, fmt.Errorf("gpu: device fraction %v is outside [0, 1]", cfg.deviceFraction)
+	}
+	if cfg.memoryLimit > 0 && !cfg.reserveSet {
+		// Under a limit the reserve is the batch slots' share of it.
+		cfg.reserveBytes = min(cfg.reserveBytes, cfg.memoryLimit/4)
 	}
 	if g.NumVertices() == 0 {
 		return nil, errors.New("gpu: empty graph")
@@ -226,6 +236,7 @@ func (e *Engine) Close() error {
 			"labels.offsets": &e.dSegOffsets, "labels.targets": &e.dSegTargets, "labels.alias": &e.dSegAlias} {
 			e.free(name, p)
 		}
+		e.releasePlaced()
 		for _, m := range []cu.Module{e.mod, e.packMod} {
 			if m != (cu.Module{}) {
 				unloadModule(m)

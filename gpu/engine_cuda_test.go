@@ -389,9 +389,13 @@ func chiSquare(t *testing.T, name string, counts map[uint32]int, probs map[uint3
 // TestTransitionsExact: the dynamic samplers (ZPRS, DPRS, warp and block
 // variants, Node2Vec rejection, MetaPath) pick neighbours with the exact
 // transition probabilities, by chi-square at a 1e-4 false-alarm rate.
-func TestTransitionsExact(t *testing.T) {
+func TestTransitionsExact(t *testing.T) { transitionsExact(t) }
+
+// transitionsExact runs TestTransitionsExact's cases on an engine made
+// with opts.
+func transitionsExact(t *testing.T, opts ...Option) {
 	g := testGraph(t)
-	e := newEngine(t, g)
+	e := newEngine(t, g, opts...)
 	n := 400000
 	if small() {
 		n = 3000

@@ -249,17 +249,19 @@ func TestGraphDoesNotFit(t *testing.T) {
 	g := testGraph(t)
 	m := newMeter(t)
 	base := m.free(t)
+	// Even the offsets and relocated starts, which a placement plan keeps
+	// on the device, do not fit.
 	_, err := openEngine(g, WithReserveBytes(1<<50))
 	var pe *MemoryPlanError
 	if !errors.As(err, &pe) {
 		t.Fatalf("New returned %v, want a *MemoryPlanError", err)
 	}
-	for _, part := range []string{"graph.offsets", "graph.targets", "graph.weights", "graph.labels", "alias.table", "alias.scratch", "reserve"} {
+	for _, part := range []string{"graph.offsets", "graph.place"} {
 		if !strings.Contains(err.Error(), part+" ") {
 			t.Errorf("the error does not name %s: %v", part, err)
 		}
 	}
-	if pe.Free <= 0 || pe.Free > base+(64<<20) || pe.Need <= pe.Free {
+	if pe.Free > base+(64<<20) || pe.Need <= pe.Free {
 		t.Errorf("plan error %+v (free before New %d)", pe, base)
 	}
 	if f := m.free(t); f != base {

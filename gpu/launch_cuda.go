@@ -118,6 +118,7 @@ func (e *Engine) fillParams(s *batchSlot, alg walk.Algorithm, n int64) *walkPara
 			p.segAlias = uint64(e.dSegAlias)
 		}
 	}
+	e.placedParams(p)
 	return p
 }
 
@@ -143,7 +144,11 @@ func (e *Engine) walkKernel(alg walk.Algorithm, n int64) (fn cu.Function, block,
 	if e.cfg.threadVariant >= 0 {
 		variant = e.cfg.threadVariant
 	}
-	fn, block, occ, perBlock := e.fnThread[mode][variant], threadBlock, e.occThread[mode][variant], int64(threadBlock)
+	pl := 0
+	if e.placed != nil {
+		pl = 1
+	}
+	fn, block, occ, perBlock := e.fnThread[pl][mode][variant], threadBlock, e.occThread[pl][mode][variant], int64(threadBlock)
 	if (sampler == walk.SamplerZPRS || sampler == walk.SamplerDPRS) && !e.useLabelTables(alg) {
 		d, n2v := 0, 0
 		if sampler == walk.SamplerDPRS {

@@ -34,8 +34,11 @@ type kernelBlock struct {
 func kernelBlocks() []kernelBlock {
 	var ks []kernelBlock
 	for _, name := range modeKernels {
-		ks = append(ks, kernelBlock{name, threadBlock, true}, kernelBlock{name + "_full", threadBlock, true})
+		for _, placed := range []string{"", "_placed"} {
+			ks = append(ks, kernelBlock{name + placed, threadBlock, true}, kernelBlock{name + placed + "_full", threadBlock, true})
+		}
 	}
+	ks = append(ks, kernelBlock{"host_read_bench", threadBlock, true})
 	for _, name := range []string{"walk_reservoir_zprs", "walk_reservoir_zprs_n2v", "walk_reservoir_dprs", "walk_reservoir_dprs_n2v"} {
 		ks = append(ks, kernelBlock{name, reservoirBlock, true})
 	}

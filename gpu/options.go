@@ -16,6 +16,9 @@ type config struct {
 	threadVariant   int // -1: per mode; 0 or 1 forces a register budget (benchmarks)
 	logger          *slog.Logger
 	prepareLength   int
+	memoryLimit     int64   // device bytes the engine may use; 0: the free memory
+	deviceFraction  float64 // most of the edges a placement puts on the device
+	reserveSet      bool
 	inject          *faults // failure injection (tests only)
 }
 
@@ -27,6 +30,7 @@ func defaultConfig() config {
 		chunkWalks:      1 << 16,
 		reserveBytes:    1 << 30,
 		threadVariant:   -1,
+		deviceFraction:  1,
 		logger:          slog.New(slog.DiscardHandler),
 	}
 }
@@ -57,7 +61,23 @@ func WithChunkWalks(n int) Option { return func(c *config) { c.chunkWalks = n } 
 
 // WithReserveBytes sets the device memory left free when sizing batches
 // (default 1 GiB), for other users of the device and the driver.
-func WithReserveBytes(n int64) Option { return func(c *config) { c.reserveBytes = n } }
+func WithReserveBytes(n int64) Option {
+	return func(c *config) { c.reserveBytes, c.reserveSet = n, true }
+}
+
+// WithMemoryLimit caps the device memory the engine uses (graph, tables and
+// batch slots) at n bytes (WALKSTAGE_GPU_MEMORY_LIMIT); 0 means the device's
+// free memory. A graph whose arrays do not fit is walked under a placement
+// plan (placement.go) with part of its edges in mapped host memory. Unless
+// WithReserveBytes says otherwise, a quarter of the limit, at most 1 GiB,
+// is kept for the batch slots.
+func WithMemoryLimit(n int64) Option { return func(c *config) { c.memoryLimit = n } }
+
+// WithDeviceFraction puts at most fraction f (0 to 1) of the graph's edges
+// on the device, the rest in mapped host memory, even when all would fit:
+// for benchmarks and tests of the placement plan. 1 (the default) places
+// only when the graph does not fit.
+func WithDeviceFraction(f float64) Option { return func(c *config) { c.deviceFraction = f } }
 
 // WithLogger logs the engine's device allocations (debug), table builds and
 // batch sizing (info) to l (default: discarded).

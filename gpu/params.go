@@ -18,12 +18,15 @@ type walkParams struct {
 	warpThreshold                            uint64
 	segOffsets, segTargets, segAlias         uint64
 	numLabels                                uint64
+	place, split, segSplit                   uint64
+	hTargets, hWeights, hLabels, hAlias      uint64
+	hSegTargets, hSegAlias                   uint64
 	schemaLen                                uint64
 	schema                                   [walk.MaxSchemaLen]uint8
 }
 
 // paramsSize is sizeof(ws::WalkParams).
-const paramsSize = 296
+const paramsSize = 368
 
 // rowPitch is the result pool's row length in vertices for walks of length
 // steps: Length+1 rounded up to 8, so rows start on 32-byte sectors and the

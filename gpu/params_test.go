@@ -14,7 +14,7 @@ func TestParamsLayout(t *testing.T) {
 	if n := unsafe.Sizeof(task{}); n != 16 {
 		t.Fatalf("task is %d bytes, kernels expect 16", n)
 	}
-	if off := unsafe.Offsetof(walkParams{}.schema); off != 232 {
-		t.Fatalf("schema at offset %d, kernels expect 232", off)
+	if off := unsafe.Offsetof(walkParams{}.schema); off != 304 {
+		t.Fatalf("schema at offset %d, kernels expect 304", off)
 	}
 }

@@ -253,6 +253,11 @@ func labelTablePlan(s graphShape) memPlan {
 	return p
 }
 
+// slotOverhead bounds a slot's memory beyond its per-walk buffers: the
+// cursor, the parameters, the seeds of a few jobs, the pack partials'
+// extra word and allocation rounding.
+const slotOverhead = 4 << 10
+
 // slotParts are one batch slot's device buffers for walks walks, words
 // result vertices and jobs seeds, named as ensureSlots names them.
 func slotParts(walks, words, jobs int64) []memPart {

@@ -46,6 +46,9 @@ func (e *Engine) SampleNeighbors(ctx context.Context, p walk.SampleParams, start
 	if e.broken != nil {
 		return nil, SampleStats{}, e.broken
 	}
+	if e.placed != nil {
+		return nil, SampleStats{}, fmt.Errorf("gpu: neighbour sampling needs the whole graph on the device; %.0f%% of its edges are in host memory under the placement plan", 100*(1-e.placed.plan.DeviceShare()))
+	}
 	g := e.g
 	t0 := time.Now()
 	n := p.NumInstances(len(starts))

@@ -79,9 +79,9 @@ func (e *Engine) ensureSlots(walks, words, jobs int64) error {
 		if sz == nil {
 			continue
 		}
-		free, _, err := cu.MemInfo()
+		free, err := e.memFree()
 		if err != nil {
-			return fmt.Errorf("gpu: memory info: %w", err)
+			return err
 		}
 		if err := slotPlan(i, sz.walks, sz.words, sz.jobs).check(free); err != nil {
 			return err
@@ -167,7 +167,7 @@ func (e *Engine) batchWalks(stride, total int64) (int64, error) {
 	err := e.dev.do(func() error {
 		// Slots already allocated count as free: they are reused or
 		// replaced.
-		f, _, err := cu.MemInfo()
+		f, err := e.memFree()
 		for _, s := range e.slots {
 			if s != nil {
 				f += s.capWalks*(4+16) + 2*s.capWords*4 + s.capJobs*8
@@ -179,13 +179,20 @@ func (e *Engine) batchWalks(stride, total int64) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("gpu: memory info: %w", err)
 	}
-	n := (free - e.cfg.reserveBytes) / (2 * perWalk)
+	reserve := e.cfg.reserveBytes
+	if e.cfg.memoryLimit > 0 {
+		reserve = 0 // the limit leaves no memory to others: the reserve is the slots'
+	}
+	// Less each slot's fixed buffers and allocation rounding, which
+	// perWalk does not count: a few hundred bytes that matter only under a
+	// tight memory limit.
+	n := (free - reserve - 2*slotOverhead) / (2 * perWalk)
 	n = min(n, e.cfg.hostBufferBytes/(stride*4+4+16), total, 1<<31-1)
 	if e.cfg.maxBatchWalks > 0 {
 		n = min(n, int64(e.cfg.maxBatchWalks))
 	}
 	if n < 1 {
-		return 0, fmt.Errorf("gpu: no device memory for a batch (%d bytes free, %d reserved)", free, e.cfg.reserveBytes)
+		return 0, fmt.Errorf("gpu: no device memory for a batch (%d bytes free, %d reserved)", free, reserve)
 	}
 	return n, nil
 }

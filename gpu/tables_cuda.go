@@ -39,15 +39,18 @@ func (e *Engine) setup() error {
 			return fmt.Errorf("gpu: kernel %s: %w", k.name, err)
 		}
 	}
-	for m, name := range modeKernels {
-		for v, suffix := range []string{"", "_full"} {
-			fn, err := e.mod.Function(name + suffix)
-			if err != nil {
-				return fmt.Errorf("gpu: kernel %s: %w", name+suffix, err)
-			}
-			e.fnThread[m][v] = fn
-			if e.occThread[m][v], err = fn.MaxActiveBlocksPerMultiProcessor(threadBlock, 0); err != nil {
-				return fmt.Errorf("gpu: occupancy of %s: %w", name+suffix, err)
+	for pl, placedSuffix := range []string{"", "_placed"} {
+		for m, name := range modeKernels {
+			for v, suffix := range []string{"", "_full"} {
+				kn := name + placedSuffix + suffix
+				fn, err := e.mod.Function(kn)
+				if err != nil {
+					return fmt.Errorf("gpu: kernel %s: %w", kn, err)
+				}
+				e.fnThread[pl][m][v] = fn
+				if e.occThread[pl][m][v], err = fn.MaxActiveBlocksPerMultiProcessor(threadBlock, 0); err != nil {
+					return fmt.Errorf("gpu: occupancy of %s: %w", kn, err)
+				}
 			}
 		}
 	}
@@ -68,12 +71,14 @@ func (e *Engine) setup() error {
 		}
 	}
 	g := e.g
-	free, _, err := cu.MemInfo()
+	free, err := e.memFree()
 	if err != nil {
-		return fmt.Errorf("gpu: memory info: %w", err)
-	}
-	if err := graphPlan(shapeOf(g), e.cfg.reserveBytes).check(free); err != nil {
 		return err
+	}
+	if e.cfg.deviceFraction < 1 || graphPlan(shapeOf(g), e.cfg.reserveBytes).need() > free {
+		// Too large for the device (or asked to be split): part of the
+		// edges go to mapped host memory.
+		return e.setupPlaced(free - e.cfg.reserveBytes)
 	}
 	if e.dOffsets, err = upload(e, "graph.offsets", g.Offsets); err != nil {
 		return err
@@ -150,13 +155,16 @@ func (e *Engine) labelTables() (err error) {
 	if e.segBuilt {
 		return nil
 	}
+	if e.placed != nil {
+		return e.labelTablesPlaced()
+	}
 	t0 := time.Now()
 	nl := uint64(e.g.NumLabels)
 	nv := uint64(e.g.NumVertices())
 	E := e.g.NumEdges()
-	free, _, err := cu.MemInfo()
+	free, err := e.memFree()
 	if err != nil {
-		return fmt.Errorf("gpu: memory info: %w", err)
+		return err
 	}
 	if err := labelTablePlan(shapeOf(e.g)).check(free); err != nil {
 		return err

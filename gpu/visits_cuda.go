@@ -78,6 +78,7 @@ func (e *Engine) CountVisitsOnDevice(ctx context.Context, p walk.VisitParams, qu
 	if p.Algorithm.Weighted && p.Algorithm.ResolvedSampler() == walk.SamplerAlias {
 		params.weights, params.alias = uint64(e.dWeights), uint64(e.dAlias)
 	}
+	e.placedParams(&params)
 	fnName := "visits_count_static"
 	if p.Algorithm.Kind == walk.PPR {
 		fnName = "visits_count_ppr"

@@ -20,13 +20,16 @@ import (
 // (walk.CountVisits over each engine's walks): wherever the walks are
 // identical (uniform, alias, Node2Vec rejection, MetaPath label tables) the
 // counts, steps and candidates are too.
-func TestVisitsCPUEqualsGPU(t *testing.T) {
+func TestVisitsCPUEqualsGPU(t *testing.T) { visitsCPUEqualsGPU(t) }
+
+// visitsCPUEqualsGPU runs TestVisitsCPUEqualsGPU on an engine made with opts.
+func visitsCPUEqualsGPU(t *testing.T, opts ...Option) {
 	g := testGraph(t)
 	cpu, err := walk.NewCPU(g)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gpu := newEngine(t, g)
+	gpu := newEngine(t, g, opts...)
 	var qs []walk.VisitQuery
 	for v := uint32(0); v < 60; v++ {
 		qs = append(qs, walk.VisitQuery{Starts: []uint32{v * 61 % nTest}})

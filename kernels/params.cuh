@@ -3,6 +3,7 @@
 // memory before the launch. Every field is 8 bytes wide except the schema at
 // the end, so the Go and C layouts agree without padding rules.
 #pragma once
+#include <stddef.h>
 #include <stdint.h>
 
 namespace ws {
@@ -73,6 +74,17 @@ struct WalkParams {
   const uint32_t* seg_targets;     // E
   const AliasEntry* seg_alias;     // E or null (unweighted walk)
   uint64_t num_labels;
+  // Placement (placement.cuh, gpu/placement.go): null place and split =
+  // UINT64_MAX when every edge array is on the device.
+  const uint64_t* place;           // V: relocated start of each vertex's edges
+  uint64_t split;                  // relocated edges [0, split) on the device
+  uint64_t seg_split;              // the same for the label tables (0 or split)
+  const uint32_t* h_targets;       // host twins, pre-biased by -split
+  const float* h_weights;          // (-seg_split for the h_seg_ arrays)
+  const uint8_t* h_labels;
+  const AliasEntry* h_alias;
+  const uint32_t* h_seg_targets;
+  const AliasEntry* h_seg_alias;
   uint64_t schema_len;
   uint8_t schema[kMaxSchema];
 };
@@ -80,6 +92,7 @@ struct WalkParams {
 }  // namespace ws
 
 // The host mirror (gpu/params.go) hard-codes this layout.
-static_assert(sizeof(ws::WalkParams) == 296, "WalkParams layout changed: update gpu/params.go");
+static_assert(sizeof(ws::WalkParams) == 368, "WalkParams layout changed: update gpu/params.go");
+static_assert(offsetof(ws::WalkParams, schema) == 304, "WalkParams layout changed: update gpu/params.go");
 static_assert(sizeof(ws::Task) == 16, "Task layout changed: update gpu/params.go");
 static_assert(sizeof(ws::AliasEntry) == 16, "AliasEntry layout changed");

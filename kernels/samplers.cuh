@@ -45,7 +45,8 @@ __device__ __forceinline__ float unit32(uint32_t x) { return __uint2float_rz(x) 
 struct BiasCtx {
   const float* __restrict__ weights;   // null when unweighted
   const uint8_t* __restrict__ labels;  // MetaPath only
-  const uint32_t* __restrict__ targets;
+  const uint32_t* __restrict__ targets;   // the current vertex's
+  const uint32_t* __restrict__ ptargets;  // the previous vertex's (Node2Vec)
   uint32_t want;                       // MetaPath label of this step
   bool metapath;
   bool n2v;                            // Node2Vec with a previous vertex
@@ -59,7 +60,7 @@ __device__ __forceinline__ float bias_of(const BiasCtx& c, uint64_t e) {
   float b = c.weights ? __ldg(c.weights + e) : 1.f;
   if (c.n2v) {
     const uint32_t x = __ldg(c.targets + e);
-    b *= x == c.prev ? c.f[0] : has_edge(c.targets, c.poff, c.pend, x) ? c.f[1] : c.f[2];
+    b *= x == c.prev ? c.f[0] : has_edge(c.ptargets, c.poff, c.pend, x) ? c.f[1] : c.f[2];
   }
   return b;
 }
@@ -149,7 +150,7 @@ __device__ __forceinline__ uint32_t block_highest(uint32_t pick, BlockScratch& s
 // engine pads every edge array to a multiple of 64 bytes, so the last chunk
 // stays inside its allocation.
 __device__ __forceinline__ float node2vec_factor(const BiasCtx& c, uint32_t x) {
-  return x == c.prev ? c.f[0] : has_edge(c.targets, c.poff, c.pend, x) ? c.f[1] : c.f[2];
+  return x == c.prev ? c.f[0] : has_edge(c.ptargets, c.poff, c.pend, x) ? c.f[1] : c.f[2];
 }
 
 template <bool kN2V>
@@ -328,7 +329,8 @@ __device__ uint32_t dprs(const BiasCtx& c, uint64_t off, uint32_t d, LaneWords r
 // rejected proposals: a one-lane reservoir over all d edges with bias
 // w(e) f(e) in float64, element i on word i%4 of draw kFallbackDraw + i/4,
 // the CPU's arithmetic to the letter, so even these steps match it.
-__device__ uint32_t node2vec_scan(const float* __restrict__ weights, const uint32_t* __restrict__ targets, uint64_t off,
+__device__ uint32_t node2vec_scan(const float* __restrict__ weights, const uint32_t* __restrict__ targets,
+                                  const uint32_t* __restrict__ ptargets, uint64_t off,
                                   uint32_t d, uint32_t prev, uint64_t poff, uint64_t pend, const double f[3],
                                   uint64_t seed, uint64_t walk, uint32_t step) {
   double run = 0;
@@ -339,7 +341,7 @@ __device__ uint32_t node2vec_scan(const float* __restrict__ weights, const uint3
     const uint32_t x = __ldg(targets + off + i);
     const double base = weights ? (double)__ldg(weights + off + i) : 1.0;
     // _rn intrinsics: no FMA contraction, the CPU's roundings exactly.
-    const double b = __dmul_rn(base, x == prev ? f[0] : has_edge(targets, poff, pend, x) ? f[1] : f[2]);
+    const double b = __dmul_rn(base, x == prev ? f[0] : has_edge(ptargets, poff, pend, x) ? f[1] : f[2]);
     if (b <= 0) continue;
     run = __dadd_rn(run, b);
     if (__dmul_rn(__dmul_rn((double)word(w, i & 3), 0x1p-32), run) < b) pick = i;

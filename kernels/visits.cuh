@@ -18,6 +18,7 @@
 #include "rng.cuh"
 #include "samplers.cuh"
 #include "scan.cuh"
+#include "placement.cuh"
 
 namespace ws {
 
@@ -64,23 +65,24 @@ __device__ __forceinline__ void visit_add(unsigned long long* table, uint32_t bi
 template <bool kPPR>
 __device__ __forceinline__ uint32_t visit_walk(const WalkParams& P, uint64_t seed, uint64_t walk, uint32_t start,
                                                uint32_t limit, unsigned long long* table, uint32_t bits) {
-  uint32_t cur = start, step = 0;
-  uint64_t off = P.offsets[cur];
-  uint32_t deg = (uint32_t)(P.offsets[cur + 1] - off);
+  uint32_t cur = start, step = 0, deg;
+  uint64_t off = vertex_edges(P.offsets, P.place, cur, deg);
   while (step < limit && deg > 0) {
     const uint4 w = draw(seed, walk, step, 0);
+    const bool host = off >= P.split;
+    const uint32_t* tg = host ? P.h_targets : P.targets;
+    const AliasEntry* al = host ? P.h_alias : P.alias;
     uint32_t next;
     if (kPPR) {
       if ((uint64_t)w.x < P.stop_threshold) break;
-      next = pick_static(P.targets, P.alias, off, deg, w.y, w.z);
+      next = pick_static(tg, al, off, deg, w.y, w.z);
     } else {
-      next = pick_static(P.targets, P.alias, off, deg, w.x, w.y);
+      next = pick_static(tg, al, off, deg, w.x, w.y);
     }
     step++;
     cur = next;
     if (table != nullptr) visit_add(table, bits, cur);
-    off = P.offsets[cur];
-    deg = (uint32_t)(P.offsets[cur + 1] - off);
+    off = vertex_edges(P.offsets, P.place, cur, deg);
   }
   return step;
 }

@@ -23,6 +23,7 @@
 #include "samplers.cuh"
 #include "scan.cuh"
 #include "taskpool.cuh"
+#include "placement.cuh"
 #include "sample.cuh"
 
 using namespace ws;
@@ -91,18 +92,20 @@ __device__ __forceinline__ uint32_t node2vec_reject(const WalkParams& P, uint4 w
                                                     uint32_t step, uint64_t off, uint32_t deg, uint32_t prev,
                                                     uint64_t poff, uint32_t pdeg) {
   const uint64_t either = min(P.accept[1], P.accept[2]);
+  const EdgeArrays cur = edges_at(P, off);
+  const uint32_t* ptg = side(P.targets, P.h_targets, P.split, poff);  // the previous vertex's
   for (uint32_t a = 0; a < kMaxRejections; a++) {
     if (a > 0) w = draw(seed, walk, step, a);
-    const uint32_t x = pick_static(P.targets, P.alias, off, deg, w.x, w.y);
+    const uint32_t x = pick_static(cur.targets, cur.alias, off, deg, w.x, w.y);
     const uint64_t z = w.z;
     if (x == prev) {
       if (z < P.accept[0]) return x;
       continue;
     }
     if (z < either) return x;
-    if (z < P.accept[has_edge(P.targets, poff, poff + pdeg, x) ? 1 : 2]) return x;
+    if (z < P.accept[has_edge(ptg, poff, poff + pdeg, x) ? 1 : 2]) return x;
   }
-  return node2vec_scan(P.weighted ? P.weights : nullptr, P.targets, off, deg, prev, poff, poff + pdeg, P.bias, seed, walk, step);
+  return node2vec_scan(cur.weights, cur.targets, ptg, off, deg, prev, poff, poff + pdeg, P.bias, seed, walk, step);
 }
 
 // walk_thread: each thread owns one walk at a time (its slot of the block's
@@ -124,9 +127,15 @@ __device__ __forceinline__ void flush_stage(uint32_t* row, uint32_t g, const uin
   dst[1] = make_uint4(mine[4], mine[5], mine[6], mine[7]);
 }
 
-template <int kMode>
+template <int kMode, bool kPlaced>
 __device__ __forceinline__ void walk_thread_body(const WalkParams* __restrict__ params) {
   const uint64_t* __restrict__ offsets = params->offsets;
+  // Under a placement plan (kPlaced: its own kernels, so the all-device
+  // ones carry no extra registers) each step picks device or host arrays.
+  const uint64_t* __restrict__ place = kPlaced ? params->place : nullptr;
+  const uint64_t split = kPlaced ? params->split : ~0ull, seg_split = kPlaced ? params->seg_split : ~0ull;
+  const uint32_t* __restrict__ h_targets = kPlaced ? params->h_targets : nullptr;
+  const AliasEntry* __restrict__ h_alias = kPlaced ? params->h_alias : nullptr;
   const uint32_t* __restrict__ targets = params->targets;
   const AliasEntry* __restrict__ alias = params->alias;
   const Task* __restrict__ tasks = params->tasks;
@@ -171,10 +180,7 @@ __device__ __forceinline__ void walk_thread_body(const WalkParams* __restrict__ 
         seed = seeds[t.job];
         prev = kNoVertex;
         step = 0;
-        if (!metapath) {
-          off = offsets[cur];
-          deg = (uint32_t)(offsets[cur + 1] - off);
-        }
+        if (!metapath) off = vertex_edges(offsets, place, cur, deg);
         row = result + (uint64_t)idx * stride;
         mine[0] = cur;
       }
@@ -188,6 +194,16 @@ __device__ __forceinline__ void walk_thread_body(const WalkParams* __restrict__ 
       deg = (uint32_t)(seg_offsets[s + 1] - off);
       tg = seg_targets;
       al = seg_alias;
+      if (kPlaced) {
+        off = segment_start(*params, cur, off);
+        if (off >= seg_split) {
+          tg = params->h_seg_targets;
+          al = params->h_seg_alias;
+        }
+      }
+    } else if (kPlaced && off >= split) {
+      tg = h_targets;
+      al = h_alias;
     }
     bool more = deg > 0;
     uint32_t next = 0;
@@ -212,10 +228,7 @@ __device__ __forceinline__ void walk_thread_body(const WalkParams* __restrict__ 
       pdeg = deg;
       cur = next;
       more = step < length;
-      if (more && !metapath) {
-        off = offsets[cur];
-        deg = (uint32_t)(offsets[cur + 1] - off);
-      }
+      if (more && !metapath) off = vertex_edges(offsets, place, cur, deg);
     }
     if (!more) {
       if ((step & (kStage - 1)) != kStage - 1) flush_stage(row, step >> 3, mine);
@@ -229,13 +242,16 @@ __device__ __forceinline__ void walk_thread_body(const WalkParams* __restrict__ 
 // registers; each in two register budgets: the compiler's choice, and capped
 // for full occupancy (eight blocks, 2048 threads an SM) to keep more walks
 // in flight against memory latency. The engine picks per mode.
-#define WALK_THREAD(name, mode)                                                                       \
+#define WALK_THREAD_PLACED(name, mode, placed)                                                        \
   extern "C" __global__ void __launch_bounds__(kThreadBlock) name(const WalkParams* __restrict__ p) { \
-    walk_thread_body<mode>(p);                                                                        \
+    walk_thread_body<mode, placed>(p);                                                                \
   }                                                                                                   \
   extern "C" __global__ void __launch_bounds__(kThreadBlock, 8) name##_full(const WalkParams* __restrict__ p) { \
-    walk_thread_body<mode>(p);                                                                        \
+    walk_thread_body<mode, placed>(p);                                                                \
   }
+#define WALK_THREAD(name, mode)               \
+  WALK_THREAD_PLACED(name, mode, false)       \
+  WALK_THREAD_PLACED(name##_placed, mode, true)
 WALK_THREAD(walk_thread_static, kModeStatic)
 WALK_THREAD(walk_thread_ppr, kModePPR)
 WALK_THREAD(walk_thread_node2vec, kModeNode2Vec)
@@ -282,9 +298,11 @@ __device__ __forceinline__ void reservoir_step(const WalkParams& P, Slot& S, Blo
   uint32_t col = kNoTask;
   if (more) {
     BiasCtx c;
-    c.weights = P.weighted ? P.weights : nullptr;
-    c.labels = P.labels;
-    c.targets = P.targets;
+    const EdgeArrays a = edges_at(P, off);
+    c.weights = a.weights;
+    c.labels = a.labels;
+    c.targets = a.targets;
+    c.ptargets = side(P.targets, P.h_targets, P.split, poff);
     c.metapath = kind == kMetaPath;
     c.want = c.metapath ? P.schema[step % (uint32_t)P.schema_len] : 0;
     c.n2v = kind == kNode2Vec && prev != kNoVertex;
@@ -307,15 +325,16 @@ __device__ __forceinline__ void reservoir_step(const WalkParams& P, Slot& S, Blo
   if (kBlock) __syncthreads(); else __syncwarp();  // every thread has read the slot
   if (lane != 0) return;
   if (more) {
-    const uint32_t next = __ldg(P.targets + off + col);
+    const uint32_t next = __ldg(side(P.targets, P.h_targets, P.split, off) + off + col);
     P.result[(uint64_t)task * P.stride + step + 1] = next;
     S.step = step + 1;
     S.prev = cur;
     S.poff = off;
     S.pdeg = deg;
     S.cur = next;
-    S.off = P.offsets[next];
-    S.deg = (uint32_t)(P.offsets[next + 1] - S.off);
+    uint32_t d;
+    S.off = vertex_edges(P.offsets, P.place, next, d);
+    S.deg = d;
     more = step + 1 < (uint32_t)P.length;
   }
   if (!more) {
@@ -353,8 +372,9 @@ __device__ __forceinline__ void walk_reservoir_body(const WalkParams* __restrict
           S.seed = P.seeds[t.job];
           S.prev = kNoVertex;
           S.step = 0;
-          S.off = P.offsets[t.start];
-          S.deg = (uint32_t)(P.offsets[t.start + 1] - S.off);
+          uint32_t d;
+          S.off = vertex_edges(P.offsets, P.place, t.start, d);
+          S.deg = d;
           S.poff = 0;
           S.pdeg = 0;
           P.result[(uint64_t)idx * P.stride] = t.start;
@@ -403,3 +423,29 @@ WALK_RESERVOIR(walk_reservoir_dprs, true, false)
 WALK_RESERVOIR(walk_reservoir_zprs_n2v, false, true)
 WALK_RESERVOIR(walk_reservoir_dprs_n2v, true, true)
 #include "visits.cuh"
+
+// ------------------------------------------------------------ host_read_bench
+// host_read_bench measures what the placement plan's host reads can reach:
+// every thread follows its own chain of random reads of vecs 16-byte words
+// (one 32- or 64-byte read) from lines lines at base, each address depending
+// on the previous read as a walk's next vertex does, so the reads in flight
+// are bounded by the threads, as in the walk kernels. base is pinned,
+// mapped host memory (or device memory, for comparison).
+extern "C" __global__ void __launch_bounds__(kThreadBlock) host_read_bench(const uint4* __restrict__ base, uint64_t lines,
+                                                                           uint64_t vecs, uint64_t reads,
+                                                                           unsigned long long* __restrict__ sink) {
+  uint64_t x = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) * 0x9E3779B97F4A7C15ull + 1;
+  uint32_t acc = 0;
+  for (uint64_t i = 0; i < reads; i++) {
+    x ^= acc;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    x ^= x >> 31;
+    const uint4* p = base + __umul64hi(x, lines) * vecs;
+    for (uint64_t v = 0; v < vecs; v++) {
+      const uint4 w = p[v];
+      acc += w.x ^ w.y ^ w.z ^ w.w;
+    }
+  }
+  if (acc == 0x9E3779B9u) atomicAdd(sink, 1ull);  // keeps the loads
+}

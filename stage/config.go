@@ -142,6 +142,13 @@ type Config struct {
 	// label tables: lazy (on the first MetaPath batch, which waits about
 	// 1.5 s per 30 M edges) or eager (at start-up, before /readyz).
 	CPULabelTables string `env:"CPU_LABEL_TABLES" envDefault:"lazy"`
+	// WALKSTAGE_GPU_MEMORY_LIMIT: most device memory the GPU engine uses
+	// for the graph, its tables and the batch slots, in bytes (0: what the
+	// device has free). A graph that does not fit is walked under a
+	// placement plan: the edges of the highest-degree vertices on the
+	// device, the rest in pinned host memory read in place over PCIe
+	// (docs/placement.md); the walks are the same either way.
+	GPUMemoryLimit int64 `env:"GPU_MEMORY_LIMIT" envDefault:"0"`
 
 	// ---- Request limits (violations are rejected, see docs/messages.md) ----
 
@@ -427,6 +434,9 @@ func (c *Config) validateEngineAndLimits(bad badFunc) {
 	}
 	if c.CPULabelTables != "lazy" && c.CPULabelTables != "eager" {
 		bad("CPU_LABEL_TABLES", "%q must be lazy or eager", c.CPULabelTables)
+	}
+	if c.GPUMemoryLimit < 0 {
+		bad("GPU_MEMORY_LIMIT", "%d must be 0 (the free device memory) or a byte count", c.GPUMemoryLimit)
 	}
 	if c.CPUFusedTableBytes < -1 {
 		bad("CPU_FUSED_TABLE_BYTES", "%d must be -1 (a quarter of memory), 0 (off) or a byte count", c.CPUFusedTableBytes)

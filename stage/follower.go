@@ -217,7 +217,7 @@ func (rt *Runtime) followGraph(ctx context.Context, c Config, log *slog.Logger) 
 		return err
 	}
 	rt.closers = append(rt.closers, cat.Close)
-	cpu := CPUSettings{Workers: c.CPUWorkers, FusedTableBytes: c.CPUFusedTableBytes, EagerLabelTables: c.CPULabelTables == "eager"}
+	cpu := engineSettings(c)
 	drain := c.GraphSwap == swapDrain || c.GraphSwap == swapAuto && !strings.HasPrefix(s.o.Engine.Name(), "cpu")
 	f := &follower{s: s, cat: cat, interval: c.GraphPollInterval, drain: drain, dir: c.GraphDownloadDir,
 		build: func(g *graph.Graph) (walk.Engine, error) { return NewEngine(g, c.Engine, cpu, log) },

@@ -6,6 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/walkstage/walkstage/gpu"
 )
 
 // metrics are the stage's Prometheus series (walkstage_ prefix, base units).
@@ -74,6 +76,14 @@ func newMetrics(reg prometheus.Registerer, s *Stage) (*metrics, error) {
 				}
 				return float64(s.o.Lag())
 			}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "walkstage_gpu_device_edge_share",
+			Help: "Share of the graph's edges the GPU engine holds in device memory: 1 when the whole graph is there, less under a placement plan (the rest is read from pinned host memory over PCIe), 0 for the CPU engine."},
+			func() float64 { return s.placementFigure(func(p *gpu.Placement) float64 { return p.DeviceShare() }, 1) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "walkstage_gpu_placement_host_bytes",
+			Help: "Pinned host memory holding the graph's edges under the GPU engine's placement plan (0 without one)."},
+			func() float64 {
+				return s.placementFigure(func(p *gpu.Placement) float64 { return float64(p.Bytes(true)) }, 0)
+			}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "walkstage_ready", Help: "1 when /readyz answers 200."},
 			func() float64 {
 				if s.ready() == nil {
@@ -99,6 +109,19 @@ func newMetrics(reg prometheus.Registerer, s *Stage) (*metrics, error) {
 		m.retries.WithLabelValues(d)
 	}
 	return m, nil
+}
+
+// placementFigure reads f of the serving GPU engine's placement plan:
+// whole when the GPU engine holds the whole graph, 0 for the CPU engine.
+func (s *Stage) placementFigure(f func(*gpu.Placement) float64, whole float64) float64 {
+	pe, ok := s.graphs.serving().e.(interface{ Placement() *gpu.Placement })
+	if !ok {
+		return 0
+	}
+	if p := pe.Placement(); p != nil {
+		return f(p)
+	}
+	return whole
 }
 
 // ready is nil when the stage should receive traffic: the graph is loaded

@@ -89,13 +89,24 @@ func loadGraph(ctx context.Context, location, dir string) (*graph.Graph, error) 
 	return g, nil
 }
 
-// CPUSettings are the CPU engine's settings from the configuration.
-type CPUSettings struct {
-	Workers         int   // 0: one per core
-	FusedTableBytes int64 // -1: the engine's default limit (walk.WithFusedTableLimit)
+// EngineSettings are the engines' settings from the configuration.
+type EngineSettings struct {
+	// GPUMemoryLimit caps the GPU engine's device memory (gpu.WithMemoryLimit; 0: none).
+	GPUMemoryLimit int64
+	// GPUDeviceFraction, when in (0, 1), puts at most that share of the
+	// edges on the device (gpu.WithDeviceFraction; benchmarks). 0 means 1.
+	GPUDeviceFraction float64
+	Workers           int   // 0: one per core
+	FusedTableBytes   int64 // -1: the engine's default limit (walk.WithFusedTableLimit)
 	// EagerLabelTables builds MetaPath's label tables at start-up instead
 	// of on the first MetaPath batch.
 	EagerLabelTables bool
+}
+
+// engineSettings are c's engine settings.
+func engineSettings(c Config) EngineSettings {
+	return EngineSettings{Workers: c.CPUWorkers, FusedTableBytes: c.CPUFusedTableBytes,
+		EagerLabelTables: c.CPULabelTables == "eager", GPUMemoryLimit: c.GPUMemoryLimit}
 }
 
 // NewEngine is the one place an engine is chosen and built, for the stage
@@ -103,14 +114,18 @@ type CPUSettings struct {
 // falls back to the CPU when the GPU engine is unavailable (built without
 // CUDA, no device, the graph does not fit), "cpu" is the CPU engine. Both
 // engines log to log.
-func NewEngine(g *graph.Graph, kind string, cpu CPUSettings, log *slog.Logger) (walk.Engine, error) {
+func NewEngine(g *graph.Graph, kind string, cpu EngineSettings, log *slog.Logger) (walk.Engine, error) {
 	switch kind {
 	case "gpu", "auto", "cpu":
 	default:
 		return nil, fmt.Errorf("unknown engine %q (want cpu, gpu or auto)", kind)
 	}
 	if kind == "gpu" || kind == "auto" {
-		e, err := gpu.New(g, gpu.WithLogger(log))
+		opts := []gpu.Option{gpu.WithLogger(log), gpu.WithMemoryLimit(cpu.GPUMemoryLimit)}
+		if cpu.GPUDeviceFraction > 0 {
+			opts = append(opts, gpu.WithDeviceFraction(cpu.GPUDeviceFraction))
+		}
+		e, err := gpu.New(g, opts...)
 		if err == nil {
 			return e, nil
 		}
@@ -194,8 +209,7 @@ func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string,
 	log.Info("graph loaded", "graph", g.Name, "version", g.Version, "vertices", g.NumVertices(), "edges", g.NumEdges(),
 		"weighted", g.Weighted(), "labels", g.NumLabels)
 
-	eng, err := NewEngine(g, c.Engine, CPUSettings{Workers: c.CPUWorkers, FusedTableBytes: c.CPUFusedTableBytes,
-		EagerLabelTables: c.CPULabelTables == "eager"}, log)
+	eng, err := NewEngine(g, c.Engine, engineSettings(c), log)
 	if err != nil {
 		return nil, err
 	}

@@ -131,7 +131,7 @@ func logSink() io.Writer {
 
 // The CPU engine builds what the settings ask for before the stage is ready:
 // the alias table always, MetaPath's label tables only when eager.
-func TestNewEngineCPUSettings(t *testing.T) {
+func TestNewEngineEngineSettings(t *testing.T) {
 	g, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 10, EdgeFactor: 8, Seed: 4, Undirected: true, Weighted: true, Labels: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -140,12 +140,12 @@ func TestNewEngineCPUSettings(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cases := []struct {
 		name string
-		cpu  CPUSettings
+		cpu  EngineSettings
 		want int64
 	}{
-		{"defaults", CPUSettings{FusedTableBytes: -1}, sizes.Fused},
-		{"no fused table", CPUSettings{FusedTableBytes: 0}, sizes.Packed},
-		{"eager label tables", CPUSettings{FusedTableBytes: 0, EagerLabelTables: true}, sizes.Packed + sizes.Labels},
+		{"defaults", EngineSettings{FusedTableBytes: -1}, sizes.Fused},
+		{"no fused table", EngineSettings{FusedTableBytes: 0}, sizes.Packed},
+		{"eager label tables", EngineSettings{FusedTableBytes: 0, EagerLabelTables: true}, sizes.Packed + sizes.Labels},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -57,6 +57,9 @@ file or a generated R-MAT graph; the walks are discarded.`)
 	repeat := fs.Int("repeat", 1, "runs per algorithm; the best is reported")
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "CPU engine workers")
 	fusedLimit := fs.Int64("fused-table-limit", -1, "most bytes the CPU engine's fused table may take (0: off, -1: a quarter of memory)")
+	gpuLimit := fs.Int64("gpu-memory-limit", 0, "GPU engine: most device memory in bytes (0: the free memory; as WALKSTAGE_GPU_MEMORY_LIMIT)")
+	deviceFraction := fs.Float64("device-fraction", 1, "GPU engine: most of the edges on the device, the rest in mapped host memory (placement plan)")
+	hostRead := fs.Int64("host-read-bytes", 0, "GPU engine: first measure random 32/64-byte reads from mapped host memory and a host-to-device copy over a region of this size (0: skip)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the walks (not the graph set-up) to this file")
 	var vb visitsBench
 	fs.IntVar(&vb.queries, "visits-queries", 1000, "visits case: queries (one random seed each)")
@@ -86,12 +89,19 @@ file or a generated R-MAT graph; the walks are discarded.`)
 		maxDeg, float64(g.MemoryBytes())/(1<<20), time.Since(t0).Round(time.Millisecond))
 
 	t1 := time.Now()
-	eng, err := stage.NewEngine(g, *engineName, stage.CPUSettings{Workers: *workers, FusedTableBytes: *fusedLimit}, engineLogger(stderr))
+	if *deviceFraction <= 0 || *deviceFraction > 1 {
+		return fmt.Errorf("--device-fraction %v is outside (0, 1]", *deviceFraction)
+	}
+	eng, err := stage.NewEngine(g, *engineName, stage.EngineSettings{Workers: *workers, FusedTableBytes: *fusedLimit,
+		GPUMemoryLimit: *gpuLimit, GPUDeviceFraction: *deviceFraction}, engineLogger(stderr))
 	if err != nil {
 		return err
 	}
 	defer eng.Close()
 	fmt.Fprintf(stdout, "engine %s ready in %s (sampling tables included), %d CPU cores\n", eng.Name(), time.Since(t1).Round(time.Millisecond), runtime.NumCPU())
+	if err := benchPlacement(eng, *hostRead, stdout); err != nil {
+		return err
+	}
 
 	cases := benchCases(*length)
 	stopProfile, err := startCPUProfile(*cpuProfile)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/walkstage/walkstage/gpu"
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
 )
@@ -222,8 +223,9 @@ func printProgress(w io.Writer, p graph.Progress, el time.Duration) {
 func graphInfo(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("graph info", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = subUsage(fs, "walkstage graph info [--verify] g.wsg")
+	fs.Usage = subUsage(fs, "walkstage graph info [--verify] [--gpu-memory BYTES] g.wsg")
 	verify := fs.Bool("verify", false, "also verify the content checksum (reads every byte)")
+	gpuMemory := fs.Int64("gpu-memory", 0, "also print the GPU engine's placement plan for this much device memory for the graph (WALKSTAGE_GPU_MEMORY_LIMIT less the batch slots' quarter)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -293,6 +295,17 @@ func graphInfo(args []string, stdout, stderr io.Writer) error {
 		tw("cpu alias", "%s packed", humanBytes(ts.Packed))
 	}
 	tw("cpu node2vec", "%s fence index", humanBytes(ts.Fences))
+	tw("gpu memory", "%s for the graph and its tables on the device (offsets, targets, weights, labels, alias table, build scratch)",
+		humanBytes(gpu.DeviceBytesNeeded(g)))
+	if *gpuMemory > 0 {
+		if *gpuMemory >= gpu.DeviceBytesNeeded(g) {
+			tw("gpu placement", "the whole graph fits %s", humanBytes(*gpuMemory))
+		} else if p, err := gpu.PlanPlacement(g, *gpuMemory, 1); err != nil {
+			tw("gpu placement", "%v", err)
+		} else {
+			tw("gpu placement", "%s", p)
+		}
+	}
 	if ts.Labels > 0 {
 		tw("cpu metapath", "%s label tables", humanBytes(ts.Labels))
 	}

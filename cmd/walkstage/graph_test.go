@@ -106,3 +106,32 @@ func TestGraphExportRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestGraphInfoPlacement: with --gpu-memory below what the graph needs on
+// the device, graph info prints the placement plan the GPU engine would
+// make; above it, that the graph fits; far below, which parts do not fit.
+func TestGraphInfoPlacement(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "g.wsg")
+	var out, errOut bytes.Buffer
+	if rc := Main(context.Background(), []string{"graph", "generate", "--scale", "10", "--edge-factor", "8", "--weights", "--labels", "3", "--out", path}, &out, &errOut); rc != 0 {
+		t.Fatalf("graph generate: rc %d: %s", rc, errOut.String())
+	}
+	for _, c := range []struct {
+		mem  string
+		want []string
+	}{
+		{"1000000000", []string{"gpu placement:", "the whole graph fits"}},
+		{"120000", []string{"gpu placement:", "% of", "edges on the device", "alias.table.host", "on the host"}},
+		{"1000", []string{"gpu placement:", "graph.offsets", "graph.place"}},
+	} {
+		out.Reset()
+		if rc := Main(context.Background(), []string{"graph", "info", "--gpu-memory", c.mem, path}, &out, &errOut); rc != 0 {
+			t.Fatalf("graph info: rc %d: %s", rc, errOut.String())
+		}
+		for _, w := range c.want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("--gpu-memory %s: graph info lacks %q:\n%s", c.mem, w, out.String())
+			}
+		}
+	}
+}

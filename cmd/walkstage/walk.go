@@ -154,7 +154,7 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer g.Close()
 
-	eng, err := stage.NewEngine(g, o.engineName, stage.CPUSettings{Workers: o.workers, FusedTableBytes: -1}, engineLogger(stderr))
+	eng, err := stage.NewEngine(g, o.engineName, stage.EngineSettings{Workers: o.workers, FusedTableBytes: -1}, engineLogger(stderr))
 	if err != nil {
 		return err
 	}
