@@ -70,8 +70,9 @@ func (e *Engine) runGroup(ctx context.Context, grp []*walk.Job, emit walk.EmitFu
 	if err := e.dev.do(func() error { return e.ensureSlots(per, per*stride, int64(len(grp))) }); err != nil {
 		return err
 	}
-	// Grown slots may hold more than this group's sizing asked for.
-	per = min(total, e.slots[0].capWalks, e.slots[0].capWords/stride, 1<<31-1)
+	// Grown slots may hold more than this group's sizing asked for (and
+	// under a memory limit one may have grown where the other could not).
+	per = min(total, e.slots[0].capWalks, e.slots[0].capWords/stride, e.slots[1].capWalks, e.slots[1].capWords/stride, 1<<31-1)
 	if e.cfg.maxBatchWalks > 0 {
 		per = min(per, int64(e.cfg.maxBatchWalks))
 	}

@@ -59,6 +59,7 @@ func (s *batchSlot) release(e *Engine) {
 // of reallocating pinned memory run after run.
 func (e *Engine) ensureSlots(walks, words, jobs int64) error {
 	type size struct{ walks, words, jobs int64 }
+	asked := size{walks, words, jobs}
 	var want [2]*size
 	for i, old := range e.slots {
 		if old != nil && old.capWalks >= walks && old.capWords >= words && old.capJobs >= jobs {
@@ -84,7 +85,12 @@ func (e *Engine) ensureSlots(walks, words, jobs int64) error {
 			return err
 		}
 		if err := slotPlan(i, sz.walks, sz.words, sz.jobs).check(free); err != nil {
-			return err
+			// Grown in every dimension it may not fit where the batch
+			// sizing (batchWalks) did: take only what was asked for.
+			if *sz == asked || slotPlan(i, asked.walks, asked.words, asked.jobs).check(free) != nil {
+				return err
+			}
+			sz = &asked
 		}
 		s, err := e.newSlot(i, sz.walks, sz.words, sz.jobs)
 		if err != nil {

@@ -28,7 +28,7 @@ func benchPlacement(eng any, hostRead int64, w io.Writer) error {
 		return fmt.Errorf("--host-read-bytes needs the GPU engine")
 	}
 	var regions []int64
-	for r := int64(256 << 20); r < hostRead; r *= 4 {
+	for r := int64(256 << 20); r < hostRead; r *= 2 {
 		regions = append(regions, r)
 	}
 	r, err := hr.HostReadBench(append(regions, hostRead)...)
