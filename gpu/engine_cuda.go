@@ -30,6 +30,15 @@ func Available() error {
 	return nil
 }
 
+// DeviceCount is the number of CUDA devices.
+func DeviceCount() (int, error) {
+	n, err := cu.NumDevices()
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return n, nil
+}
+
 // Probe opens device ordinal, waits for it and round-trips a word through
 // its memory, then lets it go: whether this process can run the engine at
 // all (the image's entrypoint runs it through `walkstage gpu-probe` before

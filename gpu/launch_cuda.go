@@ -87,7 +87,7 @@ func fillTasks(s *batchSlot, b *batch) int {
 		s.hSeeds[nj] = sg.job.Seed
 		nj++
 		for id := sg.lo; id < sg.hi; id++ {
-			s.hTasks[k] = task{start: sg.job.Starts[id], job: sg.seed, walk: uint64(id)}
+			s.hTasks[k] = task{start: sg.job.Starts[id], job: sg.seed, walk: sg.job.FirstWalk + uint64(id)}
 			k++
 		}
 	}

@@ -18,5 +18,8 @@ func Available() error {
 // New always fails in a build without the cuda tag.
 func New(g *graph.Graph, opts ...Option) (walk.Engine, error) { return nil, Available() }
 
+// DeviceCount always fails in a build without the cuda tag.
+func DeviceCount() (int, error) { return 0, Available() }
+
 // Probe always fails in a build without the cuda tag.
 func Probe(ordinal int) error { return Available() }

@@ -100,7 +100,7 @@ func (e *Engine) finish(s *batchSlot, stride, maxVertices int64, emit walk.EmitF
 				Vertices: append([]uint32(nil), s.hDense[pc.at:pc.at+nv]...)}
 			at := uint32(0)
 			for k, l := range lens {
-				c.WalkIDs[k] = uint64(pc.lo + k)
+				c.WalkIDs[k] = pc.seg.job.FirstWalk + uint64(pc.lo+k)
 				at += l
 				c.Offsets[k+1] = at
 			}

@@ -149,6 +149,11 @@ type Config struct {
 	// device, the rest in pinned host memory read in place over PCIe
 	// (docs/placement.md); the walks are the same either way.
 	GPUMemoryLimit int64 `env:"GPU_MEMORY_LIMIT" envDefault:"0"`
+	// WALKSTAGE_GPUS: the GPUs the engine uses: all, or a comma-separated
+	// list of device ordinals. With several, each holds the whole graph and
+	// every batch's walks are split between them (the walks are those of
+	// one GPU). An ordinal may repeat: two engines on one device (tests).
+	GPUs string `env:"GPUS" envDefault:"all"`
 
 	// ---- Request limits (violations are rejected, see docs/messages.md) ----
 
@@ -434,6 +439,9 @@ func (c *Config) validateEngineAndLimits(bad badFunc) {
 	}
 	if c.CPULabelTables != "lazy" && c.CPULabelTables != "eager" {
 		bad("CPU_LABEL_TABLES", "%q must be lazy or eager", c.CPULabelTables)
+	}
+	if _, err := ParseGPUs(c.GPUs); err != nil {
+		bad("GPUS", "%v", err)
 	}
 	if c.GPUMemoryLimit < 0 {
 		bad("GPU_MEMORY_LIMIT", "%d must be 0 (the free device memory) or a byte count", c.GPUMemoryLimit)

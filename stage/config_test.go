@@ -2,6 +2,7 @@ package stage
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -59,5 +60,19 @@ func TestEmptyMetricsAddrDisablesTheServer(t *testing.T) {
 	c, err = LoadConfig([]string{"WALKSTAGE_BROKERS=kafka:9092", "WALKSTAGE_GRAPH=g.wsg", "WALKSTAGE_OUTPUT_URL=file:///tmp/w"})
 	if err != nil || c.MetricsAddr != ":9090" {
 		t.Fatalf("unset METRICS_ADDR gave %q, %v", c.MetricsAddr, err)
+	}
+}
+
+func TestParseGPUs(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []int
+		bad  bool
+	}{{"all", nil, false}, {"", nil, false}, {"0", []int{0}, false}, {"0,1, 3", []int{0, 1, 3}, false}, {"0,0", []int{0, 0}, false},
+		{"-1", nil, true}, {"one", nil, true}, {"0,", nil, true}} {
+		got, err := ParseGPUs(c.in)
+		if (err != nil) != c.bad || !slices.Equal(got, c.want) {
+			t.Errorf("ParseGPUs(%q) = %v, %v", c.in, got, err)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -93,6 +94,8 @@ func loadGraph(ctx context.Context, location, dir string) (*graph.Graph, error) 
 type EngineSettings struct {
 	// GPUMemoryLimit caps the GPU engine's device memory (gpu.WithMemoryLimit; 0: none).
 	GPUMemoryLimit int64
+	// GPUs are the device ordinals to spread walks over (nil: all).
+	GPUs []int
 	// GPUDeviceFraction, when in (0, 1), puts at most that share of the
 	// edges on the device (gpu.WithDeviceFraction; benchmarks). 0 means 1.
 	GPUDeviceFraction float64
@@ -105,8 +108,9 @@ type EngineSettings struct {
 
 // engineSettings are c's engine settings.
 func engineSettings(c Config) EngineSettings {
+	gpus, _ := ParseGPUs(c.GPUs) // validated by LoadConfig
 	return EngineSettings{Workers: c.CPUWorkers, FusedTableBytes: c.CPUFusedTableBytes,
-		EagerLabelTables: c.CPULabelTables == "eager", GPUMemoryLimit: c.GPUMemoryLimit}
+		EagerLabelTables: c.CPULabelTables == "eager", GPUMemoryLimit: c.GPUMemoryLimit, GPUs: gpus}
 }
 
 // NewEngine is the one place an engine is chosen and built, for the stage
@@ -121,11 +125,7 @@ func NewEngine(g *graph.Graph, kind string, cpu EngineSettings, log *slog.Logger
 		return nil, fmt.Errorf("unknown engine %q (want cpu, gpu or auto)", kind)
 	}
 	if kind == "gpu" || kind == "auto" {
-		opts := []gpu.Option{gpu.WithLogger(log), gpu.WithMemoryLimit(cpu.GPUMemoryLimit)}
-		if cpu.GPUDeviceFraction > 0 {
-			opts = append(opts, gpu.WithDeviceFraction(cpu.GPUDeviceFraction))
-		}
-		e, err := gpu.New(g, opts...)
+		e, err := newGPUEngine(g, cpu, log)
 		if err == nil {
 			return e, nil
 		}
@@ -440,4 +440,59 @@ func serveUntilHandoff(ln net.Listener, h http.Handler) (stop func()) {
 			}
 		})
 	}
+}
+
+// ParseGPUs reads WALKSTAGE_GPUS: "all" (nil) or device ordinals.
+func ParseGPUs(s string) ([]int, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "all" {
+		return nil, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%q: want all or device ordinals such as 0,1", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// newGPUEngine opens the GPU engine on each device of s.GPUs (all when
+// nil): one engine, or a gpu.Multi over one per device.
+func newGPUEngine(g *graph.Graph, s EngineSettings, log *slog.Logger) (walk.Engine, error) {
+	ordinals := s.GPUs
+	if ordinals == nil {
+		n, err := gpu.DeviceCount()
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("%w: no CUDA device", gpu.ErrUnavailable)
+		}
+		for d := range n {
+			ordinals = append(ordinals, d)
+		}
+	}
+	var engines []walk.Engine
+	for _, d := range ordinals {
+		opts := []gpu.Option{gpu.WithLogger(log.With("device", d)), gpu.WithDevice(d), gpu.WithMemoryLimit(s.GPUMemoryLimit)}
+		if s.GPUDeviceFraction > 0 {
+			opts = append(opts, gpu.WithDeviceFraction(s.GPUDeviceFraction))
+		}
+		e, err := gpu.New(g, opts...)
+		if err != nil {
+			for _, o := range engines {
+				_ = o.Close()
+			}
+			return nil, fmt.Errorf("device %d: %w", d, err)
+		}
+		engines = append(engines, e)
+	}
+	if len(engines) == 1 {
+		return engines[0], nil
+	}
+	log.Info("gpu engines: walks split over devices", "devices", ordinals)
+	return gpu.NewMulti(engines...)
 }

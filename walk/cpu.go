@@ -226,21 +226,22 @@ func walkUnit(s *stepper, j Job, lo, hi int, scratch []uint32) (Chunk, []uint32)
 		scratch = make([]uint32, n*stride+n)
 	}
 	buf, lens := scratch[:n*stride], scratch[n*stride:n*stride+n]
+	first := j.FirstWalk + uint64(lo)
 	if s.fused != nil && !s.lockstepNode2Vec() {
-		s.walkFused(j.Starts[lo:hi], uint64(lo), buf, lens)
+		s.walkFused(j.Starts[lo:hi], first, buf, lens)
 	} else if s.lockstep() {
-		s.walkLockstep(j.Starts[lo:hi], uint64(lo), buf, lens)
+		s.walkLockstep(j.Starts[lo:hi], first, buf, lens)
 	} else if s.lockstepNode2Vec() {
-		s.walkNode2VecLockstep(j.Starts[lo:hi], uint64(lo), buf, lens)
+		s.walkNode2VecLockstep(j.Starts[lo:hi], first, buf, lens)
 	} else {
 		for k := 0; k < n; k++ {
-			lens[k] = uint32(s.walk(uint64(lo+k), j.Starts[lo+k], buf[k*stride:(k+1)*stride]))
+			lens[k] = uint32(s.walk(first+uint64(k), j.Starts[lo+k], buf[k*stride:(k+1)*stride]))
 		}
 	}
 	c := Chunk{Tag: j.Tag, WalkIDs: make([]uint64, n), Offsets: make([]uint32, n+1)}
 	pos := uint32(0)
 	for k := 0; k < n; k++ {
-		c.WalkIDs[k] = uint64(lo + k)
+		c.WalkIDs[k] = first + uint64(k)
 		pos += lens[k]
 		c.Offsets[k+1] = pos
 	}

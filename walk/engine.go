@@ -9,10 +9,10 @@ import (
 )
 
 // Job is one batch of walks with one algorithm and one seed. Walk i of a job
-// starts at Starts[i] and has walk id i: its random stream is keyed by
-// (Seed, i, step, draw), so the same job yields the same walks on the same
-// engine, whatever else runs beside it. Callers expand "walks per seed" by
-// repeating a start vertex.
+// starts at Starts[i] and has walk id FirstWalk+i: its random stream is
+// keyed by (Seed, id, step, draw), so the same job yields the same walks on
+// the same engine, whatever else runs beside it. Callers expand "walks per
+// seed" by repeating a start vertex.
 type Job struct {
 	// Tag is the caller's name for the job (the stage uses an index into its
 	// micro-batch); engines echo it in every chunk and never interpret it.
@@ -20,6 +20,10 @@ type Job struct {
 	Algorithm Algorithm
 	Seed      uint64
 	Starts    []uint32 // dense start vertices
+	// FirstWalk is the id of walk 0 (usually 0). A job split over several
+	// engines (gpu.Multi) gives each share the ids it has in the whole job,
+	// so the walks are those of the unsplit job.
+	FirstWalk uint64
 }
 
 // Chunk is a run of completed walks of one job. Walk k of the chunk has id
