@@ -82,18 +82,23 @@ func (p *Placement) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "placement of graph %s: %.1f%% of %d edges on the device (%d of %d vertices), device %s, host %s:",
 		p.Graph, 100*p.DeviceShare(), p.Edges, p.DeviceVertices, p.Vertices, sizeString(p.Bytes(false)), sizeString(p.Bytes(true)))
+	p.writeParts(&b, "on the device", "on the host")
+	return b.String()
+}
+
+// writeParts lists the parts, each followed by where it lives.
+func (p *Placement) writeParts(b *strings.Builder, device, host string) {
 	for i, x := range p.Parts {
 		sep := ","
 		if i == 0 {
 			sep = ""
 		}
-		where := "device"
+		where := device
 		if x.Host {
-			where = "host"
+			where = host
 		}
-		fmt.Fprintf(&b, "%s %s %s on the %s", sep, x.Name, sizeString(x.Bytes), where)
+		fmt.Fprintf(b, "%s %s %s %s", sep, x.Name, sizeString(x.Bytes), where)
 	}
-	return b.String()
 }
 
 // edgeBytes is the bytes per edge of the arrays a plan places: targets,

@@ -74,17 +74,7 @@ func (e *HostMemoryError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "gpu: graph %s does not fit device and host memory: its host part needs %s with %s available:",
 		e.Plan.Graph, sizeString(e.Need), sizeString(e.Available))
-	for i, p := range e.Plan.Parts {
-		sep := ","
-		if i == 0 {
-			sep = ""
-		}
-		where := "device, staged on the host"
-		if p.Host {
-			where = "host"
-		}
-		fmt.Fprintf(&b, "%s %s %s (%s)", sep, p.Name, sizeString(p.Bytes), where)
-	}
+	e.Plan.writeParts(&b, "(device, staged on the host)", "(host)")
 	return b.String()
 }
 
