@@ -82,6 +82,10 @@ type Engine struct {
 	// a placement plan's host arrays.
 	fnThread  [2][numModes][2]cu.Function
 	occThread [2][numModes][2]int
+	// visitPhases is the last CountVisitsOnDevice's time counting on the
+	// device (clear, walk, count, compact), copying the used slots back
+	// and cutting the top k on the host (TestVisitsBench prints it).
+	visitPhases [3]time.Duration
 	// placed is the placement plan's state, nil when the whole graph is
 	// on the device.
 	placed *placed

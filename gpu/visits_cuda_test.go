@@ -155,6 +155,10 @@ func TestVisitsBench(t *testing.T) {
 				t.Fatal(err)
 			}
 			d := time.Since(t1)
+			if c.e == walk.Engine(gpu) {
+				t.Logf("  device counting %s, copy back %s, top k %s", gpu.visitPhases[0].Round(time.Millisecond),
+					gpu.visitPhases[1].Round(time.Millisecond), gpu.visitPhases[2].Round(time.Millisecond))
+			}
 			t.Logf("%s: %d queries in %s: %.0f queries/s, %.0f M counted steps/s (%.0f M walked), %d runs",
 				c.name, c.queries, d.Round(time.Millisecond), float64(c.queries)/d.Seconds(), float64(st.Steps)/d.Seconds()/1e6,
 				float64(st.WalkedSteps)/d.Seconds()/1e6, st.Runs)
