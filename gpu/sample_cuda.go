@@ -11,7 +11,6 @@ import (
 
 	"gorgonia.org/cu"
 
-	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -150,25 +149,4 @@ func copyHopPicks(dOut, dCount cu.DevicePtr, nt, k int) (picks, counts []uint32,
 		return nil, nil, fmt.Errorf("gpu: copy counts: %w", err)
 	}
 	return picks, counts, nil
-}
-
-// nextFrontier appends hop h's sampled edges to out, by instance, and
-// returns the next frontier's tasks: every pick's target, in task order
-// (instance, then slot), its slot its position in the instance's frontier.
-func nextFrontier(g *graph.Graph, out [][]walk.SampledEdge, h, k int, inst, vert, picks, counts []uint32) (ninst, nslot, nvert []uint32) {
-	next := map[uint32]uint32{}
-	for t := range len(vert) {
-		v := vert[t]
-		base := g.Offsets[v]
-		for _, c := range picks[t*k : t*k+int(counts[t])] {
-			ed := base + uint64(c)
-			u := g.Targets[ed]
-			out[inst[t]] = append(out[inst[t]], walk.SampledEdge{Hop: int32(h), Src: v, Dst: u, Edge: ed})
-			ninst = append(ninst, inst[t])
-			nslot = append(nslot, next[inst[t]])
-			nvert = append(nvert, u)
-			next[inst[t]]++
-		}
-	}
-	return ninst, nslot, nvert
 }
