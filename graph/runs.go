@@ -58,7 +58,6 @@ type runBuilder struct {
 	lastRep time.Time
 	bytes   int64 // set by the reader for progress
 	total   int64
-	ctxPoll int
 	radix   runSorter // the sorter's radix buffers, used only by it
 }
 
@@ -84,63 +83,65 @@ func newRunBuilder(ctx context.Context, input, tmpDir string, o ImportOptions) *
 	return b
 }
 
-// add takes one input edge. It returns an error only for a cancelled
-// context or a failed spill.
-func (b *runBuilder) add(s, d int64, w float32, l uint8) error {
-	b.stats.InputEdges++
+// addBatch takes a batch of decoded, validated input edges, in input
+// order. It returns an error only for a cancelled context or a failed
+// spill.
+func (b *runBuilder) addBatch(e *edgeBatch) error {
 	if b.o.DenseIDs {
-		if s < 0 || d < 0 || s >= MaxVertices || d >= MaxVertices {
-			return fmt.Errorf("vertex id %d or %d outside [0, %d) with dense ids", s, d, int64(MaxVertices))
-		}
-		b.maxID = max(b.maxID, s, d)
+		b.maxID = max(b.maxID, e.maxID)
 	}
-	if !b.o.Weighted {
-		w = 1
-	}
-	if !b.o.Labelled {
-		l = 0
-	}
-	if s == d && !b.o.SelfLoops {
-		b.stats.SelfLoopsDropped++
-		if !b.o.DenseIDs {
-			// Their ids still name vertices (as in FromEdges); they count
-			// against the run so a file of self-loops stays bounded too.
-			if len(b.cur)+len(b.dropped) >= b.o.RunEdges {
-				if err := b.flush(true); err != nil {
-					return err
-				}
+	for i := 0; i < len(e.src); {
+		// An edge takes at most two slots of the run (itself and its
+		// reverse); a dropped self-loop's id takes one.
+		room := b.o.RunEdges - len(b.cur) - len(b.dropped)
+		if room < 2 {
+			if err := b.flush(true); err != nil {
+				return err
 			}
-			b.dropped = append(b.dropped, s)
+			continue
 		}
-		return b.tick()
+		j := min(len(e.src), i+room/2)
+		b.appendEdges(e, i, j)
+		i = j
 	}
-	need := 1
-	if b.o.Undirected && s != d {
-		need = 2
-	}
-	if len(b.cur)+len(b.dropped)+need > b.o.RunEdges {
-		if err := b.flush(true); err != nil {
-			return err
-		}
-	}
-	b.cur = append(b.cur, rec{s: s, d: d, w: w, l: l, seq: uint32(len(b.cur))})
-	if need == 2 {
-		b.cur = append(b.cur, rec{s: d, d: s, w: w, l: l, seq: uint32(len(b.cur))})
-	}
-	return b.tick()
-}
-
-// tick polls the context and reports progress every 64Ki edges.
-func (b *runBuilder) tick() error {
-	b.ctxPoll++
-	if b.ctxPoll&0xffff != 0 {
-		return nil
-	}
+	b.stats.InputEdges += int64(len(e.src))
 	if err := b.ctx.Err(); err != nil {
 		return err
 	}
 	b.report(false)
 	return nil
+}
+
+// appendEdges appends edges i..j of e to the current run, which has room
+// for them: with their reverses when undirected, self-loops dropped (their
+// ids kept) unless SelfLoops.
+func (b *runBuilder) appendEdges(e *edgeBatch, i, j int) {
+	cur := b.cur
+	for k := i; k < j; k++ {
+		s, d := e.src[k], e.dst[k]
+		w, l := float32(1), uint8(0)
+		if e.w != nil {
+			w = e.w[k]
+		}
+		if e.l != nil {
+			l = e.l[k]
+		}
+		if s == d && !b.o.SelfLoops {
+			b.stats.SelfLoopsDropped++
+			if !b.o.DenseIDs {
+				// Their ids still name vertices (as in FromEdges); they
+				// count against the run so a file of self-loops stays
+				// bounded too.
+				b.dropped = append(b.dropped, s)
+			}
+			continue
+		}
+		cur = append(cur, rec{s: s, d: d, w: w, l: l, seq: uint32(len(cur))})
+		if b.o.Undirected && s != d {
+			cur = append(cur, rec{s: d, d: s, w: w, l: l, seq: uint32(len(cur))})
+		}
+	}
+	b.cur = cur
 }
 
 // report calls Progress at most every ProgressInterval, or now with force.

@@ -140,7 +140,9 @@ func graphImport(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	out := fs.String("out", "", "output graph file (required)")
 	tmpDir := fs.String("tmp-dir", "", "directory for sorted runs (default: the output's directory)")
 	runEdges := fs.Int("run-edges", 0, "edges sorted in memory at a time (default 4Mi; peak memory is about 150 bytes per run edge plus 24 per vertex)")
+	workers := fs.Int("workers", 0, "goroutines decoding the input (default: one per core)")
 	quiet := fs.Bool("quiet", false, "no progress lines")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the import to this file")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -162,10 +164,15 @@ func graphImport(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			*format = "parquet"
 		}
 	}
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	defer stopProfile()
 	t0 := time.Now()
 	o := graph.ImportOptions{Name: *name, Undirected: *undirected, Weighted: *weighted, Labelled: *labelled,
 		SelfLoops: *selfLoops, Duplicates: policy, DenseIDs: *dense, TempDir: *tmpDir, RunEdges: *runEdges,
-		ProgressInterval: 3 * time.Second}
+		Workers: *workers, ProgressInterval: 3 * time.Second}
 	if !*quiet {
 		o.Progress = func(p graph.Progress) {
 			// The importer also reports at the end of each phase; a short
