@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -199,5 +200,31 @@ func TestImportTextWorkersNameTheLine(t *testing.T) {
 	_, _, err = importString(t, strings.Join(lines, ""), o)
 	if wantErr := fmt.Sprintf(`edges.txt line %d: bad weight "-3"`, bad+2); err == nil || !strings.Contains(err.Error(), wantErr) {
 		t.Fatalf("got %v, want an error containing %q", err, wantErr)
+	}
+}
+
+// TestRunSorterKeepsSortedRuns checks the sorted-input shortcut: a run in
+// (src, dst) order, duplicates included, is left as it is, and one pair out
+// of order is enough to sort.
+func TestRunSorterKeepsSortedRuns(t *testing.T) {
+	recs := make([]rec, 5000)
+	for i := range recs {
+		recs[i] = rec{s: int64(i / 7), d: int64(i % 7 / 2), seq: uint32(i)}
+	}
+	var rs runSorter
+	if order := rs.sort(slices.Clone(recs)); order != nil {
+		t.Fatal("a sorted run was sorted again")
+	}
+	recs[4999].d = -1
+	want := slices.Clone(recs)
+	slices.SortFunc(want, cmpRec)
+	order := rs.sort(recs)
+	if order == nil && recs[4999].d == -1 {
+		t.Fatal("a run out of order was taken as sorted")
+	}
+	for i := range want {
+		if *at(recs, order, i) != want[i] {
+			t.Fatalf("position %d is %+v, want %+v", i, *at(recs, order, i), want[i])
+		}
 	}
 }

@@ -27,6 +27,12 @@ type runSorter struct {
 // record, or order is nil when recs itself was sorted in place.
 func (rs *runSorter) sort(recs []rec) []kv {
 	n := len(recs)
+	if inOrder(recs) {
+		// Edge lists are often written sorted (exports in CSR order, a
+		// database's ordered dump): one cheap pass saves the sort and the
+		// spill's random gathers.
+		return nil
+	}
 	if n < 1024 {
 		slices.SortFunc(recs, cmpRec)
 		return nil
@@ -77,6 +83,18 @@ func (rs *runSorter) sort(recs []rec) []kv {
 		lo = hi
 	}
 	return a
+}
+
+// inOrder reports whether recs are sorted by (src, dst); positions rise
+// with the index, so they are then sorted by (src, dst, position) too.
+func inOrder(recs []rec) bool {
+	for i := 1; i < len(recs); i++ {
+		a, b := &recs[i-1], &recs[i]
+		if a.s > b.s || a.s == b.s && a.d > b.d {
+			return false
+		}
+	}
+	return true
 }
 
 // radixSortKV stably sorts a by the low kbits of key, using b as scratch;
