@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -225,6 +226,64 @@ func TestRunSorterKeepsSortedRuns(t *testing.T) {
 	for i := range want {
 		if *at(recs, order, i) != want[i] {
 			t.Fatalf("position %d is %+v, want %+v", i, *at(recs, order, i), want[i])
+		}
+	}
+}
+
+// TestRunSorterParallelMatchesComparisonSort sorts runs big enough to be
+// split over several goroutines, with blocks of uneven length.
+func TestRunSorterParallelMatchesComparisonSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, span := range [][2]int64{{1 << 20, 1 << 20}, {1 << 40, 1 << 40}, {5, 1 << 62}, {3, 3}} {
+		recs := make([]rec, 3*parallelRadixMin+7)
+		for i := range recs {
+			recs[i] = rec{s: rng.Int64N(span[0]) - span[0]/2, d: rng.Int64N(span[1]) - span[1]/3, seq: uint32(i)}
+		}
+		want := slices.Clone(recs)
+		slices.SortFunc(want, cmpRec)
+		rs := runSorter{par: 3}
+		order := rs.sort(recs)
+		for i := range want {
+			if *at(recs, order, i) != want[i] {
+				t.Fatalf("span %d: position %d is %+v, want %+v", span, i, *at(recs, order, i), want[i])
+			}
+		}
+	}
+}
+
+// TestEncodeRunSlabsMatchOneEncoder encodes a run of several slabs on
+// several goroutines and wants the bytes and sources of one encoder.
+func TestEncodeRunSlabsMatchOneEncoder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	recs := make([]rec, 5*spillSlab/2)
+	for i := range recs {
+		recs[i] = rec{s: rng.Int64N(1000), d: rng.Int64N(1 << 40), w: float32(i), l: uint8(i), seq: uint32(i)}
+	}
+	var rs runSorter
+	order := rs.sort(recs)
+	var want bytes.Buffer
+	bw := bufio.NewWriter(&want)
+	enc := &runEncoder{w: bw, weighted: true, labelled: true}
+	var wantSrcs []int64
+	for i := range recs {
+		r := at(recs, order, i)
+		if len(wantSrcs) == 0 || wantSrcs[len(wantSrcs)-1] != r.s {
+			wantSrcs = append(wantSrcs, r.s)
+		}
+		if err := enc.put(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	enc.flush()
+	bw.Flush()
+	for _, par := range []int{1, 2, 4} {
+		var got bytes.Buffer
+		srcs, err := encodeRun(&got, recs, order, true, true, true, par)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), want.Bytes()) || !slices.Equal(srcs, wantSrcs) {
+			t.Fatalf("par %d: %d bytes and %d sources, want %d and %d", par, got.Len(), len(srcs), want.Len(), len(wantSrcs))
 		}
 	}
 }

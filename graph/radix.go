@@ -21,6 +21,7 @@ type kv struct {
 // run.
 type runSorter struct {
 	a, b []kv
+	par  int // goroutines a sort may use
 }
 
 // sort returns the sorted order of recs: order[i] is the index of the i-th
@@ -37,12 +38,7 @@ func (rs *runSorter) sort(recs []rec) []kv {
 		slices.SortFunc(recs, cmpRec)
 		return nil
 	}
-	minS, maxS, minD, maxD := recs[0].s, recs[0].s, recs[0].d, recs[0].d
-	for i := range recs {
-		r := &recs[i]
-		minS, maxS = min(minS, r.s), max(maxS, r.s)
-		minD, maxD = min(minD, r.d), max(maxD, r.d)
-	}
+	minS, maxS, minD, maxD := rs.bounds(recs)
 	dbits := bits.Len64(uint64(maxD) - uint64(minD))
 	sbits := bits.Len64(uint64(maxS) - uint64(minS))
 	if cap(rs.a) < n {
@@ -50,11 +46,13 @@ func (rs *runSorter) sort(recs []rec) []kv {
 	}
 	a, b := rs.a[:n], rs.b[:n]
 	if sbits+dbits <= 64 {
-		for i := range recs {
-			r := &recs[i]
-			a[i] = kv{key: (uint64(r.s)-uint64(minS))<<dbits | (uint64(r.d) - uint64(minD)), idx: uint32(i)}
-		}
-		return radixSortKV(a, b, sbits+dbits)
+		rs.forBlocks(n, func(_, lo, hi int) {
+			for i := lo; i < hi; i++ {
+				r := &recs[i]
+				a[i] = kv{key: (uint64(r.s)-uint64(minS))<<dbits | (uint64(r.d) - uint64(minD)), idx: uint32(i)}
+			}
+		})
+		return radixSortKV(a, b, sbits+dbits, rs.par)
 	}
 	// Ids too wide for one key (hashed 64-bit ids, say): radix sort by
 	// source, then sort each source's group by (target, position). Groups
@@ -62,7 +60,7 @@ func (rs *runSorter) sort(recs []rec) []kv {
 	for i := range recs {
 		a[i] = kv{key: uint64(recs[i].s) - uint64(minS), idx: uint32(i)}
 	}
-	a = radixSortKV(a, b, sbits)
+	a = radixSortKV(a, b, sbits, rs.par)
 	for lo := 0; lo < n; {
 		hi := lo + 1
 		for hi < n && a[hi].key == a[lo].key {
@@ -85,6 +83,47 @@ func (rs *runSorter) sort(recs []rec) []kv {
 	return a
 }
 
+// bounds returns the smallest and largest source and target of recs,
+// which is not empty.
+func (rs *runSorter) bounds(recs []rec) (minS, maxS, minD, maxD int64) {
+	type box struct{ minS, maxS, minD, maxD int64 }
+	r0 := recs[0]
+	boxes := make([]box, max(rs.par, 1))
+	for t := range boxes {
+		boxes[t] = box{r0.s, r0.s, r0.d, r0.d} // blocks left empty change nothing
+	}
+	rs.forBlocks(len(recs), func(t, lo, hi int) {
+		x := boxes[t]
+		for i := lo; i < hi; i++ {
+			r := &recs[i]
+			x.minS, x.maxS = min(x.minS, r.s), max(x.maxS, r.s)
+			x.minD, x.maxD = min(x.minD, r.d), max(x.maxD, r.d)
+		}
+		boxes[t] = x
+	})
+	x := boxes[0]
+	for _, y := range boxes[1:] {
+		x = box{min(x.minS, y.minS), max(x.maxS, y.maxS), min(x.minD, y.minD), max(x.maxD, y.maxD)}
+	}
+	return x.minS, x.maxS, x.minD, x.maxD
+}
+
+// forBlocks calls f on consecutive blocks t = [lo, hi) of 0..n, one
+// goroutine a block, as many blocks as the sorter may use goroutines (one
+// for a small n).
+func (rs *runSorter) forBlocks(n int, f func(t, lo, hi int)) {
+	par := rs.par
+	if par < 2 || n < parallelRadixMin {
+		par = 1
+	}
+	span := (n + par - 1) / par
+	parallelFor(par, func(t int) {
+		if lo := t * span; lo < n {
+			f(t, lo, min(n, lo+span))
+		}
+	})
+}
+
 // inOrder reports whether recs are sorted by (src, dst); positions rise
 // with the index, so they are then sorted by (src, dst, position) too.
 func inOrder(recs []rec) bool {
@@ -97,35 +136,60 @@ func inOrder(recs []rec) bool {
 	return true
 }
 
-// radixSortKV stably sorts a by the low kbits of key, using b as scratch;
-// it returns whichever of the two holds the result.
-func radixSortKV(a, b []kv, kbits int) []kv {
+// radixDigit is the bits sorted per pass: 2048 buckets of counts fit the
+// L1 cache and 2048 output streams still write-combine well.
+const radixDigit = 11
+
+// parallelRadixMin is the fewest records worth splitting a sort or a spill
+// over several goroutines.
+const parallelRadixMin = 1 << 16
+
+// radixSortKV stably sorts a by the low kbits of key, using b as scratch
+// and up to par goroutines; it returns whichever of the two holds the
+// result.
+func radixSortKV(a, b []kv, kbits, par int) []kv {
 	n := len(a)
-	const digit = 11
-	const buckets = 1 << digit
-	passes := (kbits + digit - 1) / digit
-	counts := make([][buckets]int, passes)
-	for i := range a {
-		k := a[i].key
-		for p := 0; p < passes; p++ {
-			counts[p][(k>>(p*digit))&(buckets-1)]++
-		}
+	const buckets = 1 << radixDigit
+	passes := (kbits + radixDigit - 1) / radixDigit
+	if par < 2 || n < parallelRadixMin {
+		par = 1
 	}
+	// Each pass counts the digits of par blocks of a, then every block
+	// scatters its records to where the counts of the digits below and of
+	// the blocks before put them, which keeps the sort stable.
+	span := (n + par - 1) / par
+	block := func(t int) []kv { return a[min(n, t*span):min(n, (t+1)*span)] }
+	counts := make([][buckets]int, par)
 	for p := 0; p < passes; p++ {
-		c := &counts[p]
-		if slices.Contains(c[:], n) {
+		shift := p * radixDigit
+		parallelFor(par, func(t int) {
+			c := &counts[t]
+			*c = [buckets]int{}
+			for _, x := range block(t) {
+				c[(x.key>>shift)&(buckets-1)]++
+			}
+		})
+		first, same := (a[0].key>>shift)&(buckets-1), 0
+		for t := range counts {
+			same += counts[t][first]
+		}
+		if same == n {
 			continue // every key has the same digit here
 		}
 		sum := 0
-		for i := range c {
-			c[i], sum = sum, sum+c[i]
+		for d := range buckets {
+			for t := range counts {
+				counts[t][d], sum = sum, sum+counts[t][d]
+			}
 		}
-		shift := p * digit
-		for _, x := range a {
-			d := (x.key >> shift) & (buckets - 1)
-			b[c[d]] = x
-			c[d]++
-		}
+		parallelFor(par, func(t int) {
+			c := &counts[t]
+			for _, x := range block(t) {
+				d := (x.key >> shift) & (buckets - 1)
+				b[c[d]] = x
+				c[d]++
+			}
+		})
 		a, b = b, a
 	}
 	return a

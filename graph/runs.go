@@ -75,6 +75,7 @@ func newRunBuilder(ctx context.Context, input, tmpDir string, o ImportOptions) *
 	b.free <- make([]rec, 0, o.RunEdges)
 	b.free <- nil // allocated on first use, so small inputs hold one buffer
 	b.cur = <-b.free
+	b.radix.par = o.Workers
 	b.sorter = startWorker(1, b.sortRun, func(job sortJob) {
 		if job.spill {
 			b.free <- job.recs[:0]
@@ -209,9 +210,11 @@ func (b *runBuilder) keepRun(job sortJob, order []kv) {
 	r := runFile{n: int64(len(recs))}
 	if order != nil {
 		sorted := make([]rec, len(recs))
-		for i := range sorted {
-			sorted[i] = recs[order[i].idx]
-		}
+		b.radix.forBlocks(len(sorted), func(_, lo, hi int) {
+			for i := lo; i < hi; i++ {
+				sorted[i] = recs[order[i].idx]
+			}
+		})
 		recs = sorted
 	}
 	b.radix = runSorter{} // release the radix buffers before the merge
@@ -236,29 +239,8 @@ func (b *runBuilder) spillRun(job sortJob, order []kv) error {
 	var srcs []int64
 	var err error
 	r.path, err = b.spill(func(w *bufio.Writer) error {
-		enc := b.newEncoder(w)
-		// Records are gathered into sorted order a chunk at a time: the
-		// loads of a chunk are independent, so their cache misses overlap.
-		chunk := make([]rec, 4096)
-		for lo := 0; lo < len(recs); lo += len(chunk) {
-			c := chunk[:min(len(chunk), len(recs)-lo)]
-			if order == nil {
-				c = recs[lo : lo+len(c)]
-			} else {
-				for j := range c {
-					c[j] = recs[order[lo+j].idx]
-				}
-			}
-			for j := range c {
-				if !b.o.DenseIDs && (len(srcs) == 0 || srcs[len(srcs)-1] != c[j].s) {
-					srcs = append(srcs, c[j].s)
-				}
-				if err := enc.put(&c[j]); err != nil {
-					return err
-				}
-			}
-		}
-		return enc.flush()
+		srcs, err = encodeRun(w, recs, order, b.o.Weighted, b.o.Labelled, !b.o.DenseIDs, b.o.Workers)
+		return err
 	})
 	if err != nil {
 		return err
