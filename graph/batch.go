@@ -39,19 +39,32 @@ func (b *edgeBatch) reset() {
 	b.part, b.firstRow, b.lines, b.bytes = 0, 0, 0, 0
 }
 
-// batchPool hands out batches; the pipeline's shape, not the pool, bounds
-// how many are live (see decodeOrdered).
-type batchPool struct{ p sync.Pool }
+// batchPool hands out batches and keeps those handed back. The pipeline's
+// shape bounds how many are live (see decodeOrdered), so the pool never
+// holds more; unlike a sync.Pool it keeps them across garbage collections,
+// which would otherwise make each import allocate its batches many times.
+type batchPool struct {
+	mu   sync.Mutex
+	free []*edgeBatch
+}
 
 func (p *batchPool) get() *edgeBatch {
-	if b, ok := p.p.Get().(*edgeBatch); ok {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := len(p.free); n > 0 {
+		b := p.free[n-1]
+		p.free = p.free[:n-1]
 		b.reset()
 		return b
 	}
 	return &edgeBatch{maxID: -1}
 }
 
-func (p *batchPool) put(b *edgeBatch) { p.p.Put(b) }
+func (p *batchPool) put(b *edgeBatch) {
+	p.mu.Lock()
+	p.free = append(p.free, b)
+	p.mu.Unlock()
+}
 
 // partDepth is how many finished batches a part may queue before its
 // decoder waits for the committer.

@@ -278,7 +278,7 @@ func TestEncodeRunSlabsMatchOneEncoder(t *testing.T) {
 	bw.Flush()
 	for _, par := range []int{1, 2, 4} {
 		var got bytes.Buffer
-		srcs, err := encodeRun(&got, recs, order, true, true, true, par)
+		srcs, err := encodeRun(&got, recs, order, true, true, true, make([]slabCoder, par))
 		if err != nil {
 			t.Fatal(err)
 		}

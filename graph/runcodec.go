@@ -67,12 +67,14 @@ type slabCoder struct {
 }
 
 // encodeRun writes recs in sorted order (order nil: as they are) to w,
-// encoding slabs of them on up to par goroutines, and returns the run's
+// encoding slabs of them on up to len(coders) goroutines, and returns the run's
 // distinct sources in order when wantSrcs. The bytes are those one encoder
 // would write: a slab's encoder starts from the record before it.
-func encodeRun(w io.Writer, recs []rec, order []kv, weighted, labelled, wantSrcs bool, par int) ([]int64, error) {
+//
+// coders are reused from run to run; len(*coders) bounds the goroutines.
+func encodeRun(w io.Writer, recs []rec, order []kv, weighted, labelled, wantSrcs bool, coders []slabCoder) ([]int64, error) {
 	n := len(recs)
-	coders := make([]slabCoder, max(1, min(par, (n+spillSlab-1)/spillSlab)))
+	coders = coders[:max(1, min(len(coders), (n+spillSlab-1)/spillSlab))]
 	var srcs []int64
 	for lo := 0; lo < n; lo += len(coders) * spillSlab {
 		k := min(len(coders), (n-lo+spillSlab-1)/spillSlab)

@@ -58,7 +58,8 @@ type runBuilder struct {
 	lastRep time.Time
 	bytes   int64 // set by the reader for progress
 	total   int64
-	radix   runSorter // the sorter's radix buffers, used only by it
+	radix   runSorter   // the sorter's radix buffers, used only by it
+	coders  []slabCoder // the sorter's spill encoders, one a worker
 }
 
 // sortJob is one run handed to the sorter: spill it, or (the last run) keep
@@ -76,6 +77,7 @@ func newRunBuilder(ctx context.Context, input, tmpDir string, o ImportOptions) *
 	b.free <- nil // allocated on first use, so small inputs hold one buffer
 	b.cur = <-b.free
 	b.radix.par = o.Workers
+	b.coders = make([]slabCoder, max(1, o.Workers))
 	b.sorter = startWorker(1, b.sortRun, func(job sortJob) {
 		if job.spill {
 			b.free <- job.recs[:0]
@@ -217,7 +219,7 @@ func (b *runBuilder) keepRun(job sortJob, order []kv) {
 		})
 		recs = sorted
 	}
-	b.radix = runSorter{} // release the radix buffers before the merge
+	b.radix, b.coders = runSorter{}, nil // release the sorter's buffers before the merge
 	r.mem = recs
 	if !b.o.DenseIDs {
 		var srcs []int64
@@ -239,7 +241,7 @@ func (b *runBuilder) spillRun(job sortJob, order []kv) error {
 	var srcs []int64
 	var err error
 	r.path, err = b.spill(func(w *bufio.Writer) error {
-		srcs, err = encodeRun(w, recs, order, b.o.Weighted, b.o.Labelled, !b.o.DenseIDs, b.o.Workers)
+		srcs, err = encodeRun(w, recs, order, b.o.Weighted, b.o.Labelled, !b.o.DenseIDs, b.coders)
 		return err
 	})
 	if err != nil {
