@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math/bits"
 	"slices"
+	"sync/atomic"
 )
 
 // kv is a run record's sort key and its position in the run.
@@ -147,53 +148,147 @@ const parallelRadixMin = 1 << 16
 // radixSortKV stably sorts a by the low kbits of key, using b as scratch
 // and up to par goroutines; it returns whichever of the two holds the
 // result.
+//
+// A run is far larger than the caches, so every pass over it is a trip to
+// memory. Only the first pass goes over the whole run: it scatters by the
+// top digit into buckets, most of which fit the L2 cache, and each bucket
+// is then sorted on the remaining bits where it lies (by independent
+// goroutines). Both steps are stable, so the whole sort is.
 func radixSortKV(a, b []kv, kbits, par int) []kv {
 	n := len(a)
-	const buckets = 1 << radixDigit
-	passes := (kbits + radixDigit - 1) / radixDigit
 	if par < 2 || n < parallelRadixMin {
 		par = 1
 	}
-	// Each pass counts the digits of par blocks of a, then every block
-	// scatters its records to where the counts of the digits below and of
-	// the blocks before put them, which keeps the sort stable.
-	span := (n + par - 1) / par
-	block := func(t int) []kv { return a[min(n, t*span):min(n, (t+1)*span)] }
-	counts := make([][buckets]int, par)
-	for p := 0; p < passes; p++ {
-		shift := p * radixDigit
-		parallelFor(par, func(t int) {
-			c := &counts[t]
-			*c = [buckets]int{}
-			for _, x := range block(t) {
-				c[(x.key>>shift)&(buckets-1)]++
+	if kbits <= 2*radixDigit {
+		return lsdSortKV(a, b, 0, kbits, par)
+	}
+	low := kbits - radixDigit
+	counts := digitCounts(a, low, par)
+	scatter(a, b, low, counts, par)
+	// counts[0] now holds where each bucket starts.
+	starts := counts[0]
+	var next atomic.Int64
+	parallelFor(par, func(int) {
+		for d := int(next.Add(1) - 1); d < len(starts); d = int(next.Add(1) - 1) {
+			lo, hi := starts[d], n
+			if d+1 < len(starts) {
+				hi = starts[d+1]
 			}
-		})
-		first, same := (a[0].key>>shift)&(buckets-1), 0
+			if hi-lo < 2 {
+				continue
+			}
+			var got []kv
+			if hi-lo <= bucketInCache {
+				got = sortBucket(b[lo:hi], a[lo:hi], low)
+			} else {
+				got = lsdSortKV(b[lo:hi], a[lo:hi], 0, low, 1) // a hub's bucket
+			}
+			if &got[0] != &b[lo] {
+				copy(b[lo:hi], got)
+			}
+		}
+	})
+	return b
+}
+
+// lsdSortKV stably sorts a by bits from..to of key, one digit per pass from
+// the lowest, using b as scratch and up to par goroutines; it returns
+// whichever of the two holds the result. Passes where every key has the
+// same digit are skipped.
+func lsdSortKV(a, b []kv, from, to, par int) []kv {
+	n := len(a)
+	for shift := from; shift < to; shift += radixDigit {
+		counts := digitCounts(a, shift, par)
+		first, same := (a[0].key>>shift)&(radixBuckets-1), 0
 		for t := range counts {
 			same += counts[t][first]
 		}
 		if same == n {
 			continue // every key has the same digit here
 		}
-		sum := 0
-		for d := range buckets {
-			for t := range counts {
-				counts[t][d], sum = sum, sum+counts[t][d]
-			}
-		}
-		parallelFor(par, func(t int) {
-			c := &counts[t]
-			for _, x := range block(t) {
-				d := (x.key >> shift) & (buckets - 1)
-				b[c[d]] = x
-				c[d]++
-			}
-		})
+		scatter(a, b, shift, counts, par)
 		a, b = b, a
 	}
 	return a
 }
+
+// radixBuckets is the number of distinct digits.
+const radixBuckets = 1 << radixDigit
+
+// radixBlock returns block t of par consecutive blocks of a.
+func radixBlock(a []kv, t, par int) []kv {
+	span := (len(a) + par - 1) / par
+	return a[min(len(a), t*span):min(len(a), (t+1)*span)]
+}
+
+// digitCounts counts the digits at shift in each of par blocks of a.
+func digitCounts(a []kv, shift, par int) [][radixBuckets]int {
+	counts := make([][radixBuckets]int, par)
+	parallelFor(par, func(t int) {
+		c := &counts[t]
+		for _, x := range radixBlock(a, t, par) {
+			c[(x.key>>shift)&(radixBuckets-1)]++
+		}
+	})
+	return counts
+}
+
+// scatter stably moves a into b by the digit at shift, given each block's
+// digit counts: block t's records go after those of blocks 0..t-1 with the
+// same digit. On return counts[t][d] is where block t's records with digit
+// d start, so counts[0][d] is where digit d starts.
+func scatter(a, b []kv, shift int, counts [][radixBuckets]int, par int) {
+	sum := 0
+	for d := range radixBuckets {
+		for t := range counts {
+			counts[t][d], sum = sum, sum+counts[t][d]
+		}
+	}
+	parallelFor(par, func(t int) {
+		c := counts[t] // a copy, so counts keeps the starts
+		for _, x := range radixBlock(a, t, par) {
+			d := (x.key >> shift) & (radixBuckets - 1)
+			b[c[d]] = x
+			c[d]++
+		}
+	})
+}
+
+// bucketInCache is the most records (16 bytes each, twice over with the
+// scratch) that sortBucket takes: about what a core's L2 cache holds.
+const bucketInCache = 32 << 10
+
+// sortBucket stably sorts a, small enough to stay in cache, by the low
+// bits of key with digits of bucketDigit bits, using b as scratch; it
+// returns whichever of the two holds the result.
+func sortBucket(a, b []kv, bits int) []kv {
+	const buckets = 1 << bucketDigit
+	var c [buckets]int
+	for shift := 0; shift < bits; shift += bucketDigit {
+		c = [buckets]int{}
+		for _, x := range a {
+			c[(x.key>>shift)&(buckets-1)]++
+		}
+		if c[(a[0].key>>shift)&(buckets-1)] == len(a) {
+			continue // every key has the same digit here
+		}
+		sum := 0
+		for d := range c {
+			c[d], sum = sum, sum+c[d]
+		}
+		for _, x := range a {
+			d := (x.key >> shift) & (buckets - 1)
+			b[c[d]] = x
+			c[d]++
+		}
+		a, b = b, a
+	}
+	return a
+}
+
+// bucketDigit is sortBucket's digit: 8 KB of counts beside a bucket in
+// cache, and three passes for the 29 bits left of a 40-bit key.
+const bucketDigit = 10
 
 // at returns the i-th record in sorted order.
 func at(recs []rec, order []kv, i int) *rec {
