@@ -7,11 +7,13 @@ package graph
 //     the batches reach a runBuilder in input order (batch.go), which fills
 //     a fixed-size in-memory run (adding the reverse edge for undirected
 //     graphs and dropping self-loops).
-//  2. A full run is sorted by (src, dst, input position) on a second
-//     goroutine and spilled to a temporary file, delta- and varint-coded,
-//     together with the sorted set of external ids it mentions; the reader
-//     meanwhile fills the other buffer. Memory is two runs, whatever the
-//     input size.
+//  2. A full run is sorted by (src, dst, input position) by the sorter, a
+//     goroutine that spreads the radix sort and the encoding over Workers
+//     goroutines (radix.go, runcodec.go), and spilled to a temporary file,
+//     delta- and varint-coded, together with the sorted set of external ids
+//     it mentions; the run builder meanwhile fills the other buffer. Memory
+//     is two runs and the sort's scratch, plus about 15 MB a worker,
+//     whatever the input size.
 //  3. The id sets are merged into the sorted external-id array: dense id =
 //     rank of the external id, the same numbering FromEdges uses.
 //  4. The edge runs are k-way merged (ties broken by run, so "first" means
