@@ -83,6 +83,8 @@ type Progress struct {
 	TotalBytes int64  // input size, 0 if unknown
 	EdgesOut   int64  // CSR edges written so far (write phase)
 	EdgesTotal int64  // directed edges to merge (write phase)
+	RowGroup   int    // Parquet: the row group being read, from 0 (read phase)
+	RowGroups  int    // Parquet: row groups in the file; 0 for text
 }
 
 // ImportStats summarise a finished import.

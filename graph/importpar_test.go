@@ -353,3 +353,31 @@ func BenchmarkRunSorter(b *testing.B) {
 		})
 	}
 }
+
+// TestImportParquetProgressNamesRowGroups wants read progress to say which
+// row group of how many the import has reached.
+func TestImportParquetProgressNamesRowGroups(t *testing.T) {
+	rows := make([]pqEdge, 5000)
+	for i := range rows {
+		rows[i] = pqEdge{Src: int64(i), Dst: int32(i % 77)}
+	}
+	path := writeParquet(t, rows, parquet.MaxRowsPerRowGroup(1000))
+	var reports []Progress
+	o := ImportOptions{Workers: 3, batchRows: 100, ProgressInterval: 1, Progress: func(p Progress) { reports = append(reports, p) }}
+	if _, err := ImportParquet(context.Background(), path, filepath.Join(t.TempDir(), "g.wsg"), o); err != nil {
+		t.Fatal(err)
+	}
+	last := -1
+	for _, p := range reports {
+		if p.Phase != "read" {
+			continue
+		}
+		if p.RowGroups != 5 || p.RowGroup < last {
+			t.Fatalf("read progress %+v after row group %d, want row groups of 5 in order", p, last)
+		}
+		last = p.RowGroup
+	}
+	if last != 4 {
+		t.Fatalf("read progress ended at row group %d, want 4", last)
+	}
+}

@@ -94,6 +94,7 @@ func readParquet(pf *parquet.File, cols []pqCol, in string, size int64, b *runBu
 		d.rows = defaultBatchRows
 	}
 	total := pf.NumRows()
+	b.groups = len(pf.RowGroups())
 	var done int64
 	err := decodeOrdered(b.o.Workers, &pool,
 		func(send func(pqPart) bool) error {
@@ -106,6 +107,7 @@ func readParquet(pf *parquet.File, cols []pqCol, in string, size int64, b *runBu
 		},
 		d.decode,
 		func(e *edgeBatch) error {
+			b.group = e.part
 			if err := b.addBatch(e); err != nil {
 				return err
 			}

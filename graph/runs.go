@@ -58,6 +58,8 @@ type runBuilder struct {
 	lastRep time.Time
 	bytes   int64 // set by the reader for progress
 	total   int64
+	group   int // Parquet: set by the reader for progress
+	groups  int
 	radix   runSorter   // the sorter's radix buffers, used only by it
 	coders  []slabCoder // the sorter's spill encoders, one a worker
 }
@@ -156,7 +158,8 @@ func (b *runBuilder) report(force bool) {
 		return
 	}
 	b.lastRep = time.Now()
-	b.o.Progress(Progress{Phase: "read", EdgesRead: b.stats.InputEdges, BytesRead: b.bytes, TotalBytes: b.total})
+	b.o.Progress(Progress{Phase: "read", EdgesRead: b.stats.InputEdges, BytesRead: b.bytes, TotalBytes: b.total,
+		RowGroup: b.group, RowGroups: b.groups})
 }
 
 // flush hands the current run to the sorter; a spilled run's buffer comes

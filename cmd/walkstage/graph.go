@@ -218,8 +218,12 @@ func printProgress(w io.Writer, p graph.Progress, el time.Duration) {
 		if p.TotalBytes > 0 {
 			pct = fmt.Sprintf(" of %s (%.0f%%)", humanBytes(p.TotalBytes), 100*float64(p.BytesRead)/float64(p.TotalBytes))
 		}
-		fmt.Fprintf(w, "  %6s  read %.1fM edges, %s%s, %.1f MB/s\n", el.Round(time.Second), float64(p.EdgesRead)/1e6,
-			humanBytes(p.BytesRead), pct, float64(p.BytesRead)/el.Seconds()/1e6)
+		group := ""
+		if p.RowGroups > 0 {
+			group = fmt.Sprintf(", row group %d of %d", p.RowGroup+1, p.RowGroups)
+		}
+		fmt.Fprintf(w, "  %6s  read %.1fM edges, %s%s%s, %.1f MB/s\n", el.Round(time.Second), float64(p.EdgesRead)/1e6,
+			humanBytes(p.BytesRead), pct, group, float64(p.BytesRead)/el.Seconds()/1e6)
 	case "write":
 		fmt.Fprintf(w, "  %6s  merged %.1fM of %.1fM directed edges into the graph file\n", el.Round(time.Second),
 			float64(p.EdgesOut)/1e6, float64(p.EdgesTotal)/1e6)
