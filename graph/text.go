@@ -96,9 +96,11 @@ func splitFields(line []byte, out [][]byte) (n int, extra bool) {
 	}
 }
 
-func isSep(c byte) bool {
-	return c == ' ' || c == '\t' || c == ',' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
-}
+func isSep(c byte) bool { return sepBytes[c] }
+
+// sepBytes marks the field separators: a table lookup is one load where
+// seven comparisons were a chain of branches, in the parser's inner loop.
+var sepBytes = [256]bool{' ': true, '\t': true, ',': true, '\n': true, '\r': true, '\v': true, '\f': true}
 
 func countFields(line []byte) string {
 	n := len(bytes.FieldsFunc(line, func(r rune) bool { return r < 0x80 && isSep(byte(r)) }))
