@@ -160,12 +160,16 @@ func TestImportParquetErrorsNameLaterRowGroup(t *testing.T) {
 			// A second bad value later on must not be the one reported.
 			c.spoil(&rows[5*groupRows+1])
 			path := writeParquet(t, rows, parquet.MaxRowsPerRowGroup(groupRows), parquet.PageBufferSize(128))
-			o := c.o
-			o.Workers, o.batchRows = 4, 16
-			_, err := ImportParquet(context.Background(), path, filepath.Join(t.TempDir(), "g.wsg"), o)
-			want := fmt.Sprintf("edges.parquet: row group %d row %d: %s", badGroup, badRow, c.want)
-			if err == nil || !strings.Contains(err.Error(), want) {
-				t.Fatalf("got %v, want an error containing %q", err, want)
+			// 8 workers for 6 row groups read each row group's columns at
+			// once too.
+			for _, workers := range []int{4, 8} {
+				o := c.o
+				o.Workers, o.batchRows = workers, 16
+				_, err := ImportParquet(context.Background(), path, filepath.Join(t.TempDir(), "g.wsg"), o)
+				want := fmt.Sprintf("edges.parquet: row group %d row %d: %s", badGroup, badRow, c.want)
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Fatalf("%d workers: got %v, want an error containing %q", workers, err, want)
+				}
 			}
 		})
 	}

@@ -30,6 +30,9 @@ type pqDecoder struct {
 	o    ImportOptions
 	pool *batchPool
 	rows int // rows a batch
+	// columnsAtOnce reads a batch's columns on a goroutine each, for files
+	// with fewer row groups than workers.
+	columnsAtOnce bool
 }
 
 // decode emits the row group's edges in batches, the last one carrying the
@@ -66,20 +69,32 @@ func (d *pqDecoder) fill(e *edgeBatch, cols []pqColumn, ints *[]int64, floats *[
 	e.src, e.dst = resize(e.src, n), resize(e.dst, n)
 	var got [4]int
 	var errs [4]error
-	got[0], errs[0] = d.ids(&cols[0], e.src)
-	got[1], errs[1] = d.ids(&cols[1], e.dst)
-	i := 2
+	reads := []func(){
+		func() { got[0], errs[0] = d.ids(&cols[0], e.src) },
+		func() { got[1], errs[1] = d.ids(&cols[1], e.dst) },
+	}
 	if d.o.Weighted {
 		*floats = resize(*floats, n)
 		e.w = resize(e.w, n)
-		got[i], errs[i] = weights(&cols[i], e.w, *floats)
-		i++
+		j := len(reads)
+		reads = append(reads, func() { got[j], errs[j] = weights(&cols[j], e.w, *floats) })
 	}
 	if d.o.Labelled {
 		*ints = resize(*ints, n)
 		e.l = resize(e.l, n)
-		got[i], errs[i] = labels(&cols[i], e.l, *ints)
-		i++
+		j := len(reads)
+		reads = append(reads, func() { got[j], errs[j] = labels(&cols[j], e.l, *ints) })
+	}
+	i := len(reads)
+	if d.columnsAtOnce {
+		// The columns of a row group are independent until they are
+		// joined here: with fewer row groups than workers, reading them
+		// at once is the parallelism left.
+		parallelFor(i, func(j int) { reads[j]() })
+	} else {
+		for _, read := range reads {
+			read()
+		}
 	}
 	k, most := got[0], got[0]
 	for _, g := range got[1:i] {

@@ -95,6 +95,7 @@ func readParquet(pf *parquet.File, cols []pqCol, in string, size int64, b *runBu
 	}
 	total := pf.NumRows()
 	b.groups = len(pf.RowGroups())
+	d.columnsAtOnce = b.groups < b.o.Workers
 	var done int64
 	err := decodeOrdered(b.o.Workers, &pool,
 		func(send func(pqPart) bool) error {
