@@ -2,10 +2,7 @@ package graph
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"math"
 	"os"
 
 	"github.com/parquet-go/parquet-go"
@@ -16,9 +13,10 @@ import (
 // Columns are found by name: src and dst (INT32 or INT64, required), weight
 // (FLOAT or DOUBLE, read when o.Weighted) and label (INT32 or INT64 in
 // 0..255, read when o.Labelled). Other columns are ignored. Row groups are
-// streamed column by column in lockstep, so memory does not grow with the
-// file; edges go through the same external sort as ImportText. Errors name
-// the file, row group and row.
+// decoded in parallel (o.Workers), each streamed column by column in
+// lockstep, batchRows rows at a time, so memory does not grow with the file
+// or its row groups; the edges reach the same external sort as ImportText
+// in file order. Errors name the file, row group and row.
 func ImportParquet(ctx context.Context, in, out string, o ImportOptions) (*ImportStats, error) {
 	f, err := os.Open(in)
 	if err != nil {
@@ -33,21 +31,46 @@ func ImportParquet(ctx context.Context, in, out string, o ImportOptions) (*Impor
 	if err != nil {
 		return nil, fmt.Errorf("import %s: not a readable Parquet file: %w", in, err)
 	}
-	cols := []string{"src", "dst"}
+	cols, err := parquetColumns(pf.Schema(), o)
+	if err != nil {
+		return nil, fmt.Errorf("import %s: %w", in, err)
+	}
+	if o.Name == "" {
+		o.Name = baseName(in)
+		o.Name = o.Name[:len(o.Name)-len(extOf(o.Name))]
+	}
+	return importInto(ctx, in, out, o, st.Size(), func(b *runBuilder) error {
+		return readParquet(pf, cols, in, st.Size(), b)
+	})
+}
+
+// pqCol is a column the importer reads: its name, its leaf index in the
+// file, its physical type and its maximum definition level (1 when
+// optional: rows below it are null).
+type pqCol struct {
+	name   string
+	index  int
+	kind   parquet.Kind
+	maxDef byte
+}
+
+// parquetColumns finds src, dst and, as o asks, weight and label in s.
+func parquetColumns(s *parquet.Schema, o ImportOptions) ([]pqCol, error) {
+	names := []string{"src", "dst"}
 	if o.Weighted {
-		cols = append(cols, "weight")
+		names = append(names, "weight")
 	}
 	if o.Labelled {
-		cols = append(cols, "label")
+		names = append(names, "label")
 	}
-	idx := make([]int, len(cols))
-	for i, name := range cols {
-		leaf, ok := pf.Schema().Lookup(name)
+	cols := make([]pqCol, len(names))
+	for i, name := range names {
+		leaf, ok := s.Lookup(name)
 		if !ok {
-			return nil, fmt.Errorf("import %s: no column %q (have %s)", in, name, columnList(pf.Schema()))
+			return nil, fmt.Errorf("no column %q (have %s)", name, columnList(s))
 		}
 		if leaf.MaxRepetitionLevel > 0 {
-			return nil, fmt.Errorf("import %s: column %q is repeated, want one value a row", in, name)
+			return nil, fmt.Errorf("column %q is repeated, want one value a row", name)
 		}
 		kind := leaf.Node.Type().Kind()
 		okKind := kind == parquet.Int32 || kind == parquet.Int64
@@ -55,34 +78,54 @@ func ImportParquet(ctx context.Context, in, out string, o ImportOptions) (*Impor
 			okKind = kind == parquet.Float || kind == parquet.Double
 		}
 		if !okKind {
-			return nil, fmt.Errorf("import %s: column %q has type %v, want %s", in, name, kind, wantKind(name))
+			return nil, fmt.Errorf("column %q has type %v, want %s", name, kind, wantKind(name))
 		}
-		idx[i] = leaf.ColumnIndex
+		cols[i] = pqCol{name: name, index: leaf.ColumnIndex, kind: kind, maxDef: byte(leaf.MaxDefinitionLevel)}
 	}
-	if o.Name == "" {
-		o.Name = baseName(in)
-		o.Name = o.Name[:len(o.Name)-len(extOf(o.Name))]
+	return cols, nil
+}
+
+// readParquet decodes the row groups of pf on b.o.Workers goroutines and
+// adds their edges to b in file order.
+func readParquet(pf *parquet.File, cols []pqCol, in string, size int64, b *runBuilder) error {
+	var pool batchPool
+	d := &pqDecoder{cols: cols, o: b.o, pool: &pool, rows: b.o.batchRows}
+	if d.rows <= 0 {
+		d.rows = defaultBatchRows
 	}
 	total := pf.NumRows()
-	return importInto(ctx, in, out, o, st.Size(), func(b *runBuilder) error {
-		var done int64
-		for gi, rg := range pf.RowGroups() {
-			if err := readRowGroup(rg, gi, idx, cols, o, b); err != nil {
-				if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-					return err
+	b.groups = len(pf.RowGroups())
+	d.columnsAtOnce = b.groups < b.o.Workers
+	var done int64
+	err := decodeOrdered(b.o.Workers, &pool,
+		func(send func(pqPart) bool) error {
+			for gi, rg := range pf.RowGroups() {
+				if !send(pqPart{gi, rg}) {
+					break
 				}
-				return fmt.Errorf("import %s: %w", in, err)
 			}
-			done += rg.NumRows()
-			if total > 0 {
+			return nil
+		},
+		d.decode,
+		func(e *edgeBatch) error {
+			b.group = e.part
+			if err := b.addBatch(e); err != nil {
+				return err
+			}
+			if done += int64(len(e.src)); total > 0 {
 				// Progress in bytes is estimated from rows: Parquet pages
 				// are compressed, so exact bytes read are not meaningful.
-				b.bytes = int64(float64(st.Size()) * float64(done) / float64(total))
+				b.bytes = int64(float64(size) * float64(done) / float64(total))
 			}
-		}
-		b.bytes = st.Size()
-		return nil
-	})
+			if e.err != nil {
+				return fmt.Errorf("import %s: %w", in, e.err)
+			}
+			return nil
+		})
+	if err == nil {
+		b.bytes = size
+	}
+	return err
 }
 
 func wantKind(col string) string {
@@ -106,157 +149,4 @@ func columnList(s *parquet.Schema) string {
 		}
 	}
 	return out
-}
-
-// colReader reads one column chunk's values across page boundaries.
-type colReader struct {
-	pages parquet.Pages
-	page  parquet.Page
-	vals  parquet.ValueReader
-}
-
-func (c *colReader) close() {
-	if c.page != nil {
-		parquet.Release(c.page)
-		c.page = nil
-	}
-	if c.pages != nil {
-		c.pages.Close()
-	}
-}
-
-// read fills buf as far as it can; it returns io.EOF only with n == 0.
-func (c *colReader) read(buf []parquet.Value) (int, error) {
-	n := 0
-	for n < len(buf) {
-		if c.vals == nil {
-			if c.page != nil {
-				parquet.Release(c.page)
-				c.page = nil
-			}
-			p, err := c.pages.ReadPage()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return n, err
-			}
-			c.page, c.vals = p, p.Values()
-		}
-		k, err := c.vals.ReadValues(buf[n:])
-		n += k
-		if err == io.EOF {
-			c.vals = nil
-			continue
-		}
-		if err != nil {
-			return n, err
-		}
-	}
-	if n == 0 {
-		return 0, io.EOF
-	}
-	return n, nil
-}
-
-func readRowGroup(rg parquet.RowGroup, gi int, idx []int, cols []string, o ImportOptions, b *runBuilder) error {
-	chunks := rg.ColumnChunks()
-	readers := make([]*colReader, len(idx))
-	defer func() {
-		for _, r := range readers {
-			if r != nil {
-				r.close()
-			}
-		}
-	}()
-	for i, ci := range idx {
-		readers[i] = &colReader{pages: chunks[ci].Pages()}
-	}
-	const batch = 4096
-	bufs := make([][]parquet.Value, len(idx))
-	for i := range bufs {
-		bufs[i] = make([]parquet.Value, batch)
-	}
-	var row int64
-	for {
-		n := -1
-		for i, r := range readers {
-			k, err := r.read(bufs[i])
-			if err == io.EOF {
-				k = 0
-			} else if err != nil {
-				return fmt.Errorf("row group %d column %q near row %d: %w", gi, cols[i], row, err)
-			}
-			if n >= 0 && k != n {
-				return fmt.Errorf("row group %d near row %d: columns %q and %q have different lengths", gi, row, cols[0], cols[i])
-			}
-			n = k
-		}
-		if n == 0 {
-			return nil
-		}
-		for j := 0; j < n; j++ {
-			if err := addParquetEdge(b, bufs, j, o, cols); err != nil {
-				if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-					return err
-				}
-				return fmt.Errorf("row group %d row %d: %w", gi, row+int64(j), err)
-			}
-		}
-		row += int64(n)
-	}
-}
-
-func addParquetEdge(b *runBuilder, bufs [][]parquet.Value, j int, o ImportOptions, cols []string) error {
-	intOf := func(i int) (int64, error) {
-		v := bufs[i][j]
-		switch {
-		case v.IsNull():
-			return 0, fmt.Errorf("null %s", cols[i])
-		case v.Kind() == parquet.Int32:
-			return int64(v.Int32()), nil
-		case v.Kind() == parquet.Int64:
-			return v.Int64(), nil
-		}
-		return 0, fmt.Errorf("%s has type %v", cols[i], v.Kind())
-	}
-	s, err := intOf(0)
-	if err != nil {
-		return err
-	}
-	d, err := intOf(1)
-	if err != nil {
-		return err
-	}
-	w, l, i := float32(1), uint8(0), 2
-	if o.Weighted {
-		v := bufs[i][j]
-		var x float64
-		switch {
-		case v.IsNull():
-			return errors.New("null weight")
-		case v.Kind() == parquet.Float:
-			x = float64(v.Float())
-		case v.Kind() == parquet.Double:
-			x = v.Double()
-		default:
-			return fmt.Errorf("weight has type %v", v.Kind())
-		}
-		if !(x > 0) || x > math.MaxFloat32 {
-			return fmt.Errorf("bad weight %v (want a finite number > 0)", x)
-		}
-		w = float32(x)
-		i++
-	}
-	if o.Labelled {
-		x, err := intOf(i)
-		if err != nil {
-			return err
-		}
-		if x < 0 || x > 255 {
-			return fmt.Errorf("bad label %d (want an integer in [0, 255])", x)
-		}
-		l = uint8(x)
-	}
-	return b.add(s, d, w, l)
 }

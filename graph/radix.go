@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math/bits"
 	"slices"
+	"sync/atomic"
 )
 
 // kv is a run record's sort key and its position in the run.
@@ -21,22 +22,24 @@ type kv struct {
 // run.
 type runSorter struct {
 	a, b []kv
+	par  int // goroutines a sort may use
 }
 
 // sort returns the sorted order of recs: order[i] is the index of the i-th
 // record, or order is nil when recs itself was sorted in place.
 func (rs *runSorter) sort(recs []rec) []kv {
 	n := len(recs)
+	if inOrder(recs) {
+		// Edge lists are often written sorted (exports in CSR order, a
+		// database's ordered dump): one cheap pass saves the sort and the
+		// spill's random gathers.
+		return nil
+	}
 	if n < 1024 {
 		slices.SortFunc(recs, cmpRec)
 		return nil
 	}
-	minS, maxS, minD, maxD := recs[0].s, recs[0].s, recs[0].d, recs[0].d
-	for i := range recs {
-		r := &recs[i]
-		minS, maxS = min(minS, r.s), max(maxS, r.s)
-		minD, maxD = min(minD, r.d), max(maxD, r.d)
-	}
+	minS, maxS, minD, maxD := rs.bounds(recs)
 	dbits := bits.Len64(uint64(maxD) - uint64(minD))
 	sbits := bits.Len64(uint64(maxS) - uint64(minS))
 	if cap(rs.a) < n {
@@ -44,11 +47,13 @@ func (rs *runSorter) sort(recs []rec) []kv {
 	}
 	a, b := rs.a[:n], rs.b[:n]
 	if sbits+dbits <= 64 {
-		for i := range recs {
-			r := &recs[i]
-			a[i] = kv{key: (uint64(r.s)-uint64(minS))<<dbits | (uint64(r.d) - uint64(minD)), idx: uint32(i)}
-		}
-		return radixSortKV(a, b, sbits+dbits)
+		rs.forBlocks(n, func(_, lo, hi int) {
+			for i := lo; i < hi; i++ {
+				r := &recs[i]
+				a[i] = kv{key: (uint64(r.s)-uint64(minS))<<dbits | (uint64(r.d) - uint64(minD)), idx: uint32(i)}
+			}
+		})
+		return radixSortKV(a, b, sbits+dbits, rs.par)
 	}
 	// Ids too wide for one key (hashed 64-bit ids, say): radix sort by
 	// source, then sort each source's group by (target, position). Groups
@@ -56,7 +61,7 @@ func (rs *runSorter) sort(recs []rec) []kv {
 	for i := range recs {
 		a[i] = kv{key: uint64(recs[i].s) - uint64(minS), idx: uint32(i)}
 	}
-	a = radixSortKV(a, b, sbits)
+	a = radixSortKV(a, b, sbits, rs.par)
 	for lo := 0; lo < n; {
 		hi := lo + 1
 		for hi < n && a[hi].key == a[lo].key {
@@ -79,30 +84,198 @@ func (rs *runSorter) sort(recs []rec) []kv {
 	return a
 }
 
-// radixSortKV stably sorts a by the low kbits of key, using b as scratch;
-// it returns whichever of the two holds the result.
-func radixSortKV(a, b []kv, kbits int) []kv {
-	n := len(a)
-	const digit = 11
-	const buckets = 1 << digit
-	passes := (kbits + digit - 1) / digit
-	counts := make([][buckets]int, passes)
-	for i := range a {
-		k := a[i].key
-		for p := 0; p < passes; p++ {
-			counts[p][(k>>(p*digit))&(buckets-1)]++
+// bounds returns the smallest and largest source and target of recs,
+// which is not empty.
+func (rs *runSorter) bounds(recs []rec) (minS, maxS, minD, maxD int64) {
+	type box struct{ minS, maxS, minD, maxD int64 }
+	r0 := recs[0]
+	boxes := make([]box, max(rs.par, 1))
+	for t := range boxes {
+		boxes[t] = box{r0.s, r0.s, r0.d, r0.d} // blocks left empty change nothing
+	}
+	rs.forBlocks(len(recs), func(t, lo, hi int) {
+		x := boxes[t]
+		for i := lo; i < hi; i++ {
+			r := &recs[i]
+			x.minS, x.maxS = min(x.minS, r.s), max(x.maxS, r.s)
+			x.minD, x.maxD = min(x.minD, r.d), max(x.maxD, r.d)
+		}
+		boxes[t] = x
+	})
+	x := boxes[0]
+	for _, y := range boxes[1:] {
+		x = box{min(x.minS, y.minS), max(x.maxS, y.maxS), min(x.minD, y.minD), max(x.maxD, y.maxD)}
+	}
+	return x.minS, x.maxS, x.minD, x.maxD
+}
+
+// forBlocks calls f on consecutive blocks t = [lo, hi) of 0..n, one
+// goroutine a block, as many blocks as the sorter may use goroutines (one
+// for a small n).
+func (rs *runSorter) forBlocks(n int, f func(t, lo, hi int)) {
+	par := rs.par
+	if par < 2 || n < parallelRadixMin {
+		par = 1
+	}
+	span := (n + par - 1) / par
+	parallelFor(par, func(t int) {
+		if lo := t * span; lo < n {
+			f(t, lo, min(n, lo+span))
+		}
+	})
+}
+
+// inOrder reports whether recs are sorted by (src, dst); positions rise
+// with the index, so they are then sorted by (src, dst, position) too.
+func inOrder(recs []rec) bool {
+	for i := 1; i < len(recs); i++ {
+		a, b := &recs[i-1], &recs[i]
+		if a.s > b.s || a.s == b.s && a.d > b.d {
+			return false
 		}
 	}
-	for p := 0; p < passes; p++ {
-		c := &counts[p]
-		if slices.Contains(c[:], n) {
+	return true
+}
+
+// radixDigit is the bits sorted per pass: 2048 buckets of counts fit the
+// L1 cache and 2048 output streams still write-combine well.
+const radixDigit = 11
+
+// parallelRadixMin is the fewest records worth splitting a sort or a spill
+// over several goroutines.
+const parallelRadixMin = 1 << 16
+
+// radixSortKV stably sorts a by the low kbits of key, using b as scratch
+// and up to par goroutines; it returns whichever of the two holds the
+// result.
+//
+// A run is far larger than the caches, so every pass over it is a trip to
+// memory. Only the first pass goes over the whole run: it scatters by the
+// top digit into buckets, most of which fit the L2 cache, and each bucket
+// is then sorted on the remaining bits where it lies (by independent
+// goroutines). Both steps are stable, so the whole sort is.
+func radixSortKV(a, b []kv, kbits, par int) []kv {
+	n := len(a)
+	if par < 2 || n < parallelRadixMin {
+		par = 1
+	}
+	if kbits <= 2*radixDigit {
+		return lsdSortKV(a, b, 0, kbits, par)
+	}
+	low := kbits - radixDigit
+	counts := digitCounts(a, low, par)
+	scatter(a, b, low, counts, par)
+	// counts[0] now holds where each bucket starts.
+	starts := counts[0]
+	var next atomic.Int64
+	parallelFor(par, func(int) {
+		for d := int(next.Add(1) - 1); d < len(starts); d = int(next.Add(1) - 1) {
+			lo, hi := starts[d], n
+			if d+1 < len(starts) {
+				hi = starts[d+1]
+			}
+			if hi-lo < 2 {
+				continue
+			}
+			var got []kv
+			if hi-lo <= bucketInCache {
+				got = sortBucket(b[lo:hi], a[lo:hi], low)
+			} else {
+				got = lsdSortKV(b[lo:hi], a[lo:hi], 0, low, 1) // a hub's bucket
+			}
+			if &got[0] != &b[lo] {
+				copy(b[lo:hi], got)
+			}
+		}
+	})
+	return b
+}
+
+// lsdSortKV stably sorts a by bits from..to of key, one digit per pass from
+// the lowest, using b as scratch and up to par goroutines; it returns
+// whichever of the two holds the result. Passes where every key has the
+// same digit are skipped.
+func lsdSortKV(a, b []kv, from, to, par int) []kv {
+	n := len(a)
+	for shift := from; shift < to; shift += radixDigit {
+		counts := digitCounts(a, shift, par)
+		first, same := (a[0].key>>shift)&(radixBuckets-1), 0
+		for t := range counts {
+			same += counts[t][first]
+		}
+		if same == n {
+			continue // every key has the same digit here
+		}
+		scatter(a, b, shift, counts, par)
+		a, b = b, a
+	}
+	return a
+}
+
+// radixBuckets is the number of distinct digits.
+const radixBuckets = 1 << radixDigit
+
+// radixBlock returns block t of par consecutive blocks of a.
+func radixBlock(a []kv, t, par int) []kv {
+	span := (len(a) + par - 1) / par
+	return a[min(len(a), t*span):min(len(a), (t+1)*span)]
+}
+
+// digitCounts counts the digits at shift in each of par blocks of a.
+func digitCounts(a []kv, shift, par int) [][radixBuckets]int {
+	counts := make([][radixBuckets]int, par)
+	parallelFor(par, func(t int) {
+		c := &counts[t]
+		for _, x := range radixBlock(a, t, par) {
+			c[(x.key>>shift)&(radixBuckets-1)]++
+		}
+	})
+	return counts
+}
+
+// scatter stably moves a into b by the digit at shift, given each block's
+// digit counts: block t's records go after those of blocks 0..t-1 with the
+// same digit. On return counts[t][d] is where block t's records with digit
+// d start, so counts[0][d] is where digit d starts.
+func scatter(a, b []kv, shift int, counts [][radixBuckets]int, par int) {
+	sum := 0
+	for d := range radixBuckets {
+		for t := range counts {
+			counts[t][d], sum = sum, sum+counts[t][d]
+		}
+	}
+	parallelFor(par, func(t int) {
+		c := counts[t] // a copy, so counts keeps the starts
+		for _, x := range radixBlock(a, t, par) {
+			d := (x.key >> shift) & (radixBuckets - 1)
+			b[c[d]] = x
+			c[d]++
+		}
+	})
+}
+
+// bucketInCache is the most records (16 bytes each, twice over with the
+// scratch) that sortBucket takes: about what a core's L2 cache holds.
+const bucketInCache = 32 << 10
+
+// sortBucket stably sorts a, small enough to stay in cache, by the low
+// bits of key with digits of bucketDigit bits, using b as scratch; it
+// returns whichever of the two holds the result.
+func sortBucket(a, b []kv, bits int) []kv {
+	const buckets = 1 << bucketDigit
+	var c [buckets]int
+	for shift := 0; shift < bits; shift += bucketDigit {
+		c = [buckets]int{}
+		for _, x := range a {
+			c[(x.key>>shift)&(buckets-1)]++
+		}
+		if c[(a[0].key>>shift)&(buckets-1)] == len(a) {
 			continue // every key has the same digit here
 		}
 		sum := 0
-		for i := range c {
-			c[i], sum = sum, sum+c[i]
+		for d := range c {
+			c[d], sum = sum, sum+c[d]
 		}
-		shift := p * digit
 		for _, x := range a {
 			d := (x.key >> shift) & (buckets - 1)
 			b[c[d]] = x
@@ -112,6 +285,10 @@ func radixSortKV(a, b []kv, kbits int) []kv {
 	}
 	return a
 }
+
+// bucketDigit is sortBucket's digit: 8 KB of counts beside a bucket in
+// cache, and three passes for the 29 bits left of a 40-bit key.
+const bucketDigit = 10
 
 // at returns the i-th record in sorted order.
 func at(recs []rec, order []kv, i int) *rec {

@@ -21,6 +21,15 @@ type runEncoder struct {
 }
 
 func (e *runEncoder) put(r *rec) error {
+	e.add(r)
+	if len(e.buf) >= 256<<10 {
+		return e.flush()
+	}
+	return nil
+}
+
+// add encodes r onto the buffer.
+func (e *runEncoder) add(r *rec) {
 	s, d := uint64(r.s), uint64(r.d)
 	b := binary.AppendUvarint(e.buf, s-e.ps)
 	if e.started && s == e.ps {
@@ -37,16 +46,86 @@ func (e *runEncoder) put(r *rec) error {
 	e.started = true
 	e.ps, e.pd = s, d
 	e.buf = b
-	if len(b) >= 256<<10 {
-		return e.flush()
-	}
-	return nil
 }
 
 func (e *runEncoder) flush() error {
 	_, err := e.w.Write(e.buf)
 	e.buf = e.buf[:0]
 	return err
+}
+
+// spillSlab is how many records one goroutine encodes at a time when a
+// run is spilled.
+const spillSlab = 128 << 10
+
+// slabCoder encodes one slab of a run: its bytes, its distinct sources,
+// and the chunk its records are gathered into.
+type slabCoder struct {
+	buf   []byte
+	srcs  []int64
+	chunk []rec
+}
+
+// encodeRun writes recs in sorted order (order nil: as they are) to w,
+// encoding slabs of them on up to len(coders) goroutines, and returns the run's
+// distinct sources in order when wantSrcs. The bytes are those one encoder
+// would write: a slab's encoder starts from the record before it.
+//
+// coders are reused from run to run; len(*coders) bounds the goroutines.
+func encodeRun(w io.Writer, recs []rec, order []kv, weighted, labelled, wantSrcs bool, coders []slabCoder) ([]int64, error) {
+	n := len(recs)
+	coders = coders[:max(1, min(len(coders), (n+spillSlab-1)/spillSlab))]
+	var srcs []int64
+	for lo := 0; lo < n; lo += len(coders) * spillSlab {
+		k := min(len(coders), (n-lo+spillSlab-1)/spillSlab)
+		parallelFor(k, func(t int) {
+			from := lo + t*spillSlab
+			coders[t].encode(recs, order, from, min(n, from+spillSlab), weighted, labelled, wantSrcs)
+		})
+		for _, c := range coders[:k] {
+			if _, err := w.Write(c.buf); err != nil {
+				return nil, err
+			}
+			ss := c.srcs
+			if len(ss) > 0 && len(srcs) > 0 && srcs[len(srcs)-1] == ss[0] {
+				ss = ss[1:] // a source that spans two slabs
+			}
+			srcs = append(srcs, ss...)
+		}
+	}
+	return srcs, nil
+}
+
+// encode encodes the records lo..hi of the sorted run.
+func (c *slabCoder) encode(recs []rec, order []kv, lo, hi int, weighted, labelled, wantSrcs bool) {
+	enc := runEncoder{weighted: weighted, labelled: labelled, buf: c.buf[:0]}
+	if lo > 0 {
+		p := at(recs, order, lo-1)
+		enc.ps, enc.pd, enc.started = uint64(p.s), uint64(p.d), true
+	}
+	c.srcs = c.srcs[:0]
+	if c.chunk == nil {
+		c.chunk = make([]rec, 4096)
+	}
+	// Records are gathered into sorted order a chunk at a time: the loads
+	// of a chunk are independent, so their cache misses overlap.
+	for from := lo; from < hi; from += len(c.chunk) {
+		ch := c.chunk[:min(len(c.chunk), hi-from)]
+		if order == nil {
+			ch = recs[from : from+len(ch)]
+		} else {
+			for j := range ch {
+				ch[j] = recs[order[from+j].idx]
+			}
+		}
+		for j := range ch {
+			if wantSrcs && (len(c.srcs) == 0 || c.srcs[len(c.srcs)-1] != ch[j].s) {
+				c.srcs = append(c.srcs, ch[j].s)
+			}
+			enc.add(&ch[j])
+		}
+	}
+	c.buf = enc.buf
 }
 
 func encodeIDs(w *bufio.Writer, ids []int64) error {

@@ -58,8 +58,10 @@ type runBuilder struct {
 	lastRep time.Time
 	bytes   int64 // set by the reader for progress
 	total   int64
-	ctxPoll int
-	radix   runSorter // the sorter's radix buffers, used only by it
+	group   int // Parquet: set by the reader for progress
+	groups  int
+	radix   runSorter   // the sorter's radix buffers, used only by it
+	coders  []slabCoder // the sorter's spill encoders, one a worker
 }
 
 // sortJob is one run handed to the sorter: spill it, or (the last run) keep
@@ -76,6 +78,8 @@ func newRunBuilder(ctx context.Context, input, tmpDir string, o ImportOptions) *
 	b.free <- make([]rec, 0, o.RunEdges)
 	b.free <- nil // allocated on first use, so small inputs hold one buffer
 	b.cur = <-b.free
+	b.radix.par = o.Workers
+	b.coders = make([]slabCoder, max(1, o.Workers))
 	b.sorter = startWorker(1, b.sortRun, func(job sortJob) {
 		if job.spill {
 			b.free <- job.recs[:0]
@@ -84,63 +88,65 @@ func newRunBuilder(ctx context.Context, input, tmpDir string, o ImportOptions) *
 	return b
 }
 
-// add takes one input edge. It returns an error only for a cancelled
-// context or a failed spill.
-func (b *runBuilder) add(s, d int64, w float32, l uint8) error {
-	b.stats.InputEdges++
+// addBatch takes a batch of decoded, validated input edges, in input
+// order. It returns an error only for a cancelled context or a failed
+// spill.
+func (b *runBuilder) addBatch(e *edgeBatch) error {
 	if b.o.DenseIDs {
-		if s < 0 || d < 0 || s >= MaxVertices || d >= MaxVertices {
-			return fmt.Errorf("vertex id %d or %d outside [0, %d) with dense ids", s, d, int64(MaxVertices))
-		}
-		b.maxID = max(b.maxID, s, d)
+		b.maxID = max(b.maxID, e.maxID)
 	}
-	if !b.o.Weighted {
-		w = 1
-	}
-	if !b.o.Labelled {
-		l = 0
-	}
-	if s == d && !b.o.SelfLoops {
-		b.stats.SelfLoopsDropped++
-		if !b.o.DenseIDs {
-			// Their ids still name vertices (as in FromEdges); they count
-			// against the run so a file of self-loops stays bounded too.
-			if len(b.cur)+len(b.dropped) >= b.o.RunEdges {
-				if err := b.flush(true); err != nil {
-					return err
-				}
+	for i := 0; i < len(e.src); {
+		// An edge takes at most two slots of the run (itself and its
+		// reverse); a dropped self-loop's id takes one.
+		room := b.o.RunEdges - len(b.cur) - len(b.dropped)
+		if room < 2 {
+			if err := b.flush(true); err != nil {
+				return err
 			}
-			b.dropped = append(b.dropped, s)
+			continue
 		}
-		return b.tick()
+		j := min(len(e.src), i+room/2)
+		b.appendEdges(e, i, j)
+		i = j
 	}
-	need := 1
-	if b.o.Undirected && s != d {
-		need = 2
-	}
-	if len(b.cur)+len(b.dropped)+need > b.o.RunEdges {
-		if err := b.flush(true); err != nil {
-			return err
-		}
-	}
-	b.cur = append(b.cur, rec{s: s, d: d, w: w, l: l, seq: uint32(len(b.cur))})
-	if need == 2 {
-		b.cur = append(b.cur, rec{s: d, d: s, w: w, l: l, seq: uint32(len(b.cur))})
-	}
-	return b.tick()
-}
-
-// tick polls the context and reports progress every 64Ki edges.
-func (b *runBuilder) tick() error {
-	b.ctxPoll++
-	if b.ctxPoll&0xffff != 0 {
-		return nil
-	}
+	b.stats.InputEdges += int64(len(e.src))
 	if err := b.ctx.Err(); err != nil {
 		return err
 	}
 	b.report(false)
 	return nil
+}
+
+// appendEdges appends edges i..j of e to the current run, which has room
+// for them: with their reverses when undirected, self-loops dropped (their
+// ids kept) unless SelfLoops.
+func (b *runBuilder) appendEdges(e *edgeBatch, i, j int) {
+	cur := b.cur
+	for k := i; k < j; k++ {
+		s, d := e.src[k], e.dst[k]
+		w, l := float32(1), uint8(0)
+		if e.w != nil {
+			w = e.w[k]
+		}
+		if e.l != nil {
+			l = e.l[k]
+		}
+		if s == d && !b.o.SelfLoops {
+			b.stats.SelfLoopsDropped++
+			if !b.o.DenseIDs {
+				// Their ids still name vertices (as in FromEdges); they
+				// count against the run so a file of self-loops stays
+				// bounded too.
+				b.dropped = append(b.dropped, s)
+			}
+			continue
+		}
+		cur = append(cur, rec{s: s, d: d, w: w, l: l, seq: uint32(len(cur))})
+		if b.o.Undirected && s != d {
+			cur = append(cur, rec{s: d, d: s, w: w, l: l, seq: uint32(len(cur))})
+		}
+	}
+	b.cur = cur
 }
 
 // report calls Progress at most every ProgressInterval, or now with force.
@@ -152,7 +158,8 @@ func (b *runBuilder) report(force bool) {
 		return
 	}
 	b.lastRep = time.Now()
-	b.o.Progress(Progress{Phase: "read", EdgesRead: b.stats.InputEdges, BytesRead: b.bytes, TotalBytes: b.total})
+	b.o.Progress(Progress{Phase: "read", EdgesRead: b.stats.InputEdges, BytesRead: b.bytes, TotalBytes: b.total,
+		RowGroup: b.group, RowGroups: b.groups})
 }
 
 // flush hands the current run to the sorter; a spilled run's buffer comes
@@ -208,12 +215,14 @@ func (b *runBuilder) keepRun(job sortJob, order []kv) {
 	r := runFile{n: int64(len(recs))}
 	if order != nil {
 		sorted := make([]rec, len(recs))
-		for i := range sorted {
-			sorted[i] = recs[order[i].idx]
-		}
+		b.radix.forBlocks(len(sorted), func(_, lo, hi int) {
+			for i := lo; i < hi; i++ {
+				sorted[i] = recs[order[i].idx]
+			}
+		})
 		recs = sorted
 	}
-	b.radix = runSorter{} // release the radix buffers before the merge
+	b.radix, b.coders = runSorter{}, nil // release the sorter's buffers before the merge
 	r.mem = recs
 	if !b.o.DenseIDs {
 		var srcs []int64
@@ -235,29 +244,8 @@ func (b *runBuilder) spillRun(job sortJob, order []kv) error {
 	var srcs []int64
 	var err error
 	r.path, err = b.spill(func(w *bufio.Writer) error {
-		enc := b.newEncoder(w)
-		// Records are gathered into sorted order a chunk at a time: the
-		// loads of a chunk are independent, so their cache misses overlap.
-		chunk := make([]rec, 4096)
-		for lo := 0; lo < len(recs); lo += len(chunk) {
-			c := chunk[:min(len(chunk), len(recs)-lo)]
-			if order == nil {
-				c = recs[lo : lo+len(c)]
-			} else {
-				for j := range c {
-					c[j] = recs[order[lo+j].idx]
-				}
-			}
-			for j := range c {
-				if !b.o.DenseIDs && (len(srcs) == 0 || srcs[len(srcs)-1] != c[j].s) {
-					srcs = append(srcs, c[j].s)
-				}
-				if err := enc.put(&c[j]); err != nil {
-					return err
-				}
-			}
-		}
-		return enc.flush()
+		srcs, err = encodeRun(w, recs, order, b.o.Weighted, b.o.Labelled, !b.o.DenseIDs, b.coders)
+		return err
 	})
 	if err != nil {
 		return err

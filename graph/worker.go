@@ -1,6 +1,9 @@
 package graph
 
-import "sync/atomic"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // worker is one goroutine at the far end of a bounded channel: the import's
 // sorter (runs in, spilled runs out) and the CSR writer (edge batches in,
@@ -44,4 +47,17 @@ func (w *worker[T]) send(x T) { w.in <- x }
 func (w *worker[T]) wait() error {
 	close(w.in)
 	return <-w.done
+}
+
+// parallelFor calls f(0) .. f(n-1) on n goroutines (the caller's being
+// one of them) and returns when all have returned.
+func parallelFor(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	for i := 1; i < n; i++ {
+		wg.Go(func() { f(i) })
+	}
+	if n > 0 {
+		f(0)
+	}
+	wg.Wait()
 }

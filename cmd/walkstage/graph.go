@@ -141,7 +141,9 @@ func graphImport(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	out := fs.String("out", "", "output graph file (required)")
 	tmpDir := fs.String("tmp-dir", "", "directory for sorted runs (default: the output's directory)")
 	runEdges := fs.Int("run-edges", 0, "edges sorted in memory at a time (default 4Mi; peak memory is about 150 bytes per run edge plus 24 per vertex)")
+	workers := fs.Int("workers", 0, "goroutines decoding the input (default: one per core)")
 	quiet := fs.Bool("quiet", false, "no progress lines")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the import to this file")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -163,10 +165,15 @@ func graphImport(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			*format = "parquet"
 		}
 	}
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	defer stopProfile()
 	t0 := time.Now()
 	o := graph.ImportOptions{Name: *name, Undirected: *undirected, Weighted: *weighted, Labelled: *labelled,
 		SelfLoops: *selfLoops, Duplicates: policy, DenseIDs: *dense, TempDir: *tmpDir, RunEdges: *runEdges,
-		ProgressInterval: 3 * time.Second}
+		Workers: *workers, ProgressInterval: 3 * time.Second}
 	if !*quiet {
 		o.Progress = func(p graph.Progress) {
 			// The importer also reports at the end of each phase; a short
@@ -212,8 +219,12 @@ func printProgress(w io.Writer, p graph.Progress, el time.Duration) {
 		if p.TotalBytes > 0 {
 			pct = fmt.Sprintf(" of %s (%.0f%%)", humanBytes(p.TotalBytes), 100*float64(p.BytesRead)/float64(p.TotalBytes))
 		}
-		fmt.Fprintf(w, "  %6s  read %.1fM edges, %s%s, %.1f MB/s\n", el.Round(time.Second), float64(p.EdgesRead)/1e6,
-			humanBytes(p.BytesRead), pct, float64(p.BytesRead)/el.Seconds()/1e6)
+		group := ""
+		if p.RowGroups > 0 {
+			group = fmt.Sprintf(", row group %d of %d", p.RowGroup+1, p.RowGroups)
+		}
+		fmt.Fprintf(w, "  %6s  read %.1fM edges, %s%s%s, %.1f MB/s\n", el.Round(time.Second), float64(p.EdgesRead)/1e6,
+			humanBytes(p.BytesRead), pct, group, float64(p.BytesRead)/el.Seconds()/1e6)
 	case "write":
 		fmt.Fprintf(w, "  %6s  merged %.1fM of %.1fM directed edges into the graph file\n", el.Round(time.Second),
 			float64(p.EdgesOut)/1e6, float64(p.EdgesTotal)/1e6)

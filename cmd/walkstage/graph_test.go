@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/walkstage/walkstage/graph"
 )
 
 // graph info tells what the CPU engine's tables will add, so a deployment
@@ -133,5 +136,14 @@ func TestGraphInfoPlacement(t *testing.T) {
 				t.Errorf("--gpu-memory %s: graph info lacks %q:\n%s", c.mem, w, out.String())
 			}
 		}
+	}
+}
+
+// A Parquet import's progress line says which row group it has reached.
+func TestPrintProgressNamesRowGroup(t *testing.T) {
+	var buf bytes.Buffer
+	printProgress(&buf, graph.Progress{Phase: "read", EdgesRead: 3e6, BytesRead: 1 << 20, TotalBytes: 4 << 20, RowGroup: 2, RowGroups: 30}, 3*time.Second)
+	if got := buf.String(); !strings.Contains(got, "read 3.0M edges, 1.0 MiB of 4.0 MiB (25%), row group 3 of 30,") {
+		t.Fatalf("progress line %q does not name the row group", got)
 	}
 }

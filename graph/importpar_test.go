@@ -1,0 +1,387 @@
+package graph
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// The parallel decoders must not change what an import builds: these tests
+// run them with many small parts and batches and compare with FromEdges and
+// with each other.
+
+// pqDictEdge is written dictionary-coded and with optional (but never null)
+// columns, the other page layouts the decoder reads.
+type pqDictEdge struct {
+	Src    int32    `parquet:"src,dict"`
+	Dst    *int64   `parquet:"dst,optional"`
+	Weight *float32 `parquet:"weight,optional,dict"`
+	Label  int64    `parquet:"label,dict"`
+}
+
+func randomEdges(rng *rand.Rand, n int) []Edge {
+	edges := make([]Edge, n)
+	for i := range edges {
+		edges[i] = Edge{Src: rng.Int64N(400), Dst: rng.Int64N(400), Weight: float32(rng.IntN(16)+1) / 8, Label: uint8(rng.IntN(6))}
+	}
+	return edges
+}
+
+func TestImportParquetWorkersMatchFromEdges(t *testing.T) {
+	edges := randomEdges(rand.New(rand.NewPCG(7, 8)), 20000)
+	plain := make([]pqEdge, len(edges))
+	dict := make([]pqDictEdge, len(edges))
+	for i, e := range edges {
+		plain[i] = pqEdge{Src: e.Src, Dst: int32(e.Dst), Weight: float64(e.Weight), Label: int32(e.Label)}
+		d, w := e.Dst, e.Weight
+		dict[i] = pqDictEdge{Src: int32(e.Src), Dst: &d, Weight: &w, Label: int64(e.Label)}
+	}
+	files := map[string]string{
+		"plain": writeParquet(t, plain, parquet.MaxRowsPerRowGroup(1500), parquet.PageBufferSize(700)),
+		"dict":  writeParquet(t, dict, parquet.MaxRowsPerRowGroup(3000), parquet.PageBufferSize(900)),
+	}
+	for name, path := range files {
+		for _, workers := range []int{1, 3, 8} {
+			for _, o := range []ImportOptions{
+				{Name: "p", Weighted: true, Labelled: true, Duplicates: DupKeepFirst, RunEdges: 3000},
+				{Name: "p", Undirected: true, Weighted: true, Duplicates: DupSumWeights, DenseIDs: true},
+			} {
+				o.Workers, o.batchRows = workers, 333
+				t.Run(fmt.Sprintf("%s/workers=%d/undirected=%v", name, workers, o.Undirected), func(t *testing.T) {
+					want, err := FromEdges(edges, buildOpts(o))
+					if err != nil {
+						t.Fatal(err)
+					}
+					out := filepath.Join(t.TempDir(), "g.wsg")
+					if _, err := ImportParquet(context.Background(), path, out, o); err != nil {
+						t.Fatal(err)
+					}
+					got, err := LoadWith(out, LoadOptions{VerifyChecksum: true})
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer got.Close()
+					sameGraph(t, got, want)
+				})
+			}
+		}
+	}
+}
+
+// TestImportTextAndParquetWriteTheSameFile imports the same edges from
+// text and from Parquet and wants byte-identical graph files.
+func TestImportTextAndParquetWriteTheSameFile(t *testing.T) {
+	edges := randomEdges(rand.New(rand.NewPCG(9, 10)), 30000)
+	rows := make([]pqEdge, len(edges))
+	for i, e := range edges {
+		rows[i] = pqEdge{Src: e.Src, Dst: int32(e.Dst), Weight: float64(e.Weight), Label: int32(e.Label)}
+	}
+	dir := t.TempDir()
+	pq := writeParquet(t, rows, parquet.MaxRowsPerRowGroup(4000))
+	for i, o := range []ImportOptions{
+		{Name: "same", Weighted: true, Labelled: true, Duplicates: DupKeepFirst, RunEdges: 5000, Workers: 3},
+		{Name: "same", Weighted: true, Undirected: true, Duplicates: DupSumWeights},
+		{Name: "same", Labelled: true, DenseIDs: true, Duplicates: DupKeepAll, SelfLoops: true, Workers: 1},
+	} {
+		var sb strings.Builder
+		for _, e := range edges {
+			fmt.Fprintf(&sb, "%d %d", e.Src, e.Dst)
+			if o.Weighted {
+				fmt.Fprintf(&sb, " %g", e.Weight)
+			}
+			if o.Labelled {
+				fmt.Fprintf(&sb, " %d", e.Label)
+			}
+			sb.WriteByte('\n')
+		}
+		txt := filepath.Join(dir, fmt.Sprintf("edges%d.txt", i))
+		if err := os.WriteFile(txt, []byte(sb.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		a, b := filepath.Join(dir, fmt.Sprintf("t%d.wsg", i)), filepath.Join(dir, fmt.Sprintf("p%d.wsg", i))
+		if _, err := ImportText(context.Background(), txt, a, o); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ImportParquet(context.Background(), pq, b, o); err != nil {
+			t.Fatal(err)
+		}
+		ta, _ := os.ReadFile(a)
+		tb, _ := os.ReadFile(b)
+		if len(ta) == 0 || !bytes.Equal(ta, tb) {
+			t.Fatalf("options %+v: text import wrote %d bytes, Parquet %d, not the same", o, len(ta), len(tb))
+		}
+	}
+}
+
+// TestImportParquetErrorsNameLaterRowGroup puts one bad value deep in the
+// file, where a decoder other than the first meets it, and wants the error
+// to name its row group and row and nothing before it to be reported.
+func TestImportParquetErrorsNameLaterRowGroup(t *testing.T) {
+	type optEdge struct {
+		Src    int64    `parquet:"src"`
+		Dst    int64    `parquet:"dst"`
+		Weight *float64 `parquet:"weight,optional"`
+		Label  int32    `parquet:"label"`
+	}
+	const groupRows, badGroup, badRow = 100, 3, 42
+	nan, neg, big := math.NaN(), -1.0, 1e300
+	for _, c := range []struct {
+		name  string
+		spoil func(e *optEdge)
+		o     ImportOptions
+		want  string
+	}{
+		{"negative dense id", func(e *optEdge) { e.Src = -5 }, ImportOptions{DenseIDs: true}, "src id -5 outside [0, 4294967294) with dense ids"},
+		{"dense id too big", func(e *optEdge) { e.Dst = 1 << 40 }, ImportOptions{DenseIDs: true}, "dst id 1099511627776 outside"},
+		{"nan weight", func(e *optEdge) { e.Weight = &nan }, ImportOptions{Weighted: true}, "bad weight NaN"},
+		{"negative weight", func(e *optEdge) { e.Weight = &neg }, ImportOptions{Weighted: true}, "bad weight -1"},
+		{"huge weight", func(e *optEdge) { e.Weight = &big }, ImportOptions{Weighted: true}, "bad weight 1e+300"},
+		{"null weight", func(e *optEdge) { e.Weight = nil }, ImportOptions{Weighted: true}, "null weight"},
+		{"bad label", func(e *optEdge) { e.Label = -1 }, ImportOptions{Labelled: true}, "bad label -1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			one := 1.0
+			rows := make([]optEdge, 6*groupRows)
+			for i := range rows {
+				rows[i] = optEdge{Src: int64(i % 50), Dst: int64(i % 70), Weight: &one, Label: 1}
+			}
+			c.spoil(&rows[badGroup*groupRows+badRow])
+			// A second bad value later on must not be the one reported.
+			c.spoil(&rows[5*groupRows+1])
+			path := writeParquet(t, rows, parquet.MaxRowsPerRowGroup(groupRows), parquet.PageBufferSize(128))
+			// 8 workers for 6 row groups read each row group's columns at
+			// once too.
+			for _, workers := range []int{4, 8} {
+				o := c.o
+				o.Workers, o.batchRows = workers, 16
+				_, err := ImportParquet(context.Background(), path, filepath.Join(t.TempDir(), "g.wsg"), o)
+				want := fmt.Sprintf("edges.parquet: row group %d row %d: %s", badGroup, badRow, c.want)
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Fatalf("%d workers: got %v, want an error containing %q", workers, err, want)
+				}
+			}
+		})
+	}
+}
+
+// TestImportTextWorkersNameTheLine spreads a text file over many chunks
+// and decoders and wants the same graph as FromEdges, and an error deep in
+// the file to name its line.
+func TestImportTextWorkersNameTheLine(t *testing.T) {
+	edges := randomEdges(rand.New(rand.NewPCG(11, 12)), 3*textChunkBytes/12)
+	var sb strings.Builder
+	sb.WriteString("# header\n")
+	for _, e := range edges {
+		fmt.Fprintf(&sb, "%d %d %g\n", e.Src, e.Dst, e.Weight)
+	}
+	text := sb.String()
+	if len(text) < 2*textChunkBytes {
+		t.Fatalf("only %d bytes of text: not several chunks", len(text))
+	}
+	o := ImportOptions{Name: "w", Weighted: true, Workers: 4, RunEdges: 100000}
+	want, err := FromEdges(edges, buildOpts(o))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := importString(t, text, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameGraph(t, got, want)
+
+	bad := len(edges) - 10 // an edge in the last chunk
+	lines := strings.SplitAfter(text, "\n")
+	lines[bad+1] = "7 8 -3\n"
+	_, _, err = importString(t, strings.Join(lines, ""), o)
+	if wantErr := fmt.Sprintf(`edges.txt line %d: bad weight "-3"`, bad+2); err == nil || !strings.Contains(err.Error(), wantErr) {
+		t.Fatalf("got %v, want an error containing %q", err, wantErr)
+	}
+}
+
+// TestRunSorterKeepsSortedRuns checks the sorted-input shortcut: a run in
+// (src, dst) order, duplicates included, is left as it is, and one pair out
+// of order is enough to sort.
+func TestRunSorterKeepsSortedRuns(t *testing.T) {
+	recs := make([]rec, 5000)
+	for i := range recs {
+		recs[i] = rec{s: int64(i / 7), d: int64(i % 7 / 2), seq: uint32(i)}
+	}
+	var rs runSorter
+	if order := rs.sort(slices.Clone(recs)); order != nil {
+		t.Fatal("a sorted run was sorted again")
+	}
+	recs[4999].d = -1
+	want := slices.Clone(recs)
+	slices.SortFunc(want, cmpRec)
+	order := rs.sort(recs)
+	if order == nil && recs[4999].d == -1 {
+		t.Fatal("a run out of order was taken as sorted")
+	}
+	for i := range want {
+		if *at(recs, order, i) != want[i] {
+			t.Fatalf("position %d is %+v, want %+v", i, *at(recs, order, i), want[i])
+		}
+	}
+}
+
+// TestRunSorterParallelMatchesComparisonSort sorts runs big enough to be
+// split over several goroutines, with blocks of uneven length.
+func TestRunSorterParallelMatchesComparisonSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, span := range [][2]int64{{1 << 20, 1 << 20}, {1 << 40, 1 << 40}, {5, 1 << 62}, {3, 3}} {
+		recs := make([]rec, 3*parallelRadixMin+7)
+		for i := range recs {
+			recs[i] = rec{s: rng.Int64N(span[0]) - span[0]/2, d: rng.Int64N(span[1]) - span[1]/3, seq: uint32(i)}
+			if i%3 != 0 {
+				// A hub: one source with more records than a bucket
+				// sorted in cache holds.
+				recs[i].s = 0
+			}
+		}
+		want := slices.Clone(recs)
+		slices.SortFunc(want, cmpRec)
+		rs := runSorter{par: 3}
+		order := rs.sort(recs)
+		for i := range want {
+			if *at(recs, order, i) != want[i] {
+				t.Fatalf("span %d: position %d is %+v, want %+v", span, i, *at(recs, order, i), want[i])
+			}
+		}
+	}
+}
+
+// TestEncodeRunSlabsMatchOneEncoder encodes a run of several slabs on
+// several goroutines and wants the bytes and sources of one encoder.
+func TestEncodeRunSlabsMatchOneEncoder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	recs := make([]rec, 5*spillSlab/2)
+	for i := range recs {
+		recs[i] = rec{s: rng.Int64N(1000), d: rng.Int64N(1 << 40), w: float32(i), l: uint8(i), seq: uint32(i)}
+	}
+	var rs runSorter
+	order := rs.sort(recs)
+	var want bytes.Buffer
+	bw := bufio.NewWriter(&want)
+	enc := &runEncoder{w: bw, weighted: true, labelled: true}
+	var wantSrcs []int64
+	for i := range recs {
+		r := at(recs, order, i)
+		if len(wantSrcs) == 0 || wantSrcs[len(wantSrcs)-1] != r.s {
+			wantSrcs = append(wantSrcs, r.s)
+		}
+		if err := enc.put(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	enc.flush()
+	bw.Flush()
+	for _, par := range []int{1, 2, 4} {
+		var got bytes.Buffer
+		srcs, err := encodeRun(&got, recs, order, true, true, true, make([]slabCoder, par))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), want.Bytes()) || !slices.Equal(srcs, wantSrcs) {
+			t.Fatalf("par %d: %d bytes and %d sources, want %d and %d", par, got.Len(), len(srcs), want.Len(), len(wantSrcs))
+		}
+	}
+}
+
+// BenchmarkImport imports an exported R-MAT graph (scale 18, about 8 M
+// directed edges in CSR order) from Parquet and from text, with 1 decoder
+// and with one per core, and reports input edges/s. For the figures in the
+// README use `walkstage graph import` on a scale-20 export.
+func BenchmarkImport(b *testing.B) {
+	g, err := GenerateRMAT(context.Background(), RMATOptions{Scale: 18, EdgeFactor: 16, Seed: 1, Undirected: true, Weighted: true, Labels: 5})
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	for _, f := range []ExportFormat{ExportParquet, ExportText} {
+		in := filepath.Join(dir, "edges."+string(f))
+		st, err := ExportFile(context.Background(), g, in, f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, workers := range []int{1, runtime.GOMAXPROCS(0)} {
+			b.Run(fmt.Sprintf("%s/workers=%d", f, workers), func(b *testing.B) {
+				o := st.Import
+				o.Workers = workers
+				out := filepath.Join(dir, "g.wsg")
+				var edges int64
+				for b.Loop() {
+					var ist *ImportStats
+					if f == ExportParquet {
+						ist, err = ImportParquet(context.Background(), in, out, o)
+					} else {
+						ist, err = ImportText(context.Background(), in, out, o)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+					edges = ist.InputEdges
+				}
+				b.ReportMetric(float64(edges)*float64(b.N)/b.Elapsed().Seconds(), "edges/s")
+			})
+		}
+	}
+}
+
+// BenchmarkRunSorter sorts a default-sized run (4Mi records) of random
+// 20-bit sources and targets, as a shuffled scale-20 edge list gives, on
+// one goroutine and on one per core, and reports records/s.
+func BenchmarkRunSorter(b *testing.B) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	recs := make([]rec, defaultRunEdges)
+	for i := range recs {
+		recs[i] = rec{s: rng.Int64N(1 << 20), d: rng.Int64N(1 << 20), seq: uint32(i)}
+	}
+	for _, par := range []int{1, runtime.GOMAXPROCS(0)} {
+		b.Run(fmt.Sprintf("par=%d", par), func(b *testing.B) {
+			rs := runSorter{par: par}
+			for b.Loop() {
+				rs.sort(recs)
+			}
+			b.ReportMetric(float64(len(recs))*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
+}
+
+// TestImportParquetProgressNamesRowGroups wants read progress to say which
+// row group of how many the import has reached.
+func TestImportParquetProgressNamesRowGroups(t *testing.T) {
+	rows := make([]pqEdge, 5000)
+	for i := range rows {
+		rows[i] = pqEdge{Src: int64(i), Dst: int32(i % 77)}
+	}
+	path := writeParquet(t, rows, parquet.MaxRowsPerRowGroup(1000))
+	var reports []Progress
+	o := ImportOptions{Workers: 3, batchRows: 100, ProgressInterval: 1, Progress: func(p Progress) { reports = append(reports, p) }}
+	if _, err := ImportParquet(context.Background(), path, filepath.Join(t.TempDir(), "g.wsg"), o); err != nil {
+		t.Fatal(err)
+	}
+	last := -1
+	for _, p := range reports {
+		if p.Phase != "read" {
+			continue
+		}
+		if p.RowGroups != 5 || p.RowGroup < last {
+			t.Fatalf("read progress %+v after row group %d, want row groups of 5 in order", p, last)
+		}
+		last = p.RowGroup
+	}
+	if last != 4 {
+		t.Fatalf("read progress ended at row group %d, want 4", last)
+	}
+}
