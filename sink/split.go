@@ -40,16 +40,21 @@ func (e *fragmentEncoder) splitWalkPage(c *column, gr *group, rows rowOrder, r0,
 // splitDense splits the walks of a graph without external ids (a vertex's
 // id is its dense index, below 2^32) into the byte streams s (8 x count
 // bytes): the low four streams are the BYTE_STREAM_SPLIT of the vertices as
-// 32-bit values (parquet-go's vectorised splitter over flat, a scratch
-// buffer the walks are copied into), the high four zero. It returns the
+// 32-bit values (parquet-go's vectorised splitter over the walks' vertices,
+// copied into the scratch buffer flat unless one chunk holds them in a
+// row), the high four zero. It returns the
 // smallest and largest id and the scratch buffer.
 func splitDense(s []byte, flat []uint32, count int, nv uint32, base uint64, rows rowOrder, r0, r1 int) (lo, hi int64, _ []uint32, err error) {
-	flat = grow(flat, count)
-	i := 0
-	for r := r0; r < r1; r++ {
-		i += copy(flat[i:], rows.walk(r))
+	vs, ok := rows.run(r0, r1)
+	if !ok {
+		flat = grow(flat, count)
+		i := 0
+		for r := r0; r < r1; r++ {
+			i += copy(flat[i:], rows.walk(r))
+		}
+		vs = flat
 	}
-	vlo, vhi := bounds32(flat)
+	vlo, vhi := bounds32(vs)
 	if vhi >= nv {
 		// Identity ids: all are in range if the largest is; find the walk.
 		for r := r0; r < r1; r++ {
@@ -60,7 +65,7 @@ func splitDense(s []byte, flat []uint32, count int, nv uint32, base uint64, rows
 			}
 		}
 	}
-	as32 := unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(flat))), len(flat))
+	as32 := unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(vs))), len(vs))
 	low, err := (&bytestreamsplit.Encoding{}).EncodeInt32(s[:0:4*count], as32)
 	if err != nil {
 		return 0, 0, flat, fmt.Errorf("sink: split walks: %w", err)
@@ -70,6 +75,21 @@ func splitDense(s []byte, flat []uint32, count int, nv uint32, base uint64, rows
 	}
 	clear(s[4*count : 8*count])
 	return int64(vlo), int64(vhi), flat, nil
+}
+
+// run returns the vertices of rows [r0, r1) when they lie one after the
+// other in one chunk (as they do when chunks arrive in walk id order and
+// hold more walks than a page): then no copy is needed.
+func (o rowOrder) run(r0, r1 int) ([]uint32, bool) {
+	s, i0, i1 := o.seg[r0], int(o.idx[r0]), int(o.idx[r1-1])
+	// The rows' walk ids are consecutive and a segment's ascend: if the
+	// first and last row are walks of one segment as far apart as the
+	// rows, every row between is too, in order.
+	if o.seg[r1-1] != s || i1-i0 != r1-1-r0 {
+		return nil, false
+	}
+	c := &o.segs[s].c.Chunk
+	return c.Vertices[c.Offsets[i0]:c.Offsets[i1+1]], true
 }
 
 // bounds32 is the smallest and largest of vals (not empty), in four

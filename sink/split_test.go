@@ -50,9 +50,20 @@ func TestSplitMatchesParquetGo(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		ids  []int64
-	}{{"dense", nil}, {"mapped", ids}} {
+		two  bool // rows in two segments: not one run of a chunk
+	}{{"dense", nil, false}, {"dense, two segments", nil, true}, {"mapped", ids, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			rows, vals := splitRows(r, 300, nv, tc.ids)
+			if tc.two {
+				c := rows.segs[0].c
+				rows.segs = []segment{{c, 0, 100}, {c, 100, 300}}
+				for k := 100; k < 300; k++ {
+					rows.seg[k] = 1
+				}
+			}
+			if _, ok := rows.run(0, 300); ok == tc.two {
+				t.Fatalf("rows in two segments: %v, but run says one run: %v", tc.two, ok)
+			}
 			want, err := (&bytestreamsplit.Encoding{}).EncodeInt64(nil, vals)
 			if err != nil {
 				t.Fatal(err)
