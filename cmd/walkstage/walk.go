@@ -172,7 +172,7 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		return walkVisits(ctx, eng, g, o.vp, starts[:nSeeds:nSeeds], o.out, w, stdout, stderr)
 	}
-	extra, err := prepareEngine(eng, algo.Length)
+	extra, err := prepareEngine(eng, algo.Length, stderr)
 	if err != nil {
 		return err
 	}
@@ -307,11 +307,13 @@ func (o *walkOptions) loadInputs(algo walk.Algorithm, stderr io.Writer) (g *grap
 // pays once. It returns the writer options that let the sink give the
 // engine's chunks back for reuse (sink.WithChunkRelease), where the engine
 // takes them.
-func prepareEngine(eng walk.Engine, length int) ([]sink.Option, error) {
+func prepareEngine(eng walk.Engine, length int, stderr io.Writer) ([]sink.Option, error) {
 	if p, ok := eng.(interface{ PrepareSlots(length int) error }); ok {
+		t0 := time.Now()
 		if err := p.PrepareSlots(length); err != nil {
 			return nil, err
 		}
+		fmt.Fprintf(stderr, "engine batch buffers allocated in %s\n", time.Since(t0).Round(time.Millisecond))
 	}
 	if r, ok := eng.(interface{ Recycle(walk.Chunk) }); ok {
 		return []sink.Option{sink.WithChunkRelease(r.Recycle)}, nil
