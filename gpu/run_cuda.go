@@ -83,7 +83,9 @@ func (e *Engine) runGroup(ctx context.Context, grp []*walk.Job, emit walk.EmitFu
 	e.stats.Walks += walks
 	e.stats.Steps += steps
 	e.stats.Compute += time.Duration(ms * float64(time.Millisecond))
-	e.cfg.logger.Info("gpu run group done", "algorithm", alg.String(), "walks", walks, "steps", steps, "batches", len(batches),
+	// Where the group's time went, stage by stage (pipeline.go): the
+	// stage that waited least is the bound.
+	e.cfg.logger.Debug("gpu run group done", "algorithm", alg.String(), "walks", walks, "steps", steps, "batches", len(batches),
 		"issue_wait", p.issueWait, "issue", p.issueTime, "fetch", p.fetchTime, "unpack", p.unpackTime,
 		"emit_wait", p.emitWait, "emit", p.emitTime)
 	return err
