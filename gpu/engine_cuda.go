@@ -97,6 +97,7 @@ type Engine struct {
 	graphBytes, tableBytes              int64
 	tableBuild                          time.Duration
 	slots                               [2]*batchSlot
+	chunks                              chunkPool // chunks given back by Recycle
 	allocs                              map[string]int64
 	mu                                  sync.Mutex    // one Run at a time
 	stats                               walk.RunStats // the Run in progress (Run's goroutine only)

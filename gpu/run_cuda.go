@@ -15,7 +15,9 @@ import (
 )
 
 // Run implements walk.Engine. Jobs with equal algorithms share launches;
-// each group's walks run in batches through the two slots.
+// each group's walks run in batches through the two slots, pipelined
+// (pipeline.go): one batch crosses the bus while the last is cut into
+// chunks and the one before it is emitted.
 func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -47,7 +49,51 @@ func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) e
 	return nil
 }
 
+// runGroup walks one group's jobs (one algorithm) through the slots.
 func (e *Engine) runGroup(ctx context.Context, grp []*walk.Job, emit walk.EmitFunc) error {
+	alg := grp[0].Algorithm
+	batches, err := e.groupBatches(grp)
+	if err != nil || len(batches) == 0 {
+		return err
+	}
+	maxVertices := int64(alg.Length) + 1
+	var walks, steps int64
+	var ms float64
+	p := &pipeline{
+		slots: len(e.slots),
+		issue: func(s, b int) error { return e.enqueue(e.slots[s], batches[b], alg) },
+		fetch: func(s, _ int) error {
+			kernelMs, err := e.copyBack(e.slots[s])
+			if err != nil {
+				e.slots[s].pending = nil
+			}
+			ms += kernelMs
+			return err
+		},
+		unpack:  func(s, _ int) ([]walk.Chunk, error) { return e.finish(e.slots[s], maxVertices) },
+		abandon: func(s int) { e.abandon(e.slots[s]) },
+		emit: func(c walk.Chunk) error {
+			walks += int64(c.Len())
+			steps += c.Steps()
+			return emit(c)
+		},
+	}
+	err = p.run(ctx, len(batches))
+	// Each counter was written by one stage, all of which have stopped.
+	e.stats.Walks += walks
+	e.stats.Steps += steps
+	e.stats.Compute += time.Duration(ms * float64(time.Millisecond))
+	// Where the group's time went, stage by stage (pipeline.go): the
+	// stage that waited least is the bound.
+	e.cfg.logger.Debug("gpu run group done", "algorithm", alg.String(), "walks", walks, "steps", steps, "batches", len(batches),
+		"issue_wait", p.issueWait, "issue", p.issueTime, "fetch", p.fetchTime, "unpack", p.unpackTime,
+		"emit_wait", p.emitWait, "emit", p.emitTime)
+	return err
+}
+
+// groupBatches prepares the tables and slots that group grp needs and cuts
+// its walks into batches that fit the slots.
+func (e *Engine) groupBatches(grp []*walk.Job) ([]*batch, error) {
 	alg := grp[0].Algorithm
 	stride := rowPitch(alg.Length)
 	var total int64
@@ -55,20 +101,20 @@ func (e *Engine) runGroup(ctx context.Context, grp []*walk.Job, emit walk.EmitFu
 		total += int64(len(j.Starts))
 	}
 	if total == 0 {
-		return nil
+		return nil, nil
 	}
 	if e.useLabelTables(alg) {
 		if err := e.dev.do(e.labelTables); err != nil {
-			return err
+			return nil, err
 		}
 		e.stats.TableBytes, e.stats.TableBuild = e.tableBytes, e.tableBuild
 	}
 	per, err := e.batchWalks(stride, total)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := e.dev.do(func() error { return e.ensureSlots(per, per*stride, int64(len(grp))) }); err != nil {
-		return err
+		return nil, err
 	}
 	// Grown slots may hold more than this group's sizing asked for (and
 	// under a memory limit one may have grown where the other could not).
@@ -77,36 +123,15 @@ func (e *Engine) runGroup(ctx context.Context, grp []*walk.Job, emit walk.EmitFu
 		per = min(per, int64(e.cfg.maxBatchWalks))
 	}
 	e.cfg.logger.Info("gpu run group", "algorithm", alg.String(), "sampler", e.SamplerName(alg), "walks", total, "batch_walks", per)
-	batches := cutBatches(grp, per)
-	var runErr error
-	for i, b := range batches {
-		s := e.slots[i%2]
-		if s.pending != nil {
-			if runErr = e.finish(s, stride, int64(alg.Length)+1, emit); runErr != nil {
-				break
-			}
-		}
-		if runErr = ctx.Err(); runErr != nil {
-			break
-		}
-		if runErr = e.enqueue(s, b, alg); runErr != nil {
-			break
-		}
-	}
-	// Drain: the older pending batch first.
-	for k := 0; k < 2; k++ {
-		s := e.slots[(len(batches)+k)%2]
-		if s.pending == nil {
-			continue
-		}
-		if runErr != nil {
-			_ = e.dev.do(func() error { return s.stream.Synchronize() })
-			s.pending = nil
-			continue
-		}
-		runErr = e.finish(s, stride, int64(alg.Length)+1, emit)
-	}
-	return runErr
+	return cutBatches(grp, per), nil
+}
+
+// abandon waits for slot s's batch after the run failed: nothing queued
+// may still use the slot's buffers when Run returns (the next Run reuses
+// them).
+func (e *Engine) abandon(s *batchSlot) {
+	_ = e.dev.do(func() error { return s.stream.Synchronize() })
+	s.pending = nil
 }
 
 // afterError decides, after Run met err, whether the engine can run again.

@@ -3,29 +3,49 @@
 package gpu
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
 	"time"
 	"unsafe"
 
+	"gorgonia.org/cu"
+
 	"github.com/walkstage/walkstage/walk"
 )
+
+// await waits until everything queued on s's stream has run, without
+// holding the device thread: it polls the stream, so the issue stage can
+// enqueue the next batch on the other slot meanwhile. (A synchronize on
+// the device thread blocked it for the whole copy of a batch.)
+func (e *Engine) await(s *batchSlot) error {
+	pause := 20 * time.Microsecond
+	for {
+		err := e.dev.do(func() error { return s.stream.Query() })
+		if !errors.Is(err, cu.NotReady) {
+			return err
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 500*time.Microsecond)
+	}
+}
 
 // copyBack waits for slot s's batch and copies its packed walks to the
 // host; ms is the kernel's time.
 func (e *Engine) copyBack(s *batchSlot) (ms float64, err error) {
+	if err := e.await(s); err != nil {
+		return 0, fmt.Errorf("gpu: batch: %w", err)
+	}
+	var total int64
 	err = e.dev.do(func() error {
-		if err := s.stream.Synchronize(); err != nil {
-			return fmt.Errorf("gpu: batch: %w", err)
-		}
 		var err error
 		if ms, err = s.start.Elapsed(s.stop); err != nil {
 			return fmt.Errorf("gpu: kernel time: %w", err)
 		}
 		// Only now is the packed size known: copy exactly the walked
 		// vertices. (The other slot's kernel runs meanwhile.)
-		total := int64(*s.hTotal)
+		total = int64(*s.hTotal)
 		if total > int64(len(s.hDense)) {
 			return fmt.Errorf("gpu: batch packed %d vertices into a pool of %d (kernel fault)", total, len(s.hDense))
 		}
@@ -34,30 +54,56 @@ func (e *Engine) copyBack(s *batchSlot) (ms float64, err error) {
 				return drained(s.stream, fmt.Errorf("gpu: copy walks: %w", err))
 			}
 		}
-		if err := s.stream.Synchronize(); err != nil {
-			return fmt.Errorf("gpu: copy walks: %w", err)
-		}
 		return nil
 	})
-	return ms, err
+	if err != nil || total == 0 {
+		return ms, err
+	}
+	if err := e.await(s); err != nil {
+		return 0, fmt.Errorf("gpu: copy walks: %w", err)
+	}
+	return ms, nil
 }
 
-// finish waits for slot s's batch, turns its result rows into chunks (in
-// parallel) and emits them in order.
-func (e *Engine) finish(s *batchSlot, stride, maxVertices int64, emit walk.EmitFunc) error {
+// piece is one chunk's share of a batch: walks [lo, hi) of a segment.
+type piece struct {
+	seg    *segment
+	row    int64 // first walk's index in the batch
+	at     int64 // first walk's first vertex in the packed array
+	lo, hi int   // walk ids
+}
+
+// finish turns the result rows of slot s's batch, copied back, into
+// chunks (in parallel), in walk order; the slot is free when it returns.
+func (e *Engine) finish(s *batchSlot, maxVertices int64) ([]walk.Chunk, error) {
 	b := s.pending
 	s.pending = nil
-	ms, err := e.copyBack(s)
+	pieces, err := e.pieces(s, b)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	e.stats.Compute += time.Duration(ms * float64(time.Millisecond))
-	type piece struct {
-		seg    *segment
-		row    int64 // first walk's index in the batch
-		at     int64 // first walk's first vertex in the packed array
-		lo, hi int   // walk ids
+	chunks := make([]walk.Chunk, len(pieces))
+	errs := make([]error, len(pieces))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for i := range pieces {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int) {
+			defer func() { <-sem; wg.Done() }()
+			chunks[i], errs[i] = e.cut(s, &pieces[i], maxVertices)
+		}(i)
 	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return chunks, nil
+}
+
+// pieces cuts batch b, whose results are in slot s, into chunks of at most
+// chunkWalks walks, and checks the walks' lengths against the packed total.
+func (e *Engine) pieces(s *batchSlot, b *batch) ([]piece, error) {
 	var pieces []piece
 	row, at := int64(0), int64(0)
 	for si := range b.segs {
@@ -72,53 +118,40 @@ func (e *Engine) finish(s *batchSlot, stride, maxVertices int64, emit walk.EmitF
 		}
 	}
 	if at != int64(*s.hTotal) {
-		return fmt.Errorf("gpu: lengths sum to %d vertices, the packed batch holds %d (kernel fault)", at, *s.hTotal)
+		return nil, fmt.Errorf("gpu: lengths sum to %d vertices, the packed batch holds %d (kernel fault)", at, *s.hTotal)
 	}
-	chunks := make([]walk.Chunk, len(pieces))
-	errs := make([]error, len(pieces))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	for i := range pieces {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(i int) {
-			defer func() { <-sem; wg.Done() }()
-			pc := pieces[i]
-			nw := pc.hi - pc.lo
-			lens := s.hLengths[pc.row : pc.row+int64(nw)]
-			var nv int64
-			for k, l := range lens {
-				if l == 0 || int64(l) > maxVertices {
-					errs[i] = fmt.Errorf("gpu: walk %d of job %d came back with %d vertices (kernel fault)", pc.lo+k, pc.seg.job.Tag, l)
-					return
-				}
-				nv += int64(l)
-			}
-			// append rather than make and copy: the vertices (most of
-			// the bytes) are written once, not zeroed first.
-			c := walk.Chunk{Tag: pc.seg.job.Tag, WalkIDs: make([]uint64, nw), Offsets: make([]uint32, nw+1),
-				Vertices: append([]uint32(nil), s.hDense[pc.at:pc.at+nv]...)}
-			at := uint32(0)
-			for k, l := range lens {
-				c.WalkIDs[k] = pc.seg.job.FirstWalk + uint64(pc.lo+k)
-				at += l
-				c.Offsets[k+1] = at
-			}
-			chunks[i] = c
-		}(i)
-	}
-	wg.Wait()
-	for i := range chunks {
-		if errs[i] != nil {
-			return errs[i]
-		}
-	}
-	for _, c := range chunks {
-		e.stats.Walks += int64(c.Len())
-		e.stats.Steps += c.Steps()
-		if err := emit(c); err != nil {
-			return err
-		}
-	}
-	return nil
+	return pieces, nil
 }
+
+// cut copies piece pc of slot s's packed walks into a chunk from the pool.
+func (e *Engine) cut(s *batchSlot, pc *piece, maxVertices int64) (walk.Chunk, error) {
+	nw := pc.hi - pc.lo
+	lens := s.hLengths[pc.row : pc.row+int64(nw)]
+	var nv int64
+	for k, l := range lens {
+		if l == 0 || int64(l) > maxVertices {
+			return walk.Chunk{}, fmt.Errorf("gpu: walk %d of job %d came back with %d vertices (kernel fault)", pc.lo+k, pc.seg.job.Tag, l)
+		}
+		nv += int64(l)
+	}
+	c := e.chunks.get(nw, int(nv))
+	c.Tag = pc.seg.job.Tag
+	c.Vertices = append(c.Vertices, s.hDense[pc.at:pc.at+nv]...)
+	c.Offsets[0] = 0
+	at := uint32(0)
+	for k, l := range lens {
+		c.WalkIDs[k] = pc.seg.job.FirstWalk + uint64(pc.lo+k)
+		at += l
+		c.Offsets[k+1] = at
+	}
+	return c, nil
+}
+
+// Recycle gives back a chunk this engine emitted, once its receiver reads
+// none of its slices any more (sink.WithChunkRelease calls it after the
+// chunk's walks are encoded): later chunks reuse the memory. It is
+// optional: a chunk never given back is left to the garbage collector, as
+// walk.Chunk's contract says. Safe from any goroutine; a chunk must be
+// given back at most once. The engine keeps at most its host buffer size
+// (WithHostBufferBytes) of such memory.
+func (e *Engine) Recycle(c walk.Chunk) { e.chunks.put(c, e.cfg.hostBufferBytes) }

@@ -10,6 +10,8 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
 	pqzstd "github.com/parquet-go/parquet-go/compress/zstd"
+
+	"github.com/walkstage/walkstage/walk"
 )
 
 // Compression names a Parquet page codec.
@@ -115,6 +117,7 @@ type config struct {
 	callTimeout    time.Duration
 	stallTimeout   time.Duration
 	staleAfter     time.Duration
+	release        func(walk.Chunk)
 }
 
 // Defaults; see each option.
@@ -228,6 +231,16 @@ func WithUploadStallTimeout(d time.Duration) Option { return func(o *config) { o
 // again (default 15 minutes). It must exceed the longest part upload: a
 // live writer's upload younger than this is never touched.
 func WithStaleAfter(d time.Duration) Option { return func(o *config) { o.staleAfter = d } }
+
+// WithChunkRelease hands each chunk that Write accepted to f once the
+// writer reads none of its slices any more: after the last row group
+// holding its walks is encoded (an empty chunk at once). The caller may
+// then reuse the chunk's memory, e.g. give it back to the engine that
+// emitted it (gpu.Engine.Recycle), instead of each chunk costing fresh
+// memory. f runs on the writer's goroutines, several at a time, and must
+// not block. Chunks of a batch that fails or is aborted may never be
+// handed back. Defaults to none.
+func WithChunkRelease(f func(walk.Chunk)) Option { return func(o *config) { o.release = f } }
 
 func (c *config) validate() error {
 	if c.callTimeout <= 0 || c.stallTimeout <= 0 || c.staleAfter <= 0 {

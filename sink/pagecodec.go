@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 
+	"github.com/klauspost/compress/huff0"
 	"github.com/klauspost/compress/zstd"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
@@ -14,6 +15,7 @@ import (
 type pageCodec struct {
 	kind  Compression
 	zstd  *zstd.Encoder
+	huff  *huff0.Scratch // literal-only frames (appendLiteralsFrame)
 	kinds []int
 }
 
@@ -32,6 +34,7 @@ func newPageCodec(c Compression, level zstd.EncoderLevel) (*pageCodec, error) {
 			return nil, err
 		}
 		pc.zstd = enc
+		pc.huff = &huff0.Scratch{Reuse: huff0.ReusePolicyNone} // a table in every block: frames stand alone
 	}
 	return pc, nil
 }
@@ -49,8 +52,9 @@ func (pc *pageCodec) codec() format.CompressionCodec {
 // encode appends body, compressed, to dst. segs are the boundaries of
 // the body's segments (levels, values or byte streams), which zstd frames
 // one by one: a constant segment becomes an RLE block, a segment whose bytes
-// are close to uniform (the random low bytes of ids) raw blocks, and only
-// the others go through the zstd encoder. A page is then several zstd
+// are close to uniform (the random low bytes of ids) raw blocks, a large
+// one of skewed bytes Huffman-coded literals, and only the others go
+// through the zstd encoder. A page is then several zstd
 // frames one after the other, which the format allows and every decoder
 // reads as one stream. The encoder alone spent half the sink's time on
 // this data: matching zero streams and Huffman-coding random bytes only
@@ -70,7 +74,8 @@ func (pc *pageCodec) encode(dst, body []byte, segs []int) ([]byte, error) {
 	for i := 0; i < len(kinds); {
 		kind := kinds[i]
 		j := i + 1
-		for j < len(kinds) && kinds[j] == kind && (kind != segRLE || body[segs[j]] == body[segs[i]]) {
+		// Literal segments keep a Huffman table each.
+		for j < len(kinds) && kinds[j] == kind && kind != segLiterals && (kind != segRLE || body[segs[j]] == body[segs[i]]) {
 			j++
 		}
 		seg := body[segs[i]:segs[j]]
@@ -81,6 +86,11 @@ func (pc *pageCodec) encode(dst, body []byte, segs []int) ([]byte, error) {
 			dst = appendFrame(dst, seg, true)
 		case kind == segRaw:
 			dst = appendFrame(dst, seg, false)
+		case kind == segLiterals:
+			var err error
+			if dst, err = pc.appendLiteralsFrame(dst, seg); err != nil {
+				return nil, err
+			}
 		default:
 			dst = pc.zstd.EncodeAll(seg, dst)
 		}
@@ -92,11 +102,14 @@ const (
 	segZstd = iota
 	segRLE
 	segRaw
+	segLiterals
 )
 
 // segmentKind classifies a segment for encode. Raw needs a large segment
 // whose sampled bytes have an entropy above 7.8 bits: entropy coding would
-// save under 2.5%.
+// save under 2.5%. Literals need a large segment of at least 3 bits: below
+// that, runs and repeats (which only the match finder sees) may be what
+// compresses it.
 func segmentKind(b []byte) int {
 	if len(b) > 0 && allSame(b) {
 		return segRLE
@@ -118,8 +131,11 @@ func segmentKind(b []byte) int {
 		}
 	}
 	// A sample of 4096 uniform bytes reads about 7.95 bits.
-	if h > 7.8 {
+	switch {
+	case h > 7.8:
 		return segRaw
+	case h >= 3:
+		return segLiterals
 	}
 	return segZstd
 }

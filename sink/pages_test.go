@@ -141,6 +141,10 @@ func TestPageCodecFrames(t *testing.T) {
 	sixBits := func() byte { return byte(r.Uint32() & 63) }
 	zero := func() byte { return 0 }
 	one := func() byte { return 1 }
+	// About 4.6 bits: Huffman-coded literals, no match finder.
+	skewed := func() byte { return byte(min(r.ExpFloat64()*8, 255)) }
+	// Under 3 bits: the zstd encoder.
+	rare := func() byte { return byte(min(r.ExpFloat64()/2, 255)) }
 	for _, tc := range []struct {
 		name  string
 		parts [][]byte
@@ -149,6 +153,7 @@ func TestPageCodecFrames(t *testing.T) {
 		{"different constants", [][]byte{seg(150<<10, zero), seg(150<<10, one), seg(10, zero)}},
 		{"small", [][]byte{seg(5, uniform), seg(0, zero), seg(1, one)}},
 		{"one big raw", [][]byte{seg(1<<20, uniform)}},
+		{"literals in blocks", [][]byte{seg(300<<10, skewed), seg(40<<10, skewed), seg(20<<10, rare)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var body []byte

@@ -179,8 +179,23 @@ type group struct {
 
 // segment is walks [lo, hi) of a chunk.
 type segment struct {
-	c      *walk.Chunk
+	c      *heldChunk
 	lo, hi int
+}
+
+// heldChunk is a chunk the writer holds. refs counts its segments not yet
+// encoded, plus one for the Write filing them: at zero no encoder reads it
+// any more and it goes to the release callback (WithChunkRelease).
+type heldChunk struct {
+	walk.Chunk
+	refs atomic.Int32
+}
+
+// unref drops one reference to c, releasing it with the last.
+func (w *BatchWriter) unref(c *heldChunk) {
+	if c.refs.Add(-1) == 0 && w.cfg.release != nil {
+		w.cfg.release(c.Chunk)
+	}
 }
 
 // NewBatchWriter starts writing a batch under prefix. It deletes nothing a
@@ -334,23 +349,31 @@ func (w *BatchWriter) groupLocked(i int64) *group {
 }
 
 // Write adds a chunk of the batch's walks. It returns once the chunk is
-// queued (the writer owns its slices from then on), blocking while the
-// memory limit is reached. Write may be called from several goroutines.
+// queued (the writer owns its slices from then on, until it releases them:
+// WithChunkRelease), blocking while the memory limit is reached. Write may
+// be called from several goroutines.
 func (w *BatchWriter) Write(ctx context.Context, c walk.Chunk) error {
 	if err := w.checkChunk(&c); err != nil {
 		return w.fail(err)
 	}
 	if c.Len() == 0 {
+		if w.cfg.release != nil {
+			w.cfg.release(c)
+		}
 		return nil
 	}
 	need := chunkBytes(&c, 0, c.Len())
 	if err := w.reserve(ctx, need); err != nil {
 		return err
 	}
+	h := &heldChunk{Chunk: c}
+	h.refs.Store(1)
 	var ready []*group
-	if err := w.stage(&c, need, &ready); err != nil {
+	if err := w.stage(h, need, &ready); err != nil {
 		return err
 	}
+	// Write's own reference: the encoders hold the chunk from here on.
+	defer w.unref(h)
 	// Hand complete row groups to the encoders outside the lock: encoders
 	// take the lock to report, so a send under it could deadlock.
 	for _, gr := range ready {
@@ -367,7 +390,7 @@ func (w *BatchWriter) Write(ctx context.Context, c walk.Chunk) error {
 
 // stage files the chunk's walks under their row groups and collects the
 // row groups it completes.
-func (w *BatchWriter) stage(c *walk.Chunk, need int64, ready *[]*group) error {
+func (w *BatchWriter) stage(c *heldChunk, need int64, ready *[]*group) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -387,9 +410,10 @@ func (w *BatchWriter) stage(c *walk.Chunk, need int64, ready *[]*group) error {
 			return w.failLocked(fmt.Errorf("%w: row group %d (walks %d..%d) receives more than %d walks: a walk was written twice",
 				ErrBadChunk, gi, gr.base, gr.base+uint64(gr.rows)-1, gr.rows))
 		}
+		c.refs.Add(1)
 		gr.segs = append(gr.segs, segment{c, lo, hi})
 		gr.got += hi - lo
-		gr.staged += chunkBytes(c, lo, hi)
+		gr.staged += chunkBytes(&c.Chunk, lo, hi)
 		if gr.got == gr.rows {
 			gr.dispatched = true
 			w.encoding++
@@ -486,6 +510,9 @@ func (w *BatchWriter) encodeLoop() {
 			e.out = w.getFrag()
 			frag, steps, err := e.encode(gr)
 			e.out = nil
+			for _, sg := range gr.segs {
+				w.unref(sg.c)
+			}
 			w.mu.Lock()
 			staged := gr.staged
 			gr.segs, gr.frag, gr.steps, gr.err = nil, frag, steps, err

@@ -6,12 +6,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"hash/crc32"
 	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -508,4 +511,78 @@ var _ = io.EOF
 
 func readRows(data []byte) ([]Row, error) {
 	return parquet.Read[Row](bytes.NewReader(data), int64(len(data)))
+}
+
+// WithChunkRelease hands each chunk back exactly once, and only when no
+// encoder reads it any more: a callback that scribbles over the chunk it
+// gets back leaves the output byte-identical to a writer without one.
+func TestChunkReleaseAfterEncoding(t *testing.T) {
+	g := testGraph(t)
+	const n = 4000
+	chunks := runEngine(t, g, testAlgo, n, 7) // 97 walks a chunk: chunks span row groups
+	opts := []Option{WithRowGroupRows(500), WithFileBytes(30 << 10), WithEncoders(4)}
+	b1, dir1 := fileBucket(t)
+	writeBatch(t, b1, testMeta("x", n), g, chunks, opts...)
+	var mu sync.Mutex
+	released := map[*uint32]int{}
+	scribble := func(c walk.Chunk) {
+		mu.Lock()
+		released[&c.Vertices[0]]++
+		mu.Unlock()
+		clear(c.Vertices)
+		clear(c.Offsets)
+	}
+	b2, dir2 := fileBucket(t)
+	writeBatch(t, b2, testMeta("x", n), g, chunks, append(opts, WithChunkRelease(scribble))...)
+	if a, b := treeDigest(t, dir1), treeDigest(t, dir2); !slices.Equal(a, b) {
+		t.Fatalf("a chunk was released while still read: outputs differ:\n%v\n%v", a, b)
+	}
+	if len(released) != len(chunks) {
+		t.Fatalf("%d of %d chunks released", len(released), len(chunks))
+	}
+	for p, k := range released {
+		if k != 1 {
+			t.Fatalf("chunk at %p released %d times", p, k)
+		}
+	}
+}
+
+// countingWriter writes a section of a fragment from the fragment's own
+// bytes, also when the section was partly read already (by the part
+// writer's buffer), and any other reader as io.Copy would; the count and
+// checksum cover exactly what was written.
+func TestCountingWriterReadFrom(t *testing.T) {
+	frag := fragment(bytes.Repeat([]byte("0123456789abcdef"), 1000))
+	for _, tc := range []struct {
+		name string
+		r    func() io.Reader
+		want []byte
+	}{
+		{"section", func() io.Reader { return io.NewSectionReader(frag, 100, 5000) }, frag[100:5100]},
+		{"section read in part", func() io.Reader {
+			s := io.NewSectionReader(frag, 100, 5000)
+			_, _ = s.Read(make([]byte, 777))
+			return s
+		}, frag[877:5100]},
+		{"other reader", func() io.Reader { return bytes.NewBufferString("walks") }, []byte("walks")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			var total atomic.Int64
+			c := &countingWriter{w: &out, h: crc32.New(castagnoli), total: &total}
+			r := tc.r()
+			n, err := c.ReadFrom(r)
+			if err != nil || n != int64(len(tc.want)) || !bytes.Equal(out.Bytes(), tc.want) {
+				t.Fatalf("ReadFrom wrote %d bytes (%v), want %d", n, err, len(tc.want))
+			}
+			want := crc32.New(castagnoli)
+			want.Write(tc.want)
+			if c.n != n || total.Load() != n || !bytes.Equal(c.h.Sum(nil), want.Sum(nil)) {
+				t.Fatalf("counted %d bytes, total %d, checksum %x (want %x)", c.n, total.Load(), c.h.Sum(nil), want.Sum(nil))
+			}
+			if rest, _ := io.ReadAll(r); len(rest) != 0 {
+				t.Fatalf("%d bytes of the reader left unread", len(rest))
+			}
+		})
+	}
 }

@@ -165,12 +165,20 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer bucket.Close()
-	w, err := o.openWriter(ctx, bucket, g, algo, enc, eng.Name(), len(starts), nSeeds)
+	if o.output == "visits" {
+		w, err := o.openWriter(ctx, bucket, g, algo, enc, eng.Name(), len(starts), nSeeds)
+		if err != nil {
+			return err
+		}
+		return walkVisits(ctx, eng, g, o.vp, starts[:nSeeds:nSeeds], o.out, w, stdout, stderr)
+	}
+	extra, err := prepareEngine(eng, algo.Length, stderr)
 	if err != nil {
 		return err
 	}
-	if o.output == "visits" {
-		return walkVisits(ctx, eng, g, o.vp, starts[:nSeeds:nSeeds], o.out, w, stdout, stderr)
+	w, err := o.openWriter(ctx, bucket, g, algo, enc, eng.Name(), len(starts), nSeeds, extra...)
+	if err != nil {
+		return err
 	}
 	fmt.Fprintf(stderr, "walking %d walks (%d seeds x %d) of %s with the %s engine into %s\n", len(starts), nSeeds, o.perVertex,
 		algo, eng.Name(), sink.ObjectURL(o.out, w.Layout().Dir))
@@ -293,9 +301,29 @@ func (o *walkOptions) loadInputs(algo walk.Algorithm, stderr io.Writer) (g *grap
 	return g, starts, nSeeds, nil
 }
 
+// prepareEngine readies eng for one run of walks of length steps, before
+// the run is timed: the GPU engine allocates its batch slots (pinned host
+// memory, 0.1 s at its default size on the H100 host), as a long-running
+// stage pays once. It returns the writer options that let the sink give the
+// engine's chunks back for reuse (sink.WithChunkRelease), where the engine
+// takes them.
+func prepareEngine(eng walk.Engine, length int, stderr io.Writer) ([]sink.Option, error) {
+	if p, ok := eng.(interface{ PrepareSlots(length int) error }); ok {
+		t0 := time.Now()
+		if err := p.PrepareSlots(length); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(stderr, "engine batch buffers allocated in %s\n", time.Since(t0).Round(time.Millisecond))
+	}
+	if r, ok := eng.(interface{ Recycle(walk.Chunk) }); ok {
+		return []sink.Option{sink.WithChunkRelease(r.Recycle)}, nil
+	}
+	return nil, nil
+}
+
 // openWriter opens the batch writer of this run in bucket.
 func (o *walkOptions) openWriter(ctx context.Context, bucket *blob.Bucket, g *graph.Graph, algo walk.Algorithm, enc walkEncoding,
-	engine string, walks, nSeeds int) (*sink.BatchWriter, error) {
+	engine string, walks, nSeeds int, extra ...sink.Option) (*sink.BatchWriter, error) {
 	id := o.batchID
 	if id == "" {
 		id = fmt.Sprintf("seed-%d", o.seed)
@@ -310,6 +338,7 @@ func (o *walkOptions) openWriter(ctx context.Context, bucket *blob.Bucket, g *gr
 	if o.rowGroupRows > 0 {
 		opts = append(opts, sink.WithRowGroupRows(o.rowGroupRows))
 	}
+	opts = append(opts, extra...)
 	return sink.NewBatchWriter(ctx, bucket, o.prefix, meta, g, opts...)
 }
 
