@@ -6,6 +6,7 @@ package stage
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/walkstage/walkstage/sink"
@@ -169,7 +170,7 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 			close(b.written)
 			continue
 		}
-		w, err := sink.NewBatchWriter(ctx, s.o.Bucket, s.o.Prefix, s.batchMeta(b, v), v.g, s.o.SinkOptions...)
+		w, err := sink.NewBatchWriter(ctx, s.o.Bucket, s.o.Prefix, s.batchMeta(b, v), v.g, s.sinkOptions(v)...)
 		if err != nil {
 			b.w, b.wErr = nil, fmt.Errorf("open writer: %w", err)
 			close(b.written)
@@ -270,4 +271,17 @@ func (s *Stage) write(ctx context.Context, b *batch) {
 			b.wErr = fmt.Errorf("write: %w", err)
 		}
 	}
+}
+
+// sinkOptions are the writers' options for batches walked on v: the
+// configured ones, and, when v's engine reuses chunk memory (the GPU
+// engine's Recycle), the callback that gives the sink's chunks back to it
+// once written. Each batch's writer returns chunks to the engine that made
+// them, also across a graph swap.
+func (s *Stage) sinkOptions(v *served) []sink.Option {
+	r, ok := v.e.(interface{ Recycle(walk.Chunk) })
+	if !ok {
+		return s.o.SinkOptions
+	}
+	return append(slices.Clip(s.o.SinkOptions), sink.WithChunkRelease(r.Recycle))
 }
