@@ -84,8 +84,10 @@ type Engine struct {
 	occThread [2][numModes][2]int
 	// visitPhases is the last CountVisitsOnDevice's time counting on the
 	// device (clear, walk, count, compact), copying the used slots back
-	// and cutting the top k on the host (TestVisitsBench prints it).
+	// and waiting for a pinned buffer's top k (TestVisitsBench prints it).
 	visitPhases [3]time.Duration
+	// visitHost are the pinned buffers visit counts come back into.
+	visitHost [2]pinnedSlots
 	// placed is the placement plan's state, nil when the whole graph is
 	// on the device.
 	placed *placed
@@ -251,6 +253,9 @@ func (e *Engine) Close() error {
 			e.free(name, p)
 		}
 		e.releasePlaced()
+		for i := range e.visitHost {
+			e.visitHost[i].release(e)
+		}
 		for _, m := range []cu.Module{e.mod, e.packMod} {
 			if m != (cu.Module{}) {
 				unloadModule(m)

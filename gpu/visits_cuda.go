@@ -100,7 +100,7 @@ func (e *Engine) CountVisitsOnDevice(ctx context.Context, p walk.VisitParams, qu
 		var vb *visitBuffers
 		defer func() {
 			if vb != nil {
-				e.hostFree(vb.hSlots)
+				vb.wait() // no top k still reads a pinned buffer
 			}
 			e.free("visits.params", &dParams)
 			e.free("visits.tasks", &dTasks)
@@ -177,27 +177,51 @@ type visitBuffers struct {
 	tasks                                 []visitTask
 	owner                                 []int // query of each task
 	out, used                             []uint64
-	// hSlots is pinned memory the used slots of a launch's queries come
-	// back into, hCap slots long; offs[i] is query lo+i's first slot.
-	hSlots unsafe.Pointer
-	hCap   int64
-	offs   []int64
+	// Launches alternate between the engine's two pinned slot buffers
+	// (Engine.visitHost): the top k of one launch is cut on the host while
+	// the next one counts. offs[b][i] is query i's first slot in buffer
+	// b; done[b] is closed when buffer b's top k has finished.
+	turn int
+	offs [2][]int64
+	done [2]chan struct{}
 }
 
-// ensureHost grows the pinned slot buffer to n slots (device thread).
-func (vb *visitBuffers) ensureHost(e *Engine, n int64) error {
-	if vb.hCap >= n {
+// wait waits for the top k of both buffers.
+func (vb *visitBuffers) wait() {
+	for _, d := range vb.done {
+		if d != nil {
+			<-d
+		}
+	}
+}
+
+// pinnedSlots is a pinned host buffer of visit-table slots, kept by the
+// engine from call to call (pinning memory costs about as much as the
+// copies it speeds up) and freed by Close.
+type pinnedSlots struct {
+	p   unsafe.Pointer
+	cap int64 // slots
+}
+
+// ensure grows the buffer to n slots (device thread).
+func (b *pinnedSlots) ensure(e *Engine, n int64) error {
+	if b.cap >= n {
 		return nil
 	}
-	e.hostFree(vb.hSlots)
-	vb.hSlots, vb.hCap = nil, 0
-	c := max(n, 2*vb.hCap, 1<<20)
+	c := max(n, 2*b.cap, 1<<20)
+	e.hostFree(b.p)
+	b.p, b.cap = nil, 0
 	p, err := e.hostAlloc(c * 8)
 	if err != nil {
 		return err
 	}
-	vb.hSlots, vb.hCap = p, c
+	b.p, b.cap = p, c
 	return nil
+}
+
+func (b *pinnedSlots) release(e *Engine) {
+	e.hostFree(b.p)
+	b.p, b.cap = nil, 0
 }
 
 // appendVisitTasks appends a task per seed with walks to run of queries
@@ -264,34 +288,46 @@ func (e *Engine) countVisitGroup(vb *visitBuffers, p walk.VisitParams, queries [
 		st.WalkedSteps += int64(vb.out[3*k+2])
 	}
 	t1 := time.Now()
-	if err := e.copyVisitSlots(vb, nq); err != nil {
-		return err
+	b := vb.turn
+	vb.turn ^= 1
+	if vb.done[b] != nil {
+		<-vb.done[b] // the top k two launches back still reads buffer b
 	}
 	t2 := time.Now()
-	// The top k of each query, cut on every core: with a hundred thousand
-	// steps a query leaves tens of thousands of used slots, and one
-	// goroutine cutting them one query after another bounded the rate.
-	slots := unsafe.Slice((*uint64)(vb.hSlots), vb.hCap)
-	parallelQueries(hi-lo, func(i int) {
-		res[lo+i].Candidates = walk.VisitCandidates(e.g, p, queries[lo+i], slots[vb.offs[i]:vb.offs[i+1]])
-	})
-	st.Runs++
+	if err := e.copyVisitSlots(vb, b, nq); err != nil {
+		return err
+	}
 	e.visitPhases[0] += t1.Sub(t0)
-	e.visitPhases[1] += t2.Sub(t1)
-	e.visitPhases[2] += time.Since(t2)
+	e.visitPhases[1] += time.Since(t2)
+	e.visitPhases[2] += t2.Sub(t1)
+	// The top k of each query, cut on every core while the next launch
+	// counts: with a hundred thousand steps a query leaves tens of
+	// thousands of used slots, and one goroutine cutting them one query
+	// after another, between launches, bounded the rate.
+	slots := unsafe.Slice((*uint64)(e.visitHost[b].p), e.visitHost[b].cap)
+	offs, done := vb.offs[b], make(chan struct{})
+	vb.done[b] = done
+	go func() {
+		defer close(done)
+		parallelQueries(hi-lo, func(i int) {
+			res[lo+i].Candidates = walk.VisitCandidates(e.g, p, queries[lo+i], slots[offs[i]:offs[i+1]])
+		})
+	}()
+	st.Runs++
 	return nil
 }
 
 // copyVisitSlots brings the used slots of a launch's nq queries back into
-// vb's pinned buffer, query after query: one asynchronous copy each and one
+// pinned buffer b, query after query: one asynchronous copy each and one
 // synchronisation, where a copy to pageable memory per query waited for
 // each (device thread).
-func (e *Engine) copyVisitSlots(vb *visitBuffers, nq int) error {
-	vb.offs = append(vb.offs[:0], 0)
+func (e *Engine) copyVisitSlots(vb *visitBuffers, b, nq int) error {
+	offs := append(vb.offs[b][:0], 0)
 	for i := range nq {
-		vb.offs = append(vb.offs, vb.offs[i]+int64(vb.used[i]))
+		offs = append(offs, offs[i]+int64(vb.used[i]))
 	}
-	if err := vb.ensureHost(e, vb.offs[nq]); err != nil {
+	vb.offs[b] = offs
+	if err := e.visitHost[b].ensure(e, offs[nq]); err != nil {
 		return err
 	}
 	for i := range nq {
@@ -299,7 +335,7 @@ func (e *Engine) copyVisitSlots(vb *visitBuffers, nq int) error {
 		if u == 0 {
 			continue
 		}
-		dst := unsafe.Add(vb.hSlots, vb.offs[i]*8)
+		dst := unsafe.Add(e.visitHost[b].p, offs[i]*8)
 		if err := e.copyDtoHAsync(dst, vb.dTables+cu.DevicePtr(int64(i)*vb.slotBytes), u*8, cu.Stream{}); err != nil {
 			_ = cu.Synchronize()
 			return fmt.Errorf("gpu: copy visit counts: %w", err)

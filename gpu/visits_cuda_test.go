@@ -156,7 +156,7 @@ func TestVisitsBench(t *testing.T) {
 			}
 			d := time.Since(t1)
 			if c.e == walk.Engine(gpu) {
-				t.Logf("  device counting %s, copy back %s, top k %s", gpu.visitPhases[0].Round(time.Millisecond),
+				t.Logf("  device counting %s, copy back %s, waiting for the top k %s", gpu.visitPhases[0].Round(time.Millisecond),
 					gpu.visitPhases[1].Round(time.Millisecond), gpu.visitPhases[2].Round(time.Millisecond))
 			}
 			t.Logf("%s: %d queries in %s: %.0f queries/s, %.0f M counted steps/s (%.0f M walked), %d runs",
