@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"hash/crc64"
 	"io"
-	"math"
 	"os"
-	"time"
+	"sync/atomic"
 )
 
 // csrWriter turns the merged, sorted edge stream into a graph file. The
@@ -15,8 +14,8 @@ import (
 // upper bound); when duplicates were dropped, the sections after the
 // targets are moved down and the file truncated.
 //
-// The merge (the calling goroutine) and the target lookups and section
-// writes (a worker) run as a pipeline of edge batches.
+// The edges are merged and written in parts of the source range, in
+// parallel (mergepar.go).
 type csrWriter struct {
 	input string
 	o     ImportOptions
@@ -25,21 +24,10 @@ type csrWriter struct {
 	total int64 // directed edges in the runs
 	stats *ImportStats
 
-	// The sections written edge by edge; wts and lbls are nil unless the
-	// graph is weighted or labelled.
-	offs *secWriter[uint64]
-	tgts *secWriter[uint32]
-	wts  *secWriter[float32]
-	lbls *secWriter[uint8]
-	rank *ranker // nil with DenseIDs
-
-	// The worker's cursors.
-	dense    []uint32 // the batch's targets as dense ids
-	e        uint64   // edges written
-	nextV    int      // next vertex whose offset is unwritten
-	srcRank  int      // rank cursor for the (sorted) sources
+	rank     *ranker // nil with DenseIDs
+	e        uint64  // edges written
 	maxLabel int
-	lastRep  time.Time
+	out      atomic.Int64 // edges written so far, for progress
 }
 
 // batchLen is the edges of a batch: the target lookups of a batch, each a
@@ -84,12 +72,11 @@ func (w *csrWriter) write(ctx context.Context, f *os.File, runs []runFile) error
 	if _, err := f.WriteAt([]byte(w.o.Name), int64(h.sections[secName].off)); err != nil {
 		return err
 	}
-	w.openSections(f, h)
-	if err := w.writeEdges(ctx, runs); err != nil {
+	if err := w.writeEdges(ctx, f, h, runs); err != nil {
 		return err
 	}
-	if err := w.closeSections(h); err != nil {
-		return err
+	if w.o.Labelled {
+		h.numLabels = uint32(w.maxLabel + 1)
 	}
 	if err := w.writeIDs(f, h); err != nil {
 		return err
@@ -117,172 +104,9 @@ func (w *csrWriter) layout() *header {
 	return h
 }
 
-// openSections sets up the writers of the edge-sized sections and the
-// worker's cursors.
-func (w *csrWriter) openSections(f *os.File, h *header) {
-	w.offs = newSecWriter[uint64](f, h.sections[secOffsets].off)
-	w.tgts = newSecWriter[uint32](f, h.sections[secTargets].off)
-	if w.o.Weighted {
-		w.wts = newSecWriter[float32](f, h.sections[secWeights].off)
-	}
-	if w.o.Labelled {
-		w.lbls = newSecWriter[uint8](f, h.sections[secLabels].off)
-	}
-	if w.ids != nil {
-		w.rank = newRanker(w.ids)
-	}
-	w.dense = make([]uint32, batchLen)
-	w.e, w.nextV, w.srcRank, w.maxLabel = 0, 0, 0, -1
-	w.lastRep = time.Now()
-}
-
-// writeEdges merges the runs and hands the edges the duplicate policy keeps
-// to the worker in batches; it returns once the worker has written them all.
-func (w *csrWriter) writeEdges(ctx context.Context, runs []runFile) error {
-	free := make(chan []rec, 6)
-	for range cap(free) {
-		free <- make([]rec, 0, batchLen)
-	}
-	writer := startWorker(4, w.writeBatch, func(b []rec) { free <- b[:0] })
-	batch := <-free
-	err := w.mergeUnique(ctx, runs, func(r *rec) error {
-		batch = append(batch, *r)
-		if len(batch) == batchLen {
-			if writer.hasFailed() {
-				return errWriterFailed
-			}
-			writer.send(batch)
-			batch = <-free
-		}
-		return nil
-	})
-	if err == nil && len(batch) > 0 {
-		writer.send(batch)
-	}
-	if werr := writer.wait(); werr != nil {
-		return werr
-	}
-	return err
-}
-
-// mergeUnique calls emit for the edges of the runs, in order, that the
-// duplicate policy keeps (with summed weights under DupSumWeights), and
-// counts the duplicates.
-func (w *csrWriter) mergeUnique(ctx context.Context, runs []runFile, emit func(r *rec) error) error {
-	var pending rec
-	have := false
-	err := mergeRuns(ctx, runs, w.o.Weighted, w.o.Labelled, func(r *rec) error {
-		if have && r.s == pending.s && r.d == pending.d {
-			w.stats.Duplicates++
-			switch w.o.Duplicates {
-			case DupKeepFirst:
-				return nil
-			case DupSumWeights:
-				pending.w += r.w
-				return nil
-			case DupError:
-				return fmt.Errorf("%w %d -> %d (use --duplicates keep-first, sum or keep-all to accept it)", ErrDuplicate, r.s, r.d)
-			}
-		}
-		if have {
-			if err := emit(&pending); err != nil {
-				return err
-			}
-		}
-		pending, have = *r, true
-		return nil
-	})
-	if err == nil && have {
-		err = emit(&pending)
-	}
-	return err
-}
-
-// writeBatch, the worker, ranks the batch's targets and appends the batch
-// to the sections, writing the offsets of the sources it reaches.
-func (w *csrWriter) writeBatch(batch []rec) error {
-	dense := w.dense[:len(batch)]
-	if w.rank != nil {
-		if err := w.rank.all(batch, dense); err != nil {
-			return err
-		}
-	} else {
-		for i := range batch {
-			dense[i] = uint32(batch[i].d)
-		}
-	}
-	for i := range batch {
-		r := &batch[i]
-		var s uint32
-		if w.rank == nil {
-			s = uint32(r.s)
-		} else {
-			for w.ids[w.srcRank] < r.s {
-				w.srcRank++
-			}
-			s = uint32(w.srcRank)
-		}
-		for ; w.nextV <= int(s); w.nextV++ {
-			if err := w.offs.put(w.e); err != nil {
-				return err
-			}
-		}
-		if err := w.tgts.put(dense[i]); err != nil {
-			return err
-		}
-		if w.wts != nil {
-			if math.IsInf(float64(r.w), 0) {
-				return fmt.Errorf("summed weight of duplicate edges %d -> %d overflows float32", r.s, r.d)
-			}
-			if err := w.wts.put(r.w); err != nil {
-				return err
-			}
-		}
-		if w.lbls != nil {
-			w.maxLabel = max(w.maxLabel, int(r.l))
-			if err := w.lbls.put(r.l); err != nil {
-				return err
-			}
-		}
-		w.e++
-	}
-	if w.o.Progress != nil && time.Since(w.lastRep) >= w.o.ProgressInterval {
-		w.lastRep = time.Now()
-		w.progress()
-	}
-	return nil
-}
-
 // progress reports the write phase.
 func (w *csrWriter) progress() {
-	w.o.Progress(Progress{Phase: "write", EdgesOut: int64(w.e), EdgesTotal: w.total, EdgesRead: w.stats.InputEdges})
-}
-
-// closeSections writes the offsets of the vertices after the last source,
-// flushes the edge-sized sections and records the label count.
-func (w *csrWriter) closeSections(h *header) error {
-	for ; w.nextV <= w.n; w.nextV++ {
-		if err := w.offs.put(w.e); err != nil {
-			return err
-		}
-	}
-	for _, s := range []interface{ flush() error }{w.offs, w.tgts} {
-		if err := s.flush(); err != nil {
-			return err
-		}
-	}
-	if w.wts != nil {
-		if err := w.wts.flush(); err != nil {
-			return err
-		}
-	}
-	if w.lbls != nil {
-		if err := w.lbls.flush(); err != nil {
-			return err
-		}
-		h.numLabels = uint32(w.maxLabel + 1)
-	}
-	return nil
+	w.o.Progress(Progress{Phase: "write", EdgesOut: w.out.Load(), EdgesTotal: w.total, EdgesRead: w.stats.InputEdges})
 }
 
 // writeIDs writes the external ids and their index, when there are any.

@@ -19,7 +19,9 @@ package graph
 //  4. The edge runs are k-way merged (ties broken by run, so "first" means
 //     first in the input), duplicates are resolved by the policy, and the
 //     CSR sections are written straight into the output file, which is
-//     renamed into place only when complete.
+//     renamed into place only when complete. The merge runs in parts of the
+//     source range on Workers goroutines, each part writing its own slice
+//     of the sections (mergepar.go); the bytes do not depend on the count.
 
 import (
 	"context"
@@ -71,8 +73,10 @@ type ImportOptions struct {
 	Progress         func(Progress)
 	ProgressInterval time.Duration
 
-	mergeFan  int // tests lower it to exercise merging in rounds
-	batchRows int // tests lower it to exercise many Parquet batches
+	mergeFan   int // tests lower it to exercise merging in rounds
+	mergeParts int // parts of the final merge (default: see mergePartCount); tests set it
+	markEvery  int // records between a run's marks (default 4096); tests lower it
+	batchRows  int // tests lower it to exercise many Parquet batches
 }
 
 // Progress reports how far a long import has got.
@@ -98,6 +102,8 @@ type ImportStats struct {
 	Bytes            int64 // input bytes read
 	OutputBytes      int64
 	Version          string
+
+	mergeParts int // parts of the final merge
 }
 
 // defaultRunEdges is ImportOptions.RunEdges's default.
@@ -157,6 +163,9 @@ func (o ImportOptions) withDefaults(input string) (ImportOptions, error) {
 	o.RunEdges = min(max(o.RunEdges, 2), 1<<30) // positions in a run are uint32
 	if o.Workers <= 0 {
 		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	if o.markEvery <= 0 {
+		o.markEvery = defaultMarkEvery
 	}
 	if o.ProgressInterval <= 0 {
 		o.ProgressInterval = 2 * time.Second

@@ -273,7 +273,7 @@ func TestEncodeRunSlabsMatchOneEncoder(t *testing.T) {
 	order := rs.sort(recs)
 	var want bytes.Buffer
 	bw := bufio.NewWriter(&want)
-	enc := &runEncoder{w: bw, weighted: true, labelled: true}
+	enc := &runEncoder{w: bw, weighted: true, labelled: true, markEvery: 1000}
 	var wantSrcs []int64
 	for i := range recs {
 		r := at(recs, order, i)
@@ -288,12 +288,15 @@ func TestEncodeRunSlabsMatchOneEncoder(t *testing.T) {
 	bw.Flush()
 	for _, par := range []int{1, 2, 4} {
 		var got bytes.Buffer
-		srcs, err := encodeRun(&got, recs, order, true, true, true, make([]slabCoder, par))
+		srcs, marks, err := encodeRun(&got, recs, order, true, true, true, 1000, make([]slabCoder, par))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got.Bytes(), want.Bytes()) || !slices.Equal(srcs, wantSrcs) {
 			t.Fatalf("par %d: %d bytes and %d sources, want %d and %d", par, got.Len(), len(srcs), want.Len(), len(wantSrcs))
+		}
+		if !slices.Equal(marks, enc.marks) {
+			t.Fatalf("par %d: %d marks differ from the serial encoder's %d", par, len(marks), len(enc.marks))
 		}
 	}
 }

@@ -3,6 +3,8 @@ package graph
 import (
 	"bufio"
 	"context"
+	"fmt"
+	"os"
 	"slices"
 )
 
@@ -42,27 +44,55 @@ func siftDown(h []*runReader, i int) {
 // mergeRuns calls emit for every record of runs in (s, d, run, position)
 // order.
 func mergeRuns(ctx context.Context, runs []runFile, weighted, labelled bool, emit func(r *rec) error) error {
-	h := make([]*runReader, 0, len(runs))
-	defer func() {
-		for _, rr := range h {
-			rr.close()
-		}
-	}()
+	files, err := openRunFiles(runs)
+	defer closeRunFiles(files)
+	if err != nil {
+		return err
+	}
+	rs := make([]*runReader, len(runs))
 	for i, rf := range runs {
-		rr, err := openRun(i, rf, weighted, labelled)
-		if err != nil {
-			return err
-		}
-		ok, err := rr.next()
-		if err != nil {
-			rr.close()
-			return err
-		}
-		if !ok {
-			rr.close()
+		rs[i] = newRunReader(i, rf, files[i], runPos{}, rf.n, weighted, labelled, 256<<10)
+	}
+	return heapMerge(ctx, rs, emit)
+}
+
+// openRunFiles opens the files of the spilled runs (nil for the one in
+// memory); on error the ones opened are in the result, to be closed.
+func openRunFiles(runs []runFile) ([]*os.File, error) {
+	files := make([]*os.File, len(runs))
+	for i, rf := range runs {
+		if rf.mem != nil || rf.n == 0 {
 			continue
 		}
-		h = append(h, rr)
+		f, err := os.Open(rf.path)
+		if err != nil {
+			return files, fmt.Errorf("read back run: %w", err)
+		}
+		files[i] = f
+	}
+	return files, nil
+}
+
+func closeRunFiles(files []*os.File) {
+	for _, f := range files {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// heapMerge calls emit for every record of the readers in (s, d, run,
+// position) order.
+func heapMerge(ctx context.Context, rs []*runReader, emit func(r *rec) error) error {
+	h := make([]*runReader, 0, len(rs))
+	for _, rr := range rs {
+		ok, err := rr.next()
+		if err != nil {
+			return err
+		}
+		if ok {
+			h = append(h, rr)
+		}
 	}
 	for i := len(h)/2 - 1; i >= 0; i-- {
 		siftDown(h, i)
@@ -78,7 +108,6 @@ func mergeRuns(ctx context.Context, runs []runFile, weighted, labelled bool, emi
 			return err
 		}
 		if !ok {
-			top.close()
 			h[0] = h[len(h)-1]
 			h = h[:len(h)-1]
 		}
@@ -112,6 +141,7 @@ func (b *runBuilder) reduceRuns(runs []runFile) ([]runFile, error) {
 			var err error
 			merged.path, err = b.spill(func(w *bufio.Writer) error {
 				enc := b.newEncoder(w)
+				enc.markEvery = int64(b.o.markEvery)
 				err := mergeRuns(b.ctx, group, b.o.Weighted, b.o.Labelled, func(r *rec) error {
 					merged.n++
 					return enc.put(r)
@@ -119,6 +149,7 @@ func (b *runBuilder) reduceRuns(runs []runFile) ([]runFile, error) {
 				if err != nil {
 					return err
 				}
+				merged.marks = enc.marks
 				return enc.flush()
 			})
 			if err == nil && !b.o.DenseIDs {

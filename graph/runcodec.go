@@ -12,12 +12,38 @@ import (
 // Run encoding: per record, uvarint(s - prev s); then uvarint(d - prev d)
 // when s repeats, else uvarint(d) (as uint64); then 4 bytes of weight and 1
 // of label when present. Sorted runs make both deltas small.
+//
+// With markEvery > 0 the encoder also records a runMark at every
+// markEvery-th record, so the final merge can start decoding a run in the
+// middle (mergepar.go).
 type runEncoder struct {
 	w                  *bufio.Writer
 	weighted, labelled bool
 	ps, pd             uint64
 	started            bool
 	buf                []byte
+	markEvery          int64
+	n                  int64 // records encoded, counting from the run's start
+	base               int64 // bytes flushed before buf
+	marks              []runMark
+}
+
+// runMark is a place where a run's decoder can start: record n begins at
+// byte off, and the record before it was (ps, pd). About 40 bytes per
+// markEvery records, kept in memory for every spilled run.
+type runMark struct {
+	off    int64
+	n      int64
+	s      int64 // record n's source
+	ps, pd uint64
+}
+
+// runPos is a decoder's starting state inside a run: the byte offset of
+// record n and the record before it (none when n is 0).
+type runPos struct {
+	off    int64
+	n      int64
+	ps, pd uint64
 }
 
 func (e *runEncoder) put(r *rec) error {
@@ -31,6 +57,10 @@ func (e *runEncoder) put(r *rec) error {
 // add encodes r onto the buffer.
 func (e *runEncoder) add(r *rec) {
 	s, d := uint64(r.s), uint64(r.d)
+	if e.markEvery > 0 && e.n%e.markEvery == 0 {
+		e.marks = append(e.marks, runMark{off: e.base + int64(len(e.buf)), n: e.n, s: r.s, ps: e.ps, pd: e.pd})
+	}
+	e.n++
 	b := binary.AppendUvarint(e.buf, s-e.ps)
 	if e.started && s == e.ps {
 		b = binary.AppendUvarint(b, d-e.pd)
@@ -50,6 +80,7 @@ func (e *runEncoder) add(r *rec) {
 
 func (e *runEncoder) flush() error {
 	_, err := e.w.Write(e.buf)
+	e.base += int64(len(e.buf))
 	e.buf = e.buf[:0]
 	return err
 }
@@ -59,33 +90,43 @@ func (e *runEncoder) flush() error {
 const spillSlab = 128 << 10
 
 // slabCoder encodes one slab of a run: its bytes, its distinct sources,
-// and the chunk its records are gathered into.
+// its marks (offsets relative to the slab) and the chunk its records are
+// gathered into.
 type slabCoder struct {
 	buf   []byte
 	srcs  []int64
+	marks []runMark
 	chunk []rec
 }
 
 // encodeRun writes recs in sorted order (order nil: as they are) to w,
 // encoding slabs of them on up to len(coders) goroutines, and returns the run's
-// distinct sources in order when wantSrcs. The bytes are those one encoder
+// distinct sources in order when wantSrcs, and its marks every markEvery
+// records (none when markEvery is 0). The bytes are those one encoder
 // would write: a slab's encoder starts from the record before it.
 //
 // coders are reused from run to run; len(*coders) bounds the goroutines.
-func encodeRun(w io.Writer, recs []rec, order []kv, weighted, labelled, wantSrcs bool, coders []slabCoder) ([]int64, error) {
+func encodeRun(w io.Writer, recs []rec, order []kv, weighted, labelled, wantSrcs bool, markEvery int64, coders []slabCoder) ([]int64, []runMark, error) {
 	n := len(recs)
 	coders = coders[:max(1, min(len(coders), (n+spillSlab-1)/spillSlab))]
 	var srcs []int64
+	var marks []runMark
+	var written int64
 	for lo := 0; lo < n; lo += len(coders) * spillSlab {
 		k := min(len(coders), (n-lo+spillSlab-1)/spillSlab)
 		parallelFor(k, func(t int) {
 			from := lo + t*spillSlab
-			coders[t].encode(recs, order, from, min(n, from+spillSlab), weighted, labelled, wantSrcs)
+			coders[t].encode(recs, order, from, min(n, from+spillSlab), weighted, labelled, wantSrcs, markEvery)
 		})
 		for _, c := range coders[:k] {
 			if _, err := w.Write(c.buf); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
+			for _, m := range c.marks {
+				m.off += written
+				marks = append(marks, m)
+			}
+			written += int64(len(c.buf))
 			ss := c.srcs
 			if len(ss) > 0 && len(srcs) > 0 && srcs[len(srcs)-1] == ss[0] {
 				ss = ss[1:] // a source that spans two slabs
@@ -93,12 +134,12 @@ func encodeRun(w io.Writer, recs []rec, order []kv, weighted, labelled, wantSrcs
 			srcs = append(srcs, ss...)
 		}
 	}
-	return srcs, nil
+	return srcs, marks, nil
 }
 
 // encode encodes the records lo..hi of the sorted run.
-func (c *slabCoder) encode(recs []rec, order []kv, lo, hi int, weighted, labelled, wantSrcs bool) {
-	enc := runEncoder{weighted: weighted, labelled: labelled, buf: c.buf[:0]}
+func (c *slabCoder) encode(recs []rec, order []kv, lo, hi int, weighted, labelled, wantSrcs bool, markEvery int64) {
+	enc := runEncoder{weighted: weighted, labelled: labelled, buf: c.buf[:0], markEvery: markEvery, n: int64(lo), marks: c.marks[:0]}
 	if lo > 0 {
 		p := at(recs, order, lo-1)
 		enc.ps, enc.pd, enc.started = uint64(p.s), uint64(p.d), true
@@ -125,7 +166,7 @@ func (c *slabCoder) encode(recs []rec, order []kv, lo, hi int, weighted, labelle
 			enc.add(&ch[j])
 		}
 	}
-	c.buf = enc.buf
+	c.buf, c.marks = enc.buf, enc.marks
 }
 
 func encodeIDs(w *bufio.Writer, ids []int64) error {
@@ -188,12 +229,14 @@ func (s *idReader) next() (bool, error) {
 	return true, nil
 }
 
-// runReader streams one run back in sorted order, decoding straight from
-// its own read buffer.
+// runReader streams a segment of one run back in sorted order, decoding
+// straight from its own read buffer. It reads its run's file with ReadAt,
+// so the readers of several segments share one open file.
 type runReader struct {
 	idx      int // run index: ties go to the earlier run
 	mem      []rec
-	f        *os.File
+	f        *os.File // not the reader's to close
+	off      int64    // file offset of buf[end]
 	buf      []byte
 	pos, end int
 	eof      bool
@@ -208,22 +251,21 @@ type runReader struct {
 // maxRecBytes is the longest encoded record: two varints, weight, label.
 const maxRecBytes = 2*binary.MaxVarintLen64 + 5
 
-func openRun(idx int, rf runFile, weighted, labelled bool) (*runReader, error) {
-	rr := &runReader{idx: idx, mem: rf.mem, left: rf.n, first: true, weighted: weighted, labelled: labelled}
-	if rf.mem == nil && rf.n > 0 {
-		f, err := os.Open(rf.path)
-		if err != nil {
-			return nil, fmt.Errorf("read back run: %w", err)
-		}
-		rr.f, rr.buf = f, make([]byte, 256<<10)
+// newRunReader returns a reader of count records of run rf (file f unless
+// it is in memory) from position from, with a read buffer of bufSize bytes.
+func newRunReader(idx int, rf runFile, f *os.File, from runPos, count int64, weighted, labelled bool, bufSize int) *runReader {
+	rr := &runReader{idx: idx, left: count, first: from.n == 0, ps: from.ps, pd: from.pd, weighted: weighted, labelled: labelled}
+	if rf.mem != nil {
+		rr.mem = rf.mem[from.n : from.n+count]
+	} else if count > 0 {
+		rr.f, rr.off, rr.buf = f, from.off, make([]byte, bufSize)
 	}
-	return rr, nil
+	return rr
 }
 
-func (rr *runReader) close() {
-	if rr.f != nil {
-		rr.f.Close()
-	}
+// tell returns the decoder's state before its next record.
+func (rr *runReader) tell(n int64) runPos {
+	return runPos{off: rr.off - int64(rr.end-rr.pos), n: n, ps: rr.ps, pd: rr.pd}
 }
 
 // fill makes at least maxRecBytes available unless the file ends first.
@@ -234,8 +276,9 @@ func (rr *runReader) fill() error {
 	rr.end = copy(rr.buf, rr.buf[rr.pos:rr.end])
 	rr.pos = 0
 	for rr.end < maxRecBytes && !rr.eof {
-		k, err := rr.f.Read(rr.buf[rr.end:])
+		k, err := rr.f.ReadAt(rr.buf[rr.end:], rr.off)
 		rr.end += k
+		rr.off += int64(k)
 		if err == io.EOF {
 			rr.eof = true
 		} else if err != nil {
@@ -244,7 +287,6 @@ func (rr *runReader) fill() error {
 	}
 	return nil
 }
-
 func (rr *runReader) corrupt() error {
 	return fmt.Errorf("read back run %s: truncated or corrupt with %d records left", rr.f.Name(), rr.left+1)
 }

@@ -36,7 +36,8 @@ type runFile struct {
 	n      int64 // records
 	mem    []rec // set when the run was never spilled
 	idPath string
-	ids    []int64 // set when the id set was never spilled
+	ids    []int64   // set when the id set was never spilled
+	marks  []runMark // a spilled run's restart points, every markEvery records
 }
 
 // runBuilder accumulates edges into runs; it is fed by a reader and owns
@@ -244,7 +245,7 @@ func (b *runBuilder) spillRun(job sortJob, order []kv) error {
 	var srcs []int64
 	var err error
 	r.path, err = b.spill(func(w *bufio.Writer) error {
-		srcs, err = encodeRun(w, recs, order, b.o.Weighted, b.o.Labelled, !b.o.DenseIDs, b.coders)
+		srcs, r.marks, err = encodeRun(w, recs, order, b.o.Weighted, b.o.Labelled, !b.o.DenseIDs, int64(b.o.markEvery), b.coders)
 		return err
 	})
 	if err != nil {

@@ -1,0 +1,479 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"sort"
+	"sync/atomic"
+	"time"
+)
+
+// The final merge runs in parts. The source-id range is cut at boundaries
+// b1 < b2 < ... chosen from the runs' marks so that the parts hold about
+// the same number of records; part k takes the records with
+// b(k) <= s < b(k+1) from every run. A source's edges, and so every
+// duplicate pair, fall in one part, and a part's merged stream is exactly
+// the serial merge's stream restricted to its sources: ties still go to
+// the earlier run. Each part starts decoding a spilled run at the last
+// mark before its boundary and skips the few records before it.
+//
+// Each part writes its own slice of the sections: the offsets of its
+// vertex range and the targets, weights and labels of its edges, at the
+// file offsets of its first vertex and first edge. Under keep-all a part's
+// edge count is its record count, known from the boundaries; under the
+// other policies a first pass merges every part only to count the edges it
+// keeps. The bytes are those of a serial merge whatever the number of
+// parts.
+//
+// Memory: at most Workers parts run at once, each with a reader per run
+// (read buffers of 64 MiB in all at most, see readBufSize), a batch of
+// batchLen records and the sections' write buffers (about 1.1 MiB); the
+// marks add about 40 bytes per defaultMarkEvery records.
+
+// defaultMarkEvery is ImportOptions.markEvery's default: records between
+// a run's marks, so a part skips about 2048 records a run to its start.
+const defaultMarkEvery = 4096
+
+// mergePart is one part of the final merge.
+type mergePart struct {
+	from, to []runPos // per run: its segment of the part
+	recs     int64    // records in the segments
+	vlo, vhi int      // the vertices whose offsets it writes
+	kept     int64    // edges it writes
+	e0       int64    // its first edge's index
+	dups     int64
+	maxLabel int
+}
+
+// errPartStopped stops a part after an earlier part failed.
+var errPartStopped = errors.New("merge part stopped")
+
+// mergePartCount is the number of parts for total records: 1 when there is
+// one worker or little to merge, else four a worker so a part that is
+// slow (skew) does not leave the other cores idle.
+func (w *csrWriter) mergePartCount() int {
+	if w.o.mergeParts > 0 {
+		return w.o.mergeParts
+	}
+	if w.o.Workers <= 1 {
+		return 1
+	}
+	return int(min(int64(4*w.o.Workers), max(1, w.total>>20)))
+}
+
+// readBufSize is a run reader's buffer: 64 MiB across the readers of the
+// parts that run at once, 16-256 KiB each.
+func readBufSize(workers, runs int) int {
+	return min(256<<10, max(16<<10, (64<<20)/max(1, workers*runs)))
+}
+
+// planParts cuts the source range into at most nparts parts.
+func (w *csrWriter) planParts(runs []runFile, files []*os.File, nparts int) ([]mergePart, error) {
+	bounds := partBounds(runs, nparts, w.total, w.o.markEvery)
+	// pos[i][k] is where run i's records with s >= bounds[k] start.
+	pos := make([][]runPos, len(runs))
+	for i := range pos {
+		pos[i] = make([]runPos, len(bounds))
+	}
+	errs := make([]error, len(runs))
+	var next atomic.Int64
+	parallelFor(min(max(1, w.o.Workers), len(runs)), func(int) {
+		for i := int(next.Add(1) - 1); i < len(runs); i = int(next.Add(1) - 1) {
+			for k, b := range bounds {
+				if pos[i][k], errs[i] = locate(runs[i], files[i], b, w.o); errs[i] != nil {
+					break
+				}
+			}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	parts := make([]mergePart, len(bounds)+1)
+	for k := range parts {
+		p := &parts[k]
+		p.maxLabel = -1
+		p.from, p.to = make([]runPos, len(runs)), make([]runPos, len(runs))
+		for i, rf := range runs {
+			if k > 0 {
+				p.from[i] = pos[i][k-1]
+			}
+			p.to[i] = runPos{n: rf.n}
+			if k < len(bounds) {
+				p.to[i] = pos[i][k]
+			}
+			p.recs += p.to[i].n - p.from[i].n
+		}
+		p.vhi = w.n + 1
+		if k > 0 {
+			p.vlo = w.vertexOf(bounds[k-1])
+			parts[k-1].vhi = p.vlo
+		}
+	}
+	return parts, nil
+}
+
+// vertexOf returns the dense id of the first vertex with external id >= s.
+func (w *csrWriter) vertexOf(s int64) int {
+	if w.ids == nil {
+		return int(min(max(s, 0), int64(w.n)))
+	}
+	v, _ := slices.BinarySearch(w.ids, s)
+	return v
+}
+
+// partBounds picks up to nparts-1 increasing source ids that cut the runs'
+// records into parts of about total/nparts, from a sample of a source
+// every markEvery records of each run (the marks of the spilled runs).
+func partBounds(runs []runFile, nparts int, total int64, markEvery int) []int64 {
+	if nparts <= 1 || total == 0 {
+		return nil
+	}
+	type sample struct{ s, recs int64 }
+	var samples []sample
+	for _, rf := range runs {
+		if rf.mem != nil {
+			for i := 0; i < len(rf.mem); i += markEvery {
+				samples = append(samples, sample{rf.mem[i].s, int64(min(markEvery, len(rf.mem)-i))})
+			}
+			continue
+		}
+		for j, m := range rf.marks {
+			end := rf.n
+			if j+1 < len(rf.marks) {
+				end = rf.marks[j+1].n
+			}
+			samples = append(samples, sample{m.s, end - m.n})
+		}
+	}
+	slices.SortFunc(samples, func(a, b sample) int { return cmpInt64(a.s, b.s) })
+	var bounds []int64
+	var before int64 // records of the samples so far
+	for _, sm := range samples {
+		k := int64(len(bounds) + 1)
+		if k == int64(nparts) {
+			break
+		}
+		if before >= k*total/int64(nparts) && sm.s > samples[0].s && (len(bounds) == 0 || sm.s > bounds[len(bounds)-1]) {
+			bounds = append(bounds, sm.s)
+		}
+		before += sm.recs
+	}
+	return bounds
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// locate returns the position of run rf's first record with s >= b (the
+// run's end when there is none), decoding from the last mark before it.
+func locate(rf runFile, f *os.File, b int64, o ImportOptions) (runPos, error) {
+	if rf.mem != nil {
+		return runPos{n: int64(sort.Search(len(rf.mem), func(i int) bool { return rf.mem[i].s >= b }))}, nil
+	}
+	j := sort.Search(len(rf.marks), func(i int) bool { return rf.marks[i].s >= b }) - 1
+	if j < 0 {
+		return runPos{}, nil
+	}
+	m := rf.marks[j]
+	rr := newRunReader(0, rf, f, runPos{off: m.off, n: m.n, ps: m.ps, pd: m.pd}, rf.n-m.n, o.Weighted, o.Labelled, 16<<10)
+	for n := m.n; ; n++ {
+		p := rr.tell(n)
+		ok, err := rr.next()
+		if err != nil {
+			return runPos{}, err
+		}
+		if !ok {
+			return runPos{n: rf.n}, nil
+		}
+		if rr.cur.s >= b {
+			return p, nil
+		}
+	}
+}
+
+// writeEdges merges the runs in parts and writes the edge-sized sections.
+func (w *csrWriter) writeEdges(ctx context.Context, f *os.File, h *header, runs []runFile) error {
+	files, err := openRunFiles(runs)
+	defer closeRunFiles(files)
+	if err != nil {
+		return err
+	}
+	parts, err := w.planParts(runs, files, w.mergePartCount())
+	if err != nil {
+		return err
+	}
+	w.stats.mergeParts = len(parts)
+	if w.ids != nil {
+		w.rank = newRanker(w.ids)
+	}
+	bufSize := readBufSize(min(w.o.Workers, len(parts)), len(runs))
+	if w.o.Duplicates == DupKeepAll {
+		for k := range parts {
+			parts[k].kept = parts[k].recs
+		}
+	} else {
+		err := w.runParts(ctx, parts, func(p *mergePart, stop func() bool) error {
+			var n int64
+			p.dups = 0
+			err := mergeSegments(ctx, runs, files, p, w.o, bufSize, func(*rec) error {
+				if n++; n&0xffff == 0 && stop() {
+					return errPartStopped
+				}
+				return nil
+			})
+			p.kept = n
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	var e int64
+	for k := range parts {
+		parts[k].e0 = e
+		e += parts[k].kept
+	}
+	err = w.runParts(ctx, parts, func(p *mergePart, stop func() bool) error {
+		return w.writePart(ctx, f, h, runs, files, p, bufSize, stop)
+	})
+	if err != nil {
+		return err
+	}
+	w.e, w.maxLabel = uint64(e), -1
+	w.stats.Duplicates = 0
+	for _, p := range parts {
+		w.stats.Duplicates += p.dups
+		w.maxLabel = max(w.maxLabel, p.maxLabel)
+	}
+	return nil
+}
+
+// runParts calls do for every part on up to Workers goroutines, reporting
+// progress meanwhile. After a part fails the later ones stop, the earlier
+// ones finish, and the error returned is the earliest part's: the one a
+// serial merge would have met first.
+func (w *csrWriter) runParts(ctx context.Context, parts []mergePart, do func(p *mergePart, stop func() bool) error) error {
+	errs := make([]error, len(parts))
+	var next, failed atomic.Int64
+	failed.Store(int64(len(parts)))
+	run := func() {
+		parallelFor(min(max(1, w.o.Workers), len(parts)), func(int) {
+			for {
+				k := next.Add(1) - 1
+				if k >= int64(len(parts)) || k > failed.Load() {
+					return
+				}
+				err := do(&parts[k], func() bool { return failed.Load() < k })
+				if err == nil {
+					continue
+				}
+				errs[k] = err
+				for f := failed.Load(); k < f && !failed.CompareAndSwap(f, k); f = failed.Load() {
+				}
+			}
+		})
+	}
+	if w.o.Progress == nil {
+		run()
+	} else {
+		done := make(chan struct{})
+		go func() { run(); close(done) }()
+		t := time.NewTicker(w.o.ProgressInterval)
+	wait:
+		for {
+			select {
+			case <-done:
+				break wait
+			case <-t.C:
+				w.progress()
+			}
+		}
+		t.Stop()
+	}
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, errPartStopped) {
+			return err
+		}
+	}
+	return nil
+}
+
+// mergeSegments merges the part's segments of the runs and calls emit for the
+// edges the duplicate policy keeps (with summed weights under
+// DupSumWeights), counting the duplicates in p.dups.
+func mergeSegments(ctx context.Context, runs []runFile, files []*os.File, p *mergePart, o ImportOptions, bufSize int, emit func(r *rec) error) error {
+	var rs []*runReader
+	for i, rf := range runs {
+		if n := p.to[i].n - p.from[i].n; n > 0 {
+			rs = append(rs, newRunReader(i, rf, files[i], p.from[i], n, o.Weighted, o.Labelled, bufSize))
+		}
+	}
+	var pending rec
+	have := false
+	err := heapMerge(ctx, rs, func(r *rec) error {
+		if have && r.s == pending.s && r.d == pending.d {
+			p.dups++
+			switch o.Duplicates {
+			case DupKeepFirst:
+				return nil
+			case DupSumWeights:
+				pending.w += r.w
+				return nil
+			case DupError:
+				return fmt.Errorf("%w %d -> %d (use --duplicates keep-first, sum or keep-all to accept it)", ErrDuplicate, r.s, r.d)
+			}
+		}
+		if have {
+			if err := emit(&pending); err != nil {
+				return err
+			}
+		}
+		pending, have = *r, true
+		return nil
+	})
+	if err == nil && have {
+		err = emit(&pending)
+	}
+	return err
+}
+
+// partWriter writes one part's slice of the sections.
+type partWriter struct {
+	w     *csrWriter
+	p     *mergePart
+	offs  *secWriter[uint64]
+	tgts  *secWriter[uint32]
+	wts   *secWriter[float32]
+	lbls  *secWriter[uint8]
+	dense []uint32 // the batch's targets as dense ids
+	e     uint64   // the next edge's index
+	nextV int      // next vertex whose offset is unwritten
+	src   int      // rank cursor for the (sorted) sources
+}
+
+// writePart merges part p and writes its offsets, targets, weights and
+// labels.
+func (w *csrWriter) writePart(ctx context.Context, f *os.File, h *header, runs []runFile, files []*os.File, p *mergePart, bufSize int, stop func() bool) error {
+	pw := &partWriter{w: w, p: p, e: uint64(p.e0), nextV: p.vlo, src: p.vlo, dense: make([]uint32, batchLen),
+		offs: newSecWriter[uint64](f, h.sections[secOffsets].off+8*uint64(p.vlo)),
+		tgts: newSecWriter[uint32](f, h.sections[secTargets].off+4*uint64(p.e0))}
+	if w.o.Weighted {
+		pw.wts = newSecWriter[float32](f, h.sections[secWeights].off+4*uint64(p.e0))
+	}
+	if w.o.Labelled {
+		pw.lbls = newSecWriter[uint8](f, h.sections[secLabels].off+uint64(p.e0))
+	}
+	p.dups, p.maxLabel = 0, -1
+	batch := make([]rec, 0, batchLen)
+	err := mergeSegments(ctx, runs, files, p, w.o, bufSize, func(r *rec) error {
+		batch = append(batch, *r)
+		if len(batch) < batchLen {
+			return nil
+		}
+		if stop() {
+			return errPartStopped
+		}
+		err := pw.writeBatch(batch)
+		batch = batch[:0]
+		return err
+	})
+	if err == nil {
+		err = pw.writeBatch(batch)
+	}
+	if err != nil {
+		return err
+	}
+	return pw.close()
+}
+
+// writeBatch ranks the batch's targets and appends the batch to the
+// sections, writing the offsets of the sources it reaches.
+func (pw *partWriter) writeBatch(batch []rec) error {
+	w := pw.w
+	dense := pw.dense[:len(batch)]
+	if w.rank != nil {
+		if err := w.rank.all(batch, dense); err != nil {
+			return err
+		}
+	} else {
+		for i := range batch {
+			dense[i] = uint32(batch[i].d)
+		}
+	}
+	for i := range batch {
+		r := &batch[i]
+		var s uint32
+		if w.rank == nil {
+			s = uint32(r.s)
+		} else {
+			for w.ids[pw.src] < r.s {
+				pw.src++
+			}
+			s = uint32(pw.src)
+		}
+		for ; pw.nextV <= int(s); pw.nextV++ {
+			if err := pw.offs.put(pw.e); err != nil {
+				return err
+			}
+		}
+		if err := pw.tgts.put(dense[i]); err != nil {
+			return err
+		}
+		if pw.wts != nil {
+			if math.IsInf(float64(r.w), 0) {
+				return fmt.Errorf("summed weight of duplicate edges %d -> %d overflows float32", r.s, r.d)
+			}
+			if err := pw.wts.put(r.w); err != nil {
+				return err
+			}
+		}
+		if pw.lbls != nil {
+			pw.p.maxLabel = max(pw.p.maxLabel, int(r.l))
+			if err := pw.lbls.put(r.l); err != nil {
+				return err
+			}
+		}
+		pw.e++
+	}
+	w.out.Add(int64(len(batch)))
+	return nil
+}
+
+// close writes the offsets of the part's vertices after its last source
+// and flushes the sections.
+func (pw *partWriter) close() error {
+	if pw.e != uint64(pw.p.e0+pw.p.kept) {
+		return fmt.Errorf("merge part wrote %d edges, counted %d (internal error)", pw.e-uint64(pw.p.e0), pw.p.kept)
+	}
+	for ; pw.nextV < pw.p.vhi; pw.nextV++ {
+		if err := pw.offs.put(pw.e); err != nil {
+			return err
+		}
+	}
+	for _, s := range []interface{ flush() error }{pw.offs, pw.tgts} {
+		if err := s.flush(); err != nil {
+			return err
+		}
+	}
+	if pw.wts != nil {
+		if err := pw.wts.flush(); err != nil {
+			return err
+		}
+	}
+	if pw.lbls != nil {
+		return pw.lbls.flush()
+	}
+	return nil
+}
