@@ -23,11 +23,12 @@ import (
 //
 // Each part writes its own slice of the sections: the offsets of its
 // vertex range and the targets, weights and labels of its edges, at the
-// file offsets of its first vertex and first edge. Under keep-all a part's
-// edge count is its record count, known from the boundaries; under the
-// other policies a first pass merges every part only to count the edges it
-// keeps. The bytes are those of a serial merge whatever the number of
-// parts.
+// file offsets of its first vertex and first edge, placed as if no
+// duplicate were dropped (the record counts before it, known from the
+// boundaries). When a part drops duplicates, compact then slides the later
+// parts' edges down, zeroes what they leave behind and lowers their
+// offsets (compact.go), so the bytes are those of a serial merge whatever
+// the number of parts. Under keep-all nothing moves.
 //
 // Memory: at most Workers parts run at once, each with a reader per run
 // (read buffers of 64 MiB in all at most, see readBufSize), a batch of
@@ -43,8 +44,8 @@ type mergePart struct {
 	from, to []runPos // per run: its segment of the part
 	recs     int64    // records in the segments
 	vlo, vhi int      // the vertices whose offsets it writes
-	kept     int64    // edges it writes
-	e0       int64    // its first edge's index
+	kept     int64    // edges it wrote
+	e0       int64    // its first edge's index, were no duplicate dropped
 	dups     int64
 	maxLabel int
 }
@@ -219,31 +220,10 @@ func (w *csrWriter) writeEdges(ctx context.Context, f *os.File, h *header, runs 
 		w.rank = newRanker(w.ids)
 	}
 	bufSize := readBufSize(min(w.o.Workers, len(parts)), len(runs))
-	if w.o.Duplicates == DupKeepAll {
-		for k := range parts {
-			parts[k].kept = parts[k].recs
-		}
-	} else {
-		err := w.runParts(ctx, parts, func(p *mergePart, stop func() bool) error {
-			var n int64
-			p.dups = 0
-			err := mergeSegments(ctx, runs, files, p, w.o, bufSize, func(*rec) error {
-				if n++; n&0xffff == 0 && stop() {
-					return errPartStopped
-				}
-				return nil
-			})
-			p.kept = n
-			return err
-		})
-		if err != nil {
-			return err
-		}
-	}
 	var e int64
 	for k := range parts {
 		parts[k].e0 = e
-		e += parts[k].kept
+		e += parts[k].recs
 	}
 	err = w.runParts(ctx, parts, func(p *mergePart, stop func() bool) error {
 		return w.writePart(ctx, f, h, runs, files, p, bufSize, stop)
@@ -251,13 +231,15 @@ func (w *csrWriter) writeEdges(ctx context.Context, f *os.File, h *header, runs 
 	if err != nil {
 		return err
 	}
-	w.e, w.maxLabel = uint64(e), -1
+	w.maxLabel = -1
 	w.stats.Duplicates = 0
 	for _, p := range parts {
 		w.stats.Duplicates += p.dups
 		w.maxLabel = max(w.maxLabel, p.maxLabel)
 	}
-	return nil
+	kept, err := w.compact(f, h, parts)
+	w.e = uint64(kept)
+	return err
 }
 
 // runParts calls do for every part on up to Workers goroutines, reporting
@@ -454,8 +436,9 @@ func (pw *partWriter) writeBatch(batch []rec) error {
 // close writes the offsets of the part's vertices after its last source
 // and flushes the sections.
 func (pw *partWriter) close() error {
-	if pw.e != uint64(pw.p.e0+pw.p.kept) {
-		return fmt.Errorf("merge part wrote %d edges, counted %d (internal error)", pw.e-uint64(pw.p.e0), pw.p.kept)
+	pw.p.kept = int64(pw.e) - pw.p.e0
+	if pw.p.kept > pw.p.recs || (pw.w.o.Duplicates == DupKeepAll && pw.p.kept != pw.p.recs) {
+		return fmt.Errorf("merge part wrote %d edges of %d records (internal error)", pw.p.kept, pw.p.recs)
 	}
 	for ; pw.nextV < pw.p.vhi; pw.nextV++ {
 		if err := pw.offs.put(pw.e); err != nil {
