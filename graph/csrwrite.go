@@ -41,8 +41,13 @@ type secWriter[T any] struct {
 	buf []T
 }
 
-func newSecWriter[T any](f *os.File, off uint64) *secWriter[T] {
-	return &secWriter[T]{f: f, off: int64(off), buf: make([]T, 0, 64<<10)}
+// newSecWriter returns a writer at off that buffers in buf (nil: a new
+// buffer of 64Ki values).
+func newSecWriter[T any](f *os.File, off uint64, buf []T) *secWriter[T] {
+	if buf == nil {
+		buf = make([]T, 0, 64<<10)
+	}
+	return &secWriter[T]{f: f, off: int64(off), buf: buf[:0]}
 }
 
 func (s *secWriter[T]) put(x T) error {
@@ -117,7 +122,7 @@ func (w *csrWriter) writeIDs(f *os.File, h *header) error {
 	if _, err := f.WriteAt(bytesOf(w.ids), int64(h.sections[secIDs].off)); err != nil {
 		return err
 	}
-	byExt := newSecWriter[uint32](f, h.sections[secByExt].off)
+	byExt := newSecWriter[uint32](f, h.sections[secByExt].off, nil)
 	for v := 0; v < w.n; v++ {
 		if err := byExt.put(uint32(v)); err != nil {
 			return err

@@ -51,7 +51,7 @@ func mergeRuns(ctx context.Context, runs []runFile, weighted, labelled bool, emi
 	}
 	rs := make([]*runReader, len(runs))
 	for i, rf := range runs {
-		rs[i] = newRunReader(i, rf, files[i], runPos{}, rf.n, weighted, labelled, 256<<10)
+		rs[i] = newRunReader(i, rf, files[i], runPos{}, rf.n, weighted, labelled, nil)
 	}
 	return heapMerge(ctx, rs, emit)
 }

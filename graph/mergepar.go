@@ -30,10 +30,11 @@ import (
 // offsets (compact.go), so the bytes are those of a serial merge whatever
 // the number of parts. Under keep-all nothing moves.
 //
-// Memory: at most Workers parts run at once, each with a reader per run
-// (read buffers of 64 MiB in all at most, see readBufSize), a batch of
-// batchLen records and the sections' write buffers (about 1.1 MiB); the
-// marks add about 40 bytes per defaultMarkEvery records.
+// Memory: at most Workers parts run at once, each worker with buffers it
+// reuses from part to part: a read buffer per spilled run (64 MiB in all
+// at most, see readBufSize), a batch of batchLen records and the sections'
+// write buffers (about 1.4 MiB with those). The marks add about 40 bytes
+// per defaultMarkEvery records of the runs.
 
 // defaultMarkEvery is ImportOptions.markEvery's default: records between
 // a run's marks, so a part skips about 2048 records a run to its start.
@@ -188,7 +189,7 @@ func locate(rf runFile, f *os.File, b int64, o ImportOptions) (runPos, error) {
 		return runPos{}, nil
 	}
 	m := rf.marks[j]
-	rr := newRunReader(0, rf, f, runPos{off: m.off, n: m.n, ps: m.ps, pd: m.pd}, rf.n-m.n, o.Weighted, o.Labelled, 16<<10)
+	rr := newRunReader(0, rf, f, runPos{off: m.off, n: m.n, ps: m.ps, pd: m.pd}, rf.n-m.n, o.Weighted, o.Labelled, make([]byte, 16<<10))
 	for n := m.n; ; n++ {
 		p := rr.tell(n)
 		ok, err := rr.next()
@@ -219,14 +220,23 @@ func (w *csrWriter) writeEdges(ctx context.Context, f *os.File, h *header, runs 
 	if w.ids != nil {
 		w.rank = newRanker(w.ids)
 	}
-	bufSize := readBufSize(min(w.o.Workers, len(parts)), len(runs))
+	workers := min(max(1, w.o.Workers), len(parts))
+	scratch := make([]partScratch, workers)
+	for t := range scratch {
+		scratch[t].bufs = make([][]byte, len(runs))
+		for i := range runs {
+			if files[i] != nil {
+				scratch[t].bufs[i] = make([]byte, readBufSize(workers, len(runs)))
+			}
+		}
+	}
 	var e int64
 	for k := range parts {
 		parts[k].e0 = e
 		e += parts[k].recs
 	}
-	err = w.runParts(ctx, parts, func(p *mergePart, stop func() bool) error {
-		return w.writePart(ctx, f, h, runs, files, p, bufSize, stop)
+	err = w.runParts(ctx, parts, func(p *mergePart, t int, stop func() bool) error {
+		return w.writePart(ctx, f, h, runs, files, p, &scratch[t], stop)
 	})
 	if err != nil {
 		return err
@@ -246,18 +256,18 @@ func (w *csrWriter) writeEdges(ctx context.Context, f *os.File, h *header, runs 
 // progress meanwhile. After a part fails the later ones stop, the earlier
 // ones finish, and the error returned is the earliest part's: the one a
 // serial merge would have met first.
-func (w *csrWriter) runParts(ctx context.Context, parts []mergePart, do func(p *mergePart, stop func() bool) error) error {
+func (w *csrWriter) runParts(ctx context.Context, parts []mergePart, do func(p *mergePart, t int, stop func() bool) error) error {
 	errs := make([]error, len(parts))
 	var next, failed atomic.Int64
 	failed.Store(int64(len(parts)))
 	run := func() {
-		parallelFor(min(max(1, w.o.Workers), len(parts)), func(int) {
+		parallelFor(min(max(1, w.o.Workers), len(parts)), func(t int) {
 			for {
 				k := next.Add(1) - 1
 				if k >= int64(len(parts)) || k > failed.Load() {
 					return
 				}
-				err := do(&parts[k], func() bool { return failed.Load() < k })
+				err := do(&parts[k], t, func() bool { return failed.Load() < k })
 				if err == nil {
 					continue
 				}
@@ -295,11 +305,11 @@ func (w *csrWriter) runParts(ctx context.Context, parts []mergePart, do func(p *
 // mergeSegments merges the part's segments of the runs and calls emit for the
 // edges the duplicate policy keeps (with summed weights under
 // DupSumWeights), counting the duplicates in p.dups.
-func mergeSegments(ctx context.Context, runs []runFile, files []*os.File, p *mergePart, o ImportOptions, bufSize int, emit func(r *rec) error) error {
+func mergeSegments(ctx context.Context, runs []runFile, files []*os.File, p *mergePart, o ImportOptions, bufs [][]byte, emit func(r *rec) error) error {
 	var rs []*runReader
 	for i, rf := range runs {
 		if n := p.to[i].n - p.from[i].n; n > 0 {
-			rs = append(rs, newRunReader(i, rf, files[i], p.from[i], n, o.Weighted, o.Labelled, bufSize))
+			rs = append(rs, newRunReader(i, rf, files[i], p.from[i], n, o.Weighted, o.Labelled, bufs[i]))
 		}
 	}
 	var pending rec
@@ -345,21 +355,39 @@ type partWriter struct {
 	src   int      // rank cursor for the (sorted) sources
 }
 
+// partScratch is one worker's buffers, reused from part to part: a read
+// buffer per spilled run, the batch and the sections' write buffers.
+type partScratch struct {
+	bufs  [][]byte
+	batch []rec
+	dense []uint32
+	offs  []uint64
+	tgts  []uint32
+	wts   []float32
+	lbls  []uint8
+}
+
 // writePart merges part p and writes its offsets, targets, weights and
 // labels.
-func (w *csrWriter) writePart(ctx context.Context, f *os.File, h *header, runs []runFile, files []*os.File, p *mergePart, bufSize int, stop func() bool) error {
-	pw := &partWriter{w: w, p: p, e: uint64(p.e0), nextV: p.vlo, src: p.vlo, dense: make([]uint32, batchLen),
-		offs: newSecWriter[uint64](f, h.sections[secOffsets].off+8*uint64(p.vlo)),
-		tgts: newSecWriter[uint32](f, h.sections[secTargets].off+4*uint64(p.e0))}
+func (w *csrWriter) writePart(ctx context.Context, f *os.File, h *header, runs []runFile, files []*os.File, p *mergePart, sc *partScratch, stop func() bool) error {
+	if sc.batch == nil {
+		sc.batch, sc.dense = make([]rec, 0, batchLen), make([]uint32, batchLen)
+	}
+	pw := &partWriter{w: w, p: p, e: uint64(p.e0), nextV: p.vlo, src: p.vlo, dense: sc.dense,
+		offs: newSecWriter(f, h.sections[secOffsets].off+8*uint64(p.vlo), sc.offs),
+		tgts: newSecWriter(f, h.sections[secTargets].off+4*uint64(p.e0), sc.tgts)}
+	sc.offs, sc.tgts = pw.offs.buf, pw.tgts.buf
 	if w.o.Weighted {
-		pw.wts = newSecWriter[float32](f, h.sections[secWeights].off+4*uint64(p.e0))
+		pw.wts = newSecWriter(f, h.sections[secWeights].off+4*uint64(p.e0), sc.wts)
+		sc.wts = pw.wts.buf
 	}
 	if w.o.Labelled {
-		pw.lbls = newSecWriter[uint8](f, h.sections[secLabels].off+uint64(p.e0))
+		pw.lbls = newSecWriter(f, h.sections[secLabels].off+uint64(p.e0), sc.lbls)
+		sc.lbls = pw.lbls.buf
 	}
 	p.dups, p.maxLabel = 0, -1
-	batch := make([]rec, 0, batchLen)
-	err := mergeSegments(ctx, runs, files, p, w.o, bufSize, func(r *rec) error {
+	batch := sc.batch[:0]
+	err := mergeSegments(ctx, runs, files, p, w.o, sc.bufs, func(r *rec) error {
 		batch = append(batch, *r)
 		if len(batch) < batchLen {
 			return nil

@@ -252,13 +252,17 @@ type runReader struct {
 const maxRecBytes = 2*binary.MaxVarintLen64 + 5
 
 // newRunReader returns a reader of count records of run rf (file f unless
-// it is in memory) from position from, with a read buffer of bufSize bytes.
-func newRunReader(idx int, rf runFile, f *os.File, from runPos, count int64, weighted, labelled bool, bufSize int) *runReader {
+// it is in memory) from position from, reading through buf (nil: a new
+// 256 KiB buffer).
+func newRunReader(idx int, rf runFile, f *os.File, from runPos, count int64, weighted, labelled bool, buf []byte) *runReader {
 	rr := &runReader{idx: idx, left: count, first: from.n == 0, ps: from.ps, pd: from.pd, weighted: weighted, labelled: labelled}
 	if rf.mem != nil {
 		rr.mem = rf.mem[from.n : from.n+count]
 	} else if count > 0 {
-		rr.f, rr.off, rr.buf = f, from.off, make([]byte, bufSize)
+		if buf == nil {
+			buf = make([]byte, 256<<10)
+		}
+		rr.f, rr.off, rr.buf = f, from.off, buf
 	}
 	return rr
 }
