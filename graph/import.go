@@ -61,8 +61,10 @@ type ImportOptions struct {
 	// buffers, sort scratch) plus 16-24 bytes per vertex, whatever the
 	// input size.
 	RunEdges int
-	// Workers is how many goroutines decode the input (default
-	// GOMAXPROCS). Edges reach the sort in input order whatever the number.
+	// Workers is how many goroutines decode the input, sort and encode the
+	// runs and merge them into the graph file (default GOMAXPROCS). Edges
+	// reach the sort in input order, and the file has the same bytes,
+	// whatever the number.
 	// Each adds about 15 MB to peak memory (measured at scale 20): up to
 	// three decoded batches of 64Ki edges waiting for the run builder, a
 	// 2 MiB text chunk or a row group's read buffers and current pages,

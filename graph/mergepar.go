@@ -31,10 +31,11 @@ import (
 // the number of parts. Under keep-all nothing moves.
 //
 // Memory: at most Workers parts run at once, each worker with buffers it
-// reuses from part to part: a read buffer per spilled run (64 MiB in all
-// at most, see readBufSize), a batch of batchLen records and the sections'
-// write buffers (about 1.4 MiB with those). The marks add about 40 bytes
-// per defaultMarkEvery records of the runs.
+// reuses from part to part: a read buffer per spilled run (64 MiB in all,
+// or 16 KiB a buffer when Workers x runs exceeds 4096; see readBufSize), a
+// batch of batchLen records and the sections' write buffers (about 1.4 MiB
+// with those). The marks add about 40 bytes per defaultMarkEvery records
+// of the runs. Nothing grows with the input but the marks.
 
 // defaultMarkEvery is ImportOptions.markEvery's default: records between
 // a run's marks, so a part skips about 2048 records a run to its start.
