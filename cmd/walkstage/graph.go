@@ -141,7 +141,7 @@ func graphImport(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	out := fs.String("out", "", "output graph file (required)")
 	tmpDir := fs.String("tmp-dir", "", "directory for sorted runs (default: the output's directory)")
 	runEdges := fs.Int("run-edges", 0, "edges sorted in memory at a time (default 4Mi; peak memory is about 150 bytes per run edge plus 24 per vertex)")
-	workers := fs.Int("workers", 0, "goroutines decoding the input (default: one per core)")
+	workers := fs.Int("workers", 0, "goroutines decoding the input and merging the sorted runs (default: one per core)")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the import to this file")
 	pos, err := parseInterleaved(fs, args)
