@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -420,7 +421,9 @@ func TestFusedTableChoice(t *testing.T) {
 // Every field of a fused entry must describe the vertex it names.
 func TestFusedEntriesDescribeTheirVertices(t *testing.T) {
 	g := testGraph(t)
-	tab := buildFused(g)
+	owner := new(CPU)
+	defer runtime.KeepAlive(owner)
+	tab := buildFused(g, owner)
 	prob, alias := BuildAlias(g)
 	for v := 0; v < g.NumVertices(); v++ {
 		a, b := g.Offsets[v], g.Offsets[v+1]

@@ -46,10 +46,10 @@ func fusable(g *graph.Graph) bool {
 }
 
 // buildFused builds the fused table from the same alias tables as
-// buildPacked, so a fused walk is the packed walk, vertex for vertex.
-func buildFused(g *graph.Graph) []fusedEntry {
-	tab := make([]fusedEntry, g.NumEdges())
-	hugemem.Advise(tab) // before the first write, see hugemem
+// buildPacked, so a fused walk is the packed walk, vertex for vertex. The
+// table lives outside the Go heap as long as owner does (hugemem.Alloc).
+func buildFused(g *graph.Graph, owner *CPU) []fusedEntry {
+	tab := hugemem.Alloc[fusedEntry](owner, int(g.NumEdges()))
 	off := g.Offsets
 	forAliasVertices(g, func(a uint64, adj []uint32, prob []float32, alias []uint32) {
 		for i := range adj {

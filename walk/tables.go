@@ -48,7 +48,7 @@ func (e *CPU) recordBuild(t0 time.Time, set func()) {
 func (e *CPU) fusedTable() []fusedEntry {
 	e.fusedOnce.Do(func() {
 		t0 := time.Now()
-		tab := buildFused(e.g)
+		tab := buildFused(e.g, e)
 		e.recordBuild(t0, func() { e.fused = tab })
 	})
 	return e.fused
@@ -61,7 +61,7 @@ func (e *CPU) packedTable() []aliasEntry {
 			return
 		}
 		t0 := time.Now()
-		tab := buildPacked(e.g)
+		tab := buildPacked(e.g, e)
 		e.recordBuild(t0, func() { e.alias = tab })
 	})
 	return e.alias
@@ -93,7 +93,7 @@ func (e *CPU) PrepareLabelTables() bool {
 func (e *CPU) labelTables() *labelTables {
 	e.labelOnce.Do(func() {
 		t0 := time.Now()
-		lt := buildLabelTables(e.g)
+		lt := buildLabelTables(e.g, e)
 		e.recordBuild(t0, func() { e.labels = lt })
 	})
 	return e.labels
