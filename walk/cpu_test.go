@@ -340,7 +340,9 @@ func lockstepMatches(t *testing.T, g *graph.Graph) {
 			}
 			stride := length + 1
 			buf, lens := make([]uint32, len(starts)*stride), make([]uint32, len(starts))
-			if s.lockstep() {
+			if s.ring() {
+				s.walkRing(starts, 5, buf, lens)
+			} else if s.lockstep() {
 				s.walkLockstep(starts, 5, buf, lens)
 			} else {
 				s.walkNode2VecLockstep(starts, 5, buf, lens)
@@ -353,6 +355,8 @@ func lockstepMatches(t *testing.T, g *graph.Graph) {
 				fbuf, flens = make([]uint32, len(starts)*stride), make([]uint32, len(starts))
 				if f.lockstepNode2Vec() {
 					f.walkNode2VecLockstep(starts, 5, fbuf, flens)
+				} else if f.ring() {
+					f.walkRing(starts, 5, fbuf, flens)
 				} else {
 					f.walkFused(starts, 5, fbuf, flens)
 				}
@@ -387,7 +391,8 @@ func TestFusedTableChoice(t *testing.T) {
 		{"weighted ppr", need, Algorithm{Kind: PPR, Length: 4, StopProb: 0.5, Weighted: true}, true},
 		{"one byte short", need - 1, Algorithm{Kind: DeepWalk, Length: 4, Weighted: true}, false},
 		{"off", 0, Algorithm{Kind: DeepWalk, Length: 4, Weighted: true}, false},
-		{"uniform", need, Algorithm{Kind: DeepWalk, Length: 4}, false},
+		{"uniform", need, Algorithm{Kind: DeepWalk, Length: 4}, true},
+		{"uniform ppr", need, Algorithm{Kind: PPR, Length: 4, StopProb: 0.5}, false},
 		{"zprs", need, Algorithm{Kind: DeepWalk, Length: 4, Weighted: true, Sampler: SamplerZPRS}, false},
 		{"node2vec", need, Algorithm{Kind: Node2Vec, Length: 4, P: 1, Q: 1, Weighted: true}, true},
 		{"unweighted node2vec", need, Algorithm{Kind: Node2Vec, Length: 4, P: 1, Q: 1}, false},
