@@ -392,7 +392,7 @@ func TestFusedTableChoice(t *testing.T) {
 		{"one byte short", need - 1, Algorithm{Kind: DeepWalk, Length: 4, Weighted: true}, false},
 		{"off", 0, Algorithm{Kind: DeepWalk, Length: 4, Weighted: true}, false},
 		{"uniform", need, Algorithm{Kind: DeepWalk, Length: 4}, true},
-		{"uniform ppr", need, Algorithm{Kind: PPR, Length: 4, StopProb: 0.5}, false},
+		{"uniform ppr", need, Algorithm{Kind: PPR, Length: 4, StopProb: 0.5}, true},
 		{"zprs", need, Algorithm{Kind: DeepWalk, Length: 4, Weighted: true, Sampler: SamplerZPRS}, false},
 		{"node2vec", need, Algorithm{Kind: Node2Vec, Length: 4, P: 1, Q: 1, Weighted: true}, true},
 		{"unweighted node2vec", need, Algorithm{Kind: Node2Vec, Length: 4, P: 1, Q: 1}, false},

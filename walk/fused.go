@@ -70,10 +70,11 @@ func buildFused(g *graph.Graph, owner *CPU) []fusedEntry {
 func (e *fusedEntry) keepLo64() uint64 { return uint64(e.keepLo) | uint64(e.loHigh&0xffff)<<32 }
 func (e *fusedEntry) altLo64() uint64  { return uint64(e.altLo) | uint64(e.loHigh>>16)<<32 }
 
-// walkFused is walkLockstep for weighted DeepWalk and PPR over the fused
-// table: the same draws and the same alias decisions, with the current
-// vertex's edge range carried from the entry that chose it, so a step has one
-// dependent load instead of two.
+// walkFused is walkLockstep for PPR, weighted or uniform, over the fused
+// table: the same draws and the same alias decisions (a uniform walk takes
+// the drawn edge, the entry's keep), with the current vertex's edge range
+// carried from the entry that chose it, so a step has one dependent load
+// instead of two. (DeepWalk walks on the ring, ring.go.)
 func (s *stepper) walkFused(starts []uint32, firstID uint64, buf []uint32, lens []uint32) {
 	stride := s.alg.Length + 1
 	n := len(starts)
@@ -96,13 +97,15 @@ func (s *stepper) walkFused(starts []uint32, firstID uint64, buf []uint32, lens 
 		deg[k] = uint32(off[v+1] - off[v])
 	}
 	var words [4][8]uint32
+	// A uniform walk (PPR) takes the drawn edge itself: the entry's keep.
+	uniform := s.sampler == SamplerUniform
 	// decide takes the step of position i: keep or alias, and the chosen
 	// vertex's edge range for the next step.
 	decide := func(i int) {
 		k := next[i]
 		e := &tab[idx[i]]
 		nx, d, l := e.alt, e.altDeg, e.altLo64()
-		if unit24(coin[i]) < e.prob {
+		if uniform || unit24(coin[i]) < e.prob {
 			nx, d, l = e.keep, e.keepDeg, e.keepLo64()
 		}
 		buf[int(k)*stride+int(lens[k])] = nx

@@ -30,12 +30,12 @@ func (e *CPU) tableBytes() int64 {
 }
 
 // fusedFor reports whether a walks on the fused table: every walk that
-// would otherwise draw from the packed table, and uniform DeepWalk, which
-// finds each edge's target and the target's edge range in the entry's keep
-// fields (one load per step instead of the offsets and then the target).
+// would otherwise draw from the packed table, and uniform DeepWalk and PPR,
+// which find each edge's target and the target's edge range in the entry's
+// keep fields (one load per step instead of the offsets and then the target).
 func (e *CPU) fusedFor(a Algorithm) bool {
-	uniformDeepWalk := a.Kind == DeepWalk && a.ResolvedSampler() == SamplerUniform
-	return e.fusedOK && (needsAlias(a) && (a.Kind == DeepWalk || a.Kind == PPR || a.Kind == Node2Vec) || uniformDeepWalk)
+	uniform := (a.Kind == DeepWalk || a.Kind == PPR) && a.ResolvedSampler() == SamplerUniform
+	return e.fusedOK && (needsAlias(a) && (a.Kind == DeepWalk || a.Kind == PPR || a.Kind == Node2Vec) || uniform)
 }
 
 // recordBuild publishes a table built since t0 (set stores it) and adds its
