@@ -49,6 +49,7 @@ const (
 type ring struct {
 	state [ringSlots]uint8
 	walk  [ringSlots]int32  // position of the walk in the unit
+	pos   [ringSlots]int    // where the walk's current vertex is in buf
 	step  [ringSlots]uint32 // steps taken (resolved)
 	deg   [ringSlots]uint32 // current vertex's degree
 	coin  [ringSlots]uint32 // the drawn step's alias coin
@@ -65,10 +66,13 @@ func (s *stepper) walkRing(starts []uint32, firstID uint64, buf []uint32, lens [
 	w := ringWalker{s: s, r: new(ring), starts: starts, firstID: firstID, buf: buf, lens: lens,
 		stride: s.alg.Length + 1, length: uint32(s.alg.Length),
 		off: s.off, tgt: s.tgt, tab: s.alias, fused: s.fused, keep: s.sampler == SamplerUniform}
+	w.empty = ringSlots
 	for {
-		for i := range w.r.state {
-			if w.r.state[i] == slotEmpty {
-				w.start(i)
+		if w.empty > 0 && w.next < len(starts) {
+			for i := range w.r.state {
+				if w.r.state[i] == slotEmpty {
+					w.start(i)
+				}
 			}
 		}
 		if w.live == 0 {
@@ -108,6 +112,7 @@ type ringWalker struct {
 	keep    bool         // uniform walk on the fused table: every step takes the entry's keep
 	next    int          // next walk of the unit to start
 	live    int          // slots holding a walk
+	empty   int          // slots without one
 	pf, pf2 [8]uint64    // a block's prefetches
 	pfStart [1]uint64    // start's prefetch
 }
@@ -118,6 +123,7 @@ func (w *ringWalker) finish(i int) {
 	w.lens[r.walk[i]] = r.step[i] + 1
 	r.walk[i], r.state[i] = -1, slotEmpty
 	w.live--
+	w.empty++
 }
 
 // start puts the unit's next walk that has a step to take into slot i, if
@@ -141,10 +147,11 @@ func (w *ringWalker) start(i int) {
 			continue
 		}
 		id := w.firstID + uint64(k)
-		r.walk[i], r.step[i] = int32(k), 0
+		r.walk[i], r.step[i], r.pos[i] = int32(k), 0, k*w.stride
 		r.idLo[i], r.idHi[i], r.ctr[i] = uint32(id), uint32(id>>32), 0
 		r.lo[i], r.deg[i], r.state[i] = a, uint32(d), slotReady
 		w.live++
+		w.empty--
 		return
 	}
 }
@@ -173,7 +180,8 @@ func (w *ringWalker) roundFused(b int) {
 			deg := e.altDeg ^ ((e.altDeg ^ e.keepDeg) & m)
 			lo := e.altLo64() ^ ((e.altLo64() ^ e.keepLo64()) & m64)
 			r.step[i]++
-			w.buf[int(r.walk[i])*w.stride+int(r.step[i])] = nx
+			r.pos[i]++
+			w.buf[r.pos[i]] = nx
 			if r.step[i] == w.length || deg == 0 {
 				w.finish(i)
 				continue
@@ -218,7 +226,8 @@ func (w *ringWalker) roundTwoLoads(b int) {
 				nx = w.tgt[r.idx[i]]
 			}
 			r.step[i]++
-			w.buf[int(r.walk[i])*w.stride+int(r.step[i])] = nx
+			r.pos[i]++
+			w.buf[r.pos[i]] = nx
 			if r.step[i] == w.length {
 				w.finish(i)
 				continue
