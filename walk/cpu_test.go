@@ -435,14 +435,14 @@ func TestFusedEntriesDescribeTheirVertices(t *testing.T) {
 		for e := a; e < b; e++ {
 			f := tab[e]
 			keep, alt := g.Targets[e], g.Targets[a+uint64(alias[e])]
-			if f.prob != prob[e] || f.keep != keep || f.alt != alt {
+			if f.prob != prob[e] || f.to[0].v != keep || f.to[1].v != alt {
 				t.Fatalf("edge %d: entry %+v, want prob %v keep %d alt %d", e, f, prob[e], keep, alt)
 			}
 			for _, c := range []struct {
 				v   uint32
 				lo  uint64
 				deg uint32
-			}{{keep, f.keepLo64(), f.keepDeg}, {alt, f.altLo64(), f.altDeg}} {
+			}{{keep, f.lo64(0), f.to[0].deg}, {alt, f.lo64(1), f.to[1].deg}} {
 				if c.lo != g.Offsets[c.v] || uint64(c.deg) != g.Offsets[c.v+1]-g.Offsets[c.v] {
 					t.Fatalf("edge %d: vertex %d range (%d, %d), want (%d, %d)", e, c.v, c.lo, c.deg, g.Offsets[c.v], g.Offsets[c.v+1]-g.Offsets[c.v])
 				}

@@ -168,17 +168,14 @@ func (w *ringWalker) roundFused(b int) {
 			continue
 		case slotDrawn:
 			e := &w.fused[r.idx[i]]
-			// keep or alias, selected without a branch: the coin is
+			// keep or alias as an index, without a branch: the coin is
 			// random, and a mispredicted branch here threw away the
 			// work of the slots behind it.
-			var m uint32
-			if w.keep || unit24(r.coin[i]) < e.prob {
-				m = ^uint32(0)
+			var t uint32
+			if !w.keep {
+				t = e.pick(r.coin[i])
 			}
-			m64 := uint64(int64(int32(m)))
-			nx := e.alt ^ ((e.alt ^ e.keep) & m)
-			deg := e.altDeg ^ ((e.altDeg ^ e.keepDeg) & m)
-			lo := e.altLo64() ^ ((e.altLo64() ^ e.keepLo64()) & m64)
+			nx, deg, lo := e.to[t&1].v, e.to[t&1].deg, e.lo64(t)
 			r.step[i]++
 			r.pos[i]++
 			w.buf[r.pos[i]] = nx
