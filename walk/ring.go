@@ -67,7 +67,8 @@ type ring struct {
 func (s *stepper) walkRing(starts []uint32, firstID uint64, buf []uint32, lens []uint32) {
 	w := ringWalker{s: s, r: new(ring), starts: starts, firstID: firstID, buf: buf, lens: lens,
 		stride: s.alg.Length + 1, length: uint32(s.alg.Length),
-		off: s.off, tgt: s.tgt, tab: s.alias, fused: s.fused, keep: s.sampler == SamplerUniform}
+		off: s.off, tgt: s.tgt, tab: s.alias, fused: s.fused, keep: s.sampler == SamplerUniform,
+		wide: uint64(len(s.tgt)) >= 1<<32}
 	w.empty = ringSlots
 	for {
 		if w.empty > 0 && w.next < len(starts) {
@@ -112,6 +113,7 @@ type ringWalker struct {
 	tab     []aliasEntry // nil: uniform
 	fused   []fusedEntry // set: one-load steps
 	keep    bool         // uniform walk on the fused table: every step takes the entry's keep
+	wide    bool         // 2^32 edges or more: first edges have high bits in the fused entries
 	next    int          // next walk of the unit to start
 	live    int          // slots holding a walk
 	empty   int          // slots without one
@@ -177,7 +179,10 @@ func (w *ringWalker) roundFused(b int) {
 			if !w.keep {
 				t = e.pick(r.coin[i])
 			}
-			nx, deg, lo := e.to[t&1].v, e.to[t&1].deg, e.lo64(t)
+			nx, deg, lo := e.to[t&1].v, e.to[t&1].deg, uint64(e.to[t&1].lo)
+			if w.wide {
+				lo = e.lo64(t)
+			}
 			r.step[i]++
 			r.pos[i]++
 			w.buf[r.pos[i]] = nx
