@@ -9,7 +9,9 @@ import (
 )
 
 // fusedEntry is one alias draw together with the edge range of both vertices
-// it can lead to. A weighted walk that reads it knows where the next step's
+// it can lead to (the keep side is also the plain edge, its target and the
+// target's range, which is what a uniform walk takes). A weighted walk that
+// reads it knows where the next step's
 // adjacency starts and how long it is without loading the offsets, so a step
 // costs one random cache line instead of two. That is what bounds a CPU walk:
 // each step's loads depend on the previous step's, and a core keeps only so
