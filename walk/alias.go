@@ -84,10 +84,10 @@ type aliasEntry struct {
 	alt  uint32
 }
 
-// buildPacked builds the CPU engine's packed alias table.
-func buildPacked(g *graph.Graph) []aliasEntry {
-	tab := make([]aliasEntry, g.NumEdges())
-	hugemem.Advise(tab) // before the first write, see hugemem
+// buildPacked builds the CPU engine's packed alias table, outside the Go
+// heap as long as owner lives (hugemem.Alloc).
+func buildPacked(g *graph.Graph, owner *CPU) []aliasEntry {
+	tab := hugemem.Alloc[aliasEntry](owner, int(g.NumEdges()))
 	forAliasVertices(g, func(a uint64, adj []uint32, prob []float32, alias []uint32) {
 		for i := range adj {
 			tab[a+uint64(i)] = aliasEntry{prob: prob[i], keep: adj[i], alt: adj[alias[i]]}

@@ -35,8 +35,9 @@ func WithChunkSize(n int) CPUOption { return func(c *cpuConfig) { c.chunkSize = 
 // bytes per edge) may take. When it fits, it is the engine's one alias
 // table: weighted DeepWalk and PPR walk on it (a step reads one random
 // cache line instead of the packed table's two; the packed table takes 12
-// bytes per edge) and Node2Vec draws its proposals from it. When it does not, the packed table serves them all. 0 turns it
-// off. The default, DefaultFusedTableLimit, is a quarter of the memory the
+// bytes per edge), Node2Vec draws its proposals from it, and uniform
+// DeepWalk reads targets and their edge ranges from it. When it does not,
+// the packed table serves the weighted walks. 0 turns it off. The default, DefaultFusedTableLimit, is a quarter of the memory the
 // process may use.
 func WithFusedTableLimit(bytes int64) CPUOption { return func(c *cpuConfig) { c.fusedLimit = bytes } }
 
@@ -227,7 +228,9 @@ func walkUnit(s *stepper, j Job, lo, hi int, scratch []uint32) (Chunk, []uint32)
 	}
 	buf, lens := scratch[:n*stride], scratch[n*stride:n*stride+n]
 	first := j.FirstWalk + uint64(lo)
-	if s.fused != nil && !s.lockstepNode2Vec() {
+	if s.ring() {
+		s.walkRing(j.Starts[lo:hi], first, buf, lens)
+	} else if s.fused != nil && !s.lockstepNode2Vec() {
 		s.walkFused(j.Starts[lo:hi], first, buf, lens)
 	} else if s.lockstep() {
 		s.walkLockstep(j.Starts[lo:hi], first, buf, lens)

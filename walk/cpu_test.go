@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -339,7 +340,9 @@ func lockstepMatches(t *testing.T, g *graph.Graph) {
 			}
 			stride := length + 1
 			buf, lens := make([]uint32, len(starts)*stride), make([]uint32, len(starts))
-			if s.lockstep() {
+			if s.ring() {
+				s.walkRing(starts, 5, buf, lens)
+			} else if s.lockstep() {
 				s.walkLockstep(starts, 5, buf, lens)
 			} else {
 				s.walkNode2VecLockstep(starts, 5, buf, lens)
@@ -352,6 +355,8 @@ func lockstepMatches(t *testing.T, g *graph.Graph) {
 				fbuf, flens = make([]uint32, len(starts)*stride), make([]uint32, len(starts))
 				if f.lockstepNode2Vec() {
 					f.walkNode2VecLockstep(starts, 5, fbuf, flens)
+				} else if f.ring() {
+					f.walkRing(starts, 5, fbuf, flens)
 				} else {
 					f.walkFused(starts, 5, fbuf, flens)
 				}
@@ -386,7 +391,8 @@ func TestFusedTableChoice(t *testing.T) {
 		{"weighted ppr", need, Algorithm{Kind: PPR, Length: 4, StopProb: 0.5, Weighted: true}, true},
 		{"one byte short", need - 1, Algorithm{Kind: DeepWalk, Length: 4, Weighted: true}, false},
 		{"off", 0, Algorithm{Kind: DeepWalk, Length: 4, Weighted: true}, false},
-		{"uniform", need, Algorithm{Kind: DeepWalk, Length: 4}, false},
+		{"uniform", need, Algorithm{Kind: DeepWalk, Length: 4}, true},
+		{"uniform ppr", need, Algorithm{Kind: PPR, Length: 4, StopProb: 0.5}, true},
 		{"zprs", need, Algorithm{Kind: DeepWalk, Length: 4, Weighted: true, Sampler: SamplerZPRS}, false},
 		{"node2vec", need, Algorithm{Kind: Node2Vec, Length: 4, P: 1, Q: 1, Weighted: true}, true},
 		{"unweighted node2vec", need, Algorithm{Kind: Node2Vec, Length: 4, P: 1, Q: 1}, false},
@@ -420,21 +426,23 @@ func TestFusedTableChoice(t *testing.T) {
 // Every field of a fused entry must describe the vertex it names.
 func TestFusedEntriesDescribeTheirVertices(t *testing.T) {
 	g := testGraph(t)
-	tab := buildFused(g)
+	owner := new(CPU)
+	defer runtime.KeepAlive(owner)
+	tab := buildFused(g, owner)
 	prob, alias := BuildAlias(g)
 	for v := 0; v < g.NumVertices(); v++ {
 		a, b := g.Offsets[v], g.Offsets[v+1]
 		for e := a; e < b; e++ {
 			f := tab[e]
 			keep, alt := g.Targets[e], g.Targets[a+uint64(alias[e])]
-			if f.prob != prob[e] || f.keep != keep || f.alt != alt {
+			if f.prob != prob[e] || f.to[0].v != keep || f.to[1].v != alt {
 				t.Fatalf("edge %d: entry %+v, want prob %v keep %d alt %d", e, f, prob[e], keep, alt)
 			}
 			for _, c := range []struct {
 				v   uint32
 				lo  uint64
 				deg uint32
-			}{{keep, f.keepLo64(), f.keepDeg}, {alt, f.altLo64(), f.altDeg}} {
+			}{{keep, f.lo64(0), f.to[0].deg}, {alt, f.lo64(1), f.to[1].deg}} {
 				if c.lo != g.Offsets[c.v] || uint64(c.deg) != g.Offsets[c.v+1]-g.Offsets[c.v] {
 					t.Fatalf("edge %d: vertex %d range (%d, %d), want (%d, %d)", e, c.v, c.lo, c.deg, g.Offsets[c.v], g.Offsets[c.v+1]-g.Offsets[c.v])
 				}

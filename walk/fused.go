@@ -9,7 +9,9 @@ import (
 )
 
 // fusedEntry is one alias draw together with the edge range of both vertices
-// it can lead to. A weighted walk that reads it knows where the next step's
+// it can lead to (the keep side is also the plain edge, its target and the
+// target's range, which is what a uniform walk takes). A weighted walk that
+// reads it knows where the next step's
 // adjacency starts and how long it is without loading the offsets, so a step
 // costs one random cache line instead of two. That is what bounds a CPU walk:
 // each step's loads depend on the previous step's, and a core keeps only so
@@ -19,14 +21,32 @@ import (
 // Entries are 32 bytes and the table starts on a page, so no entry straddles
 // two cache lines. Offsets are split into a low word and a 16-bit high part
 // (graphs up to 2^48 edges); degrees must fit 32 bits (fusable checks both).
+// The two vertices sit side by side (to[0] the column's own target, kept
+// with probability prob; to[1] its alias), so a step picks one with an
+// index rather than selecting three fields each.
 type fusedEntry struct {
-	prob      float32
-	keep, alt uint32
-	keepDeg   uint32
-	altDeg    uint32
-	keepLo    uint32
-	altLo     uint32
-	loHigh    uint32 // bits 32..47 of keep's and alt's first edge: keep's | alt's << 16
+	prob   float32
+	to     [2]fusedTarget
+	loHigh uint32 // bits 32..47 of to[0]'s and to[1]'s first edge: to[0]'s | to[1]'s << 16
+}
+
+// fusedTarget is a vertex a fused entry leads to and the low word of its
+// first edge and its degree.
+type fusedTarget struct {
+	v, deg, lo uint32
+}
+
+// pick returns the target of entry e that coin selects (0 keep, 1 alias).
+func (e *fusedEntry) pick(coin uint32) uint32 {
+	if unit24(coin) < e.prob {
+		return 0
+	}
+	return 1
+}
+
+// lo64 is the first edge of target t's adjacency.
+func (e *fusedEntry) lo64(t uint32) uint64 {
+	return uint64(e.to[t&1].lo) | uint64(e.loHigh>>(16*(t&1))&0xffff)<<32
 }
 
 // fusedBytesPerEdge is the fused table's memory per edge.
@@ -46,19 +66,21 @@ func fusable(g *graph.Graph) bool {
 }
 
 // buildFused builds the fused table from the same alias tables as
-// buildPacked, so a fused walk is the packed walk, vertex for vertex.
-func buildFused(g *graph.Graph) []fusedEntry {
-	tab := make([]fusedEntry, g.NumEdges())
-	hugemem.Advise(tab) // before the first write, see hugemem
+// buildPacked, so a fused walk is the packed walk, vertex for vertex. The
+// table lives outside the Go heap as long as owner does (hugemem.Alloc).
+func buildFused(g *graph.Graph, owner *CPU) []fusedEntry {
+	tab := hugemem.Alloc[fusedEntry](owner, int(g.NumEdges()))
 	off := g.Offsets
 	forAliasVertices(g, func(a uint64, adj []uint32, prob []float32, alias []uint32) {
 		for i := range adj {
 			k, t := adj[i], adj[alias[i]]
 			kLo, tLo := off[k], off[t]
 			tab[a+uint64(i)] = fusedEntry{
-				prob: prob[i], keep: k, alt: t,
-				keepDeg: uint32(off[k+1] - kLo), altDeg: uint32(off[t+1] - tLo),
-				keepLo: uint32(kLo), altLo: uint32(tLo),
+				prob: prob[i],
+				to: [2]fusedTarget{
+					{v: k, deg: uint32(off[k+1] - kLo), lo: uint32(kLo)},
+					{v: t, deg: uint32(off[t+1] - tLo), lo: uint32(tLo)},
+				},
 				loHigh: uint32(kLo>>32) | uint32(tLo>>32)<<16,
 			}
 		}
@@ -66,14 +88,11 @@ func buildFused(g *graph.Graph) []fusedEntry {
 	return tab
 }
 
-// keepLo64 and altLo64 are the first edges of keep's and alt's adjacency.
-func (e *fusedEntry) keepLo64() uint64 { return uint64(e.keepLo) | uint64(e.loHigh&0xffff)<<32 }
-func (e *fusedEntry) altLo64() uint64  { return uint64(e.altLo) | uint64(e.loHigh>>16)<<32 }
-
-// walkFused is walkLockstep for weighted DeepWalk and PPR over the fused
-// table: the same draws and the same alias decisions, with the current
-// vertex's edge range carried from the entry that chose it, so a step has one
-// dependent load instead of two.
+// walkFused is walkLockstep for PPR, weighted or uniform, over the fused
+// table: the same draws and the same alias decisions (a uniform walk takes
+// the drawn edge, the entry's keep), with the current vertex's edge range
+// carried from the entry that chose it, so a step has one dependent load
+// instead of two. (DeepWalk walks on the ring, ring.go.)
 func (s *stepper) walkFused(starts []uint32, firstID uint64, buf []uint32, lens []uint32) {
 	stride := s.alg.Length + 1
 	n := len(starts)
@@ -96,15 +115,18 @@ func (s *stepper) walkFused(starts []uint32, firstID uint64, buf []uint32, lens 
 		deg[k] = uint32(off[v+1] - off[v])
 	}
 	var words [4][8]uint32
+	// A uniform walk (PPR) takes the drawn edge itself: the entry's keep.
+	uniform := s.sampler == SamplerUniform
 	// decide takes the step of position i: keep or alias, and the chosen
 	// vertex's edge range for the next step.
 	decide := func(i int) {
 		k := next[i]
 		e := &tab[idx[i]]
-		nx, d, l := e.alt, e.altDeg, e.altLo64()
-		if unit24(coin[i]) < e.prob {
-			nx, d, l = e.keep, e.keepDeg, e.keepLo64()
+		var t uint32
+		if !uniform {
+			t = e.pick(coin[i])
 		}
+		nx, d, l := e.to[t&1].v, e.to[t&1].deg, e.lo64(t)
 		buf[int(k)*stride+int(lens[k])] = nx
 		lens[k]++
 		lo[k], deg[k] = l, d

@@ -44,16 +44,15 @@ type labelTables struct {
 	alias     []aliasEntry // nil for an unweighted graph
 }
 
-func buildLabelTables(g *graph.Graph) *labelTables {
+// buildLabelTables builds them outside the Go heap, for as long as owner
+// lives (hugemem.Alloc).
+func buildLabelTables(g *graph.Graph, owner *CPU) *labelTables {
 	nl := g.NumLabels
 	lt := &labelTables{numLabels: nl,
-		off: make([]uint64, g.NumVertices()*nl+1),
-		tgt: make([]uint32, g.NumEdges())}
-	hugemem.Advise(lt.off)
-	hugemem.Advise(lt.tgt)
+		off: hugemem.Alloc[uint64](owner, g.NumVertices()*nl+1),
+		tgt: hugemem.Alloc[uint32](owner, int(g.NumEdges()))}
 	if g.Weighted() {
-		lt.alias = make([]aliasEntry, g.NumEdges())
-		hugemem.Advise(lt.alias)
+		lt.alias = hugemem.Alloc[aliasEntry](owner, int(g.NumEdges()))
 	}
 	lt.off[len(lt.off)-1] = uint64(g.NumEdges())
 	forVertexRanges(g, func(lo, hi int) {

@@ -11,6 +11,16 @@ func (s *stepper) lockstep() bool {
 		s.segs != nil
 }
 
+// ring reports whether walkRing serves the walks: DeepWalk, uniform or
+// alias. PPR and MetaPath stay on walkLockstep and walkFused, which
+// measured faster for them (docs/cpu-engine.md): PPR's walks end after
+// five steps on average, and a ring slot then waits a round for its next
+// walk; MetaPath's offsets (a row per vertex and label) miss the L3 as often
+// as its targets do.
+func (s *stepper) ring() bool {
+	return s.alg.Kind == DeepWalk && (s.sampler == SamplerUniform || s.sampler == SamplerAlias) && s.segs == nil
+}
+
 func (s *stepper) walkLockstep(starts []uint32, firstID uint64, buf []uint32, lens []uint32) {
 	stride := s.alg.Length + 1
 	n := len(starts)

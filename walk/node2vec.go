@@ -204,11 +204,8 @@ func (w *n2vLockstep) resolve(k int32) {
 	c := w.col[k]
 	if fz := w.s.fused; fz != nil {
 		e := &fz[c]
-		if unit24(w.cand[k]) < e.prob {
-			w.cand[k], w.nLo[k], w.nHi[k] = e.keep, e.keepLo64(), uint64(e.keepDeg)
-		} else {
-			w.cand[k], w.nLo[k], w.nHi[k] = e.alt, e.altLo64(), uint64(e.altDeg)
-		}
+		t := e.pick(w.cand[k])
+		w.cand[k], w.nLo[k], w.nHi[k] = e.to[t].v, e.lo64(t), uint64(e.to[t].deg)
 		w.nHi[k] += w.nLo[k]
 	} else if tab := w.s.alias; tab == nil {
 		w.cand[k] = w.s.tgt[c]

@@ -20,3 +20,15 @@ func philox8(lo, hi *[8]uint32, c2, c3, k0, k1 uint32, out *[4][8]uint32) {
 	}
 	philox8Go(lo, hi, c2, c3, k0, k1, out)
 }
+
+//go:noescape
+func philox8StepsAVX2(lo, hi, c2 *[8]uint32, c3, k0, k1 uint32, out *[4][8]uint32)
+
+// philox8Steps is philox8 with counter word c2 set per lane (c2[i]).
+func philox8Steps(lo, hi, c2 *[8]uint32, c3, k0, k1 uint32, out *[4][8]uint32) {
+	if hasPhilox8 {
+		philox8StepsAVX2(lo, hi, c2, c3, k0, k1, out)
+		return
+	}
+	philox8StepsGo(lo, hi, c2, c3, k0, k1, out)
+}

@@ -84,3 +84,41 @@ rounds:
 	VMOVDQU Y3, 96(DI)
 	VZEROUPPER
 	RET
+
+// func philox8StepsAVX2(lo, hi, c2 *[8]uint32, c3, k0, k1 uint32, out *[4][8]uint32)
+// philox8AVX2 with a counter word c2 of its own in each lane: the ring
+// walker's lanes are walks at different steps.
+TEXT ·philox8StepsAVX2(SB), NOSPLIT, $0-48
+	MOVQ lo+0(FP), SI
+	MOVQ hi+8(FP), DX
+	MOVQ c2+16(FP), R8
+	MOVQ out+40(FP), DI
+	VMOVDQU (SI), Y0
+	VMOVDQU (DX), Y1
+	VMOVDQU (R8), Y2
+	MOVL c3+24(FP), AX
+	VMOVD AX, X3
+	VPBROADCASTD X3, Y3
+	MOVL k0+28(FP), AX
+	VMOVD AX, X4
+	VPBROADCASTD X4, Y4
+	MOVL k1+32(FP), AX
+	VMOVD AX, X5
+	VPBROADCASTD X5, Y5
+	VPBROADCASTD philoxK<>+0(SB), Y14
+	VPBROADCASTD philoxK<>+4(SB), Y15
+	VPBROADCASTD philoxK<>+8(SB), Y12
+	VPBROADCASTD philoxK<>+12(SB), Y13
+	MOVQ $9, CX
+steprounds:
+	PHILOX_ROUND
+	PHILOX_BUMP
+	DECQ CX
+	JNE steprounds
+	PHILOX_ROUND
+	VMOVDQU Y0, 0(DI)
+	VMOVDQU Y1, 32(DI)
+	VMOVDQU Y2, 64(DI)
+	VMOVDQU Y3, 96(DI)
+	VZEROUPPER
+	RET

@@ -53,6 +53,41 @@ func TestPhilox8MatchesPhilox(t *testing.T) {
 		if a, _, _, d := philox(lo[3], hi[3], c2, c3, k0, k1); got[0][3] != a || got[3][3] != d {
 			t.Fatalf("philox8 lane 3 differs from philox")
 		}
+		var steps [8]uint32
+		for l := range steps {
+			steps[l] = c2 + uint32(l)*(i%3)
+		}
+		philox8Steps(&lo, &hi, &steps, c3, k0, k1, &got)
+		philox8StepsGo(&lo, &hi, &steps, c3, k0, k1, &want)
+		if got != want {
+			t.Fatalf("philox8Steps = %08x, want %08x", got, want)
+		}
+		for l := range steps {
+			if a, b, c, d := philox(lo[l], hi[l], steps[l], c3, k0, k1); [4]uint32{got[0][l], got[1][l], got[2][l], got[3][l]} != [4]uint32{a, b, c, d} {
+				t.Fatalf("philox8Steps lane %d differs from philox", l)
+			}
+		}
+	}
+}
+
+func TestPhilox64MatchesPhilox(t *testing.T) {
+	var lo, hi, c2 [64]uint32
+	var got, want [4][64]uint32
+	for i := uint32(0); i < 500; i++ {
+		for l := range lo {
+			lo[l], hi[l], c2[l] = i*2654435761+uint32(l)*40503, i^uint32(l)<<27, i*31+uint32(l)*(i%5)
+		}
+		c3, k0, k1 := i>>2, i*104729, ^i
+		philox64(&lo, &hi, &c2, c3, k0, k1, &got)
+		philox64By8(&lo, &hi, &c2, c3, k0, k1, &want)
+		if got != want {
+			t.Fatalf("philox64 = %08x, want %08x", got, want)
+		}
+		for l := range lo {
+			if a, b, c, d := philox(lo[l], hi[l], c2[l], c3, k0, k1); [4]uint32{got[0][l], got[1][l], got[2][l], got[3][l]} != [4]uint32{a, b, c, d} {
+				t.Fatalf("philox64 lane %d differs from philox", l)
+			}
+		}
 	}
 }
 
@@ -62,12 +97,14 @@ func TestPhilox8MatchesPhilox(t *testing.T) {
 // Y register, directly or through a macro parameter that some invocation
 // binds to one, must be VEX-encoded (its mnemonic starts with V).
 func TestPhilox8IsVEXOnly(t *testing.T) {
-	src, err := os.ReadFile("philox8_amd64.s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, bad := range legacyVectorInstructions(string(src)) {
-		t.Errorf("philox8_amd64.s: %s", bad)
+	for _, f := range []string{"philox8_amd64.s", "philox64_amd64.s"} {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, bad := range legacyVectorInstructions(string(src)) {
+			t.Errorf("%s: %s", f, bad)
+		}
 	}
 	// The check catches the instruction that caused the slowdown.
 	old := "#define BROADCAST(src, x, y) \\\n\tMOVL src, AX \\\n\tMOVQ AX, x \\\n\tVPBROADCASTD x, y\n\tBROADCAST(c2+16(FP), X2, Y2)\n"
@@ -155,6 +192,23 @@ func BenchmarkPhilox8(b *testing.B) {
 			if x < 0 {
 				b.Fatal(x)
 			}
+		})
+	}
+}
+
+func BenchmarkPhilox64(b *testing.B) {
+	var lo, hi, c2 [64]uint32
+	var out [4][64]uint32
+	for _, c := range []struct {
+		name string
+		f    func(lo, hi, c2 *[64]uint32, c3, k0, k1 uint32, out *[4][64]uint32)
+	}{{"dispatch", philox64}, {"by8", philox64By8}} {
+		b.Run(c.name, func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				lo[0] = uint32(i)
+				c.f(&lo, &hi, &c2, 0, 1, 2, &out)
+			}
+			b.ReportMetric(float64(b.N*64)/b.Elapsed().Seconds()/1e6, "Mlanes/s")
 		})
 	}
 }

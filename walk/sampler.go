@@ -47,8 +47,9 @@ type stepper struct {
 	w     []float32
 	lab   []uint8
 	alias []aliasEntry
-	// fused, when set, serves weighted DeepWalk and PPR (walkFused) and
-	// Node2Vec's proposals (walkNode2VecLockstep) in place of alias.
+	// fused, when set, serves DeepWalk (walkRing) and PPR (walkFused),
+	// weighted or uniform (a uniform step takes the entry's keep), and
+	// Node2Vec's proposals (walkNode2VecLockstep), in place of alias.
 	fused []fusedEntry
 	fence *fenceIndex // Node2Vec's neighbour-test index, for its lockstep walker
 	// MetaPath on label tables (UsesLabelTables): segments, their targets

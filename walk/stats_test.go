@@ -3,6 +3,7 @@ package walk
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/walkstage/walkstage/graph"
@@ -145,6 +146,8 @@ func TestStepMatchesExactTransitionProbabilities(t *testing.T) {
 		{"metapath unweighted dprs", Algorithm{Kind: MetaPath, Length: 5, Schema: []uint8{0, 2}, Sampler: SamplerDPRS}, 1, graph.NoVertex, 0},
 	}
 	const n = 400000
+	owner := new(CPU) // keeps the tables mapped (hugemem.Alloc)
+	defer runtime.KeepAlive(owner)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if err := c.alg.Validate(g); err != nil {
@@ -152,11 +155,11 @@ func TestStepMatchesExactTransitionProbabilities(t *testing.T) {
 			}
 			var tab []aliasEntry
 			if needsAlias(c.alg) {
-				tab = buildPacked(g)
+				tab = buildPacked(g, owner)
 			}
 			s := newStepper(g, c.alg, 0x5eed, tab)
 			if UsesLabelTables(c.alg, g) {
-				s.segs = buildLabelTables(g)
+				s.segs = buildLabelTables(g, owner)
 			}
 			counts := map[uint32]int{}
 			for id := uint64(0); id < n; id++ {

@@ -30,9 +30,12 @@ func (e *CPU) tableBytes() int64 {
 }
 
 // fusedFor reports whether a walks on the fused table: every walk that
-// would otherwise draw from the packed table.
+// would otherwise draw from the packed table, and uniform DeepWalk and PPR,
+// which find each edge's target and the target's edge range in the entry's
+// keep fields (one load per step instead of the offsets and then the target).
 func (e *CPU) fusedFor(a Algorithm) bool {
-	return e.fusedOK && needsAlias(a) && (a.Kind == DeepWalk || a.Kind == PPR || a.Kind == Node2Vec)
+	uniform := (a.Kind == DeepWalk || a.Kind == PPR) && a.ResolvedSampler() == SamplerUniform
+	return e.fusedOK && (needsAlias(a) && (a.Kind == DeepWalk || a.Kind == PPR || a.Kind == Node2Vec) || uniform)
 }
 
 // recordBuild publishes a table built since t0 (set stores it) and adds its
@@ -48,7 +51,7 @@ func (e *CPU) recordBuild(t0 time.Time, set func()) {
 func (e *CPU) fusedTable() []fusedEntry {
 	e.fusedOnce.Do(func() {
 		t0 := time.Now()
-		tab := buildFused(e.g)
+		tab := buildFused(e.g, e)
 		e.recordBuild(t0, func() { e.fused = tab })
 	})
 	return e.fused
@@ -61,7 +64,7 @@ func (e *CPU) packedTable() []aliasEntry {
 			return
 		}
 		t0 := time.Now()
-		tab := buildPacked(e.g)
+		tab := buildPacked(e.g, e)
 		e.recordBuild(t0, func() { e.alias = tab })
 	})
 	return e.alias
@@ -93,7 +96,7 @@ func (e *CPU) PrepareLabelTables() bool {
 func (e *CPU) labelTables() *labelTables {
 	e.labelOnce.Do(func() {
 		t0 := time.Now()
-		lt := buildLabelTables(e.g)
+		lt := buildLabelTables(e.g, e)
 		e.recordBuild(t0, func() { e.labels = lt })
 	})
 	return e.labels

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"unsafe"
@@ -72,4 +73,31 @@ func TestAdviseMarksMapping(t *testing.T) {
 		}
 	}
 	t.Skip("smaps reports no VmFlags for the array's mapping")
+}
+
+// Alloc's memory starts on a huge page, is zeroed and writable, and is
+// unmapped after its owner is gone (the cleanup must not crash a later
+// collection).
+func TestAllocOutsideHeap(t *testing.T) {
+	owner := new(int)
+	s := Alloc[uint64](owner, 3<<20)
+	if len(s) != 3<<20 {
+		t.Fatalf("len %d", len(s))
+	}
+	if p := uintptr(unsafe.Pointer(&s[0])); p%hugePage != 0 {
+		t.Errorf("start %#x is not on a huge page", p)
+	}
+	for i := range s {
+		if s[i] != 0 {
+			t.Fatalf("s[%d] = %d, want zero memory", i, s[i])
+		}
+		s[i] = uint64(i)
+	}
+	if Alloc[byte](owner, 0) != nil {
+		t.Error("an empty allocation is not nil")
+	}
+	runtime.KeepAlive(owner)
+	owner = nil
+	runtime.GC()
+	runtime.GC()
 }
