@@ -283,35 +283,40 @@ func typeSize(k encoding.Kind) int {
 // the values read and, when fewer than len(dst), why: errEOF at the end,
 // or the error that stopped the column.
 func (c *pqColumn) ints(dst []int64) (int, error) {
-	k := 0
-	for k < len(dst) {
-		if c.off == c.n {
-			if err := c.next(); err != nil {
-				return k, err
-			}
-			continue
-		}
-		m := min(len(dst)-k, c.n-c.off)
-		var ok int
+	return readColumn(c, dst, func(d []int64) int {
 		switch {
 		case c.coded && c.kind == parquet.Int32:
-			ok = gather(dst[k:k+m], c.vals.Int32()[c.off:], c.dict.Int32())
+			return gather(d, c.vals.Int32()[c.off:], c.dict.Int32())
 		case c.coded:
-			ok = gather(dst[k:k+m], c.vals.Int32()[c.off:], c.dict.Int64())
+			return gather(d, c.vals.Int32()[c.off:], c.dict.Int64())
 		case c.kind == parquet.Int32:
-			ok = widen(dst[k:k+m], c.vals.Int32()[c.off:])
+			return widen(d, c.vals.Int32()[c.off:])
 		default:
-			ok = copy(dst[k:k+m], c.vals.Int64()[c.off:])
+			return copy(d, c.vals.Int64()[c.off:])
 		}
-		if k, c.off = k+ok, c.off+ok; ok < m {
-			return k, c.badIndex()
-		}
-	}
-	return k, nil
+	})
 }
 
 // floats is ints for FLOAT and DOUBLE columns.
 func (c *pqColumn) floats(dst []float64) (int, error) {
+	return readColumn(c, dst, func(d []float64) int {
+		switch {
+		case c.coded && c.kind == parquet.Float:
+			return gather(d, c.vals.Int32()[c.off:], c.dict.Float())
+		case c.coded:
+			return gather(d, c.vals.Int32()[c.off:], c.dict.Double())
+		case c.kind == parquet.Float:
+			return widen(d, c.vals.Float()[c.off:])
+		default:
+			return copy(d, c.vals.Double()[c.off:])
+		}
+	})
+}
+
+// readColumn fills dst from c page by page: take copies the current page's
+// values from c.off into its argument (as many as fit) and returns how many
+// it took; fewer means a dictionary index out of range.
+func readColumn[T any](c *pqColumn, dst []T, take func([]T) int) (int, error) {
 	k := 0
 	for k < len(dst) {
 		if c.off == c.n {
@@ -321,17 +326,7 @@ func (c *pqColumn) floats(dst []float64) (int, error) {
 			continue
 		}
 		m := min(len(dst)-k, c.n-c.off)
-		var ok int
-		switch {
-		case c.coded && c.kind == parquet.Float:
-			ok = gather(dst[k:k+m], c.vals.Int32()[c.off:], c.dict.Float())
-		case c.coded:
-			ok = gather(dst[k:k+m], c.vals.Int32()[c.off:], c.dict.Double())
-		case c.kind == parquet.Float:
-			ok = widen(dst[k:k+m], c.vals.Float()[c.off:])
-		default:
-			ok = copy(dst[k:k+m], c.vals.Double()[c.off:])
-		}
+		ok := take(dst[k : k+m])
 		if k, c.off = k+ok, c.off+ok; ok < m {
 			return k, c.badIndex()
 		}
