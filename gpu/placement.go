@@ -302,39 +302,36 @@ type sideArrays struct {
 // graph, into the device and host arrays at their relocated places, on all
 // cores. dev holds slots [0, split), host [split, split+host).
 func fillPlaced(g *graph.Graph, l *layout, dev, host sideArrays) {
+	// at is the side and index vertex v's relocated edges start at.
+	at := func(v int) (sideArrays, uint64) {
+		if p := l.place[v]; p >= l.split {
+			return host, p - l.split
+		}
+		return dev, l.place[v]
+	}
 	walk.ForVertexRanges(g, func(lo, hi int) {
-		var b walk.AliasBuilder
-		var prob []float32
-		var col []uint32
 		for v := lo; v < hi; v++ {
 			a, z := g.Offsets[v], g.Offsets[v+1]
-			d := int(z - a)
-			if d == 0 {
+			if a == z {
 				continue
 			}
-			side, at := dev, l.place[v]
-			if at >= l.split {
-				side, at = host, at-l.split
-			}
-			copy(side.targets[at:], g.Targets[a:z])
+			side, p := at(v)
+			copy(side.targets[p:], g.Targets[a:z])
 			if side.weights != nil {
-				copy(side.weights[at:], g.Weights[a:z])
+				copy(side.weights[p:], g.Weights[a:z])
 			}
 			if side.labels != nil {
-				copy(side.labels[at:], g.Labels[a:z])
+				copy(side.labels[p:], g.Labels[a:z])
 			}
-			if side.alias == nil {
-				continue
-			}
-			if cap(prob) < d {
-				prob, col = make([]float32, d), make([]uint32, d)
-			}
-			prob, col = prob[:d], col[:d]
-			b.Build(g.Weights[a:z], prob, col)
-			adj := g.Targets[a:z]
-			for i := range d {
-				side.alias[at+uint64(i)] = aliasEntry{prob: prob[i], keep: adj[i], alt: adj[col[i]], alia: col[i]}
-			}
+		}
+	})
+	if dev.alias == nil && host.alias == nil {
+		return
+	}
+	walk.ForAliasVertices(g, func(v int, _ uint64, adj []uint32, prob []float32, col []uint32) {
+		side, p := at(v)
+		for i := range adj {
+			side.alias[p+uint64(i)] = aliasEntry{prob: prob[i], keep: adj[i], alt: adj[col[i]], alia: col[i]}
 		}
 	})
 }

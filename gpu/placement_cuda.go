@@ -77,6 +77,19 @@ func hostSlice[T any](p unsafe.Pointer, n int64) []T {
 	return unsafe.Slice((*T)(p), n)
 }
 
+// splitArray allocates one edge array's two sides: devN slots of Go memory
+// (uploaded after the fill) and hostN of mapped host memory, whose device
+// address goes to *hostDev (device thread).
+func splitArray[T any](e *Engine, name string, devN, hostN int64, hostDev *cu.DevicePtr) (dev, host []T, err error) {
+	var zero T
+	p, d, err := e.mapped(name+".host", hostN*int64(unsafe.Sizeof(zero)))
+	if err != nil {
+		return nil, nil, err
+	}
+	*hostDev = d
+	return make([]T, devN), hostSlice[T](p, hostN), nil
+}
+
 // setupPlaced uploads the graph under a placement plan with deviceBytes of
 // device memory for it (device thread).
 func (e *Engine) setupPlaced(deviceBytes int64) error {
@@ -94,50 +107,47 @@ func (e *Engine) setupPlaced(deviceBytes int64) error {
 	}
 	e.placed = &placed{layout: l, plan: plan}
 	devN, hostN := int64(l.split)+chunkPad, int64(l.host)+chunkPad
+	// Each array the plan places (placedArrays): its device side in Go
+	// memory until the upload, its host side mapped.
 	var dev, host sideArrays
-	ptrs := map[string]*cu.DevicePtr{}
-	for _, a := range placedArrays(s) {
-		p, d, err := e.mapped(a.name+".host", hostN*a.size)
-		if err != nil {
+	pl := e.placed
+	if dev.targets, host.targets, err = splitArray[uint32](e, "graph.targets", devN, hostN, &pl.hTargets); err != nil {
+		return err
+	}
+	if s.weighted {
+		if dev.weights, host.weights, err = splitArray[float32](e, "graph.weights", devN, hostN, &pl.hWeights); err != nil {
 			return err
 		}
-		switch a.name {
-		case "graph.targets":
-			dev.targets, host.targets = make([]uint32, devN), hostSlice[uint32](p, hostN)
-			e.placed.hTargets, ptrs[a.name] = d, &e.dTargets
-		case "graph.weights":
-			dev.weights, host.weights = make([]float32, devN), hostSlice[float32](p, hostN)
-			e.placed.hWeights, ptrs[a.name] = d, &e.dWeights
-		case "graph.labels":
-			dev.labels, host.labels = make([]uint8, devN), hostSlice[uint8](p, hostN)
-			e.placed.hLabels, ptrs[a.name] = d, &e.dLabels
-		case "alias.table":
-			dev.alias, host.alias = make([]aliasEntry, devN), hostSlice[aliasEntry](p, hostN)
-			e.placed.hAlias, ptrs[a.name] = d, &e.dAlias
+		if s.edges > 0 {
+			if dev.alias, host.alias, err = splitArray[aliasEntry](e, "alias.table", devN, hostN, &pl.hAlias); err != nil {
+				return err
+			}
+		}
+	}
+	if s.labelled {
+		if dev.labels, host.labels, err = splitArray[uint8](e, "graph.labels", devN, hostN, &pl.hLabels); err != nil {
+			return err
 		}
 	}
 	fillPlaced(g, l, dev, host)
+	// upload allocates nothing for an array the graph lacks.
 	if e.dOffsets, err = upload(e, "graph.offsets", g.Offsets); err != nil {
 		return err
 	}
-	if e.placed.dPlace, err = upload(e, "graph.place", l.place); err != nil {
+	if pl.dPlace, err = upload(e, "graph.place", l.place); err != nil {
 		return err
 	}
-	for name, p := range ptrs {
-		var err error
-		switch name {
-		case "graph.targets":
-			*p, err = upload(e, name, dev.targets)
-		case "graph.weights":
-			*p, err = upload(e, name, dev.weights)
-		case "graph.labels":
-			*p, err = upload(e, name, dev.labels)
-		case "alias.table":
-			*p, err = upload(e, name, dev.alias)
-		}
-		if err != nil {
-			return err
-		}
+	if e.dTargets, err = upload(e, "graph.targets", dev.targets); err != nil {
+		return err
+	}
+	if e.dWeights, err = upload(e, "graph.weights", dev.weights); err != nil {
+		return err
+	}
+	if e.dLabels, err = upload(e, "graph.labels", dev.labels); err != nil {
+		return err
+	}
+	if e.dAlias, err = upload(e, "alias.table", dev.alias); err != nil {
+		return err
 	}
 	e.graphBytes = plan.Bytes(false)
 	e.tableBuild += time.Since(t0)

@@ -11,53 +11,25 @@ import (
 	"github.com/walkstage/walkstage/walk"
 )
 
-// fillLabelSegments builds the MetaPath label tables in layout l: each
-// vertex's edges regrouped by label (stable, as label_tables_build and the
-// CPU engine do), the segment offsets in the original index space (into
-// segOffsets, V*L+1), the regrouped targets and, for a weighted graph, an
-// alias table per segment at the vertex's relocated place.
+// fillLabelSegments builds the MetaPath label tables in layout l: the
+// segments of walk.ForLabelSegments (the CPU engine's regrouping), their
+// offsets in the original index space (into segOffsets, V*L+1), and the
+// regrouped targets and, for a weighted graph, alias entries at each
+// vertex's relocated place.
 func fillLabelSegments(g *graph.Graph, l *layout, segOffsets []uint64, dev, host sideArrays) {
 	nl := g.NumLabels
 	segOffsets[len(segOffsets)-1] = uint64(g.NumEdges())
-	walk.ForVertexRanges(g, func(lo, hi int) {
-		var b walk.AliasBuilder
-		var w, prob []float32
-		var col []uint32
-		for v := lo; v < hi; v++ {
-			a, z := g.Offsets[v], g.Offsets[v+1]
-			side, base := dev, l.place[v]
-			if base >= l.split {
-				side, base = host, base-l.split
-			}
-			at := a
-			for lab := 0; lab < nl; lab++ {
-				seg := at
-				segOffsets[v*nl+lab] = seg
-				w = w[:0]
-				for e := a; e < z; e++ {
-					if int(g.Labels[e]) != lab {
-						continue
-					}
-					side.targets[base+at-a] = g.Targets[e]
-					if side.alias != nil {
-						w = append(w, g.Weights[e])
-					}
-					at++
-				}
-				if side.alias == nil || at == seg {
-					continue
-				}
-				d := len(w)
-				if cap(prob) < d {
-					prob, col = make([]float32, d), make([]uint32, d)
-				}
-				prob, col = prob[:d], col[:d]
-				b.Build(w, prob, col)
-				adj := side.targets[base+seg-a : base+at-a]
-				for i := range d {
-					side.alias[base+seg-a+uint64(i)] = aliasEntry{prob: prob[i], keep: adj[i], alt: adj[col[i]], alia: col[i]}
-				}
-			}
+	weighted := dev.alias != nil || host.alias != nil
+	walk.ForLabelSegments(g, weighted, func(v, lab int, seg uint64, adj []uint32, prob []float32, col []uint32) {
+		segOffsets[v*nl+lab] = seg
+		side, p := dev, l.place[v]
+		if p >= l.split {
+			side, p = host, p-l.split
+		}
+		p += seg - g.Offsets[v]
+		copy(side.targets[p:], adj)
+		for i := range prob {
+			side.alias[p+uint64(i)] = aliasEntry{prob: prob[i], keep: adj[i], alt: adj[col[i]], alia: col[i]}
 		}
 	})
 }

@@ -3,7 +3,9 @@ package gpu
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/walkstage/walkstage/graph"
@@ -117,6 +119,19 @@ func TestFillPlaced(t *testing.T) {
 func TestFillLabelSegments(t *testing.T) {
 	g := placementGraph(t)
 	nl := g.NumLabels
+	// The segments' alias tables as the CPU engine builds them (its
+	// golden-digest tests pin those); the test checks where they land.
+	type table struct {
+		prob []float32
+		col  []uint32
+	}
+	var mu sync.Mutex
+	segAlias := map[[2]int]table{}
+	walk.ForLabelSegments(g, true, func(v, lab int, _ uint64, _ []uint32, prob []float32, col []uint32) {
+		mu.Lock()
+		segAlias[[2]int{v, lab}] = table{slices.Clone(prob), slices.Clone(col)}
+		mu.Unlock()
+	})
 	for _, allHost := range []bool{false, true} {
 		l := planLayout(g.Offsets, g.NumEdges()/2)
 		if allHost {
@@ -151,9 +166,8 @@ func TestFillLabelSegments(t *testing.T) {
 				if len(w) == 0 {
 					continue
 				}
-				prob, col := make([]float32, len(w)), make([]uint32, len(w))
-				var b walk.AliasBuilder
-				b.Build(w, prob, col)
+				ref := segAlias[[2]int{v, lab}]
+				prob, col := ref.prob, ref.col
 				seg := p + at - a - uint64(len(w))
 				for i := range w {
 					x := s.alias[seg+uint64(i)]

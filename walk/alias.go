@@ -88,7 +88,7 @@ type aliasEntry struct {
 // heap as long as owner lives (hugemem.Alloc).
 func buildPacked(g *graph.Graph, owner *CPU) []aliasEntry {
 	tab := hugemem.Alloc[aliasEntry](owner, int(g.NumEdges()))
-	forAliasVertices(g, func(a uint64, adj []uint32, prob []float32, alias []uint32) {
+	forAliasVertices(g, func(_ int, a uint64, adj []uint32, prob []float32, alias []uint32) {
 		for i := range adj {
 			tab[a+uint64(i)] = aliasEntry{prob: prob[i], keep: adj[i], alt: adj[alias[i]]}
 		}
@@ -97,9 +97,9 @@ func buildPacked(g *graph.Graph, owner *CPU) []aliasEntry {
 }
 
 // forAliasVertices computes the alias table (aliasVertex) of every vertex
-// with out-edges, on all cores, and hands fn the vertex's first edge a, its
+// with out-edges, on all cores, and hands fn the vertex v, its first edge a, its
 // adjacency and the table; prob and alias are reused after fn returns.
-func forAliasVertices(g *graph.Graph, fn func(a uint64, adj []uint32, prob []float32, alias []uint32)) {
+func forAliasVertices(g *graph.Graph, fn func(v int, a uint64, adj []uint32, prob []float32, alias []uint32)) {
 	forVertexRanges(g, func(lo, hi int) {
 		var scaled []float64
 		var small, large []uint32
@@ -116,7 +116,7 @@ func forAliasVertices(g *graph.Graph, fn func(a uint64, adj []uint32, prob []flo
 			}
 			prob, alias = prob[:d], alias[:d]
 			scaled, small, large = aliasVertex(g.Weights[a:b], prob, alias, scaled, small, large)
-			fn(a, g.Targets[a:b], prob, alias)
+			fn(v, a, g.Targets[a:b], prob, alias)
 		}
 	})
 }

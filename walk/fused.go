@@ -71,7 +71,7 @@ func fusable(g *graph.Graph) bool {
 func buildFused(g *graph.Graph, owner *CPU) []fusedEntry {
 	tab := hugemem.Alloc[fusedEntry](owner, int(g.NumEdges()))
 	off := g.Offsets
-	forAliasVertices(g, func(a uint64, adj []uint32, prob []float32, alias []uint32) {
+	forAliasVertices(g, func(_ int, a uint64, adj []uint32, prob []float32, alias []uint32) {
 		for i := range adj {
 			k, t := adj[i], adj[alias[i]]
 			kLo, tLo := off[k], off[t]

@@ -55,45 +55,59 @@ func buildLabelTables(g *graph.Graph, owner *CPU) *labelTables {
 		lt.alias = hugemem.Alloc[aliasEntry](owner, int(g.NumEdges()))
 	}
 	lt.off[len(lt.off)-1] = uint64(g.NumEdges())
+	ForLabelSegments(g, lt.alias != nil, func(v, l int, seg uint64, adj []uint32, prob []float32, alias []uint32) {
+		lt.off[v*nl+l] = seg
+		copy(lt.tgt[seg:], adj)
+		for i := range prob {
+			lt.alias[seg+uint64(i)] = aliasEntry{prob: prob[i], keep: adj[i], alt: adj[alias[i]]}
+		}
+	})
+	return lt
+}
+
+// ForLabelSegments regroups every vertex's edges by label, stably (so each
+// segment stays sorted by target), on all cores, and calls fn for each
+// (vertex v, label l), empty segments included, with the segment's start in
+// the original edge order (seg: vertex v's segments fill its edge range in
+// label order), its targets and, when weighted, its alias table over the
+// segment's weights (prob and alias empty otherwise). The slices are
+// reused after fn returns. This is the layout of the CPU engine's label
+// tables and of the GPU's (label_tables_build, and a placement plan's).
+func ForLabelSegments(g *graph.Graph, weighted bool, fn func(v, l int, seg uint64, adj []uint32, prob []float32, alias []uint32)) {
+	nl := g.NumLabels
 	forVertexRanges(g, func(lo, hi int) {
-		var w []float32
-		var prob []float32
+		var adj []uint32
+		var w, prob []float32
 		var alias []uint32
 		var scaled []float64
 		var small, large []uint32
 		for v := lo; v < hi; v++ {
 			a, b := g.Offsets[v], g.Offsets[v+1]
-			at := a
+			seg := a
 			for l := 0; l < nl; l++ {
-				seg := at
-				lt.off[v*nl+l] = seg
-				w = w[:0]
+				adj, w = adj[:0], w[:0]
 				for e := a; e < b; e++ {
 					if int(g.Labels[e]) == l {
-						lt.tgt[at] = g.Targets[e]
-						if lt.alias != nil {
+						adj = append(adj, g.Targets[e])
+						if weighted {
 							w = append(w, g.Weights[e])
 						}
-						at++
 					}
 				}
-				if lt.alias == nil || at == seg {
-					continue
+				prob, alias = prob[:0], alias[:0]
+				if weighted && len(w) > 0 {
+					d := len(w)
+					if cap(prob) < d {
+						prob, alias = make([]float32, d), make([]uint32, d)
+					}
+					prob, alias = prob[:d], alias[:d]
+					scaled, small, large = aliasVertex(w, prob, alias, scaled, small, large)
 				}
-				d := len(w)
-				if cap(prob) < d {
-					prob, alias = make([]float32, d), make([]uint32, d)
-				}
-				prob, alias = prob[:d], alias[:d]
-				scaled, small, large = aliasVertex(w, prob, alias, scaled, small, large)
-				adj := lt.tgt[seg:at]
-				for i := range d {
-					lt.alias[seg+uint64(i)] = aliasEntry{prob: prob[i], keep: adj[i], alt: adj[alias[i]]}
-				}
+				fn(v, l, seg, adj, prob, alias)
+				seg += uint64(len(adj))
 			}
 		}
 	})
-	return lt
 }
 
 // bytes is the tables' memory.
