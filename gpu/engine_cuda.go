@@ -115,6 +115,9 @@ type Engine struct {
 	// liveDev and liveHost count device and pinned allocations not yet
 	// freed (device thread), for the leak checks of the tests.
 	liveDev, liveHost int
+	// striped is set while the engine holds a reference to its group's
+	// stripes (partitioned mode: WithStripes).
+	striped bool
 	// inject makes chosen allocations or copies fail (faults_cuda_test.go
 	// only; nil otherwise).
 	inject *faults
@@ -247,6 +250,7 @@ func (e *Engine) Close() error {
 				e.slots[i] = nil
 			}
 		}
+		e.releaseStriped()
 		for name, p := range map[string]*cu.DevicePtr{"graph.offsets": &e.dOffsets, "graph.targets": &e.dTargets,
 			"graph.weights": &e.dWeights, "graph.labels": &e.dLabels, "alias.table": &e.dAlias,
 			"labels.offsets": &e.dSegOffsets, "labels.targets": &e.dSegTargets, "labels.alias": &e.dSegAlias} {

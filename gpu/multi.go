@@ -50,6 +50,15 @@ func (m *Multi) Placement() *Placement {
 	return nil
 }
 
+// Stripes is the engines' partitioned copy of the graph (WithStripes), nil
+// when each engine holds the graph itself.
+func (m *Multi) Stripes() *Stripes {
+	if p, ok := m.engines[0].(interface{ Stripes() *Stripes }); ok {
+		return p.Stripes()
+	}
+	return nil
+}
+
 // Close closes every engine.
 func (m *Multi) Close() error {
 	var errs []error

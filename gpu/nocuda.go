@@ -23,3 +23,6 @@ func DeviceCount() (int, error) { return 0, Available() }
 
 // Probe always fails in a build without the cuda tag.
 func Probe(ordinal int) error { return Available() }
+
+// FreeMemory always fails in a build without the cuda tag.
+func FreeMemory(ordinal int) (int64, error) { return 0, Available() }

@@ -19,8 +19,13 @@ type config struct {
 	memoryLimit     int64   // device bytes the engine may use; 0: the free memory
 	deviceFraction  float64 // most of the edges a placement puts on the device
 	reserveSet      bool
-	inject          *faults // failure injection (tests only)
+	stripes         *Stripes // partitioned mode: the group's shared edge arrays
+	inject          *faults  // failure injection (tests only)
 }
+
+// DefaultReserveBytes is the device memory an engine keeps free for its
+// batch slots when it decides whether the graph fits (WithReserveBytes).
+const DefaultReserveBytes = 1 << 30
 
 func defaultConfig() config {
 	return config{
@@ -28,7 +33,7 @@ func defaultConfig() config {
 		warpThreshold:   4096,
 		hostBufferBytes: 128 << 20,
 		chunkWalks:      1 << 16,
-		reserveBytes:    1 << 30,
+		reserveBytes:    DefaultReserveBytes,
 		threadVariant:   -1,
 		deviceFraction:  1,
 		logger:          slog.New(slog.DiscardHandler),

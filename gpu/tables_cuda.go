@@ -70,6 +70,9 @@ func (e *Engine) setup() error {
 			}
 		}
 	}
+	if e.cfg.stripes != nil {
+		return e.setupStriped()
+	}
 	g := e.g
 	free, err := e.memFree()
 	if err != nil {
@@ -123,16 +126,18 @@ func (e *Engine) buildAlias() error {
 // float64 scratch that is freed afterwards (device thread).
 func (e *Engine) aliasSegments(offsets, targets, weights, table cu.DevicePtr, nseg uint64) error {
 	E := e.g.NumEdges()
-	scaled, err := e.alloc("alias.scratch.scaled", E*8)
+	// A partitioned engine's scratch is striped like the tables: a graph
+	// that needs several devices has no room for it on one.
+	scaled, err := e.tableAlloc("alias.scratch.scaled", E*8)
 	if err != nil {
 		return err
 	}
-	defer e.free("alias.scratch.scaled", &scaled)
-	stack, err := e.alloc("alias.scratch.lists", E*4)
+	defer e.tableFree("alias.scratch.scaled", &scaled)
+	stack, err := e.tableAlloc("alias.scratch.lists", E*4)
 	if err != nil {
 		return err
 	}
-	defer e.free("alias.scratch.lists", &stack)
+	defer e.tableFree("alias.scratch.lists", &stack)
 	blocks := int(min((nseg+tableThreads-1)/tableThreads, uint64(e.numSM*16)))
 	args := []uint64{uint64(offsets), uint64(targets), uint64(weights), uint64(table), uint64(scaled), uint64(stack), nseg}
 	if err := launch(e.fnAlias, blocks, tableThreads, cu.Stream{}, args); err != nil {
@@ -158,39 +163,53 @@ func (e *Engine) labelTables() (err error) {
 	if e.placed != nil {
 		return e.labelTablesPlaced()
 	}
+	if s := e.cfg.stripes; s != nil {
+		// One build for the group: the first engine to need the tables
+		// builds them into the stripes, the others find them there.
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.labelsBuilt {
+			e.dSegOffsets, e.dSegTargets, e.dSegAlias = s.ptr("labels.offsets"), s.ptr("labels.targets"), s.ptr("labels.alias")
+			e.segBuilt = true
+			return nil
+		}
+		defer func() { s.labelsBuilt = err == nil }()
+	}
 	t0 := time.Now()
 	nl := uint64(e.g.NumLabels)
 	nv := uint64(e.g.NumVertices())
 	E := e.g.NumEdges()
-	free, err := e.memFree()
-	if err != nil {
-		return err
-	}
-	if err := labelTablePlan(shapeOf(e.g)).check(free); err != nil {
-		return err
+	if e.cfg.stripes == nil {
+		free, err := e.memFree()
+		if err != nil {
+			return err
+		}
+		if err := labelTablePlan(shapeOf(e.g)).check(free); err != nil {
+			return err
+		}
 	}
 	// Built in locals and published only once complete: a failure frees
 	// them all, and the next MetaPath run starts over.
 	var segOffsets, segTargets, segAlias, segWeights cu.DevicePtr
 	defer func() {
-		e.free("labels.scratch.weights", &segWeights)
+		e.tableFree("labels.scratch.weights", &segWeights)
 		if err != nil {
-			e.free("labels.offsets", &segOffsets)
-			e.free("labels.targets", &segTargets)
-			e.free("labels.alias", &segAlias)
+			e.tableFree("labels.offsets", &segOffsets)
+			e.tableFree("labels.targets", &segTargets)
+			e.tableFree("labels.alias", &segAlias)
 		}
 	}()
-	if segOffsets, err = e.alloc("labels.offsets", int64(nv*nl+1)*8); err != nil {
+	if segOffsets, err = e.tableAlloc("labels.offsets", int64(nv*nl+1)*8); err != nil {
 		return err
 	}
-	if segTargets, err = e.alloc("labels.targets", E*4); err != nil {
+	if segTargets, err = e.tableAlloc("labels.targets", E*4); err != nil {
 		return err
 	}
 	if e.g.Weighted() {
-		if segWeights, err = e.alloc("labels.scratch.weights", E*4); err != nil {
+		if segWeights, err = e.tableAlloc("labels.scratch.weights", E*4); err != nil {
 			return err
 		}
-		if segAlias, err = e.alloc("labels.alias", E*16); err != nil {
+		if segAlias, err = e.tableAlloc("labels.alias", E*16); err != nil {
 			return err
 		}
 	}

@@ -154,6 +154,13 @@ type Config struct {
 	// every batch's walks are split between them (the walks are those of
 	// one GPU). An ordinal may repeat: two engines on one device (tests).
 	GPUs string `env:"GPUS" envDefault:"all"`
+	// WALKSTAGE_GPU_PARTITION: with several GPUs, whether the graph is
+	// partitioned over their memory instead of copied to each (one copy
+	// of the edge arrays and tables cut into vertex ranges, one per GPU,
+	// that every GPU reads in place over NVLink; docs/placement.md): auto
+	// (when the graph does not fit the smallest GPU), on, or off (each GPU
+	// holds it whole, or walks it under a placement plan in host memory).
+	GPUPartition string `env:"GPU_PARTITION" envDefault:"auto"`
 
 	// ---- Request limits (violations are rejected, see docs/messages.md) ----
 
@@ -442,6 +449,9 @@ func (c *Config) validateEngineAndLimits(bad badFunc) {
 	}
 	if _, err := ParseGPUs(c.GPUs); err != nil {
 		bad("GPUS", "%v", err)
+	}
+	if _, err := ParsePartition(c.GPUPartition); err != nil {
+		bad("GPU_PARTITION", "%v", err)
 	}
 	if c.GPUMemoryLimit < 0 {
 		bad("GPU_MEMORY_LIMIT", "%d must be 0 (the free device memory) or a byte count", c.GPUMemoryLimit)

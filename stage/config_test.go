@@ -76,3 +76,21 @@ func TestParseGPUs(t *testing.T) {
 		}
 	}
 }
+
+func TestParsePartition(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want Partition
+		bad  bool
+	}{{"auto", PartitionAuto, false}, {"", PartitionAuto, false}, {"on", PartitionOn, false}, {"off", PartitionOff, false},
+		{"yes", 0, true}, {"ON", 0, true}} {
+		got, err := ParsePartition(c.in)
+		if (err != nil) != c.bad || (!c.bad && got != c.want) {
+			t.Errorf("ParsePartition(%q) = %v, %v", c.in, got, err)
+		}
+	}
+	if _, err := LoadConfig([]string{"WALKSTAGE_BROKERS=kafka:9092", "WALKSTAGE_GRAPH=g.wsg", "WALKSTAGE_OUTPUT_URL=file:///tmp/w",
+		"WALKSTAGE_GPU_PARTITION=maybe"}); err == nil || !strings.Contains(err.Error(), "GPU_PARTITION") {
+		t.Fatalf("WALKSTAGE_GPU_PARTITION=maybe: %v", err)
+	}
+}

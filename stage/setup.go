@@ -99,8 +99,11 @@ type EngineSettings struct {
 	// GPUDeviceFraction, when in (0, 1), puts at most that share of the
 	// edges on the device (gpu.WithDeviceFraction; benchmarks). 0 means 1.
 	GPUDeviceFraction float64
-	Workers           int   // 0: one per core
-	FusedTableBytes   int64 // -1: the engine's default limit (walk.WithFusedTableLimit)
+	// GPUPartition says when several GPUs share one partitioned copy of
+	// the graph (WALKSTAGE_GPU_PARTITION).
+	GPUPartition    Partition
+	Workers         int   // 0: one per core
+	FusedTableBytes int64 // -1: the engine's default limit (walk.WithFusedTableLimit)
 	// EagerLabelTables builds MetaPath's label tables at start-up instead
 	// of on the first MetaPath batch.
 	EagerLabelTables bool
@@ -108,9 +111,11 @@ type EngineSettings struct {
 
 // engineSettings are c's engine settings.
 func engineSettings(c Config) EngineSettings {
-	gpus, _ := ParseGPUs(c.GPUs) // validated by LoadConfig
+	gpus, _ := ParseGPUs(c.GPUs)              // validated by LoadConfig
+	part, _ := ParsePartition(c.GPUPartition) // likewise
 	return EngineSettings{Workers: c.CPUWorkers, FusedTableBytes: c.CPUFusedTableBytes,
-		EagerLabelTables: c.CPULabelTables == "eager", GPUMemoryLimit: c.GPUMemoryLimit, GPUs: gpus}
+		EagerLabelTables: c.CPULabelTables == "eager", GPUMemoryLimit: c.GPUMemoryLimit, GPUs: gpus,
+		GPUPartition: part}
 }
 
 // NewEngine is the one place an engine is chosen and built, for the stage
@@ -459,8 +464,32 @@ func ParseGPUs(s string) ([]int, error) {
 	return out, nil
 }
 
+// Partition is when several GPUs share one partitioned copy of the graph
+// (WALKSTAGE_GPU_PARTITION).
+type Partition int
+
+const (
+	PartitionAuto Partition = iota // when the graph does not fit the smallest GPU
+	PartitionOn
+	PartitionOff
+)
+
+// ParsePartition reads WALKSTAGE_GPU_PARTITION: auto, on or off.
+func ParsePartition(s string) (Partition, error) {
+	switch strings.TrimSpace(s) {
+	case "", "auto":
+		return PartitionAuto, nil
+	case "on":
+		return PartitionOn, nil
+	case "off":
+		return PartitionOff, nil
+	}
+	return 0, fmt.Errorf("%q: want auto, on or off", s)
+}
+
 // newGPUEngine opens the GPU engine on each device of s.GPUs (all when
-// nil): one engine, or a gpu.Multi over one per device.
+// nil): one engine, or a gpu.Multi over one per device, each holding the
+// graph or, partitioned, all sharing one copy of it cut over their memory.
 func newGPUEngine(g *graph.Graph, s EngineSettings, log *slog.Logger) (walk.Engine, error) {
 	ordinals := s.GPUs
 	if ordinals == nil {
@@ -475,11 +504,18 @@ func newGPUEngine(g *graph.Graph, s EngineSettings, log *slog.Logger) (walk.Engi
 			ordinals = append(ordinals, d)
 		}
 	}
+	stripes, err := partitionFor(g, ordinals, s, log)
+	if err != nil {
+		return nil, err
+	}
 	var engines []walk.Engine
 	for _, d := range ordinals {
 		opts := []gpu.Option{gpu.WithLogger(log.With("device", d)), gpu.WithDevice(d), gpu.WithMemoryLimit(s.GPUMemoryLimit)}
-		if s.GPUDeviceFraction > 0 {
+		if s.GPUDeviceFraction > 0 && stripes == nil {
 			opts = append(opts, gpu.WithDeviceFraction(s.GPUDeviceFraction))
+		}
+		if stripes != nil {
+			opts = append(opts, gpu.WithStripes(stripes))
 		}
 		e, err := gpu.New(g, opts...)
 		if err != nil {
@@ -493,6 +529,43 @@ func newGPUEngine(g *graph.Graph, s EngineSettings, log *slog.Logger) (walk.Engi
 	if len(engines) == 1 {
 		return engines[0], nil
 	}
-	log.Info("gpu engines: walks split over devices", "devices", ordinals)
+	log.Info("gpu engines: walks split over devices", "devices", ordinals, "partitioned", stripes != nil)
 	return gpu.NewMulti(engines...)
+}
+
+// partitionFor is the stripes the engines on ordinals share, or nil when
+// each holds the graph itself: PartitionOn with two devices or more, and
+// PartitionAuto when the graph and its tables do not fit the smallest
+// device's free memory (or the memory limit) with room for the batches.
+func partitionFor(g *graph.Graph, ordinals []int, s EngineSettings, log *slog.Logger) (*gpu.Stripes, error) {
+	if len(ordinals) < 2 {
+		if s.GPUPartition == PartitionOn {
+			return nil, fmt.Errorf("WALKSTAGE_GPU_PARTITION=on needs two devices or more in WALKSTAGE_GPUS (have %v)", ordinals)
+		}
+		return nil, nil
+	}
+	switch s.GPUPartition {
+	case PartitionOff:
+		return nil, nil
+	case PartitionAuto:
+		need := gpu.DeviceBytesNeeded(g) + gpu.DefaultReserveBytes
+		smallest := int64(-1)
+		for _, d := range ordinals {
+			free, err := gpu.FreeMemory(d)
+			if err != nil {
+				return nil, fmt.Errorf("device %d: %w", d, err)
+			}
+			if s.GPUMemoryLimit > 0 {
+				free = min(free, s.GPUMemoryLimit)
+			}
+			if smallest < 0 || free < smallest {
+				smallest = free
+			}
+		}
+		if need <= smallest {
+			return nil, nil
+		}
+		log.Info("gpu: graph larger than one device, partitioned over them", "need_bytes", need, "smallest_free_bytes", smallest)
+	}
+	return gpu.NewStripes(ordinals)
 }

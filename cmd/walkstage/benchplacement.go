@@ -11,7 +11,9 @@ import (
 // and with hostRead > 0 the host-read microbenchmark: the bound on the
 // steps a plan's host half can serve.
 func benchPlacement(eng any, hostRead int64, w io.Writer) error {
-	if p, ok := eng.(interface{ Placement() *gpu.Placement }); ok {
+	if p, ok := eng.(interface{ Stripes() *gpu.Stripes }); ok && p.Stripes() != nil {
+		fmt.Fprintln(w, "placement: graph", p.Stripes().String())
+	} else if p, ok := eng.(interface{ Placement() *gpu.Placement }); ok {
 		if pl := p.Placement(); pl != nil {
 			fmt.Fprintln(w, pl.String())
 		} else {

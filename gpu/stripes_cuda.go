@@ -1,0 +1,362 @@
+//go:build cuda
+
+package gpu
+
+/*
+#cgo LDFLAGS: -lcuda
+#include <cuda.h>
+#include <string.h>
+
+// CUDA virtual memory management, which cu v0.9.6 does not wrap: physical
+// pieces on chosen devices mapped side by side into one reserved range.
+static void ws_vmm_prop(CUmemAllocationProp *p, int dev) {
+  memset(p, 0, sizeof *p);
+  p->type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  p->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  p->location.id = dev;
+}
+static CUresult ws_vmm_granularity(size_t *g, int dev) {
+  CUmemAllocationProp p;
+  ws_vmm_prop(&p, dev);
+  return cuMemGetAllocationGranularity(g, &p, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
+}
+static CUresult ws_vmm_reserve(CUdeviceptr *va, size_t n, size_t align) { return cuMemAddressReserve(va, n, align, 0, 0); }
+static CUresult ws_vmm_create(CUmemGenericAllocationHandle *h, size_t n, int dev) {
+  CUmemAllocationProp p;
+  ws_vmm_prop(&p, dev);
+  return cuMemCreate(h, n, &p, 0);
+}
+static CUresult ws_vmm_map(CUdeviceptr va, size_t n, CUmemGenericAllocationHandle h) { return cuMemMap(va, n, 0, h, 0); }
+static CUresult ws_vmm_access(CUdeviceptr va, size_t n, const int *devs, int k) {
+  CUmemAccessDesc d[64];
+  if (k > 64) return CUDA_ERROR_INVALID_VALUE;
+  for (int i = 0; i < k; i++) {
+    memset(&d[i], 0, sizeof d[i]);
+    d[i].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    d[i].location.id = devs[i];
+    d[i].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  }
+  return cuMemSetAccess(va, n, d, k);
+}
+static CUresult ws_vmm_unmap(CUdeviceptr va, size_t n) { return cuMemUnmap(va, n); }
+static CUresult ws_vmm_release(CUmemGenericAllocationHandle h) { return cuMemRelease(h); }
+static CUresult ws_vmm_address_free(CUdeviceptr va, size_t n) { return cuMemAddressFree(va, n); }
+static CUresult ws_vmm_supported(int *ok, int ordinal) {
+  CUdevice d;
+  CUresult r = cuDeviceGet(&d, ordinal);
+  if (r != CUDA_SUCCESS) return r;
+  return cuDeviceGetAttribute(ok, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, d);
+}
+static CUresult ws_can_access_peer(int *ok, int ordinal, int peer) {
+  CUdevice d, p;
+  CUresult r = cuDeviceGet(&d, ordinal);
+  if (r != CUDA_SUCCESS) return r;
+  if ((r = cuDeviceGet(&p, peer)) != CUDA_SUCCESS) return r;
+  return cuDeviceCanAccessPeer(ok, d, p);
+}
+*/
+import "C"
+
+import (
+	"fmt"
+	"slices"
+	"time"
+	"unsafe"
+
+	"gorgonia.org/cu"
+)
+
+// distinct is s's devices, each once, in first-named order.
+func (s *Stripes) distinct() []int {
+	var out []int
+	seen := map[int]bool{}
+	for _, d := range s.devices {
+		if !seen[d] {
+			seen[d] = true
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// check makes sure every device supports virtual memory management and
+// reads every other one's memory (peer access), and returns the mapping
+// granularity: the largest recommended one over the devices.
+func (s *Stripes) check() (int64, error) {
+	ds := s.distinct()
+	var gran int64 = 2 << 20
+	for _, d := range ds {
+		var ok C.int
+		if r := C.ws_vmm_supported(&ok, C.int(d)); r != C.CUDA_SUCCESS || ok == 0 {
+			return 0, fmt.Errorf("gpu: device %d does not support virtual memory management (CUresult %d), which a partitioned graph needs", d, int(r))
+		}
+		var g C.size_t
+		if r := C.ws_vmm_granularity(&g, C.int(d)); r != C.CUDA_SUCCESS {
+			return 0, fmt.Errorf("gpu: mapping granularity of device %d: CUresult %d", d, int(r))
+		}
+		gran = max(gran, int64(g))
+		for _, p := range ds {
+			if p == d {
+				continue
+			}
+			if r := C.ws_can_access_peer(&ok, C.int(d), C.int(p)); r != C.CUDA_SUCCESS || ok == 0 {
+				return 0, fmt.Errorf("gpu: device %d cannot read device %d's memory (no peer access, CUresult %d): a partitioned graph needs NVLink or PCIe peer access between its devices", d, p, int(r))
+			}
+		}
+	}
+	return gran, nil
+}
+
+// alloc reserves n bytes (zeroed) for array name, cut over the devices
+// (caller holds s.mu; a context current on the calling thread).
+func (s *Stripes) alloc(name string, n int64) (cu.DevicePtr, error) {
+	if _, ok := s.arrays[name]; ok {
+		return 0, fmt.Errorf("gpu: stripes: %s allocated twice", name)
+	}
+	gran, err := s.check()
+	if err != nil {
+		return 0, err
+	}
+	a := &stripedArray{name: name, used: n, size: roundUp(max(n, 1), gran)}
+	var va C.CUdeviceptr
+	if r := C.ws_vmm_reserve(&va, C.size_t(a.size), C.size_t(gran)); r != C.CUDA_SUCCESS {
+		return 0, fmt.Errorf("gpu: reserve %d bytes of address space for %s: CUresult %d", a.size, name, int(r))
+	}
+	a.va = uint64(va)
+	var off int64
+	for i, c := range stripeCuts(a.size, gran, len(s.devices)) {
+		if c == 0 {
+			continue
+		}
+		var h C.CUmemGenericAllocationHandle
+		if r := C.ws_vmm_create(&h, C.size_t(c), C.int(s.devices[i])); r != C.CUDA_SUCCESS {
+			a.release()
+			return 0, fmt.Errorf("gpu: allocate %d bytes of %s on device %d: CUresult %d", c, name, s.devices[i], int(r))
+		}
+		if r := C.ws_vmm_map(va+C.CUdeviceptr(off), C.size_t(c), h); r != C.CUDA_SUCCESS {
+			C.ws_vmm_release(h)
+			a.release()
+			return 0, fmt.Errorf("gpu: map %s's piece on device %d: CUresult %d", name, s.devices[i], int(r))
+		}
+		a.pieces = append(a.pieces, stripePiece{device: s.devices[i], off: off, size: c, handle: uint64(h)})
+		off += c
+	}
+	ds := s.distinct()
+	cds := make([]C.int, len(ds))
+	for i, d := range ds {
+		cds[i] = C.int(d)
+	}
+	if r := C.ws_vmm_access(va, C.size_t(a.size), &cds[0], C.int(len(cds))); r != C.CUDA_SUCCESS {
+		a.release()
+		return 0, fmt.Errorf("gpu: grant devices %v access to %s: CUresult %d", ds, name, int(r))
+	}
+	p := cu.DevicePtr(a.va)
+	if err := cu.MemsetD8(p, 0, a.size); err != nil {
+		a.release()
+		return 0, fmt.Errorf("gpu: clear %s: %w", name, err)
+	}
+	s.arrays[name] = a
+	return p, nil
+}
+
+// release unmaps and frees a's pieces and its range.
+func (a *stripedArray) release() error {
+	var first error
+	note := func(what string, r C.CUresult) {
+		if r != C.CUDA_SUCCESS && first == nil {
+			first = fmt.Errorf("gpu: %s %s: CUresult %d", what, a.name, int(r))
+		}
+	}
+	for _, p := range a.pieces {
+		note("unmap", C.ws_vmm_unmap(C.CUdeviceptr(a.va+uint64(p.off)), C.size_t(p.size)))
+		note("release", C.ws_vmm_release(C.CUmemGenericAllocationHandle(p.handle)))
+	}
+	a.pieces = nil
+	if a.va != 0 {
+		note("free the address range of", C.ws_vmm_address_free(C.CUdeviceptr(a.va), C.size_t(a.size)))
+		a.va = 0
+	}
+	return first
+}
+
+// free releases array name, if allocated, and zeroes *p (caller holds s.mu).
+func (s *Stripes) free(name string, p *cu.DevicePtr) {
+	if a, ok := s.arrays[name]; ok {
+		if err := a.release(); err != nil && s.closeErr == nil {
+			s.closeErr = err
+		}
+		delete(s.arrays, name)
+	}
+	*p = 0
+}
+
+// ptr is array name's address, 0 when the stripes lack it (caller holds
+// s.mu).
+func (s *Stripes) ptr(name string) cu.DevicePtr {
+	if a, ok := s.arrays[name]; ok {
+		return cu.DevicePtr(a.va)
+	}
+	return 0
+}
+
+// tableAlloc allocates one of the graph's arrays or tables, or their build
+// scratch: in the stripes for a partitioned engine (s.mu held), else on the
+// engine's device.
+func (e *Engine) tableAlloc(name string, n int64) (cu.DevicePtr, error) {
+	if s := e.cfg.stripes; s != nil {
+		return s.alloc(name, n)
+	}
+	return e.alloc(name, n)
+}
+
+// tableFree frees what tableAlloc allocated.
+func (e *Engine) tableFree(name string, p *cu.DevicePtr) {
+	if s := e.cfg.stripes; s != nil {
+		s.free(name, p)
+		return
+	}
+	e.free(name, p)
+}
+
+// setupStriped sets a partitioned engine up (device thread): its own
+// offsets, and the group's edge arrays and alias table, uploaded and built
+// by the first engine of the group.
+func (e *Engine) setupStriped() (err error) {
+	t0 := time.Now()
+	g, s := e.g, e.cfg.stripes
+	if e.cfg.deviceFraction < 1 {
+		return fmt.Errorf("gpu: a partitioned graph is not also placed in host memory: drop the device fraction (%v) or the partitioning", e.cfg.deviceFraction)
+	}
+	if !slices.Contains(s.devices, e.cfg.device) {
+		return fmt.Errorf("gpu: device %d is not one of the partitioned graph's devices %v", e.cfg.device, s.devices)
+	}
+	if e.dOffsets, err = upload(e, "graph.offsets", g.Offsets); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refs++
+	e.striped = true
+	built := !s.graphBuilt
+	if !s.graphBuilt {
+		if err := e.buildStripes(); err != nil {
+			return err
+		}
+		s.graphBuilt = true
+	}
+	e.dTargets, e.dWeights, e.dLabels, e.dAlias = s.ptr("graph.targets"), s.ptr("graph.weights"), s.ptr("graph.labels"), s.ptr("alias.table")
+	e.graphBytes = uploadBytes(int64(len(g.Offsets)) * 8)
+	for _, a := range s.arrays {
+		for _, p := range a.pieces {
+			if p.device == e.cfg.device {
+				e.graphBytes += p.size
+			}
+		}
+	}
+	if built {
+		e.tableBuild += time.Since(t0)
+		e.cfg.logger.Info("gpu graph partitioned", "stripes", s.stringLocked(), "build", time.Since(t0))
+	}
+	return nil
+}
+
+// buildStripes uploads the edge arrays into the stripes and builds the
+// alias table there (s.mu held). On failure it frees what it allocated.
+func (e *Engine) buildStripes() (err error) {
+	g, s := e.g, e.cfg.stripes
+	defer func() {
+		if err != nil {
+			for _, name := range []string{"graph.targets", "graph.weights", "graph.labels", "alias.table"} {
+				var p cu.DevicePtr
+				s.free(name, &p)
+			}
+		}
+	}()
+	targets, err := stripedUpload(e, "graph.targets", g.Targets)
+	if err != nil {
+		return err
+	}
+	weights, err := stripedUpload(e, "graph.weights", g.Weights)
+	if err != nil {
+		return err
+	}
+	if _, err = stripedUpload(e, "graph.labels", g.Labels); err != nil {
+		return err
+	}
+	if !g.Weighted() || g.NumEdges() == 0 {
+		return nil
+	}
+	E := g.NumEdges()
+	table, err := s.alloc("alias.table", E*16)
+	if err != nil {
+		return err
+	}
+	if err := e.aliasSegments(e.dOffsets, targets, weights, table, uint64(g.NumVertices())); err != nil {
+		return err
+	}
+	e.tableBytes += E * 16
+	return nil
+}
+
+// stripedUpload copies data into a new array of the stripes, padded to 64
+// bytes as upload pads (s.mu held); nothing for an empty array.
+func stripedUpload[T any](e *Engine, name string, data []T) (cu.DevicePtr, error) {
+	if len(data) == 0 {
+		return 0, nil
+	}
+	n := int64(len(data)) * int64(unsafe.Sizeof(data[0]))
+	p, err := e.cfg.stripes.alloc(name, (n+63)&^63)
+	if err != nil {
+		return 0, err
+	}
+	if err := e.copyHtoD(p, unsafe.Pointer(&data[0]), n); err != nil {
+		return 0, fmt.Errorf("gpu: upload %s: %w", name, err)
+	}
+	return p, nil
+}
+
+// releaseStriped lets go of the group's arrays: the engine's pointers are
+// zeroed, and the last engine of the group frees the stripes (device
+// thread).
+func (e *Engine) releaseStriped() {
+	if !e.striped {
+		return
+	}
+	e.striped = false
+	e.dTargets, e.dWeights, e.dLabels, e.dAlias = 0, 0, 0, 0
+	e.dSegOffsets, e.dSegTargets, e.dSegAlias = 0, 0, 0
+	s := e.cfg.stripes
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.refs--; s.refs > 0 {
+		return
+	}
+	for name := range s.arrays {
+		var p cu.DevicePtr
+		s.free(name, &p)
+	}
+	s.graphBuilt, s.labelsBuilt = false, false
+}
+
+// Stripes is the engine's partitioned store, nil when it holds the whole
+// graph itself.
+func (e *Engine) Stripes() *Stripes { return e.cfg.stripes }
+
+// FreeMemory is the free memory of device ordinal, as an engine opened on
+// it would see before allocating anything.
+func FreeMemory(ordinal int) (int64, error) {
+	d, err := openDevice(ordinal)
+	if err != nil {
+		return 0, err
+	}
+	defer d.close()
+	var free int64
+	err = d.do(func() error {
+		var err error
+		if free, _, err = cu.MemInfo(); err != nil {
+			return fmt.Errorf("gpu: memory info of device %d: %w", ordinal, err)
+		}
+		return nil
+	})
+	return free, err
+}
