@@ -118,6 +118,9 @@ type Engine struct {
 	// striped is set while the engine holds a reference to its group's
 	// stripes (partitioned mode: WithStripes).
 	striped bool
+	// stripeBytes is the stripes' memory on the engine's device, counted
+	// against its memory limit.
+	stripeBytes int64
 	// inject makes chosen allocations or copies fail (faults_cuda_test.go
 	// only; nil otherwise).
 	inject *faults

@@ -132,16 +132,58 @@ type layout struct {
 // padding. Within each side vertices keep their id order.
 func planLayout(offsets []uint64, maxSlots int64) *layout {
 	nv := len(offsets) - 1
+	hot := pickHot(offsets, maxSlots, nil)
+	l := packHot(offsets, hot)
+	at := l.split
+	for v := range nv {
+		if d := offsets[v+1] - offsets[v]; !hot[v] && d > 0 {
+			at += (offsets[v] - at) % placeAlign
+			l.place[v] = at
+			at += d
+		}
+	}
+	l.host = at - l.split
+	return l
+}
+
+// planHubLayout is a partitioned engine's layout (stripes_cuda.go): the
+// hubs among the vertices that are not local (eligible), as many as fit
+// maxSlots, packed on the device in [0, split); every other vertex stays
+// where it is in the stripes, at split + offsets[v], so the second side of
+// the placed kernels is the stripes themselves (biased by -split).
+func planHubLayout(offsets []uint64, maxSlots int64, eligible func(v int) bool) *layout {
+	nv := len(offsets) - 1
+	hot := pickHot(offsets, maxSlots, eligible)
+	l := packHot(offsets, hot)
+	for v := range nv {
+		if !hot[v] {
+			l.place[v] = l.split + offsets[v]
+		}
+	}
+	l.host = offsets[nv]
+	return l
+}
+
+// pickHot marks the vertices whose edges go to the device: by decreasing
+// degree, ties by id, among the eligible ones (nil: all), while they fit
+// maxSlots with their worst-case padding. Degree histogram, then the
+// lowest degree taken whole and how many vertices of the next one fit:
+// O(V), no sort.
+func pickHot(offsets []uint64, maxSlots int64, eligible func(v int) bool) []bool {
+	nv := len(offsets) - 1
 	deg := func(v int) int64 { return int64(offsets[v+1] - offsets[v]) }
-	// Degree histogram, then the lowest degree taken whole and how many
-	// vertices of the next one fit: O(V), no sort.
+	ok := func(v int) bool { return eligible == nil || eligible(v) }
 	var maxDeg int64
 	for v := range nv {
-		maxDeg = max(maxDeg, deg(v))
+		if ok(v) {
+			maxDeg = max(maxDeg, deg(v))
+		}
 	}
 	count := make([]int64, maxDeg+1)
 	for v := range nv {
-		count[deg(v)]++
+		if ok(v) {
+			count[deg(v)]++
+		}
 	}
 	cut, partial := maxDeg+1, int64(0) // degrees >= cut are hot; plus partial vertices of degree cut-1
 	var used int64
@@ -159,7 +201,7 @@ func planLayout(offsets []uint64, maxSlots int64) *layout {
 	for v := range nv {
 		d := deg(v)
 		switch {
-		case d == 0:
+		case d == 0 || !ok(v):
 		case d >= cut:
 			hot[v] = true
 		case d == cut-1 && partial > 0:
@@ -167,29 +209,50 @@ func planLayout(offsets []uint64, maxSlots int64) *layout {
 			partial--
 		}
 	}
-	// A vertex without edges keeps place 0: the kernels read no edge of it.
-	l := &layout{place: make([]uint64, nv)}
+	return hot
+}
+
+// packHot places the hot vertices' edges in [0, split), in id order, each
+// start keeping offsets[v] modulo placeAlign; split is rounded up to
+// chunkPad. A vertex without edges keeps place 0: the kernels read no edge
+// of it.
+func packHot(offsets []uint64, hot []bool) *layout {
+	l := &layout{place: make([]uint64, len(hot))}
 	var at uint64
-	for v := range nv {
-		if hot[v] {
+	for v, h := range hot {
+		if h {
 			at += (offsets[v] - at) % placeAlign
 			l.place[v] = at
-			at += uint64(deg(v))
+			d := offsets[v+1] - offsets[v]
+			at += d
 			l.hot++
-			l.deviceEdges += deg(v)
+			l.deviceEdges += int64(d)
 		}
 	}
 	l.split = (at + chunkPad - 1) &^ (chunkPad - 1)
-	at = l.split
-	for v := range nv {
-		if !hot[v] && deg(v) > 0 {
-			at += (offsets[v] - at) % placeAlign
-			l.place[v] = at
-			at += uint64(deg(v))
-		}
-	}
-	l.host = at - l.split
 	return l
+}
+
+// hubRuns are the copies that fill a hub layout's device side from the
+// stripes: runs of hot vertices whose edges are adjacent in both layouts,
+// as (source edge, destination slot, edges).
+func hubRuns(offsets []uint64, l *layout) [][3]uint64 {
+	var runs [][3]uint64
+	for v := range len(l.place) {
+		d := offsets[v+1] - offsets[v]
+		if d == 0 || l.place[v] >= l.split {
+			continue
+		}
+		if n := len(runs); n > 0 {
+			r := &runs[n-1]
+			if r[0]+r[2] == offsets[v] && r[1]+r[2] == l.place[v] {
+				r[2] += d
+				continue
+			}
+		}
+		runs = append(runs, [3]uint64{offsets[v], l.place[v], d})
+	}
+	return runs
 }
 
 // placementOf describes layout l of graph shape s. labelTables adds the

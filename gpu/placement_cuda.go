@@ -23,6 +23,10 @@ type placed struct {
 	hSegTargets, hSegAlias              cu.DevicePtr
 	segSplit                            uint64
 	hostPtrs                            []unsafe.Pointer
+	// hubs: a partitioned engine's layout (placeHubs), whose second side
+	// is the stripes, not host memory; runs fill its device side.
+	hubs bool
+	runs [][3]uint64
 }
 
 // memFree is the device memory the engine may still allocate: the free
@@ -38,6 +42,7 @@ func (e *Engine) memFree() (int64, error) {
 		for _, n := range e.allocs {
 			used += n
 		}
+		used += e.stripeBytes
 		free = min(free, e.cfg.memoryLimit-used)
 	}
 	return free, nil

@@ -246,3 +246,56 @@ func TestPlanPlacement(t *testing.T) {
 
 // hostEdges counts the graph's edges a plan puts on the host.
 func hostEdges(g *graph.Graph, p *Placement) int64 { return g.NumEdges() - p.DeviceEdges }
+
+// TestHubLayout: a partitioned engine's hub layout packs only eligible
+// vertices, hubs first, on the device side, keeps each start's residue
+// modulo 4, leaves every other vertex at split + its offset (its place in
+// the stripes), and its copy runs move exactly the hubs' edges.
+func TestHubLayout(t *testing.T) {
+	g := placementGraph(t)
+	off := g.Offsets
+	nv := g.NumVertices()
+	eligible := func(v int) bool { return v%3 != 0 } // "not local"
+	for _, budget := range []int64{0, 50, g.NumEdges() / 5, 2 * g.NumEdges()} {
+		l := planHubLayout(off, budget, eligible)
+		var minHot, maxCold int64 = 1 << 62, 0
+		var hubEdges uint64
+		for v := range nv {
+			d := int64(off[v+1] - off[v])
+			p := l.place[v]
+			if p < l.split && d > 0 {
+				if !eligible(v) {
+					t.Fatalf("budget %d: vertex %d is local but packed", budget, v)
+				}
+				if p%placeAlign != off[v]%placeAlign {
+					t.Fatalf("budget %d: vertex %d at %d, offset %d", budget, v, p, off[v])
+				}
+				minHot = min(minHot, d)
+				hubEdges += uint64(d)
+				continue
+			}
+			if p != l.split+off[v] {
+				t.Fatalf("budget %d: cold vertex %d at %d, want split %d + offset %d", budget, v, p, l.split, off[v])
+			}
+			if eligible(v) {
+				maxCold = max(maxCold, d)
+			}
+		}
+		if hubEdges > 0 && maxCold > minHot {
+			t.Fatalf("budget %d: a cold vertex of degree %d beside a hub of degree %d", budget, maxCold, minHot)
+		}
+		if int64(l.split) > budget+chunkPad {
+			t.Fatalf("budget %d: %d device slots", budget, l.split)
+		}
+		var moved uint64
+		for _, r := range hubRuns(off, l) {
+			moved += r[2]
+			if r[1]+r[2] > l.split {
+				t.Fatalf("budget %d: run %v past split %d", budget, r, l.split)
+			}
+		}
+		if moved != hubEdges || uint64(l.deviceEdges) != hubEdges {
+			t.Fatalf("budget %d: runs move %d edges, hubs hold %d (layout says %d)", budget, moved, hubEdges, l.deviceEdges)
+		}
+	}
+}

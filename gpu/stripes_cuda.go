@@ -224,9 +224,6 @@ func (e *Engine) tableFree(name string, p *cu.DevicePtr) {
 func (e *Engine) setupStriped() (err error) {
 	t0 := time.Now()
 	g, s := e.g, e.cfg.stripes
-	if e.cfg.deviceFraction < 1 {
-		return fmt.Errorf("gpu: a partitioned graph is not also placed in host memory: drop the device fraction (%v) or the partitioning", e.cfg.deviceFraction)
-	}
 	if !slices.Contains(s.devices, e.cfg.device) {
 		return fmt.Errorf("gpu: device %d is not one of the partitioned graph's devices %v", e.cfg.device, s.devices)
 	}
@@ -257,7 +254,186 @@ func (e *Engine) setupStriped() (err error) {
 		e.tableBuild += time.Since(t0)
 		e.cfg.logger.Info("gpu graph partitioned", "stripes", s.stringLocked(), "build", time.Since(t0))
 	}
+	e.stripeBytes = e.graphBytes - uploadBytes(int64(len(g.Offsets))*8)
+	return e.placeHubs(s.refs - 1)
+}
+
+// minHubSlots is the smallest hub copy worth a placement: below it the
+// engine reads the stripes alone.
+const minHubSlots = 1 << 16
+
+// placeHubs gives a partitioned engine a copy, in its own memory, of the
+// highest-degree vertices that are not in its own piece, as many as its
+// free memory (less the reserve for batches, capped by the device
+// fraction) holds: a walk is at a vertex in proportion to its degree, so
+// each hub copied moves a large share of the steps from NVLink reads to
+// local ones. The hubs are packed on the device side of a placement layout
+// whose second side is the stripes themselves (planHubLayout); the placed
+// kernels read either by one relocated index, and the walks stay the same
+// since each relocated start keeps its residue modulo 4. join is the
+// engine's order of arrival in the group: with several pieces on one
+// device (the simulated run) it picks the engine's own (s.mu held; device
+// thread).
+func (e *Engine) placeHubs(join int) error {
+	g, s := e.g, e.cfg.stripes
+	sh := shapeOf(g)
+	ref, size := "graph.targets", int64(4)
+	if g.Weighted() && g.NumEdges() > 0 {
+		ref, size = "alias.table", 16 // the weighted walks read their alias entries
+	}
+	arr := s.arrays[ref]
+	if arr == nil {
+		return nil
+	}
+	mine := s.ownPieces(arr, e.cfg.device, join)
+	local := func(v int) bool {
+		b := int64(g.Offsets[v]) * size
+		for _, p := range mine {
+			if b >= p.off && b < p.off+p.size {
+				return true
+			}
+		}
+		return false
+	}
+	var localEdges int64
+	for v := range g.NumVertices() {
+		if local(v) {
+			localEdges += int64(g.Offsets[v+1] - g.Offsets[v])
+		}
+	}
+	free, err := e.memFree()
+	if err != nil {
+		return err
+	}
+	per := edgeBytes(sh)
+	if sh.labelled && sh.labels > 0 {
+		per += 4 // room for the hubs' MetaPath label segments
+		if sh.weighted {
+			per += 16
+		}
+	}
+	slots := (free-e.cfg.reserveBytes-uploadBytes(sh.vertices*8))/per - chunkPad - 64
+	if e.cfg.deviceFraction < 1 {
+		slots = min(slots, int64(e.cfg.deviceFraction*float64(sh.edges))-localEdges)
+	}
+	if slots < minHubSlots {
+		e.cfg.logger.Info("gpu partitioned engine: no room for hub copies", "device", e.cfg.device, "local_edges", localEdges, "free_bytes", free)
+		return nil
+	}
+	t0 := time.Now()
+	l := planHubLayout(g.Offsets, slots, func(v int) bool { return !local(v) })
+	if l.hot == 0 {
+		return nil
+	}
+	pl := &placed{layout: l, hubs: true, runs: hubRuns(g.Offsets, l),
+		hTargets: e.dTargets, hWeights: e.dWeights, hLabels: e.dLabels, hAlias: e.dAlias}
+	pl.plan = &Placement{Graph: sh.name, Vertices: sh.vertices, Edges: sh.edges, EdgeBytes: edgeBytes(sh),
+		DeviceVertices: l.hot, DeviceEdges: l.deviceEdges + localEdges, DeviceSlots: int64(l.split)}
+	e.placed = pl
+	// From here on e.d* are the engine's own hub copies (Close frees them).
+	e.dTargets, e.dWeights, e.dLabels, e.dAlias = 0, 0, 0, 0
+	var dst cu.DevicePtr
+	for _, a := range []struct {
+		name string
+		src  cu.DevicePtr
+		size int64
+		out  *cu.DevicePtr
+	}{{"graph.targets", pl.hTargets, 4, &e.dTargets}, {"graph.weights", pl.hWeights, 4, &e.dWeights},
+		{"graph.labels", pl.hLabels, 1, &e.dLabels}, {"alias.table", pl.hAlias, 16, &e.dAlias}} {
+		if a.src == 0 {
+			continue
+		}
+		if dst, err = e.hubCopy(a.name, a.src, a.size); err != nil {
+			return err
+		}
+		*a.out = dst
+		pl.plan.Parts = append(pl.plan.Parts, PlacedPart{Name: a.name + ".hubs", Bytes: (int64(l.split) + chunkPad) * a.size})
+	}
+	if pl.dPlace, err = upload(e, "graph.place", l.place); err != nil {
+		return err
+	}
+	e.cfg.logger.Info("gpu partitioned engine: hubs copied to the device", "device", e.cfg.device,
+		"hub_vertices", l.hot, "hub_edges", l.deviceEdges, "local_edges", localEdges, "edges", sh.edges,
+		"local_share", pl.plan.DeviceShare(), "copies", len(pl.runs), "duration", time.Since(t0))
 	return nil
+}
+
+// ownPieces are the pieces of a on device: all of them, or with several
+// there (the simulated run) the one of the engine's arrival order.
+func (s *Stripes) ownPieces(a *stripedArray, device, join int) []stripePiece {
+	var on []stripePiece
+	for _, p := range a.pieces {
+		if p.device == device {
+			on = append(on, p)
+		}
+	}
+	if len(on) <= 1 {
+		return on
+	}
+	return on[join%len(on) : join%len(on)+1]
+}
+
+// hubCopy copies the hubs' runs of the striped array src (elements of
+// size bytes) into a new device array of the layout's device side.
+func (e *Engine) hubCopy(name string, src cu.DevicePtr, size int64) (cu.DevicePtr, error) {
+	pl := e.placed
+	n := (int64(pl.layout.split) + chunkPad) * size
+	dst, err := e.alloc(name, n)
+	if err != nil {
+		return 0, err
+	}
+	if err := cu.MemsetD8(dst, 0, n); err != nil {
+		e.free(name, &dst)
+		return 0, fmt.Errorf("gpu: clear %s: %w", name, err)
+	}
+	for _, r := range pl.runs {
+		at, from, k := int64(r[1])*size, int64(r[0])*size, int64(r[2])*size
+		if err := cu.MemcpyDtoDAsync(dst+cu.DevicePtr(at), src+cu.DevicePtr(from), k, cu.Stream{}); err != nil {
+			e.free(name, &dst)
+			return 0, fmt.Errorf("gpu: copy hubs of %s: %w", name, err)
+		}
+	}
+	if err := cu.Synchronize(); err != nil {
+		e.free(name, &dst)
+		return 0, fmt.Errorf("gpu: copy hubs of %s: %w", name, err)
+	}
+	return dst, nil
+}
+
+// useStripedLabels points the engine at the group's MetaPath label tables
+// in the stripes and, with hub copies, copies the hubs' segments to the
+// device too (a vertex's segments fill its edge range, so the edges' runs
+// serve). s.mu held; device thread.
+func (e *Engine) useStripedLabels() error {
+	s := e.cfg.stripes
+	e.segBuilt = false
+	e.dSegOffsets, e.dSegTargets, e.dSegAlias = s.ptr("labels.offsets"), s.ptr("labels.targets"), s.ptr("labels.alias")
+	pl := e.placed
+	if pl != nil && pl.hubs {
+		pl.hSegTargets, pl.hSegAlias, pl.segSplit = e.dSegTargets, e.dSegAlias, pl.layout.split
+		e.dSegTargets, e.dSegAlias = 0, 0
+		t, err := e.hubCopy("labels.targets", pl.hSegTargets, 4)
+		if err != nil {
+			return err
+		}
+		e.dSegTargets = t
+		if pl.hSegAlias != 0 {
+			if e.dSegAlias, err = e.hubCopy("labels.alias", pl.hSegAlias, 16); err != nil {
+				return err
+			}
+		}
+	}
+	e.segBuilt = true
+	return nil
+}
+
+// wholeArrays are the graph's edge arrays in their original layout: the
+// stripes' for an engine with hub copies, else the engine's.
+func (e *Engine) wholeArrays() (targets, weights, labels cu.DevicePtr) {
+	if pl := e.placed; pl != nil && pl.hubs {
+		return pl.hTargets, pl.hWeights, pl.hLabels
+	}
+	return e.dTargets, e.dWeights, e.dLabels
 }
 
 // buildStripes uploads the edge arrays into the stripes and builds the
@@ -323,8 +499,12 @@ func (e *Engine) releaseStriped() {
 		return
 	}
 	e.striped = false
-	e.dTargets, e.dWeights, e.dLabels, e.dAlias = 0, 0, 0, 0
-	e.dSegOffsets, e.dSegTargets, e.dSegAlias = 0, 0, 0
+	if e.placed == nil || !e.placed.hubs {
+		// Otherwise these are the engine's own hub copies, which Close frees.
+		e.dTargets, e.dWeights, e.dLabels, e.dAlias = 0, 0, 0, 0
+		e.dSegTargets, e.dSegAlias = 0, 0
+	}
+	e.dSegOffsets = 0
 	s := e.cfg.stripes
 	s.mu.Lock()
 	defer s.mu.Unlock()

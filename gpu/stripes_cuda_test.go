@@ -13,10 +13,13 @@ import (
 // TestStripedMatchesOneGPU: engines sharing one partitioned copy of the
 // graph (Stripes) give the walks of one engine holding it whole, walk for
 // walk, for every sampler: simulated on one GPU (two pieces on device 0,
-// two engines there), and over every device when there are several. The
-// graph is R-MAT scale 16 (2 M edges: several 2 MiB mapping granules per
-// array, so each device holds a piece of each); the second engine finds
-// the tables built, and the last Close frees the stripes.
+// two engines there), and over every device when there are several; each
+// reading the stripes alone (device fraction 0.45: no room for more than
+// its own piece, about half), with copies of the other pieces' hubs (0.75), and with
+// copies of all it can hold (no cap). The graph is R-MAT scale 16 (2 M
+// edges: several 2 MiB mapping granules per array, so each device holds a
+// piece of each); the second engine finds the tables built, and the last
+// Close frees the stripes.
 func TestStripedMatchesOneGPU(t *testing.T) {
 	g, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 16, EdgeFactor: 16, Seed: 3,
 		Undirected: true, Weighted: true, Labels: 5, Name: "rmat-s16"})
@@ -27,13 +30,22 @@ func TestStripedMatchesOneGPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	setups := map[string][]int{"two pieces on device 0": {0, 0}}
+	type setup struct {
+		name     string
+		devices  []int
+		fraction float64
+		hubs     bool // expect hub copies
+	}
+	setups := []setup{{"two pieces on device 0", []int{0, 0}, 0.45, false},
+		{"two pieces on device 0, hubs", []int{0, 0}, 0.75, true},
+		{"two pieces on device 0, all hubs", []int{0, 0}, 1, true}}
 	if n > 1 {
 		var all []int
 		for d := range n {
 			all = append(all, d)
 		}
-		setups["one piece per device"] = all
+		setups = append(setups, setup{"one piece per device", all, 0.9 / float64(n), false},
+			setup{"one piece per device, hubs", all, 0.75, true})
 	}
 	one := newEngine(t, g)
 	starts := allStarts(g, 1)
@@ -44,25 +56,34 @@ func TestStripedMatchesOneGPU(t *testing.T) {
 	for _, c := range placementCases {
 		want[c.name] = collect(t, one, jobs(c.alg))
 	}
-	for name, devices := range setups {
-		s, err := NewStripes(devices)
+	for _, su := range setups {
+		name := su.name
+		s, err := NewStripes(su.devices)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var engines []walk.Engine
-		for i, d := range devices {
-			e, err := openEngine(g, WithDevice(d), WithStripes(s))
+		for i, d := range su.devices {
+			e, err := openEngine(g, WithDevice(d), WithStripes(s), WithDeviceFraction(su.fraction))
 			if err != nil {
 				t.Fatalf("%s: engine %d: %v", name, i, err)
 			}
 			if i > 0 && e.TableBuild() != 0 {
 				t.Errorf("%s: engine %d built tables (%v): the first one had", name, i, e.TableBuild())
 			}
+			if p := e.Placement(); (p != nil) != su.hubs {
+				t.Fatalf("%s: engine %d placement %v, want hubs %v", name, i, p, su.hubs)
+			} else if p != nil {
+				t.Logf("%s: engine %d: %d hub vertices, %.1f%% of the edges local", name, i, p.DeviceVertices, 100*p.DeviceShare())
+				if su.fraction < 1 && p.DeviceShare() > su.fraction+0.01 {
+					t.Errorf("%s: engine %d holds %.3f of the edges, fraction %v", name, i, p.DeviceShare(), su.fraction)
+				}
+			}
 			engines = append(engines, e)
 		}
 		per := s.DeviceBytes()
 		t.Logf("%s: %s", name, s)
-		for _, d := range devices {
+		for _, d := range su.devices {
 			if per[d] == 0 {
 				t.Fatalf("%s: device %d holds none of the graph: %v", name, d, per)
 			}
@@ -100,16 +121,16 @@ func TestStripedMatchesOneGPU(t *testing.T) {
 	}
 }
 
-// TestStripedRefusesHostPlacement: a partitioned engine is not also put
-// under a host placement plan.
-func TestStripedRefusesHostPlacement(t *testing.T) {
-	s, err := NewStripes([]int{0, 0})
+// TestStripedEngineOutsideGroup: an engine on a device its stripes do not
+// cover is refused, and leaves nothing behind.
+func TestStripedEngineOutsideGroup(t *testing.T) {
+	s, err := NewStripes([]int{5, 6})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e, err := openEngine(testGraph(t), WithStripes(s), WithDeviceFraction(0.5)); err == nil {
+	if e, err := openEngine(testGraph(t), WithStripes(s)); err == nil {
 		_ = e.Close()
-		t.Fatal("a partitioned engine accepted a device fraction")
+		t.Fatal("an engine on device 0 joined stripes over devices 5 and 6")
 	}
 	if len(s.arrays) != 0 || s.refs != 0 {
 		t.Fatalf("a refused engine left %d arrays, %d references", len(s.arrays), s.refs)

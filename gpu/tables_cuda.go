@@ -160,7 +160,7 @@ func (e *Engine) labelTables() (err error) {
 	if e.segBuilt {
 		return nil
 	}
-	if e.placed != nil {
+	if e.placed != nil && !e.placed.hubs {
 		return e.labelTablesPlaced()
 	}
 	if s := e.cfg.stripes; s != nil {
@@ -169,11 +169,14 @@ func (e *Engine) labelTables() (err error) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.labelsBuilt {
-			e.dSegOffsets, e.dSegTargets, e.dSegAlias = s.ptr("labels.offsets"), s.ptr("labels.targets"), s.ptr("labels.alias")
-			e.segBuilt = true
-			return nil
+			return e.useStripedLabels()
 		}
-		defer func() { s.labelsBuilt = err == nil }()
+		defer func() {
+			if err == nil {
+				s.labelsBuilt = true
+				err = e.useStripedLabels()
+			}
+		}()
 	}
 	t0 := time.Now()
 	nl := uint64(e.g.NumLabels)
@@ -214,7 +217,8 @@ func (e *Engine) labelTables() (err error) {
 		}
 	}
 	blocks := int(min((nv+tableThreads-1)/tableThreads, uint64(e.numSM*16)))
-	args := []uint64{uint64(e.dOffsets), uint64(e.dTargets), uint64(e.dWeights), uint64(e.dLabels),
+	targets, weights, labels := e.wholeArrays()
+	args := []uint64{uint64(e.dOffsets), uint64(targets), uint64(weights), uint64(labels),
 		uint64(segOffsets), uint64(segTargets), uint64(segWeights), nv, nl}
 	if err := launch(e.fnSegs, blocks, tableThreads, cu.Stream{}, args); err != nil {
 		return fmt.Errorf("gpu: label_tables_build: %w", err)

@@ -511,7 +511,7 @@ func newGPUEngine(g *graph.Graph, s EngineSettings, log *slog.Logger) (walk.Engi
 	var engines []walk.Engine
 	for _, d := range ordinals {
 		opts := []gpu.Option{gpu.WithLogger(log.With("device", d)), gpu.WithDevice(d), gpu.WithMemoryLimit(s.GPUMemoryLimit)}
-		if s.GPUDeviceFraction > 0 && stripes == nil {
+		if s.GPUDeviceFraction > 0 {
 			opts = append(opts, gpu.WithDeviceFraction(s.GPUDeviceFraction))
 		}
 		if stripes != nil {
