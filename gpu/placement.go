@@ -255,6 +255,28 @@ func hubRuns(offsets []uint64, l *layout) [][3]uint64 {
 	return runs
 }
 
+// placeRecord mirrors the kernels' per-vertex record under a plan
+// (kernels/placement.cuh: vertex_edges): the relocated start and the degree
+// in one aligned 16-byte load.
+type placeRecord struct {
+	start uint64
+	deg   uint32
+	_     uint32
+}
+
+const placeRecordBytes = 16
+
+// placeRecords are l's starts with g's degrees, on all cores.
+func placeRecords(g *graph.Graph, l *layout) []placeRecord {
+	r := make([]placeRecord, len(l.place))
+	walk.ForVertexRanges(g, func(lo, hi int) {
+		for v := lo; v < hi; v++ {
+			r[v] = placeRecord{start: l.place[v], deg: uint32(g.Offsets[v+1] - g.Offsets[v])}
+		}
+	})
+	return r
+}
+
 // placementOf describes layout l of graph shape s. labelTables adds the
 // MetaPath label tables, placed like the edges (labelsOnHost: all of them on
 // the host).
@@ -268,7 +290,7 @@ func placementOf(s graphShape, l *layout, labelTables, labelsOnHost bool) *Place
 	}
 	dev, host := int64(l.split)+chunkPad, int64(l.host)+chunkPad
 	add("graph.offsets", uploadBytes((s.vertices+1)*8), false)
-	add("graph.place", uploadBytes(s.vertices*8), false)
+	add("graph.place", uploadBytes(s.vertices*placeRecordBytes), false)
 	for _, a := range placedArrays(s) {
 		add(a.name, uploadBytes(dev*a.size), false)
 		add(a.name+".host", host*a.size, true)
@@ -332,11 +354,11 @@ func PlanPlacement(g *graph.Graph, deviceBytes int64, fraction float64) (*Placem
 // slotBudget is the relocated edge slots that fit deviceBytes after the
 // offsets and starts, capped at fraction of the edges.
 func slotBudget(s graphShape, deviceBytes int64, fraction float64) (int64, error) {
-	fixed := uploadBytes((s.vertices+1)*8) + uploadBytes(s.vertices*8)
+	fixed := uploadBytes((s.vertices+1)*8) + uploadBytes(s.vertices*placeRecordBytes)
 	if deviceBytes < fixed {
 		return 0, &MemoryPlanError{What: "placement of graph " + s.name, Need: fixed, Free: deviceBytes,
 			Parts: []MemoryPart{{Name: "graph.offsets", Bytes: uploadBytes((s.vertices + 1) * 8)},
-				{Name: "graph.place", Bytes: uploadBytes(s.vertices * 8)}}}
+				{Name: "graph.place", Bytes: uploadBytes(s.vertices * placeRecordBytes)}}}
 	}
 	// Each device array also carries chunkPad slots and 64-byte rounding.
 	n := (deviceBytes-fixed)/edgeBytes(s) - chunkPad - 64

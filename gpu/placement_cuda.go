@@ -139,7 +139,7 @@ func (e *Engine) setupPlaced(deviceBytes int64) error {
 	if e.dOffsets, err = upload(e, "graph.offsets", g.Offsets); err != nil {
 		return err
 	}
-	if pl.dPlace, err = upload(e, "graph.place", l.place); err != nil {
+	if pl.dPlace, err = upload(e, "graph.place", placeRecords(g, l)); err != nil {
 		return err
 	}
 	if e.dTargets, err = upload(e, "graph.targets", dev.targets); err != nil {

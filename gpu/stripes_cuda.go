@@ -312,7 +312,7 @@ func (e *Engine) placeHubs(join int) error {
 			per += 16
 		}
 	}
-	slots := (free-e.cfg.reserveBytes-uploadBytes(sh.vertices*8))/per - chunkPad - 64
+	slots := (free-e.cfg.reserveBytes-uploadBytes(sh.vertices*placeRecordBytes))/per - chunkPad - 64
 	if e.cfg.deviceFraction < 1 {
 		slots = min(slots, int64(e.cfg.deviceFraction*float64(sh.edges))-localEdges)
 	}
@@ -349,7 +349,7 @@ func (e *Engine) placeHubs(join int) error {
 		*a.out = dst
 		pl.plan.Parts = append(pl.plan.Parts, PlacedPart{Name: a.name + ".hubs", Bytes: (int64(l.split) + chunkPad) * a.size})
 	}
-	if pl.dPlace, err = upload(e, "graph.place", l.place); err != nil {
+	if pl.dPlace, err = upload(e, "graph.place", placeRecords(g, l)); err != nil {
 		return err
 	}
 	e.cfg.logger.Info("gpu partitioned engine: hubs copied to the device", "device", e.cfg.device,

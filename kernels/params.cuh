@@ -76,7 +76,7 @@ struct WalkParams {
   uint64_t num_labels;
   // Placement (placement.cuh, gpu/placement.go): null place and split =
   // UINT64_MAX when every edge array is on the device.
-  const uint64_t* place;           // V: relocated start of each vertex's edges
+  const uint64_t* place;           // V records {relocated start, degree u32, 0 u32} (placement.cuh)
   uint64_t split;                  // relocated edges [0, split) on the device
   uint64_t seg_split;              // the same for the label tables (0 or split)
   const uint32_t* h_targets;       // host twins, pre-biased by -split
