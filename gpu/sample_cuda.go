@@ -46,7 +46,11 @@ func (e *Engine) SampleNeighbors(ctx context.Context, p walk.SampleParams, start
 		return nil, SampleStats{}, e.broken
 	}
 	if e.placed != nil {
-		return nil, SampleStats{}, fmt.Errorf("gpu: neighbour sampling needs the whole graph on the device; %.0f%% of its edges are in host memory under the placement plan", 100*(1-e.placed.plan.DeviceShare()))
+		where := "in host memory under the placement plan"
+		if e.striped {
+			where = "on other devices' stripes (partitioned mode)"
+		}
+		return nil, SampleStats{}, fmt.Errorf("gpu: neighbour sampling needs the whole graph in this device's own memory; %.0f%% of its edges are %s", 100*(1-e.placed.plan.DeviceShare()), where)
 	}
 	g := e.g
 	t0 := time.Now()

@@ -16,14 +16,16 @@ import (
 
 	"gorgonia.org/cu"
 
+	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
 )
 
 // Visit counting on the device (walk.DeviceVisitCounter): kernels/visits.cuh
 // walks each (query, seed) in one block and counts into a hash table per
-// query in device memory; the used slots are compacted and only they come
-// back; the host cuts them to the top k (walk.VisitCandidates). Queries go
-// in launches whose tables fit visitTableBudget.
+// query in device memory; the used slots are compacted and cut on the device
+// to each query's best visitLimit candidates, and only those come back; the
+// host applies the exclusions and cuts the top k (walk.VisitCandidates).
+// Queries go in launches whose tables fit visitTableBudget.
 
 // visitTask mirrors ws::VisitTask (32 bytes).
 type visitTask struct {
@@ -96,7 +98,7 @@ func (e *Engine) CountVisitsOnDevice(ctx context.Context, p walk.VisitParams, qu
 		if err != nil {
 			return fmt.Errorf("gpu: kernel visits_compact: %w", err)
 		}
-		var dParams, dTasks, dTables, dOut, dUsed cu.DevicePtr
+		var dParams, dTasks, dTables, dOut, dUsed, dLimits cu.DevicePtr
 		var vb *visitBuffers
 		defer func() {
 			if vb != nil {
@@ -107,6 +109,7 @@ func (e *Engine) CountVisitsOnDevice(ctx context.Context, p walk.VisitParams, qu
 			e.free("visits.tables", &dTables)
 			e.free("visits.out", &dOut)
 			e.free("visits.used", &dUsed)
+			e.free("visits.limits", &dLimits)
 		}()
 		for _, a := range []struct {
 			name string
@@ -114,7 +117,7 @@ func (e *Engine) CountVisitsOnDevice(ctx context.Context, p walk.VisitParams, qu
 			n    int64
 		}{{"visits.params", &dParams, paramsSize}, {"visits.tasks", &dTasks, int64(maxTasks) * 32},
 			{"visits.tables", &dTables, int64(per) * slotBytes}, {"visits.out", &dOut, int64(maxTasks) * 24},
-			{"visits.used", &dUsed, int64(per) * 8}} {
+			{"visits.used", &dUsed, int64(per) * 8}, {"visits.limits", &dLimits, int64(per) * 4}} {
 			if *a.p, err = e.alloc(a.name, a.n); err != nil {
 				return err
 			}
@@ -123,9 +126,9 @@ func (e *Engine) CountVisitsOnDevice(ctx context.Context, p walk.VisitParams, qu
 			return fmt.Errorf("gpu: copy visits params: %w", err)
 		}
 		vb = &visitBuffers{fnName: fnName, fnCount: fnCount, fnCompact: fnCompact, dParams: dParams, dTasks: dTasks,
-			dTables: dTables, dOut: dOut, dUsed: dUsed, tbits: tbits, slotBytes: slotBytes,
+			dTables: dTables, dOut: dOut, dUsed: dUsed, dLimits: dLimits, tbits: tbits, slotBytes: slotBytes,
 			tasks: make([]visitTask, 0, maxTasks), owner: make([]int, 0, maxTasks), out: make([]uint64, 3*maxTasks),
-			used: make([]uint64, per)}
+			used: make([]uint64, per), limits: make([]uint32, per)}
 		for lo := 0; lo < len(queries); lo += per {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -172,11 +175,13 @@ type visitBuffers struct {
 	fnName                                string
 	fnCount, fnCompact                    cu.Function
 	dParams, dTasks, dTables, dOut, dUsed cu.DevicePtr
+	dLimits                               cu.DevicePtr
 	tbits                                 uint32
 	slotBytes                             int64
 	tasks                                 []visitTask
 	owner                                 []int // query of each task
 	out, used                             []uint64
+	limits                                []uint32 // visitLimit of each query of a launch
 	// Launches alternate between the engine's two pinned slot buffers
 	// (Engine.visitHost): the top k of one launch is cut on the host while
 	// the next one counts. offs[b][i] is query i's first slot in buffer
@@ -249,6 +254,27 @@ func appendVisitTasks(tasks []visitTask, owner []int, p walk.VisitParams, querie
 	return tasks, owner
 }
 
+// visitLimit is how many of a query's best-visited vertices the device
+// keeps (0: all): its top k plus every vertex it may exclude, so that the
+// host's cut after exclusions and min_visits sees the same k candidates as
+// from the whole table. Visit counts below min_visits only ever drop the
+// tail of that order.
+func visitLimit(g *graph.Graph, p walk.VisitParams, q walk.VisitQuery) uint32 {
+	n := int64(p.TopK)
+	for _, s := range q.Starts {
+		if p.ExcludeSeeds {
+			n++
+		}
+		if p.ExcludeNeighbors {
+			n += int64(g.Degree(s))
+		}
+	}
+	if n <= 0 || n >= math.MaxUint32 {
+		return 0
+	}
+	return uint32(n)
+}
+
 // countVisitGroup counts queries [lo, hi) in one launch (their tables fit
 // visitTableBudget) into res and st. It runs on the device thread.
 func (e *Engine) countVisitGroup(vb *visitBuffers, p walk.VisitParams, queries []walk.VisitQuery, lo, hi int, res []walk.VisitResult, st *walk.VisitStats) error {
@@ -268,7 +294,13 @@ func (e *Engine) countVisitGroup(vb *visitBuffers, p walk.VisitParams, queries [
 			return fmt.Errorf("gpu: %s: %w", vb.fnName, err)
 		}
 	}
-	if err := launch(vb.fnCompact, nq, visitThreads, cu.Stream{}, []uint64{uint64(vb.dTables), uint64(vb.tbits), uint64(vb.dUsed)}); err != nil {
+	for i := range nq {
+		vb.limits[i] = visitLimit(e.g, p, queries[lo+i])
+	}
+	if err := e.copyHtoD(vb.dLimits, unsafe.Pointer(&vb.limits[0]), int64(nq)*4); err != nil {
+		return fmt.Errorf("gpu: copy visit limits: %w", err)
+	}
+	if err := launch(vb.fnCompact, nq, visitThreads, cu.Stream{}, []uint64{uint64(vb.dTables), uint64(vb.tbits), uint64(vb.dUsed), uint64(vb.dLimits)}); err != nil {
 		return fmt.Errorf("gpu: visits_compact: %w", err)
 	}
 	if err := cu.Synchronize(); err != nil {

@@ -165,3 +165,58 @@ func TestVisitsBench(t *testing.T) {
 		}
 	}
 }
+
+// TestVisitsDeviceTopKTies checks the device's cut to each query's best
+// candidates where nearly every candidate ties: a star whose leaves only
+// lead back to the hub (and a few to a second ring), so thousands of
+// leaves share a handful of visit counts and the last candidates kept are
+// chosen by vertex id, through every pass of the radix select. The counts
+// are checked against the CPU engine's, whose host cut sees every slot.
+func TestVisitsDeviceTopKTies(t *testing.T) {
+	const leaves = 6000
+	var edges []graph.Edge
+	for x := int64(1); x <= leaves; x++ {
+		edges = append(edges, graph.Edge{Src: 0, Dst: x, Weight: 1}, graph.Edge{Src: x, Dst: 0, Weight: 1})
+		if x%7 == 0 {
+			edges = append(edges, graph.Edge{Src: x, Dst: leaves + 1 + x%13, Weight: 1})
+		}
+	}
+	for y := int64(leaves + 1); y <= leaves+13; y++ {
+		edges = append(edges, graph.Edge{Src: y, Dst: 0, Weight: 1})
+	}
+	g, err := graph.FromEdges(edges, graph.BuildOptions{Name: "star", Weighted: true, DenseIDs: true, NumVertices: leaves + 14})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu, err := walk.NewCPU(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu := newEngine(t, g)
+	qs := []walk.VisitQuery{{Starts: []uint32{0}}, {Starts: []uint32{7}}, {Starts: []uint32{leaves + 3}}, {Starts: []uint32{1, 2, 3}, Weights: []float64{1, 1, 2}}}
+	for _, c := range []walk.VisitParams{
+		{Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 40}, StepsPerQuery: 60000, TopK: 100},
+		{Algorithm: walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2}, StepsPerQuery: 100000, TopK: 1, ExcludeSeeds: true},
+		{Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 40}, StepsPerQuery: 30000, TopK: 7, ExcludeNeighbors: true, MinVisits: 2},
+		{Algorithm: walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.5}, StepsPerQuery: 9000, TopK: 2500},
+	} {
+		c.Seed = 99
+		want, _, err := walk.CountVisits(context.Background(), cpu, g, c, qs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := walk.CountVisits(context.Background(), gpu, g, c, qs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !deviceCounts(c) {
+			t.Fatalf("%+v is not counted on the device", c)
+		}
+		for q := range want {
+			if !reflect.DeepEqual(got[q], want[q]) {
+				t.Fatalf("top %d, query %d: gpu %s\ncpu %s", c.TopK, q, head(got[q]), head(want[q]))
+			}
+		}
+		t.Logf("top %d: %d queries equal: %s", c.TopK, len(qs), head(want[0]))
+	}
+}

@@ -8,7 +8,9 @@
 //                   walked again counting the steps that fit into the query's
 //                   hash table (global memory, atomics)
 //   visits_compact  one block per table: moves the used slots to the table's
-//                   front, in slot order, so only they are copied back
+//                   front, in slot order, and when the query has a limit
+//                   keeps only its best candidates (a radix select of the
+//                   limit-th largest visit key), so only they are copied back
 //
 // Only the O(1) first-order walks run here (DeepWalk and PPR on the uniform
 // or alias sampler, the arithmetic of walk_thread_body); the engine leaves
@@ -144,23 +146,93 @@ extern "C" __global__ void __launch_bounds__(ws::kVisitThreads) visits_count_ppr
   ws::visits_count_body<true>(p, tasks, tables, bits, rng, out);
 }
 
-// visits_compact: block q moves table q's used slots to its front, in slot
-// order, and writes their number to used[q]. Writes never pass reads: a
-// tile is read into registers before any of it is written.
-extern "C" __global__ void __launch_bounds__(ws::kVisitThreads) visits_compact(unsigned long long* __restrict__ tables,
-    uint32_t bits, unsigned long long* __restrict__ used) {
-  __shared__ ws::PackScanStorage scan_scratch;
-  unsigned long long* table = tables + ((uint64_t)blockIdx.x << bits);
-  const uint64_t slots = 1ull << bits;
+namespace ws {
+
+// visit_key orders a packed slot (vertex+1 << 32 | count) as the
+// candidates are ordered, more visits first, then the smaller vertex id: a
+// larger key is a better candidate. Keys of used slots are distinct.
+__device__ __forceinline__ unsigned long long visit_key(unsigned long long s) {
+  return (s << 32) | (0xFFFFFFFFull - (s >> 32));
+}
+
+// compact_slots moves the slots of table[0, n) that keep(slot) accepts to the
+// table's front, in slot order, and returns how many there are. Writes
+// never pass reads: a tile is read into registers before any of it is
+// written, and the write position never exceeds the read position.
+template <typename Keep>
+__device__ __forceinline__ uint64_t compact_slots(unsigned long long* table, uint64_t n, Keep keep,
+                                                  PackScanStorage& scan_scratch) {
   uint64_t kept = 0;
-  for (uint64_t base = 0; base < slots; base += ws::kVisitThreads) {
+  for (uint64_t base = 0; base < n; base += kVisitThreads) {
     const uint64_t i = base + threadIdx.x;
-    const unsigned long long s = i < slots ? table[i] : 0ull;
+    const unsigned long long s = i < n ? table[i] : 0ull;
+    const bool k = i < n && keep(s);
     uint32_t total;
-    const uint32_t before = ws::block_exclusive_scan_u32(s != 0 ? 1u : 0u, scan_scratch, total);
-    if (s != 0) table[kept + before] = s;
+    const uint32_t before = block_exclusive_scan_u32(k ? 1u : 0u, scan_scratch, total);
+    if (k) table[kept + before] = s;
     kept += total;
     __syncthreads();
+  }
+  return kept;
+}
+
+// visit_threshold is the limit-th largest key of table[0, n) (limit < n),
+// by a most-significant-digit radix select, 8 bits a pass: each pass
+// counts the digits of the keys that share the prefix chosen so far and
+// picks the digit holding the limit-th. A pass whose chosen digit is
+// taken whole ends the search early: every key at or above the prefix
+// (low bits zero) is then among the limit largest.
+__device__ unsigned long long visit_threshold(const unsigned long long* table, uint64_t n, uint32_t limit,
+                                              PackScanStorage& scan_scratch) {
+  __shared__ uint32_t hist[256];
+  __shared__ unsigned long long prefix_s;
+  __shared__ uint32_t remaining_s, whole_s;
+  unsigned long long prefix = 0, mask = 0;
+  uint32_t remaining = limit;
+  for (int shift = 56; shift >= 0; shift -= 8) {
+    hist[threadIdx.x] = 0;
+    __syncthreads();
+    for (uint64_t i = threadIdx.x; i < n; i += kVisitThreads) {
+      const unsigned long long k = visit_key(table[i]);
+      if ((k & mask) == prefix) atomicAdd(&hist[(k >> shift) & 255], 1u);
+    }
+    __syncthreads();
+    // Thread t holds digit 255-t: the exclusive scan is the count of keys
+    // with a larger digit.
+    const uint32_t digit = 255 - threadIdx.x, h = hist[digit];
+    uint32_t total;
+    const uint32_t above = block_exclusive_scan_u32(h, scan_scratch, total);
+    if (above < remaining && remaining <= above + h) {
+      prefix_s = prefix | ((unsigned long long)digit << shift);
+      remaining_s = remaining - above;
+      whole_s = remaining - above == h;
+    }
+    __syncthreads();
+    prefix = prefix_s;
+    remaining = remaining_s;
+    mask |= 255ull << shift;
+    if (whole_s) break;
+    __syncthreads();
+  }
+  return prefix;
+}
+
+}  // namespace ws
+
+// visits_compact: block q moves table q's used slots to its front, in slot
+// order, and writes their number to used[q]. When limits[q] is not zero and
+// fewer than the used slots, only the limits[q] best candidates are kept
+// (visit_key): the host's top k, after its exclusions, is within them when
+// limits[q] is at least k plus the vertices the query excludes.
+extern "C" __global__ void __launch_bounds__(ws::kVisitThreads) visits_compact(unsigned long long* __restrict__ tables,
+    uint32_t bits, unsigned long long* __restrict__ used, const uint32_t* __restrict__ limits) {
+  __shared__ ws::PackScanStorage scan_scratch;
+  unsigned long long* table = tables + ((uint64_t)blockIdx.x << bits);
+  uint64_t kept = ws::compact_slots(table, 1ull << bits, [](unsigned long long s) { return s != 0; }, scan_scratch);
+  const uint32_t limit = limits != nullptr ? limits[blockIdx.x] : 0;
+  if (limit > 0 && kept > limit) {
+    const unsigned long long t = ws::visit_threshold(table, kept, limit, scan_scratch);
+    kept = ws::compact_slots(table, kept, [t](unsigned long long s) { return ws::visit_key(s) >= t; }, scan_scratch);
   }
   if (threadIdx.x == 0) used[blockIdx.x] = kept;
 }
