@@ -3,8 +3,11 @@ package gpu
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
+
+	"github.com/walkstage/walkstage/graph"
 )
 
 // Stripes is the partitioned mode of several GPUs (WALKSTAGE_GPU_PARTITION):
@@ -30,10 +33,19 @@ import (
 //
 // A device may be named twice: the simulated run of CI-built code on one
 // GPU (two pieces, both on device 0).
+//
+// When the graph does not fit the devices together, a host share puts the
+// last part of each array (the highest vertex range) in pinned host memory
+// mapped into the same range (cuMemCreate on the host's NUMA node 0): one
+// placement over device, peer and host memory, which the kernels read in
+// place without knowing which is which. Hub copies still come first, from
+// every piece, host included, into each engine's own memory.
 type Stripes struct {
 	devices []int
-	mu      sync.Mutex
-	arrays  map[string]*stripedArray
+	// hostShare is the fraction of each array's granules in host memory.
+	hostShare float64
+	mu        sync.Mutex
+	arrays    map[string]*stripedArray
 	// graphBuilt and labelsBuilt say whether the edge arrays and alias
 	// table, and the MetaPath label tables, are in the stripes.
 	graphBuilt, labelsBuilt bool
@@ -43,8 +55,9 @@ type Stripes struct {
 }
 
 // NewStripes is a partitioned store over devices (two or more ordinals;
-// one may repeat). Pass WithStripes(s) to the New of one engine per device.
-func NewStripes(devices []int) (*Stripes, error) {
+// one may repeat), with hostShare (in [0, 1)) of each array in host
+// memory. Pass WithStripes(s) to the New of one engine per device.
+func NewStripes(devices []int, hostShare float64) (*Stripes, error) {
 	if len(devices) < 2 {
 		return nil, errors.New("gpu: a partitioned graph needs at least two devices")
 	}
@@ -53,7 +66,49 @@ func NewStripes(devices []int) (*Stripes, error) {
 			return nil, fmt.Errorf("gpu: device %d", d)
 		}
 	}
-	return &Stripes{devices: append([]int(nil), devices...), arrays: map[string]*stripedArray{}}, nil
+	if !(hostShare >= 0 && hostShare < 1) {
+		return nil, fmt.Errorf("gpu: host share %v of a partitioned graph, want [0, 1)", hostShare)
+	}
+	return &Stripes{devices: append([]int(nil), devices...), hostShare: hostShare, arrays: map[string]*stripedArray{}}, nil
+}
+
+// hostPiece is the device of a piece in host memory.
+const hostPiece = -1
+
+// HostShare is the fraction of the arrays in host memory.
+func (s *Stripes) HostShare() float64 { return s.hostShare }
+
+// PartitionHostShare is the host share a partitioned graph g needs on k
+// devices with free bytes each (the smallest device's, less nothing: the
+// caller has taken the batch reserve off): 0 when the devices' pieces fit,
+// else the share that leaves each device its offsets and its piece with a
+// margin for the mapping granules. An error when even the offsets do not
+// fit, or the share would be all of it.
+func PartitionHostShare(g *graph.Graph, k int, free int64) (float64, error) {
+	if k < 1 {
+		return 0, fmt.Errorf("gpu: partition over %d devices", k)
+	}
+	sh := shapeOf(g)
+	fixed := uploadBytes((sh.vertices+1)*8) + uploadBytes(sh.vertices*placeRecordBytes)
+	striped := graphPlan(sh, 0).need() - uploadBytes((sh.vertices+1)*8)
+	// Every array's piece rounds up to a granule (2 MiB or more) on each
+	// device: room for eight arrays of slack.
+	room := free - fixed - 8*(2<<20)
+	if room <= 0 {
+		return 0, &MemoryPlanError{What: "partitioned graph " + sh.name, Need: fixed + 8*(2<<20), Free: free,
+			Parts: []MemoryPart{{Name: "graph.offsets", Bytes: uploadBytes((sh.vertices + 1) * 8)},
+				{Name: "graph.place", Bytes: uploadBytes(sh.vertices * placeRecordBytes)}}}
+	}
+	if striped <= int64(k)*room {
+		return 0, nil
+	}
+	share := 1 - float64(int64(k)*room)/float64(striped)
+	share = min(1, share+0.01) // the granules' rounding of each cut
+	if share >= 0.99 {
+		return 0, fmt.Errorf("gpu: partitioned graph %s would be %.1f%% in host memory over %d devices of %s free: use the one-GPU placement plan",
+			sh.name, 100*share, k, sizeString(free))
+	}
+	return share, nil
 }
 
 // WithStripes makes the engine one of a partitioned group: its edge arrays
@@ -79,17 +134,27 @@ type stripePiece struct {
 }
 
 // stripeCuts cuts size bytes, a multiple of gran, into k contiguous pieces
-// of whole granules, the first size/gran mod k of them one granule larger.
-// A piece may be empty when the array has fewer granules than devices.
-func stripeCuts(size, gran int64, k int) []int64 {
+// of whole granules, the first size/gran mod k of them one granule larger,
+// and a last, host piece of hostShare of the granules (rounded up; none
+// when hostShare is 0). A piece may be empty when the array has fewer
+// granules than devices.
+func stripeCuts(size, gran int64, k int, hostShare float64) []int64 {
 	granules := size / gran
-	cuts := make([]int64, k)
+	var host int64
+	if hostShare > 0 {
+		host = min(granules, int64(math.Ceil(hostShare*float64(granules))))
+		granules -= host
+	}
+	cuts := make([]int64, k, k+1)
 	for i := range cuts {
 		n := granules / int64(k)
 		if int64(i) < granules%int64(k) {
 			n++
 		}
 		cuts[i] = n * gran
+	}
+	if hostShare > 0 {
+		cuts = append(cuts, host*gran)
 	}
 	return cuts
 }
@@ -106,7 +171,11 @@ func (s *Stripes) String() string {
 
 func (s *Stripes) stringLocked() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "partitioned over devices %v:", s.devices)
+	fmt.Fprintf(&b, "partitioned over devices %v", s.devices)
+	if s.hostShare > 0 {
+		fmt.Fprintf(&b, " and the host (%.1f%%)", 100*s.hostShare)
+	}
+	b.WriteString(":")
 	for _, name := range stripeOrder {
 		a := s.arrays[name]
 		if a == nil {
@@ -117,7 +186,11 @@ func (s *Stripes) stringLocked() string {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			fmt.Fprintf(&b, "%s on %d", shortSize(p.size), p.device)
+			if p.device == hostPiece {
+				fmt.Fprintf(&b, "%s on the host", shortSize(p.size))
+			} else {
+				fmt.Fprintf(&b, "%s on %d", shortSize(p.size), p.device)
+			}
 		}
 		b.WriteString(")")
 	}
@@ -132,7 +205,8 @@ func shortSize(n int64) string {
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
-// DeviceBytes is the memory the stripes hold on each device, by ordinal.
+// DeviceBytes is the memory the stripes hold on each device, by ordinal
+// (the host's pieces under hostPiece, -1).
 func (s *Stripes) DeviceBytes() map[int]int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -9,11 +9,21 @@ package gpu
 
 // CUDA virtual memory management, which cu v0.9.6 does not wrap: physical
 // pieces on chosen devices mapped side by side into one reserved range.
+//
+// dev -1 is host memory on NUMA node 0: CU_MEM_LOCATION_TYPE_HOST_NUMA,
+// which drivers of CUDA 12.2 and later take; the 11.8 headers CI builds
+// with lack its name, so its value is spelt out.
+#define WS_MEM_LOCATION_TYPE_HOST_NUMA ((CUmemLocationType)3)
 static void ws_vmm_prop(CUmemAllocationProp *p, int dev) {
   memset(p, 0, sizeof *p);
   p->type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  p->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  p->location.id = dev;
+  if (dev < 0) {
+    p->location.type = WS_MEM_LOCATION_TYPE_HOST_NUMA;
+    p->location.id = 0;
+  } else {
+    p->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    p->location.id = dev;
+  }
 }
 static CUresult ws_vmm_granularity(size_t *g, int dev) {
   CUmemAllocationProp p;
@@ -95,6 +105,12 @@ func (s *Stripes) check() (int64, error) {
 			return 0, fmt.Errorf("gpu: mapping granularity of device %d: CUresult %d", d, int(r))
 		}
 		gran = max(gran, int64(g))
+		if s.hostShare > 0 {
+			if r := C.ws_vmm_granularity(&g, C.int(hostPiece)); r != C.CUDA_SUCCESS {
+				return 0, fmt.Errorf("gpu: the driver maps no host memory into a partitioned graph (CUresult %d; CUDA 12.2 or later needed for a host share)", int(r))
+			}
+			gran = max(gran, int64(g))
+		}
 		for _, p := range ds {
 			if p == d {
 				continue
@@ -124,21 +140,25 @@ func (s *Stripes) alloc(name string, n int64) (cu.DevicePtr, error) {
 	}
 	a.va = uint64(va)
 	var off int64
-	for i, c := range stripeCuts(a.size, gran, len(s.devices)) {
+	for i, c := range stripeCuts(a.size, gran, len(s.devices), s.hostShare) {
 		if c == 0 {
 			continue
 		}
+		dev, where := hostPiece, "in host memory"
+		if i < len(s.devices) {
+			dev, where = s.devices[i], fmt.Sprintf("on device %d", s.devices[i])
+		}
 		var h C.CUmemGenericAllocationHandle
-		if r := C.ws_vmm_create(&h, C.size_t(c), C.int(s.devices[i])); r != C.CUDA_SUCCESS {
+		if r := C.ws_vmm_create(&h, C.size_t(c), C.int(dev)); r != C.CUDA_SUCCESS {
 			a.release()
-			return 0, fmt.Errorf("gpu: allocate %d bytes of %s on device %d: CUresult %d", c, name, s.devices[i], int(r))
+			return 0, fmt.Errorf("gpu: allocate %d bytes of %s %s: CUresult %d", c, name, where, int(r))
 		}
 		if r := C.ws_vmm_map(va+C.CUdeviceptr(off), C.size_t(c), h); r != C.CUDA_SUCCESS {
 			C.ws_vmm_release(h)
 			a.release()
-			return 0, fmt.Errorf("gpu: map %s's piece on device %d: CUresult %d", name, s.devices[i], int(r))
+			return 0, fmt.Errorf("gpu: map %s's piece %s: CUresult %d", name, where, int(r))
 		}
-		a.pieces = append(a.pieces, stripePiece{device: s.devices[i], off: off, size: c, handle: uint64(h)})
+		a.pieces = append(a.pieces, stripePiece{device: dev, off: off, size: c, handle: uint64(h)})
 		off += c
 	}
 	ds := s.distinct()

@@ -16,7 +16,9 @@ import (
 // two engines there), and over every device when there are several; each
 // reading the stripes alone (device fraction 0.45: no room for more than
 // its own piece, about half), with copies of the other pieces' hubs (0.75), and with
-// copies of all it can hold (no cap). The graph is R-MAT scale 16 (2 M
+// copies of all it can hold (no cap); and with half (on one GPU) or 30%
+// (over several) of every array in host memory mapped into the same
+// ranges. The graph is R-MAT scale 16 (2 M
 // edges: several 2 MiB mapping granules per array, so each device holds a
 // piece of each); the second engine finds the tables built, and the last
 // Close frees the stripes.
@@ -34,18 +36,25 @@ func TestStripedMatchesOneGPU(t *testing.T) {
 		name     string
 		devices  []int
 		fraction float64
-		hubs     bool // expect hub copies
+		hubs     bool    // expect hub copies
+		host     float64 // the stripes' host share
 	}
-	setups := []setup{{"two pieces on device 0", []int{0, 0}, 0.45, false},
-		{"two pieces on device 0, hubs", []int{0, 0}, 0.75, true},
-		{"two pieces on device 0, all hubs", []int{0, 0}, 1, true}}
+	setups := []setup{{"two pieces on device 0", []int{0, 0}, 0.45, false, 0},
+		{"two pieces on device 0, hubs", []int{0, 0}, 0.75, true, 0},
+		{"two pieces on device 0, all hubs", []int{0, 0}, 1, true, 0},
+		// Half of every array in host memory: each piece on the device
+		// about a quarter, read with no hub copies (fraction 0.2) and with
+		// them.
+		{"two pieces on device 0 and the host", []int{0, 0}, 0.2, false, 0.5},
+		{"two pieces on device 0 and the host, hubs", []int{0, 0}, 0.75, true, 0.5}}
 	if n > 1 {
 		var all []int
 		for d := range n {
 			all = append(all, d)
 		}
-		setups = append(setups, setup{"one piece per device", all, 0.9 / float64(n), false},
-			setup{"one piece per device, hubs", all, 0.75, true})
+		setups = append(setups, setup{"one piece per device", all, 0.9 / float64(n), false, 0},
+			setup{"one piece per device, hubs", all, 0.75, true, 0},
+			setup{"one piece per device and the host, hubs", all, 0.75, true, 0.3})
 	}
 	one := newEngine(t, g)
 	starts := allStarts(g, 1)
@@ -58,7 +67,7 @@ func TestStripedMatchesOneGPU(t *testing.T) {
 	}
 	for _, su := range setups {
 		name := su.name
-		s, err := NewStripes(su.devices)
+		s, err := NewStripes(su.devices, su.host)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,6 +96,9 @@ func TestStripedMatchesOneGPU(t *testing.T) {
 			if per[d] == 0 {
 				t.Fatalf("%s: device %d holds none of the graph: %v", name, d, per)
 			}
+		}
+		if (per[hostPiece] > 0) != (su.host > 0) {
+			t.Fatalf("%s: host share %v, the host holds %d bytes", name, su.host, per[hostPiece])
 		}
 		m, err := NewMulti(engines...)
 		if err != nil {
@@ -124,7 +136,7 @@ func TestStripedMatchesOneGPU(t *testing.T) {
 // TestStripedEngineOutsideGroup: an engine on a device its stripes do not
 // cover is refused, and leaves nothing behind.
 func TestStripedEngineOutsideGroup(t *testing.T) {
-	s, err := NewStripes([]int{5, 6})
+	s, err := NewStripes([]int{5, 6}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,12 +6,15 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/walkstage/walkstage/gpu"
 	"github.com/walkstage/walkstage/graph"
 )
 
 // TestPartitionFor: the cases that need no GPU to decide — off, one
-// device, and on over two — give no stripes, an error and stripes over the
-// listed devices.
+// device, and on over two with a host share given — give no stripes, an
+// error and stripes over the listed devices; on over two without a share
+// asks the devices for their free memory, which a build without the cuda
+// tag cannot.
 func TestPartitionFor(t *testing.T) {
 	g, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 8, EdgeFactor: 4, Seed: 1, Name: "p"})
 	if err != nil {
@@ -22,21 +25,27 @@ func TestPartitionFor(t *testing.T) {
 		name     string
 		ordinals []int
 		mode     Partition
+		share    float64
 		stripes  bool
 		bad      bool
 	}{
-		{"off over two", []int{0, 1}, PartitionOff, false, false},
-		{"auto on one", []int{0}, PartitionAuto, false, false},
-		{"off on one", []int{0}, PartitionOff, false, false},
-		{"on needs two", []int{0}, PartitionOn, false, true},
-		{"on over two", []int{0, 1}, PartitionOn, true, false},
-		{"on over one device twice", []int{0, 0}, PartitionOn, true, false},
+		{"off over two", []int{0, 1}, PartitionOff, 0, false, false},
+		{"auto on one", []int{0}, PartitionAuto, 0, false, false},
+		{"off on one", []int{0}, PartitionOff, 0, false, false},
+		{"on needs two", []int{0}, PartitionOn, 0, false, true},
+		{"on over two, a share given", []int{0, 1}, PartitionOn, 0.25, true, false},
+		{"on over one device twice, a share given", []int{0, 0}, PartitionOn, 0.5, true, false},
+		{"on over two, no device to ask", []int{0, 1}, PartitionOn, 0, false, true},
+		{"a share of 1", []int{0, 1}, PartitionOn, 1, false, true},
 	} {
-		s, err := partitionFor(g, c.ordinals, EngineSettings{GPUPartition: c.mode}, log)
+		if c.share == 0 && c.mode == PartitionOn && len(c.ordinals) > 1 && gpu.Available() == nil {
+			continue // a GPU build on a GPU machine has devices to ask
+		}
+		s, err := partitionFor(g, c.ordinals, EngineSettings{GPUPartition: c.mode, GPUHostShare: c.share}, log)
 		if (err != nil) != c.bad || (s != nil) != c.stripes {
 			t.Errorf("%s: stripes %v, error %v", c.name, s, err)
 		}
-		if s != nil && s.String() != fmt.Sprintf("partitioned over devices %v:", c.ordinals) {
+		if s != nil && s.String() != fmt.Sprintf("partitioned over devices %v and the host (%.1f%%):", c.ordinals, 100*c.share) {
 			t.Errorf("%s: %s", c.name, s)
 		}
 	}

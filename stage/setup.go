@@ -101,7 +101,11 @@ type EngineSettings struct {
 	GPUDeviceFraction float64
 	// GPUPartition says when several GPUs share one partitioned copy of
 	// the graph (WALKSTAGE_GPU_PARTITION).
-	GPUPartition    Partition
+	GPUPartition Partition
+	// GPUHostShare, when in (0, 1), puts that share of a partitioned
+	// graph in host memory (gpu.NewStripes; benchmarks and tests). 0: as
+	// much as the devices cannot hold (gpu.PartitionHostShare).
+	GPUHostShare    float64
 	Workers         int   // 0: one per core
 	FusedTableBytes int64 // -1: the engine's default limit (walk.WithFusedTableLimit)
 	// EagerLabelTables builds MetaPath's label tables at start-up instead
@@ -537,6 +541,8 @@ func newGPUEngine(g *graph.Graph, s EngineSettings, log *slog.Logger) (walk.Engi
 // each holds the graph itself: PartitionOn with two devices or more, and
 // PartitionAuto when the graph and its tables do not fit the smallest
 // device's free memory (or the memory limit) with room for the batches.
+// What the devices cannot hold together goes to host memory (the stripes'
+// host share).
 func partitionFor(g *graph.Graph, ordinals []int, s EngineSettings, log *slog.Logger) (*gpu.Stripes, error) {
 	if len(ordinals) < 2 {
 		if s.GPUPartition == PartitionOn {
@@ -544,28 +550,36 @@ func partitionFor(g *graph.Graph, ordinals []int, s EngineSettings, log *slog.Lo
 		}
 		return nil, nil
 	}
-	switch s.GPUPartition {
-	case PartitionOff:
+	if s.GPUPartition == PartitionOff {
 		return nil, nil
-	case PartitionAuto:
-		need := gpu.DeviceBytesNeeded(g) + gpu.DefaultReserveBytes
-		smallest := int64(-1)
-		for _, d := range ordinals {
-			free, err := gpu.FreeMemory(d)
-			if err != nil {
-				return nil, fmt.Errorf("device %d: %w", d, err)
-			}
-			if s.GPUMemoryLimit > 0 {
-				free = min(free, s.GPUMemoryLimit)
-			}
-			if smallest < 0 || free < smallest {
-				smallest = free
-			}
-		}
-		if need <= smallest {
-			return nil, nil
-		}
-		log.Info("gpu: graph larger than one device, partitioned over them", "need_bytes", need, "smallest_free_bytes", smallest)
 	}
-	return gpu.NewStripes(ordinals)
+	if s.GPUPartition == PartitionOn && s.GPUHostShare > 0 {
+		return gpu.NewStripes(ordinals, s.GPUHostShare) // asked for: nothing to measure
+	}
+	need := gpu.DeviceBytesNeeded(g) + gpu.DefaultReserveBytes
+	smallest := int64(-1)
+	for _, d := range ordinals {
+		free, err := gpu.FreeMemory(d)
+		if err != nil {
+			return nil, fmt.Errorf("device %d: %w", d, err)
+		}
+		if s.GPUMemoryLimit > 0 {
+			free = min(free, s.GPUMemoryLimit)
+		}
+		if smallest < 0 || free < smallest {
+			smallest = free
+		}
+	}
+	if s.GPUPartition == PartitionAuto && need <= smallest {
+		return nil, nil
+	}
+	share := s.GPUHostShare
+	if share == 0 {
+		var err error
+		if share, err = gpu.PartitionHostShare(g, len(ordinals), smallest-gpu.DefaultReserveBytes); err != nil {
+			return nil, err
+		}
+	}
+	log.Info("gpu: graph partitioned over the devices", "need_bytes", need, "smallest_free_bytes", smallest, "host_share", share)
+	return gpu.NewStripes(ordinals, share)
 }

@@ -60,6 +60,7 @@ file or a generated R-MAT graph; the walks are discarded.`)
 	gpuLimit := fs.Int64("gpu-memory-limit", 0, "GPU engine: most device memory in bytes (0: the free memory; as WALKSTAGE_GPU_MEMORY_LIMIT)")
 	deviceFraction := fs.Float64("device-fraction", 1, "GPU engine: most of the edges on the device, the rest in mapped host memory (placement plan)")
 	partition := fs.String("partition", "auto", "GPU engine with several --gpus: partition one copy of the graph over their memory (on), copy it to each (off), or partition only when it does not fit one (auto); as WALKSTAGE_GPU_PARTITION")
+	hostShare := fs.Float64("host-share", 0, "with --partition: put this share (0 to 1) of the partitioned graph in host memory, as when it does not fit the GPUs together (0: only what does not fit)")
 	gpus := fs.String("gpus", "all", "GPU engine: devices to spread walks over, all or ordinals such as 0,1 (as WALKSTAGE_GPUS; 0,0 runs two engines on one device)")
 	hostRead := fs.Int64("host-read-bytes", 0, "GPU engine: first measure random 32/64-byte reads from mapped host memory and a host-to-device copy over a region of this size (0: skip)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the walks (not the graph set-up) to this file")
@@ -103,7 +104,7 @@ file or a generated R-MAT graph; the walks are discarded.`)
 		return fmt.Errorf("--partition: %w", err)
 	}
 	eng, err := stage.NewEngine(g, *engineName, stage.EngineSettings{Workers: *workers, FusedTableBytes: *fusedLimit,
-		GPUMemoryLimit: *gpuLimit, GPUDeviceFraction: *deviceFraction, GPUs: devices, GPUPartition: part}, engineLogger(stderr))
+		GPUMemoryLimit: *gpuLimit, GPUDeviceFraction: *deviceFraction, GPUs: devices, GPUPartition: part, GPUHostShare: *hostShare}, engineLogger(stderr))
 	if err != nil {
 		return err
 	}
