@@ -515,12 +515,15 @@ func TestCommitDeletesAbandonedParts(t *testing.T) {
 				b := open(t)
 				opts := []Option{WithRowGroupRows(200), WithFileBytes(1)}
 				dead := writeAll(t, b, fpMeta("k", n, fp), chunks, opts...)
-				for dead.WalksWritten() < n { // every part uploaded, never committed
-					time.Sleep(5 * time.Millisecond)
-				}
+				// Every part uploaded, never committed: one part per row
+				// group (WithFileBytes(1)), each listed once its upload
+				// completes, which is after its rows count as written.
 				dir := dead.Layout().Dir
-				if len(batchKeys(t, b, dir)) == 0 {
-					t.Fatal("the abandoned writer left no parts")
+				for deadline := time.Now().Add(30 * time.Second); len(batchKeys(t, b, dir)) < n/200; {
+					if time.Now().After(deadline) {
+						t.Fatalf("the abandoned writer left %d parts, want %d", len(batchKeys(t, b, dir)), n/200)
+					}
+					time.Sleep(5 * time.Millisecond)
 				}
 				time.Sleep(10 * time.Millisecond) // its parts are older than the next writer
 				m := writeBatch(t, b, fpMeta("k", n, fp), g, chunks, opts...)

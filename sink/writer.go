@@ -299,7 +299,9 @@ func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta Bat
 // Layout is where the batch is written.
 func (w *BatchWriter) Layout() Layout { return w.layout }
 
-// WalksWritten is the number of walks in parts uploaded so far.
+// WalksWritten is the number of walks in row groups written into parts so
+// far; the upload of the part holding the last of them may still be
+// completing.
 func (w *BatchWriter) WalksWritten() int64 { return w.walksWritten.Load() }
 
 // PeakHeldBytes is the most memory the writer has accounted for at once
