@@ -10,7 +10,8 @@
 //                        lane, accepted in draw order by the warp); else, or
 //                        after 16k + 64 draws without k edges, reservoir
 //                        keys: k rounds of a warp argmin over the keys
-//                        above the last one taken.
+//                        above the last one taken (drawn once and kept in
+//                        registers up to 128 edges, else drawn each round).
 //
 // Memory: the graph (offsets, targets, weights) and cum (the per-vertex
 // cumulative weights, walk.WeightCDF, float64) in global memory, read
@@ -19,11 +20,13 @@
 // test for repeats (the warp's own writes, ordered by __syncwarp).
 #pragma once
 #include <stdint.h>
+#include <type_traits>
 #include "rng.cuh"
 
 namespace ws {
 
 constexpr int kSampleThreads = 256;
+constexpr int kCachedKeys = 4;  // reservoir keys a lane keeps in registers (n <= 128)
 constexpr unsigned kFullMask = 0xFFFFFFFFu;
 
 // sample_word is SampleKey.Word: counter {instance, slot, hop, c / 4}, word
@@ -59,6 +62,97 @@ __device__ __forceinline__ void sort_picks(uint32_t* p, uint32_t cnt) {
     for (; j > 0 && p[j - 1] > v; j--) p[j] = p[j - 1];
     p[j] = v;
   }
+}
+
+// reservoir takes the k smallest (key, index) of a vertex's n edges in k
+// rounds of a warp argmin over the keys above the last one taken, as
+// walk's selectK does with reservoir keys: unweighted the key is the
+// draw's word above the index, weighted select_key(word, weight). With n
+// at most 32 * kCachedKeys (most tasks: k < n <= 4k with fan-outs up to
+// 32) each lane keeps its edges' keys in registers, drawn once; beyond,
+// every round draws them again. Each weight kind is its own instance so a
+// kernel holds one kind of cache. Returns the picks written; with the keys
+// in registers they are written in ascending order at the end (each lane
+// marks the edges it won, a ballot a register places them), else in the
+// order taken by lane 0, and sorted says which.
+template <bool kWeighted>
+__device__ __forceinline__ uint32_t reservoir(uint64_t seed, uint32_t in, uint32_t sl, uint32_t hop, uint32_t k, uint32_t n,
+                                              const float* __restrict__ w, uint32_t* picks, uint32_t lane, bool& sorted) {
+  using Key = typename std::conditional<kWeighted, double, uint32_t>::type;
+  const bool cached = n <= 32 * kCachedKeys;
+  Key cache[kCachedKeys];
+  if (cached) {
+#pragma unroll
+    for (int j = 0; j < kCachedKeys; j++) {
+      const uint32_t c = lane + 32 * j;
+      if (c < n) {
+        const uint32_t x = sample_word(seed, in, sl, hop, c);
+        if constexpr (kWeighted) cache[j] = select_key(x, (double)w[c]);
+        else cache[j] = x;
+      }
+    }
+  }
+  uint32_t cnt = 0, won = 0;  // won: bit j, the lane's edge lane + 32j was taken
+  double lastK = -1.0;
+  uint64_t lastU = 0;  // unweighted: word << 32 | index, plus one
+  int64_t lastI = -1;
+  for (uint32_t r = 0; r < k; r++) {
+    double bk = INFINITY;
+    uint64_t bu = ~0ull;
+    int64_t bi = -1;
+    auto consider = [&](uint32_t c, Key kx) {
+      if constexpr (!kWeighted) {
+        const uint64_t key = (uint64_t)kx << 32 | c;
+        if (key + 1 > lastU && key < bu) { bu = key; bi = c; }
+      } else {
+        const double key = kx;
+        const bool above = key > lastK || (key == lastK && (int64_t)c > lastI);
+        if (above && (key < bk || (key == bk && (int64_t)c < bi))) { bk = key; bi = c; }
+      }
+    };
+    if (cached) {
+#pragma unroll
+      for (int j = 0; j < kCachedKeys; j++) {
+        const uint32_t c = lane + 32 * j;
+        if (c < n) consider(c, cache[j]);
+      }
+    } else {
+      for (uint32_t c = lane; c < n; c += 32) {
+        const uint32_t x = sample_word(seed, in, sl, hop, c);
+        if constexpr (kWeighted) consider(c, select_key(x, (double)w[c]));
+        else consider(c, x);
+      }
+    }
+    for (int s = 16; s > 0; s >>= 1) {
+      const double ok = __shfl_xor_sync(kFullMask, bk, s);
+      const uint64_t ou = __shfl_xor_sync(kFullMask, bu, s);
+      const int64_t oi = __shfl_xor_sync(kFullMask, bi, s);
+      if constexpr (!kWeighted) {
+        if (ou < bu) { bu = ou; bi = oi; }
+      } else if (oi >= 0 && (bi < 0 || ok < bk || (ok == bk && oi < bi))) {
+        bk = ok; bi = oi;
+      }
+    }
+    if (bi < 0) break;
+    if (cached) {
+      if (((uint32_t)bi & 31) == lane) won |= 1u << ((uint32_t)bi >> 5);
+    } else if (lane == 0) {
+      picks[cnt] = (uint32_t)bi;
+    }
+    cnt++;
+    lastK = bk; lastU = bu + 1; lastI = bi;
+  }
+  sorted = cached;
+  if (cached) {
+    uint32_t at = 0;
+#pragma unroll
+    for (int j = 0; j < kCachedKeys; j++) {
+      const uint32_t b = __ballot_sync(kFullMask, (won >> j) & 1);
+      if ((won >> j) & 1) picks[at + __popc(b & ((1u << lane) - 1))] = lane + 32 * j;
+      at += __popc(b);
+    }
+  }
+  return cnt;
 }
 
 }  // namespace ws
@@ -115,43 +209,12 @@ extern "C" __global__ void __launch_bounds__(ws::kSampleThreads) sample_neighbor
     }
     // Reservoir keys: round r takes the smallest (key, index) above the
     // last one taken. (A rejection that ran out of draws starts over.)
-    cnt = 0;
-    double lastK = -1.0;
-    uint64_t lastU = 0;  // unweighted: word << 32 | index, plus one
-    int64_t lastI = -1;
-    for (uint32_t r = 0; r < k; r++) {
-      double bk = INFINITY;
-      uint64_t bu = ~0ull;
-      int64_t bi = -1;
-      for (uint32_t c = lane; c < n; c += 32) {
-        const uint32_t x = sample_word(seed, in, sl, hop, c);
-        if (!vc) {
-          const uint64_t key = (uint64_t)x << 32 | c;
-          if (key + 1 > lastU && key < bu) { bu = key; bi = c; }
-        } else {
-          const double key = select_key(x, (double)weights[off + c]);
-          const bool above = key > lastK || (key == lastK && (int64_t)c > lastI);
-          if (above && (key < bk || (key == bk && (int64_t)c < bi))) { bk = key; bi = c; }
-        }
-      }
-      for (int s = 16; s > 0; s >>= 1) {
-        const double ok = __shfl_xor_sync(kFullMask, bk, s);
-        const uint64_t ou = __shfl_xor_sync(kFullMask, bu, s);
-        const int64_t oi = __shfl_xor_sync(kFullMask, bi, s);
-        if (!vc) {
-          if (ou < bu) { bu = ou; bi = oi; }
-        } else if (oi >= 0 && (bi < 0 || ok < bk || (ok == bk && oi < bi))) {
-          bk = ok; bi = oi;
-        }
-      }
-      if (bi < 0) break;
-      if (lane == 0) picks[cnt] = (uint32_t)bi;
-      cnt++;
-      lastK = bk; lastU = bu + 1; lastI = bi;
-    }
+    bool sorted;
+    cnt = vc ? reservoir<true>(seed, in, sl, hop, k, n, weights + off, picks, lane, sorted)
+             : reservoir<false>(seed, in, sl, hop, k, n, nullptr, picks, lane, sorted);
     __syncwarp();
     if (lane == 0) {
-      sort_picks(picks, cnt);
+      if (!sorted) sort_picks(picks, cnt);
       count[t] = cnt;
     }
     __syncwarp();
