@@ -256,8 +256,12 @@ for store in "${store_list[@]}"; do
   # Warm-ups, not measured: the first call of each kind pins the GPU
   # engine's buffers.
   load "$store-walks-warmup" "${walk_args[@]}" --mode idle --requests 1 --warmup 1
-  load "$store-walks-backlog" "${walk_args[@]}" --mode backlog --requests "$walk_requests" --bucket "$url"
-  load "$store-walks-idle" "${walk_args[@]}" --mode idle --requests "$walk_idle" --warmup 0 --gap 20ms
+  if [ "$walk_requests" -gt 0 ]; then
+    load "$store-walks-backlog" "${walk_args[@]}" --mode backlog --requests "$walk_requests" --bucket "$url"
+  fi
+  if [ "$walk_idle" -gt 0 ]; then
+    load "$store-walks-idle" "${walk_args[@]}" --mode idle --requests "$walk_idle" --warmup 0 --gap 20ms
+  fi
   if [ "$visit_requests" -gt 0 ] || [ "$visit_idle" -gt 0 ]; then
     load "$store-visits-warmup" "${visit_args[@]}" --mode idle --requests 1 --warmup 1
   fi
@@ -270,8 +274,8 @@ for store in "${store_list[@]}"; do
   stop_stage
   if [ "$plain" -eq 1 ]; then
     bytes=$(sed -n "s/^$store-walks-backlog .* bytes=\([0-9]*\) .*/\1/p" "$results")
-    object=$(( bytes / walk_requests ))
     if [ "${bytes:-0}" -gt 0 ]; then
+      object=$((bytes / walk_requests))
       load "$store-plain-64MiB" --plain-upload --bucket "$url" --plain-bytes "$bytes" --plain-object-bytes $((64 << 20)) --plain-parallel 16
       load "$store-plain-batch" --plain-upload --bucket "$url" --plain-bytes "$bytes" --plain-object-bytes "$object" --plain-parallel 16
     fi
