@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"strings"
 	"time"
 
@@ -317,6 +319,11 @@ func batchDirs(ctx context.Context, b *blob.Bucket, prefix, batchID string, time
 // listDirs returns the "directories" directly under prefix whose names
 // start with name, each with its trailing slash.
 func listDirs(ctx context.Context, b *blob.Bucket, prefix, name string, timeout time.Duration) ([]string, error) {
+	if root, ok := localRoot(b); ok {
+		if dir, ok := localDirOf(root, prefix); ok {
+			return listLocalDirs(dir, prefix, name)
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	it := b.List(&blob.ListOptions{Prefix: prefix + name, Delimiter: "/"})
@@ -333,6 +340,42 @@ func listDirs(ctx context.Context, b *blob.Bucket, prefix, name string, timeout 
 			out = append(out, obj.Key)
 		}
 	}
+}
+
+// localDirOf is the directory of a key prefix ("" or ending in "/") in a
+// local bucket.
+func localDirOf(root, prefix string) (string, bool) {
+	if prefix == "" {
+		return root, true
+	}
+	return localPath(root, strings.TrimSuffix(prefix, "/"))
+}
+
+// readDir is os.ReadDir; tests count the directories Lookup reads.
+var readDir = os.ReadDir
+
+// listLocalDirs is listDirs for a local bucket: one read of the directory
+// itself. gocloud's fileblob answers a delimited listing by walking every
+// file under the prefix's parent directory, which for "graph=" and
+// "algorithm=" is every earlier batch (76.8 ms a lookup on tmpfs with
+// 20,000 batches, BenchmarkLookupBigTree). A directory with no object
+// under it, which fileblob would not list, costs the caller one probe
+// that finds nothing.
+func listLocalDirs(dir, prefix, name string) ([]string, error) {
+	entries, err := readDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), name) {
+			out = append(out, prefix+e.Name()+"/")
+		}
+	}
+	return out, nil
 }
 
 // callTimeout resolves WithCallTimeout for the functions outside a

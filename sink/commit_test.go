@@ -577,3 +577,71 @@ func TestStoresRefuseOverwriteIfNotExist(t *testing.T) {
 		})
 	}
 }
+
+// bigTree fills a file:// bucket with n written-looking batch directories
+// (a part and a _SUCCESS each) under one graph and algorithm, as a stage
+// leaves after n batches, and returns the bucket.
+func bigTree(t testing.TB, n int) *blob.Bucket {
+	t.Helper()
+	b, root := fileBucket(t)
+	dir := filepath.Join(root, "walks", "graph=g", "algorithm=deepwalk")
+	for i := range n {
+		d := filepath.Join(dir, "batch=old-"+strconv.Itoa(i))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"part-00000-0123456789ab.parquet", SuccessName} {
+			if err := os.WriteFile(filepath.Join(d, f), []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return b
+}
+
+// BenchmarkLookupBigTree is the stage's check, before it walks a batch, that
+// the batch's output does not exist yet, on a file:// bucket holding 20,000
+// earlier batches.
+func BenchmarkLookupBigTree(b *testing.B) {
+	bucket := bigTree(b, 20000)
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := range b.N {
+		if m, err := Lookup(ctx, bucket, "walks", "new-"+strconv.Itoa(i), "fp"); m != nil || err != nil {
+			b.Fatal(m, err)
+		}
+	}
+}
+
+// On a local bucket Lookup reads the prefix's and each graph's directory,
+// never the algorithm directories that hold every earlier batch, and still
+// finds a batch under any graph and algorithm.
+func TestLookupLocalReadsOnlyTheLevelsAbove(t *testing.T) {
+	g := testGraph(t)
+	const n = 300
+	b := bigTree(t, 50)
+	meta := fpMeta("l", n, "fp")
+	meta.Graph = "other"
+	writeBatch(t, b, meta, g, runEngine(t, g, testAlgo, n, 5))
+	var read []string
+	readDir = func(dir string) ([]os.DirEntry, error) {
+		read = append(read, dir)
+		return os.ReadDir(dir)
+	}
+	t.Cleanup(func() { readDir = os.ReadDir })
+	m, err := Lookup(context.Background(), b, "walks", "l", "fp")
+	if err != nil || m == nil || m.BatchID != "l" {
+		t.Fatalf("Lookup = %v, %v; want batch l", m, err)
+	}
+	if len(read) != 3 {
+		t.Fatalf("read %d directories %v; want walks/, walks/graph=g/, walks/graph=other/", len(read), read)
+	}
+	for _, d := range read {
+		if strings.Contains(filepath.Base(d), "algorithm=") {
+			t.Errorf("read %s, which holds whole batches", d)
+		}
+	}
+	if m, err := Lookup(context.Background(), b, "walks", "absent", "fp"); m != nil || err != nil {
+		t.Errorf("Lookup of an absent batch = %v, %v", m, err)
+	}
+}

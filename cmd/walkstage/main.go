@@ -29,6 +29,7 @@ func commands() map[string]command {
 		"bench":     {"measure walk throughput on a generated or given graph", benchCmd},
 		"run":       {"run the Kafka-driven stage, configured from WALKSTAGE_* variables", runCmd},
 		"demo":      {"run the stage end to end on an embedded broker and a local store", demoCmd},
+		"load":      {"measure a running stage from a request backlog or one request at a time", loadCmd},
 		"gpu-probe": {"exit 0 when this binary can run the GPU engine here", gpuProbeCmd},
 	}
 }

@@ -33,6 +33,8 @@ func TestHelpExitsZeroOnEveryCommand(t *testing.T) {
 			"  WALKSTAGE_MAX_IN_FLIGHT  default 16\n", "GOMEMLIMIT"}},
 		{[]string{"walk", "-h"}, []string{"usage: walkstage walk", "seed k's", "k*W .. (k+1)*W-1", "-walks-per-vertex"}},
 		{[]string{"demo", "-h"}, []string{"usage: walkstage demo", "[--timeout 2m]", "-timeout"}},
+		{[]string{"load", "-h"}, []string{"usage: walkstage load", "-plain-upload", "-steps-per-query", "RESULT k=v"}},
+		{[]string{"run", "--help"}, []string{"--cpuprofile FILE"}},
 		{[]string{"help", "run"}, []string{"usage: walkstage run", "WALKSTAGE_BROKERS"}},
 		{[]string{"help", "graph", "import"}, []string{"usage: walkstage graph import"}},
 		{[]string{"help", "demo"}, []string{"usage: walkstage demo"}},
@@ -74,7 +76,8 @@ func TestHelpCommandMatchesDashH(t *testing.T) {
 
 // Errors still fail: only help exits 0.
 func TestUsageErrorsExitNonZero(t *testing.T) {
-	for _, args := range [][]string{{}, {"nope"}, {"help", "nope"}, {"graph"}, {"graph", "info", "--bogus"}, {"bench", "--bogus"}, {"walk"}} {
+	for _, args := range [][]string{{}, {"nope"}, {"help", "nope"}, {"graph"}, {"graph", "info", "--bogus"}, {"bench", "--bogus"}, {"walk"},
+		{"load"}, {"load", "--plain-upload"}, {"load", "--vertices", "10", "--output", "rows", "--brokers", "127.0.0.1:1"}} {
 		var out bytes.Buffer
 		if rc := Main(context.Background(), args, &out, &out); rc == 0 {
 			t.Errorf("%v: exit code 0:\n%s", args, out.String())

@@ -10,14 +10,15 @@ import (
 	"github.com/walkstage/walkstage/stage"
 )
 
-const runUsage = `usage: walkstage run [--check]
+const runUsage = `usage: walkstage run [--check] [--cpuprofile FILE]
 
 Runs the Kafka-driven stage until SIGTERM or SIGINT, configured only from
 WALKSTAGE_* environment variables (below; docs/messages.md has the message
 formats). Logs go to stderr. When GOMEMLIMIT is not set, the soft memory
 limit is 90% of the container's memory limit (or of physical memory).
 
-  --check   validate the configuration, print it (secrets masked) and exit
+  --check       validate the configuration, print it (secrets masked) and exit
+  --cpuprofile  write a CPU profile of the whole run to FILE (written at exit)
 
 Variables:
 `
@@ -26,6 +27,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	check := fs.Bool("check", false, "validate the configuration and exit")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, runUsage)
 		stage.WriteConfigReference(stderr)
@@ -54,5 +56,10 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		// stage.Main reports a bad configuration itself.
 		stage.NewLogger(c, os.Stderr).Info("memory limit", "gomemlimit_bytes", memoryLimit.bytes, "source", memoryLimit.note)
 	}
+	stop, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return fmt.Errorf("cpu profile: %w", err)
+	}
+	defer stop()
 	return stage.Main(ctx, nil, os.Stderr, Version)
 }

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/internal/loadgen"
+	"github.com/walkstage/walkstage/stage"
+)
+
+// stageSetting is the value a running stage would take for a WALKSTAGE_*
+// variable: the environment's, else its documented default. load reads the
+// same variables, so one environment configures both.
+func stageSetting(name string) string {
+	if v, ok := os.LookupEnv(name); ok && v != "" {
+		return v
+	}
+	for _, v := range stage.Variables() {
+		if v.Name == name {
+			return v.Default
+		}
+	}
+	return ""
+}
+
+func loadCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("load", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = subUsage(fs, `walkstage load [--mode backlog|idle] [--output walks|visits] (--graph g.wsg | --vertices N) [flags]
+       walkstage load --plain-upload --bucket URL [--plain-bytes N --plain-object-bytes N --plain-parallel N]
+
+Drives a running stage (walkstage run) as a user does: produces requests to
+its request topic and reads its completion events and dead letters.
+  backlog  produces every request at once and measures until the last event:
+           requests/s, walk vertices/s or queries/s, bytes written (--bucket).
+  idle     one request at a time, the next once the previous one's event
+           arrived: p50/p95/p99 of produce -> event and fetch -> event (the
+           fetch is the event's completed_at less its timings.total_seconds).
+Any dead letter or event other than succeeded fails the run. Seeds are drawn
+(--rng-seed) from the graph's vertices with out-edges. Topics and brokers
+default to the stage's WALKSTAGE_* variables. The last line of each
+measurement, "RESULT k=v ...", is for scripts.
+
+--plain-upload measures the object store alone: objects of random bytes
+uploaded as the sink uploads its parts, --plain-parallel at once.`)
+	c := loadgen.Defaults()
+	brokers := fs.String("brokers", stageSetting("WALKSTAGE_BROKERS"), "comma-separated brokers (default: $WALKSTAGE_BROKERS)")
+	fs.StringVar(&c.RequestTopic, "request-topic", stageSetting("WALKSTAGE_INPUT_TOPIC"), "topic the stage reads requests from")
+	fs.StringVar(&c.EventTopic, "event-topic", stageSetting("WALKSTAGE_OUTPUT_TOPIC"), "topic of the completion events")
+	fs.StringVar(&c.DLQTopic, "dlq-topic", stageSetting("WALKSTAGE_DLQ_TOPIC"), "dead-letter topic")
+	mode := fs.String("mode", loadgen.ModeBacklog, "backlog or idle")
+	fs.IntVar(&c.Requests, "requests", c.Requests, "requests measured")
+	fs.StringVar(&c.Output, "output", c.Output, "walks or visits")
+	fs.StringVar(&c.Algorithm, "algorithm", "", "deepwalk, ppr, node2vec or metapath (default: deepwalk for walks, ppr for visits)")
+	fs.BoolVar(&c.Weighted, "weighted", c.Weighted, "weighted walks (default for walks; visits: off unless set)")
+	fs.IntVar(&c.Length, "length", c.Length, "steps per walk (visits: the cap of each walk)")
+	fs.Float64Var(&c.Restart, "restart", c.Restart, "ppr: stop (restart) probability")
+	fs.IntVar(&c.Seeds, "seeds", c.Seeds, "walks: seeds per request")
+	fs.IntVar(&c.Walks, "walks", c.Walks, "walks: walks per seed")
+	fs.IntVar(&c.Queries, "queries", c.Queries, "visits: queries per request (one random seed each)")
+	fs.IntVar(&c.StepsPerQuery, "steps-per-query", c.StepsPerQuery, "visits: steps per query")
+	fs.IntVar(&c.TopK, "top-k", c.TopK, "visits: candidates per query")
+	fs.Uint64Var(&c.RNGSeed, "rng-seed", c.RNGSeed, "seed of the seed draws: the same value sends the same requests")
+	fs.StringVar(&c.IDPrefix, "id-prefix", "", "batch id prefix, new to the stage (default: load-<time>)")
+	fs.IntVar(&c.Warmup, "warmup", c.Warmup, "idle: requests sent first and not measured")
+	fs.DurationVar(&c.Gap, "gap", 0, "idle: pause after each event before the next request")
+	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "bound on the whole measurement")
+	graphPath := fs.String("graph", "", "graph file the stage serves: seeds are drawn from its vertices with out-edges")
+	vertices := fs.Int("vertices", 0, "instead of --graph: draw seeds from ids 0..N-1")
+	bucket := fs.String("bucket", "", "the stage's WALKSTAGE_OUTPUT_URL: read the manifests to report bytes written (and where --plain-upload writes)")
+	plain := fs.Bool("plain-upload", false, "measure plain uploads to --bucket instead of the stage")
+	var pu loadgen.PlainUpload
+	fs.Int64Var(&pu.Bytes, "plain-bytes", 2<<30, "plain upload: total bytes")
+	fs.Int64Var(&pu.ObjectBytes, "plain-object-bytes", 64<<20, "plain upload: bytes per object")
+	fs.IntVar(&pu.Parallel, "plain-parallel", 16, "plain upload: objects at once")
+	fs.StringVar(&pu.Prefix, "plain-prefix", "plain-upload", "plain upload: key prefix (objects are deleted after)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *plain {
+		if *bucket == "" {
+			return errors.New("--plain-upload needs --bucket")
+		}
+		pu.BucketURL = *bucket
+		r, err := pu.Run(ctx)
+		if err != nil {
+			return err
+		}
+		r.Report(stdout, pu)
+		return nil
+	}
+	weightedSet := false
+	fs.Visit(func(f *flag.Flag) { weightedSet = weightedSet || f.Name == "weighted" })
+	if c.Output == loadgen.OutputVisits && !weightedSet {
+		c.Weighted = false // issue 15's queries: unweighted PPR
+	}
+	for _, b := range strings.Split(*brokers, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			c.Brokers = append(c.Brokers, b)
+		}
+	}
+	var pool []int64
+	switch {
+	case *graphPath != "" && *vertices > 0:
+		return errors.New("--graph and --vertices: give one")
+	case *graphPath != "":
+		g, err := graph.LoadWith(*graphPath, graph.LoadOptions{SkipValidate: true})
+		if err != nil {
+			return err
+		}
+		pool = loadgen.SeedPool(g)
+		g.Close()
+		if len(pool) == 0 {
+			return fmt.Errorf("graph %s: no vertex has out-edges", *graphPath)
+		}
+	case *vertices > 0:
+		pool = loadgen.RangePool(*vertices)
+	default:
+		return errors.New("--graph or --vertices is required (where seeds are drawn from)")
+	}
+	if err := c.Normalize(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "load: %s of %d %s requests (batch ids %s-N) to %s on %s; events from %s\n", *mode, c.Requests, c.Output,
+		c.IDPrefix, c.RequestTopic, strings.Join(c.Brokers, ","), c.EventTopic)
+	t0 := time.Now()
+	r, err := loadgen.Run(ctx, c, *mode, pool)
+	if err != nil {
+		if r != nil {
+			fmt.Fprintf(stderr, "load: after %.1f s, %d of %d requests done\n", time.Since(t0).Seconds(), len(r.FetchToEvent), c.Requests)
+		}
+		return err
+	}
+	if *bucket != "" {
+		if err := r.AddBytes(ctx, *bucket); err != nil {
+			return fmt.Errorf("bytes written: %w", err)
+		}
+	}
+	r.Report(stdout)
+	return nil
+}

@@ -1,0 +1,346 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/walkstage/walkstage/sink"
+)
+
+// Modes of a measurement.
+const (
+	ModeBacklog = "backlog" // produce every request at once, measure until the last event
+	ModeIdle    = "idle"    // one request at a time, the next after the previous one's event
+)
+
+// Result is what one measurement saw.
+type Result struct {
+	Mode, Output string
+	Requests     int
+
+	// Backlog: Elapsed is the first produce call to the last event read;
+	// FirstToLast the first event read to the last, and FirstEvent the
+	// work (walk vertices or queries) of the first event, which falls
+	// before that window. Idle: Elapsed is the whole series.
+	Elapsed, FirstToLast time.Duration
+	FirstEvent           int64
+
+	// Sums over the measured events.
+	Walks, Steps, Queries, Candidates int64
+	// Bytes written (the manifests' sizes), when a bucket was given to
+	// AddBytes; -1 otherwise.
+	Bytes int64
+
+	// Per measured request, in arrival order:
+	// ProduceToEvent: the produce call (acks=all) to the event read here
+	// (idle only: in a backlog it is mostly queueing).
+	// FetchToEvent: the stage's fetch of the request to the event read
+	// here; the fetch is the event's completed_at less its
+	// timings.total_seconds, so this is the whole stage, the durable
+	// (acks=all) publish of the event and its delivery to a consumer.
+	// StageTotal: the event's timings.total_seconds (fetch to the start
+	// of the publish).
+	ProduceToEvent, FetchToEvent, StageTotal []time.Duration
+
+	// Events of other batches (another run's) and repeated events
+	// (at-least-once redeliveries) seen and not counted.
+	Ignored, Duplicates int
+
+	manifests []string
+}
+
+// WalkVertices is the walks' vertex count: every walk has one more vertex
+// than it has steps.
+func (r *Result) WalkVertices() int64 { return r.Walks + r.Steps }
+
+// work is the unit rates are given in: walk vertices, or queries.
+func (r *Result) work() int64 {
+	if r.Output == OutputVisits {
+		return r.Queries
+	}
+	return r.WalkVertices()
+}
+
+// Run produces the requests of c in the given mode, drawing seeds from
+// pool, and reads the events until every request has one. Any dead letter
+// or event other than succeeded for a request of this run fails it.
+func Run(ctx context.Context, c Config, mode string, pool []int64) (*Result, error) {
+	if err := c.Normalize(); err != nil {
+		return nil, fmt.Errorf("load: %w", err)
+	}
+	if len(pool) == 0 {
+		return nil, fmt.Errorf("load: empty seed pool")
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
+	defer cancel()
+	w, err := watch(ctx, c.Brokers, c.EventTopic, c.DLQTopic)
+	if err != nil {
+		return nil, fmt.Errorf("load: %w", err)
+	}
+	defer w.Close()
+	p, err := newProducer(c.Brokers)
+	if err != nil {
+		return nil, fmt.Errorf("load: %w", err)
+	}
+	defer p.Close()
+	r := &Result{Mode: mode, Output: c.Output, Requests: c.Requests, Bytes: -1}
+	switch mode {
+	case ModeBacklog:
+		err = backlog(ctx, &c, pool, p, w, r)
+	case ModeIdle:
+		err = idle(ctx, &c, pool, p, w, r)
+	default:
+		err = fmt.Errorf("mode %q: want backlog or idle", mode)
+	}
+	if err != nil {
+		return r, fmt.Errorf("load %s: %w", mode, err)
+	}
+	return r, nil
+}
+
+// collector matches arrivals to the run's outstanding batch ids.
+type collector struct {
+	c       *Config
+	w       *watcher
+	r       *Result
+	pending map[string]time.Time // batch id -> produced at (zero: not measured)
+	last    time.Time            // when the last measured event was read
+}
+
+// until reads arrivals until done says so, counting the measured ones
+// into r.
+func (k *collector) until(ctx context.Context, done func() bool) error {
+	for !done() {
+		var a arrival
+		var ok bool
+		select {
+		case a, ok = <-k.w.out:
+			if !ok {
+				select {
+				case err := <-k.w.errc:
+					return err
+				default:
+				}
+				return fmt.Errorf("%w waiting for %d events", ctx.Err(), len(k.pending))
+			}
+		case err := <-k.w.errc:
+			return err
+		case <-ctx.Done():
+			return fmt.Errorf("%w waiting for %d events", ctx.Err(), len(k.pending))
+		}
+		id := a.ev.BatchID
+		if a.dead || id == "" {
+			id = a.key
+		}
+		produced, ours := k.pending[id]
+		if !ours && !strings.HasPrefix(id, k.c.IDPrefix+"-") {
+			k.r.Ignored++
+			continue
+		}
+		if err := failure(a); err != nil {
+			return err
+		}
+		if !ours {
+			k.r.Duplicates++
+			continue
+		}
+		delete(k.pending, id)
+		if !produced.IsZero() { // zero: a warm-up
+			k.count(a, produced)
+		}
+	}
+	return nil
+}
+
+func (k *collector) count(a arrival, produced time.Time) {
+	r, ev := k.r, a.ev
+	k.last = a.at
+	total := time.Duration(ev.Timings.Total * float64(time.Second))
+	fetched := ev.CompletedAt.Add(-total)
+	r.ProduceToEvent = append(r.ProduceToEvent, a.at.Sub(produced))
+	r.FetchToEvent = append(r.FetchToEvent, a.at.Sub(fetched))
+	r.StageTotal = append(r.StageTotal, total)
+	r.Walks += ev.Walks
+	r.Steps += ev.Steps
+	r.Queries += ev.Queries
+	r.Candidates += ev.Candidates
+	if ev.Manifest != "" {
+		r.manifests = append(r.manifests, ev.Manifest)
+	}
+}
+
+func backlog(ctx context.Context, c *Config, pool []int64, p *kgo.Client, w *watcher, r *Result) error {
+	keys := make([]string, c.Requests)
+	bodies := make([][]byte, c.Requests)
+	for i := range keys {
+		keys[i], bodies[i] = c.Request(i, pool)
+	}
+	k := &collector{c: c, w: w, r: r, pending: map[string]time.Time{}}
+	t0 := time.Now()
+	for _, id := range keys {
+		k.pending[id] = t0
+	}
+	if err := produce(ctx, p, c.RequestTopic, keys, bodies); err != nil {
+		return err
+	}
+	// The first event alone, to time the window after it.
+	if err := k.until(ctx, func() bool { return len(r.ProduceToEvent) > 0 }); err != nil {
+		return err
+	}
+	first := k.last
+	r.FirstEvent = r.work()
+	if err := k.until(ctx, func() bool { return len(k.pending) == 0 }); err != nil {
+		return err
+	}
+	r.Elapsed, r.FirstToLast = k.last.Sub(t0), k.last.Sub(first)
+	return nil
+}
+
+func idle(ctx context.Context, c *Config, pool []int64, p *kgo.Client, w *watcher, r *Result) error {
+	k := &collector{c: c, w: w, r: r, pending: map[string]time.Time{}}
+	var t0 time.Time
+	for i := range c.Warmup + c.Requests {
+		key, body := c.Request(i, pool)
+		var at time.Time // zero: a warm-up, not measured
+		if i >= c.Warmup {
+			// The produce call is where a user's latency starts.
+			at = time.Now()
+			if t0.IsZero() {
+				t0 = at
+			}
+		}
+		k.pending[key] = at
+		if err := produce(ctx, p, c.RequestTopic, []string{key}, [][]byte{body}); err != nil {
+			return err
+		}
+		if err := k.until(ctx, func() bool { _, left := k.pending[key]; return !left }); err != nil {
+			return fmt.Errorf("request %d (%s): %w", i, key, err)
+		}
+		if c.Gap > 0 && i < c.Warmup+c.Requests-1 {
+			select {
+			case <-time.After(c.Gap):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	r.Elapsed = time.Since(t0)
+	return nil
+}
+
+// AddBytes sums the sizes listed in the measured batches' manifests, read
+// from the bucket the stage writes to (bucketURL as the stage's
+// WALKSTAGE_OUTPUT_URL), into r.Bytes.
+func (r *Result) AddBytes(ctx context.Context, bucketURL string) error {
+	b, err := sink.OpenBucket(ctx, bucketURL)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	base := sink.ObjectURL(bucketURL, "")
+	var (
+		mu    sync.Mutex
+		total int64
+		errs  []error
+		wg    sync.WaitGroup
+		next  = make(chan string)
+	)
+	for range 8 {
+		wg.Go(func() {
+			for u := range next {
+				key, ok := strings.CutPrefix(u, base)
+				if !ok {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("manifest %s is not in bucket %s", u, base))
+					mu.Unlock()
+					continue
+				}
+				m, err := sink.ReadManifest(ctx, b, key)
+				mu.Lock()
+				if err != nil {
+					errs = append(errs, err)
+				} else {
+					total += m.Bytes
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for _, u := range r.manifests {
+		next <- u
+	}
+	close(next)
+	wg.Wait()
+	if len(errs) > 0 {
+		return fmt.Errorf("read %d manifests: %d failed, the first: %w", len(r.manifests), len(errs), errs[0])
+	}
+	r.Bytes = total
+	return nil
+}
+
+// Quantile is the q-quantile of ds (nearest rank), 0 for none.
+func Quantile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(q*float64(len(s))))]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// Report writes r for a reader, then one line "RESULT k=v ..." for scripts.
+func (r *Result) Report(w io.Writer) {
+	unit := "M walk vertices/s"
+	scale := 1e6
+	if r.Output == OutputVisits {
+		unit, scale = "queries/s", 1
+	}
+	sec := r.Elapsed.Seconds()
+	fmt.Fprintf(w, "%s %s: %d requests in %.3f s: %.1f requests/s", r.Mode, r.Output, r.Requests, sec, float64(r.Requests)/sec)
+	if r.Mode == ModeBacklog {
+		fmt.Fprintf(w, ", %.1f %s", float64(r.work())/sec/scale, unit)
+		if win := r.FirstToLast.Seconds(); win > 0 {
+			fmt.Fprintf(w, " (%.1f from the first event to the last)", float64(r.work()-r.FirstEvent)/win/scale)
+		}
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "  walks %d, steps %d, walk vertices %d", r.Walks, r.Steps, r.WalkVertices())
+	if r.Output == OutputVisits {
+		fmt.Fprintf(w, ", queries %d, candidates %d", r.Queries, r.Candidates)
+	}
+	if r.Bytes >= 0 {
+		fmt.Fprintf(w, ", %.1f MB written (%.1f MB/s", float64(r.Bytes)/1e6, float64(r.Bytes)/1e6/sec)
+		if v := r.WalkVertices(); v > 0 && r.Output == OutputWalks {
+			fmt.Fprintf(w, ", %.2f bytes per walk vertex", float64(r.Bytes)/float64(v))
+		}
+		fmt.Fprint(w, ")")
+	}
+	fmt.Fprintln(w)
+	lat := func(name string, ds []time.Duration) {
+		fmt.Fprintf(w, "  %-17s p50 %8.2f ms  p95 %8.2f ms  p99 %8.2f ms  max %8.2f ms\n", name,
+			ms(Quantile(ds, 0.50)), ms(Quantile(ds, 0.95)), ms(Quantile(ds, 0.99)), ms(Quantile(ds, 1)))
+	}
+	if r.Mode == ModeIdle {
+		lat("produce -> event", r.ProduceToEvent)
+	}
+	lat("fetch -> event", r.FetchToEvent)
+	lat("fetch -> publish", r.StageTotal)
+	if r.Ignored > 0 || r.Duplicates > 0 {
+		fmt.Fprintf(w, "  ignored %d events of other batches, %d repeated events\n", r.Ignored, r.Duplicates)
+	}
+	fmt.Fprintf(w, "RESULT mode=%s output=%s requests=%d seconds=%.3f requests_per_s=%.2f walk_vertices_per_s=%.0f queries_per_s=%.1f bytes=%d"+
+		" produce_event_p50_ms=%.2f produce_event_p99_ms=%.2f fetch_event_p50_ms=%.2f fetch_event_p95_ms=%.2f fetch_event_p99_ms=%.2f fetch_publish_p99_ms=%.2f\n",
+		r.Mode, r.Output, r.Requests, sec, float64(r.Requests)/sec, float64(r.WalkVertices())/sec, float64(r.Queries)/sec, r.Bytes,
+		ms(Quantile(r.ProduceToEvent, 0.5)), ms(Quantile(r.ProduceToEvent, 0.99)),
+		ms(Quantile(r.FetchToEvent, 0.5)), ms(Quantile(r.FetchToEvent, 0.95)), ms(Quantile(r.FetchToEvent, 0.99)),
+		ms(Quantile(r.StageTotal, 0.99)))
+}

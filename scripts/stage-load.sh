@@ -1,0 +1,305 @@
+#!/usr/bin/env bash
+# stage-load.sh: measure the whole stage as a user sees it (issues 14 and
+# 15). It starts a Kafka-protocol broker process (kfakebroker), versitygw
+# (an S3 server, as a process of its own) and `walkstage run` configured by
+# WALKSTAGE_* variables, once per store (file:// and versitygw), and runs
+# `walkstage load` against it: a backlog and an idle series of walk requests
+# (weighted DeepWalk), then of visits requests (PPR with restart), then a
+# plain upload of the same volume to the same bucket (the store's own
+# ceiling). It prints a table of the results and stops every process it
+# started when it exits.
+#
+#   scripts/stage-load.sh --graph g.wsg [--engine cpu] [--walk-requests 1000] ...
+#   scripts/stage-load.sh -h      # every option
+set -euo pipefail
+
+usage() {
+  cat <<'EOF'
+usage: scripts/stage-load.sh --graph FILE [options]
+
+binaries (default: ./bin):
+  --walkstage BIN        walkstage or walkstage-cuda (bin/walkstage)
+  --broker BIN           kfakebroker (bin/kfakebroker; go build ./internal/testbroker/cmd/kfakebroker)
+  --versitygw BIN        versitygw (bin/versitygw; scripts/test.sh installs it)
+stage:
+  --graph FILE           graph the stage serves (required)
+  --engine NAME          auto, cpu or gpu (auto)
+  --stores LIST          file and/or s3, comma-separated (file,s3)
+  --work DIR             file:// output and versitygw's data (/dev/shm/walkstage-load-PID; removed at exit unless --keep)
+  --keep                 keep --work
+  --partitions N         partitions of each topic (4)
+  --cpuprofile           write a CPU profile of each stage run into --out
+  --env K=V              extra variable for the stage (repeatable), e.g. WALKSTAGE_MAX_IN_FLIGHT=8
+measurements:
+  --walk-requests N      walks backlog: requests (1000)
+  --walk-seeds N         seeds per walk request (1000)
+  --walks N              walks per seed (10)
+  --length N             steps per walk (80)
+  --walk-idle N          walks idle series: requests (50)
+  --visit-requests N     visits backlog: requests (200)
+  --queries N            queries per visits request (100)
+  --steps-per-query N    (100000)
+  --top-k N              (100)
+  --visit-idle N         visits idle series: 1-query requests (200)
+  --plain                plain upload of the walks backlog's volume to each store (on)
+  --no-plain             skip it
+  --timeout SECONDS      bound on each measurement (600)
+  --out DIR              logs and results (\$OUT/load when OUT is set, else --work/results)
+EOF
+}
+
+bin_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/bin
+walkstage=$bin_dir/walkstage
+broker=$bin_dir/kfakebroker
+versitygw=$bin_dir/versitygw
+graph=
+engine=auto
+stores=file,s3
+work=/dev/shm/walkstage-load-$$
+keep=0
+partitions=4
+cpuprofile=0
+extra_env=()
+walk_requests=1000
+walk_seeds=1000
+walks=10
+length=80
+walk_idle=50
+visit_requests=200
+queries=100
+steps_per_query=100000
+top_k=100
+visit_idle=200
+plain=1
+timeout_s=600
+out=
+
+while [ $# -gt 0 ]; do
+  case $1 in
+    -h|--help) usage; exit 0 ;;
+    --walkstage) walkstage=$2; shift ;;
+    --broker) broker=$2; shift ;;
+    --versitygw) versitygw=$2; shift ;;
+    --graph) graph=$2; shift ;;
+    --engine) engine=$2; shift ;;
+    --stores) stores=$2; shift ;;
+    --work) work=$2; shift ;;
+    --keep) keep=1 ;;
+    --partitions) partitions=$2; shift ;;
+    --cpuprofile) cpuprofile=1 ;;
+    --env) extra_env+=("$2"); shift ;;
+    --walk-requests) walk_requests=$2; shift ;;
+    --walk-seeds) walk_seeds=$2; shift ;;
+    --walks) walks=$2; shift ;;
+    --length) length=$2; shift ;;
+    --walk-idle) walk_idle=$2; shift ;;
+    --visit-requests) visit_requests=$2; shift ;;
+    --queries) queries=$2; shift ;;
+    --steps-per-query) steps_per_query=$2; shift ;;
+    --top-k) top_k=$2; shift ;;
+    --visit-idle) visit_idle=$2; shift ;;
+    --plain) plain=1 ;;
+    --no-plain) plain=0 ;;
+    --timeout) timeout_s=$2; shift ;;
+    --out) out=$2; shift ;;
+    *) echo "stage-load.sh: unknown option $1 (-h lists them)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+die() { echo "stage-load.sh: $*" >&2; exit 1; }
+[ -n "$graph" ] || { usage >&2; die "--graph is required"; }
+[ -f "$graph" ] || die "graph $graph not found"
+for b in "$walkstage" "$broker"; do [ -x "$b" ] || die "$b is not an executable (-h says where each binary comes from)"; done
+case ,$stores, in *,s3,*) [ -x "$versitygw" ] || die "versitygw $versitygw not found (or use --stores file)" ;; esac
+if [ -z "$out" ]; then
+  if [ -n "${OUT:-}" ]; then out=$OUT/load; else out=$work/results; fi
+fi
+mkdir -p "$work" "$out"
+results=$out/results.txt
+: >"$results"
+
+# Every process started here, stopped on exit whatever happens.
+pids=()
+cleanup() {
+  local rc=$?
+  local p
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do
+    for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$p" 2>/dev/null || true
+  done
+  if [ "$keep" -eq 0 ]; then rm -rf "$work/file" "$work/s3"; [ "$out" = "$work/results" ] || rm -rf "$work"; fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+log() { echo "== $*" | tee -a "$out/run.log"; }
+
+free_port() {
+  local p
+  while :; do
+    p=$((20000 + RANDOM % 20000))
+    (: <"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
+  done
+}
+
+# wait_port PID PORT SECONDS: until something listens on PORT, PID alive.
+wait_port() {
+  local i
+  for i in $(seq $(($3 * 10))); do
+    kill -0 "$1" 2>/dev/null || return 1
+    if (: <"/dev/tcp/127.0.0.1/$2") 2>/dev/null; then return 0; fi
+    [ "$i" -gt 0 ] && sleep 0.1
+  done
+  return 1
+}
+
+# ready URL PID SECONDS: until GET URL answers 200, PID alive.
+ready() {
+  local i
+  for i in $(seq $(($3 * 5))); do
+    kill -0 "$2" 2>/dev/null || return 1
+    if command -v curl >/dev/null 2>&1; then
+      curl -fs -o /dev/null "$1" && return 0
+    elif python3 -c 'import sys,urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)' "$1" 2>/dev/null; then
+      return 0
+    fi
+    [ "$i" -gt 0 ] && sleep 0.2
+  done
+  return 1
+}
+
+topics="walkstage-requests,walkstage-completions,walkstage-dlq"
+export AWS_ACCESS_KEY_ID=walkstage AWS_SECRET_ACCESS_KEY=walkstage-secret AWS_REGION=us-east-1 \
+  AWS_EC2_METADATA_DISABLED=true AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null
+
+log "broker: $broker ($partitions partitions a topic)"
+"$broker" -topics "$topics" -partitions "$partitions" >"$out/broker.log" 2>&1 &
+pids+=($!)
+broker_pid=$!
+brokers=
+for _ in $(seq 100); do
+  brokers=$(sed -n 's/^kfakebroker listening on //p' "$out/broker.log" | head -n 1)
+  [ -n "$brokers" ] && break
+  kill -0 "$broker_pid" 2>/dev/null || die "kfakebroker exited: $(tail -n 5 "$out/broker.log")"
+  sleep 0.1
+done
+[ -n "$brokers" ] || die "kfakebroker printed no address"
+export WALKSTAGE_BROKERS=$brokers
+
+s3_url=
+if [[ ,$stores, == *,s3,* ]]; then
+  mkdir -p "$work/s3/data/walks" "$work/s3/meta"
+  port=$(free_port)
+  log "versitygw: $versitygw on 127.0.0.1:$port, data under $work/s3"
+  "$versitygw" --access "$AWS_ACCESS_KEY_ID" --secret "$AWS_SECRET_ACCESS_KEY" --port "127.0.0.1:$port" --quiet \
+    posix --sidecar "$work/s3/meta" "$work/s3/data" >"$out/versitygw.log" 2>&1 &
+  pids+=($!)
+  wait_port "$!" "$port" 30 || die "versitygw did not listen: $(tail -n 5 "$out/versitygw.log")"
+  s3_url="s3://walks?endpoint=http://127.0.0.1:$port&region=us-east-1&use_path_style=true"
+fi
+
+stage_pid=
+stop_stage() {
+  [ -n "$stage_pid" ] || return 0
+  kill -TERM "$stage_pid" 2>/dev/null || true
+  wait "$stage_pid" 2>/dev/null || true
+  stage_pid=
+}
+
+# start_stage NAME OUTPUT_URL
+start_stage() {
+  local port args=()
+  port=$(free_port)
+  [ "$cpuprofile" -eq 1 ] && args+=(--cpuprofile "$out/stage-$1.prof")
+  log "stage ($1): $walkstage run, engine $engine, output $2"
+  env WALKSTAGE_GRAPH="$graph" WALKSTAGE_OUTPUT_URL="$2" WALKSTAGE_ENGINE="$engine" \
+    WALKSTAGE_METRICS_ADDR="127.0.0.1:$port" WALKSTAGE_LOG_FORMAT=text WALKSTAGE_LOG_LEVEL=warn \
+    WALKSTAGE_GRAPH_POLL_INTERVAL=0 WALKSTAGE_SESSION_TIMEOUT=6s "${extra_env[@]}" \
+    "$walkstage" run "${args[@]}" >>"$out/stage-$1.log" 2>&1 &
+  stage_pid=$!
+  pids+=("$stage_pid")
+  local t0=$SECONDS
+  ready "http://127.0.0.1:$port/readyz" "$stage_pid" 600 ||
+    die "stage not ready: $(tail -n 20 "$out/stage-$1.log")"
+  log "stage ($1) ready after $((SECONDS - t0)) s"
+}
+
+# load NAME ARGS...: one walkstage load run; its RESULT line goes to the
+# table, tagged with NAME.
+load() {
+  local name=$1
+  shift
+  log "$name: walkstage load $*"
+  local f=$out/$name.txt
+  if ! "$walkstage" load --graph "$graph" --timeout "${timeout_s}s" "$@" >"$f" 2>"$out/$name.err"; then
+    cat "$f" "$out/$name.err" >&2
+    die "$name failed"
+  fi
+  cat "$f"
+  sed -n "s/^RESULT /$name /p" "$f" >>"$results"
+}
+
+walk_args=(--output walks --seeds "$walk_seeds" --walks "$walks" --length "$length")
+visit_args=(--output visits --queries "$queries" --steps-per-query "$steps_per_query" --top-k "$top_k" --restart 0.2)
+
+IFS=, read -r -a store_list <<<"$stores"
+for store in "${store_list[@]}"; do
+  case $store in
+    file) url=file://$work/file ;;
+    s3) url=$s3_url ;;
+    *) die "store $store: want file or s3" ;;
+  esac
+  start_stage "$store" "$url"
+  # Warm-ups, not measured: the first call of each kind pins the GPU
+  # engine's buffers.
+  load "$store-walks-warmup" "${walk_args[@]}" --mode idle --requests 1 --warmup 1
+  if [ "$walk_requests" -gt 0 ]; then
+    load "$store-walks-backlog" "${walk_args[@]}" --mode backlog --requests "$walk_requests" --bucket "$url"
+  fi
+  if [ "$walk_idle" -gt 0 ]; then
+    load "$store-walks-idle" "${walk_args[@]}" --mode idle --requests "$walk_idle" --warmup 0 --gap 20ms
+  fi
+  if [ "$visit_requests" -gt 0 ] || [ "$visit_idle" -gt 0 ]; then
+    load "$store-visits-warmup" "${visit_args[@]}" --mode idle --requests 1 --warmup 1
+  fi
+  if [ "$visit_requests" -gt 0 ]; then
+    load "$store-visits-backlog" "${visit_args[@]}" --mode backlog --requests "$visit_requests" --bucket "$url"
+  fi
+  if [ "$visit_idle" -gt 0 ]; then
+    load "$store-visits-idle" "${visit_args[@]}" --queries 1 --mode idle --requests "$visit_idle" --warmup 0 --gap 20ms
+  fi
+  stop_stage
+  if [ "$plain" -eq 1 ]; then
+    bytes=$(sed -n "s/^$store-walks-backlog .* bytes=\([0-9]*\) .*/\1/p" "$results")
+    if [ "${bytes:-0}" -gt 0 ]; then
+      object=$((bytes / walk_requests))
+      load "$store-plain-64MiB" --plain-upload --bucket "$url" --plain-bytes "$bytes" --plain-object-bytes $((64 << 20)) --plain-parallel 16
+      load "$store-plain-batch" --plain-upload --bucket "$url" --plain-bytes "$bytes" --plain-object-bytes "$object" --plain-parallel 16
+    fi
+  fi
+done
+
+# The table: one row per measurement, from the RESULT lines.
+{
+  echo
+  echo "results ($(date -u +%FT%TZ), engine $engine, graph $graph):"
+  awk '
+    function v(k,   i, kv) { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == k) return kv[2] } return "" }
+    BEGIN { printf "%-22s %8s %9s %12s %12s %10s %10s %10s %10s %8s\n", "case", "requests", "seconds", "M vertices/s", "queries/s", "MB/s", "p50 ms", "p99 ms", "fetch p99", "GB/s" }
+    {
+      if (v("mode") == "plain-upload") {
+        printf "%-22s %8s %9s %12s %12s %10.0f %10s %10s %10s %8s\n", $1, v("objects"), v("seconds"), "", "", v("bytes") / 1e6 / v("seconds"), "", "", "", v("gb_per_s")
+        next
+      }
+      mvs = sprintf("%.1f", v("walk_vertices_per_s") / 1e6); qps = ""; mbs = ""
+      if (v("output") == "visits") { mvs = ""; qps = sprintf("%.0f", v("queries_per_s")) }
+      if (v("bytes") > 0) mbs = sprintf("%.0f", v("bytes") / 1e6 / v("seconds"))
+      p50 = v("fetch_event_p50_ms"); p99 = v("fetch_event_p99_ms")
+      if (v("mode") == "idle") { p50 = v("produce_event_p50_ms"); p99 = v("produce_event_p99_ms") }
+      printf "%-22s %8s %9s %12s %12s %10s %10s %10s %10s %8s\n", $1, v("requests"), v("seconds"), mvs, qps, mbs, p50, p99, v("fetch_event_p99_ms"), ""
+    }' "$results"
+  echo "(idle rows: p50/p99 are produce -> event as the user sees it; 'fetch p99' is the stage's fetch -> the event read back)"
+} | tee "$out/table.txt"
