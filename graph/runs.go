@@ -61,8 +61,11 @@ type runBuilder struct {
 	total   int64
 	group   int // Parquet: set by the reader for progress
 	groups  int
-	radix   runSorter   // the sorter's radix buffers, used only by it
-	coders  []slabCoder // the sorter's spill encoders, one a worker
+	radix   runSorter // the sorter's radix buffers, used only by it
+	// sortBusy is the time the sorter spent sorting and spilling runs;
+	// read after finish.
+	sortBusy time.Duration
+	coders   []slabCoder // the sorter's spill encoders, one a worker
 }
 
 // sortJob is one run handed to the sorter: spill it, or (the last run) keep
@@ -202,6 +205,8 @@ func (b *runBuilder) finish() ([]runFile, error) {
 // sortRun sorts a run and spills it, or keeps the last one in memory, with
 // its id set unless the ids are dense.
 func (b *runBuilder) sortRun(job sortJob) error {
+	t0 := time.Now()
+	defer func() { b.sortBusy += time.Since(t0) }()
 	order := b.radix.sort(job.recs)
 	if !job.spill {
 		b.keepRun(job, order)
