@@ -29,7 +29,7 @@ type runSorter struct {
 // record, or order is nil when recs itself was sorted in place.
 func (rs *runSorter) sort(recs []rec) []kv {
 	n := len(recs)
-	if inOrder(recs) {
+	if rs.inOrder(recs) {
 		// Edge lists are often written sorted (exports in CSR order, a
 		// database's ordered dump): one cheap pass saves the sort and the
 		// spill's random gathers.
@@ -123,6 +123,20 @@ func (rs *runSorter) forBlocks(n int, f func(t, lo, hi int)) {
 			f(t, lo, min(n, lo+span))
 		}
 	})
+}
+
+// inOrder is the package's inOrder checked in blocks on the sorter's
+// goroutines: a sorted input (an export) skips the sort, and a serial scan
+// of a run would hold the sorter, and with it the decoders, on one core.
+func (rs *runSorter) inOrder(recs []rec) bool {
+	var unsorted atomic.Bool
+	rs.forBlocks(len(recs), func(_, lo, hi int) {
+		// A block also checks the pair across its lower edge.
+		if !inOrder(recs[max(lo-1, 0):hi]) {
+			unsorted.Store(true)
+		}
+	})
+	return !unsorted.Load()
 }
 
 // inOrder reports whether recs are sorted by (src, dst); positions rise
