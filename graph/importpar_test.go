@@ -388,3 +388,38 @@ func TestImportParquetProgressNamesRowGroups(t *testing.T) {
 		t.Fatalf("read progress ended at row group %d, want 4", last)
 	}
 }
+
+// appendBlocks must fill a run exactly as the serial loop does: the same
+// records at the same positions, the same dropped self-loop ids in the same
+// order and the same count.
+func TestAppendBlocksMatchesSerial(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	e := &edgeBatch{maxID: -1}
+	for k := range 50000 {
+		s, d := rng.Int64N(300), rng.Int64N(300)
+		if k%97 == 0 {
+			d = s
+		}
+		e.src, e.dst = append(e.src, s), append(e.dst, d)
+		e.w, e.l = append(e.w, float32(k%13+1)), append(e.l, uint8(k%7))
+	}
+	for _, o := range []ImportOptions{
+		{}, {Undirected: true}, {SelfLoops: true}, {Undirected: true, SelfLoops: true}, {DenseIDs: true, Undirected: true},
+	} {
+		t.Run(fmt.Sprintf("undirected=%v/selfloops=%v/dense=%v", o.Undirected, o.SelfLoops, o.DenseIDs), func(t *testing.T) {
+			o.Workers, o.RunEdges = 5, 1<<20
+			one, par := newRunBuilder(context.Background(), "x", t.TempDir(), o), newRunBuilder(context.Background(), "x", t.TempDir(), o)
+			defer one.finish()
+			defer par.finish()
+			// A first short range puts the blocks at an offset in the run.
+			for _, r := range [][2]int{{0, 1000}, {1000, 50000}} {
+				one.appendSerial(e, r[0], r[1])
+				par.appendBlocks(e, r[0], r[1])
+			}
+			if !slices.Equal(one.cur, par.cur) || !slices.Equal(one.dropped, par.dropped) || one.stats.SelfLoopsDropped != par.stats.SelfLoopsDropped {
+				t.Fatalf("blocks: %d records, %d dropped ids, %d loops; serial: %d, %d, %d",
+					len(par.cur), len(par.dropped), par.stats.SelfLoopsDropped, len(one.cur), len(one.dropped), one.stats.SelfLoopsDropped)
+			}
+		})
+	}
+}

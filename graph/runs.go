@@ -123,8 +123,22 @@ func (b *runBuilder) addBatch(e *edgeBatch) error {
 
 // appendEdges appends edges i..j of e to the current run, which has room
 // for them: with their reverses when undirected, self-loops dropped (their
-// ids kept) unless SelfLoops.
+// ids kept) unless SelfLoops. A long range is spread over the Workers
+// goroutines (appendBlocks), so the one goroutine that commits the batches
+// in input order does little more than hand them out.
 func (b *runBuilder) appendEdges(e *edgeBatch, i, j int) {
+	if b.o.Workers < 2 || j-i < parallelAppendMin {
+		b.appendSerial(e, i, j)
+		return
+	}
+	b.appendBlocks(e, i, j)
+}
+
+// parallelAppendMin is the fewest edges worth spreading over goroutines.
+const parallelAppendMin = 8 << 10
+
+// appendSerial is appendEdges on the calling goroutine.
+func (b *runBuilder) appendSerial(e *edgeBatch, i, j int) {
 	cur := b.cur
 	for k := i; k < j; k++ {
 		s, d := e.src[k], e.dst[k]
@@ -151,6 +165,80 @@ func (b *runBuilder) appendEdges(e *edgeBatch, i, j int) {
 		}
 	}
 	b.cur = cur
+}
+
+// appendBlocks is appendEdges in blocks, one goroutine each: a first pass
+// counts each block's self-loops, which fixes where its records go, and a
+// second writes them there. The run holds the same records, in the same
+// places, as appendSerial would write.
+func (b *runBuilder) appendBlocks(e *edgeBatch, i, j int) {
+	par := max(1, min(b.o.Workers, (j-i)/(parallelAppendMin/2)))
+	span := (j - i + par - 1) / par
+	loops := make([]int, par)
+	parallelFor(par, func(t int) {
+		lo, hi := min(j, i+t*span), min(j, i+(t+1)*span)
+		src, dst := e.src[lo:hi], e.dst[lo:hi]
+		n := 0
+		for k := range src {
+			if src[k] == dst[k] {
+				n++
+			}
+		}
+		loops[t] = n
+	})
+	base := len(b.cur)
+	starts := make([]int, par+1)
+	starts[0] = base
+	for t := range par {
+		n := min(j, i+(t+1)*span) - min(j, i+t*span)
+		recs := n - loops[t] // edges that are not self-loops, then their reverses
+		if b.o.Undirected {
+			recs *= 2
+		}
+		if b.o.SelfLoops {
+			recs += loops[t]
+		} else {
+			b.stats.SelfLoopsDropped += int64(loops[t])
+		}
+		starts[t+1] = starts[t] + recs
+	}
+	cur := b.cur[:starts[par]]
+	parallelFor(par, func(t int) {
+		lo, hi := min(j, i+t*span), min(j, i+(t+1)*span)
+		o := starts[t]
+		for k := lo; k < hi; k++ {
+			s, d := e.src[k], e.dst[k]
+			if s == d && !b.o.SelfLoops {
+				continue
+			}
+			w, l := float32(1), uint8(0)
+			if e.w != nil {
+				w = e.w[k]
+			}
+			if e.l != nil {
+				l = e.l[k]
+			}
+			cur[o] = rec{s: s, d: d, w: w, l: l, seq: uint32(o)}
+			o++
+			if b.o.Undirected && s != d {
+				cur[o] = rec{s: d, d: s, w: w, l: l, seq: uint32(o)}
+				o++
+			}
+		}
+	})
+	b.cur = cur
+	if !b.o.SelfLoops && !b.o.DenseIDs {
+		for t := range par {
+			if loops[t] == 0 {
+				continue
+			}
+			for k := min(j, i+t*span); k < min(j, i+(t+1)*span); k++ {
+				if e.src[k] == e.dst[k] {
+					b.dropped = append(b.dropped, e.src[k])
+				}
+			}
+		}
+	}
 }
 
 // report calls Progress at most every ProgressInterval, or now with force.
