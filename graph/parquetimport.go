@@ -96,8 +96,14 @@ func readParquet(pf *parquet.File, cols []pqCol, in string, size int64, b *runBu
 	total := pf.NumRows()
 	b.groups = len(pf.RowGroups())
 	d.columnsAtOnce = b.groups < b.o.Workers
+	// A decoder queues all of its row group's batches (up to
+	// maxPartDepth), so it never waits on the committer mid-group.
+	depth := partDepth
+	for _, rg := range pf.RowGroups() {
+		depth = max(depth, int(min((rg.NumRows()+int64(d.rows)-1)/int64(d.rows), maxPartDepth)))
+	}
 	var done int64
-	err := decodeOrdered(b.o.Workers, &pool,
+	err := decodeOrdered(b.o.Workers, depth, &pool,
 		func(send func(pqPart) bool) error {
 			for gi, rg := range pf.RowGroups() {
 				if !send(pqPart{gi, rg}) {
