@@ -423,3 +423,34 @@ func TestAppendBlocksMatchesSerial(t *testing.T) {
 		})
 	}
 }
+
+// The sorter's radix id sets must equal the comparison-sorted ones, for
+// directed and undirected runs, with dropped self-loops, negative and
+// widely spread ids.
+func TestRunSorterIDsMatchSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, spread := range []int64{1000, 1 << 40, math.MaxInt64} {
+		for _, undirected := range []bool{false, true} {
+			recs := make([]rec, 100000)
+			for i := range recs {
+				recs[i] = rec{s: rng.Int64N(spread) - spread/2, d: rng.Int64N(spread) - spread/2}
+			}
+			slices.SortFunc(recs, cmpRec)
+			var srcs []int64
+			for i := range recs {
+				if i == 0 || recs[i-1].s != recs[i].s {
+					srcs = append(srcs, recs[i].s)
+				}
+			}
+			dropped := make([]int64, 70000)
+			for i := range dropped {
+				dropped[i] = rng.Int64N(spread) - spread/2
+			}
+			want := runIDs(slices.Clone(srcs), recs, dropped, undirected)
+			rs := runSorter{par: 3}
+			if got := rs.runIDs(srcs, recs, dropped, undirected); !slices.Equal(got, want) {
+				t.Fatalf("spread %d undirected %v: %d ids, want %d", spread, undirected, len(got), len(want))
+			}
+		}
+	}
+}

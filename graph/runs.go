@@ -316,7 +316,6 @@ func (b *runBuilder) keepRun(job sortJob, order []kv) {
 		})
 		recs = sorted
 	}
-	b.radix, b.coders = runSorter{}, nil // release the sorter's buffers before the merge
 	r.mem = recs
 	if !b.o.DenseIDs {
 		var srcs []int64
@@ -325,8 +324,9 @@ func (b *runBuilder) keepRun(job sortJob, order []kv) {
 				srcs = append(srcs, recs[i].s)
 			}
 		}
-		r.ids = runIDs(srcs, recs, job.dropped, b.o.Undirected)
+		r.ids = b.radix.runIDs(srcs, recs, job.dropped, b.o.Undirected)
 	}
+	b.radix, b.coders = runSorter{}, nil // release the sorter's buffers before the merge
 	b.runs = append(b.runs, r)
 }
 
@@ -345,7 +345,7 @@ func (b *runBuilder) spillRun(job sortJob, order []kv) error {
 		return err
 	}
 	if !b.o.DenseIDs {
-		if r.idPath, err = b.spillIDs(runIDs(srcs, recs, job.dropped, b.o.Undirected)); err != nil {
+		if r.idPath, err = b.spillIDs(b.radix.runIDs(srcs, recs, job.dropped, b.o.Undirected)); err != nil {
 			os.Remove(r.path)
 			return err
 		}
