@@ -6,7 +6,8 @@ package graph
 //     parse and validate the input into batches of edges in external ids;
 //     the batches reach a runBuilder in input order (batch.go), which fills
 //     a fixed-size in-memory run (adding the reverse edge for undirected
-//     graphs and dropping self-loops).
+//     graphs and dropping self-loops), a batch's blocks on Workers
+//     goroutines at once.
 //  2. A full run is sorted by (src, dst, input position) by the sorter, a
 //     goroutine that spreads the radix sort and the encoding over Workers
 //     goroutines (radix.go, runcodec.go), and spilled to a temporary file,
@@ -68,7 +69,9 @@ type ImportOptions struct {
 	// Each adds about 15 MB to peak memory (measured at scale 20): up to
 	// three decoded batches of 64Ki edges waiting for the run builder, a
 	// 2 MiB text chunk or a row group's read buffers and current pages,
-	// and a spill encoder's slab.
+	// and a spill encoder's slab. A Parquet decoder may queue its whole row
+	// group instead, up to 32 batches (about 1.4 MB each with weights and
+	// labels), so that it never waits on the run builder mid-group.
 	Workers int
 	// Progress, if set, is called (from one goroutine at a time) at most
 	// every ProgressInterval (default 2s), and once at the end of each phase.
