@@ -225,7 +225,7 @@ func vertexIDs(ctx context.Context, b *runBuilder, runs []runFile) (ids []int64,
 	if b.o.DenseIDs {
 		n = int(b.maxID + 1)
 	} else {
-		if ids, err = mergeIDs(ctx, runs); err != nil {
+		if ids, err = mergeIDs(ctx, runs, b.o.Workers); err != nil {
 			return nil, 0, err
 		}
 		if ids == nil {

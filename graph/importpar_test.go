@@ -454,3 +454,51 @@ func TestRunSorterIDsMatchSort(t *testing.T) {
 		}
 	}
 }
+
+// Merging the id sets in parts of the id range must give the serial
+// merge's array: sets spilled and in memory, overlapping and disjoint,
+// negative ids, parts that start between marks.
+func TestMergeIDsInPartsMatchesSerial(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	dir := t.TempDir()
+	b := &runBuilder{tmpDir: dir}
+	var runs []runFile
+	for r := range 6 {
+		set := map[int64]bool{}
+		for range 30000 + r*7000 {
+			x := rng.Int64N(200000) - 50000
+			if r == 5 {
+				x = 1<<40 + rng.Int64N(1000000) // far from the others
+			}
+			set[x] = true
+		}
+		ids := make([]int64, 0, len(set))
+		for x := range set {
+			ids = append(ids, x)
+		}
+		slices.Sort(ids)
+		if r == 2 {
+			runs = append(runs, runFile{ids: ids})
+			continue
+		}
+		path, marks, err := b.spillIDs(ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, runFile{idPath: path, idMarks: marks})
+	}
+	runs = append(runs, runFile{}) // an empty last run
+	want, err := mergeIDs(context.Background(), runs, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, workers := range []int{2, 3, 16} {
+		got, err := mergeIDsPar(context.Background(), runs, workers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%d workers: %d ids, want %d", workers, len(got), len(want))
+		}
+	}
+}

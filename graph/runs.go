@@ -32,12 +32,13 @@ func cmpRec(a, b rec) int {
 // runFile is one sorted run spilled to disk, or (the last one) kept in
 // memory.
 type runFile struct {
-	path   string
-	n      int64 // records
-	mem    []rec // set when the run was never spilled
-	idPath string
-	ids    []int64   // set when the id set was never spilled
-	marks  []runMark // a spilled run's restart points, every markEvery records
+	path    string
+	n       int64 // records
+	mem     []rec // set when the run was never spilled
+	idPath  string
+	idMarks []idMark  // a spilled id set's restart points
+	ids     []int64   // set when the id set was never spilled
+	marks   []runMark // a spilled run's restart points, every markEvery records
 }
 
 // runBuilder accumulates edges into runs; it is fed by a reader and owns
@@ -345,7 +346,7 @@ func (b *runBuilder) spillRun(job sortJob, order []kv) error {
 		return err
 	}
 	if !b.o.DenseIDs {
-		if r.idPath, err = b.spillIDs(b.radix.runIDs(srcs, recs, job.dropped, b.o.Undirected)); err != nil {
+		if r.idPath, r.idMarks, err = b.spillIDs(b.radix.runIDs(srcs, recs, job.dropped, b.o.Undirected)); err != nil {
 			os.Remove(r.path)
 			return err
 		}
@@ -359,9 +360,14 @@ func (b *runBuilder) newEncoder(w *bufio.Writer) *runEncoder {
 	return &runEncoder{w: w, weighted: b.o.Weighted, labelled: b.o.Labelled}
 }
 
-// spillIDs writes an id set to a temporary file and returns its path.
-func (b *runBuilder) spillIDs(ids []int64) (string, error) {
-	return b.spill(func(w *bufio.Writer) error { return encodeIDs(w, ids) })
+// spillIDs writes an id set to a temporary file and returns its path and
+// marks.
+func (b *runBuilder) spillIDs(ids []int64) (path string, marks []idMark, err error) {
+	path, err = b.spill(func(w *bufio.Writer) error {
+		marks, err = encodeIDs(w, ids)
+		return err
+	})
+	return path, marks, err
 }
 
 // spill writes a temporary file in tmpDir through write and returns its
