@@ -502,3 +502,56 @@ func TestMergeIDsInPartsMatchesSerial(t *testing.T) {
 		}
 	}
 }
+
+// A file of few row groups is read in row ranges of them, plain and
+// dictionary-coded, and gives the bytes of a whole-group read.
+func TestImportParquetCutsFewRowGroups(t *testing.T) {
+	edges := randomEdges(rand.New(rand.NewPCG(9, 10)), 7000)
+	plain := make([]pqEdge, len(edges))
+	dict := make([]pqDictEdge, len(edges))
+	for i, e := range edges {
+		plain[i] = pqEdge{Src: e.Src, Dst: int32(e.Dst), Weight: float64(e.Weight), Label: int32(e.Label)}
+		d, w := e.Dst, e.Weight
+		dict[i] = pqDictEdge{Src: int32(e.Src), Dst: &d, Weight: &w, Label: int64(e.Label)}
+	}
+	for name, path := range map[string]string{
+		"plain": writeParquet(t, plain, parquet.MaxRowsPerRowGroup(4000), parquet.PageBufferSize(700)),
+		"dict":  writeParquet(t, dict, parquet.MaxRowsPerRowGroup(4000), parquet.PageBufferSize(900)),
+	} {
+		t.Run(name, func(t *testing.T) {
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			st, _ := f.Stat()
+			pf, err := parquet.OpenFile(f, st.Size(), parquet.SkipPageIndex(true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := ImportOptions{Name: "p", Weighted: true, Labelled: true, RunEdges: 3000, batchRows: 100}
+			cols, err := parquetColumns(pf.Schema(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if parts := pqParts(pf.RowGroups(), cols, 4, 100); len(parts) != 8 {
+				t.Fatalf("2 row groups, 4 workers: %d parts, want 8", len(parts))
+			}
+			var outs [][]byte
+			for _, workers := range []int{1, 4, 7} {
+				o.Workers = workers
+				out := filepath.Join(t.TempDir(), "g.wsg")
+				if _, err := ImportParquet(context.Background(), path, out, o); err != nil {
+					t.Fatal(err)
+				}
+				b, err := os.ReadFile(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if outs = append(outs, b); !bytes.Equal(b, outs[0]) {
+					t.Fatalf("%d workers: the file differs from one worker's", workers)
+				}
+			}
+		})
+	}
+}
