@@ -66,9 +66,13 @@ func (p *batchPool) put(b *edgeBatch) {
 	p.mu.Unlock()
 }
 
-// partDepth is how many finished batches a part may queue before its
-// decoder waits for the committer.
+// partDepth is how many finished batches a text part may queue before its
+// decoder waits for the committer (a text part is one or two batches).
 const partDepth = 2
+
+// maxPartDepth bounds the batches a Parquet part may queue: a row group of
+// up to 2Mi rows at the default batch size, about 45 MB of decoded columns.
+const maxPartDepth = 32
 
 // decodeOrdered runs produce on a goroutine of its own, decode on workers
 // goroutines and commit on the caller's, and returns the first error in
@@ -78,10 +82,18 @@ const partDepth = 2
 // false once the pipeline is stopping; decode and produce should return
 // then.
 //
+// Each part may queue depth finished batches before its decoder waits for
+// the committer. The committer takes the parts in order, so a decoder that
+// is ahead of it waits once its queue is full: with a queue shorter than
+// its part, a decoder that finished early sits idle while the committer
+// drains the part ahead, and the part after that is left to its decoder
+// alone. A queue as long as the part lets every decoder run to the end of
+// its part.
+//
 // Memory: at most workers+2 parts are between the producer and the
-// committer, each with at most partDepth+1 batches, so at most
-// (workers+2)*(partDepth+1)+1 batches are live.
-func decodeOrdered[P any](workers int, pool *batchPool,
+// committer, each with at most depth+1 batches, so at most
+// (workers+2)*(depth+1)+1 batches are live.
+func decodeOrdered[P any](workers, depth int, pool *batchPool,
 	produce func(send func(P) bool) error,
 	decode func(p P, emit func(*edgeBatch) bool),
 	commit func(*edgeBatch) error) error {
@@ -99,7 +111,7 @@ func decodeOrdered[P any](workers int, pool *batchPool,
 		defer close(order)
 		defer close(jobs)
 		prodErr = produce(func(p P) bool {
-			j := job{p: p, out: make(chan *edgeBatch, partDepth)}
+			j := job{p: p, out: make(chan *edgeBatch, depth)}
 			select {
 			case order <- j.out:
 			case <-quit:

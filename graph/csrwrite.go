@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sync/atomic"
+	"time"
 )
 
 // csrWriter turns the merged, sorted edge stream into a graph file. The
@@ -28,6 +29,8 @@ type csrWriter struct {
 	e        uint64  // edges written
 	maxLabel int
 	out      atomic.Int64 // edges written so far, for progress
+
+	mergeTime time.Duration // the parallel merge's wall time, for ImportStats.Phases
 }
 
 // batchLen is the edges of a batch: the target lookups of a batch, each a
@@ -77,9 +80,11 @@ func (w *csrWriter) write(ctx context.Context, f *os.File, runs []runFile) error
 	if _, err := f.WriteAt([]byte(w.o.Name), int64(h.sections[secName].off)); err != nil {
 		return err
 	}
+	t0 := time.Now()
 	if err := w.writeEdges(ctx, f, h, runs); err != nil {
 		return err
 	}
+	w.mergeTime = time.Since(t0)
 	if w.o.Labelled {
 		h.numLabels = uint32(w.maxLabel + 1)
 	}

@@ -6,7 +6,8 @@ package graph
 //     parse and validate the input into batches of edges in external ids;
 //     the batches reach a runBuilder in input order (batch.go), which fills
 //     a fixed-size in-memory run (adding the reverse edge for undirected
-//     graphs and dropping self-loops).
+//     graphs and dropping self-loops), a batch's blocks on Workers
+//     goroutines at once.
 //  2. A full run is sorted by (src, dst, input position) by the sorter, a
 //     goroutine that spreads the radix sort and the encoding over Workers
 //     goroutines (radix.go, runcodec.go), and spilled to a temporary file,
@@ -68,7 +69,9 @@ type ImportOptions struct {
 	// Each adds about 15 MB to peak memory (measured at scale 20): up to
 	// three decoded batches of 64Ki edges waiting for the run builder, a
 	// 2 MiB text chunk or a row group's read buffers and current pages,
-	// and a spill encoder's slab.
+	// and a spill encoder's slab. A Parquet decoder may queue its whole row
+	// group instead, up to 32 batches (about 1.4 MB each with weights and
+	// labels), so that it never waits on the run builder mid-group.
 	Workers int
 	// Progress, if set, is called (from one goroutine at a time) at most
 	// every ProgressInterval (default 2s), and once at the end of each phase.
@@ -104,8 +107,25 @@ type ImportStats struct {
 	Bytes            int64 // input bytes read
 	OutputBytes      int64
 	Version          string
+	// Phases is where the time went, in order: decode (reading and
+	// decoding the input while runs are sorted and spilled beside it),
+	// sort runs (the sorter's busy time, overlapping decode, and the wait
+	// for the last run), ids (merging the id sets), merge (the parallel
+	// merge into the sections) and write (ids, compaction and checksum).
+	Phases []PhaseTime
 
 	mergeParts int // parts of the final merge
+}
+
+// PhaseTime is one phase of an import: its name, wall time and the edges it
+// handled (input edges for decode, directed edges after it).
+type PhaseTime struct {
+	Name     string
+	Duration time.Duration
+	Edges    int64
+	// Overlap says the phase ran beside the one before it, so its time is
+	// not added to the total.
+	Overlap bool
 }
 
 // defaultRunEdges is ImportOptions.RunEdges's default.
@@ -124,7 +144,9 @@ func importInto(ctx context.Context, input, out string, o ImportOptions, totalBy
 	}
 	b := newRunBuilder(ctx, input, tmpDir, o)
 	b.total = totalBytes
+	t0 := time.Now()
 	readErr := read(b)
+	t1 := time.Now()
 	runs, finErr := b.finish()
 	defer func() { removeRuns(runs) }()
 	if readErr != nil && !errors.Is(readErr, errSorterFailed) {
@@ -141,10 +163,12 @@ func importInto(ctx context.Context, input, out string, o ImportOptions, totalBy
 	st := b.stats
 	st.Runs = sortedRuns
 	st.Bytes = b.bytes
+	t3 := time.Now()
 	ids, n, err := vertexIDs(ctx, b, runs)
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", input, err)
 	}
+	t4 := time.Now()
 	var total int64
 	for _, r := range runs {
 		total += r.n
@@ -152,6 +176,17 @@ func importInto(ctx context.Context, input, out string, o ImportOptions, totalBy
 	w := &csrWriter{input: input, o: o, ids: ids, n: n, total: total, stats: &st}
 	if err := writeAtomic(out, func(f *os.File) error { return w.write(ctx, f, runs) }); err != nil {
 		return nil, fmt.Errorf("import %s: %w", input, err)
+	}
+	t5 := time.Now()
+	// The sort phase is the sorter's busy time during decode plus the
+	// wait for the last run (and the merging of runs in rounds, if any).
+	st.Phases = []PhaseTime{
+		{Name: "decode", Duration: t1.Sub(t0), Edges: st.InputEdges},
+		{Name: "sort runs", Duration: b.sortBusy, Edges: total, Overlap: true},
+		{Name: "sort tail", Duration: t3.Sub(t1), Edges: total},
+		{Name: "ids", Duration: t4.Sub(t3), Edges: total},
+		{Name: "merge", Duration: w.mergeTime, Edges: total},
+		{Name: "write", Duration: t5.Sub(t4) - w.mergeTime, Edges: total},
 	}
 	return &st, nil
 }
@@ -190,7 +225,7 @@ func vertexIDs(ctx context.Context, b *runBuilder, runs []runFile) (ids []int64,
 	if b.o.DenseIDs {
 		n = int(b.maxID + 1)
 	} else {
-		if ids, err = mergeIDs(ctx, runs); err != nil {
+		if ids, err = mergeIDs(ctx, runs, b.o.Workers); err != nil {
 			return nil, 0, err
 		}
 		if ids == nil {

@@ -388,3 +388,170 @@ func TestImportParquetProgressNamesRowGroups(t *testing.T) {
 		t.Fatalf("read progress ended at row group %d, want 4", last)
 	}
 }
+
+// appendBlocks must fill a run exactly as the serial loop does: the same
+// records at the same positions, the same dropped self-loop ids in the same
+// order and the same count.
+func TestAppendBlocksMatchesSerial(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	e := &edgeBatch{maxID: -1}
+	for k := range 50000 {
+		s, d := rng.Int64N(300), rng.Int64N(300)
+		if k%97 == 0 {
+			d = s
+		}
+		e.src, e.dst = append(e.src, s), append(e.dst, d)
+		e.w, e.l = append(e.w, float32(k%13+1)), append(e.l, uint8(k%7))
+	}
+	for _, o := range []ImportOptions{
+		{}, {Undirected: true}, {SelfLoops: true}, {Undirected: true, SelfLoops: true}, {DenseIDs: true, Undirected: true},
+	} {
+		t.Run(fmt.Sprintf("undirected=%v/selfloops=%v/dense=%v", o.Undirected, o.SelfLoops, o.DenseIDs), func(t *testing.T) {
+			o.Workers, o.RunEdges = 5, 1<<20
+			one, par := newRunBuilder(context.Background(), "x", t.TempDir(), o), newRunBuilder(context.Background(), "x", t.TempDir(), o)
+			defer one.finish()
+			defer par.finish()
+			// A first short range puts the blocks at an offset in the run.
+			for _, r := range [][2]int{{0, 1000}, {1000, 50000}} {
+				one.appendSerial(e, r[0], r[1])
+				par.appendBlocks(e, r[0], r[1])
+			}
+			if !slices.Equal(one.cur, par.cur) || !slices.Equal(one.dropped, par.dropped) || one.stats.SelfLoopsDropped != par.stats.SelfLoopsDropped {
+				t.Fatalf("blocks: %d records, %d dropped ids, %d loops; serial: %d, %d, %d",
+					len(par.cur), len(par.dropped), par.stats.SelfLoopsDropped, len(one.cur), len(one.dropped), one.stats.SelfLoopsDropped)
+			}
+		})
+	}
+}
+
+// The sorter's radix id sets must equal the comparison-sorted ones, for
+// directed and undirected runs, with dropped self-loops, negative and
+// widely spread ids.
+func TestRunSorterIDsMatchSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, spread := range []int64{1000, 1 << 40, math.MaxInt64} {
+		for _, undirected := range []bool{false, true} {
+			recs := make([]rec, 100000)
+			for i := range recs {
+				recs[i] = rec{s: rng.Int64N(spread) - spread/2, d: rng.Int64N(spread) - spread/2}
+			}
+			slices.SortFunc(recs, cmpRec)
+			var srcs []int64
+			for i := range recs {
+				if i == 0 || recs[i-1].s != recs[i].s {
+					srcs = append(srcs, recs[i].s)
+				}
+			}
+			dropped := make([]int64, 70000)
+			for i := range dropped {
+				dropped[i] = rng.Int64N(spread) - spread/2
+			}
+			want := runIDs(slices.Clone(srcs), recs, dropped, undirected)
+			rs := runSorter{par: 3}
+			if got := rs.runIDs(srcs, recs, dropped, undirected); !slices.Equal(got, want) {
+				t.Fatalf("spread %d undirected %v: %d ids, want %d", spread, undirected, len(got), len(want))
+			}
+		}
+	}
+}
+
+// Merging the id sets in parts of the id range must give the serial
+// merge's array: sets spilled and in memory, overlapping and disjoint,
+// negative ids, parts that start between marks.
+func TestMergeIDsInPartsMatchesSerial(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	dir := t.TempDir()
+	b := &runBuilder{tmpDir: dir}
+	var runs []runFile
+	for r := range 6 {
+		set := map[int64]bool{}
+		for range 30000 + r*7000 {
+			x := rng.Int64N(200000) - 50000
+			if r == 5 {
+				x = 1<<40 + rng.Int64N(1000000) // far from the others
+			}
+			set[x] = true
+		}
+		ids := make([]int64, 0, len(set))
+		for x := range set {
+			ids = append(ids, x)
+		}
+		slices.Sort(ids)
+		if r == 2 {
+			runs = append(runs, runFile{ids: ids})
+			continue
+		}
+		path, marks, err := b.spillIDs(ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, runFile{idPath: path, idMarks: marks})
+	}
+	runs = append(runs, runFile{}) // an empty last run
+	want, err := mergeIDs(context.Background(), runs, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, workers := range []int{2, 3, 16} {
+		got, err := mergeIDsPar(context.Background(), runs, workers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%d workers: %d ids, want %d", workers, len(got), len(want))
+		}
+	}
+}
+
+// A file of few row groups is read in row ranges of them, plain and
+// dictionary-coded, and gives the bytes of a whole-group read.
+func TestImportParquetCutsFewRowGroups(t *testing.T) {
+	edges := randomEdges(rand.New(rand.NewPCG(9, 10)), 7000)
+	plain := make([]pqEdge, len(edges))
+	dict := make([]pqDictEdge, len(edges))
+	for i, e := range edges {
+		plain[i] = pqEdge{Src: e.Src, Dst: int32(e.Dst), Weight: float64(e.Weight), Label: int32(e.Label)}
+		d, w := e.Dst, e.Weight
+		dict[i] = pqDictEdge{Src: int32(e.Src), Dst: &d, Weight: &w, Label: int64(e.Label)}
+	}
+	for name, path := range map[string]string{
+		"plain": writeParquet(t, plain, parquet.MaxRowsPerRowGroup(4000), parquet.PageBufferSize(700)),
+		"dict":  writeParquet(t, dict, parquet.MaxRowsPerRowGroup(4000), parquet.PageBufferSize(900)),
+	} {
+		t.Run(name, func(t *testing.T) {
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			st, _ := f.Stat()
+			pf, err := parquet.OpenFile(f, st.Size(), parquet.SkipPageIndex(true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := ImportOptions{Name: "p", Weighted: true, Labelled: true, RunEdges: 3000, batchRows: 100}
+			cols, err := parquetColumns(pf.Schema(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if parts := pqParts(pf.RowGroups(), cols, 4, 100); len(parts) != 8 {
+				t.Fatalf("2 row groups, 4 workers: %d parts, want 8", len(parts))
+			}
+			var outs [][]byte
+			for _, workers := range []int{1, 4, 7} {
+				o.Workers = workers
+				out := filepath.Join(t.TempDir(), "g.wsg")
+				if _, err := ImportParquet(context.Background(), path, out, o); err != nil {
+					t.Fatal(err)
+				}
+				b, err := os.ReadFile(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if outs = append(outs, b); !bytes.Equal(b, outs[0]) {
+					t.Fatalf("%d workers: the file differs from one worker's", workers)
+				}
+			}
+		})
+	}
+}

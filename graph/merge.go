@@ -3,9 +3,13 @@ package graph
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
+	"sort"
+	"sync/atomic"
 )
 
 // maxMergeFan bounds how many run files are open at once; more runs are
@@ -154,8 +158,8 @@ func (b *runBuilder) reduceRuns(runs []runFile) ([]runFile, error) {
 			})
 			if err == nil && !b.o.DenseIDs {
 				var ids []int64
-				if ids, err = mergeIDs(b.ctx, group); err == nil {
-					merged.idPath, err = b.spillIDs(ids)
+				if ids, err = mergeIDs(b.ctx, group, b.o.Workers); err == nil {
+					merged.idPath, merged.idMarks, err = b.spillIDs(ids)
 				}
 			}
 			if err != nil {
@@ -171,33 +175,52 @@ func (b *runBuilder) reduceRuns(runs []runFile) ([]runFile, error) {
 	return runs, nil
 }
 
-// mergeIDs merges the runs' id sets into the sorted external-id array.
-func mergeIDs(ctx context.Context, runs []runFile) ([]int64, error) {
+// mergeIDs merges the runs' id sets into the sorted external-id array, on
+// up to workers goroutines (mergeIDsPar) when the sets are large.
+func mergeIDs(ctx context.Context, runs []runFile, workers int) ([]int64, error) {
+	var total int
+	for _, rf := range runs {
+		total += len(rf.ids) + len(rf.idMarks)*idMarkEvery
+	}
+	if workers > 1 && len(runs) > 1 && total >= parallelIDsMin {
+		return mergeIDsPar(ctx, runs, workers)
+	}
 	var srcs []*idReader
 	defer func() {
 		for _, s := range srcs {
 			s.close()
 		}
 	}()
-	var live []*idReader
 	for _, rf := range runs {
 		s, err := openIDs(rf)
 		if err != nil {
 			return nil, err
 		}
 		srcs = append(srcs, s)
+	}
+	if len(srcs) == 1 && srcs[0].r == nil {
+		return slices.Clone(srcs[0].ids), nil
+	}
+	return mergeIDStreams(ctx, srcs, math.MaxInt64, false)
+}
+
+// parallelIDsMin is the fewest ids (about) worth merging in parts.
+const parallelIDsMin = 1 << 20
+
+// mergeIDStreams merges the id streams into their sorted union, up to
+// (below) hi when bounded.
+func mergeIDStreams(ctx context.Context, srcs []*idReader, hi int64, bounded bool) ([]int64, error) {
+	var live []*idReader
+	for _, s := range srcs {
 		ok, err := s.next()
 		if err != nil {
 			return nil, err
 		}
-		if ok {
+		if ok && (!bounded || s.cur < hi) {
 			live = append(live, s)
 		}
 	}
 	var out []int64
-	if len(live) == 1 && live[0].r == nil {
-		return append([]int64{live[0].cur}, live[0].ids...), nil
-	}
 	// Id sets are much smaller than edge runs, so a linear scan for the
 	// minimum over the live sources is fine.
 	for len(live) > 0 {
@@ -216,7 +239,7 @@ func mergeIDs(ctx context.Context, runs []runFile) ([]int64, error) {
 			if err != nil {
 				return nil, err
 			}
-			if !ok {
+			if !ok || bounded && s.cur >= hi {
 				live = slices.Delete(live, i, i+1)
 				continue
 			}
@@ -227,4 +250,101 @@ func mergeIDs(ctx context.Context, runs []runFile) ([]int64, error) {
 		}
 	}
 	return out, nil
+}
+
+// mergeIDsPar merges the id sets in parts of the id range, cut from the
+// sets' marks so the parts hold about the same number of ids, four a
+// worker. Part k merges the ids in [bounds[k-1], bounds[k]) of every set,
+// starting a spilled set at its last mark at or before the part's start;
+// the parts' unions, one after another, are the whole union.
+func mergeIDsPar(ctx context.Context, runs []runFile, workers int) ([]int64, error) {
+	files := make([]*os.File, len(runs))
+	defer closeRunFiles(files)
+	var samples []int64
+	for i, rf := range runs {
+		if rf.idPath != "" {
+			f, err := os.Open(rf.idPath)
+			if err != nil {
+				return nil, fmt.Errorf("read back id run: %w", err)
+			}
+			files[i] = f
+			for _, m := range rf.idMarks {
+				samples = append(samples, m.id)
+			}
+			continue
+		}
+		for j := 0; j < len(rf.ids); j += idMarkEvery {
+			samples = append(samples, rf.ids[j])
+		}
+	}
+	slices.Sort(samples)
+	nparts := 4 * workers
+	var bounds []int64 // part k is [bounds[k-1], bounds[k]), the ends open
+	for k := 1; k < nparts; k++ {
+		b := samples[k*len(samples)/nparts]
+		if b > samples[0] && (len(bounds) == 0 || b > bounds[len(bounds)-1]) {
+			bounds = append(bounds, b)
+		}
+	}
+	outs := make([][]int64, len(bounds)+1)
+	errs := make([]error, len(outs))
+	var next atomic.Int64
+	parallelFor(min(workers, len(outs)), func(int) {
+		for k := int(next.Add(1) - 1); k < len(outs); k = int(next.Add(1) - 1) {
+			lo, hi, bounded := int64(math.MinInt64), int64(math.MaxInt64), k < len(bounds)
+			if k > 0 {
+				lo = bounds[k-1]
+			}
+			if bounded {
+				hi = bounds[k]
+			}
+			outs[k], errs[k] = mergeIDPart(ctx, runs, files, lo, hi, bounded)
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	var n int
+	for _, o := range outs {
+		n += len(o)
+	}
+	ids := make([]int64, 0, n)
+	for _, o := range outs {
+		ids = append(ids, o...)
+	}
+	return ids, nil
+}
+
+// mergeIDPart merges the runs' ids in [lo, hi) (hi open when !bounded).
+func mergeIDPart(ctx context.Context, runs []runFile, files []*os.File, lo, hi int64, bounded bool) ([]int64, error) {
+	var srcs []*idReader
+	for i, rf := range runs {
+		if files[i] == nil {
+			from, _ := slices.BinarySearch(rf.ids, lo)
+			srcs = append(srcs, &idReader{ids: rf.ids[from:]})
+			continue
+		}
+		if len(rf.idMarks) == 0 {
+			continue // an empty set
+		}
+		j := max(0, sort.Search(len(rf.idMarks), func(j int) bool { return rf.idMarks[j].id > lo })-1)
+		s := openIDsAt(files[i], rf.idMarks[j], 16<<10)
+		// Skip the ids before lo (fewer than idMarkEvery): the stream's
+		// first id is then its current one.
+		for {
+			ok, err := s.next()
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				break
+			}
+			if s.cur >= lo {
+				s.ids, s.pending = nil, true
+				srcs = append(srcs, s)
+				break
+			}
+		}
+	}
+	return mergeIDStreams(ctx, srcs, hi, bounded)
 }

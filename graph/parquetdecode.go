@@ -16,10 +16,13 @@ import (
 // than a small one.
 const defaultBatchRows = 64 << 10
 
-// pqPart is one row group to decode.
+// pqPart is a row group to decode, or the rows [from, to) of one: a file
+// with fewer row groups than decoders is read in parts of its row groups
+// (see pqParts). to is -1 for the group's end.
 type pqPart struct {
-	gi int
-	rg parquet.RowGroup
+	gi       int
+	rg       parquet.RowGroup
+	from, to int64
 }
 
 // pqDecoder turns row groups into batches of validated edges. It reads the
@@ -48,24 +51,38 @@ func (d *pqDecoder) decode(p pqPart, emit func(*edgeBatch) bool) {
 			cols[i].close()
 		}
 	}()
+	if p.from > 0 {
+		for i := range cols {
+			if err := cols[i].pages.SeekToRow(p.from); err != nil {
+				e := d.pool.get()
+				e.part, e.firstRow = p.gi, p.from
+				e.err = fmt.Errorf("row group %d row %d: column %q: %w", p.gi, p.from, cols[i].name, err)
+				emit(e)
+				return
+			}
+		}
+	}
 	var ints []int64 // scratch for labels
 	var floats []float64
-	for row := int64(0); ; {
+	for row := p.from; ; {
 		e := d.pool.get()
 		e.part, e.firstRow = p.gi, row
-		done := d.fill(e, cols, &ints, &floats)
+		n := d.rows
+		if p.to >= 0 {
+			n = int(min(int64(n), p.to-row))
+		}
+		done := d.fill(e, cols, n, &ints, &floats)
 		row += int64(len(e.src))
-		if !emit(e) || done {
+		if !emit(e) || done || row == p.to {
 			return
 		}
 	}
 }
 
-// fill reads up to d.rows rows into e, every column in lockstep, and
-// reports whether the row group is finished: read to its end, or stopped
-// at a bad row (e.err says which and why, e holding the rows before it).
-func (d *pqDecoder) fill(e *edgeBatch, cols []pqColumn, ints *[]int64, floats *[]float64) bool {
-	n := d.rows
+// fill reads up to n rows into e, every column in lockstep, and reports
+// whether the row group is finished: read to its end, or stopped at a bad
+// row (e.err says which and why, e holding the rows before it).
+func (d *pqDecoder) fill(e *edgeBatch, cols []pqColumn, n int, ints *[]int64, floats *[]float64) bool {
 	e.src, e.dst = resize(e.src, n), resize(e.dst, n)
 	var got [4]int
 	var errs [4]error

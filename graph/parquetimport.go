@@ -15,8 +15,10 @@ import (
 // 0..255, read when o.Labelled). Other columns are ignored. Row groups are
 // decoded in parallel (o.Workers), each streamed column by column in
 // lockstep, batchRows rows at a time, so memory does not grow with the file
-// or its row groups; the edges reach the same external sort as ImportText
-// in file order. Errors name the file, row group and row.
+// or its row groups; a file with fewer row groups than twice the workers
+// is read in row ranges of its row groups (pqParts). The edges reach the
+// same external sort as ImportText in file order. Errors name the file,
+// row group and row.
 func ImportParquet(ctx context.Context, in, out string, o ImportOptions) (*ImportStats, error) {
 	f, err := os.Open(in)
 	if err != nil {
@@ -95,12 +97,23 @@ func readParquet(pf *parquet.File, cols []pqCol, in string, size int64, b *runBu
 	}
 	total := pf.NumRows()
 	b.groups = len(pf.RowGroups())
-	d.columnsAtOnce = b.groups < b.o.Workers
+	parts := pqParts(pf.RowGroups(), cols, b.o.Workers, d.rows)
+	d.columnsAtOnce = len(parts) < b.o.Workers
+	// A decoder queues all of its part's batches (up to maxPartDepth), so
+	// it never waits on the committer mid-part.
+	depth := partDepth
+	for _, p := range parts {
+		rows := p.to - p.from
+		if p.to < 0 {
+			rows = p.rg.NumRows() - p.from
+		}
+		depth = max(depth, int(min((rows+int64(d.rows)-1)/int64(d.rows), maxPartDepth)))
+	}
 	var done int64
-	err := decodeOrdered(b.o.Workers, &pool,
+	err := decodeOrdered(b.o.Workers, depth, &pool,
 		func(send func(pqPart) bool) error {
-			for gi, rg := range pf.RowGroups() {
-				if !send(pqPart{gi, rg}) {
+			for _, p := range parts {
+				if !send(p) {
 					break
 				}
 			}
@@ -126,6 +139,45 @@ func readParquet(pf *parquet.File, cols []pqCol, in string, size int64, b *runBu
 		b.bytes = size
 	}
 	return err
+}
+
+// pqParts cuts the row groups into the parts the decoders take: whole
+// row groups when there are at least twice as many as workers, else each
+// cut into row ranges of at least two batches, about 2 x workers parts in
+// all, so that a file of a few large row groups still keeps every decoder
+// busy. A part starts at its first row by the offset index (a seek to the
+// page holding it); a row group whose columns lack one is not cut.
+func pqParts(groups []parquet.RowGroup, cols []pqCol, workers, batchRows int) []pqPart {
+	var parts []pqPart
+	want := 2 * workers
+	for gi, rg := range groups {
+		n := rg.NumRows()
+		k := int64(1)
+		if len(groups) < want {
+			k = min(int64((want+len(groups)-1)/len(groups)), n/int64(2*batchRows))
+		}
+		if k > 1 {
+			chunks := rg.ColumnChunks()
+			for _, c := range cols {
+				if _, err := chunks[c.index].OffsetIndex(); err != nil {
+					k = 1
+					break
+				}
+			}
+		}
+		if k <= 1 {
+			parts = append(parts, pqPart{gi: gi, rg: rg, to: -1})
+			continue
+		}
+		for j := range k {
+			p := pqPart{gi: gi, rg: rg, from: j * n / k, to: (j + 1) * n / k}
+			if j == k-1 {
+				p.to = -1 // the last part reads to the group's end, as an uncut group does
+			}
+			parts = append(parts, p)
+		}
+	}
+	return parts
 }
 
 func wantKind(col string) string {

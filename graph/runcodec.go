@@ -169,26 +169,54 @@ func (c *slabCoder) encode(recs []rec, order []kv, lo, hi int, weighted, labelle
 	c.buf, c.marks = enc.buf, enc.marks
 }
 
-func encodeIDs(w *bufio.Writer, ids []int64) error {
+// idMarkEvery is the ids between an id set's marks.
+const idMarkEvery = 4096
+
+// idMark is a place where an id set's decoder can start: the id there
+// begins at byte off, and the id before it is prev (0 for the first).
+type idMark struct {
+	off  int64
+	id   int64
+	prev int64
+}
+
+// encodeIDs writes ids as uvarint deltas and returns a mark every
+// idMarkEvery ids.
+func encodeIDs(w *bufio.Writer, ids []int64) ([]idMark, error) {
 	var buf [binary.MaxVarintLen64]byte
 	var prev uint64
-	for _, id := range ids {
+	var off int64
+	marks := make([]idMark, 0, (len(ids)+idMarkEvery-1)/idMarkEvery)
+	for i, id := range ids {
+		if i%idMarkEvery == 0 {
+			marks = append(marks, idMark{off: off, id: id, prev: int64(prev)})
+		}
 		n := binary.PutUvarint(buf[:], uint64(id)-prev)
 		if _, err := w.Write(buf[:n]); err != nil {
-			return err
+			return nil, err
 		}
+		off += int64(n)
 		prev = uint64(id)
 	}
-	return nil
+	return marks, nil
 }
 
 // idReader streams one run's id set back in order: from memory, or
 // decoding the file encodeIDs wrote.
 type idReader struct {
-	ids []int64 // the id set when it was never spilled
-	r   *bufio.Reader
-	f   *os.File
-	cur int64
+	ids  []int64 // the id set when it was never spilled
+	r    *bufio.Reader
+	f    *os.File // nil when the reader does not own the file
+	name string
+	cur  int64
+	// pending says cur is already read and is the next id to yield.
+	pending bool
+}
+
+// openIDsAt returns a reader of the id set in f (shared: it reads with
+// ReadAt) from mark m, through a buffer of size bytes.
+func openIDsAt(f *os.File, m idMark, size int) *idReader {
+	return &idReader{r: bufio.NewReaderSize(io.NewSectionReader(f, m.off, math.MaxInt64-m.off), size), cur: m.prev, name: f.Name()}
 }
 
 func openIDs(rf runFile) (*idReader, error) {
@@ -198,7 +226,7 @@ func openIDs(rf runFile) (*idReader, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read back id run: %w", err)
 		}
-		s.f, s.r = f, bufio.NewReaderSize(f, 64<<10)
+		s.f, s.r, s.name = f, bufio.NewReaderSize(f, 64<<10), rf.idPath
 	}
 	return s, nil
 }
@@ -211,6 +239,10 @@ func (s *idReader) close() {
 
 // next advances cur to the next id; false at the end of the set.
 func (s *idReader) next() (bool, error) {
+	if s.pending {
+		s.pending = false
+		return true, nil
+	}
 	if s.r == nil {
 		if len(s.ids) == 0 {
 			return false, nil
@@ -223,7 +255,7 @@ func (s *idReader) next() (bool, error) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("read back id run %s: %w", s.f.Name(), err)
+		return false, fmt.Errorf("read back id run %s: %w", s.name, err)
 	}
 	s.cur = int64(uint64(s.cur) + d)
 	return true, nil

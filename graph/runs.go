@@ -32,12 +32,13 @@ func cmpRec(a, b rec) int {
 // runFile is one sorted run spilled to disk, or (the last one) kept in
 // memory.
 type runFile struct {
-	path   string
-	n      int64 // records
-	mem    []rec // set when the run was never spilled
-	idPath string
-	ids    []int64   // set when the id set was never spilled
-	marks  []runMark // a spilled run's restart points, every markEvery records
+	path    string
+	n       int64 // records
+	mem     []rec // set when the run was never spilled
+	idPath  string
+	idMarks []idMark  // a spilled id set's restart points
+	ids     []int64   // set when the id set was never spilled
+	marks   []runMark // a spilled run's restart points, every markEvery records
 }
 
 // runBuilder accumulates edges into runs; it is fed by a reader and owns
@@ -61,8 +62,11 @@ type runBuilder struct {
 	total   int64
 	group   int // Parquet: set by the reader for progress
 	groups  int
-	radix   runSorter   // the sorter's radix buffers, used only by it
-	coders  []slabCoder // the sorter's spill encoders, one a worker
+	radix   runSorter // the sorter's radix buffers, used only by it
+	// sortBusy is the time the sorter spent sorting and spilling runs;
+	// read after finish.
+	sortBusy time.Duration
+	coders   []slabCoder // the sorter's spill encoders, one a worker
 }
 
 // sortJob is one run handed to the sorter: spill it, or (the last run) keep
@@ -120,8 +124,22 @@ func (b *runBuilder) addBatch(e *edgeBatch) error {
 
 // appendEdges appends edges i..j of e to the current run, which has room
 // for them: with their reverses when undirected, self-loops dropped (their
-// ids kept) unless SelfLoops.
+// ids kept) unless SelfLoops. A long range is spread over the Workers
+// goroutines (appendBlocks), so the one goroutine that commits the batches
+// in input order does little more than hand them out.
 func (b *runBuilder) appendEdges(e *edgeBatch, i, j int) {
+	if b.o.Workers < 2 || j-i < parallelAppendMin {
+		b.appendSerial(e, i, j)
+		return
+	}
+	b.appendBlocks(e, i, j)
+}
+
+// parallelAppendMin is the fewest edges worth spreading over goroutines.
+const parallelAppendMin = 8 << 10
+
+// appendSerial is appendEdges on the calling goroutine.
+func (b *runBuilder) appendSerial(e *edgeBatch, i, j int) {
 	cur := b.cur
 	for k := i; k < j; k++ {
 		s, d := e.src[k], e.dst[k]
@@ -148,6 +166,80 @@ func (b *runBuilder) appendEdges(e *edgeBatch, i, j int) {
 		}
 	}
 	b.cur = cur
+}
+
+// appendBlocks is appendEdges in blocks, one goroutine each: a first pass
+// counts each block's self-loops, which fixes where its records go, and a
+// second writes them there. The run holds the same records, in the same
+// places, as appendSerial would write.
+func (b *runBuilder) appendBlocks(e *edgeBatch, i, j int) {
+	par := max(1, min(b.o.Workers, (j-i)/(parallelAppendMin/2)))
+	span := (j - i + par - 1) / par
+	loops := make([]int, par)
+	parallelFor(par, func(t int) {
+		lo, hi := min(j, i+t*span), min(j, i+(t+1)*span)
+		src, dst := e.src[lo:hi], e.dst[lo:hi]
+		n := 0
+		for k := range src {
+			if src[k] == dst[k] {
+				n++
+			}
+		}
+		loops[t] = n
+	})
+	base := len(b.cur)
+	starts := make([]int, par+1)
+	starts[0] = base
+	for t := range par {
+		n := min(j, i+(t+1)*span) - min(j, i+t*span)
+		recs := n - loops[t] // edges that are not self-loops, then their reverses
+		if b.o.Undirected {
+			recs *= 2
+		}
+		if b.o.SelfLoops {
+			recs += loops[t]
+		} else {
+			b.stats.SelfLoopsDropped += int64(loops[t])
+		}
+		starts[t+1] = starts[t] + recs
+	}
+	cur := b.cur[:starts[par]]
+	parallelFor(par, func(t int) {
+		lo, hi := min(j, i+t*span), min(j, i+(t+1)*span)
+		o := starts[t]
+		for k := lo; k < hi; k++ {
+			s, d := e.src[k], e.dst[k]
+			if s == d && !b.o.SelfLoops {
+				continue
+			}
+			w, l := float32(1), uint8(0)
+			if e.w != nil {
+				w = e.w[k]
+			}
+			if e.l != nil {
+				l = e.l[k]
+			}
+			cur[o] = rec{s: s, d: d, w: w, l: l, seq: uint32(o)}
+			o++
+			if b.o.Undirected && s != d {
+				cur[o] = rec{s: d, d: s, w: w, l: l, seq: uint32(o)}
+				o++
+			}
+		}
+	})
+	b.cur = cur
+	if !b.o.SelfLoops && !b.o.DenseIDs {
+		for t := range par {
+			if loops[t] == 0 {
+				continue
+			}
+			for k := min(j, i+t*span); k < min(j, i+(t+1)*span); k++ {
+				if e.src[k] == e.dst[k] {
+					b.dropped = append(b.dropped, e.src[k])
+				}
+			}
+		}
+	}
 }
 
 // report calls Progress at most every ProgressInterval, or now with force.
@@ -202,6 +294,8 @@ func (b *runBuilder) finish() ([]runFile, error) {
 // sortRun sorts a run and spills it, or keeps the last one in memory, with
 // its id set unless the ids are dense.
 func (b *runBuilder) sortRun(job sortJob) error {
+	t0 := time.Now()
+	defer func() { b.sortBusy += time.Since(t0) }()
 	order := b.radix.sort(job.recs)
 	if !job.spill {
 		b.keepRun(job, order)
@@ -223,7 +317,6 @@ func (b *runBuilder) keepRun(job sortJob, order []kv) {
 		})
 		recs = sorted
 	}
-	b.radix, b.coders = runSorter{}, nil // release the sorter's buffers before the merge
 	r.mem = recs
 	if !b.o.DenseIDs {
 		var srcs []int64
@@ -232,8 +325,9 @@ func (b *runBuilder) keepRun(job sortJob, order []kv) {
 				srcs = append(srcs, recs[i].s)
 			}
 		}
-		r.ids = runIDs(srcs, recs, job.dropped, b.o.Undirected)
+		r.ids = b.radix.runIDs(srcs, recs, job.dropped, b.o.Undirected)
 	}
+	b.radix, b.coders = runSorter{}, nil // release the sorter's buffers before the merge
 	b.runs = append(b.runs, r)
 }
 
@@ -252,7 +346,7 @@ func (b *runBuilder) spillRun(job sortJob, order []kv) error {
 		return err
 	}
 	if !b.o.DenseIDs {
-		if r.idPath, err = b.spillIDs(runIDs(srcs, recs, job.dropped, b.o.Undirected)); err != nil {
+		if r.idPath, r.idMarks, err = b.spillIDs(b.radix.runIDs(srcs, recs, job.dropped, b.o.Undirected)); err != nil {
 			os.Remove(r.path)
 			return err
 		}
@@ -266,9 +360,14 @@ func (b *runBuilder) newEncoder(w *bufio.Writer) *runEncoder {
 	return &runEncoder{w: w, weighted: b.o.Weighted, labelled: b.o.Labelled}
 }
 
-// spillIDs writes an id set to a temporary file and returns its path.
-func (b *runBuilder) spillIDs(ids []int64) (string, error) {
-	return b.spill(func(w *bufio.Writer) error { return encodeIDs(w, ids) })
+// spillIDs writes an id set to a temporary file and returns its path and
+// marks.
+func (b *runBuilder) spillIDs(ids []int64) (path string, marks []idMark, err error) {
+	path, err = b.spill(func(w *bufio.Writer) error {
+		marks, err = encodeIDs(w, ids)
+		return err
+	})
+	return path, marks, err
 }
 
 // spill writes a temporary file in tmpDir through write and returns its

@@ -39,7 +39,7 @@ func readText(r io.Reader, name string, b *runBuilder, cr *countingReader) error
 	chunks := sync.Pool{New: func() any { s := make([]byte, textChunkBytes); return &s }}
 	want := 2 + btoi(b.o.Weighted) + btoi(b.o.Labelled)
 	line := 0 // lines committed
-	err := decodeOrdered(b.o.Workers, &pool,
+	err := decodeOrdered(b.o.Workers, partDepth, &pool,
 		func(send func(textPart) bool) error {
 			return splitText(r, name, cr, &chunks, send)
 		},

@@ -199,7 +199,30 @@ func graphImport(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fmt.Fprintf(stdout, "imported %s: %d input edges (%d self-loops dropped, %d duplicates %s) -> V=%d E=%d in %s (%.1f MB/s, %.2f M edges/s, %d sorted runs), wrote %s (%s), version %s\n",
 		in, st.InputEdges, st.SelfLoopsDropped, st.Duplicates, dupVerb(policy), st.Vertices, st.Edges, el.Round(time.Millisecond),
 		float64(st.Bytes)/el.Seconds()/1e6, float64(st.InputEdges)/el.Seconds()/1e6, st.Runs, *out, humanBytes(st.OutputBytes), st.Version)
+	fmt.Fprintln(stderr, phaseLine(st.Phases))
 	return nil
+}
+
+// phaseLine formats an import's phases as one line: seconds and M edges/s
+// each, a phase that ran beside the one before it in brackets.
+func phaseLine(ps []graph.PhaseTime) string {
+	var b strings.Builder
+	b.WriteString("import phases:")
+	for i, p := range ps {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		rate := ""
+		if p.Duration >= 10*time.Millisecond { // a rate of a few ticks means nothing
+			rate = fmt.Sprintf(" (%.1f M edges/s)", float64(p.Edges)/p.Duration.Seconds()/1e6)
+		}
+		f := " %s %.3f s%s"
+		if p.Overlap {
+			f = " [%s %.3f s busy%s]"
+		}
+		fmt.Fprintf(&b, f, p.Name, p.Duration.Seconds(), rate)
+	}
+	return b.String()
 }
 
 func dupVerb(p graph.DuplicatePolicy) string {
