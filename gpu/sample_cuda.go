@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 	"unsafe"
 
@@ -27,15 +28,48 @@ type SampleStats struct {
 	Wall   time.Duration
 }
 
+var _ walk.DeviceSampler = (*Engine)(nil)
+
+// SamplesOnDevice implements walk.DeviceSampler: the parameters the
+// kernels sample, with the whole graph in this device's own memory (no
+// placement plan, not partitioned).
+func (e *Engine) SamplesOnDevice(p walk.SampleParams) bool {
+	return deviceSamples(p) && e.placed == nil
+}
+
+// SampleRangeOnDevice implements walk.DeviceSampler.
+func (e *Engine) SampleRangeOnDevice(ctx context.Context, p walk.SampleParams, starts []uint32, first, count int) ([][]walk.SampledEdge, walk.SampleStats, error) {
+	out, st, err := e.SampleNeighborsRange(ctx, p, starts, first, count)
+	return out, st.SampleStats, err
+}
+
 // SampleNeighbors runs walk.NeighborSampling without replacement (constant
 // or edge-weight bias) for starts as walk.Sample does, and returns every
 // instance's edges in instance order.
 func (e *Engine) SampleNeighbors(ctx context.Context, p walk.SampleParams, starts []uint32) ([][]walk.SampledEdge, SampleStats, error) {
+	return e.SampleNeighborsRange(ctx, p, starts, 0, -1)
+}
+
+// SampleNeighborsRange is SampleNeighbors for instances first ..
+// first+count-1 only (count -1: to the last), as walk.SampleRange.
+func (e *Engine) SampleNeighborsRange(ctx context.Context, p walk.SampleParams, starts []uint32, first, count int) ([][]walk.SampledEdge, SampleStats, error) {
 	if err := p.Validate(e.g); err != nil {
 		return nil, SampleStats{}, err
 	}
-	if p.Kind != walk.NeighborSampling || p.Replace || (p.EdgeBias.Kind != walk.BiasConstant && p.EdgeBias.Kind != walk.BiasEdgeWeight) {
+	if !deviceSamples(p) {
 		return nil, SampleStats{}, fmt.Errorf("gpu: only neighbour sampling without replacement, unweighted or by edge weight, runs on the device (not %s)", p)
+	}
+	total := p.NumInstances(len(starts))
+	if count < 0 {
+		count = total - first
+	}
+	if first < 0 || count < 0 || first+count > total || int64(total) > math.MaxUint32 {
+		return nil, SampleStats{}, fmt.Errorf("gpu: instances %d..%d of %d", first, first+count-1, total)
+	}
+	for _, s := range starts {
+		if int(s) >= e.g.NumVertices() {
+			return nil, SampleStats{}, fmt.Errorf("gpu: seed %d beyond the graph's %d vertices", s, e.g.NumVertices())
+		}
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -54,14 +88,16 @@ func (e *Engine) SampleNeighbors(ctx context.Context, p walk.SampleParams, start
 	}
 	g := e.g
 	t0 := time.Now()
-	n := p.NumInstances(len(starts))
+	n := count
 	out := make([][]walk.SampledEdge, n)
-	// Hop 0's tasks: one per instance, slot 0.
+	// Hop 0's tasks: one per instance, slot 0; an instance's Philox
+	// counter is its id in the whole batch.
 	inst := make([]uint32, n)
 	slot := make([]uint32, n)
 	vert := make([]uint32, n)
-	for i := range n {
-		inst[i], vert[i] = uint32(i), starts[i/p.InstancesPerSeed]
+	for k := range n {
+		i := first + k
+		inst[k], vert[k] = uint32(i), starts[i/p.InstancesPerSeed]
 	}
 	var st SampleStats
 	err := e.dev.do(func() (err error) {
@@ -126,7 +162,7 @@ func (e *Engine) SampleNeighbors(ctx context.Context, p walk.SampleParams, start
 			if err != nil {
 				return err
 			}
-			inst, slot, vert = nextFrontier(g, out, h, k, inst, vert, picks, counts)
+			inst, slot, vert = nextFrontier(g, out, uint32(first), h, k, inst, vert, picks, counts)
 		}
 		return nil
 	})
