@@ -3,6 +3,7 @@
 package gpu
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"reflect"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -55,6 +57,87 @@ func TestSampleNeighborsMatchesCPU(t *testing.T) {
 		t.Logf("%s: %d instances, %d edges, %d differ; kernels %s", p, st.Instances, st.Edges, diff, st.Kernel)
 		if diff > 0 {
 			t.Errorf("%s: %d of %d instances differ from the CPU's", p, diff, len(want))
+		}
+	}
+}
+
+// A sampling request's Parquet objects are the same bytes whether the
+// engine samples on the device or the CPU does: walk.SampleRangeOn in
+// waves of instances, as the stage and walkstage walk sample, into the
+// sink's writer. (Real batches also record the engine that sampled in the
+// manifest and the Parquet key-value metadata, walk.SampleEngine; here
+// both writers are given one name so that the bytes can be compared.)
+func TestSampleParquetMatchesCPU(t *testing.T) {
+	ctx := context.Background()
+	g, err := graph.GenerateRMAT(ctx, graph.RMATOptions{Scale: 14, EdgeFactor: 16, Seed: 4, Undirected: true, Weighted: true, Name: "rmat14"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(t, g)
+	starts := make([]uint32, 4000)
+	for i := range starts {
+		starts[i] = uint32(i * 3 % g.NumVertices())
+	}
+	for _, p := range []walk.SampleParams{
+		{Kind: walk.NeighborSampling, Fanouts: []int{25, 10}},
+		{Kind: walk.NeighborSampling, Fanouts: []int{10, 5, 3}, EdgeBias: walk.Bias{Kind: walk.BiasEdgeWeight}},
+	} {
+		p.Seed, p.InstancesPerSeed = 11, 2
+		if got := walk.SampleEngine(e, p); got != "gpu" {
+			t.Fatalf("%s: SampleEngine = %q, want gpu", p, got)
+		}
+		n := p.NumInstances(len(starts))
+		var objects [2][][]byte
+		var edges [2]int64
+		for k, eng := range []walk.Engine{e, nil} {
+			b, err := sink.OpenBucket(ctx, "file://"+t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			meta := sink.BatchMeta{BatchID: "b", Seed: p.Seed, Engine: "either", WalkstageVersion: "test", Sample: &p,
+				Instances: int64(n), SampleEdgeWeight: p.Weighted()}
+			w, err := sink.NewBatchWriter(ctx, b, "walks", meta, g, sink.WithFileBytes(1<<20))
+			if err != nil {
+				t.Fatal(err)
+			}
+			const wave = 1500
+			for lo := 0; lo < n; lo += wave {
+				es, st, err := walk.SampleRangeOn(ctx, eng, g, p, starts, lo, min(wave, n-lo), 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				edges[k] += st.Edges
+				seeds := make([]int64, len(es))
+				for j := range seeds {
+					seeds[j] = g.ExternalID(starts[(lo+j)/p.InstancesPerSeed])
+				}
+				if err := w.WriteSamples(ctx, int64(lo), seeds, es); err != nil {
+					t.Fatal(err)
+				}
+			}
+			m, err := w.Commit(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range m.Files {
+				data, err := b.ReadAll(ctx, f.Key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				objects[k] = append(objects[k], data)
+			}
+			b.Close()
+		}
+		same := len(objects[0]) == len(objects[1])
+		var size int
+		for i := 0; same && i < len(objects[0]); i++ {
+			same = bytes.Equal(objects[0][i], objects[1][i])
+			size += len(objects[0][i])
+		}
+		t.Logf("%s: %d instances, %d edges on the device, %d on the CPU, %d objects of %d bytes, identical %v", p, n, edges[0], edges[1],
+			len(objects[0]), size, same)
+		if !same || edges[0] != edges[1] || edges[0] == 0 {
+			t.Errorf("%s: the device's objects differ from the CPU's", p)
 		}
 	}
 }
