@@ -9,9 +9,10 @@ import (
 )
 
 // deviceSamples says whether the device kernels sample p: neighbour
-// sampling without replacement, unbiased or by edge weight.
+// sampling without replacement and layer sampling, unbiased or by edge
+// weight.
 func deviceSamples(p walk.SampleParams) bool {
-	return p.Kind == walk.NeighborSampling && !p.Replace &&
+	return (p.Kind == walk.NeighborSampling && !p.Replace || p.Kind == walk.LayerSampling) &&
 		(p.EdgeBias.Kind == walk.BiasConstant || p.EdgeBias.Kind == walk.BiasEdgeWeight)
 }
 

@@ -39,7 +39,11 @@ func (e *Engine) SamplesOnDevice(p walk.SampleParams) bool {
 
 // SampleRangeOnDevice implements walk.DeviceSampler.
 func (e *Engine) SampleRangeOnDevice(ctx context.Context, p walk.SampleParams, starts []uint32, first, count int) ([][]walk.SampledEdge, walk.SampleStats, error) {
-	out, st, err := e.SampleNeighborsRange(ctx, p, starts, first, count)
+	sample := e.SampleNeighborsRange
+	if p.Kind == walk.LayerSampling {
+		sample = e.SampleLayerRange
+	}
+	out, st, err := sample(ctx, p, starts, first, count)
 	return out, st.SampleStats, err
 }
 
@@ -50,41 +54,59 @@ func (e *Engine) SampleNeighbors(ctx context.Context, p walk.SampleParams, start
 	return e.SampleNeighborsRange(ctx, p, starts, 0, -1)
 }
 
-// SampleNeighborsRange is SampleNeighbors for instances first ..
-// first+count-1 only (count -1: to the last), as walk.SampleRange.
-func (e *Engine) SampleNeighborsRange(ctx context.Context, p walk.SampleParams, starts []uint32, first, count int) ([][]walk.SampledEdge, SampleStats, error) {
+// checkSample validates a device sampling call of kind and returns its
+// count (count -1: the instances from first on).
+func (e *Engine) checkSample(kind walk.SampleKind, p walk.SampleParams, starts []uint32, first, count int) (int, error) {
 	if err := p.Validate(e.g); err != nil {
-		return nil, SampleStats{}, err
+		return 0, err
 	}
-	if !deviceSamples(p) {
-		return nil, SampleStats{}, fmt.Errorf("gpu: only neighbour sampling without replacement, unweighted or by edge weight, runs on the device (not %s)", p)
+	if p.Kind != kind || !deviceSamples(p) {
+		return 0, fmt.Errorf("gpu: only neighbour sampling without replacement and layer sampling, unweighted or by edge weight, run on the device (not %s)", p)
 	}
 	total := p.NumInstances(len(starts))
 	if count < 0 {
 		count = total - first
 	}
 	if first < 0 || count < 0 || first+count > total || int64(total) > math.MaxUint32 {
-		return nil, SampleStats{}, fmt.Errorf("gpu: instances %d..%d of %d", first, first+count-1, total)
+		return 0, fmt.Errorf("gpu: instances %d..%d of %d", first, first+count-1, total)
 	}
 	for _, s := range starts {
 		if int(s) >= e.g.NumVertices() {
-			return nil, SampleStats{}, fmt.Errorf("gpu: seed %d beyond the graph's %d vertices", s, e.g.NumVertices())
+			return 0, fmt.Errorf("gpu: seed %d beyond the graph's %d vertices", s, e.g.NumVertices())
 		}
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	return count, nil
+}
+
+// sampleUsable says why the engine cannot sample now (e.mu held).
+func (e *Engine) sampleUsable(p walk.SampleParams) error {
 	if e.closed {
-		return nil, SampleStats{}, errors.New("gpu: engine closed")
+		return errors.New("gpu: engine closed")
 	}
 	if e.broken != nil {
-		return nil, SampleStats{}, e.broken
+		return e.broken
 	}
 	if e.placed != nil {
 		where := "in host memory under the placement plan"
 		if e.striped {
 			where = "on other devices' stripes (partitioned mode)"
 		}
-		return nil, SampleStats{}, fmt.Errorf("gpu: neighbour sampling needs the whole graph in this device's own memory; %.0f%% of its edges are %s", 100*(1-e.placed.plan.DeviceShare()), where)
+		return fmt.Errorf("gpu: %s sampling needs the whole graph in this device's own memory; %.0f%% of its edges are %s", p.Kind, 100*(1-e.placed.plan.DeviceShare()), where)
+	}
+	return nil
+}
+
+// SampleNeighborsRange is SampleNeighbors for instances first ..
+// first+count-1 only (count -1: to the last), as walk.SampleRange.
+func (e *Engine) SampleNeighborsRange(ctx context.Context, p walk.SampleParams, starts []uint32, first, count int) ([][]walk.SampledEdge, SampleStats, error) {
+	count, err := e.checkSample(walk.NeighborSampling, p, starts, first, count)
+	if err != nil {
+		return nil, SampleStats{}, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.sampleUsable(p); err != nil {
+		return nil, SampleStats{}, err
 	}
 	g := e.g
 	t0 := time.Now()
@@ -100,7 +122,7 @@ func (e *Engine) SampleNeighborsRange(ctx context.Context, p walk.SampleParams, 
 		inst[k], vert[k] = uint32(i), starts[i/p.InstancesPerSeed]
 	}
 	var st SampleStats
-	err := e.dev.do(func() (err error) {
+	err = e.dev.do(func() (err error) {
 		fn, err := e.mod.Function("sample_neighbor_hop")
 		if err != nil {
 			return fmt.Errorf("gpu: kernel sample_neighbor_hop: %w", err)

@@ -6,8 +6,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"reflect"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,6 +84,8 @@ func TestSampleParquetMatchesCPU(t *testing.T) {
 	for _, p := range []walk.SampleParams{
 		{Kind: walk.NeighborSampling, Fanouts: []int{25, 10}},
 		{Kind: walk.NeighborSampling, Fanouts: []int{10, 5, 3}, EdgeBias: walk.Bias{Kind: walk.BiasEdgeWeight}},
+		{Kind: walk.LayerSampling, LayerSizes: []int{25, 250}},
+		{Kind: walk.LayerSampling, LayerSizes: []int{10, 100}, EdgeBias: walk.Bias{Kind: walk.BiasEdgeWeight}},
 	} {
 		p.Seed, p.InstancesPerSeed = 11, 2
 		if got := walk.SampleEngine(e, p); got != "gpu" {
@@ -142,6 +147,85 @@ func TestSampleParquetMatchesCPU(t *testing.T) {
 	}
 }
 
+// The device's layer samples equal walk.Sample's, nil for nil: on R-MAT
+// (rejection draws, keys over small frontiers, layers that take every edge)
+// and on a hub whose one heavy edge defeats the draws, so the keys decide,
+// stored when they fit the warp's buffer and recomputed round by round when
+// they do not.
+func TestSampleLayerMatchesCPU(t *testing.T) {
+	ctx := context.Background()
+	rmat, err := graph.GenerateRMAT(ctx, graph.RMATOptions{Scale: 14, EdgeFactor: 16, Seed: 3, Undirected: true, Weighted: true, Name: "rmat14"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var edges []graph.Edge
+	const spokes = 1000
+	for i := int64(1); i <= spokes; i++ {
+		w := float32(1e-3)
+		if i == 1 {
+			w = 1e9
+		}
+		edges = append(edges, graph.Edge{Src: 0, Dst: i, Weight: w})
+		for _, d := range []int64{1, 2, 3} {
+			edges = append(edges, graph.Edge{Src: i, Dst: (i+d)%spokes + 1, Weight: float32(d)})
+		}
+		edges = append(edges, graph.Edge{Src: i, Dst: 0, Weight: 1})
+	}
+	hub, err := graph.FromEdges(edges, graph.BuildOptions{Name: "hub", Weighted: true, DenseIDs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	weighted := walk.Bias{Kind: walk.BiasEdgeWeight}
+	for _, c := range []struct {
+		g      *graph.Graph
+		starts int
+		p      walk.SampleParams
+	}{
+		{rmat, 3000, walk.SampleParams{LayerSizes: []int{25, 250}}},
+		{rmat, 3000, walk.SampleParams{LayerSizes: []int{25, 250}, EdgeBias: weighted}},
+		{rmat, 3000, walk.SampleParams{LayerSizes: []int{3, 40, 2}}},
+		{rmat, 3000, walk.SampleParams{LayerSizes: []int{3, 40, 2}, EdgeBias: weighted}},
+		{rmat, 1000, walk.SampleParams{LayerSizes: []int{200, 1000}}},
+		{rmat, 1000, walk.SampleParams{LayerSizes: []int{200, 1000}, EdgeBias: weighted}},
+		{hub, 50, walk.SampleParams{LayerSizes: []int{2, 5}, EdgeBias: weighted}},   // hop 0: keys recomputed
+		{hub, 50, walk.SampleParams{LayerSizes: []int{2, 300}, EdgeBias: weighted}}, // hop 0: keys stored
+		{hub, 50, walk.SampleParams{LayerSizes: []int{2, 5}}},
+	} {
+		e := newEngine(t, c.g)
+		p := c.p
+		p.Kind, p.Seed, p.InstancesPerSeed = walk.LayerSampling, 77, 2
+		starts := make([]uint32, c.starts)
+		for i := range starts {
+			starts[i] = uint32(i * 5 % c.g.NumVertices())
+		}
+		want, _, err := walk.Sample(ctx, c.g, p, starts, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, st, err := e.SampleLayer(ctx, p, starts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		diff, empty := 0, 0
+		for i := range want {
+			if len(want[i]) == 0 {
+				empty++
+			}
+			if !reflect.DeepEqual(got[i], want[i]) {
+				if diff == 0 {
+					t.Logf("%s %s: instance %d\n gpu %v\n cpu %v", c.g.Name, p, i, headEdges(got[i]), headEdges(want[i]))
+				}
+				diff++
+			}
+		}
+		t.Logf("%s %s: %d instances (%d without edges), %d edges, %d differ; kernel %s", c.g.Name, p, st.Instances, empty, st.Edges, diff, st.Kernel)
+		if diff > 0 || len(got) != len(want) {
+			t.Errorf("%s %s: %d of %d instances differ from the CPU's", c.g.Name, p, diff, len(want))
+		}
+		e.Close()
+	}
+}
+
 func headEdges(es []walk.SampledEdge) string {
 	if len(es) > 6 {
 		return fmt.Sprint(es[:6], "...")
@@ -150,14 +234,27 @@ func headEdges(es []walk.SampledEdge) string {
 }
 
 // TestSampleNeighborsSEPS logs SEPS (sampled edges over kernel time) of
-// fan-out [25, 10], unweighted and weighted, on R-MAT scales 18 and 22 with
-// 1 M seeds, beside the CPU's walk.Sample on the same host.
+// neighbour sampling with fan-out [25, 10] and layer sampling with sizes
+// [25, 250], unweighted and weighted, on R-MAT scales 18 and 22 with 1 M
+// seeds, beside the CPU's walk.Sample on the same host
+// (WALKSTAGE_SEPS_SCALES picks other scales).
 func TestSampleNeighborsSEPS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("benchmark")
 	}
 	ctx := context.Background()
-	for _, scale := range []int{18, 22} {
+	scales := []int{18, 22}
+	if v := os.Getenv("WALKSTAGE_SEPS_SCALES"); v != "" { // e.g. "22"
+		scales = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				t.Fatalf("WALKSTAGE_SEPS_SCALES=%q", v)
+			}
+			scales = append(scales, n)
+		}
+	}
+	for _, scale := range scales {
 		t0 := time.Now()
 		g, err := graph.GenerateRMAT(ctx, graph.RMATOptions{Scale: scale, EdgeFactor: 16, Seed: 1, Undirected: true, Weighted: true,
 			Name: fmt.Sprintf("rmat%d", scale)})
@@ -170,14 +267,22 @@ func TestSampleNeighborsSEPS(t *testing.T) {
 		for i := range starts {
 			starts[i] = uint32(uint64(i) * 2654435761 % uint64(g.NumVertices()))
 		}
-		for _, weighted := range []bool{false, true} {
-			p := walk.SampleParams{Kind: walk.NeighborSampling, Fanouts: []int{25, 10}, Seed: 1, InstancesPerSeed: 1}
+		for _, c := range []struct {
+			kind     walk.SampleKind
+			weighted bool
+		}{{walk.NeighborSampling, false}, {walk.NeighborSampling, true}, {walk.LayerSampling, false}, {walk.LayerSampling, true}} {
+			p := walk.SampleParams{Kind: c.kind, Fanouts: []int{25, 10}, Seed: 1, InstancesPerSeed: 1}
+			sample := e.SampleNeighbors
+			if c.kind == walk.LayerSampling {
+				p.Fanouts, p.LayerSizes, sample = nil, []int{25, 250}, e.SampleLayer
+			}
+			weighted := c.weighted
 			if weighted {
 				p.EdgeBias = walk.Bias{Kind: walk.BiasEdgeWeight}
 			}
 			var best SampleStats
 			for r := 0; r < 3; r++ {
-				_, st, err := e.SampleNeighbors(ctx, p, starts)
+				_, st, err := sample(ctx, p, starts)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -188,8 +293,8 @@ func TestSampleNeighborsSEPS(t *testing.T) {
 			tc := time.Now()
 			_, cst, _ := walk.Sample(ctx, g, p, starts, 0)
 			cpu := time.Since(tc)
-			t.Logf("SEPS scale %d weighted=%v: %d edges, kernels %s = %.0f M SEPS; wall with host frontier %s = %.0f M edges/s; CPU (%d cores) %s = %.1f M SEPS",
-				scale, weighted, best.Edges, best.Kernel, float64(best.Edges)/best.Kernel.Seconds()/1e6, best.Wall,
+			t.Logf("SEPS %s scale %d weighted=%v: %d edges, kernels %s = %.0f M SEPS; wall with host frontier %s = %.0f M edges/s; CPU (%d cores) %s = %.1f M SEPS",
+				p.Kind, scale, weighted, best.Edges, best.Kernel, float64(best.Edges)/best.Kernel.Seconds()/1e6, best.Wall,
 				float64(best.Edges)/best.Wall.Seconds()/1e6, runtime.NumCPU(), cpu, float64(cst.Edges)/cpu.Seconds()/1e6)
 		}
 		e.Close()
