@@ -9,10 +9,10 @@ import (
 )
 
 // deviceSamples says whether the device kernels sample p: neighbour
-// sampling without replacement and layer sampling, unbiased or by edge
-// weight.
+// sampling without replacement, layer sampling and the frontier walk,
+// unbiased or by edge weight.
 func deviceSamples(p walk.SampleParams) bool {
-	return (p.Kind == walk.NeighborSampling && !p.Replace || p.Kind == walk.LayerSampling) &&
+	return (p.Kind == walk.NeighborSampling && !p.Replace || p.Kind == walk.LayerSampling || p.Kind == walk.FrontierWalk) &&
 		(p.EdgeBias.Kind == walk.BiasConstant || p.EdgeBias.Kind == walk.BiasEdgeWeight)
 }
 

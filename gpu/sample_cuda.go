@@ -40,8 +40,11 @@ func (e *Engine) SamplesOnDevice(p walk.SampleParams) bool {
 // SampleRangeOnDevice implements walk.DeviceSampler.
 func (e *Engine) SampleRangeOnDevice(ctx context.Context, p walk.SampleParams, starts []uint32, first, count int) ([][]walk.SampledEdge, walk.SampleStats, error) {
 	sample := e.SampleNeighborsRange
-	if p.Kind == walk.LayerSampling {
+	switch p.Kind {
+	case walk.LayerSampling:
 		sample = e.SampleLayerRange
+	case walk.FrontierWalk:
+		sample = e.SampleFrontierRange
 	}
 	out, st, err := sample(ctx, p, starts, first, count)
 	return out, st.SampleStats, err
@@ -61,7 +64,10 @@ func (e *Engine) checkSample(kind walk.SampleKind, p walk.SampleParams, starts [
 		return 0, err
 	}
 	if p.Kind != kind || !deviceSamples(p) {
-		return 0, fmt.Errorf("gpu: only neighbour sampling without replacement and layer sampling, unweighted or by edge weight, run on the device (not %s)", p)
+		return 0, fmt.Errorf("gpu: only neighbour sampling without replacement, layer sampling and the frontier walk, unweighted or by edge weight, run on the device (not %s)", p)
+	}
+	if per := p.SeedsPerInstance(); len(starts)%per != 0 {
+		return 0, fmt.Errorf("gpu: %d seeds are not sets of frontier_size %d", len(starts), per)
 	}
 	total := p.NumInstances(len(starts))
 	if count < 0 {

@@ -86,6 +86,7 @@ func TestSampleParquetMatchesCPU(t *testing.T) {
 		{Kind: walk.NeighborSampling, Fanouts: []int{10, 5, 3}, EdgeBias: walk.Bias{Kind: walk.BiasEdgeWeight}},
 		{Kind: walk.LayerSampling, LayerSizes: []int{25, 250}},
 		{Kind: walk.LayerSampling, LayerSizes: []int{10, 100}, EdgeBias: walk.Bias{Kind: walk.BiasEdgeWeight}},
+		{Kind: walk.FrontierWalk, FrontierSize: 50, Samples: 2000, EdgeBias: walk.Bias{Kind: walk.BiasEdgeWeight}},
 	} {
 		p.Seed, p.InstancesPerSeed = 11, 2
 		if got := walk.SampleEngine(e, p); got != "gpu" {
@@ -114,7 +115,7 @@ func TestSampleParquetMatchesCPU(t *testing.T) {
 				edges[k] += st.Edges
 				seeds := make([]int64, len(es))
 				for j := range seeds {
-					seeds[j] = g.ExternalID(starts[(lo+j)/p.InstancesPerSeed])
+					seeds[j] = g.ExternalID(starts[(lo+j)/p.InstancesPerSeed*p.SeedsPerInstance()])
 				}
 				if err := w.WriteSamples(ctx, int64(lo), seeds, es); err != nil {
 					t.Fatal(err)
@@ -226,6 +227,64 @@ func TestSampleLayerMatchesCPU(t *testing.T) {
 	}
 }
 
+// The device's frontier walks equal walk.Sample's, empty for empty: large
+// and single-slot frontiers, unweighted and weighted, and a seed set of
+// isolated vertices, whose walk stops before its first step.
+func TestSampleFrontierMatchesCPU(t *testing.T) {
+	ctx := context.Background()
+	g, err := graph.GenerateRMAT(ctx, graph.RMATOptions{Scale: 14, EdgeFactor: 16, Seed: 3, Undirected: true, Weighted: true, Name: "rmat14"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(t, g)
+	var isolated []uint32
+	for v := uint32(0); int(v) < g.NumVertices() && len(isolated) < 50; v++ {
+		if g.Degree(v) == 0 {
+			isolated = append(isolated, v)
+		}
+	}
+	for _, c := range []struct {
+		size, samples, sets int
+		weighted            bool
+	}{{2000, 1000, 20, false}, {2000, 1000, 20, true}, {1, 500, 300, false}, {1, 500, 300, true}, {50, 3000, 40, true}} {
+		p := walk.SampleParams{Kind: walk.FrontierWalk, FrontierSize: c.size, Samples: c.samples, Seed: 77, InstancesPerSeed: 2}
+		if c.weighted {
+			p.EdgeBias = walk.Bias{Kind: walk.BiasEdgeWeight}
+		}
+		starts := make([]uint32, c.size*c.sets)
+		for i := range starts {
+			starts[i] = uint32(uint64(i) * 2654435761 % uint64(g.NumVertices()))
+		}
+		if c.size == 50 { // the last set: isolated vertices only
+			copy(starts[len(starts)-50:], isolated)
+		}
+		want, _, err := walk.Sample(ctx, g, p, starts, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, st, err := e.SampleFrontier(ctx, p, starts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		diff, empty := 0, 0
+		for i := range want {
+			if len(want[i]) == 0 {
+				empty++
+			}
+			if !reflect.DeepEqual(got[i], want[i]) {
+				if diff == 0 {
+					t.Logf("%s: instance %d\n gpu %v\n cpu %v", p, i, headEdges(got[i]), headEdges(want[i]))
+				}
+				diff++
+			}
+		}
+		t.Logf("%s: %d instances (%d without edges), %d edges, %d differ; kernel %s", p, st.Instances, empty, st.Edges, diff, st.Kernel)
+		if diff > 0 || len(got) != len(want) {
+			t.Errorf("%s: %d of %d instances differ from the CPU's", p, diff, len(want))
+		}
+	}
+}
+
 func headEdges(es []walk.SampledEdge) string {
 	if len(es) > 6 {
 		return fmt.Sprint(es[:6], "...")
@@ -297,7 +356,41 @@ func TestSampleNeighborsSEPS(t *testing.T) {
 				p.Kind, scale, weighted, best.Edges, best.Kernel, float64(best.Edges)/best.Kernel.Seconds()/1e6, best.Wall,
 				float64(best.Edges)/best.Wall.Seconds()/1e6, runtime.NumCPU(), cpu, float64(cst.Edges)/cpu.Seconds()/1e6)
 		}
+		frontierSEPS(ctx, t, e, g, scale)
 		e.Close()
 		g.Close()
+	}
+}
+
+// frontierSEPS logs the frontier walk's SEPS (frontier 2,000, 100,000
+// steps, 8,192 instances; best of 2) beside the CPU's on 256 of them.
+func frontierSEPS(ctx context.Context, t *testing.T, e *Engine, g *graph.Graph, scale int) {
+	const size, steps, instances, cpuInstances = 2000, 100_000, 8192, 256
+	starts := make([]uint32, size*instances)
+	for i := range starts {
+		starts[i] = uint32(uint64(i) * 2654435761 % uint64(g.NumVertices()))
+	}
+	for _, weighted := range []bool{false, true} {
+		p := walk.SampleParams{Kind: walk.FrontierWalk, FrontierSize: size, Samples: steps, Seed: 1, InstancesPerSeed: 1}
+		if weighted {
+			p.EdgeBias = walk.Bias{Kind: walk.BiasEdgeWeight}
+		}
+		var best SampleStats
+		for r := 0; r < 2; r++ {
+			_, st, err := e.SampleFrontier(ctx, p, starts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r == 0 || st.Kernel < best.Kernel {
+				best = st
+			}
+			runtime.GC()
+		}
+		tc := time.Now()
+		_, cst, _ := walk.Sample(ctx, g, p, starts[:size*cpuInstances], 0)
+		cpu := time.Since(tc)
+		t.Logf("SEPS frontier scale %d weighted=%v, %d instances: %d edges, kernel %s = %.0f M SEPS; wall %s = %.0f M edges/s; CPU (%d cores, %d instances) %s = %.1f M SEPS",
+			scale, weighted, instances, best.Edges, best.Kernel, float64(best.Edges)/best.Kernel.Seconds()/1e6, best.Wall,
+			float64(best.Edges)/best.Wall.Seconds()/1e6, runtime.NumCPU(), cpuInstances, cpu, float64(cst.Edges)/cpu.Seconds()/1e6)
 	}
 }
