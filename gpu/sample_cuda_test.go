@@ -302,18 +302,7 @@ func TestSampleNeighborsSEPS(t *testing.T) {
 		t.Skip("benchmark")
 	}
 	ctx := context.Background()
-	scales := []int{18, 22}
-	if v := os.Getenv("WALKSTAGE_SEPS_SCALES"); v != "" { // e.g. "22"
-		scales = nil
-		for _, f := range strings.Split(v, ",") {
-			n, err := strconv.Atoi(f)
-			if err != nil {
-				t.Fatalf("WALKSTAGE_SEPS_SCALES=%q", v)
-			}
-			scales = append(scales, n)
-		}
-	}
-	for _, scale := range scales {
+	for _, scale := range sepsScales(t) {
 		t0 := time.Now()
 		g, err := graph.GenerateRMAT(ctx, graph.RMATOptions{Scale: scale, EdgeFactor: 16, Seed: 1, Undirected: true, Weighted: true,
 			Name: fmt.Sprintf("rmat%d", scale)})
@@ -356,14 +345,50 @@ func TestSampleNeighborsSEPS(t *testing.T) {
 				p.Kind, scale, weighted, best.Edges, best.Kernel, float64(best.Edges)/best.Kernel.Seconds()/1e6, best.Wall,
 				float64(best.Edges)/best.Wall.Seconds()/1e6, runtime.NumCPU(), cpu, float64(cst.Edges)/cpu.Seconds()/1e6)
 		}
+		e.Close()
+		g.Close()
+	}
+}
+
+// sepsScales are the R-MAT scales of the SEPS tests: 18 and 22, or
+// WALKSTAGE_SEPS_SCALES (e.g. "22").
+func sepsScales(t *testing.T) []int {
+	scales := []int{18, 22}
+	if v := os.Getenv("WALKSTAGE_SEPS_SCALES"); v != "" {
+		scales = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				t.Fatalf("WALKSTAGE_SEPS_SCALES=%q", v)
+			}
+			scales = append(scales, n)
+		}
+	}
+	return scales
+}
+
+// TestSampleFrontierSEPS logs the frontier walk's SEPS (frontier 2,000,
+// 100,000 steps, 8,192 instances; best of 2), unweighted and weighted, beside
+// the CPU's on 256 of the instances.
+func TestSampleFrontierSEPS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("benchmark")
+	}
+	ctx := context.Background()
+	for _, scale := range sepsScales(t) {
+		g, err := graph.GenerateRMAT(ctx, graph.RMATOptions{Scale: scale, EdgeFactor: 16, Seed: 1, Undirected: true, Weighted: true,
+			Name: fmt.Sprintf("rmat%d", scale)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := newEngine(t, g)
 		frontierSEPS(ctx, t, e, g, scale)
 		e.Close()
 		g.Close()
 	}
 }
 
-// frontierSEPS logs the frontier walk's SEPS (frontier 2,000, 100,000
-// steps, 8,192 instances; best of 2) beside the CPU's on 256 of them.
+// frontierSEPS is TestSampleFrontierSEPS on one graph.
 func frontierSEPS(ctx context.Context, t *testing.T, e *Engine, g *graph.Graph, scale int) {
 	const size, steps, instances, cpuInstances = 2000, 100_000, 8192, 256
 	starts := make([]uint32, size*instances)
