@@ -8,7 +8,16 @@ import (
 	"github.com/walkstage/walkstage/walk"
 )
 
-// nextFrontier appends hop h's sampled edges to out, by instance, and
+// deviceSamples says whether the device kernels sample p: neighbour
+// sampling without replacement, layer sampling and the frontier walk,
+// unbiased or by edge weight.
+func deviceSamples(p walk.SampleParams) bool {
+	return (p.Kind == walk.NeighborSampling && !p.Replace || p.Kind == walk.LayerSampling || p.Kind == walk.FrontierWalk) &&
+		(p.EdgeBias.Kind == walk.BiasConstant || p.EdgeBias.Kind == walk.BiasEdgeWeight)
+}
+
+// nextFrontier appends hop h's sampled edges to out, by instance (instance
+// i at out[i-first]), and
 // returns the next frontier's tasks: every pick's target, in task order
 // (instance, then slot), its slot its position in the instance's frontier.
 // Tasks come in instance order, so the work is cut at instance boundaries
@@ -16,7 +25,7 @@ import (
 // share of the next frontier starts at the sum of the counts before it.
 // (One goroutine with a map of slots held the whole call to about 4 M
 // sampled edges/s behind kernels a thousand times faster.)
-func nextFrontier(g *graph.Graph, out [][]walk.SampledEdge, h, k int, inst, vert, picks, counts []uint32) (ninst, nslot, nvert []uint32) {
+func nextFrontier(g *graph.Graph, out [][]walk.SampledEdge, first uint32, h, k int, inst, vert, picks, counts []uint32) (ninst, nslot, nvert []uint32) {
 	ranges := instanceRanges(inst, runtime.GOMAXPROCS(0)*4)
 	starts := make([]int, len(ranges)+1)
 	for r, rg := range ranges {
@@ -45,7 +54,7 @@ func nextFrontier(g *graph.Graph, out [][]walk.SampledEdge, h, k int, inst, vert
 				for _, c := range picks[t*k : t*k+int(counts[t])] {
 					ed := base + uint64(c)
 					u := g.Targets[ed]
-					out[i] = append(out[i], walk.SampledEdge{Hop: int32(h), Src: v, Dst: u, Edge: ed})
+					out[i-first] = append(out[i-first], walk.SampledEdge{Hop: int32(h), Src: v, Dst: u, Edge: ed})
 					ninst[at], nslot[at], nvert[at] = i, slotIn, u
 					at++
 					slotIn++

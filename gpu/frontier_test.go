@@ -10,11 +10,12 @@ import (
 
 // TestNextFrontier: the parallel frontier step gives what a plain loop
 // over the tasks gives: each instance's edges in task order, and the next
-// frontier's tasks with their instance, slot and vertex.
+// frontier's tasks with their instance, slot and vertex. The instances
+// start at first (a wave of a batch), their edges at out[0].
 func TestNextFrontier(t *testing.T) {
 	g := placementGraph(t)
 	r := rand.New(rand.NewPCG(3, 4))
-	const k = 5
+	const k, first = 5, 7
 	for _, nInst := range []int{1, 3, 1000} {
 		var inst, vert []uint32
 		for i := range nInst {
@@ -23,7 +24,7 @@ func TestNextFrontier(t *testing.T) {
 				if g.Degree(v) == 0 {
 					continue
 				}
-				inst, vert = append(inst, uint32(i)), append(vert, v)
+				inst, vert = append(inst, first+uint32(i)), append(vert, v)
 			}
 		}
 		picks, counts := make([]uint32, len(vert)*k), make([]uint32, len(vert))
@@ -35,14 +36,14 @@ func TestNextFrontier(t *testing.T) {
 		}
 		got := make([][]walk.SampledEdge, nInst)
 		want := make([][]walk.SampledEdge, nInst)
-		gi, gs, gv := nextFrontier(g, got, 1, k, inst, vert, picks, counts)
+		gi, gs, gv := nextFrontier(g, got, first, 1, k, inst, vert, picks, counts)
 		var wi, ws, wv []uint32
 		slot := map[uint32]uint32{}
 		for ti, v := range vert {
 			for _, c := range picks[ti*k : ti*k+int(counts[ti])] {
 				ed := g.Offsets[v] + uint64(c)
 				u := g.Targets[ed]
-				want[inst[ti]] = append(want[inst[ti]], walk.SampledEdge{Hop: 1, Src: v, Dst: u, Edge: ed})
+				want[inst[ti]-first] = append(want[inst[ti]-first], walk.SampledEdge{Hop: 1, Src: v, Dst: u, Edge: ed})
 				wi, ws, wv = append(wi, inst[ti]), append(ws, slot[inst[ti]]), append(wv, u)
 				slot[inst[ti]]++
 			}

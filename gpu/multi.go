@@ -59,6 +59,24 @@ func (m *Multi) Stripes() *Stripes {
 	return nil
 }
 
+var _ walk.DeviceSampler = (*Multi)(nil)
+
+// SamplesOnDevice implements walk.DeviceSampler: the first engine samples
+// what its device takes (sampling batches are not split over the GPUs).
+func (m *Multi) SamplesOnDevice(p walk.SampleParams) bool {
+	ds, ok := m.engines[0].(walk.DeviceSampler)
+	return ok && ds.SamplesOnDevice(p)
+}
+
+// SampleRangeOnDevice implements walk.DeviceSampler on the first engine.
+func (m *Multi) SampleRangeOnDevice(ctx context.Context, p walk.SampleParams, starts []uint32, first, count int) ([][]walk.SampledEdge, walk.SampleStats, error) {
+	ds, ok := m.engines[0].(walk.DeviceSampler)
+	if !ok {
+		return nil, walk.SampleStats{}, fmt.Errorf("gpu: engine %s does not sample on a device", m.engines[0].Name())
+	}
+	return ds.SampleRangeOnDevice(ctx, p, starts, first, count)
+}
+
 // Close closes every engine.
 func (m *Multi) Close() error {
 	var errs []error

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -140,5 +141,64 @@ func TestMultiEqualsOneEngine(t *testing.T) {
 	// The engines are usable again.
 	if again := run(m); len(again) != len(want) {
 		t.Fatalf("after the emit error: %d walks", len(again))
+	}
+}
+
+// cpuDevice is a walk.DeviceSampler backed by the CPU, one instance a
+// call, for the tests that need no GPU.
+type cpuDevice struct {
+	*walk.CPU
+	g         *graph.Graph
+	instances int
+}
+
+func (d *cpuDevice) Name() string { return "gpu" }
+
+func (d *cpuDevice) SamplesOnDevice(p walk.SampleParams) bool { return deviceSamples(p) }
+
+func (d *cpuDevice) SampleRangeOnDevice(ctx context.Context, p walk.SampleParams, starts []uint32, first, count int) ([][]walk.SampledEdge, walk.SampleStats, error) {
+	var out [][]walk.SampledEdge
+	var st walk.SampleStats
+	for i := first; i < first+count; i++ {
+		one, s, err := walk.SampleRange(ctx, d.g, p, starts, i, 1, 1)
+		if err != nil {
+			return nil, st, err
+		}
+		out, st.Instances, st.Edges = append(out, one...), st.Instances+s.Instances, st.Edges+s.Edges
+		d.instances++
+	}
+	return out, st, nil
+}
+
+// A Multi samples on its first engine's device what that device takes,
+// and names the CPU for the rest (and for engines without a device).
+func TestMultiSamplesOnTheFirstDevice(t *testing.T) {
+	ctx := context.Background()
+	g := placementGraph(t)
+	c0, _ := walk.NewCPU(g)
+	c1, _ := walk.NewCPU(g)
+	d0 := &cpuDevice{CPU: c0, g: g}
+	m, err := NewMulti(d0, c1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	starts := []uint32{1, 2, 3, 4, 5}
+	nbr := walk.SampleParams{Kind: walk.NeighborSampling, Fanouts: []int{3, 2}, Seed: 5, InstancesPerSeed: 2}
+	fire := walk.SampleParams{Kind: walk.Snowball, Depth: 2, Seed: 5, InstancesPerSeed: 1}
+	if walk.SampleEngine(m, nbr) != "gpu" || walk.SampleEngine(m, fire) != "cpu" {
+		t.Fatalf("SampleEngine: neighbor %q, snowball %q", walk.SampleEngine(m, nbr), walk.SampleEngine(m, fire))
+	}
+	want, _, _ := walk.Sample(ctx, g, nbr, starts, 1)
+	got, _, err := walk.SampleRangeOn(ctx, m, g, nbr, starts, 0, -1, 1)
+	if err != nil || !slices.EqualFunc(got, want, slices.Equal) || d0.instances != len(want) {
+		t.Fatalf("neighbor on the first device: %v, %d instances there", err, d0.instances)
+	}
+	cpus, _ := NewMulti(c1)
+	if walk.SampleEngine(cpus, nbr) != "cpu" {
+		t.Error("a Multi of CPU engines samples on a device")
+	}
+	if _, _, err := cpus.SampleRangeOnDevice(ctx, nbr, starts, 0, 1); err == nil {
+		t.Error("a Multi of CPU engines sampled on a device")
 	}
 }

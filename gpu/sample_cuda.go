@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 	"unsafe"
 
@@ -27,44 +28,107 @@ type SampleStats struct {
 	Wall   time.Duration
 }
 
+var _ walk.DeviceSampler = (*Engine)(nil)
+
+// SamplesOnDevice implements walk.DeviceSampler: the parameters the
+// kernels sample, with the whole graph in this device's own memory (no
+// placement plan, not partitioned).
+func (e *Engine) SamplesOnDevice(p walk.SampleParams) bool {
+	return deviceSamples(p) && e.placed == nil
+}
+
+// SampleRangeOnDevice implements walk.DeviceSampler.
+func (e *Engine) SampleRangeOnDevice(ctx context.Context, p walk.SampleParams, starts []uint32, first, count int) ([][]walk.SampledEdge, walk.SampleStats, error) {
+	sample := e.SampleNeighborsRange
+	switch p.Kind {
+	case walk.LayerSampling:
+		sample = e.SampleLayerRange
+	case walk.FrontierWalk:
+		sample = e.SampleFrontierRange
+	}
+	out, st, err := sample(ctx, p, starts, first, count)
+	return out, st.SampleStats, err
+}
+
 // SampleNeighbors runs walk.NeighborSampling without replacement (constant
 // or edge-weight bias) for starts as walk.Sample does, and returns every
 // instance's edges in instance order.
 func (e *Engine) SampleNeighbors(ctx context.Context, p walk.SampleParams, starts []uint32) ([][]walk.SampledEdge, SampleStats, error) {
+	return e.SampleNeighborsRange(ctx, p, starts, 0, -1)
+}
+
+// checkSample validates a device sampling call of kind and returns its
+// count (count -1: the instances from first on).
+func (e *Engine) checkSample(kind walk.SampleKind, p walk.SampleParams, starts []uint32, first, count int) (int, error) {
 	if err := p.Validate(e.g); err != nil {
-		return nil, SampleStats{}, err
+		return 0, err
 	}
-	if p.Kind != walk.NeighborSampling || p.Replace || (p.EdgeBias.Kind != walk.BiasConstant && p.EdgeBias.Kind != walk.BiasEdgeWeight) {
-		return nil, SampleStats{}, fmt.Errorf("gpu: only neighbour sampling without replacement, unweighted or by edge weight, runs on the device (not %s)", p)
+	if p.Kind != kind || !deviceSamples(p) {
+		return 0, fmt.Errorf("gpu: only neighbour sampling without replacement, layer sampling and the frontier walk, unweighted or by edge weight, run on the device (not %s)", p)
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	if per := p.SeedsPerInstance(); len(starts)%per != 0 {
+		return 0, fmt.Errorf("gpu: %d seeds are not sets of frontier_size %d", len(starts), per)
+	}
+	total := p.NumInstances(len(starts))
+	if count < 0 {
+		count = total - first
+	}
+	if first < 0 || count < 0 || first+count > total || int64(total) > math.MaxUint32 {
+		return 0, fmt.Errorf("gpu: instances %d..%d of %d", first, first+count-1, total)
+	}
+	for _, s := range starts {
+		if int(s) >= e.g.NumVertices() {
+			return 0, fmt.Errorf("gpu: seed %d beyond the graph's %d vertices", s, e.g.NumVertices())
+		}
+	}
+	return count, nil
+}
+
+// sampleUsable says why the engine cannot sample now (e.mu held).
+func (e *Engine) sampleUsable(p walk.SampleParams) error {
 	if e.closed {
-		return nil, SampleStats{}, errors.New("gpu: engine closed")
+		return errors.New("gpu: engine closed")
 	}
 	if e.broken != nil {
-		return nil, SampleStats{}, e.broken
+		return e.broken
 	}
 	if e.placed != nil {
 		where := "in host memory under the placement plan"
 		if e.striped {
 			where = "on other devices' stripes (partitioned mode)"
 		}
-		return nil, SampleStats{}, fmt.Errorf("gpu: neighbour sampling needs the whole graph in this device's own memory; %.0f%% of its edges are %s", 100*(1-e.placed.plan.DeviceShare()), where)
+		return fmt.Errorf("gpu: %s sampling needs the whole graph in this device's own memory; %.0f%% of its edges are %s", p.Kind, 100*(1-e.placed.plan.DeviceShare()), where)
+	}
+	return nil
+}
+
+// SampleNeighborsRange is SampleNeighbors for instances first ..
+// first+count-1 only (count -1: to the last), as walk.SampleRange.
+func (e *Engine) SampleNeighborsRange(ctx context.Context, p walk.SampleParams, starts []uint32, first, count int) ([][]walk.SampledEdge, SampleStats, error) {
+	count, err := e.checkSample(walk.NeighborSampling, p, starts, first, count)
+	if err != nil {
+		return nil, SampleStats{}, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.sampleUsable(p); err != nil {
+		return nil, SampleStats{}, err
 	}
 	g := e.g
 	t0 := time.Now()
-	n := p.NumInstances(len(starts))
+	n := count
 	out := make([][]walk.SampledEdge, n)
-	// Hop 0's tasks: one per instance, slot 0.
+	// Hop 0's tasks: one per instance, slot 0; an instance's Philox
+	// counter is its id in the whole batch.
 	inst := make([]uint32, n)
 	slot := make([]uint32, n)
 	vert := make([]uint32, n)
-	for i := range n {
-		inst[i], vert[i] = uint32(i), starts[i/p.InstancesPerSeed]
+	for k := range n {
+		i := first + k
+		inst[k], vert[k] = uint32(i), starts[i/p.InstancesPerSeed]
 	}
 	var st SampleStats
-	err := e.dev.do(func() (err error) {
+	err = e.dev.do(func() (err error) {
 		fn, err := e.mod.Function("sample_neighbor_hop")
 		if err != nil {
 			return fmt.Errorf("gpu: kernel sample_neighbor_hop: %w", err)
@@ -126,7 +190,7 @@ func (e *Engine) SampleNeighbors(ctx context.Context, p walk.SampleParams, start
 			if err != nil {
 				return err
 			}
-			inst, slot, vert = nextFrontier(g, out, h, k, inst, vert, picks, counts)
+			inst, slot, vert = nextFrontier(g, out, uint32(first), h, k, inst, vert, picks, counts)
 		}
 		return nil
 	})

@@ -3,14 +3,19 @@
 package gpu
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"reflect"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -59,6 +64,227 @@ func TestSampleNeighborsMatchesCPU(t *testing.T) {
 	}
 }
 
+// A sampling request's Parquet objects are the same bytes whether the
+// engine samples on the device or the CPU does: walk.SampleRangeOn in
+// waves of instances, as the stage and walkstage walk sample, into the
+// sink's writer. (Real batches also record the engine that sampled in the
+// manifest and the Parquet key-value metadata, walk.SampleEngine; here
+// both writers are given one name so that the bytes can be compared.)
+func TestSampleParquetMatchesCPU(t *testing.T) {
+	ctx := context.Background()
+	g, err := graph.GenerateRMAT(ctx, graph.RMATOptions{Scale: 14, EdgeFactor: 16, Seed: 4, Undirected: true, Weighted: true, Name: "rmat14"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(t, g)
+	starts := make([]uint32, 4000)
+	for i := range starts {
+		starts[i] = uint32(i * 3 % g.NumVertices())
+	}
+	for _, p := range []walk.SampleParams{
+		{Kind: walk.NeighborSampling, Fanouts: []int{25, 10}},
+		{Kind: walk.NeighborSampling, Fanouts: []int{10, 5, 3}, EdgeBias: walk.Bias{Kind: walk.BiasEdgeWeight}},
+		{Kind: walk.LayerSampling, LayerSizes: []int{25, 250}},
+		{Kind: walk.LayerSampling, LayerSizes: []int{10, 100}, EdgeBias: walk.Bias{Kind: walk.BiasEdgeWeight}},
+		{Kind: walk.FrontierWalk, FrontierSize: 50, Samples: 2000, EdgeBias: walk.Bias{Kind: walk.BiasEdgeWeight}},
+	} {
+		p.Seed, p.InstancesPerSeed = 11, 2
+		if got := walk.SampleEngine(e, p); got != "gpu" {
+			t.Fatalf("%s: SampleEngine = %q, want gpu", p, got)
+		}
+		n := p.NumInstances(len(starts))
+		var objects [2][][]byte
+		var edges [2]int64
+		for k, eng := range []walk.Engine{e, nil} {
+			b, err := sink.OpenBucket(ctx, "file://"+t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			meta := sink.BatchMeta{BatchID: "b", Seed: p.Seed, Engine: "either", WalkstageVersion: "test", Sample: &p,
+				Instances: int64(n), SampleEdgeWeight: p.Weighted()}
+			w, err := sink.NewBatchWriter(ctx, b, "walks", meta, g, sink.WithFileBytes(1<<20))
+			if err != nil {
+				t.Fatal(err)
+			}
+			const wave = 1500
+			for lo := 0; lo < n; lo += wave {
+				es, st, err := walk.SampleRangeOn(ctx, eng, g, p, starts, lo, min(wave, n-lo), 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				edges[k] += st.Edges
+				seeds := make([]int64, len(es))
+				for j := range seeds {
+					seeds[j] = g.ExternalID(starts[(lo+j)/p.InstancesPerSeed*p.SeedsPerInstance()])
+				}
+				if err := w.WriteSamples(ctx, int64(lo), seeds, es); err != nil {
+					t.Fatal(err)
+				}
+			}
+			m, err := w.Commit(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range m.Files {
+				data, err := b.ReadAll(ctx, f.Key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				objects[k] = append(objects[k], data)
+			}
+			b.Close()
+		}
+		same := len(objects[0]) == len(objects[1])
+		var size int
+		for i := 0; same && i < len(objects[0]); i++ {
+			same = bytes.Equal(objects[0][i], objects[1][i])
+			size += len(objects[0][i])
+		}
+		t.Logf("%s: %d instances, %d edges on the device, %d on the CPU, %d objects of %d bytes, identical %v", p, n, edges[0], edges[1],
+			len(objects[0]), size, same)
+		if !same || edges[0] != edges[1] || edges[0] == 0 {
+			t.Errorf("%s: the device's objects differ from the CPU's", p)
+		}
+	}
+}
+
+// The device's layer samples equal walk.Sample's, nil for nil: on R-MAT
+// (rejection draws, keys over small frontiers, layers that take every edge)
+// and on a hub whose one heavy edge defeats the draws, so the keys decide,
+// stored when they fit the warp's buffer and recomputed round by round when
+// they do not.
+func TestSampleLayerMatchesCPU(t *testing.T) {
+	ctx := context.Background()
+	rmat, err := graph.GenerateRMAT(ctx, graph.RMATOptions{Scale: 14, EdgeFactor: 16, Seed: 3, Undirected: true, Weighted: true, Name: "rmat14"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var edges []graph.Edge
+	const spokes = 1000
+	for i := int64(1); i <= spokes; i++ {
+		w := float32(1e-3)
+		if i == 1 {
+			w = 1e9
+		}
+		edges = append(edges, graph.Edge{Src: 0, Dst: i, Weight: w})
+		for _, d := range []int64{1, 2, 3} {
+			edges = append(edges, graph.Edge{Src: i, Dst: (i+d)%spokes + 1, Weight: float32(d)})
+		}
+		edges = append(edges, graph.Edge{Src: i, Dst: 0, Weight: 1})
+	}
+	hub, err := graph.FromEdges(edges, graph.BuildOptions{Name: "hub", Weighted: true, DenseIDs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	weighted := walk.Bias{Kind: walk.BiasEdgeWeight}
+	for _, c := range []struct {
+		g      *graph.Graph
+		starts int
+		p      walk.SampleParams
+	}{
+		{rmat, 3000, walk.SampleParams{LayerSizes: []int{25, 250}}},
+		{rmat, 3000, walk.SampleParams{LayerSizes: []int{25, 250}, EdgeBias: weighted}},
+		{rmat, 3000, walk.SampleParams{LayerSizes: []int{3, 40, 2}}},
+		{rmat, 3000, walk.SampleParams{LayerSizes: []int{3, 40, 2}, EdgeBias: weighted}},
+		{rmat, 1000, walk.SampleParams{LayerSizes: []int{200, 1000}}},
+		{rmat, 1000, walk.SampleParams{LayerSizes: []int{200, 1000}, EdgeBias: weighted}},
+		{hub, 50, walk.SampleParams{LayerSizes: []int{2, 5}, EdgeBias: weighted}},   // hop 0: keys recomputed
+		{hub, 50, walk.SampleParams{LayerSizes: []int{2, 300}, EdgeBias: weighted}}, // hop 0: keys stored
+		{hub, 50, walk.SampleParams{LayerSizes: []int{2, 5}}},
+	} {
+		e := newEngine(t, c.g)
+		p := c.p
+		p.Kind, p.Seed, p.InstancesPerSeed = walk.LayerSampling, 77, 2
+		starts := make([]uint32, c.starts)
+		for i := range starts {
+			starts[i] = uint32(i * 5 % c.g.NumVertices())
+		}
+		want, _, err := walk.Sample(ctx, c.g, p, starts, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, st, err := e.SampleLayer(ctx, p, starts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		diff, empty := 0, 0
+		for i := range want {
+			if len(want[i]) == 0 {
+				empty++
+			}
+			if !reflect.DeepEqual(got[i], want[i]) {
+				if diff == 0 {
+					t.Logf("%s %s: instance %d\n gpu %v\n cpu %v", c.g.Name, p, i, headEdges(got[i]), headEdges(want[i]))
+				}
+				diff++
+			}
+		}
+		t.Logf("%s %s: %d instances (%d without edges), %d edges, %d differ; kernel %s", c.g.Name, p, st.Instances, empty, st.Edges, diff, st.Kernel)
+		if diff > 0 || len(got) != len(want) {
+			t.Errorf("%s %s: %d of %d instances differ from the CPU's", c.g.Name, p, diff, len(want))
+		}
+		e.Close()
+	}
+}
+
+// The device's frontier walks equal walk.Sample's, empty for empty: large
+// and single-slot frontiers, unweighted and weighted, and a seed set of
+// isolated vertices, whose walk stops before its first step.
+func TestSampleFrontierMatchesCPU(t *testing.T) {
+	ctx := context.Background()
+	g, err := graph.GenerateRMAT(ctx, graph.RMATOptions{Scale: 14, EdgeFactor: 16, Seed: 3, Undirected: true, Weighted: true, Name: "rmat14"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(t, g)
+	var isolated []uint32
+	for v := uint32(0); int(v) < g.NumVertices() && len(isolated) < 50; v++ {
+		if g.Degree(v) == 0 {
+			isolated = append(isolated, v)
+		}
+	}
+	for _, c := range []struct {
+		size, samples, sets int
+		weighted            bool
+	}{{2000, 1000, 20, false}, {2000, 1000, 20, true}, {1, 500, 300, false}, {1, 500, 300, true}, {50, 3000, 40, true}} {
+		p := walk.SampleParams{Kind: walk.FrontierWalk, FrontierSize: c.size, Samples: c.samples, Seed: 77, InstancesPerSeed: 2}
+		if c.weighted {
+			p.EdgeBias = walk.Bias{Kind: walk.BiasEdgeWeight}
+		}
+		starts := make([]uint32, c.size*c.sets)
+		for i := range starts {
+			starts[i] = uint32(uint64(i) * 2654435761 % uint64(g.NumVertices()))
+		}
+		if c.size == 50 { // the last set: isolated vertices only
+			copy(starts[len(starts)-50:], isolated)
+		}
+		want, _, err := walk.Sample(ctx, g, p, starts, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, st, err := e.SampleFrontier(ctx, p, starts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		diff, empty := 0, 0
+		for i := range want {
+			if len(want[i]) == 0 {
+				empty++
+			}
+			if !reflect.DeepEqual(got[i], want[i]) {
+				if diff == 0 {
+					t.Logf("%s: instance %d\n gpu %v\n cpu %v", p, i, headEdges(got[i]), headEdges(want[i]))
+				}
+				diff++
+			}
+		}
+		t.Logf("%s: %d instances (%d without edges), %d edges, %d differ; kernel %s", p, st.Instances, empty, st.Edges, diff, st.Kernel)
+		if diff > 0 || len(got) != len(want) {
+			t.Errorf("%s: %d of %d instances differ from the CPU's", p, diff, len(want))
+		}
+	}
+}
+
 func headEdges(es []walk.SampledEdge) string {
 	if len(es) > 6 {
 		return fmt.Sprint(es[:6], "...")
@@ -67,14 +293,16 @@ func headEdges(es []walk.SampledEdge) string {
 }
 
 // TestSampleNeighborsSEPS logs SEPS (sampled edges over kernel time) of
-// fan-out [25, 10], unweighted and weighted, on R-MAT scales 18 and 22 with
-// 1 M seeds, beside the CPU's walk.Sample on the same host.
+// neighbour sampling with fan-out [25, 10] and layer sampling with sizes
+// [25, 250], unweighted and weighted, on R-MAT scales 18 and 22 with 1 M
+// seeds, beside the CPU's walk.Sample on the same host
+// (WALKSTAGE_SEPS_SCALES picks other scales).
 func TestSampleNeighborsSEPS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("benchmark")
 	}
 	ctx := context.Background()
-	for _, scale := range []int{18, 22} {
+	for _, scale := range sepsScales(t) {
 		t0 := time.Now()
 		g, err := graph.GenerateRMAT(ctx, graph.RMATOptions{Scale: scale, EdgeFactor: 16, Seed: 1, Undirected: true, Weighted: true,
 			Name: fmt.Sprintf("rmat%d", scale)})
@@ -87,14 +315,22 @@ func TestSampleNeighborsSEPS(t *testing.T) {
 		for i := range starts {
 			starts[i] = uint32(uint64(i) * 2654435761 % uint64(g.NumVertices()))
 		}
-		for _, weighted := range []bool{false, true} {
-			p := walk.SampleParams{Kind: walk.NeighborSampling, Fanouts: []int{25, 10}, Seed: 1, InstancesPerSeed: 1}
+		for _, c := range []struct {
+			kind     walk.SampleKind
+			weighted bool
+		}{{walk.NeighborSampling, false}, {walk.NeighborSampling, true}, {walk.LayerSampling, false}, {walk.LayerSampling, true}} {
+			p := walk.SampleParams{Kind: c.kind, Fanouts: []int{25, 10}, Seed: 1, InstancesPerSeed: 1}
+			sample := e.SampleNeighbors
+			if c.kind == walk.LayerSampling {
+				p.Fanouts, p.LayerSizes, sample = nil, []int{25, 250}, e.SampleLayer
+			}
+			weighted := c.weighted
 			if weighted {
 				p.EdgeBias = walk.Bias{Kind: walk.BiasEdgeWeight}
 			}
 			var best SampleStats
 			for r := 0; r < 3; r++ {
-				_, st, err := e.SampleNeighbors(ctx, p, starts)
+				_, st, err := sample(ctx, p, starts)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -105,11 +341,81 @@ func TestSampleNeighborsSEPS(t *testing.T) {
 			tc := time.Now()
 			_, cst, _ := walk.Sample(ctx, g, p, starts, 0)
 			cpu := time.Since(tc)
-			t.Logf("SEPS scale %d weighted=%v: %d edges, kernels %s = %.0f M SEPS; wall with host frontier %s = %.0f M edges/s; CPU (%d cores) %s = %.1f M SEPS",
-				scale, weighted, best.Edges, best.Kernel, float64(best.Edges)/best.Kernel.Seconds()/1e6, best.Wall,
+			t.Logf("SEPS %s scale %d weighted=%v: %d edges, kernels %s = %.0f M SEPS; wall with host frontier %s = %.0f M edges/s; CPU (%d cores) %s = %.1f M SEPS",
+				p.Kind, scale, weighted, best.Edges, best.Kernel, float64(best.Edges)/best.Kernel.Seconds()/1e6, best.Wall,
 				float64(best.Edges)/best.Wall.Seconds()/1e6, runtime.NumCPU(), cpu, float64(cst.Edges)/cpu.Seconds()/1e6)
 		}
 		e.Close()
 		g.Close()
+	}
+}
+
+// sepsScales are the R-MAT scales of the SEPS tests: 18 and 22, or
+// WALKSTAGE_SEPS_SCALES (e.g. "22").
+func sepsScales(t *testing.T) []int {
+	scales := []int{18, 22}
+	if v := os.Getenv("WALKSTAGE_SEPS_SCALES"); v != "" {
+		scales = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				t.Fatalf("WALKSTAGE_SEPS_SCALES=%q", v)
+			}
+			scales = append(scales, n)
+		}
+	}
+	return scales
+}
+
+// TestSampleFrontierSEPS logs the frontier walk's SEPS (frontier 2,000,
+// 100,000 steps, 8,192 instances; best of 2), unweighted and weighted, beside
+// the CPU's on 256 of the instances.
+func TestSampleFrontierSEPS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("benchmark")
+	}
+	ctx := context.Background()
+	for _, scale := range sepsScales(t) {
+		g, err := graph.GenerateRMAT(ctx, graph.RMATOptions{Scale: scale, EdgeFactor: 16, Seed: 1, Undirected: true, Weighted: true,
+			Name: fmt.Sprintf("rmat%d", scale)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := newEngine(t, g)
+		frontierSEPS(ctx, t, e, g, scale)
+		e.Close()
+		g.Close()
+	}
+}
+
+// frontierSEPS is TestSampleFrontierSEPS on one graph.
+func frontierSEPS(ctx context.Context, t *testing.T, e *Engine, g *graph.Graph, scale int) {
+	const size, steps, instances, cpuInstances = 2000, 100_000, 8192, 256
+	starts := make([]uint32, size*instances)
+	for i := range starts {
+		starts[i] = uint32(uint64(i) * 2654435761 % uint64(g.NumVertices()))
+	}
+	for _, weighted := range []bool{false, true} {
+		p := walk.SampleParams{Kind: walk.FrontierWalk, FrontierSize: size, Samples: steps, Seed: 1, InstancesPerSeed: 1}
+		if weighted {
+			p.EdgeBias = walk.Bias{Kind: walk.BiasEdgeWeight}
+		}
+		var best SampleStats
+		for r := 0; r < 2; r++ {
+			_, st, err := e.SampleFrontier(ctx, p, starts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r == 0 || st.Kernel < best.Kernel {
+				best = st
+			}
+			runtime.GC()
+		}
+		tc := time.Now()
+		_, cst, _ := walk.Sample(ctx, g, p, starts[:size*cpuInstances], 0)
+		cpu := time.Since(tc)
+		t.Logf("SEPS frontier scale %d weighted=%v, %d instances: %d edges, kernel %s = %.0f M SEPS; wall %s = %.0f M edges/s; CPU (%d cores, %d instances) %s = %.1f M SEPS",
+			scale, weighted, instances, best.Edges, best.Kernel, float64(best.Edges)/best.Kernel.Seconds()/1e6, best.Wall,
+			float64(best.Edges)/best.Wall.Seconds()/1e6, runtime.NumCPU(), cpuInstances, cpu, float64(cst.Edges)/cpu.Seconds()/1e6)
 	}
 }

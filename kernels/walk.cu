@@ -7,6 +7,10 @@
 //                   holds one walk of the block's task pool in registers
 //   sample_neighbor_hop  (sample.cuh) one warp per frontier vertex selects
 //                   k of its edges for neighbour sampling, as walk.Sample
+//   sample_layer    (sample_layer.cuh) one warp per instance runs every hop
+//                   of layer sampling, as walk.Sample
+//   sample_frontier (sample_frontier.cuh) one thread per instance walks the
+//                   multi-dimensional random walk, as walk.Sample
 //   walk_reservoir  persistent blocks for the reservoir samplers (ZPRS, DPRS;
 //                   MetaPath by default): a local task pool of kLocalPoolSlots
 //                   walks in shared memory, warp samplers for degrees up to
@@ -25,6 +29,8 @@
 #include "taskpool.cuh"
 #include "placement.cuh"
 #include "sample.cuh"
+#include "sample_layer.cuh"
+#include "sample_frontier.cuh"
 
 using namespace ws;
 

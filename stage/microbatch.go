@@ -220,6 +220,7 @@ func (s *Stage) batchMeta(b *batch, v *served) sink.BatchMeta {
 	if sp := b.req.Sample; sp != nil {
 		p := sp.Params
 		meta.Walks, meta.Sample, meta.Instances, meta.SampleEdgeWeight = 0, &p, int64(b.req.NumInstances()), sp.EdgeWeight
+		meta.Engine = walk.SampleEngine(v.e, p)
 	}
 	return meta
 }

@@ -1,8 +1,10 @@
 package stage
 
 // Graph sampling batches (the C-SAW algorithms, output "samples"): sampled
-// on the CPU (walk.Sample), one batch per call, and written by the batch's
-// writer.
+// on the engine's device when it takes the parameters (walk.SampleRangeOn:
+// the GPU engine's neighbour sampling), else on the CPU, one batch per call,
+// and written by the batch's writer; the manifest and event name the engine
+// that sampled (batchMeta, walk.SampleEngine).
 
 import (
 	"context"
@@ -42,7 +44,7 @@ func (s *Stage) sample(ctx context.Context, b *batch, v *served) {
 		hi := min(lo+wave, n)
 		s.engineMu.Lock()
 		t0 := time.Now()
-		edges, ws, err := walk.SampleRange(ctx, v.g, p, b.req.Starts, lo, hi-lo, 0)
+		edges, ws, err := walk.SampleRangeOn(ctx, v.e, v.g, p, b.req.Starts, lo, hi-lo, 0)
 		d += time.Since(t0)
 		s.engineMu.Unlock()
 		if err != nil {
@@ -65,5 +67,5 @@ func (s *Stage) sample(ctx context.Context, b *batch, v *served) {
 	s.m.engineSeconds.Add(d.Seconds())
 	b.gotW, b.steps = int64(b.walks), st.Edges
 	s.log.Debug("graph sampled", "batch_id", b.req.BatchID, "algorithm", p.Kind.String(), "instances", st.Instances,
-		"edges", st.Edges, "duration", d)
+		"edges", st.Edges, "engine", walk.SampleEngine(v.e, p), "duration", d)
 }

@@ -122,29 +122,41 @@ func engineSettings(c Config) EngineSettings {
 		GPUPartition: part}
 }
 
+// NewDeviceEngine is NewEngine for callers that need an engine only for
+// its device (walkstage walk's samplers: walk.SampleRangeOn samples on the
+// CPU without an engine): the GPU engine, or nil where NewEngine would
+// build the CPU engine ("cpu", or "auto" without a GPU for the graph).
+func NewDeviceEngine(g *graph.Graph, kind string, cpu EngineSettings, log *slog.Logger) (walk.Engine, error) {
+	switch kind {
+	case "gpu", "auto", "cpu":
+	default:
+		return nil, fmt.Errorf("unknown engine %q (want cpu, gpu or auto)", kind)
+	}
+	if kind == "cpu" {
+		return nil, nil
+	}
+	e, err := newGPUEngine(g, cpu, log)
+	if err == nil {
+		return e, nil
+	}
+	// Under auto, a graph too large for the device is served by the CPU
+	// engine rather than not at all.
+	var tooBig *gpu.MemoryPlanError
+	if kind == "gpu" || !errors.Is(err, gpu.ErrUnavailable) && !errors.As(err, &tooBig) {
+		return nil, fmt.Errorf("gpu engine: %w", err)
+	}
+	log.Info("GPU engine unavailable, using the CPU engine", "reason", err.Error())
+	return nil, nil
+}
+
 // NewEngine is the one place an engine is chosen and built, for the stage
 // and for the walk and bench commands: kind "gpu" must get one, "auto"
 // falls back to the CPU when the GPU engine is unavailable (built without
 // CUDA, no device, the graph does not fit), "cpu" is the CPU engine. Both
 // engines log to log.
 func NewEngine(g *graph.Graph, kind string, cpu EngineSettings, log *slog.Logger) (walk.Engine, error) {
-	switch kind {
-	case "gpu", "auto", "cpu":
-	default:
-		return nil, fmt.Errorf("unknown engine %q (want cpu, gpu or auto)", kind)
-	}
-	if kind == "gpu" || kind == "auto" {
-		e, err := newGPUEngine(g, cpu, log)
-		if err == nil {
-			return e, nil
-		}
-		// Under auto, a graph too large for the device is served by the CPU
-		// engine rather than not at all.
-		var tooBig *gpu.MemoryPlanError
-		if kind == "gpu" || !errors.Is(err, gpu.ErrUnavailable) && !errors.As(err, &tooBig) {
-			return nil, fmt.Errorf("gpu engine: %w", err)
-		}
-		log.Info("GPU engine unavailable, using the CPU engine", "reason", err.Error())
+	if de, err := NewDeviceEngine(g, kind, cpu, log); err != nil || de != nil {
+		return de, err
 	}
 	var opts []walk.CPUOption
 	if cpu.Workers > 0 {

@@ -312,30 +312,45 @@ func Sample(ctx context.Context, g *graph.Graph, p SampleParams, starts []uint32
 // to hold is sampled and written in waves, each instance as Sample
 // samples it.
 func SampleRange(ctx context.Context, g *graph.Graph, p SampleParams, starts []uint32, first, count, workers int) ([][]SampledEdge, SampleStats, error) {
-	if err := p.Validate(g); err != nil {
+	count, err := checkSampleRange(g, p, starts, first, count)
+	if err != nil {
 		return nil, SampleStats{}, err
+	}
+	return sampleRange(ctx, g, p, starts, first, count, workers)
+}
+
+// checkSampleRange validates a SampleRange call and returns its count
+// (count -1 resolved to the instances from first on).
+func checkSampleRange(g *graph.Graph, p SampleParams, starts []uint32, first, count int) (int, error) {
+	if err := p.Validate(g); err != nil {
+		return 0, err
 	}
 	per := p.SeedsPerInstance()
 	if len(starts)%per != 0 {
-		return nil, SampleStats{}, invalid("%d seeds are not sets of frontier_size %d", len(starts), per)
+		return 0, invalid("%d seeds are not sets of frontier_size %d", len(starts), per)
 	}
 	nv := uint32(g.NumVertices())
 	for _, s := range starts {
 		if s >= nv {
-			return nil, SampleStats{}, fmt.Errorf("walk: seed %d beyond the graph's %d vertices", s, nv)
+			return 0, fmt.Errorf("walk: seed %d beyond the graph's %d vertices", s, nv)
 		}
 	}
 	total := p.NumInstances(len(starts))
 	if int64(total) > math.MaxUint32 {
-		return nil, SampleStats{}, invalid("%d instances exceed 2^32", total)
+		return 0, invalid("%d instances exceed 2^32", total)
 	}
 	if count < 0 {
 		count = total - first
 	}
 	if first < 0 || count < 0 || first+count > total {
-		return nil, SampleStats{}, fmt.Errorf("walk: instances %d..%d of %d", first, first+count-1, total)
+		return 0, fmt.Errorf("walk: instances %d..%d of %d", first, first+count-1, total)
 	}
-	n := count
+	return count, nil
+}
+
+// sampleRange is SampleRange on checked arguments.
+func sampleRange(ctx context.Context, g *graph.Graph, p SampleParams, starts []uint32, first, n, workers int) ([][]SampledEdge, SampleStats, error) {
+	per := p.SeedsPerInstance()
 	out := make([][]SampledEdge, n)
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)

@@ -41,8 +41,10 @@ every seed is one query, named by its external id, with --top-k and --steps-per-
 
 --algorithm neighbor, layer, forest_fire, snowball or frontier samples the graph instead (the
 C-SAW samplers, docs/messages.md, "Graph samples"): one row per sampled edge, --walks-per-vertex
-instances per seed (per --frontier-size consecutive seeds for frontier), on the CPU, as the stage
-writes a sampling request listing the same seeds with rng_seed = --seed, e.g.
+instances per seed (per --frontier-size consecutive seeds for frontier), as the stage writes a
+sampling request listing the same seeds with rng_seed = --seed; neighbor without --replace
+(unweighted or --weighted) runs on the GPU when --engine gpu or auto finds one, the rest and
+--engine cpu on the CPU, with the same rows either way, e.g.
   walkstage walk --graph g.wsg --algorithm neighbor --fanouts 25,10 --seeds 0-999 --out file:///tmp/s
 
 --seeds is "all" (every vertex), a file of external vertex ids (one per line, # comments; an id
@@ -192,7 +194,7 @@ func (o *walkOptions) runSamples(ctx context.Context, sk walk.SampleKind, stdout
 		return err
 	}
 	return walkSamples(ctx, sk, o.sf, sampleRun{graphPath: o.graphPath, seeds: o.seeds, out: o.out, prefix: o.prefix,
-		batchID: o.batchID, name: o.name, seed: o.seed, weighted: o.weighted, instancesPerSeed: o.perVertex, workers: o.workers,
+		batchID: o.batchID, name: o.name, engineName: o.engineName, log: engineLogger(stderr), seed: o.seed, weighted: o.weighted, instancesPerSeed: o.perVertex, workers: o.workers,
 		set: o.set, sinkOpts: []sink.Option{sink.WithCompression(comp), sink.WithFileBytes(o.fileBytes),
 			sink.WithZstdLevel(o.zstdLevel), sink.WithUploadBuffer(sink.DefaultUploadBuffer, o.uploads)}}, stdout, stderr)
 }

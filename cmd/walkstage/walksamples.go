@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/stage"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -45,10 +47,12 @@ func addSampleFlags(fs *flag.FlagSet) *sampleFlags {
 // sampleRun is what walkSamples needs of walk's other flags.
 type sampleRun struct {
 	graphPath, seeds, out, prefix, batchID, name string
+	engineName                                   string
 	seed                                         uint64
 	weighted                                     bool
 	instancesPerSeed, workers                    int
 	sinkOpts                                     []sink.Option
+	log                                          *slog.Logger
 	set                                          map[string]bool
 }
 
@@ -115,9 +119,10 @@ func (f *sampleFlags) params(kind walk.SampleKind, r sampleRun) (walk.SamplePara
 
 // walkSamples is `walkstage walk --algorithm <sampler>`: every seed (every
 // --frontier-size consecutive seeds for frontier) is the start of
-// --walks-per-vertex instances, sampled on the CPU and written as the
-// stage writes a sampling request listing the same seeds with rng_seed =
-// --seed and instances_per_seed = --walks-per-vertex.
+// --walks-per-vertex instances, sampled on the GPU when --engine finds one
+// that takes the parameters (walk.SampleRangeOn), else on the CPU, and
+// written as the stage writes a sampling request listing the same seeds
+// with rng_seed = --seed and instances_per_seed = --walks-per-vertex.
 func walkSamples(ctx context.Context, kind walk.SampleKind, f *sampleFlags, r sampleRun, stdout, stderr io.Writer) error {
 	p, err := f.params(kind, r)
 	if err != nil {
@@ -147,6 +152,15 @@ func walkSamples(ctx context.Context, kind walk.SampleKind, f *sampleFlags, r sa
 	}
 	fmt.Fprintf(stderr, "graph %s (version %s): %d vertices, %d edges, loaded in %s\n", g.Name, g.Version, g.NumVertices(),
 		g.NumEdges(), time.Since(t0).Round(time.Millisecond))
+	// Only a device engine is opened: the CPU samples without one.
+	eng, err := stage.NewDeviceEngine(g, r.engineName, stage.EngineSettings{Workers: r.workers, FusedTableBytes: -1}, r.log)
+	if err != nil {
+		return err
+	}
+	if eng != nil {
+		defer eng.Close()
+	}
+	engine := walk.SampleEngine(eng, p)
 	bucket, err := sink.OpenBucket(ctx, r.out)
 	if err != nil {
 		return err
@@ -157,13 +171,13 @@ func walkSamples(ctx context.Context, kind walk.SampleKind, f *sampleFlags, r sa
 		id = fmt.Sprintf("seed-%d", r.seed)
 	}
 	n := p.NumInstances(len(starts))
-	meta := sink.BatchMeta{BatchID: id, Seed: r.seed, Engine: "cpu", WalkstageVersion: Version, Sample: &p,
+	meta := sink.BatchMeta{BatchID: id, Seed: r.seed, Engine: engine, WalkstageVersion: Version, Sample: &p,
 		Instances: int64(n), SampleEdgeWeight: f.edgeWeight}
 	w, err := sink.NewBatchWriter(ctx, bucket, r.prefix, meta, g, r.sinkOpts...)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "sampling %d instances (%s) on the CPU into %s\n", n, p, sink.ObjectURL(r.out, w.Layout().Dir))
+	fmt.Fprintf(stderr, "sampling %d instances (%s) with the %s engine into %s\n", n, p, engine, sink.ObjectURL(r.out, w.Layout().Dir))
 	// Waves of instances bound the edges held, as in the stage.
 	wave := int(max(1, (8<<20)/source.MaxSampleEdges(p)))
 	t1 := time.Now()
@@ -173,7 +187,7 @@ func walkSamples(ctx context.Context, kind walk.SampleKind, f *sampleFlags, r sa
 		ts := time.Now()
 		var edges [][]walk.SampledEdge
 		var ws walk.SampleStats
-		edges, ws, err = walk.SampleRange(ctx, g, p, starts, lo, min(wave, n-lo), r.workers)
+		edges, ws, err = walk.SampleRangeOn(ctx, eng, g, p, starts, lo, min(wave, n-lo), r.workers)
 		sampled += time.Since(ts)
 		st.Edges += ws.Edges
 		if err == nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/walkstage/walkstage/gpu"
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
@@ -78,6 +79,46 @@ func TestWalkCommandWritesSamples(t *testing.T) {
 		args := append([]string{"--graph", gp, "--out", "file://" + dir, "--seeds", "100-130"}, bad...)
 		if _, err := runWalk(t, args...); err == nil {
 			t.Errorf("%v accepted", bad)
+		}
+	}
+}
+
+// --engine picks where the samplers run: without a GPU, auto samples on
+// the CPU with the same bytes as --engine cpu and says so in the
+// manifest, and gpu is an error rather than a silent CPU run.
+func TestWalkCommandSamplesEngine(t *testing.T) {
+	if gpu.Available() == nil {
+		t.Skip("a GPU is present: gpu/sample_cuda_test.go compares the engines")
+	}
+	gp := walkTestGraph(t)
+	for _, args := range [][]string{
+		{"--algorithm", "neighbor", "--fanouts", "3,2", "--weighted"},
+		{"--algorithm", "layer", "--layer-sizes", "4,6"},
+	} {
+		var digests []string
+		for _, engine := range []string{"cpu", "auto"} {
+			dir := t.TempDir()
+			out, err := runWalk(t, append([]string{"--graph", gp, "--seeds", "100-400", "--batch-id", "b", "--out", "file://" + dir,
+				"--engine", engine}, args...)...)
+			if err != nil {
+				t.Fatalf("%v %s: %v\n%s", args, engine, err, out)
+			}
+			if !strings.Contains(out, "with the cpu engine") {
+				t.Errorf("%v %s: %s", args, engine, out)
+			}
+			m, err := sink.DecodeManifest(mustRead(t, filepath.Join(dir, "walks/graph=tiny/algorithm="+args[1]+"/batch=b/_SUCCESS")))
+			if err != nil || m.Engine != "cpu" {
+				t.Fatalf("%v %s: manifest %v %+v", args, engine, err, m)
+			}
+			digests = append(digests, dirDigest(t, dir))
+		}
+		if digests[0] != digests[1] {
+			t.Errorf("%v: --engine cpu and auto wrote different bytes", args)
+		}
+		out, err := runWalk(t, append([]string{"--graph", gp, "--seeds", "100-400", "--out", "file://" + t.TempDir(),
+			"--engine", "gpu"}, args...)...)
+		if err == nil || !strings.Contains(err.Error(), "gpu engine") {
+			t.Errorf("%v --engine gpu without a GPU: %v\n%s", args, err, out)
 		}
 	}
 }

@@ -1,0 +1,152 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+	"unsafe"
+
+	"gorgonia.org/cu"
+
+	"github.com/walkstage/walkstage/walk"
+)
+
+// The frontier walk on the device (kernels/sample_frontier.cuh): one launch,
+// a thread an instance, each with its frontier and a Fenwick tree over its
+// slots' degrees in its own slice of scratch; only the sampled edges come
+// back. The samples equal walk.Sample's: every decision is integer
+// arithmetic or, weighted, the binary search over walk.WeightCDF that
+// neighbour sampling shares.
+
+// SampleFrontier runs walk.FrontierWalk (constant or edge-weight bias) for
+// starts as walk.Sample does.
+func (e *Engine) SampleFrontier(ctx context.Context, p walk.SampleParams, starts []uint32) ([][]walk.SampledEdge, SampleStats, error) {
+	return e.SampleFrontierRange(ctx, p, starts, 0, -1)
+}
+
+// SampleFrontierRange is SampleFrontier for instances first ..
+// first+count-1 only (count -1: to the last), as walk.SampleRange.
+func (e *Engine) SampleFrontierRange(ctx context.Context, p walk.SampleParams, starts []uint32, first, count int) ([][]walk.SampledEdge, SampleStats, error) {
+	count, err := e.checkSample(walk.FrontierWalk, p, starts, first, count)
+	if err != nil {
+		return nil, SampleStats{}, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.sampleUsable(p); err != nil {
+		return nil, SampleStats{}, err
+	}
+	t0 := time.Now()
+	n := count
+	out := make([][]walk.SampledEdge, n)
+	st := SampleStats{SampleStats: walk.SampleStats{Instances: int64(n)}}
+	if n == 0 {
+		return out, st, nil
+	}
+	fsize, steps := p.FrontierSize, p.Samples
+	edges := int64(n) * int64(steps)
+	oEdge := make([]uint64, edges)
+	oSrc := make([]uint32, edges)
+	oDst := make([]uint32, edges)
+	counts := make([]uint32, n)
+	err = e.dev.do(func() (err error) {
+		fn, err := e.mod.Function("sample_frontier")
+		if err != nil {
+			return fmt.Errorf("gpu: kernel sample_frontier: %w", err)
+		}
+		var dCum, dStarts, dSlots, dTree, dEdge, dSrc, dDst, dCount cu.DevicePtr
+		defer func() {
+			for name, q := range map[string]*cu.DevicePtr{"sample.cum": &dCum, "sample.starts": &dStarts, "sample.slots": &dSlots,
+				"sample.tree": &dTree, "sample.edge": &dEdge, "sample.src": &dSrc, "sample.dst": &dDst, "sample.count": &dCount} {
+				e.free(name, q)
+			}
+		}()
+		if p.Weighted() {
+			if dCum, err = upload(e, "sample.cum", walk.WeightCDF(e.g)); err != nil {
+				return err
+			}
+		}
+		if dStarts, err = upload(e, "sample.starts", starts); err != nil {
+			return err
+		}
+		for _, a := range []struct {
+			name string
+			q    *cu.DevicePtr
+			n    int64
+		}{{"sample.slots", &dSlots, int64(n) * int64(fsize) * 4}, {"sample.tree", &dTree, int64(n) * int64(fsize+1) * 8},
+			{"sample.edge", &dEdge, edges * 8}, {"sample.src", &dSrc, edges * 4}, {"sample.dst", &dDst, edges * 4},
+			{"sample.count", &dCount, int64(n) * 4}} {
+			if *a.q, err = e.alloc(a.name, a.n); err != nil {
+				return err
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		grid := (n + sampleThreads - 1) / sampleThreads
+		tk := time.Now()
+		if err := launch(fn, grid, sampleThreads, cu.Stream{}, []uint64{uint64(e.dOffsets), uint64(e.dTargets), uint64(dCum),
+			p.Seed, uint64(dStarts), uint64(fsize), uint64(p.InstancesPerSeed), uint64(first), uint64(n), uint64(steps),
+			uint64(dSlots), uint64(dTree), uint64(dEdge), uint64(dSrc), uint64(dDst), uint64(dCount)}); err != nil {
+			return fmt.Errorf("gpu: launch sample_frontier: %w", err)
+		}
+		if err := cu.Synchronize(); err != nil {
+			return fmt.Errorf("gpu: sample_frontier: %w", err)
+		}
+		st.Kernel = time.Since(tk)
+		for _, c := range []struct {
+			dst unsafe.Pointer
+			src cu.DevicePtr
+			n   int64
+		}{{unsafe.Pointer(&oEdge[0]), dEdge, edges * 8}, {unsafe.Pointer(&oSrc[0]), dSrc, edges * 4},
+			{unsafe.Pointer(&oDst[0]), dDst, edges * 4}, {unsafe.Pointer(&counts[0]), dCount, int64(n) * 4}} {
+			if err := cu.MemcpyDtoH(c.dst, c.src, c.n); err != nil {
+				return fmt.Errorf("gpu: copy frontier samples: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, SampleStats{}, err
+	}
+	st.Edges = frontierEdges(out, steps, oEdge, oSrc, oDst, counts)
+	st.Wall = time.Since(t0)
+	return out, st, nil
+}
+
+// frontierEdges turns the kernel's rows into out, on every core, and
+// returns the edges. Every instance gets a slice, empty when its seeds have
+// no edges, as walk.Sample's frontier walk (unlike the other samplers,
+// whose empty instances are nil).
+func frontierEdges(out [][]walk.SampledEdge, steps int, oEdge []uint64, oSrc, oDst, counts []uint32) int64 {
+	var total int64
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	parts := runtime.GOMAXPROCS(0) * 4
+	per := max((len(out)+parts-1)/parts, 1)
+	for lo := 0; lo < len(out); lo += per {
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			var n int64
+			for t := lo; t < hi; t++ {
+				es := make([]walk.SampledEdge, counts[t])
+				for j := range es {
+					at := t*steps + j
+					es[j] = walk.SampledEdge{Hop: int32(j), Src: oSrc[at], Dst: oDst[at], Edge: oEdge[at]}
+				}
+				out[t] = es
+				n += int64(len(es))
+			}
+			mu.Lock()
+			total += n
+			mu.Unlock()
+		}(lo, min(lo+per, len(out)))
+	}
+	wg.Wait()
+	return total
+}
