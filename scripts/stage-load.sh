@@ -137,10 +137,15 @@ trap 'exit 130' INT TERM
 
 log() { echo "== $*" | tee -a "$out/run.log"; }
 
+# free_port: a port nothing listens on, below the kernel's ephemeral range
+# (a port in it may be taken by an outgoing connection before the listener
+# binds it).
 free_port() {
-  local p
+  local low=32768 p
+  if [ -r /proc/sys/net/ipv4/ip_local_port_range ]; then read -r low _ </proc/sys/net/ipv4/ip_local_port_range; fi
+  [ "$low" -gt 11000 ] || low=32768
   while :; do
-    p=$((20000 + RANDOM % 20000))
+    p=$((10000 + RANDOM % (low - 10000)))
     (: <"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
   done
 }
