@@ -137,10 +137,15 @@ trap 'exit 130' INT TERM
 
 log() { echo "== $*" | tee -a "$out/run.log"; }
 
+# free_port: a port nothing listens on, below the kernel's ephemeral range
+# (a port in it may be taken by an outgoing connection before the listener
+# binds it).
 free_port() {
-  local p
+  local low=32768 p
+  if [ -r /proc/sys/net/ipv4/ip_local_port_range ]; then read -r low _ </proc/sys/net/ipv4/ip_local_port_range; fi
+  [ "$low" -gt 11000 ] || low=32768
   while :; do
-    p=$((20000 + RANDOM % 20000))
+    p=$((10000 + RANDOM % (low - 10000)))
     (: <"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
   done
 }
@@ -176,7 +181,8 @@ export AWS_ACCESS_KEY_ID=walkstage AWS_SECRET_ACCESS_KEY=walkstage-secret AWS_RE
   AWS_EC2_METADATA_DISABLED=true AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null
 
 log "broker: $broker ($partitions partitions a topic)"
-"$broker" -topics "$topics" -partitions "$partitions" >"$out/broker.log" 2>&1 &
+: >"$out/broker.log" # exists before the background job opens it
+"$broker" -topics "$topics" -partitions "$partitions" >>"$out/broker.log" 2>&1 &
 pids+=($!)
 broker_pid=$!
 brokers=
@@ -209,22 +215,30 @@ stop_stage() {
   stage_pid=
 }
 
-# start_stage NAME OUTPUT_URL
+# start_stage NAME OUTPUT_URL: a stage process, once its /readyz answers
+# 200 (a second try on another port when its port was taken meanwhile).
 start_stage() {
-  local port args=()
-  port=$(free_port)
+  local port try args=()
   [ "$cpuprofile" -eq 1 ] && args+=(--cpuprofile "$out/stage-$1.prof")
-  log "stage ($1): $walkstage run, engine $engine, output $2"
-  env WALKSTAGE_GRAPH="$graph" WALKSTAGE_OUTPUT_URL="$2" WALKSTAGE_ENGINE="$engine" \
-    WALKSTAGE_METRICS_ADDR="127.0.0.1:$port" WALKSTAGE_LOG_FORMAT=text WALKSTAGE_LOG_LEVEL=warn \
-    WALKSTAGE_GRAPH_POLL_INTERVAL=0 WALKSTAGE_SESSION_TIMEOUT=6s "${extra_env[@]}" \
-    "$walkstage" run "${args[@]}" >>"$out/stage-$1.log" 2>&1 &
-  stage_pid=$!
-  pids+=("$stage_pid")
-  local t0=$SECONDS
-  ready "http://127.0.0.1:$port/readyz" "$stage_pid" 600 ||
-    die "stage not ready: $(tail -n 20 "$out/stage-$1.log")"
-  log "stage ($1) ready after $((SECONDS - t0)) s"
+  for try in 1 2 3; do
+    port=$(free_port)
+    log "stage ($1): $walkstage run, engine $engine, output $2, metrics on 127.0.0.1:$port"
+    env WALKSTAGE_GRAPH="$graph" WALKSTAGE_OUTPUT_URL="$2" WALKSTAGE_ENGINE="$engine" \
+      WALKSTAGE_METRICS_ADDR="127.0.0.1:$port" WALKSTAGE_LOG_FORMAT=text WALKSTAGE_LOG_LEVEL=warn \
+      WALKSTAGE_GRAPH_POLL_INTERVAL=0 WALKSTAGE_SESSION_TIMEOUT=6s "${extra_env[@]}" \
+      "$walkstage" run "${args[@]}" >>"$out/stage-$1.log" 2>&1 &
+    stage_pid=$!
+    pids+=("$stage_pid")
+    local t0=$SECONDS
+    if ready "http://127.0.0.1:$port/readyz" "$stage_pid" 600; then
+      log "stage ($1) ready after $((SECONDS - t0)) s"
+      return 0
+    fi
+    stop_stage
+    tail -n 1 "$out/stage-$1.log" | grep -q "address already in use" || break
+    log "stage ($1): port $port taken, try $((try + 1))"
+  done
+  die "stage not ready: $(tail -n 20 "$out/stage-$1.log")"
 }
 
 # load NAME ARGS...: one walkstage load run; its RESULT line goes to the
