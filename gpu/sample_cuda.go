@@ -21,7 +21,11 @@ import (
 // (unweighted exactly; weighted up to the last ulp of a logarithm, which
 // only the reservoir-key fallback takes).
 
-// SampleStats describe one SampleNeighbors call.
+// Layer sampling (sample_layer_cuda.go) and the frontier walk
+// (sample_frontier_cuda.go) run in one launch each. SampleRangeOnDevice
+// (walk.DeviceSampler) picks among the three.
+
+// SampleStats describe one device sampling call.
 type SampleStats struct {
 	walk.SampleStats
 	Kernel time.Duration // the hops' kernels, synchronised
