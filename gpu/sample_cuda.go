@@ -38,7 +38,7 @@ var _ walk.DeviceSampler = (*Engine)(nil)
 // kernels sample, with the whole graph in this device's own memory (no
 // placement plan, not partitioned).
 func (e *Engine) SamplesOnDevice(p walk.SampleParams) bool {
-	return deviceSamples(p) && e.placed == nil
+	return DeviceSamples(p) && e.placed == nil
 }
 
 // SampleRangeOnDevice implements walk.DeviceSampler.
@@ -67,7 +67,7 @@ func (e *Engine) checkSample(kind walk.SampleKind, p walk.SampleParams, starts [
 	if err := p.Validate(e.g); err != nil {
 		return 0, err
 	}
-	if p.Kind != kind || !deviceSamples(p) {
+	if p.Kind != kind || !DeviceSamples(p) {
 		return 0, fmt.Errorf("gpu: only neighbour sampling without replacement, layer sampling and the frontier walk, unweighted or by edge weight, run on the device (not %s)", p)
 	}
 	if per := p.SeedsPerInstance(); len(starts)%per != 0 {
