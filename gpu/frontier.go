@@ -8,10 +8,11 @@ import (
 	"github.com/walkstage/walkstage/walk"
 )
 
-// deviceSamples says whether the device kernels sample p: neighbour
+// DeviceSamples says whether the device kernels sample p: neighbour
 // sampling without replacement, layer sampling and the frontier walk,
-// unbiased or by edge weight.
-func deviceSamples(p walk.SampleParams) bool {
+// unbiased or by edge weight. (An engine also needs the whole graph in its
+// device's memory: Engine.SamplesOnDevice.)
+func DeviceSamples(p walk.SampleParams) bool {
 	return (p.Kind == walk.NeighborSampling && !p.Replace || p.Kind == walk.LayerSampling || p.Kind == walk.FrontierWalk) &&
 		(p.EdgeBias.Kind == walk.BiasConstant || p.EdgeBias.Kind == walk.BiasEdgeWeight)
 }

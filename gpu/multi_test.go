@@ -154,7 +154,7 @@ type cpuDevice struct {
 
 func (d *cpuDevice) Name() string { return "gpu" }
 
-func (d *cpuDevice) SamplesOnDevice(p walk.SampleParams) bool { return deviceSamples(p) }
+func (d *cpuDevice) SamplesOnDevice(p walk.SampleParams) bool { return DeviceSamples(p) }
 
 func (d *cpuDevice) SampleRangeOnDevice(ctx context.Context, p walk.SampleParams, starts []uint32, first, count int) ([][]walk.SampledEdge, walk.SampleStats, error) {
 	var out [][]walk.SampledEdge

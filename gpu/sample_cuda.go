@@ -21,7 +21,11 @@ import (
 // (unweighted exactly; weighted up to the last ulp of a logarithm, which
 // only the reservoir-key fallback takes).
 
-// SampleStats describe one SampleNeighbors call.
+// Layer sampling (sample_layer_cuda.go) and the frontier walk
+// (sample_frontier_cuda.go) run in one launch each. SampleRangeOnDevice
+// (walk.DeviceSampler) picks among the three.
+
+// SampleStats describe one device sampling call.
 type SampleStats struct {
 	walk.SampleStats
 	Kernel time.Duration // the hops' kernels, synchronised
@@ -34,7 +38,7 @@ var _ walk.DeviceSampler = (*Engine)(nil)
 // kernels sample, with the whole graph in this device's own memory (no
 // placement plan, not partitioned).
 func (e *Engine) SamplesOnDevice(p walk.SampleParams) bool {
-	return deviceSamples(p) && e.placed == nil
+	return DeviceSamples(p) && e.placed == nil
 }
 
 // SampleRangeOnDevice implements walk.DeviceSampler.
@@ -63,7 +67,7 @@ func (e *Engine) checkSample(kind walk.SampleKind, p walk.SampleParams, starts [
 	if err := p.Validate(e.g); err != nil {
 		return 0, err
 	}
-	if p.Kind != kind || !deviceSamples(p) {
+	if p.Kind != kind || !DeviceSamples(p) {
 		return 0, fmt.Errorf("gpu: only neighbour sampling without replacement, layer sampling and the frontier walk, unweighted or by edge weight, run on the device (not %s)", p)
 	}
 	if per := p.SeedsPerInstance(); len(starts)%per != 0 {

@@ -228,8 +228,10 @@ func TestSampleLayerMatchesCPU(t *testing.T) {
 }
 
 // The device's frontier walks equal walk.Sample's, empty for empty: large
-// and single-slot frontiers, unweighted and weighted, and a seed set of
-// isolated vertices, whose walk stops before its first step.
+// frontiers (a lane's range of slots over several loads) and single-slot
+// ones, unweighted and weighted, step counts that are not multiples of 32,
+// and a seed set of isolated vertices, whose walk stops before its first
+// step.
 func TestSampleFrontierMatchesCPU(t *testing.T) {
 	ctx := context.Background()
 	g, err := graph.GenerateRMAT(ctx, graph.RMATOptions{Scale: 14, EdgeFactor: 16, Seed: 3, Undirected: true, Weighted: true, Name: "rmat14"})
@@ -246,7 +248,8 @@ func TestSampleFrontierMatchesCPU(t *testing.T) {
 	for _, c := range []struct {
 		size, samples, sets int
 		weighted            bool
-	}{{2000, 1000, 20, false}, {2000, 1000, 20, true}, {1, 500, 300, false}, {1, 500, 300, true}, {50, 3000, 40, true}} {
+	}{{2000, 1000, 20, false}, {2000, 1000, 20, true}, {1, 500, 300, false}, {1, 500, 300, true}, {50, 3000, 40, true},
+		{5000, 333, 6, false}} {
 		p := walk.SampleParams{Kind: walk.FrontierWalk, FrontierSize: c.size, Samples: c.samples, Seed: 77, InstancesPerSeed: 2}
 		if c.weighted {
 			p.EdgeBias = walk.Bias{Kind: walk.BiasEdgeWeight}

@@ -16,11 +16,15 @@ import (
 )
 
 // The frontier walk on the device (kernels/sample_frontier.cuh): one launch,
-// a thread an instance, each with its frontier and a Fenwick tree over its
-// slots' degrees in its own slice of scratch; only the sampled edges come
-// back. The samples equal walk.Sample's: every decision is integer
+// a warp an instance, its frontier's slots in the warp's slice of scratch
+// and their degree sums by range in the lanes' registers; only the sampled
+// edges come back. The samples equal walk.Sample's: every decision is integer
 // arithmetic or, weighted, the binary search over walk.WeightCDF that
 // neighbour sampling shares.
+
+// frontierScratchBudget bounds the warps' slots (8 bytes a slot) of one
+// launch; the launch runs fewer warps when frontiers are large.
+const frontierScratchBudget = 1 << 30
 
 // SampleFrontier runs walk.FrontierWalk (constant or edge-weight bias) for
 // starts as walk.Sample does.
@@ -58,10 +62,19 @@ func (e *Engine) SampleFrontierRange(ctx context.Context, p walk.SampleParams, s
 		if err != nil {
 			return fmt.Errorf("gpu: kernel sample_frontier: %w", err)
 		}
-		var dCum, dStarts, dSlots, dTree, dEdge, dSrc, dDst, dCount cu.DevicePtr
+		// As many warps as the multiprocessors hold at once (each loops
+		// over instances), fewer when their slots would pass the budget.
+		occ, err := fn.MaxActiveBlocksPerMultiProcessor(sampleThreads, 0)
+		if err != nil {
+			return fmt.Errorf("gpu: occupancy of sample_frontier: %w", err)
+		}
+		const warpsPerBlock = sampleThreads / 32
+		warps := min(n, e.numSM*max(occ, 1)*warpsPerBlock, int(max(1, frontierScratchBudget/(int64(fsize)*8))))
+		grid := (warps + warpsPerBlock - 1) / warpsPerBlock
+		var dCum, dStarts, dSlots, dEdge, dSrc, dDst, dCount cu.DevicePtr
 		defer func() {
 			for name, q := range map[string]*cu.DevicePtr{"sample.cum": &dCum, "sample.starts": &dStarts, "sample.slots": &dSlots,
-				"sample.tree": &dTree, "sample.edge": &dEdge, "sample.src": &dSrc, "sample.dst": &dDst, "sample.count": &dCount} {
+				"sample.edge": &dEdge, "sample.src": &dSrc, "sample.dst": &dDst, "sample.count": &dCount} {
 				e.free(name, q)
 			}
 		}()
@@ -77,8 +90,7 @@ func (e *Engine) SampleFrontierRange(ctx context.Context, p walk.SampleParams, s
 			name string
 			q    *cu.DevicePtr
 			n    int64
-		}{{"sample.slots", &dSlots, int64(n) * int64(fsize) * 4}, {"sample.tree", &dTree, int64(n) * int64(fsize+1) * 8},
-			{"sample.edge", &dEdge, edges * 8}, {"sample.src", &dSrc, edges * 4}, {"sample.dst", &dDst, edges * 4},
+		}{{"sample.slots", &dSlots, int64(grid*warpsPerBlock) * int64(fsize) * 8}, {"sample.edge", &dEdge, edges * 8}, {"sample.src", &dSrc, edges * 4}, {"sample.dst", &dDst, edges * 4},
 			{"sample.count", &dCount, int64(n) * 4}} {
 			if *a.q, err = e.alloc(a.name, a.n); err != nil {
 				return err
@@ -87,11 +99,10 @@ func (e *Engine) SampleFrontierRange(ctx context.Context, p walk.SampleParams, s
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		grid := (n + sampleThreads - 1) / sampleThreads
 		tk := time.Now()
 		if err := launch(fn, grid, sampleThreads, cu.Stream{}, []uint64{uint64(e.dOffsets), uint64(e.dTargets), uint64(dCum),
 			p.Seed, uint64(dStarts), uint64(fsize), uint64(p.InstancesPerSeed), uint64(first), uint64(n), uint64(steps),
-			uint64(dSlots), uint64(dTree), uint64(dEdge), uint64(dSrc), uint64(dDst), uint64(dCount)}); err != nil {
+			uint64(dSlots), uint64(dEdge), uint64(dSrc), uint64(dDst), uint64(dCount)}); err != nil {
 			return fmt.Errorf("gpu: launch sample_frontier: %w", err)
 		}
 		if err := cu.Synchronize(); err != nil {

@@ -9,7 +9,7 @@
 //                   k of its edges for neighbour sampling, as walk.Sample
 //   sample_layer    (sample_layer.cuh) one warp per instance runs every hop
 //                   of layer sampling, as walk.Sample
-//   sample_frontier (sample_frontier.cuh) one thread per instance walks the
+//   sample_frontier (sample_frontier.cuh) one warp per instance walks the
 //                   multi-dimensional random walk, as walk.Sample
 //   walk_reservoir  persistent blocks for the reservoir samplers (ZPRS, DPRS;
 //                   MetaPath by default): a local task pool of kLocalPoolSlots

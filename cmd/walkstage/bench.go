@@ -123,7 +123,7 @@ file or a generated R-MAT graph; the walks are discarded.`)
 	fmt.Fprintf(stdout, benchRowFmt, "algorithm", "sampler", "walks", "steps", "time", "M steps/s", "M SEPS", "kernel M/s", "engine MiB", "tables MiB", "table build", "peak RSS MiB")
 	for _, name := range strings.Split(*algos, ",") {
 		if p, ok := sampleCases[strings.TrimSpace(name)]; ok {
-			if err := benchSample(ctx, strings.TrimSpace(name), p, g, sb, *seed, *repeat, stdout); err != nil {
+			if err := benchSample(ctx, eng, strings.TrimSpace(name), p, g, sb, *seed, *repeat, stdout); err != nil {
 				return err
 			}
 			continue
@@ -216,7 +216,7 @@ func benchWalk(ctx context.Context, eng walk.Engine, g *graph.Graph, c benchCase
 }
 
 func caseNames() string {
-	return "deepwalk, deepwalk-weighted, deepwalk-zprs, deepwalk-dprs, node2vec, metapath, metapath-zprs, ppr, visits (recommendation queries, see --visits-*); graph sampling (C-SAW, CPU, see --sample-*): neighbor, neighbor-weighted, layer, forest-fire, snowball, frontier"
+	return "deepwalk, deepwalk-weighted, deepwalk-zprs, deepwalk-dprs, node2vec, metapath, metapath-zprs, ppr, visits (recommendation queries, see --visits-*); graph sampling (C-SAW, on the GPU where it has kernels, see --sample-*): neighbor, neighbor-weighted, layer, layer-weighted, forest-fire, snowball, frontier, frontier-weighted"
 }
 
 // peakRSSMiB reads the process's peak resident set (VmHWM) on Linux.

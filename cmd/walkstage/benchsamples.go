@@ -11,8 +11,9 @@ import (
 )
 
 // sampleBench configures the bench's graph sampling cases (the C-SAW
-// samplers, walk.Sample on the CPU): seeds drawn at random among the
-// vertices with out-edges, the samples discarded.
+// samplers, walk.SampleRangeOn: on the engine's device where it takes the
+// case, else on the CPU): seeds drawn at random among the vertices with
+// out-edges, the samples discarded.
 type sampleBench struct {
 	seeds             int
 	frontierSize      int
@@ -27,9 +28,12 @@ func sampleBenchCases(sb sampleBench) map[string]walk.SampleParams {
 		"neighbor":          {Kind: walk.NeighborSampling, Fanouts: []int{25, 10}},
 		"neighbor-weighted": {Kind: walk.NeighborSampling, Fanouts: []int{25, 10}, EdgeBias: walk.Bias{Kind: walk.BiasEdgeWeight}},
 		"layer":             {Kind: walk.LayerSampling, LayerSizes: []int{25, 250}},
+		"layer-weighted":    {Kind: walk.LayerSampling, LayerSizes: []int{25, 250}, EdgeBias: walk.Bias{Kind: walk.BiasEdgeWeight}},
 		"forest-fire":       {Kind: walk.ForestFire, BurnProb: 0.7, Depth: 2, MaxVertices: 10_000},
 		"snowball":          {Kind: walk.Snowball, Depth: 2, MaxVertices: 10_000},
 		"frontier":          {Kind: walk.FrontierWalk, FrontierSize: sb.frontierSize, Samples: sb.frontierSteps},
+		"frontier-weighted": {Kind: walk.FrontierWalk, FrontierSize: sb.frontierSize, Samples: sb.frontierSteps,
+			EdgeBias: walk.Bias{Kind: walk.BiasEdgeWeight}},
 	}
 }
 
@@ -52,9 +56,10 @@ func randomSeeds(g *graph.Graph, n int, seed uint64) []uint32 {
 	return out
 }
 
-// benchSample runs one sampling case and prints SEPS: sampled edges per
-// second of walk.Sample (the best of repeat runs).
-func benchSample(ctx context.Context, name string, p walk.SampleParams, g *graph.Graph, sb sampleBench, seed uint64, repeat int, stdout io.Writer) error {
+// benchSample runs one sampling case on eng (walk.SampleRangeOn) and
+// prints SEPS: sampled edges per second of the whole call (the best of
+// repeat runs), and the engine that sampled.
+func benchSample(ctx context.Context, eng walk.Engine, name string, p walk.SampleParams, g *graph.Graph, sb sampleBench, seed uint64, repeat int, stdout io.Writer) error {
 	p.Seed, p.InstancesPerSeed = seed, 1
 	n := sb.seeds
 	if p.Kind == walk.FrontierWalk {
@@ -65,7 +70,7 @@ func benchSample(ctx context.Context, name string, p walk.SampleParams, g *graph
 	var st walk.SampleStats
 	for r := 0; r < max(repeat, 1); r++ {
 		t := time.Now()
-		_, s, err := walk.Sample(ctx, g, p, starts, sb.workers)
+		_, s, err := walk.SampleRangeOn(ctx, eng, g, p, starts, 0, -1, sb.workers)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -73,8 +78,8 @@ func benchSample(ctx context.Context, name string, p walk.SampleParams, g *graph
 			best, st = d, s
 		}
 	}
-	fmt.Fprintf(stdout, "%-18s %s: %d instances, %d sampled edges in %s: %.2f M SEPS, %.0f instances/s, peak RSS %.0f MiB\n",
-		name, p, st.Instances, st.Edges, best.Round(time.Microsecond), float64(st.Edges)/best.Seconds()/1e6,
+	fmt.Fprintf(stdout, "%-18s %s on %s: %d instances, %d sampled edges in %s: %.2f M SEPS, %.0f instances/s, peak RSS %.0f MiB\n",
+		name, p, walk.SampleEngine(eng, p), st.Instances, st.Edges, best.Round(time.Microsecond), float64(st.Edges)/best.Seconds()/1e6,
 		float64(st.Instances)/best.Seconds(), peakRSSMiB())
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/walkstage/walkstage/gpu"
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
@@ -152,8 +153,13 @@ func walkSamples(ctx context.Context, kind walk.SampleKind, f *sampleFlags, r sa
 	}
 	fmt.Fprintf(stderr, "graph %s (version %s): %d vertices, %d edges, loaded in %s\n", g.Name, g.Version, g.NumVertices(),
 		g.NumEdges(), time.Since(t0).Round(time.Millisecond))
-	// Only a device engine is opened: the CPU samples without one.
-	eng, err := stage.NewDeviceEngine(g, r.engineName, stage.EngineSettings{Workers: r.workers, FusedTableBytes: -1}, r.log)
+	// Only a device engine is opened, the CPU samples without one; and
+	// under auto none for a sampler that has no device kernels.
+	engineName := r.engineName
+	if engineName == "auto" && !gpu.DeviceSamples(p) {
+		engineName = "cpu"
+	}
+	eng, err := stage.NewDeviceEngine(g, engineName, stage.EngineSettings{Workers: r.workers, FusedTableBytes: -1}, r.log)
 	if err != nil {
 		return err
 	}

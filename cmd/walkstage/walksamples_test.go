@@ -85,7 +85,8 @@ func TestWalkCommandWritesSamples(t *testing.T) {
 
 // --engine picks where the samplers run: without a GPU, auto samples on
 // the CPU with the same bytes as --engine cpu and says so in the
-// manifest, and gpu is an error rather than a silent CPU run.
+// manifest, and gpu is an error rather than a silent CPU run; a sampler
+// without device kernels does not open a GPU engine under auto.
 func TestWalkCommandSamplesEngine(t *testing.T) {
 	if gpu.Available() == nil {
 		t.Skip("a GPU is present: gpu/sample_cuda_test.go compares the engines")
@@ -120,5 +121,11 @@ func TestWalkCommandSamplesEngine(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "gpu engine") {
 			t.Errorf("%v --engine gpu without a GPU: %v\n%s", args, err, out)
 		}
+	}
+	// A sampler without device kernels does not look for a GPU under auto.
+	out, err := runWalk(t, "--graph", gp, "--seeds", "100-400", "--out", "file://"+t.TempDir(), "--engine", "auto",
+		"--algorithm", "snowball", "--depth", "2")
+	if err != nil || strings.Contains(out, "GPU engine unavailable") || !strings.Contains(out, "with the cpu engine") {
+		t.Errorf("snowball under auto: %v\n%s", err, out)
 	}
 }
