@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/bits"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,16 +28,21 @@ import (
 // host applies the exclusions and cuts the top k (walk.VisitCandidates).
 // Queries go in launches whose tables fit visitTableBudget.
 
-// visitTask mirrors ws::VisitTask (32 bytes).
+// visitTask mirrors ws::VisitTask (40 bytes).
 type visitTask struct {
 	start, query, seedIndex, table uint32
-	budget, cap                    uint64
+	budget, cap, rng               uint64
 }
+
+const visitTaskBytes = int64(unsafe.Sizeof(visitTask{}))
 
 // visitTableBudget bounds the tables of one launch (8 bytes a slot).
 const visitTableBudget = 4 << 30
 
-var _ walk.DeviceVisitCounter = (*Engine)(nil)
+var (
+	_ walk.DeviceVisitCounter = (*Engine)(nil)
+	_ walk.DeviceVisitBatcher = (*Engine)(nil)
+)
 
 // deviceCounts says whether the device kernels count p: first-order walks
 // on an O(1) sampler (DeepWalk, PPR; uniform or alias) without early
@@ -49,47 +55,118 @@ func deviceCounts(p walk.VisitParams) bool {
 
 // CountVisitsOnDevice implements walk.DeviceVisitCounter.
 func (e *Engine) CountVisitsOnDevice(ctx context.Context, p walk.VisitParams, queries []walk.VisitQuery) ([]walk.VisitResult, walk.VisitStats, bool, error) {
-	if !deviceCounts(p) {
-		return nil, walk.VisitStats{}, false, nil
+	res, st, handled, err := e.CountVisitCallsOnDevice(ctx, []walk.VisitCall{{Params: p, Queries: queries}})
+	if err != nil || !handled[0] {
+		return nil, walk.VisitStats{}, err != nil, err
+	}
+	return res[0], st[0], true, nil
+}
+
+// CountVisitCallsOnDevice implements walk.DeviceVisitBatcher: the calls
+// the kernels count (deviceCounts) whose walks share their kernel
+// parameters go in the same launches, each task keyed by its own call's
+// seed and its query's index in the call, so each call's counts are those
+// it gets alone; many small requests then fill the device together.
+func (e *Engine) CountVisitCallsOnDevice(ctx context.Context, calls []walk.VisitCall) ([][]walk.VisitResult, []walk.VisitStats, []bool, error) {
+	res := make([][]walk.VisitResult, len(calls))
+	st := make([]walk.VisitStats, len(calls))
+	handled := make([]bool, len(calls))
+	nv := int64(e.g.NumVertices())
+	// Groups of calls with the same kernel parameters, in call order.
+	var groups [][]int
+	var keys []walkParams
+	for c, call := range calls {
+		if !deviceCounts(call.Params) || visitTableBits(call.Params, call.Queries, nv) > 31 {
+			continue
+		}
+		var k walkParams
+		algorithmParams(&k, call.Params.Algorithm, e.cfg.warpThreshold)
+		g := slices.Index(keys, k)
+		if g < 0 {
+			g = len(keys)
+			keys, groups = append(keys, k), append(groups, nil)
+		}
+		groups[g] = append(groups[g], c)
+		handled[c] = true
+	}
+	if len(groups) == 0 {
+		return res, st, handled, nil
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return nil, walk.VisitStats{}, true, errors.New("gpu: engine closed")
+		return nil, nil, handled, errors.New("gpu: engine closed")
 	}
 	if e.broken != nil {
-		return nil, walk.VisitStats{}, true, e.broken
+		return nil, nil, handled, e.broken
 	}
 	t0 := time.Now()
 	e.visitPhases = [3]time.Duration{}
-	tbits := visitTableBits(p, queries, int64(e.g.NumVertices()))
-	if tbits > 31 {
-		return nil, walk.VisitStats{}, false, nil
+	for _, grp := range groups {
+		if err := e.countVisitCalls(ctx, calls, grp, res, st); err != nil {
+			return nil, nil, handled, e.afterError(err)
+		}
+	}
+	var all walk.VisitStats
+	for _, c := range slices.Concat(groups...) {
+		for _, r := range res[c] {
+			st[c].Walks += r.Walks
+			st[c].Steps += r.Steps
+			st[c].Candidates += int64(len(r.Candidates))
+		}
+		all.Walks += st[c].Walks
+		all.WalkedSteps += st[c].WalkedSteps
+	}
+	e.lastMu.Lock()
+	e.last = walk.RunStats{Walks: all.Walks, Steps: all.WalkedSteps, Wall: time.Since(t0), Compute: time.Since(t0),
+		TableBytes: e.tableBytes, TableBuild: e.tableBuild}
+	e.lastMu.Unlock()
+	return res, st, handled, nil
+}
+
+// visitItem is one query of a counting group: its call and its index in
+// the call.
+type visitItem struct{ call, query int }
+
+// countVisitCalls counts the queries of calls grp (one kernel parameter
+// set) into res and st, in launches whose tables fit visitTableBudget
+// (device thread taken here).
+func (e *Engine) countVisitCalls(ctx context.Context, calls []walk.VisitCall, grp []int, res [][]walk.VisitResult, st []walk.VisitStats) error {
+	nv := int64(e.g.NumVertices())
+	var items []visitItem
+	tbits := uint32(0)
+	for _, c := range grp {
+		call := calls[c]
+		res[c] = make([]walk.VisitResult, len(call.Queries))
+		st[c].Queries = int64(len(call.Queries))
+		for q := range call.Queries {
+			items = append(items, visitItem{c, q})
+		}
+		tbits = max(tbits, visitTableBits(call.Params, call.Queries, nv))
 	}
 	slotBytes := int64(8) << tbits
-	per := int(max(1, min(int64(len(queries)), visitTableBudget/slotBytes)))
-	st := walk.VisitStats{Queries: int64(len(queries))}
-	res := make([]walk.VisitResult, len(queries))
+	per := int(max(1, min(int64(len(items)), visitTableBudget/slotBytes)))
 	maxTasks := 0
-	for lo := 0; lo < len(queries); lo += per {
+	for lo := 0; lo < len(items); lo += per {
 		n := 0
-		for _, q := range queries[lo:min(lo+per, len(queries))] {
-			n += len(q.Starts)
+		for _, it := range items[lo:min(lo+per, len(items))] {
+			n += len(calls[it.call].Queries[it.query].Starts)
 		}
 		maxTasks = max(maxTasks, n)
 	}
+	p0 := calls[grp[0]].Params
 	var params walkParams
-	algorithmParams(&params, p.Algorithm, e.cfg.warpThreshold)
+	algorithmParams(&params, p0.Algorithm, e.cfg.warpThreshold)
 	params.offsets, params.targets = uint64(e.dOffsets), uint64(e.dTargets)
-	if p.Algorithm.Weighted && p.Algorithm.ResolvedSampler() == walk.SamplerAlias {
+	if p0.Algorithm.Weighted && p0.Algorithm.ResolvedSampler() == walk.SamplerAlias {
 		params.weights, params.alias = uint64(e.dWeights), uint64(e.dAlias)
 	}
 	e.placedParams(&params)
 	fnName := "visits_count_static"
-	if p.Algorithm.Kind == walk.PPR {
+	if p0.Algorithm.Kind == walk.PPR {
 		fnName = "visits_count_ppr"
 	}
-	err := e.dev.do(func() (err error) {
+	return e.dev.do(func() (err error) {
 		fnCount, err := e.mod.Function(fnName)
 		if err != nil {
 			return fmt.Errorf("gpu: kernel %s: %w", fnName, err)
@@ -115,7 +192,7 @@ func (e *Engine) CountVisitsOnDevice(ctx context.Context, p walk.VisitParams, qu
 			name string
 			p    *cu.DevicePtr
 			n    int64
-		}{{"visits.params", &dParams, paramsSize}, {"visits.tasks", &dTasks, int64(maxTasks) * 32},
+		}{{"visits.params", &dParams, paramsSize}, {"visits.tasks", &dTasks, int64(maxTasks) * visitTaskBytes},
 			{"visits.tables", &dTables, int64(per) * slotBytes}, {"visits.out", &dOut, int64(maxTasks) * 24},
 			{"visits.used", &dUsed, int64(per) * 8}, {"visits.limits", &dLimits, int64(per) * 4}} {
 			if *a.p, err = e.alloc(a.name, a.n); err != nil {
@@ -129,29 +206,16 @@ func (e *Engine) CountVisitsOnDevice(ctx context.Context, p walk.VisitParams, qu
 			dTables: dTables, dOut: dOut, dUsed: dUsed, dLimits: dLimits, tbits: tbits, slotBytes: slotBytes,
 			tasks: make([]visitTask, 0, maxTasks), owner: make([]int, 0, maxTasks), out: make([]uint64, 3*maxTasks),
 			used: make([]uint64, per), limits: make([]uint32, per)}
-		for lo := 0; lo < len(queries); lo += per {
+		for lo := 0; lo < len(items); lo += per {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if err := e.countVisitGroup(vb, p, queries, lo, min(lo+per, len(queries)), res, &st); err != nil {
+			if err := e.countVisitGroup(vb, calls, items[lo:min(lo+per, len(items))], res, st); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, st, true, e.afterError(err)
-	}
-	for _, r := range res {
-		st.Walks += r.Walks
-		st.Steps += r.Steps
-		st.Candidates += int64(len(r.Candidates))
-	}
-	e.lastMu.Lock()
-	e.last = walk.RunStats{Walks: st.Walks, Steps: st.WalkedSteps, Wall: time.Since(t0), Compute: time.Since(t0),
-		TableBytes: e.tableBytes, TableBuild: e.tableBuild}
-	e.lastMu.Unlock()
-	return res, st, true, nil
 }
 
 // visitTableBits is log2 of the slots of every query's table in a launch:
@@ -229,26 +293,28 @@ func (b *pinnedSlots) release(e *Engine) {
 	b.p, b.cap = nil, 0
 }
 
-// appendVisitTasks appends a task per seed with walks to run of queries
-// [lo, hi), and the query of each to owner.
-func appendVisitTasks(tasks []visitTask, owner []int, p walk.VisitParams, queries []walk.VisitQuery, lo, hi int) ([]visitTask, []int) {
-	for qi := lo; qi < hi; qi++ {
-		q := queries[qi]
+// appendVisitTasks appends a task per seed with walks to run of the
+// launch's items (table i is item i's), keyed by its call's seed and its
+// query's index in the call, and the item of each task to owner.
+func appendVisitTasks(tasks []visitTask, owner []int, calls []walk.VisitCall, items []visitItem) ([]visitTask, []int) {
+	for i, it := range items {
+		p := calls[it.call].Params
+		q := calls[it.call].Queries[it.query]
 		var budgets []int64
 		if p.StepsPerQuery > 0 {
 			budgets = walk.SplitSteps(p.StepsPerQuery, q.Weights, len(q.Starts))
 		}
-		for i, s := range q.Starts {
-			t := visitTask{start: s, query: uint32(qi), seedIndex: uint32(i), table: uint32(qi - lo),
-				budget: math.MaxUint64, cap: uint64(p.WalksPerSeed)}
+		for k, s := range q.Starts {
+			t := visitTask{start: s, query: uint32(it.query), seedIndex: uint32(k), table: uint32(i),
+				budget: math.MaxUint64, cap: uint64(p.WalksPerSeed), rng: p.Seed}
 			if budgets != nil {
-				t.budget, t.cap = uint64(budgets[i]), uint64(budgets[i])
+				t.budget, t.cap = uint64(budgets[k]), uint64(budgets[k])
 			}
 			if t.cap == 0 {
 				continue
 			}
 			tasks = append(tasks, t)
-			owner = append(owner, qi)
+			owner = append(owner, i)
 		}
 	}
 	return tasks, owner
@@ -275,27 +341,27 @@ func visitLimit(g *graph.Graph, p walk.VisitParams, q walk.VisitQuery) uint32 {
 	return uint32(n)
 }
 
-// countVisitGroup counts queries [lo, hi) in one launch (their tables fit
-// visitTableBudget) into res and st. It runs on the device thread.
-func (e *Engine) countVisitGroup(vb *visitBuffers, p walk.VisitParams, queries []walk.VisitQuery, lo, hi int, res []walk.VisitResult, st *walk.VisitStats) error {
-	vb.tasks, vb.owner = appendVisitTasks(vb.tasks[:0], vb.owner[:0], p, queries, lo, hi)
+// countVisitGroup counts the queries of items in one launch (their tables
+// fit visitTableBudget) into res and st. It runs on the device thread.
+func (e *Engine) countVisitGroup(vb *visitBuffers, calls []walk.VisitCall, items []visitItem, res [][]walk.VisitResult, st []walk.VisitStats) error {
+	vb.tasks, vb.owner = appendVisitTasks(vb.tasks[:0], vb.owner[:0], calls, items)
 	tasks, owner := vb.tasks, vb.owner
-	nq := hi - lo
+	nq := len(items)
 	t0 := time.Now()
 	if err := cu.MemsetD32(vb.dTables, 0, int64(nq)*vb.slotBytes/4); err != nil {
 		return fmt.Errorf("gpu: clear visit tables: %w", err)
 	}
 	if len(tasks) > 0 {
-		if err := e.copyHtoD(vb.dTasks, unsafe.Pointer(&tasks[0]), int64(len(tasks))*32); err != nil {
+		if err := e.copyHtoD(vb.dTasks, unsafe.Pointer(&tasks[0]), int64(len(tasks))*visitTaskBytes); err != nil {
 			return fmt.Errorf("gpu: copy visit tasks: %w", err)
 		}
 		if err := launch(vb.fnCount, len(tasks), visitThreads, cu.Stream{},
-			[]uint64{uint64(vb.dParams), uint64(vb.dTasks), uint64(vb.dTables), uint64(vb.tbits), p.Seed, uint64(vb.dOut)}); err != nil {
+			[]uint64{uint64(vb.dParams), uint64(vb.dTasks), uint64(vb.dTables), uint64(vb.tbits), uint64(vb.dOut)}); err != nil {
 			return fmt.Errorf("gpu: %s: %w", vb.fnName, err)
 		}
 	}
-	for i := range nq {
-		vb.limits[i] = visitLimit(e.g, p, queries[lo+i])
+	for i, it := range items {
+		vb.limits[i] = visitLimit(e.g, calls[it.call].Params, calls[it.call].Queries[it.query])
 	}
 	if err := e.copyHtoD(vb.dLimits, unsafe.Pointer(&vb.limits[0]), int64(nq)*4); err != nil {
 		return fmt.Errorf("gpu: copy visit limits: %w", err)
@@ -314,10 +380,16 @@ func (e *Engine) countVisitGroup(vb *visitBuffers, p walk.VisitParams, queries [
 	if err := cu.MemcpyDtoH(unsafe.Pointer(&vb.used[0]), vb.dUsed, int64(nq)*8); err != nil {
 		return fmt.Errorf("gpu: copy visit table sizes: %w", err)
 	}
-	for k, qi := range owner {
-		res[qi].Steps += int64(vb.out[3*k])
-		res[qi].Walks += int64(vb.out[3*k+1])
-		st.WalkedSteps += int64(vb.out[3*k+2])
+	for k, i := range owner {
+		it := items[i]
+		res[it.call][it.query].Steps += int64(vb.out[3*k])
+		res[it.call][it.query].Walks += int64(vb.out[3*k+1])
+		st[it.call].WalkedSteps += int64(vb.out[3*k+2])
+	}
+	for i, it := range items {
+		if i == 0 || items[i-1].call != it.call {
+			st[it.call].Runs++ // a run for each call with queries in this launch
+		}
 	}
 	t1 := time.Now()
 	b := vb.turn
@@ -333,19 +405,20 @@ func (e *Engine) countVisitGroup(vb *visitBuffers, p walk.VisitParams, queries [
 	e.visitPhases[1] += time.Since(t2)
 	e.visitPhases[2] += t2.Sub(t1)
 	// The top k of each query, cut on every core while the next launch
-	// counts: with a hundred thousand steps a query leaves tens of
-	// thousands of used slots, and one goroutine cutting them one query
-	// after another, between launches, bounded the rate.
+	// counts: after the device's cut each query leaves about k plus its
+	// exclusions of slots, but a launch holds thousands of queries.
 	slots := unsafe.Slice((*uint64)(e.visitHost[b].p), e.visitHost[b].cap)
 	offs, done := vb.offs[b], make(chan struct{})
 	vb.done[b] = done
+	items = slices.Clone(items) // the caller's slice is the next launch's
 	go func() {
 		defer close(done)
-		parallelQueries(hi-lo, func(i int) {
-			res[lo+i].Candidates = walk.VisitCandidates(e.g, p, queries[lo+i], slots[offs[i]:offs[i+1]])
+		parallelQueries(nq, func(i int) {
+			it := items[i]
+			c := calls[it.call]
+			res[it.call][it.query].Candidates = walk.VisitCandidates(e.g, c.Params, c.Queries[it.query], slots[offs[i]:offs[i+1]])
 		})
 	}()
-	st.Runs++
 	return nil
 }
 

@@ -220,3 +220,55 @@ func TestVisitsDeviceTopKTies(t *testing.T) {
 		t.Logf("top %d: %d queries equal: %s", c.TopK, len(qs), head(want[0]))
 	}
 }
+
+// TestVisitCallsOnDeviceMatchAlone: calls counted together in shared
+// launches (walk.CountVisitCalls over the device batcher: tasks keyed by
+// their own call's seed) give each call the CPU engine's counts for that
+// call alone; calls of two kernel parameter sets (PPR, DeepWalk) and one
+// the device does not count (early stopping) are mixed, with different
+// seeds, budgets, top k, exclusions and walks per seed.
+func TestVisitCallsOnDeviceMatchAlone(t *testing.T) {
+	g := testGraph(t)
+	cpu, err := walk.NewCPU(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu := newEngine(t, g)
+	var qs []walk.VisitQuery
+	for v := uint32(0); v < 40; v++ {
+		qs = append(qs, walk.VisitQuery{Starts: []uint32{v * 37 % nTest}})
+	}
+	qs = append(qs, walk.VisitQuery{Starts: []uint32{vHub, vMid, vA}, Weights: []float64{1, 2, 3}})
+	ppr := walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2}
+	calls := []walk.VisitCall{
+		{Params: walk.VisitParams{Algorithm: ppr, Seed: 1, StepsPerQuery: 20000, TopK: 100}, Queries: qs},
+		{Params: walk.VisitParams{Algorithm: ppr, Seed: 2, StepsPerQuery: 7000, TopK: 10, ExcludeSeeds: true}, Queries: qs[:7]},
+		{Params: walk.VisitParams{Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 9, Weighted: true}, Seed: 3, WalksPerSeed: 300, TopK: 20, MinVisits: 2}, Queries: qs[3:9]},
+		{Params: walk.VisitParams{Algorithm: ppr, Seed: 4, StepsPerQuery: 50000, TopK: 30, ExcludeNeighbors: true}, Queries: qs[10:]},
+		{Params: walk.VisitParams{Algorithm: walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.3}, Seed: 5, StepsPerQuery: 100000, TopK: 10, NP: 10, NV: 40}, Queries: qs[:3]},
+		{Params: walk.VisitParams{Algorithm: ppr, Seed: 6, StepsPerQuery: 20000, TopK: 100}, Queries: qs[:1]},
+	}
+	res, st, errs, err := walk.CountVisitCalls(context.Background(), gpu, g, calls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range calls {
+		if errs[i] != nil {
+			t.Fatalf("call %d: %v", i, errs[i])
+		}
+		want, wst, err := walk.CountVisits(context.Background(), cpu, g, c.Params, c.Queries)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for q := range want {
+			if !reflect.DeepEqual(res[i][q], want[q]) {
+				t.Fatalf("call %d query %d: together on the gpu %s\nalone on the cpu %s", i, q, head(res[i][q]), head(want[q]))
+			}
+		}
+		if st[i].Steps != wst.Steps || st[i].Walks != wst.Walks || st[i].Candidates != wst.Candidates || st[i].Queries != wst.Queries {
+			t.Errorf("call %d: stats %+v, alone %+v", i, st[i], wst)
+		}
+		t.Logf("call %d (%s, on the device %v): %d queries, %d steps, %d candidates, %d runs: equal", i, c.Params.Algorithm.Kind,
+			deviceCounts(c.Params), wst.Queries, wst.Steps, wst.Candidates, st[i].Runs)
+	}
+}

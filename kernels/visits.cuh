@@ -28,14 +28,16 @@ constexpr int kVisitThreads = kPackThreads;            // 256 threads a block (t
 constexpr int kVisitBlockWalks = 2 * kVisitThreads;    // walk.VisitBlockWalks: two adjacent walks a thread
 constexpr uint32_t kVisitCounterTag = 0x56495354u;     // "VIST", walk.VisitBlockSeed
 
-// VisitTask is one seed of one query (device memory, 32 bytes).
+// VisitTask is one seed of one query (device memory, 40 bytes). Queries of
+// several requests share a launch, each task keyed by its own request.
 struct VisitTask {
   uint32_t start;       // dense seed vertex
-  uint32_t query;       // the query's index in the request (Philox counter word 0)
+  uint32_t query;       // the query's index in its request (Philox counter word 0)
   uint32_t seed_index;  // the seed's index in its query (counter word 1)
   uint32_t table;       // the query's table in this launch
   uint64_t budget;      // steps; ~0 without a budget (walks per seed)
   uint64_t cap;         // walks
+  uint64_t rng;         // the request's seed (the Philox key)
 };
 
 // visit_add counts one visit of v in a table of 2^bits slots; a slot packs
@@ -91,7 +93,7 @@ __device__ __forceinline__ uint32_t visit_walk(const WalkParams& P, uint64_t see
 
 template <bool kPPR>
 __device__ __forceinline__ void visits_count_body(const WalkParams* __restrict__ params, const VisitTask* __restrict__ tasks,
-                                                  unsigned long long* __restrict__ tables, uint32_t bits, uint64_t rng,
+                                                  unsigned long long* __restrict__ tables, uint32_t bits,
                                                   unsigned long long* __restrict__ out) {
   __shared__ PackScanStorage scan_scratch;
   const WalkParams& P = *params;
@@ -101,7 +103,7 @@ __device__ __forceinline__ void visits_count_body(const WalkParams* __restrict__
   const bool dead = P.offsets[t.start + 1] == P.offsets[t.start];  // a seed without out-edges takes no step
   const uint32_t limit = (uint32_t)P.length;
   for (uint32_t b = 0; !dead && spent < t.budget && (uint64_t)b * kVisitBlockWalks < t.cap; b++) {
-    const uint4 x = philox4x32_10(make_uint4(t.query, t.seed_index, b, kVisitCounterTag), (uint32_t)rng, (uint32_t)(rng >> 32));
+    const uint4 x = philox4x32_10(make_uint4(t.query, t.seed_index, b, kVisitCounterTag), (uint32_t)t.rng, (uint32_t)(t.rng >> 32));
     const uint64_t seed = (uint64_t)x.x | ((uint64_t)x.y << 32);
     const uint32_t k0 = 2 * threadIdx.x, k1 = k0 + 1;  // walk ids in the block
     const uint64_t j0 = (uint64_t)b * kVisitBlockWalks + k0;
@@ -135,15 +137,15 @@ __device__ __forceinline__ void visits_count_body(const WalkParams* __restrict__
 }  // namespace ws
 
 extern "C" __global__ void __launch_bounds__(ws::kVisitThreads) visits_count_static(const ws::WalkParams* __restrict__ p,
-    const ws::VisitTask* __restrict__ tasks, unsigned long long* __restrict__ tables, uint32_t bits, uint64_t rng,
+    const ws::VisitTask* __restrict__ tasks, unsigned long long* __restrict__ tables, uint32_t bits,
     unsigned long long* __restrict__ out) {
-  ws::visits_count_body<false>(p, tasks, tables, bits, rng, out);
+  ws::visits_count_body<false>(p, tasks, tables, bits, out);
 }
 
 extern "C" __global__ void __launch_bounds__(ws::kVisitThreads) visits_count_ppr(const ws::WalkParams* __restrict__ p,
-    const ws::VisitTask* __restrict__ tasks, unsigned long long* __restrict__ tables, uint32_t bits, uint64_t rng,
+    const ws::VisitTask* __restrict__ tasks, unsigned long long* __restrict__ tables, uint32_t bits,
     unsigned long long* __restrict__ out) {
-  ws::visits_count_body<true>(p, tasks, tables, bits, rng, out);
+  ws::visits_count_body<true>(p, tasks, tables, bits, out);
 }
 
 namespace ws {

@@ -90,9 +90,11 @@ func requestError(b *batch, err error) *source.RejectError {
 	return nil
 }
 
-// complete is one attempt at finishing: writer errors and engine errors
-// come back plain (retryable); failing to publish is fatal.
+// complete is one attempt at finishing, once the batch's writer has
+// drained: writer errors and engine errors come back plain (retryable);
+// failing to publish is fatal.
 func (s *Stage) complete(ctx context.Context, b *batch, runErr error) error {
+	<-b.written
 	if b.lookupErr != nil {
 		b.failedDep = depStore
 		return b.lookupErr

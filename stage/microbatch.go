@@ -134,9 +134,14 @@ func (s *Stage) release() {
 }
 
 // walk opens a writer per batch, runs the engine once for all of them and
-// routes each chunk to its batch's writer. It returns the engine's error;
-// writer errors are recorded per batch. On return every writer goroutine
-// has finished (b.written closed).
+// routes each chunk to its batch's writer. It returns the engine's error
+// once the engine is done with the micro-batch; writer errors are recorded
+// per batch, and each batch's b.written is closed when its writer has
+// drained (complete waits for it). So the engine walks the next
+// micro-batch while this one's last row groups are encoded and uploaded:
+// waiting for the writers here left the engine idle for that long after
+// every launch. The graph version stays referenced until every writer
+// has finished.
 func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 	// One graph version for the whole micro-batch (graphs.go).
 	for _, b := range mb {
@@ -150,7 +155,6 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 		}
 		return ctx.Err()
 	}
-	defer v.release()
 	jobs := make([]walk.Job, 0, len(mb))
 	live := make([]*batch, 0, len(mb))
 	var visits, samples []*batch
@@ -194,17 +198,20 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 	if len(jobs) > 0 {
 		runErr = s.runJobs(ctx, v, jobs, live)
 	}
-	for _, b := range visits {
-		s.countVisits(ctx, b, v)
-	}
+	s.countVisits(ctx, visits, v)
 	for _, b := range samples {
 		s.sample(ctx, b, v)
 	}
 	end := time.Now()
 	for _, b := range mb {
-		<-b.written
 		b.emitted = end
 	}
+	go func() {
+		for _, b := range mb {
+			<-b.written
+		}
+		v.release()
+	}()
 	return runErr
 }
 

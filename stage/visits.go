@@ -1,7 +1,8 @@
 package stage
 
-// Output "visits" batches: counted on the engine (walk.CountVisits), one
-// batch per counting call, and written by the batch's writer.
+// Output "visits" batches: the micro-batch's visits requests counted on the
+// engine together (walk.CountVisitCalls: the GPU engine fills its launches
+// with the queries of many requests), each written by its batch's writer.
 
 import (
 	"context"
@@ -12,14 +13,62 @@ import (
 	"github.com/walkstage/walkstage/walk"
 )
 
-// countVisits runs one visits batch on v's engine and writes its rows. The
-// queries' seeds are resolved against v's graph (the version may have
-// changed since the request was decoded); a seed it lacks rejects the
-// batch. An engine error is the batch's vErr (retried like any engine
-// failure), a write error its wErr; either way b.written is closed on
-// return.
-func (s *Stage) countVisits(ctx context.Context, b *batch, v *served) {
-	defer close(b.written)
+// countVisits counts the visits batches of a micro-batch on v's engine, in
+// one call, and writes each batch's rows on a goroutine of its own, so the
+// next micro-batch counts while these upload. The queries' seeds are
+// resolved against v's graph (the version may have changed since the
+// request was decoded); a seed it lacks rejects its batch. An engine
+// error is every batch's vErr (retried like any engine failure), a
+// parameter error its own batch's, a write error its wErr; either way each
+// b.written is closed once the batch is done with.
+func (s *Stage) countVisits(ctx context.Context, bs []*batch, v *served) {
+	var calls []walk.VisitCall
+	var live []*batch
+	for _, b := range bs {
+		if q, ok := s.visitQueries(b, v); ok {
+			calls = append(calls, walk.VisitCall{Params: b.req.Visits.Params, Queries: q})
+			live = append(live, b)
+		} else {
+			close(b.written)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	s.engineMu.Lock()
+	t0 := time.Now()
+	res, st, errs, err := walk.CountVisitCalls(ctx, v.e, v.g, calls)
+	d := time.Since(t0)
+	s.engineMu.Unlock()
+	s.m.engineSeconds.Add(d.Seconds())
+	for i, b := range live {
+		b.walked = d
+		switch {
+		case err != nil:
+			b.vErr = fmt.Errorf("count visits: %w", err)
+		case errs[i] != nil:
+			b.vErr = fmt.Errorf("count visits: %w", errs[i])
+		}
+		if b.vErr != nil {
+			close(b.written)
+			continue
+		}
+		s.m.engineRuns.Add(float64(st[i].Runs))
+		b.gotW, b.steps = int64(b.walks), st[i].Steps
+		s.log.Debug("visits counted", "batch_id", b.req.BatchID, "queries", st[i].Queries, "walks", st[i].Walks, "steps", st[i].Steps,
+			"walked_steps", st[i].WalkedSteps, "runs", st[i].Runs, "requests_together", len(live), "duration", d)
+		go func() {
+			defer close(b.written)
+			if err := b.w.WriteVisits(ctx, b.req.Visits.QueryIDs, res[i]); err != nil {
+				b.wErr = fmt.Errorf("write: %w", err)
+			}
+		}()
+	}
+}
+
+// visitQueries resolves b's queries against v's graph, or rejects b (its
+// vErr) and returns false.
+func (s *Stage) visitQueries(b *batch, v *served) ([]walk.VisitQuery, bool) {
 	spec := b.req.Visits
 	queries := make([]walk.VisitQuery, len(spec.Queries))
 	for q, seeds := range spec.QuerySeeds {
@@ -29,27 +78,10 @@ func (s *Stage) countVisits(ctx context.Context, b *batch, v *served) {
 			if !ok {
 				b.vErr = &source.RejectError{Reason: source.ReasonUnknownVertices, BatchID: b.req.BatchID,
 					Msg: fmt.Sprintf("graph version %s has no vertex %d (query %q)", v.g.Version, ext, spec.QueryIDs[q])}
-				return
+				return nil, false
 			}
 			queries[q].Starts[i] = d
 		}
 	}
-	s.engineMu.Lock()
-	t0 := time.Now()
-	res, st, err := walk.CountVisits(ctx, v.e, v.g, spec.Params, queries)
-	d := time.Since(t0)
-	s.engineMu.Unlock()
-	b.walked = d
-	s.m.engineRuns.Add(float64(st.Runs))
-	s.m.engineSeconds.Add(d.Seconds())
-	if err != nil {
-		b.vErr = fmt.Errorf("count visits: %w", err)
-		return
-	}
-	b.gotW, b.steps = int64(b.walks), st.Steps
-	s.log.Debug("visits counted", "batch_id", b.req.BatchID, "queries", st.Queries, "walks", st.Walks, "steps", st.Steps,
-		"walked_steps", st.WalkedSteps, "runs", st.Runs, "duration", d)
-	if err := b.w.WriteVisits(ctx, spec.QueryIDs, res); err != nil {
-		b.wErr = fmt.Errorf("write: %w", err)
-	}
+	return queries, true
 }

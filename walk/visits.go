@@ -234,6 +234,64 @@ func CountVisits(ctx context.Context, e Engine, g *graph.Graph, p VisitParams, q
 	return res, st, nil
 }
 
+// VisitCall is one counting call of several handed to CountVisitCalls: a
+// request's parameters and queries.
+type VisitCall struct {
+	Params  VisitParams
+	Queries []VisitQuery
+}
+
+// CountVisitCalls counts several calls as CountVisits counts each: call
+// i's results, stats and error (its parameters' validation) are res[i],
+// st[i] and errs[i], the same as CountVisits(ctx, e, g, calls[i].Params,
+// calls[i].Queries) gives. An engine implementing DeviceVisitBatcher
+// counts the calls it takes together, so that many small requests fill
+// it; the others are counted one by one. err is an engine failure, which
+// ends the whole call.
+func CountVisitCalls(ctx context.Context, e Engine, g *graph.Graph, calls []VisitCall) (res [][]VisitResult, st []VisitStats, errs []error, err error) {
+	res, st, errs = make([][]VisitResult, len(calls)), make([]VisitStats, len(calls)), make([]error, len(calls))
+	valid := make([]VisitCall, 0, len(calls))
+	at := make([]int, 0, len(calls)) // valid[k] is calls[at[k]]
+	for i, c := range calls {
+		if errs[i] = c.Params.Validate(g, c.Queries); errs[i] != nil {
+			continue
+		}
+		if c.Params.MinVisits == 0 {
+			c.Params.MinVisits = 1
+		}
+		valid, at = append(valid, c), append(at, i)
+	}
+	done := make([]bool, len(valid))
+	if db, ok := e.(DeviceVisitBatcher); ok && len(valid) > 0 {
+		r, s, handled, err := db.CountVisitCallsOnDevice(ctx, valid)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		for k, h := range handled {
+			if h {
+				res[at[k]], st[at[k]], done[k] = r[k], s[k], true
+			}
+		}
+	}
+	for k, c := range valid {
+		if done[k] {
+			continue
+		}
+		if res[at[k]], st[at[k]], err = CountVisits(ctx, e, g, c.Params, c.Queries); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return res, st, errs, nil
+}
+
+// DeviceVisitBatcher is implemented by engines that count several calls'
+// queries in shared launches (the GPU engine). CountVisitCalls hands them
+// its validated calls (MinVisits at least 1); handled[i] says whether call
+// i was counted, with the results CountVisits would give it alone.
+type DeviceVisitBatcher interface {
+	CountVisitCallsOnDevice(ctx context.Context, calls []VisitCall) (res [][]VisitResult, st []VisitStats, handled []bool, err error)
+}
+
 // DeviceVisitCounter is implemented by engines that count visits
 // themselves (the GPU engine: walks and counts on the device, only the
 // counts come back). CountVisits hands them its validated parameters

@@ -2,6 +2,7 @@ package walk
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"reflect"
 	"slices"
@@ -414,5 +415,75 @@ func TestVisitCandidatesFromSlots(t *testing.T) {
 	want = want[:min(len(want), p.TopK)]
 	if got := VisitCandidates(g, p, q, slots); !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+// oddBatcher counts, through DeviceVisitBatcher, the calls with an odd
+// seed (as CountVisits would alone, on its CPU engine) and leaves the
+// others to CountVisitCalls: a real engine behind the seam, not a mock.
+type oddBatcher struct {
+	Engine
+	g     *graph.Graph
+	calls int
+}
+
+func (o *oddBatcher) CountVisitCallsOnDevice(ctx context.Context, calls []VisitCall) ([][]VisitResult, []VisitStats, []bool, error) {
+	o.calls++
+	res, st, handled := make([][]VisitResult, len(calls)), make([]VisitStats, len(calls)), make([]bool, len(calls))
+	for i, c := range calls {
+		if c.Params.MinVisits < 1 {
+			return nil, nil, nil, fmt.Errorf("call %d not validated: min_visits %d", i, c.Params.MinVisits)
+		}
+		if c.Params.Seed%2 == 1 {
+			var err error
+			if res[i], st[i], err = CountVisits(ctx, o.Engine, o.g, c.Params, c.Queries); err != nil {
+				return nil, nil, nil, err
+			}
+			handled[i] = true
+		}
+	}
+	return res, st, handled, nil
+}
+
+// TestCountVisitCalls: each call's results, stats and validation error are
+// what CountVisits gives it alone, whether an engine's batcher or the
+// one-by-one path counted it; one invalid call fails only itself.
+func TestCountVisitCalls(t *testing.T) {
+	g := testGraph(t)
+	cpu, _ := NewCPU(g)
+	ppr := Algorithm{Kind: PPR, Length: 20, StopProb: 0.2}
+	qs := []VisitQuery{{Starts: []uint32{0}}, {Starts: []uint32{15, 3}, Weights: []float64{1, 3}}}
+	calls := []VisitCall{
+		{VisitParams{Algorithm: ppr, Seed: 1, StepsPerQuery: 5000, TopK: 10}, qs},
+		{VisitParams{Algorithm: ppr, Seed: 2, StepsPerQuery: 3000, TopK: 5, ExcludeSeeds: true}, qs[:1]},
+		{VisitParams{Algorithm: ppr, Seed: 3, StepsPerQuery: 3000, TopK: 0}, qs}, // invalid: top_k
+		{VisitParams{Algorithm: Algorithm{Kind: DeepWalk, Length: 6}, Seed: 5, WalksPerSeed: 40, TopK: 7, MinVisits: 2}, qs[:1]},
+	}
+	for _, c := range []struct {
+		name    string
+		e       Engine
+		batched bool
+	}{{"one by one", cpu, false}, {"through a batcher", &oddBatcher{Engine: cpu, g: g}, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			res, st, errs, err := CountVisitCalls(context.Background(), c.e, g, calls)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, call := range calls {
+				want, wst, werr := CountVisits(context.Background(), cpu, g, call.Params, call.Queries)
+				if (errs[i] == nil) != (werr == nil) {
+					t.Fatalf("call %d: error %v, alone %v", i, errs[i], werr)
+				}
+				if werr != nil {
+					continue
+				}
+				if !reflect.DeepEqual(res[i], want) || st[i] != wst {
+					t.Fatalf("call %d: %v %+v, alone %v %+v", i, res[i], st[i], want, wst)
+				}
+			}
+			if b, ok := c.e.(*oddBatcher); ok && b.calls != 1 {
+				t.Fatalf("the batcher was asked %d times, want once", b.calls)
+			}
+		})
 	}
 }
