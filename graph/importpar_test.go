@@ -298,6 +298,19 @@ func TestEncodeRunSlabsMatchOneEncoder(t *testing.T) {
 		if !slices.Equal(marks, enc.marks) {
 			t.Fatalf("par %d: %d marks differ from the serial encoder's %d", par, len(marks), len(enc.marks))
 		}
+		// A file is written with WriteAt, the slabs at once.
+		f, err := os.Create(filepath.Join(t.TempDir(), "run"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, fmarks, err := encodeRun(f, recs, order, true, true, true, 1000, make([]slabCoder, par))
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(f.Name()); !bytes.Equal(b, want.Bytes()) || !slices.Equal(fmarks, enc.marks) {
+			t.Fatalf("par %d: the file's %d bytes differ from the serial encoder's %d", par, len(b), want.Len())
+		}
 	}
 }
 

@@ -338,8 +338,8 @@ func (b *runBuilder) spillRun(job sortJob, order []kv) error {
 	r := runFile{n: int64(len(recs))}
 	var srcs []int64
 	var err error
-	r.path, err = b.spill(func(w *bufio.Writer) error {
-		srcs, r.marks, err = encodeRun(w, recs, order, b.o.Weighted, b.o.Labelled, !b.o.DenseIDs, int64(b.o.markEvery), b.coders)
+	r.path, err = b.spillFile(func(f *os.File) error {
+		srcs, r.marks, err = encodeRun(f, recs, order, b.o.Weighted, b.o.Labelled, !b.o.DenseIDs, int64(b.o.markEvery), b.coders)
 		return err
 	})
 	if err != nil {
@@ -373,15 +373,22 @@ func (b *runBuilder) spillIDs(ids []int64) (path string, marks []idMark, err err
 // spill writes a temporary file in tmpDir through write and returns its
 // path; on failure nothing is left behind.
 func (b *runBuilder) spill(write func(*bufio.Writer) error) (string, error) {
+	return b.spillFile(func(f *os.File) error {
+		w := bufio.NewWriterSize(f, 1<<20)
+		if err := write(w); err != nil {
+			return err
+		}
+		return w.Flush()
+	})
+}
+
+// spillFile is spill for a writer of the file itself.
+func (b *runBuilder) spillFile(write func(*os.File) error) (string, error) {
 	f, err := os.CreateTemp(b.tmpDir, "walkstage-run-*")
 	if err != nil {
 		return "", fmt.Errorf("spill run: %w", err)
 	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	err = write(w)
-	if err == nil {
-		err = w.Flush()
-	}
+	err = write(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
