@@ -109,9 +109,11 @@ type ImportStats struct {
 	Version          string
 	// Phases is where the time went, in order: decode (reading and
 	// decoding the input while runs are sorted and spilled beside it),
-	// sort runs (the sorter's busy time, overlapping decode, and the wait
-	// for the last run), ids (merging the id sets), merge (the parallel
-	// merge into the sections) and write (ids, compaction and checksum).
+	// within it the time the run builder waited for input and for the
+	// sorter, sort runs (the sorter's busy time, overlapping decode),
+	// sort tail (the wait for the last run), ids (merging the id sets),
+	// merge (the parallel merge into the sections) and write (ids,
+	// compaction and checksum).
 	Phases []PhaseTime
 
 	mergeParts int // parts of the final merge
@@ -123,8 +125,8 @@ type PhaseTime struct {
 	Name     string
 	Duration time.Duration
 	Edges    int64
-	// Overlap says the phase ran beside the one before it, so its time is
-	// not added to the total.
+	// Overlap says the phase ran beside or within the one before it, so
+	// its time is not added to the total.
 	Overlap bool
 }
 
@@ -182,8 +184,10 @@ func importInto(ctx context.Context, input, out string, o ImportOptions, totalBy
 	// wait for the last run (and the merging of runs in rounds, if any).
 	st.Phases = []PhaseTime{
 		{Name: "decode", Duration: t1.Sub(t0), Edges: st.InputEdges},
-		{Name: "sort runs", Duration: b.sortBusy, Edges: total, Overlap: true},
-		{Name: "sort tail", Duration: t3.Sub(t1), Edges: total},
+		{Name: "waiting for input", Duration: b.waitInput, Overlap: true},
+		{Name: "waiting for the sorter", Duration: b.waitSorter, Overlap: true},
+		{Name: "sort runs busy", Duration: b.sortBusy, Edges: total, Overlap: true},
+		{Name: "sort tail", Duration: t3.Sub(t1)},
 		{Name: "ids", Duration: t4.Sub(t3), Edges: total},
 		{Name: "merge", Duration: w.mergeTime, Edges: total},
 		{Name: "write", Duration: t5.Sub(t4) - w.mergeTime, Edges: total},

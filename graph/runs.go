@@ -66,7 +66,12 @@ type runBuilder struct {
 	// sortBusy is the time the sorter spent sorting and spilling runs;
 	// read after finish.
 	sortBusy time.Duration
-	coders   []slabCoder // the sorter's spill encoders, one a worker
+	// waitInput and waitSorter are the times the committer waited for the
+	// decoders' next batch and for the sorter to hand back a run buffer:
+	// the one that dominates is what limits the read phase.
+	waitInput, waitSorter time.Duration
+	lastAdd               time.Time
+	coders                []slabCoder // the sorter's spill encoders, one a worker
 }
 
 // sortJob is one run handed to the sorter: spill it, or (the last run) keep
@@ -97,6 +102,10 @@ func newRunBuilder(ctx context.Context, input, tmpDir string, o ImportOptions) *
 // order. It returns an error only for a cancelled context or a failed
 // spill.
 func (b *runBuilder) addBatch(e *edgeBatch) error {
+	if !b.lastAdd.IsZero() {
+		b.waitInput += time.Since(b.lastAdd)
+	}
+	defer func() { b.lastAdd = time.Now() }()
 	if b.o.DenseIDs {
 		b.maxID = max(b.maxID, e.maxID)
 	}
@@ -264,6 +273,8 @@ func (b *runBuilder) flush(spill bool) error {
 	if len(b.cur) == 0 && len(b.dropped) == 0 {
 		return nil
 	}
+	t0 := time.Now()
+	defer func() { b.waitSorter += time.Since(t0) }()
 	b.sorter.send(sortJob{recs: b.cur, dropped: b.dropped, spill: spill})
 	b.cur, b.dropped = nil, nil
 	if !spill {
