@@ -69,9 +69,10 @@ type ImportOptions struct {
 	// Each adds about 15 MB to peak memory (measured at scale 20): up to
 	// three decoded batches of 64Ki edges waiting for the run builder, a
 	// 2 MiB text chunk or a row group's read buffers and current pages,
-	// and a spill encoder's slab. A Parquet decoder may queue its whole row
-	// group instead, up to 32 batches (about 1.4 MB each with weights and
-	// labels), so that it never waits on the run builder mid-group.
+	// and a spill encoder's slab. A Parquet decoder may queue its whole part
+	// of a row group instead, up to 8 batches (about 1.4 MB each with
+	// weights and labels), so that it never waits on the run builder
+	// mid-part.
 	Workers int
 	// Progress, if set, is called (from one goroutine at a time) at most
 	// every ProgressInterval (default 2s), and once at the end of each phase.
