@@ -121,7 +121,8 @@ type ImportStats struct {
 }
 
 // PhaseTime is one phase of an import: its name, wall time and the edges it
-// handled (input edges for decode, directed edges after it).
+// handled (input edges for decode, directed edges after it; 0 where a rate
+// in edges says nothing: the waits, the sort's tail, the id merge).
 type PhaseTime struct {
 	Name     string
 	Duration time.Duration
@@ -189,7 +190,7 @@ func importInto(ctx context.Context, input, out string, o ImportOptions, totalBy
 		{Name: "waiting for the sorter", Duration: b.waitSorter, Overlap: true},
 		{Name: "sort runs busy", Duration: b.sortBusy, Edges: total, Overlap: true},
 		{Name: "sort tail", Duration: t3.Sub(t1)},
-		{Name: "ids", Duration: t4.Sub(t3), Edges: total},
+		{Name: "ids", Duration: t4.Sub(t3)},
 		{Name: "merge", Duration: w.mergeTime, Edges: total},
 		{Name: "write", Duration: t5.Sub(t4) - w.mergeTime, Edges: total},
 	}
