@@ -70,9 +70,11 @@ func (p *batchPool) put(b *edgeBatch) {
 // decoder waits for the committer (a text part is one or two batches).
 const partDepth = 2
 
-// maxPartDepth bounds the batches a Parquet part may queue: a row group of
-// up to 2Mi rows at the default batch size, about 45 MB of decoded columns.
-const maxPartDepth = 32
+// maxPartDepth bounds the batches a Parquet part may queue: 512 Ki rows at
+// the default batch size, about 11 MB of decoded columns. Larger row groups
+// are decoded in parts of at most this many batches (pqParts), so that
+// every decoder can queue its whole part.
+const maxPartDepth = 8
 
 // decodeOrdered runs produce on a goroutine of its own, decode on workers
 // goroutines and commit on the caller's, and returns the first error in

@@ -69,9 +69,10 @@ type ImportOptions struct {
 	// Each adds about 15 MB to peak memory (measured at scale 20): up to
 	// three decoded batches of 64Ki edges waiting for the run builder, a
 	// 2 MiB text chunk or a row group's read buffers and current pages,
-	// and a spill encoder's slab. A Parquet decoder may queue its whole row
-	// group instead, up to 32 batches (about 1.4 MB each with weights and
-	// labels), so that it never waits on the run builder mid-group.
+	// and a spill encoder's slab. A Parquet decoder may queue its whole part
+	// of a row group instead, up to 8 batches (about 1.4 MB each with
+	// weights and labels), so that it never waits on the run builder
+	// mid-part.
 	Workers int
 	// Progress, if set, is called (from one goroutine at a time) at most
 	// every ProgressInterval (default 2s), and once at the end of each phase.
@@ -109,22 +110,25 @@ type ImportStats struct {
 	Version          string
 	// Phases is where the time went, in order: decode (reading and
 	// decoding the input while runs are sorted and spilled beside it),
-	// sort runs (the sorter's busy time, overlapping decode, and the wait
-	// for the last run), ids (merging the id sets), merge (the parallel
-	// merge into the sections) and write (ids, compaction and checksum).
+	// within it the time the run builder waited for input and for the
+	// sorter, sort runs (the sorter's busy time, overlapping decode),
+	// sort tail (the wait for the last run), ids (merging the id sets),
+	// merge (the parallel merge into the sections) and write (ids,
+	// compaction and checksum).
 	Phases []PhaseTime
 
 	mergeParts int // parts of the final merge
 }
 
 // PhaseTime is one phase of an import: its name, wall time and the edges it
-// handled (input edges for decode, directed edges after it).
+// handled (input edges for decode, directed edges after it; 0 where a rate
+// in edges says nothing: the waits, the sort's tail, the id merge).
 type PhaseTime struct {
 	Name     string
 	Duration time.Duration
 	Edges    int64
-	// Overlap says the phase ran beside the one before it, so its time is
-	// not added to the total.
+	// Overlap says the phase ran beside or within the one before it, so
+	// its time is not added to the total.
 	Overlap bool
 }
 
@@ -182,9 +186,11 @@ func importInto(ctx context.Context, input, out string, o ImportOptions, totalBy
 	// wait for the last run (and the merging of runs in rounds, if any).
 	st.Phases = []PhaseTime{
 		{Name: "decode", Duration: t1.Sub(t0), Edges: st.InputEdges},
-		{Name: "sort runs", Duration: b.sortBusy, Edges: total, Overlap: true},
-		{Name: "sort tail", Duration: t3.Sub(t1), Edges: total},
-		{Name: "ids", Duration: t4.Sub(t3), Edges: total},
+		{Name: "waiting for input", Duration: b.waitInput, Overlap: true},
+		{Name: "waiting for the sorter", Duration: b.waitSorter, Overlap: true},
+		{Name: "sort runs busy", Duration: b.sortBusy, Edges: total, Overlap: true},
+		{Name: "sort tail", Duration: t3.Sub(t1)},
+		{Name: "ids", Duration: t4.Sub(t3)},
 		{Name: "merge", Duration: w.mergeTime, Edges: total},
 		{Name: "write", Duration: t5.Sub(t4) - w.mergeTime, Edges: total},
 	}

@@ -298,6 +298,19 @@ func TestEncodeRunSlabsMatchOneEncoder(t *testing.T) {
 		if !slices.Equal(marks, enc.marks) {
 			t.Fatalf("par %d: %d marks differ from the serial encoder's %d", par, len(marks), len(enc.marks))
 		}
+		// A file is written with WriteAt, the slabs at once.
+		f, err := os.Create(filepath.Join(t.TempDir(), "run"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, fmarks, err := encodeRun(f, recs, order, true, true, true, 1000, make([]slabCoder, par))
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(f.Name()); !bytes.Equal(b, want.Bytes()) || !slices.Equal(fmarks, enc.marks) {
+			t.Fatalf("par %d: the file's %d bytes differ from the serial encoder's %d", par, len(b), want.Len())
+		}
 	}
 }
 
@@ -503,8 +516,8 @@ func TestMergeIDsInPartsMatchesSerial(t *testing.T) {
 	}
 }
 
-// A file of few row groups is read in row ranges of them, plain and
-// dictionary-coded, and gives the bytes of a whole-group read.
+// Row groups are read in row ranges of them, plain and dictionary-coded,
+// and give the bytes of a read with fewer cuts.
 func TestImportParquetCutsFewRowGroups(t *testing.T) {
 	edges := randomEdges(rand.New(rand.NewPCG(9, 10)), 7000)
 	plain := make([]pqEdge, len(edges))
@@ -534,8 +547,13 @@ func TestImportParquetCutsFewRowGroups(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if parts := pqParts(pf.RowGroups(), cols, 4, 100); len(parts) != 8 {
-				t.Fatalf("2 row groups, 4 workers: %d parts, want 8", len(parts))
+			// Groups of 4000 and 3000 rows: parts of at most 8 batches of
+			// 100 rows (5 + 4), or, with batches of 1000, about 2 x 4
+			// workers' parts of at least two batches (2 + 1).
+			for _, c := range []struct{ batchRows, want int }{{100, 9}, {1000, 3}} {
+				if parts := pqParts(pf.RowGroups(), cols, 4, c.batchRows); len(parts) != c.want {
+					t.Fatalf("2 row groups, 4 workers, batches of %d: %d parts, want %d", c.batchRows, len(parts), c.want)
+				}
 			}
 			var outs [][]byte
 			for _, workers := range []int{1, 4, 7} {

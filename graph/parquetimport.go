@@ -99,8 +99,9 @@ func readParquet(pf *parquet.File, cols []pqCol, in string, size int64, b *runBu
 	b.groups = len(pf.RowGroups())
 	parts := pqParts(pf.RowGroups(), cols, b.o.Workers, d.rows)
 	d.columnsAtOnce = len(parts) < b.o.Workers
-	// A decoder queues all of its part's batches (up to maxPartDepth), so
-	// it never waits on the committer mid-part.
+	// A decoder queues all of its part's batches (up to maxPartDepth: a
+	// row group without an offset index is not cut), so it never waits on
+	// the committer mid-part.
 	depth := partDepth
 	for _, p := range parts {
 		rows := p.to - p.from
@@ -141,20 +142,23 @@ func readParquet(pf *parquet.File, cols []pqCol, in string, size int64, b *runBu
 	return err
 }
 
-// pqParts cuts the row groups into the parts the decoders take: whole
-// row groups when there are at least twice as many as workers, else each
-// cut into row ranges of at least two batches, about 2 x workers parts in
-// all, so that a file of a few large row groups still keeps every decoder
-// busy. A part starts at its first row by the offset index (a seek to the
-// page holding it); a row group whose columns lack one is not cut.
+// pqParts cuts the row groups into the parts the decoders take: row
+// ranges of at most maxPartDepth batches, so that a decoder can queue its
+// whole part (see decodeOrdered) with bounded memory, and, when there are
+// fewer row groups than twice the workers, ranges of at least two batches
+// making about 2 x workers parts in all, so that a file of a few large row
+// groups still keeps every decoder busy. A part starts at its first row by
+// the offset index (a seek to the page holding it); a row group whose
+// columns lack one is not cut.
 func pqParts(groups []parquet.RowGroup, cols []pqCol, workers, batchRows int) []pqPart {
 	var parts []pqPart
 	want := 2 * workers
 	for gi, rg := range groups {
 		n := rg.NumRows()
-		k := int64(1)
+		most := int64(maxPartDepth * batchRows)
+		k := (n + most - 1) / most
 		if len(groups) < want {
-			k = min(int64((want+len(groups)-1)/len(groups)), n/int64(2*batchRows))
+			k = max(k, min(int64((want+len(groups)-1)/len(groups)), n/int64(2*batchRows)))
 		}
 		if k > 1 {
 			chunks := rg.ColumnChunks()

@@ -3,6 +3,7 @@ package graph
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -106,6 +107,8 @@ type slabCoder struct {
 // would write: a slab's encoder starts from the record before it.
 //
 // coders are reused from run to run; len(*coders) bounds the goroutines.
+// When w is an io.WriterAt (a file), the run is written from its start
+// with WriteAt, the slabs of a round at once.
 func encodeRun(w io.Writer, recs []rec, order []kv, weighted, labelled, wantSrcs bool, markEvery int64, coders []slabCoder) ([]int64, []runMark, error) {
 	n := len(recs)
 	coders = coders[:max(1, min(len(coders), (n+spillSlab-1)/spillSlab))]
@@ -118,9 +121,25 @@ func encodeRun(w io.Writer, recs []rec, order []kv, weighted, labelled, wantSrcs
 			from := lo + t*spillSlab
 			coders[t].encode(recs, order, from, min(n, from+spillSlab), weighted, labelled, wantSrcs, markEvery)
 		})
-		for _, c := range coders[:k] {
-			if _, err := w.Write(c.buf); err != nil {
+		if wa, ok := w.(io.WriterAt); ok {
+			// A file: the slabs are written at their offsets at once, so
+			// the copy into the file does not wait for one goroutine.
+			offs := make([]int64, k)
+			at := written
+			for t, c := range coders[:k] {
+				offs[t], at = at, at+int64(len(c.buf))
+			}
+			errs := make([]error, k)
+			parallelFor(k, func(t int) { _, errs[t] = wa.WriteAt(coders[t].buf, offs[t]) })
+			if err := errors.Join(errs...); err != nil {
 				return nil, nil, err
+			}
+		}
+		for _, c := range coders[:k] {
+			if _, ok := w.(io.WriterAt); !ok {
+				if _, err := w.Write(c.buf); err != nil {
+					return nil, nil, err
+				}
 			}
 			for _, m := range c.marks {
 				m.off += written

@@ -66,7 +66,12 @@ type runBuilder struct {
 	// sortBusy is the time the sorter spent sorting and spilling runs;
 	// read after finish.
 	sortBusy time.Duration
-	coders   []slabCoder // the sorter's spill encoders, one a worker
+	// waitInput and waitSorter are the times the committer waited for the
+	// decoders' next batch and for the sorter to hand back a run buffer:
+	// the one that dominates is what limits the read phase.
+	waitInput, waitSorter time.Duration
+	lastAdd               time.Time
+	coders                []slabCoder // the sorter's spill encoders, one a worker
 }
 
 // sortJob is one run handed to the sorter: spill it, or (the last run) keep
@@ -97,6 +102,10 @@ func newRunBuilder(ctx context.Context, input, tmpDir string, o ImportOptions) *
 // order. It returns an error only for a cancelled context or a failed
 // spill.
 func (b *runBuilder) addBatch(e *edgeBatch) error {
+	if !b.lastAdd.IsZero() {
+		b.waitInput += time.Since(b.lastAdd)
+	}
+	defer func() { b.lastAdd = time.Now() }()
 	if b.o.DenseIDs {
 		b.maxID = max(b.maxID, e.maxID)
 	}
@@ -264,6 +273,8 @@ func (b *runBuilder) flush(spill bool) error {
 	if len(b.cur) == 0 && len(b.dropped) == 0 {
 		return nil
 	}
+	t0 := time.Now()
+	defer func() { b.waitSorter += time.Since(t0) }()
 	b.sorter.send(sortJob{recs: b.cur, dropped: b.dropped, spill: spill})
 	b.cur, b.dropped = nil, nil
 	if !spill {
@@ -338,8 +349,8 @@ func (b *runBuilder) spillRun(job sortJob, order []kv) error {
 	r := runFile{n: int64(len(recs))}
 	var srcs []int64
 	var err error
-	r.path, err = b.spill(func(w *bufio.Writer) error {
-		srcs, r.marks, err = encodeRun(w, recs, order, b.o.Weighted, b.o.Labelled, !b.o.DenseIDs, int64(b.o.markEvery), b.coders)
+	r.path, err = b.spillFile(func(f *os.File) error {
+		srcs, r.marks, err = encodeRun(f, recs, order, b.o.Weighted, b.o.Labelled, !b.o.DenseIDs, int64(b.o.markEvery), b.coders)
 		return err
 	})
 	if err != nil {
@@ -373,15 +384,22 @@ func (b *runBuilder) spillIDs(ids []int64) (path string, marks []idMark, err err
 // spill writes a temporary file in tmpDir through write and returns its
 // path; on failure nothing is left behind.
 func (b *runBuilder) spill(write func(*bufio.Writer) error) (string, error) {
+	return b.spillFile(func(f *os.File) error {
+		w := bufio.NewWriterSize(f, 1<<20)
+		if err := write(w); err != nil {
+			return err
+		}
+		return w.Flush()
+	})
+}
+
+// spillFile is spill for a writer of the file itself.
+func (b *runBuilder) spillFile(write func(*os.File) error) (string, error) {
 	f, err := os.CreateTemp(b.tmpDir, "walkstage-run-*")
 	if err != nil {
 		return "", fmt.Errorf("spill run: %w", err)
 	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	err = write(w)
-	if err == nil {
-		err = w.Flush()
-	}
+	err = write(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

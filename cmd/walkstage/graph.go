@@ -213,12 +213,12 @@ func phaseLine(ps []graph.PhaseTime) string {
 			b.WriteString(",")
 		}
 		rate := ""
-		if p.Duration >= 10*time.Millisecond { // a rate of a few ticks means nothing
+		if p.Edges > 0 && p.Duration >= 10*time.Millisecond { // a rate of a few ticks means nothing
 			rate = fmt.Sprintf(" (%.1f M edges/s)", float64(p.Edges)/p.Duration.Seconds()/1e6)
 		}
 		f := " %s %.3f s%s"
 		if p.Overlap {
-			f = " [%s %.3f s busy%s]"
+			f = " [%s %.3f s%s]"
 		}
 		fmt.Fprintf(&b, f, p.Name, p.Duration.Seconds(), rate)
 	}
