@@ -106,10 +106,13 @@ func (e *Engine) sampleUsable(p walk.SampleParams) error {
 	return nil
 }
 
-// SampleNeighborsRange is SampleNeighbors for instances first ..
-// first+count-1 only (count -1: to the last), as walk.SampleRange.
-func (e *Engine) SampleNeighborsRange(ctx context.Context, p walk.SampleParams, starts []uint32, first, count int) ([][]walk.SampledEdge, SampleStats, error) {
-	count, err := e.checkSample(walk.NeighborSampling, p, starts, first, count)
+// sampleLocked checks a sampling call of kind for instances first ..
+// first+count-1 (count -1: to the last), takes the engine and runs body on
+// the number of instances, unless the engine cannot sample (closed,
+// broken, or not holding the whole graph).
+func (e *Engine) sampleLocked(kind walk.SampleKind, p walk.SampleParams, starts []uint32, first, count int,
+	body func(count int) ([][]walk.SampledEdge, SampleStats, error)) ([][]walk.SampledEdge, SampleStats, error) {
+	count, err := e.checkSample(kind, p, starts, first, count)
 	if err != nil {
 		return nil, SampleStats{}, err
 	}
@@ -118,95 +121,103 @@ func (e *Engine) SampleNeighborsRange(ctx context.Context, p walk.SampleParams, 
 	if err := e.sampleUsable(p); err != nil {
 		return nil, SampleStats{}, err
 	}
-	g := e.g
-	t0 := time.Now()
-	n := count
-	out := make([][]walk.SampledEdge, n)
-	// Hop 0's tasks: one per instance, slot 0; an instance's Philox
-	// counter is its id in the whole batch.
-	inst := make([]uint32, n)
-	slot := make([]uint32, n)
-	vert := make([]uint32, n)
-	for k := range n {
-		i := first + k
-		inst[k], vert[k] = uint32(i), starts[i/p.InstancesPerSeed]
-	}
-	var st SampleStats
-	err = e.dev.do(func() (err error) {
-		fn, err := e.mod.Function("sample_neighbor_hop")
-		if err != nil {
-			return fmt.Errorf("gpu: kernel sample_neighbor_hop: %w", err)
+	return body(count)
+}
+
+// SampleNeighborsRange is SampleNeighbors for instances first ..
+// first+count-1 only (count -1: to the last), as walk.SampleRange.
+func (e *Engine) SampleNeighborsRange(ctx context.Context, p walk.SampleParams, starts []uint32, first, count int) ([][]walk.SampledEdge, SampleStats, error) {
+	return e.sampleLocked(walk.NeighborSampling, p, starts, first, count, func(count int) ([][]walk.SampledEdge, SampleStats, error) {
+		g := e.g
+		t0 := time.Now()
+		n := count
+		out := make([][]walk.SampledEdge, n)
+		// Hop 0's tasks: one per instance, slot 0; an instance's Philox
+		// counter is its id in the whole batch.
+		inst := make([]uint32, n)
+		slot := make([]uint32, n)
+		vert := make([]uint32, n)
+		for k := range n {
+			i := first + k
+			inst[k], vert[k] = uint32(i), starts[i/p.InstancesPerSeed]
 		}
-		var dCum, dInst, dSlot, dVert, dOut, dCount cu.DevicePtr
-		defer func() {
-			for name, q := range map[string]*cu.DevicePtr{"sample.cum": &dCum, "sample.inst": &dInst, "sample.slot": &dSlot,
-				"sample.vertex": &dVert, "sample.out": &dOut, "sample.count": &dCount} {
-				e.free(name, q)
+		var st SampleStats
+		err := e.dev.do(func() (err error) {
+			fn, err := e.mod.Function("sample_neighbor_hop")
+			if err != nil {
+				return fmt.Errorf("gpu: kernel sample_neighbor_hop: %w", err)
 			}
-		}()
-		if p.EdgeBias.Kind == walk.BiasEdgeWeight {
-			if dCum, err = upload(e, "sample.cum", walk.WeightCDF(g)); err != nil {
-				return err
-			}
-		}
-		for h, k := range p.Fanouts {
-			nt := len(vert)
-			if nt == 0 {
-				break
-			}
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			for _, a := range []struct {
-				name string
-				q    *cu.DevicePtr
-				n    int64
-				src  []uint32
-			}{{"sample.inst", &dInst, int64(nt) * 4, inst}, {"sample.slot", &dSlot, int64(nt) * 4, slot},
-				{"sample.vertex", &dVert, int64(nt) * 4, vert}, {"sample.out", &dOut, int64(nt) * int64(k) * 4, nil},
-				{"sample.count", &dCount, int64(nt) * 4, nil}} {
-				e.free(a.name, a.q)
-				if *a.q, err = e.alloc(a.name, a.n); err != nil {
+			var dCum, dInst, dSlot, dVert, dOut, dCount cu.DevicePtr
+			defer func() {
+				for name, q := range map[string]*cu.DevicePtr{"sample.cum": &dCum, "sample.inst": &dInst, "sample.slot": &dSlot,
+					"sample.vertex": &dVert, "sample.out": &dOut, "sample.count": &dCount} {
+					e.free(name, q)
+				}
+			}()
+			if p.EdgeBias.Kind == walk.BiasEdgeWeight {
+				if dCum, err = upload(e, "sample.cum", walk.WeightCDF(g)); err != nil {
 					return err
 				}
-				if a.src != nil {
-					if err := e.copyHtoD(*a.q, unsafe.Pointer(&a.src[0]), a.n); err != nil {
-						return fmt.Errorf("gpu: copy %s: %w", a.name, err)
+			}
+			for h, k := range p.Fanouts {
+				nt := len(vert)
+				if nt == 0 {
+					break
+				}
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				for _, a := range []struct {
+					name string
+					q    *cu.DevicePtr
+					n    int64
+					src  []uint32
+				}{{"sample.inst", &dInst, int64(nt) * 4, inst}, {"sample.slot", &dSlot, int64(nt) * 4, slot},
+					{"sample.vertex", &dVert, int64(nt) * 4, vert}, {"sample.out", &dOut, int64(nt) * int64(k) * 4, nil},
+					{"sample.count", &dCount, int64(nt) * 4, nil}} {
+					e.free(a.name, a.q)
+					if *a.q, err = e.alloc(a.name, a.n); err != nil {
+						return err
+					}
+					if a.src != nil {
+						if err := e.copyHtoD(*a.q, unsafe.Pointer(&a.src[0]), a.n); err != nil {
+							return fmt.Errorf("gpu: copy %s: %w", a.name, err)
+						}
 					}
 				}
+				var dWeights uint64
+				if dCum != 0 {
+					dWeights = uint64(e.dWeights)
+				}
+				warpsPerBlock := sampleThreads / 32
+				grid := min((nt+warpsPerBlock-1)/warpsPerBlock, e.numSM*64)
+				tk := time.Now()
+				if err := launch(fn, grid, sampleThreads, cu.Stream{}, []uint64{uint64(e.dOffsets), dWeights, uint64(dCum), p.Seed,
+					uint64(h), uint64(k), uint64(dInst), uint64(dSlot), uint64(dVert), uint64(nt), uint64(dOut), uint64(dCount)}); err != nil {
+					return fmt.Errorf("gpu: launch sample_neighbor_hop: %w", err)
+				}
+				if err := cu.Synchronize(); err != nil {
+					return fmt.Errorf("gpu: sample_neighbor_hop: %w", err)
+				}
+				st.Kernel += time.Since(tk)
+				picks, counts, err := copyHopPicks(dOut, dCount, nt, k)
+				if err != nil {
+					return err
+				}
+				inst, slot, vert = nextFrontier(g, out, uint32(first), h, k, inst, vert, picks, counts)
 			}
-			var dWeights uint64
-			if dCum != 0 {
-				dWeights = uint64(e.dWeights)
-			}
-			warpsPerBlock := sampleThreads / 32
-			grid := min((nt+warpsPerBlock-1)/warpsPerBlock, e.numSM*64)
-			tk := time.Now()
-			if err := launch(fn, grid, sampleThreads, cu.Stream{}, []uint64{uint64(e.dOffsets), dWeights, uint64(dCum), p.Seed,
-				uint64(h), uint64(k), uint64(dInst), uint64(dSlot), uint64(dVert), uint64(nt), uint64(dOut), uint64(dCount)}); err != nil {
-				return fmt.Errorf("gpu: launch sample_neighbor_hop: %w", err)
-			}
-			if err := cu.Synchronize(); err != nil {
-				return fmt.Errorf("gpu: sample_neighbor_hop: %w", err)
-			}
-			st.Kernel += time.Since(tk)
-			picks, counts, err := copyHopPicks(dOut, dCount, nt, k)
-			if err != nil {
-				return err
-			}
-			inst, slot, vert = nextFrontier(g, out, uint32(first), h, k, inst, vert, picks, counts)
+			return nil
+		})
+		if err != nil {
+			return nil, SampleStats{}, err
 		}
-		return nil
+		st.Instances = int64(n)
+		for _, es := range out {
+			st.Edges += int64(len(es))
+		}
+		st.Wall = time.Since(t0)
+		return out, st, nil
 	})
-	if err != nil {
-		return nil, SampleStats{}, err
-	}
-	st.Instances = int64(n)
-	for _, es := range out {
-		st.Edges += int64(len(es))
-	}
-	st.Wall = time.Since(t0)
-	return out, st, nil
 }
 
 // copyHopPicks copies a hop's picks back from the device: k edge indices

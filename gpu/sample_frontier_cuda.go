@@ -35,98 +35,91 @@ func (e *Engine) SampleFrontier(ctx context.Context, p walk.SampleParams, starts
 // SampleFrontierRange is SampleFrontier for instances first ..
 // first+count-1 only (count -1: to the last), as walk.SampleRange.
 func (e *Engine) SampleFrontierRange(ctx context.Context, p walk.SampleParams, starts []uint32, first, count int) ([][]walk.SampledEdge, SampleStats, error) {
-	count, err := e.checkSample(walk.FrontierWalk, p, starts, first, count)
-	if err != nil {
-		return nil, SampleStats{}, err
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if err := e.sampleUsable(p); err != nil {
-		return nil, SampleStats{}, err
-	}
-	t0 := time.Now()
-	n := count
-	out := make([][]walk.SampledEdge, n)
-	st := SampleStats{SampleStats: walk.SampleStats{Instances: int64(n)}}
-	if n == 0 {
+	return e.sampleLocked(walk.FrontierWalk, p, starts, first, count, func(count int) ([][]walk.SampledEdge, SampleStats, error) {
+		t0 := time.Now()
+		n := count
+		out := make([][]walk.SampledEdge, n)
+		st := SampleStats{SampleStats: walk.SampleStats{Instances: int64(n)}}
+		if n == 0 {
+			return out, st, nil
+		}
+		fsize, steps := p.FrontierSize, p.Samples
+		edges := int64(n) * int64(steps)
+		oEdge := make([]uint64, edges)
+		oSrc := make([]uint32, edges)
+		oDst := make([]uint32, edges)
+		counts := make([]uint32, n)
+		err := e.dev.do(func() (err error) {
+			fn, err := e.mod.Function("sample_frontier")
+			if err != nil {
+				return fmt.Errorf("gpu: kernel sample_frontier: %w", err)
+			}
+			// As many warps as the multiprocessors hold at once (each loops
+			// over instances), fewer when their slots would pass the budget.
+			occ, err := fn.MaxActiveBlocksPerMultiProcessor(sampleThreads, 0)
+			if err != nil {
+				return fmt.Errorf("gpu: occupancy of sample_frontier: %w", err)
+			}
+			const warpsPerBlock = sampleThreads / 32
+			warps := min(n, e.numSM*max(occ, 1)*warpsPerBlock, int(max(1, frontierScratchBudget/(int64(fsize)*8))))
+			grid := (warps + warpsPerBlock - 1) / warpsPerBlock
+			var dCum, dStarts, dSlots, dEdge, dSrc, dDst, dCount cu.DevicePtr
+			defer func() {
+				for name, q := range map[string]*cu.DevicePtr{"sample.cum": &dCum, "sample.starts": &dStarts, "sample.slots": &dSlots,
+					"sample.edge": &dEdge, "sample.src": &dSrc, "sample.dst": &dDst, "sample.count": &dCount} {
+					e.free(name, q)
+				}
+			}()
+			if p.Weighted() {
+				if dCum, err = upload(e, "sample.cum", walk.WeightCDF(e.g)); err != nil {
+					return err
+				}
+			}
+			if dStarts, err = upload(e, "sample.starts", starts); err != nil {
+				return err
+			}
+			for _, a := range []struct {
+				name string
+				q    *cu.DevicePtr
+				n    int64
+			}{{"sample.slots", &dSlots, int64(grid*warpsPerBlock) * int64(fsize) * 8}, {"sample.edge", &dEdge, edges * 8}, {"sample.src", &dSrc, edges * 4}, {"sample.dst", &dDst, edges * 4},
+				{"sample.count", &dCount, int64(n) * 4}} {
+				if *a.q, err = e.alloc(a.name, a.n); err != nil {
+					return err
+				}
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			tk := time.Now()
+			if err := launch(fn, grid, sampleThreads, cu.Stream{}, []uint64{uint64(e.dOffsets), uint64(e.dTargets), uint64(dCum),
+				p.Seed, uint64(dStarts), uint64(fsize), uint64(p.InstancesPerSeed), uint64(first), uint64(n), uint64(steps),
+				uint64(dSlots), uint64(dEdge), uint64(dSrc), uint64(dDst), uint64(dCount)}); err != nil {
+				return fmt.Errorf("gpu: launch sample_frontier: %w", err)
+			}
+			if err := cu.Synchronize(); err != nil {
+				return fmt.Errorf("gpu: sample_frontier: %w", err)
+			}
+			st.Kernel = time.Since(tk)
+			for _, c := range []struct {
+				dst unsafe.Pointer
+				src cu.DevicePtr
+				n   int64
+			}{{unsafe.Pointer(&oEdge[0]), dEdge, edges * 8}, {unsafe.Pointer(&oSrc[0]), dSrc, edges * 4},
+				{unsafe.Pointer(&oDst[0]), dDst, edges * 4}, {unsafe.Pointer(&counts[0]), dCount, int64(n) * 4}} {
+				if err := cu.MemcpyDtoH(c.dst, c.src, c.n); err != nil {
+					return fmt.Errorf("gpu: copy frontier samples: %w", err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, SampleStats{}, err
+		}
+		st.Edges = frontierEdges(out, steps, oEdge, oSrc, oDst, counts)
+		st.Wall = time.Since(t0)
 		return out, st, nil
-	}
-	fsize, steps := p.FrontierSize, p.Samples
-	edges := int64(n) * int64(steps)
-	oEdge := make([]uint64, edges)
-	oSrc := make([]uint32, edges)
-	oDst := make([]uint32, edges)
-	counts := make([]uint32, n)
-	err = e.dev.do(func() (err error) {
-		fn, err := e.mod.Function("sample_frontier")
-		if err != nil {
-			return fmt.Errorf("gpu: kernel sample_frontier: %w", err)
-		}
-		// As many warps as the multiprocessors hold at once (each loops
-		// over instances), fewer when their slots would pass the budget.
-		occ, err := fn.MaxActiveBlocksPerMultiProcessor(sampleThreads, 0)
-		if err != nil {
-			return fmt.Errorf("gpu: occupancy of sample_frontier: %w", err)
-		}
-		const warpsPerBlock = sampleThreads / 32
-		warps := min(n, e.numSM*max(occ, 1)*warpsPerBlock, int(max(1, frontierScratchBudget/(int64(fsize)*8))))
-		grid := (warps + warpsPerBlock - 1) / warpsPerBlock
-		var dCum, dStarts, dSlots, dEdge, dSrc, dDst, dCount cu.DevicePtr
-		defer func() {
-			for name, q := range map[string]*cu.DevicePtr{"sample.cum": &dCum, "sample.starts": &dStarts, "sample.slots": &dSlots,
-				"sample.edge": &dEdge, "sample.src": &dSrc, "sample.dst": &dDst, "sample.count": &dCount} {
-				e.free(name, q)
-			}
-		}()
-		if p.Weighted() {
-			if dCum, err = upload(e, "sample.cum", walk.WeightCDF(e.g)); err != nil {
-				return err
-			}
-		}
-		if dStarts, err = upload(e, "sample.starts", starts); err != nil {
-			return err
-		}
-		for _, a := range []struct {
-			name string
-			q    *cu.DevicePtr
-			n    int64
-		}{{"sample.slots", &dSlots, int64(grid*warpsPerBlock) * int64(fsize) * 8}, {"sample.edge", &dEdge, edges * 8}, {"sample.src", &dSrc, edges * 4}, {"sample.dst", &dDst, edges * 4},
-			{"sample.count", &dCount, int64(n) * 4}} {
-			if *a.q, err = e.alloc(a.name, a.n); err != nil {
-				return err
-			}
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		tk := time.Now()
-		if err := launch(fn, grid, sampleThreads, cu.Stream{}, []uint64{uint64(e.dOffsets), uint64(e.dTargets), uint64(dCum),
-			p.Seed, uint64(dStarts), uint64(fsize), uint64(p.InstancesPerSeed), uint64(first), uint64(n), uint64(steps),
-			uint64(dSlots), uint64(dEdge), uint64(dSrc), uint64(dDst), uint64(dCount)}); err != nil {
-			return fmt.Errorf("gpu: launch sample_frontier: %w", err)
-		}
-		if err := cu.Synchronize(); err != nil {
-			return fmt.Errorf("gpu: sample_frontier: %w", err)
-		}
-		st.Kernel = time.Since(tk)
-		for _, c := range []struct {
-			dst unsafe.Pointer
-			src cu.DevicePtr
-			n   int64
-		}{{unsafe.Pointer(&oEdge[0]), dEdge, edges * 8}, {unsafe.Pointer(&oSrc[0]), dSrc, edges * 4},
-			{unsafe.Pointer(&oDst[0]), dDst, edges * 4}, {unsafe.Pointer(&counts[0]), dCount, int64(n) * 4}} {
-			if err := cu.MemcpyDtoH(c.dst, c.src, c.n); err != nil {
-				return fmt.Errorf("gpu: copy frontier samples: %w", err)
-			}
-		}
-		return nil
 	})
-	if err != nil {
-		return nil, SampleStats{}, err
-	}
-	st.Edges = frontierEdges(out, steps, oEdge, oSrc, oDst, counts)
-	st.Wall = time.Since(t0)
-	return out, st, nil
 }
 
 // frontierEdges turns the kernel's rows into out, on every core, and

@@ -36,113 +36,106 @@ func (e *Engine) SampleLayer(ctx context.Context, p walk.SampleParams, starts []
 // SampleLayerRange is SampleLayer for instances first .. first+count-1
 // only (count -1: to the last), as walk.SampleRange.
 func (e *Engine) SampleLayerRange(ctx context.Context, p walk.SampleParams, starts []uint32, first, count int) ([][]walk.SampledEdge, SampleStats, error) {
-	count, err := e.checkSample(walk.LayerSampling, p, starts, first, count)
-	if err != nil {
-		return nil, SampleStats{}, err
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if err := e.sampleUsable(p); err != nil {
-		return nil, SampleStats{}, err
-	}
-	t0 := time.Now()
-	n := count
-	out := make([][]walk.SampledEdge, n)
-	var st SampleStats
-	st.Instances = int64(n)
-	if n == 0 {
+	return e.sampleLocked(walk.LayerSampling, p, starts, first, count, func(count int) ([][]walk.SampledEdge, SampleStats, error) {
+		t0 := time.Now()
+		n := count
+		out := make([][]walk.SampledEdge, n)
+		var st SampleStats
+		st.Instances = int64(n)
+		if n == 0 {
+			return out, st, nil
+		}
+		hops := len(p.LayerSizes)
+		sizes := make([]uint32, hops)
+		kmax, stride := 0, 0
+		for h, k := range p.LayerSizes {
+			sizes[h] = uint32(k)
+			kmax, stride = max(kmax, k), stride+k
+		}
+		fmax, keycap := kmax, 4*kmax+4
+		perWarp := (int64(fmax)*(8+8+4+4) + int64(kmax)*8 + int64(keycap)*8 + 127) &^ 127
+		const warpsPerBlock = sampleThreads / 32
+		edges := int64(n) * int64(stride)
+		oEdge := make([]uint64, edges)
+		oSrc := make([]uint32, edges)
+		oDst := make([]uint32, edges)
+		hopEnd := make([]uint32, n*hops)
+		err := e.dev.do(func() (err error) {
+			fn, err := e.mod.Function("sample_layer")
+			if err != nil {
+				return fmt.Errorf("gpu: kernel sample_layer: %w", err)
+			}
+			// As many warps as the multiprocessors hold at once (each loops
+			// over instances), fewer when their scratch would pass the budget.
+			occ, err := fn.MaxActiveBlocksPerMultiProcessor(sampleThreads, 0)
+			if err != nil {
+				return fmt.Errorf("gpu: occupancy of sample_layer: %w", err)
+			}
+			warps := min(n, e.numSM*max(occ, 1)*warpsPerBlock, int(max(1, layerScratchBudget/perWarp)))
+			grid := (warps + warpsPerBlock - 1) / warpsPerBlock
+			var dCum, dSizes, dStarts, dScratch, dEdge, dSrc, dDst, dHopEnd cu.DevicePtr
+			defer func() {
+				for name, q := range map[string]*cu.DevicePtr{"sample.cum": &dCum, "sample.sizes": &dSizes, "sample.starts": &dStarts,
+					"sample.scratch": &dScratch, "sample.edge": &dEdge, "sample.src": &dSrc, "sample.dst": &dDst, "sample.hop_end": &dHopEnd} {
+					e.free(name, q)
+				}
+			}()
+			var dWeights uint64
+			if p.Weighted() {
+				if dCum, err = upload(e, "sample.cum", walk.WeightCDF(e.g)); err != nil {
+					return err
+				}
+				dWeights = uint64(e.dWeights)
+			}
+			if dSizes, err = upload(e, "sample.sizes", sizes); err != nil {
+				return err
+			}
+			if dStarts, err = upload(e, "sample.starts", starts); err != nil {
+				return err
+			}
+			for _, a := range []struct {
+				name string
+				q    *cu.DevicePtr
+				n    int64
+			}{{"sample.scratch", &dScratch, int64(grid*warpsPerBlock) * perWarp}, {"sample.edge", &dEdge, edges * 8},
+				{"sample.src", &dSrc, edges * 4}, {"sample.dst", &dDst, edges * 4}, {"sample.hop_end", &dHopEnd, int64(n*hops) * 4}} {
+				if *a.q, err = e.alloc(a.name, a.n); err != nil {
+					return err
+				}
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			tk := time.Now()
+			if err := launch(fn, grid, sampleThreads, cu.Stream{}, []uint64{uint64(e.dOffsets), uint64(e.dTargets), dWeights,
+				uint64(dCum), p.Seed, uint64(dSizes), uint64(hops), uint64(dStarts), uint64(p.InstancesPerSeed), uint64(first),
+				uint64(n), uint64(fmax), uint64(kmax), uint64(keycap), uint64(dScratch), uint64(perWarp), uint64(stride),
+				uint64(dEdge), uint64(dSrc), uint64(dDst), uint64(dHopEnd)}); err != nil {
+				return fmt.Errorf("gpu: launch sample_layer: %w", err)
+			}
+			if err := cu.Synchronize(); err != nil {
+				return fmt.Errorf("gpu: sample_layer: %w", err)
+			}
+			st.Kernel = time.Since(tk)
+			for _, c := range []struct {
+				dst unsafe.Pointer
+				src cu.DevicePtr
+				n   int64
+			}{{unsafe.Pointer(&oEdge[0]), dEdge, edges * 8}, {unsafe.Pointer(&oSrc[0]), dSrc, edges * 4},
+				{unsafe.Pointer(&oDst[0]), dDst, edges * 4}, {unsafe.Pointer(&hopEnd[0]), dHopEnd, int64(n*hops) * 4}} {
+				if err := cu.MemcpyDtoH(c.dst, c.src, c.n); err != nil {
+					return fmt.Errorf("gpu: copy layer samples: %w", err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, SampleStats{}, err
+		}
+		st.Edges = layerEdges(out, hops, stride, oEdge, oSrc, oDst, hopEnd)
+		st.Wall = time.Since(t0)
 		return out, st, nil
-	}
-	hops := len(p.LayerSizes)
-	sizes := make([]uint32, hops)
-	kmax, stride := 0, 0
-	for h, k := range p.LayerSizes {
-		sizes[h] = uint32(k)
-		kmax, stride = max(kmax, k), stride+k
-	}
-	fmax, keycap := kmax, 4*kmax+4
-	perWarp := (int64(fmax)*(8+8+4+4) + int64(kmax)*8 + int64(keycap)*8 + 127) &^ 127
-	const warpsPerBlock = sampleThreads / 32
-	edges := int64(n) * int64(stride)
-	oEdge := make([]uint64, edges)
-	oSrc := make([]uint32, edges)
-	oDst := make([]uint32, edges)
-	hopEnd := make([]uint32, n*hops)
-	err = e.dev.do(func() (err error) {
-		fn, err := e.mod.Function("sample_layer")
-		if err != nil {
-			return fmt.Errorf("gpu: kernel sample_layer: %w", err)
-		}
-		// As many warps as the multiprocessors hold at once (each loops
-		// over instances), fewer when their scratch would pass the budget.
-		occ, err := fn.MaxActiveBlocksPerMultiProcessor(sampleThreads, 0)
-		if err != nil {
-			return fmt.Errorf("gpu: occupancy of sample_layer: %w", err)
-		}
-		warps := min(n, e.numSM*max(occ, 1)*warpsPerBlock, int(max(1, layerScratchBudget/perWarp)))
-		grid := (warps + warpsPerBlock - 1) / warpsPerBlock
-		var dCum, dSizes, dStarts, dScratch, dEdge, dSrc, dDst, dHopEnd cu.DevicePtr
-		defer func() {
-			for name, q := range map[string]*cu.DevicePtr{"sample.cum": &dCum, "sample.sizes": &dSizes, "sample.starts": &dStarts,
-				"sample.scratch": &dScratch, "sample.edge": &dEdge, "sample.src": &dSrc, "sample.dst": &dDst, "sample.hop_end": &dHopEnd} {
-				e.free(name, q)
-			}
-		}()
-		var dWeights uint64
-		if p.Weighted() {
-			if dCum, err = upload(e, "sample.cum", walk.WeightCDF(e.g)); err != nil {
-				return err
-			}
-			dWeights = uint64(e.dWeights)
-		}
-		if dSizes, err = upload(e, "sample.sizes", sizes); err != nil {
-			return err
-		}
-		if dStarts, err = upload(e, "sample.starts", starts); err != nil {
-			return err
-		}
-		for _, a := range []struct {
-			name string
-			q    *cu.DevicePtr
-			n    int64
-		}{{"sample.scratch", &dScratch, int64(grid*warpsPerBlock) * perWarp}, {"sample.edge", &dEdge, edges * 8},
-			{"sample.src", &dSrc, edges * 4}, {"sample.dst", &dDst, edges * 4}, {"sample.hop_end", &dHopEnd, int64(n*hops) * 4}} {
-			if *a.q, err = e.alloc(a.name, a.n); err != nil {
-				return err
-			}
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		tk := time.Now()
-		if err := launch(fn, grid, sampleThreads, cu.Stream{}, []uint64{uint64(e.dOffsets), uint64(e.dTargets), dWeights,
-			uint64(dCum), p.Seed, uint64(dSizes), uint64(hops), uint64(dStarts), uint64(p.InstancesPerSeed), uint64(first),
-			uint64(n), uint64(fmax), uint64(kmax), uint64(keycap), uint64(dScratch), uint64(perWarp), uint64(stride),
-			uint64(dEdge), uint64(dSrc), uint64(dDst), uint64(dHopEnd)}); err != nil {
-			return fmt.Errorf("gpu: launch sample_layer: %w", err)
-		}
-		if err := cu.Synchronize(); err != nil {
-			return fmt.Errorf("gpu: sample_layer: %w", err)
-		}
-		st.Kernel = time.Since(tk)
-		for _, c := range []struct {
-			dst unsafe.Pointer
-			src cu.DevicePtr
-			n   int64
-		}{{unsafe.Pointer(&oEdge[0]), dEdge, edges * 8}, {unsafe.Pointer(&oSrc[0]), dSrc, edges * 4},
-			{unsafe.Pointer(&oDst[0]), dDst, edges * 4}, {unsafe.Pointer(&hopEnd[0]), dHopEnd, int64(n*hops) * 4}} {
-			if err := cu.MemcpyDtoH(c.dst, c.src, c.n); err != nil {
-				return fmt.Errorf("gpu: copy layer samples: %w", err)
-			}
-		}
-		return nil
 	})
-	if err != nil {
-		return nil, SampleStats{}, err
-	}
-	st.Edges = layerEdges(out, hops, stride, oEdge, oSrc, oDst, hopEnd)
-	st.Wall = time.Since(t0)
-	return out, st, nil
 }
 
 // layerEdges turns the kernel's per-instance rows into out (an instance
