@@ -29,8 +29,10 @@ func (w *BatchWriter) publish(ctx context.Context, m *Manifest) (*Manifest, erro
 	key := w.layout.SuccessKey()
 	err = w.putManifest(ctx, data, true)
 	if err == nil {
-		w.deleteUnlisted(ctx, m, m.Fingerprint == "")
-		w.abortOtherUploads(ctx)
+		w.tidy(ctx, func(ctx context.Context) {
+			w.deleteUnlisted(ctx, m, m.Fingerprint == "")
+			w.abortOtherUploads(ctx)
+		})
 		return m, nil
 	}
 	if !isExists(err) {
@@ -72,6 +74,36 @@ func (w *BatchWriter) publish(ctx context.Context, m *Manifest) (*Manifest, erro
 	}
 	w.deleteUnlisted(ctx, m, true)
 	return m, nil
+}
+
+// tidy runs the removal after a successful commit, on a goroutine under
+// WithTidyAfterCommit (Tidied reports its end), else at once.
+func (w *BatchWriter) tidy(ctx context.Context, f func(context.Context)) {
+	if !w.cfg.tidyAsync {
+		f(ctx)
+		return
+	}
+	done := make(chan struct{})
+	w.mu.Lock()
+	w.tidied = done
+	w.mu.Unlock()
+	go func() {
+		defer close(done)
+		f(ctx)
+	}()
+}
+
+// Tidied is closed once the removal that followed a successful Commit has
+// finished (WithTidyAfterCommit); at once when there is none to wait for.
+func (w *BatchWriter) Tidied() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.tidied == nil {
+		done := make(chan struct{})
+		close(done)
+		return done
+	}
+	return w.tidied
 }
 
 // unsure turns a failed manifest write into its result: nil when the

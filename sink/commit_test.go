@@ -3,6 +3,7 @@ package sink
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path"
 	"path/filepath"
@@ -510,10 +511,14 @@ func TestCommitDeletesAbandonedParts(t *testing.T) {
 	chunks := runEngine(t, g, testAlgo, n, 95)
 	ctx := context.Background()
 	for name, open := range stores(t) {
-		for _, fp := range []string{"fp", ""} {
-			t.Run(name+"/fingerprint "+strconv.Quote(fp), func(t *testing.T) {
+		for _, c := range []struct {
+			fp   string
+			tidy []Option // the removal on a goroutine after Commit, or in it
+		}{{"fp", nil}, {"", nil}, {"fp", []Option{WithTidyAfterCommit()}}, {"", []Option{WithTidyAfterCommit()}}} {
+			fp := c.fp
+			t.Run(fmt.Sprintf("%s/fingerprint %q/tidy after commit %v", name, fp, c.tidy != nil), func(t *testing.T) {
 				b := open(t)
-				opts := []Option{WithRowGroupRows(200), WithFileBytes(1)}
+				opts := append([]Option{WithRowGroupRows(200), WithFileBytes(1)}, c.tidy...)
 				dead := writeAll(t, b, fpMeta("k", n, fp), chunks, opts...)
 				// Every part uploaded, never committed: one part per row
 				// group (WithFileBytes(1)), each listed once its upload

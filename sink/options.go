@@ -118,6 +118,7 @@ type config struct {
 	stallTimeout   time.Duration
 	staleAfter     time.Duration
 	release        func(walk.Chunk)
+	tidyAsync      bool
 }
 
 // Defaults; see each option.
@@ -231,6 +232,16 @@ func WithUploadStallTimeout(d time.Duration) Option { return func(o *config) { o
 // again (default 15 minutes). It must exceed the longest part upload: a
 // live writer's upload younger than this is never touched.
 func WithStaleAfter(d time.Duration) Option { return func(o *config) { o.staleAfter = d } }
+
+// WithTidyAfterCommit makes Commit return as soon as the batch's manifest
+// is durable: what it then removes (parts of earlier attempts that the
+// manifest does not list, multipart uploads still open under the batch)
+// is removed on a goroutine, and Tidied says when that is done. The output
+// is complete either way; the stage publishes its event meanwhile and
+// waits for Tidied before it commits the request's offset, so a crash
+// leaves no more behind than one between the manifest and the removal
+// did. Without it, Commit does the removal itself.
+func WithTidyAfterCommit() Option { return func(o *config) { o.tidyAsync = true } }
 
 // WithChunkRelease hands each chunk that Write accepted to f once the
 // writer reads none of its slices any more: after the last row group

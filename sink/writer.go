@@ -152,8 +152,9 @@ type BatchWriter struct {
 	partsOpened int          // owned by uploadLoop
 	manifest    *Manifest
 	committed   bool
-	visits      *visitState  // output visits (BatchMeta.Queries > 0), else nil
-	samples     *sampleState // graph samples (BatchMeta.Sample set), else nil
+	tidied      chan struct{} // closed when the removal after Commit ends (WithTidyAfterCommit)
+	visits      *visitState   // output visits (BatchMeta.Queries > 0), else nil
+	samples     *sampleState  // graph samples (BatchMeta.Sample set), else nil
 	algo        AlgorithmMeta
 
 	walksWritten atomic.Int64

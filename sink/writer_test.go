@@ -116,6 +116,7 @@ func writeBatch(t testing.TB, b *blob.Bucket, meta BatchMeta, g *graph.Graph, ch
 		}
 	}
 	m, err := w.Commit(ctx)
+	<-w.Tidied()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -149,6 +149,12 @@ func (s *Stage) report(ctx context.Context, b *batch, man *sink.Manifest, manife
 		s.log.Info("batch abandoned at shutdown with its output written (uncommitted; the redelivery reports it)", "batch_id", b.req.BatchID)
 		return nil
 	}
+	if b.w != nil {
+		// This attempt's commit removes what earlier attempts left while
+		// the event is published; the offset waits for it, so a crash
+		// before the commit leaves the redelivery what it always did.
+		<-b.w.Tidied()
+	}
 	if err := b.d.Ack(ctx, nil); err != nil {
 		s.log.Warn("acknowledgement failed; the batch will be redelivered", "batch_id", b.req.BatchID, "err", err)
 	}

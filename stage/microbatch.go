@@ -287,9 +287,11 @@ func (s *Stage) write(ctx context.Context, b *batch) {
 // once written. Each batch's writer returns chunks to the engine that made
 // them, also across a graph swap.
 func (s *Stage) sinkOptions(v *served) []sink.Option {
-	r, ok := v.e.(interface{ Recycle(walk.Chunk) })
-	if !ok {
-		return s.o.SinkOptions
+	// The event need not wait for the removal of earlier attempts'
+	// leftovers; the offset commit does (report).
+	opts := append(slices.Clip(s.o.SinkOptions), sink.WithTidyAfterCommit())
+	if r, ok := v.e.(interface{ Recycle(walk.Chunk) }); ok {
+		opts = append(opts, sink.WithChunkRelease(r.Recycle))
 	}
-	return append(slices.Clip(s.o.SinkOptions), sink.WithChunkRelease(r.Recycle))
+	return opts
 }
