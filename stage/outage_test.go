@@ -198,6 +198,9 @@ func TestStoreOutageIsRetriedNotDeadLettered(t *testing.T) {
 		t.Fatalf("%+v", ev)
 	}
 	waitFor(t, "ready again", 10*time.Second, func() bool { return s.ready() == nil })
+	// The ack follows the event once the commit's removal of leftovers
+	// has finished (sink.WithTidyAfterCommit).
+	waitFor(t, "the ack", 5*time.Second, func() bool { return len(src.acked("b1")) == 1 })
 	if acks := src.acked("b1"); len(acks) != 1 || acks[0] != nil {
 		t.Fatalf("acks %v: want one, nil", acks)
 	}
