@@ -2,6 +2,7 @@ package sink
 
 import (
 	"context"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"runtime/metrics"
@@ -160,4 +161,69 @@ func trackPeakHeap() func() uint64 {
 		wg.Wait()
 		return peak.Load() - min(peak.Load(), base[0].Value.Uint64())
 	}
+}
+
+// BenchmarkWriteSamples writes one samples batch an iteration: neighbour
+// samples of fan-out [25, 10] (275 edges an instance, src of hop 1 the
+// seed) over a 16M-vertex graph with random targets, WALKSTAGE_BENCH_EDGES
+// edges in all (default 4M), handed over 4,096 instances at a time as
+// `walkstage walk` hands them. Reported: edges/s (Commit included), MB/s,
+// bytes per edge and the peak Go heap above the start.
+func BenchmarkWriteSamples(b *testing.B) {
+	const fan1, fan2 = 25, 10
+	per := fan1 + fan1*fan2
+	g := ringGraph(b, 1<<24)
+	n := envInt("WALKSTAGE_BENCH_EDGES", 4<<20) / per
+	r := rand.New(rand.NewPCG(1, 2))
+	nv := uint32(g.NumVertices())
+	edges := make([][]walk.SampledEdge, n)
+	seeds := make([]int64, n)
+	for i := range edges {
+		seed := r.Uint32N(nv)
+		seeds[i] = int64(seed)
+		es := make([]walk.SampledEdge, 0, per)
+		var hop1 [fan1]uint32
+		for k := range hop1 {
+			hop1[k] = r.Uint32N(nv)
+			es = append(es, walk.SampledEdge{Hop: 0, Src: seed, Dst: hop1[k], Edge: uint64(seed)})
+		}
+		for _, v := range hop1 {
+			for range fan2 {
+				es = append(es, walk.SampledEdge{Hop: 1, Src: v, Dst: r.Uint32N(nv), Edge: uint64(v)})
+			}
+		}
+		edges[i] = es
+	}
+	p := walk.SampleParams{Kind: walk.NeighborSampling, Seed: 1, InstancesPerSeed: 1, Fanouts: []int{fan1, fan2}}
+	bk, _ := fileBucket(b)
+	ctx := context.Background()
+	peak := trackPeakHeap()
+	var bytes int64
+	b.ResetTimer()
+	start := time.Now()
+	for i := range b.N {
+		meta := BatchMeta{BatchID: "bench-" + strconv.Itoa(i), Seed: 1, Engine: "cpu", WalkstageVersion: "bench", Sample: &p, Instances: int64(n)}
+		w, err := NewBatchWriter(ctx, bk, "bench", meta, g)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for lo := 0; lo < n; lo += 4096 {
+			hi := min(lo+4096, n)
+			if err := w.WriteSamples(ctx, int64(lo), seeds[lo:hi], edges[lo:hi]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		m, err := w.Commit(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		bytes += m.Bytes
+	}
+	sec := time.Since(start).Seconds()
+	b.StopTimer()
+	total := float64(b.N) * float64(n*per)
+	b.ReportMetric(total/sec, "edges/s")
+	b.ReportMetric(float64(bytes)/sec/1e6, "MB/s")
+	b.ReportMetric(float64(bytes)/total, "B/edge")
+	b.ReportMetric(float64(peak())/(1<<20), "heap-MiB")
 }

@@ -127,19 +127,29 @@ func TestSamplesArrowReadsOutput(t *testing.T) {
 
 func TestSamplesDeterministicAndShareCommit(t *testing.T) {
 	g := weightedTestGraph(t)
-	ss, edges := runSample(t, g, sampleParams, 1000)
+	// 4,000 seeds: about 130,000 edges, so several row groups, encoded
+	// concurrently unless there is one encoder.
+	ss, edges := runSample(t, g, sampleParams, 4000)
 	var crcs [][]string
-	for _, per := range []int{len(edges), 1, 333} {
+	for _, c := range []struct{ per, encoders int }{{len(edges), 4}, {1, 4}, {333, 4}, {333, 1}, {5000, 3}} {
 		b, _ := fileBucket(t)
-		m := writeSamples(t, b, sampleMeta("d", sampleParams, len(edges), false), g, ss, edges, per, WithFileBytes(32<<10))
-		var c []string
+		m := writeSamples(t, b, sampleMeta("d", sampleParams, len(edges), false), g, ss, edges, c.per,
+			WithFileBytes(32<<10), WithEncoders(c.encoders))
+		var parts []string
+		groups := 0
 		for _, f := range m.Files {
-			c = append(c, fmt.Sprint(f.CRC32C, f.Rows, f.Bytes))
+			parts = append(parts, fmt.Sprint(f.CRC32C, f.Rows, f.Bytes))
+			groups += f.RowGroups
 		}
-		crcs = append(crcs, c)
+		if groups < 2 {
+			t.Fatalf("%d row groups: the case does not exercise concurrent encoding", groups)
+		}
+		crcs = append(crcs, parts)
 	}
-	if !reflect.DeepEqual(crcs[0], crcs[1]) || !reflect.DeepEqual(crcs[0], crcs[2]) {
-		t.Fatalf("parts differ by call size: %v", crcs)
+	for i := 1; i < len(crcs); i++ {
+		if !reflect.DeepEqual(crcs[0], crcs[i]) {
+			t.Fatalf("parts differ by call size or encoders: %v", crcs)
+		}
 	}
 	b, _ := fileBucket(t)
 	first := writeSamples(t, b, sampleMeta("d", sampleParams, len(edges), false), g, ss, edges, 100)
