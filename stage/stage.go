@@ -89,9 +89,9 @@ func (o *Options) defaults() error {
 		}
 	}
 	setInt(&o.MicroBatchMaxWalks, 1<<20)
-	setInt(&o.MicroBatchMaxRequests, 64)
+	setInt(&o.MicroBatchMaxRequests, 16)
 	setInt(&o.QueueDepth, 64)
-	setInt(&o.MaxInFlight, 16)
+	setInt(&o.MaxInFlight, 64)
 	setInt(&o.ChunkBuffer, 4)
 	setDur := func(p *time.Duration, v time.Duration) {
 		if *p <= 0 {

@@ -30,7 +30,7 @@ func TestHelpExitsZeroOnEveryCommand(t *testing.T) {
 		{[]string{"bench", "-h"}, []string{"usage: walkstage bench", "-algorithms"}},
 		{[]string{"run", "-h"}, []string{"usage: walkstage run",
 			"  WALKSTAGE_BROKERS  (no default)\n      comma-separated bootstrap brokers",
-			"  WALKSTAGE_MAX_IN_FLIGHT  default 16\n", "GOMEMLIMIT"}},
+			"  WALKSTAGE_MAX_IN_FLIGHT  default 64\n", "GOMEMLIMIT"}},
 		{[]string{"walk", "-h"}, []string{"usage: walkstage walk", "seed k's", "k*W .. (k+1)*W-1", "-walks-per-vertex"}},
 		{[]string{"demo", "-h"}, []string{"usage: walkstage demo", "[--timeout 2m]", "-timeout"}},
 		{[]string{"load", "-h"}, []string{"usage: walkstage load", "-plain-upload", "-steps-per-query", "RESULT k=v"}},
