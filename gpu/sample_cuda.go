@@ -149,13 +149,13 @@ func (e *Engine) SampleNeighborsRange(ctx context.Context, p walk.SampleParams, 
 			}
 			var dCum, dInst, dSlot, dVert, dOut, dCount cu.DevicePtr
 			defer func() {
-				for name, q := range map[string]*cu.DevicePtr{"sample.cum": &dCum, "sample.inst": &dInst, "sample.slot": &dSlot,
+				for name, q := range map[string]*cu.DevicePtr{"sample.inst": &dInst, "sample.slot": &dSlot,
 					"sample.vertex": &dVert, "sample.out": &dOut, "sample.count": &dCount} {
 					e.free(name, q)
 				}
 			}()
 			if p.EdgeBias.Kind == walk.BiasEdgeWeight {
-				if dCum, err = upload(e, "sample.cum", walk.WeightCDF(g)); err != nil {
+				if dCum, err = e.sampleCDF(); err != nil {
 					return err
 				}
 			}
@@ -218,6 +218,19 @@ func (e *Engine) SampleNeighborsRange(ctx context.Context, p walk.SampleParams, 
 		st.Wall = time.Since(t0)
 		return out, st, nil
 	})
+}
+
+// sampleCDF is the device copy of the graph's weight CDF, uploaded on the
+// first call (device thread, e.mu held); Close frees it.
+func (e *Engine) sampleCDF() (cu.DevicePtr, error) {
+	if e.dSampleCum == 0 {
+		p, err := upload(e, "sample.cum", walk.WeightCDF(e.g))
+		if err != nil {
+			return 0, err
+		}
+		e.dSampleCum = p
+	}
+	return e.dSampleCum, nil
 }
 
 // copyHopPicks copies a hop's picks back from the device: k edge indices

@@ -65,13 +65,13 @@ func (e *Engine) SampleFrontierRange(ctx context.Context, p walk.SampleParams, s
 			grid := (warps + warpsPerBlock - 1) / warpsPerBlock
 			var dCum, dStarts, dSlots, dEdge, dSrc, dDst, dCount cu.DevicePtr
 			defer func() {
-				for name, q := range map[string]*cu.DevicePtr{"sample.cum": &dCum, "sample.starts": &dStarts, "sample.slots": &dSlots,
+				for name, q := range map[string]*cu.DevicePtr{"sample.starts": &dStarts, "sample.slots": &dSlots,
 					"sample.edge": &dEdge, "sample.src": &dSrc, "sample.dst": &dDst, "sample.count": &dCount} {
 					e.free(name, q)
 				}
 			}()
 			if p.Weighted() {
-				if dCum, err = upload(e, "sample.cum", walk.WeightCDF(e.g)); err != nil {
+				if dCum, err = e.sampleCDF(); err != nil {
 					return err
 				}
 			}

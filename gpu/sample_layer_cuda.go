@@ -75,14 +75,14 @@ func (e *Engine) SampleLayerRange(ctx context.Context, p walk.SampleParams, star
 			grid := (warps + warpsPerBlock - 1) / warpsPerBlock
 			var dCum, dSizes, dStarts, dScratch, dEdge, dSrc, dDst, dHopEnd cu.DevicePtr
 			defer func() {
-				for name, q := range map[string]*cu.DevicePtr{"sample.cum": &dCum, "sample.sizes": &dSizes, "sample.starts": &dStarts,
+				for name, q := range map[string]*cu.DevicePtr{"sample.sizes": &dSizes, "sample.starts": &dStarts,
 					"sample.scratch": &dScratch, "sample.edge": &dEdge, "sample.src": &dSrc, "sample.dst": &dDst, "sample.hop_end": &dHopEnd} {
 					e.free(name, q)
 				}
 			}()
 			var dWeights uint64
 			if p.Weighted() {
-				if dCum, err = upload(e, "sample.cum", walk.WeightCDF(e.g)); err != nil {
+				if dCum, err = e.sampleCDF(); err != nil {
 					return err
 				}
 				dWeights = uint64(e.dWeights)
