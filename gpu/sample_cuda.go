@@ -31,6 +31,7 @@ type SampleStats struct {
 	walk.SampleStats
 	Kernel time.Duration // the hops' kernels, synchronised
 	Wall   time.Duration
+	Rounds int // forest fire and snowball: launches (sample_fire_cuda.go)
 }
 
 var _ walk.DeviceSampler = (*Engine)(nil)

@@ -356,6 +356,7 @@ func TestSampleFireMatchesCPU(t *testing.T) {
 		{hub, 50, fire(0.7, 2, 0, weighted)},
 		{hub, 50, fire(0.95, 3, 0, walk.Bias{})},
 		{hub, 50, snow(2, 0)},
+		{hub, 50, fire(0.99, 2, 0, weighted)}, // the hub's burns pass the first 256 picks
 		{clique, 64, fire(0.8, 4, 0, walk.Bias{})},
 		{clique, 64, fire(0.8, 4, 0, weighted)},
 		{clique, 64, fire(0.5, 3, 20, weighted)},
@@ -388,11 +389,61 @@ func TestSampleFireMatchesCPU(t *testing.T) {
 				diff++
 			}
 		}
-		t.Logf("%s %s: %d instances (%d without edges), %d edges, %d differ; kernel %s", c.g.Name, p, st.Instances, empty, st.Edges, diff, st.Kernel)
+		t.Logf("%s %s: %d instances (%d without edges), %d edges, %d differ; kernel %s, %d rounds", c.g.Name, p, st.Instances, empty,
+			st.Edges, diff, st.Kernel, st.Rounds)
 		if diff > 0 || len(got) != len(want) {
 			t.Errorf("%s %s: %d of %d instances differ from the CPU's", c.g.Name, p, diff, len(want))
 		}
 		e.Close()
+	}
+}
+
+// With tiny first slices and pools, forest fire and snowball take many
+// rounds (instances that outgrow their slices, instances that find the
+// pool full) and still equal walk.Sample's, for a range of instances that
+// does not start at 0.
+func TestSampleFireRoundsMatchCPU(t *testing.T) {
+	ctx := context.Background()
+	g, err := graph.GenerateRMAT(ctx, graph.RMATOptions{Scale: 14, EdgeFactor: 16, Seed: 3, Undirected: true, Weighted: true, Name: "rmat14"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(t, g)
+	saved := fireFirst
+	defer func() { fireFirst = saved }()
+	fireFirst.edges, fireFirst.picks, fireFirst.perInstance, fireFirst.pool = 4, 1, 1, 0
+	starts := make([]uint32, 2000)
+	for i := range starts {
+		starts[i] = uint32(i * 7 % g.NumVertices())
+	}
+	for _, p := range []walk.SampleParams{
+		{Kind: walk.ForestFire, BurnProb: 0.7, Depth: 2},
+		{Kind: walk.ForestFire, BurnProb: 0.9, Depth: 3, MaxVertices: 3000, EdgeBias: walk.Bias{Kind: walk.BiasEdgeWeight}},
+		{Kind: walk.Snowball, Depth: 2, MaxVertices: 300},
+	} {
+		p.Seed, p.InstancesPerSeed = 5, 2
+		const first, count = 700, 3000
+		want, _, err := walk.SampleRange(ctx, g, p, starts, first, count, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, st, err := e.SampleFireRange(ctx, p, starts, first, count)
+		if err != nil {
+			t.Fatal(err)
+		}
+		diff := 0
+		for i := range want {
+			if !reflect.DeepEqual(got[i], want[i]) {
+				if diff == 0 {
+					t.Logf("%s: instance %d\n gpu %v\n cpu %v", p, first+i, headEdges(got[i]), headEdges(want[i]))
+				}
+				diff++
+			}
+		}
+		t.Logf("%s: %d instances, %d edges, %d differ; %d rounds, kernels %s", p, st.Instances, st.Edges, diff, st.Rounds, st.Kernel)
+		if diff > 0 || len(got) != len(want) || st.Rounds < 2 {
+			t.Errorf("%s: %d of %d instances differ from the CPU's (%d rounds)", p, diff, len(want), st.Rounds)
+		}
 	}
 }
 
@@ -440,8 +491,8 @@ func TestSampleFireSEPS(t *testing.T) {
 			want, cst, _ := walk.Sample(ctx, g, p, starts, 0)
 			cpu := time.Since(tc)
 			same := reflect.DeepEqual(got, want)
-			t.Logf("SEPS %s scale %d: %d edges, kernels %s = %.0f M SEPS; wall %s = %.0f M edges/s; CPU (%d cores) %s = %.1f M SEPS; same as the CPU %v",
-				p, scale, best.Edges, best.Kernel, float64(best.Edges)/best.Kernel.Seconds()/1e6, best.Wall,
+			t.Logf("SEPS %s scale %d: %d edges, kernels %s (%d rounds) = %.0f M SEPS; wall %s = %.0f M edges/s; CPU (%d cores) %s = %.1f M SEPS; same as the CPU %v",
+				p, scale, best.Edges, best.Kernel, best.Rounds, float64(best.Edges)/best.Kernel.Seconds()/1e6, best.Wall,
 				float64(best.Edges)/best.Wall.Seconds()/1e6, runtime.NumCPU(), cpu, float64(cst.Edges)/cpu.Seconds()/1e6, same)
 			if !same {
 				t.Errorf("%s scale %d: the device's samples differ from the CPU's", p, scale)

@@ -25,7 +25,8 @@ import (
 // runs the instances with slices of ecap edges and kcap picks; those that
 // outgrow them, or find the pool full, run again in the next round with
 // slices 16 times larger (up to what no instance can outgrow: max_vertices
-// - 1 or every vertex's edges, and the largest degree) or a new pool. The
+// - 1 edges, or the graph's vertices - 1, and the largest degree's picks)
+// or in a new pool. The
 // samples equal walk.Sample's (unweighted exactly; weighted and the burn
 // counts up to the last ulp of a logarithm).
 
@@ -36,12 +37,17 @@ const (
 	// firePoolBudget bounds a round's pool of edges (16 bytes an edge),
 	// further bounded by half the device's free memory.
 	firePoolBudget = 8 << 30
-	// fireFirstEdges and fireFirstPicks are a warp's first slices.
-	fireFirstEdges = 1024
-	fireFirstPicks = 256
 	// fireRounds bounds the rounds of one call.
 	fireRounds = 64
 )
+
+// fireFirst sizes the first round: a warp's slices (edges, picks) and the
+// pool, pool edges or perInstance edges an instance if more (most forest
+// fires are a few edges, and a pool the size of every instance's slice
+// costs more to allocate than the kernel runs). Later rounds' pools hold
+// what the instances that found the pool full asked for, plus a slice for
+// each that outgrew its own. Tests lower them to force more rounds.
+var fireFirst = struct{ edges, picks, perInstance, pool int64 }{1024, 256, 32, 1 << 22}
 
 // SampleFire runs walk.ForestFire (constant or edge-weight bias) or
 // walk.Snowball for starts as walk.Sample does.
@@ -73,7 +79,8 @@ func (e *Engine) SampleFireRange(ctx context.Context, p walk.SampleParams, start
 		edgeCap = max(1, min(edgeCap, int64(g.NumEdges()), math.MaxUint32/4))
 		maxDeg, _ := g.MaxDegree()
 		pickCap := int64(max(1, maxDeg))
-		ecap, kcap := min(edgeCap, fireFirstEdges), min(pickCap, fireFirstPicks)
+		ecap, kcap := min(edgeCap, fireFirst.edges), min(pickCap, fireFirst.picks)
+		want := max(fireFirst.pool, int64(n)*fireFirst.perInstance)
 		list := make([]uint32, n)
 		for i := range list {
 			list[i] = uint32(i)
@@ -118,23 +125,30 @@ func (e *Engine) SampleFireRange(ctx context.Context, p walk.SampleParams, start
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				r, err := e.fireRound(fn, occ, p, dWeights, dCum, dStarts, uint64(snowball), logp, first, list, ecap, kcap)
+				r, err := e.fireRound(fn, occ, p, dWeights, dCum, dStarts, uint64(snowball), logp, first, list, ecap, kcap, want)
 				if err != nil {
 					return err
 				}
 				st.Kernel += r.kernel
+				st.Rounds++
 				st.Edges += fireEdges(out, depth, list, r)
 				var again []uint32
-				grow := false
+				var asked, grown int64
 				for i, s := range r.status {
+					switch s {
+					case firePoolFull:
+						asked += int64(r.count[i])
+					case fireGrow:
+						grown++
+					}
 					if s != fireDone {
 						again = append(again, list[i])
-						grow = grow || s == fireGrow
 					}
 				}
-				if grow {
+				if grown > 0 {
 					ecap, kcap = min(edgeCap, ecap*16), min(pickCap, kcap*16)
 				}
+				want = asked + grown*ecap
 				list = again
 			}
 			return nil
@@ -164,9 +178,10 @@ type fireResult struct {
 }
 
 // fireRound runs sample_fire once over list with slices of ecap edges and
-// kcap picks (device thread).
+// kcap picks and a pool of want edges (at least ecap, at most what fits)
+// (device thread).
 func (e *Engine) fireRound(fn cu.Function, occ int, p walk.SampleParams, dWeights uint64, dCum, dStarts cu.DevicePtr, snowball uint64,
-	logp float64, first int, list []uint32, ecap, kcap int64) (fireResult, error) {
+	logp float64, first int, list []uint32, ecap, kcap, want int64) (fireResult, error) {
 	nl := len(list)
 	depth := p.Depth
 	hlog := bits.Len64(uint64(2*(ecap+1) - 1)) // 2^hlog >= 2(ecap+1): at most half full
@@ -180,7 +195,7 @@ func (e *Engine) fireRound(fn cu.Function, occ int, p walk.SampleParams, dWeight
 		return fireResult{}, fmt.Errorf("gpu: free device memory: %w", err)
 	}
 	budget := min(int64(firePoolBudget), (int64(free)-scratch-int64(nl)*(24+int64(depth)*4))/2)
-	poolCap := min(int64(nl)*ecap, budget/16)
+	poolCap := min(int64(nl)*ecap, budget/16, max(want, ecap))
 	if poolCap < ecap {
 		return fireResult{}, fmt.Errorf("gpu: %s: %d bytes of device memory free, too few for a pool of %d edges", p.Kind, free, ecap)
 	}
