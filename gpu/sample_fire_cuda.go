@@ -42,12 +42,12 @@ const (
 )
 
 // fireFirst sizes the first round: a warp's slices (edges, picks) and the
-// pool, pool edges or perInstance edges an instance if more (most forest
-// fires are a few edges, and a pool the size of every instance's slice
-// costs more to allocate than the kernel runs). Later rounds' pools hold
-// what the instances that found the pool full asked for, plus a slice for
-// each that outgrew its own. Tests lower them to force more rounds.
-var fireFirst = struct{ edges, picks, perInstance, pool int64 }{1024, 256, 32, 1 << 22}
+// pool, a slice an instance up to perInstance edges, at least pool edges
+// (and at most half the free memory: a second round finishes the
+// instances that find it full). Later rounds' pools hold what the
+// instances that found the pool full asked for, plus a slice for each
+// that outgrew its own. Tests lower them to force more rounds.
+var fireFirst = struct{ edges, picks, perInstance, pool int64 }{1024, 256, 1024, 1 << 22}
 
 // SampleFire runs walk.ForestFire (constant or edge-weight bias) or
 // walk.Snowball for starts as walk.Sample does.
@@ -80,7 +80,7 @@ func (e *Engine) SampleFireRange(ctx context.Context, p walk.SampleParams, start
 		maxDeg, _ := g.MaxDegree()
 		pickCap := int64(max(1, maxDeg))
 		ecap, kcap := min(edgeCap, fireFirst.edges), min(pickCap, fireFirst.picks)
-		want := max(fireFirst.pool, int64(n)*fireFirst.perInstance)
+		want := max(fireFirst.pool, int64(n)*min(ecap, fireFirst.perInstance))
 		list := make([]uint32, n)
 		for i := range list {
 			list[i] = uint32(i)
