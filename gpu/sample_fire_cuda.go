@@ -77,8 +77,10 @@ func (e *Engine) SampleFireRange(ctx context.Context, p walk.SampleParams, start
 			edgeCap = int64(p.MaxVertices) - 1
 		}
 		edgeCap = max(1, min(edgeCap, int64(g.NumEdges()), math.MaxUint32/4))
-		maxDeg, _ := g.MaxDegree()
-		pickCap := int64(max(1, maxDeg))
+		if e.maxDegree == 0 {
+			e.maxDegree, _ = g.MaxDegree()
+		}
+		pickCap := int64(max(1, e.maxDegree))
 		ecap, kcap := min(edgeCap, fireFirst.edges), min(pickCap, fireFirst.picks)
 		want := max(fireFirst.pool, int64(n)*min(ecap, fireFirst.perInstance))
 		list := make([]uint32, n)
