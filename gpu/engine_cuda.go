@@ -74,6 +74,7 @@ type Engine struct {
 	fnAlias, fnSegs                        cu.Function
 	fnPackPartials, fnPackScan, fnPackRows cu.Function
 	numSM                                  int
+	maxDegree                              int // the graph's, once sample_fire needed it (e.mu held); 0: not yet
 	// reservoir kernels: [dprs][node2vec].
 	fnReservoir  [2][2]cu.Function
 	occReservoir [2][2]int

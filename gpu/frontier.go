@@ -9,12 +9,20 @@ import (
 )
 
 // DeviceSamples says whether the device kernels sample p: neighbour
-// sampling without replacement, layer sampling and the frontier walk,
-// unbiased or by edge weight. (An engine also needs the whole graph in its
-// device's memory: Engine.SamplesOnDevice.)
+// sampling without replacement, layer sampling, forest fire, snowball and
+// the frontier walk, unbiased or by edge weight. (An engine also needs the
+// whole graph in its device's memory: Engine.SamplesOnDevice.)
 func DeviceSamples(p walk.SampleParams) bool {
-	return (p.Kind == walk.NeighborSampling && !p.Replace || p.Kind == walk.LayerSampling || p.Kind == walk.FrontierWalk) &&
-		(p.EdgeBias.Kind == walk.BiasConstant || p.EdgeBias.Kind == walk.BiasEdgeWeight)
+	switch p.Kind {
+	case walk.NeighborSampling:
+		if p.Replace {
+			return false
+		}
+	case walk.LayerSampling, walk.ForestFire, walk.Snowball, walk.FrontierWalk:
+	default:
+		return false
+	}
+	return p.EdgeBias.Kind == walk.BiasConstant || p.EdgeBias.Kind == walk.BiasEdgeWeight
 }
 
 // nextFrontier appends hop h's sampled edges to out, by instance (instance

@@ -12,7 +12,7 @@ const (
 	reservoirBlock = 256 // kBlockThreads, kernels/samplers.cuh: walk_reservoir_*
 	packThreads    = 256 // kPackThreads, kernels/scan.cuh: pack_* (kernels/pack.cu)
 	visitThreads   = 256 // kVisitThreads, kernels/visits.cuh: visits_*
-	sampleThreads  = 256 // kSampleThreads, kernels/sample.cuh: sample_neighbor_hop (a warp a task), sample_layer (a warp an instance), sample_frontier (a warp an instance)
+	sampleThreads  = 256 // kSampleThreads, kernels/sample.cuh: sample_neighbor_hop (a warp a task), sample_layer (a warp an instance), sample_frontier, sample_fire (a warp an instance)
 	// tableThreads sizes the table builds, which carry no launch bounds
 	// (one warp per vertex; any multiple of 32 up to 1024 works).
 	tableThreads = 128
@@ -49,7 +49,7 @@ func kernelBlocks() []kernelBlock {
 		ks = append(ks, kernelBlock{name, visitThreads, true})
 	}
 	ks = append(ks, kernelBlock{"sample_neighbor_hop", sampleThreads, true}, kernelBlock{"sample_layer", sampleThreads, true},
-		kernelBlock{"sample_frontier", sampleThreads, true})
+		kernelBlock{"sample_frontier", sampleThreads, true}, kernelBlock{"sample_fire", sampleThreads, true})
 	for _, name := range []string{"alias_build", "label_tables_build"} {
 		ks = append(ks, kernelBlock{name, tableThreads, false})
 	}

@@ -185,9 +185,9 @@ func TestMultiSamplesOnTheFirstDevice(t *testing.T) {
 	defer m.Close()
 	starts := []uint32{1, 2, 3, 4, 5}
 	nbr := walk.SampleParams{Kind: walk.NeighborSampling, Fanouts: []int{3, 2}, Seed: 5, InstancesPerSeed: 2}
-	fire := walk.SampleParams{Kind: walk.Snowball, Depth: 2, Seed: 5, InstancesPerSeed: 1}
-	if walk.SampleEngine(m, nbr) != "gpu" || walk.SampleEngine(m, fire) != "cpu" {
-		t.Fatalf("SampleEngine: neighbor %q, snowball %q", walk.SampleEngine(m, nbr), walk.SampleEngine(m, fire))
+	replace := walk.SampleParams{Kind: walk.NeighborSampling, Fanouts: []int{3, 2}, Replace: true, Seed: 5, InstancesPerSeed: 1}
+	if walk.SampleEngine(m, nbr) != "gpu" || walk.SampleEngine(m, replace) != "cpu" {
+		t.Fatalf("SampleEngine: neighbor %q, neighbor with replacement %q", walk.SampleEngine(m, nbr), walk.SampleEngine(m, replace))
 	}
 	want, _, _ := walk.Sample(ctx, g, nbr, starts, 1)
 	got, _, err := walk.SampleRangeOn(ctx, m, g, nbr, starts, 0, -1, 1)

@@ -22,14 +22,16 @@ import (
 // only the reservoir-key fallback takes).
 
 // Layer sampling (sample_layer_cuda.go) and the frontier walk
-// (sample_frontier_cuda.go) run in one launch each. SampleRangeOnDevice
-// (walk.DeviceSampler) picks among the three.
+// (sample_frontier_cuda.go) run in one launch each, forest fire and
+// snowball (sample_fire_cuda.go) in one launch a round. SampleRangeOnDevice
+// (walk.DeviceSampler) picks among them.
 
 // SampleStats describe one device sampling call.
 type SampleStats struct {
 	walk.SampleStats
 	Kernel time.Duration // the hops' kernels, synchronised
 	Wall   time.Duration
+	Rounds int // forest fire and snowball: launches (sample_fire_cuda.go)
 }
 
 var _ walk.DeviceSampler = (*Engine)(nil)
@@ -49,6 +51,8 @@ func (e *Engine) SampleRangeOnDevice(ctx context.Context, p walk.SampleParams, s
 		sample = e.SampleLayerRange
 	case walk.FrontierWalk:
 		sample = e.SampleFrontierRange
+	case walk.ForestFire, walk.Snowball:
+		sample = e.SampleFireRange
 	}
 	out, st, err := sample(ctx, p, starts, first, count)
 	return out, st.SampleStats, err
@@ -68,7 +72,7 @@ func (e *Engine) checkSample(kind walk.SampleKind, p walk.SampleParams, starts [
 		return 0, err
 	}
 	if p.Kind != kind || !DeviceSamples(p) {
-		return 0, fmt.Errorf("gpu: only neighbour sampling without replacement, layer sampling and the frontier walk, unweighted or by edge weight, run on the device (not %s)", p)
+		return 0, fmt.Errorf("gpu: only neighbour sampling without replacement, layer sampling, forest fire, snowball and the frontier walk, unweighted or by edge weight, run on the device (not %s)", p)
 	}
 	if per := p.SeedsPerInstance(); len(starts)%per != 0 {
 		return 0, fmt.Errorf("gpu: %d seeds are not sets of frontier_size %d", len(starts), per)

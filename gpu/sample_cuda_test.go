@@ -87,6 +87,8 @@ func TestSampleParquetMatchesCPU(t *testing.T) {
 		{Kind: walk.LayerSampling, LayerSizes: []int{25, 250}},
 		{Kind: walk.LayerSampling, LayerSizes: []int{10, 100}, EdgeBias: walk.Bias{Kind: walk.BiasEdgeWeight}},
 		{Kind: walk.FrontierWalk, FrontierSize: 50, Samples: 2000, EdgeBias: walk.Bias{Kind: walk.BiasEdgeWeight}},
+		{Kind: walk.ForestFire, BurnProb: 0.7, Depth: 2, MaxVertices: 200, EdgeBias: walk.Bias{Kind: walk.BiasEdgeWeight}},
+		{Kind: walk.Snowball, Depth: 2, MaxVertices: 100},
 	} {
 		p.Seed, p.InstancesPerSeed = 11, 2
 		if got := walk.SampleEngine(e, p); got != "gpu" {
@@ -285,6 +287,221 @@ func TestSampleFrontierMatchesCPU(t *testing.T) {
 		if diff > 0 || len(got) != len(want) {
 			t.Errorf("%s: %d of %d instances differ from the CPU's", p, diff, len(want))
 		}
+	}
+}
+
+// The device's forest-fire and snowball samples equal walk.Sample's, nil
+// for nil: on R-MAT (draws with rejection at high degrees, keys over the
+// candidates at low ones, max_vertices cuts, samples that outgrow the
+// warps' first slices and run again), on the hub graph, and on a clique
+// whose later hops find most targets sampled, so the draws run out and
+// every remaining candidate burns.
+func TestSampleFireMatchesCPU(t *testing.T) {
+	ctx := context.Background()
+	rmat, err := graph.GenerateRMAT(ctx, graph.RMATOptions{Scale: 14, EdgeFactor: 16, Seed: 3, Undirected: true, Weighted: true, Name: "rmat14"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var edges []graph.Edge
+	const spokes = 1000
+	for i := int64(1); i <= spokes; i++ {
+		w := float32(1e-3)
+		if i == 1 {
+			w = 1e9
+		}
+		edges = append(edges, graph.Edge{Src: 0, Dst: i, Weight: w})
+		for _, d := range []int64{1, 2, 3} {
+			edges = append(edges, graph.Edge{Src: i, Dst: (i+d)%spokes + 1, Weight: float32(d)})
+		}
+		edges = append(edges, graph.Edge{Src: i, Dst: 0, Weight: 1})
+	}
+	hub, err := graph.FromEdges(edges, graph.BuildOptions{Name: "hub", Weighted: true, DenseIDs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	edges = edges[:0]
+	const k = 64
+	for i := int64(0); i < k; i++ {
+		for j := int64(0); j < k; j++ {
+			if i != j {
+				edges = append(edges, graph.Edge{Src: i, Dst: j, Weight: float32((i*7+j*3)%10 + 1)})
+			}
+		}
+	}
+	clique, err := graph.FromEdges(edges, graph.BuildOptions{Name: "clique", Weighted: true, DenseIDs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	weighted := walk.Bias{Kind: walk.BiasEdgeWeight}
+	fire := func(p float64, depth, maxv int, b walk.Bias) walk.SampleParams {
+		return walk.SampleParams{Kind: walk.ForestFire, BurnProb: p, Depth: depth, MaxVertices: maxv, EdgeBias: b}
+	}
+	snow := func(depth, maxv int) walk.SampleParams {
+		return walk.SampleParams{Kind: walk.Snowball, Depth: depth, MaxVertices: maxv}
+	}
+	for _, c := range []struct {
+		g      *graph.Graph
+		starts int
+		p      walk.SampleParams
+	}{
+		{rmat, 3000, fire(0.7, 2, 0, walk.Bias{})},
+		{rmat, 3000, fire(0.7, 2, 0, weighted)},
+		{rmat, 3000, fire(0.3, 3, 50, walk.Bias{})},
+		{rmat, 3000, fire(0.3, 3, 50, weighted)},
+		{rmat, 1000, fire(0.9, 3, 5000, walk.Bias{})}, // past the first 1,024-edge slices
+		{rmat, 1000, fire(0.9, 3, 5000, weighted)},
+		{rmat, 3000, snow(2, 500)},
+		{rmat, 500, snow(2, 0)},
+		{rmat, 3000, snow(3, 100)},
+		{hub, 50, fire(0.7, 2, 0, weighted)},
+		{hub, 50, fire(0.95, 3, 0, walk.Bias{})},
+		{hub, 50, snow(2, 0)},
+		{hub, 50, fire(0.99, 2, 0, weighted)}, // the hub's burns pass the first 256 picks
+		{clique, 64, fire(0.8, 4, 0, walk.Bias{})},
+		{clique, 64, fire(0.8, 4, 0, weighted)},
+		{clique, 64, fire(0.5, 3, 20, weighted)},
+	} {
+		e := newEngine(t, c.g)
+		p := c.p
+		p.Seed, p.InstancesPerSeed = 77, 2
+		starts := make([]uint32, c.starts)
+		for i := range starts {
+			starts[i] = uint32(i * 5 % c.g.NumVertices())
+		}
+		want, _, err := walk.Sample(ctx, c.g, p, starts, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, st, err := e.SampleFire(ctx, p, starts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		diff, empty := 0, 0
+		for i := range want {
+			if len(want[i]) == 0 {
+				empty++
+			}
+			if !reflect.DeepEqual(got[i], want[i]) {
+				if diff == 0 {
+					t.Logf("%s %s: instance %d (%d edges on the device, %d on the CPU)\n gpu %v\n cpu %v", c.g.Name, p, i,
+						len(got[i]), len(want[i]), headEdges(got[i]), headEdges(want[i]))
+				}
+				diff++
+			}
+		}
+		t.Logf("%s %s: %d instances (%d without edges), %d edges, %d differ; kernel %s, %d rounds", c.g.Name, p, st.Instances, empty,
+			st.Edges, diff, st.Kernel, st.Rounds)
+		if diff > 0 || len(got) != len(want) {
+			t.Errorf("%s %s: %d of %d instances differ from the CPU's", c.g.Name, p, diff, len(want))
+		}
+		e.Close()
+	}
+}
+
+// With tiny first slices and pools, forest fire and snowball take many
+// rounds (instances that outgrow their slices, instances that find the
+// pool full) and still equal walk.Sample's, for a range of instances that
+// does not start at 0.
+func TestSampleFireRoundsMatchCPU(t *testing.T) {
+	ctx := context.Background()
+	g, err := graph.GenerateRMAT(ctx, graph.RMATOptions{Scale: 14, EdgeFactor: 16, Seed: 3, Undirected: true, Weighted: true, Name: "rmat14"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(t, g)
+	saved := fireFirst
+	defer func() { fireFirst = saved }()
+	fireFirst.edges, fireFirst.picks, fireFirst.perInstance, fireFirst.pool = 4, 1, 1, 0
+	starts := make([]uint32, 2000)
+	for i := range starts {
+		starts[i] = uint32(i * 7 % g.NumVertices())
+	}
+	for _, p := range []walk.SampleParams{
+		{Kind: walk.ForestFire, BurnProb: 0.7, Depth: 2},
+		{Kind: walk.ForestFire, BurnProb: 0.9, Depth: 3, MaxVertices: 3000, EdgeBias: walk.Bias{Kind: walk.BiasEdgeWeight}},
+		{Kind: walk.Snowball, Depth: 2, MaxVertices: 300},
+	} {
+		p.Seed, p.InstancesPerSeed = 5, 2
+		const first, count = 700, 3000
+		want, _, err := walk.SampleRange(ctx, g, p, starts, first, count, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, st, err := e.SampleFireRange(ctx, p, starts, first, count)
+		if err != nil {
+			t.Fatal(err)
+		}
+		diff := 0
+		for i := range want {
+			if !reflect.DeepEqual(got[i], want[i]) {
+				if diff == 0 {
+					t.Logf("%s: instance %d\n gpu %v\n cpu %v", p, first+i, headEdges(got[i]), headEdges(want[i]))
+				}
+				diff++
+			}
+		}
+		t.Logf("%s: %d instances, %d edges, %d differ; %d rounds, kernels %s", p, st.Instances, st.Edges, diff, st.Rounds, st.Kernel)
+		if diff > 0 || len(got) != len(want) || st.Rounds < 2 {
+			t.Errorf("%s: %d of %d instances differ from the CPU's (%d rounds)", p, diff, len(want), st.Rounds)
+		}
+	}
+}
+
+// TestSampleFireSEPS logs SEPS of forest fire (p = 0.7, depth 2,
+// unweighted and weighted) and snowball (depth 2, max_vertices 100) on
+// R-MAT scales 18 and 22 (WALKSTAGE_SEPS_SCALES) with 1 M seeds, best of 2,
+// beside the CPU's walk.Sample on the same host.
+func TestSampleFireSEPS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("benchmark")
+	}
+	ctx := context.Background()
+	for _, scale := range sepsScales(t) {
+		t0 := time.Now()
+		g, err := graph.GenerateRMAT(ctx, graph.RMATOptions{Scale: scale, EdgeFactor: 16, Seed: 1, Undirected: true, Weighted: true,
+			Name: fmt.Sprintf("rmat%d", scale)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := newEngine(t, g)
+		t.Logf("scale %d: V=%d E=%d ready in %s", scale, g.NumVertices(), g.NumEdges(), time.Since(t0))
+		starts := make([]uint32, 1_000_000)
+		for i := range starts {
+			starts[i] = uint32(uint64(i) * 2654435761 % uint64(g.NumVertices()))
+		}
+		for _, p := range []walk.SampleParams{
+			{Kind: walk.ForestFire, BurnProb: 0.7, Depth: 2},
+			{Kind: walk.ForestFire, BurnProb: 0.7, Depth: 2, EdgeBias: walk.Bias{Kind: walk.BiasEdgeWeight}},
+			{Kind: walk.Snowball, Depth: 2, MaxVertices: 100},
+		} {
+			p.Seed, p.InstancesPerSeed = 1, 1
+			var best SampleStats
+			var got [][]walk.SampledEdge
+			for r := 0; r < 2; r++ {
+				out, st, err := e.SampleFire(ctx, p, starts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r == 0 || st.Kernel < best.Kernel {
+					best = st
+				}
+				got = out
+			}
+			tc := time.Now()
+			want, cst, _ := walk.Sample(ctx, g, p, starts, 0)
+			cpu := time.Since(tc)
+			same := reflect.DeepEqual(got, want)
+			t.Logf("SEPS %s scale %d: %d edges, kernels %s (%d rounds) = %.0f M SEPS; wall %s = %.0f M edges/s; CPU (%d cores) %s = %.1f M SEPS; same as the CPU %v",
+				p, scale, best.Edges, best.Kernel, best.Rounds, float64(best.Edges)/best.Kernel.Seconds()/1e6, best.Wall,
+				float64(best.Edges)/best.Wall.Seconds()/1e6, runtime.NumCPU(), cpu, float64(cst.Edges)/cpu.Seconds()/1e6, same)
+			if !same {
+				t.Errorf("%s scale %d: the device's samples differ from the CPU's", p, scale)
+			}
+			got, want = nil, nil
+			runtime.GC()
+		}
+		e.Close()
+		g.Close()
 	}
 }
 

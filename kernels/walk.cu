@@ -31,6 +31,7 @@
 #include "sample.cuh"
 #include "sample_layer.cuh"
 #include "sample_frontier.cuh"
+#include "sample_fire.cuh"
 
 using namespace ws;
 

@@ -2,9 +2,10 @@ package stage
 
 // Graph sampling batches (the C-SAW algorithms, output "samples"): sampled
 // on the engine's device when it takes the parameters (walk.SampleRangeOn:
-// the GPU engine's neighbour, layer and frontier sampling), else on the CPU,
-// one batch per call, and written by the batch's writer; the manifest and
-// event name the engine that sampled (batchMeta, walk.SampleEngine).
+// the GPU engine's neighbour, layer, forest-fire, snowball and frontier
+// sampling), else on the CPU, one batch per call, and written by the
+// batch's writer; the manifest and event name the engine that sampled
+// (batchMeta, walk.SampleEngine).
 
 import (
 	"context"

@@ -8,8 +8,8 @@ import (
 
 // DeviceSampler is implemented by engines that run some samplers on their
 // own device (the GPU engine: neighbour sampling without replacement, layer
-// sampling and the frontier walk, unbiased or by edge weight, with the
-// whole graph in device memory).
+// sampling, forest fire, snowball and the frontier walk, unbiased or by
+// edge weight, with the whole graph in device memory).
 // SampleRangeOn hands them the requests they take and samples the rest on
 // the CPU; either way the samples are SampleRange's, edge for edge.
 type DeviceSampler interface {

@@ -43,8 +43,9 @@ every seed is one query, named by its external id, with --top-k and --steps-per-
 C-SAW samplers, docs/messages.md, "Graph samples"): one row per sampled edge, --walks-per-vertex
 instances per seed (per --frontier-size consecutive seeds for frontier), as the stage writes a
 sampling request listing the same seeds with rng_seed = --seed; neighbor without --replace,
-layer and frontier (unweighted or --weighted) run on the GPU when --engine gpu or auto finds
-one, the rest and --engine cpu on the CPU, with the same rows either way, e.g.
+layer, forest_fire, snowball and frontier (unweighted or --weighted) run on the GPU when
+--engine gpu or auto finds one, the rest and --engine cpu on the CPU, with the same rows either
+way, e.g.
   walkstage walk --graph g.wsg --algorithm neighbor --fanouts 25,10 --seeds 0-999 --out file:///tmp/s
 
 --seeds is "all" (every vertex), a file of external vertex ids (one per line, # comments; an id

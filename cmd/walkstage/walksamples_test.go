@@ -124,8 +124,8 @@ func TestWalkCommandSamplesEngine(t *testing.T) {
 	}
 	// A sampler without device kernels does not look for a GPU under auto.
 	out, err := runWalk(t, "--graph", gp, "--seeds", "100-400", "--out", "file://"+t.TempDir(), "--engine", "auto",
-		"--algorithm", "snowball", "--depth", "2")
+		"--algorithm", "neighbor", "--fanouts", "3,2", "--replace")
 	if err != nil || strings.Contains(out, "GPU engine unavailable") || !strings.Contains(out, "with the cpu engine") {
-		t.Errorf("snowball under auto: %v\n%s", err, out)
+		t.Errorf("neighbor --replace under auto: %v\n%s", err, out)
 	}
 }

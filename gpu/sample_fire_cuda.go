@@ -1,0 +1,311 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/bits"
+	"runtime"
+	"sync"
+	"time"
+	"unsafe"
+
+	"gorgonia.org/cu"
+
+	"github.com/walkstage/walkstage/walk"
+)
+
+// Forest fire and snowball on the device (kernels/sample_fire.cuh): one
+// launch a round, a warp an instance, every hop in the launch. A warp builds
+// its instance in its own slice of scratch (the edges, a visited set, the
+// picks) and copies the finished edges into one pool that the host copies
+// back. An instance's size is known only once it is sampled, so a round
+// runs the instances with slices of ecap edges and kcap picks; those that
+// outgrow them, or find the pool full, run again in the next round with
+// slices 16 times larger (up to what no instance can outgrow: max_vertices
+// - 1 edges, or the graph's vertices - 1, and the largest degree's picks)
+// or in a new pool. The
+// samples equal walk.Sample's (unweighted exactly; weighted and the burn
+// counts up to the last ulp of a logarithm).
+
+const (
+	// fireScratchBudget bounds the warps' scratch of one launch; the launch
+	// runs fewer warps when a warp's slice would exceed it.
+	fireScratchBudget = 1 << 30
+	// firePoolBudget bounds a round's pool of edges (16 bytes an edge),
+	// further bounded by half the device's free memory.
+	firePoolBudget = 8 << 30
+	// fireRounds bounds the rounds of one call.
+	fireRounds = 64
+)
+
+// fireFirst sizes the first round: a warp's slices (edges, picks) and the
+// pool, a slice an instance up to perInstance edges, at least pool edges
+// (and at most half the free memory: a second round finishes the
+// instances that find it full). Later rounds' pools hold what the
+// instances that found the pool full asked for, plus a slice for each
+// that outgrew its own. Tests lower them to force more rounds.
+var fireFirst = struct{ edges, picks, perInstance, pool int64 }{1024, 256, 1024, 1 << 22}
+
+// SampleFire runs walk.ForestFire (constant or edge-weight bias) or
+// walk.Snowball for starts as walk.Sample does.
+func (e *Engine) SampleFire(ctx context.Context, p walk.SampleParams, starts []uint32) ([][]walk.SampledEdge, SampleStats, error) {
+	return e.SampleFireRange(ctx, p, starts, 0, -1)
+}
+
+// SampleFireRange is SampleFire for instances first .. first+count-1 only
+// (count -1: to the last), as walk.SampleRange.
+func (e *Engine) SampleFireRange(ctx context.Context, p walk.SampleParams, starts []uint32, first, count int) ([][]walk.SampledEdge, SampleStats, error) {
+	kind := walk.ForestFire
+	if p.Kind == walk.Snowball {
+		kind = walk.Snowball
+	}
+	return e.sampleLocked(kind, p, starts, first, count, func(n int) ([][]walk.SampledEdge, SampleStats, error) {
+		t0 := time.Now()
+		out := make([][]walk.SampledEdge, n)
+		st := SampleStats{SampleStats: walk.SampleStats{Instances: int64(n)}}
+		if n == 0 {
+			return out, st, nil
+		}
+		g := e.g
+		// No instance has more edges than edgeCap or more picks at one
+		// vertex than pickCap.
+		edgeCap := int64(g.NumVertices()) - 1
+		if p.MaxVertices > 0 {
+			edgeCap = int64(p.MaxVertices) - 1
+		}
+		edgeCap = max(1, min(edgeCap, int64(g.NumEdges()), math.MaxUint32/4))
+		if e.maxDegree == 0 {
+			e.maxDegree, _ = g.MaxDegree()
+		}
+		pickCap := int64(max(1, e.maxDegree))
+		ecap, kcap := min(edgeCap, fireFirst.edges), min(pickCap, fireFirst.picks)
+		want := max(fireFirst.pool, int64(n)*min(ecap, fireFirst.perInstance))
+		list := make([]uint32, n)
+		for i := range list {
+			list[i] = uint32(i)
+		}
+		depth := p.Depth
+		err := e.dev.do(func() (err error) {
+			fn, err := e.mod.Function("sample_fire")
+			if err != nil {
+				return fmt.Errorf("gpu: kernel sample_fire: %w", err)
+			}
+			occ, err := fn.MaxActiveBlocksPerMultiProcessor(sampleThreads, 0)
+			if err != nil {
+				return fmt.Errorf("gpu: occupancy of sample_fire: %w", err)
+			}
+			var dCum, dStarts cu.DevicePtr
+			defer func() {
+				e.free("sample.cum", &dCum)
+				e.free("sample.starts", &dStarts)
+			}()
+			var dWeights uint64
+			if p.Weighted() {
+				if dCum, err = upload(e, "sample.cum", walk.WeightCDF(g)); err != nil {
+					return err
+				}
+				dWeights = uint64(e.dWeights)
+			}
+			if dStarts, err = upload(e, "sample.starts", starts); err != nil {
+				return err
+			}
+			logp := 0.0
+			if p.Kind == walk.ForestFire {
+				logp = math.Log(p.BurnProb)
+			}
+			snowball := uint64(0)
+			if p.Kind == walk.Snowball {
+				snowball = 1
+			}
+			for round := 0; len(list) > 0; round++ {
+				if round == fireRounds {
+					return fmt.Errorf("gpu: %s: %d instances unfinished after %d rounds", p, len(list), round)
+				}
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				r, err := e.fireRound(fn, occ, p, dWeights, dCum, dStarts, uint64(snowball), logp, first, list, ecap, kcap, want)
+				if err != nil {
+					return err
+				}
+				st.Kernel += r.kernel
+				st.Rounds++
+				st.Edges += fireEdges(out, depth, list, r)
+				var again []uint32
+				var asked, grown int64
+				for i, s := range r.status {
+					switch s {
+					case firePoolFull:
+						asked += int64(r.count[i])
+					case fireGrow:
+						grown++
+					}
+					if s != fireDone {
+						again = append(again, list[i])
+					}
+				}
+				if grown > 0 {
+					ecap, kcap = min(edgeCap, ecap*16), min(pickCap, kcap*16)
+				}
+				want = asked + grown*ecap
+				list = again
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, SampleStats{}, err
+		}
+		st.Wall = time.Since(t0)
+		return out, st, nil
+	})
+}
+
+// An instance's status after a round (kFire*, kernels/sample_fire.cuh).
+const (
+	fireDone     = 0
+	fireGrow     = 1
+	firePoolFull = 2
+)
+
+// fireResult is one round's output, per list entry and in the pool.
+type fireResult struct {
+	status, count, hopEnd []uint32
+	off                   []uint64
+	edge                  []uint64
+	src, dst              []uint32
+	kernel                time.Duration
+}
+
+// fireRound runs sample_fire once over list with slices of ecap edges and
+// kcap picks and a pool of want edges (at least ecap, at most what fits)
+// (device thread).
+func (e *Engine) fireRound(fn cu.Function, occ int, p walk.SampleParams, dWeights uint64, dCum, dStarts cu.DevicePtr, snowball uint64,
+	logp float64, first int, list []uint32, ecap, kcap, want int64) (fireResult, error) {
+	nl := len(list)
+	depth := p.Depth
+	hlog := bits.Len64(uint64(2*(ecap+1) - 1)) // 2^hlog >= 2(ecap+1): at most half full
+	perWarp := (ecap*16 + int64(4)<<hlog + kcap*8 + 127) &^ 127
+	const warpsPerBlock = sampleThreads / 32
+	warps := min(nl, e.numSM*max(occ, 1)*warpsPerBlock, int(max(1, fireScratchBudget/perWarp)))
+	grid := (warps + warpsPerBlock - 1) / warpsPerBlock
+	scratch := int64(grid*warpsPerBlock) * perWarp
+	free, _, err := cu.MemInfo()
+	if err != nil {
+		return fireResult{}, fmt.Errorf("gpu: free device memory: %w", err)
+	}
+	budget := min(int64(firePoolBudget), (int64(free)-scratch-int64(nl)*(24+int64(depth)*4))/2)
+	poolCap := min(int64(nl)*ecap, budget/16, max(want, ecap))
+	if poolCap < ecap {
+		return fireResult{}, fmt.Errorf("gpu: %s: %d bytes of device memory free, too few for a pool of %d edges", p.Kind, free, ecap)
+	}
+	names := []string{"sample.list", "sample.scratch", "sample.edge", "sample.src", "sample.dst", "sample.cursor",
+		"sample.status", "sample.off", "sample.count", "sample.hop_end"}
+	ptrs := make([]cu.DevicePtr, len(names))
+	defer func() {
+		for i := range names {
+			e.free(names[i], &ptrs[i])
+		}
+	}()
+	sizes := []int64{int64(nl) * 4, scratch, poolCap * 8, poolCap * 4, poolCap * 4, 8, int64(nl) * 4, int64(nl) * 8, int64(nl) * 4,
+		int64(nl*depth) * 4}
+	for i := range names {
+		if ptrs[i], err = e.alloc(names[i], sizes[i]); err != nil {
+			return fireResult{}, err
+		}
+	}
+	dList, dScratch, dEdge, dSrc, dDst, dCursor, dStatus, dOff, dCount, dHopEnd := ptrs[0], ptrs[1], ptrs[2], ptrs[3], ptrs[4],
+		ptrs[5], ptrs[6], ptrs[7], ptrs[8], ptrs[9]
+	if err := cu.MemcpyHtoD(dList, unsafe.Pointer(&list[0]), int64(nl)*4); err != nil {
+		return fireResult{}, fmt.Errorf("gpu: copy sample.list: %w", err)
+	}
+	if err := cu.MemsetD32(dScratch, 0xFFFFFFFF, scratch/4); err != nil {
+		return fireResult{}, fmt.Errorf("gpu: clear sample.scratch: %w", err)
+	}
+	if err := cu.MemsetD32(dCursor, 0, 2); err != nil {
+		return fireResult{}, fmt.Errorf("gpu: clear sample.cursor: %w", err)
+	}
+	tk := time.Now()
+	if err := launch(fn, grid, sampleThreads, cu.Stream{}, []uint64{uint64(e.dOffsets), uint64(e.dTargets), dWeights, uint64(dCum),
+		p.Seed, snowball, math.Float64bits(logp), uint64(depth), uint64(p.MaxVertices), uint64(dStarts), uint64(p.InstancesPerSeed),
+		uint64(first), uint64(dList), uint64(nl), uint64(dScratch), uint64(perWarp), uint64(hlog), uint64(ecap), uint64(kcap),
+		uint64(dEdge), uint64(dSrc), uint64(dDst), uint64(poolCap), uint64(dCursor), uint64(dStatus), uint64(dOff), uint64(dCount),
+		uint64(dHopEnd)}); err != nil {
+		return fireResult{}, fmt.Errorf("gpu: launch sample_fire: %w", err)
+	}
+	if err := cu.Synchronize(); err != nil {
+		return fireResult{}, fmt.Errorf("gpu: sample_fire: %w", err)
+	}
+	r := fireResult{kernel: time.Since(tk), status: make([]uint32, nl), count: make([]uint32, nl), off: make([]uint64, nl),
+		hopEnd: make([]uint32, nl*depth)}
+	var used uint64
+	for _, c := range []struct {
+		dst unsafe.Pointer
+		src cu.DevicePtr
+		n   int64
+	}{{unsafe.Pointer(&r.status[0]), dStatus, int64(nl) * 4}, {unsafe.Pointer(&r.count[0]), dCount, int64(nl) * 4},
+		{unsafe.Pointer(&r.off[0]), dOff, int64(nl) * 8}, {unsafe.Pointer(&r.hopEnd[0]), dHopEnd, int64(nl*depth) * 4},
+		{unsafe.Pointer(&used), dCursor, 8}} {
+		if err := cu.MemcpyDtoH(c.dst, c.src, c.n); err != nil {
+			return fireResult{}, fmt.Errorf("gpu: copy fire samples: %w", err)
+		}
+	}
+	used = min(used, uint64(poolCap))
+	if used > 0 {
+		r.edge, r.src, r.dst = make([]uint64, used), make([]uint32, used), make([]uint32, used)
+		for _, c := range []struct {
+			dst unsafe.Pointer
+			src cu.DevicePtr
+			n   int64
+		}{{unsafe.Pointer(&r.edge[0]), dEdge, int64(used) * 8}, {unsafe.Pointer(&r.src[0]), dSrc, int64(used) * 4},
+			{unsafe.Pointer(&r.dst[0]), dDst, int64(used) * 4}} {
+			if err := cu.MemcpyDtoH(c.dst, c.src, c.n); err != nil {
+				return fireResult{}, fmt.Errorf("gpu: copy fire samples: %w", err)
+			}
+		}
+	}
+	return r, nil
+}
+
+// fireEdges turns a round's finished instances into out (list[i] is the
+// instance at out[list[i]]; an instance without edges keeps a nil slice, as
+// walk.Sample's), on every core, and returns their edges.
+func fireEdges(out [][]walk.SampledEdge, depth int, list []uint32, r fireResult) int64 {
+	var total int64
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	parts := runtime.GOMAXPROCS(0) * 4
+	per := max((len(list)+parts-1)/parts, 1)
+	for lo := 0; lo < len(list); lo += per {
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			var n int64
+			for i := lo; i < hi; i++ {
+				cnt := int(r.count[i])
+				if r.status[i] != fireDone || cnt == 0 {
+					continue
+				}
+				ends := r.hopEnd[i*depth : (i+1)*depth]
+				es := make([]walk.SampledEdge, cnt)
+				h := 0
+				for j := range es {
+					for int(ends[h]) <= j {
+						h++
+					}
+					at := r.off[i] + uint64(j)
+					es[j] = walk.SampledEdge{Hop: int32(h), Src: r.src[at], Dst: r.dst[at], Edge: r.edge[at]}
+				}
+				out[list[i]] = es
+				n += int64(cnt)
+			}
+			mu.Lock()
+			total += n
+			mu.Unlock()
+		}(lo, min(lo+per, len(list)))
+	}
+	wg.Wait()
+	return total
+}
