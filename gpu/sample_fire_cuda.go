@@ -98,13 +98,10 @@ func (e *Engine) SampleFireRange(ctx context.Context, p walk.SampleParams, start
 				return fmt.Errorf("gpu: occupancy of sample_fire: %w", err)
 			}
 			var dCum, dStarts cu.DevicePtr
-			defer func() {
-				e.free("sample.cum", &dCum)
-				e.free("sample.starts", &dStarts)
-			}()
+			defer e.free("sample.starts", &dStarts)
 			var dWeights uint64
 			if p.Weighted() {
-				if dCum, err = upload(e, "sample.cum", walk.WeightCDF(g)); err != nil {
+				if dCum, err = e.sampleCDF(); err != nil {
 					return err
 				}
 				dWeights = uint64(e.dWeights)
