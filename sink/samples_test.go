@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -188,6 +190,25 @@ func TestSamplesWriterRefusesIncomplete(t *testing.T) {
 	}
 	if _, err := w.Commit(ctx); !errors.Is(err, ErrBadChunk) {
 		t.Fatalf("commit of %d of %d instances: %v", len(edges), len(edges)+1, err)
+	}
+	// An edge beyond the graph, in the middle of a call large enough to be
+	// mapped on several goroutines, and one in a small call.
+	ss, edges = runSample(t, g, sampleParams, 4000)
+	for _, at := range []int{len(edges) / 2, 3} {
+		bad := slices.Clone(edges)
+		bad[at] = slices.Clone(bad[at])
+		bad[at][0].Dst = uint32(g.NumVertices()) + 5
+		n := len(bad)
+		if at == 3 {
+			n = 10
+		}
+		w, _ = NewBatchWriter(ctx, b, "walks", sampleMeta("bad", sampleParams, n, false), g, WithEncoders(4))
+		if err := w.WriteSamples(ctx, 0, ss[:n], bad[:n]); !errors.Is(err, ErrBadChunk) || !strings.Contains(err.Error(), "beyond the graph") {
+			t.Fatalf("edge beyond the graph in instance %d of %d: %v", at, n, err)
+		}
+		if _, err := w.Commit(ctx); err == nil {
+			t.Fatal("a failed writer committed")
+		}
 	}
 	m := sampleMeta("x", sampleParams, 3, false)
 	m.Walks = 3
