@@ -122,3 +122,30 @@ func TestDecodeSampleRequestRejects(t *testing.T) {
 		})
 	}
 }
+
+func TestSampleWave(t *testing.T) {
+	fire := walk.SampleParams{Kind: walk.ForestFire, BurnProb: 0.7, Depth: 2, MaxVertices: 10_001} // up to 10,000 edges
+	nbr := walk.SampleParams{Kind: walk.NeighborSampling, Fanouts: []int{25, 10}}                  // up to 275
+	const budget = 1 << 20
+	for _, c := range []struct {
+		name       string
+		p          walk.SampleParams
+		left, last int
+		lastEdges  int64
+		want       int
+	}{
+		{"first wave: the worst case", fire, 1_000_000, 0, 0, budget / 10_000},
+		{"first wave: fewer left", fire, 50, 0, 0, 50},
+		{"none left", fire, 0, 104, 300, 0},
+		{"few edges: doubles", fire, 1_000_000, 104, 312, 208},
+		{"few edges, large last wave: a quarter of the budget by the mean", fire, 1_000_000, 200_000, 600_000, budget / 12},
+		{"heavy last wave: never below the worst case", fire, 1_000_000, 104, 104 * 10_000, 104},
+		{"neighbour: worst case near the mean", nbr, 1_000_000, budget / 275, budget / 275 * 275, budget / 275},
+		{"neighbour: sparse graph, a quarter of the budget by the mean", nbr, 1_000_000, 3812, 3812 * 60, budget / 240},
+		{"rest of the batch", fire, 150, 104, 312, 150},
+	} {
+		if got := SampleWave(c.p, budget, c.left, c.last, c.lastEdges); got != c.want {
+			t.Errorf("%s: SampleWave(left %d, last %d instances with %d edges) = %d, want %d", c.name, c.left, c.last, c.lastEdges, got, c.want)
+		}
+	}
+}

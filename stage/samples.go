@@ -16,13 +16,13 @@ import (
 	"github.com/walkstage/walkstage/walk"
 )
 
-// sampleWaveEdges bounds the edges one wave of instances can sample
-// (walk.SampleRange), so a batch holds at most about 24 bytes an edge of
-// it in memory however large the batch.
+// sampleWaveEdges is about the edges one wave of instances samples
+// (walk.SampleRange, waves sized by source.SampleWave), so a batch holds
+// about 24 bytes an edge of it in memory however large the batch.
 const sampleWaveEdges = 8 << 20
 
 // sample runs one sampling batch against v's graph and writes its rows,
-// in waves of instances of at most sampleWaveEdges edges.
+// in waves of instances of about sampleWaveEdges edges.
 // The seeds are those bound to v's graph (rebind); seeds that no longer
 // form whole frontier sets reject the batch. Like countVisits, an error of
 // the sampling is the batch's vErr, a write error its wErr, and b.written
@@ -38,11 +38,13 @@ func (s *Stage) sample(ctx context.Context, b *batch, v *served) {
 		return
 	}
 	n := p.NumInstances(len(b.req.Starts))
-	wave := int(max(1, sampleWaveEdges/source.MaxSampleEdges(p)))
 	var st walk.SampleStats
 	var d time.Duration
+	var wave int
+	var waveEdges int64
 	for lo := 0; lo < n; lo += wave {
-		hi := min(lo+wave, n)
+		wave = source.SampleWave(p, sampleWaveEdges, n-lo, wave, waveEdges)
+		hi := lo + wave
 		s.engineMu.Lock()
 		t0 := time.Now()
 		edges, ws, err := walk.SampleRangeOn(ctx, v.e, v.g, p, b.req.Starts, lo, hi-lo, 0)
@@ -54,6 +56,7 @@ func (s *Stage) sample(ctx context.Context, b *batch, v *served) {
 		}
 		st.Instances += ws.Instances
 		st.Edges += ws.Edges
+		waveEdges = ws.Edges
 		seeds := make([]int64, len(edges))
 		for k := range seeds {
 			seeds[k] = b.req.Seeds[(lo+k)/p.InstancesPerSeed*per]

@@ -185,17 +185,20 @@ func walkSamples(ctx context.Context, kind walk.SampleKind, f *sampleFlags, r sa
 	}
 	fmt.Fprintf(stderr, "sampling %d instances (%s) with the %s engine into %s\n", n, p, engine, sink.ObjectURL(r.out, w.Layout().Dir))
 	// Waves of instances bound the edges held, as in the stage.
-	wave := int(max(1, (8<<20)/source.MaxSampleEdges(p)))
 	t1 := time.Now()
 	var sampled time.Duration
 	var st walk.SampleStats
+	var wave int
+	var waveEdges int64
 	for lo := 0; lo < n && err == nil; lo += wave {
+		wave = source.SampleWave(p, 8<<20, n-lo, wave, waveEdges)
 		ts := time.Now()
 		var edges [][]walk.SampledEdge
 		var ws walk.SampleStats
-		edges, ws, err = walk.SampleRangeOn(ctx, eng, g, p, starts, lo, min(wave, n-lo), r.workers)
+		edges, ws, err = walk.SampleRangeOn(ctx, eng, g, p, starts, lo, wave, r.workers)
 		sampled += time.Since(ts)
 		st.Edges += ws.Edges
+		waveEdges = ws.Edges
 		if err == nil {
 			seeds := make([]int64, len(edges))
 			for k := range seeds {
