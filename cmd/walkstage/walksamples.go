@@ -48,7 +48,7 @@ func addSampleFlags(fs *flag.FlagSet) *sampleFlags {
 // sampleRun is what walkSamples needs of walk's other flags.
 type sampleRun struct {
 	graphPath, seeds, out, prefix, batchID, name string
-	engineName                                   string
+	engineName, cpuProfile                       string
 	seed                                         uint64
 	weighted                                     bool
 	instancesPerSeed, workers                    int
@@ -176,6 +176,11 @@ func walkSamples(ctx context.Context, kind walk.SampleKind, f *sampleFlags, r sa
 	if id == "" {
 		id = fmt.Sprintf("seed-%d", r.seed)
 	}
+	stopProfile, err := startCPUProfile(r.cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	n := p.NumInstances(len(starts))
 	meta := sink.BatchMeta{BatchID: id, Seed: r.seed, Engine: engine, WalkstageVersion: Version, Sample: &p,
 		Instances: int64(n), SampleEdgeWeight: f.edgeWeight}
