@@ -31,24 +31,28 @@ const sampleRowGroupRows = 1 << 16
 //
 //	instance_id INT64, seed INT64, hop INT32, src INT64, dst INT64
 //
-// vertices as external ids; rows ordered by instance, then hop.
+// vertices as external ids; rows ordered by instance, then hop. The
+// instance, seed and hop columns ascend or repeat and are delta encoded;
+// src and dst are BYTE_STREAM_SPLIT, so the zeros and repeats of ids' high
+// bytes compress as runs. Against PLAIN everywhere this wrote 3.50 instead
+// of 4.16 bytes an edge, twice as fast (BenchmarkWriteSamples, 2 cores).
 type SampleRow struct {
-	InstanceID int64 `parquet:"instance_id"`
-	Seed       int64 `parquet:"seed"`
-	Hop        int32 `parquet:"hop"`
-	Src        int64 `parquet:"src"`
-	Dst        int64 `parquet:"dst"`
+	InstanceID int64 `parquet:"instance_id,delta"`
+	Seed       int64 `parquet:"seed,delta"`
+	Hop        int32 `parquet:"hop,delta"`
+	Src        int64 `parquet:"src,split"`
+	Dst        int64 `parquet:"dst,split"`
 }
 
 // WeightedSampleRow is SampleRow with the edge's weight, for batches with
 // BatchMeta.SampleEdgeWeight.
 type WeightedSampleRow struct {
-	InstanceID int64   `parquet:"instance_id"`
-	Seed       int64   `parquet:"seed"`
-	Hop        int32   `parquet:"hop"`
-	Src        int64   `parquet:"src"`
-	Dst        int64   `parquet:"dst"`
-	EdgeWeight float32 `parquet:"edge_weight"`
+	InstanceID int64   `parquet:"instance_id,delta"`
+	Seed       int64   `parquet:"seed,delta"`
+	Hop        int32   `parquet:"hop,delta"`
+	Src        int64   `parquet:"src,split"`
+	Dst        int64   `parquet:"dst,split"`
+	EdgeWeight float32 `parquet:"edge_weight,split"`
 }
 
 // DescribeSample renders p for metadata, in the form of AlgorithmMeta.
