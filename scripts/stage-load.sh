@@ -29,6 +29,7 @@ stage:
   --keep                 keep --work
   --partitions N         partitions of each topic (4)
   --cpuprofile           write a CPU profile of each stage run into --out
+  --trace                write an execution trace of each stage run into --out
   --env K=V              extra variable for the stage (repeatable), e.g. WALKSTAGE_MAX_IN_FLIGHT=8
 measurements:
   --walk-requests N      walks backlog: requests (1000)
@@ -59,6 +60,7 @@ work=/dev/shm/walkstage-load-$$
 keep=0
 partitions=4
 cpuprofile=0
+trace=0
 extra_env=()
 walk_requests=1000
 walk_seeds=1000
@@ -87,6 +89,7 @@ while [ $# -gt 0 ]; do
     --keep) keep=1 ;;
     --partitions) partitions=$2; shift ;;
     --cpuprofile) cpuprofile=1 ;;
+    --trace) trace=1 ;;
     --env) extra_env+=("$2"); shift ;;
     --walk-requests) walk_requests=$2; shift ;;
     --walk-seeds) walk_seeds=$2; shift ;;
@@ -220,6 +223,7 @@ stop_stage() {
 start_stage() {
   local port try args=()
   [ "$cpuprofile" -eq 1 ] && args+=(--cpuprofile "$out/stage-$1.prof")
+  [ "$trace" -eq 1 ] && args+=(--trace "$out/stage-$1.trace")
   for try in 1 2 3; do
     port=$(free_port)
     log "stage ($1): $walkstage run, engine $engine, output $2, metrics on 127.0.0.1:$port"

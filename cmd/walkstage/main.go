@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"runtime/trace"
 	"sort"
 	"syscall"
 )
@@ -97,6 +98,26 @@ func usage(w io.Writer, cmds map[string]command) {
 // (fallback to the CPU, table builds) on stderr, in the stage's words.
 func engineLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// startTrace writes an execution trace of the process into path until the
+// returned stop is called; an empty path traces nothing.
+func startTrace(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := trace.Start(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		trace.Stop()
+		f.Close()
+	}, nil
 }
 
 // startCPUProfile profiles the process into path until the returned stop

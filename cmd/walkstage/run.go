@@ -10,7 +10,7 @@ import (
 	"github.com/walkstage/walkstage/stage"
 )
 
-const runUsage = `usage: walkstage run [--check] [--cpuprofile FILE]
+const runUsage = `usage: walkstage run [--check] [--cpuprofile FILE] [--trace FILE]
 
 Runs the Kafka-driven stage until SIGTERM or SIGINT, configured only from
 WALKSTAGE_* environment variables (below; docs/messages.md has the message
@@ -19,6 +19,8 @@ limit is 90% of the container's memory limit (or of physical memory).
 
   --check       validate the configuration, print it (secrets masked) and exit
   --cpuprofile  write a CPU profile of the whole run to FILE (written at exit)
+  --trace       write an execution trace of the whole run to FILE ('go tool trace';
+                -pprof=sync or sched of it shows where goroutines wait)
 
 Variables:
 `
@@ -28,6 +30,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.SetOutput(stderr)
 	check := fs.Bool("check", false, "validate the configuration and exit")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	traceFile := fs.String("trace", "", "write an execution trace of the run to this file")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, runUsage)
 		stage.WriteConfigReference(stderr)
@@ -61,5 +64,10 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("cpu profile: %w", err)
 	}
 	defer stop()
+	stopTrace, err := startTrace(*traceFile)
+	if err != nil {
+		return fmt.Errorf("trace: %w", err)
+	}
+	defer stopTrace()
 	return stage.Main(ctx, nil, os.Stderr, Version)
 }
