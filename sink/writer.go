@@ -275,7 +275,7 @@ func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta Bat
 		parquet.CreatedBy("walkstage", meta.WalkstageVersion, ""),
 	}
 	w.cfg.walkEncoding = cfg.walkEncoding.resolve(cfg.compression)
-	if w.schema, err = fileSchema(w.cfg.walkEncoding, w.partOpts); err != nil {
+	if w.schema, err = fileSchema(w.cfg.walkEncoding); err != nil {
 		return nil, fmt.Errorf("sink: batch %s: %w", meta.BatchID, err)
 	}
 	if root, ok := localRoot(b); ok {
