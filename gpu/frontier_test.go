@@ -8,10 +8,12 @@ import (
 	"github.com/walkstage/walkstage/walk"
 )
 
-// TestNextFrontier: the parallel frontier step gives what a plain loop
-// over the tasks gives: each instance's edges in task order, and the next
-// frontier's tasks with their instance, slot and vertex. The instances
-// start at first (a wave of a batch), their edges at out[0].
+// TestNextFrontier: the parallel frontier step and the layout by instance
+// give what a plain loop over the tasks gives: each instance's edges in hop
+// then task order (nil for an instance without any), and each hop's next
+// frontier with its tasks' instance, slot and vertex. The instances start
+// at first (a wave of a batch), their edges at out[0]; a hop's picks come
+// packed in task order, as sample_neighbor_targets leaves them.
 func TestNextFrontier(t *testing.T) {
 	g := placementGraph(t)
 	r := rand.New(rand.NewPCG(3, 4))
@@ -27,33 +29,47 @@ func TestNextFrontier(t *testing.T) {
 				inst, vert = append(inst, first+uint32(i)), append(vert, v)
 			}
 		}
-		picks, counts := make([]uint32, len(vert)*k), make([]uint32, len(vert))
-		for ti, v := range vert {
-			counts[ti] = uint32(r.IntN(min(k, g.Degree(v)) + 1))
-			for j := range int(counts[ti]) {
-				picks[ti*k+j] = uint32(r.IntN(g.Degree(v)))
-			}
-		}
-		got := make([][]walk.SampledEdge, nInst)
 		want := make([][]walk.SampledEdge, nInst)
-		gi, gs, gv := nextFrontier(g, got, first, 1, k, inst, vert, picks, counts)
-		var wi, ws, wv []uint32
-		slot := map[uint32]uint32{}
-		for ti, v := range vert {
-			for _, c := range picks[ti*k : ti*k+int(counts[ti])] {
-				ed := g.Offsets[v] + uint64(c)
-				u := g.Targets[ed]
-				want[inst[ti]-first] = append(want[inst[ti]-first], walk.SampledEdge{Hop: 1, Src: v, Dst: u, Edge: ed})
-				wi, ws, wv = append(wi, inst[ti]), append(ws, slot[inst[ti]]), append(wv, u)
-				slot[inst[ti]]++
+		var hops []hopEdges
+		for h := range 3 {
+			counts := make([]uint32, len(vert))
+			var edges []uint64
+			var dsts []uint32
+			var wi, ws, wv []uint32
+			slot := map[uint32]uint32{}
+			for ti, v := range vert {
+				counts[ti] = uint32(r.IntN(min(k, g.Degree(v)) + 1))
+				for range int(counts[ti]) {
+					ed := g.Offsets[v] + uint64(r.IntN(g.Degree(v)))
+					u := g.Targets[ed]
+					edges, dsts = append(edges, ed), append(dsts, u)
+					want[inst[ti]-first] = append(want[inst[ti]-first], walk.SampledEdge{Hop: int32(h), Src: v, Dst: u, Edge: ed})
+					if g.Degree(u) > 0 {
+						wi, ws, wv = append(wi, inst[ti]), append(ws, slot[inst[ti]]), append(wv, u)
+					}
+					slot[inst[ti]]++
+				}
+			}
+			he, gi, gs, gv := nextFrontier(nInst, first, h, inst, vert, counts, edges, dsts)
+			hops = append(hops, he)
+			// The next hop's tasks: the picks with out-edges (the test's
+			// own choice, to keep degrees positive).
+			inst, vert = inst[:0:0], vert[:0:0]
+			var fi, fs []uint32
+			for j := range gi {
+				if g.Degree(gv[j]) > 0 {
+					inst, vert = append(inst, gi[j]), append(vert, gv[j])
+					fi, fs = append(fi, gi[j]), append(fs, gs[j])
+				}
+			}
+			if !slices.Equal(fi, wi) || !slices.Equal(fs, ws) || !slices.Equal(vert, wv) {
+				t.Fatalf("%d instances, hop %d: next frontier differs", nInst, h)
 			}
 		}
-		if !slices.Equal(gi, wi) || !slices.Equal(gs, ws) || !slices.Equal(gv, wv) {
-			t.Fatalf("%d instances: next frontier differs", nInst)
-		}
+		got := instanceEdges(nInst, hops)
 		for i := range want {
-			if !slices.Equal(got[i], want[i]) {
-				t.Fatalf("%d instances: instance %d edges differ", nInst, i)
+			if !slices.Equal(got[i], want[i]) || (got[i] == nil) != (want[i] == nil) {
+				t.Fatalf("%d instances: instance %d edges differ (%d against %d)", nInst, i, len(got[i]), len(want[i]))
 			}
 		}
 	}

@@ -48,7 +48,8 @@ func kernelBlocks() []kernelBlock {
 	for _, name := range []string{"visits_count_static", "visits_count_ppr", "visits_compact"} {
 		ks = append(ks, kernelBlock{name, visitThreads, true})
 	}
-	ks = append(ks, kernelBlock{"sample_neighbor_hop", sampleThreads, true}, kernelBlock{"sample_layer", sampleThreads, true},
+	ks = append(ks, kernelBlock{"sample_neighbor_hop", sampleThreads, true}, kernelBlock{"sample_neighbor_targets", sampleThreads, true},
+		kernelBlock{"sample_layer", sampleThreads, true},
 		kernelBlock{"sample_frontier", sampleThreads, true}, kernelBlock{"sample_fire", sampleThreads, true})
 	for _, name := range []string{"alias_build", "label_tables_build"} {
 		ks = append(ks, kernelBlock{name, tableThreads, false})

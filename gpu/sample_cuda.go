@@ -132,10 +132,9 @@ func (e *Engine) sampleLocked(kind walk.SampleKind, p walk.SampleParams, starts 
 // first+count-1 only (count -1: to the last), as walk.SampleRange.
 func (e *Engine) SampleNeighborsRange(ctx context.Context, p walk.SampleParams, starts []uint32, first, count int) ([][]walk.SampledEdge, SampleStats, error) {
 	return e.sampleLocked(walk.NeighborSampling, p, starts, first, count, func(count int) ([][]walk.SampledEdge, SampleStats, error) {
-		g := e.g
 		t0 := time.Now()
 		n := count
-		out := make([][]walk.SampledEdge, n)
+		var hops []hopEdges
 		// Hop 0's tasks: one per instance, slot 0; an instance's Philox
 		// counter is its id in the whole batch.
 		inst := make([]uint32, n)
@@ -151,10 +150,14 @@ func (e *Engine) SampleNeighborsRange(ctx context.Context, p walk.SampleParams, 
 			if err != nil {
 				return fmt.Errorf("gpu: kernel sample_neighbor_hop: %w", err)
 			}
-			var dCum, dInst, dSlot, dVert, dOut, dCount cu.DevicePtr
+			fnTargets, err := e.mod.Function("sample_neighbor_targets")
+			if err != nil {
+				return fmt.Errorf("gpu: kernel sample_neighbor_targets: %w", err)
+			}
+			var dCum, dInst, dSlot, dVert, dOut, dCount, dPos, dEdge, dDst cu.DevicePtr
 			defer func() {
 				for name, q := range map[string]*cu.DevicePtr{"sample.inst": &dInst, "sample.slot": &dSlot,
-					"sample.vertex": &dVert, "sample.out": &dOut, "sample.count": &dCount} {
+					"sample.vertex": &dVert, "sample.out": &dOut, "sample.count": &dCount, "sample.pos": &dPos, "sample.edge": &dEdge, "sample.dst": &dDst} {
 					e.free(name, q)
 				}
 			}()
@@ -204,17 +207,62 @@ func (e *Engine) SampleNeighborsRange(ctx context.Context, p walk.SampleParams, 
 					return fmt.Errorf("gpu: sample_neighbor_hop: %w", err)
 				}
 				st.Kernel += time.Since(tk)
-				picks, counts, err := copyHopPicks(dOut, dCount, nt, k)
-				if err != nil {
-					return err
+				// The picks' edges and targets, packed on the device in
+				// task order by the prefix sum of the counts.
+				counts := make([]uint32, nt)
+				if err := cu.MemcpyDtoH(unsafe.Pointer(&counts[0]), dCount, int64(nt)*4); err != nil {
+					return fmt.Errorf("gpu: copy counts: %w", err)
 				}
-				inst, slot, vert = nextFrontier(g, out, uint32(first), h, k, inst, vert, picks, counts)
+				pos := make([]uint64, nt)
+				var total uint64
+				for t, c := range counts {
+					pos[t] = total
+					total += uint64(c)
+				}
+				if total == 0 {
+					break
+				}
+				for _, a := range []struct {
+					name string
+					q    *cu.DevicePtr
+					n    int64
+				}{{"sample.pos", &dPos, int64(nt) * 8}, {"sample.edge", &dEdge, int64(total) * 8}, {"sample.dst", &dDst, int64(total) * 4}} {
+					e.free(a.name, a.q)
+					if *a.q, err = e.alloc(a.name, a.n); err != nil {
+						return err
+					}
+				}
+				if err := e.copyHtoD(dPos, unsafe.Pointer(&pos[0]), int64(nt)*8); err != nil {
+					return fmt.Errorf("gpu: copy sample.pos: %w", err)
+				}
+				tk = time.Now()
+				targetsGrid := min((nt*k+sampleThreads-1)/sampleThreads, e.numSM*64)
+				if err := launch(fnTargets, targetsGrid, sampleThreads, cu.Stream{}, []uint64{uint64(e.dOffsets), uint64(e.dTargets),
+					uint64(dVert), uint64(dOut), uint64(dCount), uint64(dPos), uint64(k), uint64(nt), uint64(dEdge), uint64(dDst)}); err != nil {
+					return fmt.Errorf("gpu: launch sample_neighbor_targets: %w", err)
+				}
+				if err := cu.Synchronize(); err != nil {
+					return fmt.Errorf("gpu: sample_neighbor_targets: %w", err)
+				}
+				st.Kernel += time.Since(tk)
+				edges := make([]uint64, total)
+				dsts := make([]uint32, total)
+				if err := cu.MemcpyDtoH(unsafe.Pointer(&edges[0]), dEdge, int64(total)*8); err != nil {
+					return fmt.Errorf("gpu: copy picked edges: %w", err)
+				}
+				if err := cu.MemcpyDtoH(unsafe.Pointer(&dsts[0]), dDst, int64(total)*4); err != nil {
+					return fmt.Errorf("gpu: copy picked targets: %w", err)
+				}
+				var he hopEdges
+				he, inst, slot, vert = nextFrontier(n, uint32(first), h, inst, vert, counts, edges, dsts)
+				hops = append(hops, he)
 			}
 			return nil
 		})
 		if err != nil {
 			return nil, SampleStats{}, err
 		}
+		out := instanceEdges(n, hops)
 		st.Instances = int64(n)
 		for _, es := range out {
 			st.Edges += int64(len(es))
@@ -235,18 +283,4 @@ func (e *Engine) sampleCDF() (cu.DevicePtr, error) {
 		e.dSampleCum = p
 	}
 	return e.dSampleCum, nil
-}
-
-// copyHopPicks copies a hop's picks back from the device: k edge indices
-// per task, of which counts[t] are task t's.
-func copyHopPicks(dOut, dCount cu.DevicePtr, nt, k int) (picks, counts []uint32, err error) {
-	picks = make([]uint32, nt*k)
-	counts = make([]uint32, nt)
-	if err := cu.MemcpyDtoH(unsafe.Pointer(&picks[0]), dOut, int64(len(picks))*4); err != nil {
-		return nil, nil, fmt.Errorf("gpu: copy picks: %w", err)
-	}
-	if err := cu.MemcpyDtoH(unsafe.Pointer(&counts[0]), dCount, int64(nt)*4); err != nil {
-		return nil, nil, fmt.Errorf("gpu: copy counts: %w", err)
-	}
-	return picks, counts, nil
 }
