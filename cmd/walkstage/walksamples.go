@@ -45,6 +45,10 @@ func addSampleFlags(fs *flag.FlagSet) *sampleFlags {
 	return f
 }
 
+// errWaveNotWritten stops the sampling loop of walkSamples once a write
+// has failed; the write's own error is the one returned.
+var errWaveNotWritten = errors.New("walkstage: a sampled wave was not written")
+
 // sampleRun is what walkSamples needs of walk's other flags.
 type sampleRun struct {
 	graphPath, seeds, out, prefix, batchID, name string
@@ -189,7 +193,28 @@ func walkSamples(ctx context.Context, kind walk.SampleKind, f *sampleFlags, r sa
 		return err
 	}
 	fmt.Fprintf(stderr, "sampling %d instances (%s) with the %s engine into %s\n", n, p, engine, sink.ObjectURL(r.out, w.Layout().Dir))
-	// Waves of instances bound the edges held, as in the stage.
+	// Waves of instances bound the edges held, as in the stage. A wave is
+	// written on its own goroutine while the next one samples (at most two
+	// waves held).
+	type sampledWave struct {
+		lo    int
+		seeds []int64
+		edges [][]walk.SampledEdge
+	}
+	waves := make(chan sampledWave)
+	written := make(chan error, 1)
+	writeFailed := make(chan struct{}) // closed when a write fails: stop sampling
+	go func() {
+		var werr error
+		for wv := range waves {
+			if werr == nil {
+				if werr = w.WriteSamples(ctx, int64(wv.lo), wv.seeds, wv.edges); werr != nil {
+					close(writeFailed)
+				}
+			}
+		}
+		written <- werr
+	}()
 	t1 := time.Now()
 	var sampled time.Duration
 	var st walk.SampleStats
@@ -209,8 +234,16 @@ func walkSamples(ctx context.Context, kind walk.SampleKind, f *sampleFlags, r sa
 			for k := range seeds {
 				seeds[k] = g.ExternalID(starts[(lo+k)/p.InstancesPerSeed*p.SeedsPerInstance()])
 			}
-			err = w.WriteSamples(ctx, int64(lo), seeds, edges)
+			select {
+			case waves <- sampledWave{lo, seeds, edges}:
+			case <-writeFailed:
+				err = errWaveNotWritten
+			}
 		}
+	}
+	close(waves)
+	if werr := <-written; werr != nil && (err == nil || errors.Is(err, errWaveNotWritten)) {
+		err = werr
 	}
 	var m *sink.Manifest
 	if err == nil {

@@ -129,3 +129,60 @@ func TestWalkCommandSamplesEngine(t *testing.T) {
 		t.Errorf("neighbor --replace under auto: %v\n%s", err, out)
 	}
 }
+
+// Forest fire's waves are sized by max_vertices at first (838 instances at
+// 10,000), so 930 instances take two waves, written while the next one
+// samples: the rows are still walk.Sample's, in order.
+func TestWalkCommandWritesSamplesInWaves(t *testing.T) {
+	gp := walkTestGraph(t)
+	dir := t.TempDir()
+	out, err := runWalk(t, "--graph", gp, "--algorithm", "forest_fire", "--burn-probability", "0.5", "--depth", "2",
+		"--max-vertices", "10000", "--walks-per-vertex", "30", "--seeds", "100-400", "--seed", "4", "--batch-id", "ff",
+		"--engine", "cpu", "--out", "file://"+dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "wrote 930 instances") {
+		t.Fatalf("output: %s", out)
+	}
+	g, err := graph.Load(gp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	m, err := sink.DecodeManifest(mustRead(t, filepath.Join(dir, "walks/graph=tiny/algorithm=forest_fire/batch=ff/_SUCCESS")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []sink.SampleRow
+	for _, f := range m.Files {
+		data := mustRead(t, filepath.Join(dir, f.Key))
+		rows, err := parquet.Read[sink.SampleRow](bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, rows...)
+	}
+	body := `{"version":1,"batch_id":"ff","algorithm":"forest_fire","burn_probability":0.5,"depth":2,"max_vertices":10000,` +
+		`"instances_per_seed":30,"rng_seed":4,"seed_range":{"first":100,"count":301}}`
+	lim := source.DefaultLimits()
+	lim.SkipUnknown = true
+	r, err := source.DecodeRequest(nil, []byte(body), g, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edges, _, err := walk.Sample(context.Background(), g, r.Sample.Params, r.Starts, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []sink.SampleRow
+	for i, es := range edges {
+		for _, e := range es {
+			want = append(want, sink.SampleRow{InstanceID: int64(i), Seed: r.Seeds[i/30], Hop: e.Hop,
+				Src: g.ExternalID(e.Src), Dst: g.ExternalID(e.Dst)})
+		}
+	}
+	if len(want) == 0 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("%d rows differ from walk.Sample's %d", len(got), len(want))
+	}
+}
