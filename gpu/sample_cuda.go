@@ -29,9 +29,13 @@ import (
 // SampleStats describe one device sampling call.
 type SampleStats struct {
 	walk.SampleStats
-	Kernel time.Duration // the hops' kernels, synchronised
-	Wall   time.Duration
-	Rounds int // forest fire and snowball: launches (sample_fire_cuda.go)
+	Kernel time.Duration // the hops' selection kernels, synchronised (C-SAW's SEPS: Edges / Kernel)
+	// Resolve is neighbour sampling's resolution of the picks into edge
+	// indices and targets on the device (sample_neighbor_targets), output
+	// work the host did before; counted in Wall, not in Kernel.
+	Resolve time.Duration
+	Wall    time.Duration
+	Rounds  int // forest fire and snowball: launches (sample_fire_cuda.go)
 }
 
 var _ walk.DeviceSampler = (*Engine)(nil)
@@ -244,7 +248,7 @@ func (e *Engine) SampleNeighborsRange(ctx context.Context, p walk.SampleParams, 
 				if err := cu.Synchronize(); err != nil {
 					return fmt.Errorf("gpu: sample_neighbor_targets: %w", err)
 				}
-				st.Kernel += time.Since(tk)
+				st.Resolve += time.Since(tk)
 				edges := make([]uint64, total)
 				dsts := make([]uint32, total)
 				if err := cu.MemcpyDtoH(unsafe.Pointer(&edges[0]), dEdge, int64(total)*8); err != nil {
