@@ -196,6 +196,11 @@ func MaxSampleEdges(p walk.SampleParams) int64 {
 	return max(n, 1)
 }
 
+// SampleWaveEdges is about the edges one wave of a sampling batch holds
+// (24 bytes an edge as walk.SampledEdge), however large the batch: the
+// budget the stage and `walkstage walk` give SampleWave.
+const SampleWaveEdges = 8 << 20
+
 // SampleWave is how many of the left instances of p to sample next (at
 // least 1 while any are left) so that a wave holds about budget edges,
 // after a last wave of lastInstances instances drew lastEdges edges

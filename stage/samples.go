@@ -16,13 +16,8 @@ import (
 	"github.com/walkstage/walkstage/walk"
 )
 
-// sampleWaveEdges is about the edges one wave of instances samples
-// (walk.SampleRange, waves sized by source.SampleWave), so a batch holds
-// about 24 bytes an edge of it in memory however large the batch.
-const sampleWaveEdges = 8 << 20
-
 // sample runs one sampling batch against v's graph and writes its rows,
-// in waves of instances of about sampleWaveEdges edges.
+// in waves of instances of about source.SampleWaveEdges edges.
 // The seeds are those bound to v's graph (rebind); seeds that no longer
 // form whole frontier sets reject the batch. Like countVisits, an error of
 // the sampling is the batch's vErr, a write error its wErr, and b.written
@@ -43,7 +38,7 @@ func (s *Stage) sample(ctx context.Context, b *batch, v *served) {
 	var wave int
 	var waveEdges int64
 	for lo := 0; lo < n; lo += wave {
-		wave = source.SampleWave(p, sampleWaveEdges, n-lo, wave, waveEdges)
+		wave = source.SampleWave(p, source.SampleWaveEdges, n-lo, wave, waveEdges)
 		hi := lo + wave
 		s.engineMu.Lock()
 		t0 := time.Now()

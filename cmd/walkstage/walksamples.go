@@ -221,7 +221,7 @@ func walkSamples(ctx context.Context, kind walk.SampleKind, f *sampleFlags, r sa
 	var wave int
 	var waveEdges int64
 	for lo := 0; lo < n && err == nil; lo += wave {
-		wave = source.SampleWave(p, 8<<20, n-lo, wave, waveEdges)
+		wave = source.SampleWave(p, source.SampleWaveEdges, n-lo, wave, waveEdges)
 		ts := time.Now()
 		var edges [][]walk.SampledEdge
 		var ws walk.SampleStats
