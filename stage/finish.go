@@ -178,26 +178,37 @@ func (s *Stage) report(ctx context.Context, b *batch, man *sink.Manifest, manife
 // (a redelivery after the event or the commit was lost): such a batch is
 // reported from its manifest instead of walked again, and a batch id whose
 // output came from a different request is a conflict, never overwritten.
-// The lookups of a micro-batch run in parallel.
+// A batch's first launch takes the answer of the lookup started at intake;
+// later attempts look again, in parallel.
 func (s *Stage) lookup(ctx context.Context, mb []*batch) {
 	var wg sync.WaitGroup
 	for _, b := range mb {
+		if done := b.lookedUp; done != nil {
+			b.lookedUp = nil
+			<-done // bounded by the store's call timeout, like the lookups below
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			b.existing, b.lookupErr = nil, nil
-			m, err := sink.Lookup(ctx, s.o.Bucket, s.o.Prefix, b.req.BatchID, b.req.Fingerprint(), s.o.SinkOptions...)
-			switch {
-			case err != nil:
-				b.lookupErr = fmt.Errorf("look for existing output: %w", err)
-			case m != nil:
-				b.existing = m
-				s.log.Info("batch already complete (a redelivery): reporting its output without walking", "batch_id", b.req.BatchID,
-					"graph_version", m.GraphVersion)
-			}
+			s.lookupOne(ctx, b)
 		}()
 	}
 	wg.Wait()
+}
+
+// lookupOne sets b.existing and b.lookupErr.
+func (s *Stage) lookupOne(ctx context.Context, b *batch) {
+	b.existing, b.lookupErr = nil, nil
+	m, err := sink.Lookup(ctx, s.o.Bucket, s.o.Prefix, b.req.BatchID, b.req.Fingerprint(), s.o.SinkOptions...)
+	switch {
+	case err != nil:
+		b.lookupErr = fmt.Errorf("look for existing output: %w", err)
+	case m != nil:
+		b.existing = m
+		s.log.Info("batch already complete (a redelivery): reporting its output without walking", "batch_id", b.req.BatchID,
+			"graph_version", m.GraphVersion)
+	}
 }
 
 // manifestKey is where a found manifest lives.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/walkstage/walkstage/sink"
@@ -160,27 +161,42 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 	var visits, samples []*batch
 	now := time.Now()
 	s.lookup(ctx, mb)
+	opening := make([]*batch, 0, len(mb))
 	for _, b := range mb {
 		b.launched, b.attempt, b.alone = now, b.attempt+1, len(mb) == 1
 		b.gotW, b.steps, b.wErr, b.vErr = 0, 0, nil, nil
 		b.written = make(chan struct{})
+		b.w = nil
 		if re := s.bind(b, v); re != nil {
-			b.w, b.wErr = nil, re
+			b.wErr = re
 			close(b.written)
 			continue
 		}
 		if b.existing != nil || b.lookupErr != nil {
-			b.w = nil
 			close(b.written)
 			continue
 		}
-		w, err := sink.NewBatchWriter(ctx, s.o.Bucket, s.o.Prefix, s.batchMeta(b, v), v.g, s.sinkOptions(v)...)
-		if err != nil {
+		opening = append(opening, b)
+	}
+	// The writers open in parallel: each lists its batch's earlier
+	// attempts in the store, and on the engine loop one after another
+	// they held up the launch.
+	errs := make([]error, len(opening))
+	var wg sync.WaitGroup
+	for i, b := range opening {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b.w, errs[i] = sink.NewBatchWriter(ctx, s.o.Bucket, s.o.Prefix, s.batchMeta(b, v), v.g, s.sinkOptions(v)...)
+		}()
+	}
+	wg.Wait()
+	for i, b := range opening {
+		if err := errs[i]; err != nil {
 			b.w, b.wErr = nil, fmt.Errorf("open writer: %w", err)
 			close(b.written)
 			continue
 		}
-		b.w = w
 		if b.req.Visits != nil {
 			visits = append(visits, b) // counted after the walk jobs' run
 			continue

@@ -175,6 +175,10 @@ type batch struct {
 	// lookupErr is why the lookup failed (a conflict, or the store).
 	existing  *sink.Manifest
 	lookupErr error
+	// lookedUp, when set, is closed once the lookup started at intake is
+	// done (existing and lookupErr hold its answer); the first launch
+	// waits for it instead of looking up on the engine loop.
+	lookedUp chan struct{}
 	// alone is set when the last engine run walked this batch only.
 	alone bool
 	v     *served // graph version walked on, held until finished (graphs.go)
