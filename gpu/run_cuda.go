@@ -109,6 +109,15 @@ func (e *Engine) groupBatches(grp []*walk.Job) ([]*batch, error) {
 		}
 		e.stats.TableBytes, e.stats.TableBuild = e.tableBytes, e.tableBuild
 	}
+	// Slots that already hold the largest batch the pinned buffers allow
+	// are used as they are: sizing against free device memory and checking
+	// the slots are two round trips to the device thread, which a stage's
+	// engine loop spent 1.9 ms a launch waiting for (an execution trace of
+	// a GPU backlog); slots only grow, so the answer would be the same.
+	if per := e.hostBatchWalks(stride, total); per >= 1 && e.slotsHold(per, per*stride, int64(len(grp))) {
+		e.cfg.logger.Debug("gpu run group", "algorithm", alg.String(), "sampler", e.SamplerName(alg), "walks", total, "batch_walks", per)
+		return cutBatches(grp, per), nil
+	}
 	per, err := e.batchWalks(stride, total)
 	if err != nil {
 		return nil, err

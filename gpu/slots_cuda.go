@@ -166,6 +166,30 @@ func (e *Engine) newSlot(i int, walks, words, jobs int64) (_ *batchSlot, err err
 	return s, nil
 }
 
+// hostBatchWalks is the most walks of stride words a batch of a group of
+// total walks may take whatever the device's memory: what the pinned host
+// buffers hold, the group and the configured cap.
+func (e *Engine) hostBatchWalks(stride, total int64) int64 {
+	n := min(e.cfg.hostBufferBytes/(stride*4+4+16), total, 1<<31-1)
+	if e.cfg.maxBatchWalks > 0 {
+		n = min(n, int64(e.cfg.maxBatchWalks))
+	}
+	return n
+}
+
+// slotsHold reports whether both slots exist and hold batches of walks
+// walks, words result vertices and jobs seeds. Run's goroutine, e.mu held:
+// the slots change only inside Run (ensureSlots on the device thread,
+// which dev.do orders before this read).
+func (e *Engine) slotsHold(walks, words, jobs int64) bool {
+	for _, s := range e.slots {
+		if s == nil || s.capWalks < walks || s.capWords < words || s.capJobs < jobs {
+			return false
+		}
+	}
+	return true
+}
+
 // batchWalks sizes a batch by FlowWalker's equation 3: the free device
 // memory (less a reserve) split between the two ping-pong slots, each walk
 // needing its result row, length and task; bounded by the pinned host
@@ -196,10 +220,7 @@ func (e *Engine) batchWalks(stride, total int64) (int64, error) {
 	// perWalk does not count: a few hundred bytes that matter only under a
 	// tight memory limit.
 	n := (free - reserve - 2*slotOverhead) / (2 * perWalk)
-	n = min(n, e.cfg.hostBufferBytes/(stride*4+4+16), total, 1<<31-1)
-	if e.cfg.maxBatchWalks > 0 {
-		n = min(n, int64(e.cfg.maxBatchWalks))
-	}
+	n = min(n, e.hostBatchWalks(stride, total))
 	if n < 1 {
 		return 0, fmt.Errorf("gpu: no device memory for a batch (%d bytes free, %d reserved)", free, reserve)
 	}
