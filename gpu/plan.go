@@ -61,6 +61,24 @@ type segment struct {
 	seed   uint32
 }
 
+// pipelinedSplitWalks is the least walks a group needs to be cut into at
+// least four batches.
+const pipelinedSplitWalks = 4 << 14
+
+// pipelinedBatchWalks caps batches of per walks so that a group of total
+// walks, when it has pipelinedSplitWalks or more, is at least four
+// batches: then the two slots overlap one batch's kernel and copy with the
+// previous one's unpacking and hand-over to the caller. A stage launch of
+// 16 requests of 10,000 walks fitted one batch, so its walk, copy, unpack
+// and hand-over ran one after another (an execution trace of a GPU
+// backlog: the engine loop waited 4.8 ms a launch for the run).
+func pipelinedBatchWalks(per, total int64) int64 {
+	if total >= pipelinedSplitWalks {
+		per = min(per, (total+3)/4)
+	}
+	return per
+}
+
 // cutBatches cuts a group's walks, job after job in walk-id order, into
 // batches of at most per walks.
 func cutBatches(grp []*walk.Job, per int64) []*batch {

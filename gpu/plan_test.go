@@ -202,3 +202,22 @@ func TestSizeString(t *testing.T) {
 		}
 	}
 }
+
+func TestPipelinedBatchWalks(t *testing.T) {
+	for _, c := range []struct{ per, total, want int64 }{
+		{400_000, 160_000, 40_000},                  // a stage launch of 16 x 10,000 walks: four batches
+		{400_000, 16_777_216, 400_000},              // a one-shot run: the slots' size already cuts it
+		{400_000, pipelinedSplitWalks - 1, 400_000}, // too small to split
+		{400_000, pipelinedSplitWalks, pipelinedSplitWalks / 4},
+		{10_000, 160_000, 10_000},  // the slots' size is smaller still
+		{400_000, 160_001, 40_001}, // rounded up: still four batches
+	} {
+		got := pipelinedBatchWalks(c.per, c.total)
+		if got != c.want {
+			t.Errorf("pipelinedBatchWalks(%d, %d) = %d, want %d", c.per, c.total, got, c.want)
+		}
+		if n := (c.total + got - 1) / got; c.total >= pipelinedSplitWalks && n < 4 {
+			t.Errorf("pipelinedBatchWalks(%d, %d) = %d: %d batches", c.per, c.total, got, n)
+		}
+	}
+}
