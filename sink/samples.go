@@ -78,9 +78,9 @@ type sampleState struct {
 	instances int64 // handed to WriteSamples
 	written   int64 // edges appended to parts
 	pending   []*sampleGroup
-	// free holds the row buffers of appended groups: as many as the
-	// largest call needed (a wave of source.SampleWaveEdges edges is
-	// about 128 of 2.5 MiB), kept until the writer is done.
+	// free holds the row buffers of appended groups, for the next ones:
+	// about twice the encoders' count of 2.5 MiB buffers are in use at
+	// once (WriteSamples maps a window of groups at a time).
 	free [][]WeightedSampleRow
 	// Fragment writers and conversion buffers, reused: zeroing a new
 	// writer's column buffers for every group took 9% of the CPU of
@@ -120,18 +120,31 @@ func (w *BatchWriter) WriteSamples(ctx context.Context, first int64, seeds []int
 		return w.fail(fmt.Errorf("sink: batch %s: %w: instances %d..%d after %d of %d", w.meta.BatchID, ErrBadChunk,
 			first, first+int64(len(edges))-1, s.instances, w.meta.Instances))
 	}
-	bufs, err := w.sampleRows(first, seeds, edges)
-	if err != nil {
-		return w.fail(err)
-	}
-	// Every buffer but the last is a whole row group; the last one, never
-	// full, is the next call's start.
-	for _, b := range bufs[:len(bufs)-1] {
-		if err := w.submitSampleGroup(ctx, b); err != nil {
+	// The instances go in windows of about one row group per encoder, so
+	// the buffers in use stay about twice the encoders however large the
+	// call: submitting a window's groups waits for earlier groups, whose
+	// buffers the next window reuses.
+	window := (w.cfg.encoders + 1) * sampleRowGroupRows
+	for k0 := 0; k0 < len(edges); {
+		k1, n := k0, 0
+		for k1 < len(edges) && (k1 == k0 || n+len(edges[k1]) <= window) {
+			n += len(edges[k1])
+			k1++
+		}
+		bufs, err := w.sampleRows(first+int64(k0), seeds[k0:k1], edges[k0:k1])
+		if err != nil {
 			return w.fail(err)
 		}
+		// Every buffer but the last is a whole row group; the last one,
+		// never full, is the next window's start.
+		for _, b := range bufs[:len(bufs)-1] {
+			if err := w.submitSampleGroup(ctx, b); err != nil {
+				return w.fail(err)
+			}
+		}
+		s.buf = bufs[len(bufs)-1]
+		k0 = k1
 	}
-	s.buf = bufs[len(bufs)-1]
 	s.instances += int64(len(edges))
 	return nil
 }
