@@ -96,13 +96,8 @@ func instanceEdges(n int, hops []hopEdges) [][]walk.SampledEdge {
 		off[i+1] += off[i]
 	}
 	all := make([]walk.SampledEdge, off[n])
-	parts := min(n, runtime.GOMAXPROCS(0)*4)
-	ranges := make([][2]int, 0, parts)
-	for p := range parts {
-		ranges = append(ranges, [2]int{n * p / parts, n * (p + 1) / parts})
-	}
-	parallelRanges(ranges, func(_ int, rg [2]int) {
-		for i := rg[0]; i < rg[1]; i++ {
+	sumRanges(n, func(lo, hi int) int64 {
+		for i := lo; i < hi; i++ {
 			if off[i] == off[i+1] {
 				continue
 			}
@@ -112,8 +107,27 @@ func instanceEdges(n int, hops []hopEdges) [][]walk.SampledEdge {
 			}
 			out[i] = dst
 		}
+		return 0
 	})
 	return out
+}
+
+// sumRanges cuts [0, n) into about four ranges a core, runs f on each
+// (parallelRanges) and returns the sum of what f returns: how the samplers
+// turn their kernels' rows into per-instance edges on every core.
+func sumRanges(n int, f func(lo, hi int) int64) int64 {
+	parts := min(n, runtime.GOMAXPROCS(0)*4)
+	ranges := make([][2]int, 0, parts)
+	for p := range parts {
+		ranges = append(ranges, [2]int{n * p / parts, n * (p + 1) / parts})
+	}
+	sums := make([]int64, len(ranges))
+	parallelRanges(ranges, func(r int, rg [2]int) { sums[r] = f(rg[0], rg[1]) })
+	var total int64
+	for _, v := range sums {
+		total += v
+	}
+	return total
 }
 
 // parallelRanges runs f on every range, at most GOMAXPROCS at once.

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"runtime"
-	"sync"
 	"time"
 	"unsafe"
 
@@ -270,39 +268,26 @@ func (e *Engine) fireRound(fn cu.Function, occ int, p walk.SampleParams, dWeight
 // instance at out[list[i]]; an instance without edges keeps a nil slice, as
 // walk.Sample's), on every core, and returns their edges.
 func fireEdges(out [][]walk.SampledEdge, depth int, list []uint32, r fireResult) int64 {
-	var total int64
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	parts := runtime.GOMAXPROCS(0) * 4
-	per := max((len(list)+parts-1)/parts, 1)
-	for lo := 0; lo < len(list); lo += per {
-		wg.Add(1)
-		go func(lo, hi int) {
-			defer wg.Done()
-			var n int64
-			for i := lo; i < hi; i++ {
-				cnt := int(r.count[i])
-				if r.status[i] != fireDone || cnt == 0 {
-					continue
-				}
-				ends := r.hopEnd[i*depth : (i+1)*depth]
-				es := make([]walk.SampledEdge, cnt)
-				h := 0
-				for j := range es {
-					for int(ends[h]) <= j {
-						h++
-					}
-					at := r.off[i] + uint64(j)
-					es[j] = walk.SampledEdge{Hop: int32(h), Src: r.src[at], Dst: r.dst[at], Edge: r.edge[at]}
-				}
-				out[list[i]] = es
-				n += int64(cnt)
+	return sumRanges(len(list), func(lo, hi int) int64 {
+		var n int64
+		for i := lo; i < hi; i++ {
+			cnt := int(r.count[i])
+			if r.status[i] != fireDone || cnt == 0 {
+				continue
 			}
-			mu.Lock()
-			total += n
-			mu.Unlock()
-		}(lo, min(lo+per, len(list)))
-	}
-	wg.Wait()
-	return total
+			ends := r.hopEnd[i*depth : (i+1)*depth]
+			es := make([]walk.SampledEdge, cnt)
+			h := 0
+			for j := range es {
+				for int(ends[h]) <= j {
+					h++
+				}
+				at := r.off[i] + uint64(j)
+				es[j] = walk.SampledEdge{Hop: int32(h), Src: r.src[at], Dst: r.dst[at], Edge: r.edge[at]}
+			}
+			out[list[i]] = es
+			n += int64(cnt)
+		}
+		return n
+	})
 }

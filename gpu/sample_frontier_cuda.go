@@ -5,8 +5,6 @@ package gpu
 import (
 	"context"
 	"fmt"
-	"runtime"
-	"sync"
 	"time"
 	"unsafe"
 
@@ -127,30 +125,17 @@ func (e *Engine) SampleFrontierRange(ctx context.Context, p walk.SampleParams, s
 // no edges, as walk.Sample's frontier walk (unlike the other samplers,
 // whose empty instances are nil).
 func frontierEdges(out [][]walk.SampledEdge, steps int, oEdge []uint64, oSrc, oDst, counts []uint32) int64 {
-	var total int64
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	parts := runtime.GOMAXPROCS(0) * 4
-	per := max((len(out)+parts-1)/parts, 1)
-	for lo := 0; lo < len(out); lo += per {
-		wg.Add(1)
-		go func(lo, hi int) {
-			defer wg.Done()
-			var n int64
-			for t := lo; t < hi; t++ {
-				es := make([]walk.SampledEdge, counts[t])
-				for j := range es {
-					at := t*steps + j
-					es[j] = walk.SampledEdge{Hop: int32(j), Src: oSrc[at], Dst: oDst[at], Edge: oEdge[at]}
-				}
-				out[t] = es
-				n += int64(len(es))
+	return sumRanges(len(out), func(lo, hi int) int64 {
+		var n int64
+		for t := lo; t < hi; t++ {
+			es := make([]walk.SampledEdge, counts[t])
+			for j := range es {
+				at := t*steps + j
+				es[j] = walk.SampledEdge{Hop: int32(j), Src: oSrc[at], Dst: oDst[at], Edge: oEdge[at]}
 			}
-			mu.Lock()
-			total += n
-			mu.Unlock()
-		}(lo, min(lo+per, len(out)))
-	}
-	wg.Wait()
-	return total
+			out[t] = es
+			n += int64(len(es))
+		}
+		return n
+	})
 }

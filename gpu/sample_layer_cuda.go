@@ -5,8 +5,6 @@ package gpu
 import (
 	"context"
 	"fmt"
-	"runtime"
-	"sync"
 	"time"
 	"unsafe"
 
@@ -142,39 +140,26 @@ func (e *Engine) SampleLayerRange(ctx context.Context, p walk.SampleParams, star
 // without edges keeps a nil slice, as walk.Sample's), on every core, and
 // returns the edges.
 func layerEdges(out [][]walk.SampledEdge, hops, stride int, oEdge []uint64, oSrc, oDst, hopEnd []uint32) int64 {
-	var total int64
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	parts := runtime.GOMAXPROCS(0) * 4
-	per := max((len(out)+parts-1)/parts, 1)
-	for lo := 0; lo < len(out); lo += per {
-		wg.Add(1)
-		go func(lo, hi int) {
-			defer wg.Done()
-			var n int64
-			for t := lo; t < hi; t++ {
-				ends := hopEnd[t*hops : (t+1)*hops]
-				cnt := int(ends[hops-1])
-				if cnt == 0 {
-					continue
-				}
-				es := make([]walk.SampledEdge, cnt)
-				h := 0
-				for j := range es {
-					for int(ends[h]) <= j {
-						h++
-					}
-					at := t*stride + j
-					es[j] = walk.SampledEdge{Hop: int32(h), Src: oSrc[at], Dst: oDst[at], Edge: oEdge[at]}
-				}
-				out[t] = es
-				n += int64(cnt)
+	return sumRanges(len(out), func(lo, hi int) int64 {
+		var n int64
+		for t := lo; t < hi; t++ {
+			ends := hopEnd[t*hops : (t+1)*hops]
+			cnt := int(ends[hops-1])
+			if cnt == 0 {
+				continue
 			}
-			mu.Lock()
-			total += n
-			mu.Unlock()
-		}(lo, min(lo+per, len(out)))
-	}
-	wg.Wait()
-	return total
+			es := make([]walk.SampledEdge, cnt)
+			h := 0
+			for j := range es {
+				for int(ends[h]) <= j {
+					h++
+				}
+				at := t*stride + j
+				es[j] = walk.SampledEdge{Hop: int32(h), Src: oSrc[at], Dst: oDst[at], Edge: oEdge[at]}
+			}
+			out[t] = es
+			n += int64(cnt)
+		}
+		return n
+	})
 }
