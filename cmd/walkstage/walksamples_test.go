@@ -39,27 +39,9 @@ func TestWalkCommandWritesSamples(t *testing.T) {
 	if err != nil || m.Output != sink.OutputSamples || m.Instances != 93 {
 		t.Fatalf("manifest %v %+v", err, m)
 	}
-	var got []sink.WeightedSampleRow
-	for _, f := range m.Files {
-		data := mustRead(t, filepath.Join(dir, f.Key))
-		rows, err := parquet.Read[sink.WeightedSampleRow](bytes.NewReader(data), int64(len(data)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, rows...)
-	}
-	body := `{"version":1,"batch_id":"nbr","algorithm":"neighbor","fanouts":[2,2],"weighted":true,"edge_weight":true,` +
-		`"instances_per_seed":3,"rng_seed":9,"seed_range":{"first":100,"count":301}}`
-	lim := source.DefaultLimits()
-	lim.SkipUnknown = true
-	r, err := source.DecodeRequest(nil, []byte(body), g, lim)
-	if err != nil {
-		t.Fatal(err)
-	}
-	edges, _, err := walk.Sample(context.Background(), g, r.Sample.Params, r.Starts, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := readPartRows[sink.WeightedSampleRow](t, dir, m)
+	r, edges := stageSamples(t, g, `{"version":1,"batch_id":"nbr","algorithm":"neighbor","fanouts":[2,2],"weighted":true,"edge_weight":true,`+
+		`"instances_per_seed":3,"rng_seed":9,"seed_range":{"first":100,"count":301}}`)
 	var want []sink.WeightedSampleRow
 	for i, es := range edges {
 		for _, e := range es {
@@ -154,27 +136,9 @@ func TestWalkCommandWritesSamplesInWaves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []sink.SampleRow
-	for _, f := range m.Files {
-		data := mustRead(t, filepath.Join(dir, f.Key))
-		rows, err := parquet.Read[sink.SampleRow](bytes.NewReader(data), int64(len(data)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, rows...)
-	}
-	body := `{"version":1,"batch_id":"ff","algorithm":"forest_fire","burn_probability":0.5,"depth":2,"max_vertices":10000,` +
-		`"instances_per_seed":30,"rng_seed":4,"seed_range":{"first":100,"count":301}}`
-	lim := source.DefaultLimits()
-	lim.SkipUnknown = true
-	r, err := source.DecodeRequest(nil, []byte(body), g, lim)
-	if err != nil {
-		t.Fatal(err)
-	}
-	edges, _, err := walk.Sample(context.Background(), g, r.Sample.Params, r.Starts, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := readPartRows[sink.SampleRow](t, dir, m)
+	r, edges := stageSamples(t, g, `{"version":1,"batch_id":"ff","algorithm":"forest_fire","burn_probability":0.5,"depth":2,"max_vertices":10000,`+
+		`"instances_per_seed":30,"rng_seed":4,"seed_range":{"first":100,"count":301}}`)
 	var want []sink.SampleRow
 	for i, es := range edges {
 		for _, e := range es {
@@ -185,4 +149,36 @@ func TestWalkCommandWritesSamplesInWaves(t *testing.T) {
 	if len(want) == 0 || !reflect.DeepEqual(got, want) {
 		t.Fatalf("%d rows differ from walk.Sample's %d", len(got), len(want))
 	}
+}
+
+// readPartRows reads the rows of every part m lists, in order.
+func readPartRows[T any](t *testing.T, dir string, m *sink.Manifest) []T {
+	t.Helper()
+	var got []T
+	for _, f := range m.Files {
+		data := mustRead(t, filepath.Join(dir, f.Key))
+		rows, err := parquet.Read[T](bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, rows...)
+	}
+	return got
+}
+
+// stageSamples decodes a sampling request as the stage does (unknown
+// seeds skipped) and samples it with walk.Sample.
+func stageSamples(t *testing.T, g *graph.Graph, body string) (*source.Request, [][]walk.SampledEdge) {
+	t.Helper()
+	lim := source.DefaultLimits()
+	lim.SkipUnknown = true
+	r, err := source.DecodeRequest(nil, []byte(body), g, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edges, _, err := walk.Sample(context.Background(), g, r.Sample.Params, r.Starts, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, edges
 }
