@@ -157,27 +157,7 @@ func TestSampleParquetMatchesCPU(t *testing.T) {
 // they do not.
 func TestSampleLayerMatchesCPU(t *testing.T) {
 	ctx := context.Background()
-	rmat, err := graph.GenerateRMAT(ctx, graph.RMATOptions{Scale: 14, EdgeFactor: 16, Seed: 3, Undirected: true, Weighted: true, Name: "rmat14"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var edges []graph.Edge
-	const spokes = 1000
-	for i := int64(1); i <= spokes; i++ {
-		w := float32(1e-3)
-		if i == 1 {
-			w = 1e9
-		}
-		edges = append(edges, graph.Edge{Src: 0, Dst: i, Weight: w})
-		for _, d := range []int64{1, 2, 3} {
-			edges = append(edges, graph.Edge{Src: i, Dst: (i+d)%spokes + 1, Weight: float32(d)})
-		}
-		edges = append(edges, graph.Edge{Src: i, Dst: 0, Weight: 1})
-	}
-	hub, err := graph.FromEdges(edges, graph.BuildOptions{Name: "hub", Weighted: true, DenseIDs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rmat, hub := rmatAndHub(t)
 	weighted := walk.Bias{Kind: walk.BiasEdgeWeight}
 	for _, c := range []struct {
 		g      *graph.Graph
@@ -298,28 +278,8 @@ func TestSampleFrontierMatchesCPU(t *testing.T) {
 // every remaining candidate burns.
 func TestSampleFireMatchesCPU(t *testing.T) {
 	ctx := context.Background()
-	rmat, err := graph.GenerateRMAT(ctx, graph.RMATOptions{Scale: 14, EdgeFactor: 16, Seed: 3, Undirected: true, Weighted: true, Name: "rmat14"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rmat, hub := rmatAndHub(t)
 	var edges []graph.Edge
-	const spokes = 1000
-	for i := int64(1); i <= spokes; i++ {
-		w := float32(1e-3)
-		if i == 1 {
-			w = 1e9
-		}
-		edges = append(edges, graph.Edge{Src: 0, Dst: i, Weight: w})
-		for _, d := range []int64{1, 2, 3} {
-			edges = append(edges, graph.Edge{Src: i, Dst: (i+d)%spokes + 1, Weight: float32(d)})
-		}
-		edges = append(edges, graph.Edge{Src: i, Dst: 0, Weight: 1})
-	}
-	hub, err := graph.FromEdges(edges, graph.BuildOptions{Name: "hub", Weighted: true, DenseIDs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	edges = edges[:0]
 	const k = 64
 	for i := int64(0); i < k; i++ {
 		for j := int64(0); j < k; j++ {
@@ -639,4 +599,33 @@ func frontierSEPS(ctx context.Context, t *testing.T, e *Engine, g *graph.Graph, 
 			scale, weighted, instances, best.Edges, best.Kernel, float64(best.Edges)/best.Kernel.Seconds()/1e6, best.Wall,
 			float64(best.Edges)/best.Wall.Seconds()/1e6, runtime.NumCPU(), cpuInstances, cpu, float64(cst.Edges)/cpu.Seconds()/1e6)
 	}
+}
+
+// rmatAndHub are the sampler tests' graphs: R-MAT scale 14, weighted and
+// undirected, and a weighted hub whose 1,000 spokes have one heavy edge
+// (1e9 against 1e-3), so rejection draws fail and the keys decide.
+func rmatAndHub(t *testing.T) (rmat, hub *graph.Graph) {
+	t.Helper()
+	rmat, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 14, EdgeFactor: 16, Seed: 3, Undirected: true, Weighted: true, Name: "rmat14"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var edges []graph.Edge
+	const spokes = 1000
+	for i := int64(1); i <= spokes; i++ {
+		w := float32(1e-3)
+		if i == 1 {
+			w = 1e9
+		}
+		edges = append(edges, graph.Edge{Src: 0, Dst: i, Weight: w})
+		for _, d := range []int64{1, 2, 3} {
+			edges = append(edges, graph.Edge{Src: i, Dst: (i+d)%spokes + 1, Weight: float32(d)})
+		}
+		edges = append(edges, graph.Edge{Src: i, Dst: 0, Weight: 1})
+	}
+	hub, err = graph.FromEdges(edges, graph.BuildOptions{Name: "hub", Weighted: true, DenseIDs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rmat, hub
 }

@@ -94,20 +94,6 @@ __device__ __forceinline__ bool fire_candidate(const uint32_t* targets, uint64_t
   return (c == 0 || targets[base + c - 1] != *u) && !vs.contains(*u);
 }
 
-// rank_sort_u32 sorts cnt distinct values of p ascending through tmp (the
-// warp; O(cnt^2 / 32) compares, cnt is a burn count).
-__device__ __forceinline__ void rank_sort_u32(uint32_t* p, uint32_t cnt, uint32_t* tmp, uint32_t lane) {
-  for (uint32_t i = lane; i < cnt; i += 32) {
-    const uint32_t v = p[i];
-    uint32_t r = 0;
-    for (uint32_t j = 0; j < cnt; j++) r += p[j] < v;
-    tmp[r] = v;
-  }
-  __syncwarp();
-  for (uint32_t i = lane; i < cnt; i += 32) p[i] = tmp[i];
-  __syncwarp();
-}
-
 }  // namespace ws
 
 extern "C" __global__ void __launch_bounds__(ws::kSampleThreads) sample_fire(
@@ -179,7 +165,7 @@ extern "C" __global__ void __launch_bounds__(ws::kSampleThreads) sample_fire(
             }
           }
           if (got == x) {
-            rank_sort_u32(pk, got, tmp, lane);
+            rank_sort(pk, got, tmp, lane);
             np = (int)got;
           }
         }
@@ -228,7 +214,7 @@ extern "C" __global__ void __launch_bounds__(ws::kSampleThreads) sample_fire(
               lastK = bk; lastU = bu + 1; lastI = bi;
             }
             __syncwarp();
-            rank_sort_u32(pk, x, tmp, lane);
+            rank_sort(pk, x, tmp, lane);
             np = (int)x;
           }
         }

@@ -73,10 +73,11 @@ __device__ __forceinline__ uint32_t layer_slot(const uint64_t* degpre, uint32_t 
 }
 
 // rank_sort sorts cnt distinct values of p ascending through tmp (the warp;
-// O(cnt^2 / 32) compares, cnt is a layer size).
-__device__ __forceinline__ void rank_sort(uint64_t* p, uint32_t cnt, uint64_t* tmp, uint32_t lane) {
+// O(cnt^2 / 32) compares, cnt is a layer size or a burn count).
+template <typename T>
+__device__ __forceinline__ void rank_sort(T* p, uint32_t cnt, T* tmp, uint32_t lane) {
   for (uint32_t i = lane; i < cnt; i += 32) {
-    const uint64_t v = p[i];
+    const T v = p[i];
     uint32_t r = 0;
     for (uint32_t j = 0; j < cnt; j++) r += p[j] < v;
     tmp[r] = v;

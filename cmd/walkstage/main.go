@@ -103,26 +103,18 @@ func engineLogger(w io.Writer) *slog.Logger {
 // startTrace writes an execution trace of the process into path until the
 // returned stop is called; an empty path traces nothing.
 func startTrace(path string) (stop func(), err error) {
-	if path == "" {
-		return func() {}, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := trace.Start(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() {
-		trace.Stop()
-		f.Close()
-	}, nil
+	return startRecording(path, trace.Start, trace.Stop)
 }
 
 // startCPUProfile profiles the process into path until the returned stop
 // is called; an empty path profiles nothing.
 func startCPUProfile(path string) (stop func(), err error) {
+	return startRecording(path, pprof.StartCPUProfile, pprof.StopCPUProfile)
+}
+
+// startRecording creates path and starts a runtime recorder writing to it;
+// the returned stop ends the recording and closes the file.
+func startRecording(path string, start func(io.Writer) error, end func()) (stop func(), err error) {
 	if path == "" {
 		return func() {}, nil
 	}
@@ -130,12 +122,12 @@ func startCPUProfile(path string) (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
+	if err := start(f); err != nil {
 		f.Close()
 		return nil, err
 	}
 	return func() {
-		pprof.StopCPUProfile()
+		end()
 		f.Close()
 	}, nil
 }
