@@ -189,18 +189,7 @@ func TestSampleLayerMatchesCPU(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		diff, empty := 0, 0
-		for i := range want {
-			if len(want[i]) == 0 {
-				empty++
-			}
-			if !reflect.DeepEqual(got[i], want[i]) {
-				if diff == 0 {
-					t.Logf("%s %s: instance %d\n gpu %v\n cpu %v", c.g.Name, p, i, headEdges(got[i]), headEdges(want[i]))
-				}
-				diff++
-			}
-		}
+		diff, empty := diffSamples(t, c.g.Name+" "+p.String(), 0, got, want)
 		t.Logf("%s %s: %d instances (%d without edges), %d edges, %d differ; kernel %s", c.g.Name, p, st.Instances, empty, st.Edges, diff, st.Kernel)
 		if diff > 0 || len(got) != len(want) {
 			t.Errorf("%s %s: %d of %d instances differ from the CPU's", c.g.Name, p, diff, len(want))
@@ -251,18 +240,7 @@ func TestSampleFrontierMatchesCPU(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		diff, empty := 0, 0
-		for i := range want {
-			if len(want[i]) == 0 {
-				empty++
-			}
-			if !reflect.DeepEqual(got[i], want[i]) {
-				if diff == 0 {
-					t.Logf("%s: instance %d\n gpu %v\n cpu %v", p, i, headEdges(got[i]), headEdges(want[i]))
-				}
-				diff++
-			}
-		}
+		diff, empty := diffSamples(t, p.String(), 0, got, want)
 		t.Logf("%s: %d instances (%d without edges), %d edges, %d differ; kernel %s", p, st.Instances, empty, st.Edges, diff, st.Kernel)
 		if diff > 0 || len(got) != len(want) {
 			t.Errorf("%s: %d of %d instances differ from the CPU's", p, diff, len(want))
@@ -336,19 +314,7 @@ func TestSampleFireMatchesCPU(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		diff, empty := 0, 0
-		for i := range want {
-			if len(want[i]) == 0 {
-				empty++
-			}
-			if !reflect.DeepEqual(got[i], want[i]) {
-				if diff == 0 {
-					t.Logf("%s %s: instance %d (%d edges on the device, %d on the CPU)\n gpu %v\n cpu %v", c.g.Name, p, i,
-						len(got[i]), len(want[i]), headEdges(got[i]), headEdges(want[i]))
-				}
-				diff++
-			}
-		}
+		diff, empty := diffSamples(t, c.g.Name+" "+p.String(), 0, got, want)
 		t.Logf("%s %s: %d instances (%d without edges), %d edges, %d differ; kernel %s, %d rounds", c.g.Name, p, st.Instances, empty,
 			st.Edges, diff, st.Kernel, st.Rounds)
 		if diff > 0 || len(got) != len(want) {
@@ -391,15 +357,7 @@ func TestSampleFireRoundsMatchCPU(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		diff := 0
-		for i := range want {
-			if !reflect.DeepEqual(got[i], want[i]) {
-				if diff == 0 {
-					t.Logf("%s: instance %d\n gpu %v\n cpu %v", p, first+i, headEdges(got[i]), headEdges(want[i]))
-				}
-				diff++
-			}
-		}
+		diff, _ := diffSamples(t, p.String(), first, got, want)
 		t.Logf("%s: %d instances, %d edges, %d differ; %d rounds, kernels %s", p, st.Instances, st.Edges, diff, st.Rounds, st.Kernel)
 		if diff > 0 || len(got) != len(want) || st.Rounds < 2 {
 			t.Errorf("%s: %d of %d instances differ from the CPU's (%d rounds)", p, diff, len(want), st.Rounds)
@@ -628,4 +586,29 @@ func rmatAndHub(t *testing.T) (rmat, hub *graph.Graph) {
 		t.Fatal(err)
 	}
 	return rmat, hub
+}
+
+// diffSamples counts the instances of got that differ from want's
+// (reflect.DeepEqual: a nil and an empty instance differ) and want's
+// instances without edges, and logs the first difference (instances
+// numbered from first).
+func diffSamples(t *testing.T, name string, first int, got, want [][]walk.SampledEdge) (diff, empty int) {
+	t.Helper()
+	for i := range want {
+		if len(want[i]) == 0 {
+			empty++
+		}
+		var g []walk.SampledEdge
+		if i < len(got) {
+			g = got[i]
+		}
+		if !reflect.DeepEqual(g, want[i]) {
+			if diff == 0 {
+				t.Logf("%s: instance %d (%d edges on the device, %d on the CPU)\n gpu %v\n cpu %v", name, first+i,
+					len(g), len(want[i]), headEdges(g), headEdges(want[i]))
+			}
+			diff++
+		}
+	}
+	return diff, empty
 }
