@@ -3,6 +3,7 @@ package sink
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"math"
 
 	"github.com/klauspost/compress/huff0"
@@ -49,17 +50,22 @@ func (pc *pageCodec) codec() format.CompressionCodec {
 	return format.Uncompressed
 }
 
-// encode appends body, compressed, to dst. segs are the boundaries of
-// the body's segments (levels, values or byte streams), which zstd frames
-// one by one: a constant segment becomes an RLE block, a segment whose bytes
-// are close to uniform (the random low bytes of ids) raw blocks, a large
-// one of skewed bytes Huffman-coded literals, and only the others go
-// through the zstd encoder. A page is then several zstd
-// frames one after the other, which the format allows and every decoder
-// reads as one stream. The encoder alone spent half the sink's time on
-// this data: matching zero streams and Huffman-coding random bytes only
-// to store them raw.
-func (pc *pageCodec) encode(dst, body []byte, segs []int) ([]byte, error) {
+// encode appends body, followed by zeros zero bytes, compressed, to dst.
+// segs are the boundaries of the body's segments (levels, values or byte
+// streams), which zstd frames one by one: a constant segment becomes an
+// RLE block, a segment whose bytes are close to uniform (the random low
+// bytes of ids) raw blocks, a large one of skewed bytes Huffman-coded
+// literals, and only the others go through the zstd encoder. A page is
+// then several zstd frames one after the other, which the format allows
+// and every decoder reads as one stream. The encoder alone spent half the
+// sink's time on this data: matching zero streams and Huffman-coding
+// random bytes only to store them raw. The zeros (byte streams no value
+// reaches) are a constant segment that is never written out: only zstd
+// takes them (the other codecs need the body whole).
+func (pc *pageCodec) encode(dst, body []byte, segs []int, zeros int) ([]byte, error) {
+	if zeros > 0 && pc.kind != Zstd {
+		return nil, errors.New("sink: implicit zero bytes need zstd")
+	}
 	switch pc.kind {
 	case Snappy:
 		return parquet.Snappy.Encode(dst, body)
@@ -70,22 +76,45 @@ func (pc *pageCodec) encode(dst, body []byte, segs []int) ([]byte, error) {
 	for i := 0; i+1 < len(segs); i++ {
 		kinds = append(kinds, segmentKind(body[segs[i]:segs[i+1]]))
 	}
+	real := len(kinds)
+	if zeros > 0 {
+		kinds = append(kinds, segRLE) // [len(body), len(body)+zeros)
+	}
 	pc.kinds = kinds
+	first := func(i int) byte { // a constant segment's byte
+		if i == real {
+			return 0
+		}
+		return body[segs[i]]
+	}
 	for i := 0; i < len(kinds); {
 		kind := kinds[i]
 		j := i + 1
 		// Literal segments keep a Huffman table each.
-		for j < len(kinds) && kinds[j] == kind && kind != segLiterals && (kind != segRLE || body[segs[j]] == body[segs[i]]) {
+		for j < len(kinds) && kinds[j] == kind && kind != segLiterals && (kind != segRLE || first(j) == first(i)) {
 			j++
 		}
-		seg := body[segs[i]:segs[j]]
+		from := segs[i]
+		if i == real {
+			from = len(body)
+		}
+		if kind == segRLE {
+			to := len(body) + zeros
+			if j <= real {
+				to = segs[j]
+			}
+			if to > from {
+				dst = appendFrame(dst, nil, first(i), to-from)
+			}
+			i = j
+			continue
+		}
+		seg := body[from:segs[j]] // the zeros are RLE: j <= real here
 		i = j
 		switch {
 		case len(seg) == 0:
-		case kind == segRLE:
-			dst = appendFrame(dst, seg, true)
 		case kind == segRaw:
-			dst = appendFrame(dst, seg, false)
+			dst = appendFrame(dst, seg, 0, len(seg))
 		case kind == segLiterals:
 			var err error
 			if dst, err = pc.appendLiteralsFrame(dst, seg); err != nil {
@@ -150,31 +179,32 @@ func allSame(b []byte) bool {
 	return bytes.Equal(b[1:], b[:len(b)-1])
 }
 
-// appendFrame appends a zstd frame holding b as raw blocks, or, when rle,
-// as RLE blocks of b[0] (RFC 8878: a single-segment frame with a 4-byte
-// content size, blocks of at most 128 KiB).
-func appendFrame(dst, b []byte, rle bool) []byte {
+// appendFrame appends a zstd frame of n bytes: raw's as raw blocks, or,
+// when raw is nil, RLE blocks of the byte rle (RFC 8878: a single-segment
+// frame with a 4-byte content size, blocks of at most 128 KiB).
+func appendFrame(dst, raw []byte, rle byte, n int) []byte {
 	const maxBlock = 128 << 10
 	dst = append(dst, 0x28, 0xb5, 0x2f, 0xfd, 0xa0) // magic; single segment, 4-byte content size
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(b)))
-	for len(b) > 0 {
-		n := min(len(b), maxBlock)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(n))
+	for n > 0 {
+		m := min(n, maxBlock)
 		last := uint32(0)
-		if n == len(b) {
+		if m == n {
 			last = 1
 		}
 		typ := uint32(0) // raw
-		if rle {
+		if raw == nil {
 			typ = 1
 		}
-		h := uint32(n)<<3 | typ<<1 | last
+		h := uint32(m)<<3 | typ<<1 | last
 		dst = append(dst, byte(h), byte(h>>8), byte(h>>16))
-		if rle {
-			dst = append(dst, b[0])
+		if raw == nil {
+			dst = append(dst, rle)
 		} else {
-			dst = append(dst, b[:n]...)
+			dst = append(dst, raw[:m]...)
+			raw = raw[m:]
 		}
-		b = b[n:]
+		n -= m
 	}
 	return dst
 }

@@ -131,6 +131,7 @@ type fragmentEncoder struct {
 	lens     []int32
 	body     []byte // a page before compression
 	segs     []int  // its segments' boundaries
+	zeros    int    // zero bytes after body, not written (pageCodec.encode)
 	comp     []byte
 	header   []byte
 	out      []byte // the fragment
@@ -437,13 +438,14 @@ func (e *fragmentEncoder) levels(c *column, lens []int32, nvals, rows int) []byt
 // page frames e.body (nvals values of rows rows, e.segs its segments) as
 // a data page v1 of column c: compression, header, page index entries.
 func (e *fragmentEncoder) page(c *column, nvals, rows int, lo, hi int64, minB, maxB []byte) error {
-	body := e.body
-	comp, err := e.codec.encode(e.comp[:0], body, e.segs)
+	body, zeros := e.body, e.zeros
+	e.zeros = 0
+	comp, err := e.codec.encode(e.comp[:0], body, e.segs, zeros)
 	if err != nil {
 		return fmt.Errorf("sink: compress %v: %w", c.path, err)
 	}
 	e.comp = comp
-	h := format.PageHeader{Type: format.DataPage, UncompressedPageSize: int32(len(body)), CompressedPageSize: int32(len(comp)),
+	h := format.PageHeader{Type: format.DataPage, UncompressedPageSize: int32(len(body) + zeros), CompressedPageSize: int32(len(comp)),
 		DataPageHeader: thrift.New(format.DataPageHeader{NumValues: int32(nvals), Encoding: c.encoding,
 			DefinitionLevelEncoding: format.RLE, RepetitionLevelEncoding: format.RLE})}
 	hb, err := thrift.Marshal(&e.thrift, &h)
@@ -467,7 +469,7 @@ func (e *fragmentEncoder) page(c *column, nvals, rows int, lo, hi int64, minB, m
 	}
 	c.pages++
 	c.values += int64(nvals)
-	c.uncompressed += int64(len(hb) + len(body))
+	c.uncompressed += int64(len(hb) + len(body) + zeros)
 	return nil
 }
 

@@ -162,7 +162,7 @@ func TestPageCodecFrames(t *testing.T) {
 				body = append(body, p...)
 				segs = append(segs, len(body))
 			}
-			comp, err := pc.encode(nil, body, segs)
+			comp, err := pc.encode(nil, body, segs, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -172,6 +172,22 @@ func TestPageCodecFrames(t *testing.T) {
 			}
 			if !bytes.Equal(got, body) {
 				t.Fatalf("decoded %d bytes differ from the %d-byte body", len(got), len(body))
+			}
+			// Trailing zero segments left implicit: the same frames.
+			k := len(segs) - 1
+			for k > 0 && segs[k] > segs[k-1] && !slices.ContainsFunc(body[segs[k-1]:segs[k]], func(b byte) bool { return b != 0 }) {
+				k--
+			}
+			// Some or all of them: a written zero segment and the implicit
+			// ones make one frame.
+			for z := k; z < len(segs)-1; z++ {
+				implicit, err := pc.encode(nil, body[:segs[z]], segs[:z+1], len(body)-segs[z])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(implicit, comp) {
+					t.Fatalf("%d trailing zero bytes left implicit: %d bytes of frames, want the %d written out", len(body)-segs[z], len(implicit), len(comp))
+				}
 			}
 		})
 	}

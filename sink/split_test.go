@@ -82,6 +82,15 @@ func TestSplitMatchesParquetGo(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if tc.ids == nil {
+				// Only the streams a dense id reaches are written; the
+				// others are zero in parquet-go's.
+				k := denseStreams(nv) * len(vals)
+				if slices.ContainsFunc(want[k:], func(b byte) bool { return b != 0 }) {
+					t.Fatalf("parquet-go's streams beyond the first %d are not zero", denseStreams(nv))
+				}
+				got, want = got[:k], want[:k]
+			}
 			if !bytes.Equal(got, want) {
 				t.Fatal("split bytes differ from parquet-go's")
 			}
@@ -93,6 +102,22 @@ func TestSplitMatchesParquetGo(t *testing.T) {
 				t.Fatalf("a vertex beyond the graph: %v, want ErrBadChunk", err)
 			}
 		})
+	}
+}
+
+// A dense id of a graph of nv vertices has denseStreams(nv) bytes that can
+// be other than zero.
+func TestDenseStreams(t *testing.T) {
+	for _, tc := range []struct {
+		nv      uint32
+		streams int
+	}{{1, 1}, {256, 1}, {257, 2}, {1 << 16, 2}, {1<<16 + 1, 3}, {1 << 22, 3}, {1 << 24, 3}, {1<<24 + 1, 4}, {1<<32 - 1, 4}} {
+		if got := denseStreams(tc.nv); got != tc.streams {
+			t.Errorf("denseStreams(%d) = %d, want %d", tc.nv, got, tc.streams)
+		}
+		if tc.streams < 4 && tc.nv > 1 && uint64(tc.nv-1)>>(8*tc.streams) != 0 {
+			t.Errorf("the largest id of %d vertices has bytes beyond %d", tc.nv, tc.streams)
+		}
 	}
 }
 
