@@ -106,6 +106,7 @@ type config struct {
 	compression    Compression
 	walkEncoding   WalkEncoding
 	zstdLevel      zstd.EncoderLevel
+	buffers        *Buffers
 	zstdLevelSet   int
 	rowGroupRows   int
 	fileBytes      int64
@@ -252,6 +253,10 @@ func WithTidyAfterCommit() Option { return func(o *config) { o.tidyAsync = true 
 // not block. Chunks of a batch that fails or is aborted may never be
 // handed back. Defaults to none.
 func WithChunkRelease(f func(walk.Chunk)) Option { return func(o *config) { o.release = f } }
+
+// WithBuffers makes the writer take its encoders and buffers from b and
+// give them back there, for the next writer given b (see Buffers).
+func WithBuffers(b *Buffers) Option { return func(o *config) { o.buffers = b } }
 
 func (c *config) validate() error {
 	if c.callTimeout <= 0 || c.stallTimeout <= 0 || c.staleAfter <= 0 {

@@ -15,13 +15,14 @@ import (
 // pageCodec compresses page bodies.
 type pageCodec struct {
 	kind  Compression
+	level zstd.EncoderLevel
 	zstd  *zstd.Encoder
 	huff  *huff0.Scratch // literal-only frames (appendLiteralsFrame)
 	kinds []int
 }
 
 func newPageCodec(c Compression, level zstd.EncoderLevel) (*pageCodec, error) {
-	pc := &pageCodec{kind: c}
+	pc := &pageCodec{kind: c, level: level}
 	if c == Zstd {
 		// All-literal entropy coding: byte-stream-split values have no
 		// matches but skewed bytes (the high byte of a 22-bit id takes 64

@@ -143,18 +143,25 @@ func newFragmentEncoder(w *BatchWriter) (*fragmentEncoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	valueEnc := format.ByteStreamSplit
-	if w.cfg.walkEncoding == DeltaBinaryPacked {
-		valueEnc = format.DeltaBinaryPacked
-	}
-	e := &fragmentEncoder{w: w, schema: w.schema, codec: codec}
+	e := &fragmentEncoder{codec: codec}
 	e.cols = [4]column{
 		{typ: format.Int64, path: []string{"walk_id"}, encoding: format.DeltaBinaryPacked, order: format.Ascending},
 		{typ: format.Int64, path: []string{"start"}, encoding: format.DeltaBinaryPacked, order: format.Unordered},
 		{typ: format.Int32, path: []string{"length"}, encoding: format.Plain, order: format.Unordered},
-		{typ: format.Int64, path: []string{"walk", "list", "element"}, encoding: valueEnc, levels: true, order: format.Unordered},
+		{typ: format.Int64, path: []string{"walk", "list", "element"}, levels: true, order: format.Unordered},
 	}
+	e.attach(w)
 	return e, nil
+}
+
+// attach makes e encode w's row groups (an encoder from Buffers served
+// another writer before, with the same codec).
+func (e *fragmentEncoder) attach(w *BatchWriter) {
+	e.w, e.schema = w, w.schema
+	e.cols[3].encoding = format.ByteStreamSplit
+	if w.cfg.walkEncoding == DeltaBinaryPacked {
+		e.cols[3].encoding = format.DeltaBinaryPacked
+	}
 }
 
 var errNoWalks = errors.New("row group without walks")

@@ -126,7 +126,7 @@ type BatchWriter struct {
 
 	partOpts []parquet.WriterOption // the part writers' options; fragments match them, so copies are verbatim
 	schema   []format.SchemaElement // the footer schema of parts, reused by fragments
-	frags    sync.Pool              // *[]byte fragment buffers, returned once appended to a part
+	buf      *Buffers               // encoders, fragments (returned once appended to a part) and write buffers
 	kv       [][2]string
 
 	ctx    context.Context // the pipeline's; cancelled on failure
@@ -244,7 +244,10 @@ func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta Bat
 	algo := string(algoJSON)
 	w := &BatchWriter{bucket: b, layout: layout, meta: meta, g: g, cfg: cfg, attempt: newAttemptID(), started: time.Now(),
 		rows: int64(cfg.rowsPerGroup(meta.Algorithm.Length)),
-		open: map[int64]*group{}, files: map[int]File{}, wake: make(chan struct{}), done: make(chan struct{})}
+		open: map[int64]*group{}, files: map[int]File{}, wake: make(chan struct{}), done: make(chan struct{}), buf: cfg.buffers}
+	if w.buf == nil {
+		w.buf = NewBuffers()
+	}
 	if meta.Queries > 0 {
 		w.visits = &visitState{}
 	}
@@ -269,9 +272,9 @@ func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta Bat
 		parquet.Compression(cfg.compression.codec()),
 		parquet.MaxRowsPerRowGroup(w.rows),
 		parquet.DataPageVersion(1),
-		// Row groups are spliced through this buffer: at parquet-go's
-		// default (4 KiB) writing a part took one system call per 4 KiB.
-		parquet.WriteBufferSize(1 << 20),
+		// No buffer of parquet-go's own: each part's comes from w.buf
+		// (openPart).
+		parquet.WriteBufferSize(-1),
 		parquet.CreatedBy("walkstage", meta.WalkstageVersion, ""),
 	}
 	w.cfg.walkEncoding = cfg.walkEncoding.resolve(cfg.compression)
@@ -502,15 +505,16 @@ func (w *BatchWriter) checkChunk(c *walk.Chunk) error {
 // Parquet files ("fragments") that the uploader splices into parts.
 func (w *BatchWriter) encodeLoop() {
 	defer w.wg.Done()
-	e, err := newFragmentEncoder(w)
+	e, err := w.buf.encoder(w)
 	if err != nil {
 		w.fail(fmt.Errorf("sink: %w", err))
 		return
 	}
+	defer w.buf.putEncoder(e)
 	for {
 		select {
 		case gr := <-w.work:
-			e.out = w.getFrag()
+			e.out = w.buf.frag()
 			frag, steps, err := e.encode(gr)
 			e.out = nil
 			for _, sg := range gr.segs {

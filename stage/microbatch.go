@@ -305,7 +305,7 @@ func (s *Stage) write(ctx context.Context, b *batch) {
 func (s *Stage) sinkOptions(v *served) []sink.Option {
 	// The event need not wait for the removal of earlier attempts'
 	// leftovers; the offset commit does (report).
-	opts := append(slices.Clip(s.o.SinkOptions), sink.WithTidyAfterCommit())
+	opts := append(slices.Clip(s.o.SinkOptions), sink.WithTidyAfterCommit(), sink.WithBuffers(s.buffers))
 	if r, ok := v.e.(interface{ Recycle(walk.Chunk) }); ok {
 		opts = append(opts, sink.WithChunkRelease(r.Recycle))
 	}

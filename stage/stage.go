@@ -131,6 +131,9 @@ type Stage struct {
 
 	queue chan *batch   // validated requests waiting for the engine
 	slots chan struct{} // MaxInFlight tokens: batches between launch and ack
+	// buffers are the sink's encoders and buffers, handed from each
+	// batch's writer to the next (sink.Buffers).
+	buffers *sink.Buffers
 
 	engineMu sync.Mutex // one engine Run at a time (walk.Engine contract)
 	finishes sync.WaitGroup
@@ -190,11 +193,12 @@ func New(o Options) (*Stage, error) {
 		return nil, err
 	}
 	s := &Stage{
-		o:      o,
-		log:    o.Logger,
-		queue:  make(chan *batch, o.QueueDepth),
-		slots:  make(chan struct{}, o.MaxInFlight),
-		active: map[string]chan struct{}{},
+		o:       o,
+		log:     o.Logger,
+		queue:   make(chan *batch, o.QueueDepth),
+		slots:   make(chan struct{}, o.MaxInFlight),
+		buffers: sink.NewBuffers(),
+		active:  map[string]chan struct{}{},
 	}
 	s.health = newHealth(func(dep string, up bool) {
 		if s.m != nil {

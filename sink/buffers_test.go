@@ -1,0 +1,63 @@
+package sink
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/walkstage/walkstage/walk"
+)
+
+// Writers that share Buffers, one after another and with different codecs,
+// levels and walk encodings, write the bytes each writes on its own: an
+// encoder or buffer handed on carries nothing of the last batch.
+func TestSharedBuffersSameBytes(t *testing.T) {
+	g := ringGraph(t, 1<<16)
+	algo := walk.Algorithm{Kind: walk.DeepWalk, Length: 80}
+	const n = 3000
+	chunks := bigChunks(g, n, 80, 700)
+	// Writers of one codec in a row, so that (sync.Pool allowing) each
+	// takes the encoders the last one gave back.
+	cases := []struct {
+		name string
+		opts []Option
+	}{
+		{"zstd", nil},
+		{"zstd delta", []Option{WithWalkEncoding(DeltaBinaryPacked)}},
+		{"zstd again", nil},
+		{"snappy", []Option{WithCompression(Snappy)}},
+		{"snappy split", []Option{WithCompression(Snappy), WithWalkEncoding(ByteStreamSplit)}},
+		{"zstd level 3", []Option{WithZstdLevel(3)}},
+		{"none split", []Option{WithCompression(None), WithWalkEncoding(ByteStreamSplit)}},
+	}
+	read := func(b interface {
+		ReadAll(context.Context, string) ([]byte, error)
+	}, m *Manifest) [][]byte {
+		var out [][]byte
+		for _, f := range m.Files {
+			data, err := b.ReadAll(context.Background(), f.Key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, data)
+		}
+		return out
+	}
+	shared := NewBuffers()
+	for i, tc := range cases {
+		meta := BatchMeta{BatchID: "shared", Algorithm: algo, Seed: uint64(i), Engine: "cpu", WalkstageVersion: "test", Walks: n}
+		opts := append([]Option{WithRowGroupRows(512), WithEncoders(3)}, tc.opts...)
+		b1, _ := fileBucket(t)
+		alone := read(b1, writeBatch(t, b1, meta, g, chunks, opts...))
+		b2, _ := fileBucket(t)
+		got := read(b2, writeBatch(t, b2, meta, g, chunks, append(opts, WithBuffers(shared))...))
+		if len(got) != len(alone) {
+			t.Fatalf("%s: %d parts with shared buffers, %d alone", tc.name, len(got), len(alone))
+		}
+		for k := range got {
+			if !bytes.Equal(got[k], alone[k]) {
+				t.Fatalf("%s: part %d differs with shared buffers (%d bytes, %d alone)", tc.name, k, len(got[k]), len(alone[k]))
+			}
+		}
+	}
+}
