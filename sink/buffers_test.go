@@ -3,6 +3,8 @@ package sink
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/walkstage/walkstage/walk"
@@ -43,7 +45,7 @@ func TestSharedBuffersSameBytes(t *testing.T) {
 		}
 		return out
 	}
-	shared := NewBuffers()
+	shared := NewBuffers(2)
 	for i, tc := range cases {
 		meta := BatchMeta{BatchID: "shared", Algorithm: algo, Seed: uint64(i), Engine: "cpu", WalkstageVersion: "test", Walks: n}
 		opts := append([]Option{WithRowGroupRows(512), WithEncoders(3)}, tc.opts...)
@@ -59,5 +61,36 @@ func TestSharedBuffersSameBytes(t *testing.T) {
 				t.Fatalf("%s: part %d differs with shared buffers (%d bytes, %d alone)", tc.name, k, len(got[k]), len(alone[k]))
 			}
 		}
+	}
+}
+
+// Writers sharing Buffers encode no more row groups at once than its bound,
+// however many encoders each runs.
+func TestBuffersBoundEncoding(t *testing.T) {
+	g := ringGraph(t, 1<<16)
+	algo := walk.Algorithm{Kind: walk.DeepWalk, Length: 80}
+	const n = 4000
+	chunks := bigChunks(g, n, 80, 500)
+	for _, bound := range []int{1, 2, 0} {
+		bufs := NewBuffers(bound)
+		var wg sync.WaitGroup
+		for i := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				b, _ := fileBucket(t)
+				meta := BatchMeta{BatchID: fmt.Sprint("b", i), Algorithm: algo, Seed: uint64(i), Engine: "cpu", WalkstageVersion: "test", Walks: n}
+				writeBatch(t, b, meta, g, chunks, WithRowGroupRows(256), WithEncoders(4), WithBuffers(bufs))
+			}()
+		}
+		wg.Wait()
+		peak := bufs.peak.Load()
+		switch {
+		case bound > 0 && peak > int64(bound):
+			t.Fatalf("bound %d: %d row groups encoded at once", bound, peak)
+		case peak < 1:
+			t.Fatalf("bound %d: no row group encoded", bound)
+		}
+		t.Logf("bound %d: at most %d row groups encoded at once", bound, peak)
 	}
 }

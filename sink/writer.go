@@ -246,7 +246,7 @@ func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta Bat
 		rows: int64(cfg.rowsPerGroup(meta.Algorithm.Length)),
 		open: map[int64]*group{}, files: map[int]File{}, wake: make(chan struct{}), done: make(chan struct{}), buf: cfg.buffers}
 	if w.buf == nil {
-		w.buf = NewBuffers()
+		w.buf = NewBuffers(0)
 	}
 	if meta.Queries > 0 {
 		w.visits = &visitState{}
@@ -515,7 +515,9 @@ func (w *BatchWriter) encodeLoop() {
 		select {
 		case gr := <-w.work:
 			e.out = w.buf.frag()
+			done := w.buf.turn()
 			frag, steps, err := e.encode(gr)
+			done()
 			e.out = nil
 			for _, sg := range gr.segs {
 				w.unref(sg.c)

@@ -225,6 +225,11 @@ type Config struct {
 	// between the engine and its writer. Memory in flight is about
 	// CHUNK_BUFFER x 1024 walks x (length+1) x 4 bytes per batch.
 	ChunkBuffer int `env:"CHUNK_BUFFER" envDefault:"4"`
+	// WALKSTAGE_ENCODE_THREADS: row groups encoded at once over all the
+	// batches in flight; 0 means the cores (GOMAXPROCS) less an eighth,
+	// at least one, which leaves room for the goroutines that read Kafka
+	// and start the next launch.
+	EncodeThreads int `env:"ENCODE_THREADS" envDefault:"0"`
 	// WALKSTAGE_RETRY_BACKOFF_MIN: first wait before retrying work that failed
 	// on a dependency (broker, object store, engine); it doubles up to
 	// RETRY_BACKOFF_MAX, with jitter. Such work is retried until it
@@ -439,6 +444,9 @@ func (c *Config) validateEngineAndLimits(bad badFunc) {
 		if p.v < 1 {
 			bad(p.name, "%d must be at least 1", p.v)
 		}
+	}
+	if c.EncodeThreads < 0 {
+		bad("ENCODE_THREADS", "%d must be 0 (auto) or more", c.EncodeThreads)
 	}
 	if c.MaxStepsPerBatch < 1 {
 		bad("MAX_STEPS_PER_BATCH", "%d must be at least 1", c.MaxStepsPerBatch)

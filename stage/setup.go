@@ -277,7 +277,7 @@ func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string,
 	s, err := New(Options{Graph: g, Engine: eng, Source: cons, Events: pub, Bucket: bucket, BucketURL: c.OutputURL,
 		Prefix: c.OutputPrefix, SinkOptions: sinkOpts, MicroBatchMaxWait: c.MicroBatchMaxWait, MicroBatchMaxWalks: c.MicroBatchMaxWalks,
 		MicroBatchMaxRequests: c.MicroBatchMaxRequests, QueueDepth: c.QueueDepth, MaxInFlight: c.MaxInFlight,
-		ChunkBuffer: c.ChunkBuffer, ShutdownTimeout: c.ShutdownTimeout,
+		ChunkBuffer: c.ChunkBuffer, EncodeThreads: c.EncodeThreads, ShutdownTimeout: c.ShutdownTimeout,
 		RetryBackoffMin: c.RetryBackoffMin, RetryBackoffMax: c.RetryBackoffMax, ProbeInterval: c.ProbeInterval, ProbeTimeout: c.ProbeTimeout,
 		Probes:      []Probe{{Name: depBroker, Check: cons.CheckTopics}, {Name: depStore, Check: storeProbe(bucket, c.OutputPrefix)}},
 		MetricsAddr: c.MetricsAddr, Listener: ln, Joined: cons.Joined, Lag: cons.Lag, Registry: reg, Logger: log, Version: version})

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,6 +52,9 @@ type Options struct {
 	QueueDepth            int
 	MaxInFlight           int
 	ChunkBuffer           int
+	// EncodeThreads bounds the row groups encoded at once over all
+	// batches (sink.Buffers); 0 means GOMAXPROCS less an eighth.
+	EncodeThreads int
 	// RetryBackoffMin and RetryBackoffMax bound the wait between retries of
 	// work that failed on a dependency (exponential, with jitter).
 	RetryBackoffMin, RetryBackoffMax time.Duration
@@ -93,6 +97,8 @@ func (o *Options) defaults() error {
 	setInt(&o.QueueDepth, 64)
 	setInt(&o.MaxInFlight, 64)
 	setInt(&o.ChunkBuffer, 4)
+	procs := runtime.GOMAXPROCS(0)
+	setInt(&o.EncodeThreads, max(1, procs-procs/8))
 	setDur := func(p *time.Duration, v time.Duration) {
 		if *p <= 0 {
 			*p = v
@@ -197,7 +203,7 @@ func New(o Options) (*Stage, error) {
 		log:     o.Logger,
 		queue:   make(chan *batch, o.QueueDepth),
 		slots:   make(chan struct{}, o.MaxInFlight),
-		buffers: sink.NewBuffers(),
+		buffers: sink.NewBuffers(o.EncodeThreads),
 		active:  map[string]chan struct{}{},
 	}
 	s.health = newHealth(func(dep string, up bool) {
