@@ -44,6 +44,7 @@ measurements:
   --visit-idle N         visits idle series: 1-query requests (200)
   --plain                plain upload of the walks backlog's volume to each store (on)
   --no-plain             skip it
+  --unsigned-payload     versitygw URL with unsigned_payload=true (no SHA-256 of bodies over its plain HTTP)
   --timeout SECONDS      bound on each measurement (600)
   --out DIR              logs and results (\$OUT/load when OUT is set, else --work/results)
 EOF
@@ -73,6 +74,7 @@ steps_per_query=100000
 top_k=100
 visit_idle=200
 plain=1
+s3_extra=
 timeout_s=600
 out=
 
@@ -103,6 +105,7 @@ while [ $# -gt 0 ]; do
     --visit-idle) visit_idle=$2; shift ;;
     --plain) plain=1 ;;
     --no-plain) plain=0 ;;
+    --unsigned-payload) s3_extra="&unsigned_payload=true" ;;
     --timeout) timeout_s=$2; shift ;;
     --out) out=$2; shift ;;
     *) echo "stage-load.sh: unknown option $1 (-h lists them)" >&2; exit 2 ;;
@@ -207,7 +210,7 @@ if [[ ,$stores, == *,s3,* ]]; then
     posix --sidecar "$work/s3/meta" "$work/s3/data" >"$out/versitygw.log" 2>&1 &
   pids+=($!)
   wait_port "$!" "$port" 30 || die "versitygw did not listen: $(tail -n 5 "$out/versitygw.log")"
-  s3_url="s3://walks?endpoint=http://127.0.0.1:$port&region=us-east-1&use_path_style=true"
+  s3_url="s3://walks?endpoint=http://127.0.0.1:$port&region=us-east-1&use_path_style=true$s3_extra"
 fi
 
 stage_pid=

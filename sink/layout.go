@@ -77,7 +77,9 @@ var ErrInvalidLayout = errors.New("invalid output layout")
 //   - s3://bucket?region=us-east-1: AWS S3, credentials from the usual AWS
 //     environment. For S3-compatible stores add
 //     endpoint=http://host:port&use_path_style=true (and disable_https=true
-//     for plain HTTP endpoints without a scheme).
+//     for plain HTTP endpoints without a scheme). unsigned_payload=true
+//     sends bodies without their SHA-256 over plain HTTP too (see
+//     unsignedPayloadParam).
 //   - gs://bucket: Google Cloud Storage with application default credentials.
 //
 // The URL's path (for s3:// and gs://) is not a prefix: pass the prefix to
@@ -87,6 +89,7 @@ func OpenBucket(ctx context.Context, rawURL string) (*blob.Bucket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open bucket %q: %w", rawURL, err)
 	}
+	var unsigned bool
 	switch u.Scheme {
 	case "", "file":
 		q := u.Query()
@@ -103,6 +106,9 @@ func OpenBucket(ctx context.Context, rawURL string) (*blob.Bucket, error) {
 		u.RawQuery = q.Encode()
 	case "s3":
 		q := u.Query()
+		if unsigned, err = takeUnsignedPayload(q); err != nil {
+			return nil, fmt.Errorf("open bucket %s: %w", redact(u), err)
+		}
 		// S3-compatible stores commonly reject the SDK's default trailing
 		// checksums on streaming uploads; ask for them only when required.
 		if q.Get("endpoint") != "" {
@@ -126,6 +132,11 @@ func OpenBucket(ctx context.Context, rawURL string) (*blob.Bucket, error) {
 		}
 	}
 	if u.Scheme == "s3" {
+		if unsigned {
+			if b, err = withUnsignedPayload(ctx, b, u); err != nil {
+				return nil, fmt.Errorf("open bucket %s with unsigned payloads: %w", redact(u), err)
+			}
+		}
 		registerBucket(b, bucketInfo{s3Name: u.Host})
 	}
 	return b, nil

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -492,5 +493,53 @@ func TestCommitAbortsKilledAttemptsUploads(t *testing.T) {
 	writeBatch(t, b, meta, g, runEngine(t, g, testAlgo, n, 5), WithStaleAfter(time.Hour))
 	if up := pendingUploads(t, b); up != 0 {
 		t.Fatalf("%d uploads left open under a committed batch", up)
+	}
+}
+
+// unsigned_payload=true sends uploads over plain HTTP as UNSIGNED-PAYLOAD;
+// without it the SDK signs each body's SHA-256. Either way the objects
+// read back.
+func TestUnsignedPayload(t *testing.T) {
+	s3Env(t)
+	backend := s3mem.New()
+	faker := gofakes3.New(backend, gofakes3.WithLogger(gofakes3.DiscardLog()))
+	var mu sync.Mutex
+	hashes := map[string]int{} // x-amz-content-sha256 of PUTs: "UNSIGNED-PAYLOAD" or "hex"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut {
+			h := r.Header.Get("X-Amz-Content-Sha256")
+			if len(h) == 64 {
+				h = "hex"
+			}
+			mu.Lock()
+			hashes[h]++
+			mu.Unlock()
+		}
+		faker.Server().ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	if err := backend.CreateBucket("walks"); err != nil {
+		t.Fatal(err)
+	}
+	base := "s3://walks?" + url.Values{"endpoint": {srv.URL}, "region": {"us-east-1"}, "use_path_style": {"true"}}.Encode()
+	g := testGraph(t)
+	chunks := runEngine(t, g, testAlgo, 500, 7)
+	for _, tc := range []struct {
+		param, want string
+	}{{"", "hex"}, {"&unsigned_payload=false", "hex"}, {"&unsigned_payload=true", "UNSIGNED-PAYLOAD"}} {
+		mu.Lock()
+		clear(hashes)
+		mu.Unlock()
+		b := openS3(t, base+tc.param)
+		m := writeBatch(t, b, testMeta("u"+tc.want, 500), g, chunks)
+		compareRows(t, readBatch(t, b, m), expectedRows(g, chunks, 500))
+		mu.Lock()
+		if hashes[tc.want] == 0 || len(hashes) != 1 {
+			t.Errorf("%q: PUT payload hashes %v, want only %s", tc.param, hashes, tc.want)
+		}
+		mu.Unlock()
+	}
+	if _, err := OpenBucket(context.Background(), base+"&unsigned_payload=maybe"); err == nil {
+		t.Error("unsigned_payload=maybe accepted")
 	}
 }

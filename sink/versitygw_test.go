@@ -74,6 +74,21 @@ func TestVersityGW(t *testing.T) {
 		compareRows(t, readBatchMeta(t, b, m), expectedRows(g, chunks, n))
 	})
 
+	// The gateway checks every request's signature: bodies sent as
+	// UNSIGNED-PAYLOAD, single and multipart, are accepted and read back.
+	t.Run("unsigned payload", func(t *testing.T) {
+		ub := openS3(t, u+"&unsigned_payload=true")
+		m := meta
+		m.BatchID = "unsigned"
+		man := writeBatch(t, ub, m, g, chunks, WithCompression(None), WithUploadBuffer(5<<20, 2), WithFileBytes(20<<20))
+		if man.Files[0].Bytes < 15<<20 {
+			t.Fatalf("first part %d bytes: too small to need a multipart upload", man.Files[0].Bytes)
+		}
+		compareRows(t, readBatchMeta(t, ub, man), expectedRows(g, chunks, n))
+		small := runEngine(t, testGraph(t), testAlgo, 1000, 43)
+		compareRows(t, readBatch(t, ub, writeBatch(t, ub, testMeta("vgw-unsigned", 1000), testGraph(t), small)), expectedRows(testGraph(t), small, 1000))
+	})
+
 	t.Run("cancel mid-upload", func(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
 		defer cancel()
