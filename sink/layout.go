@@ -132,10 +132,8 @@ func OpenBucket(ctx context.Context, rawURL string) (*blob.Bucket, error) {
 		}
 	}
 	if u.Scheme == "s3" {
-		if unsigned {
-			if b, err = withUnsignedPayload(ctx, b, u); err != nil {
-				return nil, fmt.Errorf("open bucket %s with unsigned payloads: %w", redact(u), err)
-			}
+		if b, err = reopenS3(ctx, b, u, unsigned); err != nil {
+			return nil, fmt.Errorf("open bucket %s: %w", redact(u), err)
 		}
 		registerBucket(b, bucketInfo{s3Name: u.Host})
 	}

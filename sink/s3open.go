@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go/middleware"
@@ -45,17 +47,33 @@ func takeUnsignedPayload(q url.Values) (bool, error) {
 	return on, nil
 }
 
-// withUnsignedPayload reopens b, an S3 bucket opened from u, with a copy of
-// its client whose requests carry UNSIGNED-PAYLOAD instead of the body's
-// SHA-256. b is closed.
-func withUnsignedPayload(ctx context.Context, b *blob.Bucket, u *url.URL) (*blob.Bucket, error) {
+// idleConnsPerHost is how many idle connections the S3 client keeps to its
+// endpoint. The SDK keeps 10; a stage has tens of batches uploading at
+// once, so connections were closed as they went idle and dialled again
+// for the next request: 4% of the GPU stage's CPU went to dialling
+// versitygw (profile of a backlog on the 16-core host), and as much again
+// to accepting on the store's side.
+const idleConnsPerHost = 256
+
+// reopenS3 reopens b, an S3 bucket opened from u by gocloud, with a copy of
+// its client that keeps idleConnsPerHost idle connections and, when
+// unsigned, sends bodies as UNSIGNED-PAYLOAD. b is closed.
+func reopenS3(ctx context.Context, b *blob.Bucket, u *url.URL, unsigned bool) (*blob.Bucket, error) {
 	defer b.Close()
 	var c *s3.Client
 	if !b.As(&c) {
 		return nil, errors.New("not an S3 bucket")
 	}
 	o := c.Options()
-	o.APIOptions = append(slices.Clip(o.APIOptions), unsignedPayload)
+	if hc, ok := o.HTTPClient.(*awshttp.BuildableClient); ok {
+		o.HTTPClient = hc.WithTransportOptions(func(t *http.Transport) {
+			t.MaxIdleConnsPerHost = idleConnsPerHost
+			t.MaxIdleConns = max(t.MaxIdleConns, idleConnsPerHost)
+		})
+	}
+	if unsigned {
+		o.APIOptions = append(slices.Clip(o.APIOptions), unsignedPayload)
+	}
 	q := u.Query()
 	opts := &s3blob.Options{KMSEncryptionID: q.Get("kmskeyid"), RequestChecksumCalculation: o.RequestChecksumCalculation}
 	if sse := q.Get("ssetype"); sse != "" {
