@@ -56,11 +56,13 @@ func (w *BatchWriter) Commit(ctx context.Context) (*Manifest, error) {
 		w.fail(fmt.Errorf("sink: batch %s: %w: %d of %d walks written", w.meta.BatchID, ErrBadChunk, received, w.meta.Walks))
 		return nil, w.finishAbort(ctx)
 	}
-	select {
-	case <-w.done:
-	case <-ctx.Done():
-		w.fail(ctx.Err())
-		return nil, w.finishAbort(ctx)
+	for _, ch := range []<-chan struct{}{w.done, w.swept} {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			w.fail(ctx.Err())
+			return nil, w.finishAbort(ctx)
+		}
 	}
 	if err := w.failed(); err != nil {
 		return nil, w.finishAbort(ctx)

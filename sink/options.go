@@ -103,23 +103,24 @@ func ParseWalkEncoding(s string) (WalkEncoding, error) {
 type Option func(*config)
 
 type config struct {
-	compression    Compression
-	walkEncoding   WalkEncoding
-	zstdLevel      zstd.EncoderLevel
-	buffers        *Buffers
-	zstdLevelSet   int
-	rowGroupRows   int
-	fileBytes      int64
-	memoryLimit    int64
-	encoders       int
-	uploadBuffer   int
-	uploadParallel int
-	parallelParts  int
-	callTimeout    time.Duration
-	stallTimeout   time.Duration
-	staleAfter     time.Duration
-	release        func(walk.Chunk)
-	tidyAsync      bool
+	compression       Compression
+	walkEncoding      WalkEncoding
+	zstdLevel         zstd.EncoderLevel
+	buffers           *Buffers
+	sweepWhileWriting bool
+	zstdLevelSet      int
+	rowGroupRows      int
+	fileBytes         int64
+	memoryLimit       int64
+	encoders          int
+	uploadBuffer      int
+	uploadParallel    int
+	parallelParts     int
+	callTimeout       time.Duration
+	stallTimeout      time.Duration
+	staleAfter        time.Duration
+	release           func(walk.Chunk)
+	tidyAsync         bool
 }
 
 // Defaults; see each option.
@@ -253,6 +254,16 @@ func WithTidyAfterCommit() Option { return func(o *config) { o.tidyAsync = true 
 // not block. Chunks of a batch that fails or is aborted may never be
 // handed back. Defaults to none.
 func WithChunkRelease(f func(walk.Chunk)) Option { return func(o *config) { o.release = f } }
+
+// WithSweepWhileWriting makes NewBatchWriter return before the leftovers
+// of earlier attempts (see NewBatchWriter) are removed: the removal runs
+// while the batch is written, Commit waits for it, and a failure of it
+// fails the batch at Commit instead of at NewBatchWriter. Each removal
+// lists the store (an S3 request, or two local directories); the stage
+// opens a launch's writers before it walks, and the removals held up every
+// launch (a fifth of the GPU stage's engine loop in an execution trace of
+// a backlog to file://). Nothing removed has this attempt's names.
+func WithSweepWhileWriting() Option { return func(o *config) { o.sweepWhileWriting = true } }
 
 // WithBuffers makes the writer take its encoders and buffers from b and
 // give them back there, for the next writer given b (see Buffers).

@@ -3,8 +3,8 @@ package sink
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -268,6 +268,20 @@ func TestHungStoreTimesOut(t *testing.T) {
 			_, err := NewBatchWriter(ctx, b, "walks", fpMeta("h", n, "fp"), g, opts...)
 			return err
 		}},
+		{"open writer, sweeping while writing", func(t *testing.T, b *blob.Bucket, hang *atomic.Bool) error {
+			hang.Store(true)
+			w, err := NewBatchWriter(ctx, b, "walks", fpMeta("h", n, "fp"), g, append(opts, WithSweepWhileWriting())...)
+			if err != nil {
+				t.Fatalf("open with the removal of leftovers in the background: %v", err)
+			}
+			for _, c := range chunks {
+				if err := w.Write(ctx, cloneChunk(c)); err != nil {
+					return err
+				}
+			}
+			_, err = w.Commit(ctx) // the batch fails here instead
+			return err
+		}},
 		{"part upload", func(t *testing.T, b *blob.Bucket, hang *atomic.Bool) error {
 			w, err := NewBatchWriter(ctx, b, "walks", fpMeta("h", n, "fp"), g, opts...)
 			if err != nil {
@@ -373,35 +387,42 @@ func sweepUploads(t *testing.T, b *blob.Bucket) {
 // A redelivered batch aborts the multipart uploads a killed writer of it
 // left open, once they are older than WithStaleAfter.
 func TestRedeliveryAbortsOrphanedUpload(t *testing.T) {
-	b := openS3(t, fakeS3(t))
-	g := testGraph(t)
-	ctx := context.Background()
-	meta := fpMeta("orphan", 500, "fp")
-	l, err := BatchLayout("walks", g.Name, meta.Algorithm.Kind.String(), meta.BatchID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c *s3.Client
-	b.As(&c)
-	if _, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: ptr("walks"), Key: ptr(l.AttemptPartKey(0, "0123456789ab"))}); err != nil {
-		t.Fatal(err)
-	}
-	w, err := NewBatchWriter(ctx, b, "walks", meta, g, WithStaleAfter(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Abort(ctx)
-	if up := pendingUploads(t, b); up != 1 {
-		t.Fatalf("%d uploads open; a young upload may be a live writer's and must stay", up)
-	}
-	time.Sleep(1100 * time.Millisecond) // S3 reports Initiated in whole seconds
-	w, err = NewBatchWriter(ctx, b, "walks", meta, g, WithStaleAfter(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Abort(ctx)
-	if up := pendingUploads(t, b); up != 0 {
-		t.Fatalf("%d uploads left open after redelivery", up)
+	for _, mode := range []struct {
+		name string
+		opts []Option
+	}{{"at open", nil}, {"while writing", []Option{WithSweepWhileWriting()}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			b := openS3(t, fakeS3(t))
+			g := testGraph(t)
+			ctx := context.Background()
+			meta := fpMeta("orphan", 500, "fp")
+			l, err := BatchLayout("walks", g.Name, meta.Algorithm.Kind.String(), meta.BatchID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var c *s3.Client
+			b.As(&c)
+			if _, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: ptr("walks"), Key: ptr(l.AttemptPartKey(0, "0123456789ab"))}); err != nil {
+				t.Fatal(err)
+			}
+			w, err := NewBatchWriter(ctx, b, "walks", meta, g, append([]Option{WithStaleAfter(time.Hour)}, mode.opts...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Abort(ctx)
+			if up := pendingUploads(t, b); up != 1 {
+				t.Fatalf("%d uploads open; a young upload may be a live writer's and must stay", up)
+			}
+			time.Sleep(1100 * time.Millisecond) // S3 reports Initiated in whole seconds
+			w, err = NewBatchWriter(ctx, b, "walks", meta, g, append([]Option{WithStaleAfter(time.Second)}, mode.opts...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Abort(ctx)
+			if up := pendingUploads(t, b); up != 0 {
+				t.Fatalf("%d uploads left open after redelivery", up)
+			}
+		})
 	}
 }
 

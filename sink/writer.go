@@ -132,7 +132,8 @@ type BatchWriter struct {
 	ctx    context.Context // the pipeline's; cancelled on failure
 	cancel context.CancelFunc
 	work   chan *group
-	wg     sync.WaitGroup // encoders and the uploader
+	wg     sync.WaitGroup // encoders, the uploader and the removal of leftovers
+	swept  chan struct{}  // closed once earlier attempts' leftovers are removed
 	done   chan struct{}  // closed when the uploader returns
 
 	mu          sync.Mutex
@@ -286,10 +287,29 @@ func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta Bat
 			w.local, w.staging, w.tag = root, localStaging(root, prefix), batchTag(layout.Dir)
 		}
 	}
-	if err := w.removeLeftovers(ctx); err != nil {
-		return nil, err
+	w.swept = make(chan struct{})
+	if !cfg.sweepWhileWriting {
+		err := w.removeLeftovers(ctx)
+		close(w.swept)
+		if err != nil {
+			return nil, err
+		}
 	}
 	w.ctx, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	if cfg.sweepWhileWriting {
+		// Not w.ctx: Abort and a failed Commit wait for the removal (its
+		// calls are bounded by the call timeout) rather than cut it short,
+		// as they would have waited in NewBatchWriter.
+		sweepCtx := context.WithoutCancel(ctx)
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			defer close(w.swept)
+			if err := w.removeLeftovers(sweepCtx); err != nil {
+				w.fail(err)
+			}
+		}()
+	}
 	w.work = make(chan *group, cfg.encoders)
 	for range cfg.encoders {
 		w.wg.Add(1)

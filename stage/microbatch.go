@@ -178,9 +178,9 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 		}
 		opening = append(opening, b)
 	}
-	// The writers open in parallel: each lists its batch's earlier
-	// attempts in the store, and on the engine loop one after another
-	// they held up the launch.
+	// The writers open in parallel (with sink.WithSweepWhileWriting they
+	// no longer list the store first, but each still allocates and starts
+	// its goroutines).
 	errs := make([]error, len(opening))
 	var wg sync.WaitGroup
 	for i, b := range opening {
@@ -304,8 +304,9 @@ func (s *Stage) write(ctx context.Context, b *batch) {
 // them, also across a graph swap.
 func (s *Stage) sinkOptions(v *served) []sink.Option {
 	// The event need not wait for the removal of earlier attempts'
-	// leftovers; the offset commit does (report).
-	opts := append(slices.Clip(s.o.SinkOptions), sink.WithTidyAfterCommit(), sink.WithBuffers(s.buffers))
+	// leftovers; the offset commit does (report). Nor does the launch
+	// wait for the removal of what killed attempts left: Commit does.
+	opts := append(slices.Clip(s.o.SinkOptions), sink.WithTidyAfterCommit(), sink.WithSweepWhileWriting(), sink.WithBuffers(s.buffers))
 	if r, ok := v.e.(interface{ Recycle(walk.Chunk) }); ok {
 		opts = append(opts, sink.WithChunkRelease(r.Recycle))
 	}
