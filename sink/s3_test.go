@@ -386,6 +386,21 @@ func sweepUploads(t *testing.T, b *blob.Bucket) {
 
 // A redelivered batch aborts the multipart uploads a killed writer of it
 // left open, once they are older than WithStaleAfter.
+// openOrphanUpload opens the multipart upload of part 0 of an attempt of
+// meta's batch, as a writer killed mid-part leaves it.
+func openOrphanUpload(t *testing.T, b *blob.Bucket, g *graph.Graph, meta BatchMeta) {
+	t.Helper()
+	l, err := BatchLayout("walks", g.Name, meta.Algorithm.Kind.String(), meta.BatchID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c *s3.Client
+	b.As(&c)
+	if _, err := c.CreateMultipartUpload(context.Background(), &s3.CreateMultipartUploadInput{Bucket: ptr("walks"), Key: ptr(l.AttemptPartKey(0, "0123456789ab"))}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestRedeliveryAbortsOrphanedUpload(t *testing.T) {
 	for _, mode := range []struct {
 		name string
@@ -396,15 +411,7 @@ func TestRedeliveryAbortsOrphanedUpload(t *testing.T) {
 			g := testGraph(t)
 			ctx := context.Background()
 			meta := fpMeta("orphan", 500, "fp")
-			l, err := BatchLayout("walks", g.Name, meta.Algorithm.Kind.String(), meta.BatchID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var c *s3.Client
-			b.As(&c)
-			if _, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: ptr("walks"), Key: ptr(l.AttemptPartKey(0, "0123456789ab"))}); err != nil {
-				t.Fatal(err)
-			}
+			openOrphanUpload(t, b, g, meta)
 			w, err := NewBatchWriter(ctx, b, "walks", meta, g, append([]Option{WithStaleAfter(time.Hour)}, mode.opts...)...)
 			if err != nil {
 				t.Fatal(err)
@@ -501,18 +508,9 @@ func TestManifestPutWithoutAnswer(t *testing.T) {
 func TestCommitAbortsKilledAttemptsUploads(t *testing.T) {
 	b := openS3(t, fakeS3(t))
 	g := testGraph(t)
-	ctx := context.Background()
 	const n = 500
 	meta := fpMeta("killed", n, "fp")
-	l, err := BatchLayout("walks", g.Name, meta.Algorithm.Kind.String(), meta.BatchID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c *s3.Client
-	b.As(&c)
-	if _, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: ptr("walks"), Key: ptr(l.AttemptPartKey(0, "0123456789ab"))}); err != nil {
-		t.Fatal(err)
-	}
+	openOrphanUpload(t, b, g, meta)
 	time.Sleep(1100 * time.Millisecond) // S3 reports Initiated in whole seconds
 	writeBatch(t, b, meta, g, runEngine(t, g, testAlgo, n, 5), WithStaleAfter(time.Hour))
 	if up := pendingUploads(t, b); up != 0 {

@@ -122,10 +122,10 @@ func (o rowOrder) run(r0, r1 int) ([]uint32, bool) {
 	return c.Vertices[c.Offsets[i0]:c.Offsets[i1+1]], true
 }
 
-// bounds32 is the smallest and largest of vals (not empty), in four
+// bounds32Go is the smallest and largest of vals (not empty), in four
 // independent chains: one min/max chain per value was a third of the
-// sink's mapping time.
-func bounds32(vals []uint32) (lo, hi uint32) {
+// sink's mapping time. bounds32 (bounds_amd64.go) uses AVX2 where it can.
+func bounds32Go(vals []uint32) (lo, hi uint32) {
 	l0, l1, l2, l3 := vals[0], vals[0], vals[0], vals[0]
 	h0, h1, h2, h3 := l0, l0, l0, l0
 	i := 0
