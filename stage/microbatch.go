@@ -160,7 +160,12 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 	var visits, samples []*batch
 	now := time.Now()
 	s.lookup(ctx, mb)
-	opening := make([]*batch, 0, len(mb))
+	// Each batch's writer opens here, one after another: with
+	// sink.WithSweepWhileWriting an open does no I/O (tens of
+	// microseconds). Opened in parallel goroutines, the launch waited for
+	// the last of them to be scheduled on a busy host: a fifth of the GPU
+	// stage's engine loop in an execution trace.
+	sinkOpts := s.sinkOptions(v)
 	for _, b := range mb {
 		b.launched, b.attempt, b.alone = now, b.attempt+1, len(mb) == 1
 		b.gotW, b.steps, b.wErr, b.vErr = 0, 0, nil, nil
@@ -175,23 +180,13 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 			close(b.written)
 			continue
 		}
-		opening = append(opening, b)
-	}
-	// The writers open here, one after another: with
-	// sink.WithSweepWhileWriting an open does no I/O (tens of
-	// microseconds). Opened in parallel goroutines, the launch waited for
-	// the last of them to be scheduled on a busy host: a fifth of the GPU
-	// stage's engine loop in an execution trace.
-	errs := make([]error, len(opening))
-	for i, b := range opening {
-		b.w, errs[i] = sink.NewBatchWriter(ctx, s.o.Bucket, s.o.Prefix, s.batchMeta(b, v), v.g, s.sinkOptions(v)...)
-	}
-	for i, b := range opening {
-		if err := errs[i]; err != nil {
-			b.w, b.wErr = nil, fmt.Errorf("open writer: %w", err)
+		w, err := sink.NewBatchWriter(ctx, s.o.Bucket, s.o.Prefix, s.batchMeta(b, v), v.g, sinkOpts...)
+		if err != nil {
+			b.wErr = fmt.Errorf("open writer: %w", err)
 			close(b.written)
 			continue
 		}
+		b.w = w
 		if b.req.Visits != nil {
 			visits = append(visits, b) // counted after the walk jobs' run
 			continue
