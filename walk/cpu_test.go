@@ -471,3 +471,57 @@ func TestEstimateTablesMatchesBuiltTables(t *testing.T) {
 		}
 	}
 }
+
+// The ring's vector rounds (ringvec_amd64.s) take exactly the steps of its Go
+// rounds: every walk of weighted and uniform DeepWalk, at lengths that end
+// walks in every round position, on a graph with vertices without edges
+// (directed R-MAT) and one without (undirected).
+func TestRingVectorRoundsMatchGoRounds(t *testing.T) {
+	if !hasRingAVX512 {
+		t.Skip("no AVX-512 here: the ring's rounds run in Go only")
+	}
+	for _, undirected := range []bool{false, true} {
+		g, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 11, EdgeFactor: 8, Seed: 5, Undirected: undirected, Weighted: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, _ := NewCPU(g, WithFusedTableLimit(1<<30))
+		starts := make([]uint32, 5000)
+		for i := range starts {
+			starts[i] = uint32(i*7919) % uint32(g.NumVertices())
+		}
+		for _, a := range []Algorithm{{Kind: DeepWalk, Weighted: true}, {Kind: DeepWalk}} {
+			for _, length := range []int{1, 2, 7, 64, 80} {
+				a.Length = length
+				s := newStepper(g, a, 42, nil)
+				s.fused = e.fusedTable()
+				if !s.ring() {
+					t.Fatalf("%v does not walk on the ring", a)
+				}
+				stride := length + 1
+				walk := func(goRounds bool) ([]uint32, []uint32) {
+					f := *s
+					f.goRounds, f.vecRounds = goRounds, !goRounds
+					buf, lens := make([]uint32, len(starts)*stride), make([]uint32, len(starts))
+					f.walkRing(starts, 9, buf, lens)
+					return buf, lens
+				}
+				vbuf, vlens := walk(false)
+				gbuf, glens := walk(true)
+				ended := 0
+				for k := range starts {
+					v, w := vbuf[k*stride:k*stride+int(vlens[k])], gbuf[k*stride:k*stride+int(glens[k])]
+					if !slices.Equal(v, w) {
+						t.Fatalf("undirected %v %v length %d walk %d: vector rounds %v, Go rounds %v", undirected, a, length, k, v, w)
+					}
+					if int(vlens[k]) < stride {
+						ended++
+					}
+				}
+				if length == 80 && !undirected && ended == 0 {
+					t.Fatalf("no walk ended at a vertex without edges: the test misses that case")
+				}
+			}
+		}
+	}
+}

@@ -1,6 +1,9 @@
 package walk
 
-import "unsafe"
+import (
+	"math/bits"
+	"unsafe"
+)
 
 // The ring walker serves DeepWalk, uniform or alias (lockstep.go's ring
 // says why not PPR and MetaPath). A worker keeps ringSlots walks in flight,
@@ -69,6 +72,7 @@ func (s *stepper) walkRing(starts []uint32, firstID uint64, buf []uint32, lens [
 		stride: s.alg.Length + 1, length: uint32(s.alg.Length),
 		off: s.off, tgt: s.tgt, tab: s.alias, fused: s.fused, keep: s.sampler == SamplerUniform,
 		wide: uint64(len(s.tgt)) >= 1<<32}
+	w.vec = w.fused != nil && !w.wide && (ringVector && !s.goRounds || hasRingAVX512 && s.vecRounds)
 	w.empty = ringSlots
 	for {
 		if w.empty > 0 && w.next < len(starts) {
@@ -86,11 +90,14 @@ func (s *stepper) walkRing(starts []uint32, firstID uint64, buf []uint32, lens [
 			philox64((*[ringHalf]uint32)(r.idLo[h*ringHalf:]), (*[ringHalf]uint32)(r.idHi[h*ringHalf:]),
 				(*[ringHalf]uint32)(r.ctr[h*ringHalf:]), 0, s.k0, s.k1, &r.words[h])
 		}
-		if w.fused != nil {
+		switch {
+		case w.vec && w.empty == 0:
+			w.roundFusedVec()
+		case w.fused != nil:
 			for b := 0; b < ringSlots; b += 8 {
 				w.roundFused(b)
 			}
-		} else {
+		default:
 			for b := 0; b < ringSlots; b += 8 {
 				w.roundTwoLoads(b)
 			}
@@ -114,6 +121,7 @@ type ringWalker struct {
 	fused   []fusedEntry // set: one-load steps
 	keep    bool         // uniform walk on the fused table: every step takes the entry's keep
 	wide    bool         // 2^32 edges or more: first edges have high bits in the fused entries
+	vec     bool         // full rounds on the fused table run in vector lanes (roundFusedVec)
 	next    int          // next walk of the unit to start
 	live    int          // slots holding a walk
 	empty   int          // slots without one
@@ -202,6 +210,19 @@ func (w *ringWalker) roundFused(b int) {
 	}
 	if n > 0 {
 		prefetchRows(unsafe.Pointer(&w.fused[0]), w.pf[:n], unsafe.Sizeof(w.fused[0]), unsafe.Sizeof(w.fused[0]))
+	}
+}
+
+// roundFusedVec is the rounds of roundFused over all slots at once in
+// AVX-512 lanes (ringvec_amd64.s), for a ring without empty slots: the same
+// steps of the same walks, in about a sixth of the instructions, which is
+// what a step waits on once its line has been prefetched a round ahead
+// (docs/cpu-engine.md). The walks that ended come back as bits.
+func (w *ringWalker) roundFusedVec() {
+	done := ringFusedAVX512(w.r, unsafe.Pointer(&w.fused[0]), unsafe.Pointer(&w.buf[0]), w.length, w.keep)
+	for done != 0 {
+		w.finish(bits.TrailingZeros64(done))
+		done &= done - 1
 	}
 }
 

@@ -52,6 +52,9 @@ type stepper struct {
 	// Node2Vec's proposals (walkNode2VecLockstep), in place of alias.
 	fused []fusedEntry
 	fence *fenceIndex // Node2Vec's neighbour-test index, for its lockstep walker
+	// goRounds and vecRounds choose the ring's Go or vector rounds where
+	// the processor can run both, whatever its default (tests compare them).
+	goRounds, vecRounds bool
 	// MetaPath on label tables (UsesLabelTables): segments, their targets
 	// and, for weighted walks, their alias entries.
 	segs *labelTables
