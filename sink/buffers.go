@@ -29,6 +29,7 @@ type Buffers struct {
 	encoders sync.Pool     // *fragmentEncoder, detached from its writer
 	frags    sync.Pool     // *[]byte, empty
 	writes   sync.Pool     // *bufio.Writer of partWriteBuffer bytes, detached
+	objects  sync.Pool     // *[]byte, empty: bodies of S3 objects sent in one request (s3PutObject)
 	turns    chan struct{} // a token per row group being encoded; nil: no bound
 	// encoding counts the row groups being encoded; peak is its largest.
 	encoding, peak atomic.Int64
@@ -108,4 +109,19 @@ func (b *Buffers) writeBuffer(out io.Writer) *bufio.Writer {
 func (b *Buffers) putWriteBuffer(bw *bufio.Writer) {
 	bw.Reset(nil)
 	b.writes.Put(bw)
+}
+
+// object returns an empty buffer for an S3 object's body, reused if one is
+// free.
+func (b *Buffers) object() []byte {
+	if o, ok := b.objects.Get().(*[]byte); ok {
+		return (*o)[:0]
+	}
+	return nil
+}
+
+func (b *Buffers) putObject(o []byte) {
+	if cap(o) > 0 {
+		b.objects.Put(&o)
+	}
 }

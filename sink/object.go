@@ -9,6 +9,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 )
@@ -48,9 +49,16 @@ func (w *BatchWriter) newObject(ctx context.Context, key string, exclusive bool,
 			return newLocalFile(w.staging, w.tag, path, exclusive)
 		}
 	}
-	ctx, cancel := context.WithCancel(ctx)
 	o := *opts
 	o.IfNotExist = exclusive
+	var c *s3.Client
+	if !exclusive && w.bucket.As(&c) {
+		// Parts: one request from a buffer (s3put.go). Exclusive creates
+		// (markers, manifests) are small and few, and keep gocloud's path,
+		// whose failed precondition isExists knows.
+		return w.newS3PutObject(ctx, c, key, o)
+	}
+	ctx, cancel := context.WithCancel(ctx)
 	bw, err := w.bucket.NewWriter(ctx, key, &o)
 	if err != nil {
 		cancel()

@@ -1,0 +1,132 @@
+package sink
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+	"gocloud.dev/blob"
+)
+
+// recordingS3 serves gofakes3 and records each request as "METHOD key?query"
+// with the bucket's path stripped.
+func recordingS3(t *testing.T) (bucketURL string, requests func() []string) {
+	t.Helper()
+	s3Env(t)
+	backend := s3mem.New()
+	if err := backend.CreateBucket("walks"); err != nil {
+		t.Fatal(err)
+	}
+	faker := gofakes3.New(backend, gofakes3.WithLogger(gofakes3.DiscardLog())).Server()
+	var mu sync.Mutex
+	var seen []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Method+" "+strings.TrimPrefix(r.URL.Path, "/walks/")+"?"+r.URL.RawQuery)
+		mu.Unlock()
+		faker.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return "s3://walks?" + url.Values{"endpoint": {srv.URL}, "region": {"us-east-1"}, "use_path_style": {"true"}}.Encode(),
+		func() []string {
+			mu.Lock()
+			defer mu.Unlock()
+			out := seen
+			seen = nil
+			return out
+		}
+}
+
+// Objects up to putThreshold go to S3 as one PutObject from the writer's
+// own pooled buffer; a larger one switches to gocloud's multipart upload
+// part-way. Both read back byte for byte, with gocloud's content type, and
+// the caller's BeforeWrite hook sees the request's bucket and key.
+func TestS3PutObject(t *testing.T) {
+	u, requests := recordingS3(t)
+	b := openS3(t, u)
+	ctx := context.Background()
+	bufs := NewBuffers(0)
+	w := writeAll(t, b, testMeta("put", 1), nil, WithBuffers(bufs))
+	defer w.Abort(ctx)
+	requests()
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, size := range []int{0, 1000, 3 << 20, putThreshold, putThreshold + 1, 40 << 20} {
+		data := make([]byte, size)
+		for i := range data {
+			data[i] = byte(rng.Uint32())
+		}
+		key := fmt.Sprintf("put/%d", size)
+		var target s3Target
+		o, err := w.newObject(ctx, key, false, &blob.WriterOptions{ContentType: "application/vnd.apache.parquet", BufferSize: 5 << 20, BeforeWrite: target.beforeWrite})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if target.key != key || target.bucket != "walks" {
+			t.Fatalf("size %d: BeforeWrite saw bucket %q key %q", size, target.bucket, target.key)
+		}
+		// In pieces of uneven size, as a part's writes come.
+		for rest := data; len(rest) > 0; {
+			n := min(len(rest), 1+rng.IntN(3<<20))
+			if _, err := o.Write(rest[:n]); err != nil {
+				t.Fatal(err)
+			}
+			rest = rest[n:]
+		}
+		if err := o.Close(); err != nil {
+			t.Fatalf("size %d: %v", size, err)
+		}
+		var puts, posts int
+		for _, r := range requests() {
+			switch {
+			case strings.HasPrefix(r, "PUT "+key+"?") && !strings.Contains(r, "uploadId"):
+				puts++
+			case strings.HasPrefix(r, "POST "+key+"?"):
+				posts++
+			}
+		}
+		if single := size <= putThreshold; single && (puts != 1 || posts != 0) || !single && posts == 0 {
+			t.Fatalf("size %d: %d single PUTs, %d POSTs (multipart create and complete)", size, puts, posts)
+		}
+		got, err := b.ReadAll(ctx, key)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("size %d: read back %d bytes (%v), equal %v", size, len(got), err, bytes.Equal(got, data))
+		}
+		attrs, err := b.Attributes(ctx, key)
+		if err != nil || attrs.ContentType != "application/vnd.apache.parquet" {
+			t.Fatalf("size %d: attributes %+v, %v", size, attrs, err)
+		}
+	}
+}
+
+// An aborted object is never sent.
+func TestS3PutObjectAbort(t *testing.T) {
+	u, requests := recordingS3(t)
+	b := openS3(t, u)
+	ctx := context.Background()
+	w := writeAll(t, b, testMeta("put", 1), nil)
+	defer w.Abort(ctx)
+	requests()
+	o, err := w.newObject(ctx, "put/aborted", false, &blob.WriterOptions{ContentType: "application/vnd.apache.parquet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Write(make([]byte, 1<<20)); err != nil {
+		t.Fatal(err)
+	}
+	o.Abort()
+	if r := requests(); len(r) != 0 {
+		t.Fatalf("an aborted object sent %v", r)
+	}
+	if ok, err := b.Exists(ctx, "put/aborted"); ok || err != nil {
+		t.Fatalf("aborted object exists: %v, %v", ok, err)
+	}
+}
