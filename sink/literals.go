@@ -40,6 +40,14 @@ func (pc *pageCodec) appendLiteralsBlock(dst, lit []byte, last bool) ([]byte, er
 	if last {
 		lastBit = 1
 	}
+	if out, ok := pc.lit.compress4X(pc.litBuf[:0], lit); ok {
+		pc.litBuf = out
+		if lh := literalsHeader(len(out), len(lit)); len(out)+len(lh) < len(lit) {
+			return appendHuffmanBlock(dst, lh, out, lastBit), nil
+		}
+	}
+	// One symbol, an alphabet beyond huffEncoder's, or no gain: huff0
+	// decides between its coding, RLE and raw.
 	out, reused, err := huff0.Compress4X(lit, pc.huff)
 	lh := literalsHeader(len(out), len(lit))
 	switch {
@@ -54,11 +62,17 @@ func (pc *pageCodec) appendLiteralsBlock(dst, lit []byte, last bool) ([]byte, er
 	case err != nil:
 		return nil, fmt.Errorf("huffman literals: %w", err)
 	}
+	return appendHuffmanBlock(dst, lh, out, lastBit), nil
+}
+
+// appendHuffmanBlock appends a compressed block of Huffman-coded literals
+// (header lh, tree description and streams out) and no sequences.
+func appendHuffmanBlock(dst, lh, out []byte, lastBit uint32) []byte {
 	bh := uint32(len(lh)+len(out)+1)<<3 | 2<<1 | lastBit // compressed block
 	dst = append(dst, byte(bh), byte(bh>>8), byte(bh>>16))
 	dst = append(dst, lh...)
 	dst = append(dst, out...)
-	return append(dst, 0), nil // no sequences
+	return append(dst, 0) // no sequences
 }
 
 // literalsHeader is the header of a Compressed_Literals_Block of four

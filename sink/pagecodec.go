@@ -17,8 +17,11 @@ type pageCodec struct {
 	kind  Compression
 	level zstd.EncoderLevel
 	zstd  *zstd.Encoder
-	huff  *huff0.Scratch // literal-only frames (appendLiteralsFrame)
-	kinds []int
+	huff  *huff0.Scratch // literal-only frames (appendLiteralsFrame) that lit does not code
+	lit   *huffEncoder   // literal-only frames of up to 129 symbols
+	// litBuf holds lit's output for the block being framed.
+	litBuf []byte
+	kinds  []int
 }
 
 func newPageCodec(c Compression, level zstd.EncoderLevel) (*pageCodec, error) {
@@ -37,6 +40,7 @@ func newPageCodec(c Compression, level zstd.EncoderLevel) (*pageCodec, error) {
 		}
 		pc.zstd = enc
 		pc.huff = &huff0.Scratch{Reuse: huff0.ReusePolicyNone} // a table in every block: frames stand alone
+		pc.lit = &huffEncoder{}
 	}
 	return pc, nil
 }
