@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"slices"
 
 	"github.com/klauspost/compress/huff0"
 	"github.com/klauspost/compress/zstd"
@@ -55,7 +56,8 @@ func (pc *pageCodec) codec() format.CompressionCodec {
 	return format.Uncompressed
 }
 
-// encode appends body, followed by zeros zero bytes, compressed, to dst.
+// encode appends body, followed by zeros zero bytes, compressed, to dst
+// (whatever the codec).
 // segs are the boundaries of the body's segments (levels, values or byte
 // streams), which zstd frames one by one: a constant segment becomes an
 // RLE block, a segment whose bytes are close to uniform (the random low
@@ -73,7 +75,19 @@ func (pc *pageCodec) encode(dst, body []byte, segs []int, zeros int) ([]byte, er
 	}
 	switch pc.kind {
 	case Snappy:
-		return parquet.Snappy.Encode(dst, body)
+		// Snappy writes from the start of the slice it is given, and only
+		// there if its length holds the worst case (32 + n + n/6): give
+		// it dst's spare capacity, grown to that.
+		dst = slices.Grow(dst, 32+len(body)+len(body)/6)
+		tail := dst[len(dst):cap(dst)]
+		out, err := parquet.Snappy.Encode(tail, body)
+		if err != nil {
+			return nil, err
+		}
+		if len(out) > 0 && &out[0] == &tail[0] {
+			return dst[:len(dst)+len(out)], nil
+		}
+		return append(dst, out...), nil
 	case None:
 		return append(dst, body...), nil
 	}

@@ -132,7 +132,6 @@ type fragmentEncoder struct {
 	body     []byte // a page before compression
 	segs     []int  // its segments' boundaries
 	zeros    int    // zero bytes after body, not written (pageCodec.encode)
-	comp     []byte
 	header   []byte
 	out      []byte // the fragment
 	thrift   thrift.CompactProtocol
@@ -447,22 +446,38 @@ func (e *fragmentEncoder) levels(c *column, lens []int32, nvals, rows int) []byt
 func (e *fragmentEncoder) page(c *column, nvals, rows int, lo, hi int64, minB, maxB []byte) error {
 	body, zeros := e.body, e.zeros
 	e.zeros = 0
-	comp, err := e.codec.encode(e.comp[:0], body, e.segs, zeros)
+	// The page is compressed straight into the fragment, after room for
+	// its header: sized with the uncompressed size standing in for the
+	// compressed one, which almost always takes as many bytes as a thrift
+	// varint (the copy of each compressed page into the fragment was 3%
+	// of the GPU stage's CPU). Where it does not, the body moves.
+	h := format.PageHeader{Type: format.DataPage, UncompressedPageSize: int32(len(body) + zeros), CompressedPageSize: int32(len(body) + zeros),
+		DataPageHeader: thrift.New(format.DataPageHeader{NumValues: int32(nvals), Encoding: c.encoding,
+			DefinitionLevelEncoding: format.RLE, RepetitionLevelEncoding: format.RLE})}
+	guess, err := thrift.Marshal(&e.thrift, &h)
+	if err != nil {
+		return fmt.Errorf("sink: page header %v: %w", c.path, err)
+	}
+	offset := len(e.out)
+	room := len(guess)
+	out, err := e.codec.encode(slices.Grow(e.out, room)[:offset+room], body, e.segs, zeros)
 	if err != nil {
 		return fmt.Errorf("sink: compress %v: %w", c.path, err)
 	}
-	e.comp = comp
-	h := format.PageHeader{Type: format.DataPage, UncompressedPageSize: int32(len(body) + zeros), CompressedPageSize: int32(len(comp)),
-		DataPageHeader: thrift.New(format.DataPageHeader{NumValues: int32(nvals), Encoding: c.encoding,
-			DefinitionLevelEncoding: format.RLE, RepetitionLevelEncoding: format.RLE})}
+	e.out = out
+	n := len(out) - offset - room
+	h.CompressedPageSize = int32(n)
 	hb, err := thrift.Marshal(&e.thrift, &h)
 	if err != nil {
 		return fmt.Errorf("sink: page header %v: %w", c.path, err)
 	}
-	offset := int64(len(e.out))
-	e.out = append(e.out, hb...)
-	e.out = append(e.out, comp...)
-	c.locations = append(c.locations, format.PageLocation{Offset: offset, CompressedPageSize: int32(len(hb) + len(comp)),
+	if len(hb) != room {
+		e.out = slices.Grow(e.out, max(0, len(hb)-room))[:offset+len(hb)+n]
+		copy(e.out[offset+len(hb):], out[offset+room:offset+room+n])
+	}
+	copy(e.out[offset:], hb)
+	comp := e.out[offset+len(hb):]
+	c.locations = append(c.locations, format.PageLocation{Offset: int64(offset), CompressedPageSize: int32(len(hb) + len(comp)),
 		FirstRowIndex: c.rows})
 	c.index.NullPages = append(c.index.NullPages, false)
 	c.index.MinValues = append(c.index.MinValues, minB)
