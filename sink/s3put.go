@@ -29,8 +29,9 @@ const putThreshold = 16 << 20
 // GPU engine writing to versitygw (16-core host, profile of a backlog of
 // 3,000 requests of 2.3 MB objects). The request is the one the transfer
 // manager would send: the input gocloud builds (escaped key, content type,
-// metadata, encryption) is taken from its BeforeWrite hook, and the
-// checksum algorithm is chosen by the transfer manager's rule.
+// metadata, encryption) is taken from its BeforeWrite hook. Where checksums
+// are on (the transfer manager would send a CRC32), the body's CRC32C goes
+// in a header (putInput).
 type s3PutObject struct {
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -155,10 +156,14 @@ func (o *s3PutObject) putInput() *s3.PutObjectInput {
 		ContentLanguage: in.ContentLanguage, ContentType: in.ContentType, IfNoneMatch: in.IfNoneMatch, Metadata: in.Metadata,
 		ServerSideEncryption: s3types.ServerSideEncryption(in.ServerSideEncryption), SSEKMSKeyId: in.SSEKMSKeyID,
 	}
-	// The transfer manager's rule (Options.checksumAlgorithm): CRC32 unless
-	// checksums are only sent where required.
+	// A checksum unless they are only sent where required (the transfer
+	// manager's rule), but CRC32C, computed here over the buffer and sent
+	// in a header: given a CRC32, the SDK computes it itself into an
+	// aws-chunked trailer over plain HTTP, which wraps the body in a reader
+	// that the HTTP client copies 32 KiB at a time.
 	if o.client.Options().RequestChecksumCalculation != aws.RequestChecksumCalculationWhenRequired {
-		p.ChecksumAlgorithm = s3types.ChecksumAlgorithmCrc32
+		p.ChecksumAlgorithm = s3types.ChecksumAlgorithmCrc32c
+		p.ChecksumCRC32C = aws.String(PartCRC32C(o.buf))
 	}
 	return p
 }

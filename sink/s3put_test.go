@@ -18,7 +18,7 @@ import (
 )
 
 // recordingS3 serves gofakes3 and records each request as "METHOD key?query"
-// with the bucket's path stripped.
+// with the bucket's path stripped, followed by its checksum headers.
 func recordingS3(t *testing.T) (bucketURL string, requests func() []string) {
 	t.Helper()
 	s3Env(t)
@@ -31,7 +31,8 @@ func recordingS3(t *testing.T) (bucketURL string, requests func() []string) {
 	var seen []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
-		seen = append(seen, r.Method+" "+strings.TrimPrefix(r.URL.Path, "/walks/")+"?"+r.URL.RawQuery)
+		seen = append(seen, r.Method+" "+strings.TrimPrefix(r.URL.Path, "/walks/")+"?"+r.URL.RawQuery+
+			" crc32c="+r.Header.Get("X-Amz-Checksum-Crc32c")+" trailer="+r.Header.Get("X-Amz-Trailer")+" encoding="+r.Header.Get("Content-Encoding"))
 		mu.Unlock()
 		faker.ServeHTTP(w, r)
 	}))
@@ -49,9 +50,21 @@ func recordingS3(t *testing.T) (bucketURL string, requests func() []string) {
 // Objects up to putThreshold go to S3 as one PutObject from the writer's
 // own pooled buffer; a larger one switches to gocloud's multipart upload
 // part-way. Both read back byte for byte, with gocloud's content type, and
-// the caller's BeforeWrite hook sees the request's bucket and key.
+// the caller's BeforeWrite hook sees the request's bucket and key. A single
+// PUT carries no checksum under the sink's default for stores at a custom
+// endpoint (when_required), and the body's CRC32C in a header (not an
+// aws-chunked trailer) under when_supported.
 func TestS3PutObject(t *testing.T) {
+	for _, calc := range []string{"", "when_supported"} {
+		t.Run("checksums="+calc, func(t *testing.T) { s3PutObjects(t, calc) })
+	}
+}
+
+func s3PutObjects(t *testing.T, calc string) {
 	u, requests := recordingS3(t)
+	if calc != "" {
+		u += "&request_checksum_calculation=" + calc
+	}
 	b := openS3(t, u)
 	ctx := context.Background()
 	bufs := NewBuffers(0)
@@ -89,6 +102,13 @@ func TestS3PutObject(t *testing.T) {
 			switch {
 			case strings.HasPrefix(r, "PUT "+key+"?") && !strings.Contains(r, "uploadId"):
 				puts++
+				want := "crc32c= trailer= encoding="
+				if calc == "when_supported" {
+					want = "crc32c=" + PartCRC32C(data) + " trailer= encoding="
+				}
+				if !strings.HasSuffix(r, want) {
+					t.Fatalf("size %d: %s, want it to end %q", size, r, want)
+				}
 			case strings.HasPrefix(r, "POST "+key+"?"):
 				posts++
 			}
