@@ -27,9 +27,9 @@ import (
 // Encoders over the bound wait, not runnable, for a turn.
 type Buffers struct {
 	encoders sync.Pool     // *fragmentEncoder, detached from its writer
-	frags    sync.Pool     // *[]byte, empty
+	frags    bytePool      // fragments
 	writes   sync.Pool     // *bufio.Writer of partWriteBuffer bytes, detached
-	objects  sync.Pool     // *[]byte, empty: bodies of S3 objects sent in one request (s3PutObject)
+	objects  bytePool      // bodies of S3 objects sent in one request (s3PutObject)
 	turns    chan struct{} // a token per row group being encoded; nil: no bound
 	// encoding counts the row groups being encoded; peak is its largest.
 	encoding, peak atomic.Int64
@@ -84,18 +84,9 @@ func (b *Buffers) putEncoder(e *fragmentEncoder) {
 
 // frag returns an empty fragment buffer, reused if one is free: fresh
 // memory costs page faults that the 16-core profile showed.
-func (b *Buffers) frag() []byte {
-	if f, ok := b.frags.Get().(*[]byte); ok {
-		return (*f)[:0]
-	}
-	return nil
-}
+func (b *Buffers) frag() []byte { return b.frags.get() }
 
-func (b *Buffers) putFrag(f []byte) {
-	if cap(f) > 0 {
-		b.frags.Put(&f)
-	}
-}
+func (b *Buffers) putFrag(f []byte) { b.frags.put(f) }
 
 // writeBuffer returns a write buffer in front of out.
 func (b *Buffers) writeBuffer(out io.Writer) *bufio.Writer {
@@ -113,15 +104,22 @@ func (b *Buffers) putWriteBuffer(bw *bufio.Writer) {
 
 // object returns an empty buffer for an S3 object's body, reused if one is
 // free.
-func (b *Buffers) object() []byte {
-	if o, ok := b.objects.Get().(*[]byte); ok {
-		return (*o)[:0]
+func (b *Buffers) object() []byte { return b.objects.get() }
+
+func (b *Buffers) putObject(o []byte) { b.objects.put(o) }
+
+// bytePool recycles byte slices, handed out empty.
+type bytePool struct{ p sync.Pool } // of *[]byte
+
+func (p *bytePool) get() []byte {
+	if b, ok := p.p.Get().(*[]byte); ok {
+		return (*b)[:0]
 	}
 	return nil
 }
 
-func (b *Buffers) putObject(o []byte) {
-	if cap(o) > 0 {
-		b.objects.Put(&o)
+func (p *bytePool) put(b []byte) {
+	if cap(b) > 0 {
+		p.p.Put(&b)
 	}
 }

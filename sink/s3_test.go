@@ -39,15 +39,21 @@ func s3Env(t testing.TB) {
 // fakeS3 serves gofakes3 with an in-memory backend over TCP and returns an
 // s3:// URL for a fresh bucket on it.
 func fakeS3(t testing.TB) (bucketURL string) {
+	return serveFakeS3(t, func(faker http.Handler) http.Handler { return faker })
+}
+
+// serveFakeS3 serves gofakes3 (a fresh in-memory bucket "walks") through
+// the handler wrap builds around it and returns the bucket's s3:// URL.
+func serveFakeS3(t testing.TB, wrap func(faker http.Handler) http.Handler) (bucketURL string) {
 	t.Helper()
 	s3Env(t)
 	backend := s3mem.New()
-	faker := gofakes3.New(backend, gofakes3.WithLogger(gofakes3.DiscardLog()))
-	srv := httptest.NewServer(faker.Server())
-	t.Cleanup(srv.Close)
 	if err := backend.CreateBucket("walks"); err != nil {
 		t.Fatal(err)
 	}
+	faker := gofakes3.New(backend, gofakes3.WithLogger(gofakes3.DiscardLog())).Server()
+	srv := httptest.NewServer(wrap(faker))
+	t.Cleanup(srv.Close)
 	return "s3://walks?" + url.Values{"endpoint": {srv.URL}, "region": {"us-east-1"}, "use_path_style": {"true"}}.Encode()
 }
 
@@ -209,27 +215,22 @@ func TestS3CancelMidUpload(t *testing.T) {
 // like a store that stopped responding.
 func hangingS3(t testing.TB) (bucketURL string, hang *atomic.Bool) {
 	t.Helper()
-	s3Env(t)
-	backend := s3mem.New()
-	if err := backend.CreateBucket("walks"); err != nil {
-		t.Fatal(err)
-	}
-	faker := gofakes3.New(backend, gofakes3.WithLogger(gofakes3.DiscardLog())).Server()
 	hang = new(atomic.Bool)
 	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if hang.Load() {
-			select {
-			case <-r.Context().Done():
-			case <-release:
+	u := serveFakeS3(t, func(faker http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if hang.Load() {
+				select {
+				case <-r.Context().Done():
+				case <-release:
+				}
+				return
 			}
-			return
-		}
-		faker.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
+			faker.ServeHTTP(w, r)
+		})
+	})
 	t.Cleanup(func() { close(release) }) // runs first: unblocks handlers so Close can return
-	return "s3://walks?" + url.Values{"endpoint": {srv.URL}, "region": {"us-east-1"}, "use_path_style": {"true"}}.Encode(), hang
+	return u, hang
 }
 
 // A store that stops answering turns into an error within the configured

@@ -6,14 +6,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"gocloud.dev/blob"
 )
 
@@ -21,30 +17,24 @@ import (
 // with the bucket's path stripped, followed by its checksum headers.
 func recordingS3(t *testing.T) (bucketURL string, requests func() []string) {
 	t.Helper()
-	s3Env(t)
-	backend := s3mem.New()
-	if err := backend.CreateBucket("walks"); err != nil {
-		t.Fatal(err)
-	}
-	faker := gofakes3.New(backend, gofakes3.WithLogger(gofakes3.DiscardLog())).Server()
 	var mu sync.Mutex
 	var seen []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		seen = append(seen, r.Method+" "+strings.TrimPrefix(r.URL.Path, "/walks/")+"?"+r.URL.RawQuery+
-			" crc32c="+r.Header.Get("X-Amz-Checksum-Crc32c")+" trailer="+r.Header.Get("X-Amz-Trailer")+" encoding="+r.Header.Get("Content-Encoding"))
-		mu.Unlock()
-		faker.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return "s3://walks?" + url.Values{"endpoint": {srv.URL}, "region": {"us-east-1"}, "use_path_style": {"true"}}.Encode(),
-		func() []string {
+	u := serveFakeS3(t, func(faker http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			mu.Lock()
-			defer mu.Unlock()
-			out := seen
-			seen = nil
-			return out
-		}
+			seen = append(seen, r.Method+" "+strings.TrimPrefix(r.URL.Path, "/walks/")+"?"+r.URL.RawQuery+
+				" crc32c="+r.Header.Get("X-Amz-Checksum-Crc32c")+" trailer="+r.Header.Get("X-Amz-Trailer")+" encoding="+r.Header.Get("Content-Encoding"))
+			mu.Unlock()
+			faker.ServeHTTP(w, r)
+		})
+	})
+	return u, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := seen
+		seen = nil
+		return out
+	}
 }
 
 // Objects up to putThreshold go to S3 as one PutObject from the writer's

@@ -3,6 +3,13 @@
 #include "textflag.h"
 #include "go_asm.h"
 
+// PREFETCH_LANE prefetches the entry at the table offset stored at off(R12)
+// (R12 points at the frame's tmp: through SP, the assembler wrote the load
+// at offset 0 as a 32-bit MOVL).
+#define PREFETCH_LANE(off) \
+	MOVQ off(R12), AX \
+	PREFETCHT0 (SI)(AX*1)
+
 // func ringFusedAVX512(r *ring, tab unsafe.Pointer, buf unsafe.Pointer, length uint32, keep bool) uint64
 //
 // One round of ring.go's roundFused over all 64 slots, eight at a time in
@@ -17,7 +24,8 @@
 // to finish; their draw is harmless (a prefetch never faults).
 //
 // Registers: DI ring, SI table, DX rows, R8 dword offset of the block, R9
-// qword offset, R10 byte offset, R11 result, BX keep, CX block shift.
+// qword offset, R10 byte offset, R11 result, BX keep, CX block shift, R12
+// the frame slot of the drawn entries' offsets.
 // Constants: Y24 slotDrawn, Y26 one (dwords), Z25 one (qwords), Y27 the
 // alias target's field offset (16), Y28 the keep target's (4), Y29 the walk
 // length, Y30 2^-24.
@@ -116,23 +124,16 @@ picked:
 	MOVQ AX, ring_state(DI)(R10*1)
 	// Prefetch the drawn entries.
 	VPSLLQ $5, Z11, Z11
-	VMOVDQU64 Z11, tmp-64(SP)
-	MOVQ tmp-64(SP), AX
-	PREFETCHT0 (SI)(AX*1)
-	MOVQ tmp-56(SP), AX
-	PREFETCHT0 (SI)(AX*1)
-	MOVQ tmp-48(SP), AX
-	PREFETCHT0 (SI)(AX*1)
-	MOVQ tmp-40(SP), AX
-	PREFETCHT0 (SI)(AX*1)
-	MOVQ tmp-32(SP), AX
-	PREFETCHT0 (SI)(AX*1)
-	MOVQ tmp-24(SP), AX
-	PREFETCHT0 (SI)(AX*1)
-	MOVQ tmp-16(SP), AX
-	PREFETCHT0 (SI)(AX*1)
-	MOVQ tmp-8(SP), AX
-	PREFETCHT0 (SI)(AX*1)
+	LEAQ tmp-64(SP), R12
+	VMOVDQU64 Z11, (R12)
+	PREFETCH_LANE(0)
+	PREFETCH_LANE(8)
+	PREFETCH_LANE(16)
+	PREFETCH_LANE(24)
+	PREFETCH_LANE(32)
+	PREFETCH_LANE(40)
+	PREFETCH_LANE(48)
+	PREFETCH_LANE(56)
 
 	ADDQ $32, R8
 	ADDQ $64, R9
