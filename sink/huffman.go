@@ -28,6 +28,19 @@ type huffEncoder struct {
 	// a<<shift|b: code bits << 8 | length.
 	pair  []uint32
 	order []uint8
+	// goLoop keeps streams4's main loop in Go where huffStreamBMI2 could
+	// run (tests compare the two).
+	goLoop bool
+}
+
+// huffStream is one stream's bit writer in streams4's main loop, as
+// huffStreamBMI2 reads and leaves it: the bits not yet written and their
+// count, the next byte of dst to write, and the end of the symbols left.
+type huffStream struct {
+	bits uint64
+	n    uint64
+	pos  int64
+	end  int64
 }
 
 // huffMaxBits is zstd's longest Huffman code.
@@ -376,6 +389,19 @@ func (h *huffEncoder) streams4(dst, lit []byte, maxSym int) ([]byte, [4]int) {
 	n0, n1, n2, n3 := n[0], n[1], n[2], n[3]
 	w0, w1, w2, w3 := pos[0], pos[1], pos[2], pos[3]
 	e0, e1, e2, e3 := end[0], end[1], end[2], end[3]
+	if hasHuffBMI2 && !h.goLoop && last >= 4 {
+		rounds := last / 4
+		for j, st := range [4]*huffStream{{b0, uint64(n0), int64(w0), int64(e0)}, {b1, uint64(n1), int64(w1), int64(e1)},
+			{b2, uint64(n2), int64(w2), int64(e2)}, {b3, uint64(n3), int64(w3), int64(e3)}} {
+			huffStreamBMI2(st, &lit[0], &pair[0], uint64(shift), rounds, &dst[0])
+			bits[j], n[j], pos[j], end[j] = st.bits, uint(st.n), int(st.pos), int(st.end)
+		}
+		b0, b1, b2, b3 = bits[0], bits[1], bits[2], bits[3]
+		n0, n1, n2, n3 = n[0], n[1], n[2], n[3]
+		w0, w1, w2, w3 = pos[0], pos[1], pos[2], pos[3]
+		e0, e1, e2, e3 = end[0], end[1], end[2], end[3]
+		last -= 4 * rounds
+	}
 	for ; last >= 4; last -= 4 {
 		q0 := (*[4]byte)(lit[e0-4 : e0])
 		x0 := pair[uint16(q0[3])<<shift|uint16(q0[2])]

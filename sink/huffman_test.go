@@ -168,3 +168,19 @@ func BenchmarkHuffman(b *testing.B) {
 		}
 	})
 }
+
+// The assembly main loop (huffStreamBMI2) writes the bytes of the Go loop.
+func TestHuffmanStreamsBMI2MatchGo(t *testing.T) {
+	if !hasHuffBMI2 {
+		t.Skip("no BMI2 here: streams4 runs its Go loop only")
+	}
+	for name, lit := range huffCases() {
+		var asm, gol huffEncoder
+		gol.goLoop = true
+		a, okA := asm.compress4X(nil, lit)
+		g, okG := gol.compress4X(nil, lit)
+		if okA != okG || !bytes.Equal(a, g) {
+			t.Fatalf("%s: the BMI2 loop wrote %d bytes, the Go loop %d, equal %v", name, len(a), len(g), bytes.Equal(a, g))
+		}
+	}
+}

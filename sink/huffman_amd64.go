@@ -1,0 +1,11 @@
+//go:build !purego
+
+package sink
+
+import "golang.org/x/sys/cpu"
+
+// hasHuffBMI2 says whether huffStreamBMI2 can run here.
+var hasHuffBMI2 = cpu.X86.HasBMI2
+
+//go:noescape
+func huffStreamBMI2(st *huffStream, lit *byte, pair *uint32, shift uint64, rounds int, dst *byte)
