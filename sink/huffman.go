@@ -16,9 +16,10 @@ import (
 // (26% of the GPU stage's CPU writing to file://, 16-core host): a counting
 // loop whose increments of the same symbol wait on each other, a table
 // built for any alphabet, and a bit writer that checks for room after
-// every symbol. Here four counters take turns, the code fits in a table of
-// 2^12 symbol pairs, and each stream's writer flushes after every four
-// pairs (at most 88 bits, so the container holds them after a flush).
+// every symbol. Here four counters take turns over a sample, the code of
+// two symbols comes from one table of pairs, and a stream's writer flushes
+// after every two pairs (at most 44 bits on top of 7, so the container
+// holds them), in assembly where the CPU has BMI2 (huffStreamBMI2).
 type huffEncoder struct {
 	count [4][256]uint32
 	lens  [256]uint8
@@ -328,11 +329,8 @@ func pairShift(maxSym int) uint {
 // (len+3)/4 symbols, the last one shorter) to dst and returns their sizes.
 // Each stream holds its quarter's symbols from the last to the first, so
 // that a decoder reading the stream from its end meets the first symbol
-// first, then the end marker (a 1 bit) and zero padding to a byte. The
-// four are written in one loop, a pair of symbols of each in turn, so the
-// processor overlaps their bit writers, which are each a chain of
-// dependent shifts; each goes to a region of its own, moved together at
-// the end.
+// first, then the end marker (a 1 bit) and zero padding to a byte. Each
+// goes to a region of its own, moved together at the end.
 func (h *huffEncoder) streams4(dst, lit []byte, maxSym int) ([]byte, [4]int) {
 	shift := pairShift(maxSym) & 15
 	pair := (*[1 << 16]uint32)(h.pair)
@@ -383,76 +381,20 @@ func (h *huffEncoder) streams4(dst, lit []byte, maxSym int) ([]byte, [4]int) {
 	for j := range 4 {
 		flush(j)
 	}
-	// The main loop keeps each stream's writer in locals of its own (an
-	// array indexed by stream kept them in memory).
-	b0, b1, b2, b3 := bits[0], bits[1], bits[2], bits[3]
-	n0, n1, n2, n3 := n[0], n[1], n[2], n[3]
-	w0, w1, w2, w3 := pos[0], pos[1], pos[2], pos[3]
-	e0, e1, e2, e3 := end[0], end[1], end[2], end[3]
-	if hasHuffBMI2 && !h.goLoop && last >= 4 {
-		rounds := last / 4
-		for j, st := range [4]*huffStream{{b0, uint64(n0), int64(w0), int64(e0)}, {b1, uint64(n1), int64(w1), int64(e1)},
-			{b2, uint64(n2), int64(w2), int64(e2)}, {b3, uint64(n3), int64(w3), int64(e3)}} {
-			huffStreamBMI2(st, &lit[0], &pair[0], uint64(shift), rounds, &dst[0])
+	// The main loop: four symbols of a stream a round, one stream after
+	// the other (in assembly where the CPU has BMI2).
+	if rounds := last / 4; rounds > 0 {
+		for j := range 4 {
+			st := huffStream{bits: bits[j], n: uint64(n[j]), pos: int64(pos[j]), end: int64(end[j])}
+			if hasHuffBMI2 && !h.goLoop {
+				huffStreamBMI2(&st, &lit[0], &pair[0], uint64(shift), rounds, &dst[0])
+			} else {
+				huffStreamGo(&st, lit, pair, shift, rounds, dst)
+			}
 			bits[j], n[j], pos[j], end[j] = st.bits, uint(st.n), int(st.pos), int(st.end)
 		}
-		b0, b1, b2, b3 = bits[0], bits[1], bits[2], bits[3]
-		n0, n1, n2, n3 = n[0], n[1], n[2], n[3]
-		w0, w1, w2, w3 = pos[0], pos[1], pos[2], pos[3]
-		e0, e1, e2, e3 = end[0], end[1], end[2], end[3]
 		last -= 4 * rounds
 	}
-	for ; last >= 4; last -= 4 {
-		q0 := (*[4]byte)(lit[e0-4 : e0])
-		x0 := pair[uint16(q0[3])<<shift|uint16(q0[2])]
-		y0 := pair[uint16(q0[1])<<shift|uint16(q0[0])]
-		q1 := (*[4]byte)(lit[e1-4 : e1])
-		x1 := pair[uint16(q1[3])<<shift|uint16(q1[2])]
-		y1 := pair[uint16(q1[1])<<shift|uint16(q1[0])]
-		q2 := (*[4]byte)(lit[e2-4 : e2])
-		x2 := pair[uint16(q2[3])<<shift|uint16(q2[2])]
-		y2 := pair[uint16(q2[1])<<shift|uint16(q2[0])]
-		q3 := (*[4]byte)(lit[e3-4 : e3])
-		x3 := pair[uint16(q3[3])<<shift|uint16(q3[2])]
-		y3 := pair[uint16(q3[1])<<shift|uint16(q3[0])]
-		b0 |= uint64(x0>>8) << (n0 & 63)
-		n0 += uint(x0 & 0xff)
-		b0 |= uint64(y0>>8) << (n0 & 63)
-		n0 += uint(y0 & 0xff)
-		binary.LittleEndian.PutUint64(dst[w0:], b0)
-		w0 += int(n0 >> 3)
-		b0 >>= n0 & 56
-		n0 &= 7
-		e0 -= 4
-		b1 |= uint64(x1>>8) << (n1 & 63)
-		n1 += uint(x1 & 0xff)
-		b1 |= uint64(y1>>8) << (n1 & 63)
-		n1 += uint(y1 & 0xff)
-		binary.LittleEndian.PutUint64(dst[w1:], b1)
-		w1 += int(n1 >> 3)
-		b1 >>= n1 & 56
-		n1 &= 7
-		e1 -= 4
-		b2 |= uint64(x2>>8) << (n2 & 63)
-		n2 += uint(x2 & 0xff)
-		b2 |= uint64(y2>>8) << (n2 & 63)
-		n2 += uint(y2 & 0xff)
-		binary.LittleEndian.PutUint64(dst[w2:], b2)
-		w2 += int(n2 >> 3)
-		b2 >>= n2 & 56
-		n2 &= 7
-		e2 -= 4
-		b3 |= uint64(x3>>8) << (n3 & 63)
-		n3 += uint(x3 & 0xff)
-		b3 |= uint64(y3>>8) << (n3 & 63)
-		n3 += uint(y3 & 0xff)
-		binary.LittleEndian.PutUint64(dst[w3:], b3)
-		w3 += int(n3 >> 3)
-		b3 >>= n3 & 56
-		n3 &= 7
-		e3 -= 4
-	}
-	bits, n, pos, end = [4]uint64{b0, b1, b2, b3}, [4]uint{n0, n1, n2, n3}, [4]int{w0, w1, w2, w3}, [4]int{e0, e1, e2, e3}
 	for ; last >= 2; last -= 2 {
 		for j := range 4 {
 			add(j, lit[end[j]-1], lit[end[j]-2])
@@ -473,4 +415,26 @@ func (h *huffEncoder) streams4(dst, lit []byte, maxSym int) ([]byte, [4]int) {
 		out += copy(dst[out:], dst[from:pos[j]])
 	}
 	return dst[:out], sizes
+}
+
+// huffStreamGo is huffStreamBMI2 in Go: rounds times, the four symbols
+// before st.end in lit as the pairs (3, 2) and (1, 0), then a flush of the
+// whole bytes to dst at st.pos.
+func huffStreamGo(st *huffStream, lit []byte, pair *[1 << 16]uint32, shift uint, rounds int, dst []byte) {
+	bits, n, pos, end := st.bits, uint(st.n), int(st.pos), int(st.end)
+	for range rounds {
+		q := (*[4]byte)(lit[end-4 : end])
+		x := pair[uint16(q[3])<<shift|uint16(q[2])]
+		y := pair[uint16(q[1])<<shift|uint16(q[0])]
+		bits |= uint64(x>>8) << (n & 63)
+		n += uint(x & 0xff)
+		bits |= uint64(y>>8) << (n & 63)
+		n += uint(y & 0xff)
+		binary.LittleEndian.PutUint64(dst[pos:], bits)
+		pos += int(n >> 3)
+		bits >>= n & 56
+		n &= 7
+		end -= 4
+	}
+	st.bits, st.n, st.pos, st.end = bits, uint64(n), int64(pos), int64(end)
 }
