@@ -153,6 +153,21 @@ const (
 	segLiterals
 )
 
+// sampleEntropy[n] is p*log2(p) for p = n/segmentSamples, the term of a byte seen n
+// times in segmentKind's sample: a lookup instead of 256 logarithms per
+// segment (1% of the stage's CPU), with the same values summed in the same
+// order. Read only.
+var sampleEntropy = func() (t [segmentSamples + 1]float64) {
+	for n := 1; n <= segmentSamples; n++ {
+		p := float64(n) / segmentSamples
+		t[n] = p * math.Log2(p)
+	}
+	return t
+}()
+
+// segmentSamples is how many bytes segmentKind samples.
+const segmentSamples = 4096
+
 // segmentKind classifies a segment for encode. Raw needs a large segment
 // whose sampled bytes have an entropy above 7.8 bits: entropy coding would
 // save under 2.5%. Literals need a large segment of at least 3 bits: below
@@ -166,16 +181,14 @@ func segmentKind(b []byte) int {
 		return segZstd
 	}
 	var hist [256]int
-	const samples = 4096
-	step := len(b) / samples
-	for i := range samples {
+	step := len(b) / segmentSamples
+	for i := range segmentSamples {
 		hist[b[i*step]]++
 	}
 	h := 0.0
 	for _, n := range hist {
 		if n > 0 {
-			p := float64(n) / samples
-			h -= p * math.Log2(p)
+			h -= sampleEntropy[n]
 		}
 	}
 	// A sample of 4096 uniform bytes reads about 7.95 bits.
