@@ -168,6 +168,27 @@ var sampleEntropy = func() (t [segmentSamples + 1]float64) {
 // segmentSamples is how many bytes segmentKind samples.
 const segmentSamples = 4096
 
+// segmentSample counts the bytes of segmentKind's sample of b: segmentSamples
+// bytes evenly spaced.
+func segmentSample(b []byte) (hist [256]int) {
+	step := len(b) / segmentSamples
+	for i := range segmentSamples {
+		hist[b[i*step]]++
+	}
+	return hist
+}
+
+// sampledEntropy is the entropy in bits of a byte of the sample hist counts.
+func sampledEntropy(hist [256]int) float64 {
+	h := 0.0
+	for _, n := range hist {
+		if n > 0 {
+			h -= sampleEntropy[n]
+		}
+	}
+	return h
+}
+
 // segmentKind classifies a segment for encode. Raw needs a large segment
 // whose sampled bytes have an entropy above 7.8 bits: entropy coding would
 // save under 2.5%. Literals need a large segment of at least 3 bits: below
@@ -180,17 +201,7 @@ func segmentKind(b []byte) int {
 	if len(b) < 16<<10 {
 		return segZstd
 	}
-	var hist [256]int
-	step := len(b) / segmentSamples
-	for i := range segmentSamples {
-		hist[b[i*step]]++
-	}
-	h := 0.0
-	for _, n := range hist {
-		if n > 0 {
-			h -= sampleEntropy[n]
-		}
-	}
+	h := sampledEntropy(segmentSample(b))
 	// A sample of 4096 uniform bytes reads about 7.95 bits.
 	switch {
 	case h > 7.8:

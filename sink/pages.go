@@ -476,8 +476,7 @@ func (e *fragmentEncoder) page(c *column, nvals, rows int, lo, hi int64, minB, m
 		copy(e.out[offset+len(hb):], out[offset+room:offset+room+n])
 	}
 	copy(e.out[offset:], hb)
-	comp := e.out[offset+len(hb):]
-	c.locations = append(c.locations, format.PageLocation{Offset: int64(offset), CompressedPageSize: int32(len(hb) + len(comp)),
+	c.locations = append(c.locations, format.PageLocation{Offset: int64(offset), CompressedPageSize: int32(len(hb) + n),
 		FirstRowIndex: c.rows})
 	c.index.NullPages = append(c.index.NullPages, false)
 	c.index.MinValues = append(c.index.MinValues, minB)

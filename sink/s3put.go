@@ -45,9 +45,10 @@ type s3PutObject struct {
 	big  objectWriter
 }
 
-// newS3PutObject starts key: it builds the request gocloud would send (the
-// writer it opens for that is discarded before any byte is written) and
-// keeps the options to open gocloud's writer later if the object grows.
+// newS3PutObject starts key: it has gocloud build the request it would send
+// (a BeforeWrite hook takes it and fails the open, so no writer is left
+// behind) and keeps the options to open gocloud's writer later if the
+// object grows.
 func (w *BatchWriter) newS3PutObject(ctx context.Context, c *s3.Client, key string, opts blob.WriterOptions) (objectWriter, error) {
 	var in *transfermanager.UploadObjectInput
 	outer := opts.BeforeWrite
