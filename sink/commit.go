@@ -19,6 +19,14 @@ import (
 // kept, since a manifest may list them.
 var errUnsure = errors.New("manifest write outcome unknown")
 
+// manifestCreateTries bounds the create-if-absent puts of one commit that
+// the store refuses while no manifest can be read; the pauses between them
+// grow by manifestCreatePause (0.9 s in all).
+const (
+	manifestCreateTries = 10
+	manifestCreatePause = 20 * time.Millisecond
+)
+
 // publish writes m as the batch's manifest (see Commit for the rules) and
 // returns the manifest that now describes the batch.
 func (w *BatchWriter) publish(ctx context.Context, m *Manifest) (*Manifest, error) {
@@ -27,22 +35,44 @@ func (w *BatchWriter) publish(ctx context.Context, m *Manifest) (*Manifest, erro
 		return nil, err
 	}
 	key := w.layout.SuccessKey()
-	err = w.putManifest(ctx, data, true)
-	if err == nil {
-		w.tidy(ctx, func(ctx context.Context) {
-			w.deleteUnlisted(ctx, m, m.Fingerprint == "")
-			w.abortOtherUploads(ctx)
-		})
-		return m, nil
-	}
-	if !isExists(err) {
-		if err := w.unsure(ctx, m, true, fmt.Errorf("sink: batch %s: write %s: %w", w.meta.BatchID, key, err)); err != nil {
-			return nil, err
+	var (
+		cur      *Manifest
+		complete bool
+		rerr     error
+	)
+	for try := 1; ; try++ {
+		err = w.putManifest(ctx, data, true)
+		if err == nil {
+			w.tidy(ctx, func(ctx context.Context) {
+				w.deleteUnlisted(ctx, m, m.Fingerprint == "")
+				w.abortOtherUploads(ctx)
+			})
+			return m, nil
 		}
-		return m, nil
+		if !isExists(err) {
+			if err := w.unsure(ctx, m, true, fmt.Errorf("sink: batch %s: write %s: %w", w.meta.BatchID, key, err)); err != nil {
+				return nil, err
+			}
+			return m, nil
+		}
+		// Another writer's manifest is there: it decides.
+		cur, complete, rerr = readComplete(ctx, w.bucket, key, w.cfg.callTimeout)
+		if rerr != nil || cur != nil {
+			break
+		}
+		// The store refused our create, yet no manifest can be read: the
+		// other writer's put is still landing (versitygw has answered 412
+		// to a create while a read straight after found nothing), or its
+		// manifest was deleted since. Neither allows the replace below: a
+		// replace would race that writer's create, each deleting the
+		// other's parts. Create-if-absent again.
+		if try == manifestCreateTries {
+			return nil, fmt.Errorf("sink: batch %s: %s exists by the store's answer to %d creates, but cannot be read", w.meta.BatchID, key, try)
+		}
+		if err := sleepCtx(ctx, time.Duration(try)*manifestCreatePause); err != nil {
+			return nil, fmt.Errorf("sink: batch %s: wait for the manifest another writer is writing: %w", w.meta.BatchID, err)
+		}
 	}
-	// Another writer's manifest is there: it decides.
-	cur, complete, rerr := readComplete(ctx, w.bucket, key, w.cfg.callTimeout)
 	switch {
 	case rerr != nil && !errors.Is(rerr, errCorrupt):
 		return nil, fmt.Errorf("sink: batch %s: read the manifest another writer wrote: %w", w.meta.BatchID, rerr)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,8 +25,9 @@ import (
 // stores are the buckets the commit protocol is tested on: a local
 // directory (written directly, manifest by hard link), gofakes3 over TCP
 // and versitygw (If-None-Match: * on the manifest put; both honour it
-// atomically, gofakes3 since v1.2.0). The versitygw cases skip without
-// its binary (see versityGW).
+// atomically, gofakes3 since v1.2.0, though versitygw's refusal can come
+// before a read sees the manifest: TestRefusedCreateUnreadableManifestKeepsWinner).
+// The versitygw cases skip without its binary (see versityGW).
 func stores(t *testing.T) map[string]func(t *testing.T) *blob.Bucket {
 	return map[string]func(t *testing.T) *blob.Bucket{
 		"file":      func(t *testing.T) *blob.Bucket { b, _ := fileBucket(t); return b },
@@ -153,6 +157,59 @@ func TestConcurrentCommitOneOutputSet(t *testing.T) {
 			})
 		}
 	}
+}
+
+// A store may refuse a create because the manifest exists and still answer
+// the read that follows with NoSuchKey (versitygw did, under load, while
+// the winner's put was landing). The loser must not take that for "no
+// manifest" and replace it: that raced the winner's create, and each
+// writer deleted the other's parts. The read is hidden here for the first
+// two tries; the loser must still end with ErrBatchConflict and the
+// winner's output untouched.
+func TestRefusedCreateUnreadableManifestKeepsWinner(t *testing.T) {
+	g := testGraph(t)
+	const n = 2000
+	walksA := runEngine(t, g, testAlgo, n, 71)
+	walksB := runEngine(t, g, testAlgo, n, 72)
+	var hide atomic.Int32
+	u := serveFakeS3(t, func(faker http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/"+SuccessName) && hide.Add(-1) >= 0 {
+				w.Header().Set("Content-Type", "application/xml")
+				w.WriteHeader(http.StatusNotFound)
+				io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchKey</Code><Message>The specified key does not exist.</Message></Error>`)
+				return
+			}
+			faker.ServeHTTP(w, r)
+		})
+	})
+	b := openS3(t, u)
+	opts := []Option{WithRowGroupRows(300), WithFileBytes(20 << 10)}
+	wa := writeAll(t, b, fpMeta("twin", n, "fp-a"), walksA, opts...)
+	wb := writeAll(t, b, fpMeta("twin", n, "fp-b"), walksB, opts...)
+	ma, err := wa.Commit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hide.Store(2)
+	if _, err := wb.Commit(context.Background()); !errors.Is(err, ErrBatchConflict) {
+		t.Fatalf("second writer: %v, want ErrBatchConflict", err)
+	}
+	if left := hide.Load(); left >= 0 {
+		t.Fatalf("%d hidden reads left: the second writer did not read the manifest twice", left+1)
+	}
+	dir := wa.Layout().Dir
+	stored, err := ReadManifest(context.Background(), b, wa.Layout().SuccessKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.Fingerprint != "fp-a" || !sameFiles(stored, ma) {
+		t.Fatalf("stored manifest %q is not the first writer's", stored.Fingerprint)
+	}
+	if got, want := batchKeys(t, b, dir), manifestKeys(stored, dir); !slices.Equal(got, want) {
+		t.Fatalf("batch directory holds\n%v\nmanifest lists\n%v", got, want)
+	}
+	compareRows(t, readBatch(t, b, stored), expectedRows(g, walksA, n))
 }
 
 // A redelivered batch whose output exists is answered by Lookup, and a

@@ -54,10 +54,8 @@ func (t *s3Target) abortUploads(ctx context.Context, b *blob.Bucket, callTimeout
 		if round == rounds-1 {
 			return fmt.Errorf("multipart upload of %s still open after %d aborts", t.key, rounds)
 		}
-		select {
-		case <-time.After(pause):
-		case <-ctx.Done():
-			return fmt.Errorf("abort multipart upload of %s: %w", t.key, ctx.Err())
+		if err := sleepCtx(ctx, pause); err != nil {
+			return fmt.Errorf("abort multipart upload of %s: %w", t.key, err)
 		}
 		pause *= 2
 	}
@@ -147,5 +145,17 @@ func abortStaleUploads(ctx context.Context, b *blob.Bucket, prefix string, older
 			return aborted, errors.Join(errs...)
 		}
 		in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
+	}
+}
+
+// sleepCtx waits d, or until ctx ends (its error then).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
