@@ -7,10 +7,13 @@ package testversity
 
 import (
 	"bytes"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -37,45 +40,126 @@ func Start(t testing.TB) (endpoint string) {
 			t.Fatal(err)
 		}
 	}
+	// The port is picked free and released before versitygw binds it, so
+	// another process (often a parallel test's versitygw) can take it in
+	// between: ours then exits, and a bare dial would reach the other one.
+	// Readiness is therefore our process's own listening socket, and a lost
+	// port means a new one.
+	const tries = 5
+	for try := 1; ; try++ {
+		endpoint, lost := launch(t, bin, data, meta)
+		if !lost {
+			return endpoint
+		}
+		if try == tries {
+			t.Fatalf("versitygw lost its port to another process %d times", tries)
+		}
+	}
+}
+
+// launch starts versitygw on a free port and waits until it listens there;
+// lost is true when it exited because another process had bound the port.
+func launch(t testing.TB, bin, data, meta string) (endpoint string, lost bool) {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
+	addr := l.Addr().(*net.TCPAddr)
 	l.Close()
-	var logs bytes.Buffer
+	var logs syncBuffer
 	cmd := exec.Command(bin, "--access", os.Getenv("AWS_ACCESS_KEY_ID"), "--secret", os.Getenv("AWS_SECRET_ACCESS_KEY"),
-		"--port", addr, "--quiet", "posix", "--sidecar", meta, data)
+		"--port", addr.String(), "--quiet", "posix", "--sidecar", meta, data)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start versitygw: %v", err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("versitygw output:\n%s", logs.String())
-		}
-	})
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return "http://" + addr
-		}
 		select {
 		case err := <-exited:
+			if strings.Contains(logs.String(), "address already in use") {
+				return "", true
+			}
 			t.Fatalf("versitygw exited: %v\n%s", err, logs.String())
 		default:
 		}
+		ok, err := listening(cmd.Process.Pid, addr.Port)
+		if err != nil {
+			cmd.Process.Kill()
+			<-exited
+			t.Fatalf("versitygw on %s: %v", addr, err)
+		}
+		if ok {
+			t.Cleanup(func() {
+				cmd.Process.Kill()
+				<-exited
+				if t.Failed() {
+					t.Logf("versitygw output:\n%s", logs.String())
+				}
+			})
+			return "http://" + addr.String(), false
+		}
 		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			<-exited
 			t.Fatalf("versitygw did not listen on %s\n%s", addr, logs.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// listening says whether process pid holds a TCP socket listening on
+// port: a LISTEN entry of /proc/net/tcp whose socket inode is one of the
+// process's descriptors.
+func listening(pid, port int) (bool, error) {
+	raw, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return false, fmt.Errorf("read listening sockets: %w", err)
+	}
+	want := fmt.Sprintf(":%04X", port)
+	inodes := map[string]bool{}
+	for _, line := range strings.Split(string(raw), "\n")[1:] {
+		f := strings.Fields(line)
+		// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+		if len(f) >= 10 && strings.HasSuffix(f[1], want) && f[3] == "0A" {
+			inodes["socket:["+f[9]+"]"] = true
+		}
+	}
+	if len(inodes) == 0 {
+		return false, nil
+	}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return false, nil // exited: the caller sees it
+	}
+	for _, fd := range fds {
+		if link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && inodes[link] {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// syncBuffer is a bytes.Buffer the process's output goroutines and the
+// test may use at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // find locates the binary: $VERSITYGW, PATH, then bin/ of the first
