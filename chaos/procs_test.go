@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/exec"
@@ -18,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/walkstage/walkstage/internal/testversity"
 )
 
 // Binaries built once by TestMain; empty when the suite will not run.
@@ -238,25 +241,46 @@ func startVersityGW(t testing.TB, bin, logDir, dir string) (*proc, string) {
 			t.Fatal(err)
 		}
 	}
-	addr := freeAddr(t)
 	logPath := filepath.Join(logDir, "versitygw.log")
-	p := startProc(t, "versitygw", logPath, nil, nil, bin, "--access", "walkstage", "--secret", "walkstage-secret",
-		"--port", addr, "--quiet", "posix", "--sidecar", meta, data)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return p, addr
+	// The port is picked free and released before versitygw binds it:
+	// another test's process can take it in between, and then a dial
+	// reaches that process while ours exits. Ready is ours listening.
+	for try := 1; ; try++ {
+		addr := freeAddr(t)
+		port := addrPort(t, addr)
+		p := startProc(t, "versitygw", logPath, nil, nil, bin, "--access", "walkstage", "--secret", "walkstage-secret",
+			"--port", addr, "--quiet", "posix", "--sidecar", meta, data)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			ok, err := testversity.Listening(p.cmd.Process.Pid, port)
+			if err != nil {
+				t.Fatalf("versitygw on %s: %v", addr, err)
+			}
+			if ok {
+				return p, addr
+			}
+			if p.exited() {
+				if try < 5 && strings.Contains(tail(logPath, 5), "address already in use") {
+					break
+				}
+				t.Fatalf("versitygw exited: %s\n%s", p.exitDesc(), tail(logPath, 20))
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("versitygw did not listen on %s\n%s", addr, tail(logPath, 20))
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		if p.exited() {
-			t.Fatalf("versitygw exited: %s\n%s", p.exitDesc(), tail(logPath, 20))
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("versitygw did not listen on %s\n%s", addr, tail(logPath, 20))
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// addrPort is the port of a host:port address.
+func addrPort(t testing.TB, addr string) int {
+	t.Helper()
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(ap.Port())
 }
 
 func bucketURL(addr string) string {

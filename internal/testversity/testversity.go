@@ -86,7 +86,7 @@ func launch(t testing.TB, bin, data, meta string) (endpoint string, lost bool) {
 			t.Fatalf("versitygw exited: %v\n%s", err, logs.String())
 		default:
 		}
-		ok, err := listening(cmd.Process.Pid, addr.Port)
+		ok, err := Listening(cmd.Process.Pid, addr.Port)
 		if err != nil {
 			cmd.Process.Kill()
 			<-exited
@@ -111,10 +111,11 @@ func launch(t testing.TB, bin, data, meta string) (endpoint string, lost bool) {
 	}
 }
 
-// listening says whether process pid holds a TCP socket listening on
-// port: a LISTEN entry of /proc/net/tcp whose socket inode is one of the
-// process's descriptors.
-func listening(pid, port int) (bool, error) {
+// Listening says whether process pid holds a TCP socket listening on
+// port (IPv4): a LISTEN entry of /proc/net/tcp whose socket inode is one
+// of the process's descriptors. A dial cannot tell: it also succeeds when
+// another process has taken the port.
+func Listening(pid, port int) (bool, error) {
 	raw, err := os.ReadFile("/proc/net/tcp")
 	if err != nil {
 		return false, fmt.Errorf("read listening sockets: %w", err)
