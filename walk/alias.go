@@ -16,42 +16,58 @@ import (
 // scratch of capacity len(w); they are returned for reuse.
 func aliasVertex(w []float32, prob []float32, alias []uint32, scaled []float64, small, large []uint32) ([]float64, []uint32, []uint32) {
 	d := len(w)
-	scaled, small, large = scaled[:0], small[:0], large[:0]
+	if cap(scaled) < d {
+		scaled = make([]float64, d)
+	}
+	if cap(small) < d {
+		small, large = make([]uint32, d), make([]uint32, d)
+	}
+	scaled, small, large = scaled[:d], small[:d], large[:d]
+	prob, alias = prob[:d], alias[:d]
 	var sum float64
 	for _, x := range w {
 		sum += float64(x)
 	}
 	fd := float64(d)
+	// The lists are filled without a branch on the random test s < 1
+	// (half of them mispredicted): every index is written to the top of
+	// both and only the list it belongs to grows, which keeps the order.
+	ns, nl := 0, 0
 	for i, x := range w {
 		s := float64(x) * fd / sum
-		scaled = append(scaled, s)
-		if s < 1 {
-			small = append(small, uint32(i))
-		} else {
-			large = append(large, uint32(i))
-		}
+		scaled[i] = s
+		small[ns], large[nl] = uint32(i), uint32(i)
+		lt := below1(s)
+		ns, nl = ns+lt, nl+1-lt
 	}
-	for len(small) > 0 && len(large) > 0 {
-		s := small[len(small)-1]
-		small = small[:len(small)-1]
-		l := large[len(large)-1]
-		large = large[:len(large)-1]
+	for ns > 0 && nl > 0 {
+		ns, nl = ns-1, nl-1
+		s, l := small[ns], large[nl]
 		prob[s] = float32(scaled[s])
 		alias[s] = l
-		scaled[l] = (scaled[l] + scaled[s]) - 1
-		if scaled[l] < 1 {
-			small = append(small, l)
-		} else {
-			large = append(large, l)
-		}
+		r := (scaled[l] + scaled[s]) - 1
+		scaled[l] = r
+		// l goes back on the list it now belongs to; both tops are free.
+		small[ns], large[nl] = l, l
+		lt := below1(r)
+		ns, nl = ns+lt, nl+1-lt
 	}
-	for _, i := range small {
+	for _, i := range small[:ns] {
 		prob[i], alias[i] = 1, i
 	}
-	for _, i := range large {
+	for _, i := range large[:nl] {
 		prob[i], alias[i] = 1, i
 	}
 	return scaled, small, large
+}
+
+// below1 is 1 when s < 1, else 0 (a flag set, not a branch).
+func below1(s float64) int {
+	b := 0
+	if s < 1 {
+		b = 1
+	}
+	return b
 }
 
 // BuildAlias returns the alias tables of a weighted graph as the GPU holds

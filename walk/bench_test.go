@@ -2,6 +2,9 @@ package walk
 
 import (
 	"context"
+	"os"
+	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -54,4 +57,34 @@ func BenchmarkCPU(b *testing.B) {
 			b.ReportMetric(float64(steps)/b.Elapsed().Seconds(), "steps/s")
 		})
 	}
+}
+
+// BenchmarkBuildFused reports the fused table's build time per edge on an
+// R-MAT graph of WALKSTAGE_BENCH_SCALE (default 18; at 20 the offsets, 8
+// MiB, no longer sit in L2): "alloc": a fresh table each time, as an engine builds it;
+// "fill": the same table again, the computation alone).
+func BenchmarkBuildFused(b *testing.B) {
+	scale := 18
+	if v, err := strconv.Atoi(os.Getenv("WALKSTAGE_BENCH_SCALE")); err == nil && v > 0 {
+		scale = v
+	}
+	g, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: scale, EdgeFactor: 16, Seed: 1, Undirected: true, Weighted: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("alloc", func(b *testing.B) {
+		for b.Loop() {
+			owner := new(CPU)
+			buildFused(g, owner)
+			runtime.KeepAlive(owner)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(g.NumEdges()), "ns/edge")
+	})
+	b.Run("fill", func(b *testing.B) {
+		tab := make([]fusedEntry, g.NumEdges())
+		for b.Loop() {
+			fillFused(tab, g)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(g.NumEdges()), "ns/edge")
+	})
 }

@@ -70,22 +70,33 @@ func fusable(g *graph.Graph) bool {
 // table lives outside the Go heap as long as owner does (hugemem.Alloc).
 func buildFused(g *graph.Graph, owner *CPU) []fusedEntry {
 	tab := hugemem.Alloc[fusedEntry](owner, int(g.NumEdges()))
+	fillFused(tab, g)
+	return tab
+}
+
+// fillFused writes g's fused entries into tab (one per edge). An entry's
+// keep side is its own edge's target and its alias side the keep side of
+// another entry of the same vertex, so each target's range is read from
+// the offsets once (a random read, the build's cost) and copied from
+// there, from a segment of the table just written.
+func fillFused(tab []fusedEntry, g *graph.Graph) {
 	off := g.Offsets
 	forAliasVertices(g, func(_ int, a uint64, adj []uint32, prob []float32, alias []uint32) {
-		for i := range adj {
-			k, t := adj[i], adj[alias[i]]
-			kLo, tLo := off[k], off[t]
-			tab[a+uint64(i)] = fusedEntry{
-				prob: prob[i],
-				to: [2]fusedTarget{
-					{v: k, deg: uint32(off[k+1] - kLo), lo: uint32(kLo)},
-					{v: t, deg: uint32(off[t+1] - tLo), lo: uint32(tLo)},
-				},
-				loHigh: uint32(kLo>>32) | uint32(tLo>>32)<<16,
+		seg := tab[a : a+uint64(len(adj))]
+		for i, k := range adj {
+			lo := off[k]
+			seg[i] = fusedEntry{
+				prob:   prob[i],
+				to:     [2]fusedTarget{{v: k, deg: uint32(off[k+1] - lo), lo: uint32(lo)}},
+				loHigh: uint32(lo >> 32),
 			}
 		}
+		for i, j := range alias[:len(seg)] {
+			src := &seg[j]
+			seg[i].to[1] = src.to[0]
+			seg[i].loHigh |= (src.loHigh & 0xffff) << 16
+		}
 	})
-	return tab
 }
 
 // walkFused is walkLockstep for PPR, weighted or uniform, over the fused
