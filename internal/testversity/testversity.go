@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -67,7 +66,9 @@ func launch(t testing.TB, bin, data, meta string) (endpoint string, lost bool) {
 	}
 	addr := l.Addr().(*net.TCPAddr)
 	l.Close()
-	var logs syncBuffer
+	// Read only once the process has exited: Wait returns after the
+	// output's last write (one goroutine writes, as Stdout is Stderr).
+	var logs bytes.Buffer
 	cmd := exec.Command(bin, "--access", os.Getenv("AWS_ACCESS_KEY_ID"), "--secret", os.Getenv("AWS_SECRET_ACCESS_KEY"),
 		"--port", addr.String(), "--quiet", "posix", "--sidecar", meta, data)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
@@ -142,25 +143,6 @@ func Listening(pid, port int) (bool, error) {
 		}
 	}
 	return false, nil
-}
-
-// syncBuffer is a bytes.Buffer the process's output goroutines and the
-// test may use at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // find locates the binary: $VERSITYGW, PATH, then bin/ of the first
