@@ -81,16 +81,16 @@ func TestMainAnswersProbesWhileLoading(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Close()
-	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	addr := l.Addr().String()
-	l.Close()
 	brokers := startKafka(t, 1)
-	env := stageEnviron(brokers, "s3://walks/graphs/g.wsg"+q, "s3://walks"+q, "WALKSTAGE_METRICS_ADDR="+addr)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Main(ctx, env, logSink(), "test") }()
+	var (
+		addr   string
+		ctx    context.Context
+		cancel context.CancelFunc
+		done   chan error
+	)
+	client := &http.Client{Timeout: 2 * time.Second}
 	get := func(p string) int {
-		resp, err := http.Get("http://" + addr + p)
+		resp, err := client.Get("http://" + addr + p)
 		if err != nil {
 			return 0
 		}
@@ -98,11 +98,38 @@ func TestMainAnswersProbesWhileLoading(t *testing.T) {
 		return resp.StatusCode
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for get("/healthz") != 200 {
-		if time.Now().After(deadline) {
-			t.Fatal("no /healthz while loading")
+	// The port is picked free and released before Main binds it; another
+	// test's process can take it in between. Main then fails to listen,
+	// and the stage is started again on another port.
+	start := func() (lost bool) {
+		l, _ := net.Listen("tcp", "127.0.0.1:0")
+		addr = l.Addr().String()
+		l.Close()
+		env := stageEnviron(brokers, "s3://walks/graphs/g.wsg"+q, "s3://walks"+q, "WALKSTAGE_METRICS_ADDR="+addr)
+		ctx, cancel = context.WithCancel(context.Background())
+		done = make(chan error, 1)
+		go func() { done <- Main(ctx, env, logSink(), "test") }()
+		for get("/healthz") != 200 {
+			select {
+			case err := <-done:
+				cancel()
+				if err != nil && strings.Contains(err.Error(), "address already in use") {
+					return true
+				}
+				t.Fatalf("Main returned before /healthz answered: %v", err)
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("no /healthz while loading")
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}
+	for try := 1; start(); try++ {
+		if try == 3 {
+			t.Fatal("the metrics port was taken by another process three times")
+		}
 	}
 	if code := get("/readyz"); code != 503 {
 		t.Errorf("/readyz while loading: %d", code)
