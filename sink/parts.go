@@ -32,13 +32,17 @@ type part struct {
 }
 
 // PartCRC32C computes a part's checksum in the manifest's form.
-func PartCRC32C(data []byte) string {
-	return base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint32(nil, crc32.Checksum(data, castagnoli)))
+func PartCRC32C(data []byte) string { return crc32cString(crc32.Checksum(data, castagnoli)) }
+
+// crc32cString is a CRC32C as S3 and the manifest write it: base64 of its
+// four big-endian bytes.
+func crc32cString(sum uint32) string {
+	return base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint32(nil, sum))
 }
 
 type countingWriter struct {
 	w     io.Writer
-	h     hash.Hash
+	h     hash.Hash32 // CRC32C of the bytes written
 	n     int64
 	total *atomic.Int64
 }
@@ -259,6 +263,11 @@ func (w *BatchWriter) newPart(i int) (*part, error) {
 	}
 	p.ow = &stallGuard{objectWriter: ow, ctx: ctx, d: w.cfg.stallTimeout, cancel: cancel}
 	p.out = &countingWriter{w: p.ow, h: crc32.New(castagnoli), total: &w.bytesWritten}
+	if so, ok := ow.(*s3PutObject); ok {
+		// The request's checksum is the part's, which p.out keeps over the
+		// same bytes: not computed a second time.
+		so.crc32c = p.out.h
+	}
 	return p, nil
 }
 
@@ -351,7 +360,7 @@ func (w *BatchWriter) sealPart(p *part, closeEncoder func() error) error {
 		return fmt.Errorf("sink: upload %s: %w", p.key, err)
 	}
 	p.file.Bytes = p.out.n
-	p.file.CRC32C = base64.StdEncoding.EncodeToString(p.out.h.Sum(nil))
+	p.file.CRC32C = crc32cString(p.out.h.Sum32())
 	w.mu.Lock()
 	w.files[p.index] = p.file
 	w.written = append(w.written, p.key)

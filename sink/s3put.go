@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash"
+	"hash/crc32"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
@@ -43,6 +45,9 @@ type s3PutObject struct {
 	// big is that writer once open.
 	open func() (objectWriter, error)
 	big  objectWriter
+	// crc32c, when set, holds the CRC32C of the bytes written so far (the
+	// part's own, kept by its countingWriter); else putInput computes it.
+	crc32c hash.Hash32
 }
 
 // newS3PutObject starts key: it has gocloud build the request it would send
@@ -164,7 +169,11 @@ func (o *s3PutObject) putInput() *s3.PutObjectInput {
 	// that the HTTP client copies 32 KiB at a time.
 	if o.client.Options().RequestChecksumCalculation != aws.RequestChecksumCalculationWhenRequired {
 		p.ChecksumAlgorithm = s3types.ChecksumAlgorithmCrc32c
-		p.ChecksumCRC32C = aws.String(PartCRC32C(o.buf))
+		sum := crc32.Checksum(o.buf, castagnoli)
+		if o.crc32c != nil {
+			sum = o.crc32c.Sum32()
+		}
+		p.ChecksumCRC32C = aws.String(crc32cString(sum))
 	}
 	return p
 }
