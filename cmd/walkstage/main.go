@@ -96,8 +96,20 @@ func usage(w io.Writer, cmds map[string]command) {
 
 // engineLogger is how the one-shot commands show the engine's choices
 // (fallback to the CPU, table builds) on stderr, in the stage's words.
+// WALKSTAGE_LOG_LEVEL, the stage's variable, sets its level here too:
+// debug shows where a GPU run's time went, stage by stage.
 func engineLogger(w io.Writer) *slog.Logger {
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	var lvl slog.Level
+	env := os.Getenv("WALKSTAGE_LOG_LEVEL")
+	bad := env != "" && lvl.UnmarshalText([]byte(env)) != nil
+	if bad {
+		lvl = slog.LevelInfo
+	}
+	l := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl}))
+	if bad {
+		l.Warn("WALKSTAGE_LOG_LEVEL is not debug, info, warn or error; logging at info", "value", env)
+	}
+	return l
 }
 
 // startTrace writes an execution trace of the process into path until the
