@@ -63,7 +63,8 @@ type Allocation struct {
 
 // Engine is the CUDA walk engine. The graph (and its alias tables, for a
 // weighted graph) are uploaded once by New and stay resident; each Run
-// streams its walks through two batch slots on two streams.
+// streams its walks through its batch slots (two by default), each with
+// its own stream.
 type Engine struct {
 	g   *graph.Graph
 	cfg config
@@ -106,8 +107,9 @@ type Engine struct {
 	dSampleCum             cu.DevicePtr
 	graphBytes, tableBytes int64
 	tableBuild             time.Duration
-	slots                  [2]*batchSlot
+	slots                  []*batchSlot // WithBatchSlots of them; nil until sized
 	chunks                 chunkPool // chunks given back by Recycle
+	lenders                lenders   // slots that lend chunks (WithLentChunks)
 	allocs                 map[string]int64
 	mu                     sync.Mutex    // one Run at a time
 	stats                  walk.RunStats // the Run in progress (Run's goroutine only)
@@ -156,6 +158,8 @@ func openEngine(g *graph.Graph, opts ...Option) (*Engine, error) {
 		return nil, fmt.Errorf("gpu: host buffer of %d bytes is outside [1 MiB, 8 GiB]", cfg.hostBufferBytes)
 	case cfg.logger == nil:
 		return nil, errors.New("gpu: nil logger")
+	case cfg.batchSlots < 1 || cfg.batchSlots > maxBatchSlots:
+		return nil, fmt.Errorf("gpu: %d batch slots, outside [1, %d]", cfg.batchSlots, maxBatchSlots)
 	case cfg.chunkWalks < 1:
 		return nil, fmt.Errorf("gpu: chunk of %d walks", cfg.chunkWalks)
 	case cfg.maxBatchWalks < 0 || cfg.reserveBytes < 0 || cfg.memoryLimit < 0:
@@ -174,7 +178,7 @@ func openEngine(g *graph.Graph, opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{g: g, cfg: cfg, dev: dev, allocs: map[string]int64{}, inject: cfg.inject}
+	e := &Engine{g: g, cfg: cfg, dev: dev, allocs: map[string]int64{}, inject: cfg.inject, slots: make([]*batchSlot, cfg.batchSlots)}
 	if err := dev.do(e.setup); err != nil {
 		_ = e.Close()
 		return nil, err
@@ -221,7 +225,7 @@ func (e *Engine) LastRunStats() walk.RunStats {
 }
 
 // Allocations lists the engine's device allocations now: the graph, the
-// alias table, and the two batch slots' task pools, result pools, lengths,
+// alias table, and the batch slots' task pools, result pools, lengths,
 // seeds, cursors and parameters.
 func (e *Engine) Allocations() []Allocation {
 	e.mu.Lock()
@@ -256,6 +260,14 @@ func (e *Engine) Close() error {
 	_ = e.dev.do(func() error {
 		_ = cu.Synchronize()
 		for i, s := range e.slots {
+			if s != nil && s.lent.Load() > 0 {
+				// Freeing memory a receiver may still read would be
+				// worse than keeping it.
+				e.cfg.logger.Warn("gpu: engine closed with chunks still lent; their batch slot stays allocated",
+					"slot", s.name, "chunks", s.lent.Load())
+				e.slots[i] = nil
+				continue
+			}
 			if s != nil {
 				s.release(e)
 				e.slots[i] = nil

@@ -209,10 +209,12 @@ func TestWalksMatchCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, batch := range []int{0, 7777} {
-		e := newEngine(t, g, WithMaxBatchWalks(batch), WithChunkWalks(1000))
+	// Five slots: batches overtake each other on the device, and must
+	// still come back in order.
+	for _, run := range []struct{ batch, slots int }{{0, 2}, {7777, 2}, {7777, 5}} {
+		e := newEngine(t, g, WithMaxBatchWalks(run.batch), WithChunkWalks(1000), WithBatchSlots(run.slots))
 		for _, c := range cases {
-			t.Run(fmt.Sprintf("%s/batch=%d", c.name, batch), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/batch=%d/slots=%d", c.name, run.batch, run.slots), func(t *testing.T) {
 				jobs := []walk.Job{
 					{Tag: 1, Algorithm: c.alg, Seed: 42, Starts: starts},
 					{Tag: 2, Algorithm: c.alg, Seed: 1<<40 + 7, Starts: hubStarts},

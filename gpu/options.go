@@ -11,6 +11,8 @@ type config struct {
 	warpThreshold   uint32
 	maxBatchWalks   int
 	hostBufferBytes int64
+	batchSlots      int
+	lendChunks      bool
 	chunkWalks      int
 	reserveBytes    int64
 	threadVariant   int // -1: per mode; 0 or 1 forces a register budget (benchmarks)
@@ -23,6 +25,9 @@ type config struct {
 	inject          *faults  // failure injection (tests only)
 }
 
+// maxBatchSlots bounds WithBatchSlots: each slot pins a host buffer.
+const maxBatchSlots = 8
+
 // DefaultReserveBytes is the device memory an engine keeps free for its
 // batch slots when it decides whether the graph fits (WithReserveBytes).
 const DefaultReserveBytes = 1 << 30
@@ -32,6 +37,7 @@ func defaultConfig() config {
 		device:          0,
 		warpThreshold:   4096,
 		hostBufferBytes: 128 << 20,
+		batchSlots:      2,
 		chunkWalks:      1 << 16,
 		reserveBytes:    DefaultReserveBytes,
 		threadVariant:   -1,
@@ -55,7 +61,7 @@ func WithWarpThreshold(degree uint32) Option { return func(c *config) { c.warpTh
 // values exercise the two-stream pipeline.
 func WithMaxBatchWalks(n int) Option { return func(c *config) { c.maxBatchWalks = n } }
 
-// WithHostBufferBytes sets the size of each of the two pinned host buffers
+// WithHostBufferBytes sets the size of each slot's pinned host buffer
 // that results are copied into (default 128 MiB, at most 8 GiB: packed
 // offsets within a batch are 32-bit). It bounds the batch size together
 // with device memory. The default was 512 MiB until the batch loop became
@@ -64,6 +70,27 @@ func WithMaxBatchWalks(n int) Option { return func(c *config) { c.maxBatchWalks 
 // wrote 863-924 M: the pipeline fills and drains sooner, and the buffers
 // take 0.1 s to allocate instead of 0.35-0.6 s, with 1.3 GB less peak RSS.
 func WithHostBufferBytes(n int64) Option { return func(c *config) { c.hostBufferBytes = n } }
+
+// WithBatchSlots sets how many batches are in flight at once (default 2,
+// at most 8): each slot has its own stream, device pools and pinned host
+// buffer (WithHostBufferBytes each), so a batch can walk and cross the bus
+// while earlier ones are still being unpacked into chunks. Device memory
+// for batches is split between the slots.
+func WithBatchSlots(n int) Option { return func(c *config) { c.batchSlots = n } }
+
+// WithLentChunks makes Run emit chunks whose Vertices lie in the batch
+// slot's pinned buffer (walk.Chunk.Lent) instead of copies of it: the copy
+// out of pinned memory was a tenth of the CPU time of a one-shot GPU walk
+// to Parquet, and the serial stage that bounded its pipeline. The
+// receiver must give every chunk back through Recycle once it reads it no
+// more (sink.WithChunkRelease does, after encoding), without waiting for
+// later chunks (sink.BatchWriter copies what it keeps): a slot is walked
+// again only when all its chunks are back, so a chunk never given back
+// stops every later batch on that slot until the run's context ends, and
+// Close leaves the slot's memory allocated. For receivers that give back
+// every chunk also when they fail, or whose process ends then (`walkstage
+// walk`).
+func WithLentChunks() Option { return func(c *config) { c.lendChunks = true } }
 
 // WithChunkWalks sets the most walks per emitted chunk (default 65536).
 func WithChunkWalks(n int) Option { return func(c *config) { c.chunkWalks = n } }
@@ -92,7 +119,7 @@ func WithDeviceFraction(f float64) Option { return func(c *config) { c.deviceFra
 // batch sizing (info) to l (default: discarded).
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
-// WithPreparedSlots allocates the two batch slots (device pools and pinned
+// WithPreparedSlots allocates the batch slots (device pools and pinned
 // host buffers, sized for walks of length steps) in New, so the first Run
 // does not pay for them (0.1 s for pinned memory at the default host buffer
 // size on the H100 host; 0.35-0.6 s at 512 MiB). Runs with longer walks grow the slots as needed.

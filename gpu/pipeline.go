@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -42,7 +43,14 @@ type pipeline struct {
 	// abandon waits for slot s's batch, whose walks will not be used,
 	// after another stage failed.
 	abandon func(s int)
-	emit    walk.EmitFunc
+	// reclaim, when set, waits until slot s, free in the pipeline's
+	// order, may be walked again (its lent chunks are back); it returns
+	// errStopped when stop closes first.
+	reclaim func(ctx context.Context, s int, stop <-chan struct{}) error
+	// drop, when set, takes back a chunk that was unpacked but never
+	// emitted, after a failure.
+	drop func(walk.Chunk)
+	emit walk.EmitFunc
 
 	// What each stage spent, for the run's log line; each field is
 	// written by one stage and read once run has returned.
@@ -51,6 +59,10 @@ type pipeline struct {
 	unpackTime           time.Duration // copying batches into chunks
 	emitWait, emitTime   time.Duration // waiting for chunks; in the receiver
 }
+
+// errStopped is what waiting for a lent slot returns when another stage
+// of the pipeline failed: that stage's error is the run's.
+var errStopped = errors.New("gpu: pipeline stopped")
 
 // heldSlot is an issued batch b on slot s.
 type heldSlot struct{ s, b int }
@@ -110,6 +122,14 @@ func (p *pipeline) issueLoop(ctx context.Context, n int, free <-chan int, issued
 			fail(ctx.Err())
 			return
 		}
+		if p.reclaim != nil {
+			if err := p.reclaim(ctx, s, stop); err != nil {
+				if !errors.Is(err, errStopped) {
+					fail(err)
+				}
+				return
+			}
+		}
 		t1 := time.Now()
 		p.issueWait += t1.Sub(t0)
 		if stopped(stop) {
@@ -166,6 +186,7 @@ func (p *pipeline) unpackLoop(fetched <-chan heldSlot, free chan<- int, ready ch
 		select {
 		case ready <- cs:
 		case <-stop:
+			p.dropAll(cs)
 		}
 	}
 }
@@ -177,17 +198,29 @@ func (p *pipeline) emitLoop(ready <-chan []walk.Chunk, stop <-chan struct{}, fai
 	for cs := range ready {
 		t1 := time.Now()
 		p.emitWait += t1.Sub(t0)
-		for _, c := range cs {
+		for i, c := range cs {
 			if stopped(stop) {
+				p.dropAll(cs[i:])
 				break
 			}
 			if err := p.emit(c); err != nil {
+				// The receiver may keep c: only the rest come back.
 				fail(err)
+				p.dropAll(cs[i+1:])
 				break
 			}
 		}
 		t0 = time.Now()
 		p.emitTime += t0.Sub(t1)
+	}
+}
+
+// dropAll takes back chunks that will not be emitted.
+func (p *pipeline) dropAll(cs []walk.Chunk) {
+	if p.drop != nil {
+		for _, c := range cs {
+			p.drop(c)
+		}
 	}
 }
 

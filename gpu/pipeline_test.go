@@ -25,6 +25,24 @@ type fakeDevice struct {
 	rng      *rand.Rand
 	emitted  []int // batch of each emitted chunk, in order
 	chunks   int   // chunks per batch
+	// Lending (WithLentChunks): lent counts each slot's chunks not yet
+	// given back, which the receiver does later, on its own goroutines.
+	lend     bool
+	lent     []int
+	lentFrom map[int]int // slot of each batch
+	back     *sync.Cond
+	returns  sync.WaitGroup
+}
+
+// giveBack returns a lent chunk of batch b.
+func (d *fakeDevice) giveBack(b int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := d.lentFrom[b]
+	if d.lent[s]--; d.lent[s] < 0 {
+		d.t.Errorf("slot %d: a chunk of batch %d given back twice", s, b)
+	}
+	d.back.Broadcast()
 }
 
 var errInjected = errors.New("injected")
@@ -41,6 +59,9 @@ func (d *fakeDevice) take(s, b int) {
 	defer d.mu.Unlock()
 	if d.busy[s] != -1 {
 		d.t.Errorf("batch %d issued on slot %d, which holds batch %d", b, s, d.busy[s])
+	}
+	if d.lend && d.lent[s] != 0 {
+		d.t.Errorf("batch %d issued on slot %d, which still lends %d chunks", b, s, d.lent[s])
 	}
 	d.busy[s] = b
 	n := 0
@@ -96,18 +117,68 @@ func (d *fakeDevice) pipeline() *pipeline {
 			}
 			cs := make([]walk.Chunk, d.chunks)
 			for i := range cs {
-				cs[i].Tag = b
+				cs[i].Tag, cs[i].Lent = b, d.lend
+			}
+			if d.lend {
+				d.mu.Lock()
+				d.lent[s] += len(cs)
+				d.lentFrom[b] = s
+				d.mu.Unlock()
 			}
 			return cs, nil
 		},
 		abandon: func(s int) { d.release(s, -1) },
 		emit: func(c walk.Chunk) error {
 			d.pause()
+			if c.Lent {
+				// Given back later, also the one that fails here.
+				d.returns.Add(1)
+				go func() {
+					defer d.returns.Done()
+					d.pause()
+					d.giveBack(c.Tag)
+				}()
+			}
 			if d.failAt == "emit" && c.Tag == d.failB {
 				return errInjected
 			}
 			d.emitted = append(d.emitted, c.Tag)
 			return nil
+		},
+		reclaim: func(ctx context.Context, s int, stop <-chan struct{}) error {
+			if !d.lend {
+				return nil
+			}
+			done := make(chan struct{})
+			defer close(done)
+			go func() { // wake the wait below when stop or ctx ends it
+				select {
+				case <-stop:
+				case <-ctx.Done():
+				case <-done:
+					return
+				}
+				d.mu.Lock()
+				d.back.Broadcast()
+				d.mu.Unlock()
+			}()
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			for d.lent[s] > 0 {
+				if stopped(stop) {
+					return errStopped
+				}
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				d.back.Wait()
+			}
+			return nil
+		},
+		drop: func(c walk.Chunk) {
+			if c.Lent {
+				d.giveBack(c.Tag)
+			}
 		},
 	}
 }
@@ -118,33 +189,45 @@ func (d *fakeDevice) pipeline() *pipeline {
 // every slot idle and only whole batches before the failure emitted.
 func TestPipelineOrderAndFailures(t *testing.T) {
 	const batches, chunks = 40, 3
-	for _, slots := range []int{1, 2, 3} {
-		for _, failAt := range []string{"", "issue", "fetch", "unpack", "emit", "cancel"} {
-			for _, failB := range []int{0, 1, 17, batches - 1} {
-				if failAt == "" && failB > 0 {
-					continue
-				}
-				t.Run(fmt.Sprintf("slots=%d/fail=%s@%d", slots, failAt, failB), func(t *testing.T) {
-					d := &fakeDevice{t: t, busy: make([]int, slots), failAt: failAt, failB: failB,
-						rng: rand.New(rand.NewPCG(uint64(slots), uint64(failB))), chunks: chunks}
-					for i := range d.busy {
-						d.busy[i] = -1
+	for _, lend := range []bool{false, true} {
+		for _, slots := range []int{1, 2, 3} {
+			for _, failAt := range []string{"", "issue", "fetch", "unpack", "emit", "cancel"} {
+				for _, failB := range []int{0, 1, 17, batches - 1} {
+					if failAt == "" && failB > 0 {
+						continue
 					}
-					p := d.pipeline()
-					ctx, cancel := context.WithCancel(context.Background())
-					defer cancel()
-					if failAt == "cancel" {
-						inner := p.issue
-						p.issue = func(s, b int) error {
-							if b == failB {
-								cancel()
-							}
-							return inner(s, b)
+					t.Run(fmt.Sprintf("lend=%v/slots=%d/fail=%s@%d", lend, slots, failAt, failB), func(t *testing.T) {
+						d := &fakeDevice{t: t, busy: make([]int, slots), failAt: failAt, failB: failB,
+							rng: rand.New(rand.NewPCG(uint64(slots), uint64(failB))), chunks: chunks,
+							lend: lend, lent: make([]int, slots), lentFrom: map[int]int{}}
+						d.back = sync.NewCond(&d.mu)
+						for i := range d.busy {
+							d.busy[i] = -1
 						}
-					}
-					err := p.run(ctx, batches)
-					checkPipelineRun(t, d, err, batches, chunks)
-				})
+						p := d.pipeline()
+						ctx, cancel := context.WithCancel(context.Background())
+						defer cancel()
+						if failAt == "cancel" {
+							inner := p.issue
+							p.issue = func(s, b int) error {
+								if b == failB {
+									cancel()
+								}
+								return inner(s, b)
+							}
+						}
+						err := p.run(ctx, batches)
+						checkPipelineRun(t, d, err, batches, chunks)
+						// Every lent chunk comes back: emitted ones from the
+						// receiver, the rest dropped by the pipeline.
+						d.returns.Wait()
+						for s, n := range d.lent {
+							if n != 0 {
+								t.Fatalf("slot %d: %d chunks never given back", s, n)
+							}
+						}
+					})
+				}
 			}
 		}
 	}

@@ -52,7 +52,7 @@ func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) e
 // runGroup walks one group's jobs (one algorithm) through the slots.
 func (e *Engine) runGroup(ctx context.Context, grp []*walk.Job, emit walk.EmitFunc) error {
 	alg := grp[0].Algorithm
-	batches, err := e.groupBatches(grp)
+	batches, err := e.groupBatches(ctx, grp)
 	if err != nil || len(batches) == 0 {
 		return err
 	}
@@ -72,6 +72,16 @@ func (e *Engine) runGroup(ctx context.Context, grp []*walk.Job, emit walk.EmitFu
 		},
 		unpack:  func(s, _ int) ([]walk.Chunk, error) { return e.finish(e.slots[s], maxVertices) },
 		abandon: func(s int) { e.abandon(e.slots[s]) },
+		// Slots lend their chunks only with WithLentChunks; otherwise
+		// none is ever lent and reclaim returns at once.
+		reclaim: func(ctx context.Context, s int, stop <-chan struct{}) error {
+			return e.awaitLent(ctx, e.slots[s], stop)
+		},
+		drop: func(c walk.Chunk) {
+			if c.Lent {
+				e.giveBack(c)
+			}
+		},
 		emit: func(c walk.Chunk) error {
 			walks += int64(c.Len())
 			steps += c.Steps()
@@ -93,7 +103,7 @@ func (e *Engine) runGroup(ctx context.Context, grp []*walk.Job, emit walk.EmitFu
 
 // groupBatches prepares the tables and slots that group grp needs and cuts
 // its walks into batches that fit the slots.
-func (e *Engine) groupBatches(grp []*walk.Job) ([]*batch, error) {
+func (e *Engine) groupBatches(ctx context.Context, grp []*walk.Job) ([]*batch, error) {
 	alg := grp[0].Algorithm
 	stride := rowPitch(alg.Length)
 	var total int64
@@ -104,6 +114,12 @@ func (e *Engine) groupBatches(grp []*walk.Job) ([]*batch, error) {
 		return nil, nil
 	}
 	if e.useLabelTables(alg) {
+		if !e.segBuilt {
+			// A placed graph's tables may take the slots' memory.
+			if err := e.awaitAllLent(ctx); err != nil {
+				return nil, err
+			}
+		}
 		if err := e.dev.do(e.labelTables); err != nil {
 			return nil, err
 		}
@@ -123,12 +139,19 @@ func (e *Engine) groupBatches(grp []*walk.Job) ([]*batch, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Growing a slot frees its buffers: none may still be lent.
+	if err := e.awaitAllLent(ctx); err != nil {
+		return nil, err
+	}
 	if err := e.dev.do(func() error { return e.ensureSlots(per, per*stride, int64(len(grp))) }); err != nil {
 		return nil, err
 	}
 	// Grown slots may hold more than this group's sizing asked for (and
 	// under a memory limit one may have grown where the other could not).
-	per = min(total, e.slots[0].capWalks, e.slots[0].capWords/stride, e.slots[1].capWalks, e.slots[1].capWords/stride, 1<<31-1)
+	per = min(total, 1<<31-1)
+	for _, s := range e.slots {
+		per = min(per, s.capWalks, s.capWords/stride)
+	}
 	if e.cfg.maxBatchWalks > 0 {
 		per = min(per, int64(e.cfg.maxBatchWalks))
 	}

@@ -3,8 +3,10 @@
 package gpu
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"unsafe"
 
 	"gorgonia.org/cu"
@@ -12,7 +14,7 @@ import (
 	"github.com/walkstage/walkstage/walk"
 )
 
-// batchSlot is one of the two ping-pong slots: a stream, device buffers for
+// batchSlot is one of the engine's batch slots (WithBatchSlots): a stream, device buffers for
 // one batch and the pinned host buffers its inputs and results pass through.
 type batchSlot struct {
 	name                                                string
@@ -30,11 +32,16 @@ type batchSlot struct {
 	hParams                                             *walkParams
 	hPtrs                                               []unsafe.Pointer
 	pending                                             *batch
+	// lent counts the chunks of hDense not yet given back
+	// (WithLentChunks); back gets a token when it drops to zero.
+	lent atomic.Int64
+	back chan struct{}
 }
 
 // release frees whatever of the slot was allocated, also a slot whose
 // construction failed halfway (device thread).
 func (s *batchSlot) release(e *Engine) {
+	e.lenders.remove(s)
 	if s.stream != (cu.Stream{}) {
 		_ = s.stream.Synchronize()
 	}
@@ -56,14 +63,14 @@ func (s *batchSlot) release(e *Engine) {
 	}
 }
 
-// ensureSlots sizes both slots for batches of up to walks walks, words
+// ensureSlots sizes every slot for batches of up to walks walks, words
 // result vertices and jobs seeds (device thread). Slots only grow, each
 // dimension on its own, so groups of different lengths reuse them instead
 // of reallocating pinned memory run after run.
 func (e *Engine) ensureSlots(walks, words, jobs int64) error {
 	type size struct{ walks, words, jobs int64 }
 	asked := size{walks, words, jobs}
-	var want [2]*size
+	want := make([]*size, len(e.slots))
 	for i, old := range e.slots {
 		if old != nil && old.capWalks >= walks && old.capWords >= words && old.capJobs >= jobs {
 			continue
@@ -108,7 +115,7 @@ func (e *Engine) ensureSlots(walks, words, jobs int64) error {
 // vertices and jobs seeds. It returns a complete slot, or an error with
 // everything it had allocated freed (device thread).
 func (e *Engine) newSlot(i int, walks, words, jobs int64) (_ *batchSlot, err error) {
-	s := &batchSlot{name: fmt.Sprintf("slot%d", i)}
+	s := &batchSlot{name: fmt.Sprintf("slot%d", i), back: make(chan struct{}, 1)}
 	defer func() {
 		if err != nil {
 			s.release(e)
@@ -163,6 +170,7 @@ func (e *Engine) newSlot(i int, walks, words, jobs int64) (_ *batchSlot, err err
 	s.hParams = (*walkParams)(p)
 	// Capacities only now that every buffer exists.
 	s.capWalks, s.capWords, s.capJobs = walks, words, jobs
+	e.lenders.add(s)
 	return s, nil
 }
 
@@ -177,7 +185,7 @@ func (e *Engine) hostBatchWalks(stride, total int64) int64 {
 	return n
 }
 
-// slotsHold reports whether both slots exist and hold batches of walks
+// slotsHold reports whether every slot exists and hold batches of walks
 // walks, words result vertices and jobs seeds. Run's goroutine, e.mu held:
 // the slots change only inside Run (ensureSlots on the device thread,
 // which dev.do orders before this read).
@@ -191,7 +199,8 @@ func (e *Engine) slotsHold(walks, words, jobs int64) bool {
 }
 
 // batchWalks sizes a batch by FlowWalker's equation 3: the free device
-// memory (less a reserve) split between the two ping-pong slots, each walk
+// memory (less a reserve) split between the batch slots (the paper's two
+// ping-pong slots, or WithBatchSlots of them), each walk
 // needing its result row, length and task; bounded by the pinned host
 // buffers and the configured cap.
 func (e *Engine) batchWalks(stride, total int64) (int64, error) {
@@ -219,7 +228,8 @@ func (e *Engine) batchWalks(stride, total int64) (int64, error) {
 	// Less each slot's fixed buffers and allocation rounding, which
 	// perWalk does not count: a few hundred bytes that matter only under a
 	// tight memory limit.
-	n := (free - reserve - 2*slotOverhead) / (2 * perWalk)
+	slots := int64(len(e.slots))
+	n := (free - reserve - slots*slotOverhead) / (slots * perWalk)
 	n = min(n, e.hostBatchWalks(stride, total))
 	if n < 1 {
 		return 0, fmt.Errorf("gpu: no device memory for a batch (%d bytes free, %d reserved)", free, reserve)
@@ -247,6 +257,9 @@ func (e *Engine) PrepareSlots(length int) error {
 	stride := rowPitch(length)
 	per, err := e.batchWalks(stride, 1<<31-1)
 	if err != nil {
+		return err
+	}
+	if err := e.awaitAllLent(context.Background()); err != nil {
 		return err
 	}
 	return e.dev.do(func() error { return e.ensureSlots(per, per*stride, 1) })

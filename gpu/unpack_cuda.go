@@ -74,7 +74,8 @@ type piece struct {
 }
 
 // finish turns the result rows of slot s's batch, copied back, into
-// chunks (in parallel), in walk order; the slot is free when it returns.
+// chunks (in parallel), in walk order; the slot is free when it returns,
+// or, with WithLentChunks, once the chunks are given back.
 func (e *Engine) finish(s *batchSlot, maxVertices int64) ([]walk.Chunk, error) {
 	b := s.pending
 	s.pending = nil
@@ -97,6 +98,9 @@ func (e *Engine) finish(s *batchSlot, maxVertices int64) ([]walk.Chunk, error) {
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
+	}
+	if e.cfg.lendChunks {
+		s.lend(len(chunks))
 	}
 	return chunks, nil
 }
@@ -123,7 +127,8 @@ func (e *Engine) pieces(s *batchSlot, b *batch) ([]piece, error) {
 	return pieces, nil
 }
 
-// cut copies piece pc of slot s's packed walks into a chunk from the pool.
+// cut copies piece pc of slot s's packed walks into a chunk from the pool,
+// or with WithLentChunks lends them.
 func (e *Engine) cut(s *batchSlot, pc *piece, maxVertices int64) (walk.Chunk, error) {
 	nw := pc.hi - pc.lo
 	lens := s.hLengths[pc.row : pc.row+int64(nw)]
@@ -134,9 +139,15 @@ func (e *Engine) cut(s *batchSlot, pc *piece, maxVertices int64) (walk.Chunk, er
 		}
 		nv += int64(l)
 	}
-	c := e.chunks.get(nw, int(nv))
+	var c walk.Chunk
+	if e.cfg.lendChunks {
+		c = e.chunks.get(nw, 0)
+		c.Vertices, c.Lent = s.hDense[pc.at:pc.at+nv:pc.at+nv], true
+	} else {
+		c = e.chunks.get(nw, int(nv))
+		c.Vertices = append(c.Vertices, s.hDense[pc.at:pc.at+nv]...)
+	}
 	c.Tag = pc.seg.job.Tag
-	c.Vertices = append(c.Vertices, s.hDense[pc.at:pc.at+nv]...)
 	c.Offsets[0] = 0
 	at := uint32(0)
 	for k, l := range lens {
@@ -154,4 +165,13 @@ func (e *Engine) cut(s *batchSlot, pc *piece, maxVertices int64) (walk.Chunk, er
 // walk.Chunk's contract says. Safe from any goroutine; a chunk must be
 // given back at most once. The engine keeps at most its host buffer size
 // (WithHostBufferBytes) of such memory.
-func (e *Engine) Recycle(c walk.Chunk) { e.chunks.put(c, e.cfg.hostBufferBytes) }
+//
+// A lent chunk (WithLentChunks) must be given back: its vertices go back
+// to the slot they were lent from, its walk ids and offsets to the pool.
+func (e *Engine) Recycle(c walk.Chunk) {
+	if c.Lent {
+		e.giveBack(c)
+		c.Vertices = nil
+	}
+	e.chunks.put(c, e.cfg.hostBufferBytes)
+}

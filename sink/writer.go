@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -191,6 +192,19 @@ type segment struct {
 type heldChunk struct {
 	walk.Chunk
 	refs atomic.Int32
+}
+
+// detach copies walks [lo, hi) of a lent chunk into a chunk of the
+// writer's own, held by the one segment that will hold it.
+func detach(c *walk.Chunk, lo, hi int) *heldChunk {
+	v0, v1 := c.Offsets[lo], c.Offsets[hi]
+	d := &heldChunk{Chunk: walk.Chunk{Tag: c.Tag, WalkIDs: slices.Clone(c.WalkIDs[lo:hi]),
+		Offsets: make([]uint32, hi-lo+1), Vertices: slices.Clone(c.Vertices[v0:v1])}}
+	for k, o := range c.Offsets[lo : hi+1] {
+		d.Offsets[k] = o - v0
+	}
+	d.refs.Store(1)
+	return d
 }
 
 // unref drops one reference to c, releasing it with the last.
@@ -436,8 +450,15 @@ func (w *BatchWriter) stage(c *heldChunk, need int64, ready *[]*group) error {
 			return w.failLocked(fmt.Errorf("%w: row group %d (walks %d..%d) receives more than %d walks: a walk was written twice",
 				ErrBadChunk, gi, gr.base, gr.base+uint64(gr.rows)-1, gr.rows))
 		}
-		c.refs.Add(1)
-		gr.segs = append(gr.segs, segment{c, lo, hi})
+		seg := segment{c, lo, hi}
+		if c.Lent && gr.got+(hi-lo) < gr.rows {
+			// The group waits for later chunks, which the engine makes
+			// only once it has this one's buffer back: keep a copy.
+			seg = segment{detach(&c.Chunk, lo, hi), 0, hi - lo}
+		} else {
+			c.refs.Add(1)
+		}
+		gr.segs = append(gr.segs, seg)
 		gr.got += hi - lo
 		gr.staged += chunkBytes(&c.Chunk, lo, hi)
 		if gr.got == gr.rows {

@@ -105,7 +105,15 @@ type EngineSettings struct {
 	// GPUHostShare, when in (0, 1), puts that share of a partitioned
 	// graph in host memory (gpu.NewStripes; benchmarks and tests). 0: as
 	// much as the devices cannot hold (gpu.PartitionHostShare).
-	GPUHostShare    float64
+	GPUHostShare float64
+	// GPUBatchSlots is the batches each GPU engine has in flight
+	// (gpu.WithBatchSlots; 0: the engine's default).
+	GPUBatchSlots int
+	// GPULentChunks lends chunks out of the GPU engine's pinned buffers
+	// instead of copying them (gpu.WithLentChunks), on one device only
+	// (gpu.Multi does not route chunks back): for a caller whose
+	// receiver gives every chunk back through the engine's Recycle.
+	GPULentChunks   bool
 	Workers         int   // 0: one per core
 	FusedTableBytes int64 // -1: the engine's default limit (walk.WithFusedTableLimit)
 	// EagerLabelTables builds MetaPath's label tables at start-up instead
@@ -529,6 +537,12 @@ func newGPUEngine(g *graph.Graph, s EngineSettings, log *slog.Logger) (walk.Engi
 		opts := []gpu.Option{gpu.WithLogger(log.With("device", d)), gpu.WithDevice(d), gpu.WithMemoryLimit(s.GPUMemoryLimit)}
 		if s.GPUDeviceFraction > 0 {
 			opts = append(opts, gpu.WithDeviceFraction(s.GPUDeviceFraction))
+		}
+		if s.GPUBatchSlots > 0 {
+			opts = append(opts, gpu.WithBatchSlots(s.GPUBatchSlots))
+		}
+		if s.GPULentChunks && len(ordinals) == 1 {
+			opts = append(opts, gpu.WithLentChunks())
 		}
 		if stripes != nil {
 			opts = append(opts, gpu.WithStripes(stripes))

@@ -33,12 +33,20 @@ type Job struct {
 // wanted label, or a PPR stop). Walk ids within a chunk ascend; chunks of a
 // job arrive in any order, each walk exactly once.
 //
-// The receiver owns a chunk's slices: engines never touch them again.
+// The receiver owns a chunk's slices: engines never touch them again,
+// unless the chunk is Lent.
 type Chunk struct {
 	Tag      int
 	WalkIDs  []uint64
 	Offsets  []uint32 // len(WalkIDs)+1, Offsets[0] == 0
 	Vertices []uint32
+	// Lent says the engine lent Vertices out of its own buffers (the GPU
+	// engine's pinned batch buffers, gpu.WithLentChunks): the receiver
+	// must hand the chunk back to the engine (its Recycle) once it reads
+	// it no more, without waiting for later chunks, since the engine's
+	// later batches wait for that buffer. A receiver that keeps walks
+	// until more arrive copies them first (sink.BatchWriter does).
+	Lent bool
 }
 
 // Len is the number of walks in the chunk.

@@ -62,10 +62,11 @@ flags:
 // explicitly (a parameter of another algorithm is an error only then).
 type walkOptions struct {
 	graphPath, algoName, schema, samplerName, seeds, out, prefix, batchID, name string
-	engineName, compression, walkEncoding, output, cpuProfile                   string
+	engineName, compression, walkEncoding, output, cpuProfile, traceFile        string
 	length, perVertex, workers, zstdLevel, rowGroupRows, parallelParts, uploads int
+	gpuSlots                                                                    int
 	p, q, stop                                                                  float64
-	weighted, quiet                                                             bool
+	weighted, quiet, gpuCopy                                                    bool
 	seed                                                                        uint64
 	fileBytes, memLimit                                                         int64
 	vp                                                                          walk.VisitParams
@@ -118,6 +119,9 @@ func parseWalkFlags(args []string, stderr io.Writer) (*walkOptions, error) {
 	fs.BoolVar(&vp.ExcludeNeighbors, "exclude-neighbors", false, "visits: do not return the seed's neighbours")
 	o.sf = addSampleFlags(fs)
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the walk and its output (not the graph load) to this file")
+	fs.IntVar(&o.gpuSlots, "gpu-batch-slots", 3, "GPU engine: batches in flight at once, each with its own pinned 128 MiB buffer (1 to 8; lent to the writer, a buffer waits until its walks are encoded)")
+	fs.BoolVar(&o.gpuCopy, "gpu-copy-chunks", false, "GPU engine: copy walks out of its pinned buffers for the writer instead of lending them (for comparison)")
+	fs.StringVar(&o.traceFile, "trace", "", "write an execution trace of the walk and its output (not the graph load) to this file ('go tool trace')")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, nil
@@ -133,6 +137,9 @@ func parseWalkFlags(args []string, stderr io.Writer) (*walkOptions, error) {
 	}
 	if o.perVertex < 1 {
 		return nil, fmt.Errorf("--walks-per-vertex %d: want at least 1", o.perVertex)
+	}
+	if o.gpuSlots < 1 || o.gpuSlots > 8 {
+		return nil, fmt.Errorf("--gpu-batch-slots %d: want 1 to 8", o.gpuSlots)
 	}
 	o.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
@@ -157,7 +164,11 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer g.Close()
 
-	eng, err := stage.NewEngine(g, o.engineName, stage.EngineSettings{Workers: o.workers, FusedTableBytes: -1}, engineLogger(stderr))
+	// The writer gives every chunk back to the engine (prepareEngine), so
+	// the GPU engine may lend its pinned buffers instead of copying them.
+	settings := stage.EngineSettings{Workers: o.workers, FusedTableBytes: -1, GPUBatchSlots: o.gpuSlots,
+		GPULentChunks: o.output != "visits" && !o.gpuCopy}
+	eng, err := stage.NewEngine(g, o.engineName, settings, engineLogger(stderr))
 	if err != nil {
 		return err
 	}
@@ -375,6 +386,11 @@ func (o *walkOptions) run(ctx context.Context, eng walk.Engine, algo walk.Algori
 		return err
 	}
 	defer stopProfile()
+	stopTrace, err := startTrace(o.traceFile)
+	if err != nil {
+		return fmt.Errorf("trace: %w", err)
+	}
+	defer stopTrace()
 	t1 := time.Now()
 	err = eng.Run(runCtx, []walk.Job{{Algorithm: algo, Seed: o.seed, Starts: starts}}, func(c walk.Chunk) error {
 		walks.Add(int64(c.Len()))

@@ -1,0 +1,112 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/walkstage/walkstage/walk"
+)
+
+// lendingReceiver keeps copies of the walks of lent chunks and gives each
+// chunk back after a random pause, on its own goroutine, checking first
+// that the vertices it was lent are still the ones it copied: a slot
+// walked again before all its chunks were back would have overwritten them.
+type lendingReceiver struct {
+	e       *Engine
+	rng     *rand.Rand
+	walks   map[int][][]uint32
+	returns sync.WaitGroup
+	mu      sync.Mutex
+	errs    []error
+}
+
+func (r *lendingReceiver) emit(c walk.Chunk) error {
+	if !c.Lent {
+		return fmt.Errorf("job %d: a chunk that is not lent", c.Tag)
+	}
+	for k := range c.Len() {
+		r.walks[c.Tag][c.WalkIDs[k]] = slices.Clone(c.Walk(k))
+	}
+	kept := slices.Clone(c.Vertices)
+	pause := time.Duration(r.rng.IntN(3000)) * time.Microsecond
+	r.returns.Add(1)
+	go func() {
+		defer r.returns.Done()
+		time.Sleep(pause)
+		if !slices.Equal(kept, c.Vertices) {
+			r.mu.Lock()
+			r.errs = append(r.errs, fmt.Errorf("job %d walks %d..: lent vertices changed before they were given back", c.Tag, c.WalkIDs[0]))
+			r.mu.Unlock()
+		}
+		r.e.Recycle(c)
+	}()
+	return nil
+}
+
+// TestLentChunks: with WithLentChunks the walks are the CPU engine's, no
+// slot is walked again while its chunks are out (also across runs: each
+// run returns with chunks still lent), every chunk comes back, and a run
+// whose receiver fails gives back the chunks it never emitted, so the next
+// run does not wait for them.
+func TestLentChunks(t *testing.T) {
+	g := testGraph(t)
+	alg := walk.Algorithm{Kind: walk.DeepWalk, Length: 40, Weighted: true}
+	jobs := []walk.Job{{Tag: 1, Algorithm: alg, Seed: 9, Starts: allStarts(g, 3)}}
+	cpu, err := walk.NewCPU(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := collect(t, cpu, jobs)
+	for _, slots := range []int{1, 2, 3} {
+		t.Run(fmt.Sprintf("slots=%d", slots), func(t *testing.T) {
+			e := newEngine(t, g, WithLentChunks(), WithMaxBatchWalks(3000), WithChunkWalks(700), WithBatchSlots(slots))
+			r := &lendingReceiver{e: e, rng: rand.New(rand.NewPCG(uint64(slots), 1))}
+			for round := range 3 {
+				r.walks = map[int][][]uint32{1: make([][]uint32, len(jobs[0].Starts))}
+				if err := e.Run(context.Background(), jobs, r.emit); err != nil {
+					t.Fatalf("round %d: %v", round, err)
+				}
+				for id, w := range want[1] {
+					if !slices.Equal(r.walks[1][id], w) {
+						t.Fatalf("round %d: walk %d: gpu %v, cpu %v", round, id, r.walks[1][id], w)
+					}
+				}
+			}
+			// A receiver that fails on its fifth chunk.
+			n := 0
+			err := e.Run(context.Background(), jobs, func(c walk.Chunk) error {
+				if n++; n == 5 {
+					e.Recycle(c)
+					return errInjected
+				}
+				return r.emit(c)
+			})
+			if !errors.Is(err, errInjected) {
+				t.Fatalf("failing receiver: run returned %v", err)
+			}
+			r.walks = map[int][][]uint32{1: make([][]uint32, len(jobs[0].Starts))}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := e.Run(ctx, jobs, r.emit); err != nil {
+				t.Fatalf("run after a failed one: %v", err)
+			}
+			r.returns.Wait()
+			if err := errors.Join(r.errs...); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range e.slots {
+				if n := s.lent.Load(); n != 0 {
+					t.Fatalf("%s: %d chunks still lent", s.name, n)
+				}
+			}
+		})
+	}
+}
