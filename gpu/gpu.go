@@ -6,11 +6,13 @@
 //
 // How a Run goes: jobs with equal algorithms form a group; a group's walks
 // are cut into batches sized from free device memory (FlowWalker eq. 3) and
-// the pinned host buffers; batches alternate between two slots, each with
-// its own stream, in a pipeline of goroutines (pipeline.go): batch i+1
-// walks and crosses the bus while batch i is cut into chunks and batch
-// i-1's chunks are emitted. Chunks the receiver gives back (Recycle) are
-// reused. Inside a batch, persistent blocks take walks from
+// the pinned host buffers; batches take turns on the batch slots (two by
+// default, WithBatchSlots), each with its own stream, in a pipeline of
+// goroutines (pipeline.go): batch i+1 walks and crosses the bus while batch
+// i is cut into chunks and batch i-1's chunks are emitted. Chunks the
+// receiver gives back (Recycle) are reused; with WithLentChunks they are
+// not copies but views of the slot's pinned buffer, and the slot is walked
+// again once all are back. Inside a batch, persistent blocks take walks from
 // a global task pool by an atomic cursor: O(1) samplers (uniform, alias,
 // Node2Vec rejection, MetaPath label tables) give every thread one walk;
 // the reservoir samplers (ZPRS, DPRS) keep 64 walks per block in shared

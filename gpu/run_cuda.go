@@ -15,7 +15,7 @@ import (
 )
 
 // Run implements walk.Engine. Jobs with equal algorithms share launches;
-// each group's walks run in batches through the two slots, pipelined
+// each group's walks run in batches through the batch slots, pipelined
 // (pipeline.go): one batch crosses the bus while the last is cut into
 // chunks and the one before it is emitted.
 func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) error {
