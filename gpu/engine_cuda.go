@@ -108,8 +108,8 @@ type Engine struct {
 	graphBytes, tableBytes int64
 	tableBuild             time.Duration
 	slots                  []*batchSlot // WithBatchSlots of them; nil until sized
-	chunks                 chunkPool // chunks given back by Recycle
-	lenders                lenders   // slots that lend chunks (WithLentChunks)
+	chunks                 chunkPool    // chunks given back by Recycle
+	lenders                lenders      // slots that lend chunks (WithLentChunks)
 	allocs                 map[string]int64
 	mu                     sync.Mutex    // one Run at a time
 	stats                  walk.RunStats // the Run in progress (Run's goroutine only)
