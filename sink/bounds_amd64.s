@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "lanes_amd64.h"
 
 // func bounds32AVX2(vals []uint32) (lo, hi uint32)
 // len(vals) is a positive multiple of 32. Y0-Y3 hold running minima and
@@ -42,18 +43,8 @@ loop:
 	VPMAXUD Y5, Y4, Y4
 	VPMAXUD Y7, Y6, Y6
 	VPMAXUD Y6, Y4, Y4
-	VEXTRACTI128 $1, Y0, X1
-	VPMINUD X1, X0, X0
-	VPSHUFD $0x4e, X0, X1
-	VPMINUD X1, X0, X0
-	VPSHUFD $0xb1, X0, X1
-	VPMINUD X1, X0, X0
-	VEXTRACTI128 $1, Y4, X5
-	VPMAXUD X5, X4, X4
-	VPSHUFD $0x4e, X4, X5
-	VPMAXUD X5, X4, X4
-	VPSHUFD $0xb1, X4, X5
-	VPMAXUD X5, X4, X4
+	FOLD8(VPMINUD, Y0, X0, X1)
+	FOLD8(VPMAXUD, Y4, X4, X5)
 	VMOVD X0, AX
 	VMOVD X4, BX
 	VZEROUPPER

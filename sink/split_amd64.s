@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "lanes_amd64.h"
 
 // In each 128-bit lane, the bytes of four 32-bit values regrouped by byte
 // position: b0 of the four, then b1, b2, b3.
@@ -77,18 +78,8 @@ loop:
 	DECQ CX
 	JNZ loop
 
-	VEXTRACTI128 $1, Y6, X1
-	VPMINUD X1, X6, X6
-	VPSHUFD $0x4e, X6, X1
-	VPMINUD X1, X6, X6
-	VPSHUFD $0xb1, X6, X1
-	VPMINUD X1, X6, X6
-	VEXTRACTI128 $1, Y7, X1
-	VPMAXUD X1, X7, X7
-	VPSHUFD $0x4e, X7, X1
-	VPMAXUD X1, X7, X7
-	VPSHUFD $0xb1, X7, X1
-	VPMAXUD X1, X7, X7
+	FOLD8(VPMINUD, Y6, X6, X1)
+	FOLD8(VPMAXUD, Y7, X7, X1)
 	VMOVD X6, AX
 	VMOVD X7, BX
 	VZEROUPPER

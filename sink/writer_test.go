@@ -515,16 +515,26 @@ func readRows(data []byte) ([]Row, error) {
 	return parquet.Read[Row](bytes.NewReader(data), int64(len(data)))
 }
 
+// releaseCase is the chunk-release tests' batch: chunks of 97 walks over
+// row groups of 500 walks (so chunks span groups), the writer options, and
+// the digest of what a writer given owned chunks writes.
+func releaseCase(t *testing.T) (*graph.Graph, []walk.Chunk, []Option, []string) {
+	g := testGraph(t)
+	chunks := runEngine(t, g, testAlgo, releaseWalks, 7)
+	opts := []Option{WithRowGroupRows(500), WithFileBytes(30 << 10), WithEncoders(4)}
+	b, dir := fileBucket(t)
+	writeBatch(t, b, testMeta("x", releaseWalks), g, chunks, opts...)
+	return g, chunks, opts, treeDigest(t, dir)
+}
+
+// releaseWalks is the walks of releaseCase's batch.
+const releaseWalks = 4000
+
 // WithChunkRelease hands each chunk back exactly once, and only when no
 // encoder reads it any more: a callback that scribbles over the chunk it
 // gets back leaves the output byte-identical to a writer without one.
 func TestChunkReleaseAfterEncoding(t *testing.T) {
-	g := testGraph(t)
-	const n = 4000
-	chunks := runEngine(t, g, testAlgo, n, 7) // 97 walks a chunk: chunks span row groups
-	opts := []Option{WithRowGroupRows(500), WithFileBytes(30 << 10), WithEncoders(4)}
-	b1, dir1 := fileBucket(t)
-	writeBatch(t, b1, testMeta("x", n), g, chunks, opts...)
+	g, chunks, opts, want := releaseCase(t)
 	var mu sync.Mutex
 	released := map[*uint32]int{}
 	scribble := func(c walk.Chunk) {
@@ -535,9 +545,9 @@ func TestChunkReleaseAfterEncoding(t *testing.T) {
 		clear(c.Offsets)
 	}
 	b2, dir2 := fileBucket(t)
-	writeBatch(t, b2, testMeta("x", n), g, chunks, append(opts, WithChunkRelease(scribble))...)
-	if a, b := treeDigest(t, dir1), treeDigest(t, dir2); !slices.Equal(a, b) {
-		t.Fatalf("a chunk was released while still read: outputs differ:\n%v\n%v", a, b)
+	writeBatch(t, b2, testMeta("x", releaseWalks), g, chunks, append(opts, WithChunkRelease(scribble))...)
+	if got := treeDigest(t, dir2); !slices.Equal(want, got) {
+		t.Fatalf("a chunk was released while still read: outputs differ:\n%v\n%v", want, got)
 	}
 	if len(released) != len(chunks) {
 		t.Fatalf("%d of %d chunks released", len(released), len(chunks))
@@ -557,13 +567,7 @@ func TestChunkReleaseAfterEncoding(t *testing.T) {
 // first chunk ending inside a row group is never released and this waits
 // in vain.
 func TestLentChunksReturnBeforeLaterChunks(t *testing.T) {
-	g := testGraph(t)
-	const n = 4000
-	chunks := runEngine(t, g, testAlgo, n, 7) // 97 walks a chunk: chunks span row groups
-	opts := []Option{WithRowGroupRows(500), WithFileBytes(30 << 10), WithEncoders(4)}
-	b1, dir1 := fileBucket(t)
-	writeBatch(t, b1, testMeta("x", n), g, chunks, opts...)
-
+	g, chunks, opts, want := releaseCase(t)
 	var mu sync.Mutex
 	released := map[*uint32]int{}
 	back := make(chan struct{}, len(chunks))
@@ -578,7 +582,7 @@ func TestLentChunksReturnBeforeLaterChunks(t *testing.T) {
 	}
 	b2, dir2 := fileBucket(t)
 	ctx := context.Background()
-	w, err := NewBatchWriter(ctx, b2, "walks", testMeta("x", n), g, append(opts, WithChunkRelease(scribble))...)
+	w, err := NewBatchWriter(ctx, b2, "walks", testMeta("x", releaseWalks), g, append(opts, WithChunkRelease(scribble))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -598,8 +602,8 @@ func TestLentChunksReturnBeforeLaterChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-w.Tidied()
-	if a, b := treeDigest(t, dir1), treeDigest(t, dir2); !slices.Equal(a, b) {
-		t.Fatalf("lent chunks gave other output:\n%v\n%v", a, b)
+	if got := treeDigest(t, dir2); !slices.Equal(want, got) {
+		t.Fatalf("lent chunks gave other output:\n%v\n%v", want, got)
 	}
 	for p, k := range released {
 		if k != 1 {
