@@ -23,7 +23,7 @@ type chunkPool struct {
 
 // chunkCapBytes is the memory behind c's slices.
 func chunkCapBytes(c *walk.Chunk) int64 {
-	return int64(cap(c.WalkIDs))*8 + int64(cap(c.Offsets))*4 + int64(cap(c.Vertices))*4
+	return int64(cap(c.WalkIDs))*8 + int64(cap(c.Offsets))*4 + int64(cap(c.Starts))*4 + int64(cap(c.Vertices))*4
 }
 
 // get returns a chunk with room for walks walks and vertices vertices:
@@ -42,6 +42,7 @@ func (p *chunkPool) get(walks, vertices int) walk.Chunk {
 	c.Tag = 0
 	c.WalkIDs = resize(c.WalkIDs, walks)
 	c.Offsets = resize(c.Offsets, walks+1)
+	c.Starts = resize(c.Starts, walks)
 	if cap(c.Vertices) < vertices {
 		// An eighth more, so that the next batches' chunks, a few per cent
 		// larger or smaller, fit too.
@@ -70,6 +71,6 @@ func (p *chunkPool) put(c walk.Chunk, limit int64) {
 	if p.held+b > limit {
 		return
 	}
-	p.free = append(p.free, walk.Chunk{WalkIDs: c.WalkIDs[:0], Offsets: c.Offsets[:0], Vertices: c.Vertices[:0]})
+	p.free = append(p.free, walk.Chunk{WalkIDs: c.WalkIDs[:0], Offsets: c.Offsets[:0], Starts: c.Starts[:0], Vertices: c.Vertices[:0]})
 	p.held += b
 }

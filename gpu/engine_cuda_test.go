@@ -124,6 +124,9 @@ func collect(t testing.TB, e walk.Engine, jobs []walk.Job) map[int][][]uint32 {
 			if out[c.Tag][id] != nil {
 				return fmt.Errorf("job %d walk %d emitted twice", c.Tag, id)
 			}
+			if c.Starts != nil && c.Starts[k] != c.Walk(k)[0] {
+				return fmt.Errorf("job %d walk %d: Starts says %d, the walk starts at %d", c.Tag, id, c.Starts[k], c.Walk(k)[0])
+			}
 			out[c.Tag][id] = append([]uint32(nil), c.Walk(k)...)
 		}
 		return nil

@@ -32,8 +32,14 @@ func (r *lendingReceiver) emit(c walk.Chunk) error {
 	if !c.Lent {
 		return fmt.Errorf("job %d: a chunk that is not lent", c.Tag)
 	}
+	if len(c.Starts) != c.Len() {
+		return fmt.Errorf("job %d: %d starts for %d walks", c.Tag, len(c.Starts), c.Len())
+	}
 	for k := range c.Len() {
 		r.walks[c.Tag][c.WalkIDs[k]] = slices.Clone(c.Walk(k))
+		if c.Starts[k] != c.Walk(k)[0] {
+			return fmt.Errorf("job %d walk %d: Starts says %d, the walk starts at %d", c.Tag, c.WalkIDs[k], c.Starts[k], c.Walk(k)[0])
+		}
 	}
 	kept := slices.Clone(c.Vertices)
 	pause := time.Duration(r.rng.IntN(3000)) * time.Microsecond

@@ -148,6 +148,7 @@ func (e *Engine) cut(s *batchSlot, pc *piece, maxVertices int64) (walk.Chunk, er
 		c.Vertices = append(c.Vertices, s.hDense[pc.at:pc.at+nv]...)
 	}
 	c.Tag = pc.seg.job.Tag
+	copy(c.Starts, pc.seg.job.Starts[pc.lo:pc.hi]) // the tasks' starts: each walk's first vertex
 	c.Offsets[0] = 0
 	at := uint32(0)
 	for k, l := range lens {

@@ -229,6 +229,18 @@ type rowOrder struct {
 
 func (o rowOrder) walk(r int) []uint32 { return o.segs[o.seg[r]].c.Walk(int(o.idx[r])) }
 
+// first is row r's start vertex and its number of vertices: from the
+// chunk's Starts where the engine gave them, so that the walk itself is
+// not read.
+func (o rowOrder) first(r int) (start uint32, n int) {
+	c, k := &o.segs[o.seg[r]].c.Chunk, o.idx[r]
+	n = int(c.Offsets[k+1] - c.Offsets[k])
+	if c.Starts != nil {
+		return c.Starts[k], n
+	}
+	return c.Vertices[c.Offsets[k]], n
+}
+
 // order places gr's walks in row order (walk id - base); a walk written
 // twice or missing is an ErrBadChunk.
 func (e *fragmentEncoder) order(gr *group) (rowOrder, error) {
@@ -267,16 +279,16 @@ func (e *fragmentEncoder) startColumn(gr *group, rows rowOrder) (int64, error) {
 	c.reset(int64(len(e.out)))
 	var steps int64
 	for r := range n {
-		vs := rows.walk(r)
-		if vs[0] >= nv {
-			return 0, fmt.Errorf("%w: walk %d visits vertex %d, beyond the graph's %d", ErrBadChunk, gr.base+uint64(r), vs[0], nv)
+		v, nvert := rows.first(r)
+		if v >= nv {
+			return 0, fmt.Errorf("%w: walk %d visits vertex %d, beyond the graph's %d", ErrBadChunk, gr.base+uint64(r), v, nv)
 		}
 		if ids == nil {
-			e.ext[r] = int64(vs[0])
+			e.ext[r] = int64(v)
 		} else {
-			e.ext[r] = ids[vs[0]]
+			e.ext[r] = ids[v]
 		}
-		steps += int64(len(vs) - 1)
+		steps += int64(nvert - 1)
 	}
 	lo, hi := bounds(e.ext[:n])
 	if err := e.int64Page(c, e.ext[:n], lo, hi, n, nil); err != nil {

@@ -200,6 +200,9 @@ func detach(c *walk.Chunk, lo, hi int) *heldChunk {
 	v0, v1 := c.Offsets[lo], c.Offsets[hi]
 	d := &heldChunk{Chunk: walk.Chunk{Tag: c.Tag, WalkIDs: slices.Clone(c.WalkIDs[lo:hi]),
 		Offsets: make([]uint32, hi-lo+1), Vertices: slices.Clone(c.Vertices[v0:v1])}}
+	if c.Starts != nil {
+		d.Starts = slices.Clone(c.Starts[lo:hi])
+	}
 	for k, o := range c.Offsets[lo : hi+1] {
 		d.Offsets[k] = o - v0
 	}
@@ -567,7 +570,11 @@ func (w *BatchWriter) reserve(ctx context.Context, need int64) error {
 
 // chunkBytes is the memory held by walks [lo, hi) of c.
 func chunkBytes(c *walk.Chunk, lo, hi int) int64 {
-	return int64(hi-lo)*12 + int64(c.Offsets[hi]-c.Offsets[lo])*4
+	per := int64(12) // walk id, offset
+	if c.Starts != nil {
+		per += 4
+	}
+	return int64(hi-lo)*per + int64(c.Offsets[hi]-c.Offsets[lo])*4
 }
 
 // checkChunk validates the structure of a chunk and its walk ids; vertex
@@ -576,6 +583,9 @@ func (w *BatchWriter) checkChunk(c *walk.Chunk) error {
 	n := c.Len()
 	if len(c.Offsets) != n+1 || c.Offsets[0] != 0 || int(c.Offsets[n]) != len(c.Vertices) {
 		return fmt.Errorf("%w: %d walks, %d offsets, %d vertices", ErrBadChunk, n, len(c.Offsets), len(c.Vertices))
+	}
+	if c.Starts != nil && len(c.Starts) != n {
+		return fmt.Errorf("%w: %d walks, %d starts", ErrBadChunk, n, len(c.Starts))
 	}
 	maxLen := uint32(w.meta.Algorithm.Length) + 1
 	for k := range n {

@@ -125,7 +125,8 @@ func writeBatch(t testing.TB, b *blob.Bucket, meta BatchMeta, g *graph.Graph, ch
 }
 
 func cloneChunk(c walk.Chunk) walk.Chunk {
-	return walk.Chunk{Tag: c.Tag, WalkIDs: slices.Clone(c.WalkIDs), Offsets: slices.Clone(c.Offsets), Vertices: slices.Clone(c.Vertices)}
+	return walk.Chunk{Tag: c.Tag, WalkIDs: slices.Clone(c.WalkIDs), Offsets: slices.Clone(c.Offsets), Starts: slices.Clone(c.Starts),
+		Vertices: slices.Clone(c.Vertices)}
 }
 
 // readBatch reads every part of a manifest back with parquet-go, checking
@@ -513,6 +514,47 @@ var _ = io.EOF
 
 func readRows(data []byte) ([]Row, error) {
 	return parquet.Read[Row](bytes.NewReader(data), int64(len(data)))
+}
+
+// A chunk's Starts (walk.Chunk.Starts), when an engine gives them, are
+// what the start column is written from: the output is byte-identical to
+// that of chunks without them, and starts that disagree with the walks
+// change it (so they are read, and the walks are not). A Starts of the
+// wrong length is a bad chunk.
+func TestChunkStarts(t *testing.T) {
+	g, chunks, opts, want := releaseCase(t)
+	withStarts := func(shift uint32) []walk.Chunk {
+		out := make([]walk.Chunk, len(chunks))
+		for i, c := range chunks {
+			c = cloneChunk(c)
+			c.Starts = make([]uint32, c.Len())
+			for k := range c.Starts {
+				c.Starts[k] = (c.Walk(k)[0] + shift) % uint32(g.NumVertices())
+			}
+			out[i] = c
+		}
+		return out
+	}
+	b1, dir1 := fileBucket(t)
+	writeBatch(t, b1, testMeta("x", releaseWalks), g, withStarts(0), opts...)
+	if got := treeDigest(t, dir1); !slices.Equal(want, got) {
+		t.Fatalf("chunks with their starts wrote other bytes:\n%v\n%v", want, got)
+	}
+	b2, dir2 := fileBucket(t)
+	writeBatch(t, b2, testMeta("x", releaseWalks), g, withStarts(1), opts...)
+	if got := treeDigest(t, dir2); slices.Equal(want, got) {
+		t.Fatal("starts that disagree with the walks left the output unchanged: the writer does not read them")
+	}
+	w, err := NewBatchWriter(context.Background(), b2, "walks", testMeta("y", releaseWalks), g, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := withStarts(0)[0]
+	bad.Starts = bad.Starts[1:]
+	if err := w.Write(context.Background(), bad); !errors.Is(err, ErrBadChunk) {
+		t.Fatalf("a chunk with %d starts for %d walks: %v, want ErrBadChunk", len(bad.Starts), bad.Len(), err)
+	}
+	_ = w.Abort(context.Background())
 }
 
 // releaseCase is the chunk-release tests' batch: chunks of 97 walks over
