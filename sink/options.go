@@ -121,7 +121,12 @@ type config struct {
 	staleAfter        time.Duration
 	release           func(walk.Chunk)
 	tidyAsync         bool
+	generalPages      bool // tests: no framedWalkPage
 }
+
+// withGeneralPages makes every walk page take the general path (tests
+// compare framedWalkPage's bytes with it).
+func withGeneralPages() Option { return func(o *config) { o.generalPages = true } }
 
 // Defaults; see each option.
 const (

@@ -201,7 +201,12 @@ func segmentKind(b []byte) int {
 	if len(b) < 16<<10 {
 		return segZstd
 	}
-	h := sampledEntropy(segmentSample(b))
+	return kindOfEntropy(sampledEntropy(segmentSample(b)))
+}
+
+// kindOfEntropy is segmentKind for a large segment whose sample has an
+// entropy of h bits a byte.
+func kindOfEntropy(h float64) int {
 	// A sample of 4096 uniform bytes reads about 7.95 bits.
 	switch {
 	case h > 7.8:
@@ -222,11 +227,36 @@ func allSame(b []byte) bool {
 	return bytes.Equal(b[1:], b[:len(b)-1])
 }
 
+// maxRawBlock is the largest zstd block (RFC 8878: 128 KiB).
+const maxRawBlock = 128 << 10
+
+// appendRawFrame appends the headers of a zstd frame of n bytes stored in
+// raw blocks, as appendFrame(dst, raw, 0, n) writes them, and room for the
+// bytes: block b's bytes [b*maxRawBlock, ...) of the n start at
+// start+3*(b+1)+b*maxRawBlock.
+func appendRawFrame(dst []byte, n int) (_ []byte, start int) {
+	dst = append(dst, 0x28, 0xb5, 0x2f, 0xfd, 0xa0)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(n))
+	start = len(dst)
+	nb := (n + maxRawBlock - 1) / maxRawBlock
+	dst = slices.Grow(dst, n+3*nb)[:start+n+3*nb]
+	for b := range nb {
+		m := min(maxRawBlock, n-b*maxRawBlock)
+		h := uint32(m) << 3
+		if b == nb-1 {
+			h |= 1
+		}
+		p := start + b*(maxRawBlock+3)
+		dst[p], dst[p+1], dst[p+2] = byte(h), byte(h>>8), byte(h>>16)
+	}
+	return dst, start
+}
+
 // appendFrame appends a zstd frame of n bytes: raw's as raw blocks, or,
 // when raw is nil, RLE blocks of the byte rle (RFC 8878: a single-segment
 // frame with a 4-byte content size, blocks of at most 128 KiB).
 func appendFrame(dst, raw []byte, rle byte, n int) []byte {
-	const maxBlock = 128 << 10
+	const maxBlock = maxRawBlock
 	dst = append(dst, 0x28, 0xb5, 0x2f, 0xfd, 0xa0) // magic; single segment, 4-byte content size
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(n))
 	for n > 0 {

@@ -456,14 +456,23 @@ func (e *fragmentEncoder) levels(c *column, lens []int32, nvals, rows int) []byt
 // page frames e.body (nvals values of rows rows, e.segs its segments) as
 // a data page v1 of column c: compression, header, page index entries.
 func (e *fragmentEncoder) page(c *column, nvals, rows int, lo, hi int64, minB, maxB []byte) error {
-	body, zeros := e.body, e.zeros
+	body, segs, zeros := e.body, e.segs, e.zeros
 	e.zeros = 0
+	return e.pageWith(c, nvals, rows, lo, hi, minB, maxB, len(body)+zeros, func(dst []byte) ([]byte, error) {
+		return e.codec.encode(dst, body, segs, zeros)
+	})
+}
+
+// pageWith frames a data page v1 of column c whose body, of uncompressed
+// bytes, encode appends compressed to dst.
+func (e *fragmentEncoder) pageWith(c *column, nvals, rows int, lo, hi int64, minB, maxB []byte, uncompressed int,
+	encode func(dst []byte) ([]byte, error)) error {
 	// The page is compressed straight into the fragment, after room for
 	// its header: sized with the uncompressed size standing in for the
 	// compressed one, which almost always takes as many bytes as a thrift
 	// varint (the copy of each compressed page into the fragment was 3%
 	// of the GPU stage's CPU). Where it does not, the body moves.
-	h := format.PageHeader{Type: format.DataPage, UncompressedPageSize: int32(len(body) + zeros), CompressedPageSize: int32(len(body) + zeros),
+	h := format.PageHeader{Type: format.DataPage, UncompressedPageSize: int32(uncompressed), CompressedPageSize: int32(uncompressed),
 		DataPageHeader: thrift.New(format.DataPageHeader{NumValues: int32(nvals), Encoding: c.encoding,
 			DefinitionLevelEncoding: format.RLE, RepetitionLevelEncoding: format.RLE})}
 	guess, err := thrift.Marshal(&e.thrift, &h)
@@ -472,7 +481,7 @@ func (e *fragmentEncoder) page(c *column, nvals, rows int, lo, hi int64, minB, m
 	}
 	offset := len(e.out)
 	room := len(guess)
-	out, err := e.codec.encode(slices.Grow(e.out, room)[:offset+room], body, e.segs, zeros)
+	out, err := encode(slices.Grow(e.out, room)[:offset+room])
 	if err != nil {
 		return fmt.Errorf("sink: compress %v: %w", c.path, err)
 	}
@@ -502,7 +511,7 @@ func (e *fragmentEncoder) page(c *column, nvals, rows int, lo, hi int64, minB, m
 	}
 	c.pages++
 	c.values += int64(nvals)
-	c.uncompressed += int64(len(hb) + len(body) + zeros)
+	c.uncompressed += int64(len(hb) + uncompressed)
 	return nil
 }
 

@@ -19,19 +19,19 @@ DATA splitPerm<>+16(SB)/8, $0x0000000600000002
 DATA splitPerm<>+24(SB)/8, $0x0000000700000003
 GLOBL splitPerm<>(SB), RODATA|NOPTR, $32
 
-// func split4AVX2(dst *byte, stride int, src []uint32) (lo, hi uint32)
-// len(src) is a positive multiple of 32; byte k of src[i] goes to
-// dst[k*stride+i] (BYTE_STREAM_SPLIT of 32-bit values, stride >= len(src)).
+// func split4AVX2(d0, d1, d2, d3 *byte, src []uint32) (lo, hi uint32)
+// len(src) is a positive multiple of 32; byte k of src[i] goes to dk[i]
+// (BYTE_STREAM_SPLIT of 32-bit values, each stream where the caller wants
+// it: one after the other, or inside a zstd frame's raw blocks).
 // Y6 and Y7 keep the running minima and maxima. 32 values a round: four
 // registers regrouped, then interleaved into one 32-byte store per stream.
-TEXT ·split4AVX2(SB), NOSPLIT, $0-48
-	MOVQ dst+0(FP), DI
-	MOVQ stride+8(FP), R8
-	MOVQ src_base+16(FP), SI
-	MOVQ src_len+24(FP), CX
-	LEAQ (DI)(R8*1), R9
-	LEAQ (R9)(R8*1), R10
-	LEAQ (R10)(R8*1), R11
+TEXT ·split4AVX2(SB), NOSPLIT, $0-64
+	MOVQ d0+0(FP), DI
+	MOVQ d1+8(FP), R9
+	MOVQ d2+16(FP), R10
+	MOVQ d3+24(FP), R11
+	MOVQ src_base+32(FP), SI
+	MOVQ src_len+40(FP), CX
 	SHRQ $5, CX
 	VMOVDQU splitShuf<>(SB), Y4
 	VMOVDQU splitPerm<>(SB), Y5
@@ -83,6 +83,6 @@ loop:
 	VMOVD X6, AX
 	VMOVD X7, BX
 	VZEROUPPER
-	MOVL AX, lo+40(FP)
-	MOVL BX, hi+44(FP)
+	MOVL AX, lo+56(FP)
+	MOVL BX, hi+60(FP)
 	RET

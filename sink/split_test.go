@@ -155,3 +155,53 @@ func BenchmarkSplit(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(vals)), "ns/vertex")
 	})
 }
+
+// framedWalkPage writes the bytes of the general path: pages of random
+// dense ids whose low byte streams are stored raw (two, one, or none of
+// them), with raw frames crossing the 128 KiB block boundary at every
+// offset the random walk lengths give, and a graph of ids at or above 2^24
+// (a fourth stream). The general path is the one the sink took before;
+// only where a low stream is raw does the framed path run at all.
+func TestFramedWalkPageBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		nv   int
+		span uint32 // ids drawn below span
+	}{
+		{"two raw streams", 1<<20 + 12345, 1<<20 + 12345},
+		{"one raw stream", 1<<20 + 12345, 4096},
+		{"none raw", 1<<20 + 12345, 200},
+		{"three raw, a fourth stream", 1<<24 + 3, 1<<24 + 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := ringGraph(t, tc.nv)
+			const walks = 12000
+			rng := rand.New(rand.NewPCG(uint64(tc.nv), uint64(tc.span)))
+			var chunks []walk.Chunk
+			for lo := 0; lo < walks; lo += 1000 {
+				c := walk.Chunk{Offsets: []uint32{0}}
+				for id := lo; id < lo+1000; id++ {
+					c.WalkIDs = append(c.WalkIDs, uint64(id))
+					for range 1 + rng.IntN(81) {
+						c.Vertices = append(c.Vertices, rng.Uint32N(tc.span))
+					}
+					c.Offsets = append(c.Offsets, uint32(len(c.Vertices)))
+				}
+				chunks = append(chunks, c)
+			}
+			meta := BatchMeta{BatchID: "f", Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 80}, Seed: 42, Engine: "cpu",
+				WalkstageVersion: "test", Walks: walks}
+			b1, dir1 := fileBucket(t)
+			writeBatch(t, b1, meta, g, chunks, withGeneralPages())
+			b2, dir2 := fileBucket(t)
+			m := writeBatch(t, b2, meta, g, chunks)
+			if a, b := treeDigest(t, dir1), treeDigest(t, dir2); !slices.Equal(a, b) {
+				t.Fatalf("framed pages differ from the general path's:\n%v\n%v", a, b)
+			}
+			rows := readBatch(t, b2, m)
+			if len(rows) != walks {
+				t.Fatalf("read %d rows back, want %d", len(rows), walks)
+			}
+		})
+	}
+}
