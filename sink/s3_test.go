@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -608,5 +609,74 @@ func TestS3KeepsConnections(t *testing.T) {
 	// them idle.
 	if n := dialled.Load(); n > parallel+parallel/4 {
 		t.Fatalf("%d connections dialled for %d rounds of %d uploads, want about %d", n, rounds, parallel, parallel)
+	}
+}
+
+// An abort that cuts a part's upload short leaves no part behind even when
+// the store finishes the request after its client gave up: the gofakes3
+// wrapper holds the first part's PUT until the writer cancels it, then
+// stores it 60 ms later. Abort deletes the cut part, and again after short
+// pauses; with a single delete the part stays.
+func TestAbortDeletesPartStoredAfterCancel(t *testing.T) {
+	held := make(chan struct{})
+	stored := make(chan struct{})
+	var once sync.Once
+	u := serveFakeS3(t, func(faker http.Handler) http.Handler {
+		return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPut || !strings.Contains(r.URL.Path, "/part-00000-") || r.URL.Query().Has("uploadId") {
+				faker.ServeHTTP(rw, r)
+				return
+			}
+			first := false
+			once.Do(func() { first = true })
+			if !first {
+				faker.ServeHTTP(rw, r)
+				return
+			}
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(rw, err.Error(), http.StatusBadRequest)
+				return
+			}
+			close(held)
+			<-r.Context().Done() // the client gave up
+			time.Sleep(60 * time.Millisecond)
+			late := r.Clone(context.Background())
+			late.Body = io.NopCloser(bytes.NewReader(body))
+			faker.ServeHTTP(httptest.NewRecorder(), late)
+			close(stored)
+		})
+	})
+	b := openS3(t, u)
+	g := testGraph(t)
+	const n = 3000
+	chunks := runEngine(t, g, testAlgo, n, 13)
+	ctx := context.Background()
+	w, err := NewBatchWriter(ctx, b, "walks", testMeta("cut", n), g, WithRowGroupRows(100), WithFileBytes(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range chunks {
+		if err := w.Write(ctx, cloneChunk(c)); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-held:
+		default:
+			continue
+		}
+		break
+	}
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first part was never uploaded")
+	}
+	if err := w.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-stored
+	if keys := listPrefix(t, b, w.Layout().Dir+"/"); len(keys) != 0 {
+		t.Fatalf("after abort the batch directory holds %v", keys)
 	}
 }
