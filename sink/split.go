@@ -69,28 +69,15 @@ func (e *fragmentEncoder) splitWalkPage(c *column, gr *group, rows rowOrder, r0,
 func (e *fragmentEncoder) framedWalkPage(c *column, gr *group, rows rowOrder, r0, r1, count int, levels []byte) (bool, error) {
 	nv := uint32(e.w.g.NumVertices())
 	streams := denseStreams(nv)
-	vs, ok := rows.run(r0, r1)
-	if !ok {
-		e.flat = grow(e.flat, count)
-		i := 0
-		for r := r0; r < r1; r++ {
-			i += copy(e.flat[i:], rows.walk(r))
-		}
-		vs = e.flat[:count]
-	}
+	var vs []uint32
+	vs, e.flat = rows.vertices(r0, r1, count, e.flat)
 	raw := rawStreams(vs, streams)
 	if raw == 0 || segmentKind(levels) == segRaw {
 		return false, nil
 	}
 	lo, hi := bounds32(vs)
 	if hi >= nv {
-		for r := r0; r < r1; r++ {
-			for _, v := range rows.walk(r) {
-				if v >= nv {
-					return true, fmt.Errorf("%w: walk %d visits vertex %d, beyond the graph's %d", ErrBadChunk, gr.base+uint64(r), v, nv)
-				}
-			}
-		}
+		return true, rows.beyond(r0, r1, nv, gr.base)
 	}
 	// The streams not stored raw (and the fourth, zero for ids below 2^24)
 	// go after the levels in the body buffer.
@@ -185,27 +172,41 @@ func denseStreams(nv uint32) int {
 // four, even on pages out of cache: 1.15-1.20 against 0.97-1.01 ns a
 // vertex on the 2-core VM; splitBounds32 does both in one AVX2 pass.)
 func splitDense(s []byte, flat []uint32, count int, nv uint32, base uint64, rows rowOrder, r0, r1 int) (lo, hi int64, _ []uint32, err error) {
-	vs, ok := rows.run(r0, r1)
-	if !ok {
-		flat = grow(flat, count)
-		i := 0
-		for r := r0; r < r1; r++ {
-			i += copy(flat[i:], rows.walk(r))
-		}
-		vs = flat
-	}
+	vs, flat := rows.vertices(r0, r1, count, flat)
 	vlo, vhi := splitBounds32(s, vs)
 	if vhi >= nv {
-		// Identity ids: all are in range if the largest is; find the walk.
-		for r := r0; r < r1; r++ {
-			for _, v := range rows.walk(r) {
-				if v >= nv {
-					return 0, 0, flat, fmt.Errorf("%w: walk %d visits vertex %d, beyond the graph's %d", ErrBadChunk, base+uint64(r), v, nv)
-				}
+		return 0, 0, flat, rows.beyond(r0, r1, nv, base)
+	}
+	return int64(vlo), int64(vhi), flat, nil
+}
+
+// vertices are the count vertices of rows [r0, r1) one after the other:
+// the chunk's own when they lie so in one (run), else copied into flat,
+// which it returns (grown).
+func (o rowOrder) vertices(r0, r1, count int, flat []uint32) (_, _ []uint32) {
+	if vs, ok := o.run(r0, r1); ok {
+		return vs, flat
+	}
+	flat = grow(flat, count)
+	i := 0
+	for r := r0; r < r1; r++ {
+		i += copy(flat[i:], o.walk(r))
+	}
+	return flat[:count], flat
+}
+
+// beyond is the error for rows [r0, r1) of a row group starting at walk
+// base, some vertex of which is nv or more: identity ids are all in range
+// if the largest is, so only then is the walk looked for.
+func (o rowOrder) beyond(r0, r1 int, nv uint32, base uint64) error {
+	for r := r0; r < r1; r++ {
+		for _, v := range o.walk(r) {
+			if v >= nv {
+				return fmt.Errorf("%w: walk %d visits vertex %d, beyond the graph's %d", ErrBadChunk, base+uint64(r), v, nv)
 			}
 		}
 	}
-	return int64(vlo), int64(vhi), flat, nil
+	return fmt.Errorf("%w: a vertex beyond the graph's %d", ErrBadChunk, nv)
 }
 
 // splitBounds32Go is splitBounds32 in two passes: the bounds in four

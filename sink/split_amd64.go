@@ -39,13 +39,5 @@ func splitBounds32(s []byte, vals []uint32) (lo, hi uint32) {
 	if !hasBounds32AVX2 || n < 64 {
 		return splitBounds32Go(s, vals)
 	}
-	_ = s[4*n-1]
-	m := n &^ 31
-	lo, hi = split4AVX2(&s[0], &s[n], &s[2*n], &s[3*n], vals[:m])
-	for i := m; i < n; i++ {
-		v := vals[i]
-		lo, hi = min(lo, v), max(hi, v)
-		s[i], s[n+i], s[2*n+i], s[3*n+i] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
-	}
-	return lo, hi
+	return split4(&[4][]byte{s[:n], s[n : 2*n], s[2*n : 3*n], s[3*n : 4*n]}, vals)
 }
