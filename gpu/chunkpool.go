@@ -39,7 +39,7 @@ func (p *chunkPool) get(walks, vertices int) walk.Chunk {
 		p.held -= chunkCapBytes(&c)
 	}
 	p.mu.Unlock()
-	c.Tag = 0
+	c.Tag, c.Lent, c.LentRunEnd = 0, false, 0
 	c.WalkIDs = resize(c.WalkIDs, walks)
 	c.Offsets = resize(c.Offsets, walks+1)
 	c.Starts = resize(c.Starts, walks)

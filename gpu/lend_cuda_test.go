@@ -116,3 +116,64 @@ func TestLentChunks(t *testing.T) {
 		})
 	}
 }
+
+// TestLentRunEnd: every walk of a lent chunk's run (walk.Chunk.LentRunEnd)
+// comes without a chunk given back. The receiver keeps each chunk until it
+// has received every walk below its LentRunEnd (as the sink keeps walks
+// waiting in a row group); an engine that waited for a slot before the end
+// of a run would hang here (the context ends the run after a minute).
+func TestLentRunEnd(t *testing.T) {
+	g := testGraph(t)
+	alg := walk.Algorithm{Kind: walk.DeepWalk, Length: 40, Weighted: true}
+	jobs := []walk.Job{{Tag: 1, Algorithm: alg, Seed: 9, Starts: allStarts(g, 3)}}
+	n := uint64(len(jobs[0].Starts))
+	cpu, err := walk.NewCPU(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := collect(t, cpu, jobs)
+	for _, slots := range []int{1, 2} {
+		t.Run(fmt.Sprintf("slots=%d", slots), func(t *testing.T) {
+			e := newEngine(t, g, WithLentChunks(), WithMaxBatchWalks(3000), WithChunkWalks(700), WithBatchSlots(slots))
+			var held []walk.Chunk
+			var next uint64 // the next walk id: one job's chunks come in order
+			runs := map[uint64]bool{}
+			got := make([][]uint32, n)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			err := e.Run(ctx, jobs, func(c walk.Chunk) error {
+				last := c.WalkIDs[c.Len()-1]
+				if c.WalkIDs[0] != next || c.LentRunEnd <= last || c.LentRunEnd > n {
+					return fmt.Errorf("chunk of walks %d..%d (next %d) with LentRunEnd %d", c.WalkIDs[0], last, next, c.LentRunEnd)
+				}
+				next = last + 1
+				runs[c.LentRunEnd] = true
+				for k := range c.Len() {
+					got[c.WalkIDs[k]] = slices.Clone(c.Walk(k))
+				}
+				held = append(held, c)
+				keep := held[:0]
+				for _, h := range held {
+					if h.LentRunEnd <= next {
+						e.Recycle(h)
+					} else {
+						keep = append(keep, h)
+					}
+				}
+				held = keep
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(held) != 0 || next != n || len(runs) < 2 {
+				t.Fatalf("%d chunks still held, %d of %d walks, %d runs", len(held), next, n, len(runs))
+			}
+			for id, w := range want[1] {
+				if !slices.Equal(got[id], w) {
+					t.Fatalf("walk %d: gpu %v, cpu %v", id, got[id], w)
+				}
+			}
+		})
+	}
+}

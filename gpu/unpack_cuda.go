@@ -143,6 +143,9 @@ func (e *Engine) cut(s *batchSlot, pc *piece, maxVertices int64) (walk.Chunk, er
 	if e.cfg.lendChunks {
 		c = e.chunks.get(nw, 0)
 		c.Vertices, c.Lent = s.hDense[pc.at:pc.at+nv:pc.at+nv], true
+		// The pipeline emits all of a batch's chunks in a row (emitLoop),
+		// so every walk of this segment comes without a slot given back.
+		c.LentRunEnd = pc.seg.job.FirstWalk + uint64(pc.seg.hi)
 	} else {
 		c = e.chunks.get(nw, int(nv))
 		c.Vertices = append(c.Vertices, s.hDense[pc.at:pc.at+nv]...)

@@ -161,6 +161,7 @@ type BatchWriter struct {
 
 	walksWritten atomic.Int64
 	bytesWritten atomic.Int64
+	copiedLent   atomic.Int64 // vertices of lent chunks copied (detach)
 }
 
 // group is one row group being collected, encoded and uploaded.
@@ -196,8 +197,9 @@ type heldChunk struct {
 
 // detach copies walks [lo, hi) of a lent chunk into a chunk of the
 // writer's own, held by the one segment that will hold it.
-func detach(c *walk.Chunk, lo, hi int) *heldChunk {
+func (w *BatchWriter) detach(c *walk.Chunk, lo, hi int) *heldChunk {
 	v0, v1 := c.Offsets[lo], c.Offsets[hi]
+	w.copiedLent.Add(int64(v1 - v0))
 	d := &heldChunk{Chunk: walk.Chunk{Tag: c.Tag, WalkIDs: slices.Clone(c.WalkIDs[lo:hi]),
 		Offsets: make([]uint32, hi-lo+1), Vertices: slices.Clone(c.Vertices[v0:v1])}}
 	if c.Starts != nil {
@@ -353,6 +355,11 @@ func (w *BatchWriter) PeakHeldBytes() int64 {
 	return w.peak
 }
 
+// CopiedLentVertices is how many walk vertices of lent chunks
+// (walk.Chunk.Lent) the writer copied so far, to keep walks that wait for
+// walks beyond the chunk's lent run (walk.Chunk.LentRunEnd).
+func (w *BatchWriter) CopiedLentVertices() int64 { return w.copiedLent.Load() }
+
 // BytesWritten is the number of Parquet bytes handed to the bucket so far.
 func (w *BatchWriter) BytesWritten() int64 { return w.bytesWritten.Load() }
 
@@ -447,9 +454,19 @@ func (w *BatchWriter) groupSpan(c *walk.Chunk, lo int) (gi int64, hi int) {
 	return gi, hi
 }
 
-// detachWaiting copies the walks of lent chunk c that will wait in row
-// groups this chunk does not complete (detach), keyed by their first
-// index in c. The copies are made outside the lock: made under it, from
+// waitsOnEngine reports whether n walks of lent chunk c, filed under row
+// group gi of rows walks that already holds got, would wait for walks the
+// engine emits only once it has lent buffers back: the group stays
+// incomplete and ends beyond the chunk's lent run (walk.Chunk.LentRunEnd).
+// Such walks must be copied (detach); others may stay in the engine's
+// buffer until their group is encoded.
+func (w *BatchWriter) waitsOnEngine(c *walk.Chunk, gi int64, got, n, rows int) bool {
+	return got+n < rows && uint64(gi*w.rows)+uint64(rows) > c.LentRunEnd
+}
+
+// detachWaiting copies the walks of lent chunk c that will wait on the
+// engine (waitsOnEngine) in row groups this chunk does not complete
+// (detach), keyed by their first index in c. The copies are made outside the lock: made under it, from
 // the engine's pinned buffers, they held up every encoder reporting a row
 // group (a trace of the scale-22 one-shot: 1.5 s of encoders' waiting on
 // the lock in 0.52 s). A group found waiting may be completed by another
@@ -466,7 +483,7 @@ func (w *BatchWriter) detachWaiting(c *walk.Chunk) map[int]*heldChunk {
 		if gr := w.open[gi]; gr != nil {
 			got = gr.got
 		}
-		if got+(hi-lo) < rows {
+		if w.waitsOnEngine(c, gi, got, hi-lo, rows) {
 			waiting = append(waiting, span{lo, hi})
 		}
 		lo = hi
@@ -477,7 +494,7 @@ func (w *BatchWriter) detachWaiting(c *walk.Chunk) map[int]*heldChunk {
 	}
 	copies := make(map[int]*heldChunk, len(waiting))
 	for _, sp := range waiting {
-		copies[sp.lo] = detach(c, sp.lo, sp.hi)
+		copies[sp.lo] = w.detach(c, sp.lo, sp.hi)
 	}
 	return copies
 }
@@ -504,10 +521,10 @@ func (w *BatchWriter) stage(c *heldChunk, need int64, ready *[]*group, copies ma
 		switch d := copies[lo]; {
 		case d != nil && d.Len() == hi-lo:
 			seg = segment{d, 0, hi - lo}
-		case c.Lent && gr.got+(hi-lo) < gr.rows:
+		case c.Lent && w.waitsOnEngine(&c.Chunk, gi, gr.got, hi-lo, gr.rows):
 			// The group waits for later chunks, which the engine makes
 			// only once it has this one's buffer back: keep a copy.
-			seg = segment{detach(&c.Chunk, lo, hi), 0, hi - lo}
+			seg = segment{w.detach(&c.Chunk, lo, hi), 0, hi - lo}
 		default:
 			c.refs.Add(1)
 		}

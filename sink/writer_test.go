@@ -2,6 +2,7 @@ package sink
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -650,6 +651,99 @@ func TestLentChunksReturnBeforeLaterChunks(t *testing.T) {
 	for p, k := range released {
 		if k != 1 {
 			t.Fatalf("chunk at %p released %d times", p, k)
+		}
+	}
+}
+
+// Lent chunks in runs (walk.Chunk.LentRunEnd), as the GPU engine lends a
+// batch slot's walks: the writer keeps the walks that wait only for walks
+// of their own run, and copies exactly those that wait beyond it, the run's
+// share of the row group its end falls in. A fake engine of one slot emits
+// run r only once every chunk of run r-1 is back: keeping a walk that
+// waits beyond its run would hang it, copying more than the run's
+// share fails the count, and a chunk released while still read changes the
+// output (the callback scribbles over it).
+func TestLentRunsCopyOnlyWhatWaitsBeyondThem(t *testing.T) {
+	g, chunks, opts, want := releaseCase(t)
+	chunks = slices.Clone(chunks)
+	slices.SortFunc(chunks, func(a, b walk.Chunk) int { return cmp.Compare(a.WalkIDs[0], b.WalkIDs[0]) })
+	const perRun, slots, rows = 7, 1, 500 // chunks a run; runs lent at once; releaseCase's row group walks
+	runs := (len(chunks) + perRun - 1) / perRun
+	runOf := func(id uint64) int {
+		for r := range runs {
+			if end := chunks[min(len(chunks), (r+1)*perRun)-1]; id <= end.WalkIDs[end.Len()-1] {
+				return r
+			}
+		}
+		t.Fatalf("walk %d in no run", id)
+		return -1
+	}
+	var mu sync.Mutex
+	out := make([]int, runs) // lent chunks of each run not yet back
+	back := make([]chan struct{}, runs)
+	for r := range back {
+		back[r] = make(chan struct{})
+		out[r] = min(len(chunks), (r+1)*perRun) - r*perRun
+	}
+	scribble := func(c walk.Chunk) {
+		if !c.Lent {
+			return // the writer's own copy
+		}
+		clear(c.Vertices)
+		r := runOf(c.WalkIDs[0])
+		mu.Lock()
+		defer mu.Unlock()
+		if out[r]--; out[r] == 0 {
+			close(back[r])
+		}
+	}
+	b2, dir2 := fileBucket(t)
+	ctx := context.Background()
+	w, err := NewBatchWriter(ctx, b2, "walks", testMeta("x", releaseWalks), g, append(opts, WithChunkRelease(scribble))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantCopied int64
+	for r := range runs {
+		if r >= slots {
+			select {
+			case <-back[r-slots]:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("run %d not given back before run %d: the writer keeps walks waiting beyond their run", r-slots, r)
+			}
+		}
+		run := chunks[r*perRun : min(len(chunks), (r+1)*perRun)]
+		last := run[len(run)-1]
+		end := last.WalkIDs[last.Len()-1] + 1
+		// The run's walks in the row group its end cuts (none when the end
+		// is a group boundary or the batch's end) wait beyond it.
+		cut := end / rows * rows
+		for _, c := range run {
+			lent := cloneChunk(c)
+			lent.Lent, lent.LentRunEnd = true, end
+			for k, id := range c.WalkIDs {
+				if id >= cut && end%rows != 0 {
+					wantCopied += int64(c.Offsets[k+1] - c.Offsets[k])
+				}
+			}
+			if err := w.Write(ctx, lent); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := w.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-w.Tidied()
+	if got := treeDigest(t, dir2); !slices.Equal(want, got) {
+		t.Fatalf("lent runs gave other output:\n%v\n%v", want, got)
+	}
+	if got := w.CopiedLentVertices(); got != wantCopied || wantCopied == 0 {
+		t.Fatalf("copied %d lent vertices, want %d (the runs' shares of the groups their ends cut)", got, wantCopied)
+	}
+	for r, n := range out {
+		if n != 0 {
+			t.Fatalf("%d chunks of run %d never given back", n, r)
 		}
 	}
 }

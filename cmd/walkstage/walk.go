@@ -441,10 +441,19 @@ func reportWalks(stdout io.Writer, out string, eng walk.Engine, w *sink.BatchWri
 		float64(m.Steps+m.Walks)/total.Seconds()/1e6, float64(m.Bytes)/total.Seconds()/1e6)
 	if st, ok := eng.(interface{ LastRunStats() walk.RunStats }); ok {
 		rs := st.LastRunStats()
-		fmt.Fprintf(stdout, "engine compute %s of run %s; %.2f bytes per walk vertex; sink held at most %s\n",
+		fmt.Fprintf(stdout, "engine compute %s of run %s; %.2f bytes per walk vertex; sink held at most %s%s\n",
 			rs.Compute.Round(time.Millisecond), rs.Wall.Round(time.Millisecond), float64(m.Bytes)/float64(m.Steps+m.Walks),
-			humanBytes(w.PeakHeldBytes()))
+			humanBytes(w.PeakHeldBytes()), copiedNote(w.CopiedLentVertices(), m.Steps+m.Walks))
 	}
+}
+
+// copiedNote tells how much of the walks lent by the engine the writer
+// copied (walk.Chunk.LentRunEnd): nothing when it copied none.
+func copiedNote(copied, vertices int64) string {
+	if copied == 0 || vertices == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", copied %.1f%% of the lent walk vertices", 100*float64(copied)/float64(vertices))
 }
 
 // repeatSeeds lists each seed's walks together, seed-major, the stage's
