@@ -45,6 +45,11 @@ measurements:
   --plain                plain upload of the walks backlog's volume to each store (on)
   --no-plain             skip it
   --unsigned-payload     versitygw URL with unsigned_payload=true (no SHA-256 of bodies over its plain HTTP)
+  --integrity-etag       versitygw --data-integrity-etag: ETags from the checksum the client sends, not an MD5
+                         of every body it stores
+  --store-cpus LIST      run versitygw on these CPUs only (taskset -c LIST, e.g. 0-5)
+  --stage-cpus LIST      run the broker, the stage and the load generator on these CPUs only (e.g. 6-15):
+                         with --store-cpus, shows which side bounds a run on one host
   --timeout SECONDS      bound on each measurement (600)
   --out DIR              logs and results (\$OUT/load when OUT is set, else --work/results)
 EOF
@@ -75,6 +80,9 @@ top_k=100
 visit_idle=200
 plain=1
 s3_extra=
+posix_flags=()
+store_pin=()
+stage_pin=()
 timeout_s=600
 out=
 
@@ -106,6 +114,9 @@ while [ $# -gt 0 ]; do
     --plain) plain=1 ;;
     --no-plain) plain=0 ;;
     --unsigned-payload) s3_extra="&unsigned_payload=true" ;;
+    --integrity-etag) posix_flags+=(--data-integrity-etag) ;;
+    --store-cpus) store_pin=(taskset -c "$2"); shift ;;
+    --stage-cpus) stage_pin=(taskset -c "$2"); shift ;;
     --timeout) timeout_s=$2; shift ;;
     --out) out=$2; shift ;;
     *) echo "stage-load.sh: unknown option $1 (-h lists them)" >&2; exit 2 ;;
@@ -188,7 +199,7 @@ export AWS_ACCESS_KEY_ID=walkstage AWS_SECRET_ACCESS_KEY=walkstage-secret AWS_RE
 
 log "broker: $broker ($partitions partitions a topic)"
 : >"$out/broker.log" # exists before the background job opens it
-"$broker" -topics "$topics" -partitions "$partitions" >>"$out/broker.log" 2>&1 &
+"${stage_pin[@]}" "$broker" -topics "$topics" -partitions "$partitions" >>"$out/broker.log" 2>&1 &
 pids+=($!)
 broker_pid=$!
 brokers=
@@ -206,8 +217,8 @@ if [[ ,$stores, == *,s3,* ]]; then
   mkdir -p "$work/s3/data/walks" "$work/s3/meta"
   port=$(free_port)
   log "versitygw: $versitygw on 127.0.0.1:$port, data under $work/s3"
-  "$versitygw" --access "$AWS_ACCESS_KEY_ID" --secret "$AWS_SECRET_ACCESS_KEY" --port "127.0.0.1:$port" --quiet \
-    posix --sidecar "$work/s3/meta" "$work/s3/data" >"$out/versitygw.log" 2>&1 &
+  "${store_pin[@]}" "$versitygw" --access "$AWS_ACCESS_KEY_ID" --secret "$AWS_SECRET_ACCESS_KEY" --port "127.0.0.1:$port" --quiet \
+    posix --sidecar "$work/s3/meta" "${posix_flags[@]}" "$work/s3/data" >"$out/versitygw.log" 2>&1 &
   pids+=($!)
   wait_port "$!" "$port" 30 || die "versitygw did not listen: $(tail -n 5 "$out/versitygw.log")"
   s3_url="s3://walks?endpoint=http://127.0.0.1:$port&region=us-east-1&use_path_style=true$s3_extra"
@@ -233,7 +244,7 @@ start_stage() {
     env WALKSTAGE_GRAPH="$graph" WALKSTAGE_OUTPUT_URL="$2" WALKSTAGE_ENGINE="$engine" \
       WALKSTAGE_METRICS_ADDR="127.0.0.1:$port" WALKSTAGE_LOG_FORMAT=text WALKSTAGE_LOG_LEVEL=warn \
       WALKSTAGE_GRAPH_POLL_INTERVAL=0 WALKSTAGE_SESSION_TIMEOUT=6s "${extra_env[@]}" \
-      "$walkstage" run "${args[@]}" >>"$out/stage-$1.log" 2>&1 &
+      "${stage_pin[@]}" "$walkstage" run "${args[@]}" >>"$out/stage-$1.log" 2>&1 &
     stage_pid=$!
     pids+=("$stage_pid")
     local t0=$SECONDS
@@ -255,7 +266,7 @@ load() {
   shift
   log "$name: walkstage load $*"
   local f=$out/$name.txt
-  if ! "$walkstage" load --graph "$graph" --timeout "${timeout_s}s" "$@" >"$f" 2>"$out/$name.err"; then
+  if ! "${stage_pin[@]}" "$walkstage" load --graph "$graph" --timeout "${timeout_s}s" "$@" >"$f" 2>"$out/$name.err"; then
     cat "$f" "$out/$name.err" >&2
     die "$name failed"
   fi
