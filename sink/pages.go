@@ -108,6 +108,7 @@ type column struct {
 	index            format.ColumnIndex
 	locations        []format.PageLocation
 	repHist, defHist [2]int64
+	crc              uint32 // CRC32C of the pages so far (sectionSum)
 }
 
 func (c *column) reset(start int64) {
@@ -133,7 +134,8 @@ type fragmentEncoder struct {
 	segs     []int  // its segments' boundaries
 	zeros    int    // zero bytes after body, not written (pageCodec.encode)
 	header   []byte
-	out      []byte // the fragment
+	out      []byte       // the fragment
+	sums     []sectionSum // its column chunks' CRC32Cs
 	thrift   thrift.CompactProtocol
 }
 
@@ -458,14 +460,22 @@ func (e *fragmentEncoder) levels(c *column, lens []int32, nvals, rows int) []byt
 func (e *fragmentEncoder) page(c *column, nvals, rows int, lo, hi int64, minB, maxB []byte) error {
 	body, segs, zeros := e.body, e.segs, e.zeros
 	e.zeros = 0
-	return e.pageWith(c, nvals, rows, lo, hi, minB, maxB, len(body)+zeros, func(dst []byte) ([]byte, error) {
+	return e.pageWith(c, nvals, rows, &pageBounds{lo, hi, minB, maxB}, len(body)+zeros, func(dst []byte) ([]byte, error) {
 		return e.codec.encode(dst, body, segs, zeros)
 	})
 }
 
+// pageBounds are a page's smallest and largest values, as numbers and as
+// the page index holds them.
+type pageBounds struct {
+	lo, hi     int64
+	minB, maxB []byte
+}
+
 // pageWith frames a data page v1 of column c whose body, of uncompressed
-// bytes, encode appends compressed to dst.
-func (e *fragmentEncoder) pageWith(c *column, nvals, rows int, lo, hi int64, minB, maxB []byte, uncompressed int,
+// bytes, encode appends compressed to dst. b is read once encode has
+// returned, so encode may take the bounds in the pass that writes the body.
+func (e *fragmentEncoder) pageWith(c *column, nvals, rows int, b *pageBounds, uncompressed int,
 	encode func(dst []byte) ([]byte, error)) error {
 	// The page is compressed straight into the fragment, after room for
 	// its header: sized with the uncompressed size standing in for the
@@ -497,17 +507,18 @@ func (e *fragmentEncoder) pageWith(c *column, nvals, rows int, lo, hi int64, min
 		copy(e.out[offset+len(hb):], out[offset+room:offset+room+n])
 	}
 	copy(e.out[offset:], hb)
+	c.crc = crc32cUpdate(c.crc, e.out[offset:offset+len(hb)+n])
 	c.locations = append(c.locations, format.PageLocation{Offset: int64(offset), CompressedPageSize: int32(len(hb) + n),
 		FirstRowIndex: c.rows})
 	c.index.NullPages = append(c.index.NullPages, false)
-	c.index.MinValues = append(c.index.MinValues, minB)
-	c.index.MaxValues = append(c.index.MaxValues, maxB)
+	c.index.MinValues = append(c.index.MinValues, b.minB)
+	c.index.MaxValues = append(c.index.MaxValues, b.maxB)
 	c.index.NullCounts = append(c.index.NullCounts, 0)
 	c.rows += int64(rows)
 	if c.pages == 0 {
-		c.min, c.max = lo, hi
+		c.min, c.max = b.lo, b.hi
 	} else {
-		c.min, c.max = min(c.min, lo), max(c.max, hi)
+		c.min, c.max = min(c.min, b.lo), max(c.max, b.hi)
 	}
 	c.pages++
 	c.values += int64(nvals)
@@ -525,12 +536,14 @@ func appendRun(b []byte, count int, level byte) []byte {
 func (e *fragmentEncoder) footer(rows int) error {
 	var chunks []format.ColumnChunk
 	var total, totalComp int64
+	e.sums = e.sums[:0]
 	for i := range e.cols {
 		c := &e.cols[i]
 		end := int64(len(e.out)) // columns are contiguous: one ends where the next starts
 		if i+1 < len(e.cols) {
 			end = e.cols[i+1].start
 		}
+		e.sums = append(e.sums, sectionSum{c.start, end - c.start, c.crc})
 		size := int64(8)
 		if c.typ == format.Int32 {
 			size = 4

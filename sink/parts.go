@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
-	"hash"
 	"hash/crc32"
 	"io"
 	"strconv"
@@ -40,19 +39,54 @@ func crc32cString(sum uint32) string {
 	return base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint32(nil, sum))
 }
 
+// countingWriter counts and checksums (CRC32C) what goes to a part.
 type countingWriter struct {
 	w     io.Writer
-	h     hash.Hash32 // CRC32C of the bytes written
+	crc   uint32 // CRC32C of the bytes written
 	n     int64
 	total *atomic.Int64
+	// known are the CRC32Cs of sections of the fragment starting at
+	// knownOf, being copied: such a section's sum is combined, not
+	// computed over bytes no longer in cache (0.39 of 5.88 core-s of the
+	// scale-22 one-shot on the 16-core host).
+	known   []sectionSum
+	knownOf *byte
+	// combined counts the bytes whose sum was known (for tests).
+	combined int64
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
-	c.h.Write(p[:n])
+	c.crc = crc32cUpdate(c.crc, p[:n])
 	c.n += int64(n)
 	c.total.Add(int64(n))
 	return n, err
+}
+
+// Sum32 is the CRC32C of the bytes written.
+func (c *countingWriter) Sum32() uint32 { return c.crc }
+
+// writeSection writes bytes off.. of fragment f, combining their checksum
+// when it is known for exactly that section.
+func (c *countingWriter) writeSection(f fragment, off int64, b []byte) (int, error) {
+	if len(f) > 0 && &f[0] == c.knownOf {
+		for _, s := range c.known {
+			if s.off != off || s.n != int64(len(b)) {
+				continue
+			}
+			n, err := c.w.Write(b)
+			if n == len(b) {
+				c.crc = crc32cCombine(c.crc, s.crc, s.n)
+				c.combined += s.n
+			} else {
+				c.crc = crc32cUpdate(c.crc, b[:n])
+			}
+			c.n += int64(n)
+			c.total.Add(int64(n))
+			return n, err
+		}
+	}
+	return c.Write(b)
 }
 
 // ReadFrom is how parquet-go's row group copy writes a column chunk of a
@@ -68,7 +102,7 @@ func (c *countingWriter) ReadFrom(r io.Reader) (int64, error) {
 			if err != nil {
 				return 0, err
 			}
-			m, err := c.Write(f.(fragment)[off+pos : off+n])
+			m, err := c.writeSection(f.(fragment), off+pos, f.(fragment)[off+pos:off+n])
 			_, _ = s.Seek(int64(m), io.SeekCurrent)
 			return int64(m), err
 		}
@@ -262,11 +296,11 @@ func (w *BatchWriter) newPart(i int) (*part, error) {
 		return nil, fmt.Errorf("sink: create %s: %w", key, err)
 	}
 	p.ow = &stallGuard{objectWriter: ow, ctx: ctx, d: w.cfg.stallTimeout, cancel: cancel}
-	p.out = &countingWriter{w: p.ow, h: crc32.New(castagnoli), total: &w.bytesWritten}
+	p.out = &countingWriter{w: p.ow, total: &w.bytesWritten}
 	if so, ok := ow.(*s3PutObject); ok {
 		// The request's checksum is the part's, which p.out keeps over the
 		// same bytes: not computed a second time.
-		so.crc32c = p.out.h
+		so.crc32c = p.out
 	}
 	return p, nil
 }
@@ -320,6 +354,10 @@ func (w *BatchWriter) appendGroup(p *part, gr *group) error {
 	if len(rgs) != 1 {
 		return fmt.Errorf("sink: encoded row group %d holds %d row groups", gr.index, len(rgs))
 	}
+	if len(gr.frag) > 0 {
+		p.out.known, p.out.knownOf = gr.sums, &gr.frag[0]
+		defer func() { p.out.known, p.out.knownOf = nil, nil }()
+	}
 	if _, err := p.pw.WriteRowGroup(rgs[0]); err != nil {
 		return fmt.Errorf("sink: write %s: %w", p.key, err)
 	}
@@ -360,7 +398,8 @@ func (w *BatchWriter) sealPart(p *part, closeEncoder func() error) error {
 		return fmt.Errorf("sink: upload %s: %w", p.key, err)
 	}
 	p.file.Bytes = p.out.n
-	p.file.CRC32C = crc32cString(p.out.h.Sum32())
+	p.file.CRC32C = crc32cString(p.out.Sum32())
+	w.sumsCombined.Add(p.out.combined)
 	w.mu.Lock()
 	w.files[p.index] = p.file
 	w.written = append(w.written, p.key)

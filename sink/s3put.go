@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash"
 	"hash/crc32"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -47,7 +46,7 @@ type s3PutObject struct {
 	big  objectWriter
 	// crc32c, when set, holds the CRC32C of the bytes written so far (the
 	// part's own, kept by its countingWriter); else putInput computes it.
-	crc32c hash.Hash32
+	crc32c interface{ Sum32() uint32 }
 }
 
 // newS3PutObject starts key: it has gocloud build the request it would send

@@ -2,9 +2,12 @@ package sink
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/parquet-go/parquet-go/encoding/bytestreamsplit"
@@ -202,6 +205,32 @@ func TestFramedWalkPageBytes(t *testing.T) {
 			if len(rows) != walks {
 				t.Fatalf("read %d rows back, want %d", len(rows), walks)
 			}
+			// A vertex beyond the graph, found by the pass that splits
+			// the page (on either path), fails the batch naming its walk.
+			bad := cloneChunk(chunks[5])
+			k := bad.Offsets[417] + 3
+			bad.Vertices[k] = uint32(tc.nv)
+			b3, _ := fileBucket(t)
+			ctx := context.Background()
+			w, err := NewBatchWriter(ctx, b3, "walks", meta, g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, c := range chunks {
+				if i == 5 {
+					c = bad
+				}
+				if err = w.Write(ctx, cloneChunk(c)); err != nil {
+					break
+				}
+			}
+			if err == nil {
+				_, err = w.Commit(ctx)
+			}
+			if want := fmt.Sprintf("walk %d visits vertex %d", bad.WalkIDs[417], tc.nv); !errors.Is(err, ErrBadChunk) || !strings.Contains(err.Error(), want) {
+				t.Fatalf("a vertex beyond the graph: %v, want ErrBadChunk saying %q", err, want)
+			}
+			_ = w.Abort(ctx)
 		})
 	}
 }

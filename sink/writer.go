@@ -162,6 +162,7 @@ type BatchWriter struct {
 	walksWritten atomic.Int64
 	bytesWritten atomic.Int64
 	copiedLent   atomic.Int64 // vertices of lent chunks copied (detach)
+	sumsCombined atomic.Int64 // part bytes whose CRC32C the encoders computed (sectionSum)
 }
 
 // group is one row group being collected, encoded and uploaded.
@@ -177,6 +178,7 @@ type group struct {
 	dispatched bool
 	ready      chan struct{} // closed when encoded (or failed)
 	frag       []byte
+	sums       []sectionSum // frag's column chunks' CRC32Cs
 	steps      int64
 	err        error
 }
@@ -637,12 +639,13 @@ func (w *BatchWriter) encodeLoop() {
 			frag, steps, err := e.encode(gr)
 			done()
 			e.out = nil
+			sums := slices.Clone(e.sums)
 			for _, sg := range gr.segs {
 				w.unref(sg.c)
 			}
 			w.mu.Lock()
 			staged := gr.staged
-			gr.segs, gr.frag, gr.steps, gr.err = nil, frag, steps, err
+			gr.segs, gr.frag, gr.sums, gr.steps, gr.err = nil, frag, sums, steps, err
 			w.used += int64(len(frag))
 			w.peak = max(w.peak, w.used)
 			w.used -= staged

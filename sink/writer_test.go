@@ -748,38 +748,85 @@ func TestLentRunsCopyOnlyWhatWaitsBeyondThem(t *testing.T) {
 	}
 }
 
+// The parts' checksums come mostly from the encoders' sums of the column
+// chunks (sectionSum), and are right: readBatch checks every part's bytes
+// against its manifest CRC32C.
+func TestPartChecksumsFromEncoders(t *testing.T) {
+	g, chunks, opts, _ := releaseCase(t)
+	b, _ := fileBucket(t)
+	ctx := context.Background()
+	w, err := NewBatchWriter(ctx, b, "walks", testMeta("x", releaseWalks), g, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range chunks {
+		if err := w.Write(ctx, cloneChunk(c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := w.Commit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows := readBatch(t, b, m); len(rows) != releaseWalks {
+		t.Fatalf("read %d rows back, want %d", len(rows), releaseWalks)
+	}
+	if got := w.sumsCombined.Load(); got < m.Bytes*3/4 || got > m.Bytes {
+		t.Fatalf("%d of %d part bytes' sums combined from the encoders', want most", got, m.Bytes)
+	}
+}
+
 // countingWriter writes a section of a fragment from the fragment's own
 // bytes, also when the section was partly read already (by the part
 // writer's buffer), and any other reader as io.Copy would; the count and
-// checksum cover exactly what was written.
+// checksum cover exactly what was written. A section whose CRC32C the
+// encoder computed is combined, not read again: a wrong known sum shows in
+// the checksum; a sum known for another section or fragment is not used.
 func TestCountingWriterReadFrom(t *testing.T) {
 	frag := fragment(bytes.Repeat([]byte("0123456789abcdef"), 1000))
+	other := fragment(bytes.Clone(frag))
+	sum := func(off, n int64) sectionSum { return sectionSum{off, n, crc32.Checksum(frag[off:off+n], castagnoli)} }
+	section := func() io.Reader { return io.NewSectionReader(frag, 100, 5000) }
 	for _, tc := range []struct {
-		name string
-		r    func() io.Reader
-		want []byte
+		name     string
+		r        func() io.Reader
+		want     []byte
+		known    []sectionSum
+		of       *byte
+		combined int64
+		wrong    bool // the known sum is wrong, so must the checksum be
 	}{
-		{"section", func() io.Reader { return io.NewSectionReader(frag, 100, 5000) }, frag[100:5100]},
-		{"section read in part", func() io.Reader {
+		{name: "section", r: section, want: frag[100:5100]},
+		{name: "section read in part", r: func() io.Reader {
 			s := io.NewSectionReader(frag, 100, 5000)
 			_, _ = s.Read(make([]byte, 777))
 			return s
-		}, frag[877:5100]},
-		{"other reader", func() io.Reader { return bytes.NewBufferString("walks") }, []byte("walks")},
+		}, want: frag[877:5100], known: []sectionSum{sum(100, 5000)}, of: &frag[0]},
+		{name: "other reader", r: func() io.Reader { return bytes.NewBufferString("walks") }, want: []byte("walks")},
+		{name: "section, sum known", r: section, want: frag[100:5100], known: []sectionSum{sum(0, 100), sum(100, 5000)}, of: &frag[0], combined: 5000},
+		{name: "section, wrong sum known", r: section, want: frag[100:5100],
+			known: []sectionSum{{100, 5000, sum(100, 5000).crc ^ 4}}, of: &frag[0], combined: 5000, wrong: true},
+		{name: "section, sum known of another", r: section, want: frag[100:5100], known: []sectionSum{sum(100, 4999), sum(99, 5000)}, of: &frag[0]},
+		{name: "section, sum known of another fragment", r: section, want: frag[100:5100], known: []sectionSum{sum(100, 5000)}, of: &other[0]},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
 			var total atomic.Int64
-			c := &countingWriter{w: &out, h: crc32.New(castagnoli), total: &total}
+			c := &countingWriter{w: &out, total: &total, known: tc.known, knownOf: tc.of}
+			if _, err := c.Write([]byte("PAR1")); err != nil {
+				t.Fatal(err)
+			}
 			r := tc.r()
 			n, err := c.ReadFrom(r)
-			if err != nil || n != int64(len(tc.want)) || !bytes.Equal(out.Bytes(), tc.want) {
+			if err != nil || n != int64(len(tc.want)) || !bytes.Equal(out.Bytes()[4:], tc.want) {
 				t.Fatalf("ReadFrom wrote %d bytes (%v), want %d", n, err, len(tc.want))
 			}
-			want := crc32.New(castagnoli)
-			want.Write(tc.want)
-			if c.n != n || total.Load() != n || !bytes.Equal(c.h.Sum(nil), want.Sum(nil)) {
-				t.Fatalf("counted %d bytes, total %d, checksum %x (want %x)", c.n, total.Load(), c.h.Sum(nil), want.Sum(nil))
+			want := crc32.Checksum(append([]byte("PAR1"), tc.want...), castagnoli)
+			if c.n != n+4 || total.Load() != n+4 || (c.Sum32() == want) == tc.wrong {
+				t.Fatalf("counted %d bytes, total %d, checksum %08x (want %08x, wrong known sum %v)", c.n, total.Load(), c.Sum32(), want, tc.wrong)
+			}
+			if c.combined != tc.combined {
+				t.Fatalf("%d bytes' sums combined, want %d", c.combined, tc.combined)
 			}
 			if rest, _ := io.ReadAll(r); len(rest) != 0 {
 				t.Fatalf("%d bytes of the reader left unread", len(rest))
