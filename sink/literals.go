@@ -40,12 +40,23 @@ func (pc *pageCodec) appendLiteralsBlock(dst, lit []byte, last bool) ([]byte, er
 	if last {
 		lastBit = 1
 	}
-	if out, ok := pc.lit.compress4X(pc.litBuf[:0], lit); ok {
-		pc.litBuf = out
-		if lh := literalsHeader(len(out), len(lit)); len(out)+len(lh) < len(lit) {
-			return appendHuffmanBlock(dst, lh, out, lastBit), nil
+	// The coding goes straight after room for the two headers, not into
+	// a buffer the block then copied (0.16 of 5.84 core-s of the scale-22
+	// one-shot on the 16-core host). Any coding smaller than lit has the
+	// literals header that lit's own size calls for.
+	start := len(dst)
+	lhn := len(literalsHeader(len(lit), len(lit)))
+	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0)[:start+3+lhn]
+	out, ok := pc.lit.compress4X(dst, lit)
+	if comp := len(out) - start - 3 - lhn; ok && comp+lhn < len(lit) {
+		if lh := literalsHeader(comp, len(lit)); len(lh) == lhn {
+			bh := uint32(lhn+comp+1)<<3 | 2<<1 | lastBit // compressed block
+			out[start], out[start+1], out[start+2] = byte(bh), byte(bh>>8), byte(bh>>16)
+			copy(out[start+3:], lh)
+			return append(out, 0), nil // no sequences
 		}
 	}
+	dst = out[:start]
 	// One symbol, an alphabet beyond huffEncoder's, or no gain: huff0
 	// decides between its coding, RLE and raw.
 	out, reused, err := huff0.Compress4X(lit, pc.huff)

@@ -20,9 +20,7 @@ type pageCodec struct {
 	zstd  *zstd.Encoder
 	huff  *huff0.Scratch // literal-only frames (appendLiteralsFrame) that lit does not code
 	lit   *huffEncoder   // literal-only frames of up to 129 symbols
-	// litBuf holds lit's output for the block being framed.
-	litBuf []byte
-	kinds  []int
+	kinds []int
 }
 
 func newPageCodec(c Compression, level zstd.EncoderLevel) (*pageCodec, error) {
