@@ -104,10 +104,24 @@ func (w *BatchWriter) Commit(ctx context.Context) (*Manifest, error) {
 	return final, nil
 }
 
-// stop ends the pipeline's goroutines and waits for them.
+// stop ends the pipeline's goroutines and waits for them, then gives
+// back the chunks that row groups never encoded still hold
+// (WithChunkRelease): after a failure an engine lending its buffers gets
+// them back. Groups an encoder took were given back by it; the rest,
+// open or queued for the encoders, are still among open.
 func (w *BatchWriter) stop() {
 	w.cancel()
 	w.wg.Wait()
+	w.mu.Lock()
+	var held []segment
+	for _, gr := range w.open {
+		held = append(held, gr.segs...)
+		gr.segs = nil
+	}
+	w.mu.Unlock()
+	for _, sg := range held {
+		w.unref(sg.c)
+	}
 }
 
 // Abort cancels the batch: the part being uploaded is abandoned (an S3

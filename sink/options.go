@@ -256,8 +256,11 @@ func WithTidyAfterCommit() Option { return func(o *config) { o.tidyAsync = true 
 // then reuse the chunk's memory, e.g. give it back to the engine that
 // emitted it (gpu.Engine.Recycle), instead of each chunk costing fresh
 // memory. f runs on the writer's goroutines, several at a time, and must
-// not block. Chunks of a batch that fails or is aborted may never be
-// handed back. Defaults to none.
+// not block. Every chunk passed to Write comes back exactly once, also
+// when Write fails (at once) or the batch fails or is aborted (once Abort,
+// or the failed Commit, has stopped the writer's goroutines): an engine
+// that lends chunks out of its own buffers (walk.Chunk.Lent) gets them
+// all back. Defaults to none.
 func WithChunkRelease(f func(walk.Chunk)) Option { return func(o *config) { o.release = f } }
 
 // WithSweepWhileWriting makes NewBatchWriter return before the leftovers

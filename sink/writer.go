@@ -405,17 +405,23 @@ func (w *BatchWriter) groupLocked(i int64) *group {
 // WithChunkRelease), blocking while the memory limit is reached. Write may
 // be called from several goroutines.
 func (w *BatchWriter) Write(ctx context.Context, c walk.Chunk) error {
-	if err := w.checkChunk(&c); err != nil {
-		return w.fail(err)
-	}
-	if c.Len() == 0 {
+	// A chunk not filed goes back at once (WithChunkRelease).
+	giveBack := func() {
 		if w.cfg.release != nil {
 			w.cfg.release(c)
 		}
+	}
+	if err := w.checkChunk(&c); err != nil {
+		giveBack()
+		return w.fail(err)
+	}
+	if c.Len() == 0 {
+		giveBack()
 		return nil
 	}
 	need := chunkBytes(&c, 0, c.Len())
 	if err := w.reserve(ctx, need); err != nil {
+		giveBack()
 		return err
 	}
 	var copies map[int]*heldChunk
@@ -426,6 +432,9 @@ func (w *BatchWriter) Write(ctx context.Context, c walk.Chunk) error {
 	h.refs.Store(1)
 	var ready []*group
 	if err := w.stage(h, need, &ready, copies); err != nil {
+		// Walks filed before the failure are held by their groups, which
+		// stop gives back; this drops Write's own reference.
+		w.unref(h)
 		return err
 	}
 	// Write's own reference: the encoders hold the chunk from here on.

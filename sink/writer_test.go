@@ -748,6 +748,83 @@ func TestLentRunsCopyOnlyWhatWaitsBeyondThem(t *testing.T) {
 	}
 }
 
+// Every chunk given to Write comes back exactly once (WithChunkRelease),
+// also when the batch fails: a chunk Write refuses at once, those held in
+// row groups never encoded when the batch is aborted, and one written
+// after the abort. An engine lending its buffers (walk.Chunk.Lent) would
+// otherwise wait for them for ever.
+func TestChunksComeBackAfterFailure(t *testing.T) {
+	g, chunks, opts, _ := releaseCase(t)
+	chunks = slices.Clone(chunks)
+	slices.SortFunc(chunks, func(a, b walk.Chunk) int { return cmp.Compare(a.WalkIDs[0], b.WalkIDs[0]) })
+	for _, tc := range []struct {
+		name string
+		bad  bool // the fifth Write gets a chunk with a walk id beyond the batch
+	}{{"abort", false}, {"refused chunk", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			back := map[uint64]int{} // by first walk id: lent chunks given back
+			release := func(c walk.Chunk) {
+				if c.Lent {
+					mu.Lock()
+					back[c.WalkIDs[0]]++
+					mu.Unlock()
+				}
+			}
+			b, _ := fileBucket(t)
+			ctx := context.Background()
+			w, err := NewBatchWriter(ctx, b, "walks", testMeta("x", releaseWalks), g, append(opts, WithChunkRelease(release))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sent []uint64
+			write := func(c walk.Chunk) error {
+				lent := cloneChunk(c)
+				// All walks promised: the writer keeps every chunk whose
+				// groups wait, none copied.
+				lent.Lent, lent.LentRunEnd = true, releaseWalks
+				sent = append(sent, lent.WalkIDs[0])
+				return w.Write(ctx, lent)
+			}
+			for i, c := range chunks[:len(chunks)/2] {
+				if tc.bad && i == 4 {
+					c = cloneChunk(c)
+					c.WalkIDs[c.Len()-1] = releaseWalks + 7
+					if err := write(c); !errors.Is(err, ErrBadChunk) {
+						t.Fatalf("a walk id beyond the batch: %v, want ErrBadChunk", err)
+					}
+					mu.Lock()
+					n := back[c.WalkIDs[0]]
+					mu.Unlock()
+					if n != 1 {
+						t.Fatalf("the refused chunk came back %d times before Write returned, want 1", n)
+					}
+					break
+				}
+				if err := write(c); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Abort(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := write(chunks[len(chunks)-1]); err == nil {
+				t.Fatal("a Write after Abort succeeded")
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, id := range sent {
+				if back[id] != 1 {
+					t.Fatalf("the chunk from walk %d came back %d times, want 1 (%d chunks written)", id, back[id], len(sent))
+				}
+			}
+			if len(back) != len(sent) {
+				t.Fatalf("%d chunks came back, %d were written", len(back), len(sent))
+			}
+		})
+	}
+}
+
 // The parts' checksums come mostly from the encoders' sums of the column
 // chunks (sectionSum), and are right: readBatch checks every part's bytes
 // against its manifest CRC32C.
