@@ -149,6 +149,12 @@ type Config struct {
 	// device, the rest in pinned host memory read in place over PCIe
 	// (docs/placement.md); the walks are the same either way.
 	GPUMemoryLimit int64 `env:"GPU_MEMORY_LIMIT" envDefault:"0"`
+	// WALKSTAGE_GPU_LEND_CHUNKS: with one GPU, the writers read the walks
+	// in the engine's pinned batch buffers and give each chunk back once
+	// encoded, instead of the engine copying every batch out of them
+	// (1.1 of 32 core-s of a GPU backlog to versitygw). A buffer is walked
+	// again only once all its chunks are back.
+	GPULendChunks bool `env:"GPU_LEND_CHUNKS" envDefault:"false"`
 	// WALKSTAGE_GPUS: the GPUs the engine uses: all, or a comma-separated
 	// list of device ordinals. With several, each holds the whole graph and
 	// every batch's walks are split between them (the walks are those of

@@ -85,6 +85,15 @@ func newServed(g *graph.Graph, e walk.Engine) *served {
 	return &served{g: g, e: e, released: make(chan struct{}), closeG: true}
 }
 
+// recycle gives chunk c back to the engine that emitted it, where the
+// engine takes chunks back (the GPU engine's Recycle; a lent chunk must
+// come back before its batch buffer is walked again).
+func (v *served) recycle(c walk.Chunk) {
+	if r, ok := v.e.(interface{ Recycle(walk.Chunk) }); ok {
+		r.Recycle(c)
+	}
+}
+
 // acquire takes a reference unless the version is retired.
 func (v *served) acquire() bool {
 	v.mu.Lock()

@@ -196,7 +196,7 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 			continue
 		}
 		b.chunks = make(chan walk.Chunk, s.o.ChunkBuffer)
-		go s.write(ctx, b)
+		go s.write(ctx, b, v)
 		jobs = append(jobs, b.req.Job(len(jobs)))
 		live = append(live, b)
 	}
@@ -251,6 +251,9 @@ func (s *Stage) runJobs(ctx context.Context, v *served, jobs []walk.Job, live []
 		case b.chunks <- c:
 			return nil
 		case <-ctx.Done():
+			// The engine takes an emitted chunk as kept: give it back
+			// (a lent one holds a batch buffer).
+			v.recycle(c)
 			return ctx.Err()
 		}
 	})
@@ -274,11 +277,14 @@ func (s *Stage) runJobs(ctx context.Context, v *served, jobs []walk.Job, live []
 }
 
 // write feeds one batch's chunks to its writer. After a Write error it keeps
-// draining, so the engine never blocks on a dead batch.
-func (s *Stage) write(ctx context.Context, b *batch) {
+// draining, so the engine never blocks on a dead batch, and gives the
+// drained chunks back to the engine (the writer gives back every chunk
+// Write got, even on failure).
+func (s *Stage) write(ctx context.Context, b *batch, v *served) {
 	defer close(b.written)
 	for c := range b.chunks {
 		if b.wErr != nil {
+			v.recycle(c)
 			continue
 		}
 		if err := b.w.Write(ctx, c); err != nil {

@@ -127,7 +127,7 @@ func engineSettings(c Config) EngineSettings {
 	part, _ := ParsePartition(c.GPUPartition) // likewise
 	return EngineSettings{Workers: c.CPUWorkers, FusedTableBytes: c.CPUFusedTableBytes,
 		EagerLabelTables: c.CPULabelTables == "eager", GPUMemoryLimit: c.GPUMemoryLimit, GPUs: gpus,
-		GPUPartition: part}
+		GPUPartition: part, GPULentChunks: c.GPULendChunks}
 }
 
 // NewDeviceEngine is NewEngine for callers that need an engine only for
