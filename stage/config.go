@@ -153,7 +153,12 @@ type Config struct {
 	// in the engine's pinned batch buffers and give each chunk back once
 	// encoded, instead of the engine copying every batch out of them
 	// (1.1 of 32 core-s of a GPU backlog to versitygw). A buffer is walked
-	// again only once all its chunks are back.
+	// again only once all its chunks are back, which in the stage (a
+	// buffer's walks spread over many batches' writers) cost more than the
+	// copy: a 3,000-request backlog on the 16-core H100 host, alternating,
+	// 617 and 621 M walk vertices/s to versitygw against 632 and 638
+	// copying, 1,085 and 984 to file:// against 1,265 and 1,109. So off;
+	// `walkstage walk` lends (one job, a buffer's walks in a row).
 	GPULendChunks bool `env:"GPU_LEND_CHUNKS" envDefault:"false"`
 	// WALKSTAGE_GPUS: the GPUs the engine uses: all, or a comma-separated
 	// list of device ordinals. With several, each holds the whole graph and
