@@ -107,6 +107,13 @@ func testMeta(id string, n int) BatchMeta {
 // writeBatch writes chunks in the given order and commits.
 func writeBatch(t testing.TB, b *blob.Bucket, meta BatchMeta, g *graph.Graph, chunks []walk.Chunk, opts ...Option) *Manifest {
 	t.Helper()
+	_, m := writeBatchBy(t, b, meta, g, chunks, opts...)
+	return m
+}
+
+// writeBatchBy is writeBatch returning the writer too.
+func writeBatchBy(t testing.TB, b *blob.Bucket, meta BatchMeta, g *graph.Graph, chunks []walk.Chunk, opts ...Option) (*BatchWriter, *Manifest) {
+	t.Helper()
 	ctx := context.Background()
 	w, err := NewBatchWriter(ctx, b, "walks", meta, g, opts...)
 	if err != nil {
@@ -122,7 +129,7 @@ func writeBatch(t testing.TB, b *blob.Bucket, meta BatchMeta, g *graph.Graph, ch
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m
+	return w, m
 }
 
 func cloneChunk(c walk.Chunk) walk.Chunk {
@@ -570,6 +577,28 @@ func releaseCase(t *testing.T) (*graph.Graph, []walk.Chunk, []Option, []string) 
 	return g, chunks, opts, treeDigest(t, dir)
 }
 
+// commitMatches commits w and checks that the batch under dir is the one
+// whose digest is want.
+func commitMatches(t *testing.T, w *BatchWriter, dir string, want []string, what string) {
+	t.Helper()
+	if _, err := w.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	<-w.Tidied()
+	if got := treeDigest(t, dir); !slices.Equal(want, got) {
+		t.Fatalf("%s gave other output:\n%v\n%v", what, want, got)
+	}
+}
+
+// sortedReleaseCase is releaseCase with its chunks in walk id order, as
+// an engine lending one buffer after another emits them.
+func sortedReleaseCase(t *testing.T) (*graph.Graph, []walk.Chunk, []Option, []string) {
+	g, chunks, opts, want := releaseCase(t)
+	chunks = slices.Clone(chunks)
+	slices.SortFunc(chunks, func(a, b walk.Chunk) int { return cmp.Compare(a.WalkIDs[0], b.WalkIDs[0]) })
+	return g, chunks, opts, want
+}
+
 // releaseWalks is the walks of releaseCase's batch.
 const releaseWalks = 4000
 
@@ -641,13 +670,7 @@ func TestLentChunksReturnBeforeLaterChunks(t *testing.T) {
 			t.Fatalf("lent chunk %d (walks %d..%d) not given back before the next Write", i, c.WalkIDs[0], c.WalkIDs[c.Len()-1])
 		}
 	}
-	if _, err := w.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	<-w.Tidied()
-	if got := treeDigest(t, dir2); !slices.Equal(want, got) {
-		t.Fatalf("lent chunks gave other output:\n%v\n%v", want, got)
-	}
+	commitMatches(t, w, dir2, want, "lent chunks")
 	for p, k := range released {
 		if k != 1 {
 			t.Fatalf("chunk at %p released %d times", p, k)
@@ -664,9 +687,7 @@ func TestLentChunksReturnBeforeLaterChunks(t *testing.T) {
 // share fails the count, and a chunk released while still read changes the
 // output (the callback scribbles over it).
 func TestLentRunsCopyOnlyWhatWaitsBeyondThem(t *testing.T) {
-	g, chunks, opts, want := releaseCase(t)
-	chunks = slices.Clone(chunks)
-	slices.SortFunc(chunks, func(a, b walk.Chunk) int { return cmp.Compare(a.WalkIDs[0], b.WalkIDs[0]) })
+	g, chunks, opts, want := sortedReleaseCase(t)
 	const perRun, slots, rows = 7, 1, 500 // chunks a run; runs lent at once; releaseCase's row group walks
 	runs := (len(chunks) + perRun - 1) / perRun
 	runOf := func(id uint64) int {
@@ -731,13 +752,7 @@ func TestLentRunsCopyOnlyWhatWaitsBeyondThem(t *testing.T) {
 			}
 		}
 	}
-	if _, err := w.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	<-w.Tidied()
-	if got := treeDigest(t, dir2); !slices.Equal(want, got) {
-		t.Fatalf("lent runs gave other output:\n%v\n%v", want, got)
-	}
+	commitMatches(t, w, dir2, want, "lent runs")
 	if got := w.CopiedLentVertices(); got != wantCopied || wantCopied == 0 {
 		t.Fatalf("copied %d lent vertices, want %d (the runs' shares of the groups their ends cut)", got, wantCopied)
 	}
@@ -754,9 +769,7 @@ func TestLentRunsCopyOnlyWhatWaitsBeyondThem(t *testing.T) {
 // after the abort. An engine lending its buffers (walk.Chunk.Lent) would
 // otherwise wait for them for ever.
 func TestChunksComeBackAfterFailure(t *testing.T) {
-	g, chunks, opts, _ := releaseCase(t)
-	chunks = slices.Clone(chunks)
-	slices.SortFunc(chunks, func(a, b walk.Chunk) int { return cmp.Compare(a.WalkIDs[0], b.WalkIDs[0]) })
+	g, chunks, opts, _ := sortedReleaseCase(t)
 	for _, tc := range []struct {
 		name string
 		bad  bool // the fifth Write gets a chunk with a walk id beyond the batch
@@ -831,20 +844,7 @@ func TestChunksComeBackAfterFailure(t *testing.T) {
 func TestPartChecksumsFromEncoders(t *testing.T) {
 	g, chunks, opts, _ := releaseCase(t)
 	b, _ := fileBucket(t)
-	ctx := context.Background()
-	w, err := NewBatchWriter(ctx, b, "walks", testMeta("x", releaseWalks), g, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range chunks {
-		if err := w.Write(ctx, cloneChunk(c)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	m, err := w.Commit(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, m := writeBatchBy(t, b, testMeta("x", releaseWalks), g, chunks, opts...)
 	if rows := readBatch(t, b, m); len(rows) != releaseWalks {
 		t.Fatalf("read %d rows back, want %d", len(rows), releaseWalks)
 	}
