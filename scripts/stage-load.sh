@@ -47,6 +47,8 @@ measurements:
   --unsigned-payload     versitygw URL with unsigned_payload=true (no SHA-256 of bodies over its plain HTTP)
   --integrity-etag       versitygw --data-integrity-etag: ETags from the checksum the client sends, not an MD5
                          of every body it stores
+  --keep-alive           versitygw --keep-alive: keep connections open between requests (its default closes
+                         each after one response, so every request is a new TCP connection)
   --store-cpus LIST      run versitygw on these CPUs only (taskset -c LIST, e.g. 0-5)
   --stage-cpus LIST      run the broker, the stage and the load generator on these CPUs only (e.g. 6-15):
                          with --store-cpus, shows which side bounds a run on one host
@@ -81,6 +83,7 @@ visit_idle=200
 plain=1
 s3_extra=
 posix_flags=()
+vgw_flags=()
 store_pin=()
 stage_pin=()
 timeout_s=600
@@ -115,6 +118,7 @@ while [ $# -gt 0 ]; do
     --no-plain) plain=0 ;;
     --unsigned-payload) s3_extra="&unsigned_payload=true" ;;
     --integrity-etag) posix_flags+=(--data-integrity-etag) ;;
+    --keep-alive) vgw_flags+=(--keep-alive) ;;
     --store-cpus) store_pin=(taskset -c "$2"); shift ;;
     --stage-cpus) stage_pin=(taskset -c "$2"); shift ;;
     --timeout) timeout_s=$2; shift ;;
@@ -217,7 +221,7 @@ if [[ ,$stores, == *,s3,* ]]; then
   mkdir -p "$work/s3/data/walks" "$work/s3/meta"
   port=$(free_port)
   log "versitygw: $versitygw on 127.0.0.1:$port, data under $work/s3"
-  "${store_pin[@]}" "$versitygw" --access "$AWS_ACCESS_KEY_ID" --secret "$AWS_SECRET_ACCESS_KEY" --port "127.0.0.1:$port" --quiet \
+  "${store_pin[@]}" "$versitygw" --access "$AWS_ACCESS_KEY_ID" --secret "$AWS_SECRET_ACCESS_KEY" --port "127.0.0.1:$port" --quiet "${vgw_flags[@]}" \
     posix --sidecar "$work/s3/meta" "${posix_flags[@]}" "$work/s3/data" >"$out/versitygw.log" 2>&1 &
   pids+=($!)
   wait_port "$!" "$port" 30 || die "versitygw did not listen: $(tail -n 5 "$out/versitygw.log")"
