@@ -26,7 +26,8 @@ type huffEncoder struct {
 	codes [256]uint16
 	// pair is the code of two symbols taken one after the other (a, then
 	// b, which a stream written backwards means b is read first), at
-	// a<<shift|b: code bits << 8 | length.
+	// a<<8|b, the two bytes as they lie in memory (b first) read as one
+	// little-endian 16-bit index: code bits << 8 | length.
 	pair  []uint32
 	order []uint8
 	// goLoop keeps streams4's main loop in Go where huffStreamBMI2 could
@@ -299,30 +300,20 @@ func (h *huffEncoder) assignCodes(maxSym, maxLen int) {
 
 // pairTable fills pair for the symbols 0..maxSym.
 func (h *huffEncoder) pairTable(maxSym int) {
-	shift := pairShift(maxSym)
 	if h.pair == nil {
-		// The largest table (8-bit indexes), so that stream indexes it
-		// without bounds checks; only the first 2^(2*shift) entries are
-		// filled and read.
+		// Every 16-bit index, so that streams4 indexes it without bounds
+		// checks; only rows and columns up to maxSym are filled and read
+		// (as many cache lines as a dense table of them).
 		h.pair = make([]uint32, 1<<16)
 	}
 	for a := 0; a <= maxSym; a++ {
 		ca, la := uint32(h.codes[a]), uint32(h.lens[a])
-		row := h.pair[a<<shift : a<<shift+maxSym+1]
+		row := h.pair[a<<8 : a<<8+maxSym+1]
 		for b := range row {
 			// a is written first, so b's code lies above a's.
 			row[b] = (ca|uint32(h.codes[b])<<la)<<8 | (la + uint32(h.lens[b]))
 		}
 	}
-}
-
-// pairShift is the bits of a symbol's index in the pair table.
-func pairShift(maxSym int) uint {
-	s := uint(1)
-	for 1<<s <= maxSym {
-		s++
-	}
-	return s
 }
 
 // streams4 appends the four Huffman streams of lit (quarters of
@@ -332,7 +323,6 @@ func pairShift(maxSym int) uint {
 // first, then the end marker (a 1 bit) and zero padding to a byte. Each
 // goes to a region of its own, moved together at the end.
 func (h *huffEncoder) streams4(dst, lit []byte, maxSym int) ([]byte, [4]int) {
-	shift := pairShift(maxSym) & 15
 	pair := (*[1 << 16]uint32)(h.pair)
 	seg := (len(lit) + 3) / 4
 	room := seg*huffMaxBits/8 + 16 // every symbol at the longest code, and an 8-byte store past the end
@@ -346,7 +336,7 @@ func (h *huffEncoder) streams4(dst, lit []byte, maxSym int) ([]byte, [4]int) {
 		end[j] = min((j+1)*seg, len(lit))
 	}
 	add := func(j int, a, b byte) {
-		p := pair[uint16(a)<<shift|uint16(b)]
+		p := pair[uint16(a)<<8|uint16(b)]
 		bits[j] |= uint64(p>>8) << (n[j] & 63)
 		n[j] += uint(p & 0xff)
 	}
@@ -387,9 +377,9 @@ func (h *huffEncoder) streams4(dst, lit []byte, maxSym int) ([]byte, [4]int) {
 		for j := range 4 {
 			st := huffStream{bits: bits[j], n: uint64(n[j]), pos: int64(pos[j]), end: int64(end[j])}
 			if hasHuffBMI2 && !h.goLoop {
-				huffStreamBMI2(&st, &lit[0], &pair[0], uint64(shift), rounds, &dst[0])
+				huffStreamBMI2(&st, &lit[0], &pair[0], rounds, &dst[0])
 			} else {
-				huffStreamGo(&st, lit, pair, shift, rounds, dst)
+				huffStreamGo(&st, lit, pair, rounds, dst)
 			}
 			bits[j], n[j], pos[j], end[j] = st.bits, uint(st.n), int(st.pos), int(st.end)
 		}
@@ -420,12 +410,12 @@ func (h *huffEncoder) streams4(dst, lit []byte, maxSym int) ([]byte, [4]int) {
 // huffStreamGo is huffStreamBMI2 in Go: rounds times, the four symbols
 // before st.end in lit as the pairs (3, 2) and (1, 0), then a flush of the
 // whole bytes to dst at st.pos.
-func huffStreamGo(st *huffStream, lit []byte, pair *[1 << 16]uint32, shift uint, rounds int, dst []byte) {
+func huffStreamGo(st *huffStream, lit []byte, pair *[1 << 16]uint32, rounds int, dst []byte) {
 	bits, n, pos, end := st.bits, uint(st.n), int(st.pos), int(st.end)
 	for range rounds {
 		q := (*[4]byte)(lit[end-4 : end])
-		x := pair[uint16(q[3])<<shift|uint16(q[2])]
-		y := pair[uint16(q[1])<<shift|uint16(q[0])]
+		x := pair[uint16(q[3])<<8|uint16(q[2])]
+		y := pair[uint16(q[1])<<8|uint16(q[0])]
 		bits |= uint64(x>>8) << (n & 63)
 		n += uint(x & 0xff)
 		bits |= uint64(y>>8) << (n & 63)

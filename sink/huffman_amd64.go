@@ -8,4 +8,4 @@ import "golang.org/x/sys/cpu"
 var hasHuffBMI2 = cpu.X86.HasBMI2
 
 //go:noescape
-func huffStreamBMI2(st *huffStream, lit *byte, pair *uint32, shift uint64, rounds int, dst *byte)
+func huffStreamBMI2(st *huffStream, lit *byte, pair *uint32, rounds int, dst *byte)

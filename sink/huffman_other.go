@@ -4,6 +4,6 @@ package sink
 
 const hasHuffBMI2 = false
 
-func huffStreamBMI2(st *huffStream, lit *byte, pair *uint32, shift uint64, rounds int, dst *byte) {
+func huffStreamBMI2(st *huffStream, lit *byte, pair *uint32, rounds int, dst *byte) {
 	panic("sink: huffStreamBMI2 without BMI2")
 }
