@@ -160,6 +160,10 @@ type Config struct {
 	// copying, 1,085 and 984 to file:// against 1,265 and 1,109. So off;
 	// `walkstage walk` lends (one job, a buffer's walks in a row).
 	GPULendChunks bool `env:"GPU_LEND_CHUNKS" envDefault:"false"`
+	// WALKSTAGE_GPU_BATCH_SLOTS: batches each GPU engine has in flight,
+	// each with its own stream and 128 MiB pinned host buffer (0: the
+	// engine's default, 2; at most 8).
+	GPUBatchSlots int `env:"GPU_BATCH_SLOTS" envDefault:"0"`
 	// WALKSTAGE_GPUS: the GPUs the engine uses: all, or a comma-separated
 	// list of device ordinals. With several, each holds the whole graph and
 	// every batch's walks are split between them (the walks are those of
@@ -479,6 +483,9 @@ func (c *Config) validateEngineAndLimits(bad badFunc) {
 	}
 	if c.GPUMemoryLimit < 0 {
 		bad("GPU_MEMORY_LIMIT", "%d must be 0 (the free device memory) or a byte count", c.GPUMemoryLimit)
+	}
+	if c.GPUBatchSlots < 0 || c.GPUBatchSlots > 8 {
+		bad("GPU_BATCH_SLOTS", "%d must be 0 (the engine's default) to 8", c.GPUBatchSlots)
 	}
 	if c.CPUFusedTableBytes < -1 {
 		bad("CPU_FUSED_TABLE_BYTES", "%d must be -1 (a quarter of memory), 0 (off) or a byte count", c.CPUFusedTableBytes)

@@ -30,6 +30,7 @@ func TestLoadConfigReportsEveryBadVariable(t *testing.T) {
 		"WALKSTAGE_SHUTDOWN_TIMEOUT=soon",
 		"WALKSTAGE_CPU_FUSED_TABLE_BYTES=-2",
 		"WALKSTAGE_CPU_LABEL_TABLES=sometimes",
+		"WALKSTAGE_GPU_BATCH_SLOTS=9",
 	})
 	var ce *ConfigError
 	if !errors.As(err, &ce) {
@@ -38,7 +39,7 @@ func TestLoadConfigReportsEveryBadVariable(t *testing.T) {
 	msg := err.Error()
 	for _, name := range []string{"BROKERS", "GRAPH", "OUTPUT_URL", "ENGINE", "MAX_SEEDS", "QUEUE_DEPTH",
 		"SASL_USERNAME", "SASL_PASSWORD", "UNKNOWN_VERTICES", "LOG_LEVEL", "SHUTDOWN_TIMEOUT",
-		"CPU_FUSED_TABLE_BYTES", "CPU_LABEL_TABLES"} {
+		"CPU_FUSED_TABLE_BYTES", "CPU_LABEL_TABLES", "GPU_BATCH_SLOTS"} {
 		if !strings.Contains(msg, "WALKSTAGE_"+name) {
 			t.Errorf("error does not name WALKSTAGE_%s:\n%s", name, msg)
 		}

@@ -127,7 +127,7 @@ func engineSettings(c Config) EngineSettings {
 	part, _ := ParsePartition(c.GPUPartition) // likewise
 	return EngineSettings{Workers: c.CPUWorkers, FusedTableBytes: c.CPUFusedTableBytes,
 		EagerLabelTables: c.CPULabelTables == "eager", GPUMemoryLimit: c.GPUMemoryLimit, GPUs: gpus,
-		GPUPartition: part, GPULentChunks: c.GPULendChunks}
+		GPUPartition: part, GPULentChunks: c.GPULendChunks, GPUBatchSlots: c.GPUBatchSlots}
 }
 
 // NewDeviceEngine is NewEngine for callers that need an engine only for
