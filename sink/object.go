@@ -107,6 +107,26 @@ func (g *stallGuard) Write(p []byte) (n int, err error) {
 
 func (g *stallGuard) Close() error { return g.guard(g.objectWriter.Close) }
 
+// heldWriter is an object writer that can take bytes without copying them
+// (s3PutObject.writeHeld): held says it did, and the caller then leaves p
+// unchanged until Close or Abort has returned.
+type heldWriter interface {
+	writeHeld(p []byte) (n int, held bool, err error)
+}
+
+func (g *stallGuard) writeHeld(p []byte) (n int, held bool, err error) {
+	h, ok := g.objectWriter.(heldWriter)
+	if !ok {
+		n, err = g.Write(p)
+		return n, false, err
+	}
+	err = g.guard(func() error {
+		n, held, err = h.writeHeld(p)
+		return err
+	})
+	return n, held, err
+}
+
 // newAttemptID returns 12 random hex digits: unique enough among the
 // attempts at one batch, short enough for file names.
 func newAttemptID() string {

@@ -53,6 +53,10 @@ type countingWriter struct {
 	knownOf *byte
 	// combined counts the bytes whose sum was known (for tests).
 	combined int64
+	// held says that the object holds bytes of the fragment being copied
+	// (heldWriter): the fragment must stay unchanged until the object is
+	// closed.
+	held bool
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
@@ -74,7 +78,7 @@ func (c *countingWriter) writeSection(f fragment, off int64, b []byte) (int, err
 			if s.off != off || s.n != int64(len(b)) {
 				continue
 			}
-			n, err := c.w.Write(b)
+			n, err := c.writeFragment(b)
 			if n == len(b) {
 				c.crc = crc32cCombine(c.crc, s.crc, s.n)
 				c.combined += s.n
@@ -86,7 +90,23 @@ func (c *countingWriter) writeSection(f fragment, off int64, b []byte) (int, err
 			return n, err
 		}
 	}
-	return c.Write(b)
+	n, err := c.writeFragment(b)
+	c.crc = crc32cUpdate(c.crc, b[:n])
+	c.n += int64(n)
+	c.total.Add(int64(n))
+	return n, err
+}
+
+// writeFragment writes bytes of a fragment to the object, held rather than
+// copied where it can take them so.
+func (c *countingWriter) writeFragment(b []byte) (int, error) {
+	h, ok := c.w.(heldWriter)
+	if !ok {
+		return c.w.Write(b)
+	}
+	n, held, err := h.writeHeld(b)
+	c.held = c.held || held
+	return n, err
 }
 
 // ReadFrom is how parquet-go's row group copy writes a column chunk of a
@@ -207,8 +227,12 @@ func (w *BatchWriter) uploadLoop() {
 }
 
 // partLoop writes one part's row groups, then completes the object; on
-// failure or cancellation it abandons the upload.
+// failure or cancellation it abandons the upload. Fragments the object
+// holds (heldWriter) are reused only once it is complete: after a failure
+// the request may still be reading them, so they are left to the
+// collector.
 func (w *BatchWriter) partLoop(p *part) {
+	var kept [][]byte
 	for {
 		select {
 		case gr, ok := <-p.in:
@@ -219,6 +243,10 @@ func (w *BatchWriter) partLoop(p *part) {
 				}
 				if err := w.closePart(p); err != nil {
 					w.fail(err)
+					return
+				}
+				for _, f := range kept {
+					w.buf.putFrag(f)
 				}
 				return
 			}
@@ -228,7 +256,12 @@ func (w *BatchWriter) partLoop(p *part) {
 			w.queued--
 			w.signal()
 			w.mu.Unlock()
-			w.buf.putFrag(gr.frag)
+			if p.out.held {
+				kept = append(kept, gr.frag)
+				p.out.held = false
+			} else {
+				w.buf.putFrag(gr.frag)
+			}
 			gr.frag = nil
 			if err != nil {
 				w.fail(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -138,5 +139,108 @@ func TestS3PutObjectAbort(t *testing.T) {
 	}
 	if ok, err := b.Exists(ctx, "put/aborted"); ok || err != nil {
 		t.Fatalf("aborted object exists: %v, %v", ok, err)
+	}
+}
+
+// Bytes given with writeHeld go out as they are at Close, not copied when
+// written: a held slice changed before Close shows in the object (which
+// the caller must never do; here it shows no copy was made), a written one
+// does not. A slice that would take the object past putThreshold is
+// written (copied), and the object switches to the multipart upload with
+// everything in order, the bytes held so far copied at the switch. A PUT the store fails once is sent again from the
+// start (the SDK seeks the body back): the object still reads back whole.
+func TestS3PutObjectHeldBytes(t *testing.T) {
+	var mu sync.Mutex
+	failed := map[string]bool{}
+	u := serveFakeS3(t, func(faker http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			first := r.Method == http.MethodPut && !failed[r.URL.Path] && strings.Contains(r.URL.Path, "retry")
+			failed[r.URL.Path] = true
+			mu.Unlock()
+			if first {
+				_, _ = io.Copy(io.Discard, r.Body)
+				http.Error(w, "<Error><Code>InternalError</Code></Error>", http.StatusInternalServerError)
+				return
+			}
+			faker.ServeHTTP(w, r)
+		})
+	})
+	b := openS3(t, u)
+	ctx := context.Background()
+	w := writeAll(t, b, testMeta("held", 1), nil)
+	defer w.Abort(ctx)
+	rng := rand.New(rand.NewPCG(5, 6))
+	random := func(n int) []byte {
+		p := make([]byte, n)
+		for i := range p {
+			p[i] = byte(rng.Uint32())
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		key    string
+		pieces []int // sizes; odd-numbered pieces are held
+	}{
+		{"held/small", []int{4, 1 << 20, 100, 3 << 20, 8}},
+		{"held/retry", []int{4, 2 << 20, 100, 1 << 20}},
+		{"held/big", []int{4, 10 << 20, 100, 10 << 20, 8, 5 << 20}},
+	} {
+		o, err := w.newObject(ctx, tc.key, false, &blob.WriterOptions{ContentType: "application/vnd.apache.parquet", BufferSize: 5 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []byte
+		var heldSlices [][]byte
+		total := 0
+		for i, n := range tc.pieces {
+			p := random(n)
+			if i%2 == 0 {
+				if _, err := o.Write(p); err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, p...)
+				p[0] ^= 0xff // a written slice is the writer's again
+			} else {
+				_, held, err := o.(heldWriter).writeHeld(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fits := total+n <= putThreshold; held != fits {
+					t.Fatalf("%s: piece %d held %v, fits the single request %v", tc.key, i, held, fits)
+				}
+				want = append(want, p...)
+				if held {
+					heldSlices = append(heldSlices, p)
+				}
+			}
+			total += n
+		}
+		// Changed after being held, before Close: a single request sends
+		// the change; an object that switched to the multipart upload
+		// copied its held bytes at the switch, so it does not.
+		single := total <= putThreshold
+		for _, p := range heldSlices {
+			p[len(p)-1] ^= 0x5a
+		}
+		if single {
+			at := 0
+			for i, n := range tc.pieces {
+				if i%2 == 1 {
+					want[at+n-1] ^= 0x5a
+				}
+				at += n
+			}
+		}
+		if err := o.Close(); err != nil {
+			t.Fatalf("%s: %v", tc.key, err)
+		}
+		got, err := b.ReadAll(ctx, tc.key)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%s: read back %d bytes (%v), want %d, equal %v", tc.key, len(got), err, len(want), bytes.Equal(got, want))
+		}
+	}
+	if !failed["/walks/held/retry"] {
+		t.Fatal("the retried PUT never came")
 	}
 }
