@@ -73,28 +73,29 @@ func (c *countingWriter) Sum32() uint32 { return c.crc }
 // writeSection writes bytes off.. of fragment f, combining their checksum
 // when it is known for exactly that section.
 func (c *countingWriter) writeSection(f fragment, off int64, b []byte) (int, error) {
-	if len(f) > 0 && &f[0] == c.knownOf {
-		for _, s := range c.known {
-			if s.off != off || s.n != int64(len(b)) {
-				continue
-			}
-			n, err := c.writeFragment(b)
-			if n == len(b) {
-				c.crc = crc32cCombine(c.crc, s.crc, s.n)
-				c.combined += s.n
-			} else {
-				c.crc = crc32cUpdate(c.crc, b[:n])
-			}
-			c.n += int64(n)
-			c.total.Add(int64(n))
-			return n, err
-		}
-	}
 	n, err := c.writeFragment(b)
-	c.crc = crc32cUpdate(c.crc, b[:n])
+	if s, ok := c.knownSum(f, off, len(b)); ok && n == len(b) {
+		c.crc = crc32cCombine(c.crc, s.crc, s.n)
+		c.combined += s.n
+	} else {
+		c.crc = crc32cUpdate(c.crc, b[:n])
+	}
 	c.n += int64(n)
 	c.total.Add(int64(n))
 	return n, err
+}
+
+// knownSum is the encoder's sum of the n bytes at off in f, if it has one.
+func (c *countingWriter) knownSum(f fragment, off int64, n int) (sectionSum, bool) {
+	if len(f) == 0 || &f[0] != c.knownOf {
+		return sectionSum{}, false
+	}
+	for _, s := range c.known {
+		if s.off == off && s.n == int64(n) {
+			return s, true
+		}
+	}
+	return sectionSum{}, false
 }
 
 // writeFragment writes bytes of a fragment to the object, held rather than
