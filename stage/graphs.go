@@ -85,12 +85,21 @@ func newServed(g *graph.Graph, e walk.Engine) *served {
 	return &served{g: g, e: e, released: make(chan struct{}), closeG: true}
 }
 
-// recycle gives chunk c back to the engine that emitted it, where the
-// engine takes chunks back (the GPU engine's Recycle; a lent chunk must
-// come back before its batch buffer is walked again).
-func (v *served) recycle(c walk.Chunk) {
+// recycler is v's engine's Recycle, which takes emitted chunks back (the
+// GPU engine's; a lent chunk must come back before its batch buffer is
+// walked again), or nil for an engine that does not.
+func (v *served) recycler() func(walk.Chunk) {
 	if r, ok := v.e.(interface{ Recycle(walk.Chunk) }); ok {
-		r.Recycle(c)
+		return r.Recycle
+	}
+	return nil
+}
+
+// recycle gives chunk c back to the engine that emitted it, where the
+// engine takes chunks back (recycler).
+func (v *served) recycle(c walk.Chunk) {
+	if f := v.recycler(); f != nil {
+		f(c)
 	}
 }
 

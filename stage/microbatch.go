@@ -303,8 +303,8 @@ func (s *Stage) sinkOptions(v *served) []sink.Option {
 	// leftovers; the offset commit does (report). Nor does the launch
 	// wait for the removal of what killed attempts left: Commit does.
 	opts := append(slices.Clip(s.o.SinkOptions), sink.WithTidyAfterCommit(), sink.WithSweepWhileWriting(), sink.WithBuffers(s.buffers))
-	if r, ok := v.e.(interface{ Recycle(walk.Chunk) }); ok {
-		opts = append(opts, sink.WithChunkRelease(r.Recycle))
+	if f := v.recycler(); f != nil {
+		opts = append(opts, sink.WithChunkRelease(f))
 	}
 	return opts
 }
