@@ -153,7 +153,8 @@ func (f fragment) ReadAt(p []byte, off int64) (int, error) {
 // objects upload at once (an object store serves several objects faster
 // than one, and completing a multipart upload is a round trip of its own).
 // A part ends after the row group that brings its encoded row groups to
-// the file size: fragment sizes are deterministic, so the split is too.
+// the file size, or, in the batch's tail, after its share of the tail
+// (tailShare): fragment sizes are deterministic, so the split is too.
 func (w *BatchWriter) uploadLoop() {
 	defer w.wg.Done()
 	defer close(w.done)
@@ -162,6 +163,9 @@ func (w *BatchWriter) uploadLoop() {
 	slots := make(chan struct{}, w.cfg.parallelParts)
 	var p *part
 	var size int64
+	// Row groups in the part being filled and in the last part that
+	// reached the file size; the tail's share of row groups once set.
+	var groups, lastFull, share int64
 	defer func() {
 		if p != nil {
 			close(p.in)
@@ -194,7 +198,10 @@ func (w *BatchWriter) uploadLoop() {
 				return
 			}
 			w.partsOpened++
-			size = 0
+			size, groups = 0, 0
+			if share == 0 {
+				share = tailShare(w.groups-gi, lastFull)
+			}
 			parts.Add(1)
 			go func(p *part) {
 				defer parts.Done()
@@ -212,12 +219,16 @@ func (w *BatchWriter) uploadLoop() {
 		w.signal()
 		w.mu.Unlock()
 		size += int64(len(gr.frag)) // before the handover: the part goroutine drops frag
+		groups++
 		select {
 		case p.in <- gr:
 		case <-w.ctx.Done():
 			return
 		}
-		if size >= w.cfg.fileBytes || gi == w.groups-1 {
+		if size >= w.cfg.fileBytes || gi == w.groups-1 || groups == share {
+			if size >= w.cfg.fileBytes {
+				lastFull = groups
+			}
 			close(p.in)
 			p = nil
 		}
@@ -226,6 +237,28 @@ func (w *BatchWriter) uploadLoop() {
 	w.next = w.groups
 	w.mu.Unlock()
 }
+
+// tailShare is how many row groups each part of a batch's tail takes, or 0
+// while the batch is not in its tail: once the remaining row groups would
+// fill no more than the last full part did (lastFull row groups), they are
+// shared evenly by tailParts parts instead of going to one, which are then
+// written at once (up to WithParallelParts). A part is written in order by
+// one goroutine, and a file by one writer at a time (tmpfs and most local
+// file systems lock the file for a write): the last 64 MiB part of a
+// one-shot walk kept one goroutine writing for 25-30 ms after every row
+// group was encoded, 5-6% of the scale-22 one-shot on the 16-core host
+// (an execution trace). The split depends on the batch alone, not on the
+// writer's settings, so the output stays the same for the same input. A
+// batch of less than one full part is not split.
+func tailShare(remaining, lastFull int64) int64 {
+	if lastFull == 0 || remaining > lastFull {
+		return 0
+	}
+	return max(1, (remaining+tailParts-1)/tailParts)
+}
+
+// tailParts is how many parts share a batch's tail: DefaultParallelParts.
+const tailParts = 4
 
 // partLoop writes one part's row groups, then completes the object; on
 // failure or cancellation it abandons the upload. Fragments the object

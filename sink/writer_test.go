@@ -911,3 +911,62 @@ func TestCountingWriterReadFrom(t *testing.T) {
 		})
 	}
 }
+
+// TestTailSharedByParts checks a batch's tail: the row groups left once no
+// more than a full part's remain go to tailParts parts of equal share, so
+// that they are written at once, and every other part is full. The walks
+// come back whole and in order (the read-back checks of writeBatch).
+func TestTailSharedByParts(t *testing.T) {
+	g := testGraph(t)
+	const n = 4000
+	chunks := runEngine(t, g, testAlgo, n, 7)
+	b, _ := fileBucket(t)
+	m := writeBatch(t, b, testMeta("x", n), g, chunks, WithRowGroupRows(100), WithFileBytes(30<<10))
+	groups := make([]int, len(m.Files))
+	total := 0
+	for i, f := range m.Files {
+		groups[i] = f.RowGroups
+		total += f.RowGroups
+	}
+	if total != n/100 {
+		t.Fatalf("%d row groups in the parts %v, want %d", total, groups, n/100)
+	}
+	// The full parts: each ends at the file size, so the tail starts after
+	// the first part whose successor is smaller than it.
+	tail := 1
+	for tail < len(groups) && groups[tail] >= groups[tail-1] {
+		tail++
+	}
+	if tail == len(groups) || tail < 2 {
+		t.Fatalf("row groups by part %v: want full parts, then a tail", groups)
+	}
+	full, rest := groups[tail-1], groups[tail:]
+	left := 0
+	for _, k := range rest {
+		left += k
+	}
+	share := tailShare(int64(left), int64(full))
+	if share == 0 || left > full {
+		t.Fatalf("row groups by part %v: a tail of %d row groups after full parts of %d", groups, left, full)
+	}
+	for i, k := range rest {
+		if k != int(share) && !(i == len(rest)-1 && k < int(share)) {
+			t.Fatalf("row groups by part %v: the tail's parts take %d each", groups, share)
+		}
+	}
+	if len(rest) != min(tailParts, (left+int(share)-1)/int(share)) {
+		t.Fatalf("row groups by part %v: %d tail parts, want up to %d", groups, len(rest), tailParts)
+	}
+}
+
+func TestTailShare(t *testing.T) {
+	for _, c := range []struct{ remaining, lastFull, want int64 }{
+		{10, 0, 0},  // no full part yet: a small batch is one part
+		{17, 16, 0}, // more than a full part left
+		{16, 16, 4}, {15, 16, 4}, {13, 16, 4}, {12, 16, 3}, {3, 16, 1}, {1, 16, 1},
+	} {
+		if got := tailShare(c.remaining, c.lastFull); got != c.want {
+			t.Errorf("tailShare(%d, %d) = %d, want %d", c.remaining, c.lastFull, got, c.want)
+		}
+	}
+}
