@@ -134,6 +134,8 @@ type fragmentEncoder struct {
 	body     []byte // a page before compression
 	segs     []int  // its segments' boundaries
 	zeros    int    // zero bytes after body, not written (pageCodec.encode)
+	rawGuess int    // framedWalkPage: raw streams of the last framed page
+	laid     []byte // framedWalkPage: a page's streams laid out again
 	header   []byte
 	out      []byte       // the fragment
 	sums     []sectionSum // its column chunks' CRC32Cs
@@ -475,7 +477,7 @@ type pageBounds struct {
 
 // pageWith frames a data page v1 of column c whose body, of uncompressed
 // bytes, encode appends compressed to dst. b is read once encode has
-// returned, so encode may take the bounds in the pass that writes the body.
+// returned.
 func (e *fragmentEncoder) pageWith(c *column, nvals, rows int, b *pageBounds, uncompressed int,
 	encode func(dst []byte) ([]byte, error)) error {
 	// The page is compressed straight into the fragment, after room for

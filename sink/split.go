@@ -61,70 +61,84 @@ func (e *fragmentEncoder) splitWalkPage(c *column, gr *group, rows rowOrder, r0,
 
 // framedWalkPage is splitWalkPage's page of dense ids under zstd when its
 // leading byte streams are close to uniform (the low bytes of random ids),
-// which zstd stores as raw blocks: they are split straight into the raw
-// frame's blocks in the fragment, around the block headers, instead of into
-// a scratch buffer that the frame then copied (0.49 of 8.17 core-s of the
-// scale-22 one-shot on the 16-core host). The other streams go through the
-// codec as before, so the bytes are those of the general path. It reports
+// which zstd stores as raw blocks. The other streams go through the codec
+// as before, so the bytes are those of the general path. It reports
 // false, having written nothing, for a page that path must take.
+//
+// The vertices are split once, the leading streams straight into a raw
+// frame's blocks in the fragment (around the block headers) and the rest
+// into the body buffer, and which streams are raw is then found from the
+// split streams, in cache. The split needs the number of raw streams
+// before it is known: it takes the last framed page's, and a page that
+// turns out otherwise (rare: a page's low bytes are random or not) has
+// its streams laid out again. The vertices are not in cache (the GPU
+// engine's were just copied in from the device): sampling them before the
+// split, to know the layout first, read a line here and there over every
+// page, 0.33-0.54 of 5.4-6.0 core-s of the scale-22 one-shot on the
+// 16-core host; splitting them into a buffer and copying the raw streams
+// into the frame cost as much in the copy's stores.
 func (e *fragmentEncoder) framedWalkPage(c *column, gr *group, rows rowOrder, r0, r1, count int, levels []byte) (bool, error) {
-	nv := uint32(e.w.g.NumVertices())
-	streams := denseStreams(nv)
-	var vs []uint32
-	vs, e.flat = rows.vertices(r0, r1, count, e.flat)
-	raw := rawStreams(vs, streams)
-	if raw == 0 || segmentKind(levels) == segRaw {
+	if count < 16<<10 || segmentKind(levels) == segRaw {
 		return false, nil
 	}
-	// The streams not stored raw (and the fourth, zero for ids below 2^24)
-	// go after the levels in the body buffer.
+	nv := uint32(e.w.g.NumVertices())
+	streams := denseStreams(nv)
+	if e.rawGuess == 0 || e.rawGuess > streams {
+		e.rawGuess = streams - 1
+	}
+	guess := e.rawGuess
+	var vs []uint32
+	vs, e.flat = rows.vertices(r0, r1, count, e.flat)
+	// The streams not in the raw frame go after the levels in the body
+	// buffer.
 	at := len(levels)
-	grown := slices.Grow(levels, (4-raw)*count)
+	grown := slices.Grow(levels, (4-guess)*count)
 	e.body, levels = grown[:at], grown[:at]
-	spare := grown[at : at+(4-raw)*count]
+	spare := grown[at : at+(4-guess)*count]
 	var b pageBounds
 	encode := func(dst []byte) ([]byte, error) {
 		dst, err := e.codec.encode(dst, levels, []int{0, at}, 0)
 		if err != nil {
 			return nil, err
 		}
-		dst, start := appendRawFrame(dst, raw*count)
-		cuts := []int{0, count}
-		for k := range raw { // where a stream crosses a block boundary
-			for b := k*count/maxRawBlock + 1; b*maxRawBlock < (k+1)*count; b++ {
-				cuts = append(cuts, b*maxRawBlock-k*count)
-			}
-		}
-		slices.Sort(cuts)
-		cuts = slices.Compact(cuts)
-		lo, hi := vs[0], vs[0]
-		for i := 0; i+1 < len(cuts); i++ {
-			ja, jb := cuts[i], cuts[i+1]
-			var d [4][]byte
-			for k := range 4 {
-				if k < raw {
-					p := k*count + ja
-					q := start + 3*(p/maxRawBlock+1) + p
-					d[k] = dst[q : q+jb-ja]
-				} else {
-					d[k] = spare[(k-raw)*count+ja : (k-raw)*count+jb]
-				}
-			}
-			l, h := split4(&d, vs[ja:jb])
-			lo, hi = min(lo, l), max(hi, h)
-		}
-		// The bounds come with the split (a pass of its own was 0.20 of
-		// 5.88 core-s of the scale-22 one-shot on the 16-core host).
+		mark := len(dst)
+		dst, start := appendRawFrame(dst, guess*count)
+		lo, hi := splitFramed(dst[start:], spare, vs, guess)
 		if hi >= nv {
 			return nil, errBeyond
 		}
 		b = pageBounds{int64(lo), int64(hi), binary.LittleEndian.AppendUint64(nil, uint64(lo)), binary.LittleEndian.AppendUint64(nil, uint64(hi))}
+		raw := 0
+		for raw < streams && kindOfEntropy(sampledEntropy(framedSample(dst[start:], spare, count, guess, raw))) == segRaw {
+			raw++
+		}
+		rest := spare
+		if raw != guess {
+			// Lay the streams out for raw: the first raw into a raw frame
+			// (none when none is raw: then the codec frames them all, as
+			// the general path does), the rest for the codec.
+			e.laid = grow(e.laid, 4*count)
+			for k := range streams {
+				if k < guess {
+					copyFromFrame(e.laid[k*count:(k+1)*count], dst[start:], k*count)
+				} else {
+					copy(e.laid[k*count:(k+1)*count], spare[(k-guess)*count:])
+				}
+			}
+			dst = dst[:mark]
+			if raw > 0 {
+				dst, start = appendRawFrame(dst, raw*count)
+				copyIntoFrame(dst[start:], e.laid[:raw*count])
+			}
+			rest = e.laid[raw*count:]
+			e.rawGuess = max(raw, 1)
+		}
 		segs := e.segs[:0]
 		for k := 0; k <= streams-raw; k++ {
 			segs = append(segs, k*count)
 		}
 		e.segs = segs
-		return e.codec.encode(dst, spare[:(streams-raw)*count], segs, (8-streams)*count)
+		return e.codec.encode(dst, rest[:(streams-raw)*count], segs, (8-streams)*count)
 	}
 	err := e.pageWith(c, count, r1-r0, &b, at+8*count, encode)
 	if errors.Is(err, errBeyond) {
@@ -133,29 +147,75 @@ func (e *fragmentEncoder) framedWalkPage(c *column, gr *group, rows rowOrder, r0
 	return true, err
 }
 
-// rawStreams is how many of vals' low byte streams (byte k of each value),
-// from the first and of at most streams, segmentKind would store raw: a
-// segment of 16 KiB or more whose sample has over 7.8 bits of entropy
-// (such a sample is never of one byte, so the run check is moot). One pass
-// over the sample for all four streams.
-func rawStreams(vals []uint32, streams int) int {
-	if len(vals) < 16<<10 {
-		return 0
+// errBeyond stops a page's encoding at a vertex beyond the graph, found
+// by the pass that splits it; the page's caller reports it (beyond).
+var errBeyond = errors.New("sink: a vertex beyond the graph")
+
+// rawAt is where byte p of a raw frame's content lies after the frame's
+// header (appendRawFrame): after a 3-byte header every maxRawBlock bytes.
+func rawAt(p int) int { return 3*(p/maxRawBlock+1) + p }
+
+// splitFramed splits vals into their four byte streams: the first raw
+// into the raw frame's blocks (frame: the frame after its header, sized
+// for raw streams of len(vals) bytes), the others one after the other into
+// spare. It returns the smallest and largest value.
+func splitFramed(frame, spare []byte, vals []uint32, raw int) (lo, hi uint32) {
+	count := len(vals)
+	cuts := []int{0, count}
+	for k := range raw { // where a stream crosses a block boundary
+		for b := k*count/maxRawBlock + 1; b*maxRawBlock < (k+1)*count; b++ {
+			cuts = append(cuts, b*maxRawBlock-k*count)
+		}
 	}
-	var hist [4][256]int
-	step := len(vals) / segmentSamples
+	slices.Sort(cuts)
+	cuts = slices.Compact(cuts)
+	lo, hi = vals[0], vals[0]
+	for i := 0; i+1 < len(cuts); i++ {
+		ja, jb := cuts[i], cuts[i+1]
+		var d [4][]byte
+		for k := range 4 {
+			if k < raw {
+				q := rawAt(k*count + ja)
+				d[k] = frame[q : q+jb-ja]
+			} else {
+				d[k] = spare[(k-raw)*count+ja : (k-raw)*count+jb]
+			}
+		}
+		l, h := split4(&d, vals[ja:jb])
+		lo, hi = min(lo, l), max(hi, h)
+	}
+	return lo, hi
+}
+
+// framedSample is segmentSample of stream k of count bytes as splitFramed
+// laid it out for raw streams in the frame.
+func framedSample(frame, spare []byte, count, raw, k int) [256]int {
+	if k >= raw {
+		return segmentSample(spare[(k-raw)*count : (k-raw+1)*count])
+	}
+	var hist [256]int
+	step := count / segmentSamples
 	for i := range segmentSamples {
-		v := vals[i*step]
-		hist[0][byte(v)]++
-		hist[1][byte(v>>8)]++
-		hist[2][byte(v>>16)]++
-		hist[3][byte(v>>24)]++
+		hist[frame[rawAt(k*count+i*step)]]++
 	}
-	raw := 0
-	for raw < streams && kindOfEntropy(sampledEntropy(hist[raw])) == segRaw {
-		raw++
+	return hist
+}
+
+// copyFromFrame copies len(dst) bytes of a raw frame's content, from p on,
+// out of its blocks.
+func copyFromFrame(dst, frame []byte, p int) {
+	for n := 0; n < len(dst); {
+		m := copy(dst[n:min(len(dst), n+maxRawBlock-(p+n)%maxRawBlock)], frame[rawAt(p+n):])
+		n += m
 	}
-	return raw
+}
+
+// copyIntoFrame copies src into a raw frame's blocks (frame: after its
+// header), around the block headers.
+func copyIntoFrame(frame, src []byte) {
+	for k := 0; k*maxRawBlock < len(src); k++ {
+		copy(frame[rawAt(k*maxRawBlock):], src[k*maxRawBlock:min((k+1)*maxRawBlock, len(src))])
+	}
 }
 
 // denseStreams is how many byte streams of a page can hold other bytes than
@@ -203,10 +263,6 @@ func (o rowOrder) vertices(r0, r1, count int, flat []uint32) (_, _ []uint32) {
 	}
 	return flat[:count], flat
 }
-
-// errBeyond stops a page's encoding at a vertex beyond the graph, found
-// by the pass that splits it; the page's caller reports it (beyond).
-var errBeyond = errors.New("sink: a vertex beyond the graph")
 
 // beyond is the error for rows [r0, r1) of a row group starting at walk
 // base, some vertex of which is nv or more: identity ids are all in range

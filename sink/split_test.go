@@ -167,33 +167,37 @@ func BenchmarkSplit(b *testing.B) {
 // only where a low stream is raw does the framed path run at all.
 func TestFramedWalkPageBytes(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		nv   int
-		span uint32 // ids drawn below span
+		name  string
+		nv    int
+		spans []uint32 // ids drawn below spans[i], four chunks at a time
 	}{
-		{"two raw streams", 1<<20 + 12345, 1<<20 + 12345},
-		{"one raw stream", 1<<20 + 12345, 4096},
-		{"none raw", 1<<20 + 12345, 200},
-		{"three raw, a fourth stream", 1<<24 + 3, 1<<24 + 3},
+		{"two raw streams", 1<<20 + 12345, []uint32{1<<20 + 12345}},
+		{"one raw stream", 1<<20 + 12345, []uint32{4096}},
+		{"none raw", 1<<20 + 12345, []uint32{200}},
+		{"three raw, a fourth stream", 1<<24 + 3, []uint32{1<<24 + 3}},
+		// Pages whose raw streams differ from the page before's, both
+		// ways (the layout framedWalkPage guesses from the last page).
+		{"raw streams changing", 1<<20 + 12345, []uint32{1<<20 + 12345, 4096, 200, 1<<20 + 12345, 4096, 1<<20 + 12345}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := ringGraph(t, tc.nv)
-			const walks = 12000
-			rng := rand.New(rand.NewPCG(uint64(tc.nv), uint64(tc.span)))
+			walks := 12000 * len(tc.spans)
+			rng := rand.New(rand.NewPCG(uint64(tc.nv), uint64(tc.spans[0])))
 			var chunks []walk.Chunk
 			for lo := 0; lo < walks; lo += 1000 {
+				span := tc.spans[lo/4000%len(tc.spans)]
 				c := walk.Chunk{Offsets: []uint32{0}}
 				for id := lo; id < lo+1000; id++ {
 					c.WalkIDs = append(c.WalkIDs, uint64(id))
 					for range 1 + rng.IntN(81) {
-						c.Vertices = append(c.Vertices, rng.Uint32N(tc.span))
+						c.Vertices = append(c.Vertices, rng.Uint32N(span))
 					}
 					c.Offsets = append(c.Offsets, uint32(len(c.Vertices)))
 				}
 				chunks = append(chunks, c)
 			}
 			meta := BatchMeta{BatchID: "f", Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 80}, Seed: 42, Engine: "cpu",
-				WalkstageVersion: "test", Walks: walks}
+				WalkstageVersion: "test", Walks: int64(walks)}
 			b1, dir1 := fileBucket(t)
 			writeBatch(t, b1, meta, g, chunks, withGeneralPages())
 			b2, dir2 := fileBucket(t)
