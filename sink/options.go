@@ -189,7 +189,9 @@ func WithRowGroupRows(n int) Option { return func(o *config) { o.rowGroupRows = 
 // WithFileBytes sets the size at which a part is rolled (default 64 MiB):
 // a part ends after the first row group that brings its encoded row groups
 // to this size, so parts exceed it by at most one compressed row group and
-// the file footer.
+// the file footer. A batch's tail, the row groups left once no more than
+// the last full part's remain, is shared by four smaller parts written at
+// once (tailShare).
 func WithFileBytes(n int64) Option { return func(o *config) { o.fileBytes = n } }
 
 // WithMemoryLimit bounds the walks held by the writer (default 512 MiB):

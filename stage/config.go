@@ -105,7 +105,8 @@ type Config struct {
 	// WALKSTAGE_OUTPUT_COMPRESSION: Parquet page codec: zstd, snappy or none.
 	OutputCompression string `env:"OUTPUT_COMPRESSION" envDefault:"zstd"`
 	// WALKSTAGE_OUTPUT_FILE_BYTES: a batch's Parquet part is rolled after the
-	// row group that brings it to this size.
+	// row group that brings it to this size (a batch of several parts ends
+	// with four smaller ones that share the last part's row groups).
 	OutputFileBytes int64 `env:"OUTPUT_FILE_BYTES" envDefault:"268435456"`
 	// WALKSTAGE_OUTPUT_ROW_GROUP_WALKS: walks per Parquet row group (0: the
 	// sink's default, at most 65,536 walks and 4 Mi vertices).
