@@ -127,8 +127,7 @@ func (e *fragmentEncoder) framedWalkPage(c *column, gr *group, rows rowOrder, r0
 			}
 			dst = dst[:mark]
 			if raw > 0 {
-				dst, start = appendRawFrame(dst, raw*count)
-				copyIntoFrame(dst[start:], e.laid[:raw*count])
+				dst = appendFrame(dst, e.laid[:raw*count], 0, raw*count)
 			}
 			rest = e.laid[raw*count:]
 			e.rawGuess = max(raw, 1)
@@ -207,14 +206,6 @@ func copyFromFrame(dst, frame []byte, p int) {
 	for n := 0; n < len(dst); {
 		m := copy(dst[n:min(len(dst), n+maxRawBlock-(p+n)%maxRawBlock)], frame[rawAt(p+n):])
 		n += m
-	}
-}
-
-// copyIntoFrame copies src into a raw frame's blocks (frame: after its
-// header), around the block headers.
-func copyIntoFrame(frame, src []byte) {
-	for k := 0; k*maxRawBlock < len(src); k++ {
-		copy(frame[rawAt(k*maxRawBlock):], src[k*maxRawBlock:min((k+1)*maxRawBlock, len(src))])
 	}
 }
 
