@@ -11,4 +11,5 @@ cd "$WALKSTAGE_ROOT"
 ensure_tools
 export WALKSTAGE_INTEGRATION=1 WALKSTAGE_REQUIRE_HELM=1
 go version
+"$WALKSTAGE_ROOT/scripts/check-docs.sh"
 go test -count=1 -timeout 20m "$@" ./...

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# check-docs.sh: the README is for users. Measurements live in
+# docs/benchmarks/ with their environment and command, so the README holds no
+# dated run, commit hash or machine nickname (issue 34). Exits 1 naming each
+# offending line.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bad=0
+check() { # PATTERN WHAT
+  local hits
+  if hits=$(grep -nE "$1" README.md); then
+    printf 'README.md has %s (move it to docs/benchmarks/):\n%s\n' "$2" "$hits" >&2
+    bad=1
+  fi
+}
+check '\b20[0-9]{2}-[01][0-9]-[0-3][0-9]\b' 'a dated measurement'
+# 7-40 hex digits with both a digit and a letter: a commit hash.
+if hits=$(grep -noE '\b[0-9a-f]{7,40}\b' README.md | grep -E ':[0-9a-f]*([0-9][0-9a-f]*[a-f]|[a-f][0-9a-f]*[0-9])'); then
+  printf 'README.md has a commit hash (move it to docs/benchmarks/):\n%s\n' "$hits" >&2
+  bad=1
+fi
+check '\b(host [A-Z]|call [0-9]+|calls [0-9]+)\b' 'a machine nickname or device call'
+[ "$(wc -l < README.md)" -le 250 ] || { echo "README.md is over 250 lines" >&2; bad=1; }
+exit "$bad"
