@@ -38,5 +38,6 @@ cd "$WALKSTAGE_ROOT"
 mkdir -p bin
 # The version the Makefile stamps, so the output's metadata names the build.
 version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)
-CGO_ENABLED=0 go build -ldflags "-X main.Version=$version" -o bin/walkstage ./cmd/walkstage
+CGO_ENABLED=0 quiet_build "bin/walkstage (the first build downloads modules: a minute or two)" \
+	-ldflags "-X main.Version=$version" -o bin/walkstage ./cmd/walkstage
 exec bin/walkstage demo "$@"

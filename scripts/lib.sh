@@ -69,11 +69,42 @@ ensure_go() {
 VERSITYGW_VERSION=v1.8.0
 HELM_VERSION=v3.22.0
 
+# quiet_install WHAT BIN PKG@VERSION: one line saying what is installed, the
+# module download noise in a log that is shown only when the install fails.
+quiet_install() {
+  echo "installing $1 into $2 (once)" >&2
+  local log
+  log=$(mktemp)
+  if ! GOBIN=$2 go install "$3" >"$log" 2>&1; then
+    cat "$log" >&2
+    rm -f "$log"
+    return 1
+  fi
+  rm -f "$log"
+}
+
+# quiet_build WHAT ARGS...: go build with one line saying what it builds; the
+# module downloads of a first build go to a log shown only on failure.
+quiet_build() {
+  local what=$1
+  shift
+  echo "building $what" >&2
+  local log
+  log=$(mktemp)
+  if ! go build "$@" >"$log" 2>&1; then
+    cat "$log" >&2
+    rm -f "$log"
+    return 1
+  fi
+  rm -f "$log"
+}
+
 ensure_tools() {
   local bin=$WALKSTAGE_ROOT/bin
   mkdir -p "$bin"
-  [ -x "$bin/versitygw" ] || GOBIN=$bin go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
-  [ -x "$bin/helm" ] || GOBIN=$bin go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+  [ -x "$bin/versitygw" ] || quiet_install "versitygw $VERSITYGW_VERSION (S3 server for the integration tests)" \
+    "$bin" "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
+  [ -x "$bin/helm" ] || quiet_install "helm $HELM_VERSION (chart tests)" "$bin" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
   PATH=$bin:$PATH
   export PATH
 }
