@@ -54,7 +54,7 @@ func (w *BatchWriter) publish(ctx context.Context, m *Manifest) (*Manifest, erro
 			if err := w.unsure(ctx, m, true, fmt.Errorf("sink: batch %s: write %s: %w", w.meta.BatchID, key, err)); err != nil {
 				return nil, err
 			}
-			return m, nil
+			return w.won(ctx, m, m.Fingerprint == ""), nil
 		}
 		// A manifest is there: ours, if a create of ours landed and only
 		// its answer was lost (the SDK's retry is then refused by it), or
@@ -128,6 +128,7 @@ func (w *BatchWriter) publish(ctx context.Context, m *Manifest) (*Manifest, erro
 		if err := w.unsure(ctx, m, false, fmt.Errorf("sink: batch %s: replace %s: %w", w.meta.BatchID, key, err)); err != nil {
 			return nil, err
 		}
+		w.deleteUnlisted(ctx, m, true)
 		return m, nil
 	}
 	w.deleteUnlisted(ctx, m, true)
