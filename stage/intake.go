@@ -105,7 +105,9 @@ func (s *Stage) leave(id string) {
 // ctx's, at the shutdown deadline (the message stays uncommitted). b, when
 // set, is the batch found invalid after it was queued.
 func (s *Stage) refuse(ctx context.Context, d *source.Delivery, re *source.RejectError, b *batch) error {
-	log := s.log.With("batch_id", re.BatchID, "reason", string(re.Reason))
+	// The batch id of a rejection may come from the message key, the error
+	// may quote the message: both are bounded in the log.
+	log := s.log.With("batch_id", source.LogValue(re.BatchID), "reason", string(re.Reason))
 	v := s.graphs.serving()
 	if b != nil && b.v != nil {
 		v = b.v
@@ -125,6 +127,6 @@ func (s *Stage) refuse(ctx context.Context, d *source.Delivery, re *source.Rejec
 	}
 	s.m.batches.WithLabelValues(string(source.StatusRejected)).Inc()
 	s.m.rejections.WithLabelValues(string(re.Reason)).Inc()
-	log.Info("request rejected", "error", re.Msg)
+	log.Info("request rejected", "error", source.LogValue(re.Msg))
 	return nil
 }
