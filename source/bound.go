@@ -238,31 +238,30 @@ func stubRecord(m kafka.Message, reason, cause string, limit int, minimal bool) 
 }
 
 // valueHead is the longest prefix of v (not splitting a UTF-8 sequence)
-// whose JSON string encoding takes at most room bytes, as a string, and
-// its length in bytes of v.
+// whose JSON string encoding (marshalStub's) takes at most room bytes, as
+// a string, and its length in bytes of v. One pass: each rune's encoded
+// size is known (an upper bound for control characters).
 func valueHead(v []byte, room int) (string, int) {
-	n := min(len(v), room)
-	for n > 0 {
-		n = len(cutUTF8(string(v[:n]), n))
-		if enc := jsonStringLen(v[:n]); enc <= room {
-			return string(v[:n]), n
-		} else {
-			// Escapes take up to six bytes for one: shrink in proportion,
-			// with a margin, and try again.
-			n = n*room/enc - 8
+	enc := 2 // the quotes
+	n := 0
+	for n < len(v) {
+		r, size := utf8.DecodeRune(v[n:])
+		w := size
+		switch {
+		case r == utf8.RuneError && size == 1:
+			w = 6 // \ufffd
+		case r == '"' || r == '\\':
+			w = 2
+		case r < 0x20 || r == '\u2028' || r == '\u2029':
+			w = 6 // \u00XX; \n, \t and the like take 2
 		}
+		if enc+w > room {
+			break
+		}
+		enc += w
+		n += size
 	}
-	return "", 0
-}
-
-// jsonStringLen is the size of s encoded as a JSON string (HTML
-// characters not escaped).
-func jsonStringLen(s []byte) int {
-	var b bytes.Buffer
-	e := json.NewEncoder(&b)
-	e.SetEscapeHTML(false)
-	_ = e.Encode(string(s))
-	return b.Len() - 1 // Encode's newline
+	return string(v[:n]), n
 }
 
 func marshalStub(s stub) []byte {

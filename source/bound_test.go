@@ -253,3 +253,38 @@ func TestCheckTopicsRefusesTinyLimits(t *testing.T) {
 		t.Fatalf("CheckTopics: %v", err)
 	}
 }
+
+// FuzzDeadLetterFits: any key, header and value, any limit the stage
+// accepts, gives a dead letter within the limit whose stub (when it is one)
+// is JSON with the original's sizes.
+func FuzzDeadLetterFits(f *testing.F) {
+	f.Add([]byte("k"), []byte("h"), []byte(`{oops`), "malformed", MinTopicRecordBytes)
+	f.Add(bytes.Repeat([]byte{0xff}, 9000), bytes.Repeat([]byte{1}, 3000), bytes.Repeat([]byte(`"\`), 5000), "too_large", 8192)
+	f.Fuzz(func(t *testing.T, key, header, value []byte, cause string, limit int) {
+		limit = MinTopicRecordBytes + abs(limit)%(64<<10)
+		m := kafka.Message{Topic: "in", Partition: 3, Offset: 17, Key: key, Value: value,
+			Headers: []kafka.Header{{Key: "walkstage-x", Value: header}, {Key: string(header), Value: key}}}
+		dl := deadLetterRecord(m, "malformed", cause, limit)
+		if n := recordBytes(dl); n > limit {
+			t.Fatalf("dead letter of %d bytes, limit %d", n, limit)
+		}
+		if dl.Headers[0].Key != HeaderError || dl.Headers[4].Key != HeaderSourceOffset {
+			t.Fatalf("the stage's headers are not first: %v", dl.Headers[:5])
+		}
+		if bytes.Equal(dl.Value, value) && bytes.Equal(dl.Key, key) {
+			return // a full copy
+		}
+		var s stub
+		if err := json.Unmarshal(dl.Value, &s); err != nil || s.Bytes != len(value) || s.KeyBytes != len(key) ||
+			s.ValueHeadBytes > len(value) {
+			t.Fatalf("stub %q: %v", dl.Value, err)
+		}
+	})
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
