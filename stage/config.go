@@ -13,6 +13,7 @@ import (
 
 	"github.com/caarlos0/env/v11"
 
+	"github.com/walkstage/walkstage/internal/redact"
 	"github.com/walkstage/walkstage/sink"
 )
 
@@ -335,7 +336,7 @@ func (e *ConfigError) Error() string {
 		b.WriteString("\n  ")
 		b.WriteString(err.Error())
 	}
-	return b.String()
+	return redact.String(b.String()) // the problems quote URLs and brokers
 }
 
 func (e *ConfigError) Unwrap() []error { return e.Errs }
@@ -566,7 +567,8 @@ func Variables() []Variable {
 	return vs
 }
 
-// Describe lists every variable with its value in c, the SASL password masked.
+// Describe lists every variable with its value in c, the SASL password and
+// the credentials in URLs masked.
 func Describe(c Config) []Variable {
 	vs := Variables()
 	v := reflect.ValueOf(c)
@@ -578,6 +580,7 @@ func Describe(c Config) []Variable {
 		default:
 			vs[i].Value = fmt.Sprint(x)
 		}
+		vs[i].Value = redact.String(vs[i].Value)
 		if vs[i].Name == EnvPrefix+"SASL_PASSWORD" && vs[i].Value != "" {
 			vs[i].Value = "****"
 		}
