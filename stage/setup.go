@@ -301,10 +301,10 @@ func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string,
 		return nil, err
 	}
 	if topicsErr != nil {
-		s.health.fail(depBroker, topicsErr)
+		s.health.fail(depBroker, holdProbe, topicsErr)
 	}
 	if storeErr != nil {
-		s.health.fail(depStore, storeErr)
+		s.health.fail(depStore, holdProbe, storeErr)
 	}
 	rt.Stage = s
 	if err := rt.followGraph(ctx, c, log); err != nil {
