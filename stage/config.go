@@ -268,8 +268,12 @@ type Config struct {
 	// ---- Operations ----
 
 	// WALKSTAGE_METRICS_ADDR: listen address of /metrics, /healthz and
-	// /readyz; empty disables the HTTP server.
-	MetricsAddr string `env:"METRICS_ADDR" envDefault:":9090"`
+	// /readyz, host:port; empty disables the HTTP server. The default is
+	// loopback only: a stage run on a host should not answer the network
+	// unasked. The images and the Helm chart set :9090 (every interface of
+	// the container, whose network is the pod's), which the kubelet's probes
+	// and Prometheus need.
+	MetricsAddr string `env:"METRICS_ADDR" envDefault:"127.0.0.1:9090"`
 	// WALKSTAGE_SHUTDOWN_TIMEOUT: after SIGTERM, how long in-flight batches
 	// may take to finish; the rest are abandoned uncommitted (redelivered to
 	// another replica). Keep it below the pod's terminationGracePeriodSeconds.
