@@ -134,8 +134,9 @@ func (h *health) ok(dep, holder string) time.Duration {
 		delete(h.down, dep)
 		d = max(time.Since(o.since), time.Nanosecond)
 	}
+	broken := h.broken != nil
 	h.mu.Unlock()
-	if d > 0 && h.onChange != nil {
+	if d > 0 && h.onChange != nil && !(dep == depEngine && broken) {
 		h.onChange(dep, true)
 	}
 	return d
@@ -154,7 +155,9 @@ func (h *health) release(holder string) {
 		delete(o.holds, holder)
 		if len(o.holds) == 0 {
 			delete(h.down, dep)
-			up = append(up, dep)
+			if dep != depEngine || h.broken == nil { // a broken engine stays down
+				up = append(up, dep)
+			}
 		}
 	}
 	h.mu.Unlock()

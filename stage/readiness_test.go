@@ -306,4 +306,13 @@ func TestHealthHoldsUntilTheHolderSucceeds(t *testing.T) {
 		t.Error("woken without a recovery")
 	default:
 	}
+	// A batch that failed on the engine, then found it broken, leaves it
+	// down when it lets go.
+	changes = nil
+	h.fail(depEngine, "batch#5", fault)
+	h.breakEngine(errors.New("illegal address"))
+	h.release("batch#5")
+	if got := strings.Join(changes, " "); strings.Contains(got, "engine=true") || h.err() == nil {
+		t.Errorf("broken engine: changes %q, err %v", got, h.err())
+	}
 }
