@@ -202,34 +202,34 @@ func TestDecodeRequestSkipsUnknownVertices(t *testing.T) {
 func TestTrackerCommitsInOrder(t *testing.T) {
 	tr := newTracker()
 	for o := int64(3); o <= 6; o++ {
-		tr.fetched("t", 0, o)
+		tr.fetched("t", 0, o, 0)
 	}
-	if _, ok := tr.ack("t", 0, 5); ok {
+	if _, ok := tr.ack("t", 0, 5, 0); ok {
 		t.Fatal("committed 5 while 3 and 4 are outstanding")
 	}
-	if off, ok := tr.ack("t", 0, 3); !ok || off != 3 {
+	if off, ok := tr.ack("t", 0, 3, 0); !ok || off != 3 {
 		t.Fatalf("ack 3: %d %v", off, ok)
 	}
-	tr.committed("t", 0, 3)
-	if off, ok := tr.ack("t", 0, 4); !ok || off != 5 {
+	tr.committed("t", 0, 3, 0)
+	if off, ok := tr.ack("t", 0, 4, 0); !ok || off != 5 {
 		t.Fatalf("ack 4 should commit through 5: %d %v", off, ok)
 	}
-	tr.committed("t", 0, 5)
+	tr.committed("t", 0, 5, 0)
 	// A redelivery of an old offset after a rebalance never moves the commit back.
-	tr.fetched("t", 0, 2)
-	if _, ok := tr.ack("t", 0, 2); ok {
+	tr.fetched("t", 0, 2, 0)
+	if _, ok := tr.ack("t", 0, 2, 0); ok {
 		t.Fatal("committed an offset below the watermark")
 	}
-	if off, ok := tr.ack("t", 0, 6); !ok || off != 6 {
+	if off, ok := tr.ack("t", 0, 6, 0); !ok || off != 6 {
 		t.Fatalf("ack 6: %d %v", off, ok)
 	}
 	// A failed commit is retried by the next acknowledgement.
-	tr.fetched("t", 1, 0)
-	tr.fetched("t", 1, 1)
-	if off, ok := tr.ack("t", 1, 0); !ok || off != 0 {
+	tr.fetched("t", 1, 0, 0)
+	tr.fetched("t", 1, 1, 0)
+	if off, ok := tr.ack("t", 1, 0, 0); !ok || off != 0 {
 		t.Fatal("partition 1 offset 0")
 	}
-	if off, ok := tr.ack("t", 1, 1); !ok || off != 1 {
+	if off, ok := tr.ack("t", 1, 1, 0); !ok || off != 1 {
 		t.Fatalf("after a failed commit of 0, ack 1 should commit through 1: %d %v", off, ok)
 	}
 	if tr.pending() != 0 {
