@@ -331,16 +331,12 @@ func (c *Consumer) checkAssignment(ctx context.Context) bool {
 		return false // a rebalance is under way: its outcome is checked next time
 	}
 	covered := map[int]bool{}
-	stale := false
 	for _, m := range g.Members {
 		for _, t := range m.MemberAssignments.Topics {
 			if t.Topic != c.topic {
 				continue
 			}
 			for _, p := range t.Partitions {
-				if p >= n {
-					stale = true // assigned from a topic that had more partitions
-				}
 				covered[p] = true
 			}
 		}
@@ -351,7 +347,7 @@ func (c *Consumer) checkAssignment(ctx context.Context) bool {
 			missing++
 		}
 	}
-	if missing == 0 && !stale {
+	if missing == 0 {
 		c.setAssignment(0, nil)
 		return false
 	}
