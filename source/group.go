@@ -273,6 +273,8 @@ func (c *Consumer) commitOffset(ctx context.Context, part int, next int64) error
 		select {
 		case <-changed:
 		case <-time.After(time.Second):
+		case <-c.stop:
+			return ErrClosed
 		case <-ctx.Done():
 			if lastErr == nil {
 				lastErr = ctx.Err()

@@ -336,3 +336,34 @@ func TestConsumingSaysTheTopicIsMissing(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexTellsRecordsAtReusedOffsetsApart: a copy names its source record
+// by offset and timestamp, so a new record at an offset a replaced log had
+// used is not taken for the old one; a copy without a timestamp (written
+// before the header existed) matches until its partition is forgotten.
+func TestIndexTellsRecordsAtReusedOffsetsApart(t *testing.T) {
+	ready := make(chan struct{})
+	close(ready)
+	x := &dlqIndex{seen: map[srcRef]uint64{}, limit: dlqIndexLimit, ready: ready, log: testLogger(t)}
+	x.add(srcRef{"in", 0, 3, 1000})
+	x.add(srcRef{"in", 1, 5, -1})
+	for _, tc := range []struct {
+		ref  srcRef
+		want bool
+	}{
+		{srcRef{"in", 0, 3, 1000}, true},
+		{srcRef{"in", 0, 3, 2000}, false}, // the same offset in a new log
+		{srcRef{"in", 1, 5, 2000}, true},  // a copy without timestamp
+		{srcRef{"in", 2, 5, 2000}, false},
+	} {
+		if got, _ := x.has(context.Background(), tc.ref, time.Second); got != tc.want {
+			t.Errorf("has(%v) = %v", tc.ref, got)
+		}
+	}
+	if n := x.forget("in", 1); n != 1 {
+		t.Fatalf("forgot %d entries", n)
+	}
+	if got, _ := x.has(context.Background(), srcRef{"in", 1, 5, 2000}, time.Second); got {
+		t.Error("a forgotten partition's copy still counts")
+	}
+}
