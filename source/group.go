@@ -246,7 +246,7 @@ func (c *Consumer) logReset(ctx context.Context, part int, why string, old, next
 		return next
 	}
 	if err := c.commitOffset(cctx, part, next); err != nil && !errors.Is(err, errRevoked) {
-		c.log.Warn("setting the group's offset to the new log's start failed; the next acknowledgement sets it",
+		c.log.Info("setting the group's offset to the new log's start failed; the next acknowledgement sets it",
 			"partition", part, "offset", next, "err", err)
 	}
 	return next
