@@ -74,7 +74,9 @@ func (c *Consumer) runGroup(ctx context.Context) {
 		parts := gen.Assignments[c.topic]
 		readers := make(map[int]*partReader, len(parts))
 		for _, pa := range parts {
-			readers[pa.ID] = &partReader{part: pa.ID}
+			pr := &partReader{part: pa.ID}
+			pr.pos.Store(-1) // not positioned yet
+			readers[pa.ID] = pr
 		}
 		c.genMu.Lock()
 		c.gen, c.readers = gen, readers
@@ -134,8 +136,12 @@ func (c *Consumer) readPartition(ctx context.Context, pr *partReader, groupNext 
 		if ctx.Err() != nil {
 			return
 		}
-		if err == nil || errors.Is(err, kafka.OffsetOutOfRange) {
+		if err == nil {
 			attempt = -1 // a recheck: at once
+			continue
+		}
+		if errors.Is(err, kafka.OffsetOutOfRange) {
+			attempt = 0 // checked after the shortest pause
 			continue
 		}
 		select {
