@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -179,5 +180,22 @@ func TestInputTopicCreatedDuringAssignmentIsConsumed(t *testing.T) {
 		if v, ok := found[name]; !ok || v != 0 {
 			t.Errorf("%s: %v (exported %v)", name, v, ok)
 		}
+	}
+}
+
+// TestNotReadyWhileInputPartitionsAreUnread: the broker answers and every
+// topic exists, but the group reads none of the input topic's partitions
+// (a topic created after the assignment): the stage is not ready, and says
+// why.
+func TestNotReadyWhileInputPartitionsAreUnread(t *testing.T) {
+	unread := errors.New(`group "g" reads 0 of input topic "in"'s 2 partitions`)
+	var consuming error
+	s := &Stage{health: newHealth(nil), o: Options{Joined: func() bool { return true }, Consuming: func() error { return consuming }}}
+	if err := s.ready(); err != nil {
+		t.Fatalf("ready while consuming: %v", err)
+	}
+	consuming = unread
+	if err := s.ready(); err == nil || !strings.Contains(err.Error(), unread.Error()) {
+		t.Fatalf("ready with partitions unread: %v", err)
 	}
 }
