@@ -54,30 +54,11 @@ type ConsumerConfig struct {
 type Consumer struct {
 	cg  *kafka.ConsumerGroup
 	dlq *kafka.Writer
-	// What the partition readers need (group.go).
-	topic, group     string
-	brokers          []string
-	dialer           *kafka.Dialer
-	maxBytes         int
-	metadataInterval time.Duration
-	kafkaLog         kafka.Logger
-	kafkaErrLog      kafka.Logger
-	fetchErrs        *onceLogger
-	msgs             chan fetched
-	genMu            sync.Mutex
-	gen              *kafka.Generation
-	readers          map[int]*partReader // this generation's partitions
-	genChanged       chan struct{}       // closed when a generation begins
-	assignMu         sync.Mutex
-	assignErr        error
-	unassigned       int
-	resets           atomic.Int64
-	cancel           context.CancelFunc
-	gmu              sync.RWMutex // SetGraph waits for decodes using the old graph
-	g                *graph.Graph
-	lim              Limits
-	log              *slog.Logger
-	trk              *tracker
+	gmu sync.RWMutex // SetGraph waits for decodes using the old graph
+	g   *graph.Graph
+	lim Limits
+	log *slog.Logger
+	trk *tracker
 	// topics checks the stage's topics (start-up, health probe).
 	topics *topicChecker
 	// dlqIdx knows which input records already have a dead-letter copy.
@@ -101,6 +82,26 @@ type Consumer struct {
 	lagMu     sync.Mutex
 	lag       map[tp]int64 // per partition: high watermark - next offset, as of the last fetch
 	closed    sync.Once
+
+	// What the group and its partition readers need (group.go).
+	topic, group     string
+	brokers          []string
+	dialer           *kafka.Dialer
+	maxBytes         int
+	metadataInterval time.Duration
+	kafkaLog         kafka.Logger
+	kafkaErrLog      kafka.Logger
+	fetchErrs        *onceLogger
+	msgs             chan fetched
+	cancel           context.CancelFunc
+	genMu            sync.Mutex
+	gen              *kafka.Generation
+	readers          map[int]*partReader // this generation's partitions
+	genChanged       chan struct{}       // closed when a generation begins
+	assignMu         sync.Mutex
+	assignErr        error
+	unassigned       int
+	resets           atomic.Int64
 }
 
 // NewConsumer joins the group in the background; Joined reports when it has.
