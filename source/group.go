@@ -419,3 +419,16 @@ func (c *Consumer) UnassignedPartitions() int {
 // LogResets counts the input partitions found with their log replaced
 // since the consumer started.
 func (c *Consumer) LogResets() int64 { return c.resets.Load() }
+
+// assignedNow lists the partitions this consumer reads in the current
+// generation.
+func (c *Consumer) assignedNow() []int {
+	c.genMu.Lock()
+	defer c.genMu.Unlock()
+	ps := make([]int, 0, len(c.readers))
+	for p := range c.readers {
+		ps = append(ps, p)
+	}
+	slices.Sort(ps)
+	return ps
+}

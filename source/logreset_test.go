@@ -367,3 +367,62 @@ func TestIndexTellsRecordsAtReusedOffsetsApart(t *testing.T) {
 		t.Error("a forgotten partition's copy still counts")
 	}
 }
+
+// TestRebalanceIsNotALogReset: partitions moving between members, with
+// commits made by each in turn, are no replaced log: nothing is counted and
+// every record is delivered.
+func TestRebalanceIsNotALogReset(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	brokers := newCluster(t, 2, "in", "dlq")
+	cfg := ConsumerConfig{Kafka: KafkaOptions{Brokers: brokers}, Topic: "in", Group: "g", DLQTopic: "dlq",
+		SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second, MetadataInterval: 200 * time.Millisecond,
+		Limits: DefaultLimits(), Graph: testGraph(t), Logger: testLogger(t)}
+	batch := func(from, to int) []string {
+		var ids []string
+		var msgs []kafka.Message
+		for i := from; i < to; i++ {
+			ids = append(ids, fmt.Sprintf("b%d", i))
+			msgs = append(msgs, goodMsg(ids[len(ids)-1]))
+		}
+		produce(t, ctx, brokers, "in", msgs...)
+		return ids
+	}
+	c1, err := NewConsumer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c1.Close()
+	consumeAll(t, ctx, c1, batch(0, 10)...)
+	// A second member takes a partition, commits on it and leaves: the
+	// first gets it back at an offset it did not commit itself.
+	c2, err := NewConsumer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for c2.UnassignedPartitions() != 0 || len(c2.assignedNow()) == 0 {
+		if !sleepFor(ctx, 50*time.Millisecond) {
+			t.Fatal("the second member was never assigned a partition")
+		}
+	}
+	ids := batch(10, 30)
+	mine := map[int]bool{}
+	for _, p := range c2.assignedNow() {
+		mine[p] = true
+	}
+	var theirs, ours []string
+	for _, id := range ids {
+		if mine[(&kafka.Hash{}).Balance(kafka.Message{Key: []byte(id)}, 0, 1)] {
+			theirs = append(theirs, id)
+		} else {
+			ours = append(ours, id)
+		}
+	}
+	consumeAll(t, ctx, c2, theirs...)
+	c2.Close()
+	consumeAll(t, ctx, c1, ours...)
+	consumeAll(t, ctx, c1, batch(30, 40)...)
+	if n := c1.LogResets() + c2.LogResets(); n != 0 {
+		t.Fatalf("%d log resets counted across rebalances", n)
+	}
+}
