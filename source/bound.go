@@ -145,6 +145,7 @@ func ownHeaders(m kafka.Message, reason, cause string) []kafka.Header {
 		{Key: HeaderSourceTopic, Value: []byte(m.Topic)},
 		{Key: HeaderSourcePartition, Value: []byte(strconv.Itoa(m.Partition))},
 		{Key: HeaderSourceOffset, Value: []byte(strconv.FormatInt(m.Offset, 10))},
+		{Key: HeaderSourceTimestamp, Value: []byte(strconv.FormatInt(recordTime(m), 10))},
 	}
 }
 
