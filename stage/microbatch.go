@@ -201,11 +201,6 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 		b.unbind()
 	}
 	v := s.graphs.acquire(ctx)
-	// The micro-batch's place in line for the engine is taken now, before
-	// its writers open: a heavy request's next slice, asked for later,
-	// waits for it (engineTurns).
-	turn := s.turns.hold()
-	defer turn.release()
 	if v == nil {
 		for _, b := range mb {
 			b.written = make(chan struct{})
@@ -218,6 +213,12 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 	var visits, samples []*batch
 	now := time.Now()
 	s.lookup(ctx, mb)
+	// The micro-batch's place in line for the engine is taken now, before
+	// its writers open (no I/O): a heavy request's next slice, asked for
+	// later, waits for it (engineTurns). Not before the lookup, which a
+	// retry makes against the store: the engine would wait on it.
+	turn := s.turns.hold()
+	defer turn.release()
 	// Each batch's writer opens here, one after another: with
 	// sink.WithSweepWhileWriting an open does no I/O (tens of
 	// microseconds). Opened in parallel goroutines, the launch waited for

@@ -65,6 +65,12 @@ type Result struct {
 	manifests []string
 }
 
+// During is, in the beside mode, produce -> event of the measured
+// requests whose event came before the expensive request's.
+func (r *Result) During() []time.Duration {
+	return r.ProduceToEvent[:min(r.SmallBeforeDone, len(r.ProduceToEvent))]
+}
+
 // WalkVertices is the walks' vertex count: every walk has one more vertex
 // than it has steps.
 func (r *Result) WalkVertices() int64 { return r.Walks + r.Steps }
@@ -392,6 +398,7 @@ func (r *Result) Report(w io.Writer) {
 		lat("produce -> event", r.ProduceToEvent)
 	}
 	if r.Mode == ModeBeside {
+		lat("  while it walked", r.During())
 		fmt.Fprintf(w, "  expensive request: its event %.3f s after its produce; %d of the %d measured requests had their event before it\n",
 			r.Expensive.Seconds(), r.SmallBeforeDone, len(r.ProduceToEvent))
 	}
@@ -401,9 +408,9 @@ func (r *Result) Report(w io.Writer) {
 		fmt.Fprintf(w, "  ignored %d events of other batches, %d repeated events\n", r.Ignored, r.Duplicates)
 	}
 	fmt.Fprintf(w, "RESULT mode=%s output=%s requests=%d seconds=%.3f requests_per_s=%.2f walk_vertices_per_s=%.0f queries_per_s=%.1f bytes=%d"+
-		" produce_event_p50_ms=%.2f produce_event_p99_ms=%.2f fetch_event_p50_ms=%.2f fetch_event_p95_ms=%.2f fetch_event_p99_ms=%.2f fetch_publish_p99_ms=%.2f expensive_s=%.3f before_expensive=%d\n",
+		" produce_event_p50_ms=%.2f produce_event_p99_ms=%.2f fetch_event_p50_ms=%.2f fetch_event_p95_ms=%.2f fetch_event_p99_ms=%.2f fetch_publish_p99_ms=%.2f expensive_s=%.3f before_expensive=%d during_p99_ms=%.2f during_max_ms=%.2f\n",
 		r.Mode, r.Output, r.Requests, sec, float64(r.Requests)/sec, float64(r.WalkVertices())/sec, float64(r.Queries)/sec, r.Bytes,
 		ms(Quantile(r.ProduceToEvent, 0.5)), ms(Quantile(r.ProduceToEvent, 0.99)),
 		ms(Quantile(r.FetchToEvent, 0.5)), ms(Quantile(r.FetchToEvent, 0.95)), ms(Quantile(r.FetchToEvent, 0.99)),
-		ms(Quantile(r.StageTotal, 0.99)), r.Expensive.Seconds(), r.SmallBeforeDone)
+		ms(Quantile(r.StageTotal, 0.99)), r.Expensive.Seconds(), r.SmallBeforeDone, ms(Quantile(r.During(), 0.99)), ms(Quantile(r.During(), 1)))
 }
