@@ -68,10 +68,13 @@ func requestCost(req *source.Request, v *served) int64 {
 // budget, saying what the estimate is made of and what would bring it down.
 func (s *Stage) overBudget(req *source.Request, cost int64, v *served) *source.RejectError {
 	a, what := req.Algorithm, fmt.Sprintf("%d walks x length %d", req.NumWalks(), req.Algorithm.Length)
-	if req.Visits != nil {
-		a = req.Visits.Params.Algorithm
-		what = fmt.Sprintf("%d queries (steps_per_query %d, walks_per_seed %d, length %d)", len(req.Visits.Queries),
-			req.Visits.Params.StepsPerQuery, req.Visits.Params.WalksPerSeed, a.Length)
+	if vs := req.Visits; vs != nil {
+		a = vs.Params.Algorithm
+		if vs.Params.StepsPerQuery > 0 {
+			what = fmt.Sprintf("%d queries x steps_per_query %d", len(vs.Queries), vs.Params.StepsPerQuery)
+		} else {
+			what = fmt.Sprintf("%d queries' seeds x walks_per_seed %d x length %d", len(vs.Queries), vs.Params.WalksPerSeed, a.Length)
+		}
 	}
 	hint := "ask for fewer or shorter walks"
 	if a.Kind == walk.Node2Vec {

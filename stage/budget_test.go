@@ -53,6 +53,7 @@ func TestOverBudgetRequestsAreRejectedAtIntake(t *testing.T) {
 			!strings.Contains(ev.Error, "estimated cost") || !strings.Contains(ev.Error, "per-request budget 50000000") {
 			t.Errorf("%s: want a rejection over_budget naming the estimate and the budget, got %+v", id, ev)
 		}
+		t.Logf("%s: %s", id, ev.Error)
 	}
 	if ev := events["n2v-plain"][0]; ev.Status != source.StatusSucceeded || ev.Walks != 1000 {
 		t.Errorf("n2v-plain (cost 10^6, within the budget): %+v", ev)
