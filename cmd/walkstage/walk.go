@@ -28,7 +28,9 @@ import (
 const walkUsage = `usage: walkstage walk --graph FILE [flags]
 
 Walks a graph once and writes Parquet to object storage:
-  {out}/{prefix}/graph={graph}/algorithm={algorithm}/batch={batch-id}/part-NNNNN.parquet + _SUCCESS
+  {out}/{prefix}/kind={kind}/graph={graph}/algorithm={algorithm}/batch={batch-id}/part-NNNNN-{attempt}.parquet + _SUCCESS
+where kind is walks, visits or samples: one schema under each, so a reader globs one kind
+(docs/messages.md, "Output layout", has the DuckDB and pyarrow queries).
 
 example:
   walkstage walk --graph g.wsg --algorithm node2vec --p 2 --q 0.5 --length 80 --walks-per-vertex 10 \

@@ -36,7 +36,7 @@ func TestWalkCommandWritesVisits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	m, err := sink.DecodeManifest(mustRead(t, filepath.Join(dir, "walks/graph=tiny/algorithm=ppr/batch=vis/_SUCCESS")))
+	m, err := sink.DecodeManifest(mustRead(t, filepath.Join(dir, "walks/kind=visits/graph=tiny/algorithm=ppr/batch=vis/_SUCCESS")))
 	if err != nil || m.Output != sink.OutputVisits || m.Queries != 31 {
 		t.Fatalf("manifest %v %+v", err, m)
 	}
