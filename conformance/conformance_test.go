@@ -244,7 +244,19 @@ func TestReadersReadEveryOutput(t *testing.T) {
 		t.Fatalf("the demo does not print ReaderQuery:\n%s", demoOut.String())
 	}
 
-	res := runNode(t, node, checks, []map[string]string{{"name": "demo", "sql": query}})
+	// The same query on a tree with every kind under prefix "walks" and
+	// walks that every reader decodes: it must read the walks alone.
+	mixed := t.TempDir()
+	mb, err := sink.OpenBucket(ctx, "file://"+mixed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mb.Close()
+	for _, kind := range []string{sink.KindWalks, sink.KindVisits, sink.KindSamples} {
+		in.write(t, mb, "walks", kind, false, []sink.Option{sink.WithWalkEncoding(sink.DeltaBinaryPacked)})
+	}
+
+	res := runNode(t, node, checks, []map[string]string{{"name": "demo", "sql": query}, {"name": "every kind", "sql": demo.ReaderQuery(mixed)}})
 	byName := map[string]*check{}
 	for _, c := range checks {
 		byName[c.Name] = c
@@ -315,10 +327,15 @@ func TestReadersReadEveryOutput(t *testing.T) {
 		}
 	})
 
-	t.Run("demo query", func(t *testing.T) {
-		if len(res.Queries) != 1 {
-			t.Fatalf("queries %+v", res.Queries)
+	if len(res.Queries) != 2 {
+		t.Fatalf("queries %+v", res.Queries)
+	}
+	t.Run("demo query on every kind", func(t *testing.T) {
+		if q := res.Queries[1]; !q.OK || q.Rows != 5 {
+			t.Errorf("DuckDB on the demo's query over walks, visits and samples: %d rows, error %s", q.Rows, q.Error)
 		}
+	})
+	t.Run("demo query", func(t *testing.T) {
 		q := res.Queries[0]
 		switch {
 		case q.OK && q.Rows == 5:
