@@ -137,3 +137,40 @@ func TestLookupFindsEarlierLayout(t *testing.T) {
 		})
 	}
 }
+
+// FindBatches finds a batch id's outputs under every kind and the earlier
+// layout, fingerprint or not; DeleteBatch removes one, manifest and parts.
+func TestFindAndDeleteBatches(t *testing.T) {
+	g := testGraph(t)
+	ctx := context.Background()
+	for name, open := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			b := open(t)
+			old := writeBatch(t, b, fpMeta("x", 200, ""), g, runEngine(t, g, testAlgo, 200, 1), WithFileBytes(1))
+			toEarlierLayout(t, b, old, KindWalks)
+			ids, res := countVisits(t, g, 10)
+			meta := visitMeta("x", 10)
+			writeVisits(t, b, meta, g, ids, res, 4)
+			found, err := FindBatches(ctx, b, "walks", "x")
+			if err != nil || len(found) != 2 {
+				t.Fatalf("FindBatches = %d manifests, %v; want 2", len(found), err)
+			}
+			for _, m := range found {
+				if err := DeleteBatch(ctx, b, m); err != nil {
+					t.Fatal(err)
+				}
+				for _, f := range m.Files {
+					if ok, _ := b.Exists(ctx, f.Key); ok {
+						t.Errorf("part %s left", f.Key)
+					}
+				}
+			}
+			if found, err := FindBatches(ctx, b, "walks", "x"); err != nil || len(found) != 0 {
+				t.Fatalf("after DeleteBatch: %d manifests, %v", len(found), err)
+			}
+			if err := DeleteBatch(ctx, b, &Manifest{BatchID: "x"}); err == nil {
+				t.Error("DeleteBatch of a manifest not read from the store succeeded")
+			}
+		})
+	}
+}

@@ -53,6 +53,11 @@ way, e.g.
 --seeds is "all" (every vertex), a file of external vertex ids (one per line, # comments; an id
 the graph lacks is an error), or "A-B": the vertices whose external id is in [A, B].
 
+A batch id (default seed-SEED) that already has output from other parameters (graph,
+algorithm and its parameters, seeds, --seed, engine, --compression, --walk-encoding) is
+refused with that output named, as the stage refuses a batch_id_conflict; the same
+parameters again keep it; --replace-output deletes it and writes this run's.
+
 Walk ids are ordered as in the stage (docs/messages.md): with W = --walks-per-vertex, seed k's
 walks are k*W .. (k+1)*W-1, so walk i starts at seed i / W. The same flags and seed give
 byte-identical output on the same engine.
@@ -65,10 +70,11 @@ flags:
 type walkOptions struct {
 	graphPath, algoName, schema, samplerName, seeds, out, prefix, batchID, name string
 	engineName, compression, walkEncoding, output, cpuProfile, traceFile        string
+	fingerprint                                                                 string
 	length, perVertex, workers, zstdLevel, rowGroupRows, parallelParts, uploads int
 	gpuSlots                                                                    int
 	p, q, stop                                                                  float64
-	weighted, quiet, gpuCopy                                                    bool
+	weighted, quiet, gpuCopy, replaceOutput                                     bool
 	seed                                                                        uint64
 	fileBytes, memLimit                                                         int64
 	vp                                                                          walk.VisitParams
@@ -98,6 +104,7 @@ func parseWalkFlags(args []string, stderr io.Writer) (*walkOptions, error) {
 	fs.StringVar(&o.out, "out", "file://./walks", "bucket URL: file:///dir, s3://bucket?region=...[&endpoint=...&use_path_style=true], gs://bucket")
 	fs.StringVar(&o.prefix, "prefix", "walks", "key prefix inside the bucket")
 	fs.StringVar(&o.batchID, "batch-id", "", "batch id in the output path (default: seed-SEED)")
+	fs.BoolVar(&o.replaceOutput, "replace-output", false, "replace an output the batch id already has from other parameters (default: refuse, naming it, as the stage's batch_id_conflict)")
 	fs.StringVar(&o.name, "name", "", "graph name in the output path and metadata (default: the graph's own)")
 	fs.StringVar(&o.engineName, "engine", "auto", "cpu, gpu, or auto (gpu when this build and host have one)")
 	fs.IntVar(&o.workers, "workers", runtime.GOMAXPROCS(0), "CPU engine workers")
@@ -181,12 +188,23 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer bucket.Close()
+	req := runRequest{Tool: "walkstage walk", Graph: g.Name, GraphVersion: g.Version, Output: o.output,
+		Algorithm: sink.DescribeAlgorithm(algo, g), Seed: o.seed, PerSeed: o.perVertex, Engine: eng.Name(),
+		Compression: string(enc.comp), WalkEncoding: string(enc.wenc)}
+	if o.output == "visits" {
+		req.Params, req.WalkEncoding = o.vp, ""
+	}
+	o.fingerprint = req.fingerprint(g, starts)
+	guard, err := guardOutput(ctx, bucket, o.out, o.prefix, o.id(), o.fingerprint, o.replaceOutput)
+	if err != nil {
+		return err
+	}
 	if o.output == "visits" {
 		w, err := o.openWriter(ctx, bucket, g, algo, enc, eng.Name(), len(starts), nSeeds)
 		if err != nil {
 			return err
 		}
-		return walkVisits(ctx, eng, g, o.vp, starts[:nSeeds:nSeeds], o.out, w, stdout, stderr)
+		return walkVisits(ctx, eng, g, o.vp, starts[:nSeeds:nSeeds], o.out, w, guard, stdout, stderr)
 	}
 	extra, err := prepareEngine(eng, algo.Length, stderr)
 	if err != nil {
@@ -198,7 +216,15 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintf(stderr, "walking %d walks (%d seeds x %d) of %s with the %s engine into %s\n", len(starts), nSeeds, o.perVertex,
 		algo, eng.Name(), sink.ObjectURL(o.out, w.Layout().Dir))
-	return o.run(ctx, eng, algo, starts, w, stdout, stderr)
+	return o.run(ctx, eng, algo, starts, w, guard, stdout, stderr)
+}
+
+// id is the run's batch id.
+func (o *walkOptions) id() string {
+	if o.batchID != "" {
+		return o.batchID
+	}
+	return fmt.Sprintf("seed-%d", o.seed)
 }
 
 // runSamples hands a sampling algorithm to walkSamples.
@@ -208,7 +234,7 @@ func (o *walkOptions) runSamples(ctx context.Context, sk walk.SampleKind, stdout
 		return err
 	}
 	return walkSamples(ctx, sk, o.sf, sampleRun{graphPath: o.graphPath, seeds: o.seeds, out: o.out, prefix: o.prefix,
-		batchID: o.batchID, name: o.name, engineName: o.engineName, cpuProfile: o.cpuProfile, log: engineLogger(stderr), seed: o.seed, weighted: o.weighted, instancesPerSeed: o.perVertex, workers: o.workers,
+		batchID: o.batchID, compression: comp, replaceOutput: o.replaceOutput, name: o.name, engineName: o.engineName, cpuProfile: o.cpuProfile, log: engineLogger(stderr), seed: o.seed, weighted: o.weighted, instancesPerSeed: o.perVertex, workers: o.workers,
 		set: o.set, sinkOpts: []sink.Option{sink.WithCompression(comp), sink.WithFileBytes(o.fileBytes),
 			sink.WithZstdLevel(o.zstdLevel), sink.WithUploadBuffer(sink.DefaultUploadBuffer, o.uploads)}}, stdout, stderr)
 }
@@ -340,11 +366,8 @@ func prepareEngine(eng walk.Engine, length int, stderr io.Writer) ([]sink.Option
 // openWriter opens the batch writer of this run in bucket.
 func (o *walkOptions) openWriter(ctx context.Context, bucket *blob.Bucket, g *graph.Graph, algo walk.Algorithm, enc walkEncoding,
 	engine string, walks, nSeeds int, extra ...sink.Option) (*sink.BatchWriter, error) {
-	id := o.batchID
-	if id == "" {
-		id = fmt.Sprintf("seed-%d", o.seed)
-	}
-	meta := sink.BatchMeta{BatchID: id, Algorithm: algo, Seed: o.seed, Engine: engine, WalkstageVersion: Version, Walks: int64(walks)}
+	meta := sink.BatchMeta{BatchID: o.id(), Algorithm: algo, Seed: o.seed, Engine: engine, WalkstageVersion: Version, Walks: int64(walks),
+		Fingerprint: o.fingerprint}
 	if o.output == "visits" {
 		meta.Walks, meta.Queries = 0, int64(nSeeds)
 	}
@@ -373,7 +396,7 @@ const oneShotRowGroupVertices = 2 * sink.DefaultMaxRowGroupVertices
 // run walks starts into w, showing progress, commits the batch (or aborts
 // it on an error) and reports the figures.
 func (o *walkOptions) run(ctx context.Context, eng walk.Engine, algo walk.Algorithm, starts []uint32, w *sink.BatchWriter,
-	stdout, stderr io.Writer) error {
+	guard *outputGuard, stdout, stderr io.Writer) error {
 	var walks, steps atomic.Int64
 	var prog *progress
 	if !o.quiet {
@@ -413,6 +436,9 @@ func (o *walkOptions) run(ctx context.Context, eng walk.Engine, algo walk.Algori
 	})
 	walkTime := time.Since(t1)
 	var m *sink.Manifest
+	if err == nil {
+		err = guard.clear(ctx, stderr)
+	}
 	if err == nil {
 		m, err = w.Commit(ctx)
 	}
