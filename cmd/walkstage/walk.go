@@ -296,8 +296,8 @@ func (o *walkOptions) algorithm() (walk.Algorithm, walkEncoding, error) {
 	return algo, enc, nil
 }
 
-// loadInputs loads the graph and resolves the seeds, each repeated
-// --walks-per-vertex times; nSeeds is the number before repeating. For
+// loadInputs loads the graph and resolves the seeds, for walks each
+// repeated --walks-per-vertex times; nSeeds is the number before repeating. For
 // --output visits it also completes and validates o.vp. The caller closes g.
 func (o *walkOptions) loadInputs(algo walk.Algorithm, stderr io.Writer) (g *graph.Graph, starts []uint32, nSeeds int, err error) {
 	t0 := time.Now()
@@ -337,7 +337,10 @@ func (o *walkOptions) loadInputs(algo walk.Algorithm, stderr io.Writer) (g *grap
 	if int64(nSeeds)*int64(o.perVertex) > int64(1)<<40 {
 		return g, nil, 0, fmt.Errorf("%d seeds x %d walks each is too many for one run", nSeeds, o.perVertex)
 	}
-	starts = repeatSeeds(starts, o.perVertex)
+	if o.output == "walks" {
+		// Visits count --walks-per-vertex walks per query themselves.
+		starts = repeatSeeds(starts, o.perVertex)
+	}
 	fmt.Fprintf(stderr, "graph %s (version %s): %d vertices, %d edges, loaded in %s\n", g.Name, g.Version, g.NumVertices(),
 		g.NumEdges(), time.Since(t0).Round(time.Millisecond))
 	return g, starts, nSeeds, nil
