@@ -17,6 +17,7 @@ func TestBatchDir(t *testing.T) {
 		ok                 bool
 	}{
 		{"walks/graph=g/algorithm=deepwalk/batch=ok-1/_SUCCESS", "ok-1", "walks/graph=g/algorithm=deepwalk/batch=ok-1", "_SUCCESS", true},
+		{"walks/kind=visits/graph=g/algorithm=ppr/batch=ok-1/_SUCCESS", "ok-1", "walks/kind=visits/graph=g/algorithm=ppr/batch=ok-1", "_SUCCESS", true},
 		{"walks/graph=g/algorithm=ppr/batch=ok-1/part-00000-ab.parquet", "ok-1", "walks/graph=g/algorithm=ppr/batch=ok-1", "part-00000-ab.parquet", true},
 		{"walks/graph=g/algorithm=ppr/batch=ok-10/_SUCCESS", "ok-1", "", "", false},
 		{"walks/graph=g/algorithm=ppr/batch=ok-1.tmp/x", "ok-1", "", "", false},

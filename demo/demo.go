@@ -278,6 +278,16 @@ func report(out io.Writer, c stage.Config, dir string, reqs []request, res resul
 		fmt.Fprintf(out, "  header %s: %s\n", h.Key, h.Value)
 	}
 	fmt.Fprintln(out)
-	fmt.Fprintf(out, "try: duckdb -c \"select walk_id, start, length, walk[1:6] from '%s/walks/**/*.parquet' limit 5\"\n", dir)
+	fmt.Fprintf(out, "try: duckdb -c \"%s\"\n", ReaderQuery(dir))
 	return failed
+}
+
+// ReaderQuery is the DuckDB query the demo suggests for reading its walks
+// under dir: every walks part (kind=walks, docs/messages.md "Output
+// layout"), with the path's partitions (graph, algorithm, batch) as columns.
+// The conformance test runs it.
+func ReaderQuery(dir string) string {
+	glob := strings.ReplaceAll(filepath.ToSlash(dir)+"/walks/kind=walks/**/*.parquet", "'", "''")
+	return "select batch, walk_id, start, length, walk[1:6] from read_parquet('" + glob +
+		"', hive_partitioning=true) order by batch, walk_id limit 5"
 }

@@ -108,3 +108,21 @@ ensure_tools() {
   PATH=$bin:$PATH
   export PATH
 }
+
+# Readers for the conformance test (conformance/): DuckDB and hyparquet
+# from the npm registry at the versions conformance/package-lock.json pins,
+# into conformance/node_modules (ignored by git). npm's cache keeps the
+# packages between runs; a copy of the lock file installed last skips npm
+# when it has not changed.
+ensure_readers() {
+  local dir=$WALKSTAGE_ROOT/conformance
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "need Node.js and npm for the reader conformance test (apt-get install nodejs npm)" >&2
+    return 1
+  fi
+  local stamp=$dir/node_modules/.walkstage-package-lock.json
+  if ! cmp -s "$dir/package-lock.json" "$stamp"; then
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) || return 1
+    cp "$dir/package-lock.json" "$stamp"
+  fi
+}

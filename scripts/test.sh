@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # test.sh: the test suite, as CI runs it. Fetches Go if the machine has
 # none, installs the integration-test servers and tools (versitygw, helm)
-# into ./bin, then runs every package's tests with the integration tests
-# required rather than skipped. Extra arguments go to `go test`.
+# into ./bin and the Parquet readers of the conformance test (DuckDB and
+# hyparquet, from npm) into conformance/node_modules, then runs every
+# package's tests with the integration tests required rather than skipped.
+# Extra arguments go to `go test`.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
 ensure_go
 cd "$WALKSTAGE_ROOT"
 ensure_tools
+ensure_readers
 export WALKSTAGE_INTEGRATION=1 WALKSTAGE_REQUIRE_HELM=1
 go version
 "$WALKSTAGE_ROOT/scripts/check-docs.sh"

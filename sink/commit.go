@@ -405,8 +405,11 @@ func partsPresent(ctx context.Context, b *blob.Bucket, m *Manifest, timeout time
 // Lookup finds the complete output set of a batch, so that a redelivered
 // request whose output already exists is answered from its manifest
 // without walking or writing anything. Batch directories are found under
-// every graph and algorithm of prefix (a batch id names one batch, whatever
-// it walks):
+// every output kind, graph and algorithm of prefix (a batch id names one
+// batch, whatever it walks), and under every graph and algorithm of the
+// layout before kinds (see the package comment), so a batch written by an
+// earlier version is still found; its manifest's Layout is where it was
+// found:
 //
 //   - a complete manifest (every part it lists present with the listed
 //     size) with this fingerprint: that manifest.
@@ -426,7 +429,7 @@ func Lookup(ctx context.Context, bucket *blob.Bucket, prefix, batchID, fingerpri
 	if err != nil {
 		return nil, err
 	}
-	if _, err := BatchLayout(prefix, "g", "a", batchID); err != nil {
+	if _, err := BatchLayout(prefix, KindWalks, "g", "a", batchID); err != nil {
 		return nil, fmt.Errorf("sink: lookup batch %s: %w", batchID, err)
 	}
 	dirs, err := batchDirs(ctx, bucket, prefix, batchID, timeout)
@@ -450,17 +453,32 @@ func Lookup(ctx context.Context, bucket *blob.Bucket, prefix, batchID, fingerpri
 	return found, nil
 }
 
-// batchDirs lists the directories {prefix}/graph=*/algorithm=*/batch={id}
-// that exist: one listing of the prefix, one per graph, then a probe per
-// algorithm directory.
+// batchDirs lists the directories {prefix}/kind=*/graph=*/algorithm=*/batch={id}
+// and, of the layout before kinds, {prefix}/graph=*/algorithm=*/batch={id}
+// that may exist: one listing of the prefix, one per kind and graph, then
+// a probe per algorithm directory.
 func batchDirs(ctx context.Context, b *blob.Bucket, prefix, batchID string, timeout time.Duration) ([]string, error) {
 	prefix = strings.Trim(prefix, "/")
 	if prefix != "" {
 		prefix += "/"
 	}
-	graphs, err := listDirs(ctx, b, prefix, "graph=", timeout)
+	top, err := listDirs(ctx, b, prefix, "", timeout)
 	if err != nil {
 		return nil, err
+	}
+	var graphs []string
+	for _, d := range top {
+		name := strings.TrimPrefix(d, prefix)
+		switch {
+		case strings.HasPrefix(name, kindDir):
+			g, err := listDirs(ctx, b, d, "graph=", timeout)
+			if err != nil {
+				return nil, err
+			}
+			graphs = append(graphs, g...)
+		case strings.HasPrefix(name, "graph="):
+			graphs = append(graphs, d) // written before kinds had directories
+		}
 	}
 	var dirs []string
 	for _, g := range graphs {

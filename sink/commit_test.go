@@ -646,7 +646,7 @@ func TestStoresRefuseOverwriteIfNotExist(t *testing.T) {
 func bigTree(t testing.TB, n int) *blob.Bucket {
 	t.Helper()
 	b, root := fileBucket(t)
-	dir := filepath.Join(root, "walks", "graph=g", "algorithm=deepwalk")
+	dir := filepath.Join(root, "walks", "kind=walks", "graph=g", "algorithm=deepwalk")
 	for i := range n {
 		d := filepath.Join(dir, "batch=old-"+strconv.Itoa(i))
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -695,8 +695,8 @@ func TestLookupLocalReadsOnlyTheLevelsAbove(t *testing.T) {
 	if err != nil || m == nil || m.BatchID != "l" {
 		t.Fatalf("Lookup = %v, %v; want batch l", m, err)
 	}
-	if len(read) != 3 {
-		t.Fatalf("read %d directories %v; want walks/, walks/graph=g/, walks/graph=other/", len(read), read)
+	if len(read) != 4 {
+		t.Fatalf("read %d directories %v; want walks/, walks/kind=walks/, walks/kind=walks/graph=g/, walks/kind=walks/graph=other/", len(read), read)
 	}
 	for _, d := range read {
 		if strings.Contains(filepath.Base(d), "algorithm=") {

@@ -55,6 +55,6 @@ func ExampleNewBatchWriter() {
 	// Part names carry the writer's attempt id: part-00000-<12 hex digits>.parquet.
 	fmt.Println(m.Walks, "walks,", m.Steps, "steps in", len(m.Files), "part:", m.Files[0].Key[:len(m.Files[0].Key)-len("0123456789ab.parquet")])
 	// Output:
-	// walks/graph=triangle/algorithm=deepwalk/batch=example/_SUCCESS
-	// 6 walks, 24 steps in 1 part: walks/graph=triangle/algorithm=deepwalk/batch=example/part-00000-
+	// walks/kind=walks/graph=triangle/algorithm=deepwalk/batch=example/_SUCCESS
+	// 6 walks, 24 steps in 1 part: walks/kind=walks/graph=triangle/algorithm=deepwalk/batch=example/part-00000-
 }

@@ -96,7 +96,7 @@ func TestManifestCreateLostAck(t *testing.T) {
 			u, p := faultyS3(t, s3fault.Rule{Name: "ack", Op: s3fault.OpPutObject, Key: successKey, IfNoneMatch: true, Fault: tc.fault, Times: tc.times})
 			b := openS3(t, u)
 			// A part a killed attempt left, which the commit removes.
-			l, err := BatchLayout("walks", g.Name, testAlgo.Kind.String(), "ack")
+			l, err := BatchLayout("walks", KindWalks, g.Name, testAlgo.Kind.String(), "ack")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,12 +4,16 @@
 //
 // A batch lives under
 //
-//	{prefix}/graph={graph}/algorithm={algorithm}/batch={batch_id}/part-NNNNN-{attempt}.parquet
-//	{prefix}/graph={graph}/algorithm={algorithm}/batch={batch_id}/_SUCCESS
+//	{prefix}/kind={kind}/graph={graph}/algorithm={algorithm}/batch={batch_id}/part-NNNNN-{attempt}.parquet
+//	{prefix}/kind={kind}/graph={graph}/algorithm={algorithm}/batch={batch_id}/_SUCCESS
 //
-// Each part holds one row per walk (walk_id, start, length, walk as a
-// standard three-level LIST of external ids), rows in walk id order, and
-// the batch's metadata as file key-value pairs. Parts are written by
+// where kind is the output kind (KindWalks, KindVisits, KindSamples), so
+// that every path under {prefix}/kind={kind}/ holds parts of one schema.
+// Batches written before kinds had paths of their own sit under
+// {prefix}/graph=... directly (a PPR visits batch beside PPR walks); Lookup
+// still finds them. A walks part holds one row per walk (walk_id, start,
+// length, walk as a standard three-level LIST of external ids), rows in
+// walk id order, and the batch's metadata as file key-value pairs. Parts are written by
 // streaming uploads (S3 multipart); an error, Abort or cancellation leaves
 // no partial object and no `_SUCCESS` of its own.
 //
@@ -148,19 +152,34 @@ func setDefault(q url.Values, k, v string) {
 	}
 }
 
-// redact drops user info from a URL before it is logged or wrapped in an
-// error.
+// Output kinds: each has a Parquet schema of its own (docs/messages.md)
+// and a path component of its own, "kind={kind}".
+const (
+	KindWalks   = "walks"       // one row per walk
+	KindVisits  = OutputVisits  // one row per query (sink/visits.go)
+	KindSamples = OutputSamples // one row per sampled edge (sink/samples.go)
+)
+
+// kindDir is the path component that starts every kind's subtree.
+const kindDir = "kind="
+
 // Layout names the objects of one batch.
 type Layout struct {
 	// Dir is the batch directory key, without a trailing slash.
 	Dir string
 }
 
-// BatchLayout computes where a batch lives. Graph, algorithm and batch id
-// are escaped like Hive partition values (characters outside
-// [A-Za-z0-9._-] become %XX), so any id is safe as a key segment and the
-// directories read as partition columns in Spark and DuckDB.
-func BatchLayout(prefix, graphName, algorithm, batchID string) (Layout, error) {
+// BatchLayout computes where a batch of output kind (KindWalks,
+// KindVisits or KindSamples) lives. Graph, algorithm and batch id are
+// escaped like Hive partition values (characters outside [A-Za-z0-9._-]
+// become %XX), so any id is safe as a key segment and the directories
+// read as partition columns in Spark and DuckDB.
+func BatchLayout(prefix, kind, graphName, algorithm, batchID string) (Layout, error) {
+	switch kind {
+	case KindWalks, KindVisits, KindSamples:
+	default:
+		return Layout{}, fmt.Errorf("%w: output kind %q is not %s, %s or %s", ErrInvalidLayout, kind, KindWalks, KindVisits, KindSamples)
+	}
 	for _, p := range []struct{ what, v string }{{"graph name", graphName}, {"algorithm", algorithm}, {"batch id", batchID}} {
 		if p.v == "" {
 			return Layout{}, fmt.Errorf("%w: empty %s", ErrInvalidLayout, p.what)
@@ -175,7 +194,7 @@ func BatchLayout(prefix, graphName, algorithm, batchID string) (Layout, error) {
 			return Layout{}, fmt.Errorf("%w: prefix %q has a %q segment", ErrInvalidLayout, prefix, seg)
 		}
 	}
-	dir := path.Join("graph="+escape(graphName), "algorithm="+escape(algorithm), "batch="+escape(batchID))
+	dir := path.Join(kindDir+kind, "graph="+escape(graphName), "algorithm="+escape(algorithm), "batch="+escape(batchID))
 	if prefix != "" {
 		dir = prefix + "/" + dir
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
@@ -58,6 +59,9 @@ type Manifest struct {
 	Edges     int64  `json:"edges,omitempty"`
 	Bytes     int64  `json:"bytes"`
 	Files     []File `json:"files"`
+
+	// dir is the batch directory the manifest was read from (ReadManifest).
+	dir string
 }
 
 // File describes one Parquet part of a batch.
@@ -109,10 +113,25 @@ func DescribeAlgorithm(a walk.Algorithm, g *graph.Graph) AlgorithmMeta {
 	return m
 }
 
+// Kind is the output kind of the manifest's batch: KindWalks, KindVisits
+// or KindSamples.
+func (m *Manifest) Kind() string {
+	if m.Output == "" {
+		return KindWalks
+	}
+	return m.Output
+}
+
 // Layout is where the manifest's batch lives under prefix: its directory
 // and SuccessKey, for an event re-published from a manifest Lookup found.
+// A manifest read from the store (ReadManifest, Lookup) lives where it was
+// read, which for a batch written before output kinds had paths of their
+// own is not where BatchLayout would put it today.
 func (m *Manifest) Layout(prefix string) (Layout, error) {
-	return BatchLayout(prefix, m.Graph, m.Algorithm.Name, m.BatchID)
+	if m.dir != "" {
+		return Layout{Dir: m.dir}, nil
+	}
+	return BatchLayout(prefix, m.Kind(), m.Graph, m.Algorithm.Name, m.BatchID)
 }
 
 // ErrNoManifest is returned by ReadManifest when the batch has no `_SUCCESS`
@@ -137,6 +156,9 @@ func ReadManifest(ctx context.Context, b *blob.Bucket, key string) (*Manifest, e
 	m, err := DecodeManifest(data)
 	if err != nil {
 		return nil, fmt.Errorf("read manifest %s: %w: %w", key, errCorrupt, err)
+	}
+	if dir, ok := strings.CutSuffix(key, "/"+SuccessName); ok {
+		m.dir = dir
 	}
 	return m, nil
 }

@@ -125,7 +125,7 @@ func TestManifestSeedsCurrent(t *testing.T) {
 	chunks := runEngine(t, g, testAlgo, n, 3)
 	b, _ := fileBucket(t)
 	m := writeBatch(t, b, fpMeta("seed", n, "8f14e45fceea167a5a36dedd4bea2543"), g, chunks, WithRowGroupRows(100), WithFileBytes(1))
-	data, err := b.ReadAll(context.Background(), "walks/graph=test%20graph%2F1/algorithm=node2vec/batch=seed/_SUCCESS")
+	data, err := b.ReadAll(context.Background(), "walks/kind=walks/graph=test%20graph%2F1/algorithm=node2vec/batch=seed/_SUCCESS")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,8 @@ func (c Compression) codec() compress.Codec {
 
 // WalkEncoding names the Parquet encoding of the walk list's values (the
 // walk.list.element column). Both are standard encodings of Parquet's
-// INT64: Arrow (C++, Go, pyarrow), Spark and DuckDB read them.
+// INT64, and Arrow (C++, Go, pyarrow) and hyparquet read both; DuckDB
+// reads DeltaBinaryPacked only (conformance/ checks each in CI).
 type WalkEncoding string
 
 const (
@@ -67,6 +68,9 @@ const (
 	// bit more than an id). Encoding is a transposition, several times
 	// cheaper than delta encoding. Without zstd the constant streams stay
 	// (5 of 8 bytes at scale 22), hence Auto.
+	//
+	// DuckDB (1.5.6) cannot read it: "BYTE_STREAM_SPLIT encoding is only
+	// supported for FLOAT or DOUBLE data".
 	ByteStreamSplit WalkEncoding = "byte_stream_split"
 	// DeltaBinaryPacked stores bit-packed differences of consecutive values:
 	// compact without a codec, and the better choice for graphs whose

@@ -361,7 +361,7 @@ func sweepUploads(t *testing.T, b *blob.Bucket) {
 			t.Fatal(err)
 		}
 	}
-	inside := "walks/graph=g/algorithm=deepwalk/batch=k/part-00000-0123456789ab.parquet"
+	inside := "walks/kind=walks/graph=g/algorithm=deepwalk/batch=k/part-00000-0123456789ab.parquet"
 	open(inside)
 	open("other/graph=g/algorithm=deepwalk/batch=k/part-00000-0123456789ab.parquet")
 	if st, err := Sweep(ctx, b, "walks", time.Hour); err != nil || st.UploadsAborted != 0 {
@@ -392,7 +392,7 @@ func sweepUploads(t *testing.T, b *blob.Bucket) {
 // meta's batch, as a writer killed mid-part leaves it.
 func openOrphanUpload(t *testing.T, b *blob.Bucket, g *graph.Graph, meta BatchMeta) {
 	t.Helper()
-	l, err := BatchLayout("walks", g.Name, meta.Algorithm.Kind.String(), meta.BatchID)
+	l, err := BatchLayout("walks", KindWalks, g.Name, meta.Algorithm.Kind.String(), meta.BatchID)
 	if err != nil {
 		t.Fatal(err)
 	}

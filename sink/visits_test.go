@@ -117,7 +117,7 @@ func TestVisitsArrowReadsOutput(t *testing.T) {
 }
 
 func pathOfSuccess(t *testing.T, m *Manifest) string {
-	l, err := BatchLayout("walks", m.Graph, m.Algorithm.Name, m.BatchID)
+	l, err := BatchLayout("walks", m.Kind(), m.Graph, m.Algorithm.Name, m.BatchID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -255,7 +255,14 @@ func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta Bat
 	if meta.Walks < 0 || meta.Queries < 0 || meta.Queries > 0 && meta.Walks != 0 || meta.Sample == nil && meta.Instances != 0 {
 		return nil, fmt.Errorf("sink: batch %s: %d walks, %d queries", meta.BatchID, meta.Walks, meta.Queries)
 	}
-	layout, err := BatchLayout(prefix, meta.Graph, algoMeta.Name, meta.BatchID)
+	kind := KindWalks
+	switch {
+	case meta.Sample != nil:
+		kind = KindSamples
+	case meta.Queries > 0:
+		kind = KindVisits
+	}
+	layout, err := BatchLayout(prefix, kind, meta.Graph, algoMeta.Name, meta.BatchID)
 	if err != nil {
 		return nil, fmt.Errorf("sink: batch %s: %w", meta.BatchID, err)
 	}

@@ -227,7 +227,7 @@ func TestRoundTripMatchesEngine(t *testing.T) {
 				t.Errorf("manifest steps %d, want %d", m.Steps, steps)
 			}
 			compareRows(t, readBatch(t, b, m), want)
-			m2, err := ReadManifest(context.Background(), b, "walks/graph=test%20graph%2F1/algorithm=node2vec/batch=b1/_SUCCESS")
+			m2, err := ReadManifest(context.Background(), b, "walks/kind=walks/graph=test%20graph%2F1/algorithm=node2vec/batch=b1/_SUCCESS")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -480,18 +480,20 @@ func TestEmptyBatch(t *testing.T) {
 
 func TestBatchLayoutEscapes(t *testing.T) {
 	for _, tc := range []struct {
-		prefix, graph, algo, batch, want string
-		err                              bool
+		prefix, kind, graph, algo, batch, want string
+		err                                    bool
 	}{
-		{"walks/", "g", "deepwalk", "b-1", "walks/graph=g/algorithm=deepwalk/batch=b-1", false},
-		{"", "a/b", "ppr", "x y", "graph=a%2Fb/algorithm=ppr/batch=x%20y", false},
-		{"p", "..", "ppr", "1.5", "p/graph=%2E%2E/algorithm=ppr/batch=1.5", false},
-		{"p/../q", "g", "ppr", "1", "", true},
-		{"p", "g", "ppr", "", "", true},
+		{"walks/", KindWalks, "g", "deepwalk", "b-1", "walks/kind=walks/graph=g/algorithm=deepwalk/batch=b-1", false},
+		{"", KindVisits, "a/b", "ppr", "x y", "kind=visits/graph=a%2Fb/algorithm=ppr/batch=x%20y", false},
+		{"p", KindSamples, "..", "neighbor", "1.5", "p/kind=samples/graph=%2E%2E/algorithm=neighbor/batch=1.5", false},
+		{"p/../q", KindWalks, "g", "ppr", "1", "", true},
+		{"p", KindWalks, "g", "ppr", "", "", true},
+		{"p", "", "g", "ppr", "1", "", true},
+		{"p", "Walks", "g", "ppr", "1", "", true},
 	} {
-		l, err := BatchLayout(tc.prefix, tc.graph, tc.algo, tc.batch)
+		l, err := BatchLayout(tc.prefix, tc.kind, tc.graph, tc.algo, tc.batch)
 		if (err != nil) != tc.err || l.Dir != tc.want {
-			t.Errorf("BatchLayout(%q,%q,%q,%q) = %q, %v", tc.prefix, tc.graph, tc.algo, tc.batch, l.Dir, err)
+			t.Errorf("BatchLayout(%q,%q,%q,%q,%q) = %q, %v", tc.prefix, tc.kind, tc.graph, tc.algo, tc.batch, l.Dir, err)
 		}
 	}
 	l := Layout{Dir: "d"}

@@ -1,9 +1,16 @@
 package source
 
-import "time"
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+)
 
-// EventVersion is the completion event format version.
-const EventVersion = 1
+// EventVersion is the completion event format version. Version 2 writes
+// skipped_ids as decimal strings (IDs); version 1 wrote JSON numbers.
+const EventVersion = 2
 
 // Status of a finished batch.
 type Status string
@@ -33,11 +40,11 @@ type Event struct {
 	Engine       string `json:"engine,omitempty"`
 	RNGSeed      uint64 `json:"rng_seed,omitempty,string"` // a decimal string: exact in every JSON reader
 
-	Seeds        int     `json:"seeds,omitempty"`         // seeds walked
-	SkippedSeeds int     `json:"skipped_seeds,omitempty"` // unknown seeds skipped (UNKNOWN_VERTICES=skip)
-	SkippedIDs   []int64 `json:"skipped_ids,omitempty"`   // the first 100 of them
-	Walks        int64   `json:"walks"`
-	Steps        int64   `json:"steps"`
+	Seeds        int   `json:"seeds,omitempty"`         // seeds walked
+	SkippedSeeds int   `json:"skipped_seeds,omitempty"` // unknown seeds skipped (UNKNOWN_VERTICES=skip)
+	SkippedIDs   IDs   `json:"skipped_ids,omitempty"`   // the first 100 of them
+	Walks        int64 `json:"walks"`
+	Steps        int64 `json:"steps"`
 	// Output "visits": the queries answered (rows) and the candidates
 	// returned in all; Walks and Steps are the walks and steps counted.
 	Queries    int64 `json:"queries,omitempty"`
@@ -58,4 +65,58 @@ type Timings struct {
 	Walking float64 `json:"walking_seconds"` // the engine run the batch took part in
 	Writing float64 `json:"writing_seconds"` // last walk emitted -> manifest durable
 	Total   float64 `json:"total_seconds"`   // fetched -> event being published
+}
+
+// IDs are 64-bit vertex ids, written as JSON decimal strings as rng_seed
+// is: JavaScript's JSON.parse and jq 1.6 hold numbers as doubles, which
+// round ids above 2^53 (2^53+1 arrives as 2^53). Decoding also takes
+// numbers, as version 1 events wrote them.
+type IDs []int64
+
+// MarshalJSON writes ["12", "-3"].
+func (ids IDs) MarshalJSON() ([]byte, error) {
+	if ids == nil {
+		return []byte("null"), nil
+	}
+	b := make([]byte, 0, 2+len(ids)*12)
+	b = append(b, '[')
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = strconv.AppendInt(b, id, 10)
+		b = append(b, '"')
+	}
+	return append(b, ']'), nil
+}
+
+// UnmarshalJSON reads an array of decimal strings or of integers.
+func (ids *IDs) UnmarshalJSON(b []byte) error {
+	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+		*ids = nil
+		return nil
+	}
+	var raw []json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return fmt.Errorf("ids: %w", err)
+	}
+	out := make(IDs, len(raw))
+	for i, r := range raw {
+		var s string
+		if len(r) > 0 && r[0] == '"' {
+			if err := json.Unmarshal(r, &s); err != nil {
+				return fmt.Errorf("ids[%d]: %w", i, err)
+			}
+		} else {
+			s = string(r)
+		}
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return fmt.Errorf("ids[%d]: %s is not a 64-bit integer", i, r)
+		}
+		out[i] = v
+	}
+	*ids = out
+	return nil
 }

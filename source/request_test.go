@@ -436,3 +436,49 @@ process.stdin.on("data", d => s += d).on("end", () => {
 		t.Fatalf("after a JavaScript round trip %s: seed %v, %v", out, r, err)
 	}
 }
+
+// skipped_ids are decimal strings, as rng_seed is: JavaScript's JSON.parse
+// reads 2^53+1 as a number 2^53, and as a string exactly (checked with
+// node). Version 1 events, which wrote numbers, still decode.
+func TestEventSkippedIDsSurviveJavaScript(t *testing.T) {
+	ids := []int64{1<<53 + 1, -7, math.MaxInt64, math.MinInt64}
+	b, err := json.Marshal(Event{Version: EventVersion, BatchID: "b1", Status: StatusSucceeded, SkippedIDs: ids})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"skipped_ids":["9007199254740993","-7","9223372036854775807","-9223372036854775808"]`) {
+		t.Fatalf("skipped_ids are not decimal strings: %s", b)
+	}
+	var back Event
+	if err := json.Unmarshal(b, &back); err != nil || fmt.Sprint(back.SkippedIDs) != fmt.Sprint(ids) {
+		t.Fatalf("Go round trip: %v, %v", back.SkippedIDs, err)
+	}
+	if err := json.Unmarshal([]byte(`{"version":1,"skipped_ids":[100,-3]}`), &back); err != nil || fmt.Sprint(back.SkippedIDs) != "[100 -3]" {
+		t.Fatalf("version 1 event: %v, %v", back.SkippedIDs, err)
+	}
+	for _, bad := range []string{`["1.5"]`, `[1e3]`, `["x"]`, `[9223372036854775808]`, `{}`, `[null]`} {
+		if err := json.Unmarshal([]byte(`{"skipped_ids":`+bad+`}`), &back); err == nil {
+			t.Errorf("skipped_ids %s decoded as %v", bad, back.SkippedIDs)
+		}
+	}
+	if b, _ := json.Marshal(Event{}); strings.Contains(string(b), "skipped_ids") {
+		t.Errorf("an event without skipped ids has the field: %s", b)
+	}
+
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed")
+	}
+	cmd := exec.Command(node, "-e", `let s = "";
+process.stdin.on("data", d => s += d).on("end", () => {
+  process.stdout.write(JSON.parse(s).skipped_ids.map(BigInt).join(" "));
+});`)
+	cmd.Stdin = strings.NewReader(string(b))
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node: %v", err)
+	}
+	if want := "9007199254740993 -7 9223372036854775807 -9223372036854775808"; string(out) != want {
+		t.Fatalf("JavaScript read %s, want %s", out, want)
+	}
+}

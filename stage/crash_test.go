@@ -76,7 +76,7 @@ func TestCrashMidBatchRecovers(t *testing.T) {
 		"WALKSTAGE_OUTPUT_COMPRESSION=none", "WALKSTAGE_CPU_WORKERS=1"}
 	environ := stageEnviron(brokers, gpath, outURL, sinkEnv...)
 	body := `{"version":1,"batch_id":"crash-1","algorithm":"deepwalk","length":100,"walks_per_seed":8,"seed_range":{"first":0,"count":16384}}`
-	dir := "walks/graph=rmat/algorithm=deepwalk/batch=crash-1/"
+	dir := "walks/kind=walks/graph=rmat/algorithm=deepwalk/batch=crash-1/"
 
 	child, out1 := startChild(t, environ)
 	produce(t, brokers, "in", requestRaw("crash-1", body))

@@ -311,6 +311,63 @@ func TestRedeliveryAfterSuccessIsReportedNotRewritten(t *testing.T) {
 	waitFor(t, "two acks", 5*time.Second, func() bool { return len(src.acked("again")) == 2 })
 }
 
+// A batch written before output kinds had directories of their own
+// ({prefix}/graph=..., no kind=) comes back: it is found and answered from
+// its manifest where it is, not walked again under kind=walks.
+func TestRedeliveryOfEarlierLayoutIsReported(t *testing.T) {
+	b := fileBucket(t)
+	ctx := context.Background()
+	src, evs := newMemSource(), &memEvents{}
+	s := runMem(t, b, src, evs)
+	body := `{"version":1,"batch_id":"old","algorithm":"deepwalk","seeds":[1,2,3],"length":6}`
+	src.send(t, "old", body)
+	waitFor(t, "first event", 10*time.Second, func() bool { return len(evs.all()) == 1 })
+	// Move the batch where earlier versions wrote it, manifest keys too.
+	keys := snapshotKeys(t, b)
+	for _, k := range keys {
+		data, err := b.ReadAll(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = []byte(strings.ReplaceAll(string(data), "/kind=walks/", "/"))
+		if err := b.WriteAll(ctx, strings.Replace(k, "/kind=walks/", "/", 1), data, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Delete(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src.send(t, "old", body)
+	waitFor(t, "second event", 10*time.Second, func() bool { return len(evs.all()) == 2 })
+	a, c := evs.all()[0], evs.all()[1]
+	want := strings.Replace(a.Manifest, "/kind=walks/", "/", 1)
+	if c.Status != source.StatusSucceeded || c.Manifest != want || len(c.Objects) != len(a.Objects) ||
+		c.Objects[0] != strings.Replace(a.Objects[0], "/kind=walks/", "/", 1) {
+		t.Fatalf("redelivery of the earlier layout reported\n%+v\nwant manifest %s", c, want)
+	}
+	if runs := metricValue(s.m.engineRuns); runs != 1 {
+		t.Errorf("%v engine runs", runs)
+	}
+}
+
+// snapshotKeys lists every object's key but the stage's own (probes,
+// staging).
+func snapshotKeys(t *testing.T, b *blob.Bucket) []string {
+	t.Helper()
+	var out []string
+	it := b.List(nil)
+	for {
+		o, err := it.Next(context.Background())
+		if err != nil {
+			break
+		}
+		if strings.Contains(o.Key, "/kind=walks/") {
+			out = append(out, o.Key)
+		}
+	}
+	return out
+}
+
 // TestBatchIDReuseIsAConflict: the same batch id with a different request
 // is refused (batch_id_conflict) and the first output is kept intact.
 func TestBatchIDReuseIsAConflict(t *testing.T) {

@@ -97,7 +97,7 @@ func TestStageSamples(t *testing.T) {
 		}
 		var got []sink.WeightedSampleRow
 		for _, o := range ev.Objects {
-			if !strings.Contains(o, "/algorithm="+r.Sample.Params.Kind.String()+"/") {
+			if !strings.Contains(o, "/kind=samples/graph=rmat/algorithm="+r.Sample.Params.Kind.String()+"/") {
 				t.Errorf("%s: object %s", id, o)
 			}
 			data, err := bucket.ReadAll(ctx, strings.TrimPrefix(o, "s3://walks/"))

@@ -38,7 +38,7 @@ func TestManifestUnresolvableDeadLettered(t *testing.T) {
 	du.RawQuery = q.Encode()
 
 	graphPath, _ := testGraph(t, 8)
-	l, err := sink.BatchLayout("walks", "rmat", "deepwalk", "stuck")
+	l, err := sink.BatchLayout("walks", sink.KindWalks, "rmat", "deepwalk", "stuck")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,9 @@ import (
 const walkUsage = `usage: walkstage walk --graph FILE [flags]
 
 Walks a graph once and writes Parquet to object storage:
-  {out}/{prefix}/graph={graph}/algorithm={algorithm}/batch={batch-id}/part-NNNNN.parquet + _SUCCESS
+  {out}/{prefix}/kind={kind}/graph={graph}/algorithm={algorithm}/batch={batch-id}/part-NNNNN-{attempt}.parquet + _SUCCESS
+where kind is walks, visits or samples: one schema under each, so a reader globs one kind
+(docs/messages.md, "Output layout", has the DuckDB and pyarrow queries).
 
 example:
   walkstage walk --graph g.wsg --algorithm node2vec --p 2 --q 0.5 --length 80 --walks-per-vertex 10 \
@@ -51,6 +53,11 @@ way, e.g.
 --seeds is "all" (every vertex), a file of external vertex ids (one per line, # comments; an id
 the graph lacks is an error), or "A-B": the vertices whose external id is in [A, B].
 
+A batch id (default seed-SEED) that already has output from other parameters (graph,
+algorithm and its parameters, seeds, --seed, engine, --compression, --walk-encoding) is
+refused with that output named, as the stage refuses a batch_id_conflict; the same
+parameters again keep it; --replace-output deletes it and writes this run's.
+
 Walk ids are ordered as in the stage (docs/messages.md): with W = --walks-per-vertex, seed k's
 walks are k*W .. (k+1)*W-1, so walk i starts at seed i / W. The same flags and seed give
 byte-identical output on the same engine.
@@ -63,10 +70,11 @@ flags:
 type walkOptions struct {
 	graphPath, algoName, schema, samplerName, seeds, out, prefix, batchID, name string
 	engineName, compression, walkEncoding, output, cpuProfile, traceFile        string
+	fingerprint                                                                 string
 	length, perVertex, workers, zstdLevel, rowGroupRows, parallelParts, uploads int
 	gpuSlots                                                                    int
 	p, q, stop                                                                  float64
-	weighted, quiet, gpuCopy                                                    bool
+	weighted, quiet, gpuCopy, replaceOutput                                     bool
 	seed                                                                        uint64
 	fileBytes, memLimit                                                         int64
 	vp                                                                          walk.VisitParams
@@ -96,11 +104,12 @@ func parseWalkFlags(args []string, stderr io.Writer) (*walkOptions, error) {
 	fs.StringVar(&o.out, "out", "file://./walks", "bucket URL: file:///dir, s3://bucket?region=...[&endpoint=...&use_path_style=true], gs://bucket")
 	fs.StringVar(&o.prefix, "prefix", "walks", "key prefix inside the bucket")
 	fs.StringVar(&o.batchID, "batch-id", "", "batch id in the output path (default: seed-SEED)")
+	fs.BoolVar(&o.replaceOutput, "replace-output", false, "replace an output the batch id already has from other parameters (default: refuse, naming it, as the stage's batch_id_conflict)")
 	fs.StringVar(&o.name, "name", "", "graph name in the output path and metadata (default: the graph's own)")
 	fs.StringVar(&o.engineName, "engine", "auto", "cpu, gpu, or auto (gpu when this build and host have one)")
 	fs.IntVar(&o.workers, "workers", runtime.GOMAXPROCS(0), "CPU engine workers")
 	fs.StringVar(&o.compression, "compression", "zstd", "zstd, snappy or none")
-	fs.StringVar(&o.walkEncoding, "walk-encoding", "auto", "Parquet encoding of the walk values: byte_stream_split, delta_binary_packed, or auto (the first with zstd, the second otherwise)")
+	fs.StringVar(&o.walkEncoding, "walk-encoding", "auto", "Parquet encoding of the walk values: byte_stream_split (not readable by DuckDB), delta_binary_packed (read by every reader), or auto (the first with zstd, the second otherwise)")
 	fs.IntVar(&o.zstdLevel, "zstd-level", 1, "zstd level, 1 (fastest) to 4 (best)")
 	fs.Int64Var(&o.fileBytes, "file-bytes", sink.DefaultFileBytes, "roll Parquet parts at this size")
 	fs.IntVar(&o.rowGroupRows, "row-group-rows", 0, "walks per row group (0: at most 65536 walks and 2,654,208 vertices: 32768 walks of 80 steps)")
@@ -179,12 +188,23 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer bucket.Close()
+	req := runRequest{Tool: "walkstage walk", Graph: g.Name, GraphVersion: g.Version, Output: o.output,
+		Algorithm: sink.DescribeAlgorithm(algo, g), Seed: o.seed, PerSeed: o.perVertex, Engine: eng.Name(),
+		Compression: string(enc.comp), WalkEncoding: string(enc.wenc)}
+	if o.output == "visits" {
+		req.Params, req.WalkEncoding = o.vp, ""
+	}
+	o.fingerprint = req.fingerprint(g, starts)
+	guard, err := guardOutput(ctx, bucket, o.out, o.prefix, o.id(), o.fingerprint, o.replaceOutput)
+	if err != nil {
+		return err
+	}
 	if o.output == "visits" {
 		w, err := o.openWriter(ctx, bucket, g, algo, enc, eng.Name(), len(starts), nSeeds)
 		if err != nil {
 			return err
 		}
-		return walkVisits(ctx, eng, g, o.vp, starts[:nSeeds:nSeeds], o.out, w, stdout, stderr)
+		return walkVisits(ctx, eng, g, o.vp, starts[:nSeeds:nSeeds], o.out, w, guard, stdout, stderr)
 	}
 	extra, err := prepareEngine(eng, algo.Length, stderr)
 	if err != nil {
@@ -196,7 +216,15 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintf(stderr, "walking %d walks (%d seeds x %d) of %s with the %s engine into %s\n", len(starts), nSeeds, o.perVertex,
 		algo, eng.Name(), sink.ObjectURL(o.out, w.Layout().Dir))
-	return o.run(ctx, eng, algo, starts, w, stdout, stderr)
+	return o.run(ctx, eng, algo, starts, w, guard, stdout, stderr)
+}
+
+// id is the run's batch id.
+func (o *walkOptions) id() string {
+	if o.batchID != "" {
+		return o.batchID
+	}
+	return fmt.Sprintf("seed-%d", o.seed)
 }
 
 // runSamples hands a sampling algorithm to walkSamples.
@@ -206,7 +234,7 @@ func (o *walkOptions) runSamples(ctx context.Context, sk walk.SampleKind, stdout
 		return err
 	}
 	return walkSamples(ctx, sk, o.sf, sampleRun{graphPath: o.graphPath, seeds: o.seeds, out: o.out, prefix: o.prefix,
-		batchID: o.batchID, name: o.name, engineName: o.engineName, cpuProfile: o.cpuProfile, log: engineLogger(stderr), seed: o.seed, weighted: o.weighted, instancesPerSeed: o.perVertex, workers: o.workers,
+		batchID: o.batchID, compression: comp, replaceOutput: o.replaceOutput, name: o.name, engineName: o.engineName, cpuProfile: o.cpuProfile, log: engineLogger(stderr), seed: o.seed, weighted: o.weighted, instancesPerSeed: o.perVertex, workers: o.workers,
 		set: o.set, sinkOpts: []sink.Option{sink.WithCompression(comp), sink.WithFileBytes(o.fileBytes),
 			sink.WithZstdLevel(o.zstdLevel), sink.WithUploadBuffer(sink.DefaultUploadBuffer, o.uploads)}}, stdout, stderr)
 }
@@ -268,8 +296,8 @@ func (o *walkOptions) algorithm() (walk.Algorithm, walkEncoding, error) {
 	return algo, enc, nil
 }
 
-// loadInputs loads the graph and resolves the seeds, each repeated
-// --walks-per-vertex times; nSeeds is the number before repeating. For
+// loadInputs loads the graph and resolves the seeds, for walks each
+// repeated --walks-per-vertex times; nSeeds is the number before repeating. For
 // --output visits it also completes and validates o.vp. The caller closes g.
 func (o *walkOptions) loadInputs(algo walk.Algorithm, stderr io.Writer) (g *graph.Graph, starts []uint32, nSeeds int, err error) {
 	t0 := time.Now()
@@ -309,7 +337,10 @@ func (o *walkOptions) loadInputs(algo walk.Algorithm, stderr io.Writer) (g *grap
 	if int64(nSeeds)*int64(o.perVertex) > int64(1)<<40 {
 		return g, nil, 0, fmt.Errorf("%d seeds x %d walks each is too many for one run", nSeeds, o.perVertex)
 	}
-	starts = repeatSeeds(starts, o.perVertex)
+	if o.output == "walks" {
+		// Visits count --walks-per-vertex walks per query themselves.
+		starts = repeatSeeds(starts, o.perVertex)
+	}
 	fmt.Fprintf(stderr, "graph %s (version %s): %d vertices, %d edges, loaded in %s\n", g.Name, g.Version, g.NumVertices(),
 		g.NumEdges(), time.Since(t0).Round(time.Millisecond))
 	return g, starts, nSeeds, nil
@@ -338,11 +369,8 @@ func prepareEngine(eng walk.Engine, length int, stderr io.Writer) ([]sink.Option
 // openWriter opens the batch writer of this run in bucket.
 func (o *walkOptions) openWriter(ctx context.Context, bucket *blob.Bucket, g *graph.Graph, algo walk.Algorithm, enc walkEncoding,
 	engine string, walks, nSeeds int, extra ...sink.Option) (*sink.BatchWriter, error) {
-	id := o.batchID
-	if id == "" {
-		id = fmt.Sprintf("seed-%d", o.seed)
-	}
-	meta := sink.BatchMeta{BatchID: id, Algorithm: algo, Seed: o.seed, Engine: engine, WalkstageVersion: Version, Walks: int64(walks)}
+	meta := sink.BatchMeta{BatchID: o.id(), Algorithm: algo, Seed: o.seed, Engine: engine, WalkstageVersion: Version, Walks: int64(walks),
+		Fingerprint: o.fingerprint}
 	if o.output == "visits" {
 		meta.Walks, meta.Queries = 0, int64(nSeeds)
 	}
@@ -371,7 +399,7 @@ const oneShotRowGroupVertices = 2 * sink.DefaultMaxRowGroupVertices
 // run walks starts into w, showing progress, commits the batch (or aborts
 // it on an error) and reports the figures.
 func (o *walkOptions) run(ctx context.Context, eng walk.Engine, algo walk.Algorithm, starts []uint32, w *sink.BatchWriter,
-	stdout, stderr io.Writer) error {
+	guard *outputGuard, stdout, stderr io.Writer) error {
 	var walks, steps atomic.Int64
 	var prog *progress
 	if !o.quiet {
@@ -411,6 +439,9 @@ func (o *walkOptions) run(ctx context.Context, eng walk.Engine, algo walk.Algori
 	})
 	walkTime := time.Since(t1)
 	var m *sink.Manifest
+	if err == nil {
+		err = guard.clear(ctx, stderr)
+	}
 	if err == nil {
 		m, err = w.Commit(ctx)
 	}

@@ -81,7 +81,7 @@ func TestWalkCommandWritesBatch(t *testing.T) {
 				} else {
 					algo = tc.args[1]
 				}
-				m, err := sink.ReadManifest(context.Background(), b, "walks/graph=tiny/algorithm="+algo+"/batch=b/_SUCCESS")
+				m, err := sink.ReadManifest(context.Background(), b, "walks/kind=walks/graph=tiny/algorithm="+algo+"/batch=b/_SUCCESS")
 				b.Close()
 				if err != nil {
 					t.Fatalf("%v\n%s", err, out)
@@ -164,7 +164,7 @@ func TestWalkCommandToS3(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if !strings.Contains(out, "s3://out/p/q/graph=tiny/algorithm=node2vec/batch=s3/_SUCCESS") {
+	if !strings.Contains(out, "s3://out/p/q/kind=walks/graph=tiny/algorithm=node2vec/batch=s3/_SUCCESS") {
 		t.Errorf("output does not name the manifest's URL:\n%s", out)
 	}
 	b, err := sink.OpenBucket(context.Background(), u)
@@ -172,7 +172,7 @@ func TestWalkCommandToS3(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	m, err := sink.ReadManifest(context.Background(), b, "p/q/graph=tiny/algorithm=node2vec/batch=s3/_SUCCESS")
+	m, err := sink.ReadManifest(context.Background(), b, "p/q/kind=walks/graph=tiny/algorithm=node2vec/batch=s3/_SUCCESS")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestWalkCommandOrdersWalksLikeTheStage(t *testing.T) {
 		"--out", "file://"+out, "--batch-id", "order", "--quiet"); err != nil {
 		t.Fatalf("%v\n%s", err, msg)
 	}
-	parts, _ := filepath.Glob(filepath.Join(out, "walks", "*", "*", "batch=order", "part-*.parquet"))
+	parts, _ := filepath.Glob(filepath.Join(out, "walks", "kind=walks", "*", "*", "batch=order", "part-*.parquet"))
 	if len(parts) != 1 {
 		t.Fatalf("parts %v", parts)
 	}

@@ -53,8 +53,9 @@ var errWaveNotWritten = errors.New("walkstage: a sampled wave was not written")
 type sampleRun struct {
 	graphPath, seeds, out, prefix, batchID, name string
 	engineName, cpuProfile                       string
+	compression                                  sink.Compression
 	seed                                         uint64
-	weighted                                     bool
+	weighted, replaceOutput                      bool
 	instancesPerSeed, workers                    int
 	sinkOpts                                     []sink.Option
 	log                                          *slog.Logger
@@ -180,6 +181,14 @@ func walkSamples(ctx context.Context, kind walk.SampleKind, f *sampleFlags, r sa
 	if id == "" {
 		id = fmt.Sprintf("seed-%d", r.seed)
 	}
+	req := runRequest{Tool: "walkstage walk", Graph: g.Name, GraphVersion: g.Version, Output: sink.KindSamples,
+		Algorithm: sink.DescribeSample(p), Params: p, Seed: r.seed, PerSeed: r.instancesPerSeed, Engine: engine,
+		Compression: string(r.compression), EdgeWeight: f.edgeWeight}
+	fp := req.fingerprint(g, starts)
+	guard, err := guardOutput(ctx, bucket, r.out, r.prefix, id, fp, r.replaceOutput)
+	if err != nil {
+		return err
+	}
 	stopProfile, err := startCPUProfile(r.cpuProfile)
 	if err != nil {
 		return err
@@ -187,7 +196,7 @@ func walkSamples(ctx context.Context, kind walk.SampleKind, f *sampleFlags, r sa
 	defer stopProfile()
 	n := p.NumInstances(len(starts))
 	meta := sink.BatchMeta{BatchID: id, Seed: r.seed, Engine: engine, WalkstageVersion: Version, Sample: &p,
-		Instances: int64(n), SampleEdgeWeight: f.edgeWeight}
+		Instances: int64(n), SampleEdgeWeight: f.edgeWeight, Fingerprint: fp}
 	w, err := sink.NewBatchWriter(ctx, bucket, r.prefix, meta, g, r.sinkOpts...)
 	if err != nil {
 		return err
@@ -246,6 +255,9 @@ func walkSamples(ctx context.Context, kind walk.SampleKind, f *sampleFlags, r sa
 		err = werr
 	}
 	var m *sink.Manifest
+	if err == nil {
+		err = guard.clear(ctx, stderr)
+	}
 	if err == nil {
 		m, err = w.Commit(ctx)
 	}

@@ -35,7 +35,7 @@ func TestWalkCommandWritesSamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	m, err := sink.DecodeManifest(mustRead(t, filepath.Join(dir, "walks/graph=tiny/algorithm=neighbor/batch=nbr/_SUCCESS")))
+	m, err := sink.DecodeManifest(mustRead(t, filepath.Join(dir, "walks/kind=samples/graph=tiny/algorithm=neighbor/batch=nbr/_SUCCESS")))
 	if err != nil || m.Output != sink.OutputSamples || m.Instances != 93 {
 		t.Fatalf("manifest %v %+v", err, m)
 	}
@@ -89,7 +89,7 @@ func TestWalkCommandSamplesEngine(t *testing.T) {
 			if !strings.Contains(out, "with the cpu engine") {
 				t.Errorf("%v %s: %s", args, engine, out)
 			}
-			m, err := sink.DecodeManifest(mustRead(t, filepath.Join(dir, "walks/graph=tiny/algorithm="+args[1]+"/batch=b/_SUCCESS")))
+			m, err := sink.DecodeManifest(mustRead(t, filepath.Join(dir, "walks/kind=samples/graph=tiny/algorithm="+args[1]+"/batch=b/_SUCCESS")))
 			if err != nil || m.Engine != "cpu" {
 				t.Fatalf("%v %s: manifest %v %+v", args, engine, err, m)
 			}
@@ -132,7 +132,7 @@ func TestWalkCommandWritesSamplesInWaves(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	m, err := sink.DecodeManifest(mustRead(t, filepath.Join(dir, "walks/graph=tiny/algorithm=forest_fire/batch=ff/_SUCCESS")))
+	m, err := sink.DecodeManifest(mustRead(t, filepath.Join(dir, "walks/kind=samples/graph=tiny/algorithm=forest_fire/batch=ff/_SUCCESS")))
 	if err != nil {
 		t.Fatal(err)
 	}

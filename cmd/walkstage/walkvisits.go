@@ -17,7 +17,7 @@ import (
 // request listing the same seeds in the same order with rng_seed = --seed
 // (docs/messages.md), and written as the stage writes it.
 func walkVisits(ctx context.Context, eng walk.Engine, g *graph.Graph, p walk.VisitParams, seeds []uint32,
-	bucketURL string, w *sink.BatchWriter, stdout, stderr io.Writer) error {
+	bucketURL string, w *sink.BatchWriter, guard *outputGuard, stdout, stderr io.Writer) error {
 	qs := make([]walk.VisitQuery, len(seeds))
 	ids := make([]string, len(seeds))
 	for i, s := range seeds {
@@ -32,6 +32,9 @@ func walkVisits(ctx context.Context, eng walk.Engine, g *graph.Graph, p walk.Vis
 	var m *sink.Manifest
 	if err == nil {
 		err = w.WriteVisits(ctx, ids, res)
+	}
+	if err == nil {
+		err = guard.clear(ctx, stderr)
 	}
 	if err == nil {
 		m, err = w.Commit(ctx)

@@ -36,7 +36,7 @@ func TestWalkCommandWritesVisits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	m, err := sink.DecodeManifest(mustRead(t, filepath.Join(dir, "walks/graph=tiny/algorithm=ppr/batch=vis/_SUCCESS")))
+	m, err := sink.DecodeManifest(mustRead(t, filepath.Join(dir, "walks/kind=visits/graph=tiny/algorithm=ppr/batch=vis/_SUCCESS")))
 	if err != nil || m.Output != sink.OutputVisits || m.Queries != 31 {
 		t.Fatalf("manifest %v %+v", err, m)
 	}
@@ -96,5 +96,35 @@ func TestBenchVisits(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "visits: 20 queries") || !strings.Contains(out.String(), "queries/s") {
 		t.Errorf("output:\n%s", out.String())
+	}
+}
+
+// With --walks-per-vertex, every seed is still one query of its own (the
+// seeds were repeated as for walks, so the first seed's id named several
+// queries and later seeds were never counted).
+func TestWalkCommandVisitsWalksPerVertex(t *testing.T) {
+	gp := walkTestGraph(t)
+	dir := t.TempDir()
+	if out, err := runWalk(t, "--graph", gp, "--algorithm", "ppr", "--output", "visits", "--walks-per-vertex", "3",
+		"--seeds", "100-130", "--engine", "cpu", "--batch-id", "wpv", "--out", "file://"+dir, "--quiet"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	m, err := sink.DecodeManifest(mustRead(t, filepath.Join(dir, "walks/kind=visits/graph=tiny/algorithm=ppr/batch=wpv/_SUCCESS")))
+	if err != nil || m.Queries != 4 || m.Walks != 12 {
+		t.Fatalf("manifest %v: %d queries of %d walks, want 4 of 12", err, m.Queries, m.Walks)
+	}
+	var ids []string
+	for _, f := range m.Files {
+		data := mustRead(t, filepath.Join(dir, f.Key))
+		rows, err := parquet.Read[sink.VisitRow](bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			ids = append(ids, r.QueryID)
+		}
+	}
+	if want := []string{"100", "110", "120", "130"}; !reflect.DeepEqual(ids, want) {
+		t.Fatalf("query ids %v, want %v", ids, want)
 	}
 }
