@@ -32,6 +32,9 @@ import (
 // group, the parallel uploads per part and the part size (default: the
 // sink's defaults).
 //
+// Each target and codec is run with both walk encodings
+// (Encode/file/zstd/delta_binary_packed, .../byte_stream_split).
+//
 // Reported: vertices/s (walk vertices encoded and uploaded per second,
 // Commit included), MB/s of Parquet, bytes per vertex, held-MiB (the most
 // the writer accounted for at once, see WithMemoryLimit) and heap-MiB (the
@@ -70,10 +73,12 @@ func BenchmarkEncode(b *testing.B) {
 		{"versitygw", func(b *testing.B) string { return versityGW(b) }},
 	} {
 		for _, comp := range []Compression{Zstd, Snappy, None} {
-			b.Run(tg.name+"/"+string(comp), func(b *testing.B) {
-				bucket := openS3(b, tg.url(b))
-				benchWrite(b, bucket, g, tmpl, WithCompression(comp))
-			})
+			for _, enc := range []WalkEncoding{DeltaBinaryPacked, ByteStreamSplit} {
+				b.Run(tg.name+"/"+string(comp)+"/"+string(enc), func(b *testing.B) {
+					bucket := openS3(b, tg.url(b))
+					benchWrite(b, bucket, g, tmpl, WithCompression(comp), WithWalkEncoding(enc))
+				})
+			}
 		}
 	}
 }
