@@ -2,6 +2,7 @@ package sink
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math/bits"
 	"slices"
 )
@@ -23,6 +24,45 @@ import (
 // The smallest delta is taken over the block's deltas alone (parquet-go's
 // includes the padding of a last block), so the bytes may differ from
 // parquet-go's in a page's last block, never in what it decodes to.
+
+// deltaWalkPage writes walks [r0, r1) of row group gr (count vertices,
+// lens their steps) as one DELTA_BINARY_PACKED page of the walk column.
+// Dense ids are encoded from the walks' vertices as they lie (no int64
+// copy of the page); external ids are mapped into one first.
+func (e *fragmentEncoder) deltaWalkPage(c *column, gr *group, rows rowOrder, r0, r1, count int, lens []int32) error {
+	body := e.levels(c, lens, count, r1-r0)
+	at := len(body)
+	nv := uint32(e.w.g.NumVertices())
+	var lo, hi int64
+	if ids := e.w.g.IDs; ids == nil {
+		var vs []uint32
+		vs, e.flat = rows.vertices(r0, r1, count, e.flat)
+		var vlo, vhi uint32
+		body, vlo, vhi = appendDeltaUint32(body, vs)
+		e.body = body
+		// Identity ids: all are in range if the largest is.
+		if vhi >= nv {
+			return rows.beyond(r0, r1, nv, gr.base)
+		}
+		lo, hi = int64(vlo), int64(vhi)
+	} else {
+		e.ext = grow(e.ext, count)
+		vals := e.ext[:0]
+		for r := r0; r < r1; r++ {
+			for _, v := range rows.walk(r) {
+				if v >= nv {
+					return fmt.Errorf("%w: walk %d visits vertex %d, beyond the graph's %d", ErrBadChunk, gr.base+uint64(r), v, nv)
+				}
+				vals = append(vals, ids[v])
+			}
+		}
+		lo, hi = bounds(vals)
+		body = appendDeltaInt64(body, vals)
+		e.body = body
+	}
+	e.segs = append(e.segs[:0], 0, at, len(body))
+	return e.page(c, count, r1-r0, lo, hi, binary.LittleEndian.AppendUint64(nil, uint64(lo)), binary.LittleEndian.AppendUint64(nil, uint64(hi)))
+}
 
 const (
 	dbpBlock = 128 // deltas a block

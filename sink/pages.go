@@ -10,7 +10,6 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding/bytestreamsplit"
-	"github.com/parquet-go/parquet-go/encoding/delta"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 )
@@ -306,8 +305,6 @@ func (e *fragmentEncoder) startColumn(gr *group, rows rowOrder) (int64, error) {
 // their vertices mapped to external ids. lens are the walks' steps.
 func (e *fragmentEncoder) walkColumn(gr *group, rows rowOrder, lens []int32) error {
 	n := gr.rows
-	nv := uint32(e.w.g.NumVertices())
-	ids := e.w.g.IDs
 	c := &e.cols[3]
 	c.reset(int64(len(e.out)))
 	for r0 := 0; r0 < n; {
@@ -316,48 +313,13 @@ func (e *fragmentEncoder) walkColumn(gr *group, rows rowOrder, lens []int32) err
 			count += len(rows.walk(r1))
 			r1++
 		}
+		var err error
 		if c.encoding == format.ByteStreamSplit {
-			if err := e.splitWalkPage(c, gr, rows, r0, r1, count, lens[r0:r1]); err != nil {
-				return err
-			}
-			r0 = r1
-			continue
+			err = e.splitWalkPage(c, gr, rows, r0, r1, count, lens[r0:r1])
+		} else {
+			err = e.deltaWalkPage(c, gr, rows, r0, r1, count, lens[r0:r1])
 		}
-		e.ext = grow(e.ext, count)
-		vals := e.ext[:0]
-		lo, hi := int64(1<<63-1), int64(-1<<63)
-		for r := r0; r < r1; r++ {
-			vs := rows.walk(r)
-			at := len(vals)
-			vals = vals[:at+len(vs)]
-			out := vals[at:]
-			if ids == nil {
-				vlo, vhi := uint32(1<<32-1), uint32(0)
-				for i, v := range vs {
-					vlo, vhi = min(vlo, v), max(vhi, v)
-					out[i] = int64(v)
-				}
-				lo, hi = min(lo, int64(vlo)), max(hi, int64(vhi))
-				// Identity ids: all are in range if the largest is.
-				if vhi >= nv {
-					for _, v := range vs {
-						if v >= nv {
-							return fmt.Errorf("%w: walk %d visits vertex %d, beyond the graph's %d", ErrBadChunk, gr.base+uint64(r), v, nv)
-						}
-					}
-				}
-			} else {
-				for i, v := range vs {
-					if v >= nv {
-						return fmt.Errorf("%w: walk %d visits vertex %d, beyond the graph's %d", ErrBadChunk, gr.base+uint64(r), v, nv)
-					}
-					out[i] = ids[v]
-				}
-				wlo, whi := bounds(out)
-				lo, hi = min(lo, wlo), max(hi, whi)
-			}
-		}
-		if err := e.int64Page(c, vals, lo, hi, r1-r0, lens[r0:r1]); err != nil {
+		if err != nil {
 			return err
 		}
 		r0 = r1
@@ -395,7 +357,7 @@ func (e *fragmentEncoder) int64Page(c *column, vals []int64, lo, hi int64, rows 
 	case format.ByteStreamSplit:
 		enc, err = (&bytestreamsplit.Encoding{}).EncodeInt64(body[at:at], vals)
 	default:
-		enc, err = (&delta.BinaryPackedEncoding{}).EncodeInt64(body[at:at], vals)
+		enc = appendDeltaInt64(body[at:at], vals)
 	}
 	if err != nil {
 		return fmt.Errorf("sink: encode %v: %w", c.path, err)
