@@ -39,8 +39,9 @@ import (
 // Reported: vertices/s (walk vertices encoded and uploaded per second,
 // Commit included), cpu-ns/vertex (the process's CPU time, all its
 // threads, a walk vertex: less at the mercy of a shared machine than the
-// rate; an in-process S3 server's counts too), MB/s of Parquet, bytes per vertex, held-MiB (the most
-// the writer accounted for at once, see WithMemoryLimit) and heap-MiB (the
+// rate; an in-process S3 server's counts too), MB/s of Parquet, bytes per
+// vertex, held-MiB (the most the writer accounted for at once, see
+// WithMemoryLimit) and heap-MiB (the
 // peak Go heap above the starting heap, garbage not yet collected
 // included, so an upper bound).
 var (

@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"syscall"
 	"testing"
 
 	"github.com/parquet-go/parquet-go/encoding/delta"
@@ -196,51 +195,4 @@ func BenchmarkDelta(b *testing.B) {
 			out, _ = (&delta.BinaryPackedEncoding{}).EncodeInt64(dst[:0], ext)
 		})
 	})
-}
-
-// threadCPU is the calling thread's CPU time in nanoseconds.
-func threadCPU() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_THREAD, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
-}
-
-// dbpWidths lists the miniblock widths of a DELTA_BINARY_PACKED page
-// of the sink's (128 deltas a block, 4 miniblocks).
-func dbpWidths(b []byte) []int {
-	var ws []int
-	for range 3 { // block size, miniblocks, count
-		_, n := binary.Uvarint(b)
-		b = b[n:]
-	}
-	_, n := binary.Varint(b) // the first value
-	b = b[n:]
-	for len(b) > 0 {
-		_, n := binary.Varint(b)
-		b = b[n:]
-		size := 0
-		for _, w := range b[:dbpMinis] {
-			ws = append(ws, int(w))
-			size += dbpMini * int(w) / 8
-		}
-		b = b[dbpMinis+min(size, len(b)-dbpMinis):]
-	}
-	return ws
-}
-
-// The "all widths" case reaches every width the AVX2 packer takes.
-func TestDeltaCasesCoverWidths(t *testing.T) {
-	vals := deltaCases()["all widths"]
-	got := appendDeltaInt64(nil, vals)
-	seen := map[int]bool{}
-	for _, w := range dbpWidths(got) {
-		seen[w] = true
-	}
-	for w := 0; w <= 32; w++ {
-		if !seen[w] {
-			t.Errorf("no miniblock of width %d", w)
-		}
-	}
 }
