@@ -41,9 +41,8 @@ import (
 // threads, a walk vertex: less at the mercy of a shared machine than the
 // rate; an in-process S3 server's counts too), MB/s of Parquet, bytes per
 // vertex, held-MiB (the most the writer accounted for at once, see
-// WithMemoryLimit) and heap-MiB (the
-// peak Go heap above the starting heap, garbage not yet collected
-// included, so an upper bound).
+// WithMemoryLimit) and heap-MiB (the peak Go heap above the starting heap,
+// garbage not yet collected included, so an upper bound).
 var (
 	benchWalks    = envInt("WALKSTAGE_BENCH_WALKS", 1<<20)
 	benchRowGroup = envInt("WALKSTAGE_BENCH_ROW_GROUP", 0)

@@ -81,10 +81,14 @@ func appendDBPHeader(dst []byte, count int, first int64) []byte {
 
 // maxDBP32 bounds the encoding of n values below 2^32: deltas of such
 // values less the block's smallest fit in 33 bits.
-func maxDBP32(n int) int { return 40 + (n/dbpBlock+1)*(binary.MaxVarintLen64+dbpMinis+dbpMinis*dbpMini*33/8) }
+func maxDBP32(n int) int {
+	return 40 + (n/dbpBlock+1)*(binary.MaxVarintLen64+dbpMinis+dbpMinis*dbpMini*33/8)
+}
 
 // maxDBP64 bounds the encoding of n int64 values.
-func maxDBP64(n int) int { return 40 + (n/dbpBlock+1)*(binary.MaxVarintLen64+dbpMinis+dbpMinis*dbpMini*8) }
+func maxDBP64(n int) int {
+	return 40 + (n/dbpBlock+1)*(binary.MaxVarintLen64+dbpMinis+dbpMinis*dbpMini*8)
+}
 
 // appendDeltaUint32 appends the DELTA_BINARY_PACKED encoding of vs, as
 // INT64 values, to dst, and returns vs's smallest and largest (0, 0 for
@@ -117,7 +121,7 @@ func appendDeltaUint32(dst []byte, vs []uint32) (_ []byte, lo, hi uint32) {
 			size := 4 * int(w&0xff+w>>8&0xff+w>>16&0xff+w>>24)
 			at := len(dst)
 			dst = slices.Grow(dst, size+32) // the packer's overrun
-			dbpPackAVX2(&dst[at:at+1][0], &vs[i-1], m, w, &dbpTabs)
+			dbpPackAVX2(&dst[at : at+1][0], &vs[i-1], m, w, &dbpTabs)
 			dst = dst[:at+size]
 			continue
 		case n == dbpBlock:
