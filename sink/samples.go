@@ -31,27 +31,29 @@ const sampleRowGroupRows = 1 << 16
 //
 //	instance_id INT64, seed INT64, hop INT32, src INT64, dst INT64
 //
-// vertices as external ids; rows ordered by instance, then hop. The
-// instance, seed and hop columns ascend or repeat and are delta encoded;
-// src and dst are BYTE_STREAM_SPLIT, so the zeros and repeats of ids' high
-// bytes compress as runs. Against PLAIN everywhere this wrote 3.50 instead
-// of 4.16 bytes an edge, twice as fast (BenchmarkWriteSamples, 2 cores).
+// vertices as external ids; rows ordered by instance, then hop. Every
+// integer column is DELTA_BINARY_PACKED: instance, seed and hop ascend or
+// repeat, src repeats for the edges of one source, and dst takes a bit
+// more than an id. (src and dst were BYTE_STREAM_SPLIT, whose zeros and
+// repeated high bytes zstd compresses as runs, but DuckDB reads that
+// encoding only for FLOAT and DOUBLE.)
 type SampleRow struct {
 	InstanceID int64 `parquet:"instance_id,delta"`
 	Seed       int64 `parquet:"seed,delta"`
 	Hop        int32 `parquet:"hop,delta"`
-	Src        int64 `parquet:"src,split"`
-	Dst        int64 `parquet:"dst,split"`
+	Src        int64 `parquet:"src,delta"`
+	Dst        int64 `parquet:"dst,delta"`
 }
 
 // WeightedSampleRow is SampleRow with the edge's weight, for batches with
-// BatchMeta.SampleEdgeWeight.
+// BatchMeta.SampleEdgeWeight (BYTE_STREAM_SPLIT, which every reader takes
+// for FLOAT).
 type WeightedSampleRow struct {
 	InstanceID int64   `parquet:"instance_id,delta"`
 	Seed       int64   `parquet:"seed,delta"`
 	Hop        int32   `parquet:"hop,delta"`
-	Src        int64   `parquet:"src,split"`
-	Dst        int64   `parquet:"dst,split"`
+	Src        int64   `parquet:"src,delta"`
+	Dst        int64   `parquet:"dst,delta"`
 	EdgeWeight float32 `parquet:"edge_weight,split"`
 }
 
