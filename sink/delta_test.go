@@ -2,6 +2,7 @@ package sink
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
@@ -11,6 +12,9 @@ import (
 	"testing"
 
 	"github.com/parquet-go/parquet-go/encoding/delta"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
 )
 
 // deltaCases are value sequences at the encoder's edges: lengths around
@@ -195,4 +199,74 @@ func BenchmarkDelta(b *testing.B) {
 			out, _ = (&delta.BinaryPackedEncoding{}).EncodeInt64(dst[:0], ext)
 		})
 	})
+}
+
+// Walk pages at the encoder's edges, written by the BatchWriter and read
+// back by parquet-go and by Apache Arrow: one walk a row group, so each
+// page holds one walk of 1, 2, 32, 33, 127 to 130, 257 ... vertices (a
+// value count that ends a miniblock or block, or one past it), of dense
+// ids and of external ids with the int64 extremes, negative ids and
+// deltas that wrap around, under each codec.
+func TestDeltaPagesAtEdges(t *testing.T) {
+	lengths := []int{1, 2, 3, 32, 33, 34, 127, 128, 129, 130, 161, 256, 257, 258, 385, 1000}
+	ext := []int64{math.MinInt64, math.MinInt64 + 1, -1 << 40, -1, 0, 1, 1 << 40, math.MaxInt64 - 1, math.MaxInt64}
+	r := rand.New(rand.NewPCG(11, 12))
+	for range 200 {
+		ext = append(ext, int64(r.Uint64()))
+	}
+	edges := make([]graph.Edge, len(ext))
+	for i := range ext {
+		edges[i] = graph.Edge{Src: ext[i], Dst: ext[(i+1)%len(ext)]}
+	}
+	mapped, err := graph.FromEdges(edges, graph.BuildOptions{Name: "extremes"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mapped.IDs == nil {
+		t.Fatal("the graph of extreme ids has identity ids")
+	}
+	for _, tc := range []struct {
+		name string
+		g    *graph.Graph
+	}{{"dense", ringGraph(t, 1<<22)}, {"external ids", mapped}} {
+		nv := uint32(tc.g.NumVertices())
+		c := walk.Chunk{Offsets: []uint32{0}}
+		for k, n := range lengths {
+			c.WalkIDs = append(c.WalkIDs, uint64(k))
+			for i := range n {
+				v := r.Uint32N(nv)
+				switch {
+				case k%3 == 1 && i%2 == 1: // swings between the ends: the widest deltas
+					v = nv - 1
+				case k%3 == 1:
+					v = 0
+				case k%3 == 2: // a constant delta: miniblocks of width 0
+					v = uint32(i) % nv
+				}
+				c.Vertices = append(c.Vertices, v)
+			}
+			c.Offsets = append(c.Offsets, uint32(len(c.Vertices)))
+		}
+		chunks := []walk.Chunk{c}
+		want := expectedRows(tc.g, chunks, len(lengths))
+		meta := BatchMeta{BatchID: "edges", Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: slices.Max(lengths)}, Seed: 42,
+			Engine: "cpu", WalkstageVersion: "test", Walks: int64(len(lengths))}
+		for _, comp := range []Compression{Zstd, Snappy, None} {
+			t.Run(tc.name+"/"+string(comp), func(t *testing.T) {
+				b, _ := fileBucket(t)
+				m := writeBatch(t, b, meta, tc.g, chunks, WithCompression(comp), WithRowGroupRows(1))
+				compareRows(t, readBatch(t, b, m), want)
+				var got []Row
+				for _, f := range m.Files {
+					data, err := b.ReadAll(context.Background(), f.Key)
+					if err != nil {
+						t.Fatal(err)
+					}
+					checkLeafEncoding(t, data, DeltaBinaryPacked, comp)
+					got = append(got, readArrow(t, data, m)...)
+				}
+				compareRows(t, got, want)
+			})
+		}
+	}
 }
