@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/parquet-go/parquet-go/encoding/delta"
@@ -268,5 +271,110 @@ func TestDeltaPagesAtEdges(t *testing.T) {
 				compareRows(t, got, want)
 			})
 		}
+	}
+}
+
+// packDeltaFramed lays out appendDeltaUint32's bytes in a raw frame's
+// blocks, leaving the block headers' bytes alone: for contents that cross
+// one or several 128 KiB block boundaries at many offsets within a block
+// of deltas (random lengths), of wide and narrow deltas, and of ids at or
+// above 2^31 (the scalar blocks).
+func TestPackDeltaFramed(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, span := range []uint32{1 << 22, 1 << 9, 1<<32 - 1} {
+		for range 12 {
+			vs := make([]uint32, 1+r.IntN(500_000))
+			for i := range vs {
+				vs[i] = r.Uint32N(span)
+			}
+			want, wlo, whi := appendDeltaUint32(nil, vs)
+			frame := bytes.Repeat([]byte{0xee}, 9+rawAt(maxDBP32(len(vs)))+dbpRoom32)
+			var d [dbpBlock + 1]uint64
+			n, lo, hi := packDeltaFramed(frame, vs, &d)
+			if n != len(want) || lo != wlo || hi != whi {
+				t.Fatalf("%d values below %d: %d bytes, bounds %d..%d; want %d, %d..%d", len(vs), span, n, lo, hi, len(want), wlo, whi)
+			}
+			got := make([]byte, n)
+			copyFromFrame(got, frame, 0)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("%d values below %d: the frame's content differs from appendDeltaUint32's bytes", len(vs), span)
+			}
+			for k := 0; k*maxRawBlock < n; k++ {
+				if h := frame[k*(maxRawBlock+3) : k*(maxRawBlock+3)+3]; !bytes.Equal(h, []byte{0xee, 0xee, 0xee}) {
+					t.Fatalf("%d values below %d: block header %d overwritten: %x", len(vs), span, k, h)
+				}
+			}
+		}
+	}
+}
+
+// framedDeltaPage writes the bytes of the general path: pages of random
+// ids packed into raw frames (several 128 KiB blocks a page), of 9-bit
+// ids (raw too), of ids that repeat every 7 or 1000 values, whose packed
+// bytes the codec entropy-codes or matches instead, and of a constant
+// delta, whose page is too small for a raw frame; a vertex beyond the
+// graph fails the batch naming its walk.
+func TestFramedDeltaPageBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		id   func(r *rand.Rand, k int) uint32 // the k-th vertex of a chunk
+	}{
+		{"random ids", func(r *rand.Rand, _ int) uint32 { return r.Uint32N(1 << 22) }},
+		{"9-bit ids", func(r *rand.Rand, _ int) uint32 { return r.Uint32N(1 << 9) }},
+		{"period 7", func(_ *rand.Rand, k int) uint32 { return uint32(k%7) * 3 }},
+		{"period 1000", func(_ *rand.Rand, k int) uint32 { return uint32(k%1000) * 3 }},
+		{"constant delta", func(_ *rand.Rand, k int) uint32 { return uint32(k) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const nv = 1 << 22
+			g := ringGraph(t, nv)
+			rng := rand.New(rand.NewPCG(uint64(len(tc.name)), 7))
+			const walks = 24000
+			var chunks []walk.Chunk
+			for lo := 0; lo < walks; lo += 1000 {
+				c := walk.Chunk{Offsets: []uint32{0}}
+				for id := lo; id < lo+1000; id++ {
+					c.WalkIDs = append(c.WalkIDs, uint64(id))
+					for range 1 + rng.IntN(81) {
+						c.Vertices = append(c.Vertices, tc.id(rng, len(c.Vertices)))
+					}
+					c.Offsets = append(c.Offsets, uint32(len(c.Vertices)))
+				}
+				chunks = append(chunks, c)
+			}
+			meta := BatchMeta{BatchID: "f", Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 80}, Seed: 42, Engine: "cpu",
+				WalkstageVersion: "test", Walks: walks}
+			b1, dir1 := fileBucket(t)
+			writeBatch(t, b1, meta, g, chunks, withGeneralPages(), WithWalkEncoding(DeltaBinaryPacked))
+			b2, dir2 := fileBucket(t)
+			m := writeBatch(t, b2, meta, g, chunks, WithWalkEncoding(DeltaBinaryPacked))
+			if a, b := treeDigest(t, dir1), treeDigest(t, dir2); !slices.Equal(a, b) {
+				t.Fatalf("framed pages differ from the general path's:\n%v\n%v", a, b)
+			}
+			compareRows(t, readBatch(t, b2, m), expectedRows(g, chunks, walks))
+			bad := cloneChunk(chunks[5])
+			bad.Vertices[bad.Offsets[417]] = nv
+			b3, _ := fileBucket(t)
+			ctx := context.Background()
+			w, err := NewBatchWriter(ctx, b3, "walks", meta, g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, c := range chunks {
+				if i == 5 {
+					c = bad
+				}
+				if err = w.Write(ctx, cloneChunk(c)); err != nil {
+					break
+				}
+			}
+			if err == nil {
+				_, err = w.Commit(ctx)
+			}
+			if want := fmt.Sprintf("walk %d visits vertex %d", bad.WalkIDs[417], nv); !errors.Is(err, ErrBadChunk) || !strings.Contains(err.Error(), want) {
+				t.Fatalf("a vertex beyond the graph: %v, want ErrBadChunk saying %q", err, want)
+			}
+			_ = w.Abort(ctx)
+		})
 	}
 }

@@ -130,11 +130,12 @@ type fragmentEncoder struct {
 	ext      []int64  // a page's values
 	flat     []uint32 // a page's vertices, for splitDense
 	lens     []int32
-	body     []byte // a page before compression
-	segs     []int  // its segments' boundaries
-	zeros    int    // zero bytes after body, not written (pageCodec.encode)
-	rawGuess int    // framedWalkPage: raw streams of the last framed page
-	laid     []byte // framedWalkPage: a page's streams laid out again
+	body     []byte               // a page before compression
+	segs     []int                // its segments' boundaries
+	zeros    int                  // zero bytes after body, not written (pageCodec.encode)
+	rawGuess int                  // framedWalkPage: raw streams of the last framed page
+	laid     []byte               // framedWalkPage: a page's streams laid out again
+	deltas   [dbpBlock + 1]uint64 // framedDeltaPage: a block's deltas
 	header   []byte
 	out      []byte       // the fragment
 	sums     []sectionSum // its column chunks' CRC32Cs
@@ -426,7 +427,7 @@ func (e *fragmentEncoder) levels(c *column, lens []int32, nvals, rows int) []byt
 func (e *fragmentEncoder) page(c *column, nvals, rows int, lo, hi int64, minB, maxB []byte) error {
 	body, segs, zeros := e.body, e.segs, e.zeros
 	e.zeros = 0
-	return e.pageWith(c, nvals, rows, &pageBounds{lo, hi, minB, maxB}, len(body)+zeros, func(dst []byte) ([]byte, error) {
+	return e.pageWith(c, nvals, rows, &pageBounds{lo: lo, hi: hi, minB: minB, maxB: maxB}, len(body)+zeros, func(dst []byte) ([]byte, error) {
 		return e.codec.encode(dst, body, segs, zeros)
 	})
 }
@@ -436,11 +437,14 @@ func (e *fragmentEncoder) page(c *column, nvals, rows int, lo, hi int64, minB, m
 type pageBounds struct {
 	lo, hi     int64
 	minB, maxB []byte
+	// size is the body's uncompressed size where encode learns it only as
+	// it writes the page (framedDeltaPage); 0: pageWith's uncompressed.
+	size int
 }
 
 // pageWith frames a data page v1 of column c whose body, of uncompressed
-// bytes, encode appends compressed to dst. b is read once encode has
-// returned.
+// bytes (or b.size), encode appends compressed to dst. b is read once
+// encode has returned.
 func (e *fragmentEncoder) pageWith(c *column, nvals, rows int, b *pageBounds, uncompressed int,
 	encode func(dst []byte) ([]byte, error)) error {
 	// The page is compressed straight into the fragment, after room for
@@ -471,6 +475,10 @@ func (e *fragmentEncoder) pageWith(c *column, nvals, rows int, b *pageBounds, un
 	}
 	e.out = out
 	n := len(out) - offset - room
+	if b.size > 0 {
+		uncompressed = b.size
+		h.UncompressedPageSize = int32(uncompressed)
+	}
 	h.CompressedPageSize = int32(n)
 	c.lastCompressed = int32(n)
 	hb, err := thrift.Marshal(&e.thrift, &h)
