@@ -177,7 +177,7 @@ func BenchmarkDelta(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 2))
 	rows, vals := splitRows(r, 2700, 1<<22, nil)
 	vs, _ := rows.vertices(0, 2700, len(vals), nil)
-	dst := make([]byte, 0, maxDBP32(len(vs)))
+	dst := make([]byte, 0, maxDBP32(len(vs))+dbpRoom32)
 	var out []byte
 	run := func(b *testing.B, f func()) {
 		runtime.LockOSThread()
