@@ -65,10 +65,11 @@ const (
 	// (each miniblock of 32 at the width of its widest): DuckDB, Arrow
 	// (C++, Go, pyarrow), arrow-rs and polars, hyparquet, Spark and
 	// parquet-go read it. The difference of two random ids takes one bit
-	// more than an id, and the bits stay packed under any codec (at R-MAT
-	// scale 22, 2.94 bytes per walk vertex for the values, against 2.75
-	// for ByteStreamSplit under zstd). The sink packs full blocks with AVX2
-	// (sink/delta_amd64.s) from the vertices as they lie.
+	// more than an id, and the packed bits are near-uniform bytes under
+	// any codec (R-MAT scale 22 under zstd: 2.99 bytes per walk vertex,
+	// against 2.80 for ByteStreamSplit; docs/performance-notes.md). The
+	// sink packs full blocks with AVX2 (sink/delta_amd64.s) from the
+	// vertices as they lie.
 	DeltaBinaryPacked WalkEncoding = "delta_binary_packed"
 	// ByteStreamSplit stores byte k of every value in the page's k-th
 	// stream. DuckDB cannot read it for INT64 (Arrow, pyarrow, polars and
