@@ -127,11 +127,11 @@ type config struct {
 	staleAfter        time.Duration
 	release           func(walk.Chunk)
 	tidyAsync         bool
-	generalPages      bool // tests: no framedWalkPage
+	generalPages      bool // tests: no framedWalkPage, no framedDeltaPage
 }
 
 // withGeneralPages makes every walk page take the general path (tests
-// compare framedWalkPage's bytes with it).
+// compare framedWalkPage's and framedDeltaPage's bytes with it).
 func withGeneralPages() Option { return func(o *config) { o.generalPages = true } }
 
 // Defaults; see each option.
