@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -32,11 +33,16 @@ import (
 // group, the parallel uploads per part and the part size (default: the
 // sink's defaults).
 //
+// Each target and codec is run with both walk encodings
+// (Encode/file/zstd/delta_binary_packed, .../byte_stream_split).
+//
 // Reported: vertices/s (walk vertices encoded and uploaded per second,
-// Commit included), MB/s of Parquet, bytes per vertex, held-MiB (the most
-// the writer accounted for at once, see WithMemoryLimit) and heap-MiB (the
-// peak Go heap above the starting heap, garbage not yet collected
-// included, so an upper bound).
+// Commit included), cpu-ns/vertex (the process's CPU time, all its
+// threads, a walk vertex: less at the mercy of a shared machine than the
+// rate; an in-process S3 server's counts too), MB/s of Parquet, bytes per
+// vertex, held-MiB (the most the writer accounted for at once, see
+// WithMemoryLimit) and heap-MiB (the peak Go heap above the starting heap,
+// garbage not yet collected included, so an upper bound).
 var (
 	benchWalks    = envInt("WALKSTAGE_BENCH_WALKS", 1<<20)
 	benchRowGroup = envInt("WALKSTAGE_BENCH_ROW_GROUP", 0)
@@ -70,10 +76,12 @@ func BenchmarkEncode(b *testing.B) {
 		{"versitygw", func(b *testing.B) string { return versityGW(b) }},
 	} {
 		for _, comp := range []Compression{Zstd, Snappy, None} {
-			b.Run(tg.name+"/"+string(comp), func(b *testing.B) {
-				bucket := openS3(b, tg.url(b))
-				benchWrite(b, bucket, g, tmpl, WithCompression(comp))
-			})
+			for _, enc := range []WalkEncoding{DeltaBinaryPacked, ByteStreamSplit} {
+				b.Run(tg.name+"/"+string(comp)+"/"+string(enc), func(b *testing.B) {
+					bucket := openS3(b, tg.url(b))
+					benchWrite(b, bucket, g, tmpl, WithCompression(comp), WithWalkEncoding(enc))
+				})
+			}
 		}
 	}
 }
@@ -95,6 +103,7 @@ func benchWrite(b *testing.B, bucket interface{ Close() error }, g *graph.Graph,
 	}
 	b.ResetTimer()
 	start := time.Now()
+	cpu0 := processCPU()
 	for i := range b.N {
 		w, err := NewBatchWriter(ctx, bk, "bench", BatchMeta{BatchID: "bench", Algorithm: algo, Seed: uint64(i), Engine: "cpu", Walks: int64(benchWalks)}, g, opts...)
 		if err != nil {
@@ -119,9 +128,11 @@ func benchWrite(b *testing.B, bucket interface{ Close() error }, g *graph.Graph,
 		held = max(held, w.PeakHeldBytes())
 	}
 	sec := time.Since(start).Seconds()
+	cpu := processCPU() - cpu0
 	b.StopTimer()
 	vertices := float64(b.N) * float64(benchWalks) * (benchLength + 1)
 	b.ReportMetric(vertices/sec, "vertices/s")
+	b.ReportMetric(float64(cpu)/vertices, "cpu-ns/vertex")
 	b.ReportMetric(float64(bytes)/sec/1e6, "MB/s")
 	b.ReportMetric(float64(bytes)/vertices, "B/vertex")
 	b.ReportMetric(float64(held)/(1<<20), "held-MiB")
@@ -226,4 +237,13 @@ func BenchmarkWriteSamples(b *testing.B) {
 	b.ReportMetric(float64(bytes)/sec/1e6, "MB/s")
 	b.ReportMetric(float64(bytes)/total, "B/edge")
 	b.ReportMetric(float64(peak())/(1<<20), "heap-MiB")
+}
+
+// processCPU is the process's CPU time (user and system) in nanoseconds.
+func processCPU() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }

@@ -51,46 +51,48 @@ func (c Compression) codec() compress.Codec {
 
 // WalkEncoding names the Parquet encoding of the walk list's values (the
 // walk.list.element column). Both are standard encodings of Parquet's
-// INT64, and Arrow (C++, Go, pyarrow) and hyparquet read both; DuckDB
-// reads DeltaBinaryPacked only (conformance/ checks each in CI).
+// INT64, but only DeltaBinaryPacked, the default, is read by every common
+// reader: DuckDB reads BYTE_STREAM_SPLIT for FLOAT and DOUBLE alone
+// ("BYTE_STREAM_SPLIT encoding is only supported for FLOAT or DOUBLE
+// data"), and did not plan to add INT64.
 type WalkEncoding string
 
 const (
-	// AutoWalkEncoding (the default) is ByteStreamSplit under Zstd and
-	// DeltaBinaryPacked under the other codecs.
+	// AutoWalkEncoding (the default) is DeltaBinaryPacked, whatever the
+	// codec.
 	AutoWalkEncoding WalkEncoding = ""
-	// ByteStreamSplit stores byte k of every value in the page's k-th
-	// stream. External ids use only their low bytes, so the high streams
-	// are constant, and the top used byte of each id takes few values: the
-	// sink stores the first as zstd RLE blocks and entropy-codes the second
-	// (at R-MAT scale 22, 2.75 bytes per walk vertex for the values, against
-	// 2.94 for DeltaBinaryPacked: the difference of two random ids takes one
-	// bit more than an id). Encoding is a transposition, several times
-	// cheaper than delta encoding. Without zstd the constant streams stay
-	// (5 of 8 bytes at scale 22), hence Auto.
-	//
-	// DuckDB (1.5.6) cannot read it: "BYTE_STREAM_SPLIT encoding is only
-	// supported for FLOAT or DOUBLE data".
-	ByteStreamSplit WalkEncoding = "byte_stream_split"
-	// DeltaBinaryPacked stores bit-packed differences of consecutive values:
-	// compact without a codec, and the better choice for graphs whose
-	// walks move between numerically close ids.
+	// DeltaBinaryPacked stores bit-packed differences of consecutive values
+	// (each miniblock of 32 at the width of its widest): DuckDB, Arrow
+	// (C++, Go, pyarrow), arrow-rs and polars, hyparquet, Spark and
+	// parquet-go read it. The difference of two random ids takes one bit
+	// more than an id, and the packed bits are near-uniform bytes under
+	// any codec (R-MAT scale 22 under zstd: 2.99 bytes per walk vertex,
+	// against 2.80 for ByteStreamSplit; docs/performance-notes.md). The
+	// sink packs full blocks with AVX2 (sink/delta_amd64.s) from the
+	// vertices as they lie.
 	DeltaBinaryPacked WalkEncoding = "delta_binary_packed"
+	// ByteStreamSplit stores byte k of every value in the page's k-th
+	// stream. DuckDB cannot read it for INT64 (Arrow, pyarrow, polars and
+	// hyparquet can). External ids use only their low bytes, so the high
+	// streams are constant, and the top used byte of each id takes few
+	// values: under zstd the sink stores the first as RLE blocks and
+	// entropy-codes the second, 6% fewer bytes than DeltaBinaryPacked on
+	// R-MAT walks. Without zstd the constant streams stay (5 of 8 bytes at
+	// scale 22).
+	ByteStreamSplit WalkEncoding = "byte_stream_split"
 )
 
 // resolve returns the encoding used under codec c.
-func (e WalkEncoding) resolve(c Compression) WalkEncoding {
+func (e WalkEncoding) resolve(Compression) WalkEncoding {
 	if e != AutoWalkEncoding {
 		return e
-	}
-	if c == Zstd {
-		return ByteStreamSplit
 	}
 	return DeltaBinaryPacked
 }
 
-// ParseWalkEncoding accepts auto (or ""), byte_stream_split (or split)
-// and delta_binary_packed (or delta), case-insensitively.
+// ParseWalkEncoding accepts delta_binary_packed (or delta),
+// byte_stream_split (or split) and auto (or ""; the default, which is
+// delta_binary_packed), case-insensitively.
 func ParseWalkEncoding(s string) (WalkEncoding, error) {
 	switch strings.ToLower(s) {
 	case "auto", "":
@@ -100,7 +102,7 @@ func ParseWalkEncoding(s string) (WalkEncoding, error) {
 	case "delta_binary_packed", "delta":
 		return DeltaBinaryPacked, nil
 	}
-	return "", fmt.Errorf("unknown walk encoding %q (want auto, byte_stream_split or delta_binary_packed)", s)
+	return "", fmt.Errorf("unknown walk encoding %q (want delta_binary_packed, byte_stream_split (DuckDB cannot read it) or auto)", s)
 }
 
 // Option configures a BatchWriter.
@@ -125,11 +127,11 @@ type config struct {
 	staleAfter        time.Duration
 	release           func(walk.Chunk)
 	tidyAsync         bool
-	generalPages      bool // tests: no framedWalkPage
+	generalPages      bool // tests: no framedWalkPage, no framedDeltaPage
 }
 
 // withGeneralPages makes every walk page take the general path (tests
-// compare framedWalkPage's bytes with it).
+// compare framedWalkPage's and framedDeltaPage's bytes with it).
 func withGeneralPages() Option { return func(o *config) { o.generalPages = true } }
 
 // Defaults; see each option.
@@ -165,8 +167,9 @@ func defaultConfig() config {
 func WithCompression(c Compression) Option { return func(o *config) { o.compression = c } }
 
 // WithWalkEncoding sets the encoding of the walk list's values (default
-// AutoWalkEncoding). The other columns are fixed: walk_id and start
-// DELTA_BINARY_PACKED, length PLAIN.
+// AutoWalkEncoding, which is DeltaBinaryPacked; ByteStreamSplit is
+// smaller under zstd, but DuckDB cannot read it). The other columns are
+// fixed: walk_id and start DELTA_BINARY_PACKED, length PLAIN.
 func WithWalkEncoding(e WalkEncoding) Option { return func(o *config) { o.walkEncoding = e } }
 
 // WithZstdLevel sets the zstd level, 1 (fastest, the default) to 4 (best),

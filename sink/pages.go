@@ -10,7 +10,6 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding/bytestreamsplit"
-	"github.com/parquet-go/parquet-go/encoding/delta"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 )
@@ -131,11 +130,12 @@ type fragmentEncoder struct {
 	ext      []int64  // a page's values
 	flat     []uint32 // a page's vertices, for splitDense
 	lens     []int32
-	body     []byte // a page before compression
-	segs     []int  // its segments' boundaries
-	zeros    int    // zero bytes after body, not written (pageCodec.encode)
-	rawGuess int    // framedWalkPage: raw streams of the last framed page
-	laid     []byte // framedWalkPage: a page's streams laid out again
+	body     []byte               // a page before compression
+	segs     []int                // its segments' boundaries
+	zeros    int                  // zero bytes after body, not written (pageCodec.encode)
+	rawGuess int                  // framedWalkPage: raw streams of the last framed page
+	laid     []byte               // framedWalkPage: a page's streams laid out again
+	deltas   [dbpBlock + 1]uint64 // framedDeltaPage: a block's deltas
 	header   []byte
 	out      []byte       // the fragment
 	sums     []sectionSum // its column chunks' CRC32Cs
@@ -182,10 +182,11 @@ func (e *fragmentEncoder) encode(gr *group) ([]byte, int64, error) {
 		return nil, 0, err
 	}
 	// The fragment grows page by page: start it at about its final size
-	// (walks compress to under 3 bytes a vertex, staged at 4), so that
-	// appends do not copy it again and again (0.6 core-s of a scale-22 run
-	// on the 16-core host).
-	if want := int(gr.staged * 3 / 4); cap(e.out) < want {
+	// (walks compress to under 3.5 bytes a vertex, staged at 4: 2.95 at
+	// R-MAT scale 22 in DELTA_BINARY_PACKED, 3.23 for random 24-bit ids),
+	// so that appends do not copy it again and again (0.6 core-s of a
+	// scale-22 run on the 16-core host).
+	if want := int(gr.staged * 7 / 8); cap(e.out) < want {
 		e.out = make([]byte, 0, want)
 	}
 	e.out = append(e.out[:0], "PAR1"...)
@@ -306,8 +307,6 @@ func (e *fragmentEncoder) startColumn(gr *group, rows rowOrder) (int64, error) {
 // their vertices mapped to external ids. lens are the walks' steps.
 func (e *fragmentEncoder) walkColumn(gr *group, rows rowOrder, lens []int32) error {
 	n := gr.rows
-	nv := uint32(e.w.g.NumVertices())
-	ids := e.w.g.IDs
 	c := &e.cols[3]
 	c.reset(int64(len(e.out)))
 	for r0 := 0; r0 < n; {
@@ -316,48 +315,13 @@ func (e *fragmentEncoder) walkColumn(gr *group, rows rowOrder, lens []int32) err
 			count += len(rows.walk(r1))
 			r1++
 		}
+		var err error
 		if c.encoding == format.ByteStreamSplit {
-			if err := e.splitWalkPage(c, gr, rows, r0, r1, count, lens[r0:r1]); err != nil {
-				return err
-			}
-			r0 = r1
-			continue
+			err = e.splitWalkPage(c, gr, rows, r0, r1, count, lens[r0:r1])
+		} else {
+			err = e.deltaWalkPage(c, gr, rows, r0, r1, count, lens[r0:r1])
 		}
-		e.ext = grow(e.ext, count)
-		vals := e.ext[:0]
-		lo, hi := int64(1<<63-1), int64(-1<<63)
-		for r := r0; r < r1; r++ {
-			vs := rows.walk(r)
-			at := len(vals)
-			vals = vals[:at+len(vs)]
-			out := vals[at:]
-			if ids == nil {
-				vlo, vhi := uint32(1<<32-1), uint32(0)
-				for i, v := range vs {
-					vlo, vhi = min(vlo, v), max(vhi, v)
-					out[i] = int64(v)
-				}
-				lo, hi = min(lo, int64(vlo)), max(hi, int64(vhi))
-				// Identity ids: all are in range if the largest is.
-				if vhi >= nv {
-					for _, v := range vs {
-						if v >= nv {
-							return fmt.Errorf("%w: walk %d visits vertex %d, beyond the graph's %d", ErrBadChunk, gr.base+uint64(r), v, nv)
-						}
-					}
-				}
-			} else {
-				for i, v := range vs {
-					if v >= nv {
-						return fmt.Errorf("%w: walk %d visits vertex %d, beyond the graph's %d", ErrBadChunk, gr.base+uint64(r), v, nv)
-					}
-					out[i] = ids[v]
-				}
-				wlo, whi := bounds(out)
-				lo, hi = min(lo, wlo), max(hi, whi)
-			}
-		}
-		if err := e.int64Page(c, vals, lo, hi, r1-r0, lens[r0:r1]); err != nil {
+		if err != nil {
 			return err
 		}
 		r0 = r1
@@ -395,7 +359,7 @@ func (e *fragmentEncoder) int64Page(c *column, vals []int64, lo, hi int64, rows 
 	case format.ByteStreamSplit:
 		enc, err = (&bytestreamsplit.Encoding{}).EncodeInt64(body[at:at], vals)
 	default:
-		enc, err = (&delta.BinaryPackedEncoding{}).EncodeInt64(body[at:at], vals)
+		enc = appendDeltaInt64(body[at:at], vals)
 	}
 	if err != nil {
 		return fmt.Errorf("sink: encode %v: %w", c.path, err)
@@ -463,7 +427,7 @@ func (e *fragmentEncoder) levels(c *column, lens []int32, nvals, rows int) []byt
 func (e *fragmentEncoder) page(c *column, nvals, rows int, lo, hi int64, minB, maxB []byte) error {
 	body, segs, zeros := e.body, e.segs, e.zeros
 	e.zeros = 0
-	return e.pageWith(c, nvals, rows, &pageBounds{lo, hi, minB, maxB}, len(body)+zeros, func(dst []byte) ([]byte, error) {
+	return e.pageWith(c, nvals, rows, &pageBounds{lo: lo, hi: hi, minB: minB, maxB: maxB}, len(body)+zeros, func(dst []byte) ([]byte, error) {
 		return e.codec.encode(dst, body, segs, zeros)
 	})
 }
@@ -473,11 +437,14 @@ func (e *fragmentEncoder) page(c *column, nvals, rows int, lo, hi int64, minB, m
 type pageBounds struct {
 	lo, hi     int64
 	minB, maxB []byte
+	// size is the body's uncompressed size where encode learns it only as
+	// it writes the page (framedDeltaPage); 0: pageWith's uncompressed.
+	size int
 }
 
 // pageWith frames a data page v1 of column c whose body, of uncompressed
-// bytes, encode appends compressed to dst. b is read once encode has
-// returned.
+// bytes (or b.size), encode appends compressed to dst. b is read once
+// encode has returned.
 func (e *fragmentEncoder) pageWith(c *column, nvals, rows int, b *pageBounds, uncompressed int,
 	encode func(dst []byte) ([]byte, error)) error {
 	// The page is compressed straight into the fragment, after room for
@@ -508,6 +475,10 @@ func (e *fragmentEncoder) pageWith(c *column, nvals, rows int, b *pageBounds, un
 	}
 	e.out = out
 	n := len(out) - offset - room
+	if b.size > 0 {
+		uncompressed = b.size
+		h.UncompressedPageSize = int32(uncompressed)
+	}
 	h.CompressedPageSize = int32(n)
 	c.lastCompressed = int32(n)
 	hb, err := thrift.Marshal(&e.thrift, &h)

@@ -31,27 +31,31 @@ const sampleRowGroupRows = 1 << 16
 //
 //	instance_id INT64, seed INT64, hop INT32, src INT64, dst INT64
 //
-// vertices as external ids; rows ordered by instance, then hop. Every
-// column is DELTA_BINARY_PACKED: instance, seed and hop ascend or repeat,
-// and src repeats along a vertex's sampled edges. src and dst were
-// BYTE_STREAM_SPLIT (3.50 bytes an edge in BenchmarkWriteSamples, 2 cores,
-// against 4.21 now and 4.20 for PLAIN), which DuckDB cannot read on INT64
-// columns (conformance/): every reader must read every kind's output.
+// vertices as external ids; rows ordered by instance, then hop. The
+// instance, seed and hop columns ascend or repeat and are delta encoded;
+// src is PLAIN, whose runs (the edges of one source) zstd matches, and dst
+// DELTA_BINARY_PACKED. These were BYTE_STREAM_SPLIT, whose zeros and
+// repeated high bytes zstd compresses as runs, but DuckDB reads that
+// encoding only for FLOAT and DOUBLE: BenchmarkWriteSamples (2 cores)
+// writes 3.68 bytes an edge, against 3.50 split, 4.21 with src delta
+// encoded too (its runs' jumps set each miniblock's width) and 4.16
+// PLAIN everywhere.
 type SampleRow struct {
 	InstanceID int64 `parquet:"instance_id,delta"`
 	Seed       int64 `parquet:"seed,delta"`
 	Hop        int32 `parquet:"hop,delta"`
-	Src        int64 `parquet:"src,delta"`
+	Src        int64 `parquet:"src"`
 	Dst        int64 `parquet:"dst,delta"`
 }
 
 // WeightedSampleRow is SampleRow with the edge's weight, for batches with
-// BatchMeta.SampleEdgeWeight.
+// BatchMeta.SampleEdgeWeight (BYTE_STREAM_SPLIT, which every reader takes
+// for FLOAT).
 type WeightedSampleRow struct {
 	InstanceID int64   `parquet:"instance_id,delta"`
 	Seed       int64   `parquet:"seed,delta"`
 	Hop        int32   `parquet:"hop,delta"`
-	Src        int64   `parquet:"src,delta"`
+	Src        int64   `parquet:"src"`
 	Dst        int64   `parquet:"dst,delta"`
 	EdgeWeight float32 `parquet:"edge_weight,split"`
 }

@@ -107,7 +107,7 @@ func (e *fragmentEncoder) framedWalkPage(c *column, gr *group, rows rowOrder, r0
 		if hi >= nv {
 			return nil, errBeyond
 		}
-		b = pageBounds{int64(lo), int64(hi), binary.LittleEndian.AppendUint64(nil, uint64(lo)), binary.LittleEndian.AppendUint64(nil, uint64(hi))}
+		b = pageBounds{int64(lo), int64(hi), binary.LittleEndian.AppendUint64(nil, uint64(lo)), binary.LittleEndian.AppendUint64(nil, uint64(hi)), 0}
 		raw := 0
 		for raw < streams && kindOfEntropy(sampledEntropy(framedSample(dst[start:], spare, count, guess, raw))) == segRaw {
 			raw++

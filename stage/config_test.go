@@ -14,7 +14,8 @@ func TestLoadConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(c.Brokers) != 2 || c.InputTopic != "walkstage-requests" || c.MicroBatchMaxWait != 5*time.Millisecond ||
-		c.Engine != "auto" || c.UnknownVertices != "reject" || c.CPUFusedTableBytes != -1 || c.CPULabelTables != "lazy" {
+		c.Engine != "auto" || c.UnknownVertices != "reject" || c.CPUFusedTableBytes != -1 || c.CPULabelTables != "lazy" ||
+		c.OutputWalkEncoding != "delta_binary_packed" {
 		t.Fatalf("unexpected defaults: %+v", c)
 	}
 }
@@ -31,6 +32,7 @@ func TestLoadConfigReportsEveryBadVariable(t *testing.T) {
 		"WALKSTAGE_CPU_FUSED_TABLE_BYTES=-2",
 		"WALKSTAGE_CPU_LABEL_TABLES=sometimes",
 		"WALKSTAGE_GPU_BATCH_SLOTS=9",
+		"WALKSTAGE_OUTPUT_WALK_ENCODING=plain",
 	})
 	var ce *ConfigError
 	if !errors.As(err, &ce) {
@@ -39,7 +41,7 @@ func TestLoadConfigReportsEveryBadVariable(t *testing.T) {
 	msg := err.Error()
 	for _, name := range []string{"BROKERS", "GRAPH", "OUTPUT_URL", "ENGINE", "MAX_SEEDS", "QUEUE_DEPTH",
 		"SASL_USERNAME", "SASL_PASSWORD", "UNKNOWN_VERTICES", "LOG_LEVEL", "SHUTDOWN_TIMEOUT",
-		"CPU_FUSED_TABLE_BYTES", "CPU_LABEL_TABLES", "GPU_BATCH_SLOTS"} {
+		"CPU_FUSED_TABLE_BYTES", "CPU_LABEL_TABLES", "GPU_BATCH_SLOTS", "OUTPUT_WALK_ENCODING"} {
 		if !strings.Contains(msg, "WALKSTAGE_"+name) {
 			t.Errorf("error does not name WALKSTAGE_%s:\n%s", name, msg)
 		}

@@ -285,7 +285,11 @@ func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string,
 	if err != nil {
 		return nil, err
 	}
-	sinkOpts := []sink.Option{sink.WithCompression(comp), sink.WithFileBytes(c.OutputFileBytes), sink.WithCallTimeout(c.StoreTimeout),
+	wenc, err := sink.ParseWalkEncoding(c.OutputWalkEncoding)
+	if err != nil {
+		return nil, err
+	}
+	sinkOpts := []sink.Option{sink.WithCompression(comp), sink.WithWalkEncoding(wenc), sink.WithFileBytes(c.OutputFileBytes), sink.WithCallTimeout(c.StoreTimeout),
 		sink.WithMemoryLimit(c.OutputMemoryBytes), sink.WithRowGroupRows(c.OutputRowGroupWalks)}
 
 	if reg == nil {
