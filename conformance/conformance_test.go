@@ -28,18 +28,6 @@ import (
 	"github.com/walkstage/walkstage/walk"
 )
 
-// defaultWalksUnreadableByDuckDB says the default walk encoding under the
-// default codec (zstd) is still BYTE_STREAM_SPLIT, which DuckDB cannot
-// decode on INT64 columns, so the sub-test "default readable by every
-// reader" is expected to fail for DuckDB on walks, and nothing else.
-//
-// TODO(issue 33): the `encode` change makes DELTA_BINARY_PACKED the default
-// for the walk column; set this to false when it merges, and the sub-test
-// then requires every reader to read every kind's default output. (The
-// sub-test fails while this is true and DuckDB reads the default, so the
-// flag cannot be left behind.)
-const defaultWalksUnreadableByDuckDB = false
-
 // A known failure is a reader that cannot decode what some option writes.
 // The option's help names the reader (sink.ByteStreamSplit, the CLI's
 // --walk-encoding). A case the condition selects must fail with an error
@@ -306,24 +294,8 @@ func TestReadersReadEveryOutput(t *testing.T) {
 	}
 
 	t.Run("default readable by every reader", func(t *testing.T) {
-		var unexpected []failure
-		duckdbOnWalks := false
 		for _, f := range defaultFailures {
-			if defaultWalksUnreadableByDuckDB && f.reader == "duckdb" && f.check == "default/"+sink.KindWalks {
-				duckdbOnWalks = true
-				continue
-			}
-			unexpected = append(unexpected, f)
-		}
-		for _, f := range unexpected {
 			t.Errorf("%s cannot read the default output %s: %s", f.reader, f.check, firstLine(f.error))
-		}
-		if defaultWalksUnreadableByDuckDB {
-			if !duckdbOnWalks {
-				t.Errorf("DuckDB reads the default walks now: set defaultWalksUnreadableByDuckDB to false")
-			} else {
-				t.Logf("expected failure until the default walk encoding changes (TODO issue 33, encode): DuckDB cannot read the default walks")
-			}
 		}
 	})
 
@@ -336,15 +308,7 @@ func TestReadersReadEveryOutput(t *testing.T) {
 		}
 	})
 	t.Run("demo query", func(t *testing.T) {
-		q := res.Queries[0]
-		switch {
-		case q.OK && q.Rows == 5:
-			if defaultWalksUnreadableByDuckDB {
-				t.Errorf("DuckDB runs the demo's query on default output now: set defaultWalksUnreadableByDuckDB to false")
-			}
-		case !q.OK && defaultWalksUnreadableByDuckDB && strings.Contains(q.Error, "BYTE_STREAM_SPLIT"):
-			t.Logf("expected failure until the default walk encoding changes (TODO issue 33, encode): %s", firstLine(q.Error))
-		default:
+		if q := res.Queries[0]; !q.OK || q.Rows != 5 {
 			t.Errorf("DuckDB on the demo's query %q: %d rows, error %s", query, q.Rows, q.Error)
 		}
 	})
