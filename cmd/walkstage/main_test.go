@@ -31,7 +31,7 @@ func TestHelpExitsZeroOnEveryCommand(t *testing.T) {
 		{[]string{"run", "-h"}, []string{"usage: walkstage run",
 			"  WALKSTAGE_BROKERS  (no default)\n      comma-separated bootstrap brokers",
 			"  WALKSTAGE_MAX_IN_FLIGHT  default 64\n", "GOMEMLIMIT"}},
-		{[]string{"walk", "-h"}, []string{"usage: walkstage walk", "seed k's", "k*W .. (k+1)*W-1", "-walks-per-vertex", "kind={kind}", "byte_stream_split (not readable by DuckDB)"}},
+		{[]string{"walk", "-h"}, []string{"usage: walkstage walk", "seed k's", "k*W .. (k+1)*W-1", "-walks-per-vertex", "kind={kind}", "DuckDB cannot read it"}},
 		{[]string{"demo", "-h"}, []string{"usage: walkstage demo", "[--timeout 2m]", "-timeout"}},
 		{[]string{"load", "-h"}, []string{"usage: walkstage load", "-plain-upload", "-steps-per-query", "RESULT k=v"}},
 		{[]string{"run", "--help"}, []string{"--cpuprofile FILE"}},

@@ -25,7 +25,7 @@ func TestWalkRefusesOtherParametersUnderBatchID(t *testing.T) {
 	}{
 		{"walks, other length", []string{"--length", "10"}, []string{"--length", "12"},
 			"walks/kind=walks/graph=tiny/algorithm=deepwalk/batch=seed-42/_SUCCESS"},
-		{"walks, other encoding", []string{"--length", "10"}, []string{"--length", "10", "--walk-encoding", "delta"},
+		{"walks, other encoding", []string{"--length", "10"}, []string{"--length", "10", "--walk-encoding", "byte_stream_split"},
 			"walks/kind=walks/graph=tiny/algorithm=deepwalk/batch=seed-42/_SUCCESS"},
 		{"walks, other algorithm", []string{"--length", "10"}, []string{"--algorithm", "node2vec", "--length", "10"},
 			"walks/kind=walks/graph=tiny/algorithm=deepwalk/batch=seed-42/_SUCCESS"},
