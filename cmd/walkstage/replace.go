@@ -42,11 +42,18 @@ func (r runRequest) fingerprint(g *graph.Graph, seeds []uint32) string {
 	h := sha256.New()
 	desc, _ := json.Marshal(r) // plain data: cannot fail
 	h.Write(desc)
-	var buf [8]byte
+	// The seeds go to the hash in blocks: one Write of 8 bytes a seed costs
+	// more than the hashing itself, and --seeds all on a graph of millions
+	// of vertices made the fingerprint a visible part of the whole command.
+	buf := make([]byte, 0, 64<<10)
 	for _, s := range seeds {
-		binary.LittleEndian.PutUint64(buf[:], uint64(g.ExternalID(s)))
-		h.Write(buf[:])
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(g.ExternalID(s)))
+		if len(buf) == cap(buf) {
+			h.Write(buf)
+			buf = buf[:0]
+		}
 	}
+	h.Write(buf)
 	return "walk-" + hex.EncodeToString(h.Sum(nil)[:16])
 }
 
