@@ -158,14 +158,12 @@ type Config struct {
 	GPUMemoryLimit int64 `env:"GPU_MEMORY_LIMIT" envDefault:"0"`
 	// WALKSTAGE_GPU_LEND_CHUNKS: with one GPU, the writers read the walks
 	// in the engine's pinned batch buffers and give each chunk back once
-	// encoded, instead of the engine copying every batch out of them
-	// (1.1 of 32 core-s of a GPU backlog to versitygw). A buffer is walked
-	// again only once all its chunks are back, which in the stage (a
-	// buffer's walks spread over many batches' writers) cost more than the
-	// copy: a 3,000-request backlog on the 16-core H100 host, alternating,
-	// 617 and 621 M walk vertices/s to versitygw against 632 and 638
-	// copying, 1,085 and 984 to file:// against 1,265 and 1,109. So off;
-	// `walkstage walk` lends (one job, a buffer's walks in a row).
+	// encoded, instead of the engine copying every batch out of them. A
+	// buffer is walked again only once all its chunks are back, which in the
+	// stage (a buffer's walks spread over many batches' writers) costs more
+	// than the copy saves (docs/benchmarks/stage.md, "Lending in the
+	// stage"). So off; `walkstage walk` lends (one job, a buffer's walks in
+	// a row).
 	GPULendChunks bool `env:"GPU_LEND_CHUNKS" envDefault:"false"`
 	// WALKSTAGE_GPU_BATCH_SLOTS: batches each GPU engine has in flight,
 	// each with its own stream and 128 MiB pinned host buffer (0: the
@@ -242,10 +240,8 @@ type Config struct {
 	// WALKSTAGE_MICROBATCH_MAX_REQUESTS: most requests sharing one launch
 	// (capped at MAX_IN_FLIGHT). A quarter of MAX_IN_FLIGHT lets the next
 	// launches walk while earlier ones are written; a launch as large as the
-	// in-flight limit made the engine wait for all of its writers before the
-	// next (H100 host, GPU engine, a backlog of 1,000 walk requests to
-	// file:///dev/shm: 460-480 M walk vertices/s with 16 in flight and 16 a
-	// launch, 752 M with 64 and 16).
+	// in-flight limit makes the engine wait for all of its writers before
+	// the next (docs/benchmarks/stage.md).
 	MicroBatchMaxRequests int `env:"MICROBATCH_MAX_REQUESTS" envDefault:"16"`
 	// WALKSTAGE_MICROBATCH_MAX_COST: most estimated engine cost (as
 	// MAX_REQUEST_COST) of one launch. No request joins a launch beyond it;
