@@ -212,16 +212,25 @@ func (c *Consumer) startAt(ctx context.Context, part int, groupNext, first, last
 	case groupNext > last:
 		return c.logReset(ctx, part, fmt.Sprintf("the group's committed offset (%d) is beyond the log end (%d)", groupNext, last),
 			groupNext, first)
-	case groupNext < known:
-		// Commits of a revoked partition are skipped, so the group's
-		// offset only goes back when the log it counted was replaced.
-		return c.logReset(ctx, part, fmt.Sprintf("the group's committed offset (%d) is below the %d this consumer committed", groupNext, known),
-			known, max(groupNext, first))
 	case groupNext < first:
 		c.log.Warn("records of the input partition were removed before they were read (retention or deleted records); skipping to the oldest left",
 			"partition", part, "old_offset", groupNext, "new_offset", first)
 		c.trk.caughtUp(c.topic, part, first)
 		return first
+	case groupNext < known:
+		// Not proof of a replaced log (a replaced log has no group offset,
+		// or one beyond its end, both above): after a broker stall, a
+		// commit sent before it, timed out here and retried, can land
+		// after the later commit that succeeded (the chaos suite's broker
+		// SIGSTOP did this). Read again from the group's offset under a
+		// new epoch: the records in between are redelivered (their outputs
+		// are found by Lookup, their dead letters by offset and timestamp
+		// in the index, which is kept), none is skipped, and the first
+		// acknowledgement moves the group's offset forward again.
+		c.trk.reset(c.topic, part, groupNext)
+		c.log.Info("the group's committed offset is below this consumer's last commit (a stale commit landed late); reading again from it",
+			"partition", part, "group_offset", groupNext, "committed", known)
+		return groupNext
 	}
 	c.trk.caughtUp(c.topic, part, groupNext)
 	return groupNext
