@@ -118,18 +118,26 @@ func (x *dlqIndex) follow(ctx context.Context, d *kafka.Dialer, brokers []string
 	}()
 }
 
-func (x *dlqIndex) followPartition(ctx context.Context, d *kafka.Dialer, brokers []string, topic string, partition int,
-	window int64, caughtUp func()) {
-	var first, last int64
+// offsetsRetrying reads the partition's log bounds, from each broker in
+// turn, backing off up to 5 s between tries; false once ctx is done.
+func offsetsRetrying(ctx context.Context, d *kafka.Dialer, brokers []string, topic string, partition int) (first, last int64, ok bool) {
 	for attempt := 1; ; attempt++ {
 		var err error
 		first, last, err = offsets(ctx, d, brokers[attempt%len(brokers)], topic, partition)
 		if err == nil {
-			break
+			return first, last, true
 		}
 		if !sleepFor(ctx, min(time.Duration(attempt)*200*time.Millisecond, 5*time.Second)) {
-			return
+			return 0, 0, false
 		}
+	}
+}
+
+func (x *dlqIndex) followPartition(ctx context.Context, d *kafka.Dialer, brokers []string, topic string, partition int,
+	window int64, caughtUp func()) {
+	first, last, ok := offsetsRetrying(ctx, d, brokers, topic, partition)
+	if !ok {
+		return
 	}
 	start := max(first, last-window)
 	x.mu.Lock()
@@ -145,15 +153,8 @@ func (x *dlqIndex) followPartition(ctx context.Context, d *kafka.Dialer, brokers
 		if !sleepFor(ctx, 200*time.Millisecond) {
 			return
 		}
-		for attempt := 1; ; attempt++ {
-			var err error
-			first, last, err = offsets(ctx, d, brokers[attempt%len(brokers)], topic, partition)
-			if err == nil {
-				break
-			}
-			if !sleepFor(ctx, min(time.Duration(attempt)*200*time.Millisecond, 5*time.Second)) {
-				return
-			}
+		if first, last, ok = offsetsRetrying(ctx, d, brokers, topic, partition); !ok {
+			return
 		}
 		was := next.Load()
 		if was <= last {
