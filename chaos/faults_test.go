@@ -36,8 +36,14 @@ var faultNames = []string{
 type faultSet map[string]bool
 
 func parseFaults(s string) (faultSet, error) {
+	return parseSet("WALKSTAGE_CHAOS_FAULTS", s, faultNames)
+}
+
+// parseSet reads a selection of names from the variable env: empty or
+// "all" is every name, "a,b" only those, "-a,-b" all but those.
+func parseSet(env, s string, names []string) (faultSet, error) {
 	all := faultSet{}
-	for _, n := range faultNames {
+	for _, n := range names {
 		all[n] = true
 	}
 	s = strings.TrimSpace(s)
@@ -54,10 +60,10 @@ func parseFaults(s string) (faultSet, error) {
 		it = strings.TrimSpace(it)
 		name, neg := strings.CutPrefix(it, "-")
 		if neg != exclude {
-			return nil, fmt.Errorf("WALKSTAGE_CHAOS_FAULTS=%q: either list the faults to make or, each with a leading -, those to leave out", s)
+			return nil, fmt.Errorf("%s=%q: either list the faults to make or, each with a leading -, those to leave out", env, s)
 		}
 		if !all[name] {
-			return nil, fmt.Errorf("WALKSTAGE_CHAOS_FAULTS=%q: no fault %q (faults: %s)", s, name, strings.Join(faultNames, ","))
+			return nil, fmt.Errorf("%s=%q: no fault %q (faults: %s)", env, s, name, strings.Join(names, ","))
 		}
 		fs[name] = !neg
 	}
