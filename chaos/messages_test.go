@@ -156,17 +156,15 @@ func (g *gen) small() *msg {
 
 // expensive is a valid Node2Vec request whose p makes nearly every
 // candidate step a rejection (issue 32: 100 seeds x 10 walks x 1,000 steps
-// held the engine 77 s). The stage may run it or refuse it by cost; either
-// way it is answered.
-func (g *gen) expensive(seeds int) *msg {
+// held the engine 77 s), on seeds consecutive vertices with walksPerSeed
+// walks of 1,000 steps each, well inside the default limits. The stage may
+// run it or refuse it by cost; either way it is answered.
+func (g *gen) expensive(seeds, walksPerSeed int) *msg {
 	id := fmt.Sprintf("expensive-%05d", g.n+1)
-	ss := make([]int, seeds)
-	for i := range ss {
-		ss[i] = g.rng.IntN(g.vertices)
-	}
-	body := map[string]any{"version": 1, "batch_id": id, "algorithm": "node2vec", "p": 1e-6, "q": 1,
-		"seeds": ss, "walks_per_seed": 10, "length": 1000}
-	req := &request{batchID: id, body: body, walks: int64(seeds * 10), length: 1000}
+	first := g.rng.IntN(g.vertices - seeds + 1)
+	body := map[string]any{"version": 1, "batch_id": id, "algorithm": "node2vec", "p": 1e-6, "q": 1, "weighted": true,
+		"seed_range": map[string]any{"first": first, "count": seeds}, "walks_per_seed": walksPerSeed, "length": 1000}
+	req := &request{batchID: id, body: body, walks: int64(seeds * walksPerSeed), length: 1000}
 	g.expensiveReqs = append(g.expensiveReqs, req)
 	m := g.next([]byte(id), mustJSON(body))
 	m.either, m.batchID, m.category = true, id, "expensive"
