@@ -19,12 +19,15 @@ import (
 // kept, since a manifest may list them.
 var errUnsure = errors.New("manifest write outcome unknown")
 
-// manifestCreateTries bounds the create-if-absent puts of one commit that
-// the store refuses while no manifest can be read; the pauses between them
-// grow by manifestCreatePause (0.9 s in all).
+// manifestCreateTries and manifestCreatePause pace the create-if-absent
+// puts of one commit that the store refuses while no manifest can be read:
+// the pauses grow by manifestCreatePause up to manifestCreatePauseMax. The
+// refusal is waited out for manifestCreateTries tries (0.9 s) and at least
+// the call timeout before the key counts as a phantom (see publish).
 const (
-	manifestCreateTries = 10
-	manifestCreatePause = 20 * time.Millisecond
+	manifestCreateTries    = 10
+	manifestCreatePause    = 20 * time.Millisecond
+	manifestCreatePauseMax = 200 * time.Millisecond
 )
 
 // publish writes m as the batch's manifest (see Commit for the rules) and
@@ -39,43 +42,68 @@ func (w *BatchWriter) publish(ctx context.Context, m *Manifest) (*Manifest, erro
 		cur      *Manifest
 		complete bool
 		rerr     error
+		refused  time.Time // the first refusal that no readable manifest explained
+		deleted  bool      // the phantom recovery's DELETE was sent
 	)
 	for try := 1; ; try++ {
 		err = w.putManifest(ctx, data, true)
 		if err == nil {
-			w.tidy(ctx, func(ctx context.Context) {
-				w.deleteUnlisted(ctx, m, m.Fingerprint == "")
-				w.abortOtherUploads(ctx)
-			})
-			return m, nil
+			return w.won(ctx, m, m.Fingerprint == ""), nil
 		}
 		if !isExists(err) {
 			if err := w.unsure(ctx, m, true, fmt.Errorf("sink: batch %s: write %s: %w", w.meta.BatchID, key, err)); err != nil {
 				return nil, err
 			}
-			return m, nil
+			return w.won(ctx, m, m.Fingerprint == ""), nil
 		}
-		// Another writer's manifest is there: it decides.
+		// A manifest is there: ours, if a create of ours landed and only
+		// its answer was lost (the SDK's retry is then refused by it), or
+		// another writer's, which decides.
 		cur, complete, rerr = readComplete(ctx, w.bucket, key, w.cfg.callTimeout)
 		if rerr != nil || cur != nil {
 			break
 		}
 		// The store refused our create, yet no manifest can be read: the
-		// other writer's put is still landing (versitygw has answered 412
-		// to a create while a read straight after found nothing), or its
-		// manifest was deleted since. Neither allows the replace below: a
-		// replace would race that writer's create, each deleting the
-		// other's parts. Create-if-absent again.
-		if try == manifestCreateTries {
-			return nil, fmt.Errorf("sink: batch %s: %s exists by the store's answer to %d creates, but cannot be read", w.meta.BatchID, key, try)
+		// other writer's put is still landing (versitygw stores a put's
+		// metadata, which its create check reads, before it links the
+		// data, which reads find), or its manifest was deleted since.
+		// Neither allows the replace below: a replace would race that
+		// writer's create, each deleting the other's parts. Create-if-absent
+		// again, for at least the call timeout, the longest a live writer's
+		// put takes. A refusal that lasts longer is a phantom: a store
+		// killed while landing a put (its own or another writer's) keeps
+		// the metadata without the data, and refuses every create for good.
+		if refused.IsZero() {
+			refused = time.Now()
 		}
-		if err := sleepCtx(ctx, time.Duration(try)*manifestCreatePause); err != nil {
-			return nil, fmt.Errorf("sink: batch %s: wait for the manifest another writer is writing: %w", w.meta.BatchID, err)
+		if try < manifestCreateTries || time.Since(refused) < w.cfg.callTimeout {
+			if err := sleepCtx(ctx, min(time.Duration(try)*manifestCreatePause, manifestCreatePauseMax)); err != nil {
+				return nil, w.keep(fmt.Errorf("sink: batch %s: wait for the manifest another writer is writing: %w", w.meta.BatchID, err))
+			}
+			continue
 		}
+		if !deleted {
+			// First recovery step: a DELETE, then a create again. A
+			// store whose delete clears what refuses the create is
+			// unwedged by it; versitygw's delete of a missing object
+			// returns early and changes nothing.
+			deleted = true
+			if err := w.deleteKey(ctx, key); err != nil {
+				return nil, w.keep(fmt.Errorf("sink: batch %s: delete %s, which refuses creates but cannot be read: %w", w.meta.BatchID, key, err))
+			}
+			continue
+		}
+		return w.overwritePhantom(ctx, m, data, time.Since(refused))
+	}
+	if cur != nil && ours(cur, m) {
+		// Our create landed; its acknowledgement was lost. Never delete
+		// the parts it lists.
+		return w.won(ctx, m, m.Fingerprint == ""), nil
 	}
 	switch {
 	case rerr != nil && !errors.Is(rerr, errCorrupt):
-		return nil, fmt.Errorf("sink: batch %s: read the manifest another writer wrote: %w", w.meta.BatchID, rerr)
+		// A manifest is there, maybe ours: keep the parts it may list.
+		return nil, w.keep(fmt.Errorf("sink: batch %s: read the manifest that refused our create: %w", w.meta.BatchID, rerr))
 	case cur != nil && complete && cur.Fingerprint != "":
 		w.deleteOwnParts(ctx)
 		w.abortOtherUploads(ctx)
@@ -100,10 +128,82 @@ func (w *BatchWriter) publish(ctx context.Context, m *Manifest) (*Manifest, erro
 		if err := w.unsure(ctx, m, false, fmt.Errorf("sink: batch %s: replace %s: %w", w.meta.BatchID, key, err)); err != nil {
 			return nil, err
 		}
+		w.deleteUnlisted(ctx, m, true)
 		return m, nil
 	}
 	w.deleteUnlisted(ctx, m, true)
 	return m, nil
+}
+
+// overwritePhantom is the recovery's last step for a manifest key that has
+// refused creates without being readable for longer than any live put
+// takes, a DELETE included (see publish): a plain put of ours, which is
+// what clears versitygw's phantom, read back. Ours read back is the
+// batch's manifest, tidied as after a replace. Another writer's read back
+// (one that recovered the same key at the same moment, and put last)
+// decides as at a refused create. Still unreadable, the key cannot be
+// resolved: an error wrapping ErrManifestUnresolvable, parts kept (the put
+// may land yet).
+func (w *BatchWriter) overwritePhantom(ctx context.Context, m *Manifest, data []byte, lasted time.Duration) (*Manifest, error) {
+	key := w.layout.SuccessKey()
+	unresolvable := func(what string, err error) error {
+		return w.keep(fmt.Errorf("sink: batch %s: %w: %s refused creates for %v and a delete did not clear it; %s: %w",
+			w.meta.BatchID, ErrManifestUnresolvable, key, lasted.Round(time.Millisecond), what, err))
+	}
+	ok, err := partsPresent(ctx, w.bucket, m, w.cfg.callTimeout)
+	if err != nil {
+		return nil, w.keep(fmt.Errorf("sink: batch %s: check own parts: %w", w.meta.BatchID, err))
+	}
+	if !ok {
+		return nil, fmt.Errorf("sink: batch %s: parts of this attempt were deleted by another writer of the batch while its manifest could not be read", w.meta.BatchID)
+	}
+	if err := w.putManifest(ctx, data, false); err != nil {
+		return nil, unresolvable("overwrite", err)
+	}
+	cur, complete, err := readComplete(ctx, w.bucket, key, w.cfg.callTimeout)
+	switch {
+	case err != nil:
+		return nil, unresolvable("read back after the overwrite", err)
+	case cur == nil:
+		return nil, unresolvable("read back after the overwrite", ErrNoManifest)
+	case ours(cur, m):
+		return w.won(ctx, m, true), nil
+	case complete && cur.Fingerprint != "":
+		w.deleteOwnParts(ctx)
+		if cur.Fingerprint != m.Fingerprint {
+			return nil, conflictError(w.meta.BatchID, cur.Fingerprint, m.Fingerprint)
+		}
+		return cur, nil
+	}
+	return nil, w.keep(fmt.Errorf("sink: batch %s: another writer overwrote %s with an incomplete manifest during its recovery", w.meta.BatchID, key))
+}
+
+// won finishes a commit whose manifest stands: the removal of what other
+// attempts left (only parts older than this writer where onlyOlder, see
+// deleteUnlisted), on a goroutine under WithTidyAfterCommit.
+func (w *BatchWriter) won(ctx context.Context, m *Manifest, onlyOlder bool) *Manifest {
+	w.tidy(ctx, func(ctx context.Context) {
+		w.deleteUnlisted(ctx, m, onlyOlder)
+		w.abortOtherUploads(ctx)
+	})
+	return m
+}
+
+// ours says whether the stored manifest cur is the one this writer put as
+// m: the same request and the same parts. Part keys carry this attempt's
+// id (random, Layout.AttemptPartKey), so no other writer lists them; two
+// manifests of no part and one fingerprint describe the same output.
+func ours(cur, m *Manifest) bool {
+	return cur.Fingerprint == m.Fingerprint && cur.BatchID == m.BatchID && sameFiles(cur, m)
+}
+
+// keep marks err as a failure after which a stored manifest may list this
+// attempt's parts: they are kept (Commit's abort deletes only w.written).
+func (w *BatchWriter) keep(err error) error {
+	w.mu.Lock()
+	w.written = nil
+	w.mu.Unlock()
+	return fmt.Errorf("%w (%w: parts kept)", err, errUnsure)
 }
 
 // tidy runs the removal after a successful commit, on a goroutine under
@@ -145,16 +245,13 @@ func (w *BatchWriter) Tidied() <-chan struct{} {
 // batch's next successful commit.
 func (w *BatchWriter) unsure(ctx context.Context, m *Manifest, exclusive bool, err error) error {
 	cur, rerr := readManifestTimeout(ctx, w.bucket, w.layout.SuccessKey(), w.cfg.callTimeout)
-	if rerr == nil && sameFiles(cur, m) {
+	if rerr == nil && ours(cur, m) {
 		return nil
 	}
 	if rerr == nil && exclusive {
 		return err
 	}
-	w.mu.Lock()
-	w.written = nil
-	w.mu.Unlock()
-	return fmt.Errorf("%w (%w: parts kept)", err, errUnsure)
+	return w.keep(err)
 }
 
 func sameFiles(a, b *Manifest) bool {

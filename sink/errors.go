@@ -41,3 +41,12 @@ func shortFP(fp string) string {
 	}
 	return fp
 }
+
+// ErrManifestUnresolvable is wrapped when a batch's `_SUCCESS` key can be
+// neither created nor read, and the bounded recovery (see
+// BatchWriter.Commit) did not clear it: the store holds the key in a state
+// of its own (versitygw killed while landing a put kept the key's metadata
+// without its data). Not the request's fault, yet retrying the same store
+// state fails again: callers retry a few times, then set the batch aside
+// with this reason.
+var ErrManifestUnresolvable = errors.New("manifest key exists by the store's answer but cannot be read, deleted or overwritten")

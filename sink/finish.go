@@ -25,8 +25,23 @@ import (
 //     parts older than this writer that ours does not list are deleted.
 //     Concurrent writers of such a batch are last-writer-wins, as before.
 //
+// Before any part is deleted, the manifest found is compared with ours: a
+// create of ours that landed but whose answer was lost is refused on the
+// SDK's retry by our own manifest, and that is a success (our parts stay,
+// other attempts' are removed). A manifest that cannot be read keeps our
+// parts too: it may be ours.
+//
+// A key whose creates are refused while nothing can be read (a store
+// killed while landing a put: versitygw keeps the metadata, which its
+// create check reads, without the data) is waited out for at least the
+// call timeout, in case another writer's put is still landing, then
+// recovered in bounded steps: a DELETE and a create again; then a plain
+// put of ours, read back. If that still reads nothing the error wraps
+// ErrManifestUnresolvable and our parts are kept.
+//
 // Every walk id of the batch must have been written. On error the batch is
-// aborted: this attempt's parts are deleted, nothing else.
+// aborted: this attempt's parts are deleted, nothing else, unless the
+// error is one after which a stored manifest may list them.
 func (w *BatchWriter) Commit(ctx context.Context) (*Manifest, error) {
 	w.mu.Lock()
 	if w.committed {

@@ -51,6 +51,23 @@ func (s *Stage) finish(ctx context.Context, b *batch, runErr error) {
 			}
 			return
 		}
+		if errors.Is(err, sink.ErrManifestUnresolvable) {
+			b.unresolvable++
+			if b.unresolvable >= manifestUnresolvableAttempts {
+				// The store holds the batch's _SUCCESS key in a state no
+				// write of ours clears: retrying would loop for good and
+				// hold the partition's commit point. Set the batch aside.
+				if b.w != nil {
+					b.w.Abort(context.WithoutCancel(ctx))
+				}
+				re := &source.RejectError{Reason: reasonManifestUnresolvable, BatchID: b.req.BatchID,
+					Msg: fmt.Sprintf("gave up after %d attempts: %v", b.unresolvable, err)}
+				if s.giveUp(ctx, b.d, re, b) != nil {
+					log.Info("batch abandoned at shutdown (uncommitted; it will be redelivered)")
+				}
+				return
+			}
+		}
 		if errors.Is(err, walk.ErrEngineBroken) {
 			s.health.breakEngine(err)
 			log.Error("engine unusable: replica not ready, batch left uncommitted for another replica", "err", err)
@@ -69,6 +86,18 @@ func (s *Stage) finish(ctx context.Context, b *batch, runErr error) {
 		runErr = s.walk(ctx, []*batch{b})
 	}
 }
+
+// reasonManifestUnresolvable is the reason of a failed event and dead
+// letter for a batch whose manifest key the object store kept unreadable,
+// yet refusing creates, through manifestUnresolvableAttempts attempts, each
+// with the sink's bounded recovery (sink.ErrManifestUnresolvable).
+const reasonManifestUnresolvable source.Reason = "manifest_unresolvable"
+
+// manifestUnresolvableAttempts bounds the attempts at a batch that end in
+// sink.ErrManifestUnresolvable: each has already waited out a live writer,
+// deleted the key and overwritten it, so a few are enough to rule out a
+// passing store fault.
+const manifestUnresolvableAttempts = 3
 
 // requestError is the rejection err amounts to, or nil when err is not the
 // request's fault.

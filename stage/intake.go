@@ -105,12 +105,23 @@ func (s *Stage) leave(id string) {
 // ctx's, at the shutdown deadline (the message stays uncommitted). b, when
 // set, is the batch found invalid after it was queued.
 func (s *Stage) refuse(ctx context.Context, d *source.Delivery, re *source.RejectError, b *batch) error {
+	return s.setAside(ctx, d, re, b, source.StatusRejected)
+}
+
+// giveUp is refuse for a valid request that cannot be completed (see
+// reasonManifestUnresolvable): a failed event and a dead letter with the
+// reason, then the acknowledgement.
+func (s *Stage) giveUp(ctx context.Context, d *source.Delivery, re *source.RejectError, b *batch) error {
+	return s.setAside(ctx, d, re, b, source.StatusFailed)
+}
+
+func (s *Stage) setAside(ctx context.Context, d *source.Delivery, re *source.RejectError, b *batch, status source.Status) error {
 	log := s.log.With("batch_id", re.BatchID, "reason", string(re.Reason))
 	v := s.graphs.serving()
 	if b != nil && b.v != nil {
 		v = b.v
 	}
-	ev := source.Event{BatchID: re.BatchID, Status: source.StatusRejected, Reason: string(re.Reason), Error: re.Msg,
+	ev := source.Event{BatchID: re.BatchID, Status: status, Reason: string(re.Reason), Error: re.Msg,
 		Graph: v.g.Name, GraphVersion: v.g.Version,
 		Timings: source.Timings{Total: time.Since(d.Received).Seconds()}}
 	if b != nil {
@@ -123,7 +134,11 @@ func (s *Stage) refuse(ctx context.Context, d *source.Delivery, re *source.Rejec
 	if err := s.persist(ctx, depBroker, "dead-letter", func(ctx context.Context) error { return d.Ack(ctx, re) }); err != nil {
 		return err
 	}
-	s.m.batches.WithLabelValues(string(source.StatusRejected)).Inc()
+	s.m.batches.WithLabelValues(string(status)).Inc()
+	if status == source.StatusFailed {
+		log.Error("batch failed and dead-lettered", "error", re.Msg)
+		return nil
+	}
 	s.m.rejections.WithLabelValues(string(re.Reason)).Inc()
 	log.Info("request rejected", "error", re.Msg)
 	return nil

@@ -176,6 +176,10 @@ type batch struct {
 	vErr    error         // output visits: the counting run's error (engine, or a rejection)
 	steps   int64
 	attempt int
+	// unresolvable counts the attempts that ended in
+	// sink.ErrManifestUnresolvable (finish gives up at
+	// manifestUnresolvableAttempts).
+	unresolvable int
 	// failedDep names the dependency the last failed attempt failed on:
 	// engine (walking) or object_store (writing, committing the objects).
 	failedDep string

@@ -25,6 +25,16 @@ import (
 // the test skips, unless WALKSTAGE_INTEGRATION=1, when it fails.
 func Start(t testing.TB) (endpoint string) {
 	t.Helper()
+	endpoint, _, _ = Dirs(t)
+	return endpoint
+}
+
+// Dirs is Start, also returning the directories the gateway serves, for
+// tests that make a state only a crash leaves: data holds the objects
+// (data/<bucket>/<key>), meta their sidecar metadata
+// (meta/<bucket>/<key>/meta/<attribute>).
+func Dirs(t testing.TB) (endpoint, data, meta string) {
+	t.Helper()
 	bin := find()
 	if bin == "" {
 		if os.Getenv("WALKSTAGE_INTEGRATION") == "1" {
@@ -33,7 +43,7 @@ func Start(t testing.TB) (endpoint string) {
 		t.Skip("versitygw not found ($VERSITYGW, PATH or ./bin); scripts/test.sh installs it")
 	}
 	root := t.TempDir()
-	data, meta := filepath.Join(root, "data"), filepath.Join(root, "meta")
+	data, meta = filepath.Join(root, "data"), filepath.Join(root, "meta")
 	for _, d := range []string{data, meta} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -48,7 +58,7 @@ func Start(t testing.TB) (endpoint string) {
 	for try := 1; ; try++ {
 		endpoint, lost := launch(t, bin, data, meta)
 		if !lost {
-			return endpoint
+			return endpoint, data, meta
 		}
 		if try == tries {
 			t.Fatalf("versitygw lost its port to another process %d times", tries)
