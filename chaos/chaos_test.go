@@ -63,7 +63,7 @@ var (
 	shortForm = form{name: "short", kills: 3, outage: 10 * time.Second, bad: 100, large: []int{1 << 20, 2 << 20},
 		conflicts: 5, duplicates: 5, backlog: 60, perKill: 10, perOutage: 12, drain: 90 * time.Second,
 		lateTopic: 2 * time.Second, storeKills: 1, storeDown: 2 * time.Second, brokerLosses: 1, recreations: 1,
-		settle: 15 * time.Second, oversized: 1, expensive: 1, expensiveSeeds: 1 << graphScale, expensiveWalks: 5, smallStream: 5 * time.Second,
+		settle: 10 * time.Second, oversized: 1, expensive: 1, expensiveSeeds: 1 << graphScale, expensiveWalks: 3, smallStream: 5 * time.Second,
 		smallEvery: 250 * time.Millisecond, stall: 30 * time.Second, s3: shortS3}
 	fullForm = form{name: "full", kills: 20, outage: 60 * time.Second, bad: 500,
 		large: []int{1 << 20, 2 << 20, 8 << 20, 15 << 20}, conflicts: 25, duplicates: 25, backlog: 300, perKill: 15,
@@ -500,7 +500,7 @@ func TestChaos(t *testing.T) {
 	// ---- Store SIGKILLs: versitygw dies mid-upload and comes back on its data ----
 	var storeKills []string
 	for i := 0; faults["storekill"] && i < f.storeKills; i++ {
-		inFlight(2)
+		inFlight(1)
 		clock.begin("store SIGKILL")
 		killed := time.Now()
 		gw.kill()
