@@ -119,7 +119,9 @@ func (c *faultClock) quietSince() (time.Time, string, bool) {
 // topic's end offsets, and finds two kinds of failure in them: a commit
 // beyond the log's end (an acknowledgement carried into another log), and
 // a partition that stays behind its end without moving, long after the
-// last fault cleared (a stuck batch).
+// last fault cleared, while the stage moves no other partition either (a
+// stuck batch; one partition waiting while the stage works through a
+// backlog elsewhere is slow, not stuck, and is judged once that is done).
 type offsetMonitor struct {
 	stall  time.Duration
 	faults *faultClock
@@ -132,6 +134,7 @@ type offsetMonitor struct {
 	stuck    []string
 	ahead    []string
 	stuckNow map[int32]bool
+	lastMove time.Time // when any partition's commit last moved
 	samples  int
 }
 
@@ -150,7 +153,7 @@ func (m *offsetMonitor) pause() {
 func (m *offsetMonitor) resume(gen int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.paused, m.gen = false, gen
+	m.paused, m.gen, m.lastMove = false, gen, time.Time{}
 	m.since, m.prev, m.stuckNow = map[int32]time.Time{}, map[int32]int64{}, map[int32]bool{}
 }
 
@@ -192,6 +195,11 @@ func (m *offsetMonitor) observe(now time.Time, gen int, com, end map[int32]int64
 	m.samples++
 	quiet, lastFault, ok := m.faults.quietSince()
 	for p := range int32(partitions) {
+		if prev, seen := m.prev[p]; !seen || com[p] != prev {
+			m.lastMove = now
+		}
+	}
+	for p := range int32(partitions) {
 		c, e := com[p], end[p]
 		if c > e {
 			m.ahead = append(m.ahead, fmt.Sprintf("in/%d: committed %d, the log ends at %d (log generation %d, %s)", p, c, e, gen, rel(now)))
@@ -201,7 +209,7 @@ func (m *offsetMonitor) observe(now time.Time, gen int, com, end map[int32]int64
 			m.since[p], m.prev[p], m.stuckNow[p] = now, c, false
 			continue
 		}
-		if !ok || m.stuckNow[p] {
+		if !ok || m.stuckNow[p] || now.Sub(m.lastMove) < m.stall/2 {
 			continue
 		}
 		from := m.since[p]

@@ -114,8 +114,8 @@ func TestParseFaults(t *testing.T) {
 }
 
 // TestOffsetMonitor: a partition behind its end and unmoved is stuck only
-// once the stall bound has passed since the last fault cleared; a commit
-// past the end is reported at once.
+// once the stall bound has passed since the last fault cleared and no
+// other partition moves either; a commit past the end is reported at once.
 func TestOffsetMonitor(t *testing.T) {
 	clock := &faultClock{}
 	m := newOffsetMonitor(10*time.Second, clock)
@@ -132,14 +132,26 @@ func TestOffsetMonitor(t *testing.T) {
 	if stuck, _, _ := m.findings(); len(stuck) != 0 {
 		t.Fatalf("stuck too early: %v", stuck)
 	}
-	m.observe(t0.Add(36*time.Second), 0, offs(3), end, rel)
-	m.observe(t0.Add(40*time.Second), 0, offs(3), end, rel) // reported once per episode
+	busy := offs(3)
+	busy[1] = 4 // the stage works on another partition
+	m.observe(t0.Add(36*time.Second), 0, busy, end, rel)
+	if stuck, _, _ := m.findings(); len(stuck) != 0 {
+		t.Fatalf("stuck while another partition moves: %v", stuck)
+	}
+	end[1] = 9
+	m.observe(t0.Add(38*time.Second), 0, busy, end, rel)
+	m.observe(t0.Add(40*time.Second), 0, busy, end, rel)
+	if stuck, _, _ := m.findings(); len(stuck) != 0 {
+		t.Fatalf("stuck 4 s after another partition moved: %v", stuck)
+	}
+	m.observe(t0.Add(42*time.Second), 0, busy, end, rel)
+	m.observe(t0.Add(44*time.Second), 0, busy, end, rel) // reported once per episode
 	stuck, ahead, _ := m.findings()
 	if len(stuck) != 1 || len(ahead) != 0 {
 		t.Fatalf("stuck %v, ahead %v", stuck, ahead)
 	}
-	m.observe(t0.Add(41*time.Second), 0, offs(12), end, rel)
-	m.observe(t0.Add(42*time.Second), 1, offs(99), end, rel) // another generation: ignored
+	m.observe(t0.Add(45*time.Second), 0, offs(12), end, rel)
+	m.observe(t0.Add(46*time.Second), 1, offs(99), end, rel) // another generation: ignored
 	if _, ahead, _ := m.findings(); len(ahead) != 1 {
 		t.Fatalf("ahead %v", ahead)
 	}
