@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -35,7 +34,11 @@ type ConsumerConfig struct {
 	// partition are read at start-up to learn which input records already
 	// have a copy (default 10,000): a rejection redelivered after a kill or
 	// a rebalance is then not copied again.
-	DLQIndexWindow   int64
+	DLQIndexWindow int64
+	// MetadataInterval is how often the consumer checks that the group
+	// reads every partition of the input topic (a topic created or grown
+	// after the start) and that no partition's log was replaced (default 5 s).
+	MetadataInterval time.Duration
 	SessionTimeout   time.Duration
 	RebalanceTimeout time.Duration
 	Limits           Limits
@@ -49,7 +52,7 @@ type ConsumerConfig struct {
 // group and commits each partition's offsets in order, only as far as every
 // earlier message of that partition has been acknowledged.
 type Consumer struct {
-	r   *kafka.Reader
+	cg  *kafka.ConsumerGroup
 	dlq *kafka.Writer
 	gmu sync.RWMutex // SetGraph waits for decodes using the old graph
 	g   *graph.Graph
@@ -71,13 +74,34 @@ type Consumer struct {
 	stop        chan struct{}
 	wg          sync.WaitGroup
 
-	// commitMu serialises commits so they reach the broker in the order the
-	// tracker produced them; a later commit never carries a lower offset.
-	commitMu sync.Mutex
-	joined   atomic.Bool
-	lagMu    sync.Mutex
-	lag      map[tp]int64 // per partition: high watermark - next offset, as of the last fetch
-	closed   sync.Once
+	// commitSem serialises commits so they reach the broker in the order
+	// the tracker produced them; a later commit never carries a lower
+	// offset. A channel, so that waiting for it can end with a context.
+	commitSem chan struct{}
+	joined    atomic.Bool
+	lagMu     sync.Mutex
+	lag       map[tp]int64 // per partition: high watermark - next offset, as of the last fetch
+	closed    sync.Once
+
+	// What the group and its partition readers need (group.go).
+	topic, group     string
+	brokers          []string
+	dialer           *kafka.Dialer
+	maxBytes         int
+	metadataInterval time.Duration
+	kafkaLog         kafka.Logger
+	kafkaErrLog      kafka.Logger
+	fetchErrs        *onceLogger
+	msgs             chan fetched
+	cancel           context.CancelFunc
+	genMu            sync.Mutex
+	gen              *kafka.Generation
+	readers          map[int]*partReader // this generation's partitions
+	genChanged       chan struct{}       // closed when a generation begins
+	assignMu         sync.Mutex
+	assignErr        error
+	unassigned       int
+	resets           atomic.Int64
 }
 
 // NewConsumer joins the group in the background; Joined reports when it has.
@@ -104,43 +128,43 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = 10 * time.Second
 	}
+	if cfg.MetadataInterval <= 0 {
+		cfg.MetadataInterval = 5 * time.Second
+	}
 	maxBytes := max(10<<20, 2*cfg.Limits.MaxMessageBytes)
 	log := cfg.Logger.With("topic", cfg.Topic, "group", cfg.Group)
 	fetchErrs := newOnceLogger(log, 30*time.Second)
-	r := kafka.NewReader(kafka.ReaderConfig{
+	kafkaLog := kafka.LoggerFunc(func(f string, a ...any) { log.Debug(fmt.Sprintf(f, a...)) })
+	kafkaErrLog := kafka.LoggerFunc(func(f string, a ...any) { fetchErrs.print(fmt.Sprintf(f, a...)) })
+	cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
+		ID:      cfg.Group,
 		Brokers: cfg.Kafka.Brokers,
-		GroupID: cfg.Group,
-		Topic:   cfg.Topic,
 		Dialer:  d,
+		Topics:  []string{cfg.Topic},
 		// A new group starts at the oldest retained request: requests
 		// published before the first replica started must not be lost.
-		StartOffset: kafka.FirstOffset,
-		// Zero makes CommitMessages synchronous: Commit returns only when
-		// the broker has the offset.
-		CommitInterval: 0,
-		MaxBytes:       maxBytes,
-		// kafka-go sets the socket's read deadline to MaxWait after the
-		// fetch is sent and, for a MaxWait of at least two seconds, asks the
-		// broker to answer a second before it; a shorter MaxWait races the
-		// broker's own long poll against the deadline and turns every idle
-		// poll into an "i/o timeout". Messages still arrive at once: the
-		// broker answers as soon as it has one (MinBytes 1).
-		MaxWait:           3 * time.Second,
+		// (group.go tells this apart from an offset: it is negative.)
+		StartOffset:       kafka.FirstOffset,
 		SessionTimeout:    cfg.SessionTimeout,
 		RebalanceTimeout:  cfg.RebalanceTimeout,
 		HeartbeatInterval: max(cfg.SessionTimeout/10, 100*time.Millisecond),
 		JoinGroupBackoff:  time.Second,
-		// Pick up partitions added to the input topic without a restart.
-		WatchPartitionChanges: true,
-		Logger:                kafka.LoggerFunc(func(f string, a ...any) { log.Debug(fmt.Sprintf(f, a...)) }),
-		ErrorLogger:           kafka.LoggerFunc(func(f string, a ...any) { fetchErrs.print(fmt.Sprintf(f, a...)) }),
+		// kafka-go's own partition watcher misses a topic created while
+		// the group is assigned (see group.go); watchGeneration checks
+		// the group's assignment itself.
+		WatchPartitionChanges: false,
+		Logger:                kafkaLog,
+		ErrorLogger:           kafkaErrLog,
 	})
+	if err != nil {
+		return nil, fmt.Errorf("consumer: %w", err)
+	}
 	// The dead-letter writer must take what the stage reads: a rejected
 	// request of any accepted size is copied whole where the topic allows
 	// it (kafka-go refuses a record above BatchBytes on the client side).
 	dlq, err := newWriter(cfg.Kafka, cfg.DLQTopic, int64(maxBytes)+1<<20)
 	if err != nil {
-		r.Close()
+		cg.Close()
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
 	topics := []string{cfg.Topic, cfg.DLQTopic}
@@ -149,7 +173,7 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 	}
 	tc, err := newTopicChecker(cfg.Kafka, cfg.CallTimeout, topics...)
 	if err != nil {
-		r.Close()
+		cg.Close()
 		dlq.Close()
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
@@ -158,37 +182,23 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 	}
 	idx, err := startDLQIndex(cfg.Kafka, cfg.DLQTopic, cfg.DLQIndexWindow, log)
 	if err != nil {
-		r.Close()
+		cg.Close()
 		dlq.Close()
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
-	c := &Consumer{r: r, dlq: dlq, g: cfg.Graph, lim: cfg.Limits, log: log, trk: newTracker(), stop: make(chan struct{}),
-		lag: map[tp]int64{}, topics: tc, callTimeout: cfg.CallTimeout, dlqIdx: idx, uncertain: map[srcRef]bool{}}
+	c := &Consumer{cg: cg, dlq: dlq, g: cfg.Graph, lim: cfg.Limits, log: log, trk: newTracker(), stop: make(chan struct{}),
+		lag: map[tp]int64{}, topics: tc, callTimeout: cfg.CallTimeout, dlqIdx: idx, uncertain: map[srcRef]bool{},
+		topic: cfg.Topic, group: cfg.Group, brokers: cfg.Kafka.Brokers, dialer: d, maxBytes: maxBytes,
+		metadataInterval: cfg.MetadataInterval, kafkaLog: kafkaLog, kafkaErrLog: kafkaErrLog, fetchErrs: fetchErrs,
+		msgs: make(chan fetched), genChanged: make(chan struct{}), commitSem: make(chan struct{}, 1)}
 	// Until CheckTopics reads the topic's limit, assume Kafka's default
 	// (1 MiB): a larger copy becomes a stub rather than a refusal.
 	c.dlqMax.Store(defaultMaxMessageBytes)
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
 	c.wg.Add(1)
-	go c.watch()
+	go c.runGroup(ctx)
 	return c, nil
-}
-
-// watch samples the reader's statistics: joining the group shows as its
-// first generation.
-func (c *Consumer) watch() {
-	defer c.wg.Done()
-	t := time.NewTicker(250 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.stop:
-			return
-		case <-t.C:
-		}
-		s := c.r.Stats() // resets the counters: keep our own view
-		if s.Rebalances > 0 {
-			c.joined.Store(true)
-		}
-	}
 }
 
 // Joined reports whether the consumer has joined its group at least once.
@@ -217,14 +227,25 @@ func (c *Consumer) Pending() int { return c.trk.pending() }
 // The error is the reader's: ctx cancelled, the reader closed (ErrClosed), or
 // a fetch error the caller should treat as the broker being unavailable.
 func (c *Consumer) Next(ctx context.Context) (*Delivery, error) {
-	m, err := c.r.FetchMessage(ctx)
-	if err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("fetch from %s: %w", c.r.Config().Topic, ErrClosed)
+	var f fetched
+	for {
+		select {
+		case f = <-c.msgs:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("fetch from %s: %w", c.topic, ctx.Err())
+		case <-c.stop:
+			return nil, fmt.Errorf("fetch from %s: %w", c.topic, ErrClosed)
 		}
-		return nil, fmt.Errorf("fetch from %s: %w", c.r.Config().Topic, err)
+		if f.err != nil {
+			return nil, fmt.Errorf("fetch from %s: %w", c.topic, f.err)
+		}
+		// A record fetched before its partition's log was found replaced
+		// is of the old log: not delivered.
+		if c.trk.fetched(f.m.Topic, f.m.Partition, f.m.Offset, f.epoch) {
+			break
+		}
 	}
-	c.trk.fetched(m.Topic, m.Partition, m.Offset)
+	m, epoch := f.m, f.epoch
 	c.lagMu.Lock()
 	c.lag[tp{m.Topic, m.Partition}] = max(0, m.HighWaterMark-m.Offset-1)
 	c.lagMu.Unlock()
@@ -258,7 +279,7 @@ func (c *Consumer) Next(ctx context.Context) (*Delivery, error) {
 		if acked.Swap(true) {
 			return nil
 		}
-		return c.commit(ctx, m, d.BatchID())
+		return c.commit(ctx, m, epoch, d.BatchID())
 	}
 	return d, nil
 }
@@ -304,9 +325,13 @@ func (c *Consumer) Close() error {
 	var err error
 	c.closed.Do(func() {
 		close(c.stop)
+		// Closing the group ends the generation, and with it the
+		// partition readers, and leaves the group.
+		err = c.cg.Close()
+		c.cancel()
 		c.wg.Wait()
 		c.dlqIdx.close()
-		err = errors.Join(c.r.Close(), c.dlq.Close())
+		err = errors.Join(err, c.dlq.Close())
 	})
 	return err
 }
@@ -344,21 +369,49 @@ func (d *Delivery) BatchID() string {
 // commit acknowledges m. The partition's offset advances past it as soon
 // as every earlier message of the partition is acknowledged too; until then
 // the commit is deferred (and made by the call that closes the gap).
-func (c *Consumer) commit(ctx context.Context, m kafka.Message, batchID string) error {
-	c.commitMu.Lock()
-	defer c.commitMu.Unlock()
-	off, ok := c.trk.ack(m.Topic, m.Partition, m.Offset)
+func (c *Consumer) commit(ctx context.Context, m kafka.Message, epoch uint64, batchID string) error {
+	if _, ok := c.trk.ack(m.Topic, m.Partition, m.Offset, epoch); !ok {
+		return nil
+	}
+	// The commit waits for the group's current generation, so a rebalance
+	// that never settles could hold every later commit behind commitSem:
+	// bound it. A commit that times out is retried by the partition's next
+	// acknowledgement, and at worst the batch is redelivered and its output
+	// found complete.
+	cctx, cancel := context.WithTimeout(ctx, commitTimeout)
+	defer cancel()
+	select {
+	case c.commitSem <- struct{}{}:
+	case <-cctx.Done():
+		c.log.Warn("offset commit waited too long for the previous one; a later acknowledgement retries it",
+			"partition", m.Partition, "batch_id", batchID)
+		return nil
+	}
+	defer func() { <-c.commitSem }()
+	// Acknowledgements that came in while this one waited may have moved
+	// the commit point further (or a reset made it moot).
+	off, ok := c.trk.point(m.Topic, m.Partition, epoch)
 	if !ok {
 		return nil
 	}
-	// CommitMessages commits offset+1 of the message it is given. It waits
-	// for the group's current generation, so a rebalance that never settles
-	// could hold every later commit behind commitMu: bound it. A commit that
-	// times out is retried by the partition's next acknowledgement, and at
-	// worst the batch is redelivered and its output found complete.
-	cctx, cancel := context.WithTimeout(ctx, commitTimeout)
-	defer cancel()
-	err := c.r.CommitMessages(cctx, kafka.Message{Topic: m.Topic, Partition: m.Partition, Offset: off})
+	// An offset past the log's end would make the group skip the records
+	// the log receives up to it: the log was replaced since the fetch. The
+	// partition's reader checks its log again and starts a new epoch.
+	_, last, err := c.topics.bounds(cctx, m.Topic, m.Partition)
+	if err == nil && off+1 > last {
+		c.log.Warn("not committing past the input partition's log end; checking whether its log was replaced",
+			"partition", m.Partition, "offset", off+1, "log_end", last, "batch_id", batchID)
+		c.recheck(m.Partition)
+		return nil
+	}
+	if err == nil {
+		err = c.commitOffset(cctx, m.Partition, off+1)
+	}
+	if errors.Is(err, errRevoked) {
+		// The partition's new owner reads it again from the group's offset.
+		c.log.Debug("partition revoked: its new owner commits it", "partition", m.Partition, "offset", off+1)
+		return nil
+	}
 	if err != nil {
 		// Nothing is marked committed: the next acknowledgement on this
 		// partition retries up to its own point, which includes this one.
@@ -366,8 +419,19 @@ func (c *Consumer) commit(ctx context.Context, m kafka.Message, batchID string) 
 			"partition", m.Partition, "offset", off, "batch_id", batchID, "err", err)
 		return nil
 	}
-	c.trk.committed(m.Topic, m.Partition, off)
+	c.trk.committed(m.Topic, m.Partition, off, epoch)
 	return nil
+}
+
+// recheck makes the partition's reader check its position against the
+// log again.
+func (c *Consumer) recheck(part int) {
+	c.genMu.Lock()
+	pr := c.readers[part]
+	c.genMu.Unlock()
+	if pr != nil {
+		pr.requestRecheck()
+	}
 }
 
 const commitTimeout = 30 * time.Second
@@ -382,7 +446,19 @@ const (
 	HeaderSourceTopic     = "walkstage-source-topic"
 	HeaderSourcePartition = "walkstage-source-partition"
 	HeaderSourceOffset    = "walkstage-source-offset"
+	// HeaderSourceTimestamp is the source record's timestamp in Unix
+	// milliseconds (-1 when it has none): with the offset it names the
+	// record across a log that was replaced and reuses offsets.
+	HeaderSourceTimestamp = "walkstage-source-timestamp"
 )
+
+// recordTime is m's timestamp in Unix milliseconds, -1 when it has none.
+func recordTime(m kafka.Message) int64 {
+	if m.Time.IsZero() || m.Time.UnixMilli() < 0 {
+		return -1
+	}
+	return m.Time.UnixMilli()
+}
 
 // HeaderTruncated, on a dead-letter copy, gives the size of the original
 // value when the copy carries a stub instead (the original was too large for
@@ -395,7 +471,7 @@ const HeaderTruncated = "walkstage-truncated"
 // original's size and SHA-256: a request error must never become an error
 // that stops the stage.
 func (c *Consumer) deadLetter(ctx context.Context, m kafka.Message, batchID, reason, cause string) error {
-	ref := srcRef{m.Topic, m.Partition, m.Offset}
+	ref := srcRef{m.Topic, m.Partition, m.Offset, recordTime(m)}
 	c.uncertainMu.Lock()
 	uncertain := c.uncertain[ref]
 	c.uncertainMu.Unlock()
@@ -421,6 +497,7 @@ func (c *Consumer) deadLetter(ctx context.Context, m kafka.Message, batchID, rea
 		kafka.Header{Key: HeaderSourceTopic, Value: []byte(m.Topic)},
 		kafka.Header{Key: HeaderSourcePartition, Value: []byte(strconv.Itoa(m.Partition))},
 		kafka.Header{Key: HeaderSourceOffset, Value: []byte(strconv.FormatInt(m.Offset, 10))},
+		kafka.Header{Key: HeaderSourceTimestamp, Value: []byte(strconv.FormatInt(ref.ts, 10))},
 	)
 	limit := int(c.dlqMax.Load())
 	key := m.Key

@@ -12,11 +12,17 @@ import (
 	"github.com/segmentio/kafka-go"
 )
 
-// srcRef names a record of the input topic.
+// srcRef names a record of the input topic. The offset alone does not: a
+// partition whose log is replaced (a broker back without its data, the topic
+// deleted and created again) gives the same offsets to new records, so the
+// record's timestamp (Unix milliseconds) is part of its name. Copies written
+// before the timestamp header existed have ts -1 and match any timestamp
+// until their partition's log is reset.
 type srcRef struct {
 	topic     string
 	partition int
 	offset    int64
+	ts        int64
 }
 
 // dlqIndex remembers which input records already have a dead-letter copy,
@@ -29,8 +35,9 @@ type srcRef struct {
 // follows the topic, so copies written by other replicas count as well.
 type dlqIndex struct {
 	mu    sync.Mutex
-	seen  map[srcRef]struct{}
-	order []srcRef // insertion order, to bound memory
+	seen  map[srcRef]uint64 // the entry's place in order
+	order []seqRef          // insertion order, to bound memory
+	seq   uint64
 	limit int
 	ready chan struct{} // closed once the start-up read reached the end
 	// next is, per partition, the offset after the last record read; sync
@@ -44,6 +51,11 @@ type dlqIndex struct {
 	log     *slog.Logger
 }
 
+type seqRef struct {
+	ref srcRef
+	seq uint64
+}
+
 // dlqIndexLimit bounds the records the index remembers.
 const dlqIndexLimit = 1 << 20
 
@@ -53,7 +65,7 @@ func startDLQIndex(o KafkaOptions, topic string, window int64, log *slog.Logger)
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	x := &dlqIndex{seen: map[srcRef]struct{}{}, limit: dlqIndexLimit, ready: make(chan struct{}), stop: cancel, log: log,
+	x := &dlqIndex{seen: map[srcRef]uint64{}, limit: dlqIndexLimit, ready: make(chan struct{}), stop: cancel, log: log,
 		next: map[int]*atomic.Int64{}, d: d, brokers: o.Brokers, topic: topic}
 	x.wg.Add(1)
 	go func() {
@@ -121,36 +133,73 @@ func (x *dlqIndex) followPartition(ctx context.Context, d *kafka.Dialer, brokers
 	}
 	start := max(first, last-window)
 	x.mu.Lock()
-	x.next[partition].Store(start)
+	next := x.next[partition]
 	x.mu.Unlock()
+	next.Store(start)
 	if start >= last {
 		caughtUp()
 		caughtUp = nil
 	}
+	for ctx.Err() == nil {
+		rerr := x.readFrom(ctx, d, brokers, topic, partition, start, last, &caughtUp)
+		if !sleepFor(ctx, 200*time.Millisecond) {
+			return
+		}
+		for attempt := 1; ; attempt++ {
+			var err error
+			first, last, err = offsets(ctx, d, brokers[attempt%len(brokers)], topic, partition)
+			if err == nil {
+				break
+			}
+			if !sleepFor(ctx, min(time.Duration(attempt)*200*time.Millisecond, 5*time.Second)) {
+				return
+			}
+		}
+		was := next.Load()
+		if was <= last {
+			start = was
+			continue
+		}
+		// The dead-letter partition's log ends below where the index was
+		// (a broker back without its data, the topic created again):
+		// kafka-go's reader would wait there silently until the new log
+		// grew past it, skipping the copies in between. Start over at the
+		// new log's beginning.
+		x.log.Warn("dead-letter index: the dead-letter partition's log went backwards; reading it again from its start",
+			"topic", topic, "partition", partition, "old_offset", was, "new_offset", first, "new_end", last, "err", rerr)
+		start = first
+		next.Store(first)
+	}
+}
+
+// readFrom follows one dead-letter partition from start until ctx ends or
+// the reader fails (an offset beyond the partition's end).
+func (x *dlqIndex) readFrom(ctx context.Context, d *kafka.Dialer, brokers []string, topic string, partition int,
+	start, last int64, caughtUp *func()) error {
 	// A short long poll: Close waits for the one in flight, and this
 	// reader logs nothing, so its idle timeouts make no noise.
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: partition, Dialer: d,
-		MaxWait: 500 * time.Millisecond, MaxBytes: 64 << 20, Logger: kafka.LoggerFunc(func(string, ...any) {})})
+		MaxWait: 500 * time.Millisecond, MaxBytes: 64 << 20, Logger: kafka.LoggerFunc(func(string, ...any) {}),
+		OffsetOutOfRangeError: true})
 	defer r.Close()
 	if err := r.SetOffset(start); err != nil {
-		x.log.Warn("dead-letter index: cannot position the reader", "partition", partition, "err", err)
-		return
+		return err
 	}
+	x.mu.Lock()
+	next := x.next[partition]
+	x.mu.Unlock()
 	for {
 		m, err := r.ReadMessage(ctx)
 		if err != nil {
-			return // ctx ended or the reader closed
+			return err
 		}
 		if ref, ok := refOf(m); ok {
 			x.add(ref)
 		}
-		x.mu.Lock()
-		next := x.next[partition]
-		x.mu.Unlock()
 		next.Store(m.Offset + 1)
-		if caughtUp != nil && m.Offset >= last-1 {
-			caughtUp()
-			caughtUp = nil
+		if *caughtUp != nil && m.Offset >= last-1 {
+			(*caughtUp)()
+			*caughtUp = nil
 		}
 	}
 }
@@ -169,7 +218,7 @@ func offsets(ctx context.Context, d *kafka.Dialer, broker, topic string, partiti
 
 // refOf reads the input record a dead-letter copy came from.
 func refOf(m kafka.Message) (srcRef, bool) {
-	var ref srcRef
+	ref := srcRef{ts: -1}
 	var havePart, haveOff bool
 	for _, h := range m.Headers {
 		switch h.Key {
@@ -181,6 +230,10 @@ func refOf(m kafka.Message) (srcRef, bool) {
 		case HeaderSourceOffset:
 			v, err := strconv.ParseInt(string(h.Value), 10, 64)
 			ref.offset, haveOff = v, err == nil
+		case HeaderSourceTimestamp:
+			if v, err := strconv.ParseInt(string(h.Value), 10, 64); err == nil {
+				ref.ts = v
+			}
 		}
 	}
 	return ref, ref.topic != "" && havePart && haveOff
@@ -192,12 +245,32 @@ func (x *dlqIndex) add(ref srcRef) {
 	if _, ok := x.seen[ref]; ok {
 		return
 	}
-	x.seen[ref] = struct{}{}
-	x.order = append(x.order, ref)
-	if len(x.order) > x.limit {
-		delete(x.seen, x.order[0])
+	x.seq++
+	x.seen[ref] = x.seq
+	x.order = append(x.order, seqRef{ref, x.seq})
+	for len(x.order) > x.limit {
+		// An entry forgotten and added again has a later seq: the old
+		// place in order no longer owns it.
+		if old := x.order[0]; x.seen[old.ref] == old.seq {
+			delete(x.seen, old.ref)
+		}
 		x.order = x.order[1:]
 	}
+}
+
+// forget drops what the index knows of one input partition: its log was
+// replaced, and the copies it knew name records that are gone.
+func (x *dlqIndex) forget(topic string, partition int) int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	n := 0
+	for ref := range x.seen {
+		if ref.topic == topic && ref.partition == partition {
+			delete(x.seen, ref)
+			n++
+		}
+	}
+	return n
 }
 
 // has reports whether ref already has a copy. It first waits, at most
@@ -218,6 +291,11 @@ func (x *dlqIndex) has(ctx context.Context, ref srcRef, wait time.Duration) (boo
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	_, ok := x.seen[ref]
+	if !ok {
+		legacy := ref
+		legacy.ts = -1
+		_, ok = x.seen[legacy]
+	}
 	return ok, nil
 }
 

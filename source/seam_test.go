@@ -406,7 +406,7 @@ func TestIndexSyncReachesTheEnd(t *testing.T) {
 	if err := c.dlqIdx.sync(ctx, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if ok, _ := c.dlqIdx.has(ctx, srcRef{"in", 2, 77}, time.Second); !ok {
+	if ok, _ := c.dlqIdx.has(ctx, srcRef{"in", 2, 77, -1}, time.Second); !ok {
 		t.Fatal("the copy is unknown after sync")
 	}
 }

@@ -90,3 +90,71 @@ func (tc *topicChecker) check(ctx context.Context) (map[string]int, error) {
 	}
 	return limits, nil
 }
+
+// bounds returns the first offset and the end (the high watermark) of one
+// partition, asked of its leader.
+func (tc *topicChecker) bounds(ctx context.Context, topic string, part int) (first, last int64, err error) {
+	ctx, cancel := context.WithTimeout(ctx, tc.timeout)
+	defer cancel()
+	res, err := tc.client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{
+		topic: {kafka.FirstOffsetOf(part), kafka.LastOffsetOf(part)}}})
+	if err != nil {
+		return 0, 0, fmt.Errorf("list offsets of partition %d of %s: %w", part, topic, err)
+	}
+	for _, po := range res.Topics[topic] {
+		if po.Partition != part {
+			continue
+		}
+		if po.Error != nil {
+			return 0, 0, fmt.Errorf("list offsets of partition %d of %s: %w", part, topic, po.Error)
+		}
+		return po.FirstOffset, po.LastOffset, nil
+	}
+	return 0, 0, fmt.Errorf("list offsets of partition %d of %s: no answer for it", part, topic)
+}
+
+// ends returns the end (the high watermark) of each partition that
+// answered.
+func (tc *topicChecker) ends(ctx context.Context, topic string, parts ...int) (map[int]int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, tc.timeout)
+	defer cancel()
+	reqs := make([]kafka.OffsetRequest, len(parts))
+	for i, p := range parts {
+		reqs[i] = kafka.LastOffsetOf(p)
+	}
+	res, err := tc.client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
+	if err != nil {
+		return nil, fmt.Errorf("list offsets of %s: %w", topic, err)
+	}
+	out := make(map[int]int64, len(parts))
+	for _, po := range res.Topics[topic] {
+		if po.Error == nil {
+			out[po.Partition] = po.LastOffset
+		}
+	}
+	return out, nil
+}
+
+// partitions returns the number of partitions of topic, 0 when it does not
+// exist.
+func (tc *topicChecker) partitions(ctx context.Context, topic string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, tc.timeout)
+	defer cancel()
+	md, err := tc.client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		return 0, fmt.Errorf("broker metadata for %s: %w", topic, err)
+	}
+	for _, t := range md.Topics {
+		if t.Name != topic {
+			continue
+		}
+		if errors.Is(t.Error, kafka.UnknownTopicOrPartition) {
+			return 0, nil
+		}
+		if t.Error != nil {
+			return 0, fmt.Errorf("broker metadata for %s: %w", topic, t.Error)
+		}
+		return len(t.Partitions), nil
+	}
+	return 0, nil
+}

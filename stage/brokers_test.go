@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/sasl/scram"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/walkstage/walkstage/internal/testpki"
 	"github.com/walkstage/walkstage/source"
@@ -116,5 +118,84 @@ func TestMissingTopicFailsReadinessByName(t *testing.T) {
 	}
 	if err := rt.ready(); err != nil {
 		t.Errorf("still not ready: %v", err)
+	}
+}
+
+// TestInputTopicCreatedDuringAssignmentIsConsumed: the input topic is
+// created just after the group's leader assigned partitions without it.
+// Before, the group stayed Stable with nothing assigned until a restart while
+// the broker probe, finding every topic, made the stage ready. Now the
+// consumer has the group assigned again, the request is walked, and the
+// source's metrics are exported.
+func TestInputTopicCreatedDuringAssignmentIsConsumed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "out", "dlq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// The first SyncGroup carries an assignment made without the topic:
+	// create it before the broker answers.
+	c.ControlKey(int16(kmsg.SyncGroup), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.DropControl()
+		c.SleepControl(func() {
+			if err := c.CreateTopic("in", 2, nil); err != nil {
+				t.Error(err)
+			}
+		})
+		return nil, nil, false
+	})
+	brokers := c.ListenAddrs()
+	gpath, _ := testGraph(t, 8)
+	rt, _ := runStage(t, stageEnviron(brokers, gpath, "file://"+filepath.ToSlash(t.TempDir()), "WALKSTAGE_METRICS_ADDR=",
+		"WALKSTAGE_PROBE_INTERVAL=100ms"))
+	for c.TopicInfo("in") == nil {
+		if ctx.Err() != nil {
+			t.Fatal("the input topic was never created")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	produce(t, brokers, "in", requestRaw("late", `{"version":1,"batch_id":"late","algorithm":"deepwalk","seeds":[1],"length":3}`))
+	obs := newObserver(brokers, "out")
+	defer obs.Close()
+	if _, err := obs.events(ctx, func(m map[string][]source.Event) bool { return len(m["late"]) > 0 }); err != nil {
+		t.Fatalf("the request on the late topic was never walked: %v", err)
+	}
+	waitFor(t, "ready", 30*time.Second, func() bool { return rt.ready() == nil })
+	mfs, err := rt.Stage.o.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			found[mf.GetName()] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
+		}
+	}
+	for _, name := range []string{"walkstage_source_unassigned_partitions", "walkstage_source_log_resets_total"} {
+		if v, ok := found[name]; !ok || v != 0 {
+			t.Errorf("%s: %v (exported %v)", name, v, ok)
+		}
+	}
+}
+
+// TestNotReadyWhileInputPartitionsAreUnread: the broker answers and every
+// topic exists, but the group reads none of the input topic's partitions
+// (a topic created after the assignment): the stage is not ready, and says
+// why.
+func TestNotReadyWhileInputPartitionsAreUnread(t *testing.T) {
+	unread := errors.New(`group "g" reads 0 of input topic "in"'s 2 partitions`)
+	var consuming error
+	s := &Stage{health: newHealth(nil), o: Options{Joined: func() bool { return true }, Consuming: func() error { return consuming }}}
+	if err := s.ready(); err != nil {
+		t.Fatalf("ready while consuming: %v", err)
+	}
+	consuming = unread
+	if err := s.ready(); err == nil || !strings.Contains(err.Error(), unread.Error()) {
+		t.Fatalf("ready with partitions unread: %v", err)
 	}
 }

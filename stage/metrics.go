@@ -76,6 +76,22 @@ func newMetrics(reg prometheus.Registerer, s *Stage) (*metrics, error) {
 				}
 				return float64(s.o.Lag())
 			}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "walkstage_source_unassigned_partitions",
+			Help: "Partitions of the input topic that no member of the consumer group reads, as of the consumer's last check (the stage is not ready while there are any)."},
+			func() float64 {
+				if s.o.UnassignedPartitions == nil {
+					return 0
+				}
+				return float64(s.o.UnassignedPartitions())
+			}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "walkstage_source_log_resets_total",
+			Help: "Input partitions found with their log replaced (a broker back without its data, the topic created again, a committed offset past the log end); each is read again from its new start."},
+			func() float64 {
+				if s.o.LogResets == nil {
+					return 0
+				}
+				return float64(s.o.LogResets())
+			}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "walkstage_gpu_device_edge_share",
 			Help: "Share of the graph's edges the GPU engine holds in device memory: 1 when the whole graph is there, less under a placement plan (the rest is read from pinned host memory over PCIe), 0 for the CPU engine."},
 			func() float64 { return s.placementFigure(func(p *gpu.Placement) float64 { return p.DeviceShare() }, 1) }),
@@ -125,8 +141,9 @@ func (s *Stage) placementFigure(f func(*gpu.Placement) float64, whole float64) f
 }
 
 // ready is nil when the stage should receive traffic: the graph is loaded
-// (a Stage exists only then), the consumer has joined its group, every
-// dependency answers, and it is not shutting down.
+// (a Stage exists only then), the consumer has joined its group and its
+// group reads every partition of the input topic, every dependency answers,
+// and it is not shutting down.
 func (s *Stage) ready() error {
 	if s.draining.Load() {
 		return fmt.Errorf("shutting down")
@@ -136,6 +153,11 @@ func (s *Stage) ready() error {
 	}
 	if !s.o.Joined() {
 		return fmt.Errorf("consumer has not joined group yet")
+	}
+	if s.o.Consuming != nil {
+		if err := s.o.Consuming(); err != nil {
+			return fmt.Errorf("not consuming: %w", err)
+		}
 	}
 	return nil
 }

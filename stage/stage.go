@@ -77,6 +77,14 @@ type Options struct {
 	Joined func() bool
 	// Lag reports the consumer's lag in messages (for metrics); may be nil.
 	Lag func() int64
+	// Consuming is nil while the group reads every partition of the input
+	// topic, else why not (the topic is missing, or partitions are
+	// unassigned): the stage is not ready meanwhile. May be nil.
+	Consuming func() error
+	// UnassignedPartitions and LogResets feed the source's metrics (see
+	// source.Consumer); either may be nil.
+	UnassignedPartitions func() int
+	LogResets            func() int64
 	// Registry receives the stage's metrics (a new one when nil).
 	Registry *prometheus.Registry
 	Logger   *slog.Logger

@@ -1,0 +1,434 @@
+package source
+
+// The consumer group: which partitions of the input topic this consumer
+// reads, from which offset, and whether each partition's log is still the
+// one its offsets were counted in.
+//
+// kafka-go's group Reader hides all three, and each hid a loss (issue 32):
+// its partition watcher compares the partition count with the count it read
+// itself at the start of a generation, so a topic created between the
+// leader's assignment and that read stays unassigned for good; a committed
+// offset beyond the log end makes it wait silently until the new log grows
+// past it, skipping every record in between; and it cannot be told to read a
+// partition again from its start. So the consumer runs kafka-go's
+// ConsumerGroup itself and one partition reader per assigned partition.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// fetched is what a partition reader hands to Next.
+type fetched struct {
+	m     kafka.Message
+	epoch uint64 // the partition's log epoch when m was fetched
+	err   error
+}
+
+// partReader reads one assigned partition for one generation.
+type partReader struct {
+	part int
+	pos  atomic.Int64 // the next offset to hand to Next
+	mu   sync.Mutex
+	// recheck ends the current fetch so that the reader checks its
+	// position against the partition's log again.
+	recheck context.CancelFunc
+}
+
+func (pr *partReader) requestRecheck() {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	if pr.recheck != nil {
+		pr.recheck()
+	}
+}
+
+// errRevoked: the partition is not this consumer's in the current
+// generation; its new owner reads it again from the group's offset.
+var errRevoked = errors.New("partition not assigned to this consumer")
+
+// runGroup follows the group's generations until ctx ends or the group is
+// closed.
+func (c *Consumer) runGroup(ctx context.Context) {
+	defer c.wg.Done()
+	for attempt := 1; ; attempt++ {
+		gen, err := c.cg.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed) {
+				return
+			}
+			c.fetchErrs.print(fmt.Sprintf("consumer group %s: %v", c.group, err))
+			if !sleepFor(ctx, min(time.Duration(attempt)*200*time.Millisecond, 5*time.Second)) {
+				return
+			}
+			continue
+		}
+		attempt = 0
+		parts := gen.Assignments[c.topic]
+		readers := make(map[int]*partReader, len(parts))
+		for _, pa := range parts {
+			pr := &partReader{part: pa.ID}
+			pr.pos.Store(-1) // not positioned yet
+			readers[pa.ID] = pr
+		}
+		c.genMu.Lock()
+		c.gen, c.readers = gen, readers
+		close(c.genChanged)
+		c.genChanged = make(chan struct{})
+		c.genMu.Unlock()
+		c.joined.Store(true)
+		c.lagMu.Lock()
+		for k := range c.lag {
+			if readers[k.part] == nil {
+				delete(c.lag, k) // no longer ours: its lag is its new owner's
+			}
+		}
+		c.lagMu.Unlock()
+		ids := make([]int, 0, len(parts))
+		for _, pa := range parts {
+			ids = append(ids, pa.ID)
+			pr, groupNext := readers[pa.ID], pa.Offset
+			gen.Start(func(ctx context.Context) { c.readPartition(ctx, pr, groupNext) })
+		}
+		slices.Sort(ids)
+		c.log.Debug("consumer group generation", "generation", gen.ID, "partitions", ids)
+		gen.Start(func(ctx context.Context) { c.watchGeneration(ctx, readers) })
+	}
+}
+
+// readPartition hands the partition's records to Next from the group's
+// offset (kafka.FirstOffset when the group has none) until the generation
+// ends. Before every (re)start it checks its position against the log.
+func (c *Consumer) readPartition(ctx context.Context, pr *partReader, groupNext int64) {
+	pos := int64(-1)
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 && !sleepFor(ctx, min(time.Duration(attempt)*200*time.Millisecond, 5*time.Second)) {
+			return
+		}
+		first, last, err := c.topics.bounds(ctx, c.topic, pr.part)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			c.fetchErrs.print(fmt.Sprintf("offsets of partition %d of %s: %v", pr.part, c.topic, err))
+			continue
+		}
+		switch {
+		case pos < 0:
+			pos = c.startAt(ctx, pr.part, groupNext, first, last)
+		case pos > last:
+			pos = c.logReset(ctx, pr.part, fmt.Sprintf("the next offset to read (%d) is beyond the log end (%d)", pos, last), pos, first)
+		case pos < first:
+			c.log.Warn("records of the input partition were removed before they were read (retention or deleted records); skipping to the oldest left",
+				"partition", pr.part, "old_offset", pos, "new_offset", first)
+			pos = first
+		}
+		pr.pos.Store(pos)
+		err = c.fetchFrom(ctx, pr)
+		pos = pr.pos.Load()
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			attempt = -1 // a recheck: at once
+			continue
+		}
+		if errors.Is(err, kafka.OffsetOutOfRange) {
+			attempt = 0 // checked after the shortest pause
+			continue
+		}
+		select {
+		case c.msgs <- fetched{err: err}: // Next reports it as the broker's trouble
+		default:
+		}
+	}
+}
+
+// fetchFrom reads from pr.pos until ctx ends, a recheck is asked for (nil)
+// or the reader fails.
+func (c *Consumer) fetchFrom(ctx context.Context, pr *partReader) error {
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pr.mu.Lock()
+	pr.recheck = cancel
+	pr.mu.Unlock()
+	epoch := c.trk.epoch(c.topic, pr.part)
+	r := kafka.NewReader(kafka.ReaderConfig{
+		Brokers:   c.brokers,
+		Topic:     c.topic,
+		Partition: pr.part,
+		Dialer:    c.dialer,
+		MaxBytes:  c.maxBytes,
+		// kafka-go sets the socket's read deadline to MaxWait after the
+		// fetch is sent and, for a MaxWait of at least two seconds, asks the
+		// broker to answer a second before it; a shorter MaxWait races the
+		// broker's own long poll against the deadline and turns every idle
+		// poll into an "i/o timeout". Messages still arrive at once: the
+		// broker answers as soon as it has one (MinBytes 1).
+		MaxWait: 3 * time.Second,
+		// An offset beyond the log end is an error, not a silent wait: the
+		// log may have been replaced (readPartition checks).
+		OffsetOutOfRangeError: true,
+		Logger:                c.kafkaLog,
+		ErrorLogger:           c.kafkaErrLog,
+	})
+	defer r.Close()
+	if err := r.SetOffset(pr.pos.Load()); err != nil {
+		return err
+	}
+	for {
+		m, err := r.FetchMessage(fctx)
+		if err != nil {
+			if fctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		select {
+		case c.msgs <- fetched{m: m, epoch: epoch}:
+			pr.pos.Store(m.Offset + 1)
+		case <-fctx.Done():
+			return nil
+		}
+	}
+}
+
+// startAt decides where a partition assigned in a new generation is read
+// from, given the group's offset (negative: none) and the log's bounds.
+func (c *Consumer) startAt(ctx context.Context, part int, groupNext, first, last int64) int64 {
+	known := c.trk.lastCommitted(c.topic, part) + 1 // 0: this consumer committed nothing in this log
+	switch {
+	case groupNext < 0 && known > 0:
+		return c.logReset(ctx, part, "the group's committed offset is gone", known, first)
+	case groupNext < 0:
+		return first // a new group starts at the oldest retained request
+	case groupNext > last:
+		return c.logReset(ctx, part, fmt.Sprintf("the group's committed offset (%d) is beyond the log end (%d)", groupNext, last),
+			groupNext, first)
+	case groupNext < known:
+		// Commits of a revoked partition are skipped, so the group's
+		// offset only goes back when the log it counted was replaced.
+		return c.logReset(ctx, part, fmt.Sprintf("the group's committed offset (%d) is below the %d this consumer committed", groupNext, known),
+			known, max(groupNext, first))
+	case groupNext < first:
+		c.log.Warn("records of the input partition were removed before they were read (retention or deleted records); skipping to the oldest left",
+			"partition", part, "old_offset", groupNext, "new_offset", first)
+		c.trk.caughtUp(c.topic, part, first)
+		return first
+	}
+	c.trk.caughtUp(c.topic, part, groupNext)
+	return groupNext
+}
+
+// logReset handles a partition whose log was replaced: the tracker starts a
+// new epoch at next (acknowledgements of records of the old log commit
+// nothing), the dead-letter index forgets the partition's copies (their
+// offsets now name other records), the group's offset is set to next, and
+// the reset is logged and counted. It returns next.
+func (c *Consumer) logReset(ctx context.Context, part int, why string, old, next int64) int64 {
+	c.trk.reset(c.topic, part, next)
+	dropped := c.dlqIdx.forget(c.topic, part)
+	c.resets.Add(1)
+	c.lagMu.Lock()
+	delete(c.lag, tp{c.topic, part})
+	c.lagMu.Unlock()
+	c.log.Warn("input partition's log was replaced (a broker back without its data, or the topic created again): reading it from its new start",
+		"partition", part, "reason", why, "old_offset", old, "new_offset", next, "dead_letter_index_entries_dropped", dropped)
+	// A group offset beyond the new log would send the next owner past
+	// records it never read; one in the old log's range would skip them.
+	cctx, cancel := context.WithTimeout(ctx, c.callTimeout)
+	defer cancel()
+	select {
+	case c.commitSem <- struct{}{}:
+		defer func() { <-c.commitSem }()
+	case <-cctx.Done():
+		return next
+	}
+	if err := c.commitOffset(cctx, part, next); err != nil && !errors.Is(err, errRevoked) {
+		c.log.Info("setting the group's offset to the new log's start failed; the next acknowledgement sets it",
+			"partition", part, "offset", next, "err", err)
+	}
+	return next
+}
+
+// commitOffset commits next as the partition's offset in the current
+// generation, waiting for one while the group rebalances. The caller holds
+// commitSem.
+func (c *Consumer) commitOffset(ctx context.Context, part int, next int64) error {
+	var lastErr error
+	for {
+		c.genMu.Lock()
+		gen, changed, mine := c.gen, c.genChanged, c.readers[part] != nil
+		c.genMu.Unlock()
+		if gen != nil {
+			if !mine {
+				return errRevoked
+			}
+			lastErr = gen.CommitOffsets(map[string]map[int]int64{c.topic: {part: next}})
+			if lastErr == nil {
+				return nil
+			}
+		}
+		select {
+		case <-changed:
+		case <-time.After(time.Second):
+		case <-c.stop:
+			return ErrClosed
+		case <-ctx.Done():
+			if lastErr == nil {
+				lastErr = ctx.Err()
+			}
+			return lastErr
+		}
+	}
+}
+
+// watchGeneration checks, every MetadataInterval while the generation
+// lasts, that the group reads every partition of the input topic (and ends
+// the generation, which makes the group rebalance, when it does not) and
+// that no partition's log ended below this consumer's position.
+func (c *Consumer) watchGeneration(ctx context.Context, readers map[int]*partReader) {
+	t := time.NewTicker(c.metadataInterval)
+	defer t.Stop()
+	began := time.Now()
+	for {
+		if c.checkAssignment(ctx) && time.Since(began) >= c.metadataInterval {
+			// At most one rebalance per interval: a leader with stale
+			// metadata assigns the same again, and the next check asks again.
+			c.log.Info("the group does not read every partition of the input topic: rejoining so that it is assigned again",
+				"reason", c.Consuming())
+			return
+		}
+		c.checkLogs(ctx, readers)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// checkAssignment compares the input topic's partitions with what the
+// group's members are assigned, records the answer for Consuming, and
+// reports whether the group must be assigned again. A failed look-up changes
+// nothing.
+func (c *Consumer) checkAssignment(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, c.callTimeout)
+	defer cancel()
+	n, err := c.topics.partitions(ctx, c.topic)
+	if err != nil {
+		return false
+	}
+	if n == 0 {
+		c.setAssignment(0, fmt.Errorf("input topic %q does not exist", c.topic))
+		return false
+	}
+	res, err := c.topics.client.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{c.group}})
+	if err != nil || len(res.Groups) != 1 || res.Groups[0].Error != nil {
+		return false
+	}
+	g := res.Groups[0]
+	if g.GroupState != "Stable" {
+		return false // a rebalance is under way: its outcome is checked next time
+	}
+	covered := map[int]bool{}
+	for _, m := range g.Members {
+		for _, t := range m.MemberAssignments.Topics {
+			if t.Topic != c.topic {
+				continue
+			}
+			for _, p := range t.Partitions {
+				covered[p] = true
+			}
+		}
+	}
+	missing := 0
+	for p := range n {
+		if !covered[p] {
+			missing++
+		}
+	}
+	if missing == 0 {
+		c.setAssignment(0, nil)
+		return false
+	}
+	c.setAssignment(missing, fmt.Errorf("group %q reads %d of input topic %q's %d partitions", c.group, n-missing, c.topic, n))
+	return true
+}
+
+// checkLogs asks for the end of each partition this consumer reads: one
+// that ended below the reader's position was replaced, and the reader checks
+// again. The same answer gives the lag of partitions with nothing fetched.
+func (c *Consumer) checkLogs(ctx context.Context, readers map[int]*partReader) {
+	if len(readers) == 0 {
+		return
+	}
+	parts := make([]int, 0, len(readers))
+	for p := range readers {
+		parts = append(parts, p)
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.callTimeout)
+	defer cancel()
+	ends, err := c.topics.ends(ctx, c.topic, parts...)
+	if err != nil {
+		return
+	}
+	for p, last := range ends {
+		pr := readers[p]
+		if pos := pr.pos.Load(); pos > last {
+			pr.requestRecheck()
+		} else if pos >= 0 {
+			c.lagMu.Lock()
+			c.lag[tp{c.topic, p}] = last - pos
+			c.lagMu.Unlock()
+		}
+	}
+}
+
+func (c *Consumer) setAssignment(unassigned int, err error) {
+	c.assignMu.Lock()
+	defer c.assignMu.Unlock()
+	c.unassigned, c.assignErr = unassigned, err
+}
+
+// Consuming is nil while the input topic exists and the group reads every
+// one of its partitions (as of the last check, every MetadataInterval);
+// otherwise it says what is missing. A replica with no partition of its
+// own in a group that reads them all is consuming.
+func (c *Consumer) Consuming() error {
+	c.assignMu.Lock()
+	defer c.assignMu.Unlock()
+	return c.assignErr
+}
+
+// UnassignedPartitions is the number of the input topic's partitions no
+// member of the group reads, as of the last check.
+func (c *Consumer) UnassignedPartitions() int {
+	c.assignMu.Lock()
+	defer c.assignMu.Unlock()
+	return c.unassigned
+}
+
+// LogResets counts the input partitions found with their log replaced
+// since the consumer started.
+func (c *Consumer) LogResets() int64 { return c.resets.Load() }
+
+// assignedNow lists the partitions this consumer reads in the current
+// generation.
+func (c *Consumer) assignedNow() []int {
+	c.genMu.Lock()
+	defer c.genMu.Unlock()
+	ps := make([]int, 0, len(c.readers))
+	for p := range c.readers {
+		ps = append(ps, p)
+	}
+	slices.Sort(ps)
+	return ps
+}
