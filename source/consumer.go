@@ -2,13 +2,9 @@ package source
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -167,6 +163,9 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 		cg.Close()
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
+	// One record per produce batch: the topic's limit applies to a batch,
+	// and two dead letters that each fit must not be refused together.
+	dlq.BatchSize = 1
 	topics := []string{cfg.Topic, cfg.DLQTopic}
 	if cfg.OutputTopic != "" {
 		topics = append(topics, cfg.OutputTopic)
@@ -257,7 +256,7 @@ func (c *Consumer) Next(ctx context.Context) (*Delivery, error) {
 	if err != nil {
 		var re *RejectError
 		if !errors.As(err, &re) {
-			re = &RejectError{Reason: ReasonMalformed, BatchID: string(m.Key), Msg: err.Error()}
+			re = &RejectError{Reason: ReasonMalformed, BatchID: BoundID(string(m.Key)), Msg: err.Error()}
 		}
 		d.Reject = re
 	} else {
@@ -307,6 +306,8 @@ func (c *Consumer) Ping(ctx context.Context) error {
 // CheckTopics verifies at start-up that the input, output and dead-letter
 // topics exist and reads the dead-letter topic's max.message.bytes, so
 // that a copy too large for it is replaced by a stub before it is refused.
+// A dead-letter or output topic that takes less than MinTopicRecordBytes is
+// a configuration error.
 // It returns the topics' problems in one error, naming each topic.
 func (c *Consumer) CheckTopics(ctx context.Context) error {
 	limits, err := c.topics.check(ctx)
@@ -316,7 +317,16 @@ func (c *Consumer) CheckTopics(ctx context.Context) error {
 	if v, ok := limits[c.dlq.Topic]; ok && v > 0 {
 		c.dlqMax.Store(int64(v))
 	}
-	return nil
+	// Every dead letter and event has a bounded smallest form; a topic
+	// that does not take even that would refuse some of them forever.
+	var problems []error
+	for _, name := range c.topics.topics[1:] { // the dead-letter and completions topics
+		if v := limits[name]; v > 0 && v < MinTopicRecordBytes {
+			problems = append(problems, fmt.Errorf("topic %q takes records up to %d bytes (max.message.bytes); walkstage needs at least %d",
+				name, v, MinTopicRecordBytes))
+		}
+	}
+	return errors.Join(problems...)
 }
 
 // Close leaves the group and closes the connections. Uncommitted messages
@@ -461,15 +471,16 @@ func recordTime(m kafka.Message) int64 {
 }
 
 // HeaderTruncated, on a dead-letter copy, gives the size of the original
-// value when the copy carries a stub instead (the original was too large for
-// the dead-letter topic).
+// value when the copy carries a stub instead (the original record was too
+// large for the dead-letter topic; the stub's "cut" says which parts).
 const HeaderTruncated = "walkstage-truncated"
 
-// deadLetter copies m (key, value and headers unchanged) to the dead-letter
-// topic with headers saying why, and returns once the copy is durable. A
-// value too large for the topic is replaced by a stub that says so, with the
-// original's size and SHA-256: a request error must never become an error
-// that stops the stage.
+// deadLetter copies m (key, value and headers byte for byte, incoming
+// walkstage-* headers renamed) to the dead-letter topic after headers saying
+// why, and returns once the copy is durable. A copy too large for the topic
+// is replaced by a stub within its limit that says what it cut, with the
+// original's sizes and SHA-256 (deadLetterRecord): a request error must
+// never become an error that stops the stage.
 func (c *Consumer) deadLetter(ctx context.Context, m kafka.Message, batchID, reason, cause string) error {
 	ref := srcRef{m.Topic, m.Partition, m.Offset, recordTime(m)}
 	c.uncertainMu.Lock()
@@ -491,29 +502,22 @@ func (c *Consumer) deadLetter(ctx context.Context, m kafka.Message, batchID, rea
 			"partition", m.Partition, "offset", m.Offset)
 		return nil
 	}
-	hs := append(append([]kafka.Header(nil), m.Headers...),
-		kafka.Header{Key: HeaderError, Value: []byte(truncate(cause, 4096))},
-		kafka.Header{Key: HeaderReason, Value: []byte(reason)},
-		kafka.Header{Key: HeaderSourceTopic, Value: []byte(m.Topic)},
-		kafka.Header{Key: HeaderSourcePartition, Value: []byte(strconv.Itoa(m.Partition))},
-		kafka.Header{Key: HeaderSourceOffset, Value: []byte(strconv.FormatInt(m.Offset, 10))},
-		kafka.Header{Key: HeaderSourceTimestamp, Value: []byte(strconv.FormatInt(ref.ts, 10))},
-	)
-	limit := int(c.dlqMax.Load())
-	key := m.Key
-	if len(key) > 4096 {
-		key = key[:4096]
-	}
-	msg := kafka.Message{Key: key, Value: m.Value, Headers: hs}
-	if recordSize(msg) > limit {
-		msg = stubbed(msg, m.Value, limit)
-	}
+	limit := int(min(c.dlqMax.Load(), c.dlq.BatchBytes))
+	msg := deadLetterRecord(m, reason, cause, limit)
 	err = c.write(ctx, c.dlq, msg)
-	if err != nil && isTooLarge(err) && len(msg.Value) > 0 {
-		// The topic's real limit is below what we were told: send the
-		// stub, which is a few hundred bytes.
-		msg = stubbed(msg, m.Value, 0)
+	if err != nil && isTooLarge(err) {
+		// The topic's real limit is below what it said (or than Kafka's
+		// default, where it did not say): a too-large record is refused
+		// on every attempt, so send the smallest stub, a few KiB whatever
+		// the message, instead of retrying the same record forever.
+		c.log.Warn("dead-letter topic refused the copy as too large; sending the smallest stub", "batch_id", LogValue(batchID),
+			"limit", limit, "bytes", recordBytes(msg), "err", err)
+		msg = stubRecord(m, reason, cause, limit, true)
 		err = c.write(ctx, c.dlq, msg)
+		if err != nil && isTooLarge(err) {
+			err = fmt.Errorf("%w: the dead-letter topic refused a %d-byte stub; its max.message.bytes must be at least %d",
+				ErrRecordTooLarge, recordBytes(msg), MinTopicRecordBytes)
+		}
 	}
 	c.uncertainMu.Lock()
 	if err != nil {
@@ -527,34 +531,6 @@ func (c *Consumer) deadLetter(ctx context.Context, m kafka.Message, batchID, rea
 	}
 	c.dlqIdx.add(ref)
 	return nil
-}
-
-// recordSize is an upper bound of m's size in a record batch.
-func recordSize(m kafka.Message) int {
-	n := len(m.Key) + len(m.Value) + 64
-	for _, h := range m.Headers {
-		n += len(h.Key) + len(h.Value) + 8
-	}
-	return n
-}
-
-// stubbed replaces m's value by a small JSON document describing value.
-func stubbed(m kafka.Message, value []byte, limit int) kafka.Message {
-	sum := sha256.Sum256(value)
-	stub, _ := json.Marshal(map[string]any{
-		"walkstage_stub": fmt.Sprintf("the original value (%d bytes) does not fit the dead-letter topic (max %d bytes); "+
-			"it stays in the source topic at the partition and offset in the headers until retention removes it", len(value), limit),
-		"original_bytes":  len(value),
-		"original_sha256": hex.EncodeToString(sum[:]),
-	})
-	m.Value = stub
-	m.Headers = append(m.Headers[:len(m.Headers):len(m.Headers)], kafka.Header{Key: HeaderTruncated, Value: []byte(strconv.Itoa(len(value)))})
-	return m
-}
-
-func isTooLarge(err error) bool {
-	var tl kafka.MessageTooLargeError
-	return errors.Is(err, kafka.MessageSizeTooLarge) || errors.As(err, &tl) || errors.Is(err, kafka.RecordListTooLarge)
 }
 
 // write produces msgs within the call deadline, so a broker that does not

@@ -93,7 +93,9 @@ type decoder struct {
 func (d *decoder) reject(r Reason, format string, a ...any) error {
 	id := d.id
 	if id == "" {
-		id = d.keyID
+		// The key may be any size the input topic takes; the id becomes
+		// the event's key and a log field.
+		id = BoundID(d.keyID)
 	}
 	return &RejectError{Reason: r, BatchID: id, Msg: fmt.Sprintf(format, a...)}
 }

@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -123,12 +125,26 @@ func newWriter(o KafkaOptions, topic string, maxBytes int64) (*kafka.Writer, err
 
 // Publisher writes completion events to the output topic.
 type Publisher struct {
-	w       *kafka.Writer
+	o       KafkaOptions
+	topic   string
 	timeout time.Duration
+	tc      *topicChecker
+	log     *slog.Logger
+
+	mu sync.Mutex
+	w  *kafka.Writer // nil until the topic's limit is known
+	// limit is the largest record the topic takes (recordBytes), from its
+	// max.message.bytes.
+	limit int
+	// single stops batching events after the broker refused a record the
+	// limit said fits: the limit is wrong or a batch was too large.
+	single bool
+	old    []*kafka.Writer // replaced writers, closed with the publisher
 }
 
 // NewPublisher returns a publisher for topic. Each Publish is bounded by
-// callTimeout (10 s when 0).
+// callTimeout (10 s when 0). The topic's max.message.bytes is read at the
+// first Publish.
 func NewPublisher(o KafkaOptions, topic string, callTimeout time.Duration) (*Publisher, error) {
 	if err := o.validate(); err != nil {
 		return nil, fmt.Errorf("publisher: %w", err)
@@ -136,18 +152,67 @@ func NewPublisher(o KafkaOptions, topic string, callTimeout time.Duration) (*Pub
 	if topic == "" {
 		return nil, errors.New("publisher: no topic")
 	}
-	w, err := newWriter(o, topic, 0)
-	if err != nil {
-		return nil, fmt.Errorf("publisher: %w", err)
-	}
 	if callTimeout <= 0 {
 		callTimeout = 10 * time.Second
 	}
-	return &Publisher{w: w, timeout: callTimeout}, nil
+	tc, err := newTopicChecker(o, callTimeout, topic)
+	if err != nil {
+		return nil, fmt.Errorf("publisher: %w", err)
+	}
+	return &Publisher{o: o, topic: topic, timeout: callTimeout, tc: tc, log: slog.New(slog.DiscardHandler)}, nil
+}
+
+// SetLogger makes the publisher say when the topic refuses an event as too
+// large.
+func (p *Publisher) SetLogger(l *slog.Logger) { p.log = l }
+
+// writer returns the producer, first reading the topic's limit: its batches
+// are held below it, so events that each fit are never refused together.
+func (p *Publisher) writer(ctx context.Context) (*kafka.Writer, int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.w != nil {
+		return p.w, p.limit, nil
+	}
+	limits, err := p.tc.check(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("publisher: %w", err)
+	}
+	limit := defaultMaxMessageBytes // the broker did not say (not allowed to describe configs)
+	if v := limits[p.topic]; v > 0 {
+		limit = v
+	}
+	// kafka-go counts a message at less than recordBytes and leaves out the
+	// batch header: a batch of BatchBytes stays within the limit.
+	w, err := newWriter(p.o, p.topic, int64(max(limit-recordOverhead, 1)))
+	if err != nil {
+		return nil, 0, fmt.Errorf("publisher: %w", err)
+	}
+	if p.single {
+		w.BatchSize = 1
+	}
+	p.w, p.limit = w, limit
+	return w, limit, nil
+}
+
+// refused forgets the writer after the broker refused a record as too large
+// although it fits the limit read: the next Publish reads the limit again
+// (it may have been lowered) and sends each event in a batch of its own.
+func (p *Publisher) refused(w *kafka.Writer) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.w == w {
+		p.old = append(p.old, w)
+		p.w, p.single = nil, true
+	}
 }
 
 // Publish writes ev (key = batch id) and returns once the brokers hold it
-// durably, or the error.
+// durably, or the error. What ev carries from a request is bounded to fit
+// the topic: a batch id longer than MaxDerivedIDBytes is cut (BoundID), the
+// error to 4 KiB; an event still too large, or refused as too large, is
+// sent in its smallest form (the error cut to 256 bytes, no skipped ids).
+// An error wrapping ErrRecordTooLarge means even that does not fit.
 func (p *Publisher) Publish(ctx context.Context, ev Event) error {
 	if ev.Version == 0 {
 		ev.Version = EventVersion
@@ -155,17 +220,75 @@ func (p *Publisher) Publish(ctx context.Context, ev Event) error {
 	if ev.CompletedAt.IsZero() {
 		ev.CompletedAt = time.Now().UTC()
 	}
-	v, err := json.Marshal(ev)
-	if err != nil {
-		return fmt.Errorf("encode event for batch %s: %w", ev.BatchID, err)
-	}
+	ev.BatchID = BoundID(ev.BatchID)
+	ev.Error = clip(ev.Error, maxErrorBytes)
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	if err := p.w.WriteMessages(ctx, kafka.Message{Key: []byte(ev.BatchID), Value: v}); err != nil {
-		return fmt.Errorf("publish %s event for batch %s to %s: %w", ev.Status, ev.BatchID, p.w.Topic, err)
+	w, limit, err := p.writer(ctx)
+	if err != nil {
+		return fmt.Errorf("publish %s event for batch %s: %w", ev.Status, ev.BatchID, err)
+	}
+	msg, err := eventRecord(ev, false)
+	if err != nil {
+		return err
+	}
+	if recordBytes(msg) > limit {
+		if msg, err = eventRecord(ev, true); err != nil {
+			return err
+		}
+		if recordBytes(msg) > limit {
+			return fmt.Errorf("publish %s event for batch %s to %s: %w (%d bytes, the topic takes %d; its max.message.bytes must be at least %d)",
+				ev.Status, ev.BatchID, p.topic, ErrRecordTooLarge, recordBytes(msg), limit, MinTopicRecordBytes)
+		}
+	}
+	err = w.WriteMessages(ctx, msg)
+	if err != nil && isTooLarge(err) {
+		if !refusedByClient(err) {
+			p.refused(w)
+		}
+		p.log.Warn("completions topic refused an event as too large; sending its smallest form",
+			"topic", p.topic, "batch_id", ev.BatchID, "limit", limit, "bytes", recordBytes(msg), "err", err)
+		if w, _, err = p.writer(ctx); err != nil {
+			return fmt.Errorf("publish %s event for batch %s: %w", ev.Status, ev.BatchID, err)
+		}
+		if msg, err = eventRecord(ev, true); err != nil {
+			return err
+		}
+		err = w.WriteMessages(ctx, msg)
+		if err != nil && isTooLarge(err) {
+			err = fmt.Errorf("%w (%d bytes; the topic's max.message.bytes must be at least %d)", ErrRecordTooLarge,
+				recordBytes(msg), MinTopicRecordBytes)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("publish %s event for batch %s to %s: %w", ev.Status, ev.BatchID, p.topic, err)
 	}
 	return nil
 }
 
+// eventRecord encodes ev, in its smallest form when small.
+func eventRecord(ev Event, small bool) (kafka.Message, error) {
+	if small {
+		ev.Error = clip(ev.Error, minErrorBytes)
+		ev.Algorithm = clip(ev.Algorithm, minErrorBytes)
+		ev.SkippedIDs = nil
+	}
+	v, err := json.Marshal(ev)
+	if err != nil {
+		return kafka.Message{}, fmt.Errorf("encode event for batch %s: %w", ev.BatchID, err)
+	}
+	return kafka.Message{Key: []byte(ev.BatchID), Value: v}, nil
+}
+
 // Close flushes and closes the producer.
-func (p *Publisher) Close() error { return p.w.Close() }
+func (p *Publisher) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var errs []error
+	for _, w := range append(p.old, p.w) {
+		if w != nil {
+			errs = append(errs, w.Close())
+		}
+	}
+	return errors.Join(errs...)
+}

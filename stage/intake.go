@@ -116,7 +116,9 @@ func (s *Stage) giveUp(ctx context.Context, d *source.Delivery, re *source.Rejec
 }
 
 func (s *Stage) setAside(ctx context.Context, d *source.Delivery, re *source.RejectError, b *batch, status source.Status) error {
-	log := s.log.With("batch_id", re.BatchID, "reason", string(re.Reason))
+	// The batch id of a rejection may come from the message key, the error
+	// may quote the message: both are bounded in the log.
+	log := s.log.With("batch_id", source.LogValue(re.BatchID), "reason", string(re.Reason))
 	v := s.graphs.serving()
 	if b != nil && b.v != nil {
 		v = b.v
@@ -136,10 +138,10 @@ func (s *Stage) setAside(ctx context.Context, d *source.Delivery, re *source.Rej
 	}
 	s.m.batches.WithLabelValues(string(status)).Inc()
 	if status == source.StatusFailed {
-		log.Error("batch failed and dead-lettered", "error", re.Msg)
+		log.Error("batch failed and dead-lettered", "error", source.LogValue(re.Msg))
 		return nil
 	}
 	s.m.rejections.WithLabelValues(string(re.Reason)).Inc()
-	log.Info("request rejected", "error", re.Msg)
+	log.Info("request rejected", "error", source.LogValue(re.Msg))
 	return nil
 }

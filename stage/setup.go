@@ -258,6 +258,7 @@ func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string,
 		return nil, err
 	}
 	rt.closers = append(rt.closers, pub.Close)
+	pub.SetLogger(log)
 	cons, err := source.NewConsumer(consumerConfig(c, ko, g, log))
 	if err != nil {
 		return nil, err
