@@ -344,6 +344,8 @@ func TestChartRejectsBadValues(t *testing.T) {
 		{"walk length above engine limit", "config: {MAX_WALK_LENGTH: 70000}", "MAX_WALK_LENGTH"},
 		{"string for a number", "config: {MAX_SEEDS: many}", "MAX_SEEDS"},
 		{"output memory below 1 MiB", "config: {OUTPUT_MEMORY_BYTES: 1000}", "OUTPUT_MEMORY_BYTES"},
+		{"request cost budget of 0", "config: {MAX_REQUEST_COST: 0}", "MAX_REQUEST_COST"},
+		{"negative micro-batch cost budget", "config: {MICROBATCH_MAX_COST: -1}", "MICROBATCH_MAX_COST"},
 		{"writable root filesystem", "securityContext: {readOnlyRootFilesystem: false}", "readOnlyRootFilesystem"},
 		{"privilege escalation", "securityContext: {allowPrivilegeEscalation: true}", "allowPrivilegeEscalation"},
 		{"root pod", "podSecurityContext: {runAsNonRoot: false}", "runAsNonRoot"},

@@ -199,6 +199,16 @@ type Config struct {
 	// WALKSTAGE_MAX_STEPS_PER_BATCH: most steps (queries x steps_per_query)
 	// an output "visits" request may ask for; bounds one batch's engine time.
 	MaxStepsPerBatch int64 `env:"MAX_STEPS_PER_BATCH" envDefault:"2000000000"`
+	// WALKSTAGE_MAX_REQUEST_COST: most estimated engine cost of one walk or
+	// visits request, in O(1) steps (a uniform or alias step counts 1):
+	// walks x length (visits: their steps) x the cost of a step, which for
+	// Node2Vec's rejection sampler grows with max(1/p, 1, 1/q) /
+	// min(1/p, 1, 1/q), up to 64 attempts and an exact scan of the
+	// adjacency, and for the reservoir samplers with the degrees walks meet
+	// (docs/deploy.md, admission control). Above it a request is rejected
+	// (over_budget). The default admits every request of O(1) steps that
+	// the walk limits admit (10^7 walks of 1,000 steps).
+	MaxRequestCost int64 `env:"MAX_REQUEST_COST" envDefault:"10000000000"`
 	// WALKSTAGE_MAX_FANOUT: largest fan-out (neighbor) or layer size (layer)
 	// a sampling request may ask for.
 	MaxFanout int `env:"MAX_FANOUT" envDefault:"1000"`
@@ -231,6 +241,14 @@ type Config struct {
 	// file:///dev/shm: 460-480 M walk vertices/s with 16 in flight and 16 a
 	// launch, 752 M with 64 and 16).
 	MicroBatchMaxRequests int `env:"MICROBATCH_MAX_REQUESTS" envDefault:"16"`
+	// WALKSTAGE_MICROBATCH_MAX_COST: most estimated engine cost (as
+	// MAX_REQUEST_COST) of one launch. No request joins a launch beyond it;
+	// a request above it walks alone, in slices of at most this cost, and
+	// the micro-batches queued behind it walk between its slices, so small
+	// requests wait for one slice, not for the whole request. 0 picks it
+	// from the engine: 2,500,000 per core for the CPU engine (about a
+	// quarter of a second), 2,000,000,000 for the GPU engine.
+	MicroBatchMaxCost int64 `env:"MICROBATCH_MAX_COST" envDefault:"0"`
 	// WALKSTAGE_QUEUE_DEPTH: validated requests waiting for the engine; when
 	// full the consumer stops fetching (backpressure to Kafka).
 	QueueDepth int `env:"QUEUE_DEPTH" envDefault:"64"`
@@ -466,6 +484,12 @@ func (c *Config) validateEngineAndLimits(bad badFunc) {
 	}
 	if c.MaxStepsPerBatch < 1 {
 		bad("MAX_STEPS_PER_BATCH", "%d must be at least 1", c.MaxStepsPerBatch)
+	}
+	if c.MaxRequestCost < 1 {
+		bad("MAX_REQUEST_COST", "%d must be at least 1", c.MaxRequestCost)
+	}
+	if c.MicroBatchMaxCost < 0 {
+		bad("MICROBATCH_MAX_COST", "%d must be 0 (from the engine) or more", c.MicroBatchMaxCost)
 	}
 	if c.MaxSampledEdges < 1 {
 		bad("MAX_SAMPLED_EDGES", "%d must be at least 1", c.MaxSampledEdges)

@@ -112,9 +112,9 @@ func (f *follower) swap(ctx context.Context, g *graph.Graph, log *slog.Logger, l
 		// Between micro-batches: no engine run is in progress while the
 		// pointer moves, and the next micro-batch takes the new version.
 		p0 := time.Now()
-		f.s.engineMu.Lock()
+		f.s.turns.lock()
 		gs.cur.Store(nv)
-		f.s.engineMu.Unlock()
+		f.s.turns.done()
 		pause := time.Since(p0)
 		f.finish(old, nv, log, swapOverlap, pause, loaded, built)
 		return nil

@@ -7,7 +7,7 @@ package stage
 //
 //   - overlap (the CPU engine's default): the new engine is built while the
 //     old one serves; the swap itself only waits for the engine run in
-//     progress (engineMu). Batches launched on the old version finish on it;
+//     progress (engineTurns). Batches launched on the old version finish on it;
 //     the old version is released when the last of them is done.
 //   - drain (the GPU engine's default: two graphs rarely fit in device
 //     memory): launching stops, batches in flight finish, the old engine is
@@ -72,6 +72,8 @@ func validGraphSettings(c *Config) *configErr {
 type served struct {
 	g *graph.Graph
 	e walk.Engine
+	// cost estimates requests' engine cost on g (admission, budget.go).
+	cost walk.CostModel
 
 	mu       sync.Mutex
 	refs     int
@@ -82,7 +84,7 @@ type served struct {
 }
 
 func newServed(g *graph.Graph, e walk.Engine) *served {
-	return &served{g: g, e: e, released: make(chan struct{}), closeG: true}
+	return &served{g: g, e: e, cost: walk.NewCostModel(g), released: make(chan struct{}), closeG: true}
 }
 
 // recycler is v's engine's Recycle, which takes emitted chunks back (the

@@ -46,6 +46,16 @@ func (s *Stage) sourceLoop(fetchCtx, workCtx context.Context) error {
 			continue
 		}
 		b := &batch{d: d, req: d.Request, walks: d.Request.NumWalks(), queuedAt: d.Received}
+		// The estimate is the version serving now's; a request pinned to
+		// another version is estimated on this one (the same graph, as a
+		// rule, a few edges apart).
+		v := s.graphs.serving()
+		if b.cost = requestCost(b.req, v); b.cost > s.o.MaxRequestCost {
+			if err := s.refuse(workCtx, d, s.overBudget(b.req, b.cost, v), nil); err != nil {
+				return nil // shutdown deadline: left uncommitted, redelivered
+			}
+			continue
+		}
 		if !s.claim(workCtx, b.req.BatchID) {
 			return nil
 		}

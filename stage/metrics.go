@@ -19,6 +19,7 @@ type metrics struct {
 	phase              *prometheus.HistogramVec // queued, walking, writing
 	queued, inFlight   prometheus.Gauge
 	engineRuns         prometheus.Counter
+	engineSlices       prometheus.Counter
 	engineSeconds      prometheus.Counter
 	engineBytes        prometheus.Gauge
 	graphBytes         prometheus.Gauge
@@ -38,7 +39,7 @@ func newMetrics(reg prometheus.Registerer, s *Stage) (*metrics, error) {
 		batches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "walkstage_batches_total",
 			Help: "Batches finished, by status (succeeded, failed, rejected)."}, []string{"status"}),
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "walkstage_rejections_total",
-			Help: "Rejected requests by reason (malformed, unsupported_version, invalid_batch_id, invalid_parameters, too_large, unknown_vertices, graph_mismatch)."},
+			Help: "Rejected requests by reason (malformed, unsupported_version, invalid_batch_id, invalid_parameters, too_large, over_budget, unknown_vertices, graph_mismatch, ...)."},
 			[]string{"reason"}),
 		walks: prometheus.NewCounter(prometheus.CounterOpts{Name: "walkstage_walks_total", Help: "Walks written by succeeded batches."}),
 		steps: prometheus.NewCounter(prometheus.CounterOpts{Name: "walkstage_steps_total", Help: "Walk steps written by succeeded batches (rate() gives steps/s)."}),
@@ -50,7 +51,9 @@ func newMetrics(reg prometheus.Registerer, s *Stage) (*metrics, error) {
 		queued:   depth.WithLabelValues("requests"),
 		inFlight: depth.WithLabelValues("in_flight"),
 		engineRuns: prometheus.NewCounter(prometheus.CounterOpts{Name: "walkstage_engine_runs_total",
-			Help: "Engine launches (each may walk several micro-batched requests)."}),
+			Help: "Engine launches (each may walk several micro-batched requests; a request walked in slices counts once)."}),
+		engineSlices: prometheus.NewCounter(prometheus.CounterOpts{Name: "walkstage_engine_slices_total",
+			Help: "Engine runs of requests above the per-micro-batch budget (WALKSTAGE_MICROBATCH_MAX_COST), walked alone in slices with other micro-batches walking between them: one per slice (walkstage_engine_runs_total counts such a request once)."}),
 		engineSeconds: prometheus.NewCounter(prometheus.CounterOpts{Name: "walkstage_engine_busy_seconds_total",
 			Help: "Time the engine spent running; rate() is its utilisation."}),
 		engineBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "walkstage_engine_memory_bytes",
@@ -66,7 +69,7 @@ func newMetrics(reg prometheus.Registerer, s *Stage) (*metrics, error) {
 			Help: "Failed calls and probes by dependency (broker, object_store, engine); each is retried with back-off."},
 			[]string{"dependency"}),
 	}
-	cs := []prometheus.Collector{m.batches, m.rejections, m.walks, m.steps, m.latency, m.phase, depth, m.engineRuns, m.engineSeconds,
+	cs := []prometheus.Collector{m.batches, m.rejections, m.walks, m.steps, m.latency, m.phase, depth, m.engineRuns, m.engineSlices, m.engineSeconds,
 		m.engineBytes, m.graphBytes, m.microBatchRequests, m.depUp, m.retries,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "walkstage_consumer_lag",
 			Help: "Messages between the consumer's position and the end of its partitions, as last reported by the reader."},

@@ -7,15 +7,25 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/walk"
 )
 
-// engineLoop forms micro-batches from the queue and walks them.
+// engineLoop forms micro-batches from the queue and walks them. A
+// micro-batch of one request above the per-micro-batch budget goes to the
+// heavy lane instead, which walks it in slices (runJobs) while this loop
+// goes on forming and walking micro-batches of what is queued behind it:
+// their runs take the engine between its slices (engineTurns).
 func (s *Stage) engineLoop(ctx context.Context, drained chan<- struct{}) error {
+	heavy := make(chan []*batch, s.o.QueueDepth)
+	var lane sync.WaitGroup
+	lane.Go(func() { s.heavyLane(ctx, heavy) })
 	defer func() {
+		close(heavy)
+		lane.Wait()
 		s.finishes.Wait()
 		close(drained)
 	}()
@@ -39,9 +49,20 @@ func (s *Stage) engineLoop(ctx context.Context, drained chan<- struct{}) error {
 		var mb []*batch
 		var closed bool
 		mb, carry, closed = s.collect(ctx, first)
-		s.m.queued.Sub(float64(len(mb)))
-		if err := s.launch(ctx, mb); err != nil {
-			return err
+		if s.heavy(mb) {
+			select {
+			case heavy <- mb: // counted as queued until the lane takes it
+			case <-ctx.Done():
+				s.m.queued.Dec()
+				s.abandon(mb)
+				s.abandonQueued()
+				return nil
+			}
+		} else {
+			s.m.queued.Sub(float64(len(mb)))
+			if err := s.launch(ctx, mb); err != nil {
+				return err
+			}
 		}
 		if closed && carry == nil {
 			return nil
@@ -49,21 +70,54 @@ func (s *Stage) engineLoop(ctx context.Context, drained chan<- struct{}) error {
 	}
 }
 
+// heavy reports whether mb is one request above the per-micro-batch
+// budget (collect never puts such a request beside others).
+func (s *Stage) heavy(mb []*batch) bool {
+	return len(mb) == 1 && mb[0].cost > s.o.MicroBatchMaxCost
+}
+
+// heavyLane launches the expensive requests, one after another, each in
+// slices; it returns once heavy is closed and drained (abandoning what it
+// holds at the shutdown deadline).
+func (s *Stage) heavyLane(ctx context.Context, heavy <-chan []*batch) {
+	for mb := range heavy {
+		s.m.queued.Dec()
+		if ctx.Err() != nil {
+			s.abandon(mb)
+			continue
+		}
+		s.launch(ctx, mb) // never fails: a batch's errors are its finisher's
+	}
+}
+
+// abandon drops batches never started at the shutdown deadline: they stay
+// uncommitted.
+func (s *Stage) abandon(mb []*batch) {
+	for _, b := range mb {
+		s.log.Info("batch abandoned at shutdown (uncommitted; it will be redelivered)", "batch_id", b.req.BatchID)
+		s.leave(b.req.BatchID)
+	}
+}
+
 // collect forms one micro-batch from first and what the queue holds,
 // waiting up to MicroBatchMaxWait for more (not at all when it is 0), up to
-// MicroBatchMaxRequests and MicroBatchMaxWalks. A batch that would exceed
-// the walk limit comes back as carry, the next micro-batch's first; closed
-// reports that the queue is closed.
+// MicroBatchMaxRequests, MicroBatchMaxWalks and MicroBatchMaxCost. A
+// request above the cost budget is a micro-batch alone, at once. A batch
+// that would exceed a limit comes back as carry, the next micro-batch's
+// first; closed reports that the queue is closed.
 func (s *Stage) collect(ctx context.Context, first *batch) (mb []*batch, carry *batch, closed bool) {
 	mb = []*batch{first}
-	walks := first.walks
+	if first.cost > s.o.MicroBatchMaxCost {
+		return mb, nil, false
+	}
+	walks, cost := first.walks, first.cost
 	var deadline <-chan time.Time // nil: never fires
 	if s.o.MicroBatchMaxWait > 0 {
 		timer := time.NewTimer(s.o.MicroBatchMaxWait)
 		defer timer.Stop()
 		deadline = timer.C
 	}
-	for len(mb) < s.o.MicroBatchMaxRequests && walks < s.o.MicroBatchMaxWalks {
+	for len(mb) < s.o.MicroBatchMaxRequests && walks < s.o.MicroBatchMaxWalks && cost < s.o.MicroBatchMaxCost {
 		var b *batch
 		var ok bool
 		select {
@@ -83,10 +137,10 @@ func (s *Stage) collect(ctx context.Context, first *batch) (mb []*batch, carry *
 		if !ok {
 			return mb, nil, true
 		}
-		if walks+b.walks > s.o.MicroBatchMaxWalks {
+		if walks+b.walks > s.o.MicroBatchMaxWalks || cost+b.cost > s.o.MicroBatchMaxCost {
 			return mb, b, false
 		}
-		mb, walks = append(mb, b), walks+b.walks
+		mb, walks, cost = append(mb, b), walks+b.walks, cost+b.cost
 	}
 	return mb, nil, false
 }
@@ -96,8 +150,7 @@ func (s *Stage) collect(ctx context.Context, first *batch) (mb []*batch, carry *
 func (s *Stage) abandonQueued() {
 	for b := range s.queue {
 		s.m.queued.Dec()
-		s.log.Info("batch abandoned at shutdown (uncommitted; it will be redelivered)", "batch_id", b.req.BatchID)
-		s.leave(b.req.BatchID)
+		s.abandon([]*batch{b})
 	}
 }
 
@@ -160,6 +213,12 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 	var visits, samples []*batch
 	now := time.Now()
 	s.lookup(ctx, mb)
+	// The micro-batch's place in line for the engine is taken now, before
+	// its writers open (no I/O): a heavy request's next slice, asked for
+	// later, waits for it (engineTurns). Not before the lookup, which a
+	// retry makes against the store: the engine would wait on it.
+	turn := s.turns.hold()
+	defer turn.release()
 	// Each batch's writer opens here, one after another: with
 	// sink.WithSweepWhileWriting an open does no I/O (tens of
 	// microseconds). Opened in parallel goroutines, the launch waited for
@@ -202,11 +261,11 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 	}
 	var runErr error
 	if len(jobs) > 0 {
-		runErr = s.runJobs(ctx, v, jobs, live)
+		runErr = s.runJobs(ctx, v, jobs, live, turn)
 	}
-	s.countVisits(ctx, visits, v)
+	s.countVisits(ctx, visits, v, turn)
 	for _, b := range samples {
-		s.sample(ctx, b, v)
+		s.sample(ctx, b, v, turn)
 	}
 	end := time.Now()
 	for _, b := range mb {
@@ -238,12 +297,24 @@ func (s *Stage) batchMeta(b *batch, v *served) sink.BatchMeta {
 	return meta
 }
 
-// runJobs runs the walk jobs of a micro-batch on v's engine, once, handing
-// job i's chunks to live[i]'s writer, and records the run.
-func (s *Stage) runJobs(ctx context.Context, v *served, jobs []walk.Job, live []*batch) error {
-	s.engineMu.Lock()
-	t0 := time.Now()
-	runErr := v.e.Run(ctx, jobs, func(c walk.Chunk) error {
+// runJobs runs the walk jobs of a micro-batch on v's engine, handing job
+// i's chunks to live[i]'s writer, and records the run. A single job above
+// the per-micro-batch budget runs in slices of at most that cost, each in
+// a turn of its own (the first is turn's): between them the micro-batches
+// that asked for the engine meanwhile walk. The slices keep the walk ids
+// of the whole job, so the walks are those of one run.
+func (s *Stage) runJobs(ctx context.Context, v *served, jobs []walk.Job, live []*batch, turn *heldTurn) error {
+	runs := [][]walk.Job{jobs}
+	if len(jobs) == 1 {
+		a := jobs[0].Algorithm
+		if perWalk := float64(a.Length) * v.cost.StepCost(a); v.cost.WalkCost(a, int64(len(jobs[0].Starts))) > s.o.MicroBatchMaxCost {
+			runs = runs[:0]
+			for _, j := range sliceJob(jobs[0], perWalk, s.o.MicroBatchMaxCost) {
+				runs = append(runs, []walk.Job{j})
+			}
+		}
+	}
+	emit := func(c walk.Chunk) error {
 		b := live[c.Tag]
 		b.gotW += int64(c.Len())
 		b.steps += c.Steps()
@@ -256,22 +327,35 @@ func (s *Stage) runJobs(ctx context.Context, v *served, jobs []walk.Job, live []
 			v.recycle(c)
 			return ctx.Err()
 		}
-	})
-	d := time.Since(t0)
-	s.engineMu.Unlock()
+	}
+	var runErr error
+	var d time.Duration
+	for _, js := range runs {
+		turn.lock()
+		t0 := time.Now()
+		runErr = v.e.Run(ctx, js, emit)
+		d += time.Since(t0)
+		s.turns.done()
+		if len(runs) > 1 {
+			s.m.engineSlices.Inc()
+		}
+		if runErr != nil {
+			break
+		}
+	}
+	s.m.engineRuns.Inc()
 	var steps int64
 	for _, b := range live {
 		b.walked = d
 		steps += b.steps
 		close(b.chunks)
 	}
-	s.m.engineRuns.Inc()
 	s.m.engineSeconds.Add(d.Seconds())
 	if sr, ok := v.e.(walk.StatsReporter); ok {
 		s.m.engineBytes.Set(float64(sr.LastRunStats().MemoryBytes))
 	}
 	if runErr == nil {
-		s.log.Debug("engine run", "batches", len(live), "walks", len(jobs), "steps", steps, "duration", d)
+		s.log.Debug("engine run", "batches", len(live), "walks", len(jobs), "steps", steps, "duration", d, "slices", len(runs))
 	}
 	return runErr
 }

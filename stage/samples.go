@@ -22,7 +22,7 @@ import (
 // form whole frontier sets reject the batch. Like countVisits, an error of
 // the sampling is the batch's vErr, a write error its wErr, and b.written
 // is closed on return.
-func (s *Stage) sample(ctx context.Context, b *batch, v *served) {
+func (s *Stage) sample(ctx context.Context, b *batch, v *served, turn *heldTurn) {
 	defer close(b.written)
 	sp := b.req.Sample
 	p := sp.Params
@@ -40,11 +40,11 @@ func (s *Stage) sample(ctx context.Context, b *batch, v *served) {
 	for lo := 0; lo < n; lo += wave {
 		wave = source.SampleWave(p, source.SampleWaveEdges, n-lo, wave, waveEdges)
 		hi := lo + wave
-		s.engineMu.Lock()
+		turn.lock() // each wave a turn: queued micro-batches walk between waves
 		t0 := time.Now()
 		edges, ws, err := walk.SampleRangeOn(ctx, v.e, v.g, p, b.req.Starts, lo, hi-lo, 0)
 		d += time.Since(t0)
-		s.engineMu.Unlock()
+		s.turns.done()
 		if err != nil {
 			b.vErr = fmt.Errorf("sample: %w", err)
 			return

@@ -283,9 +283,13 @@ func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string,
 	if reg == nil {
 		reg = newRegistry()
 	}
+	batchCost := c.MicroBatchMaxCost
+	if batchCost == 0 {
+		batchCost = AutoMicroBatchMaxCost(eng.Name(), c.CPUWorkers)
+	}
 	s, err := New(Options{Graph: g, Engine: eng, Source: cons, Events: pub, Bucket: bucket, BucketURL: c.OutputURL,
 		Prefix: c.OutputPrefix, SinkOptions: sinkOpts, MicroBatchMaxWait: c.MicroBatchMaxWait, MicroBatchMaxWalks: c.MicroBatchMaxWalks,
-		MicroBatchMaxRequests: c.MicroBatchMaxRequests, QueueDepth: c.QueueDepth, MaxInFlight: c.MaxInFlight,
+		MicroBatchMaxRequests: c.MicroBatchMaxRequests, MaxRequestCost: c.MaxRequestCost, MicroBatchMaxCost: batchCost, QueueDepth: c.QueueDepth, MaxInFlight: c.MaxInFlight,
 		ChunkBuffer: c.ChunkBuffer, EncodeThreads: c.EncodeThreads, ShutdownTimeout: c.ShutdownTimeout,
 		RetryBackoffMin: c.RetryBackoffMin, RetryBackoffMax: c.RetryBackoffMax, ProbeInterval: c.ProbeInterval, ProbeTimeout: c.ProbeTimeout,
 		Probes:      []Probe{{Name: depBroker, Check: cons.CheckTopics}, {Name: depStore, Check: storeProbe(bucket, c.OutputPrefix)}},

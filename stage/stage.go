@@ -49,9 +49,19 @@ type Options struct {
 	MicroBatchMaxWait     time.Duration
 	MicroBatchMaxWalks    int
 	MicroBatchMaxRequests int
-	QueueDepth            int
-	MaxInFlight           int
-	ChunkBuffer           int
+	// MaxRequestCost is the per-request budget: a walk or visits request
+	// whose estimated cost (walk.CostModel, in O(1) steps) is above it is
+	// rejected at intake (ReasonOverBudget). 0 means DefaultMaxRequestCost.
+	MaxRequestCost int64
+	// MicroBatchMaxCost is the per-micro-batch budget, in the same unit: no
+	// request joins a micro-batch that would exceed it, and a request above
+	// it walks alone, in slices of at most this cost, with the queued
+	// micro-batches walking between them. 0 picks it from the engine
+	// (AutoMicroBatchMaxCost).
+	MicroBatchMaxCost int64
+	QueueDepth        int
+	MaxInFlight       int
+	ChunkBuffer       int
 	// EncodeThreads bounds the row groups encoded at once over all
 	// batches (sink.Buffers); 0 means GOMAXPROCS less an eighth.
 	EncodeThreads int
@@ -102,6 +112,12 @@ func (o *Options) defaults() error {
 	}
 	setInt(&o.MicroBatchMaxWalks, 1<<20)
 	setInt(&o.MicroBatchMaxRequests, 16)
+	if o.MaxRequestCost <= 0 {
+		o.MaxRequestCost = DefaultMaxRequestCost
+	}
+	if o.MicroBatchMaxCost <= 0 {
+		o.MicroBatchMaxCost = AutoMicroBatchMaxCost(o.Engine.Name(), 0)
+	}
 	setInt(&o.QueueDepth, 64)
 	setInt(&o.MaxInFlight, 64)
 	setInt(&o.ChunkBuffer, 4)
@@ -149,7 +165,7 @@ type Stage struct {
 	// batch's writer to the next (sink.Buffers).
 	buffers *sink.Buffers
 
-	engineMu sync.Mutex // one engine Run at a time (walk.Engine contract)
+	turns    *engineTurns // one engine run at a time, in the order asked (turns.go)
 	finishes sync.WaitGroup
 	draining atomic.Bool
 	health   *health
@@ -172,6 +188,10 @@ type batch struct {
 	req      *source.Request
 	walks    int
 	queuedAt time.Time // = fetched
+	// cost is the request's estimated engine cost (walk.CostModel) on the
+	// graph version it was admitted on; 0 for sampling requests, which
+	// walk in waves of their own (samples.go).
+	cost     int64
 	launched time.Time
 	walked   time.Duration
 	emitted  time.Time // when the engine run it took part in ended
@@ -216,6 +236,7 @@ func New(o Options) (*Stage, error) {
 		queue:   make(chan *batch, o.QueueDepth),
 		slots:   make(chan struct{}, o.MaxInFlight),
 		buffers: sink.NewBuffers(o.EncodeThreads),
+		turns:   newEngineTurns(),
 		active:  map[string]chan struct{}{},
 	}
 	s.health = newHealth(func(dep string, up bool) {

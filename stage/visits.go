@@ -21,7 +21,7 @@ import (
 // error is every batch's vErr (retried like any engine failure), a
 // parameter error its own batch's, a write error its wErr; either way each
 // b.written is closed once the batch is done with.
-func (s *Stage) countVisits(ctx context.Context, bs []*batch, v *served) {
+func (s *Stage) countVisits(ctx context.Context, bs []*batch, v *served, turn *heldTurn) {
 	var calls []walk.VisitCall
 	var live []*batch
 	for _, b := range bs {
@@ -35,11 +35,11 @@ func (s *Stage) countVisits(ctx context.Context, bs []*batch, v *served) {
 	if len(live) == 0 {
 		return
 	}
-	s.engineMu.Lock()
+	turn.lock()
 	t0 := time.Now()
 	res, st, errs, err := walk.CountVisitCalls(ctx, v.e, v.g, calls)
 	d := time.Since(t0)
-	s.engineMu.Unlock()
+	s.turns.done()
 	s.m.engineSeconds.Add(d.Seconds())
 	for i, b := range live {
 		b.walked = d

@@ -154,10 +154,22 @@ func (e *CPU) Run(ctx context.Context, jobs []Job, emit EmitFunc) error {
 }
 
 // plan gives every job a stepper with the tables it walks on (built on
-// first use) and cuts the jobs into units of chunkSize walks. maxLen is the
+// first use) and cuts the jobs into units of chunkSize walks (fewer when
+// the run is too small to give every worker one). maxLen is the
 // longest walk length, for the memory estimate.
 func (e *CPU) plan(jobs []Job) (steppers []*stepper, units []unit, maxLen int) {
 	steppers = make([]*stepper, len(jobs))
+	// A run of fewer walks than fill a unit per worker is cut finer, so
+	// every worker walks: the stage's slices of an expensive request
+	// (issue 32) are a few dozen walks of thousands of slow steps, which
+	// in one unit of chunkSize left all cores but one idle.
+	size, total := e.cfg.chunkSize, 0
+	for _, j := range jobs {
+		total += len(j.Starts)
+	}
+	if w := e.cfg.workers; total < w*size {
+		size = max(1, (total+w-1)/w)
+	}
 	for i, j := range jobs {
 		var tab []aliasEntry
 		useFused := e.fusedFor(j.Algorithm)
@@ -174,8 +186,8 @@ func (e *CPU) plan(jobs []Job) (steppers []*stepper, units []unit, maxLen int) {
 		if UsesLabelTables(j.Algorithm, e.g) {
 			steppers[i].segs = e.labelTables()
 		}
-		for lo := 0; lo < len(j.Starts); lo += e.cfg.chunkSize {
-			units = append(units, unit{job: i, lo: lo, hi: min(lo+e.cfg.chunkSize, len(j.Starts))})
+		for lo := 0; lo < len(j.Starts); lo += size {
+			units = append(units, unit{job: i, lo: lo, hi: min(lo+size, len(j.Starts))})
 		}
 		maxLen = max(maxLen, j.Algorithm.Length)
 	}

@@ -33,7 +33,7 @@ func stageSetting(name string) string {
 func loadCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = subUsage(fs, `walkstage load [--mode backlog|idle] [--output walks|visits] (--graph g.wsg | --vertices N) [flags]
+	fs.Usage = subUsage(fs, `walkstage load [--mode backlog|idle|beside] [--output walks|visits] (--graph g.wsg | --vertices N) [flags]
        walkstage load --plain-upload --bucket URL [--plain-bytes N --plain-object-bytes N --plain-parallel N]
 
 Drives a running stage (walkstage run) as a user does: produces requests to
@@ -43,6 +43,9 @@ its request topic and reads its completion events and dead letters.
   idle     one request at a time, the next once the previous one's event
            arrived: p50/p95/p99 of produce -> event and fetch -> event (the
            fetch is the event's completed_at less its timings.total_seconds).
+  beside   idle, with one --expensive request produced after the warm-up:
+           the latency small requests see while it walks, and when its own
+           event came (issue 32's admission control).
 Any dead letter or event other than succeeded fails the run. Seeds are drawn
 (--rng-seed) from the graph's vertices with out-edges. Topics and brokers
 default to the stage's WALKSTAGE_* variables. The last line of each
@@ -55,7 +58,9 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 	fs.StringVar(&c.RequestTopic, "request-topic", stageSetting("WALKSTAGE_INPUT_TOPIC"), "topic the stage reads requests from")
 	fs.StringVar(&c.EventTopic, "event-topic", stageSetting("WALKSTAGE_OUTPUT_TOPIC"), "topic of the completion events")
 	fs.StringVar(&c.DLQTopic, "dlq-topic", stageSetting("WALKSTAGE_DLQ_TOPIC"), "dead-letter topic")
-	mode := fs.String("mode", loadgen.ModeBacklog, "backlog or idle")
+	mode := fs.String("mode", loadgen.ModeBacklog, "backlog, idle or beside")
+	fs.StringVar(&c.Expensive, "expensive", `"algorithm":"node2vec","p":1e-6,"length":1000,"walks_per_seed":10,"seed_range":{"first":0,"count":100}`,
+		"beside: the expensive request's JSON members other than version and batch_id (default: issue 32's Node2Vec request)")
 	fs.IntVar(&c.Requests, "requests", c.Requests, "requests measured")
 	fs.StringVar(&c.Output, "output", c.Output, "walks or visits")
 	fs.StringVar(&c.Algorithm, "algorithm", "", "deepwalk, ppr, node2vec or metapath (default: deepwalk for walks, ppr for visits)")

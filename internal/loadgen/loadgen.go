@@ -10,6 +10,7 @@
 package loadgen
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -63,6 +64,11 @@ type Config struct {
 	// pause of Gap after each event before the next request.
 	Warmup int
 	Gap    time.Duration
+
+	// Expensive is the request produced first in the beside mode, walked
+	// beside the measured series: the members of its JSON object other
+	// than version and batch_id (its batch id is "<prefix>-expensive").
+	Expensive string
 
 	// Timeout bounds the whole measurement.
 	Timeout time.Duration
@@ -126,6 +132,9 @@ func (c *Config) validate() error {
 	if c.Algorithm == "ppr" && (c.Restart <= 0 || c.Restart >= 1) {
 		bad("restart %v: want a probability in (0, 1)", c.Restart)
 	}
+	if c.Expensive != "" && !json.Valid([]byte("{"+c.Expensive+"}")) {
+		bad("expensive request %q: want the members of a JSON object, e.g. \"algorithm\":\"node2vec\",\"p\":1e-6,...", c.Expensive)
+	}
 	if c.Warmup < 0 || c.Gap < 0 {
 		bad("warmup %d, gap %v: want 0 or more", c.Warmup, c.Gap)
 	}
@@ -161,6 +170,13 @@ func RangePool(n int) []int64 {
 		ids[i] = int64(i)
 	}
 	return ids
+}
+
+// ExpensiveRequest is the beside mode's expensive request: its key and
+// JSON body.
+func (c *Config) ExpensiveRequest() (key string, body []byte) {
+	id := c.IDPrefix + "-expensive"
+	return id, fmt.Appendf(nil, `{"version":1,"batch_id":%q,%s}`, id, c.Expensive)
 }
 
 // BatchID is request i's batch id.

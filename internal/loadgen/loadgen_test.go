@@ -144,7 +144,7 @@ func fakeStage(t *testing.T, brokers []string, deadLetter map[string]bool) {
 	}()
 }
 
-func startBroker(t *testing.T) []string {
+func startBroker(t testing.TB) []string {
 	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "in", "out", "dlq"))
 	if err != nil {

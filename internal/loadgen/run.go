@@ -18,6 +18,10 @@ import (
 const (
 	ModeBacklog = "backlog" // produce every request at once, measure until the last event
 	ModeIdle    = "idle"    // one request at a time, the next after the previous one's event
+	// ModeBeside is the idle series with Config.Expensive produced first
+	// (after the warm-up): what small requests see while an expensive one
+	// walks (issue 32).
+	ModeBeside = "beside"
 )
 
 // Result is what one measurement saw.
@@ -49,11 +53,22 @@ type Result struct {
 	// of the publish).
 	ProduceToEvent, FetchToEvent, StageTotal []time.Duration
 
+	// Beside: the expensive request's produce to its event, and how many
+	// of the measured requests had their event before it.
+	Expensive       time.Duration
+	SmallBeforeDone int
+
 	// Events of other batches (another run's) and repeated events
 	// (at-least-once redeliveries) seen and not counted.
 	Ignored, Duplicates int
 
 	manifests []string
+}
+
+// During is, in the beside mode, produce -> event of the measured
+// requests whose event came before the expensive request's.
+func (r *Result) During() []time.Duration {
+	return r.ProduceToEvent[:min(r.SmallBeforeDone, len(r.ProduceToEvent))]
 }
 
 // WalkVertices is the walks' vertex count: every walk has one more vertex
@@ -96,8 +111,10 @@ func Run(ctx context.Context, c Config, mode string, pool []int64) (*Result, err
 		err = backlog(ctx, &c, pool, p, w, r)
 	case ModeIdle:
 		err = idle(ctx, &c, pool, p, w, r)
+	case ModeBeside:
+		err = beside(ctx, &c, pool, p, w, r)
 	default:
-		err = fmt.Errorf("mode %q: want backlog or idle", mode)
+		err = fmt.Errorf("mode %q: want backlog, idle or beside", mode)
 	}
 	if err != nil {
 		return r, fmt.Errorf("load %s: %w", mode, err)
@@ -112,6 +129,11 @@ type collector struct {
 	r       *Result
 	pending map[string]time.Time // batch id -> produced at (zero: not measured)
 	last    time.Time            // when the last measured event was read
+	// watch is a batch id not measured whose event time is kept in
+	// watched (beside: the expensive request).
+	watch   string
+	watched time.Time
+	before  int // measured events read before watch's
 }
 
 // until reads arrivals until done says so, counting the measured ones
@@ -152,6 +174,9 @@ func (k *collector) until(ctx context.Context, done func() bool) error {
 			continue
 		}
 		delete(k.pending, id)
+		if id == k.watch {
+			k.watched = a.at
+		}
 		if !produced.IsZero() { // zero: a warm-up
 			k.count(a, produced)
 		}
@@ -162,6 +187,9 @@ func (k *collector) until(ctx context.Context, done func() bool) error {
 func (k *collector) count(a arrival, produced time.Time) {
 	r, ev := k.r, a.ev
 	k.last = a.at
+	if k.watch != "" && k.watched.IsZero() {
+		k.before++
+	}
 	total := time.Duration(ev.Timings.Total * float64(time.Second))
 	fetched := ev.CompletedAt.Add(-total)
 	r.ProduceToEvent = append(r.ProduceToEvent, a.at.Sub(produced))
@@ -205,8 +233,45 @@ func backlog(ctx context.Context, c *Config, pool []int64, p *kgo.Client, w *wat
 
 func idle(ctx context.Context, c *Config, pool []int64, p *kgo.Client, w *watcher, r *Result) error {
 	k := &collector{c: c, w: w, r: r, pending: map[string]time.Time{}}
+	return k.series(ctx, pool, p, nil)
+}
+
+// beside is idle with the expensive request produced after the warm-up,
+// then waited for once the series is done.
+func beside(ctx context.Context, c *Config, pool []int64, p *kgo.Client, w *watcher, r *Result) error {
+	if c.Expensive == "" {
+		return fmt.Errorf("the beside mode needs an expensive request")
+	}
+	key, body := c.ExpensiveRequest()
+	k := &collector{c: c, w: w, r: r, pending: map[string]time.Time{}, watch: key}
+	var t0 time.Time
+	err := k.series(ctx, pool, p, func() error {
+		k.pending[key] = time.Time{} // not measured with the series
+		t0 = time.Now()
+		return produce(ctx, p, c.RequestTopic, []string{key}, [][]byte{body})
+	})
+	if err != nil {
+		return err
+	}
+	r.SmallBeforeDone = k.before
+	if err := k.until(ctx, func() bool { _, left := k.pending[key]; return !left }); err != nil {
+		return fmt.Errorf("expensive request %s: %w", key, err)
+	}
+	r.Expensive = k.watched.Sub(t0)
+	return nil
+}
+
+// series produces c's warm-up and measured requests one at a time, each
+// after the previous one's event; afterWarmup, when set, runs between them.
+func (k *collector) series(ctx context.Context, pool []int64, p *kgo.Client, afterWarmup func() error) error {
+	c, r := k.c, k.r
 	var t0 time.Time
 	for i := range c.Warmup + c.Requests {
+		if i == c.Warmup && afterWarmup != nil {
+			if err := afterWarmup(); err != nil {
+				return err
+			}
+		}
 		key, body := c.Request(i, pool)
 		var at time.Time // zero: a warm-up, not measured
 		if i >= c.Warmup {
@@ -329,8 +394,13 @@ func (r *Result) Report(w io.Writer) {
 		fmt.Fprintf(w, "  %-17s p50 %8.2f ms  p95 %8.2f ms  p99 %8.2f ms  max %8.2f ms\n", name,
 			ms(Quantile(ds, 0.50)), ms(Quantile(ds, 0.95)), ms(Quantile(ds, 0.99)), ms(Quantile(ds, 1)))
 	}
-	if r.Mode == ModeIdle {
+	if r.Mode == ModeIdle || r.Mode == ModeBeside {
 		lat("produce -> event", r.ProduceToEvent)
+	}
+	if r.Mode == ModeBeside {
+		lat("  while it walked", r.During())
+		fmt.Fprintf(w, "  expensive request: its event %.3f s after its produce; %d of the %d measured requests had their event before it\n",
+			r.Expensive.Seconds(), r.SmallBeforeDone, len(r.ProduceToEvent))
 	}
 	lat("fetch -> event", r.FetchToEvent)
 	lat("fetch -> publish", r.StageTotal)
@@ -338,9 +408,9 @@ func (r *Result) Report(w io.Writer) {
 		fmt.Fprintf(w, "  ignored %d events of other batches, %d repeated events\n", r.Ignored, r.Duplicates)
 	}
 	fmt.Fprintf(w, "RESULT mode=%s output=%s requests=%d seconds=%.3f requests_per_s=%.2f walk_vertices_per_s=%.0f queries_per_s=%.1f bytes=%d"+
-		" produce_event_p50_ms=%.2f produce_event_p99_ms=%.2f fetch_event_p50_ms=%.2f fetch_event_p95_ms=%.2f fetch_event_p99_ms=%.2f fetch_publish_p99_ms=%.2f\n",
+		" produce_event_p50_ms=%.2f produce_event_p99_ms=%.2f fetch_event_p50_ms=%.2f fetch_event_p95_ms=%.2f fetch_event_p99_ms=%.2f fetch_publish_p99_ms=%.2f expensive_s=%.3f before_expensive=%d during_p99_ms=%.2f during_max_ms=%.2f\n",
 		r.Mode, r.Output, r.Requests, sec, float64(r.Requests)/sec, float64(r.WalkVertices())/sec, float64(r.Queries)/sec, r.Bytes,
 		ms(Quantile(r.ProduceToEvent, 0.5)), ms(Quantile(r.ProduceToEvent, 0.99)),
 		ms(Quantile(r.FetchToEvent, 0.5)), ms(Quantile(r.FetchToEvent, 0.95)), ms(Quantile(r.FetchToEvent, 0.99)),
-		ms(Quantile(r.StageTotal, 0.99)))
+		ms(Quantile(r.StageTotal, 0.99)), r.Expensive.Seconds(), r.SmallBeforeDone, ms(Quantile(r.During(), 0.99)), ms(Quantile(r.During(), 1)))
 }
