@@ -10,7 +10,9 @@
 # `make` target here is not one CI runs, so what CI checks is what ships.
 # Both runtime images run `walkstage run` as uid 65532 and are configured only
 # by WALKSTAGE_* variables (stage/config.go); the HTTP server on :9090 serves
-# /metrics, /healthz and /readyz.
+# /metrics, /healthz and /readyz. The binary alone listens on 127.0.0.1:9090;
+# the images set WALKSTAGE_METRICS_ADDR=:9090, every interface of the
+# container's own network (docker run -p, a pod's IP for its probes).
 
 ARG GO_IMAGE=golang:1.26-bookworm
 
@@ -52,6 +54,7 @@ LABEL org.opencontainers.image.title="walkstage (CPU)" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${REVISION}"
 COPY --from=build-cpu /src/bin/walkstage /usr/local/bin/walkstage
+ENV WALKSTAGE_METRICS_ADDR=:9090
 USER 65532:65532
 EXPOSE 9090
 ENTRYPOINT ["/usr/local/bin/walkstage"]
@@ -84,6 +87,7 @@ COPY --from=build-cpu /src/bin/walkstage /usr/local/lib/walkstage/walkstage-cpu
 COPY --from=build-gpu /src/bin/walkstage-cuda /usr/local/lib/walkstage/walkstage-cuda
 ENV NVIDIA_VISIBLE_DEVICES=all \
     NVIDIA_DRIVER_CAPABILITIES=compute,utility
+ENV WALKSTAGE_METRICS_ADDR=:9090
 USER 65532:65532
 EXPOSE 9090
 ENTRYPOINT ["/usr/local/bin/walkstage"]

@@ -36,6 +36,7 @@ import (
 	"gocloud.dev/gcerrors"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/internal/redact"
 	"github.com/walkstage/walkstage/sink"
 )
 
@@ -114,7 +115,7 @@ func IsPointerURL(location string) bool {
 func Open(ctx context.Context, rawURL string) (*Catalog, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || len(u.Scheme) < 2 {
-		return nil, fmt.Errorf("catalog %q: not a URL (s3://bucket/prefix, gs://..., file:///dir)", rawURL)
+		return nil, fmt.Errorf("catalog %q: not a URL (s3://bucket/prefix, gs://..., file:///dir)", redact.String(rawURL))
 	}
 	p := strings.Trim(u.Path, "/")
 	if path.Base(p) == PointerName {
@@ -130,16 +131,18 @@ func Open(ctx context.Context, rawURL string) (*Catalog, error) {
 	}
 	b, err := sink.OpenBucket(ctx, bu.String())
 	if err != nil {
-		return nil, fmt.Errorf("catalog %s: %w", redact(u), err)
+		return nil, fmt.Errorf("catalog %s: %w", redactURL(u), redact.Error(err))
 	}
-	return &Catalog{b: b, prefix: prefix, url: redact(u)}, nil
+	return &Catalog{b: b, prefix: prefix, url: redactURL(u)}, nil
 }
 
-func redact(u *url.URL) string {
+// redactURL is u for messages: without its query (the stage's URLs carry
+// store options there, and signed ones their secrets) and masked
+// (userinfo) by the helper every component uses.
+func redactURL(u *url.URL) string {
 	c := *u
-	c.User = nil
 	c.RawQuery = ""
-	return c.String()
+	return redact.String(c.String())
 }
 
 // Close closes the bucket.

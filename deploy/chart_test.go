@@ -60,8 +60,11 @@ func TestValuesCoverConfig(t *testing.T) {
 	for _, v := range vars {
 		defaults[v.Name] = v.Default
 	}
-	if got := ":" + envString(lookup(values, "metrics.port")); got != defaults["METRICS_ADDR"] {
-		t.Errorf("metrics.port gives METRICS_ADDR %q, binary default %q", got, defaults["METRICS_ADDR"])
+	// The chart binds every interface of the pod on metrics.port (the
+	// kubelet's probes and Prometheus come from outside it); the binary's
+	// default is the same port on loopback only.
+	if got, want := "127.0.0.1:"+envString(lookup(values, "metrics.port")), defaults["METRICS_ADDR"]; got != want {
+		t.Errorf("metrics.port is the port of %q, binary default %q", got, want)
 	}
 	if got := envString(lookup(values, "shutdownTimeoutSeconds")) + "s"; got != defaults["SHUTDOWN_TIMEOUT"] {
 		t.Errorf("shutdownTimeoutSeconds gives SHUTDOWN_TIMEOUT %q, binary default %q", got, defaults["SHUTDOWN_TIMEOUT"])

@@ -248,6 +248,12 @@ func TestDockerfileRuntimeStages(t *testing.T) {
 		if !slices.Contains(strings.Fields(expose), port) {
 			t.Errorf("stage %s exposes %q, not the metrics port %s", c.name, expose, port)
 		}
+		// The binary listens on loopback unless told otherwise; an image
+		// must answer on the container's network for the exposed port (and
+		// a pod's probes) to work.
+		if want := "WALKSTAGE_METRICS_ADDR=:" + port; !slices.Contains(strings.Fields(env.String()), want) {
+			t.Errorf("stage %s does not set %s (ENV %s)", c.name, want, env.String())
+		}
 		var argv []string
 		for _, form := range []string{entrypoint, cmd} {
 			var part []string

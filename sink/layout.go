@@ -59,6 +59,8 @@ import (
 	_ "gocloud.dev/blob/fileblob" // file:// buckets
 	_ "gocloud.dev/blob/gcsblob"  // gs:// buckets
 	_ "gocloud.dev/blob/s3blob"   // s3:// buckets
+
+	"github.com/walkstage/walkstage/internal/redact"
 )
 
 // SuccessName is the manifest's object name inside a batch directory.
@@ -87,7 +89,7 @@ var ErrInvalidLayout = errors.New("invalid output layout")
 func OpenBucket(ctx context.Context, rawURL string) (*blob.Bucket, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("open bucket %q: %w", rawURL, err)
+		return nil, fmt.Errorf("open bucket %q: %w", redact.String(rawURL), redact.Error(err))
 	}
 	var unsigned bool
 	switch u.Scheme {
@@ -107,7 +109,7 @@ func OpenBucket(ctx context.Context, rawURL string) (*blob.Bucket, error) {
 	case "s3":
 		q := u.Query()
 		if unsigned, err = takeUnsignedPayload(q); err != nil {
-			return nil, fmt.Errorf("open bucket %s: %w", redact(u), err)
+			return nil, fmt.Errorf("open bucket %s: %w", redact.String(u.String()), redact.Error(err))
 		}
 		// S3-compatible stores commonly reject the SDK's default trailing
 		// checksums on streaming uploads; ask for them only when required.
@@ -119,7 +121,7 @@ func OpenBucket(ctx context.Context, rawURL string) (*blob.Bucket, error) {
 	}
 	b, err := blob.OpenBucket(ctx, u.String())
 	if err != nil {
-		return nil, fmt.Errorf("open bucket %s: %w", redact(u), err)
+		return nil, fmt.Errorf("open bucket %s: %w", redact.String(u.String()), redact.Error(err))
 	}
 	if u.Scheme == "file" {
 		// As fileblob's URL opener resolves it: host "." is a relative path.
@@ -133,7 +135,7 @@ func OpenBucket(ctx context.Context, rawURL string) (*blob.Bucket, error) {
 	}
 	if u.Scheme == "s3" {
 		if b, err = reopenS3(ctx, b, u, unsigned); err != nil {
-			return nil, fmt.Errorf("open bucket %s: %w", redact(u), err)
+			return nil, fmt.Errorf("open bucket %s: %w", redact.String(u.String()), redact.Error(err))
 		}
 		registerBucket(b, bucketInfo{s3Name: u.Host})
 	}
@@ -148,12 +150,6 @@ func setDefault(q url.Values, k, v string) {
 
 // redact drops user info from a URL before it is logged or wrapped in an
 // error.
-func redact(u *url.URL) string {
-	c := *u
-	c.User = nil
-	return c.String()
-}
-
 // Layout names the objects of one batch.
 type Layout struct {
 	// Dir is the batch directory key, without a trailing slash.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/caarlos0/env/v11"
 
+	"github.com/walkstage/walkstage/internal/redact"
 	"github.com/walkstage/walkstage/sink"
 )
 
@@ -285,8 +286,12 @@ type Config struct {
 	// ---- Operations ----
 
 	// WALKSTAGE_METRICS_ADDR: listen address of /metrics, /healthz and
-	// /readyz; empty disables the HTTP server.
-	MetricsAddr string `env:"METRICS_ADDR" envDefault:":9090"`
+	// /readyz, host:port; empty disables the HTTP server. The default is
+	// loopback only: a stage run on a host should not answer the network
+	// unasked. The images and the Helm chart set :9090 (every interface of
+	// the container, whose network is the pod's), which the kubelet's probes
+	// and Prometheus need.
+	MetricsAddr string `env:"METRICS_ADDR" envDefault:"127.0.0.1:9090"`
 	// WALKSTAGE_SHUTDOWN_TIMEOUT: after SIGTERM, how long in-flight batches
 	// may take to finish; the rest are abandoned uncommitted (redelivered to
 	// another replica). Keep it below the pod's terminationGracePeriodSeconds.
@@ -353,7 +358,7 @@ func (e *ConfigError) Error() string {
 		b.WriteString("\n  ")
 		b.WriteString(err.Error())
 	}
-	return b.String()
+	return redact.String(b.String()) // the problems quote URLs and brokers
 }
 
 func (e *ConfigError) Unwrap() []error { return e.Errs }
@@ -590,7 +595,8 @@ func Variables() []Variable {
 	return vs
 }
 
-// Describe lists every variable with its value in c, the SASL password masked.
+// Describe lists every variable with its value in c, the SASL password and
+// the credentials in URLs masked.
 func Describe(c Config) []Variable {
 	vs := Variables()
 	v := reflect.ValueOf(c)
@@ -602,6 +608,7 @@ func Describe(c Config) []Variable {
 		default:
 			vs[i].Value = fmt.Sprint(x)
 		}
+		vs[i].Value = redact.String(vs[i].Value)
 		if vs[i].Name == EnvPrefix+"SASL_PASSWORD" && vs[i].Value != "" {
 			vs[i].Value = "****"
 		}

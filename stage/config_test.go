@@ -59,7 +59,7 @@ func TestEmptyMetricsAddrDisablesTheServer(t *testing.T) {
 		t.Fatalf("METRICS_ADDR= gave %q", c.MetricsAddr)
 	}
 	c, err = LoadConfig([]string{"WALKSTAGE_BROKERS=kafka:9092", "WALKSTAGE_GRAPH=g.wsg", "WALKSTAGE_OUTPUT_URL=file:///tmp/w"})
-	if err != nil || c.MetricsAddr != ":9090" {
+	if err != nil || c.MetricsAddr != "127.0.0.1:9090" {
 		t.Fatalf("unset METRICS_ADDR gave %q, %v", c.MetricsAddr, err)
 	}
 }

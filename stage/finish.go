@@ -29,6 +29,7 @@ func (s *Stage) finish(ctx context.Context, b *batch, runErr error) {
 	defer s.release()
 	defer s.leave(b.req.BatchID)
 	defer b.unbind()
+	defer s.health.release(b.holder()) // ended without succeeding: abandoned, refused, broken engine
 	log := s.log.With("batch_id", b.req.BatchID, "algorithm", b.req.AlgorithmName())
 	for {
 		err := s.complete(ctx, b, runErr)
@@ -73,14 +74,14 @@ func (s *Stage) finish(ctx context.Context, b *batch, runErr error) {
 			log.Error("engine unusable: replica not ready, batch left uncommitted for another replica", "err", err)
 			return
 		}
-		s.dependencyFailed(b.failedDep, "batch", err)
+		s.dependencyFailed(b.failedDep, b.holder(), err)
 		log.Warn("batch attempt failed; retrying", "attempt", b.attempt, "dependency", b.failedDep, "err", err)
 		if s.draining.Load() {
 			// Shutting down: leave the retry to the next owner.
 			log.Info("batch abandoned at shutdown after a failed attempt (uncommitted)")
 			return
 		}
-		if !sleepCtx(ctx, backoff(b.attempt, s.o.RetryBackoffMin, s.o.RetryBackoffMax)) {
+		if !s.retryWait(ctx, b.failedDep, b.attempt) {
 			continue // ctx is done: the next round abandons
 		}
 		runErr = s.walk(ctx, []*batch{b})
@@ -138,6 +139,10 @@ func (s *Stage) complete(ctx context.Context, b *batch, runErr error) error {
 	b.failedDep = depStore
 	if runErr != nil {
 		b.failedDep = depEngine
+	} else {
+		// The walk succeeded: an engine failure of an earlier attempt no
+		// longer holds the stage not ready.
+		s.dependencyOK(depEngine, b.holder())
 	}
 	if err := errors.Join(runErr, b.wErr); err != nil {
 		if b.w != nil {
@@ -149,9 +154,6 @@ func (s *Stage) complete(ctx context.Context, b *batch, runErr error) error {
 	man, err := b.w.Commit(ctx)
 	if err != nil {
 		return fmt.Errorf("commit objects: %w", err)
-	}
-	if b.failedDep == depEngine {
-		s.dependencyOK(depEngine)
 	}
 	return s.report(ctx, b, man, b.w.Layout().SuccessKey(), wt)
 }
@@ -170,7 +172,7 @@ func (s *Stage) report(ctx context.Context, b *batch, man *sink.Manifest, manife
 	for _, f := range man.Files {
 		ev.Objects = append(ev.Objects, sink.ObjectURL(s.o.BucketURL, f.Key))
 	}
-	s.dependencyOK(depStore)
+	s.dependencyOK(depStore, b.holder())
 	// The objects are durable: from here only the event is retried, never
 	// the walk. Abandoned at the deadline, the redelivery finds the output
 	// complete and publishes it then.

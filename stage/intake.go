@@ -37,7 +37,7 @@ func (s *Stage) sourceLoop(fetchCtx, workCtx context.Context) error {
 		}
 		if fetchFailures > 0 {
 			fetchFailures = 0
-			s.dependencyOK(depBroker)
+			s.dependencyOK(depBroker, "fetch")
 		}
 		if d.Reject != nil {
 			if err := s.refuse(workCtx, d, d.Reject, nil); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/walkstage/walkstage/gpu"
+	"github.com/walkstage/walkstage/internal/redact"
 )
 
 // metrics are the stage's Prometheus series (walkstage_ prefix, base units).
@@ -178,21 +179,22 @@ func (s *Stage) Handler() http.Handler {
 }
 
 // probeHandler serves /metrics from reg, /healthz from healthy and /readyz
-// from ready (nil: 200, else 503 with the reason). Main serves it before the
+// from ready (nil: 200, else 503 with the reason, which may quote a URL:
+// masked, as anyone who reaches the port reads it). Main serves it before the
 // stage exists, while the graph loads, and the stage after.
 func probeHandler(reg *prometheus.Registry, ready, healthy func() error) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		if err := healthy(); err != nil {
-			http.Error(w, "unhealthy: "+err.Error(), http.StatusServiceUnavailable)
+			http.Error(w, "unhealthy: "+redact.String(err.Error()), http.StatusServiceUnavailable)
 			return
 		}
 		w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		if err := ready(); err != nil {
-			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			http.Error(w, "not ready: "+redact.String(err.Error()), http.StatusServiceUnavailable)
 			return
 		}
 		w.Write([]byte("ready\n"))

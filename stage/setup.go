@@ -22,12 +22,15 @@ import (
 
 	"github.com/walkstage/walkstage/gpu"
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/internal/redact"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/walk"
 )
 
-// NewLogger builds the slog logger the configuration asks for.
+// NewLogger builds the slog logger the configuration asks for. Every
+// record passes through redact, as configured URLs (and errors quoting
+// them) carry credentials.
 func NewLogger(c Config, w io.Writer) *slog.Logger {
 	lvl, err := parseLogLevel(c.LogLevel)
 	if err != nil {
@@ -35,9 +38,9 @@ func NewLogger(c Config, w io.Writer) *slog.Logger {
 	}
 	ho := &slog.HandlerOptions{Level: lvl}
 	if c.LogFormat == "text" {
-		return slog.New(slog.NewTextHandler(w, ho))
+		return slog.New(redact.Handler(slog.NewTextHandler(w, ho)))
 	}
-	return slog.New(slog.NewJSONHandler(w, ho))
+	return slog.New(redact.Handler(slog.NewJSONHandler(w, ho)))
 }
 
 // loadGraph loads a walkstage graph file from a local path or an object URL
@@ -55,6 +58,7 @@ func loadGraph(ctx context.Context, location, dir string) (*graph.Graph, error) 
 	if u.Scheme == "file" {
 		return graph.Load(u.Path)
 	}
+	location = redact.String(location) // for the messages below; u is what is opened
 	key := strings.TrimPrefix(u.Path, "/")
 	if key == "" {
 		return nil, fmt.Errorf("graph URL %q names a bucket, not an object", location)
@@ -222,13 +226,17 @@ func FromConfig(ctx context.Context, c Config, log *slog.Logger, version string)
 // fromConfig is FromConfig with an already bound metrics listener and
 // registry (nil: none yet).
 func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string, ln net.Listener, reg *prometheus.Registry) (_ *Runtime, err error) {
+	// The caller's logger may be any handler (tests, embedders): the
+	// configured URLs reach it below and through every component.
+	log = redact.Logger(log)
 	rt := &Runtime{}
 	defer func() {
 		if err != nil {
 			rt.Close()
+			err = redact.Error(err) // library errors quote the URLs they opened
 		}
 	}()
-	log.Info("loading graph", "graph", c.Graph)
+	log.Info("loading graph", "graph", redact.String(c.Graph))
 	g, err := loadGraph(ctx, c.Graph, c.GraphDownloadDir)
 	if err != nil {
 		return nil, err
@@ -299,10 +307,10 @@ func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string,
 		return nil, err
 	}
 	if topicsErr != nil {
-		s.health.fail(depBroker, topicsErr)
+		s.health.fail(depBroker, holdProbe, topicsErr)
 	}
 	if storeErr != nil {
-		s.health.fail(depStore, storeErr)
+		s.health.fail(depStore, holdProbe, storeErr)
 	}
 	rt.Stage = s
 	if err := rt.followGraph(ctx, c, log); err != nil {
@@ -339,7 +347,7 @@ func (rt *Runtime) openOutput(ctx context.Context, c Config, log *slog.Logger) (
 	// ready and its probe finds when the store is back.
 	storeErr = sink.Check(ctx, bucket, c.OutputPrefix, sink.WithCallTimeout(c.StoreTimeout))
 	if errors.Is(storeErr, sink.ErrStoreConfig) {
-		return nil, nil, fmt.Errorf("output %s: %w", c.OutputURL, storeErr)
+		return nil, nil, fmt.Errorf("output %s: %w", redact.String(c.OutputURL), storeErr)
 	}
 	if storeErr != nil {
 		log.Error("object store unavailable at start-up; not ready until it answers", "err", storeErr)
@@ -391,7 +399,8 @@ func storeProbe(b *blob.Bucket, prefix string) func(context.Context) error {
 
 // Main is `walkstage run`: configuration from environ, logs to logw, run
 // until ctx is cancelled (SIGTERM), then shut down gracefully.
-func Main(ctx context.Context, environ []string, logw io.Writer, version string) error {
+func Main(ctx context.Context, environ []string, logw io.Writer, version string) (err error) {
+	defer func() { err = redact.Error(err) }()
 	c, err := LoadConfig(environ)
 	if err != nil {
 		return err
