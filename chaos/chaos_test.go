@@ -533,6 +533,11 @@ func TestChaos(t *testing.T) {
 		clock.end()
 	}
 	if faults["expensive"] {
+		// The latency is of the expensive requests' doing only once the
+		// stage has caught up with what the faults before left it.
+		for end := time.Now().Add(f.settle); time.Now().Before(end) && stageLag() != 0; {
+			time.Sleep(250 * time.Millisecond)
+		}
 		var ex []*msg
 		for range f.expensive {
 			ex = append(ex, g.expensive(f.expensiveSeeds, f.expensiveWalks))
