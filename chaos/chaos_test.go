@@ -42,14 +42,35 @@ type form struct {
 	perKill    int   // accepted requests published before each kill
 	perOutage  int   // accepted requests published around each outage
 	drain      time.Duration
+
+	lateTopic      time.Duration // the stage runs this long before its input topic exists
+	storeKills     int           // SIGKILLs of versitygw
+	storeDown      time.Duration // how long it stays dead each time
+	brokerLosses   int           // SIGKILLs of the broker, each followed by a fresh broker (log lost)
+	recreations    int           // deletions and re-creations of the three topics
+	settle         time.Duration // how long a log loss waits for the stage to answer what it has
+	oversized      int           // malformed messages with a 2 MiB header, and as many with a 600 KiB key
+	expensive      int           // expensive valid Node2Vec requests
+	expensiveSeeds int           // seeds of each
+	expensiveWalks int           // walks per seed of each (x 1,000 steps)
+	smallStream    time.Duration // small requests published one by one this long beside them
+	smallEvery     time.Duration
+	stall          time.Duration // a partition behind its end and unmoved this long after the last fault is stuck
+	s3             s3Rates
 }
 
 var (
 	shortForm = form{name: "short", kills: 3, outage: 10 * time.Second, bad: 100, large: []int{1 << 20, 2 << 20},
-		conflicts: 5, duplicates: 5, backlog: 60, perKill: 10, perOutage: 12, drain: 90 * time.Second}
+		conflicts: 5, duplicates: 5, backlog: 60, perKill: 10, perOutage: 12, drain: 90 * time.Second,
+		lateTopic: 2 * time.Second, storeKills: 1, storeDown: 2 * time.Second, brokerLosses: 1, recreations: 1,
+		settle: 10 * time.Second, oversized: 1, expensive: 1, expensiveSeeds: 1 << graphScale, expensiveWalks: 3, smallStream: 5 * time.Second,
+		smallEvery: 250 * time.Millisecond, stall: 30 * time.Second, s3: shortS3}
 	fullForm = form{name: "full", kills: 20, outage: 60 * time.Second, bad: 500,
 		large: []int{1 << 20, 2 << 20, 8 << 20, 15 << 20}, conflicts: 25, duplicates: 25, backlog: 300, perKill: 15,
-		perOutage: 40, drain: 5 * time.Minute}
+		perOutage: 40, drain: 5 * time.Minute,
+		lateTopic: 10 * time.Second, storeKills: 5, storeDown: 5 * time.Second, brokerLosses: 3, recreations: 3,
+		settle: 60 * time.Second, oversized: 5, expensive: 3, expensiveSeeds: 1 << graphScale, expensiveWalks: 50, smallStream: 60 * time.Second,
+		smallEvery: 250 * time.Millisecond, stall: 60 * time.Second, s3: fullS3}
 )
 
 const (
@@ -79,6 +100,10 @@ type kill struct {
 // and a stream of bad messages, then checks what issue 11 promises: nothing
 // lost, nothing dangling, every bad message dead-lettered once, no exit of
 // its own, /readyz honest during outages, no multipart upload left open.
+// Issue 32 added faults (see faultNames; WALKSTAGE_CHAOS_FAULTS picks them)
+// and three checks: every event's objects read back match the manifest's
+// CRC32C, no partition stays stuck after a fault clears, and every message
+// produced is answered (an event after it, or a dead letter).
 func TestChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos suite: skipped under -short; CI runs it without -short")
@@ -91,6 +116,10 @@ func TestChaos(t *testing.T) {
 	if os.Getenv("WALKSTAGE_CHAOS") == "full" {
 		f = fullForm
 	}
+	faults, err := parseFaults(os.Getenv("WALKSTAGE_CHAOS_FAULTS"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("WALKSTAGE_CHAOS_SEED"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
@@ -99,11 +128,14 @@ func TestChaos(t *testing.T) {
 		}
 		seed = v
 	}
-	t.Logf("chaos: %s form, seed %d (replay: WALKSTAGE_CHAOS_SEED=%d)", f.name, seed, seed)
+	t.Logf("chaos: %s form, seed %d (replay: WALKSTAGE_CHAOS_SEED=%d), faults %s (WALKSTAGE_CHAOS_FAULTS)", f.name, seed, seed, faults)
 	rng := rand.New(rand.NewPCG(seed, 0x63686173))
 	for _, kv := range s3Environ {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
+	}
+	if !faults["kills"] {
+		f.kills = 0
 	}
 
 	dir := t.TempDir()
@@ -128,13 +160,23 @@ func TestChaos(t *testing.T) {
 	})
 	t0 := time.Now()
 	rel := func(at time.Time) string { return fmt.Sprintf("+%.1fs", at.Sub(t0).Seconds()) }
+	v := verdict{t: t}
 
-	broker, brokerAddr := startBroker(t, logDir, partitions)
-	gw, gwAddr := startVersityGW(t, vgwBin, logDir, filepath.Join(dir, "s3"))
-	burl := bucketURL(gwAddr)
+	broker, brokerAddr := startBroker(t, logDir, 0)
+	brokerPort := addrPort(t, brokerAddr)
+	gwDir := filepath.Join(dir, "s3")
+	gw, gwAddr := startVersityGW(t, vgwBin, logDir, gwDir, "")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	bucket, s3c := openBucket(t, ctx, burl)
+	// The suite's own client goes to versitygw directly; the stage's goes
+	// through the fault proxy when there is one.
+	bucket, s3c := openBucket(t, ctx, bucketURL(gwAddr))
+	stageS3 := gwAddr
+	var s3f *s3Faults
+	if faults["s3"] {
+		s3f = startS3Faults(t, gwAddr, f.s3, rng.Uint64())
+		stageS3 = s3f.addr
+	}
 
 	gpath := filepath.Join(dir, "chaos.wsg")
 	if out, err := exec.Command(walkstageBin, "graph", "generate", "--scale", fmt.Sprint(graphScale), "--edge-factor", "8",
@@ -142,18 +184,42 @@ func TestChaos(t *testing.T) {
 		t.Fatalf("graph generate: %v\n%s", err, out)
 	}
 	metricsAddr := freeAddr(t)
-	env := stageEnviron(brokerAddr, gpath, burl, metricsAddr)
+	env := stageEnviron(brokerAddr, gpath, bucketURL(stageS3), metricsAddr)
 
 	admin, err := newClient(brokerAddr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer admin.Close()
+	topicOp := func(what string, op func(context.Context) error) {
+		t.Helper()
+		octx, ocancel := context.WithTimeout(ctx, 30*time.Second)
+		defer ocancel()
+		if err := op(octx); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	if faults["latetopic"] {
+		topicOp("create topics", func(c context.Context) error { return createTopics(c, admin, partitions, "out", "dlq") })
+	} else {
+		topicOp("create topics", func(c context.Context) error { return createTopics(c, admin, partitions, "in", "out", "dlq") })
+	}
+	gen := 0 // the generation of the broker's logs: a lost log or recreated topics start another
+	// The producer caches topic ids, which a new log changes: each
+	// generation gets a client of its own.
+	prod, err := newClient(brokerAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { prod.Close() }()
 	pub := func(ms []*msg) {
 		t.Helper()
 		pctx, pcancel := context.WithTimeout(ctx, 60*time.Second)
 		defer pcancel()
-		if err := produce(pctx, admin, ms); err != nil {
+		for _, m := range ms {
+			m.gen = gen
+		}
+		if err := produce(pctx, prod, ms); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -165,6 +231,21 @@ func TestChaos(t *testing.T) {
 			return -1
 		}
 		return n
+	}
+	out, err := newTopicReader(brokerAddr, "out", partitions, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { out.Close() }()
+	dlq, err := newTopicReader(brokerAddr, "dlq", partitions, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { dlq.Close() }()
+	catchUp := func(timeout time.Duration) error {
+		cctx, ccancel := context.WithTimeout(ctx, timeout)
+		defer ccancel()
+		return errors.Join(out.catchUp(cctx), dlq.catchUp(cctx))
 	}
 
 	// ---- Messages ----
@@ -193,7 +274,7 @@ func TestChaos(t *testing.T) {
 	backlog = append(backlog, bad[:nb]...)
 	bad = bad[nb:]
 	g.shuffle(backlog)
-	waves := f.kills + 3
+	waves := f.kills + 3 + f.storeKills + f.brokerLosses + f.recreations
 	badPerWave := (len(bad) + waves - 1) / waves
 	takeBad := func() []*msg {
 		n := min(badPerWave, len(bad))
@@ -222,13 +303,50 @@ func TestChaos(t *testing.T) {
 	}
 
 	// ---- Backlog, then the stage ----
-	pub(backlog)
-	all = append(all, backlog...)
 	sup := newSupervisor(t, t0, stageLog, env)
 	rctx, rcancel := context.WithCancel(ctx)
 	defer rcancel()
 	ready := pollReadiness(rctx, metricsAddr, 100*time.Millisecond)
-	sup.start()
+	clock := &faultClock{}
+	mon := newOffsetMonitor(f.stall, clock)
+	go mon.run(rctx, admin, 500*time.Millisecond, rel)
+	lateTopic := "-"
+	if faults["latetopic"] {
+		// The stage starts before its input topic exists, and must begin
+		// consuming once it does, without a restart (issue 32: it sat in
+		// a stable group with no assignment for minutes).
+		clock.begin("input topic missing")
+		sup.start()
+		time.Sleep(f.lateTopic)
+		created := time.Now()
+		topicOp("create the input topic", func(c context.Context) error { return createTopics(c, admin, partitions, "in") })
+		clock.end()
+		pub(backlog)
+		all = append(all, backlog...)
+		lateTopic = "never"
+		for end := time.Now().Add(f.stall); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+			lctx, lcancel := context.WithTimeout(ctx, 3*time.Second)
+			com, err := committedOffsets(lctx, admin, stageGroup, "in", partitions)
+			lcancel()
+			moved := false
+			for _, o := range com {
+				moved = moved || (err == nil && o > 0)
+			}
+			if moved {
+				lateTopic = fmt.Sprintf("%.1fs", time.Since(created).Seconds())
+				break
+			}
+		}
+		t.Logf("%s input topic created %v after the stage started; first commit after %s", rel(created), f.lateTopic, lateTopic)
+		if lateTopic == "never" {
+			v.add("LATE-TOPIC", "an input topic created after the stage started is consumed without a restart",
+				fmt.Sprintf("nothing of it committed within %v of its creation (lag %d)", f.stall, stageLag()))
+		}
+	} else {
+		pub(backlog)
+		all = append(all, backlog...)
+		sup.start()
+	}
 	if _, ok := ready.waitReady(ctx, t0, 90*time.Second); !ok {
 		t.Fatalf("the stage never became ready\n%s", tail(stageLog, 40))
 	}
@@ -283,7 +401,9 @@ func TestChaos(t *testing.T) {
 			}
 		}
 		k := kill{at: time.Since(t0), after: after, lag: stageLag(), uploads: newUploads()}
+		clock.begin("stage SIGKILL")
 		sup.killAndRestart()
+		clock.end()
 		lastStart = time.Now()
 		if at, ok := ready.waitReady(ctx, lastStart, 60*time.Second); ok {
 			k.toReady = at.Sub(lastStart)
@@ -299,22 +419,12 @@ func TestChaos(t *testing.T) {
 	}
 
 	// ---- Conflicts: once their originals have succeeded ----
-	out, err := newTopicReader(brokerAddr, "out", partitions, admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Close()
-	dlq, err := newTopicReader(brokerAddr, "dlq", partitions, admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dlq.Close()
 	deadline := time.Now().Add(f.drain / 3)
 	for {
 		cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
 		out.catchUp(cctx)
 		ccancel()
-		evs := decodeEvents(out.recs)
+		evs := decodeEvents(out.recs, out.gens)
 		missing := 0
 		for _, r := range conflictOf {
 			if !slices.ContainsFunc(evs[r.batchID], func(e event) bool { return e.Status == "succeeded" }) {
@@ -338,22 +448,29 @@ func TestChaos(t *testing.T) {
 	all = append(all, conflicts...)
 	t.Logf("%s %d conflicting requests published", rel(time.Now()), len(conflicts))
 
-	// ---- Broker outage ----
-	var outages []outage
-	stopFor := func(p *proc, what string, during func()) {
-		w := wave(f.perOutage, 2, true)
+	// inFlight publishes a wave and lets batches get under way, so that the
+	// fault that follows finds them in flight.
+	inFlight := func(heavy int) {
+		w := wave(f.perOutage, heavy, true)
 		pub(w)
 		all = append(all, w...)
-		time.Sleep(300 * time.Millisecond) // let batches get in flight
+		time.Sleep(300 * time.Millisecond)
 		if stageLag() == 0 {
 			w := wave(0, 4, false)
 			pub(w)
 			all = append(all, w...)
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(time.Duration(100+rng.IntN(300)) * time.Millisecond)
 		}
+	}
+
+	// ---- Broker outage ----
+	var outages []outage
+	stopFor := func(p *proc, what string, during func()) {
+		inFlight(2)
 		if err := p.signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
+		clock.begin(what + " SIGSTOP")
 		o := outage{what: what, start: time.Now()}
 		time.Sleep(f.outage / 2)
 		if during != nil {
@@ -364,25 +481,181 @@ func TestChaos(t *testing.T) {
 			t.Fatal(err)
 		}
 		o.end = time.Now()
+		clock.end()
 		outages = append(outages, o)
 		at, ok := ready.waitReady(ctx, o.end, 60*time.Second)
 		t.Logf("%s %s stopped for %.1fs; ready %.1fs after (%v)", rel(o.start), what, o.end.Sub(o.start).Seconds(),
 			at.Sub(o.end).Seconds(), ok)
 	}
-	stopFor(broker, "broker", nil)
-	// ---- Object-store outage; requests keep coming meanwhile ----
-	stopFor(gw, "object store", func() {
-		w := wave(f.perOutage, 0, true)
+	if faults["outages"] {
+		stopFor(broker, "broker", nil)
+		// ---- Object-store outage; requests keep coming meanwhile ----
+		stopFor(gw, "object store", func() {
+			w := wave(f.perOutage, 0, true)
+			pub(w)
+			all = append(all, w...)
+		})
+	}
+
+	// ---- Store SIGKILLs: versitygw dies mid-upload and comes back on its data ----
+	var storeKills []string
+	for i := 0; faults["storekill"] && i < f.storeKills; i++ {
+		inFlight(1)
+		clock.begin("store SIGKILL")
+		killed := time.Now()
+		gw.kill()
+		time.Sleep(f.storeDown)
+		gw, _ = startVersityGW(t, vgwBin, logDir, gwDir, gwAddr)
+		back := time.Now()
+		clock.end()
+		at, ok := ready.waitReady(ctx, back, 60*time.Second)
+		storeKills = append(storeKills, fmt.Sprintf("%.1fs", at.Sub(back).Seconds()))
+		t.Logf("%s store SIGKILL %d: down %.1fs; ready %.1fs after its restart (%v)", rel(killed), i+1,
+			back.Sub(killed).Seconds(), at.Sub(back).Seconds(), ok)
+	}
+
+	// ---- Expensive requests beside a stream of small ones ----
+	// Their partitions cannot commit past them while they walk, however
+	// well the stage shares its engine: until they are answered that is
+	// not a stuck partition, and the monitor counts it as a fault.
+	var smalls, walking []*msg
+	expensiveAnswered := func() {
+		if len(walking) == 0 {
+			return
+		}
+		events, copies := decodeEvents(out.recs, out.gens), matchDLQ(all, dlq.recs, dlq.gens)
+		for _, m := range walking {
+			if !m.lostWithLog && !answered(m, events, copies) {
+				return
+			}
+		}
+		walking = nil
+		clock.end()
+	}
+	if faults["expensive"] {
+		// The latency is of the expensive requests' doing only once the
+		// stage has caught up with what the faults before left it.
+		for end := time.Now().Add(f.settle); time.Now().Before(end) && stageLag() != 0; {
+			time.Sleep(250 * time.Millisecond)
+		}
+		var ex []*msg
+		for range f.expensive {
+			ex = append(ex, g.expensive(f.expensiveSeeds, f.expensiveWalks))
+		}
+		clock.begin("expensive requests walking")
+		walking = ex
+		pub(ex)
+		all = append(all, ex...)
+		for end := time.Now().Add(f.smallStream); time.Now().Before(end); time.Sleep(f.smallEvery) {
+			m := g.small()
+			pub([]*msg{m})
+			all = append(all, m)
+			smalls = append(smalls, m)
+		}
+		t.Logf("%s %d expensive requests (%d seeds x %d walks x 1,000 steps, weighted Node2Vec p=1e-6) and %d small ones beside them",
+			rel(time.Now()), len(ex), f.expensiveSeeds, f.expensiveWalks, len(smalls))
+	}
+
+	// ---- Lost logs: the broker comes back empty, or the topics are recreated ----
+	// What the stage has not answered when a log goes is lost with it (the
+	// broker's loss, not the stage's): those messages are marked and sent
+	// again into the new log, as an operator would. First the stage gets a
+	// moment to answer what it holds, so that little is lost.
+	lostWithLog := 0
+	loseLogs := func(what string, replace func()) {
+		// Some bad messages among them: their offsets, taken again by the
+		// new log, must not be taken for dead-lettered already.
+		w := wave(f.perKill/2, 0, true)
 		pub(w)
 		all = append(all, w...)
-	})
+		settled := time.Now().Add(f.settle)
+		for time.Now().Before(settled) {
+			if catchUp(10*time.Second) == nil {
+				expensiveAnswered()
+			}
+			if stageLag() == 0 {
+				if a, b, c := unaccounted(g.reqs, all, decodeEvents(out.recs, out.gens), matchDLQ(all, dlq.recs, dlq.gens)); a+b+c == 0 {
+					break
+				}
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		catchUp(10 * time.Second)
+		events, copies := decodeEvents(out.recs, out.gens), matchDLQ(all, dlq.recs, dlq.gens)
+		var lost []*msg
+		for _, m := range all {
+			if m.gen == gen && !m.lostWithLog && !answered(m, events, copies) {
+				m.lostWithLog = true
+				lost = append(lost, m)
+			}
+		}
+		expensiveAnswered() // an expensive request lost with the log walks no more
+		lostWithLog += len(lost)
+		clock.begin(what)
+		mon.pause()
+		at := time.Now()
+		replace()
+		gen++
+		prod.Close()
+		if prod, err = newClient(brokerAddr); err != nil {
+			t.Fatal(err)
+		}
+		if err := errors.Join(out.reset(gen), dlq.reset(gen)); err != nil {
+			t.Fatal(err)
+		}
+		mon.resume(gen)
+		clock.end()
+		var again []*msg
+		for _, m := range lost {
+			c := g.resend(m)
+			again = append(again, c)
+			if c.either {
+				if len(walking) == 0 {
+					clock.begin("expensive requests walking")
+				}
+				walking = append(walking, c)
+			}
+		}
+		w = append(wave(f.perKill, 1, true), again...)
+		g.shuffle(w)
+		pub(w)
+		all = append(all, w...)
+		back := time.Now()
+		rat, ok := ready.waitReady(ctx, back, 60*time.Second)
+		t.Logf("%s %s: %d messages unanswered were lost with the log and sent again; ready %.1fs after (%v)",
+			rel(at), what, len(lost), rat.Sub(back).Seconds(), ok)
+	}
+	for i := 0; faults["brokerlost"] && i < f.brokerLosses; i++ {
+		loseLogs("broker SIGKILL, restarted empty", func() {
+			broker.kill()
+			broker, _ = startBroker(t, logDir, brokerPort)
+			topicOp("create topics on the new broker", func(c context.Context) error {
+				return createTopics(c, admin, partitions, "in", "out", "dlq")
+			})
+		})
+	}
+	for i := 0; faults["recreate"] && i < f.recreations; i++ {
+		loseLogs("topics deleted and created again", func() {
+			topicOp("delete topics", func(c context.Context) error { return deleteTopics(c, admin, "in", "out", "dlq") })
+			topicOp("create topics again", func(c context.Context) error {
+				return createTopics(c, admin, partitions, "in", "out", "dlq")
+			})
+		})
+	}
+
 	var rest []*msg // whatever the waves left
 	rest = append(rest, bad...)
 	for _, r := range dupOf {
 		rest = append(rest, g.duplicate(r))
 	}
+	// Oversized headers and keys come last: a stage that stops on them
+	// (issue 32) has answered everything before them.
+	for i := 0; faults["oversized"] && i < f.oversized; i++ {
+		rest = append(rest, g.withHeader(2<<20), g.withKey(600<<10))
+	}
 	pub(rest)
 	all = append(all, rest...)
+	lastFault := time.Now()
 
 	// ---- Drain ----
 	drainStart := time.Now()
@@ -390,15 +663,13 @@ func TestChaos(t *testing.T) {
 	var pendingDesc string
 	quietSince, quiet := time.Now(), 10*time.Second
 	for time.Since(drainStart) < f.drain {
-		cctx, ccancel := context.WithTimeout(ctx, 20*time.Second)
-		e1, e2 := out.catchUp(cctx), dlq.catchUp(cctx)
-		ccancel()
-		if e1 == nil && e2 == nil {
+		if catchUp(20*time.Second) == nil {
+			expensiveAnswered()
 			l := stageLag()
-			noEvent, noDLQ := unaccounted(g.reqs, all, decodeEvents(out.recs), matchDLQ(all, dlq.recs))
-			desc := fmt.Sprintf("%d accepted requests without a succeeded event, %d bad messages without a dead letter, %d messages uncommitted",
-				noEvent, noDLQ, l)
-			if noEvent == 0 && noDLQ == 0 && l == 0 {
+			noEvent, noDLQ, noAnswer := unaccounted(g.reqs, all, decodeEvents(out.recs, out.gens), matchDLQ(all, dlq.recs, dlq.gens))
+			desc := fmt.Sprintf("%d accepted requests without a succeeded event, %d bad messages without a dead letter, %d expensive requests unanswered, %d messages uncommitted",
+				noEvent, noDLQ, noAnswer, l)
+			if noEvent == 0 && noDLQ == 0 && noAnswer == 0 && l == 0 {
 				drained = true
 				break
 			}
@@ -415,6 +686,7 @@ func TestChaos(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 	}
+	caughtUp := time.Since(lastFault)
 	// Late duplicates have a moment to show up before the final read.
 	time.Sleep(2 * time.Second)
 	for _, r := range []*topicReader{out, dlq} {
@@ -425,6 +697,15 @@ func TestChaos(t *testing.T) {
 		ccancel()
 	}
 	drainTime := time.Since(drainStart)
+	{
+		fctx, fcancel := context.WithTimeout(ctx, 5*time.Second)
+		com, err1 := committedOffsets(fctx, admin, stageGroup, "in", partitions)
+		end, err2 := endOffsets(fctx, admin, "in", partitions)
+		fcancel()
+		if err1 == nil && err2 == nil {
+			mon.observe(time.Now(), gen, com, end, rel)
+		}
+	}
 	stopDesc := sup.stop(30 * time.Second)
 	rcancel()
 	if !drained {
@@ -433,13 +714,15 @@ func TestChaos(t *testing.T) {
 	t.Logf("%s drained in %.1fs; stage stopped with SIGTERM: %s", rel(time.Now()), drainTime.Seconds(), stopDesc)
 
 	// ---- The verdict ----
-	v := verdict{t: t}
-	events := decodeEvents(out.recs)
-	copies := matchDLQ(all, dlq.recs)
+	events := decodeEvents(out.recs, out.gens)
+	copies := matchDLQ(all, dlq.recs, dlq.gens)
 	objects := listObjects(t, ctx, bucket)
 
 	lost := 0
 	for _, r := range g.reqs {
+		if !slices.ContainsFunc(r.msgs, func(m *msg) bool { return !m.lostWithLog }) {
+			continue // every copy went with a lost log (and was sent again as a new message)
+		}
 		bad := false
 		if err := checkOutput(ctx, bucket, objects, r); err != nil {
 			v.add("OUTPUT", "every accepted request has exactly one complete output set", fmt.Sprintf("%s: %v", r.batchID, err))
@@ -468,6 +751,46 @@ func TestChaos(t *testing.T) {
 			}
 		}
 	}
+	// Expensive requests: run (a complete output) or refused (a rejected
+	// event and a dead letter), never neither.
+	expensiveRan, expensiveRefused := 0, 0
+	for _, r := range g.expensiveReqs {
+		if !slices.ContainsFunc(r.msgs, func(m *msg) bool { return !m.lostWithLog }) {
+			continue
+		}
+		dead := 0
+		for _, m := range r.msgs {
+			dead += len(copies.byMsg[m])
+		}
+		switch {
+		case slices.ContainsFunc(events[r.batchID], func(e event) bool { return e.Status == "succeeded" }):
+			expensiveRan++
+			if err := checkOutput(ctx, bucket, objects, r); err != nil {
+				v.add("OUTPUT", "every accepted request has exactly one complete output set", fmt.Sprintf("%s: %v", r.batchID, err))
+			}
+		case dead > 0 && slices.ContainsFunc(events[r.batchID], func(e event) bool { return e.Status == "rejected" }):
+			expensiveRefused++
+		default:
+			v.add("EXPENSIVE", "an expensive valid request is run or refused (a rejected event and a dead letter), never left unanswered",
+				fmt.Sprintf("%s: events %s, %d dead letters", r.batchID, statuses(events[r.batchID]), dead))
+		}
+	}
+	// Every message is answered after it was produced: an accepted one by
+	// an event of its batch (a resend gets the event again), a bad one by
+	// a dead letter. An offset passed over without either is a silent skip.
+	silentSkips := 0
+	for _, m := range all {
+		if m.lostWithLog || answered(m, events, copies) {
+			continue
+		}
+		silentSkips++
+		what := "no dead letter"
+		if !m.isBad() {
+			what = fmt.Sprintf("no event after it (events of batch %s: %s)", m.batchID, statuses(events[m.batchID]))
+		}
+		v.add("SILENT-SKIP", "every message produced is answered by an event after it or a dead letter",
+			fmt.Sprintf("%s (%s, in/%d@%d, log generation %d, produced %s): %s", m.id, m.category, m.partition, m.offset, m.gen, rel(m.produced), what))
+	}
 	dangling := 0
 	for _, id := range sortedKeys(events) {
 		for _, e := range events[id] {
@@ -485,10 +808,38 @@ func TestChaos(t *testing.T) {
 			}
 		}
 	}
+	// Read back what every succeeded event names (once per distinct event).
+	corrupted := 0
+	pc := &partCheck{b: bucket, crcs: map[string]string{}}
+	checked := map[string]bool{}
+	for _, id := range sortedKeys(events) {
+		for _, e := range events[id] {
+			if e.Status != "succeeded" {
+				continue
+			}
+			k := e.Manifest + "\x00" + strings.Join(e.Objects, "\x00")
+			if checked[k] {
+				continue
+			}
+			checked[k] = true
+			if err := checkEvent(ctx, pc, e); err != nil {
+				corrupted++
+				v.add("CORRUPT", "every succeeded event's objects exist, are in its manifest and match the manifest's CRC32C",
+					fmt.Sprintf("%s event (out/%d@%d, log generation %d): %v", id, e.partition, e.offset, e.gen, err))
+			}
+		}
+	}
+	stuck, ahead, samples := mon.findings()
+	for _, s := range stuck {
+		v.add("STUCK", fmt.Sprintf("no partition stays behind its end, unmoved, %v after a fault cleared", f.stall), s)
+	}
+	for _, s := range ahead {
+		v.add("COMMIT-AHEAD", "the stage never commits an offset beyond the end of the input log", s)
+	}
 	dlqMissing, dlqDup := 0, 0
 	reasons := map[string]map[string]int{}
 	for _, m := range all {
-		if m.accepted {
+		if !m.isBad() || m.lostWithLog {
 			continue
 		}
 		cs := copies.byMsg[m]
@@ -496,7 +847,7 @@ func TestChaos(t *testing.T) {
 		case len(cs) == 0:
 			dlqMissing++
 			v.add("DEAD-LETTER-MISSING", "every bad message has a dead-letter copy",
-				fmt.Sprintf("%s (%s, %d bytes, in/%d@%d): no copy", m.id, m.category, len(m.value), m.partition, m.offset))
+				fmt.Sprintf("%s (%s, %d bytes, in/%d@%d, log generation %d): no copy", m.id, m.category, len(m.value), m.partition, m.offset, m.gen))
 		case len(cs) > 1:
 			dlqDup++
 			v.add("DEAD-LETTER-DUPLICATE", "every bad message has exactly one dead-letter copy (not more)",
@@ -571,6 +922,7 @@ func TestChaos(t *testing.T) {
 	nBad, nAcc, nDup := 0, 0, 0
 	for _, m := range all {
 		switch {
+		case m.either:
 		case !m.accepted:
 			nBad++
 		case m.category == "duplicate":
@@ -595,13 +947,44 @@ func TestChaos(t *testing.T) {
 	for _, o := range outages {
 		outs = append(outs, fmt.Sprintf("%s:%.0fs", strings.ReplaceAll(o.what, " ", "-"), o.end.Sub(o.start).Seconds()))
 	}
-	t.Logf("chaos summary: form=%s seed=%d kills=%d (under backlog %d, during multipart uploads %d, restart to ready <= %.1fs) "+
-		"unexpected_exits=%d outages=%s "+
-		"messages=%d (accepted %d, resent %d, bad %d) lost=%d dangling_events=%d dead_letters_missing=%d dead_letters_duplicated=%d "+
-		"open_uploads=%d recovery=%s drain=%.1fs total=%.1fs",
-		f.name, seed, len(kills), underBacklog, midUpload, toReady.Seconds(), len(sup.unexpectedExits()), strings.Join(outs, ","),
-		len(all), nAcc, nDup, nBad, lost, dangling, dlqMissing, dlqDup, len(open), strings.Join(recovery, ","),
-		drainTime.Seconds(), time.Since(t0).Seconds())
+	// Produce-to-event latency of the small requests sent beside the
+	// expensive ones: reported, never asserted (timing).
+	var lat []time.Duration
+	for _, m := range smalls {
+		if at, ok := answeredAt(m, events); ok && !m.lostWithLog {
+			lat = append(lat, at.Sub(m.produced))
+		}
+	}
+	latency := "-"
+	if len(smalls) > 0 {
+		latency = fmt.Sprintf("p50:%.2fs,p99:%.2fs,max:%.2fs,n:%d/%d", percentile(lat, 0.5).Seconds(), percentile(lat, 0.99).Seconds(),
+			percentile(lat, 1).Seconds(), len(lat), len(smalls))
+	}
+	s3desc := "-"
+	if s3f != nil {
+		s3desc = s3f.summary()
+	}
+	oversized := 0
+	if faults["oversized"] {
+		oversized = f.oversized
+	}
+	t.Logf("chaos summary: form=%s seed=%d faults=%s kills=%d (under backlog %d, during multipart uploads %d, restart to ready <= %.1fs) "+
+		"unexpected_exits=%d outages=%s store_kills=%d (ready after %s) late_topic=%s broker_log_lost=%d topics_recreated=%d "+
+		"lost_with_log=%d s3_faults=%s oversized=%d+%d expensive=%d (ran %d, refused %d) small_latency=%s "+
+		"messages=%d (accepted %d, resent %d, bad %d) lost=%d corrupted=%d dangling_events=%d silent_skips=%d stuck=%d commits_ahead=%d "+
+		"dead_letters_missing=%d dead_letters_duplicated=%d open_uploads=%d recovery=%s caught_up=%.1fs drain=%.1fs offset_samples=%d total=%.1fs",
+		f.name, seed, faults, len(kills), underBacklog, midUpload, toReady.Seconds(), len(sup.unexpectedExits()), strings.Join(outs, ","),
+		len(storeKills), strings.Join(storeKills, ","), lateTopic, b2i(faults["brokerlost"])*f.brokerLosses,
+		b2i(faults["recreate"])*f.recreations, lostWithLog, s3desc, oversized, oversized, len(g.expensiveReqs), expensiveRan, expensiveRefused, latency,
+		len(all), nAcc, nDup, nBad, lost, corrupted, dangling, silentSkips, len(stuck), len(ahead), dlqMissing, dlqDup, len(open),
+		strings.Join(recovery, ","), caughtUp.Seconds(), drainTime.Seconds(), samples, time.Since(t0).Seconds())
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // stageEnviron configures `walkstage run` for the suite.
@@ -811,16 +1194,23 @@ type event struct {
 
 	partition int32
 	offset    int64
+	at        time.Time // the record's timestamp
+	gen       int       // the log generation it was read in
 }
 
-func decodeEvents(recs []*kgo.Record) map[string][]event {
+// decodeEvents reads completion events; gens[i] is the log generation
+// recs[i] was read in (nil: all the first).
+func decodeEvents(recs []*kgo.Record, gens []int) map[string][]event {
 	m := map[string][]event{}
-	for _, r := range recs {
+	for i, r := range recs {
 		var e event
 		if err := json.Unmarshal(r.Value, &e); err != nil {
 			e = event{BatchID: string(r.Key), Status: "undecodable: " + err.Error()}
 		}
-		e.partition, e.offset = r.Partition, r.Offset
+		e.partition, e.offset, e.at = r.Partition, r.Offset, r.Timestamp
+		if gens != nil {
+			e.gen = gens[i]
+		}
 		m[e.BatchID] = append(m[e.BatchID], e)
 	}
 	return m
@@ -849,20 +1239,27 @@ type dlqCopies struct {
 	unmatched []*kgo.Record
 }
 
-func matchDLQ(all []*msg, recs []*kgo.Record) dlqCopies {
+// gens[i] is the log generation recs[i] was read in (nil: all the first);
+// a copy's source offset refers to the input log of its own generation.
+func matchDLQ(all []*msg, recs []*kgo.Record, gens []int) dlqCopies {
 	type pos struct {
-		p int32
-		o int64
+		gen int
+		p   int32
+		o   int64
 	}
 	byPos, byID := map[pos]*msg{}, map[string]*msg{}
 	for _, m := range all {
 		if m.offset >= 0 {
-			byPos[pos{m.partition, m.offset}] = m
+			byPos[pos{m.gen, m.partition, m.offset}] = m
 		}
 		byID[m.id] = m
 	}
 	c := dlqCopies{byMsg: map[*msg][]*kgo.Record{}}
-	for _, r := range recs {
+	for i, r := range recs {
+		gen := 0
+		if gens != nil {
+			gen = gens[i]
+		}
 		var m *msg
 		topic, _ := header(r, "walkstage-source-topic")
 		ps, _ := header(r, "walkstage-source-partition")
@@ -870,7 +1267,7 @@ func matchDLQ(all []*msg, recs []*kgo.Record) dlqCopies {
 		p, err1 := strconv.ParseInt(ps, 10, 32)
 		o, err2 := strconv.ParseInt(offs, 10, 64)
 		if topic == "in" && err1 == nil && err2 == nil {
-			m = byPos[pos{int32(p), o}]
+			m = byPos[pos{gen, int32(p), o}]
 		}
 		if m == nil {
 			if id, ok := header(r, chaosIDHeader); ok {
@@ -900,20 +1297,39 @@ func reasonOf(r *kgo.Record) string {
 	return s
 }
 
-// unaccounted counts accepted requests without a succeeded event and bad
-// messages without a dead letter.
-func unaccounted(reqs []*request, all []*msg, events map[string][]event, c dlqCopies) (noEvent, noDLQ int) {
+// unaccounted counts accepted requests without a succeeded event, bad
+// messages without a dead letter and either-way requests without an
+// answer, leaving out what went with a lost log.
+func unaccounted(reqs []*request, all []*msg, events map[string][]event, c dlqCopies) (noEvent, noDLQ, noAnswer int) {
 	for _, r := range reqs {
-		if !slices.ContainsFunc(events[r.batchID], func(e event) bool { return e.Status == "succeeded" }) {
+		if slices.ContainsFunc(r.msgs, func(m *msg) bool { return !m.lostWithLog }) &&
+			!slices.ContainsFunc(events[r.batchID], func(e event) bool { return e.Status == "succeeded" }) {
 			noEvent++
 		}
 	}
 	for _, m := range all {
-		if !m.accepted && len(c.byMsg[m]) == 0 {
+		switch {
+		case m.lostWithLog:
+		case m.isBad() && len(c.byMsg[m]) == 0:
 			noDLQ++
+		case m.either && !answered(m, events, c):
+			noAnswer++
 		}
 	}
-	return noEvent, noDLQ
+	return noEvent, noDLQ, noAnswer
+}
+
+// answered: a bad message has a dead letter; an accepted one an event of
+// its batch produced after it; an either-way one either.
+func answered(m *msg, events map[string][]event, c dlqCopies) bool {
+	if len(c.byMsg[m]) > 0 && !m.accepted {
+		return true
+	}
+	if m.isBad() {
+		return false
+	}
+	_, ok := answeredAt(m, events)
+	return ok
 }
 
 // verdict gathers failed assertions by name and reports each once, with

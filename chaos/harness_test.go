@@ -3,7 +3,9 @@ package chaos
 import (
 	"encoding/json"
 	"math/rand/v2"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -54,7 +56,7 @@ func TestMatchDLQ(t *testing.T) {
 		{Headers: h(chaosIDHeader, "m-2")},
 		{Headers: h("walkstage-source-topic", "in", "walkstage-source-partition", "1", "walkstage-source-offset", "7")},
 	}
-	c := matchDLQ([]*msg{a, b}, recs)
+	c := matchDLQ([]*msg{a, b}, recs, nil)
 	if len(c.byMsg[a]) != 2 || len(c.byMsg[b]) != 1 || len(c.unmatched) != 1 {
 		t.Fatalf("a: %d copies, b: %d, unmatched %d", len(c.byMsg[a]), len(c.byMsg[b]), len(c.unmatched))
 	}
@@ -90,5 +92,84 @@ func TestMessagesReproducible(t *testing.T) {
 		if m.category == "large-1MiB" && len(m.value) != 1<<20 {
 			t.Errorf("large record of %d bytes", len(m.value))
 		}
+	}
+}
+
+func TestParseFaults(t *testing.T) {
+	for _, c := range []struct {
+		in, want string
+		ok       bool
+	}{
+		{"", strings.Join(faultNames, ","), true},
+		{"all", strings.Join(faultNames, ","), true},
+		{"kills,s3", "s3,kills", true},
+		{"-expensive,-s3", "latetopic,kills,outages,storekill,brokerlost,recreate,oversized", true},
+		{"kills,-s3", "", false},
+		{"kill", "", false},
+	} {
+		fs, err := parseFaults(c.in)
+		if (err == nil) != c.ok || (c.ok && fs.String() != c.want) {
+			t.Errorf("parseFaults(%q) = %v, %v; want %s", c.in, fs, err, c.want)
+		}
+	}
+}
+
+// TestOffsetMonitor: a partition behind its end and unmoved is stuck only
+// once the stall bound has passed since the last fault cleared and no
+// other partition moves either; a commit past the end is reported at once.
+func TestOffsetMonitor(t *testing.T) {
+	clock := &faultClock{}
+	m := newOffsetMonitor(10*time.Second, clock)
+	rel := func(time.Time) string { return "" }
+	t0 := time.Now()
+	offs := func(p0 int64) map[int32]int64 { return map[int32]int64{0: p0, 1: 5, 2: 5, 3: 5} }
+	end := offs(9)
+	m.observe(t0, 0, offs(3), end, rel)
+	clock.begin("outage")
+	m.observe(t0.Add(20*time.Second), 0, offs(3), end, rel) // during a fault: never stuck
+	clock.end()
+	clock.cleared = t0.Add(25 * time.Second)
+	m.observe(t0.Add(30*time.Second), 0, offs(3), end, rel) // 5 s after it cleared
+	if stuck, _, _ := m.findings(); len(stuck) != 0 {
+		t.Fatalf("stuck too early: %v", stuck)
+	}
+	busy := offs(3)
+	busy[1] = 4 // the stage works on another partition
+	m.observe(t0.Add(36*time.Second), 0, busy, end, rel)
+	if stuck, _, _ := m.findings(); len(stuck) != 0 {
+		t.Fatalf("stuck while another partition moves: %v", stuck)
+	}
+	end[1] = 9
+	m.observe(t0.Add(38*time.Second), 0, busy, end, rel)
+	m.observe(t0.Add(40*time.Second), 0, busy, end, rel)
+	if stuck, _, _ := m.findings(); len(stuck) != 0 {
+		t.Fatalf("stuck 4 s after another partition moved: %v", stuck)
+	}
+	m.observe(t0.Add(42*time.Second), 0, busy, end, rel)
+	m.observe(t0.Add(44*time.Second), 0, busy, end, rel) // reported once per episode
+	stuck, ahead, _ := m.findings()
+	if len(stuck) != 1 || len(ahead) != 0 {
+		t.Fatalf("stuck %v, ahead %v", stuck, ahead)
+	}
+	m.observe(t0.Add(45*time.Second), 0, offs(12), end, rel)
+	m.observe(t0.Add(46*time.Second), 1, offs(99), end, rel) // another generation: ignored
+	if _, ahead, _ := m.findings(); len(ahead) != 1 {
+		t.Fatalf("ahead %v", ahead)
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	var ds []time.Duration
+	for i := 100; i >= 1; i-- {
+		ds = append(ds, time.Duration(i)*time.Millisecond)
+	}
+	if p := percentile(ds, 0.5); p != 50*time.Millisecond {
+		t.Errorf("p50 %v", p)
+	}
+	if p := percentile(ds, 0.99); p != 99*time.Millisecond {
+		t.Errorf("p99 %v", p)
+	}
+	if percentile(nil, 0.5) != 0 {
+		t.Error("p50 of none")
 	}
 }

@@ -30,7 +30,7 @@ func produce(ctx context.Context, cl *kgo.Client, ms []*msg) error {
 	recs := make([]*kgo.Record, len(ms))
 	for i, m := range ms {
 		recs[i] = &kgo.Record{Topic: "in", Key: m.key, Value: m.value,
-			Headers: []kgo.RecordHeader{{Key: chaosIDHeader, Value: []byte(m.id)}}}
+			Headers: append([]kgo.RecordHeader{{Key: chaosIDHeader, Value: []byte(m.id)}}, m.headers...)}
 	}
 	// ProduceSync lists results in the order they complete, not in the
 	// order given: read the records themselves, which it fills in.
@@ -44,9 +44,105 @@ func produce(ctx context.Context, cl *kgo.Client, ms []*msg) error {
 		}
 	}
 	for i, r := range recs {
-		ms[i].partition, ms[i].offset = r.Partition, r.Offset
+		ms[i].partition, ms[i].offset, ms[i].produced = r.Partition, r.Offset, r.Timestamp
 	}
 	return nil
+}
+
+// Topic limits as a production cluster has them: Kafka's default
+// max.message.bytes (1 MiB and a batch header) on the completions and
+// dead-letter topics, so whatever the stage derives from a message must fit
+// there. The input topic keeps the broker's larger limit: the suite sends
+// records of up to 15 MiB on purpose.
+var topicConfigs = map[string]map[string]string{
+	"in":  nil,
+	"out": {"max.message.bytes": "1048588"},
+	"dlq": {"max.message.bytes": "1048588"},
+}
+
+// createTopics creates topics with their topicConfigs and partitions
+// partitions each, as an operator's provisioning job would, and waits until
+// every one is in the metadata. A topic that exists already is an error.
+func createTopics(ctx context.Context, cl *kgo.Client, partitions int, topics ...string) error {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 10000
+	for _, name := range topics {
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, int32(partitions), 1
+		for _, k := range sortedKeys(topicConfigs[name]) {
+			c := kmsg.NewCreateTopicsRequestTopicConfig()
+			c.Name, c.Value = k, kmsg.StringPtr(topicConfigs[name][k])
+			rt.Configs = append(rt.Configs, c)
+		}
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("create topics %v: %w", topics, err)
+	}
+	for _, rt := range resp.Topics {
+		if err := kerr.ErrorForCode(rt.ErrorCode); err != nil {
+			return fmt.Errorf("create topic %s: %w", rt.Topic, err)
+		}
+	}
+	return waitTopics(ctx, cl, true, topics...)
+}
+
+// deleteTopics deletes topics and waits until the metadata no longer lists
+// them.
+func deleteTopics(ctx context.Context, cl *kgo.Client, topics ...string) error {
+	req := kmsg.NewPtrDeleteTopicsRequest()
+	req.TimeoutMillis = 10000
+	for _, name := range topics {
+		rt := kmsg.NewDeleteTopicsRequestTopic()
+		rt.Topic = kmsg.StringPtr(name)
+		req.Topics = append(req.Topics, rt)
+		req.TopicNames = append(req.TopicNames, name)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("delete topics %v: %w", topics, err)
+	}
+	for _, rt := range resp.Topics {
+		if err := kerr.ErrorForCode(rt.ErrorCode); err != nil {
+			return fmt.Errorf("delete topic %s: %w", deref(rt.Topic), err)
+		}
+	}
+	return waitTopics(ctx, cl, false, topics...)
+}
+
+// waitTopics waits until each of topics exists (or, with exist false, none
+// does) with all its partitions led.
+func waitTopics(ctx context.Context, cl *kgo.Client, exist bool, topics ...string) error {
+	for {
+		req := kmsg.NewPtrMetadataRequest()
+		for _, name := range topics {
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.Topic = kmsg.StringPtr(name)
+			req.Topics = append(req.Topics, rt)
+		}
+		resp, err := req.RequestWith(ctx, cl)
+		if err == nil {
+			n := 0
+			for _, rt := range resp.Topics {
+				ok := kerr.ErrorForCode(rt.ErrorCode) == nil && len(rt.Partitions) > 0
+				for _, p := range rt.Partitions {
+					ok = ok && p.ErrorCode == 0 && p.Leader >= 0
+				}
+				if ok {
+					n++
+				}
+			}
+			if (exist && n == len(topics)) || (!exist && n == 0) {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for topics %v (exist: %v): %w (last error: %v)", topics, exist, ctx.Err(), err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // endOffsets returns the high watermark of each partition of topic.
@@ -133,22 +229,38 @@ func lag(ctx context.Context, cl *kgo.Client, partitions int) (int64, error) {
 	return n, nil
 }
 
-// topicReader reads a whole topic from the start, incrementally.
+// topicReader reads a whole topic from the start, incrementally. A topic
+// whose log is lost (broker restarted empty, topic recreated) is read again
+// from its new start after reset; what was read before is kept, and gens
+// says in which generation of the log each record was read.
 type topicReader struct {
 	cl         *kgo.Client
 	admin      *kgo.Client
+	broker     string
 	topic      string
 	partitions int
 	next       map[int32]int64
 	recs       []*kgo.Record
+	gens       []int // parallel to recs
+	gen        int
 }
 
 func newTopicReader(broker, topic string, partitions int, admin *kgo.Client) (*topicReader, error) {
-	cl, err := newClient(broker, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		return nil, err
+	r := &topicReader{admin: admin, broker: broker, topic: topic, partitions: partitions}
+	return r, r.reset(r.gen)
+}
+
+// reset starts reading generation gen of the topic from its beginning.
+func (r *topicReader) reset(gen int) error {
+	if r.cl != nil {
+		r.cl.Close()
 	}
-	return &topicReader{cl: cl, admin: admin, topic: topic, partitions: partitions, next: map[int32]int64{}}, nil
+	cl, err := newClient(r.broker, kgo.ConsumeTopics(r.topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		return err
+	}
+	r.cl, r.next, r.gen = cl, map[int32]int64{}, gen
+	return nil
 }
 
 func (r *topicReader) Close() { r.cl.Close() }
@@ -176,6 +288,7 @@ func (r *topicReader) catchUp(ctx context.Context) error {
 		}
 		fs.EachRecord(func(rec *kgo.Record) {
 			r.recs = append(r.recs, rec)
+			r.gens = append(r.gens, r.gen)
 			r.next[rec.Partition] = rec.Offset + 1
 		})
 	}

@@ -6,13 +6,17 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // msg is one record the suite sends to the input topic.
 type msg struct {
-	id    string // the chaos-id header: ties dead-letter copies back to it
-	key   []byte
-	value []byte
+	id      string // the chaos-id header: ties dead-letter copies back to it
+	key     []byte
+	value   []byte
+	headers []kgo.RecordHeader // besides the chaos-id header
 
 	// accepted: a valid request (batchID says which); identical resends of
 	// one are accepted too. Otherwise a bad message of a category.
@@ -22,10 +26,22 @@ type msg struct {
 	// reason is what docs/messages.md leads us to expect; the suite asserts
 	// it only for conflicts (issue 11: batch_id_conflict).
 	reason string
+	// either: a valid request the stage may run or refuse (an expensive
+	// one, which admission control by cost may reject); answered either
+	// way, never lost.
+	either bool
 
 	partition int32
-	offset    int64 // -1 until produced
+	offset    int64     // -1 until produced
+	produced  time.Time // the record's timestamp
+	gen       int       // the input log's generation it went to (see topicReader)
+	// lostWithLog: produced into a log the broker lost before the stage
+	// answered it; not the stage's to answer (a copy was sent again).
+	lostWithLog bool
 }
+
+// isBad is a message that must be dead-lettered.
+func (m *msg) isBad() bool { return !m.accepted && !m.either }
 
 // request is an accepted batch id with what its output must hold.
 type request struct {
@@ -44,7 +60,10 @@ type gen struct {
 	n        int // messages made
 	reqs     []*request
 	byBatch  map[string]*request
-	variant  int
+	// expensiveReqs are the either-way requests (not in reqs: they may be
+	// refused).
+	expensiveReqs []*request
+	variant       int
 }
 
 func newGen(rng *rand.Rand, vertices int) *gen {
@@ -111,13 +130,84 @@ func (g *gen) request(heavy bool) *msg {
 	}
 	body["length"] = length
 	body["walks_per_seed"] = wps
-	req := &request{batchID: id, body: body, walks: int64(count * wps), length: length}
+	return g.add(id, body, count*wps, length, "valid")
+}
+
+// add makes an accepted request of body.
+func (g *gen) add(id string, body map[string]any, walks, length int, category string) *msg {
+	req := &request{batchID: id, body: body, walks: int64(walks), length: length}
 	g.reqs = append(g.reqs, req)
 	g.byBatch[id] = req
 	m := g.next([]byte(id), mustJSON(body))
-	m.accepted, m.batchID, m.category = true, id, "valid"
+	m.accepted, m.batchID, m.category = true, id, category
 	req.msgs = append(req.msgs, m)
 	return m
+}
+
+// small is a new accepted request that takes the engine a few
+// milliseconds: the suite measures its produce-to-event latency beside
+// expensive ones.
+func (g *gen) small() *msg {
+	id := fmt.Sprintf("small-%05d", len(g.reqs)+1)
+	body := map[string]any{"version": 1, "batch_id": id, "algorithm": "deepwalk",
+		"seed_range": map[string]any{"first": g.rng.IntN(g.vertices - 20), "count": 20}, "length": 20, "walks_per_seed": 1}
+	return g.add(id, body, 20, 20, "small")
+}
+
+// expensive is a valid Node2Vec request whose p makes nearly every
+// candidate step a rejection (issue 32: 100 seeds x 10 walks x 1,000 steps
+// held the engine 77 s), on seeds consecutive vertices with walksPerSeed
+// walks of 1,000 steps each, well inside the default limits. The stage may
+// run it or refuse it by cost; either way it is answered.
+func (g *gen) expensive(seeds, walksPerSeed int) *msg {
+	id := fmt.Sprintf("expensive-%05d", g.n+1)
+	first := g.rng.IntN(g.vertices - seeds + 1)
+	body := map[string]any{"version": 1, "batch_id": id, "algorithm": "node2vec", "p": 1e-6, "q": 1, "weighted": true,
+		"seed_range": map[string]any{"first": first, "count": seeds}, "walks_per_seed": walksPerSeed, "length": 1000}
+	req := &request{batchID: id, body: body, walks: int64(seeds * walksPerSeed), length: 1000}
+	g.expensiveReqs = append(g.expensiveReqs, req)
+	m := g.next([]byte(id), mustJSON(body))
+	m.either, m.batchID, m.category = true, id, "expensive"
+	req.msgs = append(req.msgs, m)
+	return m
+}
+
+// withHeader is a malformed message carrying a header of size bytes
+// (issue 32: its dead-letter stub kept the header, did not fit the
+// dead-letter topic, and consumption stopped).
+func (g *gen) withHeader(size int) *msg {
+	id := fmt.Sprintf("bad-header-%05d", g.n+1)
+	m := g.next([]byte(id), fmt.Appendf(nil, `{"version":1,"batch_id":"%s","algorithm":"deepwalk"`, id))
+	m.headers = []kgo.RecordHeader{{Key: "chaos-padding", Value: bytes.Repeat([]byte("h"), size)}}
+	m.category, m.reason = fmt.Sprintf("header-%dKiB", size>>10), "malformed"
+	return m
+}
+
+// withKey is a malformed message whose key is size bytes (issue 32: the key
+// became the rejected event's batch id, the event did not fit the
+// completions topic, and publishing retried forever).
+func (g *gen) withKey(size int) *msg {
+	id := fmt.Sprintf("bad-key-%05d", g.n+1)
+	key := append([]byte(id+"-"), bytes.Repeat([]byte("k"), size-len(id)-1)...)
+	m := g.next(key, fmt.Appendf(nil, `{"version":1,"batch_id":"%s","algorithm":"deepwalk"`, id))
+	m.category, m.reason = fmt.Sprintf("key-%dKiB", size>>10), "malformed"
+	return m
+}
+
+// resend is a copy of m, under a new chaos id, for a message that was lost
+// with the broker's log before the stage answered it.
+func (g *gen) resend(m *msg) *msg {
+	c := g.next(m.key, m.value)
+	c.headers, c.accepted, c.either, c.batchID, c.category, c.reason = m.headers, m.accepted, m.either, m.batchID, m.category, m.reason
+	if r := g.byBatch[m.batchID]; r != nil && m.accepted {
+		r.msgs = append(r.msgs, c)
+	}
+	for _, r := range g.expensiveReqs {
+		if r.batchID == m.batchID {
+			r.msgs = append(r.msgs, c)
+		}
+	}
+	return c
 }
 
 // duplicate resends an accepted request unchanged: a resubmission, not an

@@ -175,24 +175,35 @@ func (p *proc) exitDesc() string {
 	return p.waitErr.Error()
 }
 
-// startBroker runs kfakebroker with the stage's three topics and returns its
-// address once it listens.
-func startBroker(t testing.TB, logDir string, partitions int) (*proc, string) {
+// startBroker runs kfakebroker, with no topics (the test creates them, as
+// an operator would), on port (0: any free port) and returns its address
+// once it listens. A broker started on the port of one that was killed is
+// that broker come back with its log lost.
+func startBroker(t testing.TB, logDir string, port int) (*proc, string) {
 	t.Helper()
 	lines := make(chan string, 16)
-	p := startProc(t, "kfakebroker", filepath.Join(logDir, "broker.log"), nil, lines, brokerBin,
-		"-topics", "in,out,dlq", "-partitions", fmt.Sprint(partitions), "-min-session-timeout", "1s")
-	timeout := time.After(30 * time.Second)
-	for {
-		select {
-		case l := <-lines:
-			if a, ok := strings.CutPrefix(l, "kfakebroker listening on "); ok {
-				return p, a
+	logPath := filepath.Join(logDir, "broker.log")
+	for try := 1; ; try++ {
+		p := startProc(t, "kfakebroker", logPath, nil, lines, brokerBin,
+			"-port", fmt.Sprint(port), "-min-session-timeout", "1s")
+		timeout := time.After(30 * time.Second)
+	wait:
+		for {
+			select {
+			case l := <-lines:
+				if a, ok := strings.CutPrefix(l, "kfakebroker listening on "); ok {
+					return p, a
+				}
+			case <-p.done:
+				// The old process's port can take a moment to be free.
+				if port != 0 && try < 50 && strings.Contains(tail(logPath, 3), "address already in use") {
+					time.Sleep(100 * time.Millisecond)
+					break wait
+				}
+				t.Fatalf("kfakebroker exited: %s\n%s", p.exitDesc(), tail(logPath, 20))
+			case <-timeout:
+				t.Fatalf("kfakebroker printed no address in 30 s\n%s", tail(logPath, 20))
 			}
-		case <-p.done:
-			t.Fatalf("kfakebroker exited: %s\n%s", p.exitDesc(), tail(filepath.Join(logDir, "broker.log"), 20))
-		case <-timeout:
-			t.Fatalf("kfakebroker printed no address in 30 s\n%s", tail(filepath.Join(logDir, "broker.log"), 20))
 		}
 	}
 }
@@ -232,8 +243,10 @@ var s3Environ = []string{"AWS_ACCESS_KEY_ID=walkstage", "AWS_SECRET_ACCESS_KEY=w
 	"AWS_EC2_METADATA_DISABLED=true"}
 
 // startVersityGW runs versitygw with a POSIX backend under dir and returns
-// the process and its address once it accepts connections.
-func startVersityGW(t testing.TB, bin, logDir, dir string) (*proc, string) {
+// the process and its address once it accepts connections. With addr
+// empty it picks a free port; a restart gives the old address (and the old
+// dir: the same store come back).
+func startVersityGW(t testing.TB, bin, logDir, dir, addr string) (*proc, string) {
 	t.Helper()
 	data, meta := filepath.Join(dir, "data"), filepath.Join(dir, "meta")
 	for _, d := range []string{data, meta} {
@@ -245,8 +258,11 @@ func startVersityGW(t testing.TB, bin, logDir, dir string) (*proc, string) {
 	// The port is picked free and released before versitygw binds it:
 	// another test's process can take it in between, and then a dial
 	// reaches that process while ours exits. Ready is ours listening.
+	fixed := addr
 	for try := 1; ; try++ {
-		addr := freeAddr(t)
+		if fixed == "" {
+			addr = freeAddr(t)
+		}
 		port := addrPort(t, addr)
 		p := startProc(t, "versitygw", logPath, nil, nil, bin, "--access", "walkstage", "--secret", "walkstage-secret",
 			"--port", addr, "--quiet", "posix", "--sidecar", meta, data)
@@ -260,7 +276,10 @@ func startVersityGW(t testing.TB, bin, logDir, dir string) (*proc, string) {
 				return p, addr
 			}
 			if p.exited() {
-				if try < 5 && strings.Contains(tail(logPath, 5), "address already in use") {
+				if (try < 5 || (fixed != "" && try < 50)) && strings.Contains(tail(logPath, 5), "address already in use") {
+					if fixed != "" {
+						time.Sleep(100 * time.Millisecond)
+					}
 					break
 				}
 				t.Fatalf("versitygw exited: %s\n%s", p.exitDesc(), tail(logPath, 20))
