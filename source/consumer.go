@@ -57,6 +57,10 @@ type Consumer struct {
 	trk *tracker
 	// topics checks the stage's topics (start-up, health probe).
 	topics *topicChecker
+	// marksMu guards marks: per input partition, the last record handed
+	// on, kept across generations (sameLog).
+	marksMu sync.Mutex
+	marks   map[int]recordMark
 	// dlqIdx knows which input records already have a dead-letter copy.
 	dlqIdx *dlqIndex
 	// uncertain holds the records whose last dead-letter write failed:

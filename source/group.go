@@ -123,6 +123,8 @@ func (c *Consumer) readPartition(ctx context.Context, pr *partReader, groupNext 
 		switch {
 		case pos < 0:
 			pos = c.startAt(ctx, pr.part, groupNext, first, last)
+		case pos >= first && pos <= last && !c.sameLog(ctx, pr.part, first, last):
+			pos = c.logReset(ctx, pr.part, "the record this consumer read last is not at its offset any more", pos, first)
 		case pos > last:
 			pos = c.logReset(ctx, pr.part, fmt.Sprintf("the next offset to read (%d) is beyond the log end (%d)", pos, last), pos, first)
 		case pos < first:
@@ -194,16 +196,51 @@ func (c *Consumer) fetchFrom(ctx context.Context, pr *partReader) error {
 		select {
 		case c.msgs <- fetched{m: m, epoch: epoch}:
 			pr.pos.Store(m.Offset + 1)
+			c.setMark(pr.part, markOf(m))
 		case <-fctx.Done():
 			return nil
 		}
 	}
 }
 
+// sameLog reports whether the partition's log still holds, at its offset,
+// the last record this consumer handed on from it (in any generation). A
+// topic deleted and created again (or a broker back without its data) that
+// has grown past the reader's position, or past the group's offset, which
+// a broker may keep for a deleted topic, answers every offset check as
+// before; only the records tell the logs apart. True when there is nothing
+// to compare or the broker cannot say: a failed check is no evidence, and
+// the next one comes within MetadataInterval.
+func (c *Consumer) sameLog(ctx context.Context, part int, first, last int64) bool {
+	c.marksMu.Lock()
+	mk, ok := c.marks[part]
+	c.marksMu.Unlock()
+	if !ok || mk.off < first || mk.off >= last {
+		return true
+	}
+	now, ok, err := c.topics.markAt(ctx, c.topic, part, mk.off)
+	if err != nil || !ok {
+		return true
+	}
+	return now == mk
+}
+
+func (c *Consumer) setMark(part int, mk recordMark) {
+	c.marksMu.Lock()
+	defer c.marksMu.Unlock()
+	if c.marks == nil {
+		c.marks = make(map[int]recordMark)
+	}
+	c.marks[part] = mk
+}
+
 // startAt decides where a partition assigned in a new generation is read
 // from, given the group's offset (negative: none) and the log's bounds.
 func (c *Consumer) startAt(ctx context.Context, part int, groupNext, first, last int64) int64 {
 	known := c.trk.lastCommitted(c.topic, part) + 1 // 0: this consumer committed nothing in this log
+	if !c.sameLog(ctx, part, first, last) {
+		return c.logReset(ctx, part, "the record this consumer read last is not at its offset any more", max(groupNext, known), first)
+	}
 	switch {
 	case groupNext < 0 && known > 0:
 		return c.logReset(ctx, part, "the group's committed offset is gone", known, first)
@@ -243,6 +280,9 @@ func (c *Consumer) startAt(ctx context.Context, part int, groupNext, first, last
 // the reset is logged and counted. It returns next.
 func (c *Consumer) logReset(ctx context.Context, part int, why string, old, next int64) int64 {
 	c.trk.reset(c.topic, part, next)
+	c.marksMu.Lock()
+	delete(c.marks, part)
+	c.marksMu.Unlock()
 	dropped := c.dlqIdx.forget(c.topic, part)
 	c.resets.Add(1)
 	c.lagMu.Lock()
@@ -391,7 +431,7 @@ func (c *Consumer) checkLogs(ctx context.Context, readers map[int]*partReader) {
 	}
 	for p, last := range ends {
 		pr := readers[p]
-		if pos := pr.pos.Load(); pos > last {
+		if pos := pr.pos.Load(); pos > last || (pos >= 0 && !c.sameLog(ctx, p, 0, last)) {
 			pr.requestRecheck()
 		} else if pos >= 0 {
 			c.lagMu.Lock()

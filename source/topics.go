@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -157,4 +159,58 @@ func (tc *topicChecker) partitions(ctx context.Context, topic string) (int, erro
 		return len(t.Partitions), nil
 	}
 	return 0, nil
+}
+
+// recordMark names a record of a partition's log well enough to tell it
+// from the record a replacement log holds at the same offset: its
+// timestamp and a checksum of its key. Kafka's client here does not expose
+// topic ids, and offsets alone repeat once a recreated topic has grown past
+// the position a reader kept.
+type recordMark struct {
+	off int64
+	ts  int64 // Unix milliseconds, -1 when the record has none
+	key uint32
+}
+
+func markOf(m kafka.Message) recordMark {
+	return recordMark{off: m.Offset, ts: recordTime(m), key: crc32.ChecksumIEEE(m.Key)}
+}
+
+// markAt reads the mark of the record at off (ok false when the log no
+// longer holds it, e.g. removed by retention).
+func (tc *topicChecker) markAt(ctx context.Context, topic string, part int, off int64) (recordMark, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, tc.timeout)
+	defer cancel()
+	res, err := tc.client.Fetch(ctx, &kafka.FetchRequest{Topic: topic, Partition: part, Offset: off,
+		MinBytes: 1, MaxBytes: 1, MaxWait: 100 * time.Millisecond})
+	if err != nil {
+		return recordMark{}, false, fmt.Errorf("fetch offset %d of partition %d of %s: %w", off, part, topic, err)
+	}
+	if errors.Is(res.Error, kafka.OffsetOutOfRange) {
+		return recordMark{}, false, nil
+	}
+	if res.Error != nil {
+		return recordMark{}, false, fmt.Errorf("fetch offset %d of partition %d of %s: %w", off, part, topic, res.Error)
+	}
+	// The broker answers from the start of the record batch holding off
+	// (at least one batch, whatever MaxBytes says).
+	for {
+		r, err := res.Records.ReadRecord()
+		if err != nil {
+			return recordMark{}, false, nil // nothing at off (yet)
+		}
+		if r.Offset < off {
+			continue
+		}
+		if r.Offset > off {
+			return recordMark{}, false, nil
+		}
+		m := kafka.Message{Offset: r.Offset, Time: r.Time}
+		if r.Key != nil {
+			if m.Key, err = io.ReadAll(r.Key); err != nil {
+				return recordMark{}, false, fmt.Errorf("fetch offset %d of partition %d of %s: %w", off, part, topic, err)
+			}
+		}
+		return markOf(m), true, nil
+	}
 }
