@@ -15,4 +15,15 @@ ensure_readers
 export WALKSTAGE_INTEGRATION=1 WALKSTAGE_REQUIRE_HELM=1
 go version
 "$WALKSTAGE_ROOT/scripts/check-docs.sh"
-go test -count=1 -timeout 20m "$@" ./...
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+rc=0
+go test -count=1 -timeout 20m "$@" ./... 2>&1 | tee "$log" || rc=$?
+if [ "$rc" -ne 0 ]; then
+  # A crash prints every goroutine, which buries its cause far above the
+  # end of the log: repeat the cause and the failed tests last.
+  echo "== failure digest"
+  grep -E -m 12 -A 3 '^(panic:|fatal error:|unexpected fault|SIG[A-Z]+:|runtime: )' "$log" || true
+  grep -E '^(--- FAIL|FAIL|ok )' "$log" | grep -v '^ok ' | tail -n 12 || true
+  exit "$rc"
+fi

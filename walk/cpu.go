@@ -205,6 +205,10 @@ func (e *CPU) startWorkers(ctx context.Context, workers int, jobs []Job, stepper
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// The tables the steppers walk on live outside the Go heap and
+			// are unmapped once e is unreachable (hugemem.Alloc); a caller
+			// may drop the engine while its stream is still being walked.
+			defer runtime.KeepAlive(e)
 			var scratch []uint32
 			for ctx.Err() == nil {
 				u := int(next.Add(1) - 1)

@@ -2,6 +2,7 @@ package walk
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/walkstage/walkstage/graph"
@@ -48,9 +49,13 @@ func TestNode2VecCapKeepsDistributionExact(t *testing.T) {
 		t.Run(fmt.Sprintf("p=%g q=%g weighted=%v", a.P, a.Q, a.Weighted), func(t *testing.T) {
 			const n = 200000
 			const seed = 11
+			// The table is unmapped once its owner is unreachable: the
+			// owner must outlive every read of tab below.
+			owner := new(CPU)
+			defer runtime.KeepAlive(owner)
 			var tab []aliasEntry
 			if needsAlias(a) {
-				tab = buildPacked(g, new(CPU))
+				tab = buildPacked(g, owner)
 			}
 			// How many second steps reach the scan, from the same draws.
 			s := newStepper(g, a, seed, tab)
