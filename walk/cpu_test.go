@@ -322,6 +322,7 @@ func lockstepMatches(t *testing.T, g *graph.Graph) {
 		starts[i] = uint32(i*7919) % uint32(g.NumVertices())
 	}
 	e, _ := NewCPU(g, WithFusedTableLimit(1<<30))
+	defer runtime.KeepAlive(e) // its tables are read below through steppers only
 	e.PrepareTables()
 	// Extreme p/q make most proposals fail, so walks reach the exact
 	// fallback after maxRejections attempts.
@@ -486,6 +487,7 @@ func TestRingVectorRoundsMatchGoRounds(t *testing.T) {
 			t.Fatal(err)
 		}
 		e, _ := NewCPU(g, WithFusedTableLimit(1<<30))
+		defer runtime.KeepAlive(e) // its fused table is read below through steppers only
 		starts := make([]uint32, 5000)
 		for i := range starts {
 			starts[i] = uint32(i*7919) % uint32(g.NumVertices())
