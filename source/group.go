@@ -108,6 +108,7 @@ func (c *Consumer) runGroup(ctx context.Context) {
 // ends. Before every (re)start it checks its position against the log.
 func (c *Consumer) readPartition(ctx context.Context, pr *partReader, groupNext int64) {
 	pos := int64(-1)
+	replaced := false // the last fetch found the log replaced
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 && !sleepFor(ctx, min(time.Duration(attempt)*200*time.Millisecond, 5*time.Second)) {
 			return
@@ -123,6 +124,8 @@ func (c *Consumer) readPartition(ctx context.Context, pr *partReader, groupNext 
 		switch {
 		case pos < 0:
 			pos = c.startAt(ctx, pr.part, groupNext, first, last)
+		case replaced:
+			pos = c.logReset(ctx, pr.part, errLogReplaced.Error(), pos, first)
 		case pos >= first && pos <= last && !c.sameLog(ctx, pr.part, first, last):
 			pos = c.logReset(ctx, pr.part, "the record this consumer read last is not at its offset any more", pos, first)
 		case pos > last:
@@ -132,8 +135,12 @@ func (c *Consumer) readPartition(ctx context.Context, pr *partReader, groupNext 
 				"partition", pr.part, "old_offset", pos, "new_offset", first)
 			pos = first
 		}
+		replaced = false
 		pr.pos.Store(pos)
 		err = c.fetchFrom(ctx, pr)
+		if pr.pos.Load() > pos {
+			attempt = 0 // records came: earlier failures have passed
+		}
 		pos = pr.pos.Load()
 		if ctx.Err() != nil {
 			return
@@ -146,15 +153,36 @@ func (c *Consumer) readPartition(ctx context.Context, pr *partReader, groupNext 
 			attempt = 0 // checked after the shortest pause
 			continue
 		}
-		select {
-		case c.msgs <- fetched{err: err}: // Next reports it as the broker's trouble
-		default:
+		if errors.Is(err, errLogReplaced) {
+			replaced = true
+			attempt = -1 // reset at once, from the log's bounds
+			continue
+		}
+		if attempt >= fetchFailuresReported {
+			select {
+			case c.msgs <- fetched{err: err}: // Next reports it as the broker's trouble
+			default:
+			}
 		}
 	}
 }
 
+// fetchFailuresReported is how many fetches of a partition in a row fail
+// (a couple of seconds of back-off) before Next reports the broker's
+// trouble: one that answers after a leader moves or a topic is created is
+// not an outage.
+const fetchFailuresReported = 5
+
 // fetchFrom reads from pr.pos until ctx ends, a recheck is asked for (nil)
-// or the reader fails.
+// or a fetch fails. Before it hands on the records of a fetch, it checks
+// that the log still holds, at its offset, the last record it handed on:
+// a topic deleted and created again between two fetches (or a broker back
+// without its data) that has grown past the position answers the next
+// fetch with the new log's records as if nothing happened, and the
+// periodic checks come too late, once the mark is one of the new log's
+// records. Offsets cannot tell the logs apart, and kafka-go does not
+// expose topic ids; the records can. One extra fetch of a record per
+// answer that brings records: nothing while the partition is idle.
 func (c *Consumer) fetchFrom(ctx context.Context, pr *partReader) error {
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -162,45 +190,62 @@ func (c *Consumer) fetchFrom(ctx context.Context, pr *partReader) error {
 	pr.recheck = cancel
 	pr.mu.Unlock()
 	epoch := c.trk.epoch(c.topic, pr.part)
-	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers:   c.brokers,
-		Topic:     c.topic,
-		Partition: pr.part,
-		Dialer:    c.dialer,
-		MaxBytes:  c.maxBytes,
-		// kafka-go sets the socket's read deadline to MaxWait after the
-		// fetch is sent and, for a MaxWait of at least two seconds, asks the
-		// broker to answer a second before it; a shorter MaxWait races the
-		// broker's own long poll against the deadline and turns every idle
-		// poll into an "i/o timeout". Messages still arrive at once: the
-		// broker answers as soon as it has one (MinBytes 1).
-		MaxWait: 3 * time.Second,
-		// An offset beyond the log end is an error, not a silent wait: the
-		// log may have been replaced (readPartition checks).
-		OffsetOutOfRangeError: true,
-		Logger:                c.kafkaLog,
-		ErrorLogger:           c.kafkaErrLog,
-	})
-	defer r.Close()
-	if err := r.SetOffset(pr.pos.Load()); err != nil {
-		return err
-	}
 	for {
-		m, err := r.FetchMessage(fctx)
+		pos := pr.pos.Load()
+		msgs, err := c.topics.fetch(fctx, c.topic, pr.part, pos, c.maxBytes)
+		if fctx.Err() != nil {
+			return nil
+		}
 		if err != nil {
+			c.kafkaErrLog.Printf("%v", err)
+			return err
+		}
+		msgs = slices.DeleteFunc(msgs, func(m kafka.Message) bool { return m.Offset < pos })
+		if len(msgs) == 0 {
+			continue
+		}
+		if err := c.continues(fctx, pr.part, pos); err != nil {
 			if fctx.Err() != nil {
 				return nil
 			}
 			return err
 		}
-		select {
-		case c.msgs <- fetched{m: m, epoch: epoch}:
-			pr.pos.Store(m.Offset + 1)
-			c.setMark(pr.part, markOf(m))
-		case <-fctx.Done():
-			return nil
+		for _, m := range msgs {
+			select {
+			case c.msgs <- fetched{m: m, epoch: epoch}:
+				pr.pos.Store(m.Offset + 1)
+				c.setMark(pr.part, markOf(m))
+			case <-fctx.Done():
+				return nil
+			}
 		}
 	}
+}
+
+// errLogReplaced: the partition's log no longer holds the last record this
+// consumer handed on from it.
+var errLogReplaced = errors.New("the record this consumer read last is not at its offset any more")
+
+// continues checks that records from pos on, just fetched, continue the
+// log this consumer read: the record before pos is still the one it handed
+// on last (errLogReplaced if not). No mark to compare (nothing read since
+// the start or a reset) or a record removed by retention passes; a check
+// that fails is an error, never a pass.
+func (c *Consumer) continues(ctx context.Context, part int, pos int64) error {
+	c.marksMu.Lock()
+	mk, ok := c.marks[part]
+	c.marksMu.Unlock()
+	if !ok || mk.off != pos-1 {
+		return nil
+	}
+	now, ok, err := c.topics.markAt(ctx, c.topic, part, mk.off)
+	switch {
+	case err != nil:
+		return fmt.Errorf("check the log of partition %d before handing on its records: %w", part, err)
+	case ok && now != mk:
+		return errLogReplaced
+	}
+	return nil
 }
 
 // sameLog reports whether the partition's log still holds, at its offset,

@@ -426,3 +426,60 @@ func TestRebalanceIsNotALogReset(t *testing.T) {
 		t.Fatalf("%d log resets counted across rebalances", n)
 	}
 }
+
+// TestRecreatedTopicGrownPastThePositionBetweenFetches: the input topic is
+// deleted and created again while the reader waits on it, and the new log
+// grows past the reader's position before the next fetch (the chaos
+// suite's topics recreated right after a broker loss, seeds 12 and 15).
+// Before, the next fetch simply answered the new log's records from the
+// old position on: its first records were never delivered, and the checks
+// that compare records came later, once the last record read was one of
+// the new log's. Now every fetch that brings records first checks that the
+// log still holds the last record read, so all of the new log is
+// delivered. The metadata checks are kept out of the way (a minute apart)
+// so that only the fetches can tell.
+func TestRecreatedTopicGrownPastThePositionBetweenFetches(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	port := freePort(t)
+	cluster := startCluster(t, port, "in", "dlq")
+	defer cluster.Close()
+	brokers := cluster.ListenAddrs()
+	var oldIDs []string
+	var old []kafka.Message
+	for i := range 4 {
+		id := "old" + strconv.Itoa(i)
+		old = append(old, goodMsg(id))
+		oldIDs = append(oldIDs, id)
+	}
+	produce(t, ctx, brokers, "in", old...)
+	c, err := NewConsumer(ConsumerConfig{Kafka: KafkaOptions{Brokers: brokers}, Topic: "in", Group: "g", DLQTopic: "dlq",
+		SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second, MetadataInterval: time.Minute,
+		CallTimeout: 2 * time.Second, Limits: DefaultLimits(), Graph: testGraph(t), Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	consumeAll(t, ctx, c, oldIDs...)
+
+	if err := cluster.DeleteTopic("in"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.CreateTopic("in", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	var fresh []kafka.Message
+	var freshIDs []string
+	for i := range 10 {
+		id := "new" + strconv.Itoa(i)
+		fresh = append(fresh, goodMsg(id))
+		freshIDs = append(freshIDs, id)
+	}
+	produce(t, ctx, brokers, "in", fresh...)
+	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer wcancel()
+	consumeAll(t, wctx, c, freshIDs...)
+	if c.LogResets() == 0 {
+		t.Error("the replaced log was not counted")
+	}
+}

@@ -21,15 +21,79 @@ type topicChecker struct {
 	client  *kafka.Client
 	topics  []string
 	timeout time.Duration
+	// poll is client for fetches that wait on the broker (pollWait
+	// longer than a call may take).
+	poll *kafka.Client
 }
+
+// pollWait is how long a fetch waits on the broker for new records. kafka-go
+// sets the socket's read deadline from the call's timeout, so the client
+// that polls has pollWait more than the call timeout.
+const pollWait = 3 * time.Second
 
 func newTopicChecker(o KafkaOptions, timeout time.Duration, topics ...string) (*topicChecker, error) {
 	t, err := o.transport()
 	if err != nil {
 		return nil, err
 	}
-	return &topicChecker{client: &kafka.Client{Addr: kafka.TCP(o.Brokers...), Timeout: timeout, Transport: t},
+	addr := kafka.TCP(o.Brokers...)
+	return &topicChecker{client: &kafka.Client{Addr: addr, Timeout: timeout, Transport: t},
+		poll:   &kafka.Client{Addr: addr, Timeout: timeout + pollWait, Transport: t},
 		topics: topics, timeout: timeout}, nil
+}
+
+// fetch returns the records of the partition from offset off on, waiting
+// up to pollWait for the first one; the broker answers with whole record
+// batches up to maxBytes (at least one, whatever its size), so the records
+// may start before off (the caller skips them). A log that no longer
+// reaches off answers kafka.OffsetOutOfRange.
+func (tc *topicChecker) fetch(ctx context.Context, topic string, part int, off int64, maxBytes int) ([]kafka.Message, error) {
+	ctx, cancel := context.WithTimeout(ctx, tc.timeout+pollWait)
+	defer cancel()
+	res, err := tc.poll.Fetch(ctx, &kafka.FetchRequest{Topic: topic, Partition: part, Offset: off,
+		MinBytes: 1, MaxBytes: int64(maxBytes), MaxWait: pollWait})
+	if err != nil {
+		return nil, fmt.Errorf("fetch offset %d of partition %d of %s: %w", off, part, topic, err)
+	}
+	if res.Error != nil {
+		return nil, fmt.Errorf("fetch offset %d of partition %d of %s: %w", off, part, topic, res.Error)
+	}
+	var out []kafka.Message
+	for {
+		r, err := res.Records.ReadRecord()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			if len(out) > 0 {
+				// A batch cut short at maxBytes: what came whole is kept,
+				// the rest is fetched again.
+				return out, nil
+			}
+			return nil, fmt.Errorf("fetch offset %d of partition %d of %s: records: %w", off, part, topic, err)
+		}
+		m := kafka.Message{Topic: topic, Partition: part, Offset: r.Offset, Time: r.Time,
+			HighWaterMark: res.HighWatermark}
+		for _, h := range r.Headers {
+			m.Headers = append(m.Headers, kafka.Header{Key: h.Key, Value: h.Value})
+		}
+		if m.Key, err = readBytes(r.Key); err == nil {
+			m.Value, err = readBytes(r.Value)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("fetch offset %d of partition %d of %s: record %d: %w", off, part, topic, r.Offset, err)
+		}
+		out = append(out, m)
+	}
+}
+
+// readBytes reads a record's key or value; nil stays nil (a null key).
+func readBytes(b kafka.Bytes) ([]byte, error) {
+	if b == nil {
+		return nil, nil
+	}
+	defer b.Close()
+	return io.ReadAll(b)
 }
 
 // check returns each topic's max.message.bytes (0 where the broker does
