@@ -19,9 +19,9 @@ import (
 
 	"gocloud.dev/blob"
 
+	"github.com/walkstage/walkstage/engines"
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/sink"
-	"github.com/walkstage/walkstage/stage"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -176,9 +176,9 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 	// The writer gives every chunk back to the engine (prepareEngine), so
 	// the GPU engine may lend its pinned buffers instead of copying them.
-	settings := stage.EngineSettings{Workers: o.workers, FusedTableBytes: -1, GPUBatchSlots: o.gpuSlots,
+	settings := engines.Settings{Workers: o.workers, FusedTableBytes: -1, GPUBatchSlots: o.gpuSlots,
 		GPULentChunks: o.output != "visits" && !o.gpuCopy}
-	eng, err := stage.NewEngine(g, o.engineName, settings, engineLogger(stderr))
+	eng, err := engines.New(g, o.engineName, settings, engineLogger(stderr))
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,11 @@
+// Package engines chooses and builds a walk engine for a graph: the CPU
+// engine (walk.NewCPU, its sampling tables built before the first run),
+// the GPU engine (gpu.New, behind the cuda build tag) on one device or a
+// gpu.Multi over several, and whether several devices share one
+// partitioned copy of the graph (gpu.Stripes). The stage, `walkstage
+// walk` and `walkstage bench` all build their engine here, so the one-shot
+// commands need not import the stage.
+//
+// It takes plain Settings: it knows nothing of environment variables,
+// flags, Kafka or object storage.
+package engines
