@@ -6,6 +6,10 @@
 // walk` and `walkstage bench` all build their engine here, so the one-shot
 // commands need not import the stage.
 //
-// It takes plain Settings: it knows nothing of environment variables,
-// flags, Kafka or object storage.
+// It takes plain Settings and reads no environment variable or flag
+// itself; it knows nothing of Kafka or object storage. What an engine can
+// do beyond walk.Engine (run stats, chunk recycling, device sampling and
+// visits, placement, a partitioned graph) is named in walk/engine.go and
+// gpu/capabilities.go; callers ask the engine New returns with a type
+// assertion to those.
 package engines
