@@ -104,13 +104,13 @@ type Engine interface {
 // an anonymous interface, so each has one name and one contract, and each
 // engine that has it says so at compile time next to its methods
 // (var _ walk.ChunkRecycler = (*Engine)(nil)). They live here, beside
-// Engine, because walk imports only graph: the CPU engine, gpu, the engines
-// package, the stage and the commands all import walk already, so naming
-// them adds no import. The GPU engine's own capabilities, whose methods
-// return gpu's types (its placement plan, its partitioned store, the
-// host-read benchmark), are in gpu/capabilities.go: walk cannot name gpu's
-// types, and gpu.Multi asks its engines for them, so they cannot live in a
-// package that imports gpu.
+// Engine, because walk imports only graph and every package that builds or
+// calls an engine (gpu, engines, stage, the commands) imports walk already:
+// naming them adds no import and no cycle. The GPU engine's own
+// capabilities, whose methods return gpu's types (its placement plan, its
+// partitioned store, the host-read benchmark), are in gpu/capabilities.go:
+// walk cannot name gpu's types, and gpu.Multi asks its engines for them,
+// so they cannot live in a package that imports gpu.
 
 // StatsReporter is implemented by engines that measure their runs; bench and
 // the stage's metrics use it when present.
