@@ -9,6 +9,8 @@ import (
 	"gorgonia.org/cu"
 )
 
+var _ HostReadBencher = (*Engine)(nil)
+
 // HostReadBench runs host_read_bench over regions of mapped host memory of
 // each size, and over device memory of the largest, and times a
 // sequential copy of the largest region from pinned memory to the device. It allocates and frees its own memory.

@@ -23,8 +23,12 @@ type Multi struct {
 	last    walk.RunStats
 }
 
-var _ walk.Engine = (*Multi)(nil)
-var _ walk.StatsReporter = (*Multi)(nil)
+var (
+	_ walk.Engine        = (*Multi)(nil)
+	_ walk.StatsReporter = (*Multi)(nil)
+	_ Placer             = (*Multi)(nil)
+	_ Partitioned        = (*Multi)(nil)
+)
 
 // NewMulti spreads runs over engines (at least one), which it owns: Close
 // closes them.
@@ -44,7 +48,7 @@ func (m *Multi) Engines() int { return len(m.engines) }
 // Placement is the first engine's placement plan (every engine makes the
 // same one for the same graph and memory), nil when it has none.
 func (m *Multi) Placement() *Placement {
-	if p, ok := m.engines[0].(interface{ Placement() *Placement }); ok {
+	if p, ok := m.engines[0].(Placer); ok {
 		return p.Placement()
 	}
 	return nil
@@ -53,7 +57,7 @@ func (m *Multi) Placement() *Placement {
 // Stripes is the engines' partitioned copy of the graph (WithStripes), nil
 // when each engine holds the graph itself.
 func (m *Multi) Stripes() *Stripes {
-	if p, ok := m.engines[0].(interface{ Stripes() *Stripes }); ok {
+	if p, ok := m.engines[0].(Partitioned); ok {
 		return p.Stripes()
 	}
 	return nil

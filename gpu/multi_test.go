@@ -152,6 +152,8 @@ type cpuDevice struct {
 	instances int
 }
 
+var _ walk.DeviceSampler = (*cpuDevice)(nil)
+
 func (d *cpuDevice) Name() string { return "gpu" }
 
 func (d *cpuDevice) SamplesOnDevice(p walk.SampleParams) bool { return DeviceSamples(p) }

@@ -48,6 +48,8 @@ func (e *Engine) memFree() (int64, error) {
 	return free, nil
 }
 
+var _ Placer = (*Engine)(nil)
+
 // Placement returns the engine's placement plan, nil when the whole graph
 // is on the device.
 func (e *Engine) Placement() *Placement {

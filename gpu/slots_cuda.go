@@ -237,6 +237,8 @@ func (e *Engine) batchWalks(stride, total int64) (int64, error) {
 	return n, nil
 }
 
+var _ walk.SlotPreparer = (*Engine)(nil)
+
 // PrepareSlots allocates the batch slots for walks of up to length steps
 // now, as WithPreparedSlots does in New, so that the next Run does not pay
 // for them: pinned host memory costs 0.1 s at the default host buffer size

@@ -538,6 +538,8 @@ func (e *Engine) releaseStriped() {
 	s.graphBuilt, s.labelsBuilt = false, false
 }
 
+var _ Partitioned = (*Engine)(nil)
+
 // Stripes is the engine's partitioned store, nil when it holds the whole
 // graph itself.
 func (e *Engine) Stripes() *Stripes { return e.cfg.stripes }

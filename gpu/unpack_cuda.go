@@ -162,6 +162,8 @@ func (e *Engine) cut(s *batchSlot, pc *piece, maxVertices int64) (walk.Chunk, er
 	return c, nil
 }
 
+var _ walk.ChunkRecycler = (*Engine)(nil)
+
 // Recycle gives back a chunk this engine emitted, once its receiver reads
 // none of its slices any more (sink.WithChunkRelease calls it after the
 // chunk's walks are encoded): later chunks reuse the memory. It is

@@ -15,6 +15,7 @@ ensure_readers
 export WALKSTAGE_INTEGRATION=1 WALKSTAGE_REQUIRE_HELM=1
 go version
 "$WALKSTAGE_ROOT/scripts/check-docs.sh"
+"$WALKSTAGE_ROOT/scripts/check-imports.sh"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 rc=0

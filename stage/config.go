@@ -13,6 +13,7 @@ import (
 
 	"github.com/caarlos0/env/v11"
 
+	"github.com/walkstage/walkstage/engines"
 	"github.com/walkstage/walkstage/internal/redact"
 	"github.com/walkstage/walkstage/sink"
 )
@@ -509,10 +510,10 @@ func (c *Config) validateEngineAndLimits(bad badFunc) {
 	if c.CPULabelTables != "lazy" && c.CPULabelTables != "eager" {
 		bad("CPU_LABEL_TABLES", "%q must be lazy or eager", c.CPULabelTables)
 	}
-	if _, err := ParseGPUs(c.GPUs); err != nil {
+	if _, err := engines.ParseGPUs(c.GPUs); err != nil {
 		bad("GPUS", "%v", err)
 	}
-	if _, err := ParsePartition(c.GPUPartition); err != nil {
+	if _, err := engines.ParsePartition(c.GPUPartition); err != nil {
 		bad("GPU_PARTITION", "%v", err)
 	}
 	if c.GPUMemoryLimit < 0 {

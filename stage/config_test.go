@@ -2,7 +2,6 @@ package stage
 
 import (
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -66,32 +65,9 @@ func TestEmptyMetricsAddrDisablesTheServer(t *testing.T) {
 	}
 }
 
-func TestParseGPUs(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want []int
-		bad  bool
-	}{{"all", nil, false}, {"", nil, false}, {"0", []int{0}, false}, {"0,1, 3", []int{0, 1, 3}, false}, {"0,0", []int{0, 0}, false},
-		{"-1", nil, true}, {"one", nil, true}, {"0,", nil, true}} {
-		got, err := ParseGPUs(c.in)
-		if (err != nil) != c.bad || !slices.Equal(got, c.want) {
-			t.Errorf("ParseGPUs(%q) = %v, %v", c.in, got, err)
-		}
-	}
-}
-
-func TestParsePartition(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want Partition
-		bad  bool
-	}{{"auto", PartitionAuto, false}, {"", PartitionAuto, false}, {"on", PartitionOn, false}, {"off", PartitionOff, false},
-		{"yes", 0, true}, {"ON", 0, true}} {
-		got, err := ParsePartition(c.in)
-		if (err != nil) != c.bad || (!c.bad && got != c.want) {
-			t.Errorf("ParsePartition(%q) = %v, %v", c.in, got, err)
-		}
-	}
+// A partition mode engines.ParsePartition does not know is a bad
+// configuration, named by its variable.
+func TestLoadConfigRejectsUnknownPartition(t *testing.T) {
 	if _, err := LoadConfig([]string{"WALKSTAGE_BROKERS=kafka:9092", "WALKSTAGE_GRAPH=g.wsg", "WALKSTAGE_OUTPUT_URL=file:///tmp/w",
 		"WALKSTAGE_GPU_PARTITION=maybe"}); err == nil || !strings.Contains(err.Error(), "GPU_PARTITION") {
 		t.Fatalf("WALKSTAGE_GPU_PARTITION=maybe: %v", err)

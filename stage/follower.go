@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/walkstage/walkstage/catalog"
+	"github.com/walkstage/walkstage/engines"
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
 )
@@ -220,7 +221,7 @@ func (rt *Runtime) followGraph(ctx context.Context, c Config, log *slog.Logger) 
 	cpu := engineSettings(c)
 	drain := c.GraphSwap == swapDrain || c.GraphSwap == swapAuto && !strings.HasPrefix(s.o.Engine.Name(), "cpu")
 	f := &follower{s: s, cat: cat, interval: c.GraphPollInterval, drain: drain, dir: c.GraphDownloadDir,
-		build: func(g *graph.Graph) (walk.Engine, error) { return NewEngine(g, c.Engine, cpu, log) },
+		build: func(g *graph.Graph) (walk.Engine, error) { return engines.New(g, c.Engine, cpu, log) },
 		log:   log.With("component", "graph-follower")}
 	if rt.Consumer != nil {
 		f.onSwap = rt.Consumer.SetGraph

@@ -91,7 +91,7 @@ func newServed(g *graph.Graph, e walk.Engine) *served {
 // GPU engine's; a lent chunk must come back before its batch buffer is
 // walked again), or nil for an engine that does not.
 func (v *served) recycler() func(walk.Chunk) {
-	if r, ok := v.e.(interface{ Recycle(walk.Chunk) }); ok {
+	if r, ok := v.e.(walk.ChunkRecycler); ok {
 		return r.Recycle
 	}
 	return nil

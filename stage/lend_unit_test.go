@@ -17,6 +17,8 @@ type recyclingEngine struct {
 	back map[uint64]int
 }
 
+var _ walk.ChunkRecycler = (*recyclingEngine)(nil)
+
 func (e *recyclingEngine) Recycle(c walk.Chunk) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

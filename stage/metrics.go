@@ -134,7 +134,7 @@ func newMetrics(reg prometheus.Registerer, s *Stage) (*metrics, error) {
 // placementFigure reads f of the serving GPU engine's placement plan:
 // whole when the GPU engine holds the whole graph, 0 for the CPU engine.
 func (s *Stage) placementFigure(f func(*gpu.Placement) float64, whole float64) float64 {
-	pe, ok := s.graphs.serving().e.(interface{ Placement() *gpu.Placement })
+	pe, ok := s.graphs.serving().e.(gpu.Placer)
 	if !ok {
 		return 0
 	}

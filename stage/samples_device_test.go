@@ -27,6 +27,8 @@ type deviceCPU struct {
 	instances atomic.Int64
 }
 
+var _ walk.DeviceSampler = (*deviceCPU)(nil)
+
 func (d *deviceCPU) Name() string { return "gpu" }
 
 func (d *deviceCPU) SamplesOnDevice(p walk.SampleParams) bool {

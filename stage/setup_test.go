@@ -3,7 +3,6 @@ package stage
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -16,9 +15,7 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
-	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/sink"
-	"github.com/walkstage/walkstage/walk"
 )
 
 func TestLoadGraphFromPathAndObjectURL(t *testing.T) {
@@ -154,40 +151,4 @@ func logSink() io.Writer {
 		return os.Stderr
 	}
 	return io.Discard
-}
-
-// The CPU engine builds what the settings ask for before the stage is ready:
-// the alias table always, MetaPath's label tables only when eager.
-func TestNewEngineEngineSettings(t *testing.T) {
-	g, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 10, EdgeFactor: 8, Seed: 4, Undirected: true, Weighted: true, Labels: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sizes := walk.EstimateTables(g)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cases := []struct {
-		name string
-		cpu  EngineSettings
-		want int64
-	}{
-		{"defaults", EngineSettings{FusedTableBytes: -1}, sizes.Fused},
-		{"no fused table", EngineSettings{FusedTableBytes: 0}, sizes.Packed},
-		{"eager label tables", EngineSettings{FusedTableBytes: 0, EagerLabelTables: true}, sizes.Packed + sizes.Labels},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			e, err := NewEngine(g, "cpu", c.cpu, log)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer e.Close()
-			cpu, ok := e.(*walk.CPU)
-			if !ok {
-				t.Fatalf("engine %T, want *walk.CPU", e)
-			}
-			if got := cpu.TableBytes(); got != c.want {
-				t.Fatalf("tables built at start: %d bytes, want %d", got, c.want)
-			}
-		})
-	}
 }

@@ -99,6 +99,81 @@ type Engine interface {
 	Close() error
 }
 
+// What an engine can do beyond Engine is named by the interfaces below;
+// callers find a capability with a type assertion to one of them, never to
+// an anonymous interface, so each has one name and one contract, and each
+// engine that has it says so at compile time next to its methods
+// (var _ walk.ChunkRecycler = (*Engine)(nil)). They live here, beside
+// Engine, because walk imports only graph and every package that builds or
+// calls an engine (gpu, engines, stage, the commands) imports walk already:
+// naming them adds no import and no cycle. The GPU engine's own
+// capabilities, whose methods return gpu's types (its placement plan, its
+// partitioned store, the host-read benchmark), are in gpu/capabilities.go:
+// walk cannot name gpu's types, and gpu.Multi asks its engines for them,
+// so they cannot live in a package that imports gpu.
+
+// StatsReporter is implemented by engines that measure their runs; bench and
+// the stage's metrics use it when present.
+type StatsReporter interface {
+	LastRunStats() RunStats
+}
+
+// ChunkRecycler is implemented by engines that take the chunks they
+// emitted back for reuse (the GPU engine). Recycle gives a chunk back once
+// its receiver reads none of its slices any more (sink.WithChunkRelease
+// calls it after the chunk's walks are encoded). A Lent chunk must be given
+// back, as the engine's later batches wait for its buffer; any other chunk
+// may be, or be left to the garbage collector. Safe from any goroutine; a
+// chunk is given back at most once.
+type ChunkRecycler interface {
+	Recycle(Chunk)
+}
+
+// SlotPreparer is implemented by engines that allocate per-run buffers
+// sized by the walk length on first use (the GPU engine's batch slots in
+// pinned host memory). PrepareSlots allocates them now for walks of up to
+// length steps, so that a caller timing a run (walkstage walk) does not
+// count the allocation, which a long-running stage pays once.
+type SlotPreparer interface {
+	PrepareSlots(length int) error
+}
+
+// DeviceSampler is implemented by engines that run some samplers on their
+// own device (the GPU engine: neighbour sampling without replacement, layer
+// sampling, forest fire, snowball and the frontier walk, unbiased or by
+// edge weight, with the whole graph in device memory).
+// SampleRangeOn hands them the requests they take and samples the rest on
+// the CPU; either way the samples are SampleRange's, edge for edge.
+type DeviceSampler interface {
+	// SamplesOnDevice reports whether SampleRangeOnDevice takes p (valid
+	// for the engine's graph). The answer depends on p and on how the
+	// engine was built only, so a caller can name the engine in its
+	// output's metadata before it samples.
+	SamplesOnDevice(p SampleParams) bool
+	// SampleRangeOnDevice is SampleRange for instances first ..
+	// first+count-1 of p over starts, on the device; SampleRangeOn has
+	// checked its arguments as SampleRange does.
+	SampleRangeOnDevice(ctx context.Context, p SampleParams, starts []uint32, first, count int) ([][]SampledEdge, SampleStats, error)
+}
+
+// DeviceVisitCounter is implemented by engines that count visits
+// themselves (the GPU engine: walks and counts on the device, only the
+// counts come back). CountVisits hands them its validated parameters
+// (MinVisits at least 1) and every query; an engine that cannot count these
+// parameters returns handled false and CountVisits counts on the host.
+// Either way the results are the same.
+type DeviceVisitCounter interface {
+	CountVisitsOnDevice(ctx context.Context, p VisitParams, queries []VisitQuery) (res []VisitResult, st VisitStats, handled bool, err error)
+}
+
+// DeviceVisitBatcher is implemented by engines that count several calls'
+// queries in shared launches (the GPU engine). CountVisitCalls hands them
+// its validated calls (MinVisits at least 1); handled[i] says whether call
+// i was counted, with the results CountVisits would give it alone.
+type DeviceVisitBatcher interface {
+	CountVisitCallsOnDevice(ctx context.Context, calls []VisitCall) (res [][]VisitResult, st []VisitStats, handled []bool, err error)
+}
+
 // ValidateJobs checks each job's algorithm against g and its start vertices
 // against g's vertex range.
 func ValidateJobs(g *graph.Graph, jobs []Job) error {
@@ -189,10 +264,4 @@ type RunStats struct {
 	// engine (alias tables); zero when none were needed.
 	TableBytes int64
 	TableBuild time.Duration
-}
-
-// StatsReporter is implemented by engines that measure their runs; bench and
-// the stage's metrics use it when present.
-type StatsReporter interface {
-	LastRunStats() RunStats
 }

@@ -6,24 +6,6 @@ import (
 	"github.com/walkstage/walkstage/graph"
 )
 
-// DeviceSampler is implemented by engines that run some samplers on their
-// own device (the GPU engine: neighbour sampling without replacement, layer
-// sampling, forest fire, snowball and the frontier walk, unbiased or by
-// edge weight, with the whole graph in device memory).
-// SampleRangeOn hands them the requests they take and samples the rest on
-// the CPU; either way the samples are SampleRange's, edge for edge.
-type DeviceSampler interface {
-	// SamplesOnDevice reports whether SampleRangeOnDevice takes p (valid
-	// for the engine's graph). The answer depends on p and on how the
-	// engine was built only, so a caller can name the engine in its
-	// output's metadata before it samples.
-	SamplesOnDevice(p SampleParams) bool
-	// SampleRangeOnDevice is SampleRange for instances first ..
-	// first+count-1 of p over starts, on the device; SampleRangeOn has
-	// checked its arguments as SampleRange does.
-	SampleRangeOnDevice(ctx context.Context, p SampleParams, starts []uint32, first, count int) ([][]SampledEdge, SampleStats, error)
-}
-
 // deviceSampler is e as a DeviceSampler when it samples p on its device.
 func deviceSampler(e Engine, p SampleParams) (DeviceSampler, bool) {
 	ds, ok := e.(DeviceSampler)

@@ -18,6 +18,8 @@ type oneByOne struct {
 	fail             error
 }
 
+var _ DeviceSampler = (*oneByOne)(nil)
+
 func (d *oneByOne) Name() string { return "onebyone" }
 
 func (d *oneByOne) SamplesOnDevice(p SampleParams) bool {

@@ -284,24 +284,6 @@ func CountVisitCalls(ctx context.Context, e Engine, g *graph.Graph, calls []Visi
 	return res, st, errs, nil
 }
 
-// DeviceVisitBatcher is implemented by engines that count several calls'
-// queries in shared launches (the GPU engine). CountVisitCalls hands them
-// its validated calls (MinVisits at least 1); handled[i] says whether call
-// i was counted, with the results CountVisits would give it alone.
-type DeviceVisitBatcher interface {
-	CountVisitCallsOnDevice(ctx context.Context, calls []VisitCall) (res [][]VisitResult, st []VisitStats, handled []bool, err error)
-}
-
-// DeviceVisitCounter is implemented by engines that count visits
-// themselves (the GPU engine: walks and counts on the device, only the
-// counts come back). CountVisits hands them its validated parameters
-// (MinVisits at least 1) and every query; an engine that cannot count these
-// parameters returns handled false and CountVisits counts on the host.
-// Either way the results are the same.
-type DeviceVisitCounter interface {
-	CountVisitsOnDevice(ctx context.Context, p VisitParams, queries []VisitQuery) (res []VisitResult, st VisitStats, handled bool, err error)
-}
-
 // VisitCandidates cuts one query's counts to its candidates by
 // CountVisits's rule (MinVisits, exclusions, TopK, order). Each slot packs
 // vertex+1 in its high word and the count in its low word; zero slots are

@@ -427,6 +427,8 @@ type oddBatcher struct {
 	calls int
 }
 
+var _ DeviceVisitBatcher = (*oddBatcher)(nil)
+
 func (o *oddBatcher) CountVisitCallsOnDevice(ctx context.Context, calls []VisitCall) ([][]VisitResult, []VisitStats, []bool, error) {
 	o.calls++
 	res, st, handled := make([][]VisitResult, len(calls)), make([]VisitStats, len(calls)), make([]bool, len(calls))

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/walkstage/walkstage/engines"
 	"github.com/walkstage/walkstage/graph"
-	"github.com/walkstage/walkstage/stage"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -95,15 +95,15 @@ file or a generated R-MAT graph; the walks are discarded.`)
 	if *deviceFraction <= 0 || *deviceFraction > 1 {
 		return fmt.Errorf("--device-fraction %v is outside (0, 1]", *deviceFraction)
 	}
-	devices, err := stage.ParseGPUs(*gpus)
+	devices, err := engines.ParseGPUs(*gpus)
 	if err != nil {
 		return fmt.Errorf("--gpus: %w", err)
 	}
-	part, err := stage.ParsePartition(*partition)
+	part, err := engines.ParsePartition(*partition)
 	if err != nil {
 		return fmt.Errorf("--partition: %w", err)
 	}
-	eng, err := stage.NewEngine(g, *engineName, stage.EngineSettings{Workers: *workers, FusedTableBytes: *fusedLimit,
+	eng, err := engines.New(g, *engineName, engines.Settings{Workers: *workers, FusedTableBytes: *fusedLimit,
 		GPUMemoryLimit: *gpuLimit, GPUDeviceFraction: *deviceFraction, GPUs: devices, GPUPartition: part, GPUHostShare: *hostShare}, engineLogger(stderr))
 	if err != nil {
 		return err

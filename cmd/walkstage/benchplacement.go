@@ -11,9 +11,9 @@ import (
 // and with hostRead > 0 the host-read microbenchmark: the bound on the
 // steps a plan's host half can serve.
 func benchPlacement(eng any, hostRead int64, w io.Writer) error {
-	if p, ok := eng.(interface{ Stripes() *gpu.Stripes }); ok && p.Stripes() != nil {
+	if p, ok := eng.(gpu.Partitioned); ok && p.Stripes() != nil {
 		fmt.Fprintln(w, "placement: graph", p.Stripes().String())
-	} else if p, ok := eng.(interface{ Placement() *gpu.Placement }); ok {
+	} else if p, ok := eng.(gpu.Placer); ok {
 		if pl := p.Placement(); pl != nil {
 			fmt.Fprintln(w, pl.String())
 		} else {
@@ -23,9 +23,7 @@ func benchPlacement(eng any, hostRead int64, w io.Writer) error {
 	if hostRead <= 0 {
 		return nil
 	}
-	hr, ok := eng.(interface {
-		HostReadBench(...int64) (gpu.HostReadReport, error)
-	})
+	hr, ok := eng.(gpu.HostReadBencher)
 	if !ok {
 		return fmt.Errorf("--host-read-bytes needs the GPU engine")
 	}

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/walkstage/walkstage/cmd/walkstage/internal/loadgen"
 	"github.com/walkstage/walkstage/graph"
-	"github.com/walkstage/walkstage/internal/loadgen"
 	"github.com/walkstage/walkstage/stage"
 )
 

@@ -19,9 +19,9 @@ import (
 
 	"gocloud.dev/blob"
 
+	"github.com/walkstage/walkstage/engines"
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/sink"
-	"github.com/walkstage/walkstage/stage"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -176,9 +176,9 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 	// The writer gives every chunk back to the engine (prepareEngine), so
 	// the GPU engine may lend its pinned buffers instead of copying them.
-	settings := stage.EngineSettings{Workers: o.workers, FusedTableBytes: -1, GPUBatchSlots: o.gpuSlots,
+	settings := engines.Settings{Workers: o.workers, FusedTableBytes: -1, GPUBatchSlots: o.gpuSlots,
 		GPULentChunks: o.output != "visits" && !o.gpuCopy}
-	eng, err := stage.NewEngine(g, o.engineName, settings, engineLogger(stderr))
+	eng, err := engines.New(g, o.engineName, settings, engineLogger(stderr))
 	if err != nil {
 		return err
 	}
@@ -354,14 +354,14 @@ func (o *walkOptions) loadInputs(algo walk.Algorithm, stderr io.Writer) (g *grap
 // engine's chunks back for reuse (sink.WithChunkRelease), where the engine
 // takes them.
 func prepareEngine(eng walk.Engine, length int, stderr io.Writer) ([]sink.Option, error) {
-	if p, ok := eng.(interface{ PrepareSlots(length int) error }); ok {
+	if p, ok := eng.(walk.SlotPreparer); ok {
 		t0 := time.Now()
 		if err := p.PrepareSlots(length); err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(stderr, "engine batch buffers allocated in %s\n", time.Since(t0).Round(time.Millisecond))
 	}
-	if r, ok := eng.(interface{ Recycle(walk.Chunk) }); ok {
+	if r, ok := eng.(walk.ChunkRecycler); ok {
 		return []sink.Option{sink.WithChunkRelease(r.Recycle)}, nil
 	}
 	return nil, nil
@@ -471,7 +471,7 @@ func reportWalks(stdout io.Writer, out string, eng walk.Engine, w *sink.BatchWri
 	fmt.Fprintf(stdout, "walk+encode %s (engine returned after %s): %.1f M steps/s, %.1f M walk vertices/s, %.1f MB/s\n",
 		total.Round(time.Millisecond), walkTime.Round(time.Millisecond), float64(m.Steps)/total.Seconds()/1e6,
 		float64(m.Steps+m.Walks)/total.Seconds()/1e6, float64(m.Bytes)/total.Seconds()/1e6)
-	if st, ok := eng.(interface{ LastRunStats() walk.RunStats }); ok {
+	if st, ok := eng.(walk.StatsReporter); ok {
 		rs := st.LastRunStats()
 		fmt.Fprintf(stdout, "engine compute %s of run %s; %.2f bytes per walk vertex; sink held at most %s%s\n",
 			rs.Compute.Round(time.Millisecond), rs.Wall.Round(time.Millisecond), float64(m.Bytes)/float64(m.Steps+m.Walks),

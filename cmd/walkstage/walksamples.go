@@ -11,11 +11,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/walkstage/walkstage/engines"
 	"github.com/walkstage/walkstage/gpu"
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
-	"github.com/walkstage/walkstage/stage"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -164,7 +164,7 @@ func walkSamples(ctx context.Context, kind walk.SampleKind, f *sampleFlags, r sa
 	if engineName == "auto" && !gpu.DeviceSamples(p) {
 		engineName = "cpu"
 	}
-	eng, err := stage.NewDeviceEngine(g, engineName, stage.EngineSettings{Workers: r.workers, FusedTableBytes: -1}, r.log)
+	eng, err := engines.NewDevice(g, engineName, engines.Settings{Workers: r.workers, FusedTableBytes: -1}, r.log)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package stage
+package engines
 
 import (
 	"context"
@@ -41,7 +41,7 @@ func TestPartitionFor(t *testing.T) {
 		if c.share == 0 && c.mode == PartitionOn && len(c.ordinals) > 1 && gpu.Available() == nil {
 			continue // a GPU build on a GPU machine has devices to ask
 		}
-		s, err := partitionFor(g, c.ordinals, EngineSettings{GPUPartition: c.mode, GPUHostShare: c.share}, log)
+		s, err := partitionFor(g, c.ordinals, Settings{GPUPartition: c.mode, GPUHostShare: c.share}, log)
 		if (err != nil) != c.bad || (s != nil) != c.stripes {
 			t.Errorf("%s: stripes %v, error %v", c.name, s, err)
 		}

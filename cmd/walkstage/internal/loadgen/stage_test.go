@@ -112,7 +112,7 @@ func TestAgainstTheStage(t *testing.T) {
 // the expensive request's own produce -> event, and how many small
 // requests that is. Run it alone, once:
 //
-//	go test -run XXX -bench SmallBesideExpensive -benchtime 1x ./internal/loadgen
+//	go test -run XXX -bench SmallBesideExpensive -benchtime 1x ./cmd/walkstage/internal/loadgen
 func BenchmarkSmallBesideExpensive(b *testing.B) {
 	expensive := os.Getenv("WALKSTAGE_BENCH_EXPENSIVE")
 	if expensive == "" {

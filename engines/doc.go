@@ -1,0 +1,15 @@
+// Package engines chooses and builds a walk engine for a graph: the CPU
+// engine (walk.NewCPU, its sampling tables built before the first run),
+// the GPU engine (gpu.New, behind the cuda build tag) on one device or a
+// gpu.Multi over several, and whether several devices share one
+// partitioned copy of the graph (gpu.Stripes). The stage, `walkstage
+// walk` and `walkstage bench` all build their engine here, so the one-shot
+// commands need not import the stage.
+//
+// It takes plain Settings and reads no environment variable or flag
+// itself; it knows nothing of Kafka or object storage. What an engine can
+// do beyond walk.Engine (run stats, chunk recycling, device sampling and
+// visits, placement, a partitioned graph) is named in walk/engine.go and
+// gpu/capabilities.go; callers ask the engine New returns with a type
+// assertion to those.
+package engines

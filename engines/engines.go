@@ -1,0 +1,254 @@
+package engines
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/walkstage/walkstage/gpu"
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
+)
+
+// Settings are what New builds an engine with: the stage fills them from
+// its environment (WALKSTAGE_CPU_*, WALKSTAGE_GPU_*), the commands from
+// their flags.
+type Settings struct {
+	// GPUMemoryLimit caps the GPU engine's device memory (gpu.WithMemoryLimit; 0: none).
+	GPUMemoryLimit int64
+	// GPUs are the device ordinals to spread walks over (nil: all).
+	GPUs []int
+	// GPUDeviceFraction, when in (0, 1), puts at most that share of the
+	// edges on the device (gpu.WithDeviceFraction; benchmarks). 0 means 1.
+	GPUDeviceFraction float64
+	// GPUPartition says when several GPUs share one partitioned copy of
+	// the graph (WALKSTAGE_GPU_PARTITION).
+	GPUPartition Partition
+	// GPUHostShare, when in (0, 1), puts that share of a partitioned
+	// graph in host memory (gpu.NewStripes; benchmarks and tests). 0: as
+	// much as the devices cannot hold (gpu.PartitionHostShare).
+	GPUHostShare float64
+	// GPUBatchSlots is the batches each GPU engine has in flight
+	// (gpu.WithBatchSlots; 0: the engine's default).
+	GPUBatchSlots int
+	// GPULentChunks lends chunks out of the GPU engine's pinned buffers
+	// instead of copying them (gpu.WithLentChunks), on one device only
+	// (gpu.Multi does not route chunks back): for a caller whose
+	// receiver gives every chunk back through the engine's Recycle.
+	GPULentChunks   bool
+	Workers         int   // 0: one per core
+	FusedTableBytes int64 // -1: the engine's default limit (walk.WithFusedTableLimit)
+	// EagerLabelTables builds MetaPath's label tables at start-up instead
+	// of on the first MetaPath batch.
+	EagerLabelTables bool
+}
+
+// NewDevice is New for callers that need an engine only for its device
+// (walkstage walk's samplers: walk.SampleRangeOn samples on the CPU
+// without an engine): the GPU engine, or nil where New would build the
+// CPU engine ("cpu", or "auto" without a GPU for the graph).
+func NewDevice(g *graph.Graph, kind string, cpu Settings, log *slog.Logger) (walk.Engine, error) {
+	switch kind {
+	case "gpu", "auto", "cpu":
+	default:
+		return nil, fmt.Errorf("unknown engine %q (want cpu, gpu or auto)", kind)
+	}
+	if kind == "cpu" {
+		return nil, nil
+	}
+	e, err := newGPU(g, cpu, log)
+	if err == nil {
+		return e, nil
+	}
+	// Under auto, a graph too large for the device is served by the CPU
+	// engine rather than not at all.
+	var tooBig *gpu.MemoryPlanError
+	if kind == "gpu" || !errors.Is(err, gpu.ErrUnavailable) && !errors.As(err, &tooBig) {
+		return nil, fmt.Errorf("gpu engine: %w", err)
+	}
+	log.Info("GPU engine unavailable, using the CPU engine", "reason", err.Error())
+	return nil, nil
+}
+
+// New is the one place an engine is chosen and built, for the stage and
+// for the walk and bench commands: kind "gpu" must get one, "auto" falls
+// back to the CPU when the GPU engine is unavailable (built without CUDA,
+// no device, the graph does not fit), "cpu" is the CPU engine. Both
+// engines log to log.
+func New(g *graph.Graph, kind string, cpu Settings, log *slog.Logger) (walk.Engine, error) {
+	if de, err := NewDevice(g, kind, cpu, log); err != nil || de != nil {
+		return de, err
+	}
+	var opts []walk.CPUOption
+	if cpu.Workers > 0 {
+		opts = append(opts, walk.WithWorkers(cpu.Workers))
+	}
+	if cpu.FusedTableBytes >= 0 {
+		opts = append(opts, walk.WithFusedTableLimit(cpu.FusedTableBytes))
+	}
+	e, err := walk.NewCPU(g, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("cpu engine: %w", err)
+	}
+	// Build the alias tables before the stage reports ready, as the GPU
+	// engine does at upload, so the first weighted batch does not pay for
+	// them. MetaPath's label tables are lazy unless asked for: they cost
+	// as much memory again and many deployments never run MetaPath. (The
+	// GPU engine builds its own on the device in milliseconds.)
+	t0 := time.Now()
+	e.PrepareTables()
+	if g.Weighted() {
+		log.Info("cpu alias tables built", "graph", g.Name, "duration", time.Since(t0), "bytes", e.TableBytes())
+	}
+	if cpu.EagerLabelTables {
+		t0 := time.Now()
+		if e.PrepareLabelTables() {
+			log.Info("cpu label tables built", "graph", g.Name, "duration", time.Since(t0), "bytes", e.TableBytes())
+		}
+	}
+	return e, nil
+}
+
+// ParseGPUs reads a device list (WALKSTAGE_GPUS, bench --gpus): "all"
+// (nil) or device ordinals.
+func ParseGPUs(s string) ([]int, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "all" {
+		return nil, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%q: want all or device ordinals such as 0,1", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// Partition is when several GPUs share one partitioned copy of the graph
+// (WALKSTAGE_GPU_PARTITION).
+type Partition int
+
+const (
+	PartitionAuto Partition = iota // when the graph does not fit the smallest GPU
+	PartitionOn
+	PartitionOff
+)
+
+// ParsePartition reads a partition mode (WALKSTAGE_GPU_PARTITION, bench
+// --partition): auto, on or off.
+func ParsePartition(s string) (Partition, error) {
+	switch strings.TrimSpace(s) {
+	case "", "auto":
+		return PartitionAuto, nil
+	case "on":
+		return PartitionOn, nil
+	case "off":
+		return PartitionOff, nil
+	}
+	return 0, fmt.Errorf("%q: want auto, on or off", s)
+}
+
+// newGPU opens the GPU engine on each device of s.GPUs (all when nil):
+// one engine, or a gpu.Multi over one per device, each holding the graph
+// or, partitioned, all sharing one copy of it cut over their memory.
+func newGPU(g *graph.Graph, s Settings, log *slog.Logger) (walk.Engine, error) {
+	ordinals := s.GPUs
+	if ordinals == nil {
+		n, err := gpu.DeviceCount()
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("%w: no CUDA device", gpu.ErrUnavailable)
+		}
+		for d := range n {
+			ordinals = append(ordinals, d)
+		}
+	}
+	stripes, err := partitionFor(g, ordinals, s, log)
+	if err != nil {
+		return nil, err
+	}
+	var engines []walk.Engine
+	for _, d := range ordinals {
+		opts := []gpu.Option{gpu.WithLogger(log.With("device", d)), gpu.WithDevice(d), gpu.WithMemoryLimit(s.GPUMemoryLimit)}
+		if s.GPUDeviceFraction > 0 {
+			opts = append(opts, gpu.WithDeviceFraction(s.GPUDeviceFraction))
+		}
+		if s.GPUBatchSlots > 0 {
+			opts = append(opts, gpu.WithBatchSlots(s.GPUBatchSlots))
+		}
+		if s.GPULentChunks && len(ordinals) == 1 {
+			opts = append(opts, gpu.WithLentChunks())
+		}
+		if stripes != nil {
+			opts = append(opts, gpu.WithStripes(stripes))
+		}
+		e, err := gpu.New(g, opts...)
+		if err != nil {
+			for _, o := range engines {
+				_ = o.Close()
+			}
+			return nil, fmt.Errorf("device %d: %w", d, err)
+		}
+		engines = append(engines, e)
+	}
+	if len(engines) == 1 {
+		return engines[0], nil
+	}
+	log.Info("gpu engines: walks split over devices", "devices", ordinals, "partitioned", stripes != nil)
+	return gpu.NewMulti(engines...)
+}
+
+// partitionFor is the stripes the engines on ordinals share, or nil when
+// each holds the graph itself: PartitionOn with two devices or more, and
+// PartitionAuto when the graph and its tables do not fit the smallest
+// device's free memory (or the memory limit) with room for the batches.
+// What the devices cannot hold together goes to host memory (the stripes'
+// host share).
+func partitionFor(g *graph.Graph, ordinals []int, s Settings, log *slog.Logger) (*gpu.Stripes, error) {
+	if len(ordinals) < 2 {
+		if s.GPUPartition == PartitionOn {
+			return nil, fmt.Errorf("WALKSTAGE_GPU_PARTITION=on needs two devices or more in WALKSTAGE_GPUS (have %v)", ordinals)
+		}
+		return nil, nil
+	}
+	if s.GPUPartition == PartitionOff {
+		return nil, nil
+	}
+	if s.GPUPartition == PartitionOn && s.GPUHostShare > 0 {
+		return gpu.NewStripes(ordinals, s.GPUHostShare) // asked for: nothing to measure
+	}
+	need := gpu.DeviceBytesNeeded(g) + gpu.DefaultReserveBytes
+	smallest := int64(-1)
+	for _, d := range ordinals {
+		free, err := gpu.FreeMemory(d)
+		if err != nil {
+			return nil, fmt.Errorf("device %d: %w", d, err)
+		}
+		if s.GPUMemoryLimit > 0 {
+			free = min(free, s.GPUMemoryLimit)
+		}
+		if smallest < 0 || free < smallest {
+			smallest = free
+		}
+	}
+	if s.GPUPartition == PartitionAuto && need <= smallest {
+		return nil, nil
+	}
+	share := s.GPUHostShare
+	if share == 0 {
+		var err error
+		if share, err = gpu.PartitionHostShare(g, len(ordinals), smallest-gpu.DefaultReserveBytes); err != nil {
+			return nil, err
+		}
+	}
+	log.Info("gpu: graph partitioned over the devices", "need_bytes", need, "smallest_free_bytes", smallest, "host_share", share)
+	return gpu.NewStripes(ordinals, share)
+}

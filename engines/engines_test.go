@@ -1,0 +1,76 @@
+package engines
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"slices"
+	"testing"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
+)
+
+// The CPU engine builds what the settings ask for before it is handed on:
+// the alias table always, MetaPath's label tables only when eager.
+func TestNewCPUBuildsTheTablesSettingsAskFor(t *testing.T) {
+	g, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 10, EdgeFactor: 8, Seed: 4, Undirected: true, Weighted: true, Labels: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes := walk.EstimateTables(g)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cases := []struct {
+		name string
+		cpu  Settings
+		want int64
+	}{
+		{"defaults", Settings{FusedTableBytes: -1}, sizes.Fused},
+		{"no fused table", Settings{FusedTableBytes: 0}, sizes.Packed},
+		{"eager label tables", Settings{FusedTableBytes: 0, EagerLabelTables: true}, sizes.Packed + sizes.Labels},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e, err := New(g, "cpu", c.cpu, log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			cpu, ok := e.(*walk.CPU)
+			if !ok {
+				t.Fatalf("engine %T, want *walk.CPU", e)
+			}
+			if got := cpu.TableBytes(); got != c.want {
+				t.Fatalf("tables built at start: %d bytes, want %d", got, c.want)
+			}
+		})
+	}
+}
+
+func TestParseGPUs(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []int
+		bad  bool
+	}{{"all", nil, false}, {"", nil, false}, {"0", []int{0}, false}, {"0,1, 3", []int{0, 1, 3}, false}, {"0,0", []int{0, 0}, false},
+		{"-1", nil, true}, {"one", nil, true}, {"0,", nil, true}} {
+		got, err := ParseGPUs(c.in)
+		if (err != nil) != c.bad || !slices.Equal(got, c.want) {
+			t.Errorf("ParseGPUs(%q) = %v, %v", c.in, got, err)
+		}
+	}
+}
+
+func TestParsePartition(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want Partition
+		bad  bool
+	}{{"auto", PartitionAuto, false}, {"", PartitionAuto, false}, {"on", PartitionOn, false}, {"off", PartitionOff, false},
+		{"yes", 0, true}, {"ON", 0, true}} {
+		got, err := ParsePartition(c.in)
+		if (err != nil) != c.bad || (!c.bad && got != c.want) {
+			t.Errorf("ParsePartition(%q) = %v, %v", c.in, got, err)
+		}
+	}
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# check-imports.sh: data flows one way (STYLE.md, issue 34). The library
+# packages (the graph, the engines, the sink, the source, the stage, the
+# catalog) never import a command or a tool built on them (cmd/..., the
+# load generator, demo/, the chaos suite), with or without the cuda tag,
+# tests included; and the walkstage command builds its engines through
+# engines/, so only `walkstage run` (run.go) and `walkstage load`, which
+# reads the stage's variables for its defaults (load.go), import the
+# stage. Exits 1 naming each offending import.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mod=$(go list -m)
+guarded=(./walk/... ./gpu/... ./graph/... ./sink/... ./source/... ./stage/... ./catalog/... ./engines/...)
+# What the guarded packages must not reach: the commands and their tools.
+forbidden="^$mod/(cmd|demo|chaos)(/|$)|/loadgen(/|$)"
+bad=0
+
+# check_tools TAGS: every package the guarded ones need to build and test
+# (go list -deps -test) with its imports; an import of a forbidden package
+# by one that is not itself forbidden is the arrow to report.
+check_tools() {
+  local tags=$1 listing edges
+  listing=$(go list -tags "$tags" -deps -test -f '{{.ImportPath}}|{{join .Imports " "}}' "${guarded[@]}")
+  edges=$(while IFS='|' read -r pkg imports; do
+    local in=""
+    case $pkg in *" ["*) in=" in its tests" ;; esac # a test variant, "p [p.test]"
+    pkg=${pkg%% *}
+    case $pkg in "$mod"/*) ;; *) continue ;; esac
+    [[ $pkg =~ $forbidden ]] && continue
+    for imp in $imports; do
+      if [[ $imp =~ $forbidden ]]; then echo "$pkg imports ${imp%% *}$in"; fi
+    done
+  done <<<"$listing" | sort -u)
+  [ -z "$edges" ] && return 0
+  printf 'check-imports: the library packages must not import a command or its tools (tags "%s"):\n' "$tags" >&2
+  local edge pkg root deps
+  while read -r edge; do
+    pkg=${edge%% imports *}
+    # Name the guarded packages that reach the importer, when it is not one.
+    local via=()
+    for root in $(go list -tags "$tags" "${guarded[@]}"); do
+      [ "$root" = "$pkg" ] && { via=(); break; }
+      deps=$(go list -tags "$tags" -deps -test "$root") # not piped: grep -q would cut go list off
+      if grep -qxF "$pkg" <<<"$deps"; then via+=("${root#"$mod"/}"); fi
+    done
+    if [ "${#via[@]}" -gt 0 ]; then
+      printf '  %s (needed by %s)\n' "$edge" "${via[*]}" >&2
+    else
+      printf '  %s\n' "$edge" >&2
+    fi
+  done <<<"$edges"
+  bad=1
+}
+check_tools ""
+check_tools cuda
+
+# The walkstage command is one package, so this one is per file: which of
+# its files (as go list sees them, without and with the cuda tag) import
+# the stage.
+dir=$(go list -f '{{.Dir}}' ./cmd/walkstage)
+for f in $({ go list -f '{{join .GoFiles "\n"}}' ./cmd/walkstage; go list -tags cuda -f '{{join .GoFiles "\n"}}' ./cmd/walkstage; } | sort -u); do
+  case $f in run.go | load.go) continue ;; esac
+  if grep -qF "\"$mod/stage\"" "$dir/$f"; then
+    printf 'check-imports: cmd/walkstage/%s imports %s/stage, which only walkstage run (run.go) and load (load.go) may: build engines with %s/engines\n' \
+      "$f" "$mod" "$mod" >&2
+    bad=1
+  fi
+done
+exit "$bad"
