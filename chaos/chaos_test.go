@@ -103,7 +103,10 @@ type kill struct {
 // Issue 32 added faults (see faultNames; WALKSTAGE_CHAOS_FAULTS picks them)
 // and three checks: every event's objects read back match the manifest's
 // CRC32C, no partition stays stuck after a fault clears, and every message
-// produced is answered (an event after it, or a dead letter).
+// produced is answered (an event after it, or a dead letter). Issue 33
+// added the last: once the stage has stopped, `walkstage output tidy`
+// removes the parts no manifest lists, and a glob over each kind's
+// directory then reads exactly the committed parts and rows.
 func TestChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos suite: skipped under -short; CI runs it without -short")
@@ -721,10 +724,59 @@ func TestChaos(t *testing.T) {
 	}
 	t.Logf("%s drained in %.1fs; stage stopped with SIGTERM: %s", rel(time.Now()), drainTime.Seconds(), stopDesc)
 
+	// ---- Tidy: every writer has stopped ----
+	// The orphans the stage left (parts of attempts that lost or were
+	// killed, whose removal after a commit is best effort) go with age 0,
+	// as an operator's `walkstage output tidy` takes them. Every check
+	// below reads the tidied store, so they also prove that the tidy
+	// removed nothing an event, a manifest or a request needs.
+	tidied, err := runTidy(ctx, bucketURL(gwAddr))
+	if err != nil {
+		v.add("TIDY", "walkstage output tidy succeeds once every writer has stopped", err.Error())
+	}
+	tidyDesc := fmt.Sprintf("unlisted:%s,abandoned:%s,dirs_left:%s", or(tidied["unlisted"], "?"), or(tidied["abandoned"], "?"), or(tidied["dirs_left"], "?"))
+	t.Logf("%s walkstage output tidy: %s", rel(time.Now()), tidyDesc)
+
 	// ---- The verdict ----
 	events := decodeEvents(out.recs, out.gens)
 	copies := matchDLQ(all, dlq.recs, dlq.gens)
 	objects := listObjects(t, ctx, bucket)
+
+	// A glob over each kind reads exactly the committed parts and rows,
+	// and `walkstage output ls` prints those parts.
+	globExtra := 0
+	var globRows []string
+	for _, kind := range outputKinds {
+		view, problems, err := readGlobView(ctx, bucket, objects, kind)
+		for _, p := range problems {
+			t.Logf("kind=%s: manifest %s", kind, p)
+		}
+		if err != nil {
+			globExtra++
+			v.add("GLOB-EXTRA", "a glob over each kind's directory reads exactly the committed parts and rows", fmt.Sprintf("kind=%s: %v", kind, err))
+			continue
+		}
+		for _, k := range view.glob {
+			if _, ok := view.committed[k]; !ok {
+				globExtra++
+				v.add("GLOB-EXTRA", "a glob over each kind's directory reads exactly the committed parts and rows",
+					fmt.Sprintf("kind=%s: %s (%d bytes) is in no complete manifest", kind, k, objects[k]))
+			}
+		}
+		if view.globRows != view.committedRows {
+			v.add("GLOB-EXTRA", "a glob over each kind's directory reads exactly the committed parts and rows",
+				fmt.Sprintf("kind=%s: the glob's %d parts hold %d rows, the manifests commit %d", kind, len(view.glob), view.globRows, view.committedRows))
+		}
+		globRows = append(globRows, fmt.Sprintf("%s:%d/%d", kind, view.globRows, view.committedRows))
+		ls, err := runLs(ctx, bucketURL(gwAddr), kind)
+		switch {
+		case err != nil:
+			v.add("OUTPUT-LS", "walkstage output ls prints exactly the parts the complete manifests list", err.Error())
+		case !slices.Equal(ls, sortedKeys(view.committed)):
+			v.add("OUTPUT-LS", "walkstage output ls prints exactly the parts the complete manifests list",
+				fmt.Sprintf("kind=%s: %d parts printed, the manifests list %d", kind, len(ls), len(view.committed)))
+		}
+	}
 
 	lost := 0
 	for _, r := range g.reqs {
@@ -980,12 +1032,21 @@ func TestChaos(t *testing.T) {
 		"unexpected_exits=%d outages=%s store_kills=%d (ready after %s) late_topic=%s broker_log_lost=%d topics_recreated=%d "+
 		"lost_with_log=%d s3_faults=%s oversized=%d+%d expensive=%d (ran %d, refused %d) small_latency=%s "+
 		"messages=%d (accepted %d, resent %d, bad %d) lost=%d corrupted=%d dangling_events=%d silent_skips=%d stuck=%d commits_ahead=%d "+
-		"dead_letters_missing=%d dead_letters_duplicated=%d open_uploads=%d recovery=%s caught_up=%.1fs drain=%.1fs offset_samples=%d total=%.1fs",
+		"dead_letters_missing=%d dead_letters_duplicated=%d open_uploads=%d orphans_tidied=%s glob_extra=%d glob_rows=%s "+
+		"recovery=%s caught_up=%.1fs drain=%.1fs offset_samples=%d total=%.1fs",
 		f.name, seed, faults, len(kills), underBacklog, midUpload, toReady.Seconds(), len(sup.unexpectedExits()), strings.Join(outs, ","),
 		len(storeKills), strings.Join(storeKills, ","), lateTopic, b2i(faults["brokerlost"])*f.brokerLosses,
 		b2i(faults["recreate"])*f.recreations, lostWithLog, s3desc, oversized, oversized, len(g.expensiveReqs), expensiveRan, expensiveRefused, latency,
 		len(all), nAcc, nDup, nBad, lost, corrupted, dangling, silentSkips, len(stuck), len(ahead), dlqMissing, dlqDup, len(open),
-		strings.Join(recovery, ","), caughtUp.Seconds(), drainTime.Seconds(), samples, time.Since(t0).Seconds())
+		tidyDesc, globExtra, strings.Join(globRows, ","), strings.Join(recovery, ","), caughtUp.Seconds(), drainTime.Seconds(), samples, time.Since(t0).Seconds())
+}
+
+// or is s, or def when s is empty.
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 func b2i(b bool) int {

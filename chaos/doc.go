@@ -11,7 +11,9 @@
 // created late, oversized headers and keys, expensive requests beside
 // small ones; and checks that every event's objects read back match their
 // manifest, that no partition stays stuck and that no offset is skipped
-// silently. docs/chaos.md lists them all.
+// silently. At the end, with every writer stopped, it runs `walkstage
+// output tidy` and checks that a glob over each output kind reads exactly
+// the committed parts and rows (issue 33). docs/chaos.md lists them all.
 //
 //	go test ./chaos                          # short form (CI): 3 kills, 10 s outages, 100 bad messages, every fault in small doses
 //	WALKSTAGE_CHAOS=full go test -timeout 30m -v ./chaos   # full form: 20 kills, 60 s outages, 500 bad messages, every fault at full strength

@@ -1,13 +1,18 @@
 package chaos
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/parquet-go/parquet-go"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/walkstage/walkstage/sink"
 )
 
 // The suite's own bookkeeping, checked without any process (these run
@@ -171,5 +176,63 @@ func TestPercentile(t *testing.T) {
 	}
 	if percentile(nil, 0.5) != 0 {
 		t.Error("p50 of none")
+	}
+}
+
+// readGlobView counts a glob's parts and rows from their Parquet footers,
+// and the committed ones from the complete manifests only.
+func TestReadGlobView(t *testing.T) {
+	ctx := context.Background()
+	b, err := sink.OpenBucket(ctx, "file://"+t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	type row struct{ ID int64 }
+	part := func(key string, rows int) int64 {
+		var buf bytes.Buffer
+		if err := parquet.Write(&buf, make([]row, rows)); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.WriteAll(ctx, key, buf.Bytes(), nil); err != nil {
+			t.Fatal(err)
+		}
+		return int64(buf.Len())
+	}
+	put := func(key string, v any) {
+		data, _ := json.Marshal(v)
+		if err := b.WriteAll(ctx, key, data, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type file struct {
+		Key   string `json:"key"`
+		Rows  int64  `json:"rows"`
+		Bytes int64  `json:"bytes"`
+	}
+	dir := "walks/kind=walks/graph=g/algorithm=deepwalk/"
+	listed := part(dir+"batch=a/part-00000-aaaaaaaaaaaa.parquet", 3)
+	part(dir+"batch=a/part-00000-bbbbbbbbbbbb.parquet", 2) // a losing attempt's
+	put(dir+"batch=a/_SUCCESS", map[string]any{"batch_id": "a", "files": []file{{dir + "batch=a/part-00000-aaaaaaaaaaaa.parquet", 3, listed}}})
+	part(dir+"batch=b/part-00000-cccccccccccc.parquet", 4) // killed, no manifest
+	gone := dir + "batch=c/part-00000-dddddddddddd.parquet"
+	put(dir+"batch=c/_SUCCESS", map[string]any{"batch_id": "c", "files": []file{{gone, 1, 100}}}) // incomplete
+	part("walks/kind=visits/graph=g/algorithm=ppr/batch=v/part-00000-eeeeeeeeeeee.parquet", 5)
+
+	objects := map[string]int64{}
+	it := b.List(nil)
+	for {
+		o, err := it.Next(ctx)
+		if err != nil {
+			break
+		}
+		objects[o.Key] = o.Size
+	}
+	v, problems, err := readGlobView(ctx, b, objects, sink.KindWalks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.glob) != 3 || len(v.committed) != 1 || v.globRows != 9 || v.committedRows != 3 || len(problems) != 1 {
+		t.Errorf("glob %v (%d rows), committed %v (%d rows), problems %v", v.glob, v.globRows, v.committed, v.committedRows, problems)
 	}
 }

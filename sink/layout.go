@@ -28,7 +28,10 @@
 // local temporary files), and Check proves the store usable at start-up.
 // Every store call has a deadline (WithCallTimeout, WithUploadStallTimeout).
 // Readers must go by the manifest: a batch directory may briefly hold
-// parts of attempts that lost, which the winner deletes after it commits.
+// parts of attempts that lost, which the winner deletes after it commits
+// (best effort), and killed attempts leave directories without one.
+// ListCommitted reads a kind through its manifests; TidyOrphans removes
+// the parts no manifest lists once they are older than any live attempt.
 //
 // Memory: a BatchWriter holds at most WithMemoryLimit bytes of walks
 // (default 512 MiB: chunks waiting for their row group, row groups being

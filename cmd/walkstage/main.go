@@ -31,6 +31,7 @@ func commands() map[string]command {
 		"run":       {"run the Kafka-driven stage, configured from WALKSTAGE_* variables", runCmd},
 		"demo":      {"run the stage end to end on an embedded broker and a local store", demoCmd},
 		"load":      {"measure a running stage from a request backlog or one request at a time", loadCmd},
+		"output":    {"list the committed parts of an output, or remove parts no manifest lists", outputCmd},
 		"gpu-probe": {"exit 0 when this binary can run the GPU engine here", gpuProbeCmd},
 	}
 }

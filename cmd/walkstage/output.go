@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/walkstage/walkstage/sink"
+)
+
+const outputUsage = `usage: walkstage output <subcommand> [flags]
+
+Reads and tidies what the stage and 'walkstage walk' wrote. A glob over
+<prefix>/kind=<kind>/ also sees parts no _SUCCESS manifest lists (attempts
+killed or still being written, attempts that lost); these commands go by
+the manifests.
+
+subcommands:
+  ls    print the committed parts of one output kind, one object URL a line
+        walkstage output ls <bucket-url> [--prefix walks] --kind walks|visits|samples [--batch ID] [--format urls|duckdb]
+  tidy  remove the parts no manifest lists, once older than an age
+        walkstage output tidy <bucket-url> [--prefix walks] --older-than 2h
+
+Run 'walkstage output <subcommand> -h' for its flags.
+`
+
+func outputCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, outputUsage)
+		if len(args) == 0 {
+			return errors.New("missing subcommand")
+		}
+		return nil
+	}
+	switch args[0] {
+	case "ls":
+		return outputLs(ctx, args[1:], stdout, stderr)
+	case "tidy":
+		return outputTidy(ctx, args[1:], stdout, stderr)
+	}
+	fmt.Fprint(stderr, outputUsage)
+	return fmt.Errorf("unknown subcommand %q", args[0])
+}
+
+// outputFlags are the flags every output subcommand takes.
+type outputFlags struct {
+	prefix  string
+	timeout time.Duration
+}
+
+func (o *outputFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&o.prefix, "prefix", stageSetting("WALKSTAGE_OUTPUT_PREFIX"), "key prefix inside the bucket ($WALKSTAGE_OUTPUT_PREFIX when set)")
+	timeout, _ := time.ParseDuration(stageSetting("WALKSTAGE_STORE_TIMEOUT"))
+	fs.DurationVar(&o.timeout, "store-timeout", timeout, "deadline of each object-store call ($WALKSTAGE_STORE_TIMEOUT when set)")
+}
+
+// bucketArg is the one positional argument, the bucket URL.
+func bucketArg(pos []string) (string, error) {
+	switch len(pos) {
+	case 0:
+		return "", errors.New("missing the bucket URL (as WALKSTAGE_OUTPUT_URL: s3://bucket?region=..., gs://bucket, file:///dir)")
+	case 1:
+		return pos[0], nil
+	}
+	return "", fmt.Errorf("unexpected argument %q after the bucket URL", pos[1])
+}
+
+func outputLs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("output ls", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = subUsage(fs, `walkstage output ls <bucket-url> [--prefix walks] --kind walks|visits|samples [--batch ID] [--format urls|duckdb]
+
+Prints the object URL of every part the complete _SUCCESS manifests of the
+kind list, one a line, batch by batch in key order and each batch's parts in
+row order: exactly the committed rows, whatever else lies in the tree.
+Batches of the layout before kind= directories are included. A manifest
+that does not decode or lists a missing part is named on stderr and left
+out. --format duckdb prints a read_parquet([...]) call instead (local paths
+for file:// buckets; s3:// needs DuckDB's httpfs and credentials).`)
+	var of outputFlags
+	of.register(fs)
+	kind := fs.String("kind", "", "output kind: walks, visits or samples (required)")
+	batch := fs.String("batch", "", "only this batch id")
+	format := fs.String("format", "urls", "urls (one a line) or duckdb (a read_parquet call)")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	bucketURL, err := bucketArg(pos)
+	if err != nil {
+		return err
+	}
+	switch *kind {
+	case sink.KindWalks, sink.KindVisits, sink.KindSamples:
+	case "":
+		return errors.New("--kind is required: walks, visits or samples")
+	default:
+		return fmt.Errorf("--kind %q is not walks, visits or samples", *kind)
+	}
+	if *format != "urls" && *format != "duckdb" {
+		return fmt.Errorf("--format %q is not urls or duckdb", *format)
+	}
+	bucket, err := sink.OpenBucket(ctx, bucketURL)
+	if err != nil {
+		return err
+	}
+	defer bucket.Close()
+	found, err := sink.ListCommitted(ctx, bucket, of.prefix, *kind, *batch, sink.WithCallTimeout(of.timeout))
+	if err != nil {
+		return err
+	}
+	for _, k := range found.LeftOut {
+		fmt.Fprintf(stderr, "walkstage output ls: left out %s: the manifest does not decode or lists a part that is missing or of another size\n",
+			sink.ObjectURL(bucketURL, k))
+	}
+	keys := found.Parts()
+	if *format == "urls" {
+		for _, k := range keys {
+			fmt.Fprintln(stdout, sink.ObjectURL(bucketURL, k))
+		}
+		return nil
+	}
+	if len(keys) == 0 {
+		return fmt.Errorf("no committed %s parts under %s (read_parquet needs at least one file)", *kind, sink.ObjectURL(bucketURL, of.prefix))
+	}
+	fmt.Fprintln(stdout, duckdbList(bucketURL, keys))
+	return nil
+}
+
+// duckdbList is a DuckDB read_parquet call over the keys: hive_partitioning
+// when every key is of the kind= layout (DuckDB refuses files whose paths
+// name different partition columns), local paths for file:// buckets.
+func duckdbList(bucketURL string, keys []string) string {
+	var b strings.Builder
+	b.WriteString("read_parquet([")
+	hive := true
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		u := sink.ObjectURL(bucketURL, k)
+		if p, err := url.Parse(u); err == nil && p.Scheme == "file" {
+			u = p.Path
+		}
+		b.WriteString("'" + strings.ReplaceAll(u, "'", "''") + "'")
+		hive = hive && strings.Contains("/"+k, "/kind=")
+	}
+	b.WriteString("]")
+	if hive {
+		b.WriteString(", hive_partitioning=true")
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+func outputTidy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("output tidy", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = subUsage(fs, `walkstage output tidy <bucket-url> [--prefix walks] --older-than 2h
+
+Removes the parts that no _SUCCESS manifest lists and that were last
+modified longer ago than --older-than: in a batch directory with a complete
+manifest, the parts it does not list (attempts that lost); in one without a
+manifest, every part (attempts killed or given up). Never a listed part,
+never a manifest, nothing but part-*.parquet, and nothing in a directory
+whose manifest does not decode or lists a missing part. Afterwards a glob
+over <prefix>/kind=<kind>/ reads the committed rows and the parts younger
+than the age.
+
+--older-than must exceed the longest attempt at a batch, from its first part
+to its manifest, plus the clock skew between this host and the store: a
+stage still writing a younger part may yet list it. 0 only while no stage
+or 'walkstage walk' writes under the prefix. The last line, "RESULT k=v
+...", is for scripts.`)
+	var of outputFlags
+	of.register(fs)
+	age := time.Duration(-1)
+	fs.Func("older-than", "remove only parts last modified longer ago than this (required; e.g. 2h)", func(s string) (err error) {
+		if age, err = time.ParseDuration(s); err == nil && age < 0 {
+			err = errors.New("must not be negative")
+		}
+		return err
+	})
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	bucketURL, err := bucketArg(pos)
+	if err != nil {
+		return err
+	}
+	if age < 0 {
+		return errors.New("--older-than is required: longer than the longest attempt at a batch (e.g. 2h); 0 only while nothing writes under the prefix")
+	}
+	bucket, err := sink.OpenBucket(ctx, bucketURL)
+	if err != nil {
+		return err
+	}
+	defer bucket.Close()
+	t0 := time.Now()
+	st, err := sink.TidyOrphans(ctx, bucket, of.prefix, age, sink.WithCallTimeout(of.timeout))
+	where := sink.ObjectURL(bucketURL, strings.Trim(of.prefix, "/"))
+	fmt.Fprintf(stdout, "%s: removed %d parts, %d bytes (%d that their batch's manifest does not list, %d in batch directories without a manifest) "+
+		"of %d batch directories; kept %d younger than %v; left %d directories alone (manifest undecodable or incomplete)\n",
+		where, st.Removed(), st.BytesRemoved, st.UnlistedRemoved, st.AbandonedRemoved, st.Dirs, st.YoungKept, age, st.DirsLeft)
+	fmt.Fprintf(stdout, "RESULT removed=%d unlisted=%d abandoned=%d bytes=%d young_kept=%d dirs=%d dirs_left=%d seconds=%.3f complete=%v\n",
+		st.Removed(), st.UnlistedRemoved, st.AbandonedRemoved, st.BytesRemoved, st.YoungKept, st.Dirs, st.DirsLeft,
+		time.Since(t0).Seconds(), err == nil)
+	return err
+}
