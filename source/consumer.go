@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/walkstage/walkstage/graph"
 )
@@ -253,7 +254,7 @@ func (c *Consumer) Next(ctx context.Context) (*Delivery, error) {
 	c.lag[tp{m.Topic, m.Partition}] = max(0, m.HighWaterMark-m.Offset-1)
 	c.lagMu.Unlock()
 	c.joined.Store(true) // a group reader fetches only once it has an assignment
-	d := &Delivery{Received: time.Now()}
+	d := &Delivery{Received: time.Now(), Trace: traceOf(m.Headers)}
 	c.gmu.RLock()
 	req, err := DecodeRequest(m.Key, m.Value, c.g, c.lim)
 	c.gmu.RUnlock()
@@ -357,6 +358,11 @@ type Delivery struct {
 	Request  *Request
 	Reject   *RejectError
 	Received time.Time
+	// Trace is the record's W3C trace context (traceparent, tracestate),
+	// nil when it has none: the parent of the stage's spans for it. Its
+	// completion event and dead letter carry the context of the ctx they
+	// are published with instead.
+	Trace propagation.MapCarrier
 	// Ack ends the delivery once its outcome is durable. A nil error means
 	// the batch is done (output and completion event written): its offset
 	// is committed. A request error (an error wrapping *RejectError, whose
@@ -508,6 +514,7 @@ func (c *Consumer) deadLetter(ctx context.Context, m kafka.Message, batchID, rea
 	}
 	limit := int(min(c.dlqMax.Load(), c.dlq.BatchBytes))
 	msg := deadLetterRecord(m, reason, cause, limit)
+	msg.Headers = withTrace(ctx, msg.Headers)
 	err = c.write(ctx, c.dlq, msg)
 	if err != nil && isTooLarge(err) {
 		// The topic's real limit is below what it said (or than Kafka's
@@ -517,6 +524,7 @@ func (c *Consumer) deadLetter(ctx context.Context, m kafka.Message, batchID, rea
 		c.log.Warn("dead-letter topic refused the copy as too large; sending the smallest stub", "batch_id", LogValue(batchID),
 			"limit", limit, "bytes", recordBytes(msg), "err", err)
 		msg = stubRecord(m, reason, cause, limit, true)
+		msg.Headers = withTrace(ctx, msg.Headers)
 		err = c.write(ctx, c.dlq, msg)
 		if err != nil && isTooLarge(err) {
 			err = fmt.Errorf("%w: the dead-letter topic refused a %d-byte stub; its max.message.bytes must be at least %d",

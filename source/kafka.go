@@ -241,6 +241,7 @@ func (p *Publisher) Publish(ctx context.Context, ev Event) error {
 				ev.Status, ev.BatchID, p.topic, ErrRecordTooLarge, recordBytes(msg), limit, MinTopicRecordBytes)
 		}
 	}
+	msg.Headers = withTrace(ctx, msg.Headers)
 	err = w.WriteMessages(ctx, msg)
 	if err != nil && isTooLarge(err) {
 		if !refusedByClient(err) {
@@ -254,6 +255,7 @@ func (p *Publisher) Publish(ctx context.Context, ev Event) error {
 		if msg, err = eventRecord(ev, true); err != nil {
 			return err
 		}
+		msg.Headers = withTrace(ctx, msg.Headers)
 		err = w.WriteMessages(ctx, msg)
 		if err != nil && isTooLarge(err) {
 			err = fmt.Errorf("%w (%d bytes; the topic's max.message.bytes must be at least %d)", ErrRecordTooLarge,

@@ -10,6 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/walkstage/walkstage/gpu"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
@@ -30,6 +33,7 @@ func (s *Stage) finish(ctx context.Context, b *batch, runErr error) {
 	defer s.leave(b.req.BatchID)
 	defer b.unbind()
 	defer s.health.release(b.holder()) // ended without succeeding: abandoned, refused, broken engine
+	defer b.span.End()                  // abandoned or broken: ended as it is (a second End does nothing)
 	log := s.log.With("batch_id", b.req.BatchID, "algorithm", b.req.AlgorithmName())
 	for {
 		err := s.complete(ctx, b, runErr)
@@ -75,6 +79,8 @@ func (s *Stage) finish(ctx context.Context, b *batch, runErr error) {
 			return
 		}
 		s.dependencyFailed(b.failedDep, b.holder(), err)
+		b.span.AddEvent("attempt failed", trace.WithAttributes(attribute.Int("walkstage.attempt", b.attempt),
+			attribute.String("walkstage.dependency", b.failedDep), attribute.String("error", err.Error())))
 		log.Warn("batch attempt failed; retrying", "attempt", b.attempt, "dependency", b.failedDep, "err", err)
 		if s.draining.Load() {
 			// Shutting down: leave the retry to the next owner.
@@ -125,6 +131,7 @@ func requestError(b *batch, err error) *source.RejectError {
 // failing to publish is fatal.
 func (s *Stage) complete(ctx context.Context, b *batch, runErr error) error {
 	<-b.written
+	written := time.Now()
 	if b.lookupErr != nil {
 		b.failedDep = depStore
 		return b.lookupErr
@@ -150,11 +157,17 @@ func (s *Stage) complete(ctx context.Context, b *batch, runErr error) error {
 		}
 		return err
 	}
+	s.phase(b.span, "walkstage.queue", b.queuedAt, b.launched)
+	s.phase(b.span, "walkstage.walk", b.launched, b.launched.Add(b.walked),
+		attribute.Int("walkstage.attempt", b.attempt), attribute.Int("walkstage.walks", b.walks),
+		attribute.Int64("walkstage.steps", b.steps), attribute.String("walkstage.engine", b.v.e.Name()))
+	s.phase(b.span, "walkstage.write", b.launched, written)
 	wt := time.Now()
 	man, err := b.w.Commit(ctx)
 	if err != nil {
 		return fmt.Errorf("commit objects: %w", err)
 	}
+	s.phase(b.span, "walkstage.commit", wt, time.Now())
 	return s.report(ctx, b, man, b.w.Layout().SuccessKey(), wt)
 }
 
@@ -176,7 +189,10 @@ func (s *Stage) report(ctx context.Context, b *batch, man *sink.Manifest, manife
 	// The objects are durable: from here only the event is retried, never
 	// the walk. Abandoned at the deadline, the redelivery finds the output
 	// complete and publishes it then.
-	if err := s.persist(ctx, depBroker, "publish", func(ctx context.Context) error { return s.o.Events.Publish(ctx, ev) }); err != nil {
+	pctx, pspan := s.publishSpan(ctx, b.span, "walkstage.publish")
+	err := s.persist(pctx, depBroker, "publish", func(ctx context.Context) error { return s.o.Events.Publish(ctx, ev) })
+	pspan.End()
+	if err != nil {
 		s.log.Info("batch abandoned at shutdown with its output written (uncommitted; the redelivery reports it)", "batch_id", b.req.BatchID)
 		return nil
 	}
@@ -189,6 +205,7 @@ func (s *Stage) report(ctx context.Context, b *batch, man *sink.Manifest, manife
 	if err := b.d.Ack(ctx, nil); err != nil {
 		s.log.Warn("acknowledgement failed; the batch will be redelivered", "batch_id", b.req.BatchID, "err", err)
 	}
+	endRequest(b.span, source.StatusSucceeded, "")
 	// The latency users see ends when the event is durable, not when it
 	// was built.
 	total := time.Since(b.queuedAt)

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/walkstage/walkstage/source"
 )
 
@@ -46,6 +48,7 @@ func (s *Stage) sourceLoop(fetchCtx, workCtx context.Context) error {
 			continue
 		}
 		b := &batch{d: d, req: d.Request, walks: d.Request.NumWalks(), queuedAt: d.Received}
+		b.span = s.startRequest(d, b.req.BatchID)
 		// The estimate is the version serving now's; a request pinned to
 		// another version is estimated on this one (the same graph, as a
 		// rule, a few edges apart).
@@ -129,6 +132,12 @@ func (s *Stage) setAside(ctx context.Context, d *source.Delivery, re *source.Rej
 	// The batch id of a rejection may come from the message key, the error
 	// may quote the message: both are bounded in the log.
 	log := s.log.With("batch_id", source.LogValue(re.BatchID), "reason", string(re.Reason))
+	var span trace.Span
+	if b != nil && b.span != nil {
+		span = b.span
+	} else {
+		span = s.startRequest(d, re.BatchID)
+	}
 	v := s.graphs.serving()
 	if b != nil && b.v != nil {
 		v = b.v
@@ -140,12 +149,19 @@ func (s *Stage) setAside(ctx context.Context, d *source.Delivery, re *source.Rej
 		ev.Algorithm, ev.Engine, ev.RNGSeed, ev.Seeds = b.req.DescribeAlgorithm(v.g), v.e.Name(), b.req.RNGSeed, len(b.req.Seeds)
 		ev.Timings.Queued = b.launched.Sub(b.queuedAt).Seconds()
 	}
-	if err := s.persist(ctx, depBroker, "publish rejection", func(ctx context.Context) error { return s.o.Events.Publish(ctx, ev) }); err != nil {
+	pctx, pspan := s.publishSpan(ctx, span, "walkstage.publish")
+	err := s.persist(pctx, depBroker, "publish rejection", func(ctx context.Context) error { return s.o.Events.Publish(ctx, ev) })
+	pspan.End()
+	if err != nil {
 		return err
 	}
-	if err := s.persist(ctx, depBroker, "dead-letter", func(ctx context.Context) error { return d.Ack(ctx, re) }); err != nil {
+	dctx, dspan := s.publishSpan(ctx, span, "walkstage.dead_letter")
+	err = s.persist(dctx, depBroker, "dead-letter", func(ctx context.Context) error { return d.Ack(ctx, re) })
+	dspan.End()
+	if err != nil {
 		return err
 	}
+	endRequest(span, status, string(re.Reason))
 	s.m.batches.WithLabelValues(string(status)).Inc()
 	if status == source.StatusFailed {
 		log.Error("batch failed and dead-lettered", "error", source.LogValue(re.Msg))

@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.opentelemetry.io/otel/trace"
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/engines"
@@ -24,6 +25,7 @@ import (
 	"github.com/walkstage/walkstage/internal/redact"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/tracing"
 )
 
 // NewLogger builds the slog logger the configuration asks for. Every
@@ -121,12 +123,12 @@ func (r *Runtime) Close() error {
 // FromConfig loads the graph, builds the engine, joins the consumer group
 // and opens the producers and the bucket. version is recorded in outputs.
 func FromConfig(ctx context.Context, c Config, log *slog.Logger, version string) (*Runtime, error) {
-	return fromConfig(ctx, c, log, version, nil, nil)
+	return fromConfig(ctx, c, log, version, nil, nil, nil)
 }
 
 // fromConfig is FromConfig with an already bound metrics listener and
 // registry (nil: none yet).
-func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string, ln net.Listener, reg *prometheus.Registry) (_ *Runtime, err error) {
+func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string, ln net.Listener, reg *prometheus.Registry, tracer trace.Tracer) (_ *Runtime, err error) {
 	// The caller's logger may be any handler (tests, embedders): the
 	// configured URLs reach it below and through every component.
 	log = redact.Logger(log)
@@ -207,7 +209,7 @@ func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string,
 		RetryBackoffMin: c.RetryBackoffMin, RetryBackoffMax: c.RetryBackoffMax, ProbeInterval: c.ProbeInterval, ProbeTimeout: c.ProbeTimeout,
 		Probes:      []Probe{{Name: depBroker, Check: cons.CheckTopics}, {Name: depStore, Check: storeProbe(bucket, c.OutputPrefix)}},
 		MetricsAddr: c.MetricsAddr, Listener: ln, Joined: cons.Joined, Lag: cons.Lag,
-		Consuming: cons.Consuming, UnassignedPartitions: cons.UnassignedPartitions, LogResets: cons.LogResets, Registry: reg, Logger: log, Version: version})
+		Consuming: cons.Consuming, UnassignedPartitions: cons.UnassignedPartitions, LogResets: cons.LogResets, Registry: reg, Logger: log, Version: version, Tracer: tracer})
 	if err != nil {
 		return nil, err
 	}
@@ -311,6 +313,21 @@ func Main(ctx context.Context, environ []string, logw io.Writer, version string)
 		return err
 	}
 	log := NewLogger(c, logw)
+	tp, err := tracing.FromEnv(ctx, environ, version)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := tp.Shutdown(sctx); err != nil {
+			log.Warn("spans not exported at exit", "err", err)
+		}
+	}()
+	if tp.Enabled {
+		log.Info("tracing on: spans exported over OTLP/HTTP", "endpoint", redact.String(tp.Endpoint))
+	}
+	tracer := tp.Tracer(TracerName)
 	// Answer probes while the graph loads (a large graph downloads for
 	// minutes): /healthz is 200, /readyz 503 until the stage runs. The same
 	// socket then passes to the stage's HTTP actor.
@@ -323,7 +340,7 @@ func Main(ctx context.Context, environ []string, logw io.Writer, version string)
 		loading := func() error { return errors.New("loading the graph and joining the group") }
 		stopEarly := serveUntilHandoff(ln, probeHandler(reg, loading, func() error { return nil }))
 		defer stopEarly() // idempotent; normally called below
-		rt, err := fromConfig(ctx, c, log, version, ln, reg)
+		rt, err := fromConfig(ctx, c, log, version, ln, reg, tracer)
 		stopEarly()
 		if err != nil {
 			ln.Close()
@@ -331,7 +348,7 @@ func Main(ctx context.Context, environ []string, logw io.Writer, version string)
 		}
 		return runRuntime(ctx, rt, c, log)
 	}
-	rt, err := fromConfig(ctx, c, log, version, nil, reg)
+	rt, err := fromConfig(ctx, c, log, version, nil, reg, tracer)
 	if err != nil {
 		return err
 	}

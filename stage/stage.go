@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/graph"
@@ -95,6 +97,9 @@ type Options struct {
 	// source.Consumer); either may be nil.
 	UnassignedPartitions func() int
 	LogResets            func() int64
+	// Tracer makes the stage's spans (see trace.go); nil is tracing off.
+	// Events and dead letters carry the requests' trace context either way.
+	Tracer trace.Tracer
 	// Registry receives the stage's metrics (a new one when nil).
 	Registry *prometheus.Registry
 	Logger   *slog.Logger
@@ -155,9 +160,10 @@ func (o *Options) defaults() error {
 // per-batch writers -> finishers that commit the objects, publish the event
 // and acknowledge the message.
 type Stage struct {
-	o   Options
-	log *slog.Logger
-	m   *metrics
+	o      Options
+	log    *slog.Logger
+	m      *metrics
+	tracer trace.Tracer
 
 	queue chan *batch   // validated requests waiting for the engine
 	slots chan struct{} // MaxInFlight tokens: batches between launch and ack
@@ -223,6 +229,9 @@ type batch struct {
 	// alone is set when the last engine run walked this batch only.
 	alone bool
 	v     *served // graph version walked on, held until finished (graphs.go)
+	// span is the request's span, from its fetch to its acknowledgement
+	// (trace.go).
+	span trace.Span
 }
 
 // New checks the options and registers the metrics.
@@ -238,6 +247,10 @@ func New(o Options) (*Stage, error) {
 		buffers: sink.NewBuffers(o.EncodeThreads),
 		turns:   newEngineTurns(),
 		active:  map[string]chan struct{}{},
+		tracer:  o.Tracer,
+	}
+	if s.tracer == nil {
+		s.tracer = noop.NewTracerProvider().Tracer(TracerName)
 	}
 	s.health = newHealth(func(dep string, up bool) {
 		if s.m != nil {
