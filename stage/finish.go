@@ -33,7 +33,7 @@ func (s *Stage) finish(ctx context.Context, b *batch, runErr error) {
 	defer s.leave(b.req.BatchID)
 	defer b.unbind()
 	defer s.health.release(b.holder()) // ended without succeeding: abandoned, refused, broken engine
-	defer b.span.End()                  // abandoned or broken: ended as it is (a second End does nothing)
+	defer b.span.End()                 // abandoned or broken: ended as it is (a second End does nothing)
 	log := s.log.With("batch_id", b.req.BatchID, "algorithm", b.req.AlgorithmName())
 	for {
 		err := s.complete(ctx, b, runErr)
