@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,6 +27,14 @@ func benchStage(b *testing.B, extra ...string) (brokers []string, nv int) {
 	engine := cmp.Or(os.Getenv("WALKSTAGE_BENCH_ENGINE"), "cpu")
 	env := stageEnviron(brokers, gpath, out, append([]string{"WALKSTAGE_METRICS_ADDR=", "WALKSTAGE_LOG_LEVEL=warn",
 		"WALKSTAGE_ENGINE=" + engine}, extra...)...)
+	// WALKSTAGE_BENCH_TRACE=1 turns tracing on, every request sampled,
+	// exporting to an in-process OTLP receiver: its overhead is the
+	// difference to a run without.
+	if os.Getenv("WALKSTAGE_BENCH_TRACE") == "1" {
+		srv := httptest.NewServer(&otlpReceiver{})
+		b.Cleanup(srv.Close)
+		env = append(env, "OTEL_EXPORTER_OTLP_ENDPOINT="+srv.URL, "OTEL_TRACES_SAMPLER=always_on")
+	}
 	runStage(b, env)
 	return brokers, g.NumVertices()
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/walkstage/walkstage/internal/testversity"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/tracing"
 )
 
 // childEnv marks a re-executed test binary that runs the stage (crash test).
@@ -146,7 +147,13 @@ func runStage(t testing.TB, environ []string) (rt *Runtime, stop func() error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err = FromConfig(context.Background(), c, testLog(t), "test")
+	// OTEL_* entries in environ turn tracing on, as in Main.
+	tp, err := tracing.FromEnv(context.Background(), environ, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	rt, err = fromConfig(context.Background(), c, testLog(t), "test", nil, nil, tp.Tracer(TracerName))
 	if err != nil {
 		t.Fatal(err)
 	}
