@@ -67,7 +67,7 @@ const (
 	// parquet-go read it. The difference of two random ids takes one bit
 	// more than an id, and the packed bits are near-uniform bytes under
 	// any codec (R-MAT scale 22 under zstd: 2.99 bytes per walk vertex,
-	// against 2.80 for ByteStreamSplit; docs/performance-notes.md). The
+	// against 2.80 for ByteStreamSplit; docs/design/performance-notes.md). The
 	// sink packs full blocks with AVX2 (sink/delta_amd64.s) from the
 	// vertices as they lie.
 	DeltaBinaryPacked WalkEncoding = "delta_binary_packed"

@@ -155,7 +155,7 @@ type Config struct {
 	// device has free). A graph that does not fit is walked under a
 	// placement plan: the edges of the highest-degree vertices on the
 	// device, the rest in pinned host memory read in place over PCIe
-	// (docs/placement.md); the walks are the same either way.
+	// (docs/design/placement.md); the walks are the same either way.
 	GPUMemoryLimit int64 `env:"GPU_MEMORY_LIMIT" envDefault:"0"`
 	// WALKSTAGE_GPU_LEND_CHUNKS: with one GPU, the writers read the walks
 	// in the engine's pinned batch buffers and give each chunk back once
@@ -178,7 +178,7 @@ type Config struct {
 	// WALKSTAGE_GPU_PARTITION: with several GPUs, whether the graph is
 	// partitioned over their memory instead of copied to each (one copy
 	// of the edge arrays and tables cut into vertex ranges, one per GPU,
-	// that every GPU reads in place over NVLink; docs/placement.md): auto
+	// that every GPU reads in place over NVLink; docs/design/placement.md): auto
 	// (when the graph does not fit the smallest GPU), on, or off (each GPU
 	// holds it whole, or walks it under a placement plan in host memory).
 	GPUPartition string `env:"GPU_PARTITION" envDefault:"auto"`

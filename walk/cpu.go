@@ -235,7 +235,7 @@ func (e *CPU) startWorkers(ctx context.Context, workers int, jobs []Job, stepper
 // returned (grown if need be) for the next unit: writing walks into freshly
 // allocated memory, at a stride, faults in a page per 4 KiB in the middle of
 // the walk, where the chunk's exact-size copy is written in order
-// (docs/performance-notes.md has the cost).
+// (docs/design/performance-notes.md has the cost).
 func walkUnit(s *stepper, j Job, lo, hi int, scratch []uint32) (Chunk, []uint32) {
 	n := hi - lo
 	stride := s.alg.Length + 1

@@ -12,7 +12,7 @@ const fenceStride = 16
 // f2, then one cache line of f1, then reads one line of targets: for a hub
 // of 64K neighbours that is two lines from outside L2, where a binary
 // search of f1 alone touches about eight lines and one of the targets about
-// twelve (docs/performance-notes.md has what it gained).
+// twelve (docs/design/performance-notes.md has what it gained).
 type fenceIndex struct {
 	f1, f2 []uint32
 }

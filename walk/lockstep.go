@@ -13,7 +13,7 @@ func (s *stepper) lockstep() bool {
 
 // ring reports whether walkRing serves the walks: DeepWalk, uniform or
 // alias. PPR and MetaPath stay on walkLockstep and walkFused, which
-// measured faster for them (docs/cpu-engine.md): PPR's walks end after
+// measured faster for them (docs/design/cpu-engine.md): PPR's walks end after
 // five steps on average, and a ring slot then waits a round for its next
 // walk; MetaPath's offsets (a row per vertex and label) miss the L3 as often
 // as its targets do.

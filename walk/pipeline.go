@@ -13,7 +13,7 @@ package walk
 // Node2Vec's proposals) keep prefetched ahead of the one they decide: enough
 // misses in flight to cover the memory latency, few enough that the lines
 // are still in L1 when used. 16 was the fastest of the lags measured
-// (docs/performance-notes.md).
+// (docs/design/performance-notes.md).
 const pipelineLag = 16
 
 // draw8 computes draw d of step for up to eight walks (positions k of the

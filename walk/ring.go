@@ -31,7 +31,7 @@ import (
 // ringSlots is how many walks a worker keeps in flight, each with one miss
 // outstanding. Memory here answers random lines at about 70 M/s per core
 // with one miss in flight per ten instructions (a plain loop of loads), and
-// at 200-250 M/s with 64 to 128 prefetched ahead (docs/cpu-engine.md): the
+// at 200-250 M/s with 64 to 128 prefetched ahead (docs/design/cpu-engine.md): the
 // walk needs many more misses in flight than a reorder window holds. A walk
 // step costs far more instructions than that loop, so a round of 64 slots
 // already outlasts a miss: 64 measured 9-12% faster than 128 and 256, whose
@@ -217,7 +217,7 @@ func (w *ringWalker) roundFused(b int) {
 // AVX-512 lanes (ringvec_amd64.s), for a ring without empty slots: the same
 // steps of the same walks, in about a sixth of the instructions, which is
 // what a step waits on once its line has been prefetched a round ahead
-// (docs/cpu-engine.md). The walks that ended come back as bits.
+// (docs/design/cpu-engine.md). The walks that ended come back as bits.
 func (w *ringWalker) roundFusedVec() {
 	done := ringFusedAVX512(w.r, unsafe.Pointer(&w.fused[0]), unsafe.Pointer(&w.buf[0]), w.length, w.keep)
 	for done != 0 {

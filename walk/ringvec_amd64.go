@@ -15,7 +15,7 @@ var hasRingAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL
 
 // ringVector says whether walkRing uses them. Only on Intel: there they
 // measured 13-35% faster than the Go rounds (16-core Xeon host of the GPU
-// machine, 16 workers, R-MAT scale 22, docs/cpu-engine.md), where on AMD
+// machine, 16 workers, R-MAT scale 22, docs/design/cpu-engine.md), where on AMD
 // Zen 4 (the 2-core development VM) they measured 8% slower: its gathers
 // and scatters are slow, and its walk waits on memory either way.
 var ringVector = hasRingAVX512 && isIntel()
