@@ -21,6 +21,7 @@ import (
 
 	"github.com/walkstage/walkstage/engines"
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/internal/logkeys"
 	"github.com/walkstage/walkstage/internal/redact"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
@@ -34,7 +35,7 @@ func NewLogger(c Config, w io.Writer) *slog.Logger {
 	if err != nil {
 		lvl = slog.LevelInfo
 	}
-	ho := &slog.HandlerOptions{Level: lvl}
+	ho := &slog.HandlerOptions{Level: lvl, ReplaceAttr: logkeys.Seconds}
 	if c.LogFormat == "text" {
 		return slog.New(redact.Handler(slog.NewTextHandler(w, ho)))
 	}
@@ -286,7 +287,7 @@ func sweepOutput(ctx context.Context, b *blob.Bucket, prefix string, age, timeou
 	}
 	if st.UploadsAborted > 0 || st.TempFilesRemoved > 0 || err != nil {
 		log.Info("swept leftovers of killed writers", "uploads_aborted", st.UploadsAborted,
-			"temp_files_removed", st.TempFilesRemoved, "duration", time.Since(t0))
+			"temp_files_removed", st.TempFilesRemoved, "duration_seconds", time.Since(t0).Seconds())
 	}
 }
 
