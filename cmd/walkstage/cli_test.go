@@ -216,6 +216,19 @@ func TestOldFlagNamesStillWork(t *testing.T) {
 	if stepsOf(oldOut) != stepsOf(newOut) {
 		t.Errorf("old and new names walked differently:\nold: %snew: %s", oldOut, newOut)
 	}
+	// The other commands' old names parse: the run stops at the usage
+	// error that comes after the flags, not at an unknown flag.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"load", "--walks", "3", "--restart", "0.2", "--rng-seed", "5"}, "--graph or --vertices is required"},
+		{[]string{"bench", "--walks-per-vertex", "2", "extra"}, `unexpected argument "extra"`},
+	} {
+		if r := runCLI(t, c.args...); r.code != 2 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, r.code, r.stderr, c.want)
+		}
+	}
 	for _, h := range []struct {
 		args      []string
 		old, new_ string
@@ -227,6 +240,7 @@ func TestOldFlagNamesStillWork(t *testing.T) {
 		{[]string{"bench", "-h"}, "--walks-per-vertex", "--walks-per-seed"},
 		{[]string{"load", "-h"}, "--restart", "--stop-probability"},
 		{[]string{"load", "-h"}, "--walks ", "--walks-per-seed"},
+		{[]string{"load", "-h"}, "--rng-seed", "--draw-seed"},
 	} {
 		r := runCLI(t, h.args...)
 		if strings.Contains(r.stdout, h.old) || !strings.Contains(r.stdout, h.new_) {

@@ -46,7 +46,7 @@ its request topic and reads its completion events and dead letters.
            the latency small requests see while it walks, and when its own
            event came (issue 32's admission control).
 Any dead letter or event other than succeeded fails the run. Seeds are drawn
-(--rng-seed) from the graph's vertices with out-edges. Topics and brokers
+(--draw-seed) from the graph's vertices with out-edges. Topics and brokers
 default to the stage's WALKSTAGE_* variables. The last line of each
 measurement, "RESULT k=v ...", is for scripts.
 
@@ -73,7 +73,10 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 	fs.IntVar(&c.Queries, "queries", c.Queries, "visits: queries per request (one random seed each)")
 	fs.IntVar(&c.StepsPerQuery, "steps-per-query", c.StepsPerQuery, "visits: steps per query")
 	fs.IntVar(&c.TopK, "top-k", c.TopK, "visits: candidates per query")
-	fs.Uint64Var(&c.RNGSeed, "rng-seed", c.RNGSeed, "seed of the seed draws: the same value sends the same requests")
+	// Not the requests' rng_seed (they carry none: the stage derives it
+	// from the batch id), hence not --rng-seed, its earlier name.
+	fs.Uint64Var(&c.RNGSeed, "draw-seed", c.RNGSeed, "seed of the seed draws: the same value sends the same requests")
+	alias(fs, "rng-seed", "draw-seed")
 	fs.StringVar(&c.IDPrefix, "id-prefix", "", "batch id prefix, new to the stage (default: load-<time>)")
 	fs.IntVar(&c.Warmup, "warmup", c.Warmup, "idle: requests sent first and not measured")
 	fs.DurationVar(&c.Gap, "gap", 0, "idle: pause after each event before the next request")

@@ -105,6 +105,9 @@ func parseWalkFlags(args []string, stderr io.Writer) (*walkOptions, error) {
 	fs.StringVar(&o.samplerName, "sampler", "auto", "auto, uniform, alias, rejection, zprs or dprs")
 	fs.IntVar(&o.perVertex, "walks-per-seed", 1, "walks started from every seed (samplers: instances per seed)")
 	alias(fs, "walks-per-vertex", "walks-per-seed")
+	// The samplers' request field is instances_per_seed: the same value
+	// under its own name.
+	fs.Var(fs.Lookup("walks-per-seed").Value, "instances-per-seed", "samplers: instances per seed (the same value as --walks-per-seed)")
 	fs.StringVar(&o.seeds, "seeds", "all", `start vertices: "all", a file of external ids, or a range "A-B"`)
 	fs.Uint64Var(&o.seed, "rng-seed", 42, "key of the random stream: the same flags and key give the same output")
 	alias(fs, "seed", "rng-seed")
