@@ -9,12 +9,15 @@ import (
 	"github.com/walkstage/walkstage/demo"
 )
 
-const demoUsage = `walkstage demo [--dir ./walkstage-demo] [--scale 16] [--engine auto|cpu|gpu] [--timeout 2m] [-v]
+const demoUsage = `walkstage demo [--dir ./walkstage-demo] [--fresh] [--scale 16] [--engine auto|cpu|gpu] [--timeout 2m] [-v]
 
 Runs the whole stage on this machine with nothing to set up: an in-process
 Kafka-protocol broker on a loopback port, a file:// store under --dir, a
 generated R-MAT graph, one seed batch per algorithm and one malformed
-request. Prints the completion events and where the Parquet files are.`
+request. Prints the completion events and where the Parquet files are.
+Run again in the same --dir, the stage finds the earlier output and reports
+those batches from their manifests without walking them (it says so);
+--fresh removes <dir>/walks first.`
 
 func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
@@ -24,6 +27,7 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	engine := fs.String("engine", "auto", "auto (GPU when built with CUDA and present), cpu or gpu")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up after this long")
 	verbose := fs.Bool("v", false, "show the stage's info logs on stderr")
+	fresh := fs.Bool("fresh", false, "remove the output of an earlier run in --dir (<dir>/walks) first")
 	fs.Usage = subUsage(fs, demoUsage)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -35,5 +39,5 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usageErrorf(fs, "--scale %d out of range [4, 26]", *scale)
 	}
 	return demo.Run(ctx, demo.Options{Dir: *dir, Scale: *scale, Engine: *engine, Timeout: *timeout,
-		Logs: stderr, Verbose: *verbose, Version: Version}, stdout)
+		Fresh: *fresh, Logs: stderr, Verbose: *verbose, Version: Version}, stdout)
 }
