@@ -183,7 +183,7 @@ func TestChaos(t *testing.T) {
 
 	gpath := filepath.Join(dir, "chaos.wsg")
 	if out, err := exec.Command(walkstageBin, "graph", "generate", "--scale", fmt.Sprint(graphScale), "--edge-factor", "8",
-		"--undirected", "--weights", "--labels", "3", "--name", "chaos", "--seed", "7", "--out", gpath).CombinedOutput(); err != nil {
+		"--undirected", "--weighted", "--labels", "3", "--name", "chaos", "--seed", "7", "--out", gpath).CombinedOutput(); err != nil {
 		t.Fatalf("graph generate: %v\n%s", err, out)
 	}
 	metricsAddr := freeAddr(t)

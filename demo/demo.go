@@ -32,6 +32,11 @@ type Options struct {
 	Scale   int    // R-MAT scale of the generated graph (V = 2^Scale)
 	Engine  string // auto, cpu or gpu
 	Timeout time.Duration
+	// Fresh removes the output of an earlier run in Dir first. Without it
+	// the stage finds that output and reports each batch from its manifest
+	// instead of walking it again (as it does for a redelivery), and Run
+	// says so.
+	Fresh bool
 	// Logs receives the stage's logs (warnings only unless Verbose).
 	Logs    io.Writer
 	Verbose bool
@@ -63,6 +68,9 @@ type request struct {
 	note string
 }
 
+// outputPrefix is the key prefix of the demo's output under Dir.
+const outputPrefix = "walks"
+
 // Topics of the demo's broker, three partitions each.
 var topics = []string{"walkstage-requests", "walkstage-completions", "walkstage-dlq"}
 
@@ -80,6 +88,19 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("demo folder: %w", err)
+	}
+	// Only the output prefix is removed: Dir may be a folder of the
+	// user's (--dir .).
+	prior := filepath.Join(dir, outputPrefix)
+	switch _, err := os.Stat(prior); {
+	case err == nil && o.Fresh:
+		if err := os.RemoveAll(prior); err != nil {
+			return fmt.Errorf("remove the earlier output: %w", err)
+		}
+		fmt.Fprintf(out, "fresh      removed the earlier output %s\n", prior)
+	case err == nil:
+		fmt.Fprintf(out, "reusing    %s holds an earlier run's output: the stage reports those batches from their\n"+
+			"           manifests without walking them again (--fresh removes it first)\n", prior)
 	}
 	t0 := time.Now()
 	gpath, err := generateGraph(ctx, dir, o.Scale, out)
@@ -153,7 +174,7 @@ func startStage(ctx context.Context, o Options, brokers []string, gpath, outURL 
 	}
 	c, err := stage.LoadConfig([]string{
 		"WALKSTAGE_BROKERS=" + strings.Join(brokers, ","), "WALKSTAGE_GRAPH=" + gpath, "WALKSTAGE_OUTPUT_URL=" + outURL,
-		"WALKSTAGE_OUTPUT_PREFIX=walks", "WALKSTAGE_INPUT_TOPIC=" + topics[0], "WALKSTAGE_OUTPUT_TOPIC=" + topics[1],
+		"WALKSTAGE_OUTPUT_PREFIX=" + outputPrefix, "WALKSTAGE_INPUT_TOPIC=" + topics[0], "WALKSTAGE_OUTPUT_TOPIC=" + topics[1],
 		"WALKSTAGE_DLQ_TOPIC=" + topics[2],
 		"WALKSTAGE_ENGINE=" + o.Engine, "WALKSTAGE_METRICS_ADDR=", "WALKSTAGE_SESSION_TIMEOUT=6s",
 		"WALKSTAGE_LOG_LEVEL=" + level, "WALKSTAGE_LOG_FORMAT=text", "WALKSTAGE_SHUTDOWN_TIMEOUT=10s",

@@ -101,12 +101,12 @@ func New(g *graph.Graph, kind string, cpu Settings, log *slog.Logger) (walk.Engi
 	t0 := time.Now()
 	e.PrepareTables()
 	if g.Weighted() {
-		log.Info("cpu alias tables built", "graph", g.Name, "duration", time.Since(t0), "bytes", e.TableBytes())
+		log.Info("cpu alias tables built", "graph", g.Name, "duration_seconds", time.Since(t0).Seconds(), "bytes", e.TableBytes())
 	}
 	if cpu.EagerLabelTables {
 		t0 := time.Now()
 		if e.PrepareLabelTables() {
-			log.Info("cpu label tables built", "graph", g.Name, "duration", time.Since(t0), "bytes", e.TableBytes())
+			log.Info("cpu label tables built", "graph", g.Name, "duration_seconds", time.Since(t0).Seconds(), "bytes", e.TableBytes())
 		}
 	}
 	return e, nil

@@ -8,15 +8,19 @@ set -euo pipefail
 
 usage() {
 	cat <<'USAGE'
-usage: scripts/demo.sh [--dir ./walkstage-demo] [--scale 16] [--engine auto|cpu|gpu] [--timeout 2m] [-v]
+usage: scripts/demo.sh [--dir ./walkstage-demo] [--fresh] [--scale 16] [--engine auto|cpu|gpu] [--timeout 2m] [-v]
 
 Builds bin/walkstage (fetching Go first if this machine has none) and runs
 `walkstage demo`: an in-process Kafka-protocol broker on a loopback port, a
 file:// store under --dir, a generated R-MAT graph, one seed batch per
 algorithm and one malformed request. Prints the completion events and where
-the Parquet files are. The arguments go to `walkstage demo` unchanged:
+the Parquet files are. Run again in the same --dir, the stage finds the
+earlier output and reports those batches from their manifests without
+walking them again, and says so; --fresh removes <dir>/walks first. The
+arguments go to `walkstage demo` unchanged:
 
   --dir DIR        working folder for the graph and the Parquet output (default ./walkstage-demo)
+  --fresh          remove the output of an earlier run in DIR first
   --scale N        R-MAT scale of the generated graph, 2^N vertices (default 16, 4..26)
   --engine E       auto (GPU when built with CUDA and present), cpu or gpu (default auto)
   --timeout D      give up after this long (default 2m)

@@ -34,7 +34,7 @@ stage:
 measurements:
   --walk-requests N      walks backlog: requests (1000)
   --walk-seeds N         seeds per walk request (1000)
-  --walks N              walks per seed (10)
+  --walks-per-seed N     walks per seed (10; --walks, its old name, still works)
   --length N             steps per walk (80)
   --walk-idle N          walks idle series: requests (50)
   --visit-requests N     visits backlog: requests (200)
@@ -106,7 +106,7 @@ while [ $# -gt 0 ]; do
     --env) extra_env+=("$2"); shift ;;
     --walk-requests) walk_requests=$2; shift ;;
     --walk-seeds) walk_seeds=$2; shift ;;
-    --walks) walks=$2; shift ;;
+    --walks-per-seed|--walks) walks=$2; shift ;;
     --length) length=$2; shift ;;
     --walk-idle) walk_idle=$2; shift ;;
     --visit-requests) visit_requests=$2; shift ;;
@@ -278,8 +278,8 @@ load() {
   sed -n "s/^RESULT /$name /p" "$f" >>"$results"
 }
 
-walk_args=(--output walks --seeds "$walk_seeds" --walks "$walks" --length "$length")
-visit_args=(--output visits --queries "$queries" --steps-per-query "$steps_per_query" --top-k "$top_k" --restart 0.2)
+walk_args=(--output walks --seeds "$walk_seeds" --walks-per-seed "$walks" --length "$length")
+visit_args=(--output visits --queries "$queries" --steps-per-query "$steps_per_query" --top-k "$top_k" --stop-probability 0.2)
 
 IFS=, read -r -a store_list <<<"$stores"
 for store in "${store_list[@]}"; do

@@ -43,5 +43,5 @@ func (o *onceLogger) print(msg string) {
 		o.l.Debug(msg)
 		return
 	}
-	o.l.Warn(msg, "repeats_suppressed_for", o.window)
+	o.l.Warn(msg, "repeats_suppressed_for_seconds", o.window.Seconds())
 }

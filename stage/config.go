@@ -101,7 +101,10 @@ type Config struct {
 	// e.g. s3://bucket?region=eu-west-1, gs://bucket, file:///data/walks. Required.
 	OutputURL string `env:"OUTPUT_URL"`
 	// WALKSTAGE_OUTPUT_PREFIX: key prefix inside the bucket; batch B's
-	// objects are under <prefix>/<B>/.
+	// objects are under
+	// <prefix>/kind=<kind>/graph=<graph>/algorithm=<algorithm>/batch=<B>/
+	// (part-NNNNN-<attempt>.parquet and the _SUCCESS manifest; docs/messages.md,
+	// "Output layout").
 	OutputPrefix string `env:"OUTPUT_PREFIX" envDefault:"walks"`
 
 	// WALKSTAGE_OUTPUT_COMPRESSION: Parquet page codec: zstd, snappy or none.

@@ -217,8 +217,8 @@ func (s *Stage) report(ctx context.Context, b *batch, man *sink.Manifest, manife
 	s.m.phase.WithLabelValues("walking").Observe(ev.Timings.Walking)
 	s.m.phase.WithLabelValues("writing").Observe(ev.Timings.Writing)
 	s.log.Info("batch succeeded", "batch_id", b.req.BatchID, "algorithm", b.req.AlgorithmName(),
-		"walks", ev.Walks, "steps", ev.Steps, "objects", len(man.Files), "duration", total,
-		"commit", time.Since(wt))
+		"walks", ev.Walks, "steps", ev.Steps, "objects", len(man.Files), "duration_seconds", total.Seconds(),
+		"commit_seconds", time.Since(wt).Seconds())
 	return nil
 }
 

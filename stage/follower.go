@@ -38,7 +38,7 @@ type follower struct {
 
 // run polls until ctx ends.
 func (f *follower) run(ctx context.Context) {
-	f.log.Info("following graph catalog", "catalog", f.cat.String(), "interval", f.interval, "drain", f.drain)
+	f.log.Info("following graph catalog", "catalog", f.cat.String(), "interval_seconds", f.interval.Seconds(), "drain", f.drain)
 	t := time.NewTicker(f.interval)
 	defer t.Stop()
 	for {
@@ -177,7 +177,7 @@ func (f *follower) finish(old, nv *served, log *slog.Logger, mode string, pause,
 	gs.swaps.WithLabelValues(mode).Inc()
 	gs.pause.Observe(pause.Seconds())
 	f.s.m.graphBytes.Set(float64(nv.g.MemoryBytes()))
-	log.Info("graph version swapped", "mode", mode, "pause", pause, "load", loaded, "build", built,
+	log.Info("graph version swapped", "mode", mode, "pause_seconds", pause.Seconds(), "load_seconds", loaded.Seconds(), "build_seconds", built.Seconds(),
 		"engine", nv.e.Name(), "vertices", nv.g.NumVertices(), "edges", nv.g.NumEdges())
 	if mode == swapOverlap {
 		version := old.g.Version

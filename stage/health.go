@@ -303,7 +303,7 @@ func (s *Stage) dependencyFailed(dep, holder string, err error) {
 // dependencyOK records that holder's attempt on dep succeeded.
 func (s *Stage) dependencyOK(dep, holder string) {
 	if d := s.health.ok(dep, holder); d > 0 {
-		s.log.Info("dependency available again: resuming", "dependency", dep, "outage", d.Round(time.Millisecond))
+		s.log.Info("dependency available again: resuming", "dependency", dep, "outage_seconds", d.Seconds())
 	}
 }
 

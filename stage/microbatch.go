@@ -355,7 +355,7 @@ func (s *Stage) runJobs(ctx context.Context, v *served, jobs []walk.Job, live []
 		s.m.engineBytes.Set(float64(sr.LastRunStats().MemoryBytes))
 	}
 	if runErr == nil {
-		s.log.Debug("engine run", "batches", len(live), "walks", len(jobs), "steps", steps, "duration", d, "slices", len(runs))
+		s.log.Debug("engine run", "batches", len(live), "walks", len(jobs), "steps", steps, "duration_seconds", d.Seconds(), "slices", len(runs))
 	}
 	return runErr
 }

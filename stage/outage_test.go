@@ -142,7 +142,7 @@ func runMem(t *testing.T, b *blob.Bucket, src *memSource, evs *memEvents) *Stage
 	s, err := New(Options{Graph: g, Engine: eng, Source: src, Events: evs, Bucket: b, BucketURL: "s3://walks", Prefix: "walks",
 		RetryBackoffMin: 20 * time.Millisecond, RetryBackoffMax: 200 * time.Millisecond,
 		ProbeInterval: 50 * time.Millisecond, ProbeTimeout: time.Second,
-		Probes: []Probe{{Name: depStore, Check: storeProbe(b, "walks")}}, Logger: testLog(t)})
+		Probes: []Probe{{Name: depStore, Check: storeProbe(b, "s3://walks")}}, Logger: testLog(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

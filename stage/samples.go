@@ -66,5 +66,5 @@ func (s *Stage) sample(ctx context.Context, b *batch, v *served, turn *heldTurn)
 	s.m.engineSeconds.Add(d.Seconds())
 	b.gotW, b.steps = int64(b.walks), st.Edges
 	s.log.Debug("graph sampled", "batch_id", b.req.BatchID, "algorithm", p.Kind.String(), "instances", st.Instances,
-		"edges", st.Edges, "engine", walk.SampleEngine(v.e, p), "duration", d)
+		"edges", st.Edges, "engine", walk.SampleEngine(v.e, p), "duration_seconds", d.Seconds())
 }

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.opentelemetry.io/otel/trace"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/walkstage/walkstage/engines"
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/internal/logkeys"
 	"github.com/walkstage/walkstage/internal/redact"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
@@ -36,7 +38,7 @@ func NewLogger(c Config, w io.Writer) *slog.Logger {
 	if err != nil {
 		lvl = slog.LevelInfo
 	}
-	ho := &slog.HandlerOptions{Level: lvl}
+	ho := &slog.HandlerOptions{Level: lvl, ReplaceAttr: logkeys.Seconds}
 	if c.LogFormat == "text" {
 		return slog.New(redact.Handler(slog.NewTextHandler(w, ho)))
 	}
@@ -207,7 +209,7 @@ func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string,
 		MicroBatchMaxRequests: c.MicroBatchMaxRequests, MaxRequestCost: c.MaxRequestCost, MicroBatchMaxCost: batchCost, QueueDepth: c.QueueDepth, MaxInFlight: c.MaxInFlight,
 		ChunkBuffer: c.ChunkBuffer, EncodeThreads: c.EncodeThreads, ShutdownTimeout: c.ShutdownTimeout,
 		RetryBackoffMin: c.RetryBackoffMin, RetryBackoffMax: c.RetryBackoffMax, ProbeInterval: c.ProbeInterval, ProbeTimeout: c.ProbeTimeout,
-		Probes:      []Probe{{Name: depBroker, Check: cons.CheckTopics}, {Name: depStore, Check: storeProbe(bucket, c.OutputPrefix)}},
+		Probes:      []Probe{{Name: depBroker, Check: cons.CheckTopics}, {Name: depStore, Check: storeProbe(bucket, c.OutputURL)}},
 		MetricsAddr: c.MetricsAddr, Listener: ln, Joined: cons.Joined, Lag: cons.Lag,
 		Consuming: cons.Consuming, UnassignedPartitions: cons.UnassignedPartitions, LogResets: cons.LogResets, Registry: reg, Logger: log, Version: version, Tracer: tracer})
 	if err != nil {
@@ -288,17 +290,35 @@ func sweepOutput(ctx context.Context, b *blob.Bucket, prefix string, age, timeou
 	}
 	if st.UploadsAborted > 0 || st.TempFilesRemoved > 0 || err != nil {
 		log.Info("swept leftovers of killed writers", "uploads_aborted", st.UploadsAborted,
-			"temp_files_removed", st.TempFilesRemoved, "duration", time.Since(t0))
+			"temp_files_removed", st.TempFilesRemoved, "duration_seconds", time.Since(t0).Seconds())
 	}
 }
 
-// storeProbe asks the object store about one key under prefix: cheap, and
-// it fails when the store does not answer within the probe's deadline.
-func storeProbe(b *blob.Bucket, prefix string) func(context.Context) error {
-	key := path.Join(prefix, ".walkstage-probe")
+// storeProbe asks the object store whether the output bucket answers, once
+// a probe interval (a second by default), with a bucket-level request: S3's
+// HeadBucket, the cheapest request there is and one that succeeds, where a
+// HEAD of a missing key filled the store's logs and 4xx metrics with a
+// not-found a second. Other stores get blob's IsAccessible (a listing of at
+// most one key). It fails when the store does not answer within the probe's
+// deadline or the bucket is gone.
+func storeProbe(b *blob.Bucket, bucketURL string) func(context.Context) error {
+	var client *s3.Client
+	if u, err := url.Parse(bucketURL); err == nil && u.Scheme == "s3" && u.Host != "" && b.As(&client) {
+		name := u.Host
+		return func(ctx context.Context) error {
+			if _, err := client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &name}); err != nil {
+				return fmt.Errorf("object store: bucket %s: %w", name, err)
+			}
+			return nil
+		}
+	}
 	return func(ctx context.Context) error {
-		if _, err := b.Exists(ctx, key); err != nil {
+		ok, err := b.IsAccessible(ctx)
+		if err != nil {
 			return fmt.Errorf("object store: %w", err)
+		}
+		if !ok {
+			return errors.New("object store: the output bucket does not exist")
 		}
 		return nil
 	}

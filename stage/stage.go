@@ -308,7 +308,7 @@ func (s *Stage) Run(ctx context.Context) error {
 	context.AfterFunc(workCtx, cancelFetch)
 	stopDeadline := context.AfterFunc(ctx, func() {
 		s.draining.Store(true)
-		s.log.Info("shutting down: no new requests; finishing in-flight batches", "deadline", s.o.ShutdownTimeout)
+		s.log.Info("shutting down: no new requests; finishing in-flight batches", "deadline_seconds", s.o.ShutdownTimeout.Seconds())
 		t := time.AfterFunc(s.o.ShutdownTimeout, func() {
 			s.log.Warn("shutdown deadline reached: abandoning unfinished batches (they stay uncommitted)")
 			cancelWork()

@@ -56,7 +56,7 @@ func (s *Stage) countVisits(ctx context.Context, bs []*batch, v *served, turn *h
 		s.m.engineRuns.Add(float64(st[i].Runs))
 		b.gotW, b.steps = int64(b.walks), st[i].Steps
 		s.log.Debug("visits counted", "batch_id", b.req.BatchID, "queries", st[i].Queries, "walks", st[i].Walks, "steps", st[i].Steps,
-			"walked_steps", st[i].WalkedSteps, "runs", st[i].Runs, "requests_together", len(live), "duration", d)
+			"walked_steps", st[i].WalkedSteps, "runs", st[i].Runs, "requests_together", len(live), "duration_seconds", d.Seconds())
 		go func() {
 			defer close(b.written)
 			if err := b.w.WriteVisits(ctx, b.req.Visits.QueryIDs, res[i]); err != nil {

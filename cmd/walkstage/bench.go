@@ -52,8 +52,9 @@ file or a generated R-MAT graph; the walks are discarded.`)
 	engineName := fs.String("engine", "cpu", "engine: cpu or gpu")
 	algos := fs.String("algorithms", "deepwalk,deepwalk-weighted,node2vec,ppr,metapath,deepwalk-zprs", "comma-separated: "+caseNames())
 	length := fs.Int("length", 80, "steps per walk")
-	perVertex := fs.Int("walks-per-vertex", 1, "walks started from every vertex")
-	maxWalks := fs.Int("max-walks", 0, "cap the walks per algorithm (0: one per vertex times --walks-per-vertex)")
+	perVertex := fs.Int("walks-per-seed", 1, "walks started from every vertex (each vertex is a seed)")
+	alias(fs, "walks-per-vertex", "walks-per-seed")
+	maxWalks := fs.Int("max-walks", 0, "cap the walks per algorithm (0: one per vertex times --walks-per-seed)")
 	repeat := fs.Int("repeat", 1, "runs per algorithm; the best is reported")
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "CPU engine workers")
 	fusedLimit := fs.Int64("fused-table-limit", -1, "most bytes the CPU engine's fused table may take (0: off, -1: a quarter of memory)")
@@ -74,8 +75,11 @@ file or a generated R-MAT graph; the walks are discarded.`)
 	fs.IntVar(&sb.frontierSize, "sample-frontier-size", 2000, "frontier case: frontier size")
 	fs.IntVar(&sb.frontierSteps, "sample-frontier-steps", 100_000, "frontier case: steps per instance")
 	fs.IntVar(&sb.frontierInstances, "sample-frontier-instances", 16, "frontier case: instances (one frontier of random seeds)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	sb.workers = *workers
 	sampleCases := sampleBenchCases(sb)

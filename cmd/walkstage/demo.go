@@ -3,21 +3,21 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"io"
 	"time"
 
 	"github.com/walkstage/walkstage/demo"
 )
 
-const demoUsage = `usage: walkstage demo [--dir ./walkstage-demo] [--scale 16] [--engine auto|cpu|gpu] [--timeout 2m] [-v]
+const demoUsage = `walkstage demo [--dir ./walkstage-demo] [--fresh] [--scale 16] [--engine auto|cpu|gpu] [--timeout 2m] [-v]
 
 Runs the whole stage on this machine with nothing to set up: an in-process
 Kafka-protocol broker on a loopback port, a file:// store under --dir, a
 generated R-MAT graph, one seed batch per algorithm and one malformed
 request. Prints the completion events and where the Parquet files are.
-
-`
+Run again in the same --dir, the stage finds the earlier output and reports
+those batches from their manifests without walking them (it says so);
+--fresh removes <dir>/walks first.`
 
 func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
@@ -27,20 +27,17 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	engine := fs.String("engine", "auto", "auto (GPU when built with CUDA and present), cpu or gpu")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up after this long")
 	verbose := fs.Bool("v", false, "show the stage's info logs on stderr")
-	fs.Usage = func() { fmt.Fprint(stderr, demoUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return nil
-		}
+	fresh := fs.Bool("fresh", false, "remove the output of an earlier run in --dir (<dir>/walks) first")
+	fs.Usage = subUsage(fs, demoUsage)
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		fs.Usage()
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		return usageErrorf(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	if *scale < 4 || *scale > 26 {
-		return fmt.Errorf("--scale %d out of range [4, 26]", *scale)
+		return usageErrorf(fs, "--scale %d out of range [4, 26]", *scale)
 	}
 	return demo.Run(ctx, demo.Options{Dir: *dir, Scale: *scale, Engine: *engine, Timeout: *timeout,
-		Logs: stderr, Verbose: *verbose, Version: Version}, stdout)
+		Fresh: *fresh, Logs: stderr, Verbose: *verbose, Version: Version}, stdout)
 }

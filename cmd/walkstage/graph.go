@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,7 +20,7 @@ const graphUsage = `usage: walkstage graph <subcommand> [flags]
 
 subcommands:
   generate  write a deterministic R-MAT (Graph500) graph
-            walkstage graph generate --scale 20 --edge-factor 16 --seed 1 [--undirected] [--weights] [--labels 5] --out g.wsg
+            walkstage graph generate --scale 20 --edge-factor 16 --seed 1 [--undirected] [--weighted] [--labels 5] --out g.wsg
   import    convert a text or Parquet edge list
             walkstage graph import [--format text|parquet] [--undirected] [--weighted] [--labelled] [--self-loops]
                                    [--duplicates keep-first|sum|keep-all|error] [--dense-ids] [--name NAME] IN --out g.wsg
@@ -29,90 +28,54 @@ subcommands:
             walkstage graph info [--verify] g.wsg
   export    write a graph back out as an edge list that graph import rebuilds (same version)
             walkstage graph export g.wsg [--format text|parquet] --out edges.txt
-
-Run 'walkstage graph <subcommand> -h' for its flags.
 `
 
-func graphCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stderr, graphUsage+graphCatalogUsage)
-		if len(args) == 0 {
-			return errors.New("missing subcommand")
-		}
-		return nil
-	}
-	switch args[0] {
-	case "generate":
-		return graphGenerate(ctx, args[1:], stdout, stderr)
-	case "import":
-		return graphImport(ctx, args[1:], stdout, stderr)
-	case "info":
-		return graphInfo(args[1:], stdout, stderr)
-	case "export":
-		return graphExport(ctx, args[1:], stdout, stderr)
-	case "publish":
-		return graphPublish(ctx, args[1:], stdout, stderr)
-	case "list":
-		return graphList(ctx, args[1:], stdout, stderr)
-	case "prune":
-		return graphPrune(ctx, args[1:], stdout, stderr)
-	}
-	fmt.Fprint(stderr, graphUsage)
-	return fmt.Errorf("unknown subcommand %q", args[0])
-}
-
-// subUsage prints a subcommand's usage line, then its flags.
-func subUsage(fs *flag.FlagSet, line string) func() {
-	return func() {
-		fmt.Fprintf(fs.Output(), "usage: %s\n\nflags:\n", line)
-		fs.PrintDefaults()
-	}
-}
-
-// parseInterleaved parses flags that may come before or after positional
-// arguments ("import IN --out g.wsg"), which flag.Parse alone stops at.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return pos, nil
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
+// graphCommands are the subcommands of walkstage graph.
+func graphCommands() map[string]command {
+	return map[string]command{
+		"generate": {summary: "write a deterministic R-MAT (Graph500) graph", run: graphGenerate},
+		"import":   {summary: "convert a text or Parquet edge list", run: graphImport},
+		"info": {summary: "describe a graph file", run: func(_ context.Context, args []string, stdout, stderr io.Writer) error {
+			return graphInfo(args, stdout, stderr)
+		}},
+		"export":  {summary: "write a graph back out as an edge list", run: graphExport},
+		"publish": {summary: "upload a graph version to a catalog", run: graphPublish},
+		"list":    {summary: "list a catalog's versions", run: graphList},
+		"prune":   {summary: "remove all but the newest versions of a catalog", run: graphPrune},
 	}
 }
 
 func graphGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("graph generate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = subUsage(fs, "walkstage graph generate --scale 20 --edge-factor 16 --seed 1 [--undirected] [--weights] [--labels 5] --out g.wsg")
+	fs.Usage = subUsage(fs, "walkstage graph generate --scale 20 --edge-factor 16 --seed 1 [--undirected] [--weighted] [--labels 5] --out g.wsg")
 	scale := fs.Int("scale", 20, "2^scale vertices (1..31)")
 	ef := fs.Int("edge-factor", 16, "generated edges per vertex, before self-loops and duplicates are dropped")
 	seed := fs.Uint64("seed", 1, "seed: the same seed gives the same file, byte for byte")
 	undirected := fs.Bool("undirected", false, "store every edge in both directions")
-	weights := fs.Bool("weights", false, "add edge weights uniform in [1, 5)")
+	weighted := fs.Bool("weighted", false, "add edge weights uniform in [1, 5)")
+	alias(fs, "weights", "weighted")
 	labels := fs.Int("labels", 0, "add edge labels uniform in [0, N) (0: none, at most 256)")
 	name := fs.String("name", "", "graph name stored in the file (default rmat-s<scale>-e<edge-factor>)")
 	out := fs.String("out", "", "output graph file (required)")
+	quiet := fs.Bool("quiet", false, "print nothing but errors")
+	asJSON := fs.Bool("json", false, "print the result as one JSON line (docs/reference/vocabulary.md)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
-		return fmt.Errorf("generate: unexpected argument %q", pos[0])
+		return usageErrorf(fs, "unexpected argument %q", pos[0])
 	}
 	if *out == "" {
-		return errors.New("generate: --out is required")
+		return usageErrorf(fs, "--out is required")
 	}
 	if *name == "" {
 		*name = fmt.Sprintf("rmat-s%d-e%d", *scale, *ef)
 	}
 	t0 := time.Now()
 	g, err := graph.GenerateRMAT(ctx, graph.RMATOptions{Scale: *scale, EdgeFactor: *ef, Seed: *seed,
-		Undirected: *undirected, Weighted: *weights, Labels: *labels, Name: *name})
+		Undirected: *undirected, Weighted: *weighted, Labels: *labels, Name: *name})
 	if err != nil {
 		return err
 	}
@@ -121,8 +84,17 @@ func graphGenerate(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err := graph.Save(*out, g); err != nil {
 		return err
 	}
+	saveTime := time.Since(t1)
+	switch {
+	case *asJSON:
+		return printJSON(stdout, graphResult{Graph: g.Name, Version: g.Version, Vertices: g.NumVertices(), Edges: g.NumEdges(),
+			Weighted: g.Weighted(), Labelled: g.Labelled(), Out: *out, Bytes: fileSize(*out),
+			DurationSeconds: (genTime + saveTime).Seconds()})
+	case *quiet:
+		return nil
+	}
 	fmt.Fprintf(stdout, "generated %s: V=%d E=%d in %s, saved %s (%s) in %s, version %s\n", g.Name, g.NumVertices(), g.NumEdges(),
-		genTime.Round(time.Millisecond), *out, humanBytes(fileSize(*out)), time.Since(t1).Round(time.Millisecond), g.Version)
+		genTime.Round(time.Millisecond), *out, humanBytes(fileSize(*out)), saveTime.Round(time.Millisecond), g.Version)
 	return nil
 }
 
@@ -142,21 +114,22 @@ func graphImport(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	tmpDir := fs.String("tmp-dir", "", "directory for sorted runs (default: the output's directory)")
 	runEdges := fs.Int("run-edges", 0, "edges sorted in memory at a time (default 4Mi; peak memory is about 150 bytes per run edge plus 24 per vertex)")
 	workers := fs.Int("workers", 0, "goroutines decoding the input and merging the sorted runs (default: one per core)")
-	quiet := fs.Bool("quiet", false, "no progress lines")
+	quiet := fs.Bool("quiet", false, "print nothing but errors (no progress or phase lines, no result line)")
+	asJSON := fs.Bool("json", false, "print the result as one JSON line (docs/reference/vocabulary.md)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the import to this file")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return errors.New("import: want exactly one input file (or - for stdin)")
+		return usageErrorf(fs, "want exactly one input file (or - for stdin), got %d", len(pos))
 	}
 	if *out == "" {
-		return errors.New("import: --out is required")
+		return usageErrorf(fs, "--out is required")
 	}
 	policy, err := graph.ParseDuplicatePolicy(*dups)
 	if err != nil {
-		return fmt.Errorf("import: %w", err)
+		return usageErrorf(fs, "--duplicates: %v", err)
 	}
 	in := pos[0]
 	if *format == "" {
@@ -190,12 +163,26 @@ func graphImport(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	case "parquet":
 		st, err = graph.ImportParquet(ctx, in, *out, o)
 	default:
-		return fmt.Errorf("import: unknown format %q (want text or parquet)", *format)
+		return usageErrorf(fs, "--format %q: want text or parquet", *format)
 	}
 	if err != nil {
 		return err
 	}
 	el := time.Since(t0)
+	switch {
+	case *asJSON:
+		name := *name
+		if g, err := graph.LoadWith(*out, graph.LoadOptions{SkipValidate: true}); err == nil {
+			name = g.Name // the importer's default when --name is not given
+			g.Close()
+		}
+		return printJSON(stdout, graphResult{Graph: name, Version: st.Version, Vertices: st.Vertices, Edges: st.Edges,
+			Weighted: *weighted, Labelled: *labelled, Out: *out, Bytes: st.OutputBytes, DurationSeconds: el.Seconds(),
+			Input: in, InputEdges: st.InputEdges, SelfLoopsDropped: st.SelfLoopsDropped, Duplicates: st.Duplicates,
+			DuplicatePolicy: *dups})
+	case *quiet:
+		return nil
+	}
 	fmt.Fprintf(stdout, "imported %s: %d input edges (%d self-loops dropped, %d duplicates %s) -> V=%d E=%d in %s (%.1f MB/s, %.2f M edges/s, %d sorted runs), wrote %s (%s), version %s\n",
 		in, st.InputEdges, st.SelfLoopsDropped, st.Duplicates, dupVerb(policy), st.Vertices, st.Edges, el.Round(time.Millisecond),
 		float64(st.Bytes)/el.Seconds()/1e6, float64(st.InputEdges)/el.Seconds()/1e6, st.Runs, *out, humanBytes(st.OutputBytes), st.Version)
@@ -265,7 +252,7 @@ func graphInfo(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return errors.New("info: want exactly one graph file")
+		return usageErrorf(fs, "want exactly one graph file, got %d", len(pos))
 	}
 	path := pos[0]
 	t0 := time.Now()
@@ -370,10 +357,10 @@ the graph with the same version.`)
 		return err
 	}
 	if len(pos) != 1 {
-		return errors.New("export: want exactly one graph file")
+		return usageErrorf(fs, "want exactly one graph file, got %d", len(pos))
 	}
 	if *out == "" {
-		return errors.New("export: --out is required")
+		return usageErrorf(fs, "--out is required")
 	}
 	if *format == "" {
 		*format = "text"
@@ -383,7 +370,7 @@ the graph with the same version.`)
 	}
 	f, err := graph.ParseExportFormat(*format)
 	if err != nil {
-		return fmt.Errorf("export: %w", err)
+		return usageErrorf(fs, "--format: %v", err)
 	}
 	t0 := time.Now()
 	g, err := graph.Load(pos[0])

@@ -22,7 +22,7 @@ func TestGraphInfoSizesTables(t *testing.T) {
 		want []string
 		not  []string
 	}{
-		{"weighted, labelled", []string{"--weights", "--labels", "3"},
+		{"weighted, labelled", []string{"--weighted", "--labels", "3"},
 			[]string{"cpu alias:", "fused (when within WALKSTAGE_CPU_FUSED_TABLE_BYTES", "packed", "cpu node2vec:", "cpu metapath:"}, nil},
 		{"plain", nil, []string{"cpu node2vec:"}, []string{"cpu alias:", "cpu metapath:"}},
 	}
@@ -59,7 +59,7 @@ func TestGraphExportRoundTrip(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		gen  []string
-	}{{"weighted-labelled", []string{"--weights", "--labels", "4", "--undirected"}}, {"plain", nil}} {
+	}{{"weighted-labelled", []string{"--weighted", "--labels", "4", "--undirected"}}, {"plain", nil}} {
 		g := filepath.Join(dir, c.name+".wsg")
 		var out, errOut bytes.Buffer
 		args := append([]string{"graph", "generate", "--scale", "7", "--edge-factor", "4", "--out", g}, c.gen...)
@@ -116,7 +116,7 @@ func TestGraphExportRoundTrip(t *testing.T) {
 func TestGraphInfoPlacement(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "g.wsg")
 	var out, errOut bytes.Buffer
-	if rc := Main(context.Background(), []string{"graph", "generate", "--scale", "10", "--edge-factor", "8", "--weights", "--labels", "3", "--out", path}, &out, &errOut); rc != 0 {
+	if rc := Main(context.Background(), []string{"graph", "generate", "--scale", "10", "--edge-factor", "8", "--weighted", "--labels", "3", "--out", path}, &out, &errOut); rc != 0 {
 		t.Fatalf("graph generate: rc %d: %s", rc, errOut.String())
 	}
 	for _, c := range []struct {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -23,32 +22,19 @@ catalog subcommands (graph versions in object storage, followed by the stage):
             walkstage graph prune --from s3://bucket/prefix?region=... --keep N
 `
 
-// catalogFlags parses a catalog subcommand's flags; help is not an error.
-func catalogFlags(fs *flag.FlagSet, args []string) (pos []string, help bool, err error) {
-	pos, err = parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil, true, nil
-	}
-	return pos, false, err
-}
-
 func graphPublish(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("graph publish", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: walkstage graph publish g.wsg --to URL\n\n"+
-			"Verifies g.wsg (structure and checksum), uploads it under <prefix>/versions/<version>.wsg\n"+
-			"and then replaces <prefix>/CURRENT, which stages with WALKSTAGE_GRAPH=<URL>/CURRENT follow.")
-		fs.PrintDefaults()
-	}
+	fs.Usage = subUsage(fs, "walkstage graph publish g.wsg --to URL\n\n"+
+		"Verifies g.wsg (structure and checksum), uploads it under <prefix>/versions/<version>.wsg\n"+
+		"and then replaces <prefix>/CURRENT, which stages with WALKSTAGE_GRAPH=<URL>/CURRENT follow.")
 	to := fs.String("to", "", "catalog URL: s3://bucket/prefix?region=..., gs://bucket/prefix, file:///dir (required)")
-	pos, help, err := catalogFlags(fs, args)
-	if help || err != nil {
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
 		return err
 	}
 	if len(pos) != 1 || *to == "" {
-		fs.Usage()
-		return errors.New("publish: one graph file and --to are required")
+		return usageErrorf(fs, "one graph file and --to are required")
 	}
 	c, err := catalog.Open(ctx, *to)
 	if err != nil {
@@ -69,14 +55,18 @@ func graphPublish(ctx context.Context, args []string, stdout, stderr io.Writer) 
 func graphList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("graph list", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	from := fs.String("from", "", "catalog URL (required)")
-	pos, help, err := catalogFlags(fs, args)
-	if help || err != nil {
+	fs.Usage = subUsage(fs, "walkstage graph list --from URL\n\n"+
+		"Lists the catalog's graph versions, newest first; * marks CURRENT, the one stages follow.")
+	from := fs.String("from", "", "catalog URL: s3://bucket/prefix?region=..., gs://bucket/prefix, file:///dir (required)")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
 		return err
 	}
-	if len(pos) > 0 || *from == "" {
-		fs.Usage()
-		return errors.New("list: --from is required")
+	if len(pos) > 0 {
+		return usageErrorf(fs, "unexpected argument %q", pos[0])
+	}
+	if *from == "" {
+		return usageErrorf(fs, "--from is required")
 	}
 	c, err := catalog.Open(ctx, *from)
 	if err != nil {
@@ -103,15 +93,19 @@ func graphList(ctx context.Context, args []string, stdout, stderr io.Writer) err
 func graphPrune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("graph prune", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	from := fs.String("from", "", "catalog URL (required)")
+	fs.Usage = subUsage(fs, "walkstage graph prune --from URL --keep N\n\n"+
+		"Removes all but the newest N versions of the catalog; the CURRENT version is never removed.")
+	from := fs.String("from", "", "catalog URL: s3://bucket/prefix?region=..., gs://bucket/prefix, file:///dir (required)")
 	keep := fs.Int("keep", 0, "versions to keep, newest first; CURRENT's is kept too (required, at least 1)")
-	pos, help, err := catalogFlags(fs, args)
-	if help || err != nil {
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
 		return err
 	}
-	if len(pos) > 0 || *from == "" || *keep < 1 {
-		fs.Usage()
-		return errors.New("prune: --from and --keep N (N >= 1) are required")
+	if len(pos) > 0 {
+		return usageErrorf(fs, "unexpected argument %q", pos[0])
+	}
+	if *from == "" || *keep < 1 {
+		return usageErrorf(fs, "--from and --keep N (N >= 1) are required")
 	}
 	c, err := catalog.Open(ctx, *from)
 	if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -47,7 +46,7 @@ its request topic and reads its completion events and dead letters.
            the latency small requests see while it walks, and when its own
            event came (issue 32's admission control).
 Any dead letter or event other than succeeded fails the run. Seeds are drawn
-(--rng-seed) from the graph's vertices with out-edges. Topics and brokers
+(--draw-seed) from the graph's vertices with out-edges. Topics and brokers
 default to the stage's WALKSTAGE_* variables. The last line of each
 measurement, "RESULT k=v ...", is for scripts.
 
@@ -66,13 +65,18 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 	fs.StringVar(&c.Algorithm, "algorithm", "", "deepwalk, ppr, node2vec or metapath (default: deepwalk for walks, ppr for visits)")
 	fs.BoolVar(&c.Weighted, "weighted", c.Weighted, "weighted walks (default for walks; visits: off unless set)")
 	fs.IntVar(&c.Length, "length", c.Length, "steps per walk (visits: the cap of each walk)")
-	fs.Float64Var(&c.Restart, "restart", c.Restart, "ppr: stop (restart) probability")
+	fs.Float64Var(&c.Restart, "stop-probability", c.Restart, "ppr: the requests' stop_probability (the restart probability of visits)")
+	alias(fs, "restart", "stop-probability")
 	fs.IntVar(&c.Seeds, "seeds", c.Seeds, "walks: seeds per request")
-	fs.IntVar(&c.Walks, "walks", c.Walks, "walks: walks per seed")
+	fs.IntVar(&c.Walks, "walks-per-seed", c.Walks, "walks: the requests' walks_per_seed")
+	alias(fs, "walks", "walks-per-seed")
 	fs.IntVar(&c.Queries, "queries", c.Queries, "visits: queries per request (one random seed each)")
 	fs.IntVar(&c.StepsPerQuery, "steps-per-query", c.StepsPerQuery, "visits: steps per query")
 	fs.IntVar(&c.TopK, "top-k", c.TopK, "visits: candidates per query")
-	fs.Uint64Var(&c.RNGSeed, "rng-seed", c.RNGSeed, "seed of the seed draws: the same value sends the same requests")
+	// Not the requests' rng_seed (they carry none: the stage derives it
+	// from the batch id), hence not --rng-seed, its earlier name.
+	fs.Uint64Var(&c.RNGSeed, "draw-seed", c.RNGSeed, "seed of the seed draws: the same value sends the same requests")
+	alias(fs, "rng-seed", "draw-seed")
 	fs.StringVar(&c.IDPrefix, "id-prefix", "", "batch id prefix, new to the stage (default: load-<time>)")
 	fs.IntVar(&c.Warmup, "warmup", c.Warmup, "idle: requests sent first and not measured")
 	fs.DurationVar(&c.Gap, "gap", 0, "idle: pause after each event before the next request")
@@ -86,15 +90,15 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 	fs.Int64Var(&pu.ObjectBytes, "plain-object-bytes", 64<<20, "plain upload: bytes per object")
 	fs.IntVar(&pu.Parallel, "plain-parallel", 16, "plain upload: objects at once")
 	fs.StringVar(&pu.Prefix, "plain-prefix", "plain-upload", "plain upload: key prefix (objects are deleted after)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		return usageErrorf(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	if *plain {
 		if *bucket == "" {
-			return errors.New("--plain-upload needs --bucket")
+			return usageErrorf(fs, "--plain-upload needs --bucket")
 		}
 		pu.BucketURL = *bucket
 		r, err := pu.Run(ctx)
@@ -117,7 +121,7 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 	var pool []int64
 	switch {
 	case *graphPath != "" && *vertices > 0:
-		return errors.New("--graph and --vertices: give one")
+		return usageErrorf(fs, "--graph and --vertices: give one")
 	case *graphPath != "":
 		g, err := graph.LoadWith(*graphPath, graph.LoadOptions{SkipValidate: true})
 		if err != nil {
@@ -131,7 +135,7 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 	case *vertices > 0:
 		pool = loadgen.RangePool(*vertices)
 	default:
-		return errors.New("--graph or --vertices is required (where seeds are drawn from)")
+		return usageErrorf(fs, "--graph or --vertices is required (where seeds are drawn from)")
 	}
 	if err := c.Normalize(); err != nil {
 		return err

@@ -14,25 +14,33 @@ import (
 	"runtime/pprof"
 	"runtime/trace"
 	"sort"
+	"strings"
 	"syscall"
+
+	"github.com/walkstage/walkstage/internal/logkeys"
 )
 
-// command is one subcommand: run gets the arguments after its name.
+// command is one subcommand: run gets the arguments after its name. A
+// group of subcommands ("graph import") has subs and its help in usage
+// instead of run.
 type command struct {
 	summary string
 	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+	usage   string
+	subs    map[string]command
 }
 
 func commands() map[string]command {
 	return map[string]command{
-		"graph":     {"generate, import or describe a graph file", graphCmd},
-		"walk":      {"walk a graph once and write Parquet to object storage", walkCmd},
-		"bench":     {"measure walk throughput on a generated or given graph", benchCmd},
-		"run":       {"run the Kafka-driven stage, configured from WALKSTAGE_* variables", runCmd},
-		"demo":      {"run the stage end to end on an embedded broker and a local store", demoCmd},
-		"load":      {"measure a running stage from a request backlog or one request at a time", loadCmd},
-		"output":    {"list the committed parts of an output, or remove parts no manifest lists", outputCmd},
-		"gpu-probe": {"exit 0 when this binary can run the GPU engine here", gpuProbeCmd},
+		"graph":     {summary: "generate, import or describe a graph file", usage: graphUsage + graphCatalogUsage, subs: graphCommands()},
+		"walk":      {summary: "walk a graph once and write Parquet to object storage", run: walkCmd},
+		"bench":     {summary: "measure walk throughput on a generated or given graph", run: benchCmd},
+		"run":       {summary: "run the Kafka-driven stage, configured from WALKSTAGE_* variables", run: runCmd},
+		"demo":      {summary: "run the stage end to end on an embedded broker and a local store", run: demoCmd},
+		"load":      {summary: "measure a running stage from a request backlog or one request at a time", run: loadCmd},
+		"output":    {summary: "list the committed parts of an output, or remove parts no manifest lists", usage: outputUsage, subs: outputCommands()},
+		"gpu-probe": {summary: "exit 0 when this binary can run the GPU engine here", run: gpuProbeCmd},
+		"version":   {summary: "print the version", run: versionCmd},
 	}
 }
 
@@ -43,7 +51,8 @@ func main() {
 	os.Exit(Main(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// Main runs the command line and returns the process exit code.
+// Main runs the command line and returns the process exit code: 0, 1 for
+// a failure, 2 for a mistake in the command line (cli.go).
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmds := commands()
 	if len(args) >= 2 && args[0] == "help" {
@@ -51,36 +60,65 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// is "graph import -h".
 		args = append(args[1:len(args):len(args)], "-h")
 	}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
-		usage(stderr, cmds)
-		if len(args) == 0 {
-			return 2
-		}
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "walkstage: missing command (see walkstage -h)")
+		return 2
+	}
+	if isHelpArg(args[0]) {
+		usage(stdout, cmds)
 		return 0
 	}
-	if args[0] == "version" || args[0] == "--version" {
-		fmt.Fprintln(stdout, "walkstage", Version)
-		return 0
+	if args[0] == "--version" {
+		args[0] = "version"
 	}
 	c, ok := cmds[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "walkstage: unknown command %q\n", args[0])
-		usage(stderr, cmds)
+		what := fmt.Sprintf("command %q", args[0])
+		if strings.HasPrefix(args[0], "-") {
+			what = "flag " + args[0] + ": the command comes first"
+		}
+		fmt.Fprintf(stderr, "walkstage: unknown %s (see walkstage -h)\n", what)
 		return 2
 	}
-	if err := c.run(ctx, args[1:], stdout, stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			// The flag set has printed the help that -h asked for.
-			return 0
-		}
-		fmt.Fprintf(stderr, "walkstage %s: %v\n", args[0], err)
-		return 1
+	err := dispatch(ctx, args[0], c, args[1:], stdout, stderr)
+	var help *helpRequest
+	var bad *usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &help):
+		help.fs.SetOutput(stdout)
+		help.fs.Usage()
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0 // printed by the command itself
+	case errors.As(err, &bad):
+		fmt.Fprintf(stderr, "walkstage %s: %s (see walkstage %s -h)\n", bad.cmd, bad.msg, bad.cmd)
+		return 2
 	}
-	return 0
+	fmt.Fprintf(stderr, "walkstage %s: %v\n", args[0], err)
+	return 1
 }
 
 // Version is set at build time with -ldflags "-X main.Version=...".
 var Version = "dev"
+
+func versionCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	fs.Usage = subUsage(fs, "walkstage version [--json]")
+	asJSON := fs.Bool("json", false, `print {"version": ...} instead`)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf(fs, "unexpected argument %q", fs.Arg(0))
+	}
+	if *asJSON {
+		return printJSON(stdout, map[string]string{"version": Version})
+	}
+	fmt.Fprintln(stdout, "walkstage", Version)
+	return nil
+}
 
 func usage(w io.Writer, cmds map[string]command) {
 	fmt.Fprintln(w, "usage: walkstage <command> [flags]\n\ncommands:")
@@ -92,7 +130,7 @@ func usage(w io.Writer, cmds map[string]command) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-9s %s\n", n, cmds[n].summary)
 	}
-	fmt.Fprintln(w, "  version   print the version\n\nRun 'walkstage <command> -h' or 'walkstage help <command>' for a command's flags.")
+	fmt.Fprintln(w, "\nRun 'walkstage <command> -h' or 'walkstage help <command>' for a command's flags.")
 }
 
 // engineLogger is how the one-shot commands show the engine's choices
@@ -100,13 +138,22 @@ func usage(w io.Writer, cmds map[string]command) {
 // WALKSTAGE_LOG_LEVEL, the stage's variable, sets its level here too:
 // debug shows where a GPU run's time went, stage by stage.
 func engineLogger(w io.Writer) *slog.Logger {
+	return cmdLogger(w, false)
+}
+
+// cmdLogger is engineLogger for a command's --quiet: when quiet, only
+// errors, whatever WALKSTAGE_LOG_LEVEL says.
+func cmdLogger(w io.Writer, quiet bool) *slog.Logger {
 	var lvl slog.Level
 	env := os.Getenv("WALKSTAGE_LOG_LEVEL")
 	bad := env != "" && lvl.UnmarshalText([]byte(env)) != nil
 	if bad {
 		lvl = slog.LevelInfo
 	}
-	l := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl}))
+	if quiet {
+		lvl, bad = slog.LevelError, false
+	}
+	l := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl, ReplaceAttr: logkeys.Seconds}))
 	if bad {
 		l.Warn("WALKSTAGE_LOG_LEVEL is not debug, info, warn or error; logging at info", "value", env)
 	}

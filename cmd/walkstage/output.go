@@ -29,22 +29,12 @@ subcommands:
 Run 'walkstage output <subcommand> -h' for its flags.
 `
 
-func outputCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stderr, outputUsage)
-		if len(args) == 0 {
-			return errors.New("missing subcommand")
-		}
-		return nil
+// outputCommands are the output subcommands (see the command table).
+func outputCommands() map[string]command {
+	return map[string]command{
+		"ls":   {summary: "print the committed parts of one output kind", run: outputLs},
+		"tidy": {summary: "remove the parts no manifest lists, once older than an age", run: outputTidy},
 	}
-	switch args[0] {
-	case "ls":
-		return outputLs(ctx, args[1:], stdout, stderr)
-	case "tidy":
-		return outputTidy(ctx, args[1:], stdout, stderr)
-	}
-	fmt.Fprint(stderr, outputUsage)
-	return fmt.Errorf("unknown subcommand %q", args[0])
 }
 
 // outputFlags are the flags every output subcommand takes.
@@ -93,17 +83,17 @@ for file:// buckets; s3:// needs DuckDB's httpfs and credentials).`)
 	}
 	bucketURL, err := bucketArg(pos)
 	if err != nil {
-		return err
+		return usageErrorf(fs, "%v", err)
 	}
 	switch *kind {
 	case sink.KindWalks, sink.KindVisits, sink.KindSamples:
 	case "":
-		return errors.New("--kind is required: walks, visits or samples")
+		return usageErrorf(fs, "--kind is required: walks, visits or samples")
 	default:
-		return fmt.Errorf("--kind %q is not walks, visits or samples", *kind)
+		return usageErrorf(fs, "--kind %q is not walks, visits or samples", *kind)
 	}
 	if *format != "urls" && *format != "duckdb" {
-		return fmt.Errorf("--format %q is not urls or duckdb", *format)
+		return usageErrorf(fs, "--format %q is not urls or duckdb", *format)
 	}
 	bucket, err := sink.OpenBucket(ctx, bucketURL)
 	if err != nil {
@@ -192,10 +182,10 @@ or 'walkstage walk' writes under the prefix. The last line, "RESULT k=v
 	}
 	bucketURL, err := bucketArg(pos)
 	if err != nil {
-		return err
+		return usageErrorf(fs, "%v", err)
 	}
 	if age < 0 {
-		return errors.New("--older-than is required: longer than the longest attempt at a batch (e.g. 2h); 0 only while nothing writes under the prefix")
+		return usageErrorf(fs, "--older-than is required: longer than the longest attempt at a batch (e.g. 2h); 0 only while nothing writes under the prefix")
 	}
 	bucket, err := sink.OpenBucket(ctx, bucketURL)
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 func runOutput(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	err = outputCmd(context.Background(), args, &out, &errb)
+	err = dispatch(context.Background(), "output", commands()["output"], args, &out, &errb)
 	return out.String(), errb.String(), err
 }
 

@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
+	"flag"
 	"fmt"
 	"io"
 
@@ -15,8 +15,19 @@ import (
 // image's entrypoint (cmd/walkstage-entrypoint) runs it to pick the CUDA or
 // the CPU build.
 func gpuProbeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) > 0 {
-		return errors.New("gpu-probe takes no arguments")
+	fs := flag.NewFlagSet("gpu-probe", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = subUsage(fs, `walkstage gpu-probe
+
+Exits 0 and prints "gpu: device 0 usable" when this binary was built with
+CUDA and device 0 takes a context and a memory round trip; exits 1 naming
+what failed otherwise. The GPU image's entrypoint runs it to pick the CUDA
+or the CPU build.`)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf(fs, "takes no arguments, got %q", fs.Arg(0))
 	}
 	if err := gpu.Probe(0); err != nil {
 		return err

@@ -10,40 +10,29 @@ import (
 	"github.com/walkstage/walkstage/stage"
 )
 
-const runUsage = `usage: walkstage run [--check] [--cpuprofile FILE] [--trace FILE]
+const runUsage = `walkstage run [--check] [--cpuprofile FILE] [--trace FILE]
 
 Runs the Kafka-driven stage until SIGTERM or SIGINT, configured only from
 WALKSTAGE_* environment variables (below; docs/messages.md has the message
 formats). Logs go to stderr. When GOMEMLIMIT is not set, the soft memory
-limit is 90% of the container's memory limit (or of physical memory).
-
-  --check       validate the configuration, print it (secrets masked) and exit
-  --cpuprofile  write a CPU profile of the whole run to FILE (written at exit)
-  --trace       write an execution trace of the whole run to FILE ('go tool trace';
-                -pprof=sync or sched of it shows where goroutines wait)
-
-Variables:
-`
+limit is 90% of the container's memory limit (or of physical memory).`
 
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	check := fs.Bool("check", false, "validate the configuration and exit")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
-	traceFile := fs.String("trace", "", "write an execution trace of the run to this file")
+	check := fs.Bool("check", false, "validate the configuration, print it (secrets masked) and exit")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE` (written at exit)")
+	traceFile := fs.String("trace", "", "write an execution trace of the whole run to `FILE` ('go tool trace'; -pprof=sync or sched of it shows where goroutines wait)")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, runUsage)
-		stage.WriteConfigReference(stderr)
+		subUsage(fs, runUsage)()
+		fmt.Fprint(fs.Output(), "\nvariables:\n")
+		stage.WriteConfigReference(fs.Output())
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return nil
-		}
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		fs.Usage()
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		return usageErrorf(fs, "unexpected argument %q (the stage is configured from WALKSTAGE_* variables)", fs.Arg(0))
 	}
 	if *check {
 		c, err := stage.LoadConfig(nil)

@@ -25,26 +25,32 @@ import (
 	"github.com/walkstage/walkstage/walk"
 )
 
-const walkUsage = `usage: walkstage walk --graph FILE [flags]
+const walkUsage = `walkstage walk --graph FILE [flags]
 
 Walks a graph once and writes Parquet to object storage:
-  {out}/{prefix}/kind={kind}/graph={graph}/algorithm={algorithm}/batch={batch-id}/part-NNNNN-{attempt}.parquet + _SUCCESS
-where kind is walks, visits or samples: one schema under each, so a reader globs one kind
-(docs/messages.md, "Output layout", has the DuckDB and pyarrow queries).
+  {out}/{prefix}/kind={kind}/graph={graph}/algorithm={algorithm}/batch={batch-id}/part-NNNNN-{attempt}.parquet
+  {out}/{prefix}/kind={kind}/graph={graph}/algorithm={algorithm}/batch={batch-id}/_SUCCESS
+where kind is walks, visits or samples (one schema under each, so a reader globs one kind),
+NNNNN numbers the parts and {attempt} is an id of this run, so a killed run's parts never
+collide with the next one's; only the parts _SUCCESS lists are the output (docs/messages.md,
+"Output layout", has the DuckDB and pyarrow queries).
+
+The flags use the request's words (docs/reference/vocabulary.md): --walks-per-seed is
+walks_per_seed, --stop-probability stop_probability, --rng-seed rng_seed.
 
 example:
-  walkstage walk --graph g.wsg --algorithm node2vec --p 2 --q 0.5 --length 80 --walks-per-vertex 10 \
-                 --seeds all --seed 42 --out file:///tmp/walks
+  walkstage walk --graph g.wsg --algorithm node2vec --p 2 --q 0.5 --length 80 --walks-per-seed 10 \
+                 --seeds all --rng-seed 42 --out file:///tmp/walks
 
 --output visits writes recommendation candidates instead (docs/messages.md, "Visit counts"):
 every seed is one query, named by its external id, with --top-k and --steps-per-query (or
---walks-per-vertex given explicitly), one Parquet row per query, as the stage writes an output
-"visits" request that lists the same seeds with rng_seed = --seed.
+--walks-per-seed given explicitly), one Parquet row per query, as the stage writes an output
+"visits" request that lists the same seeds with rng_seed = --rng-seed.
 
 --algorithm neighbor, layer, forest_fire, snowball or frontier samples the graph instead (the
-C-SAW samplers, docs/messages.md, "Graph samples"): one row per sampled edge, --walks-per-vertex
+C-SAW samplers, docs/messages.md, "Graph samples"): one row per sampled edge, --walks-per-seed
 instances per seed (per --frontier-size consecutive seeds for frontier), as the stage writes a
-sampling request listing the same seeds with rng_seed = --seed; neighbor without --replace,
+sampling request listing the same seeds with rng_seed = --rng-seed; neighbor without --replace,
 layer, forest_fire, snowball and frontier (unweighted or --weighted) run on the GPU when
 --engine gpu or auto finds one, the rest and --engine cpu on the CPU, with the same rows either
 way, e.g.
@@ -53,17 +59,16 @@ way, e.g.
 --seeds is "all" (every vertex), a file of external vertex ids (one per line, # comments; an id
 the graph lacks is an error), or "A-B": the vertices whose external id is in [A, B].
 
-A batch id (default seed-SEED) that already has output from other parameters (graph,
-algorithm and its parameters, seeds, --seed, engine, --compression, --walk-encoding) is
+A batch id (default seed-RNG_SEED) that already has output from other parameters (graph,
+algorithm and its parameters, seeds, --rng-seed, engine, --compression, --walk-encoding) is
 refused with that output named, as the stage refuses a batch_id_conflict; the same
 parameters again keep it; --replace-output deletes it and writes this run's.
 
-Walk ids are ordered as in the stage (docs/messages.md): with W = --walks-per-vertex, seed k's
+Walk ids are ordered as in the stage (docs/messages.md): with W = --walks-per-seed, seed k's
 walks are k*W .. (k+1)*W-1, so walk i starts at seed i / W. The same flags and seed give
 byte-identical output on the same engine.
 
-flags:
-`
+--quiet prints nothing but errors; --json prints the result as one JSON line on stdout.`
 
 // walkOptions holds walkCmd's flags once parsed; set names the flags given
 // explicitly (a parameter of another algorithm is an error only then).
@@ -74,7 +79,7 @@ type walkOptions struct {
 	length, perVertex, workers, zstdLevel, rowGroupRows, parallelParts, uploads int
 	gpuSlots                                                                    int
 	p, q, stop                                                                  float64
-	weighted, quiet, gpuCopy, replaceOutput                                     bool
+	weighted, quiet, asJSON, gpuCopy, replaceOutput                             bool
 	seed                                                                        uint64
 	fileBytes, memLimit                                                         int64
 	vp                                                                          walk.VisitParams
@@ -82,28 +87,33 @@ type walkOptions struct {
 	set                                                                         map[string]bool
 }
 
-// parseWalkFlags parses walkCmd's arguments; it returns nil options and a
-// nil error when the user asked for help.
+// parseWalkFlags parses walkCmd's arguments.
 func parseWalkFlags(args []string, stderr io.Writer) (*walkOptions, error) {
 	o := &walkOptions{}
 	fs := flag.NewFlagSet("walk", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, walkUsage); fs.PrintDefaults() }
+	fs.Usage = subUsage(fs, walkUsage)
 	fs.StringVar(&o.graphPath, "graph", "", "graph file in walkstage format (see 'walkstage graph')")
 	fs.StringVar(&o.algoName, "algorithm", "deepwalk", "deepwalk, ppr, node2vec or metapath; or a sampler: neighbor, layer, forest_fire, snowball, frontier")
 	fs.IntVar(&o.length, "length", walk.DefaultLength, "maximum steps per walk")
 	fs.Float64Var(&o.p, "p", 1, "node2vec return parameter")
 	fs.Float64Var(&o.q, "q", 1, "node2vec in-out parameter")
-	fs.Float64Var(&o.stop, "stop", 0.15, "ppr stop probability before each step")
+	fs.Float64Var(&o.stop, "stop-probability", 0.15, "ppr: probability of stopping before each step")
+	alias(fs, "stop", "stop-probability")
 	fs.StringVar(&o.schema, "schema", "", "metapath edge labels applied cyclically, e.g. 0,1,2")
 	fs.BoolVar(&o.weighted, "weighted", false, "bias steps by edge weight")
 	fs.StringVar(&o.samplerName, "sampler", "auto", "auto, uniform, alias, rejection, zprs or dprs")
-	fs.IntVar(&o.perVertex, "walks-per-vertex", 1, "walks started from every seed")
+	fs.IntVar(&o.perVertex, "walks-per-seed", 1, "walks started from every seed (samplers: instances per seed)")
+	alias(fs, "walks-per-vertex", "walks-per-seed")
+	// The samplers' request field is instances_per_seed: the same value
+	// under its own name.
+	fs.Var(fs.Lookup("walks-per-seed").Value, "instances-per-seed", "samplers: instances per seed (the same value as --walks-per-seed)")
 	fs.StringVar(&o.seeds, "seeds", "all", `start vertices: "all", a file of external ids, or a range "A-B"`)
-	fs.Uint64Var(&o.seed, "seed", 42, "random seed")
+	fs.Uint64Var(&o.seed, "rng-seed", 42, "key of the random stream: the same flags and key give the same output")
+	alias(fs, "seed", "rng-seed")
 	fs.StringVar(&o.out, "out", "file://./walks", "bucket URL: file:///dir, s3://bucket?region=...[&endpoint=...&use_path_style=true], gs://bucket")
 	fs.StringVar(&o.prefix, "prefix", "walks", "key prefix inside the bucket")
-	fs.StringVar(&o.batchID, "batch-id", "", "batch id in the output path (default: seed-SEED)")
+	fs.StringVar(&o.batchID, "batch-id", "", "batch id in the output path (default: seed-<rng-seed>)")
 	fs.BoolVar(&o.replaceOutput, "replace-output", false, "replace an output the batch id already has from other parameters (default: refuse, naming it, as the stage's batch_id_conflict)")
 	fs.StringVar(&o.name, "name", "", "graph name in the output path and metadata (default: the graph's own)")
 	fs.StringVar(&o.engineName, "engine", "auto", "cpu, gpu, or auto (gpu when this build and host have one)")
@@ -117,11 +127,12 @@ func parseWalkFlags(args []string, stderr io.Writer) (*walkOptions, error) {
 	fs.Int64Var(&o.memLimit, "sink-memory", sink.DefaultMemoryLimit, "bytes of walks the writer may hold")
 	fs.IntVar(&o.parallelParts, "parallel-parts", 8, "Parquet parts uploaded at once")
 	fs.IntVar(&o.uploads, "uploads-per-part", 4, "parallel 8 MiB upload requests per part (S3 multipart)")
-	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
+	fs.BoolVar(&o.quiet, "quiet", false, "print nothing but errors (no progress, engine log or result lines)")
+	fs.BoolVar(&o.asJSON, "json", false, "print the result as one JSON line on stdout (docs/reference/vocabulary.md)")
 	fs.StringVar(&o.output, "output", "walks", "walks, or visits (top-k visited vertices per seed)")
 	vp := &o.vp
 	fs.IntVar(&vp.TopK, "top-k", 100, "visits: candidates per query")
-	fs.Int64Var(&vp.StepsPerQuery, "steps-per-query", 0, "visits: steps counted per query (or give --walks-per-vertex)")
+	fs.Int64Var(&vp.StepsPerQuery, "steps-per-query", 0, "visits: steps counted per query (or give --walks-per-seed)")
 	fs.Int64Var(&vp.MinVisits, "min-visits", 1, "visits: least visits of a candidate")
 	fs.Int64Var(&vp.NP, "n-p", 0, "visits: early stopping: stop once n-p candidates have n-v visits (0: off)")
 	fs.Int64Var(&vp.NV, "n-v", 0, "visits: early stopping's visits")
@@ -132,37 +143,44 @@ func parseWalkFlags(args []string, stderr io.Writer) (*walkOptions, error) {
 	fs.IntVar(&o.gpuSlots, "gpu-batch-slots", 3, "GPU engine: batches in flight at once, each with its own pinned 128 MiB buffer (1 to 8; lent to the writer, a buffer waits until its walks are encoded)")
 	fs.BoolVar(&o.gpuCopy, "gpu-copy-chunks", false, "GPU engine: copy walks out of its pinned buffers for the writer instead of lending them (for comparison)")
 	fs.StringVar(&o.traceFile, "trace", "", "write an execution trace of the walk and its output (not the graph load) to this file ('go tool trace')")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, nil
-		}
+	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return nil, usageErrorf(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	if o.graphPath == "" {
-		fs.Usage()
-		return nil, errors.New("--graph is required")
+		return nil, usageErrorf(fs, "--graph is required")
 	}
 	if o.perVertex < 1 {
-		return nil, fmt.Errorf("--walks-per-vertex %d: want at least 1", o.perVertex)
+		return nil, usageErrorf(fs, "--walks-per-seed %d: want at least 1", o.perVertex)
 	}
 	if o.gpuSlots < 1 || o.gpuSlots > 8 {
-		return nil, fmt.Errorf("--gpu-batch-slots %d: want 1 to 8", o.gpuSlots)
+		return nil, usageErrorf(fs, "--gpu-batch-slots %d: want 1 to 8", o.gpuSlots)
 	}
-	o.set = map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+	if o.output != "walks" && o.output != "visits" {
+		return nil, usageErrorf(fs, "--output %q: want walks or visits", o.output)
+	}
+	o.set = flagsSet(fs)
 	return o, nil
 }
 
 func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o, err := parseWalkFlags(args, stderr)
-	if o == nil {
+	if err != nil {
 		return err
 	}
+	// --quiet: nothing but errors. Errors come back to Main, which prints
+	// them; the engine logs only its errors, on the real stderr.
+	logw := stderr
+	if o.quiet {
+		stderr = io.Discard
+		if !o.asJSON {
+			stdout = io.Discard
+		}
+	}
 	if sk, ok := walk.ParseSampleKind(o.algoName); ok {
-		return o.runSamples(ctx, sk, stdout, stderr)
+		return o.runSamples(ctx, sk, stdout, stderr, logw)
 	}
 	algo, enc, err := o.algorithm()
 	if err != nil {
@@ -178,7 +196,7 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// the GPU engine may lend its pinned buffers instead of copying them.
 	settings := engines.Settings{Workers: o.workers, FusedTableBytes: -1, GPUBatchSlots: o.gpuSlots,
 		GPULentChunks: o.output != "visits" && !o.gpuCopy}
-	eng, err := engines.New(g, o.engineName, settings, engineLogger(stderr))
+	eng, err := engines.New(g, o.engineName, settings, cmdLogger(logw, o.quiet))
 	if err != nil {
 		return err
 	}
@@ -205,7 +223,7 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if err != nil {
 			return err
 		}
-		return walkVisits(ctx, eng, g, o.vp, starts[:nSeeds:nSeeds], o.out, w, guard, stdout, stderr)
+		return walkVisits(ctx, eng, g, o.vp, starts[:nSeeds:nSeeds], o.out, w, guard, o.asJSON, stdout, stderr)
 	}
 	extra, err := prepareEngine(eng, algo.Length, stderr)
 	if err != nil {
@@ -229,13 +247,13 @@ func (o *walkOptions) id() string {
 }
 
 // runSamples hands a sampling algorithm to walkSamples.
-func (o *walkOptions) runSamples(ctx context.Context, sk walk.SampleKind, stdout, stderr io.Writer) error {
+func (o *walkOptions) runSamples(ctx context.Context, sk walk.SampleKind, stdout, stderr, logw io.Writer) error {
 	comp, err := sink.ParseCompression(o.compression)
 	if err != nil {
 		return err
 	}
 	return walkSamples(ctx, sk, o.sf, sampleRun{graphPath: o.graphPath, seeds: o.seeds, out: o.out, prefix: o.prefix,
-		batchID: o.batchID, compression: comp, replaceOutput: o.replaceOutput, name: o.name, engineName: o.engineName, cpuProfile: o.cpuProfile, log: engineLogger(stderr), seed: o.seed, weighted: o.weighted, instancesPerSeed: o.perVertex, workers: o.workers,
+		batchID: o.batchID, compression: comp, replaceOutput: o.replaceOutput, name: o.name, engineName: o.engineName, cpuProfile: o.cpuProfile, log: cmdLogger(logw, o.quiet), asJSON: o.asJSON, seed: o.seed, weighted: o.weighted, instancesPerSeed: o.perVertex, workers: o.workers,
 		set: o.set, sinkOpts: []sink.Option{sink.WithCompression(comp), sink.WithFileBytes(o.fileBytes),
 			sink.WithZstdLevel(o.zstdLevel), sink.WithUploadBuffer(sink.DefaultUploadBuffer, o.uploads)}}, stdout, stderr)
 }
@@ -276,7 +294,7 @@ func (o *walkOptions) algorithm() (walk.Algorithm, walkEncoding, error) {
 	for _, f := range []struct {
 		flag string
 		kind walk.Kind
-	}{{"p", walk.Node2Vec}, {"q", walk.Node2Vec}, {"stop", walk.PPR}, {"schema", walk.MetaPath}} {
+	}{{"p", walk.Node2Vec}, {"q", walk.Node2Vec}, {"stop-probability", walk.PPR}, {"schema", walk.MetaPath}} {
 		if o.set[f.flag] && kind != f.kind {
 			return walk.Algorithm{}, enc, fmt.Errorf("--%s is for %s, not %s", f.flag, f.kind, kind)
 		}
@@ -298,7 +316,7 @@ func (o *walkOptions) algorithm() (walk.Algorithm, walkEncoding, error) {
 }
 
 // loadInputs loads the graph and resolves the seeds, for walks each
-// repeated --walks-per-vertex times; nSeeds is the number before repeating. For
+// repeated --walks-per-seed times; nSeeds is the number before repeating. For
 // --output visits it also completes and validates o.vp. The caller closes g.
 func (o *walkOptions) loadInputs(algo walk.Algorithm, stderr io.Writer) (g *graph.Graph, starts []uint32, nSeeds int, err error) {
 	t0 := time.Now()
@@ -325,7 +343,7 @@ func (o *walkOptions) loadInputs(algo walk.Algorithm, stderr io.Writer) (g *grap
 	switch o.output {
 	case "walks":
 	case "visits":
-		if o.vp.StepsPerQuery == 0 && o.set["walks-per-vertex"] {
+		if o.vp.StepsPerQuery == 0 && o.set["walks-per-seed"] {
 			o.vp.WalksPerSeed = o.perVertex
 		}
 		o.vp.Algorithm, o.vp.Seed = algo, o.seed
@@ -339,7 +357,7 @@ func (o *walkOptions) loadInputs(algo walk.Algorithm, stderr io.Writer) (g *grap
 		return g, nil, 0, fmt.Errorf("%d seeds x %d walks each is too many for one run", nSeeds, o.perVertex)
 	}
 	if o.output == "walks" {
-		// Visits count --walks-per-vertex walks per query themselves.
+		// Visits count --walks-per-seed walks per query themselves.
 		starts = repeatSeeds(starts, o.perVertex)
 	}
 	fmt.Fprintf(stderr, "graph %s (version %s): %d vertices, %d edges, loaded in %s\n", g.Name, g.Version, g.NumVertices(),
@@ -460,8 +478,49 @@ func (o *walkOptions) run(ctx context.Context, eng walk.Engine, algo walk.Algori
 	if prog != nil {
 		prog.finish(walks.Load(), steps.Load(), w.BytesWritten())
 	}
+	if o.asJSON {
+		return printJSON(stdout, newWalkResult(o.out, w, m, total))
+	}
 	reportWalks(stdout, o.out, eng, w, m, total, walkTime)
 	return nil
+}
+
+// walkResult is the --json line of walkstage walk: the completion event's
+// fields for the same batch (docs/messages.md), with the output's kind,
+// its bytes and the run's time.
+type walkResult struct {
+	Status          string   `json:"status"`
+	BatchID         string   `json:"batch_id"`
+	Output          string   `json:"output"`
+	Graph           string   `json:"graph"`
+	GraphVersion    string   `json:"graph_version"`
+	Algorithm       string   `json:"algorithm"`
+	Engine          string   `json:"engine"`
+	RNGSeed         string   `json:"rng_seed"`
+	Walks           int64    `json:"walks"`
+	Steps           int64    `json:"steps"`
+	Queries         int64    `json:"queries,omitempty"`
+	Candidates      int64    `json:"candidates,omitempty"`
+	Instances       int64    `json:"instances,omitempty"`
+	Edges           int64    `json:"edges,omitempty"`
+	Bytes           int64    `json:"bytes"`
+	Objects         []string `json:"objects"`
+	Manifest        string   `json:"manifest"`
+	DurationSeconds float64  `json:"duration_seconds"`
+}
+
+// newWalkResult describes the batch w committed as manifest m into the
+// bucket at bucketURL, total after the engine started.
+func newWalkResult(bucketURL string, w *sink.BatchWriter, m *sink.Manifest, total time.Duration) walkResult {
+	r := walkResult{Status: "succeeded", BatchID: m.BatchID, Output: cmp.Or(m.Output, "walks"), Graph: m.Graph,
+		GraphVersion: m.GraphVersion, Algorithm: m.Algorithm.Name, Engine: m.Engine, RNGSeed: strconv.FormatUint(m.Seed, 10),
+		Walks: m.Walks, Steps: m.Steps, Queries: m.Queries, Candidates: m.Candidates, Instances: m.Instances, Edges: m.Edges,
+		Bytes: m.Bytes, Objects: make([]string, len(m.Files)), Manifest: sink.ObjectURL(bucketURL, w.Layout().SuccessKey()),
+		DurationSeconds: total.Seconds()}
+	for i, f := range m.Files {
+		r.Objects[i] = sink.ObjectURL(bucketURL, f.Key)
+	}
+	return r
 }
 
 // reportWalks prints what a committed walk run wrote and how fast.

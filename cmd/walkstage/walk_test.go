@@ -58,9 +58,9 @@ func TestWalkCommandWritesBatch(t *testing.T) {
 		args  []string
 		walks int64
 	}{
-		{"node2vec all seeds", []string{"--algorithm", "node2vec", "--p", "2", "--q", "0.5", "--length", "30", "--walks-per-vertex", "3"}, 600},
+		{"node2vec all seeds", []string{"--algorithm", "node2vec", "--p", "2", "--q", "0.5", "--length", "30", "--walks-per-seed", "3"}, 600},
 		{"weighted deepwalk range", []string{"--weighted", "--seeds", "100-190", "--length", "10"}, 10},
-		{"ppr seed file", []string{"--algorithm", "ppr", "--stop", "0.3", "--seeds", seedFile, "--walks-per-vertex", "5"}, 10},
+		{"ppr seed file", []string{"--algorithm", "ppr", "--stop-probability", "0.3", "--seeds", seedFile, "--walks-per-seed", "5"}, 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var digests []string
@@ -189,7 +189,7 @@ func TestWalkCommandOrdersWalksLikeTheStage(t *testing.T) {
 	seedFile := filepath.Join(dir, "seeds.txt")
 	os.WriteFile(seedFile, []byte("10\n1990\n30\n"), 0o644)
 	out := filepath.Join(dir, "out")
-	if msg, err := runWalk(t, "--graph", gp, "--seeds", seedFile, "--walks-per-vertex", "3", "--length", "5",
+	if msg, err := runWalk(t, "--graph", gp, "--seeds", seedFile, "--walks-per-seed", "3", "--length", "5",
 		"--out", "file://"+out, "--batch-id", "order", "--quiet"); err != nil {
 		t.Fatalf("%v\n%s", err, msg)
 	}

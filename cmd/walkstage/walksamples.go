@@ -55,7 +55,7 @@ type sampleRun struct {
 	engineName, cpuProfile                       string
 	compression                                  sink.Compression
 	seed                                         uint64
-	weighted, replaceOutput                      bool
+	weighted, replaceOutput, asJSON              bool
 	instancesPerSeed, workers                    int
 	sinkOpts                                     []sink.Option
 	log                                          *slog.Logger
@@ -80,7 +80,7 @@ func parseSizes(flag, s string) ([]int, error) {
 // params builds the sampling parameters, refusing flags of walks and of
 // other samplers.
 func (f *sampleFlags) params(kind walk.SampleKind, r sampleRun) (walk.SampleParams, error) {
-	for _, name := range []string{"length", "p", "q", "stop", "schema", "sampler", "output", "top-k", "steps-per-query",
+	for _, name := range []string{"length", "p", "q", "stop-probability", "schema", "sampler", "output", "top-k", "steps-per-query",
 		"min-visits", "n-p", "n-v", "exclude-seeds", "exclude-neighbors", "walk-encoding", "row-group-rows"} {
 		if r.set[name] {
 			return walk.SampleParams{}, fmt.Errorf("--%s is not for the sampling algorithm %s", name, kind)
@@ -125,10 +125,10 @@ func (f *sampleFlags) params(kind walk.SampleKind, r sampleRun) (walk.SamplePara
 
 // walkSamples is `walkstage walk --algorithm <sampler>`: every seed (every
 // --frontier-size consecutive seeds for frontier) is the start of
-// --walks-per-vertex instances, sampled on the GPU when --engine finds one
+// --walks-per-seed instances, sampled on the GPU when --engine finds one
 // that takes the parameters (walk.SampleRangeOn), else on the CPU, and
 // written as the stage writes a sampling request listing the same seeds
-// with rng_seed = --seed and instances_per_seed = --walks-per-vertex.
+// with rng_seed = --rng-seed and instances_per_seed = --walks-per-seed.
 func walkSamples(ctx context.Context, kind walk.SampleKind, f *sampleFlags, r sampleRun, stdout, stderr io.Writer) error {
 	p, err := f.params(kind, r)
 	if err != nil {
@@ -268,6 +268,9 @@ func walkSamples(ctx context.Context, kind walk.SampleKind, f *sampleFlags, r sa
 		return err
 	}
 	total := time.Since(t1)
+	if r.asJSON {
+		return printJSON(stdout, newWalkResult(r.out, w, m, total))
+	}
 	fmt.Fprintf(stdout, "wrote %d instances, %d sampled edges in %d part(s), %s, to %s\n", m.Instances, m.Edges, len(m.Files),
 		humanBytes(m.Bytes), sink.ObjectURL(r.out, w.Layout().SuccessKey()))
 	fmt.Fprintf(stdout, "sample %s (%.1f M SEPS), sample+write %s (%.1f M edges/s)\n", sampled.Round(time.Millisecond),

@@ -23,7 +23,7 @@ func TestWalkCommandWritesSamples(t *testing.T) {
 	gp := walkTestGraph(t)
 	dir := t.TempDir()
 	out, err := runWalk(t, "--graph", gp, "--algorithm", "neighbor", "--fanouts", "2,2", "--weighted", "--edge-weight",
-		"--walks-per-vertex", "3", "--seeds", "100-400", "--seed", "9", "--batch-id", "nbr", "--out", "file://"+dir)
+		"--walks-per-seed", "3", "--seeds", "100-400", "--rng-seed", "9", "--batch-id", "nbr", "--out", "file://"+dir)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -119,7 +119,7 @@ func TestWalkCommandWritesSamplesInWaves(t *testing.T) {
 	gp := walkTestGraph(t)
 	dir := t.TempDir()
 	out, err := runWalk(t, "--graph", gp, "--algorithm", "forest_fire", "--burn-probability", "0.5", "--depth", "2",
-		"--max-vertices", "10000", "--walks-per-vertex", "30", "--seeds", "100-400", "--seed", "4", "--batch-id", "ff",
+		"--max-vertices", "10000", "--walks-per-seed", "30", "--seeds", "100-400", "--rng-seed", "4", "--batch-id", "ff",
 		"--engine", "cpu", "--out", "file://"+dir)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)

@@ -14,10 +14,10 @@ import (
 
 // walkVisits is `walkstage walk --output visits`: every seed is one query,
 // named by its external id, counted as the stage counts an output "visits"
-// request listing the same seeds in the same order with rng_seed = --seed
+// request listing the same seeds in the same order with rng_seed = --rng-seed
 // (docs/messages.md), and written as the stage writes it.
 func walkVisits(ctx context.Context, eng walk.Engine, g *graph.Graph, p walk.VisitParams, seeds []uint32,
-	bucketURL string, w *sink.BatchWriter, guard *outputGuard, stdout, stderr io.Writer) error {
+	bucketURL string, w *sink.BatchWriter, guard *outputGuard, asJSON bool, stdout, stderr io.Writer) error {
 	qs := make([]walk.VisitQuery, len(seeds))
 	ids := make([]string, len(seeds))
 	for i, s := range seeds {
@@ -46,6 +46,9 @@ func walkVisits(ctx context.Context, eng walk.Engine, g *graph.Graph, p walk.Vis
 		return err
 	}
 	total := time.Since(t0)
+	if asJSON {
+		return printJSON(stdout, newWalkResult(bucketURL, w, m, total))
+	}
 	fmt.Fprintf(stdout, "wrote %d queries, %d candidates, %d steps counted in %d walks, in %d part(s), %s, to %s\n", m.Queries,
 		m.Candidates, m.Steps, m.Walks, len(m.Files), humanBytes(m.Bytes), sink.ObjectURL(bucketURL, w.Layout().SuccessKey()))
 	fmt.Fprintf(stdout, "count %s, count+write %s: %.0f queries/s, %.1f M counted steps/s (%.1f M walked)\n",

@@ -18,17 +18,17 @@ import (
 )
 
 // `walk --output visits` writes the rows the stage writes for the output
-// "visits" request that lists the same seeds with rng_seed = --seed.
+// "visits" request that lists the same seeds with rng_seed = --rng-seed.
 func TestWalkCommandWritesVisits(t *testing.T) {
 	gp := walkTestGraph(t)
 	dir := t.TempDir()
-	out, err := runWalk(t, "--graph", gp, "--algorithm", "ppr", "--stop", "0.25", "--length", "40", "--output", "visits",
-		"--top-k", "7", "--steps-per-query", "3000", "--exclude-seeds", "--seeds", "100-400", "--seed", "9",
-		"--engine", "cpu", "--batch-id", "vis", "--out", "file://"+dir, "--quiet")
+	out, err := runWalk(t, "--graph", gp, "--algorithm", "ppr", "--stop-probability", "0.25", "--length", "40", "--output", "visits",
+		"--top-k", "7", "--steps-per-query", "3000", "--exclude-seeds", "--seeds", "100-400", "--rng-seed", "9",
+		"--engine", "cpu", "--batch-id", "vis", "--out", "file://"+dir, "--quiet", "--json")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if !strings.Contains(out, "wrote 31 queries") {
+	if !strings.Contains(out, `"output":"visits"`) || !strings.Contains(out, `"queries":31,`) {
 		t.Errorf("output: %s", out)
 	}
 	g, err := graph.Load(gp)
@@ -105,7 +105,7 @@ func TestBenchVisits(t *testing.T) {
 func TestWalkCommandVisitsWalksPerVertex(t *testing.T) {
 	gp := walkTestGraph(t)
 	dir := t.TempDir()
-	if out, err := runWalk(t, "--graph", gp, "--algorithm", "ppr", "--output", "visits", "--walks-per-vertex", "3",
+	if out, err := runWalk(t, "--graph", gp, "--algorithm", "ppr", "--output", "visits", "--walks-per-seed", "3",
 		"--seeds", "100-130", "--engine", "cpu", "--batch-id", "wpv", "--out", "file://"+dir, "--quiet"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}

@@ -1,0 +1,275 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// asCLI makes the test binary the walkstage command when set: the
+// conformance tests run it as a process, as a user or a script does, so
+// exit codes and the split between stdout and stderr are the real ones.
+const asCLI = "WALKSTAGE_TEST_AS_CLI"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asCLI) == "1" {
+		os.Exit(Main(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// cliResult is one run of the command.
+type cliResult struct {
+	code           int
+	stdout, stderr string
+}
+
+// runCLI runs walkstage args in a process of its own, in an empty
+// directory with no WALKSTAGE_* variables: this test binary, or the binary
+// WALKSTAGE_TEST_CLI_BINARY names.
+func runCLI(t *testing.T, args ...string) cliResult {
+	t.Helper()
+	return runCLIEnv(t, nil, args...)
+}
+
+// runCLIEnv is runCLI with the variables env ("K=V") added.
+func runCLIEnv(t *testing.T, env []string, args ...string) cliResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	bin := os.Args[0]
+	if b := os.Getenv("WALKSTAGE_TEST_CLI_BINARY"); b != "" {
+		bin = b // another build of walkstage, e.g. an earlier one
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = t.TempDir()
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "WALKSTAGE_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(append(cmd.Env, env...), asCLI+"=1")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("walkstage %s: %v", strings.Join(args, " "), err)
+	}
+	return cliResult{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+}
+
+// oneDashFlag is a flag listed as Go's flag package lists it.
+var oneDashFlag = regexp.MustCompile(`(?m)^  -[A-Za-z]`)
+
+// commandPaths lists every command and subcommand in the command table,
+// groups too ("graph", "graph import"), so a command added to the table is
+// held to the conventions without this test knowing its name.
+func commandPaths(prefix []string, cmds map[string]command) [][]string {
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out [][]string
+	for _, n := range names {
+		p := append(prefix[:len(prefix):len(prefix)], n)
+		out = append(out, p)
+		if c := cmds[n]; c.subs != nil {
+			out = append(out, commandPaths(p, c.subs)...)
+		}
+	}
+	return out
+}
+
+// TestCLIConformance: for every command and subcommand, -h and --help
+// print its usage on stdout (nothing on stderr) and exit 0, and an unknown
+// flag exits 2 with one line on stderr that names the flag and points to
+// the command's -h.
+func TestCLIConformance(t *testing.T) {
+	paths := commandPaths(nil, commands())
+	if len(paths) < 15 {
+		t.Fatalf("found only %d commands in the table: %v", len(paths), paths)
+	}
+	for _, p := range paths {
+		name := strings.Join(p, " ")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			for _, h := range []string{"-h", "--help"} {
+				r := runCLI(t, append(p, h)...)
+				if r.code != 0 {
+					t.Errorf("%s %s: exit %d, want 0\nstderr: %s", name, h, r.code, r.stderr)
+				}
+				if !strings.HasPrefix(r.stdout, "usage: walkstage "+name) {
+					t.Errorf("%s %s: stdout does not start with %q:\n%s", name, h, "usage: walkstage "+name, r.stdout)
+				}
+				if r.stderr != "" {
+					t.Errorf("%s %s: wrote to stderr:\n%s", name, h, r.stderr)
+				}
+				if strings.Contains(r.stdout, "Usage of") {
+					t.Errorf("%s %s: Go's raw flag usage:\n%s", name, h, r.stdout)
+				}
+				if oneDashFlag.MatchString(r.stdout) {
+					t.Errorf("%s %s: a flag listed with one dash:\n%s", name, h, r.stdout)
+				}
+			}
+			r := runCLI(t, append(p, "--no-such-flag")...)
+			if r.code != 2 {
+				t.Errorf("%s --no-such-flag: exit %d, want 2\nstderr: %s", name, r.code, r.stderr)
+			}
+			if r.stdout != "" {
+				t.Errorf("%s --no-such-flag: wrote to stdout:\n%s", name, r.stdout)
+			}
+			want := "walkstage " + name + ": unknown flag --no-such-flag"
+			hint := "(see walkstage " + name + " -h)\n"
+			if strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, want) || !strings.HasSuffix(r.stderr, hint) {
+				t.Errorf("%s --no-such-flag: stderr is not one line %q ... %q:\n%s", name, want, hint, r.stderr)
+			}
+		})
+	}
+}
+
+// TestCLIUsageErrors: a bad value, a missing or an extra argument exits 2
+// with one line naming it; a failure that is not the command line's exits 1.
+func TestCLIUsageErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		code int
+		want string // in the one line on stderr
+	}{
+		{nil, 2, "walkstage: missing command (see walkstage -h)"},
+		{[]string{"nope"}, 2, `walkstage: unknown command "nope"`},
+		{[]string{"--nope"}, 2, "walkstage: unknown flag --nope"},
+		{[]string{"graph"}, 2, "walkstage graph: missing subcommand (see walkstage graph -h)"},
+		{[]string{"graph", "nope"}, 2, `walkstage graph: unknown subcommand "nope"`},
+		{[]string{"walk"}, 2, "walkstage walk: --graph is required (see walkstage walk -h)"},
+		{[]string{"walk", "--length", "ten", "--graph", "g.wsg"}, 2, `walkstage walk: invalid value "ten" for --length`},
+		{[]string{"walk", "--graph"}, 2, "walkstage walk: flag --graph needs a value"},
+		{[]string{"walk", "--graph", "g.wsg", "extra"}, 2, `walkstage walk: unexpected argument "extra"`},
+		{[]string{"walk", "--graph", "g.wsg", "--walks-per-seed", "0"}, 2, "walkstage walk: --walks-per-seed 0: want at least 1"},
+		{[]string{"walk", "--graph", "missing.wsg"}, 1, "walkstage walk: "},
+		{[]string{"graph", "import", "--out", "g.wsg"}, 2, "walkstage graph import: want exactly one input file"},
+		{[]string{"graph", "generate", "--scale", "4"}, 2, "walkstage graph generate: --out is required"},
+		{[]string{"graph", "info", "a.wsg", "b.wsg"}, 2, "walkstage graph info: want exactly one graph file, got 2"},
+		{[]string{"graph", "list"}, 2, "walkstage graph list: --from is required"},
+		{[]string{"graph", "prune", "--from", "file:///nowhere"}, 2, "walkstage graph prune: --from and --keep N"},
+		{[]string{"gpu-probe", "extra"}, 2, `walkstage gpu-probe: takes no arguments, got "extra"`},
+		{[]string{"run", "extra"}, 2, `walkstage run: unexpected argument "extra"`},
+		{[]string{"demo", "--scale", "40"}, 2, "walkstage demo: --scale 40 out of range"},
+		{[]string{"load"}, 2, "walkstage load: --graph or --vertices is required"},
+		{[]string{"version", "extra"}, 2, `walkstage version: unexpected argument "extra"`},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			t.Parallel()
+			r := runCLI(t, c.args...)
+			if r.code != c.code {
+				t.Errorf("exit %d, want %d\nstderr: %s", r.code, c.code, r.stderr)
+			}
+			if strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, c.want) {
+				t.Errorf("stderr is not one line with %q:\n%s", c.want, r.stderr)
+			}
+			if r.stdout != "" {
+				t.Errorf("wrote to stdout:\n%s", r.stdout)
+			}
+		})
+	}
+}
+
+// The old flag names (before the request's words, docs/reference/
+// vocabulary.md) are still accepted and set the same values, but the help
+// no longer shows them.
+func TestOldFlagNamesStillWork(t *testing.T) {
+	dir := t.TempDir()
+	g := filepath.Join(dir, "g.wsg")
+	if r := runCLI(t, "graph", "generate", "--scale", "6", "--weights", "--out", g, "--json"); r.code != 0 ||
+		!strings.Contains(r.stdout, `"weighted":true`) {
+		t.Fatalf("graph generate --weights: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// The same walks under either spelling: the manifest lists the same
+	// parts with the same rows, and the event fields match.
+	walkJSON := func(batch string, flags ...string) string {
+		args := append([]string{"walk", "--graph", g, "--out", "file://" + filepath.Join(dir, "out"), "--algorithm", "ppr",
+			"--batch-id", batch, "--json", "--quiet"}, flags...)
+		r := runCLI(t, args...)
+		if r.code != 0 || r.stderr != "" {
+			t.Fatalf("walk %v: exit %d\n%s%s", flags, r.code, r.stdout, r.stderr)
+		}
+		return r.stdout
+	}
+	oldOut := walkJSON("old", "--walks-per-vertex", "3", "--stop", "0.3", "--seed", "7")
+	newOut := walkJSON("new", "--walks-per-seed", "3", "--stop-probability", "0.3", "--rng-seed", "7")
+	for _, w := range []string{`"rng_seed":"7"`, `"walks":192`} {
+		if !strings.Contains(oldOut, w) || !strings.Contains(newOut, w) {
+			t.Errorf("want %s in both:\nold: %snew: %s", w, oldOut, newOut)
+		}
+	}
+	stepsOf := func(s string) string { return s[strings.Index(s, `"steps":`):strings.Index(s, `,"bytes"`)] }
+	if stepsOf(oldOut) != stepsOf(newOut) {
+		t.Errorf("old and new names walked differently:\nold: %snew: %s", oldOut, newOut)
+	}
+	// The other commands' old names parse: the run stops at the usage
+	// error that comes after the flags, not at an unknown flag.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"load", "--walks", "3", "--restart", "0.2", "--rng-seed", "5"}, "--graph or --vertices is required"},
+		{[]string{"bench", "--walks-per-vertex", "2", "extra"}, `unexpected argument "extra"`},
+	} {
+		if r := runCLI(t, c.args...); r.code != 2 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, r.code, r.stderr, c.want)
+		}
+	}
+	for _, h := range []struct {
+		args      []string
+		old, new_ string
+	}{
+		{[]string{"walk", "-h"}, "--walks-per-vertex", "--walks-per-seed"},
+		{[]string{"walk", "-h"}, "--stop ", "--stop-probability"},
+		{[]string{"walk", "-h"}, "--seed ", "--rng-seed"},
+		{[]string{"graph", "generate", "-h"}, "--weights", "--weighted"},
+		{[]string{"bench", "-h"}, "--walks-per-vertex", "--walks-per-seed"},
+		{[]string{"load", "-h"}, "--restart", "--stop-probability"},
+		{[]string{"load", "-h"}, "--walks ", "--walks-per-seed"},
+		{[]string{"load", "-h"}, "--rng-seed", "--draw-seed"},
+	} {
+		r := runCLI(t, h.args...)
+		if strings.Contains(r.stdout, h.old) || !strings.Contains(r.stdout, h.new_) {
+			t.Errorf("%v shows %q or lacks %q", h.args, h.old, h.new_)
+		}
+	}
+}
+
+// --quiet prints nothing but errors; with --json, the one result line.
+func TestQuietAndJSON(t *testing.T) {
+	dir := t.TempDir()
+	g := filepath.Join(dir, "g.wsg")
+	if r := runCLI(t, "graph", "generate", "--scale", "6", "--out", g, "--quiet"); r.code != 0 || r.stdout+r.stderr != "" {
+		t.Fatalf("graph generate --quiet: exit %d, printed:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	out := "file://" + filepath.Join(dir, "out")
+	// --quiet wins over the stage's log level.
+	r := runCLIEnv(t, []string{"WALKSTAGE_LOG_LEVEL=debug"}, "walk", "--graph", g, "--out", out, "--quiet")
+	if r.code != 0 || r.stdout+r.stderr != "" {
+		t.Errorf("walk --quiet: exit %d, printed:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, "walk", "--graph", g, "--out", out, "--batch-id", "j", "--json", "--quiet")
+	if r.code != 0 || r.stderr != "" || strings.Count(r.stdout, "\n") != 1 ||
+		!strings.HasPrefix(r.stdout, `{"status":"succeeded","batch_id":"j","output":"walks"`) || !strings.Contains(r.stdout, `"manifest":"file://`) {
+		t.Errorf("walk --json --quiet: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	// A failure under --quiet is still said.
+	r = runCLI(t, "walk", "--graph", filepath.Join(dir, "missing.wsg"), "--out", out, "--quiet")
+	if r.code != 1 || !strings.Contains(r.stderr, "missing.wsg") {
+		t.Errorf("walk --quiet on a missing graph: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
