@@ -135,6 +135,20 @@ type Config struct {
 	// files as old, left by killed replicas (0 disables). It must exceed the
 	// longest part upload, as every replica sweeps the shared prefix.
 	OutputSweepAge time.Duration `env:"OUTPUT_SWEEP_AGE" envDefault:"1h"`
+	// WALKSTAGE_TABLE_CATALOG: also append every committed batch to an
+	// Apache Iceberg table of its output kind (walks, visits, samples), so
+	// that readers of the tables see only committed batches, each once:
+	// file:///warehouse is a file-based catalog on this host's disk (one
+	// replica, the demo and tests), an http(s) URL an Iceberg REST catalog.
+	// The parts stay where the output prefix puts them; the tables name
+	// them. Empty: no tables.
+	TableCatalog string `env:"TABLE_CATALOG"`
+	// WALKSTAGE_TABLE_NAMESPACE: the catalog namespace holding the tables.
+	TableNamespace string `env:"TABLE_NAMESPACE" envDefault:"walkstage"`
+	// WALKSTAGE_TABLE_COMMIT_MAX_FILES: the most data files one table
+	// commit adds; batches committed while a commit is in flight join the
+	// next one up to this.
+	TableCommitMaxFiles int `env:"TABLE_COMMIT_MAX_FILES" envDefault:"1000"`
 
 	// ---- Engine ----
 
@@ -559,6 +573,14 @@ func (c *Config) validateOperations(bad badFunc) {
 		if d.v <= 0 {
 			bad(d.name, "%v must be positive", d.v)
 		}
+	}
+	if c.TableCatalog != "" {
+		if u, err := url.Parse(c.TableCatalog); err != nil || (u.Scheme != "file" && u.Scheme != "http" && u.Scheme != "https") {
+			bad("TABLE_CATALOG", "%q is not file:///warehouse or an http(s) REST catalog URL", redact.String(c.TableCatalog))
+		}
+	}
+	if c.TableCommitMaxFiles < 1 {
+		bad("TABLE_COMMIT_MAX_FILES", "%d must be at least 1", c.TableCommitMaxFiles)
 	}
 	if c.OutputSweepAge < 0 {
 		bad("OUTPUT_SWEEP_AGE", "%v is negative", c.OutputSweepAge)

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/walkstage/walkstage/gpu"
+	"github.com/walkstage/walkstage/icetable"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/walk"
@@ -115,7 +116,7 @@ func requestError(b *batch, err error) *source.RejectError {
 		return re
 	case errors.Is(err, walk.ErrInvalidAlgorithm):
 		return &source.RejectError{Reason: source.ReasonInvalidParameters, BatchID: b.req.BatchID, Msg: err.Error()}
-	case sink.IsRequestError(err):
+	case sink.IsRequestError(err), errors.Is(err, icetable.ErrConflict):
 		return &source.RejectError{Reason: source.ReasonBatchIDConflict, BatchID: b.req.BatchID, Msg: err.Error()}
 	case errors.As(err, new(*gpu.MemoryPlanError)) && b.alone:
 		// Walked alone, the request still needs more device memory than
@@ -137,6 +138,10 @@ func (s *Stage) complete(ctx context.Context, b *batch, runErr error) error {
 		return b.lookupErr
 	}
 	if b.existing != nil {
+		if err := s.appendTable(ctx, b.existing); err != nil {
+			b.failedDep = depStore
+			return err
+		}
 		return s.report(ctx, b, b.existing, s.manifestKey(b.existing), time.Now())
 	}
 	runErr = errors.Join(runErr, b.vErr)
@@ -166,6 +171,9 @@ func (s *Stage) complete(ctx context.Context, b *batch, runErr error) error {
 	man, err := b.w.Commit(ctx)
 	if err != nil {
 		return fmt.Errorf("commit objects: %w", err)
+	}
+	if err := s.appendTable(ctx, man); err != nil {
+		return err // the objects are durable: a retry finds them and appends again
 	}
 	s.phase(b.span, "walkstage.commit", wt, time.Now())
 	return s.report(ctx, b, man, b.w.Layout().SuccessKey(), wt)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/walkstage/walkstage/engines"
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/icetable"
 	"github.com/walkstage/walkstage/internal/logkeys"
 	"github.com/walkstage/walkstage/internal/redact"
 	"github.com/walkstage/walkstage/sink"
@@ -197,6 +198,19 @@ func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string,
 	sinkOpts := []sink.Option{sink.WithCompression(comp), sink.WithWalkEncoding(wenc), sink.WithFileBytes(c.OutputFileBytes), sink.WithCallTimeout(c.StoreTimeout),
 		sink.WithMemoryLimit(c.OutputMemoryBytes), sink.WithRowGroupRows(c.OutputRowGroupWalks)}
 
+	var tables Tables
+	if c.TableCatalog != "" {
+		t, err := icetable.Open(ctx, icetable.Options{Catalog: c.TableCatalog, Namespace: c.TableNamespace,
+			MaxFiles: c.TableCommitMaxFiles, Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		rt.closers = append(rt.closers, t.Close)
+		tables = t
+		log.Info("committed batches are appended to Iceberg tables", "catalog", redact.String(c.TableCatalog),
+			"namespace", c.TableNamespace)
+	}
+
 	if reg == nil {
 		reg = newRegistry()
 	}
@@ -211,7 +225,7 @@ func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string,
 		RetryBackoffMin: c.RetryBackoffMin, RetryBackoffMax: c.RetryBackoffMax, ProbeInterval: c.ProbeInterval, ProbeTimeout: c.ProbeTimeout,
 		Probes:      []Probe{{Name: depBroker, Check: cons.CheckTopics}, {Name: depStore, Check: storeProbe(bucket, c.OutputURL)}},
 		MetricsAddr: c.MetricsAddr, Listener: ln, Joined: cons.Joined, Lag: cons.Lag,
-		Consuming: cons.Consuming, UnassignedPartitions: cons.UnassignedPartitions, LogResets: cons.LogResets, Registry: reg, Logger: log, Version: version, Tracer: tracer})
+		Consuming: cons.Consuming, UnassignedPartitions: cons.UnassignedPartitions, LogResets: cons.LogResets, Registry: reg, Logger: log, Version: version, Tracer: tracer, Tables: tables})
 	if err != nil {
 		return nil, err
 	}

@@ -97,6 +97,9 @@ type Options struct {
 	// source.Consumer); either may be nil.
 	UnassignedPartitions func() int
 	LogResets            func() int64
+	// Tables, when set, receives every committed batch before its event
+	// (tables.go).
+	Tables Tables
 	// Tracer makes the stage's spans (see trace.go); nil is tracing off.
 	// Events and dead letters carry the requests' trace context either way.
 	Tracer trace.Tracer

@@ -1,0 +1,38 @@
+package stage
+
+// Iceberg tables (WALKSTAGE_TABLE_CATALOG): a batch whose objects are
+// durable is appended to its kind's table before its event is published,
+// so an event never names a batch the tables do not show, and an offset is
+// never committed before the table holds the batch. The append is
+// idempotent (icetable recognises the batch id), so a redelivery or a
+// retry after a lost commit answer adds nothing twice.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/walkstage/walkstage/icetable"
+	"github.com/walkstage/walkstage/sink"
+)
+
+// Tables appends committed batches to table storage; *icetable.Tables
+// implements it.
+type Tables interface {
+	Append(ctx context.Context, b icetable.Batch) error
+}
+
+// appendTable appends the batch man describes to its table, when the stage
+// has tables.
+func (s *Stage) appendTable(ctx context.Context, man *sink.Manifest) error {
+	if s.o.Tables == nil {
+		return nil
+	}
+	tb := icetable.Batch{Kind: man.Kind(), ID: man.BatchID, Fingerprint: man.Fingerprint}
+	for _, f := range man.Files {
+		tb.Files = append(tb.Files, icetable.File{URL: sink.ObjectURL(s.o.BucketURL, f.Key), Rows: f.Rows, Bytes: f.Bytes})
+	}
+	if err := s.o.Tables.Append(ctx, tb); err != nil {
+		return fmt.Errorf("append to the %s table: %w", tb.Kind, err)
+	}
+	return nil
+}
