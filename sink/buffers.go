@@ -5,6 +5,8 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+
+	"github.com/walkstage/walkstage/store"
 )
 
 // Buffers is memory that batch writers hand on from one batch to the next:
@@ -26,11 +28,11 @@ import (
 // GPU stage on 16 cores: 13 s runnable over 3,000 writer openings).
 // Encoders over the bound wait, not runnable, for a turn.
 type Buffers struct {
-	encoders sync.Pool     // *fragmentEncoder, detached from its writer
-	frags    bytePool      // fragments
-	writes   sync.Pool     // *bufio.Writer of partWriteBuffer bytes, detached
-	objects  bytePool      // bodies of S3 objects sent in one request (s3PutObject)
-	turns    chan struct{} // a token per row group being encoded; nil: no bound
+	encoders sync.Pool      // *fragmentEncoder, detached from its writer
+	frags    bytePool       // fragments
+	writes   sync.Pool      // *bufio.Writer of partWriteBuffer bytes, detached
+	objects  store.BodyPool // bodies of S3 objects sent in one request
+	turns    chan struct{}  // a token per row group being encoded; nil: no bound
 	// encoding counts the row groups being encoded; peak is its largest.
 	encoding, peak atomic.Int64
 }
@@ -101,12 +103,6 @@ func (b *Buffers) putWriteBuffer(bw *bufio.Writer) {
 	bw.Reset(nil)
 	b.writes.Put(bw)
 }
-
-// object returns an empty buffer for an S3 object's body, reused if one is
-// free.
-func (b *Buffers) object() []byte { return b.objects.get() }
-
-func (b *Buffers) putObject(o []byte) { b.objects.put(o) }
 
 // bytePool recycles byte slices, handed out empty.
 type bytePool struct{ p sync.Pool } // of *[]byte

@@ -11,6 +11,7 @@ import (
 	"github.com/parquet-go/parquet-go/compress"
 	pqzstd "github.com/parquet-go/parquet-go/compress/zstd"
 
+	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -142,7 +143,7 @@ const (
 	DefaultParallelParts       = 4
 	DefaultMemoryLimit         = 512 << 20
 	DefaultUploadBuffer        = 8 << 20
-	DefaultCallTimeout         = 10 * time.Second
+	DefaultCallTimeout         = store.DefaultCallTimeout
 	DefaultUploadStallTimeout  = 60 * time.Second
 	DefaultStaleAfter          = 15 * time.Minute
 )

@@ -3,8 +3,6 @@ package sink
 import (
 	"bufio"
 	"context"
-	"encoding/base64"
-	"encoding/binary"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -13,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/walkstage/walkstage/store"
 	"gocloud.dev/blob"
 )
 
@@ -21,8 +20,8 @@ type part struct {
 	index  int
 	key    string
 	in     chan *group // row groups to append, closed after the last
-	ow     objectWriter
-	s3     s3Target
+	ow     store.Object
+	s3     store.S3Target
 	cancel context.CancelCauseFunc
 	out    *countingWriter
 	pw     rowGroupWriter
@@ -31,13 +30,7 @@ type part struct {
 }
 
 // PartCRC32C computes a part's checksum in the manifest's form.
-func PartCRC32C(data []byte) string { return crc32cString(crc32.Checksum(data, castagnoli)) }
-
-// crc32cString is a CRC32C as S3 and the manifest write it: base64 of its
-// four big-endian bytes.
-func crc32cString(sum uint32) string {
-	return base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint32(nil, sum))
-}
+func PartCRC32C(data []byte) string { return store.CRC32CString(crc32.Checksum(data, castagnoli)) }
 
 // countingWriter counts and checksums (CRC32C) what goes to a part.
 type countingWriter struct {
@@ -54,7 +47,7 @@ type countingWriter struct {
 	// combined counts the bytes whose sum was known (for tests).
 	combined int64
 	// held says that the object holds bytes of the fragment being copied
-	// (heldWriter): the fragment must stay unchanged until the object is
+	// (store.HeldWriter): the fragment must stay unchanged until the object is
 	// closed.
 	held bool
 }
@@ -101,11 +94,11 @@ func (c *countingWriter) knownSum(f fragment, off int64, n int) (sectionSum, boo
 // writeFragment writes bytes of a fragment to the object, held rather than
 // copied where it can take them so.
 func (c *countingWriter) writeFragment(b []byte) (int, error) {
-	h, ok := c.w.(heldWriter)
+	h, ok := c.w.(store.HeldWriter)
 	if !ok {
 		return c.w.Write(b)
 	}
-	n, held, err := h.writeHeld(b)
+	n, held, err := h.WriteHeld(b)
 	c.held = c.held || held
 	return n, err
 }
@@ -262,7 +255,7 @@ const tailParts = 4
 
 // partLoop writes one part's row groups, then completes the object; on
 // failure or cancellation it abandons the upload. Fragments the object
-// holds (heldWriter) are reused only once it is complete: after a failure
+// holds (store.HeldWriter) are reused only once it is complete: after a failure
 // the request may still be reading them, so they are left to the
 // collector.
 func (w *BatchWriter) partLoop(p *part) {
@@ -356,18 +349,18 @@ func (w *BatchWriter) newPart(i int) (*part, error) {
 		ContentType:    "application/vnd.apache.parquet",
 		BufferSize:     w.cfg.uploadBuffer,
 		MaxConcurrency: w.cfg.uploadParallel,
-		BeforeWrite:    p.s3.beforeWrite,
+		BeforeWrite:    p.s3.BeforeWrite,
 	})
 	if err != nil {
 		cancel(nil)
 		return nil, fmt.Errorf("sink: create %s: %w", key, err)
 	}
-	p.ow = &stallGuard{objectWriter: ow, ctx: ctx, d: w.cfg.stallTimeout, cancel: cancel}
+	p.ow = store.GuardStall(ctx, cancel, w.cfg.stallTimeout, ow)
 	p.out = &countingWriter{w: p.ow, total: &w.bytesWritten}
-	if so, ok := ow.(*s3PutObject); ok {
+	if so, ok := ow.(*store.S3PutObject); ok {
 		// The request's checksum is the part's, which p.out keeps over the
 		// same bytes: not computed a second time.
-		so.crc32c = p.out
+		so.UseCRC32C(p.out)
 	}
 	return p, nil
 }
@@ -465,7 +458,7 @@ func (w *BatchWriter) sealPart(p *part, closeEncoder func() error) error {
 		return fmt.Errorf("sink: upload %s: %w", p.key, err)
 	}
 	p.file.Bytes = p.out.n
-	p.file.CRC32C = crc32cString(p.out.Sum32())
+	p.file.CRC32C = store.CRC32CString(p.out.Sum32())
 	w.sumsCombined.Add(p.out.combined)
 	w.mu.Lock()
 	w.files[p.index] = p.file
@@ -480,7 +473,7 @@ func (w *BatchWriter) sealPart(p *part, closeEncoder func() error) error {
 func (w *BatchWriter) abortPart(p *part) {
 	p.cancel(nil)
 	p.ow.Abort()
-	if err := p.s3.abortUploads(context.WithoutCancel(w.ctx), w.bucket, w.cfg.callTimeout); err != nil {
+	if err := p.s3.AbortUploads(context.WithoutCancel(w.ctx), w.bucket, w.cfg.callTimeout); err != nil {
 		w.mu.Lock()
 		w.abortErr = err
 		w.mu.Unlock()

@@ -17,6 +17,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -119,8 +120,8 @@ type BatchWriter struct {
 	// parts after a manifest replace.
 	attempt string
 	started time.Time
-	// local is the directory of a file:// bucket opened by OpenBucket,
-	// written directly (see local.go), staging its staging directory and
+	// local is the directory of a file:// bucket opened by
+	// store.OpenBucket, written directly (see store.LocalFile), staging its staging directory and
 	// tag the batch's prefix of staging file names; all empty for other
 	// buckets.
 	local, staging, tag string
@@ -310,9 +311,9 @@ func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta Bat
 	if w.schema, err = fileSchema(w.cfg.walkEncoding); err != nil {
 		return nil, fmt.Errorf("sink: batch %s: %w", meta.BatchID, err)
 	}
-	if root, ok := localRoot(b); ok {
-		if _, ok := localPath(root, layout.SuccessKey()); ok {
-			w.local, w.staging, w.tag = root, localStaging(root, prefix), batchTag(layout.Dir)
+	if root, ok := store.LocalRoot(b); ok {
+		if _, ok := store.LocalPath(root, layout.SuccessKey()); ok {
+			w.local, w.staging, w.tag = root, store.LocalStaging(root, prefix), store.StagingTag(layout.Dir)
 		}
 	}
 	w.swept = make(chan struct{})

@@ -23,6 +23,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -92,7 +93,7 @@ func expectedRows(g *graph.Graph, chunks []walk.Chunk, n int) []Row {
 
 func fileBucket(t testing.TB) (*blob.Bucket, string) {
 	dir := t.TempDir()
-	b, err := OpenBucket(context.Background(), "file://"+dir)
+	b, err := store.OpenBucket(context.Background(), "file://"+dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -511,12 +512,6 @@ func TestBatchLayoutEscapes(t *testing.T) {
 	}
 	if got := l.AttemptPartKey(12, "0123456789ab"); got != "d/part-00012-0123456789ab.parquet" {
 		t.Errorf("AttemptPartKey = %q", got)
-	}
-	if got := ObjectURL("s3://bkt?endpoint=x&region=y", "a/b"); got != "s3://bkt/a/b" {
-		t.Errorf("ObjectURL = %q", got)
-	}
-	if got := ObjectURL("file:///tmp/w", "a/b"); got != "file:///tmp/w/a/b" {
-		t.Errorf("ObjectURL = %q", got)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/walkstage/walkstage/engines"
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -184,7 +185,7 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer eng.Close()
 
-	bucket, err := sink.OpenBucket(ctx, o.out)
+	bucket, err := store.OpenBucket(ctx, o.out)
 	if err != nil {
 		return err
 	}
@@ -216,7 +217,7 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	fmt.Fprintf(stderr, "walking %d walks (%d seeds x %d) of %s with the %s engine into %s\n", len(starts), nSeeds, o.perVertex,
-		algo, eng.Name(), sink.ObjectURL(o.out, w.Layout().Dir))
+		algo, eng.Name(), store.ObjectURL(o.out, w.Layout().Dir))
 	return o.run(ctx, eng, algo, starts, w, guard, stdout, stderr)
 }
 
@@ -467,7 +468,7 @@ func (o *walkOptions) run(ctx context.Context, eng walk.Engine, algo walk.Algori
 // reportWalks prints what a committed walk run wrote and how fast.
 func reportWalks(stdout io.Writer, out string, eng walk.Engine, w *sink.BatchWriter, m *sink.Manifest, total, walkTime time.Duration) {
 	fmt.Fprintf(stdout, "wrote %d walks, %d steps in %d part(s), %s, to %s\n", m.Walks, m.Steps, len(m.Files), humanBytes(m.Bytes),
-		sink.ObjectURL(out, w.Layout().SuccessKey()))
+		store.ObjectURL(out, w.Layout().SuccessKey()))
 	fmt.Fprintf(stdout, "walk+encode %s (engine returned after %s): %.1f M steps/s, %.1f M walk vertices/s, %.1f MB/s\n",
 		total.Round(time.Millisecond), walkTime.Round(time.Millisecond), float64(m.Steps)/total.Seconds()/1e6,
 		float64(m.Steps+m.Walks)/total.Seconds()/1e6, float64(m.Bytes)/total.Seconds()/1e6)
