@@ -11,8 +11,10 @@ import (
 	"sync/atomic"
 
 	"github.com/parquet-go/parquet-go"
-	"github.com/walkstage/walkstage/store"
 	"gocloud.dev/blob"
+
+	"github.com/walkstage/walkstage/sink/pages"
+	"github.com/walkstage/walkstage/store"
 )
 
 // part is the object being uploaded.
@@ -24,7 +26,7 @@ type part struct {
 	s3     store.S3Target
 	cancel context.CancelCauseFunc
 	out    *countingWriter
-	pw     rowGroupWriter
+	pw     pages.RowGroupWriter
 	bw     *bufio.Writer // between pw and out, for parts of fragments
 	file   File
 }
@@ -42,7 +44,7 @@ type countingWriter struct {
 	// knownOf, being copied: such a section's sum is combined, not
 	// computed over bytes no longer in cache (0.39 of 5.88 core-s of the
 	// scale-22 one-shot on the 16-core host).
-	known   []sectionSum
+	known   []pages.SectionSum
 	knownOf *byte
 	// combined counts the bytes whose sum was known (for tests).
 	combined int64
@@ -68,8 +70,8 @@ func (c *countingWriter) Sum32() uint32 { return c.crc }
 func (c *countingWriter) writeSection(f fragment, off int64, b []byte) (int, error) {
 	n, err := c.writeFragment(b)
 	if s, ok := c.knownSum(f, off, len(b)); ok && n == len(b) {
-		c.crc = crc32cCombine(c.crc, s.crc, s.n)
-		c.combined += s.n
+		c.crc = crc32cCombine(c.crc, s.CRC, s.N)
+		c.combined += s.N
 	} else {
 		c.crc = crc32cUpdate(c.crc, b[:n])
 	}
@@ -79,16 +81,16 @@ func (c *countingWriter) writeSection(f fragment, off int64, b []byte) (int, err
 }
 
 // knownSum is the encoder's sum of the n bytes at off in f, if it has one.
-func (c *countingWriter) knownSum(f fragment, off int64, n int) (sectionSum, bool) {
+func (c *countingWriter) knownSum(f fragment, off int64, n int) (pages.SectionSum, bool) {
 	if len(f) == 0 || &f[0] != c.knownOf {
-		return sectionSum{}, false
+		return pages.SectionSum{}, false
 	}
 	for _, s := range c.known {
-		if s.off == off && s.n == int64(n) {
+		if s.Off == off && s.N == int64(n) {
 			return s, true
 		}
 	}
-	return sectionSum{}, false
+	return pages.SectionSum{}, false
 }
 
 // writeFragment writes bytes of a fragment to the object, held rather than
@@ -310,7 +312,7 @@ func (w *BatchWriter) openPart(i int) (*part, error) {
 	p.in = make(chan *group, 64)
 	opts := append(w.partOpts[:len(w.partOpts):len(w.partOpts)], w.partMetadata(i)...)
 	p.bw = w.buf.writeBuffer(p.out)
-	p.pw = newPartWriter(w.cfg.walkEncoding, fragmentFlusher{p.bw, p.out}, opts...)
+	p.pw = pages.NewPartWriter(w.cfg.walkEncoding, fragmentFlusher{p.bw, p.out}, opts...)
 	return p, nil
 }
 
@@ -380,7 +382,7 @@ func (w *BatchWriter) partMetadata(i int) []parquet.WriterOption {
 // metadata.
 func (w *BatchWriter) rowPartOptions(i int, output string, rowGroupRows int) []parquet.WriterOption {
 	opts := []parquet.WriterOption{
-		parquet.Compression(w.cfg.compression.codec()),
+		parquet.Compression(partCodec(w.cfg.compression)),
 		parquet.MaxRowsPerRowGroup(int64(rowGroupRows)),
 		parquet.DataPageVersion(1),
 		parquet.CreatedBy("walkstage", w.meta.WalkstageVersion, ""),
