@@ -37,7 +37,7 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/internal/redact"
-	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/store"
 )
 
 // PointerName is the pointer object's name under a catalog prefix.
@@ -129,7 +129,7 @@ func Open(ctx context.Context, rawURL string) (*Catalog, error) {
 	} else {
 		bu.Path, bu.RawPath = "", ""
 	}
-	b, err := sink.OpenBucket(ctx, bu.String())
+	b, err := store.OpenBucket(ctx, bu.String())
 	if err != nil {
 		return nil, fmt.Errorf("catalog %s: %w", redactURL(u), redact.Error(err))
 	}

@@ -27,6 +27,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/store"
 )
 
 // form is the size of a run.
@@ -1076,7 +1077,7 @@ func stageEnviron(broker, graphPath, outURL, metricsAddr string) []string {
 
 func openBucket(t *testing.T, ctx context.Context, u string) (*blob.Bucket, *s3.Client) {
 	t.Helper()
-	b, err := sink.OpenBucket(ctx, u)
+	b, err := store.OpenBucket(ctx, u)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/store"
 )
 
 // The suite's own bookkeeping, checked without any process (these run
@@ -183,7 +184,7 @@ func TestPercentile(t *testing.T) {
 // and the committed ones from the complete manifests only.
 func TestReadGlobView(t *testing.T) {
 	ctx := context.Background()
-	b, err := sink.OpenBucket(ctx, "file://"+t.TempDir())
+	b, err := store.OpenBucket(ctx, "file://"+t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

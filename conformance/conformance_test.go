@@ -25,6 +25,7 @@ import (
 	"github.com/walkstage/walkstage/demo"
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -168,7 +169,7 @@ func TestReadersReadEveryOutput(t *testing.T) {
 	ctx := context.Background()
 	g := testGraph(t)
 	root := t.TempDir()
-	bucket, err := sink.OpenBucket(ctx, "file://"+root)
+	bucket, err := store.OpenBucket(ctx, "file://"+root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +236,7 @@ func TestReadersReadEveryOutput(t *testing.T) {
 	// The same query on a tree with every kind under prefix "walks" and
 	// walks that every reader decodes: it must read the walks alone.
 	mixed := t.TempDir()
-	mb, err := sink.OpenBucket(ctx, "file://"+mixed)
+	mb, err := store.OpenBucket(ctx, "file://"+mixed)
 	if err != nil {
 		t.Fatal(err)
 	}

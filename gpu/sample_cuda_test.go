@@ -16,6 +16,7 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -98,7 +99,7 @@ func TestSampleParquetMatchesCPU(t *testing.T) {
 		var objects [2][][]byte
 		var edges [2]int64
 		for k, eng := range []walk.Engine{e, nil} {
-			b, err := sink.OpenBucket(ctx, "file://"+t.TempDir())
+			b, err := store.OpenBucket(ctx, "file://"+t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}

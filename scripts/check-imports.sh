@@ -6,11 +6,13 @@
 # tests included; and the walkstage command builds its engines through
 # engines/, so only `walkstage run` (run.go) and `walkstage load`, which
 # reads the stage's variables for its defaults (load.go), import the
-# stage. Exits 1 naming each offending import.
+# stage; and the catalog, which only needs buckets, reaches them through
+# store/, not through the sink (the Parquet encoder and batch writer).
+# Exits 1 naming each offending import.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mod=$(go list -m)
-guarded=(./walk/... ./gpu/... ./graph/... ./sink/... ./source/... ./stage/... ./catalog/... ./engines/...)
+guarded=(./walk/... ./gpu/... ./graph/... ./sink/... ./store/... ./source/... ./stage/... ./catalog/... ./engines/...)
 # What the guarded packages must not reach: the commands and their tools.
 forbidden="^$mod/(cmd|demo|chaos)(/|$)|/loadgen(/|$)"
 bad=0
@@ -53,6 +55,32 @@ check_tools() {
 }
 check_tools ""
 check_tools cuda
+
+# check_catalog TAGS: the catalog and everything it needs to build and
+# test (go list -deps -test) import no package of the sink; each import
+# of one, by a package other than the sink's own, is reported.
+check_catalog() {
+  local tags=$1 listing edges
+  local sinkpkg="^$mod/sink(/|$)"
+  listing=$(go list -tags "$tags" -deps -test -f '{{.ImportPath}}|{{join .Imports " "}}' ./catalog/...)
+  edges=$(while IFS='|' read -r pkg imports; do
+    local in=""
+    case $pkg in *" ["*) in=" in its tests" ;; esac
+    pkg=${pkg%% *}
+    case $pkg in "$mod"/*) ;; *) continue ;; esac
+    [[ $pkg =~ $sinkpkg ]] && continue
+    for imp in $imports; do
+      if [[ $imp =~ $sinkpkg ]]; then echo "$pkg imports ${imp%% *}$in"; fi
+    done
+  done <<<"$listing" | sort -u)
+  [ -z "$edges" ] && return 0
+  printf 'check-imports: the catalog must not reach the sink (open buckets with %s/store) (tags "%s"):\n' "$mod" "$tags" >&2
+  local edge
+  while read -r edge; do printf '  %s\n' "$edge" >&2; done <<<"$edges"
+  bad=1
+}
+check_catalog ""
+check_catalog cuda
 
 # The walkstage command is one package, so this one is per file: which of
 # its files (as go list sees them, without and with the cuda tag) import

@@ -36,6 +36,11 @@ import (
 // Each target and codec is run with both walk encodings
 // (Encode/file/zstd/delta_binary_packed, .../byte_stream_split).
 //
+// BenchmarkEncode is the whole writer (encoders, part writer, uploads,
+// commit) into each store; the page encoder alone, on row groups in
+// memory, is sink/pages' BenchmarkEncode (go test -bench Encode
+// ./sink/pages).
+//
 // Reported: vertices/s (walk vertices encoded and uploaded per second,
 // Commit included), cpu-ns/vertex (the process's CPU time, all its
 // threads, a walk vertex: less at the mercy of a shared machine than the

@@ -5,6 +5,9 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+
+	"github.com/walkstage/walkstage/sink/pages"
+	"github.com/walkstage/walkstage/store"
 )
 
 // Buffers is memory that batch writers hand on from one batch to the next:
@@ -26,11 +29,11 @@ import (
 // GPU stage on 16 cores: 13 s runnable over 3,000 writer openings).
 // Encoders over the bound wait, not runnable, for a turn.
 type Buffers struct {
-	encoders sync.Pool     // *fragmentEncoder, detached from its writer
-	frags    bytePool      // fragments
-	writes   sync.Pool     // *bufio.Writer of partWriteBuffer bytes, detached
-	objects  bytePool      // bodies of S3 objects sent in one request (s3PutObject)
-	turns    chan struct{} // a token per row group being encoded; nil: no bound
+	encoders sync.Pool      // *pages.Encoder, released by its writer
+	frags    bytePool       // fragments
+	writes   sync.Pool      // *bufio.Writer of partWriteBuffer bytes, detached
+	objects  store.BodyPool // bodies of S3 objects sent in one request
+	turns    chan struct{}  // a token per row group being encoded; nil: no bound
 	// encoding counts the row groups being encoded; peak is its largest.
 	encoding, peak atomic.Int64
 }
@@ -67,18 +70,19 @@ func (b *Buffers) turn() func() {
 // took one system call per 4 KiB.
 const partWriteBuffer = 1 << 20
 
-// encoder returns a fragment encoder for w, reused when one with w's codec
-// is free.
-func (b *Buffers) encoder(w *BatchWriter) (*fragmentEncoder, error) {
-	if e, ok := b.encoders.Get().(*fragmentEncoder); ok && e.codec.kind == w.cfg.compression && e.codec.level == w.cfg.zstdLevel {
-		e.attach(w)
-		return e, nil
+// encoder returns a fragment encoder for cfg, reused when one with cfg's
+// codec is free.
+func (b *Buffers) encoder(cfg pages.Config) (*pages.Encoder, error) {
+	if e, ok := b.encoders.Get().(*pages.Encoder); ok {
+		if ok, err := e.Reset(cfg); ok || err != nil {
+			return e, err
+		}
 	}
-	return newFragmentEncoder(w)
+	return pages.NewEncoder(cfg)
 }
 
-func (b *Buffers) putEncoder(e *fragmentEncoder) {
-	e.w, e.schema, e.out, e.zeros = nil, nil, nil, 0
+func (b *Buffers) putEncoder(e *pages.Encoder) {
+	e.Release()
 	b.encoders.Put(e)
 }
 
@@ -101,12 +105,6 @@ func (b *Buffers) putWriteBuffer(bw *bufio.Writer) {
 	bw.Reset(nil)
 	b.writes.Put(bw)
 }
-
-// object returns an empty buffer for an S3 object's body, reused if one is
-// free.
-func (b *Buffers) object() []byte { return b.objects.get() }
-
-func (b *Buffers) putObject(o []byte) { b.objects.put(o) }
 
 // bytePool recycles byte slices, handed out empty.
 type bytePool struct{ p sync.Pool } // of *[]byte

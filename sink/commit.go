@@ -12,6 +12,8 @@ import (
 
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
+
+	"github.com/walkstage/walkstage/store"
 )
 
 // errUnsure marks a publish failure after which the manifest may or may not
@@ -50,7 +52,7 @@ func (w *BatchWriter) publish(ctx context.Context, m *Manifest) (*Manifest, erro
 		if err == nil {
 			return w.won(ctx, m, m.Fingerprint == ""), nil
 		}
-		if !isExists(err) {
+		if !store.IsExists(err) {
 			if err := w.unsure(ctx, m, true, fmt.Errorf("sink: batch %s: write %s: %w", w.meta.BatchID, key, err)); err != nil {
 				return nil, err
 			}
@@ -318,7 +320,7 @@ func (w *BatchWriter) deleteKey(ctx context.Context, key string) error {
 // bills) it. A live loser's upload fails and its writer finds the manifest.
 // Failures are ignored: the start-up sweep and a lifecycle rule remain.
 func (w *BatchWriter) abortOtherUploads(ctx context.Context) {
-	abortStaleUploads(ctx, w.bucket, w.layout.Dir+"/", 0, w.cfg.callTimeout)
+	store.AbortStaleUploads(ctx, w.bucket, w.layout.Dir+"/", 0, w.cfg.callTimeout)
 }
 
 func (w *BatchWriter) deleteUnlisted(ctx context.Context, m *Manifest, onlyOlder bool) {
@@ -496,7 +498,7 @@ func batchDirs(ctx context.Context, b *blob.Bucket, prefix, batchID string, time
 // listDirs returns the "directories" directly under prefix whose names
 // start with name, each with its trailing slash.
 func listDirs(ctx context.Context, b *blob.Bucket, prefix, name string, timeout time.Duration) ([]string, error) {
-	if root, ok := localRoot(b); ok {
+	if root, ok := store.LocalRoot(b); ok {
 		if dir, ok := localDirOf(root, prefix); ok {
 			return listLocalDirs(dir, prefix, name)
 		}
@@ -525,7 +527,7 @@ func localDirOf(root, prefix string) (string, bool) {
 	if prefix == "" {
 		return root, true
 	}
-	return localPath(root, strings.TrimSuffix(prefix, "/"))
+	return store.LocalPath(root, strings.TrimSuffix(prefix, "/"))
 }
 
 // readDir is os.ReadDir; tests count the directories Lookup reads.

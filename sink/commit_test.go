@@ -19,6 +19,7 @@ import (
 
 	"gocloud.dev/blob"
 
+	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -361,7 +362,7 @@ func TestLocalTempFilesOutsideBatch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	staging := filepath.Join(root, "walks", TempDirName)
+	staging := filepath.Join(root, "walks", store.TempDirName)
 	batchDir := filepath.Join(root, filepath.FromSlash(w.Layout().Dir))
 	deadline := time.Now().Add(time.Minute)
 	for len(globT(t, staging, "*.tmp")) == 0 {
@@ -386,7 +387,7 @@ func TestLocalTempFilesOutsideBatch(t *testing.T) {
 	if err := os.MkdirAll(batchDir, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	killed := filepath.Join(staging, batchTag(w.Layout().Dir)+"-part-00000-0123456789ab.parquet.00112233aabbccdd.tmp")
+	killed := filepath.Join(staging, store.StagingTag(w.Layout().Dir)+"-part-00000-0123456789ab.parquet.00112233aabbccdd.tmp")
 	if err := os.WriteFile(killed, []byte("partial"), 0o666); err != nil {
 		t.Fatal(err)
 	}
@@ -404,7 +405,7 @@ func TestLocalTempFilesOutsideBatch(t *testing.T) {
 		}
 	}
 	// Another batch's file, old as it is, is left to that batch (or Sweep).
-	neighbour := filepath.Join(staging, batchTag("walks/graph=x/algorithm=y/batch=z")+"-_SUCCESS.0011.tmp")
+	neighbour := filepath.Join(staging, store.StagingTag("walks/graph=x/algorithm=y/batch=z")+"-_SUCCESS.0011.tmp")
 	if err := os.WriteFile(neighbour, nil, 0o666); err != nil {
 		t.Fatal(err)
 	}
@@ -432,131 +433,6 @@ func globT(t testing.TB, dir, pattern string) []string {
 		t.Fatal(err)
 	}
 	return m
-}
-
-// An exclusive local create is atomic: of two, one links and the other
-// finds the object there, and neither leaves a temporary file.
-func TestLocalExclusiveCreate(t *testing.T) {
-	dir := t.TempDir()
-	staging := filepath.Join(dir, TempDirName)
-	target := filepath.Join(dir, "a", "b", SuccessName)
-	var errs [2]error
-	var wg sync.WaitGroup
-	for i := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f, err := newLocalFile(staging, "tag", target, true)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			f.Write([]byte{byte('0' + i)})
-			errs[i] = f.Close()
-		}()
-	}
-	wg.Wait()
-	ok, lost := 0, 0
-	for _, err := range errs {
-		switch {
-		case err == nil:
-			ok++
-		case errors.Is(err, errExists) && isExists(err):
-			lost++
-		default:
-			t.Fatal(err)
-		}
-	}
-	if ok != 1 || lost != 1 {
-		t.Fatalf("%d created, %d lost", ok, lost)
-	}
-	if left := globT(t, staging, "*"); len(left) != 0 {
-		t.Fatalf("left in staging: %v", left)
-	}
-	// A non-exclusive write replaces.
-	f, err := newLocalFile(staging, "tag", target, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Write([]byte("x"))
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if data, _ := os.ReadFile(target); string(data) != "x" {
-		t.Fatalf("replaced content %q", data)
-	}
-}
-
-func TestSweepLocal(t *testing.T) {
-	b, root := fileBucket(t)
-	old := time.Now().Add(-2 * time.Hour)
-	staging := filepath.Join(root, "walks", TempDirName)
-	batch := filepath.Join(root, "walks", "graph=g", "algorithm=a", "batch=1")
-	for _, d := range []string{staging, batch} {
-		if err := os.MkdirAll(d, 0o777); err != nil {
-			t.Fatal(err)
-		}
-	}
-	files := map[string]bool{ // path: removed
-		filepath.Join(staging, "0123-part-00000-aaaaaaaaaaaa.parquet.01.tmp"): true,
-		filepath.Join(batch, "part-00003.parquet.17f0a.tmp"):                  true,
-		filepath.Join(batch, "_SUCCESS.17f0b.tmp"):                            true,
-		filepath.Join(batch, "part-00000-aaaaaaaaaaaa.parquet"):               false, // data
-		filepath.Join(batch, "notes.tmp"):                                     false, // not ours
-		filepath.Join(root, "elsewhere", "part-00000.parquet.17f0c.tmp"):      false, // outside the prefix
-	}
-	for p := range files {
-		os.MkdirAll(filepath.Dir(p), 0o777)
-		if err := os.WriteFile(p, []byte("x"), 0o666); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chtimes(p, old, old); err != nil {
-			t.Fatal(err)
-		}
-	}
-	youngTmp := filepath.Join(staging, "0123-_SUCCESS.02.tmp")
-	if err := os.WriteFile(youngTmp, nil, 0o666); err != nil {
-		t.Fatal(err)
-	}
-	files[youngTmp] = false
-	st, err := Sweep(context.Background(), b, "walks", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.TempFilesRemoved != 3 || st.UploadsAborted != 0 {
-		t.Errorf("stats %+v, want 3 files removed", st)
-	}
-	for p, removed := range files {
-		_, err := os.Stat(p)
-		if gone := errors.Is(err, os.ErrNotExist); gone != removed {
-			t.Errorf("%s: removed %v, want %v", p, gone, removed)
-		}
-	}
-}
-
-func TestCheck(t *testing.T) {
-	ctx := context.Background()
-	fb, root := fileBucket(t)
-	if err := Check(ctx, fb, "walks"); err != nil {
-		t.Fatalf("file bucket: %v", err)
-	}
-	if left := listAll(t, fb); len(left) != 0 {
-		t.Errorf("probe left %v", left)
-	}
-	if _, err := os.Stat(filepath.Join(root, "walks", TempDirName)); err != nil {
-		t.Errorf("staging directory not created: %v", err)
-	}
-	u := fakeS3(t)
-	if err := Check(ctx, openS3(t, u), "walks"); err != nil {
-		t.Fatalf("s3 bucket: %v", err)
-	}
-	missing := openS3(t, strings.Replace(u, "s3://walks?", "s3://nosuchbucket?", 1))
-	if err := Check(ctx, missing, "walks"); !errors.Is(err, ErrStoreConfig) {
-		t.Fatalf("missing bucket: %v, want ErrStoreConfig", err)
-	}
-	if IsRequestError(ErrStoreConfig) || IsRequestError(errors.New("x")) || !IsRequestError(conflictError("b", "1", "2")) {
-		t.Error("IsRequestError: only ErrBatchConflict is a request error")
-	}
 }
 
 // A writer killed after uploading parts leaves them in the batch directory;
@@ -630,7 +506,7 @@ func TestStoresRefuseOverwriteIfNotExist(t *testing.T) {
 				t.Fatal(err)
 			}
 			err := b.WriteAll(ctx, "walks/x/_SUCCESS", []byte("second"), opts)
-			if !isExists(err) {
+			if !store.IsExists(err) {
 				t.Fatalf("second create-if-absent put: %v, want FailedPrecondition", err)
 			}
 			if data, _ := b.ReadAll(ctx, "walks/x/_SUCCESS"); string(data) != "first" {

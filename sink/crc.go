@@ -6,15 +6,6 @@ import "hash/crc32"
 // hash/crc32 and the combination below use it.
 const castagnoliReflected = 0x82f63b78
 
-// sectionSum is the CRC32C of a section of a fragment (a column chunk),
-// computed by the encoder page by page while the pages were in cache; the
-// part writer combines it into the part's checksum instead of reading the
-// section a second time for it (crc32cCombine).
-type sectionSum struct {
-	off, n int64
-	crc    uint32
-}
-
 // crc32cCombine returns the CRC32C of a‖b from crcA, that of a, crcB, that
 // of b, and b's length: crcA times x^(8·lenB), modulo the polynomial, plus
 // crcB (the construction zlib's crc32_combine uses). It costs some 32

@@ -12,10 +12,6 @@ var (
 	// retrying it unchanged fails again (see IsRequestError). The output
 	// already there is left as it is.
 	ErrBatchConflict = errors.New("batch id already written by a different request")
-	// ErrStoreConfig is wrapped by Check when the bucket is missing or the
-	// credentials may not write to it: a configuration error that no retry
-	// fixes.
-	ErrStoreConfig = errors.New("object store misconfigured")
 )
 
 // IsRequestError says whether err is the request's fault rather than the

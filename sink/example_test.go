@@ -8,6 +8,7 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -23,7 +24,7 @@ func ExampleNewBatchWriter() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	bucket, err := sink.OpenBucket(ctx, "file://"+dir)
+	bucket, err := store.OpenBucket(ctx, "file://"+dir)
 	if err != nil {
 		log.Fatal(err)
 	}

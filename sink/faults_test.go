@@ -14,6 +14,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/internal/s3fault"
+	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -62,9 +63,9 @@ func checkOutput(t testing.TB, b *blob.Bucket, l Layout, m *Manifest) {
 		if err != nil {
 			t.Fatalf("part %s listed by the manifest: %v", f.Key, err)
 		}
-		if int64(len(data)) != f.Bytes || crc32cString(crc32.Checksum(data, castagnoli)) != f.CRC32C {
+		if int64(len(data)) != f.Bytes || store.CRC32CString(crc32.Checksum(data, castagnoli)) != f.CRC32C {
 			t.Fatalf("part %s: %d bytes, CRC32C %s; manifest says %d, %s", f.Key, len(data),
-				crc32cString(crc32.Checksum(data, castagnoli)), f.Bytes, f.CRC32C)
+				store.CRC32CString(crc32.Checksum(data, castagnoli)), f.Bytes, f.CRC32C)
 		}
 	}
 }
@@ -133,7 +134,7 @@ func TestPartLostAcks(t *testing.T) {
 		return &m, runEngine(t, g, testAlgo, 2000, 34), []Option{WithRowGroupRows(250), WithFileBytes(1)}
 	}
 	big := func(t *testing.T) (*BatchMeta, []walk.Chunk, []Option) {
-		const n = 80000 // ~18 MB uncompressed: one part above putThreshold, so multipart
+		const n = 80000 // ~18 MB uncompressed: one part above store's single-PUT threshold (16 MiB), so multipart
 		algo := walk.Algorithm{Kind: walk.DeepWalk, Length: 80}
 		m := BatchMeta{BatchID: "parts", Algorithm: algo, Seed: 1, Engine: "cpu", Walks: n, Fingerprint: "fp"}
 		return &m, bigChunks(ringGraph(t, 1<<20), n, 80, 1000), []Option{WithCompression(None), WithUploadBuffer(5<<20, 2), WithFileBytes(64 << 20)}

@@ -221,3 +221,15 @@ func (w *BatchWriter) cleanup(ctx context.Context) (cause, err error) {
 // cutPartPauses are the waits before deleting again the parts whose upload
 // an abort cut short (cleanup): 0.4 s in all, paid only by such an abort.
 var cutPartPauses = [...]time.Duration{20 * time.Millisecond, 80 * time.Millisecond, 300 * time.Millisecond}
+
+// sleepCtx waits d, or until ctx ends (its error then).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -14,6 +14,8 @@ import (
 
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
+
+	"github.com/walkstage/walkstage/store"
 )
 
 // Orphans: parts in the output tree that no manifest lists. A killed
@@ -77,8 +79,8 @@ func (s TidyStats) Removed() int { return s.UnlistedRemoved + s.AbandonedRemoved
 // newer version's) is left alone.
 //
 // Listing goes through the bucket on S3 and other stores, page by page;
-// for a file:// bucket opened by OpenBucket it reads the local directory
-// (as Sweep does; the staging directory is skipped). TidyOrphans stops at
+// for a file:// bucket opened by store.OpenBucket it reads the local directory
+// (as store.Sweep does; the staging directory is skipped). TidyOrphans stops at
 // the first store failure and returns what it removed so far with the
 // error; running it again resumes. Of opts only WithCallTimeout applies,
 // to each store call (a listing page, a manifest read, a delete).
@@ -97,7 +99,7 @@ func TidyOrphans(ctx context.Context, bucket *blob.Bucket, prefix string, olderT
 	}
 	cutoff := time.Now().Add(-olderThan)
 	t := &tidier{bucket: bucket, timeout: timeout, cutoff: cutoff, st: &st}
-	root, local := localRoot(bucket)
+	root, local := store.LocalRoot(bucket)
 	t.root, t.local = root, local
 	err = scanBatchDirs(ctx, bucket, keyPrefix, []string{kindDir, "graph="}, timeout, t.dir)
 	if err != nil {
@@ -178,7 +180,7 @@ func (t *tidier) dir(ctx context.Context, d batchDir, objs []listedObject) error
 
 func (t *tidier) remove(ctx context.Context, key string) error {
 	if t.local {
-		p, ok := localPath(t.root, key)
+		p, ok := store.LocalPath(t.root, key)
 		if !ok {
 			return fmt.Errorf("key %q is not a local path", key)
 		}
@@ -425,7 +427,7 @@ func scanBatchDirs(ctx context.Context, b *blob.Bucket, keyPrefix string, starts
 	}
 	for _, start := range starts {
 		var err error
-		if root, ok := localRoot(b); ok {
+		if root, ok := store.LocalRoot(b); ok {
 			err = walkLocal(ctx, root, keyPrefix, start, visit)
 		} else {
 			err = listBlob(ctx, b, keyPrefix+start, timeout, visit)
@@ -473,7 +475,7 @@ func walkLocal(ctx context.Context, root, keyPrefix, start string, visit func(st
 	base := root
 	if keyPrefix != "" {
 		var ok bool
-		if base, ok = localPath(root, strings.TrimSuffix(keyPrefix, "/")); !ok {
+		if base, ok = store.LocalPath(root, strings.TrimSuffix(keyPrefix, "/")); !ok {
 			return fmt.Errorf("prefix %q is not a local path", keyPrefix)
 		}
 	}
@@ -499,7 +501,7 @@ func walkLocal(ctx context.Context, root, keyPrefix, start string, visit func(st
 		if d.IsDir() {
 			// Descend only where keys under want can be: into want's own
 			// directories, and below them.
-			if d.Name() == TempDirName || !(strings.HasPrefix(key+"/", want) || strings.HasPrefix(want, key+"/")) {
+			if d.Name() == store.TempDirName || !(strings.HasPrefix(key+"/", want) || strings.HasPrefix(want, key+"/")) {
 				return filepath.SkipDir
 			}
 			return nil

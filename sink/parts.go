@@ -3,8 +3,6 @@ package sink
 import (
 	"bufio"
 	"context"
-	"encoding/base64"
-	"encoding/binary"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -14,6 +12,9 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"gocloud.dev/blob"
+
+	"github.com/walkstage/walkstage/sink/pages"
+	"github.com/walkstage/walkstage/store"
 )
 
 // part is the object being uploaded.
@@ -21,23 +22,17 @@ type part struct {
 	index  int
 	key    string
 	in     chan *group // row groups to append, closed after the last
-	ow     objectWriter
-	s3     s3Target
+	ow     store.Object
+	s3     store.S3Target
 	cancel context.CancelCauseFunc
 	out    *countingWriter
-	pw     rowGroupWriter
+	pw     pages.RowGroupWriter
 	bw     *bufio.Writer // between pw and out, for parts of fragments
 	file   File
 }
 
 // PartCRC32C computes a part's checksum in the manifest's form.
-func PartCRC32C(data []byte) string { return crc32cString(crc32.Checksum(data, castagnoli)) }
-
-// crc32cString is a CRC32C as S3 and the manifest write it: base64 of its
-// four big-endian bytes.
-func crc32cString(sum uint32) string {
-	return base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint32(nil, sum))
-}
+func PartCRC32C(data []byte) string { return store.CRC32CString(crc32.Checksum(data, castagnoli)) }
 
 // countingWriter counts and checksums (CRC32C) what goes to a part.
 type countingWriter struct {
@@ -49,12 +44,12 @@ type countingWriter struct {
 	// knownOf, being copied: such a section's sum is combined, not
 	// computed over bytes no longer in cache (0.39 of 5.88 core-s of the
 	// scale-22 one-shot on the 16-core host).
-	known   []sectionSum
+	known   []pages.SectionSum
 	knownOf *byte
 	// combined counts the bytes whose sum was known (for tests).
 	combined int64
 	// held says that the object holds bytes of the fragment being copied
-	// (heldWriter): the fragment must stay unchanged until the object is
+	// (store.HeldWriter): the fragment must stay unchanged until the object is
 	// closed.
 	held bool
 }
@@ -75,8 +70,8 @@ func (c *countingWriter) Sum32() uint32 { return c.crc }
 func (c *countingWriter) writeSection(f fragment, off int64, b []byte) (int, error) {
 	n, err := c.writeFragment(b)
 	if s, ok := c.knownSum(f, off, len(b)); ok && n == len(b) {
-		c.crc = crc32cCombine(c.crc, s.crc, s.n)
-		c.combined += s.n
+		c.crc = crc32cCombine(c.crc, s.CRC, s.N)
+		c.combined += s.N
 	} else {
 		c.crc = crc32cUpdate(c.crc, b[:n])
 	}
@@ -86,26 +81,26 @@ func (c *countingWriter) writeSection(f fragment, off int64, b []byte) (int, err
 }
 
 // knownSum is the encoder's sum of the n bytes at off in f, if it has one.
-func (c *countingWriter) knownSum(f fragment, off int64, n int) (sectionSum, bool) {
+func (c *countingWriter) knownSum(f fragment, off int64, n int) (pages.SectionSum, bool) {
 	if len(f) == 0 || &f[0] != c.knownOf {
-		return sectionSum{}, false
+		return pages.SectionSum{}, false
 	}
 	for _, s := range c.known {
-		if s.off == off && s.n == int64(n) {
+		if s.Off == off && s.N == int64(n) {
 			return s, true
 		}
 	}
-	return sectionSum{}, false
+	return pages.SectionSum{}, false
 }
 
 // writeFragment writes bytes of a fragment to the object, held rather than
 // copied where it can take them so.
 func (c *countingWriter) writeFragment(b []byte) (int, error) {
-	h, ok := c.w.(heldWriter)
+	h, ok := c.w.(store.HeldWriter)
 	if !ok {
 		return c.w.Write(b)
 	}
-	n, held, err := h.writeHeld(b)
+	n, held, err := h.WriteHeld(b)
 	c.held = c.held || held
 	return n, err
 }
@@ -262,7 +257,7 @@ const tailParts = 4
 
 // partLoop writes one part's row groups, then completes the object; on
 // failure or cancellation it abandons the upload. Fragments the object
-// holds (heldWriter) are reused only once it is complete: after a failure
+// holds (store.HeldWriter) are reused only once it is complete: after a failure
 // the request may still be reading them, so they are left to the
 // collector.
 func (w *BatchWriter) partLoop(p *part) {
@@ -317,7 +312,7 @@ func (w *BatchWriter) openPart(i int) (*part, error) {
 	p.in = make(chan *group, 64)
 	opts := append(w.partOpts[:len(w.partOpts):len(w.partOpts)], w.partMetadata(i)...)
 	p.bw = w.buf.writeBuffer(p.out)
-	p.pw = newPartWriter(w.cfg.walkEncoding, fragmentFlusher{p.bw, p.out}, opts...)
+	p.pw = pages.NewPartWriter(w.cfg.walkEncoding, fragmentFlusher{p.bw, p.out}, opts...)
 	return p, nil
 }
 
@@ -356,18 +351,18 @@ func (w *BatchWriter) newPart(i int) (*part, error) {
 		ContentType:    "application/vnd.apache.parquet",
 		BufferSize:     w.cfg.uploadBuffer,
 		MaxConcurrency: w.cfg.uploadParallel,
-		BeforeWrite:    p.s3.beforeWrite,
+		BeforeWrite:    p.s3.BeforeWrite,
 	})
 	if err != nil {
 		cancel(nil)
 		return nil, fmt.Errorf("sink: create %s: %w", key, err)
 	}
-	p.ow = &stallGuard{objectWriter: ow, ctx: ctx, d: w.cfg.stallTimeout, cancel: cancel}
+	p.ow = store.GuardStall(ctx, cancel, w.cfg.stallTimeout, ow)
 	p.out = &countingWriter{w: p.ow, total: &w.bytesWritten}
-	if so, ok := ow.(*s3PutObject); ok {
+	if so, ok := ow.(*store.S3PutObject); ok {
 		// The request's checksum is the part's, which p.out keeps over the
 		// same bytes: not computed a second time.
-		so.crc32c = p.out
+		so.UseCRC32C(p.out)
 	}
 	return p, nil
 }
@@ -387,7 +382,7 @@ func (w *BatchWriter) partMetadata(i int) []parquet.WriterOption {
 // metadata.
 func (w *BatchWriter) rowPartOptions(i int, output string, rowGroupRows int) []parquet.WriterOption {
 	opts := []parquet.WriterOption{
-		parquet.Compression(w.cfg.compression.codec()),
+		parquet.Compression(partCodec(w.cfg.compression)),
 		parquet.MaxRowsPerRowGroup(int64(rowGroupRows)),
 		parquet.DataPageVersion(1),
 		parquet.CreatedBy("walkstage", w.meta.WalkstageVersion, ""),
@@ -465,7 +460,7 @@ func (w *BatchWriter) sealPart(p *part, closeEncoder func() error) error {
 		return fmt.Errorf("sink: upload %s: %w", p.key, err)
 	}
 	p.file.Bytes = p.out.n
-	p.file.CRC32C = crc32cString(p.out.Sum32())
+	p.file.CRC32C = store.CRC32CString(p.out.Sum32())
 	w.sumsCombined.Add(p.out.combined)
 	w.mu.Lock()
 	w.files[p.index] = p.file
@@ -480,7 +475,7 @@ func (w *BatchWriter) sealPart(p *part, closeEncoder func() error) error {
 func (w *BatchWriter) abortPart(p *part) {
 	p.cancel(nil)
 	p.ow.Abort()
-	if err := p.s3.abortUploads(context.WithoutCancel(w.ctx), w.bucket, w.cfg.callTimeout); err != nil {
+	if err := p.s3.AbortUploads(context.WithoutCancel(w.ctx), w.bucket, w.cfg.callTimeout); err != nil {
 		w.mu.Lock()
 		w.abortErr = err
 		w.mu.Unlock()

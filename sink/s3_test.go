@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -23,6 +21,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -60,7 +59,7 @@ func serveFakeS3(t testing.TB, wrap func(faker http.Handler) http.Handler) (buck
 
 func openS3(t testing.TB, u string) *blob.Bucket {
 	t.Helper()
-	b, err := OpenBucket(context.Background(), u)
+	b, err := store.OpenBucket(context.Background(), u)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,6 +243,7 @@ func TestHungStoreTimesOut(t *testing.T) {
 	ctx := context.Background()
 	deadlines := []Option{WithCallTimeout(200 * time.Millisecond), WithUploadStallTimeout(300 * time.Millisecond)}
 	opts := append([]Option{WithRowGroupRows(500), WithFileBytes(1)}, deadlines...)
+	storeDeadlines := []store.Option{store.WithCallTimeout(200 * time.Millisecond)}
 	// bounded fails the test if f does not return in far more time than the
 	// deadlines allow; how long it took is not asserted.
 	bounded := func(t *testing.T, what string, f func() error) error {
@@ -296,7 +296,7 @@ func TestHungStoreTimesOut(t *testing.T) {
 				}
 			}
 			_, err = w.Commit(ctx)
-			if err != nil && !errors.Is(err, errStalled) {
+			if err != nil && !errors.Is(err, store.ErrStalled) {
 				t.Errorf("error %v does not say the upload stalled", err)
 			}
 			return err
@@ -318,15 +318,15 @@ func TestHungStoreTimesOut(t *testing.T) {
 		}},
 		{"check", func(t *testing.T, b *blob.Bucket, hang *atomic.Bool) error {
 			hang.Store(true)
-			err := Check(ctx, b, "walks", deadlines...)
-			if errors.Is(err, ErrStoreConfig) {
+			err := store.Check(ctx, b, "walks", storeDeadlines...)
+			if errors.Is(err, store.ErrConfig) {
 				t.Errorf("a hung store is not a configuration error: %v", err)
 			}
 			return err
 		}},
 		{"sweep", func(t *testing.T, b *blob.Bucket, hang *atomic.Bool) error {
 			hang.Store(true)
-			_, err := Sweep(ctx, b, "walks", time.Hour, deadlines...)
+			_, err := store.Sweep(ctx, b, "walks", time.Hour, storeDeadlines...)
 			return err
 		}},
 	} {
@@ -364,11 +364,11 @@ func sweepUploads(t *testing.T, b *blob.Bucket) {
 	inside := "walks/kind=walks/graph=g/algorithm=deepwalk/batch=k/part-00000-0123456789ab.parquet"
 	open(inside)
 	open("other/graph=g/algorithm=deepwalk/batch=k/part-00000-0123456789ab.parquet")
-	if st, err := Sweep(ctx, b, "walks", time.Hour); err != nil || st.UploadsAborted != 0 {
+	if st, err := store.Sweep(ctx, b, "walks", time.Hour); err != nil || st.UploadsAborted != 0 {
 		t.Fatalf("young uploads: %+v, %v; want none aborted", st, err)
 	}
 	time.Sleep(1100 * time.Millisecond) // S3 reports Initiated in whole seconds
-	st, err := Sweep(ctx, b, "walks/", time.Second)
+	st, err := store.Sweep(ctx, b, "walks/", time.Second)
 	if err != nil || st.UploadsAborted != 1 {
 		t.Fatalf("Sweep = %+v, %v; want one upload aborted", st, err)
 	}
@@ -563,52 +563,8 @@ func TestUnsignedPayload(t *testing.T) {
 		}
 		mu.Unlock()
 	}
-	if _, err := OpenBucket(context.Background(), base+"&unsigned_payload=maybe"); err == nil {
+	if _, err := store.OpenBucket(context.Background(), base+"&unsigned_payload=maybe"); err == nil {
 		t.Error("unsigned_payload=maybe accepted")
-	}
-}
-
-// Uploads that overlap reuse the bucket's connections from one round to
-// the next: the client keeps more idle connections than a stage uploads at
-// once (the SDK's default of 10 closed the rest and dialled them again).
-func TestS3KeepsConnections(t *testing.T) {
-	s3Env(t)
-	backend := s3mem.New()
-	faker := gofakes3.New(backend, gofakes3.WithLogger(gofakes3.DiscardLog()))
-	srv := httptest.NewUnstartedServer(faker.Server())
-	var dialled atomic.Int64
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			dialled.Add(1)
-		}
-	}
-	srv.Start()
-	t.Cleanup(srv.Close)
-	if err := backend.CreateBucket("walks"); err != nil {
-		t.Fatal(err)
-	}
-	b := openS3(t, "s3://walks?"+url.Values{"endpoint": {srv.URL}, "region": {"us-east-1"}, "use_path_style": {"true"}}.Encode())
-	const parallel, rounds = 32, 4
-	body := bytes.Repeat([]byte("walk"), 1<<10)
-	for r := range rounds {
-		var wg sync.WaitGroup
-		errs := make([]error, parallel)
-		for i := range parallel {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs[i] = b.WriteAll(context.Background(), fmt.Sprintf("k/%d/%d", r, i), body, nil)
-			}()
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// The first round dials up to parallel connections; later rounds find
-	// them idle.
-	if n := dialled.Load(); n > parallel+parallel/4 {
-		t.Fatalf("%d connections dialled for %d rounds of %d uploads, want about %d", n, rounds, parallel, parallel)
 	}
 }
 

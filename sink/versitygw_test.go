@@ -16,6 +16,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/internal/testversity"
+	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -146,14 +147,14 @@ func TestVersityGW(t *testing.T) {
 	})
 
 	t.Run("check", func(t *testing.T) {
-		if err := Check(ctx, b, "walks"); err != nil {
+		if err := store.Check(ctx, b, "walks"); err != nil {
 			t.Fatalf("usable bucket: %v", err)
 		}
 		// Credentials the gateway does not know: a configuration error.
 		t.Setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
 		bad := openS3(t, u)
-		if err := Check(ctx, bad, "walks"); !errors.Is(err, ErrStoreConfig) {
-			t.Fatalf("wrong secret: %v, want ErrStoreConfig", err)
+		if err := store.Check(ctx, bad, "walks"); !errors.Is(err, store.ErrConfig) {
+			t.Fatalf("wrong secret: %v, want store.ErrConfig", err)
 		}
 	})
 

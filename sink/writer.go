@@ -13,10 +13,11 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/format"
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/sink/pages"
+	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -85,8 +86,10 @@ var (
 	// group still misses walks (see WithMemoryLimit).
 	ErrReorderWindow = errors.New("walks arrived too far out of order for the sink's memory limit")
 	// ErrBadChunk is wrapped when a chunk breaks the walk.Chunk contract or
-	// the batch's bounds (walk ids, vertex ids, walk lengths).
-	ErrBadChunk = errors.New("invalid walk chunk")
+	// the batch's bounds (walk ids, vertex ids, walk lengths). It is the
+	// page encoder's pages.ErrBadChunk, which reports the vertex ids and
+	// the walks missing from or repeated in a row group.
+	ErrBadChunk = pages.ErrBadChunk
 	// ErrAborted is the cause recorded when Abort is called.
 	ErrAborted = errors.New("batch write aborted")
 )
@@ -119,14 +122,13 @@ type BatchWriter struct {
 	// parts after a manifest replace.
 	attempt string
 	started time.Time
-	// local is the directory of a file:// bucket opened by OpenBucket,
-	// written directly (see local.go), staging its staging directory and
+	// local is the directory of a file:// bucket opened by
+	// store.OpenBucket, written directly (see store.LocalFile), staging its staging directory and
 	// tag the batch's prefix of staging file names; all empty for other
 	// buckets.
 	local, staging, tag string
 
 	partOpts []parquet.WriterOption // the part writers' options; fragments match them, so copies are verbatim
-	schema   []format.SchemaElement // the footer schema of parts, reused by fragments
 	buf      *Buffers               // encoders, fragments (returned once appended to a part) and write buffers
 	kv       [][2]string
 
@@ -162,7 +164,7 @@ type BatchWriter struct {
 	walksWritten atomic.Int64
 	bytesWritten atomic.Int64
 	copiedLent   atomic.Int64 // vertices of lent chunks copied (detach)
-	sumsCombined atomic.Int64 // part bytes whose CRC32C the encoders computed (sectionSum)
+	sumsCombined atomic.Int64 // part bytes whose CRC32C the encoders computed (pages.SectionSum)
 }
 
 // group is one row group being collected, encoded and uploaded.
@@ -178,7 +180,7 @@ type group struct {
 	dispatched bool
 	ready      chan struct{} // closed when encoded (or failed)
 	frag       []byte
-	sums       []sectionSum // frag's column chunks' CRC32Cs
+	sums       []pages.SectionSum // frag's column chunks' CRC32Cs
 	steps      int64
 	err        error
 }
@@ -298,7 +300,7 @@ func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta Bat
 		{MetaWalkstageVersion, meta.WalkstageVersion},
 	}
 	w.partOpts = []parquet.WriterOption{
-		parquet.Compression(cfg.compression.codec()),
+		parquet.Compression(partCodec(cfg.compression)),
 		parquet.MaxRowsPerRowGroup(w.rows),
 		parquet.DataPageVersion(1),
 		// No buffer of parquet-go's own: each part's comes from w.buf
@@ -306,13 +308,13 @@ func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta Bat
 		parquet.WriteBufferSize(-1),
 		parquet.CreatedBy("walkstage", meta.WalkstageVersion, ""),
 	}
-	w.cfg.walkEncoding = cfg.walkEncoding.resolve(cfg.compression)
-	if w.schema, err = fileSchema(w.cfg.walkEncoding); err != nil {
+	w.cfg.walkEncoding = resolveWalkEncoding(cfg.walkEncoding)
+	if _, err = pages.FileSchema(w.cfg.walkEncoding); err != nil {
 		return nil, fmt.Errorf("sink: batch %s: %w", meta.BatchID, err)
 	}
-	if root, ok := localRoot(b); ok {
-		if _, ok := localPath(root, layout.SuccessKey()); ok {
-			w.local, w.staging, w.tag = root, localStaging(root, prefix), batchTag(layout.Dir)
+	if root, ok := store.LocalRoot(b); ok {
+		if _, ok := store.LocalPath(root, layout.SuccessKey()); ok {
+			w.local, w.staging, w.tag = root, store.LocalStaging(root, prefix), store.StagingTag(layout.Dir)
 		}
 	}
 	w.swept = make(chan struct{})
@@ -641,21 +643,25 @@ func (w *BatchWriter) checkChunk(c *walk.Chunk) error {
 // Parquet files ("fragments") that the uploader splices into parts.
 func (w *BatchWriter) encodeLoop() {
 	defer w.wg.Done()
-	e, err := w.buf.encoder(w)
+	e, err := w.buf.encoder(w.encoderConfig())
 	if err != nil {
 		w.fail(fmt.Errorf("sink: %w", err))
 		return
 	}
 	defer w.buf.putEncoder(e)
+	var rg pages.RowGroup
 	for {
 		select {
 		case gr := <-w.work:
-			e.out = w.buf.frag()
+			rg = pages.RowGroup{Index: gr.index, Base: gr.base, Rows: gr.rows, Staged: gr.staged, Segments: rg.Segments[:0]}
+			for _, sg := range gr.segs {
+				rg.Segments = append(rg.Segments, pages.Segment{Chunk: &sg.c.Chunk, Lo: sg.lo, Hi: sg.hi})
+			}
 			done := w.buf.turn()
-			frag, steps, err := e.encode(gr)
+			frag, steps, err := e.Encode(w.buf.frag(), &rg)
 			done()
-			e.out = nil
-			sums := slices.Clone(e.sums)
+			clear(rg.Segments) // the chunks go back to their owner below
+			sums := slices.Clone(e.Sums())
 			for _, sg := range gr.segs {
 				w.unref(sg.c)
 			}
@@ -676,6 +682,12 @@ func (w *BatchWriter) encodeLoop() {
 			return
 		}
 	}
+}
+
+// encoderConfig is how w's row groups are encoded.
+func (w *BatchWriter) encoderConfig() pages.Config {
+	return pages.Config{Graph: w.g, Compression: w.cfg.compression, ZstdLevel: w.cfg.zstdLevel,
+		WalkEncoding: w.cfg.walkEncoding, GeneralPages: w.cfg.generalPages}
 }
 
 // castagnoli is the CRC32C table; hash/crc32 uses the CPU's CRC32

@@ -23,6 +23,8 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/sink/pages"
+	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -92,7 +94,7 @@ func expectedRows(g *graph.Graph, chunks []walk.Chunk, n int) []Row {
 
 func fileBucket(t testing.TB) (*blob.Bucket, string) {
 	dir := t.TempDir()
-	b, err := OpenBucket(context.Background(), "file://"+dir)
+	b, err := store.OpenBucket(context.Background(), "file://"+dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -512,12 +514,6 @@ func TestBatchLayoutEscapes(t *testing.T) {
 	if got := l.AttemptPartKey(12, "0123456789ab"); got != "d/part-00012-0123456789ab.parquet" {
 		t.Errorf("AttemptPartKey = %q", got)
 	}
-	if got := ObjectURL("s3://bkt?endpoint=x&region=y", "a/b"); got != "s3://bkt/a/b" {
-		t.Errorf("ObjectURL = %q", got)
-	}
-	if got := ObjectURL("file:///tmp/w", "a/b"); got != "file:///tmp/w/a/b" {
-		t.Errorf("ObjectURL = %q", got)
-	}
 }
 
 var _ = io.EOF
@@ -841,7 +837,7 @@ func TestChunksComeBackAfterFailure(t *testing.T) {
 }
 
 // The parts' checksums come mostly from the encoders' sums of the column
-// chunks (sectionSum), and are right: readBatch checks every part's bytes
+// chunks (pages.SectionSum), and are right: readBatch checks every part's bytes
 // against its manifest CRC32C.
 func TestPartChecksumsFromEncoders(t *testing.T) {
 	g, chunks, opts, _ := releaseCase(t)
@@ -864,13 +860,15 @@ func TestPartChecksumsFromEncoders(t *testing.T) {
 func TestCountingWriterReadFrom(t *testing.T) {
 	frag := fragment(bytes.Repeat([]byte("0123456789abcdef"), 1000))
 	other := fragment(bytes.Clone(frag))
-	sum := func(off, n int64) sectionSum { return sectionSum{off, n, crc32.Checksum(frag[off:off+n], castagnoli)} }
+	sum := func(off, n int64) pages.SectionSum {
+		return pages.SectionSum{Off: off, N: n, CRC: crc32.Checksum(frag[off:off+n], castagnoli)}
+	}
 	section := func() io.Reader { return io.NewSectionReader(frag, 100, 5000) }
 	for _, tc := range []struct {
 		name     string
 		r        func() io.Reader
 		want     []byte
-		known    []sectionSum
+		known    []pages.SectionSum
 		of       *byte
 		combined int64
 		wrong    bool // the known sum is wrong, so must the checksum be
@@ -880,13 +878,13 @@ func TestCountingWriterReadFrom(t *testing.T) {
 			s := io.NewSectionReader(frag, 100, 5000)
 			_, _ = s.Read(make([]byte, 777))
 			return s
-		}, want: frag[877:5100], known: []sectionSum{sum(100, 5000)}, of: &frag[0]},
+		}, want: frag[877:5100], known: []pages.SectionSum{sum(100, 5000)}, of: &frag[0]},
 		{name: "other reader", r: func() io.Reader { return bytes.NewBufferString("walks") }, want: []byte("walks")},
-		{name: "section, sum known", r: section, want: frag[100:5100], known: []sectionSum{sum(0, 100), sum(100, 5000)}, of: &frag[0], combined: 5000},
+		{name: "section, sum known", r: section, want: frag[100:5100], known: []pages.SectionSum{sum(0, 100), sum(100, 5000)}, of: &frag[0], combined: 5000},
 		{name: "section, wrong sum known", r: section, want: frag[100:5100],
-			known: []sectionSum{{100, 5000, sum(100, 5000).crc ^ 4}}, of: &frag[0], combined: 5000, wrong: true},
-		{name: "section, sum known of another", r: section, want: frag[100:5100], known: []sectionSum{sum(100, 4999), sum(99, 5000)}, of: &frag[0]},
-		{name: "section, sum known of another fragment", r: section, want: frag[100:5100], known: []sectionSum{sum(100, 5000)}, of: &other[0]},
+			known: []pages.SectionSum{{Off: 100, N: 5000, CRC: sum(100, 5000).CRC ^ 4}}, of: &frag[0], combined: 5000, wrong: true},
+		{name: "section, sum known of another", r: section, want: frag[100:5100], known: []pages.SectionSum{sum(100, 4999), sum(99, 5000)}, of: &frag[0]},
+		{name: "section, sum known of another fragment", r: section, want: frag[100:5100], known: []pages.SectionSum{sum(100, 5000)}, of: &other[0]},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer

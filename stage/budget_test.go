@@ -12,8 +12,8 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -233,7 +233,7 @@ func TestSmallRequestWalksBetweenSlicesOfAnExpensiveOne(t *testing.T) {
 	}
 	t.Logf("engine runs: %v", runs)
 
-	bucket, err := sink.OpenBucket(ctx, outURL)
+	bucket, err := store.OpenBucket(ctx, outURL)
 	if err != nil {
 		t.Fatal(err)
 	}

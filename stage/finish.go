@@ -17,6 +17,7 @@ import (
 	"github.com/walkstage/walkstage/icetable"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -187,11 +188,11 @@ func (s *Stage) report(ctx context.Context, b *batch, man *sink.Manifest, manife
 		Graph: man.Graph, GraphVersion: man.GraphVersion, Algorithm: b.req.DescribeAlgorithm(b.v.g), Engine: man.Engine,
 		RNGSeed: b.req.RNGSeed, Seeds: len(b.req.Seeds), SkippedSeeds: b.req.Skipped, SkippedIDs: b.req.SkippedIDs,
 		Walks: man.Walks + man.Instances, Steps: man.Steps + man.Edges, Queries: man.Queries, Candidates: man.Candidates,
-		Manifest: sink.ObjectURL(s.o.BucketURL, manifestKey),
+		Manifest: store.ObjectURL(s.o.BucketURL, manifestKey),
 		Timings: source.Timings{Queued: b.launched.Sub(b.queuedAt).Seconds(), Walking: b.walked.Seconds(),
 			Writing: writing.Seconds(), Total: time.Since(b.queuedAt).Seconds()}}
 	for _, f := range man.Files {
-		ev.Objects = append(ev.Objects, sink.ObjectURL(s.o.BucketURL, f.Key))
+		ev.Objects = append(ev.Objects, store.ObjectURL(s.o.BucketURL, f.Key))
 	}
 	s.dependencyOK(depStore, b.holder())
 	// The objects are durable: from here only the event is retried, never

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/walkstage/walkstage/graph"
-	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -85,7 +85,7 @@ func unitStage(t *testing.T, g *graph.Graph) *Stage {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := sink.OpenBucket(context.Background(), "file://"+t.TempDir())
+	b, err := store.OpenBucket(context.Background(), "file://"+t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

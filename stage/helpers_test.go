@@ -24,8 +24,8 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/internal/testversity"
-	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/tracing"
 )
 
@@ -73,7 +73,7 @@ func startS3(t testing.TB) (string, *blob.Bucket) {
 		os.Setenv(k, v) // children inherit them; t.Setenv forbids parallel tests we do not run anyway
 	}
 	u := "s3://walks?endpoint=" + srv.URL + "&use_path_style=true&region=us-east-1"
-	b, err := sink.OpenBucket(context.Background(), u)
+	b, err := store.OpenBucket(context.Background(), u)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func startVersityS3(t testing.TB) (string, *blob.Bucket) {
 	}
 	endpoint := testversity.Start(t)
 	u := "s3://walks?endpoint=" + endpoint + "&use_path_style=true&region=us-east-1"
-	b, err := sink.OpenBucket(context.Background(), u)
+	b, err := store.OpenBucket(context.Background(), u)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -39,7 +40,7 @@ func TestWriteGivesBackEveryChunkAfterAFailure(t *testing.T) {
 	t.Cleanup(func() { cpu.Close() })
 	eng := &recyclingEngine{Engine: cpu, back: map[uint64]int{}}
 	v := newServed(g, eng)
-	b, err := sink.OpenBucket(context.Background(), "file://"+t.TempDir())
+	b, err := store.OpenBucket(context.Background(), "file://"+t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,8 +21,8 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/graph"
-	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -122,7 +122,7 @@ func flakyS3(t *testing.T) (*blob.Bucket, *atomic.Bool) {
 		"AWS_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true", "AWS_MAX_ATTEMPTS": "1"} {
 		os.Setenv(k, v)
 	}
-	b, err := sink.OpenBucket(context.Background(), "s3://walks?endpoint="+srv.URL+"&use_path_style=true&region=us-east-1")
+	b, err := store.OpenBucket(context.Background(), "s3://walks?endpoint="+srv.URL+"&use_path_style=true&region=us-east-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +276,7 @@ func metricValue(c prometheus.Metric) float64 {
 // fileBucket is a real file:// store in a temporary directory.
 func fileBucket(t *testing.T) *blob.Bucket {
 	t.Helper()
-	b, err := sink.OpenBucket(context.Background(), "file://"+filepath.ToSlash(t.TempDir()))
+	b, err := store.OpenBucket(context.Background(), "file://"+filepath.ToSlash(t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}

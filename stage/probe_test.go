@@ -11,7 +11,7 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
-	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/store"
 )
 
 // The object-store probe is one bucket-level request a round, never a
@@ -43,7 +43,7 @@ func TestStoreProbeIsBucketLevel(t *testing.T) {
 		ok     bool
 	}{{"walks", true}, {"missing", false}} {
 		u := "s3://" + c.bucket + "?endpoint=" + srv.URL + "&use_path_style=true&region=us-east-1"
-		b, err := sink.OpenBucket(ctx, u)
+		b, err := store.OpenBucket(ctx, u)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +63,7 @@ func TestStoreProbeIsBucketLevel(t *testing.T) {
 	}
 
 	dir := filepath.Join(t.TempDir(), "out")
-	b, err := sink.OpenBucket(ctx, "file://"+dir)
+	b, err := store.OpenBucket(ctx, "file://"+dir)
 	if err != nil {
 		t.Fatal(err)
 	}

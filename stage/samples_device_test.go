@@ -15,6 +15,7 @@ import (
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -61,7 +62,7 @@ func TestStageSamplesOnTheDevice(t *testing.T) {
 	}
 	dev := &deviceCPU{CPU: cpu, g: g}
 	dir := t.TempDir()
-	bucket, err := sink.OpenBucket(ctx, "file://"+dir)
+	bucket, err := store.OpenBucket(ctx, "file://"+dir)
 	if err != nil {
 		t.Fatal(err)
 	}

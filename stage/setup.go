@@ -28,6 +28,7 @@ import (
 	"github.com/walkstage/walkstage/internal/redact"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/tracing"
 )
 
@@ -68,7 +69,7 @@ func loadGraph(ctx context.Context, location, dir string) (*graph.Graph, error) 
 	}
 	bu := *u
 	bu.Path = ""
-	b, err := sink.OpenBucket(ctx, bu.String())
+	b, err := store.OpenBucket(ctx, bu.String())
 	if err != nil {
 		return nil, fmt.Errorf("graph %s: %w", location, err)
 	}
@@ -259,7 +260,7 @@ func kafkaOptions(c Config) (source.KafkaOptions, error) {
 // store that does not answer is no error here: storeErr says so, and the
 // stage starts not ready.
 func (rt *Runtime) openOutput(ctx context.Context, c Config, log *slog.Logger) (_ *blob.Bucket, storeErr, err error) {
-	bucket, err := sink.OpenBucket(ctx, c.OutputURL)
+	bucket, err := store.OpenBucket(ctx, c.OutputURL)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -268,8 +269,8 @@ func (rt *Runtime) openOutput(ctx context.Context, c Config, log *slog.Logger) (
 	// found now, before any request is taken, not dead-lettered per batch.
 	// A store that is only unreachable is an outage: the stage starts not
 	// ready and its probe finds when the store is back.
-	storeErr = sink.Check(ctx, bucket, c.OutputPrefix, sink.WithCallTimeout(c.StoreTimeout))
-	if errors.Is(storeErr, sink.ErrStoreConfig) {
+	storeErr = store.Check(ctx, bucket, c.OutputPrefix, store.WithCallTimeout(c.StoreTimeout))
+	if errors.Is(storeErr, store.ErrConfig) {
 		return nil, nil, fmt.Errorf("output %s: %w", redact.String(c.OutputURL), storeErr)
 	}
 	if storeErr != nil {
@@ -298,7 +299,7 @@ func sweepOutput(ctx context.Context, b *blob.Bucket, prefix string, age, timeou
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	t0 := time.Now()
-	st, err := sink.Sweep(ctx, b, prefix, age, sink.WithCallTimeout(timeout))
+	st, err := store.Sweep(ctx, b, prefix, age, store.WithCallTimeout(timeout))
 	if err != nil {
 		log.Warn("sweeping leftovers of killed writers failed; the next start-up retries", "err", err)
 	}

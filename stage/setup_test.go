@@ -15,7 +15,7 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
-	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/store"
 )
 
 func TestLoadGraphFromPathAndObjectURL(t *testing.T) {
@@ -70,7 +70,7 @@ func TestMainAnswersProbesWhileLoading(t *testing.T) {
 	os.Setenv("AWS_SECRET_ACCESS_KEY", "test")
 	data, _ := os.ReadFile(path)
 	q := "?endpoint=" + srv.URL + "&use_path_style=true&region=us-east-1"
-	b, err := sink.OpenBucket(context.Background(), "s3://walks"+q)
+	b, err := store.OpenBucket(context.Background(), "s3://walks"+q)
 	if err != nil {
 		t.Fatal(err)
 	}

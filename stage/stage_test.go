@@ -14,6 +14,7 @@ import (
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -112,7 +113,7 @@ func TestMicroBatchingSharesLaunchesAndKeepsOutput(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	bucket, err := sink.OpenBucket(ctx, outURL)
+	bucket, err := store.OpenBucket(ctx, outURL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/store"
 )
 
 const outputUsage = `usage: walkstage output <subcommand> [flags]
@@ -95,7 +96,7 @@ for file:// buckets; s3:// needs DuckDB's httpfs and credentials).`)
 	if *format != "urls" && *format != "duckdb" {
 		return usageErrorf(fs, "--format %q is not urls or duckdb", *format)
 	}
-	bucket, err := sink.OpenBucket(ctx, bucketURL)
+	bucket, err := store.OpenBucket(ctx, bucketURL)
 	if err != nil {
 		return err
 	}
@@ -106,17 +107,17 @@ for file:// buckets; s3:// needs DuckDB's httpfs and credentials).`)
 	}
 	for _, k := range found.LeftOut {
 		fmt.Fprintf(stderr, "walkstage output ls: left out %s: the manifest does not decode or lists a part that is missing or of another size\n",
-			sink.ObjectURL(bucketURL, k))
+			store.ObjectURL(bucketURL, k))
 	}
 	keys := found.Parts()
 	if *format == "urls" {
 		for _, k := range keys {
-			fmt.Fprintln(stdout, sink.ObjectURL(bucketURL, k))
+			fmt.Fprintln(stdout, store.ObjectURL(bucketURL, k))
 		}
 		return nil
 	}
 	if len(keys) == 0 {
-		return fmt.Errorf("no committed %s parts under %s (read_parquet needs at least one file)", *kind, sink.ObjectURL(bucketURL, of.prefix))
+		return fmt.Errorf("no committed %s parts under %s (read_parquet needs at least one file)", *kind, store.ObjectURL(bucketURL, of.prefix))
 	}
 	fmt.Fprintln(stdout, duckdbList(bucketURL, keys))
 	return nil
@@ -133,7 +134,7 @@ func duckdbList(bucketURL string, keys []string) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		u := sink.ObjectURL(bucketURL, k)
+		u := store.ObjectURL(bucketURL, k)
 		if p, err := url.Parse(u); err == nil && p.Scheme == "file" {
 			u = p.Path
 		}
@@ -187,14 +188,14 @@ or 'walkstage walk' writes under the prefix. The last line, "RESULT k=v
 	if age < 0 {
 		return usageErrorf(fs, "--older-than is required: longer than the longest attempt at a batch (e.g. 2h); 0 only while nothing writes under the prefix")
 	}
-	bucket, err := sink.OpenBucket(ctx, bucketURL)
+	bucket, err := store.OpenBucket(ctx, bucketURL)
 	if err != nil {
 		return err
 	}
 	defer bucket.Close()
 	t0 := time.Now()
 	st, err := sink.TidyOrphans(ctx, bucket, of.prefix, age, sink.WithCallTimeout(of.timeout))
-	where := sink.ObjectURL(bucketURL, strings.Trim(of.prefix, "/"))
+	where := store.ObjectURL(bucketURL, strings.Trim(of.prefix, "/"))
 	fmt.Fprintf(stdout, "%s: removed %d parts, %d bytes (%d that their batch's manifest does not list, %d in batch directories without a manifest) "+
 		"of %d batch directories; kept %d younger than %v; left %d directories alone (manifest undecodable or incomplete)\n",
 		where, st.Removed(), st.BytesRemoved, st.UnlistedRemoved, st.AbandonedRemoved, st.Dirs, st.YoungKept, age, st.DirsLeft)

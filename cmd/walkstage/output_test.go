@@ -16,6 +16,7 @@ import (
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/store"
 )
 
 func runOutput(t *testing.T, args ...string) (stdout, stderr string, err error) {
@@ -205,7 +206,7 @@ func TestOutputLsAndTidyS3(t *testing.T) {
 		t.Fatalf("%v\n%s", err, msg)
 	}
 	ctx := context.Background()
-	b, err := sink.OpenBucket(ctx, u)
+	b, err := store.OpenBucket(ctx, u)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/store"
 )
 
 // runRequest is what a `walkstage walk` run writes, as its fingerprint
@@ -97,7 +98,7 @@ func guardOutput(ctx context.Context, bucket *blob.Bucket, out, prefix, id, fp s
 func describeOutput(out, prefix string, m *sink.Manifest) string {
 	where := m.BatchID
 	if l, err := m.Layout(prefix); err == nil {
-		where = sink.ObjectURL(out, l.SuccessKey())
+		where = store.ObjectURL(out, l.SuccessKey())
 	}
 	a := m.Algorithm
 	what := fmt.Sprintf("%s %s length %d, seed %d, engine %s, %s", m.Kind(), a.Name, a.Length, m.Seed, m.Engine, m.Compression)

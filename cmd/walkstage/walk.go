@@ -22,6 +22,7 @@ import (
 	"github.com/walkstage/walkstage/engines"
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -202,7 +203,7 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer eng.Close()
 
-	bucket, err := sink.OpenBucket(ctx, o.out)
+	bucket, err := store.OpenBucket(ctx, o.out)
 	if err != nil {
 		return err
 	}
@@ -234,7 +235,7 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	fmt.Fprintf(stderr, "walking %d walks (%d seeds x %d) of %s with the %s engine into %s\n", len(starts), nSeeds, o.perVertex,
-		algo, eng.Name(), sink.ObjectURL(o.out, w.Layout().Dir))
+		algo, eng.Name(), store.ObjectURL(o.out, w.Layout().Dir))
 	return o.run(ctx, eng, algo, starts, w, guard, stdout, stderr)
 }
 
@@ -515,10 +516,10 @@ func newWalkResult(bucketURL string, w *sink.BatchWriter, m *sink.Manifest, tota
 	r := walkResult{Status: "succeeded", BatchID: m.BatchID, Output: cmp.Or(m.Output, "walks"), Graph: m.Graph,
 		GraphVersion: m.GraphVersion, Algorithm: m.Algorithm.Name, Engine: m.Engine, RNGSeed: strconv.FormatUint(m.Seed, 10),
 		Walks: m.Walks, Steps: m.Steps, Queries: m.Queries, Candidates: m.Candidates, Instances: m.Instances, Edges: m.Edges,
-		Bytes: m.Bytes, Objects: make([]string, len(m.Files)), Manifest: sink.ObjectURL(bucketURL, w.Layout().SuccessKey()),
+		Bytes: m.Bytes, Objects: make([]string, len(m.Files)), Manifest: store.ObjectURL(bucketURL, w.Layout().SuccessKey()),
 		DurationSeconds: total.Seconds()}
 	for i, f := range m.Files {
-		r.Objects[i] = sink.ObjectURL(bucketURL, f.Key)
+		r.Objects[i] = store.ObjectURL(bucketURL, f.Key)
 	}
 	return r
 }
@@ -526,7 +527,7 @@ func newWalkResult(bucketURL string, w *sink.BatchWriter, m *sink.Manifest, tota
 // reportWalks prints what a committed walk run wrote and how fast.
 func reportWalks(stdout io.Writer, out string, eng walk.Engine, w *sink.BatchWriter, m *sink.Manifest, total, walkTime time.Duration) {
 	fmt.Fprintf(stdout, "wrote %d walks, %d steps in %d part(s), %s, to %s\n", m.Walks, m.Steps, len(m.Files), humanBytes(m.Bytes),
-		sink.ObjectURL(out, w.Layout().SuccessKey()))
+		store.ObjectURL(out, w.Layout().SuccessKey()))
 	fmt.Fprintf(stdout, "walk+encode %s (engine returned after %s): %.1f M steps/s, %.1f M walk vertices/s, %.1f MB/s\n",
 		total.Round(time.Millisecond), walkTime.Round(time.Millisecond), float64(m.Steps)/total.Seconds()/1e6,
 		float64(m.Steps+m.Walks)/total.Seconds()/1e6, float64(m.Bytes)/total.Seconds()/1e6)

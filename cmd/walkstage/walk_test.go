@@ -20,6 +20,7 @@ import (
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/store"
 )
 
 // walkTestGraph saves a small graph with sparse external ids.
@@ -71,7 +72,7 @@ func TestWalkCommandWritesBatch(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%v\n%s", err, out)
 				}
-				b, err := sink.OpenBucket(context.Background(), "file://"+dir)
+				b, err := store.OpenBucket(context.Background(), "file://"+dir)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -167,7 +168,7 @@ func TestWalkCommandToS3(t *testing.T) {
 	if !strings.Contains(out, "s3://out/p/q/kind=walks/graph=tiny/algorithm=node2vec/batch=s3/_SUCCESS") {
 		t.Errorf("output does not name the manifest's URL:\n%s", out)
 	}
-	b, err := sink.OpenBucket(context.Background(), u)
+	b, err := store.OpenBucket(context.Background(), u)
 	if err != nil {
 		t.Fatal(err)
 	}

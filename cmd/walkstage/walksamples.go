@@ -16,6 +16,7 @@ import (
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -172,7 +173,7 @@ func walkSamples(ctx context.Context, kind walk.SampleKind, f *sampleFlags, r sa
 		defer eng.Close()
 	}
 	engine := walk.SampleEngine(eng, p)
-	bucket, err := sink.OpenBucket(ctx, r.out)
+	bucket, err := store.OpenBucket(ctx, r.out)
 	if err != nil {
 		return err
 	}
@@ -201,7 +202,7 @@ func walkSamples(ctx context.Context, kind walk.SampleKind, f *sampleFlags, r sa
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "sampling %d instances (%s) with the %s engine into %s\n", n, p, engine, sink.ObjectURL(r.out, w.Layout().Dir))
+	fmt.Fprintf(stderr, "sampling %d instances (%s) with the %s engine into %s\n", n, p, engine, store.ObjectURL(r.out, w.Layout().Dir))
 	// Waves of instances bound the edges held, as in the stage. A wave is
 	// written on its own goroutine while the next one samples (at most two
 	// waves held).
@@ -272,7 +273,7 @@ func walkSamples(ctx context.Context, kind walk.SampleKind, f *sampleFlags, r sa
 		return printJSON(stdout, newWalkResult(r.out, w, m, total))
 	}
 	fmt.Fprintf(stdout, "wrote %d instances, %d sampled edges in %d part(s), %s, to %s\n", m.Instances, m.Edges, len(m.Files),
-		humanBytes(m.Bytes), sink.ObjectURL(r.out, w.Layout().SuccessKey()))
+		humanBytes(m.Bytes), store.ObjectURL(r.out, w.Layout().SuccessKey()))
 	fmt.Fprintf(stdout, "sample %s (%.1f M SEPS), sample+write %s (%.1f M edges/s)\n", sampled.Round(time.Millisecond),
 		float64(st.Edges)/sampled.Seconds()/1e6, total.Round(time.Millisecond), float64(m.Edges)/total.Seconds()/1e6)
 	return nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -25,7 +26,7 @@ func walkVisits(ctx context.Context, eng walk.Engine, g *graph.Graph, p walk.Vis
 		ids[i] = strconv.FormatInt(g.ExternalID(s), 10)
 	}
 	fmt.Fprintf(stderr, "counting visits of %d queries (%s, steps/query %d, walks/seed %d, top %d) with the %s engine into %s\n",
-		len(qs), p.Algorithm, p.StepsPerQuery, p.WalksPerSeed, p.TopK, eng.Name(), sink.ObjectURL(bucketURL, w.Layout().Dir))
+		len(qs), p.Algorithm, p.StepsPerQuery, p.WalksPerSeed, p.TopK, eng.Name(), store.ObjectURL(bucketURL, w.Layout().Dir))
 	t0 := time.Now()
 	res, st, err := walk.CountVisits(ctx, eng, g, p, qs)
 	counted := time.Since(t0)
@@ -50,7 +51,7 @@ func walkVisits(ctx context.Context, eng walk.Engine, g *graph.Graph, p walk.Vis
 		return printJSON(stdout, newWalkResult(bucketURL, w, m, total))
 	}
 	fmt.Fprintf(stdout, "wrote %d queries, %d candidates, %d steps counted in %d walks, in %d part(s), %s, to %s\n", m.Queries,
-		m.Candidates, m.Steps, m.Walks, len(m.Files), humanBytes(m.Bytes), sink.ObjectURL(bucketURL, w.Layout().SuccessKey()))
+		m.Candidates, m.Steps, m.Walks, len(m.Files), humanBytes(m.Bytes), store.ObjectURL(bucketURL, w.Layout().SuccessKey()))
 	fmt.Fprintf(stdout, "count %s, count+write %s: %.0f queries/s, %.1f M counted steps/s (%.1f M walked)\n",
 		counted.Round(time.Millisecond), total.Round(time.Millisecond), float64(len(qs))/total.Seconds(),
 		float64(st.Steps)/total.Seconds()/1e6, float64(st.WalkedSteps)/total.Seconds()/1e6)

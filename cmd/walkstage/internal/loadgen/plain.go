@@ -13,6 +13,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/store"
 )
 
 // PlainUpload is a measurement of the object store alone: objects of random
@@ -41,7 +42,7 @@ func (p PlainUpload) Run(ctx context.Context) (*PlainResult, error) {
 	if p.Bytes < 1 || p.ObjectBytes < 1 || p.Parallel < 1 {
 		return nil, fmt.Errorf("plain upload: bytes %d, object bytes %d, parallel %d: want at least 1 each", p.Bytes, p.ObjectBytes, p.Parallel)
 	}
-	b, err := sink.OpenBucket(ctx, p.BucketURL)
+	b, err := store.OpenBucket(ctx, p.BucketURL)
 	if err != nil {
 		return nil, fmt.Errorf("plain upload: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/store"
 )
 
 // Modes of a measurement.
@@ -304,12 +305,12 @@ func (k *collector) series(ctx context.Context, pool []int64, p *kgo.Client, aft
 // from the bucket the stage writes to (bucketURL as the stage's
 // WALKSTAGE_OUTPUT_URL), into r.Bytes.
 func (r *Result) AddBytes(ctx context.Context, bucketURL string) error {
-	b, err := sink.OpenBucket(ctx, bucketURL)
+	b, err := store.OpenBucket(ctx, bucketURL)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	base := sink.ObjectURL(bucketURL, "")
+	base := store.ObjectURL(bucketURL, "")
 	var (
 		mu    sync.Mutex
 		total int64

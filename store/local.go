@@ -1,4 +1,4 @@
-package sink
+package store
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 	"gocloud.dev/blob"
 )
 
-// Local directories (file:// buckets) are written by this package directly
+// Local directories (file:// buckets) are written by LocalFile directly
 // rather than through gocloud's fileblob writer, which can do none of what
 // the output needs: it puts its temporary file next to the target (inside
 // the batch directory, where a killed process leaves it for DuckDB and
@@ -64,10 +64,10 @@ func registerBucket(b *blob.Bucket, info bucketInfo) {
 	}, wp)
 }
 
-// localRoot returns the directory of a file:// bucket opened by
+// LocalRoot returns the directory of a file:// bucket opened by
 // OpenBucket; ok is false for other buckets (which are written through
 // gocloud, without the guarantees above).
-func localRoot(b *blob.Bucket) (string, bool) {
+func LocalRoot(b *blob.Bucket) (string, bool) {
 	info := lookupBucket(b)
 	return info.localDir, info.localDir != ""
 }
@@ -78,10 +78,10 @@ func lookupBucket(b *blob.Bucket) bucketInfo {
 	return localRoots[weak.Make(b)]
 }
 
-// localPath maps a key to its file the way fileblob does, for the keys this
-// package makes (no control characters, "..", "//" or trailing slash, which
+// LocalPath maps a key to its file the way fileblob does, for the keys
+// walkstage makes (no control characters, "..", "//" or trailing slash, which
 // fileblob would escape); ok is false for others.
-func localPath(root, key string) (string, bool) {
+func LocalPath(root, key string) (string, bool) {
 	if key == "" || strings.HasSuffix(key, "/") || strings.Contains(key, "//") || strings.HasPrefix(key, "/") {
 		return "", false
 	}
@@ -98,28 +98,28 @@ func localPath(root, key string) (string, bool) {
 	return filepath.Join(root, filepath.FromSlash(key)), true
 }
 
-// localStaging is the staging directory for the prefix.
-func localStaging(root, prefix string) string {
+// LocalStaging is the staging directory for the prefix.
+func LocalStaging(root, prefix string) string {
 	return filepath.Join(root, filepath.FromSlash(strings.Trim(prefix, "/")), TempDirName)
 }
 
-// localFile is an object being written to a local directory.
-type localFile struct {
+// LocalFile is an object being written to a local directory.
+type LocalFile struct {
 	f         *os.File
 	tmp, path string
-	// exclusive makes Close fail with errExists instead of replacing path.
+	// exclusive makes Close fail with ErrExists instead of replacing path.
 	exclusive bool
 	done      bool
 }
 
-// errExists is returned by an exclusive localFile's Close when the target
+// ErrExists is returned by an exclusive LocalFile's Close when the target
 // exists.
-var errExists = errors.New("object exists")
+var ErrExists = errors.New("object exists")
 
-// newLocalFile starts writing path through a temporary file in staging
-// whose name starts with tag (see batchTag), so a redelivery of the batch
+// NewLocalFile starts writing path through a temporary file in staging
+// whose name starts with tag (see StagingTag), so a redelivery of the batch
 // finds its own leftovers.
-func newLocalFile(staging, tag, path string, exclusive bool) (*localFile, error) {
+func NewLocalFile(staging, tag, path string, exclusive bool) (*LocalFile, error) {
 	if err := os.MkdirAll(staging, 0o777); err != nil {
 		return nil, fmt.Errorf("create staging directory: %w", err)
 	}
@@ -132,15 +132,15 @@ func newLocalFile(staging, tag, path string, exclusive bool) (*localFile, error)
 	if err != nil {
 		return nil, err
 	}
-	return &localFile{f: f, tmp: tmp, path: path, exclusive: exclusive}, nil
+	return &LocalFile{f: f, tmp: tmp, path: path, exclusive: exclusive}, nil
 }
 
-func (l *localFile) Write(p []byte) (int, error) { return l.f.Write(p) }
+func (l *LocalFile) Write(p []byte) (int, error) { return l.f.Write(p) }
 
 // Close makes the object durable and visible: file fsynced, moved into
 // place, its directory fsynced (and the directory's own entry, when it was
 // just created).
-func (l *localFile) Close() error {
+func (l *LocalFile) Close() error {
 	if l.done {
 		return errors.New("local object closed twice")
 	}
@@ -178,10 +178,10 @@ func linkExclusive(tmp, path string) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, fs.ErrExist):
-		return errExists
+		return ErrExists
 	case errors.Is(err, syscall.EPERM), errors.Is(err, syscall.ENOTSUP), errors.Is(err, syscall.EXDEV):
 		if _, serr := os.Lstat(path); serr == nil {
-			return errExists
+			return ErrExists
 		}
 		return os.Rename(tmp, path)
 	}
@@ -189,7 +189,7 @@ func linkExclusive(tmp, path string) error {
 }
 
 // Abort discards the object.
-func (l *localFile) Abort() {
+func (l *LocalFile) Abort() {
 	if l.done {
 		return
 	}
@@ -216,9 +216,9 @@ func mkdirAllSynced(dir string) error {
 	return syncDir(parent)
 }
 
-// batchTag names a batch directory in staging file names: short, fixed
+// StagingTag names a batch directory in staging file names: short, fixed
 // length, and the same for every writer of the batch.
-func batchTag(dir string) string {
+func StagingTag(dir string) string {
 	h := fnv.New64a()
 	h.Write([]byte(dir))
 	return hex.EncodeToString(h.Sum(nil))
@@ -236,13 +236,14 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// removeStaleTemps deletes temporary files not modified for olderThan: in
+// RemoveStaleTemps deletes temporary files not modified for olderThan: in
 // the staging directory whose names start with base (all when base is
 // empty), and, when batchDir is set, the temporary files fileblob (which
 // walkstage used before the staging directory) left inside the batch
 // directory ("part-*.parquet.<hex>.tmp", "_SUCCESS.<hex>.tmp"). A live writer's file is younger: it is written to
-// continually, and a stalled upload fails after WithUploadStallTimeout.
-func removeStaleTemps(ctx context.Context, staging, base, batchDir string, olderThan time.Duration) (removed int, err error) {
+// continually, and a stalled upload fails after its stall timeout
+// (GuardStall, sink.WithUploadStallTimeout).
+func RemoveStaleTemps(ctx context.Context, staging, base, batchDir string, olderThan time.Duration) (removed int, err error) {
 	cutoff := time.Now().Add(-olderThan)
 	var errs []error
 	scan := func(dir string, match func(string) bool) {

@@ -1,9 +1,11 @@
-package sink
+package store
 
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -11,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"gocloud.dev/blob"
 )
 
@@ -58,9 +61,7 @@ func s3PutObjects(t *testing.T, calc string) {
 	}
 	b := openS3(t, u)
 	ctx := context.Background()
-	bufs := NewBuffers(0)
-	w := writeAll(t, b, testMeta("put", 1), nil, WithBuffers(bufs))
-	defer w.Abort(ctx)
+	var bodies BodyPool
 	requests()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, size := range []int{0, 1000, 3 << 20, putThreshold, putThreshold + 1, 40 << 20} {
@@ -69,8 +70,8 @@ func s3PutObjects(t *testing.T, calc string) {
 			data[i] = byte(rng.Uint32())
 		}
 		key := fmt.Sprintf("put/%d", size)
-		var target s3Target
-		o, err := w.newObject(ctx, key, false, &blob.WriterOptions{ContentType: "application/vnd.apache.parquet", BufferSize: 5 << 20, BeforeWrite: target.beforeWrite})
+		var target S3Target
+		o, err := newPut(ctx, b, key, blob.WriterOptions{ContentType: "application/vnd.apache.parquet", BufferSize: 5 << 20, BeforeWrite: target.BeforeWrite}, &bodies)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +96,7 @@ func s3PutObjects(t *testing.T, calc string) {
 				puts++
 				want := "crc32c= trailer= encoding="
 				if calc == "when_supported" {
-					want = "crc32c=" + PartCRC32C(data) + " trailer= encoding="
+					want = "crc32c=" + CRC32CString(crc32.Checksum(data, castagnoli)) + " trailer= encoding="
 				}
 				if !strings.HasSuffix(r, want) {
 					t.Fatalf("size %d: %s, want it to end %q", size, r, want)
@@ -123,10 +124,8 @@ func TestS3PutObjectAbort(t *testing.T) {
 	u, requests := recordingS3(t)
 	b := openS3(t, u)
 	ctx := context.Background()
-	w := writeAll(t, b, testMeta("put", 1), nil)
-	defer w.Abort(ctx)
 	requests()
-	o, err := w.newObject(ctx, "put/aborted", false, &blob.WriterOptions{ContentType: "application/vnd.apache.parquet"})
+	o, err := newPut(ctx, b, "put/aborted", blob.WriterOptions{ContentType: "application/vnd.apache.parquet"}, new(BodyPool))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +141,7 @@ func TestS3PutObjectAbort(t *testing.T) {
 	}
 }
 
-// Bytes given with writeHeld go out as they are at Close, not copied when
+// Bytes given with WriteHeld go out as they are at Close, not copied when
 // written: a held slice changed before Close shows in the object (which
 // the caller must never do; here it shows no copy was made), a written one
 // does not. A slice that would take the object past putThreshold is
@@ -168,8 +167,6 @@ func TestS3PutObjectHeldBytes(t *testing.T) {
 	})
 	b := openS3(t, u)
 	ctx := context.Background()
-	w := writeAll(t, b, testMeta("held", 1), nil)
-	defer w.Abort(ctx)
 	rng := rand.New(rand.NewPCG(5, 6))
 	random := func(n int) []byte {
 		p := make([]byte, n)
@@ -186,7 +183,7 @@ func TestS3PutObjectHeldBytes(t *testing.T) {
 		{"held/retry", []int{4, 2 << 20, 100, 1 << 20}},
 		{"held/big", []int{4, 10 << 20, 100, 10 << 20, 8, 5 << 20}},
 	} {
-		o, err := w.newObject(ctx, tc.key, false, &blob.WriterOptions{ContentType: "application/vnd.apache.parquet", BufferSize: 5 << 20})
+		o, err := newPut(ctx, b, tc.key, blob.WriterOptions{ContentType: "application/vnd.apache.parquet", BufferSize: 5 << 20}, new(BodyPool))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,7 +199,7 @@ func TestS3PutObjectHeldBytes(t *testing.T) {
 				want = append(want, p...)
 				p[0] ^= 0xff // a written slice is the writer's again
 			} else {
-				_, held, err := o.(heldWriter).writeHeld(p)
+				_, held, err := o.WriteHeld(p)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -243,4 +240,13 @@ func TestS3PutObjectHeldBytes(t *testing.T) {
 	if !failed["/walks/held/retry"] {
 		t.Fatal("the retried PUT never came")
 	}
+}
+
+// newPut starts key in b, an S3 bucket, as the sink starts a part.
+func newPut(ctx context.Context, b *blob.Bucket, key string, opts blob.WriterOptions, bodies *BodyPool) (*S3PutObject, error) {
+	var c *s3.Client
+	if !b.As(&c) {
+		return nil, errors.New("not an S3 bucket")
+	}
+	return NewS3PutObject(ctx, b, c, key, opts, bodies)
 }

@@ -1,4 +1,4 @@
-package sink
+package store
 
 import (
 	"bytes"
@@ -30,9 +30,9 @@ type SweepStats struct {
 // rule ends it), and, for a file:// bucket opened by OpenBucket, temporary
 // files not modified for olderThan, in the staging directory (see
 // TempDirName) and, left by earlier versions, inside batch directories.
-// The stage calls it at start-up; NewBatchWriter does the same for its own
+// The stage calls it at start-up; sink.NewBatchWriter does the same for its own
 // batch. olderThan must exceed the longest part upload (see
-// WithStaleAfter): every replica sweeps the shared prefix.
+// sink.WithStaleAfter): every replica sweeps the shared prefix.
 //
 // Sweep walks every local directory under the prefix (old temporary files
 // can be anywhere) but lists only multipart uploads on S3, never objects.
@@ -45,14 +45,14 @@ func Sweep(ctx context.Context, bucket *blob.Bucket, prefix string, olderThan ti
 		return st, err
 	}
 	if olderThan <= 0 {
-		return st, fmt.Errorf("sink: sweep: age %v must be positive", olderThan)
+		return st, fmt.Errorf("store: sweep: age %v must be positive", olderThan)
 	}
 	prefix = strings.Trim(prefix, "/")
-	if root, ok := localRoot(bucket); ok {
+	if root, ok := LocalRoot(bucket); ok {
 		n, err := sweepLocal(ctx, root, prefix, olderThan)
 		st.TempFilesRemoved = n
 		if err != nil {
-			return st, fmt.Errorf("sink: sweep %s: %w", filepath.Join(root, prefix), err)
+			return st, fmt.Errorf("store: sweep %s: %w", filepath.Join(root, prefix), err)
 		}
 		return st, nil
 	}
@@ -60,10 +60,10 @@ func Sweep(ctx context.Context, bucket *blob.Bucket, prefix string, olderThan ti
 	if keyPrefix != "" {
 		keyPrefix += "/"
 	}
-	n, err := abortStaleUploads(ctx, bucket, keyPrefix, olderThan, timeout)
+	n, err := AbortStaleUploads(ctx, bucket, keyPrefix, olderThan, timeout)
 	st.UploadsAborted = n
 	if err != nil {
-		return st, fmt.Errorf("sink: sweep %q: %w", prefix, err)
+		return st, fmt.Errorf("store: sweep %q: %w", prefix, err)
 	}
 	return st, nil
 }
@@ -76,12 +76,12 @@ var fileblobTemp = regexp.MustCompile(`^(part-.*\.parquet|_SUCCESS)\.[0-9a-f]+\.
 func sweepLocal(ctx context.Context, root, prefix string, olderThan time.Duration) (int, error) {
 	base, ok := root, true
 	if prefix != "" {
-		base, ok = localPath(root, prefix)
+		base, ok = LocalPath(root, prefix)
 	}
 	if !ok {
 		return 0, fmt.Errorf("prefix %q is not a local path", prefix)
 	}
-	removed, err := removeStaleTemps(ctx, filepath.Join(base, TempDirName), "", "", olderThan)
+	removed, err := RemoveStaleTemps(ctx, filepath.Join(base, TempDirName), "", "", olderThan)
 	cutoff := time.Now().Add(-olderThan)
 	errs := []error{err}
 	werr := filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
@@ -120,7 +120,7 @@ func sweepLocal(ctx context.Context, root, prefix string, olderThan time.Duratio
 // write, read and delete objects under prefix, with a small probe object
 // (under "{prefix}/.walkstage-probe-*", removed again). A missing bucket or
 // refused access (NotFound, PermissionDenied, or the S3 codes for bad
-// credentials) is a configuration error, wrapping ErrStoreConfig: no retry
+// credentials) is a configuration error, wrapping ErrConfig: no retry
 // fixes it. Any other failure (an unreachable or slow store) is returned
 // wrapped as it is and may pass on a retry. Of opts only WithCallTimeout
 // applies, to each store call.
@@ -139,17 +139,17 @@ func Check(ctx context.Context, bucket *blob.Bucket, prefix string, opts ...Opti
 	data := []byte("walkstage write probe " + key + "\n")
 	classify := func(op string, err error) error {
 		if isConfigError(err) {
-			return fmt.Errorf("sink: check store: %s probe %s: %w: %w", op, key, ErrStoreConfig, err)
+			return fmt.Errorf("store: check store: %s probe %s: %w: %w", op, key, ErrConfig, err)
 		}
-		return fmt.Errorf("sink: check store: %s probe %s: %w", op, key, err)
+		return fmt.Errorf("store: check store: %s probe %s: %w", op, key, err)
 	}
 	call := func(f func(context.Context) error) error {
 		cctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		return f(cctx)
 	}
-	if root, ok := localRoot(bucket); ok {
-		staging := localStaging(root, prefix)
+	if root, ok := LocalRoot(bucket); ok {
+		staging := LocalStaging(root, prefix)
 		if err := os.MkdirAll(staging, 0o777); err != nil {
 			return classify("create staging directory for", err)
 		}
@@ -167,7 +167,7 @@ func Check(ctx context.Context, bucket *blob.Bucket, prefix string, opts ...Opti
 		return classify("read", err)
 	}
 	if !bytes.Equal(got, data) {
-		return fmt.Errorf("sink: check store: probe %s read back %d bytes that differ from the %d written", key, len(got), len(data))
+		return fmt.Errorf("store: check store: probe %s read back %d bytes that differ from the %d written", key, len(got), len(data))
 	}
 	if err := call(func(ctx context.Context) error { return bucket.Delete(ctx, key) }); err != nil {
 		return classify("delete", err)

@@ -1,4 +1,4 @@
-package sink
+package pages
 
 import (
 	"encoding/binary"
@@ -21,10 +21,10 @@ import (
 // written at all: the codec frames them as one run of zeros. Clearing them
 // and then finding them constant took 4-5% of the stage's CPU on the
 // 16-core host (profile of a GPU backlog to file://).
-func (e *fragmentEncoder) splitWalkPage(c *column, gr *group, rows rowOrder, r0, r1, count int, lens []int32) error {
+func (e *Encoder) splitWalkPage(c *column, gr *RowGroup, rows rowOrder, r0, r1, count int, lens []int32) error {
 	body := e.levels(c, lens, count, r1-r0)
 	at := len(body)
-	if e.w.g.IDs == nil && e.codec.kind == Zstd && !e.w.cfg.generalPages {
+	if e.g.IDs == nil && e.codec.kind == Zstd && !e.generalPages {
 		if done, err := e.framedWalkPage(c, gr, rows, r0, r1, count, body); done || err != nil {
 			return err
 		}
@@ -33,10 +33,10 @@ func (e *fragmentEncoder) splitWalkPage(c *column, gr *group, rows rowOrder, r0,
 	streams := 8
 	var lo, hi int64
 	var err error
-	if e.w.g.IDs == nil {
-		nv := uint32(e.w.g.NumVertices())
+	if e.g.IDs == nil {
+		nv := uint32(e.g.NumVertices())
 		streams = denseStreams(nv)
-		lo, hi, e.flat, err = splitDense(body[at:], e.flat, count, nv, gr.base, rows, r0, r1)
+		lo, hi, e.flat, err = splitDense(body[at:], e.flat, count, nv, gr.Base, rows, r0, r1)
 		if e.codec.kind == Zstd {
 			body = body[:at+streams*count]
 			e.zeros = (8 - streams) * count
@@ -45,7 +45,7 @@ func (e *fragmentEncoder) splitWalkPage(c *column, gr *group, rows rowOrder, r0,
 			streams = 8
 		}
 	} else {
-		lo, hi, err = splitMapped(body[at:], count, e.w.g.IDs, gr.base, rows, r0, r1)
+		lo, hi, err = splitMapped(body[at:], count, e.g.IDs, gr.Base, rows, r0, r1)
 	}
 	if err != nil {
 		e.zeros = 0
@@ -77,11 +77,11 @@ func (e *fragmentEncoder) splitWalkPage(c *column, gr *group, rows rowOrder, r0,
 // page, 0.33-0.54 of 5.4-6.0 core-s of the scale-22 one-shot on the
 // 16-core host; splitting them into a buffer and copying the raw streams
 // into the frame cost as much in the copy's stores.
-func (e *fragmentEncoder) framedWalkPage(c *column, gr *group, rows rowOrder, r0, r1, count int, levels []byte) (bool, error) {
+func (e *Encoder) framedWalkPage(c *column, gr *RowGroup, rows rowOrder, r0, r1, count int, levels []byte) (bool, error) {
 	if count < 16<<10 || segmentKind(levels) == segRaw {
 		return false, nil
 	}
-	nv := uint32(e.w.g.NumVertices())
+	nv := uint32(e.g.NumVertices())
 	streams := denseStreams(nv)
 	if e.rawGuess == 0 || e.rawGuess > streams {
 		e.rawGuess = streams - 1
@@ -141,14 +141,14 @@ func (e *fragmentEncoder) framedWalkPage(c *column, gr *group, rows rowOrder, r0
 	}
 	err := e.pageWith(c, count, r1-r0, &b, at+8*count, encode)
 	if errors.Is(err, errBeyond) {
-		return true, rows.beyond(r0, r1, nv, gr.base)
+		return true, rows.beyond(r0, r1, nv, gr.Base)
 	}
 	return true, err
 }
 
 // errBeyond stops a page's encoding at a vertex beyond the graph, found
 // by the pass that splits it; the page's caller reports it (beyond).
-var errBeyond = errors.New("sink: a vertex beyond the graph")
+var errBeyond = errors.New("pages: a vertex beyond the graph")
 
 // rawAt is where byte p of a raw frame's content lies after the frame's
 // header (appendRawFrame): after a 3-byte header every maxRawBlock bytes.
@@ -292,7 +292,7 @@ func (o rowOrder) run(r0, r1 int) ([]uint32, bool) {
 	if o.seg[r1-1] != s || i1-i0 != r1-1-r0 {
 		return nil, false
 	}
-	c := &o.segs[s].c.Chunk
+	c := o.segs[s].Chunk
 	return c.Vertices[c.Offsets[i0]:c.Offsets[i1+1]], true
 }
 

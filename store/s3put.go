@@ -1,11 +1,14 @@
-package sink
+package store
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
@@ -16,11 +19,11 @@ import (
 
 // putThreshold is the size up to which gocloud's S3 writer (the transfer
 // manager's default multipart threshold) sends an object as one PutObject,
-// and so up to which s3PutObject holds an object to send it itself.
+// and so up to which S3PutObject holds an object to send it itself.
 const putThreshold = 16 << 20
 
-// s3PutObject writes an S3 object of up to putThreshold bytes with one
-// PutObject from a buffer of its own (pooled in Buffers), and a larger one
+// S3PutObject writes an S3 object of up to putThreshold bytes with one
+// PutObject from a buffer of its own (pooled in a BodyPool), and a larger one
 // through gocloud's writer, which it opens once the buffer would overflow.
 //
 // Through gocloud, an object's bytes go through a pipe into the transfer
@@ -33,32 +36,33 @@ const putThreshold = 16 << 20
 // metadata, encryption) is taken from its BeforeWrite hook. Where checksums
 // are on (the transfer manager would send a CRC32), the body's CRC32C goes
 // in a header (putInput).
-type s3PutObject struct {
+type S3PutObject struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	client *s3.Client
 	in     *transfermanager.UploadObjectInput
-	bufs   *Buffers
+	bufs   *BodyPool
 	buf    []byte
 	// body is the object in order: spans of buf and slices held for it
-	// (writeHeld), which their writer leaves unchanged until Close or
+	// (WriteHeld), which their writer leaves unchanged until Close or
 	// Abort returns; size is its length.
 	body []bodyPiece
 	size int
 	// open opens the gocloud writer that takes over past putThreshold;
 	// big is that writer once open.
-	open func() (objectWriter, error)
-	big  objectWriter
+	open func() (Object, error)
+	big  Object
 	// crc32c, when set, holds the CRC32C of the bytes written so far (the
-	// part's own, kept by its countingWriter); else putInput computes it.
+	// caller's, see UseCRC32C); else putInput computes it.
 	crc32c interface{ Sum32() uint32 }
 }
 
-// newS3PutObject starts key: it has gocloud build the request it would send
-// (a BeforeWrite hook takes it and fails the open, so no writer is left
-// behind) and keeps the options to open gocloud's writer later if the
-// object grows.
-func (w *BatchWriter) newS3PutObject(ctx context.Context, c *s3.Client, key string, opts blob.WriterOptions) (objectWriter, error) {
+// NewS3PutObject starts key in b, an S3 bucket whose client is c: it has
+// gocloud build the request it would send (a BeforeWrite hook takes it and
+// fails the open, so no writer is left behind) and keeps the options to
+// open gocloud's writer later if the object grows. The body's buffer
+// comes from bodies and goes back there at Close or Abort.
+func NewS3PutObject(ctx context.Context, b *blob.Bucket, c *s3.Client, key string, opts blob.WriterOptions, bodies *BodyPool) (*S3PutObject, error) {
 	var in *transfermanager.UploadObjectInput
 	outer := opts.BeforeWrite
 	probe := opts
@@ -68,14 +72,14 @@ func (w *BatchWriter) newS3PutObject(ctx context.Context, c *s3.Client, key stri
 		}
 		return errProbed
 	}
-	if _, err := w.bucket.NewWriter(ctx, key, &probe); !errors.Is(err, errProbed) {
+	if _, err := b.NewWriter(ctx, key, &probe); !errors.Is(err, errProbed) {
 		if err == nil {
 			err = errNotS3Writer
 		}
 		return nil, fmt.Errorf("build the request for %s: %w", key, err)
 	}
 	if outer != nil {
-		// The caller's hook sees the same input (s3Target records the
+		// The caller's hook sees the same input (S3Target records the
 		// bucket and escaped key from it).
 		if err := outer(func(i any) bool {
 			p, ok := i.(**transfermanager.UploadObjectInput)
@@ -88,9 +92,9 @@ func (w *BatchWriter) newS3PutObject(ctx context.Context, c *s3.Client, key stri
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	o := &s3PutObject{ctx: ctx, cancel: cancel, client: c, in: in, bufs: w.buf, buf: w.buf.object()}
-	o.open = func() (objectWriter, error) {
-		bw, err := w.bucket.NewWriter(ctx, key, &opts)
+	o := &S3PutObject{ctx: ctx, cancel: cancel, client: c, in: in, bufs: bodies, buf: bodies.get()}
+	o.open = func() (Object, error) {
+		bw, err := b.NewWriter(ctx, key, &opts)
 		if err != nil {
 			return nil, err
 		}
@@ -110,7 +114,7 @@ type bodyPiece struct {
 	from, to int
 }
 
-func (o *s3PutObject) Write(p []byte) (int, error) {
+func (o *S3PutObject) Write(p []byte) (int, error) {
 	if o.big != nil {
 		return o.big.Write(p)
 	}
@@ -131,12 +135,12 @@ func (o *s3PutObject) Write(p []byte) (int, error) {
 	return o.big.Write(p)
 }
 
-// writeHeld adds p to the object without copying it, where it fits the
+// WriteHeld adds p to the object without copying it, where it fits the
 // single request: held reports whether it did, and then the caller leaves
 // p unchanged until Close or Abort has returned. (The copy of every
 // fragment section into the object's buffer was 1.3 of 28.6 core-s of a
 // GPU backlog to versitygw.) Otherwise p is written as by Write.
-func (o *s3PutObject) writeHeld(p []byte) (n int, held bool, err error) {
+func (o *S3PutObject) WriteHeld(p []byte) (n int, held bool, err error) {
 	if o.big != nil || o.size+len(p) > putThreshold {
 		n, err = o.Write(p)
 		return n, false, err
@@ -147,7 +151,7 @@ func (o *s3PutObject) writeHeld(p []byte) (n int, held bool, err error) {
 }
 
 // toBig switches to gocloud's writer, sending it the object so far.
-func (o *s3PutObject) toBig() error {
+func (o *S3PutObject) toBig() error {
 	big, err := o.open()
 	if err != nil {
 		return err
@@ -163,7 +167,7 @@ func (o *s3PutObject) toBig() error {
 }
 
 // pieces is the object's bytes so far, in order.
-func (o *s3PutObject) pieces() [][]byte {
+func (o *S3PutObject) pieces() [][]byte {
 	ps := make([][]byte, len(o.body))
 	for i, p := range o.body {
 		ps[i] = p.held
@@ -174,7 +178,7 @@ func (o *s3PutObject) pieces() [][]byte {
 	return ps
 }
 
-func (o *s3PutObject) Close() error {
+func (o *S3PutObject) Close() error {
 	if o.big != nil {
 		return o.big.Close()
 	}
@@ -190,7 +194,7 @@ func (o *s3PutObject) Close() error {
 	return nil
 }
 
-func (o *s3PutObject) Abort() {
+func (o *S3PutObject) Abort() {
 	if o.big != nil {
 		o.big.Abort()
 		return
@@ -199,9 +203,9 @@ func (o *s3PutObject) Abort() {
 	o.release()
 }
 
-func (o *s3PutObject) release() {
+func (o *S3PutObject) release() {
 	if o.buf != nil {
-		o.bufs.putObject(o.buf)
+		o.bufs.put(o.buf)
 		o.buf = nil
 	}
 	o.body, o.size = nil, 0
@@ -209,7 +213,7 @@ func (o *s3PutObject) release() {
 
 // putInput is the PutObject request for the buffered bytes, with the fields
 // gocloud sets on the transfer manager's input.
-func (o *s3PutObject) putInput() *s3.PutObjectInput {
+func (o *S3PutObject) putInput() *s3.PutObjectInput {
 	in := o.in
 	p := &s3.PutObjectInput{
 		Bucket: in.Bucket, Key: in.Key, Body: newPiecesReader(o.pieces()), ContentLength: aws.Int64(int64(o.size)),
@@ -232,7 +236,7 @@ func (o *s3PutObject) putInput() *s3.PutObjectInput {
 				sum = crc32.Update(sum, castagnoli, b)
 			}
 		}
-		p.ChecksumCRC32C = aws.String(crc32cString(sum))
+		p.ChecksumCRC32C = aws.String(CRC32CString(sum))
 	}
 	return p
 }
@@ -279,7 +283,7 @@ func (r *piecesReader) Seek(offset int64, whence int) (int64, error) {
 		offset += r.size
 	}
 	if offset < 0 {
-		return r.off, fmt.Errorf("sink: seek to %d of a %d-byte body", offset, r.size)
+		return r.off, fmt.Errorf("store: seek to %d of a %d-byte body", offset, r.size)
 	}
 	r.off, r.i, r.at = offset, 0, 0
 	for rest := offset; r.i < len(r.pieces); r.i++ {
@@ -294,3 +298,37 @@ func (r *piecesReader) Seek(offset int64, whence int) (int64, error) {
 
 // Len is the bytes left to read (the SDK reads a body's length from it).
 func (r *piecesReader) Len() int { return int(max(0, r.size-r.off)) }
+
+// UseCRC32C makes the request's checksum sum.Sum32(), which the caller
+// keeps over the same bytes as they are written, instead of computing it
+// a second time.
+func (o *S3PutObject) UseCRC32C(sum interface{ Sum32() uint32 }) { o.crc32c = sum }
+
+// BodyPool recycles the bodies of objects sent in one request
+// (S3PutObject), handed out empty, so that writers of many small objects
+// do not allocate (and have the kernel zero) fresh buffers for each. The
+// zero value is ready for use; safe for concurrent use.
+type BodyPool struct{ p sync.Pool } // of *[]byte
+
+func (p *BodyPool) get() []byte {
+	if b, ok := p.p.Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return nil
+}
+
+func (p *BodyPool) put(b []byte) {
+	if cap(b) > 0 {
+		p.p.Put(&b)
+	}
+}
+
+// castagnoli is the CRC32C table; hash/crc32 uses the CPU's CRC32
+// instructions for it.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// CRC32CString is a CRC32C as S3 (and the sink's manifest) write it:
+// base64 of its four big-endian bytes.
+func CRC32CString(sum uint32) string {
+	return base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint32(nil, sum))
+}

@@ -1,4 +1,4 @@
-package sink
+package pages
 
 import (
 	"encoding/binary"
@@ -30,13 +30,13 @@ import (
 // lens their steps) as one DELTA_BINARY_PACKED page of the walk column.
 // Dense ids are encoded from the walks' vertices as they lie (no int64
 // copy of the page); external ids are mapped into one first.
-func (e *fragmentEncoder) deltaWalkPage(c *column, gr *group, rows rowOrder, r0, r1, count int, lens []int32) error {
+func (e *Encoder) deltaWalkPage(c *column, gr *RowGroup, rows rowOrder, r0, r1, count int, lens []int32) error {
 	body := e.levels(c, lens, count, r1-r0)
 	at := len(body)
-	nv := uint32(e.w.g.NumVertices())
+	nv := uint32(e.g.NumVertices())
 	var lo, hi int64
-	if ids := e.w.g.IDs; ids == nil {
-		if e.codec.kind == Zstd && !e.w.cfg.generalPages {
+	if ids := e.g.IDs; ids == nil {
+		if e.codec.kind == Zstd && !e.generalPages {
 			if done, err := e.framedDeltaPage(c, gr, rows, r0, r1, count, body); done || err != nil {
 				return err
 			}
@@ -48,7 +48,7 @@ func (e *fragmentEncoder) deltaWalkPage(c *column, gr *group, rows rowOrder, r0,
 		e.body = body
 		// Identity ids: all are in range if the largest is.
 		if vhi >= nv {
-			return rows.beyond(r0, r1, nv, gr.base)
+			return rows.beyond(r0, r1, nv, gr.Base)
 		}
 		lo, hi = int64(vlo), int64(vhi)
 	} else {
@@ -57,7 +57,7 @@ func (e *fragmentEncoder) deltaWalkPage(c *column, gr *group, rows rowOrder, r0,
 		for r := r0; r < r1; r++ {
 			for _, v := range rows.walk(r) {
 				if v >= nv {
-					return fmt.Errorf("%w: walk %d visits vertex %d, beyond the graph's %d", ErrBadChunk, gr.base+uint64(r), v, nv)
+					return fmt.Errorf("%w: walk %d visits vertex %d, beyond the graph's %d", ErrBadChunk, gr.Base+uint64(r), v, nv)
 				}
 				vals = append(vals, ids[v])
 			}
@@ -80,11 +80,11 @@ func (e *fragmentEncoder) deltaWalkPage(c *column, gr *group, rows rowOrder, r0,
 // otherwise is laid out again for it: the bytes are the general path's.
 // It reports false, having written nothing, for a page that path must
 // take (levels the codec stores raw would share the values' frame).
-func (e *fragmentEncoder) framedDeltaPage(c *column, gr *group, rows rowOrder, r0, r1, count int, levels []byte) (bool, error) {
+func (e *Encoder) framedDeltaPage(c *column, gr *RowGroup, rows rowOrder, r0, r1, count int, levels []byte) (bool, error) {
 	if segmentKind(levels) == segRaw {
 		return false, nil
 	}
-	nv := uint32(e.w.g.NumVertices())
+	nv := uint32(e.g.NumVertices())
 	var vs []uint32
 	vs, e.flat = rows.vertices(r0, r1, count, e.flat)
 	at := len(levels)
@@ -128,7 +128,7 @@ func (e *fragmentEncoder) framedDeltaPage(c *column, gr *group, rows rowOrder, r
 	// page's almost always, and the page need not move (pageWith).
 	err := e.pageWith(c, count, r1-r0, &b, at+3*count, encode)
 	if errors.Is(err, errBeyond) {
-		return true, rows.beyond(r0, r1, nv, gr.base)
+		return true, rows.beyond(r0, r1, nv, gr.Base)
 	}
 	return true, err
 }

@@ -1,6 +1,6 @@
 //go:build !purego
 
-package sink
+package pages
 
 // hasDBPAVX2 says whether appendDeltaUint32 packs full blocks with AVX2.
 var hasDBPAVX2 = hasBounds32AVX2

@@ -1,4 +1,4 @@
-package sink
+package store
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package sink
+package pages
 
 import (
 	"bytes"
@@ -69,7 +69,7 @@ func (pc *pageCodec) codec() format.CompressionCodec {
 // takes them (the other codecs need the body whole).
 func (pc *pageCodec) encode(dst, body []byte, segs []int, zeros int) ([]byte, error) {
 	if zeros > 0 && pc.kind != Zstd {
-		return nil, errors.New("sink: implicit zero bytes need zstd")
+		return nil, errors.New("pages: implicit zero bytes need zstd")
 	}
 	switch pc.kind {
 	case Snappy:

@@ -1,6 +1,6 @@
 //go:build !purego
 
-package sink
+package pages
 
 import "golang.org/x/sys/cpu"
 

@@ -1,6 +1,6 @@
 //go:build !purego
 
-package sink
+package pages
 
 // split4AVX2 writes byte k of each of src's values to dk[i] and returns
 // their smallest and largest; len(src) is a positive multiple of 32 and

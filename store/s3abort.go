@@ -1,4 +1,4 @@
-package sink
+package store
 
 import (
 	"context"
@@ -11,17 +11,18 @@ import (
 	"gocloud.dev/blob"
 )
 
-// s3Target remembers the bucket and escaped key of an S3 upload, captured
+// S3Target remembers the bucket and escaped key of an S3 upload, captured
 // when the writer is created, so an interrupted multipart upload can be
 // aborted. gocloud's writer aborts with the context it was given, which is
 // already cancelled when we abort, so its own abort request never leaves
 // and the store keeps the uploaded parts (and bills for them) until a
 // lifecycle rule removes them.
-type s3Target struct {
+type S3Target struct {
 	bucket, key string
 }
 
-func (t *s3Target) beforeWrite(as func(any) bool) error {
+// BeforeWrite is the blob.WriterOptions hook that records the target.
+func (t *S3Target) BeforeWrite(as func(any) bool) error {
 	var in *transfermanager.UploadObjectInput
 	if as(&in) && in.Bucket != nil && in.Key != nil {
 		t.bucket, t.key = *in.Bucket, *in.Key
@@ -29,7 +30,7 @@ func (t *s3Target) beforeWrite(as func(any) bool) error {
 	return nil
 }
 
-// abortUploads aborts every multipart upload still open for the target's
+// AbortUploads aborts every multipart upload still open for the target's
 // key. It is a no-op for other stores.
 //
 // S3 warns that a part upload in flight while the upload is aborted may
@@ -37,7 +38,7 @@ func (t *s3Target) beforeWrite(as func(any) bool) error {
 // with a cancelled writer, the request that created the upload can also
 // land after a first listing. So this lists, aborts what it finds, and
 // lists again (with a short pause) until the key has no open upload.
-func (t *s3Target) abortUploads(ctx context.Context, b *blob.Bucket, callTimeout time.Duration) error {
+func (t *S3Target) AbortUploads(ctx context.Context, b *blob.Bucket, callTimeout time.Duration) error {
 	var c *s3.Client
 	if t.key == "" || !b.As(&c) {
 		return nil
@@ -62,7 +63,7 @@ func (t *s3Target) abortUploads(ctx context.Context, b *blob.Bucket, callTimeout
 }
 
 // abortOnce aborts the uploads open for the key now and says how many it found.
-func (t *s3Target) abortOnce(ctx context.Context, c *s3.Client, callTimeout time.Duration) (found int, err error) {
+func (t *S3Target) abortOnce(ctx context.Context, c *s3.Client, callTimeout time.Duration) (found int, err error) {
 	in := &s3.ListMultipartUploadsInput{Bucket: &t.bucket, Prefix: &t.key}
 	var errs []error
 	for {
@@ -99,14 +100,14 @@ func isNoSuchUpload(err error) bool {
 	return errors.As(err, &e) && e.ErrorCode() == "NoSuchUpload"
 }
 
-// abortStaleUploads aborts the multipart uploads under prefix (a key
+// AbortStaleUploads aborts the multipart uploads under prefix (a key
 // prefix, as S3 matches it) initiated more than olderThan ago, and says how
 // many it aborted. A killed process leaves its uploads open for good, and
 // the store keeps (and bills) their parts; younger uploads may belong to a
 // live writer and are left alone. It needs the bucket's name, which
 // OpenBucket records: for other buckets, and for stores other than S3, it
 // does nothing.
-func abortStaleUploads(ctx context.Context, b *blob.Bucket, prefix string, olderThan, callTimeout time.Duration) (int, error) {
+func AbortStaleUploads(ctx context.Context, b *blob.Bucket, prefix string, olderThan, callTimeout time.Duration) (int, error) {
 	var c *s3.Client
 	name := lookupBucket(b).s3Name
 	if name == "" || !b.As(&c) {

@@ -1,9 +1,9 @@
 //go:build !amd64 || purego
 
-package sink
+package pages
 
 const hasHuffBMI2 = false
 
 func huffStreamBMI2(st *huffStream, lit *byte, pair *uint32, rounds int, dst *byte) {
-	panic("sink: huffStreamBMI2 without BMI2")
+	panic("pages: huffStreamBMI2 without BMI2")
 }

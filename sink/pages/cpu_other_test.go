@@ -1,6 +1,6 @@
 //go:build !linux
 
-package sink
+package pages
 
 // threadCPU is 0 where the thread's CPU time is not to be had.
 func threadCPU() int64 { return 0 }

@@ -1,17 +1,40 @@
-package sink
+// Package pages is the sink's Parquet page encoder: it turns a row group
+// of walks (RowGroup: walk.Chunk segments, walk ids Base..Base+Rows-1) into
+// a "fragment", a standalone Parquet file of that one row group, in the
+// schema of the sink's walks parts (walk_id, start, length, and the walk
+// as a LIST of external ids). It holds the Encoder and its page writers,
+// the walk values' encodings (DELTA_BINARY_PACKED and BYTE_STREAM_SPLIT,
+// with AVX2 and BMI2 kernels in the *_amd64.s files and pure Go under the
+// purego tag and on other architectures), the zstd framing that writes
+// frames directly (pagecodec.go, literals.go, huffman.go), the codec and
+// encoding names (Compression, WalkEncoding), the per-column-chunk
+// CRC32Cs (SectionSum) and the part schema and writer the sink splices
+// fragments into (FileSchema, NewPartWriter).
+//
+// It knows walks and graphs (for external ids); it knows nothing of
+// batches, parts, manifests, object stores, Kafka or the stage: the sink
+// (its BatchWriter) gathers chunks into row groups, runs encoders
+// concurrently and commits their fragments in order.
+package pages
 
 import (
 	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"slices"
+	"sync"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding/bytestreamsplit"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
 )
 
 // The row group encoder: a small page writer for the one schema the sink
@@ -31,7 +54,7 @@ import (
 // which makes the repetition levels (a run of 0 and a run of 1 per walk)
 // nearly free; in v2 pages they stay uncompressed, about 5 bytes per walk.
 
-// rowSplit and rowDelta are the part writers' schemas: Row's columns, with
+// rowSplit and rowDelta are the part writers' schemas: sink.Row's columns, with
 // the walk values in the encoding named by WalkEncoding. Start repeats for
 // the walks of one seed and ascends with it for "all vertices" seeds, so
 // delta encoding makes it almost free.
@@ -49,28 +72,44 @@ type rowDelta struct {
 	Walk   []int64 `parquet:"walk,list" parquet-element:",delta"`
 }
 
-// rowGroupWriter is the part of parquet-go's GenericWriter the parts use.
-type rowGroupWriter interface {
+// RowGroupWriter is the part of parquet-go's GenericWriter the parts use.
+type RowGroupWriter interface {
 	WriteRowGroup(parquet.RowGroup) (int64, error)
 	Close() error
 }
 
-func newPartWriter(enc WalkEncoding, out io.Writer, opts ...parquet.WriterOption) rowGroupWriter {
+// NewPartWriter returns parquet-go's writer of a part whose walk values
+// are in encoding enc: the writer into which the sink splices fragments.
+func NewPartWriter(enc WalkEncoding, out io.Writer, opts ...parquet.WriterOption) RowGroupWriter {
 	if enc == DeltaBinaryPacked {
 		return parquet.NewGenericWriter[rowDelta](out, opts...)
 	}
 	return parquet.NewGenericWriter[rowSplit](out, opts...)
 }
 
-// fileSchema returns the footer schema parquet-go writes for enc, which
+// FileSchema returns the footer schema parquet-go writes for enc, which
 // fragments reuse so the part writer sees its own schema in them. It
 // depends on the row type alone: the parts' options (codec, metadata, a
 // 1 MiB write buffer) would only cost each new batch writer an allocation
 // the size of that buffer, which was most of the 0.34 ms the stage's engine
 // loop spent creating each batch's writer.
-func fileSchema(enc WalkEncoding) ([]format.SchemaElement, error) {
+func FileSchema(enc WalkEncoding) ([]format.SchemaElement, error) {
+	if enc == DeltaBinaryPacked {
+		return deltaSchema()
+	}
+	return splitSchema()
+}
+
+// deltaSchema and splitSchema compute each schema once: the schema is
+// read, never written, by every fragment's footer.
+var (
+	deltaSchema = sync.OnceValues(func() ([]format.SchemaElement, error) { return fileSchemaOf(DeltaBinaryPacked) })
+	splitSchema = sync.OnceValues(func() ([]format.SchemaElement, error) { return fileSchemaOf(ByteStreamSplit) })
+)
+
+func fileSchemaOf(enc WalkEncoding) ([]format.SchemaElement, error) {
 	var buf bytes.Buffer
-	pw := newPartWriter(enc, &buf)
+	pw := NewPartWriter(enc, &buf)
 	if err := pw.Close(); err != nil {
 		return nil, err
 	}
@@ -82,7 +121,7 @@ func fileSchema(enc WalkEncoding) ([]format.SchemaElement, error) {
 	// walk_id, start, length, and the list: walk (group), list (repeated
 	// group), element. The encoder below relies on this shape.
 	if len(s) != 7 || s[6].Name != "element" || s[5].RepetitionType.V != format.Repeated {
-		return nil, fmt.Errorf("sink: unexpected Parquet schema %v", s)
+		return nil, fmt.Errorf("pages: unexpected Parquet schema %v", s)
 	}
 	return s, nil
 }
@@ -107,7 +146,7 @@ type column struct {
 	index            format.ColumnIndex
 	locations        []format.PageLocation
 	repHist, defHist [2]int64
-	crc              uint32 // CRC32C of the pages so far (sectionSum)
+	crc              uint32 // CRC32C of the pages so far (SectionSum)
 	lastCompressed   int32  // the last page's compressed size, kept by reset
 }
 
@@ -118,13 +157,59 @@ func (c *column) reset(start int64) {
 		locations: c.locations[:0]}
 }
 
-// fragmentEncoder writes row groups as fragments; one per encoding
-// goroutine, its buffers reused from row group to row group.
-type fragmentEncoder struct {
-	w      *BatchWriter
-	schema []format.SchemaElement
-	codec  *pageCodec
-	cols   [4]column
+// Config says how an Encoder writes row groups.
+type Config struct {
+	// Graph is the graph the walks ran on: vertex ids must be below its
+	// NumVertices, and are written as its external ids (Graph.IDs) where
+	// it has them.
+	Graph *graph.Graph
+	// Compression and ZstdLevel choose the page codec.
+	Compression Compression
+	ZstdLevel   zstd.EncoderLevel
+	// WalkEncoding is the walk values' encoding, DeltaBinaryPacked or
+	// ByteStreamSplit (AutoWalkEncoding is the caller's to resolve).
+	WalkEncoding WalkEncoding
+	// GeneralPages turns off the framed page paths, which write zstd
+	// frames directly: the general path compresses each page with the
+	// codec. Tests compare the two.
+	GeneralPages bool
+}
+
+// RowGroup is the walks of one row group: rows Base..Base+Rows-1 of the
+// batch, walk id order, found in Segments in any order.
+type RowGroup struct {
+	// Index is the row group's number in its batch, for errors.
+	Index int64
+	// Base is the walk id of the first row.
+	Base uint64
+	// Rows is the number of walks; each walk id of the range must be in
+	// Segments exactly once (else ErrBadChunk).
+	Rows     int
+	Segments []Segment
+	// Staged is the memory the walks take as chunks: the fragment buffer
+	// starts at about its compressed size (7/8 of it).
+	Staged int64
+}
+
+// Segment is walks [Lo, Hi) of a chunk.
+type Segment struct {
+	Chunk  *walk.Chunk
+	Lo, Hi int
+}
+
+// ErrBadChunk is wrapped when a row group's walks break the walk.Chunk
+// contract: a walk missing or given twice, a vertex beyond the graph.
+var ErrBadChunk = errors.New("invalid walk chunk")
+
+// Encoder writes row groups as fragments; one per encoding
+// goroutine, its buffers reused from row group to row group. Not safe for
+// concurrent use.
+type Encoder struct {
+	g            *graph.Graph
+	generalPages bool
+	schema       []format.SchemaElement
+	codec        *pageCodec
+	cols         [4]column
 
 	seg, idx []int32  // per row of the group: segment index, walk index
 	ext      []int64  // a page's values
@@ -138,42 +223,94 @@ type fragmentEncoder struct {
 	deltas   [dbpBlock + 1]uint64 // framedDeltaPage: a block's deltas
 	header   []byte
 	out      []byte       // the fragment
-	sums     []sectionSum // its column chunks' CRC32Cs
+	sums     []SectionSum // its column chunks' CRC32Cs
 	thrift   thrift.CompactProtocol
 }
 
-func newFragmentEncoder(w *BatchWriter) (*fragmentEncoder, error) {
-	codec, err := newPageCodec(w.cfg.compression, w.cfg.zstdLevel)
+// NewEncoder returns an encoder for cfg.
+func NewEncoder(cfg Config) (*Encoder, error) {
+	codec, err := newPageCodec(cfg.Compression, cfg.ZstdLevel)
 	if err != nil {
 		return nil, err
 	}
-	e := &fragmentEncoder{codec: codec}
+	e := &Encoder{codec: codec}
 	e.cols = [4]column{
 		{typ: format.Int64, path: []string{"walk_id"}, encoding: format.DeltaBinaryPacked, order: format.Ascending},
 		{typ: format.Int64, path: []string{"start"}, encoding: format.DeltaBinaryPacked, order: format.Unordered},
 		{typ: format.Int32, path: []string{"length"}, encoding: format.Plain, order: format.Unordered},
 		{typ: format.Int64, path: []string{"walk", "list", "element"}, levels: true, order: format.Unordered},
 	}
-	e.attach(w)
+	if err := e.attach(cfg); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
-// attach makes e encode w's row groups (an encoder from Buffers served
-// another writer before, with the same codec).
-func (e *fragmentEncoder) attach(w *BatchWriter) {
-	e.w, e.schema = w, w.schema
+// Reset makes e encode as cfg says, keeping its buffers, and reports
+// whether it could: an encoder keeps its codec, so for another compression
+// or zstd level it returns false and e is unchanged.
+func (e *Encoder) Reset(cfg Config) (bool, error) {
+	if e.codec.kind != cfg.Compression || e.codec.level != cfg.ZstdLevel {
+		return false, nil
+	}
+	return true, e.attach(cfg)
+}
+
+// attach makes e encode cfg's row groups (an encoder reset for another
+// writer's served one before, with the same codec).
+func (e *Encoder) attach(cfg Config) error {
+	schema, err := FileSchema(cfg.WalkEncoding)
+	if err != nil {
+		return err
+	}
+	e.g, e.generalPages, e.schema = cfg.Graph, cfg.GeneralPages, schema
 	e.cols[3].encoding = format.ByteStreamSplit
-	if w.cfg.walkEncoding == DeltaBinaryPacked {
+	if cfg.WalkEncoding == DeltaBinaryPacked {
 		e.cols[3].encoding = format.DeltaBinaryPacked
 	}
+	return nil
 }
+
+// Release drops e's references to the graph and the last fragment, so
+// that an encoder kept for reuse holds no caller's memory.
+func (e *Encoder) Release() {
+	e.g, e.schema, e.out, e.zeros = nil, nil, nil, 0
+}
+
+// Encode writes row group gr as a fragment: a standalone Parquet file of
+// one row group, appended to dst[:0] (grown when too small), and returns it
+// with the row group's steps. Sums gives its column chunks' CRC32Cs.
+func (e *Encoder) Encode(dst []byte, gr *RowGroup) (frag []byte, steps int64, err error) {
+	e.out = dst
+	frag, steps, err = e.encode(gr)
+	e.out = nil
+	return frag, steps, err
+}
+
+// Sums are the CRC32Cs of the column chunks of the fragment Encode
+// returned last, valid until the next Encode.
+func (e *Encoder) Sums() []SectionSum { return e.sums }
+
+// SectionSum is the CRC32C of a section of a fragment (a column chunk),
+// computed by the encoder page by page while the pages were in cache; the
+// part writer combines it into the part's checksum instead of reading the
+// section a second time for it.
+type SectionSum struct {
+	Off, N int64
+	CRC    uint32
+}
+
+// castagnoli is the CRC32C table; hash/crc32 uses the CPU's CRC32
+// instruction for it.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func crc32cUpdate(crc uint32, b []byte) uint32 { return crc32.Update(crc, castagnoli, b) }
 
 var errNoWalks = errors.New("row group without walks")
 
-// encode returns the fragment of row group gr and its steps. The returned
-// slice is the encoder's buffer: valid until the next call.
-func (e *fragmentEncoder) encode(gr *group) ([]byte, int64, error) {
-	n := gr.rows
+// encode returns the fragment of row group gr, in e.out, and its steps.
+func (e *Encoder) encode(gr *RowGroup) ([]byte, int64, error) {
+	n := gr.Rows
 	if n == 0 {
 		return nil, 0, errNoWalks
 	}
@@ -186,7 +323,7 @@ func (e *fragmentEncoder) encode(gr *group) ([]byte, int64, error) {
 	// R-MAT scale 22 in DELTA_BINARY_PACKED, 3.23 for random 24-bit ids),
 	// so that appends do not copy it again and again (0.6 core-s of a
 	// scale-22 run on the 16-core host).
-	if want := int(gr.staged * 7 / 8); cap(e.out) < want {
+	if want := int(gr.Staged * 7 / 8); cap(e.out) < want {
 		e.out = make([]byte, 0, want)
 	}
 	e.out = append(e.out[:0], "PAR1"...)
@@ -195,9 +332,9 @@ func (e *fragmentEncoder) encode(gr *group) ([]byte, int64, error) {
 	c.reset(int64(len(e.out)))
 	e.ext = grow(e.ext, n)
 	for r := range n {
-		e.ext[r] = int64(gr.base) + int64(r)
+		e.ext[r] = int64(gr.Base) + int64(r)
 	}
-	if err := e.int64Page(c, e.ext[:n], int64(gr.base), int64(gr.base)+int64(n)-1, n, nil); err != nil {
+	if err := e.int64Page(c, e.ext[:n], int64(gr.Base), int64(gr.Base)+int64(n)-1, n, nil); err != nil {
 		return nil, 0, err
 	}
 	steps, err := e.startColumn(gr, rows)
@@ -229,17 +366,17 @@ func (e *fragmentEncoder) encode(gr *group) ([]byte, int64, error) {
 // rowOrder finds a row group's walks by row: row r is walk idx[r] of the
 // chunk of segment seg[r].
 type rowOrder struct {
-	segs     []segment
+	segs     []Segment
 	seg, idx []int32
 }
 
-func (o rowOrder) walk(r int) []uint32 { return o.segs[o.seg[r]].c.Walk(int(o.idx[r])) }
+func (o rowOrder) walk(r int) []uint32 { return o.segs[o.seg[r]].Chunk.Walk(int(o.idx[r])) }
 
 // first is row r's start vertex and its number of vertices: from the
 // chunk's Starts where the engine gave them, so that the walk itself is
 // not read.
 func (o rowOrder) first(r int) (start uint32, n int) {
-	c, k := &o.segs[o.seg[r]].c.Chunk, o.idx[r]
+	c, k := o.segs[o.seg[r]].Chunk, o.idx[r]
 	n = int(c.Offsets[k+1] - c.Offsets[k])
 	if c.Starts != nil {
 		return c.Starts[k], n
@@ -249,8 +386,8 @@ func (o rowOrder) first(r int) (start uint32, n int) {
 
 // order places gr's walks in row order (walk id - base); a walk written
 // twice or missing is an ErrBadChunk.
-func (e *fragmentEncoder) order(gr *group) (rowOrder, error) {
-	n := gr.rows
+func (e *Encoder) order(gr *RowGroup) (rowOrder, error) {
+	n := gr.Rows
 	if cap(e.seg) < n {
 		e.seg, e.idx = make([]int32, n), make([]int32, n)
 	}
@@ -258,36 +395,36 @@ func (e *fragmentEncoder) order(gr *group) (rowOrder, error) {
 	for i := range seg {
 		seg[i] = -1
 	}
-	for s, sg := range gr.segs {
-		for k := sg.lo; k < sg.hi; k++ {
-			r := sg.c.WalkIDs[k] - gr.base
+	for s, sg := range gr.Segments {
+		for k := sg.Lo; k < sg.Hi; k++ {
+			r := sg.Chunk.WalkIDs[k] - gr.Base
 			if seg[r] >= 0 {
-				return rowOrder{}, fmt.Errorf("%w: walk %d written twice", ErrBadChunk, sg.c.WalkIDs[k])
+				return rowOrder{}, fmt.Errorf("%w: walk %d written twice", ErrBadChunk, sg.Chunk.WalkIDs[k])
 			}
 			seg[r], idx[r] = int32(s), int32(k)
 		}
 	}
 	for r := range seg {
 		if seg[r] < 0 {
-			return rowOrder{}, fmt.Errorf("%w: walk %d missing from row group %d", ErrBadChunk, gr.base+uint64(r), gr.index)
+			return rowOrder{}, fmt.Errorf("%w: walk %d missing from row group %d", ErrBadChunk, gr.Base+uint64(r), gr.Index)
 		}
 	}
-	return rowOrder{segs: gr.segs, seg: seg, idx: idx}, nil
+	return rowOrder{segs: gr.Segments, seg: seg, idx: idx}, nil
 }
 
 // startColumn writes the start column (each walk's first vertex) and
 // returns the row group's steps.
-func (e *fragmentEncoder) startColumn(gr *group, rows rowOrder) (int64, error) {
-	n := gr.rows
-	nv := uint32(e.w.g.NumVertices())
-	ids := e.w.g.IDs
+func (e *Encoder) startColumn(gr *RowGroup, rows rowOrder) (int64, error) {
+	n := gr.Rows
+	nv := uint32(e.g.NumVertices())
+	ids := e.g.IDs
 	c := &e.cols[1]
 	c.reset(int64(len(e.out)))
 	var steps int64
 	for r := range n {
 		v, nvert := rows.first(r)
 		if v >= nv {
-			return 0, fmt.Errorf("%w: walk %d visits vertex %d, beyond the graph's %d", ErrBadChunk, gr.base+uint64(r), v, nv)
+			return 0, fmt.Errorf("%w: walk %d visits vertex %d, beyond the graph's %d", ErrBadChunk, gr.Base+uint64(r), v, nv)
 		}
 		if ids == nil {
 			e.ext[r] = int64(v)
@@ -305,8 +442,8 @@ func (e *fragmentEncoder) startColumn(gr *group, rows rowOrder) (int64, error) {
 
 // walkColumn writes the walk.list.element column: pages of whole walks,
 // their vertices mapped to external ids. lens are the walks' steps.
-func (e *fragmentEncoder) walkColumn(gr *group, rows rowOrder, lens []int32) error {
-	n := gr.rows
+func (e *Encoder) walkColumn(gr *RowGroup, rows rowOrder, lens []int32) error {
+	n := gr.Rows
 	c := &e.cols[3]
 	c.reset(int64(len(e.out)))
 	for r0 := 0; r0 < n; {
@@ -347,7 +484,7 @@ func grow[T any](s []T, n int) []T {
 // int64Page writes one page of int64 values for rows rows; lens (walk
 // steps per row) is given for the list's leaf, whose levels it encodes.
 // lo and hi are the smallest and largest value.
-func (e *fragmentEncoder) int64Page(c *column, vals []int64, lo, hi int64, rows int, lens []int32) error {
+func (e *Encoder) int64Page(c *column, vals []int64, lo, hi int64, rows int, lens []int32) error {
 	body := e.levels(c, lens, len(vals), rows)
 	at := len(body)
 	body = slices.Grow(body, 8*len(vals)+64)
@@ -362,7 +499,7 @@ func (e *fragmentEncoder) int64Page(c *column, vals []int64, lo, hi int64, rows 
 		enc = appendDeltaInt64(body[at:at], vals)
 	}
 	if err != nil {
-		return fmt.Errorf("sink: encode %v: %w", c.path, err)
+		return fmt.Errorf("pages: encode %v: %w", c.path, err)
 	}
 	if len(enc) > 0 && &enc[0] != &body[at : at+1][0] {
 		body = append(body, enc...) // the encoder reallocated
@@ -383,7 +520,7 @@ func (e *fragmentEncoder) int64Page(c *column, vals []int64, lo, hi int64, rows 
 	return e.page(c, len(vals), rows, lo, hi, binary.LittleEndian.AppendUint64(nil, uint64(lo)), binary.LittleEndian.AppendUint64(nil, uint64(hi)))
 }
 
-func (e *fragmentEncoder) int32Page(c *column, vals []int32) error {
+func (e *Encoder) int32Page(c *column, vals []int32) error {
 	lo, hi := vals[0], vals[0]
 	body := e.body[:0]
 	for _, v := range vals {
@@ -397,7 +534,7 @@ func (e *fragmentEncoder) int32Page(c *column, vals []int32) error {
 
 // levels starts a page body in e.body with the list leaf's levels (nothing
 // for the other columns).
-func (e *fragmentEncoder) levels(c *column, lens []int32, nvals, rows int) []byte {
+func (e *Encoder) levels(c *column, lens []int32, nvals, rows int) []byte {
 	body := e.body[:0]
 	if !c.levels {
 		return body
@@ -424,7 +561,7 @@ func (e *fragmentEncoder) levels(c *column, lens []int32, nvals, rows int) []byt
 
 // page frames e.body (nvals values of rows rows, e.segs its segments) as
 // a data page v1 of column c: compression, header, page index entries.
-func (e *fragmentEncoder) page(c *column, nvals, rows int, lo, hi int64, minB, maxB []byte) error {
+func (e *Encoder) page(c *column, nvals, rows int, lo, hi int64, minB, maxB []byte) error {
 	body, segs, zeros := e.body, e.segs, e.zeros
 	e.zeros = 0
 	return e.pageWith(c, nvals, rows, &pageBounds{lo: lo, hi: hi, minB: minB, maxB: maxB}, len(body)+zeros, func(dst []byte) ([]byte, error) {
@@ -445,7 +582,7 @@ type pageBounds struct {
 // pageWith frames a data page v1 of column c whose body, of uncompressed
 // bytes (or b.size), encode appends compressed to dst. b is read once
 // encode has returned.
-func (e *fragmentEncoder) pageWith(c *column, nvals, rows int, b *pageBounds, uncompressed int,
+func (e *Encoder) pageWith(c *column, nvals, rows int, b *pageBounds, uncompressed int,
 	encode func(dst []byte) ([]byte, error)) error {
 	// The page is compressed straight into the fragment, after room for
 	// its header: sized with the compressed size of this column's last
@@ -465,13 +602,13 @@ func (e *fragmentEncoder) pageWith(c *column, nvals, rows int, b *pageBounds, un
 			DefinitionLevelEncoding: format.RLE, RepetitionLevelEncoding: format.RLE})}
 	guess, err := thrift.Marshal(&e.thrift, &h)
 	if err != nil {
-		return fmt.Errorf("sink: page header %v: %w", c.path, err)
+		return fmt.Errorf("pages: page header %v: %w", c.path, err)
 	}
 	offset := len(e.out)
 	room := len(guess)
 	out, err := encode(slices.Grow(e.out, room)[:offset+room])
 	if err != nil {
-		return fmt.Errorf("sink: compress %v: %w", c.path, err)
+		return fmt.Errorf("pages: compress %v: %w", c.path, err)
 	}
 	e.out = out
 	n := len(out) - offset - room
@@ -483,7 +620,7 @@ func (e *fragmentEncoder) pageWith(c *column, nvals, rows int, b *pageBounds, un
 	c.lastCompressed = int32(n)
 	hb, err := thrift.Marshal(&e.thrift, &h)
 	if err != nil {
-		return fmt.Errorf("sink: page header %v: %w", c.path, err)
+		return fmt.Errorf("pages: page header %v: %w", c.path, err)
 	}
 	if len(hb) != room {
 		e.out = slices.Grow(e.out, max(0, len(hb)-room))[:offset+len(hb)+n]
@@ -516,7 +653,7 @@ func appendRun(b []byte, count int, level byte) []byte {
 }
 
 // footer appends the page index and the footer of a fragment of rows rows.
-func (e *fragmentEncoder) footer(rows int) error {
+func (e *Encoder) footer(rows int) error {
 	var chunks []format.ColumnChunk
 	var total, totalComp int64
 	e.sums = e.sums[:0]
@@ -526,7 +663,7 @@ func (e *fragmentEncoder) footer(rows int) error {
 		if i+1 < len(e.cols) {
 			end = e.cols[i+1].start
 		}
-		e.sums = append(e.sums, sectionSum{c.start, end - c.start, c.crc})
+		e.sums = append(e.sums, SectionSum{c.start, end - c.start, c.crc})
 		size := int64(8)
 		if c.typ == format.Int32 {
 			size = 4
@@ -557,7 +694,7 @@ func (e *fragmentEncoder) footer(rows int) error {
 		c.index.BoundaryOrder = c.order
 		b, err := thrift.Marshal(&e.thrift, &c.index)
 		if err != nil {
-			return fmt.Errorf("sink: column index: %w", err)
+			return fmt.Errorf("pages: column index: %w", err)
 		}
 		chunks[i].ColumnIndexOffset, chunks[i].ColumnIndexLength = int64(len(e.out)), int32(len(b))
 		e.out = append(e.out, b...)
@@ -565,7 +702,7 @@ func (e *fragmentEncoder) footer(rows int) error {
 	for i := range e.cols {
 		b, err := thrift.Marshal(&e.thrift, &format.OffsetIndex{PageLocations: e.cols[i].locations})
 		if err != nil {
-			return fmt.Errorf("sink: offset index: %w", err)
+			return fmt.Errorf("pages: offset index: %w", err)
 		}
 		chunks[i].OffsetIndexOffset, chunks[i].OffsetIndexLength = int64(len(e.out)), int32(len(b))
 		e.out = append(e.out, b...)
@@ -574,7 +711,7 @@ func (e *fragmentEncoder) footer(rows int) error {
 		RowGroups: []format.RowGroup{{Columns: chunks, TotalByteSize: total, NumRows: int64(rows), FileOffset: 4, TotalCompressedSize: totalComp}}}
 	b, err := thrift.Marshal(&e.thrift, &md)
 	if err != nil {
-		return fmt.Errorf("sink: footer: %w", err)
+		return fmt.Errorf("pages: footer: %w", err)
 	}
 	e.out = append(e.out, b...)
 	e.out = binary.LittleEndian.AppendUint32(e.out, uint32(len(b)))
