@@ -30,6 +30,11 @@ func benchStage(b *testing.B, extra ...string) (brokers []string, nv int) {
 	// WALKSTAGE_BENCH_TRACE=1 turns tracing on, every request sampled,
 	// exporting to an in-process OTLP receiver: its overhead is the
 	// difference to a run without.
+	// WALKSTAGE_BENCH_TABLES=1 appends every batch to Iceberg tables in a
+	// file-based catalog beside the output (WALKSTAGE_TABLE_CATALOG).
+	if os.Getenv("WALKSTAGE_BENCH_TABLES") == "1" {
+		env = append(env, "WALKSTAGE_TABLE_CATALOG=file://"+filepath.ToSlash(b.TempDir()))
+	}
 	if os.Getenv("WALKSTAGE_BENCH_TRACE") == "1" {
 		srv := httptest.NewServer(&otlpReceiver{})
 		b.Cleanup(srv.Close)

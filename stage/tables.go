@@ -13,6 +13,7 @@ import (
 
 	"github.com/walkstage/walkstage/icetable"
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/store"
 )
 
 // Tables appends committed batches to table storage; *icetable.Tables
@@ -29,7 +30,7 @@ func (s *Stage) appendTable(ctx context.Context, man *sink.Manifest) error {
 	}
 	tb := icetable.Batch{Kind: man.Kind(), ID: man.BatchID, Fingerprint: man.Fingerprint}
 	for _, f := range man.Files {
-		tb.Files = append(tb.Files, icetable.File{URL: sink.ObjectURL(s.o.BucketURL, f.Key), Rows: f.Rows, Bytes: f.Bytes})
+		tb.Files = append(tb.Files, icetable.File{URL: store.ObjectURL(s.o.BucketURL, f.Key), Rows: f.Rows, Bytes: f.Bytes})
 	}
 	if err := s.o.Tables.Append(ctx, tb); err != nil {
 		return fmt.Errorf("append to the %s table: %w", tb.Kind, err)
