@@ -320,7 +320,11 @@ func (c *committer) commit(ctx context.Context, group []*pending) []error {
 		return out
 	}
 	tx := tbl.NewTransaction()
-	if err := tx.AddDataFiles(ctx, files, iceberg.Properties{SummaryKey: strings.Join(names, ",")}); err != nil {
+	// No duplicate check by path: it reads every manifest of the table
+	// (a commit's cost growing with its history), and the batch ids above
+	// already keep each batch, and so each of its parts (their keys carry
+	// the attempt id), out of a second snapshot.
+	if err := tx.AddDataFiles(ctx, files, iceberg.Properties{SummaryKey: strings.Join(names, ",")}, table.WithoutDuplicateCheck()); err != nil {
 		return fail(fmt.Errorf("icetable: append %d files to %s: %w", len(files), c.kind, err))
 	}
 	if _, err := tx.Commit(ctx); err != nil {
