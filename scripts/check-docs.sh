@@ -26,5 +26,14 @@ if hits=$(grep -nE '\b20[0-9]{2}-[01][0-9]-[0-3][0-9]\b|M walk vertices/s|M step
   printf 'stage/config.go (walkstage run -h) quotes a measurement (move it to docs/benchmarks/):\n%s\n' "$hits" >&2
   bad=1
 fi
+# Code comments and help text (Go and CUDA sources outside tests, the
+# scripts) say what a thing means and why; a dated run, a commit hash or a
+# machine nickname belongs to docs/benchmarks/ (issue 34).
+srcs=$(git ls-files '*.go' '*.cu' '*.cuh' '*.sh' | grep -v '_test\.go$')
+# shellcheck disable=SC2086 # one file name a word
+if hits=$(grep -nE '\b20[0-9]{2}-[01][0-9]-[0-3][0-9]\b|\b(host [A-Z]|call [0-9]+|calls [0-9]+)\b' $srcs | grep -v '^scripts/check-docs\.sh:'); then
+  printf 'source comments or help text quote a dated run or a machine nickname (move it to docs/benchmarks/):\n%s\n' "$hits" >&2
+  bad=1
+fi
 [ "$(wc -l < README.md)" -le 250 ] || { echo "README.md is over 250 lines" >&2; bad=1; }
 exit "$bad"

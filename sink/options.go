@@ -141,7 +141,7 @@ func WithWalkEncoding(e WalkEncoding) Option { return func(o *config) { o.walkEn
 // and near-uniform byte streams are stored as RLE and raw blocks at any
 // level. On byte-stream-split walks of random 22-bit ids, level 3 gave the
 // same size as level 1 (2.750 bytes per vertex for the values) for 1.1x the
-// time (2-core VM, 2026-11-23): what zstd gains there is entropy coding.
+// time (the 2-core development VM): what zstd gains there is entropy coding.
 func WithZstdLevel(level int) Option {
 	return func(o *config) { o.zstdLevel = zstd.EncoderLevelFromZstd(level); o.zstdLevelSet = level }
 }
