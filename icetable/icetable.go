@@ -32,6 +32,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
@@ -57,6 +58,9 @@ type Options struct {
 	Namespace string
 	// MaxFiles bounds the data files of one commit (default 1000).
 	MaxFiles int
+	// CommitTimeout bounds one commit, loading the table included
+	// (default one minute).
+	CommitTimeout time.Duration
 	Logger   *slog.Logger
 }
 
@@ -94,6 +98,9 @@ func Open(ctx context.Context, o Options) (*Tables, error) {
 	}
 	if o.MaxFiles <= 0 {
 		o.MaxFiles = 1000
+	}
+	if o.CommitTimeout <= 0 {
+		o.CommitTimeout = time.Minute
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -261,7 +268,11 @@ func (c *committer) run() {
 				break more
 			}
 		}
-		results := c.commit(context.Background(), group)
+		// Bounded: a catalog that does not answer fails the group's
+		// batches, which retry (and find their batches if it landed).
+		ctx, cancel := context.WithTimeout(context.Background(), c.t.o.CommitTimeout)
+		results := c.commit(ctx, group)
+		cancel()
 		for i, p := range group {
 			p.done <- results[i]
 		}
