@@ -189,6 +189,10 @@ func TestChaos(t *testing.T) {
 	}
 	metricsAddr := freeAddr(t)
 	env := stageEnviron(brokerAddr, gpath, bucketURL(stageS3), metricsAddr)
+	// Every committed batch also goes to an Iceberg table (a file catalog
+	// on this disk); the verdict checks it holds each exactly once.
+	tableCatalog := "file://" + filepath.Join(dir, "tables")
+	env = append(env, "WALKSTAGE_TABLE_CATALOG="+tableCatalog)
 
 	admin, err := newClient(brokerAddr)
 	if err != nil {
@@ -771,6 +775,28 @@ func TestChaos(t *testing.T) {
 		}
 	}
 
+	// The walks table holds every succeeded batch exactly once, nothing
+	// else, and the rows the manifests commit.
+	succeeded := map[string]bool{}
+	for _, r := range slices.Concat(g.reqs, g.expensiveReqs) {
+		if slices.ContainsFunc(events[r.batchID], func(e event) bool { return e.Status == "succeeded" }) {
+			succeeded[r.batchID] = true
+		}
+	}
+	var walksRows int64
+	if view, _, err := readGlobView(ctx, bucket, objects, "walks"); err == nil {
+		walksRows = view.committedRows
+	}
+	tableDesc := "unread"
+	if tv, err := readTable(ctx, tableCatalog); err != nil {
+		v.add("TABLE", "the walks table holds every succeeded batch exactly once and nothing else", err.Error())
+	} else {
+		for _, p := range tableProblems(tv, succeeded, walksRows) {
+			v.add("TABLE", "the walks table holds every succeeded batch exactly once and nothing else", p)
+		}
+		tableDesc = fmt.Sprintf("%d/%d batches,%d/%d rows", len(tv.count), len(succeeded), tv.records, walksRows)
+	}
+
 	lost := 0
 	for _, r := range g.reqs {
 		if !slices.ContainsFunc(r.msgs, func(m *msg) bool { return !m.lostWithLog }) {
@@ -1025,13 +1051,13 @@ func TestChaos(t *testing.T) {
 		"unexpected_exits=%d outages=%s store_kills=%d (ready after %s) late_topic=%s broker_log_lost=%d topics_recreated=%d "+
 		"lost_with_log=%d s3_faults=%s oversized=%d+%d expensive=%d (ran %d, refused %d) small_latency=%s "+
 		"messages=%d (accepted %d, resent %d, bad %d) lost=%d corrupted=%d dangling_events=%d silent_skips=%d stuck=%d commits_ahead=%d "+
-		"dead_letters_missing=%d dead_letters_duplicated=%d open_uploads=%d orphans_tidied=%s glob_extra=%d glob_rows=%s "+
+		"dead_letters_missing=%d dead_letters_duplicated=%d open_uploads=%d orphans_tidied=%s glob_extra=%d glob_rows=%s table=%s "+
 		"recovery=%s caught_up=%.1fs drain=%.1fs offset_samples=%d total=%.1fs",
 		f.name, seed, faults, len(kills), underBacklog, midUpload, toReady.Seconds(), len(sup.unexpectedExits()), strings.Join(outs, ","),
 		len(storeKills), strings.Join(storeKills, ","), lateTopic, b2i(faults["brokerlost"])*f.brokerLosses,
 		b2i(faults["recreate"])*f.recreations, lostWithLog, s3desc, oversized, oversized, len(g.expensiveReqs), expensiveRan, expensiveRefused, latency,
 		len(all), nAcc, nDup, nBad, lost, corrupted, dangling, silentSkips, len(stuck), len(ahead), dlqMissing, dlqDup, len(open),
-		tidyDesc, globExtra, strings.Join(globRows, ","), strings.Join(recovery, ","), caughtUp.Seconds(), drainTime.Seconds(), samples, time.Since(t0).Seconds())
+		tidyDesc, globExtra, strings.Join(globRows, ","), tableDesc, strings.Join(recovery, ","), caughtUp.Seconds(), drainTime.Seconds(), samples, time.Since(t0).Seconds())
 }
 
 // or is s, or def when s is empty.
