@@ -61,6 +61,11 @@ type Options struct {
 	// CommitTimeout bounds one commit, loading the table included
 	// (default one minute).
 	CommitTimeout time.Duration
+	// CommitInterval is the least time between two commits of a table
+	// (0: commit as soon as the previous commit ends). Appends wait for
+	// it: longer intervals make fewer, larger snapshots, and each commit's
+	// cost grows with the number of snapshots the table holds.
+	CommitInterval time.Duration
 	Logger   *slog.Logger
 }
 
@@ -249,6 +254,7 @@ type committer struct {
 
 func (c *committer) run() {
 	defer close(c.stopped)
+	var last time.Time // the end of the last commit
 	for {
 		var group []*pending
 		select {
@@ -258,21 +264,43 @@ func (c *committer) run() {
 			return
 		}
 		files := len(group[0].b.Files)
+		// Until the interval has passed (at once without one), take what
+		// else is waiting, up to MaxFiles.
+		wait := time.NewTimer(max(0, time.Until(last.Add(c.t.o.CommitInterval))))
 	more:
 		for files < c.t.o.MaxFiles {
 			select {
 			case p := <-c.in:
 				group = append(group, p)
 				files += len(p.b.Files)
-			default:
+			case <-wait.C:
+				// The interval is over: what is waiting now joins, then
+				// the commit starts.
+				for files < c.t.o.MaxFiles {
+					select {
+					case p := <-c.in:
+						group = append(group, p)
+						files += len(p.b.Files)
+					default:
+						break more
+					}
+				}
 				break more
+			case <-c.stop:
+				wait.Stop()
+				for _, p := range group {
+					p.done <- errors.New("icetable: closed")
+				}
+				return
 			}
 		}
+		wait.Stop()
 		// Bounded: a catalog that does not answer fails the group's
 		// batches, which retry (and find their batches if it landed).
 		ctx, cancel := context.WithTimeout(context.Background(), c.t.o.CommitTimeout)
 		results := c.commit(ctx, group)
 		cancel()
+		last = time.Now()
 		for i, p := range group {
 			p.done <- results[i]
 		}

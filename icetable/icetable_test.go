@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -134,5 +135,49 @@ func TestAppendIsExactlyOnce(t *testing.T) {
 	}
 	if err := tb2.Append(ctx, Batch{Kind: "nope", ID: "x"}); err == nil {
 		t.Error("an unknown kind was accepted")
+	}
+}
+
+// TestCommitIntervalGroupsAppends: with a commit interval, appends made
+// one after another within it (each waiting for the previous) still share
+// commits: the second waits for the interval, and appends arriving
+// meanwhile join it. Without one, each sequential append is a commit.
+func TestCommitIntervalGroupsAppends(t *testing.T) {
+	ctx := context.Background()
+	data := t.TempDir()
+	for _, tc := range []struct {
+		interval time.Duration
+		most     int // snapshots at most for 8 appends
+	}{{0, 8}, {300 * time.Millisecond, 3}} {
+		tb, err := Open(ctx, Options{Catalog: "file://" + t.TempDir(), CommitInterval: tc.interval})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				time.Sleep(time.Duration(i) * 20 * time.Millisecond) // staggered, within one interval
+				f := writeWalks(t, data, fmt.Sprintf("i%v-%d.parquet", tc.interval, i), 5)
+				if err := tb.Append(ctx, Batch{Kind: "walks", ID: fmt.Sprint(i), Fingerprint: "f", Files: []File{f}}); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		tbl, err := tb.Table(ctx, "walks")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := len(tbl.Metadata().Snapshots())
+		if n > tc.most {
+			t.Errorf("interval %v: 8 staggered appends made %d snapshots, want at most %d", tc.interval, n, tc.most)
+		}
+		if got := scanRows(t, tb, "walks"); got != 40 {
+			t.Errorf("interval %v: %d rows, want 40", tc.interval, got)
+		}
+		t.Logf("interval %v: %d snapshots", tc.interval, n)
+		tb.Close()
 	}
 }

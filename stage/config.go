@@ -149,6 +149,13 @@ type Config struct {
 	// commit adds; batches committed while a commit is in flight join the
 	// next one up to this.
 	TableCommitMaxFiles int `env:"TABLE_COMMIT_MAX_FILES" envDefault:"1000"`
+	// WALKSTAGE_TABLE_COMMIT_INTERVAL: the least time between two commits
+	// of a table (0: as soon as the previous one ends). A commit's cost
+	// grows with the snapshots the table holds, so a busy stage that runs
+	// for long wants fewer, larger ones; batches wait for their commit
+	// before their event, so MAX_IN_FLIGHT must hold what arrives in an
+	// interval.
+	TableCommitInterval time.Duration `env:"TABLE_COMMIT_INTERVAL" envDefault:"0s"`
 
 	// ---- Engine ----
 
@@ -578,6 +585,9 @@ func (c *Config) validateOperations(bad badFunc) {
 		if u, err := url.Parse(c.TableCatalog); err != nil || (u.Scheme != "file" && u.Scheme != "http" && u.Scheme != "https") {
 			bad("TABLE_CATALOG", "%q is not file:///warehouse or an http(s) REST catalog URL", redact.String(c.TableCatalog))
 		}
+	}
+	if c.TableCommitInterval < 0 {
+		bad("TABLE_COMMIT_INTERVAL", "%v is negative", c.TableCommitInterval)
 	}
 	if c.TableCommitMaxFiles < 1 {
 		bad("TABLE_COMMIT_MAX_FILES", "%d must be at least 1", c.TableCommitMaxFiles)
