@@ -33,7 +33,8 @@ func benchStage(b *testing.B, extra ...string) (brokers []string, nv int) {
 	// WALKSTAGE_BENCH_TABLES=1 appends every batch to Iceberg tables in a
 	// file-based catalog beside the output (WALKSTAGE_TABLE_CATALOG).
 	if os.Getenv("WALKSTAGE_BENCH_TABLES") == "1" {
-		env = append(env, "WALKSTAGE_TABLE_CATALOG=file://"+filepath.ToSlash(b.TempDir()))
+		env = append(env, "WALKSTAGE_TABLE_CATALOG=file://"+filepath.ToSlash(b.TempDir()),
+			"WALKSTAGE_TABLE_COMMIT_INTERVAL="+cmp.Or(os.Getenv("WALKSTAGE_BENCH_TABLE_INTERVAL"), "0s"))
 	}
 	if os.Getenv("WALKSTAGE_BENCH_TRACE") == "1" {
 		srv := httptest.NewServer(&otlpReceiver{})
