@@ -1320,7 +1320,7 @@ func statuses(es []event) string {
 }
 
 // dlqCopies ties dead letters to the messages they copy: by the
-// walkstage-source-* headers (docs/messages.md), else by our chaos-id
+// walkstage-source-* headers (docs/reference/messages.md), else by our chaos-id
 // header (a stub that dropped the source headers still carries it).
 type dlqCopies struct {
 	byMsg     map[*msg][]*kgo.Record

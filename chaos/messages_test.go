@@ -23,7 +23,7 @@ type msg struct {
 	accepted bool
 	batchID  string
 	category string
-	// reason is what docs/messages.md leads us to expect; the suite asserts
+	// reason is what docs/reference/messages.md leads us to expect; the suite asserts
 	// it only for conflicts (issue 11: batch_id_conflict).
 	reason string
 	// either: a valid request the stage may run or refuse (an expensive

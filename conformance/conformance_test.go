@@ -158,7 +158,7 @@ type results struct {
 
 // Every output kind, written with every compression and walk encoding by the
 // real writer, is read by Arrow (Go), DuckDB through the glob over its kind
-// that docs/messages.md gives, and hyparquet through its manifest: the row
+// that docs/reference/messages.md gives, and hyparquet through its manifest: the row
 // counts match the manifest, the totals over every row match what was
 // written (ids above 2^53 included), and sampled walks and sampled edges
 // follow edges of the graph. Encodings a reader cannot decode are the known

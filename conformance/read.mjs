@@ -3,7 +3,7 @@
 //
 // SPEC holds checks ({name, kind, glob, files, sample}) and queries
 // ({name, sql}). Every check is read twice: by DuckDB through `glob`, the
-// reader query docs/messages.md gives for its kind (hive partitioning on),
+// reader query docs/reference/messages.md gives for its kind (hive partitioning on),
 // and by hyparquet through `files`, the parts its manifest lists. Each
 // reader reports the rows, totals over every row (64-bit sums as decimal
 // strings) and the first `sample` rows, or the error it failed with; the

@@ -304,7 +304,7 @@ func report(out io.Writer, c stage.Config, dir string, reqs []request, res resul
 }
 
 // ReaderQuery is the DuckDB query the demo suggests for reading its walks
-// under dir: every walks part (kind=walks, docs/messages.md "Output
+// under dir: every walks part (kind=walks, docs/reference/messages.md "Output
 // layout"), with the path's partitions (graph, algorithm, batch) as columns.
 // The conformance test runs it.
 func ReaderQuery(dir string) string {

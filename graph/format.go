@@ -3,7 +3,7 @@ package graph
 // The binary graph file (".wsg") is laid out so that Load can map it
 // read-only and point the Graph's slices straight into the mapping: a fixed
 // 256-byte header, then sections at 64-byte aligned offsets, each holding one
-// array in its little-endian in-memory form. docs/graph-format.md is the
+// array in its little-endian in-memory form. docs/reference/graph-format.md is the
 // specification; keep the two in step.
 
 import (

@@ -12,7 +12,7 @@
 // is retried, is recognised and not appended twice — the pattern of
 // Redpanda Connect's Iceberg output for ambiguous commits. Snapshots the
 // stage expires must therefore outlive the input topic's redelivery
-// horizon (docs/messages.md, "Iceberg tables").
+// horizon (docs/reference/messages.md, "Iceberg tables").
 //
 // Group commit: appends that arrive while a commit is in flight go into the
 // next one, together (up to MaxFiles data files), so commits keep up with

@@ -3,7 +3,7 @@ package icetable
 import "github.com/apache/iceberg-go"
 
 // schemas are the tables' schemas, one per output kind, matching the
-// columns the sink writes (docs/messages.md): the Parquet parts carry no
+// columns the sink writes (docs/reference/messages.md): the Parquet parts carry no
 // field ids, so readers map the columns by name (the table's name mapping,
 // set on the first append). Every field is optional, so a part that lacks
 // a column (samples of unweighted graphs have no edge_weight) reads as

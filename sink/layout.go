@@ -80,7 +80,7 @@ const SuccessName = "_SUCCESS"
 // turned into object keys.
 var ErrInvalidLayout = errors.New("invalid output layout")
 
-// Output kinds: each has a Parquet schema of its own (docs/messages.md)
+// Output kinds: each has a Parquet schema of its own (docs/reference/messages.md)
 // and a path component of its own, "kind={kind}".
 const (
 	KindWalks   = "walks"       // one row per walk

@@ -23,7 +23,7 @@ const (
 
 // Event is the completion event published on the output topic, key = batch
 // id, once per processed message (at least once: a batch redelivered after a
-// crash is reported again with the same objects). docs/messages.md shows
+// crash is reported again with the same objects). docs/reference/messages.md shows
 // examples.
 type Event struct {
 	Version int    `json:"version"`

@@ -2,7 +2,7 @@ package source
 
 // Graph sampling requests: the C-SAW algorithms (neighbor, layer,
 // forest_fire, snowball, frontier), their fields and validation
-// (docs/messages.md, "Graph samples"). Their output is "samples": one
+// (docs/reference/messages.md, "Graph samples"). Their output is "samples": one
 // Parquet row per sampled edge.
 
 import (

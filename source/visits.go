@@ -1,7 +1,7 @@
 package source
 
 // Output "visits" requests: the fields, their validation and the queries
-// (docs/messages.md, "Visit counts").
+// (docs/reference/messages.md, "Visit counts").
 
 import (
 	"encoding/json"

@@ -1,6 +1,6 @@
 package source
 
-// The wire form of a version 1 request (docs/messages.md) and the readers
+// The wire form of a version 1 request (docs/reference/messages.md) and the readers
 // of its members; DecodeRequest (decode.go) validates what they read.
 
 import (
@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// requestV1 is the wire form of version 1 (docs/messages.md), filled member
+// requestV1 is the wire form of version 1 (docs/reference/messages.md), filled member
 // by member through v1Fields. Pointers distinguish "absent" (take the
 // default) from zero (validate it).
 type requestV1 struct {
@@ -30,7 +30,7 @@ type requestV1 struct {
 	Seeds        []int64
 	SeedRange    *seedSpan
 	RNGSeed      *uint64
-	// Output "visits" (docs/messages.md).
+	// Output "visits" (docs/reference/messages.md).
 	Output           string
 	TopK             *int
 	StepsPerQuery    *int64

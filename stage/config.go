@@ -103,7 +103,7 @@ type Config struct {
 	// WALKSTAGE_OUTPUT_PREFIX: key prefix inside the bucket; batch B's
 	// objects are under
 	// <prefix>/kind=<kind>/graph=<graph>/algorithm=<algorithm>/batch=<B>/
-	// (part-NNNNN-<attempt>.parquet and the _SUCCESS manifest; docs/messages.md,
+	// (part-NNNNN-<attempt>.parquet and the _SUCCESS manifest; docs/reference/messages.md,
 	// "Output layout").
 	OutputPrefix string `env:"OUTPUT_PREFIX" envDefault:"walks"`
 
@@ -207,7 +207,7 @@ type Config struct {
 	// holds it whole, or walks it under a placement plan in host memory).
 	GPUPartition string `env:"GPU_PARTITION" envDefault:"auto"`
 
-	// ---- Request limits (violations are rejected, see docs/messages.md) ----
+	// ---- Request limits (violations are rejected, see docs/reference/messages.md) ----
 
 	// WALKSTAGE_MAX_MESSAGE_BYTES: largest request message accepted.
 	MaxMessageBytes int `env:"MAX_MESSAGE_BYTES" envDefault:"4194304"`
@@ -234,7 +234,7 @@ type Config struct {
 	// Node2Vec's rejection sampler grows with max(1/p, 1, 1/q) /
 	// min(1/p, 1, 1/q), up to 64 attempts and an exact scan of the
 	// adjacency, and for the reservoir samplers with the degrees walks meet
-	// (docs/deploy.md, admission control). Above it a request is rejected
+	// (docs/reference/deploy.md, admission control). Above it a request is rejected
 	// (over_budget). The default admits every request of O(1) steps that
 	// the walk limits admit (10^7 walks of 1,000 steps).
 	MaxRequestCost int64 `env:"MAX_REQUEST_COST" envDefault:"10000000000"`

@@ -13,7 +13,7 @@ import (
 const runUsage = `walkstage run [--check] [--cpuprofile FILE] [--trace FILE]
 
 Runs the Kafka-driven stage until SIGTERM or SIGINT, configured only from
-WALKSTAGE_* environment variables (below; docs/messages.md has the message
+WALKSTAGE_* environment variables (below; docs/reference/messages.md has the message
 formats). Logs go to stderr. When GOMEMLIMIT is not set, the soft memory
 limit is 90% of the container's memory limit (or of physical memory).`
 

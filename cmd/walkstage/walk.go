@@ -33,7 +33,7 @@ Walks a graph once and writes Parquet to object storage:
   {out}/{prefix}/kind={kind}/graph={graph}/algorithm={algorithm}/batch={batch-id}/_SUCCESS
 where kind is walks, visits or samples (one schema under each, so a reader globs one kind),
 NNNNN numbers the parts and {attempt} is an id of this run, so a killed run's parts never
-collide with the next one's; only the parts _SUCCESS lists are the output (docs/messages.md,
+collide with the next one's; only the parts _SUCCESS lists are the output (docs/reference/messages.md,
 "Output layout", has the DuckDB and pyarrow queries).
 
 The flags use the request's words (docs/reference/vocabulary.md): --walks-per-seed is
@@ -43,13 +43,13 @@ example:
   walkstage walk --graph g.wsg --algorithm node2vec --p 2 --q 0.5 --length 80 --walks-per-seed 10 \
                  --seeds all --rng-seed 42 --out file:///tmp/walks
 
---output visits writes recommendation candidates instead (docs/messages.md, "Visit counts"):
+--output visits writes recommendation candidates instead (docs/reference/messages.md, "Visit counts"):
 every seed is one query, named by its external id, with --top-k and --steps-per-query (or
 --walks-per-seed given explicitly), one Parquet row per query, as the stage writes an output
 "visits" request that lists the same seeds with rng_seed = --rng-seed.
 
 --algorithm neighbor, layer, forest_fire, snowball or frontier samples the graph instead (the
-C-SAW samplers, docs/messages.md, "Graph samples"): one row per sampled edge, --walks-per-seed
+C-SAW samplers, docs/reference/messages.md, "Graph samples"): one row per sampled edge, --walks-per-seed
 instances per seed (per --frontier-size consecutive seeds for frontier), as the stage writes a
 sampling request listing the same seeds with rng_seed = --rng-seed; neighbor without --replace,
 layer, forest_fire, snowball and frontier (unweighted or --weighted) run on the GPU when
@@ -65,7 +65,7 @@ algorithm and its parameters, seeds, --rng-seed, engine, --compression, --walk-e
 refused with that output named, as the stage refuses a batch_id_conflict; the same
 parameters again keep it; --replace-output deletes it and writes this run's.
 
-Walk ids are ordered as in the stage (docs/messages.md): with W = --walks-per-seed, seed k's
+Walk ids are ordered as in the stage (docs/reference/messages.md): with W = --walks-per-seed, seed k's
 walks are k*W .. (k+1)*W-1, so walk i starts at seed i / W. The same flags and seed give
 byte-identical output on the same engine.
 
@@ -487,7 +487,7 @@ func (o *walkOptions) run(ctx context.Context, eng walk.Engine, algo walk.Algori
 }
 
 // walkResult is the --json line of walkstage walk: the completion event's
-// fields for the same batch (docs/messages.md), with the output's kind,
+// fields for the same batch (docs/reference/messages.md), with the output's kind,
 // its bytes and the run's time.
 type walkResult struct {
 	Status          string   `json:"status"`

@@ -21,7 +21,7 @@ import (
 )
 
 // sampleFlags are the flags of `walkstage walk --algorithm <sampler>`
-// (neighbor, layer, forest_fire, snowball, frontier; docs/messages.md,
+// (neighbor, layer, forest_fire, snowball, frontier; docs/reference/messages.md,
 // "Graph samples").
 type sampleFlags struct {
 	fanouts, layerSizes string

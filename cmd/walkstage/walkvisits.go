@@ -16,7 +16,7 @@ import (
 // walkVisits is `walkstage walk --output visits`: every seed is one query,
 // named by its external id, counted as the stage counts an output "visits"
 // request listing the same seeds in the same order with rng_seed = --rng-seed
-// (docs/messages.md), and written as the stage writes it.
+// (docs/reference/messages.md), and written as the stage writes it.
 func walkVisits(ctx context.Context, eng walk.Engine, g *graph.Graph, p walk.VisitParams, seeds []uint32,
 	bucketURL string, w *sink.BatchWriter, guard *outputGuard, asJSON bool, stdout, stderr io.Writer) error {
 	qs := make([]walk.VisitQuery, len(seeds))

@@ -4,7 +4,7 @@
 // throughput from a backlog and latency on an idle stage (issues 14 and 15).
 // It is `walkstage load`'s logic.
 //
-// It knows the message formats (docs/messages.md) and Kafka; it knows
+// It knows the message formats (docs/reference/messages.md) and Kafka; it knows
 // nothing of the stage's internals: what it measures is what a producer and
 // a consumer of the topics see, plus the timings the events carry.
 package loadgen
