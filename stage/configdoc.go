@@ -67,6 +67,36 @@ func WriteConfigReference(w io.Writer) error {
 	return err
 }
 
+// WriteConfigMarkdown prints configReference as the Markdown page
+// docs/reference/configuration.md holds (a test keeps the two equal): a
+// table per section.
+func WriteConfigMarkdown(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString("# Configuration reference\n\n")
+	b.WriteString("`walkstage run` reads these environment variables (`walkstage run -h` prints the same). A bad\n")
+	b.WriteString("configuration is reported all at once at start-up. Generated from `stage/config.go` by\n")
+	b.WriteString("`WALKSTAGE_UPDATE_DOCS=1 go test ./stage -run TestConfigurationMarkdown`; the OpenTelemetry\n")
+	b.WriteString("`OTEL_*` variables are in [messages.md](messages.md#tracing).\n")
+	section := "\x00"
+	for _, v := range configReference() {
+		if v.Section != section {
+			section = v.Section
+			title := section
+			if title == "" {
+				title = "General"
+			}
+			fmt.Fprintf(&b, "\n## %s\n\n| variable | default | meaning |\n|---|---|---|\n", title)
+		}
+		def := ""
+		if v.Default != "" {
+			def = "`" + v.Default + "`"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", v.Name, def, strings.ReplaceAll(v.Doc, "|", "\\|"))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
 var configDocsOnce = sync.OnceValues(parseConfigDocs)
 
 // configDocs maps Config's field names to their documentation and section.

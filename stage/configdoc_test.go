@@ -5,6 +5,8 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -87,5 +89,28 @@ func TestConfigDocReferenceText(t *testing.T) {
 		if len(line) > 100 {
 			t.Errorf("line of %d characters: %q", len(line), line)
 		}
+	}
+}
+
+// TestConfigurationMarkdown: docs/reference/configuration.md is what
+// WriteConfigMarkdown prints from stage/config.go, so the reference never
+// drifts from the code (WALKSTAGE_UPDATE_DOCS=1 rewrites it).
+func TestConfigurationMarkdown(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteConfigMarkdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("..", "docs", "reference", "configuration.md")
+	if os.Getenv("WALKSTAGE_UPDATE_DOCS") == "1" {
+		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, b.Bytes()) {
+		t.Fatalf("%s is not what stage/config.go says: regenerate it with WALKSTAGE_UPDATE_DOCS=1 go test ./stage -run TestConfigurationMarkdown", path)
 	}
 }
