@@ -66,7 +66,7 @@ type Options struct {
 	// it: longer intervals make fewer, larger snapshots, and each commit's
 	// cost grows with the number of snapshots the table holds.
 	CommitInterval time.Duration
-	Logger   *slog.Logger
+	Logger         *slog.Logger
 }
 
 // File is one data file of a batch: its URL as readers reach it, its rows
