@@ -37,7 +37,7 @@ type Settings struct {
 	// GPULentChunks lends chunks out of the GPU engine's pinned buffers
 	// instead of copying them (gpu.WithLentChunks), on one device only
 	// (gpu.Multi does not route chunks back): for a caller whose
-	// receiver gives every chunk back through the engine's Recycle.
+	// receiver gives every chunk back through the engine's Release.
 	GPULentChunks   bool
 	Workers         int   // 0: one per core
 	FusedTableBytes int64 // -1: the engine's default limit (walk.WithFusedTableLimit)

@@ -1,7 +1,7 @@
 package gpu
 
 // The GPU engine's own capabilities, beyond the ones any engine may have
-// (walk/engine.go names those: run stats, chunk recycling, slot
+// (walk/engine.go names those: run stats, chunk release, slot
 // preparation, device sampling and visit counting). Callers find them with
 // a type assertion to these interfaces, never to an anonymous one. They
 // are here, not in walk, because their methods return this package's

@@ -7,7 +7,7 @@ import (
 )
 
 // chunkPool keeps the slices of chunks that their receiver gave back
-// (Engine.Recycle) for the chunks of later batches. Copying a batch out of
+// (Engine.Release) for the chunks of later batches. Copying a batch out of
 // the pinned buffer into fresh memory cost a page fault (and the kernel's
 // zeroing) per 4 KiB: about 2 core-seconds for the 3.1 GB of a scale-22
 // run, most of the copy's time. Recycled memory is mapped already.

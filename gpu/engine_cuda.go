@@ -108,7 +108,7 @@ type Engine struct {
 	graphBytes, tableBytes int64
 	tableBuild             time.Duration
 	slots                  []*batchSlot // WithBatchSlots of them; nil until sized
-	chunks                 chunkPool    // chunks given back by Recycle
+	chunks                 chunkPool    // chunks given back by Release
 	lenders                lenders      // slots that lend chunks (WithLentChunks)
 	allocs                 map[string]int64
 	mu                     sync.Mutex    // one Run at a time

@@ -10,7 +10,7 @@
 // default, WithBatchSlots), each with its own stream, in a pipeline of
 // goroutines (pipeline.go): batch i+1 walks and crosses the bus while batch
 // i is cut into chunks and batch i-1's chunks are emitted. Chunks the
-// receiver gives back (Recycle) are reused; with WithLentChunks they are
+// receiver gives back (Release) are reused; with WithLentChunks they are
 // not copies but views of the slot's pinned buffer, and the slot is walked
 // again once all are back. Inside a batch, persistent blocks take walks from
 // a global task pool by an atomic cursor: O(1) samplers (uniform, alias,
@@ -20,7 +20,7 @@
 // Uniform, alias, PPR, Node2Vec and MetaPath (label tables) walks equal
 // walk.NewCPU's walk by walk; ZPRS and DPRS agree with it in distribution.
 //
-// Beyond walk.Engine, the engine recycles and lends chunks, prepares its
+// Beyond walk.Engine, the engine lends chunks and takes them back (Release), prepares its
 // batch slots, samples graphs and counts visits on the device (the
 // capabilities named in walk/engine.go), and places or partitions a graph
 // that does not fit one device (Placer, Partitioned, in capabilities.go).

@@ -12,7 +12,7 @@ import (
 )
 
 // lenders are the slots whose pinned buffers chunks may be lent out of
-// (WithLentChunks). Recycle looks a lent chunk's slot up here from any
+// (WithLentChunks). Release looks a lent chunk's slot up here from any
 // goroutine, while Run may replace slots.
 type lenders struct {
 	mu    sync.RWMutex
@@ -52,9 +52,9 @@ func (l *lenders) of(p *uint32) *batchSlot {
 // slot is walked again once all are back.
 func (s *batchSlot) lend(n int) { s.lent.Add(int64(n)) }
 
-// giveBack takes a lent chunk back, waking a batch waiting for its slot
+// releaseLent takes a lent chunk back, waking a batch waiting for its slot
 // when it was the last.
-func (e *Engine) giveBack(c walk.Chunk) {
+func (e *Engine) releaseLent(c walk.Chunk) {
 	if len(c.Vertices) == 0 {
 		e.cfg.logger.Error("gpu: a lent chunk came back without its vertices", "tag", c.Tag)
 		return

@@ -52,7 +52,7 @@ func (r *lendingReceiver) emit(c walk.Chunk) error {
 			r.errs = append(r.errs, fmt.Errorf("job %d walks %d..: lent vertices changed before they were given back", c.Tag, c.WalkIDs[0]))
 			r.mu.Unlock()
 		}
-		r.e.Recycle(c)
+		r.e.Release(c)
 	}()
 	return nil
 }
@@ -90,7 +90,7 @@ func TestLentChunks(t *testing.T) {
 			n := 0
 			err := e.Run(context.Background(), jobs, func(c walk.Chunk) error {
 				if n++; n == 5 {
-					e.Recycle(c)
+					e.Release(c)
 					return errInjected
 				}
 				return r.emit(c)
@@ -155,7 +155,7 @@ func TestLentRunEnd(t *testing.T) {
 				keep := held[:0]
 				for _, h := range held {
 					if h.LentRunEnd <= next {
-						e.Recycle(h)
+						e.Release(h)
 					} else {
 						keep = append(keep, h)
 					}

@@ -82,7 +82,7 @@ func WithBatchSlots(n int) Option { return func(c *config) { c.batchSlots = n } 
 // slot's pinned buffer (walk.Chunk.Lent) instead of copies of it: the copy
 // out of pinned memory was a tenth of the CPU time of a one-shot GPU walk
 // to Parquet, and the serial stage that bounded its pipeline. The
-// receiver must give every chunk back through Recycle once it reads it no
+// receiver must give every chunk back through Release once it reads it no
 // more (sink.WithChunkRelease does, after encoding), without waiting for
 // later chunks (sink.BatchWriter copies what it keeps): a slot is walked
 // again only when all its chunks are back, so a chunk never given back

@@ -34,8 +34,8 @@ type fakeDevice struct {
 	returns  sync.WaitGroup
 }
 
-// giveBack returns a lent chunk of batch b.
-func (d *fakeDevice) giveBack(b int) {
+// releaseLent returns a lent chunk of batch b.
+func (d *fakeDevice) releaseLent(b int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s := d.lentFrom[b]
@@ -136,7 +136,7 @@ func (d *fakeDevice) pipeline() *pipeline {
 				go func() {
 					defer d.returns.Done()
 					d.pause()
-					d.giveBack(c.Tag)
+					d.releaseLent(c.Tag)
 				}()
 			}
 			if d.failAt == "emit" && c.Tag == d.failB {
@@ -177,7 +177,7 @@ func (d *fakeDevice) pipeline() *pipeline {
 		},
 		drop: func(c walk.Chunk) {
 			if c.Lent {
-				d.giveBack(c.Tag)
+				d.releaseLent(c.Tag)
 			}
 		},
 	}

@@ -79,7 +79,7 @@ func (e *Engine) runGroup(ctx context.Context, grp []*walk.Job, emit walk.EmitFu
 		},
 		drop: func(c walk.Chunk) {
 			if c.Lent {
-				e.giveBack(c)
+				e.releaseLent(c)
 			}
 		},
 		emit: func(c walk.Chunk) error {

@@ -162,9 +162,9 @@ func (e *Engine) cut(s *batchSlot, pc *piece, maxVertices int64) (walk.Chunk, er
 	return c, nil
 }
 
-var _ walk.ChunkRecycler = (*Engine)(nil)
+var _ walk.ChunkReleaser = (*Engine)(nil)
 
-// Recycle gives back a chunk this engine emitted, once its receiver reads
+// Release gives back a chunk this engine emitted, once its receiver reads
 // none of its slices any more (sink.WithChunkRelease calls it after the
 // chunk's walks are encoded): later chunks reuse the memory. It is
 // optional: a chunk never given back is left to the garbage collector, as
@@ -174,9 +174,9 @@ var _ walk.ChunkRecycler = (*Engine)(nil)
 //
 // A lent chunk (WithLentChunks) must be given back: its vertices go back
 // to the slot they were lent from, its walk ids and offsets to the pool.
-func (e *Engine) Recycle(c walk.Chunk) {
+func (e *Engine) Release(c walk.Chunk) {
 	if c.Lent {
-		e.giveBack(c)
+		e.releaseLent(c)
 		c.Vertices = nil
 	}
 	e.chunks.put(c, e.cfg.hostBufferBytes)

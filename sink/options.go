@@ -226,7 +226,7 @@ func WithTidyAfterCommit() Option { return func(o *config) { o.tidyAsync = true 
 // writer reads none of its slices any more: after the last row group
 // holding its walks is encoded (an empty chunk at once). The caller may
 // then reuse the chunk's memory, e.g. give it back to the engine that
-// emitted it (gpu.Engine.Recycle), instead of each chunk costing fresh
+// emitted it (gpu.Engine.Release), instead of each chunk costing fresh
 // memory. f runs on the writer's goroutines, several at a time, and must
 // not block. Every chunk passed to Write comes back exactly once, also
 // when Write fails (at once) or the batch fails or is aborted (once Abort,

@@ -415,22 +415,22 @@ func (w *BatchWriter) groupLocked(i int64) *group {
 // be called from several goroutines.
 func (w *BatchWriter) Write(ctx context.Context, c walk.Chunk) error {
 	// A chunk not filed goes back at once (WithChunkRelease).
-	giveBack := func() {
+	releaseNow := func() {
 		if w.cfg.release != nil {
 			w.cfg.release(c)
 		}
 	}
 	if err := w.checkChunk(&c); err != nil {
-		giveBack()
+		releaseNow()
 		return w.fail(err)
 	}
 	if c.Len() == 0 {
-		giveBack()
+		releaseNow()
 		return nil
 	}
 	need := chunkBytes(&c, 0, c.Len())
 	if err := w.reserve(ctx, need); err != nil {
-		giveBack()
+		releaseNow()
 		return err
 	}
 	var copies map[int]*heldChunk

@@ -87,20 +87,20 @@ func newServed(g *graph.Graph, e walk.Engine) *served {
 	return &served{g: g, e: e, cost: walk.NewCostModel(g), released: make(chan struct{}), closeG: true}
 }
 
-// recycler is v's engine's Recycle, which takes emitted chunks back (the
+// chunkReleaser is v's engine's Release, which takes emitted chunks back (the
 // GPU engine's; a lent chunk must come back before its batch buffer is
 // walked again), or nil for an engine that does not.
-func (v *served) recycler() func(walk.Chunk) {
-	if r, ok := v.e.(walk.ChunkRecycler); ok {
-		return r.Recycle
+func (v *served) chunkReleaser() func(walk.Chunk) {
+	if r, ok := v.e.(walk.ChunkReleaser); ok {
+		return r.Release
 	}
 	return nil
 }
 
-// recycle gives chunk c back to the engine that emitted it, where the
-// engine takes chunks back (recycler).
-func (v *served) recycle(c walk.Chunk) {
-	if f := v.recycler(); f != nil {
+// releaseChunk gives chunk c back to the engine that emitted it, where the
+// engine takes chunks back (chunkReleaser).
+func (v *served) releaseChunk(c walk.Chunk) {
+	if f := v.chunkReleaser(); f != nil {
 		f(c)
 	}
 }

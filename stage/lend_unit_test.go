@@ -10,17 +10,17 @@ import (
 	"github.com/walkstage/walkstage/walk"
 )
 
-// recyclingEngine is an engine that takes chunks back (as the GPU engine's
-// Recycle does) and counts them by their first walk id.
-type recyclingEngine struct {
+// releasingEngine is an engine that takes chunks back (as the GPU engine's
+// Release does) and counts them by their first walk id.
+type releasingEngine struct {
 	walk.Engine
 	mu   sync.Mutex
 	back map[uint64]int
 }
 
-var _ walk.ChunkRecycler = (*recyclingEngine)(nil)
+var _ walk.ChunkReleaser = (*releasingEngine)(nil)
 
-func (e *recyclingEngine) Recycle(c walk.Chunk) {
+func (e *releasingEngine) Release(c walk.Chunk) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.back[c.WalkIDs[0]]++
@@ -38,7 +38,7 @@ func TestWriteGivesBackEveryChunkAfterAFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cpu.Close() })
-	eng := &recyclingEngine{Engine: cpu, back: map[uint64]int{}}
+	eng := &releasingEngine{Engine: cpu, back: map[uint64]int{}}
 	v := newServed(g, eng)
 	b, err := store.OpenBucket(context.Background(), "file://"+t.TempDir())
 	if err != nil {
@@ -48,7 +48,7 @@ func TestWriteGivesBackEveryChunkAfterAFailure(t *testing.T) {
 	ctx := context.Background()
 	const walks = 50
 	meta := sink.BatchMeta{BatchID: "lent", Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 5}, Seed: 1, Engine: "cpu", Walks: walks}
-	w, err := sink.NewBatchWriter(ctx, b, "walks", meta, g, sink.WithChunkRelease(v.recycle))
+	w, err := sink.NewBatchWriter(ctx, b, "walks", meta, g, sink.WithChunkRelease(v.releaseChunk))
 	if err != nil {
 		t.Fatal(err)
 	}

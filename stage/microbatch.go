@@ -324,7 +324,7 @@ func (s *Stage) runJobs(ctx context.Context, v *served, jobs []walk.Job, live []
 		case <-ctx.Done():
 			// The engine takes an emitted chunk as kept: give it back
 			// (a lent one holds a batch buffer).
-			v.recycle(c)
+			v.releaseChunk(c)
 			return ctx.Err()
 		}
 	}
@@ -368,7 +368,7 @@ func (s *Stage) write(ctx context.Context, b *batch, v *served) {
 	defer close(b.written)
 	for c := range b.chunks {
 		if b.wErr != nil {
-			v.recycle(c)
+			v.releaseChunk(c)
 			continue
 		}
 		if err := b.w.Write(ctx, c); err != nil {
@@ -379,7 +379,7 @@ func (s *Stage) write(ctx context.Context, b *batch, v *served) {
 
 // sinkOptions are the writers' options for batches walked on v: the
 // configured ones, and, when v's engine reuses chunk memory (the GPU
-// engine's Recycle), the callback that gives the sink's chunks back to it
+// engine's Release), the callback that gives the sink's chunks back to it
 // once written. Each batch's writer returns chunks to the engine that made
 // them, also across a graph swap.
 func (s *Stage) sinkOptions(v *served) []sink.Option {
@@ -387,7 +387,7 @@ func (s *Stage) sinkOptions(v *served) []sink.Option {
 	// leftovers; the offset commit does (report). Nor does the launch
 	// wait for the removal of what killed attempts left: Commit does.
 	opts := append(slices.Clip(s.o.SinkOptions), sink.WithTidyAfterCommit(), sink.WithSweepWhileWriting(), sink.WithBuffers(s.buffers))
-	if f := v.recycler(); f != nil {
+	if f := v.chunkReleaser(); f != nil {
 		opts = append(opts, sink.WithChunkRelease(f))
 	}
 	return opts

@@ -51,7 +51,7 @@ type Chunk struct {
 	Starts []uint32
 	// Lent says the engine lent Vertices out of its own buffers (the GPU
 	// engine's pinned batch buffers, gpu.WithLentChunks): the receiver
-	// must hand the chunk back to the engine (its Recycle) once it reads
+	// must hand the chunk back to the engine (its Release) once it reads
 	// it no more, without waiting for later chunks, since the engine's
 	// later batches wait for that buffer. A receiver that keeps walks
 	// until more arrive copies them first (sink.BatchWriter does).
@@ -103,7 +103,7 @@ type Engine interface {
 // callers find a capability with a type assertion to one of them, never to
 // an anonymous interface, so each has one name and one contract, and each
 // engine that has it says so at compile time next to its methods
-// (var _ walk.ChunkRecycler = (*Engine)(nil)). They live here, beside
+// (var _ walk.ChunkReleaser = (*Engine)(nil)). They live here, beside
 // Engine, because walk imports only graph and every package that builds or
 // calls an engine (gpu, engines, stage, the commands) imports walk already:
 // naming them adds no import and no cycle. The GPU engine's own
@@ -118,15 +118,15 @@ type StatsReporter interface {
 	LastRunStats() RunStats
 }
 
-// ChunkRecycler is implemented by engines that take the chunks they
-// emitted back for reuse (the GPU engine). Recycle gives a chunk back once
+// ChunkReleaser is implemented by engines that take the chunks they
+// emitted back for reuse (the GPU engine). Release gives a chunk back once
 // its receiver reads none of its slices any more (sink.WithChunkRelease
 // calls it after the chunk's walks are encoded). A Lent chunk must be given
 // back, as the engine's later batches wait for its buffer; any other chunk
 // may be, or be left to the garbage collector. Safe from any goroutine; a
 // chunk is given back at most once.
-type ChunkRecycler interface {
-	Recycle(Chunk)
+type ChunkReleaser interface {
+	Release(Chunk)
 }
 
 // SlotPreparer is implemented by engines that allocate per-run buffers

@@ -380,8 +380,8 @@ func prepareEngine(eng walk.Engine, length int, stderr io.Writer) ([]sink.Option
 		}
 		fmt.Fprintf(stderr, "engine batch buffers allocated in %s\n", time.Since(t0).Round(time.Millisecond))
 	}
-	if r, ok := eng.(walk.ChunkRecycler); ok {
-		return []sink.Option{sink.WithChunkRelease(r.Recycle)}, nil
+	if r, ok := eng.(walk.ChunkReleaser); ok {
+		return []sink.Option{sink.WithChunkRelease(r.Release)}, nil
 	}
 	return nil, nil
 }
