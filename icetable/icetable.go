@@ -66,7 +66,12 @@ type Options struct {
 	// it: longer intervals make fewer, larger snapshots, and each commit's
 	// cost grows with the number of snapshots the table holds.
 	CommitInterval time.Duration
-	Logger         *slog.Logger
+	// FlushBatches commits before the interval has passed once this many
+	// batches wait (0: only MaxFiles does): the stage sets half the
+	// batches it lets wait for their commit, so the interval never
+	// stalls it.
+	FlushBatches int
+	Logger       *slog.Logger
 }
 
 // File is one data file of a batch: its URL as readers reach it, its rows
@@ -267,8 +272,11 @@ func (c *committer) run() {
 		// Until the interval has passed (at once without one), take what
 		// else is waiting, up to MaxFiles.
 		wait := time.NewTimer(max(0, time.Until(last.Add(c.t.o.CommitInterval))))
+		full := func() bool {
+			return files >= c.t.o.MaxFiles || (c.t.o.FlushBatches > 0 && len(group) >= c.t.o.FlushBatches)
+		}
 	more:
-		for files < c.t.o.MaxFiles {
+		for !full() {
 			select {
 			case p := <-c.in:
 				group = append(group, p)
@@ -276,7 +284,7 @@ func (c *committer) run() {
 			case <-wait.C:
 				// The interval is over: what is waiting now joins, then
 				// the commit starts.
-				for files < c.t.o.MaxFiles {
+				for !full() {
 					select {
 					case p := <-c.in:
 						group = append(group, p)

@@ -150,12 +150,11 @@ type Config struct {
 	// next one up to this.
 	TableCommitMaxFiles int `env:"TABLE_COMMIT_MAX_FILES" envDefault:"1000"`
 	// WALKSTAGE_TABLE_COMMIT_INTERVAL: the least time between two commits
-	// of a table (0: as soon as the previous one ends). A commit's cost
-	// grows with the snapshots the table holds, so a busy stage that runs
-	// for long wants fewer, larger ones; batches wait for their commit
-	// before their event, so MAX_IN_FLIGHT must hold what arrives in an
-	// interval.
-	TableCommitInterval time.Duration `env:"TABLE_COMMIT_INTERVAL" envDefault:"0s"`
+	// of a table (0: as soon as the previous one ends), unless half of
+	// MAX_IN_FLIGHT batches wait for one. Fewer, larger commits cost less
+	// (a commit's cost grows with the snapshots the table holds); each
+	// batch's event waits for its commit, up to this long.
+	TableCommitInterval time.Duration `env:"TABLE_COMMIT_INTERVAL" envDefault:"50ms"`
 
 	// ---- Engine ----
 
