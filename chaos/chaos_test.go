@@ -1348,18 +1348,23 @@ func matchDLQ(all []*msg, recs []*kgo.Record, gens []int) dlqCopies {
 		if gens != nil {
 			gen = gens[i]
 		}
+		// Our chaos-id, copied with the original's headers (and kept by
+		// stubs), names the message exactly. The source position is the
+		// fallback: a copy of a record of a lost log that the stage wrote
+		// after the dead-letter topic was recreated lands in the new
+		// generation, where its source offset names another message.
 		var m *msg
-		topic, _ := header(r, "walkstage-source-topic")
-		ps, _ := header(r, "walkstage-source-partition")
-		offs, _ := header(r, "walkstage-source-offset")
-		p, err1 := strconv.ParseInt(ps, 10, 32)
-		o, err2 := strconv.ParseInt(offs, 10, 64)
-		if topic == "in" && err1 == nil && err2 == nil {
-			m = byPos[pos{gen, int32(p), o}]
+		if id, ok := header(r, chaosIDHeader); ok {
+			m = byID[id]
 		}
 		if m == nil {
-			if id, ok := header(r, chaosIDHeader); ok {
-				m = byID[id]
+			topic, _ := header(r, "walkstage-source-topic")
+			ps, _ := header(r, "walkstage-source-partition")
+			offs, _ := header(r, "walkstage-source-offset")
+			p, err1 := strconv.ParseInt(ps, 10, 32)
+			o, err2 := strconv.ParseInt(offs, 10, 64)
+			if topic == "in" && err1 == nil && err2 == nil {
+				m = byPos[pos{gen, int32(p), o}]
 			}
 		}
 		if m == nil {

@@ -61,9 +61,12 @@ func TestMatchDLQ(t *testing.T) {
 		{Headers: h(chaosIDHeader, "m-1", "walkstage-reason", "malformed")}, // a stub without source headers
 		{Headers: h(chaosIDHeader, "m-2")},
 		{Headers: h("walkstage-source-topic", "in", "walkstage-source-partition", "1", "walkstage-source-offset", "7")},
+		// A copy of b (a record of a lost log) whose source position, in
+		// the generation it landed in, is a's: the chaos-id decides.
+		{Headers: h(chaosIDHeader, "m-2", "walkstage-source-topic", "in", "walkstage-source-partition", "2", "walkstage-source-offset", "7")},
 	}
 	c := matchDLQ([]*msg{a, b}, recs, nil)
-	if len(c.byMsg[a]) != 2 || len(c.byMsg[b]) != 1 || len(c.unmatched) != 1 {
+	if len(c.byMsg[a]) != 2 || len(c.byMsg[b]) != 2 || len(c.unmatched) != 1 {
 		t.Fatalf("a: %d copies, b: %d, unmatched %d", len(c.byMsg[a]), len(c.byMsg[b]), len(c.unmatched))
 	}
 	if reasonOf(c.byMsg[b][0]) != "" {
