@@ -139,10 +139,3 @@ func (l *FileLayout) Checksum(f *os.File) (uint64, error) {
 func WriteFileAtomic(path string, write func(*os.File) error) error {
 	return writeAtomic(path, write)
 }
-
-// Valid reports whether p is one of the defined policies; it is exported so
-// an importer can refuse an undefined policy before reading its input.
-func (p DuplicatePolicy) Valid() bool {
-	_, ok := duplicateNames[p]
-	return ok
-}
