@@ -47,6 +47,14 @@ func ParseDuplicatePolicy(s string) (DuplicatePolicy, error) {
 	return 0, fmt.Errorf("unknown duplicate policy %q (want keep-first, sum, keep-all or error)", s)
 }
 
+// Valid reports whether p is one of the defined policies; it is exported so
+// an importer (graph/edgelist) can refuse an undefined policy before reading
+// its input.
+func (p DuplicatePolicy) Valid() bool {
+	_, ok := duplicateNames[p]
+	return ok
+}
+
 // BuildOptions configure FromEdges.
 type BuildOptions struct {
 	Name       string

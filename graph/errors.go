@@ -16,9 +16,3 @@ var ErrDuplicate = errors.New("duplicate edge")
 
 // errBigEndian refuses to read or write a graph file on a big-endian host.
 var errBigEndian = errors.New("graph files are little-endian and this host is not; walkstage supports little-endian hosts only")
-
-// errSorterFailed stops the reader; the sorter's own error is reported.
-var errSorterFailed = errors.New("sorting runs failed")
-
-// errWriterFailed stops the merge; the CSR writer's own error is reported.
-var errWriterFailed = errors.New("graph writer failed")

@@ -1,6 +1,12 @@
-// Package graph holds what a graph is for walkstage: the in-memory CSR, the
-// mapping between dense and external vertex ids, the binary file format, the
-// importers and the R-MAT generator. It knows nothing of walks, Kafka or GPUs.
+// Package graph holds what a graph is for walkstage: the in-memory CSR
+// (Graph) with its validation and content checksum, the mapping between
+// dense and external vertex ids, the binary file format (Save, Load, Decode,
+// and FileLayout for writers that fill a file in place), the in-memory
+// builder FromEdges and the R-MAT generator. It knows nothing of walks,
+// Kafka or GPUs.
+//
+// Importing edge lists (SNAP text, Parquet) too large for memory, and
+// exporting a graph back to them, is the subpackage graph/edgelist.
 package graph
 
 import (

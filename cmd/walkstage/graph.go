@@ -13,6 +13,7 @@ import (
 
 	"github.com/walkstage/walkstage/gpu"
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/graph/edgelist"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -144,11 +145,11 @@ func graphImport(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	defer stopProfile()
 	t0 := time.Now()
-	o := graph.ImportOptions{Name: *name, Undirected: *undirected, Weighted: *weighted, Labelled: *labelled,
+	o := edgelist.ImportOptions{Name: *name, Undirected: *undirected, Weighted: *weighted, Labelled: *labelled,
 		SelfLoops: *selfLoops, Duplicates: policy, DenseIDs: *dense, TempDir: *tmpDir, RunEdges: *runEdges,
 		Workers: *workers, ProgressInterval: 3 * time.Second}
 	if !*quiet {
-		o.Progress = func(p graph.Progress) {
+		o.Progress = func(p edgelist.Progress) {
 			// The importer also reports at the end of each phase; a short
 			// import needs no progress lines.
 			if el := time.Since(t0); el >= o.ProgressInterval {
@@ -156,12 +157,12 @@ func graphImport(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			}
 		}
 	}
-	var st *graph.ImportStats
+	var st *edgelist.ImportStats
 	switch *format {
 	case "text":
-		st, err = graph.ImportText(ctx, in, *out, o)
+		st, err = edgelist.ImportText(ctx, in, *out, o)
 	case "parquet":
-		st, err = graph.ImportParquet(ctx, in, *out, o)
+		st, err = edgelist.ImportParquet(ctx, in, *out, o)
 	default:
 		return usageErrorf(fs, "--format %q: want text or parquet", *format)
 	}
@@ -192,7 +193,7 @@ func graphImport(ctx context.Context, args []string, stdout, stderr io.Writer) e
 
 // phaseLine formats an import's phases as one line: seconds and M edges/s
 // each, a phase that ran beside the one before it in brackets.
-func phaseLine(ps []graph.PhaseTime) string {
+func phaseLine(ps []edgelist.PhaseTime) string {
 	var b strings.Builder
 	b.WriteString("import phases:")
 	for i, p := range ps {
@@ -222,7 +223,7 @@ func dupVerb(p graph.DuplicatePolicy) string {
 	return "dropped"
 }
 
-func printProgress(w io.Writer, p graph.Progress, el time.Duration) {
+func printProgress(w io.Writer, p edgelist.Progress, el time.Duration) {
 	switch p.Phase {
 	case "read":
 		pct := ""
@@ -368,7 +369,7 @@ the graph with the same version.`)
 			*format = "parquet"
 		}
 	}
-	f, err := graph.ParseExportFormat(*format)
+	f, err := edgelist.ParseExportFormat(*format)
 	if err != nil {
 		return usageErrorf(fs, "--format: %v", err)
 	}
@@ -378,7 +379,7 @@ the graph with the same version.`)
 		return err
 	}
 	defer g.Close()
-	st, err := graph.ExportFile(ctx, g, *out, f)
+	st, err := edgelist.ExportFile(ctx, g, *out, f)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/graph/edgelist"
 )
 
 // graph info tells what the CPU engine's tables will add, so a deployment
@@ -142,7 +142,7 @@ func TestGraphInfoPlacement(t *testing.T) {
 // A Parquet import's progress line says which row group it has reached.
 func TestPrintProgressNamesRowGroup(t *testing.T) {
 	var buf bytes.Buffer
-	printProgress(&buf, graph.Progress{Phase: "read", EdgesRead: 3e6, BytesRead: 1 << 20, TotalBytes: 4 << 20, RowGroup: 2, RowGroups: 30}, 3*time.Second)
+	printProgress(&buf, edgelist.Progress{Phase: "read", EdgesRead: 3e6, BytesRead: 1 << 20, TotalBytes: 4 << 20, RowGroup: 2, RowGroups: 30}, 3*time.Second)
 	if got := buf.String(); !strings.Contains(got, "read 3.0M edges, 1.0 MiB of 4.0 MiB (25%), row group 3 of 30,") {
 		t.Fatalf("progress line %q does not name the row group", got)
 	}

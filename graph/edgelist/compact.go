@@ -1,8 +1,10 @@
-package graph
+package edgelist
 
 import (
 	"errors"
 	"os"
+
+	"github.com/walkstage/walkstage/graph"
 )
 
 // compact closes the gaps that dropped duplicates left after each part's
@@ -12,7 +14,7 @@ import (
 // The section tails the edges leave are zeroed, as a serial writer leaves
 // them, and the offsets of a moved part are lowered by its shift. The
 // three edge-sized sections move side by side, then the parts' offsets.
-func (w *csrWriter) compact(f *os.File, h *header, parts []mergePart) (int64, error) {
+func (w *csrWriter) compact(f *os.File, h *graph.FileLayout, parts []mergePart) (int64, error) {
 	final := make([]int64, len(parts))
 	var kept, total int64
 	for k, p := range parts {
@@ -27,12 +29,12 @@ func (w *csrWriter) compact(f *os.File, h *header, parts []mergePart) (int64, er
 		off  uint64
 		size int64
 	}
-	secs := []section{{h.sections[secTargets].off, 4}}
+	secs := []section{{offsetOf(h, graph.SectionTargets), 4}}
 	if w.o.Weighted {
-		secs = append(secs, section{h.sections[secWeights].off, 4})
+		secs = append(secs, section{offsetOf(h, graph.SectionWeights), 4})
 	}
 	if w.o.Labelled {
-		secs = append(secs, section{h.sections[secLabels].off, 1})
+		secs = append(secs, section{offsetOf(h, graph.SectionLabels), 1})
 	}
 	errs := make([]error, len(secs)+len(parts))
 	parallelFor(len(secs), func(i int) {
@@ -52,7 +54,7 @@ func (w *csrWriter) compact(f *os.File, h *header, parts []mergePart) (int64, er
 	parallelFor(min(max(1, w.o.Workers), len(parts)), func(t int) {
 		for k := t; k < len(parts); k += max(1, w.o.Workers) {
 			if shift := parts[k].e0 - final[k]; shift > 0 {
-				errs[len(secs)+k] = lowerOffsets(f, int64(h.sections[secOffsets].off), parts[k].vlo, parts[k].vhi, uint64(shift))
+				errs[len(secs)+k] = lowerOffsets(f, int64(offsetOf(h, graph.SectionOffsets)), parts[k].vlo, parts[k].vhi, uint64(shift))
 			}
 		}
 	})

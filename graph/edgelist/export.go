@@ -1,4 +1,4 @@
-package graph
+package edgelist
 
 import (
 	"bufio"
@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/walkstage/walkstage/graph"
 )
 
 // ExportFormat names an edge-list format that Export writes and the
@@ -65,7 +67,7 @@ type ExportStats struct {
 // without edges (the marker rows that keep such vertices would become
 // edges), or g's id map is not in ascending order (the importers number
 // vertices by external id); stats.Exact says which.
-func Export(ctx context.Context, g *Graph, w io.Writer, format ExportFormat) (*ExportStats, error) {
+func Export(ctx context.Context, g *graph.Graph, w io.Writer, format ExportFormat) (*ExportStats, error) {
 	st := planExport(g)
 	var err error
 	switch format {
@@ -84,9 +86,9 @@ func Export(ctx context.Context, g *Graph, w io.Writer, format ExportFormat) (*E
 
 // ExportFile is Export to the file path, written to a temporary file in the
 // same directory and renamed into place once complete.
-func ExportFile(ctx context.Context, g *Graph, path string, format ExportFormat) (*ExportStats, error) {
+func ExportFile(ctx context.Context, g *graph.Graph, path string, format ExportFormat) (*ExportStats, error) {
 	var st *ExportStats
-	err := writeAtomic(path, func(f *os.File) error {
+	err := graph.WriteFileAtomic(path, func(f *os.File) error {
 		bw := bufio.NewWriterSize(f, 1<<20)
 		var err error
 		if st, err = Export(ctx, g, bw, format); err != nil {
@@ -104,8 +106,8 @@ func ExportFile(ctx context.Context, g *Graph, path string, format ExportFormat)
 // row: with an id map, every vertex no edge mentions; with dense ids, only
 // the last one (the importer takes V from the largest id, so vertices below
 // it exist anyway).
-func planExport(g *Graph) *ExportStats {
-	o := ImportOptions{Name: g.Name, Weighted: g.Weighted(), Labelled: g.Labelled(), Duplicates: DupKeepAll,
+func planExport(g *graph.Graph) *ExportStats {
+	o := ImportOptions{Name: g.Name, Weighted: g.Weighted(), Labelled: g.Labelled(), Duplicates: graph.DupKeepAll,
 		DenseIDs: g.IDs == nil}
 	st := &ExportStats{Edges: g.NumEdges(), Exact: true}
 	n := g.NumVertices()
@@ -135,7 +137,7 @@ func planExport(g *Graph) *ExportStats {
 }
 
 // exportMarkers counts the vertices that need a marker row (see planExport).
-func exportMarkers(g *Graph) int64 {
+func exportMarkers(g *graph.Graph) int64 {
 	n := g.NumVertices()
 	if n == 0 {
 		return 0
@@ -157,7 +159,7 @@ func exportMarkers(g *Graph) int64 {
 }
 
 // isMentioned reports whether a vertex has an out- or in-edge.
-func isMentioned(g *Graph) func(v uint32) bool {
+func isMentioned(g *graph.Graph) func(v uint32) bool {
 	in := make([]uint64, (g.NumVertices()+63)/64)
 	for _, t := range g.Targets {
 		in[t/64] |= 1 << (t % 64)
@@ -181,7 +183,7 @@ func importFlags(o ImportOptions) []string {
 // forEachRow calls row for every exported row in dense-vertex order: a
 // vertex's out-edges, or its marker self-loop. It checks ctx every 64 Ki
 // vertices.
-func forEachRow(ctx context.Context, g *Graph, st *ExportStats, row func(s, d int64, w float32, l uint8) error) error {
+func forEachRow(ctx context.Context, g *graph.Graph, st *ExportStats, row func(s, d int64, w float32, l uint8) error) error {
 	n := g.NumVertices()
 	var mentioned func(uint32) bool
 	if st.MarkerRows > 0 {
@@ -218,7 +220,7 @@ func forEachRow(ctx context.Context, g *Graph, st *ExportStats, row func(s, d in
 
 // exportHeader describes the export in lines for a text header and
 // Parquet metadata.
-func exportHeader(g *Graph, st *ExportStats, format ExportFormat) []string {
+func exportHeader(g *graph.Graph, st *ExportStats, format ExportFormat) []string {
 	cols := "src dst"
 	if g.Weighted() {
 		cols += " weight"
@@ -240,7 +242,7 @@ func exportHeader(g *Graph, st *ExportStats, format ExportFormat) []string {
 	return h
 }
 
-func exportText(ctx context.Context, g *Graph, w io.Writer, st *ExportStats) error {
+func exportText(ctx context.Context, g *graph.Graph, w io.Writer, st *ExportStats) error {
 	bw := bufio.NewWriterSize(w, 1<<20)
 	for _, l := range exportHeader(g, st, ExportText) {
 		fmt.Fprintf(bw, "# %s\n", l)
@@ -294,7 +296,7 @@ type (
 	}
 )
 
-func exportParquet(ctx context.Context, g *Graph, w io.Writer, st *ExportStats) error {
+func exportParquet(ctx context.Context, g *graph.Graph, w io.Writer, st *ExportStats) error {
 	opts := []parquet.WriterOption{parquet.Compression(&parquet.Zstd), parquet.MaxRowsPerRowGroup(1 << 20)}
 	for i, l := range exportHeader(g, st, ExportParquet) {
 		opts = append(opts, parquet.KeyValueMetadata(fmt.Sprintf("walkstage.export.%d", i), l))
@@ -314,7 +316,7 @@ func exportParquet(ctx context.Context, g *Graph, w io.Writer, st *ExportStats) 
 }
 
 // writeRows streams the rows through a buffer of 64 Ki rows.
-func writeRows[T any](ctx context.Context, g *Graph, st *ExportStats, w io.Writer, opts []parquet.WriterOption,
+func writeRows[T any](ctx context.Context, g *graph.Graph, st *ExportStats, w io.Writer, opts []parquet.WriterOption,
 	mk func(s, d int64, w float32, l uint8) T) error {
 	pw := parquet.NewGenericWriter[T](w, opts...)
 	buf := make([]T, 0, min(1<<16, max(1, g.NumEdges()+st.MarkerRows)))

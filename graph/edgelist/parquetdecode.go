@@ -1,4 +1,4 @@
-package graph
+package edgelist
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding"
+
+	"github.com/walkstage/walkstage/graph"
 )
 
 // defaultBatchRows is how many rows a Parquet decoder hands over at a
@@ -156,8 +158,8 @@ func (d *pqDecoder) ids(c *pqColumn, dst []int64) (int, error) {
 	n, err := c.ints(dst)
 	if d.o.DenseIDs {
 		for i, x := range dst[:n] {
-			if uint64(x) >= MaxVertices {
-				return i, fmt.Errorf("%s id %d outside [0, %d) with dense ids", c.name, x, int64(MaxVertices))
+			if uint64(x) >= graph.MaxVertices {
+				return i, fmt.Errorf("%s id %d outside [0, %d) with dense ids", c.name, x, int64(graph.MaxVertices))
 			}
 		}
 	}

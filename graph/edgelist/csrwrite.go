@@ -1,13 +1,14 @@
-package graph
+package edgelist
 
 import (
 	"context"
 	"fmt"
-	"hash/crc64"
-	"io"
 	"os"
 	"sync/atomic"
 	"time"
+	"unsafe"
+
+	"github.com/walkstage/walkstage/graph"
 )
 
 // csrWriter turns the merged, sorted edge stream into a graph file. The
@@ -73,11 +74,11 @@ func (s *secWriter[T]) flush() error {
 
 // write writes the graph file into f.
 func (w *csrWriter) write(ctx context.Context, f *os.File, runs []runFile) error {
-	if !littleEndian() {
-		return errBigEndian
+	h, err := w.layout()
+	if err != nil {
+		return err
 	}
-	h := w.layout()
-	if _, err := f.WriteAt([]byte(w.o.Name), int64(h.sections[secName].off)); err != nil {
+	if _, err := f.WriteAt([]byte(w.o.Name), int64(offsetOf(h, graph.SectionName))); err != nil {
 		return err
 	}
 	t0 := time.Now()
@@ -85,13 +86,10 @@ func (w *csrWriter) write(ctx context.Context, f *os.File, runs []runFile) error
 		return err
 	}
 	w.mergeTime = time.Since(t0)
-	if w.o.Labelled {
-		h.numLabels = uint32(w.maxLabel + 1)
-	}
 	if err := w.writeIDs(f, h); err != nil {
 		return err
 	}
-	h, err := w.shrink(f, h)
+	h, err = w.shrink(f, h)
 	if err != nil {
 		return err
 	}
@@ -99,19 +97,17 @@ func (w *csrWriter) write(ctx context.Context, f *os.File, runs []runFile) error
 }
 
 // layout lays out the file for w.total edges.
-func (w *csrWriter) layout() *header {
-	h := &header{version: FormatVersion, vertices: uint64(w.n), edges: uint64(w.total)}
-	if w.o.Weighted {
-		h.flags |= flagWeighted
-	}
-	if w.o.Labelled {
-		h.flags |= flagLabelled
-	}
-	if w.ids != nil {
-		h.flags |= flagIDs
-	}
-	h.layout(len(w.o.Name))
-	return h
+func (w *csrWriter) layout() (*graph.FileLayout, error) {
+	return graph.NewFileLayout(graph.FileShape{
+		Vertices: uint64(w.n), Edges: uint64(w.total), NameBytes: len(w.o.Name),
+		Weighted: w.o.Weighted, Labelled: w.o.Labelled, External: w.ids != nil,
+	})
+}
+
+// offsetOf is section id's offset in the file laid out by h.
+func offsetOf(h *graph.FileLayout, id graph.SectionID) uint64 {
+	off, _ := h.Section(id)
+	return off
 }
 
 // progress reports the write phase.
@@ -120,14 +116,14 @@ func (w *csrWriter) progress() {
 }
 
 // writeIDs writes the external ids and their index, when there are any.
-func (w *csrWriter) writeIDs(f *os.File, h *header) error {
+func (w *csrWriter) writeIDs(f *os.File, h *graph.FileLayout) error {
 	if w.ids == nil {
 		return nil
 	}
-	if _, err := f.WriteAt(bytesOf(w.ids), int64(h.sections[secIDs].off)); err != nil {
+	if _, err := f.WriteAt(bytesOf(w.ids), int64(offsetOf(h, graph.SectionIDs))); err != nil {
 		return err
 	}
-	byExt := newSecWriter[uint32](f, h.sections[secByExt].off, nil)
+	byExt := newSecWriter[uint32](f, offsetOf(h, graph.SectionByExt), nil)
 	for v := 0; v < w.n; v++ {
 		if err := byExt.put(uint32(v)); err != nil {
 			return err
@@ -139,37 +135,42 @@ func (w *csrWriter) writeIDs(f *os.File, h *header) error {
 // shrink returns h when every edge was written, else, duplicates having
 // been dropped, slides the later sections down to where a layout for the
 // final count puts them, truncates f and returns that layout.
-func (w *csrWriter) shrink(f *os.File, h *header) (*header, error) {
+func (w *csrWriter) shrink(f *os.File, h *graph.FileLayout) (*graph.FileLayout, error) {
 	if w.e == uint64(w.total) {
 		return h, nil
 	}
-	final := *h
-	final.edges = w.e
-	final.layout(len(w.o.Name))
-	for i := secWeights; i < numSections; i++ {
-		if err := moveWithin(f, int64(h.sections[i].off), int64(final.sections[i].off), int64(final.sections[i].len)); err != nil {
+	final := h.WithEdges(w.e)
+	// The sections after the targets, in file order, so that a move never
+	// overwrites a section still to move.
+	for _, id := range []graph.SectionID{graph.SectionWeights, graph.SectionLabels, graph.SectionIDs, graph.SectionByExt} {
+		src, _ := h.Section(id)
+		dst, n := final.Section(id)
+		if err := moveWithin(f, int64(src), int64(dst), int64(n)); err != nil {
 			return nil, err
 		}
 	}
-	if err := f.Truncate(int64(final.fileSize)); err != nil {
+	if err := f.Truncate(int64(final.Size())); err != nil {
 		return nil, err
 	}
-	return &final, nil
+	return final, nil
 }
 
 // seal checksums the sections, writes the header and fills in the stats.
-func (w *csrWriter) seal(f *os.File, h *header) error {
-	sum, err := sectionChecksum(f, h)
+func (w *csrWriter) seal(f *os.File, h *graph.FileLayout) error {
+	sum, err := h.Checksum(f)
 	if err != nil {
 		return err
 	}
-	h.checksum = sum
-	if _, err := f.WriteAt(h.encode(), 0); err != nil {
+	var numLabels uint32
+	if w.o.Labelled {
+		numLabels = uint32(w.maxLabel + 1)
+	}
+	if _, err := f.WriteAt(h.Header(numLabels, sum), 0); err != nil {
 		return err
 	}
 	w.stats.Vertices = w.n
 	w.stats.Edges = int64(w.e)
-	w.stats.OutputBytes = int64(h.fileSize)
+	w.stats.OutputBytes = int64(h.Size())
 	w.stats.Version = fmt.Sprintf("%016x", sum)
 	if w.o.Progress != nil {
 		w.progress()
@@ -197,33 +198,12 @@ func moveWithin(f *os.File, src, dst, n int64) error {
 	return nil
 }
 
-// sectionChecksum computes Graph.Checksum from the written sections: CRC-64
-// over offsets, targets, weights, labels and ids in that order.
-func sectionChecksum(f *os.File, h *header) (uint64, error) {
-	if data, unmap, err := mapFile(f, int(h.fileSize), false); err == nil {
-		defer unmap()
-		var parts [][]byte
-		for _, i := range []int{secOffsets, secTargets, secWeights, secLabels, secIDs} {
-			s := h.sections[i]
-			parts = append(parts, data[s.off:s.off+s.len])
-		}
-		return checksumParallel(parts...), nil
+// bytesOf views a slice of fixed-size numbers as bytes, in host order as
+// the graph package writes its sections (graph files are little-endian, and
+// graph.NewFileLayout refuses a big-endian host).
+func bytesOf[T any](s []T) []byte {
+	if len(s) == 0 {
+		return nil
 	}
-	var c uint64
-	buf := make([]byte, 4<<20)
-	for _, i := range []int{secOffsets, secTargets, secWeights, secLabels, secIDs} {
-		s := h.sections[i]
-		r := io.NewSectionReader(f, int64(s.off), int64(s.len))
-		for {
-			n, err := r.Read(buf)
-			c = crc64.Update(c, crcTable, buf[:n])
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return 0, err
-			}
-		}
-	}
-	return c, nil
+	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(s[0])))
 }

@@ -1,4 +1,4 @@
-package graph
+package edgelist
 
 import (
 	"bufio"
@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/walkstage/walkstage/graph"
 )
 
 // The parallel decoders must not change what an import builds: these tests
@@ -30,10 +32,10 @@ type pqDictEdge struct {
 	Label  int64    `parquet:"label,dict"`
 }
 
-func randomEdges(rng *rand.Rand, n int) []Edge {
-	edges := make([]Edge, n)
+func randomEdges(rng *rand.Rand, n int) []graph.Edge {
+	edges := make([]graph.Edge, n)
 	for i := range edges {
-		edges[i] = Edge{Src: rng.Int64N(400), Dst: rng.Int64N(400), Weight: float32(rng.IntN(16)+1) / 8, Label: uint8(rng.IntN(6))}
+		edges[i] = graph.Edge{Src: rng.Int64N(400), Dst: rng.Int64N(400), Weight: float32(rng.IntN(16)+1) / 8, Label: uint8(rng.IntN(6))}
 	}
 	return edges
 }
@@ -54,12 +56,12 @@ func TestImportParquetWorkersMatchFromEdges(t *testing.T) {
 	for name, path := range files {
 		for _, workers := range []int{1, 3, 8} {
 			for _, o := range []ImportOptions{
-				{Name: "p", Weighted: true, Labelled: true, Duplicates: DupKeepFirst, RunEdges: 3000},
-				{Name: "p", Undirected: true, Weighted: true, Duplicates: DupSumWeights, DenseIDs: true},
+				{Name: "p", Weighted: true, Labelled: true, Duplicates: graph.DupKeepFirst, RunEdges: 3000},
+				{Name: "p", Undirected: true, Weighted: true, Duplicates: graph.DupSumWeights, DenseIDs: true},
 			} {
 				o.Workers, o.batchRows = workers, 333
 				t.Run(fmt.Sprintf("%s/workers=%d/undirected=%v", name, workers, o.Undirected), func(t *testing.T) {
-					want, err := FromEdges(edges, buildOpts(o))
+					want, err := graph.FromEdges(edges, buildOpts(o))
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -67,7 +69,7 @@ func TestImportParquetWorkersMatchFromEdges(t *testing.T) {
 					if _, err := ImportParquet(context.Background(), path, out, o); err != nil {
 						t.Fatal(err)
 					}
-					got, err := LoadWith(out, LoadOptions{VerifyChecksum: true})
+					got, err := graph.LoadWith(out, graph.LoadOptions{VerifyChecksum: true})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -90,9 +92,9 @@ func TestImportTextAndParquetWriteTheSameFile(t *testing.T) {
 	dir := t.TempDir()
 	pq := writeParquet(t, rows, parquet.MaxRowsPerRowGroup(4000))
 	for i, o := range []ImportOptions{
-		{Name: "same", Weighted: true, Labelled: true, Duplicates: DupKeepFirst, RunEdges: 5000, Workers: 3},
-		{Name: "same", Weighted: true, Undirected: true, Duplicates: DupSumWeights},
-		{Name: "same", Labelled: true, DenseIDs: true, Duplicates: DupKeepAll, SelfLoops: true, Workers: 1},
+		{Name: "same", Weighted: true, Labelled: true, Duplicates: graph.DupKeepFirst, RunEdges: 5000, Workers: 3},
+		{Name: "same", Weighted: true, Undirected: true, Duplicates: graph.DupSumWeights},
+		{Name: "same", Labelled: true, DenseIDs: true, Duplicates: graph.DupKeepAll, SelfLoops: true, Workers: 1},
 	} {
 		var sb strings.Builder
 		for _, e := range edges {
@@ -190,7 +192,7 @@ func TestImportTextWorkersNameTheLine(t *testing.T) {
 		t.Fatalf("only %d bytes of text: not several chunks", len(text))
 	}
 	o := ImportOptions{Name: "w", Weighted: true, Workers: 4, RunEdges: 100000}
-	want, err := FromEdges(edges, buildOpts(o))
+	want, err := graph.FromEdges(edges, buildOpts(o))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +321,7 @@ func TestEncodeRunSlabsMatchOneEncoder(t *testing.T) {
 // and with one per core, and reports input edges/s. For the figures in the
 // README use `walkstage graph import` on a scale-20 export.
 func BenchmarkImport(b *testing.B) {
-	g, err := GenerateRMAT(context.Background(), RMATOptions{Scale: 18, EdgeFactor: 16, Seed: 1, Undirected: true, Weighted: true, Labels: 5})
+	g, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 18, EdgeFactor: 16, Seed: 1, Undirected: true, Weighted: true, Labels: 5})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package graph
+package edgelist
 
 // The importers share one streaming pipeline, an external sort:
 //
@@ -16,7 +16,7 @@ package graph
 //     is two runs and the sort's scratch, plus about 15 MB a worker,
 //     whatever the input size.
 //  3. The id sets are merged into the sorted external-id array: dense id =
-//     rank of the external id, the same numbering FromEdges uses.
+//     rank of the external id, the same numbering graph.FromEdges uses.
 //  4. The edge runs are k-way merged (ties broken by run, so "first" means
 //     first in the input), duplicates are resolved by the policy, and the
 //     CSR sections are written straight into the output file, which is
@@ -33,6 +33,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/walkstage/walkstage/graph"
 )
 
 // ImportOptions configure the text and Parquet importers.
@@ -48,7 +50,7 @@ type ImportOptions struct {
 	// SelfLoops keeps u -> u edges; they are dropped (and counted) otherwise.
 	SelfLoops bool
 	// Duplicates says what to do with repeated (src, dst) pairs.
-	Duplicates DuplicatePolicy
+	Duplicates graph.DuplicatePolicy
 	// DenseIDs says the input ids are already 0..V-1: no id map is stored,
 	// V is the largest id + 1 and ids that never appear are isolated
 	// vertices. Without it ids may be any int64 and dense ids are their
@@ -178,7 +180,7 @@ func importInto(ctx context.Context, input, out string, o ImportOptions, totalBy
 		total += r.n
 	}
 	w := &csrWriter{input: input, o: o, ids: ids, n: n, total: total, stats: &st}
-	if err := writeAtomic(out, func(f *os.File) error { return w.write(ctx, f, runs) }); err != nil {
+	if err := graph.WriteFileAtomic(out, func(f *os.File) error { return w.write(ctx, f, runs) }); err != nil {
 		return nil, fmt.Errorf("import %s: %w", input, err)
 	}
 	t5 := time.Now()
@@ -216,10 +218,10 @@ func (o ImportOptions) withDefaults(input string) (ImportOptions, error) {
 	if o.Name == "" {
 		o.Name = strings.TrimSuffix(filepath.Base(input), filepath.Ext(input))
 	}
-	if len(o.Name) > maxNameBytes {
-		return o, fmt.Errorf("import %s: graph name is %d bytes, limit %d", input, len(o.Name), maxNameBytes)
+	if len(o.Name) > graph.MaxNameBytes {
+		return o, fmt.Errorf("import %s: graph name is %d bytes, limit %d", input, len(o.Name), graph.MaxNameBytes)
 	}
-	if _, ok := duplicateNames[o.Duplicates]; !ok {
+	if !o.Duplicates.Valid() {
 		return o, fmt.Errorf("import %s: %v", input, o.Duplicates)
 	}
 	return o, nil
@@ -235,12 +237,12 @@ func vertexIDs(ctx context.Context, b *runBuilder, runs []runFile) (ids []int64,
 			return nil, 0, err
 		}
 		if ids == nil {
-			ids = []int64{} // an id map with no entries, as FromEdges builds
+			ids = []int64{} // an id map with no entries, as graph.FromEdges builds
 		}
 		n = len(ids)
 	}
-	if n > MaxVertices {
-		return nil, 0, fmt.Errorf("%d vertices exceeds the limit %d", n, MaxVertices)
+	if n > graph.MaxVertices {
+		return nil, 0, fmt.Errorf("%d vertices exceeds the limit %d", n, graph.MaxVertices)
 	}
 	return ids, n, nil
 }

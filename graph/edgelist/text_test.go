@@ -1,4 +1,4 @@
-package graph
+package edgelist
 
 import (
 	"bufio"
@@ -14,10 +14,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/walkstage/walkstage/graph"
 )
 
 // importString imports text through a file and loads the result.
-func importString(t testing.TB, text string, o ImportOptions) (*Graph, *ImportStats, error) {
+func importString(t testing.TB, text string, o ImportOptions) (*graph.Graph, *ImportStats, error) {
 	t.Helper()
 	dir := t.(interface{ TempDir() string }).TempDir()
 	in := filepath.Join(dir, "edges.txt")
@@ -29,7 +31,7 @@ func importString(t testing.TB, text string, o ImportOptions) (*Graph, *ImportSt
 	if err != nil {
 		return nil, nil, err
 	}
-	g, err := LoadWith(out, LoadOptions{VerifyChecksum: true})
+	g, err := graph.LoadWith(out, graph.LoadOptions{VerifyChecksum: true})
 	if err != nil {
 		t.Fatalf("loading the imported graph: %v", err)
 	}
@@ -37,8 +39,8 @@ func importString(t testing.TB, text string, o ImportOptions) (*Graph, *ImportSt
 	return g, st, nil
 }
 
-func buildOpts(o ImportOptions) BuildOptions {
-	return BuildOptions{Name: o.Name, Undirected: o.Undirected, Weighted: o.Weighted, Labelled: o.Labelled,
+func buildOpts(o ImportOptions) graph.BuildOptions {
+	return graph.BuildOptions{Name: o.Name, Undirected: o.Undirected, Weighted: o.Weighted, Labelled: o.Labelled,
 		SelfLoops: o.SelfLoops, Duplicates: o.Duplicates, DenseIDs: o.DenseIDs}
 }
 
@@ -55,14 +57,14 @@ func TestImportTextMatchesFromEdges(t *testing.T) {
 9223372036854775807 2 1e-3 0
 1 2 3 4
 `
-	edges := []Edge{{1, 2, 0.5, 1}, {1, 2, 2.5, 0}, {2, 3, 1, 2}, {3, 1, 4, 1}, {5, 5, 1, 0}, {-9, 1, 7.25, 3},
-		{9223372036854775807, 2, 1e-3, 0}, {1, 2, 3, 4}}
+	edges := []graph.Edge{{Src: 1, Dst: 2, Weight: 0.5, Label: 1}, {Src: 1, Dst: 2, Weight: 2.5, Label: 0}, {Src: 2, Dst: 3, Weight: 1, Label: 2}, {Src: 3, Dst: 1, Weight: 4, Label: 1}, {Src: 5, Dst: 5, Weight: 1, Label: 0}, {Src: -9, Dst: 1, Weight: 7.25, Label: 3},
+		{Src: 9223372036854775807, Dst: 2, Weight: 1e-3, Label: 0}, {Src: 1, Dst: 2, Weight: 3, Label: 4}}
 	for _, undirected := range []bool{false, true} {
 		for _, loops := range []bool{false, true} {
-			for _, dup := range []DuplicatePolicy{DupKeepFirst, DupSumWeights, DupKeepAll} {
+			for _, dup := range []graph.DuplicatePolicy{graph.DupKeepFirst, graph.DupSumWeights, graph.DupKeepAll} {
 				o := ImportOptions{Name: "t", Weighted: true, Labelled: true, Undirected: undirected, SelfLoops: loops, Duplicates: dup}
 				t.Run(fmt.Sprintf("undirected=%v/loops=%v/%v", undirected, loops, dup), func(t *testing.T) {
-					want, err := FromEdges(edges, buildOpts(o))
+					want, err := graph.FromEdges(edges, buildOpts(o))
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -88,10 +90,10 @@ func TestImportTextMatchesFromEdges(t *testing.T) {
 // with many duplicates, every option combination.
 func TestImportTextSpillsMatchFromEdges(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	var edges []Edge
+	var edges []graph.Edge
 	var sb strings.Builder
 	for i := 0; i < 700; i++ {
-		e := Edge{Src: rng.Int64N(60) - 20, Dst: rng.Int64N(60) - 20, Weight: float32(rng.IntN(8)+1) / 4, Label: uint8(rng.IntN(4))}
+		e := graph.Edge{Src: rng.Int64N(60) - 20, Dst: rng.Int64N(60) - 20, Weight: float32(rng.IntN(8)+1) / 4, Label: uint8(rng.IntN(4))}
 		if i%7 == 0 {
 			e.Src = rng.Int64() // far-apart ids exercise the id index
 		}
@@ -100,10 +102,10 @@ func TestImportTextSpillsMatchFromEdges(t *testing.T) {
 	}
 	for _, runEdges := range []int{5, 64, 0} {
 		for _, undirected := range []bool{false, true} {
-			for _, dup := range []DuplicatePolicy{DupKeepFirst, DupSumWeights, DupKeepAll} {
+			for _, dup := range []graph.DuplicatePolicy{graph.DupKeepFirst, graph.DupSumWeights, graph.DupKeepAll} {
 				o := ImportOptions{Name: "r", Weighted: true, Labelled: true, Undirected: undirected, Duplicates: dup, RunEdges: runEdges, mergeFan: 4}
 				t.Run(fmt.Sprintf("run=%d/undirected=%v/%v", runEdges, undirected, dup), func(t *testing.T) {
-					want, err := FromEdges(edges, buildOpts(o))
+					want, err := graph.FromEdges(edges, buildOpts(o))
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -132,7 +134,7 @@ func TestImportTextDenseIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := FromEdges([]Edge{{0, 1, 0, 0}, {1, 2, 0, 0}, {7, 2, 0, 0}}, buildOpts(o))
+	want, _ := graph.FromEdges([]graph.Edge{{Src: 0, Dst: 1, Weight: 0, Label: 0}, {Src: 1, Dst: 2, Weight: 0, Label: 0}, {Src: 7, Dst: 2, Weight: 0, Label: 0}}, buildOpts(o))
 	sameGraph(t, got, want)
 	if got.NumVertices() != 8 || got.IDs != nil {
 		t.Fatalf("V=%d ids=%v, want 8 and no id map", got.NumVertices(), got.IDs != nil)
@@ -162,7 +164,7 @@ func TestImportTextGzip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := Load(out)
+	g, err := graph.Load(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,8 +191,8 @@ func TestImportTextErrors(t *testing.T) {
 		{"extra column", "1 2 3\n", ImportOptions{}, "line 1: 3 fields, want 2 (src dst); pass --weighted"},
 		{"header", "src,dst\n1,2\n", ImportOptions{}, `line 1: bad source id "src"`},
 		{"bad label", "1 2 256\n", ImportOptions{Labelled: true}, `line 1: bad label "256"`},
-		{"duplicate", "1 2\n3 4\n1 2\n", ImportOptions{Duplicates: DupError}, "duplicate edge 1 -> 2"},
-		{"undirected duplicate", "1 2\n2 1\n", ImportOptions{Duplicates: DupError, Undirected: true}, "duplicate edge"},
+		{"duplicate", "1 2\n3 4\n1 2\n", ImportOptions{Duplicates: graph.DupError}, "duplicate edge 1 -> 2"},
+		{"undirected duplicate", "1 2\n2 1\n", ImportOptions{Duplicates: graph.DupError, Undirected: true}, "duplicate edge"},
 		{"negative dense", "1 -2\n", ImportOptions{DenseIDs: true}, "line 1: vertex id"},
 		{"long line", strings.Repeat("1", maxLineBytes+10), ImportOptions{}, "line 1: longer than"},
 		{"bad policy", "1 2\n", ImportOptions{Duplicates: 9}, "DuplicatePolicy(9)"},
@@ -200,7 +202,7 @@ func TestImportTextErrors(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("got %v, want an error containing %q", err, c.want)
 			}
-			if c.name == "duplicate" && !errors.Is(err, ErrDuplicate) {
+			if c.name == "duplicate" && !errors.Is(err, graph.ErrDuplicate) {
 				t.Fatalf("%v does not wrap ErrDuplicate", err)
 			}
 		})
@@ -238,17 +240,17 @@ func TestImportTextProgressAndCancel(t *testing.T) {
 // input) is what the keep-first and sum results depend on.
 func TestImportTextRadixRunsMatchFromEdges(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	var edges []Edge
+	var edges []graph.Edge
 	var sb strings.Builder
 	for i := 0; i < 20000; i++ {
-		e := Edge{Src: rng.Int64N(200) * 1000, Dst: rng.Int64N(150) - 75, Weight: float32(rng.IntN(8)+1) / 4, Label: uint8(rng.IntN(4))}
+		e := graph.Edge{Src: rng.Int64N(200) * 1000, Dst: rng.Int64N(150) - 75, Weight: float32(rng.IntN(8)+1) / 4, Label: uint8(rng.IntN(4))}
 		edges = append(edges, e)
 		fmt.Fprintf(&sb, "%d,%d,%g,%d\n", e.Src, e.Dst, e.Weight, e.Label)
 	}
 	for _, undirected := range []bool{false, true} {
-		for _, dup := range []DuplicatePolicy{DupKeepFirst, DupSumWeights, DupKeepAll} {
+		for _, dup := range []graph.DuplicatePolicy{graph.DupKeepFirst, graph.DupSumWeights, graph.DupKeepAll} {
 			o := ImportOptions{Name: "x", Weighted: true, Labelled: true, Undirected: undirected, Duplicates: dup, RunEdges: 4096}
-			want, err := FromEdges(edges, buildOpts(o))
+			want, err := graph.FromEdges(edges, buildOpts(o))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -305,7 +307,7 @@ func TestImportTextMatrixMarket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := FromEdges([]Edge{{1, 2, 0.5, 0}, {3, 1, 2, 0}}, BuildOptions{Name: "mm", Weighted: true})
+	want, _ := graph.FromEdges([]graph.Edge{{Src: 1, Dst: 2, Weight: 0.5, Label: 0}, {Src: 3, Dst: 1, Weight: 2, Label: 0}}, graph.BuildOptions{Name: "mm", Weighted: true})
 	sameGraph(t, got, want)
 	// Without the banner a three-number line is an edge (here: a bad one).
 	if _, _, err := importString(t, "3 3 2\n", ImportOptions{}); err == nil {
@@ -355,19 +357,19 @@ func TestRankerTableAndIndex(t *testing.T) {
 
 func TestImportTextManySelfLoops(t *testing.T) {
 	var sb strings.Builder
-	var edges []Edge
+	var edges []graph.Edge
 	for i := 0; i < 300; i++ {
 		sb.WriteString(fmt.Sprintf("%d %d\n", i%37, i%37))
-		edges = append(edges, Edge{Src: int64(i % 37), Dst: int64(i % 37)})
+		edges = append(edges, graph.Edge{Src: int64(i % 37), Dst: int64(i % 37)})
 	}
 	sb.WriteString("1 2\n")
-	edges = append(edges, Edge{Src: 1, Dst: 2})
+	edges = append(edges, graph.Edge{Src: 1, Dst: 2})
 	o := ImportOptions{Name: "loops", RunEdges: 4}
 	got, st, err := importString(t, sb.String(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := FromEdges(edges, buildOpts(o))
+	want, _ := graph.FromEdges(edges, buildOpts(o))
 	sameGraph(t, got, want)
 	if st.SelfLoopsDropped != 300 || got.NumVertices() != 37 || st.Runs < 50 {
 		t.Fatalf("dropped %d, V=%d, runs %d", st.SelfLoopsDropped, got.NumVertices(), st.Runs)

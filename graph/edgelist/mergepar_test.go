@@ -1,4 +1,4 @@
-package graph
+package edgelist
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/walkstage/walkstage/graph"
 )
 
 // The final merge in parts must write the bytes of one serial merge: these
@@ -49,7 +51,7 @@ func TestImportMergePartsSameBytes(t *testing.T) {
 		if err := os.WriteFile(in, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		for _, dup := range []DuplicatePolicy{DupKeepAll, DupKeepFirst, DupSumWeights, DupError} {
+		for _, dup := range []graph.DuplicatePolicy{graph.DupKeepAll, graph.DupKeepFirst, graph.DupSumWeights, graph.DupError} {
 			for _, shape := range []struct {
 				undirected, selfLoops bool
 				fan                   int
@@ -79,7 +81,7 @@ func TestImportMergePartsSameBytes(t *testing.T) {
 						}
 						outs, stats = append(outs, b), append(stats, st)
 					}
-					if dup == DupError {
+					if dup == graph.DupError {
 						if len(errs) != 3 || errs[1] != errs[0] || errs[2] != errs[0] {
 							t.Fatalf("errors differ between part counts: %q", errs)
 						}
@@ -136,7 +138,7 @@ func TestImportMergePartsFirstDuplicate(t *testing.T) {
 		}
 	}
 	for _, parts := range []int{1, 8} {
-		o := ImportOptions{Name: "d", DenseIDs: true, Duplicates: DupError, mergeParts: parts, Workers: 4, RunEdges: 3000, markEvery: 64}
+		o := ImportOptions{Name: "d", DenseIDs: true, Duplicates: graph.DupError, mergeParts: parts, Workers: 4, RunEdges: 3000, markEvery: 64}
 		out := filepath.Join(t.TempDir(), "g.wsg")
 		_, err := ImportTextReader(context.Background(), strings.NewReader(sb.String()), "in", out, o)
 		if err == nil || !strings.Contains(err.Error(), "duplicate edge 3000 -> 3001") {

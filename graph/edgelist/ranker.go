@@ -1,10 +1,12 @@
-package graph
+package edgelist
 
 import (
 	"fmt"
 	"math"
 	"math/bits"
 	"slices"
+
+	"github.com/walkstage/walkstage/graph"
 )
 
 // ranker maps external ids to dense ids (ranks in the sorted id array):
@@ -27,7 +29,7 @@ func newRanker(ids []int64) *ranker {
 	if span < math.MaxUint32 && (span < 4*v+1<<22 || span < 1<<27) {
 		table := make([]uint32, span+1)
 		for i := range table {
-			table[i] = NoVertex
+			table[i] = graph.NoVertex
 		}
 		for i, id := range ids {
 			table[uint64(id)-lo] = uint32(i)
@@ -50,7 +52,7 @@ func (r *ranker) all(batch []rec, out []uint32) error {
 			out[i] = r.table[k]
 		}
 		for i := range batch {
-			if out[i] == NoVertex {
+			if out[i] == graph.NoVertex {
 				bad = i
 			}
 		}

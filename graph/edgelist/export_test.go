@@ -1,4 +1,4 @@
-package graph
+package edgelist
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/walkstage/walkstage/graph"
 )
 
 // import(export(g)) has g's version, in both formats, for the kinds of
@@ -14,9 +16,9 @@ import (
 // multi-edges.
 func TestExportRoundTripKeepsVersion(t *testing.T) {
 	ctx := context.Background()
-	rmat := func(weighted bool, labels int) func(t *testing.T) *Graph {
-		return func(t *testing.T) *Graph {
-			g, err := GenerateRMAT(ctx, RMATOptions{Scale: 9, EdgeFactor: 4, Seed: 3, Undirected: true, Weighted: weighted,
+	rmat := func(weighted bool, labels int) func(t *testing.T) *graph.Graph {
+		return func(t *testing.T) *graph.Graph {
+			g, err := graph.GenerateRMAT(ctx, graph.RMATOptions{Scale: 9, EdgeFactor: 4, Seed: 3, Undirected: true, Weighted: weighted,
 				Labels: labels, Name: "rmat"})
 			if err != nil {
 				t.Fatal(err)
@@ -24,28 +26,28 @@ func TestExportRoundTripKeepsVersion(t *testing.T) {
 			return g
 		}
 	}
-	build := func(edges []Edge, o BuildOptions) func(t *testing.T) *Graph {
-		return func(t *testing.T) *Graph {
-			g, err := FromEdges(edges, o)
+	build := func(edges []graph.Edge, o graph.BuildOptions) func(t *testing.T) *graph.Graph {
+		return func(t *testing.T) *graph.Graph {
+			g, err := graph.FromEdges(edges, o)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return g
 		}
 	}
-	sparse := []Edge{{-5, 1 << 40, 0.1, 3}, {1 << 40, -5, 2.5e-7, 0}, {7, 7, 1, 1}, {42, -5, 3e30, 255}, {-9, -9, 1, 0}}
+	sparse := []graph.Edge{{Src: -5, Dst: 1 << 40, Weight: 0.1, Label: 3}, {Src: 1 << 40, Dst: -5, Weight: 2.5e-7, Label: 0}, {Src: 7, Dst: 7, Weight: 1, Label: 1}, {Src: 42, Dst: -5, Weight: 3e30, Label: 255}, {Src: -9, Dst: -9, Weight: 1, Label: 0}}
 	cases := []struct {
 		name  string
-		graph func(t *testing.T) *Graph
+		graph func(t *testing.T) *graph.Graph
 	}{
 		{"rmat weighted labelled", rmat(true, 5)},
 		{"rmat plain", rmat(false, 0)},
-		{"id map, isolated vertices", build(sparse, BuildOptions{Name: "sparse", Weighted: true, Labelled: true})},
-		{"id map plain", build(sparse, BuildOptions{Name: "sparse-plain"})},
-		{"dense, last vertex isolated", build([]Edge{{0, 1, 1, 0}, {1, 2, 1, 0}}, BuildOptions{Name: "d", DenseIDs: true, NumVertices: 6})},
-		{"self-loops and multi-edges", build([]Edge{{1, 1, 2, 0}, {1, 2, 3, 1}, {1, 2, 1, 0}, {2, 1, 0.5, 1}},
-			BuildOptions{Name: "multi", Weighted: true, Labelled: true, SelfLoops: true, Duplicates: DupKeepAll})},
-		{"empty", build(nil, BuildOptions{Name: "empty"})},
+		{"id map, isolated vertices", build(sparse, graph.BuildOptions{Name: "sparse", Weighted: true, Labelled: true})},
+		{"id map plain", build(sparse, graph.BuildOptions{Name: "sparse-plain"})},
+		{"dense, last vertex isolated", build([]graph.Edge{{Src: 0, Dst: 1, Weight: 1, Label: 0}, {Src: 1, Dst: 2, Weight: 1, Label: 0}}, graph.BuildOptions{Name: "d", DenseIDs: true, NumVertices: 6})},
+		{"self-loops and multi-edges", build([]graph.Edge{{Src: 1, Dst: 1, Weight: 2, Label: 0}, {Src: 1, Dst: 2, Weight: 3, Label: 1}, {Src: 1, Dst: 2, Weight: 1, Label: 0}, {Src: 2, Dst: 1, Weight: 0.5, Label: 1}},
+			graph.BuildOptions{Name: "multi", Weighted: true, Labelled: true, SelfLoops: true, Duplicates: graph.DupKeepAll})},
+		{"empty", build(nil, graph.BuildOptions{Name: "empty"})},
 	}
 	dir := t.TempDir()
 	for _, c := range cases {
@@ -70,7 +72,7 @@ func TestExportRoundTripKeepsVersion(t *testing.T) {
 				if err != nil {
 					t.Fatalf("import %v: %v", st.ImportFlags, err)
 				}
-				back, err := Load(out)
+				back, err := graph.Load(out)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -90,7 +92,7 @@ func TestExportRoundTripKeepsVersion(t *testing.T) {
 // A graph with self-loops cannot carry marker rows for vertices without
 // edges: Export says so instead of writing a file that imports differently.
 func TestExportReportsInexactRoundTrip(t *testing.T) {
-	g, err := FromEdges([]Edge{{1, 1, 1, 0}, {2, 3, 1, 0}, {9, 9, 1, 0}}, BuildOptions{Name: "x", SelfLoops: true, DenseIDs: true, NumVertices: 12})
+	g, err := graph.FromEdges([]graph.Edge{{Src: 1, Dst: 1, Weight: 1, Label: 0}, {Src: 2, Dst: 3, Weight: 1, Label: 0}, {Src: 9, Dst: 9, Weight: 1, Label: 0}}, graph.BuildOptions{Name: "x", SelfLoops: true, DenseIDs: true, NumVertices: 12})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +108,7 @@ func TestExportReportsInexactRoundTrip(t *testing.T) {
 // The text export is readable on its own: a header that says how to
 // rebuild the graph, then one edge a line in external ids.
 func TestExportTextLayout(t *testing.T) {
-	g, err := FromEdges([]Edge{{-5, 1 << 40, 0.1, 3}, {7, 7, 1, 0}}, BuildOptions{Name: "s", Weighted: true, Labelled: true})
+	g, err := graph.FromEdges([]graph.Edge{{Src: -5, Dst: 1 << 40, Weight: 0.1, Label: 3}, {Src: 7, Dst: 7, Weight: 1, Label: 0}}, graph.BuildOptions{Name: "s", Weighted: true, Labelled: true})
 	if err != nil {
 		t.Fatal(err)
 	}

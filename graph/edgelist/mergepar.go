@@ -1,4 +1,4 @@
-package graph
+package edgelist
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"sort"
 	"sync/atomic"
 	"time"
+
+	"github.com/walkstage/walkstage/graph"
 )
 
 // The final merge runs in parts. The source-id range is cut at boundaries
@@ -207,7 +209,7 @@ func locate(rf runFile, f *os.File, b int64, o ImportOptions) (runPos, error) {
 }
 
 // writeEdges merges the runs in parts and writes the edge-sized sections.
-func (w *csrWriter) writeEdges(ctx context.Context, f *os.File, h *header, runs []runFile) error {
+func (w *csrWriter) writeEdges(ctx context.Context, f *os.File, h *graph.FileLayout, runs []runFile) error {
 	files, err := openRunFiles(runs)
 	defer closeRunFiles(files)
 	if err != nil {
@@ -305,7 +307,7 @@ func (w *csrWriter) runParts(ctx context.Context, parts []mergePart, do func(p *
 
 // mergeSegments merges the part's segments of the runs and calls emit for the
 // edges the duplicate policy keeps (with summed weights under
-// DupSumWeights), counting the duplicates in p.dups.
+// graph.DupSumWeights), counting the duplicates in p.dups.
 func mergeSegments(ctx context.Context, runs []runFile, files []*os.File, p *mergePart, o ImportOptions, bufs [][]byte, emit func(r *rec) error) error {
 	var rs []*runReader
 	for i, rf := range runs {
@@ -319,13 +321,13 @@ func mergeSegments(ctx context.Context, runs []runFile, files []*os.File, p *mer
 		if have && r.s == pending.s && r.d == pending.d {
 			p.dups++
 			switch o.Duplicates {
-			case DupKeepFirst:
+			case graph.DupKeepFirst:
 				return nil
-			case DupSumWeights:
+			case graph.DupSumWeights:
 				pending.w += r.w
 				return nil
-			case DupError:
-				return fmt.Errorf("%w %d -> %d (use --duplicates keep-first, sum or keep-all to accept it)", ErrDuplicate, r.s, r.d)
+			case graph.DupError:
+				return fmt.Errorf("%w %d -> %d (use --duplicates keep-first, sum or keep-all to accept it)", graph.ErrDuplicate, r.s, r.d)
 			}
 		}
 		if have {
@@ -370,20 +372,20 @@ type partScratch struct {
 
 // writePart merges part p and writes its offsets, targets, weights and
 // labels.
-func (w *csrWriter) writePart(ctx context.Context, f *os.File, h *header, runs []runFile, files []*os.File, p *mergePart, sc *partScratch, stop func() bool) error {
+func (w *csrWriter) writePart(ctx context.Context, f *os.File, h *graph.FileLayout, runs []runFile, files []*os.File, p *mergePart, sc *partScratch, stop func() bool) error {
 	if sc.batch == nil {
 		sc.batch, sc.dense = make([]rec, 0, batchLen), make([]uint32, batchLen)
 	}
 	pw := &partWriter{w: w, p: p, e: uint64(p.e0), nextV: p.vlo, src: p.vlo, dense: sc.dense,
-		offs: newSecWriter(f, h.sections[secOffsets].off+8*uint64(p.vlo), sc.offs),
-		tgts: newSecWriter(f, h.sections[secTargets].off+4*uint64(p.e0), sc.tgts)}
+		offs: newSecWriter(f, offsetOf(h, graph.SectionOffsets)+8*uint64(p.vlo), sc.offs),
+		tgts: newSecWriter(f, offsetOf(h, graph.SectionTargets)+4*uint64(p.e0), sc.tgts)}
 	sc.offs, sc.tgts = pw.offs.buf, pw.tgts.buf
 	if w.o.Weighted {
-		pw.wts = newSecWriter(f, h.sections[secWeights].off+4*uint64(p.e0), sc.wts)
+		pw.wts = newSecWriter(f, offsetOf(h, graph.SectionWeights)+4*uint64(p.e0), sc.wts)
 		sc.wts = pw.wts.buf
 	}
 	if w.o.Labelled {
-		pw.lbls = newSecWriter(f, h.sections[secLabels].off+uint64(p.e0), sc.lbls)
+		pw.lbls = newSecWriter(f, offsetOf(h, graph.SectionLabels)+uint64(p.e0), sc.lbls)
 		sc.lbls = pw.lbls.buf
 	}
 	p.dups, p.maxLabel = 0, -1
@@ -466,7 +468,7 @@ func (pw *partWriter) writeBatch(batch []rec) error {
 // and flushes the sections.
 func (pw *partWriter) close() error {
 	pw.p.kept = int64(pw.e) - pw.p.e0
-	if pw.p.kept > pw.p.recs || (pw.w.o.Duplicates == DupKeepAll && pw.p.kept != pw.p.recs) {
+	if pw.p.kept > pw.p.recs || (pw.w.o.Duplicates == graph.DupKeepAll && pw.p.kept != pw.p.recs) {
 		return fmt.Errorf("merge part wrote %d edges of %d records (internal error)", pw.p.kept, pw.p.recs)
 	}
 	for ; pw.nextV < pw.p.vhi; pw.nextV++ {

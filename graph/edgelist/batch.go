@@ -1,6 +1,8 @@
-package graph
+package edgelist
 
-import "sync"
+import (
+	"sync"
+)
 
 // The importers decode their input on several goroutines and commit the
 // edges on one, in input order:
@@ -11,7 +13,7 @@ import "sync"
 // chunk of text lines). Each part has its own short channel of batches and
 // the committer drains the parts in the order they were produced, so the
 // run builder sees the edges exactly as a sequential read would: runs,
-// positions and with them "first" under DupKeepFirst do not depend on the
+// positions and with them "first" under graph.DupKeepFirst do not depend on the
 // number of decoders.
 
 // edgeBatch is a block of consecutive input edges in columns, decoded and

@@ -1,4 +1,4 @@
-package graph
+package edgelist
 
 import (
 	"bufio"
@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"sync"
 	"unsafe"
+
+	"github.com/walkstage/walkstage/graph"
 )
 
 // textChunkBytes is the size of the pieces of text the decoders parse in
@@ -188,8 +190,8 @@ func parseEdge(e *edgeBatch, f [][]byte, o ImportOptions) error {
 		return fmt.Errorf("bad target id %q", f[1])
 	}
 	if o.DenseIDs {
-		if uint64(s) >= MaxVertices || uint64(d) >= MaxVertices {
-			return fmt.Errorf("vertex id %d or %d outside [0, %d) with dense ids", s, d, int64(MaxVertices))
+		if uint64(s) >= graph.MaxVertices || uint64(d) >= graph.MaxVertices {
+			return fmt.Errorf("vertex id %d or %d outside [0, %d) with dense ids", s, d, int64(graph.MaxVertices))
 		}
 		e.maxID = max(e.maxID, s, d)
 	}

@@ -1,4 +1,4 @@
-package graph
+package edgelist
 
 import (
 	"bufio"
@@ -162,7 +162,7 @@ func (b *runBuilder) appendSerial(e *edgeBatch, i, j int) {
 		if s == d && !b.o.SelfLoops {
 			b.stats.SelfLoopsDropped++
 			if !b.o.DenseIDs {
-				// Their ids still name vertices (as in FromEdges); they
+				// Their ids still name vertices (as in graph.FromEdges); they
 				// count against the run so a file of self-loops stays
 				// bounded too.
 				b.dropped = append(b.dropped, s)

@@ -1,4 +1,4 @@
-package graph
+package edgelist
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/walkstage/walkstage/graph"
 )
 
 type pqEdge struct {
@@ -42,20 +44,20 @@ func writeParquet[T any](t *testing.T, rows []T, opts ...parquet.WriterOption) s
 func TestImportParquetMatchesFromEdges(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	var rows []pqEdge
-	var edges []Edge
+	var edges []graph.Edge
 	for i := 0; i < 5000; i++ {
-		e := Edge{Src: rng.Int64N(300) - 50, Dst: rng.Int64N(300), Weight: float32(rng.IntN(16)+1) / 8, Label: uint8(rng.IntN(6))}
+		e := graph.Edge{Src: rng.Int64N(300) - 50, Dst: rng.Int64N(300), Weight: float32(rng.IntN(16)+1) / 8, Label: uint8(rng.IntN(6))}
 		edges = append(edges, e)
 		rows = append(rows, pqEdge{Src: e.Src, Dst: int32(e.Dst), Weight: float64(e.Weight), Label: int32(e.Label), Extra: "x"})
 	}
 	// Several row groups, several pages each.
 	path := writeParquet(t, rows, parquet.MaxRowsPerRowGroup(1234), parquet.PageBufferSize(512))
 	for _, o := range []ImportOptions{
-		{Name: "p", Weighted: true, Labelled: true, Duplicates: DupSumWeights, RunEdges: 700},
-		{Name: "p", Undirected: true, Weighted: true, Duplicates: DupKeepFirst},
-		{Name: "p", Labelled: true, Duplicates: DupKeepAll, SelfLoops: true},
+		{Name: "p", Weighted: true, Labelled: true, Duplicates: graph.DupSumWeights, RunEdges: 700},
+		{Name: "p", Undirected: true, Weighted: true, Duplicates: graph.DupKeepFirst},
+		{Name: "p", Labelled: true, Duplicates: graph.DupKeepAll, SelfLoops: true},
 	} {
-		want, err := FromEdges(edges, buildOpts(o))
+		want, err := graph.FromEdges(edges, buildOpts(o))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,7 +66,7 @@ func TestImportParquetMatchesFromEdges(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := LoadWith(out, LoadOptions{VerifyChecksum: true})
+		got, err := graph.LoadWith(out, graph.LoadOptions{VerifyChecksum: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,141 @@
+package graph
+
+// The exports in this file are the seam for writers that build a graph file
+// in place instead of calling Save: the streaming importer (graph/edgelist)
+// writes each section at its offset as the merged edges arrive, then seals
+// the file with a header. They exist so that the format's layout, header
+// encoding and content checksum stay defined in one place, this package,
+// while the importer keeps to its own.
+
+import (
+	"hash/crc64"
+	"io"
+	"os"
+)
+
+// MaxNameBytes is the longest graph name a file holds. It is exported so an
+// importer can refuse a long name before reading its input, with the same
+// limit Save and Load apply.
+const MaxNameBytes = maxNameBytes
+
+// SectionID names one section of a graph file; docs/reference/graph-format.md
+// lists them in file order.
+type SectionID int
+
+// The sections of a graph file, in file order.
+const (
+	SectionName    SectionID = secName
+	SectionOffsets SectionID = secOffsets
+	SectionTargets SectionID = secTargets
+	SectionWeights SectionID = secWeights
+	SectionLabels  SectionID = secLabels
+	SectionIDs     SectionID = secIDs
+	SectionByExt   SectionID = secByExt
+)
+
+// FileShape is what a graph file's layout depends on: the counts, which
+// optional arrays it holds and the length of its name.
+type FileShape struct {
+	Vertices, Edges              uint64
+	NameBytes                    int
+	Weighted, Labelled, External bool // External: the file holds an id map (ids and byext sections)
+}
+
+// FileLayout is where every section of a graph file of a given shape lies,
+// as Save lays it out. A writer fills the sections of a file of Size bytes
+// at Section's offsets, then writes Header at offset 0.
+type FileLayout struct {
+	h         header
+	nameBytes int
+}
+
+// NewFileLayout lays out a graph file of shape s. It fails on a big-endian
+// host, where the file's in-memory arrays would not be little-endian.
+func NewFileLayout(s FileShape) (*FileLayout, error) {
+	if !littleEndian() {
+		return nil, errBigEndian
+	}
+	l := &FileLayout{h: header{version: FormatVersion, vertices: s.Vertices, edges: s.Edges}, nameBytes: s.NameBytes}
+	if s.Weighted {
+		l.h.flags |= flagWeighted
+	}
+	if s.Labelled {
+		l.h.flags |= flagLabelled
+	}
+	if s.External {
+		l.h.flags |= flagIDs
+	}
+	l.h.layout(s.NameBytes)
+	return l, nil
+}
+
+// WithEdges returns the layout of the same file with e edges: a writer that
+// laid the file out for an upper bound moves the later sections down to it
+// once the final count is known.
+func (l *FileLayout) WithEdges(e uint64) *FileLayout {
+	out := *l
+	out.h.edges = e
+	out.h.layout(l.nameBytes)
+	return &out
+}
+
+// Section returns section id's offset and length in bytes (0, 0 when the
+// file has no such section).
+func (l *FileLayout) Section(id SectionID) (off, n uint64) {
+	s := l.h.sections[id]
+	return s.off, s.len
+}
+
+// Size is the file's length in bytes.
+func (l *FileLayout) Size() uint64 { return l.h.fileSize }
+
+// Header returns the file's 256-byte header for numLabels labels and the
+// content checksum sum (see Checksum).
+func (l *FileLayout) Header(numLabels uint32, sum uint64) []byte {
+	h := l.h
+	h.numLabels, h.checksum = numLabels, sum
+	return h.encode()
+}
+
+// Checksum computes the content checksum (Graph.Checksum, the file's
+// Version) from the sections already written to f: CRC-64 over offsets,
+// targets, weights, labels and ids in that order, in parallel over a
+// read-only mapping where f can be mapped, else read through a buffer.
+func (l *FileLayout) Checksum(f *os.File) (uint64, error) {
+	h := &l.h
+	if data, unmap, err := mapFile(f, int(h.fileSize), false); err == nil {
+		defer unmap()
+		var parts [][]byte
+		for _, i := range []int{secOffsets, secTargets, secWeights, secLabels, secIDs} {
+			s := h.sections[i]
+			parts = append(parts, data[s.off:s.off+s.len])
+		}
+		return checksumParallel(parts...), nil
+	}
+	var c uint64
+	buf := make([]byte, 4<<20)
+	for _, i := range []int{secOffsets, secTargets, secWeights, secLabels, secIDs} {
+		s := h.sections[i]
+		r := io.NewSectionReader(f, int64(s.off), int64(s.len))
+		for {
+			n, err := r.Read(buf)
+			c = crc64.Update(c, crcTable, buf[:n])
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return 0, err
+			}
+		}
+	}
+	return c, nil
+}
+
+// WriteFileAtomic runs write on a temporary file next to path and renames it
+// into place after a sync, as Save does; on any failure the temporary file
+// is removed and path is untouched. It is exported for the importer and the
+// exporter (graph/edgelist), whose files must appear whole or not at all.
+// Errors are wrapped as "save PATH: ...".
+func WriteFileAtomic(path string, write func(*os.File) error) error {
+	return writeAtomic(path, write)
+}
