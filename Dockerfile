@@ -31,10 +31,13 @@ RUN --mount=type=cache,target=/root/.cache/go-build \
 # enabled the same way as in .ci/run. The binary links Debian's libcuda stub
 # (soname libcuda.so.1): the real driver library comes from the node.
 FROM ${GO_IMAGE} AS build-gpu
+# The toolkit at the version CI builds and vets with (Debian bookworm's);
+# --build-arg CUDA_TOOLKIT_VERSION= takes whatever the mirror has.
+ARG CUDA_TOOLKIT_VERSION=11.8.89~11.8.0-5~deb12u1
 RUN sed -i 's/^Components: main$/Components: main contrib non-free non-free-firmware/' \
         /etc/apt/sources.list.d/debian.sources \
  && apt-get update \
- && apt-get install -y --no-install-recommends nvidia-cuda-toolkit \
+ && apt-get install -y --no-install-recommends "nvidia-cuda-toolkit${CUDA_TOOLKIT_VERSION:+=${CUDA_TOOLKIT_VERSION}}" \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY go.mod go.sum ./
