@@ -5,36 +5,22 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
-
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/internal/fakes3"
 )
 
 // fakeS3 serves gofakes3 (in memory) over TCP and returns the URL of
 // catalog prefix "social" in a fresh bucket.
 func fakeS3(t *testing.T) string {
 	t.Helper()
-	t.Setenv("AWS_ACCESS_KEY_ID", "walkstage")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "walkstage-secret")
-	t.Setenv("AWS_SESSION_TOKEN", "")
-	t.Setenv("AWS_CONFIG_FILE", "/dev/null")
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
-	t.Setenv("AWS_PROFILE", "")
-	be := s3mem.New()
-	srv := httptest.NewServer(gofakes3.New(be, gofakes3.WithLogger(gofakes3.DiscardLog())).Server())
-	t.Cleanup(srv.Close)
-	if err := be.CreateBucket("graphs"); err != nil {
-		t.Fatal(err)
-	}
-	return "s3://graphs/social?" + url.Values{"endpoint": {srv.URL}, "region": {"us-east-1"}, "use_path_style": {"true"}}.Encode()
+	return strings.Replace(fakes3.Bucket(t, "graphs", nil), "s3://graphs?", "s3://graphs/social?", 1)
 }
 
 // graphFile writes a small R-MAT graph; seeds give different versions.

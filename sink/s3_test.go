@@ -20,41 +20,22 @@ import (
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"gocloud.dev/blob"
 
+	"github.com/walkstage/walkstage/internal/fakes3"
+
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
 
-// s3Env points the AWS SDK at dummy credentials and no shared config, so
-// tests never pick up a developer's real account.
-func s3Env(t testing.TB) {
-	t.Setenv("AWS_ACCESS_KEY_ID", "walkstage")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "walkstage-secret")
-	t.Setenv("AWS_SESSION_TOKEN", "")
-	t.Setenv("AWS_CONFIG_FILE", "/dev/null")
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
-	t.Setenv("AWS_PROFILE", "")
-}
+func s3Env(t testing.TB) { fakes3.Env(t) }
 
-// fakeS3 serves gofakes3 with an in-memory backend over TCP and returns an
-// s3:// URL for a fresh bucket on it.
-func fakeS3(t testing.TB) (bucketURL string) {
-	return serveFakeS3(t, func(faker http.Handler) http.Handler { return faker })
-}
+// fakeS3 serves gofakes3 over TCP and returns an s3:// URL for a fresh
+// bucket on it.
+func fakeS3(t testing.TB) (bucketURL string) { return fakes3.Serve(t, nil) }
 
-// serveFakeS3 serves gofakes3 (a fresh in-memory bucket "walks") through
-// the handler wrap builds around it and returns the bucket's s3:// URL.
+// serveFakeS3 is fakeS3 through the handler wrap builds around it.
 func serveFakeS3(t testing.TB, wrap func(faker http.Handler) http.Handler) (bucketURL string) {
-	t.Helper()
-	s3Env(t)
-	backend := s3mem.New()
-	if err := backend.CreateBucket("walks"); err != nil {
-		t.Fatal(err)
-	}
-	faker := gofakes3.New(backend, gofakes3.WithLogger(gofakes3.DiscardLog())).Server()
-	srv := httptest.NewServer(wrap(faker))
-	t.Cleanup(srv.Close)
-	return "s3://walks?" + url.Values{"endpoint": {srv.URL}, "region": {"us-east-1"}, "use_path_style": {"true"}}.Encode()
+	return fakes3.Serve(t, wrap)
 }
 
 func openS3(t testing.TB, u string) *blob.Bucket {

@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,9 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
-
+	"github.com/walkstage/walkstage/internal/fakes3"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/store"
 )
@@ -191,17 +187,7 @@ func sortedCopy(s []string) []string {
 
 // On S3 the commands go through the bucket URL a user gives the stage.
 func TestOutputLsAndTidyS3(t *testing.T) {
-	t.Setenv("AWS_ACCESS_KEY_ID", "walkstage")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "walkstage-secret")
-	t.Setenv("AWS_CONFIG_FILE", "/dev/null")
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
-	backend := s3mem.New()
-	srv := httptest.NewServer(gofakes3.New(backend, gofakes3.WithLogger(gofakes3.DiscardLog())).Server())
-	defer srv.Close()
-	if err := backend.CreateBucket("out"); err != nil {
-		t.Fatal(err)
-	}
-	u := "s3://out?" + url.Values{"endpoint": {srv.URL}, "region": {"us-east-1"}, "use_path_style": {"true"}}.Encode()
+	u := fakes3.Bucket(t, "out", nil)
 	if msg, err := runWalk(t, "--graph", walkTestGraph(t), "--out", u, "--prefix", "p/q", "--length", "12", "--batch-id", "s3", "--quiet"); err != nil {
 		t.Fatalf("%v\n%s", err, msg)
 	}

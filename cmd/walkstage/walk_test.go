@@ -5,19 +5,16 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/internal/fakes3"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/store"
@@ -150,17 +147,7 @@ func dirDigest(t *testing.T, dir string) string {
 
 // The command writes to S3 through the same URL flags a user gives it.
 func TestWalkCommandToS3(t *testing.T) {
-	t.Setenv("AWS_ACCESS_KEY_ID", "walkstage")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "walkstage-secret")
-	t.Setenv("AWS_CONFIG_FILE", "/dev/null")
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
-	backend := s3mem.New()
-	srv := httptest.NewServer(gofakes3.New(backend, gofakes3.WithLogger(gofakes3.DiscardLog())).Server())
-	defer srv.Close()
-	if err := backend.CreateBucket("out"); err != nil {
-		t.Fatal(err)
-	}
-	u := "s3://out?" + url.Values{"endpoint": {srv.URL}, "region": {"us-east-1"}, "use_path_style": {"true"}}.Encode()
+	u := fakes3.Bucket(t, "out", nil)
 	out, err := runWalk(t, "--graph", walkTestGraph(t), "--out", u, "--prefix", "p/q", "--algorithm", "node2vec", "--length", "12", "--batch-id", "s3")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
