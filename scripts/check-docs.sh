@@ -35,5 +35,26 @@ if hits=$(grep -nE '\b20[0-9]{2}-[01][0-9]-[0-3][0-9]\b|\b(host [A-Z]|call [0-9]
   printf 'source comments or help text quote a dated run or a machine nickname (move it to docs/benchmarks/):\n%s\n' "$hits" >&2
   bad=1
 fi
+# Every relative link in the Markdown files names a file that exists (docs
+# move between reference/, design/ and benchmarks/).
+if command -v python3 >/dev/null 2>&1; then
+  if ! git ls-files -z '*.md' | python3 -c '
+import os, re, sys
+bad = 0
+for f in sys.stdin.read().split("\0"):
+    if not f or "node_modules" in f:
+        continue
+    for m in re.finditer(r"\]\(([^)\s]+)\)", open(f, encoding="utf-8").read()):
+        t = m.group(1).split("#")[0]
+        if not t or t.startswith(("http://", "https://", "mailto:")):
+            continue
+        if not os.path.exists(os.path.normpath(os.path.join(os.path.dirname(f), t))):
+            print(f"{f}: broken link {m.group(1)}", file=sys.stderr)
+            bad = 1
+sys.exit(bad)
+'; then
+    bad=1
+  fi
+fi
 [ "$(wc -l < README.md)" -le 250 ] || { echo "README.md is over 250 lines" >&2; bad=1; }
 exit "$bad"
