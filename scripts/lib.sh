@@ -117,6 +117,15 @@ ensure_tools() {
 ensure_readers() {
   local dir=$WALKSTAGE_ROOT/conformance
   if ! command -v npm >/dev/null 2>&1; then
+    # Debian's packages, where this user may install them (root or sudo).
+    local sudo=
+    [ "$(id -u)" -eq 0 ] || sudo=sudo
+    if command -v apt-get >/dev/null 2>&1 && { [ -z "$sudo" ] || sudo -n true 2>/dev/null; }; then
+      echo "installing Node.js and npm (Debian packages) for the reader conformance test"
+      $sudo apt-get update -q >/dev/null && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nodejs npm >/dev/null
+    fi
+  fi
+  if ! command -v npm >/dev/null 2>&1; then
     echo "need Node.js and npm for the reader conformance test (apt-get install nodejs npm)" >&2
     return 1
   fi
