@@ -57,7 +57,7 @@ func nodeReaders(t *testing.T) (node string) {
 	if err != nil {
 		skip("node not found")
 	}
-	for _, pkg := range []string{"@duckdb/node-api", "hyparquet", "hyparquet-compressors"} {
+	for _, pkg := range []string{"@duckdb/node-api", "hyparquet", "hyparquet-compressors", "icebird"} {
 		if _, err := os.Stat(filepath.Join("node_modules", pkg, "package.json")); err != nil {
 			skip("conformance/node_modules lacks " + pkg)
 		}
