@@ -24,6 +24,7 @@ import (
 
 	"github.com/walkstage/walkstage/demo"
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/graphsample"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
@@ -365,9 +366,9 @@ type inputs struct {
 	qids    []string
 	visits  []walk.VisitResult
 	vp      walk.VisitParams
-	sp      walk.SampleParams
+	sp      graphsample.SampleParams
 	seeds   []int64
-	samples [][]walk.SampledEdge
+	samples [][]graphsample.SampledEdge
 	want    map[string]totals
 }
 
@@ -426,12 +427,12 @@ func newInputs(t *testing.T, g *graph.Graph) *inputs {
 	}
 	in.want[sink.KindVisits] = vt
 
-	in.sp = walk.SampleParams{Kind: walk.NeighborSampling, Seed: 7, InstancesPerSeed: 2, Fanouts: []int{4, 3}}
+	in.sp = graphsample.SampleParams{Kind: graphsample.NeighborSampling, Seed: 7, InstancesPerSeed: 2, Fanouts: []int{4, 3}}
 	seedVertices := make([]uint32, 250)
 	for i := range seedVertices {
 		seedVertices[i] = uint32(i)
 	}
-	if in.samples, _, err = walk.Sample(ctx, g, in.sp, seedVertices, 0); err != nil {
+	if in.samples, _, err = graphsample.Sample(ctx, g, in.sp, seedVertices, 0); err != nil {
 		t.Fatal(err)
 	}
 	st := newTotals()

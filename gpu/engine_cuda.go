@@ -98,7 +98,7 @@ type Engine struct {
 	segBuilt                            bool
 	dOffsets, dTargets, dWeights        cu.DevicePtr
 	dLabels, dAlias                     cu.DevicePtr
-	// dSampleCum is the graph's per-edge weight CDF (walk.WeightCDF) for
+	// dSampleCum is the graph's per-edge weight CDF (graphsample.WeightCDF) for
 	// weighted sampling, uploaded by the first weighted sampling call and
 	// kept until Close: `walkstage walk` and the stage sample in waves, and
 	// with its 8 bytes an edge uploaded for every wave a weighted [25, 10]

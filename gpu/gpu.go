@@ -22,8 +22,9 @@
 //
 // Beyond walk.Engine, the engine lends chunks and takes them back (Release), prepares its
 // batch slots, samples graphs and counts visits on the device (the
-// capabilities named in walk/engine.go), and places or partitions a graph
-// that does not fit one device (Placer, Partitioned, in capabilities.go).
+// capabilities named in walk/engine.go and graphsample.DeviceSampler), and
+// places or partitions a graph that does not fit one device (Placer,
+// Partitioned, in capabilities.go).
 // Multi spreads runs over several devices.
 //
 // It knows graphs and walks, nothing of Kafka, Parquet or the stage.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/walkstage/walkstage/graphsample"
+
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -108,7 +110,7 @@ func TestPlacementVisitsCPUEqualsGPU(t *testing.T) { visitsCPUEqualsGPU(t, WithD
 func TestPlacementRefusesNeighborSampling(t *testing.T) {
 	g := testGraph(t)
 	e := newEngine(t, g, WithDeviceFraction(0.5))
-	_, _, err := e.SampleNeighbors(t.Context(), walk.SampleParams{Kind: walk.NeighborSampling, Fanouts: []int{2}, InstancesPerSeed: 1}, []uint32{vHub})
+	_, _, err := e.SampleNeighbors(t.Context(), graphsample.SampleParams{Kind: graphsample.NeighborSampling, Fanouts: []int{2}, InstancesPerSeed: 1}, []uint32{vHub})
 	if err == nil {
 		t.Fatal("neighbour sampling ran under a placement plan")
 	}

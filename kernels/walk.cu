@@ -6,11 +6,11 @@
 //                   PPR, Node2Vec rejection): every thread is a sampler that
 //                   holds one walk of the block's task pool in registers
 //   sample_neighbor_hop  (sample.cuh) one warp per frontier vertex selects
-//                   k of its edges for neighbour sampling, as walk.Sample
+//                   k of its edges for neighbour sampling, as graphsample.Sample
 //   sample_layer    (sample_layer.cuh) one warp per instance runs every hop
-//                   of layer sampling, as walk.Sample
+//                   of layer sampling, as graphsample.Sample
 //   sample_frontier (sample_frontier.cuh) one warp per instance walks the
-//                   multi-dimensional random walk, as walk.Sample
+//                   multi-dimensional random walk, as graphsample.Sample
 //   walk_reservoir  persistent blocks for the reservoir samplers (ZPRS, DPRS;
 //                   MetaPath by default): a local task pool of kLocalPoolSlots
 //                   walks in shared memory, warp samplers for degrees up to

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/graphsample"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -33,7 +34,7 @@ func DecodeRequest(key, value []byte, g *graph.Graph, lim Limits) (*Request, err
 	} else {
 		r.RNGSeed, r.RNGSeedDerived = DeriveSeed(d.id), true
 	}
-	if kind, ok := walk.ParseSampleKind(m.Algorithm); ok {
+	if kind, ok := graphsample.ParseSampleKind(m.Algorithm); ok {
 		if err := d.checkSample(m, r, kind); err != nil {
 			return nil, err
 		}

@@ -1,7 +1,9 @@
 // Package walk holds what a walk is: the algorithm descriptions and their
 // validation, the samplers, the Philox4x32-10 random stream, the engine
 // interface and the multi-core CPU engine, which is the reference for every
-// other engine. It imports graph only; it knows nothing of Kafka, Parquet or
+// other engine. C-SAW graph sampling, which draws subgraphs rather than
+// walks, is in graphsample, which builds on this package's Philox stream
+// and Engine. It imports graph only; it knows nothing of Kafka, Parquet or
 // CUDA.
 package walk
 

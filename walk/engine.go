@@ -138,24 +138,6 @@ type SlotPreparer interface {
 	PrepareSlots(length int) error
 }
 
-// DeviceSampler is implemented by engines that run some samplers on their
-// own device (the GPU engine: neighbour sampling without replacement, layer
-// sampling, forest fire, snowball and the frontier walk, unbiased or by
-// edge weight, with the whole graph in device memory).
-// SampleRangeOn hands them the requests they take and samples the rest on
-// the CPU; either way the samples are SampleRange's, edge for edge.
-type DeviceSampler interface {
-	// SamplesOnDevice reports whether SampleRangeOnDevice takes p (valid
-	// for the engine's graph). The answer depends on p and on how the
-	// engine was built only, so a caller can name the engine in its
-	// output's metadata before it samples.
-	SamplesOnDevice(p SampleParams) bool
-	// SampleRangeOnDevice is SampleRange for instances first ..
-	// first+count-1 of p over starts, on the device; SampleRangeOn has
-	// checked its arguments as SampleRange does.
-	SampleRangeOnDevice(ctx context.Context, p SampleParams, starts []uint32, first, count int) ([][]SampledEdge, SampleStats, error)
-}
-
 // DeviceVisitCounter is implemented by engines that count visits
 // themselves (the GPU engine: walks and counts on the device, only the
 // counts come back). CountVisits hands them its validated parameters

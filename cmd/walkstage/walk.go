@@ -21,6 +21,7 @@ import (
 
 	"github.com/walkstage/walkstage/engines"
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/graphsample"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
@@ -180,7 +181,7 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			stdout = io.Discard
 		}
 	}
-	if sk, ok := walk.ParseSampleKind(o.algoName); ok {
+	if sk, ok := graphsample.ParseSampleKind(o.algoName); ok {
 		return o.runSamples(ctx, sk, stdout, stderr, logw)
 	}
 	algo, enc, err := o.algorithm()
@@ -248,7 +249,7 @@ func (o *walkOptions) id() string {
 }
 
 // runSamples hands a sampling algorithm to walkSamples.
-func (o *walkOptions) runSamples(ctx context.Context, sk walk.SampleKind, stdout, stderr, logw io.Writer) error {
+func (o *walkOptions) runSamples(ctx context.Context, sk graphsample.SampleKind, stdout, stderr, logw io.Writer) error {
 	comp, err := sink.ParseCompression(o.compression)
 	if err != nil {
 		return err
