@@ -28,6 +28,7 @@ import (
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/visits"
 )
 
 // A known failure is a reader that cannot decode what some option writes.
@@ -364,8 +365,8 @@ type inputs struct {
 	walks   int
 	algo    walk.Algorithm
 	qids    []string
-	visits  []walk.VisitResult
-	vp      walk.VisitParams
+	visits  []visits.VisitResult
+	vp      visits.VisitParams
 	sp      graphsample.SampleParams
 	seeds   []int64
 	samples [][]graphsample.SampledEdge
@@ -407,13 +408,13 @@ func newInputs(t *testing.T, g *graph.Graph) *inputs {
 	}
 	in.want[sink.KindWalks] = wt
 
-	queries := make([]walk.VisitQuery, 300)
+	queries := make([]visits.VisitQuery, 300)
 	for i := range queries {
-		queries[i] = walk.VisitQuery{Starts: []uint32{uint32(i)}}
+		queries[i] = visits.VisitQuery{Starts: []uint32{uint32(i)}}
 		in.qids = append(in.qids, fmt.Sprint(g.ExternalID(uint32(i))))
 	}
-	in.vp = walk.VisitParams{Algorithm: in.algo, Seed: 7, StepsPerQuery: 500, TopK: 20}
-	if in.visits, _, err = walk.CountVisits(ctx, e, g, in.vp, queries); err != nil {
+	in.vp = visits.VisitParams{Algorithm: in.algo, Seed: 7, StepsPerQuery: 500, TopK: 20}
+	if in.visits, _, err = visits.CountVisits(ctx, e, g, in.vp, queries); err != nil {
 		t.Fatal(err)
 	}
 	vt := newTotals()

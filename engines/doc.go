@@ -10,6 +10,7 @@
 // itself; it knows nothing of Kafka or object storage. What an engine can
 // do beyond walk.Engine (run stats, chunk release, device sampling and
 // visits, placement, a partitioned graph) is named in walk/engine.go,
-// graphsample.DeviceSampler and gpu/capabilities.go; callers ask the
-// engine New returns with a type assertion to those.
+// graphsample.DeviceSampler, walk/visits (DeviceVisitCounter,
+// DeviceVisitBatcher) and gpu/capabilities.go; callers ask the engine New
+// returns with a type assertion to those.
 package engines

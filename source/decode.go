@@ -10,6 +10,7 @@ import (
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/graphsample"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/visits"
 )
 
 // DecodeRequest parses and validates one request message against g and lim.
@@ -68,7 +69,7 @@ func DecodeRequest(key, value []byte, g *graph.Graph, lim Limits) (*Request, err
 			for i, s := range r.Starts {
 				r.Visits.QueryIDs = append(r.Visits.QueryIDs, strconv.FormatInt(r.Seeds[i], 10))
 				r.Visits.QuerySeeds = append(r.Visits.QuerySeeds, []int64{r.Seeds[i]})
-				r.Visits.Queries = append(r.Visits.Queries, walk.VisitQuery{Starts: []uint32{s}})
+				r.Visits.Queries = append(r.Visits.Queries, visits.VisitQuery{Starts: []uint32{s}})
 			}
 		}
 		if n, per := int64(len(r.Visits.Queries)), r.Visits.Params.StepsPerQuery; d.lim.MaxStepsPerBatch > 0 && per > 0 &&

@@ -3,8 +3,9 @@
 // interface and the multi-core CPU engine, which is the reference for every
 // other engine. C-SAW graph sampling, which draws subgraphs rather than
 // walks, is in graphsample, which builds on this package's Philox stream
-// and Engine. It imports graph only; it knows nothing of Kafka, Parquet or
-// CUDA.
+// and Engine; visit counting (top-k vertices of walks with restart) is in
+// walk/visits, on top of any Engine. It imports graph only; it knows
+// nothing of Kafka, Parquet or CUDA.
 package walk
 
 import (

@@ -138,24 +138,6 @@ type SlotPreparer interface {
 	PrepareSlots(length int) error
 }
 
-// DeviceVisitCounter is implemented by engines that count visits
-// themselves (the GPU engine: walks and counts on the device, only the
-// counts come back). CountVisits hands them its validated parameters
-// (MinVisits at least 1) and every query; an engine that cannot count these
-// parameters returns handled false and CountVisits counts on the host.
-// Either way the results are the same.
-type DeviceVisitCounter interface {
-	CountVisitsOnDevice(ctx context.Context, p VisitParams, queries []VisitQuery) (res []VisitResult, st VisitStats, handled bool, err error)
-}
-
-// DeviceVisitBatcher is implemented by engines that count several calls'
-// queries in shared launches (the GPU engine). CountVisitCalls hands them
-// its validated calls (MinVisits at least 1); handled[i] says whether call
-// i was counted, with the results CountVisits would give it alone.
-type DeviceVisitBatcher interface {
-	CountVisitCallsOnDevice(ctx context.Context, calls []VisitCall) (res [][]VisitResult, st []VisitStats, handled []bool, err error)
-}
-
 // ValidateJobs checks each job's algorithm against g and its start vertices
 // against g's vertex range.
 func ValidateJobs(g *graph.Graph, jobs []Job) error {

@@ -25,6 +25,7 @@ import (
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/visits"
 )
 
 const walkUsage = `walkstage walk --graph FILE [flags]
@@ -84,7 +85,7 @@ type walkOptions struct {
 	weighted, quiet, asJSON, gpuCopy, replaceOutput                             bool
 	seed                                                                        uint64
 	fileBytes, memLimit                                                         int64
-	vp                                                                          walk.VisitParams
+	vp                                                                          visits.VisitParams
 	sf                                                                          *sampleFlags
 	set                                                                         map[string]bool
 }
