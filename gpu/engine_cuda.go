@@ -243,8 +243,8 @@ func (e *Engine) Allocations() []Allocation {
 	return out
 }
 
-// SamplerName names the sampler this engine runs a with (walk.SamplerName).
-func (e *Engine) SamplerName(a walk.Algorithm) string { return walk.SamplerName(a, e.g) }
+// StepperName names the stepper this engine runs a with (walk.StepperName).
+func (e *Engine) StepperName(a walk.Algorithm) string { return walk.StepperName(a, e.g) }
 
 // TableBuild is the time the alias tables took to build at upload.
 func (e *Engine) TableBuild() time.Duration { return e.tableBuild }

@@ -50,8 +50,8 @@ var (
 // stopping, which needs the host's walk order.
 func deviceCounts(p visits.VisitParams) bool {
 	a := p.Algorithm
-	s := a.ResolvedSampler()
-	return (a.Kind == walk.DeepWalk || a.Kind == walk.PPR) && (s == walk.SamplerUniform || s == walk.SamplerAlias) && p.NP == 0
+	s := a.ResolvedStepper()
+	return (a.Kind == walk.DeepWalk || a.Kind == walk.PPR) && (s == walk.StepperUniform || s == walk.StepperAlias) && p.NP == 0
 }
 
 // CountVisitsOnDevice implements visits.DeviceVisitCounter.
@@ -159,7 +159,7 @@ func (e *Engine) countVisitCalls(ctx context.Context, calls []visits.VisitCall, 
 	var params walkParams
 	algorithmParams(&params, p0.Algorithm, e.cfg.warpThreshold)
 	params.offsets, params.targets = uint64(e.dOffsets), uint64(e.dTargets)
-	if p0.Algorithm.Weighted && p0.Algorithm.ResolvedSampler() == walk.SamplerAlias {
+	if p0.Algorithm.Weighted && p0.Algorithm.ResolvedStepper() == walk.StepperAlias {
 		params.weights, params.alias = uint64(e.dWeights), uint64(e.dAlias)
 	}
 	e.placedParams(&params)

@@ -262,7 +262,7 @@ func (d *decoder) algorithmParams(m *requestV1, a *walk.Algorithm) error {
 	}
 	if m.Sampler != "" {
 		var err error
-		if a.Sampler, err = walk.ParseSampler(m.Sampler); err != nil {
+		if a.Stepper, err = walk.ParseStepper(m.Sampler); err != nil {
 			return d.reject(ReasonInvalidParameters, "%v", err)
 		}
 	}

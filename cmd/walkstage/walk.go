@@ -281,7 +281,7 @@ func (o *walkOptions) algorithm() (walk.Algorithm, walkEncoding, error) {
 	if err != nil {
 		return walk.Algorithm{}, enc, err
 	}
-	sampler, err := walk.ParseSampler(o.samplerName)
+	sampler, err := walk.ParseStepper(o.samplerName)
 	if err != nil {
 		return walk.Algorithm{}, enc, err
 	}
@@ -291,7 +291,7 @@ func (o *walkOptions) algorithm() (walk.Algorithm, walkEncoding, error) {
 	if enc.wenc, err = sink.ParseWalkEncoding(o.walkEncoding); err != nil {
 		return walk.Algorithm{}, enc, err
 	}
-	algo := walk.Algorithm{Kind: kind, Length: o.length, Weighted: o.weighted, Sampler: sampler}
+	algo := walk.Algorithm{Kind: kind, Length: o.length, Weighted: o.weighted, Stepper: sampler}
 	// Parameters of other algorithms are rejected when given explicitly,
 	// and left out otherwise (their defaults belong to their algorithm).
 	for _, f := range []struct {
