@@ -24,9 +24,11 @@ import (
 
 	"github.com/walkstage/walkstage/demo"
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/graphsample"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/visits"
 )
 
 // A known failure is a reader that cannot decode what some option writes.
@@ -363,11 +365,11 @@ type inputs struct {
 	walks   int
 	algo    walk.Algorithm
 	qids    []string
-	visits  []walk.VisitResult
-	vp      walk.VisitParams
-	sp      walk.SampleParams
+	visits  []visits.VisitResult
+	vp      visits.VisitParams
+	sp      graphsample.SampleParams
 	seeds   []int64
-	samples [][]walk.SampledEdge
+	samples [][]graphsample.SampledEdge
 	want    map[string]totals
 }
 
@@ -406,13 +408,13 @@ func newInputs(t *testing.T, g *graph.Graph) *inputs {
 	}
 	in.want[sink.KindWalks] = wt
 
-	queries := make([]walk.VisitQuery, 300)
+	queries := make([]visits.VisitQuery, 300)
 	for i := range queries {
-		queries[i] = walk.VisitQuery{Starts: []uint32{uint32(i)}}
+		queries[i] = visits.VisitQuery{Starts: []uint32{uint32(i)}}
 		in.qids = append(in.qids, fmt.Sprint(g.ExternalID(uint32(i))))
 	}
-	in.vp = walk.VisitParams{Algorithm: in.algo, Seed: 7, StepsPerQuery: 500, TopK: 20}
-	if in.visits, _, err = walk.CountVisits(ctx, e, g, in.vp, queries); err != nil {
+	in.vp = visits.VisitParams{Algorithm: in.algo, Seed: 7, StepsPerQuery: 500, TopK: 20}
+	if in.visits, _, err = visits.CountVisits(ctx, e, g, in.vp, queries); err != nil {
 		t.Fatal(err)
 	}
 	vt := newTotals()
@@ -426,12 +428,12 @@ func newInputs(t *testing.T, g *graph.Graph) *inputs {
 	}
 	in.want[sink.KindVisits] = vt
 
-	in.sp = walk.SampleParams{Kind: walk.NeighborSampling, Seed: 7, InstancesPerSeed: 2, Fanouts: []int{4, 3}}
+	in.sp = graphsample.SampleParams{Kind: graphsample.NeighborSampling, Seed: 7, InstancesPerSeed: 2, Fanouts: []int{4, 3}}
 	seedVertices := make([]uint32, 250)
 	for i := range seedVertices {
 		seedVertices[i] = uint32(i)
 	}
-	if in.samples, _, err = walk.Sample(ctx, g, in.sp, seedVertices, 0); err != nil {
+	if in.samples, _, err = graphsample.Sample(ctx, g, in.sp, seedVertices, 0); err != nil {
 		t.Fatal(err)
 	}
 	st := newTotals()

@@ -9,7 +9,8 @@
 // It takes plain Settings and reads no environment variable or flag
 // itself; it knows nothing of Kafka or object storage. What an engine can
 // do beyond walk.Engine (run stats, chunk release, device sampling and
-// visits, placement, a partitioned graph) is named in walk/engine.go and
-// gpu/capabilities.go; callers ask the engine New returns with a type
-// assertion to those.
+// visits, placement, a partitioned graph) is named in walk/engine.go,
+// graphsample.DeviceSampler, walk/visits (DeviceVisitCounter,
+// DeviceVisitBatcher) and gpu/capabilities.go; callers ask the engine New
+// returns with a type assertion to those.
 package engines

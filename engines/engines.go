@@ -47,7 +47,7 @@ type Settings struct {
 }
 
 // NewDevice is New for callers that need an engine only for its device
-// (walkstage walk's samplers: walk.SampleRangeOn samples on the CPU
+// (walkstage walk's samplers: graphsample.SampleRangeOn samples on the CPU
 // without an engine): the GPU engine, or nil where New would build the
 // CPU engine ("cpu", or "auto" without a GPU for the graph).
 func NewDevice(g *graph.Graph, kind string, cpu Settings, log *slog.Logger) (walk.Engine, error) {

@@ -60,17 +60,17 @@ func TestBenchRMAT(t *testing.T) {
 		{"uniform-regs", walk.Algorithm{Kind: walk.DeepWalk, Length: 80}, all, 0, 0, 0},
 		{"weighted-regs", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true}, all, 0, 0, 0},
 		{"node2vec-full", walk.Algorithm{Kind: walk.Node2Vec, Length: 80, Weighted: true, P: 2, Q: 0.5}, all, 1, 0, 0},
-		{"metapath-zprs", walk.Algorithm{Kind: walk.MetaPath, Length: 80, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}, Sampler: walk.SamplerZPRS}, all, -1, 0, 0},
+		{"metapath-zprs", walk.Algorithm{Kind: walk.MetaPath, Length: 80, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}, Stepper: walk.StepperZPRS}, all, -1, 0, 0},
 		{"weighted", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true}, all, -1, 0, 0},
-		{"weighted-zprs", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Sampler: walk.SamplerZPRS}, all, -1, 0, 0},
-		{"zprs-t256", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Sampler: walk.SamplerZPRS}, all, -1, 0, 256},
-		{"zprs-t1024", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Sampler: walk.SamplerZPRS}, all, -1, 0, 1024},
-		{"zprs-t16384", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Sampler: walk.SamplerZPRS}, all, -1, 0, 16384},
-		{"dprs-t1024", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Sampler: walk.SamplerDPRS}, all, -1, 0, 1024},
-		{"weighted-dprs", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Sampler: walk.SamplerDPRS}, all, -1, 0, 0},
+		{"weighted-zprs", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Stepper: walk.StepperZPRS}, all, -1, 0, 0},
+		{"zprs-t256", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Stepper: walk.StepperZPRS}, all, -1, 0, 256},
+		{"zprs-t1024", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Stepper: walk.StepperZPRS}, all, -1, 0, 1024},
+		{"zprs-t16384", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Stepper: walk.StepperZPRS}, all, -1, 0, 16384},
+		{"dprs-t1024", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Stepper: walk.StepperDPRS}, all, -1, 0, 1024},
+		{"weighted-dprs", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Stepper: walk.StepperDPRS}, all, -1, 0, 0},
 		{"node2vec", walk.Algorithm{Kind: walk.Node2Vec, Length: 80, Weighted: true, P: 2, Q: 0.5}, all, -1, 0, 0},
 		{"metapath", walk.Algorithm{Kind: walk.MetaPath, Length: 80, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}}, all, -1, 0, 0},
-		{"metapath-dprs", walk.Algorithm{Kind: walk.MetaPath, Length: 80, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}, Sampler: walk.SamplerDPRS}, all, -1, 0, 0},
+		{"metapath-dprs", walk.Algorithm{Kind: walk.MetaPath, Length: 80, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}, Stepper: walk.StepperDPRS}, all, -1, 0, 0},
 		{"ppr", walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2}, fromHub, -1, 0, 0},
 		{"ppr-weighted", walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2, Weighted: true}, fromHub, -1, 0, 0},
 	}
@@ -94,8 +94,8 @@ func TestBenchRMAT(t *testing.T) {
 		if err := e.Run(context.Background(), warm, func(walk.Chunk) error { return nil }); err != nil {
 			t.Fatalf("%s warm-up: %v", r.name, err)
 		}
-		sm := r.alg.ResolvedSampler()
-		reservoir := (sm == walk.SamplerZPRS || sm == walk.SamplerDPRS) && !e.useLabelTables(r.alg)
+		sm := r.alg.ResolvedStepper()
+		reservoir := (sm == walk.StepperZPRS || sm == walk.StepperDPRS) && !e.useLabelTables(r.alg)
 		var scanned int64
 		err := e.Run(context.Background(), []walk.Job{{Algorithm: r.alg, Seed: 1, Starts: r.starts}}, func(c walk.Chunk) error {
 			if !reservoir {

@@ -2,7 +2,8 @@ package gpu
 
 // The GPU engine's own capabilities, beyond the ones any engine may have
 // (walk/engine.go names those: run stats, chunk release, slot
-// preparation, device sampling and visit counting). Callers find them with
+// preparation; graphsample.DeviceSampler names device sampling and
+// walk/visits's DeviceVisitCounter and DeviceVisitBatcher visit counting). Callers find them with
 // a type assertion to these interfaces, never to an anonymous one. They
 // are here, not in walk, because their methods return this package's
 // types, which walk (importing only graph) cannot name; and not in the

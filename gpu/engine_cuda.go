@@ -98,7 +98,7 @@ type Engine struct {
 	segBuilt                            bool
 	dOffsets, dTargets, dWeights        cu.DevicePtr
 	dLabels, dAlias                     cu.DevicePtr
-	// dSampleCum is the graph's per-edge weight CDF (walk.WeightCDF) for
+	// dSampleCum is the graph's per-edge weight CDF (graphsample.WeightCDF) for
 	// weighted sampling, uploaded by the first weighted sampling call and
 	// kept until Close: `walkstage walk` and the stage sample in waves, and
 	// with its 8 bytes an edge uploaded for every wave a weighted [25, 10]
@@ -243,8 +243,8 @@ func (e *Engine) Allocations() []Allocation {
 	return out
 }
 
-// SamplerName names the sampler this engine runs a with (walk.SamplerName).
-func (e *Engine) SamplerName(a walk.Algorithm) string { return walk.SamplerName(a, e.g) }
+// StepperName names the stepper this engine runs a with (walk.StepperName).
+func (e *Engine) StepperName(a walk.Algorithm) string { return walk.StepperName(a, e.g) }
 
 // TableBuild is the time the alias tables took to build at upload.
 func (e *Engine) TableBuild() time.Duration { return e.tableBuild }

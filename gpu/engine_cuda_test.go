@@ -262,14 +262,14 @@ func TestMixedJobsOneRun(t *testing.T) {
 		{Tag: 10, Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 10}, Seed: 1, Starts: starts},
 		{Tag: 11, Algorithm: walk.Algorithm{Kind: walk.MetaPath, Length: 10, Schema: []uint8{0, 1, 2}, Weighted: true}, Seed: 2, Starts: starts},
 		{Tag: 12, Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 10}, Seed: 3, Starts: starts[:100]},
-		{Tag: 13, Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 10, Weighted: true, Sampler: walk.SamplerDPRS}, Seed: 4, Starts: starts},
-		{Tag: 14, Algorithm: walk.Algorithm{Kind: walk.Node2Vec, Length: 10, P: 1, Q: 1, Sampler: walk.SamplerZPRS}, Seed: 5, Starts: starts},
+		{Tag: 13, Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 10, Weighted: true, Stepper: walk.StepperDPRS}, Seed: 4, Starts: starts},
+		{Tag: 14, Algorithm: walk.Algorithm{Kind: walk.Node2Vec, Length: 10, P: 1, Q: 1, Stepper: walk.StepperZPRS}, Seed: 5, Starts: starts},
 		// Other lengths: the batch slots are reused or grown, not rebuilt.
 		{Tag: 15, Algorithm: walk.Algorithm{Kind: walk.PPR, Length: 200, StopProb: 0.05, Weighted: true}, Seed: 6, Starts: starts},
 		{Tag: 16, Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 3}, Seed: 7, Starts: starts},
-		{Tag: 17, Algorithm: walk.Algorithm{Kind: walk.MetaPath, Length: 7, Schema: []uint8{4}, Sampler: walk.SamplerDPRS}, Seed: 8, Starts: starts},
+		{Tag: 17, Algorithm: walk.Algorithm{Kind: walk.MetaPath, Length: 7, Schema: []uint8{4}, Stepper: walk.StepperDPRS}, Seed: 8, Starts: starts},
 		// Same schema, automatic (label tables) and forced ZPRS: two launches.
-		{Tag: 18, Algorithm: walk.Algorithm{Kind: walk.MetaPath, Length: 10, Schema: []uint8{0, 1, 2}, Weighted: true, Sampler: walk.SamplerZPRS}, Seed: 2, Starts: starts},
+		{Tag: 18, Algorithm: walk.Algorithm{Kind: walk.MetaPath, Length: 10, Schema: []uint8{0, 1, 2}, Weighted: true, Stepper: walk.StepperZPRS}, Seed: 2, Starts: starts},
 	}
 	got := collect(t, e, jobs)
 	for _, j := range jobs {
@@ -415,17 +415,17 @@ func transitionsExact(t *testing.T, opts ...Option) {
 		starts uint32
 	}
 	var cases []tc
-	for _, sm := range []walk.SamplerKind{walk.SamplerZPRS, walk.SamplerDPRS} {
+	for _, sm := range []walk.StepperKind{walk.StepperZPRS, walk.StepperDPRS} {
 		for _, v := range []uint32{vHub, vMid} {
 			cases = append(cases,
-				tc{fmt.Sprintf("deepwalk-weighted-%s-v%d", sm, v), walk.Algorithm{Kind: walk.DeepWalk, Length: 1, Weighted: true, Sampler: sm}, v, 0, graph.NoVertex, v, v},
-				tc{fmt.Sprintf("deepwalk-uniform-%s-v%d", sm, v), walk.Algorithm{Kind: walk.DeepWalk, Length: 1, Sampler: sm}, v, 0, graph.NoVertex, v, v},
-				tc{fmt.Sprintf("metapath-%s-v%d", sm, v), walk.Algorithm{Kind: walk.MetaPath, Length: 2, Weighted: true, Schema: []uint8{3, 1}, Sampler: sm}, v, 0, graph.NoVertex, v, v},
+				tc{fmt.Sprintf("deepwalk-weighted-%s-v%d", sm, v), walk.Algorithm{Kind: walk.DeepWalk, Length: 1, Weighted: true, Stepper: sm}, v, 0, graph.NoVertex, v, v},
+				tc{fmt.Sprintf("deepwalk-uniform-%s-v%d", sm, v), walk.Algorithm{Kind: walk.DeepWalk, Length: 1, Stepper: sm}, v, 0, graph.NoVertex, v, v},
+				tc{fmt.Sprintf("metapath-%s-v%d", sm, v), walk.Algorithm{Kind: walk.MetaPath, Length: 2, Weighted: true, Schema: []uint8{3, 1}, Stepper: sm}, v, 0, graph.NoVertex, v, v},
 			)
 		}
 		cases = append(cases,
-			tc{fmt.Sprintf("node2vec-%s-hub", sm), walk.Algorithm{Kind: walk.Node2Vec, Length: 2, Weighted: true, P: 0.5, Q: 2, Sampler: sm}, vA, 1, vA, vHub, vA},
-			tc{fmt.Sprintf("node2vec-%s-mid", sm), walk.Algorithm{Kind: walk.Node2Vec, Length: 2, Weighted: true, P: 0.5, Q: 2, Sampler: sm}, vB, 1, vB, vMid, vB},
+			tc{fmt.Sprintf("node2vec-%s-hub", sm), walk.Algorithm{Kind: walk.Node2Vec, Length: 2, Weighted: true, P: 0.5, Q: 2, Stepper: sm}, vA, 1, vA, vHub, vA},
+			tc{fmt.Sprintf("node2vec-%s-mid", sm), walk.Algorithm{Kind: walk.Node2Vec, Length: 2, Weighted: true, P: 0.5, Q: 2, Stepper: sm}, vB, 1, vB, vMid, vB},
 		)
 	}
 	cases = append(cases,

@@ -4,30 +4,30 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/graphsample"
 )
 
 // DeviceSamples says whether the device kernels sample p: neighbour
 // sampling without replacement, layer sampling, forest fire, snowball and
 // the frontier walk, unbiased or by edge weight. (An engine also needs the
 // whole graph in its device's memory: Engine.SamplesOnDevice.)
-func DeviceSamples(p walk.SampleParams) bool {
+func DeviceSamples(p graphsample.SampleParams) bool {
 	switch p.Kind {
-	case walk.NeighborSampling:
+	case graphsample.NeighborSampling:
 		if p.Replace {
 			return false
 		}
-	case walk.LayerSampling, walk.ForestFire, walk.Snowball, walk.FrontierWalk:
+	case graphsample.LayerSampling, graphsample.ForestFire, graphsample.Snowball, graphsample.FrontierWalk:
 	default:
 		return false
 	}
-	return p.EdgeBias.Kind == walk.BiasConstant || p.EdgeBias.Kind == walk.BiasEdgeWeight
+	return p.EdgeBias.Kind == graphsample.BiasConstant || p.EdgeBias.Kind == graphsample.BiasEdgeWeight
 }
 
 // hopEdges is one hop's sampled edges in task order (instance, then
 // slot), and how many of them each instance of the wave has.
 type hopEdges struct {
-	edges   []walk.SampledEdge
+	edges   []graphsample.SampledEdge
 	perInst []uint32 // by instance - first
 }
 
@@ -54,7 +54,7 @@ func nextFrontier(n int, first uint32, h int, inst, vert, counts []uint32, edge 
 	}
 	total := starts[len(ranges)]
 	ninst, nslot, nvert = make([]uint32, total), make([]uint32, total), make([]uint32, total)
-	he = hopEdges{edges: make([]walk.SampledEdge, total), perInst: make([]uint32, n)}
+	he = hopEdges{edges: make([]graphsample.SampledEdge, total), perInst: make([]uint32, n)}
 	parallelRanges(ranges, func(r int, rg [2]int) {
 		at, slotIn, prev := starts[r], uint32(0), ^uint32(0)
 		for t := rg[0]; t < rg[1]; t++ {
@@ -65,7 +65,7 @@ func nextFrontier(n int, first uint32, h int, inst, vert, counts []uint32, edge 
 			c := int(counts[t])
 			for range c {
 				u := dst[at]
-				he.edges[at] = walk.SampledEdge{Hop: int32(h), Src: v, Dst: u, Edge: edge[at]}
+				he.edges[at] = graphsample.SampledEdge{Hop: int32(h), Src: v, Dst: u, Edge: edge[at]}
 				ninst[at], nslot[at], nvert[at] = i, slotIn, u
 				at++
 				slotIn++
@@ -79,8 +79,8 @@ func nextFrontier(n int, first uint32, h int, inst, vert, counts []uint32, edge 
 // instanceEdges lays the hops' edges out by instance, each instance's in
 // hop order, in one array: out[i] is instance first+i's (nil when it has
 // none, as on the CPU).
-func instanceEdges(n int, hops []hopEdges) [][]walk.SampledEdge {
-	out := make([][]walk.SampledEdge, n)
+func instanceEdges(n int, hops []hopEdges) [][]graphsample.SampledEdge {
+	out := make([][]graphsample.SampledEdge, n)
 	// off[i]: where instance i's edges start; at[h][i]: where hop h's
 	// edges of instance i start in that hop's array.
 	off := make([]int, n+1)
@@ -95,7 +95,7 @@ func instanceEdges(n int, hops []hopEdges) [][]walk.SampledEdge {
 	for i := range n {
 		off[i+1] += off[i]
 	}
-	all := make([]walk.SampledEdge, off[n])
+	all := make([]graphsample.SampledEdge, off[n])
 	sumRanges(n, func(lo, hi int) int64 {
 		for i := lo; i < hi; i++ {
 			if off[i] == off[i+1] {

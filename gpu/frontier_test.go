@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/graphsample"
 )
 
 // TestNextFrontier: the parallel frontier step and the layout by instance
@@ -29,7 +29,7 @@ func TestNextFrontier(t *testing.T) {
 				inst, vert = append(inst, first+uint32(i)), append(vert, v)
 			}
 		}
-		want := make([][]walk.SampledEdge, nInst)
+		want := make([][]graphsample.SampledEdge, nInst)
 		var hops []hopEdges
 		for h := range 3 {
 			counts := make([]uint32, len(vert))
@@ -43,7 +43,7 @@ func TestNextFrontier(t *testing.T) {
 					ed := g.Offsets[v] + uint64(r.IntN(g.Degree(v)))
 					u := g.Targets[ed]
 					edges, dsts = append(edges, ed), append(dsts, u)
-					want[inst[ti]-first] = append(want[inst[ti]-first], walk.SampledEdge{Hop: int32(h), Src: v, Dst: u, Edge: ed})
+					want[inst[ti]-first] = append(want[inst[ti]-first], graphsample.SampledEdge{Hop: int32(h), Src: v, Dst: u, Edge: ed})
 					if g.Degree(u) > 0 {
 						wi, ws, wv = append(wi, inst[ti]), append(ws, slot[inst[ti]]), append(wv, u)
 					}

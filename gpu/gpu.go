@@ -20,10 +20,12 @@
 // Uniform, alias, PPR, Node2Vec and MetaPath (label tables) walks equal
 // walk.NewCPU's walk by walk; ZPRS and DPRS agree with it in distribution.
 //
-// Beyond walk.Engine, the engine lends chunks and takes them back (Release), prepares its
-// batch slots, samples graphs and counts visits on the device (the
-// capabilities named in walk/engine.go), and places or partitions a graph
-// that does not fit one device (Placer, Partitioned, in capabilities.go).
+// Beyond walk.Engine, the engine lends chunks and takes them back
+// (Release), prepares its batch slots, samples graphs and counts visits on
+// the device (the capabilities named in walk/engine.go,
+// graphsample.DeviceSampler and visits.DeviceVisitCounter), and places or
+// partitions a graph that does not fit one device (Placer, Partitioned, in
+// capabilities.go).
 // Multi spreads runs over several devices.
 //
 // It knows graphs and walks, nothing of Kafka, Parquet or the stage.

@@ -101,10 +101,10 @@ func (e *Engine) fillParams(s *batchSlot, alg walk.Algorithm, n int64) *walkPara
 	*p = walkParams{}
 	algorithmParams(p, alg, e.cfg.warpThreshold)
 	p.offsets, p.targets = uint64(e.dOffsets), uint64(e.dTargets)
-	sampler := alg.ResolvedSampler()
+	sampler := alg.ResolvedStepper()
 	if alg.Weighted {
 		p.weights = uint64(e.dWeights)
-		if sampler == walk.SamplerAlias || sampler == walk.SamplerRejection {
+		if sampler == walk.StepperAlias || sampler == walk.StepperRejection {
 			p.alias = uint64(e.dAlias)
 		}
 	}
@@ -125,7 +125,7 @@ func (e *Engine) fillParams(s *batchSlot, alg walk.Algorithm, n int64) *walkPara
 // walkKernel picks the walk kernel for alg and sizes its launch over n
 // tasks: block threads and grid blocks.
 func (e *Engine) walkKernel(alg walk.Algorithm, n int64) (fn cu.Function, block, grid int) {
-	sampler := alg.ResolvedSampler()
+	sampler := alg.ResolvedStepper()
 	mode := modeStatic
 	switch alg.Kind {
 	case walk.PPR:
@@ -149,9 +149,9 @@ func (e *Engine) walkKernel(alg walk.Algorithm, n int64) (fn cu.Function, block,
 		pl = 1
 	}
 	fn, block, occ, perBlock := e.fnThread[pl][mode][variant], threadBlock, e.occThread[pl][mode][variant], int64(threadBlock)
-	if (sampler == walk.SamplerZPRS || sampler == walk.SamplerDPRS) && !e.useLabelTables(alg) {
+	if (sampler == walk.StepperZPRS || sampler == walk.StepperDPRS) && !e.useLabelTables(alg) {
 		d, n2v := 0, 0
-		if sampler == walk.SamplerDPRS {
+		if sampler == walk.StepperDPRS {
 			d = 1
 		}
 		if alg.Kind == walk.Node2Vec {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/walkstage/walkstage/graphsample"
+
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -63,20 +65,20 @@ func (m *Multi) Stripes() *Stripes {
 	return nil
 }
 
-var _ walk.DeviceSampler = (*Multi)(nil)
+var _ graphsample.DeviceSampler = (*Multi)(nil)
 
-// SamplesOnDevice implements walk.DeviceSampler: the first engine samples
+// SamplesOnDevice implements graphsample.DeviceSampler: the first engine samples
 // what its device takes (sampling batches are not split over the GPUs).
-func (m *Multi) SamplesOnDevice(p walk.SampleParams) bool {
-	ds, ok := m.engines[0].(walk.DeviceSampler)
+func (m *Multi) SamplesOnDevice(p graphsample.SampleParams) bool {
+	ds, ok := m.engines[0].(graphsample.DeviceSampler)
 	return ok && ds.SamplesOnDevice(p)
 }
 
-// SampleRangeOnDevice implements walk.DeviceSampler on the first engine.
-func (m *Multi) SampleRangeOnDevice(ctx context.Context, p walk.SampleParams, starts []uint32, first, count int) ([][]walk.SampledEdge, walk.SampleStats, error) {
-	ds, ok := m.engines[0].(walk.DeviceSampler)
+// SampleRangeOnDevice implements graphsample.DeviceSampler on the first engine.
+func (m *Multi) SampleRangeOnDevice(ctx context.Context, p graphsample.SampleParams, starts []uint32, first, count int) ([][]graphsample.SampledEdge, graphsample.SampleStats, error) {
+	ds, ok := m.engines[0].(graphsample.DeviceSampler)
 	if !ok {
-		return nil, walk.SampleStats{}, fmt.Errorf("gpu: engine %s does not sample on a device", m.engines[0].Name())
+		return nil, graphsample.SampleStats{}, fmt.Errorf("gpu: engine %s does not sample on a device", m.engines[0].Name())
 	}
 	return ds.SampleRangeOnDevice(ctx, p, starts, first, count)
 }

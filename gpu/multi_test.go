@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/graphsample"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -144,7 +145,7 @@ func TestMultiEqualsOneEngine(t *testing.T) {
 	}
 }
 
-// cpuDevice is a walk.DeviceSampler backed by the CPU, one instance a
+// cpuDevice is a graphsample.DeviceSampler backed by the CPU, one instance a
 // call, for the tests that need no GPU.
 type cpuDevice struct {
 	*walk.CPU
@@ -152,17 +153,17 @@ type cpuDevice struct {
 	instances int
 }
 
-var _ walk.DeviceSampler = (*cpuDevice)(nil)
+var _ graphsample.DeviceSampler = (*cpuDevice)(nil)
 
 func (d *cpuDevice) Name() string { return "gpu" }
 
-func (d *cpuDevice) SamplesOnDevice(p walk.SampleParams) bool { return DeviceSamples(p) }
+func (d *cpuDevice) SamplesOnDevice(p graphsample.SampleParams) bool { return DeviceSamples(p) }
 
-func (d *cpuDevice) SampleRangeOnDevice(ctx context.Context, p walk.SampleParams, starts []uint32, first, count int) ([][]walk.SampledEdge, walk.SampleStats, error) {
-	var out [][]walk.SampledEdge
-	var st walk.SampleStats
+func (d *cpuDevice) SampleRangeOnDevice(ctx context.Context, p graphsample.SampleParams, starts []uint32, first, count int) ([][]graphsample.SampledEdge, graphsample.SampleStats, error) {
+	var out [][]graphsample.SampledEdge
+	var st graphsample.SampleStats
 	for i := first; i < first+count; i++ {
-		one, s, err := walk.SampleRange(ctx, d.g, p, starts, i, 1, 1)
+		one, s, err := graphsample.SampleRange(ctx, d.g, p, starts, i, 1, 1)
 		if err != nil {
 			return nil, st, err
 		}
@@ -186,18 +187,18 @@ func TestMultiSamplesOnTheFirstDevice(t *testing.T) {
 	}
 	defer m.Close()
 	starts := []uint32{1, 2, 3, 4, 5}
-	nbr := walk.SampleParams{Kind: walk.NeighborSampling, Fanouts: []int{3, 2}, Seed: 5, InstancesPerSeed: 2}
-	replace := walk.SampleParams{Kind: walk.NeighborSampling, Fanouts: []int{3, 2}, Replace: true, Seed: 5, InstancesPerSeed: 1}
-	if walk.SampleEngine(m, nbr) != "gpu" || walk.SampleEngine(m, replace) != "cpu" {
-		t.Fatalf("SampleEngine: neighbor %q, neighbor with replacement %q", walk.SampleEngine(m, nbr), walk.SampleEngine(m, replace))
+	nbr := graphsample.SampleParams{Kind: graphsample.NeighborSampling, Fanouts: []int{3, 2}, Seed: 5, InstancesPerSeed: 2}
+	replace := graphsample.SampleParams{Kind: graphsample.NeighborSampling, Fanouts: []int{3, 2}, Replace: true, Seed: 5, InstancesPerSeed: 1}
+	if graphsample.SampleEngine(m, nbr) != "gpu" || graphsample.SampleEngine(m, replace) != "cpu" {
+		t.Fatalf("SampleEngine: neighbor %q, neighbor with replacement %q", graphsample.SampleEngine(m, nbr), graphsample.SampleEngine(m, replace))
 	}
-	want, _, _ := walk.Sample(ctx, g, nbr, starts, 1)
-	got, _, err := walk.SampleRangeOn(ctx, m, g, nbr, starts, 0, -1, 1)
+	want, _, _ := graphsample.Sample(ctx, g, nbr, starts, 1)
+	got, _, err := graphsample.SampleRangeOn(ctx, m, g, nbr, starts, 0, -1, 1)
 	if err != nil || !slices.EqualFunc(got, want, slices.Equal) || d0.instances != len(want) {
 		t.Fatalf("neighbor on the first device: %v, %d instances there", err, d0.instances)
 	}
 	cpus, _ := NewMulti(c1)
-	if walk.SampleEngine(cpus, nbr) != "cpu" {
+	if graphsample.SampleEngine(cpus, nbr) != "cpu" {
 		t.Error("a Multi of CPU engines samples on a device")
 	}
 	if _, _, err := cpus.SampleRangeOnDevice(ctx, nbr, starts, 0, 1); err == nil {

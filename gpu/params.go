@@ -49,7 +49,7 @@ type task struct {
 // integer comparisons on the device decide the same way.
 func algorithmParams(p *walkParams, a walk.Algorithm, warpThreshold uint32) {
 	p.kind = uint64(a.Kind)
-	p.sampler = uint64(a.ResolvedSampler())
+	p.sampler = uint64(a.ResolvedStepper())
 	p.length = uint64(a.Length)
 	p.stride = uint64(rowPitch(a.Length))
 	p.weighted = 0

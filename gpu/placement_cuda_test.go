@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/walkstage/walkstage/graphsample"
+
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -23,10 +25,10 @@ var placementCases = []struct {
 	{"node2vec-fallback", walk.Algorithm{Kind: walk.Node2Vec, Length: 20, P: 0.001, Q: 1, Weighted: true}},
 	{"metapath-tables", walk.Algorithm{Kind: walk.MetaPath, Length: 40, Schema: []uint8{0, 1, 2}}},
 	{"metapath-tables-weighted", walk.Algorithm{Kind: walk.MetaPath, Length: 40, Schema: []uint8{2, 0}, Weighted: true}},
-	{"deepwalk-zprs", walk.Algorithm{Kind: walk.DeepWalk, Length: 30, Weighted: true, Sampler: walk.SamplerZPRS}},
-	{"deepwalk-dprs", walk.Algorithm{Kind: walk.DeepWalk, Length: 30, Weighted: true, Sampler: walk.SamplerDPRS}},
-	{"node2vec-zprs", walk.Algorithm{Kind: walk.Node2Vec, Length: 20, Weighted: true, P: 0.5, Q: 2, Sampler: walk.SamplerZPRS}},
-	{"metapath-zprs", walk.Algorithm{Kind: walk.MetaPath, Length: 20, Weighted: true, Schema: []uint8{3, 1}, Sampler: walk.SamplerZPRS}},
+	{"deepwalk-zprs", walk.Algorithm{Kind: walk.DeepWalk, Length: 30, Weighted: true, Stepper: walk.StepperZPRS}},
+	{"deepwalk-dprs", walk.Algorithm{Kind: walk.DeepWalk, Length: 30, Weighted: true, Stepper: walk.StepperDPRS}},
+	{"node2vec-zprs", walk.Algorithm{Kind: walk.Node2Vec, Length: 20, Weighted: true, P: 0.5, Q: 2, Stepper: walk.StepperZPRS}},
+	{"metapath-zprs", walk.Algorithm{Kind: walk.MetaPath, Length: 20, Weighted: true, Schema: []uint8{3, 1}, Stepper: walk.StepperZPRS}},
 }
 
 // TestPlacementWalksMatchAllDevice: under placement plans that keep 50%,
@@ -108,7 +110,7 @@ func TestPlacementVisitsCPUEqualsGPU(t *testing.T) { visitsCPUEqualsGPU(t, WithD
 func TestPlacementRefusesNeighborSampling(t *testing.T) {
 	g := testGraph(t)
 	e := newEngine(t, g, WithDeviceFraction(0.5))
-	_, _, err := e.SampleNeighbors(t.Context(), walk.SampleParams{Kind: walk.NeighborSampling, Fanouts: []int{2}, InstancesPerSeed: 1}, []uint32{vHub})
+	_, _, err := e.SampleNeighbors(t.Context(), graphsample.SampleParams{Kind: graphsample.NeighborSampling, Fanouts: []int{2}, InstancesPerSeed: 1}, []uint32{vHub})
 	if err == nil {
 		t.Fatal("neighbour sampling ran under a placement plan")
 	}

@@ -34,10 +34,10 @@ outer:
 // tables) differs from a forced ZPRS although both resolve to ZPRS.
 func sameAlgorithm(a, b walk.Algorithm) bool {
 	if a.Kind != b.Kind || a.Length != b.Length || a.Weighted != b.Weighted || a.StopProb != b.StopProb ||
-		a.P != b.P || a.Q != b.Q || a.ResolvedSampler() != b.ResolvedSampler() || len(a.Schema) != len(b.Schema) {
+		a.P != b.P || a.Q != b.Q || a.ResolvedStepper() != b.ResolvedStepper() || len(a.Schema) != len(b.Schema) {
 		return false
 	}
-	if a.Kind == walk.MetaPath && a.Sampler != b.Sampler {
+	if a.Kind == walk.MetaPath && a.Stepper != b.Stepper {
 		return false
 	}
 	for i := range a.Schema {

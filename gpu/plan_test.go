@@ -11,13 +11,13 @@ import (
 func TestGroupJobsByAlgorithm(t *testing.T) {
 	dw := walk.Algorithm{Kind: walk.DeepWalk, Length: 80}
 	dwAlias := walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true}
-	dwAliasForced := walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Sampler: walk.SamplerAlias}
+	dwAliasForced := walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Stepper: walk.StepperAlias}
 	mp := func(s ...uint8) walk.Algorithm { return walk.Algorithm{Kind: walk.MetaPath, Length: 80, Schema: s} }
 	jobs := []walk.Job{
 		{Tag: 0, Algorithm: dw}, {Tag: 1, Algorithm: dwAlias}, {Tag: 2, Algorithm: dw},
 		{Tag: 3, Algorithm: dwAliasForced}, {Tag: 4, Algorithm: mp(0, 1)}, {Tag: 5, Algorithm: mp(0, 2)},
 		{Tag: 6, Algorithm: mp(0, 1)}, {Tag: 7, Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 79}},
-		{Tag: 8, Algorithm: walk.Algorithm{Kind: walk.MetaPath, Length: 80, Schema: []uint8{0, 1}, Sampler: walk.SamplerZPRS}},
+		{Tag: 8, Algorithm: walk.Algorithm{Kind: walk.MetaPath, Length: 80, Schema: []uint8{0, 1}, Stepper: walk.StepperZPRS}},
 	}
 	got := groupJobs(jobs)
 	want := [][]int{{0, 2}, {1, 3}, {4, 6}, {5}, {7}, {8}}
@@ -105,7 +105,7 @@ func TestAlgorithmParamsThresholds(t *testing.T) {
 	if p.accept != want {
 		t.Fatalf("accept = %v, want %v", p.accept, want)
 	}
-	if p.stride != 88 || p.length != 80 || p.sampler != uint64(walk.SamplerRejection) || p.weighted != 1 {
+	if p.stride != 88 || p.length != 80 || p.sampler != uint64(walk.StepperRejection) || p.weighted != 1 {
 		t.Fatalf("params %+v", p)
 	}
 	algorithmParams(&p, walk.Algorithm{Kind: walk.PPR, Length: 7, StopProb: 0.25}, 4096)

@@ -132,7 +132,7 @@ func (e *Engine) groupBatches(ctx context.Context, grp []*walk.Job) ([]*batch, e
 	// a GPU backlog); slots only grow, so the answer would be the same.
 	if per := e.hostBatchWalks(stride, total); per >= 1 && e.slotsHold(per, per*stride, int64(len(grp))) {
 		per = pipelinedBatchWalks(per, total)
-		e.cfg.logger.Debug("gpu run group", "algorithm", alg.String(), "sampler", e.SamplerName(alg), "walks", total, "batch_walks", per)
+		e.cfg.logger.Debug("gpu run group", "algorithm", alg.String(), "sampler", e.StepperName(alg), "walks", total, "batch_walks", per)
 		return cutBatches(grp, per), nil
 	}
 	per, err := e.batchWalks(stride, total)
@@ -156,7 +156,7 @@ func (e *Engine) groupBatches(ctx context.Context, grp []*walk.Job) ([]*batch, e
 		per = min(per, int64(e.cfg.maxBatchWalks))
 	}
 	per = pipelinedBatchWalks(per, total)
-	e.cfg.logger.Info("gpu run group", "algorithm", alg.String(), "sampler", e.SamplerName(alg), "walks", total, "batch_walks", per)
+	e.cfg.logger.Info("gpu run group", "algorithm", alg.String(), "sampler", e.StepperName(alg), "walks", total, "batch_walks", per)
 	return cutBatches(grp, per), nil
 }
 

@@ -12,23 +12,23 @@ import (
 
 	"gorgonia.org/cu"
 
-	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/graphsample"
 )
 
 // Neighbour sampling on the device (kernels/sample.cuh): the hops run one
 // launch each, one warp per (instance, frontier slot) task; the host turns
-// each hop's picks into the next frontier. The samples equal walk.Sample's
+// each hop's picks into the next frontier. The samples equal graphsample.Sample's
 // (unweighted exactly; weighted up to the last ulp of a logarithm, which
 // only the reservoir-key fallback takes).
 
 // Layer sampling (sample_layer_cuda.go) and the frontier walk
 // (sample_frontier_cuda.go) run in one launch each, forest fire and
 // snowball (sample_fire_cuda.go) in one launch a round. SampleRangeOnDevice
-// (walk.DeviceSampler) picks among them.
+// (graphsample.DeviceSampler) picks among them.
 
 // SampleStats describe one device sampling call.
 type SampleStats struct {
-	walk.SampleStats
+	graphsample.SampleStats
 	Kernel time.Duration // the hops' selection kernels, synchronised (C-SAW's SEPS: Edges / Kernel)
 	// Resolve is neighbour sampling's resolution of the picks into edge
 	// indices and targets on the device (sample_neighbor_targets), output
@@ -38,40 +38,40 @@ type SampleStats struct {
 	Rounds  int // forest fire and snowball: launches (sample_fire_cuda.go)
 }
 
-var _ walk.DeviceSampler = (*Engine)(nil)
+var _ graphsample.DeviceSampler = (*Engine)(nil)
 
-// SamplesOnDevice implements walk.DeviceSampler: the parameters the
+// SamplesOnDevice implements graphsample.DeviceSampler: the parameters the
 // kernels sample, with the whole graph in this device's own memory (no
 // placement plan, not partitioned).
-func (e *Engine) SamplesOnDevice(p walk.SampleParams) bool {
+func (e *Engine) SamplesOnDevice(p graphsample.SampleParams) bool {
 	return DeviceSamples(p) && e.placed == nil
 }
 
-// SampleRangeOnDevice implements walk.DeviceSampler.
-func (e *Engine) SampleRangeOnDevice(ctx context.Context, p walk.SampleParams, starts []uint32, first, count int) ([][]walk.SampledEdge, walk.SampleStats, error) {
+// SampleRangeOnDevice implements graphsample.DeviceSampler.
+func (e *Engine) SampleRangeOnDevice(ctx context.Context, p graphsample.SampleParams, starts []uint32, first, count int) ([][]graphsample.SampledEdge, graphsample.SampleStats, error) {
 	sample := e.SampleNeighborsRange
 	switch p.Kind {
-	case walk.LayerSampling:
+	case graphsample.LayerSampling:
 		sample = e.SampleLayerRange
-	case walk.FrontierWalk:
+	case graphsample.FrontierWalk:
 		sample = e.SampleFrontierRange
-	case walk.ForestFire, walk.Snowball:
+	case graphsample.ForestFire, graphsample.Snowball:
 		sample = e.SampleFireRange
 	}
 	out, st, err := sample(ctx, p, starts, first, count)
 	return out, st.SampleStats, err
 }
 
-// SampleNeighbors runs walk.NeighborSampling without replacement (constant
-// or edge-weight bias) for starts as walk.Sample does, and returns every
+// SampleNeighbors runs graphsample.NeighborSampling without replacement (constant
+// or edge-weight bias) for starts as graphsample.Sample does, and returns every
 // instance's edges in instance order.
-func (e *Engine) SampleNeighbors(ctx context.Context, p walk.SampleParams, starts []uint32) ([][]walk.SampledEdge, SampleStats, error) {
+func (e *Engine) SampleNeighbors(ctx context.Context, p graphsample.SampleParams, starts []uint32) ([][]graphsample.SampledEdge, SampleStats, error) {
 	return e.SampleNeighborsRange(ctx, p, starts, 0, -1)
 }
 
 // checkSample validates a device sampling call of kind and returns its
 // count (count -1: the instances from first on).
-func (e *Engine) checkSample(kind walk.SampleKind, p walk.SampleParams, starts []uint32, first, count int) (int, error) {
+func (e *Engine) checkSample(kind graphsample.SampleKind, p graphsample.SampleParams, starts []uint32, first, count int) (int, error) {
 	if err := p.Validate(e.g); err != nil {
 		return 0, err
 	}
@@ -97,7 +97,7 @@ func (e *Engine) checkSample(kind walk.SampleKind, p walk.SampleParams, starts [
 }
 
 // sampleUsable says why the engine cannot sample now (e.mu held).
-func (e *Engine) sampleUsable(p walk.SampleParams) error {
+func (e *Engine) sampleUsable(p graphsample.SampleParams) error {
 	if e.closed {
 		return errors.New("gpu: engine closed")
 	}
@@ -118,8 +118,8 @@ func (e *Engine) sampleUsable(p walk.SampleParams) error {
 // first+count-1 (count -1: to the last), takes the engine and runs body on
 // the number of instances, unless the engine cannot sample (closed,
 // broken, or not holding the whole graph).
-func (e *Engine) sampleLocked(kind walk.SampleKind, p walk.SampleParams, starts []uint32, first, count int,
-	body func(count int) ([][]walk.SampledEdge, SampleStats, error)) ([][]walk.SampledEdge, SampleStats, error) {
+func (e *Engine) sampleLocked(kind graphsample.SampleKind, p graphsample.SampleParams, starts []uint32, first, count int,
+	body func(count int) ([][]graphsample.SampledEdge, SampleStats, error)) ([][]graphsample.SampledEdge, SampleStats, error) {
 	count, err := e.checkSample(kind, p, starts, first, count)
 	if err != nil {
 		return nil, SampleStats{}, err
@@ -133,9 +133,9 @@ func (e *Engine) sampleLocked(kind walk.SampleKind, p walk.SampleParams, starts 
 }
 
 // SampleNeighborsRange is SampleNeighbors for instances first ..
-// first+count-1 only (count -1: to the last), as walk.SampleRange.
-func (e *Engine) SampleNeighborsRange(ctx context.Context, p walk.SampleParams, starts []uint32, first, count int) ([][]walk.SampledEdge, SampleStats, error) {
-	return e.sampleLocked(walk.NeighborSampling, p, starts, first, count, func(count int) ([][]walk.SampledEdge, SampleStats, error) {
+// first+count-1 only (count -1: to the last), as graphsample.SampleRange.
+func (e *Engine) SampleNeighborsRange(ctx context.Context, p graphsample.SampleParams, starts []uint32, first, count int) ([][]graphsample.SampledEdge, SampleStats, error) {
+	return e.sampleLocked(graphsample.NeighborSampling, p, starts, first, count, func(count int) ([][]graphsample.SampledEdge, SampleStats, error) {
 		t0 := time.Now()
 		n := count
 		var hops []hopEdges
@@ -165,7 +165,7 @@ func (e *Engine) SampleNeighborsRange(ctx context.Context, p walk.SampleParams, 
 					e.free(name, q)
 				}
 			}()
-			if p.EdgeBias.Kind == walk.BiasEdgeWeight {
+			if p.EdgeBias.Kind == graphsample.BiasEdgeWeight {
 				if dCum, err = e.sampleCDF(); err != nil {
 					return err
 				}
@@ -280,7 +280,7 @@ func (e *Engine) SampleNeighborsRange(ctx context.Context, p walk.SampleParams, 
 // first call (device thread, e.mu held); Close frees it.
 func (e *Engine) sampleCDF() (cu.DevicePtr, error) {
 	if e.dSampleCum == 0 {
-		p, err := upload(e, "sample.cum", walk.WeightCDF(e.g))
+		p, err := upload(e, "sample.cum", graphsample.WeightCDF(e.g))
 		if err != nil {
 			return 0, err
 		}

@@ -15,12 +15,13 @@ import (
 	"time"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/graphsample"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
 
-// The device's neighbour samples equal walk.Sample's: unweighted and
+// The device's neighbour samples equal graphsample.Sample's: unweighted and
 // weighted, fan-outs that take every edge, draw with rejection and fall
 // back to keys.
 func TestSampleNeighborsMatchesCPU(t *testing.T) {
@@ -34,14 +35,14 @@ func TestSampleNeighborsMatchesCPU(t *testing.T) {
 	for i := range starts {
 		starts[i] = uint32(i * 5 % g.NumVertices())
 	}
-	for _, p := range []walk.SampleParams{
-		{Kind: walk.NeighborSampling, Fanouts: []int{25, 10}},
-		{Kind: walk.NeighborSampling, Fanouts: []int{25, 10}, EdgeBias: walk.Bias{Kind: walk.BiasEdgeWeight}},
-		{Kind: walk.NeighborSampling, Fanouts: []int{3, 40, 2}},
-		{Kind: walk.NeighborSampling, Fanouts: []int{3, 40, 2}, EdgeBias: walk.Bias{Kind: walk.BiasEdgeWeight}},
+	for _, p := range []graphsample.SampleParams{
+		{Kind: graphsample.NeighborSampling, Fanouts: []int{25, 10}},
+		{Kind: graphsample.NeighborSampling, Fanouts: []int{25, 10}, EdgeBias: graphsample.Bias{Kind: graphsample.BiasEdgeWeight}},
+		{Kind: graphsample.NeighborSampling, Fanouts: []int{3, 40, 2}},
+		{Kind: graphsample.NeighborSampling, Fanouts: []int{3, 40, 2}, EdgeBias: graphsample.Bias{Kind: graphsample.BiasEdgeWeight}},
 	} {
 		p.Seed, p.InstancesPerSeed = 77, 2
-		want, _, err := walk.Sample(ctx, g, p, starts, 0)
+		want, _, err := graphsample.Sample(ctx, g, p, starts, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,10 +67,10 @@ func TestSampleNeighborsMatchesCPU(t *testing.T) {
 }
 
 // A sampling request's Parquet objects are the same bytes whether the
-// engine samples on the device or the CPU does: walk.SampleRangeOn in
+// engine samples on the device or the CPU does: graphsample.SampleRangeOn in
 // waves of instances, as the stage and walkstage walk sample, into the
 // sink's writer. (Real batches also record the engine that sampled in the
-// manifest and the Parquet key-value metadata, walk.SampleEngine; here
+// manifest and the Parquet key-value metadata, graphsample.SampleEngine; here
 // both writers are given one name so that the bytes can be compared.)
 func TestSampleParquetMatchesCPU(t *testing.T) {
 	ctx := context.Background()
@@ -82,17 +83,17 @@ func TestSampleParquetMatchesCPU(t *testing.T) {
 	for i := range starts {
 		starts[i] = uint32(i * 3 % g.NumVertices())
 	}
-	for _, p := range []walk.SampleParams{
-		{Kind: walk.NeighborSampling, Fanouts: []int{25, 10}},
-		{Kind: walk.NeighborSampling, Fanouts: []int{10, 5, 3}, EdgeBias: walk.Bias{Kind: walk.BiasEdgeWeight}},
-		{Kind: walk.LayerSampling, LayerSizes: []int{25, 250}},
-		{Kind: walk.LayerSampling, LayerSizes: []int{10, 100}, EdgeBias: walk.Bias{Kind: walk.BiasEdgeWeight}},
-		{Kind: walk.FrontierWalk, FrontierSize: 50, Samples: 2000, EdgeBias: walk.Bias{Kind: walk.BiasEdgeWeight}},
-		{Kind: walk.ForestFire, BurnProb: 0.7, Depth: 2, MaxVertices: 200, EdgeBias: walk.Bias{Kind: walk.BiasEdgeWeight}},
-		{Kind: walk.Snowball, Depth: 2, MaxVertices: 100},
+	for _, p := range []graphsample.SampleParams{
+		{Kind: graphsample.NeighborSampling, Fanouts: []int{25, 10}},
+		{Kind: graphsample.NeighborSampling, Fanouts: []int{10, 5, 3}, EdgeBias: graphsample.Bias{Kind: graphsample.BiasEdgeWeight}},
+		{Kind: graphsample.LayerSampling, LayerSizes: []int{25, 250}},
+		{Kind: graphsample.LayerSampling, LayerSizes: []int{10, 100}, EdgeBias: graphsample.Bias{Kind: graphsample.BiasEdgeWeight}},
+		{Kind: graphsample.FrontierWalk, FrontierSize: 50, Samples: 2000, EdgeBias: graphsample.Bias{Kind: graphsample.BiasEdgeWeight}},
+		{Kind: graphsample.ForestFire, BurnProb: 0.7, Depth: 2, MaxVertices: 200, EdgeBias: graphsample.Bias{Kind: graphsample.BiasEdgeWeight}},
+		{Kind: graphsample.Snowball, Depth: 2, MaxVertices: 100},
 	} {
 		p.Seed, p.InstancesPerSeed = 11, 2
-		if got := walk.SampleEngine(e, p); got != "gpu" {
+		if got := graphsample.SampleEngine(e, p); got != "gpu" {
 			t.Fatalf("%s: SampleEngine = %q, want gpu", p, got)
 		}
 		n := p.NumInstances(len(starts))
@@ -111,7 +112,7 @@ func TestSampleParquetMatchesCPU(t *testing.T) {
 			}
 			const wave = 1500
 			for lo := 0; lo < n; lo += wave {
-				es, st, err := walk.SampleRangeOn(ctx, eng, g, p, starts, lo, min(wave, n-lo), 0)
+				es, st, err := graphsample.SampleRangeOn(ctx, eng, g, p, starts, lo, min(wave, n-lo), 0)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -151,7 +152,7 @@ func TestSampleParquetMatchesCPU(t *testing.T) {
 	}
 }
 
-// The device's layer samples equal walk.Sample's, nil for nil: on R-MAT
+// The device's layer samples equal graphsample.Sample's, nil for nil: on R-MAT
 // (rejection draws, keys over small frontiers, layers that take every edge)
 // and on a hub whose one heavy edge defeats the draws, so the keys decide,
 // stored when they fit the warp's buffer and recomputed round by round when
@@ -159,30 +160,30 @@ func TestSampleParquetMatchesCPU(t *testing.T) {
 func TestSampleLayerMatchesCPU(t *testing.T) {
 	ctx := context.Background()
 	rmat, hub := rmatAndHub(t)
-	weighted := walk.Bias{Kind: walk.BiasEdgeWeight}
+	weighted := graphsample.Bias{Kind: graphsample.BiasEdgeWeight}
 	for _, c := range []struct {
 		g      *graph.Graph
 		starts int
-		p      walk.SampleParams
+		p      graphsample.SampleParams
 	}{
-		{rmat, 3000, walk.SampleParams{LayerSizes: []int{25, 250}}},
-		{rmat, 3000, walk.SampleParams{LayerSizes: []int{25, 250}, EdgeBias: weighted}},
-		{rmat, 3000, walk.SampleParams{LayerSizes: []int{3, 40, 2}}},
-		{rmat, 3000, walk.SampleParams{LayerSizes: []int{3, 40, 2}, EdgeBias: weighted}},
-		{rmat, 1000, walk.SampleParams{LayerSizes: []int{200, 1000}}},
-		{rmat, 1000, walk.SampleParams{LayerSizes: []int{200, 1000}, EdgeBias: weighted}},
-		{hub, 50, walk.SampleParams{LayerSizes: []int{2, 5}, EdgeBias: weighted}},   // hop 0: keys recomputed
-		{hub, 50, walk.SampleParams{LayerSizes: []int{2, 300}, EdgeBias: weighted}}, // hop 0: keys stored
-		{hub, 50, walk.SampleParams{LayerSizes: []int{2, 5}}},
+		{rmat, 3000, graphsample.SampleParams{LayerSizes: []int{25, 250}}},
+		{rmat, 3000, graphsample.SampleParams{LayerSizes: []int{25, 250}, EdgeBias: weighted}},
+		{rmat, 3000, graphsample.SampleParams{LayerSizes: []int{3, 40, 2}}},
+		{rmat, 3000, graphsample.SampleParams{LayerSizes: []int{3, 40, 2}, EdgeBias: weighted}},
+		{rmat, 1000, graphsample.SampleParams{LayerSizes: []int{200, 1000}}},
+		{rmat, 1000, graphsample.SampleParams{LayerSizes: []int{200, 1000}, EdgeBias: weighted}},
+		{hub, 50, graphsample.SampleParams{LayerSizes: []int{2, 5}, EdgeBias: weighted}},   // hop 0: keys recomputed
+		{hub, 50, graphsample.SampleParams{LayerSizes: []int{2, 300}, EdgeBias: weighted}}, // hop 0: keys stored
+		{hub, 50, graphsample.SampleParams{LayerSizes: []int{2, 5}}},
 	} {
 		e := newEngine(t, c.g)
 		p := c.p
-		p.Kind, p.Seed, p.InstancesPerSeed = walk.LayerSampling, 77, 2
+		p.Kind, p.Seed, p.InstancesPerSeed = graphsample.LayerSampling, 77, 2
 		starts := make([]uint32, c.starts)
 		for i := range starts {
 			starts[i] = uint32(i * 5 % c.g.NumVertices())
 		}
-		want, _, err := walk.Sample(ctx, c.g, p, starts, 0)
+		want, _, err := graphsample.Sample(ctx, c.g, p, starts, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -199,7 +200,7 @@ func TestSampleLayerMatchesCPU(t *testing.T) {
 	}
 }
 
-// The device's frontier walks equal walk.Sample's, empty for empty: large
+// The device's frontier walks equal graphsample.Sample's, empty for empty: large
 // frontiers (a lane's range of slots over several loads) and single-slot
 // ones, unweighted and weighted, step counts that are not multiples of 32,
 // and a seed set of isolated vertices, whose walk stops before its first
@@ -222,9 +223,9 @@ func TestSampleFrontierMatchesCPU(t *testing.T) {
 		weighted            bool
 	}{{2000, 1000, 20, false}, {2000, 1000, 20, true}, {1, 500, 300, false}, {1, 500, 300, true}, {50, 3000, 40, true},
 		{5000, 333, 6, false}} {
-		p := walk.SampleParams{Kind: walk.FrontierWalk, FrontierSize: c.size, Samples: c.samples, Seed: 77, InstancesPerSeed: 2}
+		p := graphsample.SampleParams{Kind: graphsample.FrontierWalk, FrontierSize: c.size, Samples: c.samples, Seed: 77, InstancesPerSeed: 2}
 		if c.weighted {
-			p.EdgeBias = walk.Bias{Kind: walk.BiasEdgeWeight}
+			p.EdgeBias = graphsample.Bias{Kind: graphsample.BiasEdgeWeight}
 		}
 		starts := make([]uint32, c.size*c.sets)
 		for i := range starts {
@@ -233,7 +234,7 @@ func TestSampleFrontierMatchesCPU(t *testing.T) {
 		if c.size == 50 { // the last set: isolated vertices only
 			copy(starts[len(starts)-50:], isolated)
 		}
-		want, _, err := walk.Sample(ctx, g, p, starts, 0)
+		want, _, err := graphsample.Sample(ctx, g, p, starts, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -249,7 +250,7 @@ func TestSampleFrontierMatchesCPU(t *testing.T) {
 	}
 }
 
-// The device's forest-fire and snowball samples equal walk.Sample's, nil
+// The device's forest-fire and snowball samples equal graphsample.Sample's, nil
 // for nil: on R-MAT (draws with rejection at high degrees, keys over the
 // candidates at low ones, max_vertices cuts, samples that outgrow the
 // warps' first slices and run again), on the hub graph, and on a clique
@@ -271,32 +272,32 @@ func TestSampleFireMatchesCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	weighted := walk.Bias{Kind: walk.BiasEdgeWeight}
-	fire := func(p float64, depth, maxv int, b walk.Bias) walk.SampleParams {
-		return walk.SampleParams{Kind: walk.ForestFire, BurnProb: p, Depth: depth, MaxVertices: maxv, EdgeBias: b}
+	weighted := graphsample.Bias{Kind: graphsample.BiasEdgeWeight}
+	fire := func(p float64, depth, maxv int, b graphsample.Bias) graphsample.SampleParams {
+		return graphsample.SampleParams{Kind: graphsample.ForestFire, BurnProb: p, Depth: depth, MaxVertices: maxv, EdgeBias: b}
 	}
-	snow := func(depth, maxv int) walk.SampleParams {
-		return walk.SampleParams{Kind: walk.Snowball, Depth: depth, MaxVertices: maxv}
+	snow := func(depth, maxv int) graphsample.SampleParams {
+		return graphsample.SampleParams{Kind: graphsample.Snowball, Depth: depth, MaxVertices: maxv}
 	}
 	for _, c := range []struct {
 		g      *graph.Graph
 		starts int
-		p      walk.SampleParams
+		p      graphsample.SampleParams
 	}{
-		{rmat, 3000, fire(0.7, 2, 0, walk.Bias{})},
+		{rmat, 3000, fire(0.7, 2, 0, graphsample.Bias{})},
 		{rmat, 3000, fire(0.7, 2, 0, weighted)},
-		{rmat, 3000, fire(0.3, 3, 50, walk.Bias{})},
+		{rmat, 3000, fire(0.3, 3, 50, graphsample.Bias{})},
 		{rmat, 3000, fire(0.3, 3, 50, weighted)},
-		{rmat, 1000, fire(0.9, 3, 5000, walk.Bias{})}, // past the first 1,024-edge slices
+		{rmat, 1000, fire(0.9, 3, 5000, graphsample.Bias{})}, // past the first 1,024-edge slices
 		{rmat, 1000, fire(0.9, 3, 5000, weighted)},
 		{rmat, 3000, snow(2, 500)},
 		{rmat, 500, snow(2, 0)},
 		{rmat, 3000, snow(3, 100)},
 		{hub, 50, fire(0.7, 2, 0, weighted)},
-		{hub, 50, fire(0.95, 3, 0, walk.Bias{})},
+		{hub, 50, fire(0.95, 3, 0, graphsample.Bias{})},
 		{hub, 50, snow(2, 0)},
 		{hub, 50, fire(0.99, 2, 0, weighted)}, // the hub's burns pass the first 256 picks
-		{clique, 64, fire(0.8, 4, 0, walk.Bias{})},
+		{clique, 64, fire(0.8, 4, 0, graphsample.Bias{})},
 		{clique, 64, fire(0.8, 4, 0, weighted)},
 		{clique, 64, fire(0.5, 3, 20, weighted)},
 	} {
@@ -307,7 +308,7 @@ func TestSampleFireMatchesCPU(t *testing.T) {
 		for i := range starts {
 			starts[i] = uint32(i * 5 % c.g.NumVertices())
 		}
-		want, _, err := walk.Sample(ctx, c.g, p, starts, 0)
+		want, _, err := graphsample.Sample(ctx, c.g, p, starts, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -327,7 +328,7 @@ func TestSampleFireMatchesCPU(t *testing.T) {
 
 // With tiny first slices and pools, forest fire and snowball take many
 // rounds (instances that outgrow their slices, instances that find the
-// pool full) and still equal walk.Sample's, for a range of instances that
+// pool full) and still equal graphsample.Sample's, for a range of instances that
 // does not start at 0.
 func TestSampleFireRoundsMatchCPU(t *testing.T) {
 	ctx := context.Background()
@@ -343,14 +344,14 @@ func TestSampleFireRoundsMatchCPU(t *testing.T) {
 	for i := range starts {
 		starts[i] = uint32(i * 7 % g.NumVertices())
 	}
-	for _, p := range []walk.SampleParams{
-		{Kind: walk.ForestFire, BurnProb: 0.7, Depth: 2},
-		{Kind: walk.ForestFire, BurnProb: 0.9, Depth: 3, MaxVertices: 3000, EdgeBias: walk.Bias{Kind: walk.BiasEdgeWeight}},
-		{Kind: walk.Snowball, Depth: 2, MaxVertices: 300},
+	for _, p := range []graphsample.SampleParams{
+		{Kind: graphsample.ForestFire, BurnProb: 0.7, Depth: 2},
+		{Kind: graphsample.ForestFire, BurnProb: 0.9, Depth: 3, MaxVertices: 3000, EdgeBias: graphsample.Bias{Kind: graphsample.BiasEdgeWeight}},
+		{Kind: graphsample.Snowball, Depth: 2, MaxVertices: 300},
 	} {
 		p.Seed, p.InstancesPerSeed = 5, 2
 		const first, count = 700, 3000
-		want, _, err := walk.SampleRange(ctx, g, p, starts, first, count, 0)
+		want, _, err := graphsample.SampleRange(ctx, g, p, starts, first, count, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -369,7 +370,7 @@ func TestSampleFireRoundsMatchCPU(t *testing.T) {
 // TestSampleFireSEPS logs SEPS of forest fire (p = 0.7, depth 2,
 // unweighted and weighted) and snowball (depth 2, max_vertices 100) on
 // R-MAT scales 18 and 22 (WALKSTAGE_SEPS_SCALES) with 1 M seeds, best of 2,
-// beside the CPU's walk.Sample on the same host.
+// beside the CPU's graphsample.Sample on the same host.
 func TestSampleFireSEPS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("benchmark")
@@ -388,14 +389,14 @@ func TestSampleFireSEPS(t *testing.T) {
 		for i := range starts {
 			starts[i] = uint32(uint64(i) * 2654435761 % uint64(g.NumVertices()))
 		}
-		for _, p := range []walk.SampleParams{
-			{Kind: walk.ForestFire, BurnProb: 0.7, Depth: 2},
-			{Kind: walk.ForestFire, BurnProb: 0.7, Depth: 2, EdgeBias: walk.Bias{Kind: walk.BiasEdgeWeight}},
-			{Kind: walk.Snowball, Depth: 2, MaxVertices: 100},
+		for _, p := range []graphsample.SampleParams{
+			{Kind: graphsample.ForestFire, BurnProb: 0.7, Depth: 2},
+			{Kind: graphsample.ForestFire, BurnProb: 0.7, Depth: 2, EdgeBias: graphsample.Bias{Kind: graphsample.BiasEdgeWeight}},
+			{Kind: graphsample.Snowball, Depth: 2, MaxVertices: 100},
 		} {
 			p.Seed, p.InstancesPerSeed = 1, 1
 			var best SampleStats
-			var got [][]walk.SampledEdge
+			var got [][]graphsample.SampledEdge
 			for r := 0; r < 2; r++ {
 				out, st, err := e.SampleFire(ctx, p, starts)
 				if err != nil {
@@ -407,7 +408,7 @@ func TestSampleFireSEPS(t *testing.T) {
 				got = out
 			}
 			tc := time.Now()
-			want, cst, _ := walk.Sample(ctx, g, p, starts, 0)
+			want, cst, _ := graphsample.Sample(ctx, g, p, starts, 0)
 			cpu := time.Since(tc)
 			same := reflect.DeepEqual(got, want)
 			t.Logf("SEPS %s scale %d: %d edges, kernels %s (%d rounds) = %.0f M SEPS; wall %s = %.0f M edges/s; CPU (%d cores) %s = %.1f M SEPS; same as the CPU %v",
@@ -424,7 +425,7 @@ func TestSampleFireSEPS(t *testing.T) {
 	}
 }
 
-func headEdges(es []walk.SampledEdge) string {
+func headEdges(es []graphsample.SampledEdge) string {
 	if len(es) > 6 {
 		return fmt.Sprint(es[:6], "...")
 	}
@@ -434,7 +435,7 @@ func headEdges(es []walk.SampledEdge) string {
 // TestSampleNeighborsSEPS logs SEPS (sampled edges over kernel time) of
 // neighbour sampling with fan-out [25, 10] and layer sampling with sizes
 // [25, 250], unweighted and weighted, on R-MAT scales 18 and 22 with 1 M
-// seeds, beside the CPU's walk.Sample on the same host
+// seeds, beside the CPU's graphsample.Sample on the same host
 // (WALKSTAGE_SEPS_SCALES picks other scales).
 func TestSampleNeighborsSEPS(t *testing.T) {
 	if testing.Short() {
@@ -455,17 +456,17 @@ func TestSampleNeighborsSEPS(t *testing.T) {
 			starts[i] = uint32(uint64(i) * 2654435761 % uint64(g.NumVertices()))
 		}
 		for _, c := range []struct {
-			kind     walk.SampleKind
+			kind     graphsample.SampleKind
 			weighted bool
-		}{{walk.NeighborSampling, false}, {walk.NeighborSampling, true}, {walk.LayerSampling, false}, {walk.LayerSampling, true}} {
-			p := walk.SampleParams{Kind: c.kind, Fanouts: []int{25, 10}, Seed: 1, InstancesPerSeed: 1}
+		}{{graphsample.NeighborSampling, false}, {graphsample.NeighborSampling, true}, {graphsample.LayerSampling, false}, {graphsample.LayerSampling, true}} {
+			p := graphsample.SampleParams{Kind: c.kind, Fanouts: []int{25, 10}, Seed: 1, InstancesPerSeed: 1}
 			sample := e.SampleNeighbors
-			if c.kind == walk.LayerSampling {
+			if c.kind == graphsample.LayerSampling {
 				p.Fanouts, p.LayerSizes, sample = nil, []int{25, 250}, e.SampleLayer
 			}
 			weighted := c.weighted
 			if weighted {
-				p.EdgeBias = walk.Bias{Kind: walk.BiasEdgeWeight}
+				p.EdgeBias = graphsample.Bias{Kind: graphsample.BiasEdgeWeight}
 			}
 			var best SampleStats
 			for r := 0; r < 3; r++ {
@@ -478,7 +479,7 @@ func TestSampleNeighborsSEPS(t *testing.T) {
 				}
 			}
 			tc := time.Now()
-			_, cst, _ := walk.Sample(ctx, g, p, starts, 0)
+			_, cst, _ := graphsample.Sample(ctx, g, p, starts, 0)
 			cpu := time.Since(tc)
 			t.Logf("SEPS %s scale %d weighted=%v: %d edges, selection kernels %s = %.0f M SEPS (and resolving picks %s: %.0f M SEPS); wall with host frontier %s = %.0f M edges/s; CPU (%d cores) %s = %.1f M SEPS",
 				p.Kind, scale, weighted, best.Edges, best.Kernel, float64(best.Edges)/best.Kernel.Seconds()/1e6,
@@ -536,9 +537,9 @@ func frontierSEPS(ctx context.Context, t *testing.T, e *Engine, g *graph.Graph, 
 		starts[i] = uint32(uint64(i) * 2654435761 % uint64(g.NumVertices()))
 	}
 	for _, weighted := range []bool{false, true} {
-		p := walk.SampleParams{Kind: walk.FrontierWalk, FrontierSize: size, Samples: steps, Seed: 1, InstancesPerSeed: 1}
+		p := graphsample.SampleParams{Kind: graphsample.FrontierWalk, FrontierSize: size, Samples: steps, Seed: 1, InstancesPerSeed: 1}
 		if weighted {
-			p.EdgeBias = walk.Bias{Kind: walk.BiasEdgeWeight}
+			p.EdgeBias = graphsample.Bias{Kind: graphsample.BiasEdgeWeight}
 		}
 		var best SampleStats
 		for r := 0; r < 2; r++ {
@@ -552,7 +553,7 @@ func frontierSEPS(ctx context.Context, t *testing.T, e *Engine, g *graph.Graph, 
 			runtime.GC()
 		}
 		tc := time.Now()
-		_, cst, _ := walk.Sample(ctx, g, p, starts[:size*cpuInstances], 0)
+		_, cst, _ := graphsample.Sample(ctx, g, p, starts[:size*cpuInstances], 0)
 		cpu := time.Since(tc)
 		t.Logf("SEPS frontier scale %d weighted=%v, %d instances: %d edges, kernel %s = %.0f M SEPS; wall %s = %.0f M edges/s; CPU (%d cores, %d instances) %s = %.1f M SEPS",
 			scale, weighted, instances, best.Edges, best.Kernel, float64(best.Edges)/best.Kernel.Seconds()/1e6, best.Wall,
@@ -593,13 +594,13 @@ func rmatAndHub(t *testing.T) (rmat, hub *graph.Graph) {
 // (reflect.DeepEqual: a nil and an empty instance differ) and want's
 // instances without edges, and logs the first difference (instances
 // numbered from first).
-func diffSamples(t *testing.T, name string, first int, got, want [][]walk.SampledEdge) (diff, empty int) {
+func diffSamples(t *testing.T, name string, first int, got, want [][]graphsample.SampledEdge) (diff, empty int) {
 	t.Helper()
 	for i := range want {
 		if len(want[i]) == 0 {
 			empty++
 		}
-		var g []walk.SampledEdge
+		var g []graphsample.SampledEdge
 		if i < len(got) {
 			g = got[i]
 		}

@@ -12,7 +12,7 @@ import (
 
 	"gorgonia.org/cu"
 
-	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/graphsample"
 )
 
 // Forest fire and snowball on the device (kernels/sample_fire.cuh): one
@@ -25,7 +25,7 @@ import (
 // slices 16 times larger (up to what no instance can outgrow: max_vertices
 // - 1 edges, or the graph's vertices - 1, and the largest degree's picks)
 // or in a new pool. The
-// samples equal walk.Sample's (unweighted exactly; weighted and the burn
+// samples equal graphsample.Sample's (unweighted exactly; weighted and the burn
 // counts up to the last ulp of a logarithm).
 
 const (
@@ -47,23 +47,23 @@ const (
 // that outgrew its own. Tests lower them to force more rounds.
 var fireFirst = struct{ edges, picks, perInstance, pool int64 }{1024, 256, 1024, 1 << 22}
 
-// SampleFire runs walk.ForestFire (constant or edge-weight bias) or
-// walk.Snowball for starts as walk.Sample does.
-func (e *Engine) SampleFire(ctx context.Context, p walk.SampleParams, starts []uint32) ([][]walk.SampledEdge, SampleStats, error) {
+// SampleFire runs graphsample.ForestFire (constant or edge-weight bias) or
+// graphsample.Snowball for starts as graphsample.Sample does.
+func (e *Engine) SampleFire(ctx context.Context, p graphsample.SampleParams, starts []uint32) ([][]graphsample.SampledEdge, SampleStats, error) {
 	return e.SampleFireRange(ctx, p, starts, 0, -1)
 }
 
 // SampleFireRange is SampleFire for instances first .. first+count-1 only
-// (count -1: to the last), as walk.SampleRange.
-func (e *Engine) SampleFireRange(ctx context.Context, p walk.SampleParams, starts []uint32, first, count int) ([][]walk.SampledEdge, SampleStats, error) {
-	kind := walk.ForestFire
-	if p.Kind == walk.Snowball {
-		kind = walk.Snowball
+// (count -1: to the last), as graphsample.SampleRange.
+func (e *Engine) SampleFireRange(ctx context.Context, p graphsample.SampleParams, starts []uint32, first, count int) ([][]graphsample.SampledEdge, SampleStats, error) {
+	kind := graphsample.ForestFire
+	if p.Kind == graphsample.Snowball {
+		kind = graphsample.Snowball
 	}
-	return e.sampleLocked(kind, p, starts, first, count, func(n int) ([][]walk.SampledEdge, SampleStats, error) {
+	return e.sampleLocked(kind, p, starts, first, count, func(n int) ([][]graphsample.SampledEdge, SampleStats, error) {
 		t0 := time.Now()
-		out := make([][]walk.SampledEdge, n)
-		st := SampleStats{SampleStats: walk.SampleStats{Instances: int64(n)}}
+		out := make([][]graphsample.SampledEdge, n)
+		st := SampleStats{SampleStats: graphsample.SampleStats{Instances: int64(n)}}
 		if n == 0 {
 			return out, st, nil
 		}
@@ -108,11 +108,11 @@ func (e *Engine) SampleFireRange(ctx context.Context, p walk.SampleParams, start
 				return err
 			}
 			logp := 0.0
-			if p.Kind == walk.ForestFire {
+			if p.Kind == graphsample.ForestFire {
 				logp = math.Log(p.BurnProb)
 			}
 			snowball := uint64(0)
-			if p.Kind == walk.Snowball {
+			if p.Kind == graphsample.Snowball {
 				snowball = 1
 			}
 			for round := 0; len(list) > 0; round++ {
@@ -177,7 +177,7 @@ type fireResult struct {
 // fireRound runs sample_fire once over list with slices of ecap edges and
 // kcap picks and a pool of want edges (at least ecap, at most what fits)
 // (device thread).
-func (e *Engine) fireRound(fn cu.Function, occ int, p walk.SampleParams, dWeights uint64, dCum, dStarts cu.DevicePtr, snowball uint64,
+func (e *Engine) fireRound(fn cu.Function, occ int, p graphsample.SampleParams, dWeights uint64, dCum, dStarts cu.DevicePtr, snowball uint64,
 	logp float64, first int, list []uint32, ecap, kcap, want int64) (fireResult, error) {
 	nl := len(list)
 	depth := p.Depth
@@ -266,8 +266,8 @@ func (e *Engine) fireRound(fn cu.Function, occ int, p walk.SampleParams, dWeight
 
 // fireEdges turns a round's finished instances into out (list[i] is the
 // instance at out[list[i]]; an instance without edges keeps a nil slice, as
-// walk.Sample's), on every core, and returns their edges.
-func fireEdges(out [][]walk.SampledEdge, depth int, list []uint32, r fireResult) int64 {
+// graphsample.Sample's), on every core, and returns their edges.
+func fireEdges(out [][]graphsample.SampledEdge, depth int, list []uint32, r fireResult) int64 {
 	return sumRanges(len(list), func(lo, hi int) int64 {
 		var n int64
 		for i := lo; i < hi; i++ {
@@ -276,14 +276,14 @@ func fireEdges(out [][]walk.SampledEdge, depth int, list []uint32, r fireResult)
 				continue
 			}
 			ends := r.hopEnd[i*depth : (i+1)*depth]
-			es := make([]walk.SampledEdge, cnt)
+			es := make([]graphsample.SampledEdge, cnt)
 			h := 0
 			for j := range es {
 				for int(ends[h]) <= j {
 					h++
 				}
 				at := r.off[i] + uint64(j)
-				es[j] = walk.SampledEdge{Hop: int32(h), Src: r.src[at], Dst: r.dst[at], Edge: r.edge[at]}
+				es[j] = graphsample.SampledEdge{Hop: int32(h), Src: r.src[at], Dst: r.dst[at], Edge: r.edge[at]}
 			}
 			out[list[i]] = es
 			n += int64(cnt)

@@ -10,34 +10,34 @@ import (
 
 	"gorgonia.org/cu"
 
-	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/graphsample"
 )
 
 // The frontier walk on the device (kernels/sample_frontier.cuh): one launch,
 // a warp an instance, its frontier's slots in the warp's slice of scratch
 // and their degree sums by range in the lanes' registers; only the sampled
-// edges come back. The samples equal walk.Sample's: every decision is integer
-// arithmetic or, weighted, the binary search over walk.WeightCDF that
+// edges come back. The samples equal graphsample.Sample's: every decision is integer
+// arithmetic or, weighted, the binary search over graphsample.WeightCDF that
 // neighbour sampling shares.
 
 // frontierScratchBudget bounds the warps' slots (8 bytes a slot) of one
 // launch; the launch runs fewer warps when frontiers are large.
 const frontierScratchBudget = 1 << 30
 
-// SampleFrontier runs walk.FrontierWalk (constant or edge-weight bias) for
-// starts as walk.Sample does.
-func (e *Engine) SampleFrontier(ctx context.Context, p walk.SampleParams, starts []uint32) ([][]walk.SampledEdge, SampleStats, error) {
+// SampleFrontier runs graphsample.FrontierWalk (constant or edge-weight bias) for
+// starts as graphsample.Sample does.
+func (e *Engine) SampleFrontier(ctx context.Context, p graphsample.SampleParams, starts []uint32) ([][]graphsample.SampledEdge, SampleStats, error) {
 	return e.SampleFrontierRange(ctx, p, starts, 0, -1)
 }
 
 // SampleFrontierRange is SampleFrontier for instances first ..
-// first+count-1 only (count -1: to the last), as walk.SampleRange.
-func (e *Engine) SampleFrontierRange(ctx context.Context, p walk.SampleParams, starts []uint32, first, count int) ([][]walk.SampledEdge, SampleStats, error) {
-	return e.sampleLocked(walk.FrontierWalk, p, starts, first, count, func(count int) ([][]walk.SampledEdge, SampleStats, error) {
+// first+count-1 only (count -1: to the last), as graphsample.SampleRange.
+func (e *Engine) SampleFrontierRange(ctx context.Context, p graphsample.SampleParams, starts []uint32, first, count int) ([][]graphsample.SampledEdge, SampleStats, error) {
+	return e.sampleLocked(graphsample.FrontierWalk, p, starts, first, count, func(count int) ([][]graphsample.SampledEdge, SampleStats, error) {
 		t0 := time.Now()
 		n := count
-		out := make([][]walk.SampledEdge, n)
-		st := SampleStats{SampleStats: walk.SampleStats{Instances: int64(n)}}
+		out := make([][]graphsample.SampledEdge, n)
+		st := SampleStats{SampleStats: graphsample.SampleStats{Instances: int64(n)}}
 		if n == 0 {
 			return out, st, nil
 		}
@@ -122,16 +122,16 @@ func (e *Engine) SampleFrontierRange(ctx context.Context, p walk.SampleParams, s
 
 // frontierEdges turns the kernel's rows into out, on every core, and
 // returns the edges. Every instance gets a slice, empty when its seeds have
-// no edges, as walk.Sample's frontier walk (unlike the other samplers,
+// no edges, as graphsample.Sample's frontier walk (unlike the other samplers,
 // whose empty instances are nil).
-func frontierEdges(out [][]walk.SampledEdge, steps int, oEdge []uint64, oSrc, oDst, counts []uint32) int64 {
+func frontierEdges(out [][]graphsample.SampledEdge, steps int, oEdge []uint64, oSrc, oDst, counts []uint32) int64 {
 	return sumRanges(len(out), func(lo, hi int) int64 {
 		var n int64
 		for t := lo; t < hi; t++ {
-			es := make([]walk.SampledEdge, counts[t])
+			es := make([]graphsample.SampledEdge, counts[t])
 			for j := range es {
 				at := t*steps + j
-				es[j] = walk.SampledEdge{Hop: int32(j), Src: oSrc[at], Dst: oDst[at], Edge: oEdge[at]}
+				es[j] = graphsample.SampledEdge{Hop: int32(j), Src: oSrc[at], Dst: oDst[at], Edge: oEdge[at]}
 			}
 			out[t] = es
 			n += int64(len(es))

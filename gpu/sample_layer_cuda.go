@@ -10,13 +10,13 @@ import (
 
 	"gorgonia.org/cu"
 
-	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/graphsample"
 )
 
 // Layer sampling on the device (kernels/sample_layer.cuh): one launch runs
 // every hop of every instance, a warp an instance, with each warp's
 // frontiers, picks and keys in its own slice of one scratch allocation; only
-// the sampled edges come back. The samples equal walk.Sample's (unweighted
+// the sampled edges come back. The samples equal graphsample.Sample's (unweighted
 // exactly; weighted up to the last ulp of a logarithm, which only the
 // reservoir keys take).
 
@@ -25,19 +25,19 @@ import (
 // largest layer size) would exceed it.
 const layerScratchBudget = 1 << 30
 
-// SampleLayer runs walk.LayerSampling (constant or edge-weight bias) for
-// starts as walk.Sample does.
-func (e *Engine) SampleLayer(ctx context.Context, p walk.SampleParams, starts []uint32) ([][]walk.SampledEdge, SampleStats, error) {
+// SampleLayer runs graphsample.LayerSampling (constant or edge-weight bias) for
+// starts as graphsample.Sample does.
+func (e *Engine) SampleLayer(ctx context.Context, p graphsample.SampleParams, starts []uint32) ([][]graphsample.SampledEdge, SampleStats, error) {
 	return e.SampleLayerRange(ctx, p, starts, 0, -1)
 }
 
 // SampleLayerRange is SampleLayer for instances first .. first+count-1
-// only (count -1: to the last), as walk.SampleRange.
-func (e *Engine) SampleLayerRange(ctx context.Context, p walk.SampleParams, starts []uint32, first, count int) ([][]walk.SampledEdge, SampleStats, error) {
-	return e.sampleLocked(walk.LayerSampling, p, starts, first, count, func(count int) ([][]walk.SampledEdge, SampleStats, error) {
+// only (count -1: to the last), as graphsample.SampleRange.
+func (e *Engine) SampleLayerRange(ctx context.Context, p graphsample.SampleParams, starts []uint32, first, count int) ([][]graphsample.SampledEdge, SampleStats, error) {
+	return e.sampleLocked(graphsample.LayerSampling, p, starts, first, count, func(count int) ([][]graphsample.SampledEdge, SampleStats, error) {
 		t0 := time.Now()
 		n := count
-		out := make([][]walk.SampledEdge, n)
+		out := make([][]graphsample.SampledEdge, n)
 		var st SampleStats
 		st.Instances = int64(n)
 		if n == 0 {
@@ -137,9 +137,9 @@ func (e *Engine) SampleLayerRange(ctx context.Context, p walk.SampleParams, star
 }
 
 // layerEdges turns the kernel's per-instance rows into out (an instance
-// without edges keeps a nil slice, as walk.Sample's), on every core, and
+// without edges keeps a nil slice, as graphsample.Sample's), on every core, and
 // returns the edges.
-func layerEdges(out [][]walk.SampledEdge, hops, stride int, oEdge []uint64, oSrc, oDst, hopEnd []uint32) int64 {
+func layerEdges(out [][]graphsample.SampledEdge, hops, stride int, oEdge []uint64, oSrc, oDst, hopEnd []uint32) int64 {
 	return sumRanges(len(out), func(lo, hi int) int64 {
 		var n int64
 		for t := lo; t < hi; t++ {
@@ -148,14 +148,14 @@ func layerEdges(out [][]walk.SampledEdge, hops, stride int, oEdge []uint64, oSrc
 			if cnt == 0 {
 				continue
 			}
-			es := make([]walk.SampledEdge, cnt)
+			es := make([]graphsample.SampledEdge, cnt)
 			h := 0
 			for j := range es {
 				for int(ends[h]) <= j {
 					h++
 				}
 				at := t*stride + j
-				es[j] = walk.SampledEdge{Hop: int32(h), Src: oSrc[at], Dst: oDst[at], Edge: oEdge[at]}
+				es[j] = graphsample.SampledEdge{Hop: int32(h), Src: oSrc[at], Dst: oDst[at], Edge: oEdge[at]}
 			}
 			out[t] = es
 			n += int64(cnt)

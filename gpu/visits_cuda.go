@@ -19,13 +19,14 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/visits"
 )
 
-// Visit counting on the device (walk.DeviceVisitCounter): kernels/visits.cuh
+// Visit counting on the device (visits.DeviceVisitCounter): kernels/visits.cuh
 // walks each (query, seed) in one block and counts into a hash table per
 // query in device memory; the used slots are compacted and cut on the device
 // to each query's best visitLimit candidates, and only those come back; the
-// host applies the exclusions and cuts the top k (walk.VisitCandidates).
+// host applies the exclusions and cuts the top k (visits.VisitCandidates).
 // Queries go in launches whose tables fit visitTableBudget.
 
 // visitTask mirrors ws::VisitTask (40 bytes).
@@ -40,36 +41,36 @@ const visitTaskBytes = int64(unsafe.Sizeof(visitTask{}))
 const visitTableBudget = 4 << 30
 
 var (
-	_ walk.DeviceVisitCounter = (*Engine)(nil)
-	_ walk.DeviceVisitBatcher = (*Engine)(nil)
+	_ visits.DeviceVisitCounter = (*Engine)(nil)
+	_ visits.DeviceVisitBatcher = (*Engine)(nil)
 )
 
 // deviceCounts says whether the device kernels count p: first-order walks
 // on an O(1) sampler (DeepWalk, PPR; uniform or alias) without early
 // stopping, which needs the host's walk order.
-func deviceCounts(p walk.VisitParams) bool {
+func deviceCounts(p visits.VisitParams) bool {
 	a := p.Algorithm
-	s := a.ResolvedSampler()
-	return (a.Kind == walk.DeepWalk || a.Kind == walk.PPR) && (s == walk.SamplerUniform || s == walk.SamplerAlias) && p.NP == 0
+	s := a.ResolvedStepper()
+	return (a.Kind == walk.DeepWalk || a.Kind == walk.PPR) && (s == walk.StepperUniform || s == walk.StepperAlias) && p.NP == 0
 }
 
-// CountVisitsOnDevice implements walk.DeviceVisitCounter.
-func (e *Engine) CountVisitsOnDevice(ctx context.Context, p walk.VisitParams, queries []walk.VisitQuery) ([]walk.VisitResult, walk.VisitStats, bool, error) {
-	res, st, handled, err := e.CountVisitCallsOnDevice(ctx, []walk.VisitCall{{Params: p, Queries: queries}})
+// CountVisitsOnDevice implements visits.DeviceVisitCounter.
+func (e *Engine) CountVisitsOnDevice(ctx context.Context, p visits.VisitParams, queries []visits.VisitQuery) ([]visits.VisitResult, visits.VisitStats, bool, error) {
+	res, st, handled, err := e.CountVisitCallsOnDevice(ctx, []visits.VisitCall{{Params: p, Queries: queries}})
 	if err != nil || !handled[0] {
-		return nil, walk.VisitStats{}, err != nil, err
+		return nil, visits.VisitStats{}, err != nil, err
 	}
 	return res[0], st[0], true, nil
 }
 
-// CountVisitCallsOnDevice implements walk.DeviceVisitBatcher: the calls
+// CountVisitCallsOnDevice implements visits.DeviceVisitBatcher: the calls
 // the kernels count (deviceCounts) whose walks share their kernel
 // parameters go in the same launches, each task keyed by its own call's
 // seed and its query's index in the call, so each call's counts are those
 // it gets alone; many small requests then fill the device together.
-func (e *Engine) CountVisitCallsOnDevice(ctx context.Context, calls []walk.VisitCall) ([][]walk.VisitResult, []walk.VisitStats, []bool, error) {
-	res := make([][]walk.VisitResult, len(calls))
-	st := make([]walk.VisitStats, len(calls))
+func (e *Engine) CountVisitCallsOnDevice(ctx context.Context, calls []visits.VisitCall) ([][]visits.VisitResult, []visits.VisitStats, []bool, error) {
+	res := make([][]visits.VisitResult, len(calls))
+	st := make([]visits.VisitStats, len(calls))
 	handled := make([]bool, len(calls))
 	nv := int64(e.g.NumVertices())
 	// Groups of calls with the same kernel parameters, in call order.
@@ -107,7 +108,7 @@ func (e *Engine) CountVisitCallsOnDevice(ctx context.Context, calls []walk.Visit
 			return nil, nil, handled, e.afterError(err)
 		}
 	}
-	var all walk.VisitStats
+	var all visits.VisitStats
 	for _, c := range slices.Concat(groups...) {
 		for _, r := range res[c] {
 			st[c].Walks += r.Walks
@@ -131,13 +132,13 @@ type visitItem struct{ call, query int }
 // countVisitCalls counts the queries of calls grp (one kernel parameter
 // set) into res and st, in launches whose tables fit visitTableBudget
 // (device thread taken here).
-func (e *Engine) countVisitCalls(ctx context.Context, calls []walk.VisitCall, grp []int, res [][]walk.VisitResult, st []walk.VisitStats) error {
+func (e *Engine) countVisitCalls(ctx context.Context, calls []visits.VisitCall, grp []int, res [][]visits.VisitResult, st []visits.VisitStats) error {
 	nv := int64(e.g.NumVertices())
 	var items []visitItem
 	tbits := uint32(0)
 	for _, c := range grp {
 		call := calls[c]
-		res[c] = make([]walk.VisitResult, len(call.Queries))
+		res[c] = make([]visits.VisitResult, len(call.Queries))
 		st[c].Queries = int64(len(call.Queries))
 		for q := range call.Queries {
 			items = append(items, visitItem{c, q})
@@ -158,7 +159,7 @@ func (e *Engine) countVisitCalls(ctx context.Context, calls []walk.VisitCall, gr
 	var params walkParams
 	algorithmParams(&params, p0.Algorithm, e.cfg.warpThreshold)
 	params.offsets, params.targets = uint64(e.dOffsets), uint64(e.dTargets)
-	if p0.Algorithm.Weighted && p0.Algorithm.ResolvedSampler() == walk.SamplerAlias {
+	if p0.Algorithm.Weighted && p0.Algorithm.ResolvedStepper() == walk.StepperAlias {
 		params.weights, params.alias = uint64(e.dWeights), uint64(e.dAlias)
 	}
 	e.placedParams(&params)
@@ -221,7 +222,7 @@ func (e *Engine) countVisitCalls(ctx context.Context, calls []walk.VisitCall, gr
 // visitTableBits is log2 of the slots of every query's table in a launch:
 // twice the distinct vertices a query can reach (its steps, at most nv), so
 // a table is at most half full.
-func visitTableBits(p walk.VisitParams, queries []walk.VisitQuery, nv int64) uint32 {
+func visitTableBits(p visits.VisitParams, queries []visits.VisitQuery, nv int64) uint32 {
 	reach := int64(0)
 	for _, q := range queries {
 		steps := p.StepsPerQuery
@@ -296,13 +297,13 @@ func (b *pinnedSlots) release(e *Engine) {
 // appendVisitTasks appends a task per seed with walks to run of the
 // launch's items (table i is item i's), keyed by its call's seed and its
 // query's index in the call, and the item of each task to owner.
-func appendVisitTasks(tasks []visitTask, owner []int, calls []walk.VisitCall, items []visitItem) ([]visitTask, []int) {
+func appendVisitTasks(tasks []visitTask, owner []int, calls []visits.VisitCall, items []visitItem) ([]visitTask, []int) {
 	for i, it := range items {
 		p := calls[it.call].Params
 		q := calls[it.call].Queries[it.query]
 		var budgets []int64
 		if p.StepsPerQuery > 0 {
-			budgets = walk.SplitSteps(p.StepsPerQuery, q.Weights, len(q.Starts))
+			budgets = visits.SplitSteps(p.StepsPerQuery, q.Weights, len(q.Starts))
 		}
 		for k, s := range q.Starts {
 			t := visitTask{start: s, query: uint32(it.query), seedIndex: uint32(k), table: uint32(i),
@@ -325,7 +326,7 @@ func appendVisitTasks(tasks []visitTask, owner []int, calls []walk.VisitCall, it
 // host's cut after exclusions and min_visits sees the same k candidates as
 // from the whole table. Visit counts below min_visits only ever drop the
 // tail of that order.
-func visitLimit(g *graph.Graph, p walk.VisitParams, q walk.VisitQuery) uint32 {
+func visitLimit(g *graph.Graph, p visits.VisitParams, q visits.VisitQuery) uint32 {
 	n := int64(p.TopK)
 	for _, s := range q.Starts {
 		if p.ExcludeSeeds {
@@ -343,7 +344,7 @@ func visitLimit(g *graph.Graph, p walk.VisitParams, q walk.VisitQuery) uint32 {
 
 // countVisitGroup counts the queries of items in one launch (their tables
 // fit visitTableBudget) into res and st. It runs on the device thread.
-func (e *Engine) countVisitGroup(vb *visitBuffers, calls []walk.VisitCall, items []visitItem, res [][]walk.VisitResult, st []walk.VisitStats) error {
+func (e *Engine) countVisitGroup(vb *visitBuffers, calls []visits.VisitCall, items []visitItem, res [][]visits.VisitResult, st []visits.VisitStats) error {
 	vb.tasks, vb.owner = appendVisitTasks(vb.tasks[:0], vb.owner[:0], calls, items)
 	tasks, owner := vb.tasks, vb.owner
 	nq := len(items)
@@ -416,7 +417,7 @@ func (e *Engine) countVisitGroup(vb *visitBuffers, calls []walk.VisitCall, items
 		parallelQueries(nq, func(i int) {
 			it := items[i]
 			c := calls[it.call]
-			res[it.call][it.query].Candidates = walk.VisitCandidates(e.g, c.Params, c.Queries[it.query], slots[offs[i]:offs[i+1]])
+			res[it.call][it.query].Candidates = visits.VisitCandidates(e.g, c.Params, c.Queries[it.query], slots[offs[i]:offs[i+1]])
 		})
 	}()
 	return nil

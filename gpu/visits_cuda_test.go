@@ -14,10 +14,11 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/visits"
 )
 
 // TestVisitsCPUEqualsGPU counts the same queries on both engines
-// (walk.CountVisits over each engine's walks): wherever the walks are
+// (visits.CountVisits over each engine's walks): wherever the walks are
 // identical (uniform, alias, Node2Vec rejection, MetaPath label tables) the
 // counts, steps and candidates are too.
 func TestVisitsCPUEqualsGPU(t *testing.T) { visitsCPUEqualsGPU(t) }
@@ -30,45 +31,45 @@ func visitsCPUEqualsGPU(t *testing.T, opts ...Option) {
 		t.Fatal(err)
 	}
 	gpu := newEngine(t, g, opts...)
-	var qs []walk.VisitQuery
+	var qs []visits.VisitQuery
 	for v := uint32(0); v < 60; v++ {
-		qs = append(qs, walk.VisitQuery{Starts: []uint32{v * 61 % nTest}})
+		qs = append(qs, visits.VisitQuery{Starts: []uint32{v * 61 % nTest}})
 	}
-	qs = append(qs, walk.VisitQuery{Starts: []uint32{vHub, vMid, vA}, Weights: []float64{1, 2, 3}},
-		walk.VisitQuery{Starts: []uint32{vSink, vB}})
+	qs = append(qs, visits.VisitQuery{Starts: []uint32{vHub, vMid, vA}, Weights: []float64{1, 2, 3}},
+		visits.VisitQuery{Starts: []uint32{vSink, vB}})
 	cases := []struct {
 		name string
-		p    walk.VisitParams
+		p    visits.VisitParams
 	}{
-		{"ppr uniform", walk.VisitParams{Algorithm: walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2}, StepsPerQuery: 30000, TopK: 100}},
-		{"ppr weighted", walk.VisitParams{Algorithm: walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2, Weighted: true}, StepsPerQuery: 20000, TopK: 50, ExcludeSeeds: true}},
-		{"deepwalk weighted", walk.VisitParams{Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 10, Weighted: true}, WalksPerSeed: 700, TopK: 20, MinVisits: 3}},
-		{"node2vec", walk.VisitParams{Algorithm: walk.Algorithm{Kind: walk.Node2Vec, Length: 20, Weighted: true, P: 2, Q: 0.5}, StepsPerQuery: 15000, TopK: 30, ExcludeNeighbors: true}},
-		{"metapath", walk.VisitParams{Algorithm: walk.Algorithm{Kind: walk.MetaPath, Length: 12, Weighted: true, Schema: []uint8{0, 1, 2}}, StepsPerQuery: 10000, TopK: 30}},
-		{"early stopping", walk.VisitParams{Algorithm: walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.3}, StepsPerQuery: 200000, TopK: 10, NP: 10, NV: 40}},
-		{"deepwalk uniform", walk.VisitParams{Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 7}, StepsPerQuery: 12345, TopK: 1000, ExcludeNeighbors: true}},
-		{"ppr walks per seed", walk.VisitParams{Algorithm: walk.Algorithm{Kind: walk.PPR, Length: 30, StopProb: 0.1}, WalksPerSeed: 1500, TopK: 40, MinVisits: 2}},
+		{"ppr uniform", visits.VisitParams{Algorithm: walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2}, StepsPerQuery: 30000, TopK: 100}},
+		{"ppr weighted", visits.VisitParams{Algorithm: walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2, Weighted: true}, StepsPerQuery: 20000, TopK: 50, ExcludeSeeds: true}},
+		{"deepwalk weighted", visits.VisitParams{Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 10, Weighted: true}, WalksPerSeed: 700, TopK: 20, MinVisits: 3}},
+		{"node2vec", visits.VisitParams{Algorithm: walk.Algorithm{Kind: walk.Node2Vec, Length: 20, Weighted: true, P: 2, Q: 0.5}, StepsPerQuery: 15000, TopK: 30, ExcludeNeighbors: true}},
+		{"metapath", visits.VisitParams{Algorithm: walk.Algorithm{Kind: walk.MetaPath, Length: 12, Weighted: true, Schema: []uint8{0, 1, 2}}, StepsPerQuery: 10000, TopK: 30}},
+		{"early stopping", visits.VisitParams{Algorithm: walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.3}, StepsPerQuery: 200000, TopK: 10, NP: 10, NV: 40}},
+		{"deepwalk uniform", visits.VisitParams{Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 7}, StepsPerQuery: 12345, TopK: 1000, ExcludeNeighbors: true}},
+		{"ppr walks per seed", visits.VisitParams{Algorithm: walk.Algorithm{Kind: walk.PPR, Length: 30, StopProb: 0.1}, WalksPerSeed: 1500, TopK: 40, MinVisits: 2}},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			c.p.Seed = uint64(1000 + i)
 			qs := qs
 			if c.p.WalksPerSeed > 0 {
-				qs = append([]walk.VisitQuery(nil), qs...)
+				qs = append([]visits.VisitQuery(nil), qs...)
 				for k := range qs {
 					qs[k].Weights = nil
 				}
 			}
-			want, wst, err := walk.CountVisits(context.Background(), cpu, g, c.p, qs)
+			want, wst, err := visits.CountVisits(context.Background(), cpu, g, c.p, qs)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, gst, err := walk.CountVisits(context.Background(), gpu, g, c.p, qs)
+			got, gst, err := visits.CountVisits(context.Background(), gpu, g, c.p, qs)
 			if err != nil {
 				t.Fatal(err)
 			}
 			// The same engine's walks counted on the host, for a failure's diagnosis.
-			host, _, err := walk.CountVisits(context.Background(), hostCounting{gpu}, g, c.p, qs)
+			host, _, err := visits.CountVisits(context.Background(), hostCounting{gpu}, g, c.p, qs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,11 +92,11 @@ func visitsCPUEqualsGPU(t *testing.T, opts ...Option) {
 	}
 }
 
-// hostCounting hides the engine's DeviceVisitCounter: walk.CountVisits
+// hostCounting hides the engine's DeviceVisitCounter: visits.CountVisits
 // then counts its walks on the host.
 type hostCounting struct{ walk.Engine }
 
-func head(r walk.VisitResult) string {
+func head(r visits.VisitResult) string {
 	return fmt.Sprintf("steps %d walks %d stopped %v top %v", r.Steps, r.Walks, r.Stopped, r.Candidates[:min(5, len(r.Candidates))])
 }
 
@@ -125,8 +126,8 @@ func TestVisitsBench(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := uint64(g.NumVertices())
-	mk := func(k int) []walk.VisitQuery {
-		qs := make([]walk.VisitQuery, k)
+	mk := func(k int) []visits.VisitQuery {
+		qs := make([]visits.VisitQuery, k)
 		x := uint64(7)
 		for i := range qs {
 			for {
@@ -134,14 +135,14 @@ func TestVisitsBench(t *testing.T) {
 				z := (x ^ x>>30) * 0xBF58476D1CE4E5B9
 				z = (z ^ z>>27) * 0x94D049BB133111EB
 				if v := uint32((z ^ z>>31) % n); g.Degree(v) > 0 {
-					qs[i] = walk.VisitQuery{Starts: []uint32{v}}
+					qs[i] = visits.VisitQuery{Starts: []uint32{v}}
 					break
 				}
 			}
 		}
 		return qs
 	}
-	p := walk.VisitParams{Algorithm: walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2}, Seed: 1, StepsPerQuery: 100_000, TopK: 100}
+	p := visits.VisitParams{Algorithm: walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2}, Seed: 1, StepsPerQuery: 100_000, TopK: 100}
 	for _, c := range []struct {
 		name    string
 		e       walk.Engine
@@ -150,7 +151,7 @@ func TestVisitsBench(t *testing.T) {
 		qs := mk(c.queries)
 		for r := 0; r < 2; r++ {
 			t1 := time.Now()
-			_, st, err := walk.CountVisits(context.Background(), c.e, g, p, qs)
+			_, st, err := visits.CountVisits(context.Background(), c.e, g, p, qs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -193,19 +194,19 @@ func TestVisitsDeviceTopKTies(t *testing.T) {
 		t.Fatal(err)
 	}
 	gpu := newEngine(t, g)
-	qs := []walk.VisitQuery{{Starts: []uint32{0}}, {Starts: []uint32{7}}, {Starts: []uint32{leaves + 3}}, {Starts: []uint32{1, 2, 3}, Weights: []float64{1, 1, 2}}}
-	for _, c := range []walk.VisitParams{
+	qs := []visits.VisitQuery{{Starts: []uint32{0}}, {Starts: []uint32{7}}, {Starts: []uint32{leaves + 3}}, {Starts: []uint32{1, 2, 3}, Weights: []float64{1, 1, 2}}}
+	for _, c := range []visits.VisitParams{
 		{Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 40}, StepsPerQuery: 60000, TopK: 100},
 		{Algorithm: walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2}, StepsPerQuery: 100000, TopK: 1, ExcludeSeeds: true},
 		{Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 40}, StepsPerQuery: 30000, TopK: 7, ExcludeNeighbors: true, MinVisits: 2},
 		{Algorithm: walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.5}, StepsPerQuery: 9000, TopK: 2500},
 	} {
 		c.Seed = 99
-		want, _, err := walk.CountVisits(context.Background(), cpu, g, c, qs)
+		want, _, err := visits.CountVisits(context.Background(), cpu, g, c, qs)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, _, err := walk.CountVisits(context.Background(), gpu, g, c, qs)
+		got, _, err := visits.CountVisits(context.Background(), gpu, g, c, qs)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +223,7 @@ func TestVisitsDeviceTopKTies(t *testing.T) {
 }
 
 // TestVisitCallsOnDeviceMatchAlone: calls counted together in shared
-// launches (walk.CountVisitCalls over the device batcher: tasks keyed by
+// launches (visits.CountVisitCalls over the device batcher: tasks keyed by
 // their own call's seed) give each call the CPU engine's counts for that
 // call alone; calls of two kernel parameter sets (PPR, DeepWalk) and one
 // the device does not count (early stopping) are mixed, with different
@@ -234,21 +235,21 @@ func TestVisitCallsOnDeviceMatchAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	gpu := newEngine(t, g)
-	var qs []walk.VisitQuery
+	var qs []visits.VisitQuery
 	for v := uint32(0); v < 40; v++ {
-		qs = append(qs, walk.VisitQuery{Starts: []uint32{v * 37 % nTest}})
+		qs = append(qs, visits.VisitQuery{Starts: []uint32{v * 37 % nTest}})
 	}
-	qs = append(qs, walk.VisitQuery{Starts: []uint32{vHub, vMid, vA}, Weights: []float64{1, 2, 3}})
+	qs = append(qs, visits.VisitQuery{Starts: []uint32{vHub, vMid, vA}, Weights: []float64{1, 2, 3}})
 	ppr := walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2}
-	calls := []walk.VisitCall{
-		{Params: walk.VisitParams{Algorithm: ppr, Seed: 1, StepsPerQuery: 20000, TopK: 100}, Queries: qs},
-		{Params: walk.VisitParams{Algorithm: ppr, Seed: 2, StepsPerQuery: 7000, TopK: 10, ExcludeSeeds: true}, Queries: qs[:7]},
-		{Params: walk.VisitParams{Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 9, Weighted: true}, Seed: 3, WalksPerSeed: 300, TopK: 20, MinVisits: 2}, Queries: qs[3:9]},
-		{Params: walk.VisitParams{Algorithm: ppr, Seed: 4, StepsPerQuery: 50000, TopK: 30, ExcludeNeighbors: true}, Queries: qs[10:]},
-		{Params: walk.VisitParams{Algorithm: walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.3}, Seed: 5, StepsPerQuery: 100000, TopK: 10, NP: 10, NV: 40}, Queries: qs[:3]},
-		{Params: walk.VisitParams{Algorithm: ppr, Seed: 6, StepsPerQuery: 20000, TopK: 100}, Queries: qs[:1]},
+	calls := []visits.VisitCall{
+		{Params: visits.VisitParams{Algorithm: ppr, Seed: 1, StepsPerQuery: 20000, TopK: 100}, Queries: qs},
+		{Params: visits.VisitParams{Algorithm: ppr, Seed: 2, StepsPerQuery: 7000, TopK: 10, ExcludeSeeds: true}, Queries: qs[:7]},
+		{Params: visits.VisitParams{Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 9, Weighted: true}, Seed: 3, WalksPerSeed: 300, TopK: 20, MinVisits: 2}, Queries: qs[3:9]},
+		{Params: visits.VisitParams{Algorithm: ppr, Seed: 4, StepsPerQuery: 50000, TopK: 30, ExcludeNeighbors: true}, Queries: qs[10:]},
+		{Params: visits.VisitParams{Algorithm: walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.3}, Seed: 5, StepsPerQuery: 100000, TopK: 10, NP: 10, NV: 40}, Queries: qs[:3]},
+		{Params: visits.VisitParams{Algorithm: ppr, Seed: 6, StepsPerQuery: 20000, TopK: 100}, Queries: qs[:1]},
 	}
-	res, st, errs, err := walk.CountVisitCalls(context.Background(), gpu, g, calls)
+	res, st, errs, err := visits.CountVisitCalls(context.Background(), gpu, g, calls)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +257,7 @@ func TestVisitCallsOnDeviceMatchAlone(t *testing.T) {
 		if errs[i] != nil {
 			t.Fatalf("call %d: %v", i, errs[i])
 		}
-		want, wst, err := walk.CountVisits(context.Background(), cpu, g, c.Params, c.Queries)
+		want, wst, err := visits.CountVisits(context.Background(), cpu, g, c.Params, c.Queries)
 		if err != nil {
 			t.Fatal(err)
 		}

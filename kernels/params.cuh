@@ -12,13 +12,13 @@ constexpr uint32_t kNoVertex = 0xFFFFFFFFu;  // graph.NoVertex
 constexpr uint32_t kNoTask = 0xFFFFFFFFu;
 
 // Algorithm kinds and samplers: the numeric values of walk.Kind and
-// walk.SamplerKind.
+// walk.StepperKind.
 enum Kind : uint32_t { kDeepWalk = 1, kPPR = 2, kNode2Vec = 3, kMetaPath = 4 };
 enum Sampler : uint32_t { kAuto = 0, kUniform = 1, kAlias = 2, kRejection = 3, kZPRS = 4, kDPRS = 5,
                           // GPU only: MetaPath through per-(vertex, label) tables, O(1) a step
                           kLabelTables = 6 };
 
-// Draw indices (walk/sampler.go): draw 0 serves the O(1) samplers and the
+// Draw indices (walk/stepper.go): draw 0 serves the O(1) samplers and the
 // PPR stop word; Node2Vec's rejection attempts use draws 0..63 and its exact
 // fallback draws 64 onward; the reservoir samplers draw from 1 onward.
 constexpr uint32_t kMaxRejections = 64;

@@ -1,5 +1,5 @@
 // sample.cuh: C-SAW neighbour sampling on the device, the twin of
-// walk.Sample's NeighborSampling without replacement (walk/select.go,
+// graphsample.Sample's NeighborSampling without replacement (graphsample/select.go,
 // selector.selectK): one warp per (instance, frontier slot) task selects k
 // of the n out-edges of the task's vertex, with the very words the CPU
 // uses, so the samples are the CPU's.
@@ -14,7 +14,7 @@
 //                        registers up to 128 edges, else drawn each round).
 //
 // Memory: the graph (offsets, targets, weights) and cum (the per-vertex
-// cumulative weights, walk.WeightCDF, float64) in global memory, read
+// cumulative weights, graphsample.WeightCDF, float64) in global memory, read
 // only; task arrays in global memory; each task's picks go straight to its
 // k slots of out (global), which the rejection rounds also read back to
 // test for repeats (the warp's own writes, ordered by __syncwarp).
@@ -48,7 +48,7 @@ __device__ __forceinline__ uint32_t cdf_search(const double* cum, uint32_t n, ui
   return lo < n ? lo : n - 1;
 }
 
-// select_key is walk.SelectKey for a positive weight.
+// select_key is graphsample.SelectKey for a positive weight.
 __device__ __forceinline__ double select_key(uint32_t x, double w) {
   const double u = __ddiv_rn(__dadd_rn((double)x, 1.0), 4294967296.0);
   return __ddiv_rn(-log(u), w);

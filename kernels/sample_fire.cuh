@@ -1,6 +1,6 @@
 // sample_fire.cuh: forest-fire and snowball sampling on the device, the
-// twin of walk.Sample's ForestFire and Snowball (walk/sampleinstance.go:
-// sampler.fire; walk/select.go: rejectionWhere, selectFunc), word for word:
+// twin of graphsample.Sample's ForestFire and Snowball (graphsample/sampleinstance.go:
+// sampler.fire; graphsample/select.go: rejectionWhere, selectFunc), word for word:
 // the samples are the CPU's.
 //
 //   sample_fire  one warp an instance (a warp takes list[warp], list[warp +
@@ -23,7 +23,7 @@
 //                4. the picks, ascending, are emitted until the sample
 //                   holds max_vertices vertices (seed included).
 //
-// Memory: the graph and cum (walk.WeightCDF) in global memory, read only.
+// Memory: the graph and cum (graphsample.WeightCDF) in global memory, read only.
 // Each warp owns one slice of `scratch` (global; `per_warp` bytes): the
 // instance's edges as they are emitted (ecap of them: edge index, source,
 // target; the targets are also the next frontier), its visited set as an

@@ -1,6 +1,6 @@
 // sample_frontier.cuh: frontier sampling (the multi-dimensional random walk
-// of Ribeiro and Towsley) on the device, the twin of walk.Sample's
-// FrontierWalk (walk/sampleinstance.go: sampler.frontier), step for step:
+// of Ribeiro and Towsley) on the device, the twin of graphsample.Sample's
+// FrontierWalk (graphsample/sampleinstance.go: sampler.frontier), step for step:
 // the samples are the CPU's.
 //
 //   sample_frontier  one warp an instance (a warp takes instances warp,
@@ -19,7 +19,7 @@
 //                    change. The walk stops early when every slot has
 //                    degree 0.
 //
-// Memory: the graph and cum (walk.WeightCDF) global, read only; each warp's
+// Memory: the graph and cum (graphsample.WeightCDF) global, read only; each warp's
 // F slots {vertex, degree} in its own slice of `slots` (global, reused for
 // its next instance). The edges of 32 steps wait in registers (lane s % 32
 // holds step s) and are written as one coalesced row: instance t's edges at

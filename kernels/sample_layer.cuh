@@ -1,5 +1,5 @@
 // sample_layer.cuh: C-SAW layer sampling on the device, the twin of
-// walk.Sample's LayerSampling (walk/sampleinstance.go: sampler.layer,
+// graphsample.Sample's LayerSampling (graphsample/sampleinstance.go: sampler.layer,
 // layerRejection, layerKeys), word for word: the samples are the CPU's.
 //
 //   sample_layer  one warp an instance, every hop in one launch (a warp
@@ -23,7 +23,7 @@
 //                    edges and their distinct targets, in that order, are
 //                    the next frontier.
 //
-// Memory: the graph and cum (walk.WeightCDF) in global memory, read only.
+// Memory: the graph and cum (graphsample.WeightCDF) in global memory, read only.
 // Each warp owns one slice of `scratch` (global; `per_warp` bytes, carved by
 // layer_scratch): two frontiers of fmax vertices, their degree and weight
 // prefixes, kmax picks and keycap keys (keycap >= kmax: also the sort
@@ -88,7 +88,7 @@ __device__ __forceinline__ void rank_sort(T* p, uint32_t cnt, T* tmp, uint32_t l
 }
 
 // layer_key is candidate c's reservoir key: unweighted the word above the
-// index (unique, ordered as walk's (word, index)), weighted walk.SelectKey
+// index (unique, ordered as walk's (word, index)), weighted graphsample.SelectKey
 // as double bits (+inf for a non-positive weight: never taken).
 __device__ __forceinline__ uint64_t layer_key(const uint64_t* offsets, const float* weights, bool weighted, uint64_t seed,
                                               uint32_t inst, uint32_t hop, const uint32_t* frontier, const uint64_t* degpre,

@@ -1,8 +1,8 @@
 // visits.cuh: Pixie-style visit counting on the device, the twin of
-// walk/visits.go (its file comment defines which walks are counted).
+// walk/visits/visits.go (its file comment defines which walks are counted).
 //
 //   visits_count    one block per (query, seed): blocks of 512 walks (two
-//                   adjacent walks a thread, walk.VisitBlockWalks) are walked
+//                   adjacent walks a thread, visits.VisitBlockWalks) are walked
 //                   once for their lengths, an exclusive block scan gives each
 //                   walk's place in the seed's step budget, and the walks are
 //                   walked again counting the steps that fit into the query's
@@ -25,8 +25,8 @@
 namespace ws {
 
 constexpr int kVisitThreads = kPackThreads;            // 256 threads a block (the scan's width)
-constexpr int kVisitBlockWalks = 2 * kVisitThreads;    // walk.VisitBlockWalks: two adjacent walks a thread
-constexpr uint32_t kVisitCounterTag = 0x56495354u;     // "VIST", walk.VisitBlockSeed
+constexpr int kVisitBlockWalks = 2 * kVisitThreads;    // visits.VisitBlockWalks: two adjacent walks a thread
+constexpr uint32_t kVisitCounterTag = 0x56495354u;     // "VIST", visits.VisitBlockSeed
 
 // VisitTask is one seed of one query (device memory, 40 bytes). Queries of
 // several requests share a launch, each task keyed by its own request.

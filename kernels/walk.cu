@@ -6,11 +6,11 @@
 //                   PPR, Node2Vec rejection): every thread is a sampler that
 //                   holds one walk of the block's task pool in registers
 //   sample_neighbor_hop  (sample.cuh) one warp per frontier vertex selects
-//                   k of its edges for neighbour sampling, as walk.Sample
+//                   k of its edges for neighbour sampling, as graphsample.Sample
 //   sample_layer    (sample_layer.cuh) one warp per instance runs every hop
-//                   of layer sampling, as walk.Sample
+//                   of layer sampling, as graphsample.Sample
 //   sample_frontier (sample_frontier.cuh) one warp per instance walks the
-//                   multi-dimensional random walk, as walk.Sample
+//                   multi-dimensional random walk, as graphsample.Sample
 //   walk_reservoir  persistent blocks for the reservoir samplers (ZPRS, DPRS;
 //                   MetaPath by default): a local task pool of kLocalPoolSlots
 //                   walks in shared memory, warp samplers for degrees up to
@@ -90,7 +90,7 @@ extern "C" __global__ void alias_build(const uint64_t* __restrict__ offsets, con
 // ---------------------------------------------------------------- walk_thread
 constexpr int kThreadBlock = 256;
 
-// node2vec_reject: Node2Vec step >= 1 by rejection (walk/sampler.go): attempt
+// node2vec_reject: Node2Vec step >= 1 by rejection (walk/stepper.go): attempt
 // a uses draw a; a proposal from the static bias is accepted when word z is
 // under the threshold of f/fmax. Most acceptances are decided before the
 // binary search: z under both the neighbour and outward thresholds accepts

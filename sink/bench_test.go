@@ -16,6 +16,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/graphsample"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -192,25 +193,25 @@ func BenchmarkWriteSamples(b *testing.B) {
 	n := envInt("WALKSTAGE_BENCH_EDGES", 4<<20) / per
 	r := rand.New(rand.NewPCG(1, 2))
 	nv := uint32(g.NumVertices())
-	edges := make([][]walk.SampledEdge, n)
+	edges := make([][]graphsample.SampledEdge, n)
 	seeds := make([]int64, n)
 	for i := range edges {
 		seed := r.Uint32N(nv)
 		seeds[i] = int64(seed)
-		es := make([]walk.SampledEdge, 0, per)
+		es := make([]graphsample.SampledEdge, 0, per)
 		var hop1 [fan1]uint32
 		for k := range hop1 {
 			hop1[k] = r.Uint32N(nv)
-			es = append(es, walk.SampledEdge{Hop: 0, Src: seed, Dst: hop1[k], Edge: uint64(seed)})
+			es = append(es, graphsample.SampledEdge{Hop: 0, Src: seed, Dst: hop1[k], Edge: uint64(seed)})
 		}
 		for _, v := range hop1 {
 			for range fan2 {
-				es = append(es, walk.SampledEdge{Hop: 1, Src: v, Dst: r.Uint32N(nv), Edge: uint64(v)})
+				es = append(es, graphsample.SampledEdge{Hop: 1, Src: v, Dst: r.Uint32N(nv), Edge: uint64(v)})
 			}
 		}
 		edges[i] = es
 	}
-	p := walk.SampleParams{Kind: walk.NeighborSampling, Seed: 1, InstancesPerSeed: 1, Fanouts: []int{fan1, fan2}}
+	p := graphsample.SampleParams{Kind: graphsample.NeighborSampling, Seed: 1, InstancesPerSeed: 1, Fanouts: []int{fan1, fan2}}
 	bk, _ := fileBucket(b)
 	ctx := context.Background()
 	peak := trackPeakHeap()

@@ -106,7 +106,7 @@ type AlgorithmMeta struct {
 // DescribeAlgorithm renders a, as run on g, for metadata.
 func DescribeAlgorithm(a walk.Algorithm, g *graph.Graph) AlgorithmMeta {
 	m := AlgorithmMeta{Name: a.Kind.String(), Length: a.Length, Weighted: a.Weighted, StopProb: a.StopProb,
-		P: a.P, Q: a.Q, Sampler: walk.SamplerName(a, g)}
+		P: a.P, Q: a.Q, Sampler: walk.StepperName(a, g)}
 	for _, l := range a.Schema {
 		m.Schema = append(m.Schema, int(l))
 	}

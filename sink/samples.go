@@ -1,7 +1,7 @@
 package sink
 
 // Output "samples": one row per sampled edge of a graph sampling batch
-// (walk.Sample), written by a BatchWriter opened with BatchMeta.Sample set.
+// (graphsample.Sample), written by a BatchWriter opened with BatchMeta.Sample set.
 // It shares the batch's layout, per-attempt part names, create-if-absent
 // manifest and fingerprint rules with walk output (Commit, Abort); only
 // the rows differ, as for sink/visits.go.
@@ -17,7 +17,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/walkstage/walkstage/graph"
-	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/graphsample"
 )
 
 // OutputSamples is the manifest's "output" of a samples batch.
@@ -61,11 +61,11 @@ type WeightedSampleRow struct {
 }
 
 // DescribeSample renders p for metadata, in the form of AlgorithmMeta.
-func DescribeSample(p walk.SampleParams) AlgorithmMeta {
+func DescribeSample(p graphsample.SampleParams) AlgorithmMeta {
 	m := AlgorithmMeta{Name: p.Kind.String(), Length: p.Hops(), Weighted: p.Weighted(), Sampler: "reservoir-keys",
 		Fanouts: p.Fanouts, LayerSizes: p.LayerSizes, Replace: p.Replace, BurnProbability: p.BurnProb, Depth: p.Depth,
 		MaxVertices: p.MaxVertices, FrontierSize: p.FrontierSize, Samples: p.Samples, InstancesPerSeed: p.InstancesPerSeed}
-	if p.Kind == walk.Snowball {
+	if p.Kind == graphsample.Snowball {
 		m.Sampler = "all"
 	}
 	return m
@@ -110,7 +110,7 @@ type sampleGroup struct {
 // come in order, each once. Rows are grouped into row groups and parts by
 // count and size alone, so the same samples give the same bytes however
 // they were handed over. Not safe for concurrent use.
-func (w *BatchWriter) WriteSamples(ctx context.Context, first int64, seeds []int64, edges [][]walk.SampledEdge) error {
+func (w *BatchWriter) WriteSamples(ctx context.Context, first int64, seeds []int64, edges [][]graphsample.SampledEdge) error {
 	s := w.samples
 	if s == nil {
 		return errors.New("sink: WriteSamples on a batch without BatchMeta.Sample")
@@ -178,7 +178,7 @@ const sampleRowsSerial = 1 << 14
 // buffers are the writer's own, reused from group to group: mapping into a
 // new array of the call's size, every row a first touch of fresh memory,
 // took 30% of a 1 M-seed sample's CPU time on the 16-core host.
-func (w *BatchWriter) sampleRows(first int64, seeds []int64, edges [][]walk.SampledEdge) ([][]WeightedSampleRow, error) {
+func (w *BatchWriter) sampleRows(first int64, seeds []int64, edges [][]graphsample.SampledEdge) ([][]WeightedSampleRow, error) {
 	s := w.samples
 	off := make([]int, len(edges)+1)
 	for k, es := range edges {

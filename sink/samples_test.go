@@ -15,7 +15,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/graph"
-	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/graphsample"
 )
 
 func weightedTestGraph(t testing.TB) *graph.Graph {
@@ -34,15 +34,15 @@ func weightedTestGraph(t testing.TB) *graph.Graph {
 	return g
 }
 
-var sampleParams = walk.SampleParams{Kind: walk.NeighborSampling, Seed: 5, InstancesPerSeed: 2, Fanouts: []int{5, 3}, EdgeBias: walk.Bias{Kind: walk.BiasEdgeWeight}}
+var sampleParams = graphsample.SampleParams{Kind: graphsample.NeighborSampling, Seed: 5, InstancesPerSeed: 2, Fanouts: []int{5, 3}, EdgeBias: graphsample.Bias{Kind: graphsample.BiasEdgeWeight}}
 
-func runSample(t testing.TB, g *graph.Graph, p walk.SampleParams, n int) ([]int64, [][]walk.SampledEdge) {
+func runSample(t testing.TB, g *graph.Graph, p graphsample.SampleParams, n int) ([]int64, [][]graphsample.SampledEdge) {
 	t.Helper()
 	starts := make([]uint32, n)
 	for i := range starts {
 		starts[i] = uint32(i % g.NumVertices())
 	}
-	edges, _, err := walk.Sample(context.Background(), g, p, starts, 0)
+	edges, _, err := graphsample.Sample(context.Background(), g, p, starts, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,12 +53,12 @@ func runSample(t testing.TB, g *graph.Graph, p walk.SampleParams, n int) ([]int6
 	return seeds, edges
 }
 
-func sampleMeta(id string, p walk.SampleParams, instances int, weight bool) BatchMeta {
+func sampleMeta(id string, p graphsample.SampleParams, instances int, weight bool) BatchMeta {
 	return BatchMeta{BatchID: id, Seed: p.Seed, Engine: "cpu", WalkstageVersion: "test", Sample: &p, Instances: int64(instances),
 		SampleEdgeWeight: weight, Fingerprint: "fp-" + id}
 }
 
-func writeSamples(t testing.TB, b *blob.Bucket, meta BatchMeta, g *graph.Graph, seeds []int64, edges [][]walk.SampledEdge, per int, opts ...Option) *Manifest {
+func writeSamples(t testing.TB, b *blob.Bucket, meta BatchMeta, g *graph.Graph, seeds []int64, edges [][]graphsample.SampledEdge, per int, opts ...Option) *Manifest {
 	t.Helper()
 	ctx := context.Background()
 	w, err := NewBatchWriter(ctx, b, "walks", meta, g, opts...)

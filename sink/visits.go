@@ -12,7 +12,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/visits"
 )
 
 // OutputVisits is the manifest's "output" of a visits batch (walk batches
@@ -63,7 +63,7 @@ type visitState struct {
 // results[k]. It may be called several times; rows are grouped into row
 // groups and parts by count and size alone, so the same results give the
 // same bytes however they were handed over. Not safe for concurrent use.
-func (w *BatchWriter) WriteVisits(ctx context.Context, ids []string, results []walk.VisitResult) error {
+func (w *BatchWriter) WriteVisits(ctx context.Context, ids []string, results []visits.VisitResult) error {
 	v := w.visits
 	if v == nil {
 		return errors.New("sink: WriteVisits on a walk batch (BatchMeta.Queries is 0)")

@@ -13,25 +13,26 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/visits"
 )
 
 var visitAlgo = walk.Algorithm{Kind: walk.PPR, Length: 30, StopProb: 0.2}
 
 // countVisits counts n single-seed queries on the CPU engine.
-func countVisits(t testing.TB, g *graph.Graph, n int) ([]string, []walk.VisitResult) {
+func countVisits(t testing.TB, g *graph.Graph, n int) ([]string, []visits.VisitResult) {
 	t.Helper()
 	e, err := walk.NewCPU(g)
 	if err != nil {
 		t.Fatal(err)
 	}
-	qs := make([]walk.VisitQuery, n)
+	qs := make([]visits.VisitQuery, n)
 	ids := make([]string, n)
 	for i := range qs {
-		qs[i] = walk.VisitQuery{Starts: []uint32{uint32(i % g.NumVertices())}}
+		qs[i] = visits.VisitQuery{Starts: []uint32{uint32(i % g.NumVertices())}}
 		ids[i] = fmt.Sprintf("q-%d", i)
 	}
-	res, _, err := walk.CountVisits(context.Background(), e, g,
-		walk.VisitParams{Algorithm: visitAlgo, Seed: 5, StepsPerQuery: 2000, TopK: 10}, qs)
+	res, _, err := visits.CountVisits(context.Background(), e, g,
+		visits.VisitParams{Algorithm: visitAlgo, Seed: 5, StepsPerQuery: 2000, TopK: 10}, qs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +44,7 @@ func visitMeta(id string, n int) BatchMeta {
 }
 
 // writeVisits writes results in calls of `per` rows and commits.
-func writeVisits(t testing.TB, b *blob.Bucket, meta BatchMeta, g *graph.Graph, ids []string, res []walk.VisitResult, per int, opts ...Option) *Manifest {
+func writeVisits(t testing.TB, b *blob.Bucket, meta BatchMeta, g *graph.Graph, ids []string, res []visits.VisitResult, per int, opts ...Option) *Manifest {
 	t.Helper()
 	ctx := context.Background()
 	w, err := NewBatchWriter(ctx, b, "walks", meta, g, opts...)
@@ -63,7 +64,7 @@ func writeVisits(t testing.TB, b *blob.Bucket, meta BatchMeta, g *graph.Graph, i
 	return m
 }
 
-func wantVisitRows(g *graph.Graph, ids []string, res []walk.VisitResult) []VisitRow {
+func wantVisitRows(g *graph.Graph, ids []string, res []visits.VisitResult) []VisitRow {
 	rows := make([]VisitRow, len(res))
 	for k, r := range res {
 		rows[k] = VisitRow{QueryID: ids[k], Steps: r.Steps, Candidates: []VisitCandidate{}}

@@ -16,6 +16,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/graphsample"
 	"github.com/walkstage/walkstage/sink/pages"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
@@ -75,7 +76,7 @@ type BatchMeta struct {
 	// Instances instances, written by WriteSamples, its rows carrying the
 	// edge weight when SampleEdgeWeight; Algorithm, Walks and Queries are
 	// then zero.
-	Sample           *walk.SampleParams
+	Sample           *graphsample.SampleParams
 	Instances        int64
 	SampleEdgeWeight bool
 }

@@ -8,7 +8,9 @@ import (
 	"strings"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/graphsample"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/visits"
 )
 
 // DecodeRequest parses and validates one request message against g and lim.
@@ -33,7 +35,7 @@ func DecodeRequest(key, value []byte, g *graph.Graph, lim Limits) (*Request, err
 	} else {
 		r.RNGSeed, r.RNGSeedDerived = DeriveSeed(d.id), true
 	}
-	if kind, ok := walk.ParseSampleKind(m.Algorithm); ok {
+	if kind, ok := graphsample.ParseSampleKind(m.Algorithm); ok {
 		if err := d.checkSample(m, r, kind); err != nil {
 			return nil, err
 		}
@@ -67,7 +69,7 @@ func DecodeRequest(key, value []byte, g *graph.Graph, lim Limits) (*Request, err
 			for i, s := range r.Starts {
 				r.Visits.QueryIDs = append(r.Visits.QueryIDs, strconv.FormatInt(r.Seeds[i], 10))
 				r.Visits.QuerySeeds = append(r.Visits.QuerySeeds, []int64{r.Seeds[i]})
-				r.Visits.Queries = append(r.Visits.Queries, walk.VisitQuery{Starts: []uint32{s}})
+				r.Visits.Queries = append(r.Visits.Queries, visits.VisitQuery{Starts: []uint32{s}})
 			}
 		}
 		if n, per := int64(len(r.Visits.Queries)), r.Visits.Params.StepsPerQuery; d.lim.MaxStepsPerBatch > 0 && per > 0 &&
@@ -260,7 +262,7 @@ func (d *decoder) algorithmParams(m *requestV1, a *walk.Algorithm) error {
 	}
 	if m.Sampler != "" {
 		var err error
-		if a.Sampler, err = walk.ParseSampler(m.Sampler); err != nil {
+		if a.Stepper, err = walk.ParseStepper(m.Sampler); err != nil {
 			return d.reject(ReasonInvalidParameters, "%v", err)
 		}
 	}

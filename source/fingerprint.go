@@ -45,7 +45,7 @@ func (r *Request) Fingerprint() string {
 	u64(math.Float64bits(a.P))
 	u64(math.Float64bits(a.Q))
 	str(string(a.Schema))
-	u64(uint64(a.Sampler))
+	u64(uint64(a.Stepper))
 	u64(uint64(r.WalksPerSeed))
 	u64(r.RNGSeed)
 	u64(uint64(len(r.Seeds)))

@@ -16,6 +16,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/walkstage/walkstage/walk"
+
+	"github.com/walkstage/walkstage/walk/visits"
 )
 
 // RequestVersion is the only request format version this build reads.
@@ -109,13 +111,13 @@ const (
 )
 
 // VisitSpec is what an output "visits" request asks for: the counting
-// parameters (walk.VisitParams, with the request's algorithm and RNG seed)
+// parameters (visits.VisitParams, with the request's algorithm and RNG seed)
 // and the queries, each with its id. Seeds of a request without "queries"
 // are one query each, named by their external id.
 type VisitSpec struct {
-	Params   walk.VisitParams
+	Params   visits.VisitParams
 	QueryIDs []string
-	Queries  []walk.VisitQuery
+	Queries  []visits.VisitQuery
 	// QuerySeeds are each query's seeds as external ids (Queries[q].Starts
 	// are their dense ids in the graph the request was decoded against).
 	QuerySeeds [][]int64

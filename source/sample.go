@@ -10,7 +10,7 @@ import (
 	"math"
 
 	"github.com/walkstage/walkstage/graph"
-	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/graphsample"
 )
 
 // OutputSamples is the output of a sampling request.
@@ -22,7 +22,7 @@ const DefaultInstancesPerSeed = 1
 // SampleSpec is what a sampling request asks for: the sampling parameters
 // (with the request's RNG seed) and whether rows carry the edge weight.
 type SampleSpec struct {
-	Params     walk.SampleParams
+	Params     graphsample.SampleParams
 	EdgeWeight bool
 }
 
@@ -61,7 +61,7 @@ func (d *decoder) checkNoSampleFields(m *requestV1) error {
 // checkSample validates a sampling request's fields and sets r.Output,
 // r.Sample and r.WalksPerSeed (= instances_per_seed, so the walk limits
 // bound the instances too).
-func (d *decoder) checkSample(m *requestV1, r *Request, kind walk.SampleKind) error {
+func (d *decoder) checkSample(m *requestV1, r *Request, kind graphsample.SampleKind) error {
 	for name, set := range map[string]bool{"length": m.Length != nil, "walks_per_seed": m.WalksPerSeed != nil,
 		"p": m.P != nil, "q": m.Q != nil, "stop_probability": m.StopProb != nil, "schema": m.Schema != nil,
 		"sampler": m.Sampler != "", "top_k": m.TopK != nil, "steps_per_query": m.StepsPerQuery != nil,
@@ -76,7 +76,7 @@ func (d *decoder) checkSample(m *requestV1, r *Request, kind walk.SampleKind) er
 	default:
 		return d.reject(ReasonInvalidParameters, "output %q: algorithm %s writes %q", truncate(m.Output, 32), kind, OutputSamples)
 	}
-	p := walk.SampleParams{Kind: kind, InstancesPerSeed: DefaultInstancesPerSeed, Fanouts: m.Fanouts, LayerSizes: m.LayerSizes}
+	p := graphsample.SampleParams{Kind: kind, InstancesPerSeed: DefaultInstancesPerSeed, Fanouts: m.Fanouts, LayerSizes: m.LayerSizes}
 	if m.InstancesPerSeed != nil {
 		p.InstancesPerSeed = *m.InstancesPerSeed
 	}
@@ -90,7 +90,7 @@ func (d *decoder) checkSample(m *requestV1, r *Request, kind walk.SampleKind) er
 		p.Replace = *m.Replace
 	}
 	if m.Weighted {
-		p.EdgeBias = walk.Bias{Kind: walk.BiasEdgeWeight}
+		p.EdgeBias = graphsample.Bias{Kind: graphsample.BiasEdgeWeight}
 	}
 	if m.BurnProb != nil {
 		p.BurnProb = *m.BurnProb
@@ -109,20 +109,20 @@ func (d *decoder) checkSample(m *requestV1, r *Request, kind walk.SampleKind) er
 	}
 	// Required fields first, so a request missing one hears which.
 	for _, req := range []struct {
-		kind walk.SampleKind
+		kind graphsample.SampleKind
 		name string
 		ok   bool
-	}{{walk.NeighborSampling, "fanouts", m.Fanouts != nil}, {walk.LayerSampling, "layer_sizes", m.LayerSizes != nil},
-		{walk.ForestFire, "burn_probability", m.BurnProb != nil}, {walk.ForestFire, "depth", m.Depth != nil},
-		{walk.Snowball, "depth", m.Depth != nil}, {walk.FrontierWalk, "frontier_size", m.FrontierSize != nil},
-		{walk.FrontierWalk, "samples", m.Samples != nil}} {
+	}{{graphsample.NeighborSampling, "fanouts", m.Fanouts != nil}, {graphsample.LayerSampling, "layer_sizes", m.LayerSizes != nil},
+		{graphsample.ForestFire, "burn_probability", m.BurnProb != nil}, {graphsample.ForestFire, "depth", m.Depth != nil},
+		{graphsample.Snowball, "depth", m.Depth != nil}, {graphsample.FrontierWalk, "frontier_size", m.FrontierSize != nil},
+		{graphsample.FrontierWalk, "samples", m.Samples != nil}} {
 		if req.kind == kind && !req.ok {
 			return d.reject(ReasonInvalidParameters, "%s is required with algorithm %s", req.name, kind)
 		}
 	}
 	// An absent max_vertices is the deployment's limit; a larger one is
 	// too large.
-	if kind == walk.ForestFire || kind == walk.Snowball {
+	if kind == graphsample.ForestFire || kind == graphsample.Snowball {
 		if m.MaxVertices == nil {
 			p.MaxVertices = d.lim.MaxSampleVertices
 		} else if p.MaxVertices < 1 {
@@ -134,7 +134,7 @@ func (d *decoder) checkSample(m *requestV1, r *Request, kind walk.SampleKind) er
 	for _, s := range [][]int{p.Fanouts, p.LayerSizes} {
 		for i, k := range s {
 			if d.lim.MaxFanout > 0 && k > d.lim.MaxFanout {
-				return d.reject(ReasonTooLarge, "%s[%d] = %d exceeds the limit %d", map[bool]string{true: "fanouts", false: "layer_sizes"}[kind == walk.NeighborSampling], i, k, d.lim.MaxFanout)
+				return d.reject(ReasonTooLarge, "%s[%d] = %d exceeds the limit %d", map[bool]string{true: "fanouts", false: "layer_sizes"}[kind == graphsample.NeighborSampling], i, k, d.lim.MaxFanout)
 			}
 		}
 	}
@@ -172,32 +172,32 @@ func (d *decoder) checkSampleSize(r *Request) error {
 // 1): a fan-out tree's size, the layer sizes' sum, max_vertices - 1, the
 // frontier walk's steps. Forest fire and snowball without max_vertices are
 // bounded by 2^31 (the decoder always sets max_vertices).
-func MaxSampleEdges(p walk.SampleParams) int64 {
+func MaxSampleEdges(p graphsample.SampleParams) int64 {
 	var n int64
 	switch p.Kind {
-	case walk.NeighborSampling:
+	case graphsample.NeighborSampling:
 		width := int64(1)
 		for _, f := range p.Fanouts {
 			width = min(width*int64(f), math.MaxInt32)
 			n = min(n+width, math.MaxInt32)
 		}
-	case walk.LayerSampling:
+	case graphsample.LayerSampling:
 		for _, s := range p.LayerSizes {
 			n += int64(s)
 		}
-	case walk.ForestFire, walk.Snowball:
+	case graphsample.ForestFire, graphsample.Snowball:
 		n = math.MaxInt32
 		if p.MaxVertices > 0 {
 			n = int64(p.MaxVertices) - 1
 		}
-	case walk.FrontierWalk:
+	case graphsample.FrontierWalk:
 		n = int64(p.Samples)
 	}
 	return max(n, 1)
 }
 
 // SampleWaveEdges is about the edges one wave of a sampling batch holds
-// (24 bytes an edge as walk.SampledEdge), however large the batch: the
+// (24 bytes an edge as graphsample.SampledEdge), however large the batch: the
 // budget the stage and `walkstage walk` give SampleWave.
 const SampleWaveEdges = 8 << 20
 
@@ -213,7 +213,7 @@ const SampleWaveEdges = 8 << 20
 // and took three times the CPU's 1.5 s. A wave can exceed the budget only
 // when its instances draw over four times the last wave's mean; a
 // request's total is bounded anyway (MaxSampledEdges).
-func SampleWave(p walk.SampleParams, budget int64, left, lastInstances int, lastEdges int64) int {
+func SampleWave(p graphsample.SampleParams, budget int64, left, lastInstances int, lastEdges int64) int {
 	if left <= 0 {
 		return 0
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/graphsample"
 )
 
 func TestDecodeSampleRequests(t *testing.T) {
@@ -17,7 +17,7 @@ func TestDecodeSampleRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := r.Sample.Params
-	if r.Output != OutputSamples || p.Kind != walk.NeighborSampling || !slices.Equal(p.Fanouts, []int{25, 10}) || !p.Weighted() ||
+	if r.Output != OutputSamples || p.Kind != graphsample.NeighborSampling || !slices.Equal(p.Fanouts, []int{25, 10}) || !p.Weighted() ||
 		p.Replace || p.InstancesPerSeed != 3 || p.Seed != 9 || r.NumInstances() != 6 || r.Sample.EdgeWeight || r.Visits != nil {
 		t.Fatalf("neighbor: %+v %+v", r, p)
 	}
@@ -124,12 +124,12 @@ func TestDecodeSampleRequestRejects(t *testing.T) {
 }
 
 func TestSampleWave(t *testing.T) {
-	fire := walk.SampleParams{Kind: walk.ForestFire, BurnProb: 0.7, Depth: 2, MaxVertices: 10_001} // up to 10,000 edges
-	nbr := walk.SampleParams{Kind: walk.NeighborSampling, Fanouts: []int{25, 10}}                  // up to 275
+	fire := graphsample.SampleParams{Kind: graphsample.ForestFire, BurnProb: 0.7, Depth: 2, MaxVertices: 10_001} // up to 10,000 edges
+	nbr := graphsample.SampleParams{Kind: graphsample.NeighborSampling, Fanouts: []int{25, 10}}                  // up to 275
 	const budget = 1 << 20
 	for _, c := range []struct {
 		name       string
-		p          walk.SampleParams
+		p          graphsample.SampleParams
 		left, last int
 		lastEdges  int64
 		want       int

@@ -10,7 +10,7 @@ import (
 	"math"
 	"unicode/utf8"
 
-	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/visits"
 )
 
 // MaxQueryIDLen bounds a query id, which is stored in every output row.
@@ -134,7 +134,7 @@ func (d *decoder) resolveQueries(m *requestV1, r *Request) error {
 				return d.reject(ReasonInvalidParameters, "queries[%d].weights[%d] = %v must be positive", k, i, w)
 			}
 		}
-		vq := walk.VisitQuery{}
+		vq := visits.VisitQuery{}
 		var weights []float64
 		var known []int64 // external ids of the seeds kept
 		for i, ext := range q.Seeds {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/walkstage/walkstage/graphsample"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/walk"
 )
@@ -292,7 +293,7 @@ func (s *Stage) batchMeta(b *batch, v *served) sink.BatchMeta {
 	if sp := b.req.Sample; sp != nil {
 		p := sp.Params
 		meta.Walks, meta.Sample, meta.Instances, meta.SampleEdgeWeight = 0, &p, int64(b.req.NumInstances()), sp.EdgeWeight
-		meta.Engine = walk.SampleEngine(v.e, p)
+		meta.Engine = graphsample.SampleEngine(v.e, p)
 	}
 	return meta
 }

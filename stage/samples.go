@@ -1,19 +1,19 @@
 package stage
 
 // Graph sampling batches (the C-SAW algorithms, output "samples"): sampled
-// on the engine's device when it takes the parameters (walk.SampleRangeOn:
+// on the engine's device when it takes the parameters (graphsample.SampleRangeOn:
 // the GPU engine's neighbour, layer, forest-fire, snowball and frontier
 // sampling), else on the CPU, one batch per call, and written by the
 // batch's writer; the manifest and event name the engine that sampled
-// (batchMeta, walk.SampleEngine).
+// (batchMeta, graphsample.SampleEngine).
 
 import (
 	"context"
 	"fmt"
 	"time"
 
+	"github.com/walkstage/walkstage/graphsample"
 	"github.com/walkstage/walkstage/source"
-	"github.com/walkstage/walkstage/walk"
 )
 
 // sample runs one sampling batch against v's graph and writes its rows,
@@ -33,7 +33,7 @@ func (s *Stage) sample(ctx context.Context, b *batch, v *served, turn *heldTurn)
 		return
 	}
 	n := p.NumInstances(len(b.req.Starts))
-	var st walk.SampleStats
+	var st graphsample.SampleStats
 	var d time.Duration
 	var wave int
 	var waveEdges int64
@@ -42,7 +42,7 @@ func (s *Stage) sample(ctx context.Context, b *batch, v *served, turn *heldTurn)
 		hi := lo + wave
 		turn.lock() // each wave a turn: queued micro-batches walk between waves
 		t0 := time.Now()
-		edges, ws, err := walk.SampleRangeOn(ctx, v.e, v.g, p, b.req.Starts, lo, hi-lo, 0)
+		edges, ws, err := graphsample.SampleRangeOn(ctx, v.e, v.g, p, b.req.Starts, lo, hi-lo, 0)
 		d += time.Since(t0)
 		s.turns.done()
 		if err != nil {
@@ -66,5 +66,5 @@ func (s *Stage) sample(ctx context.Context, b *batch, v *served, turn *heldTurn)
 	s.m.engineSeconds.Add(d.Seconds())
 	b.gotW, b.steps = int64(b.walks), st.Edges
 	s.log.Debug("graph sampled", "batch_id", b.req.BatchID, "algorithm", p.Kind.String(), "instances", st.Instances,
-		"edges", st.Edges, "engine", walk.SampleEngine(v.e, p), "duration_seconds", d.Seconds())
+		"edges", st.Edges, "engine", graphsample.SampleEngine(v.e, p), "duration_seconds", d.Seconds())
 }

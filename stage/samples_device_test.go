@@ -13,13 +13,14 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/graphsample"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
 
-// deviceCPU is a walk.DeviceSampler backed by the CPU engine: it takes
+// deviceCPU is a graphsample.DeviceSampler backed by the CPU engine: it takes
 // neighbour sampling without replacement, as the GPU engine does, and
 // samples one instance a call, so what reached it shows in instances.
 type deviceCPU struct {
@@ -28,19 +29,19 @@ type deviceCPU struct {
 	instances atomic.Int64
 }
 
-var _ walk.DeviceSampler = (*deviceCPU)(nil)
+var _ graphsample.DeviceSampler = (*deviceCPU)(nil)
 
 func (d *deviceCPU) Name() string { return "gpu" }
 
-func (d *deviceCPU) SamplesOnDevice(p walk.SampleParams) bool {
-	return p.Kind == walk.NeighborSampling && !p.Replace && p.EdgeBias.Kind != walk.BiasLabel
+func (d *deviceCPU) SamplesOnDevice(p graphsample.SampleParams) bool {
+	return p.Kind == graphsample.NeighborSampling && !p.Replace && p.EdgeBias.Kind != graphsample.BiasLabel
 }
 
-func (d *deviceCPU) SampleRangeOnDevice(ctx context.Context, p walk.SampleParams, starts []uint32, first, count int) ([][]walk.SampledEdge, walk.SampleStats, error) {
-	var out [][]walk.SampledEdge
-	var st walk.SampleStats
+func (d *deviceCPU) SampleRangeOnDevice(ctx context.Context, p graphsample.SampleParams, starts []uint32, first, count int) ([][]graphsample.SampledEdge, graphsample.SampleStats, error) {
+	var out [][]graphsample.SampledEdge
+	var st graphsample.SampleStats
 	for i := first; i < first+count; i++ {
-		one, s, err := walk.SampleRange(ctx, d.g, p, starts, i, 1, 1)
+		one, s, err := graphsample.SampleRange(ctx, d.g, p, starts, i, 1, 1)
 		if err != nil {
 			return nil, st, err
 		}
@@ -52,7 +53,7 @@ func (d *deviceCPU) SampleRangeOnDevice(ctx context.Context, p walk.SampleParams
 
 // The stage samples on the engine's device what the device takes and the
 // rest on the CPU; the manifest and the event name the engine that
-// sampled, and the rows are walk.Sample's either way.
+// sampled, and the rows are graphsample.Sample's either way.
 func TestStageSamplesOnTheDevice(t *testing.T) {
 	ctx := context.Background()
 	_, g := testGraphCached(t)
@@ -125,7 +126,7 @@ func TestStageSamplesOnTheDevice(t *testing.T) {
 		if m.Engine != ev.Engine {
 			t.Errorf("%s: manifest engine %q, event %q", ev.BatchID, m.Engine, ev.Engine)
 		}
-		edges, _, err := walk.Sample(ctx, g, r.Sample.Params, r.Starts, 0)
+		edges, _, err := graphsample.Sample(ctx, g, r.Sample.Params, r.Starts, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,7 +152,7 @@ func TestStageSamplesOnTheDevice(t *testing.T) {
 			got = append(got, rows...)
 		}
 		if len(want) == 0 || !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: %d rows, walk.Sample's %d differ", ev.BatchID, len(got), len(want))
+			t.Errorf("%s: %d rows, graphsample.Sample's %d differ", ev.BatchID, len(got), len(want))
 		}
 	}
 	if n := dev.instances.Load(); n != onDevice {

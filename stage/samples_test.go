@@ -12,14 +12,14 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/walkstage/walkstage/graphsample"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
-	"github.com/walkstage/walkstage/walk"
 )
 
 // TestStageSamples sends sampling requests through the stage (kfake over
 // TCP, gofakes3) beside a walk request in the same micro-batch: the rows
-// read back equal walk.Sample run directly, the event counts instances and
+// read back equal graphsample.Sample run directly, the event counts instances and
 // edges, a resubmission is answered from the manifest, and a neighbor
 // request without fanouts is rejected.
 func TestStageSamples(t *testing.T) {
@@ -76,7 +76,7 @@ func TestStageSamples(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		edges, st, err := walk.Sample(ctx, g, r.Sample.Params, r.Starts, 0)
+		edges, st, err := graphsample.Sample(ctx, g, r.Sample.Params, r.Starts, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +121,7 @@ func TestStageSamples(t *testing.T) {
 			}
 		}
 		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: %d rows differ from walk.Sample's %d", id, len(got), len(want))
+			t.Errorf("%s: %d rows differ from graphsample.Sample's %d", id, len(got), len(want))
 		}
 	}
 	// A resubmission is answered from the manifest: same objects.

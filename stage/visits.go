@@ -1,7 +1,7 @@
 package stage
 
 // Output "visits" batches: the micro-batch's visits requests counted on the
-// engine together (walk.CountVisitCalls: the GPU engine fills its launches
+// engine together (visits.CountVisitCalls: the GPU engine fills its launches
 // with the queries of many requests), each written by its batch's writer.
 
 import (
@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/walkstage/walkstage/source"
-	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/visits"
 )
 
 // countVisits counts the visits batches of a micro-batch on v's engine, in
@@ -22,11 +22,11 @@ import (
 // parameter error its own batch's, a write error its wErr; either way each
 // b.written is closed once the batch is done with.
 func (s *Stage) countVisits(ctx context.Context, bs []*batch, v *served, turn *heldTurn) {
-	var calls []walk.VisitCall
+	var calls []visits.VisitCall
 	var live []*batch
 	for _, b := range bs {
 		if q, ok := s.visitQueries(b, v); ok {
-			calls = append(calls, walk.VisitCall{Params: b.req.Visits.Params, Queries: q})
+			calls = append(calls, visits.VisitCall{Params: b.req.Visits.Params, Queries: q})
 			live = append(live, b)
 		} else {
 			close(b.written)
@@ -37,7 +37,7 @@ func (s *Stage) countVisits(ctx context.Context, bs []*batch, v *served, turn *h
 	}
 	turn.lock()
 	t0 := time.Now()
-	res, st, errs, err := walk.CountVisitCalls(ctx, v.e, v.g, calls)
+	res, st, errs, err := visits.CountVisitCalls(ctx, v.e, v.g, calls)
 	d := time.Since(t0)
 	s.turns.done()
 	s.m.engineSeconds.Add(d.Seconds())
@@ -68,11 +68,11 @@ func (s *Stage) countVisits(ctx context.Context, bs []*batch, v *served, turn *h
 
 // visitQueries resolves b's queries against v's graph, or rejects b (its
 // vErr) and returns false.
-func (s *Stage) visitQueries(b *batch, v *served) ([]walk.VisitQuery, bool) {
+func (s *Stage) visitQueries(b *batch, v *served) ([]visits.VisitQuery, bool) {
 	spec := b.req.Visits
-	queries := make([]walk.VisitQuery, len(spec.Queries))
+	queries := make([]visits.VisitQuery, len(spec.Queries))
 	for q, seeds := range spec.QuerySeeds {
-		queries[q] = walk.VisitQuery{Starts: make([]uint32, len(seeds)), Weights: spec.Queries[q].Weights}
+		queries[q] = visits.VisitQuery{Starts: make([]uint32, len(seeds)), Weights: spec.Queries[q].Weights}
 		for i, ext := range seeds {
 			d, ok := v.g.DenseID(ext)
 			if !ok {

@@ -16,11 +16,12 @@ import (
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/visits"
 )
 
 // TestStageVisits sends output "visits" requests through the stage (kfake
 // over TCP, gofakes3), beside a walk request in the same micro-batch: the
-// rows read back equal walk.CountVisits run directly, the event counts
+// rows read back equal visits.CountVisits run directly, the event counts
 // queries, steps and candidates, a resubmission is answered from the
 // manifest, and a visits request without top_k is rejected.
 func TestStageVisits(t *testing.T) {
@@ -78,7 +79,7 @@ func TestStageVisits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, st, err := walk.CountVisits(ctx, e, g, r.Visits.Params, r.Visits.Queries)
+		res, st, err := visits.CountVisits(ctx, e, g, r.Visits.Params, r.Visits.Queries)
 		if err != nil {
 			t.Fatal(err)
 		}

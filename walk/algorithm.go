@@ -1,8 +1,12 @@
 // Package walk holds what a walk is: the algorithm descriptions and their
-// validation, the samplers, the Philox4x32-10 random stream, the engine
-// interface and the multi-core CPU engine, which is the reference for every
-// other engine. It imports graph only; it knows nothing of Kafka, Parquet or
-// CUDA.
+// validation, the steppers (the per-step transition choice: uniform,
+// alias, rejection, ZPRS, DPRS; stepper.go), the Philox4x32-10 random
+// stream, the engine interface and the multi-core CPU engine, which is the
+// reference for every other engine. C-SAW graph sampling, which draws subgraphs rather than
+// walks, is in graphsample, which builds on this package's Philox stream
+// and Engine; visit counting (top-k vertices of walks with restart) is in
+// walk/visits, on top of any Engine. It imports graph only; it knows
+// nothing of Kafka, Parquet or CUDA.
 package walk
 
 import (
@@ -42,30 +46,33 @@ func ParseKind(s string) (Kind, error) {
 	return 0, fmt.Errorf("%w: unknown algorithm %q (want deepwalk, ppr, node2vec or metapath)", ErrInvalidAlgorithm, s)
 }
 
-// SamplerKind names a neighbour-sampling method.
-type SamplerKind uint8
+// StepperKind names a per-step transition method (a stepper): how a walk
+// picks the edge of its next step. Its String names are the wire values of
+// a request's "sampler" field and of manifests and events, which keep that
+// word; in Go, "sampling" is graphsample's C-SAW graph sampling.
+type StepperKind uint8
 
 const (
-	SamplerAuto      SamplerKind = iota // chosen from the algorithm's bias (see Algorithm.Sampler)
-	SamplerUniform                      // O(1): one draw, index = mulhi(draw, degree)
-	SamplerAlias                        // O(1) alias table built once per graph from the static weights
-	SamplerRejection                    // Node2Vec: proposal from the static bias, accept by p/q factor
-	SamplerZPRS                         // zig-zag parallel reservoir sampling, O(1) memory, any dynamic bias
-	SamplerDPRS                         // direct parallel reservoir sampling, O(1) memory, any dynamic bias
+	StepperAuto      StepperKind = iota // chosen from the algorithm's bias (see Algorithm.ResolvedStepper)
+	StepperUniform                      // O(1): one draw, index = mulhi(draw, degree)
+	StepperAlias                        // O(1) alias table built once per graph from the static weights
+	StepperRejection                    // Node2Vec: proposal from the static bias, accept by p/q factor
+	StepperZPRS                         // zig-zag parallel reservoir sampling, O(1) memory, any dynamic bias
+	StepperDPRS                         // direct parallel reservoir sampling, O(1) memory, any dynamic bias
 )
 
-var samplerNames = map[SamplerKind]string{SamplerAuto: "auto", SamplerUniform: "uniform", SamplerAlias: "alias",
-	SamplerRejection: "rejection", SamplerZPRS: "zprs", SamplerDPRS: "dprs"}
+var samplerNames = map[StepperKind]string{StepperAuto: "auto", StepperUniform: "uniform", StepperAlias: "alias",
+	StepperRejection: "rejection", StepperZPRS: "zprs", StepperDPRS: "dprs"}
 
-func (s SamplerKind) String() string {
+func (s StepperKind) String() string {
 	if n, ok := samplerNames[s]; ok {
 		return n
 	}
 	return fmt.Sprintf("sampler(%d)", uint8(s))
 }
 
-// ParseSampler accepts the names String returns (case-insensitive).
-func ParseSampler(s string) (SamplerKind, error) {
+// ParseStepper accepts the names String returns (case-insensitive).
+func ParseStepper(s string) (StepperKind, error) {
 	for k, n := range samplerNames {
 		if strings.EqualFold(s, n) {
 			return k, nil
@@ -92,8 +99,9 @@ type Algorithm struct {
 	StopProb float64 // PPR: probability of stopping before each step, in (0, 1)
 	P, Q     float64 // Node2Vec return and in-out parameters, > 0
 	Schema   []uint8 // MetaPath: edge labels applied cyclically, step i uses Schema[i%len]
-	// Sampler forces a sampling method; SamplerAuto picks the fastest exact one.
-	Sampler SamplerKind
+	// Stepper forces the per-step transition method (the request's
+	// "sampler" field); StepperAuto picks the fastest exact one.
+	Stepper StepperKind
 }
 
 func invalid(format string, a ...any) error {
@@ -135,19 +143,19 @@ func (a Algorithm) Validate(g *graph.Graph) error {
 	} else if len(a.Schema) != 0 {
 		return invalid("a schema is only for metapath, not %s", a.Kind)
 	}
-	if _, ok := samplerNames[a.Sampler]; !ok {
-		return invalid("unknown sampler %d", a.Sampler)
+	if _, ok := samplerNames[a.Stepper]; !ok {
+		return invalid("unknown sampler %d", a.Stepper)
 	}
-	switch a.Sampler {
-	case SamplerUniform:
+	switch a.Stepper {
+	case StepperUniform:
 		if a.Weighted || a.Kind == Node2Vec || a.Kind == MetaPath {
 			return invalid("the uniform sampler cannot serve %s (weighted=%v)", a.Kind, a.Weighted)
 		}
-	case SamplerAlias:
+	case StepperAlias:
 		if a.Kind == Node2Vec || a.Kind == MetaPath {
 			return invalid("the alias sampler cannot serve %s: its bias is dynamic", a.Kind)
 		}
-	case SamplerRejection:
+	case StepperRejection:
 		if a.Kind != Node2Vec {
 			return invalid("the rejection sampler is for node2vec, not %s", a.Kind)
 		}
@@ -171,33 +179,33 @@ func (a Algorithm) Validate(g *graph.Graph) error {
 	return nil
 }
 
-// Sampler resolves SamplerAuto: uniform for unweighted first-order walks,
+// ResolvedStepper resolves StepperAuto: uniform for unweighted first-order walks,
 // alias for weighted ones, rejection for Node2Vec, ZPRS for MetaPath (its
 // bias changes with the step, so no static table serves it).
-func (a Algorithm) ResolvedSampler() SamplerKind {
-	if a.Sampler != SamplerAuto {
-		return a.Sampler
+func (a Algorithm) ResolvedStepper() StepperKind {
+	if a.Stepper != StepperAuto {
+		return a.Stepper
 	}
 	switch a.Kind {
 	case Node2Vec:
-		return SamplerRejection
+		return StepperRejection
 	case MetaPath:
-		return SamplerZPRS
+		return StepperZPRS
 	}
 	if a.Weighted {
-		return SamplerAlias
+		return StepperAlias
 	}
-	return SamplerUniform
+	return StepperUniform
 }
 
 // String is a stable, human-readable rendering used in logs and metadata.
 // Its sampler is the resolved one; Describe names what an engine runs on a
 // given graph.
-func (a Algorithm) String() string { return a.describe(a.ResolvedSampler().String()) }
+func (a Algorithm) String() string { return a.describe(a.ResolvedStepper().String()) }
 
 // Describe is String with the sampler an engine runs a with on g
-// (SamplerName): MetaPath says "label-alias" rather than "zprs".
-func (a Algorithm) Describe(g *graph.Graph) string { return a.describe(SamplerName(a, g)) }
+// (StepperName): MetaPath says "label-alias" rather than "zprs".
+func (a Algorithm) Describe(g *graph.Graph) string { return a.describe(StepperName(a, g)) }
 
 func (a Algorithm) describe(sampler string) string {
 	var b strings.Builder

@@ -38,7 +38,7 @@ func BenchmarkCPU(b *testing.B) {
 	var runs []benchRun
 	for _, a := range allAlgorithms() {
 		a.Length = 80
-		name := a.Kind.String() + "/" + SamplerName(a, g) + map[bool]string{true: "/weighted", false: ""}[a.Weighted]
+		name := a.Kind.String() + "/" + StepperName(a, g) + map[bool]string{true: "/weighted", false: ""}[a.Weighted]
 		runs = append(runs, benchRun{name, e, a})
 		if e.fusedFor(a) {
 			runs = append(runs, benchRun{name + "/packed", packed, a})

@@ -74,8 +74,8 @@ func Node2VecRounds(p, q float64) (attempts, fallback float64) {
 // and a neighbour test) plus, when the attempts run out, the exact scan of
 // the adjacency.
 func (m CostModel) StepCost(a Algorithm) float64 {
-	switch a.ResolvedSampler() {
-	case SamplerZPRS, SamplerDPRS:
+	switch a.ResolvedStepper() {
+	case StepperZPRS, StepperDPRS:
 		if m.g != nil && UsesLabelTables(a, m.g) {
 			return 1
 		}
@@ -84,7 +84,7 @@ func (m CostModel) StepCost(a Algorithm) float64 {
 			return 2 * m.walkDegree
 		}
 		return m.walkDegree
-	case SamplerRejection:
+	case StepperRejection:
 		att, fb := Node2VecRounds(a.P, a.Q)
 		return att + fb*m.walkDegree
 	}

@@ -43,17 +43,17 @@ func TestCostModelEstimates(t *testing.T) {
 		{"deepwalk uniform", Algorithm{Kind: DeepWalk, Length: 80}, 1},
 		{"deepwalk alias", Algorithm{Kind: DeepWalk, Length: 80, Weighted: true}, 1},
 		{"ppr counts its longest walk", Algorithm{Kind: PPR, Length: 80, StopProb: 0.5}, 1},
-		{"deepwalk zprs scans the walk degree", Algorithm{Kind: DeepWalk, Length: 80, Weighted: true, Sampler: SamplerZPRS}, 4.5},
-		{"deepwalk dprs", Algorithm{Kind: DeepWalk, Length: 80, Sampler: SamplerDPRS}, 4.5},
+		{"deepwalk zprs scans the walk degree", Algorithm{Kind: DeepWalk, Length: 80, Weighted: true, Stepper: StepperZPRS}, 4.5},
+		{"deepwalk dprs", Algorithm{Kind: DeepWalk, Length: 80, Stepper: StepperDPRS}, 4.5},
 		{"metapath on label tables", Algorithm{Kind: MetaPath, Length: 80, Schema: []uint8{0, 1}}, 1},
-		{"metapath through zprs", Algorithm{Kind: MetaPath, Length: 80, Schema: []uint8{0, 1}, Sampler: SamplerZPRS}, 4.5},
+		{"metapath through zprs", Algorithm{Kind: MetaPath, Length: 80, Schema: []uint8{0, 1}, Stepper: StepperZPRS}, 4.5},
 		{"node2vec p=q=1 accepts at once", Algorithm{Kind: Node2Vec, Length: 80, P: 1, Q: 1}, 1},
 		{"node2vec p=2 q=0.5", Algorithm{Kind: Node2Vec, Length: 80, P: 2, Q: 0.5}, n2v(4)},
 		{"node2vec p=0.25 (R=4)", Algorithm{Kind: Node2Vec, Length: 80, P: 0.25, Q: 1}, n2v(4)},
 		{"node2vec q=4 is R=4 too", Algorithm{Kind: Node2Vec, Length: 80, P: 1, Q: 4}, n2v(4)},
 		{"node2vec p=1e-6: the cap and a scan", Algorithm{Kind: Node2Vec, Length: 80, P: 1e-6, Q: 1}, n2v(1e6)},
 		{"node2vec p=1e6 q=1e-6 (R=1e12)", Algorithm{Kind: Node2Vec, Length: 80, P: 1e6, Q: 1e-6}, n2v(1e12)},
-		{"node2vec zprs tests every edge", Algorithm{Kind: Node2Vec, Length: 80, P: 1e-6, Q: 1, Sampler: SamplerZPRS}, 9},
+		{"node2vec zprs tests every edge", Algorithm{Kind: Node2Vec, Length: 80, P: 1e-6, Q: 1, Stepper: StepperZPRS}, 9},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := m.StepCost(tc.a); math.Abs(got-tc.step) > 1e-9*tc.step {
@@ -115,11 +115,11 @@ func BenchmarkStepCost(b *testing.B) {
 		a    Algorithm
 	}{
 		{"deepwalk-alias", Algorithm{Kind: DeepWalk, Length: 200, Weighted: true}},
-		{"deepwalk-zprs", Algorithm{Kind: DeepWalk, Length: 200, Weighted: true, Sampler: SamplerZPRS}},
+		{"deepwalk-zprs", Algorithm{Kind: DeepWalk, Length: 200, Weighted: true, Stepper: StepperZPRS}},
 		{"node2vec-p1-q1", Algorithm{Kind: Node2Vec, Length: 200, P: 1, Q: 1}},
 		{"node2vec-p0.0625", Algorithm{Kind: Node2Vec, Length: 200, P: 0.0625, Q: 1}},
 		{"node2vec-p1e-6", Algorithm{Kind: Node2Vec, Length: 200, P: 1e-6, Q: 1}},
-		{"node2vec-zprs", Algorithm{Kind: Node2Vec, Length: 200, P: 1, Q: 1, Sampler: SamplerZPRS}},
+		{"node2vec-zprs", Algorithm{Kind: Node2Vec, Length: 200, P: 1, Q: 1, Stepper: StepperZPRS}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			var steps int64

@@ -56,8 +56,8 @@ func allAlgorithms() []Algorithm {
 	return []Algorithm{
 		{Kind: DeepWalk, Length: 12},
 		{Kind: DeepWalk, Length: 12, Weighted: true},
-		{Kind: DeepWalk, Length: 12, Weighted: true, Sampler: SamplerZPRS},
-		{Kind: DeepWalk, Length: 12, Weighted: true, Sampler: SamplerDPRS},
+		{Kind: DeepWalk, Length: 12, Weighted: true, Stepper: StepperZPRS},
+		{Kind: DeepWalk, Length: 12, Weighted: true, Stepper: StepperDPRS},
 		{Kind: PPR, Length: 12, StopProb: 0.2},
 		{Kind: PPR, Length: 12, StopProb: 0.2, Weighted: true},
 		{Kind: Node2Vec, Length: 12, P: 2, Q: 0.5},
@@ -141,8 +141,8 @@ func TestMetaPathFollowsSchema(t *testing.T) {
 	g := testGraph(t)
 	e, _ := NewCPU(g)
 	schema := []uint8{1, 0, 2}
-	for _, sm := range []SamplerKind{SamplerAuto, SamplerZPRS, SamplerDPRS} {
-		a := Algorithm{Kind: MetaPath, Length: 20, Schema: schema, Weighted: true, Sampler: sm}
+	for _, sm := range []StepperKind{StepperAuto, StepperZPRS, StepperDPRS} {
+		a := Algorithm{Kind: MetaPath, Length: 20, Schema: schema, Weighted: true, Stepper: sm}
 		j := Job{Algorithm: a, Seed: 3, Starts: repeat(0, 2000)}
 		ended := 0
 		for _, w := range collect(t, e, []Job{j})[0] {
@@ -196,8 +196,8 @@ func TestPPRLengthIsGeometric(t *testing.T) {
 	}
 	e, _ := NewCPU(g)
 	const stop, maxLen, n = 0.15, 10, 300000
-	for _, sm := range []SamplerKind{SamplerAuto, SamplerZPRS} {
-		a := Algorithm{Kind: PPR, Length: maxLen, StopProb: stop, Sampler: sm}
+	for _, sm := range []StepperKind{StepperAuto, StepperZPRS} {
+		a := Algorithm{Kind: PPR, Length: maxLen, StopProb: stop, Stepper: sm}
 		counts := map[uint32]int{}
 		for _, w := range collect(t, e, []Job{{Algorithm: a, Seed: 77, Starts: repeat(0, n)}})[0] {
 			counts[uint32(len(w)-1)]++
@@ -219,7 +219,7 @@ func TestNode2VecTwoStepDistribution(t *testing.T) {
 	for _, a := range []Algorithm{
 		{Kind: Node2Vec, Length: 2, P: 2, Q: 0.5, Weighted: true},
 		{Kind: Node2Vec, Length: 2, P: 0.5, Q: 3},
-		{Kind: Node2Vec, Length: 2, P: 2, Q: 0.5, Weighted: true, Sampler: SamplerDPRS},
+		{Kind: Node2Vec, Length: 2, P: 2, Q: 0.5, Weighted: true, Stepper: StepperDPRS},
 	} {
 		const n = 300000
 		probs := map[uint32]float64{}
@@ -271,9 +271,9 @@ func TestValidateRejectsBadParameters(t *testing.T) {
 		{"schema on ppr", Algorithm{Kind: PPR, Length: 3, StopProb: 0.5, Schema: []uint8{1}}, g},
 		{"weighted on unweighted graph", Algorithm{Kind: DeepWalk, Length: 3, Weighted: true}, unweighted},
 		{"metapath on unlabelled graph", Algorithm{Kind: MetaPath, Length: 3, Schema: []uint8{0}}, unweighted},
-		{"alias for node2vec", Algorithm{Kind: Node2Vec, Length: 3, P: 1, Q: 1, Sampler: SamplerAlias}, g},
-		{"uniform for weighted", Algorithm{Kind: DeepWalk, Length: 3, Weighted: true, Sampler: SamplerUniform}, g},
-		{"rejection for deepwalk", Algorithm{Kind: DeepWalk, Length: 3, Sampler: SamplerRejection}, g},
+		{"alias for node2vec", Algorithm{Kind: Node2Vec, Length: 3, P: 1, Q: 1, Stepper: StepperAlias}, g},
+		{"uniform for weighted", Algorithm{Kind: DeepWalk, Length: 3, Weighted: true, Stepper: StepperUniform}, g},
+		{"rejection for deepwalk", Algorithm{Kind: DeepWalk, Length: 3, Stepper: StepperRejection}, g},
 	}
 	for _, c := range cases {
 		err := c.a.Validate(c.g)
@@ -394,7 +394,7 @@ func TestFusedTableChoice(t *testing.T) {
 		{"off", 0, Algorithm{Kind: DeepWalk, Length: 4, Weighted: true}, false},
 		{"uniform", need, Algorithm{Kind: DeepWalk, Length: 4}, true},
 		{"uniform ppr", need, Algorithm{Kind: PPR, Length: 4, StopProb: 0.5}, true},
-		{"zprs", need, Algorithm{Kind: DeepWalk, Length: 4, Weighted: true, Sampler: SamplerZPRS}, false},
+		{"zprs", need, Algorithm{Kind: DeepWalk, Length: 4, Weighted: true, Stepper: StepperZPRS}, false},
 		{"node2vec", need, Algorithm{Kind: Node2Vec, Length: 4, P: 1, Q: 1, Weighted: true}, true},
 		{"unweighted node2vec", need, Algorithm{Kind: Node2Vec, Length: 4, P: 1, Q: 1}, false},
 		{"metapath", need, Algorithm{Kind: MetaPath, Length: 4, Schema: []uint8{0}, Weighted: true}, false},

@@ -138,42 +138,6 @@ type SlotPreparer interface {
 	PrepareSlots(length int) error
 }
 
-// DeviceSampler is implemented by engines that run some samplers on their
-// own device (the GPU engine: neighbour sampling without replacement, layer
-// sampling, forest fire, snowball and the frontier walk, unbiased or by
-// edge weight, with the whole graph in device memory).
-// SampleRangeOn hands them the requests they take and samples the rest on
-// the CPU; either way the samples are SampleRange's, edge for edge.
-type DeviceSampler interface {
-	// SamplesOnDevice reports whether SampleRangeOnDevice takes p (valid
-	// for the engine's graph). The answer depends on p and on how the
-	// engine was built only, so a caller can name the engine in its
-	// output's metadata before it samples.
-	SamplesOnDevice(p SampleParams) bool
-	// SampleRangeOnDevice is SampleRange for instances first ..
-	// first+count-1 of p over starts, on the device; SampleRangeOn has
-	// checked its arguments as SampleRange does.
-	SampleRangeOnDevice(ctx context.Context, p SampleParams, starts []uint32, first, count int) ([][]SampledEdge, SampleStats, error)
-}
-
-// DeviceVisitCounter is implemented by engines that count visits
-// themselves (the GPU engine: walks and counts on the device, only the
-// counts come back). CountVisits hands them its validated parameters
-// (MinVisits at least 1) and every query; an engine that cannot count these
-// parameters returns handled false and CountVisits counts on the host.
-// Either way the results are the same.
-type DeviceVisitCounter interface {
-	CountVisitsOnDevice(ctx context.Context, p VisitParams, queries []VisitQuery) (res []VisitResult, st VisitStats, handled bool, err error)
-}
-
-// DeviceVisitBatcher is implemented by engines that count several calls'
-// queries in shared launches (the GPU engine). CountVisitCalls hands them
-// its validated calls (MinVisits at least 1); handled[i] says whether call
-// i was counted, with the results CountVisits would give it alone.
-type DeviceVisitBatcher interface {
-	CountVisitCallsOnDevice(ctx context.Context, calls []VisitCall) (res [][]VisitResult, st []VisitStats, handled []bool, err error)
-}
-
 // ValidateJobs checks each job's algorithm against g and its start vertices
 // against g's vertex range.
 func ValidateJobs(g *graph.Graph, jobs []Job) error {

@@ -127,7 +127,7 @@ func (s *stepper) walkFused(starts []uint32, firstID uint64, buf []uint32, lens 
 	}
 	var words [4][8]uint32
 	// A uniform walk (PPR) takes the drawn edge itself: the entry's keep.
-	uniform := s.sampler == SamplerUniform
+	uniform := s.sampler == StepperUniform
 	// decide takes the step of position i: keep or alias, and the chosen
 	// vertex's edge range for the next step.
 	decide := func(i int) {

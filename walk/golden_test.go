@@ -36,7 +36,7 @@ func goldenAlgorithms() map[string]Algorithm {
 	return map[string]Algorithm{
 		"deepwalk":          {Kind: DeepWalk, Length: 80},
 		"deepwalk-weighted": {Kind: DeepWalk, Length: 80, Weighted: true},
-		"deepwalk-zprs":     {Kind: DeepWalk, Length: 80, Weighted: true, Sampler: SamplerZPRS},
+		"deepwalk-zprs":     {Kind: DeepWalk, Length: 80, Weighted: true, Stepper: StepperZPRS},
 		"ppr":               {Kind: PPR, Length: 80, StopProb: 0.2},
 		"ppr-weighted":      {Kind: PPR, Length: 80, StopProb: 0.05, Weighted: true},
 		"node2vec":          {Kind: Node2Vec, Length: 80, P: 2, Q: 0.5, Weighted: true},

@@ -16,21 +16,21 @@ const MaxTableLabels = 16
 // forced each step is an O(1) draw inside the segment of the wanted label,
 // like a first-order walk, instead of a scan of the whole adjacency.
 func UsesLabelTables(a Algorithm, g *graph.Graph) bool {
-	return a.Kind == MetaPath && a.Sampler == SamplerAuto && g.NumLabels <= MaxTableLabels
+	return a.Kind == MetaPath && a.Stepper == StepperAuto && g.NumLabels <= MaxTableLabels
 }
 
-// SamplerName names the sampler an engine runs a with on g: the resolved
-// sampler, or for MetaPath on label tables "label-alias" (weighted) or
+// StepperName names the stepper an engine runs a with on g: the resolved
+// stepper, or for MetaPath on label tables "label-alias" (weighted) or
 // "label-uniform". Logs, bench tables and output metadata use it, so they
 // say what actually ran.
-func SamplerName(a Algorithm, g *graph.Graph) string {
+func StepperName(a Algorithm, g *graph.Graph) string {
 	if UsesLabelTables(a, g) {
 		if a.Weighted {
 			return "label-alias"
 		}
 		return "label-uniform"
 	}
-	return a.ResolvedSampler().String()
+	return a.ResolvedStepper().String()
 }
 
 // labelTables hold every adjacency regrouped by label: segment l of vertex

@@ -7,7 +7,7 @@ import "unsafe"
 // many independent walks in one loop lets the processor overlap their cache
 // misses, which is where a random walk spends its time.
 func (s *stepper) lockstep() bool {
-	return (s.alg.Kind == DeepWalk || s.alg.Kind == PPR) && (s.sampler == SamplerUniform || s.sampler == SamplerAlias) ||
+	return (s.alg.Kind == DeepWalk || s.alg.Kind == PPR) && (s.sampler == StepperUniform || s.sampler == StepperAlias) ||
 		s.segs != nil
 }
 
@@ -18,7 +18,7 @@ func (s *stepper) lockstep() bool {
 // walk; MetaPath's offsets (a row per vertex and label) miss the L3 as often
 // as its targets do.
 func (s *stepper) ring() bool {
-	return s.alg.Kind == DeepWalk && (s.sampler == SamplerUniform || s.sampler == SamplerAlias) && s.segs == nil
+	return s.alg.Kind == DeepWalk && (s.sampler == StepperUniform || s.sampler == StepperAlias) && s.segs == nil
 }
 
 func (s *stepper) walkLockstep(starts []uint32, firstID uint64, buf []uint32, lens []uint32) {

@@ -10,7 +10,7 @@ import (
 // rejection sampler (the reservoir samplers scan whole adjacencies and gain
 // nothing from it).
 func (s *stepper) lockstepNode2Vec() bool {
-	return s.alg.Kind == Node2Vec && s.sampler == SamplerRejection
+	return s.alg.Kind == Node2Vec && s.sampler == StepperRejection
 }
 
 // walkNode2VecLockstep is stepper.walk for Node2Vec's rejection sampler,

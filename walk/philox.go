@@ -22,8 +22,11 @@ const (
 	philoxW1 = 0xBB67AE85
 )
 
-// philox4x32 computes the ten-round Philox bijection of counter c under key k.
-func philox4x32(c [4]uint32, k [2]uint32) [4]uint32 {
+// Philox4x32 computes the ten-round Philox bijection of counter c under key
+// k: the reference form every stream in the project is defined by (walks
+// here, C-SAW graph sampling in graphsample, the visit counts' draws), kept
+// exported so that those packages draw the very words the GPU kernels do.
+func Philox4x32(c [4]uint32, k [2]uint32) [4]uint32 {
 	c0, c1, c2, c3 := c[0], c[1], c[2], c[3]
 	k0, k1 := k[0], k[1]
 	for r := 0; r < 10; r++ {
@@ -38,11 +41,18 @@ func philox4x32(c [4]uint32, k [2]uint32) [4]uint32 {
 	return [4]uint32{c0, c1, c2, c3}
 }
 
-// index maps a uniform 32-bit word to [0, n) by the multiply-high method:
+// philox4x32 is Philox4x32 under the name the walk code uses.
+func philox4x32(c [4]uint32, k [2]uint32) [4]uint32 { return Philox4x32(c, k) }
+
+// Bounded maps a uniform 32-bit word to [0, n) by the multiply-high method:
 // one multiplication, no division. Its bias is below n/2^32 (2.4e-4 relative
 // at a degree of one million), far under what any walk statistic resolves;
-// the GPU uses the identical formula (__umulhi).
-func index(x uint32, n uint32) uint32 { return uint32((uint64(x) * uint64(n)) >> 32) }
+// the GPU uses the identical formula (__umulhi). Exported so that graph
+// sampling maps its words to edges exactly as the walks do.
+func Bounded(x uint32, n uint32) uint32 { return uint32((uint64(x) * uint64(n)) >> 32) }
+
+// index is Bounded under the name the walk code uses.
+func index(x uint32, n uint32) uint32 { return Bounded(x, n) }
 
 // unit24 maps a word to a float32 in [0, 1) with 24 random bits, exactly
 // representable, so CPU and GPU comparisons against float32 tables agree.

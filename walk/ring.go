@@ -70,7 +70,7 @@ type ring struct {
 func (s *stepper) walkRing(starts []uint32, firstID uint64, buf []uint32, lens []uint32) {
 	w := ringWalker{s: s, r: new(ring), starts: starts, firstID: firstID, buf: buf, lens: lens,
 		stride: s.alg.Length + 1, length: uint32(s.alg.Length),
-		off: s.off, tgt: s.tgt, tab: s.alias, fused: s.fused, keep: s.sampler == SamplerUniform,
+		off: s.off, tgt: s.tgt, tab: s.alias, fused: s.fused, keep: s.sampler == StepperUniform,
 		wide: uint64(len(s.tgt)) >= 1<<32}
 	w.vec = w.fused != nil && !w.wide && (ringVector && !s.goRounds || hasRingAVX512 && s.vecRounds)
 	w.empty = ringSlots

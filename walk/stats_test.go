@@ -128,9 +128,9 @@ func TestStepMatchesExactTransitionProbabilities(t *testing.T) {
 		{"deepwalk uniform", Algorithm{Kind: DeepWalk, Length: 5}, 0, graph.NoVertex, 0},
 		{"deepwalk alias", Algorithm{Kind: DeepWalk, Length: 5, Weighted: true}, 0, graph.NoVertex, 0},
 		{"deepwalk alias, vertex 3", Algorithm{Kind: DeepWalk, Length: 5, Weighted: true}, 3, 0, 3},
-		{"deepwalk zprs weighted", Algorithm{Kind: DeepWalk, Length: 5, Weighted: true, Sampler: SamplerZPRS}, 0, graph.NoVertex, 0},
-		{"deepwalk dprs weighted", Algorithm{Kind: DeepWalk, Length: 5, Weighted: true, Sampler: SamplerDPRS}, 0, graph.NoVertex, 0},
-		{"deepwalk zprs uniform", Algorithm{Kind: DeepWalk, Length: 5, Sampler: SamplerZPRS}, 0, graph.NoVertex, 0},
+		{"deepwalk zprs weighted", Algorithm{Kind: DeepWalk, Length: 5, Weighted: true, Stepper: StepperZPRS}, 0, graph.NoVertex, 0},
+		{"deepwalk dprs weighted", Algorithm{Kind: DeepWalk, Length: 5, Weighted: true, Stepper: StepperDPRS}, 0, graph.NoVertex, 0},
+		{"deepwalk zprs uniform", Algorithm{Kind: DeepWalk, Length: 5, Stepper: StepperZPRS}, 0, graph.NoVertex, 0},
 		{"node2vec rejection", Algorithm{Kind: Node2Vec, Length: 5, P: 2, Q: 0.5}, 1, 3, 0},
 		{"node2vec rejection weighted", Algorithm{Kind: Node2Vec, Length: 5, Weighted: true, P: 2, Q: 0.5}, 1, 3, 0},
 		{"node2vec rejection weighted, q>1", Algorithm{Kind: Node2Vec, Length: 5, Weighted: true, P: 0.25, Q: 4}, 2, 0, 4},
@@ -138,12 +138,12 @@ func TestStepMatchesExactTransitionProbabilities(t *testing.T) {
 		// prev 15 is adjacent to nothing, so every candidate is outward and is
 		// accepted with probability 1e-5: nearly every step takes the exact scan.
 		{"node2vec fallback scan", Algorithm{Kind: Node2Vec, Length: 5, Weighted: true, P: 1e-5, Q: 1}, 1, 15, 0},
-		{"node2vec zprs", Algorithm{Kind: Node2Vec, Length: 5, Weighted: true, P: 2, Q: 0.5, Sampler: SamplerZPRS}, 1, 3, 0},
-		{"node2vec dprs", Algorithm{Kind: Node2Vec, Length: 5, Weighted: true, P: 2, Q: 0.5, Sampler: SamplerDPRS}, 1, 3, 0},
+		{"node2vec zprs", Algorithm{Kind: Node2Vec, Length: 5, Weighted: true, P: 2, Q: 0.5, Stepper: StepperZPRS}, 1, 3, 0},
+		{"node2vec dprs", Algorithm{Kind: Node2Vec, Length: 5, Weighted: true, P: 2, Q: 0.5, Stepper: StepperDPRS}, 1, 3, 0},
 		{"metapath weighted label tables", Algorithm{Kind: MetaPath, Length: 5, Weighted: true, Schema: []uint8{1, 2}}, 2, graph.NoVertex, 0},
 		{"metapath unweighted label tables", Algorithm{Kind: MetaPath, Length: 5, Schema: []uint8{0, 2}}, 1, graph.NoVertex, 0},
-		{"metapath weighted zprs", Algorithm{Kind: MetaPath, Length: 5, Weighted: true, Schema: []uint8{1, 2}, Sampler: SamplerZPRS}, 2, graph.NoVertex, 0},
-		{"metapath unweighted dprs", Algorithm{Kind: MetaPath, Length: 5, Schema: []uint8{0, 2}, Sampler: SamplerDPRS}, 1, graph.NoVertex, 0},
+		{"metapath weighted zprs", Algorithm{Kind: MetaPath, Length: 5, Weighted: true, Schema: []uint8{1, 2}, Stepper: StepperZPRS}, 2, graph.NoVertex, 0},
+		{"metapath unweighted dprs", Algorithm{Kind: MetaPath, Length: 5, Schema: []uint8{0, 2}, Stepper: StepperDPRS}, 1, graph.NoVertex, 0},
 	}
 	const n = 400000
 	owner := new(CPU) // keeps the tables mapped (hugemem.Alloc)

@@ -34,7 +34,7 @@ func (e *CPU) tableBytes() int64 {
 // which find each edge's target and the target's edge range in the entry's
 // keep fields (one load per step instead of the offsets and then the target).
 func (e *CPU) fusedFor(a Algorithm) bool {
-	uniform := (a.Kind == DeepWalk || a.Kind == PPR) && a.ResolvedSampler() == SamplerUniform
+	uniform := (a.Kind == DeepWalk || a.Kind == PPR) && a.ResolvedStepper() == StepperUniform
 	return e.fusedOK && (needsAlias(a) && (a.Kind == DeepWalk || a.Kind == PPR || a.Kind == Node2Vec) || uniform)
 }
 

@@ -27,11 +27,11 @@ func benchCases(length int) map[string]benchCase {
 	return map[string]benchCase{
 		"deepwalk":          {"deepwalk", walk.Algorithm{Kind: walk.DeepWalk, Length: length}, false},
 		"deepwalk-weighted": {"deepwalk-weighted", walk.Algorithm{Kind: walk.DeepWalk, Length: length, Weighted: true}, false},
-		"deepwalk-zprs":     {"deepwalk-zprs", walk.Algorithm{Kind: walk.DeepWalk, Length: length, Weighted: true, Sampler: walk.SamplerZPRS}, false},
-		"deepwalk-dprs":     {"deepwalk-dprs", walk.Algorithm{Kind: walk.DeepWalk, Length: length, Weighted: true, Sampler: walk.SamplerDPRS}, false},
+		"deepwalk-zprs":     {"deepwalk-zprs", walk.Algorithm{Kind: walk.DeepWalk, Length: length, Weighted: true, Stepper: walk.StepperZPRS}, false},
+		"deepwalk-dprs":     {"deepwalk-dprs", walk.Algorithm{Kind: walk.DeepWalk, Length: length, Weighted: true, Stepper: walk.StepperDPRS}, false},
 		"node2vec":          {"node2vec", walk.Algorithm{Kind: walk.Node2Vec, Length: length, Weighted: true, P: 2, Q: 0.5}, false},
 		"metapath":          {"metapath", walk.Algorithm{Kind: walk.MetaPath, Length: length, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}}, false},
-		"metapath-zprs":     {"metapath-zprs", walk.Algorithm{Kind: walk.MetaPath, Length: length, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}, Sampler: walk.SamplerZPRS}, false},
+		"metapath-zprs":     {"metapath-zprs", walk.Algorithm{Kind: walk.MetaPath, Length: length, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}, Stepper: walk.StepperZPRS}, false},
 		"ppr":               {"ppr", walk.Algorithm{Kind: walk.PPR, Length: length, StopProb: 0.2}, true},
 	}
 }
@@ -211,7 +211,7 @@ func benchWalk(ctx context.Context, eng walk.Engine, g *graph.Graph, c benchCase
 		}
 	}
 	rate := float64(best.Steps) / best.Wall.Seconds() / 1e6
-	fmt.Fprintf(stdout, benchRowFmt, c.name, walk.SamplerName(c.alg, g), fmt.Sprint(best.Walks), fmt.Sprint(best.Steps),
+	fmt.Fprintf(stdout, benchRowFmt, c.name, walk.StepperName(c.alg, g), fmt.Sprint(best.Walks), fmt.Sprint(best.Steps),
 		best.Wall.Round(time.Microsecond), fmt.Sprintf("%.1f", rate), fmt.Sprintf("%.1f", rate),
 		fmt.Sprintf("%.1f", float64(best.Steps)/best.Compute.Seconds()/1e6),
 		fmt.Sprintf("%.1f", float64(best.MemoryBytes)/(1<<20)), fmt.Sprintf("%.1f", float64(best.TableBytes)/(1<<20)),

@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/graphsample"
 	"github.com/walkstage/walkstage/walk"
 )
 
 // sampleBench configures the bench's graph sampling cases (the C-SAW
-// samplers, walk.SampleRangeOn: on the engine's device where it takes the
+// samplers, graphsample.SampleRangeOn: on the engine's device where it takes the
 // case, else on the CPU): seeds drawn at random among the vertices with
 // out-edges, the samples discarded.
 type sampleBench struct {
@@ -23,17 +24,17 @@ type sampleBench struct {
 }
 
 // sampleBenchCases are the sampling cases by name.
-func sampleBenchCases(sb sampleBench) map[string]walk.SampleParams {
-	return map[string]walk.SampleParams{
-		"neighbor":          {Kind: walk.NeighborSampling, Fanouts: []int{25, 10}},
-		"neighbor-weighted": {Kind: walk.NeighborSampling, Fanouts: []int{25, 10}, EdgeBias: walk.Bias{Kind: walk.BiasEdgeWeight}},
-		"layer":             {Kind: walk.LayerSampling, LayerSizes: []int{25, 250}},
-		"layer-weighted":    {Kind: walk.LayerSampling, LayerSizes: []int{25, 250}, EdgeBias: walk.Bias{Kind: walk.BiasEdgeWeight}},
-		"forest-fire":       {Kind: walk.ForestFire, BurnProb: 0.7, Depth: 2, MaxVertices: 10_000},
-		"snowball":          {Kind: walk.Snowball, Depth: 2, MaxVertices: 10_000},
-		"frontier":          {Kind: walk.FrontierWalk, FrontierSize: sb.frontierSize, Samples: sb.frontierSteps},
-		"frontier-weighted": {Kind: walk.FrontierWalk, FrontierSize: sb.frontierSize, Samples: sb.frontierSteps,
-			EdgeBias: walk.Bias{Kind: walk.BiasEdgeWeight}},
+func sampleBenchCases(sb sampleBench) map[string]graphsample.SampleParams {
+	return map[string]graphsample.SampleParams{
+		"neighbor":          {Kind: graphsample.NeighborSampling, Fanouts: []int{25, 10}},
+		"neighbor-weighted": {Kind: graphsample.NeighborSampling, Fanouts: []int{25, 10}, EdgeBias: graphsample.Bias{Kind: graphsample.BiasEdgeWeight}},
+		"layer":             {Kind: graphsample.LayerSampling, LayerSizes: []int{25, 250}},
+		"layer-weighted":    {Kind: graphsample.LayerSampling, LayerSizes: []int{25, 250}, EdgeBias: graphsample.Bias{Kind: graphsample.BiasEdgeWeight}},
+		"forest-fire":       {Kind: graphsample.ForestFire, BurnProb: 0.7, Depth: 2, MaxVertices: 10_000},
+		"snowball":          {Kind: graphsample.Snowball, Depth: 2, MaxVertices: 10_000},
+		"frontier":          {Kind: graphsample.FrontierWalk, FrontierSize: sb.frontierSize, Samples: sb.frontierSteps},
+		"frontier-weighted": {Kind: graphsample.FrontierWalk, FrontierSize: sb.frontierSize, Samples: sb.frontierSteps,
+			EdgeBias: graphsample.Bias{Kind: graphsample.BiasEdgeWeight}},
 	}
 }
 
@@ -56,21 +57,21 @@ func randomSeeds(g *graph.Graph, n int, seed uint64) []uint32 {
 	return out
 }
 
-// benchSample runs one sampling case on eng (walk.SampleRangeOn) and
+// benchSample runs one sampling case on eng (graphsample.SampleRangeOn) and
 // prints SEPS: sampled edges per second of the whole call (the best of
 // repeat runs), and the engine that sampled.
-func benchSample(ctx context.Context, eng walk.Engine, name string, p walk.SampleParams, g *graph.Graph, sb sampleBench, seed uint64, repeat int, stdout io.Writer) error {
+func benchSample(ctx context.Context, eng walk.Engine, name string, p graphsample.SampleParams, g *graph.Graph, sb sampleBench, seed uint64, repeat int, stdout io.Writer) error {
 	p.Seed, p.InstancesPerSeed = seed, 1
 	n := sb.seeds
-	if p.Kind == walk.FrontierWalk {
+	if p.Kind == graphsample.FrontierWalk {
 		n, p.InstancesPerSeed = p.FrontierSize, sb.frontierInstances
 	}
 	starts := randomSeeds(g, n, seed)
 	var best time.Duration
-	var st walk.SampleStats
+	var st graphsample.SampleStats
 	for r := 0; r < max(repeat, 1); r++ {
 		t := time.Now()
-		_, s, err := walk.SampleRangeOn(ctx, eng, g, p, starts, 0, -1, sb.workers)
+		_, s, err := graphsample.SampleRangeOn(ctx, eng, g, p, starts, 0, -1, sb.workers)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -79,7 +80,7 @@ func benchSample(ctx context.Context, eng walk.Engine, name string, p walk.Sampl
 		}
 	}
 	fmt.Fprintf(stdout, "%-18s %s on %s: %d instances, %d sampled edges in %s: %.2f M SEPS, %.0f instances/s, peak RSS %.0f MiB\n",
-		name, p, walk.SampleEngine(eng, p), st.Instances, st.Edges, best.Round(time.Microsecond), float64(st.Edges)/best.Seconds()/1e6,
+		name, p, graphsample.SampleEngine(eng, p), st.Instances, st.Edges, best.Round(time.Microsecond), float64(st.Edges)/best.Seconds()/1e6,
 		float64(st.Instances)/best.Seconds(), peakRSSMiB())
 	return nil
 }

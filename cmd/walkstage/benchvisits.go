@@ -8,10 +8,11 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/visits"
 )
 
 // visitsBench is the bench's visits case: Pixie-style queries of one seed
-// each, counted and cut to the top k (walk.CountVisits), the results
+// each, counted and cut to the top k (visits.CountVisits), the results
 // discarded.
 type visitsBench struct {
 	queries int
@@ -25,7 +26,7 @@ type visitsBench struct {
 // that have out-edges, so every query spends its whole budget.
 func benchVisits(ctx context.Context, eng walk.Engine, g *graph.Graph, vb visitsBench, length int, seed uint64, repeat int, stdout io.Writer) error {
 	alg := walk.Algorithm{Kind: walk.PPR, Length: length, StopProb: vb.restart}
-	qs := make([]walk.VisitQuery, vb.queries)
+	qs := make([]visits.VisitQuery, vb.queries)
 	n := uint64(g.NumVertices())
 	x := seed
 	for i := range qs {
@@ -35,17 +36,17 @@ func benchVisits(ctx context.Context, eng walk.Engine, g *graph.Graph, vb visits
 			z = (z ^ z>>27) * 0x94D049BB133111EB
 			v := uint32((z ^ z>>31) % n)
 			if g.Degree(v) > 0 {
-				qs[i] = walk.VisitQuery{Starts: []uint32{v}}
+				qs[i] = visits.VisitQuery{Starts: []uint32{v}}
 				break
 			}
 		}
 	}
-	p := walk.VisitParams{Algorithm: alg, Seed: seed, StepsPerQuery: vb.steps, TopK: vb.topK}
+	p := visits.VisitParams{Algorithm: alg, Seed: seed, StepsPerQuery: vb.steps, TopK: vb.topK}
 	var best time.Duration
-	var st walk.VisitStats
+	var st visits.VisitStats
 	for r := 0; r < max(repeat, 1); r++ {
 		t := time.Now()
-		_, s, err := walk.CountVisits(ctx, eng, g, p, qs)
+		_, s, err := visits.CountVisits(ctx, eng, g, p, qs)
 		if err != nil {
 			return fmt.Errorf("visits: %w", err)
 		}

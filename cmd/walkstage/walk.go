@@ -21,9 +21,11 @@ import (
 
 	"github.com/walkstage/walkstage/engines"
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/graphsample"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/visits"
 )
 
 const walkUsage = `walkstage walk --graph FILE [flags]
@@ -83,7 +85,7 @@ type walkOptions struct {
 	weighted, quiet, asJSON, gpuCopy, replaceOutput                             bool
 	seed                                                                        uint64
 	fileBytes, memLimit                                                         int64
-	vp                                                                          walk.VisitParams
+	vp                                                                          visits.VisitParams
 	sf                                                                          *sampleFlags
 	set                                                                         map[string]bool
 }
@@ -180,7 +182,7 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			stdout = io.Discard
 		}
 	}
-	if sk, ok := walk.ParseSampleKind(o.algoName); ok {
+	if sk, ok := graphsample.ParseSampleKind(o.algoName); ok {
 		return o.runSamples(ctx, sk, stdout, stderr, logw)
 	}
 	algo, enc, err := o.algorithm()
@@ -248,7 +250,7 @@ func (o *walkOptions) id() string {
 }
 
 // runSamples hands a sampling algorithm to walkSamples.
-func (o *walkOptions) runSamples(ctx context.Context, sk walk.SampleKind, stdout, stderr, logw io.Writer) error {
+func (o *walkOptions) runSamples(ctx context.Context, sk graphsample.SampleKind, stdout, stderr, logw io.Writer) error {
 	comp, err := sink.ParseCompression(o.compression)
 	if err != nil {
 		return err
@@ -279,7 +281,7 @@ func (o *walkOptions) algorithm() (walk.Algorithm, walkEncoding, error) {
 	if err != nil {
 		return walk.Algorithm{}, enc, err
 	}
-	sampler, err := walk.ParseSampler(o.samplerName)
+	sampler, err := walk.ParseStepper(o.samplerName)
 	if err != nil {
 		return walk.Algorithm{}, enc, err
 	}
@@ -289,7 +291,7 @@ func (o *walkOptions) algorithm() (walk.Algorithm, walkEncoding, error) {
 	if enc.wenc, err = sink.ParseWalkEncoding(o.walkEncoding); err != nil {
 		return walk.Algorithm{}, enc, err
 	}
-	algo := walk.Algorithm{Kind: kind, Length: o.length, Weighted: o.weighted, Sampler: sampler}
+	algo := walk.Algorithm{Kind: kind, Length: o.length, Weighted: o.weighted, Stepper: sampler}
 	// Parameters of other algorithms are rejected when given explicitly,
 	// and left out otherwise (their defaults belong to their algorithm).
 	for _, f := range []struct {

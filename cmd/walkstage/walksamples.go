@@ -14,10 +14,10 @@ import (
 	"github.com/walkstage/walkstage/engines"
 	"github.com/walkstage/walkstage/gpu"
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/graphsample"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/store"
-	"github.com/walkstage/walkstage/walk"
 )
 
 // sampleFlags are the flags of `walkstage walk --algorithm <sampler>`
@@ -80,14 +80,14 @@ func parseSizes(flag, s string) ([]int, error) {
 
 // params builds the sampling parameters, refusing flags of walks and of
 // other samplers.
-func (f *sampleFlags) params(kind walk.SampleKind, r sampleRun) (walk.SampleParams, error) {
+func (f *sampleFlags) params(kind graphsample.SampleKind, r sampleRun) (graphsample.SampleParams, error) {
 	for _, name := range []string{"length", "p", "q", "stop-probability", "schema", "sampler", "output", "top-k", "steps-per-query",
 		"min-visits", "n-p", "n-v", "exclude-seeds", "exclude-neighbors", "walk-encoding", "row-group-rows"} {
 		if r.set[name] {
-			return walk.SampleParams{}, fmt.Errorf("--%s is not for the sampling algorithm %s", name, kind)
+			return graphsample.SampleParams{}, fmt.Errorf("--%s is not for the sampling algorithm %s", name, kind)
 		}
 	}
-	p := walk.SampleParams{Kind: kind, Seed: r.seed, InstancesPerSeed: r.instancesPerSeed, Replace: f.replace}
+	p := graphsample.SampleParams{Kind: kind, Seed: r.seed, InstancesPerSeed: r.instancesPerSeed, Replace: f.replace}
 	var err error
 	if p.Fanouts, err = parseSizes("fanouts", f.fanouts); err != nil {
 		return p, err
@@ -96,23 +96,23 @@ func (f *sampleFlags) params(kind walk.SampleKind, r sampleRun) (walk.SamplePara
 		return p, err
 	}
 	if r.weighted {
-		p.EdgeBias = walk.Bias{Kind: walk.BiasEdgeWeight}
+		p.EdgeBias = graphsample.Bias{Kind: graphsample.BiasEdgeWeight}
 	}
 	switch kind {
-	case walk.ForestFire:
+	case graphsample.ForestFire:
 		p.BurnProb, p.Depth, p.MaxVertices = f.burn, f.depth, f.maxVertices
-	case walk.Snowball:
+	case graphsample.Snowball:
 		p.Depth, p.MaxVertices = f.depth, f.maxVertices
-	case walk.FrontierWalk:
+	case graphsample.FrontierWalk:
 		p.FrontierSize, p.Samples = f.frontierSize, f.samples
 	}
 	for _, x := range []struct {
 		flag  string
-		kinds []walk.SampleKind
-	}{{"fanouts", []walk.SampleKind{walk.NeighborSampling}}, {"replace", []walk.SampleKind{walk.NeighborSampling}},
-		{"layer-sizes", []walk.SampleKind{walk.LayerSampling}}, {"burn-probability", []walk.SampleKind{walk.ForestFire}},
-		{"depth", []walk.SampleKind{walk.ForestFire, walk.Snowball}}, {"max-vertices", []walk.SampleKind{walk.ForestFire, walk.Snowball}},
-		{"frontier-size", []walk.SampleKind{walk.FrontierWalk}}, {"samples", []walk.SampleKind{walk.FrontierWalk}}} {
+		kinds []graphsample.SampleKind
+	}{{"fanouts", []graphsample.SampleKind{graphsample.NeighborSampling}}, {"replace", []graphsample.SampleKind{graphsample.NeighborSampling}},
+		{"layer-sizes", []graphsample.SampleKind{graphsample.LayerSampling}}, {"burn-probability", []graphsample.SampleKind{graphsample.ForestFire}},
+		{"depth", []graphsample.SampleKind{graphsample.ForestFire, graphsample.Snowball}}, {"max-vertices", []graphsample.SampleKind{graphsample.ForestFire, graphsample.Snowball}},
+		{"frontier-size", []graphsample.SampleKind{graphsample.FrontierWalk}}, {"samples", []graphsample.SampleKind{graphsample.FrontierWalk}}} {
 		ok := false
 		for _, k := range x.kinds {
 			ok = ok || k == kind
@@ -127,10 +127,10 @@ func (f *sampleFlags) params(kind walk.SampleKind, r sampleRun) (walk.SamplePara
 // walkSamples is `walkstage walk --algorithm <sampler>`: every seed (every
 // --frontier-size consecutive seeds for frontier) is the start of
 // --walks-per-seed instances, sampled on the GPU when --engine finds one
-// that takes the parameters (walk.SampleRangeOn), else on the CPU, and
+// that takes the parameters (graphsample.SampleRangeOn), else on the CPU, and
 // written as the stage writes a sampling request listing the same seeds
 // with rng_seed = --rng-seed and instances_per_seed = --walks-per-seed.
-func walkSamples(ctx context.Context, kind walk.SampleKind, f *sampleFlags, r sampleRun, stdout, stderr io.Writer) error {
+func walkSamples(ctx context.Context, kind graphsample.SampleKind, f *sampleFlags, r sampleRun, stdout, stderr io.Writer) error {
 	p, err := f.params(kind, r)
 	if err != nil {
 		return err
@@ -172,7 +172,7 @@ func walkSamples(ctx context.Context, kind walk.SampleKind, f *sampleFlags, r sa
 	if eng != nil {
 		defer eng.Close()
 	}
-	engine := walk.SampleEngine(eng, p)
+	engine := graphsample.SampleEngine(eng, p)
 	bucket, err := store.OpenBucket(ctx, r.out)
 	if err != nil {
 		return err
@@ -209,7 +209,7 @@ func walkSamples(ctx context.Context, kind walk.SampleKind, f *sampleFlags, r sa
 	type sampledWave struct {
 		lo    int
 		seeds []int64
-		edges [][]walk.SampledEdge
+		edges [][]graphsample.SampledEdge
 	}
 	waves := make(chan sampledWave)
 	written := make(chan error, 1)
@@ -227,15 +227,15 @@ func walkSamples(ctx context.Context, kind walk.SampleKind, f *sampleFlags, r sa
 	}()
 	t1 := time.Now()
 	var sampled time.Duration
-	var st walk.SampleStats
+	var st graphsample.SampleStats
 	var wave int
 	var waveEdges int64
 	for lo := 0; lo < n && err == nil; lo += wave {
 		wave = source.SampleWave(p, source.SampleWaveEdges, n-lo, wave, waveEdges)
 		ts := time.Now()
-		var edges [][]walk.SampledEdge
-		var ws walk.SampleStats
-		edges, ws, err = walk.SampleRangeOn(ctx, eng, g, p, starts, lo, wave, r.workers)
+		var edges [][]graphsample.SampledEdge
+		var ws graphsample.SampleStats
+		edges, ws, err = graphsample.SampleRangeOn(ctx, eng, g, p, starts, lo, wave, r.workers)
 		sampled += time.Since(ts)
 		st.Edges += ws.Edges
 		waveEdges = ws.Edges

@@ -12,9 +12,9 @@ import (
 
 	"github.com/walkstage/walkstage/gpu"
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/graphsample"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
-	"github.com/walkstage/walkstage/walk"
 )
 
 // `walk --algorithm neighbor` writes the rows the stage writes for the
@@ -50,7 +50,7 @@ func TestWalkCommandWritesSamples(t *testing.T) {
 		}
 	}
 	if len(want) != 93*6 || !reflect.DeepEqual(got, want) {
-		t.Fatalf("%d rows differ from walk.Sample's %d", len(got), len(want))
+		t.Fatalf("%d rows differ from graphsample.Sample's %d", len(got), len(want))
 	}
 	for _, bad := range [][]string{
 		{"--algorithm", "neighbor", "--length", "5"},
@@ -114,7 +114,7 @@ func TestWalkCommandSamplesEngine(t *testing.T) {
 
 // Forest fire's waves are sized by max_vertices at first (838 instances at
 // 10,000), so 930 instances take two waves, written while the next one
-// samples: the rows are still walk.Sample's, in order.
+// samples: the rows are still graphsample.Sample's, in order.
 func TestWalkCommandWritesSamplesInWaves(t *testing.T) {
 	gp := walkTestGraph(t)
 	dir := t.TempDir()
@@ -147,7 +147,7 @@ func TestWalkCommandWritesSamplesInWaves(t *testing.T) {
 		}
 	}
 	if len(want) == 0 || !reflect.DeepEqual(got, want) {
-		t.Fatalf("%d rows differ from walk.Sample's %d", len(got), len(want))
+		t.Fatalf("%d rows differ from graphsample.Sample's %d", len(got), len(want))
 	}
 }
 
@@ -167,8 +167,8 @@ func readPartRows[T any](t *testing.T, dir string, m *sink.Manifest) []T {
 }
 
 // stageSamples decodes a sampling request as the stage does (unknown
-// seeds skipped) and samples it with walk.Sample.
-func stageSamples(t *testing.T, g *graph.Graph, body string) (*source.Request, [][]walk.SampledEdge) {
+// seeds skipped) and samples it with graphsample.Sample.
+func stageSamples(t *testing.T, g *graph.Graph, body string) (*source.Request, [][]graphsample.SampledEdge) {
 	t.Helper()
 	lim := source.DefaultLimits()
 	lim.SkipUnknown = true
@@ -176,7 +176,7 @@ func stageSamples(t *testing.T, g *graph.Graph, body string) (*source.Request, [
 	if err != nil {
 		t.Fatal(err)
 	}
-	edges, _, err := walk.Sample(context.Background(), g, r.Sample.Params, r.Starts, 0)
+	edges, _, err := graphsample.Sample(context.Background(), g, r.Sample.Params, r.Starts, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

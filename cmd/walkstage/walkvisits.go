@@ -11,24 +11,25 @@ import (
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/visits"
 )
 
 // walkVisits is `walkstage walk --output visits`: every seed is one query,
 // named by its external id, counted as the stage counts an output "visits"
 // request listing the same seeds in the same order with rng_seed = --rng-seed
 // (docs/reference/messages.md), and written as the stage writes it.
-func walkVisits(ctx context.Context, eng walk.Engine, g *graph.Graph, p walk.VisitParams, seeds []uint32,
+func walkVisits(ctx context.Context, eng walk.Engine, g *graph.Graph, p visits.VisitParams, seeds []uint32,
 	bucketURL string, w *sink.BatchWriter, guard *outputGuard, asJSON bool, stdout, stderr io.Writer) error {
-	qs := make([]walk.VisitQuery, len(seeds))
+	qs := make([]visits.VisitQuery, len(seeds))
 	ids := make([]string, len(seeds))
 	for i, s := range seeds {
-		qs[i] = walk.VisitQuery{Starts: []uint32{s}}
+		qs[i] = visits.VisitQuery{Starts: []uint32{s}}
 		ids[i] = strconv.FormatInt(g.ExternalID(s), 10)
 	}
 	fmt.Fprintf(stderr, "counting visits of %d queries (%s, steps/query %d, walks/seed %d, top %d) with the %s engine into %s\n",
 		len(qs), p.Algorithm, p.StepsPerQuery, p.WalksPerSeed, p.TopK, eng.Name(), store.ObjectURL(bucketURL, w.Layout().Dir))
 	t0 := time.Now()
-	res, st, err := walk.CountVisits(ctx, eng, g, p, qs)
+	res, st, err := visits.CountVisits(ctx, eng, g, p, qs)
 	counted := time.Since(t0)
 	var m *sink.Manifest
 	if err == nil {

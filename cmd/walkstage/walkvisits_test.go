@@ -15,6 +15,7 @@ import (
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/visits"
 )
 
 // `walk --output visits` writes the rows the stage writes for the output
@@ -58,7 +59,7 @@ func TestWalkCommandWritesVisits(t *testing.T) {
 		t.Fatal(err)
 	}
 	e, _ := walk.NewCPU(g)
-	res, _, err := walk.CountVisits(context.Background(), e, g, r.Visits.Params, r.Visits.Queries)
+	res, _, err := visits.CountVisits(context.Background(), e, g, r.Visits.Params, r.Visits.Queries)
 	if err != nil {
 		t.Fatal(err)
 	}

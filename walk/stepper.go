@@ -7,8 +7,9 @@ import (
 	"github.com/walkstage/walkstage/graph"
 )
 
-// This file is the CPU twin of the GPU samplers: the exact contract of which
-// random word serves which decision. The GPU kernels follow it word for word
+// This file is the CPU twin of the GPU's per-step samplers
+// (kernels/samplers.cuh), the steppers: the exact contract of which random
+// word serves which decision. The GPU kernels follow it word for word
 // for the uniform, alias, rejection (Node2Vec) and label-table (MetaPath)
 // samplers, so those walks match walk by walk (gpu's TestWalksMatchCPU), and
 // in distribution for the reservoir samplers.
@@ -60,7 +61,7 @@ type stepper struct {
 	segs *labelTables
 
 	alg      Algorithm
-	sampler  SamplerKind
+	sampler  StepperKind
 	weighted bool
 	k0, k1   uint32
 	stopT    uint64
@@ -73,7 +74,7 @@ type stepper struct {
 
 func newStepper(g *graph.Graph, alg Algorithm, seed uint64, alias []aliasEntry) *stepper {
 	s := &stepper{off: g.Offsets, tgt: g.Targets, w: g.Weights, lab: g.Labels, alias: alias,
-		alg: alg, sampler: alg.ResolvedSampler(), weighted: alg.Weighted,
+		alg: alg, sampler: alg.ResolvedStepper(), weighted: alg.Weighted,
 		k0: uint32(seed), k1: uint32(seed >> 32), zprsPool: new(sync.Pool)}
 	if !s.weighted {
 		s.w = nil
@@ -94,8 +95,8 @@ func newStepper(g *graph.Graph, alg Algorithm, seed uint64, alias []aliasEntry) 
 
 // needsAlias reports whether the stepper draws from the packed alias table.
 func needsAlias(a Algorithm) bool {
-	sm := a.ResolvedSampler()
-	return a.Weighted && (sm == SamplerAlias || sm == SamplerRejection)
+	sm := a.ResolvedStepper()
+	return a.Weighted && (sm == StepperAlias || sm == StepperRejection)
 }
 
 func (s *stepper) draw(walk uint64, step, d uint32) (uint32, uint32, uint32, uint32) {
@@ -157,7 +158,7 @@ func (s *stepper) step(id uint64, step, prev, cur uint32) (next uint32, ok bool)
 	}
 	switch s.alg.Kind {
 	case DeepWalk:
-		if s.sampler == SamplerZPRS || s.sampler == SamplerDPRS {
+		if s.sampler == StepperZPRS || s.sampler == StepperDPRS {
 			return s.reservoir(id, step, a, b, s.weightBias())
 		}
 		x0, x1, _, _ := s.draw(id, step, 0)
@@ -167,12 +168,12 @@ func (s *stepper) step(id uint64, step, prev, cur uint32) (next uint32, ok bool)
 		if uint64(x0) < s.stopT {
 			return 0, false
 		}
-		if s.sampler == SamplerZPRS || s.sampler == SamplerDPRS {
+		if s.sampler == StepperZPRS || s.sampler == StepperDPRS {
 			return s.reservoir(id, step, a, b, s.weightBias())
 		}
 		return s.static(a, b, x1, x2), true
 	case Node2Vec:
-		if s.sampler == SamplerZPRS || s.sampler == SamplerDPRS {
+		if s.sampler == StepperZPRS || s.sampler == StepperDPRS {
 			return s.reservoir(id, step, a, b, s.node2vecBias(prev))
 		}
 		if prev == graph.NoVertex {
@@ -256,7 +257,7 @@ func (s *stepper) node2vecBias(prev uint32) func(e uint64) float64 {
 // reservoir runs the forced or default reservoir sampler.
 func (s *stepper) reservoir(id uint64, step uint32, a, b uint64, bias func(e uint64) float64) (uint32, bool) {
 	var i int
-	if s.sampler == SamplerDPRS {
+	if s.sampler == StepperDPRS {
 		r := &elementWords{s: s, id: id, step: step, base: reservoirDraw}
 		i = dprs(int(b-a), lanes, func(i int) float64 { return bias(a + uint64(i)) }, r.word)
 	} else {

@@ -1,4 +1,4 @@
-package walk
+package visits
 
 import (
 	"context"
@@ -9,12 +9,13 @@ import (
 	"testing"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
 )
 
 // bruteVisits computes a query's result straight from the definition in
 // visits.go: walks fetched one job per block from the engine, consumed
 // interleaved by a plain loop into a map, sorted in full.
-func bruteVisits(t *testing.T, e Engine, g *graph.Graph, p VisitParams, q int, vq VisitQuery) VisitResult {
+func bruteVisits(t *testing.T, e walk.Engine, g *graph.Graph, p VisitParams, q int, vq VisitQuery) VisitResult {
 	t.Helper()
 	blocks := map[[2]int64][][]uint32{}
 	walkOf := func(i int, j int64) []uint32 {
@@ -25,8 +26,8 @@ func bruteVisits(t *testing.T, e Engine, g *graph.Graph, p VisitParams, q int, v
 				starts[k] = vq.Starts[i]
 			}
 			walks := make([][]uint32, VisitBlockWalks)
-			job := Job{Algorithm: p.Algorithm, Seed: VisitBlockSeed(p.Seed, uint32(q), uint32(i), uint32(key[1])), Starts: starts}
-			if err := e.Run(context.Background(), []Job{job}, func(c Chunk) error {
+			job := walk.Job{Algorithm: p.Algorithm, Seed: VisitBlockSeed(p.Seed, uint32(q), uint32(i), uint32(key[1])), Starts: starts}
+			if err := e.Run(context.Background(), []walk.Job{job}, func(c walk.Chunk) error {
 				for k, id := range c.WalkIDs {
 					walks[id] = slices.Clone(c.Walk(k))
 				}
@@ -124,8 +125,8 @@ func bruteVisits(t *testing.T, e Engine, g *graph.Graph, p VisitParams, q int, v
 
 func TestCountVisitsMatchesBruteForce(t *testing.T) {
 	g := testGraph(t)
-	ppr := Algorithm{Kind: PPR, Length: 20, StopProb: 0.2}
-	dw := Algorithm{Kind: DeepWalk, Length: 5, Weighted: true}
+	ppr := walk.Algorithm{Kind: walk.PPR, Length: 20, StopProb: 0.2}
+	dw := walk.Algorithm{Kind: walk.DeepWalk, Length: 5, Weighted: true}
 	queries := []VisitQuery{
 		{Starts: []uint32{0}},
 		{Starts: []uint32{3, 12}, Weights: []float64{3, 1}},
@@ -148,7 +149,7 @@ func TestCountVisitsMatchesBruteForce(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			for _, chunk := range []int{1024, 100} { // 100: blocks arrive in several chunks
-				e, err := NewCPU(g, WithWorkers(3), WithChunkSize(chunk))
+				e, err := walk.NewCPU(g, walk.WithWorkers(3), walk.WithChunkSize(chunk))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -184,8 +185,8 @@ func TestCountVisitsMatchesBruteForce(t *testing.T) {
 
 func TestCountVisitsSemantics(t *testing.T) {
 	g := testGraph(t)
-	e, _ := NewCPU(g)
-	ppr := Algorithm{Kind: PPR, Length: 20, StopProb: 0.2}
+	e, _ := walk.NewCPU(g)
+	ppr := walk.Algorithm{Kind: walk.PPR, Length: 20, StopProb: 0.2}
 	p := VisitParams{Algorithm: ppr, Seed: 1, StepsPerQuery: 10007, TopK: 100}
 	res, _, err := CountVisits(context.Background(), e, g, p, []VisitQuery{{Starts: []uint32{0}}, {Starts: []uint32{15}}})
 	if err != nil {
@@ -233,14 +234,14 @@ func TestCountVisitsSemantics(t *testing.T) {
 
 func TestCountVisitsDeterministic(t *testing.T) {
 	g := testGraph(t)
-	p := VisitParams{Algorithm: Algorithm{Kind: PPR, Length: 30, StopProb: 0.15}, Seed: 99, StepsPerQuery: 30000, TopK: 10}
+	p := VisitParams{Algorithm: walk.Algorithm{Kind: walk.PPR, Length: 30, StopProb: 0.15}, Seed: 99, StepsPerQuery: 30000, TopK: 10}
 	var qs []VisitQuery
 	for v := range uint32(15) {
 		qs = append(qs, VisitQuery{Starts: []uint32{v}})
 	}
 	var first []VisitResult
 	for _, w := range []int{1, 2, 5} {
-		e, _ := NewCPU(g, WithWorkers(w), WithChunkSize(64*w))
+		e, _ := walk.NewCPU(g, walk.WithWorkers(w), walk.WithChunkSize(64*w))
 		res, _, err := CountVisits(context.Background(), e, g, p, qs)
 		if err != nil {
 			t.Fatal(err)
@@ -261,8 +262,8 @@ func TestCountVisitsDeterministic(t *testing.T) {
 // (200 independent queries, same seed vertex, different walk keys).
 func TestVisitFrequenciesMatchRestartDistribution(t *testing.T) {
 	g := testGraph(t)
-	e, _ := NewCPU(g)
-	a := Algorithm{Kind: PPR, Length: 12, StopProb: 0.25}
+	e, _ := walk.NewCPU(g)
+	a := walk.Algorithm{Kind: walk.PPR, Length: 12, StopProb: 0.25}
 	n := g.NumVertices()
 	mu := make([]float64, n)
 	cur := make([]float64, n)
@@ -360,7 +361,7 @@ func TestSplitSteps(t *testing.T) {
 
 func TestVisitParamsValidate(t *testing.T) {
 	g := testGraph(t)
-	ok := VisitParams{Algorithm: Algorithm{Kind: PPR, Length: 10, StopProb: 0.2}, StepsPerQuery: 10, TopK: 1}
+	ok := VisitParams{Algorithm: walk.Algorithm{Kind: walk.PPR, Length: 10, StopProb: 0.2}, StepsPerQuery: 10, TopK: 1}
 	q := []VisitQuery{{Starts: []uint32{1}}}
 	if err := ok.Validate(g, q); err != nil {
 		t.Fatal(err)
@@ -422,7 +423,7 @@ func TestVisitCandidatesFromSlots(t *testing.T) {
 // seed (as CountVisits would alone, on its CPU engine) and leaves the
 // others to CountVisitCalls: a real engine behind the seam, not a mock.
 type oddBatcher struct {
-	Engine
+	walk.Engine
 	g     *graph.Graph
 	calls int
 }
@@ -452,18 +453,18 @@ func (o *oddBatcher) CountVisitCallsOnDevice(ctx context.Context, calls []VisitC
 // one-by-one path counted it; one invalid call fails only itself.
 func TestCountVisitCalls(t *testing.T) {
 	g := testGraph(t)
-	cpu, _ := NewCPU(g)
-	ppr := Algorithm{Kind: PPR, Length: 20, StopProb: 0.2}
+	cpu, _ := walk.NewCPU(g)
+	ppr := walk.Algorithm{Kind: walk.PPR, Length: 20, StopProb: 0.2}
 	qs := []VisitQuery{{Starts: []uint32{0}}, {Starts: []uint32{15, 3}, Weights: []float64{1, 3}}}
 	calls := []VisitCall{
 		{VisitParams{Algorithm: ppr, Seed: 1, StepsPerQuery: 5000, TopK: 10}, qs},
 		{VisitParams{Algorithm: ppr, Seed: 2, StepsPerQuery: 3000, TopK: 5, ExcludeSeeds: true}, qs[:1]},
 		{VisitParams{Algorithm: ppr, Seed: 3, StepsPerQuery: 3000, TopK: 0}, qs}, // invalid: top_k
-		{VisitParams{Algorithm: Algorithm{Kind: DeepWalk, Length: 6}, Seed: 5, WalksPerSeed: 40, TopK: 7, MinVisits: 2}, qs[:1]},
+		{VisitParams{Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 6}, Seed: 5, WalksPerSeed: 40, TopK: 7, MinVisits: 2}, qs[:1]},
 	}
 	for _, c := range []struct {
 		name    string
-		e       Engine
+		e       walk.Engine
 		batched bool
 	}{{"one by one", cpu, false}, {"through a batcher", &oddBatcher{Engine: cpu, g: g}, true}} {
 		t.Run(c.name, func(t *testing.T) {

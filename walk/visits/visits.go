@@ -1,4 +1,4 @@
-package walk
+package visits
 
 // Visit counting: recommendation candidates from walks with restart, as in
 // Pixie (Eksombatchai et al., WWW 2018, section 3). A query is a set of
@@ -39,6 +39,7 @@ import (
 	"sort"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
 )
 
 // VisitBlockWalks is the number of walks of one seed that form one job (a
@@ -62,7 +63,7 @@ type VisitQuery struct {
 // VisitParams describe how the walks of every query of a request are run,
 // counted and cut to candidates.
 type VisitParams struct {
-	Algorithm Algorithm
+	Algorithm walk.Algorithm
 	Seed      uint64 // the request's RNG seed; see VisitBlockSeed
 	// StepsPerQuery is the budget N of a query (split between its seeds);
 	// WalksPerSeed the walks of each seed instead. Exactly one is set.
@@ -151,7 +152,7 @@ type VisitStats struct {
 // two words of Philox4x32-10 of the counter (q, i, b, 0x56495354 "VIST")
 // under the key (seed low, seed high).
 func VisitBlockSeed(seed uint64, q, i, b uint32) uint64 {
-	x := philox4x32([4]uint32{q, i, b, 0x56495354}, [2]uint32{uint32(seed), uint32(seed >> 32)})
+	x := walk.Philox4x32([4]uint32{q, i, b, 0x56495354}, [2]uint32{uint32(seed), uint32(seed >> 32)})
 	return uint64(x[0]) | uint64(x[1])<<32
 }
 
@@ -200,7 +201,7 @@ func SplitSteps(n int64, weights []float64, k int) []int64 {
 // parallel, and further runs walk more blocks for the queries whose budget
 // is not spent. The results are in query order and depend only on g, p and
 // queries, never on the schedule.
-func CountVisits(ctx context.Context, e Engine, g *graph.Graph, p VisitParams, queries []VisitQuery) ([]VisitResult, VisitStats, error) {
+func CountVisits(ctx context.Context, e walk.Engine, g *graph.Graph, p VisitParams, queries []VisitQuery) ([]VisitResult, VisitStats, error) {
 	if err := p.Validate(g, queries); err != nil {
 		return nil, VisitStats{}, err
 	}
@@ -248,7 +249,7 @@ type VisitCall struct {
 // counts the calls it takes together, so that many small requests fill
 // it; the others are counted one by one. err is an engine failure, which
 // ends the whole call.
-func CountVisitCalls(ctx context.Context, e Engine, g *graph.Graph, calls []VisitCall) (res [][]VisitResult, st []VisitStats, errs []error, err error) {
+func CountVisitCalls(ctx context.Context, e walk.Engine, g *graph.Graph, calls []VisitCall) (res [][]VisitResult, st []VisitStats, errs []error, err error) {
 	res, st, errs = make([][]VisitResult, len(calls)), make([]VisitStats, len(calls)), make([]error, len(calls))
 	valid := make([]VisitCall, 0, len(calls))
 	at := make([]int, 0, len(calls)) // valid[k] is calls[at[k]]
@@ -320,7 +321,7 @@ func visitExclusions(g *graph.Graph, p VisitParams, starts []uint32) map[uint32]
 
 // meanSteps is the expected steps of a walk before any is seen.
 func (p VisitParams) meanSteps() float64 {
-	if p.Algorithm.Kind == PPR {
+	if p.Algorithm.Kind == walk.PPR {
 		return min(float64(p.Algorithm.Length), (1-p.Algorithm.StopProb)/p.Algorithm.StopProb)
 	}
 	return float64(p.Algorithm.Length)

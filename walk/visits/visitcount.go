@@ -1,4 +1,4 @@
-package walk
+package visits
 
 // The counting machinery of CountVisits (visits.go): waves of queries whose
 // seeds' walks run in blocks of VisitBlockWalks, counted as they arrive.
@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
 )
 
 // visitSeed is one seed of a query being counted.
@@ -31,7 +32,7 @@ type visitSeed struct {
 // visitBlock collects the chunks of one block's job.
 type visitBlock struct {
 	want, got int
-	chunks    []Chunk
+	chunks    []walk.Chunk
 	// verts and off hold the block's walks in walk-id order once complete
 	// (walk k visits verts[off[k]:off[k+1]]).
 	verts []uint32
@@ -96,7 +97,7 @@ type blockRef struct {
 type arrival struct {
 	s   int
 	blk *visitBlock
-	c   Chunk
+	c   walk.Chunk
 }
 
 // visitInbox hands a query's chunks from emit to the counting workers while
@@ -110,7 +111,7 @@ type visitInbox struct {
 
 // countWave counts queries[lo:hi] into res[lo:hi]: it runs blocks of
 // walks until every query has spent its budget or stopped early.
-func countWave(ctx context.Context, e Engine, g *graph.Graph, p VisitParams, queries []VisitQuery, lo, hi int, res []VisitResult, st *VisitStats) error {
+func countWave(ctx context.Context, e walk.Engine, g *graph.Graph, p VisitParams, queries []VisitQuery, lo, hi int, res []VisitResult, st *VisitStats) error {
 	qs := newVisitQueries(g, p, queries[lo:hi])
 	mean := p.meanSteps()
 	for {
@@ -171,7 +172,7 @@ func newVisitQueries(g *graph.Graph, p VisitParams, queries []VisitQuery) []*vis
 // planBlocks lists the blocks of walks the next run needs, one job each
 // (job i is tagged i and fills refs[i]); none when every query is done. lo
 // is the index of qs[0] among the request's queries, part of the seeds.
-func planBlocks(qs []*visitQuery, p VisitParams, lo int, mean float64) (refs []blockRef, jobs []Job) {
+func planBlocks(qs []*visitQuery, p VisitParams, lo int, mean float64) (refs []blockRef, jobs []walk.Job) {
 	for x, q := range qs {
 		if q.active == 0 || q.stopped {
 			continue
@@ -195,7 +196,7 @@ func planBlocks(qs []*visitQuery, p VisitParams, lo int, mean float64) (refs []b
 				s.blocks[b] = blk
 				s.ran += int64(n)
 				refs = append(refs, blockRef{x, i, blk})
-				jobs = append(jobs, Job{Tag: len(jobs), Algorithm: p.Algorithm, Starts: starts,
+				jobs = append(jobs, walk.Job{Tag: len(jobs), Algorithm: p.Algorithm, Starts: starts,
 					Seed: VisitBlockSeed(p.Seed, uint32(lo+x), uint32(i), uint32(b))})
 			}
 		}
@@ -204,7 +205,7 @@ func planBlocks(qs []*visitQuery, p VisitParams, lo int, mean float64) (refs []b
 }
 
 // runBlocks runs jobs on e and counts their walks into qs as they arrive.
-func runBlocks(ctx context.Context, e Engine, p VisitParams, qs []*visitQuery, refs []blockRef, jobs []Job, st *VisitStats) error {
+func runBlocks(ctx context.Context, e walk.Engine, p VisitParams, qs []*visitQuery, refs []blockRef, jobs []walk.Job, st *VisitStats) error {
 	var want int64
 	for _, j := range jobs {
 		want += int64(len(j.Starts))
@@ -224,7 +225,7 @@ func runBlocks(ctx context.Context, e Engine, p VisitParams, qs []*visitQuery, r
 		}()
 	}
 	var got int64
-	err := e.Run(ctx, jobs, func(c Chunk) error {
+	err := e.Run(ctx, jobs, func(c walk.Chunk) error {
 		if c.Tag < 0 || c.Tag >= len(refs) {
 			return fmt.Errorf("visits: engine emitted tag %d of %d jobs", c.Tag, len(refs))
 		}

@@ -1,4 +1,4 @@
-package walk
+package graphsample
 
 // The C-SAW samplers' CPU side: one instance at a time, per SampleKind
 // (sample.go describes the kinds and their parameters).
@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
 )
 
 // sampler holds one worker's scratch space.
@@ -176,7 +177,7 @@ func (s *sampler) layerRejection(id, h uint32, k int, frontier []uint32) ([]laye
 		x := s.sel.word(SampleKey{Seed: p.Seed, Instance: id, Slot: layerSlot, Hop: h, Candidate: uint32(t)})
 		var pk layerPick
 		if cum == nil {
-			i := uint64(index(x, uint32(n)))
+			i := uint64(walk.Bounded(x, uint32(n)))
 			j := sort.Search(len(pre), func(j int) bool { return float64(i) < pre[j] })
 			lo := uint64(0)
 			if j > 0 {
@@ -324,7 +325,7 @@ func (s *sampler) frontier(id uint32, seeds []uint32) []SampledEdge {
 		var c uint32
 		switch p.EdgeBias.Kind {
 		case BiasConstant:
-			c = index(w[2], n)
+			c = walk.Bounded(w[2], n)
 		case BiasEdgeWeight:
 			c = cdfSearch(WeightCDF(g)[base:base+uint64(n)], w[2])
 		default:

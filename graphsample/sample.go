@@ -1,4 +1,4 @@
-package walk
+package graphsample
 
 // Graph sampling in the C-SAW framework (Pandey et al., "C-SAW: A Framework
 // for Graph Sampling and Random Walk on GPUs", SC'20, section III and
@@ -6,7 +6,7 @@ package walk
 // user functions: a VertexBias that picks frontier vertices, an EdgeBias
 // that weighs a frontier vertex's edges, and an Update that turns the
 // selected edges into the next frontier. Select draws k of n candidates
-// without replacement by bias (walk/select.go).
+// without replacement by bias (graphsample/select.go).
 //
 // # The samples an engine must produce (the definition)
 //
@@ -34,7 +34,7 @@ package walk
 //     target is not yet in the sample, x = floor(log(u) / log(p)) for the
 //     burn word u (geometric, mean p/(1-p)), selected as per-vertex
 //     neighbour sampling selects (draws with rejection of edges to sampled
-//     vertices when n > 4x, else keys over the candidates; walk/select.go);
+//     vertices when n > 4x, else keys over the candidates; graphsample/select.go);
 //     the burnt targets join the
 //     sample (at most MaxVertices vertices, seed included, stopping at the
 //     edge that reaches it) and form the next frontier. Depth hops.

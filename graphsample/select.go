@@ -1,4 +1,4 @@
-package walk
+package graphsample
 
 // C-SAW's Select: k of n candidates by bias, without replacement, as
 // reservoir keys (Efraimidis and Spirakis, "Weighted random sampling with a
@@ -37,6 +37,7 @@ import (
 	"sync"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
 )
 
 // SampleKey addresses one random word of a sample: Philox4x32-10 under key
@@ -51,7 +52,7 @@ type SampleKey struct {
 
 // Words is the Philox block holding the key's word.
 func (k SampleKey) Words() [4]uint32 {
-	return philox4x32([4]uint32{k.Instance, k.Slot, k.Hop, k.Candidate / 4}, [2]uint32{uint32(k.Seed), uint32(k.Seed >> 32)})
+	return walk.Philox4x32([4]uint32{k.Instance, k.Slot, k.Hop, k.Candidate / 4}, [2]uint32{uint32(k.Seed), uint32(k.Seed >> 32)})
 }
 
 // Word is the key's random word.
@@ -88,7 +89,7 @@ type selector struct {
 func (s *selector) word(k SampleKey) uint32 {
 	c := [4]uint32{k.Instance, k.Slot, k.Hop, k.Candidate / 4}
 	if !s.have || c != s.ctr {
-		s.words = philox4x32(c, [2]uint32{uint32(k.Seed), uint32(k.Seed >> 32)})
+		s.words = walk.Philox4x32(c, [2]uint32{uint32(k.Seed), uint32(k.Seed >> 32)})
 		s.ctr, s.have = c, true
 	}
 	return s.words[k.Candidate%4]
@@ -219,7 +220,7 @@ func (s *selector) rejectionWhere(g *graph.Graph, b Bias, base uint64, n, k int,
 		x := s.word(kk)
 		var c uint32
 		if cum == nil {
-			c = index(x, uint32(n))
+			c = walk.Bounded(x, uint32(n))
 		} else {
 			c = cdfSearch(cum, x)
 		}
@@ -253,7 +254,7 @@ func WeightCDF(g *graph.Graph) []float64 {
 		return cdfCache.cum
 	}
 	cum := make([]float64, len(g.Targets))
-	forVertexRanges(g, func(lo, hi int) {
+	walk.ForVertexRanges(g, func(lo, hi int) {
 		for v := lo; v < hi; v++ {
 			var sum float64
 			for e := g.Offsets[v]; e < g.Offsets[v+1]; e++ {
@@ -296,7 +297,7 @@ func (s *selector) withReplacement(g *graph.Graph, b Bias, base uint64, n, k int
 		x := s.word(kk)
 		switch b.Kind {
 		case BiasConstant:
-			s.out32 = append(s.out32, index(x, uint32(n)))
+			s.out32 = append(s.out32, walk.Bounded(x, uint32(n)))
 		case BiasEdgeWeight:
 			s.out32 = append(s.out32, cdfSearch(WeightCDF(g)[base:base+uint64(n)], x))
 		default:

@@ -1,13 +1,15 @@
-package walk
+package graphsample
 
 import (
 	"context"
 	"fmt"
 	"math/bits"
 	"reflect"
+	"sync"
 	"testing"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
 )
 
 func sample(t *testing.T, g *graph.Graph, p SampleParams, starts []uint32, workers int) [][]SampledEdge {
@@ -391,7 +393,7 @@ func TestSampleDeterministicAcrossWorkers(t *testing.T) {
 
 func TestSampleKeyIsPhiloxCounter(t *testing.T) {
 	k := SampleKey{Seed: 0x0123456789abcdef, Instance: 5, Slot: 6, Hop: 7, Candidate: 13}
-	w := philox4x32([4]uint32{5, 6, 7, 3}, [2]uint32{0x89abcdef, 0x01234567})
+	w := walk.Philox4x32([4]uint32{5, 6, 7, 3}, [2]uint32{0x89abcdef, 0x01234567})
 	if k.Word() != w[1] {
 		t.Fatalf("word %x, want %x", k.Word(), w[1])
 	}
@@ -421,6 +423,11 @@ func TestSampleParamsValidate(t *testing.T) {
 		}
 	}
 }
+
+// benchGraph is walk's bench graph (walk/bench_test.go).
+var benchGraph = sync.OnceValues(func() (*graph.Graph, error) {
+	return graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 16, EdgeFactor: 16, Seed: 1, Undirected: true, Weighted: true, Labels: 5, Name: "bench"})
+})
 
 // BenchmarkSample reports SEPS (sampled edges per second) and allocations
 // for each sampler on the R-MAT scale-16 bench graph, 1,000 seeds.

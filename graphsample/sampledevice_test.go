@@ -1,10 +1,13 @@
-package walk
+package graphsample
 
 import (
 	"context"
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
 )
 
 // oneByOne is a DeviceSampler for tests, backed by the CPU: it takes
@@ -13,7 +16,8 @@ import (
 // warp, so a dispatch that reaches it shows in its counts and in nothing
 // else.
 type oneByOne struct {
-	*CPU
+	*walk.CPU
+	g                *graph.Graph
 	calls, instances int
 	fail             error
 }
@@ -51,7 +55,7 @@ func (d *oneByOne) SampleRangeOnDevice(ctx context.Context, p SampleParams, star
 func TestSampleRangeOnDispatchesToTheDevice(t *testing.T) {
 	ctx := context.Background()
 	g := testGraph(t)
-	cpu, err := NewCPU(g, WithWorkers(1))
+	cpu, err := walk.NewCPU(g, walk.WithWorkers(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +78,7 @@ func TestSampleRangeOnDispatchesToTheDevice(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dev := &oneByOne{CPU: cpu}
+		dev := &oneByOne{CPU: cpu, g: g}
 		wantName := "cpu"
 		if c.device {
 			wantName = "onebyone"
@@ -133,7 +137,7 @@ func TestSampleRangeOnChecksBeforeTheDevice(t *testing.T) {
 	}
 	bp := p
 	bp.Fanouts = nil
-	if _, _, err := SampleRangeOn(ctx, dev, g, bp, []uint32{1}, 0, 1, 1); !errors.Is(err, ErrInvalidAlgorithm) {
+	if _, _, err := SampleRangeOn(ctx, dev, g, bp, []uint32{1}, 0, 1, 1); !errors.Is(err, walk.ErrInvalidAlgorithm) {
 		t.Errorf("no fanouts: %v", err)
 	}
 	if dev.calls != 0 {
