@@ -16,8 +16,6 @@ import (
 	"sort"
 	"strings"
 	"syscall"
-
-	"github.com/walkstage/walkstage/internal/logkeys"
 )
 
 // command is one subcommand: run gets the arguments after its name. A
@@ -153,7 +151,7 @@ func cmdLogger(w io.Writer, quiet bool) *slog.Logger {
 	if quiet {
 		lvl, bad = slog.LevelError, false
 	}
-	l := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl, ReplaceAttr: logkeys.Seconds}))
+	l := slog.New(newPlainHandler(w, lvl))
 	if bad {
 		l.Warn("WALKSTAGE_LOG_LEVEL is not debug, info, warn or error; logging at info", "value", env)
 	}
