@@ -248,6 +248,7 @@ func graphInfo(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = subUsage(fs, "walkstage graph info [--verify] [--gpu-memory BYTES] g.wsg")
 	verify := fs.Bool("verify", false, "also verify the content checksum (reads every byte)")
 	gpuMemory := fs.Int64("gpu-memory", 0, "also print the GPU engine's placement plan for this much device memory for the graph (WALKSTAGE_GPU_MEMORY_LIMIT less the batch slots' quarter)")
+	asJSON := fs.Bool("json", false, "print the description as one JSON line (docs/reference/vocabulary.md)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -279,6 +280,17 @@ func graphInfo(args []string, stdout, stderr io.Writer) error {
 			return 0
 		}
 		return degs[min(n-1, int(p*float64(n)))]
+	}
+	if *asJSON {
+		ts := walk.EstimateTables(g)
+		info := graphInfoResult{Graph: g.Name, Version: g.Version, File: path, FileBytes: fileSize(path), Vertices: n,
+			Edges: g.NumEdges(), Weighted: g.Weighted(), Labelled: g.Labelled(), Labels: g.NumLabels, ExternalIDs: g.IDs != nil,
+			DeadEnds: dead, MemoryBytes: g.MemoryBytes(), CPUFusedBytes: ts.Fused, CPUPackedBytes: ts.Packed,
+			CPUFenceBytes: ts.Fences, GPUBytes: gpu.DeviceBytesNeeded(g), LoadSeconds: load.Seconds()}
+		if n > 0 {
+			info.MaxDegree, info.MedianDegree, info.P99Degree = maxDeg, q(0.5), q(0.99)
+		}
+		return printJSON(stdout, info)
 	}
 	tw := func(k, f string, a ...any) { fmt.Fprintf(stdout, "%-14s "+f+"\n", append([]any{k + ":"}, a...)...) }
 	tw("file", "%s (%s)", path, humanBytes(fileSize(path)))
@@ -414,4 +426,29 @@ func humanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// graphInfoResult is graph info's --json line; the keys are those of
+// graph generate and import's (graphResult) where they overlap.
+type graphInfoResult struct {
+	Graph          string  `json:"graph,omitempty"`
+	Version        string  `json:"graph_version"`
+	File           string  `json:"file"`
+	FileBytes      int64   `json:"file_bytes"`
+	Vertices       int     `json:"vertices"`
+	Edges          int64   `json:"edges"`
+	Weighted       bool    `json:"weighted"`
+	Labelled       bool    `json:"labelled"`
+	Labels         int     `json:"labels"`
+	ExternalIDs    bool    `json:"external_ids"`
+	MaxDegree      int     `json:"max_degree"`
+	MedianDegree   uint32  `json:"median_degree"`
+	P99Degree      uint32  `json:"p99_degree"`
+	DeadEnds       int     `json:"dead_ends"`
+	MemoryBytes    int64   `json:"memory_bytes"`
+	CPUFusedBytes  int64   `json:"cpu_fused_table_bytes"`
+	CPUPackedBytes int64   `json:"cpu_packed_table_bytes"`
+	CPUFenceBytes  int64   `json:"cpu_fence_index_bytes"`
+	GPUBytes       int64   `json:"gpu_bytes"`
+	LoadSeconds    float64 `json:"load_seconds"`
 }

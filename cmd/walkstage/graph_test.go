@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/graph/edgelist"
 )
 
@@ -145,5 +147,30 @@ func TestPrintProgressNamesRowGroup(t *testing.T) {
 	printProgress(&buf, edgelist.Progress{Phase: "read", EdgesRead: 3e6, BytesRead: 1 << 20, TotalBytes: 4 << 20, RowGroup: 2, RowGroups: 30}, 3*time.Second)
 	if got := buf.String(); !strings.Contains(got, "read 3.0M edges, 1.0 MiB of 4.0 MiB (25%), row group 3 of 30,") {
 		t.Fatalf("progress line %q does not name the row group", got)
+	}
+}
+
+// graph info --json prints one JSON line with the graph's figures.
+func TestGraphInfoJSON(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "g.wsg")
+	var out, errOut bytes.Buffer
+	if rc := Main(context.Background(), []string{"graph", "generate", "--scale", "8", "--weighted", "--out", path, "--quiet"}, &out, &errOut); rc != 0 {
+		t.Fatalf("generate: rc %d: %s", rc, errOut.String())
+	}
+	out.Reset()
+	if rc := Main(context.Background(), []string{"graph", "info", "--json", path}, &out, &errOut); rc != 0 {
+		t.Fatalf("info: rc %d: %s", rc, errOut.String())
+	}
+	g, err := graph.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	var info graphInfoResult
+	if err := json.Unmarshal(out.Bytes(), &info); err != nil || strings.Count(out.String(), "\n") != 1 {
+		t.Fatalf("not one JSON line: %q (%v)", out.String(), err)
+	}
+	if info.Vertices != g.NumVertices() || info.Edges != g.NumEdges() || !info.Weighted || info.Version != g.Version {
+		t.Errorf("info %+v does not describe the graph (V=%d E=%d version %s)", info, g.NumVertices(), g.NumEdges(), g.Version)
 	}
 }
