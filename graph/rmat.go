@@ -1,9 +1,11 @@
 package graph
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
+	"math/bits"
 	"runtime"
 	"slices"
 	"sync"
@@ -30,6 +32,11 @@ type RMATOptions struct {
 	// A, B, C are the quadrant probabilities (D = 1 - A - B - C). All zero
 	// means Graph500's 0.57, 0.19, 0.19.
 	A, B, C float64
+	// TimeSpan > 0 makes the graph timed: each edge gets a time uniform
+	// in [0, TimeSpan), a function of the seed and its endpoints (both
+	// directions of an undirected edge share it), and each adjacency is
+	// sorted by (time, target). For benchmarks of temporal walks.
+	TimeSpan int64
 }
 
 // rmatBlock is the number of generated edges drawn from one RNG stream. The
@@ -65,6 +72,11 @@ func GenerateRMAT(ctx context.Context, o RMATOptions) (*Graph, error) {
 	if err := gen.attributes(ctx, g, o); err != nil {
 		return nil, err
 	}
+	if o.TimeSpan > 0 {
+		if err := gen.times(ctx, g, o.TimeSpan); err != nil {
+			return nil, err
+		}
+	}
 	// What Finish does, with the structural check spread over all cores
 	// (there is no id map to index and NumLabels is set).
 	if err := g.validateParallel(); err != nil {
@@ -91,6 +103,9 @@ func (o RMATOptions) checked() (RMATOptions, error) {
 	}
 	if !(o.A >= 0 && o.B >= 0 && o.C >= 0 && o.A+o.B+o.C <= 1) {
 		return o, fmt.Errorf("rmat: probabilities a=%v b=%v c=%v must be >= 0 with a+b+c <= 1", o.A, o.B, o.C)
+	}
+	if o.TimeSpan < 0 {
+		return o, fmt.Errorf("rmat: time span %d must be 0 (untimed) or more", o.TimeSpan)
 	}
 	if m := uint64(o.EdgeFactor) << o.Scale; m > 1<<40 {
 		return o, fmt.Errorf("rmat: %d edges is more than this generator supports", m)
@@ -189,6 +204,57 @@ func (gen *rmatGen) attributes(ctx context.Context, g *Graph, o RMATOptions) err
 				}
 				if g.Labels != nil {
 					g.Labels[i] = uint8((uint64(uint32(h)) * uint64(o.Labels)) >> 32)
+				}
+			}
+		}
+	})
+}
+
+// times gives every edge a time in [0, span) and sorts each adjacency by
+// (time, target), carrying weights and labels along.
+func (gen *rmatGen) times(ctx context.Context, g *Graph, span int64) error {
+	g.Times = make([]int64, g.NumEdges())
+	offs := g.Offsets
+	return parallelRanges(ctx, g.NumVertices(), 1<<12, func(lo, hi int) {
+		var perm []int
+		var tg []uint32
+		var tm []int64
+		var w []float32
+		var l []uint8
+		for v := lo; v < hi; v++ {
+			a, b := offs[v], offs[v+1]
+			n := int(b - a)
+			for i := a; i < b; i++ {
+				h, _ := bits.Mul64(mix64(gen.edgeHash(uint32(v), g.Targets[i])^0x7153a9e5), uint64(span))
+				g.Times[i] = int64(h)
+			}
+			perm = slices.Grow(perm[:0], n)[:n]
+			for i := range perm {
+				perm[i] = i
+			}
+			ts, ds := g.Times[a:b], g.Targets[a:b]
+			slices.SortFunc(perm, func(x, y int) int {
+				if c := cmp.Compare(ts[x], ts[y]); c != 0 {
+					return c
+				}
+				return cmp.Compare(ds[x], ds[y])
+			})
+			tg, tm = append(tg[:0], ds...), append(tm[:0], ts...)
+			for i, p := range perm {
+				ds[i], ts[i] = tg[p], tm[p]
+			}
+			if g.Weights != nil {
+				ws := g.Weights[a:b]
+				w = append(w[:0], ws...)
+				for i, p := range perm {
+					ws[i] = w[p]
+				}
+			}
+			if g.Labels != nil {
+				ls := g.Labels[a:b]
+				l = append(l[:0], ls...)
+				for i, p := range perm {
+					ls[i] = l[p]
 				}
 			}
 		}
