@@ -25,9 +25,10 @@ const (
 	PPR                      // DeepWalk that stops with probability StopProb before each step
 	Node2Vec                 // second order with return (p) and in-out (q) factors
 	MetaPath                 // step i follows only edges labelled Schema[i mod len(Schema)]
+	Temporal                 // time-respecting first order walk on a timed graph (temporal.go)
 )
 
-var kindNames = map[Kind]string{DeepWalk: "deepwalk", PPR: "ppr", Node2Vec: "node2vec", MetaPath: "metapath"}
+var kindNames = map[Kind]string{DeepWalk: "deepwalk", PPR: "ppr", Node2Vec: "node2vec", MetaPath: "metapath", Temporal: "temporal"}
 
 func (k Kind) String() string {
 	if s, ok := kindNames[k]; ok {
@@ -43,7 +44,7 @@ func ParseKind(s string) (Kind, error) {
 			return k, nil
 		}
 	}
-	return 0, fmt.Errorf("%w: unknown algorithm %q (want deepwalk, ppr, node2vec or metapath)", ErrInvalidAlgorithm, s)
+	return 0, fmt.Errorf("%w: unknown algorithm %q (want deepwalk, ppr, node2vec, metapath or temporal)", ErrInvalidAlgorithm, s)
 }
 
 // StepperKind names a per-step transition method (a stepper): how a walk
@@ -59,10 +60,11 @@ const (
 	StepperRejection                    // Node2Vec: proposal from the static bias, accept by p/q factor
 	StepperZPRS                         // zig-zag parallel reservoir sampling, O(1) memory, any dynamic bias
 	StepperDPRS                         // direct parallel reservoir sampling, O(1) memory, any dynamic bias
+	StepperWindow                       // Temporal: binary search of the time window, then its draw (temporal.go)
 )
 
 var samplerNames = map[StepperKind]string{StepperAuto: "auto", StepperUniform: "uniform", StepperAlias: "alias",
-	StepperRejection: "rejection", StepperZPRS: "zprs", StepperDPRS: "dprs"}
+	StepperRejection: "rejection", StepperZPRS: "zprs", StepperDPRS: "dprs", StepperWindow: "window"}
 
 func (s StepperKind) String() string {
 	if n, ok := samplerNames[s]; ok {
@@ -78,7 +80,7 @@ func ParseStepper(s string) (StepperKind, error) {
 			return k, nil
 		}
 	}
-	return 0, fmt.Errorf("%w: unknown sampler %q (want auto, uniform, alias, rejection, zprs or dprs)", ErrInvalidAlgorithm, s)
+	return 0, fmt.Errorf("%w: unknown sampler %q (want auto, uniform, alias, rejection, zprs, dprs or window)", ErrInvalidAlgorithm, s)
 }
 
 // Limits on walk parameters, independent of any deployment's tighter limits.
@@ -102,6 +104,8 @@ type Algorithm struct {
 	// Stepper forces the per-step transition method (the request's
 	// "sampler" field); StepperAuto picks the fastest exact one.
 	Stepper StepperKind
+	// Time holds Temporal's parameters; the zero value for every other kind.
+	Time TimeParams
 }
 
 func invalid(format string, a ...any) error {
@@ -143,8 +147,21 @@ func (a Algorithm) Validate(g *graph.Graph) error {
 	} else if len(a.Schema) != 0 {
 		return invalid("a schema is only for metapath, not %s", a.Kind)
 	}
+	if a.Kind == Temporal {
+		if err := a.Time.validate(); err != nil {
+			return err
+		}
+		if a.Stepper != StepperAuto && a.Stepper != StepperWindow {
+			return invalid("temporal walks draw from their time window; sampler %s cannot serve them (leave it auto)", a.Stepper)
+		}
+	} else if a.Time != (TimeParams{}) {
+		return invalid("time_bias, time_scale, start_time, max_time_gap and direction are only for temporal, not %s", a.Kind)
+	}
 	if _, ok := samplerNames[a.Stepper]; !ok {
 		return invalid("unknown sampler %d", a.Stepper)
+	}
+	if a.Stepper == StepperWindow && a.Kind != Temporal {
+		return invalid("the window sampler is for temporal, not %s", a.Kind)
 	}
 	switch a.Stepper {
 	case StepperUniform:
@@ -165,6 +182,9 @@ func (a Algorithm) Validate(g *graph.Graph) error {
 	}
 	if a.Weighted && !g.Weighted() {
 		return invalid("weighted %s needs edge weights, and graph %q has none", a.Kind, g.Name)
+	}
+	if a.Kind == Temporal && !g.Timed() {
+		return invalid("temporal walks need edge times, and graph %q has none (import it with graph import --time-column)", g.Name)
 	}
 	if a.Kind == MetaPath {
 		if !g.Labelled() {
@@ -191,6 +211,8 @@ func (a Algorithm) ResolvedStepper() StepperKind {
 		return StepperRejection
 	case MetaPath:
 		return StepperZPRS
+	case Temporal:
+		return StepperWindow
 	}
 	if a.Weighted {
 		return StepperAlias
@@ -217,6 +239,8 @@ func (a Algorithm) describe(sampler string) string {
 		fmt.Fprintf(&b, " p=%g q=%g", a.P, a.Q)
 	case MetaPath:
 		fmt.Fprintf(&b, " schema=%v", a.Schema)
+	case Temporal:
+		b.WriteString(" " + a.Time.String())
 	}
 	fmt.Fprintf(&b, " sampler=%s", sampler)
 	return b.String()

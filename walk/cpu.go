@@ -70,6 +70,9 @@ type CPU struct {
 	labelOnce sync.Once
 	labels    *labelTables
 
+	cumwOnce sync.Once
+	cumw     []float64 // Temporal's per-vertex prefix sums of weights (windowWeights)
+
 	mu    sync.Mutex
 	stats RunStats
 }
@@ -186,6 +189,13 @@ func (e *CPU) plan(jobs []Job) (steppers []*stepper, units []unit, maxLen int) {
 		if UsesLabelTables(j.Algorithm, e.g) {
 			steppers[i].segs = e.labelTables()
 		}
+		if j.Algorithm.Kind == Temporal {
+			var cumw []float64
+			if j.Algorithm.Weighted {
+				cumw = e.windowWeights()
+			}
+			steppers[i].tmp = temporalGraph(e.g, cumw)
+		}
 		for lo := 0; lo < len(j.Starts); lo += size {
 			units = append(units, unit{job: i, lo: lo, hi: min(lo+size, len(j.Starts))})
 		}
@@ -244,7 +254,13 @@ func walkUnit(s *stepper, j Job, lo, hi int, scratch []uint32) (Chunk, []uint32)
 	}
 	buf, lens := scratch[:n*stride], scratch[n*stride:n*stride+n]
 	first := j.FirstWalk + uint64(lo)
-	if s.ring() {
+	var times []int64
+	if s.tmp != nil {
+		if j.WithTimes {
+			times = make([]int64, n*stride)
+		}
+		s.walkTemporalUnit(j.Starts[lo:hi], first, buf, times, lens)
+	} else if s.ring() {
 		s.walkRing(j.Starts[lo:hi], first, buf, lens)
 	} else if s.fused != nil && !s.lockstepNode2Vec() {
 		s.walkFused(j.Starts[lo:hi], first, buf, lens)
@@ -267,6 +283,12 @@ func walkUnit(s *stepper, j Job, lo, hi int, scratch []uint32) (Chunk, []uint32)
 	c.Vertices = make([]uint32, pos)
 	for k := 0; k < n; k++ {
 		copy(c.Vertices[c.Offsets[k]:], buf[k*stride:k*stride+int(lens[k])])
+	}
+	if times != nil {
+		c.Times = make([]int64, pos)
+		for k := 0; k < n; k++ {
+			copy(c.Times[c.Offsets[k]:], times[k*stride:k*stride+int(lens[k])])
+		}
 	}
 	return c, scratch
 }

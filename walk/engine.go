@@ -26,6 +26,9 @@ type Job struct {
 	// engines (gpu.Multi) gives each share the ids it has in the whole job,
 	// so the walks are those of the unsplit job.
 	FirstWalk uint64
+	// WithTimes asks a Temporal job's chunks for their walks' times
+	// (Chunk.Times).
+	WithTimes bool
 }
 
 // Chunk is a run of completed walks of one job. Walk k of the chunk has id
@@ -42,6 +45,10 @@ type Chunk struct {
 	WalkIDs  []uint64
 	Offsets  []uint32 // len(WalkIDs)+1, Offsets[0] == 0
 	Vertices []uint32
+	// Times, for a Temporal job with WithTimes, is parallel to Vertices:
+	// the time of the edge that reached each vertex, a walk's first entry
+	// being its bound (TimeParams.Bound). Nil otherwise.
+	Times []int64
 	// Starts, when not nil, holds the walks' start vertices:
 	// Starts[k] == Vertices[Offsets[k]]. An engine that has them at hand
 	// (the GPU engine, from its tasks) fills it so that a receiver needing
@@ -146,6 +153,9 @@ func ValidateJobs(g *graph.Graph, jobs []Job) error {
 		j := &jobs[i]
 		if err := j.Algorithm.Validate(g); err != nil {
 			return fmt.Errorf("job %d: %w", j.Tag, err)
+		}
+		if j.WithTimes && j.Algorithm.Kind != Temporal {
+			return fmt.Errorf("job %d: %w: walk times are only for temporal walks, not %s", j.Tag, ErrInvalidAlgorithm, j.Algorithm.Kind)
 		}
 		if k := firstBeyond(j.Starts, n); k >= 0 {
 			return fmt.Errorf("job %d: %w: start %d is vertex %d, beyond %d vertices", j.Tag, ErrInvalidAlgorithm, k, j.Starts[k], n)

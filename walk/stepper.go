@@ -59,6 +59,8 @@ type stepper struct {
 	// MetaPath on label tables (UsesLabelTables): segments, their targets
 	// and, for weighted walks, their alias entries.
 	segs *labelTables
+	// tmp holds a Temporal walk's edge times and window weights.
+	tmp *temporal
 
 	alg      Algorithm
 	sampler  StepperKind

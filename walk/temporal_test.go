@@ -1,0 +1,425 @@
+package walk
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/internal/stattest"
+)
+
+// timedWalks runs job on e and returns its walks and their times by walk id.
+func timedWalks(t testing.TB, e Engine, j Job) ([][]uint32, [][]int64) {
+	t.Helper()
+	walks, times := make([][]uint32, len(j.Starts)), make([][]int64, len(j.Starts))
+	err := e.Run(context.Background(), []Job{j}, func(c Chunk) error {
+		if j.WithTimes != (c.Times != nil) || c.Times != nil && len(c.Times) != len(c.Vertices) {
+			t.Fatalf("chunk times: %d for %d vertices (with times: %v)", len(c.Times), len(c.Vertices), j.WithTimes)
+		}
+		for k := range c.Len() {
+			id := c.WalkIDs[k]
+			walks[id] = slices.Clone(c.Walk(k))
+			if c.Times != nil {
+				times[id] = slices.Clone(c.Times[c.Offsets[k]:c.Offsets[k+1]])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return walks, times
+}
+
+func timedRMAT(t testing.TB, o graph.RMATOptions) *graph.Graph {
+	t.Helper()
+	g, err := graph.GenerateRMAT(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// temporalCases are the parameter sets the tests walk with.
+func temporalCases() map[string]TimeParams {
+	return map[string]TimeParams{
+		"uniform":                {},
+		"linear":                 {Bias: TimeLinear},
+		"exponential":            {Bias: TimeExponential, Scale: 50},
+		"exponential-tiny-scale": {Bias: TimeExponential, Scale: 0.5},
+		"uniform-start-gap":      {Start: 200, HasStart: true, MaxGap: 40, HasMaxGap: true},
+		"linear-gap":             {Bias: TimeLinear, MaxGap: 100, HasMaxGap: true},
+		"exponential-gap":        {Bias: TimeExponential, Scale: 20, MaxGap: 0, HasMaxGap: true},
+		"backward":               {Backward: true},
+		"backward-linear-start":  {Bias: TimeLinear, Backward: true, Start: 700, HasStart: true},
+		"backward-exp-gap":       {Bias: TimeExponential, Scale: 30, Backward: true, MaxGap: 60, HasMaxGap: true},
+	}
+}
+
+// Every walk respects time: each step takes an edge that exists with the
+// reported time, at or after (backward: at or before) the previous step's
+// time and within the gap; a walk ends early only where no edge is left in
+// its window; asking for times changes no walk.
+func TestTemporalWalksRespectTime(t *testing.T) {
+	g := timedRMAT(t, graph.RMATOptions{Scale: 10, EdgeFactor: 8, Seed: 3, Weighted: true, TimeSpan: 1000})
+	e, err := NewCPU(g, WithWorkers(2), WithChunkSize(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	starts := make([]uint32, g.NumVertices())
+	for i := range starts {
+		starts[i] = uint32(i)
+	}
+	for name, tp := range temporalCases() {
+		for _, weighted := range []bool{false, true} {
+			a := Algorithm{Kind: Temporal, Length: 20, Weighted: weighted, Time: tp}
+			walks, times := timedWalks(t, e, Job{Algorithm: a, Seed: 9, Starts: starts, WithTimes: true})
+			plain, _ := timedWalks(t, e, Job{Algorithm: a, Seed: 9, Starts: starts})
+			steps := 0
+			for id, w := range walks {
+				if !slices.Equal(w, plain[id]) {
+					t.Fatalf("%s weighted=%v walk %d: %v with times, %v without", name, weighted, id, w, plain[id])
+				}
+				checkTemporalWalk(t, g, tp, w, times[id], a.Length)
+				steps += len(w) - 1
+			}
+			if steps < g.NumVertices()/4 {
+				t.Errorf("%s weighted=%v: only %d steps in %d walks", name, weighted, steps, len(walks))
+			}
+		}
+	}
+}
+
+func checkTemporalWalk(t *testing.T, g *graph.Graph, tp TimeParams, w []uint32, ts []int64, length int) {
+	t.Helper()
+	if len(ts) != len(w) || ts[0] != tp.Bound() {
+		t.Fatalf("%+v: walk %v times %v: want one time per vertex, the first %d", tp, w, ts, tp.Bound())
+	}
+	inWindow := func(prev, tt int64, first bool) bool {
+		if !tp.Backward && tt < prev || tp.Backward && tt > prev {
+			return false
+		}
+		if !tp.HasMaxGap || first && !tp.HasStart {
+			return true
+		}
+		d := tt - prev
+		if tp.Backward {
+			d = -d
+		}
+		return d <= tp.MaxGap
+	}
+	for i := 1; i < len(w); i++ {
+		found := false
+		for e := g.Offsets[w[i-1]]; e < g.Offsets[w[i-1]+1]; e++ {
+			found = found || g.Targets[e] == w[i] && g.Times[e] == ts[i]
+		}
+		if !found {
+			t.Fatalf("%+v: walk %v times %v: step %d takes no edge of the graph", tp, w, ts, i)
+		}
+		if !inWindow(ts[i-1], ts[i], i == 1) {
+			t.Fatalf("%+v: walk %v times %v: step %d goes from time %d to %d", tp, w, ts, i, ts[i-1], ts[i])
+		}
+	}
+	if len(w) < length+1 {
+		last := w[len(w)-1]
+		for e := g.Offsets[last]; e < g.Offsets[last+1]; e++ {
+			if inWindow(ts[len(ts)-1], g.Times[e], len(w) == 1) {
+				t.Fatalf("%+v: walk %v times %v ended with edge %d (time %d) in its window", tp, w, ts, e, g.Times[e])
+			}
+		}
+	}
+}
+
+// timedStar is vertex 0 with twelve out-edges of distinct targets whose
+// time order is not their target order, two pairs of equal times, and
+// distinct weights.
+func timedStar(t testing.TB) *graph.Graph {
+	t.Helper()
+	times := []int64{5, 10, 10, 20, 30, 45, 50, 70, 71, 90, 100, 130}
+	targets := []int64{7, 3, 12, 1, 9, 2, 11, 4, 8, 6, 5, 10}
+	var edges []graph.Edge
+	for i, tt := range times {
+		edges = append(edges, graph.Edge{Src: 0, Dst: targets[i], Time: tt, Weight: float32(1 + i%5)})
+	}
+	g, err := graph.FromEdges(edges, graph.BuildOptions{Name: "star", DenseIDs: true, Weighted: true, Timed: true, NumVertices: 13})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// exactTemporalStep is the first step's distribution from vertex 0 by the
+// definition in temporal.go, computed without the stepper's code.
+func exactTemporalStep(g *graph.Graph, tp TimeParams, weighted bool) map[uint32]float64 {
+	type edge struct {
+		tgt uint32
+		t   int64
+		w   float64
+	}
+	var win []edge
+	bound := tp.Bound()
+	for e := g.Offsets[0]; e < g.Offsets[1]; e++ {
+		tt := g.Times[e]
+		ok := !tp.Backward && tt >= bound || tp.Backward && tt <= bound
+		if ok && tp.HasMaxGap && tp.HasStart {
+			ok = max(tt-bound, bound-tt) <= tp.MaxGap
+		}
+		if ok {
+			win = append(win, edge{g.Targets[e], tt, float64(g.Weights[e])})
+		}
+	}
+	// Near end first: (time, target) ascending forward, descending backward.
+	slices.SortFunc(win, func(a, b edge) int {
+		if a.t != b.t {
+			return int(a.t - b.t)
+		}
+		return int(a.tgt) - int(b.tgt)
+	})
+	if tp.Backward {
+		slices.Reverse(win)
+	}
+	probs := map[uint32]float64{}
+	var sum float64
+	for p, x := range win {
+		b := 1.0
+		switch tp.Bias {
+		case TimeLinear:
+			b = float64(len(win) - p)
+		case TimeExponential:
+			b = math.Exp(-math.Abs(float64(x.t-win[0].t)) / tp.Scale)
+		}
+		if weighted {
+			b *= x.w
+		}
+		probs[x.tgt] = b
+		sum += b
+	}
+	for k := range probs {
+		probs[k] /= sum
+	}
+	return probs
+}
+
+// The first step follows the exact distribution of each time bias, with
+// and without weights, forward and backward; a tiny exponential scale
+// drives nearly every step through the rejection loop's exact fallback.
+func TestTemporalStepDistribution(t *testing.T) {
+	g := timedStar(t)
+	e, err := NewCPU(g, WithWorkers(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]TimeParams{
+		"uniform":               {Start: 10, HasStart: true, MaxGap: 100, HasMaxGap: true},
+		"linear":                {Bias: TimeLinear, Start: 10, HasStart: true},
+		"linear-all":            {Bias: TimeLinear},
+		"exponential":           {Bias: TimeExponential, Scale: 30, Start: 10, HasStart: true, MaxGap: 100, HasMaxGap: true},
+		"exponential-fallback":  {Bias: TimeExponential, Scale: 2, Start: 8, HasStart: true},
+		"backward-uniform":      {Backward: true, Start: 100, HasStart: true},
+		"backward-linear":       {Bias: TimeLinear, Backward: true, Start: 90, HasStart: true, MaxGap: 60, HasMaxGap: true},
+		"backward-exponential":  {Bias: TimeExponential, Scale: 25, Backward: true},
+		"backward-exp-fallback": {Bias: TimeExponential, Scale: 1, Backward: true, Start: 71, HasStart: true},
+	}
+	const n = 200_000
+	starts := make([]uint32, n)
+	for name, tp := range cases {
+		for _, weighted := range []bool{false, true} {
+			a := Algorithm{Kind: Temporal, Length: 1, Weighted: weighted, Time: tp}
+			walks, _ := timedWalks(t, e, Job{Algorithm: a, Seed: 1234, Starts: starts})
+			counts := map[uint32]int{}
+			for _, w := range walks {
+				if len(w) != 2 {
+					t.Fatalf("%s: walk %v took no step", name, w)
+				}
+				counts[w[1]]++
+			}
+			nm := name
+			if weighted {
+				nm += "-weighted"
+			}
+			stattest.ChiSquare(t, nm, counts, exactTemporalStep(g, tp, weighted))
+		}
+	}
+}
+
+// The rejection loop's fallback, the one-lane reservoir scan over the
+// window, is exact on its own for every bias that rejects.
+func TestTemporalFallbackDistribution(t *testing.T) {
+	g := timedStar(t)
+	cases := map[string]TimeParams{
+		"linear":               {Bias: TimeLinear, Start: 10, HasStart: true},
+		"exponential":          {Bias: TimeExponential, Scale: 30, Start: 10, HasStart: true, MaxGap: 100, HasMaxGap: true},
+		"backward-exponential": {Bias: TimeExponential, Scale: 25, Backward: true},
+	}
+	for name, tp := range cases {
+		for _, weighted := range []bool{false, true} {
+			a := Algorithm{Kind: Temporal, Length: 1, Weighted: weighted, Time: tp}
+			s := newStepper(g, a, 99, nil)
+			var cumw []float64
+			if weighted {
+				cumw = (&CPU{g: g}).windowWeights()
+			}
+			s.tmp = temporalGraph(g, cumw)
+			s.tmp.rejections = 0
+			counts := map[uint32]int{}
+			out := make([]uint32, 2)
+			for id := range uint64(100_000) {
+				if s.walkTemporal(id, 0, out, nil) != 2 {
+					t.Fatalf("%s: walk %d took no step", name, id)
+				}
+				counts[out[1]]++
+			}
+			stattest.ChiSquare(t, name+" fallback", counts, exactTemporalStep(g, tp, weighted))
+		}
+	}
+}
+
+// linearPos gives p with probability (n-p)/(n(n+1)/2) over all word pairs
+// of a small n exactly, up to Bounded's rounding (enumerated on a grid).
+func TestLinearPosIsLinear(t *testing.T) {
+	for _, n := range []uint64{1, 2, 3, 7} {
+		counts := make([]float64, n)
+		const grid = 1 << 10
+		for a := range grid {
+			for b := range grid {
+				counts[linearPos(uint32(a)<<22|1<<21, uint32(b)<<22|1<<21, n)]++
+			}
+		}
+		for p := range n {
+			want := float64(n-p) / float64(n*(n+1)/2)
+			if got := counts[p] / (grid * grid); math.Abs(got-want) > 2e-3 {
+				t.Errorf("n=%d p=%d: probability %.4f, want %.4f", n, p, got, want)
+			}
+		}
+	}
+}
+
+func TestTemporalValidation(t *testing.T) {
+	timed := timedStar(t)
+	untimed, err := graph.FromEdges([]graph.Edge{{Src: 0, Dst: 1}}, graph.BuildOptions{Name: "plain", DenseIDs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := func(tp TimeParams) Algorithm { return Algorithm{Kind: Temporal, Length: 5, Time: tp} }
+	for _, c := range []struct {
+		name string
+		a    Algorithm
+		g    *graph.Graph
+		want string // "" = valid
+	}{
+		{"valid", tmp(TimeParams{Bias: TimeExponential, Scale: 3}), timed, ""},
+		{"untimed graph", tmp(TimeParams{}), untimed, `temporal walks need edge times, and graph "plain" has none`},
+		{"no scale", tmp(TimeParams{Bias: TimeExponential}), timed, "exponential time_bias needs a time_scale > 0"},
+		{"negative scale", tmp(TimeParams{Bias: TimeExponential, Scale: -1}), timed, "time_scale > 0"},
+		{"infinite scale", tmp(TimeParams{Bias: TimeExponential, Scale: math.Inf(1)}), timed, "time_scale > 0"},
+		{"scale on linear", tmp(TimeParams{Bias: TimeLinear, Scale: 2}), timed, "time_scale is only for the exponential"},
+		{"bad bias", tmp(TimeParams{Bias: 9}), timed, "unknown time_bias"},
+		{"negative gap", tmp(TimeParams{MaxGap: -1, HasMaxGap: true}), timed, "max_time_gap -1 must be 0 or more"},
+		{"time on deepwalk", Algorithm{Kind: DeepWalk, Length: 5, Time: TimeParams{Backward: true}}, timed, "only for temporal"},
+		{"alias sampler", Algorithm{Kind: Temporal, Length: 5, Stepper: StepperAlias}, timed, "sampler alias cannot serve them"},
+		{"window on deepwalk", Algorithm{Kind: DeepWalk, Length: 5, Stepper: StepperWindow}, timed, "window sampler is for temporal"},
+		{"weighted untimed", Algorithm{Kind: Temporal, Length: 5, Weighted: true}, untimed, "needs edge weights"},
+	} {
+		err := c.a.Validate(c.g)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want != "" && (err == nil || !errors.Is(err, ErrInvalidAlgorithm) || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: error %v, want ErrInvalidAlgorithm with %q", c.name, err, c.want)
+		}
+	}
+	e, err := NewCPU(timed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = e.Run(context.Background(), []Job{{Algorithm: Algorithm{Kind: DeepWalk, Length: 3}, Starts: []uint32{0}, WithTimes: true}},
+		func(Chunk) error { return nil })
+	if !errors.Is(err, ErrInvalidAlgorithm) || !strings.Contains(err.Error(), "only for temporal") {
+		t.Errorf("times for deepwalk: %v", err)
+	}
+}
+
+// goldenTemporal are digests of temporal walks and their times from every
+// vertex of two timed R-MAT graphs: the walks a GPU kernel must reproduce.
+var goldenTemporal = map[string]string{
+	"backward":                        "fd3e03a659bd36984b984f97596e6aa71eb9ae32f399e84054de3d3e505323f7",
+	"backward-exp-gap":                "485fd71dc7e4ad2755ed6c08a7432bf2fa0d55a28a0ced565876aa1463a4b3c0",
+	"backward-exp-gap-weighted":       "47e4bdcb841f7bbbd2b0d3fc4c47e63ca92dbe714ad1dd779faea18652400ab5",
+	"backward-linear-start":           "540b432b82491e6c59b62df8521735f48ea7ee33cd05ac7386272f38175480c0",
+	"backward-linear-start-weighted":  "51bd99a209b97b9a7231bbdfadc758b718c4fe00752bd58cce8c27c897245aca",
+	"backward-weighted":               "a08887f2792b0599af0238a3e5e0c6133ebb044aa3b0a6053c65f5ff1b5378e2",
+	"exponential":                     "a16ace278646965386188a0ed0e0ddacd88e25b78fbc879a63ae7c5b1dc5d6e1",
+	"exponential-gap":                 "ae7436b8aa9b7e39959831455cc95a58c8389d55941375067e874e25f5365b9b",
+	"exponential-gap-weighted":        "391cda48134c9a43778f96906e9167abd1a2f2dea083e03aa5bfd5558fb6618a",
+	"exponential-tiny-scale":          "ca3d8f1f3233cb54b585117757dce4308ec80a856863e3af14560c0445f17f5f",
+	"exponential-tiny-scale-weighted": "fb0562df35e4f1b5a5b65e8eb3652ec133519df9e539fb10545c54244cb0e8a7",
+	"exponential-weighted":            "d9b389585e1472156b2c2d5fb876397c082c12c7d6e5bcdaeb1417d723bb3685",
+	"linear":                          "6eaded6a5f6ec3df85677693652e043c5663855dde6efeae8fd0cde3d0142e6b",
+	"linear-gap":                      "cff2343c4679bd88f1e9cd0314a58e14678c518ce67f0a85bd1dac2cf66f2371",
+	"linear-gap-weighted":             "1cc0111f7241d2f065ea453b7223407dcb857901410e30b6b1097e769ebbf325",
+	"linear-weighted":                 "bd00db32e3b105e35cf85d57e2c55a73a2efadce063a04d7d2e1bd1f0efecd7d",
+	"uniform-start-gap":               "6ebbbc01fec8ef397aeac40197b44dcc661e8b8bc936c2e24022cfa62c55311e",
+	"uniform-start-gap-weighted":      "6ebbbc01fec8ef397aeac40197b44dcc661e8b8bc936c2e24022cfa62c55311e",
+	"uniform-weighted":                "9d47359ae8e5f9988cca70b2379155cdb535dfbbe985c2bac104908d2603fc5c",
+	"uniform":                         "f6bb83e8f0baddd9b0bb4398ab3e8068a2146f62b2c9cdc169d2989b307a3538",
+}
+
+func TestTemporalWalksMatchGoldenDigests(t *testing.T) {
+	gs := []*graph.Graph{
+		timedRMAT(t, graph.RMATOptions{Scale: 10, EdgeFactor: 16, Seed: 7, Undirected: true, Weighted: true, TimeSpan: 1 << 20}),
+		timedRMAT(t, graph.RMATOptions{Scale: 9, EdgeFactor: 4, Seed: 8, Weighted: true, TimeSpan: 5000}),
+	}
+	for name, tp := range temporalCases() {
+		for _, weighted := range []bool{false, true} {
+			a := Algorithm{Kind: Temporal, Length: 40, Weighted: weighted, Time: tp}
+			key := name
+			if weighted {
+				key += "-weighted"
+			}
+			var digests []string
+			for _, opts := range [][]CPUOption{{WithWorkers(2)}, {WithWorkers(3), WithChunkSize(77)}} {
+				h := sha256.New()
+				var b [8]byte
+				for gi, g := range gs {
+					e, err := NewCPU(g, opts...)
+					if err != nil {
+						t.Fatal(err)
+					}
+					starts := make([]uint32, g.NumVertices())
+					for i := range starts {
+						starts[i] = uint32(i)
+					}
+					walks, times := timedWalks(t, e, Job{Algorithm: a, Seed: 42 + uint64(gi), Starts: starts, WithTimes: true})
+					for id, w := range walks {
+						binary.LittleEndian.PutUint64(b[:], uint64(id))
+						h.Write(b[:])
+						binary.LittleEndian.PutUint32(b[:4], uint32(len(w)))
+						h.Write(b[:4])
+						for i, v := range w {
+							binary.LittleEndian.PutUint32(b[:4], v)
+							h.Write(b[:4])
+							binary.LittleEndian.PutUint64(b[:], uint64(times[id][i]))
+							h.Write(b[:])
+						}
+					}
+				}
+				digests = append(digests, hex.EncodeToString(h.Sum(nil)))
+			}
+			if digests[0] != digests[1] {
+				t.Errorf("%s: the walks depend on the schedule: %s and %s", key, digests[0], digests[1])
+			}
+			if want, ok := goldenTemporal[key]; !ok {
+				t.Errorf("%s: no golden digest; this engine gives %q", key, digests[0])
+			} else if digests[0] != want {
+				t.Errorf("%s: walks digest %s, want %s: the walks changed", key, digests[0], want)
+			}
+		}
+	}
+}
