@@ -56,6 +56,12 @@ func DecodeRequest(key, value []byte, g *graph.Graph, lim Limits) (*Request, err
 	if err := d.checkOutput(m, r); err != nil {
 		return nil, err
 	}
+	if m.WithTimes != nil && *m.WithTimes {
+		if r.Output != OutputWalks {
+			return nil, d.reject(ReasonInvalidParameters, "with_times is only for \"output\": \"walks\"")
+		}
+		r.WithTimes = true
+	}
 	if m.Queries != nil {
 		if err := d.resolveQueries(m, r); err != nil {
 			return nil, err
@@ -185,7 +191,7 @@ func (d *decoder) checkIdentity(m *requestV1) error {
 // walks_per_seed, and sets r.Algorithm and r.WalksPerSeed.
 func (d *decoder) checkAlgorithm(m *requestV1, r *Request) error {
 	if m.Algorithm == "" {
-		return d.reject(ReasonInvalidParameters, "algorithm is required (deepwalk, ppr, node2vec, metapath; samplers neighbor, layer, forest_fire, snowball, frontier)")
+		return d.reject(ReasonInvalidParameters, "algorithm is required (deepwalk, ppr, node2vec, metapath, temporal; samplers neighbor, layer, forest_fire, snowball, frontier)")
 	}
 	kind, err := walk.ParseKind(m.Algorithm)
 	if err != nil {
@@ -265,6 +271,47 @@ func (d *decoder) algorithmParams(m *requestV1, a *walk.Algorithm) error {
 		if a.Stepper, err = walk.ParseStepper(m.Sampler); err != nil {
 			return d.reject(ReasonInvalidParameters, "%v", err)
 		}
+	}
+	return d.timeParams(m, a)
+}
+
+// timeParams sets a temporal walk's parameters; on any other algorithm
+// each of them is an error naming the field.
+func (d *decoder) timeParams(m *requestV1, a *walk.Algorithm) error {
+	if a.Kind != walk.Temporal {
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"time_bias", m.TimeBias != ""}, {"time_scale", m.TimeScale != nil}, {"start_time", m.StartTime != nil},
+			{"max_time_gap", m.MaxTimeGap != nil}, {"direction", m.Direction != ""}, {"with_times", m.WithTimes != nil}} {
+			if f.set {
+				return d.reject(ReasonInvalidParameters, "%s is only for temporal, not %s", f.name, a.Kind)
+			}
+		}
+		return nil
+	}
+	t := &a.Time
+	if m.TimeBias != "" {
+		var err error
+		if t.Bias, err = walk.ParseTimeBias(m.TimeBias); err != nil {
+			return d.reject(ReasonInvalidParameters, "%v", err)
+		}
+	}
+	if m.TimeScale != nil {
+		t.Scale = *m.TimeScale
+	}
+	if m.StartTime != nil {
+		t.Start, t.HasStart = *m.StartTime, true
+	}
+	if m.MaxTimeGap != nil {
+		t.MaxGap, t.HasMaxGap = *m.MaxTimeGap, true
+	}
+	switch m.Direction {
+	case "", "forward":
+	case "backward":
+		t.Backward = true
+	default:
+		return d.reject(ReasonInvalidParameters, "direction %q is not \"forward\" or \"backward\"", truncate(m.Direction, 32))
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"math"
+
+	"github.com/walkstage/walkstage/walk"
 )
 
 // ReasonBatchIDConflict rejects a request whose batch id already has a
@@ -54,6 +56,23 @@ func (r *Request) Fingerprint() string {
 	}
 	// Skipped seeds do not change the walks but do change the event.
 	u64(uint64(r.Skipped))
+	// Temporal walks add their time parameters and the times column;
+	// other requests keep the fingerprint they always had.
+	if t := a.Time; a.Kind == walk.Temporal {
+		str("temporal")
+		u64(uint64(t.Bias))
+		u64(math.Float64bits(t.Scale))
+		for _, x := range []int64{t.Start, t.MaxGap} {
+			u64(uint64(x))
+		}
+		for _, f := range []bool{t.HasStart, t.HasMaxGap, t.Backward, r.WithTimes} {
+			if f {
+				u64(1)
+			} else {
+				u64(0)
+			}
+		}
+	}
 	// Output "visits" adds its parameters and queries; walk requests keep
 	// the fingerprint they always had.
 	if v := r.Visits; v != nil {

@@ -96,6 +96,9 @@ type Request struct {
 	// FNV-64a hash of the batch id, so a redelivered batch walks the same walks.
 	RNGSeed        uint64
 	RNGSeedDerived bool
+	// WithTimes asks a temporal walk request for its walks' times (the
+	// output's times column).
+	WithTimes bool
 	// Output is OutputWalks or OutputVisits; Visits is set for the latter.
 	Output string
 	Visits *VisitSpec
@@ -144,7 +147,7 @@ func (r *Request) Job(tag int) walk.Job {
 			starts = append(starts, s)
 		}
 	}
-	return walk.Job{Tag: tag, Algorithm: r.Algorithm, Seed: r.RNGSeed, Starts: starts}
+	return walk.Job{Tag: tag, Algorithm: r.Algorithm, Seed: r.RNGSeed, Starts: starts, WithTimes: r.WithTimes}
 }
 
 // DeriveSeed is the default RNG seed of a batch: FNV-64a of its id.

@@ -124,6 +124,13 @@ func TestDecodeRequestRejects(t *testing.T) {
 		{"schema label", "k", `{"version":1,"batch_id":"k","algorithm":"metapath","schema":[7],"seeds":[100]}`, ReasonInvalidParameters, "labels 0..1"},
 		{"no seeds", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":[]}`, ReasonInvalidParameters, "seeds"},
 		{"seeds and range", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":[100],"seed_range":{"first":100,"count":1}}`, ReasonInvalidParameters, "not both"},
+		// Temporal walks (issue 38); this graph has no edge times.
+		{"temporal untimed", "k", `{"version":1,"batch_id":"k","algorithm":"temporal","seeds":[100]}`, ReasonInvalidParameters, `temporal walks need edge times, and graph "test" has none`},
+		{"time bias on deepwalk", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","time_bias":"linear","seeds":[100]}`, ReasonInvalidParameters, "time_bias is only for temporal, not deepwalk"},
+		{"with times on ppr", "k", `{"version":1,"batch_id":"k","algorithm":"ppr","with_times":true,"seeds":[100]}`, ReasonInvalidParameters, "with_times is only for temporal"},
+		{"start time on node2vec", "k", `{"version":1,"batch_id":"k","algorithm":"node2vec","start_time":5,"seeds":[100]}`, ReasonInvalidParameters, "start_time is only for temporal"},
+		{"fraction start time", "k", `{"version":1,"batch_id":"k","algorithm":"temporal","start_time":1.5,"seeds":[100]}`, ReasonMalformed, "start_time"},
+		{"time field on sampler", "k", `{"version":1,"batch_id":"k","algorithm":"neighbor","fanouts":[2],"max_time_gap":5,"seeds":[100]}`, ReasonInvalidParameters, "max_time_gap is not for the sampling algorithm"},
 		{"graph mismatch", "k", `{"version":1,"batch_id":"k","graph":"other","algorithm":"deepwalk","seeds":[100]}`, ReasonGraphMismatch, "other"},
 		{"too long", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","length":51,"seeds":[100]}`, ReasonTooLarge, "length 51"},
 		{"too many seeds", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seed_range":{"first":100,"count":6}}`, ReasonTooLarge, "6 seeds"},
@@ -178,6 +185,81 @@ func TestDecodeRequestRejects(t *testing.T) {
 				t.Fatalf("got %s %q, want %s containing %q", re.Reason, re.Msg, c.reason, c.msg)
 			}
 		})
+	}
+}
+
+// timedTestGraph is a small graph with edge times, external ids 100..109.
+func timedTestGraph(t testing.TB) *graph.Graph {
+	t.Helper()
+	var edges []graph.Edge
+	for i := int64(0); i < 10; i++ {
+		edges = append(edges, graph.Edge{Src: 100 + i, Dst: 100 + (i+1)%10, Weight: float32(i + 1), Time: 10 * i})
+	}
+	g, err := graph.FromEdges(edges, graph.BuildOptions{Name: "timed", Weighted: true, Timed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func TestDecodeTemporalRequest(t *testing.T) {
+	g := timedTestGraph(t)
+	q := func(body string) string {
+		return `{"version":1,"batch_id":"k","algorithm":"temporal","seeds":[100],` + body + `}`
+	}
+	accepts := []struct {
+		name, value string
+		want        walk.TimeParams
+		withTimes   bool
+	}{
+		{"defaults", q(`"length":3`), walk.TimeParams{}, false},
+		{"all fields", q(`"time_bias":"exponential","time_scale":2.5,"start_time":-7,"max_time_gap":0,"direction":"backward","with_times":true,"weighted":true`),
+			walk.TimeParams{Bias: walk.TimeExponential, Scale: 2.5, Start: -7, HasStart: true, MaxGap: 0, HasMaxGap: true, Backward: true}, true},
+		{"linear forward", q(`"time_bias":"Linear","direction":"forward","with_times":false,"start_time":9223372036854775807`),
+			walk.TimeParams{Bias: walk.TimeLinear, Start: 9223372036854775807, HasStart: true}, false},
+	}
+	for _, c := range accepts {
+		r, err := DecodeRequest([]byte("k"), []byte(c.value), g, DefaultLimits())
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if r.Algorithm.Kind != walk.Temporal || r.Algorithm.Time != c.want || r.WithTimes != c.withTimes || r.Job(0).WithTimes != c.withTimes {
+			t.Errorf("%s: %+v with times %v, want %+v %v", c.name, r.Algorithm.Time, r.WithTimes, c.want, c.withTimes)
+		}
+	}
+	rejects := []struct{ name, value, msg string }{
+		{"bad time bias", q(`"time_bias":"gaussian"`), `unknown time_bias "gaussian" (want uniform, linear or exponential)`},
+		{"no time scale", q(`"time_bias":"exponential"`), "exponential time_bias needs a time_scale > 0"},
+		{"negative time scale", q(`"time_bias":"exponential","time_scale":-3`), "time_scale > 0"},
+		{"zero time scale", q(`"time_bias":"exponential","time_scale":0`), "time_scale > 0"},
+		{"scale without exponential", q(`"time_scale":3`), "time_scale is only for the exponential time_bias"},
+		{"negative gap", q(`"max_time_gap":-1`), "max_time_gap -1 must be 0 or more"},
+		{"bad direction", q(`"direction":"sideways"`), `direction "sideways" is not "forward" or "backward"`},
+		{"sampler", q(`"sampler":"alias"`), "sampler alias cannot serve them"},
+		{"times with visits", q(`"with_times":true,"output":"visits","top_k":3,"walks_per_seed":2`), `with_times is only for "output": "walks"`},
+	}
+	for _, c := range rejects {
+		_, err := DecodeRequest([]byte("k"), []byte(c.value), g, DefaultLimits())
+		var re *RejectError
+		if !errors.As(err, &re) || re.Reason != ReasonInvalidParameters || !strings.Contains(re.Msg, c.msg) {
+			t.Errorf("%s: %v, want invalid_parameters with %q", c.name, err, c.msg)
+		}
+	}
+	// The time parameters and the times column are part of the request's
+	// identity; other algorithms' fingerprints do not change.
+	fp := func(v string) string {
+		r, err := DecodeRequest([]byte("k"), []byte(v), g, DefaultLimits())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Fingerprint()
+	}
+	base := fp(q(`"time_bias":"linear"`))
+	for _, other := range []string{q(`"time_bias":"uniform"`), q(`"time_bias":"linear","start_time":0`), q(`"time_bias":"linear","with_times":true`),
+		q(`"time_bias":"linear","direction":"backward"`), q(`"time_bias":"linear","max_time_gap":0`)} {
+		if fp(other) == base {
+			t.Errorf("%s has the fingerprint of %s", other, q(`"time_bias":"linear"`))
+		}
 	}
 }
 

@@ -66,7 +66,9 @@ func (d *decoder) checkSample(m *requestV1, r *Request, kind graphsample.SampleK
 		"p": m.P != nil, "q": m.Q != nil, "stop_probability": m.StopProb != nil, "schema": m.Schema != nil,
 		"sampler": m.Sampler != "", "top_k": m.TopK != nil, "steps_per_query": m.StepsPerQuery != nil,
 		"n_p": m.NP != nil, "n_v": m.NV != nil, "exclude_seeds": m.ExcludeSeeds != nil,
-		"exclude_neighbors": m.ExcludeNeighbors != nil, "min_visits": m.MinVisits != nil, "queries": m.Queries != nil} {
+		"exclude_neighbors": m.ExcludeNeighbors != nil, "min_visits": m.MinVisits != nil, "queries": m.Queries != nil,
+		"time_bias": m.TimeBias != "", "time_scale": m.TimeScale != nil, "start_time": m.StartTime != nil,
+		"max_time_gap": m.MaxTimeGap != nil, "direction": m.Direction != "", "with_times": m.WithTimes != nil} {
 		if set {
 			return d.reject(ReasonInvalidParameters, "%s is not for the sampling algorithm %s", name, kind)
 		}

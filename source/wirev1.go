@@ -27,9 +27,16 @@ type requestV1 struct {
 	StopProb     *float64
 	Schema       []int
 	Sampler      string
-	Seeds        []int64
-	SeedRange    *seedSpan
-	RNGSeed      *uint64
+	// Temporal walks (docs/reference/messages.md).
+	TimeBias   string
+	TimeScale  *float64
+	StartTime  *int64
+	MaxTimeGap *int64
+	Direction  string
+	WithTimes  *bool
+	Seeds      []int64
+	SeedRange  *seedSpan
+	RNGSeed    *uint64
 	// Output "visits" (docs/reference/messages.md).
 	Output           string
 	TopK             *int
@@ -81,6 +88,12 @@ var v1Fields = map[string]func(m *requestV1, raw []byte) error{
 	"stop_probability": func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.StopProb) },
 	"schema":           func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.Schema) },
 	"sampler":          func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.Sampler) },
+	"time_bias":        func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.TimeBias) },
+	"time_scale":       func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.TimeScale) },
+	"start_time":       func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.StartTime) },
+	"max_time_gap":     func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.MaxTimeGap) },
+	"direction":        func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.Direction) },
+	"with_times":       func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.WithTimes) },
 	"seeds": func(m *requestV1, raw []byte) (err error) {
 		m.Seeds, err = parseInt64Array(raw)
 		return err

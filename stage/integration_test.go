@@ -73,6 +73,11 @@ func TestStageEndToEnd(t *testing.T) {
 		"bad-bytes":     source.ReasonTooLarge,
 		"bad-vertices":  source.ReasonUnknownVertices,
 		"bad-field":     source.ReasonMalformed,
+		// Temporal walks on a graph without edge times, and bad time
+		// parameters (issue 38).
+		"bad-temporal":   source.ReasonInvalidParameters,
+		"bad-time-bias":  source.ReasonInvalidParameters,
+		"bad-time-scale": source.ReasonInvalidParameters,
 	}
 	msgs = append(msgs,
 		kafka.Message{Key: []byte("bad-json"), Value: []byte(`{"version":1,"batch_id":"bad-json",`)},
@@ -82,6 +87,9 @@ func TestStageEndToEnd(t *testing.T) {
 		kafka.Message{Key: []byte("bad-bytes"), Value: []byte(`{"version":1,"batch_id":"bad-bytes"` + strings.Repeat(" ", 70000) + `}`)},
 		request("bad-vertices", map[string]any{"algorithm": "deepwalk", "seeds": []int{1, nv + 5, -3}}),
 		request("bad-field", map[string]any{"algorithm": "deepwalk", "seeds": []int{1}, "walk_length": 5}),
+		request("bad-temporal", map[string]any{"algorithm": "temporal", "with_times": true, "seeds": []int{1}}),
+		request("bad-time-bias", map[string]any{"algorithm": "temporal", "time_bias": "quadratic", "seeds": []int{1}}),
+		request("bad-time-scale", map[string]any{"algorithm": "temporal", "time_bias": "exponential", "time_scale": -1, "seeds": []int{1}}),
 	)
 	produce(t, brokers, "in", msgs...)
 

@@ -285,7 +285,7 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 func (s *Stage) batchMeta(b *batch, v *served) sink.BatchMeta {
 	meta := sink.BatchMeta{
 		BatchID: b.req.BatchID, Algorithm: b.req.Algorithm, Seed: b.req.RNGSeed, Engine: v.e.Name(),
-		WalkstageVersion: s.o.Version, Walks: int64(b.walks), Fingerprint: b.req.Fingerprint(),
+		WalkstageVersion: s.o.Version, Walks: int64(b.walks), Fingerprint: b.req.Fingerprint(), Times: b.req.WithTimes,
 	}
 	if b.req.Visits != nil {
 		meta.Walks, meta.Queries = 0, int64(b.req.NumQueries())

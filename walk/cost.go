@@ -87,6 +87,16 @@ func (m CostModel) StepCost(a Algorithm) float64 {
 	case StepperRejection:
 		att, fb := Node2VecRounds(a.P, a.Q)
 		return att + fb*m.walkDegree
+	case StepperWindow:
+		// Temporal: the uniform and unweighted linear draws are O(1) after
+		// the window's binary search; the rejecting ones (exponential,
+		// weighted linear) have no acceptance bound (a small time_scale
+		// makes it as low as 1/window), so they are costed as the
+		// fallback's scan of the adjacency, the most a step takes beyond
+		// its attempts.
+		if a.Time.Bias == TimeExponential || a.Time.Bias == TimeLinear && a.Weighted {
+			return m.walkDegree
+		}
 	}
 	return 1
 }
