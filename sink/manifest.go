@@ -101,6 +101,12 @@ type AlgorithmMeta struct {
 	FrontierSize     int     `json:"frontier_size,omitempty"`
 	Samples          int     `json:"samples,omitempty"`
 	InstancesPerSeed int     `json:"instances_per_seed,omitempty"`
+	// Temporal walks (their request fields, when given).
+	TimeBias   string  `json:"time_bias,omitempty"`
+	TimeScale  float64 `json:"time_scale,omitempty"`
+	StartTime  *int64  `json:"start_time,omitempty"`
+	MaxTimeGap *int64  `json:"max_time_gap,omitempty"`
+	Direction  string  `json:"direction,omitempty"`
 }
 
 // DescribeAlgorithm renders a, as run on g, for metadata.
@@ -109,6 +115,18 @@ func DescribeAlgorithm(a walk.Algorithm, g *graph.Graph) AlgorithmMeta {
 		P: a.P, Q: a.Q, Sampler: walk.StepperName(a, g)}
 	for _, l := range a.Schema {
 		m.Schema = append(m.Schema, int(l))
+	}
+	if t := a.Time; a.Kind == walk.Temporal {
+		m.TimeBias, m.TimeScale, m.Direction = t.Bias.String(), t.Scale, "forward"
+		if t.Backward {
+			m.Direction = "backward"
+		}
+		if t.HasStart {
+			m.StartTime = &t.Start
+		}
+		if t.HasMaxGap {
+			m.MaxTimeGap = &t.MaxGap
+		}
 	}
 	return m
 }

@@ -312,7 +312,7 @@ func (w *BatchWriter) openPart(i int) (*part, error) {
 	p.in = make(chan *group, 64)
 	opts := append(w.partOpts[:len(w.partOpts):len(w.partOpts)], w.partMetadata(i)...)
 	p.bw = w.buf.writeBuffer(p.out)
-	p.pw = pages.NewPartWriter(w.cfg.walkEncoding, fragmentFlusher{p.bw, p.out}, opts...)
+	p.pw = pages.NewPartWriterFor(w.cfg.walkEncoding, w.meta.Times, fragmentFlusher{p.bw, p.out}, opts...)
 	return p, nil
 }
 

@@ -79,6 +79,10 @@ type BatchMeta struct {
 	Sample           *graphsample.SampleParams
 	Instances        int64
 	SampleEdgeWeight bool
+	// Times adds the times column, LIST<INT64> parallel to walk: a
+	// temporal request with with_times. Every chunk must carry its walks'
+	// times (walk.Chunk.Times).
+	Times bool
 }
 
 var (
@@ -210,6 +214,9 @@ func (w *BatchWriter) detach(c *walk.Chunk, lo, hi int) *heldChunk {
 	if c.Starts != nil {
 		d.Starts = slices.Clone(c.Starts[lo:hi])
 	}
+	if c.Times != nil {
+		d.Times = slices.Clone(c.Times[v0:v1])
+	}
 	for k, o := range c.Offsets[lo : hi+1] {
 		d.Offsets[k] = o - v0
 	}
@@ -310,7 +317,7 @@ func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta Bat
 		parquet.CreatedBy("walkstage", meta.WalkstageVersion, ""),
 	}
 	w.cfg.walkEncoding = resolveWalkEncoding(cfg.walkEncoding)
-	if _, err = pages.FileSchema(w.cfg.walkEncoding); err != nil {
+	if _, err = pages.FileSchemaFor(w.cfg.walkEncoding, meta.Times); err != nil {
 		return nil, fmt.Errorf("sink: batch %s: %w", meta.BatchID, err)
 	}
 	if root, ok := store.LocalRoot(b); ok {
@@ -612,7 +619,11 @@ func chunkBytes(c *walk.Chunk, lo, hi int) int64 {
 	if c.Starts != nil {
 		per += 4
 	}
-	return int64(hi-lo)*per + int64(c.Offsets[hi]-c.Offsets[lo])*4
+	perVertex := int64(4)
+	if c.Times != nil {
+		perVertex += 8
+	}
+	return int64(hi-lo)*per + int64(c.Offsets[hi]-c.Offsets[lo])*perVertex
 }
 
 // checkChunk validates the structure of a chunk and its walk ids; vertex
@@ -624,6 +635,9 @@ func (w *BatchWriter) checkChunk(c *walk.Chunk) error {
 	}
 	if c.Starts != nil && len(c.Starts) != n {
 		return fmt.Errorf("%w: %d walks, %d starts", ErrBadChunk, n, len(c.Starts))
+	}
+	if w.meta.Times && len(c.Times) != len(c.Vertices) {
+		return fmt.Errorf("%w: %d times for %d vertices, and the batch writes times", ErrBadChunk, len(c.Times), len(c.Vertices))
 	}
 	maxLen := uint32(w.meta.Algorithm.Length) + 1
 	for k := range n {
@@ -688,7 +702,7 @@ func (w *BatchWriter) encodeLoop() {
 // encoderConfig is how w's row groups are encoded.
 func (w *BatchWriter) encoderConfig() pages.Config {
 	return pages.Config{Graph: w.g, Compression: w.cfg.compression, ZstdLevel: w.cfg.zstdLevel,
-		WalkEncoding: w.cfg.walkEncoding, GeneralPages: w.cfg.generalPages}
+		WalkEncoding: w.cfg.walkEncoding, GeneralPages: w.cfg.generalPages, Times: w.meta.Times}
 }
 
 // castagnoli is the CRC32C table; hash/crc32 uses the CPU's CRC32

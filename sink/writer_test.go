@@ -136,7 +136,7 @@ func writeBatchBy(t testing.TB, b *blob.Bucket, meta BatchMeta, g *graph.Graph, 
 
 func cloneChunk(c walk.Chunk) walk.Chunk {
 	return walk.Chunk{Tag: c.Tag, WalkIDs: slices.Clone(c.WalkIDs), Offsets: slices.Clone(c.Offsets), Starts: slices.Clone(c.Starts),
-		Vertices: slices.Clone(c.Vertices)}
+		Vertices: slices.Clone(c.Vertices), Times: slices.Clone(c.Times)}
 }
 
 // readBatch reads every part of a manifest back with parquet-go, checking

@@ -72,6 +72,25 @@ type rowDelta struct {
 	Walk   []int64 `parquet:"walk,list" parquet-element:",delta"`
 }
 
+// rowSplitTimes and rowDeltaTimes add a temporal walk's times, parallel
+// to its walk (walk.Chunk.Times), always DELTA_BINARY_PACKED: they ascend
+// (or descend) along a walk, so their deltas are small.
+type rowSplitTimes struct {
+	WalkID int64   `parquet:"walk_id,delta"`
+	Start  int64   `parquet:"start,delta"`
+	Length int32   `parquet:"length"`
+	Walk   []int64 `parquet:"walk,list" parquet-element:",split"`
+	Times  []int64 `parquet:"times,list" parquet-element:",delta"`
+}
+
+type rowDeltaTimes struct {
+	WalkID int64   `parquet:"walk_id,delta"`
+	Start  int64   `parquet:"start,delta"`
+	Length int32   `parquet:"length"`
+	Walk   []int64 `parquet:"walk,list" parquet-element:",delta"`
+	Times  []int64 `parquet:"times,list" parquet-element:",delta"`
+}
+
 // RowGroupWriter is the part of parquet-go's GenericWriter the parts use.
 type RowGroupWriter interface {
 	WriteRowGroup(parquet.RowGroup) (int64, error)
@@ -81,6 +100,18 @@ type RowGroupWriter interface {
 // NewPartWriter returns parquet-go's writer of a part whose walk values
 // are in encoding enc: the writer into which the sink splices fragments.
 func NewPartWriter(enc WalkEncoding, out io.Writer, opts ...parquet.WriterOption) RowGroupWriter {
+	return NewPartWriterFor(enc, false, out, opts...)
+}
+
+// NewPartWriterFor is NewPartWriter for parts with the times column
+// (times) or without.
+func NewPartWriterFor(enc WalkEncoding, times bool, out io.Writer, opts ...parquet.WriterOption) RowGroupWriter {
+	if times {
+		if enc == DeltaBinaryPacked {
+			return parquet.NewGenericWriter[rowDeltaTimes](out, opts...)
+		}
+		return parquet.NewGenericWriter[rowSplitTimes](out, opts...)
+	}
 	if enc == DeltaBinaryPacked {
 		return parquet.NewGenericWriter[rowDelta](out, opts...)
 	}
@@ -93,8 +124,16 @@ func NewPartWriter(enc WalkEncoding, out io.Writer, opts ...parquet.WriterOption
 // 1 MiB write buffer) would only cost each new batch writer an allocation
 // the size of that buffer, which was most of the 0.34 ms the stage's engine
 // loop spent creating each batch's writer.
-func FileSchema(enc WalkEncoding) ([]format.SchemaElement, error) {
-	if enc == DeltaBinaryPacked {
+func FileSchema(enc WalkEncoding) ([]format.SchemaElement, error) { return FileSchemaFor(enc, false) }
+
+// FileSchemaFor is FileSchema for parts with the times column or without.
+func FileSchemaFor(enc WalkEncoding, times bool) ([]format.SchemaElement, error) {
+	switch {
+	case times && enc == DeltaBinaryPacked:
+		return deltaTimesSchema()
+	case times:
+		return splitTimesSchema()
+	case enc == DeltaBinaryPacked:
 		return deltaSchema()
 	}
 	return splitSchema()
@@ -103,13 +142,15 @@ func FileSchema(enc WalkEncoding) ([]format.SchemaElement, error) {
 // deltaSchema and splitSchema compute each schema once: the schema is
 // read, never written, by every fragment's footer.
 var (
-	deltaSchema = sync.OnceValues(func() ([]format.SchemaElement, error) { return fileSchemaOf(DeltaBinaryPacked) })
-	splitSchema = sync.OnceValues(func() ([]format.SchemaElement, error) { return fileSchemaOf(ByteStreamSplit) })
+	deltaSchema      = sync.OnceValues(func() ([]format.SchemaElement, error) { return fileSchemaOf(DeltaBinaryPacked, false) })
+	splitSchema      = sync.OnceValues(func() ([]format.SchemaElement, error) { return fileSchemaOf(ByteStreamSplit, false) })
+	deltaTimesSchema = sync.OnceValues(func() ([]format.SchemaElement, error) { return fileSchemaOf(DeltaBinaryPacked, true) })
+	splitTimesSchema = sync.OnceValues(func() ([]format.SchemaElement, error) { return fileSchemaOf(ByteStreamSplit, true) })
 )
 
-func fileSchemaOf(enc WalkEncoding) ([]format.SchemaElement, error) {
+func fileSchemaOf(enc WalkEncoding, times bool) ([]format.SchemaElement, error) {
 	var buf bytes.Buffer
-	pw := NewPartWriter(enc, &buf)
+	pw := NewPartWriterFor(enc, times, &buf)
 	if err := pw.Close(); err != nil {
 		return nil, err
 	}
@@ -119,8 +160,10 @@ func fileSchemaOf(enc WalkEncoding) ([]format.SchemaElement, error) {
 	}
 	s := f.Metadata().Schema
 	// walk_id, start, length, and the list: walk (group), list (repeated
-	// group), element. The encoder below relies on this shape.
-	if len(s) != 7 || s[6].Name != "element" || s[5].RepetitionType.V != format.Repeated {
+	// group), element; with times, the times list after it in the same
+	// shape. The encoder below relies on this shape.
+	if len(s) != 7+3*btoi(times) || s[6].Name != "element" || s[5].RepetitionType.V != format.Repeated ||
+		times && (s[7].Name != "times" || s[9].Name != "element" || s[8].RepetitionType.V != format.Repeated) {
 		return nil, fmt.Errorf("pages: unexpected Parquet schema %v", s)
 	}
 	return s, nil
@@ -173,6 +216,9 @@ type Config struct {
 	// frames directly: the general path compresses each page with the
 	// codec. Tests compare the two.
 	GeneralPages bool
+	// Times adds the times column (FileSchemaFor): every chunk must
+	// carry its walks' times (walk.Chunk.Times).
+	Times bool
 }
 
 // RowGroup is the walks of one row group: rows Base..Base+Rows-1 of the
@@ -209,7 +255,8 @@ type Encoder struct {
 	generalPages bool
 	schema       []format.SchemaElement
 	codec        *pageCodec
-	cols         [4]column
+	cols         [5]column
+	ncols        int // 4, or 5 with the times column
 
 	seg, idx []int32  // per row of the group: segment index, walk index
 	ext      []int64  // a page's values
@@ -234,11 +281,12 @@ func NewEncoder(cfg Config) (*Encoder, error) {
 		return nil, err
 	}
 	e := &Encoder{codec: codec}
-	e.cols = [4]column{
+	e.cols = [5]column{
 		{typ: format.Int64, path: []string{"walk_id"}, encoding: format.DeltaBinaryPacked, order: format.Ascending},
 		{typ: format.Int64, path: []string{"start"}, encoding: format.DeltaBinaryPacked, order: format.Unordered},
 		{typ: format.Int32, path: []string{"length"}, encoding: format.Plain, order: format.Unordered},
 		{typ: format.Int64, path: []string{"walk", "list", "element"}, levels: true, order: format.Unordered},
+		{typ: format.Int64, path: []string{"times", "list", "element"}, levels: true, encoding: format.DeltaBinaryPacked, order: format.Unordered},
 	}
 	if err := e.attach(cfg); err != nil {
 		return nil, err
@@ -259,11 +307,12 @@ func (e *Encoder) Reset(cfg Config) (bool, error) {
 // attach makes e encode cfg's row groups (an encoder reset for another
 // writer's served one before, with the same codec).
 func (e *Encoder) attach(cfg Config) error {
-	schema, err := FileSchema(cfg.WalkEncoding)
+	schema, err := FileSchemaFor(cfg.WalkEncoding, cfg.Times)
 	if err != nil {
 		return err
 	}
 	e.g, e.generalPages, e.schema = cfg.Graph, cfg.GeneralPages, schema
+	e.ncols = 4 + btoi(cfg.Times)
 	e.cols[3].encoding = format.ByteStreamSplit
 	if cfg.WalkEncoding == DeltaBinaryPacked {
 		e.cols[3].encoding = format.DeltaBinaryPacked
@@ -356,6 +405,11 @@ func (e *Encoder) encode(gr *RowGroup) ([]byte, int64, error) {
 	}
 	if err := e.walkColumn(gr, rows, lens); err != nil {
 		return nil, 0, err
+	}
+	if e.ncols == 5 {
+		if err := e.timesColumn(gr, rows, lens); err != nil {
+			return nil, 0, err
+		}
 	}
 	if err := e.footer(n); err != nil {
 		return nil, 0, err
@@ -464,6 +518,43 @@ func (e *Encoder) walkColumn(gr *RowGroup, rows rowOrder, lens []int32) error {
 		r0 = r1
 	}
 	return nil
+}
+
+// timesColumn writes the times.list.element column: each walk's times
+// (walk.Chunk.Times), in pages of whole walks like the walk column's.
+func (e *Encoder) timesColumn(gr *RowGroup, rows rowOrder, lens []int32) error {
+	n := gr.Rows
+	c := &e.cols[4]
+	c.reset(int64(len(e.out)))
+	for r0 := 0; r0 < n; {
+		r1, count := r0, 0
+		for r1 < n && (r1 == r0 || count+int(lens[r1])+1 <= pageValues) {
+			count += int(lens[r1]) + 1
+			r1++
+		}
+		e.ext = grow(e.ext, count)[:0]
+		for r := r0; r < r1; r++ {
+			sg := rows.segs[rows.seg[r]]
+			ch, k := sg.Chunk, rows.idx[r]
+			if len(ch.Times) != len(ch.Vertices) {
+				return fmt.Errorf("%w: walk %d has no times (%d for %d vertices)", ErrBadChunk, ch.WalkIDs[k], len(ch.Times), len(ch.Vertices))
+			}
+			e.ext = append(e.ext, ch.Times[ch.Offsets[k]:ch.Offsets[k+1]]...)
+		}
+		lo, hi := bounds(e.ext)
+		if err := e.int64Page(c, e.ext, lo, hi, r1-r0, lens[r0:r1]); err != nil {
+			return err
+		}
+		r0 = r1
+	}
+	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func bounds(vals []int64) (lo, hi int64) {
@@ -657,10 +748,11 @@ func (e *Encoder) footer(rows int) error {
 	var chunks []format.ColumnChunk
 	var total, totalComp int64
 	e.sums = e.sums[:0]
-	for i := range e.cols {
-		c := &e.cols[i]
+	cols := e.cols[:e.ncols]
+	for i := range cols {
+		c := &cols[i]
 		end := int64(len(e.out)) // columns are contiguous: one ends where the next starts
-		if i+1 < len(e.cols) {
+		if i+1 < len(cols) {
 			end = e.cols[i+1].start
 		}
 		e.sums = append(e.sums, SectionSum{c.start, end - c.start, c.crc})
@@ -689,8 +781,8 @@ func (e *Encoder) footer(rows int) error {
 		total += c.uncompressed
 		totalComp += end - c.start
 	}
-	for i := range e.cols {
-		c := &e.cols[i]
+	for i := range cols {
+		c := &cols[i]
 		c.index.BoundaryOrder = c.order
 		b, err := thrift.Marshal(&e.thrift, &c.index)
 		if err != nil {
@@ -699,8 +791,8 @@ func (e *Encoder) footer(rows int) error {
 		chunks[i].ColumnIndexOffset, chunks[i].ColumnIndexLength = int64(len(e.out)), int32(len(b))
 		e.out = append(e.out, b...)
 	}
-	for i := range e.cols {
-		b, err := thrift.Marshal(&e.thrift, &format.OffsetIndex{PageLocations: e.cols[i].locations})
+	for i := range cols {
+		b, err := thrift.Marshal(&e.thrift, &format.OffsetIndex{PageLocations: cols[i].locations})
 		if err != nil {
 			return fmt.Errorf("pages: offset index: %w", err)
 		}
