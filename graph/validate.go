@@ -72,7 +72,7 @@ func (g *Graph) validateRange(from, to int) error {
 			if t >= n {
 				return fmt.Errorf("%w: edge %d of vertex %d targets %d, beyond %d vertices", ErrInvalid, lo+uint64(i), v, t, n)
 			}
-			if t < prev && g.Times == nil { // SHIM: timed adjacencies are sorted by (time, target)
+			if t < prev {
 				return fmt.Errorf("%w: adjacency of vertex %d not sorted at edge %d", ErrInvalid, v, lo+uint64(i))
 			}
 			prev = t
