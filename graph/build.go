@@ -1,7 +1,6 @@
 package graph
 
 import (
-	"cmp"
 	"fmt"
 	"hash/crc64"
 	"slices"
@@ -13,7 +12,6 @@ type Edge struct {
 	Src, Dst int64
 	Weight   float32 // ignored unless the builder is weighted
 	Label    uint8   // ignored unless the builder is labelled
-	Time     int64   // ignored unless the builder is timed
 }
 
 // DuplicatePolicy says what to do with repeated (src, dst) pairs.
@@ -69,7 +67,6 @@ type BuildOptions struct {
 	// largest id + 1 when NumVertices is 0); no id map is stored.
 	DenseIDs    bool
 	NumVertices int
-	Timed       bool
 }
 
 // FromEdges builds a graph from an in-memory edge list. It is the simple
@@ -107,7 +104,6 @@ func FromEdges(edges []Edge, o BuildOptions) (*Graph, error) {
 		s, d uint32
 		w    float32
 		l    uint8
-		t    int64
 	}
 	recs := make([]rec, 0, len(edges)*(1+btoi(o.Undirected)))
 	for _, e := range edges {
@@ -119,26 +115,20 @@ func FromEdges(edges []Edge, o BuildOptions) (*Graph, error) {
 		if !o.Weighted {
 			w = 1
 		}
-		recs = append(recs, rec{s, d, w, e.Label, e.Time})
+		recs = append(recs, rec{s, d, w, e.Label})
 		if o.Undirected && s != d {
-			recs = append(recs, rec{d, s, w, e.Label, e.Time})
+			recs = append(recs, rec{d, s, w, e.Label})
 		}
 	}
 	slices.SortStableFunc(recs, func(a, b rec) int {
 		if a.s != b.s {
 			return int(a.s) - int(b.s)
 		}
-		if a.d != b.d {
-			return int(a.d) - int(b.d)
-		}
-		if o.Timed {
-			return cmp.Compare(a.t, b.t)
-		}
-		return 0
+		return int(a.d) - int(b.d)
 	})
 	out := recs[:0]
 	for _, r := range recs {
-		if n := len(out); n > 0 && out[n-1].s == r.s && out[n-1].d == r.d && (!o.Timed || out[n-1].t == r.t) {
+		if n := len(out); n > 0 && out[n-1].s == r.s && out[n-1].d == r.d {
 			switch o.Duplicates {
 			case DupKeepFirst:
 				continue
@@ -176,28 +166,6 @@ func FromEdges(edges []Edge, o BuildOptions) (*Graph, error) {
 	}
 	if err := g.Finish(); err != nil {
 		return nil, fmt.Errorf("build %s: %w", o.Name, err)
-	}
-	if o.Timed {
-		// SHIM until format version 2 lands: each adjacency by (time, target).
-		g.Times = make([]int64, len(out))
-		for v := 0; v < o.NumVertices; v++ {
-			seg := out[g.Offsets[v]:g.Offsets[v+1]]
-			slices.SortStableFunc(seg, func(a, b rec) int {
-				if a.t != b.t {
-					return cmp.Compare(a.t, b.t)
-				}
-				return int(a.d) - int(b.d)
-			})
-		}
-		for i, r := range out {
-			g.Targets[i], g.Times[i] = r.d, r.t
-			if g.Weights != nil {
-				g.Weights[i] = r.w
-			}
-			if g.Labels != nil {
-				g.Labels[i] = r.l
-			}
-		}
 	}
 	return g, nil
 }

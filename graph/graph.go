@@ -50,24 +50,6 @@ type Graph struct {
 	byExt []uint32
 
 	closer func() error // releases a memory mapping, if any
-
-	// Times (SHIM until format version 2 lands).
-	Times []int64
-}
-
-// Timed reports whether edge times are present (SHIM).
-func (g *Graph) Timed() bool { return g.Times != nil }
-
-// TimeRange (SHIM).
-func (g *Graph) TimeRange() (lo, hi int64) {
-	if len(g.Times) == 0 {
-		return 0, 0
-	}
-	lo, hi = g.Times[0], g.Times[0]
-	for _, t := range g.Times {
-		lo, hi = min(lo, t), max(hi, t)
-	}
-	return lo, hi
 }
 
 // NumVertices returns V.
