@@ -34,8 +34,8 @@ type RMATOptions struct {
 	A, B, C float64
 	// TimeSpan > 0 makes the graph timed: each edge gets a time uniform
 	// in [0, TimeSpan), a function of the seed and its endpoints (both
-	// directions of an undirected edge share it), and each adjacency is
-	// sorted by (time, target). For benchmarks of temporal walks.
+	// directions of an undirected edge share it). For benchmarks and
+	// tests of temporal walks.
 	TimeSpan int64
 }
 
@@ -210,52 +210,33 @@ func (gen *rmatGen) attributes(ctx context.Context, g *Graph, o RMATOptions) err
 	})
 }
 
-// times gives every edge a time in [0, span) and sorts each adjacency by
-// (time, target), carrying weights and labels along.
+// times gives every edge a time in [0, span) and stores them in time
+// order with their permutation (Graph.Times, Graph.ByTime); targets stay
+// sorted by target.
 func (gen *rmatGen) times(ctx context.Context, g *Graph, span int64) error {
-	g.Times = make([]int64, g.NumEdges())
+	g.Times, g.ByTime = make([]int64, g.NumEdges()), make([]uint32, g.NumEdges())
 	offs := g.Offsets
 	return parallelRanges(ctx, g.NumVertices(), 1<<12, func(lo, hi int) {
-		var perm []int
-		var tg []uint32
-		var tm []int64
-		var w []float32
-		var l []uint8
+		var edgeTimes []int64
 		for v := lo; v < hi; v++ {
 			a, b := offs[v], offs[v+1]
-			n := int(b - a)
+			edgeTimes = edgeTimes[:0]
 			for i := a; i < b; i++ {
 				h, _ := bits.Mul64(mix64(gen.edgeHash(uint32(v), g.Targets[i])^0x7153a9e5), uint64(span))
-				g.Times[i] = int64(h)
+				edgeTimes = append(edgeTimes, int64(h))
 			}
-			perm = slices.Grow(perm[:0], n)[:n]
-			for i := range perm {
-				perm[i] = i
+			order := g.ByTime[a:b]
+			for j := range order {
+				order[j] = uint32(j)
 			}
-			ts, ds := g.Times[a:b], g.Targets[a:b]
-			slices.SortFunc(perm, func(x, y int) int {
-				if c := cmp.Compare(ts[x], ts[y]); c != 0 {
+			slices.SortFunc(order, func(x, y uint32) int {
+				if c := cmp.Compare(edgeTimes[x], edgeTimes[y]); c != 0 {
 					return c
 				}
-				return cmp.Compare(ds[x], ds[y])
+				return cmp.Compare(x, y)
 			})
-			tg, tm = append(tg[:0], ds...), append(tm[:0], ts...)
-			for i, p := range perm {
-				ds[i], ts[i] = tg[p], tm[p]
-			}
-			if g.Weights != nil {
-				ws := g.Weights[a:b]
-				w = append(w[:0], ws...)
-				for i, p := range perm {
-					ws[i] = w[p]
-				}
-			}
-			if g.Labels != nil {
-				ls := g.Labels[a:b]
-				l = append(l[:0], ls...)
-				for i, p := range perm {
-					ls[i] = l[p]
-				}
+			for k, j := range order {
+				g.Times[a+uint64(k)] = edgeTimes[j]
 			}
 		}
 	})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"runtime"
+	"slices"
 	"testing"
 )
 
@@ -156,5 +157,48 @@ func BenchmarkGenerateRMAT(b *testing.B) {
 			}
 			b.ReportMetric(float64(e)*float64(b.N)/b.Elapsed().Seconds(), "edges/s")
 		})
+	}
+}
+
+// TimeSpan makes a valid timed graph: times in [0, span), the same for
+// both directions of an undirected edge, the same for any GOMAXPROCS, and
+// a file round trip keeps them.
+func TestRMATTimes(t *testing.T) {
+	o := RMATOptions{Scale: 10, EdgeFactor: 8, Seed: 5, Undirected: true, Weighted: true, TimeSpan: 1000}
+	var ref []byte
+	for _, procs := range []int{1, 3} {
+		prev := runtime.GOMAXPROCS(procs)
+		g, err := GenerateRMAT(context.Background(), o)
+		runtime.GOMAXPROCS(prev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !g.Timed() {
+			t.Fatal("not timed")
+		}
+		if err := g.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if lo, hi := g.TimeRange(); lo < 0 || hi >= 1000 || hi-lo < 900 {
+			t.Fatalf("time range [%d, %d], want spread over [0, 1000)", lo, hi)
+		}
+		for u := range uint32(64) {
+			for e := g.Offsets[u]; e < g.Offsets[u+1]; e++ {
+				v := g.Targets[e]
+				back := g.Offsets[v] + uint64(slices.Index(g.Neighbors(v), u))
+				if g.EdgeTime(e) != g.EdgeTime(back) {
+					t.Fatalf("edge %d->%d at %d, its reverse at %d", u, v, g.EdgeTime(e), g.EdgeTime(back))
+				}
+			}
+		}
+		b := savedBytes(t, g)
+		if ref == nil {
+			ref = b
+		} else if !bytes.Equal(ref, b) {
+			t.Fatalf("GOMAXPROCS=%d gives a different graph", procs)
+		}
+	}
+	if _, err := GenerateRMAT(context.Background(), RMATOptions{Scale: 4, EdgeFactor: 2, TimeSpan: -1}); err == nil {
+		t.Fatal("negative time span accepted")
 	}
 }

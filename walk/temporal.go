@@ -10,8 +10,11 @@ import (
 )
 
 // Temporal walks (issue 38; CTDNE, Nguyen et al., "Continuous-Time Dynamic
-// Network Embeddings", WWW'18 companion) run on a timed graph, whose
-// adjacencies are sorted by (time, target). A forward walk takes, at each
+// Network Embeddings", WWW'18 companion) run on a timed graph, which holds
+// each vertex's edge times in time order (Graph.Times) with the permutation
+// to its target-sorted edges (Graph.ByTime): position k of vertex v's time
+// order is edge Offsets[v] + ByTime[Offsets[v]+k], ties in time in target
+// order. A forward walk takes, at each
 // step, an edge whose time is at or after the time of the edge it arrived
 // by, and, with a maximum gap, at most that much later; a backward walk
 // takes edges at or before it (and at most the gap earlier), still along
@@ -21,35 +24,36 @@ import (
 // one is given, otherwise none: any edge of the start vertex.
 //
 // The edges a step may take are its window: a contiguous range [lo, hi) of
-// the vertex's time-sorted adjacency found by binary search. Position p of
-// an edge counts from the window's near end, the end closest in time to the
-// bound: p = e-lo forward, hi-1-e backward. The time bias weighs edge e of
-// a window of n edges by
+// positions of the vertex's time order (indices into Times) found by binary
+// search. The rank p of position k counts from the window's near end, the
+// end closest in time to the bound: p = k-lo forward, hi-1-k backward. The
+// time bias weighs position k of a window of n by
 //
 //	uniform      1
 //	linear       n - p                        (CTDNE's linear: the nearest in time weighs most)
-//	exponential  exp(-|t(e) - t(near)| / s)   (t(near): the time of the near end's edge)
+//	exponential  exp(-|t(k) - t(near)| / s)   (t(near): the time at the window's near end)
 //
-// times the edge weight when the walk is weighted. Ties in time are ranked
-// by target, as the adjacency is. Measuring the exponential from the
+// times its edge's weight when the walk is weighted. Ties in time are
+// ranked by target, as the time order has them. Measuring the exponential from the
 // window's first edge rather than from the bound keeps the weights in
 // (0, 1] and the nearest edge at 1, so no window underflows to all zeros.
 //
 // The draw of step k of walk id uses Philox draws (seed, id, k, d):
 //
-//	uniform, unweighted   d=0: e = lo + index(x0, n)
+//	uniform, unweighted   d=0: k = lo + index(x0, n)
 //	linear, unweighted    d=0: i = index(x0, n+1), j = index(x1, n), j++ if j >= i;
 //	                      p = min(i, j): the smaller of a uniform pair of distinct
 //	                      values of 0..n, which is p with probability (n-p)/(n(n+1)/2)
 //	uniform, weighted     d=0: r = unit53(x0, x1) * W, W the window's weight, found
 //	                      by binary search in the per-vertex prefix sums of weights
+//	                      in time order (the first k in [lo, hi) with cumw[k] > r)
 //	otherwise             rejection: attempt a < maxRejections uses d=a: proposal
 //	                      as uniform (unweighted, x0) or weighted (x0, x1) above,
-//	                      accepted when x2 < accept(e) * 2^32: linear
+//	                      accepted when x2 < accept(k) * 2^32: linear
 //	                      x2 * n < (n-p) << 32, exponential
-//	                      float64(x2) < exp(-|t(e)-t(near)|/s) * 2^32; after
+//	                      float64(x2) < exp(-|t(k)-t(near)|/s) * 2^32; after
 //	                      maxRejections failed attempts, the exact one-lane
-//	                      reservoir scan over the window in edge order with word
+//	                      reservoir scan over the window in time order with word
 //	                      i%4 of draw fallbackDraw+i/4 (scan) decides.
 //
 // Each of these is exact (the rejection's fallback makes the bounded loop
@@ -160,10 +164,11 @@ func (t TimeParams) Bound() int64 {
 
 // temporal is what a stepper needs for Temporal walks.
 type temporal struct {
-	times []int64
-	// cumw[e] is the sum of the weights of edges off[v]..e of e's vertex v,
-	// inclusive (weighted walks only): a window's weight is a difference
-	// of two entries, and its weighted draw a binary search.
+	times  []int64  // Graph.Times: per vertex, in time order
+	byTime []uint32 // Graph.ByTime: time order position -> local edge index
+	// cumw[Offsets[v]+k] is the sum of the weights of positions 0..k of
+	// v's time order (weighted walks only): a window's weight is a
+	// difference of two entries, and its weighted draw a binary search.
 	cumw []float64
 	// rejections bounds the rejection loop (maxRejections; tests set 0
 	// to check the exact fallback on its own).
@@ -182,9 +187,10 @@ func (e *CPU) windowWeights() []float64 {
 		c := make([]float64, g.NumEdges())
 		for v := 0; v < g.NumVertices(); v++ {
 			var sum float64
-			for i := g.Offsets[v]; i < g.Offsets[v+1]; i++ {
-				sum += float64(g.Weights[i])
-				c[i] = sum
+			a := g.Offsets[v]
+			for k := a; k < g.Offsets[v+1]; k++ {
+				sum += float64(g.Weights[a+uint64(g.ByTime[k])])
+				c[k] = sum
 			}
 		}
 		e.recordBuild(t0, func() { e.cumw = c })
@@ -192,8 +198,8 @@ func (e *CPU) windowWeights() []float64 {
 	return e.cumw
 }
 
-// window returns the edges [lo, hi) of [a, b) that a step bounded by
-// time t may take.
+// window returns the positions [lo, hi) of the time order [a, b) that a
+// step bounded by time t may take.
 func (s *stepper) window(a, b uint64, t int64) (lo, hi uint64) {
 	tp := &s.alg.Time
 	lo, hi = a, b
@@ -225,7 +231,7 @@ func satAdd(t, d int64) int64 {
 	return r
 }
 
-// lowerTime is the first e in [a, b) with times[e] >= t, or b.
+// lowerTime is the first k in [a, b) with times[k] >= t, or b.
 func lowerTime(times []int64, a, b uint64, t int64) uint64 {
 	for a < b {
 		m := a + (b-a)/2
@@ -238,7 +244,7 @@ func lowerTime(times []int64, a, b uint64, t int64) uint64 {
 	return a
 }
 
-// upperTime is the first e in [a, b) with times[e] > t, or b.
+// upperTime is the first k in [a, b) with times[k] > t, or b.
 func upperTime(times []int64, a, b uint64, t int64) uint64 {
 	for a < b {
 		m := a + (b-a)/2
@@ -262,11 +268,11 @@ func (s *stepper) walkTemporal(id uint64, start uint32, out []uint32, times []in
 	}
 	cur, n := start, 1
 	for step := uint32(0); step < uint32(s.alg.Length); step++ {
-		e, ok := s.temporalStep(id, step, cur, t)
+		k, ok := s.temporalStep(id, step, cur, t)
 		if !ok {
 			break
 		}
-		cur, t = s.tgt[e], s.tmp.times[e]
+		cur, t = s.tgt[s.off[cur]+uint64(s.tmp.byTime[k])], s.tmp.times[k]
 		out[n] = cur
 		if times != nil {
 			times[n] = t
@@ -276,10 +282,12 @@ func (s *stepper) walkTemporal(id uint64, start uint32, out []uint32, times []in
 	return n
 }
 
-// temporalStep picks the edge of step from cur, bounded by time t; ok is
-// false when the window is empty (the walk ends).
-func (s *stepper) temporalStep(id uint64, step, cur uint32, t int64) (e uint64, ok bool) {
-	lo, hi := s.window(s.off[cur], s.off[cur+1], t)
+// temporalStep picks the edge of step from cur, bounded by time t, as its
+// position in cur's time order; ok is false when the window is empty (the
+// walk ends).
+func (s *stepper) temporalStep(id uint64, step, cur uint32, t int64) (k uint64, ok bool) {
+	a := s.off[cur]
+	lo, hi := s.window(a, s.off[cur+1], t)
 	if lo == hi {
 		return 0, false
 	}
@@ -291,7 +299,7 @@ func (s *stepper) temporalStep(id uint64, step, cur uint32, t int64) (e uint64, 
 		case tp.Bias == TimeLinear:
 			return s.near(lo, hi, linearPos(x0, x1, n)), true
 		case s.weighted:
-			return s.weightedPick(s.off[cur], lo, hi, x0, x1), true
+			return s.weightedPick(a, lo, hi, x0, x1), true
 		}
 		return lo + uint64(index(x0, uint32(n))), true
 	}
@@ -299,7 +307,7 @@ func (s *stepper) temporalStep(id uint64, step, cur uint32, t int64) (e uint64, 
 		x0, x1, x2, _ := s.draw(id, step, att)
 		var c uint64
 		if s.weighted {
-			c = s.weightedPick(s.off[cur], lo, hi, x0, x1)
+			c = s.weightedPick(a, lo, hi, x0, x1)
 		} else {
 			c = lo + uint64(index(x0, uint32(n)))
 		}
@@ -308,14 +316,14 @@ func (s *stepper) temporalStep(id uint64, step, cur uint32, t int64) (e uint64, 
 		}
 	}
 	r := &elementWords{s: s, id: id, step: step, base: fallbackDraw}
-	i := zprs(int(n), 1, func(i int) float64 { return s.temporalBias(lo+uint64(i), lo, hi) }, r.word)
+	i := zprs(int(n), 1, func(i int) float64 { return s.temporalBias(a, lo+uint64(i), lo, hi) }, r.word)
 	if i < 0 {
 		return 0, false
 	}
 	return lo + uint64(i), true
 }
 
-// near maps position p (from the near end) of window [lo, hi) to an edge.
+// near maps rank p (from the near end) of window [lo, hi) to a position.
 func (s *stepper) near(lo, hi, p uint64) uint64 {
 	if s.alg.Time.Backward {
 		return hi - 1 - p
@@ -323,12 +331,12 @@ func (s *stepper) near(lo, hi, p uint64) uint64 {
 	return lo + p
 }
 
-// pos is edge e's position in [lo, hi), counted from the near end.
-func (s *stepper) pos(e, lo, hi uint64) uint64 {
+// rank is position k's rank in [lo, hi), counted from the near end.
+func (s *stepper) rank(k, lo, hi uint64) uint64 {
 	if s.alg.Time.Backward {
-		return hi - 1 - e
+		return hi - 1 - k
 	}
-	return e - lo
+	return k - lo
 }
 
 // linearPos draws p in [0, n) with probability (n-p)/(n(n+1)/2): the
@@ -348,8 +356,9 @@ func unit53(x0, x1 uint32) float64 {
 	return float64(uint64(x0)<<21|uint64(x1>>11)) * (1.0 / (1 << 53))
 }
 
-// weightedPick draws an edge of [lo, hi) (within vertex adjacency
-// starting at a) with probability proportional to its weight.
+// weightedPick draws a position of [lo, hi) (of the time order of the
+// vertex whose edges start at a) with probability proportional to its
+// edge's weight.
 func (s *stepper) weightedPick(a, lo, hi uint64, x0, x1 uint32) uint64 {
 	c := s.tmp.cumw
 	var base float64
@@ -357,8 +366,8 @@ func (s *stepper) weightedPick(a, lo, hi uint64, x0, x1 uint32) uint64 {
 		base = c[lo-1]
 	}
 	r := base + unit53(x0, x1)*(c[hi-1]-base)
-	// First e in [lo, hi) with c[e] > r; rounding may leave none, and the
-	// last edge then takes the draw.
+	// First k in [lo, hi) with c[k] > r; rounding may leave none, and the
+	// last position then takes the draw.
 	l, h := lo, hi
 	for l < h {
 		m := l + (h-l)/2
@@ -371,42 +380,44 @@ func (s *stepper) weightedPick(a, lo, hi uint64, x0, x1 uint32) uint64 {
 	return min(l, hi-1)
 }
 
-// accept decides a rejection attempt for candidate e of window [lo, hi)
-// with word x: the time bias relative to its maximum (1, at the near end).
-func (s *stepper) accept(e, lo, hi uint64, x uint32) bool {
+// accept decides a rejection attempt for candidate position k of window
+// [lo, hi) with word x: the time bias relative to its maximum (1, at the
+// near end).
+func (s *stepper) accept(k, lo, hi uint64, x uint32) bool {
 	n := hi - lo
 	switch s.alg.Time.Bias {
 	case TimeLinear:
-		return uint64(x)*n < (n-s.pos(e, lo, hi))<<32
+		return uint64(x)*n < (n-s.rank(k, lo, hi))<<32
 	case TimeExponential:
-		return float64(x) < s.expBias(e, lo, hi)*(1<<32)
+		return float64(x) < s.expBias(k, lo, hi)*(1<<32)
 	}
 	return true
 }
 
-// expBias is exp(-|t(e) - t(near)| / scale).
-func (s *stepper) expBias(e, lo, hi uint64) float64 {
+// expBias is exp(-|t(k) - t(near)| / scale).
+func (s *stepper) expBias(k, lo, hi uint64) float64 {
 	t := s.tmp.times
 	ref := t[s.near(lo, hi, 0)]
-	d := float64(t[e]) - float64(ref)
+	d := float64(t[k]) - float64(ref)
 	if d < 0 {
 		d = -d
 	}
 	return math.Exp(-d / s.alg.Time.Scale)
 }
 
-// temporalBias is edge e's unnormalised probability in window [lo, hi):
-// the time bias times the weight.
-func (s *stepper) temporalBias(e, lo, hi uint64) float64 {
+// temporalBias is position k's unnormalised probability in window
+// [lo, hi) of the time order starting at a: the time bias times its
+// edge's weight.
+func (s *stepper) temporalBias(a, k, lo, hi uint64) float64 {
 	b := 1.0
 	switch s.alg.Time.Bias {
 	case TimeLinear:
-		b = float64(hi - lo - s.pos(e, lo, hi))
+		b = float64(hi - lo - s.rank(k, lo, hi))
 	case TimeExponential:
-		b = s.expBias(e, lo, hi)
+		b = s.expBias(k, lo, hi)
 	}
 	if s.weighted {
-		b *= float64(s.w[e])
+		b *= float64(s.w[a+uint64(s.tmp.byTime[k])])
 	}
 	return b
 }
@@ -426,5 +437,5 @@ func (s *stepper) walkTemporalUnit(starts []uint32, firstID uint64, buf []uint32
 
 // temporalGraph is the part of g a Temporal stepper reads.
 func temporalGraph(g *graph.Graph, cumw []float64) *temporal {
-	return &temporal{times: g.Times, cumw: cumw, rejections: maxRejections}
+	return &temporal{times: g.Times, byTime: g.ByTime, cumw: cumw, rejections: maxRejections}
 }

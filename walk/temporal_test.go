@@ -118,7 +118,7 @@ func checkTemporalWalk(t *testing.T, g *graph.Graph, tp TimeParams, w []uint32, 
 	for i := 1; i < len(w); i++ {
 		found := false
 		for e := g.Offsets[w[i-1]]; e < g.Offsets[w[i-1]+1]; e++ {
-			found = found || g.Targets[e] == w[i] && g.Times[e] == ts[i]
+			found = found || g.Targets[e] == w[i] && g.EdgeTime(e) == ts[i]
 		}
 		if !found {
 			t.Fatalf("%+v: walk %v times %v: step %d takes no edge of the graph", tp, w, ts, i)
@@ -131,7 +131,7 @@ func checkTemporalWalk(t *testing.T, g *graph.Graph, tp TimeParams, w []uint32, 
 		last := w[len(w)-1]
 		for e := g.Offsets[last]; e < g.Offsets[last+1]; e++ {
 			if inWindow(ts[len(ts)-1], g.Times[e], len(w) == 1) {
-				t.Fatalf("%+v: walk %v times %v ended with edge %d (time %d) in its window", tp, w, ts, e, g.Times[e])
+				t.Fatalf("%+v: walk %v times %v ended with an edge at time %d in its window", tp, w, ts, g.Times[e])
 			}
 		}
 	}
@@ -166,7 +166,7 @@ func exactTemporalStep(g *graph.Graph, tp TimeParams, weighted bool) map[uint32]
 	var win []edge
 	bound := tp.Bound()
 	for e := g.Offsets[0]; e < g.Offsets[1]; e++ {
-		tt := g.Times[e]
+		tt := g.EdgeTime(e)
 		ok := !tp.Backward && tt >= bound || tp.Backward && tt <= bound
 		if ok && tp.HasMaxGap && tp.HasStart {
 			ok = max(tt-bound, bound-tt) <= tp.MaxGap
