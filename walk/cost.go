@@ -89,12 +89,15 @@ func (m CostModel) StepCost(a Algorithm) float64 {
 		return att + fb*m.walkDegree
 	case StepperWindow:
 		// Temporal: the uniform and unweighted linear draws are O(1) after
-		// the window's binary search; the rejecting ones (exponential,
-		// weighted linear) have no acceptance bound (a small time_scale
-		// makes it as low as 1/window), so they are costed as the
-		// fallback's scan of the adjacency, the most a step takes beyond
-		// its attempts.
-		if a.Time.Bias == TimeExponential || a.Time.Bias == TimeLinear && a.Weighted {
+		// the window's binary search; the exponential's bands cost a
+		// galloping search each, about ln(degree) + 2 of them, and a few
+		// attempts; weighted linear's rejection has no acceptance bound
+		// (the mean of (n-p)/n under the weights), so it is costed as the
+		// fallback's scan of the adjacency.
+		switch {
+		case a.Time.Bias == TimeExponential:
+			return 3 + math.Log(m.walkDegree)
+		case a.Time.Bias == TimeLinear && a.Weighted:
 			return m.walkDegree
 		}
 	}

@@ -194,7 +194,7 @@ func (e *CPU) plan(jobs []Job) (steppers []*stepper, units []unit, maxLen int) {
 			if j.Algorithm.Weighted {
 				cumw = e.windowWeights()
 			}
-			steppers[i].tmp = temporalGraph(e.g, cumw)
+			steppers[i].tmp = temporalGraph(e.g, j.Algorithm, cumw)
 		}
 		for lo := 0; lo < len(j.Starts); lo += size {
 			units = append(units, unit{job: i, lo: lo, hi: min(lo+size, len(j.Starts))})

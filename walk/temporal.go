@@ -3,6 +3,7 @@ package walk
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"strings"
 	"time"
 
@@ -14,9 +15,8 @@ import (
 // each vertex's edge times in time order (Graph.Times) with the permutation
 // to its target-sorted edges (Graph.ByTime): position k of vertex v's time
 // order is edge Offsets[v] + ByTime[Offsets[v]+k], ties in time in target
-// order. A forward walk takes, at each
-// step, an edge whose time is at or after the time of the edge it arrived
-// by, and, with a maximum gap, at most that much later; a backward walk
+// order. A forward walk takes, at each step, an edge whose time is at or
+// after the time of the edge it arrived by, and, with a maximum gap, at most that much later; a backward walk
 // takes edges at or before it (and at most the gap earlier), still along
 // out-edges: a CSR of out-edges has no in-edges to walk, so "backward" is
 // time running backward, not the edge direction reversed (reverse the
@@ -34,31 +34,50 @@ import (
 //	exponential  exp(-|t(k) - t(near)| / s)   (t(near): the time at the window's near end)
 //
 // times its edge's weight when the walk is weighted. Ties in time are
-// ranked by target, as the time order has them. Measuring the exponential from the
-// window's first edge rather than from the bound keeps the weights in
-// (0, 1] and the nearest edge at 1, so no window underflows to all zeros.
+// ranked by target, as the time order has them. Measuring the exponential
+// from the window's nearest edge rather than from the bound keeps the
+// weights in (0, 1] and the nearest edge at 1, so no window underflows to
+// all zeros.
 //
-// The draw of step k of walk id uses Philox draws (seed, id, k, d):
+// The draw of step k of walk id uses Philox draws (seed, id, k, d), words
+// x0..x3 (index is Bounded, the multiply-high map to [0, n); unit53(x, y)
+// = (x<<21 | y>>11) * 2^-53):
 //
 //	uniform, unweighted   d=0: k = lo + index(x0, n)
 //	linear, unweighted    d=0: i = index(x0, n+1), j = index(x1, n), j++ if j >= i;
 //	                      p = min(i, j): the smaller of a uniform pair of distinct
 //	                      values of 0..n, which is p with probability (n-p)/(n(n+1)/2)
-//	uniform, weighted     d=0: r = unit53(x0, x1) * W, W the window's weight, found
-//	                      by binary search in the per-vertex prefix sums of weights
-//	                      in time order (the first k in [lo, hi) with cumw[k] > r)
-//	otherwise             rejection: attempt a < maxRejections uses d=a: proposal
-//	                      as uniform (unweighted, x0) or weighted (x0, x1) above,
-//	                      accepted when x2 < accept(k) * 2^32: linear
-//	                      x2 * n < (n-p) << 32, exponential
-//	                      float64(x2) < exp(-|t(k)-t(near)|/s) * 2^32; after
-//	                      maxRejections failed attempts, the exact one-lane
-//	                      reservoir scan over the window in time order with word
-//	                      i%4 of draw fallbackDraw+i/4 (scan) decides.
+//	uniform, weighted     d=0: r = cumw[lo-1] + unit53(x0, x1) * W (cumw[lo-1] = 0
+//	                      at the vertex's first position), W the window's weight;
+//	                      k = the first position in [lo, hi) with cumw[k] > r, else
+//	                      hi-1 (cumw: per-vertex inclusive prefix sums, in float64,
+//	                      of the weights in time order)
+//	linear, weighted      rejection: attempt a < maxRejections uses d=a: k drawn as
+//	                      "uniform, weighted" from (x0, x1), accepted when
+//	                      uint64(x2) * n < (n-p) << 32
+//	exponential           bands (expBands, expBandStep): the window is cut at
+//	                      time distances int64(b * s) from its near end, b = 1..K,
+//	                      K = expBandCount(n) = (bits.Len64(n)*7+9)/10 + 2, the
+//	                      last band open; band b's envelope is
+//	                      exp(-distance of cut b / s) and its mass the number (or
+//	                      weight) of its edges times the envelope. Attempt
+//	                      a < maxRejections uses d=a: the band is the first non-empty
+//	                      one whose cumulative mass exceeds x0 * 2^-32 * total;
+//	                      k = start + index(x1, size) in it (weighted: as
+//	                      "uniform, weighted" inside the band from (x1, x3)),
+//	                      accepted when float64(x2) < exp(-|t(k) - cut b| / s) * 2^32
 //
-// Each of these is exact (the rejection's fallback makes the bounded loop
-// exact, as for Node2Vec), and each is a binary search plus O(1) or
-// O(log d) work, which is what a GPU kernel can do in a thread.
+// After maxRejections failed attempts the exact one-lane reservoir scan
+// over the window in time order (zprs with k = 1, the bias of temporalBias)
+// with word i%4 of draw fallbackDraw+i/4 decides, as for Node2Vec: the
+// bounded loop stays exact. Every draw is exact; each is one binary search
+// for the window plus O(1) work (uniform and linear, unweighted), a binary
+// search in the prefix sums (weighted), or K galloping searches (O(log d)
+// together for a window of evenly spread times) and an expected at most
+// about 3 attempts (exponential: within a band the bias varies by at most
+// e, and the tail's envelope is at most e^-2 of the window's mass, which is
+// at least 1), which is what a GPU thread can do; linear weighted has no
+// acceptance bound (the mean of (n-p)/n under the weights).
 
 // TimeBias weighs the edges of a temporal step's window.
 type TimeBias uint8
@@ -173,6 +192,11 @@ type temporal struct {
 	// rejections bounds the rejection loop (maxRejections; tests set 0
 	// to check the exact fallback on its own).
 	rejections uint32
+	// offsets[b] and env[b] are the exponential bands' cut offset b
+	// (expOffset) and its envelope exp(-offset/scale), the same for every
+	// step.
+	offsets [maxExpBands + 1]int64
+	env     [maxExpBands + 1]float64
 }
 
 // windowWeights builds the per-vertex prefix sums of the weights once per
@@ -303,16 +327,18 @@ func (s *stepper) temporalStep(id uint64, step, cur uint32, t int64) (k uint64, 
 		}
 		return lo + uint64(index(x0, uint32(n))), true
 	}
-	for att := uint32(0); att < s.tmp.rejections; att++ {
-		x0, x1, x2, _ := s.draw(id, step, att)
-		var c uint64
-		if s.weighted {
-			c = s.weightedPick(a, lo, hi, x0, x1)
-		} else {
-			c = lo + uint64(index(x0, uint32(n)))
+	if tp.Bias == TimeExponential {
+		if k, ok := s.expBandStep(id, step, a, lo, hi); ok {
+			return k, true
 		}
-		if s.accept(c, lo, hi, x2) {
-			return c, true
+	} else {
+		// Linear, weighted: proposal by weight, accepted by rank.
+		for att := uint32(0); att < s.tmp.rejections; att++ {
+			x0, x1, x2, _ := s.draw(id, step, att)
+			c := s.weightedPick(a, lo, hi, x0, x1)
+			if uint64(x2)*n < (n-s.rank(c, lo, hi))<<32 {
+				return c, true
+			}
 		}
 	}
 	r := &elementWords{s: s, id: id, step: step, base: fallbackDraw}
@@ -321,6 +347,171 @@ func (s *stepper) temporalStep(id uint64, step, cur uint32, t int64) (k uint64, 
 		return 0, false
 	}
 	return lo + uint64(i), true
+}
+
+// maxExpBands bounds expBandCount, for the stack arrays of a step's bands.
+const maxExpBands = 48
+
+// expBandCount is K, the number of bands of width time_scale before the
+// tail of a window of n edges: at least ln(n) + 2 (0.7 > ln 2), so the
+// tail's envelope, at most n e^-K, is at most e^-2 while the window's
+// mass is at least 1 (its near edge), in integers only so that every engine
+// finds the same K.
+func expBandCount(n uint64) int { return (bits.Len64(n)*7+9)/10 + 2 }
+
+// expBands cuts window [lo, hi) into bands by time distance d from the
+// near end: band b holds the positions with d in [cut offset b, cut offset
+// b+1), cut offset b = int64(b * scale) (saturating), for b < K, and the
+// tail band K the rest. It returns the bands' position ranges
+// [start[b], end[b]), their envelopes env[b] = exp(-(offset of cut b)/scale),
+// the cut times and the number of bands (empty bands at the far end left
+// out). Bands are found by galloping from the near end, so a band costs
+// O(log of its size).
+func (s *stepper) expBands(lo, hi uint64, start, end *[maxExpBands + 1]uint64, env *[maxExpBands + 1]float64,
+	cut *[maxExpBands + 1]int64) int {
+	times, scale, back := s.tmp.times, s.alg.Time.Scale, s.alg.Time.Backward
+	k := expBandCount(hi - lo)
+	ref := times[lo]
+	if back {
+		ref = times[hi-1]
+	}
+	near := lo // forward: the next band starts here
+	if back {
+		near = hi // backward: the next band ends here
+	}
+	for b := 0; b <= k; b++ {
+		off := s.tmp.offsets[b]
+		c := satAdd(ref, off)
+		if back {
+			c = satAdd(ref, -off)
+		}
+		cut[b], env[b] = c, s.tmp.env[b]
+		if d := c - ref; d != off && d != -off {
+			// Saturated at the end of the int64 range: the envelope is
+			// that of the cut there.
+			env[b] = math.Exp(-math.Abs(float64(c)-float64(ref)) / scale)
+		}
+		var far uint64
+		switch {
+		case b == k && back:
+			far = lo
+		case b == k:
+			far = hi
+		case back:
+			// Band b: times in (cut b+1, cut b], found below near.
+			far = gallopUpperBack(times, lo, near, satAdd(ref, -s.tmp.offsets[b+1]))
+		default:
+			far = gallopLower(times, near, hi, satAdd(ref, s.tmp.offsets[b+1]))
+		}
+		if back {
+			start[b], end[b] = far, near
+		} else {
+			start[b], end[b] = near, far
+		}
+		near = far
+		if back && far == lo || !back && far == hi {
+			return b + 1
+		}
+	}
+	return k + 1
+}
+
+// expOffset is cut offset b of the exponential bands: int64(b * scale),
+// saturating (so the same integers on every engine).
+func expOffset(b int, scale float64) int64 {
+	if d := float64(b) * scale; d < 9e18 {
+		return int64(d)
+	}
+	return math.MaxInt64
+}
+
+// expBandStep is the exponential bias's rejection sampler over the bands
+// of expBands: attempt a uses draw a; x0 picks a band with probability
+// proportional to its mass (edges, or their weight) times its envelope,
+// x1 (and x3, weighted) an edge of the band uniformly (by weight), and
+// the edge at time t is accepted when float64(x2) < exp(-|t - cut b|/scale)
+// * 2^32. Envelope times acceptance is the edge's bias, so the draw is
+// exact, and each attempt accepts with probability at least about 1/(e +
+// e^-1): within a band the bias varies by at most e, and the tail's
+// envelope is at most e^-2 of the window's mass. ok is false after
+// s.tmp.rejections failed attempts (the caller's exact scan decides).
+func (s *stepper) expBandStep(id uint64, step uint32, a, lo, hi uint64) (uint64, bool) {
+	var start, end [maxExpBands + 1]uint64
+	var env [maxExpBands + 1]float64
+	var cut [maxExpBands + 1]int64
+	var cum [maxExpBands + 1]float64
+	nb := s.expBands(lo, hi, &start, &end, &env, &cut)
+	var total float64
+	for b := range nb {
+		m := float64(end[b] - start[b])
+		if s.weighted && end[b] > start[b] {
+			m = s.tmp.cumw[end[b]-1]
+			if start[b] > a {
+				m -= s.tmp.cumw[start[b]-1]
+			}
+		}
+		total += m * env[b]
+		cum[b] = total
+	}
+	times, scale := s.tmp.times, s.alg.Time.Scale
+	for att := uint32(0); att < s.tmp.rejections; att++ {
+		x0, x1, x2, x3 := s.draw(id, step, att)
+		r := float64(x0) * (1.0 / (1 << 32)) * total
+		b := 0
+		for b < nb-1 && !(cum[b] > r && end[b] > start[b]) {
+			b++
+		}
+		if end[b] == start[b] {
+			continue // rounding put r past every non-empty band
+		}
+		var k uint64
+		if s.weighted {
+			k = s.weightedPick(a, start[b], end[b], x1, x3)
+		} else {
+			k = start[b] + uint64(index(x1, uint32(end[b]-start[b])))
+		}
+		if float64(x2) < math.Exp(-math.Abs(float64(times[k])-float64(cut[b]))/scale)*(1<<32) {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+// gallopLower is lowerTime(times, a, b, t) searched from a outward: the
+// cost is the log of the answer's distance from a.
+func gallopLower(times []int64, a, b uint64, t int64) uint64 {
+	if a >= b || times[a] >= t {
+		return a
+	}
+	at, step := a, uint64(1) // times[at] < t
+	for {
+		next := at + step
+		if next >= b {
+			return lowerTime(times, at+1, b, t)
+		}
+		if times[next] >= t {
+			return lowerTime(times, at+1, next, t)
+		}
+		at, step = next, 2*step
+	}
+}
+
+// gallopUpperBack is upperTime(times, a, b, t) searched from b downward.
+func gallopUpperBack(times []int64, a, b uint64, t int64) uint64 {
+	if a >= b || times[b-1] <= t {
+		return b
+	}
+	at, step := b-1, uint64(1) // times[at] > t
+	for {
+		if at < a+step {
+			return upperTime(times, a, at, t)
+		}
+		next := at - step
+		if times[next] <= t {
+			return upperTime(times, next+1, at, t)
+		}
+		at, step = next, 2*step
+	}
 }
 
 // near maps rank p (from the near end) of window [lo, hi) to a position.
@@ -380,20 +571,6 @@ func (s *stepper) weightedPick(a, lo, hi uint64, x0, x1 uint32) uint64 {
 	return min(l, hi-1)
 }
 
-// accept decides a rejection attempt for candidate position k of window
-// [lo, hi) with word x: the time bias relative to its maximum (1, at the
-// near end).
-func (s *stepper) accept(k, lo, hi uint64, x uint32) bool {
-	n := hi - lo
-	switch s.alg.Time.Bias {
-	case TimeLinear:
-		return uint64(x)*n < (n-s.rank(k, lo, hi))<<32
-	case TimeExponential:
-		return float64(x) < s.expBias(k, lo, hi)*(1<<32)
-	}
-	return true
-}
-
 // expBias is exp(-|t(k) - t(near)| / scale).
 func (s *stepper) expBias(k, lo, hi uint64) float64 {
 	t := s.tmp.times
@@ -435,7 +612,14 @@ func (s *stepper) walkTemporalUnit(starts []uint32, firstID uint64, buf []uint32
 	}
 }
 
-// temporalGraph is the part of g a Temporal stepper reads.
-func temporalGraph(g *graph.Graph, cumw []float64) *temporal {
-	return &temporal{times: g.Times, byTime: g.ByTime, cumw: cumw, rejections: maxRejections}
+// temporalGraph is the part of g a Temporal stepper of alg reads.
+func temporalGraph(g *graph.Graph, alg Algorithm, cumw []float64) *temporal {
+	t := &temporal{times: g.Times, byTime: g.ByTime, cumw: cumw, rejections: maxRejections}
+	if sc := alg.Time.Scale; alg.Time.Bias == TimeExponential {
+		for b := range t.offsets {
+			t.offsets[b] = expOffset(b, sc)
+			t.env[b] = math.Exp(-float64(t.offsets[b]) / sc)
+		}
+	}
+	return t
 }

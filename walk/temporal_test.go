@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -208,8 +209,8 @@ func exactTemporalStep(g *graph.Graph, tp TimeParams, weighted bool) map[uint32]
 }
 
 // The first step follows the exact distribution of each time bias, with
-// and without weights, forward and backward; a tiny exponential scale
-// drives nearly every step through the rejection loop's exact fallback.
+// and without weights, forward and backward; a narrow exponential scale
+// puts most of the window in the sampler's tail band.
 func TestTemporalStepDistribution(t *testing.T) {
 	g := timedStar(t)
 	e, err := NewCPU(g, WithWorkers(2))
@@ -217,15 +218,15 @@ func TestTemporalStepDistribution(t *testing.T) {
 		t.Fatal(err)
 	}
 	cases := map[string]TimeParams{
-		"uniform":               {Start: 10, HasStart: true, MaxGap: 100, HasMaxGap: true},
-		"linear":                {Bias: TimeLinear, Start: 10, HasStart: true},
-		"linear-all":            {Bias: TimeLinear},
-		"exponential":           {Bias: TimeExponential, Scale: 30, Start: 10, HasStart: true, MaxGap: 100, HasMaxGap: true},
-		"exponential-fallback":  {Bias: TimeExponential, Scale: 2, Start: 8, HasStart: true},
-		"backward-uniform":      {Backward: true, Start: 100, HasStart: true},
-		"backward-linear":       {Bias: TimeLinear, Backward: true, Start: 90, HasStart: true, MaxGap: 60, HasMaxGap: true},
-		"backward-exponential":  {Bias: TimeExponential, Scale: 25, Backward: true},
-		"backward-exp-fallback": {Bias: TimeExponential, Scale: 1, Backward: true, Start: 71, HasStart: true},
+		"uniform":              {Start: 10, HasStart: true, MaxGap: 100, HasMaxGap: true},
+		"linear":               {Bias: TimeLinear, Start: 10, HasStart: true},
+		"linear-all":           {Bias: TimeLinear},
+		"exponential":          {Bias: TimeExponential, Scale: 30, Start: 10, HasStart: true, MaxGap: 100, HasMaxGap: true},
+		"exponential-narrow":   {Bias: TimeExponential, Scale: 2, Start: 8, HasStart: true},
+		"backward-uniform":     {Backward: true, Start: 100, HasStart: true},
+		"backward-linear":      {Bias: TimeLinear, Backward: true, Start: 90, HasStart: true, MaxGap: 60, HasMaxGap: true},
+		"backward-exponential": {Bias: TimeExponential, Scale: 25, Backward: true},
+		"backward-exp-narrow":  {Bias: TimeExponential, Scale: 1, Backward: true, Start: 71, HasStart: true},
 	}
 	const n = 200_000
 	starts := make([]uint32, n)
@@ -249,6 +250,82 @@ func TestTemporalStepDistribution(t *testing.T) {
 	}
 }
 
+// hubGraph is vertex 0 with 200 out-edges at random times in [0, 1000)
+// (many ties) and random weights: windows of many bands.
+func hubGraph(t testing.TB) *graph.Graph {
+	t.Helper()
+	r := rand.New(rand.NewPCG(8, 9))
+	var edges []graph.Edge
+	for v := int64(1); v <= 200; v++ {
+		edges = append(edges, graph.Edge{Src: 0, Dst: v, Time: r.Int64N(1000), Weight: 0.5 + 4*r.Float32()})
+	}
+	g, err := graph.FromEdges(edges, graph.BuildOptions{Name: "hub", DenseIDs: true, Weighted: true, Timed: true, NumVertices: 201})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// On a window of many bands and ties, the exponential band sampler and the
+// weighted linear rejection follow the exact distribution.
+func TestTemporalHubDistribution(t *testing.T) {
+	g := hubGraph(t)
+	e, err := NewCPU(g, WithWorkers(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]TimeParams{
+		"exponential":          {Bias: TimeExponential, Scale: 15, Start: 100, HasStart: true},
+		"exponential-wide":     {Bias: TimeExponential, Scale: 400},
+		"backward-exponential": {Bias: TimeExponential, Scale: 40, Backward: true, Start: 900, HasStart: true, MaxGap: 500, HasMaxGap: true},
+		"linear":               {Bias: TimeLinear, Start: 300, HasStart: true},
+	}
+	const n = 300_000
+	starts := make([]uint32, n)
+	for name, tp := range cases {
+		for _, weighted := range []bool{false, true} {
+			a := Algorithm{Kind: Temporal, Length: 1, Weighted: weighted, Time: tp}
+			walks, _ := timedWalks(t, e, Job{Algorithm: a, Seed: 77, Starts: starts})
+			counts := map[uint32]int{}
+			for _, w := range walks {
+				if len(w) != 2 {
+					t.Fatalf("%s: walk %v took no step", name, w)
+				}
+				counts[w[1]]++
+			}
+			nm := name
+			if weighted {
+				nm += "-weighted"
+			}
+			c, p := pooled(counts, exactTemporalStep(g, tp, weighted), n)
+			stattest.ChiSquare(t, "hub "+nm, c, p)
+		}
+	}
+}
+
+// pooled merges the cells expected fewer than 5 times in n samples into
+// one, as chi-square needs: a window's far edges have probabilities down
+// to 1e-20, and one draw of an edge of probability 1e-9 (which a correct
+// sampler makes now and then) would otherwise fail the test.
+func pooled(counts map[uint32]int, probs map[uint32]float64, n int) (map[uint32]int, map[uint32]float64) {
+	const rare = math.MaxUint32
+	c, p := map[uint32]int{}, map[uint32]float64{}
+	for v, q := range probs {
+		k := v
+		if q*float64(n) < 5 {
+			k = rare
+		}
+		p[k] += q
+		c[k] += counts[v]
+	}
+	for v, x := range counts {
+		if _, ok := probs[v]; !ok {
+			c[v] += x // probability 0: ChiSquare fails on it
+		}
+	}
+	return c, p
+}
+
 // The rejection loop's fallback, the one-lane reservoir scan over the
 // window, is exact on its own for every bias that rejects.
 func TestTemporalFallbackDistribution(t *testing.T) {
@@ -258,6 +335,7 @@ func TestTemporalFallbackDistribution(t *testing.T) {
 		"exponential":          {Bias: TimeExponential, Scale: 30, Start: 10, HasStart: true, MaxGap: 100, HasMaxGap: true},
 		"backward-exponential": {Bias: TimeExponential, Scale: 25, Backward: true},
 	}
+	g = hubGraph(t)
 	for name, tp := range cases {
 		for _, weighted := range []bool{false, true} {
 			a := Algorithm{Kind: Temporal, Length: 1, Weighted: weighted, Time: tp}
@@ -266,7 +344,7 @@ func TestTemporalFallbackDistribution(t *testing.T) {
 			if weighted {
 				cumw = (&CPU{g: g}).windowWeights()
 			}
-			s.tmp = temporalGraph(g, cumw)
+			s.tmp = temporalGraph(g, a, cumw)
 			s.tmp.rejections = 0
 			counts := map[uint32]int{}
 			out := make([]uint32, 2)
@@ -350,17 +428,17 @@ func TestTemporalValidation(t *testing.T) {
 // vertex of two timed R-MAT graphs: the walks a GPU kernel must reproduce.
 var goldenTemporal = map[string]string{
 	"backward":                        "fd3e03a659bd36984b984f97596e6aa71eb9ae32f399e84054de3d3e505323f7",
-	"backward-exp-gap":                "485fd71dc7e4ad2755ed6c08a7432bf2fa0d55a28a0ced565876aa1463a4b3c0",
-	"backward-exp-gap-weighted":       "47e4bdcb841f7bbbd2b0d3fc4c47e63ca92dbe714ad1dd779faea18652400ab5",
+	"backward-exp-gap":                "4c06536df73dfd7281f697817b40955467cb45e7be9adc2b8a7defb24a1955d4",
+	"backward-exp-gap-weighted":       "7d5cc7594a0a52457b637eb46e917bee69cc6201324e91db05718487e4661578",
 	"backward-linear-start":           "540b432b82491e6c59b62df8521735f48ea7ee33cd05ac7386272f38175480c0",
 	"backward-linear-start-weighted":  "51bd99a209b97b9a7231bbdfadc758b718c4fe00752bd58cce8c27c897245aca",
 	"backward-weighted":               "a08887f2792b0599af0238a3e5e0c6133ebb044aa3b0a6053c65f5ff1b5378e2",
-	"exponential":                     "a16ace278646965386188a0ed0e0ddacd88e25b78fbc879a63ae7c5b1dc5d6e1",
-	"exponential-gap":                 "ae7436b8aa9b7e39959831455cc95a58c8389d55941375067e874e25f5365b9b",
-	"exponential-gap-weighted":        "391cda48134c9a43778f96906e9167abd1a2f2dea083e03aa5bfd5558fb6618a",
-	"exponential-tiny-scale":          "ca3d8f1f3233cb54b585117757dce4308ec80a856863e3af14560c0445f17f5f",
-	"exponential-tiny-scale-weighted": "fb0562df35e4f1b5a5b65e8eb3652ec133519df9e539fb10545c54244cb0e8a7",
-	"exponential-weighted":            "d9b389585e1472156b2c2d5fb876397c082c12c7d6e5bcdaeb1417d723bb3685",
+	"exponential":                     "946540d5a2d609011d7914f7591bf1f4f86e1105d4b8aadb37e3146b3540e920",
+	"exponential-gap":                 "2ace7c3701b9d1b759a5bad07c7d051966fc726a436283706596ec961c5e494c",
+	"exponential-gap-weighted":        "4ffda5fd3589b38cfd4f076ba32e1b059b2431b59b6b5c5e9179235798fc42be",
+	"exponential-tiny-scale":          "c33c2b5475dc13f748dcbaa9bc161e9244a0e90dd1a3302ae5fa5a55b5b5b037",
+	"exponential-tiny-scale-weighted": "c33c2b5475dc13f748dcbaa9bc161e9244a0e90dd1a3302ae5fa5a55b5b5b037",
+	"exponential-weighted":            "841597214186a5fecab335a2d5a078e9b58439a7d80b5c140bf01415212f8624",
 	"linear":                          "6eaded6a5f6ec3df85677693652e043c5663855dde6efeae8fd0cde3d0142e6b",
 	"linear-gap":                      "cff2343c4679bd88f1e9cd0314a58e14678c518ce67f0a85bd1dac2cf66f2371",
 	"linear-gap-weighted":             "1cc0111f7241d2f065ea453b7223407dcb857901410e30b6b1097e769ebbf325",

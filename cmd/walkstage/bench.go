@@ -23,16 +23,31 @@ type benchCase struct {
 	fromMax bool // every walk starts at the highest-degree vertex
 }
 
-func benchCases(length int) map[string]benchCase {
+// benchCases are the walk cases; the temporal ones's exponential bias
+// decays over timeScale.
+func benchCases(length int, timeScale float64) map[string]benchCase {
+	temporal := func(bias walk.TimeBias, weighted bool) walk.Algorithm {
+		a := walk.Algorithm{Kind: walk.Temporal, Length: length, Weighted: weighted, Time: walk.TimeParams{Bias: bias}}
+		if bias == walk.TimeExponential {
+			a.Time.Scale = timeScale
+		}
+		return a
+	}
 	return map[string]benchCase{
-		"deepwalk":          {"deepwalk", walk.Algorithm{Kind: walk.DeepWalk, Length: length}, false},
-		"deepwalk-weighted": {"deepwalk-weighted", walk.Algorithm{Kind: walk.DeepWalk, Length: length, Weighted: true}, false},
-		"deepwalk-zprs":     {"deepwalk-zprs", walk.Algorithm{Kind: walk.DeepWalk, Length: length, Weighted: true, Stepper: walk.StepperZPRS}, false},
-		"deepwalk-dprs":     {"deepwalk-dprs", walk.Algorithm{Kind: walk.DeepWalk, Length: length, Weighted: true, Stepper: walk.StepperDPRS}, false},
-		"node2vec":          {"node2vec", walk.Algorithm{Kind: walk.Node2Vec, Length: length, Weighted: true, P: 2, Q: 0.5}, false},
-		"metapath":          {"metapath", walk.Algorithm{Kind: walk.MetaPath, Length: length, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}}, false},
-		"metapath-zprs":     {"metapath-zprs", walk.Algorithm{Kind: walk.MetaPath, Length: length, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}, Stepper: walk.StepperZPRS}, false},
-		"ppr":               {"ppr", walk.Algorithm{Kind: walk.PPR, Length: length, StopProb: 0.2}, true},
+		"temporal":                      {"temporal", temporal(walk.TimeUniform, false), false},
+		"temporal-linear":               {"temporal-linear", temporal(walk.TimeLinear, false), false},
+		"temporal-exponential":          {"temporal-exp", temporal(walk.TimeExponential, false), false},
+		"temporal-weighted":             {"temporal-weighted", temporal(walk.TimeUniform, true), false},
+		"temporal-linear-weighted":      {"temporal-lin-w", temporal(walk.TimeLinear, true), false},
+		"temporal-exponential-weighted": {"temporal-exp-w", temporal(walk.TimeExponential, true), false},
+		"deepwalk":                      {"deepwalk", walk.Algorithm{Kind: walk.DeepWalk, Length: length}, false},
+		"deepwalk-weighted":             {"deepwalk-weighted", walk.Algorithm{Kind: walk.DeepWalk, Length: length, Weighted: true}, false},
+		"deepwalk-zprs":                 {"deepwalk-zprs", walk.Algorithm{Kind: walk.DeepWalk, Length: length, Weighted: true, Stepper: walk.StepperZPRS}, false},
+		"deepwalk-dprs":                 {"deepwalk-dprs", walk.Algorithm{Kind: walk.DeepWalk, Length: length, Weighted: true, Stepper: walk.StepperDPRS}, false},
+		"node2vec":                      {"node2vec", walk.Algorithm{Kind: walk.Node2Vec, Length: length, Weighted: true, P: 2, Q: 0.5}, false},
+		"metapath":                      {"metapath", walk.Algorithm{Kind: walk.MetaPath, Length: length, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}}, false},
+		"metapath-zprs":                 {"metapath-zprs", walk.Algorithm{Kind: walk.MetaPath, Length: length, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}, Stepper: walk.StepperZPRS}, false},
+		"ppr":                           {"ppr", walk.Algorithm{Kind: walk.PPR, Length: length, StopProb: 0.2}, true},
 	}
 }
 
@@ -49,6 +64,8 @@ file or a generated R-MAT graph; the walks are discarded.`)
 	seed := fs.Uint64("seed", 1, "graph and walk seed")
 	undirected := fs.Bool("undirected", true, "symmetrise the generated graph")
 	labels := fs.Int("labels", 5, "edge labels of the generated graph (0: none)")
+	times := fs.Int64("times", 1_000_000, "edge times of the generated graph, uniform in [0, N), when --algorithms has a temporal case (the graph is untimed otherwise)")
+	timeScale := fs.Float64("time-scale", 10_000, "temporal-exponential cases: the time bias's decay scale")
 	engineName := fs.String("engine", "cpu", "engine: cpu or gpu")
 	algos := fs.String("algorithms", "deepwalk,deepwalk-weighted,node2vec,ppr,metapath,deepwalk-zprs", "comma-separated: "+caseNames())
 	length := fs.Int("length", 80, "steps per walk")
@@ -84,9 +101,13 @@ file or a generated R-MAT graph; the walks are discarded.`)
 	sb.workers = *workers
 	sampleCases := sampleBenchCases(sb)
 
+	var span int64
+	if strings.Contains(*algos, "temporal") {
+		span = *times
+	}
 	t0 := time.Now()
 	g, err := benchGraph(ctx, *graphPath, graph.RMATOptions{Scale: *scale, EdgeFactor: *edgeFactor, Seed: *seed,
-		Undirected: *undirected, Weighted: true, Labels: *labels, Name: fmt.Sprintf("rmat-s%d-e%d", *scale, *edgeFactor)})
+		Undirected: *undirected, Weighted: true, Labels: *labels, Name: fmt.Sprintf("rmat-s%d-e%d", *scale, *edgeFactor), TimeSpan: span})
 	if err != nil {
 		return err
 	}
@@ -118,7 +139,7 @@ file or a generated R-MAT graph; the walks are discarded.`)
 		return err
 	}
 
-	cases := benchCases(*length)
+	cases := benchCases(*length, *timeScale)
 	stopProfile, err := startCPUProfile(*cpuProfile)
 	if err != nil {
 		return err
@@ -220,7 +241,8 @@ func benchWalk(ctx context.Context, eng walk.Engine, g *graph.Graph, c benchCase
 }
 
 func caseNames() string {
-	return "deepwalk, deepwalk-weighted, deepwalk-zprs, deepwalk-dprs, node2vec, metapath, metapath-zprs, ppr, visits (recommendation queries, see --visits-*); graph sampling (C-SAW, on the GPU where it has kernels, see --sample-*): neighbor, neighbor-weighted, layer, layer-weighted, forest-fire, snowball, frontier, frontier-weighted"
+	return "deepwalk, deepwalk-weighted, deepwalk-zprs, deepwalk-dprs, node2vec, metapath, metapath-zprs, ppr, " +
+		"temporal, temporal-linear, temporal-exponential, temporal-weighted, temporal-linear-weighted, temporal-exponential-weighted (on a timed graph, see --times), visits (recommendation queries, see --visits-*); graph sampling (C-SAW, on the GPU where it has kernels, see --sample-*): neighbor, neighbor-weighted, layer, layer-weighted, forest-fire, snowball, frontier, frontier-weighted"
 }
 
 // peakRSSMiB reads the process's peak resident set (VmHWM) on Linux.

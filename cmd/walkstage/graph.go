@@ -21,7 +21,7 @@ const graphUsage = `usage: walkstage graph <subcommand> [flags]
 
 subcommands:
   generate  write a deterministic R-MAT (Graph500) graph
-            walkstage graph generate --scale 20 --edge-factor 16 --seed 1 [--undirected] [--weighted] [--labels 5] --out g.wsg
+            walkstage graph generate --scale 20 --edge-factor 16 --seed 1 [--undirected] [--weighted] [--labels 5] [--times N] --out g.wsg
   import    convert a text or Parquet edge list
             walkstage graph import [--format text|parquet] [--undirected] [--weighted] [--labelled] [--self-loops]
                                    [--duplicates keep-first|sum|keep-all|error] [--dense-ids] [--name NAME] IN --out g.wsg
@@ -49,7 +49,7 @@ func graphCommands() map[string]command {
 func graphGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("graph generate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = subUsage(fs, "walkstage graph generate --scale 20 --edge-factor 16 --seed 1 [--undirected] [--weighted] [--labels 5] --out g.wsg")
+	fs.Usage = subUsage(fs, "walkstage graph generate --scale 20 --edge-factor 16 --seed 1 [--undirected] [--weighted] [--labels 5] [--times N] --out g.wsg")
 	scale := fs.Int("scale", 20, "2^scale vertices (1..31)")
 	ef := fs.Int("edge-factor", 16, "generated edges per vertex, before self-loops and duplicates are dropped")
 	seed := fs.Uint64("seed", 1, "seed: the same seed gives the same file, byte for byte")
@@ -57,6 +57,7 @@ func graphGenerate(ctx context.Context, args []string, stdout, stderr io.Writer)
 	weighted := fs.Bool("weighted", false, "add edge weights uniform in [1, 5)")
 	alias(fs, "weights", "weighted")
 	labels := fs.Int("labels", 0, "add edge labels uniform in [0, N) (0: none, at most 256)")
+	times := fs.Int64("times", 0, "add edge times uniform in [0, N), a function of the seed and the edge (0: none; a timed graph for temporal walks)")
 	name := fs.String("name", "", "graph name stored in the file (default rmat-s<scale>-e<edge-factor>)")
 	out := fs.String("out", "", "output graph file (required)")
 	quiet := fs.Bool("quiet", false, "print nothing but errors")
@@ -76,7 +77,7 @@ func graphGenerate(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	t0 := time.Now()
 	g, err := graph.GenerateRMAT(ctx, graph.RMATOptions{Scale: *scale, EdgeFactor: *ef, Seed: *seed,
-		Undirected: *undirected, Weighted: *weighted, Labels: *labels, Name: *name})
+		Undirected: *undirected, Weighted: *weighted, Labels: *labels, Name: *name, TimeSpan: *times})
 	if err != nil {
 		return err
 	}

@@ -35,6 +35,7 @@ type runRequest struct {
 	Compression  string             `json:"compression"`
 	WalkEncoding string             `json:"walk_encoding,omitempty"`
 	EdgeWeight   bool               `json:"edge_weight,omitempty"`
+	WithTimes    bool               `json:"with_times,omitempty"`
 }
 
 // fingerprint identifies the run's request: the manifest records it, and a

@@ -82,7 +82,10 @@ type walkOptions struct {
 	length, perVertex, workers, zstdLevel, rowGroupRows, parallelParts, uploads int
 	gpuSlots                                                                    int
 	p, q, stop                                                                  float64
-	weighted, quiet, asJSON, gpuCopy, replaceOutput                             bool
+	weighted, quiet, asJSON, gpuCopy, replaceOutput, withTimes                  bool
+	timeBias, direction                                                         string
+	timeScale                                                                   float64
+	startTime, maxTimeGap                                                       int64
 	seed                                                                        uint64
 	fileBytes, memLimit                                                         int64
 	vp                                                                          visits.VisitParams
@@ -97,7 +100,7 @@ func parseWalkFlags(args []string, stderr io.Writer) (*walkOptions, error) {
 	fs.SetOutput(stderr)
 	fs.Usage = subUsage(fs, walkUsage)
 	fs.StringVar(&o.graphPath, "graph", "", "graph file in walkstage format (see 'walkstage graph')")
-	fs.StringVar(&o.algoName, "algorithm", "deepwalk", "deepwalk, ppr, node2vec or metapath; or a sampler: neighbor, layer, forest_fire, snowball, frontier")
+	fs.StringVar(&o.algoName, "algorithm", "deepwalk", "deepwalk, ppr, node2vec, metapath or temporal; or a sampler: neighbor, layer, forest_fire, snowball, frontier")
 	fs.IntVar(&o.length, "length", walk.DefaultLength, "maximum steps per walk")
 	fs.Float64Var(&o.p, "p", 1, "node2vec return parameter")
 	fs.Float64Var(&o.q, "q", 1, "node2vec in-out parameter")
@@ -105,7 +108,13 @@ func parseWalkFlags(args []string, stderr io.Writer) (*walkOptions, error) {
 	alias(fs, "stop", "stop-probability")
 	fs.StringVar(&o.schema, "schema", "", "metapath edge labels applied cyclically, e.g. 0,1,2")
 	fs.BoolVar(&o.weighted, "weighted", false, "bias steps by edge weight")
-	fs.StringVar(&o.samplerName, "sampler", "auto", "auto, uniform, alias, rejection, zprs or dprs")
+	fs.StringVar(&o.samplerName, "sampler", "auto", "auto, uniform, alias, rejection, zprs, dprs or window (temporal)")
+	fs.StringVar(&o.timeBias, "time-bias", "uniform", "temporal: weight of the edges in a step's time window: uniform, linear (nearest in time weighs most) or exponential")
+	fs.Float64Var(&o.timeScale, "time-scale", 0, "temporal, exponential time bias: decay scale in the graph's time unit (required, > 0)")
+	fs.Int64Var(&o.startTime, "start-time", 0, "temporal: the first step takes an edge at or after (backward: at or before) this time (default: any edge of the seed)")
+	fs.Int64Var(&o.maxTimeGap, "max-time-gap", 0, "temporal: most time between consecutive steps' edges (default: no limit)")
+	fs.StringVar(&o.direction, "direction", "forward", "temporal: forward (edge times non-decreasing) or backward (non-increasing, along out-edges)")
+	fs.BoolVar(&o.withTimes, "with-times", false, "temporal: add the times column, each walk vertex's edge time (docs/reference/messages.md)")
 	fs.IntVar(&o.perVertex, "walks-per-seed", 1, "walks started from every seed (samplers: instances per seed)")
 	alias(fs, "walks-per-vertex", "walks-per-seed")
 	// The samplers' request field is instances_per_seed: the same value
@@ -164,6 +173,9 @@ func parseWalkFlags(args []string, stderr io.Writer) (*walkOptions, error) {
 	if o.output != "walks" && o.output != "visits" {
 		return nil, usageErrorf(fs, "--output %q: want walks or visits", o.output)
 	}
+	if o.withTimes && o.output != "walks" {
+		return nil, usageErrorf(fs, "--with-times is for --output walks")
+	}
 	o.set = flagsSet(fs)
 	return o, nil
 }
@@ -212,7 +224,7 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer bucket.Close()
 	req := runRequest{Tool: "walkstage walk", Graph: g.Name, GraphVersion: g.Version, Output: o.output,
 		Algorithm: sink.DescribeAlgorithm(algo, g), Seed: o.seed, PerSeed: o.perVertex, Engine: eng.Name(),
-		Compression: string(enc.comp), WalkEncoding: string(enc.wenc)}
+		Compression: string(enc.comp), WalkEncoding: string(enc.wenc), WithTimes: o.withTimes}
 	if o.output == "visits" {
 		req.Params, req.WalkEncoding = o.vp, ""
 	}
@@ -297,7 +309,9 @@ func (o *walkOptions) algorithm() (walk.Algorithm, walkEncoding, error) {
 	for _, f := range []struct {
 		flag string
 		kind walk.Kind
-	}{{"p", walk.Node2Vec}, {"q", walk.Node2Vec}, {"stop-probability", walk.PPR}, {"schema", walk.MetaPath}} {
+	}{{"p", walk.Node2Vec}, {"q", walk.Node2Vec}, {"stop-probability", walk.PPR}, {"schema", walk.MetaPath},
+		{"time-bias", walk.Temporal}, {"time-scale", walk.Temporal}, {"start-time", walk.Temporal},
+		{"max-time-gap", walk.Temporal}, {"direction", walk.Temporal}, {"with-times", walk.Temporal}} {
 		if o.set[f.flag] && kind != f.kind {
 			return walk.Algorithm{}, enc, fmt.Errorf("--%s is for %s, not %s", f.flag, f.kind, kind)
 		}
@@ -311,11 +325,38 @@ func (o *walkOptions) algorithm() (walk.Algorithm, walkEncoding, error) {
 		if algo.Schema, err = parseSchema(o.schema); err != nil {
 			return walk.Algorithm{}, enc, err
 		}
+	case walk.Temporal:
+		if algo.Time, err = o.timeParams(); err != nil {
+			return walk.Algorithm{}, enc, err
+		}
 	}
 	if err := algo.Validate(nil); err != nil {
 		return walk.Algorithm{}, enc, err
 	}
 	return algo, enc, nil
+}
+
+// timeParams are the temporal flags' parameters.
+func (o *walkOptions) timeParams() (walk.TimeParams, error) {
+	bias, err := walk.ParseTimeBias(o.timeBias)
+	if err != nil {
+		return walk.TimeParams{}, err
+	}
+	t := walk.TimeParams{Bias: bias, Scale: o.timeScale, HasStart: o.set["start-time"], HasMaxGap: o.set["max-time-gap"]}
+	if t.HasStart {
+		t.Start = o.startTime
+	}
+	if t.HasMaxGap {
+		t.MaxGap = o.maxTimeGap
+	}
+	switch o.direction {
+	case "forward":
+	case "backward":
+		t.Backward = true
+	default:
+		return walk.TimeParams{}, fmt.Errorf("--direction %q: want forward or backward", o.direction)
+	}
+	return t, nil
 }
 
 // loadInputs loads the graph and resolves the seeds, for walks each
@@ -392,7 +433,7 @@ func prepareEngine(eng walk.Engine, length int, stderr io.Writer) ([]sink.Option
 func (o *walkOptions) openWriter(ctx context.Context, bucket *blob.Bucket, g *graph.Graph, algo walk.Algorithm, enc walkEncoding,
 	engine string, walks, nSeeds int, extra ...sink.Option) (*sink.BatchWriter, error) {
 	meta := sink.BatchMeta{BatchID: o.id(), Algorithm: algo, Seed: o.seed, Engine: engine, WalkstageVersion: Version, Walks: int64(walks),
-		Fingerprint: o.fingerprint}
+		Fingerprint: o.fingerprint, Times: o.withTimes}
 	if o.output == "visits" {
 		meta.Walks, meta.Queries = 0, int64(nSeeds)
 	}
@@ -454,7 +495,7 @@ func (o *walkOptions) run(ctx context.Context, eng walk.Engine, algo walk.Algori
 	}
 	defer stopTrace()
 	t1 := time.Now()
-	err = eng.Run(runCtx, []walk.Job{{Algorithm: algo, Seed: o.seed, Starts: starts}}, func(c walk.Chunk) error {
+	err = eng.Run(runCtx, []walk.Job{{Algorithm: algo, Seed: o.seed, Starts: starts, WithTimes: o.withTimes}}, func(c walk.Chunk) error {
 		walks.Add(int64(c.Len()))
 		steps.Add(c.Steps())
 		return w.Write(runCtx, c)
