@@ -214,3 +214,90 @@ func TestWalkCommandOrdersWalksLikeTheStage(t *testing.T) {
 		}
 	}
 }
+
+// walk --algorithm temporal on a graph from graph generate --times: the
+// times column (--with-times) holds the start time, then non-decreasing
+// times within the gap; the same flags give the same bytes; the manifest
+// names the time parameters.
+func TestWalkCommandTemporal(t *testing.T) {
+	gp := filepath.Join(t.TempDir(), "timed.wsg")
+	var out bytes.Buffer
+	if err := graphGenerate(context.Background(), []string{"--scale", "8", "--edge-factor", "4", "--weighted", "--times", "1000", "--out", gp}, &out, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	type row struct {
+		WalkID int64   `parquet:"walk_id"`
+		Walk   []int64 `parquet:"walk,list"`
+		Times  []int64 `parquet:"times,list"`
+	}
+	var digests []string
+	for range 2 {
+		dir := t.TempDir()
+		res, err := runWalk(t, "--graph", gp, "--out", "file://"+dir, "--batch-id", "b", "--algorithm", "temporal", "--weighted",
+			"--time-bias", "exponential", "--time-scale", "50", "--start-time", "100", "--max-time-gap", "300", "--with-times",
+			"--length", "10", "--walks-per-seed", "2")
+		if err != nil {
+			t.Fatalf("%v\n%s", err, res)
+		}
+		b, err := store.OpenBucket(context.Background(), "file://"+dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := sink.ReadManifest(context.Background(), b, "walks/kind=walks/graph=rmat-s8-e4/algorithm=temporal/batch=b/_SUCCESS")
+		b.Close()
+		if err != nil {
+			t.Fatalf("%v\n%s", err, res)
+		}
+		if a := m.Algorithm; a.TimeBias != "exponential" || a.TimeScale != 50 || a.StartTime == nil || *a.StartTime != 100 ||
+			a.MaxTimeGap == nil || *a.MaxTimeGap != 300 || a.Direction != "forward" || a.Sampler != "window" || m.Walks != 512 {
+			t.Fatalf("manifest %+v algorithm %+v", m, a)
+		}
+		steps := 0
+		for _, f := range m.Files {
+			rows, err := parquet.ReadFile[row](filepath.Join(dir, f.Key))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range rows {
+				if len(r.Times) != len(r.Walk) || r.Times[0] != 100 {
+					t.Fatalf("walk %d: %v times %v", r.WalkID, r.Walk, r.Times)
+				}
+				for i := 1; i < len(r.Times); i++ {
+					if d := r.Times[i] - r.Times[i-1]; d < 0 || d > 300 {
+						t.Fatalf("walk %d: %v times %v: step %d goes back or past the gap", r.WalkID, r.Walk, r.Times, i)
+					}
+				}
+				steps += len(r.Walk) - 1
+			}
+		}
+		if steps == 0 {
+			t.Fatal("no steps")
+		}
+		digests = append(digests, dirDigest(t, dir))
+	}
+	if digests[0] != digests[1] {
+		t.Fatal("two runs with the same flags differ")
+	}
+	untimed := walkTestGraph(t)
+	for _, tc := range []struct {
+		graph string
+		args  []string
+		want  string
+	}{
+		{untimed, []string{"--algorithm", "temporal"}, `temporal walks need edge times, and graph "tiny" has none`},
+		{gp, []string{"--time-bias", "linear"}, "--time-bias is for temporal, not deepwalk"},
+		{gp, []string{"--with-times"}, "--with-times is for temporal"},
+		{gp, []string{"--algorithm", "temporal", "--time-bias", "exponential"}, "time_scale > 0"},
+		{gp, []string{"--algorithm", "temporal", "--time-bias", "cubic"}, `unknown time_bias "cubic"`},
+		{gp, []string{"--algorithm", "temporal", "--direction", "sideways"}, `--direction "sideways"`},
+		{gp, []string{"--algorithm", "temporal", "--max-time-gap", "-5"}, "max_time_gap -5 must be 0 or more"},
+	} {
+		_, err := runWalk(t, append([]string{"--graph", tc.graph, "--out", "file://" + t.TempDir()}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want one containing %q", tc.args, err, tc.want)
+		}
+	}
+	if _, err := runWalk(t, "--graph", gp, "--algorithm", "temporal", "--with-times", "--output", "visits"); err == nil || !strings.Contains(err.Error(), "--with-times is for --output walks") {
+		t.Errorf("--with-times --output visits: %v", err)
+	}
+}
