@@ -223,18 +223,20 @@ func (e *CPU) windowWeights() []float64 {
 }
 
 // window returns the positions [lo, hi) of the time order [a, b) that a
-// step bounded by time t may take.
-func (s *stepper) window(a, b uint64, t int64) (lo, hi uint64) {
+// step bounded by time t may take; an unbounded step (the first, without a
+// start time) may take them all.
+func (s *stepper) window(a, b uint64, t int64, bounded bool) (lo, hi uint64) {
 	tp := &s.alg.Time
 	lo, hi = a, b
+	if !bounded {
+		return lo, hi
+	}
 	if !tp.Backward {
-		if t != math.MinInt64 {
-			lo = lowerTime(s.tmp.times, a, b, t)
-			if tp.HasMaxGap {
-				hi = upperTime(s.tmp.times, lo, b, satAdd(t, tp.MaxGap))
-			}
+		lo = lowerTime(s.tmp.times, a, b, t)
+		if tp.HasMaxGap {
+			hi = upperTime(s.tmp.times, lo, b, satAdd(t, tp.MaxGap))
 		}
-	} else if t != math.MaxInt64 {
+	} else {
 		hi = upperTime(s.tmp.times, a, b, t)
 		if tp.HasMaxGap {
 			lo = lowerTime(s.tmp.times, a, hi, satAdd(t, -tp.MaxGap))
@@ -292,7 +294,7 @@ func (s *stepper) walkTemporal(id uint64, start uint32, out []uint32, times []in
 	}
 	cur, n := start, 1
 	for step := uint32(0); step < uint32(s.alg.Length); step++ {
-		k, ok := s.temporalStep(id, step, cur, t)
+		k, ok := s.temporalStep(id, step, cur, t, step > 0 || s.alg.Time.HasStart)
 		if !ok {
 			break
 		}
@@ -306,12 +308,12 @@ func (s *stepper) walkTemporal(id uint64, start uint32, out []uint32, times []in
 	return n
 }
 
-// temporalStep picks the edge of step from cur, bounded by time t, as its
-// position in cur's time order; ok is false when the window is empty (the
-// walk ends).
-func (s *stepper) temporalStep(id uint64, step, cur uint32, t int64) (k uint64, ok bool) {
+// temporalStep picks the edge of step from cur, bounded by time t (when
+// bounded), as its position in cur's time order; ok is false when the
+// window is empty (the walk ends).
+func (s *stepper) temporalStep(id uint64, step, cur uint32, t int64, bounded bool) (k uint64, ok bool) {
 	a := s.off[cur]
-	lo, hi := s.window(a, s.off[cur+1], t)
+	lo, hi := s.window(a, s.off[cur+1], t, bounded)
 	if lo == hi {
 		return 0, false
 	}

@@ -501,3 +501,42 @@ func TestTemporalWalksMatchGoldenDigests(t *testing.T) {
 		}
 	}
 }
+
+// Edge times at the ends of the int64 range are times like any other: a
+// step after an edge at the earliest time still keeps to the gap, and
+// one before an edge at the latest time (backward) too.
+func TestTemporalExtremeTimes(t *testing.T) {
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+	g, err := graph.FromEdges([]graph.Edge{
+		{Src: 0, Dst: 1, Time: lo}, {Src: 1, Dst: 2, Time: lo + 3}, {Src: 1, Dst: 3, Time: lo + 10},
+		{Src: 4, Dst: 5, Time: hi}, {Src: 5, Dst: 6, Time: hi - 3}, {Src: 5, Dst: 7, Time: hi - 10},
+	}, graph.BuildOptions{Name: "extreme", DenseIDs: true, Timed: true, NumVertices: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := NewCPU(g, WithWorkers(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		tp     TimeParams
+		start  uint32
+		banned uint32
+	}{
+		{TimeParams{MaxGap: 5, HasMaxGap: true}, 0, 3},
+		{TimeParams{MaxGap: 5, HasMaxGap: true, Backward: true}, 4, 7},
+	} {
+		starts := make([]uint32, 200)
+		for i := range starts {
+			starts[i] = c.start
+		}
+		a := Algorithm{Kind: Temporal, Length: 3, Time: c.tp}
+		walks, times := timedWalks(t, e, Job{Algorithm: a, Seed: 3, Starts: starts, WithTimes: true})
+		for id, w := range walks {
+			checkTemporalWalk(t, g, c.tp, w, times[id], a.Length)
+			if slices.Contains(w, c.banned) {
+				t.Fatalf("%+v: walk %v times %v goes beyond the gap", c.tp, w, times[id])
+			}
+		}
+	}
+}
