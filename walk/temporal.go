@@ -351,15 +351,17 @@ func (s *stepper) temporalStep(id uint64, step, cur uint32, t int64, bounded boo
 	return lo + uint64(i), true
 }
 
-// maxExpBands bounds expBandCount, for the stack arrays of a step's bands.
-const maxExpBands = 48
+// maxExpBands bounds expBandCount, for the stack arrays of a step's bands
+// (any K keeps the draw exact; past ln(n) + 2 it only stops helping, and
+// windows of more than 2^40 edges get 32).
+const maxExpBands = 32
 
 // expBandCount is K, the number of bands of width time_scale before the
 // tail of a window of n edges: at least ln(n) + 2 (0.7 > ln 2), so the
 // tail's envelope, at most n e^-K, is at most e^-2 while the window's
 // mass is at least 1 (its near edge), in integers only so that every engine
 // finds the same K.
-func expBandCount(n uint64) int { return (bits.Len64(n)*7+9)/10 + 2 }
+func expBandCount(n uint64) int { return min((bits.Len64(n)*7+9)/10+2, maxExpBands) }
 
 // expBands cuts window [lo, hi) into bands by time distance d from the
 // near end: band b holds the positions with d in [cut offset b, cut offset
