@@ -57,7 +57,7 @@ import (
 //	                      uint64(x2) * n < (n-p) << 32
 //	exponential           bands (expBands, expBandStep): the window is cut at
 //	                      time distances int64(b * s) from its near end, b = 1..K,
-//	                      K = expBandCount(n) = (bits.Len64(n)*7+9)/10 + 2, the
+//	                      K = expBandCount(n) = min((bits.Len64(n)*7+9)/10 + 2, 32), the
 //	                      last band open; band b's envelope is
 //	                      exp(-distance of cut b / s) and its mass the number (or
 //	                      weight) of its edges times the envelope. Attempt
