@@ -210,6 +210,19 @@ func TestBacklogAndIdleCountEveryEvent(t *testing.T) {
 	if !strings.Contains(out.String(), "RESULT mode=idle output=visits requests=5 ") {
 		t.Errorf("report:\n%s", out.String())
 	}
+	// load --json's line: the same figures, durations in seconds.
+	line, err := json.Marshal(r.Summary())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum map[string]any
+	if err := json.Unmarshal(line, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum["mode"] != "idle" || sum["requests"] != 5.0 || sum["queries"] != 15.0 || sum["candidates"] != 150.0 ||
+		sum["produce_to_event_p50_seconds"] != Quantile(r.ProduceToEvent, 0.5).Seconds() || sum["duration_seconds"] != r.Elapsed.Seconds() {
+		t.Errorf("summary: %s", line)
+	}
 }
 
 func TestDeadLetterFailsTheRun(t *testing.T) {
