@@ -152,7 +152,7 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 	w, notes := rf.writers(stdout, stderr)
 	fmt.Fprintf(notes, "load: %s of %d %s requests (batch ids %s-N) to %s on %s; events from %s\n", *mode, c.Requests, c.Output,
 		c.IDPrefix, c.RequestTopic, strings.Join(c.Brokers, ","), c.EventTopic)
-	c.OnWatching = func() { fmt.Fprintln(stderr, "load: watching the event topics from their ends") }
+	c.OnWatching = func() { fmt.Fprintln(notes, "load: watching the event topics from their ends") }
 	t0 := time.Now()
 	r, err := loadgen.Run(ctx, c, *mode, pool)
 	if err != nil {
