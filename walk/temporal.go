@@ -292,13 +292,19 @@ func (s *stepper) walkTemporal(id uint64, start uint32, out []uint32, times []in
 	if times != nil {
 		times[0] = t
 	}
-	cur, n := start, 1
+	prev, cur, n := uint32(graph.NoVertex), start, 1
 	for step := uint32(0); step < uint32(s.alg.Length); step++ {
-		k, ok := s.temporalStep(id, step, cur, t, step > 0 || s.alg.Time.HasStart)
+		var k uint64
+		var ok bool
+		if s.alg.P != 0 && prev != graph.NoVertex {
+			k, ok = s.temporalNode2VecStep(id, step, prev, cur, t)
+		} else {
+			k, ok = s.temporalStep(id, step, cur, t, step > 0 || s.alg.Time.HasStart)
+		}
 		if !ok {
 			break
 		}
-		cur, t = s.tgt[s.off[cur]+uint64(s.tmp.byTime[k])], s.tmp.times[k]
+		prev, cur, t = cur, s.tgt[s.off[cur]+uint64(s.tmp.byTime[k])], s.tmp.times[k]
 		out[n] = cur
 		if times != nil {
 			times[n] = t
@@ -516,6 +522,31 @@ func gallopUpperBack(times []int64, a, b uint64, t int64) uint64 {
 		}
 		at, step = next, 2*step
 	}
+}
+
+// temporalNode2VecStep is a temporal Node2Vec step (p and q set) after the
+// first: the time bias (times the weight) times Node2Vec's factor of the
+// edge's target against prev (1/p back to prev, 1 to a neighbour of prev,
+// 1/q otherwise), drawn exactly by the ZPRS reservoir (32 lanes) over the
+// window in time order, element i's word being word i%4 of draw
+// reservoirDraw + i/4: the contract of the zprs stepper, so a GPU kernel
+// can run it as its warp-parallel reservoir over the window.
+func (s *stepper) temporalNode2VecStep(id uint64, step, prev, cur uint32, t int64) (uint64, bool) {
+	a := s.off[cur]
+	lo, hi := s.window(a, s.off[cur+1], t, true)
+	if lo == hi {
+		return 0, false
+	}
+	bias := func(i int) float64 {
+		k := lo + uint64(i)
+		return s.temporalBias(a, k, lo, hi) * s.biasN2V[s.n2vClass(prev, s.tgt[a+uint64(s.tmp.byTime[k])])]
+	}
+	r := &elementWords{s: s, id: id, step: step, base: reservoirDraw}
+	i := zprs(int(hi-lo), lanes, bias, r.word)
+	if i < 0 {
+		return 0, false
+	}
+	return lo + uint64(i), true
 }
 
 // near maps rank p (from the near end) of window [lo, hi) to a position.

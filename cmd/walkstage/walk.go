@@ -312,7 +312,7 @@ func (o *walkOptions) algorithm() (walk.Algorithm, walkEncoding, error) {
 	}{{"p", walk.Node2Vec}, {"q", walk.Node2Vec}, {"stop-probability", walk.PPR}, {"schema", walk.MetaPath},
 		{"time-bias", walk.Temporal}, {"time-scale", walk.Temporal}, {"start-time", walk.Temporal},
 		{"max-time-gap", walk.Temporal}, {"direction", walk.Temporal}, {"with-times", walk.Temporal}} {
-		if o.set[f.flag] && kind != f.kind {
+		if o.set[f.flag] && kind != f.kind && !(kind == walk.Temporal && (f.flag == "p" || f.flag == "q")) {
 			return walk.Algorithm{}, enc, fmt.Errorf("--%s is for %s, not %s", f.flag, f.kind, kind)
 		}
 	}
@@ -328,6 +328,9 @@ func (o *walkOptions) algorithm() (walk.Algorithm, walkEncoding, error) {
 	case walk.Temporal:
 		if algo.Time, err = o.timeParams(); err != nil {
 			return walk.Algorithm{}, enc, err
+		}
+		if o.set["p"] || o.set["q"] { // temporal Node2Vec
+			algo.P, algo.Q = o.p, o.q
 		}
 	}
 	if err := algo.Validate(nil); err != nil {
