@@ -67,6 +67,12 @@ import (
 //	                      "uniform, weighted" inside the band from (x1, x3)),
 //	                      accepted when float64(x2) < exp(-|t(k) - cut b| / s) * 2^32
 //
+// Temporal Node2Vec (P and Q set), from the second step on: ZPRS (32 lanes,
+// zprs) over the window in time order, element i = position lo+i with bias
+// temporalBias times the p/q factor of its target against the previous
+// vertex, its word being word i%4 of draw reservoirDraw + i/4 (the zprs
+// stepper's contract); its first step is the plain temporal draw above.
+//
 // After maxRejections failed attempts the exact one-lane reservoir scan
 // over the window in time order (zprs with k = 1, the bias of temporalBias)
 // with word i%4 of draw fallbackDraw+i/4 decides, as for Node2Vec: the
