@@ -45,6 +45,13 @@ example:
   walkstage walk --graph g.wsg --algorithm node2vec --p 2 --q 0.5 --length 80 --walks-per-seed 10 \
                  --seeds all --rng-seed 42 --out file:///tmp/walks
 
+--algorithm temporal walks a graph with edge times (graph import --time-column, graph generate
+--times) forward (or --direction backward) in time, each step at or after the last one's edge time,
+with --time-bias uniform, linear or exponential (--time-scale); --with-times adds the times column
+(docs/reference/messages.md, "Temporal walks"), e.g.
+  walkstage walk --graph g.wsg --algorithm temporal --time-bias exponential --time-scale 3600000 \
+                 --start-time 1700000000000 --max-time-gap 86400000 --with-times --out file:///tmp/tw
+
 --output visits writes recommendation candidates instead (docs/reference/messages.md, "Visit counts"):
 every seed is one query, named by its external id, with --top-k and --steps-per-query (or
 --walks-per-seed given explicitly), one Parquet row per query, as the stage writes an output
