@@ -1,0 +1,231 @@
+package sink
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	arrowpq "github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
+)
+
+// stringTestGraph is testGraph's shape with string ids of many lengths:
+// short ASCII, non-ASCII, and one of the longest a graph takes (1024
+// bytes), so dictionaries hold strings of every size.
+func stringTestGraph(t testing.TB) *graph.Graph {
+	t.Helper()
+	r := rand.New(rand.NewPCG(1, 2))
+	name := func(v int) string {
+		switch {
+		case v == 11:
+			return strings.Repeat("L", 1024)
+		case v%5 == 0:
+			return fmt.Sprintf("nutzer:%d:Ünïcode", v)
+		}
+		return fmt.Sprintf("user:%d", v)
+	}
+	var edges []graph.StringEdge
+	const n = 300
+	for v := range n {
+		if v == 7 {
+			continue // no out-edges
+		}
+		for range 1 + r.IntN(6) {
+			edges = append(edges, graph.StringEdge{SrcID: name(v), DstID: name(r.IntN(n))})
+		}
+	}
+	g, err := graph.FromStringEdges(edges, graph.BuildOptions{Name: "strings"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// expectedStringRows turns chunks into the rows the sink must write for a
+// graph with string ids.
+func expectedStringRows(g *graph.Graph, chunks []walk.Chunk, n int) []StringRow {
+	rows := make([]StringRow, n)
+	for _, c := range chunks {
+		for k := range c.Len() {
+			vs := c.Walk(k)
+			ext := make([]string, len(vs))
+			for i, v := range vs {
+				ext[i] = g.ExternalString(v)
+			}
+			rows[c.WalkIDs[k]] = StringRow{WalkID: int64(c.WalkIDs[k]), Start: ext[0], Length: int32(len(vs) - 1), Walk: ext}
+		}
+	}
+	return rows
+}
+
+// Walks of a graph with string ids are written as dictionary-encoded
+// strings and read back, by parquet-go and by Apache Arrow's Go reader, as
+// the walks the engine took: every row the engine's walk in string ids,
+// every consecutive pair an edge of the graph.
+func TestStringIDWalks(t *testing.T) {
+	g := stringTestGraph(t)
+	const n = 3000
+	chunks := runEngine(t, g, testAlgo, n, 42)
+	want := expectedStringRows(g, chunks, n)
+	for _, tc := range []struct {
+		name string
+		opts []Option
+	}{
+		{"zstd", nil},
+		{"zstd asked for split", []Option{WithWalkEncoding(ByteStreamSplit)}},
+		{"snappy", []Option{WithCompression(Snappy)}},
+		{"none, small row groups", []Option{WithCompression(None), WithRowGroupRows(700), WithFileBytes(64 << 10)}},
+		{"general pages", []Option{withGeneralPages(), WithRowGroupRows(1000)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, _ := fileBucket(t)
+			m := writeBatch(t, b, testMeta("strings", n), g, chunks, tc.opts...)
+			var got []StringRow
+			for _, f := range m.Files {
+				data, err := b.ReadAll(context.Background(), f.Key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if sum := PartCRC32C(data); sum != f.CRC32C {
+					t.Errorf("%s: crc32c %s, manifest says %s", f.Key, sum, f.CRC32C)
+				}
+				checkStringColumns(t, data)
+				part, err := parquet.Read[StringRow](bytes.NewReader(data), int64(len(data)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if int64(len(part)) != f.Rows {
+					t.Errorf("%s: %d rows, manifest says %d", f.Key, len(part), f.Rows)
+				}
+				got = append(got, part...)
+				arrowStringWalks(t, data, part)
+			}
+			if len(got) != n {
+				t.Fatalf("%d rows, want %d", len(got), n)
+			}
+			for i := range want {
+				if g, w := got[i], want[i]; g.WalkID != w.WalkID || g.Start != w.Start || g.Length != w.Length || !slices.Equal(g.Walk, w.Walk) {
+					t.Fatalf("row %d = %+v, want %+v", i, g, w)
+				}
+			}
+			checkWalkEdges(t, g, got)
+		})
+	}
+}
+
+// checkWalkEdges checks that walks in string ids follow the graph's edges.
+func checkWalkEdges(t *testing.T, g *graph.Graph, rows []StringRow) {
+	t.Helper()
+	for _, r := range rows {
+		for i := 1; i < len(r.Walk); i++ {
+			u, ok1 := g.DenseIDString(r.Walk[i-1])
+			v, ok2 := g.DenseIDString(r.Walk[i])
+			if !ok1 || !ok2 || !g.HasEdge(u, v) {
+				t.Fatalf("walk %d: %q -> %q is not an edge", r.WalkID, r.Walk[i-1], r.Walk[i])
+			}
+		}
+	}
+}
+
+// checkStringColumns checks the footer of a part: start and walk values
+// are BYTE_ARRAY STRING columns with a dictionary page and RLE_DICTIONARY
+// data pages, and their statistics bound their values.
+func checkStringColumns(t *testing.T, data []byte) {
+	t.Helper()
+	f, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range f.Metadata().Schema {
+		if (s.Name == "start" || s.Name == "element") && (s.Type.V != format.ByteArray || s.LogicalType.Value == nil || s.LogicalType.Value.String() != "STRING") {
+			t.Fatalf("column %s: type %v, logical type %v", s.Name, s.Type.V, s.LogicalType.Value)
+		}
+	}
+	for _, rg := range f.Metadata().RowGroups {
+		for _, c := range rg.Columns {
+			md := c.MetaData
+			if md.Type != format.ByteArray {
+				continue
+			}
+			if md.DictionaryPageOffset == 0 || md.DictionaryPageOffset >= md.DataPageOffset || !slices.Contains(md.Encoding, format.RLEDictionary) {
+				t.Fatalf("column %v: dictionary at %d, data at %d, encodings %v", md.PathInSchema, md.DictionaryPageOffset, md.DataPageOffset, md.Encoding)
+			}
+			if bytes.Compare(md.Statistics.MinValue, md.Statistics.MaxValue) > 0 {
+				t.Fatalf("column %v: min %q > max %q", md.PathInSchema, md.Statistics.MinValue, md.Statistics.MaxValue)
+			}
+			// The pages are the encoder's, copied verbatim: parquet-go
+			// re-encoding them would write page statistics.
+			var h format.PageHeader
+			r := bytes.NewReader(data[md.DataPageOffset:])
+			if err := thrift.NewDecoder(new(thrift.CompactProtocol).NewReader(r)).Decode(&h); err != nil {
+				t.Fatal(err)
+			}
+			if h.Type != format.DataPage || h.DataPageHeader.V.Encoding != format.RLEDictionary {
+				t.Fatalf("column %v: first data page %+v", md.PathInSchema, h)
+			}
+			if st := h.DataPageHeader.V.Statistics; st.MinValue != nil || st.MaxValue != nil {
+				t.Fatalf("column %v: first page has statistics %+v: parquet-go re-encoded the row group instead of copying it", md.PathInSchema, st)
+			}
+		}
+	}
+}
+
+// arrowStringWalks reads a part with Apache Arrow's Go reader and compares
+// its start and walk columns with rows (parquet-go's reading).
+func arrowStringWalks(t *testing.T, data []byte, rows []StringRow) {
+	t.Helper()
+	mem := memory.DefaultAllocator
+	pr, err := file.NewParquetReader(bytes.NewReader(data), file.WithReadProps(arrowpq.NewReaderProperties(mem)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: 1024}, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := fr.ReadTable(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Release()
+	if s := tbl.Schema().String(); !strings.Contains(s, "start: type=utf8") || !strings.Contains(s, "walk: type=list<element: utf8") {
+		t.Fatalf("arrow schema %s", s)
+	}
+	r := 0
+	starts, walks := tbl.Column(1).Data().Chunks(), tbl.Column(3).Data().Chunks()
+	for ci := range starts {
+		st, wl := starts[ci].(*array.String), walks[ci].(*array.List)
+		vals := wl.ListValues().(*array.String)
+		for i := range st.Len() {
+			if st.Value(i) != rows[r].Start {
+				t.Fatalf("arrow row %d start %q, want %q", r, st.Value(i), rows[r].Start)
+			}
+			lo, hi := wl.ValueOffsets(i)
+			var w []string
+			for j := lo; j < hi; j++ {
+				w = append(w, vals.Value(int(j)))
+			}
+			if !slices.Equal(w, rows[r].Walk) {
+				t.Fatalf("arrow row %d walk %q, want %q", r, w, rows[r].Walk)
+			}
+			r++
+		}
+	}
+	if r != len(rows) {
+		t.Fatalf("arrow read %d rows, want %d", r, len(rows))
+	}
+}
