@@ -19,6 +19,7 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/graphsample"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -44,10 +45,10 @@ func stringTestGraph(t testing.TB) *graph.Graph {
 			continue // no out-edges
 		}
 		for range 1 + r.IntN(6) {
-			edges = append(edges, graph.StringEdge{SrcID: name(v), DstID: name(r.IntN(n))})
+			edges = append(edges, graph.StringEdge{SrcID: name(v), DstID: name(r.IntN(n)), Weight: float32(1 + r.IntN(9))})
 		}
 	}
-	g, err := graph.FromStringEdges(edges, graph.BuildOptions{Name: "strings"})
+	g, err := graph.FromStringEdges(edges, graph.BuildOptions{Name: "strings", Weighted: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,5 +228,129 @@ func arrowStringWalks(t *testing.T, data []byte, rows []StringRow) {
 	}
 	if r != len(rows) {
 		t.Fatalf("arrow read %d rows, want %d", r, len(rows))
+	}
+}
+
+// arrowSchema reads a part with Apache Arrow's Go reader and returns its
+// schema and row count.
+func arrowSchema(t *testing.T, data []byte) (string, int64) {
+	t.Helper()
+	mem := memory.DefaultAllocator
+	pr, err := file.NewParquetReader(bytes.NewReader(data), file.WithReadProps(arrowpq.NewReaderProperties(mem)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: 1024}, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := fr.ReadTable(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Release()
+	return tbl.Schema().String(), tbl.NumRows()
+}
+
+// Visits of a graph with string ids name their candidates by string id.
+func TestStringIDVisits(t *testing.T) {
+	g := stringTestGraph(t)
+	ids, res := countVisits(t, g, 1500) // two row groups
+	b, _ := fileBucket(t)
+	m := writeVisits(t, b, visitMeta("visits", len(ids)), g, ids, res, 7)
+	var got []StringVisitRow
+	for _, f := range m.Files {
+		data, err := b.ReadAll(context.Background(), f.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		part, err := parquet.Read[StringVisitRow](bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, part...)
+		schema, rows := arrowSchema(t, data)
+		if !strings.Contains(schema, "struct<vertex: utf8") || rows != int64(len(part)) {
+			t.Fatalf("arrow: %d rows, schema %s", rows, schema)
+		}
+	}
+	if len(got) != len(ids) {
+		t.Fatalf("%d rows, want %d", len(got), len(ids))
+	}
+	for q, r := range res {
+		row := got[q]
+		if row.QueryID != ids[q] || row.Steps != r.Steps || len(row.Candidates) != len(r.Candidates) {
+			t.Fatalf("query %d: %+v, want %+v", q, row, r)
+		}
+		for x, c := range r.Candidates {
+			if gc := row.Candidates[x]; gc.Vertex != g.ExternalString(c.Vertex) || gc.Visits != c.Visits {
+				t.Fatalf("query %d candidate %d: %+v, want %q %d", q, x, gc, g.ExternalString(c.Vertex), c.Visits)
+			}
+		}
+	}
+}
+
+// Samples of a graph with string ids carry string seeds, sources and
+// targets, each row an edge of the graph.
+func TestStringIDSamples(t *testing.T) {
+	g := stringTestGraph(t)
+	for _, weight := range []bool{false, true} {
+		t.Run(fmt.Sprint("weight=", weight), func(t *testing.T) {
+			p := sampleParams
+			const n = 200
+			starts := make([]uint32, n)
+			for i := range starts {
+				starts[i] = uint32(i % g.NumVertices())
+			}
+			edges, _, err := graphsample.Sample(context.Background(), g, p, starts, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seeds := make([]int64, len(edges)) // dense ids, for a graph with string ids
+			for i := range seeds {
+				seeds[i] = int64(starts[i/p.InstancesPerSeed])
+			}
+			b, _ := fileBucket(t)
+			m := writeSamples(t, b, sampleMeta("samples", p, len(edges), weight), g, seeds, edges, 64)
+			var got []WeightedStringSampleRow
+			for _, f := range m.Files {
+				data, err := b.ReadAll(context.Background(), f.Key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				part, err := parquet.Read[WeightedStringSampleRow](bytes.NewReader(data), int64(len(data)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, part...)
+				schema, rows := arrowSchema(t, data)
+				if !strings.Contains(schema, "src: type=utf8") || strings.Contains(schema, "edge_weight") != weight || rows != int64(len(part)) {
+					t.Fatalf("arrow: %d rows, schema %s", rows, schema)
+				}
+			}
+			r := 0
+			for k, es := range edges {
+				for _, e := range es {
+					row := got[r]
+					if row.InstanceID != int64(k) || row.Seed != g.ExternalString(uint32(seeds[k])) || row.Hop != e.Hop ||
+						row.Src != g.ExternalString(e.Src) || row.Dst != g.ExternalString(e.Dst) {
+						t.Fatalf("row %d: %+v, want instance %d edge %+v", r, row, k, e)
+					}
+					if weight && row.EdgeWeight != g.Weights[e.Edge] {
+						t.Fatalf("row %d: weight %v, want %v", r, row.EdgeWeight, g.Weights[e.Edge])
+					}
+					u, _ := g.DenseIDString(row.Src)
+					v, _ := g.DenseIDString(row.Dst)
+					if !g.HasEdge(u, v) {
+						t.Fatalf("row %d: %q -> %q is not an edge", r, row.Src, row.Dst)
+					}
+					r++
+				}
+			}
+			if r != len(got) {
+				t.Fatalf("%d rows, want %d", len(got), r)
+			}
+		})
 	}
 }
