@@ -49,12 +49,6 @@ type Graph struct {
 	// IDs is not the identity. Built by Finish or loaded from the file.
 	byExt []uint32
 
-	// StrOffsets and StrBytes hold string external ids (format version 2):
-	// vertex v's id is StrBytes[StrOffsets[v]:StrOffsets[v+1]]. Nil without
-	// string ids. (Shim until the lead's format version 2 commit lands.)
-	StrOffsets []uint64
-	StrBytes   []byte
-
 	closer func() error // releases a memory mapping, if any
 }
 
