@@ -42,6 +42,11 @@ its request topic and reads its completion events and dead letters.
   idle     one request at a time, the next once the previous one's event
            arrived: p50/p95/p99 of produce -> event and fetch -> event (the
            fetch is the event's completed_at less its timings.total_seconds).
+           With --phase produce, it only produces (run it while the stage is
+           stopped); --phase collect then reads their events while the stage
+           starts and reports the rate from the first event to the last: a
+           true backlog, the queue full before the stage starts (both runs
+           with the same --id-prefix, --draw-seed and request flags).
   beside   idle, with one --expensive request produced after the warm-up:
            the latency small requests see while it walks, and when its own
            event came (issue 32's admission control).
@@ -58,6 +63,7 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 	fs.StringVar(&c.EventTopic, "event-topic", stageSetting("WALKSTAGE_OUTPUT_TOPIC"), "topic of the completion events")
 	fs.StringVar(&c.DLQTopic, "dlq-topic", stageSetting("WALKSTAGE_DLQ_TOPIC"), "dead-letter topic")
 	mode := fs.String("mode", loadgen.ModeBacklog, "backlog, idle or beside")
+	fs.StringVar(&c.Phase, "phase", "", "backlog: produce (only produce the requests) or collect (only read their events); default both")
 	fs.StringVar(&c.Expensive, "expensive", `"algorithm":"node2vec","p":1e-6,"length":1000,"walks_per_seed":10,"seed_range":{"first":0,"count":100}`,
 		"beside: the expensive request's JSON members other than version and batch_id (default: issue 32's Node2Vec request)")
 	fs.IntVar(&c.Requests, "requests", c.Requests, "requests measured")
@@ -142,6 +148,7 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 	}
 	fmt.Fprintf(stderr, "load: %s of %d %s requests (batch ids %s-N) to %s on %s; events from %s\n", *mode, c.Requests, c.Output,
 		c.IDPrefix, c.RequestTopic, strings.Join(c.Brokers, ","), c.EventTopic)
+	c.OnWatching = func() { fmt.Fprintln(stderr, "load: watching the event topics from their ends") }
 	t0 := time.Now()
 	r, err := loadgen.Run(ctx, c, *mode, pool)
 	if err != nil {

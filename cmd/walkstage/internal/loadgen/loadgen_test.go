@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +87,9 @@ func TestConfigRejectsBadValues(t *testing.T) {
 		"requests":     func(c *Config) { c.Requests = 0 },
 		"id prefix":    func(c *Config) { c.IDPrefix = "a/b" },
 		"visits top k": func(c *Config) { c.Output, c.TopK = OutputVisits, 0 },
+		"phase":        func(c *Config) { c.Phase, c.IDPrefix = "consume", "x" },
+		// Without a given prefix the two runs would name different batches.
+		"phase prefix": func(c *Config) { c.Phase = PhaseCollect },
 	} {
 		c := Defaults()
 		c.Brokers = []string{"x:1"}
@@ -209,6 +213,43 @@ func TestBacklogAndIdleCountEveryEvent(t *testing.T) {
 	r.Report(&out)
 	if !strings.Contains(out.String(), "RESULT mode=idle output=visits requests=5 ") {
 		t.Errorf("report:\n%s", out.String())
+	}
+}
+
+// A true backlog: the requests produced while no stage runs, then a
+// collector started, then the stage: every event counted, the rate over
+// the first event to the last.
+func TestTrueBacklogInTwoPhases(t *testing.T) {
+	brokers := startBroker(t)
+	pool := RangePool(100)
+	ctx := context.Background()
+	c := testConfig(brokers)
+	c.IDPrefix, c.Phase = "true", PhaseProduce
+	r, err := Run(ctx, c, ModeBacklog, pool)
+	if err != nil || len(r.FetchToEvent) != 0 {
+		t.Fatalf("produce: %v, %d events", err, len(r.FetchToEvent))
+	}
+	c.Phase = PhaseCollect
+	watching := make(chan struct{})
+	c.OnWatching = func() { close(watching) }
+	done := make(chan error, 1)
+	go func() { r, err = Run(ctx, c, ModeBacklog, pool); done <- err }()
+	<-watching
+	fakeStage(t, brokers, nil)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if len(r.FetchToEvent) != 20 || r.Walks != 20*5*2 || r.FirstToLast <= 0 || r.FirstEvent != 5*2*11 {
+		t.Fatalf("collect: %d events, %d walks, first to last %v, first event %d", len(r.FetchToEvent), r.Walks, r.FirstToLast, r.FirstEvent)
+	}
+	var out strings.Builder
+	r.Report(&out)
+	want := fmt.Sprintf("walk_vertices_per_s=%.0f ", float64(r.WalkVertices()-r.FirstEvent)/r.FirstToLast.Seconds())
+	if !strings.Contains(out.String(), want) || !strings.Contains(out.String(), fmt.Sprintf("seconds=%.3f ", r.FirstToLast.Seconds())) {
+		t.Fatalf("the collect's rate is not over the first event to the last (%s):\n%s", want, out.String())
+	}
+	if _, err := Run(ctx, c, ModeIdle, pool); err == nil {
+		t.Fatal("a phase was accepted with the idle mode")
 	}
 }
 

@@ -25,9 +25,23 @@ const (
 	ModeBeside = "beside"
 )
 
+// Phases of a backlog, for a true backlog: every request produced while the
+// stage is stopped (PhaseProduce), then the stage started while a second
+// run reads the events (PhaseCollect). The rate of a collect is from the
+// first event to the last, so neither the stage's start-up nor the produce
+// calls are in it: the stage meets a queue that is already full, as after
+// an outage or a deploy. PhaseAll produces and collects in one run, against
+// a stage that is already running.
+const (
+	PhaseAll     = ""
+	PhaseProduce = "produce"
+	PhaseCollect = "collect"
+)
+
 // Result is what one measurement saw.
 type Result struct {
 	Mode, Output string
+	Phase        string
 	Requests     int
 
 	// Backlog: Elapsed is the first produce call to the last event read;
@@ -106,7 +120,13 @@ func Run(ctx context.Context, c Config, mode string, pool []int64) (*Result, err
 		return nil, fmt.Errorf("load: %w", err)
 	}
 	defer p.Close()
-	r := &Result{Mode: mode, Output: c.Output, Requests: c.Requests, Bytes: -1}
+	if c.Phase != PhaseAll && mode != ModeBacklog {
+		return nil, fmt.Errorf("load: phase %q is for the backlog mode, not %s", c.Phase, mode)
+	}
+	if c.OnWatching != nil {
+		c.OnWatching()
+	}
+	r := &Result{Mode: mode, Output: c.Output, Phase: c.Phase, Requests: c.Requests, Bytes: -1}
 	switch mode {
 	case ModeBacklog:
 		err = backlog(ctx, &c, pool, p, w, r)
@@ -216,8 +236,14 @@ func backlog(ctx context.Context, c *Config, pool []int64, p *kgo.Client, w *wat
 	for _, id := range keys {
 		k.pending[id] = t0
 	}
-	if err := produce(ctx, p, c.RequestTopic, keys, bodies); err != nil {
-		return err
+	if c.Phase != PhaseCollect {
+		if err := produce(ctx, p, c.RequestTopic, keys, bodies); err != nil {
+			return err
+		}
+	}
+	if c.Phase == PhaseProduce {
+		r.Elapsed = time.Since(t0)
+		return nil
 	}
 	// The first event alone, to time the window after it.
 	if err := k.until(ctx, func() bool { return len(r.ProduceToEvent) > 0 }); err != nil {
@@ -371,8 +397,22 @@ func (r *Result) Report(w io.Writer) {
 		unit, scale = "queries/s", 1
 	}
 	sec := r.Elapsed.Seconds()
+	if r.Phase == PhaseProduce {
+		fmt.Fprintf(w, "produced %d %s requests in %.3f s; collect their events with --phase collect\n", r.Requests, r.Output, sec)
+		return
+	}
+	rate := r.work()
+	if r.Phase == PhaseCollect {
+		// The stage started after the requests were queued: the rate is
+		// over the window from the first event to the last (the first
+		// event's work falls before it), the stage's steady state.
+		sec, rate = r.FirstToLast.Seconds(), r.work()-r.FirstEvent
+		fmt.Fprintf(w, "backlog already queued when the stage started: ")
+	}
 	fmt.Fprintf(w, "%s %s: %d requests in %.3f s: %.1f requests/s", r.Mode, r.Output, r.Requests, sec, float64(r.Requests)/sec)
-	if r.Mode == ModeBacklog {
+	if r.Mode == ModeBacklog && r.Phase == PhaseCollect {
+		fmt.Fprintf(w, ", %.1f %s from the first event to the last", float64(rate)/sec/scale, unit)
+	} else if r.Mode == ModeBacklog {
 		fmt.Fprintf(w, ", %.1f %s", float64(r.work())/sec/scale, unit)
 		if win := r.FirstToLast.Seconds(); win > 0 {
 			fmt.Fprintf(w, " (%.1f from the first event to the last)", float64(r.work()-r.FirstEvent)/win/scale)
@@ -408,9 +448,17 @@ func (r *Result) Report(w io.Writer) {
 	if r.Ignored > 0 || r.Duplicates > 0 {
 		fmt.Fprintf(w, "  ignored %d events of other batches, %d repeated events\n", r.Ignored, r.Duplicates)
 	}
+	vertices, queries := r.WalkVertices(), r.Queries
+	if r.Phase == PhaseCollect {
+		if r.Output == OutputVisits {
+			queries = rate
+		} else {
+			vertices = rate
+		}
+	}
 	fmt.Fprintf(w, "RESULT mode=%s output=%s requests=%d seconds=%.3f requests_per_s=%.2f walk_vertices_per_s=%.0f queries_per_s=%.1f bytes=%d"+
 		" produce_event_p50_ms=%.2f produce_event_p99_ms=%.2f fetch_event_p50_ms=%.2f fetch_event_p95_ms=%.2f fetch_event_p99_ms=%.2f fetch_publish_p99_ms=%.2f expensive_s=%.3f before_expensive=%d during_p99_ms=%.2f during_max_ms=%.2f\n",
-		r.Mode, r.Output, r.Requests, sec, float64(r.Requests)/sec, float64(r.WalkVertices())/sec, float64(r.Queries)/sec, r.Bytes,
+		r.Mode, r.Output, r.Requests, sec, float64(r.Requests)/sec, float64(vertices)/sec, float64(queries)/sec, r.Bytes,
 		ms(Quantile(r.ProduceToEvent, 0.5)), ms(Quantile(r.ProduceToEvent, 0.99)),
 		ms(Quantile(r.FetchToEvent, 0.5)), ms(Quantile(r.FetchToEvent, 0.95)), ms(Quantile(r.FetchToEvent, 0.99)),
 		ms(Quantile(r.StageTotal, 0.99)), r.Expensive.Seconds(), r.SmallBeforeDone, ms(Quantile(r.During(), 0.99)), ms(Quantile(r.During(), 1)))
