@@ -45,7 +45,7 @@ func stringTestGraph(t testing.TB) *graph.Graph {
 			continue // no out-edges
 		}
 		for range 1 + r.IntN(6) {
-			edges = append(edges, graph.StringEdge{SrcID: name(v), DstID: name(r.IntN(n)), Weight: float32(1 + r.IntN(9))})
+			edges = append(edges, graph.StringEdge{Src: name(v), Dst: name(r.IntN(n)), Weight: float32(1 + r.IntN(9))})
 		}
 	}
 	g, err := graph.FromStringEdges(edges, graph.BuildOptions{Name: "strings", Weighted: true})

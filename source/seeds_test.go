@@ -16,8 +16,8 @@ func stringGraph(t testing.TB) *graph.Graph {
 	t.Helper()
 	var edges []graph.StringEdge
 	for i := range 10 {
-		edges = append(edges, graph.StringEdge{SrcID: fmt.Sprintf("user:%d", i), DstID: fmt.Sprintf("user:%d", (i+1)%10), Weight: 1})
-		edges = append(edges, graph.StringEdge{SrcID: fmt.Sprintf("user:%d", i), DstID: fmt.Sprintf("user:%d", (i+3)%10), Weight: 1})
+		edges = append(edges, graph.StringEdge{Src: fmt.Sprintf("user:%d", i), Dst: fmt.Sprintf("user:%d", (i+1)%10), Weight: 1})
+		edges = append(edges, graph.StringEdge{Src: fmt.Sprintf("user:%d", i), Dst: fmt.Sprintf("user:%d", (i+3)%10), Weight: 1})
 	}
 	g, err := graph.FromStringEdges(edges, graph.BuildOptions{Name: "users", Undirected: true})
 	if err != nil {

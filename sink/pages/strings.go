@@ -9,12 +9,12 @@ package pages
 // walk_id and length columns are those of integer walks.
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"math/bits"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/parquet-go/parquet-go"
@@ -64,8 +64,7 @@ func (e *Encoder) buildDictionary(d *dictionary, vals []uint32) {
 			d.verts = append(d.verts, v)
 		}
 	}
-	g := e.g
-	slices.SortFunc(d.verts, func(a, b uint32) int { return strings.Compare(g.ExternalString(a), g.ExternalString(b)) })
+	slices.SortFunc(d.verts, func(a, b uint32) int { return bytes.Compare(e.idBytes(a), e.idBytes(b)) })
 	for i, v := range d.verts {
 		d.index[v] = uint32(i)
 	}
@@ -151,7 +150,7 @@ func (e *Encoder) stringWalkColumn(gr *RowGroup, rows rowOrder, lens []int32) er
 func (e *Encoder) dictPage(c *column, d *dictionary) error {
 	body := e.body[:0]
 	for _, v := range d.verts {
-		s := e.g.ExternalString(v)
+		s := e.idBytes(v)
 		body = binary.LittleEndian.AppendUint32(body, uint32(len(s)))
 		body = append(body, s...)
 	}
@@ -192,7 +191,7 @@ func (e *Encoder) indexPage(c *column, idx []uint32, rows int, lens []int32, d *
 	body = appendBitPacked(body, idx, width)
 	e.body = body
 	e.segs = append(e.segs[:0], 0, at, len(body))
-	minB, maxB := []byte(e.g.ExternalString(d.verts[lo])), []byte(e.g.ExternalString(d.verts[hi]))
+	minB, maxB := slices.Clone(e.idBytes(d.verts[lo])), slices.Clone(e.idBytes(d.verts[hi]))
 	return e.page(c, len(idx), rows, int64(lo), int64(hi), minB, maxB)
 }
 
@@ -225,5 +224,15 @@ func appendBitPacked(b []byte, vals []uint32, width int) []byte {
 // stringStats are a string column's smallest and largest values, from
 // the dictionary indices its pages recorded.
 func (e *Encoder) stringStats(c *column) (lo, hi []byte) {
-	return []byte(e.g.ExternalString(c.dictVerts[c.min])), []byte(e.g.ExternalString(c.dictVerts[c.max]))
+	return slices.Clone(e.idBytes(c.dictVerts[c.min])), slices.Clone(e.idBytes(c.dictVerts[c.max]))
+}
+
+// idBytes is dense vertex v's string id, in the graph's memory where it
+// has string ids (ExternalString would copy it for every comparison of
+// the dictionary's sort).
+func (e *Encoder) idBytes(v uint32) []byte {
+	if g := e.g; g.StrOffsets != nil {
+		return g.StrBytes[g.StrOffsets[v]:g.StrOffsets[v+1]]
+	}
+	return []byte(e.g.ExternalString(v))
 }
