@@ -2,11 +2,10 @@ package pages
 
 // Walks of a graph with string ids: the start and walk.list.element
 // columns are BYTE_ARRAY (logical type STRING), dictionary-encoded. Each
-// column chunk's dictionary is the set of vertices its row group visits,
-// sorted by string id (so a page's smallest and largest values are its
-// smallest and largest indices); data pages hold the indices as the
-// RLE/bit-packed hybrid (RLE_DICTIONARY), here bit-packed runs only. The
-// walk_id and length columns are those of integer walks.
+// column chunk's dictionary is the set of vertices its row group visits;
+// data pages hold the indices as the RLE/bit-packed hybrid
+// (RLE_DICTIONARY), here bit-packed runs only. The walk_id and length
+// columns are those of integer walks.
 
 import (
 	"bytes"
@@ -43,33 +42,68 @@ func newStringPartWriter(out io.Writer, opts ...parquet.WriterOption) RowGroupWr
 	return parquet.NewGenericWriter[rowString](out, opts...)
 }
 
-// dictionary is one column chunk's dictionary: index[v] is dense vertex
-// v's position in verts, which are sorted by string id.
+// dictionary is one column chunk's dictionary: the distinct vertices of
+// its values in dense id order, and the positions of its smallest and
+// largest string id; keys and tmp are buildDictionary's sort buffers.
 type dictionary struct {
-	index map[uint32]uint32
-	verts []uint32
+	verts     []uint32
+	lo, hi    int
+	keys, tmp []uint64
 }
 
-// build makes the dictionary of the vertices vals (dense ids, checked
-// against the graph), and maps vals to their indices in place.
+// buildDictionary makes the dictionary of the vertices vals (dense ids,
+// checked against the graph) and maps vals to their indices in place.
+// Entries are in dense id order, not string order: sorting a row group's
+// strings was most of the encoder's time (1.36 of 3.38 s in a profile of
+// BenchmarkEncodeStrings), and readers need no order. Pages therefore
+// carry the column chunk's bounds in the page index, which the format
+// allows (its bounds need not be tight). The values are radix sorted with
+// their positions (a comparison sort and a binary search per value took
+// 250 ns a vertex on random walks over a million vertices).
 func (e *Encoder) buildDictionary(d *dictionary, vals []uint32) {
-	if d.index == nil {
-		d.index = make(map[uint32]uint32)
+	n := len(vals)
+	if cap(d.keys) < n {
+		d.keys, d.tmp = make([]uint64, n), make([]uint64, n)
 	}
-	clear(d.index)
+	keys, tmp := d.keys[:n], d.tmp[:n]
+	for i, v := range vals {
+		keys[i] = uint64(v)<<32 | uint64(i)
+	}
+	// LSD radix sort on the vertex (the high 32 bits), 11 bits a pass.
+	var count [1 << 11]int
+	for shift := 32; shift < 64; shift += 11 {
+		clear(count[:])
+		for _, k := range keys {
+			count[(k>>shift)&(1<<11-1)]++
+		}
+		sum := 0
+		for i, c := range count {
+			count[i], sum = sum, sum+c
+		}
+		for _, k := range keys {
+			b := (k >> shift) & (1<<11 - 1)
+			tmp[count[b]] = k
+			count[b]++
+		}
+		keys, tmp = tmp, keys
+	}
 	d.verts = d.verts[:0]
-	for _, v := range vals {
-		if _, ok := d.index[v]; !ok {
-			d.index[v] = 0
+	for _, k := range keys {
+		v := uint32(k >> 32)
+		if len(d.verts) == 0 || d.verts[len(d.verts)-1] != v {
 			d.verts = append(d.verts, v)
 		}
+		vals[uint32(k)] = uint32(len(d.verts) - 1)
 	}
-	slices.SortFunc(d.verts, func(a, b uint32) int { return bytes.Compare(e.idBytes(a), e.idBytes(b)) })
-	for i, v := range d.verts {
-		d.index[v] = uint32(i)
-	}
-	for i, v := range vals {
-		vals[i] = d.index[v]
+	d.lo, d.hi = 0, 0
+	for i := 1; i < len(d.verts); i++ {
+		s := e.idBytes(d.verts[i])
+		if bytes.Compare(s, e.idBytes(d.verts[d.lo])) < 0 {
+			d.lo = i
+		}
+		if bytes.Compare(s, e.idBytes(d.verts[d.hi])) > 0 {
+			d.hi = i
+		}
 	}
 }
 
@@ -182,17 +216,13 @@ func (e *Encoder) dictPage(c *column, d *dictionary) error {
 func (e *Encoder) indexPage(c *column, idx []uint32, rows int, lens []int32, d *dictionary) error {
 	body := e.levels(c, lens, len(idx), rows)
 	at := len(body)
-	lo, hi := idx[0], idx[0]
-	for _, x := range idx {
-		lo, hi = min(lo, x), max(hi, x)
-	}
 	width := max(1, bits.Len32(uint32(len(d.verts)-1)))
 	body = append(body, byte(width))
 	body = appendBitPacked(body, idx, width)
 	e.body = body
 	e.segs = append(e.segs[:0], 0, at, len(body))
-	minB, maxB := slices.Clone(e.idBytes(d.verts[lo])), slices.Clone(e.idBytes(d.verts[hi]))
-	return e.page(c, len(idx), rows, int64(lo), int64(hi), minB, maxB)
+	minB, maxB := slices.Clone(e.idBytes(d.verts[d.lo])), slices.Clone(e.idBytes(d.verts[d.hi]))
+	return e.page(c, len(idx), rows, int64(d.lo), int64(d.hi), minB, maxB)
 }
 
 // appendBitPacked appends vals as one bit-packed run of the RLE/bit-packed
