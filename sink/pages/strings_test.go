@@ -92,4 +92,3 @@ func BenchmarkEncodeStrings(b *testing.B) {
 		})
 	}
 }
-
