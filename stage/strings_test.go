@@ -15,6 +15,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/icetable"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
 )
@@ -190,6 +191,63 @@ func TestStageStringIDs(t *testing.T) {
 		}
 		if r.Hop == 0 && r.Src != r.Seed {
 			t.Errorf("first hop %+v leaves from %q, not its seed", r, r.Src)
+		}
+	}
+}
+
+// TestTablesOfStringIDs: with WALKSTAGE_TABLE_CATALOG set, batches of a
+// graph with string ids go to tables of their own (walks_string,
+// visits_string, samples_string: string id columns), read back by
+// iceberg-go with the ids as strings.
+func TestTablesOfStringIDs(t *testing.T) {
+	brokers := startKafka(t, 1)
+	gpath, g := stringGraphFile(t)
+	catalog := "file://" + t.TempDir()
+	runStage(t, stageEnviron(brokers, gpath, "file://"+t.TempDir(), "WALKSTAGE_TABLE_CATALOG="+catalog, "WALKSTAGE_LOG_LEVEL=warn"))
+	obs := newObserver(brokers, "out")
+	defer obs.Close()
+	var seeds []string
+	for v := uint32(0); len(seeds) < 3; v += 11 {
+		if g.Degree(v) > 0 {
+			seeds = append(seeds, g.ExternalString(v))
+		}
+	}
+	produce(t, brokers, "in",
+		request("tsw", map[string]any{"algorithm": "deepwalk", "length": 6, "walks_per_seed": 2, "seeds": seeds}),
+		request("tsv", map[string]any{"algorithm": "ppr", "output": "visits", "top_k": 4, "steps_per_query": 500, "seeds": seeds}),
+		request("tss", map[string]any{"algorithm": "neighbor", "fanouts": []int{2}, "seeds": seeds}))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	events, err := obs.events(ctx, func(m map[string][]source.Event) bool { return len(m) >= 3 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, ev := range events {
+		if ev[0].Status != source.StatusSucceeded {
+			t.Fatalf("%s: %s %s %s", id, ev[0].Status, ev[0].Reason, ev[0].Error)
+		}
+	}
+	tb, err := icetable.Open(ctx, icetable.Options{Catalog: catalog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tb.Close()
+	for table, column := range map[string]string{"walks_string": "walk", "visits_string": "candidates", "samples_string": "src"} {
+		tbl, err := tb.Table(ctx, table)
+		if err != nil {
+			t.Fatalf("%s: %v", table, err)
+		}
+		at, err := tbl.Scan().ToArrowTable(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", table, err)
+		}
+		schema, rows := at.Schema().String(), at.NumRows()
+		at.Release()
+		if rows == 0 || !strings.Contains(schema, column) || strings.Contains(schema, "int64>") || !strings.Contains(schema, "utf8") {
+			t.Errorf("%s: %d rows, schema %s", table, rows, schema)
+		}
+		if table == "walks_string" && rows != int64(2*len(seeds)) {
+			t.Errorf("walks_string: %d rows, want %d", rows, 2*len(seeds))
 		}
 	}
 }
