@@ -354,3 +354,34 @@ func TestStringIDSamples(t *testing.T) {
 		})
 	}
 }
+
+// An encoder kept for reuse (Buffers, as the stage shares them between
+// batches) writes integer and string walks alike after the other kind:
+// the same bytes as fresh encoders.
+func TestEncoderReusedAcrossIDTypes(t *testing.T) {
+	sg, ig := stringTestGraph(t), testGraph(t)
+	const n = 1500
+	sc, ic := runEngine(t, sg, testAlgo, n, 42), runEngine(t, ig, testAlgo, n, 42)
+	fresh := map[string][]string{}
+	for name, g := range map[string]*graph.Graph{"strings": sg, "ints": ig} {
+		chunks := sc
+		if name == "ints" {
+			chunks = ic
+		}
+		b, dir := fileBucket(t)
+		writeBatch(t, b, testMeta(name, n), g, chunks, WithEncoders(1))
+		fresh[name] = treeDigest(t, dir)
+	}
+	shared := NewBuffers(1)
+	for _, name := range []string{"strings", "ints", "strings", "ints"} {
+		g, chunks := sg, sc
+		if name == "ints" {
+			g, chunks = ig, ic
+		}
+		b, dir := fileBucket(t)
+		writeBatch(t, b, testMeta(name, n), g, chunks, WithEncoders(1), WithBuffers(shared))
+		if got := treeDigest(t, dir); !slices.Equal(got, fresh[name]) {
+			t.Fatalf("%s after reuse:\n%v\nfresh:\n%v", name, got, fresh[name])
+		}
+	}
+}
