@@ -695,10 +695,13 @@ func (w *BatchWriter) encodeLoop() {
 			w.encoding--
 			w.signal()
 			w.mu.Unlock()
-			close(gr.ready)
+			// The error is the writer's before the uploader wakes: woken
+			// first, it stopped, and a Commit in between found no error
+			// and committed a batch without this row group.
 			if err != nil {
 				w.fail(err)
 			}
+			close(gr.ready)
 		case <-w.ctx.Done():
 			return
 		}
