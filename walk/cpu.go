@@ -279,7 +279,10 @@ func packWalks(dst, offsets, buf []uint32, stride int) {
 		a, b := int(offsets[k]), int(offsets[k+1])
 		src := buf[k*stride:]
 		if b-a <= 8 && a+8 <= len(dst) && len(src) >= 8 {
-			*(*[8]uint32)(dst[a:]) = *(*[8]uint32)(src)
+			// Through a value: a copy between two slices may overlap
+			// for all the compiler knows, and it made this a memmove call.
+			v := *(*[8]uint32)(src)
+			*(*[8]uint32)(dst[a:]) = v
 			continue
 		}
 		copy(dst[a:b], src[:b-a])

@@ -223,9 +223,18 @@ func (w *ringWalker) prepare() bool {
 	return w.nReady > 0
 }
 
-// take gives slot i the next ready walk and returns the entry or target
-// its first step drew, for the caller to prefetch.
+// take gives slot i, empty until now, the next ready walk and returns the
+// entry or target its first step drew, for the caller to prefetch.
 func (w *ringWalker) take(i int) uint64 {
+	w.live++
+	w.empty--
+	return w.refill(i)
+}
+
+// refill puts the next ready walk into slot i and returns the entry or
+// target its first step drew. The slot's state becomes slotDrawn, which a
+// slot on the fused table already has.
+func (w *ringWalker) refill(i int) uint64 {
 	r := w.r
 	rw := &w.ready[w.head]
 	w.head++
@@ -233,8 +242,6 @@ func (w *ringWalker) take(i int) uint64 {
 	r.walk[i], r.step[i], r.pos[i] = rw.k, 0, int(rw.k)*w.stride
 	r.idLo[i], r.idHi[i], r.ctr[i] = uint32(id), uint32(id>>32), 1
 	r.idx[i], r.coin[i], r.state[i] = rw.idx, rw.coin, slotDrawn
-	w.live++
-	w.empty--
 	return rw.idx
 }
 
@@ -244,29 +251,38 @@ func (w *ringWalker) take(i int) uint64 {
 func (w *ringWalker) finish(i int) (idx uint64, ok bool) {
 	r := w.r
 	w.lens[r.walk[i]] = r.step[i] + 1
-	w.live--
-	w.empty++
 	if w.head == w.nReady && !w.prepare() {
 		r.walk[i], r.state[i] = -1, slotEmpty
+		w.live--
+		w.empty++
 		return 0, false
 	}
-	return w.take(i), true
+	return w.refill(i), true
 }
 
 // roundFused visits slots b..b+7 on the fused table: it resolves each drawn
 // step from the entry prefetched a round ago, which also gives the next
-// vertex's edge range, draws the next step and prefetches its entry.
+// vertex's edge range, draws the next step and prefetches its entry. Whether
+// a walk ends here (its length, no edges, a PPR stop: a coin toss of
+// probability 0.2 at every PPR step) is kept as a count, not a branch, and
+// the walks that ended are finished after the block: a mispredicted branch
+// in the loop threw away the work of the slots behind it.
 func (w *ringWalker) roundFused(b int) {
 	r := w.r
-	n := 0
+	words := &r.words[b/ringHalf]
+	var pprMask uint
+	if w.ppr {
+		pprMask = 1
+	}
+	var ended [8]int
+	n, ne := 0, 0
 	for i := b; i < b+8; i++ {
 		if r.state[i] == slotEmpty {
 			continue
 		}
 		e := &w.fused[r.idx[i]]
-		// keep or alias as an index, without a branch: the coin is
-		// random, and a mispredicted branch here threw away the work of
-		// the slots behind it.
+		// keep or alias as an index, without a branch, for the same
+		// reason.
 		var t uint32
 		if !w.keep {
 			t = e.pick(r.coin[i])
@@ -278,32 +294,54 @@ func (w *ringWalker) roundFused(b int) {
 		r.step[i]++
 		r.pos[i]++
 		w.buf[r.pos[i]] = nx
-		if r.step[i] != w.length && deg != 0 {
-			// Draw the next step with the round's words: x0 the
-			// column, x1 the alias coin; PPR's x0 is its stop word,
-			// and x1, x2 serve the step.
-			words := &r.words[i/ringHalf]
-			col, coin := words[0][i%ringHalf], words[1][i%ringHalf]
-			if !w.ppr || uint64(col) >= w.stopT {
-				if w.ppr {
-					col, coin = coin, words[2][i%ringHalf]
-				}
-				x := lo + (uint64(col)*uint64(deg))>>32
-				r.lo[i], r.deg[i] = lo, deg
-				r.idx[i], r.coin[i], r.ctr[i] = x, coin, r.step[i]+1
+		// Draw the next step with the round's words: x0 the column, x1
+		// the alias coin; PPR's x0 is its stop word, and x1, x2 serve
+		// the step.
+		col, coin := words[0][i%ringHalf], words[1][i%ringHalf]
+		end := b2u(r.step[i] == w.length) | b2u(deg == 0) | b2u(uint64(col) < w.stopT)&pprMask
+		if w.ppr {
+			col, coin = coin, words[2][i%ringHalf]
+		}
+		x := lo + (uint64(col)*uint64(deg))>>32
+		r.lo[i], r.deg[i] = lo, deg
+		r.idx[i], r.coin[i], r.ctr[i] = x, coin, r.step[i]+1
+		w.pf[n] = x
+		ended[ne] = i
+		n += int(1 - end)
+		ne += int(end)
+	}
+	for _, i := range ended[:ne] {
+		if w.head == w.nReady {
+			if x, ok := w.finish(i); ok {
 				w.pf[n] = x
 				n++
-				continue
 			}
+			continue
 		}
-		if x, ok := w.finish(i); ok {
-			w.pf[n] = x
-			n++
-		}
+		// finish and refill, inlined: at five steps a walk, PPR
+		// takes this path at every fifth step.
+		w.lens[r.walk[i]] = r.step[i] + 1
+		rw := &w.ready[w.head]
+		w.head++
+		id := w.firstID + uint64(rw.k)
+		r.walk[i], r.step[i], r.pos[i] = rw.k, 0, int(rw.k)*w.stride
+		r.idLo[i], r.idHi[i], r.ctr[i] = uint32(id), uint32(id>>32), 1
+		r.idx[i], r.coin[i] = rw.idx, rw.coin
+		w.pf[n] = rw.idx
+		n++
 	}
 	if n > 0 {
 		prefetchRows(unsafe.Pointer(&w.fused[0]), w.pf[:n], unsafe.Sizeof(w.fused[0]), unsafe.Sizeof(w.fused[0]))
 	}
+}
+
+// b2u is 1 for true and 0 for false (the compiler makes it a SETcc).
+func b2u(b bool) uint {
+	var u uint
+	if b {
+		u = 1
+	}
+	return u
 }
 
 // roundFusedVec is the rounds of roundFused over all slots at once in
