@@ -303,7 +303,6 @@ func (w *ringWalker) roundFused(b int) {
 			col, coin = coin, words[2][i%ringHalf]
 		}
 		x := lo + (uint64(col)*uint64(deg))>>32
-		r.lo[i], r.deg[i] = lo, deg
 		r.idx[i], r.coin[i], r.ctr[i] = x, coin, r.step[i]+1
 		w.pf[n] = x
 		ended[ne] = i
