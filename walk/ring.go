@@ -88,13 +88,19 @@ type readyWalk struct {
 }
 
 // walkRing walks starts (walk ids firstID, firstID+1, ...) into buf at a
-// stride of Length+1 and sets lens to the walks' vertex counts.
-func (s *stepper) walkRing(starts []uint32, firstID uint64, buf []uint32, lens []uint32) {
+// stride of Length+1 and sets lens to the walks' vertex counts. It returns
+// how many rounds it took, and how many of them ran in vector lanes, for
+// tests.
+func (s *stepper) walkRing(starts []uint32, firstID uint64, buf []uint32, lens []uint32) (rounds, vecRounds int) {
 	w := ringWalker{s: s, r: new(ring), starts: starts, firstID: firstID, buf: buf, lens: lens,
 		stride: s.alg.Length + 1, length: uint32(s.alg.Length),
 		off: s.off, tgt: s.tgt, tab: s.alias, fused: s.fused, keep: s.sampler == StepperUniform,
 		wide: uint64(len(s.tgt)) >= 1<<32, ppr: s.alg.Kind == PPR, stopT: s.stopT}
-	w.vec = !w.ppr && w.fused != nil && !w.wide && (ringVector && !s.goRounds || hasRingAVX512 && s.vecRounds)
+	w.vec = w.fused != nil && !w.wide && (ringVector && !s.goRounds || hasRingAVX512 && s.vecRounds)
+	if w.ppr {
+		// The vector rounds draw from words x1, x2 (row 1 on).
+		w.wordOff = unsafe.Sizeof(ring{}.words[0][0])
+	}
 	w.empty = ringSlots
 	w.prefetchStarts(0)
 	n := 0
@@ -107,7 +113,7 @@ func (s *stepper) walkRing(starts []uint32, firstID uint64, buf []uint32, lens [
 	}
 	w.prefetchDrawn(w.pfAll[:n])
 	r := w.r
-	for w.live > 0 {
+	for ; w.live > 0; rounds++ {
 		for h := range r.words {
 			philox64((*[ringHalf]uint32)(r.idLo[h*ringHalf:]), (*[ringHalf]uint32)(r.idHi[h*ringHalf:]),
 				(*[ringHalf]uint32)(r.ctr[h*ringHalf:]), 0, s.k0, s.k1, &r.words[h])
@@ -115,6 +121,7 @@ func (s *stepper) walkRing(starts []uint32, firstID uint64, buf []uint32, lens [
 		switch {
 		case w.vec && w.empty == 0:
 			w.roundFusedVec()
+			w.vecRounds++
 		case w.fused != nil:
 			for b := 0; b < ringSlots; b += 8 {
 				w.roundFused(b)
@@ -125,6 +132,7 @@ func (s *stepper) walkRing(starts []uint32, firstID uint64, buf []uint32, lens [
 			}
 		}
 	}
+	return rounds, w.vecRounds
 }
 
 // ringWalker is one call of walkRing.
@@ -146,6 +154,7 @@ type ringWalker struct {
 	vec     bool         // full rounds on the fused table run in vector lanes (roundFusedVec)
 	ppr     bool         // a draw first tests word 0 against stopT, and steps on words 1 and 2
 	stopT   uint64
+	wordOff uintptr   // byte offset of the column words in a round's words (vector rounds)
 	next    int       // next walk of the unit to start
 	live    int       // slots holding a walk
 	empty   int       // slots without one
@@ -155,6 +164,7 @@ type ringWalker struct {
 	head, nReady int
 	pfAll        [ringSlots]uint64 // prefetches of a whole round (the first fill, vector rounds)
 	pfStarts     [ringHalf]uint64  // a batch's start vertices, for their offsets' prefetch
+	vecRounds    int               // rounds run in vector lanes (tests ask)
 }
 
 // prefetchStarts prefetches the offsets of the batch of starts from
@@ -344,13 +354,13 @@ func b2u(b bool) uint {
 }
 
 // roundFusedVec is the rounds of roundFused over all slots at once in
-// AVX-512 lanes (ringvec_amd64.s), for a DeepWalk ring without empty slots:
+// AVX-512 lanes (ringvec_amd64.s), for a ring without empty slots:
 // the same steps of the same walks, in about a sixth of the instructions,
 // which is what a step waits on once its line has been prefetched a round
 // ahead (docs/design/cpu-engine.md). The walks that ended come back as
 // bits, and their slots take the unit's next walks here.
 func (w *ringWalker) roundFusedVec() {
-	done := ringFusedAVX512(w.r, unsafe.Pointer(&w.fused[0]), unsafe.Pointer(&w.buf[0]), w.length, w.keep)
+	done := ringFusedAVX512(w.r, unsafe.Pointer(&w.fused[0]), unsafe.Pointer(&w.buf[0]), w.length, w.keep, uint32(w.stopT), w.wordOff)
 	n := 0
 	for done != 0 {
 		if x, ok := w.finish(bits.TrailingZeros64(done)); ok {
