@@ -208,24 +208,29 @@ func (w *ringWalker) prepare() bool {
 			r.bLo[j-lo], r.bHi[j-lo] = uint32(id), uint32(id>>32)
 		}
 		philox64(&r.bLo, &r.bHi, &r.bCtr, 0, w.s.k0, w.s.k1, &r.bWords)
+		// PPR's x0 is the stop word, x1, x2 the column and coin;
+		// DeepWalk's x0, x1.
+		cols, coins, stopT := &r.bWords[0], &r.bWords[1], uint64(0)
+		if w.ppr {
+			cols, coins, stopT = &r.bWords[1], &r.bWords[2], w.stopT
+		}
+		var none uint
+		if w.length == 0 {
+			none = 1
+		}
 		for j := lo; j < hi; j++ {
 			v := w.starts[j]
 			w.buf[j*w.stride] = v
+			w.lens[j] = 1
 			a := w.off[v]
 			d := uint32(w.off[v+1] - a)
-			col, coin := r.bWords[0][j-lo], r.bWords[1][j-lo]
-			if w.ppr {
-				if uint64(col) < w.stopT {
-					d = 0
-				}
-				col, coin = r.bWords[1][j-lo], r.bWords[2][j-lo]
-			}
-			if w.length == 0 || d == 0 {
-				w.lens[j] = 1
-				continue
-			}
-			w.ready[w.nReady] = readyWalk{idx: a + (uint64(col)*uint64(d))>>32, k: int32(j), coin: coin}
-			w.nReady++
+			// A walk that ends at its start (no edges, a stop before
+			// the first step) is written to ready all the same but
+			// not counted: a fifth of PPR's walks stop there, at
+			// random, and a branch on it mispredicted.
+			ends := none | b2u(d == 0) | b2u(uint64(r.bWords[0][j-lo]) < stopT)
+			w.ready[w.nReady&(ringHalf-1)] = readyWalk{idx: a + (uint64(cols[j-lo])*uint64(d))>>32, k: int32(j), coin: coins[j-lo]}
+			w.nReady += int(1 - ends)
 		}
 		// The offsets of the next batch, read at the next call.
 		w.prefetchStarts(hi)
