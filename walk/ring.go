@@ -122,6 +122,10 @@ func (s *stepper) walkRing(starts []uint32, firstID uint64, buf []uint32, lens [
 		case w.vec && w.empty == 0:
 			w.roundFusedVec()
 			w.vecRounds++
+		case w.fused != nil && w.ppr:
+			for b := 0; b < ringSlots; b += 8 {
+				w.roundFusedPPR(b)
+			}
 		case w.fused != nil:
 			for b := 0; b < ringSlots; b += 8 {
 				w.roundFused(b)
@@ -277,18 +281,60 @@ func (w *ringWalker) finish(i int) (idx uint64, ok bool) {
 
 // roundFused visits slots b..b+7 on the fused table: it resolves each drawn
 // step from the entry prefetched a round ago, which also gives the next
-// vertex's edge range, draws the next step and prefetches its entry. Whether
-// a walk ends here (its length, no edges, a PPR stop: a coin toss of
-// probability 0.2 at every PPR step) is kept as a count, not a branch, and
-// the walks that ended are finished after the block: a mispredicted branch
-// in the loop threw away the work of the slots behind it.
+// vertex's edge range, draws the next step and prefetches its entry. A slot
+// whose walk ends takes the unit's next walk at once (finish).
 func (w *ringWalker) roundFused(b int) {
 	r := w.r
-	words := &r.words[b/ringHalf]
-	var pprMask uint
-	if w.ppr {
-		pprMask = 1
+	n := 0
+	for i := b; i < b+8; i++ {
+		if r.state[i] == slotEmpty {
+			continue
+		}
+		e := &w.fused[r.idx[i]]
+		// keep or alias as an index, without a branch: the coin is
+		// random, and a mispredicted branch here threw away the work of
+		// the slots behind it.
+		var t uint32
+		if !w.keep {
+			t = e.pick(r.coin[i])
+		}
+		nx, deg, lo := e.to[t&1].v, e.to[t&1].deg, uint64(e.to[t&1].lo)
+		if w.wide {
+			lo = e.lo64(t)
+		}
+		r.step[i]++
+		r.pos[i]++
+		w.buf[r.pos[i]] = nx
+		if r.step[i] == w.length || deg == 0 {
+			if x, ok := w.finish(i); ok {
+				w.pf[n] = x
+				n++
+			}
+			continue
+		}
+		// Draw the next step with the round's words: x0 the column, x1
+		// the alias coin.
+		words := &r.words[i/ringHalf]
+		x := lo + (uint64(words[0][i%ringHalf])*uint64(deg))>>32
+		r.idx[i], r.coin[i], r.ctr[i] = x, words[1][i%ringHalf], r.step[i]+1
+		w.pf[n] = x
+		n++
 	}
+	if n > 0 {
+		prefetchRows(unsafe.Pointer(&w.fused[0]), w.pf[:n], unsafe.Sizeof(w.fused[0]), unsafe.Sizeof(w.fused[0]))
+	}
+}
+
+// roundFusedPPR is roundFused for PPR: whether a walk ends here (its
+// length, no edges, its stop word: a coin toss of probability 0.2 at every
+// step) is kept as a count, not a branch, and the walks that ended are
+// finished and refilled after the block: a mispredicted branch in the loop
+// threw away the work of the slots behind it. (DeepWalk's walks end once in
+// 80 steps, a branch predicted right, and this count made its rounds 10%
+// slower with the table in cache.)
+func (w *ringWalker) roundFusedPPR(b int) {
+	r := w.r
+	words := &r.words[b/ringHalf]
 	var ended [8]int
 	n, ne := 0, 0
 	for i := b; i < b+8; i++ {
@@ -309,16 +355,11 @@ func (w *ringWalker) roundFused(b int) {
 		r.step[i]++
 		r.pos[i]++
 		w.buf[r.pos[i]] = nx
-		// Draw the next step with the round's words: x0 the column, x1
-		// the alias coin; PPR's x0 is its stop word, and x1, x2 serve
-		// the step.
-		col, coin := words[0][i%ringHalf], words[1][i%ringHalf]
-		end := b2u(r.step[i] == w.length) | b2u(deg == 0) | b2u(uint64(col) < w.stopT)&pprMask
-		if w.ppr {
-			col, coin = coin, words[2][i%ringHalf]
-		}
-		x := lo + (uint64(col)*uint64(deg))>>32
-		r.idx[i], r.coin[i], r.ctr[i] = x, coin, r.step[i]+1
+		// Draw the next step with the round's words: x0 the stop word,
+		// x1 the column, x2 the alias coin.
+		end := b2u(r.step[i] == w.length) | b2u(deg == 0) | b2u(uint64(words[0][i%ringHalf]) < w.stopT)
+		x := lo + (uint64(words[1][i%ringHalf])*uint64(deg))>>32
+		r.idx[i], r.coin[i], r.ctr[i] = x, words[2][i%ringHalf], r.step[i]+1
 		w.pf[n] = x
 		ended[ne] = i
 		n += int(1 - end)
