@@ -470,7 +470,6 @@ func (w *ringWalker) roundTwoLoads(b int) {
 				col, coin = coin, words[2][i%ringHalf]
 			}
 			x := a + (uint64(col)*uint64(uint32(d)))>>32
-			r.lo[i], r.deg[i] = a, uint32(d)
 			r.idx[i], r.coin[i], r.state[i], r.ctr[i] = x, coin, slotDrawn, r.step[i]+1
 			w.pf[n] = x
 			n++
@@ -484,5 +483,11 @@ func (w *ringWalker) roundTwoLoads(b int) {
 	if m > 0 {
 		prefetchRows(unsafe.Pointer(&w.off[0]), w.pf2[:m], 8, 16)
 	}
-	w.prefetchDrawn(w.pf[:n])
+	switch {
+	case n == 0:
+	case w.tab != nil:
+		prefetchRows(unsafe.Pointer(&w.tab[0]), w.pf[:n], unsafe.Sizeof(w.tab[0]), unsafe.Sizeof(w.tab[0]))
+	default:
+		prefetchRows(unsafe.Pointer(&w.tgt[0]), w.pf[:n], 4, 4)
+	}
 }
