@@ -534,7 +534,7 @@ func TestRingVectorRoundsMatchGoRounds(t *testing.T) {
 // A ring slot whose walk ends takes the unit's next walk in the same visit,
 // its first step drawn when its batch was started, and walks that end at
 // their start never take a slot: no slot idles for a round between two
-// walks, which cost PPR (five steps a walk on average) a round in six. With
+// walks, which cost PPR (four steps a walk on average) a round in five. With
 // walks of one step from vertices with edges, every round ends and refills
 // all 64 slots, so a unit takes one round per 64 walks that step.
 func TestRingRefillsSlotsWithoutIdleRounds(t *testing.T) {

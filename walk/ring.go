@@ -26,9 +26,9 @@ import (
 // prefetched a batch ahead, and the walks that end at their start (no
 // edges, a PPR stop before the first step) are finished there without
 // taking a slot. So a slot never idles for a round between two walks, which
-// is what PPR's walks of five steps on average paid for on the ring before
-// (a fifth of its rounds), and a start costs no Philox call and no miss of
-// its own.
+// is what PPR's walks of four steps on average paid for on the ring before
+// (a walk of s steps held its slot s+1 rounds), and a start costs no Philox
+// call and no miss of its own.
 //
 // On the fused table a step is one dependent load (the entry names the next
 // vertex and its edge range). Without it a step is two (the target or alias
