@@ -209,15 +209,14 @@ func (e *CPU) startWorkers(ctx context.Context, workers int, jobs []Job, stepper
 			// are unmapped once e is unreachable (hugemem.Alloc); a caller
 			// may drop the engine while its stream is still being walked.
 			defer runtime.KeepAlive(e)
-			var scratch []uint32
+			sc := new(unitScratch)
 			for ctx.Err() == nil {
 				u := int(next.Add(1) - 1)
 				if u >= len(units) {
 					return
 				}
 				un := units[u]
-				var c Chunk
-				c, scratch = walkUnit(steppers[un.job], jobs[un.job], un.lo, un.hi, scratch)
+				c := walkUnit(steppers[un.job], jobs[un.job], un.lo, un.hi, sc)
 				select {
 				case out <- c:
 				case <-ctx.Done():
@@ -230,22 +229,29 @@ func (e *CPU) startWorkers(ctx context.Context, workers int, jobs []Job, stepper
 	return out
 }
 
+// unitScratch is a worker's memory, reused from unit to unit: the rows the
+// walks are written to and the ring walker's state (6 KiB, a sixth of what a
+// unit of PPR walks allocated when it came new with each unit).
+type unitScratch struct {
+	rows []uint32
+	ring ring
+}
+
 // walkUnit walks job walks [lo, hi) and returns them as one chunk. The walks
-// are written at a fixed stride into scratch, the worker's buffer, which is
-// returned (grown if need be) for the next unit: writing walks into freshly
-// allocated memory, at a stride, faults in a page per 4 KiB in the middle of
-// the walk, where the chunk's exact-size copy is written in order
-// (docs/design/performance-notes.md has the cost).
-func walkUnit(s *stepper, j Job, lo, hi int, scratch []uint32) (Chunk, []uint32) {
+// are written at a fixed stride into the worker's rows (sc, grown if need
+// be): writing walks into freshly allocated memory, at a stride, faults in a
+// page per 4 KiB in the middle of the walk, where the chunk's exact-size
+// copy is written in order (docs/design/performance-notes.md has the cost).
+func walkUnit(s *stepper, j Job, lo, hi int, sc *unitScratch) Chunk {
 	n := hi - lo
 	stride := s.alg.Length + 1
-	if cap(scratch) < n*stride+n {
-		scratch = make([]uint32, n*stride+n)
+	if cap(sc.rows) < n*stride+n {
+		sc.rows = make([]uint32, n*stride+n)
 	}
-	buf, lens := scratch[:n*stride], scratch[n*stride:n*stride+n]
+	buf, lens := sc.rows[:n*stride], sc.rows[n*stride:n*stride+n]
 	first := j.FirstWalk + uint64(lo)
 	if s.ring() {
-		s.walkRing(j.Starts[lo:hi], first, buf, lens)
+		s.walkRingIn(&sc.ring, j.Starts[lo:hi], first, buf, lens)
 	} else if s.lockstep() {
 		s.walkLockstep(j.Starts[lo:hi], first, buf, lens)
 	} else if s.lockstepNode2Vec() {
@@ -264,7 +270,7 @@ func walkUnit(s *stepper, j Job, lo, hi int, scratch []uint32) (Chunk, []uint32)
 	}
 	c.Vertices = make([]uint32, pos)
 	packWalks(c.Vertices, c.Offsets, buf, stride)
-	return c, scratch
+	return c
 }
 
 // packWalks copies the walks from their rows of buf (stride apart) to

@@ -92,7 +92,16 @@ type readyWalk struct {
 // how many rounds it took, and how many of them ran in vector lanes, for
 // tests.
 func (s *stepper) walkRing(starts []uint32, firstID uint64, buf []uint32, lens []uint32) (rounds, vecRounds int) {
-	w := ringWalker{s: s, r: new(ring), starts: starts, firstID: firstID, buf: buf, lens: lens,
+	return s.walkRingIn(new(ring), starts, firstID, buf, lens)
+}
+
+// walkRingIn is walkRing with the ring state in r, which a worker reuses
+// from unit to unit.
+func (s *stepper) walkRingIn(r *ring, starts []uint32, firstID uint64, buf []uint32, lens []uint32) (rounds, vecRounds int) {
+	// Every slot starts empty; the rest of a slot's state is written
+	// when it takes a walk, and the batch's step counters stay 0.
+	r.state = [ringSlots]uint8{}
+	w := ringWalker{s: s, r: r, starts: starts, firstID: firstID, buf: buf, lens: lens,
 		stride: s.alg.Length + 1, length: uint32(s.alg.Length),
 		off: s.off, tgt: s.tgt, tab: s.alias, fused: s.fused, keep: s.sampler == StepperUniform,
 		wide: uint64(len(s.tgt)) >= 1<<32, ppr: s.alg.Kind == PPR, stopT: s.stopT}
@@ -112,7 +121,6 @@ func (s *stepper) walkRing(starts []uint32, firstID uint64, buf []uint32, lens [
 		n++
 	}
 	w.prefetchDrawn(w.pfAll[:n])
-	r := w.r
 	for ; w.live > 0; rounds++ {
 		for h := range r.words {
 			philox64((*[ringHalf]uint32)(r.idLo[h*ringHalf:]), (*[ringHalf]uint32)(r.idHi[h*ringHalf:]),
