@@ -12,6 +12,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math"
 	"math/bits"
 	"slices"
 	"sync"
@@ -189,6 +190,11 @@ func (e *Encoder) dictPage(c *column, d *dictionary) error {
 		body = append(body, s...)
 	}
 	e.body = body
+	if len(body) > math.MaxInt32 {
+		// Ids of up to 1 KiB and a row group's million distinct vertices
+		// could come near it: a page's size is an int32.
+		return fmt.Errorf("pages: %v dictionary of %d bytes is beyond a Parquet page's 2 GiB: lower the row group size", c.path, len(body))
+	}
 	e.segs = append(e.segs[:0], 0, len(body))
 	comp, err := e.codec.encode(e.laid[:0], body, e.segs, 0)
 	if err != nil {
