@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	parquetgo "github.com/parquet-go/parquet-go"
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
@@ -181,4 +183,56 @@ func TestTimesColumnNeedsTimes(t *testing.T) {
 	meta.BatchID, meta.Times = "plain", false
 	m := writeBatch(t, b, meta, g, chunks)
 	compareRows(t, readBatch(t, b, m), expectedRows(g, chunks, 100))
+}
+
+// On a graph with string ids the times column comes after the string
+// walk column, and reads back with the walks.
+func TestTimesColumnWithStringIDs(t *testing.T) {
+	var edges []graph.StringEdge
+	for i := range 50 {
+		edges = append(edges, graph.StringEdge{Src: fmt.Sprintf("v%02d", i), Dst: fmt.Sprintf("v%02d", (i*7+3)%50), Time: int64(i % 9)},
+			graph.StringEdge{Src: fmt.Sprintf("v%02d", i), Dst: fmt.Sprintf("v%02d", (i+1)%50), Time: int64(i % 4)})
+	}
+	g, err := graph.FromStringEdges(edges, graph.BuildOptions{Name: "strs", Timed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 200
+	chunks := timedChunks(t, g, n)
+	b, _ := fileBucket(t)
+	meta := testMeta("strs", n)
+	meta.Algorithm, meta.Times = timedAlgo, true
+	m := writeBatch(t, b, meta, g, chunks)
+	type row struct {
+		WalkID int64    `parquet:"walk_id"`
+		Walk   []string `parquet:"walk,list"`
+		Times  []int64  `parquet:"times,list"`
+	}
+	var rows []row
+	for _, f := range m.Files {
+		data, err := b.ReadAll(context.Background(), f.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := parquetgo.Read[row](bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, r...)
+	}
+	if len(rows) != n {
+		t.Fatalf("%d rows, want %d", len(rows), n)
+	}
+	for _, c := range chunks {
+		for k := range c.Len() {
+			r := rows[c.WalkIDs[k]]
+			var want []string
+			for _, v := range c.Walk(k) {
+				want = append(want, g.ExternalString(v))
+			}
+			if !slices.Equal(r.Walk, want) || !slices.Equal(r.Times, c.Times[c.Offsets[k]:c.Offsets[k+1]]) {
+				t.Fatalf("walk %d: %v %v, want %v %v", c.WalkIDs[k], r.Walk, r.Times, want, c.Times[c.Offsets[k]:c.Offsets[k+1]])
+			}
+		}
+	}
 }

@@ -34,7 +34,7 @@ type requestV1 struct {
 	MaxTimeGap *int64
 	Direction  string
 	WithTimes  *bool
-	Seeds      []int64
+	Seeds      *seedsV1
 	SeedRange  *seedSpan
 	RNGSeed    *uint64
 	// Output "visits" (docs/reference/messages.md).
@@ -62,7 +62,7 @@ type requestV1 struct {
 // queryV1 is one member of "queries".
 type queryV1 struct {
 	ID      string
-	Seeds   []int64
+	Seeds   *seedsV1
 	Weights []float64
 }
 
@@ -95,7 +95,7 @@ var v1Fields = map[string]func(m *requestV1, raw []byte) error{
 	"direction":        func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.Direction) },
 	"with_times":       func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.WithTimes) },
 	"seeds": func(m *requestV1, raw []byte) (err error) {
-		m.Seeds, err = parseInt64Array(raw)
+		m.Seeds, err = parseSeeds(raw)
 		return err
 	},
 	"seed_range": func(m *requestV1, raw []byte) (err error) {

@@ -83,6 +83,14 @@ type rowSplitTimes struct {
 	Times  []int64 `parquet:"times,list" parquet-element:",delta"`
 }
 
+type rowStringTimes struct {
+	WalkID int64    `parquet:"walk_id,delta"`
+	Start  string   `parquet:"start,dict"`
+	Length int32    `parquet:"length"`
+	Walk   []string `parquet:"walk,list" parquet-element:",dict"`
+	Times  []int64  `parquet:"times,list" parquet-element:",delta"`
+}
+
 type rowDeltaTimes struct {
 	WalkID int64   `parquet:"walk_id,delta"`
 	Start  int64   `parquet:"start,delta"`
@@ -107,10 +115,16 @@ func NewPartWriter(enc WalkEncoding, out io.Writer, opts ...parquet.WriterOption
 // (times) or without.
 func NewPartWriterFor(enc WalkEncoding, times bool, out io.Writer, opts ...parquet.WriterOption) RowGroupWriter {
 	if times {
-		if enc == DeltaBinaryPacked {
+		switch enc {
+		case StringDictionary:
+			return parquet.NewGenericWriter[rowStringTimes](out, opts...)
+		case DeltaBinaryPacked:
 			return parquet.NewGenericWriter[rowDeltaTimes](out, opts...)
 		}
 		return parquet.NewGenericWriter[rowSplitTimes](out, opts...)
+	}
+	if enc == StringDictionary {
+		return newStringPartWriter(out, opts...)
 	}
 	if enc == DeltaBinaryPacked {
 		return parquet.NewGenericWriter[rowDelta](out, opts...)
@@ -129,10 +143,14 @@ func FileSchema(enc WalkEncoding) ([]format.SchemaElement, error) { return FileS
 // FileSchemaFor is FileSchema for parts with the times column or without.
 func FileSchemaFor(enc WalkEncoding, times bool) ([]format.SchemaElement, error) {
 	switch {
+	case times && enc == StringDictionary:
+		return stringTimesSchema()
 	case times && enc == DeltaBinaryPacked:
 		return deltaTimesSchema()
 	case times:
 		return splitTimesSchema()
+	case enc == StringDictionary:
+		return stringSchema()
 	case enc == DeltaBinaryPacked:
 		return deltaSchema()
 	}
@@ -145,7 +163,9 @@ var (
 	deltaSchema      = sync.OnceValues(func() ([]format.SchemaElement, error) { return fileSchemaOf(DeltaBinaryPacked, false) })
 	splitSchema      = sync.OnceValues(func() ([]format.SchemaElement, error) { return fileSchemaOf(ByteStreamSplit, false) })
 	deltaTimesSchema = sync.OnceValues(func() ([]format.SchemaElement, error) { return fileSchemaOf(DeltaBinaryPacked, true) })
-	splitTimesSchema = sync.OnceValues(func() ([]format.SchemaElement, error) { return fileSchemaOf(ByteStreamSplit, true) })
+	// stringTimesSchema is strings.go's stringSchema with the times column.
+	stringTimesSchema = sync.OnceValues(func() ([]format.SchemaElement, error) { return fileSchemaOf(StringDictionary, true) })
+	splitTimesSchema  = sync.OnceValues(func() ([]format.SchemaElement, error) { return fileSchemaOf(ByteStreamSplit, true) })
 )
 
 func fileSchemaOf(enc WalkEncoding, times bool) ([]format.SchemaElement, error) {
@@ -191,6 +211,12 @@ type column struct {
 	repHist, defHist [2]int64
 	crc              uint32 // CRC32C of the pages so far (SectionSum)
 	lastCompressed   int32  // the last page's compressed size, kept by reset
+	// A dictionary-encoded column (strings.go): its dictionary page opens
+	// the chunk, the data pages start at dataStart, and min and max are
+	// indices into dictVerts.
+	dict      bool
+	dictVerts []uint32
+	dataStart int64
 }
 
 func (c *column) reset(start int64) {
@@ -269,8 +295,10 @@ type Encoder struct {
 	laid     []byte               // framedWalkPage: a page's streams laid out again
 	deltas   [dbpBlock + 1]uint64 // framedDeltaPage: a block's deltas
 	header   []byte
-	out      []byte       // the fragment
-	sums     []SectionSum // its column chunks' CRC32Cs
+	dicts    [2]dictionary // start and walk dictionaries of string ids (strings.go)
+	strings  bool          // walks of a graph with string ids
+	out      []byte        // the fragment
+	sums     []SectionSum  // its column chunks' CRC32Cs
 	thrift   thrift.CompactProtocol
 }
 
@@ -313,9 +341,15 @@ func (e *Encoder) attach(cfg Config) error {
 	}
 	e.g, e.generalPages, e.schema = cfg.Graph, cfg.GeneralPages, schema
 	e.ncols = 4 + btoi(cfg.Times)
-	e.cols[3].encoding = format.ByteStreamSplit
-	if cfg.WalkEncoding == DeltaBinaryPacked {
+	e.strings = cfg.WalkEncoding == StringDictionary
+	e.cols[1].typ, e.cols[1].encoding = format.Int64, format.DeltaBinaryPacked
+	e.cols[3].typ, e.cols[3].encoding = format.Int64, format.ByteStreamSplit
+	switch cfg.WalkEncoding {
+	case DeltaBinaryPacked:
 		e.cols[3].encoding = format.DeltaBinaryPacked
+	case StringDictionary:
+		e.cols[1].typ, e.cols[1].encoding = format.ByteArray, format.RLEDictionary
+		e.cols[3].typ, e.cols[3].encoding = format.ByteArray, format.RLEDictionary
 	}
 	return nil
 }
@@ -386,7 +420,12 @@ func (e *Encoder) encode(gr *RowGroup) ([]byte, int64, error) {
 	if err := e.int64Page(c, e.ext[:n], int64(gr.Base), int64(gr.Base)+int64(n)-1, n, nil); err != nil {
 		return nil, 0, err
 	}
-	steps, err := e.startColumn(gr, rows)
+	var steps int64
+	if e.strings {
+		steps, err = e.stringStartColumn(gr, rows)
+	} else {
+		steps, err = e.startColumn(gr, rows)
+	}
 	if err != nil {
 		return nil, 0, err
 	}
@@ -403,7 +442,12 @@ func (e *Encoder) encode(gr *RowGroup) ([]byte, int64, error) {
 	if err := e.int32Page(c, lens); err != nil {
 		return nil, 0, err
 	}
-	if err := e.walkColumn(gr, rows, lens); err != nil {
+	if e.strings {
+		err = e.stringWalkColumn(gr, rows, lens)
+	} else {
+		err = e.walkColumn(gr, rows, lens)
+	}
+	if err != nil {
 		return nil, 0, err
 	}
 	if e.ncols == 5 {
@@ -774,6 +818,14 @@ func (e *Encoder) footer(rows int) error {
 			NumValues: c.values, TotalUncompressedSize: c.uncompressed, TotalCompressedSize: end - c.start,
 			DataPageOffset: c.start, Statistics: format.Statistics{MinValue: le(c.min), MaxValue: le(c.max)},
 			EncodingStats: []format.PageEncodingStats{{PageType: format.DataPage, Encoding: c.encoding, Count: c.pages}}}
+		if c.dict {
+			// As parquet-go writes its dictionary columns, so that the
+			// part writer copies the chunk verbatim.
+			md.Encoding = append([]format.Encoding{format.Plain}, encs...)
+			md.DictionaryPageOffset, md.DataPageOffset = c.start, c.dataStart
+			md.Statistics.MinValue, md.Statistics.MaxValue = e.stringStats(c)
+			md.EncodingStats = append(md.EncodingStats, format.PageEncodingStats{PageType: format.DictionaryPage, Encoding: format.Plain, Count: 1})
+		}
 		if c.levels {
 			md.SizeStatistics = format.SizeStatistics{RepetitionLevelHistogram: c.repHist[:], DefinitionLevelHistogram: c.defHist[:]}
 		}
