@@ -59,6 +59,12 @@ func (s *Stage) sourceLoop(fetchCtx, workCtx context.Context) error {
 			}
 			continue
 		}
+		if re := engineRefuses(b.req, v); re != nil {
+			if err := s.refuse(workCtx, d, re, nil); err != nil {
+				return nil // shutdown deadline: left uncommitted, redelivered
+			}
+			continue
+		}
 		if !s.claim(workCtx, b.req.BatchID) {
 			return nil
 		}
