@@ -222,7 +222,11 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// the GPU engine may lend its pinned buffers instead of copying them.
 	settings := engines.Settings{Workers: o.workers, FusedTableBytes: -1, GPUBatchSlots: o.gpuSlots,
 		GPULentChunks: o.output != "visits" && !o.gpuCopy}
-	eng, err := engines.New(g, o.engineName, settings, cmdLogger(logw, o.quiet))
+	engineName := o.engineName
+	if algo.Kind == walk.Temporal && engineName == "auto" {
+		engineName = "cpu" // temporal walks have no GPU kernel yet
+	}
+	eng, err := engines.New(g, engineName, settings, cmdLogger(logw, o.quiet))
 	if err != nil {
 		return err
 	}
