@@ -21,7 +21,8 @@ import (
 type csrWriter struct {
 	input string
 	o     ImportOptions
-	ids   []int64 // sorted external ids; nil with DenseIDs
+	ids   []int64 // sorted external ids; nil with DenseIDs or StringIDs
+	strs  *stringTable // with StringIDs
 	n     int
 	total int64 // directed edges in the runs
 	stats *ImportStats

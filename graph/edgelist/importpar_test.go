@@ -275,7 +275,7 @@ func TestEncodeRunSlabsMatchOneEncoder(t *testing.T) {
 	order := rs.sort(recs)
 	var want bytes.Buffer
 	bw := bufio.NewWriter(&want)
-	enc := &runEncoder{w: bw, weighted: true, labelled: true, markEvery: 1000}
+	enc := &runEncoder{w: bw, recCols: recCols{weighted: true, labelled: true}, markEvery: 1000}
 	var wantSrcs []int64
 	for i := range recs {
 		r := at(recs, order, i)
@@ -290,7 +290,7 @@ func TestEncodeRunSlabsMatchOneEncoder(t *testing.T) {
 	bw.Flush()
 	for _, par := range []int{1, 2, 4} {
 		var got bytes.Buffer
-		srcs, marks, err := encodeRun(&got, recs, order, true, true, true, 1000, make([]slabCoder, par))
+		srcs, marks, err := encodeRun(&got, recs, order, recCols{weighted: true, labelled: true}, true, 1000, make([]slabCoder, par))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -305,7 +305,7 @@ func TestEncodeRunSlabsMatchOneEncoder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, fmarks, err := encodeRun(f, recs, order, true, true, true, 1000, make([]slabCoder, par))
+		_, fmarks, err := encodeRun(f, recs, order, recCols{weighted: true, labelled: true}, true, 1000, make([]slabCoder, par))
 		f.Close()
 		if err != nil {
 			t.Fatal(err)

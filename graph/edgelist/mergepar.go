@@ -192,7 +192,7 @@ func locate(rf runFile, f *os.File, b int64, o ImportOptions) (runPos, error) {
 		return runPos{}, nil
 	}
 	m := rf.marks[j]
-	rr := newRunReader(0, rf, f, runPos{off: m.off, n: m.n, ps: m.ps, pd: m.pd}, rf.n-m.n, o.Weighted, o.Labelled, make([]byte, 16<<10))
+	rr := newRunReader(0, rf, f, runPos{off: m.off, n: m.n, ps: m.ps, pd: m.pd, pt: m.pt}, rf.n-m.n, o.cols(), make([]byte, 16<<10))
 	for n := m.n; ; n++ {
 		p := rr.tell(n)
 		ok, err := rr.next()
@@ -312,13 +312,15 @@ func mergeSegments(ctx context.Context, runs []runFile, files []*os.File, p *mer
 	var rs []*runReader
 	for i, rf := range runs {
 		if n := p.to[i].n - p.from[i].n; n > 0 {
-			rs = append(rs, newRunReader(i, rf, files[i], p.from[i], n, o.Weighted, o.Labelled, bufs[i]))
+			rs = append(rs, newRunReader(i, rf, files[i], p.from[i], n, o.cols(), bufs[i]))
 		}
 	}
 	var pending rec
 	have := false
 	err := heapMerge(ctx, rs, func(r *rec) error {
-		if have && r.s == pending.s && r.d == pending.d {
+		// With times a duplicate is the same (s, d, t): the same pair at
+		// another time is another edge (an untimed t is always 0).
+		if have && r.s == pending.s && r.d == pending.d && r.t == pending.t {
 			p.dups++
 			switch o.Duplicates {
 			case graph.DupKeepFirst:

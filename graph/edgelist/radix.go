@@ -39,11 +39,18 @@ func (rs *runSorter) sort(recs []rec) []kv {
 		slices.SortFunc(recs, cmpRec)
 		return nil
 	}
-	minS, maxS, minD, maxD := rs.bounds(recs)
+	minS, maxS, minD, maxD, minT, maxT := rs.bounds(recs)
 	dbits := bits.Len64(uint64(maxD) - uint64(minD))
 	sbits := bits.Len64(uint64(maxS) - uint64(minS))
 	if cap(rs.a) < n {
 		rs.a, rs.b = make([]kv, n), make([]kv, n)
+	}
+	if tbits := bits.Len64(uint64(maxT) - uint64(minT)); tbits > 0 {
+		return rs.sortTimed(recs, []sortField{
+			{dbits, func(r *rec) uint64 { return uint64(r.d) - uint64(minD) }},
+			{tbits, func(r *rec) uint64 { return uint64(r.t) - uint64(minT) }},
+			{sbits, func(r *rec) uint64 { return uint64(r.s) - uint64(minS) }},
+		})
 	}
 	a, b := rs.a[:n], rs.b[:n]
 	if sbits+dbits <= 64 {
@@ -84,14 +91,59 @@ func (rs *runSorter) sort(recs []rec) []kv {
 	return a
 }
 
-// bounds returns the smallest and largest source and target of recs,
-// which is not empty.
-func (rs *runSorter) bounds(recs []rec) (minS, maxS, minD, maxD int64) {
-	type box struct{ minS, maxS, minD, maxD int64 }
+// sortField is one field of a timed run's sort key: its width in bits and
+// its value as an offset from the run's smallest.
+type sortField struct {
+	bits int
+	val  func(r *rec) uint64
+}
+
+// sortTimed sorts a timed run by its fields, given from the least
+// significant (target, time, source): consecutive fields that fit 64 bits
+// share a key, and a stable radix sort per key from the least significant
+// key on gives the order of all of them, ties in position order.
+func (rs *runSorter) sortTimed(recs []rec, fields []sortField) []kv {
+	n := len(recs)
+	a, b := rs.a[:n], rs.b[:n]
+	first := true
+	for lo := 0; lo < len(fields); {
+		hi, kbits := lo, 0
+		for hi < len(fields) && (hi == lo || kbits+fields[hi].bits <= 64) {
+			kbits += fields[hi].bits
+			hi++
+		}
+		fs := fields[lo:hi]
+		rs.forBlocks(n, func(_, from, to int) {
+			for i := from; i < to; i++ {
+				idx := uint32(i)
+				if !first {
+					idx = a[i].idx
+				}
+				var key uint64
+				shift := 0
+				for _, f := range fs {
+					key |= f.val(&recs[idx]) << shift
+					shift += f.bits
+				}
+				a[i] = kv{key: key, idx: idx}
+			}
+		})
+		if got := radixSortKV(a, b, kbits, rs.par); &got[0] != &a[0] {
+			a, b = b, a
+		}
+		first, lo = false, hi
+	}
+	return a
+}
+
+// bounds returns the smallest and largest source, target and time of
+// recs, which is not empty.
+func (rs *runSorter) bounds(recs []rec) (minS, maxS, minD, maxD, minT, maxT int64) {
+	type box struct{ minS, maxS, minD, maxD, minT, maxT int64 }
 	r0 := recs[0]
 	boxes := make([]box, max(rs.par, 1))
 	for t := range boxes {
-		boxes[t] = box{r0.s, r0.s, r0.d, r0.d} // blocks left empty change nothing
+		boxes[t] = box{r0.s, r0.s, r0.d, r0.d, r0.t, r0.t} // blocks left empty change nothing
 	}
 	rs.forBlocks(len(recs), func(t, lo, hi int) {
 		x := boxes[t]
@@ -99,14 +151,15 @@ func (rs *runSorter) bounds(recs []rec) (minS, maxS, minD, maxD int64) {
 			r := &recs[i]
 			x.minS, x.maxS = min(x.minS, r.s), max(x.maxS, r.s)
 			x.minD, x.maxD = min(x.minD, r.d), max(x.maxD, r.d)
+			x.minT, x.maxT = min(x.minT, r.t), max(x.maxT, r.t)
 		}
 		boxes[t] = x
 	})
 	x := boxes[0]
 	for _, y := range boxes[1:] {
-		x = box{min(x.minS, y.minS), max(x.maxS, y.maxS), min(x.minD, y.minD), max(x.maxD, y.maxD)}
+		x = box{min(x.minS, y.minS), max(x.maxS, y.maxS), min(x.minD, y.minD), max(x.maxD, y.maxD), min(x.minT, y.minT), max(x.maxT, y.maxT)}
 	}
-	return x.minS, x.maxS, x.minD, x.maxD
+	return x.minS, x.maxS, x.minD, x.maxD, x.minT, x.maxT
 }
 
 // forBlocks calls f on consecutive blocks t = [lo, hi) of 0..n, one
@@ -139,12 +192,13 @@ func (rs *runSorter) inOrder(recs []rec) bool {
 	return !unsorted.Load()
 }
 
-// inOrder reports whether recs are sorted by (src, dst); positions rise
-// with the index, so they are then sorted by (src, dst, position) too.
+// inOrder reports whether recs are sorted by (src, time, dst); positions
+// rise with the index, so they are then sorted by (src, time, dst,
+// position) too.
 func inOrder(recs []rec) bool {
 	for i := 1; i < len(recs); i++ {
 		a, b := &recs[i-1], &recs[i]
-		if a.s > b.s || a.s == b.s && a.d > b.d {
+		if a.s > b.s || a.s == b.s && (a.t > b.t || a.t == b.t && a.d > b.d) {
 			return false
 		}
 	}

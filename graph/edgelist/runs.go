@@ -11,16 +11,20 @@ import (
 )
 
 // rec is one directed edge in a run. seq is the position in the run, so
-// sorting by (s, d, seq) is a stable sort by (s, d).
+// sorting by (s, t, d, seq) is a stable sort by (s, t, d): an untimed
+// edge's t is 0, and the order is then (s, d) as before times existed.
 type rec struct {
-	s, d int64
-	w    float32
-	seq  uint32
-	l    uint8
+	s, d, t int64
+	w       float32
+	seq     uint32
+	l       uint8
 }
 
 func cmpRec(a, b rec) int {
 	if c := cmp.Compare(a.s, b.s); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.t, b.t); c != 0 {
 		return c
 	}
 	if c := cmp.Compare(a.d, b.d); c != 0 {
@@ -39,6 +43,14 @@ type runFile struct {
 	idMarks []idMark  // a spilled id set's restart points
 	ids     []int64   // set when the id set was never spilled
 	marks   []runMark // a spilled run's restart points, every markEvery records
+
+	// With string ids: the run's sorted strings (in memory, or spilled to
+	// strPath), their count, and once they are merged (mergeStrings) the
+	// map from the run's local ids to dense ids.
+	strs    strSet
+	strPath string
+	nstrs   int64
+	remap   []uint32
 }
 
 // runBuilder accumulates edges into runs; it is fed by a reader and owns
@@ -72,6 +84,12 @@ type runBuilder struct {
 	waitInput, waitSorter time.Duration
 	lastAdd               time.Time
 	coders                []slabCoder // the sorter's spill encoders, one a worker
+
+	// With string ids, the current run's dictionary; the sorter hands
+	// the other back through freeDicts once it has ranked its strings.
+	dict      *runDict
+	freeDicts chan *runDict
+	dictLimit int // arena bytes at which a run is flushed
 }
 
 // sortJob is one run handed to the sorter: spill it, or (the last run) keep
@@ -79,6 +97,7 @@ type runBuilder struct {
 type sortJob struct {
 	recs    []rec
 	dropped []int64
+	dict    *runDict // with string ids
 	spill   bool
 }
 
@@ -90,9 +109,21 @@ func newRunBuilder(ctx context.Context, input, tmpDir string, o ImportOptions) *
 	b.cur = <-b.free
 	b.radix.par = o.Workers
 	b.coders = make([]slabCoder, max(1, o.Workers))
+	if o.StringIDs {
+		// Strings take memory beside the run's records: a run is cut at
+		// 16 bytes of distinct strings per record too.
+		b.dictLimit = max(1<<20, 16*o.RunEdges)
+		b.freeDicts = make(chan *runDict, 2)
+		b.freeDicts <- newRunDict(o.Workers)
+		b.dict = newRunDict(o.Workers)
+	}
 	b.sorter = startWorker(1, b.sortRun, func(job sortJob) {
 		if job.spill {
 			b.free <- job.recs[:0]
+		}
+		if job.dict != nil {
+			job.dict.reset()
+			b.freeDicts <- job.dict
 		}
 	})
 	return b
@@ -113,13 +144,19 @@ func (b *runBuilder) addBatch(e *edgeBatch) error {
 		// An edge takes at most two slots of the run (itself and its
 		// reverse); a dropped self-loop's id takes one.
 		room := b.o.RunEdges - len(b.cur) - len(b.dropped)
-		if room < 2 {
+		if room < 2 || b.dict != nil && len(b.cur) > 0 && b.dict.bytes() >= b.dictLimit {
 			if err := b.flush(true); err != nil {
 				return err
 			}
 			continue
 		}
 		j := min(len(e.src), i+room/2)
+		if b.dict != nil {
+			// Interned into this run's dictionary: the edges' ids are
+			// the run's own.
+			j = min(j, i+stringChunk)
+			b.dict.internRange(e, i, j)
+		}
 		b.appendEdges(e, i, j)
 		i = j
 	}
@@ -144,6 +181,10 @@ func (b *runBuilder) appendEdges(e *edgeBatch, i, j int) {
 	b.appendBlocks(e, i, j)
 }
 
+// stringChunk is the most edges interned before the run's dictionary size
+// is checked again.
+const stringChunk = 16 << 10
+
 // parallelAppendMin is the fewest edges worth spreading over goroutines.
 const parallelAppendMin = 8 << 10
 
@@ -152,16 +193,19 @@ func (b *runBuilder) appendSerial(e *edgeBatch, i, j int) {
 	cur := b.cur
 	for k := i; k < j; k++ {
 		s, d := e.src[k], e.dst[k]
-		w, l := float32(1), uint8(0)
+		w, l, t := float32(1), uint8(0), int64(0)
 		if e.w != nil {
 			w = e.w[k]
 		}
 		if e.l != nil {
 			l = e.l[k]
 		}
+		if e.t != nil {
+			t = e.t[k]
+		}
 		if s == d && !b.o.SelfLoops {
 			b.stats.SelfLoopsDropped++
-			if !b.o.DenseIDs {
+			if b.o.wantIDSets() { // a string run's dictionary has the id already
 				// Their ids still name vertices (as in graph.FromEdges); they
 				// count against the run so a file of self-loops stays
 				// bounded too.
@@ -169,9 +213,9 @@ func (b *runBuilder) appendSerial(e *edgeBatch, i, j int) {
 			}
 			continue
 		}
-		cur = append(cur, rec{s: s, d: d, w: w, l: l, seq: uint32(len(cur))})
+		cur = append(cur, rec{s: s, d: d, t: t, w: w, l: l, seq: uint32(len(cur))})
 		if b.o.Undirected && s != d {
-			cur = append(cur, rec{s: d, d: s, w: w, l: l, seq: uint32(len(cur))})
+			cur = append(cur, rec{s: d, d: s, t: t, w: w, l: l, seq: uint32(len(cur))})
 		}
 	}
 	b.cur = cur
@@ -221,23 +265,26 @@ func (b *runBuilder) appendBlocks(e *edgeBatch, i, j int) {
 			if s == d && !b.o.SelfLoops {
 				continue
 			}
-			w, l := float32(1), uint8(0)
+			w, l, tm := float32(1), uint8(0), int64(0)
 			if e.w != nil {
 				w = e.w[k]
 			}
 			if e.l != nil {
 				l = e.l[k]
 			}
-			cur[o] = rec{s: s, d: d, w: w, l: l, seq: uint32(o)}
+			if e.t != nil {
+				tm = e.t[k]
+			}
+			cur[o] = rec{s: s, d: d, t: tm, w: w, l: l, seq: uint32(o)}
 			o++
 			if b.o.Undirected && s != d {
-				cur[o] = rec{s: d, d: s, w: w, l: l, seq: uint32(o)}
+				cur[o] = rec{s: d, d: s, t: tm, w: w, l: l, seq: uint32(o)}
 				o++
 			}
 		}
 	})
 	b.cur = cur
-	if !b.o.SelfLoops && !b.o.DenseIDs {
+	if !b.o.SelfLoops && b.o.wantIDSets() {
 		for t := range par {
 			if loops[t] == 0 {
 				continue
@@ -270,15 +317,18 @@ func (b *runBuilder) flush(spill bool) error {
 	if b.sorter.hasFailed() {
 		return errSorterFailed
 	}
-	if len(b.cur) == 0 && len(b.dropped) == 0 {
+	if len(b.cur) == 0 && len(b.dropped) == 0 && (b.dict == nil || b.dict.bytes() == 0) {
 		return nil
 	}
 	t0 := time.Now()
 	defer func() { b.waitSorter += time.Since(t0) }()
-	b.sorter.send(sortJob{recs: b.cur, dropped: b.dropped, spill: spill})
-	b.cur, b.dropped = nil, nil
+	b.sorter.send(sortJob{recs: b.cur, dropped: b.dropped, dict: b.dict, spill: spill})
+	b.cur, b.dropped, b.dict = nil, nil, nil
 	if !spill {
 		return nil
+	}
+	if b.freeDicts != nil {
+		b.dict = <-b.freeDicts
 	}
 	b.cur = <-b.free
 	if b.cur == nil {
@@ -307,18 +357,31 @@ func (b *runBuilder) finish() ([]runFile, error) {
 func (b *runBuilder) sortRun(job sortJob) error {
 	t0 := time.Now()
 	defer func() { b.sortBusy += time.Since(t0) }()
+	var strs strSet
+	if job.dict != nil {
+		// Local ids from here on: the records' provisional ids become
+		// their strings' ranks in the run.
+		var rank []uint32
+		strs, rank = job.dict.sortedStrings(&b.radix)
+		recs := job.recs
+		b.radix.forBlocks(len(recs), func(_, lo, hi int) {
+			for i := lo; i < hi; i++ {
+				recs[i].s, recs[i].d = int64(rank[recs[i].s]), int64(rank[recs[i].d])
+			}
+		})
+	}
 	order := b.radix.sort(job.recs)
 	if !job.spill {
-		b.keepRun(job, order)
+		b.keepRun(job, order, strs)
 		return nil
 	}
-	return b.spillRun(job, order)
+	return b.spillRun(job, order, strs)
 }
 
 // keepRun keeps the last run in memory, in sorted order.
-func (b *runBuilder) keepRun(job sortJob, order []kv) {
+func (b *runBuilder) keepRun(job sortJob, order []kv, strs strSet) {
 	recs := job.recs
-	r := runFile{n: int64(len(recs))}
+	r := runFile{n: int64(len(recs)), strs: strs, nstrs: int64(len(strs.refs))}
 	if order != nil {
 		sorted := make([]rec, len(recs))
 		b.radix.forBlocks(len(sorted), func(_, lo, hi int) {
@@ -329,7 +392,7 @@ func (b *runBuilder) keepRun(job sortJob, order []kv) {
 		recs = sorted
 	}
 	r.mem = recs
-	if !b.o.DenseIDs {
+	if b.o.wantIDSets() {
 		var srcs []int64
 		for i := range recs {
 			if i == 0 || recs[i-1].s != recs[i].s {
@@ -344,20 +407,26 @@ func (b *runBuilder) keepRun(job sortJob, order []kv) {
 
 // spillRun writes a run to a temporary file in sorted order, and its id set
 // to another.
-func (b *runBuilder) spillRun(job sortJob, order []kv) error {
+func (b *runBuilder) spillRun(job sortJob, order []kv, strs strSet) error {
 	recs := job.recs
-	r := runFile{n: int64(len(recs))}
+	r := runFile{n: int64(len(recs)), nstrs: int64(len(strs.refs))}
 	var srcs []int64
 	var err error
 	r.path, err = b.spillFile(func(f *os.File) error {
-		srcs, r.marks, err = encodeRun(f, recs, order, b.o.Weighted, b.o.Labelled, !b.o.DenseIDs, int64(b.o.markEvery), b.coders)
+		srcs, r.marks, err = encodeRun(f, recs, order, b.o.cols(), b.o.wantIDSets(), int64(b.o.markEvery), b.coders)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	if !b.o.DenseIDs {
+	if b.o.wantIDSets() {
 		if r.idPath, r.idMarks, err = b.spillIDs(b.radix.runIDs(srcs, recs, job.dropped, b.o.Undirected)); err != nil {
+			os.Remove(r.path)
+			return err
+		}
+	}
+	if job.dict != nil {
+		if r.strPath, err = b.spill(func(w *bufio.Writer) error { return encodeStrings(w, strs) }); err != nil {
 			os.Remove(r.path)
 			return err
 		}
@@ -368,7 +437,7 @@ func (b *runBuilder) spillRun(job sortJob, order []kv) error {
 
 // newEncoder returns an encoder of the import's records onto w.
 func (b *runBuilder) newEncoder(w *bufio.Writer) *runEncoder {
-	return &runEncoder{w: w, weighted: b.o.Weighted, labelled: b.o.Labelled}
+	return &runEncoder{w: w, recCols: b.o.cols()}
 }
 
 // spillIDs writes an id set to a temporary file and returns its path and
@@ -437,6 +506,9 @@ func removeRuns(runs []runFile) {
 		}
 		if r.idPath != "" {
 			os.Remove(r.idPath)
+		}
+		if r.strPath != "" {
+			os.Remove(r.strPath)
 		}
 	}
 }

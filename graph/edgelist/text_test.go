@@ -380,7 +380,7 @@ func TestRunReaderRejectsTruncatedRun(t *testing.T) {
 	b := &runBuilder{tmpDir: t.TempDir()}
 	recs := []rec{{s: 1, d: 2, w: 1.5, l: 3}, {s: 1, d: 300000, w: 2, l: 1}, {s: 1 << 40, d: -5, w: 3, l: 0}}
 	path, err := b.spill(func(w *bufio.Writer) error {
-		enc := runEncoder{w: w, weighted: true, labelled: true}
+		enc := runEncoder{w: w, recCols: recCols{weighted: true, labelled: true}}
 		for i := range recs {
 			if err := enc.put(&recs[i]); err != nil {
 				return err
@@ -395,7 +395,7 @@ func TestRunReaderRejectsTruncatedRun(t *testing.T) {
 	for cut := 0; cut <= len(full); cut++ {
 		os.WriteFile(path, full[:cut], 0o644)
 		var got []rec
-		err := mergeRuns(context.Background(), []runFile{{path: path, n: int64(len(recs))}}, true, true, func(r *rec) error {
+		err := mergeRuns(context.Background(), []runFile{{path: path, n: int64(len(recs))}}, recCols{weighted: true, labelled: true}, func(r *rec) error {
 			got = append(got, *r)
 			return nil
 		})
