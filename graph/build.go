@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"cmp"
 	"fmt"
 	"hash/crc64"
 	"slices"
@@ -12,6 +13,15 @@ type Edge struct {
 	Src, Dst int64
 	Weight   float32 // ignored unless the builder is weighted
 	Label    uint8   // ignored unless the builder is labelled
+	Time     int64   // ignored unless the builder is timed
+}
+
+// StringEdge is one input edge between string ids.
+type StringEdge struct {
+	Src, Dst string
+	Weight   float32
+	Label    uint8
+	Time     int64
 }
 
 // DuplicatePolicy says what to do with repeated (src, dst) pairs.
@@ -61,6 +71,9 @@ type BuildOptions struct {
 	Undirected bool // add the reverse of every edge
 	Weighted   bool
 	Labelled   bool
+	// Timed keeps edge times (Edge.Time). Duplicates are then edges equal
+	// in source, target and time: the same pair at two times is two edges.
+	Timed      bool
 	SelfLoops  bool // keep self-loops (dropped by default)
 	Duplicates DuplicatePolicy
 	// DenseIDs says external ids are already 0..V-1 (V = NumVertices, or the
@@ -104,6 +117,7 @@ func FromEdges(edges []Edge, o BuildOptions) (*Graph, error) {
 		s, d uint32
 		w    float32
 		l    uint8
+		t    int64
 	}
 	recs := make([]rec, 0, len(edges)*(1+btoi(o.Undirected)))
 	for _, e := range edges {
@@ -115,20 +129,27 @@ func FromEdges(edges []Edge, o BuildOptions) (*Graph, error) {
 		if !o.Weighted {
 			w = 1
 		}
-		recs = append(recs, rec{s, d, w, e.Label})
+		t := e.Time
+		if !o.Timed {
+			t = 0
+		}
+		recs = append(recs, rec{s, d, w, e.Label, t})
 		if o.Undirected && s != d {
-			recs = append(recs, rec{d, s, w, e.Label})
+			recs = append(recs, rec{d, s, w, e.Label, t})
 		}
 	}
 	slices.SortStableFunc(recs, func(a, b rec) int {
 		if a.s != b.s {
 			return int(a.s) - int(b.s)
 		}
-		return int(a.d) - int(b.d)
+		if a.d != b.d {
+			return int(a.d) - int(b.d)
+		}
+		return cmp.Compare(a.t, b.t)
 	})
 	out := recs[:0]
 	for _, r := range recs {
-		if n := len(out); n > 0 && out[n-1].s == r.s && out[n-1].d == r.d {
+		if n := len(out); n > 0 && out[n-1].s == r.s && out[n-1].d == r.d && out[n-1].t == r.t {
 			switch o.Duplicates {
 			case DupKeepFirst:
 				continue
@@ -151,6 +172,9 @@ func FromEdges(edges []Edge, o BuildOptions) (*Graph, error) {
 	if o.Labelled {
 		g.Labels = make([]uint8, len(out))
 	}
+	if o.Timed {
+		g.Times, g.ByTime = make([]int64, len(out)), make([]uint32, len(out))
+	}
 	for i, r := range out {
 		g.Offsets[r.s+1]++
 		g.Targets[i] = r.d
@@ -164,6 +188,60 @@ func FromEdges(edges []Edge, o BuildOptions) (*Graph, error) {
 	for v := 0; v < o.NumVertices; v++ {
 		g.Offsets[v+1] += g.Offsets[v]
 	}
+	if o.Timed {
+		for v := 0; v < o.NumVertices; v++ {
+			lo, hi := g.Offsets[v], g.Offsets[v+1]
+			order := g.ByTime[lo:hi]
+			for j := range order {
+				order[j] = uint32(j)
+			}
+			adj := out[lo:hi]
+			slices.SortStableFunc(order, func(a, b uint32) int { return cmp.Compare(adj[a].t, adj[b].t) })
+			for k, j := range order {
+				g.Times[lo+uint64(k)] = adj[j].t
+			}
+		}
+	}
+	if err := g.Finish(); err != nil {
+		return nil, fmt.Errorf("build %s: %w", o.Name, err)
+	}
+	return g, nil
+}
+
+// FromStringEdges builds a graph whose external ids are strings. Dense ids
+// are numbered in ascending bytewise order of the strings, as the importers
+// number them, so the result does not depend on the input order.
+// o.DenseIDs and o.NumVertices are ignored.
+func FromStringEdges(edges []StringEdge, o BuildOptions) (*Graph, error) {
+	strs := make([]string, 0, 2*len(edges))
+	for _, e := range edges {
+		strs = append(strs, e.Src, e.Dst)
+	}
+	slices.Sort(strs)
+	strs = slices.Compact(strs)
+	dense := make([]Edge, len(edges))
+	for i, e := range edges {
+		s, _ := slices.BinarySearch(strs, e.Src)
+		d, _ := slices.BinarySearch(strs, e.Dst)
+		dense[i] = Edge{Src: int64(s), Dst: int64(d), Weight: e.Weight, Label: e.Label, Time: e.Time}
+	}
+	o.DenseIDs, o.NumVertices = true, len(strs)
+	if len(strs) == 0 {
+		o.NumVertices = 0
+	}
+	g, err := FromEdges(dense, o)
+	if err != nil {
+		return nil, err
+	}
+	g.StrOffsets = make([]uint64, len(strs)+1)
+	for i, s := range strs {
+		g.StrBytes = append(g.StrBytes, s...)
+		g.StrOffsets[i+1] = uint64(len(g.StrBytes))
+	}
+	if g.StrBytes == nil {
+		g.StrBytes = []byte{}
+	}
+	g.Version, g.byExt = "", nil
 	if err := g.Finish(); err != nil {
 		return nil, fmt.Errorf("build %s: %w", o.Name, err)
 	}
@@ -194,6 +272,10 @@ func (g *Graph) Checksum() uint64 {
 	c = crc64.Update(c, t, bytesOf(g.Weights))
 	c = crc64.Update(c, t, bytesOf(g.Labels))
 	c = crc64.Update(c, t, bytesOf(g.IDs))
+	c = crc64.Update(c, t, bytesOf(g.Times))
+	c = crc64.Update(c, t, bytesOf(g.ByTime))
+	c = crc64.Update(c, t, bytesOf(g.StrOffsets))
+	c = crc64.Update(c, t, g.StrBytes)
 	return c
 }
 

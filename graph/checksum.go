@@ -46,7 +46,8 @@ func checksumParallel(parts ...[]byte) uint64 {
 
 // graphChecksum is Graph.Checksum computed in parallel.
 func graphChecksum(g *Graph) uint64 {
-	return checksumParallel(bytesOf(g.Offsets), bytesOf(g.Targets), bytesOf(g.Weights), bytesOf(g.Labels), bytesOf(g.IDs))
+	return checksumParallel(bytesOf(g.Offsets), bytesOf(g.Targets), bytesOf(g.Weights), bytesOf(g.Labels), bytesOf(g.IDs),
+		bytesOf(g.Times), bytesOf(g.ByTime), bytesOf(g.StrOffsets), g.StrBytes)
 }
 
 // crc64Combine returns the CRC of A||B from crc1 = CRC(A), crc2 = CRC(B)

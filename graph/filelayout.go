@@ -8,6 +8,7 @@ package graph
 // while the importer keeps to its own.
 
 import (
+	"fmt"
 	"hash/crc64"
 	"io"
 	"os"
@@ -31,6 +32,12 @@ const (
 	SectionLabels  SectionID = secLabels
 	SectionIDs     SectionID = secIDs
 	SectionByExt   SectionID = secByExt
+	// Format version 2 sections: edge times in time order and the time
+	// order's permutation; string ids (offsets and bytes).
+	SectionTimes      SectionID = secTimes
+	SectionByTime     SectionID = secByTime
+	SectionStrOffsets SectionID = secStrOffsets
+	SectionStrBytes   SectionID = secStrBytes
 )
 
 // FileShape is what a graph file's layout depends on: the counts, which
@@ -38,7 +45,12 @@ const (
 type FileShape struct {
 	Vertices, Edges              uint64
 	NameBytes                    int
-	Weighted, Labelled, External bool // External: the file holds an id map (ids and byext sections)
+	Weighted, Labelled, External bool // External: the file holds an integer id map (ids and byext sections)
+	Timed                        bool // edge times (times and bytime sections)
+	// StringIDs: the file holds string ids (stroffs, strbytes and byext),
+	// StringBytes long in all. Not with External.
+	StringIDs   bool
+	StringBytes uint64
 }
 
 // FileLayout is where every section of a graph file of a given shape lies,
@@ -47,6 +59,7 @@ type FileShape struct {
 type FileLayout struct {
 	h         header
 	nameBytes int
+	strBytes  uint64
 }
 
 // NewFileLayout lays out a graph file of shape s. It fails on a big-endian
@@ -55,7 +68,10 @@ func NewFileLayout(s FileShape) (*FileLayout, error) {
 	if !littleEndian() {
 		return nil, errBigEndian
 	}
-	l := &FileLayout{h: header{version: FormatVersion, vertices: s.Vertices, edges: s.Edges}, nameBytes: s.NameBytes}
+	if s.External && s.StringIDs {
+		return nil, fmt.Errorf("graph file layout: both integer and string ids")
+	}
+	l := &FileLayout{h: header{vertices: s.Vertices, edges: s.Edges}, nameBytes: s.NameBytes, strBytes: s.StringBytes}
 	if s.Weighted {
 		l.h.flags |= flagWeighted
 	}
@@ -65,7 +81,14 @@ func NewFileLayout(s FileShape) (*FileLayout, error) {
 	if s.External {
 		l.h.flags |= flagIDs
 	}
-	l.h.layout(s.NameBytes)
+	if s.Timed {
+		l.h.flags |= flagTimed
+	}
+	if s.StringIDs {
+		l.h.flags |= flagStringIDs
+	}
+	l.h.version = versionFor(l.h.flags)
+	l.h.layout(s.NameBytes, s.StringBytes)
 	return l, nil
 }
 
@@ -75,7 +98,7 @@ func NewFileLayout(s FileShape) (*FileLayout, error) {
 func (l *FileLayout) WithEdges(e uint64) *FileLayout {
 	out := *l
 	out.h.edges = e
-	out.h.layout(l.nameBytes)
+	out.h.layout(l.nameBytes, l.strBytes)
 	return &out
 }
 
@@ -99,14 +122,15 @@ func (l *FileLayout) Header(numLabels uint32, sum uint64) []byte {
 
 // Checksum computes the content checksum (Graph.Checksum, the file's
 // Version) from the sections already written to f: CRC-64 over offsets,
-// targets, weights, labels and ids in that order, in parallel over a
+// targets, weights, labels, ids, times, bytime, stroffs and strbytes in that
+// order (absent ones add nothing), in parallel over a
 // read-only mapping where f can be mapped, else read through a buffer.
 func (l *FileLayout) Checksum(f *os.File) (uint64, error) {
 	h := &l.h
 	if data, unmap, err := mapFile(f, int(h.fileSize), false); err == nil {
 		defer unmap()
 		var parts [][]byte
-		for _, i := range []int{secOffsets, secTargets, secWeights, secLabels, secIDs} {
+		for _, i := range checksummed {
 			s := h.sections[i]
 			parts = append(parts, data[s.off:s.off+s.len])
 		}
@@ -114,7 +138,7 @@ func (l *FileLayout) Checksum(f *os.File) (uint64, error) {
 	}
 	var c uint64
 	buf := make([]byte, 4<<20)
-	for _, i := range []int{secOffsets, secTargets, secWeights, secLabels, secIDs} {
+	for _, i := range checksummed {
 		s := h.sections[i]
 		r := io.NewSectionReader(f, int64(s.off), int64(s.len))
 		for {
@@ -130,6 +154,10 @@ func (l *FileLayout) Checksum(f *os.File) (uint64, error) {
 	}
 	return c, nil
 }
+
+// checksummed lists the sections the content checksum covers, in order:
+// the content; name, byext are left out (a label and a derived index).
+var checksummed = []int{secOffsets, secTargets, secWeights, secLabels, secIDs, secTimes, secByTime, secStrOffsets, secStrBytes}
 
 // WriteFileAtomic runs write on a temporary file next to path and renames it
 // into place after a sync, as Save does; on any failure the temporary file

@@ -17,7 +17,8 @@ func TestFileLayoutWritesSaveBytes(t *testing.T) {
 			want := savedBytes(t, g)
 			for _, spare := range []uint64{0, 5} {
 				shape := FileShape{Vertices: uint64(g.NumVertices()), Edges: uint64(g.NumEdges()) + spare, NameBytes: len(g.Name),
-					Weighted: g.Weights != nil, Labelled: g.Labels != nil, External: g.IDs != nil}
+					Weighted: g.Weights != nil, Labelled: g.Labels != nil, External: g.IDs != nil,
+					Timed: g.Timed(), StringIDs: g.HasStringIDs(), StringBytes: uint64(len(g.StrBytes))}
 				l, err := NewFileLayout(shape)
 				if err != nil {
 					t.Fatal(err)
@@ -36,6 +37,7 @@ func TestFileLayoutWritesSaveBytes(t *testing.T) {
 					for id, b := range map[SectionID][]byte{
 						SectionName: []byte(g.Name), SectionOffsets: bytesOf(g.Offsets), SectionTargets: bytesOf(g.Targets),
 						SectionWeights: bytesOf(g.Weights), SectionLabels: bytesOf(g.Labels), SectionIDs: bytesOf(g.IDs), SectionByExt: bytesOf(g.byExt),
+						SectionTimes: bytesOf(g.Times), SectionByTime: bytesOf(g.ByTime), SectionStrOffsets: bytesOf(g.StrOffsets), SectionStrBytes: g.StrBytes,
 					} {
 						off, n := l.Section(id)
 						if n != uint64(len(b)) {

@@ -8,6 +8,7 @@ package graph
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"fmt"
@@ -23,9 +24,15 @@ import (
 // Magic opens every graph file.
 const Magic = "WSGRAPH\x00"
 
-// FormatVersion is the version of the file layout written by Save. Load
-// accepts exactly this version; a later layout gets a new number.
-const FormatVersion = 1
+// FormatVersion is the newest file layout this build reads and writes.
+// Save writes version 1 for a graph that has neither edge times nor string
+// ids, so such a file (and its Version) is the same as before version 2
+// existed and older readers still load it; version 2 only when it needs a
+// section version 1 lacks. Load accepts both.
+const FormatVersion = 2
+
+// formatVersion1 is the first layout: seven sections, no times, no string ids.
+const formatVersion1 = 1
 
 const (
 	headerSize   = 256
@@ -40,7 +47,10 @@ const (
 	flagWeighted uint32 = 1 << iota
 	flagLabelled
 	flagIDs
-	flagsKnown = flagWeighted | flagLabelled | flagIDs
+	flagTimed     // version 2: times and bytime sections
+	flagStringIDs // version 2: stroffs and strbytes sections (byext orders the strings)
+	flagsKnownV1  = flagWeighted | flagLabelled | flagIDs
+	flagsKnown    = flagsKnownV1 | flagTimed | flagStringIDs
 )
 
 // Section indexes in the header's section table, in file order.
@@ -52,10 +62,19 @@ const (
 	secLabels
 	secIDs
 	secByExt
+	secTimes
+	secByTime
+	secStrOffsets
+	secStrBytes
 	numSections
+	numSectionsV1 = secByExt + 1 // the table of a version 1 file ends after byext
 )
 
-var sectionNames = [numSections]string{"name", "offsets", "targets", "weights", "labels", "ids", "byext"}
+var sectionNames = [numSections]string{"name", "offsets", "targets", "weights", "labels", "ids", "byext", "times", "bytime", "stroffs", "strbytes"}
+
+// maxStringID bounds one string id, so a corrupt or hostile file cannot make
+// a reader copy megabytes per vertex into a walk.
+const maxStringID = 1024
 
 // Header field offsets (bytes from the start of the file).
 const (
@@ -68,10 +87,29 @@ const (
 	hReserved   = 36
 	hChecksum   = 40
 	hFileSize   = 48
-	hSections   = 64                         // numSections x (offset uint64, length uint64)
-	hHeaderCRC  = hSections + 16*numSections // CRC-64 of bytes [0, hHeaderCRC)
-	hHeaderUsed = hHeaderCRC + 8
+	hSections   = 64 // sections(version) x (offset uint64, length uint64)
+	hHeaderCRC  = hSections + 16*numSectionsV1 // version 1: CRC-64 of bytes [0, hHeaderCRC)
+	hHeaderCRC2 = hSections + 16*numSections   // version 2: CRC-64 of bytes [0, hHeaderCRC2)
 )
+
+// tableLen is how many section table entries a file of version v has.
+func tableLen(v uint32) int {
+	if v == formatVersion1 {
+		return numSectionsV1
+	}
+	return numSections
+}
+
+// crcAt is where the header CRC of a version v file lies.
+func crcAt(v uint32) int { return hSections + 16*tableLen(v) }
+
+// versionFor is the oldest layout that can hold a file with these flags.
+func versionFor(flags uint32) uint32 {
+	if flags&^flagsKnownV1 != 0 {
+		return FormatVersion
+	}
+	return formatVersion1
+}
 
 var crcTable = crc64.MakeTable(crc64.ECMA)
 
@@ -98,18 +136,20 @@ func (h *header) encode() []byte {
 	le.PutUint32(b[hNumLabels:], h.numLabels)
 	le.PutUint64(b[hChecksum:], h.checksum)
 	le.PutUint64(b[hFileSize:], h.fileSize)
-	for i, s := range h.sections {
+	for i, s := range h.sections[:tableLen(h.version)] {
 		le.PutUint64(b[hSections+16*i:], s.off)
 		le.PutUint64(b[hSections+16*i+8:], s.len)
 	}
-	le.PutUint64(b[hHeaderCRC:], crc64.Checksum(b[:hHeaderCRC], crcTable))
+	at := crcAt(h.version)
+	le.PutUint64(b[at:], crc64.Checksum(b[:at], crcTable))
 	return b
 }
 
 // layout fills the section table for a graph of the given shape and returns
 // the file size. Sections follow the header in table order, each starting on
-// a 64-byte boundary; absent sections have offset and length 0.
-func (h *header) layout(nameLen int) uint64 {
+// a 64-byte boundary; absent sections have offset and length 0. strLen is
+// the total length of the string ids (0 without them).
+func (h *header) layout(nameLen int, strLen uint64) uint64 {
 	v, e := h.vertices, h.edges
 	lens := [numSections]uint64{secName: uint64(nameLen), secOffsets: (v + 1) * 8, secTargets: e * 4}
 	if h.flags&flagWeighted != 0 {
@@ -121,6 +161,15 @@ func (h *header) layout(nameLen int) uint64 {
 	if h.flags&flagIDs != 0 {
 		lens[secIDs] = v * 8
 		lens[secByExt] = v * 4
+	}
+	if h.flags&flagTimed != 0 {
+		lens[secTimes] = e * 8
+		lens[secByTime] = e * 4
+	}
+	if h.flags&flagStringIDs != 0 {
+		lens[secByExt] = v * 4
+		lens[secStrOffsets] = (v + 1) * 8
+		lens[secStrBytes] = strLen
 	}
 	pos := uint64(headerSize)
 	for i, n := range lens {
@@ -159,14 +208,22 @@ func decodeHeader(b []byte, fileSize uint64) (*header, error) {
 		checksum:  le.Uint64(b[hChecksum:]),
 		fileSize:  le.Uint64(b[hFileSize:]),
 	}
-	if h.version != FormatVersion {
-		return nil, fmt.Errorf("%w: format version %d at offset %d, this build reads version %d", ErrFormat, h.version, hVersion, FormatVersion)
+	if h.version != formatVersion1 && h.version != FormatVersion {
+		return nil, fmt.Errorf("%w: format version %d at offset %d, this build reads versions %d and %d", ErrFormat, h.version, hVersion, formatVersion1, FormatVersion)
 	}
-	if got, want := le.Uint64(b[hHeaderCRC:]), crc64.Checksum(b[:hHeaderCRC], crcTable); got != want {
-		return nil, fmt.Errorf("%w: header checksum %016x at offset %d does not match the header (%016x): the header is corrupt", ErrFormat, got, hHeaderCRC, want)
+	at := crcAt(h.version)
+	if got, want := le.Uint64(b[at:]), crc64.Checksum(b[:at], crcTable); got != want {
+		return nil, fmt.Errorf("%w: header checksum %016x at offset %d does not match the header (%016x): the header is corrupt", ErrFormat, got, at, want)
 	}
-	if h.flags&^flagsKnown != 0 {
-		return nil, fmt.Errorf("%w: unknown flags %#x at offset %d", ErrFormat, h.flags&^flagsKnown, hFlags)
+	known := flagsKnown
+	if h.version == formatVersion1 {
+		known = flagsKnownV1
+	}
+	if h.flags&^known != 0 {
+		return nil, fmt.Errorf("%w: unknown flags %#x at offset %d for format version %d", ErrFormat, h.flags&^known, hFlags, h.version)
+	}
+	if h.flags&flagIDs != 0 && h.flags&flagStringIDs != 0 {
+		return nil, fmt.Errorf("%w: flags %#x at offset %d ask for both integer and string ids", ErrFormat, h.flags, hFlags)
 	}
 	if h.fileSize != fileSize {
 		return nil, fmt.Errorf("%w: header says the file is %d bytes, it is %d (truncated or appended to)", ErrFormat, h.fileSize, fileSize)
@@ -182,12 +239,12 @@ func decodeHeader(b []byte, fileSize uint64) (*header, error) {
 	if h.flags&flagLabelled == 0 && h.numLabels != 0 || h.numLabels > 256 {
 		return nil, fmt.Errorf("%w: label count %d at offset %d is inconsistent with the flags", ErrFormat, h.numLabels, hNumLabels)
 	}
-	for i := range h.sections {
+	for i := range tableLen(h.version) {
 		h.sections[i].off = le.Uint64(b[hSections+16*i:])
 		h.sections[i].len = le.Uint64(b[hSections+16*i+8:])
 	}
 	want := *h
-	want.layout(0)
+	want.layout(0, h.sections[secStrBytes].len)
 	prevEnd := uint64(headerSize)
 	for i, s := range h.sections {
 		at := hSections + 16*i
@@ -197,6 +254,9 @@ func decodeHeader(b []byte, fileSize uint64) (*header, error) {
 			if s.len > maxNameBytes {
 				return nil, fmt.Errorf("%w: name section at offset %d is %d bytes, limit %d", ErrFormat, at, s.len, maxNameBytes)
 			}
+		}
+		if i == secStrBytes && s.len > h.vertices*maxStringID {
+			return nil, fmt.Errorf("%w: strbytes section at offset %d is %d bytes, more than %d vertices of at most %d bytes", ErrFormat, at, s.len, h.vertices, maxStringID)
 		}
 		if s.len != wantLen {
 			return nil, fmt.Errorf("%w: %s section (table entry at offset %d) is %d bytes, want %d for V=%d E=%d", ErrFormat, sectionNames[i], at, s.len, wantLen, h.vertices, h.edges)
@@ -233,7 +293,13 @@ func Save(path string, g *Graph) (err error) {
 			return fmt.Errorf("save %s: %w", path, err)
 		}
 	}
-	h := &header{version: FormatVersion, vertices: uint64(g.NumVertices()), edges: uint64(g.NumEdges())}
+	if g.StrOffsets != nil && len(byExt) != g.NumVertices() {
+		var err error
+		if byExt, err = stringIndex(g.StrOffsets, g.StrBytes); err != nil {
+			return fmt.Errorf("save %s: %w", path, err)
+		}
+	}
+	h := &header{vertices: uint64(g.NumVertices()), edges: uint64(g.NumEdges())}
 	if g.Weights != nil {
 		h.flags |= flagWeighted
 	}
@@ -250,11 +316,19 @@ func Save(path string, g *Graph) (err error) {
 	if g.IDs != nil {
 		h.flags |= flagIDs
 	}
+	if g.Times != nil {
+		h.flags |= flagTimed
+	}
+	if g.StrOffsets != nil {
+		h.flags |= flagStringIDs
+	}
+	h.version = versionFor(h.flags)
 	h.checksum = graphChecksum(g)
-	h.layout(len(g.Name))
+	h.layout(len(g.Name), uint64(len(g.StrBytes)))
 	payload := [numSections][]byte{
 		secName: []byte(g.Name), secOffsets: bytesOf(g.Offsets), secTargets: bytesOf(g.Targets),
 		secWeights: bytesOf(g.Weights), secLabels: bytesOf(g.Labels), secIDs: bytesOf(g.IDs), secByExt: bytesOf(byExt),
+		secTimes: bytesOf(g.Times), secByTime: bytesOf(g.ByTime), secStrOffsets: bytesOf(g.StrOffsets), secStrBytes: g.StrBytes,
 	}
 	return writeAtomic(path, func(f *os.File) error {
 		w := bufio.NewWriterSize(f, 1<<20)
@@ -449,6 +523,10 @@ func decode(data []byte, o LoadOptions) (*Graph, error) {
 		NumLabels: int(h.numLabels),
 		IDs:       sliceOf[int64](sec(secIDs)),
 		byExt:     sliceOf[uint32](sec(secByExt)),
+		Times:      sliceOf[int64](sec(secTimes)),
+		ByTime:     sliceOf[uint32](sec(secByTime)),
+		StrOffsets: sliceOf[uint64](sec(secStrOffsets)),
+		StrBytes:   sec(secStrBytes),
 	}
 	// A graph with no edges still has flags saying which arrays exist;
 	// keep them non-nil so Weighted/Labelled answer as the writer meant.
@@ -460,6 +538,22 @@ func decode(data []byte, o LoadOptions) (*Graph, error) {
 	}
 	if h.flags&flagIDs != 0 && g.IDs == nil {
 		g.IDs, g.byExt = []int64{}, []uint32{}
+	}
+	if h.flags&flagTimed != 0 && g.Times == nil {
+		g.Times, g.ByTime = []int64{}, []uint32{}
+	}
+	if h.flags&flagStringIDs != 0 {
+		if g.byExt == nil {
+			g.byExt = []uint32{}
+		}
+		if g.StrBytes == nil {
+			g.StrBytes = []byte{}
+		}
+	}
+	// Offsets and lengths of the string sections are checked here, not only
+	// by Validate: the strings are read through them even with SkipValidate.
+	if g.StrOffsets != nil && g.StrOffsets[len(g.StrOffsets)-1] != uint64(len(g.StrBytes)) {
+		return nil, fmt.Errorf("%w: the last string offset is %d, the strbytes section (offset %d) is %d bytes", ErrFormat, g.StrOffsets[len(g.StrOffsets)-1], h.sections[secStrBytes].off, len(g.StrBytes))
 	}
 	if !o.SkipValidate {
 		if err := validateLoaded(g, h); err != nil {
@@ -492,6 +586,17 @@ func validateLoaded(g *Graph, h *header) error {
 			}
 		}
 	}
+	if g.StrOffsets != nil {
+		n := uint32(g.NumVertices())
+		for i, d := range g.byExt {
+			if d >= n {
+				return fmt.Errorf("%w: string-id index entry %d at offset %d is %d, beyond %d vertices", ErrFormat, i, h.sections[secByExt].off+uint64(i)*4, d, n)
+			}
+			if i > 0 && g.compareStrings(g.byExt[i-1], d) >= 0 {
+				return fmt.Errorf("%w: string-id index not strictly increasing at entry %d (offset %d)", ErrFormat, i, h.sections[secByExt].off+uint64(i)*4)
+			}
+		}
+	}
 	if g.IDs != nil {
 		n := uint32(len(g.IDs))
 		for i, d := range g.byExt {
@@ -520,3 +625,21 @@ func sliceOf[T any](b []byte) []T {
 }
 
 func crcOf(b []byte) uint64 { return crc64.Checksum(b, crcTable) }
+
+// stringIndex returns the dense ids ordered by string id, failing on a
+// repeated id.
+func stringIndex(offs []uint64, b []byte) ([]uint32, error) {
+	n := len(offs) - 1
+	id := func(v uint32) []byte { return b[offs[v]:offs[v+1]] }
+	idx := make([]uint32, n)
+	for i := range idx {
+		idx[i] = uint32(i)
+	}
+	slices.SortFunc(idx, func(x, y uint32) int { return bytes.Compare(id(x), id(y)) })
+	for i := 1; i < n; i++ {
+		if bytes.Equal(id(idx[i]), id(idx[i-1])) {
+			return nil, fmt.Errorf("%w: string id %q used by dense ids %d and %d", ErrInvalid, id(idx[i]), idx[i-1], idx[i])
+		}
+	}
+	return idx, nil
+}

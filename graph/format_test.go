@@ -42,6 +42,21 @@ func sameGraph(t *testing.T, got, want *Graph) {
 			}
 		}
 	}
+	eq("times", got.Times == nil, want.Times == nil)
+	if got.Times != nil {
+		eq("times", nonNil(got.Times), nonNil(want.Times))
+		eq("time order", nonNil(got.ByTime), nonNil(want.ByTime))
+	}
+	eq("string ids", got.HasStringIDs(), want.HasStringIDs())
+	for v := range uint32(got.NumVertices()) {
+		s := got.ExternalString(v)
+		if w := want.ExternalString(v); s != w {
+			t.Fatalf("ExternalString(%d) = %q, want %q", v, s, w)
+		}
+		if d, ok := got.DenseIDString(s); !ok || d != v {
+			t.Fatalf("DenseIDString(%q) = %d, %v; want %d", s, d, ok, v)
+		}
+	}
 }
 
 func nonNil[T any](s []T) []T {
@@ -55,7 +70,13 @@ func testGraphs(t *testing.T) map[string]*Graph { return testGraphsTB(t) }
 
 func testGraphsTB(t testing.TB) map[string]*Graph {
 	t.Helper()
-	edges := []Edge{{10, 20, 1.5, 1}, {20, 30, 2, 0}, {30, 10, 0.25, 2}, {10, 30, 3, 1}, {-7, 10, 1, 0}, {1 << 40, 20, 9, 3}}
+	edges := []Edge{
+		{Src: 10, Dst: 20, Weight: 1.5, Label: 1, Time: 500}, {Src: 20, Dst: 30, Weight: 2, Time: -3},
+		{Src: 30, Dst: 10, Weight: 0.25, Label: 2, Time: 7}, {Src: 10, Dst: 30, Weight: 3, Label: 1, Time: 100},
+		{Src: -7, Dst: 10, Weight: 1, Time: 7}, {Src: 1 << 40, Dst: 20, Weight: 9, Label: 3, Time: 1 << 41},
+		// The same pair at another time: one edge untimed, two when timed.
+		{Src: 10, Dst: 20, Weight: 4, Label: 1, Time: 50},
+	}
 	out := map[string]*Graph{}
 	for name, o := range map[string]BuildOptions{
 		"plain":      {Name: "plain"},
@@ -64,10 +85,11 @@ func testGraphsTB(t testing.TB) map[string]*Graph {
 		"all":        {Name: "all ünïcode", Weighted: true, Labelled: true, Undirected: true, SelfLoops: true},
 		"dense":      {Name: "dense", DenseIDs: true, NumVertices: 50},
 		"denseEmpty": {Name: "", DenseIDs: true, NumVertices: 3},
+		"timed":      {Name: "timed", Weighted: true, Labelled: true, Timed: true, Undirected: true},
 	} {
 		in := edges
 		if o.DenseIDs {
-			in = []Edge{{1, 2, 1, 0}, {2, 1, 1, 0}, {40, 2, 1, 0}}
+			in = []Edge{{Src: 1, Dst: 2, Weight: 1}, {Src: 2, Dst: 1, Weight: 1}, {Src: 40, Dst: 2, Weight: 1}}
 			if o.Name == "" {
 				in = nil
 			}
@@ -88,6 +110,25 @@ func testGraphsTB(t testing.TB) map[string]*Graph {
 		t.Fatal(err)
 	}
 	out["rmat"] = rm
+	sedges := []StringEdge{
+		{Src: "user:10599066174", Dst: "item:ü", Weight: 2, Time: 9}, {Src: "item:ü", Dst: "b", Weight: 1, Time: 3},
+		{Src: "b", Dst: "user:10599066174", Weight: 5, Time: 3}, {Src: "user:10599066174", Dst: "b", Weight: 1, Time: 1},
+	}
+	for name, o := range map[string]BuildOptions{
+		"strings":      {Name: "strings", Weighted: true},
+		"stringsTimed": {Name: "st", Weighted: true, Timed: true, Undirected: true},
+	} {
+		g, err := FromStringEdges(sedges, o)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		out[name] = g
+	}
+	none, err := FromStringEdges(nil, BuildOptions{Name: "no vertices", Timed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out["stringsEmpty"] = none
 	return out
 }
 
@@ -130,6 +171,64 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	}
 }
 
+// Graphs without times or string ids are still written as version 1, so
+// their files and Versions do not change; the others are version 2.
+func TestSaveWritesTheOldestVersionThatHoldsTheGraph(t *testing.T) {
+	for name, g := range testGraphs(t) {
+		want := uint32(formatVersion1)
+		if g.Timed() || g.HasStringIDs() {
+			want = FormatVersion
+		}
+		if got := binary.LittleEndian.Uint32(savedBytes(t, g)[hVersion:]); got != want {
+			t.Errorf("%s: version %d, want %d", name, got, want)
+		}
+	}
+}
+
+func TestTimesAndStringIDs(t *testing.T) {
+	gs := testGraphs(t)
+	g := gs["timed"]
+	u, _ := g.DenseID(10)
+	v, _ := g.DenseID(20)
+	// 10 -> 20 at 50 and 500, 10 -> 30 at 100, 10 -> -7 at 7 (reverse edge).
+	var got []int64
+	for e := g.Offsets[u]; e < g.Offsets[u+1]; e++ {
+		got = append(got, g.ExternalID(g.Targets[e]), g.EdgeTime(e))
+	}
+	if want := []int64{-7, 7, 20, 50, 20, 500, 30, 7, 30, 100}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("vertex 10's edges (target, time) = %v, want %v", got, want)
+	}
+	if !reflect.DeepEqual(g.Times[g.Offsets[u]:g.Offsets[u+1]], []int64{7, 7, 50, 100, 500}) {
+		t.Fatalf("vertex 10's times in time order = %v", g.Times[g.Offsets[u]:g.Offsets[u+1]])
+	}
+	if !g.HasEdge(u, v) {
+		t.Fatal("HasEdge(10, 20) is false on the timed graph")
+	}
+	if lo, hi := g.TimeRange(); lo != -3 || hi != 1<<41 {
+		t.Fatalf("TimeRange = %d, %d", lo, hi)
+	}
+	s := gs["strings"]
+	for _, c := range []struct {
+		id string
+		ok bool
+	}{{"user:10599066174", true}, {"item:ü", true}, {"b", true}, {"a", false}, {"", false}, {"user:1", false}} {
+		d, ok := s.DenseIDString(c.id)
+		if ok != c.ok || ok && s.ExternalString(d) != c.id {
+			t.Errorf("DenseIDString(%q) = %d, %v", c.id, d, ok)
+		}
+	}
+	// Dense ids follow the strings' byte order, whatever the input order.
+	if s.ExternalString(0) != "b" || s.ExternalString(2) != "user:10599066174" {
+		t.Fatalf("dense order: %q %q %q", s.ExternalString(0), s.ExternalString(1), s.ExternalString(2))
+	}
+	if d, ok := gs["plain"].DenseIDString("1099511627776"); !ok || gs["plain"].ExternalID(d) != 1<<40 {
+		t.Fatal("DenseIDString does not parse a decimal id of an integer graph")
+	}
+	if _, err := FromStringEdges([]StringEdge{{Src: "a", Dst: string([]byte{0xff})}}, BuildOptions{}); err == nil {
+		t.Fatal("a string id that is not UTF-8 was accepted")
+	}
+}
+
 func TestSaveIsAtomic(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "g.wsg")
@@ -168,7 +267,51 @@ func savedBytes(t testing.TB, g *Graph) []byte {
 // rehead rewrites the header's CRC after a test edits a header field, so the
 // check under test is the one that fires.
 func rehead(b []byte) {
-	binary.LittleEndian.PutUint64(b[hHeaderCRC:], crcOf(b[:hHeaderCRC]))
+	at := crcAt(binary.LittleEndian.Uint32(b[hVersion:]))
+	binary.LittleEndian.PutUint64(b[at:], crcOf(b[:at]))
+}
+
+// Version 2's sections get the same scrutiny: a reader with SkipValidate
+// off must never index outside them or accept an order that would make a
+// temporal step or an id lookup wrong.
+func TestLoadRejectsBadVersion2Files(t *testing.T) {
+	g := testGraphs(t)["stringsTimed"]
+	good := savedBytes(t, g)
+	h, err := decodeHeader(good, uint64(len(good)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	le := binary.LittleEndian
+	cases := []struct {
+		name string
+		edit func([]byte)
+		want string
+	}{
+		{"v2 flags in a v1 file", func(b []byte) {
+			le.PutUint32(b[hVersion:], formatVersion1)
+			rehead(b)
+		}, "unknown flags"},
+		{"int and string ids", func(b []byte) { b[hFlags] |= byte(flagIDs); rehead(b) }, "both integer and string ids"},
+		{"times out of order", func(b []byte) { le.PutUint64(b[h.sections[secTimes].off:], 1<<60) }, "times of vertex"},
+		{"time order not a permutation", func(b []byte) { le.PutUint32(b[h.sections[secByTime].off:], 7) }, "not a permutation"},
+		{"string not UTF-8", func(b []byte) { b[h.sections[secStrBytes].off] = 0xff }, "UTF-8"},
+		{"string offsets", func(b []byte) { le.PutUint64(b[h.sections[secStrOffsets].off+8:], 1<<20) }, "string offsets"},
+		{"string index", func(b []byte) { le.PutUint32(b[h.sections[secByExt].off:], 2) }, "string-id index"},
+		{"strbytes too long", func(b []byte) {
+			le.PutUint64(b[hSections+16*secStrBytes+8:], 1<<40)
+			rehead(b)
+		}, "strbytes section"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := bytes.Clone(good)
+			c.edit(b)
+			_, err := Decode(b, LoadOptions{})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
 }
 
 func TestLoadRejectsBadFiles(t *testing.T) {

@@ -10,9 +10,11 @@
 package graph
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 )
 
 // MaxVertices is the largest vertex count a Graph can hold: dense ids are
@@ -45,9 +47,26 @@ type Graph struct {
 
 	// IDs maps dense id -> external id. Nil means the identity mapping.
 	IDs []int64
-	// byExt lists dense ids ordered by external id, for DenseID lookups when
-	// IDs is not the identity. Built by Finish or loaded from the file.
+	// byExt lists dense ids ordered by external id (integer or string), for
+	// DenseID and DenseIDString lookups when ids are not the identity. Built
+	// by Finish or loaded from the file.
 	byExt []uint32
+
+	// Times and ByTime hold edge times (format version 2; nil when the graph
+	// is untimed). They are in time order, not target order, so a temporal
+	// step finds its window by a binary search over contiguous times:
+	// Times[Offsets[v]:Offsets[v+1]] is non-decreasing, and ByTime[Offsets[v]+k]
+	// is the local index j of the edge (Targets[Offsets[v]+j]) whose time is
+	// Times[Offsets[v]+k], a permutation of [0, deg) with ties ordered by j.
+	// Targets stay sorted by target, so every other algorithm is unaffected.
+	Times  []int64
+	ByTime []uint32
+
+	// StrOffsets and StrBytes hold string external ids (format version 2;
+	// nil for integer ids): vertex v's id is StrBytes[StrOffsets[v]:StrOffsets[v+1]].
+	// IDs is nil when they are set.
+	StrOffsets []uint64
+	StrBytes   []byte
 
 	closer func() error // releases a memory mapping, if any
 }
@@ -77,7 +96,82 @@ func (g *Graph) HasEdge(u, v uint32) bool {
 	return i < len(adj) && adj[i] == v
 }
 
-// ExternalID converts a dense id to the user's external id.
+// Timed reports whether the graph holds edge times.
+func (g *Graph) Timed() bool { return g.Times != nil }
+
+// TimeRange returns the smallest and largest edge time (0, 0 when the graph
+// is untimed or has no edges). It is O(V): each vertex's times are sorted.
+func (g *Graph) TimeRange() (lo, hi int64) {
+	first := true
+	for v := 0; v < g.NumVertices(); v++ {
+		a, b := g.Offsets[v], g.Offsets[v+1]
+		if a == b || g.Times == nil {
+			continue
+		}
+		if first {
+			lo, hi, first = g.Times[a], g.Times[b-1], false
+			continue
+		}
+		lo, hi = min(lo, g.Times[a]), max(hi, g.Times[b-1])
+	}
+	return lo, hi
+}
+
+// EdgeTime returns the time of edge e (an index into Targets). It searches
+// e's vertex and its ByTime entries, O(log V + deg): for tests and exports,
+// not for walking.
+func (g *Graph) EdgeTime(e uint64) int64 {
+	v := sort.Search(g.NumVertices(), func(v int) bool { return g.Offsets[v+1] > e })
+	lo := g.Offsets[v]
+	j := uint32(e - lo)
+	for k, bj := range g.ByTime[lo:g.Offsets[v+1]] {
+		if bj == j {
+			return g.Times[lo+uint64(k)]
+		}
+	}
+	panic(fmt.Sprintf("graph: edge %d missing from the time order of vertex %d", e, v))
+}
+
+// HasStringIDs reports whether the graph's external ids are strings.
+func (g *Graph) HasStringIDs() bool { return g.StrOffsets != nil }
+
+// ExternalString returns dense vertex v's external id as a string: the
+// string id, or the integer id in decimal.
+func (g *Graph) ExternalString(v uint32) string {
+	if g.StrOffsets == nil {
+		return strconv.FormatInt(g.ExternalID(v), 10)
+	}
+	return string(g.stringID(v))
+}
+
+// stringID is v's string id, aliasing the graph's memory.
+func (g *Graph) stringID(v uint32) []byte { return g.StrBytes[g.StrOffsets[v]:g.StrOffsets[v+1]] }
+
+func (g *Graph) compareStrings(a, b uint32) int { return bytes.Compare(g.stringID(a), g.stringID(b)) }
+
+// DenseIDString converts an external id written as a string to a dense id:
+// a string id, or a decimal integer id for a graph with integer ids. ok is
+// false for an id the graph does not contain (or, for integer ids, one that
+// is not a decimal integer).
+func (g *Graph) DenseIDString(s string) (v uint32, ok bool) {
+	if g.StrOffsets == nil {
+		ext, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		return g.DenseID(ext)
+	}
+	idx := g.byExt
+	i := sort.Search(len(idx), func(i int) bool { return string(g.stringID(idx[i])) >= s })
+	if i < len(idx) && string(g.stringID(idx[i])) == s {
+		return idx[i], true
+	}
+	return 0, false
+}
+
+// ExternalID converts a dense id to the user's external id. For a graph
+// with string ids it returns the dense id: output that names vertices must
+// use ExternalString there (HasStringIDs says which).
 func (g *Graph) ExternalID(v uint32) int64 {
 	if g.IDs == nil {
 		return int64(v)
@@ -126,7 +220,8 @@ func (g *Graph) Close() error {
 // MemoryBytes is the size of the graph's arrays.
 func (g *Graph) MemoryBytes() int64 {
 	return int64(len(g.Offsets))*8 + int64(len(g.Targets))*4 + int64(len(g.Weights))*4 +
-		int64(len(g.Labels)) + int64(len(g.IDs))*8 + int64(len(g.byExt))*4
+		int64(len(g.Labels)) + int64(len(g.IDs))*8 + int64(len(g.byExt))*4 +
+		int64(len(g.Times))*8 + int64(len(g.ByTime))*4 + int64(len(g.StrOffsets))*8 + int64(len(g.StrBytes))
 }
 
 // Finish validates the structure, derives NumLabels and the external-id
@@ -159,6 +254,13 @@ func (g *Graph) Finish() error {
 		}
 		g.byExt = idx
 	}
+	if g.StrOffsets != nil && g.byExt == nil {
+		idx, err := stringIndex(g.StrOffsets, g.StrBytes)
+		if err != nil {
+			return err
+		}
+		g.byExt = idx
+	}
 	if g.Version == "" {
 		g.Version = fmt.Sprintf("%016x", g.Checksum())
 	}
@@ -185,28 +287,8 @@ func (g *Graph) Validate() error {
 	if g.Labels != nil && len(g.Labels) != len(g.Targets) {
 		return fmt.Errorf("%w: %d labels for %d edges", ErrInvalid, len(g.Labels), len(g.Targets))
 	}
-	if g.IDs != nil && len(g.IDs) != n {
-		return fmt.Errorf("%w: %d external ids for %d vertices", ErrInvalid, len(g.IDs), n)
+	if err := g.validateShape(); err != nil {
+		return err
 	}
-	for v := 0; v < n; v++ {
-		lo, hi := g.Offsets[v], g.Offsets[v+1]
-		if hi < lo {
-			return fmt.Errorf("%w: offsets decrease at vertex %d", ErrInvalid, v)
-		}
-		for e := lo; e < hi; e++ {
-			t := g.Targets[e]
-			if int(t) >= n {
-				return fmt.Errorf("%w: edge %d of vertex %d targets %d, beyond %d vertices", ErrInvalid, e, v, t, n)
-			}
-			if e > lo && g.Targets[e-1] > t {
-				return fmt.Errorf("%w: adjacency of vertex %d not sorted at edge %d", ErrInvalid, v, e)
-			}
-		}
-	}
-	for e, w := range g.Weights {
-		if !(w > 0) || math.IsInf(float64(w), 0) {
-			return fmt.Errorf("%w: edge %d has weight %v, want finite and > 0", ErrInvalid, e, w)
-		}
-	}
-	return nil
+	return g.validateRange(0, n)
 }

@@ -3,6 +3,7 @@ package graph
 import (
 	"fmt"
 	"math"
+	"unicode/utf8"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -24,8 +25,8 @@ func (g *Graph) validateParallel() error {
 	if g.Weights != nil && uint64(len(g.Weights)) != e || g.Labels != nil && uint64(len(g.Labels)) != e {
 		return fmt.Errorf("%w: weights or labels do not match %d edges", ErrInvalid, e)
 	}
-	if g.IDs != nil && len(g.IDs) != n {
-		return fmt.Errorf("%w: %d external ids for %d vertices", ErrInvalid, len(g.IDs), n)
+	if err := g.validateShape(); err != nil {
+		return err
 	}
 	const chunk = 1 << 15
 	chunks := (n + chunk - 1) / chunk
@@ -58,9 +59,36 @@ func (g *Graph) validateParallel() error {
 	return nil
 }
 
+// validateShape checks the lengths of the optional arrays against V and E
+// (after the offsets span [0, E] was checked), so validateRange can index
+// them without bounds failures.
+func (g *Graph) validateShape() error {
+	n := len(g.Offsets) - 1
+	e := len(g.Targets)
+	if g.IDs != nil && len(g.IDs) != n {
+		return fmt.Errorf("%w: %d external ids for %d vertices", ErrInvalid, len(g.IDs), n)
+	}
+	if (g.Times == nil) != (g.ByTime == nil) || g.Times != nil && (len(g.Times) != e || len(g.ByTime) != e) {
+		return fmt.Errorf("%w: %d times and %d time-order entries for %d edges", ErrInvalid, len(g.Times), len(g.ByTime), e)
+	}
+	if g.StrOffsets != nil {
+		if g.IDs != nil {
+			return fmt.Errorf("%w: both integer and string external ids", ErrInvalid)
+		}
+		if len(g.StrOffsets) != n+1 {
+			return fmt.Errorf("%w: %d string offsets for %d vertices, want %d", ErrInvalid, len(g.StrOffsets), n, n+1)
+		}
+		if g.StrOffsets[0] != 0 || g.StrOffsets[n] != uint64(len(g.StrBytes)) {
+			return fmt.Errorf("%w: string offsets span [%d,%d], want [0,%d]", ErrInvalid, g.StrOffsets[0], g.StrOffsets[n], len(g.StrBytes))
+		}
+	}
+	return nil
+}
+
 func (g *Graph) validateRange(from, to int) error {
 	n := uint32(len(g.Offsets) - 1)
 	e := uint64(len(g.Targets))
+	var seen []bool // scratch for the time-order permutation check
 	for v := from; v < to; v++ {
 		lo, hi := g.Offsets[v], g.Offsets[v+1]
 		if hi < lo || hi > e {
@@ -84,6 +112,44 @@ func (g *Graph) validateRange(from, to int) error {
 				}
 			}
 		}
+		if g.Times != nil {
+			var err error
+			if seen, err = g.validateTimes(v, lo, hi, seen); err != nil {
+				return err
+			}
+		}
+		if g.StrOffsets != nil {
+			a, b := g.StrOffsets[v], g.StrOffsets[v+1]
+			if b < a || b > uint64(len(g.StrBytes)) {
+				return fmt.Errorf("%w: string offsets of vertex %d are [%d,%d), not within [0,%d) and non-decreasing", ErrInvalid, v, a, b, len(g.StrBytes))
+			}
+			if s := g.StrBytes[a:b]; len(s) == 0 || len(s) > maxStringID || !utf8.Valid(s) {
+				return fmt.Errorf("%w: string id of vertex %d is %d bytes (want 1..%d of UTF-8)", ErrInvalid, v, len(s), maxStringID)
+			}
+		}
 	}
 	return nil
+}
+
+// validateTimes checks vertex v's times are sorted and its time order is a
+// permutation of [0, deg) with ties ordered by local index; seen is scratch
+// space, returned grown for the next vertex.
+func (g *Graph) validateTimes(v int, lo, hi uint64, seen []bool) ([]bool, error) {
+	d := int(hi - lo)
+	if cap(seen) < d {
+		seen = make([]bool, d)
+	}
+	seen = seen[:d]
+	clear(seen)
+	times, order := g.Times[lo:hi], g.ByTime[lo:hi]
+	for k, j := range order {
+		if int(j) >= d || seen[j] {
+			return seen, fmt.Errorf("%w: time order of vertex %d is not a permutation of its %d edges (entry %d is %d)", ErrInvalid, v, d, k, j)
+		}
+		seen[j] = true
+		if k > 0 && (times[k] < times[k-1] || times[k] == times[k-1] && j < order[k-1]) {
+			return seen, fmt.Errorf("%w: times of vertex %d not in order at edge %d", ErrInvalid, v, lo+uint64(k))
+		}
+	}
+	return seen, nil
 }
