@@ -21,11 +21,11 @@ func runLess(a, b *runReader) bool {
 	if a.cur.s != b.cur.s {
 		return a.cur.s < b.cur.s
 	}
-	if a.cur.t != b.cur.t {
-		return a.cur.t < b.cur.t
-	}
 	if a.cur.d != b.cur.d {
 		return a.cur.d < b.cur.d
+	}
+	if a.cur.t != b.cur.t {
+		return a.cur.t < b.cur.t
 	}
 	return a.idx < b.idx
 }
@@ -48,7 +48,7 @@ func siftDown(h []*runReader, i int) {
 	}
 }
 
-// mergeRuns calls emit for every record of runs in (s, t, d, run,
+// mergeRuns calls emit for every record of runs in (s, d, t, run,
 // position) order.
 func mergeRuns(ctx context.Context, runs []runFile, cols recCols, emit func(r *rec) error) error {
 	files, err := openRunFiles(runs)
@@ -88,7 +88,7 @@ func closeRunFiles(files []*os.File) {
 	}
 }
 
-// heapMerge calls emit for every record of the readers in (s, t, d, run,
+// heapMerge calls emit for every record of the readers in (s, d, t, run,
 // position) order.
 func heapMerge(ctx context.Context, rs []*runReader, emit func(r *rec) error) error {
 	h := make([]*runReader, 0, len(rs))

@@ -13,7 +13,7 @@ type kv struct {
 	idx uint32
 }
 
-// runSorter sorts runs by (src, dst, position). When the run's id ranges
+// runSorter sorts runs by (src, dst, time, position). When the run's id ranges
 // fit a 64-bit key ((src - min src) above (dst - min dst)), it uses a
 // stable LSD radix sort of (key, position) pairs: several times faster than
 // a comparison sort of 32-byte records, and stability gives the position
@@ -47,8 +47,8 @@ func (rs *runSorter) sort(recs []rec) []kv {
 	}
 	if tbits := bits.Len64(uint64(maxT) - uint64(minT)); tbits > 0 {
 		return rs.sortTimed(recs, []sortField{
-			{dbits, func(r *rec) uint64 { return uint64(r.d) - uint64(minD) }},
 			{tbits, func(r *rec) uint64 { return uint64(r.t) - uint64(minT) }},
+			{dbits, func(r *rec) uint64 { return uint64(r.d) - uint64(minD) }},
 			{sbits, func(r *rec) uint64 { return uint64(r.s) - uint64(minS) }},
 		})
 	}
@@ -99,7 +99,7 @@ type sortField struct {
 }
 
 // sortTimed sorts a timed run by its fields, given from the least
-// significant (target, time, source): consecutive fields that fit 64 bits
+// significant (time, target, source): consecutive fields that fit 64 bits
 // share a key, and a stable radix sort per key from the least significant
 // key on gives the order of all of them, ties in position order.
 func (rs *runSorter) sortTimed(recs []rec, fields []sortField) []kv {
@@ -192,13 +192,13 @@ func (rs *runSorter) inOrder(recs []rec) bool {
 	return !unsorted.Load()
 }
 
-// inOrder reports whether recs are sorted by (src, time, dst); positions
-// rise with the index, so they are then sorted by (src, time, dst,
+// inOrder reports whether recs are sorted by (src, dst, time); positions
+// rise with the index, so they are then sorted by (src, dst, time,
 // position) too.
 func inOrder(recs []rec) bool {
 	for i := 1; i < len(recs); i++ {
 		a, b := &recs[i-1], &recs[i]
-		if a.s > b.s || a.s == b.s && (a.t > b.t || a.t == b.t && a.d > b.d) {
+		if a.s > b.s || a.s == b.s && (a.d > b.d || a.d == b.d && a.t > b.t) {
 			return false
 		}
 	}

@@ -14,23 +14,22 @@ import (
 // when s repeats, else uvarint(d) (as uint64); then 4 bytes of weight and 1
 // of label when present. Sorted runs make both deltas small.
 //
-// Timed runs are sorted by (s, t, d), so the time comes between the two:
-// uvarint(t - prev t) when s repeats (times rise within a source), else
-// varint(t); then d as a delta only when t repeats too, else uvarint(d).
+// Timed runs are sorted by (s, d, t): after d comes uvarint(t - prev t)
+// when s and d repeat (times rise within a pair), else varint(t).
 //
 // With markEvery > 0 the encoder also records a runMark at every
 // markEvery-th record, so the final merge can start decoding a run in the
 // middle (mergepar.go).
 type runEncoder struct {
-	w                  *bufio.Writer
+	w *bufio.Writer
 	recCols
-	ps, pd, pt         uint64
-	started            bool
-	buf                []byte
-	markEvery          int64
-	n                  int64 // records encoded, counting from the run's start
-	base               int64 // bytes flushed before buf
-	marks              []runMark
+	ps, pd, pt uint64
+	started    bool
+	buf        []byte
+	markEvery  int64
+	n          int64 // records encoded, counting from the run's start
+	base       int64 // bytes flushed before buf
+	marks      []runMark
 }
 
 // runMark is a place where a run's decoder can start: record n begins at
@@ -71,19 +70,18 @@ func (e *runEncoder) add(r *rec) {
 	e.n++
 	b := binary.AppendUvarint(e.buf, s-e.ps)
 	same := e.started && s == e.ps
-	if e.timed {
-		if same {
-			b = binary.AppendUvarint(b, t-e.pt)
-		} else {
-			b = binary.AppendVarint(b, r.t)
-		}
-		same = same && t == e.pt
-		e.pt = t
-	}
 	if same {
 		b = binary.AppendUvarint(b, d-e.pd)
 	} else {
 		b = binary.AppendUvarint(b, d)
+	}
+	if e.timed {
+		if same && d == e.pd {
+			b = binary.AppendUvarint(b, t-e.pt)
+		} else {
+			b = binary.AppendVarint(b, r.t)
+		}
+		e.pt = t
 	}
 	if e.weighted {
 		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(r.w))
@@ -385,24 +383,6 @@ func (rr *runReader) next() (bool, error) {
 		return false, rr.corrupt()
 	}
 	same := !rr.first && ds == 0
-	t := rr.pt
-	if rr.timed {
-		var k int
-		if same {
-			var dt uint64
-			dt, k = binary.Uvarint(b[n:])
-			t += dt
-			same = dt == 0
-		} else {
-			var x int64
-			x, k = binary.Varint(b[n:])
-			t = uint64(x)
-		}
-		if k <= 0 {
-			return false, rr.corrupt()
-		}
-		n += k
-	}
 	dd, k := binary.Uvarint(b[n:])
 	if k <= 0 {
 		return false, rr.corrupt()
@@ -412,6 +392,22 @@ func (rr *runReader) next() (bool, error) {
 	d := dd
 	if same {
 		d = rr.pd + dd
+	}
+	t := rr.pt
+	if rr.timed {
+		if same && dd == 0 {
+			var dt uint64
+			dt, k = binary.Uvarint(b[n:])
+			t += dt
+		} else {
+			var x int64
+			x, k = binary.Varint(b[n:])
+			t = uint64(x)
+		}
+		if k <= 0 {
+			return false, rr.corrupt()
+		}
+		n += k
 	}
 	rr.first = false
 	rr.ps, rr.pd, rr.pt = s, d, t

@@ -11,8 +11,8 @@ import (
 )
 
 // rec is one directed edge in a run. seq is the position in the run, so
-// sorting by (s, t, d, seq) is a stable sort by (s, t, d): an untimed
-// edge's t is 0, and the order is then (s, d) as before times existed.
+// sorting by (s, d, t, seq) is a stable sort by (s, d, t), the graph
+// file's edge order (an untimed edge's t is 0).
 type rec struct {
 	s, d, t int64
 	w       float32
@@ -24,10 +24,10 @@ func cmpRec(a, b rec) int {
 	if c := cmp.Compare(a.s, b.s); c != 0 {
 		return c
 	}
-	if c := cmp.Compare(a.t, b.t); c != 0 {
+	if c := cmp.Compare(a.d, b.d); c != 0 {
 		return c
 	}
-	if c := cmp.Compare(a.d, b.d); c != 0 {
+	if c := cmp.Compare(a.t, b.t); c != 0 {
 		return c
 	}
 	return cmp.Compare(a.seq, b.seq)
