@@ -26,10 +26,11 @@ type edgeBatch struct {
 	t        []int64   // nil unless timed
 	maxID    int64     // largest id in the batch (used with dense ids), -1 when empty
 
-	// With string ids, src and dst hold strRefs into strs, and hs and hd
-	// the strings' hashes (computed by the decoders, which run in
-	// parallel, for the run builder's interning, which must be quick).
-	strs   []byte
+	// With string ids, src and dst hold strRefs into strs[0] and strs[1]
+	// (one arena a column, so that a Parquet decoder can read the two at
+	// once), and hs and hd the strings' hashes: computed by the decoders,
+	// which run in parallel, for the run builder's interning.
+	strs   [2][]byte
 	hs, hd []uint64
 
 	err error // the decoder's error after the batch's edges, if any
@@ -44,7 +45,7 @@ type edgeBatch struct {
 // reset empties b for reuse, keeping its arrays.
 func (b *edgeBatch) reset() {
 	b.src, b.dst, b.w, b.l, b.t = b.src[:0], b.dst[:0], b.w[:0], b.l[:0], b.t[:0]
-	b.strs, b.hs, b.hd = b.strs[:0], b.hs[:0], b.hd[:0]
+	b.strs[0], b.strs[1], b.hs, b.hd = b.strs[0][:0], b.strs[1][:0], b.hs[:0], b.hd[:0]
 	b.maxID, b.err = -1, nil
 	b.part, b.firstRow, b.lines, b.bytes = 0, 0, 0, 0
 }

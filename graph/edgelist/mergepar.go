@@ -367,10 +367,10 @@ type partWriter struct {
 	vt    []int64            // timed: the current vertex's times, in edge order
 	vord  []uint32           // scratch for its time order
 	tv    int                // the vertex whose times vt holds
-	dense []uint32 // the batch's targets as dense ids
-	e     uint64   // the next edge's index
-	nextV int      // next vertex whose offset is unwritten
-	src   int      // rank cursor for the (sorted) sources
+	dense []uint32           // the batch's targets as dense ids
+	e     uint64             // the next edge's index
+	nextV int                // next vertex whose offset is unwritten
+	src   int                // rank cursor for the (sorted) sources
 }
 
 // partScratch is one worker's buffers, reused from part to part: a read

@@ -52,11 +52,11 @@ func checkStringID(b []byte) error {
 	return nil
 }
 
-// appendStringID adds a validated string id to the batch's arena and
-// returns its reference and hash.
-func appendStringID(e *edgeBatch, b []byte, seed maphash.Seed) (int64, uint64) {
-	off := len(e.strs)
-	e.strs = append(e.strs, b...)
+// appendStringID adds a validated string id to an arena and returns its
+// reference and hash.
+func appendStringID(arena *[]byte, b []byte, seed maphash.Seed) (int64, uint64) {
+	off := len(*arena)
+	*arena = append(*arena, b...)
 	return mkRef(off, len(b)), maphash.Bytes(seed, b)
 }
 
@@ -146,10 +146,10 @@ func (rd *runDict) internRange(e *edgeBatch, i, j int) {
 		sh := &rd.shards[t]
 		for k := i; k < j; k++ {
 			if ns == 1 || shardOf(e.hs[k], ns) == t {
-				e.src[k] = int64(sh.intern(refStr(e.strs, e.src[k]), e.hs[k]))*int64(ns) + int64(t)
+				e.src[k] = int64(sh.intern(refStr(e.strs[0], e.src[k]), e.hs[k]))*int64(ns) + int64(t)
 			}
 			if ns == 1 || shardOf(e.hd[k], ns) == t {
-				e.dst[k] = int64(sh.intern(refStr(e.strs, e.dst[k]), e.hd[k]))*int64(ns) + int64(t)
+				e.dst[k] = int64(sh.intern(refStr(e.strs[1], e.dst[k]), e.hd[k]))*int64(ns) + int64(t)
 			}
 		}
 	}

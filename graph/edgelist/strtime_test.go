@@ -1,10 +1,14 @@
 package edgelist
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/parquet-go/parquet-go"
 
 	"github.com/walkstage/walkstage/graph"
 )
@@ -122,6 +126,53 @@ func TestImportStringIDsAndTimesMatchFromEdges(t *testing.T) {
 			if c.o.RunEdges == 5 && st.Runs <= 16 {
 				t.Fatalf("only %d runs: the multi-round merge was not exercised", st.Runs)
 			}
+		})
+	}
+}
+
+type pqStringEdge struct {
+	Src    string  `parquet:"src"`
+	Dst    string  `parquet:"dst,dict"`
+	Weight float32 `parquet:"weight"`
+	When   int64   `parquet:"when"`
+}
+
+// TestImportParquetStringIDsAndTimes reads string id columns (plain and
+// dictionary-coded) and a named time column, over several row groups and
+// pages, read by one worker and several, and compares with
+// graph.FromStringEdges.
+func TestImportParquetStringIDsAndTimes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	edges := randomStringEdges(rng, 3000)
+	rows := make([]pqStringEdge, len(edges))
+	for i, e := range edges {
+		rows[i] = pqStringEdge{Src: e.Src, Dst: e.Dst, Weight: e.Weight, When: e.Time}
+	}
+	path := writeParquet(t, rows, parquet.MaxRowsPerRowGroup(777), parquet.PageBufferSize(2048))
+	for _, c := range []struct {
+		name string
+		o    ImportOptions
+	}{
+		{"strings", ImportOptions{Name: "p", StringIDs: true, Weighted: true, Duplicates: graph.DupSumWeights, RunEdges: 500}},
+		{"strings+times", ImportOptions{Name: "p", StringIDs: true, TimeColumnName: "when", Duplicates: graph.DupKeepFirst, Workers: 1}},
+		{"strings+times/undirected", ImportOptions{Name: "p", StringIDs: true, TimeColumnName: "when", Undirected: true, Weighted: true,
+			Duplicates: graph.DupKeepAll, RunEdges: 333, Workers: 4, batchRows: 100}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			want, err := graph.FromStringEdges(edges, stringBuildOpts(c.o))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(t.TempDir(), "g.wsg")
+			if _, err := ImportParquet(context.Background(), path, out, c.o); err != nil {
+				t.Fatal(err)
+			}
+			got, err := graph.LoadWith(out, graph.LoadOptions{VerifyChecksum: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer got.Close()
+			sameGraph(t, got, want)
 		})
 	}
 }

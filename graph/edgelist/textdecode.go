@@ -202,9 +202,9 @@ func parseEdge(e *edgeBatch, f [][]byte, o ImportOptions) error {
 		if err := parseWeightLabel(e, f, o); err != nil {
 			return err
 		}
-		r, h := appendStringID(e, f[0], o.hashSeed)
+		r, h := appendStringID(&e.strs[0], f[0], o.hashSeed)
 		e.src, e.hs = append(e.src, r), append(e.hs, h)
-		r, h = appendStringID(e, f[1], o.hashSeed)
+		r, h = appendStringID(&e.strs[1], f[1], o.hashSeed)
 		e.dst, e.hd = append(e.dst, r), append(e.hd, h)
 		return nil
 	}
