@@ -2,8 +2,8 @@ package edgelist
 
 import (
 	"errors"
-	"hash/maphash"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"math"
 

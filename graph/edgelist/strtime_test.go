@@ -176,3 +176,63 @@ func TestImportParquetStringIDsAndTimes(t *testing.T) {
 		})
 	}
 }
+
+// TestImportStringIDsAndTimesErrors checks that bad string ids and times
+// stop the import with the line or row that holds them.
+func TestImportStringIDsAndTimesErrors(t *testing.T) {
+	str := ImportOptions{StringIDs: true}
+	timed := ImportOptions{TimeColumn: 3}
+	for _, c := range []struct {
+		name, text string
+		o          ImportOptions
+		want       string
+	}{
+		{"empty id field", "a b\nc\n", str, "line 2: 1 field, want 2 (src dst)"},
+		{"empty id field, comma", "a,b\nd,\n", str, "line 2: 1 field, want 2 (src dst)"},
+		{"bad utf-8", "a b\nc \xff\xfe\n", str, `line 2: bad target id "\xff\xfe": not valid UTF-8`},
+		{"long id", "a " + strings.Repeat("x", maxStringIDBytes+1) + "\n", str, "line 1: bad target id"},
+		{"string id without the flag", "user:1 user:2\n", ImportOptions{}, `line 1: bad source id "user:1" (not an integer; --id-type string reads string ids)`},
+		{"string and dense ids", "a b\n", ImportOptions{StringIDs: true, DenseIDs: true}, "string ids cannot be dense ids"},
+		{"duplicate strings", "a b 5\nb c 1\na b 5\n", ImportOptions{StringIDs: true, TimeColumn: 3, Duplicates: graph.DupError}, `duplicate edge "a" -> "b" at time 5`},
+		{"non-integer time", "1 2 10\n2 3 1.5\n", timed, `line 2: bad time "1.5" in column 3 (want an integer`},
+		{"time column missing", "1 2 10\n2 3\n", timed, "line 2: 2 fields, want 3 (src dst time)"},
+		{"time column out of range", "1 2 10\n", ImportOptions{TimeColumn: 4}, "time column 4: want a column from 3 to 3"},
+		{"time before the weight", "1 2 x 1.5\n", ImportOptions{TimeColumn: 3, Weighted: true}, `line 1: bad time "x" in column 3`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, err := importString(t, c.text, c.o)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+	// Parquet: the row that holds the bad value.
+	type pqBad struct {
+		Src  string `parquet:"src"`
+		Dst  string `parquet:"dst"`
+		Time int64  `parquet:"t"`
+	}
+	type pqFloatTime struct {
+		Src  string  `parquet:"src"`
+		Dst  string  `parquet:"dst"`
+		Time float64 `parquet:"t"`
+	}
+	for _, c := range []struct {
+		name string
+		path string
+		o    ImportOptions
+		want string
+	}{
+		{"empty string id", writeParquet(t, []pqBad{{"a", "b", 1}, {"a", "", 2}}), ImportOptions{StringIDs: true}, `row group 0 row 1: bad dst id "": empty`},
+		{"string ids not asked for", writeParquet(t, []pqBad{{"a", "b", 1}}), ImportOptions{}, `column "src" has type BYTE_ARRAY, want INT32 or INT64 (or BYTE_ARRAY with --id-type string)`},
+		{"no time column", writeParquet(t, []pqBad{{"a", "b", 1}}), ImportOptions{StringIDs: true, TimeColumnName: "time"}, `no column "time" (have src, dst, t)`},
+		{"float time column", writeParquet(t, []pqFloatTime{{"a", "b", 1}}), ImportOptions{StringIDs: true, TimeColumnName: "t"}, `column "t" has type DOUBLE, want INT32 or INT64 (times)`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ImportParquet(context.Background(), c.path, filepath.Join(t.TempDir(), "g.wsg"), c.o)
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "edges.parquet") {
+				t.Fatalf("got %v, want an error naming the file and %q", err, c.want)
+			}
+		})
+	}
+}
