@@ -85,11 +85,15 @@ type runBuilder struct {
 	lastAdd               time.Time
 	coders                []slabCoder // the sorter's spill encoders, one a worker
 
-	// With string ids, the current run's dictionary; the sorter hands
-	// the other back through freeDicts once it has ranked its strings.
-	dict      *runDict
-	freeDicts chan *runDict
-	dictLimit int // arena bytes at which a run is flushed
+	// With string ids, the current run's strings (a staging arena, see
+	// stageStrings); the sorter hands the other arena back through
+	// freeArenas once it has interned them. dict is the sorter's.
+	arena      *stagedStrings
+	freeArenas chan *stagedStrings
+	arenaLimit int   // arena bytes at which a run is flushed
+	arenaBytes int   // bytes staged in arena
+	prevSrc    int64 // the last staged source, -1 for none
+	dict       *runDict
 }
 
 // sortJob is one run handed to the sorter: spill it, or (the last run) keep
@@ -97,7 +101,7 @@ type runBuilder struct {
 type sortJob struct {
 	recs    []rec
 	dropped []int64
-	dict    *runDict // with string ids
+	arena   *stagedStrings // with string ids
 	spill   bool
 }
 
@@ -110,20 +114,22 @@ func newRunBuilder(ctx context.Context, input, tmpDir string, o ImportOptions) *
 	b.radix.par = o.Workers
 	b.coders = make([]slabCoder, max(1, o.Workers))
 	if o.StringIDs {
-		// Strings take memory beside the run's records: a run is cut at
-		// 16 bytes of distinct strings per record too.
-		b.dictLimit = max(1<<20, 16*o.RunEdges)
-		b.freeDicts = make(chan *runDict, 2)
-		b.freeDicts <- newRunDict(o.Workers)
-		b.dict = newRunDict(o.Workers)
+		// The staged strings take memory beside the run's records: a run
+		// is cut at 48 bytes of them a record too (two ids of 14 bytes
+		// with their heads fit). A dictionary shard's offsets are 32 bits.
+		b.arenaLimit = min(max(1<<20, 48*o.RunEdges), 1<<32)
+		b.freeArenas = make(chan *stagedStrings, 2)
+		b.freeArenas <- newStagedStrings(b.arenaLimit)
+		b.arena, b.prevSrc = newStagedStrings(b.arenaLimit), -1
+		b.dict = newRunDict(dictShards)
 	}
 	b.sorter = startWorker(1, b.sortRun, func(job sortJob) {
 		if job.spill {
 			b.free <- job.recs[:0]
-		}
-		if job.dict != nil {
-			job.dict.reset()
-			b.freeDicts <- job.dict
+			if b.freeArenas != nil {
+				job.arena.reset()
+				b.freeArenas <- job.arena
+			}
 		}
 	})
 	return b
@@ -144,18 +150,18 @@ func (b *runBuilder) addBatch(e *edgeBatch) error {
 		// An edge takes at most two slots of the run (itself and its
 		// reverse); a dropped self-loop's id takes one.
 		room := b.o.RunEdges - len(b.cur) - len(b.dropped)
-		if room < 2 || b.dict != nil && len(b.cur) > 0 && b.dict.bytes() >= b.dictLimit {
+		if room < 2 || b.o.StringIDs && len(b.cur) > 0 && b.arenaBytes >= b.arenaLimit {
 			if err := b.flush(true); err != nil {
 				return err
 			}
 			continue
 		}
 		j := min(len(e.src), i+room/2)
-		if b.dict != nil {
-			// Interned into this run's dictionary: the edges' ids are
-			// the run's own.
+		if b.o.StringIDs {
+			// The edges' ids become places in this run's arena.
 			j = min(j, i+stringChunk)
-			b.dict.internRange(e, i, j)
+			b.stageStrings(e, i, j)
+			b.arenaBytes = b.arena.size()
 		}
 		b.appendEdges(e, i, j)
 		i = j
@@ -181,8 +187,8 @@ func (b *runBuilder) appendEdges(e *edgeBatch, i, j int) {
 	b.appendBlocks(e, i, j)
 }
 
-// stringChunk is the most edges interned before the run's dictionary size
-// is checked again.
+// stringChunk is the most edges staged before the run's arena size is
+// checked again.
 const stringChunk = 16 << 10
 
 // parallelAppendMin is the fewest edges worth spreading over goroutines.
@@ -205,7 +211,7 @@ func (b *runBuilder) appendSerial(e *edgeBatch, i, j int) {
 		}
 		if s == d && !b.o.SelfLoops {
 			b.stats.SelfLoopsDropped++
-			if b.o.wantIDSets() { // a string run's dictionary has the id already
+			if !b.o.DenseIDs {
 				// Their ids still name vertices (as in graph.FromEdges); they
 				// count against the run so a file of self-loops stays
 				// bounded too.
@@ -284,7 +290,7 @@ func (b *runBuilder) appendBlocks(e *edgeBatch, i, j int) {
 		}
 	})
 	b.cur = cur
-	if !b.o.SelfLoops && b.o.wantIDSets() {
+	if !b.o.SelfLoops && !b.o.DenseIDs {
 		for t := range par {
 			if loops[t] == 0 {
 				continue
@@ -317,18 +323,18 @@ func (b *runBuilder) flush(spill bool) error {
 	if b.sorter.hasFailed() {
 		return errSorterFailed
 	}
-	if len(b.cur) == 0 && len(b.dropped) == 0 && (b.dict == nil || b.dict.bytes() == 0) {
+	if len(b.cur) == 0 && len(b.dropped) == 0 {
 		return nil
 	}
 	t0 := time.Now()
 	defer func() { b.waitSorter += time.Since(t0) }()
-	b.sorter.send(sortJob{recs: b.cur, dropped: b.dropped, dict: b.dict, spill: spill})
-	b.cur, b.dropped, b.dict = nil, nil, nil
+	b.sorter.send(sortJob{recs: b.cur, dropped: b.dropped, arena: b.arena, spill: spill})
+	b.cur, b.dropped, b.arena, b.prevSrc, b.arenaBytes = nil, nil, nil, -1, 0
 	if !spill {
 		return nil
 	}
-	if b.freeDicts != nil {
-		b.dict = <-b.freeDicts
+	if b.freeArenas != nil {
+		b.arena = <-b.freeArenas
 	}
 	b.cur = <-b.free
 	if b.cur == nil {
@@ -358,11 +364,13 @@ func (b *runBuilder) sortRun(job sortJob) error {
 	t0 := time.Now()
 	defer func() { b.sortBusy += time.Since(t0) }()
 	var strs strSet
-	if job.dict != nil {
-		// Local ids from here on: the records' provisional ids become
-		// their strings' ranks in the run.
+	if b.o.StringIDs {
+		// Local ids from here on: the records' places in the arena
+		// become provisional ids, then their strings' ranks in the run.
+		b.dict.reset()
+		b.dict.internRun(job.recs, job.arena, b.radix.par)
 		var rank []uint32
-		strs, rank = job.dict.sortedStrings(&b.radix)
+		strs, rank = b.dict.sortedStrings(&b.radix)
 		recs := job.recs
 		b.radix.forBlocks(len(recs), func(_, lo, hi int) {
 			for i := lo; i < hi; i++ {
@@ -425,7 +433,7 @@ func (b *runBuilder) spillRun(job sortJob, order []kv, strs strSet) error {
 			return err
 		}
 	}
-	if job.dict != nil {
+	if b.o.StringIDs {
 		if r.strPath, err = b.spill(func(w *bufio.Writer) error { return encodeStrings(w, strs) }); err != nil {
 			os.Remove(r.path)
 			return err

@@ -11,6 +11,7 @@ import (
 	"math/bits"
 	"os"
 	"slices"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -62,58 +63,88 @@ func appendStringID(arena *[]byte, b []byte, seed maphash.Seed) (int64, uint64) 
 
 // dictShard is one goroutine's share of a run dictionary: the strings whose
 // hash picks it, in an open-addressing table at most half full.
+//
+// A lookup should cost two cache misses, the slot and the string: a slot
+// holds 32 bits of the hash beside the string's arena offset, and the
+// arena holds each string after its length and entry number.
 type dictShard struct {
-	arena  []byte
-	refs   []int64  // entry -> its string in arena
-	hashes []uint64 // entry -> its hash, to grow the table without the strings
-	table  []uint32 // entry+1, 0 for an empty slot
+	arena []byte   // per string: uint16 length, uint32 entry, the bytes
+	offs  []uint32 // entry -> its place in arena
+	table []uint64 // low 32 hash bits << 32 | arena offset + 1; 0 for an empty slot
 }
 
+// dictHead is the bytes before each string in a shard's arena.
+const dictHead = 6
+
 func (d *dictShard) reset() {
-	d.arena, d.refs, d.hashes = d.arena[:0], d.refs[:0], d.hashes[:0]
+	d.arena, d.offs = d.arena[:0], d.offs[:0]
 	clear(d.table)
+}
+
+// str is entry e's string.
+func (d *dictShard) str(e int) []byte {
+	off := int(d.offs[e])
+	n := int(binary.LittleEndian.Uint16(d.arena[off:]))
+	return d.arena[off+dictHead : off+dictHead+n]
 }
 
 // intern returns the entry of b (hash h), adding it if it is new.
 func (d *dictShard) intern(b []byte, h uint64) uint32 {
-	if 2*(len(d.refs)+1) > len(d.table) {
+	if 2*(len(d.offs)+1) > len(d.table) {
 		d.grow()
 	}
 	mask := uint64(len(d.table) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
-		e := d.table[i]
-		if e == 0 {
-			n := uint32(len(d.refs))
-			d.table[i] = n + 1
-			d.refs = append(d.refs, mkRef(len(d.arena), len(b)))
-			d.hashes = append(d.hashes, h)
+	h32 := uint64(uint32(h))
+	for i := h32 & mask; ; i = (i + 1) & mask {
+		slot := d.table[i]
+		if slot == 0 {
+			e := uint32(len(d.offs))
+			off := len(d.arena)
+			d.table[i] = h32<<32 | uint64(off+1)
+			d.offs = append(d.offs, uint32(off))
+			d.arena = binary.LittleEndian.AppendUint16(d.arena, uint16(len(b)))
+			d.arena = binary.LittleEndian.AppendUint32(d.arena, e)
 			d.arena = append(d.arena, b...)
-			return n
+			return e
 		}
-		if d.hashes[e-1] == h && bytes.Equal(refStr(d.arena, d.refs[e-1]), b) {
-			return e - 1
+		if slot>>32 == h32 {
+			a := d.arena[uint32(slot)-1:]
+			if int(binary.LittleEndian.Uint16(a)) == len(b) && string(a[dictHead:dictHead+len(b)]) == string(b) {
+				return binary.LittleEndian.Uint32(a[2:])
+			}
 		}
 	}
 }
 
 func (d *dictShard) grow() {
-	d.table = make([]uint32, max(1024, 2*len(d.table)))
+	old := d.table
+	d.table = make([]uint64, max(1024, 2*len(old)))
 	mask := uint64(len(d.table) - 1)
-	for e, h := range d.hashes {
-		i := h & mask
+	for _, slot := range old {
+		if slot == 0 {
+			continue
+		}
+		i := (slot >> 32) & mask
 		for d.table[i] != 0 {
 			i = (i + 1) & mask
 		}
-		d.table[i] = uint32(e) + 1
+		d.table[i] = slot
 	}
 }
 
-// runDict is a run's string dictionary: shards interned in parallel. A
-// string's provisional id is entry*len(shards) + shard until sortedStrings
-// ranks it.
+// runDict is a run's string dictionary, in shards that goroutines fill
+// in parallel: a string's provisional id is entry*len(shards) + shard
+// until sortedStrings ranks it. It belongs to the sorter, which reuses it
+// from run to run.
 type runDict struct {
 	shards []dictShard
 }
+
+// dictShards is a run dictionary's shard count: enough that a shard's
+// table and strings stay in a core's cache while it is filled (a run of
+// 4 Mi edges mentions up to 8 M ids), and more than there are cores. A
+// staged string's place keeps its shard in 8 bits.
+const dictShards = 256
 
 func newRunDict(shards int) *runDict {
 	return &runDict{shards: make([]dictShard, max(1, shards))}
@@ -123,43 +154,152 @@ func newRunDict(shards int) *runDict {
 // table does not use for the slot (the low ones).
 func shardOf(h uint64, n int) int { return int(uint32(h>>40) % uint32(n)) }
 
-// bytes is the dictionary's arena size.
-func (rd *runDict) bytes() int {
-	n := 0
-	for i := range rd.shards {
-		n += len(rd.shards[i].arena)
-	}
-	return n
-}
-
 func (rd *runDict) reset() {
 	for i := range rd.shards {
 		rd.shards[i].reset()
 	}
 }
 
-// internRange replaces the string references of edges i..j of e by
-// provisional ids, one goroutine a shard.
-func (rd *runDict) internRange(e *edgeBatch, i, j int) {
-	ns := len(rd.shards)
-	do := func(t int) {
-		sh := &rd.shards[t]
+// stagedStrings are a run's string ids as the committer hands them to the
+// sorter, in one arena a dictionary shard: each once per mention (but once
+// for a source repeated on consecutive edges, or a self-loop's two ends),
+// as its hash, its length as a uint16 and its bytes. Until the sorter
+// interns them, a record's s and d are places: offset << 8 | shard.
+type stagedStrings struct {
+	shards [dictShards][]byte
+}
+
+const stageHead = 10
+
+// newStagedStrings returns arenas with room for about limit bytes, so that
+// the first runs do not copy them as they grow (untouched, the room costs
+// address space only).
+func newStagedStrings(limit int) *stagedStrings {
+	st := &stagedStrings{}
+	for i := range st.shards {
+		st.shards[i] = make([]byte, 0, limit/dictShards+limit/dictShards/4)
+	}
+	return st
+}
+
+func (st *stagedStrings) reset() {
+	for i := range st.shards {
+		st.shards[i] = st.shards[i][:0]
+	}
+}
+
+// size is the staged bytes.
+func (st *stagedStrings) size() int {
+	n := 0
+	for i := range st.shards {
+		n += len(st.shards[i])
+	}
+	return n
+}
+
+func stagedAt(place int64) (shard int, off int64) { return int(place & 0xff), place >> 8 }
+
+func (st *stagedStrings) hash(place int64) uint64 {
+	t, off := stagedAt(place)
+	return binary.LittleEndian.Uint64(st.shards[t][off:])
+}
+
+func (st *stagedStrings) str(place int64) []byte {
+	t, off := stagedAt(place)
+	a := st.shards[t]
+	n := int64(binary.LittleEndian.Uint16(a[off+8:]))
+	return a[off+stageHead : off+stageHead+n]
+}
+
+// add stages string s with hash h in shard t and returns its place.
+func (st *stagedStrings) add(t int, s []byte, h uint64) int64 {
+	a := st.shards[t]
+	place := int64(len(a))<<8 | int64(t)
+	a = binary.LittleEndian.AppendUint64(a, h)
+	a = binary.LittleEndian.AppendUint16(a, uint16(len(s)))
+	st.shards[t] = append(a, s...)
+	return place
+}
+
+// stageStrings stages the string ids of edges i..j of e for the run and
+// replaces their references by their places. This is all the committer
+// does for strings: interning them one by one as they came, a lookup in a
+// table of all the run's ids (a cache miss or two per id), was the
+// import's bottleneck; the sorter interns a whole run at once, shard by
+// shard, reading each shard's strings in order with its table in cache
+// (internRun).
+//
+// The shards are split among Workers goroutines (by shard number), each
+// staging the ends that fall in its shards, in edge order.
+func (b *runBuilder) stageStrings(e *edgeBatch, i, j int) {
+	st := b.arena
+	par := max(1, min(b.o.Workers, (j-i)/1024))
+	prevs := make([]int64, par)
+	parallelFor(par, func(t int) {
+		prev := b.prevSrc
+		if par > 1 {
+			prev = -1
+		}
 		for k := i; k < j; k++ {
-			if ns == 1 || shardOf(e.hs[k], ns) == t {
-				e.src[k] = int64(sh.intern(refStr(e.strs[0], e.src[k]), e.hs[k]))*int64(ns) + int64(t)
+			s, hs := refStr(e.strs[0], e.src[k]), e.hs[k]
+			ts := shardOf(hs, dictShards)
+			if ts%par == t {
+				if prev < 0 || st.hash(prev) != hs || !bytes.Equal(st.str(prev), s) {
+					prev = st.add(ts, s, hs)
+				}
+				e.src[k] = prev
 			}
-			if ns == 1 || shardOf(e.hd[k], ns) == t {
-				e.dst[k] = int64(sh.intern(refStr(e.strs[1], e.dst[k]), e.hd[k]))*int64(ns) + int64(t)
+			d, hd := refStr(e.strs[1], e.dst[k]), e.hd[k]
+			td := shardOf(hd, dictShards)
+			if td%par != t {
+				continue
+			}
+			if hd == hs && bytes.Equal(d, s) {
+				e.dst[k] = e.src[k] // a self-loop's ends are one id (and one shard)
+				continue
+			}
+			e.dst[k] = st.add(td, d, hd)
+		}
+		prevs[t] = prev
+	})
+	b.prevSrc = -1
+	if par == 1 {
+		b.prevSrc = prevs[0]
+	}
+}
+
+// internRun interns a run's staged strings, shard by shard on up to par
+// goroutines, and replaces the records' places by provisional ids. Each
+// staged string's hash is overwritten by its id, so the records' ends then
+// find theirs with one independent load each.
+func (rd *runDict) internRun(recs []rec, st *stagedStrings, par int) {
+	ns := len(rd.shards)
+	if par < 2 || len(recs) < parallelRadixMin {
+		par = 1
+	}
+	var next atomic.Int64
+	parallelFor(par, func(int) {
+		for t := int(next.Add(1) - 1); t < ns; t = int(next.Add(1) - 1) {
+			sh, a := &rd.shards[t], st.shards[t]
+			for off := 0; off < len(a); {
+				n := int(binary.LittleEndian.Uint16(a[off+8:]))
+				id := uint64(sh.intern(a[off+stageHead:off+stageHead+n], binary.LittleEndian.Uint64(a[off:])))*uint64(ns) + uint64(t)
+				binary.LittleEndian.PutUint64(a[off:], id)
+				off += stageHead + n
 			}
 		}
+	})
+	id := func(place int64) int64 {
+		t, off := stagedAt(place)
+		return int64(binary.LittleEndian.Uint64(st.shards[t][off:]))
 	}
-	if ns == 1 || j-i < 1024 {
-		for t := range ns {
-			do(t)
+	span := (len(recs) + par - 1) / par
+	parallelFor(par, func(t int) {
+		for i := t * span; i < min(len(recs), (t+1)*span); i++ {
+			r := &recs[i]
+			r.s, r.d = id(r.s), id(r.d)
 		}
-		return
-	}
-	parallelFor(ns, do)
+	})
 }
 
 // strSet is a run's distinct strings in bytewise order.
@@ -174,33 +314,29 @@ type strSet struct {
 // equal keys are finished by comparison.
 func (rd *runDict) sortedStrings(rs *runSorter) (strSet, []uint32) {
 	ns := len(rd.shards)
-	var n, most int
+	var n, most, size int
 	for t := range rd.shards {
-		n += len(rd.shards[t].refs)
-		most = max(most, len(rd.shards[t].refs))
+		n += len(rd.shards[t].offs)
+		most = max(most, len(rd.shards[t].offs))
+		size += len(rd.shards[t].arena)
 	}
 	rank := make([]uint32, most*ns)
 	if n == 0 {
 		return strSet{}, rank
 	}
-	// str(g) for g = the entries of shard 0, then shard 1, ...
-	base := make([]int, ns+1)
+	str := func(p uint32) []byte { return rd.shards[int(p)%ns].str(int(p) / ns) }
+	var first []byte
 	for t := range rd.shards {
-		base[t+1] = base[t] + len(rd.shards[t].refs)
-	}
-	shardOfEntry := func(g int) int {
-		t := 0
-		for base[t+1] <= g {
-			t++
+		if len(rd.shards[t].offs) > 0 {
+			first = rd.shards[t].str(0)
+			break
 		}
-		return t
 	}
-	str := func(t, i int) []byte { return refStr(rd.shards[t].arena, rd.shards[t].refs[i]) }
-	first := str(shardOfEntry(0), 0)
 	cp := len(first)
 	for t := range rd.shards {
-		for i := range rd.shards[t].refs {
-			s := str(t, i)
+		sh := &rd.shards[t]
+		for i := range sh.offs {
+			s := sh.str(i)
 			k := 0
 			for k < cp && k < len(s) && s[k] == first[k] {
 				k++
@@ -211,12 +347,13 @@ func (rd *runDict) sortedStrings(rs *runSorter) (strSet, []uint32) {
 	if cap(rs.a) < n {
 		rs.a, rs.b = make([]kv, n), make([]kv, n)
 	}
-	a, b := rs.a[:n], rs.b[:n]
+	a, b := rs.a[:0], rs.b[:n]
 	lo, hi := ^uint64(0), uint64(0)
 	for t := range rd.shards {
-		for i := range rd.shards[t].refs {
-			k := prefixKey(str(t, i)[cp:])
-			a[base[t]+i] = kv{key: k, idx: uint32(base[t] + i)}
+		sh := &rd.shards[t]
+		for i := range sh.offs {
+			k := prefixKey(sh.str(i)[cp:])
+			a = append(a, kv{key: k, idx: uint32(i*ns + t)})
 			lo, hi = min(lo, k), max(hi, k)
 		}
 	}
@@ -224,34 +361,22 @@ func (rd *runDict) sortedStrings(rs *runSorter) (strSet, []uint32) {
 		a[i].key -= lo
 	}
 	sorted := radixSortKV(a, b, bits.Len64(hi-lo), rs.par)
-	at := func(x kv) []byte {
-		t := shardOfEntry(int(x.idx))
-		return str(t, int(x.idx)-base[t])
-	}
 	for i := 0; i < n; {
 		j := i + 1
 		for j < n && sorted[j].key == sorted[i].key {
 			j++
 		}
 		if j-i > 1 {
-			slices.SortFunc(sorted[i:j], func(x, y kv) int { return bytes.Compare(at(x)[cp:], at(y)[cp:]) })
+			slices.SortFunc(sorted[i:j], func(x, y kv) int { return bytes.Compare(str(x.idx)[cp:], str(y.idx)[cp:]) })
 		}
 		i = j
 	}
-	var out strSet
-	out.refs = make([]int64, n)
-	size := 0
-	for t := range rd.shards {
-		size += len(rd.shards[t].arena)
-	}
-	out.arena = make([]byte, 0, size)
+	out := strSet{refs: make([]int64, n), arena: make([]byte, 0, size)}
 	for r, x := range sorted {
-		t := shardOfEntry(int(x.idx))
-		i := int(x.idx) - base[t]
-		s := str(t, i)
+		s := str(x.idx)
 		out.refs[r] = mkRef(len(out.arena), len(s))
 		out.arena = append(out.arena, s...)
-		rank[i*ns+t] = uint32(r)
+		rank[x.idx] = uint32(r)
 	}
 	return out, rank
 }
