@@ -26,12 +26,14 @@ type edgeBatch struct {
 	t        []int64   // nil unless timed
 	maxID    int64     // largest id in the batch (used with dense ids), -1 when empty
 
-	// With string ids, src and dst hold strRefs into strs[0] and strs[1]
-	// (one arena a column, so that a Parquet decoder can read the two at
-	// once), and hs and hd the strings' hashes: computed by the decoders,
-	// which run in parallel, for the run builder's interning.
-	strs   [2][]byte
-	hs, hd []uint64
+	// With string ids, the decoder stages the ids as the run builder
+	// wants them (stagedStrings: hashed, grouped by dictionary shard) and
+	// src and dst hold batch places in stage[0] (sources) and stage[1]
+	// (targets; one set a column, so that a Parquet decoder can read the
+	// two at once). The decoders run in parallel; the run builder's
+	// committer then only copies each shard's bytes (stageBatch).
+	stage   [2]stagedStrings
+	prevSrc int64 // the last source staged, -1 for none
 
 	err error // the decoder's error after the batch's edges, if any
 
@@ -45,7 +47,9 @@ type edgeBatch struct {
 // reset empties b for reuse, keeping its arrays.
 func (b *edgeBatch) reset() {
 	b.src, b.dst, b.w, b.l, b.t = b.src[:0], b.dst[:0], b.w[:0], b.l[:0], b.t[:0]
-	b.strs[0], b.strs[1], b.hs, b.hd = b.strs[0][:0], b.strs[1][:0], b.hs[:0], b.hd[:0]
+	b.stage[0].reset()
+	b.stage[1].reset()
+	b.prevSrc = -1
 	b.maxID, b.err = -1, nil
 	b.part, b.firstRow, b.lines, b.bytes = 0, 0, 0, 0
 }
@@ -68,7 +72,7 @@ func (p *batchPool) get() *edgeBatch {
 		b.reset()
 		return b
 	}
-	return &edgeBatch{maxID: -1}
+	return &edgeBatch{maxID: -1, prevSrc: -1}
 }
 
 func (p *batchPool) put(b *edgeBatch) {

@@ -94,10 +94,9 @@ func (d *pqDecoder) fill(e *edgeBatch, cols []pqColumn, n int, ints *[]int64, fl
 		func() { got[1], errs[1] = d.ids(&cols[1], e.dst) },
 	}
 	if d.o.StringIDs {
-		e.hs, e.hd = resize(e.hs, n), resize(e.hd, n)
 		reads = []func(){
-			func() { got[0], errs[0] = cols[0].strings(e.src, e.hs, &e.strs[0], d.o.hashSeed) },
-			func() { got[1], errs[1] = cols[1].strings(e.dst, e.hd, &e.strs[1], d.o.hashSeed) },
+			func() { got[0], errs[0] = cols[0].strings(e, e.src, d.o.hashSeed) },
+			func() { got[1], errs[1] = cols[1].strings(e, e.dst, d.o.hashSeed) },
 		}
 	}
 	if d.o.Weighted {
@@ -143,7 +142,7 @@ func (d *pqDecoder) fill(e *edgeBatch, cols []pqColumn, n int, ints *[]int64, fl
 		e.t = e.t[:k]
 	}
 	if d.o.StringIDs {
-		e.hs, e.hd = e.hs[:k], e.hd[:k]
+		e.joinLoops(0)
 	}
 	if d.o.DenseIDs {
 		e.maxID = max(maxOf(e.src), maxOf(e.dst))
@@ -391,11 +390,11 @@ func (c *pqColumn) badIndex() error {
 	return c.stop
 }
 
-// strings reads up to len(refs) values of a BYTE_ARRAY id column into
-// arena, with their references and hashes, stopping at a value that is
-// not a string id (checkStringID). It returns the values read and, when
-// fewer than len(refs), why (see ints).
-func (c *pqColumn) strings(refs []int64, hashes []uint64, arena *[]byte, seed maphash.Seed) (int, error) {
+// strings reads up to len(refs) values of a BYTE_ARRAY id column (src or
+// dst) and stages them in e, their batch places in refs, stopping at a
+// value that is not a string id (checkStringID). It returns the values
+// read and, when fewer than len(refs), why (see ints).
+func (c *pqColumn) strings(e *edgeBatch, refs []int64, seed maphash.Seed) (int, error) {
 	k := 0
 	for k < len(refs) {
 		if c.off == c.n {
@@ -428,7 +427,11 @@ func (c *pqColumn) strings(refs []int64, hashes []uint64, arena *[]byte, seed ma
 				c.off += i
 				return k + i, fmt.Errorf("bad %s id %q: %v", c.name, s, err)
 			}
-			refs[k+i], hashes[k+i] = appendStringID(arena, s, seed)
+			if c.name == "src" {
+				refs[k+i] = e.stageSrc(s, seed)
+			} else {
+				refs[k+i] = e.stageDst(s, seed)
+			}
 		}
 		k, c.off = k+m, c.off+m
 	}

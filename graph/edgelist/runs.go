@@ -85,15 +85,16 @@ type runBuilder struct {
 	lastAdd               time.Time
 	coders                []slabCoder // the sorter's spill encoders, one a worker
 
-	// With string ids, the current run's strings (a staging arena, see
-	// stageStrings); the sorter hands the other arena back through
+	// With string ids, the current run's strings (staging arenas, see
+	// stageBatch); the sorter hands the other arenas back through
 	// freeArenas once it has interned them. dict is the sorter's.
-	arena      *stagedStrings
-	freeArenas chan *stagedStrings
-	arenaLimit int   // arena bytes at which a run is flushed
-	arenaBytes int   // bytes staged in arena
-	prevSrc    int64 // the last staged source, -1 for none
-	dict       *runDict
+	arena       *stagedStrings
+	freeArenas  chan *stagedStrings
+	arenaLimit  int // arena bytes at which a run is flushed
+	arenaBytes  int // bytes staged in arena
+	stagedBatch *edgeBatch
+	stagedBase  [2][dictShards]int64
+	dict        *runDict
 }
 
 // sortJob is one run handed to the sorter: spill it, or (the last run) keep
@@ -119,8 +120,8 @@ func newRunBuilder(ctx context.Context, input, tmpDir string, o ImportOptions) *
 		// with their heads fit). A dictionary shard's offsets are 32 bits.
 		b.arenaLimit = min(max(1<<20, 48*o.RunEdges), 1<<32)
 		b.freeArenas = make(chan *stagedStrings, 2)
-		b.freeArenas <- newStagedStrings(b.arenaLimit)
-		b.arena, b.prevSrc = newStagedStrings(b.arenaLimit), -1
+		b.freeArenas <- newStagedStrings()
+		b.arena = newStagedStrings()
 		b.dict = newRunDict(dictShards)
 	}
 	b.sorter = startWorker(1, b.sortRun, func(job sortJob) {
@@ -158,14 +159,16 @@ func (b *runBuilder) addBatch(e *edgeBatch) error {
 		}
 		j := min(len(e.src), i+room/2)
 		if b.o.StringIDs {
-			// The edges' ids become places in this run's arena.
-			j = min(j, i+stringChunk)
-			b.stageStrings(e, i, j)
-			b.arenaBytes = b.arena.size()
+			// The edges' ids become places in this run's arenas.
+			if b.stagedBatch != e {
+				b.stageBatch(e)
+			}
+			b.placeRange(e, i, j)
 		}
 		b.appendEdges(e, i, j)
 		i = j
 	}
+	b.stagedBatch = nil // batches are reused: the next one at this address is another
 	b.stats.InputEdges += int64(len(e.src))
 	if err := b.ctx.Err(); err != nil {
 		return err
@@ -186,10 +189,6 @@ func (b *runBuilder) appendEdges(e *edgeBatch, i, j int) {
 	}
 	b.appendBlocks(e, i, j)
 }
-
-// stringChunk is the most edges staged before the run's arena size is
-// checked again.
-const stringChunk = 16 << 10
 
 // parallelAppendMin is the fewest edges worth spreading over goroutines.
 const parallelAppendMin = 8 << 10
@@ -329,7 +328,7 @@ func (b *runBuilder) flush(spill bool) error {
 	t0 := time.Now()
 	defer func() { b.waitSorter += time.Since(t0) }()
 	b.sorter.send(sortJob{recs: b.cur, dropped: b.dropped, arena: b.arena, spill: spill})
-	b.cur, b.dropped, b.arena, b.prevSrc, b.arenaBytes = nil, nil, nil, -1, 0
+	b.cur, b.dropped, b.arena, b.arenaBytes, b.stagedBatch = nil, nil, nil, 0, nil
 	if !spill {
 		return nil
 	}

@@ -53,12 +53,47 @@ func checkStringID(b []byte) error {
 	return nil
 }
 
-// appendStringID adds a validated string id to an arena and returns its
-// reference and hash.
-func appendStringID(arena *[]byte, b []byte, seed maphash.Seed) (int64, uint64) {
-	off := len(*arena)
-	*arena = append(*arena, b...)
-	return mkRef(off, len(b)), maphash.Bytes(seed, b)
+// A batch place is a staged place with the set (0 sources, 1 targets) in
+// bit 8: offset << 9 | set << 8 | shard.
+func batchPlace(p int64, set int) int64 { return p>>8<<9 | int64(set)<<8 | p&0xff }
+
+func unbatchPlace(p int64) (place int64, set int) { return p>>9<<8 | p&0xff, int(p >> 8 & 1) }
+
+// stageSrc stages a source id in e and returns its batch place: the
+// place of the source before it when they are the same.
+func (e *edgeBatch) stageSrc(s []byte, seed maphash.Seed) int64 {
+	if e.prevSrc >= 0 {
+		p, _ := unbatchPlace(e.prevSrc)
+		if bytes.Equal(e.stage[0].str(p), s) {
+			return e.prevSrc
+		}
+	}
+	h := maphash.Bytes(seed, s)
+	e.prevSrc = batchPlace(e.stage[0].add(shardOf(h, dictShards), s, h), 0)
+	return e.prevSrc
+}
+
+// stageDst stages a target id in e and returns its batch place.
+func (e *edgeBatch) stageDst(d []byte, seed maphash.Seed) int64 {
+	h := maphash.Bytes(seed, d)
+	return batchPlace(e.stage[1].add(shardOf(h, dictShards), d, h), 1)
+}
+
+// batchStr is the string at batch place p of e.
+func (e *edgeBatch) batchStr(p int64) []byte {
+	q, set := unbatchPlace(p)
+	return e.stage[set].str(q)
+}
+
+// joinLoops gives the target of every self-loop among edges from.. of e
+// its source's place, so that the run builder sees the loop (s == d) as
+// it sees one between int64 ids.
+func (e *edgeBatch) joinLoops(from int) {
+	for k := from; k < len(e.src); k++ {
+		if bytes.Equal(e.batchStr(e.src[k]), e.batchStr(e.dst[k])) {
+			e.dst[k] = e.src[k]
+		}
+	}
 }
 
 // dictShard is one goroutine's share of a run dictionary: the strings whose
@@ -171,30 +206,12 @@ type stagedStrings struct {
 
 const stageHead = 10
 
-// newStagedStrings returns arenas with room for about limit bytes, so that
-// the first runs do not copy them as they grow (untouched, the room costs
-// address space only).
-func newStagedStrings(limit int) *stagedStrings {
-	st := &stagedStrings{}
-	for i := range st.shards {
-		st.shards[i] = make([]byte, 0, limit/dictShards+limit/dictShards/4)
-	}
-	return st
-}
+func newStagedStrings() *stagedStrings { return &stagedStrings{} }
 
 func (st *stagedStrings) reset() {
 	for i := range st.shards {
 		st.shards[i] = st.shards[i][:0]
 	}
-}
-
-// size is the staged bytes.
-func (st *stagedStrings) size() int {
-	n := 0
-	for i := range st.shards {
-		n += len(st.shards[i])
-	}
-	return n
 }
 
 func stagedAt(place int64) (shard int, off int64) { return int(place & 0xff), place >> 8 }
@@ -214,57 +231,49 @@ func (st *stagedStrings) str(place int64) []byte {
 // add stages string s with hash h in shard t and returns its place.
 func (st *stagedStrings) add(t int, s []byte, h uint64) int64 {
 	a := st.shards[t]
-	place := int64(len(a))<<8 | int64(t)
-	a = binary.LittleEndian.AppendUint64(a, h)
-	a = binary.LittleEndian.AppendUint16(a, uint16(len(s)))
-	st.shards[t] = append(a, s...)
-	return place
+	n := len(a)
+	a = slices.Grow(a, stageHead+len(s))[:n+stageHead+len(s)]
+	binary.LittleEndian.PutUint64(a[n:], h)
+	binary.LittleEndian.PutUint16(a[n+8:], uint16(len(s)))
+	copy(a[n+stageHead:], s)
+	st.shards[t] = a
+	return int64(n)<<8 | int64(t)
 }
 
-// stageStrings stages the string ids of edges i..j of e for the run and
-// replaces their references by their places. This is all the committer
-// does for strings: interning them one by one as they came, a lookup in a
-// table of all the run's ids (a cache miss or two per id), was the
-// import's bottleneck; the sorter interns a whole run at once, shard by
-// shard, reading each shard's strings in order with its table in cache
-// (internRun).
-//
-// The shards are split among Workers goroutines (by shard number), each
-// staging the ends that fall in its shards, in edge order.
-func (b *runBuilder) stageStrings(e *edgeBatch, i, j int) {
+// stageBatch copies the strings e staged into the run's arenas, shard by
+// shard, and notes where each shard's bytes went (stagedBase), for
+// placeRange. All the committer does for strings is this: interning them
+// one by one as they came, a lookup in a table of all the run's ids (a
+// cache miss or two per id), was the import's bottleneck; the decoders
+// hash and stage them in parallel, and the sorter interns a whole run at
+// once, shard by shard, reading each shard's strings in order with its
+// table in cache (internRun). A batch cut by a run's end is copied into
+// both runs: the strings of the other run's edges become ids of this run's
+// set too, which changes nothing, since they are the input's ids anyway.
+func (b *runBuilder) stageBatch(e *edgeBatch) {
 	st := b.arena
-	par := max(1, min(b.o.Workers, (j-i)/1024))
-	prevs := make([]int64, par)
-	parallelFor(par, func(t int) {
-		prev := b.prevSrc
-		if par > 1 {
-			prev = -1
+	for set := range e.stage {
+		for t := range e.stage[set].shards {
+			src := e.stage[set].shards[t]
+			b.stagedBase[set][t] = int64(len(st.shards[t]))
+			if len(src) > 0 {
+				st.shards[t] = append(st.shards[t], src...)
+				b.arenaBytes += len(src)
+			}
 		}
-		for k := i; k < j; k++ {
-			s, hs := refStr(e.strs[0], e.src[k]), e.hs[k]
-			ts := shardOf(hs, dictShards)
-			if ts%par == t {
-				if prev < 0 || st.hash(prev) != hs || !bytes.Equal(st.str(prev), s) {
-					prev = st.add(ts, s, hs)
-				}
-				e.src[k] = prev
-			}
-			d, hd := refStr(e.strs[1], e.dst[k]), e.hd[k]
-			td := shardOf(hd, dictShards)
-			if td%par != t {
-				continue
-			}
-			if hd == hs && bytes.Equal(d, s) {
-				e.dst[k] = e.src[k] // a self-loop's ends are one id (and one shard)
-				continue
-			}
-			e.dst[k] = st.add(td, d, hd)
-		}
-		prevs[t] = prev
-	})
-	b.prevSrc = -1
-	if par == 1 {
-		b.prevSrc = prevs[0]
+	}
+	b.stagedBatch = e
+}
+
+// placeRange turns the batch places of edges i..j of e into run places.
+func (b *runBuilder) placeRange(e *edgeBatch, i, j int) {
+	run := func(p int64) int64 {
+		q, set := unbatchPlace(p)
+		t := q & 0xff
+		return (q>>8+b.stagedBase[set][t])<<8 | t
+	}
+	for k := i; k < j; k++ {
+		e.src[k], e.dst[k] = run(e.src[k]), run(e.dst[k])
 	}
 }
 

@@ -202,10 +202,12 @@ func parseEdge(e *edgeBatch, f [][]byte, o ImportOptions) error {
 		if err := parseWeightLabel(e, f, o); err != nil {
 			return err
 		}
-		r, h := appendStringID(&e.strs[0], f[0], o.hashSeed)
-		e.src, e.hs = append(e.src, r), append(e.hs, h)
-		r, h = appendStringID(&e.strs[1], f[1], o.hashSeed)
-		e.dst, e.hd = append(e.dst, r), append(e.hd, h)
+		s := e.stageSrc(f[0], o.hashSeed)
+		d := s // a self-loop's ends are one place
+		if !bytes.Equal(f[0], f[1]) {
+			d = e.stageDst(f[1], o.hashSeed)
+		}
+		e.src, e.dst = append(e.src, s), append(e.dst, d)
 		return nil
 	}
 	s, err := parseID(f[0])
