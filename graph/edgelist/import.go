@@ -61,7 +61,10 @@ type ImportOptions struct {
 	// separators; Parquet: BYTE_ARRAY src and dst columns), valid UTF-8 of
 	// 1..maxStringIDBytes bytes. The file keeps the string id map, and
 	// dense ids are the strings' ranks in bytewise order, as int64 ids are
-	// numbered by value. It excludes DenseIDs.
+	// numbered by value. It excludes DenseIDs. A run then also holds its
+	// ids' bytes, 10 bytes more each, once per edge end (a source repeated
+	// on consecutive lines once): a run is cut at 48 bytes of them a run
+	// edge, so peak memory grows by up to about 100 bytes a run edge.
 	StringIDs bool
 	// TimeColumn is the text importer's time column, counted from 1 like
 	// the other columns (src is 1, dst 2): an integer per edge (Unix
