@@ -45,7 +45,8 @@ func (rs *runSorter) sort(recs []rec) []kv {
 	if cap(rs.a) < n {
 		rs.a, rs.b = make([]kv, n), make([]kv, n)
 	}
-	if tbits := bits.Len64(uint64(maxT) - uint64(minT)); tbits > 0 {
+	tbits := bits.Len64(uint64(maxT) - uint64(minT))
+	if tbits > 0 && sbits+dbits > 64 {
 		return rs.sortTimed(recs, []sortField{
 			{tbits, func(r *rec) uint64 { return uint64(r.t) - uint64(minT) }},
 			{dbits, func(r *rec) uint64 { return uint64(r.d) - uint64(minD) }},
@@ -60,7 +61,11 @@ func (rs *runSorter) sort(recs []rec) []kv {
 				a[i] = kv{key: (uint64(r.s)-uint64(minS))<<dbits | (uint64(r.d) - uint64(minD)), idx: uint32(i)}
 			}
 		})
-		return radixSortKV(a, b, sbits+dbits, rs.par)
+		sorted := radixSortKV(a, b, sbits+dbits, rs.par)
+		if tbits > 0 {
+			timeTies(recs, sorted)
+		}
+		return sorted
 	}
 	// Ids too wide for one key (hashed 64-bit ids, say): radix sort by
 	// source, then sort each source's group by (target, position). Groups
@@ -89,6 +94,22 @@ func (rs *runSorter) sort(recs []rec) []kv {
 		lo = hi
 	}
 	return a
+}
+
+// timeTies finishes a timed run sorted by (src, dst, position): the
+// records of a repeated pair, few in most inputs, are ordered by time
+// (then position). Cheaper than a radix sort by time over the whole run.
+func timeTies(recs []rec, a []kv) {
+	for i := 0; i < len(a); {
+		j := i + 1
+		for j < len(a) && a[j].key == a[i].key {
+			j++
+		}
+		if j-i > 1 {
+			slices.SortStableFunc(a[i:j], func(x, y kv) int { return cmp.Compare(recs[x.idx].t, recs[y.idx].t) })
+		}
+		i = j
+	}
 }
 
 // sortField is one field of a timed run's sort key: its width in bits and

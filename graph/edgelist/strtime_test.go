@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -234,5 +235,36 @@ func TestImportStringIDsAndTimesErrors(t *testing.T) {
 				t.Fatalf("got %v, want an error naming the file and %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestRunSorterTimedMatchesComparisonSort: timed runs are sorted by
+// (source, target, time, position) whichever path the sorter takes: pairs
+// whose ids fit one key finished by time (timeTies), or ids too wide for
+// one key sorted field by field (sortTimed), on one goroutine or several.
+func TestRunSorterTimedMatchesComparisonSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	for _, c := range []struct {
+		ids, times int64
+		par        int
+	}{
+		{50, 4, 1}, {50, 1 << 62, 1}, {1 << 20, 1000, 3}, {1 << 40, 1 << 40, 3}, {1 << 62, 3, 1}, {1 << 62, 1 << 62, 3},
+	} {
+		recs := make([]rec, 2*parallelRadixMin+11)
+		for i := range recs {
+			recs[i] = rec{s: rng.Int64N(c.ids) - c.ids/2, d: rng.Int64N(c.ids) - c.ids/3, t: rng.Int64N(c.times) - c.times/2, seq: uint32(i)}
+			if i%4 == 0 && i > 0 {
+				recs[i].s, recs[i].d = recs[i-1].s, recs[i-1].d // a pair at several times
+			}
+		}
+		want := slices.Clone(recs)
+		slices.SortFunc(want, cmpRec)
+		rs := runSorter{par: c.par}
+		order := rs.sort(recs)
+		for i := range want {
+			if *at(recs, order, i) != want[i] {
+				t.Fatalf("%+v: position %d is %+v, want %+v", c, i, *at(recs, order, i), want[i])
+			}
+		}
 	}
 }
