@@ -268,3 +268,37 @@ func TestRunSorterTimedMatchesComparisonSort(t *testing.T) {
 		}
 	}
 }
+
+// TestImportStringIDsLargeRuns imports enough string edges that every
+// parallel path runs: blocks appended on several goroutines, shards
+// interned on several, radix-sorted runs (timed too), merge in parts.
+func TestImportStringIDsLargeRuns(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	edges := make([]graph.StringEdge, 150000)
+	for i := range edges {
+		s := rng.IntN(20000)
+		if i > 0 && i%3 != 0 {
+			s = 0 // a hub, and sources repeated on consecutive lines
+		}
+		edges[i] = graph.StringEdge{Src: fmt.Sprintf("user:%d", s), Dst: fmt.Sprintf("item/%x", rng.IntN(30000)), Weight: 1, Time: rng.Int64N(100)}
+	}
+	for _, o := range []ImportOptions{
+		{Name: "l", StringIDs: true, Workers: 3, RunEdges: 70000, Duplicates: graph.DupKeepFirst},
+		{Name: "l", StringIDs: true, Workers: 2, RunEdges: 100000, TimeColumn: 3, Undirected: true, Duplicates: graph.DupSumWeights, mergeParts: 5},
+	} {
+		t.Run(fmt.Sprintf("timed=%v", o.TimeColumn > 0), func(t *testing.T) {
+			want, err := graph.FromStringEdges(edges, stringBuildOpts(o))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, st, err := importString(t, edgeLines(edges, o), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameGraph(t, got, want)
+			if st.Runs < 2 {
+				t.Fatalf("%d runs, want several", st.Runs)
+			}
+		})
+	}
+}
