@@ -302,3 +302,28 @@ func TestImportStringIDsLargeRuns(t *testing.T) {
 		})
 	}
 }
+
+// Inputs without edges: none at all, or only self-loops, whose ids are
+// still vertices.
+func TestImportStringIDsWithoutEdges(t *testing.T) {
+	for _, c := range []struct {
+		name, text string
+		edges      []graph.StringEdge
+	}{
+		{"empty", "# nothing\n", nil},
+		{"self-loops only", "b b 1\na a 2\nb b 3\n", []graph.StringEdge{{Src: "b", Dst: "b", Time: 1}, {Src: "a", Dst: "a", Time: 2}, {Src: "b", Dst: "b", Time: 3}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := ImportOptions{Name: "e", StringIDs: true, TimeColumn: 3}
+			want, err := graph.FromStringEdges(c.edges, stringBuildOpts(o))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _, err := importString(t, c.text, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameGraph(t, got, want)
+		})
+	}
+}
