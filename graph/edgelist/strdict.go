@@ -232,7 +232,11 @@ func (st *stagedStrings) str(place int64) []byte {
 func (st *stagedStrings) add(t int, s []byte, h uint64) int64 {
 	a := st.shards[t]
 	n := len(a)
-	a = slices.Grow(a, stageHead+len(s))[:n+stageHead+len(s)]
+	if need := n + stageHead + len(s); need <= cap(a) {
+		a = a[:need]
+	} else {
+		a = slices.Grow(a, stageHead+len(s))[:need]
+	}
 	binary.LittleEndian.PutUint64(a[n:], h)
 	binary.LittleEndian.PutUint16(a[n+8:], uint16(len(s)))
 	copy(a[n+stageHead:], s)
@@ -265,16 +269,22 @@ func (b *runBuilder) stageBatch(e *edgeBatch) {
 	b.stagedBatch = e
 }
 
-// placeRange turns the batch places of edges i..j of e into run places.
+// placeRange turns the batch places of edges i..j of e into run places,
+// in blocks on up to Workers goroutines.
 func (b *runBuilder) placeRange(e *edgeBatch, i, j int) {
+	base := &b.stagedBase
 	run := func(p int64) int64 {
 		q, set := unbatchPlace(p)
 		t := q & 0xff
-		return (q>>8+b.stagedBase[set][t])<<8 | t
+		return (q>>8+base[set][t])<<8 | t
 	}
-	for k := i; k < j; k++ {
-		e.src[k], e.dst[k] = run(e.src[k]), run(e.dst[k])
-	}
+	par := max(1, min(b.o.Workers, (j-i)/parallelAppendMin))
+	span := (j - i + par - 1) / par
+	parallelFor(par, func(t int) {
+		for k := i + t*span; k < min(j, i+(t+1)*span); k++ {
+			e.src[k], e.dst[k] = run(e.src[k]), run(e.dst[k])
+		}
+	})
 }
 
 // internRun interns a run's staged strings, shard by shard on up to par
