@@ -50,7 +50,7 @@ func siftDown(h []*runReader, i int) {
 
 // mergeRuns calls emit for every record of runs in (s, d, t, run,
 // position) order.
-func mergeRuns(ctx context.Context, runs []runFile, cols recCols, emit func(r *rec) error) error {
+func mergeRuns(ctx context.Context, runs []runFile, cols recCols, emit func(r *trec) error) error {
 	files, err := openRunFiles(runs)
 	defer closeRunFiles(files)
 	if err != nil {
@@ -90,7 +90,7 @@ func closeRunFiles(files []*os.File) {
 
 // heapMerge calls emit for every record of the readers in (s, d, t, run,
 // position) order.
-func heapMerge(ctx context.Context, rs []*runReader, emit func(r *rec) error) error {
+func heapMerge(ctx context.Context, rs []*runReader, emit func(r *trec) error) error {
 	h := make([]*runReader, 0, len(rs))
 	for _, rr := range rs {
 		ok, err := rr.next()
@@ -149,9 +149,9 @@ func (b *runBuilder) reduceRuns(runs []runFile) ([]runFile, error) {
 			merged.path, err = b.spill(func(w *bufio.Writer) error {
 				enc := b.newEncoder(w)
 				enc.markEvery = int64(b.o.markEvery)
-				err := mergeRuns(b.ctx, group, b.o.cols(), func(r *rec) error {
+				err := mergeRuns(b.ctx, group, b.o.cols(), func(r *trec) error {
 					merged.n++
-					return enc.put(r)
+					return enc.put(&r.rec, r.t)
 				})
 				if err != nil {
 					return err

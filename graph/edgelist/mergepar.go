@@ -309,16 +309,16 @@ func (w *csrWriter) runParts(ctx context.Context, parts []mergePart, do func(p *
 // mergeSegments merges the part's segments of the runs and calls emit for the
 // edges the duplicate policy keeps (with summed weights under
 // graph.DupSumWeights), counting the duplicates in p.dups.
-func mergeSegments(ctx context.Context, runs []runFile, files []*os.File, p *mergePart, o ImportOptions, bufs [][]byte, emit func(r *rec) error) error {
+func mergeSegments(ctx context.Context, runs []runFile, files []*os.File, p *mergePart, o ImportOptions, bufs [][]byte, emit func(r *trec) error) error {
 	var rs []*runReader
 	for i, rf := range runs {
 		if n := p.to[i].n - p.from[i].n; n > 0 {
 			rs = append(rs, newRunReader(i, rf, files[i], p.from[i], n, o.cols(), bufs[i]))
 		}
 	}
-	var pending rec
+	var pending trec
 	have := false
-	err := heapMerge(ctx, rs, func(r *rec) error {
+	err := heapMerge(ctx, rs, func(r *trec) error {
 		// With times a duplicate is the same (s, d, t), as in
 		// graph.FromEdges: the same pair at another time is another edge
 		// (an untimed t is always 0).
@@ -377,7 +377,7 @@ type partWriter struct {
 // buffer per spilled run, the batch and the sections' write buffers.
 type partScratch struct {
 	bufs  [][]byte
-	batch []rec
+	batch []trec
 	dense []uint32
 	offs  []uint64
 	tgts  []uint32
@@ -393,7 +393,7 @@ type partScratch struct {
 // labels.
 func (w *csrWriter) writePart(ctx context.Context, f *os.File, h *graph.FileLayout, runs []runFile, files []*os.File, p *mergePart, sc *partScratch, stop func() bool) error {
 	if sc.batch == nil {
-		sc.batch, sc.dense = make([]rec, 0, batchLen), make([]uint32, batchLen)
+		sc.batch, sc.dense = make([]trec, 0, batchLen), make([]uint32, batchLen)
 	}
 	pw := &partWriter{w: w, p: p, e: uint64(p.e0), nextV: p.vlo, src: p.vlo, dense: sc.dense,
 		offs: newSecWriter(f, offsetOf(h, graph.SectionOffsets)+8*uint64(p.vlo), sc.offs),
@@ -416,7 +416,7 @@ func (w *csrWriter) writePart(ctx context.Context, f *os.File, h *graph.FileLayo
 	}
 	p.dups, p.maxLabel = 0, -1
 	batch := sc.batch[:0]
-	err := mergeSegments(ctx, runs, files, p, w.o, sc.bufs, func(r *rec) error {
+	err := mergeSegments(ctx, runs, files, p, w.o, sc.bufs, func(r *trec) error {
 		batch = append(batch, *r)
 		if len(batch) < batchLen {
 			return nil
@@ -447,7 +447,7 @@ func (w *csrWriter) writePart(ctx context.Context, f *os.File, h *graph.FileLayo
 
 // writeBatch ranks the batch's targets and appends the batch to the
 // sections, writing the offsets of the sources it reaches.
-func (pw *partWriter) writeBatch(batch []rec) error {
+func (pw *partWriter) writeBatch(batch []trec) error {
 	w := pw.w
 	dense := pw.dense[:len(batch)]
 	if w.rank != nil {

@@ -25,21 +25,30 @@ type runSorter struct {
 	par  int // goroutines a sort may use
 }
 
-// sort returns the sorted order of recs: order[i] is the index of the i-th
-// record, or order is nil when recs itself was sorted in place.
-func (rs *runSorter) sort(recs []rec) []kv {
+// sort returns the sorted order of recs (with their times, by position,
+// when timed): order[i] is the index of the i-th record, or order is nil
+// when recs itself was sorted in place.
+func (rs *runSorter) sort(recs []rec, times []int64) []kv {
 	n := len(recs)
-	if rs.inOrder(recs) {
+	if rs.inOrder(recs, times) {
 		// Edge lists are often written sorted (exports in CSR order, a
 		// database's ordered dump): one cheap pass saves the sort and the
 		// spill's random gathers.
 		return nil
 	}
 	if n < 1024 {
-		slices.SortFunc(recs, cmpRec)
+		if times != nil {
+			slices.SortFunc(recs, cmpTimed(times))
+		} else {
+			slices.SortFunc(recs, cmpRec)
+		}
 		return nil
 	}
-	minS, maxS, minD, maxD, minT, maxT := rs.bounds(recs)
+	minS, maxS, minD, maxD := rs.bounds(recs)
+	var minT, maxT int64
+	if times != nil {
+		minT, maxT = slices.Min(times), slices.Max(times)
+	}
 	dbits := bits.Len64(uint64(maxD) - uint64(minD))
 	sbits := bits.Len64(uint64(maxS) - uint64(minS))
 	if cap(rs.a) < n {
@@ -48,7 +57,7 @@ func (rs *runSorter) sort(recs []rec) []kv {
 	tbits := bits.Len64(uint64(maxT) - uint64(minT))
 	if tbits > 0 && sbits+dbits > 64 {
 		return rs.sortTimed(recs, []sortField{
-			{tbits, func(r *rec) uint64 { return uint64(r.t) - uint64(minT) }},
+			{tbits, func(r *rec) uint64 { return uint64(times[r.seq]) - uint64(minT) }},
 			{dbits, func(r *rec) uint64 { return uint64(r.d) - uint64(minD) }},
 			{sbits, func(r *rec) uint64 { return uint64(r.s) - uint64(minS) }},
 		})
@@ -63,7 +72,7 @@ func (rs *runSorter) sort(recs []rec) []kv {
 		})
 		sorted := radixSortKV(a, b, sbits+dbits, rs.par)
 		if tbits > 0 {
-			timeTies(recs, sorted)
+			timeTies(recs, times, sorted)
 		}
 		return sorted
 	}
@@ -99,14 +108,14 @@ func (rs *runSorter) sort(recs []rec) []kv {
 // timeTies finishes a timed run sorted by (src, dst, position): the
 // records of a repeated pair, few in most inputs, are ordered by time
 // (then position). Cheaper than a radix sort by time over the whole run.
-func timeTies(recs []rec, a []kv) {
+func timeTies(recs []rec, times []int64, a []kv) {
 	for i := 0; i < len(a); {
 		j := i + 1
 		for j < len(a) && a[j].key == a[i].key {
 			j++
 		}
 		if j-i > 1 {
-			slices.SortStableFunc(a[i:j], func(x, y kv) int { return cmp.Compare(recs[x.idx].t, recs[y.idx].t) })
+			slices.SortStableFunc(a[i:j], func(x, y kv) int { return cmp.Compare(times[recs[x.idx].seq], times[recs[y.idx].seq]) })
 		}
 		i = j
 	}
@@ -157,14 +166,14 @@ func (rs *runSorter) sortTimed(recs []rec, fields []sortField) []kv {
 	return a
 }
 
-// bounds returns the smallest and largest source, target and time of
-// recs, which is not empty.
-func (rs *runSorter) bounds(recs []rec) (minS, maxS, minD, maxD, minT, maxT int64) {
-	type box struct{ minS, maxS, minD, maxD, minT, maxT int64 }
+// bounds returns the smallest and largest source and target of recs,
+// which is not empty.
+func (rs *runSorter) bounds(recs []rec) (minS, maxS, minD, maxD int64) {
+	type box struct{ minS, maxS, minD, maxD int64 }
 	r0 := recs[0]
 	boxes := make([]box, max(rs.par, 1))
 	for t := range boxes {
-		boxes[t] = box{r0.s, r0.s, r0.d, r0.d, r0.t, r0.t} // blocks left empty change nothing
+		boxes[t] = box{r0.s, r0.s, r0.d, r0.d} // blocks left empty change nothing
 	}
 	rs.forBlocks(len(recs), func(t, lo, hi int) {
 		x := boxes[t]
@@ -172,15 +181,14 @@ func (rs *runSorter) bounds(recs []rec) (minS, maxS, minD, maxD, minT, maxT int6
 			r := &recs[i]
 			x.minS, x.maxS = min(x.minS, r.s), max(x.maxS, r.s)
 			x.minD, x.maxD = min(x.minD, r.d), max(x.maxD, r.d)
-			x.minT, x.maxT = min(x.minT, r.t), max(x.maxT, r.t)
 		}
 		boxes[t] = x
 	})
 	x := boxes[0]
 	for _, y := range boxes[1:] {
-		x = box{min(x.minS, y.minS), max(x.maxS, y.maxS), min(x.minD, y.minD), max(x.maxD, y.maxD), min(x.minT, y.minT), max(x.maxT, y.maxT)}
+		x = box{min(x.minS, y.minS), max(x.maxS, y.maxS), min(x.minD, y.minD), max(x.maxD, y.maxD)}
 	}
-	return x.minS, x.maxS, x.minD, x.maxD, x.minT, x.maxT
+	return x.minS, x.maxS, x.minD, x.maxD
 }
 
 // forBlocks calls f on consecutive blocks t = [lo, hi) of 0..n, one
@@ -202,11 +210,11 @@ func (rs *runSorter) forBlocks(n int, f func(t, lo, hi int)) {
 // inOrder is the package's inOrder checked in blocks on the sorter's
 // goroutines: a sorted input (an export) skips the sort, and a serial scan
 // of a run would hold the sorter, and with it the decoders, on one core.
-func (rs *runSorter) inOrder(recs []rec) bool {
+func (rs *runSorter) inOrder(recs []rec, times []int64) bool {
 	var unsorted atomic.Bool
 	rs.forBlocks(len(recs), func(_, lo, hi int) {
 		// A block also checks the pair across its lower edge.
-		if !inOrder(recs[max(lo-1, 0):hi]) {
+		if !inOrder(recs[max(lo-1, 0):hi], times) {
 			unsorted.Store(true)
 		}
 	})
@@ -216,10 +224,13 @@ func (rs *runSorter) inOrder(recs []rec) bool {
 // inOrder reports whether recs are sorted by (src, dst, time); positions
 // rise with the index, so they are then sorted by (src, dst, time,
 // position) too.
-func inOrder(recs []rec) bool {
+func inOrder(recs []rec, times []int64) bool {
 	for i := 1; i < len(recs); i++ {
 		a, b := &recs[i-1], &recs[i]
-		if a.s > b.s || a.s == b.s && (a.d > b.d || a.d == b.d && a.t > b.t) {
+		if a.s > b.s || a.s == b.s && a.d > b.d {
+			return false
+		}
+		if times != nil && a.s == b.s && a.d == b.d && times[a.seq] > times[b.seq] {
 			return false
 		}
 	}

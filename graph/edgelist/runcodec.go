@@ -53,17 +53,17 @@ type runPos struct {
 	ps, pd, pt uint64
 }
 
-func (e *runEncoder) put(r *rec) error {
-	e.add(r)
+func (e *runEncoder) put(r *rec, t int64) error {
+	e.add(r, t)
 	if len(e.buf) >= 256<<10 {
 		return e.flush()
 	}
 	return nil
 }
 
-// add encodes r onto the buffer.
-func (e *runEncoder) add(r *rec) {
-	s, d, t := uint64(r.s), uint64(r.d), uint64(r.t)
+// add encodes r, at time t, onto the buffer.
+func (e *runEncoder) add(r *rec, tm int64) {
+	s, d, t := uint64(r.s), uint64(r.d), uint64(tm)
 	if e.markEvery > 0 && e.n%e.markEvery == 0 {
 		e.marks = append(e.marks, runMark{off: e.base + int64(len(e.buf)), n: e.n, s: r.s, ps: e.ps, pd: e.pd, pt: e.pt})
 	}
@@ -79,7 +79,7 @@ func (e *runEncoder) add(r *rec) {
 		if same && d == e.pd {
 			b = binary.AppendUvarint(b, t-e.pt)
 		} else {
-			b = binary.AppendVarint(b, r.t)
+			b = binary.AppendVarint(b, tm)
 		}
 		e.pt = t
 	}
@@ -124,7 +124,7 @@ type slabCoder struct {
 // coders are reused from run to run; len(*coders) bounds the goroutines.
 // When w is an io.WriterAt (a file), the run is written from its start
 // with WriteAt, the slabs of a round at once.
-func encodeRun(w io.Writer, recs []rec, order []kv, cols recCols, wantSrcs bool, markEvery int64, coders []slabCoder) ([]int64, []runMark, error) {
+func encodeRun(w io.Writer, recs []rec, order []kv, times []int64, cols recCols, wantSrcs bool, markEvery int64, coders []slabCoder) ([]int64, []runMark, error) {
 	n := len(recs)
 	coders = coders[:max(1, min(len(coders), (n+spillSlab-1)/spillSlab))]
 	var srcs []int64
@@ -134,7 +134,7 @@ func encodeRun(w io.Writer, recs []rec, order []kv, cols recCols, wantSrcs bool,
 		k := min(len(coders), (n-lo+spillSlab-1)/spillSlab)
 		parallelFor(k, func(t int) {
 			from := lo + t*spillSlab
-			coders[t].encode(recs, order, from, min(n, from+spillSlab), cols, wantSrcs, markEvery)
+			coders[t].encode(recs, order, times, from, min(n, from+spillSlab), cols, wantSrcs, markEvery)
 		})
 		if wa, ok := w.(io.WriterAt); ok {
 			// A file: the slabs are written at their offsets at once, so
@@ -172,11 +172,17 @@ func encodeRun(w io.Writer, recs []rec, order []kv, cols recCols, wantSrcs bool,
 }
 
 // encode encodes the records lo..hi of the sorted run.
-func (c *slabCoder) encode(recs []rec, order []kv, lo, hi int, cols recCols, wantSrcs bool, markEvery int64) {
+func (c *slabCoder) encode(recs []rec, order []kv, times []int64, lo, hi int, cols recCols, wantSrcs bool, markEvery int64) {
 	enc := runEncoder{recCols: cols, buf: c.buf[:0], markEvery: markEvery, n: int64(lo), marks: c.marks[:0]}
+	tm := func(r *rec) int64 {
+		if times == nil {
+			return 0
+		}
+		return times[r.seq]
+	}
 	if lo > 0 {
 		p := at(recs, order, lo-1)
-		enc.ps, enc.pd, enc.pt, enc.started = uint64(p.s), uint64(p.d), uint64(p.t), true
+		enc.ps, enc.pd, enc.pt, enc.started = uint64(p.s), uint64(p.d), uint64(tm(p)), true
 	}
 	c.srcs = c.srcs[:0]
 	if c.chunk == nil {
@@ -197,7 +203,7 @@ func (c *slabCoder) encode(recs []rec, order []kv, lo, hi int, cols recCols, wan
 			if wantSrcs && (len(c.srcs) == 0 || c.srcs[len(c.srcs)-1] != ch[j].s) {
 				c.srcs = append(c.srcs, ch[j].s)
 			}
-			enc.add(&ch[j])
+			enc.add(&ch[j], tm(&ch[j]))
 		}
 	}
 	c.buf, c.marks = enc.buf, enc.marks
@@ -301,13 +307,14 @@ func (s *idReader) next() (bool, error) {
 type runReader struct {
 	idx        int // run index: ties go to the earlier run
 	mem        []rec
+	memT       []int64
 	f          *os.File // not the reader's to close
 	off        int64    // file offset of buf[end]
 	buf        []byte
 	pos, end   int
 	eof        bool
 	left       int64
-	cur        rec
+	cur        trec
 	ps, pd, pt uint64 // the last record as encoded (run-local ids in a string run)
 	first      bool
 	recCols
@@ -326,6 +333,9 @@ func newRunReader(idx int, rf runFile, f *os.File, from runPos, count int64, col
 	rr := &runReader{idx: idx, left: count, first: from.n == 0, ps: from.ps, pd: from.pd, pt: from.pt, recCols: cols, remap: rf.remap}
 	if rf.mem != nil {
 		rr.mem = rf.mem[from.n : from.n+count]
+		if rf.memT != nil {
+			rr.memT = rf.memT[from.n : from.n+count]
+		}
 	} else if count > 0 {
 		if buf == nil {
 			buf = make([]byte, 256<<10)
@@ -370,8 +380,12 @@ func (rr *runReader) next() (bool, error) {
 	}
 	rr.left--
 	if rr.mem != nil {
-		rr.cur = rr.mem[0]
+		rr.cur = trec{rec: rr.mem[0]}
 		rr.mem = rr.mem[1:]
+		if rr.memT != nil {
+			rr.cur.t = rr.memT[0]
+			rr.memT = rr.memT[1:]
+		}
 		return true, nil
 	}
 	if err := rr.fill(); err != nil {
@@ -411,7 +425,7 @@ func (rr *runReader) next() (bool, error) {
 	}
 	rr.first = false
 	rr.ps, rr.pd, rr.pt = s, d, t
-	rr.cur = rec{s: int64(s), d: int64(d), t: int64(t), w: 1}
+	rr.cur = trec{rec: rec{s: int64(s), d: int64(d), w: 1}, t: int64(t)}
 	if rr.remap != nil {
 		if s >= uint64(len(rr.remap)) || d >= uint64(len(rr.remap)) {
 			return false, rr.corrupt()

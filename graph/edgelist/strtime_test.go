@@ -1,6 +1,7 @@
 package edgelist
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -250,20 +251,26 @@ func TestRunSorterTimedMatchesComparisonSort(t *testing.T) {
 	}{
 		{50, 4, 1}, {50, 1 << 62, 1}, {1 << 20, 1000, 3}, {1 << 40, 1 << 40, 3}, {1 << 62, 3, 1}, {1 << 62, 1 << 62, 3},
 	} {
-		recs := make([]rec, 2*parallelRadixMin+11)
-		for i := range recs {
-			recs[i] = rec{s: rng.Int64N(c.ids) - c.ids/2, d: rng.Int64N(c.ids) - c.ids/3, t: rng.Int64N(c.times) - c.times/2, seq: uint32(i)}
-			if i%4 == 0 && i > 0 {
-				recs[i].s, recs[i].d = recs[i-1].s, recs[i-1].d // a pair at several times
+		for _, n := range []int{1000, 2*parallelRadixMin + 11} {
+			recs := make([]rec, n)
+			times := make([]int64, n)
+			for i := range recs {
+				recs[i] = rec{s: rng.Int64N(c.ids) - c.ids/2, d: rng.Int64N(c.ids) - c.ids/3, seq: uint32(i)}
+				times[i] = rng.Int64N(c.times) - c.times/2
+				if i%4 == 0 && i > 0 {
+					recs[i].s, recs[i].d = recs[i-1].s, recs[i-1].d // a pair at several times
+				}
 			}
-		}
-		want := slices.Clone(recs)
-		slices.SortFunc(want, cmpRec)
-		rs := runSorter{par: c.par}
-		order := rs.sort(recs)
-		for i := range want {
-			if *at(recs, order, i) != want[i] {
-				t.Fatalf("%+v: position %d is %+v, want %+v", c, i, *at(recs, order, i), want[i])
+			want := slices.Clone(recs)
+			slices.SortFunc(want, func(a, b rec) int {
+				return cmp.Or(cmp.Compare(a.s, b.s), cmp.Compare(a.d, b.d), cmp.Compare(times[a.seq], times[b.seq]), cmp.Compare(a.seq, b.seq))
+			})
+			rs := runSorter{par: c.par}
+			order := rs.sort(recs, times)
+			for i := range want {
+				if *at(recs, order, i) != want[i] {
+					t.Fatalf("%+v n=%d: position %d is %+v, want %+v", c, n, i, *at(recs, order, i), want[i])
+				}
 			}
 		}
 	}
