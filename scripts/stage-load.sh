@@ -52,6 +52,9 @@ measurements:
   --store-cpus LIST      run versitygw on these CPUs only (taskset -c LIST, e.g. 0-5)
   --stage-cpus LIST      run the broker, the stage and the load generator on these CPUs only (e.g. 6-15):
                          with --store-cpus, shows which side bounds a run on one host
+  --live-backlog         produce each backlog into the running stage (default: a true backlog, every request
+                         queued while the stage is stopped, then the stage started; rate from the first
+                         event to the last)
   --timeout SECONDS      bound on each measurement (600)
   --out DIR              logs and results (\$OUT/load when OUT is set, else --work/results)
 EOF
@@ -66,6 +69,7 @@ engine=auto
 stores=file,s3
 work=/dev/shm/walkstage-load-$$
 keep=0
+live_backlog=0
 partitions=4
 cpuprofile=0
 trace=0
@@ -100,6 +104,7 @@ while [ $# -gt 0 ]; do
     --stores) stores=$2; shift ;;
     --work) work=$2; shift ;;
     --keep) keep=1 ;;
+    --live-backlog) live_backlog=1 ;;
     --partitions) partitions=$2; shift ;;
     --cpuprofile) cpuprofile=1 ;;
     --trace) trace=1 ;;
@@ -278,6 +283,39 @@ load() {
   sed -n "s/^RESULT /$name /p" "$f" >>"$results"
 }
 
+# backlog NAME STORE URL ARGS...: a backlog measurement. By default a true
+# backlog: the stage is stopped, every request produced, then a collector
+# reads the event topics from their ends while the stage starts again; the
+# rate is from the first event to the last, the queue full from the start.
+# With --live-backlog the requests go into the running stage.
+backlog() {
+  local name=$1 store=$2 url=$3
+  shift 3
+  if [ "$live_backlog" -eq 1 ]; then
+    load "$name" "$@" --mode backlog --bucket "$url"
+    return
+  fi
+  local prefix="$name-$$-$RANDOM" f=$out/$name.txt
+  stop_stage
+  load "$name-produce" "$@" --mode backlog --phase produce --id-prefix "$prefix"
+  log "$name: walkstage load $* --phase collect, then the stage starts"
+  "${stage_pin[@]}" "$walkstage" load --graph "$graph" --timeout "${timeout_s}s" "$@" --mode backlog --phase collect \
+    --id-prefix "$prefix" --bucket "$url" >"$f" 2>"$out/$name.err" &
+  local collector=$! t0=$SECONDS
+  until grep -q "watching the event topics" "$out/$name.err" 2>/dev/null; do
+    kill -0 "$collector" 2>/dev/null || { cat "$out/$name.err" >&2; die "$name: the collector stopped"; }
+    [ $((SECONDS - t0)) -lt 60 ] || die "$name: the collector did not start"
+    sleep 0.1
+  done
+  start_stage "$store" "$url"
+  if ! wait "$collector"; then
+    cat "$f" "$out/$name.err" >&2
+    die "$name failed"
+  fi
+  cat "$f"
+  sed -n "s/^RESULT /$name /p" "$f" >>"$results"
+}
+
 walk_args=(--output walks --seeds "$walk_seeds" --walks-per-seed "$walks" --length "$length")
 visit_args=(--output visits --queries "$queries" --steps-per-query "$steps_per_query" --top-k "$top_k" --stop-probability 0.2)
 
@@ -293,7 +331,7 @@ for store in "${store_list[@]}"; do
   # engine's buffers.
   load "$store-walks-warmup" "${walk_args[@]}" --mode idle --requests 1 --warmup 1
   if [ "$walk_requests" -gt 0 ]; then
-    load "$store-walks-backlog" "${walk_args[@]}" --mode backlog --requests "$walk_requests" --bucket "$url"
+    backlog "$store-walks-backlog" "$store" "$url" "${walk_args[@]}" --requests "$walk_requests"
   fi
   if [ "$walk_idle" -gt 0 ]; then
     load "$store-walks-idle" "${walk_args[@]}" --mode idle --requests "$walk_idle" --warmup 0 --gap 20ms
@@ -302,7 +340,7 @@ for store in "${store_list[@]}"; do
     load "$store-visits-warmup" "${visit_args[@]}" --mode idle --requests 1 --warmup 1
   fi
   if [ "$visit_requests" -gt 0 ]; then
-    load "$store-visits-backlog" "${visit_args[@]}" --mode backlog --requests "$visit_requests" --bucket "$url"
+    backlog "$store-visits-backlog" "$store" "$url" "${visit_args[@]}" --requests "$visit_requests"
   fi
   if [ "$visit_idle" -gt 0 ]; then
     load "$store-visits-idle" "${visit_args[@]}" --queries 1 --mode idle --requests "$visit_idle" --warmup 0 --gap 20ms

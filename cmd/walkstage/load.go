@@ -42,13 +42,18 @@ its request topic and reads its completion events and dead letters.
   idle     one request at a time, the next once the previous one's event
            arrived: p50/p95/p99 of produce -> event and fetch -> event (the
            fetch is the event's completed_at less its timings.total_seconds).
+           With --phase produce, it only produces (run it while the stage is
+           stopped); --phase collect then reads their events while the stage
+           starts and reports the rate from the first event to the last: a
+           true backlog, the queue full before the stage starts (both runs
+           with the same --id-prefix, --draw-seed and request flags).
   beside   idle, with one --expensive request produced after the warm-up:
            the latency small requests see while it walks, and when its own
            event came (issue 32's admission control).
 Any dead letter or event other than succeeded fails the run. Seeds are drawn
 (--draw-seed) from the graph's vertices with out-edges. Topics and brokers
 default to the stage's WALKSTAGE_* variables. The last line of each
-measurement, "RESULT k=v ...", is for scripts.
+measurement, "RESULT k=v ...", is for scripts, as is --json.
 
 --plain-upload measures the object store alone: objects of random bytes
 uploaded as the sink uploads its parts, --plain-parallel at once.`)
@@ -58,6 +63,7 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 	fs.StringVar(&c.EventTopic, "event-topic", stageSetting("WALKSTAGE_OUTPUT_TOPIC"), "topic of the completion events")
 	fs.StringVar(&c.DLQTopic, "dlq-topic", stageSetting("WALKSTAGE_DLQ_TOPIC"), "dead-letter topic")
 	mode := fs.String("mode", loadgen.ModeBacklog, "backlog, idle or beside")
+	fs.StringVar(&c.Phase, "phase", "", "backlog: produce (only produce the requests) or collect (only read their events); default both")
 	fs.StringVar(&c.Expensive, "expensive", `"algorithm":"node2vec","p":1e-6,"length":1000,"walks_per_seed":10,"seed_range":{"first":0,"count":100}`,
 		"beside: the expensive request's JSON members other than version and batch_id (default: issue 32's Node2Vec request)")
 	fs.IntVar(&c.Requests, "requests", c.Requests, "requests measured")
@@ -90,6 +96,8 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 	fs.Int64Var(&pu.ObjectBytes, "plain-object-bytes", 64<<20, "plain upload: bytes per object")
 	fs.IntVar(&pu.Parallel, "plain-parallel", 16, "plain upload: objects at once")
 	fs.StringVar(&pu.Prefix, "plain-prefix", "plain-upload", "plain upload: key prefix (objects are deleted after)")
+	var rf resultFlags
+	rf.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -105,8 +113,9 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 		if err != nil {
 			return err
 		}
-		r.Report(stdout, pu)
-		return nil
+		w, _ := rf.writers(stdout, stderr)
+		r.Report(w, pu)
+		return rf.print(stdout, r.Summary(pu))
 	}
 	weightedSet := false
 	fs.Visit(func(f *flag.Flag) { weightedSet = weightedSet || f.Name == "weighted" })
@@ -140,13 +149,15 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 	if err := c.Normalize(); err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "load: %s of %d %s requests (batch ids %s-N) to %s on %s; events from %s\n", *mode, c.Requests, c.Output,
+	w, notes := rf.writers(stdout, stderr)
+	fmt.Fprintf(notes, "load: %s of %d %s requests (batch ids %s-N) to %s on %s; events from %s\n", *mode, c.Requests, c.Output,
 		c.IDPrefix, c.RequestTopic, strings.Join(c.Brokers, ","), c.EventTopic)
+	c.OnWatching = func() { fmt.Fprintln(notes, "load: watching the event topics from their ends") }
 	t0 := time.Now()
 	r, err := loadgen.Run(ctx, c, *mode, pool)
 	if err != nil {
 		if r != nil {
-			fmt.Fprintf(stderr, "load: after %.1f s, %d of %d requests done\n", time.Since(t0).Seconds(), len(r.FetchToEvent), c.Requests)
+			fmt.Fprintf(notes, "load: after %.1f s, %d of %d requests done\n", time.Since(t0).Seconds(), len(r.FetchToEvent), c.Requests)
 		}
 		return err
 	}
@@ -155,6 +166,6 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 			return fmt.Errorf("bytes written: %w", err)
 		}
 	}
-	r.Report(stdout)
-	return nil
+	r.Report(w)
+	return rf.print(stdout, r.Summary())
 }

@@ -53,6 +53,15 @@ type Config struct {
 	StepsPerQuery int
 	TopK          int
 
+	// Phase splits a backlog in two runs, for a true backlog (PhaseAll,
+	// PhaseProduce, PhaseCollect); the two runs need the same IDPrefix,
+	// RNGSeed and request shape.
+	Phase string
+	// OnWatching, when set, is called once the run reads the event topics
+	// from their ends, before it produces anything: a script starts the
+	// stage of a collect after it.
+	OnWatching func()
+
 	// RNGSeed draws the seeds: request i's seeds depend only on RNGSeed, i
 	// and the seed pool, so two runs send the same requests.
 	RNGSeed uint64
@@ -93,6 +102,12 @@ func (c *Config) Normalize() error {
 		if c.Output == OutputVisits {
 			c.Algorithm = "ppr"
 		}
+	}
+	if c.Phase != PhaseAll && c.Phase != PhaseProduce && c.Phase != PhaseCollect {
+		return fmt.Errorf("phase %q: want produce or collect (or none)", c.Phase)
+	}
+	if c.Phase != PhaseAll && c.IDPrefix == "" {
+		return fmt.Errorf("phase %s needs an id prefix: the produce and the collect must name the same batch ids", c.Phase)
 	}
 	if c.IDPrefix == "" {
 		c.IDPrefix = "load-" + strconv.FormatInt(time.Now().UnixNano(), 36)

@@ -3,6 +3,9 @@ package loadgen
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +89,9 @@ func TestConfigRejectsBadValues(t *testing.T) {
 		"requests":     func(c *Config) { c.Requests = 0 },
 		"id prefix":    func(c *Config) { c.IDPrefix = "a/b" },
 		"visits top k": func(c *Config) { c.Output, c.TopK = OutputVisits, 0 },
+		"phase":        func(c *Config) { c.Phase, c.IDPrefix = "consume", "x" },
+		// Without a given prefix the two runs would name different batches.
+		"phase prefix": func(c *Config) { c.Phase = PhaseCollect },
 	} {
 		c := Defaults()
 		c.Brokers = []string{"x:1"}
@@ -210,6 +216,56 @@ func TestBacklogAndIdleCountEveryEvent(t *testing.T) {
 	if !strings.Contains(out.String(), "RESULT mode=idle output=visits requests=5 ") {
 		t.Errorf("report:\n%s", out.String())
 	}
+	// load --json's line: the same figures, durations in seconds.
+	line, err := json.Marshal(r.Summary())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum map[string]any
+	if err := json.Unmarshal(line, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum["mode"] != "idle" || sum["requests"] != 5.0 || sum["queries"] != 15.0 || sum["candidates"] != 150.0 ||
+		sum["produce_to_event_p50_seconds"] != Quantile(r.ProduceToEvent, 0.5).Seconds() || sum["duration_seconds"] != r.Elapsed.Seconds() {
+		t.Errorf("summary: %s", line)
+	}
+}
+
+// A true backlog: the requests produced while no stage runs, then a
+// collector started, then the stage: every event counted, the rate over
+// the first event to the last.
+func TestTrueBacklogInTwoPhases(t *testing.T) {
+	brokers := startBroker(t)
+	pool := RangePool(100)
+	ctx := context.Background()
+	c := testConfig(brokers)
+	c.IDPrefix, c.Phase = "true", PhaseProduce
+	r, err := Run(ctx, c, ModeBacklog, pool)
+	if err != nil || len(r.FetchToEvent) != 0 {
+		t.Fatalf("produce: %v, %d events", err, len(r.FetchToEvent))
+	}
+	c.Phase = PhaseCollect
+	watching := make(chan struct{})
+	c.OnWatching = func() { close(watching) }
+	done := make(chan error, 1)
+	go func() { r, err = Run(ctx, c, ModeBacklog, pool); done <- err }()
+	<-watching
+	fakeStage(t, brokers, nil)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if len(r.FetchToEvent) != 20 || r.Walks != 20*5*2 || r.FirstToLast <= 0 || r.FirstEvent != 5*2*11 {
+		t.Fatalf("collect: %d events, %d walks, first to last %v, first event %d", len(r.FetchToEvent), r.Walks, r.FirstToLast, r.FirstEvent)
+	}
+	var out strings.Builder
+	r.Report(&out)
+	want := fmt.Sprintf("walk_vertices_per_s=%.0f ", float64(r.WalkVertices()-r.FirstEvent)/r.FirstToLast.Seconds())
+	if !strings.Contains(out.String(), want) || !strings.Contains(out.String(), fmt.Sprintf("seconds=%.3f ", r.FirstToLast.Seconds())) {
+		t.Fatalf("the collect's rate is not over the first event to the last (%s):\n%s", want, out.String())
+	}
+	if _, err := Run(ctx, c, ModeIdle, pool); err == nil {
+		t.Fatal("a phase was accepted with the idle mode")
+	}
 }
 
 func TestDeadLetterFailsTheRun(t *testing.T) {
@@ -245,5 +301,30 @@ func TestPlainUploadWritesTheVolume(t *testing.T) {
 	}
 	if r.Objects != 4 || r.Bytes != p.Bytes {
 		t.Errorf("%d objects, %d bytes; want 4, %d", r.Objects, r.Bytes, p.Bytes)
+	}
+}
+
+// load --json's line gives the RESULT line's figures: the same seconds and
+// rates, over the first event to the last for a collect phase.
+func TestSummaryMatchesResultLine(t *testing.T) {
+	for _, phase := range []string{PhaseAll, PhaseCollect} {
+		r := &Result{Mode: ModeBacklog, Output: OutputWalks, Phase: phase, Requests: 10, Elapsed: 4 * time.Second,
+			FirstToLast: 2 * time.Second, FirstEvent: 1100, Walks: 100, Steps: 10_900, Bytes: -1}
+		var out strings.Builder
+		r.Report(&out)
+		var sec, vps float64
+		for _, f := range strings.Fields(out.String()[strings.Index(out.String(), "RESULT "):]) {
+			k, v, _ := strings.Cut(f, "=")
+			switch k {
+			case "seconds":
+				sec, _ = strconv.ParseFloat(v, 64)
+			case "walk_vertices_per_s":
+				vps, _ = strconv.ParseFloat(v, 64)
+			}
+		}
+		s := r.Summary()
+		if s.Phase != phase || s.DurationSeconds != sec || math.Round(s.WalkVerticesPerSecond) != vps {
+			t.Errorf("phase %q: summary %+v, RESULT seconds=%v walk_vertices_per_s=%v", phase, s, sec, vps)
+		}
 	}
 }
