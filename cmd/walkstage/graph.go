@@ -110,7 +110,7 @@ func graphImport(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	weighted := fs.Bool("weighted", false, "read a weight column (text: third column; parquet: 'weight')")
 	labelled := fs.Bool("labelled", false, "read a label column 0..255 (text: after the weight; parquet: 'label')")
 	selfLoops := fs.Bool("self-loops", false, "keep self-loops (dropped by default)")
-	dups := fs.String("duplicates", "keep-first", "repeated (src, dst): keep-first, sum (add weights), keep-all or error")
+	dups := fs.String("duplicates", "keep-first", "repeated (src, dst), with --time-column at the same time: keep-first, sum (add weights), keep-all or error")
 	dense := fs.Bool("dense-ids", false, "ids are already 0..V-1: store no id map (ids that never occur become isolated vertices)")
 	idType := fs.String("id-type", "int64", "vertex ids: int64, or string (any text without separators, 1-1024 bytes of UTF-8; Parquet: string columns); dense ids follow the ids' order")
 	timeColumn := fs.String("time-column", "", "read edge times (integers, e.g. Unix ms) from this column: text, its number counted from 1 (src 1, dst 2; \"src dst time\" is 3); parquet, its name. An edge at two times is two edges")

@@ -50,7 +50,9 @@ type ImportOptions struct {
 	Labelled bool
 	// SelfLoops keeps u -> u edges; they are dropped (and counted) otherwise.
 	SelfLoops bool
-	// Duplicates says what to do with repeated (src, dst) pairs.
+	// Duplicates says what to do with repeated (src, dst) pairs. With
+	// times, a duplicate is a repeated (src, dst, time): the same pair at
+	// two times is two edges whatever the policy, as in graph.FromEdges.
 	Duplicates graph.DuplicatePolicy
 	// DenseIDs says the input ids are already 0..V-1: no id map is stored,
 	// V is the largest id + 1 and ids that never appear are isolated
