@@ -8,7 +8,10 @@ package edgelist
 //     a fixed-size in-memory run (adding the reverse edge for undirected
 //     graphs and dropping self-loops), a batch's blocks on Workers
 //     goroutines at once.
-//  2. A full run is sorted by (src, dst, input position) by the sorter, a
+//  2. A full run is sorted by (src, dst, input position) by the sorter (by
+//     (src, dst, time, input position) when timed; with string ids the
+//     sorter first turns the run's strings into run-local ranks, see
+//     doc.go and strdict.go), a
 //     goroutine that spreads the radix sort and the encoding over Workers
 //     goroutines (radix.go, runcodec.go), and spilled to a temporary file,
 //     delta- and varint-coded, together with the sorted set of external ids
@@ -16,7 +19,9 @@ package edgelist
 //     is two runs and the sort's scratch, plus about 15 MB a worker,
 //     whatever the input size.
 //  3. The id sets are merged into the sorted external-id array: dense id =
-//     rank of the external id, the same numbering graph.FromEdges uses.
+//     rank of the external id, the same numbering graph.FromEdges uses
+//     (string sets: into the string table and a map per run from its local
+//     ids to dense ids, mergeStrings).
 //  4. The edge runs are k-way merged (ties broken by run, so "first" means
 //     first in the input), duplicates are resolved by the policy, and the
 //     CSR sections are written straight into the output file, which is
