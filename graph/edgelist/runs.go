@@ -150,8 +150,8 @@ func newRunBuilder(ctx context.Context, input, tmpDir string, o ImportOptions) *
 		// with their heads fit). A dictionary shard's offsets are 32 bits.
 		b.arenaLimit = min(max(1<<20, 48*o.RunEdges), 1<<32)
 		b.freeArenas = make(chan *stagedStrings, 2)
-		b.freeArenas <- newStagedStrings()
-		b.arena = newStagedStrings()
+		b.freeArenas <- nil // allocated on first use, as the run buffers
+		b.arena = newStagedStrings(b.arenaLimit)
 		b.dict = newRunDict(dictShards)
 	}
 	b.sorter = startWorker(1, b.sortRun, func(job sortJob) {
@@ -385,7 +385,9 @@ func (b *runBuilder) flush(spill bool) error {
 		return nil
 	}
 	if b.freeArenas != nil {
-		b.arena = <-b.freeArenas
+		if b.arena = <-b.freeArenas; b.arena == nil {
+			b.arena = newStagedStrings(b.arenaLimit)
+		}
 	}
 	b.cur = <-b.free
 	if b.cur == nil {

@@ -206,7 +206,16 @@ type stagedStrings struct {
 
 const stageHead = 10
 
-func newStagedStrings() *stagedStrings { return &stagedStrings{} }
+// newStagedStrings returns arenas with room for limit bytes in all, so a
+// run's arenas never grow by copying (room never touched costs address
+// space only).
+func newStagedStrings(limit int) *stagedStrings {
+	st := &stagedStrings{}
+	for i := range st.shards {
+		st.shards[i] = make([]byte, 0, limit/dictShards+limit/dictShards/8)
+	}
+	return st
+}
 
 func (st *stagedStrings) reset() {
 	for i := range st.shards {
