@@ -96,12 +96,13 @@ func (e *edgeBatch) joinLoops(from int) {
 	}
 }
 
-// dictShard is one goroutine's share of a run dictionary: the strings whose
-// hash picks it, in an open-addressing table at most half full.
+// dictShard is one shard of a run dictionary: the strings whose hash picks
+// it, in an open-addressing table at most half full. One goroutine fills
+// it at a time (internRun), with the shard small enough to stay in cache.
 //
-// A lookup should cost two cache misses, the slot and the string: a slot
-// holds 32 bits of the hash beside the string's arena offset, and the
-// arena holds each string after its length and entry number.
+// A slot holds 32 bits of the hash beside the string's arena offset, and
+// the arena holds each string after its length and entry number, so a
+// lookup reads two places, the slot and the string.
 type dictShard struct {
 	arena []byte   // per string: uint16 length, uint32 entry, the bytes
 	offs  []uint32 // entry -> its place in arena
@@ -224,11 +225,6 @@ func (st *stagedStrings) reset() {
 }
 
 func stagedAt(place int64) (shard int, off int64) { return int(place & 0xff), place >> 8 }
-
-func (st *stagedStrings) hash(place int64) uint64 {
-	t, off := stagedAt(place)
-	return binary.LittleEndian.Uint64(st.shards[t][off:])
-}
 
 func (st *stagedStrings) str(place int64) []byte {
 	t, off := stagedAt(place)
