@@ -4,7 +4,8 @@
 // by readers that share no code with it: Apache Arrow's Go reader in the
 // test itself, and DuckDB (@duckdb/node-api) and hyparquet through read.mjs
 // on Node.js, at the versions package-lock.json pins. scripts/test.sh
-// installs those (`npm ci`, cached); without them the test skips, or fails
+// installs those (`npm ci`, cached); strings_test.go and strings.mjs read the
+// output of a graph with string ids the same way. Without them the test skips, or fails
 // under WALKSTAGE_INTEGRATION=1.
 //
 // The package has no code of its own: it must not be imported.

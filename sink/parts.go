@@ -178,6 +178,7 @@ func (w *BatchWriter) uploadLoop() {
 			return
 		}
 		if gr.err != nil {
+			w.fail(gr.err) // recorded already (encodeLoop); never stop without it
 			return
 		}
 		if p == nil {

@@ -60,6 +60,33 @@ type WeightedSampleRow struct {
 	EdgeWeight float32 `parquet:"edge_weight,split"`
 }
 
+// StringSampleRow is SampleRow for a graph with string ids: seed, src and
+// dst are string ids (dictionary-encoded).
+type StringSampleRow struct {
+	InstanceID int64  `parquet:"instance_id,delta"`
+	Seed       string `parquet:"seed,dict"`
+	Hop        int32  `parquet:"hop,delta"`
+	Src        string `parquet:"src,dict"`
+	Dst        string `parquet:"dst,dict"`
+}
+
+// WeightedStringSampleRow is StringSampleRow with the edge's weight.
+type WeightedStringSampleRow struct {
+	InstanceID int64   `parquet:"instance_id,delta"`
+	Seed       string  `parquet:"seed,dict"`
+	Hop        int32   `parquet:"hop,delta"`
+	Src        string  `parquet:"src,dict"`
+	Dst        string  `parquet:"dst,dict"`
+	EdgeWeight float32 `parquet:"edge_weight,split"`
+}
+
+// rowGroupWriter is a part writer of string rows, which take fragments'
+// row groups as the integer ones do.
+type rowGroupWriter interface {
+	WriteRowGroup(parquet.RowGroup) (int64, error)
+	Close() error
+}
+
 // DescribeSample renders p for metadata, in the form of AlgorithmMeta.
 func DescribeSample(p graphsample.SampleParams) AlgorithmMeta {
 	m := AlgorithmMeta{Name: p.Kind.String(), Length: p.Hops(), Weighted: p.Weighted(), Sampler: "reservoir-keys",
@@ -94,7 +121,10 @@ type sampleState struct {
 	p                                   *part
 	pw                                  *parquet.GenericWriter[SampleRow]
 	pww                                 *parquet.GenericWriter[WeightedSampleRow]
-	parts                               int
+	// A graph with string ids: rows hold dense ids (seeds too), written as
+	// string rows by spw.
+	spw   rowGroupWriter
+	parts int
 }
 
 // sampleGroup is one row group of edges being encoded.
@@ -106,7 +136,8 @@ type sampleGroup struct {
 }
 
 // WriteSamples appends the edges of instances first, first+1, ...: edges[k]
-// are instance first+k's, seeds[k] its seed (external id). Instances must
+// are instance first+k's, seeds[k] its seed (external id; for a graph with
+// string ids its dense id, written as its string id). Instances must
 // come in order, each once. Rows are grouped into row groups and parts by
 // count and size alone, so the same samples give the same bytes however
 // they were handed over. Not safe for concurrent use.
@@ -203,6 +234,14 @@ func (w *BatchWriter) sampleRows(first int64, seeds []int64, edges [][]graphsamp
 	}
 	g := w.g
 	nv := uint32(g.NumVertices())
+	strs := g.HasStringIDs()
+	if strs {
+		for _, sd := range seeds {
+			if sd < 0 || sd >= int64(nv) {
+				return nil, fmt.Errorf("sink: batch %s: %w: seed %d beyond the graph", w.meta.BatchID, ErrBadChunk, sd)
+			}
+		}
+	}
 	fill := func(k0, k1 int) error {
 		for k := k0; k < k1; k++ {
 			id := first + int64(k)
@@ -212,6 +251,9 @@ func (w *BatchWriter) sampleRows(first int64, seeds []int64, edges [][]graphsamp
 					return fmt.Errorf("sink: batch %s: %w: edge %d->%d beyond the graph", w.meta.BatchID, ErrBadChunk, e.Src, e.Dst)
 				}
 				row := WeightedSampleRow{InstanceID: id, Seed: seeds[k], Hop: e.Hop, Src: g.ExternalID(e.Src), Dst: g.ExternalID(e.Dst)}
+				if strs {
+					row.Src, row.Dst = int64(e.Src), int64(e.Dst) // their strings at encodeSampleGroup
+				}
 				if g.Weights != nil {
 					row.EdgeWeight = g.Weights[e.Edge]
 				}
@@ -295,7 +337,9 @@ func (w *BatchWriter) encodeSampleGroup(g *sampleGroup) {
 	s := w.samples
 	var buf bytes.Buffer
 	buf.Grow(len(g.rows) * 16)
-	if w.meta.SampleEdgeWeight {
+	if w.g.HasStringIDs() {
+		g.err = w.encodeStringSamples(&buf, g.rows)
+	} else if w.meta.SampleEdgeWeight {
 		pw, _ := s.fragWeighted.Get().(*parquet.GenericWriter[WeightedSampleRow])
 		if pw == nil {
 			pw = parquet.NewGenericWriter[WeightedSampleRow](&buf, w.samplePartOptions(0)...)
@@ -330,6 +374,33 @@ func (w *BatchWriter) encodeSampleGroup(g *sampleGroup) {
 	g.frag = buf.Bytes()
 }
 
+// encodeStringSamples writes rows (dense ids) as a fragment of string
+// rows. Not pooled as the integer rows are: string ids are the rarer case.
+func (w *BatchWriter) encodeStringSamples(buf *bytes.Buffer, rows []WeightedSampleRow) error {
+	g := w.g
+	str := func(v int64) string { return g.ExternalString(uint32(v)) }
+	if w.meta.SampleEdgeWeight {
+		out := make([]WeightedStringSampleRow, len(rows))
+		for i, r := range rows {
+			out[i] = WeightedStringSampleRow{InstanceID: r.InstanceID, Seed: str(r.Seed), Hop: r.Hop, Src: str(r.Src), Dst: str(r.Dst), EdgeWeight: r.EdgeWeight}
+		}
+		pw := parquet.NewGenericWriter[WeightedStringSampleRow](buf, w.samplePartOptions(0)...)
+		if _, err := pw.Write(out); err != nil {
+			return err
+		}
+		return pw.Close()
+	}
+	out := make([]StringSampleRow, len(rows))
+	for i, r := range rows {
+		out[i] = StringSampleRow{InstanceID: r.InstanceID, Seed: str(r.Seed), Hop: r.Hop, Src: str(r.Src), Dst: str(r.Dst)}
+	}
+	pw := parquet.NewGenericWriter[StringSampleRow](buf, w.samplePartOptions(0)...)
+	if _, err := pw.Write(out); err != nil {
+		return err
+	}
+	return pw.Close()
+}
+
 // appendSampleGroup waits for the oldest pending group's fragment and
 // copies it into the part, opening a part when none is open and closing it
 // once it reaches the file size.
@@ -360,9 +431,12 @@ func (w *BatchWriter) appendSampleGroup(ctx context.Context) error {
 	if len(rgs) != 1 {
 		return fmt.Errorf("sink: encoded sampled edges hold %d row groups", len(rgs))
 	}
-	if s.pww != nil {
+	switch {
+	case s.spw != nil:
+		_, err = s.spw.WriteRowGroup(rgs[0])
+	case s.pww != nil:
 		_, err = s.pww.WriteRowGroup(rgs[0])
-	} else {
+	default:
 		_, err = s.pw.WriteRowGroup(rgs[0])
 	}
 	if err != nil {
@@ -393,9 +467,14 @@ func (w *BatchWriter) openSamplePart() error {
 	}
 	opts := w.samplePartOptions(s.parts)
 	s.p = p
-	if w.meta.SampleEdgeWeight {
+	switch {
+	case w.g.HasStringIDs() && w.meta.SampleEdgeWeight:
+		s.spw = parquet.NewGenericWriter[WeightedStringSampleRow](p.out, opts...)
+	case w.g.HasStringIDs():
+		s.spw = parquet.NewGenericWriter[StringSampleRow](p.out, opts...)
+	case w.meta.SampleEdgeWeight:
 		s.pww = parquet.NewGenericWriter[WeightedSampleRow](p.out, opts...)
-	} else {
+	default:
 		s.pw = parquet.NewGenericWriter[SampleRow](p.out, opts...)
 	}
 	s.parts++
@@ -406,11 +485,14 @@ func (w *BatchWriter) closeSamplePart() error {
 	s := w.samples
 	p := s.p
 	closeEncoder := func() error { return s.pw.Close() }
-	if s.pww != nil {
+	switch {
+	case s.spw != nil:
+		closeEncoder = s.spw.Close
+	case s.pww != nil:
 		closeEncoder = s.pww.Close
 	}
 	err := w.sealPart(p, closeEncoder)
-	s.p, s.pw, s.pww = nil, nil, nil
+	s.p, s.pw, s.pww, s.spw = nil, nil, nil, nil
 	if err != nil {
 		return err
 	}
@@ -452,7 +534,7 @@ func (w *BatchWriter) abortSamples() {
 		s.pending = nil
 		if s.p != nil {
 			w.abortPart(s.p)
-			s.p, s.pw, s.pww = nil, nil, nil
+			s.p, s.pw, s.pww, s.spw = nil, nil, nil, nil
 		}
 	}
 }

@@ -46,6 +46,21 @@ type VisitCandidate struct {
 	Score  float64 `parquet:"score"`
 }
 
+// StringVisitRow is VisitRow for a graph with string ids: the candidates'
+// vertices are their string ids (dictionary-encoded).
+type StringVisitRow struct {
+	QueryID    string                 `parquet:"query_id"`
+	Steps      int64                  `parquet:"steps"`
+	Candidates []StringVisitCandidate `parquet:"candidates,list"`
+}
+
+// StringVisitCandidate is one element of StringVisitRow.Candidates.
+type StringVisitCandidate struct {
+	Vertex string  `parquet:"vertex,dict"`
+	Visits int64   `parquet:"visits"`
+	Score  float64 `parquet:"score"`
+}
+
 // visitState is a visits batch being written: rows buffered for the next
 // row group, the part being written, the totals for the manifest.
 type visitState struct {
@@ -56,7 +71,11 @@ type visitState struct {
 	candidates int64
 	p          *part
 	pw         *parquet.GenericWriter[VisitRow]
-	parts      int
+	// A graph with string ids: buf holds dense ids as vertices, written
+	// as StringVisitRows by spw.
+	spw   *parquet.GenericWriter[StringVisitRow]
+	sbuf  []StringVisitRow
+	parts int
 }
 
 // WriteVisits appends the rows of queries, in query order: ids[k] names
@@ -84,7 +103,11 @@ func (w *BatchWriter) WriteVisits(ctx context.Context, ids []string, results []v
 			if c.Vertex >= nv {
 				return w.fail(fmt.Errorf("sink: batch %s: %w: candidate vertex %d beyond the graph's %d", w.meta.BatchID, ErrBadChunk, c.Vertex, nv))
 			}
-			row.Candidates[x] = VisitCandidate{Vertex: w.g.ExternalID(c.Vertex), Visits: c.Visits, Score: float64(c.Visits) / float64(r.Steps)}
+			vertex := w.g.ExternalID(c.Vertex)
+			if w.g.HasStringIDs() {
+				vertex = int64(c.Vertex) // its string at flushVisits
+			}
+			row.Candidates[x] = VisitCandidate{Vertex: vertex, Visits: c.Visits, Score: float64(c.Visits) / float64(r.Steps)}
 		}
 		v.buf = append(v.buf, row)
 		v.rows++
@@ -112,10 +135,23 @@ func (w *BatchWriter) flushVisits(ctx context.Context) error {
 		}
 	}
 	p := v.p
-	if _, err := v.pw.Write(v.buf); err != nil {
-		return fmt.Errorf("sink: write %s: %w", p.key, err)
+	var err error
+	if v.spw != nil {
+		v.sbuf = v.sbuf[:0]
+		for _, r := range v.buf {
+			sr := StringVisitRow{QueryID: r.QueryID, Steps: r.Steps, Candidates: make([]StringVisitCandidate, len(r.Candidates))}
+			for x, c := range r.Candidates {
+				sr.Candidates[x] = StringVisitCandidate{Vertex: w.g.ExternalString(uint32(c.Vertex)), Visits: c.Visits, Score: c.Score}
+			}
+			v.sbuf = append(v.sbuf, sr)
+		}
+		if _, err = v.spw.Write(v.sbuf); err == nil {
+			err = v.spw.Flush()
+		}
+	} else if _, err = v.pw.Write(v.buf); err == nil {
+		err = v.pw.Flush()
 	}
-	if err := v.pw.Flush(); err != nil {
+	if err != nil {
 		return fmt.Errorf("sink: write %s: %w", p.key, err)
 	}
 	p.addRows(&v.written, len(v.buf))
@@ -135,16 +171,26 @@ func (w *BatchWriter) openVisitPart() error {
 	if err != nil {
 		return err
 	}
-	v.p, v.pw = p, parquet.NewGenericWriter[VisitRow](p.out, w.rowPartOptions(v.parts, OutputVisits, visitRowGroupRows)...)
+	opts := w.rowPartOptions(v.parts, OutputVisits, visitRowGroupRows)
+	v.p = p
+	if w.g.HasStringIDs() {
+		v.spw = parquet.NewGenericWriter[StringVisitRow](p.out, opts...)
+	} else {
+		v.pw = parquet.NewGenericWriter[VisitRow](p.out, opts...)
+	}
 	v.parts++
 	return nil
 }
 
 func (w *BatchWriter) closeVisitPart() error {
 	v := w.visits
-	p, pw := v.p, v.pw
-	v.p, v.pw = nil, nil
-	if err := w.sealPart(p, pw.Close); err != nil {
+	p, closeWriter := v.p, func() error { return v.pw.Close() }
+	if v.spw != nil {
+		closeWriter = v.spw.Close
+	}
+	err := w.sealPart(p, closeWriter)
+	v.p, v.pw, v.spw = nil, nil, nil
+	if err != nil {
 		return err
 	}
 	w.walksWritten.Add(p.file.Rows)
@@ -177,6 +223,6 @@ func (w *BatchWriter) describeVisits(m *Manifest) {
 func (w *BatchWriter) abortVisits() {
 	if v := w.visits; v != nil && v.p != nil {
 		w.abortPart(v.p)
-		v.p, v.pw = nil, nil
+		v.p, v.pw, v.spw = nil, nil, nil
 	}
 }

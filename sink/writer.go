@@ -39,6 +39,21 @@ type Row struct {
 	Walk   []int64 `parquet:"walk,list" parquet-element:",delta"`
 }
 
+// StringRow is one walk of a graph with string ids as stored in Parquet:
+//
+//	walk_id INT64, start STRING, length INT32,
+//	walk LIST<STRING> (walk.list.element)
+//
+// with start and walk the vertices' string ids (BYTE_ARRAY, logical type
+// STRING, dictionary-encoded: each row group's dictionary holds the
+// vertices it visits). StringRow reads them back.
+type StringRow struct {
+	WalkID int64    `parquet:"walk_id,delta"`
+	Start  string   `parquet:"start,dict"`
+	Length int32    `parquet:"length"`
+	Walk   []string `parquet:"walk,list" parquet-element:",dict"`
+}
+
 // Keys of the Parquet file key-value metadata.
 const (
 	MetaBatchID          = "walkstage.batch_id"
@@ -310,6 +325,11 @@ func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta Bat
 		parquet.CreatedBy("walkstage", meta.WalkstageVersion, ""),
 	}
 	w.cfg.walkEncoding = resolveWalkEncoding(cfg.walkEncoding)
+	if g.HasStringIDs() {
+		// The walk encodings are integer encodings: a graph with string
+		// ids writes its walks as dictionary-encoded strings (StringRow).
+		w.cfg.walkEncoding = pages.StringDictionary
+	}
 	if _, err = pages.FileSchema(w.cfg.walkEncoding); err != nil {
 		return nil, fmt.Errorf("sink: batch %s: %w", meta.BatchID, err)
 	}
@@ -675,10 +695,13 @@ func (w *BatchWriter) encodeLoop() {
 			w.encoding--
 			w.signal()
 			w.mu.Unlock()
-			close(gr.ready)
+			// The error is the writer's before the uploader wakes: woken
+			// first, it stopped, and a Commit in between found no error
+			// and committed a batch without this row group.
 			if err != nil {
 				w.fail(err)
 			}
+			close(gr.ready)
 		case <-w.ctx.Done():
 			return
 		}

@@ -230,7 +230,7 @@ func TestEventFitsASmallTopic(t *testing.T) {
 	defer p.Close()
 	key := strings.Repeat("k", 600<<10)
 	ev := Event{BatchID: key, Status: StatusRejected, Reason: string(ReasonMalformed), Error: strings.Repeat("e", 100<<10),
-		SkippedIDs: make([]int64, 100)}
+		SkippedIDs: make([]string, 100)}
 	if err := p.Publish(ctx, ev); err != nil {
 		t.Fatal(err)
 	}

@@ -67,8 +67,13 @@ func DecodeRequest(key, value []byte, g *graph.Graph, lim Limits) (*Request, err
 		r.Visits.Params.Algorithm, r.Visits.Params.Seed = r.Algorithm, r.RNGSeed
 		if m.Queries == nil { // each seed its own query
 			for i, s := range r.Starts {
-				r.Visits.QueryIDs = append(r.Visits.QueryIDs, strconv.FormatInt(r.Seeds[i], 10))
-				r.Visits.QuerySeeds = append(r.Visits.QuerySeeds, []int64{r.Seeds[i]})
+				if r.StringSeeds != nil {
+					r.Visits.QueryIDs = append(r.Visits.QueryIDs, r.StringSeeds[i])
+					r.Visits.QueryStringSeeds = append(r.Visits.QueryStringSeeds, []string{r.StringSeeds[i]})
+				} else {
+					r.Visits.QueryIDs = append(r.Visits.QueryIDs, strconv.FormatInt(r.Seeds[i], 10))
+					r.Visits.QuerySeeds = append(r.Visits.QuerySeeds, []int64{r.Seeds[i]})
+				}
 				r.Visits.Queries = append(r.Visits.Queries, visits.VisitQuery{Starts: []uint32{s}})
 			}
 		}
@@ -271,17 +276,20 @@ func (d *decoder) algorithmParams(m *requestV1, a *walk.Algorithm) error {
 
 // resolveSeeds checks the seed list or range against the limits and maps
 // the seeds to dense ids (g nil: external id = dense id), skipping or
-// rejecting the unknown ones.
+// rejecting the unknown ones. A graph with string ids takes a list of
+// strings only (eachSeed).
 func (d *decoder) resolveSeeds(m *requestV1, r *Request) error {
 	switch {
 	case m.SeedRange != nil && m.Seeds != nil:
 		return d.reject(ReasonInvalidParameters, "give seeds or seed_range, not both")
-	case m.SeedRange == nil && len(m.Seeds) == 0:
+	case m.SeedRange == nil && m.Seeds.len() == 0:
 		return d.reject(ReasonInvalidParameters, "seeds (a non-empty list) or seed_range is required")
+	case m.SeedRange != nil && d.stringIDs():
+		return d.reject(ReasonInvalidParameters, "seed_range needs integer ids: graph %q has string ids, list them in seeds", d.graphName())
 	}
-	n := int64(len(m.Seeds))
-	seedAt := func(i int64) int64 { return m.Seeds[i] }
-	if sr := m.SeedRange; sr != nil {
+	n := int64(m.Seeds.len())
+	sr := m.SeedRange
+	if sr != nil {
 		if sr.Count < 1 {
 			return d.reject(ReasonInvalidParameters, "seed_range.count %d must be at least 1", sr.Count)
 		}
@@ -289,7 +297,6 @@ func (d *decoder) resolveSeeds(m *requestV1, r *Request) error {
 			return d.reject(ReasonInvalidParameters, "seed_range overflows int64")
 		}
 		n = sr.Count
-		seedAt = func(i int64) int64 { return sr.First + i }
 	}
 	if d.lim.MaxSeeds > 0 && n > int64(d.lim.MaxSeeds) {
 		return d.reject(ReasonTooLarge, "%d seeds exceed the limit %d", n, d.lim.MaxSeeds)
@@ -298,36 +305,47 @@ func (d *decoder) resolveSeeds(m *requestV1, r *Request) error {
 		return d.reject(ReasonTooLarge, "%d seeds x %d walks_per_seed = %d walks exceed the limit %d",
 			n, r.WalksPerSeed, n*int64(r.WalksPerSeed), d.lim.MaxWalksPerBatch)
 	}
-	dense := func(ext int64) (uint32, bool) {
-		if d.g != nil {
-			return d.g.DenseID(ext)
-		}
-		return uint32(ext), ext >= 0 && ext <= math.MaxUint32-1
+	strs := d.stringIDs()
+	if strs {
+		r.StringSeeds = make([]string, 0, n)
+	} else {
+		r.Seeds = make([]int64, 0, n)
 	}
-	r.Seeds = make([]int64, 0, n)
 	r.Starts = make([]uint32, 0, n)
-	var unknown []int64
+	var unknown []string
 	unknownCount := 0
-	for i := range n {
-		ext := seedAt(i)
-		v, ok := dense(ext)
-		if !ok {
+	add := func(s seedRef) {
+		if !s.known {
 			unknownCount++
 			if len(unknown) < maxSkippedIDs {
-				unknown = append(unknown, ext)
+				unknown = append(unknown, s.id(strs))
 			}
-			continue
+			return
 		}
-		r.Seeds, r.Starts = append(r.Seeds, ext), append(r.Starts, v)
+		if strs {
+			r.StringSeeds = append(r.StringSeeds, s.str)
+		} else {
+			r.Seeds = append(r.Seeds, s.ext)
+		}
+		r.Starts = append(r.Starts, s.dense)
+	}
+	if sr != nil {
+		for i := range n {
+			ext := sr.First + i
+			v, ok := d.dense(ext)
+			add(seedRef{ext: ext, dense: v, known: ok})
+		}
+	} else if err := d.eachSeed(m.Seeds, "seeds", add); err != nil {
+		return err
 	}
 	if unknownCount > 0 {
 		if !d.lim.SkipUnknown {
 			return d.reject(ReasonUnknownVertices, "%d of %d seeds are not in the graph, e.g. %s",
-				unknownCount, n, idList(unknown, 10))
+				unknownCount, n, idList(unknown, 10, strs))
 		}
 		r.Skipped, r.SkippedIDs = unknownCount, unknown
 		if len(r.Starts) == 0 {
-			return d.reject(ReasonUnknownVertices, "none of the %d seeds is in the graph, e.g. %s", n, idList(unknown, 10))
+			return d.reject(ReasonUnknownVertices, "none of the %d seeds is in the graph, e.g. %s", n, idList(unknown, 10, strs))
 		}
 	}
 	return nil

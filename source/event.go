@@ -67,31 +67,15 @@ type Timings struct {
 	Total   float64 `json:"total_seconds"`   // fetched -> event being published
 }
 
-// IDs are 64-bit vertex ids, written as JSON decimal strings as rng_seed
-// is: JavaScript's JSON.parse and jq 1.6 hold numbers as doubles, which
-// round ids above 2^53 (2^53+1 arrives as 2^53). Decoding also takes
-// numbers, as version 1 events wrote them.
-type IDs []int64
+// IDs are external vertex ids as text: a graph's string ids, or 64-bit
+// integer ids as decimal strings, as rng_seed is written (JavaScript's
+// JSON.parse and jq 1.6 hold numbers as doubles, which round ids above
+// 2^53: 2^53+1 arrives as 2^53). Encoded as a JSON array of strings;
+// decoding also takes integers, as version 1 events wrote them.
+type IDs []string
 
-// MarshalJSON writes ["12", "-3"].
-func (ids IDs) MarshalJSON() ([]byte, error) {
-	if ids == nil {
-		return []byte("null"), nil
-	}
-	b := make([]byte, 0, 2+len(ids)*12)
-	b = append(b, '[')
-	for i, id := range ids {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '"')
-		b = strconv.AppendInt(b, id, 10)
-		b = append(b, '"')
-	}
-	return append(b, ']'), nil
-}
-
-// UnmarshalJSON reads an array of decimal strings or of integers.
+// UnmarshalJSON reads an array of strings or of integers (in the int64
+// range, kept as their decimal text).
 func (ids *IDs) UnmarshalJSON(b []byte) error {
 	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
 		*ids = nil
@@ -103,19 +87,17 @@ func (ids *IDs) UnmarshalJSON(b []byte) error {
 	}
 	out := make(IDs, len(raw))
 	for i, r := range raw {
-		var s string
 		if len(r) > 0 && r[0] == '"' {
-			if err := json.Unmarshal(r, &s); err != nil {
+			if err := json.Unmarshal(r, &out[i]); err != nil {
 				return fmt.Errorf("ids[%d]: %w", i, err)
 			}
-		} else {
-			s = string(r)
+			continue
 		}
-		v, err := strconv.ParseInt(s, 10, 64)
+		v, err := strconv.ParseInt(string(r), 10, 64)
 		if err != nil {
-			return fmt.Errorf("ids[%d]: %s is not a 64-bit integer", i, r)
+			return fmt.Errorf("ids[%d]: %s is neither a string nor a 64-bit integer", i, r)
 		}
-		out[i] = v
+		out[i] = strconv.FormatInt(v, 10)
 	}
 	*ids = out
 	return nil

@@ -52,6 +52,15 @@ func (r *Request) Fingerprint() string {
 	for _, s := range r.Seeds {
 		u64(uint64(s))
 	}
+	// String ids (a graph with string ids; Seeds is then empty) follow,
+	// so that integer-id requests keep the fingerprint they always had.
+	if r.StringSeeds != nil {
+		str("string-seeds")
+		u64(uint64(len(r.StringSeeds)))
+		for _, s := range r.StringSeeds {
+			str(s)
+		}
+	}
 	// Skipped seeds do not change the walks but do change the event.
 	u64(uint64(r.Skipped))
 	// Output "visits" adds its parameters and queries; walk requests keep

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -85,13 +86,16 @@ type Request struct {
 	Algorithm    walk.Algorithm
 	WalksPerSeed int
 	// Seeds are the external ids walked, in request order, unknown ones
-	// removed when skipping; Starts are their dense ids.
-	Seeds  []int64
-	Starts []uint32
+	// removed when skipping; Starts are their dense ids. For a graph with
+	// string ids StringSeeds holds them instead (Seeds is then nil).
+	Seeds       []int64
+	StringSeeds []string
+	Starts      []uint32
 	// Skipped counts seeds the graph lacks (SkipUnknown); SkippedIDs lists
-	// the first few for the completion event.
+	// the first few for the completion event, as external ids in text
+	// (decimal for integer ids).
 	Skipped    int
-	SkippedIDs []int64
+	SkippedIDs []string
 	// RNGSeed keys the Philox stream. When the request gives none it is the
 	// FNV-64a hash of the batch id, so a redelivered batch walks the same walks.
 	RNGSeed        uint64
@@ -119,8 +123,10 @@ type VisitSpec struct {
 	QueryIDs []string
 	Queries  []visits.VisitQuery
 	// QuerySeeds are each query's seeds as external ids (Queries[q].Starts
-	// are their dense ids in the graph the request was decoded against).
-	QuerySeeds [][]int64
+	// are their dense ids in the graph the request was decoded against);
+	// QueryStringSeeds instead for a graph with string ids.
+	QuerySeeds       [][]int64
+	QueryStringSeeds [][]string
 }
 
 // NumQueries is the number of queries of an output "visits" request, 0 for
@@ -130,6 +136,17 @@ func (r *Request) NumQueries() int {
 		return 0
 	}
 	return len(r.Visits.Queries)
+}
+
+// NumSeeds is the number of seeds walked, whatever their id type.
+func (r *Request) NumSeeds() int { return max(len(r.Seeds), len(r.StringSeeds)) }
+
+// SeedID is seed i's external id as text (decimal for integer ids).
+func (r *Request) SeedID(i int) string {
+	if r.StringSeeds != nil {
+		return r.StringSeeds[i]
+	}
+	return strconv.FormatInt(r.Seeds[i], 10)
 }
 
 // NumWalks is len(Starts) * WalksPerSeed.
@@ -203,7 +220,9 @@ func safeID(id string) string {
 	return id
 }
 
-func idList(ids []int64, n int) string {
+// idList lists the first n of ids for an error, quoted when they are
+// string ids.
+func idList(ids []string, n int, quote bool) string {
 	var b strings.Builder
 	for i, x := range ids {
 		if i == n {
@@ -213,7 +232,11 @@ func idList(ids []int64, n int) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprint(&b, x)
+		if quote {
+			b.WriteString(strconv.Quote(truncate(x, 64)))
+		} else {
+			b.WriteString(x)
+		}
 	}
 	return b.String()
 }

@@ -111,7 +111,11 @@ func TestDecodeRequestRejects(t *testing.T) {
 		{"version 2", "k", `{"version":2,"batch_id":"k"}`, ReasonUnsupportedVersion, "version 2"},
 		{"unknown field", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":[100],"colour":"red"}`, ReasonMalformed, "unknown field"},
 		{"trailing", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":[100]} {}`, ReasonMalformed, "after top-level value"},
-		{"wrong type", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":["a"]}`, ReasonMalformed, "cannot unmarshal"},
+		{"wrong type", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":[true]}`, ReasonMalformed, "cannot unmarshal"},
+		{"string seed on integer ids", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":["a"]}`, ReasonInvalidParameters, `seeds[0] = "a" is not a decimal id: graph "test" has 64-bit integer ids`},
+		{"signed decimal string", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":[100,"+101"]}`, ReasonInvalidParameters, `seeds[1] = "+101" is not a decimal id`},
+		{"fraction beside a string", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":["100",1.5]}`, ReasonMalformed, "element 1 (1.5) is neither an integer in the int64 range nor a string"},
+		{"unknown decimal string", "k", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":["100","5"]}`, ReasonUnknownVertices, "1 of 2 seeds are not in the graph, e.g. 5"},
 		{"no batch id", "", `{"version":1,"algorithm":"deepwalk","seeds":[100]}`, ReasonInvalidBatchID, "required"},
 		{"bad batch id", "", `{"version":1,"batch_id":"a/b","algorithm":"deepwalk","seeds":[100]}`, ReasonInvalidBatchID, "character"},
 		{"key mismatch", "x", `{"version":1,"batch_id":"k","algorithm":"deepwalk","seeds":[100]}`, ReasonInvalidBatchID, "differs"},
@@ -441,7 +445,7 @@ process.stdin.on("data", d => s += d).on("end", () => {
 // reads 2^53+1 as a number 2^53, and as a string exactly (checked with
 // node). Version 1 events, which wrote numbers, still decode.
 func TestEventSkippedIDsSurviveJavaScript(t *testing.T) {
-	ids := []int64{1<<53 + 1, -7, math.MaxInt64, math.MinInt64}
+	ids := IDs{"9007199254740993", "-7", "9223372036854775807", "-9223372036854775808"}
 	b, err := json.Marshal(Event{Version: EventVersion, BatchID: "b1", Status: StatusSucceeded, SkippedIDs: ids})
 	if err != nil {
 		t.Fatal(err)
@@ -456,7 +460,11 @@ func TestEventSkippedIDsSurviveJavaScript(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"version":1,"skipped_ids":[100,-3]}`), &back); err != nil || fmt.Sprint(back.SkippedIDs) != "[100 -3]" {
 		t.Fatalf("version 1 event: %v, %v", back.SkippedIDs, err)
 	}
-	for _, bad := range []string{`["1.5"]`, `[1e3]`, `["x"]`, `[9223372036854775808]`, `{}`, `[null]`} {
+	// String ids (a graph with string ids) come back as they were.
+	if err := json.Unmarshal([]byte(`{"skipped_ids":["user:1","1.5"]}`), &back); err != nil || fmt.Sprint(back.SkippedIDs) != "[user:1 1.5]" {
+		t.Fatalf("string ids: %v, %v", back.SkippedIDs, err)
+	}
+	for _, bad := range []string{`[1e3]`, `[1.5]`, `[9223372036854775808]`, `{}`, `[null]`, `[["x"]]`} {
 		if err := json.Unmarshal([]byte(`{"skipped_ids":`+bad+`}`), &back); err == nil {
 			t.Errorf("skipped_ids %s decoded as %v", bad, back.SkippedIDs)
 		}

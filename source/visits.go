@@ -100,7 +100,7 @@ func (d *decoder) resolveQueries(m *requestV1, r *Request) error {
 	}
 	total := 0
 	for _, q := range m.Queries {
-		total += len(q.Seeds)
+		total += q.Seeds.len()
 	}
 	if d.lim.MaxSeeds > 0 && total > d.lim.MaxSeeds {
 		return d.reject(ReasonTooLarge, "%d seeds in queries exceed the limit %d", total, d.lim.MaxSeeds)
@@ -109,8 +109,9 @@ func (d *decoder) resolveQueries(m *requestV1, r *Request) error {
 		return d.reject(ReasonTooLarge, "%d seeds x %d walks_per_seed exceed the limit %d walks", total, w, d.lim.MaxWalksPerBatch)
 	}
 	ids := make(map[string]bool, len(m.Queries))
-	var unknown []int64
+	var unknown []string
 	unknownCount := 0
+	strs := d.stringIDs()
 	for k, q := range m.Queries {
 		switch {
 		case q.ID == "":
@@ -121,10 +122,10 @@ func (d *decoder) resolveQueries(m *requestV1, r *Request) error {
 			return d.reject(ReasonInvalidParameters, "queries[%d].id is not UTF-8", k)
 		case ids[q.ID]:
 			return d.reject(ReasonInvalidParameters, "queries[%d].id %q is given twice", k, truncate(q.ID, 64))
-		case len(q.Seeds) == 0:
+		case q.Seeds.len() == 0:
 			return d.reject(ReasonInvalidParameters, "queries[%d].seeds must not be empty", k)
-		case q.Weights != nil && len(q.Weights) != len(q.Seeds):
-			return d.reject(ReasonInvalidParameters, "queries[%d] has %d weights for %d seeds", k, len(q.Weights), len(q.Seeds))
+		case q.Weights != nil && len(q.Weights) != q.Seeds.len():
+			return d.reject(ReasonInvalidParameters, "queries[%d] has %d weights for %d seeds", k, len(q.Weights), q.Seeds.len())
 		case q.Weights != nil && r.Visits.Params.WalksPerSeed > 0:
 			return d.reject(ReasonInvalidParameters, "queries[%d].weights split steps_per_query; with walks_per_seed every seed walks the same", k)
 		}
@@ -136,22 +137,33 @@ func (d *decoder) resolveQueries(m *requestV1, r *Request) error {
 		}
 		vq := visits.VisitQuery{}
 		var weights []float64
-		var known []int64 // external ids of the seeds kept
-		for i, ext := range q.Seeds {
-			v, ok := d.dense(ext)
-			if !ok {
+		var known []int64     // external ids of the seeds kept
+		var knownStr []string // the same, for string ids
+		i := -1
+		err := d.eachSeed(q.Seeds, fmt.Sprintf("queries[%d].seeds", k), func(s seedRef) {
+			i++
+			if !s.known {
 				unknownCount++
 				if len(unknown) < maxSkippedIDs {
-					unknown = append(unknown, ext)
+					unknown = append(unknown, s.id(strs))
 				}
-				continue
+				return
 			}
-			vq.Starts = append(vq.Starts, v)
-			known = append(known, ext)
-			r.Seeds, r.Starts = append(r.Seeds, ext), append(r.Starts, v)
+			vq.Starts = append(vq.Starts, s.dense)
+			if strs {
+				knownStr = append(knownStr, s.str)
+				r.StringSeeds = append(r.StringSeeds, s.str)
+			} else {
+				known = append(known, s.ext)
+				r.Seeds = append(r.Seeds, s.ext)
+			}
+			r.Starts = append(r.Starts, s.dense)
 			if q.Weights != nil {
 				weights = append(weights, q.Weights[i])
 			}
+		})
+		if err != nil {
+			return err
 		}
 		if len(vq.Starts) == 0 {
 			continue
@@ -159,15 +171,19 @@ func (d *decoder) resolveQueries(m *requestV1, r *Request) error {
 		vq.Weights = weights
 		r.Visits.QueryIDs = append(r.Visits.QueryIDs, q.ID)
 		r.Visits.Queries = append(r.Visits.Queries, vq)
-		r.Visits.QuerySeeds = append(r.Visits.QuerySeeds, known)
+		if strs {
+			r.Visits.QueryStringSeeds = append(r.Visits.QueryStringSeeds, knownStr)
+		} else {
+			r.Visits.QuerySeeds = append(r.Visits.QuerySeeds, known)
+		}
 	}
 	if unknownCount > 0 {
 		if !d.lim.SkipUnknown {
-			return d.reject(ReasonUnknownVertices, "%d of %d seeds are not in the graph, e.g. %s", unknownCount, total, idList(unknown, 10))
+			return d.reject(ReasonUnknownVertices, "%d of %d seeds are not in the graph, e.g. %s", unknownCount, total, idList(unknown, 10, strs))
 		}
 		r.Skipped, r.SkippedIDs = unknownCount, unknown
 		if len(r.Starts) == 0 {
-			return d.reject(ReasonUnknownVertices, "none of the %d seeds is in the graph, e.g. %s", total, idList(unknown, 10))
+			return d.reject(ReasonUnknownVertices, "none of the %d seeds is in the graph, e.g. %s", total, idList(unknown, 10, strs))
 		}
 	}
 	return nil
@@ -206,10 +222,7 @@ func parseQueries(raw []byte) ([]queryV1, error) {
 			case "id":
 				err = json.Unmarshal(f.raw, &q.ID)
 			case "seeds":
-				q.Seeds, err = parseInt64Array(f.raw)
-				if err == nil && q.Seeds == nil {
-					q.Seeds = []int64{}
-				}
+				q.Seeds, err = parseSeeds(f.raw)
 			case "weights":
 				err = json.Unmarshal(f.raw, &q.Weights)
 				if err == nil && q.Weights == nil {

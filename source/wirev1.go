@@ -27,7 +27,7 @@ type requestV1 struct {
 	StopProb     *float64
 	Schema       []int
 	Sampler      string
-	Seeds        []int64
+	Seeds        *seedsV1
 	SeedRange    *seedSpan
 	RNGSeed      *uint64
 	// Output "visits" (docs/reference/messages.md).
@@ -55,7 +55,7 @@ type requestV1 struct {
 // queryV1 is one member of "queries".
 type queryV1 struct {
 	ID      string
-	Seeds   []int64
+	Seeds   *seedsV1
 	Weights []float64
 }
 
@@ -82,7 +82,7 @@ var v1Fields = map[string]func(m *requestV1, raw []byte) error{
 	"schema":           func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.Schema) },
 	"sampler":          func(m *requestV1, raw []byte) error { return json.Unmarshal(raw, &m.Sampler) },
 	"seeds": func(m *requestV1, raw []byte) (err error) {
-		m.Seeds, err = parseInt64Array(raw)
+		m.Seeds, err = parseSeeds(raw)
 		return err
 	},
 	"seed_range": func(m *requestV1, raw []byte) (err error) {

@@ -187,7 +187,7 @@ func (s *Stage) report(ctx context.Context, b *batch, man *sink.Manifest, manife
 	writing := time.Since(b.emitted)
 	ev := source.Event{BatchID: b.req.BatchID, Status: source.StatusSucceeded,
 		Graph: man.Graph, GraphVersion: man.GraphVersion, Algorithm: b.req.DescribeAlgorithm(b.v.g), Engine: man.Engine,
-		RNGSeed: b.req.RNGSeed, Seeds: len(b.req.Seeds), SkippedSeeds: b.req.Skipped, SkippedIDs: b.req.SkippedIDs,
+		RNGSeed: b.req.RNGSeed, Seeds: b.req.NumSeeds(), SkippedSeeds: b.req.Skipped, SkippedIDs: b.req.SkippedIDs,
 		Walks: man.Walks + man.Instances, Steps: man.Steps + man.Edges, Queries: man.Queries, Candidates: man.Candidates,
 		Manifest: store.ObjectURL(s.o.BucketURL, manifestKey),
 		Timings: source.Timings{Queued: b.launched.Sub(b.queuedAt).Seconds(), Walking: b.walked.Seconds(),

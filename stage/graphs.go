@@ -288,25 +288,50 @@ func rebind(r *source.Request, g *graph.Graph, skipUnknown bool) *source.RejectE
 	if err := r.ValidateFor(g); err != nil {
 		return rej(source.ReasonInvalidParameters, "graph version %s: %v", g.Version, err)
 	}
-	seeds := make([]int64, 0, len(r.Seeds))
-	starts := make([]uint32, 0, len(r.Seeds))
-	var unknown []int64
-	for _, ext := range r.Seeds {
-		v, ok := g.DenseID(ext)
-		if !ok {
-			unknown = append(unknown, ext)
-			continue
+	// Integer ids resolve as numbers; where the request or the graph has
+	// string ids, as text (DenseIDString reads decimal ids of an integer
+	// graph), so a swap to a graph of the other id type keeps working
+	// where the ids still name vertices.
+	strs := g.HasStringIDs()
+	n := r.NumSeeds()
+	var seeds []int64
+	var stringSeeds []string
+	if strs {
+		stringSeeds = make([]string, 0, n)
+	} else {
+		seeds = make([]int64, 0, n)
+	}
+	starts := make([]uint32, 0, n)
+	var unknown []string
+	for i := range n {
+		var v uint32
+		var ok bool
+		if r.StringSeeds == nil && !strs {
+			v, ok = g.DenseID(r.Seeds[i])
+		} else {
+			v, ok = g.DenseIDString(r.SeedID(i))
 		}
-		seeds, starts = append(seeds, ext), append(starts, v)
+		switch {
+		case !ok:
+			unknown = append(unknown, r.SeedID(i))
+			continue
+		case strs:
+			stringSeeds = append(stringSeeds, r.SeedID(i))
+		case r.StringSeeds == nil:
+			seeds = append(seeds, r.Seeds[i])
+		default:
+			seeds = append(seeds, g.ExternalID(v))
+		}
+		starts = append(starts, v)
 	}
 	if len(unknown) > 0 {
 		if !skipUnknown || len(starts) == 0 {
 			return rej(source.ReasonUnknownVertices, "%d of %d seeds are not in graph version %s, e.g. %v",
-				len(unknown), len(r.Seeds), g.Version, unknown[:min(len(unknown), 10)])
+				len(unknown), n, g.Version, unknown[:min(len(unknown), 10)])
 		}
 		r.Skipped += len(unknown)
 		r.SkippedIDs = append(r.SkippedIDs, unknown[:min(len(unknown), max(0, 100-len(r.SkippedIDs)))]...)
 	}
-	r.Seeds, r.Starts = seeds, starts
+	r.Seeds, r.StringSeeds, r.Starts = seeds, stringSeeds, starts
 	return nil
 }

@@ -72,7 +72,7 @@ func TestRebindResolvesSeedsOnTheNewVersion(t *testing.T) {
 					t.Errorf("seed %d: start %d, want %d", s, r.Starts[i], dense(c.g, s))
 				}
 			}
-			if c.skip && len(c.seeds) < 2 && (r.Skipped != 1 || !slices.Equal(r.SkippedIDs, []int64{100})) {
+			if c.skip && len(c.seeds) < 2 && (r.Skipped != 1 || !slices.Equal(r.SkippedIDs, []string{"100"})) {
 				t.Errorf("skipped %d %v", r.Skipped, r.SkippedIDs)
 			}
 		})
@@ -215,5 +215,57 @@ func TestGraphFollowSettingsValidated(t *testing.T) {
 		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
 			t.Errorf("%s: %v", env, err)
 		}
+	}
+}
+
+// String seeds are resolved again too, by string: a new version renumbers
+// its vertices; a swap to a graph of the other id type keeps the seeds
+// that still name vertices (decimal strings name integer ids).
+func TestRebindResolvesStringSeeds(t *testing.T) {
+	strGraph := func(edges ...[2]string) *graph.Graph {
+		var es []graph.StringEdge
+		for _, e := range edges {
+			es = append(es, graph.StringEdge{Src: e[0], Dst: e[1]})
+		}
+		g, err := graph.FromStringEdges(es, graph.BuildOptions{Name: "social", Undirected: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	v1 := strGraph([2]string{"bob", "carol"}, [2]string{"carol", "dave"})
+	v2 := strGraph([2]string{"alice", "bob"}, [2]string{"bob", "dave"}) // carol gone, alice renumbers the rest
+	r, err := source.DecodeRequest(nil, []byte(`{"version":1,"batch_id":"b","algorithm":"deepwalk","seeds":["dave","carol","bob"]}`),
+		v1, source.Limits{SkipUnknown: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if re := rebind(r, v2, true); re != nil {
+		t.Fatal(re)
+	}
+	if !slices.Equal(r.StringSeeds, []string{"dave", "bob"}) || r.Seeds != nil || r.Skipped != 1 || !slices.Equal(r.SkippedIDs, []string{"carol"}) {
+		t.Fatalf("string seeds %v, seeds %v, skipped %d %v", r.StringSeeds, r.Seeds, r.Skipped, r.SkippedIDs)
+	}
+	for i, s := range r.StringSeeds {
+		if v2.ExternalString(r.Starts[i]) != s {
+			t.Errorf("seed %q starts at %q", s, v2.ExternalString(r.Starts[i]))
+		}
+	}
+	if re := rebind(r, strGraph([2]string{"bob", "carol"}), false); re == nil || re.Reason != source.ReasonUnknownVertices || !strings.Contains(re.Msg, "[dave]") {
+		t.Fatalf("rebind to a version without a seed: %v", re)
+	}
+
+	// Integer seeds onto a graph with string ids: decimal strings.
+	digits := strGraph([2]string{"100", "300"}, [2]string{"300", "x"})
+	ints := idGraph(t, "social", graph.Edge{Src: 100, Dst: 300})
+	r, err = source.DecodeRequest(nil, []byte(`{"version":1,"batch_id":"b","algorithm":"deepwalk","seeds":[100,300]}`), ints, source.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if re := rebind(r, digits, false); re != nil || !slices.Equal(r.StringSeeds, []string{"100", "300"}) || r.Seeds != nil {
+		t.Fatalf("to string ids: %v %+v", re, r)
+	}
+	if re := rebind(r, ints, false); re != nil || !slices.Equal(r.Seeds, []int64{100, 300}) || r.StringSeeds != nil {
+		t.Fatalf("back to integer ids: %v %+v", re, r)
 	}
 }

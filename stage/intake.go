@@ -146,7 +146,7 @@ func (s *Stage) setAside(ctx context.Context, d *source.Delivery, re *source.Rej
 		Graph: v.g.Name, GraphVersion: v.g.Version,
 		Timings: source.Timings{Total: time.Since(d.Received).Seconds()}}
 	if b != nil {
-		ev.Algorithm, ev.Engine, ev.RNGSeed, ev.Seeds = b.req.DescribeAlgorithm(v.g), v.e.Name(), b.req.RNGSeed, len(b.req.Seeds)
+		ev.Algorithm, ev.Engine, ev.RNGSeed, ev.Seeds = b.req.DescribeAlgorithm(v.g), v.e.Name(), b.req.RNGSeed, b.req.NumSeeds()
 		ev.Timings.Queued = b.launched.Sub(b.queuedAt).Seconds()
 	}
 	pctx, pspan := s.publishSpan(ctx, span, "walkstage.publish")

@@ -52,9 +52,15 @@ func (s *Stage) sample(ctx context.Context, b *batch, v *served, turn *heldTurn)
 		st.Instances += ws.Instances
 		st.Edges += ws.Edges
 		waveEdges = ws.Edges
+		// A graph with string ids takes its seeds as dense ids
+		// (sink.BatchWriter.WriteSamples writes their strings).
 		seeds := make([]int64, len(edges))
 		for k := range seeds {
-			seeds[k] = b.req.Seeds[(lo+k)/p.InstancesPerSeed*per]
+			if i := (lo + k) / p.InstancesPerSeed * per; v.g.HasStringIDs() {
+				seeds[k] = int64(b.req.Starts[i])
+			} else {
+				seeds[k] = b.req.Seeds[i]
+			}
 		}
 		if err := b.w.WriteSamples(ctx, int64(lo), seeds, edges); err != nil {
 			b.wErr = fmt.Errorf("write: %w", err)

@@ -46,6 +46,9 @@ func (s *Stage) appendTable(ctx context.Context, b *batch, man *sink.Manifest) e
 		s.releaseSlot(b)
 	}
 	tb := icetable.Batch{Kind: man.Kind(), ID: man.BatchID, Fingerprint: man.Fingerprint}
+	if b.v.g.HasStringIDs() {
+		tb.Kind += icetable.StringIDs // string vertex columns: tables of their own
+	}
 	for _, f := range man.Files {
 		tb.Files = append(tb.Files, icetable.File{URL: store.ObjectURL(s.o.BucketURL, f.Key), Rows: f.Rows, Bytes: f.Bytes})
 	}

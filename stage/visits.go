@@ -7,6 +7,7 @@ package stage
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/walkstage/walkstage/source"
@@ -71,13 +72,38 @@ func (s *Stage) countVisits(ctx context.Context, bs []*batch, v *served, turn *h
 func (s *Stage) visitQueries(b *batch, v *served) ([]visits.VisitQuery, bool) {
 	spec := b.req.Visits
 	queries := make([]visits.VisitQuery, len(spec.Queries))
-	for q, seeds := range spec.QuerySeeds {
-		queries[q] = visits.VisitQuery{Starts: make([]uint32, len(seeds)), Weights: spec.Queries[q].Weights}
-		for i, ext := range seeds {
-			d, ok := v.g.DenseID(ext)
+	for q := range spec.Queries {
+		n := max(len(spec.QuerySeeds), len(spec.QueryStringSeeds))
+		if q >= n {
+			break
+		}
+		var ids []string
+		if spec.QueryStringSeeds != nil {
+			ids = spec.QueryStringSeeds[q]
+		}
+		var ints []int64
+		if spec.QuerySeeds != nil {
+			ints = spec.QuerySeeds[q]
+		}
+		queries[q] = visits.VisitQuery{Starts: make([]uint32, max(len(ids), len(ints))), Weights: spec.Queries[q].Weights}
+		for i := range queries[q].Starts {
+			var d uint32
+			var ok bool
+			var name string
+			if ids != nil {
+				name = ids[i]
+				d, ok = v.g.DenseIDString(name)
+			} else {
+				name = strconv.FormatInt(ints[i], 10)
+				if v.g.HasStringIDs() {
+					d, ok = v.g.DenseIDString(name)
+				} else {
+					d, ok = v.g.DenseID(ints[i])
+				}
+			}
 			if !ok {
 				b.vErr = &source.RejectError{Reason: source.ReasonUnknownVertices, BatchID: b.req.BatchID,
-					Msg: fmt.Sprintf("graph version %s has no vertex %d (query %q)", v.g.Version, ext, spec.QueryIDs[q])}
+					Msg: fmt.Sprintf("graph version %s has no vertex %s (query %q)", v.g.Version, name, spec.QueryIDs[q])}
 				return nil, false
 			}
 			queries[q].Starts[i] = d

@@ -209,15 +209,14 @@ func (e *CPU) startWorkers(ctx context.Context, workers int, jobs []Job, stepper
 			// are unmapped once e is unreachable (hugemem.Alloc); a caller
 			// may drop the engine while its stream is still being walked.
 			defer runtime.KeepAlive(e)
-			var scratch []uint32
+			sc := new(unitScratch)
 			for ctx.Err() == nil {
 				u := int(next.Add(1) - 1)
 				if u >= len(units) {
 					return
 				}
 				un := units[u]
-				var c Chunk
-				c, scratch = walkUnit(steppers[un.job], jobs[un.job], un.lo, un.hi, scratch)
+				c := walkUnit(steppers[un.job], jobs[un.job], un.lo, un.hi, sc)
 				select {
 				case out <- c:
 				case <-ctx.Done():
@@ -230,24 +229,29 @@ func (e *CPU) startWorkers(ctx context.Context, workers int, jobs []Job, stepper
 	return out
 }
 
+// unitScratch is a worker's memory, reused from unit to unit: the rows the
+// walks are written to and the ring walker's state (6 KiB, a sixth of what a
+// unit of PPR walks allocated when it came new with each unit).
+type unitScratch struct {
+	rows []uint32
+	ring ring
+}
+
 // walkUnit walks job walks [lo, hi) and returns them as one chunk. The walks
-// are written at a fixed stride into scratch, the worker's buffer, which is
-// returned (grown if need be) for the next unit: writing walks into freshly
-// allocated memory, at a stride, faults in a page per 4 KiB in the middle of
-// the walk, where the chunk's exact-size copy is written in order
-// (docs/design/performance-notes.md has the cost).
-func walkUnit(s *stepper, j Job, lo, hi int, scratch []uint32) (Chunk, []uint32) {
+// are written at a fixed stride into the worker's rows (sc, grown if need
+// be): writing walks into freshly allocated memory, at a stride, faults in a
+// page per 4 KiB in the middle of the walk, where the chunk's exact-size
+// copy is written in order (docs/design/performance-notes.md has the cost).
+func walkUnit(s *stepper, j Job, lo, hi int, sc *unitScratch) Chunk {
 	n := hi - lo
 	stride := s.alg.Length + 1
-	if cap(scratch) < n*stride+n {
-		scratch = make([]uint32, n*stride+n)
+	if cap(sc.rows) < n*stride+n {
+		sc.rows = make([]uint32, n*stride+n)
 	}
-	buf, lens := scratch[:n*stride], scratch[n*stride:n*stride+n]
+	buf, lens := sc.rows[:n*stride], sc.rows[n*stride:n*stride+n]
 	first := j.FirstWalk + uint64(lo)
 	if s.ring() {
-		s.walkRing(j.Starts[lo:hi], first, buf, lens)
-	} else if s.fused != nil && !s.lockstepNode2Vec() {
-		s.walkFused(j.Starts[lo:hi], first, buf, lens)
+		s.walkRingIn(&sc.ring, j.Starts[lo:hi], first, buf, lens)
 	} else if s.lockstep() {
 		s.walkLockstep(j.Starts[lo:hi], first, buf, lens)
 	} else if s.lockstepNode2Vec() {
@@ -265,10 +269,30 @@ func walkUnit(s *stepper, j Job, lo, hi int, scratch []uint32) (Chunk, []uint32)
 		c.Offsets[k+1] = pos
 	}
 	c.Vertices = make([]uint32, pos)
+	packWalks(c.Vertices, c.Offsets, buf, stride)
+	return c
+}
+
+// packWalks copies the walks from their rows of buf (stride apart) to
+// their places in dst (offsets[k] to offsets[k+1]). A walk of up to eight
+// vertices is moved as one block of eight, which may run into the next
+// walk's place, written next: PPR's walks have five vertices on average,
+// and a memmove call for each cost 7% of a PPR run
+// (docs/design/cpu-engine.md).
+func packWalks(dst, offsets, buf []uint32, stride int) {
+	n := len(offsets) - 1
 	for k := 0; k < n; k++ {
-		copy(c.Vertices[c.Offsets[k]:], buf[k*stride:k*stride+int(lens[k])])
+		a, b := int(offsets[k]), int(offsets[k+1])
+		src := buf[k*stride:]
+		if b-a <= 8 && a+8 <= len(dst) && len(src) >= 8 {
+			// Through a value: a copy between two slices may overlap
+			// for all the compiler knows, and it made this a memmove call.
+			v := *(*[8]uint32)(src)
+			*(*[8]uint32)(dst[a:]) = v
+			continue
+		}
+		copy(dst[a:b], src[:b-a])
 	}
-	return c, scratch
 }
 
 // lockstep reports whether the walks can advance all together, one step at a

@@ -359,7 +359,7 @@ func lockstepMatches(t *testing.T, g *graph.Graph) {
 				} else if f.ring() {
 					f.walkRing(starts, 5, fbuf, flens)
 				} else {
-					f.walkFused(starts, 5, fbuf, flens)
+					t.Fatalf("%v: no walker on the fused table", a)
 				}
 			}
 			want := make([]uint32, stride)
@@ -492,7 +492,8 @@ func TestRingVectorRoundsMatchGoRounds(t *testing.T) {
 		for i := range starts {
 			starts[i] = uint32(i*7919) % uint32(g.NumVertices())
 		}
-		for _, a := range []Algorithm{{Kind: DeepWalk, Weighted: true}, {Kind: DeepWalk}} {
+		for _, a := range []Algorithm{{Kind: DeepWalk, Weighted: true}, {Kind: DeepWalk},
+			{Kind: PPR, StopProb: 0.2}, {Kind: PPR, StopProb: 0.05, Weighted: true}} {
 			for _, length := range []int{1, 2, 7, 64, 80} {
 				a.Length = length
 				s := newStepper(g, a, 42, nil)
@@ -505,7 +506,9 @@ func TestRingVectorRoundsMatchGoRounds(t *testing.T) {
 					f := *s
 					f.goRounds, f.vecRounds = goRounds, !goRounds
 					buf, lens := make([]uint32, len(starts)*stride), make([]uint32, len(starts))
-					f.walkRing(starts, 9, buf, lens)
+					if _, vec := f.walkRing(starts, 9, buf, lens); vec == 0 && !goRounds {
+						t.Fatalf("%v length %d: no round ran in vector lanes", a, length)
+					}
 					return buf, lens
 				}
 				vbuf, vlens := walk(false)
@@ -523,6 +526,65 @@ func TestRingVectorRoundsMatchGoRounds(t *testing.T) {
 				if length == 80 && !undirected && ended == 0 {
 					t.Fatalf("no walk ended at a vertex without edges: the test misses that case")
 				}
+			}
+		}
+	}
+}
+
+// A ring slot whose walk ends takes the unit's next walk in the same visit,
+// its first step drawn when its batch was started, and walks that end at
+// their start never take a slot: no slot idles for a round between two
+// walks, which cost PPR (four steps a walk on average) a round in five. With
+// walks of one step from vertices with edges, every round ends and refills
+// all 64 slots, so a unit takes one round per 64 walks that step.
+func TestRingRefillsSlotsWithoutIdleRounds(t *testing.T) {
+	g, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 10, EdgeFactor: 8, Seed: 5, Undirected: true, Weighted: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := NewCPU(g, WithFusedTableLimit(1<<30))
+	defer runtime.KeepAlive(e) // its tables are read below through steppers only
+	var withEdges []uint32
+	for v := range g.NumVertices() {
+		if g.Offsets[v+1] > g.Offsets[v] {
+			withEdges = append(withEdges, uint32(v))
+		}
+	}
+	starts := make([]uint32, 50*ringSlots)
+	for i := range starts {
+		starts[i] = withEdges[(i*7919)%len(withEdges)]
+	}
+	for _, tc := range []struct {
+		name  string
+		alg   Algorithm
+		fused bool
+	}{
+		{"deepwalk fused", Algorithm{Kind: DeepWalk, Length: 1, Weighted: true}, true},
+		{"deepwalk packed", Algorithm{Kind: DeepWalk, Length: 1, Weighted: true}, false},
+		{"deepwalk graph arrays", Algorithm{Kind: DeepWalk, Length: 1}, false},
+		{"ppr fused", Algorithm{Kind: PPR, Length: 1, StopProb: 0.2}, true},
+		{"ppr graph arrays", Algorithm{Kind: PPR, Length: 1, StopProb: 0.5}, false},
+	} {
+		for _, goRounds := range []bool{true, false} {
+			if !goRounds && (!tc.fused || !hasRingAVX512) {
+				continue
+			}
+			s := newStepper(g, tc.alg, 11, map[bool][]aliasEntry{true: e.packedTable()}[needsAlias(tc.alg)])
+			if tc.fused {
+				s.alias, s.fused = nil, e.fusedTable()
+			}
+			s.goRounds, s.vecRounds = goRounds, !goRounds
+			buf, lens := make([]uint32, len(starts)*2), make([]uint32, len(starts))
+			rounds, _ := s.walkRing(starts, 0, buf, lens)
+			stepped := 0
+			for _, l := range lens {
+				stepped += int(l) - 1
+			}
+			if tc.alg.Kind == DeepWalk && stepped != len(starts) {
+				t.Fatalf("%s: %d of %d walks took their step", tc.name, stepped, len(starts))
+			}
+			if want := (stepped + ringSlots - 1) / ringSlots; rounds != want {
+				t.Errorf("%s (Go rounds %v): %d rounds for %d walks of one step, want %d", tc.name, goRounds, rounds, stepped, want)
 			}
 		}
 	}

@@ -11,14 +11,12 @@ func (s *stepper) lockstep() bool {
 		s.segs != nil
 }
 
-// ring reports whether walkRing serves the walks: DeepWalk, uniform or
-// alias. PPR and MetaPath stay on walkLockstep and walkFused, which
-// measured faster for them (docs/design/cpu-engine.md): PPR's walks end after
-// five steps on average, and a ring slot then waits a round for its next
-// walk; MetaPath's offsets (a row per vertex and label) miss the L3 as often
-// as its targets do.
+// ring reports whether walkRing serves the walks: DeepWalk and PPR,
+// uniform or alias. MetaPath stays on walkLockstep, which measured faster
+// for it (docs/design/cpu-engine.md): its offsets (a row per vertex and
+// label) miss the L3 as often as its targets do.
 func (s *stepper) ring() bool {
-	return s.alg.Kind == DeepWalk && (s.sampler == StepperUniform || s.sampler == StepperAlias) && s.segs == nil
+	return (s.alg.Kind == DeepWalk || s.alg.Kind == PPR) && (s.sampler == StepperUniform || s.sampler == StepperAlias) && s.segs == nil
 }
 
 func (s *stepper) walkLockstep(starts []uint32, firstID uint64, buf []uint32, lens []uint32) {

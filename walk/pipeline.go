@@ -1,6 +1,6 @@
 package walk
 
-// The lockstep walkers (walkFused, walkLockstep, Node2Vec's proposals) take
+// The lockstep walkers (walkLockstep, Node2Vec's proposals) take
 // a step in one loop over blocks of eight walks: it does the block's Philox
 // arithmetic (philox8: one AVX2 pass where the processor has it, the same
 // words philox gives one by one), issues the prefetches of the block's
@@ -9,7 +9,7 @@ package walk
 // the prefetches retire at once, so the reorder window never fills with
 // loads waiting on memory.
 
-// pipelineLag is how many walks the pipelined loops (walkFused, walkLockstep,
+// pipelineLag is how many walks the pipelined loops (walkLockstep,
 // Node2Vec's proposals) keep prefetched ahead of the one they decide: enough
 // misses in flight to cover the memory latency, few enough that the lines
 // are still in L1 when used. 16 was the fastest of the lags measured

@@ -30,4 +30,4 @@ func isIntel() bool {
 func cpuidVendor() (ebx, ecx, edx uint32)
 
 //go:noescape
-func ringFusedAVX512(r *ring, tab unsafe.Pointer, buf unsafe.Pointer, length uint32, keep bool) uint64
+func ringFusedAVX512(r *ring, tab unsafe.Pointer, buf unsafe.Pointer, length uint32, keep bool, stopT uint32, wordOff uintptr) uint64

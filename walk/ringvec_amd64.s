@@ -10,7 +10,7 @@
 	MOVQ off(R12), AX \
 	PREFETCHT0 (SI)(AX*1)
 
-// func ringFusedAVX512(r *ring, tab unsafe.Pointer, buf unsafe.Pointer, length uint32, keep bool) uint64
+// func ringFusedAVX512(r *ring, tab unsafe.Pointer, buf unsafe.Pointer, length uint32, keep bool, stopT uint32, wordOff uintptr) uint64
 //
 // One round of ring.go's roundFused over all 64 slots, eight at a time in
 // vector lanes, for a ring with no empty slot on a fused table under 2^32
@@ -19,23 +19,29 @@
 // (a 24-bit coin over 2^24 against the float32, both exact), gather the
 // chosen target's vertex, degree and first edge, step, and scatter the vertex
 // into their row; then every lane draws its next entry from the round's
-// words and prefetches it. Lanes whose walk ends (its length reached, or a
-// vertex without edges) are returned as bits of the result, for the caller
-// to finish; their draw is harmless (a prefetch never faults).
+// words and prefetches it. Lanes whose walk ends (its length reached, a
+// vertex without edges, or for PPR a stop word x0 below stopT; 0 for
+// DeepWalk, which never stops) are returned as bits of the result, for the
+// caller to finish; their draw is harmless (a prefetch never faults). The
+// column and coin words are the round's words from row wordOff/256 on: x0,
+// x1 for DeepWalk (0), x1, x2 for PPR (256).
 //
 // Registers: DI ring, SI table, DX rows, R8 dword offset of the block, R9
-// qword offset, R10 byte offset, R11 result, BX keep, CX block shift, R12
-// the frame slot of the drawn entries' offsets.
+// qword offset, R10 byte offset, R11 result, BX the column words' row, CX
+// block shift, R12 the frame slot of the drawn entries' offsets.
 // Constants: Y24 slotDrawn, Y26 one (dwords), Z25 one (qwords), Y27 the
 // alias target's field offset (16), Y28 the keep target's (4), Y29 the walk
-// length, Y30 2^-24.
-TEXT ·ringFusedAVX512(SB), NOSPLIT, $64-40
+// length, Y30 2^-24, Y31 stopT.
+TEXT ·ringFusedAVX512(SB), NOSPLIT, $64-56
 	MOVQ r+0(FP), DI
 	MOVQ tab+8(FP), SI
 	MOVQ buf+16(FP), DX
 	MOVL length+24(FP), AX
 	VPBROADCASTD AX, Y29
-	MOVBQZX keep+28(FP), BX
+	MOVQ wordOff+40(FP), BX
+	LEAQ ring_words(DI)(BX*1), BX
+	MOVL stopT+32(FP), AX
+	VPBROADCASTD AX, Y31
 	MOVL $2, AX
 	VPBROADCASTD AX, Y24
 	MOVL $1, AX
@@ -62,7 +68,7 @@ block:
 	VPSLLQ $5, Z1, Z1
 	// K3: the lanes that keep (take to[0]); the rest take the alias.
 	KMOVB K1, K3
-	TESTQ BX, BX
+	CMPB keep+28(FP), $0
 	JNE picked
 	KMOVB K1, K2
 	VPXORD Y2, Y2, Y2
@@ -103,11 +109,14 @@ picked:
 	VPCMPEQD Y29, Y9, K1, K4
 	VPTESTNMD Y6, Y6, K1, K5
 	KORB K4, K5, K4
+	VMOVDQU32 ring_words(DI)(R8*1), Y14
+	VPCMPUD $1, Y31, Y14, K1, K5
+	KORB K4, K5, K4
 	KMOVB K4, AX
 	SHLQ CX, AX
 	ORQ AX, R11
-	// Draw: entry lo + (x0*deg)>>32, coin x1, counter step+1.
-	VPMOVZXDQ (ring_words+0)(DI)(R8*1), Z11
+	// Draw: entry lo + (col*deg)>>32, the coin, counter step+1.
+	VPMOVZXDQ (BX)(R8*1), Z11
 	VPMOVZXDQ Y6, Z12
 	VPMULUDQ Z12, Z11, Z11
 	VPSRLQ $32, Z11, Z11
@@ -116,7 +125,7 @@ picked:
 	VMOVDQU64 Z11, ring_idx(DI)(R9*1)
 	VMOVDQU64 Z7, ring_lo(DI)(R9*1)
 	VMOVDQU32 Y6, ring_deg(DI)(R8*1)
-	VMOVDQU32 (ring_words+256)(DI)(R8*1), Y12
+	VMOVDQU32 256(BX)(R8*1), Y12
 	VMOVDQU32 Y12, ring_coin(DI)(R8*1)
 	VPADDD Y26, Y9, Y13
 	VMOVDQU32 Y13, ring_ctr(DI)(R8*1)
@@ -143,7 +152,7 @@ picked:
 	JLT block
 
 	VZEROUPPER
-	MOVQ R11, ret+32(FP)
+	MOVQ R11, ret+48(FP)
 	RET
 
 // func cpuidVendor() (ebx, ecx, edx uint32)

@@ -10,6 +10,6 @@ const (
 	ringVector    = false
 )
 
-func ringFusedAVX512(r *ring, tab unsafe.Pointer, buf unsafe.Pointer, length uint32, keep bool) uint64 {
+func ringFusedAVX512(r *ring, tab unsafe.Pointer, buf unsafe.Pointer, length uint32, keep bool, stopT uint32, wordOff uintptr) uint64 {
 	panic("walk: ringFusedAVX512 without AVX-512")
 }

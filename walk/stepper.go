@@ -48,7 +48,7 @@ type stepper struct {
 	w     []float32
 	lab   []uint8
 	alias []aliasEntry
-	// fused, when set, serves DeepWalk (walkRing) and PPR (walkFused),
+	// fused, when set, serves DeepWalk and PPR (walkRing),
 	// weighted or uniform (a uniform step takes the entry's keep), and
 	// Node2Vec's proposals (walkNode2VecLockstep), in place of alias.
 	fused []fusedEntry

@@ -48,6 +48,14 @@ func (r runRequest) fingerprint(g *graph.Graph, seeds []uint32) string {
 	// of vertices made the fingerprint a visible part of the whole command.
 	buf := make([]byte, 0, 64<<10)
 	for _, s := range seeds {
+		if g.HasStringIDs() {
+			id := g.ExternalString(s)
+			buf = binary.LittleEndian.AppendUint64(buf, uint64(len(id)))
+			h.Write(buf)
+			h.Write([]byte(id))
+			buf = buf[:0]
+			continue
+		}
 		buf = binary.LittleEndian.AppendUint64(buf, uint64(g.ExternalID(s)))
 		if len(buf) == cap(buf) {
 			h.Write(buf)

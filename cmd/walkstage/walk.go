@@ -23,6 +23,7 @@ import (
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/graphsample"
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 	"github.com/walkstage/walkstage/walk/visits"
@@ -60,7 +61,10 @@ way, e.g.
   walkstage walk --graph g.wsg --algorithm neighbor --fanouts 25,10 --seeds 0-999 --out file:///tmp/s
 
 --seeds is "all" (every vertex), a file of external vertex ids (one per line, # comments; an id
-the graph lacks is an error), or "A-B": the vertices whose external id is in [A, B].
+the graph lacks is an error), "A-B": the vertices whose external id is in [A, B], or
+"list:ID,ID,...": the ids given. For a graph with string ids (graph import --id-type string) a
+line of the file is one string id, exactly as written (only the line ending and a line that
+starts with # are left out), the ids of "list:" are split at commas, and "A-B" does not apply.
 
 A batch id (default seed-RNG_SEED) that already has output from other parameters (graph,
 algorithm and its parameters, seeds, --rng-seed, engine, --compression, --walk-encoding) is
@@ -111,7 +115,7 @@ func parseWalkFlags(args []string, stderr io.Writer) (*walkOptions, error) {
 	// The samplers' request field is instances_per_seed: the same value
 	// under its own name.
 	fs.Var(fs.Lookup("walks-per-seed").Value, "instances-per-seed", "samplers: instances per seed (the same value as --walks-per-seed)")
-	fs.StringVar(&o.seeds, "seeds", "all", `start vertices: "all", a file of external ids, or a range "A-B"`)
+	fs.StringVar(&o.seeds, "seeds", "all", `start vertices: "all", a file of external ids (one per line), a range "A-B", or "list:ID,ID,..."`)
 	fs.Uint64Var(&o.seed, "rng-seed", 42, "key of the random stream: the same flags and key give the same output")
 	alias(fs, "seed", "rng-seed")
 	fs.StringVar(&o.out, "out", "file://./walks", "bucket URL: file:///dir, s3://bucket?region=...[&endpoint=...&use_path_style=true], gs://bucket")
@@ -591,13 +595,63 @@ func parseSeeds(g *graph.Graph, spec string) ([]uint32, error) {
 		}
 		return out, nil
 	}
+	if list, ok := strings.CutPrefix(spec, "list:"); ok {
+		return seedsFromList(g, list)
+	}
 	if _, err := os.Stat(spec); err != nil {
 		if m := seedRange.FindStringSubmatch(spec); m != nil {
+			if g.HasStringIDs() {
+				return nil, fmt.Errorf("--seeds %s: a range needs integer ids, graph %s has string ids: give a file of ids or list:ID,ID,...", spec, g.Name)
+			}
 			return seedsInRange(g, m[1], m[2])
 		}
-		return nil, fmt.Errorf("--seeds %q: not \"all\", a range A-B, or a readable file: %w", spec, err)
+		return nil, fmt.Errorf("--seeds %q: not \"all\", a range A-B, list:ID,ID,... or a readable file: %w", spec, err)
 	}
 	return seedsFromFile(g, spec)
+}
+
+// seedsFromList resolves the ids of --seeds list:ID,ID,... in order.
+func seedsFromList(g *graph.Graph, list string) ([]uint32, error) {
+	var out []uint32
+	for i, id := range strings.Split(list, ",") {
+		v, err := seedID(g, id)
+		if err != nil {
+			return nil, fmt.Errorf("--seeds list: id %d: %w", i+1, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// seedID resolves one external id written as text: a string id of a graph
+// with string ids (1 to 1024 bytes), else a decimal integer.
+func seedID(g *graph.Graph, id string) (uint32, error) {
+	if g.HasStringIDs() {
+		if id == "" || len(id) > source.MaxStringIDLen {
+			return 0, fmt.Errorf("%q is not a string id (1 to %d bytes)", truncateID(id), source.MaxStringIDLen)
+		}
+		v, ok := g.DenseIDString(id)
+		if !ok {
+			return 0, fmt.Errorf("vertex %q is not in graph %s", truncateID(id), g.Name)
+		}
+		return v, nil
+	}
+	x, err := strconv.ParseInt(strings.TrimSpace(id), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a vertex id", truncateID(id))
+	}
+	v, ok := g.DenseID(x)
+	if !ok {
+		return 0, fmt.Errorf("vertex %d is not in graph %s", x, g.Name)
+	}
+	return v, nil
+}
+
+func truncateID(id string) string {
+	if len(id) > 64 {
+		return id[:64] + "..."
+	}
+	return id
 }
 
 // seedsInRange selects the vertices whose external id lies in [a, b], in
@@ -639,6 +693,28 @@ func seedsFromFile(g *graph.Graph, path string) ([]uint32, error) {
 	defer f.Close()
 	var out []uint32
 	sc := bufio.NewScanner(f)
+	if g.HasStringIDs() {
+		// A string id may hold spaces and #: the line is the id.
+		sc.Buffer(make([]byte, 0, 64<<10), 64<<10)
+		for line := 1; sc.Scan(); line++ {
+			s := strings.TrimSuffix(sc.Text(), "\r")
+			if s == "" || s[0] == '#' {
+				continue
+			}
+			v, err := seedID(g, s)
+			if err != nil {
+				return nil, fmt.Errorf("--seeds %s line %d: %w", path, line, err)
+			}
+			out = append(out, v)
+		}
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("--seeds %s: %w", path, err)
+		}
+		if len(out) == 0 {
+			return nil, fmt.Errorf("--seeds %s: no vertex ids", path)
+		}
+		return out, nil
+	}
 	for line := 1; sc.Scan(); line++ {
 		s := strings.TrimSpace(sc.Text())
 		if i := strings.IndexByte(s, '#'); i >= 0 {

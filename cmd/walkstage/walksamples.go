@@ -242,7 +242,12 @@ func walkSamples(ctx context.Context, kind graphsample.SampleKind, f *sampleFlag
 		if err == nil {
 			seeds := make([]int64, len(edges))
 			for k := range seeds {
-				seeds[k] = g.ExternalID(starts[(lo+k)/p.InstancesPerSeed*p.SeedsPerInstance()])
+				// A graph with string ids takes dense seeds (sink.BatchWriter.WriteSamples).
+				if s := starts[(lo+k)/p.InstancesPerSeed*p.SeedsPerInstance()]; g.HasStringIDs() {
+					seeds[k] = int64(s)
+				} else {
+					seeds[k] = g.ExternalID(s)
+				}
 			}
 			select {
 			case waves <- sampledWave{lo, seeds, edges}:

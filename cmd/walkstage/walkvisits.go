@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strconv"
 	"time"
 
 	"github.com/walkstage/walkstage/graph"
@@ -24,7 +23,7 @@ func walkVisits(ctx context.Context, eng walk.Engine, g *graph.Graph, p visits.V
 	ids := make([]string, len(seeds))
 	for i, s := range seeds {
 		qs[i] = visits.VisitQuery{Starts: []uint32{s}}
-		ids[i] = strconv.FormatInt(g.ExternalID(s), 10)
+		ids[i] = g.ExternalString(s)
 	}
 	fmt.Fprintf(stderr, "counting visits of %d queries (%s, steps/query %d, walks/seed %d, top %d) with the %s engine into %s\n",
 		len(qs), p.Algorithm, p.StepsPerQuery, p.WalksPerSeed, p.TopK, eng.Name(), store.ObjectURL(bucketURL, w.Layout().Dir))

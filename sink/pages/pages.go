@@ -81,6 +81,9 @@ type RowGroupWriter interface {
 // NewPartWriter returns parquet-go's writer of a part whose walk values
 // are in encoding enc: the writer into which the sink splices fragments.
 func NewPartWriter(enc WalkEncoding, out io.Writer, opts ...parquet.WriterOption) RowGroupWriter {
+	if enc == StringDictionary {
+		return newStringPartWriter(out, opts...)
+	}
 	if enc == DeltaBinaryPacked {
 		return parquet.NewGenericWriter[rowDelta](out, opts...)
 	}
@@ -94,6 +97,9 @@ func NewPartWriter(enc WalkEncoding, out io.Writer, opts ...parquet.WriterOption
 // the size of that buffer, which was most of the 0.34 ms the stage's engine
 // loop spent creating each batch's writer.
 func FileSchema(enc WalkEncoding) ([]format.SchemaElement, error) {
+	if enc == StringDictionary {
+		return stringSchema()
+	}
 	if enc == DeltaBinaryPacked {
 		return deltaSchema()
 	}
@@ -148,6 +154,12 @@ type column struct {
 	repHist, defHist [2]int64
 	crc              uint32 // CRC32C of the pages so far (SectionSum)
 	lastCompressed   int32  // the last page's compressed size, kept by reset
+	// A dictionary-encoded column (strings.go): its dictionary page opens
+	// the chunk, the data pages start at dataStart, and min and max are
+	// indices into dictVerts.
+	dict      bool
+	dictVerts []uint32
+	dataStart int64
 }
 
 func (c *column) reset(start int64) {
@@ -222,8 +234,10 @@ type Encoder struct {
 	laid     []byte               // framedWalkPage: a page's streams laid out again
 	deltas   [dbpBlock + 1]uint64 // framedDeltaPage: a block's deltas
 	header   []byte
-	out      []byte       // the fragment
-	sums     []SectionSum // its column chunks' CRC32Cs
+	dicts    [2]dictionary // start and walk dictionaries of string ids (strings.go)
+	strings  bool          // walks of a graph with string ids
+	out      []byte        // the fragment
+	sums     []SectionSum  // its column chunks' CRC32Cs
 	thrift   thrift.CompactProtocol
 }
 
@@ -264,9 +278,15 @@ func (e *Encoder) attach(cfg Config) error {
 		return err
 	}
 	e.g, e.generalPages, e.schema = cfg.Graph, cfg.GeneralPages, schema
-	e.cols[3].encoding = format.ByteStreamSplit
-	if cfg.WalkEncoding == DeltaBinaryPacked {
+	e.strings = cfg.WalkEncoding == StringDictionary
+	e.cols[1].typ, e.cols[1].encoding = format.Int64, format.DeltaBinaryPacked
+	e.cols[3].typ, e.cols[3].encoding = format.Int64, format.ByteStreamSplit
+	switch cfg.WalkEncoding {
+	case DeltaBinaryPacked:
 		e.cols[3].encoding = format.DeltaBinaryPacked
+	case StringDictionary:
+		e.cols[1].typ, e.cols[1].encoding = format.ByteArray, format.RLEDictionary
+		e.cols[3].typ, e.cols[3].encoding = format.ByteArray, format.RLEDictionary
 	}
 	return nil
 }
@@ -337,7 +357,12 @@ func (e *Encoder) encode(gr *RowGroup) ([]byte, int64, error) {
 	if err := e.int64Page(c, e.ext[:n], int64(gr.Base), int64(gr.Base)+int64(n)-1, n, nil); err != nil {
 		return nil, 0, err
 	}
-	steps, err := e.startColumn(gr, rows)
+	var steps int64
+	if e.strings {
+		steps, err = e.stringStartColumn(gr, rows)
+	} else {
+		steps, err = e.startColumn(gr, rows)
+	}
 	if err != nil {
 		return nil, 0, err
 	}
@@ -354,7 +379,12 @@ func (e *Encoder) encode(gr *RowGroup) ([]byte, int64, error) {
 	if err := e.int32Page(c, lens); err != nil {
 		return nil, 0, err
 	}
-	if err := e.walkColumn(gr, rows, lens); err != nil {
+	if e.strings {
+		err = e.stringWalkColumn(gr, rows, lens)
+	} else {
+		err = e.walkColumn(gr, rows, lens)
+	}
+	if err != nil {
 		return nil, 0, err
 	}
 	if err := e.footer(n); err != nil {
@@ -682,6 +712,14 @@ func (e *Encoder) footer(rows int) error {
 			NumValues: c.values, TotalUncompressedSize: c.uncompressed, TotalCompressedSize: end - c.start,
 			DataPageOffset: c.start, Statistics: format.Statistics{MinValue: le(c.min), MaxValue: le(c.max)},
 			EncodingStats: []format.PageEncodingStats{{PageType: format.DataPage, Encoding: c.encoding, Count: c.pages}}}
+		if c.dict {
+			// As parquet-go writes its dictionary columns, so that the
+			// part writer copies the chunk verbatim.
+			md.Encoding = append([]format.Encoding{format.Plain}, encs...)
+			md.DictionaryPageOffset, md.DataPageOffset = c.start, c.dataStart
+			md.Statistics.MinValue, md.Statistics.MaxValue = e.stringStats(c)
+			md.EncodingStats = append(md.EncodingStats, format.PageEncodingStats{PageType: format.DictionaryPage, Encoding: format.Plain, Count: 1})
+		}
 		if c.levels {
 			md.SizeStatistics = format.SizeStatistics{RepetitionLevelHistogram: c.repHist[:], DefinitionLevelHistogram: c.defHist[:]}
 		}
