@@ -264,4 +264,6 @@ type graphResult struct {
 	SelfLoopsDropped int64   `json:"self_loops_dropped,omitempty"`
 	Duplicates       int64   `json:"duplicates,omitempty"`
 	DuplicatePolicy  string  `json:"duplicate_policy,omitempty"`
+	IDType           string  `json:"id_type,omitempty"`
+	Timed            bool    `json:"timed,omitempty"`
 }

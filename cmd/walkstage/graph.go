@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,7 +25,8 @@ subcommands:
             walkstage graph generate --scale 20 --edge-factor 16 --seed 1 [--undirected] [--weighted] [--labels 5] [--times N] --out g.wsg
   import    convert a text or Parquet edge list
             walkstage graph import [--format text|parquet] [--undirected] [--weighted] [--labelled] [--self-loops]
-                                   [--duplicates keep-first|sum|keep-all|error] [--dense-ids] [--name NAME] IN --out g.wsg
+                                   [--duplicates keep-first|sum|keep-all|error] [--dense-ids] [--id-type int64|string]
+                                   [--time-column N|NAME] [--name NAME] IN --out g.wsg
   info      describe a graph file
             walkstage graph info [--verify] g.wsg
   export    write a graph back out as an edge list that graph import rebuilds (same version)
@@ -103,14 +105,16 @@ func graphGenerate(ctx context.Context, args []string, stdout, stderr io.Writer)
 func graphImport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("graph import", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = subUsage(fs, "walkstage graph import [flags] IN --out g.wsg\n\nIN is a text edge list (\"src dst [weight] [label]\" lines, .gz allowed, - for stdin) or a Parquet file\nwith columns src, dst[, weight][, label].")
+	fs.Usage = subUsage(fs, "walkstage graph import [flags] IN --out g.wsg\n\nIN is a text edge list (\"src dst [weight] [label]\" lines, .gz allowed, - for stdin) or a Parquet file\nwith columns src, dst[, weight][, label]; --time-column adds a time column.")
 	format := fs.String("format", "", "input format: text or parquet (default: parquet for *.parquet, else text)")
 	undirected := fs.Bool("undirected", false, "add the reverse of every edge")
 	weighted := fs.Bool("weighted", false, "read a weight column (text: third column; parquet: 'weight')")
 	labelled := fs.Bool("labelled", false, "read a label column 0..255 (text: after the weight; parquet: 'label')")
 	selfLoops := fs.Bool("self-loops", false, "keep self-loops (dropped by default)")
-	dups := fs.String("duplicates", "keep-first", "repeated (src, dst): keep-first, sum (add weights), keep-all or error")
+	dups := fs.String("duplicates", "keep-first", "repeated (src, dst), with --time-column at the same time: keep-first, sum (add weights), keep-all or error")
 	dense := fs.Bool("dense-ids", false, "ids are already 0..V-1: store no id map (ids that never occur become isolated vertices)")
+	idType := fs.String("id-type", "int64", "vertex ids: int64, or string (any text without separators, 1-1024 bytes of UTF-8; Parquet: string columns); dense ids follow the ids' order")
+	timeColumn := fs.String("time-column", "", "read edge times (integers, e.g. Unix ms) from this column: text, its number counted from 1 (src 1, dst 2; \"src dst time\" is 3); parquet, its name. An edge at two times is two edges")
 	name := fs.String("name", "", "graph name stored in the file (default: input base name)")
 	out := fs.String("out", "", "output graph file (required)")
 	tmpDir := fs.String("tmp-dir", "", "directory for sorted runs (default: the output's directory)")
@@ -133,11 +137,23 @@ func graphImport(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return usageErrorf(fs, "--duplicates: %v", err)
 	}
+	if *idType != "int64" && *idType != "string" {
+		return usageErrorf(fs, "--id-type %q: want int64 or string", *idType)
+	}
 	in := pos[0]
 	if *format == "" {
 		*format = "text"
 		if strings.HasSuffix(strings.ToLower(in), ".parquet") {
 			*format = "parquet"
+		}
+	}
+	var timeCol int
+	var timeName string
+	if *timeColumn != "" {
+		if *format == "parquet" {
+			timeName = *timeColumn
+		} else if timeCol, err = strconv.Atoi(*timeColumn); err != nil || timeCol < 1 {
+			return usageErrorf(fs, "--time-column %q: a text edge list's time column is its number, counted from 1", *timeColumn)
 		}
 	}
 	stopProfile, err := startCPUProfile(*cpuProfile)
@@ -147,8 +163,8 @@ func graphImport(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	defer stopProfile()
 	t0 := time.Now()
 	o := edgelist.ImportOptions{Name: *name, Undirected: *undirected, Weighted: *weighted, Labelled: *labelled,
-		SelfLoops: *selfLoops, Duplicates: policy, DenseIDs: *dense, TempDir: *tmpDir, RunEdges: *runEdges,
-		Workers: *workers, ProgressInterval: 3 * time.Second}
+		SelfLoops: *selfLoops, Duplicates: policy, DenseIDs: *dense, StringIDs: *idType == "string", TimeColumn: timeCol,
+		TimeColumnName: timeName, TempDir: *tmpDir, RunEdges: *runEdges, Workers: *workers, ProgressInterval: 3 * time.Second}
 	if !rf.quiet {
 		o.Progress = func(p edgelist.Progress) {
 			// The importer also reports at the end of each phase; a short
@@ -181,7 +197,7 @@ func graphImport(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return printJSON(stdout, graphResult{Graph: name, Version: st.Version, Vertices: st.Vertices, Edges: st.Edges,
 			Weighted: *weighted, Labelled: *labelled, Out: *out, Bytes: st.OutputBytes, DurationSeconds: el.Seconds(),
 			Input: in, InputEdges: st.InputEdges, SelfLoopsDropped: st.SelfLoopsDropped, Duplicates: st.Duplicates,
-			DuplicatePolicy: *dups})
+			DuplicatePolicy: *dups, IDType: *idType, Timed: *timeColumn != ""})
 	case rf.quiet:
 		return nil
 	}
@@ -286,11 +302,18 @@ func graphInfo(args []string, stdout, stderr io.Writer) error {
 	if rf.json {
 		ts := walk.EstimateTables(g)
 		info := graphInfoResult{Graph: g.Name, Version: g.Version, File: path, FileBytes: fileSize(path), Vertices: n,
-			Edges: g.NumEdges(), Weighted: g.Weighted(), Labelled: g.Labelled(), Labels: g.NumLabels, ExternalIDs: g.IDs != nil,
+			Edges: g.NumEdges(), Weighted: g.Weighted(), Labelled: g.Labelled(), Labels: g.NumLabels, ExternalIDs: g.IDs != nil || g.HasStringIDs(),
+			IDType: idType(g), Timed: g.Timed(),
 			DeadEnds: dead, MemoryBytes: g.MemoryBytes(), CPUFusedBytes: ts.Fused, CPUPackedBytes: ts.Packed,
 			CPUFenceBytes: ts.Fences, GPUBytes: gpu.DeviceBytesNeeded(g), LoadSeconds: load.Seconds()}
 		if n > 0 {
 			info.MaxDegree, info.MedianDegree, info.P99Degree = maxDeg, q(0.5), q(0.99)
+		}
+		if g.Timed() && g.NumEdges() > 0 {
+			// Strings: times may be 64-bit, beyond what JSON numbers
+			// carry exactly in JavaScript.
+			lo, hi := g.TimeRange()
+			info.TimeMin, info.TimeMax = strconv.FormatInt(lo, 10), strconv.FormatInt(hi, 10)
 		}
 		return printJSON(stdout, info)
 	}
@@ -309,10 +332,23 @@ func graphInfo(args []string, stdout, stderr io.Writer) error {
 	} else {
 		tw("labelled", "false")
 	}
-	if g.IDs != nil {
+	switch {
+	case g.HasStringIDs():
+		tw("id map", "string ids (%d entries, %s)", n, humanBytes(int64(len(g.StrBytes))))
+	case g.IDs != nil:
 		tw("id map", "external 64-bit ids (%d entries)", len(g.IDs))
-	} else {
+	default:
 		tw("id map", "none (external id = dense id)")
+	}
+	if g.Timed() {
+		if g.NumEdges() > 0 {
+			lo, hi := g.TimeRange()
+			tw("timed", "true, times %d .. %d", lo, hi)
+		} else {
+			tw("timed", "true, no edges")
+		}
+	} else {
+		tw("timed", "false")
 	}
 	mean := 0.0
 	if n > 0 {
@@ -320,7 +356,7 @@ func graphInfo(args []string, stdout, stderr io.Writer) error {
 	}
 	if n > 0 {
 		tw("out-degree", "min %d  mean %.2f  median %d  p99 %d  max %d", degs[0], mean, q(0.5), q(0.99), maxDeg)
-		tw("max degree at", "vertex %d (external id %d)", maxV, g.ExternalID(maxV))
+		tw("max degree at", "vertex %d (external id %s)", maxV, externalName(g, maxV))
 	}
 	tw("dead ends", "%d vertices without out-edges (%.2f%%)", dead, 100*float64(dead)/float64(max(n, 1)))
 	tw("memory", "%s (%d bytes, mapped from the file)", humanBytes(g.MemoryBytes()), g.MemoryBytes())
@@ -361,10 +397,10 @@ func graphExport(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.SetOutput(stderr)
 	fs.Usage = subUsage(fs, `walkstage graph export g.wsg [--format text|parquet] --out PATH
 
-Writes every stored directed edge as a row of external ids, with the weight
-and label when the graph has them: a text edge list (the format graph import
-reads, with '#' header lines) or a Parquet file (columns src, dst, weight,
-label). A vertex without any edge is written as one self-loop row, which
+Writes every stored directed edge as a row of external ids (integers or
+strings), with the weight, label and time when the graph has them: a text
+edge list (the format graph import reads, with '#' header lines) or a
+Parquet file (columns src, dst, weight, label, time). A vertex without any edge is written as one self-loop row, which
 graph import drops while keeping the vertex. The header (text) or the
 key-value metadata (Parquet) gives the graph import command that rebuilds
 the graph with the same version.`)
@@ -436,6 +472,24 @@ type exportResult struct {
 	DurationSeconds float64  `json:"duration_seconds"`
 }
 
+// idType names a graph's external ids as graph import's --id-type does
+// (dense ids are int64 ids equal to the dense ones).
+func idType(g *graph.Graph) string {
+	if g.HasStringIDs() {
+		return "string"
+	}
+	return "int64"
+}
+
+// externalName is vertex v's external id for a message: a string id
+// quoted.
+func externalName(g *graph.Graph, v uint32) string {
+	if g.HasStringIDs() {
+		return strconv.Quote(g.ExternalString(v))
+	}
+	return strconv.FormatInt(g.ExternalID(v), 10)
+}
+
 func fileSize(path string) int64 {
 	st, err := os.Stat(filepath.Clean(path))
 	if err != nil {
@@ -470,6 +524,10 @@ type graphInfoResult struct {
 	Labelled       bool    `json:"labelled"`
 	Labels         int     `json:"labels"`
 	ExternalIDs    bool    `json:"external_ids"`
+	IDType         string  `json:"id_type"`
+	Timed          bool    `json:"timed"`
+	TimeMin        string  `json:"time_min,omitempty"`
+	TimeMax        string  `json:"time_max,omitempty"`
 	MaxDegree      int     `json:"max_degree"`
 	MedianDegree   uint32  `json:"median_degree"`
 	P99Degree      uint32  `json:"p99_degree"`

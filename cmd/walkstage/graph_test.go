@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -172,5 +173,66 @@ func TestGraphInfoJSON(t *testing.T) {
 	}
 	if info.Vertices != g.NumVertices() || info.Edges != g.NumEdges() || !info.Weighted || info.Version != g.Version {
 		t.Errorf("info %+v does not describe the graph (V=%d E=%d version %s)", info, g.NumVertices(), g.NumEdges(), g.Version)
+	}
+}
+
+// graph import --id-type string --time-column N keeps string ids and
+// times; graph info shows them; graph export and the import command it
+// prints give back the same version, in both formats.
+func TestGraphImportStringIDsAndTimes(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "edges.txt")
+	text := "# who follows whom, when\nuser:10 user:2 1700000000005\nuser:2 user:10 1700000000100\nuser:2 user:10 1700000000005\n日本 user:2 1700000000050\nuser:9 user:9 0\n"
+	if err := os.WriteFile(in, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := filepath.Join(dir, "g.wsg")
+	run := func(args ...string) string {
+		t.Helper()
+		var o, e bytes.Buffer
+		if rc := Main(context.Background(), args, &o, &e); rc != 0 {
+			t.Fatalf("%v: rc %d: %s", args, rc, e.String())
+		}
+		return o.String()
+	}
+	run("graph", "import", "--id-type", "string", "--time-column", "3", in, "--out", g, "--quiet")
+	info := run("graph", "info", g)
+	for _, w := range []string{"string ids (4 entries", "times 1700000000005 .. 1700000000100", "edges:         4 ", `(external id "user:2")`} {
+		if !strings.Contains(info, w) {
+			t.Errorf("graph info lacks %q:\n%s", w, info)
+		}
+	}
+	var js graphInfoResult
+	if err := json.Unmarshal([]byte(run("graph", "info", "--json", g)), &js); err != nil {
+		t.Fatal(err)
+	}
+	if js.IDType != "string" || !js.Timed || js.TimeMin != "1700000000005" || js.TimeMax != "1700000000100" || !js.ExternalIDs {
+		t.Errorf("graph info --json %+v: want string ids and the time range", js)
+	}
+	want := js.Version
+	for _, ext := range []string{"txt", "parquet"} {
+		edges := filepath.Join(dir, "export."+ext)
+		_, cmd, ok := strings.Cut(run("graph", "export", g, "--out", edges), "rebuild with: walkstage ")
+		if !ok {
+			t.Fatalf("export prints no rebuild command")
+		}
+		fields := strings.Fields(cmd)
+		back := filepath.Join(dir, "back-"+ext+".wsg")
+		fields[len(fields)-1] = back
+		for i, f := range fields {
+			fields[i] = strings.Trim(f, `"`)
+		}
+		run(append(fields, "--quiet")...)
+		if err := json.Unmarshal([]byte(run("graph", "info", "--json", back)), &js); err != nil {
+			t.Fatal(err)
+		}
+		if js.Version != want {
+			t.Errorf("%s: version %s after %v, want %s", ext, js.Version, fields, want)
+		}
+	}
+	// A time column that is not there is a usage error naming the flag.
+	var o, e bytes.Buffer
+	if rc := Main(context.Background(), []string{"graph", "import", "--time-column", "x", in, "--out", g}, &o, &e); rc != 2 || !strings.Contains(e.String(), "--time-column") {
+		t.Errorf("--time-column x: rc %d, stderr %s", rc, e.String())
 	}
 }

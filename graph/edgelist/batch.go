@@ -23,7 +23,17 @@ type edgeBatch struct {
 	src, dst []int64
 	w        []float32 // nil unless weighted
 	l        []uint8   // nil unless labelled
+	t        []int64   // nil unless timed
 	maxID    int64     // largest id in the batch (used with dense ids), -1 when empty
+
+	// With string ids, the decoder stages the ids as the run builder
+	// wants them (stagedStrings: hashed, grouped by dictionary shard) and
+	// src and dst hold batch places in stage[0] (sources) and stage[1]
+	// (targets; one set a column, so that a Parquet decoder can read the
+	// two at once). The decoders run in parallel; the run builder's
+	// committer then only copies each shard's bytes (stageBatch).
+	stage   [2]stagedStrings
+	prevSrc int64 // the last source staged, -1 for none
 
 	err error // the decoder's error after the batch's edges, if any
 
@@ -36,7 +46,10 @@ type edgeBatch struct {
 
 // reset empties b for reuse, keeping its arrays.
 func (b *edgeBatch) reset() {
-	b.src, b.dst, b.w, b.l = b.src[:0], b.dst[:0], b.w[:0], b.l[:0]
+	b.src, b.dst, b.w, b.l, b.t = b.src[:0], b.dst[:0], b.w[:0], b.l[:0], b.t[:0]
+	b.stage[0].reset()
+	b.stage[1].reset()
+	b.prevSrc = -1
 	b.maxID, b.err = -1, nil
 	b.part, b.firstRow, b.lines, b.bytes = 0, 0, 0, 0
 }
@@ -59,7 +72,7 @@ func (p *batchPool) get() *edgeBatch {
 		b.reset()
 		return b
 	}
-	return &edgeBatch{maxID: -1}
+	return &edgeBatch{maxID: -1, prevSrc: -1}
 }
 
 func (p *batchPool) put(b *edgeBatch) {

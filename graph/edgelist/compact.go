@@ -13,7 +13,7 @@ import (
 // part by part in order, so a move never overwrites edges still to move.
 // The section tails the edges leave are zeroed, as a serial writer leaves
 // them, and the offsets of a moved part are lowered by its shift. The
-// three edge-sized sections move side by side, then the parts' offsets.
+// edge-sized sections move side by side, then the parts' offsets.
 func (w *csrWriter) compact(f *os.File, h *graph.FileLayout, parts []mergePart) (int64, error) {
 	final := make([]int64, len(parts))
 	var kept, total int64
@@ -35,6 +35,10 @@ func (w *csrWriter) compact(f *os.File, h *graph.FileLayout, parts []mergePart) 
 	}
 	if w.o.Labelled {
 		secs = append(secs, section{offsetOf(h, graph.SectionLabels), 1})
+	}
+	if w.o.timed {
+		// A vertex's time order holds local indices, which a move keeps.
+		secs = append(secs, section{offsetOf(h, graph.SectionTimes), 8}, section{offsetOf(h, graph.SectionByTime), 4})
 	}
 	errs := make([]error, len(secs)+len(parts))
 	parallelFor(len(secs), func(i int) {

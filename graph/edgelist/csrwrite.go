@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -21,7 +22,8 @@ import (
 type csrWriter struct {
 	input string
 	o     ImportOptions
-	ids   []int64 // sorted external ids; nil with DenseIDs
+	ids   []int64      // sorted external ids; nil with DenseIDs or StringIDs
+	strs  *stringTable // with StringIDs
 	n     int
 	total int64 // directed edges in the runs
 	stats *ImportStats
@@ -98,9 +100,14 @@ func (w *csrWriter) write(ctx context.Context, f *os.File, runs []runFile) error
 
 // layout lays out the file for w.total edges.
 func (w *csrWriter) layout() (*graph.FileLayout, error) {
+	var strBytes uint64
+	if w.strs != nil {
+		strBytes = w.strs.bytes
+	}
 	return graph.NewFileLayout(graph.FileShape{
 		Vertices: uint64(w.n), Edges: uint64(w.total), NameBytes: len(w.o.Name),
 		Weighted: w.o.Weighted, Labelled: w.o.Labelled, External: w.ids != nil,
+		Timed: w.o.timed, StringIDs: w.strs != nil, StringBytes: strBytes,
 	})
 }
 
@@ -117,12 +124,20 @@ func (w *csrWriter) progress() {
 
 // writeIDs writes the external ids and their index, when there are any.
 func (w *csrWriter) writeIDs(f *os.File, h *graph.FileLayout) error {
-	if w.ids == nil {
+	switch {
+	case w.strs != nil:
+		if err := w.writeStrings(f, h); err != nil {
+			return err
+		}
+	case w.ids != nil:
+		if _, err := f.WriteAt(bytesOf(w.ids), int64(offsetOf(h, graph.SectionIDs))); err != nil {
+			return err
+		}
+	default:
 		return nil
 	}
-	if _, err := f.WriteAt(bytesOf(w.ids), int64(offsetOf(h, graph.SectionIDs))); err != nil {
-		return err
-	}
+	// Dense ids are ranks of the external ids, so the index that orders
+	// them by external id is the identity.
 	byExt := newSecWriter[uint32](f, offsetOf(h, graph.SectionByExt), nil)
 	for v := 0; v < w.n; v++ {
 		if err := byExt.put(uint32(v)); err != nil {
@@ -130,6 +145,55 @@ func (w *csrWriter) writeIDs(f *os.File, h *graph.FileLayout) error {
 		}
 	}
 	return byExt.flush()
+}
+
+// writeStrings writes the string table: the offsets from memory, the
+// bytes copied from the file mergeStrings wrote.
+func (w *csrWriter) writeStrings(f *os.File, h *graph.FileLayout) error {
+	if _, err := f.WriteAt(bytesOf(w.strs.offs), int64(offsetOf(h, graph.SectionStrOffsets))); err != nil {
+		return err
+	}
+	src, err := os.Open(w.strs.path)
+	if err != nil {
+		return fmt.Errorf("read back strings: %w", err)
+	}
+	defer src.Close()
+	buf := make([]byte, 1<<20)
+	at := int64(offsetOf(h, graph.SectionStrBytes))
+	for done := int64(0); done < int64(w.strs.bytes); {
+		k, err := src.ReadAt(buf[:min(int64(len(buf)), int64(w.strs.bytes)-done)], done)
+		if k == 0 && err != nil {
+			return fmt.Errorf("read back strings: %w", err)
+		}
+		if _, err := f.WriteAt(buf[:k], at+done); err != nil {
+			return err
+		}
+		done += int64(k)
+	}
+	return nil
+}
+
+// idString names dense vertex v by its external id, for messages.
+func (w *csrWriter) idString(v int64) string {
+	switch {
+	case w.strs != nil:
+		if v < 0 || v+1 >= int64(len(w.strs.offs)) {
+			return fmt.Sprint(v)
+		}
+		b := make([]byte, w.strs.offs[v+1]-w.strs.offs[v])
+		f, err := os.Open(w.strs.path)
+		if err != nil {
+			return fmt.Sprintf("(dense id %d)", v)
+		}
+		defer f.Close()
+		if _, err := f.ReadAt(b, int64(w.strs.offs[v])); err != nil {
+			return fmt.Sprintf("(dense id %d)", v)
+		}
+		return strconv.Quote(string(b))
+	case w.ids != nil:
+		return fmt.Sprint(v) // merged records carry external ids
+	}
+	return fmt.Sprint(v)
 }
 
 // shrink returns h when every edge was written, else, duplicates having
@@ -142,7 +206,8 @@ func (w *csrWriter) shrink(f *os.File, h *graph.FileLayout) (*graph.FileLayout, 
 	final := h.WithEdges(w.e)
 	// The sections after the targets, in file order, so that a move never
 	// overwrites a section still to move.
-	for _, id := range []graph.SectionID{graph.SectionWeights, graph.SectionLabels, graph.SectionIDs, graph.SectionByExt} {
+	for _, id := range []graph.SectionID{graph.SectionWeights, graph.SectionLabels, graph.SectionIDs, graph.SectionByExt,
+		graph.SectionTimes, graph.SectionByTime, graph.SectionStrOffsets, graph.SectionStrBytes} {
 		src, _ := h.Section(id)
 		dst, n := final.Section(id)
 		if err := moveWithin(f, int64(src), int64(dst), int64(n)); err != nil {

@@ -2,11 +2,13 @@ package edgelist
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -20,13 +22,15 @@ import (
 type ExportFormat string
 
 const (
-	// ExportText is ImportText's format: one "src dst [weight] [label]"
-	// line per edge, after '#' comment lines that describe the graph and
-	// the import command that rebuilds it.
+	// ExportText is ImportText's format: one "src dst [weight] [label]
+	// [time]" line per edge, after '#' comment lines that describe the
+	// graph and the import command that rebuilds it.
 	ExportText ExportFormat = "text"
-	// ExportParquet is ImportParquet's format: columns src and dst (INT64),
-	// weight (FLOAT) when the graph has weights, label (INT32) when it has
-	// labels; the description is in the file's key-value metadata.
+	// ExportParquet is ImportParquet's format: columns src and dst (INT64,
+	// or strings for a graph with string ids), weight (FLOAT) when the
+	// graph has weights, label (INT32) when it has labels, time (INT64)
+	// when it is timed; the description is in the file's key-value
+	// metadata.
 	ExportParquet ExportFormat = "parquet"
 )
 
@@ -68,13 +72,17 @@ type ExportStats struct {
 // edges), or g's id map is not in ascending order (the importers number
 // vertices by external id); stats.Exact says which.
 func Export(ctx context.Context, g *graph.Graph, w io.Writer, format ExportFormat) (*ExportStats, error) {
-	st := planExport(g)
+	st := planExport(g, format)
 	var err error
 	switch format {
 	case ExportText:
 		err = exportText(ctx, g, w, st)
 	case ExportParquet:
-		err = exportParquet(ctx, g, w, st)
+		if g.Timed() || g.HasStringIDs() {
+			err = exportParquetRows(ctx, g, w, st)
+		} else {
+			err = exportParquet(ctx, g, w, st)
+		}
 	default:
 		_, err = ParseExportFormat(string(format))
 	}
@@ -103,12 +111,21 @@ func ExportFile(ctx context.Context, g *graph.Graph, path string, format ExportF
 }
 
 // planExport decides the import options and which vertices need a marker
-// row: with an id map, every vertex no edge mentions; with dense ids, only
+// row: with an id map (or string ids), every vertex no edge mentions; with
+// dense ids, only
 // the last one (the importer takes V from the largest id, so vertices below
 // it exist anyway).
-func planExport(g *graph.Graph) *ExportStats {
+func planExport(g *graph.Graph, format ExportFormat) *ExportStats {
 	o := ImportOptions{Name: g.Name, Weighted: g.Weighted(), Labelled: g.Labelled(), Duplicates: graph.DupKeepAll,
-		DenseIDs: g.IDs == nil}
+		DenseIDs: g.IDs == nil && !g.HasStringIDs(), StringIDs: g.HasStringIDs()}
+	if g.Timed() {
+		// The time is the last column, or the column "time".
+		if format == ExportParquet {
+			o.TimeColumnName = "time"
+		} else {
+			o.TimeColumn = 3 + btoi(o.Weighted) + btoi(o.Labelled)
+		}
+	}
 	st := &ExportStats{Edges: g.NumEdges(), Exact: true}
 	n := g.NumVertices()
 	selfLoops := false
@@ -131,6 +148,14 @@ func planExport(g *graph.Graph) *ExportStats {
 			break
 		}
 	}
+	if g.HasStringIDs() {
+		for v := 1; v < n; v++ {
+			if bytes.Compare(stringID(g, uint32(v-1)), stringID(g, uint32(v))) >= 0 {
+				st.Exact, st.Inexact = false, "the graph's dense ids are not in string order; the import numbers vertices by string id"
+				break
+			}
+		}
+	}
 	st.Import = o
 	st.ImportFlags = importFlags(o)
 	return st
@@ -143,7 +168,7 @@ func exportMarkers(g *graph.Graph) int64 {
 		return 0
 	}
 	mentioned := isMentioned(g)
-	if g.IDs == nil {
+	if g.IDs == nil && !g.HasStringIDs() {
 		if mentioned(uint32(n - 1)) {
 			return 0
 		}
@@ -177,45 +202,81 @@ func importFlags(o ImportOptions) []string {
 			f = append(f, x.flag)
 		}
 	}
+	if o.StringIDs {
+		f = append(f, "--id-type", "string")
+	}
+	if o.TimeColumn > 0 {
+		f = append(f, "--time-column", strconv.Itoa(o.TimeColumn))
+	}
+	if o.TimeColumnName != "" {
+		f = append(f, "--time-column", o.TimeColumnName)
+	}
 	return append(f, "--duplicates", o.Duplicates.String())
 }
+
+// stringID is vertex v's string id in a graph that has them.
+func stringID(g *graph.Graph, v uint32) []byte { return g.StrBytes[g.StrOffsets[v]:g.StrOffsets[v+1]] }
+
+// exportRowFunc takes one exported row in dense ids: a vertex without
+// edges is a self-loop of weight 1, label 0 and time 0.
+type exportRowFunc func(s, d uint32, w float32, l uint8, t int64) error
 
 // forEachRow calls row for every exported row in dense-vertex order: a
 // vertex's out-edges, or its marker self-loop. It checks ctx every 64 Ki
 // vertices.
-func forEachRow(ctx context.Context, g *graph.Graph, st *ExportStats, row func(s, d int64, w float32, l uint8) error) error {
+func forEachRow(ctx context.Context, g *graph.Graph, st *ExportStats, row exportRowFunc) error {
 	n := g.NumVertices()
 	var mentioned func(uint32) bool
 	if st.MarkerRows > 0 {
 		mentioned = isMentioned(g)
 	}
+	var times []int64 // a timed vertex's edge times in edge order
 	for v := range n {
 		if v%(1<<16) == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		s := g.ExternalID(uint32(v))
-		if mentioned != nil && !mentioned(uint32(v)) && (g.IDs != nil || v == n-1) {
-			if err := row(s, s, 1, 0); err != nil {
+		s := uint32(v)
+		if mentioned != nil && !mentioned(s) && (g.IDs != nil || g.HasStringIDs() || v == n-1) {
+			if err := row(s, s, 1, 0, 0); err != nil {
 				return err
 			}
 			continue
 		}
-		for e := g.Offsets[v]; e < g.Offsets[v+1]; e++ {
-			w, l := float32(1), uint8(0)
+		lo, hi := g.Offsets[v], g.Offsets[v+1]
+		if g.Timed() {
+			// times is in time order, bytime says which edge each is.
+			times = slices.Grow(times[:0], int(hi-lo))[:hi-lo]
+			for k, j := range g.ByTime[lo:hi] {
+				times[j] = g.Times[lo+uint64(k)]
+			}
+		}
+		for e := lo; e < hi; e++ {
+			w, l, t := float32(1), uint8(0), int64(0)
 			if g.Weights != nil {
 				w = g.Weights[e]
 			}
 			if g.Labels != nil {
 				l = g.Labels[e]
 			}
-			if err := row(s, g.ExternalID(g.Targets[e]), w, l); err != nil {
+			if times != nil {
+				t = times[e-lo]
+			}
+			if err := row(s, g.Targets[e], w, l, t); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// appendID appends vertex v's external id as text.
+func appendID(buf []byte, g *graph.Graph, v uint32) []byte {
+	if g.HasStringIDs() {
+		return append(buf, stringID(g, v)...)
+	}
+	return strconv.AppendInt(buf, g.ExternalID(v), 10)
 }
 
 // exportHeader describes the export in lines for a text header and
@@ -228,9 +289,16 @@ func exportHeader(g *graph.Graph, st *ExportStats, format ExportFormat) []string
 	if g.Labelled() {
 		cols += " label"
 	}
+	if g.Timed() {
+		cols += " time"
+	}
+	ids := "external vertex ids"
+	if g.HasStringIDs() {
+		ids = "string vertex ids"
+	}
 	h := []string{
 		fmt.Sprintf("walkstage graph export of %q, version %s: %d vertices, %d directed edges", g.Name, g.Version, g.NumVertices(), g.NumEdges()),
-		"columns: " + cols + " (external vertex ids)",
+		"columns: " + cols + " (" + ids + ")",
 		fmt.Sprintf("rebuild: walkstage graph import --format %s %s --name %q FILE --out GRAPH.wsg", format, strings.Join(st.ImportFlags, " "), g.Name),
 	}
 	if st.MarkerRows > 0 {
@@ -248,10 +316,10 @@ func exportText(ctx context.Context, g *graph.Graph, w io.Writer, st *ExportStat
 		fmt.Fprintf(bw, "# %s\n", l)
 	}
 	buf := make([]byte, 0, 64)
-	err := forEachRow(ctx, g, st, func(s, d int64, wt float32, l uint8) error {
-		buf = strconv.AppendInt(buf[:0], s, 10)
+	err := forEachRow(ctx, g, st, func(s, d uint32, wt float32, l uint8, t int64) error {
+		buf = appendID(buf[:0], g, s)
 		buf = append(buf, ' ')
-		buf = strconv.AppendInt(buf, d, 10)
+		buf = appendID(buf, g, d)
 		if g.Weights != nil {
 			// The shortest text that parses back (at 32 bits, as ImportText
 			// does) to the same float32.
@@ -261,6 +329,10 @@ func exportText(ctx context.Context, g *graph.Graph, w io.Writer, st *ExportStat
 		if g.Labels != nil {
 			buf = append(buf, ' ')
 			buf = strconv.AppendUint(buf, uint64(l), 10)
+		}
+		if g.Timed() {
+			buf = append(buf, ' ')
+			buf = strconv.AppendInt(buf, t, 10)
 		}
 		buf = append(buf, '\n')
 		_, err := bw.Write(buf)
@@ -296,12 +368,80 @@ type (
 	}
 )
 
-func exportParquet(ctx context.Context, g *graph.Graph, w io.Writer, st *ExportStats) error {
+// exportOptions are the Parquet writer's options: compression, row groups
+// and the description in the key-value metadata.
+func exportOptions(g *graph.Graph, st *ExportStats) []parquet.WriterOption {
 	opts := []parquet.WriterOption{parquet.Compression(&parquet.Zstd), parquet.MaxRowsPerRowGroup(1 << 20)}
 	for i, l := range exportHeader(g, st, ExportParquet) {
 		opts = append(opts, parquet.KeyValueMetadata(fmt.Sprintf("walkstage.export.%d", i), l))
 	}
-	opts = append(opts, parquet.KeyValueMetadata("walkstage.graph", g.Name), parquet.KeyValueMetadata("walkstage.graph_version", g.Version))
+	return append(opts, parquet.KeyValueMetadata("walkstage.graph", g.Name), parquet.KeyValueMetadata("walkstage.graph_version", g.Version))
+}
+
+// exportParquetRows writes a timed graph or one with string ids: a schema
+// built for its columns (src and dst as strings with string ids, time as
+// INT64), rows written as values.
+func exportParquetRows(ctx context.Context, g *graph.Graph, w io.Writer, st *ExportStats) error {
+	idNode := parquet.Leaf(parquet.Int64Type)
+	if g.HasStringIDs() {
+		idNode = parquet.String()
+	}
+	fields := parquet.Group{"src": idNode, "dst": idNode}
+	if g.Weighted() {
+		fields["weight"] = parquet.Leaf(parquet.FloatType)
+	}
+	if g.Labelled() {
+		fields["label"] = parquet.Leaf(parquet.Int32Type)
+	}
+	if g.Timed() {
+		fields["time"] = parquet.Leaf(parquet.Int64Type)
+	}
+	schema := parquet.NewSchema("edge", fields)
+	col := map[string]int{}
+	for i, p := range schema.Columns() {
+		col[p[0]] = i
+	}
+	pw := parquet.NewWriter(w, append(exportOptions(g, st), schema)...)
+	id := func(v uint32, c int) parquet.Value {
+		if g.HasStringIDs() {
+			return parquet.ByteArrayValue(stringID(g, v)).Level(0, 0, c)
+		}
+		return parquet.Int64Value(g.ExternalID(v)).Level(0, 0, c)
+	}
+	rows := make([]parquet.Row, 0, 4096)
+	flush := func() error {
+		_, err := pw.WriteRows(rows)
+		rows = rows[:0]
+		return err
+	}
+	err := forEachRow(ctx, g, st, func(s, d uint32, wt float32, l uint8, t int64) error {
+		r := make(parquet.Row, len(col))
+		r[col["src"]], r[col["dst"]] = id(s, col["src"]), id(d, col["dst"])
+		if c, ok := col["weight"]; ok {
+			r[c] = parquet.FloatValue(wt).Level(0, 0, c)
+		}
+		if c, ok := col["label"]; ok {
+			r[c] = parquet.Int32Value(int32(l)).Level(0, 0, c)
+		}
+		if c, ok := col["time"]; ok {
+			r[c] = parquet.Int64Value(t).Level(0, 0, c)
+		}
+		if rows = append(rows, r); len(rows) == cap(rows) {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if cerr := pw.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func exportParquet(ctx context.Context, g *graph.Graph, w io.Writer, st *ExportStats) error {
+	opts := exportOptions(g, st)
 	switch {
 	case g.Weighted() && g.Labelled():
 		return writeRows(ctx, g, st, w, opts, func(s, d int64, wt float32, l uint8) exportRowWL {
@@ -325,8 +465,8 @@ func writeRows[T any](ctx context.Context, g *graph.Graph, st *ExportStats, w io
 		buf = buf[:0]
 		return err
 	}
-	err := forEachRow(ctx, g, st, func(s, d int64, wt float32, l uint8) error {
-		buf = append(buf, mk(s, d, wt, l))
+	err := forEachRow(ctx, g, st, func(s, d uint32, wt float32, l uint8, _ int64) error {
+		buf = append(buf, mk(g.ExternalID(s), g.ExternalID(d), wt, l))
 		if len(buf) == cap(buf) {
 			return flush()
 		}

@@ -2,6 +2,7 @@ package edgelist
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,6 +36,17 @@ func TestExportRoundTripKeepsVersion(t *testing.T) {
 			return g
 		}
 	}
+	buildStrings := func(edges []graph.StringEdge, o graph.BuildOptions) func(t *testing.T) *graph.Graph {
+		return func(t *testing.T) *graph.Graph {
+			g, err := graph.FromStringEdges(edges, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return g
+		}
+	}
+	strEdges := []graph.StringEdge{{Src: "b", Dst: "a", Weight: 1, Label: 2, Time: 7}, {Src: "日本", Dst: "b", Weight: 2, Label: 0, Time: -3},
+		{Src: "q", Dst: "q", Weight: 1, Time: 1}, {Src: "a", Dst: "user:10", Weight: 0.5, Label: 1, Time: 7}, {Src: "a", Dst: "user:10", Weight: 0.25, Label: 1, Time: 8}}
 	sparse := []graph.Edge{{Src: -5, Dst: 1 << 40, Weight: 0.1, Label: 3}, {Src: 1 << 40, Dst: -5, Weight: 2.5e-7, Label: 0}, {Src: 7, Dst: 7, Weight: 1, Label: 1}, {Src: 42, Dst: -5, Weight: 3e30, Label: 255}, {Src: -9, Dst: -9, Weight: 1, Label: 0}}
 	cases := []struct {
 		name  string
@@ -48,6 +60,21 @@ func TestExportRoundTripKeepsVersion(t *testing.T) {
 		{"self-loops and multi-edges", build([]graph.Edge{{Src: 1, Dst: 1, Weight: 2, Label: 0}, {Src: 1, Dst: 2, Weight: 3, Label: 1}, {Src: 1, Dst: 2, Weight: 1, Label: 0}, {Src: 2, Dst: 1, Weight: 0.5, Label: 1}},
 			graph.BuildOptions{Name: "multi", Weighted: true, Labelled: true, SelfLoops: true, Duplicates: graph.DupKeepAll})},
 		{"empty", build(nil, graph.BuildOptions{Name: "empty"})},
+		{"timed, same pair at two times", build([]graph.Edge{{Src: 3, Dst: 1, Weight: 2, Time: 50}, {Src: 3, Dst: 1, Weight: 1, Time: -7}, {Src: 3, Dst: 9, Weight: 1, Time: 50},
+			{Src: 9, Dst: 3, Weight: 4, Time: 1 << 50}, {Src: 4, Dst: 4, Weight: 1, Time: 0}}, graph.BuildOptions{Name: "timed", Weighted: true, Timed: true})},
+		{"timed dense", build([]graph.Edge{{Src: 0, Dst: 1, Time: 9}, {Src: 1, Dst: 0, Time: 3}, {Src: 0, Dst: 1, Time: 2}}, graph.BuildOptions{Name: "td", DenseIDs: true, NumVertices: 4, Timed: true, Duplicates: graph.DupKeepAll})},
+		{"string ids, isolated vertex", buildStrings(strEdges, graph.BuildOptions{Name: "strings", Labelled: true})},
+		{"string ids, timed", buildStrings(strEdges, graph.BuildOptions{Name: "strings-timed", Weighted: true, Labelled: true, Timed: true, Undirected: true})},
+		{"string ids, rmat", func(t *testing.T) *graph.Graph {
+			g := rmat(false, 0)(t)
+			var se []graph.StringEdge
+			for v := range g.NumVertices() {
+				for _, d := range g.Neighbors(uint32(v)) {
+					se = append(se, graph.StringEdge{Src: fmt.Sprintf("user:%d", v), Dst: fmt.Sprintf("user:%d", d), Time: int64(v*31+int(d)) % 1000})
+				}
+			}
+			return buildStrings(se, graph.BuildOptions{Name: "rmat-strings", Timed: true, Duplicates: graph.DupKeepAll})(t)
+		}},
 	}
 	dir := t.TempDir()
 	for _, c := range cases {

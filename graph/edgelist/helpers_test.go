@@ -31,6 +31,22 @@ func sameGraph(t *testing.T, got, want *graph.Graph) {
 	if got.Labels != nil {
 		eq("labels", nonNil(got.Labels), nonNil(want.Labels))
 	}
+	eq("timed", got.Timed(), want.Timed())
+	eq("string ids", got.HasStringIDs(), want.HasStringIDs())
+	if got.Timed() {
+		eq("times", nonNil(got.Times), nonNil(want.Times))
+		eq("bytime", nonNil(got.ByTime), nonNil(want.ByTime))
+	}
+	if got.HasStringIDs() {
+		eq("string offsets", got.StrOffsets, want.StrOffsets)
+		eq("string bytes", nonNil(got.StrBytes), nonNil(want.StrBytes))
+		for v := range got.NumVertices() {
+			s := got.ExternalString(uint32(v))
+			if d, ok := got.DenseIDString(s); !ok || d != uint32(v) {
+				t.Fatalf("DenseIDString(%q) = %d, %v; want %d", s, d, ok, v)
+			}
+		}
+	}
 	if got.IDs != nil {
 		eq("ids", nonNil(got.IDs), nonNil(want.IDs))
 		for v := range got.IDs {

@@ -8,7 +8,10 @@ package edgelist
 //     a fixed-size in-memory run (adding the reverse edge for undirected
 //     graphs and dropping self-loops), a batch's blocks on Workers
 //     goroutines at once.
-//  2. A full run is sorted by (src, dst, input position) by the sorter, a
+//  2. A full run is sorted by (src, dst, input position) by the sorter (by
+//     (src, dst, time, input position) when timed; with string ids the
+//     sorter first turns the run's strings into run-local ranks, see
+//     doc.go and strdict.go), a
 //     goroutine that spreads the radix sort and the encoding over Workers
 //     goroutines (radix.go, runcodec.go), and spilled to a temporary file,
 //     delta- and varint-coded, together with the sorted set of external ids
@@ -16,7 +19,9 @@ package edgelist
 //     is two runs and the sort's scratch, plus about 15 MB a worker,
 //     whatever the input size.
 //  3. The id sets are merged into the sorted external-id array: dense id =
-//     rank of the external id, the same numbering graph.FromEdges uses.
+//     rank of the external id, the same numbering graph.FromEdges uses
+//     (string sets: into the string table and a map per run from its local
+//     ids to dense ids, mergeStrings).
 //  4. The edge runs are k-way merged (ties broken by run, so "first" means
 //     first in the input), duplicates are resolved by the policy, and the
 //     CSR sections are written straight into the output file, which is
@@ -28,6 +33,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -49,13 +55,33 @@ type ImportOptions struct {
 	Labelled bool
 	// SelfLoops keeps u -> u edges; they are dropped (and counted) otherwise.
 	SelfLoops bool
-	// Duplicates says what to do with repeated (src, dst) pairs.
+	// Duplicates says what to do with repeated (src, dst) pairs. With
+	// times, a duplicate is a repeated (src, dst, time): the same pair at
+	// two times is two edges whatever the policy, as in graph.FromEdges.
 	Duplicates graph.DuplicatePolicy
 	// DenseIDs says the input ids are already 0..V-1: no id map is stored,
 	// V is the largest id + 1 and ids that never appear are isolated
 	// vertices. Without it ids may be any int64 and dense ids are their
 	// ranks.
 	DenseIDs bool
+	// StringIDs says the input ids are strings (text: any field without
+	// separators; Parquet: BYTE_ARRAY src and dst columns), valid UTF-8 of
+	// 1..maxStringIDBytes bytes. The file keeps the string id map, and
+	// dense ids are the strings' ranks in bytewise order, as int64 ids are
+	// numbered by value. It excludes DenseIDs. A run then also holds its
+	// ids' bytes, 10 bytes more each, once per edge end (a source repeated
+	// on consecutive lines once): a run is cut at 48 bytes of them a run
+	// edge, so peak memory grows by up to about 100 bytes a run edge.
+	StringIDs bool
+	// TimeColumn is the text importer's time column, counted from 1 like
+	// the other columns (src is 1, dst 2): an integer per edge (Unix
+	// milliseconds, say), stored as the graph's edge times. The weight and
+	// label, if read, take the other columns after dst in their order, so
+	// "src dst weight time" is TimeColumn 4 with Weighted. 0: untimed.
+	TimeColumn int
+	// TimeColumnName is the Parquet importer's time column (INT32 or
+	// INT64); "": untimed.
+	TimeColumnName string
 	// TempDir holds the spilled runs (default: the output file's directory,
 	// which has room for the output anyway).
 	TempDir string
@@ -80,6 +106,9 @@ type ImportOptions struct {
 	// every ProgressInterval (default 2s), and once at the end of each phase.
 	Progress         func(Progress)
 	ProgressInterval time.Duration
+
+	timed    bool         // set by the importer from TimeColumn or TimeColumnName
+	hashSeed maphash.Seed // for the strings' hashes (string ids)
 
 	mergeFan   int // tests lower it to exercise merging in rounds
 	mergeParts int // parts of the final merge (default: see mergePartCount); tests set it
@@ -114,7 +143,8 @@ type ImportStats struct {
 	// decoding the input while runs are sorted and spilled beside it),
 	// within it the time the run builder waited for input and for the
 	// sorter, sort runs (the sorter's busy time, overlapping decode),
-	// sort tail (the wait for the last run), ids (merging the id sets),
+	// sort tail (the wait for the last run), ids (merging the id or string
+	// sets, and the runs when there are too many to merge at once),
 	// merge (the parallel merge into the sections) and write (ids,
 	// compaction and checksum).
 	Phases []PhaseTime
@@ -162,6 +192,16 @@ func importInto(ctx context.Context, input, out string, o ImportOptions, totalBy
 		return nil, fmt.Errorf("import %s: %w", input, finErr)
 	}
 	sortedRuns := len(runs)
+	t3 := time.Now()
+	var strs *stringTable
+	if o.StringIDs {
+		// The runs hold run-local ids until the string sets are merged,
+		// so this comes before any merge of runs.
+		if strs, err = mergeStrings(ctx, runs, tmpDir); err != nil {
+			return nil, fmt.Errorf("import %s: %w", input, err)
+		}
+		defer os.Remove(strs.path)
+	}
 	if runs, err = b.reduceRuns(runs); err != nil {
 		return nil, fmt.Errorf("import %s: %w", input, err)
 	}
@@ -169,8 +209,7 @@ func importInto(ctx context.Context, input, out string, o ImportOptions, totalBy
 	st := b.stats
 	st.Runs = sortedRuns
 	st.Bytes = b.bytes
-	t3 := time.Now()
-	ids, n, err := vertexIDs(ctx, b, runs)
+	ids, n, err := vertexIDs(ctx, b, runs, strs)
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", input, err)
 	}
@@ -179,7 +218,7 @@ func importInto(ctx context.Context, input, out string, o ImportOptions, totalBy
 	for _, r := range runs {
 		total += r.n
 	}
-	w := &csrWriter{input: input, o: o, ids: ids, n: n, total: total, stats: &st}
+	w := &csrWriter{input: input, o: o, ids: ids, strs: strs, n: n, total: total, stats: &st}
 	if err := graph.WriteFileAtomic(out, func(f *os.File) error { return w.write(ctx, f, runs) }); err != nil {
 		return nil, fmt.Errorf("import %s: %w", input, err)
 	}
@@ -224,15 +263,32 @@ func (o ImportOptions) withDefaults(input string) (ImportOptions, error) {
 	if !o.Duplicates.Valid() {
 		return o, fmt.Errorf("import %s: %v", input, o.Duplicates)
 	}
+	o.hashSeed = maphash.MakeSeed()
+	if o.StringIDs && o.DenseIDs {
+		return o, fmt.Errorf("import %s: string ids cannot be dense ids (drop --dense-ids or --id-type string)", input)
+	}
 	return o, nil
 }
 
+// cols are the optional fields the import's runs carry.
+func (o ImportOptions) cols() recCols {
+	return recCols{weighted: o.Weighted, labelled: o.Labelled, timed: o.timed}
+}
+
+// wantIDSets says whether each run keeps the sorted set of int64 ids it
+// mentions: with an int64 id map. Dense ids need none, and string runs
+// keep their strings instead.
+func (o ImportOptions) wantIDSets() bool { return !o.DenseIDs && !o.StringIDs }
+
 // vertexIDs returns the sorted external ids of the runs (nil with dense
-// ids) and the vertex count.
-func vertexIDs(ctx context.Context, b *runBuilder, runs []runFile) (ids []int64, n int, err error) {
-	if b.o.DenseIDs {
+// or string ids) and the vertex count.
+func vertexIDs(ctx context.Context, b *runBuilder, runs []runFile, strs *stringTable) (ids []int64, n int, err error) {
+	switch {
+	case strs != nil:
+		n = len(strs.offs) - 1
+	case b.o.DenseIDs:
 		n = int(b.maxID + 1)
-	} else {
+	default:
 		if ids, err = mergeIDs(ctx, runs, b.o.Workers); err != nil {
 			return nil, 0, err
 		}

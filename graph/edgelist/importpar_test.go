@@ -220,13 +220,13 @@ func TestRunSorterKeepsSortedRuns(t *testing.T) {
 		recs[i] = rec{s: int64(i / 7), d: int64(i % 7 / 2), seq: uint32(i)}
 	}
 	var rs runSorter
-	if order := rs.sort(slices.Clone(recs)); order != nil {
+	if order := rs.sort(slices.Clone(recs), nil); order != nil {
 		t.Fatal("a sorted run was sorted again")
 	}
 	recs[4999].d = -1
 	want := slices.Clone(recs)
 	slices.SortFunc(want, cmpRec)
-	order := rs.sort(recs)
+	order := rs.sort(recs, nil)
 	if order == nil && recs[4999].d == -1 {
 		t.Fatal("a run out of order was taken as sorted")
 	}
@@ -254,7 +254,7 @@ func TestRunSorterParallelMatchesComparisonSort(t *testing.T) {
 		want := slices.Clone(recs)
 		slices.SortFunc(want, cmpRec)
 		rs := runSorter{par: 3}
-		order := rs.sort(recs)
+		order := rs.sort(recs, nil)
 		for i := range want {
 			if *at(recs, order, i) != want[i] {
 				t.Fatalf("span %d: position %d is %+v, want %+v", span, i, *at(recs, order, i), want[i])
@@ -272,17 +272,17 @@ func TestEncodeRunSlabsMatchOneEncoder(t *testing.T) {
 		recs[i] = rec{s: rng.Int64N(1000), d: rng.Int64N(1 << 40), w: float32(i), l: uint8(i), seq: uint32(i)}
 	}
 	var rs runSorter
-	order := rs.sort(recs)
+	order := rs.sort(recs, nil)
 	var want bytes.Buffer
 	bw := bufio.NewWriter(&want)
-	enc := &runEncoder{w: bw, weighted: true, labelled: true, markEvery: 1000}
+	enc := &runEncoder{w: bw, recCols: recCols{weighted: true, labelled: true}, markEvery: 1000}
 	var wantSrcs []int64
 	for i := range recs {
 		r := at(recs, order, i)
 		if len(wantSrcs) == 0 || wantSrcs[len(wantSrcs)-1] != r.s {
 			wantSrcs = append(wantSrcs, r.s)
 		}
-		if err := enc.put(r); err != nil {
+		if err := enc.put(r, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -290,7 +290,7 @@ func TestEncodeRunSlabsMatchOneEncoder(t *testing.T) {
 	bw.Flush()
 	for _, par := range []int{1, 2, 4} {
 		var got bytes.Buffer
-		srcs, marks, err := encodeRun(&got, recs, order, true, true, true, 1000, make([]slabCoder, par))
+		srcs, marks, err := encodeRun(&got, recs, order, nil, recCols{weighted: true, labelled: true}, true, 1000, make([]slabCoder, par))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -305,7 +305,7 @@ func TestEncodeRunSlabsMatchOneEncoder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, fmarks, err := encodeRun(f, recs, order, true, true, true, 1000, make([]slabCoder, par))
+		_, fmarks, err := encodeRun(f, recs, order, nil, recCols{weighted: true, labelled: true}, true, 1000, make([]slabCoder, par))
 		f.Close()
 		if err != nil {
 			t.Fatal(err)
@@ -369,7 +369,7 @@ func BenchmarkRunSorter(b *testing.B) {
 		b.Run(fmt.Sprintf("par=%d", par), func(b *testing.B) {
 			rs := runSorter{par: par}
 			for b.Loop() {
-				rs.sort(recs)
+				rs.sort(recs, nil)
 			}
 			b.ReportMetric(float64(len(recs))*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 		})

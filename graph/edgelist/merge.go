@@ -24,6 +24,9 @@ func runLess(a, b *runReader) bool {
 	if a.cur.d != b.cur.d {
 		return a.cur.d < b.cur.d
 	}
+	if a.cur.t != b.cur.t {
+		return a.cur.t < b.cur.t
+	}
 	return a.idx < b.idx
 }
 
@@ -45,9 +48,9 @@ func siftDown(h []*runReader, i int) {
 	}
 }
 
-// mergeRuns calls emit for every record of runs in (s, d, run, position)
-// order.
-func mergeRuns(ctx context.Context, runs []runFile, weighted, labelled bool, emit func(r *rec) error) error {
+// mergeRuns calls emit for every record of runs in (s, d, t, run,
+// position) order.
+func mergeRuns(ctx context.Context, runs []runFile, cols recCols, emit func(r *trec) error) error {
 	files, err := openRunFiles(runs)
 	defer closeRunFiles(files)
 	if err != nil {
@@ -55,7 +58,7 @@ func mergeRuns(ctx context.Context, runs []runFile, weighted, labelled bool, emi
 	}
 	rs := make([]*runReader, len(runs))
 	for i, rf := range runs {
-		rs[i] = newRunReader(i, rf, files[i], runPos{}, rf.n, weighted, labelled, nil)
+		rs[i] = newRunReader(i, rf, files[i], runPos{}, rf.n, cols, nil)
 	}
 	return heapMerge(ctx, rs, emit)
 }
@@ -85,9 +88,9 @@ func closeRunFiles(files []*os.File) {
 	}
 }
 
-// heapMerge calls emit for every record of the readers in (s, d, run,
+// heapMerge calls emit for every record of the readers in (s, d, t, run,
 // position) order.
-func heapMerge(ctx context.Context, rs []*runReader, emit func(r *rec) error) error {
+func heapMerge(ctx context.Context, rs []*runReader, emit func(r *trec) error) error {
 	h := make([]*runReader, 0, len(rs))
 	for _, rr := range rs {
 		ok, err := rr.next()
@@ -146,9 +149,9 @@ func (b *runBuilder) reduceRuns(runs []runFile) ([]runFile, error) {
 			merged.path, err = b.spill(func(w *bufio.Writer) error {
 				enc := b.newEncoder(w)
 				enc.markEvery = int64(b.o.markEvery)
-				err := mergeRuns(b.ctx, group, b.o.Weighted, b.o.Labelled, func(r *rec) error {
+				err := mergeRuns(b.ctx, group, b.o.cols(), func(r *trec) error {
 					merged.n++
-					return enc.put(r)
+					return enc.put(&r.rec, r.t)
 				})
 				if err != nil {
 					return err
@@ -156,7 +159,7 @@ func (b *runBuilder) reduceRuns(runs []runFile) ([]runFile, error) {
 				merged.marks = enc.marks
 				return enc.flush()
 			})
-			if err == nil && !b.o.DenseIDs {
+			if err == nil && b.o.wantIDSets() {
 				var ids []int64
 				if ids, err = mergeIDs(b.ctx, group, b.o.Workers); err == nil {
 					merged.idPath, merged.idMarks, err = b.spillIDs(ids)

@@ -1,6 +1,7 @@
 package edgelist
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -192,7 +193,7 @@ func locate(rf runFile, f *os.File, b int64, o ImportOptions) (runPos, error) {
 		return runPos{}, nil
 	}
 	m := rf.marks[j]
-	rr := newRunReader(0, rf, f, runPos{off: m.off, n: m.n, ps: m.ps, pd: m.pd}, rf.n-m.n, o.Weighted, o.Labelled, make([]byte, 16<<10))
+	rr := newRunReader(0, rf, f, runPos{off: m.off, n: m.n, ps: m.ps, pd: m.pd, pt: m.pt}, rf.n-m.n, o.cols(), make([]byte, 16<<10))
 	for n := m.n; ; n++ {
 		p := rr.tell(n)
 		ok, err := rr.next()
@@ -308,17 +309,20 @@ func (w *csrWriter) runParts(ctx context.Context, parts []mergePart, do func(p *
 // mergeSegments merges the part's segments of the runs and calls emit for the
 // edges the duplicate policy keeps (with summed weights under
 // graph.DupSumWeights), counting the duplicates in p.dups.
-func mergeSegments(ctx context.Context, runs []runFile, files []*os.File, p *mergePart, o ImportOptions, bufs [][]byte, emit func(r *rec) error) error {
+func mergeSegments(ctx context.Context, runs []runFile, files []*os.File, p *mergePart, o ImportOptions, bufs [][]byte, emit func(r *trec) error) error {
 	var rs []*runReader
 	for i, rf := range runs {
 		if n := p.to[i].n - p.from[i].n; n > 0 {
-			rs = append(rs, newRunReader(i, rf, files[i], p.from[i], n, o.Weighted, o.Labelled, bufs[i]))
+			rs = append(rs, newRunReader(i, rf, files[i], p.from[i], n, o.cols(), bufs[i]))
 		}
 	}
-	var pending rec
+	var pending trec
 	have := false
-	err := heapMerge(ctx, rs, func(r *rec) error {
-		if have && r.s == pending.s && r.d == pending.d {
+	err := heapMerge(ctx, rs, func(r *trec) error {
+		// With times a duplicate is the same (s, d, t), as in
+		// graph.FromEdges: the same pair at another time is another edge
+		// (an untimed t is always 0).
+		if have && r.s == pending.s && r.d == pending.d && r.t == pending.t {
 			p.dups++
 			switch o.Duplicates {
 			case graph.DupKeepFirst:
@@ -327,7 +331,7 @@ func mergeSegments(ctx context.Context, runs []runFile, files []*os.File, p *mer
 				pending.w += r.w
 				return nil
 			case graph.DupError:
-				return fmt.Errorf("%w %d -> %d (use --duplicates keep-first, sum or keep-all to accept it)", graph.ErrDuplicate, r.s, r.d)
+				return &dupEdgeError{s: r.s, d: r.d, t: r.t}
 			}
 		}
 		if have {
@@ -344,6 +348,12 @@ func mergeSegments(ctx context.Context, runs []runFile, files []*os.File, p *mer
 	return err
 }
 
+// dupEdgeError is a duplicate under graph.DupError, in the merge's ids;
+// writePart names the vertices.
+type dupEdgeError struct{ s, d, t int64 }
+
+func (e *dupEdgeError) Error() string { return fmt.Sprintf("duplicate edge %d -> %d", e.s, e.d) }
+
 // partWriter writes one part's slice of the sections.
 type partWriter struct {
 	w     *csrWriter
@@ -352,29 +362,38 @@ type partWriter struct {
 	tgts  *secWriter[uint32]
 	wts   *secWriter[float32]
 	lbls  *secWriter[uint8]
-	dense []uint32 // the batch's targets as dense ids
-	e     uint64   // the next edge's index
-	nextV int      // next vertex whose offset is unwritten
-	src   int      // rank cursor for the (sorted) sources
+	tms   *secWriter[int64]  // timed: each vertex's times in time order
+	byt   *secWriter[uint32] // and the order's local edge indices
+	vt    []int64            // timed: the current vertex's times, in edge order
+	vord  []uint32           // scratch for its time order
+	tv    int                // the vertex whose times vt holds
+	dense []uint32           // the batch's targets as dense ids
+	e     uint64             // the next edge's index
+	nextV int                // next vertex whose offset is unwritten
+	src   int                // rank cursor for the (sorted) sources
 }
 
 // partScratch is one worker's buffers, reused from part to part: a read
 // buffer per spilled run, the batch and the sections' write buffers.
 type partScratch struct {
 	bufs  [][]byte
-	batch []rec
+	batch []trec
 	dense []uint32
 	offs  []uint64
 	tgts  []uint32
 	wts   []float32
 	lbls  []uint8
+	tms   []int64
+	byt   []uint32
+	vt    []int64
+	vord  []uint32
 }
 
 // writePart merges part p and writes its offsets, targets, weights and
 // labels.
 func (w *csrWriter) writePart(ctx context.Context, f *os.File, h *graph.FileLayout, runs []runFile, files []*os.File, p *mergePart, sc *partScratch, stop func() bool) error {
 	if sc.batch == nil {
-		sc.batch, sc.dense = make([]rec, 0, batchLen), make([]uint32, batchLen)
+		sc.batch, sc.dense = make([]trec, 0, batchLen), make([]uint32, batchLen)
 	}
 	pw := &partWriter{w: w, p: p, e: uint64(p.e0), nextV: p.vlo, src: p.vlo, dense: sc.dense,
 		offs: newSecWriter(f, offsetOf(h, graph.SectionOffsets)+8*uint64(p.vlo), sc.offs),
@@ -388,9 +407,16 @@ func (w *csrWriter) writePart(ctx context.Context, f *os.File, h *graph.FileLayo
 		pw.lbls = newSecWriter(f, offsetOf(h, graph.SectionLabels)+uint64(p.e0), sc.lbls)
 		sc.lbls = pw.lbls.buf
 	}
+	if w.o.timed {
+		pw.tms = newSecWriter(f, offsetOf(h, graph.SectionTimes)+8*uint64(p.e0), sc.tms)
+		pw.byt = newSecWriter(f, offsetOf(h, graph.SectionByTime)+4*uint64(p.e0), sc.byt)
+		sc.tms, sc.byt = pw.tms.buf, pw.byt.buf
+		pw.vt, pw.vord, pw.tv = sc.vt[:0], sc.vord[:0], -1
+		defer func() { sc.vt, sc.vord = pw.vt, pw.vord }()
+	}
 	p.dups, p.maxLabel = 0, -1
 	batch := sc.batch[:0]
-	err := mergeSegments(ctx, runs, files, p, w.o, sc.bufs, func(r *rec) error {
+	err := mergeSegments(ctx, runs, files, p, w.o, sc.bufs, func(r *trec) error {
 		batch = append(batch, *r)
 		if len(batch) < batchLen {
 			return nil
@@ -405,6 +431,14 @@ func (w *csrWriter) writePart(ctx context.Context, f *os.File, h *graph.FileLayo
 	if err == nil {
 		err = pw.writeBatch(batch)
 	}
+	if de := (*dupEdgeError)(nil); errors.As(err, &de) {
+		at := ""
+		if w.o.timed {
+			at = fmt.Sprintf(" at time %d", de.t)
+		}
+		err = fmt.Errorf("%w %s -> %s%s (use --duplicates keep-first, sum or keep-all to accept it)", graph.ErrDuplicate,
+			w.idString(de.s), w.idString(de.d), at)
+	}
 	if err != nil {
 		return err
 	}
@@ -413,7 +447,7 @@ func (w *csrWriter) writePart(ctx context.Context, f *os.File, h *graph.FileLayo
 
 // writeBatch ranks the batch's targets and appends the batch to the
 // sections, writing the offsets of the sources it reaches.
-func (pw *partWriter) writeBatch(batch []rec) error {
+func (pw *partWriter) writeBatch(batch []trec) error {
 	w := pw.w
 	dense := pw.dense[:len(batch)]
 	if w.rank != nil {
@@ -458,15 +492,64 @@ func (pw *partWriter) writeBatch(batch []rec) error {
 				return err
 			}
 		}
+		if pw.tms != nil {
+			if int(s) != pw.tv {
+				if err := pw.flushTimes(); err != nil {
+					return err
+				}
+				pw.tv = int(s)
+			}
+			pw.vt = append(pw.vt, r.t)
+		}
 		pw.e++
 	}
 	w.out.Add(int64(len(batch)))
 	return nil
 }
 
+// flushTimes writes the current vertex's times in time order and the
+// order itself: its edges' local indices, equal times in index order (the
+// edges are in (target, time) order, so a stable sort by time). It holds a
+// vertex's times at once, 12 bytes an edge of the largest degree.
+func (pw *partWriter) flushTimes() error {
+	vt := pw.vt
+	if len(vt) == 0 {
+		return nil
+	}
+	ord := pw.vord[:0]
+	sorted := true
+	for j := range vt {
+		ord = append(ord, uint32(j))
+		sorted = sorted && (j == 0 || vt[j-1] <= vt[j])
+	}
+	if !sorted {
+		slices.SortStableFunc(ord, func(a, b uint32) int { return cmp.Compare(vt[a], vt[b]) })
+	}
+	for _, j := range ord {
+		if err := pw.tms.put(vt[j]); err != nil {
+			return err
+		}
+		if err := pw.byt.put(j); err != nil {
+			return err
+		}
+	}
+	pw.vt, pw.vord = vt[:0], ord
+	return nil
+}
+
 // close writes the offsets of the part's vertices after its last source
 // and flushes the sections.
 func (pw *partWriter) close() error {
+	if pw.tms != nil {
+		if err := pw.flushTimes(); err != nil {
+			return err
+		}
+		for _, s := range []interface{ flush() error }{pw.tms, pw.byt} {
+			if err := s.flush(); err != nil {
+				return err
+			}
+		}
+	}
 	pw.p.kept = int64(pw.e) - pw.p.e0
 	if pw.p.kept > pw.p.recs || (pw.w.o.Duplicates == graph.DupKeepAll && pw.p.kept != pw.p.recs) {
 		return fmt.Errorf("merge part wrote %d edges of %d records (internal error)", pw.p.kept, pw.p.recs)

@@ -3,6 +3,7 @@ package edgelist
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"math"
 
@@ -86,11 +87,17 @@ func (d *pqDecoder) decode(p pqPart, emit func(*edgeBatch) bool) {
 // row (e.err says which and why, e holding the rows before it).
 func (d *pqDecoder) fill(e *edgeBatch, cols []pqColumn, n int, ints *[]int64, floats *[]float64) bool {
 	e.src, e.dst = resize(e.src, n), resize(e.dst, n)
-	var got [4]int
-	var errs [4]error
+	var got [5]int
+	var errs [5]error
 	reads := []func(){
 		func() { got[0], errs[0] = d.ids(&cols[0], e.src) },
 		func() { got[1], errs[1] = d.ids(&cols[1], e.dst) },
+	}
+	if d.o.StringIDs {
+		reads = []func(){
+			func() { got[0], errs[0] = cols[0].strings(e, e.src, d.o.hashSeed) },
+			func() { got[1], errs[1] = cols[1].strings(e, e.dst, d.o.hashSeed) },
+		}
 	}
 	if d.o.Weighted {
 		*floats = resize(*floats, n)
@@ -103,6 +110,11 @@ func (d *pqDecoder) fill(e *edgeBatch, cols []pqColumn, n int, ints *[]int64, fl
 		e.l = resize(e.l, n)
 		j := len(reads)
 		reads = append(reads, func() { got[j], errs[j] = labels(&cols[j], e.l, *ints) })
+	}
+	if d.o.timed {
+		e.t = resize(e.t, n)
+		j := len(reads)
+		reads = append(reads, func() { got[j], errs[j] = cols[j].ints(e.t) })
 	}
 	i := len(reads)
 	if d.columnsAtOnce {
@@ -125,6 +137,12 @@ func (d *pqDecoder) fill(e *edgeBatch, cols []pqColumn, n int, ints *[]int64, fl
 	}
 	if e.l != nil {
 		e.l = e.l[:k]
+	}
+	if e.t != nil {
+		e.t = e.t[:k]
+	}
+	if d.o.StringIDs {
+		e.joinLoops(0)
 	}
 	if d.o.DenseIDs {
 		e.maxID = max(maxOf(e.src), maxOf(e.dst))
@@ -272,7 +290,16 @@ func (c *pqColumn) typedLen() (int, bool) {
 	if c.vals.Kind() != want {
 		return 0, false
 	}
-	return int(c.vals.Size()) / typeSize(want), true
+	return valueCount(&c.vals), true
+}
+
+// valueCount is the number of values in v.
+func valueCount(v *encoding.Values) int {
+	if v.Kind() == encoding.ByteArray {
+		_, offs := v.ByteArray()
+		return max(0, len(offs)-1)
+	}
+	return int(v.Size()) / typeSize(v.Kind())
 }
 
 // encodingKind maps a column's physical type to the kind of its decoded
@@ -287,6 +314,8 @@ func encodingKind(k parquet.Kind) encoding.Kind {
 		return encoding.Float
 	case parquet.Double:
 		return encoding.Double
+	case parquet.ByteArray:
+		return encoding.ByteArray
 	}
 	return encoding.Undefined
 }
@@ -356,9 +385,57 @@ func readColumn[T any](c *pqColumn, dst []T, take func([]T) int) (int, error) {
 // badIndex stops the column at a dictionary index out of range.
 func (c *pqColumn) badIndex() error {
 	c.stop = fmt.Errorf("column %q: dictionary index %d out of range (%d entries)", c.name,
-		c.vals.Int32()[c.off], int(c.dict.Size())/typeSize(encodingKind(c.kind)))
+		c.vals.Int32()[c.off], valueCount(&c.dict))
 	c.n = c.off
 	return c.stop
+}
+
+// strings reads up to len(refs) values of a BYTE_ARRAY id column (src or
+// dst) and stages them in e, their batch places in refs, stopping at a
+// value that is not a string id (checkStringID). It returns the values
+// read and, when fewer than len(refs), why (see ints).
+func (c *pqColumn) strings(e *edgeBatch, refs []int64, seed maphash.Seed) (int, error) {
+	k := 0
+	for k < len(refs) {
+		if c.off == c.n {
+			if err := c.next(); err != nil {
+				return k, err
+			}
+			continue
+		}
+		m := min(len(refs)-k, c.n-c.off)
+		var data []byte
+		var offs []uint32
+		var idx []int32
+		if c.coded {
+			idx = c.vals.Int32()[c.off : c.off+m]
+			data, offs = c.dict.ByteArray()
+		} else {
+			data, offs = c.vals.ByteArray()
+		}
+		for i := range m {
+			j := c.off + i
+			if c.coded {
+				if uint32(idx[i]) >= uint32(len(offs)-1) {
+					c.off += i
+					return k + i, c.badIndex()
+				}
+				j = int(idx[i])
+			}
+			s := data[offs[j]:offs[j+1]]
+			if err := checkStringID(s); err != nil {
+				c.off += i
+				return k + i, fmt.Errorf("bad %s id %q: %v", c.name, s, err)
+			}
+			if c.name == "src" {
+				refs[k+i] = e.stageSrc(s, seed)
+			} else {
+				refs[k+i] = e.stageDst(s, seed)
+			}
+		}
+		k, c.off = k+m, c.off+m
+	}
+	return k, nil
 }
 
 // widen converts len(dst) values of src; it returns len(dst).

@@ -4,15 +4,18 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/parquet-go/parquet-go"
 )
 
 // ImportParquet imports a Parquet edge list into the graph file out.
 //
-// Columns are found by name: src and dst (INT32 or INT64, required), weight
-// (FLOAT or DOUBLE, read when o.Weighted) and label (INT32 or INT64 in
-// 0..255, read when o.Labelled). Other columns are ignored. Row groups are
+// Columns are found by name: src and dst (INT32 or INT64, required;
+// BYTE_ARRAY strings with o.StringIDs), weight (FLOAT or DOUBLE, read when
+// o.Weighted), label (INT32 or INT64 in 0..255, read when o.Labelled) and
+// the time column o.TimeColumnName (INT32 or INT64). Other columns are
+// ignored. Row groups are
 // decoded in parallel (o.Workers), each streamed column by column in
 // lockstep, batchRows rows at a time, so memory does not grow with the file
 // or its row groups; a file with fewer row groups than twice the workers
@@ -37,6 +40,7 @@ func ImportParquet(ctx context.Context, in, out string, o ImportOptions) (*Impor
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", in, err)
 	}
+	o.timed = o.TimeColumnName != ""
 	if o.Name == "" {
 		o.Name = baseName(in)
 		o.Name = o.Name[:len(o.Name)-len(extOf(o.Name))]
@@ -65,6 +69,12 @@ func parquetColumns(s *parquet.Schema, o ImportOptions) ([]pqCol, error) {
 	if o.Labelled {
 		names = append(names, "label")
 	}
+	if o.TimeColumnName != "" {
+		if slices.Contains(names, o.TimeColumnName) {
+			return nil, fmt.Errorf("time column %q is also the %s column", o.TimeColumnName, o.TimeColumnName)
+		}
+		names = append(names, o.TimeColumnName)
+	}
 	cols := make([]pqCol, len(names))
 	for i, name := range names {
 		leaf, ok := s.Lookup(name)
@@ -76,11 +86,16 @@ func parquetColumns(s *parquet.Schema, o ImportOptions) ([]pqCol, error) {
 		}
 		kind := leaf.Node.Type().Kind()
 		okKind := kind == parquet.Int32 || kind == parquet.Int64
-		if name == "weight" {
+		isTime := o.TimeColumnName != "" && i == len(names)-1
+		switch {
+		case isTime:
+		case name == "weight":
 			okKind = kind == parquet.Float || kind == parquet.Double
+		case i < 2 && o.StringIDs:
+			okKind = kind == parquet.ByteArray
 		}
 		if !okKind {
-			return nil, fmt.Errorf("column %q has type %v, want %s", name, kind, wantKind(name))
+			return nil, fmt.Errorf("column %q has type %v, want %s", name, kind, wantKind(name, i, isTime, o))
 		}
 		cols[i] = pqCol{name: name, index: leaf.ColumnIndex, kind: kind, maxDef: byte(leaf.MaxDefinitionLevel)}
 	}
@@ -184,9 +199,16 @@ func pqParts(groups []parquet.RowGroup, cols []pqCol, workers, batchRows int) []
 	return parts
 }
 
-func wantKind(col string) string {
-	if col == "weight" {
+func wantKind(col string, i int, isTime bool, o ImportOptions) string {
+	switch {
+	case isTime:
+		return "INT32 or INT64 (times)"
+	case col == "weight":
 		return "FLOAT or DOUBLE"
+	case i < 2 && o.StringIDs:
+		return "BYTE_ARRAY (string ids; --id-type string)"
+	case i < 2:
+		return "INT32 or INT64 (or BYTE_ARRAY with --id-type string)"
 	}
 	return "INT32 or INT64"
 }

@@ -13,7 +13,7 @@ type kv struct {
 	idx uint32
 }
 
-// runSorter sorts runs by (src, dst, position). When the run's id ranges
+// runSorter sorts runs by (src, dst, time, position). When the run's id ranges
 // fit a 64-bit key ((src - min src) above (dst - min dst)), it uses a
 // stable LSD radix sort of (key, position) pairs: several times faster than
 // a comparison sort of 32-byte records, and stability gives the position
@@ -25,25 +25,42 @@ type runSorter struct {
 	par  int // goroutines a sort may use
 }
 
-// sort returns the sorted order of recs: order[i] is the index of the i-th
-// record, or order is nil when recs itself was sorted in place.
-func (rs *runSorter) sort(recs []rec) []kv {
+// sort returns the sorted order of recs (with their times, by position,
+// when timed): order[i] is the index of the i-th record, or order is nil
+// when recs itself was sorted in place.
+func (rs *runSorter) sort(recs []rec, times []int64) []kv {
 	n := len(recs)
-	if rs.inOrder(recs) {
+	if rs.inOrder(recs, times) {
 		// Edge lists are often written sorted (exports in CSR order, a
 		// database's ordered dump): one cheap pass saves the sort and the
 		// spill's random gathers.
 		return nil
 	}
 	if n < 1024 {
-		slices.SortFunc(recs, cmpRec)
+		if times != nil {
+			slices.SortFunc(recs, cmpTimed(times))
+		} else {
+			slices.SortFunc(recs, cmpRec)
+		}
 		return nil
 	}
 	minS, maxS, minD, maxD := rs.bounds(recs)
+	var minT, maxT int64
+	if times != nil {
+		minT, maxT = slices.Min(times), slices.Max(times)
+	}
 	dbits := bits.Len64(uint64(maxD) - uint64(minD))
 	sbits := bits.Len64(uint64(maxS) - uint64(minS))
 	if cap(rs.a) < n {
 		rs.a, rs.b = make([]kv, n), make([]kv, n)
+	}
+	tbits := bits.Len64(uint64(maxT) - uint64(minT))
+	if tbits > 0 && sbits+dbits > 64 {
+		return rs.sortTimed(recs, []sortField{
+			{tbits, func(r *rec) uint64 { return uint64(times[r.seq]) - uint64(minT) }},
+			{dbits, func(r *rec) uint64 { return uint64(r.d) - uint64(minD) }},
+			{sbits, func(r *rec) uint64 { return uint64(r.s) - uint64(minS) }},
+		})
 	}
 	a, b := rs.a[:n], rs.b[:n]
 	if sbits+dbits <= 64 {
@@ -53,7 +70,11 @@ func (rs *runSorter) sort(recs []rec) []kv {
 				a[i] = kv{key: (uint64(r.s)-uint64(minS))<<dbits | (uint64(r.d) - uint64(minD)), idx: uint32(i)}
 			}
 		})
-		return radixSortKV(a, b, sbits+dbits, rs.par)
+		sorted := radixSortKV(a, b, sbits+dbits, rs.par)
+		if tbits > 0 {
+			timeTies(recs, times, sorted)
+		}
+		return sorted
 	}
 	// Ids too wide for one key (hashed 64-bit ids, say): radix sort by
 	// source, then sort each source's group by (target, position). Groups
@@ -80,6 +101,67 @@ func (rs *runSorter) sort(recs []rec) []kv {
 			})
 		}
 		lo = hi
+	}
+	return a
+}
+
+// timeTies finishes a timed run sorted by (src, dst, position): the
+// records of a repeated pair, few in most inputs, are ordered by time
+// (then position). Cheaper than a radix sort by time over the whole run.
+func timeTies(recs []rec, times []int64, a []kv) {
+	for i := 0; i < len(a); {
+		j := i + 1
+		for j < len(a) && a[j].key == a[i].key {
+			j++
+		}
+		if j-i > 1 {
+			slices.SortStableFunc(a[i:j], func(x, y kv) int { return cmp.Compare(times[recs[x.idx].seq], times[recs[y.idx].seq]) })
+		}
+		i = j
+	}
+}
+
+// sortField is one field of a timed run's sort key: its width in bits and
+// its value as an offset from the run's smallest.
+type sortField struct {
+	bits int
+	val  func(r *rec) uint64
+}
+
+// sortTimed sorts a timed run by its fields, given from the least
+// significant (time, target, source): consecutive fields that fit 64 bits
+// share a key, and a stable radix sort per key from the least significant
+// key on gives the order of all of them, ties in position order.
+func (rs *runSorter) sortTimed(recs []rec, fields []sortField) []kv {
+	n := len(recs)
+	a, b := rs.a[:n], rs.b[:n]
+	first := true
+	for lo := 0; lo < len(fields); {
+		hi, kbits := lo, 0
+		for hi < len(fields) && (hi == lo || kbits+fields[hi].bits <= 64) {
+			kbits += fields[hi].bits
+			hi++
+		}
+		fs := fields[lo:hi]
+		rs.forBlocks(n, func(_, from, to int) {
+			for i := from; i < to; i++ {
+				idx := uint32(i)
+				if !first {
+					idx = a[i].idx
+				}
+				var key uint64
+				shift := 0
+				for _, f := range fs {
+					key |= f.val(&recs[idx]) << shift
+					shift += f.bits
+				}
+				a[i] = kv{key: key, idx: idx}
+			}
+		})
+		if got := radixSortKV(a, b, kbits, rs.par); &got[0] != &a[0] {
+			a, b = b, a
+		}
+		first, lo = false, hi
 	}
 	return a
 }
@@ -128,23 +210,27 @@ func (rs *runSorter) forBlocks(n int, f func(t, lo, hi int)) {
 // inOrder is the package's inOrder checked in blocks on the sorter's
 // goroutines: a sorted input (an export) skips the sort, and a serial scan
 // of a run would hold the sorter, and with it the decoders, on one core.
-func (rs *runSorter) inOrder(recs []rec) bool {
+func (rs *runSorter) inOrder(recs []rec, times []int64) bool {
 	var unsorted atomic.Bool
 	rs.forBlocks(len(recs), func(_, lo, hi int) {
 		// A block also checks the pair across its lower edge.
-		if !inOrder(recs[max(lo-1, 0):hi]) {
+		if !inOrder(recs[max(lo-1, 0):hi], times) {
 			unsorted.Store(true)
 		}
 	})
 	return !unsorted.Load()
 }
 
-// inOrder reports whether recs are sorted by (src, dst); positions rise
-// with the index, so they are then sorted by (src, dst, position) too.
-func inOrder(recs []rec) bool {
+// inOrder reports whether recs are sorted by (src, dst, time); positions
+// rise with the index, so they are then sorted by (src, dst, time,
+// position) too.
+func inOrder(recs []rec, times []int64) bool {
 	for i := 1; i < len(recs); i++ {
 		a, b := &recs[i-1], &recs[i]
 		if a.s > b.s || a.s == b.s && a.d > b.d {
+			return false
+		}
+		if times != nil && a.s == b.s && a.d == b.d && times[a.seq] > times[b.seq] {
 			return false
 		}
 	}

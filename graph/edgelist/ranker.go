@@ -40,7 +40,7 @@ func newRanker(ids []int64) *ranker {
 }
 
 // all ranks the targets of batch into out.
-func (r *ranker) all(batch []rec, out []uint32) error {
+func (r *ranker) all(batch []trec, out []uint32) error {
 	bad := -1
 	if r.table != nil {
 		for i := range batch {

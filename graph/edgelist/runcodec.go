@@ -14,59 +14,74 @@ import (
 // when s repeats, else uvarint(d) (as uint64); then 4 bytes of weight and 1
 // of label when present. Sorted runs make both deltas small.
 //
+// Timed runs are sorted by (s, d, t): after d comes uvarint(t - prev t)
+// when s and d repeat (times rise within a pair), else varint(t).
+//
 // With markEvery > 0 the encoder also records a runMark at every
 // markEvery-th record, so the final merge can start decoding a run in the
 // middle (mergepar.go).
 type runEncoder struct {
-	w                  *bufio.Writer
-	weighted, labelled bool
-	ps, pd             uint64
-	started            bool
-	buf                []byte
-	markEvery          int64
-	n                  int64 // records encoded, counting from the run's start
-	base               int64 // bytes flushed before buf
-	marks              []runMark
+	w *bufio.Writer
+	recCols
+	ps, pd, pt uint64
+	started    bool
+	buf        []byte
+	markEvery  int64
+	n          int64 // records encoded, counting from the run's start
+	base       int64 // bytes flushed before buf
+	marks      []runMark
 }
 
 // runMark is a place where a run's decoder can start: record n begins at
 // byte off, and the record before it was (ps, pd). About 40 bytes per
 // markEvery records, kept in memory for every spilled run.
 type runMark struct {
-	off    int64
-	n      int64
-	s      int64 // record n's source
-	ps, pd uint64
+	off        int64
+	n          int64
+	s          int64 // record n's source
+	ps, pd, pt uint64
 }
+
+// recCols says which optional fields a run's records carry on disk.
+type recCols struct{ weighted, labelled, timed bool }
 
 // runPos is a decoder's starting state inside a run: the byte offset of
 // record n and the record before it (none when n is 0).
 type runPos struct {
-	off    int64
-	n      int64
-	ps, pd uint64
+	off        int64
+	n          int64
+	ps, pd, pt uint64
 }
 
-func (e *runEncoder) put(r *rec) error {
-	e.add(r)
+func (e *runEncoder) put(r *rec, t int64) error {
+	e.add(r, t)
 	if len(e.buf) >= 256<<10 {
 		return e.flush()
 	}
 	return nil
 }
 
-// add encodes r onto the buffer.
-func (e *runEncoder) add(r *rec) {
-	s, d := uint64(r.s), uint64(r.d)
+// add encodes r, at time t, onto the buffer.
+func (e *runEncoder) add(r *rec, tm int64) {
+	s, d, t := uint64(r.s), uint64(r.d), uint64(tm)
 	if e.markEvery > 0 && e.n%e.markEvery == 0 {
-		e.marks = append(e.marks, runMark{off: e.base + int64(len(e.buf)), n: e.n, s: r.s, ps: e.ps, pd: e.pd})
+		e.marks = append(e.marks, runMark{off: e.base + int64(len(e.buf)), n: e.n, s: r.s, ps: e.ps, pd: e.pd, pt: e.pt})
 	}
 	e.n++
 	b := binary.AppendUvarint(e.buf, s-e.ps)
-	if e.started && s == e.ps {
+	same := e.started && s == e.ps
+	if same {
 		b = binary.AppendUvarint(b, d-e.pd)
 	} else {
 		b = binary.AppendUvarint(b, d)
+	}
+	if e.timed {
+		if same && d == e.pd {
+			b = binary.AppendUvarint(b, t-e.pt)
+		} else {
+			b = binary.AppendVarint(b, tm)
+		}
+		e.pt = t
 	}
 	if e.weighted {
 		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(r.w))
@@ -109,7 +124,7 @@ type slabCoder struct {
 // coders are reused from run to run; len(*coders) bounds the goroutines.
 // When w is an io.WriterAt (a file), the run is written from its start
 // with WriteAt, the slabs of a round at once.
-func encodeRun(w io.Writer, recs []rec, order []kv, weighted, labelled, wantSrcs bool, markEvery int64, coders []slabCoder) ([]int64, []runMark, error) {
+func encodeRun(w io.Writer, recs []rec, order []kv, times []int64, cols recCols, wantSrcs bool, markEvery int64, coders []slabCoder) ([]int64, []runMark, error) {
 	n := len(recs)
 	coders = coders[:max(1, min(len(coders), (n+spillSlab-1)/spillSlab))]
 	var srcs []int64
@@ -119,7 +134,7 @@ func encodeRun(w io.Writer, recs []rec, order []kv, weighted, labelled, wantSrcs
 		k := min(len(coders), (n-lo+spillSlab-1)/spillSlab)
 		parallelFor(k, func(t int) {
 			from := lo + t*spillSlab
-			coders[t].encode(recs, order, from, min(n, from+spillSlab), weighted, labelled, wantSrcs, markEvery)
+			coders[t].encode(recs, order, times, from, min(n, from+spillSlab), cols, wantSrcs, markEvery)
 		})
 		if wa, ok := w.(io.WriterAt); ok {
 			// A file: the slabs are written at their offsets at once, so
@@ -157,11 +172,17 @@ func encodeRun(w io.Writer, recs []rec, order []kv, weighted, labelled, wantSrcs
 }
 
 // encode encodes the records lo..hi of the sorted run.
-func (c *slabCoder) encode(recs []rec, order []kv, lo, hi int, weighted, labelled, wantSrcs bool, markEvery int64) {
-	enc := runEncoder{weighted: weighted, labelled: labelled, buf: c.buf[:0], markEvery: markEvery, n: int64(lo), marks: c.marks[:0]}
+func (c *slabCoder) encode(recs []rec, order []kv, times []int64, lo, hi int, cols recCols, wantSrcs bool, markEvery int64) {
+	enc := runEncoder{recCols: cols, buf: c.buf[:0], markEvery: markEvery, n: int64(lo), marks: c.marks[:0]}
+	tm := func(r *rec) int64 {
+		if times == nil {
+			return 0
+		}
+		return times[r.seq]
+	}
 	if lo > 0 {
 		p := at(recs, order, lo-1)
-		enc.ps, enc.pd, enc.started = uint64(p.s), uint64(p.d), true
+		enc.ps, enc.pd, enc.pt, enc.started = uint64(p.s), uint64(p.d), uint64(tm(p)), true
 	}
 	c.srcs = c.srcs[:0]
 	if c.chunk == nil {
@@ -182,7 +203,7 @@ func (c *slabCoder) encode(recs []rec, order []kv, lo, hi int, weighted, labelle
 			if wantSrcs && (len(c.srcs) == 0 || c.srcs[len(c.srcs)-1] != ch[j].s) {
 				c.srcs = append(c.srcs, ch[j].s)
 			}
-			enc.add(&ch[j])
+			enc.add(&ch[j], tm(&ch[j]))
 		}
 	}
 	c.buf, c.marks = enc.buf, enc.marks
@@ -284,31 +305,37 @@ func (s *idReader) next() (bool, error) {
 // straight from its own read buffer. It reads its run's file with ReadAt,
 // so the readers of several segments share one open file.
 type runReader struct {
-	idx      int // run index: ties go to the earlier run
-	mem      []rec
-	f        *os.File // not the reader's to close
-	off      int64    // file offset of buf[end]
-	buf      []byte
-	pos, end int
-	eof      bool
-	left     int64
-	cur      rec
-	ps, pd   uint64
-	first    bool
-	weighted bool
-	labelled bool
+	idx        int // run index: ties go to the earlier run
+	mem        []rec
+	memT       []int64
+	f          *os.File // not the reader's to close
+	off        int64    // file offset of buf[end]
+	buf        []byte
+	pos, end   int
+	eof        bool
+	left       int64
+	cur        trec
+	ps, pd, pt uint64 // the last record as encoded (run-local ids in a string run)
+	first      bool
+	recCols
+	// remap turns a string run's local ids into the import's dense ids
+	// (nil: the run holds dense or external ids already).
+	remap []uint32
 }
 
-// maxRecBytes is the longest encoded record: two varints, weight, label.
-const maxRecBytes = 2*binary.MaxVarintLen64 + 5
+// maxRecBytes is the longest encoded record: three varints, weight, label.
+const maxRecBytes = 3*binary.MaxVarintLen64 + 5
 
 // newRunReader returns a reader of count records of run rf (file f unless
 // it is in memory) from position from, reading through buf (nil: a new
 // 256 KiB buffer).
-func newRunReader(idx int, rf runFile, f *os.File, from runPos, count int64, weighted, labelled bool, buf []byte) *runReader {
-	rr := &runReader{idx: idx, left: count, first: from.n == 0, ps: from.ps, pd: from.pd, weighted: weighted, labelled: labelled}
+func newRunReader(idx int, rf runFile, f *os.File, from runPos, count int64, cols recCols, buf []byte) *runReader {
+	rr := &runReader{idx: idx, left: count, first: from.n == 0, ps: from.ps, pd: from.pd, pt: from.pt, recCols: cols, remap: rf.remap}
 	if rf.mem != nil {
 		rr.mem = rf.mem[from.n : from.n+count]
+		if rf.memT != nil {
+			rr.memT = rf.memT[from.n : from.n+count]
+		}
 	} else if count > 0 {
 		if buf == nil {
 			buf = make([]byte, 256<<10)
@@ -320,7 +347,7 @@ func newRunReader(idx int, rf runFile, f *os.File, from runPos, count int64, wei
 
 // tell returns the decoder's state before its next record.
 func (rr *runReader) tell(n int64) runPos {
-	return runPos{off: rr.off - int64(rr.end-rr.pos), n: n, ps: rr.ps, pd: rr.pd}
+	return runPos{off: rr.off - int64(rr.end-rr.pos), n: n, ps: rr.ps, pd: rr.pd, pt: rr.pt}
 }
 
 // fill makes at least maxRecBytes available unless the file ends first.
@@ -353,31 +380,58 @@ func (rr *runReader) next() (bool, error) {
 	}
 	rr.left--
 	if rr.mem != nil {
-		rr.cur = rr.mem[0]
+		rr.cur = trec{rec: rr.mem[0]}
 		rr.mem = rr.mem[1:]
+		if rr.memT != nil {
+			rr.cur.t = rr.memT[0]
+			rr.memT = rr.memT[1:]
+		}
 		return true, nil
 	}
 	if err := rr.fill(); err != nil {
 		return false, fmt.Errorf("read back run %s: %w", rr.f.Name(), err)
 	}
 	b := rr.buf[rr.pos:rr.end]
-	ds, n1 := binary.Uvarint(b)
-	if n1 <= 0 {
+	ds, n := binary.Uvarint(b)
+	if n <= 0 {
 		return false, rr.corrupt()
 	}
-	dd, n2 := binary.Uvarint(b[n1:])
-	if n2 <= 0 {
+	same := !rr.first && ds == 0
+	dd, k := binary.Uvarint(b[n:])
+	if k <= 0 {
 		return false, rr.corrupt()
 	}
-	n := n1 + n2
+	n += k
 	s := rr.ps + ds
 	d := dd
-	if !rr.first && ds == 0 {
+	if same {
 		d = rr.pd + dd
 	}
+	t := rr.pt
+	if rr.timed {
+		if same && dd == 0 {
+			var dt uint64
+			dt, k = binary.Uvarint(b[n:])
+			t += dt
+		} else {
+			var x int64
+			x, k = binary.Varint(b[n:])
+			t = uint64(x)
+		}
+		if k <= 0 {
+			return false, rr.corrupt()
+		}
+		n += k
+	}
 	rr.first = false
-	rr.ps, rr.pd = s, d
-	rr.cur = rec{s: int64(s), d: int64(d), w: 1}
+	rr.ps, rr.pd, rr.pt = s, d, t
+	rr.cur = trec{rec: rec{s: int64(s), d: int64(d), w: 1}, t: int64(t)}
+	if rr.remap != nil {
+		if s >= uint64(len(rr.remap)) || d >= uint64(len(rr.remap)) {
+			return false, rr.corrupt()
+		}
+		rr.cur.s, rr.cur.d = int64(rr.remap[s]), int64(rr.remap[d])
+	}
 	if rr.weighted {
 		if len(b) < n+4 {
 			return false, rr.corrupt()

@@ -11,12 +11,21 @@ import (
 )
 
 // rec is one directed edge in a run. seq is the position in the run, so
-// sorting by (s, d, seq) is a stable sort by (s, d).
+// sorting by (s, d, seq) is a stable sort by (s, d). A timed run keeps
+// its times beside the records, times[seq] (32 bytes a record with them
+// inside, 40 for every import, cost the untimed imports about 8%), and is
+// sorted by (s, d, t, seq), the graph file's edge order.
 type rec struct {
 	s, d int64
 	w    float32
 	seq  uint32
 	l    uint8
+}
+
+// trec is a record with its time (0 untimed), as the merge reads it.
+type trec struct {
+	rec
+	t int64
 }
 
 func cmpRec(a, b rec) int {
@@ -29,16 +38,41 @@ func cmpRec(a, b rec) int {
 	return cmp.Compare(a.seq, b.seq)
 }
 
+// cmpTimed is cmpRec for a timed run's records.
+func cmpTimed(times []int64) func(a, b rec) int {
+	return func(a, b rec) int {
+		if c := cmp.Compare(a.s, b.s); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.d, b.d); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(times[a.seq], times[b.seq]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.seq, b.seq)
+	}
+}
+
 // runFile is one sorted run spilled to disk, or (the last one) kept in
 // memory.
 type runFile struct {
 	path    string
-	n       int64 // records
-	mem     []rec // set when the run was never spilled
+	n       int64   // records
+	mem     []rec   // set when the run was never spilled
+	memT    []int64 // its times, in the same order, when timed
 	idPath  string
 	idMarks []idMark  // a spilled id set's restart points
 	ids     []int64   // set when the id set was never spilled
 	marks   []runMark // a spilled run's restart points, every markEvery records
+
+	// With string ids: the run's sorted strings (in memory, or spilled to
+	// strPath), their count, and once they are merged (mergeStrings) the
+	// map from the run's local ids to dense ids.
+	strs    strSet
+	strPath string
+	nstrs   int64
+	remap   []uint32
 }
 
 // runBuilder accumulates edges into runs; it is fed by a reader and owns
@@ -50,8 +84,10 @@ type runBuilder struct {
 	input string // for messages
 
 	cur     []rec
+	curT    []int64    // timed: cur's times, by position
 	dropped []int64    // ids seen only on dropped self-loops in cur
 	free    chan []rec // run buffers the sorter is done with
+	freeT   chan []int64
 	sorter  *worker[sortJob]
 	runs    []runFile // appended to by the sorter; read after finish
 	tmpDir  string
@@ -72,13 +108,26 @@ type runBuilder struct {
 	waitInput, waitSorter time.Duration
 	lastAdd               time.Time
 	coders                []slabCoder // the sorter's spill encoders, one a worker
+
+	// With string ids, the current run's strings (staging arenas, see
+	// stageBatch); the sorter hands the other arenas back through
+	// freeArenas once it has interned them. dict is the sorter's.
+	arena       *stagedStrings
+	freeArenas  chan *stagedStrings
+	arenaLimit  int // arena bytes at which a run is flushed
+	arenaBytes  int // bytes staged in arena
+	stagedBatch *edgeBatch
+	stagedBase  [2][dictShards]int64
+	dict        *runDict
 }
 
 // sortJob is one run handed to the sorter: spill it, or (the last run) keep
 // it in memory.
 type sortJob struct {
 	recs    []rec
+	times   []int64 // timed
 	dropped []int64
+	arena   *stagedStrings // with string ids
 	spill   bool
 }
 
@@ -88,11 +137,33 @@ func newRunBuilder(ctx context.Context, input, tmpDir string, o ImportOptions) *
 	b.free <- make([]rec, 0, o.RunEdges)
 	b.free <- nil // allocated on first use, so small inputs hold one buffer
 	b.cur = <-b.free
+	if o.timed {
+		b.freeT = make(chan []int64, 2)
+		b.freeT <- nil
+		b.curT = make([]int64, 0, o.RunEdges)
+	}
 	b.radix.par = o.Workers
 	b.coders = make([]slabCoder, max(1, o.Workers))
+	if o.StringIDs {
+		// The staged strings take memory beside the run's records: a run
+		// is cut at 48 bytes of them a record too (two ids of 14 bytes
+		// with their heads fit). A dictionary shard's offsets are 32 bits.
+		b.arenaLimit = min(max(1<<20, 48*o.RunEdges), 1<<32)
+		b.freeArenas = make(chan *stagedStrings, 2)
+		b.freeArenas <- nil // allocated on first use, as the run buffers
+		b.arena = newStagedStrings(b.arenaLimit)
+		b.dict = newRunDict(dictShards)
+	}
 	b.sorter = startWorker(1, b.sortRun, func(job sortJob) {
 		if job.spill {
 			b.free <- job.recs[:0]
+			if b.freeT != nil {
+				b.freeT <- job.times[:0]
+			}
+			if b.freeArenas != nil {
+				job.arena.reset()
+				b.freeArenas <- job.arena
+			}
 		}
 	})
 	return b
@@ -113,16 +184,24 @@ func (b *runBuilder) addBatch(e *edgeBatch) error {
 		// An edge takes at most two slots of the run (itself and its
 		// reverse); a dropped self-loop's id takes one.
 		room := b.o.RunEdges - len(b.cur) - len(b.dropped)
-		if room < 2 {
+		if room < 2 || b.o.StringIDs && len(b.cur) > 0 && b.arenaBytes >= b.arenaLimit {
 			if err := b.flush(true); err != nil {
 				return err
 			}
 			continue
 		}
 		j := min(len(e.src), i+room/2)
+		if b.o.StringIDs {
+			// The edges' ids become places in this run's arenas.
+			if b.stagedBatch != e {
+				b.stageBatch(e)
+			}
+			b.placeRange(e, i, j)
+		}
 		b.appendEdges(e, i, j)
 		i = j
 	}
+	b.stagedBatch = nil // batches are reused: the next one at this address is another
 	b.stats.InputEdges += int64(len(e.src))
 	if err := b.ctx.Err(); err != nil {
 		return err
@@ -149,15 +228,18 @@ const parallelAppendMin = 8 << 10
 
 // appendSerial is appendEdges on the calling goroutine.
 func (b *runBuilder) appendSerial(e *edgeBatch, i, j int) {
-	cur := b.cur
+	cur, curT := b.cur, b.curT
 	for k := i; k < j; k++ {
 		s, d := e.src[k], e.dst[k]
-		w, l := float32(1), uint8(0)
+		w, l, t := float32(1), uint8(0), int64(0)
 		if e.w != nil {
 			w = e.w[k]
 		}
 		if e.l != nil {
 			l = e.l[k]
+		}
+		if e.t != nil {
+			t = e.t[k]
 		}
 		if s == d && !b.o.SelfLoops {
 			b.stats.SelfLoopsDropped++
@@ -170,11 +252,17 @@ func (b *runBuilder) appendSerial(e *edgeBatch, i, j int) {
 			continue
 		}
 		cur = append(cur, rec{s: s, d: d, w: w, l: l, seq: uint32(len(cur))})
+		if b.o.timed {
+			curT = append(curT, t)
+		}
 		if b.o.Undirected && s != d {
 			cur = append(cur, rec{s: d, d: s, w: w, l: l, seq: uint32(len(cur))})
+			if b.o.timed {
+				curT = append(curT, t)
+			}
 		}
 	}
-	b.cur = cur
+	b.cur, b.curT = cur, curT
 }
 
 // appendBlocks is appendEdges in blocks, one goroutine each: a first pass
@@ -213,6 +301,10 @@ func (b *runBuilder) appendBlocks(e *edgeBatch, i, j int) {
 		starts[t+1] = starts[t] + recs
 	}
 	cur := b.cur[:starts[par]]
+	var curT []int64
+	if b.o.timed {
+		curT = b.curT[:starts[par]]
+	}
 	parallelFor(par, func(t int) {
 		lo, hi := min(j, i+t*span), min(j, i+(t+1)*span)
 		o := starts[t]
@@ -221,22 +313,34 @@ func (b *runBuilder) appendBlocks(e *edgeBatch, i, j int) {
 			if s == d && !b.o.SelfLoops {
 				continue
 			}
-			w, l := float32(1), uint8(0)
+			w, l, tm := float32(1), uint8(0), int64(0)
 			if e.w != nil {
 				w = e.w[k]
 			}
 			if e.l != nil {
 				l = e.l[k]
 			}
+			if e.t != nil {
+				tm = e.t[k]
+			}
 			cur[o] = rec{s: s, d: d, w: w, l: l, seq: uint32(o)}
+			if curT != nil {
+				curT[o] = tm
+			}
 			o++
 			if b.o.Undirected && s != d {
 				cur[o] = rec{s: d, d: s, w: w, l: l, seq: uint32(o)}
+				if curT != nil {
+					curT[o] = tm
+				}
 				o++
 			}
 		}
 	})
 	b.cur = cur
+	if curT != nil {
+		b.curT = curT
+	}
 	if !b.o.SelfLoops && !b.o.DenseIDs {
 		for t := range par {
 			if loops[t] == 0 {
@@ -275,16 +379,27 @@ func (b *runBuilder) flush(spill bool) error {
 	}
 	t0 := time.Now()
 	defer func() { b.waitSorter += time.Since(t0) }()
-	b.sorter.send(sortJob{recs: b.cur, dropped: b.dropped, spill: spill})
-	b.cur, b.dropped = nil, nil
+	b.sorter.send(sortJob{recs: b.cur, times: b.curT, dropped: b.dropped, arena: b.arena, spill: spill})
+	b.cur, b.curT, b.dropped, b.arena, b.arenaBytes, b.stagedBatch = nil, nil, nil, nil, 0, nil
 	if !spill {
 		return nil
+	}
+	if b.freeArenas != nil {
+		if b.arena = <-b.freeArenas; b.arena == nil {
+			b.arena = newStagedStrings(b.arenaLimit)
+		}
 	}
 	b.cur = <-b.free
 	if b.cur == nil {
 		b.cur = make([]rec, 0, b.o.RunEdges)
 	}
 	b.cur = b.cur[:0]
+	if b.freeT != nil {
+		if b.curT = <-b.freeT; b.curT == nil {
+			b.curT = make([]int64, 0, b.o.RunEdges)
+		}
+		b.curT = b.curT[:0]
+	}
 	return nil
 }
 
@@ -295,9 +410,12 @@ func (b *runBuilder) finish() ([]runFile, error) {
 	if cerr := b.sorter.wait(); cerr != nil {
 		err = cerr
 	}
-	b.cur = nil
+	b.cur, b.curT = nil, nil
 	for len(b.free) > 0 {
 		<-b.free
+	}
+	for b.freeT != nil && len(b.freeT) > 0 {
+		<-b.freeT
 	}
 	return b.runs, err
 }
@@ -307,18 +425,33 @@ func (b *runBuilder) finish() ([]runFile, error) {
 func (b *runBuilder) sortRun(job sortJob) error {
 	t0 := time.Now()
 	defer func() { b.sortBusy += time.Since(t0) }()
-	order := b.radix.sort(job.recs)
+	var strs strSet
+	if b.o.StringIDs {
+		// Local ids from here on: the records' places in the arena
+		// become provisional ids, then their strings' ranks in the run.
+		b.dict.reset()
+		b.dict.internRun(job.recs, job.arena, b.radix.par)
+		var rank []uint32
+		strs, rank = b.dict.sortedStrings(&b.radix)
+		recs := job.recs
+		b.radix.forBlocks(len(recs), func(_, lo, hi int) {
+			for i := lo; i < hi; i++ {
+				recs[i].s, recs[i].d = int64(rank[recs[i].s]), int64(rank[recs[i].d])
+			}
+		})
+	}
+	order := b.radix.sort(job.recs, job.times)
 	if !job.spill {
-		b.keepRun(job, order)
+		b.keepRun(job, order, strs)
 		return nil
 	}
-	return b.spillRun(job, order)
+	return b.spillRun(job, order, strs)
 }
 
 // keepRun keeps the last run in memory, in sorted order.
-func (b *runBuilder) keepRun(job sortJob, order []kv) {
+func (b *runBuilder) keepRun(job sortJob, order []kv, strs strSet) {
 	recs := job.recs
-	r := runFile{n: int64(len(recs))}
+	r := runFile{n: int64(len(recs)), strs: strs, nstrs: int64(len(strs.refs))}
 	if order != nil {
 		sorted := make([]rec, len(recs))
 		b.radix.forBlocks(len(sorted), func(_, lo, hi int) {
@@ -329,7 +462,13 @@ func (b *runBuilder) keepRun(job sortJob, order []kv) {
 		recs = sorted
 	}
 	r.mem = recs
-	if !b.o.DenseIDs {
+	if job.times != nil {
+		r.memT = make([]int64, len(recs))
+		for i := range recs {
+			r.memT[i] = job.times[recs[i].seq]
+		}
+	}
+	if b.o.wantIDSets() {
 		var srcs []int64
 		for i := range recs {
 			if i == 0 || recs[i-1].s != recs[i].s {
@@ -344,20 +483,26 @@ func (b *runBuilder) keepRun(job sortJob, order []kv) {
 
 // spillRun writes a run to a temporary file in sorted order, and its id set
 // to another.
-func (b *runBuilder) spillRun(job sortJob, order []kv) error {
+func (b *runBuilder) spillRun(job sortJob, order []kv, strs strSet) error {
 	recs := job.recs
-	r := runFile{n: int64(len(recs))}
+	r := runFile{n: int64(len(recs)), nstrs: int64(len(strs.refs))}
 	var srcs []int64
 	var err error
 	r.path, err = b.spillFile(func(f *os.File) error {
-		srcs, r.marks, err = encodeRun(f, recs, order, b.o.Weighted, b.o.Labelled, !b.o.DenseIDs, int64(b.o.markEvery), b.coders)
+		srcs, r.marks, err = encodeRun(f, recs, order, job.times, b.o.cols(), b.o.wantIDSets(), int64(b.o.markEvery), b.coders)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	if !b.o.DenseIDs {
+	if b.o.wantIDSets() {
 		if r.idPath, r.idMarks, err = b.spillIDs(b.radix.runIDs(srcs, recs, job.dropped, b.o.Undirected)); err != nil {
+			os.Remove(r.path)
+			return err
+		}
+	}
+	if b.o.StringIDs {
+		if r.strPath, err = b.spill(func(w *bufio.Writer) error { return encodeStrings(w, strs) }); err != nil {
 			os.Remove(r.path)
 			return err
 		}
@@ -368,7 +513,7 @@ func (b *runBuilder) spillRun(job sortJob, order []kv) error {
 
 // newEncoder returns an encoder of the import's records onto w.
 func (b *runBuilder) newEncoder(w *bufio.Writer) *runEncoder {
-	return &runEncoder{w: w, weighted: b.o.Weighted, labelled: b.o.Labelled}
+	return &runEncoder{w: w, recCols: b.o.cols()}
 }
 
 // spillIDs writes an id set to a temporary file and returns its path and
@@ -437,6 +582,9 @@ func removeRuns(runs []runFile) {
 		}
 		if r.idPath != "" {
 			os.Remove(r.idPath)
+		}
+		if r.strPath != "" {
+			os.Remove(r.strPath)
 		}
 	}
 }

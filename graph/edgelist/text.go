@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -61,6 +62,13 @@ func importText(ctx context.Context, r io.Reader, name string, size int64, out s
 		defer zr.Close()
 		r = zr
 	}
+	if o.TimeColumn != 0 {
+		// The time column is one of the line's columns after dst.
+		if want := 3 + btoi(o.Weighted) + btoi(o.Labelled); o.TimeColumn < 3 || o.TimeColumn > want {
+			return nil, fmt.Errorf("import %s: time column %d: want a column from 3 to %d (after src and dst, among %s)", name, o.TimeColumn, want, columnNames(o))
+		}
+		o.timed = true
+	}
 	if o.Name == "" && name == "-" {
 		o.Name = "stdin"
 	}
@@ -111,14 +119,17 @@ func countFields(line []byte) string {
 }
 
 func columnNames(o ImportOptions) string {
-	s := "src dst"
+	cols := []string{"src", "dst"}
 	if o.Weighted {
-		s += " weight"
+		cols = append(cols, "weight")
 	}
 	if o.Labelled {
-		s += " label"
+		cols = append(cols, "label")
 	}
-	return s
+	if o.TimeColumn > 0 && o.TimeColumn <= len(cols)+1 {
+		cols = slices.Insert(cols, o.TimeColumn-1, "time")
+	}
+	return strings.Join(cols, " ")
 }
 
 func columnHint(got, want int, firstLine bool) string {

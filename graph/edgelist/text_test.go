@@ -276,7 +276,7 @@ func TestRunSorterMatchesComparisonSort(t *testing.T) {
 		want := slices.Clone(recs)
 		slices.SortFunc(want, cmpRec)
 		var rs runSorter
-		order := rs.sort(recs)
+		order := rs.sort(recs, nil)
 		for i := range want {
 			if *at(recs, order, i) != want[i] {
 				t.Fatalf("span %d: position %d is %+v, want %+v", span, i, *at(recs, order, i), want[i])
@@ -332,7 +332,7 @@ func TestRankerTableAndIndex(t *testing.T) {
 		if (r.table != nil) != (name == "dense") {
 			t.Fatalf("%s: table=%v", name, r.table != nil)
 		}
-		batch := make([]rec, len(ids))
+		batch := make([]trec, len(ids))
 		for i, j := range rng.Perm(len(ids)) {
 			batch[i].d = ids[j]
 		}
@@ -345,7 +345,7 @@ func TestRankerTableAndIndex(t *testing.T) {
 				t.Fatalf("%s: rank of %d is %d (id %d)", name, batch[i].d, out[i], ids[out[i]])
 			}
 		}
-		missing := []rec{{d: ids[0] + 1}}
+		missing := []trec{{rec: rec{d: ids[0] + 1}}}
 		if ids[1] == ids[0]+1 {
 			missing[0].d = ids[len(ids)-1] + 1
 		}
@@ -380,9 +380,9 @@ func TestRunReaderRejectsTruncatedRun(t *testing.T) {
 	b := &runBuilder{tmpDir: t.TempDir()}
 	recs := []rec{{s: 1, d: 2, w: 1.5, l: 3}, {s: 1, d: 300000, w: 2, l: 1}, {s: 1 << 40, d: -5, w: 3, l: 0}}
 	path, err := b.spill(func(w *bufio.Writer) error {
-		enc := runEncoder{w: w, weighted: true, labelled: true}
+		enc := runEncoder{w: w, recCols: recCols{weighted: true, labelled: true}}
 		for i := range recs {
-			if err := enc.put(&recs[i]); err != nil {
+			if err := enc.put(&recs[i], 0); err != nil {
 				return err
 			}
 		}
@@ -395,8 +395,8 @@ func TestRunReaderRejectsTruncatedRun(t *testing.T) {
 	for cut := 0; cut <= len(full); cut++ {
 		os.WriteFile(path, full[:cut], 0o644)
 		var got []rec
-		err := mergeRuns(context.Background(), []runFile{{path: path, n: int64(len(recs))}}, true, true, func(r *rec) error {
-			got = append(got, *r)
+		err := mergeRuns(context.Background(), []runFile{{path: path, n: int64(len(recs))}}, recCols{weighted: true, labelled: true}, func(r *trec) error {
+			got = append(got, r.rec)
 			return nil
 		})
 		if cut == len(full) {

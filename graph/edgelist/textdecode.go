@@ -39,7 +39,7 @@ type textPart struct {
 func readText(r io.Reader, name string, b *runBuilder, cr *countingReader) error {
 	var pool batchPool
 	chunks := sync.Pool{New: func() any { s := make([]byte, textChunkBytes); return &s }}
-	want := 2 + btoi(b.o.Weighted) + btoi(b.o.Labelled)
+	want := 2 + btoi(b.o.Weighted) + btoi(b.o.Labelled) + btoi(b.o.timed)
 	line := 0 // lines committed
 	err := decodeOrdered(b.o.Workers, partDepth, &pool,
 		func(send func(textPart) bool) error {
@@ -144,7 +144,7 @@ func skipMatrixMarket(br *bufio.Reader, name string) (int, error) {
 func parseText(p textPart, o ImportOptions, want int, pool *batchPool, emit func(*edgeBatch) bool) {
 	e := pool.get()
 	e.lines, e.bytes = p.skip, p.bytes
-	var fields [4][]byte
+	var fields [5][]byte
 	data := p.data
 	for n := 0; len(data) > 0; n++ {
 		raw := data
@@ -180,14 +180,43 @@ func parseText(p textPart, o ImportOptions, want int, pool *batchPool, emit func
 }
 
 // parseEdge appends one line's edge to e, or returns what is wrong with it.
+// A bad line may leave values of its own in e's optional columns past the
+// batch's edges, which nothing reads.
 func parseEdge(e *edgeBatch, f [][]byte, o ImportOptions) error {
+	if o.timed {
+		i := o.TimeColumn - 1
+		t, err := parseID(f[i])
+		if err != nil {
+			return fmt.Errorf("bad time %q in column %d (want an integer, e.g. Unix milliseconds)", f[i], o.TimeColumn)
+		}
+		// The other columns in their order, without the time.
+		f = append(f[:i:i], f[i+1:]...)
+		e.t = append(e.t, t)
+	}
+	if o.StringIDs {
+		for i, what := range []string{"source", "target"} {
+			if err := checkStringID(f[i]); err != nil {
+				return fmt.Errorf("bad %s id %q: %v", what, f[i], err)
+			}
+		}
+		if err := parseWeightLabel(e, f, o); err != nil {
+			return err
+		}
+		s := e.stageSrc(f[0], o.hashSeed)
+		d := s // a self-loop's ends are one place
+		if !bytes.Equal(f[0], f[1]) {
+			d = e.stageDst(f[1], o.hashSeed)
+		}
+		e.src, e.dst = append(e.src, s), append(e.dst, d)
+		return nil
+	}
 	s, err := parseID(f[0])
 	if err != nil {
-		return fmt.Errorf("bad source id %q", f[0])
+		return fmt.Errorf("bad source id %q%s", f[0], stringHint(f[0]))
 	}
 	d, err := parseID(f[1])
 	if err != nil {
-		return fmt.Errorf("bad target id %q", f[1])
+		return fmt.Errorf("bad target id %q%s", f[1], stringHint(f[1]))
 	}
 	if o.DenseIDs {
 		if uint64(s) >= graph.MaxVertices || uint64(d) >= graph.MaxVertices {
@@ -195,6 +224,25 @@ func parseEdge(e *edgeBatch, f [][]byte, o ImportOptions) error {
 		}
 		e.maxID = max(e.maxID, s, d)
 	}
+	if err := parseWeightLabel(e, f, o); err != nil {
+		return err
+	}
+	e.src, e.dst = append(e.src, s), append(e.dst, d)
+	return nil
+}
+
+// stringHint suggests string ids for an id that is not a number.
+func stringHint(f []byte) string {
+	for _, c := range f {
+		if (c < '0' || c > '9') && c != '-' && c != '+' {
+			return " (not an integer; --id-type string reads string ids)"
+		}
+	}
+	return ""
+}
+
+// parseWeightLabel appends the weight and label columns after src and dst.
+func parseWeightLabel(e *edgeBatch, f [][]byte, o ImportOptions) error {
 	i := 2
 	if o.Weighted {
 		x, err := strconv.ParseFloat(unsafe.String(&f[i][0], len(f[i])), 32)
@@ -211,6 +259,5 @@ func parseEdge(e *edgeBatch, f [][]byte, o ImportOptions) error {
 		}
 		e.l = append(e.l, uint8(x))
 	}
-	e.src, e.dst = append(e.src, s), append(e.dst, d)
 	return nil
 }
