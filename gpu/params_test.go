@@ -17,4 +17,10 @@ func TestParamsLayout(t *testing.T) {
 	if off := unsafe.Offsetof(walkParams{}.schema); off != 304 {
 		t.Fatalf("schema at offset %d, kernels expect 304", off)
 	}
+	if off := unsafe.Offsetof(walkParams{}.times); off != 368 {
+		t.Fatalf("times at offset %d, kernels expect 368", off)
+	}
+	if off := unsafe.Offsetof(walkParams{}.expEnv); off != 832 {
+		t.Fatalf("expEnv at offset %d, kernels expect 832", off)
+	}
 }

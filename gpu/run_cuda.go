@@ -30,13 +30,6 @@ func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) e
 	if err := walk.ValidateJobs(e.g, jobs); err != nil {
 		return err
 	}
-	for _, j := range jobs {
-		// The kernel's temporal step (walk/temporal.go's contract) is not
-		// written yet: refuse the request rather than walk it as DeepWalk.
-		if j.Algorithm.Kind == walk.Temporal {
-			return fmt.Errorf("job %d: %w: temporal walks run on the CPU engine only so far", j.Tag, walk.ErrInvalidAlgorithm)
-		}
-	}
 	t0 := time.Now()
 	e.stats = walk.RunStats{TableBytes: e.tableBytes, TableBuild: e.tableBuild}
 	for _, grp := range groupJobs(jobs) {
@@ -59,16 +52,28 @@ func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) e
 // runGroup walks one group's jobs (one algorithm) through the slots.
 func (e *Engine) runGroup(ctx context.Context, grp []*walk.Job, emit walk.EmitFunc) error {
 	alg := grp[0].Algorithm
+	withTimes := false
+	if alg.Kind == walk.Temporal {
+		if err := e.prepareTemporal(grp); err != nil {
+			return err
+		}
+		withTimes = wantsTimes(grp)
+	}
 	batches, err := e.groupBatches(ctx, grp)
 	if err != nil || len(batches) == 0 {
 		return err
+	}
+	if withTimes {
+		if err := e.dev.do(e.ensureTimes); err != nil {
+			return err
+		}
 	}
 	maxVertices := int64(alg.Length) + 1
 	var walks, steps int64
 	var ms float64
 	p := &pipeline{
 		slots: len(e.slots),
-		issue: func(s, b int) error { return e.enqueue(e.slots[s], batches[b], alg) },
+		issue: func(s, b int) error { return e.enqueue(e.slots[s], batches[b], alg, withTimes) },
 		fetch: func(s, _ int) error {
 			kernelMs, err := e.copyBack(e.slots[s])
 			if err != nil {

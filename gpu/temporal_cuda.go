@@ -1,0 +1,180 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"time"
+	"unsafe"
+
+	"gorgonia.org/cu"
+
+	"github.com/walkstage/walkstage/walk"
+)
+
+// Temporal walks (issue 38) run in the walk_temporal_* kernels
+// (kernels/temporal.cuh), one per time bias and weighting. They read the
+// graph's Times and ByTime, uploaded by the first temporal run, and for
+// weighted walks the per-vertex prefix sums of the weights in time order,
+// built on the device by temporal_cumw_build in the CPU's order of
+// addition (walk.CPU.windowWeights), so every draw compares against the
+// same float64 sums.
+
+// temporalKernels names the kernels by [walk.TimeBias][weighted].
+var temporalKernels = [3][2]string{
+	{"walk_temporal_uniform", "walk_temporal_uniform_w"},
+	{"walk_temporal_linear", "walk_temporal_linear_w"},
+	{"walk_temporal_exp", "walk_temporal_exp_w"},
+}
+
+// temporalState is the engine's temporal kernels and arrays.
+type temporalState struct {
+	fn                     [3][2]cu.Function
+	occ                    [3][2]int
+	fnCumw                 cu.Function
+	dTimes, dByTime, dCumw cu.DevicePtr
+	uploaded, cumwBuilt    bool
+}
+
+// setupTemporal loads the temporal kernels (device thread).
+func (e *Engine) setupTemporal() error {
+	t := &e.tmp
+	var err error
+	if t.fnCumw, err = e.mod.Function("temporal_cumw_build"); err != nil {
+		return fmt.Errorf("gpu: kernel temporal_cumw_build: %w", err)
+	}
+	for b, names := range temporalKernels {
+		for w, name := range names {
+			if t.fn[b][w], err = e.mod.Function(name); err != nil {
+				return fmt.Errorf("gpu: kernel %s: %w", name, err)
+			}
+			if t.occ[b][w], err = t.fn[b][w].MaxActiveBlocksPerMultiProcessor(threadBlock, 0); err != nil {
+				return fmt.Errorf("gpu: occupancy of %s: %w", name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// errTemporalPlaced is returned for a temporal run on an engine that does
+// not hold the whole graph: the temporal kernels read every edge array
+// from device memory.
+var errTemporalPlaced = errors.New("temporal walks on the GPU need the whole graph in device memory (no placement plan, no stripes); use the CPU engine or a larger device")
+
+// temporalTables uploads Times and ByTime once and, for a weighted
+// algorithm, builds the prefix sums once (device thread).
+func (e *Engine) temporalTables(alg walk.Algorithm) error {
+	if e.placed != nil || e.cfg.stripes != nil {
+		return fmt.Errorf("gpu: %w", errTemporalPlaced)
+	}
+	t := &e.tmp
+	g := e.g
+	E := g.NumEdges()
+	t0 := time.Now()
+	built := false
+	if !t.uploaded && E > 0 {
+		var err error
+		if t.dTimes, err = upload(e, "temporal.times", g.Times); err != nil {
+			return err
+		}
+		if t.dByTime, err = upload(e, "temporal.bytime", g.ByTime); err != nil {
+			e.free("temporal.times", &t.dTimes)
+			return err
+		}
+		t.uploaded, built = true, true
+		e.tableBytes += E * 12
+	}
+	if alg.Weighted && !t.cumwBuilt && E > 0 {
+		p, err := e.alloc("temporal.cumw", E*8)
+		if err != nil {
+			return err
+		}
+		nv := uint64(g.NumVertices())
+		blocks := int(min((nv+tableThreads-1)/tableThreads, uint64(e.numSM*16)))
+		args := []uint64{uint64(e.dOffsets), uint64(e.dWeights), uint64(t.dByTime), uint64(p), nv}
+		if err := launch(t.fnCumw, blocks, tableThreads, cu.Stream{}, args); err != nil {
+			e.free("temporal.cumw", &p)
+			return fmt.Errorf("gpu: temporal_cumw_build: %w", err)
+		}
+		if err := cu.Synchronize(); err != nil {
+			e.free("temporal.cumw", &p)
+			return fmt.Errorf("gpu: temporal_cumw_build: %w", err)
+		}
+		t.dCumw, t.cumwBuilt, built = p, true, true
+		e.tableBytes += E * 8
+	}
+	if built {
+		e.tableBuild += time.Since(t0)
+		e.cfg.logger.Info("gpu temporal tables ready", "graph", g.Name, "weighted", alg.Weighted, "duration", time.Since(t0))
+	}
+	return nil
+}
+
+// releaseTemporal frees the temporal arrays (device thread).
+func (e *Engine) releaseTemporal() {
+	t := &e.tmp
+	e.free("temporal.times", &t.dTimes)
+	e.free("temporal.bytime", &t.dByTime)
+	e.free("temporal.cumw", &t.dCumw)
+	t.uploaded, t.cumwBuilt = false, false
+}
+
+// ensureTimes gives every slot its times buffers, a device row pool
+// parallel to the result pool and its pinned twin, for runs with
+// WithTimes (device thread). A slot keeps them until it is replaced.
+func (e *Engine) ensureTimes() error {
+	for _, s := range e.slots {
+		if s == nil || s.dTimes != 0 {
+			continue
+		}
+		p, err := e.alloc(s.name+".times", s.capWords*8)
+		if err != nil {
+			return fmt.Errorf("gpu: times of the walks (with_times): %w", err)
+		}
+		h, err := e.hostAlloc(s.capWords * 8)
+		if err != nil {
+			e.free(s.name+".times", &p)
+			return fmt.Errorf("gpu: times of the walks (with_times): %w", err)
+		}
+		s.hPtrs = append(s.hPtrs, h)
+		s.dTimes, s.hTimes = p, unsafe.Slice((*int64)(h), s.capWords)
+	}
+	return nil
+}
+
+// wantsTimes reports whether any job of grp asked for the walks' times.
+func wantsTimes(grp []*walk.Job) bool {
+	for _, j := range grp {
+		if j.WithTimes {
+			return true
+		}
+	}
+	return false
+}
+
+// prepareTemporal readies the engine for group grp of temporal walks:
+// the tables before the slots are sized, the times buffers after.
+func (e *Engine) prepareTemporal(grp []*walk.Job) error {
+	return e.dev.do(func() error { return e.temporalTables(grp[0].Algorithm) })
+}
+
+// temporalKernel is the kernel, block and occupancy for alg.
+func (e *Engine) temporalKernel(alg walk.Algorithm) (cu.Function, int, int) {
+	w := 0
+	if alg.Weighted {
+		w = 1
+	}
+	b := int(alg.Time.Bias)
+	return e.tmp.fn[b][w], threadBlock, e.tmp.occ[b][w]
+}
+
+// cutTimes fills c.Times from slot s's times rows for piece pc.
+func cutTimes(s *batchSlot, pc *piece, c *walk.Chunk, lens []uint32, nv int64) {
+	c.Times = make([]int64, nv)
+	at := 0
+	for k, l := range lens {
+		row := (pc.row + int64(k)) * s.timesStride
+		at += copy(c.Times[at:], s.hTimes[row:row+int64(l)])
+	}
+}
