@@ -82,6 +82,7 @@ func TestBenchRMAT(t *testing.T) {
 		{"temporal", temporal(walk.TimeUniform, false), all, -1, 0, 0},
 		{"temporal-linear", temporal(walk.TimeLinear, false), all, -1, 0, 0},
 		{"temporal-exp", temporal(walk.TimeExponential, false), all, -1, 0, 0},
+		{"temporal-exp-regs", temporal(walk.TimeExponential, false), all, 0, 0, 0},
 		{"temporal-weighted", temporal(walk.TimeUniform, true), all, -1, 0, 0},
 		{"temporal-lin-w", temporal(walk.TimeLinear, true), all, -1, 0, 0},
 		{"temporal-exp-w", temporal(walk.TimeExponential, true), all, -1, 0, 0},

@@ -23,4 +23,7 @@ func TestParamsLayout(t *testing.T) {
 	if off := unsafe.Offsetof(walkParams{}.expEnv); off != 832 {
 		t.Fatalf("expEnv at offset %d, kernels expect 832", off)
 	}
+	if off := unsafe.Offsetof(walkParams{}.coarse); off != 1224 {
+		t.Fatalf("coarse at offset %d, kernels expect 1224", off)
+	}
 }

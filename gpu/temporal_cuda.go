@@ -30,10 +30,14 @@ var temporalKernels = [3][2]string{
 
 // temporalState is the engine's temporal kernels and arrays.
 type temporalState struct {
-	fn                     [3][2]cu.Function
-	occ                    [3][2]int
+	// [bias][weighted][variant]: variant 0 the compiler's register
+	// budget, 1 capped at 64 (the default: the exponential kernels
+	// otherwise take 80 and fit three blocks an SM, not four).
+	fn                     [3][2][2]cu.Function
+	occ                    [3][2][2]int
 	fnCumw                 cu.Function
 	dTimes, dByTime, dCumw cu.DevicePtr
+	dCoarse                cu.DevicePtr // every coarseSpacing-th time (kernels/temporal.cuh: kCoarse)
 	uploaded, cumwBuilt    bool
 }
 
@@ -46,11 +50,14 @@ func (e *Engine) setupTemporal() error {
 	}
 	for b, names := range temporalKernels {
 		for w, name := range names {
-			if t.fn[b][w], err = e.mod.Function(name); err != nil {
-				return fmt.Errorf("gpu: kernel %s: %w", name, err)
-			}
-			if t.occ[b][w], err = t.fn[b][w].MaxActiveBlocksPerMultiProcessor(threadBlock, 0); err != nil {
-				return fmt.Errorf("gpu: occupancy of %s: %w", name, err)
+			for v, suffix := range []string{"", "_full"} {
+				kn := name + suffix
+				if t.fn[b][w][v], err = e.mod.Function(kn); err != nil {
+					return fmt.Errorf("gpu: kernel %s: %w", kn, err)
+				}
+				if t.occ[b][w][v], err = t.fn[b][w][v].MaxActiveBlocksPerMultiProcessor(threadBlock, 0); err != nil {
+					return fmt.Errorf("gpu: occupancy of %s: %w", kn, err)
+				}
 			}
 		}
 	}
@@ -82,8 +89,14 @@ func (e *Engine) temporalTables(alg walk.Algorithm) error {
 			e.free("temporal.times", &t.dTimes)
 			return err
 		}
+		c := coarseTimes(g.Times)
+		if t.dCoarse, err = upload(e, "temporal.coarse", c); err != nil {
+			e.free("temporal.times", &t.dTimes)
+			e.free("temporal.bytime", &t.dByTime)
+			return err
+		}
 		t.uploaded, built = true, true
-		e.tableBytes += E * 12
+		e.tableBytes += E*12 + int64(len(c))*8
 	}
 	if alg.Weighted && !t.cumwBuilt && E > 0 {
 		p, err := e.alloc("temporal.cumw", E*8)
@@ -117,6 +130,7 @@ func (e *Engine) releaseTemporal() {
 	e.free("temporal.times", &t.dTimes)
 	e.free("temporal.bytime", &t.dByTime)
 	e.free("temporal.cumw", &t.dCumw)
+	e.free("temporal.coarse", &t.dCoarse)
 	t.uploaded, t.cumwBuilt = false, false
 }
 
@@ -165,8 +179,12 @@ func (e *Engine) temporalKernel(alg walk.Algorithm) (cu.Function, int, int) {
 	if alg.Weighted {
 		w = 1
 	}
+	v := 1
+	if e.cfg.threadVariant >= 0 {
+		v = e.cfg.threadVariant
+	}
 	b := int(alg.Time.Bias)
-	return e.tmp.fn[b][w], threadBlock, e.tmp.occ[b][w]
+	return e.tmp.fn[b][w][v], threadBlock, e.tmp.occ[b][w][v]
 }
 
 // cutTimes fills c.Times from slot s's times rows for piece pc.
@@ -177,4 +195,20 @@ func cutTimes(s *batchSlot, pc *piece, c *walk.Chunk, lens []uint32, nv int64) {
 		row := (pc.row + int64(k)) * s.timesStride
 		at += copy(c.Times[at:], s.hTimes[row:row+int64(l)])
 	}
+}
+
+// coarseSpacing is kernels/temporal.cuh's kCoarse.
+const coarseSpacing = 32
+
+// coarseTimes is the kernels' coarse time index: every coarseSpacing-th
+// entry of times, by global position. A search probes it (an eighth of
+// times' bytes, so it stays in the device's L2) and then one run of
+// coarseSpacing times, where a binary search over a hub's times would miss
+// the cache at every probe.
+func coarseTimes(times []int64) []int64 {
+	c := make([]int64, (len(times)+coarseSpacing-1)/coarseSpacing)
+	for j := range c {
+		c[j] = times[j*coarseSpacing]
+	}
+	return c
 }

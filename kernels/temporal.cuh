@@ -13,7 +13,8 @@
 //                        position k of it, and takes edge off + bytime[k]
 //
 // Memory: times (int64), bytime (uint32) and cumw (float64), E each, are
-// global and read through the read-only path; a walk's state (vertex, time
+// global and read through the read-only path, with a coarse index of every
+// 32nd time (search_time); a walk's state (vertex, time
 // bound, step) is in registers; the exponential bias's band table (bounds
 // and cumulative masses, up to kMaxExpBands + 1 of each) is a per-thread
 // array in local memory, of which a step touches the few bands its window
@@ -27,7 +28,10 @@
 
 namespace ws {
 
-constexpr int kMaxExpBands = 48;  // walk.MaxExpBands
+constexpr int kMaxExpBands = 48;  // walk.MaxExpBands (the params' table size)
+// expBandCount's largest K for a window below 2^32 edges: the size of the
+// per-thread band arrays.
+constexpr int kMaxBandsUsed = (33 * 7 + 9) / 10 + 2;
 enum TimeBias : uint32_t { kTimeUniform = 0, kTimeLinear = 1, kTimeExponential = 2 };  // walk.TimeBias
 // WalkParams.time_flags bits.
 constexpr uint64_t kTimeHasStart = 1, kTimeHasMaxGap = 2, kTimeBackward = 4;
@@ -75,50 +79,71 @@ __device__ __forceinline__ int64_t sat_add(int64_t t, int64_t d) {
   return r;
 }
 
-// lower_time is the first k in [a, b) with times[k] >= t, or b.
-__device__ __forceinline__ uint64_t lower_time(const int64_t* __restrict__ times, uint64_t a, uint64_t b, int64_t t) {
-  while (a < b) {
-    const uint64_t m = a + (b - a) / 2;
-    if (__ldg(times + m) < t) a = m + 1; else b = m;
-  }
-  return a;
-}
+// kCoarse is the spacing of the coarse time index: coarse[j] =
+// times[j * kCoarse] (global positions, so no per-vertex offsets; a
+// vertex's searches use the entries that fall inside its range). It is an
+// eighth of the bytes of times, so it stays in L2 where times cannot, and
+// a search costs a few cached probes there plus one 256-byte run of times.
+constexpr uint64_t kCoarse = 32;
+enum Gallop { kGallopNone, kGallopUp, kGallopDown };
 
-// upper_time is the first k in [a, b) with times[k] > t, or b.
-__device__ __forceinline__ uint64_t upper_time(const int64_t* __restrict__ times, uint64_t a, uint64_t b, int64_t t) {
-  while (a < b) {
-    const uint64_t m = a + (b - a) / 2;
-    if (__ldg(times + m) <= t) a = m + 1; else b = m;
-  }
-  return a;
-}
+template <bool kUpper>
+__device__ __forceinline__ bool before_time(int64_t x, int64_t t) { return kUpper ? x <= t : x < t; }
 
-// gallop_lower is lower_time searched outward from a (walk.gallopLower).
-__device__ __forceinline__ uint64_t gallop_lower(const int64_t* __restrict__ times, uint64_t a, uint64_t b, int64_t t) {
-  if (a >= b || __ldg(times + a) >= t) return a;
-  uint64_t at = a, step = 1;
-  for (;;) {
-    const uint64_t next = at + step;
-    if (next >= b) return lower_time(times, at + 1, b, t);
-    if (__ldg(times + next) >= t) return lower_time(times, at + 1, next, t);
-    at = next;
-    step *= 2;
+// search_time is the first k in [a, b) with times[k] >= t (kUpper: > t),
+// or b: walk's lowerTime (upperTime), and its gallops, which return the
+// same positions; kGallop searches the coarse index outward from a (kUp)
+// or downward from b (kDown), for answers expected near that end.
+template <bool kUpper, int kGallop>
+__device__ __forceinline__ uint64_t search_time(const int64_t* __restrict__ times, const int64_t* __restrict__ coarse,
+                                                uint64_t a, uint64_t b, int64_t t) {
+  // A gallop's first probe: the answer at the near end (an empty band, a
+  // gap that admits nothing) costs one load, mostly a cached one.
+  if (kGallop == kGallopUp && a < b && !before_time<kUpper>(__ldg(times + a), t)) return a;
+  if (kGallop == kGallopDown && a < b && before_time<kUpper>(__ldg(times + b - 1), t)) return b;
+  uint64_t fa = a, fb = b;
+  const uint64_t j0 = (a + kCoarse - 1) / kCoarse, j1 = (b + kCoarse - 1) / kCoarse;  // entries inside [a, b)
+  if (b - a > 2 * kCoarse) {  // smaller ranges: a few lines of times, searched directly
+    uint64_t l = j0, h = j1;  // the first entry not before t is in [l, h]
+    if (kGallop == kGallopUp) {
+      if (!before_time<kUpper>(__ldg(coarse + j0), t)) {
+        h = j0;
+      } else {
+        uint64_t at = j0, step = 1;
+        for (;;) {
+          const uint64_t next = at + step;
+          if (next >= j1) { l = at + 1; break; }
+          if (!before_time<kUpper>(__ldg(coarse + next), t)) { l = at + 1; h = next; break; }
+          at = next;
+          step *= 2;
+        }
+      }
+    } else if (kGallop == kGallopDown) {
+      uint64_t at = j1 - 1, step = 1;
+      if (before_time<kUpper>(__ldg(coarse + at), t)) {
+        l = j1;
+      } else {
+        for (;;) {
+          if (at < j0 + step) { l = j0; h = at; break; }
+          const uint64_t next = at - step;
+          if (before_time<kUpper>(__ldg(coarse + next), t)) { l = next + 1; h = at; break; }
+          at = next;
+          step *= 2;
+        }
+      }
+    }
+    while (l < h) {
+      const uint64_t m = l + (h - l) / 2;
+      if (before_time<kUpper>(__ldg(coarse + m), t)) l = m + 1; else h = m;
+    }
+    if (l < j1) fb = l * kCoarse;            // that position is not before t
+    if (l > j0) fa = (l - 1) * kCoarse + 1;  // the entry before it is
   }
-}
-
-// gallop_upper_back is upper_time searched downward from b
-// (walk.gallopUpperBack).
-__device__ __forceinline__ uint64_t gallop_upper_back(const int64_t* __restrict__ times, uint64_t a, uint64_t b,
-                                                      int64_t t) {
-  if (a >= b || __ldg(times + b - 1) <= t) return b;
-  uint64_t at = b - 1, step = 1;
-  for (;;) {
-    if (at < a + step) return upper_time(times, a, at, t);
-    const uint64_t next = at - step;
-    if (__ldg(times + next) <= t) return upper_time(times, next + 1, at, t);
-    at = next;
-    step *= 2;
+  while (fa < fb) {
+    const uint64_t m = fa + (fb - fa) / 2;
+    if (before_time<kUpper>(__ldg(times + m), t)) fa = m + 1; else fb = m;
   }
+  return fa;
 }
 
 // unit53 is walk.unit53: a float64 in [0, 1) from 53 bits, exact.
@@ -143,6 +168,7 @@ __device__ __forceinline__ uint64_t weighted_pick(const double* __restrict__ cum
 // TemporalCtx is what a step reads besides the walk's state (registers).
 struct TemporalCtx {
   const int64_t* times;
+  const int64_t* coarse;
   const uint32_t* bytime;
   const float* weights;
   const double* cumw;
@@ -201,8 +227,8 @@ __device__ __forceinline__ uint64_t exp_band_step(const TemporalCtx& C, uint64_t
   const int64_t* __restrict__ times = C.times;
   const WalkParams& P = *C.P;
   const bool back = C.backward;
-  uint32_t bnd[kMaxExpBands + 2];
-  double cum[kMaxExpBands + 1];
+  uint32_t bnd[kMaxBandsUsed + 2];
+  double cum[kMaxBandsUsed + 1];
   const uint64_t n = hi - lo;
   const int K = ((64 - __clzll((long long)n)) * 7 + 9) / 10 + 2;  // walk.expBandCount
   const int64_t ref = __ldg(times + (back ? hi - 1 : lo));
@@ -218,8 +244,8 @@ __device__ __forceinline__ uint64_t exp_band_step(const TemporalCtx& C, uint64_t
     if (d != off && d != -off) env = det_exp(__ddiv_rn(-fabs(__dsub_rn((double)c, (double)ref)), C.scale));
     uint64_t far;
     if (b == K) far = back ? lo : hi;
-    else if (back) far = gallop_upper_back(times, lo, nearp, sat_add(ref, -P.exp_offsets[b + 1]));
-    else far = gallop_lower(times, nearp, hi, sat_add(ref, P.exp_offsets[b + 1]));
+    else if (back) far = search_time<true, kGallopDown>(times, C.coarse, lo, nearp, sat_add(ref, -P.exp_offsets[b + 1]));
+    else far = search_time<false, kGallopUp>(times, C.coarse, nearp, hi, sat_add(ref, P.exp_offsets[b + 1]));
     const uint64_t s = back ? far : nearp, e = back ? nearp : far;
     double m = (double)(e - s);
     if (kWeighted && e > s) {
@@ -266,12 +292,12 @@ __device__ __forceinline__ uint64_t temporal_step(const TemporalCtx& C, uint64_t
   uint64_t lo = a, hi = b;
   if (!C.backward) {
     if (t != INT64_MIN) {
-      lo = lower_time(C.times, a, b, t);
-      if (flags & kTimeHasMaxGap) hi = upper_time(C.times, lo, b, sat_add(t, P.max_gap));
+      lo = search_time<false, kGallopNone>(C.times, C.coarse, a, b, t);
+      if (flags & kTimeHasMaxGap) hi = search_time<true, kGallopUp>(C.times, C.coarse, lo, b, sat_add(t, P.max_gap));
     }
   } else if (t != INT64_MAX) {
-    hi = upper_time(C.times, a, b, t);
-    if (flags & kTimeHasMaxGap) lo = lower_time(C.times, a, hi, sat_add(t, -P.max_gap));
+    hi = search_time<true, kGallopNone>(C.times, C.coarse, a, b, t);
+    if (flags & kTimeHasMaxGap) lo = search_time<false, kGallopDown>(C.times, C.coarse, a, hi, sat_add(t, -P.max_gap));
   }
   if (lo == hi) return ~0ull;
   const uint64_t n = hi - lo;

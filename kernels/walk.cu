@@ -292,6 +292,7 @@ __device__ __forceinline__ void walk_temporal_body(const WalkParams* __restrict_
   const int64_t bound = params->time_start;
   TemporalCtx C;
   C.times = params->times;
+  C.coarse = params->coarse;
   C.bytime = params->bytime;
   C.weights = params->weights;
   C.cumw = params->cumw;
@@ -352,8 +353,14 @@ __device__ __forceinline__ void walk_temporal_body(const WalkParams* __restrict_
   }
 }
 
+// Each in walk_thread's two register budgets: the compiler's, and capped
+// at 64 (four blocks an SM: the exponential kernels take 80 registers
+// otherwise, three blocks); the engine picks per kernel (temporal_cuda.go).
 #define WALK_TEMPORAL(name, bias, weighted)                                                         \
   extern "C" __global__ void __launch_bounds__(kThreadBlock) name(const WalkParams* __restrict__ p) { \
+    walk_temporal_body<bias, weighted>(p);                                                          \
+  }                                                                                                 \
+  extern "C" __global__ void __launch_bounds__(kThreadBlock, 4) name##_full(const WalkParams* __restrict__ p) { \
     walk_temporal_body<bias, weighted>(p);                                                          \
   }
 WALK_TEMPORAL(walk_temporal_uniform, kTimeUniform, false)
