@@ -129,7 +129,7 @@ func (e *Engine) fillParams(s *batchSlot, alg walk.Algorithm, n int64) *walkPara
 		}
 	}
 	if alg.Kind == walk.Temporal {
-		p.times, p.byTime, p.coarse, p.coarse2 = uint64(e.tmp.dTimes), uint64(e.tmp.dByTime), uint64(e.tmp.dCoarse), uint64(e.tmp.dCoarse2)
+		p.times, p.byTime, p.coarse = uint64(e.tmp.dTimes), uint64(e.tmp.dByTime), uint64(e.tmp.dCoarse)
 		if alg.Weighted {
 			p.cumw = uint64(e.tmp.dCumw)
 		}

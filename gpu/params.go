@@ -30,11 +30,11 @@ type walkParams struct {
 	timeScale                     float64
 	expOffsets                    [walk.MaxExpBands + 1]int64
 	expEnv                        [walk.MaxExpBands + 1]float64
-	coarse, coarse2               uint64
+	coarse                        uint64
 }
 
 // paramsSize is sizeof(ws::WalkParams).
-const paramsSize = 1240
+const paramsSize = 1232
 
 // Time flags (ws::kTimeHasStart, kTimeHasMaxGap, kTimeBackward).
 const (

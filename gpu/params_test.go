@@ -26,7 +26,4 @@ func TestParamsLayout(t *testing.T) {
 	if off := unsafe.Offsetof(walkParams{}.coarse); off != 1224 {
 		t.Fatalf("coarse at offset %d, kernels expect 1224", off)
 	}
-	if off := unsafe.Offsetof(walkParams{}.coarse2); off != 1232 {
-		t.Fatalf("coarse2 at offset %d, kernels expect 1232", off)
-	}
 }

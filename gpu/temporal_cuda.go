@@ -37,10 +37,8 @@ type temporalState struct {
 	occ                    [3][2][2]int
 	fnCumw                 cu.Function
 	dTimes, dByTime, dCumw cu.DevicePtr
-	// dCoarse and dCoarse2 are every coarseSpacing-th and
-	// coarse2Spacing-th time (kernels/temporal.cuh: kCoarse, kCoarse2).
-	dCoarse, dCoarse2   cu.DevicePtr
-	uploaded, cumwBuilt bool
+	dCoarse                cu.DevicePtr // every coarseSpacing-th time (kernels/temporal.cuh: kCoarse)
+	uploaded, cumwBuilt    bool
 }
 
 // setupTemporal loads the temporal kernels (device thread).
@@ -91,16 +89,14 @@ func (e *Engine) temporalTables(alg walk.Algorithm) error {
 			e.free("temporal.times", &t.dTimes)
 			return err
 		}
-		c, c2 := coarseTimes(g.Times, coarseSpacing), coarseTimes(g.Times, coarse2Spacing)
-		if t.dCoarse, err = upload(e, "temporal.coarse", c); err == nil {
-			t.dCoarse2, err = upload(e, "temporal.coarse2", c2)
-		}
-		if err != nil {
-			e.releaseTemporal()
+		c := coarseTimes(g.Times)
+		if t.dCoarse, err = upload(e, "temporal.coarse", c); err != nil {
+			e.free("temporal.times", &t.dTimes)
+			e.free("temporal.bytime", &t.dByTime)
 			return err
 		}
 		t.uploaded, built = true, true
-		e.tableBytes += E*12 + int64(len(c)+len(c2))*8
+		e.tableBytes += E*12 + int64(len(c))*8
 	}
 	if alg.Weighted && !t.cumwBuilt && E > 0 {
 		p, err := e.alloc("temporal.cumw", E*8)
@@ -135,7 +131,6 @@ func (e *Engine) releaseTemporal() {
 	e.free("temporal.bytime", &t.dByTime)
 	e.free("temporal.cumw", &t.dCumw)
 	e.free("temporal.coarse", &t.dCoarse)
-	e.free("temporal.coarse2", &t.dCoarse2)
 	t.uploaded, t.cumwBuilt = false, false
 }
 
@@ -202,22 +197,18 @@ func cutTimes(s *batchSlot, pc *piece, c *walk.Chunk, lens []uint32, nv int64) {
 	}
 }
 
-// coarseSpacing and coarse2Spacing are kernels/temporal.cuh's kCoarse and
-// kCoarse2.
-const (
-	coarseSpacing  = 32
-	coarse2Spacing = 1024
-)
+// coarseSpacing is kernels/temporal.cuh's kCoarse.
+const coarseSpacing = 32
 
-// coarseTimes is a level of the kernels' time index: every spacing-th
-// entry of times, by global position. A search narrows its range through
-// the levels (which stay in the device's cache) before it reads times,
-// where a binary search over a hub's times would miss the cache at every
-// probe.
-func coarseTimes(times []int64, spacing int) []int64 {
-	c := make([]int64, (len(times)+spacing-1)/spacing)
+// coarseTimes is the kernels' coarse time index: every coarseSpacing-th
+// entry of times, by global position. A search probes it (an eighth of
+// times' bytes, so it stays in the device's L2) and then one run of
+// coarseSpacing times, where a binary search over a hub's times would miss
+// the cache at every probe.
+func coarseTimes(times []int64) []int64 {
+	c := make([]int64, (len(times)+coarseSpacing-1)/coarseSpacing)
 	for j := range c {
-		c[j] = times[j*spacing]
+		c[j] = times[j*coarseSpacing]
 	}
 	return c
 }

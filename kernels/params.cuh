@@ -101,17 +101,15 @@ struct WalkParams {
   int64_t exp_offsets[49];   // walk.ExpBandTable: cut offsets of the bands
   double exp_env[49];        // and their envelopes
   const int64_t* coarse;     // ceil(E/kCoarse): coarse[j] = times[j*kCoarse] (temporal.cuh's searches)
-  const int64_t* coarse2;    // ceil(E/kCoarse2): coarse2[j] = times[j*kCoarse2]
 };
 
 }  // namespace ws
 
 // The host mirror (gpu/params.go) hard-codes this layout.
-static_assert(sizeof(ws::WalkParams) == 1240, "WalkParams layout changed: update gpu/params.go");
+static_assert(sizeof(ws::WalkParams) == 1232, "WalkParams layout changed: update gpu/params.go");
 static_assert(offsetof(ws::WalkParams, schema) == 304, "WalkParams layout changed: update gpu/params.go");
 static_assert(offsetof(ws::WalkParams, times) == 368, "WalkParams layout changed: update gpu/params.go");
 static_assert(offsetof(ws::WalkParams, exp_env) == 832, "WalkParams layout changed: update gpu/params.go");
 static_assert(offsetof(ws::WalkParams, coarse) == 1224, "WalkParams layout changed: update gpu/params.go");
-static_assert(offsetof(ws::WalkParams, coarse2) == 1232, "WalkParams layout changed: update gpu/params.go");
 static_assert(sizeof(ws::Task) == 16, "Task layout changed: update gpu/params.go");
 static_assert(sizeof(ws::AliasEntry) == 16, "AliasEntry layout changed");

@@ -13,8 +13,8 @@
 //                        position k of it, and takes edge off + bytime[k]
 //
 // Memory: times (int64), bytime (uint32) and cumw (float64), E each, are
-// global and read through the read-only path, with a two-level index of
-// every 32nd and 1024th time (search_time); a walk's state (vertex, time
+// global and read through the read-only path, with a coarse index of every
+// 32nd time (search_time); a walk's state (vertex, time
 // bound, step) is in registers; the exponential bias's band table (bounds
 // and cumulative masses, up to kMaxExpBands + 1 of each) is a per-thread
 // array in local memory, of which a step touches the few bands its window
@@ -79,66 +79,54 @@ __device__ __forceinline__ int64_t sat_add(int64_t t, int64_t d) {
   return r;
 }
 
-// The time index: coarse[j] = times[j * kCoarse] and coarse2[j] =
-// times[j * kCoarse2], by global position (no per-vertex offsets: a
-// vertex's searches use the entries that fall inside its range). coarse
-// is an eighth of the bytes of times and coarse2 a 256th (1 MiB at scale
-// 22), so both stay in cache where times cannot. A search narrows its
-// range level by level, and reads the last kCoarse entries of a level as a
-// run of independent loads (node_count), so a search over a hub's 163,000
-// times costs a few cached probes and two rounds of loads, where a binary
-// search over times waited on a miss at every probe.
-constexpr uint64_t kCoarse = 32, kCoarse2 = 1024;
+// kCoarse is the spacing of the coarse time index: coarse[j] =
+// times[j * kCoarse] (global positions, so no per-vertex offsets; a
+// vertex's searches use the entries that fall inside its range). It is an
+// eighth of the bytes of times, so it stays in L2 where times cannot, and
+// a search costs a few cached probes there plus one 256-byte run of times.
+constexpr uint64_t kCoarse = 32;
 enum Gallop { kGallopNone, kGallopUp, kGallopDown };
 
 template <bool kUpper>
 __device__ __forceinline__ bool before_time(int64_t x, int64_t t) { return kUpper ? x <= t : x < t; }
 
-// node_count is the number of entries of arr[j0, j1) before t (sorted, so
-// the first entry not before t is j0 + the count), read as independent
-// loads.
-template <bool kUpper>
-__device__ __forceinline__ uint64_t node_count(const int64_t* __restrict__ arr, uint64_t j0, uint64_t j1, int64_t t) {
-  uint32_t c = 0;
-#pragma unroll 8
-  for (uint64_t j = j0; j < j1; j++) c += before_time<kUpper>(__ldg(arr + j), t) ? 1u : 0u;
-  return j0 + c;
-}
-
-// narrow shrinks [fa, fb], which holds the first position not before t,
-// with the index entries arr[j] = times[j * spacing] inside [fa, fb): the
-// first such entry not before t bounds it above, the one before below.
+// search_time is the first k in [a, b) with times[k] >= t (kUpper: > t),
+// or b: walk's lowerTime (upperTime), and its gallops, which return the
+// same positions; kGallop searches the coarse index outward from a (kUp)
+// or downward from b (kDown), for answers expected near that end.
 template <bool kUpper, int kGallop>
-__device__ __forceinline__ void narrow(const int64_t* __restrict__ arr, uint64_t spacing, uint64_t& fa, uint64_t& fb,
-                                       int64_t t) {
-  const uint64_t j0 = (fa + spacing - 1) / spacing, j1 = (fb + spacing - 1) / spacing;
-  if (j0 >= j1) return;
-  uint64_t l = j0, h = j1;  // the first entry not before t is in [l, h]
-  if (j1 - j0 <= kCoarse) {
-    l = node_count<kUpper>(arr, j0, j1, t);
-  } else {
+__device__ __forceinline__ uint64_t search_time(const int64_t* __restrict__ times, const int64_t* __restrict__ coarse,
+                                                uint64_t a, uint64_t b, int64_t t) {
+  // A gallop's first probe: the answer at the near end (an empty band, a
+  // gap that admits nothing) costs one load, mostly a cached one.
+  if (kGallop == kGallopUp && a < b && !before_time<kUpper>(__ldg(times + a), t)) return a;
+  if (kGallop == kGallopDown && a < b && before_time<kUpper>(__ldg(times + b - 1), t)) return b;
+  uint64_t fa = a, fb = b;
+  const uint64_t j0 = (a + kCoarse - 1) / kCoarse, j1 = (b + kCoarse - 1) / kCoarse;  // entries inside [a, b)
+  if (b - a > 2 * kCoarse) {  // smaller ranges: a few lines of times, searched directly
+    uint64_t l = j0, h = j1;  // the first entry not before t is in [l, h]
     if (kGallop == kGallopUp) {
-      if (!before_time<kUpper>(__ldg(arr + j0), t)) {
+      if (!before_time<kUpper>(__ldg(coarse + j0), t)) {
         h = j0;
       } else {
         uint64_t at = j0, step = 1;
         for (;;) {
           const uint64_t next = at + step;
           if (next >= j1) { l = at + 1; break; }
-          if (!before_time<kUpper>(__ldg(arr + next), t)) { l = at + 1; h = next; break; }
+          if (!before_time<kUpper>(__ldg(coarse + next), t)) { l = at + 1; h = next; break; }
           at = next;
           step *= 2;
         }
       }
     } else if (kGallop == kGallopDown) {
       uint64_t at = j1 - 1, step = 1;
-      if (before_time<kUpper>(__ldg(arr + at), t)) {
+      if (before_time<kUpper>(__ldg(coarse + at), t)) {
         l = j1;
       } else {
         for (;;) {
           if (at < j0 + step) { l = j0; h = at; break; }
           const uint64_t next = at - step;
-          if (before_time<kUpper>(__ldg(arr + next), t)) { l = next + 1; h = at; break; }
+          if (before_time<kUpper>(__ldg(coarse + next), t)) { l = next + 1; h = at; break; }
           at = next;
           step *= 2;
         }
@@ -146,28 +134,16 @@ __device__ __forceinline__ void narrow(const int64_t* __restrict__ arr, uint64_t
     }
     while (l < h) {
       const uint64_t m = l + (h - l) / 2;
-      if (before_time<kUpper>(__ldg(arr + m), t)) l = m + 1; else h = m;
+      if (before_time<kUpper>(__ldg(coarse + m), t)) l = m + 1; else h = m;
     }
+    if (l < j1) fb = l * kCoarse;            // that position is not before t
+    if (l > j0) fa = (l - 1) * kCoarse + 1;  // the entry before it is
   }
-  if (l < j1) fb = l * spacing;            // that position is not before t
-  if (l > j0) fa = (l - 1) * spacing + 1;  // the entry before it is
-}
-
-// search_time is the first k in [a, b) with times[k] >= t (kUpper: > t),
-// or b: walk's lowerTime (upperTime), and its gallops, which return the
-// same positions; kGallop probes outward from a (kUp) or downward from b
-// (kDown) first, for answers expected near that end.
-template <bool kUpper, int kGallop>
-__device__ __forceinline__ uint64_t search_time(const int64_t* __restrict__ times, const int64_t* __restrict__ coarse,
-                                                const int64_t* __restrict__ coarse2, uint64_t a, uint64_t b, int64_t t) {
-  // A gallop's first probe: the answer at the near end (an empty band, a
-  // gap that admits nothing) costs one load, mostly a cached one.
-  if (kGallop == kGallopUp && a < b && !before_time<kUpper>(__ldg(times + a), t)) return a;
-  if (kGallop == kGallopDown && a < b && before_time<kUpper>(__ldg(times + b - 1), t)) return b;
-  uint64_t fa = a, fb = b;
-  if (fb - fa > 2 * kCoarse2) narrow<kUpper, kGallop>(coarse2, kCoarse2, fa, fb, t);
-  if (fb - fa > 2 * kCoarse) narrow<kUpper, kGallop>(coarse, kCoarse, fa, fb, t);
-  return node_count<kUpper>(times, fa, fb, t);
+  while (fa < fb) {
+    const uint64_t m = fa + (fb - fa) / 2;
+    if (before_time<kUpper>(__ldg(times + m), t)) fa = m + 1; else fb = m;
+  }
+  return fa;
 }
 
 // unit53 is walk.unit53: a float64 in [0, 1) from 53 bits, exact.
@@ -193,7 +169,6 @@ __device__ __forceinline__ uint64_t weighted_pick(const double* __restrict__ cum
 struct TemporalCtx {
   const int64_t* times;
   const int64_t* coarse;
-  const int64_t* coarse2;
   const uint32_t* bytime;
   const float* weights;
   const double* cumw;
@@ -269,8 +244,8 @@ __device__ __forceinline__ uint64_t exp_band_step(const TemporalCtx& C, uint64_t
     if (d != off && d != -off) env = det_exp(__ddiv_rn(-fabs(__dsub_rn((double)c, (double)ref)), C.scale));
     uint64_t far;
     if (b == K) far = back ? lo : hi;
-    else if (back) far = search_time<true, kGallopDown>(times, C.coarse, C.coarse2, lo, nearp, sat_add(ref, -P.exp_offsets[b + 1]));
-    else far = search_time<false, kGallopUp>(times, C.coarse, C.coarse2, nearp, hi, sat_add(ref, P.exp_offsets[b + 1]));
+    else if (back) far = search_time<true, kGallopDown>(times, C.coarse, lo, nearp, sat_add(ref, -P.exp_offsets[b + 1]));
+    else far = search_time<false, kGallopUp>(times, C.coarse, nearp, hi, sat_add(ref, P.exp_offsets[b + 1]));
     const uint64_t s = back ? far : nearp, e = back ? nearp : far;
     double m = (double)(e - s);
     if (kWeighted && e > s) {
@@ -317,12 +292,12 @@ __device__ __forceinline__ uint64_t temporal_step(const TemporalCtx& C, uint64_t
   uint64_t lo = a, hi = b;
   if (!C.backward) {
     if (t != INT64_MIN) {
-      lo = search_time<false, kGallopNone>(C.times, C.coarse, C.coarse2, a, b, t);
-      if (flags & kTimeHasMaxGap) hi = search_time<true, kGallopUp>(C.times, C.coarse, C.coarse2, lo, b, sat_add(t, P.max_gap));
+      lo = search_time<false, kGallopNone>(C.times, C.coarse, a, b, t);
+      if (flags & kTimeHasMaxGap) hi = search_time<true, kGallopUp>(C.times, C.coarse, lo, b, sat_add(t, P.max_gap));
     }
   } else if (t != INT64_MAX) {
-    hi = search_time<true, kGallopNone>(C.times, C.coarse, C.coarse2, a, b, t);
-    if (flags & kTimeHasMaxGap) lo = search_time<false, kGallopDown>(C.times, C.coarse, C.coarse2, a, hi, sat_add(t, -P.max_gap));
+    hi = search_time<true, kGallopNone>(C.times, C.coarse, a, b, t);
+    if (flags & kTimeHasMaxGap) lo = search_time<false, kGallopDown>(C.times, C.coarse, a, hi, sat_add(t, -P.max_gap));
   }
   if (lo == hi) return ~0ull;
   const uint64_t n = hi - lo;

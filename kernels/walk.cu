@@ -293,7 +293,6 @@ __device__ __forceinline__ void walk_temporal_body(const WalkParams* __restrict_
   TemporalCtx C;
   C.times = params->times;
   C.coarse = params->coarse;
-  C.coarse2 = params->coarse2;
   C.bytime = params->bytime;
   C.weights = params->weights;
   C.cumw = params->cumw;
