@@ -14,7 +14,16 @@
 # the images set WALKSTAGE_METRICS_ADDR=:9090, every interface of the
 # container's own network (docker run -p, a pod's IP for its probes).
 
-ARG GO_IMAGE=golang:1.26-bookworm
+# Base images by digest, so a rebuild gets the same toolchain and libraries
+# until the digest is changed on purpose. GO_IMAGE is golang:1.26-bookworm
+# as docker-library/repo-info recorded it (Go 1.26.7, August 2026;
+# repos/golang/remote/1.26-bookworm.md). The distroless runtime bases stay
+# tags: no published record of their digests could be checked here; pin
+# them with --build-arg CPU_BASE=...@sha256:... (docs/reference/deploy.md,
+# "Pin the base images").
+ARG GO_IMAGE=golang:1.26-bookworm@sha256:38f30937ff0751bd8c202e53556168b9093302ee6d591e7e65a9d1b84a9d360c
+ARG CPU_BASE=gcr.io/distroless/static-debian12:nonroot
+ARG GPU_BASE=gcr.io/distroless/base-debian12:nonroot
 
 # ---- CPU binary: static, CGO_ENABLED=0 (make build) ----
 FROM ${GO_IMAGE} AS build-cpu
@@ -48,7 +57,7 @@ RUN --mount=type=cache,target=/root/.cache/go-build \
     make kernels && make build-cuda-bin VERSION="${VERSION}"
 
 # ---- CPU runtime: no libc, no CUDA ----
-FROM gcr.io/distroless/static-debian12:nonroot AS cpu
+FROM ${CPU_BASE} AS cpu
 ARG VERSION=dev
 ARG REVISION=unknown
 LABEL org.opencontainers.image.title="walkstage (CPU)" \
@@ -77,7 +86,7 @@ CMD ["run"]
 # build when it fails and WALKSTAGE_ENGINE is auto; WALKSTAGE_ENGINE=gpu
 # without a usable GPU fails with the probe's reason. The same image thus runs
 # on GPU and CPU-only nodes.
-FROM gcr.io/distroless/base-debian12:nonroot AS gpu
+FROM ${GPU_BASE} AS gpu
 ARG VERSION=dev
 ARG REVISION=unknown
 LABEL org.opencontainers.image.title="walkstage" \

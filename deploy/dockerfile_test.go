@@ -19,7 +19,10 @@ type instruction struct {
 	Args string
 }
 
-// stage is one FROM ... [AS name] and the instructions under it.
+// stage is one FROM ... [AS name] and the instructions under it. Base is
+// the image as written, with the global ARGs' defaults (those before the
+// first FROM) put in for ${NAME}: the image a build without --build-arg
+// uses.
 type stage struct {
 	Name, Base string
 	Instrs     []instruction
@@ -36,6 +39,7 @@ func parseDockerfile(t *testing.T, path string) []stage {
 		stages []stage
 		cur    strings.Builder
 		start  int
+		global = map[string]string{} // ARG defaults before the first FROM
 	)
 	flush := func() {
 		text := strings.TrimSpace(cur.String())
@@ -45,9 +49,14 @@ func parseDockerfile(t *testing.T, path string) []stage {
 		}
 		cmd, args, _ := strings.Cut(text, " ")
 		in := instruction{Line: start, Cmd: strings.ToUpper(cmd), Args: strings.TrimSpace(args)}
+		if in.Cmd == "ARG" && len(stages) == 0 {
+			name, def, _ := strings.Cut(in.Args, "=")
+			global[name] = def
+			return
+		}
 		if in.Cmd == "FROM" {
 			fields := strings.Fields(in.Args)
-			s := stage{Base: fields[0]}
+			s := stage{Base: os.Expand(fields[0], func(k string) string { return global[k] })}
 			if len(fields) == 3 && strings.EqualFold(fields[1], "AS") {
 				s.Name = fields[2]
 			}
@@ -302,5 +311,28 @@ func TestDockerfileRuntimeStages(t *testing.T) {
 		if !slices.Contains(strings.Fields(string(ignore)), p) {
 			t.Errorf(".dockerignore lacks %s (the image must build its own binaries and kernels)", p)
 		}
+	}
+}
+
+// digestRef is an image named by its content: NAME[:TAG]@sha256:<64 hex>.
+var digestRef = regexp.MustCompile(`^[^@\s]+@sha256:[0-9a-f]{64}$`)
+
+// TestDockerfileBuildBaseIsPinned: the build stages' base (GO_IMAGE) is
+// pinned by digest, so two builds of one commit use the same Go toolchain
+// and Debian packages until the digest is changed on purpose (issue 39).
+// The runtime bases are checked by TestDockerfileRuntimeStages.
+func TestDockerfileBuildBaseIsPinned(t *testing.T) {
+	n := 0
+	for _, s := range parseDockerfile(t, "../Dockerfile") {
+		if !strings.HasPrefix(s.Name, "build-") {
+			continue
+		}
+		n++
+		if !digestRef.MatchString(s.Base) {
+			t.Errorf("build stage %s is FROM %s: want an image pinned by digest (NAME:TAG@sha256:...)", s.Name, s.Base)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no build-* stage in the Dockerfile")
 	}
 }

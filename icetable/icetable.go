@@ -255,6 +255,12 @@ type committer struct {
 	in      chan *pending
 	stop    chan struct{}
 	stopped chan struct{}
+
+	// tbl is the table as this committer's last commit left it and have
+	// the batches its snapshots name (nil: load both before the next
+	// commit). Only run's goroutine touches them.
+	tbl  *table.Table
+	have map[string]string
 }
 
 func (c *committer) run() {
@@ -316,10 +322,29 @@ func (c *committer) run() {
 }
 
 // commit appends the group's batches not in the table yet in one snapshot
-// and returns each batch's outcome.
+// and returns each batch's outcome. It works from the table as its last
+// commit left it, without reading the catalog again: a commit states the
+// snapshot it was built on (iceberg-go asserts the branch head), so when
+// another writer (another replica) committed meanwhile, the catalog refuses
+// it, and the group is checked again against the table reloaded, then
+// committed on top of it. Catalogs do not all say "conflict" the same way
+// (the file catalog reports a failed requirement), and an unknown outcome
+// (a lost answer) needs the same reload, so every refused commit is tried
+// again here, a few times, on the reloaded table, before the batches fall
+// back to their own back-off.
 func (c *committer) commit(ctx context.Context, group []*pending) []error {
-	out := make([]error, len(group))
-	fail := func(err error) []error {
+	const retries = 4
+	for attempt := 0; ; attempt++ {
+		out, err := c.commitOnce(ctx, group)
+		if err == nil {
+			return out
+		}
+		c.tbl, c.have = nil, nil // stale or unknown: reload before the next commit
+		if errors.Is(err, errCommit) && attempt < retries && ctx.Err() == nil {
+			c.t.log.Debug("table commit refused, retrying on the reloaded table", "table", c.kind, "attempt", attempt+1, "error", err)
+			time.Sleep(time.Duration(attempt) * 10 * time.Millisecond)
+			continue
+		}
 		for i := range out {
 			if out[i] == nil {
 				out[i] = err
@@ -327,17 +352,28 @@ func (c *committer) commit(ctx context.Context, group []*pending) []error {
 		}
 		return out
 	}
-	tbl, err := c.load(ctx)
-	if err != nil {
-		return fail(err)
+}
+
+// commitOnce is one try of commit: the per-batch outcomes decided before
+// the catalog was asked (conflicts, bad files), and the commit's error.
+func (c *committer) commitOnce(ctx context.Context, group []*pending) ([]error, error) {
+	out := make([]error, len(group))
+	if c.tbl == nil {
+		tbl, err := c.load(ctx)
+		if err != nil {
+			return out, err
+		}
+		if err := refusesReplay(tbl); err != nil {
+			return out, err
+		}
+		c.tbl, c.have = tbl, committed(tbl)
 	}
-	have := committed(tbl)
 	var files []iceberg.DataFile
 	var names []string
 	seen := map[string]string{}
 	for i, p := range group {
 		b := p.b
-		if fp, ok := have[b.ID]; ok {
+		if fp, ok := c.have[b.ID]; ok {
 			if fp != b.Fingerprint {
 				out[i] = fmt.Errorf("%w: batch %s (table %s)", ErrConflict, b.ID, c.kind)
 			}
@@ -364,23 +400,47 @@ func (c *committer) commit(ctx context.Context, group []*pending) []error {
 		}
 	}
 	if len(files) == 0 {
-		return out
+		return out, nil
 	}
-	tx := tbl.NewTransaction()
+	tx := c.tbl.NewTransaction()
 	// No duplicate check by path: it reads every manifest of the table
 	// (a commit's cost growing with its history), and the batch ids above
 	// already keep each batch, and so each of its parts (their keys carry
 	// the attempt id), out of a second snapshot.
 	if err := tx.AddDataFiles(ctx, files, iceberg.Properties{SummaryKey: strings.Join(names, ",")}, table.WithoutDuplicateCheck()); err != nil {
-		return fail(fmt.Errorf("icetable: append %d files to %s: %w", len(files), c.kind, err))
+		return out, fmt.Errorf("icetable: append %d files to %s: %w", len(files), c.kind, err)
 	}
-	if _, err := tx.Commit(ctx); err != nil {
-		// Whether it landed is unknown: the batches come back through
-		// their retries, and the next commit reads the summaries first.
-		return fail(fmt.Errorf("icetable: commit to %s: %w", c.kind, err))
+	tbl, err := tx.Commit(ctx)
+	if err != nil {
+		// A conflict (ErrCommitFailed) committed nothing; any other error
+		// leaves it unknown whether it landed: the reloaded table's
+		// summaries say, before anything is appended again.
+		return out, fmt.Errorf("%w to %s: %w", errCommit, c.kind, err)
+	}
+	c.tbl = tbl
+	for _, n := range names {
+		id, fp, _ := strings.Cut(n, "=")
+		c.have[id] = fp
 	}
 	c.t.log.Debug("table commit", "table", c.kind, "batches", len(names), "files", len(files))
-	return out
+	return out, nil
+}
+
+// errCommit marks the catalog refusing or failing a commit, which commit
+// retries on the reloaded table.
+var errCommit = errors.New("icetable: commit")
+
+// refusesReplay checks the table leaves commit conflicts to the stage.
+// With commit.retry.num-retries above 0, iceberg-go answers a conflict by
+// reloading the table and replaying the append on top of it, without the
+// summary check that keeps a batch committed by another replica meanwhile
+// from being appended twice.
+func refusesReplay(tbl *table.Table) error {
+	if n := tbl.Properties().GetInt(table.CommitNumRetriesKey, 0); n > 0 {
+		return fmt.Errorf("icetable: table %s sets %s=%d: iceberg-go would replay a conflicting append without the stage's check for batches already committed; set it to 0",
+			strings.Join(tbl.Identifier(), "."), table.CommitNumRetriesKey, n)
+	}
+	return nil
 }
 
 // load loads the table, creating it on first use.

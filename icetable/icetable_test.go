@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/walkstage/walkstage/sink"
@@ -179,5 +182,96 @@ func TestCommitIntervalGroupsAppends(t *testing.T) {
 		}
 		t.Logf("interval %v: %d snapshots", tc.interval, n)
 		tb.Close()
+	}
+}
+
+// TestReplicasShareATable: two replicas (two Tables on one catalog) keep
+// the table as their own last commit left it; when the other replica
+// committed meanwhile, the stale commit is refused by the catalog and
+// checked again on the reloaded table. A batch redelivered to the second
+// replica after the first committed it (a rebalance) is not appended
+// twice, and no batch is lost.
+func TestReplicasShareATable(t *testing.T) {
+	ctx := context.Background()
+	data := t.TempDir()
+	cat := "file://" + t.TempDir()
+	a, err := Open(ctx, Options{Catalog: cat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(ctx, Options{Catalog: cat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var want int64
+	batch := func(i int) Batch {
+		f := writeWalks(t, data, fmt.Sprintf("r%02d.parquet", i), 5+i)
+		return Batch{Kind: "walks", ID: fmt.Sprintf("r%02d", i), Fingerprint: "fp", Files: []File{f}}
+	}
+	var bs []Batch
+	for i := range 6 {
+		bs = append(bs, batch(i))
+		want += bs[i].Files[0].Rows
+	}
+	steps := []struct {
+		on *Tables
+		b  Batch
+	}{
+		{a, bs[0]}, {b, bs[1]}, // each replica now holds the table as of its own commit
+		{a, bs[1]}, // b's batch redelivered to a, whose table does not show it yet
+		{a, bs[2]}, {b, bs[3]}, {b, bs[2]}, {a, bs[4]}, {b, bs[5]}, {a, bs[5]},
+	}
+	for i, s := range steps {
+		if err := s.on.Append(ctx, s.b); err != nil {
+			t.Fatalf("step %d (%s): %v", i, s.b.ID, err)
+		}
+	}
+	if got := scanRows(t, a, "walks"); got != want {
+		t.Fatalf("the table holds %d rows, want %d (each batch once)", got, want)
+	}
+	have, err := b.Committed(ctx, "walks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(have) != len(bs) {
+		t.Fatalf("summaries name %d batches, want %d: %v", len(have), len(bs), have)
+	}
+}
+
+// A table set to replay conflicting commits (iceberg-go's refresh and
+// replay) could append a batch twice; the committer refuses it.
+func TestRefusesATableThatReplaysConflicts(t *testing.T) {
+	ctx := context.Background()
+	cat := "file://" + t.TempDir()
+	tb, err := Open(ctx, Options{Catalog: cat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tb.Close()
+	f := writeWalks(t, t.TempDir(), "x.parquet", 3)
+	if err := tb.Append(ctx, Batch{Kind: "walks", ID: "x", Fingerprint: "fp", Files: []File{f}}); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := tb.Table(ctx, "walks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.SetProperties(iceberg.Properties{table.CommitNumRetriesKey: "3"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tb2, err := Open(ctx, Options{Catalog: cat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tb2.Close()
+	err = tb2.Append(ctx, Batch{Kind: "walks", ID: "y", Fingerprint: "fp", Files: []File{f}})
+	if err == nil || !strings.Contains(err.Error(), table.CommitNumRetriesKey) {
+		t.Fatalf("append to a replaying table: %v, want an error naming %s", err, table.CommitNumRetriesKey)
 	}
 }

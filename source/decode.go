@@ -250,12 +250,23 @@ func (d *decoder) algorithmParams(m *requestV1, a *walk.Algorithm) error {
 		if m.Q != nil {
 			a.Q = *m.Q
 		}
+	case walk.Temporal:
+		// p or q makes it temporal Node2Vec; the other defaults to 1.
+		if m.P != nil || m.Q != nil {
+			a.P, a.Q = DefaultPQ, DefaultPQ
+			if m.P != nil {
+				a.P = *m.P
+			}
+			if m.Q != nil {
+				a.Q = *m.Q
+			}
+		}
 	}
 	if a.Kind != walk.PPR && m.StopProb != nil {
 		return d.reject(ReasonInvalidParameters, "stop_probability is only for ppr, not %s", a.Kind)
 	}
-	if a.Kind != walk.Node2Vec && (m.P != nil || m.Q != nil) {
-		return d.reject(ReasonInvalidParameters, "p and q are only for node2vec, not %s", a.Kind)
+	if a.Kind != walk.Node2Vec && a.Kind != walk.Temporal && (m.P != nil || m.Q != nil) {
+		return d.reject(ReasonInvalidParameters, "p and q are only for node2vec and temporal, not %s", a.Kind)
 	}
 	if len(m.Schema) > walk.MaxSchemaLen {
 		return d.reject(ReasonInvalidParameters, "schema has %d labels, limit %d", len(m.Schema), walk.MaxSchemaLen)

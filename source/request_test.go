@@ -217,6 +217,7 @@ func TestDecodeTemporalRequest(t *testing.T) {
 			walk.TimeParams{Bias: walk.TimeExponential, Scale: 2.5, Start: -7, HasStart: true, MaxGap: 0, HasMaxGap: true, Backward: true}, true},
 		{"linear forward", q(`"time_bias":"Linear","direction":"forward","with_times":false,"start_time":9223372036854775807`),
 			walk.TimeParams{Bias: walk.TimeLinear, Start: 9223372036854775807, HasStart: true}, false},
+		{"node2vec factors", q(`"q":0.5`), walk.TimeParams{}, false},
 	}
 	for _, c := range accepts {
 		r, err := DecodeRequest([]byte("k"), []byte(c.value), g, DefaultLimits())
@@ -225,6 +226,10 @@ func TestDecodeTemporalRequest(t *testing.T) {
 		}
 		if r.Algorithm.Kind != walk.Temporal || r.Algorithm.Time != c.want || r.WithTimes != c.withTimes || r.Job(0).WithTimes != c.withTimes {
 			t.Errorf("%s: %+v with times %v, want %+v %v", c.name, r.Algorithm.Time, r.WithTimes, c.want, c.withTimes)
+		}
+		// p or q makes it temporal Node2Vec, the other taking its default.
+		if wantPQ := strings.Contains(c.value, `"q"`); wantPQ != (r.Algorithm.P == 1 && r.Algorithm.Q == 0.5) || !wantPQ && (r.Algorithm.P != 0 || r.Algorithm.Q != 0) {
+			t.Errorf("%s: p %v q %v", c.name, r.Algorithm.P, r.Algorithm.Q)
 		}
 	}
 	rejects := []struct{ name, value, msg string }{
@@ -237,6 +242,7 @@ func TestDecodeTemporalRequest(t *testing.T) {
 		{"bad direction", q(`"direction":"sideways"`), `direction "sideways" is not "forward" or "backward"`},
 		{"sampler", q(`"sampler":"alias"`), "sampler alias cannot serve them"},
 		{"times with visits", q(`"with_times":true,"output":"visits","top_k":3,"walks_per_seed":2`), `with_times is only for "output": "walks"`},
+		{"node2vec p out of range", q(`"p":0`), "node2vec p = 0 must be in"},
 	}
 	for _, c := range rejects {
 		_, err := DecodeRequest([]byte("k"), []byte(c.value), g, DefaultLimits())

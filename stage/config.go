@@ -150,10 +150,12 @@ type Config struct {
 	// next one up to this.
 	TableCommitMaxFiles int `env:"TABLE_COMMIT_MAX_FILES" envDefault:"1000"`
 	// WALKSTAGE_TABLE_COMMIT_INTERVAL: the least time between two commits
-	// of a table (0: as soon as the previous one ends), unless half of
+	// of a table (0: as soon as the previous one ends), unless 2 x
 	// MAX_IN_FLIGHT batches wait for one. Fewer, larger commits cost less
 	// (a commit's cost grows with the snapshots the table holds); each
-	// batch's event waits for its commit, up to this long.
+	// batch's event waits for its commit, up to this long. Batches waiting
+	// for a commit (at most 4 x MAX_IN_FLIGHT) are outside the in-flight
+	// window: their objects are durable, and they hold no walks.
 	TableCommitInterval time.Duration `env:"TABLE_COMMIT_INTERVAL" envDefault:"50ms"`
 
 	// ---- Engine ----

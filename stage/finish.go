@@ -31,7 +31,8 @@ import (
 // new. At the shutdown deadline the batch is abandoned unacknowledged.
 func (s *Stage) finish(ctx context.Context, b *batch, runErr error) {
 	defer s.finishes.Done()
-	defer s.release()
+	defer s.releaseSlot(b)
+	defer s.releaseTableSlot(b)
 	defer s.leave(b.req.BatchID)
 	defer b.unbind()
 	defer s.health.release(b.holder()) // ended without succeeding: abandoned, refused, broken engine
@@ -139,7 +140,7 @@ func (s *Stage) complete(ctx context.Context, b *batch, runErr error) error {
 		return b.lookupErr
 	}
 	if b.existing != nil {
-		if err := s.appendTable(ctx, b.existing); err != nil {
+		if err := s.appendTable(ctx, b, b.existing); err != nil {
 			b.failedDep = depStore
 			return err
 		}
@@ -173,7 +174,7 @@ func (s *Stage) complete(ctx context.Context, b *batch, runErr error) error {
 	if err != nil {
 		return fmt.Errorf("commit objects: %w", err)
 	}
-	if err := s.appendTable(ctx, man); err != nil {
+	if err := s.appendTable(ctx, b, man); err != nil {
 		return err // the objects are durable: a retry finds them and appends again
 	}
 	s.phase(b.span, "walkstage.commit", wt, time.Now())

@@ -187,6 +187,14 @@ func (s *Stage) release() {
 	s.m.inFlight.Dec()
 }
 
+// releaseSlot gives b's in-flight slot back, once.
+func (s *Stage) releaseSlot(b *batch) {
+	if !b.slotFreed {
+		b.slotFreed = true
+		s.release()
+	}
+}
+
 // walk opens a writer per batch, runs the engine once for all of them and
 // routes each chunk to its batch's writer. It returns the engine's error
 // once the engine is done with the micro-batch; writer errors are recorded

@@ -202,7 +202,7 @@ func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string,
 	var tables Tables
 	if c.TableCatalog != "" {
 		t, err := icetable.Open(ctx, icetable.Options{Catalog: c.TableCatalog, Namespace: c.TableNamespace,
-			MaxFiles: c.TableCommitMaxFiles, CommitInterval: c.TableCommitInterval, FlushBatches: max(1, c.MaxInFlight/2), Logger: log})
+			MaxFiles: c.TableCommitMaxFiles, CommitInterval: c.TableCommitInterval, FlushBatches: max(1, tableWaitBatches(c.MaxInFlight)/2), Logger: log})
 		if err != nil {
 			return nil, err
 		}

@@ -170,6 +170,11 @@ type Stage struct {
 
 	queue chan *batch   // validated requests waiting for the engine
 	slots chan struct{} // MaxInFlight tokens: batches between launch and ack
+	// tableSlots bounds the batches whose objects are durable and that
+	// wait for their table commit (tableWaitBatches of them). Such a batch
+	// gives its slot back: it holds a manifest, not walks, so the commits,
+	// grouped, no longer cap how many batches walk.
+	tableSlots chan struct{}
 	// buffers are the sink's encoders and buffers, handed from each
 	// batch's writer to the next (sink.Buffers).
 	buffers *sink.Buffers
@@ -220,6 +225,9 @@ type batch struct {
 	// failedDep names the dependency the last failed attempt failed on:
 	// engine (walking) or object_store (writing, committing the objects).
 	failedDep string
+	// slotFreed: the batch gave its in-flight slot back (waiting for its
+	// table commit); tableSlot: it holds a table-wait slot.
+	slotFreed, tableSlot bool
 	// existing is the batch's complete output found before walking (a
 	// redelivery of a batch already done): it is reported, not rewritten.
 	// lookupErr is why the lookup failed (a conflict, or the store).
@@ -243,14 +251,15 @@ func New(o Options) (*Stage, error) {
 		return nil, err
 	}
 	s := &Stage{
-		o:       o,
-		log:     o.Logger,
-		queue:   make(chan *batch, o.QueueDepth),
-		slots:   make(chan struct{}, o.MaxInFlight),
-		buffers: sink.NewBuffers(o.EncodeThreads),
-		turns:   newEngineTurns(),
-		active:  map[string]chan struct{}{},
-		tracer:  o.Tracer,
+		o:          o,
+		log:        o.Logger,
+		queue:      make(chan *batch, o.QueueDepth),
+		slots:      make(chan struct{}, o.MaxInFlight),
+		tableSlots: make(chan struct{}, tableWaitBatches(o.MaxInFlight)),
+		buffers:    sink.NewBuffers(o.EncodeThreads),
+		turns:      newEngineTurns(),
+		active:     map[string]chan struct{}{},
+		tracer:     o.Tracer,
 	}
 	if s.tracer == nil {
 		s.tracer = noop.NewTracerProvider().Tracer(TracerName)

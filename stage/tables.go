@@ -22,11 +22,28 @@ type Tables interface {
 	Append(ctx context.Context, b icetable.Batch) error
 }
 
+// tableWaitBatches is how many batches may wait for their table commit
+// outside the in-flight window: a few windows' worth, so the commits,
+// grouped, keep up without the window stalling the walks.
+func tableWaitBatches(maxInFlight int) int { return 4 * maxInFlight }
+
 // appendTable appends the batch man describes to its table, when the stage
-// has tables.
-func (s *Stage) appendTable(ctx context.Context, man *sink.Manifest) error {
+// has tables. The batch's objects are durable by now, so it moves from its
+// in-flight slot to a table-wait slot first: a commit groups many batches,
+// and each batch waiting for it in the in-flight window would stop others
+// from walking. The event, and so the offset, still waits for the commit.
+func (s *Stage) appendTable(ctx context.Context, b *batch, man *sink.Manifest) error {
 	if s.o.Tables == nil {
 		return nil
+	}
+	if !b.tableSlot {
+		select {
+		case s.tableSlots <- struct{}{}:
+			b.tableSlot = true
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		s.releaseSlot(b)
 	}
 	tb := icetable.Batch{Kind: man.Kind(), ID: man.BatchID, Fingerprint: man.Fingerprint}
 	for _, f := range man.Files {
@@ -36,4 +53,12 @@ func (s *Stage) appendTable(ctx context.Context, man *sink.Manifest) error {
 		return fmt.Errorf("append to the %s table: %w", tb.Kind, err)
 	}
 	return nil
+}
+
+// releaseTableSlot gives b's table-wait slot back, if it holds one.
+func (s *Stage) releaseTableSlot(b *batch) {
+	if b.tableSlot {
+		b.tableSlot = false
+		<-s.tableSlots
+	}
 }

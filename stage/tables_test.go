@@ -3,6 +3,7 @@ package stage
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -98,5 +99,94 @@ func TestTablesHoldEveryBatchOnce(t *testing.T) {
 	}
 	if n, s := rows("walks"); n != wantWalks || s != snaps {
 		t.Errorf("after a redelivery: %d rows in %d snapshots, want %d in %d", n, s, wantWalks, snaps)
+	}
+}
+
+// gatedTables holds every Append until open is closed, counting how many
+// wait at once, then passes them on to the real tables.
+type gatedTables struct {
+	inner   Tables
+	open    chan struct{}
+	mu      sync.Mutex
+	waiting int
+	most    chan int // the count after each arrival
+}
+
+func (g *gatedTables) Append(ctx context.Context, b icetable.Batch) error {
+	g.mu.Lock()
+	g.waiting++
+	g.most <- g.waiting
+	g.mu.Unlock()
+	select {
+	case <-g.open:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return g.inner.Append(ctx, b)
+}
+
+// TestBatchesWaitForTheTableOutsideTheWindow: a batch whose objects are
+// durable waits for its table commit without its in-flight slot, so with
+// MAX_IN_FLIGHT=2 and the commits held back, more than two batches walk,
+// write and wait; once commits go through, every event succeeds and the
+// table holds every batch.
+func TestBatchesWaitForTheTableOutsideTheWindow(t *testing.T) {
+	brokers := startKafka(t, 2)
+	gpath, _ := testGraph(t, 10)
+	catalog := "file://" + t.TempDir()
+	c, err := LoadConfig(stageEnviron(brokers, gpath, "file://"+t.TempDir(), "WALKSTAGE_TABLE_CATALOG="+catalog,
+		"WALKSTAGE_MAX_IN_FLIGHT=2", "WALKSTAGE_MICROBATCH_MAX_REQUESTS=1", "WALKSTAGE_LOG_LEVEL=warn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := fromConfig(context.Background(), c, testLog(t), "test", nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	gate := &gatedTables{inner: rt.o.Tables, open: make(chan struct{}), most: make(chan int, 100)}
+	rt.o.Tables = gate
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rt.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	const n = 8
+	var msgs []kafka.Message
+	for i := range n {
+		id := fmt.Sprintf("gw-%d", i)
+		msgs = append(msgs, requestRaw(id, fmt.Sprintf(`{"version":1,"batch_id":%q,"algorithm":"deepwalk","length":5,"seed_range":{"first":%d,"count":10}}`, id, i*10)))
+	}
+	produce(t, brokers, "in", msgs...)
+	deadline := time.After(60 * time.Second)
+	for waiting := 0; waiting <= c.MaxInFlight; {
+		select {
+		case waiting = <-gate.most:
+		case <-deadline:
+			t.Fatalf("only %d batches reached their table commit with %d in-flight slots: waiting batches hold their slots", waiting, c.MaxInFlight)
+		}
+	}
+	close(gate.open)
+	obs := newObserver(brokers, "out")
+	defer obs.Close()
+	ectx, ecancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer ecancel()
+	events, err := obs.events(ectx, func(m map[string][]source.Event) bool { return len(m) >= n })
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := icetable.Open(ectx, icetable.Options{Catalog: catalog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tb.Close()
+	have, err := tb.Committed(ectx, "walks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, evs := range events {
+		if evs[0].Status != source.StatusSucceeded || have[id] == "" {
+			t.Errorf("%s: event %+v, in the table: %v", id, evs[0], have[id] != "")
+		}
 	}
 }

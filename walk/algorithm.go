@@ -128,7 +128,7 @@ func (a Algorithm) Validate(g *graph.Graph) error {
 	} else if a.StopProb != 0 {
 		return invalid("stop probability is only for ppr, not %s", a.Kind)
 	}
-	if a.Kind == Node2Vec {
+	if a.Kind == Node2Vec || a.Kind == Temporal && (a.P != 0 || a.Q != 0) {
 		for _, x := range []struct {
 			n string
 			v float64
@@ -138,7 +138,7 @@ func (a Algorithm) Validate(g *graph.Graph) error {
 			}
 		}
 	} else if a.P != 0 || a.Q != 0 {
-		return invalid("p and q are only for node2vec, not %s", a.Kind)
+		return invalid("p and q are only for node2vec and temporal, not %s", a.Kind)
 	}
 	if a.Kind == MetaPath {
 		if len(a.Schema) == 0 || len(a.Schema) > MaxSchemaLen {
@@ -241,6 +241,9 @@ func (a Algorithm) describe(sampler string) string {
 		fmt.Fprintf(&b, " schema=%v", a.Schema)
 	case Temporal:
 		b.WriteString(" " + a.Time.String())
+		if a.P != 0 {
+			fmt.Fprintf(&b, " p=%g q=%g", a.P, a.Q)
+		}
 	}
 	fmt.Fprintf(&b, " sampler=%s", sampler)
 	return b.String()

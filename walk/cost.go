@@ -95,6 +95,10 @@ func (m CostModel) StepCost(a Algorithm) float64 {
 		// (the mean of (n-p)/n under the weights), so it is costed as the
 		// fallback's scan of the adjacency.
 		switch {
+		case a.P != 0:
+			// Temporal Node2Vec scans the window, testing each edge
+			// against the previous vertex's neighbours.
+			return 2 * m.walkDegree
 		case a.Time.Bias == TimeExponential:
 			return 3 + math.Log(m.walkDegree)
 		case a.Time.Bias == TimeLinear && a.Weighted:

@@ -84,7 +84,7 @@ func newStepper(g *graph.Graph, alg Algorithm, seed uint64, alias []aliasEntry) 
 	if alg.Kind == PPR {
 		s.stopT = Threshold(alg.StopProb)
 	}
-	if alg.Kind == Node2Vec {
+	if alg.Kind == Node2Vec || alg.Kind == Temporal && alg.P != 0 {
 		f := [3]float64{1 / alg.P, 1, 1 / alg.Q}
 		fmax := max(f[0], f[1], f[2])
 		for i := range f {

@@ -57,7 +57,7 @@ import (
 //	                      uint64(x2) * n < (n-p) << 32
 //	exponential           bands (expBands, expBandStep): the window is cut at
 //	                      time distances int64(b * s) from its near end, b = 1..K,
-//	                      K = expBandCount(n) = (bits.Len64(n)*7+9)/10 + 2, the
+//	                      K = expBandCount(n) = min((bits.Len64(n)*7+9)/10 + 2, 32), the
 //	                      last band open; band b's envelope is
 //	                      exp(-distance of cut b / s) and its mass the number (or
 //	                      weight) of its edges times the envelope. Attempt
@@ -66,6 +66,12 @@ import (
 //	                      k = start + index(x1, size) in it (weighted: as
 //	                      "uniform, weighted" inside the band from (x1, x3)),
 //	                      accepted when float64(x2) < exp(-|t(k) - cut b| / s) * 2^32
+//
+// Temporal Node2Vec (P and Q set), from the second step on: ZPRS (32 lanes,
+// zprs) over the window in time order, element i = position lo+i with bias
+// temporalBias times the p/q factor of its target against the previous
+// vertex, its word being word i%4 of draw reservoirDraw + i/4 (the zprs
+// stepper's contract); its first step is the plain temporal draw above.
 //
 // exp is detExp (detexp.go), which the GPU engine computes to the same
 // bits, and no product here is fused with a sum into an FMA (float64()
@@ -227,18 +233,20 @@ func (e *CPU) windowWeights() []float64 {
 }
 
 // window returns the positions [lo, hi) of the time order [a, b) that a
-// step bounded by time t may take.
-func (s *stepper) window(a, b uint64, t int64) (lo, hi uint64) {
+// step bounded by time t may take; an unbounded step (the first, without a
+// start time) may take them all.
+func (s *stepper) window(a, b uint64, t int64, bounded bool) (lo, hi uint64) {
 	tp := &s.alg.Time
 	lo, hi = a, b
+	if !bounded {
+		return lo, hi
+	}
 	if !tp.Backward {
-		if t != math.MinInt64 {
-			lo = lowerTime(s.tmp.times, a, b, t)
-			if tp.HasMaxGap {
-				hi = upperTime(s.tmp.times, lo, b, satAdd(t, tp.MaxGap))
-			}
+		lo = lowerTime(s.tmp.times, a, b, t)
+		if tp.HasMaxGap {
+			hi = upperTime(s.tmp.times, lo, b, satAdd(t, tp.MaxGap))
 		}
-	} else if t != math.MaxInt64 {
+	} else {
 		hi = upperTime(s.tmp.times, a, b, t)
 		if tp.HasMaxGap {
 			lo = lowerTime(s.tmp.times, a, hi, satAdd(t, -tp.MaxGap))
@@ -294,13 +302,19 @@ func (s *stepper) walkTemporal(id uint64, start uint32, out []uint32, times []in
 	if times != nil {
 		times[0] = t
 	}
-	cur, n := start, 1
+	prev, cur, n := uint32(graph.NoVertex), start, 1
 	for step := uint32(0); step < uint32(s.alg.Length); step++ {
-		k, ok := s.temporalStep(id, step, cur, t)
+		var k uint64
+		var ok bool
+		if s.alg.P != 0 && prev != graph.NoVertex {
+			k, ok = s.temporalNode2VecStep(id, step, prev, cur, t)
+		} else {
+			k, ok = s.temporalStep(id, step, cur, t, step > 0 || s.alg.Time.HasStart)
+		}
 		if !ok {
 			break
 		}
-		cur, t = s.tgt[s.off[cur]+uint64(s.tmp.byTime[k])], s.tmp.times[k]
+		prev, cur, t = cur, s.tgt[s.off[cur]+uint64(s.tmp.byTime[k])], s.tmp.times[k]
 		out[n] = cur
 		if times != nil {
 			times[n] = t
@@ -310,12 +324,12 @@ func (s *stepper) walkTemporal(id uint64, start uint32, out []uint32, times []in
 	return n
 }
 
-// temporalStep picks the edge of step from cur, bounded by time t, as its
-// position in cur's time order; ok is false when the window is empty (the
-// walk ends).
-func (s *stepper) temporalStep(id uint64, step, cur uint32, t int64) (k uint64, ok bool) {
+// temporalStep picks the edge of step from cur, bounded by time t (when
+// bounded), as its position in cur's time order; ok is false when the
+// window is empty (the walk ends).
+func (s *stepper) temporalStep(id uint64, step, cur uint32, t int64, bounded bool) (k uint64, ok bool) {
 	a := s.off[cur]
-	lo, hi := s.window(a, s.off[cur+1], t)
+	lo, hi := s.window(a, s.off[cur+1], t, bounded)
 	if lo == hi {
 		return 0, false
 	}
@@ -353,15 +367,17 @@ func (s *stepper) temporalStep(id uint64, step, cur uint32, t int64) (k uint64, 
 	return lo + uint64(i), true
 }
 
-// maxExpBands bounds expBandCount, for the stack arrays of a step's bands.
-const maxExpBands = 48
+// maxExpBands bounds expBandCount, for the stack arrays of a step's bands
+// (any K keeps the draw exact; past ln(n) + 2 it only stops helping, and
+// windows of more than 2^40 edges get 32).
+const maxExpBands = 32
 
 // expBandCount is K, the number of bands of width time_scale before the
 // tail of a window of n edges: at least ln(n) + 2 (0.7 > ln 2), so the
 // tail's envelope, at most n e^-K, is at most e^-2 while the window's
 // mass is at least 1 (its near edge), in integers only so that every engine
 // finds the same K.
-func expBandCount(n uint64) int { return (bits.Len64(n)*7+9)/10 + 2 }
+func expBandCount(n uint64) int { return min((bits.Len64(n)*7+9)/10+2, maxExpBands) }
 
 // expBands cuts window [lo, hi) into bands by time distance d from the
 // near end: band b holds the positions with d in [cut offset b, cut offset
@@ -516,6 +532,31 @@ func gallopUpperBack(times []int64, a, b uint64, t int64) uint64 {
 		}
 		at, step = next, 2*step
 	}
+}
+
+// temporalNode2VecStep is a temporal Node2Vec step (p and q set) after the
+// first: the time bias (times the weight) times Node2Vec's factor of the
+// edge's target against prev (1/p back to prev, 1 to a neighbour of prev,
+// 1/q otherwise), drawn exactly by the ZPRS reservoir (32 lanes) over the
+// window in time order, element i's word being word i%4 of draw
+// reservoirDraw + i/4: the contract of the zprs stepper, so a GPU kernel
+// can run it as its warp-parallel reservoir over the window.
+func (s *stepper) temporalNode2VecStep(id uint64, step, prev, cur uint32, t int64) (uint64, bool) {
+	a := s.off[cur]
+	lo, hi := s.window(a, s.off[cur+1], t, true)
+	if lo == hi {
+		return 0, false
+	}
+	bias := func(i int) float64 {
+		k := lo + uint64(i)
+		return s.temporalBias(a, k, lo, hi) * s.biasN2V[s.n2vClass(prev, s.tgt[a+uint64(s.tmp.byTime[k])])]
+	}
+	r := &elementWords{s: s, id: id, step: step, base: reservoirDraw}
+	i := zprs(int(hi-lo), lanes, bias, r.word)
+	if i < 0 {
+		return 0, false
+	}
+	return lo + uint64(i), true
 }
 
 // near maps rank p (from the near end) of window [lo, hi) to a position.

@@ -501,3 +501,147 @@ func TestTemporalWalksMatchGoldenDigests(t *testing.T) {
 		}
 	}
 }
+
+// Edge times at the ends of the int64 range are times like any other: a
+// step after an edge at the earliest time still keeps to the gap, and
+// one before an edge at the latest time (backward) too.
+func TestTemporalExtremeTimes(t *testing.T) {
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+	g, err := graph.FromEdges([]graph.Edge{
+		{Src: 0, Dst: 1, Time: lo}, {Src: 1, Dst: 2, Time: lo + 3}, {Src: 1, Dst: 3, Time: lo + 10},
+		{Src: 4, Dst: 5, Time: hi}, {Src: 5, Dst: 6, Time: hi - 3}, {Src: 5, Dst: 7, Time: hi - 10},
+	}, graph.BuildOptions{Name: "extreme", DenseIDs: true, Timed: true, NumVertices: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := NewCPU(g, WithWorkers(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		tp     TimeParams
+		start  uint32
+		banned uint32
+	}{
+		{TimeParams{MaxGap: 5, HasMaxGap: true}, 0, 3},
+		{TimeParams{MaxGap: 5, HasMaxGap: true, Backward: true}, 4, 7},
+	} {
+		starts := make([]uint32, 200)
+		for i := range starts {
+			starts[i] = c.start
+		}
+		a := Algorithm{Kind: Temporal, Length: 3, Time: c.tp}
+		walks, times := timedWalks(t, e, Job{Algorithm: a, Seed: 3, Starts: starts, WithTimes: true})
+		for id, w := range walks {
+			checkTemporalWalk(t, g, c.tp, w, times[id], a.Length)
+			if slices.Contains(w, c.banned) {
+				t.Fatalf("%+v: walk %v times %v goes beyond the gap", c.tp, w, times[id])
+			}
+		}
+	}
+}
+
+// n2vGraph: vertex 0's only edge at or after time 4 goes to 1; vertex 1's
+// edges from time 5 on go back to 0, to 0's neighbours 2 and 4, and
+// outward to 3 and 6 (and 5 is before the window).
+func n2vGraph(t testing.TB) *graph.Graph {
+	t.Helper()
+	edges := []graph.Edge{
+		{Src: 0, Dst: 1, Time: 5, Weight: 1}, {Src: 0, Dst: 2, Time: 1, Weight: 1}, {Src: 0, Dst: 4, Time: 2, Weight: 1},
+		{Src: 1, Dst: 0, Time: 10, Weight: 2}, {Src: 1, Dst: 2, Time: 20, Weight: 1}, {Src: 1, Dst: 3, Time: 30, Weight: 3},
+		{Src: 1, Dst: 4, Time: 40, Weight: 1.5}, {Src: 1, Dst: 5, Time: 3, Weight: 1}, {Src: 1, Dst: 6, Time: 50, Weight: 0.5},
+	}
+	g, err := graph.FromEdges(edges, graph.BuildOptions{Name: "n2v", DenseIDs: true, Weighted: true, Timed: true, NumVertices: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// Temporal Node2Vec's second step follows the time bias (times the
+// weight) times the p/q factor of each target against the first vertex.
+func TestTemporalNode2VecDistribution(t *testing.T) {
+	g := n2vGraph(t)
+	e, err := NewCPU(g, WithWorkers(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 200_000
+	starts := make([]uint32, n)
+	for _, tp := range []TimeParams{{}, {Bias: TimeLinear}, {Bias: TimeExponential, Scale: 20}} {
+		tp.Start, tp.HasStart = 4, true
+		for _, weighted := range []bool{false, true} {
+			a := Algorithm{Kind: Temporal, Length: 2, Weighted: weighted, Time: tp, P: 0.5, Q: 2}
+			walks, _ := timedWalks(t, e, Job{Algorithm: a, Seed: 11, Starts: starts})
+			counts := map[uint32]int{}
+			for _, w := range walks {
+				if len(w) != 3 || w[1] != 1 {
+					t.Fatalf("%s: walk %v", a, w)
+				}
+				counts[w[2]]++
+			}
+			// The window from vertex 1 after time 5, in time order.
+			win := []struct {
+				tgt uint32
+				t   int64
+				w   float64
+				f   float64
+			}{{0, 10, 2, 1 / a.P}, {2, 20, 1, 1}, {3, 30, 3, 1 / a.Q}, {4, 40, 1.5, 1}, {6, 50, 0.5, 1 / a.Q}}
+			probs := map[uint32]float64{}
+			var sum float64
+			for p, x := range win {
+				b := x.f
+				switch tp.Bias {
+				case TimeLinear:
+					b *= float64(len(win) - p)
+				case TimeExponential:
+					b *= math.Exp(-float64(x.t-win[0].t) / tp.Scale)
+				}
+				if weighted {
+					b *= x.w
+				}
+				probs[x.tgt], sum = b, sum+b
+			}
+			for k := range probs {
+				probs[k] /= sum
+			}
+			stattest.ChiSquare(t, a.String(), counts, probs)
+		}
+	}
+}
+
+// Temporal Node2Vec's walks respect time and are the same on every
+// schedule and run (golden digest).
+func TestTemporalNode2VecWalks(t *testing.T) {
+	g := timedRMAT(t, graph.RMATOptions{Scale: 9, EdgeFactor: 8, Seed: 4, Undirected: true, Weighted: true, TimeSpan: 10000})
+	starts := make([]uint32, g.NumVertices())
+	for i := range starts {
+		starts[i] = uint32(i)
+	}
+	tp := TimeParams{Bias: TimeExponential, Scale: 500, MaxGap: 3000, HasMaxGap: true}
+	a := Algorithm{Kind: Temporal, Length: 30, Weighted: true, Time: tp, P: 4, Q: 0.25}
+	var digests []string
+	for _, opts := range [][]CPUOption{{WithWorkers(2)}, {WithWorkers(3), WithChunkSize(41)}} {
+		e, err := NewCPU(g, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		walks, times := timedWalks(t, e, Job{Algorithm: a, Seed: 5, Starts: starts, WithTimes: true})
+		h := sha256.New()
+		var b [8]byte
+		for id, w := range walks {
+			checkTemporalWalk(t, g, tp, w, times[id], a.Length)
+			for i, v := range w {
+				binary.LittleEndian.PutUint32(b[:4], v)
+				h.Write(b[:4])
+				binary.LittleEndian.PutUint64(b[:], uint64(times[id][i]))
+				h.Write(b[:])
+			}
+		}
+		digests = append(digests, hex.EncodeToString(h.Sum(nil)))
+	}
+	const want = "da0d8c3a86c81602a317ebfbec730ce547c15c3a88383329aa6e010b7499ded4"
+	if digests[0] != digests[1] || digests[0] != want {
+		t.Errorf("temporal node2vec digests %s and %s, want %s", digests[0], digests[1], want)
+	}
+}

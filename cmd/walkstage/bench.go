@@ -92,12 +92,19 @@ file or a generated R-MAT graph; the walks are discarded.`)
 	fs.IntVar(&sb.frontierSize, "sample-frontier-size", 2000, "frontier case: frontier size")
 	fs.IntVar(&sb.frontierSteps, "sample-frontier-steps", 100_000, "frontier case: steps per instance")
 	fs.IntVar(&sb.frontierInstances, "sample-frontier-instances", 16, "frontier case: instances (one frontier of random seeds)")
+	var rf resultFlags
+	rf.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErrorf(fs, "unexpected argument %q", fs.Arg(0))
 	}
+	// Rows are printed as each case finishes; --json collects them into
+	// one line at the end.
+	rfStdout := stdout
+	stdout, stderr = rf.writers(stdout, stderr)
+	logw := stderr
 	sb.workers = *workers
 	sampleCases := sampleBenchCases(sb)
 
@@ -113,6 +120,8 @@ file or a generated R-MAT graph; the walks are discarded.`)
 	}
 	defer g.Close()
 	maxDeg, maxV := g.MaxDegree()
+	res := benchResult{Graph: g.Name, GraphVersion: g.Version, Vertices: g.NumVertices(), Edges: g.NumEdges(), MaxDegree: maxDeg,
+		CPUCores: runtime.NumCPU(), Cases: []benchRow{}}
 	fmt.Fprintf(stdout, "graph %s: V=%d E=%d max degree %d, %.1f MiB, ready in %s\n", g.Name, g.NumVertices(), g.NumEdges(),
 		maxDeg, float64(g.MemoryBytes())/(1<<20), time.Since(t0).Round(time.Millisecond))
 
@@ -129,11 +138,12 @@ file or a generated R-MAT graph; the walks are discarded.`)
 		return fmt.Errorf("--partition: %w", err)
 	}
 	eng, err := engines.New(g, *engineName, engines.Settings{Workers: *workers, FusedTableBytes: *fusedLimit,
-		GPUMemoryLimit: *gpuLimit, GPUDeviceFraction: *deviceFraction, GPUs: devices, GPUPartition: part, GPUHostShare: *hostShare}, engineLogger(stderr))
+		GPUMemoryLimit: *gpuLimit, GPUDeviceFraction: *deviceFraction, GPUs: devices, GPUPartition: part, GPUHostShare: *hostShare}, cmdLogger(logw, rf.quiet))
 	if err != nil {
 		return err
 	}
 	defer eng.Close()
+	res.Engine = eng.Name()
 	fmt.Fprintf(stdout, "engine %s ready in %s (sampling tables included), %d CPU cores\n", eng.Name(), time.Since(t1).Round(time.Millisecond), runtime.NumCPU())
 	if err := benchPlacement(eng, *hostRead, stdout); err != nil {
 		return err
@@ -147,26 +157,24 @@ file or a generated R-MAT graph; the walks are discarded.`)
 	defer stopProfile()
 	fmt.Fprintf(stdout, benchRowFmt, "algorithm", "sampler", "walks", "steps", "time", "M steps/s", "M SEPS", "kernel M/s", "engine MiB", "tables MiB", "table build", "peak RSS MiB")
 	for _, name := range strings.Split(*algos, ",") {
+		var row benchRow
 		if p, ok := sampleCases[strings.TrimSpace(name)]; ok {
-			if err := benchSample(ctx, eng, strings.TrimSpace(name), p, g, sb, *seed, *repeat, stdout); err != nil {
-				return err
-			}
-			continue
-		}
-		if strings.TrimSpace(name) == "visits" {
-			if err := benchVisits(ctx, eng, g, vb, *length, *seed, *repeat, stdout); err != nil {
-				return err
-			}
-			continue
-		}
-		c, ok := cases[strings.TrimSpace(name)]
-		if !ok {
+			row, err = benchSample(ctx, eng, strings.TrimSpace(name), p, g, sb, *seed, *repeat, stdout)
+		} else if strings.TrimSpace(name) == "visits" {
+			row, err = benchVisits(ctx, eng, g, vb, *length, *seed, *repeat, stdout)
+		} else if c, ok := cases[strings.TrimSpace(name)]; ok {
+			row, err = benchWalk(ctx, eng, g, c, benchWalkRun{perVertex: *perVertex, maxWalks: *maxWalks, seed: *seed,
+				repeat: *repeat, from: maxV}, stdout, stderr)
+		} else {
 			return fmt.Errorf("unknown algorithm %q (want %s)", name, caseNames())
 		}
-		if err := benchWalk(ctx, eng, g, c, benchWalkRun{perVertex: *perVertex, maxWalks: *maxWalks, seed: *seed,
-			repeat: *repeat, from: maxV}, stdout, stderr); err != nil {
+		if err != nil {
 			return err
 		}
+		res.Cases = append(res.Cases, row)
+	}
+	if rf.json {
+		return printJSON(rfStdout, res)
 	}
 	fmt.Fprintln(stdout, "SEPS = sampled edges per second (C-SAW's measure; one sampled edge per walk step). time = the whole Run with chunks handed to a no-op consumer; kernel M/s = steps over the engine's compute time (GPU: kernel time; CPU: same as time).")
 	return nil
@@ -195,10 +203,10 @@ type benchWalkRun struct {
 
 // benchWalk runs one walk case and prints its row; a case the graph cannot
 // run is skipped with a note on stderr.
-func benchWalk(ctx context.Context, eng walk.Engine, g *graph.Graph, c benchCase, r benchWalkRun, stdout, stderr io.Writer) error {
+func benchWalk(ctx context.Context, eng walk.Engine, g *graph.Graph, c benchCase, r benchWalkRun, stdout, stderr io.Writer) (benchRow, error) {
 	if err := c.alg.Validate(g); err != nil {
 		fmt.Fprintf(stderr, "skip %s: %v\n", c.name, err)
-		return nil
+		return benchRow{Case: c.name, Skipped: err.Error()}, nil
 	}
 	n := g.NumVertices() * r.perVertex
 	if r.maxWalks > 0 && n > r.maxWalks {
@@ -219,7 +227,7 @@ func benchWalk(ctx context.Context, eng walk.Engine, g *graph.Graph, c benchCase
 		t := time.Now()
 		err := eng.Run(ctx, job, func(ch walk.Chunk) error { steps += ch.Steps(); return nil })
 		if err != nil {
-			return fmt.Errorf("%s: %w", c.name, err)
+			return benchRow{}, fmt.Errorf("%s: %w", c.name, err)
 		}
 		st := walk.RunStats{Walks: int64(n), Steps: steps, Wall: time.Since(t)}
 		st.Compute = st.Wall
@@ -237,7 +245,60 @@ func benchWalk(ctx context.Context, eng walk.Engine, g *graph.Graph, c benchCase
 		fmt.Sprintf("%.1f", float64(best.Steps)/best.Compute.Seconds()/1e6),
 		fmt.Sprintf("%.1f", float64(best.MemoryBytes)/(1<<20)), fmt.Sprintf("%.1f", float64(best.TableBytes)/(1<<20)),
 		best.TableBuild.Round(time.Millisecond), fmt.Sprintf("%.0f", peakRSSMiB()))
-	return nil
+	return benchRow{Case: c.name, Stepper: walk.StepperName(c.alg, g), Walks: best.Walks, Steps: best.Steps,
+		DurationSeconds: best.Wall.Seconds(), StepsPerSecond: perSecond(best.Steps, best.Wall),
+		KernelStepsPerSecond: perSecond(best.Steps, best.Compute), EngineBytes: best.MemoryBytes, TableBytes: best.TableBytes,
+		TableBuildSeconds: best.TableBuild.Seconds(), PeakRSSBytes: int64(peakRSSMiB() * (1 << 20))}, nil
+}
+
+// benchResult is bench's --json line: the graph, the engine and one row
+// per case, in the order of --algorithms.
+type benchResult struct {
+	Graph        string     `json:"graph"`
+	GraphVersion string     `json:"graph_version"`
+	Vertices     int        `json:"vertices"`
+	Edges        int64      `json:"edges"`
+	MaxDegree    int        `json:"max_degree"`
+	Engine       string     `json:"engine"`
+	CPUCores     int        `json:"cpu_cores"`
+	Cases        []benchRow `json:"cases"`
+}
+
+// benchRow is one case of benchResult: the table's columns for a walk
+// case, a sampling case's or the visits case's figures, or why the case
+// was skipped. Rates are per second of the best run's duration.
+type benchRow struct {
+	Case                 string  `json:"case"`
+	Skipped              string  `json:"skipped,omitempty"`
+	Stepper              string  `json:"stepper,omitempty"`
+	Sampling             string  `json:"sampling,omitempty"` // a sampling case's parameters
+	SampledOn            string  `json:"sampled_on,omitempty"`
+	Walks                int64   `json:"walks,omitempty"`
+	Steps                int64   `json:"steps,omitempty"`
+	Instances            int64   `json:"instances,omitempty"`
+	Edges                int64   `json:"edges,omitempty"`
+	Queries              int64   `json:"queries,omitempty"`
+	Candidates           int64   `json:"candidates,omitempty"`
+	EngineRuns           int64   `json:"engine_runs,omitempty"`
+	DurationSeconds      float64 `json:"duration_seconds,omitempty"`
+	StepsPerSecond       float64 `json:"steps_per_second,omitempty"`
+	KernelStepsPerSecond float64 `json:"kernel_steps_per_second,omitempty"`
+	WalkedStepsPerSecond float64 `json:"walked_steps_per_second,omitempty"`
+	EdgesPerSecond       float64 `json:"edges_per_second,omitempty"`
+	InstancesPerSecond   float64 `json:"instances_per_second,omitempty"`
+	QueriesPerSecond     float64 `json:"queries_per_second,omitempty"`
+	EngineBytes          int64   `json:"engine_bytes,omitempty"`
+	TableBytes           int64   `json:"table_bytes,omitempty"`
+	TableBuildSeconds    float64 `json:"table_build_seconds,omitempty"`
+	PeakRSSBytes         int64   `json:"peak_rss_bytes,omitempty"`
+}
+
+// perSecond is n per d, 0 for no time: JSON has no infinity.
+func perSecond(n int64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
 }
 
 func caseNames() string {

@@ -60,7 +60,7 @@ func randomSeeds(g *graph.Graph, n int, seed uint64) []uint32 {
 // benchSample runs one sampling case on eng (graphsample.SampleRangeOn) and
 // prints SEPS: sampled edges per second of the whole call (the best of
 // repeat runs), and the engine that sampled.
-func benchSample(ctx context.Context, eng walk.Engine, name string, p graphsample.SampleParams, g *graph.Graph, sb sampleBench, seed uint64, repeat int, stdout io.Writer) error {
+func benchSample(ctx context.Context, eng walk.Engine, name string, p graphsample.SampleParams, g *graph.Graph, sb sampleBench, seed uint64, repeat int, stdout io.Writer) (benchRow, error) {
 	p.Seed, p.InstancesPerSeed = seed, 1
 	n := sb.seeds
 	if p.Kind == graphsample.FrontierWalk {
@@ -73,7 +73,7 @@ func benchSample(ctx context.Context, eng walk.Engine, name string, p graphsampl
 		t := time.Now()
 		_, s, err := graphsample.SampleRangeOn(ctx, eng, g, p, starts, 0, -1, sb.workers)
 		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+			return benchRow{}, fmt.Errorf("%s: %w", name, err)
 		}
 		if d := time.Since(t); r == 0 || d < best {
 			best, st = d, s
@@ -82,5 +82,7 @@ func benchSample(ctx context.Context, eng walk.Engine, name string, p graphsampl
 	fmt.Fprintf(stdout, "%-18s %s on %s: %d instances, %d sampled edges in %s: %.2f M SEPS, %.0f instances/s, peak RSS %.0f MiB\n",
 		name, p, graphsample.SampleEngine(eng, p), st.Instances, st.Edges, best.Round(time.Microsecond), float64(st.Edges)/best.Seconds()/1e6,
 		float64(st.Instances)/best.Seconds(), peakRSSMiB())
-	return nil
+	return benchRow{Case: name, Sampling: p.String(), SampledOn: graphsample.SampleEngine(eng, p), Instances: int64(st.Instances),
+		Edges: int64(st.Edges), DurationSeconds: best.Seconds(), EdgesPerSecond: perSecond(int64(st.Edges), best),
+		InstancesPerSecond: perSecond(int64(st.Instances), best), PeakRSSBytes: int64(peakRSSMiB() * (1 << 20))}, nil
 }

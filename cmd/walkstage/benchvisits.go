@@ -24,7 +24,7 @@ type visitsBench struct {
 // benchVisits runs the visits case and prints queries/s and counted steps/s
 // (the best of repeat runs). Seeds are drawn with splitmix64 from the vertices
 // that have out-edges, so every query spends its whole budget.
-func benchVisits(ctx context.Context, eng walk.Engine, g *graph.Graph, vb visitsBench, length int, seed uint64, repeat int, stdout io.Writer) error {
+func benchVisits(ctx context.Context, eng walk.Engine, g *graph.Graph, vb visitsBench, length int, seed uint64, repeat int, stdout io.Writer) (benchRow, error) {
 	alg := walk.Algorithm{Kind: walk.PPR, Length: length, StopProb: vb.restart}
 	qs := make([]visits.VisitQuery, vb.queries)
 	n := uint64(g.NumVertices())
@@ -48,7 +48,7 @@ func benchVisits(ctx context.Context, eng walk.Engine, g *graph.Graph, vb visits
 		t := time.Now()
 		_, s, err := visits.CountVisits(ctx, eng, g, p, qs)
 		if err != nil {
-			return fmt.Errorf("visits: %w", err)
+			return benchRow{}, fmt.Errorf("visits: %w", err)
 		}
 		if d := time.Since(t); r == 0 || d < best {
 			best, st = d, s
@@ -57,5 +57,8 @@ func benchVisits(ctx context.Context, eng walk.Engine, g *graph.Graph, vb visits
 	fmt.Fprintf(stdout, "visits: %d queries of one seed, ppr restart %g (length %d), %d steps/query, top %d: %s, %.0f queries/s, %.1f M counted steps/s (%.1f M walked), %d engine runs, %d candidates, peak RSS %.0f MiB\n",
 		vb.queries, vb.restart, length, vb.steps, vb.topK, best.Round(time.Millisecond), float64(vb.queries)/best.Seconds(),
 		float64(st.Steps)/best.Seconds()/1e6, float64(st.WalkedSteps)/best.Seconds()/1e6, st.Runs, st.Candidates, peakRSSMiB())
-	return nil
+	return benchRow{Case: "visits", Queries: int64(vb.queries), Steps: int64(st.Steps), Candidates: int64(st.Candidates),
+		EngineRuns: int64(st.Runs), DurationSeconds: best.Seconds(), QueriesPerSecond: perSecond(int64(vb.queries), best),
+		StepsPerSecond: perSecond(int64(st.Steps), best), WalkedStepsPerSecond: perSecond(int64(st.WalkedSteps), best),
+		PeakRSSBytes: int64(peakRSSMiB() * (1 << 20))}, nil
 }

@@ -209,6 +209,43 @@ func printJSON(w io.Writer, v any) error {
 	return json.NewEncoder(w).Encode(v)
 }
 
+// resultFlags are --quiet and --json, which every command that has a
+// result takes (TestJSONResultLines holds them to it): --json replaces the
+// result a reader gets on stdout with one JSON line for scripts, whose keys
+// are the request and event fields' (docs/reference/vocabulary.md);
+// --quiet prints nothing but errors, and with --json that line.
+type resultFlags struct {
+	quiet, json bool
+}
+
+func (r *resultFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&r.quiet, "quiet", false, "print nothing but errors (with --json, the result line)")
+	fs.BoolVar(&r.json, "json", false, "print the result as one JSON line on stdout (docs/reference/vocabulary.md)")
+}
+
+// writers are where the command writes its result for a reader (out:
+// stdout unless --json or --quiet) and its notes, warnings and progress
+// (notes: stderr unless --quiet). Errors go back to Main, which prints
+// them whatever the flags.
+func (r resultFlags) writers(stdout, stderr io.Writer) (out, notes io.Writer) {
+	out, notes = stdout, stderr
+	if r.json || r.quiet {
+		out = io.Discard
+	}
+	if r.quiet {
+		notes = io.Discard
+	}
+	return out, notes
+}
+
+// print writes v as the result line when --json asked for one.
+func (r resultFlags) print(stdout io.Writer, v any) error {
+	if !r.json {
+		return nil
+	}
+	return printJSON(stdout, v)
+}
+
 // graphResult is the --json line of graph generate and graph import; the
 // keys are those of graph info and of the request and event fields
 // (docs/reference/vocabulary.md).

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -271,5 +272,99 @@ func TestQuietAndJSON(t *testing.T) {
 	r = runCLI(t, "walk", "--graph", filepath.Join(dir, "missing.wsg"), "--out", out, "--quiet")
 	if r.code != 1 || !strings.Contains(r.stderr, "missing.wsg") {
 		t.Errorf("walk --quiet on a missing graph: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// noResult are the commands without a result line, and why: every other
+// command takes --json and --quiet.
+var noResult = map[string]string{
+	"run":  "a service: it runs until stopped, its output is logs, metrics and events",
+	"demo": "a tour for a person: its events and files are what it shows; the stage's events are the scripts' results",
+}
+
+// TestJSONResultLines: every command with a result takes --json and
+// --quiet; with both it prints exactly one line on stdout, a JSON object
+// with the command's key fields, and nothing on stderr; with --quiet
+// alone it prints nothing at all. The commands run in order on one
+// directory, each on what the ones before made (graph, catalog, output).
+func TestJSONResultLines(t *testing.T) {
+	dir := t.TempDir()
+	g := filepath.Join(dir, "g.wsg")
+	cat := "file://" + filepath.Join(dir, "catalog")
+	out := "file://" + filepath.Join(dir, "out")
+	cases := []struct {
+		cmd  string   // the command's path, as in the help
+		args []string // after the path, before --json --quiet
+		keys []string // in the line
+	}{
+		{"version", nil, []string{"version"}},
+		{"graph generate", []string{"--scale", "6", "--labels", "3", "--weighted", "--out", g}, []string{"graph", "graph_version", "vertices", "edges"}},
+		{"graph import", []string{filepath.Join(dir, "e.txt"), "--weighted", "--out", filepath.Join(dir, "i.wsg")}, []string{"graph_version", "input_edges"}},
+		{"graph info", []string{g}, []string{"graph_version", "max_degree"}},
+		{"graph export", []string{g, "--out", filepath.Join(dir, "e2.txt")}, []string{"graph_version", "edges", "import_flags", "exact"}},
+		{"graph publish", []string{g, "--to", cat}, []string{"graph_version", "sha256", "current"}},
+		{"graph list", []string{"--from", cat}, []string{"catalog", "versions"}},
+		{"graph prune", []string{"--from", cat, "--keep", "1"}, []string{"removed", "complete"}},
+		{"walk", []string{"--graph", g, "--out", out, "--batch-id", "j"}, []string{"status", "batch_id", "objects", "manifest"}},
+		{"output ls", []string{out, "--kind", "walks"}, []string{"batches", "objects"}},
+		{"output tidy", []string{out, "--older-than", "1h"}, []string{"removed", "complete"}},
+		{"bench", []string{"--scale", "5", "--length", "5", "--algorithms", "deepwalk,metapath,neighbor,visits",
+			"--visits-queries", "3", "--visits-steps", "50", "--sample-seeds", "3"}, []string{"graph", "engine", "cases"}},
+		{"load", []string{"--plain-upload", "--bucket", "file://" + filepath.Join(dir, "plain"), "--plain-bytes", "1000",
+			"--plain-object-bytes", "400", "--plain-parallel", "2"}, []string{"mode", "objects", "bytes", "duration_seconds"}},
+		{"gpu-probe", nil, []string{"device", "usable"}},
+	}
+	// Every command with --json in its help has a case here, and every
+	// command but those in noResult has --json.
+	tested := map[string]bool{}
+	for _, c := range cases {
+		tested[c.cmd] = true
+	}
+	for _, p := range commandPaths(nil, commands()) {
+		name := strings.Join(p, " ")
+		r := runCLI(t, append(p, "-h")...)
+		hasJSON := strings.Contains(r.stdout, "\n  --json\n")
+		hasQuiet := strings.Contains(r.stdout, "\n  --quiet\n")
+		group := strings.HasPrefix(r.stdout, "usage: walkstage "+name+" <subcommand>")
+		switch why, exempt := noResult[name]; {
+		case group || exempt:
+			if hasJSON {
+				t.Errorf("%s has --json but is listed as having no result (%s)", name, why)
+			}
+		case !hasJSON || !hasQuiet:
+			t.Errorf("%s: --json %v, --quiet %v in its help; want both (or a reason in noResult)", name, hasJSON, hasQuiet)
+		case !tested[name]:
+			t.Errorf("%s has --json but no case in this test", name)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "e.txt"), []byte("1 2 0.5\n2 3 1.5\n3 1 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		args := append(strings.Fields(c.cmd), c.args...)
+		r := runCLI(t, append(args, "--json", "--quiet")...)
+		if c.cmd == "gpu-probe" && r.code == 1 && r.stdout == "" && strings.Count(r.stderr, "\n") == 1 {
+			continue // no usable GPU here: an error, and no result line
+		}
+		if r.code != 0 || r.stderr != "" {
+			t.Errorf("%s --json --quiet: exit %d\nstderr: %s", c.cmd, r.code, r.stderr)
+			continue
+		}
+		var obj map[string]any
+		if strings.Count(r.stdout, "\n") != 1 || !strings.HasSuffix(r.stdout, "\n") || json.Unmarshal([]byte(r.stdout), &obj) != nil {
+			t.Errorf("%s --json --quiet: stdout is not one line of a JSON object:\n%s", c.cmd, r.stdout)
+			continue
+		}
+		for _, k := range c.keys {
+			if _, ok := obj[k]; !ok {
+				t.Errorf("%s --json: no %q in %s", c.cmd, k, r.stdout)
+			}
+		}
+		if c.cmd == "graph generate" || c.cmd == "walk" {
+			continue // run again, the same output: a second run refuses or rewrites
+		}
+		if r := runCLI(t, append(args, "--quiet")...); r.code != 0 || r.stdout+r.stderr != "" {
+			t.Errorf("%s --quiet: exit %d, printed:\n%s%s", c.cmd, r.code, r.stdout, r.stderr)
+		}
 	}
 }

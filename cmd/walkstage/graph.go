@@ -60,8 +60,8 @@ func graphGenerate(ctx context.Context, args []string, stdout, stderr io.Writer)
 	times := fs.Int64("times", 0, "add edge times uniform in [0, N), a function of the seed and the edge (0: none; a timed graph for temporal walks)")
 	name := fs.String("name", "", "graph name stored in the file (default rmat-s<scale>-e<edge-factor>)")
 	out := fs.String("out", "", "output graph file (required)")
-	quiet := fs.Bool("quiet", false, "print nothing but errors")
-	asJSON := fs.Bool("json", false, "print the result as one JSON line (docs/reference/vocabulary.md)")
+	var rf resultFlags
+	rf.register(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -88,11 +88,11 @@ func graphGenerate(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	saveTime := time.Since(t1)
 	switch {
-	case *asJSON:
+	case rf.json:
 		return printJSON(stdout, graphResult{Graph: g.Name, Version: g.Version, Vertices: g.NumVertices(), Edges: g.NumEdges(),
 			Weighted: g.Weighted(), Labelled: g.Labelled(), Out: *out, Bytes: fileSize(*out),
 			DurationSeconds: (genTime + saveTime).Seconds()})
-	case *quiet:
+	case rf.quiet:
 		return nil
 	}
 	fmt.Fprintf(stdout, "generated %s: V=%d E=%d in %s, saved %s (%s) in %s, version %s\n", g.Name, g.NumVertices(), g.NumEdges(),
@@ -116,8 +116,8 @@ func graphImport(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	tmpDir := fs.String("tmp-dir", "", "directory for sorted runs (default: the output's directory)")
 	runEdges := fs.Int("run-edges", 0, "edges sorted in memory at a time (default 4Mi; peak memory is about 150 bytes per run edge plus 24 per vertex)")
 	workers := fs.Int("workers", 0, "goroutines decoding the input and merging the sorted runs (default: one per core)")
-	quiet := fs.Bool("quiet", false, "print nothing but errors (no progress or phase lines, no result line)")
-	asJSON := fs.Bool("json", false, "print the result as one JSON line (docs/reference/vocabulary.md)")
+	var rf resultFlags
+	rf.register(fs)
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the import to this file")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -149,7 +149,7 @@ func graphImport(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	o := edgelist.ImportOptions{Name: *name, Undirected: *undirected, Weighted: *weighted, Labelled: *labelled,
 		SelfLoops: *selfLoops, Duplicates: policy, DenseIDs: *dense, TempDir: *tmpDir, RunEdges: *runEdges,
 		Workers: *workers, ProgressInterval: 3 * time.Second}
-	if !*quiet {
+	if !rf.quiet {
 		o.Progress = func(p edgelist.Progress) {
 			// The importer also reports at the end of each phase; a short
 			// import needs no progress lines.
@@ -172,7 +172,7 @@ func graphImport(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	el := time.Since(t0)
 	switch {
-	case *asJSON:
+	case rf.json:
 		name := *name
 		if g, err := graph.LoadWith(*out, graph.LoadOptions{SkipValidate: true}); err == nil {
 			name = g.Name // the importer's default when --name is not given
@@ -182,7 +182,7 @@ func graphImport(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			Weighted: *weighted, Labelled: *labelled, Out: *out, Bytes: st.OutputBytes, DurationSeconds: el.Seconds(),
 			Input: in, InputEdges: st.InputEdges, SelfLoopsDropped: st.SelfLoopsDropped, Duplicates: st.Duplicates,
 			DuplicatePolicy: *dups})
-	case *quiet:
+	case rf.quiet:
 		return nil
 	}
 	fmt.Fprintf(stdout, "imported %s: %d input edges (%d self-loops dropped, %d duplicates %s) -> V=%d E=%d in %s (%.1f MB/s, %.2f M edges/s, %d sorted runs), wrote %s (%s), version %s\n",
@@ -249,7 +249,8 @@ func graphInfo(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = subUsage(fs, "walkstage graph info [--verify] [--gpu-memory BYTES] g.wsg")
 	verify := fs.Bool("verify", false, "also verify the content checksum (reads every byte)")
 	gpuMemory := fs.Int64("gpu-memory", 0, "also print the GPU engine's placement plan for this much device memory for the graph (WALKSTAGE_GPU_MEMORY_LIMIT less the batch slots' quarter)")
-	asJSON := fs.Bool("json", false, "print the description as one JSON line (docs/reference/vocabulary.md)")
+	var rf resultFlags
+	rf.register(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -282,7 +283,7 @@ func graphInfo(args []string, stdout, stderr io.Writer) error {
 		}
 		return degs[min(n-1, int(p*float64(n)))]
 	}
-	if *asJSON {
+	if rf.json {
 		ts := walk.EstimateTables(g)
 		info := graphInfoResult{Graph: g.Name, Version: g.Version, File: path, FileBytes: fileSize(path), Vertices: n,
 			Edges: g.NumEdges(), Weighted: g.Weighted(), Labelled: g.Labelled(), Labels: g.NumLabels, ExternalIDs: g.IDs != nil,
@@ -292,6 +293,9 @@ func graphInfo(args []string, stdout, stderr io.Writer) error {
 			info.MaxDegree, info.MedianDegree, info.P99Degree = maxDeg, q(0.5), q(0.99)
 		}
 		return printJSON(stdout, info)
+	}
+	if rf.quiet {
+		return nil
 	}
 	tw := func(k, f string, a ...any) { fmt.Fprintf(stdout, "%-14s "+f+"\n", append([]any{k + ":"}, a...)...) }
 	tw("file", "%s (%s)", path, humanBytes(fileSize(path)))
@@ -366,6 +370,8 @@ key-value metadata (Parquet) gives the graph import command that rebuilds
 the graph with the same version.`)
 	format := fs.String("format", "", "text or parquet (default: parquet for *.parquet, else text)")
 	out := fs.String("out", "", "output file (required)")
+	var rf resultFlags
+	rf.register(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -396,16 +402,38 @@ the graph with the same version.`)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "exported %s (version %s): %d edges", g.Name, g.Version, st.Edges)
+	el := time.Since(t0)
+	w, notes := rf.writers(stdout, stderr)
+	fmt.Fprintf(w, "exported %s (version %s): %d edges", g.Name, g.Version, st.Edges)
 	if st.MarkerRows > 0 {
-		fmt.Fprintf(stdout, " and %d self-loop rows for vertices without edges", st.MarkerRows)
+		fmt.Fprintf(w, " and %d self-loop rows for vertices without edges", st.MarkerRows)
 	}
-	fmt.Fprintf(stdout, " to %s (%s) in %s\nrebuild with: walkstage graph import --format %s %s --name %q %s --out %s.wsg\n",
-		*out, humanBytes(fileSize(*out)), time.Since(t0).Round(time.Millisecond), f, strings.Join(st.ImportFlags, " "), g.Name, *out, g.Name)
+	fmt.Fprintf(w, " to %s (%s) in %s\nrebuild with: walkstage graph import --format %s %s --name %q %s --out %s.wsg\n",
+		*out, humanBytes(fileSize(*out)), el.Round(time.Millisecond), f, strings.Join(st.ImportFlags, " "), g.Name, *out, g.Name)
 	if !st.Exact {
-		fmt.Fprintf(stderr, "warning: importing this export will not give version %s: %s\n", g.Version, st.Inexact)
+		fmt.Fprintf(notes, "warning: importing this export will not give version %s: %s\n", g.Version, st.Inexact)
 	}
-	return nil
+	return rf.print(stdout, exportResult{Graph: g.Name, Version: g.Version, Out: *out, Format: string(f), Bytes: fileSize(*out),
+		Edges: st.Edges, MarkerRows: st.MarkerRows, ImportFlags: st.ImportFlags, Exact: st.Exact, Inexact: st.Inexact,
+		DurationSeconds: el.Seconds()})
+}
+
+// exportResult is graph export's --json line: the keys of graphResult
+// where they overlap, and what rebuilds the graph (import_flags, exact:
+// whether importing with them gives graph_version again, inexact: why
+// not).
+type exportResult struct {
+	Graph           string   `json:"graph"`
+	Version         string   `json:"graph_version"`
+	Out             string   `json:"out"`
+	Format          string   `json:"format"`
+	Bytes           int64    `json:"bytes"`
+	Edges           int64    `json:"edges"`
+	MarkerRows      int64    `json:"marker_rows"`
+	ImportFlags     []string `json:"import_flags"`
+	Exact           bool     `json:"exact"`
+	Inexact         string   `json:"inexact,omitempty"`
+	DurationSeconds float64  `json:"duration_seconds"`
 }
 
 func fileSize(path string) int64 {

@@ -29,6 +29,8 @@ func graphPublish(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		"Verifies g.wsg (structure and checksum), uploads it under <prefix>/versions/<version>.wsg\n"+
 		"and then replaces <prefix>/CURRENT, which stages with WALKSTAGE_GRAPH=<URL>/CURRENT follow.")
 	to := fs.String("to", "", "catalog URL: s3://bucket/prefix?region=..., gs://bucket/prefix, file:///dir (required)")
+	var rf resultFlags
+	rf.register(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -46,10 +48,51 @@ func graphPublish(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "published %s version %s (%s, sha256 %s) as %s in %s\n", p.Name, p.Version, humanBytes(p.Size),
-		p.SHA256[:16], p.Key, time.Since(t0).Round(time.Millisecond))
-	fmt.Fprintf(stdout, "CURRENT -> %s\n", p.Version)
-	return nil
+	el := time.Since(t0)
+	w, _ := rf.writers(stdout, stderr)
+	fmt.Fprintf(w, "published %s version %s (%s, sha256 %s) as %s in %s\n", p.Name, p.Version, humanBytes(p.Size),
+		p.SHA256[:16], p.Key, el.Round(time.Millisecond))
+	fmt.Fprintf(w, "CURRENT -> %s\n", p.Version)
+	return rf.print(stdout, publishResult{Catalog: *to, catalogVersion: versionOf(p, true), DurationSeconds: el.Seconds()})
+}
+
+// catalogVersion is a graph version in the --json lines of the catalog
+// subcommands: the pointer's fields (docs/reference/deploy.md) under the
+// keys of graph info's (graph, graph_version, bytes).
+type catalogVersion struct {
+	Graph   string    `json:"graph"`
+	Version string    `json:"graph_version"`
+	Key     string    `json:"key"`
+	Bytes   int64     `json:"bytes"`
+	SHA256  string    `json:"sha256"`
+	Created time.Time `json:"created"`
+	Current bool      `json:"current"` // CURRENT names it
+}
+
+func versionOf(p catalog.Pointer, current bool) catalogVersion {
+	return catalogVersion{Graph: p.Name, Version: p.Version, Key: p.Key, Bytes: p.Size, SHA256: p.SHA256, Created: p.Created, Current: current}
+}
+
+// publishResult is graph publish's --json line: the version published,
+// now CURRENT.
+type publishResult struct {
+	Catalog string `json:"catalog"`
+	catalogVersion
+	DurationSeconds float64 `json:"duration_seconds"`
+}
+
+// listResult is graph list's --json line: the versions newest first.
+type listResult struct {
+	Catalog  string           `json:"catalog"`
+	Versions []catalogVersion `json:"versions"`
+}
+
+// pruneResult is graph prune's --json line; complete is false when a
+// removal failed (the command then exits 1 after the line).
+type pruneResult struct {
+	Catalog  string           `json:"catalog"`
+	Removed  []catalogVersion `json:"removed"`
+	Complete bool             `json:"complete"`
 }
 
 func graphList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -58,6 +101,8 @@ func graphList(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Usage = subUsage(fs, "walkstage graph list --from URL\n\n"+
 		"Lists the catalog's graph versions, newest first; * marks CURRENT, the one stages follow.")
 	from := fs.String("from", "", "catalog URL: s3://bucket/prefix?region=..., gs://bucket/prefix, file:///dir (required)")
+	var rf resultFlags
+	rf.register(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -76,6 +121,16 @@ func graphList(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	list, err := c.List(ctx)
 	if err != nil {
 		return err
+	}
+	if rf.json {
+		res := listResult{Catalog: *from, Versions: []catalogVersion{}}
+		for _, e := range list {
+			res.Versions = append(res.Versions, versionOf(e.Pointer, e.Current))
+		}
+		return printJSON(stdout, res)
+	}
+	if rf.quiet {
+		return nil
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "\tVERSION\tNAME\tSIZE\tCREATED\tSHA256")
@@ -97,6 +152,8 @@ func graphPrune(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		"Removes all but the newest N versions of the catalog; the CURRENT version is never removed.")
 	from := fs.String("from", "", "catalog URL: s3://bucket/prefix?region=..., gs://bucket/prefix, file:///dir (required)")
 	keep := fs.Int("keep", 0, "versions to keep, newest first; CURRENT's is kept too (required, at least 1)")
+	var rf resultFlags
+	rf.register(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -113,12 +170,19 @@ func graphPrune(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	defer c.Close()
 	removed, err := c.Prune(ctx, *keep)
+	w, _ := rf.writers(stdout, stderr)
+	res := pruneResult{Catalog: *from, Removed: []catalogVersion{}, Complete: err == nil}
 	for _, p := range removed {
-		fmt.Fprintf(stdout, "removed %s (%s, created %s)\n", p.Version, humanBytes(p.Size), p.Created.Format(time.RFC3339))
+		fmt.Fprintf(w, "removed %s (%s, created %s)\n", p.Version, humanBytes(p.Size), p.Created.Format(time.RFC3339))
+		res.Removed = append(res.Removed, versionOf(p, false))
+	}
+	// What was removed before a failure is said either way.
+	if perr := rf.print(stdout, res); err == nil {
+		err = perr
 	}
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%d versions removed\n", len(removed))
+	fmt.Fprintf(w, "%d versions removed\n", len(removed))
 	return nil
 }

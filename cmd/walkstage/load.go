@@ -53,7 +53,7 @@ its request topic and reads its completion events and dead letters.
 Any dead letter or event other than succeeded fails the run. Seeds are drawn
 (--draw-seed) from the graph's vertices with out-edges. Topics and brokers
 default to the stage's WALKSTAGE_* variables. The last line of each
-measurement, "RESULT k=v ...", is for scripts.
+measurement, "RESULT k=v ...", is for scripts, as is --json.
 
 --plain-upload measures the object store alone: objects of random bytes
 uploaded as the sink uploads its parts, --plain-parallel at once.`)
@@ -96,6 +96,8 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 	fs.Int64Var(&pu.ObjectBytes, "plain-object-bytes", 64<<20, "plain upload: bytes per object")
 	fs.IntVar(&pu.Parallel, "plain-parallel", 16, "plain upload: objects at once")
 	fs.StringVar(&pu.Prefix, "plain-prefix", "plain-upload", "plain upload: key prefix (objects are deleted after)")
+	var rf resultFlags
+	rf.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -111,8 +113,9 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 		if err != nil {
 			return err
 		}
-		r.Report(stdout, pu)
-		return nil
+		w, _ := rf.writers(stdout, stderr)
+		r.Report(w, pu)
+		return rf.print(stdout, r.Summary(pu))
 	}
 	weightedSet := false
 	fs.Visit(func(f *flag.Flag) { weightedSet = weightedSet || f.Name == "weighted" })
@@ -146,14 +149,15 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 	if err := c.Normalize(); err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "load: %s of %d %s requests (batch ids %s-N) to %s on %s; events from %s\n", *mode, c.Requests, c.Output,
+	w, notes := rf.writers(stdout, stderr)
+	fmt.Fprintf(notes, "load: %s of %d %s requests (batch ids %s-N) to %s on %s; events from %s\n", *mode, c.Requests, c.Output,
 		c.IDPrefix, c.RequestTopic, strings.Join(c.Brokers, ","), c.EventTopic)
-	c.OnWatching = func() { fmt.Fprintln(stderr, "load: watching the event topics from their ends") }
+	c.OnWatching = func() { fmt.Fprintln(notes, "load: watching the event topics from their ends") }
 	t0 := time.Now()
 	r, err := loadgen.Run(ctx, c, *mode, pool)
 	if err != nil {
 		if r != nil {
-			fmt.Fprintf(stderr, "load: after %.1f s, %d of %d requests done\n", time.Since(t0).Seconds(), len(r.FetchToEvent), c.Requests)
+			fmt.Fprintf(notes, "load: after %.1f s, %d of %d requests done\n", time.Since(t0).Seconds(), len(r.FetchToEvent), c.Requests)
 		}
 		return err
 	}
@@ -162,6 +166,6 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 			return fmt.Errorf("bytes written: %w", err)
 		}
 	}
-	r.Report(stdout)
-	return nil
+	r.Report(w)
+	return rf.print(stdout, r.Summary())
 }

@@ -104,18 +104,17 @@ var Version = "dev"
 func versionCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
 	fs.Usage = subUsage(fs, "walkstage version [--json]")
-	asJSON := fs.Bool("json", false, `print {"version": ...} instead`)
+	var rf resultFlags
+	rf.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErrorf(fs, "unexpected argument %q", fs.Arg(0))
 	}
-	if *asJSON {
-		return printJSON(stdout, map[string]string{"version": Version})
-	}
-	fmt.Fprintln(stdout, "walkstage", Version)
-	return nil
+	w, _ := rf.writers(stdout, stderr)
+	fmt.Fprintln(w, "walkstage", Version)
+	return rf.print(stdout, map[string]string{"version": Version})
 }
 
 func usage(w io.Writer, cmds map[string]command) {

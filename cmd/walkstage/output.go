@@ -78,6 +78,8 @@ for file:// buckets; s3:// needs DuckDB's httpfs and credentials).`)
 	kind := fs.String("kind", "", "output kind: walks, visits or samples (required)")
 	batch := fs.String("batch", "", "only this batch id")
 	format := fs.String("format", "urls", "urls (one a line) or duckdb (a read_parquet call)")
+	var rf resultFlags
+	rf.register(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -105,22 +107,40 @@ for file:// buckets; s3:// needs DuckDB's httpfs and credentials).`)
 	if err != nil {
 		return err
 	}
+	w, notes := rf.writers(stdout, stderr)
+	res := lsResult{Kind: *kind, Batches: len(found.Batches), Objects: []string{}, LeftOut: []string{}}
 	for _, k := range found.LeftOut {
-		fmt.Fprintf(stderr, "walkstage output ls: left out %s: the manifest does not decode or lists a part that is missing or of another size\n",
+		fmt.Fprintf(notes, "walkstage output ls: left out %s: the manifest does not decode or lists a part that is missing or of another size\n",
 			store.ObjectURL(bucketURL, k))
+		res.LeftOut = append(res.LeftOut, store.ObjectURL(bucketURL, k))
 	}
 	keys := found.Parts()
+	for _, k := range keys {
+		res.Objects = append(res.Objects, store.ObjectURL(bucketURL, k))
+	}
 	if *format == "urls" {
-		for _, k := range keys {
-			fmt.Fprintln(stdout, store.ObjectURL(bucketURL, k))
+		for _, u := range res.Objects {
+			fmt.Fprintln(w, u)
 		}
-		return nil
+		return rf.print(stdout, res)
 	}
 	if len(keys) == 0 {
 		return fmt.Errorf("no committed %s parts under %s (read_parquet needs at least one file)", *kind, store.ObjectURL(bucketURL, of.prefix))
 	}
-	fmt.Fprintln(stdout, duckdbList(bucketURL, keys))
-	return nil
+	res.DuckDB = duckdbList(bucketURL, keys)
+	fmt.Fprintln(w, res.DuckDB)
+	return rf.print(stdout, res)
+}
+
+// lsResult is output ls's --json line: the committed parts' URLs (the
+// event's objects), how many batches' manifests listed them, the
+// manifests left out, and with --format duckdb the read_parquet call.
+type lsResult struct {
+	Kind    string   `json:"kind"`
+	Batches int      `json:"batches"`
+	Objects []string `json:"objects"`
+	LeftOut []string `json:"left_out"`
+	DuckDB  string   `json:"duckdb,omitempty"`
 }
 
 // duckdbList is a DuckDB read_parquet call over the keys: hive_partitioning
@@ -167,7 +187,7 @@ than the age.
 to its manifest, plus the clock skew between this host and the store: a
 stage still writing a younger part may yet list it. 0 only while no stage
 or 'walkstage walk' writes under the prefix. The last line, "RESULT k=v
-...", is for scripts.`)
+...", is for scripts, as is --json.`)
 	var of outputFlags
 	of.register(fs)
 	age := time.Duration(-1)
@@ -177,6 +197,8 @@ or 'walkstage walk' writes under the prefix. The last line, "RESULT k=v
 		}
 		return err
 	})
+	var rf resultFlags
+	rf.register(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -195,12 +217,40 @@ or 'walkstage walk' writes under the prefix. The last line, "RESULT k=v
 	defer bucket.Close()
 	t0 := time.Now()
 	st, err := sink.TidyOrphans(ctx, bucket, of.prefix, age, sink.WithCallTimeout(of.timeout))
+	el := time.Since(t0)
 	where := store.ObjectURL(bucketURL, strings.Trim(of.prefix, "/"))
+	if rf.json {
+		if perr := printJSON(stdout, tidyResult{URL: where, Removed: st.Removed(), Unlisted: st.UnlistedRemoved,
+			Abandoned: st.AbandonedRemoved, Bytes: st.BytesRemoved, YoungKept: st.YoungKept, Dirs: st.Dirs, DirsLeft: st.DirsLeft,
+			DurationSeconds: el.Seconds(), Complete: err == nil}); err == nil {
+			err = perr
+		}
+		return err
+	}
+	if rf.quiet {
+		return err
+	}
 	fmt.Fprintf(stdout, "%s: removed %d parts, %d bytes (%d that their batch's manifest does not list, %d in batch directories without a manifest) "+
 		"of %d batch directories; kept %d younger than %v; left %d directories alone (manifest undecodable or incomplete)\n",
 		where, st.Removed(), st.BytesRemoved, st.UnlistedRemoved, st.AbandonedRemoved, st.Dirs, st.YoungKept, age, st.DirsLeft)
 	fmt.Fprintf(stdout, "RESULT removed=%d unlisted=%d abandoned=%d bytes=%d young_kept=%d dirs=%d dirs_left=%d seconds=%.3f complete=%v\n",
 		st.Removed(), st.UnlistedRemoved, st.AbandonedRemoved, st.BytesRemoved, st.YoungKept, st.Dirs, st.DirsLeft,
-		time.Since(t0).Seconds(), err == nil)
+		el.Seconds(), err == nil)
 	return err
+}
+
+// tidyResult is output tidy's --json line: the keys of its RESULT line,
+// the duration as duration_seconds; complete is false when a listing or
+// a removal failed (the command then exits 1 after the line).
+type tidyResult struct {
+	URL             string  `json:"url"` // the bucket URL and prefix
+	Removed         int     `json:"removed"`
+	Unlisted        int     `json:"unlisted"`
+	Abandoned       int     `json:"abandoned"`
+	Bytes           int64   `json:"bytes"`
+	YoungKept       int     `json:"young_kept"`
+	Dirs            int     `json:"dirs"`
+	DirsLeft        int     `json:"dirs_left"`
+	DurationSeconds float64 `json:"duration_seconds"`
+	Complete        bool    `json:"complete"`
 }

@@ -22,7 +22,9 @@ func gpuProbeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 Exits 0 and prints "gpu: device 0 usable" when this binary was built with
 CUDA and device 0 takes a context and a memory round trip; exits 1 naming
 what failed otherwise. The GPU image's entrypoint runs it to pick the CUDA
-or the CPU build.`)
+or the CPU build. --json prints {"device":0,"usable":true} instead.`)
+	var rf resultFlags
+	rf.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -32,6 +34,15 @@ or the CPU build.`)
 	if err := gpu.Probe(0); err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, "gpu: device 0 usable")
-	return nil
+	w, _ := rf.writers(stdout, stderr)
+	fmt.Fprintln(w, "gpu: device 0 usable")
+	return rf.print(stdout, probeResult{Device: 0, Usable: true})
+}
+
+// probeResult is gpu-probe's --json line. A device that is not usable is
+// an error (exit 1), so usable is always true; it is there so the line
+// says what it means.
+type probeResult struct {
+	Device int  `json:"device"`
+	Usable bool `json:"usable"`
 }

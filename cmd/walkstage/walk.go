@@ -45,6 +45,13 @@ example:
   walkstage walk --graph g.wsg --algorithm node2vec --p 2 --q 0.5 --length 80 --walks-per-seed 10 \
                  --seeds all --rng-seed 42 --out file:///tmp/walks
 
+--algorithm temporal walks a graph with edge times (graph import --time-column, graph generate
+--times) forward (or --direction backward) in time, each step at or after the last one's edge time,
+with --time-bias uniform, linear or exponential (--time-scale); --with-times adds the times column
+(docs/reference/messages.md, "Temporal walks"), e.g.
+  walkstage walk --graph g.wsg --algorithm temporal --time-bias exponential --time-scale 3600000 \
+                 --start-time 1700000000000 --max-time-gap 86400000 --with-times --out file:///tmp/tw
+
 --output visits writes recommendation candidates instead (docs/reference/messages.md, "Visit counts"):
 every seed is one query, named by its external id, with --top-k and --steps-per-query (or
 --walks-per-seed given explicitly), one Parquet row per query, as the stage writes an output
@@ -312,7 +319,7 @@ func (o *walkOptions) algorithm() (walk.Algorithm, walkEncoding, error) {
 	}{{"p", walk.Node2Vec}, {"q", walk.Node2Vec}, {"stop-probability", walk.PPR}, {"schema", walk.MetaPath},
 		{"time-bias", walk.Temporal}, {"time-scale", walk.Temporal}, {"start-time", walk.Temporal},
 		{"max-time-gap", walk.Temporal}, {"direction", walk.Temporal}, {"with-times", walk.Temporal}} {
-		if o.set[f.flag] && kind != f.kind {
+		if o.set[f.flag] && kind != f.kind && !(kind == walk.Temporal && (f.flag == "p" || f.flag == "q")) {
 			return walk.Algorithm{}, enc, fmt.Errorf("--%s is for %s, not %s", f.flag, f.kind, kind)
 		}
 	}
@@ -328,6 +335,9 @@ func (o *walkOptions) algorithm() (walk.Algorithm, walkEncoding, error) {
 	case walk.Temporal:
 		if algo.Time, err = o.timeParams(); err != nil {
 			return walk.Algorithm{}, enc, err
+		}
+		if o.set["p"] || o.set["q"] { // temporal Node2Vec
+			algo.P, algo.Q = o.p, o.q
 		}
 	}
 	if err := algo.Validate(nil); err != nil {

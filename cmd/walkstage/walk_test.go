@@ -300,4 +300,18 @@ func TestWalkCommandTemporal(t *testing.T) {
 	if _, err := runWalk(t, "--graph", gp, "--algorithm", "temporal", "--with-times", "--output", "visits"); err == nil || !strings.Contains(err.Error(), "--with-times is for --output walks") {
 		t.Errorf("--with-times --output visits: %v", err)
 	}
+	// --p and --q make it temporal Node2Vec.
+	dir := t.TempDir()
+	if res, err := runWalk(t, "--graph", gp, "--out", "file://"+dir, "--batch-id", "n", "--algorithm", "temporal", "--p", "2", "--q", "0.5", "--length", "5"); err != nil {
+		t.Fatalf("temporal node2vec: %v\n%s", err, res)
+	}
+	b, err := store.OpenBucket(context.Background(), "file://"+dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	m, err := sink.ReadManifest(context.Background(), b, "walks/kind=walks/graph=rmat-s8-e4/algorithm=temporal/batch=n/_SUCCESS")
+	if err != nil || m.Algorithm.P != 2 || m.Algorithm.Q != 0.5 {
+		t.Fatalf("temporal node2vec manifest %+v: %v", m, err)
+	}
 }

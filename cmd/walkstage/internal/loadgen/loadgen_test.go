@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -214,6 +216,19 @@ func TestBacklogAndIdleCountEveryEvent(t *testing.T) {
 	if !strings.Contains(out.String(), "RESULT mode=idle output=visits requests=5 ") {
 		t.Errorf("report:\n%s", out.String())
 	}
+	// load --json's line: the same figures, durations in seconds.
+	line, err := json.Marshal(r.Summary())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum map[string]any
+	if err := json.Unmarshal(line, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum["mode"] != "idle" || sum["requests"] != 5.0 || sum["queries"] != 15.0 || sum["candidates"] != 150.0 ||
+		sum["produce_to_event_p50_seconds"] != Quantile(r.ProduceToEvent, 0.5).Seconds() || sum["duration_seconds"] != r.Elapsed.Seconds() {
+		t.Errorf("summary: %s", line)
+	}
 }
 
 // A true backlog: the requests produced while no stage runs, then a
@@ -286,5 +301,30 @@ func TestPlainUploadWritesTheVolume(t *testing.T) {
 	}
 	if r.Objects != 4 || r.Bytes != p.Bytes {
 		t.Errorf("%d objects, %d bytes; want 4, %d", r.Objects, r.Bytes, p.Bytes)
+	}
+}
+
+// load --json's line gives the RESULT line's figures: the same seconds and
+// rates, over the first event to the last for a collect phase.
+func TestSummaryMatchesResultLine(t *testing.T) {
+	for _, phase := range []string{PhaseAll, PhaseCollect} {
+		r := &Result{Mode: ModeBacklog, Output: OutputWalks, Phase: phase, Requests: 10, Elapsed: 4 * time.Second,
+			FirstToLast: 2 * time.Second, FirstEvent: 1100, Walks: 100, Steps: 10_900, Bytes: -1}
+		var out strings.Builder
+		r.Report(&out)
+		var sec, vps float64
+		for _, f := range strings.Fields(out.String()[strings.Index(out.String(), "RESULT "):]) {
+			k, v, _ := strings.Cut(f, "=")
+			switch k {
+			case "seconds":
+				sec, _ = strconv.ParseFloat(v, 64)
+			case "walk_vertices_per_s":
+				vps, _ = strconv.ParseFloat(v, 64)
+			}
+		}
+		s := r.Summary()
+		if s.Phase != phase || s.DurationSeconds != sec || math.Round(s.WalkVerticesPerSecond) != vps {
+			t.Errorf("phase %q: summary %+v, RESULT seconds=%v walk_vertices_per_s=%v", phase, s, sec, vps)
+		}
 	}
 }

@@ -122,3 +122,21 @@ func (r *PlainResult) Report(w io.Writer, p PlainUpload) {
 	fmt.Fprintf(w, "RESULT mode=plain-upload objects=%d object_bytes=%d bytes=%d seconds=%.3f gb_per_s=%.3f parallel=%d\n",
 		r.Objects, p.ObjectBytes, r.Bytes, sec, float64(r.Bytes)/1e9/sec, p.Parallel)
 }
+
+// PlainSummary is a plain upload as load --plain-upload --json prints it.
+type PlainSummary struct {
+	Mode            string  `json:"mode"` // plain-upload
+	Objects         int     `json:"objects"`
+	ObjectBytes     int64   `json:"object_bytes"`
+	Bytes           int64   `json:"bytes"`
+	Parallel        int     `json:"parallel"`
+	DurationSeconds float64 `json:"duration_seconds"`
+	BytesPerSecond  float64 `json:"bytes_per_second"`
+}
+
+// Summary returns r's figures for a JSON line.
+func (r *PlainResult) Summary(p PlainUpload) PlainSummary {
+	sec := r.Elapsed.Seconds()
+	return PlainSummary{Mode: "plain-upload", Objects: r.Objects, ObjectBytes: p.ObjectBytes, Bytes: r.Bytes,
+		Parallel: p.Parallel, DurationSeconds: sec, BytesPerSecond: perSecond(float64(r.Bytes), sec)}
+}

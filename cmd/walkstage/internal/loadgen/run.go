@@ -448,18 +448,90 @@ func (r *Result) Report(w io.Writer) {
 	if r.Ignored > 0 || r.Duplicates > 0 {
 		fmt.Fprintf(w, "  ignored %d events of other batches, %d repeated events\n", r.Ignored, r.Duplicates)
 	}
-	vertices, queries := r.WalkVertices(), r.Queries
-	if r.Phase == PhaseCollect {
-		if r.Output == OutputVisits {
-			queries = rate
-		} else {
-			vertices = rate
-		}
-	}
+	_, vertices, queries := r.window()
 	fmt.Fprintf(w, "RESULT mode=%s output=%s requests=%d seconds=%.3f requests_per_s=%.2f walk_vertices_per_s=%.0f queries_per_s=%.1f bytes=%d"+
 		" produce_event_p50_ms=%.2f produce_event_p99_ms=%.2f fetch_event_p50_ms=%.2f fetch_event_p95_ms=%.2f fetch_event_p99_ms=%.2f fetch_publish_p99_ms=%.2f expensive_s=%.3f before_expensive=%d during_p99_ms=%.2f during_max_ms=%.2f\n",
 		r.Mode, r.Output, r.Requests, sec, float64(r.Requests)/sec, float64(vertices)/sec, float64(queries)/sec, r.Bytes,
 		ms(Quantile(r.ProduceToEvent, 0.5)), ms(Quantile(r.ProduceToEvent, 0.99)),
 		ms(Quantile(r.FetchToEvent, 0.5)), ms(Quantile(r.FetchToEvent, 0.95)), ms(Quantile(r.FetchToEvent, 0.99)),
 		ms(Quantile(r.StageTotal, 0.99)), r.Expensive.Seconds(), r.SmallBeforeDone, ms(Quantile(r.During(), 0.99)), ms(Quantile(r.During(), 1)))
+}
+
+// window is what the rates are over: the seconds, and the walk vertices
+// and queries in them. That is the whole measurement, but for a collect
+// the first event to the last (the stage started after the requests were
+// queued), without the first event's work.
+func (r *Result) window() (sec float64, vertices, queries int64) {
+	sec, vertices, queries = r.Elapsed.Seconds(), r.WalkVertices(), r.Queries
+	if r.Phase == PhaseCollect {
+		sec = r.FirstToLast.Seconds()
+		if r.Output == OutputVisits {
+			queries -= r.FirstEvent
+		} else {
+			vertices -= r.FirstEvent
+		}
+	}
+	return sec, vertices, queries
+}
+
+// Summary is a measurement as load --json prints it: the figures of the
+// RESULT line, with durations in seconds under _seconds keys and rates
+// per second (docs/reference/vocabulary.md). Bytes is -1 when no bucket
+// was read. DurationSeconds and the rates are over Result.window; a
+// produce phase has only the requests and the seconds they took.
+type Summary struct {
+	Mode                  string  `json:"mode"`
+	Phase                 string  `json:"phase,omitempty"`
+	Output                string  `json:"output"`
+	Requests              int     `json:"requests"`
+	DurationSeconds       float64 `json:"duration_seconds"`
+	RequestsPerSecond     float64 `json:"requests_per_second"`
+	Walks                 int64   `json:"walks"`
+	Steps                 int64   `json:"steps"`
+	WalkVerticesPerSecond float64 `json:"walk_vertices_per_second"`
+	Queries               int64   `json:"queries"`
+	Candidates            int64   `json:"candidates"`
+	QueriesPerSecond      float64 `json:"queries_per_second"`
+	Bytes                 int64   `json:"bytes"`
+	// Quantiles of the latencies (Result's ProduceToEvent, FetchToEvent,
+	// StageTotal); produce_to_event is measured in the idle and beside
+	// modes only (0 otherwise).
+	ProduceToEventP50Seconds float64 `json:"produce_to_event_p50_seconds"`
+	ProduceToEventP99Seconds float64 `json:"produce_to_event_p99_seconds"`
+	FetchToEventP50Seconds   float64 `json:"fetch_to_event_p50_seconds"`
+	FetchToEventP95Seconds   float64 `json:"fetch_to_event_p95_seconds"`
+	FetchToEventP99Seconds   float64 `json:"fetch_to_event_p99_seconds"`
+	FetchToPublishP99Seconds float64 `json:"fetch_to_publish_p99_seconds"`
+	// Beside: the expensive request's produce to its event, the measured
+	// requests whose event came before it, and their latency meanwhile.
+	ExpensiveSeconds float64 `json:"expensive_seconds,omitempty"`
+	BeforeExpensive  int     `json:"before_expensive,omitempty"`
+	DuringP99Seconds float64 `json:"during_p99_seconds,omitempty"`
+	DuringMaxSeconds float64 `json:"during_max_seconds,omitempty"`
+	IgnoredEvents    int     `json:"ignored_events"`
+	DuplicateEvents  int     `json:"duplicate_events"`
+}
+
+// Summary returns r's figures for a JSON line.
+func (r *Result) Summary() Summary {
+	sec, vertices, queries := r.window()
+	s := func(ds []time.Duration, q float64) float64 { return Quantile(ds, q).Seconds() }
+	return Summary{Mode: r.Mode, Phase: r.Phase, Output: r.Output, Requests: r.Requests, DurationSeconds: sec,
+		RequestsPerSecond: perSecond(float64(r.Requests), sec), Walks: r.Walks, Steps: r.Steps,
+		WalkVerticesPerSecond: perSecond(float64(vertices), sec), Queries: r.Queries, Candidates: r.Candidates,
+		QueriesPerSecond: perSecond(float64(queries), sec), Bytes: r.Bytes,
+		ProduceToEventP50Seconds: s(r.ProduceToEvent, 0.5), ProduceToEventP99Seconds: s(r.ProduceToEvent, 0.99),
+		FetchToEventP50Seconds: s(r.FetchToEvent, 0.5), FetchToEventP95Seconds: s(r.FetchToEvent, 0.95),
+		FetchToEventP99Seconds: s(r.FetchToEvent, 0.99), FetchToPublishP99Seconds: s(r.StageTotal, 0.99),
+		ExpensiveSeconds: r.Expensive.Seconds(), BeforeExpensive: r.SmallBeforeDone,
+		DuringP99Seconds: s(r.During(), 0.99), DuringMaxSeconds: s(r.During(), 1),
+		IgnoredEvents: r.Ignored, DuplicateEvents: r.Duplicates}
+}
+
+// perSecond is n/sec, 0 for no time: JSON has no infinity.
+func perSecond(n, sec float64) float64 {
+	if sec <= 0 {
+		return 0
+	}
+	return n / sec
 }
