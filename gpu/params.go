@@ -28,10 +28,15 @@ type walkParams struct {
 	timeBias, timeFlags           uint64
 	timeStart, maxGap             int64
 	timeScale                     float64
-	expOffsets                    [walk.MaxExpBands + 1]int64
-	expEnv                        [walk.MaxExpBands + 1]float64
+	expOffsets                    [expTableLen]int64
+	expEnv                        [expTableLen]float64
 	coarse                        uint64
 }
+
+// expTableLen is the length of the parameters' band table
+// (WalkParams.exp_offsets, exp_env): room for walk.MaxExpBands+1 entries
+// (checked by TestParamsLayout), the kernels' layout fixed.
+const expTableLen = 49
 
 // paramsSize is sizeof(ws::WalkParams).
 const paramsSize = 1232
@@ -107,8 +112,10 @@ func temporalParams(p *walkParams, t walk.TimeParams) {
 	if t.Backward {
 		p.timeFlags |= timeBackward
 	}
-	p.expOffsets, p.expEnv = [walk.MaxExpBands + 1]int64{}, [walk.MaxExpBands + 1]float64{}
+	p.expOffsets, p.expEnv = [expTableLen]int64{}, [expTableLen]float64{}
 	if t.Bias == walk.TimeExponential {
-		p.expOffsets, p.expEnv = walk.ExpBandTable(t.Scale)
+		off, env := walk.ExpBandTable(t.Scale)
+		copy(p.expOffsets[:], off[:])
+		copy(p.expEnv[:], env[:])
 	}
 }

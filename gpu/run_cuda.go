@@ -30,6 +30,11 @@ func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) e
 	if err := walk.ValidateJobs(e.g, jobs); err != nil {
 		return err
 	}
+	for _, j := range jobs {
+		if err := temporalSupported(j.Algorithm, e.placed == nil && e.cfg.stripes == nil); err != nil {
+			return fmt.Errorf("gpu: job %d: %w", j.Tag, err)
+		}
+	}
 	t0 := time.Now()
 	e.stats = walk.RunStats{TableBytes: e.tableBytes, TableBuild: e.tableBuild}
 	for _, grp := range groupJobs(jobs) {

@@ -3,7 +3,6 @@
 package gpu
 
 import (
-	"errors"
 	"fmt"
 	"time"
 	"unsafe"
@@ -64,16 +63,11 @@ func (e *Engine) setupTemporal() error {
 	return nil
 }
 
-// errTemporalPlaced is returned for a temporal run on an engine that does
-// not hold the whole graph: the temporal kernels read every edge array
-// from device memory.
-var errTemporalPlaced = errors.New("temporal walks on the GPU need the whole graph in device memory (no placement plan, no stripes); use the CPU engine or a larger device")
-
 // temporalTables uploads Times and ByTime once and, for a weighted
 // algorithm, builds the prefix sums once (device thread).
 func (e *Engine) temporalTables(alg walk.Algorithm) error {
-	if e.placed != nil || e.cfg.stripes != nil {
-		return fmt.Errorf("gpu: %w", errTemporalPlaced)
+	if err := temporalSupported(alg, e.placed == nil && e.cfg.stripes == nil); err != nil {
+		return fmt.Errorf("gpu: %w", err) // Run refused it already; kept for any other caller
 	}
 	t := &e.tmp
 	g := e.g

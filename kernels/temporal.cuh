@@ -31,7 +31,8 @@ namespace ws {
 constexpr int kMaxExpBands = 48;  // walk.MaxExpBands (the params' table size)
 // expBandCount's largest K for a window below 2^32 edges: the size of the
 // per-thread band arrays.
-constexpr int kMaxBandsUsed = (33 * 7 + 9) / 10 + 2;
+constexpr int kMaxExpBandsSpec = 32;  // walk.maxExpBands: expBandCount's cap
+constexpr int kMaxBandsUsed = (33 * 7 + 9) / 10 + 2 < kMaxExpBandsSpec ? (33 * 7 + 9) / 10 + 2 : kMaxExpBandsSpec;
 enum TimeBias : uint32_t { kTimeUniform = 0, kTimeLinear = 1, kTimeExponential = 2 };  // walk.TimeBias
 // WalkParams.time_flags bits.
 constexpr uint64_t kTimeHasStart = 1, kTimeHasMaxGap = 2, kTimeBackward = 4;
@@ -230,7 +231,7 @@ __device__ __forceinline__ uint64_t exp_band_step(const TemporalCtx& C, uint64_t
   uint32_t bnd[kMaxBandsUsed + 2];
   double cum[kMaxBandsUsed + 1];
   const uint64_t n = hi - lo;
-  const int K = ((64 - __clzll((long long)n)) * 7 + 9) / 10 + 2;  // walk.expBandCount
+  const int K = min(((64 - __clzll((long long)n)) * 7 + 9) / 10 + 2, kMaxExpBandsSpec);  // walk.expBandCount
   const int64_t ref = __ldg(times + (back ? hi - 1 : lo));
   uint64_t nearp = back ? hi : lo;
   bnd[0] = (uint32_t)(nearp - lo);
@@ -282,20 +283,19 @@ __device__ __forceinline__ uint64_t exp_band_step(const TemporalCtx& C, uint64_t
 }
 
 // temporal_step is walk's temporalStep: the window of the vertex whose time
-// order is [a, b) under bound t, and the position its draw picks; ~0 when
-// the window is empty (or has no weight), which ends the walk.
+// order is [a, b) under bound t (none unless bounded: the first step
+// without a start time), and the position its draw picks; ~0 when the
+// window is empty (or has no weight), which ends the walk.
 template <int kBias, bool kWeighted>
 __device__ __forceinline__ uint64_t temporal_step(const TemporalCtx& C, uint64_t a, uint64_t b, int64_t t,
-                                                  uint64_t seed, uint64_t walk, uint32_t step) {
+                                                  bool bounded, uint64_t seed, uint64_t walk, uint32_t step) {
   const WalkParams& P = *C.P;
   const uint64_t flags = P.time_flags;
   uint64_t lo = a, hi = b;
-  if (!C.backward) {
-    if (t != INT64_MIN) {
-      lo = search_time<false, kGallopNone>(C.times, C.coarse, a, b, t);
-      if (flags & kTimeHasMaxGap) hi = search_time<true, kGallopUp>(C.times, C.coarse, lo, b, sat_add(t, P.max_gap));
-    }
-  } else if (t != INT64_MAX) {
+  if (bounded && !C.backward) {
+    lo = search_time<false, kGallopNone>(C.times, C.coarse, a, b, t);
+    if (flags & kTimeHasMaxGap) hi = search_time<true, kGallopUp>(C.times, C.coarse, lo, b, sat_add(t, P.max_gap));
+  } else if (bounded) {
     hi = search_time<true, kGallopNone>(C.times, C.coarse, a, b, t);
     if (flags & kTimeHasMaxGap) lo = search_time<false, kGallopDown>(C.times, C.coarse, a, hi, sat_add(t, -P.max_gap));
   }

@@ -290,6 +290,7 @@ __device__ __forceinline__ void walk_temporal_body(const WalkParams* __restrict_
   const uint32_t n = (uint32_t)params->n_tasks;
   const uint32_t length = (uint32_t)params->length;
   const int64_t bound = params->time_start;
+  const bool has_start = (params->time_flags & kTimeHasStart) != 0;
   TemporalCtx C;
   C.times = params->times;
   C.coarse = params->coarse;
@@ -328,7 +329,7 @@ __device__ __forceinline__ void walk_temporal_body(const WalkParams* __restrict_
         if (times_out) times_out[(uint64_t)idx * stride] = t;
       }
     }
-    const uint64_t k = a < b ? temporal_step<kBias, kWeighted>(C, a, b, t, seed, walk, step) : ~0ull;
+    const uint64_t k = a < b ? temporal_step<kBias, kWeighted>(C, a, b, t, step > 0 || has_start, seed, walk, step) : ~0ull;
     bool more = k != ~0ull;
     if (more) {
       const uint32_t next = __ldg(targets + a + __ldg(C.bytime + k));
