@@ -21,7 +21,8 @@ import (
 //	WALKSTAGE_GPU_BENCH=22 .dev/gpu.test -test.run BenchRMAT -test.v
 //
 // R-MAT scale $WALKSTAGE_GPU_BENCH, edge factor 16, undirected, weights in
-// [1,5), 5 labels, one walk from every vertex, 80 steps (PPR: every walk
+// [1,5), 5 labels, times uniform in [0, 10^6) (temporal rows: exponential
+// scale 10^4), one walk from every vertex, 80 steps (PPR: every walk
 // from the highest-degree vertex). WALKSTAGE_GPU_BENCH_ONLY=name,name
 // selects rows. Times are kernel time (events around the launches) after
 // the graph is resident; the table build is reported separately.
@@ -32,7 +33,7 @@ func TestBenchRMAT(t *testing.T) {
 	}
 	t0 := time.Now()
 	g, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: scale, EdgeFactor: 16, Seed: 1,
-		Undirected: true, Weighted: true, Labels: 5, Name: fmt.Sprintf("rmat%d", scale)})
+		Undirected: true, Weighted: true, Labels: 5, Name: fmt.Sprintf("rmat%d", scale), TimeSpan: 1_000_000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,6 +47,13 @@ func TestBenchRMAT(t *testing.T) {
 	fromHub := make([]uint32, g.NumVertices())
 	for i := range fromHub {
 		fromHub[i] = hub
+	}
+	temporal := func(b walk.TimeBias, weighted bool) walk.Algorithm {
+		a := walk.Algorithm{Kind: walk.Temporal, Length: 80, Weighted: weighted, Time: walk.TimeParams{Bias: b}}
+		if b == walk.TimeExponential {
+			a.Time.Scale = 10_000
+		}
+		return a
 	}
 	rows := []struct {
 		name    string
@@ -71,6 +79,13 @@ func TestBenchRMAT(t *testing.T) {
 		{"node2vec", walk.Algorithm{Kind: walk.Node2Vec, Length: 80, Weighted: true, P: 2, Q: 0.5}, all, -1, 0, 0},
 		{"metapath", walk.Algorithm{Kind: walk.MetaPath, Length: 80, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}}, all, -1, 0, 0},
 		{"metapath-dprs", walk.Algorithm{Kind: walk.MetaPath, Length: 80, Weighted: true, Schema: []uint8{0, 1, 2, 3, 4}, Stepper: walk.StepperDPRS}, all, -1, 0, 0},
+		{"temporal", temporal(walk.TimeUniform, false), all, -1, 0, 0},
+		{"temporal-linear", temporal(walk.TimeLinear, false), all, -1, 0, 0},
+		{"temporal-exp", temporal(walk.TimeExponential, false), all, -1, 0, 0},
+		{"temporal-exp-regs", temporal(walk.TimeExponential, false), all, 0, 0, 0},
+		{"temporal-weighted", temporal(walk.TimeUniform, true), all, -1, 0, 0},
+		{"temporal-lin-w", temporal(walk.TimeLinear, true), all, -1, 0, 0},
+		{"temporal-exp-w", temporal(walk.TimeExponential, true), all, -1, 0, 0},
 		{"ppr", walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2}, fromHub, -1, 0, 0},
 		{"ppr-weighted", walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2, Weighted: true}, fromHub, -1, 0, 0},
 	}

@@ -131,6 +131,8 @@ type Engine struct {
 	// stripeBytes is the stripes' memory on the engine's device, counted
 	// against its memory limit.
 	stripeBytes int64
+	// tmp is the temporal kernels and the timed graph's device arrays.
+	tmp temporalState
 	// inject makes chosen allocations or copies fail (faults_cuda_test.go
 	// only; nil otherwise).
 	inject *faults
@@ -281,6 +283,7 @@ func (e *Engine) Close() error {
 			e.free(name, p)
 		}
 		e.releasePlaced()
+		e.releaseTemporal()
 		for i := range e.visitHost {
 			e.visitHost[i].release(e)
 		}

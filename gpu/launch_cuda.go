@@ -23,11 +23,15 @@ func launch(fn cu.Function, grid, block int, s cu.Stream, args []uint64) error {
 
 // enqueue fills slot s's pinned inputs with batch b and queues copies in,
 // the kernel between two events, and copies out on s's stream.
-func (e *Engine) enqueue(s *batchSlot, b *batch, alg walk.Algorithm) error {
+func (e *Engine) enqueue(s *batchSlot, b *batch, alg walk.Algorithm, withTimes bool) error {
 	n := b.walks
 	nj := fillTasks(s, b)
 	p := e.fillParams(s, alg, n)
 	stride := p.stride
+	s.withTimes = withTimes && s.dTimes != 0
+	if s.withTimes {
+		p.timesOut, s.timesStride = uint64(s.dTimes), int64(stride)
+	}
 	fn, block, grid := e.walkKernel(alg, n)
 	tiles := packTiles(n)
 	err := e.dev.do(func() error {
@@ -56,6 +60,12 @@ func (e *Engine) enqueue(s *batchSlot, b *batch, alg walk.Algorithm) error {
 			{"pack rows", func() error {
 				return launch(e.fnPackRows, int(tiles), packThreads, st,
 					[]uint64{uint64(s.dResult), uint64(s.dLengths), uint64(s.dPartials), uint64(n), stride, uint64(s.dDense)})
+			}},
+			{"copy times", func() error {
+				if !s.withTimes {
+					return nil
+				}
+				return e.copyDtoHAsync(unsafe.Pointer(&s.hTimes[0]), s.dTimes, n*int64(stride)*8, st)
 			}},
 			{"copy lengths", func() error { return e.copyDtoHAsync(unsafe.Pointer(&s.hLengths[0]), s.dLengths, n*4, st) }},
 			{"copy total", func() error {
@@ -118,6 +128,12 @@ func (e *Engine) fillParams(s *batchSlot, alg walk.Algorithm, n int64) *walkPara
 			p.segAlias = uint64(e.dSegAlias)
 		}
 	}
+	if alg.Kind == walk.Temporal {
+		p.times, p.byTime, p.coarse = uint64(e.tmp.dTimes), uint64(e.tmp.dByTime), uint64(e.tmp.dCoarse)
+		if alg.Weighted {
+			p.cumw = uint64(e.tmp.dCumw)
+		}
+	}
 	e.placedParams(p)
 	return p
 }
@@ -149,6 +165,10 @@ func (e *Engine) walkKernel(alg walk.Algorithm, n int64) (fn cu.Function, block,
 		pl = 1
 	}
 	fn, block, occ, perBlock := e.fnThread[pl][mode][variant], threadBlock, e.occThread[pl][mode][variant], int64(threadBlock)
+	if alg.Kind == walk.Temporal {
+		fn, block, occ = e.temporalKernel(alg)
+		return fn, block, int(min(int64(e.numSM*max(occ, 1)), (n+perBlock-1)/perBlock))
+	}
 	if (sampler == walk.StepperZPRS || sampler == walk.StepperDPRS) && !e.useLabelTables(alg) {
 		d, n2v := 0, 0
 		if sampler == walk.StepperDPRS {

@@ -23,10 +23,30 @@ type walkParams struct {
 	hSegTargets, hSegAlias                   uint64
 	schemaLen                                uint64
 	schema                                   [walk.MaxSchemaLen]uint8
+	// Temporal walks (kernels/temporal.cuh).
+	times, byTime, cumw, timesOut uint64
+	timeBias, timeFlags           uint64
+	timeStart, maxGap             int64
+	timeScale                     float64
+	expOffsets                    [expTableLen]int64
+	expEnv                        [expTableLen]float64
+	coarse                        uint64
 }
 
+// expTableLen is the length of the parameters' band table
+// (WalkParams.exp_offsets, exp_env): room for walk.MaxExpBands+1 entries
+// (checked by TestParamsLayout), the kernels' layout fixed.
+const expTableLen = 49
+
 // paramsSize is sizeof(ws::WalkParams).
-const paramsSize = 368
+const paramsSize = 1232
+
+// Time flags (ws::kTimeHasStart, kTimeHasMaxGap, kTimeBackward).
+const (
+	timeHasStart  = 1
+	timeHasMaxGap = 2
+	timeBackward  = 4
+)
 
 // rowPitch is the result pool's row length in vertices for walks of length
 // steps: Length+1 rounded up to 8, so rows start on 32-byte sectors and the
@@ -70,8 +90,32 @@ func algorithmParams(p *walkParams, a walk.Algorithm, warpThreshold uint32) {
 		}
 		p.bias = f
 	}
+	temporalParams(p, a.Time)
 	p.warpThreshold = uint64(warpThreshold)
 	p.schemaLen = uint64(len(a.Schema))
 	p.schema = [walk.MaxSchemaLen]uint8{}
 	copy(p.schema[:], a.Schema)
+}
+
+// temporalParams fills the time part of the launch parameters (zero for
+// other kinds): the bias, the first step's bound, the gap and, for the
+// exponential bias, the band table every step shares, from walk's own
+// computation so the kernel's cuts and envelopes are the CPU's.
+func temporalParams(p *walkParams, t walk.TimeParams) {
+	p.timeBias, p.timeFlags, p.timeStart, p.maxGap, p.timeScale = uint64(t.Bias), 0, t.Bound(), t.MaxGap, t.Scale
+	if t.HasStart {
+		p.timeFlags |= timeHasStart
+	}
+	if t.HasMaxGap {
+		p.timeFlags |= timeHasMaxGap
+	}
+	if t.Backward {
+		p.timeFlags |= timeBackward
+	}
+	p.expOffsets, p.expEnv = [expTableLen]int64{}, [expTableLen]float64{}
+	if t.Bias == walk.TimeExponential {
+		off, env := walk.ExpBandTable(t.Scale)
+		copy(p.expOffsets[:], off[:])
+		copy(p.expEnv[:], env[:])
+	}
 }

@@ -3,6 +3,8 @@ package gpu
 import (
 	"testing"
 	"unsafe"
+
+	"github.com/walkstage/walkstage/walk"
 )
 
 // TestParamsLayout pins the host mirrors to the sizes the kernels assert
@@ -16,5 +18,17 @@ func TestParamsLayout(t *testing.T) {
 	}
 	if off := unsafe.Offsetof(walkParams{}.schema); off != 304 {
 		t.Fatalf("schema at offset %d, kernels expect 304", off)
+	}
+	if off := unsafe.Offsetof(walkParams{}.times); off != 368 {
+		t.Fatalf("times at offset %d, kernels expect 368", off)
+	}
+	if off := unsafe.Offsetof(walkParams{}.expEnv); off != 832 {
+		t.Fatalf("expEnv at offset %d, kernels expect 832", off)
+	}
+	if walk.MaxExpBands+1 > expTableLen {
+		t.Fatalf("walk.MaxExpBands %d: the parameters' band table holds %d entries", walk.MaxExpBands, expTableLen)
+	}
+	if off := unsafe.Offsetof(walkParams{}.coarse); off != 1224 {
+		t.Fatalf("coarse at offset %d, kernels expect 1224", off)
 	}
 }

@@ -31,10 +31,8 @@ func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) e
 		return err
 	}
 	for _, j := range jobs {
-		// The kernel's temporal step (walk/temporal.go's contract) is not
-		// written yet: refuse the request rather than walk it as DeepWalk.
-		if j.Algorithm.Kind == walk.Temporal {
-			return fmt.Errorf("job %d: %w: temporal walks run on the CPU engine only so far", j.Tag, walk.ErrInvalidAlgorithm)
+		if err := temporalSupported(j.Algorithm, e.placed == nil && e.cfg.stripes == nil); err != nil {
+			return fmt.Errorf("gpu: job %d: %w", j.Tag, err)
 		}
 	}
 	t0 := time.Now()
@@ -59,16 +57,28 @@ func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) e
 // runGroup walks one group's jobs (one algorithm) through the slots.
 func (e *Engine) runGroup(ctx context.Context, grp []*walk.Job, emit walk.EmitFunc) error {
 	alg := grp[0].Algorithm
+	withTimes := false
+	if alg.Kind == walk.Temporal {
+		if err := e.prepareTemporal(grp); err != nil {
+			return err
+		}
+		withTimes = wantsTimes(grp)
+	}
 	batches, err := e.groupBatches(ctx, grp)
 	if err != nil || len(batches) == 0 {
 		return err
+	}
+	if withTimes {
+		if err := e.dev.do(e.ensureTimes); err != nil {
+			return err
+		}
 	}
 	maxVertices := int64(alg.Length) + 1
 	var walks, steps int64
 	var ms float64
 	p := &pipeline{
 		slots: len(e.slots),
-		issue: func(s, b int) error { return e.enqueue(e.slots[s], batches[b], alg) },
+		issue: func(s, b int) error { return e.enqueue(e.slots[s], batches[b], alg, withTimes) },
 		fetch: func(s, _ int) error {
 			kernelMs, err := e.copyBack(e.slots[s])
 			if err != nil {

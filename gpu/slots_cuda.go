@@ -32,6 +32,13 @@ type batchSlot struct {
 	hParams                                             *walkParams
 	hPtrs                                               []unsafe.Pointer
 	pending                                             *batch
+	// dTimes and hTimes are the walks' times, capWords of them, rows of
+	// timesStride parallel to the result pool's (ensureTimes: only once a
+	// run asks for them); withTimes says the pending batch has them.
+	dTimes      cu.DevicePtr
+	hTimes      []int64
+	timesStride int64
+	withTimes   bool
 	// lent counts the chunks of hDense not yet given back
 	// (WithLentChunks); back gets a token when it drops to zero.
 	lent atomic.Int64
@@ -48,9 +55,10 @@ func (s *batchSlot) release(e *Engine) {
 	for _, p := range s.hPtrs {
 		e.hostFree(p)
 	}
-	s.hPtrs = nil
+	s.hPtrs, s.hTimes = nil, nil
 	for name, p := range map[string]*cu.DevicePtr{"tasks": &s.dTasks, "seeds": &s.dSeeds, "result": &s.dResult,
-		"lengths": &s.dLengths, "cursor": &s.dCursor, "params": &s.dParams, "dense": &s.dDense, "partials": &s.dPartials} {
+		"lengths": &s.dLengths, "cursor": &s.dCursor, "params": &s.dParams, "dense": &s.dDense, "partials": &s.dPartials,
+		"times": &s.dTimes} {
 		e.free(s.name+"."+name, p)
 	}
 	if s.stream != (cu.Stream{}) {

@@ -151,6 +151,9 @@ func (e *Engine) cut(s *batchSlot, pc *piece, maxVertices int64) (walk.Chunk, er
 		c.Vertices = append(c.Vertices, s.hDense[pc.at:pc.at+nv]...)
 	}
 	c.Tag = pc.seg.job.Tag
+	if pc.seg.job.WithTimes && s.withTimes {
+		cutTimes(s, pc, &c, lens, nv)
+	}
 	copy(c.Starts, pc.seg.job.Starts[pc.lo:pc.hi]) // the tasks' starts: each walk's first vertex
 	c.Offsets[0] = 0
 	at := uint32(0)

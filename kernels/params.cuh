@@ -1,7 +1,7 @@
 // params.cuh: what one launch of a walk kernel needs, in one struct that the
 // host (gpu/params_cuda.go mirrors it field by field) copies into device
-// memory before the launch. Every field is 8 bytes wide except the schema at
-// the end, so the Go and C layouts agree without padding rules.
+// memory before the launch. Every field is 8 bytes wide except the schema
+// (64 bytes), so the Go and C layouts agree without padding rules.
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
@@ -87,12 +87,29 @@ struct WalkParams {
   const AliasEntry* h_seg_alias;
   uint64_t schema_len;
   uint8_t schema[kMaxSchema];
+  // Temporal (temporal.cuh): the timed graph's arrays, uploaded by the
+  // first temporal run and resident after it.
+  const int64_t* times;      // E: per vertex, in time order (graph.Times)
+  const uint32_t* bytime;    // E: time-order position -> local edge index (graph.ByTime)
+  const double* cumw;        // E or null: per-vertex prefix sums of the weights in time order
+  int64_t* times_out;        // n_tasks rows of stride times (with_times), or null
+  uint64_t time_bias;        // TimeBias
+  uint64_t time_flags;       // kTimeHasStart | kTimeHasMaxGap | kTimeBackward
+  int64_t time_start;        // the first step's bound (walk.TimeParams.Bound)
+  int64_t max_gap;
+  double time_scale;
+  int64_t exp_offsets[49];   // walk.ExpBandTable: cut offsets of the bands
+  double exp_env[49];        // and their envelopes
+  const int64_t* coarse;     // ceil(E/kCoarse): coarse[j] = times[j*kCoarse] (temporal.cuh's searches)
 };
 
 }  // namespace ws
 
 // The host mirror (gpu/params.go) hard-codes this layout.
-static_assert(sizeof(ws::WalkParams) == 368, "WalkParams layout changed: update gpu/params.go");
+static_assert(sizeof(ws::WalkParams) == 1232, "WalkParams layout changed: update gpu/params.go");
 static_assert(offsetof(ws::WalkParams, schema) == 304, "WalkParams layout changed: update gpu/params.go");
+static_assert(offsetof(ws::WalkParams, times) == 368, "WalkParams layout changed: update gpu/params.go");
+static_assert(offsetof(ws::WalkParams, exp_env) == 832, "WalkParams layout changed: update gpu/params.go");
+static_assert(offsetof(ws::WalkParams, coarse) == 1224, "WalkParams layout changed: update gpu/params.go");
 static_assert(sizeof(ws::Task) == 16, "Task layout changed: update gpu/params.go");
 static_assert(sizeof(ws::AliasEntry) == 16, "AliasEntry layout changed");

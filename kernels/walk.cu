@@ -11,6 +11,9 @@
 //                   of layer sampling, as graphsample.Sample
 //   sample_frontier (sample_frontier.cuh) one warp per instance walks the
 //                   multi-dimensional random walk, as graphsample.Sample
+//   walk_temporal_* (below, temporal.cuh) persistent blocks for temporal
+//                   walks, one walk per thread as walk_thread, one kernel per
+//                   time bias and weighting
 //   walk_reservoir  persistent blocks for the reservoir samplers (ZPRS, DPRS;
 //                   MetaPath by default): a local task pool of kLocalPoolSlots
 //                   walks in shared memory, warp samplers for degrees up to
@@ -32,6 +35,7 @@
 #include "sample_layer.cuh"
 #include "sample_frontier.cuh"
 #include "sample_fire.cuh"
+#include "temporal.cuh"
 
 using namespace ws;
 
@@ -263,6 +267,125 @@ WALK_THREAD(walk_thread_static, kModeStatic)
 WALK_THREAD(walk_thread_ppr, kModePPR)
 WALK_THREAD(walk_thread_node2vec, kModeNode2Vec)
 WALK_THREAD(walk_thread_metapath, kModeMetaPath)
+
+// ------------------------------------------------------------- walk_temporal
+// walk_temporal: walk_thread's loop for temporal walks (temporal.cuh has the
+// step): each thread owns one walk, its vertex, edge range and time bound
+// in registers, and stages its vertices in shared memory as walk_thread
+// does. With times_out, each step's time goes straight to the walk's row
+// of times (8 bytes, row-major like the vertices): only runs that asked for
+// the times column pay for it. Only for a graph wholly on the device.
+template <int kBias, bool kWeighted>
+__device__ __forceinline__ void walk_temporal_body(const WalkParams* __restrict__ params) {
+  const uint64_t* __restrict__ offsets = params->offsets;
+  const uint32_t* __restrict__ targets = params->targets;
+  const Task* __restrict__ tasks = params->tasks;
+  const uint64_t* __restrict__ seeds = params->seeds;
+  uint32_t* __restrict__ result = params->result;
+  int64_t* __restrict__ times_out = params->times_out;
+  uint32_t* __restrict__ lengths = params->lengths;
+  uint32_t* cursor = params->cursor;
+  const uint64_t stride = params->stride;
+  const unsigned lane = threadIdx.x & 31;
+  const uint32_t n = (uint32_t)params->n_tasks;
+  const uint32_t length = (uint32_t)params->length;
+  const int64_t bound = params->time_start;
+  const bool has_start = (params->time_flags & kTimeHasStart) != 0;
+  TemporalCtx C;
+  C.times = params->times;
+  C.coarse = params->coarse;
+  C.bytime = params->bytime;
+  C.weights = params->weights;
+  C.cumw = params->cumw;
+  C.P = params;
+  C.scale = params->time_scale;
+  C.backward = (params->time_flags & kTimeBackward) != 0;
+
+  uint32_t task = kNoTask, cur = 0, step = 0;
+  uint64_t a = 0, b = 0, walk = 0, seed = 0;
+  int64_t t = 0;
+  uint32_t* row = nullptr;
+  __shared__ uint32_t stage[kThreadBlock][kStage + 1];
+  uint32_t* mine = stage[threadIdx.x];
+  for (;;) {
+    const unsigned active = __activemask();
+    const bool need = task == kNoTask;
+    const unsigned want = __ballot_sync(active, need);
+    if (want) {
+      const uint32_t idx = take_global_task(cursor, active, want, lane);
+      if (need) {
+        if (idx >= n) break;  // the pool is dry: this lane is done
+        const Task tk = tasks[idx];
+        task = idx;
+        cur = tk.start;
+        walk = tk.walk;
+        seed = seeds[tk.job];
+        step = 0;
+        t = bound;
+        a = offsets[cur];
+        b = offsets[cur + 1];
+        row = result + (uint64_t)idx * stride;
+        mine[0] = cur;
+        if (times_out) times_out[(uint64_t)idx * stride] = t;
+      }
+    }
+    const uint64_t k = a < b ? temporal_step<kBias, kWeighted>(C, a, b, t, step > 0 || has_start, seed, walk, step) : ~0ull;
+    bool more = k != ~0ull;
+    if (more) {
+      const uint32_t next = __ldg(targets + a + __ldg(C.bytime + k));
+      t = __ldg(C.times + k);
+      const uint32_t at = step + 1;
+      mine[at & (kStage - 1)] = next;
+      if ((at & (kStage - 1)) == kStage - 1) flush_stage(row, at >> 3, mine);
+      if (times_out) times_out[(uint64_t)task * stride + at] = t;
+      step++;
+      cur = next;
+      more = step < length;
+      if (more) {
+        a = offsets[cur];
+        b = offsets[cur + 1];
+      }
+    }
+    if (!more) {
+      if ((step & (kStage - 1)) != kStage - 1) flush_stage(row, step >> 3, mine);
+      lengths[task] = step + 1;
+      task = kNoTask;
+    }
+  }
+}
+
+// Each in walk_thread's two register budgets: the compiler's, and capped
+// at 64 (four blocks an SM: the exponential kernels take 80 registers
+// otherwise, three blocks); the engine picks per kernel (temporal_cuda.go).
+#define WALK_TEMPORAL(name, bias, weighted)                                                         \
+  extern "C" __global__ void __launch_bounds__(kThreadBlock) name(const WalkParams* __restrict__ p) { \
+    walk_temporal_body<bias, weighted>(p);                                                          \
+  }                                                                                                 \
+  extern "C" __global__ void __launch_bounds__(kThreadBlock, 4) name##_full(const WalkParams* __restrict__ p) { \
+    walk_temporal_body<bias, weighted>(p);                                                          \
+  }
+WALK_TEMPORAL(walk_temporal_uniform, kTimeUniform, false)
+WALK_TEMPORAL(walk_temporal_uniform_w, kTimeUniform, true)
+WALK_TEMPORAL(walk_temporal_linear, kTimeLinear, false)
+WALK_TEMPORAL(walk_temporal_linear_w, kTimeLinear, true)
+WALK_TEMPORAL(walk_temporal_exp, kTimeExponential, false)
+WALK_TEMPORAL(walk_temporal_exp_w, kTimeExponential, true)
+
+// temporal_cumw_build: one thread a vertex sums its weights in time order
+// into cumw, float64, in the CPU's order (walk.CPU.windowWeights), so
+// weighted draws compare against the same prefix sums bit for bit.
+extern "C" __global__ void temporal_cumw_build(const uint64_t* __restrict__ offsets, const float* __restrict__ weights,
+                                               const uint32_t* __restrict__ bytime, double* __restrict__ cumw,
+                                               uint64_t nv) {
+  for (uint64_t v = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; v < nv; v += (uint64_t)gridDim.x * blockDim.x) {
+    const uint64_t a = offsets[v], b = offsets[v + 1];
+    double sum = 0;
+    for (uint64_t k = a; k < b; k++) {
+      sum = __dadd_rn(sum, (double)weights[a + bytime[k]]);
+      cumw[k] = sum;
+    }
+  }
+}
 
 // label_tables_build regroups each vertex's edges by label (stable, so each
 // label's segment stays sorted by target) into seg_targets and seg_weights,

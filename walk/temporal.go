@@ -73,6 +73,10 @@ import (
 // vertex, its word being word i%4 of draw reservoirDraw + i/4 (the zprs
 // stepper's contract); its first step is the plain temporal draw above.
 //
+// exp is detExp (detexp.go), which the GPU engine computes to the same
+// bits, and no product here is fused with a sum into an FMA (float64()
+// around it), so both engines make every comparison alike.
+//
 // After maxRejections failed attempts the exact one-lane reservoir scan
 // over the window in time order (zprs with k = 1, the bias of temporalBias)
 // with word i%4 of draw fallbackDraw+i/4 decides, as for Node2Vec: the
@@ -405,7 +409,7 @@ func (s *stepper) expBands(lo, hi uint64, start, end *[maxExpBands + 1]uint64, e
 		if d := c - ref; d != off && d != -off {
 			// Saturated at the end of the int64 range: the envelope is
 			// that of the cut there.
-			env[b] = math.Exp(-math.Abs(float64(c)-float64(ref)) / scale)
+			env[b] = detExp(-math.Abs(float64(c)-float64(ref)) / scale)
 		}
 		var far uint64
 		switch {
@@ -466,7 +470,7 @@ func (s *stepper) expBandStep(id uint64, step uint32, a, lo, hi uint64) (uint64,
 				m -= s.tmp.cumw[start[b]-1]
 			}
 		}
-		total += m * env[b]
+		total += float64(m * env[b]) // float64(): never an FMA, as on the GPU
 		cum[b] = total
 	}
 	times, scale := s.tmp.times, s.alg.Time.Scale
@@ -486,7 +490,7 @@ func (s *stepper) expBandStep(id uint64, step uint32, a, lo, hi uint64) (uint64,
 		} else {
 			k = start[b] + uint64(index(x1, uint32(end[b]-start[b])))
 		}
-		if float64(x2) < math.Exp(-math.Abs(float64(times[k])-float64(cut[b]))/scale)*(1<<32) {
+		if float64(x2) < detExp(-math.Abs(float64(times[k])-float64(cut[b]))/scale)*(1<<32) {
 			return k, true
 		}
 	}
@@ -597,7 +601,7 @@ func (s *stepper) weightedPick(a, lo, hi uint64, x0, x1 uint32) uint64 {
 	if lo > a {
 		base = c[lo-1]
 	}
-	r := base + unit53(x0, x1)*(c[hi-1]-base)
+	r := base + float64(unit53(x0, x1)*(c[hi-1]-base)) // float64(): never an FMA, as on the GPU
 	// First k in [lo, hi) with c[k] > r; rounding may leave none, and the
 	// last position then takes the draw.
 	l, h := lo, hi
@@ -620,7 +624,7 @@ func (s *stepper) expBias(k, lo, hi uint64) float64 {
 	if d < 0 {
 		d = -d
 	}
-	return math.Exp(-d / s.alg.Time.Scale)
+	return detExp(-d / s.alg.Time.Scale)
 }
 
 // temporalBias is position k's unnormalised probability in window
@@ -659,8 +663,21 @@ func temporalGraph(g *graph.Graph, alg Algorithm, cumw []float64) *temporal {
 	if sc := alg.Time.Scale; alg.Time.Bias == TimeExponential {
 		for b := range t.offsets {
 			t.offsets[b] = expOffset(b, sc)
-			t.env[b] = math.Exp(-float64(t.offsets[b]) / sc)
+			t.env[b] = detExp(-float64(t.offsets[b]) / sc)
 		}
 	}
 	return t
+}
+
+// MaxExpBands is the most bands (expBandCount) before an exponential
+// window's tail band.
+const MaxExpBands = maxExpBands
+
+// ExpBandTable is what every exponential step of scale shares: cut offset
+// b of the bands (int64(b*scale), saturating) and its envelope
+// exp(-offset/scale), b = 0..MaxExpBands, as the CPU engine computes them
+// (the GPU engine passes them to its kernel).
+func ExpBandTable(scale float64) (offsets [MaxExpBands + 1]int64, env [MaxExpBands + 1]float64) {
+	t := temporalGraph(&graph.Graph{}, Algorithm{Kind: Temporal, Time: TimeParams{Bias: TimeExponential, Scale: scale}}, nil)
+	return t.offsets, t.env
 }

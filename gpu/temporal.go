@@ -1,0 +1,35 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/walkstage/walkstage/walk"
+)
+
+// errTemporalPlaced refuses a temporal job on an engine that does not hold
+// the whole graph: the temporal kernels read every edge array from device
+// memory.
+var errTemporalPlaced = errors.New("temporal walks on the GPU need the whole graph in device memory (no placement plan, no stripes); use the CPU engine or a larger device")
+
+// errTemporalNode2Vec refuses temporal Node2Vec (p and q on a temporal
+// walk): from its second step it draws by the 32-lane ZPRS over the window
+// (walk/temporal.go), which the temporal kernels do not run yet, and a
+// plain temporal step would be a different walk.
+var errTemporalNode2Vec = errors.New("temporal Node2Vec (p and q on a temporal walk) runs on the CPU engine only so far")
+
+// temporalSupported says why the GPU engine cannot run temporal algorithm
+// a (nil when it can); whole says the whole graph is on the device. The
+// errors wrap walk.ErrInvalidAlgorithm, as a request this engine cannot
+// serve.
+func temporalSupported(a walk.Algorithm, whole bool) error {
+	switch {
+	case a.Kind != walk.Temporal:
+		return nil
+	case a.P != 0 || a.Q != 0:
+		return fmt.Errorf("%w: %w", walk.ErrInvalidAlgorithm, errTemporalNode2Vec)
+	case !whole:
+		return fmt.Errorf("%w: %w", walk.ErrInvalidAlgorithm, errTemporalPlaced)
+	}
+	return nil
+}

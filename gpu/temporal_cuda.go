@@ -1,0 +1,208 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"fmt"
+	"time"
+	"unsafe"
+
+	"gorgonia.org/cu"
+
+	"github.com/walkstage/walkstage/walk"
+)
+
+// Temporal walks (issue 38) run in the walk_temporal_* kernels
+// (kernels/temporal.cuh), one per time bias and weighting. They read the
+// graph's Times and ByTime, uploaded by the first temporal run, and for
+// weighted walks the per-vertex prefix sums of the weights in time order,
+// built on the device by temporal_cumw_build in the CPU's order of
+// addition (walk.CPU.windowWeights), so every draw compares against the
+// same float64 sums.
+
+// temporalKernels names the kernels by [walk.TimeBias][weighted].
+var temporalKernels = [3][2]string{
+	{"walk_temporal_uniform", "walk_temporal_uniform_w"},
+	{"walk_temporal_linear", "walk_temporal_linear_w"},
+	{"walk_temporal_exp", "walk_temporal_exp_w"},
+}
+
+// temporalState is the engine's temporal kernels and arrays.
+type temporalState struct {
+	// [bias][weighted][variant]: variant 0 the compiler's register
+	// budget, 1 capped at 64 (the default: the exponential kernels
+	// otherwise take 80 and fit three blocks an SM, not four).
+	fn                     [3][2][2]cu.Function
+	occ                    [3][2][2]int
+	fnCumw                 cu.Function
+	dTimes, dByTime, dCumw cu.DevicePtr
+	dCoarse                cu.DevicePtr // every coarseSpacing-th time (kernels/temporal.cuh: kCoarse)
+	uploaded, cumwBuilt    bool
+}
+
+// setupTemporal loads the temporal kernels (device thread).
+func (e *Engine) setupTemporal() error {
+	t := &e.tmp
+	var err error
+	if t.fnCumw, err = e.mod.Function("temporal_cumw_build"); err != nil {
+		return fmt.Errorf("gpu: kernel temporal_cumw_build: %w", err)
+	}
+	for b, names := range temporalKernels {
+		for w, name := range names {
+			for v, suffix := range []string{"", "_full"} {
+				kn := name + suffix
+				if t.fn[b][w][v], err = e.mod.Function(kn); err != nil {
+					return fmt.Errorf("gpu: kernel %s: %w", kn, err)
+				}
+				if t.occ[b][w][v], err = t.fn[b][w][v].MaxActiveBlocksPerMultiProcessor(threadBlock, 0); err != nil {
+					return fmt.Errorf("gpu: occupancy of %s: %w", kn, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// temporalTables uploads Times and ByTime once and, for a weighted
+// algorithm, builds the prefix sums once (device thread).
+func (e *Engine) temporalTables(alg walk.Algorithm) error {
+	if err := temporalSupported(alg, e.placed == nil && e.cfg.stripes == nil); err != nil {
+		return fmt.Errorf("gpu: %w", err) // Run refused it already; kept for any other caller
+	}
+	t := &e.tmp
+	g := e.g
+	E := g.NumEdges()
+	t0 := time.Now()
+	built := false
+	if !t.uploaded && E > 0 {
+		var err error
+		if t.dTimes, err = upload(e, "temporal.times", g.Times); err != nil {
+			return err
+		}
+		if t.dByTime, err = upload(e, "temporal.bytime", g.ByTime); err != nil {
+			e.free("temporal.times", &t.dTimes)
+			return err
+		}
+		c := coarseTimes(g.Times)
+		if t.dCoarse, err = upload(e, "temporal.coarse", c); err != nil {
+			e.free("temporal.times", &t.dTimes)
+			e.free("temporal.bytime", &t.dByTime)
+			return err
+		}
+		t.uploaded, built = true, true
+		e.tableBytes += E*12 + int64(len(c))*8
+	}
+	if alg.Weighted && !t.cumwBuilt && E > 0 {
+		p, err := e.alloc("temporal.cumw", E*8)
+		if err != nil {
+			return err
+		}
+		nv := uint64(g.NumVertices())
+		blocks := int(min((nv+tableThreads-1)/tableThreads, uint64(e.numSM*16)))
+		args := []uint64{uint64(e.dOffsets), uint64(e.dWeights), uint64(t.dByTime), uint64(p), nv}
+		if err := launch(t.fnCumw, blocks, tableThreads, cu.Stream{}, args); err != nil {
+			e.free("temporal.cumw", &p)
+			return fmt.Errorf("gpu: temporal_cumw_build: %w", err)
+		}
+		if err := cu.Synchronize(); err != nil {
+			e.free("temporal.cumw", &p)
+			return fmt.Errorf("gpu: temporal_cumw_build: %w", err)
+		}
+		t.dCumw, t.cumwBuilt, built = p, true, true
+		e.tableBytes += E * 8
+	}
+	if built {
+		e.tableBuild += time.Since(t0)
+		e.cfg.logger.Info("gpu temporal tables ready", "graph", g.Name, "weighted", alg.Weighted, "duration", time.Since(t0))
+	}
+	return nil
+}
+
+// releaseTemporal frees the temporal arrays (device thread).
+func (e *Engine) releaseTemporal() {
+	t := &e.tmp
+	e.free("temporal.times", &t.dTimes)
+	e.free("temporal.bytime", &t.dByTime)
+	e.free("temporal.cumw", &t.dCumw)
+	e.free("temporal.coarse", &t.dCoarse)
+	t.uploaded, t.cumwBuilt = false, false
+}
+
+// ensureTimes gives every slot its times buffers, a device row pool
+// parallel to the result pool and its pinned twin, for runs with
+// WithTimes (device thread). A slot keeps them until it is replaced.
+func (e *Engine) ensureTimes() error {
+	for _, s := range e.slots {
+		if s == nil || s.dTimes != 0 {
+			continue
+		}
+		p, err := e.alloc(s.name+".times", s.capWords*8)
+		if err != nil {
+			return fmt.Errorf("gpu: times of the walks (with_times): %w", err)
+		}
+		h, err := e.hostAlloc(s.capWords * 8)
+		if err != nil {
+			e.free(s.name+".times", &p)
+			return fmt.Errorf("gpu: times of the walks (with_times): %w", err)
+		}
+		s.hPtrs = append(s.hPtrs, h)
+		s.dTimes, s.hTimes = p, unsafe.Slice((*int64)(h), s.capWords)
+	}
+	return nil
+}
+
+// wantsTimes reports whether any job of grp asked for the walks' times.
+func wantsTimes(grp []*walk.Job) bool {
+	for _, j := range grp {
+		if j.WithTimes {
+			return true
+		}
+	}
+	return false
+}
+
+// prepareTemporal readies the engine for group grp of temporal walks:
+// the tables before the slots are sized, the times buffers after.
+func (e *Engine) prepareTemporal(grp []*walk.Job) error {
+	return e.dev.do(func() error { return e.temporalTables(grp[0].Algorithm) })
+}
+
+// temporalKernel is the kernel, block and occupancy for alg.
+func (e *Engine) temporalKernel(alg walk.Algorithm) (cu.Function, int, int) {
+	w := 0
+	if alg.Weighted {
+		w = 1
+	}
+	v := 1
+	if e.cfg.threadVariant >= 0 {
+		v = e.cfg.threadVariant
+	}
+	b := int(alg.Time.Bias)
+	return e.tmp.fn[b][w][v], threadBlock, e.tmp.occ[b][w][v]
+}
+
+// cutTimes fills c.Times from slot s's times rows for piece pc.
+func cutTimes(s *batchSlot, pc *piece, c *walk.Chunk, lens []uint32, nv int64) {
+	c.Times = make([]int64, nv)
+	at := 0
+	for k, l := range lens {
+		row := (pc.row + int64(k)) * s.timesStride
+		at += copy(c.Times[at:], s.hTimes[row:row+int64(l)])
+	}
+}
+
+// coarseSpacing is kernels/temporal.cuh's kCoarse.
+const coarseSpacing = 32
+
+// coarseTimes is the kernels' coarse time index: every coarseSpacing-th
+// entry of times, by global position. A search probes it (an eighth of
+// times' bytes, so it stays in the device's L2) and then one run of
+// coarseSpacing times, where a binary search over a hub's times would miss
+// the cache at every probe.
+func coarseTimes(times []int64) []int64 {
+	c := make([]int64, (len(times)+coarseSpacing-1)/coarseSpacing)
+	for j := range c {
+		c[j] = times[j*coarseSpacing]
+	}
+	return c
+}
