@@ -103,6 +103,16 @@ func (m *Multi) LastRunStats() walk.RunStats {
 // Run implements walk.Engine. An error from one engine, or from emit,
 // cancels the others; Run returns once all have stopped, with emit's error
 // or else the first engine's.
+// Check says whether every device's engine walks a (walk.AlgorithmChecker).
+func (m *Multi) Check(a walk.Algorithm) error {
+	for _, e := range m.engines {
+		if err := walk.CheckAlgorithm(e, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (m *Multi) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) error {
 	t0 := time.Now()
 	shares := splitJobs(jobs, len(m.engines))

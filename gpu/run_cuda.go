@@ -18,6 +18,11 @@ import (
 // each group's walks run in batches through the batch slots, pipelined
 // (pipeline.go): one batch crosses the bus while the last is cut into
 // chunks and the one before it is emitted.
+// Check says whether the engine walks a (walk.AlgorithmChecker).
+func (e *Engine) Check(a walk.Algorithm) error {
+	return temporalSupported(a, e.placed == nil && e.cfg.stripes == nil)
+}
+
 func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -31,7 +36,7 @@ func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) e
 		return err
 	}
 	for _, j := range jobs {
-		if err := temporalSupported(j.Algorithm, e.placed == nil && e.cfg.stripes == nil); err != nil {
+		if err := e.Check(j.Algorithm); err != nil {
 			return fmt.Errorf("gpu: job %d: %w", j.Tag, err)
 		}
 	}

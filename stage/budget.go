@@ -105,17 +105,18 @@ func sliceJob(job walk.Job, perWalk float64, budget int64) []walk.Job {
 }
 
 // engineRefuses is the rejection of a request the serving engine cannot
-// walk: temporal walks have no GPU kernel yet (the GPU engine refuses
-// them). It is refused at intake, so it never shares an engine run (a
-// micro-batch) whose error would reject the requests beside it too.
+// walk (walk.AlgorithmChecker: the GPU engine and temporal Node2Vec, or a
+// temporal walk on a graph not wholly in device memory). It is refused at
+// intake, so it never shares an engine run (a micro-batch) whose error
+// would reject the requests beside it too.
 func engineRefuses(req *source.Request, v *served) *source.RejectError {
 	a := req.Algorithm
 	if req.Visits != nil {
 		a = req.Visits.Params.Algorithm
 	}
-	if a.Kind == walk.Temporal && v.e.Name() != "cpu" {
+	if err := walk.CheckAlgorithm(v.e, a); err != nil {
 		return &source.RejectError{Reason: source.ReasonInvalidParameters, BatchID: req.BatchID,
-			Msg: fmt.Sprintf("temporal walks run on the CPU engine only so far; this replica's engine is %s", v.e.Name())}
+			Msg: fmt.Sprintf("this replica's %s engine cannot walk it: %v", v.e.Name(), err)}
 	}
 	return nil
 }

@@ -15,16 +15,24 @@ import (
 )
 
 // noTemporal is the CPU engine under the GPU engine's name, refusing
-// temporal jobs as the GPU engine does (gpu.Engine.Run) until its kernel
-// exists.
+// temporal jobs through walk.AlgorithmChecker and in Run, as the GPU
+// engine refuses what it cannot walk (temporal Node2Vec, a graph not
+// wholly on the device).
 type noTemporal struct{ *walk.CPU }
 
 func (e noTemporal) Name() string { return "gpu" }
 
+func (e noTemporal) Check(a walk.Algorithm) error {
+	if a.Kind == walk.Temporal {
+		return fmt.Errorf("%w: no temporal walks on this engine", walk.ErrInvalidAlgorithm)
+	}
+	return nil
+}
+
 func (e noTemporal) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) error {
 	for _, j := range jobs {
-		if j.Algorithm.Kind == walk.Temporal {
-			return fmt.Errorf("job %d: %w: temporal walks run on the CPU engine only so far", j.Tag, walk.ErrInvalidAlgorithm)
+		if err := e.Check(j.Algorithm); err != nil {
+			return fmt.Errorf("job %d: %w", j.Tag, err)
 		}
 	}
 	return e.CPU.Run(ctx, jobs, emit)
@@ -86,7 +94,7 @@ func TestStageRefusesTemporalOnAnEngineWithout(t *testing.T) {
 		switch ev.BatchID {
 		case "tw":
 			if ev.Status != source.StatusRejected || ev.Reason != string(source.ReasonInvalidParameters) ||
-				!strings.Contains(ev.Error, "temporal walks run on the CPU engine only so far; this replica's engine is gpu") {
+				!strings.Contains(ev.Error, "this replica's gpu engine cannot walk it") || !strings.Contains(ev.Error, "no temporal walks on this engine") {
 				t.Errorf("tw: %s %s %s", ev.Status, ev.Reason, ev.Error)
 			}
 		default:

@@ -136,6 +136,24 @@ type ChunkReleaser interface {
 	Release(Chunk)
 }
 
+// AlgorithmChecker is implemented by engines that cannot walk every valid
+// algorithm (the GPU engine: temporal Node2Vec, temporal walks of a graph
+// not wholly in device memory). Check returns nil when the engine walks a,
+// else an error wrapping ErrInvalidAlgorithm that says why, so a caller
+// refuses such a request before it shares a run with others. An engine
+// without it walks every algorithm ValidateJobs accepts.
+type AlgorithmChecker interface {
+	Check(a Algorithm) error
+}
+
+// CheckAlgorithm is e's AlgorithmChecker answer, or nil when e has none.
+func CheckAlgorithm(e Engine, a Algorithm) error {
+	if c, ok := e.(AlgorithmChecker); ok {
+		return c.Check(a)
+	}
+	return nil
+}
+
 // SlotPreparer is implemented by engines that allocate per-run buffers
 // sized by the walk length on first use (the GPU engine's batch slots in
 // pinned host memory). PrepareSlots allocates them now for walks of up to

@@ -208,10 +208,9 @@ func benchWalk(ctx context.Context, eng walk.Engine, g *graph.Graph, c benchCase
 		fmt.Fprintf(stderr, "skip %s: %v\n", c.name, err)
 		return benchRow{Case: c.name, Skipped: err.Error()}, nil
 	}
-	if c.alg.Kind == walk.Temporal && eng.Name() != "cpu" {
-		const why = "temporal walks run on the CPU engine only so far"
-		fmt.Fprintf(stderr, "skip %s: %s\n", c.name, why)
-		return benchRow{Case: c.name, Skipped: why}, nil
+	if err := walk.CheckAlgorithm(eng, c.alg); err != nil {
+		fmt.Fprintf(stderr, "skip %s: %v\n", c.name, err)
+		return benchRow{Case: c.name, Skipped: err.Error()}, nil
 	}
 	n := g.NumVertices() * r.perVertex
 	if r.maxWalks > 0 && n > r.maxWalks {

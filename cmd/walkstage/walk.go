@@ -222,13 +222,19 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// the GPU engine may lend its pinned buffers instead of copying them.
 	settings := engines.Settings{Workers: o.workers, FusedTableBytes: -1, GPUBatchSlots: o.gpuSlots,
 		GPULentChunks: o.output != "visits" && !o.gpuCopy}
-	engineName := o.engineName
-	if algo.Kind == walk.Temporal && engineName == "auto" {
-		engineName = "cpu" // temporal walks have no GPU kernel yet
-	}
-	eng, err := engines.New(g, engineName, settings, cmdLogger(logw, o.quiet))
+	eng, err := engines.New(g, o.engineName, settings, cmdLogger(logw, o.quiet))
 	if err != nil {
 		return err
+	}
+	if cerr := walk.CheckAlgorithm(eng, algo); cerr != nil && o.engineName == "auto" {
+		// auto chose a device engine that cannot walk this algorithm
+		// (temporal Node2Vec, a temporal walk of a graph larger than the
+		// device): the CPU engine can.
+		cmdLogger(logw, o.quiet).Info("the CPU engine walks it instead", "reason", cerr.Error())
+		eng.Close()
+		if eng, err = engines.New(g, "cpu", settings, cmdLogger(logw, o.quiet)); err != nil {
+			return err
+		}
 	}
 	defer eng.Close()
 
