@@ -87,7 +87,7 @@ const (
 	hReserved   = 36
 	hChecksum   = 40
 	hFileSize   = 48
-	hSections   = 64 // sections(version) x (offset uint64, length uint64)
+	hSections   = 64                           // sections(version) x (offset uint64, length uint64)
 	hHeaderCRC  = hSections + 16*numSectionsV1 // version 1: CRC-64 of bytes [0, hHeaderCRC)
 	hHeaderCRC2 = hSections + 16*numSections   // version 2: CRC-64 of bytes [0, hHeaderCRC2)
 )
@@ -514,15 +514,15 @@ func decode(data []byte, o LoadOptions) (*Graph, error) {
 		return nil, fmt.Errorf("%w: graph name at offset %d is not UTF-8", ErrFormat, h.sections[secName].off)
 	}
 	g := &Graph{
-		Name:      string(name),
-		Version:   fmt.Sprintf("%016x", h.checksum),
-		Offsets:   sliceOf[uint64](sec(secOffsets)),
-		Targets:   sliceOf[uint32](sec(secTargets)),
-		Weights:   sliceOf[float32](sec(secWeights)),
-		Labels:    sliceOf[uint8](sec(secLabels)),
-		NumLabels: int(h.numLabels),
-		IDs:       sliceOf[int64](sec(secIDs)),
-		byExt:     sliceOf[uint32](sec(secByExt)),
+		Name:       string(name),
+		Version:    fmt.Sprintf("%016x", h.checksum),
+		Offsets:    sliceOf[uint64](sec(secOffsets)),
+		Targets:    sliceOf[uint32](sec(secTargets)),
+		Weights:    sliceOf[float32](sec(secWeights)),
+		Labels:     sliceOf[uint8](sec(secLabels)),
+		NumLabels:  int(h.numLabels),
+		IDs:        sliceOf[int64](sec(secIDs)),
+		byExt:      sliceOf[uint32](sec(secByExt)),
 		Times:      sliceOf[int64](sec(secTimes)),
 		ByTime:     sliceOf[uint32](sec(secByTime)),
 		StrOffsets: sliceOf[uint64](sec(secStrOffsets)),

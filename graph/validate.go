@@ -3,10 +3,10 @@ package graph
 import (
 	"fmt"
 	"math"
-	"unicode/utf8"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 )
 
 // validateParallel checks the same invariants as Validate, spread over
