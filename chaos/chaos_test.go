@@ -796,6 +796,16 @@ func TestChaos(t *testing.T) {
 		}
 		tableDesc = fmt.Sprintf("%d/%d batches,%d/%d rows", len(tv.count), len(succeeded), tv.records, walksRows)
 	}
+	// The same table read by the table format alone, not through iceberg-go.
+	const directCheck = "a reader other than iceberg-go sees the same table: every succeeded batch once, the committed rows"
+	if dv, err := readTableDirect(strings.TrimPrefix(tableCatalog, "file://"), "walkstage", "walks"); err != nil {
+		v.add("TABLE-DIRECT", directCheck, err.Error())
+	} else {
+		for _, p := range tableProblems(tableView{count: dv.count, records: dv.records()}, succeeded, walksRows) {
+			v.add("TABLE-DIRECT", directCheck, p)
+		}
+		tableDesc += fmt.Sprintf(",direct:%d files,%d rows", len(dv.files), dv.records())
+	}
 
 	lost := 0
 	for _, r := range g.reqs {
