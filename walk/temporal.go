@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/walkstage/walkstage/graph"
 )
@@ -648,12 +649,91 @@ func (s *stepper) temporalBias(a, k, lo, hi uint64) float64 {
 // nil, has the stride of buf.
 func (s *stepper) walkTemporalUnit(starts []uint32, firstID uint64, buf []uint32, times []int64, lens []uint32) {
 	stride := s.alg.Length + 1
-	for k := range starts {
-		var tk []int64
-		if times != nil {
-			tk = times[k*stride : (k+1)*stride]
+	if s.alg.P != 0 || len(s.off) == 0 {
+		// Temporal Node2Vec's 32-lane step reads two vertices' windows:
+		// one walk at a time.
+		for k := range starts {
+			var tk []int64
+			if times != nil {
+				tk = times[k*stride : (k+1)*stride]
+			}
+			lens[k] = uint32(s.walkTemporal(firstID+uint64(k), starts[k], buf[k*stride:(k+1)*stride], tk))
 		}
-		lens[k] = uint32(s.walkTemporal(firstID+uint64(k), starts[k], buf[k*stride:(k+1)*stride], tk))
+		return
+	}
+	for lo := 0; lo < len(starts); lo += temporalGroup {
+		hi := min(lo+temporalGroup, len(starts))
+		s.walkTemporalGroup(starts[lo:hi], firstID+uint64(lo), buf[lo*stride:hi*stride], times, lo, lens[lo:hi])
+	}
+}
+
+// temporalGroup is how many walks walkTemporalGroup advances together.
+const temporalGroup = 32
+
+// walkTemporalGroup walks up to temporalGroup walks a step at a time each,
+// in rounds: a walk's step is a chain of dependent loads (its vertex's
+// offsets, then the binary search of its times), so one walk alone waits
+// on memory at every link. A round first prefetches every walk's offsets,
+// then the middle of every walk's times (the search's first probe, and
+// the two after it), then steps each walk, so the misses of the group's
+// walks overlap. Each walk draws exactly as walkTemporal does (Philox keyed
+// by walk and step): the walks are the same, byte for byte.
+func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint32, times []int64, timesRow int, lens []uint32) {
+	stride := s.alg.Length + 1
+	n := len(starts)
+	var (
+		cur    [temporalGroup]uint32
+		t      [temporalGroup]int64
+		active [temporalGroup]int // indexes of the walks still going
+		idx    [3 * temporalGroup]uint64
+	)
+	bound := s.alg.Time.Bound()
+	for k := range n {
+		cur[k], t[k] = starts[k], bound
+		buf[k*stride] = starts[k]
+		if times != nil {
+			times[(timesRow+k)*stride] = bound
+		}
+		lens[k] = 1
+		active[k] = k
+	}
+	live := n
+	tm := s.tmp.times
+	for step := uint32(0); step < uint32(s.alg.Length) && live > 0; step++ {
+		bounded := step > 0 || s.alg.Time.HasStart
+		if bounded && len(tm) > 0 {
+			for i, k := range active[:live] {
+				idx[i] = uint64(cur[k])
+			}
+			prefetchRows(unsafe.Pointer(&s.off[0]), idx[:live], 8, 16)
+			m := 0
+			for _, k := range active[:live] {
+				a, b := s.off[cur[k]], s.off[cur[k]+1]
+				if b-a > 1 {
+					h := (b - a) / 2
+					idx[m], idx[m+1], idx[m+2] = a+h, a+h/2, a+h+h/2
+					m += 3
+				}
+			}
+			prefetchRows(unsafe.Pointer(&tm[0]), idx[:m], 8, 8)
+		}
+		kept := 0
+		for _, k := range active[:live] {
+			id := firstID + uint64(k)
+			e, ok := s.temporalStep(id, step, cur[k], t[k], bounded)
+			if !ok {
+				continue
+			}
+			cur[k], t[k] = s.tgt[s.off[cur[k]]+uint64(s.tmp.byTime[e])], tm[e]
+			buf[k*stride+int(lens[k])] = cur[k]
+			if times != nil {
+				times[(timesRow+k)*stride+int(lens[k])] = t[k]
+			}
+			lens[k]++
+			active[kept] = k
+			kept++
+		}
+		live = kept
 	}
 }
 
