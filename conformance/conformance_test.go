@@ -459,6 +459,9 @@ func cloneChunk(c walk.Chunk) walk.Chunk {
 	if c.Starts != nil {
 		d.Starts = append([]uint32(nil), c.Starts...)
 	}
+	if c.Times != nil {
+		d.Times = append([]int64(nil), c.Times...)
+	}
 	return d
 }
 

@@ -2,7 +2,8 @@
 // DuckDB and hyparquet, for strings_test.go. Usage: node strings.mjs SPEC.json
 //
 // SPEC holds checks ({name, kind, glob, files}). Each reader returns every
-// row as an array of strings (walks: walk_id, start, then the walk; visits:
+// row as an array of strings (walks: walk_id, start, then the walk; times:
+// walk_id, the walk, "|", then the times column (temporal walks); visits:
 // query_id, then the candidates' vertices; samples: instance_id, hop, seed,
 // src, dst) and DuckDB the SQL type of the id column, or the error it failed with.
 import { readFileSync } from 'node:fs'
@@ -21,6 +22,11 @@ const kinds = {
     sql: `SELECT walk_id::VARCHAR, start, walk, typeof(walk) FROM`,
     duck: r => [r[0], r[1], ...list(r[2])],
     hyp: r => [String(r.walk_id), r.start, ...r.walk],
+  },
+  times: {
+    sql: `SELECT walk_id::VARCHAR, list_transform(walk, x -> x::VARCHAR), list_transform(times, x -> x::VARCHAR), typeof(times) FROM`,
+    duck: r => [r[0], ...list(r[1]), '|', ...list(r[2])],
+    hyp: r => [String(r.walk_id), ...r.walk.map(String), '|', ...r.times.map(String)],
   },
   visits: {
     sql: `SELECT query_id, list_transform(candidates, lambda c: c.vertex), typeof(list_transform(candidates, lambda c: c.vertex)) FROM`,
