@@ -342,7 +342,10 @@ func (c *committer) commit(ctx context.Context, group []*pending) []error {
 		c.tbl, c.have = nil, nil // stale or unknown: reload before the next commit
 		if errors.Is(err, errCommit) && attempt < retries && ctx.Err() == nil {
 			c.t.log.Debug("table commit refused, retrying on the reloaded table", "table", c.kind, "attempt", attempt+1, "error", err)
-			time.Sleep(time.Duration(attempt) * 10 * time.Millisecond)
+			select {
+			case <-time.After(time.Duration(attempt) * 10 * time.Millisecond):
+			case <-ctx.Done(): // the next try fails on ctx and reports it
+			}
 			continue
 		}
 		for i := range out {
