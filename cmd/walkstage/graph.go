@@ -15,6 +15,7 @@ import (
 	"github.com/walkstage/walkstage/gpu"
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/graph/edgelist"
+	"github.com/walkstage/walkstage/graph/edgelist/export"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -424,7 +425,7 @@ the graph with the same version.`)
 			*format = "parquet"
 		}
 	}
-	f, err := edgelist.ParseExportFormat(*format)
+	f, err := export.ParseFormat(*format)
 	if err != nil {
 		return usageErrorf(fs, "--format: %v", err)
 	}
@@ -434,7 +435,7 @@ the graph with the same version.`)
 		return err
 	}
 	defer g.Close()
-	st, err := edgelist.ExportFile(ctx, g, *out, f)
+	st, err := export.WriteFile(ctx, g, *out, f)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,7 @@
-// Package edgelist moves graphs between edge-list files and walkstage's
-// graph file (.wsg): the SNAP-style text and Parquet importers, and the
-// exporter that writes a graph back out in either format so that importing
-// the export rebuilds the same file.
+// Package edgelist imports edge-list files into walkstage's graph file
+// (.wsg): the SNAP-style text and Parquet importers. The exporter, which
+// writes a graph back out in either format so that importing the export
+// rebuilds the same file, is graph/edgelist/export.
 //
 // The importers (ImportText, ImportTextReader, ImportParquet) stream any
 // input size through bounded memory as an external sort (import.go has the
@@ -48,9 +48,6 @@
 // times out in time order with the permutation (the times and bytime
 // sections), one vertex at a time.
 //
-// Export and ExportFile (export.go) write the text or Parquet edge list of
-// a loaded graph, with a description of the import flags that read it back.
-//
 // The graph file's layout, header and checksum are the graph package's: the
 // importer lays its file out with graph.NewFileLayout and fills the sections
 // in place. This package knows nothing of walks, Kafka or GPUs.
@@ -61,7 +58,5 @@
 // record, run-file, run-reader and option types (with the test knobs in
 // ImportOptions) are shared by every stage from decoding to the final
 // merge; a split between the decoders and the sort, or between the sort
-// and the CSR writer, would export those internals for no other user. The
-// exporter is the importers' inverse: it prints the import flags that
-// rebuild its input, and the round-trip tests need both.
+// and the CSR writer, would export those internals for no other user.
 package edgelist

@@ -1,4 +1,4 @@
-package edgelist
+package export
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/graph/edgelist"
 )
 
 // import(export(g)) has g's version, in both formats, for the kinds of
@@ -79,10 +80,10 @@ func TestExportRoundTripKeepsVersion(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range cases {
 		g := c.graph(t)
-		for _, f := range []ExportFormat{ExportText, ExportParquet} {
+		for _, f := range []Format{Text, Parquet} {
 			t.Run(c.name+"/"+string(f), func(t *testing.T) {
 				base := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "_")+"."+string(f))
-				st, err := ExportFile(ctx, g, base, f)
+				st, err := WriteFile(ctx, g, base, f)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -90,11 +91,11 @@ func TestExportRoundTripKeepsVersion(t *testing.T) {
 					t.Fatalf("export says inexact: %s", st.Inexact)
 				}
 				out := base + ".wsg"
-				var ist *ImportStats
-				if f == ExportText {
-					ist, err = ImportText(ctx, base, out, st.Import)
+				var ist *edgelist.ImportStats
+				if f == Text {
+					ist, err = edgelist.ImportText(ctx, base, out, st.Import)
 				} else {
-					ist, err = ImportParquet(ctx, base, out, st.Import)
+					ist, err = edgelist.ImportParquet(ctx, base, out, st.Import)
 				}
 				if err != nil {
 					t.Fatalf("import %v: %v", st.ImportFlags, err)
@@ -117,13 +118,13 @@ func TestExportRoundTripKeepsVersion(t *testing.T) {
 }
 
 // A graph with self-loops cannot carry marker rows for vertices without
-// edges: Export says so instead of writing a file that imports differently.
+// edges: Write says so instead of writing a file that imports differently.
 func TestExportReportsInexactRoundTrip(t *testing.T) {
 	g, err := graph.FromEdges([]graph.Edge{{Src: 1, Dst: 1, Weight: 1, Label: 0}, {Src: 2, Dst: 3, Weight: 1, Label: 0}, {Src: 9, Dst: 9, Weight: 1, Label: 0}}, graph.BuildOptions{Name: "x", SelfLoops: true, DenseIDs: true, NumVertices: 12})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := ExportFile(context.Background(), g, filepath.Join(t.TempDir(), "x.txt"), ExportText)
+	st, err := WriteFile(context.Background(), g, filepath.Join(t.TempDir(), "x.txt"), Text)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +141,7 @@ func TestExportTextLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "s.txt")
-	if _, err := ExportFile(context.Background(), g, path, ExportText); err != nil {
+	if _, err := WriteFile(context.Background(), g, path, Text); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(path)

@@ -1,4 +1,11 @@
-package edgelist
+// Package export writes a loaded graph back out as an edge list, text or
+// Parquet, in external ids, with the import options (and the `walkstage
+// graph import` flags) that read it back: importing the export with
+// edgelist.ImportText or edgelist.ImportParquet rebuilds a file of the same
+// Version, unless Stats.Exact says why not. It is the importer's inverse,
+// so it knows the importer's options; it knows nothing of walks, Kafka or
+// GPUs.
+package export
 
 import (
 	"bufio"
@@ -15,36 +22,37 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/graph/edgelist"
 )
 
-// ExportFormat names an edge-list format that Export writes and the
+// Format names an edge-list format that Write writes and the
 // importers read back.
-type ExportFormat string
+type Format string
 
 const (
-	// ExportText is ImportText's format: one "src dst [weight] [label]
+	// Text is edgelist.ImportText's format: one "src dst [weight] [label]
 	// [time]" line per edge, after '#' comment lines that describe the
 	// graph and the import command that rebuilds it.
-	ExportText ExportFormat = "text"
-	// ExportParquet is ImportParquet's format: columns src and dst (INT64,
+	Text Format = "text"
+	// Parquet is edgelist.ImportParquet's format: columns src and dst (INT64,
 	// or strings for a graph with string ids), weight (FLOAT) when the
 	// graph has weights, label (INT32) when it has labels, time (INT64)
 	// when it is timed; the description is in the file's key-value
 	// metadata.
-	ExportParquet ExportFormat = "parquet"
+	Parquet Format = "parquet"
 )
 
-// ParseExportFormat reads "text" or "parquet".
-func ParseExportFormat(s string) (ExportFormat, error) {
-	switch f := ExportFormat(strings.ToLower(s)); f {
-	case ExportText, ExportParquet:
+// ParseFormat reads "text" or "parquet".
+func ParseFormat(s string) (Format, error) {
+	switch f := Format(strings.ToLower(s)); f {
+	case Text, Parquet:
 		return f, nil
 	}
 	return "", fmt.Errorf("unknown export format %q (want text or parquet)", s)
 }
 
-// ExportStats say what Export wrote and how to import it back.
-type ExportStats struct {
+// Stats say what Write wrote and how to import it back.
+type Stats struct {
 	Edges int64 // edge rows: every directed edge as stored
 	// MarkerRows are self-loop rows standing for vertices without any edge,
 	// which an edge list cannot otherwise hold: the importer drops
@@ -52,7 +60,7 @@ type ExportStats struct {
 	MarkerRows int64
 	// Import are the options that rebuild the graph from the export, and
 	// ImportFlags the same as `walkstage graph import` flags.
-	Import      ImportOptions
+	Import      edgelist.ImportOptions
 	ImportFlags []string
 	// Exact reports whether importing with Import yields the same graph
 	// (the same Version); Inexact says why not when it does not.
@@ -60,9 +68,9 @@ type ExportStats struct {
 	Inexact string
 }
 
-// Export writes g's edges as an edge list in external ids, with weights
+// Write writes g's edges as an edge list in external ids, with weights
 // and labels when g has them, so that other tools can read the graph and
-// ImportText / ImportParquet with stats.Import rebuild it with the same
+// edgelist.ImportText / ImportParquet with stats.Import rebuild it with the same
 // Version. Every stored directed edge is one row, in CSR order (an
 // undirected graph's edges appear in both directions and are imported as
 // directed edges).
@@ -71,20 +79,20 @@ type ExportStats struct {
 // without edges (the marker rows that keep such vertices would become
 // edges), or g's id map is not in ascending order (the importers number
 // vertices by external id); stats.Exact says which.
-func Export(ctx context.Context, g *graph.Graph, w io.Writer, format ExportFormat) (*ExportStats, error) {
+func Write(ctx context.Context, g *graph.Graph, w io.Writer, format Format) (*Stats, error) {
 	st := planExport(g, format)
 	var err error
 	switch format {
-	case ExportText:
+	case Text:
 		err = exportText(ctx, g, w, st)
-	case ExportParquet:
+	case Parquet:
 		if g.Timed() || g.HasStringIDs() {
 			err = exportParquetRows(ctx, g, w, st)
 		} else {
 			err = exportParquet(ctx, g, w, st)
 		}
 	default:
-		_, err = ParseExportFormat(string(format))
+		_, err = ParseFormat(string(format))
 	}
 	if err != nil {
 		return nil, err
@@ -92,14 +100,14 @@ func Export(ctx context.Context, g *graph.Graph, w io.Writer, format ExportForma
 	return st, nil
 }
 
-// ExportFile is Export to the file path, written to a temporary file in the
+// WriteFile is Write to the file path, written to a temporary file in the
 // same directory and renamed into place once complete.
-func ExportFile(ctx context.Context, g *graph.Graph, path string, format ExportFormat) (*ExportStats, error) {
-	var st *ExportStats
+func WriteFile(ctx context.Context, g *graph.Graph, path string, format Format) (*Stats, error) {
+	var st *Stats
 	err := graph.WriteFileAtomic(path, func(f *os.File) error {
 		bw := bufio.NewWriterSize(f, 1<<20)
 		var err error
-		if st, err = Export(ctx, g, bw, format); err != nil {
+		if st, err = Write(ctx, g, bw, format); err != nil {
 			return err
 		}
 		return bw.Flush()
@@ -115,18 +123,18 @@ func ExportFile(ctx context.Context, g *graph.Graph, path string, format ExportF
 // dense ids, only
 // the last one (the importer takes V from the largest id, so vertices below
 // it exist anyway).
-func planExport(g *graph.Graph, format ExportFormat) *ExportStats {
-	o := ImportOptions{Name: g.Name, Weighted: g.Weighted(), Labelled: g.Labelled(), Duplicates: graph.DupKeepAll,
+func planExport(g *graph.Graph, format Format) *Stats {
+	o := edgelist.ImportOptions{Name: g.Name, Weighted: g.Weighted(), Labelled: g.Labelled(), Duplicates: graph.DupKeepAll,
 		DenseIDs: g.IDs == nil && !g.HasStringIDs(), StringIDs: g.HasStringIDs()}
 	if g.Timed() {
 		// The time is the last column, or the column "time".
-		if format == ExportParquet {
+		if format == Parquet {
 			o.TimeColumnName = "time"
 		} else {
 			o.TimeColumn = 3 + btoi(o.Weighted) + btoi(o.Labelled)
 		}
 	}
-	st := &ExportStats{Edges: g.NumEdges(), Exact: true}
+	st := &Stats{Edges: g.NumEdges(), Exact: true}
 	n := g.NumVertices()
 	selfLoops := false
 	for v := range n {
@@ -192,7 +200,7 @@ func isMentioned(g *graph.Graph) func(v uint32) bool {
 	return func(v uint32) bool { return g.Degree(v) > 0 || in[v/64]&(1<<(v%64)) != 0 }
 }
 
-func importFlags(o ImportOptions) []string {
+func importFlags(o edgelist.ImportOptions) []string {
 	var f []string
 	for _, x := range []struct {
 		on   bool
@@ -224,7 +232,7 @@ type exportRowFunc func(s, d uint32, w float32, l uint8, t int64) error
 // forEachRow calls row for every exported row in dense-vertex order: a
 // vertex's out-edges, or its marker self-loop. It checks ctx every 64 Ki
 // vertices.
-func forEachRow(ctx context.Context, g *graph.Graph, st *ExportStats, row exportRowFunc) error {
+func forEachRow(ctx context.Context, g *graph.Graph, st *Stats, row exportRowFunc) error {
 	n := g.NumVertices()
 	var mentioned func(uint32) bool
 	if st.MarkerRows > 0 {
@@ -281,7 +289,7 @@ func appendID(buf []byte, g *graph.Graph, v uint32) []byte {
 
 // exportHeader describes the export in lines for a text header and
 // Parquet metadata.
-func exportHeader(g *graph.Graph, st *ExportStats, format ExportFormat) []string {
+func exportHeader(g *graph.Graph, st *Stats, format Format) []string {
 	cols := "src dst"
 	if g.Weighted() {
 		cols += " weight"
@@ -310,9 +318,9 @@ func exportHeader(g *graph.Graph, st *ExportStats, format ExportFormat) []string
 	return h
 }
 
-func exportText(ctx context.Context, g *graph.Graph, w io.Writer, st *ExportStats) error {
+func exportText(ctx context.Context, g *graph.Graph, w io.Writer, st *Stats) error {
 	bw := bufio.NewWriterSize(w, 1<<20)
-	for _, l := range exportHeader(g, st, ExportText) {
+	for _, l := range exportHeader(g, st, Text) {
 		fmt.Fprintf(bw, "# %s\n", l)
 	}
 	buf := make([]byte, 0, 64)
@@ -370,9 +378,9 @@ type (
 
 // exportOptions are the Parquet writer's options: compression, row groups
 // and the description in the key-value metadata.
-func exportOptions(g *graph.Graph, st *ExportStats) []parquet.WriterOption {
+func exportOptions(g *graph.Graph, st *Stats) []parquet.WriterOption {
 	opts := []parquet.WriterOption{parquet.Compression(&parquet.Zstd), parquet.MaxRowsPerRowGroup(1 << 20)}
-	for i, l := range exportHeader(g, st, ExportParquet) {
+	for i, l := range exportHeader(g, st, Parquet) {
 		opts = append(opts, parquet.KeyValueMetadata(fmt.Sprintf("walkstage.export.%d", i), l))
 	}
 	return append(opts, parquet.KeyValueMetadata("walkstage.graph", g.Name), parquet.KeyValueMetadata("walkstage.graph_version", g.Version))
@@ -381,7 +389,7 @@ func exportOptions(g *graph.Graph, st *ExportStats) []parquet.WriterOption {
 // exportParquetRows writes a timed graph or one with string ids: a schema
 // built for its columns (src and dst as strings with string ids, time as
 // INT64), rows written as values.
-func exportParquetRows(ctx context.Context, g *graph.Graph, w io.Writer, st *ExportStats) error {
+func exportParquetRows(ctx context.Context, g *graph.Graph, w io.Writer, st *Stats) error {
 	idNode := parquet.Leaf(parquet.Int64Type)
 	if g.HasStringIDs() {
 		idNode = parquet.String()
@@ -440,7 +448,7 @@ func exportParquetRows(ctx context.Context, g *graph.Graph, w io.Writer, st *Exp
 	return err
 }
 
-func exportParquet(ctx context.Context, g *graph.Graph, w io.Writer, st *ExportStats) error {
+func exportParquet(ctx context.Context, g *graph.Graph, w io.Writer, st *Stats) error {
 	opts := exportOptions(g, st)
 	switch {
 	case g.Weighted() && g.Labelled():
@@ -456,7 +464,7 @@ func exportParquet(ctx context.Context, g *graph.Graph, w io.Writer, st *ExportS
 }
 
 // writeRows streams the rows through a buffer of 64 Ki rows.
-func writeRows[T any](ctx context.Context, g *graph.Graph, st *ExportStats, w io.Writer, opts []parquet.WriterOption,
+func writeRows[T any](ctx context.Context, g *graph.Graph, st *Stats, w io.Writer, opts []parquet.WriterOption,
 	mk func(s, d int64, w float32, l uint8) T) error {
 	pw := parquet.NewGenericWriter[T](w, opts...)
 	buf := make([]T, 0, min(1<<16, max(1, g.NumEdges()+st.MarkerRows)))
@@ -480,4 +488,11 @@ func writeRows[T any](ctx context.Context, g *graph.Graph, st *ExportStats, w io
 		return err
 	}
 	return pw.Close()
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
