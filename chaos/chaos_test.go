@@ -26,7 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"gocloud.dev/blob"
 
-	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/store"
 )
 
@@ -1195,19 +1195,19 @@ func checkOutput(ctx context.Context, b *blob.Bucket, objects map[string]int64, 
 	}
 	var withManifest []string
 	for d, names := range dirs {
-		if slices.Contains(names, sink.SuccessName) {
+		if slices.Contains(names, output.SuccessName) {
 			withManifest = append(withManifest, d)
 		}
 	}
 	sort.Strings(withManifest)
 	switch {
 	case len(withManifest) == 0:
-		return fmt.Errorf("no %s (directories: %v)", sink.SuccessName, dirs)
+		return fmt.Errorf("no %s (directories: %v)", output.SuccessName, dirs)
 	case len(withManifest) > 1:
-		return fmt.Errorf("%d directories with a %s: %v", len(withManifest), sink.SuccessName, withManifest)
+		return fmt.Errorf("%d directories with a %s: %v", len(withManifest), output.SuccessName, withManifest)
 	}
 	d := withManifest[0]
-	data, err := b.ReadAll(ctx, d+"/"+sink.SuccessName)
+	data, err := b.ReadAll(ctx, d+"/"+output.SuccessName)
 	if err != nil {
 		return err
 	}
@@ -1223,7 +1223,7 @@ func checkOutput(ctx context.Context, b *blob.Bucket, objects map[string]int64, 
 		problems = append(problems, fmt.Sprintf("manifest has %d walks of length %d, the request asked for %d of length %d (overwritten by another request?)",
 			m.Walks, m.Algorithm.Length, r.walks, r.length))
 	}
-	listed := map[string]bool{d + "/" + sink.SuccessName: true}
+	listed := map[string]bool{d + "/" + output.SuccessName: true}
 	for _, f := range m.Files {
 		listed[f.Key] = true
 		size, ok := objects[f.Key]

@@ -13,7 +13,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"gocloud.dev/blob"
 
-	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/sink/output"
 )
 
 // What a glob reads (issue 33): once every writer has stopped, the suite
@@ -23,7 +23,7 @@ import (
 // prints.
 
 // outputKinds are the kinds a glob is checked over.
-var outputKinds = []string{sink.KindWalks, sink.KindVisits, sink.KindSamples}
+var outputKinds = []string{output.KindWalks, output.KindVisits, output.KindSamples}
 
 // runTidy runs `walkstage output tidy` against the store at bucketURL with
 // age 0 and returns its RESULT fields.
@@ -91,7 +91,7 @@ func readGlobView(ctx context.Context, b *blob.Bucket, objects map[string]int64,
 		switch {
 		case strings.HasSuffix(k, ".parquet"):
 			v.glob = append(v.glob, k)
-		case strings.HasSuffix(k, "/"+sink.SuccessName):
+		case strings.HasSuffix(k, "/"+output.SuccessName):
 			data, err := b.ReadAll(ctx, k)
 			if err != nil {
 				problems = append(problems, fmt.Sprintf("%s: %v", k, err))

@@ -12,7 +12,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/store"
 )
 
@@ -232,7 +232,7 @@ func TestReadGlobView(t *testing.T) {
 		}
 		objects[o.Key] = o.Size
 	}
-	v, problems, err := readGlobView(ctx, b, objects, sink.KindWalks)
+	v, problems, err := readGlobView(ctx, b, objects, output.KindWalks)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/graphsample"
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 	"github.com/walkstage/walkstage/walk/visits"
@@ -131,7 +132,7 @@ type check struct {
 	Sample int      `json:"sample"`
 
 	isDefault bool
-	m         *sink.Manifest
+	m         *output.Manifest
 	want      totals
 	parts     files
 }
@@ -201,7 +202,7 @@ func TestReadersReadEveryOutput(t *testing.T) {
 		if v.prefix == "default" {
 			opts = nil
 		}
-		for _, kind := range []string{sink.KindWalks, sink.KindVisits, sink.KindSamples} {
+		for _, kind := range []string{output.KindWalks, output.KindVisits, output.KindSamples} {
 			m := in.write(t, bucket, v.prefix, kind, v.weight, opts)
 			c := &check{Name: v.prefix + "/" + kind, Kind: kind, Sample: 25, isDefault: v.prefix == "default", m: m,
 				want: in.want[kind],
@@ -243,7 +244,7 @@ func TestReadersReadEveryOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mb.Close()
-	for _, kind := range []string{sink.KindWalks, sink.KindVisits, sink.KindSamples} {
+	for _, kind := range []string{output.KindWalks, output.KindVisits, output.KindSamples} {
 		in.write(t, mb, "walks", kind, false, []sink.Option{sink.WithWalkEncoding(sink.DeltaBinaryPacked)})
 	}
 
@@ -322,7 +323,7 @@ func firstLine(s string) string {
 	return line
 }
 
-func manifestRows(m *sink.Manifest) int64 {
+func manifestRows(m *output.Manifest) int64 {
 	var n int64
 	for _, f := range m.Files {
 		n += f.Rows
@@ -406,7 +407,7 @@ func newInputs(t *testing.T, g *graph.Graph) *inputs {
 			}
 		}
 	}
-	in.want[sink.KindWalks] = wt
+	in.want[output.KindWalks] = wt
 
 	queries := make([]visits.VisitQuery, 300)
 	for i := range queries {
@@ -426,7 +427,7 @@ func newInputs(t *testing.T, g *graph.Graph) *inputs {
 			vt.add(3, g.ExternalID(c.Vertex))
 		}
 	}
-	in.want[sink.KindVisits] = vt
+	in.want[output.KindVisits] = vt
 
 	in.sp = graphsample.SampleParams{Kind: graphsample.NeighborSampling, Seed: 7, InstancesPerSeed: 2, Fanouts: []int{4, 3}}
 	seedVertices := make([]uint32, 250)
@@ -449,7 +450,7 @@ func newInputs(t *testing.T, g *graph.Graph) *inputs {
 			st.add(3, g.ExternalID(e.Dst))
 		}
 	}
-	in.want[sink.KindSamples] = st
+	in.want[output.KindSamples] = st
 	return in
 }
 
@@ -466,16 +467,16 @@ func cloneChunk(c walk.Chunk) walk.Chunk {
 }
 
 // write writes one batch of kind under prefix and commits it.
-func (in *inputs) write(t *testing.T, b *blob.Bucket, prefix, kind string, weight bool, opts []sink.Option) *sink.Manifest {
+func (in *inputs) write(t *testing.T, b *blob.Bucket, prefix, kind string, weight bool, opts []sink.Option) *output.Manifest {
 	t.Helper()
 	ctx := context.Background()
 	meta := sink.BatchMeta{BatchID: "conf-" + kind, Seed: 7, Engine: "cpu", WalkstageVersion: "conformance", Fingerprint: "fp-" + kind}
 	switch kind {
-	case sink.KindWalks:
+	case output.KindWalks:
 		meta.Algorithm, meta.Walks = in.algo, int64(in.walks)
-	case sink.KindVisits:
+	case output.KindVisits:
 		meta.Algorithm, meta.Queries = in.algo, int64(len(in.visits))
-	case sink.KindSamples:
+	case output.KindSamples:
 		meta.Sample, meta.Instances, meta.SampleEdgeWeight = &in.sp, int64(len(in.samples)), weight
 	}
 	w, err := sink.NewBatchWriter(ctx, b, prefix, meta, in.g, opts...)
@@ -483,13 +484,13 @@ func (in *inputs) write(t *testing.T, b *blob.Bucket, prefix, kind string, weigh
 		t.Fatal(err)
 	}
 	switch kind {
-	case sink.KindWalks:
+	case output.KindWalks:
 		for _, c := range in.chunks {
 			err = errors.Join(err, w.Write(ctx, cloneChunk(c)))
 		}
-	case sink.KindVisits:
+	case output.KindVisits:
 		err = w.WriteVisits(ctx, in.qids, in.visits)
-	case sink.KindSamples:
+	case output.KindSamples:
 		err = w.WriteSamples(ctx, 0, in.seeds, in.samples)
 	}
 	if err != nil {
@@ -520,7 +521,7 @@ func decodeSample(kind string, rows []json.RawMessage) ([]sampled, error) {
 		}
 		var s sampled
 		switch kind {
-		case sink.KindSamples:
+		case output.KindSamples:
 			var src, dst string
 			if err := errors.Join(json.Unmarshal(row[0], &src), json.Unmarshal(row[1], &dst)); err != nil {
 				return nil, fmt.Errorf("sampled edge %s: %w", raw, err)
@@ -531,7 +532,7 @@ func decodeSample(kind string, rows []json.RawMessage) ([]sampled, error) {
 			if err := json.Unmarshal(row[1], &ids); err != nil {
 				return nil, fmt.Errorf("sampled row %s: %w", raw, err)
 			}
-			s.edges = kind == sink.KindWalks
+			s.edges = kind == output.KindWalks
 			for _, id := range ids {
 				s.ids = append(s.ids, parseInt(id))
 			}
@@ -636,7 +637,7 @@ func readArrow(t *testing.T, c *check) (totals, []sampled, files) {
 				got.add(0, 1)
 				var s sampled
 				switch c.Kind {
-				case sink.KindWalks:
+				case output.KindWalks:
 					got.add(1, int64(col("length").(*array.Int32).Value(i)))
 					l := col("walk").(*array.List)
 					vals := l.ListValues().(*array.Int64)
@@ -647,7 +648,7 @@ func readArrow(t *testing.T, c *check) (totals, []sampled, files) {
 						got.add(3, vals.Value(int(k)))
 						s.ids = append(s.ids, vals.Value(int(k)))
 					}
-				case sink.KindVisits:
+				case output.KindVisits:
 					got.add(1, col("steps").(*array.Int64).Value(i))
 					l := col("candidates").(*array.List)
 					st := l.ListValues().(*array.Struct)
@@ -658,7 +659,7 @@ func readArrow(t *testing.T, c *check) (totals, []sampled, files) {
 						got.add(3, vert.Value(int(k)))
 						s.ids = append(s.ids, vert.Value(int(k)))
 					}
-				case sink.KindSamples:
+				case output.KindSamples:
 					id := col("instance_id").(*array.Int64).Value(i)
 					instances[id] = true
 					got.add(2, int64(col("hop").(*array.Int32).Value(i)))
@@ -678,7 +679,7 @@ func readArrow(t *testing.T, c *check) (totals, []sampled, files) {
 		tr.Release()
 		tbl.Release()
 	}
-	if c.Kind == sink.KindSamples {
+	if c.Kind == output.KindSamples {
 		got[1].SetInt64(int64(len(instances)))
 	}
 	return got, sample, info

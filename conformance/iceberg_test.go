@@ -11,6 +11,7 @@ import (
 
 	"github.com/walkstage/walkstage/icetable"
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/store"
 )
 
@@ -46,7 +47,7 @@ func TestIcebirdReadsTheWalksTable(t *testing.T) {
 	defer tb.Close()
 	var rows, steps int64
 	for i, opts := range [][]sink.Option{nil, {sink.WithRowGroupRows(256), sink.WithFileBytes(24 << 10)}} {
-		m := in.write(t, bucket, fmt.Sprintf("t%d", i), sink.KindWalks, false, opts)
+		m := in.write(t, bucket, fmt.Sprintf("t%d", i), output.KindWalks, false, opts)
 		b := icetable.Batch{Kind: "walks", ID: m.BatchID + strconv.Itoa(i), Fingerprint: m.Fingerprint}
 		for _, f := range m.Files {
 			b.Files = append(b.Files, icetable.File{URL: store.ObjectURL(root, f.Key), Rows: f.Rows, Bytes: f.Bytes})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/store"
 )
 
@@ -98,7 +99,7 @@ func TestReadersReadStringIDs(t *testing.T) {
 			for _, v := range c.Walk(k) {
 				row = append(row, g.ExternalString(v))
 			}
-			want[sink.KindWalks] = append(want[sink.KindWalks], row)
+			want[output.KindWalks] = append(want[output.KindWalks], row)
 		}
 	}
 	for q, r := range in.visits {
@@ -106,15 +107,15 @@ func TestReadersReadStringIDs(t *testing.T) {
 		for _, c := range r.Candidates {
 			row = append(row, g.ExternalString(c.Vertex))
 		}
-		want[sink.KindVisits] = append(want[sink.KindVisits], row)
+		want[output.KindVisits] = append(want[output.KindVisits], row)
 	}
 	for i, es := range in.samples {
 		for _, e := range es {
-			want[sink.KindSamples] = append(want[sink.KindSamples], []string{strconv.Itoa(i), strconv.Itoa(int(e.Hop)),
+			want[output.KindSamples] = append(want[output.KindSamples], []string{strconv.Itoa(i), strconv.Itoa(int(e.Hop)),
 				g.ExternalString(uint32(in.seeds[i])), g.ExternalString(e.Src), g.ExternalString(e.Dst)})
 		}
 	}
-	wantType := map[string]string{sink.KindWalks: "VARCHAR[]", sink.KindVisits: "VARCHAR[]", sink.KindSamples: "VARCHAR"}
+	wantType := map[string]string{output.KindWalks: "VARCHAR[]", output.KindVisits: "VARCHAR[]", output.KindSamples: "VARCHAR"}
 
 	ctx := context.Background()
 	root := t.TempDir()
@@ -135,7 +136,7 @@ func TestReadersReadStringIDs(t *testing.T) {
 		if c != "" {
 			prefix, opts = string(c), []sink.Option{sink.WithCompression(c), sink.WithRowGroupRows(256), sink.WithFileBytes(24 << 10)}
 		}
-		for _, kind := range []string{sink.KindWalks, sink.KindVisits, sink.KindSamples} {
+		for _, kind := range []string{output.KindWalks, output.KindVisits, output.KindSamples} {
 			m := in.write(t, bucket, prefix, kind, false, opts)
 			ch := check{Name: prefix + "/" + kind, Kind: kind, Glob: filepath.ToSlash(root) + "/" + prefix + "/kind=" + kind + "/**/*.parquet"}
 			for _, f := range m.Files {
@@ -168,7 +169,7 @@ func TestReadersReadStringIDs(t *testing.T) {
 		if !r.Hyparquet.OK || !slices.Equal(sortedRows(r.Hyparquet.Rows), w) {
 			t.Errorf("%s: hyparquet read %d rows (%s), want %d", r.Name, len(r.Hyparquet.Rows), r.Hyparquet.Error, len(w))
 		}
-		if kind == sink.KindWalks {
+		if kind == output.KindWalks {
 			for _, row := range r.DuckDB.Rows {
 				for j := 3; j < len(row); j++ {
 					u, ok1 := g.DenseIDString(row[j-1])

@@ -6,8 +6,10 @@
 # tests included; and the walkstage command builds its engines through
 # engines/, so only `walkstage run` (run.go) and `walkstage load`, which
 # reads the stage's variables for its defaults (load.go), import the
-# stage; and the catalog, which only needs buckets, reaches them through
-# store/, not through the sink (the Parquet encoder and batch writer).
+# stage; the catalog, which only needs buckets, reaches them through
+# store/, not through the sink (the Parquet encoder and batch writer); and
+# sink/output, the output contract that readers of committed output
+# import, reaches neither the batch writer nor the Parquet encoder.
 # Exits 1 naming each offending import.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -64,31 +66,42 @@ fi
 check_tools ""
 [ -z "$cuda" ] || check_tools cuda
 
-# check_catalog TAGS: the catalog and everything it needs to build and
-# test (go list -deps -test) import no package of the sink; each import
-# of one, by a package other than the sink's own, is reported.
-check_catalog() {
-  local tags=$1 listing edges
-  local sinkpkg="^$mod/sink(/|$)"
-  listing=$(go list -tags "$tags" -deps -test -f '{{.ImportPath}}|{{join .Imports " "}}' ./catalog/...)
+# check_unreached TAGS ROOTS REGEX HINT: the packages ROOTS and everything
+# they need to build and test (go list -deps -test) import no package
+# matching REGEX; each import of one, by a package that does not match it
+# itself, is reported with HINT.
+check_unreached() {
+  local tags=$1 roots=$2 re=$3 hint=$4 listing edges
+  # shellcheck disable=SC2086 # roots: one package pattern a word
+  listing=$(go list -tags "$tags" -deps -test -f '{{.ImportPath}}|{{join .Imports " "}}' $roots)
   edges=$(while IFS='|' read -r pkg imports; do
     local in=""
     case $pkg in *" ["*) in=" in its tests" ;; esac
     pkg=${pkg%% *}
     case $pkg in "$mod"/*) ;; *) continue ;; esac
-    [[ $pkg =~ $sinkpkg ]] && continue
+    [[ $pkg =~ $re ]] && continue
     for imp in $imports; do
-      if [[ $imp =~ $sinkpkg ]]; then echo "$pkg imports ${imp%% *}$in"; fi
+      if [[ $imp =~ $re ]]; then echo "$pkg imports ${imp%% *}$in"; fi
     done
   done <<<"$listing" | sort -u)
   [ -z "$edges" ] && return 0
-  printf 'check-imports: the catalog must not reach the sink (open buckets with %s/store) (tags "%s"):\n' "$mod" "$tags" >&2
+  printf 'check-imports: %s (tags "%s"):\n' "$hint" "$tags" >&2
   local edge
   while read -r edge; do printf '  %s\n' "$edge" >&2; done <<<"$edges"
   bad=1
 }
-check_catalog ""
-[ -z "$cuda" ] || check_catalog cuda
+# The catalog only needs buckets: it reaches them through store/, never
+# through the sink (the batch writer, the Parquet encoder, the output
+# contract).
+catalog_hint="the catalog must not reach the sink (open buckets with $mod/store)"
+# The output contract (layout, manifests, listings) is what readers of
+# committed output import: it must not pull in the batch writer or the
+# Parquet encoder.
+output_hint="sink/output must not reach the batch writer ($mod/sink) or the Parquet encoder ($mod/sink/pages)"
+for tags in "" ${cuda:+"$cuda"}; do
+  check_unreached "$tags" ./catalog/... "^$mod/sink(/|$)" "$catalog_hint"
+  check_unreached "$tags" ./sink/output/... "^$mod/sink(/pages)?$" "$output_hint"
+done
 
 # The walkstage command is one package, so this one is per file: which of
 # its files (as go list sees them, without and with the cuda tag) import

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -42,7 +43,7 @@ func TestBadRowGroupAlwaysFailsCommit(t *testing.T) {
 				t.Fatal(err)
 			}
 			if err = w.Write(ctx, c); err == nil {
-				var m *Manifest
+				var m *output.Manifest
 				if m, err = w.Commit(ctx); err == nil {
 					err = fmt.Errorf("committed %d walks in %d parts", m.Walks, len(m.Files))
 				}

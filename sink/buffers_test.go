@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -34,7 +35,7 @@ func TestSharedBuffersSameBytes(t *testing.T) {
 	}
 	read := func(b interface {
 		ReadAll(context.Context, string) ([]byte, error)
-	}, m *Manifest) [][]byte {
+	}, m *output.Manifest) [][]byte {
 		var out [][]byte
 		for _, f := range m.Files {
 			data, err := b.ReadAll(context.Background(), f.Key)

@@ -4,15 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"strings"
 	"time"
 
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/store"
 )
 
@@ -34,14 +31,14 @@ const (
 
 // publish writes m as the batch's manifest (see Commit for the rules) and
 // returns the manifest that now describes the batch.
-func (w *BatchWriter) publish(ctx context.Context, m *Manifest) (*Manifest, error) {
-	data, err := m.encode()
+func (w *BatchWriter) publish(ctx context.Context, m *output.Manifest) (*output.Manifest, error) {
+	data, err := m.Encode()
 	if err != nil {
 		return nil, err
 	}
 	key := w.layout.SuccessKey()
 	var (
-		cur      *Manifest
+		cur      *output.Manifest
 		complete bool
 		rerr     error
 		refused  time.Time // the first refusal that no readable manifest explained
@@ -61,7 +58,7 @@ func (w *BatchWriter) publish(ctx context.Context, m *Manifest) (*Manifest, erro
 		// A manifest is there: ours, if a create of ours landed and only
 		// its answer was lost (the SDK's retry is then refused by it), or
 		// another writer's, which decides.
-		cur, complete, rerr = readComplete(ctx, w.bucket, key, w.cfg.callTimeout)
+		cur, complete, rerr = output.ReadComplete(ctx, w.bucket, key, w.cfg.callTimeout)
 		if rerr != nil || cur != nil {
 			break
 		}
@@ -103,7 +100,7 @@ func (w *BatchWriter) publish(ctx context.Context, m *Manifest) (*Manifest, erro
 		return w.won(ctx, m, m.Fingerprint == ""), nil
 	}
 	switch {
-	case rerr != nil && !errors.Is(rerr, errCorrupt):
+	case rerr != nil && !errors.Is(rerr, output.ErrCorrupt):
 		// A manifest is there, maybe ours: keep the parts it may list.
 		return nil, w.keep(fmt.Errorf("sink: batch %s: read the manifest that refused our create: %w", w.meta.BatchID, rerr))
 	case cur != nil && complete && cur.Fingerprint != "":
@@ -119,7 +116,7 @@ func (w *BatchWriter) publish(ctx context.Context, m *Manifest) (*Manifest, erro
 	// First make sure our parts are still there: a writer that replaced
 	// the manifest while we were paused deletes older parts, ours included,
 	// and a manifest listing them would point at nothing.
-	ok, err := partsPresent(ctx, w.bucket, m, w.cfg.callTimeout)
+	ok, err := output.PartsPresent(ctx, w.bucket, m, w.cfg.callTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("sink: batch %s: check own parts: %w", w.meta.BatchID, err)
 	}
@@ -146,13 +143,13 @@ func (w *BatchWriter) publish(ctx context.Context, m *Manifest) (*Manifest, erro
 // decides as at a refused create. Still unreadable, the key cannot be
 // resolved: an error wrapping ErrManifestUnresolvable, parts kept (the put
 // may land yet).
-func (w *BatchWriter) overwritePhantom(ctx context.Context, m *Manifest, data []byte, lasted time.Duration) (*Manifest, error) {
+func (w *BatchWriter) overwritePhantom(ctx context.Context, m *output.Manifest, data []byte, lasted time.Duration) (*output.Manifest, error) {
 	key := w.layout.SuccessKey()
 	unresolvable := func(what string, err error) error {
 		return w.keep(fmt.Errorf("sink: batch %s: %w: %s refused creates for %v and a delete did not clear it; %s: %w",
 			w.meta.BatchID, ErrManifestUnresolvable, key, lasted.Round(time.Millisecond), what, err))
 	}
-	ok, err := partsPresent(ctx, w.bucket, m, w.cfg.callTimeout)
+	ok, err := output.PartsPresent(ctx, w.bucket, m, w.cfg.callTimeout)
 	if err != nil {
 		return nil, w.keep(fmt.Errorf("sink: batch %s: check own parts: %w", w.meta.BatchID, err))
 	}
@@ -162,12 +159,12 @@ func (w *BatchWriter) overwritePhantom(ctx context.Context, m *Manifest, data []
 	if err := w.putManifest(ctx, data, false); err != nil {
 		return nil, unresolvable("overwrite", err)
 	}
-	cur, complete, err := readComplete(ctx, w.bucket, key, w.cfg.callTimeout)
+	cur, complete, err := output.ReadComplete(ctx, w.bucket, key, w.cfg.callTimeout)
 	switch {
 	case err != nil:
 		return nil, unresolvable("read back after the overwrite", err)
 	case cur == nil:
-		return nil, unresolvable("read back after the overwrite", ErrNoManifest)
+		return nil, unresolvable("read back after the overwrite", output.ErrNoManifest)
 	case ours(cur, m):
 		return w.won(ctx, m, true), nil
 	case complete && cur.Fingerprint != "":
@@ -183,7 +180,7 @@ func (w *BatchWriter) overwritePhantom(ctx context.Context, m *Manifest, data []
 // won finishes a commit whose manifest stands: the removal of what other
 // attempts left (only parts older than this writer where onlyOlder, see
 // deleteUnlisted), on a goroutine under WithTidyAfterCommit.
-func (w *BatchWriter) won(ctx context.Context, m *Manifest, onlyOlder bool) *Manifest {
+func (w *BatchWriter) won(ctx context.Context, m *output.Manifest, onlyOlder bool) *output.Manifest {
 	w.tidy(ctx, func(ctx context.Context) {
 		w.deleteUnlisted(ctx, m, onlyOlder)
 		w.abortOtherUploads(ctx)
@@ -195,7 +192,7 @@ func (w *BatchWriter) won(ctx context.Context, m *Manifest, onlyOlder bool) *Man
 // m: the same request and the same parts. Part keys carry this attempt's
 // id (random, Layout.AttemptPartKey), so no other writer lists them; two
 // manifests of no part and one fingerprint describe the same output.
-func ours(cur, m *Manifest) bool {
+func ours(cur, m *output.Manifest) bool {
 	return cur.Fingerprint == m.Fingerprint && cur.BatchID == m.BatchID && sameFiles(cur, m)
 }
 
@@ -245,7 +242,7 @@ func (w *BatchWriter) Tidied() <-chan struct{} {
 // that timed out on our side may still land on the store's, after any
 // read we make now. Kept parts that no manifest lists are deleted by the
 // batch's next successful commit.
-func (w *BatchWriter) unsure(ctx context.Context, m *Manifest, exclusive bool, err error) error {
+func (w *BatchWriter) unsure(ctx context.Context, m *output.Manifest, exclusive bool, err error) error {
 	cur, rerr := readManifestTimeout(ctx, w.bucket, w.layout.SuccessKey(), w.cfg.callTimeout)
 	if rerr == nil && ours(cur, m) {
 		return nil
@@ -256,7 +253,7 @@ func (w *BatchWriter) unsure(ctx context.Context, m *Manifest, exclusive bool, e
 	return w.keep(err)
 }
 
-func sameFiles(a, b *Manifest) bool {
+func sameFiles(a, b *output.Manifest) bool {
 	if len(a.Files) != len(b.Files) {
 		return false
 	}
@@ -323,7 +320,7 @@ func (w *BatchWriter) abortOtherUploads(ctx context.Context) {
 	store.AbortStaleUploads(ctx, w.bucket, w.layout.Dir+"/", 0, w.cfg.callTimeout)
 }
 
-func (w *BatchWriter) deleteUnlisted(ctx context.Context, m *Manifest, onlyOlder bool) {
+func (w *BatchWriter) deleteUnlisted(ctx context.Context, m *output.Manifest, onlyOlder bool) {
 	if onlyOlder {
 		// Another last-writer-wins writer may have replaced ours since: its
 		// parts are then the batch, and ours are what would go.
@@ -345,7 +342,7 @@ func (w *BatchWriter) deleteUnlisted(ctx context.Context, m *Manifest, onlyOlder
 		if err != nil {
 			break // io.EOF, or a listing failure: best effort
 		}
-		if obj.IsDir || listed[obj.Key] || !w.layout.isPart(obj.Key) {
+		if obj.IsDir || listed[obj.Key] || !w.layout.IsPart(obj.Key) {
 			continue
 		}
 		if onlyOlder && !obj.ModTime.Before(w.started) {
@@ -356,52 +353,6 @@ func (w *BatchWriter) deleteUnlisted(ctx context.Context, m *Manifest, onlyOlder
 	for _, k := range stale {
 		w.deleteKey(ctx, k)
 	}
-}
-
-// errCorrupt is wrapped when a manifest exists but does not decode.
-var errCorrupt = errors.New("manifest unreadable")
-
-func readManifestTimeout(ctx context.Context, b *blob.Bucket, key string, timeout time.Duration) (*Manifest, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	return ReadManifest(ctx, b, key)
-}
-
-// readComplete reads the manifest at key and checks that every part it
-// lists exists with the listed size. A missing manifest gives (nil, false,
-// nil); an undecodable one an error wrapping errCorrupt.
-func readComplete(ctx context.Context, b *blob.Bucket, key string, timeout time.Duration) (m *Manifest, complete bool, err error) {
-	m, err = readManifestTimeout(ctx, b, key, timeout)
-	if errors.Is(err, ErrNoManifest) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	complete, err = partsPresent(ctx, b, m, timeout)
-	return m, complete, err
-}
-
-// partsPresent checks each listed part's size with one metadata request
-// (HEAD on S3). Checksums are not verified: that would read the whole
-// batch back, gigabytes for a large one; sizes catch a missing or
-// truncated part, which is what interrupted or racing writers leave.
-func partsPresent(ctx context.Context, b *blob.Bucket, m *Manifest, timeout time.Duration) (bool, error) {
-	for _, f := range m.Files {
-		cctx, cancel := context.WithTimeout(ctx, timeout)
-		a, err := b.Attributes(cctx, f.Key)
-		cancel()
-		if gcerrors.Code(err) == gcerrors.NotFound {
-			return false, nil
-		}
-		if err != nil {
-			return false, fmt.Errorf("check part %s: %w", f.Key, err)
-		}
-		if a.Size != f.Bytes {
-			return false, nil
-		}
-	}
-	return true, nil
 }
 
 // Lookup finds the complete output set of a batch, so that a redelivered
@@ -426,22 +377,22 @@ func partsPresent(ctx context.Context, b *blob.Bucket, m *Manifest, timeout time
 // Parts' checksums are not verified (see partsPresent). An empty
 // fingerprint never matches a stored one: it conflicts with any. Of opts
 // only WithCallTimeout applies, to each store call.
-func Lookup(ctx context.Context, bucket *blob.Bucket, prefix, batchID, fingerprint string, opts ...Option) (*Manifest, error) {
+func Lookup(ctx context.Context, bucket *blob.Bucket, prefix, batchID, fingerprint string, opts ...Option) (*output.Manifest, error) {
 	timeout, err := callTimeout(opts)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := BatchLayout(prefix, KindWalks, "g", "a", batchID); err != nil {
+	if _, err := output.BatchLayout(prefix, output.KindWalks, "g", "a", batchID); err != nil {
 		return nil, fmt.Errorf("sink: lookup batch %s: %w", batchID, err)
 	}
-	dirs, err := batchDirs(ctx, bucket, prefix, batchID, timeout)
+	dirs, err := output.BatchDirs(ctx, bucket, prefix, batchID, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("sink: lookup batch %s: %w", batchID, err)
 	}
-	var found *Manifest
+	var found *output.Manifest
 	for _, dir := range dirs {
-		m, complete, err := readComplete(ctx, bucket, dir+"/"+SuccessName, timeout)
-		if err != nil && !errors.Is(err, errCorrupt) {
+		m, complete, err := output.ReadComplete(ctx, bucket, dir+"/"+output.SuccessName, timeout)
+		if err != nil && !errors.Is(err, output.ErrCorrupt) {
 			return nil, fmt.Errorf("sink: lookup batch %s: %w", batchID, err)
 		}
 		if m == nil || !complete || m.Fingerprint == "" {
@@ -455,106 +406,11 @@ func Lookup(ctx context.Context, bucket *blob.Bucket, prefix, batchID, fingerpri
 	return found, nil
 }
 
-// batchDirs lists the directories {prefix}/kind=*/graph=*/algorithm=*/batch={id}
-// and, of the layout before kinds, {prefix}/graph=*/algorithm=*/batch={id}
-// that may exist: one listing of the prefix, one per kind and graph, then
-// a probe per algorithm directory.
-func batchDirs(ctx context.Context, b *blob.Bucket, prefix, batchID string, timeout time.Duration) ([]string, error) {
-	prefix = strings.Trim(prefix, "/")
-	if prefix != "" {
-		prefix += "/"
-	}
-	top, err := listDirs(ctx, b, prefix, "", timeout)
-	if err != nil {
-		return nil, err
-	}
-	var graphs []string
-	for _, d := range top {
-		name := strings.TrimPrefix(d, prefix)
-		switch {
-		case strings.HasPrefix(name, kindDir):
-			g, err := listDirs(ctx, b, d, "graph=", timeout)
-			if err != nil {
-				return nil, err
-			}
-			graphs = append(graphs, g...)
-		case strings.HasPrefix(name, "graph="):
-			graphs = append(graphs, d) // written before kinds had directories
-		}
-	}
-	var dirs []string
-	for _, g := range graphs {
-		algos, err := listDirs(ctx, b, g, "algorithm=", timeout)
-		if err != nil {
-			return nil, err
-		}
-		for _, a := range algos {
-			dirs = append(dirs, a+"batch="+escape(batchID))
-		}
-	}
-	return dirs, nil
-}
-
-// listDirs returns the "directories" directly under prefix whose names
-// start with name, each with its trailing slash.
-func listDirs(ctx context.Context, b *blob.Bucket, prefix, name string, timeout time.Duration) ([]string, error) {
-	if root, ok := store.LocalRoot(b); ok {
-		if dir, ok := localDirOf(root, prefix); ok {
-			return listLocalDirs(dir, prefix, name)
-		}
-	}
+// readManifestTimeout is output.ReadManifest bounded by timeout.
+func readManifestTimeout(ctx context.Context, b *blob.Bucket, key string, timeout time.Duration) (*output.Manifest, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	it := b.List(&blob.ListOptions{Prefix: prefix + name, Delimiter: "/"})
-	var out []string
-	for {
-		obj, err := it.Next(ctx)
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("list %s: %w", prefix, err)
-		}
-		if obj.IsDir {
-			out = append(out, obj.Key)
-		}
-	}
-}
-
-// localDirOf is the directory of a key prefix ("" or ending in "/") in a
-// local bucket.
-func localDirOf(root, prefix string) (string, bool) {
-	if prefix == "" {
-		return root, true
-	}
-	return store.LocalPath(root, strings.TrimSuffix(prefix, "/"))
-}
-
-// readDir is os.ReadDir; tests count the directories Lookup reads.
-var readDir = os.ReadDir
-
-// listLocalDirs is listDirs for a local bucket: one read of the directory
-// itself. gocloud's fileblob answers a delimited listing by walking every
-// file under the prefix's parent directory, which for "graph=" and
-// "algorithm=" is every earlier batch (76.8 ms a lookup on tmpfs with
-// 20,000 batches, BenchmarkLookupBigTree). A directory with no object
-// under it, which fileblob would not list, costs the caller one probe
-// that finds nothing.
-func listLocalDirs(dir, prefix, name string) ([]string, error) {
-	entries, err := readDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", prefix, err)
-	}
-	var out []string
-	for _, e := range entries {
-		if e.IsDir() && strings.HasPrefix(e.Name(), name) {
-			out = append(out, prefix+e.Name()+"/")
-		}
-	}
-	return out, nil
+	return output.ReadManifest(ctx, b, key)
 }
 
 // callTimeout resolves WithCallTimeout for the functions outside a

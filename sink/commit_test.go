@@ -19,6 +19,7 @@ import (
 
 	"gocloud.dev/blob"
 
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
@@ -53,8 +54,8 @@ func batchKeys(t testing.TB, b *blob.Bucket, dir string) []string {
 
 // manifestKeys is what a batch directory must hold for m: its parts and
 // _SUCCESS, nothing else.
-func manifestKeys(m *Manifest, dir string) []string {
-	keys := []string{dir + "/" + SuccessName}
+func manifestKeys(m *output.Manifest, dir string) []string {
+	keys := []string{dir + "/" + output.SuccessName}
 	for _, f := range m.Files {
 		keys = append(keys, f.Key)
 	}
@@ -103,7 +104,7 @@ func TestConcurrentCommitOneOutputSet(t *testing.T) {
 					chunksB = walksB
 				}
 				wb := writeAll(t, b, fpMeta("twin", n, tc.fpB), chunksB, opts...)
-				var ms [2]*Manifest
+				var ms [2]*output.Manifest
 				var errs [2]error
 				var wg sync.WaitGroup
 				start := make(chan struct{})
@@ -118,7 +119,7 @@ func TestConcurrentCommitOneOutputSet(t *testing.T) {
 				close(start)
 				wg.Wait()
 				dir := wa.Layout().Dir
-				stored, err := ReadManifest(context.Background(), b, wa.Layout().SuccessKey())
+				stored, err := output.ReadManifest(context.Background(), b, wa.Layout().SuccessKey())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -175,7 +176,7 @@ func TestRefusedCreateUnreadableManifestKeepsWinner(t *testing.T) {
 	var hide atomic.Int32
 	u := serveFakeS3(t, func(faker http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/"+SuccessName) && hide.Add(-1) >= 0 {
+			if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/"+output.SuccessName) && hide.Add(-1) >= 0 {
 				w.Header().Set("Content-Type", "application/xml")
 				w.WriteHeader(http.StatusNotFound)
 				io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchKey</Code><Message>The specified key does not exist.</Message></Error>`)
@@ -200,7 +201,7 @@ func TestRefusedCreateUnreadableManifestKeepsWinner(t *testing.T) {
 		t.Fatalf("%d hidden reads left: the second writer did not read the manifest twice", left+1)
 	}
 	dir := wa.Layout().Dir
-	stored, err := ReadManifest(context.Background(), b, wa.Layout().SuccessKey())
+	stored, err := output.ReadManifest(context.Background(), b, wa.Layout().SuccessKey())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +295,7 @@ func TestLookup(t *testing.T) {
 		}, "fp", false, nil},
 		{"manifest corrupt", func(t *testing.T, b *blob.Bucket) {
 			m := writeBatch(t, b, fpMeta("l", n, "fp"), g, chunks, opts...)
-			if err := b.WriteAll(ctx, path.Dir(m.Files[0].Key)+"/"+SuccessName, []byte("{"), nil); err != nil {
+			if err := b.WriteAll(ctx, path.Dir(m.Files[0].Key)+"/"+output.SuccessName, []byte("{"), nil); err != nil {
 				t.Fatal(err)
 			}
 		}, "fp", false, nil},
@@ -478,7 +479,7 @@ func TestCommitDeletesAbandonedParts(t *testing.T) {
 				case fp == "" && err == nil:
 					t.Error("late commit succeeded with its parts deleted")
 				}
-				stored, err := ReadManifest(ctx, b, dead.Layout().SuccessKey())
+				stored, err := output.ReadManifest(ctx, b, dead.Layout().SuccessKey())
 				if err != nil || !sameFiles(stored, m) {
 					t.Fatalf("after the late commit the manifest is not the winner's: %v", err)
 				}
@@ -528,7 +529,7 @@ func bigTree(t testing.TB, n int) *blob.Bucket {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		for _, f := range []string{"part-00000-0123456789ab.parquet", SuccessName} {
+		for _, f := range []string{"part-00000-0123456789ab.parquet", output.SuccessName} {
 			if err := os.WriteFile(filepath.Join(d, f), []byte("x"), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -548,38 +549,5 @@ func BenchmarkLookupBigTree(b *testing.B) {
 		if m, err := Lookup(ctx, bucket, "walks", "new-"+strconv.Itoa(i), "fp"); m != nil || err != nil {
 			b.Fatal(m, err)
 		}
-	}
-}
-
-// On a local bucket Lookup reads the prefix's and each graph's directory,
-// never the algorithm directories that hold every earlier batch, and still
-// finds a batch under any graph and algorithm.
-func TestLookupLocalReadsOnlyTheLevelsAbove(t *testing.T) {
-	g := testGraph(t)
-	const n = 300
-	b := bigTree(t, 50)
-	meta := fpMeta("l", n, "fp")
-	meta.Graph = "other"
-	writeBatch(t, b, meta, g, runEngine(t, g, testAlgo, n, 5))
-	var read []string
-	readDir = func(dir string) ([]os.DirEntry, error) {
-		read = append(read, dir)
-		return os.ReadDir(dir)
-	}
-	t.Cleanup(func() { readDir = os.ReadDir })
-	m, err := Lookup(context.Background(), b, "walks", "l", "fp")
-	if err != nil || m == nil || m.BatchID != "l" {
-		t.Fatalf("Lookup = %v, %v; want batch l", m, err)
-	}
-	if len(read) != 4 {
-		t.Fatalf("read %d directories %v; want walks/, walks/kind=walks/, walks/kind=walks/graph=g/, walks/kind=walks/graph=other/", len(read), read)
-	}
-	for _, d := range read {
-		if strings.Contains(filepath.Base(d), "algorithm=") {
-			t.Errorf("read %s, which holds whole batches", d)
-		}
-	}
-	if m, err := Lookup(context.Background(), b, "walks", "absent", "fp"); m != nil || err != nil {
-		t.Errorf("Lookup of an absent batch = %v, %v", m, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
@@ -44,7 +45,7 @@ func ExampleNewBatchWriter() {
 	}
 	defer eng.Close()
 	err = eng.Run(ctx, []walk.Job{job}, func(c walk.Chunk) error { return w.Write(ctx, c) })
-	var m *sink.Manifest
+	var m *output.Manifest
 	if err == nil {
 		m, err = w.Commit(ctx)
 	}

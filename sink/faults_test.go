@@ -14,6 +14,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/internal/s3fault"
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
@@ -42,13 +43,13 @@ func faultyS3(t testing.TB, rules ...s3fault.Rule) (bucketURL string, p *s3fault
 // checkOutput fails unless the batch directory holds exactly m's parts and
 // manifest, the manifest stored is m, and every part has the size and
 // CRC32C m lists.
-func checkOutput(t testing.TB, b *blob.Bucket, l Layout, m *Manifest) {
+func checkOutput(t testing.TB, b *blob.Bucket, l output.Layout, m *output.Manifest) {
 	t.Helper()
 	ctx := context.Background()
 	if m == nil {
 		t.Fatal("no manifest")
 	}
-	stored, err := ReadManifest(ctx, b, l.SuccessKey())
+	stored, err := output.ReadManifest(ctx, b, l.SuccessKey())
 	if err != nil {
 		t.Fatalf("stored manifest: %v", err)
 	}
@@ -70,7 +71,7 @@ func checkOutput(t testing.TB, b *blob.Bucket, l Layout, m *Manifest) {
 	}
 }
 
-var successKey = regexp.MustCompile(`/` + SuccessName + `$`)
+var successKey = regexp.MustCompile(`/` + output.SuccessName + `$`)
 
 // A create-if-absent put of the manifest that lands but whose answer is
 // lost is retried by the SDK and refused (412) by the writer's own
@@ -97,7 +98,7 @@ func TestManifestCreateLostAck(t *testing.T) {
 			u, p := faultyS3(t, s3fault.Rule{Name: "ack", Op: s3fault.OpPutObject, Key: successKey, IfNoneMatch: true, Fault: tc.fault, Times: tc.times})
 			b := openS3(t, u)
 			// A part a killed attempt left, which the commit removes.
-			l, err := BatchLayout("walks", KindWalks, g.Name, testAlgo.Kind.String(), "ack")
+			l, err := output.BatchLayout("walks", output.KindWalks, g.Name, testAlgo.Kind.String(), "ack")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -233,7 +234,7 @@ func TestPhantomManifest(t *testing.T) {
 			// commit fails the test if Commit is still trying after far
 			// longer than the recovery's bound; how long it took is not
 			// asserted.
-			commit := func(w *BatchWriter) (m *Manifest, err error) {
+			commit := func(w *BatchWriter) (m *output.Manifest, err error) {
 				done := make(chan struct{})
 				go func() {
 					defer close(done)

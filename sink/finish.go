@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/walkstage/walkstage/sink/output"
 )
 
 // Commit waits for every walk to be uploaded and writes `_SUCCESS` last,
@@ -42,7 +44,7 @@ import (
 // Every walk id of the batch must have been written. On error the batch is
 // aborted: this attempt's parts are deleted, nothing else, unless the
 // error is one after which a stored manifest may list them.
-func (w *BatchWriter) Commit(ctx context.Context) (*Manifest, error) {
+func (w *BatchWriter) Commit(ctx context.Context) (*output.Manifest, error) {
 	w.mu.Lock()
 	if w.committed {
 		m := w.manifest
@@ -84,7 +86,7 @@ func (w *BatchWriter) Commit(ctx context.Context) (*Manifest, error) {
 		return nil, w.finishAbort(ctx)
 	}
 	w.stop()
-	files := make([]File, len(w.files))
+	files := make([]output.File, len(w.files))
 	for i := range files {
 		f, ok := w.files[i]
 		if !ok {
@@ -93,7 +95,7 @@ func (w *BatchWriter) Commit(ctx context.Context) (*Manifest, error) {
 		}
 		files[i] = f
 	}
-	m := &Manifest{Version: ManifestVersion, BatchID: w.meta.BatchID, Graph: w.meta.Graph, GraphVersion: w.meta.GraphVersion,
+	m := &output.Manifest{Version: output.ManifestVersion, BatchID: w.meta.BatchID, Graph: w.meta.Graph, GraphVersion: w.meta.GraphVersion,
 		Algorithm: w.algo, Seed: w.meta.Seed, Fingerprint: w.meta.Fingerprint,
 		Engine: w.meta.Engine, WalkstageVersion: w.meta.WalkstageVersion, Compression: string(w.cfg.compression),
 		Walks: w.meta.Walks, Files: files}

@@ -11,6 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/walkstage/walkstage/sink/output"
 )
 
 // Apache Arrow's Parquet implementation is independent of parquet-go: if it
@@ -41,7 +43,7 @@ func TestArrowReadsOutput(t *testing.T) {
 	}
 }
 
-func readArrow(t *testing.T, data []byte, m *Manifest) []Row {
+func readArrow(t *testing.T, data []byte, m *output.Manifest) []Row {
 	t.Helper()
 	// Not a checked allocator: arrow-go v18.8.0's delta decoder keeps 64
 	// bytes per column reader, which the check reports as a leak.

@@ -13,6 +13,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"gocloud.dev/blob"
 
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -49,11 +50,11 @@ func TestKindsHaveTheirOwnDirectories(t *testing.T) {
 		var schemaKind string
 		switch first := f.Schema().Fields()[0].Name(); first {
 		case "walk_id":
-			schemaKind = KindWalks
+			schemaKind = output.KindWalks
 		case "query_id":
-			schemaKind = KindVisits
+			schemaKind = output.KindVisits
 		case "instance_id":
-			schemaKind = KindSamples
+			schemaKind = output.KindSamples
 		default:
 			t.Errorf("%s: unknown schema starting with %s", p, first)
 		}
@@ -67,7 +68,7 @@ func TestKindsHaveTheirOwnDirectories(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{KindWalks, KindVisits, KindSamples} {
+	for _, k := range []string{output.KindWalks, output.KindVisits, output.KindSamples} {
 		if byKind[k] == 0 {
 			t.Errorf("no %s part written", k)
 		}
@@ -77,7 +78,7 @@ func TestKindsHaveTheirOwnDirectories(t *testing.T) {
 // toEarlierLayout moves a batch written under kind=... to where versions
 // before kinds wrote it ({prefix}/graph=...), manifest keys included, and
 // returns the manifest's new key.
-func toEarlierLayout(t *testing.T, b *blob.Bucket, m *Manifest, kind string) string {
+func toEarlierLayout(t *testing.T, b *blob.Bucket, m *output.Manifest, kind string) string {
 	t.Helper()
 	ctx := context.Background()
 	l, err := m.Layout("walks")
@@ -119,7 +120,7 @@ func TestLookupFindsEarlierLayout(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			b := open(t)
 			m := writeBatch(t, b, fpMeta("old", n, "fp"), g, chunks, WithRowGroupRows(200), WithFileBytes(1))
-			key := toEarlierLayout(t, b, m, KindWalks)
+			key := toEarlierLayout(t, b, m, output.KindWalks)
 			if !strings.HasPrefix(key, "walks/graph=") {
 				t.Fatalf("moved to %s", key)
 			}
@@ -147,16 +148,16 @@ func TestFindAndDeleteBatches(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			b := open(t)
 			old := writeBatch(t, b, fpMeta("x", 200, ""), g, runEngine(t, g, testAlgo, 200, 1), WithFileBytes(1))
-			toEarlierLayout(t, b, old, KindWalks)
+			toEarlierLayout(t, b, old, output.KindWalks)
 			ids, res := countVisits(t, g, 10)
 			meta := visitMeta("x", 10)
 			writeVisits(t, b, meta, g, ids, res, 4)
-			found, err := FindBatches(ctx, b, "walks", "x")
+			found, err := output.FindBatches(ctx, b, "walks", "x")
 			if err != nil || len(found) != 2 {
 				t.Fatalf("FindBatches = %d manifests, %v; want 2", len(found), err)
 			}
 			for _, m := range found {
-				if err := DeleteBatch(ctx, b, m); err != nil {
+				if err := output.DeleteBatch(ctx, b, m); err != nil {
 					t.Fatal(err)
 				}
 				for _, f := range m.Files {
@@ -165,10 +166,10 @@ func TestFindAndDeleteBatches(t *testing.T) {
 					}
 				}
 			}
-			if found, err := FindBatches(ctx, b, "walks", "x"); err != nil || len(found) != 0 {
-				t.Fatalf("after DeleteBatch: %d manifests, %v", len(found), err)
+			if found, err := output.FindBatches(ctx, b, "walks", "x"); err != nil || len(found) != 0 {
+				t.Fatalf("after output.DeleteBatch: %d manifests, %v", len(found), err)
 			}
-			if err := DeleteBatch(ctx, b, &Manifest{BatchID: "x"}); err == nil {
+			if err := output.DeleteBatch(ctx, b, &output.Manifest{BatchID: "x"}); err == nil {
 				t.Error("DeleteBatch of a manifest not read from the store succeeded")
 			}
 		})

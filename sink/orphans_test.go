@@ -15,6 +15,9 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"gocloud.dev/blob"
+
+	"github.com/walkstage/walkstage/sink/output"
+	"github.com/walkstage/walkstage/store"
 )
 
 // storeClock is gofakes3's in-memory backend's time source: the
@@ -85,13 +88,13 @@ func agedStores() map[string]func(t *testing.T) agedStore {
 // orphanTree is a prefix with committed batches, orphans of every kind and
 // things that are not orphans, some old and some young.
 type orphanTree struct {
-	rows          []Row       // of every committed batch
-	committed     []*Manifest // their parts and manifests stay, always
-	oldOrphans    []string    // removed by a tidy with a 1 h age
-	youngOrphans  []string    // removed only by a tidy with age 0
-	untouchable   []string    // never removed: not parts, or in directories left alone
-	oldUnlisted   int         // of oldOrphans, in directories with a complete manifest
-	youngUnlisted int         // of youngOrphans, the same
+	rows          []Row              // of every committed batch
+	committed     []*output.Manifest // their parts and manifests stay, always
+	oldOrphans    []string           // removed by a tidy with a 1 h age
+	youngOrphans  []string           // removed only by a tidy with age 0
+	untouchable   []string           // never removed: not parts, or in directories left alone
+	oldUnlisted   int                // of oldOrphans, in directories with a complete manifest
+	youngUnlisted int                // of youngOrphans, the same
 }
 
 func buildOrphanTree(t *testing.T, s agedStore) orphanTree {
@@ -114,11 +117,11 @@ func buildOrphanTree(t *testing.T, s agedStore) orphanTree {
 	tr.rows = expectedRows(g, chunks, 600)
 	done := writeBatch(t, s.b, fpMeta("done", 600, "fp"), g, chunks, opts...)
 	moved := writeBatch(t, s.b, fpMeta("moved", 600, "fp"), g, chunks, opts...)
-	moved, err := ReadManifest(ctx, s.b, toEarlierLayout(t, s.b, moved, KindWalks))
+	moved, err := output.ReadManifest(ctx, s.b, toEarlierLayout(t, s.b, moved, output.KindWalks))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr.committed = []*Manifest{done, moved}
+	tr.committed = []*output.Manifest{done, moved}
 	doneDir, movedDir := dirOf(t, done), dirOf(t, moved)
 	if !strings.HasPrefix(movedDir, "walks/graph=") {
 		t.Fatalf("moved to %s", movedDir)
@@ -151,7 +154,7 @@ func buildOrphanTree(t *testing.T, s agedStore) orphanTree {
 		t.Fatal(err)
 	}
 	incDir := dirOf(t, incomplete)
-	tr.untouchable = append(tr.untouchable, incDir+"/"+SuccessName, put(incDir+"/part-00000-ffffffffffff.parquet", "maybe the rewrite's"))
+	tr.untouchable = append(tr.untouchable, incDir+"/"+output.SuccessName, put(incDir+"/part-00000-ffffffffffff.parquet", "maybe the rewrite's"))
 	for _, f := range incomplete.Files[1:] {
 		tr.untouchable = append(tr.untouchable, f.Key)
 	}
@@ -170,7 +173,7 @@ func buildOrphanTree(t *testing.T, s agedStore) orphanTree {
 	return tr
 }
 
-func dirOf(t *testing.T, m *Manifest) string {
+func dirOf(t *testing.T, m *output.Manifest) string {
 	t.Helper()
 	l, err := m.Layout("walks")
 	if err != nil {
@@ -205,28 +208,28 @@ func TestTidyOrphansRemovesOnlyOldUnlistedParts(t *testing.T) {
 			s := open(t)
 			tr := buildOrphanTree(t, s)
 
-			st, err := TidyOrphans(ctx, s.b, "walks", time.Hour, WithCallTimeout(5*time.Second))
+			st, err := output.TidyOrphans(ctx, s.b, "walks", time.Hour, store.WithCallTimeout(5*time.Second))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got, want := listAll(t, s.b), tr.kept(t, tr.youngOrphans); !slices.Equal(sorted(got), want) {
 				t.Fatalf("after a tidy with a 1 h age the bucket holds\n%s\nwant\n%s", strings.Join(sorted(got), "\n"), strings.Join(want, "\n"))
 			}
-			want := TidyStats{Dirs: 10, UnlistedRemoved: tr.oldUnlisted, AbandonedRemoved: len(tr.oldOrphans) - tr.oldUnlisted,
+			want := output.TidyStats{Dirs: 10, UnlistedRemoved: tr.oldUnlisted, AbandonedRemoved: len(tr.oldOrphans) - tr.oldUnlisted,
 				YoungKept: len(tr.youngOrphans), DirsLeft: 2}
 			st.BytesRemoved, want.BytesRemoved = 0, 0
 			if st != want {
 				t.Errorf("stats %+v, want %+v", st, want)
 			}
 
-			again, err := TidyOrphans(ctx, s.b, "walks", time.Hour)
+			again, err := output.TidyOrphans(ctx, s.b, "walks", time.Hour)
 			if err != nil || again.Removed() != 0 {
 				t.Errorf("a second tidy removed %d parts (%v), want none", again.Removed(), err)
 			}
 
 			// Everything stopped: age 0 takes the young orphans too, and
 			// still nothing committed.
-			st, err = TidyOrphans(ctx, s.b, "/walks/", 0)
+			st, err = output.TidyOrphans(ctx, s.b, "/walks/", 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -264,18 +267,18 @@ func TestListCommittedReadsThroughManifests(t *testing.T) {
 				parts       []string
 				leftOut     []string
 			}{
-				{KindWalks, "", wantParts, []string{
+				{output.KindWalks, "", wantParts, []string{
 					"walks/kind=walks/graph=test%20graph%2F1/algorithm=node2vec/batch=incomplete/_SUCCESS",
 					"walks/kind=walks/graph=test/algorithm=deepwalk/batch=bad/_SUCCESS"}},
-				{KindVisits, "", nil, nil},
-				{KindSamples, "", nil, nil},
-				{KindWalks, "moved", keysOf(tr.committed[1]), nil},
-				{KindWalks, "done", keysOf(tr.committed[0]), nil},
-				{KindWalks, "killed", nil, nil},
-				{KindVisits, "done", nil, nil},
-				{KindWalks, "incomplete", nil, []string{"walks/kind=walks/graph=test%20graph%2F1/algorithm=node2vec/batch=incomplete/_SUCCESS"}},
+				{output.KindVisits, "", nil, nil},
+				{output.KindSamples, "", nil, nil},
+				{output.KindWalks, "moved", keysOf(tr.committed[1]), nil},
+				{output.KindWalks, "done", keysOf(tr.committed[0]), nil},
+				{output.KindWalks, "killed", nil, nil},
+				{output.KindVisits, "done", nil, nil},
+				{output.KindWalks, "incomplete", nil, []string{"walks/kind=walks/graph=test%20graph%2F1/algorithm=node2vec/batch=incomplete/_SUCCESS"}},
 			} {
-				got, err := ListCommitted(ctx, s.b, "walks", c.kind, c.batch)
+				got, err := output.ListCommitted(ctx, s.b, "walks", c.kind, c.batch)
 				if err != nil {
 					t.Fatalf("%s %q: %v", c.kind, c.batch, err)
 				}
@@ -286,14 +289,14 @@ func TestListCommittedReadsThroughManifests(t *testing.T) {
 					t.Errorf("%s %q: left out %v, want %v", c.kind, c.batch, got.LeftOut, c.leftOut)
 				}
 			}
-			if _, err := ListCommitted(ctx, s.b, "walks", "rows", ""); err == nil {
+			if _, err := output.ListCommitted(ctx, s.b, "walks", "rows", ""); err == nil {
 				t.Error("an unknown kind was accepted")
 			}
 		})
 	}
 }
 
-func keysOf(m *Manifest) []string {
+func keysOf(m *output.Manifest) []string {
 	var keys []string
 	for _, f := range m.Files {
 		keys = append(keys, f.Key)
@@ -306,46 +309,4 @@ func sorted(s []string) []string {
 	s = slices.Clone(s)
 	slices.Sort(s)
 	return s
-}
-
-func TestTidyOrphansRefusesBadArguments(t *testing.T) {
-	b, _ := fileBucket(t)
-	for _, c := range []struct {
-		prefix string
-		age    time.Duration
-		opts   []Option
-	}{
-		{"walks", -time.Second, nil},
-		{"a/../b", time.Hour, nil},
-		{"a//b", time.Hour, nil},
-		{"walks", time.Hour, []Option{WithCallTimeout(0)}},
-	} {
-		if _, err := TidyOrphans(context.Background(), b, c.prefix, c.age, c.opts...); err == nil {
-			t.Errorf("prefix %q, age %v: no error", c.prefix, c.age)
-		}
-	}
-}
-
-func TestSplitBatchKey(t *testing.T) {
-	for _, c := range []struct {
-		prefix, key string
-		dir, kind   string
-		ok          bool
-	}{
-		{"walks/", "walks/kind=walks/graph=g/algorithm=a/batch=b/part-0.parquet", "walks/kind=walks/graph=g/algorithm=a/batch=b", "walks", true},
-		{"walks/", "walks/kind=samples/graph=g/algorithm=a/batch=b/_SUCCESS", "walks/kind=samples/graph=g/algorithm=a/batch=b", "samples", true},
-		{"walks/", "walks/graph=g/algorithm=a/batch=b/part-0.parquet", "walks/graph=g/algorithm=a/batch=b", "", true},
-		{"", "graph=g/algorithm=a/batch=b/x", "graph=g/algorithm=a/batch=b", "", true},
-		{"walks/", "walks/kind=rows/graph=g/algorithm=a/batch=b/x", "", "", false},
-		{"walks/", "walks/kind=walks/graph=g/algorithm=a/batch=b/sub/x", "", "", false},
-		{"walks/", "walks/kind=walks/graph=g/algorithm=a/batch=b/", "", "", false},
-		{"walks/", "walks/kind=walks/algorithm=a/graph=g/batch=b/x", "", "", false},
-		{"walks/", "other/kind=walks/graph=g/algorithm=a/batch=b/x", "", "", false},
-		{"walks/", "walks/.walkstage-tmp/x", "", "", false},
-	} {
-		d, ok := splitBatchKey(c.prefix, c.key)
-		if ok != c.ok || d.dir != c.dir || d.kind != c.kind {
-			t.Errorf("splitBatchKey(%q, %q) = %+v, %v", c.prefix, c.key, d, ok)
-		}
-	}
 }

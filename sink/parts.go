@@ -13,6 +13,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"gocloud.dev/blob"
 
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/sink/pages"
 	"github.com/walkstage/walkstage/store"
 )
@@ -28,7 +29,7 @@ type part struct {
 	out    *countingWriter
 	pw     pages.RowGroupWriter
 	bw     *bufio.Writer // between pw and out, for parts of fragments
-	file   File
+	file   output.File
 }
 
 // PartCRC32C computes a part's checksum in the manifest's form.
@@ -347,7 +348,7 @@ func (f fragmentFlusher) ReadFrom(r io.Reader) (int64, error) {
 func (w *BatchWriter) newPart(i int) (*part, error) {
 	key := w.layout.AttemptPartKey(i, w.attempt)
 	ctx, cancel := context.WithCancelCause(w.ctx)
-	p := &part{index: i, key: key, cancel: cancel, file: File{Key: key, FirstWalkID: -1}}
+	p := &part{index: i, key: key, cancel: cancel, file: output.File{Key: key, FirstWalkID: -1}}
 	ow, err := w.newObject(ctx, key, false, &blob.WriterOptions{
 		ContentType:    "application/vnd.apache.parquet",
 		BufferSize:     w.cfg.uploadBuffer,

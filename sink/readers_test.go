@@ -8,6 +8,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -35,7 +36,7 @@ func TestDefaultEncodingsReadByDuckDB(t *testing.T) {
 	parts := map[string][]byte{}
 	collect := func(kind string, b interface {
 		ReadAll(context.Context, string) ([]byte, error)
-	}, m *Manifest) {
+	}, m *output.Manifest) {
 		for _, f := range m.Files {
 			data, err := b.ReadAll(ctx, f.Key)
 			if err != nil {

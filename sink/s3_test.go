@@ -23,6 +23,7 @@ import (
 	"github.com/walkstage/walkstage/internal/fakes3"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
@@ -186,7 +187,7 @@ func TestS3CancelMidUpload(t *testing.T) {
 	if up := pendingUploads(t, b); up != 0 {
 		t.Fatalf("%d multipart uploads left open", up)
 	}
-	if _, err := ReadManifest(context.Background(), b, w.Layout().SuccessKey()); !errors.Is(err, ErrNoManifest) {
+	if _, err := output.ReadManifest(context.Background(), b, w.Layout().SuccessKey()); !errors.Is(err, output.ErrNoManifest) {
 		t.Fatalf("manifest: %v", err)
 	}
 }
@@ -373,7 +374,7 @@ func sweepUploads(t *testing.T, b *blob.Bucket) {
 // meta's batch, as a writer killed mid-part leaves it.
 func openOrphanUpload(t *testing.T, b *blob.Bucket, g *graph.Graph, meta BatchMeta) {
 	t.Helper()
-	l, err := BatchLayout("walks", KindWalks, g.Name, meta.Algorithm.Kind.String(), meta.BatchID)
+	l, err := output.BatchLayout("walks", output.KindWalks, g.Name, meta.Algorithm.Kind.String(), meta.BatchID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,7 +441,7 @@ func TestManifestPutWithoutAnswer(t *testing.T) {
 			var swallow atomic.Bool
 			release := make(chan struct{})
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if swallow.Load() && r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/"+SuccessName) {
+				if swallow.Load() && r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/"+output.SuccessName) {
 					if tc.landed {
 						faker.ServeHTTP(httptest.NewRecorder(), r) // stored, answer dropped
 					}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/graphsample"
+	"github.com/walkstage/walkstage/sink/output"
 )
 
 // OutputSamples is the manifest's "output" of a samples batch.
@@ -88,8 +89,8 @@ type rowGroupWriter interface {
 }
 
 // DescribeSample renders p for metadata, in the form of AlgorithmMeta.
-func DescribeSample(p graphsample.SampleParams) AlgorithmMeta {
-	m := AlgorithmMeta{Name: p.Kind.String(), Length: p.Hops(), Weighted: p.Weighted(), Sampler: "reservoir-keys",
+func DescribeSample(p graphsample.SampleParams) output.AlgorithmMeta {
+	m := output.AlgorithmMeta{Name: p.Kind.String(), Length: p.Hops(), Weighted: p.Weighted(), Sampler: "reservoir-keys",
 		Fanouts: p.Fanouts, LayerSizes: p.LayerSizes, Replace: p.Replace, BurnProbability: p.BurnProb, Depth: p.Depth,
 		MaxVertices: p.MaxVertices, FrontierSize: p.FrontierSize, Samples: p.Samples, InstancesPerSeed: p.InstancesPerSeed}
 	if p.Kind == graphsample.Snowball {
@@ -522,7 +523,7 @@ func (w *BatchWriter) finishSamples(ctx context.Context) error {
 }
 
 // describeSamples completes a samples batch's manifest.
-func (w *BatchWriter) describeSamples(m *Manifest) {
+func (w *BatchWriter) describeSamples(m *output.Manifest) {
 	s := w.samples
 	m.Output, m.Instances, m.Edges, m.Walks = OutputSamples, s.instances, s.written, 0
 }

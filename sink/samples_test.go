@@ -16,6 +16,7 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/graphsample"
+	"github.com/walkstage/walkstage/sink/output"
 )
 
 func weightedTestGraph(t testing.TB) *graph.Graph {
@@ -58,7 +59,7 @@ func sampleMeta(id string, p graphsample.SampleParams, instances int, weight boo
 		SampleEdgeWeight: weight, Fingerprint: "fp-" + id}
 }
 
-func writeSamples(t testing.TB, b *blob.Bucket, meta BatchMeta, g *graph.Graph, seeds []int64, edges [][]graphsample.SampledEdge, per int, opts ...Option) *Manifest {
+func writeSamples(t testing.TB, b *blob.Bucket, meta BatchMeta, g *graph.Graph, seeds []int64, edges [][]graphsample.SampledEdge, per int, opts ...Option) *output.Manifest {
 	t.Helper()
 	ctx := context.Background()
 	w, err := NewBatchWriter(ctx, b, "walks", meta, g, opts...)
@@ -121,7 +122,7 @@ func TestSamplesArrowReadsOutput(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if dm, err := DecodeManifest(data); err != nil || dm.Edges != m.Edges || dm.Instances != m.Instances {
+		if dm, err := output.DecodeManifest(data); err != nil || dm.Edges != m.Edges || dm.Instances != m.Instances {
 			t.Fatalf("manifest decode: %v %+v", err, dm)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/internal/testversity"
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
@@ -141,7 +142,7 @@ func TestVersityGW(t *testing.T) {
 		if up := pendingUploads(t, b); up != 0 {
 			t.Fatalf("%d multipart uploads left open", up)
 		}
-		if _, err := ReadManifest(ctx, b, w.Layout().SuccessKey()); !errors.Is(err, ErrNoManifest) {
+		if _, err := output.ReadManifest(ctx, b, w.Layout().SuccessKey()); !errors.Is(err, output.ErrNoManifest) {
 			t.Fatalf("manifest: %v", err)
 		}
 	})
@@ -164,7 +165,7 @@ func TestVersityGW(t *testing.T) {
 
 // readBatchMeta is readBatch for batches whose metadata differs from
 // testMeta's.
-func readBatchMeta(t *testing.T, b *blob.Bucket, m *Manifest) []Row {
+func readBatchMeta(t *testing.T, b *blob.Bucket, m *output.Manifest) []Row {
 	t.Helper()
 	var rows []Row
 	for _, f := range m.Files {

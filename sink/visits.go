@@ -12,6 +12,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/walk/visits"
 )
 
@@ -214,7 +215,7 @@ func (w *BatchWriter) finishVisits(ctx context.Context) error {
 }
 
 // describeVisits completes a visits batch's manifest.
-func (w *BatchWriter) describeVisits(m *Manifest) {
+func (w *BatchWriter) describeVisits(m *output.Manifest) {
 	v := w.visits
 	m.Output, m.Queries, m.Candidates, m.Walks = OutputVisits, v.rows, v.candidates, v.walks
 }

@@ -12,6 +12,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/walk"
 	"github.com/walkstage/walkstage/walk/visits"
 )
@@ -44,7 +45,7 @@ func visitMeta(id string, n int) BatchMeta {
 }
 
 // writeVisits writes results in calls of `per` rows and commits.
-func writeVisits(t testing.TB, b *blob.Bucket, meta BatchMeta, g *graph.Graph, ids []string, res []visits.VisitResult, per int, opts ...Option) *Manifest {
+func writeVisits(t testing.TB, b *blob.Bucket, meta BatchMeta, g *graph.Graph, ids []string, res []visits.VisitResult, per int, opts ...Option) *output.Manifest {
 	t.Helper()
 	ctx := context.Background()
 	w, err := NewBatchWriter(ctx, b, "walks", meta, g, opts...)
@@ -103,7 +104,7 @@ func TestVisitsArrowReadsOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dm, err := DecodeManifest(data)
+	dm, err := output.DecodeManifest(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,8 +118,8 @@ func TestVisitsArrowReadsOutput(t *testing.T) {
 	}
 }
 
-func pathOfSuccess(t *testing.T, m *Manifest) string {
-	l, err := BatchLayout("walks", m.Kind(), m.Graph, m.Algorithm.Name, m.BatchID)
+func pathOfSuccess(t *testing.T, m *output.Manifest) string {
+	l, err := output.BatchLayout("walks", m.Kind(), m.Graph, m.Algorithm.Name, m.BatchID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/graphsample"
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/sink/pages"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
@@ -130,7 +131,7 @@ var (
 // WithMemoryLimit).
 type BatchWriter struct {
 	bucket *blob.Bucket
-	layout Layout
+	layout output.Layout
 	meta   BatchMeta
 	g      *graph.Graph
 	cfg    config
@@ -169,17 +170,17 @@ type BatchWriter struct {
 	encoding    int   // row groups being encoded
 	received    int64
 	closed      bool
-	written     []string     // parts completed in this attempt, for Abort's cleanup
-	abortErr    error        // failure to abort an S3 multipart upload
-	files       map[int]File // completed parts by index
-	queued      int          // row groups handed to part goroutines, not yet written
-	partsOpened int          // owned by uploadLoop
-	manifest    *Manifest
+	written     []string            // parts completed in this attempt, for Abort's cleanup
+	abortErr    error               // failure to abort an S3 multipart upload
+	files       map[int]output.File // completed parts by index
+	queued      int                 // row groups handed to part goroutines, not yet written
+	partsOpened int                 // owned by uploadLoop
+	manifest    *output.Manifest
 	committed   bool
 	tidied      chan struct{} // closed when the removal after Commit ends (WithTidyAfterCommit)
 	visits      *visitState   // output visits (BatchMeta.Queries > 0), else nil
 	samples     *sampleState  // graph samples (BatchMeta.Sample set), else nil
-	algo        AlgorithmMeta
+	algo        output.AlgorithmMeta
 
 	walksWritten atomic.Int64
 	bytesWritten atomic.Int64
@@ -268,7 +269,7 @@ func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta Bat
 	if meta.GraphVersion == "" {
 		meta.GraphVersion = g.Version
 	}
-	algoMeta := DescribeAlgorithm(meta.Algorithm, g)
+	algoMeta := output.DescribeAlgorithm(meta.Algorithm, g)
 	if meta.Sample != nil {
 		if err := validateSampleMeta(meta, g); err != nil {
 			return nil, fmt.Errorf("sink: batch %s: %w", meta.BatchID, err)
@@ -280,14 +281,14 @@ func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta Bat
 	if meta.Walks < 0 || meta.Queries < 0 || meta.Queries > 0 && meta.Walks != 0 || meta.Sample == nil && meta.Instances != 0 {
 		return nil, fmt.Errorf("sink: batch %s: %d walks, %d queries", meta.BatchID, meta.Walks, meta.Queries)
 	}
-	kind := KindWalks
+	kind := output.KindWalks
 	switch {
 	case meta.Sample != nil:
-		kind = KindSamples
+		kind = output.KindSamples
 	case meta.Queries > 0:
-		kind = KindVisits
+		kind = output.KindVisits
 	}
-	layout, err := BatchLayout(prefix, kind, meta.Graph, algoMeta.Name, meta.BatchID)
+	layout, err := output.BatchLayout(prefix, kind, meta.Graph, algoMeta.Name, meta.BatchID)
 	if err != nil {
 		return nil, fmt.Errorf("sink: batch %s: %w", meta.BatchID, err)
 	}
@@ -298,7 +299,7 @@ func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta Bat
 	algo := string(algoJSON)
 	w := &BatchWriter{bucket: b, layout: layout, meta: meta, g: g, cfg: cfg, attempt: newAttemptID(), started: time.Now(),
 		rows: int64(cfg.rowsPerGroup(meta.Algorithm.Length)),
-		open: map[int64]*group{}, files: map[int]File{}, wake: make(chan struct{}), done: make(chan struct{}), buf: cfg.buffers}
+		open: map[int64]*group{}, files: map[int]output.File{}, wake: make(chan struct{}), done: make(chan struct{}), buf: cfg.buffers}
 	if w.buf == nil {
 		w.buf = NewBuffers(0)
 	}
@@ -379,7 +380,7 @@ func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta Bat
 }
 
 // Layout is where the batch is written.
-func (w *BatchWriter) Layout() Layout { return w.layout }
+func (w *BatchWriter) Layout() output.Layout { return w.layout }
 
 // WalksWritten is the number of walks in row groups written into parts so
 // far; the upload of the part holding the last of them may still be

@@ -23,6 +23,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/sink/pages"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
@@ -107,14 +108,14 @@ func testMeta(id string, n int) BatchMeta {
 }
 
 // writeBatch writes chunks in the given order and commits.
-func writeBatch(t testing.TB, b *blob.Bucket, meta BatchMeta, g *graph.Graph, chunks []walk.Chunk, opts ...Option) *Manifest {
+func writeBatch(t testing.TB, b *blob.Bucket, meta BatchMeta, g *graph.Graph, chunks []walk.Chunk, opts ...Option) *output.Manifest {
 	t.Helper()
 	_, m := writeBatchBy(t, b, meta, g, chunks, opts...)
 	return m
 }
 
 // writeBatchBy is writeBatch returning the writer too.
-func writeBatchBy(t testing.TB, b *blob.Bucket, meta BatchMeta, g *graph.Graph, chunks []walk.Chunk, opts ...Option) (*BatchWriter, *Manifest) {
+func writeBatchBy(t testing.TB, b *blob.Bucket, meta BatchMeta, g *graph.Graph, chunks []walk.Chunk, opts ...Option) (*BatchWriter, *output.Manifest) {
 	t.Helper()
 	ctx := context.Background()
 	w, err := NewBatchWriter(ctx, b, "walks", meta, g, opts...)
@@ -141,7 +142,7 @@ func cloneChunk(c walk.Chunk) walk.Chunk {
 
 // readBatch reads every part of a manifest back with parquet-go, checking
 // sizes and checksums on the way.
-func readBatch(t testing.TB, b *blob.Bucket, m *Manifest) []Row {
+func readBatch(t testing.TB, b *blob.Bucket, m *output.Manifest) []Row {
 	t.Helper()
 	var rows []Row
 	for _, f := range m.Files {
@@ -229,7 +230,7 @@ func TestRoundTripMatchesEngine(t *testing.T) {
 				t.Errorf("manifest steps %d, want %d", m.Steps, steps)
 			}
 			compareRows(t, readBatch(t, b, m), want)
-			m2, err := ReadManifest(context.Background(), b, "walks/kind=walks/graph=test%20graph%2F1/algorithm=node2vec/batch=b1/_SUCCESS")
+			m2, err := output.ReadManifest(context.Background(), b, "walks/kind=walks/graph=test%20graph%2F1/algorithm=node2vec/batch=b1/_SUCCESS")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -332,7 +333,7 @@ func TestAbortLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The aborted rewrite took nothing of the complete batch with it.
-	m, err := ReadManifest(ctx, b, w.Layout().SuccessKey())
+	m, err := output.ReadManifest(ctx, b, w.Layout().SuccessKey())
 	if err != nil {
 		t.Fatalf("after abort: %v", err)
 	}
@@ -485,20 +486,20 @@ func TestBatchLayoutEscapes(t *testing.T) {
 		prefix, kind, graph, algo, batch, want string
 		err                                    bool
 	}{
-		{"walks/", KindWalks, "g", "deepwalk", "b-1", "walks/kind=walks/graph=g/algorithm=deepwalk/batch=b-1", false},
-		{"", KindVisits, "a/b", "ppr", "x y", "kind=visits/graph=a%2Fb/algorithm=ppr/batch=x%20y", false},
-		{"p", KindSamples, "..", "neighbor", "1.5", "p/kind=samples/graph=%2E%2E/algorithm=neighbor/batch=1.5", false},
-		{"p/../q", KindWalks, "g", "ppr", "1", "", true},
-		{"p", KindWalks, "g", "ppr", "", "", true},
+		{"walks/", output.KindWalks, "g", "deepwalk", "b-1", "walks/kind=walks/graph=g/algorithm=deepwalk/batch=b-1", false},
+		{"", output.KindVisits, "a/b", "ppr", "x y", "kind=visits/graph=a%2Fb/algorithm=ppr/batch=x%20y", false},
+		{"p", output.KindSamples, "..", "neighbor", "1.5", "p/kind=samples/graph=%2E%2E/algorithm=neighbor/batch=1.5", false},
+		{"p/../q", output.KindWalks, "g", "ppr", "1", "", true},
+		{"p", output.KindWalks, "g", "ppr", "", "", true},
 		{"p", "", "g", "ppr", "1", "", true},
 		{"p", "Walks", "g", "ppr", "1", "", true},
 	} {
-		l, err := BatchLayout(tc.prefix, tc.kind, tc.graph, tc.algo, tc.batch)
+		l, err := output.BatchLayout(tc.prefix, tc.kind, tc.graph, tc.algo, tc.batch)
 		if (err != nil) != tc.err || l.Dir != tc.want {
 			t.Errorf("BatchLayout(%q,%q,%q,%q,%q) = %q, %v", tc.prefix, tc.kind, tc.graph, tc.algo, tc.batch, l.Dir, err)
 		}
 	}
-	l := Layout{Dir: "d"}
+	l := output.Layout{Dir: "d"}
 	for key, want := range map[string]bool{
 		l.AttemptPartKey(12, "0123456789ab"): true,
 		l.PartKey(3):                         true, // named before attempts
@@ -507,7 +508,7 @@ func TestBatchLayoutEscapes(t *testing.T) {
 		"d/x/part-00001.parquet":             false,
 		"dd/part-00001.parquet":              false,
 	} {
-		if got := l.isPart(key); got != want {
+		if got := l.IsPart(key); got != want {
 			t.Errorf("isPart(%q) = %v, want %v", key, got, want)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/walk"
 )
@@ -88,7 +89,7 @@ func TestCrashMidBatchRecovers(t *testing.T) {
 			t.Fatalf("no part appeared; child output:\n%s", out1.String())
 		}
 		keys := listKeys(t, bucket, dir)
-		if slices.Contains(keys, dir+sink.SuccessName) {
+		if slices.Contains(keys, dir+output.SuccessName) {
 			t.Fatalf("the batch completed before it could be killed; make it larger. child output:\n%s", out1.String())
 		}
 		if len(keys) > 0 {
@@ -102,7 +103,7 @@ func TestCrashMidBatchRecovers(t *testing.T) {
 	}
 	child.Wait()
 	after := listKeys(t, bucket, dir)
-	if slices.Contains(after, dir+sink.SuccessName) {
+	if slices.Contains(after, dir+output.SuccessName) {
 		t.Fatal("_SUCCESS exists after the kill: the batch was not interrupted mid-way")
 	}
 	t.Logf("killed with %d part(s) visible (%d after the kill), no _SUCCESS", len(parts), len(after))
@@ -124,11 +125,11 @@ func TestCrashMidBatchRecovers(t *testing.T) {
 		t.Errorf("restarted stage did not exit cleanly after SIGTERM: %v\n%s", err, out2.String())
 	}
 
-	man, err := sink.ReadManifest(ctx, bucket, dir+sink.SuccessName)
+	man, err := output.ReadManifest(ctx, bucket, dir+output.SuccessName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{dir + sink.SuccessName}
+	want := []string{dir + output.SuccessName}
 	for _, f := range man.Files {
 		want = append(want, f.Key)
 	}
@@ -177,7 +178,7 @@ func TestCrashMidBatchRecovers(t *testing.T) {
 			t.Errorf("part %d (%s) differs from the uninterrupted run", i, man.Files[i].Key)
 		}
 	}
-	if !strings.HasSuffix(ev.Manifest, dir+sink.SuccessName) || len(ev.Objects) != len(man.Files) {
+	if !strings.HasSuffix(ev.Manifest, dir+output.SuccessName) || len(ev.Objects) != len(man.Files) {
 		t.Errorf("event points at %s with %d objects", ev.Manifest, len(ev.Objects))
 	}
 	t.Logf("recovered batch: %d parts, %d walks, %d steps, identical to the uninterrupted run", len(man.Files), man.Walks, man.Steps)

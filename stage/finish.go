@@ -16,6 +16,7 @@ import (
 	"github.com/walkstage/walkstage/gpu"
 	"github.com/walkstage/walkstage/icetable"
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
@@ -183,7 +184,7 @@ func (s *Stage) complete(ctx context.Context, b *batch, runErr error) error {
 
 // report publishes the succeeded event of a batch whose output is durable
 // (written now, or found complete by a redelivery), then acknowledges it.
-func (s *Stage) report(ctx context.Context, b *batch, man *sink.Manifest, manifestKey string, wt time.Time) error {
+func (s *Stage) report(ctx context.Context, b *batch, man *output.Manifest, manifestKey string, wt time.Time) error {
 	writing := time.Since(b.emitted)
 	ev := source.Event{BatchID: b.req.BatchID, Status: source.StatusSucceeded,
 		Graph: man.Graph, GraphVersion: man.GraphVersion, Algorithm: b.req.DescribeAlgorithm(b.v.g), Engine: man.Engine,
@@ -270,7 +271,7 @@ func (s *Stage) lookupOne(ctx context.Context, b *batch) {
 }
 
 // manifestKey is where a found manifest lives.
-func (s *Stage) manifestKey(m *sink.Manifest) string {
+func (s *Stage) manifestKey(m *output.Manifest) string {
 	l, err := m.Layout(s.o.Prefix)
 	if err != nil {
 		return ""

@@ -14,7 +14,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/source"
 )
 
@@ -130,7 +130,7 @@ func TestStageEndToEnd(t *testing.T) {
 		}
 		// The bucket holds exactly the manifest's parts and the manifest.
 		key := strings.TrimPrefix(first.Manifest, "s3://walks/")
-		man, err := sink.ReadManifest(ctx, bucket, key)
+		man, err := output.ReadManifest(ctx, bucket, key)
 		if err != nil {
 			t.Fatalf("%s: %v", id, err)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/graphsample"
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
@@ -119,7 +120,7 @@ func TestStageSamplesOnTheDevice(t *testing.T) {
 		if ev.Engine != wantEngine[ev.BatchID] {
 			t.Errorf("%s: event engine %q, want %q", ev.BatchID, ev.Engine, wantEngine[ev.BatchID])
 		}
-		m, err := sink.ReadManifest(ctx, bucket, strings.TrimPrefix(ev.Manifest, "file://"+dir+"/"))
+		m, err := output.ReadManifest(ctx, bucket, strings.TrimPrefix(ev.Manifest, "file://"+dir+"/"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/walk"
 )
@@ -231,7 +232,7 @@ type batch struct {
 	// existing is the batch's complete output found before walking (a
 	// redelivery of a batch already done): it is reported, not rewritten.
 	// lookupErr is why the lookup failed (a conflict, or the store).
-	existing  *sink.Manifest
+	existing  *output.Manifest
 	lookupErr error
 	// lookedUp, when set, is closed once the lookup started at intake is
 	// done (existing and lookupErr hold its answer); the first launch

@@ -17,6 +17,7 @@ import (
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/icetable"
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/source"
 )
 
@@ -55,7 +56,7 @@ func stringGraphFile(t testing.TB) (string, *graph.Graph) {
 }
 
 // readParts reads every part a manifest lists as rows of type T.
-func readParts[T any](t *testing.T, ctx context.Context, b *blob.Bucket, man *sink.Manifest) []T {
+func readParts[T any](t *testing.T, ctx context.Context, b *blob.Bucket, man *output.Manifest) []T {
 	t.Helper()
 	var rows []T
 	for _, f := range man.Files {
@@ -127,12 +128,12 @@ func TestStageStringIDs(t *testing.T) {
 			t.Errorf("%s: %s/%s %s, want rejected/%s", id, ev.Status, ev.Reason, ev.Error, reason)
 		}
 	}
-	manifest := func(id string) *sink.Manifest {
+	manifest := func(id string) *output.Manifest {
 		ev := events[id][0]
 		if ev.Status != source.StatusSucceeded {
 			t.Fatalf("%s: %s %s %s", id, ev.Status, ev.Reason, ev.Error)
 		}
-		man, err := sink.ReadManifest(ctx, bucket, strings.TrimPrefix(ev.Manifest, "s3://walks/"))
+		man, err := output.ReadManifest(ctx, bucket, strings.TrimPrefix(ev.Manifest, "s3://walks/"))
 		if err != nil {
 			t.Fatal(err)
 		}

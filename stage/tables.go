@@ -12,7 +12,7 @@ import (
 	"fmt"
 
 	"github.com/walkstage/walkstage/icetable"
-	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/store"
 )
 
@@ -32,7 +32,7 @@ func tableWaitBatches(maxInFlight int) int { return 4 * maxInFlight }
 // in-flight slot to a table-wait slot first: a commit groups many batches,
 // and each batch waiting for it in the in-flight window would stop others
 // from walking. The event, and so the offset, still waits for the commit.
-func (s *Stage) appendTable(ctx context.Context, b *batch, man *sink.Manifest) error {
+func (s *Stage) appendTable(ctx context.Context, b *batch, man *output.Manifest) error {
 	if s.o.Tables == nil {
 		return nil
 	}

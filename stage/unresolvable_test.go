@@ -11,6 +11,7 @@ import (
 
 	"github.com/walkstage/walkstage/internal/s3fault"
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/source"
 )
 
@@ -38,7 +39,7 @@ func TestManifestUnresolvableDeadLettered(t *testing.T) {
 	du.RawQuery = q.Encode()
 
 	graphPath, _ := testGraph(t, 8)
-	l, err := sink.BatchLayout("walks", sink.KindWalks, "rmat", "deepwalk", "stuck")
+	l, err := output.BatchLayout("walks", output.KindWalks, "rmat", "deepwalk", "stuck")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,8 @@ var ErrConfig = errors.New("object store misconfigured")
 // says otherwise.
 const DefaultCallTimeout = 10 * time.Second
 
-// Option configures Sweep and Check.
+// Option configures Sweep and Check, and the store calls of packages that
+// take these options (CallTimeout).
 type Option func(*config)
 
 type config struct{ callTimeout time.Duration }
@@ -54,8 +55,11 @@ type config struct{ callTimeout time.Duration }
 // DefaultCallTimeout.
 func WithCallTimeout(d time.Duration) Option { return func(c *config) { c.callTimeout = d } }
 
-// callTimeout resolves the call timeout of opts.
-func callTimeout(opts []Option) (time.Duration, error) {
+// CallTimeout resolves the call timeout of opts (WithCallTimeout, else
+// DefaultCallTimeout), for packages whose store calls take this package's
+// options (the output listings of sink/output); an error for a timeout that
+// is not positive.
+func CallTimeout(opts ...Option) (time.Duration, error) {
 	cfg := config{callTimeout: DefaultCallTimeout}
 	for _, o := range opts {
 		o(&cfg)

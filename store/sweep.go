@@ -40,7 +40,7 @@ type SweepStats struct {
 // only WithCallTimeout applies, to each store call.
 func Sweep(ctx context.Context, bucket *blob.Bucket, prefix string, olderThan time.Duration, opts ...Option) (SweepStats, error) {
 	var st SweepStats
-	timeout, err := callTimeout(opts)
+	timeout, err := CallTimeout(opts...)
 	if err != nil {
 		return st, err
 	}
@@ -125,7 +125,7 @@ func sweepLocal(ctx context.Context, root, prefix string, olderThan time.Duratio
 // wrapped as it is and may pass on a retry. Of opts only WithCallTimeout
 // applies, to each store call.
 func Check(ctx context.Context, bucket *blob.Bucket, prefix string, opts ...Option) error {
-	timeout, err := callTimeout(opts)
+	timeout, err := CallTimeout(opts...)
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/store"
 )
 
@@ -89,7 +89,7 @@ for file:// buckets; s3:// needs DuckDB's httpfs and credentials).`)
 		return usageErrorf(fs, "%v", err)
 	}
 	switch *kind {
-	case sink.KindWalks, sink.KindVisits, sink.KindSamples:
+	case output.KindWalks, output.KindVisits, output.KindSamples:
 	case "":
 		return usageErrorf(fs, "--kind is required: walks, visits or samples")
 	default:
@@ -103,7 +103,7 @@ for file:// buckets; s3:// needs DuckDB's httpfs and credentials).`)
 		return err
 	}
 	defer bucket.Close()
-	found, err := sink.ListCommitted(ctx, bucket, of.prefix, *kind, *batch, sink.WithCallTimeout(of.timeout))
+	found, err := output.ListCommitted(ctx, bucket, of.prefix, *kind, *batch, store.WithCallTimeout(of.timeout))
 	if err != nil {
 		return err
 	}
@@ -216,7 +216,7 @@ or 'walkstage walk' writes under the prefix. The last line, "RESULT k=v
 	}
 	defer bucket.Close()
 	t0 := time.Now()
-	st, err := sink.TidyOrphans(ctx, bucket, of.prefix, age, sink.WithCallTimeout(of.timeout))
+	st, err := output.TidyOrphans(ctx, bucket, of.prefix, age, store.WithCallTimeout(of.timeout))
 	el := time.Since(t0)
 	where := store.ObjectURL(bucketURL, strings.Trim(of.prefix, "/"))
 	if rf.json {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/walkstage/walkstage/internal/fakes3"
-	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/store"
 )
 
@@ -27,8 +27,8 @@ func runOutput(t *testing.T, args ...string) (stdout, stderr string, err error) 
 func committedParts(t *testing.T, dir, kind string) []string {
 	t.Helper()
 	var parts []string
-	for _, m := range globT(t, filepath.Join(dir, "walks", "kind="+kind, "*", "*", "*", sink.SuccessName)) {
-		man, err := sink.DecodeManifest(mustRead(t, m))
+	for _, m := range globT(t, filepath.Join(dir, "walks", "kind="+kind, "*", "*", "*", output.SuccessName)) {
+		man, err := output.DecodeManifest(mustRead(t, m))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,12 +159,12 @@ func TestOutputLsAndTidyLocal(t *testing.T) {
 	if got := glob("visits"); !slices.Equal(got, visits) {
 		t.Errorf("after the tidy the visits glob reads %v, want %v", got, visits)
 	}
-	for _, m := range globT(t, filepath.Join(dir, "walks", "kind=*", "*", "*", "*", sink.SuccessName)) {
+	for _, m := range globT(t, filepath.Join(dir, "walks", "kind=*", "*", "*", "*", output.SuccessName)) {
 		if strings.Contains(m, "batch=killed") || strings.Contains(m, "batch=gone") {
 			t.Errorf("a manifest appeared: %s", m)
 		}
 	}
-	if n := len(globT(t, filepath.Join(dir, "walks", "kind=*", "*", "*", "*", sink.SuccessName))); n != 3 {
+	if n := len(globT(t, filepath.Join(dir, "walks", "kind=*", "*", "*", "*", output.SuccessName))); n != 3 {
 		t.Errorf("%d manifests after the tidy, want 3", n)
 	}
 
@@ -198,7 +198,7 @@ func TestOutputLsAndTidyS3(t *testing.T) {
 	}
 	defer b.Close()
 	dir := "p/q/kind=walks/graph=tiny/algorithm=deepwalk/batch=s3"
-	m, err := sink.ReadManifest(ctx, b, dir+"/_SUCCESS")
+	m, err := output.ReadManifest(ctx, b, dir+"/_SUCCESS")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/store"
 )
 
@@ -23,19 +24,19 @@ import (
 // the file format asked for. Tuning flags that change neither (workers,
 // part and row group sizes, zstd level) are left out.
 type runRequest struct {
-	Tool         string             `json:"tool"`
-	Graph        string             `json:"graph"`
-	GraphVersion string             `json:"graph_version"`
-	Output       string             `json:"output"`
-	Algorithm    sink.AlgorithmMeta `json:"algorithm"`
-	Params       any                `json:"params,omitempty"` // visits or sampling parameters
-	Seed         uint64             `json:"seed"`
-	PerSeed      int                `json:"per_seed"`
-	Engine       string             `json:"engine"`
-	Compression  string             `json:"compression"`
-	WalkEncoding string             `json:"walk_encoding,omitempty"`
-	EdgeWeight   bool               `json:"edge_weight,omitempty"`
-	WithTimes    bool               `json:"with_times,omitempty"`
+	Tool         string               `json:"tool"`
+	Graph        string               `json:"graph"`
+	GraphVersion string               `json:"graph_version"`
+	Output       string               `json:"output"`
+	Algorithm    output.AlgorithmMeta `json:"algorithm"`
+	Params       any                  `json:"params,omitempty"` // visits or sampling parameters
+	Seed         uint64               `json:"seed"`
+	PerSeed      int                  `json:"per_seed"`
+	Engine       string               `json:"engine"`
+	Compression  string               `json:"compression"`
+	WalkEncoding string               `json:"walk_encoding,omitempty"`
+	EdgeWeight   bool                 `json:"edge_weight,omitempty"`
+	WithTimes    bool                 `json:"with_times,omitempty"`
 }
 
 // fingerprint identifies the run's request: the manifest records it, and a
@@ -73,8 +74,8 @@ func (r runRequest) fingerprint(g *graph.Graph, seeds []uint32) string {
 // before the run's own commit, so a failed run leaves it in place.
 type outputGuard struct {
 	bucket   *blob.Bucket
-	out      string           // bucket URL, for messages
-	replaced []*sink.Manifest // the outputs --replace removes
+	out      string             // bucket URL, for messages
+	replaced []*output.Manifest // the outputs --replace removes
 }
 
 // guardOutput looks for complete outputs of batch id under prefix. One made
@@ -83,7 +84,7 @@ type outputGuard struct {
 // by an earlier version, its parameters unknown) is an error wrapping
 // sink.ErrBatchConflict that names it, unless replace is set.
 func guardOutput(ctx context.Context, bucket *blob.Bucket, out, prefix, id, fp string, replace bool) (*outputGuard, error) {
-	found, err := sink.FindBatches(ctx, bucket, prefix, id)
+	found, err := output.FindBatches(ctx, bucket, prefix, id)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +105,7 @@ func guardOutput(ctx context.Context, bucket *blob.Bucket, out, prefix, id, fp s
 }
 
 // describeOutput names an earlier output and what made it.
-func describeOutput(out, prefix string, m *sink.Manifest) string {
+func describeOutput(out, prefix string, m *output.Manifest) string {
 	where := m.BatchID
 	if l, err := m.Layout(prefix); err == nil {
 		where = store.ObjectURL(out, l.SuccessKey())
@@ -112,9 +113,9 @@ func describeOutput(out, prefix string, m *sink.Manifest) string {
 	a := m.Algorithm
 	what := fmt.Sprintf("%s %s length %d, seed %d, engine %s, %s", m.Kind(), a.Name, a.Length, m.Seed, m.Engine, m.Compression)
 	switch m.Kind() {
-	case sink.KindVisits:
+	case output.KindVisits:
 		what += fmt.Sprintf(", %d queries", m.Queries)
-	case sink.KindSamples:
+	case output.KindSamples:
 		what += fmt.Sprintf(", %d instances", m.Instances)
 	default:
 		what += fmt.Sprintf(", %d walks", m.Walks)
@@ -132,7 +133,7 @@ func (gd *outputGuard) clear(ctx context.Context, stderr io.Writer) error {
 		return nil
 	}
 	for _, m := range gd.replaced {
-		if err := sink.DeleteBatch(ctx, gd.bucket, m); err != nil {
+		if err := output.DeleteBatch(ctx, gd.bucket, m); err != nil {
 			return fmt.Errorf("--replace: %w", err)
 		}
 		fmt.Fprintf(stderr, "replaced the earlier output of batch %s (%d part(s))\n", m.BatchID, len(m.Files))

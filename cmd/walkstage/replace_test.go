@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/sink/output"
 )
 
 // `walkstage walk` refuses to replace an output its batch id already has
@@ -76,7 +77,7 @@ func TestWalkRefusesOtherParametersUnderBatchID(t *testing.T) {
 			if len(found) != 1 {
 				t.Fatalf("manifests after --replace-output: %v, want one", found)
 			}
-			m, err := sink.DecodeManifest(mustRead(t, filepath.Join(dir, found[0])))
+			m, err := output.DecodeManifest(mustRead(t, filepath.Join(dir, found[0])))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,7 +109,7 @@ func TestWalkRefusesOutputWithoutFingerprint(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	key := filepath.Join(dir, "walks/kind=walks/graph=tiny/algorithm=deepwalk/batch=seed-42/_SUCCESS")
-	m, err := sink.DecodeManifest(mustRead(t, key))
+	m, err := output.DecodeManifest(mustRead(t, key))
 	if err != nil || m.Fingerprint == "" {
 		t.Fatalf("manifest %v, %+v: want a fingerprint", err, m)
 	}
@@ -133,7 +134,7 @@ func findManifests(t *testing.T, dir string) []string {
 	t.Helper()
 	var out []string
 	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.Name() == sink.SuccessName {
+		if err == nil && d.Name() == output.SuccessName {
 			rel, _ := filepath.Rel(dir, p)
 			out = append(out, filepath.ToSlash(rel))
 		}

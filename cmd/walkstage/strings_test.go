@@ -13,6 +13,7 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/store"
 )
 
@@ -52,7 +53,7 @@ func readOutput[T any](t *testing.T, dir, kind, algo string) []T {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	m, err := sink.ReadManifest(ctx, b, "walks/kind="+kind+"/graph=strs/algorithm="+algo+"/batch=b/_SUCCESS")
+	m, err := output.ReadManifest(ctx, b, "walks/kind="+kind+"/graph=strs/algorithm="+algo+"/batch=b/_SUCCESS")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/graphsample"
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
@@ -244,7 +245,7 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer bucket.Close()
 	req := runRequest{Tool: "walkstage walk", Graph: g.Name, GraphVersion: g.Version, Output: o.output,
-		Algorithm: sink.DescribeAlgorithm(algo, g), Seed: o.seed, PerSeed: o.perVertex, Engine: eng.Name(),
+		Algorithm: output.DescribeAlgorithm(algo, g), Seed: o.seed, PerSeed: o.perVertex, Engine: eng.Name(),
 		Compression: string(enc.comp), WalkEncoding: string(enc.wenc), WithTimes: o.withTimes}
 	if o.output == "visits" {
 		req.Params, req.WalkEncoding = o.vp, ""
@@ -525,7 +526,7 @@ func (o *walkOptions) run(ctx context.Context, eng walk.Engine, algo walk.Algori
 		return w.Write(runCtx, c)
 	})
 	walkTime := time.Since(t1)
-	var m *sink.Manifest
+	var m *output.Manifest
 	if err == nil {
 		err = guard.clear(ctx, stderr)
 	}
@@ -579,7 +580,7 @@ type walkResult struct {
 
 // newWalkResult describes the batch w committed as manifest m into the
 // bucket at bucketURL, total after the engine started.
-func newWalkResult(bucketURL string, w *sink.BatchWriter, m *sink.Manifest, total time.Duration) walkResult {
+func newWalkResult(bucketURL string, w *sink.BatchWriter, m *output.Manifest, total time.Duration) walkResult {
 	r := walkResult{Status: "succeeded", BatchID: m.BatchID, Output: cmp.Or(m.Output, "walks"), Graph: m.Graph,
 		GraphVersion: m.GraphVersion, Algorithm: m.Algorithm.Name, Engine: m.Engine, RNGSeed: strconv.FormatUint(m.Seed, 10),
 		Walks: m.Walks, Steps: m.Steps, Queries: m.Queries, Candidates: m.Candidates, Instances: m.Instances, Edges: m.Edges,
@@ -592,7 +593,7 @@ func newWalkResult(bucketURL string, w *sink.BatchWriter, m *sink.Manifest, tota
 }
 
 // reportWalks prints what a committed walk run wrote and how fast.
-func reportWalks(stdout io.Writer, out string, eng walk.Engine, w *sink.BatchWriter, m *sink.Manifest, total, walkTime time.Duration) {
+func reportWalks(stdout io.Writer, out string, eng walk.Engine, w *sink.BatchWriter, m *output.Manifest, total, walkTime time.Duration) {
 	fmt.Fprintf(stdout, "wrote %d walks, %d steps in %d part(s), %s, to %s\n", m.Walks, m.Steps, len(m.Files), humanBytes(m.Bytes),
 		store.ObjectURL(out, w.Layout().SuccessKey()))
 	fmt.Fprintf(stdout, "walk+encode %s (engine returned after %s): %.1f M steps/s, %.1f M walk vertices/s, %.1f MB/s\n",

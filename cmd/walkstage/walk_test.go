@@ -16,6 +16,7 @@ import (
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/internal/fakes3"
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/store"
 )
@@ -79,7 +80,7 @@ func TestWalkCommandWritesBatch(t *testing.T) {
 				} else {
 					algo = tc.args[1]
 				}
-				m, err := sink.ReadManifest(context.Background(), b, "walks/kind=walks/graph=tiny/algorithm="+algo+"/batch=b/_SUCCESS")
+				m, err := output.ReadManifest(context.Background(), b, "walks/kind=walks/graph=tiny/algorithm="+algo+"/batch=b/_SUCCESS")
 				b.Close()
 				if err != nil {
 					t.Fatalf("%v\n%s", err, out)
@@ -160,7 +161,7 @@ func TestWalkCommandToS3(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	m, err := sink.ReadManifest(context.Background(), b, "p/q/kind=walks/graph=tiny/algorithm=node2vec/batch=s3/_SUCCESS")
+	m, err := output.ReadManifest(context.Background(), b, "p/q/kind=walks/graph=tiny/algorithm=node2vec/batch=s3/_SUCCESS")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +244,7 @@ func TestWalkCommandTemporal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := sink.ReadManifest(context.Background(), b, "walks/kind=walks/graph=rmat-s8-e4/algorithm=temporal/batch=b/_SUCCESS")
+		m, err := output.ReadManifest(context.Background(), b, "walks/kind=walks/graph=rmat-s8-e4/algorithm=temporal/batch=b/_SUCCESS")
 		b.Close()
 		if err != nil {
 			t.Fatalf("%v\n%s", err, res)
@@ -310,7 +311,7 @@ func TestWalkCommandTemporal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	m, err := sink.ReadManifest(context.Background(), b, "walks/kind=walks/graph=rmat-s8-e4/algorithm=temporal/batch=n/_SUCCESS")
+	m, err := output.ReadManifest(context.Background(), b, "walks/kind=walks/graph=rmat-s8-e4/algorithm=temporal/batch=n/_SUCCESS")
 	if err != nil || m.Algorithm.P != 2 || m.Algorithm.Q != 0.5 {
 		t.Fatalf("temporal node2vec manifest %+v: %v", m, err)
 	}

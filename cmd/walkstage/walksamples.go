@@ -16,6 +16,7 @@ import (
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/graphsample"
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/store"
 )
@@ -182,7 +183,7 @@ func walkSamples(ctx context.Context, kind graphsample.SampleKind, f *sampleFlag
 	if id == "" {
 		id = fmt.Sprintf("seed-%d", r.seed)
 	}
-	req := runRequest{Tool: "walkstage walk", Graph: g.Name, GraphVersion: g.Version, Output: sink.KindSamples,
+	req := runRequest{Tool: "walkstage walk", Graph: g.Name, GraphVersion: g.Version, Output: output.KindSamples,
 		Algorithm: sink.DescribeSample(p), Params: p, Seed: r.seed, PerSeed: r.instancesPerSeed, Engine: engine,
 		Compression: string(r.compression), EdgeWeight: f.edgeWeight}
 	fp := req.fingerprint(g, starts)
@@ -260,7 +261,7 @@ func walkSamples(ctx context.Context, kind graphsample.SampleKind, f *sampleFlag
 	if werr := <-written; werr != nil && (err == nil || errors.Is(err, errWaveNotWritten)) {
 		err = werr
 	}
-	var m *sink.Manifest
+	var m *output.Manifest
 	if err == nil {
 		err = guard.clear(ctx, stderr)
 	}

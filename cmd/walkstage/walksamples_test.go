@@ -14,6 +14,7 @@ import (
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/graphsample"
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/source"
 )
 
@@ -35,7 +36,7 @@ func TestWalkCommandWritesSamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	m, err := sink.DecodeManifest(mustRead(t, filepath.Join(dir, "walks/kind=samples/graph=tiny/algorithm=neighbor/batch=nbr/_SUCCESS")))
+	m, err := output.DecodeManifest(mustRead(t, filepath.Join(dir, "walks/kind=samples/graph=tiny/algorithm=neighbor/batch=nbr/_SUCCESS")))
 	if err != nil || m.Output != sink.OutputSamples || m.Instances != 93 {
 		t.Fatalf("manifest %v %+v", err, m)
 	}
@@ -89,7 +90,7 @@ func TestWalkCommandSamplesEngine(t *testing.T) {
 			if !strings.Contains(out, "with the cpu engine") {
 				t.Errorf("%v %s: %s", args, engine, out)
 			}
-			m, err := sink.DecodeManifest(mustRead(t, filepath.Join(dir, "walks/kind=samples/graph=tiny/algorithm="+args[1]+"/batch=b/_SUCCESS")))
+			m, err := output.DecodeManifest(mustRead(t, filepath.Join(dir, "walks/kind=samples/graph=tiny/algorithm="+args[1]+"/batch=b/_SUCCESS")))
 			if err != nil || m.Engine != "cpu" {
 				t.Fatalf("%v %s: manifest %v %+v", args, engine, err, m)
 			}
@@ -132,7 +133,7 @@ func TestWalkCommandWritesSamplesInWaves(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	m, err := sink.DecodeManifest(mustRead(t, filepath.Join(dir, "walks/kind=samples/graph=tiny/algorithm=forest_fire/batch=ff/_SUCCESS")))
+	m, err := output.DecodeManifest(mustRead(t, filepath.Join(dir, "walks/kind=samples/graph=tiny/algorithm=forest_fire/batch=ff/_SUCCESS")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,7 @@ func TestWalkCommandWritesSamplesInWaves(t *testing.T) {
 }
 
 // readPartRows reads the rows of every part m lists, in order.
-func readPartRows[T any](t *testing.T, dir string, m *sink.Manifest) []T {
+func readPartRows[T any](t *testing.T, dir string, m *output.Manifest) []T {
 	t.Helper()
 	var got []T
 	for _, f := range m.Files {

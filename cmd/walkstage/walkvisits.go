@@ -8,6 +8,7 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 	"github.com/walkstage/walkstage/walk/visits"
@@ -30,7 +31,7 @@ func walkVisits(ctx context.Context, eng walk.Engine, g *graph.Graph, p visits.V
 	t0 := time.Now()
 	res, st, err := visits.CountVisits(ctx, eng, g, p, qs)
 	counted := time.Since(t0)
-	var m *sink.Manifest
+	var m *output.Manifest
 	if err == nil {
 		err = w.WriteVisits(ctx, ids, res)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/walk"
 	"github.com/walkstage/walkstage/walk/visits"
@@ -37,7 +38,7 @@ func TestWalkCommandWritesVisits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	m, err := sink.DecodeManifest(mustRead(t, filepath.Join(dir, "walks/kind=visits/graph=tiny/algorithm=ppr/batch=vis/_SUCCESS")))
+	m, err := output.DecodeManifest(mustRead(t, filepath.Join(dir, "walks/kind=visits/graph=tiny/algorithm=ppr/batch=vis/_SUCCESS")))
 	if err != nil || m.Output != sink.OutputVisits || m.Queries != 31 {
 		t.Fatalf("manifest %v %+v", err, m)
 	}
@@ -110,7 +111,7 @@ func TestWalkCommandVisitsWalksPerVertex(t *testing.T) {
 		"--seeds", "100-130", "--engine", "cpu", "--batch-id", "wpv", "--out", "file://"+dir, "--quiet"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	m, err := sink.DecodeManifest(mustRead(t, filepath.Join(dir, "walks/kind=visits/graph=tiny/algorithm=ppr/batch=wpv/_SUCCESS")))
+	m, err := output.DecodeManifest(mustRead(t, filepath.Join(dir, "walks/kind=visits/graph=tiny/algorithm=ppr/batch=wpv/_SUCCESS")))
 	if err != nil || m.Queries != 4 || m.Walks != 12 {
 		t.Fatalf("manifest %v: %d queries of %d walks, want 4 of 12", err, m.Queries, m.Walks)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/store"
 )
 
@@ -354,7 +354,7 @@ func (r *Result) AddBytes(ctx context.Context, bucketURL string) error {
 					mu.Unlock()
 					continue
 				}
-				m, err := sink.ReadManifest(ctx, b, key)
+				m, err := output.ReadManifest(ctx, b, key)
 				mu.Lock()
 				if err != nil {
 					errs = append(errs, err)

@@ -1,4 +1,4 @@
-package sink
+package output
 
 import (
 	"context"
@@ -7,32 +7,34 @@ import (
 
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
+
+	"github.com/walkstage/walkstage/store"
 )
 
 // FindBatches returns every complete output set of batchID under prefix
 // (every part its manifest lists present with the listed size), with or
-// without a fingerprint, searched as Lookup searches: under every output
+// without a fingerprint, searched as sink.Lookup searches: under every output
 // kind, graph and algorithm, and under the layout before kinds. Each
 // manifest's Layout is where it was found. A tool that writes batches
 // outside the stage (`walkstage walk`) uses it to refuse, or knowingly
 // replace, an output of its batch id made by another request. Of opts only
-// WithCallTimeout applies, to each store call.
-func FindBatches(ctx context.Context, bucket *blob.Bucket, prefix, batchID string, opts ...Option) ([]*Manifest, error) {
-	timeout, err := callTimeout(opts)
+// store.WithCallTimeout applies, to each store call.
+func FindBatches(ctx context.Context, bucket *blob.Bucket, prefix, batchID string, opts ...store.Option) ([]*Manifest, error) {
+	timeout, err := store.CallTimeout(opts...)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := BatchLayout(prefix, KindWalks, "g", "a", batchID); err != nil {
 		return nil, fmt.Errorf("sink: find batch %s: %w", batchID, err)
 	}
-	dirs, err := batchDirs(ctx, bucket, prefix, batchID, timeout)
+	dirs, err := BatchDirs(ctx, bucket, prefix, batchID, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("sink: find batch %s: %w", batchID, err)
 	}
 	var found []*Manifest
 	for _, dir := range dirs {
-		m, complete, err := readComplete(ctx, bucket, dir+"/"+SuccessName, timeout)
-		if err != nil && !errors.Is(err, errCorrupt) {
+		m, complete, err := ReadComplete(ctx, bucket, dir+"/"+SuccessName, timeout)
+		if err != nil && !errors.Is(err, ErrCorrupt) {
 			return nil, fmt.Errorf("sink: find batch %s: %w", batchID, err)
 		}
 		if m != nil && complete {
@@ -43,12 +45,12 @@ func FindBatches(ctx context.Context, bucket *blob.Bucket, prefix, batchID strin
 }
 
 // DeleteBatch removes the output set of a manifest read from the store
-// (FindBatches, Lookup, ReadManifest): the manifest first, so that a reader
+// (FindBatches, sink.Lookup, ReadManifest): the manifest first, so that a reader
 // going by it never finds a part missing, then the parts it lists. Parts of
 // attempts that lost stay until the batch directory's next commit removes
-// them. Of opts only WithCallTimeout applies, to each store call.
-func DeleteBatch(ctx context.Context, bucket *blob.Bucket, m *Manifest, opts ...Option) error {
-	timeout, err := callTimeout(opts)
+// them. Of opts only store.WithCallTimeout applies, to each store call.
+func DeleteBatch(ctx context.Context, bucket *blob.Bucket, m *Manifest, opts ...store.Option) error {
+	timeout, err := store.CallTimeout(opts...)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package sink
+package output
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
@@ -141,8 +142,8 @@ func (m *Manifest) Kind() string {
 }
 
 // Layout is where the manifest's batch lives under prefix: its directory
-// and SuccessKey, for an event re-published from a manifest Lookup found.
-// A manifest read from the store (ReadManifest, Lookup) lives where it was
+// and SuccessKey, for an event re-published from a manifest sink.Lookup found.
+// A manifest read from the store (ReadManifest, sink.Lookup) lives where it was
 // read, which for a batch written before output kinds had paths of their
 // own is not where BatchLayout would put it today.
 func (m *Manifest) Layout(prefix string) (Layout, error) {
@@ -157,7 +158,7 @@ func (m *Manifest) Layout(prefix string) (Layout, error) {
 var ErrNoManifest = errors.New("no _SUCCESS manifest")
 
 // ReadManifest reads and checks the manifest at key (a Layout's SuccessKey).
-// A manifest that does not decode is an error wrapping errCorrupt.
+// A manifest that does not decode is an error wrapping ErrCorrupt.
 func ReadManifest(ctx context.Context, b *blob.Bucket, key string) (*Manifest, error) {
 	r, err := b.NewReader(ctx, key, nil)
 	if err != nil {
@@ -173,7 +174,7 @@ func ReadManifest(ctx context.Context, b *blob.Bucket, key string) (*Manifest, e
 	}
 	m, err := DecodeManifest(data)
 	if err != nil {
-		return nil, fmt.Errorf("read manifest %s: %w: %w", key, errCorrupt, err)
+		return nil, fmt.Errorf("read manifest %s: %w: %w", key, ErrCorrupt, err)
 	}
 	if dir, ok := strings.CutSuffix(key, "/"+SuccessName); ok {
 		m.dir = dir
@@ -223,12 +224,12 @@ func DecodeManifest(data []byte) (*Manifest, error) {
 	wantRows := m.Walks
 	switch m.Output {
 	case "":
-	case OutputVisits:
+	case KindVisits:
 		wantRows = m.Queries
-	case OutputSamples:
+	case KindSamples:
 		wantRows = m.Edges
 	default:
-		return nil, fmt.Errorf("output %q is not %q or %q", m.Output, OutputVisits, OutputSamples)
+		return nil, fmt.Errorf("output %q is not %q or %q", m.Output, KindVisits, KindSamples)
 	}
 	if rows != wantRows || steps != m.Steps || size != m.Bytes {
 		return nil, fmt.Errorf("files hold %d walks, %d steps, %d bytes; totals say %d, %d, %d", rows, steps, size, m.Walks, m.Steps, m.Bytes)
@@ -256,10 +257,56 @@ func decodeSeed(raw json.RawMessage) (uint64, error) {
 	return v, nil
 }
 
-func (m *Manifest) encode() ([]byte, error) {
+func (m *Manifest) Encode() ([]byte, error) {
 	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return nil, err
 	}
 	return append(data, '\n'), nil
+}
+
+// ErrCorrupt is wrapped when a manifest exists but does not decode.
+var ErrCorrupt = errors.New("manifest unreadable")
+
+func readManifestTimeout(ctx context.Context, b *blob.Bucket, key string, timeout time.Duration) (*Manifest, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return ReadManifest(ctx, b, key)
+}
+
+// ReadComplete reads the manifest at key and checks that every part it
+// lists exists with the listed size. A missing manifest gives (nil, false,
+// nil); an undecodable one an error wrapping ErrCorrupt.
+func ReadComplete(ctx context.Context, b *blob.Bucket, key string, timeout time.Duration) (m *Manifest, complete bool, err error) {
+	m, err = readManifestTimeout(ctx, b, key, timeout)
+	if errors.Is(err, ErrNoManifest) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	complete, err = PartsPresent(ctx, b, m, timeout)
+	return m, complete, err
+}
+
+// PartsPresent checks each listed part's size with one metadata request
+// (HEAD on S3). Checksums are not verified: that would read the whole
+// batch back, gigabytes for a large one; sizes catch a missing or
+// truncated part, which is what interrupted or racing writers leave.
+func PartsPresent(ctx context.Context, b *blob.Bucket, m *Manifest, timeout time.Duration) (bool, error) {
+	for _, f := range m.Files {
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		a, err := b.Attributes(cctx, f.Key)
+		cancel()
+		if gcerrors.Code(err) == gcerrors.NotFound {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("check part %s: %w", f.Key, err)
+		}
+		if a.Size != f.Bytes {
+			return false, nil
+		}
+	}
+	return true, nil
 }

@@ -1,7 +1,6 @@
-package sink
+package output
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -43,7 +42,7 @@ func TestDecodeManifestRejects(t *testing.T) {
 func TestManifestSeedForms(t *testing.T) {
 	const big = uint64(1<<64 - 1)
 	m := &Manifest{Version: ManifestVersion, BatchID: "b", Seed: big, Fingerprint: "fp", Files: []File{}}
-	data, err := m.encode()
+	data, err := m.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +102,7 @@ func FuzzDecodeManifest(f *testing.F) {
 		if err != nil {
 			return
 		}
-		again, err := m.encode()
+		again, err := m.Encode()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,49 +114,4 @@ func FuzzDecodeManifest(f *testing.F) {
 			t.Fatal("manifest changed through encode and decode")
 		}
 	})
-}
-
-// TestManifestSeedsCurrent keeps the fuzz seed corpus in the current format
-// by writing a real batch's manifest next to it when it is missing.
-func TestManifestSeedsCurrent(t *testing.T) {
-	g := testGraph(t)
-	const n = 500
-	chunks := runEngine(t, g, testAlgo, n, 3)
-	b, _ := fileBucket(t)
-	m := writeBatch(t, b, fpMeta("seed", n, "8f14e45fceea167a5a36dedd4bea2543"), g, chunks, WithRowGroupRows(100), WithFileBytes(1))
-	data, err := b.ReadAll(context.Background(), "walks/kind=walks/graph=test%20graph%2F1/algorithm=node2vec/batch=seed/_SUCCESS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := DecodeManifest(data); err != nil {
-		t.Fatalf("written manifest rejected: %v", err)
-	}
-	// Version 1 (node2vec-5parts.json) must keep decoding; the current
-	// version's file is written when missing.
-	if _, err := DecodeManifest(mustRead(t, "testdata/manifests/node2vec-5parts.json")); err != nil {
-		t.Fatalf("version 1 manifest no longer decodes: %v", err)
-	}
-	p := "testdata/manifests/node2vec-5parts-v2.json"
-	if old, err := os.ReadFile(p); err == nil {
-		if _, err := DecodeManifest(old); err != nil {
-			t.Fatalf("%s no longer decodes: %v", p, err)
-		}
-		return
-	}
-	if len(m.Files) != 5 {
-		t.Fatalf("%d parts", len(m.Files))
-	}
-	os.MkdirAll(filepath.Dir(p), 0o755)
-	if err := os.WriteFile(p, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func mustRead(t testing.TB, p string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
 }

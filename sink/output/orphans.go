@@ -1,4 +1,4 @@
-package sink
+package output
 
 import (
 	"context"
@@ -71,7 +71,7 @@ func (s TidyStats) Removed() int { return s.UnlistedRemoved + s.AbandonedRemoved
 // of its batch, and a part removed under it leaves a manifest that lists a
 // missing part. 0 is right only when no writer runs (every stage stopped).
 //
-// Batch directories are found in both layouts Lookup searches:
+// Batch directories are found in both layouts sink.Lookup searches:
 // {prefix}/kind={kind}/graph=*/algorithm=*/batch=* for walks, visits and
 // samples, and {prefix}/graph=*/algorithm=*/batch=* of the versions before
 // kinds had directories (whose orphans a glob over graph=*/ reads the
@@ -82,11 +82,11 @@ func (s TidyStats) Removed() int { return s.UnlistedRemoved + s.AbandonedRemoved
 // for a file:// bucket opened by store.OpenBucket it reads the local directory
 // (as store.Sweep does; the staging directory is skipped). TidyOrphans stops at
 // the first store failure and returns what it removed so far with the
-// error; running it again resumes. Of opts only WithCallTimeout applies,
-// to each store call (a listing page, a manifest read, a delete).
-func TidyOrphans(ctx context.Context, bucket *blob.Bucket, prefix string, olderThan time.Duration, opts ...Option) (TidyStats, error) {
+// error; running it again resumes. Of opts only store.WithCallTimeout
+// applies, to each store call (a listing page, a manifest read, a delete).
+func TidyOrphans(ctx context.Context, bucket *blob.Bucket, prefix string, olderThan time.Duration, opts ...store.Option) (TidyStats, error) {
 	var st TidyStats
-	timeout, err := callTimeout(opts)
+	timeout, err := store.CallTimeout(opts...)
 	if err != nil {
 		return st, err
 	}
@@ -137,7 +137,7 @@ func (t *tidier) dir(ctx context.Context, d batchDir, objs []listedObject) error
 	switch {
 	case errors.Is(err, ErrNoManifest):
 		m = nil
-	case errors.Is(err, errCorrupt):
+	case errors.Is(err, ErrCorrupt):
 		t.st.DirsLeft++
 		return nil
 	case err != nil:
@@ -197,7 +197,7 @@ func (t *tidier) remove(ctx context.Context, key string) error {
 	return nil
 }
 
-// presentIn is partsPresent that takes sizes from the directory's listing
+// presentIn is PartsPresent that takes sizes from the directory's listing
 // and asks the store only for listed parts the listing did not show.
 func presentIn(ctx context.Context, b *blob.Bucket, m *Manifest, objs []listedObject, timeout time.Duration) (bool, error) {
 	sizes := make(map[string]int64, len(objs))
@@ -214,7 +214,7 @@ func presentIn(ctx context.Context, b *blob.Bucket, m *Manifest, objs []listedOb
 			return false, nil
 		}
 	}
-	return partsPresent(ctx, b, &unseen, timeout)
+	return PartsPresent(ctx, b, &unseen, timeout)
 }
 
 // CommittedOutput is what ListCommitted found.
@@ -248,10 +248,10 @@ func (c CommittedOutput) Parts() []string {
 // tree holds (see TidyOrphans). With a batch id, only that batch's
 // outputs. Batches of the layout before kinds had directories are
 // included when their manifest is of the kind. Of opts only
-// WithCallTimeout applies, to each store call.
-func ListCommitted(ctx context.Context, bucket *blob.Bucket, prefix, kind, batchID string, opts ...Option) (CommittedOutput, error) {
+// store.WithCallTimeout applies, to each store call.
+func ListCommitted(ctx context.Context, bucket *blob.Bucket, prefix, kind, batchID string, opts ...store.Option) (CommittedOutput, error) {
 	var out CommittedOutput
-	timeout, err := callTimeout(opts)
+	timeout, err := store.CallTimeout(opts...)
 	if err != nil {
 		return out, err
 	}
@@ -271,7 +271,7 @@ func ListCommitted(ctx context.Context, bucket *blob.Bucket, prefix, kind, batch
 		switch {
 		case errors.Is(err, ErrNoManifest):
 			return nil // deleted since the listing
-		case errors.Is(err, errCorrupt):
+		case errors.Is(err, ErrCorrupt):
 			out.LeftOut = append(out.LeftOut, key)
 			return nil
 		case err != nil:
@@ -292,7 +292,7 @@ func ListCommitted(ctx context.Context, bucket *blob.Bucket, prefix, kind, batch
 		return nil
 	}
 	if batchID != "" {
-		dirs, err := batchDirs(ctx, bucket, prefix, batchID, timeout)
+		dirs, err := BatchDirs(ctx, bucket, prefix, batchID, timeout)
 		if err != nil {
 			return out, fmt.Errorf("sink: list committed %s batch %s: %w", kind, batchID, err)
 		}
