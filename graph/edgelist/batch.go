@@ -2,6 +2,8 @@ package edgelist
 
 import (
 	"sync"
+
+	"github.com/walkstage/walkstage/graph/edgelist/extsort"
 )
 
 // The importers decode their input on several goroutines and commit the
@@ -27,12 +29,12 @@ type edgeBatch struct {
 	maxID    int64     // largest id in the batch (used with dense ids), -1 when empty
 
 	// With string ids, the decoder stages the ids as the run builder
-	// wants them (stagedStrings: hashed, grouped by dictionary shard) and
+	// wants them (extsort.Staged: hashed, grouped by dictionary shard) and
 	// src and dst hold batch places in stage[0] (sources) and stage[1]
 	// (targets; one set a column, so that a Parquet decoder can read the
 	// two at once). The decoders run in parallel; the run builder's
 	// committer then only copies each shard's bytes (stageBatch).
-	stage   [2]stagedStrings
+	stage   [2]extsort.Staged
 	prevSrc int64 // the last source staged, -1 for none
 
 	err error // the decoder's error after the batch's edges, if any
@@ -47,8 +49,8 @@ type edgeBatch struct {
 // reset empties b for reuse, keeping its arrays.
 func (b *edgeBatch) reset() {
 	b.src, b.dst, b.w, b.l, b.t = b.src[:0], b.dst[:0], b.w[:0], b.l[:0], b.t[:0]
-	b.stage[0].reset()
-	b.stage[1].reset()
+	b.stage[0].Reset()
+	b.stage[1].Reset()
 	b.prevSrc = -1
 	b.maxID, b.err = -1, nil
 	b.part, b.firstRow, b.lines, b.bytes = 0, 0, 0, 0

@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/graph/edgelist/extsort"
 )
 
 // compact closes the gaps that dropped duplicates left after each part's
@@ -41,7 +42,7 @@ func (w *csrWriter) compact(f *os.File, h *graph.FileLayout, parts []mergePart) 
 		secs = append(secs, section{offsetOf(h, graph.SectionTimes), 8}, section{offsetOf(h, graph.SectionByTime), 4})
 	}
 	errs := make([]error, len(secs)+len(parts))
-	parallelFor(len(secs), func(i int) {
+	extsort.ParallelFor(len(secs), func(i int) {
 		s := secs[i]
 		base := int64(s.off)
 		for k, p := range parts {
@@ -55,7 +56,7 @@ func (w *csrWriter) compact(f *os.File, h *graph.FileLayout, parts []mergePart) 
 	if err := errors.Join(errs...); err != nil {
 		return 0, err
 	}
-	parallelFor(min(max(1, w.o.Workers), len(parts)), func(t int) {
+	extsort.ParallelFor(min(max(1, w.o.Workers), len(parts)), func(t int) {
 		for k := t; k < len(parts); k += max(1, w.o.Workers) {
 			if shift := parts[k].e0 - final[k]; shift > 0 {
 				errs[len(secs)+k] = lowerOffsets(f, int64(offsetOf(h, graph.SectionOffsets)), parts[k].vlo, parts[k].vhi, uint64(shift))

@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/graph/edgelist/extsort"
 )
 
 // csrWriter turns the merged, sorted edge stream into a graph file. The
@@ -22,8 +23,8 @@ import (
 type csrWriter struct {
 	input string
 	o     ImportOptions
-	ids   []int64      // sorted external ids; nil with DenseIDs or StringIDs
-	strs  *stringTable // with StringIDs
+	ids   []int64              // sorted external ids; nil with DenseIDs or StringIDs
+	strs  *extsort.StringTable // with StringIDs
 	n     int
 	total int64 // directed edges in the runs
 	stats *ImportStats
@@ -75,7 +76,7 @@ func (s *secWriter[T]) flush() error {
 }
 
 // write writes the graph file into f.
-func (w *csrWriter) write(ctx context.Context, f *os.File, runs []runFile) error {
+func (w *csrWriter) write(ctx context.Context, f *os.File, runs []extsort.Run) error {
 	h, err := w.layout()
 	if err != nil {
 		return err
@@ -102,7 +103,7 @@ func (w *csrWriter) write(ctx context.Context, f *os.File, runs []runFile) error
 func (w *csrWriter) layout() (*graph.FileLayout, error) {
 	var strBytes uint64
 	if w.strs != nil {
-		strBytes = w.strs.bytes
+		strBytes = w.strs.Bytes
 	}
 	return graph.NewFileLayout(graph.FileShape{
 		Vertices: uint64(w.n), Edges: uint64(w.total), NameBytes: len(w.o.Name),
@@ -148,20 +149,20 @@ func (w *csrWriter) writeIDs(f *os.File, h *graph.FileLayout) error {
 }
 
 // writeStrings writes the string table: the offsets from memory, the
-// bytes copied from the file mergeStrings wrote.
+// bytes copied from the file extsort.MergeStrings wrote.
 func (w *csrWriter) writeStrings(f *os.File, h *graph.FileLayout) error {
-	if _, err := f.WriteAt(bytesOf(w.strs.offs), int64(offsetOf(h, graph.SectionStrOffsets))); err != nil {
+	if _, err := f.WriteAt(bytesOf(w.strs.Offs), int64(offsetOf(h, graph.SectionStrOffsets))); err != nil {
 		return err
 	}
-	src, err := os.Open(w.strs.path)
+	src, err := os.Open(w.strs.Path)
 	if err != nil {
 		return fmt.Errorf("read back strings: %w", err)
 	}
 	defer src.Close()
 	buf := make([]byte, 1<<20)
 	at := int64(offsetOf(h, graph.SectionStrBytes))
-	for done := int64(0); done < int64(w.strs.bytes); {
-		k, err := src.ReadAt(buf[:min(int64(len(buf)), int64(w.strs.bytes)-done)], done)
+	for done := int64(0); done < int64(w.strs.Bytes); {
+		k, err := src.ReadAt(buf[:min(int64(len(buf)), int64(w.strs.Bytes)-done)], done)
 		if k == 0 && err != nil {
 			return fmt.Errorf("read back strings: %w", err)
 		}
@@ -177,16 +178,16 @@ func (w *csrWriter) writeStrings(f *os.File, h *graph.FileLayout) error {
 func (w *csrWriter) idString(v int64) string {
 	switch {
 	case w.strs != nil:
-		if v < 0 || v+1 >= int64(len(w.strs.offs)) {
+		if v < 0 || v+1 >= int64(len(w.strs.Offs)) {
 			return fmt.Sprint(v)
 		}
-		b := make([]byte, w.strs.offs[v+1]-w.strs.offs[v])
-		f, err := os.Open(w.strs.path)
+		b := make([]byte, w.strs.Offs[v+1]-w.strs.Offs[v])
+		f, err := os.Open(w.strs.Path)
 		if err != nil {
 			return fmt.Sprintf("(dense id %d)", v)
 		}
 		defer f.Close()
-		if _, err := f.ReadAt(b, int64(w.strs.offs[v])); err != nil {
+		if _, err := f.ReadAt(b, int64(w.strs.Offs[v])); err != nil {
 			return fmt.Sprintf("(dense id %d)", v)
 		}
 		return strconv.Quote(string(b))

@@ -21,7 +21,7 @@ package edgelist
 //  3. The id sets are merged into the sorted external-id array: dense id =
 //     rank of the external id, the same numbering graph.FromEdges uses
 //     (string sets: into the string table and a map per run from its local
-//     ids to dense ids, mergeStrings).
+//     ids to dense ids, extsort.MergeStrings).
 //  4. The edge runs are k-way merged (ties broken by run, so "first" means
 //     first in the input), duplicates are resolved by the policy, and the
 //     CSR sections are written straight into the output file, which is
@@ -41,6 +41,7 @@ import (
 	"time"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/graph/edgelist/extsort"
 )
 
 // ImportOptions configure the text and Parquet importers.
@@ -184,7 +185,7 @@ func importInto(ctx context.Context, input, out string, o ImportOptions, totalBy
 	readErr := read(b)
 	t1 := time.Now()
 	runs, finErr := b.finish()
-	defer func() { removeRuns(runs) }()
+	defer func() { extsort.RemoveRuns(runs) }()
 	if readErr != nil && !errors.Is(readErr, errSorterFailed) {
 		return nil, readErr
 	}
@@ -193,14 +194,14 @@ func importInto(ctx context.Context, input, out string, o ImportOptions, totalBy
 	}
 	sortedRuns := len(runs)
 	t3 := time.Now()
-	var strs *stringTable
+	var strs *extsort.StringTable
 	if o.StringIDs {
 		// The runs hold run-local ids until the string sets are merged,
 		// so this comes before any merge of runs.
-		if strs, err = mergeStrings(ctx, runs, tmpDir); err != nil {
+		if strs, err = extsort.MergeStrings(ctx, runs, tmpDir); err != nil {
 			return nil, fmt.Errorf("import %s: %w", input, err)
 		}
-		defer os.Remove(strs.path)
+		defer os.Remove(strs.Path)
 	}
 	if runs, err = b.reduceRuns(runs); err != nil {
 		return nil, fmt.Errorf("import %s: %w", input, err)
@@ -216,7 +217,7 @@ func importInto(ctx context.Context, input, out string, o ImportOptions, totalBy
 	t4 := time.Now()
 	var total int64
 	for _, r := range runs {
-		total += r.n
+		total += r.N
 	}
 	w := &csrWriter{input: input, o: o, ids: ids, strs: strs, n: n, total: total, stats: &st}
 	if err := graph.WriteFileAtomic(out, func(f *os.File) error { return w.write(ctx, f, runs) }); err != nil {
@@ -271,8 +272,8 @@ func (o ImportOptions) withDefaults(input string) (ImportOptions, error) {
 }
 
 // cols are the optional fields the import's runs carry.
-func (o ImportOptions) cols() recCols {
-	return recCols{weighted: o.Weighted, labelled: o.Labelled, timed: o.timed}
+func (o ImportOptions) cols() extsort.Cols {
+	return extsort.Cols{Weighted: o.Weighted, Labelled: o.Labelled, Timed: o.timed}
 }
 
 // wantIDSets says whether each run keeps the sorted set of int64 ids it
@@ -282,14 +283,14 @@ func (o ImportOptions) wantIDSets() bool { return !o.DenseIDs && !o.StringIDs }
 
 // vertexIDs returns the sorted external ids of the runs (nil with dense
 // or string ids) and the vertex count.
-func vertexIDs(ctx context.Context, b *runBuilder, runs []runFile, strs *stringTable) (ids []int64, n int, err error) {
+func vertexIDs(ctx context.Context, b *runBuilder, runs []extsort.Run, strs *extsort.StringTable) (ids []int64, n int, err error) {
 	switch {
 	case strs != nil:
-		n = len(strs.offs) - 1
+		n = len(strs.Offs) - 1
 	case b.o.DenseIDs:
 		n = int(b.maxID + 1)
 	default:
-		if ids, err = mergeIDs(ctx, runs, b.o.Workers); err != nil {
+		if ids, err = extsort.MergeIDs(ctx, runs, b.o.Workers); err != nil {
 			return nil, 0, err
 		}
 		if ids == nil {

@@ -1,7 +1,6 @@
 package edgelist
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -211,131 +209,6 @@ func TestImportTextWorkersNameTheLine(t *testing.T) {
 	}
 }
 
-// TestRunSorterKeepsSortedRuns checks the sorted-input shortcut: a run in
-// (src, dst) order, duplicates included, is left as it is, and one pair out
-// of order is enough to sort.
-func TestRunSorterKeepsSortedRuns(t *testing.T) {
-	recs := make([]rec, 5000)
-	for i := range recs {
-		recs[i] = rec{s: int64(i / 7), d: int64(i % 7 / 2), seq: uint32(i)}
-	}
-	var rs runSorter
-	if order := rs.sort(slices.Clone(recs), nil); order != nil {
-		t.Fatal("a sorted run was sorted again")
-	}
-	recs[4999].d = -1
-	want := slices.Clone(recs)
-	slices.SortFunc(want, cmpRec)
-	order := rs.sort(recs, nil)
-	if order == nil && recs[4999].d == -1 {
-		t.Fatal("a run out of order was taken as sorted")
-	}
-	for i := range want {
-		if *at(recs, order, i) != want[i] {
-			t.Fatalf("position %d is %+v, want %+v", i, *at(recs, order, i), want[i])
-		}
-	}
-}
-
-// TestRunSorterParallelMatchesComparisonSort sorts runs big enough to be
-// split over several goroutines, with blocks of uneven length.
-func TestRunSorterParallelMatchesComparisonSort(t *testing.T) {
-	rng := rand.New(rand.NewPCG(13, 14))
-	for _, span := range [][2]int64{{1 << 20, 1 << 20}, {1 << 40, 1 << 40}, {5, 1 << 62}, {3, 3}} {
-		recs := make([]rec, 3*parallelRadixMin+7)
-		for i := range recs {
-			recs[i] = rec{s: rng.Int64N(span[0]) - span[0]/2, d: rng.Int64N(span[1]) - span[1]/3, seq: uint32(i)}
-			if i%3 != 0 {
-				// A hub: one source with more records than a bucket
-				// sorted in cache holds.
-				recs[i].s = 0
-			}
-		}
-		want := slices.Clone(recs)
-		slices.SortFunc(want, cmpRec)
-		rs := runSorter{par: 3}
-		order := rs.sort(recs, nil)
-		for i := range want {
-			if *at(recs, order, i) != want[i] {
-				t.Fatalf("span %d: position %d is %+v, want %+v", span, i, *at(recs, order, i), want[i])
-			}
-		}
-	}
-}
-
-// TestEncodeRunSlabsMatchOneEncoder encodes a run of several slabs on
-// several goroutines and wants the bytes and sources of one encoder.
-func TestEncodeRunSlabsMatchOneEncoder(t *testing.T) {
-	rng := rand.New(rand.NewPCG(15, 16))
-	recs := make([]rec, 5*spillSlab/2)
-	for i := range recs {
-		recs[i] = rec{s: rng.Int64N(1000), d: rng.Int64N(1 << 40), w: float32(i), l: uint8(i), seq: uint32(i)}
-	}
-	var rs runSorter
-	order := rs.sort(recs, nil)
-	var want bytes.Buffer
-	bw := bufio.NewWriter(&want)
-	enc := &runEncoder{w: bw, recCols: recCols{weighted: true, labelled: true}, markEvery: 1000}
-	var wantSrcs []int64
-	for i := range recs {
-		r := at(recs, order, i)
-		if len(wantSrcs) == 0 || wantSrcs[len(wantSrcs)-1] != r.s {
-			wantSrcs = append(wantSrcs, r.s)
-		}
-		if err := enc.put(r, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	enc.flush()
-	bw.Flush()
-	for _, par := range []int{1, 2, 4} {
-		var got bytes.Buffer
-		srcs, marks, err := encodeRun(&got, recs, order, nil, recCols{weighted: true, labelled: true}, true, 1000, make([]slabCoder, par))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got.Bytes(), want.Bytes()) || !slices.Equal(srcs, wantSrcs) {
-			t.Fatalf("par %d: %d bytes and %d sources, want %d and %d", par, got.Len(), len(srcs), want.Len(), len(wantSrcs))
-		}
-		if !slices.Equal(marks, enc.marks) {
-			t.Fatalf("par %d: %d marks differ from the serial encoder's %d", par, len(marks), len(enc.marks))
-		}
-		// A file is written with WriteAt, the slabs at once.
-		f, err := os.Create(filepath.Join(t.TempDir(), "run"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, fmarks, err := encodeRun(f, recs, order, nil, recCols{weighted: true, labelled: true}, true, 1000, make([]slabCoder, par))
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if b, _ := os.ReadFile(f.Name()); !bytes.Equal(b, want.Bytes()) || !slices.Equal(fmarks, enc.marks) {
-			t.Fatalf("par %d: the file's %d bytes differ from the serial encoder's %d", par, len(b), want.Len())
-		}
-	}
-}
-
-// BenchmarkRunSorter sorts a default-sized run (4Mi records) of random
-// 20-bit sources and targets, as a shuffled scale-20 edge list gives, on
-// one goroutine and on one per core, and reports records/s.
-func BenchmarkRunSorter(b *testing.B) {
-	rng := rand.New(rand.NewPCG(17, 18))
-	recs := make([]rec, defaultRunEdges)
-	for i := range recs {
-		recs[i] = rec{s: rng.Int64N(1 << 20), d: rng.Int64N(1 << 20), seq: uint32(i)}
-	}
-	for _, par := range []int{1, runtime.GOMAXPROCS(0)} {
-		b.Run(fmt.Sprintf("par=%d", par), func(b *testing.B) {
-			rs := runSorter{par: par}
-			for b.Loop() {
-				rs.sort(recs, nil)
-			}
-			b.ReportMetric(float64(len(recs))*float64(b.N)/b.Elapsed().Seconds(), "records/s")
-		})
-	}
-}
-
 // TestImportParquetProgressNamesRowGroups wants read progress to say which
 // row group of how many the import has reached.
 func TestImportParquetProgressNamesRowGroups(t *testing.T) {
@@ -396,85 +269,6 @@ func TestAppendBlocksMatchesSerial(t *testing.T) {
 					len(par.cur), len(par.dropped), par.stats.SelfLoopsDropped, len(one.cur), len(one.dropped), one.stats.SelfLoopsDropped)
 			}
 		})
-	}
-}
-
-// The sorter's radix id sets must equal the comparison-sorted ones, for
-// directed and undirected runs, with dropped self-loops, negative and
-// widely spread ids.
-func TestRunSorterIDsMatchSort(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	for _, spread := range []int64{1000, 1 << 40, math.MaxInt64} {
-		for _, undirected := range []bool{false, true} {
-			recs := make([]rec, 100000)
-			for i := range recs {
-				recs[i] = rec{s: rng.Int64N(spread) - spread/2, d: rng.Int64N(spread) - spread/2}
-			}
-			slices.SortFunc(recs, cmpRec)
-			var srcs []int64
-			for i := range recs {
-				if i == 0 || recs[i-1].s != recs[i].s {
-					srcs = append(srcs, recs[i].s)
-				}
-			}
-			dropped := make([]int64, 70000)
-			for i := range dropped {
-				dropped[i] = rng.Int64N(spread) - spread/2
-			}
-			want := runIDs(slices.Clone(srcs), recs, dropped, undirected)
-			rs := runSorter{par: 3}
-			if got := rs.runIDs(srcs, recs, dropped, undirected); !slices.Equal(got, want) {
-				t.Fatalf("spread %d undirected %v: %d ids, want %d", spread, undirected, len(got), len(want))
-			}
-		}
-	}
-}
-
-// Merging the id sets in parts of the id range must give the serial
-// merge's array: sets spilled and in memory, overlapping and disjoint,
-// negative ids, parts that start between marks.
-func TestMergeIDsInPartsMatchesSerial(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	dir := t.TempDir()
-	b := &runBuilder{tmpDir: dir}
-	var runs []runFile
-	for r := range 6 {
-		set := map[int64]bool{}
-		for range 30000 + r*7000 {
-			x := rng.Int64N(200000) - 50000
-			if r == 5 {
-				x = 1<<40 + rng.Int64N(1000000) // far from the others
-			}
-			set[x] = true
-		}
-		ids := make([]int64, 0, len(set))
-		for x := range set {
-			ids = append(ids, x)
-		}
-		slices.Sort(ids)
-		if r == 2 {
-			runs = append(runs, runFile{ids: ids})
-			continue
-		}
-		path, marks, err := b.spillIDs(ids)
-		if err != nil {
-			t.Fatal(err)
-		}
-		runs = append(runs, runFile{idPath: path, idMarks: marks})
-	}
-	runs = append(runs, runFile{}) // an empty last run
-	want, err := mergeIDs(context.Background(), runs, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, workers := range []int{2, 3, 16} {
-		got, err := mergeIDsPar(context.Background(), runs, workers)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(got, want) {
-			t.Fatalf("%d workers: %d ids, want %d", workers, len(got), len(want))
-		}
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/graph/edgelist/extsort"
 )
 
 // The final merge runs in parts. The source-id range is cut at boundaries
@@ -46,11 +47,11 @@ const defaultMarkEvery = 4096
 
 // mergePart is one part of the final merge.
 type mergePart struct {
-	from, to []runPos // per run: its segment of the part
-	recs     int64    // records in the segments
-	vlo, vhi int      // the vertices whose offsets it writes
-	kept     int64    // edges it wrote
-	e0       int64    // its first edge's index, were no duplicate dropped
+	from, to []extsort.Pos // per run: its segment of the part
+	recs     int64         // records in the segments
+	vlo, vhi int           // the vertices whose offsets it writes
+	kept     int64         // edges it wrote
+	e0       int64         // its first edge's index, were no duplicate dropped
 	dups     int64
 	maxLabel int
 }
@@ -78,16 +79,16 @@ func readBufSize(workers, runs int) int {
 }
 
 // planParts cuts the source range into at most nparts parts.
-func (w *csrWriter) planParts(runs []runFile, files []*os.File, nparts int) ([]mergePart, error) {
+func (w *csrWriter) planParts(runs []extsort.Run, files []*os.File, nparts int) ([]mergePart, error) {
 	bounds := partBounds(runs, nparts, w.total, w.o.markEvery)
 	// pos[i][k] is where run i's records with s >= bounds[k] start.
-	pos := make([][]runPos, len(runs))
+	pos := make([][]extsort.Pos, len(runs))
 	for i := range pos {
-		pos[i] = make([]runPos, len(bounds))
+		pos[i] = make([]extsort.Pos, len(bounds))
 	}
 	errs := make([]error, len(runs))
 	var next atomic.Int64
-	parallelFor(min(max(1, w.o.Workers), len(runs)), func(int) {
+	extsort.ParallelFor(min(max(1, w.o.Workers), len(runs)), func(int) {
 		for i := int(next.Add(1) - 1); i < len(runs); i = int(next.Add(1) - 1) {
 			for k, b := range bounds {
 				if pos[i][k], errs[i] = locate(runs[i], files[i], b, w.o); errs[i] != nil {
@@ -103,16 +104,16 @@ func (w *csrWriter) planParts(runs []runFile, files []*os.File, nparts int) ([]m
 	for k := range parts {
 		p := &parts[k]
 		p.maxLabel = -1
-		p.from, p.to = make([]runPos, len(runs)), make([]runPos, len(runs))
+		p.from, p.to = make([]extsort.Pos, len(runs)), make([]extsort.Pos, len(runs))
 		for i, rf := range runs {
 			if k > 0 {
 				p.from[i] = pos[i][k-1]
 			}
-			p.to[i] = runPos{n: rf.n}
+			p.to[i] = extsort.Pos{N: rf.N}
 			if k < len(bounds) {
 				p.to[i] = pos[i][k]
 			}
-			p.recs += p.to[i].n - p.from[i].n
+			p.recs += p.to[i].N - p.from[i].N
 		}
 		p.vhi = w.n + 1
 		if k > 0 {
@@ -135,25 +136,25 @@ func (w *csrWriter) vertexOf(s int64) int {
 // partBounds picks up to nparts-1 increasing source ids that cut the runs'
 // records into parts of about total/nparts, from a sample of a source
 // every markEvery records of each run (the marks of the spilled runs).
-func partBounds(runs []runFile, nparts int, total int64, markEvery int) []int64 {
+func partBounds(runs []extsort.Run, nparts int, total int64, markEvery int) []int64 {
 	if nparts <= 1 || total == 0 {
 		return nil
 	}
 	type sample struct{ s, recs int64 }
 	var samples []sample
 	for _, rf := range runs {
-		if rf.mem != nil {
-			for i := 0; i < len(rf.mem); i += markEvery {
-				samples = append(samples, sample{rf.mem[i].s, int64(min(markEvery, len(rf.mem)-i))})
+		if rf.Mem != nil {
+			for i := 0; i < len(rf.Mem); i += markEvery {
+				samples = append(samples, sample{rf.Mem[i].S, int64(min(markEvery, len(rf.Mem)-i))})
 			}
 			continue
 		}
-		for j, m := range rf.marks {
-			end := rf.n
-			if j+1 < len(rf.marks) {
-				end = rf.marks[j+1].n
+		for j, m := range rf.Marks {
+			end := rf.N
+			if j+1 < len(rf.Marks) {
+				end = rf.Marks[j+1].N
 			}
-			samples = append(samples, sample{m.s, end - m.n})
+			samples = append(samples, sample{m.S, end - m.N})
 		}
 	}
 	slices.SortFunc(samples, func(a, b sample) int { return cmpInt64(a.s, b.s) })
@@ -184,35 +185,35 @@ func cmpInt64(a, b int64) int {
 
 // locate returns the position of run rf's first record with s >= b (the
 // run's end when there is none), decoding from the last mark before it.
-func locate(rf runFile, f *os.File, b int64, o ImportOptions) (runPos, error) {
-	if rf.mem != nil {
-		return runPos{n: int64(sort.Search(len(rf.mem), func(i int) bool { return rf.mem[i].s >= b }))}, nil
+func locate(rf extsort.Run, f *os.File, b int64, o ImportOptions) (extsort.Pos, error) {
+	if rf.Mem != nil {
+		return extsort.Pos{N: int64(sort.Search(len(rf.Mem), func(i int) bool { return rf.Mem[i].S >= b }))}, nil
 	}
-	j := sort.Search(len(rf.marks), func(i int) bool { return rf.marks[i].s >= b }) - 1
+	j := sort.Search(len(rf.Marks), func(i int) bool { return rf.Marks[i].S >= b }) - 1
 	if j < 0 {
-		return runPos{}, nil
+		return extsort.Pos{}, nil
 	}
-	m := rf.marks[j]
-	rr := newRunReader(0, rf, f, runPos{off: m.off, n: m.n, ps: m.ps, pd: m.pd, pt: m.pt}, rf.n-m.n, o.cols(), make([]byte, 16<<10))
-	for n := m.n; ; n++ {
-		p := rr.tell(n)
-		ok, err := rr.next()
+	m := rf.Marks[j]
+	rr := extsort.NewReader(0, rf, f, extsort.Pos{Off: m.Off, N: m.N, PS: m.PS, PD: m.PD, PT: m.PT}, rf.N-m.N, o.cols(), make([]byte, 16<<10))
+	for n := m.N; ; n++ {
+		p := rr.Tell(n)
+		ok, err := rr.Next()
 		if err != nil {
-			return runPos{}, err
+			return extsort.Pos{}, err
 		}
 		if !ok {
-			return runPos{n: rf.n}, nil
+			return extsort.Pos{N: rf.N}, nil
 		}
-		if rr.cur.s >= b {
+		if rr.Cur.S >= b {
 			return p, nil
 		}
 	}
 }
 
 // writeEdges merges the runs in parts and writes the edge-sized sections.
-func (w *csrWriter) writeEdges(ctx context.Context, f *os.File, h *graph.FileLayout, runs []runFile) error {
-	files, err := openRunFiles(runs)
-	defer closeRunFiles(files)
+func (w *csrWriter) writeEdges(ctx context.Context, f *os.File, h *graph.FileLayout, runs []extsort.Run) error {
+	files, err := extsort.OpenRunFiles(runs)
+	defer extsort.CloseRunFiles(files)
 	if err != nil {
 		return err
 	}
@@ -265,7 +266,7 @@ func (w *csrWriter) runParts(ctx context.Context, parts []mergePart, do func(p *
 	var next, failed atomic.Int64
 	failed.Store(int64(len(parts)))
 	run := func() {
-		parallelFor(min(max(1, w.o.Workers), len(parts)), func(t int) {
+		extsort.ParallelFor(min(max(1, w.o.Workers), len(parts)), func(t int) {
 			for {
 				k := next.Add(1) - 1
 				if k >= int64(len(parts)) || k > failed.Load() {
@@ -309,29 +310,29 @@ func (w *csrWriter) runParts(ctx context.Context, parts []mergePart, do func(p *
 // mergeSegments merges the part's segments of the runs and calls emit for the
 // edges the duplicate policy keeps (with summed weights under
 // graph.DupSumWeights), counting the duplicates in p.dups.
-func mergeSegments(ctx context.Context, runs []runFile, files []*os.File, p *mergePart, o ImportOptions, bufs [][]byte, emit func(r *trec) error) error {
-	var rs []*runReader
+func mergeSegments(ctx context.Context, runs []extsort.Run, files []*os.File, p *mergePart, o ImportOptions, bufs [][]byte, emit func(r *extsort.TRec) error) error {
+	var rs []*extsort.Reader
 	for i, rf := range runs {
-		if n := p.to[i].n - p.from[i].n; n > 0 {
-			rs = append(rs, newRunReader(i, rf, files[i], p.from[i], n, o.cols(), bufs[i]))
+		if n := p.to[i].N - p.from[i].N; n > 0 {
+			rs = append(rs, extsort.NewReader(i, rf, files[i], p.from[i], n, o.cols(), bufs[i]))
 		}
 	}
-	var pending trec
+	var pending extsort.TRec
 	have := false
-	err := heapMerge(ctx, rs, func(r *trec) error {
+	err := extsort.HeapMerge(ctx, rs, func(r *extsort.TRec) error {
 		// With times a duplicate is the same (s, d, t), as in
 		// graph.FromEdges: the same pair at another time is another edge
 		// (an untimed t is always 0).
-		if have && r.s == pending.s && r.d == pending.d && r.t == pending.t {
+		if have && r.S == pending.S && r.D == pending.D && r.T == pending.T {
 			p.dups++
 			switch o.Duplicates {
 			case graph.DupKeepFirst:
 				return nil
 			case graph.DupSumWeights:
-				pending.w += r.w
+				pending.W += r.W
 				return nil
 			case graph.DupError:
-				return &dupEdgeError{s: r.s, d: r.d, t: r.t}
+				return &dupEdgeError{s: r.S, d: r.D, t: r.T}
 			}
 		}
 		if have {
@@ -377,7 +378,7 @@ type partWriter struct {
 // buffer per spilled run, the batch and the sections' write buffers.
 type partScratch struct {
 	bufs  [][]byte
-	batch []trec
+	batch []extsort.TRec
 	dense []uint32
 	offs  []uint64
 	tgts  []uint32
@@ -391,9 +392,9 @@ type partScratch struct {
 
 // writePart merges part p and writes its offsets, targets, weights and
 // labels.
-func (w *csrWriter) writePart(ctx context.Context, f *os.File, h *graph.FileLayout, runs []runFile, files []*os.File, p *mergePart, sc *partScratch, stop func() bool) error {
+func (w *csrWriter) writePart(ctx context.Context, f *os.File, h *graph.FileLayout, runs []extsort.Run, files []*os.File, p *mergePart, sc *partScratch, stop func() bool) error {
 	if sc.batch == nil {
-		sc.batch, sc.dense = make([]trec, 0, batchLen), make([]uint32, batchLen)
+		sc.batch, sc.dense = make([]extsort.TRec, 0, batchLen), make([]uint32, batchLen)
 	}
 	pw := &partWriter{w: w, p: p, e: uint64(p.e0), nextV: p.vlo, src: p.vlo, dense: sc.dense,
 		offs: newSecWriter(f, offsetOf(h, graph.SectionOffsets)+8*uint64(p.vlo), sc.offs),
@@ -416,7 +417,7 @@ func (w *csrWriter) writePart(ctx context.Context, f *os.File, h *graph.FileLayo
 	}
 	p.dups, p.maxLabel = 0, -1
 	batch := sc.batch[:0]
-	err := mergeSegments(ctx, runs, files, p, w.o, sc.bufs, func(r *trec) error {
+	err := mergeSegments(ctx, runs, files, p, w.o, sc.bufs, func(r *extsort.TRec) error {
 		batch = append(batch, *r)
 		if len(batch) < batchLen {
 			return nil
@@ -447,7 +448,7 @@ func (w *csrWriter) writePart(ctx context.Context, f *os.File, h *graph.FileLayo
 
 // writeBatch ranks the batch's targets and appends the batch to the
 // sections, writing the offsets of the sources it reaches.
-func (pw *partWriter) writeBatch(batch []trec) error {
+func (pw *partWriter) writeBatch(batch []extsort.TRec) error {
 	w := pw.w
 	dense := pw.dense[:len(batch)]
 	if w.rank != nil {
@@ -456,16 +457,16 @@ func (pw *partWriter) writeBatch(batch []trec) error {
 		}
 	} else {
 		for i := range batch {
-			dense[i] = uint32(batch[i].d)
+			dense[i] = uint32(batch[i].D)
 		}
 	}
 	for i := range batch {
 		r := &batch[i]
 		var s uint32
 		if w.rank == nil {
-			s = uint32(r.s)
+			s = uint32(r.S)
 		} else {
-			for w.ids[pw.src] < r.s {
+			for w.ids[pw.src] < r.S {
 				pw.src++
 			}
 			s = uint32(pw.src)
@@ -479,16 +480,16 @@ func (pw *partWriter) writeBatch(batch []trec) error {
 			return err
 		}
 		if pw.wts != nil {
-			if math.IsInf(float64(r.w), 0) {
-				return fmt.Errorf("summed weight of duplicate edges %d -> %d overflows float32", r.s, r.d)
+			if math.IsInf(float64(r.W), 0) {
+				return fmt.Errorf("summed weight of duplicate edges %d -> %d overflows float32", r.S, r.D)
 			}
-			if err := pw.wts.put(r.w); err != nil {
+			if err := pw.wts.put(r.W); err != nil {
 				return err
 			}
 		}
 		if pw.lbls != nil {
-			pw.p.maxLabel = max(pw.p.maxLabel, int(r.l))
-			if err := pw.lbls.put(r.l); err != nil {
+			pw.p.maxLabel = max(pw.p.maxLabel, int(r.L))
+			if err := pw.lbls.put(r.L); err != nil {
 				return err
 			}
 		}
@@ -499,7 +500,7 @@ func (pw *partWriter) writeBatch(batch []trec) error {
 				}
 				pw.tv = int(s)
 			}
-			pw.vt = append(pw.vt, r.t)
+			pw.vt = append(pw.vt, r.T)
 		}
 		pw.e++
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/parquet-go/parquet-go/encoding"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/graph/edgelist/extsort"
 )
 
 // defaultBatchRows is how many rows a Parquet decoder hands over at a
@@ -121,7 +122,7 @@ func (d *pqDecoder) fill(e *edgeBatch, cols []pqColumn, n int, ints *[]int64, fl
 		// The columns of a row group are independent until they are
 		// joined here: with fewer row groups than workers, reading them
 		// at once is the parallelism left.
-		parallelFor(i, func(j int) { reads[j]() })
+		extsort.ParallelFor(i, func(j int) { reads[j]() })
 	} else {
 		for _, read := range reads {
 			read()

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/graph/edgelist/extsort"
 )
 
 // ranker maps external ids to dense ids (ranks in the sorted id array):
@@ -40,11 +41,11 @@ func newRanker(ids []int64) *ranker {
 }
 
 // all ranks the targets of batch into out.
-func (r *ranker) all(batch []trec, out []uint32) error {
+func (r *ranker) all(batch []extsort.TRec, out []uint32) error {
 	bad := -1
 	if r.table != nil {
 		for i := range batch {
-			k := uint64(batch[i].d) - r.lo
+			k := uint64(batch[i].D) - r.lo
 			if k > r.span {
 				bad = i
 				continue
@@ -62,7 +63,7 @@ func (r *ranker) all(batch []trec, out []uint32) error {
 		x := r.idx
 		last := uint64(len(x.starts) - 1)
 		for i := range batch {
-			k := (uint64(batch[i].d) - x.min) >> x.shift
+			k := (uint64(batch[i].D) - x.min) >> x.shift
 			if k >= last {
 				bad, out[i] = i, 0
 				continue
@@ -70,12 +71,12 @@ func (r *ranker) all(batch []trec, out []uint32) error {
 			out[i] = uint32(k)
 		}
 		if bad >= 0 {
-			return fmt.Errorf("target %d missing from the id set (internal error)", batch[bad].d)
+			return fmt.Errorf("target %d missing from the id set (internal error)", batch[bad].D)
 		}
 		for i := range batch {
 			k := out[i]
 			lo, hi := x.starts[k], x.starts[k+1]
-			j, ok := slices.BinarySearch(x.ids[lo:hi], batch[i].d)
+			j, ok := slices.BinarySearch(x.ids[lo:hi], batch[i].D)
 			if !ok {
 				bad = i
 			}
@@ -85,7 +86,7 @@ func (r *ranker) all(batch []trec, out []uint32) error {
 		bad = 0
 	}
 	if bad >= 0 {
-		return fmt.Errorf("target %d missing from the id set (internal error)", batch[bad].d)
+		return fmt.Errorf("target %d missing from the id set (internal error)", batch[bad].D)
 	}
 	return nil
 }

@@ -2,78 +2,13 @@ package edgelist
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"fmt"
 	"os"
-	"slices"
 	"time"
+
+	"github.com/walkstage/walkstage/graph/edgelist/extsort"
 )
-
-// rec is one directed edge in a run. seq is the position in the run, so
-// sorting by (s, d, seq) is a stable sort by (s, d). A timed run keeps
-// its times beside the records, times[seq] (32 bytes a record with them
-// inside, 40 for every import, cost the untimed imports about 8%), and is
-// sorted by (s, d, t, seq), the graph file's edge order.
-type rec struct {
-	s, d int64
-	w    float32
-	seq  uint32
-	l    uint8
-}
-
-// trec is a record with its time (0 untimed), as the merge reads it.
-type trec struct {
-	rec
-	t int64
-}
-
-func cmpRec(a, b rec) int {
-	if c := cmp.Compare(a.s, b.s); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(a.d, b.d); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.seq, b.seq)
-}
-
-// cmpTimed is cmpRec for a timed run's records.
-func cmpTimed(times []int64) func(a, b rec) int {
-	return func(a, b rec) int {
-		if c := cmp.Compare(a.s, b.s); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.d, b.d); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(times[a.seq], times[b.seq]); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.seq, b.seq)
-	}
-}
-
-// runFile is one sorted run spilled to disk, or (the last one) kept in
-// memory.
-type runFile struct {
-	path    string
-	n       int64   // records
-	mem     []rec   // set when the run was never spilled
-	memT    []int64 // its times, in the same order, when timed
-	idPath  string
-	idMarks []idMark  // a spilled id set's restart points
-	ids     []int64   // set when the id set was never spilled
-	marks   []runMark // a spilled run's restart points, every markEvery records
-
-	// With string ids: the run's sorted strings (in memory, or spilled to
-	// strPath), their count, and once they are merged (mergeStrings) the
-	// map from the run's local ids to dense ids.
-	strs    strSet
-	strPath string
-	nstrs   int64
-	remap   []uint32
-}
 
 // runBuilder accumulates edges into runs; it is fed by a reader and owns
 // the sorter, the worker that sorts and spills each full run while the
@@ -83,13 +18,13 @@ type runBuilder struct {
 	o     ImportOptions
 	input string // for messages
 
-	cur     []rec
-	curT    []int64    // timed: cur's times, by position
-	dropped []int64    // ids seen only on dropped self-loops in cur
-	free    chan []rec // run buffers the sorter is done with
+	cur     []extsort.Rec
+	curT    []int64            // timed: cur's times, by position
+	dropped []int64            // ids seen only on dropped self-loops in cur
+	free    chan []extsort.Rec // run buffers the sorter is done with
 	freeT   chan []int64
-	sorter  *worker[sortJob]
-	runs    []runFile // appended to by the sorter; read after finish
+	sorter  *extsort.Worker[sortJob]
+	runs    []extsort.Run // appended to by the sorter; read after finish
 	tmpDir  string
 	maxID   int64 // DenseIDs: largest id seen
 	stats   ImportStats
@@ -98,7 +33,7 @@ type runBuilder struct {
 	total   int64
 	group   int // Parquet: set by the reader for progress
 	groups  int
-	radix   runSorter // the sorter's radix buffers, used only by it
+	radix   extsort.Sorter // the sorter's radix buffers, used only by it
 	// sortBusy is the time the sorter spent sorting and spilling runs;
 	// read after finish.
 	sortBusy time.Duration
@@ -107,34 +42,34 @@ type runBuilder struct {
 	// the one that dominates is what limits the read phase.
 	waitInput, waitSorter time.Duration
 	lastAdd               time.Time
-	coders                []slabCoder // the sorter's spill encoders, one a worker
+	coders                []extsort.SlabCoder // the sorter's spill encoders, one a worker
 
 	// With string ids, the current run's strings (staging arenas, see
 	// stageBatch); the sorter hands the other arenas back through
 	// freeArenas once it has interned them. dict is the sorter's.
-	arena       *stagedStrings
-	freeArenas  chan *stagedStrings
+	arena       *extsort.Staged
+	freeArenas  chan *extsort.Staged
 	arenaLimit  int // arena bytes at which a run is flushed
 	arenaBytes  int // bytes staged in arena
 	stagedBatch *edgeBatch
-	stagedBase  [2][dictShards]int64
-	dict        *runDict
+	stagedBase  [2][extsort.DictShards]int64
+	dict        *extsort.Dict
 }
 
 // sortJob is one run handed to the sorter: spill it, or (the last run) keep
 // it in memory.
 type sortJob struct {
-	recs    []rec
+	recs    []extsort.Rec
 	times   []int64 // timed
 	dropped []int64
-	arena   *stagedStrings // with string ids
+	arena   *extsort.Staged // with string ids
 	spill   bool
 }
 
 func newRunBuilder(ctx context.Context, input, tmpDir string, o ImportOptions) *runBuilder {
 	b := &runBuilder{ctx: ctx, o: o, input: input, tmpDir: tmpDir, maxID: -1,
-		free: make(chan []rec, 2), lastRep: time.Now()}
-	b.free <- make([]rec, 0, o.RunEdges)
+		free: make(chan []extsort.Rec, 2), lastRep: time.Now()}
+	b.free <- make([]extsort.Rec, 0, o.RunEdges)
 	b.free <- nil // allocated on first use, so small inputs hold one buffer
 	b.cur = <-b.free
 	if o.timed {
@@ -142,26 +77,26 @@ func newRunBuilder(ctx context.Context, input, tmpDir string, o ImportOptions) *
 		b.freeT <- nil
 		b.curT = make([]int64, 0, o.RunEdges)
 	}
-	b.radix.par = o.Workers
-	b.coders = make([]slabCoder, max(1, o.Workers))
+	b.radix.Par = o.Workers
+	b.coders = make([]extsort.SlabCoder, max(1, o.Workers))
 	if o.StringIDs {
 		// The staged strings take memory beside the run's records: a run
 		// is cut at 48 bytes of them a record too (two ids of 14 bytes
 		// with their heads fit). A dictionary shard's offsets are 32 bits.
 		b.arenaLimit = min(max(1<<20, 48*o.RunEdges), 1<<32)
-		b.freeArenas = make(chan *stagedStrings, 2)
+		b.freeArenas = make(chan *extsort.Staged, 2)
 		b.freeArenas <- nil // allocated on first use, as the run buffers
-		b.arena = newStagedStrings(b.arenaLimit)
-		b.dict = newRunDict(dictShards)
+		b.arena = extsort.NewStaged(b.arenaLimit)
+		b.dict = extsort.NewDict(extsort.DictShards)
 	}
-	b.sorter = startWorker(1, b.sortRun, func(job sortJob) {
+	b.sorter = extsort.StartWorker(1, b.sortRun, func(job sortJob) {
 		if job.spill {
 			b.free <- job.recs[:0]
 			if b.freeT != nil {
 				b.freeT <- job.times[:0]
 			}
 			if b.freeArenas != nil {
-				job.arena.reset()
+				job.arena.Reset()
 				b.freeArenas <- job.arena
 			}
 		}
@@ -251,12 +186,12 @@ func (b *runBuilder) appendSerial(e *edgeBatch, i, j int) {
 			}
 			continue
 		}
-		cur = append(cur, rec{s: s, d: d, w: w, l: l, seq: uint32(len(cur))})
+		cur = append(cur, extsort.Rec{S: s, D: d, W: w, L: l, Seq: uint32(len(cur))})
 		if b.o.timed {
 			curT = append(curT, t)
 		}
 		if b.o.Undirected && s != d {
-			cur = append(cur, rec{s: d, d: s, w: w, l: l, seq: uint32(len(cur))})
+			cur = append(cur, extsort.Rec{S: d, D: s, W: w, L: l, Seq: uint32(len(cur))})
 			if b.o.timed {
 				curT = append(curT, t)
 			}
@@ -273,7 +208,7 @@ func (b *runBuilder) appendBlocks(e *edgeBatch, i, j int) {
 	par := max(1, min(b.o.Workers, (j-i)/(parallelAppendMin/2)))
 	span := (j - i + par - 1) / par
 	loops := make([]int, par)
-	parallelFor(par, func(t int) {
+	extsort.ParallelFor(par, func(t int) {
 		lo, hi := min(j, i+t*span), min(j, i+(t+1)*span)
 		src, dst := e.src[lo:hi], e.dst[lo:hi]
 		n := 0
@@ -305,7 +240,7 @@ func (b *runBuilder) appendBlocks(e *edgeBatch, i, j int) {
 	if b.o.timed {
 		curT = b.curT[:starts[par]]
 	}
-	parallelFor(par, func(t int) {
+	extsort.ParallelFor(par, func(t int) {
 		lo, hi := min(j, i+t*span), min(j, i+(t+1)*span)
 		o := starts[t]
 		for k := lo; k < hi; k++ {
@@ -323,13 +258,13 @@ func (b *runBuilder) appendBlocks(e *edgeBatch, i, j int) {
 			if e.t != nil {
 				tm = e.t[k]
 			}
-			cur[o] = rec{s: s, d: d, w: w, l: l, seq: uint32(o)}
+			cur[o] = extsort.Rec{S: s, D: d, W: w, L: l, Seq: uint32(o)}
 			if curT != nil {
 				curT[o] = tm
 			}
 			o++
 			if b.o.Undirected && s != d {
-				cur[o] = rec{s: d, d: s, w: w, l: l, seq: uint32(o)}
+				cur[o] = extsort.Rec{S: d, D: s, W: w, L: l, Seq: uint32(o)}
 				if curT != nil {
 					curT[o] = tm
 				}
@@ -371,7 +306,7 @@ func (b *runBuilder) report(force bool) {
 // flush hands the current run to the sorter; a spilled run's buffer comes
 // back through free once written, and the reader takes the other one.
 func (b *runBuilder) flush(spill bool) error {
-	if b.sorter.hasFailed() {
+	if b.sorter.HasFailed() {
 		return errSorterFailed
 	}
 	if len(b.cur) == 0 && len(b.dropped) == 0 {
@@ -379,19 +314,19 @@ func (b *runBuilder) flush(spill bool) error {
 	}
 	t0 := time.Now()
 	defer func() { b.waitSorter += time.Since(t0) }()
-	b.sorter.send(sortJob{recs: b.cur, times: b.curT, dropped: b.dropped, arena: b.arena, spill: spill})
+	b.sorter.Send(sortJob{recs: b.cur, times: b.curT, dropped: b.dropped, arena: b.arena, spill: spill})
 	b.cur, b.curT, b.dropped, b.arena, b.arenaBytes, b.stagedBatch = nil, nil, nil, nil, 0, nil
 	if !spill {
 		return nil
 	}
 	if b.freeArenas != nil {
 		if b.arena = <-b.freeArenas; b.arena == nil {
-			b.arena = newStagedStrings(b.arenaLimit)
+			b.arena = extsort.NewStaged(b.arenaLimit)
 		}
 	}
 	b.cur = <-b.free
 	if b.cur == nil {
-		b.cur = make([]rec, 0, b.o.RunEdges)
+		b.cur = make([]extsort.Rec, 0, b.o.RunEdges)
 	}
 	b.cur = b.cur[:0]
 	if b.freeT != nil {
@@ -405,9 +340,9 @@ func (b *runBuilder) flush(spill bool) error {
 
 // finish sorts the last run (kept in memory), waits for the sorter and
 // lets go of the run buffers before the merge.
-func (b *runBuilder) finish() ([]runFile, error) {
+func (b *runBuilder) finish() ([]extsort.Run, error) {
 	err := b.flush(false)
-	if cerr := b.sorter.wait(); cerr != nil {
+	if cerr := b.sorter.Wait(); cerr != nil {
 		err = cerr
 	}
 	b.cur, b.curT = nil, nil
@@ -425,22 +360,22 @@ func (b *runBuilder) finish() ([]runFile, error) {
 func (b *runBuilder) sortRun(job sortJob) error {
 	t0 := time.Now()
 	defer func() { b.sortBusy += time.Since(t0) }()
-	var strs strSet
+	var strs extsort.StrSet
 	if b.o.StringIDs {
 		// Local ids from here on: the records' places in the arena
 		// become provisional ids, then their strings' ranks in the run.
-		b.dict.reset()
-		b.dict.internRun(job.recs, job.arena, b.radix.par)
+		b.dict.Reset()
+		b.dict.InternRun(job.recs, job.arena, b.radix.Par)
 		var rank []uint32
-		strs, rank = b.dict.sortedStrings(&b.radix)
+		strs, rank = b.dict.SortedStrings(&b.radix)
 		recs := job.recs
-		b.radix.forBlocks(len(recs), func(_, lo, hi int) {
+		b.radix.ForBlocks(len(recs), func(_, lo, hi int) {
 			for i := lo; i < hi; i++ {
-				recs[i].s, recs[i].d = int64(rank[recs[i].s]), int64(rank[recs[i].d])
+				recs[i].S, recs[i].D = int64(rank[recs[i].S]), int64(rank[recs[i].D])
 			}
 		})
 	}
-	order := b.radix.sort(job.recs, job.times)
+	order := b.radix.Sort(job.recs, job.times)
 	if !job.spill {
 		b.keepRun(job, order, strs)
 		return nil
@@ -449,61 +384,61 @@ func (b *runBuilder) sortRun(job sortJob) error {
 }
 
 // keepRun keeps the last run in memory, in sorted order.
-func (b *runBuilder) keepRun(job sortJob, order []kv, strs strSet) {
+func (b *runBuilder) keepRun(job sortJob, order []extsort.KV, strs extsort.StrSet) {
 	recs := job.recs
-	r := runFile{n: int64(len(recs)), strs: strs, nstrs: int64(len(strs.refs))}
+	r := extsort.Run{N: int64(len(recs)), Strs: strs, NStrs: int64(len(strs.Refs))}
 	if order != nil {
-		sorted := make([]rec, len(recs))
-		b.radix.forBlocks(len(sorted), func(_, lo, hi int) {
+		sorted := make([]extsort.Rec, len(recs))
+		b.radix.ForBlocks(len(sorted), func(_, lo, hi int) {
 			for i := lo; i < hi; i++ {
-				sorted[i] = recs[order[i].idx]
+				sorted[i] = recs[order[i].Idx]
 			}
 		})
 		recs = sorted
 	}
-	r.mem = recs
+	r.Mem = recs
 	if job.times != nil {
-		r.memT = make([]int64, len(recs))
+		r.MemT = make([]int64, len(recs))
 		for i := range recs {
-			r.memT[i] = job.times[recs[i].seq]
+			r.MemT[i] = job.times[recs[i].Seq]
 		}
 	}
 	if b.o.wantIDSets() {
 		var srcs []int64
 		for i := range recs {
-			if i == 0 || recs[i-1].s != recs[i].s {
-				srcs = append(srcs, recs[i].s)
+			if i == 0 || recs[i-1].S != recs[i].S {
+				srcs = append(srcs, recs[i].S)
 			}
 		}
-		r.ids = b.radix.runIDs(srcs, recs, job.dropped, b.o.Undirected)
+		r.IDs = b.radix.RunIDs(srcs, recs, job.dropped, b.o.Undirected)
 	}
-	b.radix, b.coders = runSorter{}, nil // release the sorter's buffers before the merge
+	b.radix, b.coders = extsort.Sorter{}, nil // release the sorter's buffers before the merge
 	b.runs = append(b.runs, r)
 }
 
 // spillRun writes a run to a temporary file in sorted order, and its id set
 // to another.
-func (b *runBuilder) spillRun(job sortJob, order []kv, strs strSet) error {
+func (b *runBuilder) spillRun(job sortJob, order []extsort.KV, strs extsort.StrSet) error {
 	recs := job.recs
-	r := runFile{n: int64(len(recs)), nstrs: int64(len(strs.refs))}
+	r := extsort.Run{N: int64(len(recs)), NStrs: int64(len(strs.Refs))}
 	var srcs []int64
 	var err error
-	r.path, err = b.spillFile(func(f *os.File) error {
-		srcs, r.marks, err = encodeRun(f, recs, order, job.times, b.o.cols(), b.o.wantIDSets(), int64(b.o.markEvery), b.coders)
+	r.Path, err = b.spillFile(func(f *os.File) error {
+		srcs, r.Marks, err = extsort.EncodeRun(f, recs, order, job.times, b.o.cols(), b.o.wantIDSets(), int64(b.o.markEvery), b.coders)
 		return err
 	})
 	if err != nil {
 		return err
 	}
 	if b.o.wantIDSets() {
-		if r.idPath, r.idMarks, err = b.spillIDs(b.radix.runIDs(srcs, recs, job.dropped, b.o.Undirected)); err != nil {
-			os.Remove(r.path)
+		if r.IDPath, r.IDMarks, err = b.spillIDs(b.radix.RunIDs(srcs, recs, job.dropped, b.o.Undirected)); err != nil {
+			os.Remove(r.Path)
 			return err
 		}
 	}
 	if b.o.StringIDs {
-		if r.strPath, err = b.spill(func(w *bufio.Writer) error { return encodeStrings(w, strs) }); err != nil {
-			os.Remove(r.path)
+		if r.StrPath, err = b.spill(func(w *bufio.Writer) error { return extsort.EncodeStrings(w, strs) }); err != nil {
+			os.Remove(r.Path)
 			return err
 		}
 	}
@@ -512,15 +447,15 @@ func (b *runBuilder) spillRun(job sortJob, order []kv, strs strSet) error {
 }
 
 // newEncoder returns an encoder of the import's records onto w.
-func (b *runBuilder) newEncoder(w *bufio.Writer) *runEncoder {
-	return &runEncoder{w: w, recCols: b.o.cols()}
+func (b *runBuilder) newEncoder(w *bufio.Writer) *extsort.Encoder {
+	return &extsort.Encoder{W: w, Cols: b.o.cols()}
 }
 
 // spillIDs writes an id set to a temporary file and returns its path and
 // marks.
-func (b *runBuilder) spillIDs(ids []int64) (path string, marks []idMark, err error) {
+func (b *runBuilder) spillIDs(ids []int64) (path string, marks []extsort.IDMark, err error) {
 	path, err = b.spill(func(w *bufio.Writer) error {
-		marks, err = encodeIDs(w, ids)
+		marks, err = extsort.EncodeIDs(w, ids)
 		return err
 	})
 	return path, marks, err
@@ -555,36 +490,56 @@ func (b *runBuilder) spillFile(write func(*os.File) error) (string, error) {
 	return f.Name(), nil
 }
 
-// runIDs returns the sorted set of external ids a run mentions, given its
-// sorted distinct sources.
-func runIDs(srcs []int64, recs []rec, dropped []int64, undirected bool) []int64 {
-	if undirected && len(dropped) == 0 {
-		// Every target is also a source in an undirected run.
-		return srcs
-	}
-	ids := srcs
-	if !undirected {
-		ids = slices.Grow(ids, len(recs)+len(dropped))
-		for i := range recs {
-			ids = append(ids, recs[i].d)
-		}
-	}
-	ids = append(ids, dropped...)
-	slices.Sort(ids)
-	return slices.Compact(ids)
-}
+// maxMergeFan bounds how many run files are open at once; more runs are
+// merged in rounds.
+const maxMergeFan = 256
 
-// removeRuns deletes the runs' files.
-func removeRuns(runs []runFile) {
-	for _, r := range runs {
-		if r.path != "" {
-			os.Remove(r.path)
-		}
-		if r.idPath != "" {
-			os.Remove(r.idPath)
-		}
-		if r.strPath != "" {
-			os.Remove(r.strPath)
-		}
+// reduceRuns merges groups of runs into bigger runs until at most
+// maxMergeFan remain, so the final merge never holds too many files open.
+// Groups are consecutive runs, so input order (and with it "first") is kept.
+func (b *runBuilder) reduceRuns(runs []extsort.Run) ([]extsort.Run, error) {
+	fan := b.o.mergeFan
+	if fan < 2 {
+		fan = maxMergeFan
 	}
+	for len(runs) > fan {
+		var next []extsort.Run
+		for lo := 0; lo < len(runs); lo += fan {
+			group := runs[lo:min(lo+fan, len(runs))]
+			if len(group) == 1 {
+				next = append(next, group[0])
+				continue
+			}
+			merged := extsort.Run{}
+			var err error
+			merged.Path, err = b.spill(func(w *bufio.Writer) error {
+				enc := b.newEncoder(w)
+				enc.MarkEvery = int64(b.o.markEvery)
+				err := extsort.MergeRuns(b.ctx, group, b.o.cols(), func(r *extsort.TRec) error {
+					merged.N++
+					return enc.Put(&r.Rec, r.T)
+				})
+				if err != nil {
+					return err
+				}
+				merged.Marks = enc.Marks
+				return enc.Flush()
+			})
+			if err == nil && b.o.wantIDSets() {
+				var ids []int64
+				if ids, err = extsort.MergeIDs(b.ctx, group, b.o.Workers); err == nil {
+					merged.IDPath, merged.IDMarks, err = b.spillIDs(ids)
+				}
+			}
+			if err != nil {
+				extsort.RemoveRuns(next)
+				extsort.RemoveRuns([]extsort.Run{merged})
+				return nil, err
+			}
+			extsort.RemoveRuns(group)
+			next = append(next, merged)
+		}
+		runs = next
+	}
+	return runs, nil
 }

@@ -1,18 +1,17 @@
 package edgelist
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/graph/edgelist/extsort"
 )
 
 // randomStringEdges returns n edges between string ids that share
@@ -20,7 +19,7 @@ import (
 // and loop, with the text lines that hold them in the given column order.
 func randomStringEdges(rng *rand.Rand, n int) []graph.StringEdge {
 	names := []string{"a", "ab", "abc", "b", "user:1", "user:10", "user:100", "user:2", "user:20", "ü", "日本", "x y"[0:1],
-		"user:12345678", "user:12345679", "user:123456780", strings.Repeat("z", maxStringIDBytes)}
+		"user:12345678", "user:12345679", "user:123456780", strings.Repeat("z", extsort.MaxStringIDBytes)}
 	for i := 0; i < 40; i++ {
 		names = append(names, fmt.Sprintf("user:%d", rng.IntN(1000000)))
 	}
@@ -192,7 +191,7 @@ func TestImportStringIDsAndTimesErrors(t *testing.T) {
 		{"empty id field", "a b\nc\n", str, "line 2: 1 field, want 2 (src dst)"},
 		{"empty id field, comma", "a,b\nd,\n", str, "line 2: 1 field, want 2 (src dst)"},
 		{"bad utf-8", "a b\nc \xff\xfe\n", str, `line 2: bad target id "\xff\xfe": not valid UTF-8`},
-		{"long id", "a " + strings.Repeat("x", maxStringIDBytes+1) + "\n", str, "line 1: bad target id"},
+		{"long id", "a " + strings.Repeat("x", extsort.MaxStringIDBytes+1) + "\n", str, "line 1: bad target id"},
 		{"string id without the flag", "user:1 user:2\n", ImportOptions{}, `line 1: bad source id "user:1" (not an integer; --id-type string reads string ids)`},
 		{"string and dense ids", "a b\n", ImportOptions{StringIDs: true, DenseIDs: true}, "string ids cannot be dense ids"},
 		{"duplicate strings", "a b 5\nb c 1\na b 5\n", ImportOptions{StringIDs: true, TimeColumn: 3, Duplicates: graph.DupError}, `duplicate edge "a" -> "b" at time 5`},
@@ -236,43 +235,6 @@ func TestImportStringIDsAndTimesErrors(t *testing.T) {
 				t.Fatalf("got %v, want an error naming the file and %q", err, c.want)
 			}
 		})
-	}
-}
-
-// TestRunSorterTimedMatchesComparisonSort: timed runs are sorted by
-// (source, target, time, position) whichever path the sorter takes: pairs
-// whose ids fit one key finished by time (timeTies), or ids too wide for
-// one key sorted field by field (sortTimed), on one goroutine or several.
-func TestRunSorterTimedMatchesComparisonSort(t *testing.T) {
-	rng := rand.New(rand.NewPCG(21, 22))
-	for _, c := range []struct {
-		ids, times int64
-		par        int
-	}{
-		{50, 4, 1}, {50, 1 << 62, 1}, {1 << 20, 1000, 3}, {1 << 40, 1 << 40, 3}, {1 << 62, 3, 1}, {1 << 62, 1 << 62, 3},
-	} {
-		for _, n := range []int{1000, 2*parallelRadixMin + 11} {
-			recs := make([]rec, n)
-			times := make([]int64, n)
-			for i := range recs {
-				recs[i] = rec{s: rng.Int64N(c.ids) - c.ids/2, d: rng.Int64N(c.ids) - c.ids/3, seq: uint32(i)}
-				times[i] = rng.Int64N(c.times) - c.times/2
-				if i%4 == 0 && i > 0 {
-					recs[i].s, recs[i].d = recs[i-1].s, recs[i-1].d // a pair at several times
-				}
-			}
-			want := slices.Clone(recs)
-			slices.SortFunc(want, func(a, b rec) int {
-				return cmp.Or(cmp.Compare(a.s, b.s), cmp.Compare(a.d, b.d), cmp.Compare(times[a.seq], times[b.seq]), cmp.Compare(a.seq, b.seq))
-			})
-			rs := runSorter{par: c.par}
-			order := rs.sort(recs, times)
-			for i := range want {
-				if *at(recs, order, i) != want[i] {
-					t.Fatalf("%+v n=%d: position %d is %+v, want %+v", c, n, i, *at(recs, order, i), want[i])
-				}
-			}
-		}
 	}
 }
 

@@ -1,13 +1,11 @@
 package edgelist
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -16,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/graph/edgelist/extsort"
 )
 
 // importString imports text through a file and loads the result.
@@ -263,28 +262,6 @@ func TestImportTextRadixRunsMatchFromEdges(t *testing.T) {
 	}
 }
 
-func TestRunSorterMatchesComparisonSort(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 8))
-	for _, span := range [][2]int64{{1, 1}, {3, 3}, {1 << 20, 1 << 20}, {1 << 40, 1 << 40}, {5, 1 << 62}, {1 << 62, 7}} {
-		recs := make([]rec, 5000)
-		for i := range recs {
-			recs[i] = rec{s: rng.Int64N(span[0]) - span[0]/2, d: rng.Int64N(span[1]) - span[1]/3, seq: uint32(i)}
-			if i%3 == 0 {
-				recs[i].s = math.MinInt64 + int64(i%2) // extremes
-			}
-		}
-		want := slices.Clone(recs)
-		slices.SortFunc(want, cmpRec)
-		var rs runSorter
-		order := rs.sort(recs, nil)
-		for i := range want {
-			if *at(recs, order, i) != want[i] {
-				t.Fatalf("span %d: position %d is %+v, want %+v", span, i, *at(recs, order, i), want[i])
-			}
-		}
-	}
-}
-
 func TestImportTextSpillFailure(t *testing.T) {
 	var sb strings.Builder
 	for i := 0; i < 5000; i++ {
@@ -332,22 +309,22 @@ func TestRankerTableAndIndex(t *testing.T) {
 		if (r.table != nil) != (name == "dense") {
 			t.Fatalf("%s: table=%v", name, r.table != nil)
 		}
-		batch := make([]trec, len(ids))
+		batch := make([]extsort.TRec, len(ids))
 		for i, j := range rng.Perm(len(ids)) {
-			batch[i].d = ids[j]
+			batch[i].D = ids[j]
 		}
 		out := make([]uint32, len(batch))
 		if err := r.all(batch, out); err != nil {
 			t.Fatal(err)
 		}
 		for i := range batch {
-			if ids[out[i]] != batch[i].d {
-				t.Fatalf("%s: rank of %d is %d (id %d)", name, batch[i].d, out[i], ids[out[i]])
+			if ids[out[i]] != batch[i].D {
+				t.Fatalf("%s: rank of %d is %d (id %d)", name, batch[i].D, out[i], ids[out[i]])
 			}
 		}
-		missing := []trec{{rec: rec{d: ids[0] + 1}}}
+		missing := []extsort.TRec{{Rec: extsort.Rec{D: ids[0] + 1}}}
 		if ids[1] == ids[0]+1 {
-			missing[0].d = ids[len(ids)-1] + 1
+			missing[0].D = ids[len(ids)-1] + 1
 		}
 		if err := r.all(missing, out); err == nil {
 			t.Fatalf("%s: a missing id was ranked", name)
@@ -373,43 +350,5 @@ func TestImportTextManySelfLoops(t *testing.T) {
 	sameGraph(t, got, want)
 	if st.SelfLoopsDropped != 300 || got.NumVertices() != 37 || st.Runs < 50 {
 		t.Fatalf("dropped %d, V=%d, runs %d", st.SelfLoopsDropped, got.NumVertices(), st.Runs)
-	}
-}
-
-func TestRunReaderRejectsTruncatedRun(t *testing.T) {
-	b := &runBuilder{tmpDir: t.TempDir()}
-	recs := []rec{{s: 1, d: 2, w: 1.5, l: 3}, {s: 1, d: 300000, w: 2, l: 1}, {s: 1 << 40, d: -5, w: 3, l: 0}}
-	path, err := b.spill(func(w *bufio.Writer) error {
-		enc := runEncoder{w: w, recCols: recCols{weighted: true, labelled: true}}
-		for i := range recs {
-			if err := enc.put(&recs[i], 0); err != nil {
-				return err
-			}
-		}
-		return enc.flush()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	full, _ := os.ReadFile(path)
-	for cut := 0; cut <= len(full); cut++ {
-		os.WriteFile(path, full[:cut], 0o644)
-		var got []rec
-		err := mergeRuns(context.Background(), []runFile{{path: path, n: int64(len(recs))}}, recCols{weighted: true, labelled: true}, func(r *trec) error {
-			got = append(got, r.rec)
-			return nil
-		})
-		if cut == len(full) {
-			if err != nil || len(got) != len(recs) {
-				t.Fatalf("full run: %v, %d records", err, len(got))
-			}
-			for i := range recs {
-				if got[i].s != recs[i].s || got[i].d != recs[i].d || got[i].w != recs[i].w || got[i].l != recs[i].l {
-					t.Fatalf("record %d = %+v, want %+v", i, got[i], recs[i])
-				}
-			}
-		} else if err == nil || !strings.Contains(err.Error(), "truncated or corrupt") {
-			t.Fatalf("cut at %d: got %v", cut, err)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package edgelist
+package extsort
 
 import (
 	"bufio"
@@ -17,55 +17,55 @@ import (
 // Timed runs are sorted by (s, d, t): after d comes uvarint(t - prev t)
 // when s and d repeat (times rise within a pair), else varint(t).
 //
-// With markEvery > 0 the encoder also records a runMark at every
+// With markEvery > 0 the encoder also records a Mark at every
 // markEvery-th record, so the final merge can start decoding a run in the
-// middle (mergepar.go).
-type runEncoder struct {
-	w *bufio.Writer
-	recCols
+// middle (the importer's parallel merge, graph/edgelist/mergepar.go).
+type Encoder struct {
+	W *bufio.Writer
+	Cols
 	ps, pd, pt uint64
 	started    bool
 	buf        []byte
-	markEvery  int64
+	MarkEvery  int64
 	n          int64 // records encoded, counting from the run's start
 	base       int64 // bytes flushed before buf
-	marks      []runMark
+	Marks      []Mark
 }
 
-// runMark is a place where a run's decoder can start: record n begins at
+// Mark is a place where a run's decoder can start: record n begins at
 // byte off, and the record before it was (ps, pd). About 40 bytes per
 // markEvery records, kept in memory for every spilled run.
-type runMark struct {
-	off        int64
-	n          int64
-	s          int64 // record n's source
-	ps, pd, pt uint64
+type Mark struct {
+	Off        int64
+	N          int64
+	S          int64 // record n's source
+	PS, PD, PT uint64
 }
 
-// recCols says which optional fields a run's records carry on disk.
-type recCols struct{ weighted, labelled, timed bool }
+// Cols says which optional fields a run's records carry on disk.
+type Cols struct{ Weighted, Labelled, Timed bool }
 
-// runPos is a decoder's starting state inside a run: the byte offset of
+// Pos is a decoder's starting state inside a run: the byte offset of
 // record n and the record before it (none when n is 0).
-type runPos struct {
-	off        int64
-	n          int64
-	ps, pd, pt uint64
+type Pos struct {
+	Off        int64
+	N          int64
+	PS, PD, PT uint64
 }
 
-func (e *runEncoder) put(r *rec, t int64) error {
+func (e *Encoder) Put(r *Rec, t int64) error {
 	e.add(r, t)
 	if len(e.buf) >= 256<<10 {
-		return e.flush()
+		return e.Flush()
 	}
 	return nil
 }
 
 // add encodes r, at time t, onto the buffer.
-func (e *runEncoder) add(r *rec, tm int64) {
-	s, d, t := uint64(r.s), uint64(r.d), uint64(tm)
-	if e.markEvery > 0 && e.n%e.markEvery == 0 {
-		e.marks = append(e.marks, runMark{off: e.base + int64(len(e.buf)), n: e.n, s: r.s, ps: e.ps, pd: e.pd, pt: e.pt})
+func (e *Encoder) add(r *Rec, tm int64) {
+	s, d, t := uint64(r.S), uint64(r.D), uint64(tm)
+	if e.MarkEvery > 0 && e.n%e.MarkEvery == 0 {
+		e.Marks = append(e.Marks, Mark{Off: e.base + int64(len(e.buf)), N: e.n, S: r.S, PS: e.ps, PD: e.pd, PT: e.pt})
 	}
 	e.n++
 	b := binary.AppendUvarint(e.buf, s-e.ps)
@@ -75,7 +75,7 @@ func (e *runEncoder) add(r *rec, tm int64) {
 	} else {
 		b = binary.AppendUvarint(b, d)
 	}
-	if e.timed {
+	if e.Timed {
 		if same && d == e.pd {
 			b = binary.AppendUvarint(b, t-e.pt)
 		} else {
@@ -83,19 +83,19 @@ func (e *runEncoder) add(r *rec, tm int64) {
 		}
 		e.pt = t
 	}
-	if e.weighted {
-		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(r.w))
+	if e.Weighted {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(r.W))
 	}
-	if e.labelled {
-		b = append(b, r.l)
+	if e.Labelled {
+		b = append(b, r.L)
 	}
 	e.started = true
 	e.ps, e.pd = s, d
 	e.buf = b
 }
 
-func (e *runEncoder) flush() error {
-	_, err := e.w.Write(e.buf)
+func (e *Encoder) Flush() error {
+	_, err := e.W.Write(e.buf)
 	e.base += int64(len(e.buf))
 	e.buf = e.buf[:0]
 	return err
@@ -105,17 +105,17 @@ func (e *runEncoder) flush() error {
 // run is spilled.
 const spillSlab = 128 << 10
 
-// slabCoder encodes one slab of a run: its bytes, its distinct sources,
+// SlabCoder encodes one slab of a run: its bytes, its distinct sources,
 // its marks (offsets relative to the slab) and the chunk its records are
 // gathered into.
-type slabCoder struct {
+type SlabCoder struct {
 	buf   []byte
 	srcs  []int64
-	marks []runMark
-	chunk []rec
+	marks []Mark
+	chunk []Rec
 }
 
-// encodeRun writes recs in sorted order (order nil: as they are) to w,
+// EncodeRun writes recs in sorted order (order nil: as they are) to w,
 // encoding slabs of them on up to len(coders) goroutines, and returns the run's
 // distinct sources in order when wantSrcs, and its marks every markEvery
 // records (none when markEvery is 0). The bytes are those one encoder
@@ -124,15 +124,15 @@ type slabCoder struct {
 // coders are reused from run to run; len(*coders) bounds the goroutines.
 // When w is an io.WriterAt (a file), the run is written from its start
 // with WriteAt, the slabs of a round at once.
-func encodeRun(w io.Writer, recs []rec, order []kv, times []int64, cols recCols, wantSrcs bool, markEvery int64, coders []slabCoder) ([]int64, []runMark, error) {
+func EncodeRun(w io.Writer, recs []Rec, order []KV, times []int64, cols Cols, wantSrcs bool, markEvery int64, coders []SlabCoder) ([]int64, []Mark, error) {
 	n := len(recs)
 	coders = coders[:max(1, min(len(coders), (n+spillSlab-1)/spillSlab))]
 	var srcs []int64
-	var marks []runMark
+	var marks []Mark
 	var written int64
 	for lo := 0; lo < n; lo += len(coders) * spillSlab {
 		k := min(len(coders), (n-lo+spillSlab-1)/spillSlab)
-		parallelFor(k, func(t int) {
+		ParallelFor(k, func(t int) {
 			from := lo + t*spillSlab
 			coders[t].encode(recs, order, times, from, min(n, from+spillSlab), cols, wantSrcs, markEvery)
 		})
@@ -145,7 +145,7 @@ func encodeRun(w io.Writer, recs []rec, order []kv, times []int64, cols recCols,
 				offs[t], at = at, at+int64(len(c.buf))
 			}
 			errs := make([]error, k)
-			parallelFor(k, func(t int) { _, errs[t] = wa.WriteAt(coders[t].buf, offs[t]) })
+			ParallelFor(k, func(t int) { _, errs[t] = wa.WriteAt(coders[t].buf, offs[t]) })
 			if err := errors.Join(errs...); err != nil {
 				return nil, nil, err
 			}
@@ -157,7 +157,7 @@ func encodeRun(w io.Writer, recs []rec, order []kv, times []int64, cols recCols,
 				}
 			}
 			for _, m := range c.marks {
-				m.off += written
+				m.Off += written
 				marks = append(marks, m)
 			}
 			written += int64(len(c.buf))
@@ -172,21 +172,21 @@ func encodeRun(w io.Writer, recs []rec, order []kv, times []int64, cols recCols,
 }
 
 // encode encodes the records lo..hi of the sorted run.
-func (c *slabCoder) encode(recs []rec, order []kv, times []int64, lo, hi int, cols recCols, wantSrcs bool, markEvery int64) {
-	enc := runEncoder{recCols: cols, buf: c.buf[:0], markEvery: markEvery, n: int64(lo), marks: c.marks[:0]}
-	tm := func(r *rec) int64 {
+func (c *SlabCoder) encode(recs []Rec, order []KV, times []int64, lo, hi int, cols Cols, wantSrcs bool, markEvery int64) {
+	enc := Encoder{Cols: cols, buf: c.buf[:0], MarkEvery: markEvery, n: int64(lo), Marks: c.marks[:0]}
+	tm := func(r *Rec) int64 {
 		if times == nil {
 			return 0
 		}
-		return times[r.seq]
+		return times[r.Seq]
 	}
 	if lo > 0 {
 		p := at(recs, order, lo-1)
-		enc.ps, enc.pd, enc.pt, enc.started = uint64(p.s), uint64(p.d), uint64(tm(p)), true
+		enc.ps, enc.pd, enc.pt, enc.started = uint64(p.S), uint64(p.D), uint64(tm(p)), true
 	}
 	c.srcs = c.srcs[:0]
 	if c.chunk == nil {
-		c.chunk = make([]rec, 4096)
+		c.chunk = make([]Rec, 4096)
 	}
 	// Records are gathered into sorted order a chunk at a time: the loads
 	// of a chunk are independent, so their cache misses overlap.
@@ -196,40 +196,40 @@ func (c *slabCoder) encode(recs []rec, order []kv, times []int64, lo, hi int, co
 			ch = recs[from : from+len(ch)]
 		} else {
 			for j := range ch {
-				ch[j] = recs[order[from+j].idx]
+				ch[j] = recs[order[from+j].Idx]
 			}
 		}
 		for j := range ch {
-			if wantSrcs && (len(c.srcs) == 0 || c.srcs[len(c.srcs)-1] != ch[j].s) {
-				c.srcs = append(c.srcs, ch[j].s)
+			if wantSrcs && (len(c.srcs) == 0 || c.srcs[len(c.srcs)-1] != ch[j].S) {
+				c.srcs = append(c.srcs, ch[j].S)
 			}
 			enc.add(&ch[j], tm(&ch[j]))
 		}
 	}
-	c.buf, c.marks = enc.buf, enc.marks
+	c.buf, c.marks = enc.buf, enc.Marks
 }
 
 // idMarkEvery is the ids between an id set's marks.
 const idMarkEvery = 4096
 
-// idMark is a place where an id set's decoder can start: the id there
+// IDMark is a place where an id set's decoder can start: the id there
 // begins at byte off, and the id before it is prev (0 for the first).
-type idMark struct {
+type IDMark struct {
 	off  int64
 	id   int64
 	prev int64
 }
 
-// encodeIDs writes ids as uvarint deltas and returns a mark every
+// EncodeIDs writes ids as uvarint deltas and returns a mark every
 // idMarkEvery ids.
-func encodeIDs(w *bufio.Writer, ids []int64) ([]idMark, error) {
+func EncodeIDs(w *bufio.Writer, ids []int64) ([]IDMark, error) {
 	var buf [binary.MaxVarintLen64]byte
 	var prev uint64
 	var off int64
-	marks := make([]idMark, 0, (len(ids)+idMarkEvery-1)/idMarkEvery)
+	marks := make([]IDMark, 0, (len(ids)+idMarkEvery-1)/idMarkEvery)
 	for i, id := range ids {
 		if i%idMarkEvery == 0 {
-			marks = append(marks, idMark{off: off, id: id, prev: int64(prev)})
+			marks = append(marks, IDMark{off: off, id: id, prev: int64(prev)})
 		}
 		n := binary.PutUvarint(buf[:], uint64(id)-prev)
 		if _, err := w.Write(buf[:n]); err != nil {
@@ -242,7 +242,7 @@ func encodeIDs(w *bufio.Writer, ids []int64) ([]idMark, error) {
 }
 
 // idReader streams one run's id set back in order: from memory, or
-// decoding the file encodeIDs wrote.
+// decoding the file EncodeIDs wrote.
 type idReader struct {
 	ids  []int64 // the id set when it was never spilled
 	r    *bufio.Reader
@@ -255,18 +255,18 @@ type idReader struct {
 
 // openIDsAt returns a reader of the id set in f (shared: it reads with
 // ReadAt) from mark m, through a buffer of size bytes.
-func openIDsAt(f *os.File, m idMark, size int) *idReader {
+func openIDsAt(f *os.File, m IDMark, size int) *idReader {
 	return &idReader{r: bufio.NewReaderSize(io.NewSectionReader(f, m.off, math.MaxInt64-m.off), size), cur: m.prev, name: f.Name()}
 }
 
-func openIDs(rf runFile) (*idReader, error) {
-	s := &idReader{ids: rf.ids}
-	if rf.idPath != "" {
-		f, err := os.Open(rf.idPath)
+func openIDs(rf Run) (*idReader, error) {
+	s := &idReader{ids: rf.IDs}
+	if rf.IDPath != "" {
+		f, err := os.Open(rf.IDPath)
 		if err != nil {
 			return nil, fmt.Errorf("read back id run: %w", err)
 		}
-		s.f, s.r, s.name = f, bufio.NewReaderSize(f, 64<<10), rf.idPath
+		s.f, s.r, s.name = f, bufio.NewReaderSize(f, 64<<10), rf.IDPath
 	}
 	return s, nil
 }
@@ -301,12 +301,12 @@ func (s *idReader) next() (bool, error) {
 	return true, nil
 }
 
-// runReader streams a segment of one run back in sorted order, decoding
+// Reader streams a segment of one run back in sorted order, decoding
 // straight from its own read buffer. It reads its run's file with ReadAt,
 // so the readers of several segments share one open file.
-type runReader struct {
+type Reader struct {
 	idx        int // run index: ties go to the earlier run
-	mem        []rec
+	mem        []Rec
 	memT       []int64
 	f          *os.File // not the reader's to close
 	off        int64    // file offset of buf[end]
@@ -314,10 +314,10 @@ type runReader struct {
 	pos, end   int
 	eof        bool
 	left       int64
-	cur        trec
+	Cur        TRec
 	ps, pd, pt uint64 // the last record as encoded (run-local ids in a string run)
 	first      bool
-	recCols
+	Cols
 	// remap turns a string run's local ids into the import's dense ids
 	// (nil: the run holds dense or external ids already).
 	remap []uint32
@@ -326,32 +326,32 @@ type runReader struct {
 // maxRecBytes is the longest encoded record: three varints, weight, label.
 const maxRecBytes = 3*binary.MaxVarintLen64 + 5
 
-// newRunReader returns a reader of count records of run rf (file f unless
+// NewReader returns a reader of count records of run rf (file f unless
 // it is in memory) from position from, reading through buf (nil: a new
 // 256 KiB buffer).
-func newRunReader(idx int, rf runFile, f *os.File, from runPos, count int64, cols recCols, buf []byte) *runReader {
-	rr := &runReader{idx: idx, left: count, first: from.n == 0, ps: from.ps, pd: from.pd, pt: from.pt, recCols: cols, remap: rf.remap}
-	if rf.mem != nil {
-		rr.mem = rf.mem[from.n : from.n+count]
-		if rf.memT != nil {
-			rr.memT = rf.memT[from.n : from.n+count]
+func NewReader(idx int, rf Run, f *os.File, from Pos, count int64, cols Cols, buf []byte) *Reader {
+	rr := &Reader{idx: idx, left: count, first: from.N == 0, ps: from.PS, pd: from.PD, pt: from.PT, Cols: cols, remap: rf.Remap}
+	if rf.Mem != nil {
+		rr.mem = rf.Mem[from.N : from.N+count]
+		if rf.MemT != nil {
+			rr.memT = rf.MemT[from.N : from.N+count]
 		}
 	} else if count > 0 {
 		if buf == nil {
 			buf = make([]byte, 256<<10)
 		}
-		rr.f, rr.off, rr.buf = f, from.off, buf
+		rr.f, rr.off, rr.buf = f, from.Off, buf
 	}
 	return rr
 }
 
-// tell returns the decoder's state before its next record.
-func (rr *runReader) tell(n int64) runPos {
-	return runPos{off: rr.off - int64(rr.end-rr.pos), n: n, ps: rr.ps, pd: rr.pd, pt: rr.pt}
+// Tell returns the decoder's state before its next record.
+func (rr *Reader) Tell(n int64) Pos {
+	return Pos{Off: rr.off - int64(rr.end-rr.pos), N: n, PS: rr.ps, PD: rr.pd, PT: rr.pt}
 }
 
 // fill makes at least maxRecBytes available unless the file ends first.
-func (rr *runReader) fill() error {
+func (rr *Reader) fill() error {
 	if rr.end-rr.pos >= maxRecBytes || rr.eof {
 		return nil
 	}
@@ -369,21 +369,21 @@ func (rr *runReader) fill() error {
 	}
 	return nil
 }
-func (rr *runReader) corrupt() error {
+func (rr *Reader) corrupt() error {
 	return fmt.Errorf("read back run %s: truncated or corrupt with %d records left", rr.f.Name(), rr.left+1)
 }
 
-// next advances to the next record; false at the end of the run.
-func (rr *runReader) next() (bool, error) {
+// Next advances to the next record; false at the end of the run.
+func (rr *Reader) Next() (bool, error) {
 	if rr.left == 0 {
 		return false, nil
 	}
 	rr.left--
 	if rr.mem != nil {
-		rr.cur = trec{rec: rr.mem[0]}
+		rr.Cur = TRec{Rec: rr.mem[0]}
 		rr.mem = rr.mem[1:]
 		if rr.memT != nil {
-			rr.cur.t = rr.memT[0]
+			rr.Cur.T = rr.memT[0]
 			rr.memT = rr.memT[1:]
 		}
 		return true, nil
@@ -408,7 +408,7 @@ func (rr *runReader) next() (bool, error) {
 		d = rr.pd + dd
 	}
 	t := rr.pt
-	if rr.timed {
+	if rr.Timed {
 		if same && dd == 0 {
 			var dt uint64
 			dt, k = binary.Uvarint(b[n:])
@@ -425,25 +425,25 @@ func (rr *runReader) next() (bool, error) {
 	}
 	rr.first = false
 	rr.ps, rr.pd, rr.pt = s, d, t
-	rr.cur = trec{rec: rec{s: int64(s), d: int64(d), w: 1}, t: int64(t)}
+	rr.Cur = TRec{Rec: Rec{S: int64(s), D: int64(d), W: 1}, T: int64(t)}
 	if rr.remap != nil {
 		if s >= uint64(len(rr.remap)) || d >= uint64(len(rr.remap)) {
 			return false, rr.corrupt()
 		}
-		rr.cur.s, rr.cur.d = int64(rr.remap[s]), int64(rr.remap[d])
+		rr.Cur.S, rr.Cur.D = int64(rr.remap[s]), int64(rr.remap[d])
 	}
-	if rr.weighted {
+	if rr.Weighted {
 		if len(b) < n+4 {
 			return false, rr.corrupt()
 		}
-		rr.cur.w = math.Float32frombits(binary.LittleEndian.Uint32(b[n:]))
+		rr.Cur.W = math.Float32frombits(binary.LittleEndian.Uint32(b[n:]))
 		n += 4
 	}
-	if rr.labelled {
+	if rr.Labelled {
 		if len(b) < n+1 {
 			return false, rr.corrupt()
 		}
-		rr.cur.l = b[n]
+		rr.Cur.L = b[n]
 		n++
 	}
 	rr.pos += n

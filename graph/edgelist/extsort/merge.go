@@ -1,7 +1,6 @@
-package edgelist
+package extsort
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -12,26 +11,22 @@ import (
 	"sync/atomic"
 )
 
-// maxMergeFan bounds how many run files are open at once; more runs are
-// merged in rounds.
-const maxMergeFan = 256
-
 // runLess orders run readers by their current record, then run index.
-func runLess(a, b *runReader) bool {
-	if a.cur.s != b.cur.s {
-		return a.cur.s < b.cur.s
+func runLess(a, b *Reader) bool {
+	if a.Cur.S != b.Cur.S {
+		return a.Cur.S < b.Cur.S
 	}
-	if a.cur.d != b.cur.d {
-		return a.cur.d < b.cur.d
+	if a.Cur.D != b.Cur.D {
+		return a.Cur.D < b.Cur.D
 	}
-	if a.cur.t != b.cur.t {
-		return a.cur.t < b.cur.t
+	if a.Cur.T != b.Cur.T {
+		return a.Cur.T < b.Cur.T
 	}
 	return a.idx < b.idx
 }
 
 // siftDown restores the heap order below i.
-func siftDown(h []*runReader, i int) {
+func siftDown(h []*Reader, i int) {
 	for {
 		c := 2*i + 1
 		if c >= len(h) {
@@ -48,30 +43,30 @@ func siftDown(h []*runReader, i int) {
 	}
 }
 
-// mergeRuns calls emit for every record of runs in (s, d, t, run,
+// MergeRuns calls emit for every record of runs in (s, d, t, run,
 // position) order.
-func mergeRuns(ctx context.Context, runs []runFile, cols recCols, emit func(r *trec) error) error {
-	files, err := openRunFiles(runs)
-	defer closeRunFiles(files)
+func MergeRuns(ctx context.Context, runs []Run, cols Cols, emit func(r *TRec) error) error {
+	files, err := OpenRunFiles(runs)
+	defer CloseRunFiles(files)
 	if err != nil {
 		return err
 	}
-	rs := make([]*runReader, len(runs))
+	rs := make([]*Reader, len(runs))
 	for i, rf := range runs {
-		rs[i] = newRunReader(i, rf, files[i], runPos{}, rf.n, cols, nil)
+		rs[i] = NewReader(i, rf, files[i], Pos{}, rf.N, cols, nil)
 	}
-	return heapMerge(ctx, rs, emit)
+	return HeapMerge(ctx, rs, emit)
 }
 
-// openRunFiles opens the files of the spilled runs (nil for the one in
+// OpenRunFiles opens the files of the spilled runs (nil for the one in
 // memory); on error the ones opened are in the result, to be closed.
-func openRunFiles(runs []runFile) ([]*os.File, error) {
+func OpenRunFiles(runs []Run) ([]*os.File, error) {
 	files := make([]*os.File, len(runs))
 	for i, rf := range runs {
-		if rf.mem != nil || rf.n == 0 {
+		if rf.Mem != nil || rf.N == 0 {
 			continue
 		}
-		f, err := os.Open(rf.path)
+		f, err := os.Open(rf.Path)
 		if err != nil {
 			return files, fmt.Errorf("read back run: %w", err)
 		}
@@ -80,7 +75,7 @@ func openRunFiles(runs []runFile) ([]*os.File, error) {
 	return files, nil
 }
 
-func closeRunFiles(files []*os.File) {
+func CloseRunFiles(files []*os.File) {
 	for _, f := range files {
 		if f != nil {
 			f.Close()
@@ -88,12 +83,12 @@ func closeRunFiles(files []*os.File) {
 	}
 }
 
-// heapMerge calls emit for every record of the readers in (s, d, t, run,
+// HeapMerge calls emit for every record of the readers in (s, d, t, run,
 // position) order.
-func heapMerge(ctx context.Context, rs []*runReader, emit func(r *trec) error) error {
-	h := make([]*runReader, 0, len(rs))
+func HeapMerge(ctx context.Context, rs []*Reader, emit func(r *TRec) error) error {
+	h := make([]*Reader, 0, len(rs))
 	for _, rr := range rs {
-		ok, err := rr.next()
+		ok, err := rr.Next()
 		if err != nil {
 			return err
 		}
@@ -107,10 +102,10 @@ func heapMerge(ctx context.Context, rs []*runReader, emit func(r *trec) error) e
 	var n int
 	for len(h) > 0 {
 		top := h[0]
-		if err := emit(&top.cur); err != nil {
+		if err := emit(&top.Cur); err != nil {
 			return err
 		}
-		ok, err := top.next()
+		ok, err := top.Next()
 		if err != nil {
 			return err
 		}
@@ -128,62 +123,12 @@ func heapMerge(ctx context.Context, rs []*runReader, emit func(r *trec) error) e
 	return nil
 }
 
-// reduceRuns merges groups of runs into bigger runs until at most
-// maxMergeFan remain, so the final merge never holds too many files open.
-// Groups are consecutive runs, so input order (and with it "first") is kept.
-func (b *runBuilder) reduceRuns(runs []runFile) ([]runFile, error) {
-	fan := b.o.mergeFan
-	if fan < 2 {
-		fan = maxMergeFan
-	}
-	for len(runs) > fan {
-		var next []runFile
-		for lo := 0; lo < len(runs); lo += fan {
-			group := runs[lo:min(lo+fan, len(runs))]
-			if len(group) == 1 {
-				next = append(next, group[0])
-				continue
-			}
-			merged := runFile{}
-			var err error
-			merged.path, err = b.spill(func(w *bufio.Writer) error {
-				enc := b.newEncoder(w)
-				enc.markEvery = int64(b.o.markEvery)
-				err := mergeRuns(b.ctx, group, b.o.cols(), func(r *trec) error {
-					merged.n++
-					return enc.put(&r.rec, r.t)
-				})
-				if err != nil {
-					return err
-				}
-				merged.marks = enc.marks
-				return enc.flush()
-			})
-			if err == nil && b.o.wantIDSets() {
-				var ids []int64
-				if ids, err = mergeIDs(b.ctx, group, b.o.Workers); err == nil {
-					merged.idPath, merged.idMarks, err = b.spillIDs(ids)
-				}
-			}
-			if err != nil {
-				removeRuns(next)
-				removeRuns([]runFile{merged})
-				return nil, err
-			}
-			removeRuns(group)
-			next = append(next, merged)
-		}
-		runs = next
-	}
-	return runs, nil
-}
-
-// mergeIDs merges the runs' id sets into the sorted external-id array, on
+// MergeIDs merges the runs' id sets into the sorted external-id array, on
 // up to workers goroutines (mergeIDsPar) when the sets are large.
-func mergeIDs(ctx context.Context, runs []runFile, workers int) ([]int64, error) {
+func MergeIDs(ctx context.Context, runs []Run, workers int) ([]int64, error) {
 	var total int
 	for _, rf := range runs {
-		total += len(rf.ids) + len(rf.idMarks)*idMarkEvery
+		total += len(rf.IDs) + len(rf.IDMarks)*idMarkEvery
 	}
 	if workers > 1 && len(runs) > 1 && total >= parallelIDsMin {
 		return mergeIDsPar(ctx, runs, workers)
@@ -260,24 +205,24 @@ func mergeIDStreams(ctx context.Context, srcs []*idReader, hi int64, bounded boo
 // worker. Part k merges the ids in [bounds[k-1], bounds[k]) of every set,
 // starting a spilled set at its last mark at or before the part's start;
 // the parts' unions, one after another, are the whole union.
-func mergeIDsPar(ctx context.Context, runs []runFile, workers int) ([]int64, error) {
+func mergeIDsPar(ctx context.Context, runs []Run, workers int) ([]int64, error) {
 	files := make([]*os.File, len(runs))
-	defer closeRunFiles(files)
+	defer CloseRunFiles(files)
 	var samples []int64
 	for i, rf := range runs {
-		if rf.idPath != "" {
-			f, err := os.Open(rf.idPath)
+		if rf.IDPath != "" {
+			f, err := os.Open(rf.IDPath)
 			if err != nil {
 				return nil, fmt.Errorf("read back id run: %w", err)
 			}
 			files[i] = f
-			for _, m := range rf.idMarks {
+			for _, m := range rf.IDMarks {
 				samples = append(samples, m.id)
 			}
 			continue
 		}
-		for j := 0; j < len(rf.ids); j += idMarkEvery {
-			samples = append(samples, rf.ids[j])
+		for j := 0; j < len(rf.IDs); j += idMarkEvery {
+			samples = append(samples, rf.IDs[j])
 		}
 	}
 	slices.Sort(samples)
@@ -292,7 +237,7 @@ func mergeIDsPar(ctx context.Context, runs []runFile, workers int) ([]int64, err
 	outs := make([][]int64, len(bounds)+1)
 	errs := make([]error, len(outs))
 	var next atomic.Int64
-	parallelFor(min(workers, len(outs)), func(int) {
+	ParallelFor(min(workers, len(outs)), func(int) {
 		for k := int(next.Add(1) - 1); k < len(outs); k = int(next.Add(1) - 1) {
 			lo, hi, bounded := int64(math.MinInt64), int64(math.MaxInt64), k < len(bounds)
 			if k > 0 {
@@ -319,19 +264,19 @@ func mergeIDsPar(ctx context.Context, runs []runFile, workers int) ([]int64, err
 }
 
 // mergeIDPart merges the runs' ids in [lo, hi) (hi open when !bounded).
-func mergeIDPart(ctx context.Context, runs []runFile, files []*os.File, lo, hi int64, bounded bool) ([]int64, error) {
+func mergeIDPart(ctx context.Context, runs []Run, files []*os.File, lo, hi int64, bounded bool) ([]int64, error) {
 	var srcs []*idReader
 	for i, rf := range runs {
 		if files[i] == nil {
-			from, _ := slices.BinarySearch(rf.ids, lo)
-			srcs = append(srcs, &idReader{ids: rf.ids[from:]})
+			from, _ := slices.BinarySearch(rf.IDs, lo)
+			srcs = append(srcs, &idReader{ids: rf.IDs[from:]})
 			continue
 		}
-		if len(rf.idMarks) == 0 {
+		if len(rf.IDMarks) == 0 {
 			continue // an empty set
 		}
-		j := max(0, sort.Search(len(rf.idMarks), func(j int) bool { return rf.idMarks[j].id > lo })-1)
-		s := openIDsAt(files[i], rf.idMarks[j], 16<<10)
+		j := max(0, sort.Search(len(rf.IDMarks), func(j int) bool { return rf.IDMarks[j].id > lo })-1)
+		s := openIDsAt(files[i], rf.IDMarks[j], 16<<10)
 		// Skip the ids before lo (fewer than idMarkEvery): the stream's
 		// first id is then its current one.
 		for {

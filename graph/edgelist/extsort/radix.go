@@ -1,4 +1,4 @@
-package edgelist
+package extsort
 
 import (
 	"cmp"
@@ -7,28 +7,28 @@ import (
 	"sync/atomic"
 )
 
-// kv is a run record's sort key and its position in the run.
-type kv struct {
-	key uint64
-	idx uint32
+// KV is a run record's sort key and its position in the run.
+type KV struct {
+	Key uint64
+	Idx uint32
 }
 
-// runSorter sorts runs by (src, dst, time, position). When the run's id ranges
+// Sorter sorts runs by (src, dst, time, position). When the run's id ranges
 // fit a 64-bit key ((src - min src) above (dst - min dst)), it uses a
 // stable LSD radix sort of (key, position) pairs: several times faster than
 // a comparison sort of 32-byte records, and stability gives the position
 // order for free. Wider ranges radix sort by source only and finish each
 // source's group with a comparison sort. Its buffers are reused from run to
 // run.
-type runSorter struct {
-	a, b []kv
-	par  int // goroutines a sort may use
+type Sorter struct {
+	a, b []KV
+	Par  int // goroutines a sort may use
 }
 
-// sort returns the sorted order of recs (with their times, by position,
+// Sort returns the sorted order of recs (with their times, by position,
 // when timed): order[i] is the index of the i-th record, or order is nil
 // when recs itself was sorted in place.
-func (rs *runSorter) sort(recs []rec, times []int64) []kv {
+func (rs *Sorter) Sort(recs []Rec, times []int64) []KV {
 	n := len(recs)
 	if rs.inOrder(recs, times) {
 		// Edge lists are often written sorted (exports in CSR order, a
@@ -52,25 +52,25 @@ func (rs *runSorter) sort(recs []rec, times []int64) []kv {
 	dbits := bits.Len64(uint64(maxD) - uint64(minD))
 	sbits := bits.Len64(uint64(maxS) - uint64(minS))
 	if cap(rs.a) < n {
-		rs.a, rs.b = make([]kv, n), make([]kv, n)
+		rs.a, rs.b = make([]KV, n), make([]KV, n)
 	}
 	tbits := bits.Len64(uint64(maxT) - uint64(minT))
 	if tbits > 0 && sbits+dbits > 64 {
 		return rs.sortTimed(recs, []sortField{
-			{tbits, func(r *rec) uint64 { return uint64(times[r.seq]) - uint64(minT) }},
-			{dbits, func(r *rec) uint64 { return uint64(r.d) - uint64(minD) }},
-			{sbits, func(r *rec) uint64 { return uint64(r.s) - uint64(minS) }},
+			{tbits, func(r *Rec) uint64 { return uint64(times[r.Seq]) - uint64(minT) }},
+			{dbits, func(r *Rec) uint64 { return uint64(r.D) - uint64(minD) }},
+			{sbits, func(r *Rec) uint64 { return uint64(r.S) - uint64(minS) }},
 		})
 	}
 	a, b := rs.a[:n], rs.b[:n]
 	if sbits+dbits <= 64 {
-		rs.forBlocks(n, func(_, lo, hi int) {
+		rs.ForBlocks(n, func(_, lo, hi int) {
 			for i := lo; i < hi; i++ {
 				r := &recs[i]
-				a[i] = kv{key: (uint64(r.s)-uint64(minS))<<dbits | (uint64(r.d) - uint64(minD)), idx: uint32(i)}
+				a[i] = KV{Key: (uint64(r.S)-uint64(minS))<<dbits | (uint64(r.D) - uint64(minD)), Idx: uint32(i)}
 			}
 		})
-		sorted := radixSortKV(a, b, sbits+dbits, rs.par)
+		sorted := radixSortKV(a, b, sbits+dbits, rs.Par)
 		if tbits > 0 {
 			timeTies(recs, times, sorted)
 		}
@@ -80,24 +80,24 @@ func (rs *runSorter) sort(recs []rec, times []int64) []kv {
 	// source, then sort each source's group by (target, position). Groups
 	// are adjacency lists, mostly short.
 	for i := range recs {
-		a[i] = kv{key: uint64(recs[i].s) - uint64(minS), idx: uint32(i)}
+		a[i] = KV{Key: uint64(recs[i].S) - uint64(minS), Idx: uint32(i)}
 	}
-	a = radixSortKV(a, b, sbits, rs.par)
+	a = radixSortKV(a, b, sbits, rs.Par)
 	for lo := 0; lo < n; {
 		hi := lo + 1
-		for hi < n && a[hi].key == a[lo].key {
+		for hi < n && a[hi].Key == a[lo].Key {
 			hi++
 		}
 		if hi-lo > 1 {
 			g := a[lo:hi]
 			for j := range g {
-				g[j].key = uint64(recs[g[j].idx].d) - uint64(minD)
+				g[j].Key = uint64(recs[g[j].Idx].D) - uint64(minD)
 			}
-			slices.SortFunc(g, func(x, y kv) int {
-				if x.key != y.key {
-					return cmp.Compare(x.key, y.key)
+			slices.SortFunc(g, func(x, y KV) int {
+				if x.Key != y.Key {
+					return cmp.Compare(x.Key, y.Key)
 				}
-				return cmp.Compare(x.idx, y.idx)
+				return cmp.Compare(x.Idx, y.Idx)
 			})
 		}
 		lo = hi
@@ -108,14 +108,14 @@ func (rs *runSorter) sort(recs []rec, times []int64) []kv {
 // timeTies finishes a timed run sorted by (src, dst, position): the
 // records of a repeated pair, few in most inputs, are ordered by time
 // (then position). Cheaper than a radix sort by time over the whole run.
-func timeTies(recs []rec, times []int64, a []kv) {
+func timeTies(recs []Rec, times []int64, a []KV) {
 	for i := 0; i < len(a); {
 		j := i + 1
-		for j < len(a) && a[j].key == a[i].key {
+		for j < len(a) && a[j].Key == a[i].Key {
 			j++
 		}
 		if j-i > 1 {
-			slices.SortStableFunc(a[i:j], func(x, y kv) int { return cmp.Compare(times[recs[x.idx].seq], times[recs[y.idx].seq]) })
+			slices.SortStableFunc(a[i:j], func(x, y KV) int { return cmp.Compare(times[recs[x.Idx].Seq], times[recs[y.Idx].Seq]) })
 		}
 		i = j
 	}
@@ -125,14 +125,14 @@ func timeTies(recs []rec, times []int64, a []kv) {
 // its value as an offset from the run's smallest.
 type sortField struct {
 	bits int
-	val  func(r *rec) uint64
+	val  func(r *Rec) uint64
 }
 
 // sortTimed sorts a timed run by its fields, given from the least
 // significant (time, target, source): consecutive fields that fit 64 bits
 // share a key, and a stable radix sort per key from the least significant
 // key on gives the order of all of them, ties in position order.
-func (rs *runSorter) sortTimed(recs []rec, fields []sortField) []kv {
+func (rs *Sorter) sortTimed(recs []Rec, fields []sortField) []KV {
 	n := len(recs)
 	a, b := rs.a[:n], rs.b[:n]
 	first := true
@@ -143,11 +143,11 @@ func (rs *runSorter) sortTimed(recs []rec, fields []sortField) []kv {
 			hi++
 		}
 		fs := fields[lo:hi]
-		rs.forBlocks(n, func(_, from, to int) {
+		rs.ForBlocks(n, func(_, from, to int) {
 			for i := from; i < to; i++ {
 				idx := uint32(i)
 				if !first {
-					idx = a[i].idx
+					idx = a[i].Idx
 				}
 				var key uint64
 				shift := 0
@@ -155,10 +155,10 @@ func (rs *runSorter) sortTimed(recs []rec, fields []sortField) []kv {
 					key |= f.val(&recs[idx]) << shift
 					shift += f.bits
 				}
-				a[i] = kv{key: key, idx: idx}
+				a[i] = KV{Key: key, Idx: idx}
 			}
 		})
-		if got := radixSortKV(a, b, kbits, rs.par); &got[0] != &a[0] {
+		if got := radixSortKV(a, b, kbits, rs.Par); &got[0] != &a[0] {
 			a, b = b, a
 		}
 		first, lo = false, hi
@@ -168,19 +168,19 @@ func (rs *runSorter) sortTimed(recs []rec, fields []sortField) []kv {
 
 // bounds returns the smallest and largest source and target of recs,
 // which is not empty.
-func (rs *runSorter) bounds(recs []rec) (minS, maxS, minD, maxD int64) {
+func (rs *Sorter) bounds(recs []Rec) (minS, maxS, minD, maxD int64) {
 	type box struct{ minS, maxS, minD, maxD int64 }
 	r0 := recs[0]
-	boxes := make([]box, max(rs.par, 1))
+	boxes := make([]box, max(rs.Par, 1))
 	for t := range boxes {
-		boxes[t] = box{r0.s, r0.s, r0.d, r0.d} // blocks left empty change nothing
+		boxes[t] = box{r0.S, r0.S, r0.D, r0.D} // blocks left empty change nothing
 	}
-	rs.forBlocks(len(recs), func(t, lo, hi int) {
+	rs.ForBlocks(len(recs), func(t, lo, hi int) {
 		x := boxes[t]
 		for i := lo; i < hi; i++ {
 			r := &recs[i]
-			x.minS, x.maxS = min(x.minS, r.s), max(x.maxS, r.s)
-			x.minD, x.maxD = min(x.minD, r.d), max(x.maxD, r.d)
+			x.minS, x.maxS = min(x.minS, r.S), max(x.maxS, r.S)
+			x.minD, x.maxD = min(x.minD, r.D), max(x.maxD, r.D)
 		}
 		boxes[t] = x
 	})
@@ -191,16 +191,16 @@ func (rs *runSorter) bounds(recs []rec) (minS, maxS, minD, maxD int64) {
 	return x.minS, x.maxS, x.minD, x.maxD
 }
 
-// forBlocks calls f on consecutive blocks t = [lo, hi) of 0..n, one
+// ForBlocks calls f on consecutive blocks t = [lo, hi) of 0..n, one
 // goroutine a block, as many blocks as the sorter may use goroutines (one
 // for a small n).
-func (rs *runSorter) forBlocks(n int, f func(t, lo, hi int)) {
-	par := rs.par
-	if par < 2 || n < parallelRadixMin {
+func (rs *Sorter) ForBlocks(n int, f func(t, lo, hi int)) {
+	par := rs.Par
+	if par < 2 || n < ParallelMin {
 		par = 1
 	}
 	span := (n + par - 1) / par
-	parallelFor(par, func(t int) {
+	ParallelFor(par, func(t int) {
 		if lo := t * span; lo < n {
 			f(t, lo, min(n, lo+span))
 		}
@@ -210,9 +210,9 @@ func (rs *runSorter) forBlocks(n int, f func(t, lo, hi int)) {
 // inOrder is the package's inOrder checked in blocks on the sorter's
 // goroutines: a sorted input (an export) skips the sort, and a serial scan
 // of a run would hold the sorter, and with it the decoders, on one core.
-func (rs *runSorter) inOrder(recs []rec, times []int64) bool {
+func (rs *Sorter) inOrder(recs []Rec, times []int64) bool {
 	var unsorted atomic.Bool
-	rs.forBlocks(len(recs), func(_, lo, hi int) {
+	rs.ForBlocks(len(recs), func(_, lo, hi int) {
 		// A block also checks the pair across its lower edge.
 		if !inOrder(recs[max(lo-1, 0):hi], times) {
 			unsorted.Store(true)
@@ -224,13 +224,13 @@ func (rs *runSorter) inOrder(recs []rec, times []int64) bool {
 // inOrder reports whether recs are sorted by (src, dst, time); positions
 // rise with the index, so they are then sorted by (src, dst, time,
 // position) too.
-func inOrder(recs []rec, times []int64) bool {
+func inOrder(recs []Rec, times []int64) bool {
 	for i := 1; i < len(recs); i++ {
 		a, b := &recs[i-1], &recs[i]
-		if a.s > b.s || a.s == b.s && a.d > b.d {
+		if a.S > b.S || a.S == b.S && a.D > b.D {
 			return false
 		}
-		if times != nil && a.s == b.s && a.d == b.d && times[a.seq] > times[b.seq] {
+		if times != nil && a.S == b.S && a.D == b.D && times[a.Seq] > times[b.Seq] {
 			return false
 		}
 	}
@@ -241,9 +241,9 @@ func inOrder(recs []rec, times []int64) bool {
 // L1 cache and 2048 output streams still write-combine well.
 const radixDigit = 11
 
-// parallelRadixMin is the fewest records worth splitting a sort or a spill
+// ParallelMin is the fewest records worth splitting a sort or a spill
 // over several goroutines.
-const parallelRadixMin = 1 << 16
+const ParallelMin = 1 << 16
 
 // radixSortKV stably sorts a by the low kbits of key, using b as scratch
 // and up to par goroutines; it returns whichever of the two holds the
@@ -254,9 +254,9 @@ const parallelRadixMin = 1 << 16
 // top digit into buckets, most of which fit the L2 cache, and each bucket
 // is then sorted on the remaining bits where it lies (by independent
 // goroutines). Both steps are stable, so the whole sort is.
-func radixSortKV(a, b []kv, kbits, par int) []kv {
+func radixSortKV(a, b []KV, kbits, par int) []KV {
 	n := len(a)
-	if par < 2 || n < parallelRadixMin {
+	if par < 2 || n < ParallelMin {
 		par = 1
 	}
 	if kbits <= 2*radixDigit {
@@ -268,7 +268,7 @@ func radixSortKV(a, b []kv, kbits, par int) []kv {
 	// counts[0] now holds where each bucket starts.
 	starts := counts[0]
 	var next atomic.Int64
-	parallelFor(par, func(int) {
+	ParallelFor(par, func(int) {
 		for d := int(next.Add(1) - 1); d < len(starts); d = int(next.Add(1) - 1) {
 			lo, hi := starts[d], n
 			if d+1 < len(starts) {
@@ -277,7 +277,7 @@ func radixSortKV(a, b []kv, kbits, par int) []kv {
 			if hi-lo < 2 {
 				continue
 			}
-			var got []kv
+			var got []KV
 			if hi-lo <= bucketInCache {
 				got = sortBucket(b[lo:hi], a[lo:hi], low)
 			} else {
@@ -295,11 +295,11 @@ func radixSortKV(a, b []kv, kbits, par int) []kv {
 // the lowest, using b as scratch and up to par goroutines; it returns
 // whichever of the two holds the result. Passes where every key has the
 // same digit are skipped.
-func lsdSortKV(a, b []kv, from, to, par int) []kv {
+func lsdSortKV(a, b []KV, from, to, par int) []KV {
 	n := len(a)
 	for shift := from; shift < to; shift += radixDigit {
 		counts := digitCounts(a, shift, par)
-		first, same := (a[0].key>>shift)&(radixBuckets-1), 0
+		first, same := (a[0].Key>>shift)&(radixBuckets-1), 0
 		for t := range counts {
 			same += counts[t][first]
 		}
@@ -316,18 +316,18 @@ func lsdSortKV(a, b []kv, from, to, par int) []kv {
 const radixBuckets = 1 << radixDigit
 
 // radixBlock returns block t of par consecutive blocks of a.
-func radixBlock(a []kv, t, par int) []kv {
+func radixBlock(a []KV, t, par int) []KV {
 	span := (len(a) + par - 1) / par
 	return a[min(len(a), t*span):min(len(a), (t+1)*span)]
 }
 
 // digitCounts counts the digits at shift in each of par blocks of a.
-func digitCounts(a []kv, shift, par int) [][radixBuckets]int {
+func digitCounts(a []KV, shift, par int) [][radixBuckets]int {
 	counts := make([][radixBuckets]int, par)
-	parallelFor(par, func(t int) {
+	ParallelFor(par, func(t int) {
 		c := &counts[t]
 		for _, x := range radixBlock(a, t, par) {
-			c[(x.key>>shift)&(radixBuckets-1)]++
+			c[(x.Key>>shift)&(radixBuckets-1)]++
 		}
 	})
 	return counts
@@ -337,17 +337,17 @@ func digitCounts(a []kv, shift, par int) [][radixBuckets]int {
 // digit counts: block t's records go after those of blocks 0..t-1 with the
 // same digit. On return counts[t][d] is where block t's records with digit
 // d start, so counts[0][d] is where digit d starts.
-func scatter(a, b []kv, shift int, counts [][radixBuckets]int, par int) {
+func scatter(a, b []KV, shift int, counts [][radixBuckets]int, par int) {
 	sum := 0
 	for d := range radixBuckets {
 		for t := range counts {
 			counts[t][d], sum = sum, sum+counts[t][d]
 		}
 	}
-	parallelFor(par, func(t int) {
+	ParallelFor(par, func(t int) {
 		c := counts[t] // a copy, so counts keeps the starts
 		for _, x := range radixBlock(a, t, par) {
-			d := (x.key >> shift) & (radixBuckets - 1)
+			d := (x.Key >> shift) & (radixBuckets - 1)
 			b[c[d]] = x
 			c[d]++
 		}
@@ -361,15 +361,15 @@ const bucketInCache = 32 << 10
 // sortBucket stably sorts a, small enough to stay in cache, by the low
 // bits of key with digits of bucketDigit bits, using b as scratch; it
 // returns whichever of the two holds the result.
-func sortBucket(a, b []kv, bits int) []kv {
+func sortBucket(a, b []KV, bits int) []KV {
 	const buckets = 1 << bucketDigit
 	var c [buckets]int
 	for shift := 0; shift < bits; shift += bucketDigit {
 		c = [buckets]int{}
 		for _, x := range a {
-			c[(x.key>>shift)&(buckets-1)]++
+			c[(x.Key>>shift)&(buckets-1)]++
 		}
-		if c[(a[0].key>>shift)&(buckets-1)] == len(a) {
+		if c[(a[0].Key>>shift)&(buckets-1)] == len(a) {
 			continue // every key has the same digit here
 		}
 		sum := 0
@@ -377,7 +377,7 @@ func sortBucket(a, b []kv, bits int) []kv {
 			c[d], sum = sum, sum+c[d]
 		}
 		for _, x := range a {
-			d := (x.key >> shift) & (buckets - 1)
+			d := (x.Key >> shift) & (buckets - 1)
 			b[c[d]] = x
 			c[d]++
 		}
@@ -391,23 +391,23 @@ func sortBucket(a, b []kv, bits int) []kv {
 const bucketDigit = 10
 
 // at returns the i-th record in sorted order.
-func at(recs []rec, order []kv, i int) *rec {
+func at(recs []Rec, order []KV, i int) *Rec {
 	if order == nil {
 		return &recs[i]
 	}
-	return &recs[order[i].idx]
+	return &recs[order[i].Idx]
 }
 
-// runIDs is the package's runIDs with the run's targets radix sorted on the
+// RunIDs is the package's runIDs with the run's targets radix sorted on the
 // sorter's goroutines (its buffers are free once the run is encoded): a
 // comparison sort of a directed run's targets on the sorter's one
 // goroutine held the whole import, decoders included, at about 2 M edges/s.
-func (rs *runSorter) runIDs(srcs []int64, recs []rec, dropped []int64, undirected bool) []int64 {
+func (rs *Sorter) RunIDs(srcs []int64, recs []Rec, dropped []int64, undirected bool) []int64 {
 	n := len(dropped)
 	if !undirected {
 		n += len(recs)
 	}
-	if n < parallelRadixMin || undirected && len(dropped) == 0 {
+	if n < ParallelMin || undirected && len(dropped) == 0 {
 		return runIDs(srcs, recs, dropped, undirected)
 	}
 	// Keys are the ids' offsets from the smallest: targets, then the
@@ -416,17 +416,17 @@ func (rs *runSorter) runIDs(srcs []int64, recs []rec, dropped []int64, undirecte
 		if i < len(dropped) {
 			return dropped[i]
 		}
-		return recs[i-len(dropped)].d
+		return recs[i-len(dropped)].D
 	}
 	if undirected {
 		id = func(i int) int64 { return dropped[i] }
 	}
 	lo, hi := id(0), id(0)
-	boxes := make([][2]int64, max(rs.par, 1))
+	boxes := make([][2]int64, max(rs.Par, 1))
 	for t := range boxes {
 		boxes[t] = [2]int64{lo, hi}
 	}
-	rs.forBlocks(n, func(t, from, to int) {
+	rs.ForBlocks(n, func(t, from, to int) {
 		x := boxes[t]
 		for i := from; i < to; i++ {
 			v := id(i)
@@ -438,22 +438,22 @@ func (rs *runSorter) runIDs(srcs []int64, recs []rec, dropped []int64, undirecte
 		lo, hi = min(lo, x[0]), max(hi, x[1])
 	}
 	if cap(rs.a) < n {
-		rs.a, rs.b = make([]kv, n), make([]kv, n)
+		rs.a, rs.b = make([]KV, n), make([]KV, n)
 	}
 	a, b := rs.a[:n], rs.b[:n]
-	rs.forBlocks(n, func(_, from, to int) {
+	rs.ForBlocks(n, func(_, from, to int) {
 		for i := from; i < to; i++ {
-			a[i] = kv{key: uint64(id(i)) - uint64(lo)}
+			a[i] = KV{Key: uint64(id(i)) - uint64(lo)}
 		}
 	})
-	sorted := radixSortKV(a, b, bits.Len64(uint64(hi)-uint64(lo)), rs.par)
+	sorted := radixSortKV(a, b, bits.Len64(uint64(hi)-uint64(lo)), rs.Par)
 	// Merge the sorted, distinct sources with the sorted keys, dropping
 	// repeats.
 	out := make([]int64, 0, len(srcs)+n/2)
 	i := 0
 	for k := range sorted {
-		v := int64(sorted[k].key + uint64(lo))
-		if k > 0 && sorted[k-1].key == sorted[k].key {
+		v := int64(sorted[k].Key + uint64(lo))
+		if k > 0 && sorted[k-1].Key == sorted[k].Key {
 			continue
 		}
 		for i < len(srcs) && srcs[i] < v {

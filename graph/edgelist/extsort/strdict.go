@@ -1,4 +1,4 @@
-package edgelist
+package extsort
 
 import (
 	"bufio"
@@ -6,16 +6,14 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"hash/maphash"
 	"io"
 	"math/bits"
 	"os"
 	"slices"
 	"sync/atomic"
-	"unicode/utf8"
 )
 
-// String ids ride the int64 pipeline (see doc.go). Each run interns its
+// String ids ride the int64 pipeline (see graph/edgelist/doc.go). Each run interns its
 // strings into a run dictionary and its records carry run-local ids: the
 // ranks of their strings among the run's distinct strings in bytewise
 // order. A run sorted by local ids is then sorted by string too, and so by
@@ -24,14 +22,14 @@ import (
 // every order the sort and the merge rely on. The runs are sorted and
 // spilled as int runs, each with its sorted strings beside it; the string
 // sets are merged into the graph's string table and a local-to-dense map
-// per run (mergeStrings); the final merge reads the runs through their
+// per run (MergeStrings); the final merge reads the runs through their
 // maps.
 
-// maxStringIDBytes is the longest string id (docs/reference/graph-format.md).
-const maxStringIDBytes = 1024
+// MaxStringIDBytes is the longest string id (docs/reference/graph-format.md).
+const MaxStringIDBytes = 1024
 
 // A strRef is a string's place in an arena: offset << strLenBits | length.
-const strLenBits = 11 // lengths up to maxStringIDBytes fit
+const strLenBits = 11 // lengths up to MaxStringIDBytes fit
 
 func mkRef(off, n int) int64 { return int64(off)<<strLenBits | int64(n) }
 
@@ -40,65 +38,9 @@ func refStr(arena []byte, r int64) []byte {
 	return arena[off : off+int(r&(1<<strLenBits-1))]
 }
 
-// checkStringID returns what is wrong with b as a string id, or nil.
-func checkStringID(b []byte) error {
-	switch {
-	case len(b) == 0:
-		return fmt.Errorf("empty")
-	case len(b) > maxStringIDBytes:
-		return fmt.Errorf("%d bytes, longer than %d", len(b), maxStringIDBytes)
-	case !utf8.Valid(b):
-		return fmt.Errorf("not valid UTF-8")
-	}
-	return nil
-}
-
-// A batch place is a staged place with the set (0 sources, 1 targets) in
-// bit 8: offset << 9 | set << 8 | shard.
-func batchPlace(p int64, set int) int64 { return p>>8<<9 | int64(set)<<8 | p&0xff }
-
-func unbatchPlace(p int64) (place int64, set int) { return p>>9<<8 | p&0xff, int(p >> 8 & 1) }
-
-// stageSrc stages a source id in e and returns its batch place: the
-// place of the source before it when they are the same.
-func (e *edgeBatch) stageSrc(s []byte, seed maphash.Seed) int64 {
-	if e.prevSrc >= 0 {
-		p, _ := unbatchPlace(e.prevSrc)
-		if bytes.Equal(e.stage[0].str(p), s) {
-			return e.prevSrc
-		}
-	}
-	h := maphash.Bytes(seed, s)
-	e.prevSrc = batchPlace(e.stage[0].add(shardOf(h, dictShards), s, h), 0)
-	return e.prevSrc
-}
-
-// stageDst stages a target id in e and returns its batch place.
-func (e *edgeBatch) stageDst(d []byte, seed maphash.Seed) int64 {
-	h := maphash.Bytes(seed, d)
-	return batchPlace(e.stage[1].add(shardOf(h, dictShards), d, h), 1)
-}
-
-// batchStr is the string at batch place p of e.
-func (e *edgeBatch) batchStr(p int64) []byte {
-	q, set := unbatchPlace(p)
-	return e.stage[set].str(q)
-}
-
-// joinLoops gives the target of every self-loop among edges from.. of e
-// its source's place, so that the run builder sees the loop (s == d) as
-// it sees one between int64 ids.
-func (e *edgeBatch) joinLoops(from int) {
-	for k := from; k < len(e.src); k++ {
-		if bytes.Equal(e.batchStr(e.src[k]), e.batchStr(e.dst[k])) {
-			e.dst[k] = e.src[k]
-		}
-	}
-}
-
 // dictShard is one shard of a run dictionary: the strings whose hash picks
 // it, in an open-addressing table at most half full. One goroutine fills
-// it at a time (internRun), with the shard small enough to stay in cache.
+// it at a time (InternRun), with the shard small enough to stay in cache.
 //
 // A slot holds 32 bits of the hash beside the string's arena offset, and
 // the arena holds each string after its length and entry number, so a
@@ -168,74 +110,74 @@ func (d *dictShard) grow() {
 	}
 }
 
-// runDict is a run's string dictionary, in shards that goroutines fill
+// Dict is a run's string dictionary, in shards that goroutines fill
 // in parallel: a string's provisional id is entry*len(shards) + shard
-// until sortedStrings ranks it. It belongs to the sorter, which reuses it
+// until SortedStrings ranks it. It belongs to the sorter, which reuses it
 // from run to run.
-type runDict struct {
+type Dict struct {
 	shards []dictShard
 }
 
-// dictShards is a run dictionary's shard count: enough that a shard's
+// DictShards is a run dictionary's shard count: enough that a shard's
 // table and strings stay in a core's cache while it is filled (a run of
 // 4 Mi edges mentions up to 8 M ids), and more than there are cores. A
 // staged string's place keeps its shard in 8 bits.
-const dictShards = 256
+const DictShards = 256
 
-func newRunDict(shards int) *runDict {
-	return &runDict{shards: make([]dictShard, max(1, shards))}
+func NewDict(shards int) *Dict {
+	return &Dict{shards: make([]dictShard, max(1, shards))}
 }
 
-// shardOf picks a string's shard from bits of its hash that the shard's
+// ShardOf picks a string's shard from bits of its hash that the shard's
 // table does not use for the slot (the low ones).
-func shardOf(h uint64, n int) int { return int(uint32(h>>40) % uint32(n)) }
+func ShardOf(h uint64, n int) int { return int(uint32(h>>40) % uint32(n)) }
 
-func (rd *runDict) reset() {
+func (rd *Dict) Reset() {
 	for i := range rd.shards {
 		rd.shards[i].reset()
 	}
 }
 
-// stagedStrings are a run's string ids as the committer hands them to the
+// Staged are a run's string ids as the committer hands them to the
 // sorter, in one arena a dictionary shard: each once per mention (but once
 // for a source repeated on consecutive edges, or a self-loop's two ends),
 // as its hash, its length as a uint16 and its bytes. Until the sorter
 // interns them, a record's s and d are places: offset << 8 | shard.
-type stagedStrings struct {
-	shards [dictShards][]byte
+type Staged struct {
+	Shards [DictShards][]byte
 }
 
 const stageHead = 10
 
-// newStagedStrings returns arenas with room for limit bytes in all, so a
+// NewStaged returns arenas with room for limit bytes in all, so a
 // run's arenas never grow by copying (room never touched costs address
 // space only).
-func newStagedStrings(limit int) *stagedStrings {
-	st := &stagedStrings{}
-	for i := range st.shards {
-		st.shards[i] = make([]byte, 0, limit/dictShards+limit/dictShards/8)
+func NewStaged(limit int) *Staged {
+	st := &Staged{}
+	for i := range st.Shards {
+		st.Shards[i] = make([]byte, 0, limit/DictShards+limit/DictShards/8)
 	}
 	return st
 }
 
-func (st *stagedStrings) reset() {
-	for i := range st.shards {
-		st.shards[i] = st.shards[i][:0]
+func (st *Staged) Reset() {
+	for i := range st.Shards {
+		st.Shards[i] = st.Shards[i][:0]
 	}
 }
 
 func stagedAt(place int64) (shard int, off int64) { return int(place & 0xff), place >> 8 }
 
-func (st *stagedStrings) str(place int64) []byte {
+func (st *Staged) Str(place int64) []byte {
 	t, off := stagedAt(place)
-	a := st.shards[t]
+	a := st.Shards[t]
 	n := int64(binary.LittleEndian.Uint16(a[off+8:]))
 	return a[off+stageHead : off+stageHead+n]
 }
 
-// add stages string s with hash h in shard t and returns its place.
-func (st *stagedStrings) add(t int, s []byte, h uint64) int64 {
-	a := st.shards[t]
+// Add stages string s with hash h in shard t and returns its place.
+func (st *Staged) Add(t int, s []byte, h uint64) int64 {
+	a := st.Shards[t]
 	n := len(a)
 	if need := n + stageHead + len(s); need <= cap(a) {
 		a = a[:need]
@@ -245,66 +187,23 @@ func (st *stagedStrings) add(t int, s []byte, h uint64) int64 {
 	binary.LittleEndian.PutUint64(a[n:], h)
 	binary.LittleEndian.PutUint16(a[n+8:], uint16(len(s)))
 	copy(a[n+stageHead:], s)
-	st.shards[t] = a
+	st.Shards[t] = a
 	return int64(n)<<8 | int64(t)
 }
 
-// stageBatch copies the strings e staged into the run's arenas, shard by
-// shard, and notes where each shard's bytes went (stagedBase), for
-// placeRange. All the committer does for strings is this: interning them
-// one by one as they came, a lookup in a table of all the run's ids (a
-// cache miss or two per id), was the import's bottleneck; the decoders
-// hash and stage them in parallel, and the sorter interns a whole run at
-// once, shard by shard, reading each shard's strings in order with its
-// table in cache (internRun). A batch cut by a run's end is copied into
-// both runs: the strings of the other run's edges become ids of this run's
-// set too, which changes nothing, since they are the input's ids anyway.
-func (b *runBuilder) stageBatch(e *edgeBatch) {
-	st := b.arena
-	for set := range e.stage {
-		for t := range e.stage[set].shards {
-			src := e.stage[set].shards[t]
-			b.stagedBase[set][t] = int64(len(st.shards[t]))
-			if len(src) > 0 {
-				st.shards[t] = append(st.shards[t], src...)
-				b.arenaBytes += len(src)
-			}
-		}
-	}
-	b.stagedBatch = e
-}
-
-// placeRange turns the batch places of edges i..j of e into run places,
-// in blocks on up to Workers goroutines.
-func (b *runBuilder) placeRange(e *edgeBatch, i, j int) {
-	base := &b.stagedBase
-	run := func(p int64) int64 {
-		q, set := unbatchPlace(p)
-		t := q & 0xff
-		return (q>>8+base[set][t])<<8 | t
-	}
-	par := max(1, min(b.o.Workers, (j-i)/parallelAppendMin))
-	span := (j - i + par - 1) / par
-	parallelFor(par, func(t int) {
-		for k := i + t*span; k < min(j, i+(t+1)*span); k++ {
-			e.src[k], e.dst[k] = run(e.src[k]), run(e.dst[k])
-		}
-	})
-}
-
-// internRun interns a run's staged strings, shard by shard on up to par
+// InternRun interns a run's staged strings, shard by shard on up to par
 // goroutines, and replaces the records' places by provisional ids. Each
 // staged string's hash is overwritten by its id, so the records' ends then
 // find theirs with one independent load each.
-func (rd *runDict) internRun(recs []rec, st *stagedStrings, par int) {
+func (rd *Dict) InternRun(recs []Rec, st *Staged, par int) {
 	ns := len(rd.shards)
-	if par < 2 || len(recs) < parallelRadixMin {
+	if par < 2 || len(recs) < ParallelMin {
 		par = 1
 	}
 	var next atomic.Int64
-	parallelFor(par, func(int) {
+	ParallelFor(par, func(int) {
 		for t := int(next.Add(1) - 1); t < ns; t = int(next.Add(1) - 1) {
-			sh, a := &rd.shards[t], st.shards[t]
+			sh, a := &rd.shards[t], st.Shards[t]
 			for off := 0; off < len(a); {
 				n := int(binary.LittleEndian.Uint16(a[off+8:]))
 				id := uint64(sh.intern(a[off+stageHead:off+stageHead+n], binary.LittleEndian.Uint64(a[off:])))*uint64(ns) + uint64(t)
@@ -315,28 +214,28 @@ func (rd *runDict) internRun(recs []rec, st *stagedStrings, par int) {
 	})
 	id := func(place int64) int64 {
 		t, off := stagedAt(place)
-		return int64(binary.LittleEndian.Uint64(st.shards[t][off:]))
+		return int64(binary.LittleEndian.Uint64(st.Shards[t][off:]))
 	}
 	span := (len(recs) + par - 1) / par
-	parallelFor(par, func(t int) {
+	ParallelFor(par, func(t int) {
 		for i := t * span; i < min(len(recs), (t+1)*span); i++ {
 			r := &recs[i]
-			r.s, r.d = id(r.s), id(r.d)
+			r.S, r.D = id(r.S), id(r.D)
 		}
 	})
 }
 
-// strSet is a run's distinct strings in bytewise order.
-type strSet struct {
+// StrSet is a run's distinct strings in bytewise order.
+type StrSet struct {
 	arena []byte
-	refs  []int64
+	Refs  []int64
 }
 
-// sortedStrings ranks the run's strings: it returns them in bytewise order
+// SortedStrings ranks the run's strings: it returns them in bytewise order
 // and rank[p], the rank of the string with provisional id p. The strings
 // are radix sorted on the 8 bytes after their common prefix, and runs of
 // equal keys are finished by comparison.
-func (rd *runDict) sortedStrings(rs *runSorter) (strSet, []uint32) {
+func (rd *Dict) SortedStrings(rs *Sorter) (StrSet, []uint32) {
 	ns := len(rd.shards)
 	var n, most, size int
 	for t := range rd.shards {
@@ -346,7 +245,7 @@ func (rd *runDict) sortedStrings(rs *runSorter) (strSet, []uint32) {
 	}
 	rank := make([]uint32, most*ns)
 	if n == 0 {
-		return strSet{}, rank
+		return StrSet{}, rank
 	}
 	str := func(p uint32) []byte { return rd.shards[int(p)%ns].str(int(p) / ns) }
 	var first []byte
@@ -369,7 +268,7 @@ func (rd *runDict) sortedStrings(rs *runSorter) (strSet, []uint32) {
 		}
 	}
 	if cap(rs.a) < n {
-		rs.a, rs.b = make([]kv, n), make([]kv, n)
+		rs.a, rs.b = make([]KV, n), make([]KV, n)
 	}
 	a, b := rs.a[:0], rs.b[:n]
 	lo, hi := ^uint64(0), uint64(0)
@@ -377,30 +276,30 @@ func (rd *runDict) sortedStrings(rs *runSorter) (strSet, []uint32) {
 		sh := &rd.shards[t]
 		for i := range sh.offs {
 			k := prefixKey(sh.str(i)[cp:])
-			a = append(a, kv{key: k, idx: uint32(i*ns + t)})
+			a = append(a, KV{Key: k, Idx: uint32(i*ns + t)})
 			lo, hi = min(lo, k), max(hi, k)
 		}
 	}
 	for i := range a {
-		a[i].key -= lo
+		a[i].Key -= lo
 	}
-	sorted := radixSortKV(a, b, bits.Len64(hi-lo), rs.par)
+	sorted := radixSortKV(a, b, bits.Len64(hi-lo), rs.Par)
 	for i := 0; i < n; {
 		j := i + 1
-		for j < n && sorted[j].key == sorted[i].key {
+		for j < n && sorted[j].Key == sorted[i].Key {
 			j++
 		}
 		if j-i > 1 {
-			slices.SortFunc(sorted[i:j], func(x, y kv) int { return bytes.Compare(str(x.idx)[cp:], str(y.idx)[cp:]) })
+			slices.SortFunc(sorted[i:j], func(x, y KV) int { return bytes.Compare(str(x.Idx)[cp:], str(y.Idx)[cp:]) })
 		}
 		i = j
 	}
-	out := strSet{refs: make([]int64, n), arena: make([]byte, 0, size)}
+	out := StrSet{Refs: make([]int64, n), arena: make([]byte, 0, size)}
 	for r, x := range sorted {
-		s := str(x.idx)
-		out.refs[r] = mkRef(len(out.arena), len(s))
+		s := str(x.Idx)
+		out.Refs[r] = mkRef(len(out.arena), len(s))
 		out.arena = append(out.arena, s...)
-		rank[x.idx] = uint32(r)
+		rank[x.Idx] = uint32(r)
 	}
 	return out, rank
 }
@@ -417,11 +316,11 @@ func prefixKey(s []byte) uint64 {
 	return binary.BigEndian.Uint64(b[:])
 }
 
-// encodeStrings writes a sorted string set as uvarint length and bytes
+// EncodeStrings writes a sorted string set as uvarint length and bytes
 // each.
-func encodeStrings(w *bufio.Writer, set strSet) error {
+func EncodeStrings(w *bufio.Writer, set StrSet) error {
 	var buf [binary.MaxVarintLen64]byte
-	for _, r := range set.refs {
+	for _, r := range set.Refs {
 		s := refStr(set.arena, r)
 		n := binary.PutUvarint(buf[:], uint64(len(s)))
 		if _, err := w.Write(buf[:n]); err != nil {
@@ -435,10 +334,10 @@ func encodeStrings(w *bufio.Writer, set strSet) error {
 }
 
 // strReader streams one run's sorted strings: from memory or from the
-// file encodeStrings wrote.
+// file EncodeStrings wrote.
 type strReader struct {
 	run  int
-	set  strSet // when never spilled
+	set  StrSet // when never spilled
 	i    int
 	r    *bufio.Reader
 	f    *os.File
@@ -450,10 +349,10 @@ type strReader struct {
 
 func (s *strReader) next() (bool, error) {
 	if s.r == nil {
-		if s.i == len(s.set.refs) {
+		if s.i == len(s.set.Refs) {
 			return false, nil
 		}
-		s.cur = refStr(s.set.arena, s.set.refs[s.i])
+		s.cur = refStr(s.set.arena, s.set.Refs[s.i])
 		s.i++
 		return true, nil
 	}
@@ -462,7 +361,7 @@ func (s *strReader) next() (bool, error) {
 	}
 	s.left--
 	n, err := binary.ReadUvarint(s.r)
-	if err == nil && (n == 0 || n > maxStringIDBytes) {
+	if err == nil && (n == 0 || n > MaxStringIDBytes) {
 		err = fmt.Errorf("string of %d bytes", n)
 	}
 	if err == nil {
@@ -476,19 +375,19 @@ func (s *strReader) next() (bool, error) {
 	return true, nil
 }
 
-// stringTable is the merged string id map: dense id v's string is
+// StringTable is the merged string id map: dense id v's string is
 // strbytes[offs[v]:offs[v+1]], strbytes in a temporary file.
-type stringTable struct {
-	offs  []uint64
-	path  string // the strings, back to back
-	bytes uint64
+type StringTable struct {
+	Offs  []uint64
+	Path  string // the strings, back to back
+	Bytes uint64
 }
 
-// mergeStrings merges the runs' string sets into the graph's string table,
+// MergeStrings merges the runs' string sets into the graph's string table,
 // written to a temporary file in dir, and gives each run the map from its
-// local ids to dense ids (runFile.remap). The in-memory run's records are
+// local ids to dense ids (Run.remap). The in-memory run's records are
 // rewritten in dense ids, and every run's marks name dense sources.
-func mergeStrings(ctx context.Context, runs []runFile, dir string) (*stringTable, error) {
+func MergeStrings(ctx context.Context, runs []Run, dir string) (*StringTable, error) {
 	var srcs []*strReader
 	defer func() {
 		for _, s := range srcs {
@@ -499,27 +398,27 @@ func mergeStrings(ctx context.Context, runs []runFile, dir string) (*stringTable
 	}()
 	for i := range runs {
 		rf := &runs[i]
-		s := &strReader{run: i, set: rf.strs}
-		if rf.strPath != "" {
-			f, err := os.Open(rf.strPath)
+		s := &strReader{run: i, set: rf.Strs}
+		if rf.StrPath != "" {
+			f, err := os.Open(rf.StrPath)
 			if err != nil {
 				return nil, fmt.Errorf("read back string run: %w", err)
 			}
-			s.f, s.r, s.name, s.left = f, bufio.NewReaderSize(f, 64<<10), rf.strPath, int(rf.nstrs)
+			s.f, s.r, s.name, s.left = f, bufio.NewReaderSize(f, 64<<10), rf.StrPath, int(rf.NStrs)
 		}
-		rf.remap = make([]uint32, 0, rf.nstrs)
+		rf.Remap = make([]uint32, 0, rf.NStrs)
 		srcs = append(srcs, s)
 	}
 	out, err := os.CreateTemp(dir, "walkstage-strings-*")
 	if err != nil {
 		return nil, fmt.Errorf("spill strings: %w", err)
 	}
-	t := &stringTable{path: out.Name(), offs: []uint64{0}}
+	t := &StringTable{Path: out.Name(), Offs: []uint64{0}}
 	ok := false
 	defer func() {
 		if !ok {
 			out.Close()
-			os.Remove(t.path)
+			os.Remove(t.Path)
 		}
 	}()
 	w := bufio.NewWriterSize(out, 1<<20)
@@ -563,18 +462,18 @@ func mergeStrings(ctx context.Context, runs []runFile, dir string) (*stringTable
 	var v uint32
 	for n := 0; len(h) > 0; n++ {
 		top := h[0]
-		if len(t.offs) == 1 || !bytes.Equal(top.cur, last) {
-			if len(t.offs) > 1 {
+		if len(t.Offs) == 1 || !bytes.Equal(top.cur, last) {
+			if len(t.Offs) > 1 {
 				v++
 			}
 			if _, err := w.Write(top.cur); err != nil {
 				return nil, fmt.Errorf("spill strings: %w", err)
 			}
-			t.bytes += uint64(len(top.cur))
-			t.offs = append(t.offs, t.bytes)
+			t.Bytes += uint64(len(top.cur))
+			t.Offs = append(t.Offs, t.Bytes)
 			last = append(last[:0], top.cur...)
 		}
-		runs[top.run].remap = append(runs[top.run].remap, v)
+		runs[top.run].Remap = append(runs[top.run].Remap, v)
 		more, err := top.next()
 		if err != nil {
 			return nil, err
@@ -597,19 +496,19 @@ func mergeStrings(ctx context.Context, runs []runFile, dir string) (*stringTable
 	ok = true
 	for i := range runs {
 		rf := &runs[i]
-		if int64(len(rf.remap)) != rf.nstrs {
-			os.Remove(t.path)
-			return nil, fmt.Errorf("string run %d: %d strings, %d mapped (internal error)", i, rf.nstrs, len(rf.remap))
+		if int64(len(rf.Remap)) != rf.NStrs {
+			os.Remove(t.Path)
+			return nil, fmt.Errorf("string run %d: %d strings, %d mapped (internal error)", i, rf.NStrs, len(rf.Remap))
 		}
-		for j := range rf.marks {
-			rf.marks[j].s = int64(rf.remap[rf.marks[j].s])
+		for j := range rf.Marks {
+			rf.Marks[j].S = int64(rf.Remap[rf.Marks[j].S])
 		}
-		if rf.mem != nil {
-			for j := range rf.mem {
-				r := &rf.mem[j]
-				r.s, r.d = int64(rf.remap[r.s]), int64(rf.remap[r.d])
+		if rf.Mem != nil {
+			for j := range rf.Mem {
+				r := &rf.Mem[j]
+				r.S, r.D = int64(rf.Remap[r.S]), int64(rf.Remap[r.D])
 			}
-			rf.remap = nil
+			rf.Remap = nil
 		}
 	}
 	return t, nil
