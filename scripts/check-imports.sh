@@ -9,7 +9,9 @@
 # stage; the catalog, which only needs buckets, reaches them through
 # store/, not through the sink (the Parquet encoder and batch writer); and
 # sink/output, the output contract that readers of committed output
-# import, reaches neither the batch writer nor the Parquet encoder.
+# import, reaches neither the batch writer nor the Parquet encoder; the
+# graph core does not reach the importer (graph/edgelist), and the
+# importer's external sort and graph-file writer no input format.
 # Exits 1 naming each offending import.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -98,9 +100,16 @@ catalog_hint="the catalog must not reach the sink (open buckets with $mod/store)
 # committed output import: it must not pull in the batch writer or the
 # Parquet encoder.
 output_hint="sink/output must not reach the batch writer ($mod/sink) or the Parquet encoder ($mod/sink/pages)"
+# The importer sits beside the graph core, which never needs it; its
+# external sort and its graph-file writer know nothing of the input
+# formats (the decoders are graph/edgelist's).
+graph_hint="the graph core must not reach the importer ($mod/graph/edgelist)"
+sort_hint="graph/edgelist/extsort and csrfile must not reach the input formats' decoders (parquet-go)"
 for tags in "" ${cuda:+"$cuda"}; do
   check_unreached "$tags" ./catalog/... "^$mod/sink(/|$)" "$catalog_hint"
   check_unreached "$tags" ./sink/output/... "^$mod/sink(/pages)?$" "$output_hint"
+  check_unreached "$tags" ./graph "^$mod/graph/edgelist(/|$)" "$graph_hint"
+  check_unreached "$tags" "./graph/edgelist/extsort/... ./graph/edgelist/csrfile/..." "^github.com/parquet-go/" "$sort_hint"
 done
 
 # The walkstage command is one package, so this one is per file: which of

@@ -1,21 +1,22 @@
 // Package edgelist imports edge-list files into walkstage's graph file
-// (.wsg): the SNAP-style text and Parquet importers. The exporter, which
-// writes a graph back out in either format so that importing the export
-// rebuilds the same file, is graph/edgelist/export.
+// (.wsg): the SNAP-style text and Parquet importers.
 //
 // The importers (ImportText, ImportTextReader, ImportParquet) stream any
 // input size through bounded memory as an external sort (import.go has the
-// pipeline): parallel decoders (textdecode.go, parquetdecode.go) hand
-// batches in input order (batch.go) to a run builder (runs.go) whose full
-// runs are radix-sorted (radix.go) and spilled delta- and varint-coded
-// (runcodec.go); the runs' id sets and edges are then k-way merged
-// (merge.go), the external ids ranked into dense ids (ranker.go), and the
-// CSR sections written in parts straight into the output file
-// (mergepar.go, csrwrite.go, compact.go). The output has the same bytes
-// whatever the worker count, and the same as graph.FromEdges and graph.Save
-// give for the same edges.
+// pipeline). This package holds the front end: the options, the parallel
+// decoders (textdecode.go, parquetdecode.go) that hand batches in input
+// order (batch.go) to the run builder (runs.go), which cuts the input into
+// runs, stages string ids (strstage.go) and hands each full run to its
+// sorter. The sort itself is graph/edgelist/extsort: full runs are
+// radix-sorted and spilled delta- and varint-coded, and the runs' id sets
+// merged into the sorted external ids. The graph file is written by
+// graph/edgelist/csrfile: the runs k-way merged, the external ids ranked
+// into dense ids and the CSR sections written in parts straight into the
+// output file. The output has the same bytes whatever the worker count,
+// and the same as graph.FromEdges and graph.Save give for the same edges.
 //
-// String ids (ImportOptions.StringIDs; strdict.go) ride the same int64
+// String ids (ImportOptions.StringIDs; strstage.go here, extsort's
+// strdict.go for the dictionary and the string table) ride the same int64
 // pipeline rather than a pipeline of their own. The decoders validate and
 // hash each id and stage it, grouped by dictionary shard; the committer
 // copies a batch's staged bytes into the run's arenas, and its records
@@ -44,19 +45,13 @@
 // runs are sorted by (source, target, time), the graph file's edge order
 // (graph.FromEdges's), and a duplicate is an edge equal in all three, so
 // one pair at two times is two edges whatever the duplicate policy (which
-// applies to edges at the same time). The writer then lays each vertex's
+// applies to edges at the same time). The writer (csrfile) then lays each vertex's
 // times out in time order with the permutation (the times and bytime
 // sections), one vertex at a time.
 //
-// The graph file's layout, header and checksum are the graph package's: the
-// importer lays its file out with graph.NewFileLayout and fills the sections
-// in place. This package knows nothing of walks, Kafka or GPUs.
-//
-// Why it is one package of over 5,000 lines rather than the project's usual
-// 3,000 at most: it is one idea, an external sort with two front ends. The
-// decoders write straight into the run builder's column batches, and the
-// record, run-file, run-reader and option types (with the test knobs in
-// ImportOptions) are shared by every stage from decoding to the final
-// merge; a split between the decoders and the sort, or between the sort
-// and the CSR writer, would export those internals for no other user.
+// The graph file's layout, header and checksum are the graph package's
+// (csrfile lays the file out with graph.NewFileLayout and fills the
+// sections in place). The exporter, the importers' inverse, is
+// graph/edgelist/export. This package knows nothing of walks, Kafka or
+// GPUs.
 package edgelist

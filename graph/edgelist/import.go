@@ -11,9 +11,9 @@ package edgelist
 //  2. A full run is sorted by (src, dst, input position) by the sorter (by
 //     (src, dst, time, input position) when timed; with string ids the
 //     sorter first turns the run's strings into run-local ranks, see
-//     doc.go and strdict.go), a
-//     goroutine that spreads the radix sort and the encoding over Workers
-//     goroutines (radix.go, runcodec.go), and spilled to a temporary file,
+//     doc.go and extsort's strdict.go), a goroutine that spreads the radix
+//     sort and the encoding over Workers goroutines (extsort.Sorter,
+//     extsort.EncodeRun), and spilled to a temporary file,
 //     delta- and varint-coded, together with the sorted set of external ids
 //     it mentions; the run builder meanwhile fills the other buffer. Memory
 //     is two runs and the sort's scratch, plus about 15 MB a worker,
@@ -27,7 +27,7 @@ package edgelist
 //     CSR sections are written straight into the output file, which is
 //     renamed into place only when complete. The merge runs in parts of the
 //     source range on Workers goroutines, each part writing its own slice
-//     of the sections (mergepar.go); the bytes do not depend on the count.
+//     of the sections (csrfile.Write); the bytes do not depend on the count.
 
 import (
 	"context"
@@ -41,6 +41,7 @@ import (
 	"time"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/graph/edgelist/csrfile"
 	"github.com/walkstage/walkstage/graph/edgelist/extsort"
 )
 
@@ -165,6 +166,11 @@ type PhaseTime struct {
 	Overlap bool
 }
 
+// defaultMarkEvery is ImportOptions.markEvery's default: records between
+// a run's marks, so a part of the final merge (graph/edgelist/csrfile)
+// skips about 2048 records a run to its start.
+const defaultMarkEvery = 4096
+
 // defaultRunEdges is ImportOptions.RunEdges's default.
 const defaultRunEdges = 4 << 20
 
@@ -219,8 +225,22 @@ func importInto(ctx context.Context, input, out string, o ImportOptions, totalBy
 	for _, r := range runs {
 		total += r.N
 	}
-	w := &csrWriter{input: input, o: o, ids: ids, strs: strs, n: n, total: total, stats: &st}
-	if err := graph.WriteFileAtomic(out, func(f *os.File) error { return w.write(ctx, f, runs) }); err != nil {
+	wo := csrfile.Options{Name: o.Name, Weighted: o.Weighted, Labelled: o.Labelled, Timed: o.timed, Duplicates: o.Duplicates,
+		Workers: o.Workers, MergeParts: o.mergeParts, MarkEvery: o.markEvery, ProgressInterval: o.ProgressInterval}
+	if o.Progress != nil {
+		wo.Progress = func(out, total int64) {
+			o.Progress(Progress{Phase: "write", EdgesOut: out, EdgesTotal: total, EdgesRead: st.InputEdges})
+		}
+	}
+	var ws csrfile.Stats
+	err = graph.WriteFileAtomic(out, func(f *os.File) error {
+		var err error
+		ws, err = csrfile.Write(ctx, f, runs, ids, strs, n, total, wo)
+		return err
+	})
+	st.Vertices, st.Edges, st.Duplicates, st.OutputBytes, st.Version = ws.Vertices, ws.Edges, ws.Duplicates, ws.OutputBytes, ws.Version
+	st.mergeParts = ws.MergeParts
+	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", input, err)
 	}
 	t5 := time.Now()
@@ -233,8 +253,8 @@ func importInto(ctx context.Context, input, out string, o ImportOptions, totalBy
 		{Name: "sort runs busy", Duration: b.sortBusy, Edges: total, Overlap: true},
 		{Name: "sort tail", Duration: t3.Sub(t1)},
 		{Name: "ids", Duration: t4.Sub(t3)},
-		{Name: "merge", Duration: w.mergeTime, Edges: total},
-		{Name: "write", Duration: t5.Sub(t4) - w.mergeTime, Edges: total},
+		{Name: "merge", Duration: ws.MergeTime, Edges: total},
+		{Name: "write", Duration: t5.Sub(t4) - ws.MergeTime, Edges: total},
 	}
 	return &st, nil
 }

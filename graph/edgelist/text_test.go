@@ -9,12 +9,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/walkstage/walkstage/graph"
-	"github.com/walkstage/walkstage/graph/edgelist/extsort"
 )
 
 // importString imports text through a file and loads the result.
@@ -289,46 +287,6 @@ func TestImportTextMatrixMarket(t *testing.T) {
 	// Without the banner a three-number line is an edge (here: a bad one).
 	if _, _, err := importString(t, "3 3 2\n", ImportOptions{}); err == nil {
 		t.Fatal("a size line outside a Matrix Market file was accepted")
-	}
-}
-
-func TestRankerTableAndIndex(t *testing.T) {
-	rng := rand.New(rand.NewPCG(9, 10))
-	for name, gen := range map[string]func() int64{
-		"dense":  func() int64 { return rng.Int64N(3000) - 1000 },
-		"hashed": func() int64 { return int64(rng.Uint64()) },
-		"skewed": func() int64 { return rng.Int64N(100) + int64(rng.IntN(2))<<60 },
-	} {
-		var ids []int64
-		for range 2000 {
-			ids = append(ids, gen())
-		}
-		slices.Sort(ids)
-		ids = slices.Compact(ids)
-		r := newRanker(ids)
-		if (r.table != nil) != (name == "dense") {
-			t.Fatalf("%s: table=%v", name, r.table != nil)
-		}
-		batch := make([]extsort.TRec, len(ids))
-		for i, j := range rng.Perm(len(ids)) {
-			batch[i].D = ids[j]
-		}
-		out := make([]uint32, len(batch))
-		if err := r.all(batch, out); err != nil {
-			t.Fatal(err)
-		}
-		for i := range batch {
-			if ids[out[i]] != batch[i].D {
-				t.Fatalf("%s: rank of %d is %d (id %d)", name, batch[i].D, out[i], ids[out[i]])
-			}
-		}
-		missing := []extsort.TRec{{Rec: extsort.Rec{D: ids[0] + 1}}}
-		if ids[1] == ids[0]+1 {
-			missing[0].D = ids[len(ids)-1] + 1
-		}
-		if err := r.all(missing, out); err == nil {
-			t.Fatalf("%s: a missing id was ranked", name)
-		}
 	}
 }
 

@@ -1,4 +1,4 @@
-package edgelist
+package csrfile
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package edgelist
+package csrfile
 
 import (
 	"cmp"
@@ -38,12 +38,8 @@ import (
 // reuses from part to part: a read buffer per spilled run (64 MiB in all,
 // or 16 KiB a buffer when Workers x runs exceeds 4096; see readBufSize), a
 // batch of batchLen records and the sections' write buffers (about 1.4 MiB
-// with those). The marks add about 40 bytes per defaultMarkEvery records
+// with those). The marks add about 40 bytes per MarkEvery records
 // of the runs. Nothing grows with the input but the marks.
-
-// defaultMarkEvery is ImportOptions.markEvery's default: records between
-// a run's marks, so a part skips about 2048 records a run to its start.
-const defaultMarkEvery = 4096
 
 // mergePart is one part of the final merge.
 type mergePart struct {
@@ -63,8 +59,8 @@ var errPartStopped = errors.New("merge part stopped")
 // one worker or little to merge, else four a worker so a part that is
 // slow (skew) does not leave the other cores idle.
 func (w *csrWriter) mergePartCount() int {
-	if w.o.mergeParts > 0 {
-		return w.o.mergeParts
+	if w.o.MergeParts > 0 {
+		return w.o.MergeParts
 	}
 	if w.o.Workers <= 1 {
 		return 1
@@ -80,7 +76,7 @@ func readBufSize(workers, runs int) int {
 
 // planParts cuts the source range into at most nparts parts.
 func (w *csrWriter) planParts(runs []extsort.Run, files []*os.File, nparts int) ([]mergePart, error) {
-	bounds := partBounds(runs, nparts, w.total, w.o.markEvery)
+	bounds := partBounds(runs, nparts, w.total, w.o.MarkEvery)
 	// pos[i][k] is where run i's records with s >= bounds[k] start.
 	pos := make([][]extsort.Pos, len(runs))
 	for i := range pos {
@@ -185,7 +181,7 @@ func cmpInt64(a, b int64) int {
 
 // locate returns the position of run rf's first record with s >= b (the
 // run's end when there is none), decoding from the last mark before it.
-func locate(rf extsort.Run, f *os.File, b int64, o ImportOptions) (extsort.Pos, error) {
+func locate(rf extsort.Run, f *os.File, b int64, o Options) (extsort.Pos, error) {
 	if rf.Mem != nil {
 		return extsort.Pos{N: int64(sort.Search(len(rf.Mem), func(i int) bool { return rf.Mem[i].S >= b }))}, nil
 	}
@@ -221,7 +217,7 @@ func (w *csrWriter) writeEdges(ctx context.Context, f *os.File, h *graph.FileLay
 	if err != nil {
 		return err
 	}
-	w.stats.mergeParts = len(parts)
+	w.stats.MergeParts = len(parts)
 	if w.ids != nil {
 		w.rank = newRanker(w.ids)
 	}
@@ -310,7 +306,7 @@ func (w *csrWriter) runParts(ctx context.Context, parts []mergePart, do func(p *
 // mergeSegments merges the part's segments of the runs and calls emit for the
 // edges the duplicate policy keeps (with summed weights under
 // graph.DupSumWeights), counting the duplicates in p.dups.
-func mergeSegments(ctx context.Context, runs []extsort.Run, files []*os.File, p *mergePart, o ImportOptions, bufs [][]byte, emit func(r *extsort.TRec) error) error {
+func mergeSegments(ctx context.Context, runs []extsort.Run, files []*os.File, p *mergePart, o Options, bufs [][]byte, emit func(r *extsort.TRec) error) error {
 	var rs []*extsort.Reader
 	for i, rf := range runs {
 		if n := p.to[i].N - p.from[i].N; n > 0 {
@@ -408,7 +404,7 @@ func (w *csrWriter) writePart(ctx context.Context, f *os.File, h *graph.FileLayo
 		pw.lbls = newSecWriter(f, offsetOf(h, graph.SectionLabels)+uint64(p.e0), sc.lbls)
 		sc.lbls = pw.lbls.buf
 	}
-	if w.o.timed {
+	if w.o.Timed {
 		pw.tms = newSecWriter(f, offsetOf(h, graph.SectionTimes)+8*uint64(p.e0), sc.tms)
 		pw.byt = newSecWriter(f, offsetOf(h, graph.SectionByTime)+4*uint64(p.e0), sc.byt)
 		sc.tms, sc.byt = pw.tms.buf, pw.byt.buf
@@ -434,7 +430,7 @@ func (w *csrWriter) writePart(ctx context.Context, f *os.File, h *graph.FileLayo
 	}
 	if de := (*dupEdgeError)(nil); errors.As(err, &de) {
 		at := ""
-		if w.o.timed {
+		if w.o.Timed {
 			at = fmt.Sprintf(" at time %d", de.t)
 		}
 		err = fmt.Errorf("%w %s -> %s%s (use --duplicates keep-first, sum or keep-all to accept it)", graph.ErrDuplicate,

@@ -1,4 +1,4 @@
-package edgelist
+package csrfile
 
 import (
 	"errors"
@@ -37,7 +37,7 @@ func (w *csrWriter) compact(f *os.File, h *graph.FileLayout, parts []mergePart) 
 	if w.o.Labelled {
 		secs = append(secs, section{offsetOf(h, graph.SectionLabels), 1})
 	}
-	if w.o.timed {
+	if w.o.Timed {
 		// A vertex's time order holds local indices, which a move keeps.
 		secs = append(secs, section{offsetOf(h, graph.SectionTimes), 8}, section{offsetOf(h, graph.SectionByTime), 4})
 	}

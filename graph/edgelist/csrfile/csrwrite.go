@@ -1,4 +1,4 @@
-package edgelist
+package csrfile
 
 import (
 	"context"
@@ -13,6 +13,62 @@ import (
 	"github.com/walkstage/walkstage/graph/edgelist/extsort"
 )
 
+// Options say what the graph file holds and how the runs are merged into
+// it.
+type Options struct {
+	// Name is stored in the file.
+	Name string
+	// Weighted, Labelled and Timed say which optional fields the runs'
+	// records carry and the file stores.
+	Weighted, Labelled, Timed bool
+	// Duplicates says what to do with repeated (source, target, time)
+	// records.
+	Duplicates graph.DuplicatePolicy
+	// Workers is how many goroutines merge parts of the source range.
+	Workers int
+	// MergeParts is the number of parts of the merge; 0 picks four a
+	// worker (one with one worker or few records). The file has the same
+	// bytes whatever the number.
+	MergeParts int
+	// MarkEvery is the records between the spilled runs' marks (as the
+	// runs were encoded): where a part starts decoding a run.
+	MarkEvery int
+	// Progress, if set, is called every ProgressInterval during the merge
+	// and once at the end with the edges written and the edges to merge.
+	Progress         func(edgesOut, edgesTotal int64)
+	ProgressInterval time.Duration
+}
+
+// cols are the optional fields the runs' records carry.
+func (o Options) cols() extsort.Cols {
+	return extsort.Cols{Weighted: o.Weighted, Labelled: o.Labelled, Timed: o.Timed}
+}
+
+// Stats say what Write wrote.
+type Stats struct {
+	Vertices    int
+	Edges       int64 // directed edges in the file
+	Duplicates  int64 // repeated records merged or dropped
+	OutputBytes int64
+	Version     string // the file's checksum, graph.Graph's Version
+	MergeParts  int    // parts of the merge
+	// MergeTime is the parallel merge's wall time, the rest of Write being
+	// the ids, the compaction and the checksum.
+	MergeTime time.Duration
+}
+
+// Write writes the graph file of the merged runs into f: n vertices and
+// total directed records before duplicates are resolved, the sorted
+// external ids (nil with dense or string ids), and the string table with
+// string ids (the runs then map their local ids to dense ids).
+func Write(ctx context.Context, f *os.File, runs []extsort.Run, ids []int64, strs *extsort.StringTable, n int, total int64, o Options) (Stats, error) {
+	var st Stats
+	w := &csrWriter{o: o, ids: ids, strs: strs, n: n, total: total, stats: &st}
+	err := w.write(ctx, f, runs)
+	st.MergeTime = w.mergeTime
+	return st, err
+}
+
 // csrWriter turns the merged, sorted edge stream into a graph file. The
 // section table is laid out for the edge count before deduplication (an
 // upper bound); when duplicates were dropped, the sections after the
@@ -21,20 +77,19 @@ import (
 // The edges are merged and written in parts of the source range, in
 // parallel (mergepar.go).
 type csrWriter struct {
-	input string
-	o     ImportOptions
-	ids   []int64              // sorted external ids; nil with DenseIDs or StringIDs
-	strs  *extsort.StringTable // with StringIDs
+	o     Options
+	ids   []int64              // sorted external ids; nil with dense or string ids
+	strs  *extsort.StringTable // with string ids
 	n     int
 	total int64 // directed edges in the runs
-	stats *ImportStats
+	stats *Stats
 
-	rank     *ranker // nil with DenseIDs
+	rank     *ranker // nil with dense ids
 	e        uint64  // edges written
 	maxLabel int
 	out      atomic.Int64 // edges written so far, for progress
 
-	mergeTime time.Duration // the parallel merge's wall time, for ImportStats.Phases
+	mergeTime time.Duration // the parallel merge's wall time, for Stats.MergeTime
 }
 
 // batchLen is the edges of a batch: the target lookups of a batch, each a
@@ -108,7 +163,7 @@ func (w *csrWriter) layout() (*graph.FileLayout, error) {
 	return graph.NewFileLayout(graph.FileShape{
 		Vertices: uint64(w.n), Edges: uint64(w.total), NameBytes: len(w.o.Name),
 		Weighted: w.o.Weighted, Labelled: w.o.Labelled, External: w.ids != nil,
-		Timed: w.o.timed, StringIDs: w.strs != nil, StringBytes: strBytes,
+		Timed: w.o.Timed, StringIDs: w.strs != nil, StringBytes: strBytes,
 	})
 }
 
@@ -120,7 +175,7 @@ func offsetOf(h *graph.FileLayout, id graph.SectionID) uint64 {
 
 // progress reports the write phase.
 func (w *csrWriter) progress() {
-	w.o.Progress(Progress{Phase: "write", EdgesOut: w.out.Load(), EdgesTotal: w.total, EdgesRead: w.stats.InputEdges})
+	w.o.Progress(w.out.Load(), w.total)
 }
 
 // writeIDs writes the external ids and their index, when there are any.
