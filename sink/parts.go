@@ -57,7 +57,7 @@ type countingWriter struct {
 
 func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
-	c.crc = crc32cUpdate(c.crc, p[:n])
+	c.crc = store.CRC32CUpdate(c.crc, p[:n])
 	c.n += int64(n)
 	c.total.Add(int64(n))
 	return n, err
@@ -71,10 +71,10 @@ func (c *countingWriter) Sum32() uint32 { return c.crc }
 func (c *countingWriter) writeSection(f fragment, off int64, b []byte) (int, error) {
 	n, err := c.writeFragment(b)
 	if s, ok := c.knownSum(f, off, len(b)); ok && n == len(b) {
-		c.crc = crc32cCombine(c.crc, s.CRC, s.N)
+		c.crc = store.CRC32CCombine(c.crc, s.CRC, s.N)
 		c.combined += s.N
 	} else {
-		c.crc = crc32cUpdate(c.crc, b[:n])
+		c.crc = store.CRC32CUpdate(c.crc, b[:n])
 	}
 	c.n += int64(n)
 	c.total.Add(int64(n))

@@ -7,8 +7,11 @@
 // NewBlobObject is gocloud's writer; GuardStall fails an upload that stops
 // accepting bytes), aborts multipart uploads (S3Target, AbortStaleUploads),
 // removes what killed writers left (Sweep, RemoveStaleTemps), proves a
-// bucket usable at start-up (Check) and names objects for readers
-// (ObjectURL). Every store call it makes has a deadline (WithCallTimeout).
+// bucket usable at start-up (Check), names objects for readers
+// (ObjectURL) and computes objects' CRC32C checksums (CRC32CUpdate,
+// CRC32CCombine for a checksum made of known sections' sums,
+// CRC32CString in the form S3 and GCS report). Every store call it makes
+// has a deadline (WithCallTimeout).
 //
 // It knows buckets, keys and bytes: nothing of Parquet, walks, batches or
 // manifests (the sink names keys and decides what to write), and nothing of

@@ -1,4 +1,4 @@
-package sink
+package store
 
 import (
 	"hash/crc32"
@@ -22,15 +22,15 @@ func TestCRC32CCombine(t *testing.T) {
 	for _, cut := range cuts {
 		a, b := data[:cut], data[cut:]
 		want := crc32.Checksum(data, castagnoli)
-		got := crc32cCombine(crc32.Checksum(a, castagnoli), crc32.Checksum(b, castagnoli), int64(len(b)))
+		got := CRC32CCombine(crc32.Checksum(a, castagnoli), crc32.Checksum(b, castagnoli), int64(len(b)))
 		if got != want {
 			t.Fatalf("cut at %d: combined %08x, want %08x", cut, got, want)
 		}
-		if bad := crc32cCombine(crc32.Checksum(a, castagnoli)^1, crc32.Checksum(b, castagnoli), int64(len(b))); bad == want {
+		if bad := CRC32CCombine(crc32.Checksum(a, castagnoli)^1, crc32.Checksum(b, castagnoli), int64(len(b))); bad == want {
 			t.Fatalf("cut at %d: a wrong first sum combined to the right one", cut)
 		}
 		// As a running sum: the first part updated, then the second combined.
-		if run := crc32cCombine(crc32cUpdate(0, a), crc32cUpdate(0, b), int64(len(b))); run != want {
+		if run := CRC32CCombine(CRC32CUpdate(0, a), CRC32CUpdate(0, b), int64(len(b))); run != want {
 			t.Fatalf("cut at %d: running sums combined to %08x, want %08x", cut, run, want)
 		}
 	}
@@ -38,6 +38,6 @@ func TestCRC32CCombine(t *testing.T) {
 
 func BenchmarkCRC32CCombine(b *testing.B) {
 	for i := range b.N {
-		_ = crc32cCombine(uint32(i), 0x12345678, 3<<20+int64(i&1023))
+		_ = CRC32CCombine(uint32(i), 0x12345678, 3<<20+int64(i&1023))
 	}
 }

@@ -1,4 +1,4 @@
-package sink
+package store
 
 import "hash/crc32"
 
@@ -6,11 +6,11 @@ import "hash/crc32"
 // hash/crc32 and the combination below use it.
 const castagnoliReflected = 0x82f63b78
 
-// crc32cCombine returns the CRC32C of a‖b from crcA, that of a, crcB, that
+// CRC32CCombine returns the CRC32C of a‖b from crcA, that of a, crcB, that
 // of b, and b's length: crcA times x^(8·lenB), modulo the polynomial, plus
 // crcB (the construction zlib's crc32_combine uses). It costs some 32
 // carry-less steps per set bit of lenB, not a pass over b.
-func crc32cCombine(crcA, crcB uint32, lenB int64) uint32 {
+func CRC32CCombine(crcA, crcB uint32, lenB int64) uint32 {
 	return multModP(x8nModP(lenB), crcA) ^ crcB
 }
 
@@ -57,5 +57,5 @@ func x8nModP(n int64) uint32 {
 	return p
 }
 
-// crc32cUpdate adds b to a running CRC32C.
-func crc32cUpdate(crc uint32, b []byte) uint32 { return crc32.Update(crc, castagnoli, b) }
+// CRC32CUpdate adds b to a running CRC32C.
+func CRC32CUpdate(crc uint32, b []byte) uint32 { return crc32.Update(crc, castagnoli, b) }
