@@ -18,7 +18,7 @@
 // the reservoir samplers (ZPRS, DPRS) keep 64 walks per block in shared
 // memory and hand small-degree steps to warps and large ones to the block.
 // Uniform, alias, PPR, Node2Vec and MetaPath (label tables) walks equal
-// walk.NewCPU's walk by walk; ZPRS and DPRS agree with it in distribution.
+// cpu.New's walk by walk; ZPRS and DPRS agree with it in distribution.
 //
 // Beyond walk.Engine, the engine lends chunks and takes them back
 // (Release), prepares its batch slots, samples graphs and counts visits on

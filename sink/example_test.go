@@ -10,6 +10,7 @@ import (
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 )
 
 // A one-batch writer: the engine's chunks go to Write as they are emitted,
@@ -38,7 +39,7 @@ func ExampleNewBatchWriter() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	eng, err := walk.NewCPU(g)
+	eng, err := cpu.New(g)
 	if err != nil {
 		log.Fatal(err)
 	}

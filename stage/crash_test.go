@@ -15,6 +15,7 @@ import (
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 )
 
 // syncBuffer collects a child's output from two pipes.
@@ -143,7 +144,7 @@ func TestCrashMidBatchRecovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := walk.NewCPU(g)
+	eng, err := cpu.New(g)
 	if err != nil {
 		t.Fatal(err)
 	}

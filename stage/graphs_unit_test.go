@@ -13,6 +13,7 @@ import (
 	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 )
 
 func idGraph(t *testing.T, name string, edges ...graph.Edge) *graph.Graph {
@@ -81,7 +82,7 @@ func TestRebindResolvesSeedsOnTheNewVersion(t *testing.T) {
 
 func unitStage(t *testing.T, g *graph.Graph) *Stage {
 	t.Helper()
-	eng, err := walk.NewCPU(g, walk.WithWorkers(1))
+	eng, err := cpu.New(g, cpu.WithWorkers(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestSwapLifecycle(t *testing.T) {
 		if g == v3 {
 			return nil, errors.New("out of device memory")
 		}
-		return walk.NewCPU(g)
+		return cpu.New(g)
 	}
 	f := &follower{s: s, build: build, log: slog.New(slog.DiscardHandler)}
 	gs.follower = f
@@ -167,7 +168,7 @@ func TestPinnedRequestsWaitForTheirVersion(t *testing.T) {
 	v1 := idGraph(t, "social", graph.Edge{Src: 1, Dst: 2})
 	v2 := idGraph(t, "social", graph.Edge{Src: 1, Dst: 3})
 	s := unitStage(t, v1)
-	f := &follower{s: s, build: func(g *graph.Graph) (walk.Engine, error) { return walk.NewCPU(g) }, log: slog.New(slog.DiscardHandler)}
+	f := &follower{s: s, build: func(g *graph.Graph) (walk.Engine, error) { return cpu.New(g) }, log: slog.New(slog.DiscardHandler)}
 	s.graphs.follower = f
 	src := newMemSource()
 	p := &pinSource{inner: src, gs: &s.graphs, wait: time.Minute, max: 4}

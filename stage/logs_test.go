@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 )
 
 // The batch-succeeded line gives its durations as float seconds under
@@ -18,7 +18,7 @@ func TestLogDurationsInSeconds(t *testing.T) {
 	src, evs := newMemSource(), &memEvents{}
 	var logs lockedBuffer
 	_, g := testGraphCached(t)
-	eng, err := walk.NewCPU(g, walk.WithWorkers(1))
+	eng, err := cpu.New(g, cpu.WithWorkers(1))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ import (
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/store"
-	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 )
 
 // memSource is an in-memory source: the stage's seam needs nothing of
@@ -134,7 +134,7 @@ func flakyS3(t *testing.T) (*blob.Bucket, *atomic.Bool) {
 func runMem(t *testing.T, b *blob.Bucket, src *memSource, evs *memEvents) *Stage {
 	t.Helper()
 	_, g := testGraphCached(t)
-	eng, err := walk.NewCPU(g, walk.WithWorkers(1))
+	eng, err := cpu.New(g, cpu.WithWorkers(1))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,14 +17,14 @@ import (
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/store"
-	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 )
 
 // deviceCPU is a graphsample.DeviceSampler backed by the CPU engine: it takes
 // neighbour sampling without replacement, as the GPU engine does, and
 // samples one instance a call, so what reached it shows in instances.
 type deviceCPU struct {
-	*walk.CPU
+	*cpu.Engine
 	g         *graph.Graph
 	instances atomic.Int64
 }
@@ -57,11 +57,11 @@ func (d *deviceCPU) SampleRangeOnDevice(ctx context.Context, p graphsample.Sampl
 func TestStageSamplesOnTheDevice(t *testing.T) {
 	ctx := context.Background()
 	_, g := testGraphCached(t)
-	cpu, err := walk.NewCPU(g, walk.WithWorkers(1))
+	cpu, err := cpu.New(g, cpu.WithWorkers(1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev := &deviceCPU{CPU: cpu, g: g}
+	dev := &deviceCPU{Engine: cpu, g: g}
 	dir := t.TempDir()
 	bucket, err := store.OpenBucket(ctx, "file://"+dir)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 )
 
 func counterValue(t *testing.T, rt *Runtime, name string) float64 {
@@ -45,7 +46,7 @@ func referenceParts(t *testing.T, ctx context.Context, b *blob.Bucket, g *graph.
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, _ := walk.NewCPU(g)
+	eng, _ := cpu.New(g)
 	w, err := sink.NewBatchWriter(ctx, b, "ref-"+id, sink.BatchMeta{BatchID: req.BatchID, Algorithm: req.Algorithm,
 		Seed: req.RNGSeed, Engine: "cpu", WalkstageVersion: "test", Walks: int64(req.NumWalks())}, g,
 		sink.WithMemoryLimit(128<<20))

@@ -12,13 +12,14 @@ import (
 	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 )
 
 // noTemporal is the CPU engine under the GPU engine's name, refusing
 // temporal jobs through walk.AlgorithmChecker and in Run, as the GPU
 // engine refuses what it cannot walk (temporal Node2Vec, a graph not
 // wholly on the device).
-type noTemporal struct{ *walk.CPU }
+type noTemporal struct{ *cpu.Engine }
 
 func (e noTemporal) Name() string { return "gpu" }
 
@@ -35,7 +36,7 @@ func (e noTemporal) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc
 			return fmt.Errorf("job %d: %w", j.Tag, err)
 		}
 	}
-	return e.CPU.Run(ctx, jobs, emit)
+	return e.Engine.Run(ctx, jobs, emit)
 }
 
 // A stage whose engine cannot walk temporal walks rejects a temporal
@@ -47,7 +48,7 @@ func TestStageRefusesTemporalOnAnEngineWithout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpu, err := walk.NewCPU(g, walk.WithWorkers(1))
+	cpu, err := cpu.New(g, cpu.WithWorkers(1))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 )
 
 // TestStageTemporal sends temporal requests through the stage (kfake over
@@ -95,7 +96,7 @@ func TestStageTemporal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := walk.NewCPU(g)
+		e, err := cpu.New(g)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
-	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 	"github.com/walkstage/walkstage/walk/visits"
 )
 
@@ -64,7 +64,7 @@ func TestStageVisits(t *testing.T) {
 	if ev := events["walks-1"][0]; ev.Status != source.StatusSucceeded || ev.Walks != 10 || ev.Queries != 0 {
 		t.Errorf("walks-1 beside visits: %+v", ev)
 	}
-	e, err := walk.NewCPU(g)
+	e, err := cpu.New(g)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/walkstage/walkstage/gpu"
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/graph/edgelist"
-	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 )
 
 const graphUsage = `usage: walkstage graph <subcommand> [flags]
@@ -300,7 +300,7 @@ func graphInfo(args []string, stdout, stderr io.Writer) error {
 		return degs[min(n-1, int(p*float64(n)))]
 	}
 	if rf.json {
-		ts := walk.EstimateTables(g)
+		ts := cpu.EstimateTables(g)
 		info := graphInfoResult{Graph: g.Name, Version: g.Version, File: path, FileBytes: fileSize(path), Vertices: n,
 			Edges: g.NumEdges(), Weighted: g.Weighted(), Labelled: g.Labelled(), Labels: g.NumLabels, ExternalIDs: g.IDs != nil || g.HasStringIDs(),
 			IDType: idType(g), Timed: g.Timed(),
@@ -362,10 +362,10 @@ func graphInfo(args []string, stdout, stderr io.Writer) error {
 	tw("memory", "%s (%d bytes, mapped from the file)", humanBytes(g.MemoryBytes()), g.MemoryBytes())
 	// What the CPU engine adds, built on first use (the alias table at
 	// stage start): for sizing a deployment's memory limit.
-	ts := walk.EstimateTables(g)
+	ts := cpu.EstimateTables(g)
 	if ts.Fused > 0 {
 		tw("cpu alias", "%s fused (when within WALKSTAGE_CPU_FUSED_TABLE_BYTES, by default a quarter of memory: %s here), else %s packed",
-			humanBytes(ts.Fused), humanBytes(walk.DefaultFusedTableLimit()), humanBytes(ts.Packed))
+			humanBytes(ts.Fused), humanBytes(cpu.DefaultFusedTableLimit()), humanBytes(ts.Packed))
 	} else if ts.Packed > 0 {
 		tw("cpu alias", "%s packed", humanBytes(ts.Packed))
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
-	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 	"github.com/walkstage/walkstage/walk/visits"
 )
 
@@ -58,7 +58,7 @@ func TestWalkCommandWritesVisits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, _ := walk.NewCPU(g)
+	e, _ := cpu.New(g)
 	res, _, err := visits.CountVisits(context.Background(), e, g, r.Visits.Params, r.Visits.Queries)
 	if err != nil {
 		t.Fatal(err)

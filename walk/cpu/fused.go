@@ -1,4 +1,4 @@
-package walk
+package cpu
 
 import (
 	"math"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/internal/hugemem"
+	"github.com/walkstage/walkstage/walk"
 )
 
 // fusedEntry is one alias draw together with the edge range of both vertices
@@ -38,7 +39,7 @@ type fusedTarget struct {
 
 // pick returns the target of entry e that coin selects (0 keep, 1 alias).
 func (e *fusedEntry) pick(coin uint32) uint32 {
-	if unit24(coin) < e.prob {
+	if walk.Unit24(coin) < e.prob {
 		return 0
 	}
 	return 1
@@ -68,7 +69,7 @@ func fusable(g *graph.Graph) bool {
 // buildFused builds the fused table from the same alias tables as
 // buildPacked, so a fused walk is the packed walk, vertex for vertex. The
 // table lives outside the Go heap as long as owner does (hugemem.Alloc).
-func buildFused(g *graph.Graph, owner *CPU) []fusedEntry {
+func buildFused(g *graph.Graph, owner *Engine) []fusedEntry {
 	tab := hugemem.Alloc[fusedEntry](owner, int(g.NumEdges()))
 	fillFused(tab, g)
 	return tab
@@ -81,7 +82,7 @@ func buildFused(g *graph.Graph, owner *CPU) []fusedEntry {
 // there, from a segment of the table just written.
 func fillFused(tab []fusedEntry, g *graph.Graph) {
 	off := g.Offsets
-	forAliasVertices(g, func(_ int, a uint64, adj []uint32, prob []float32, alias []uint32) {
+	walk.ForAliasVertices(g, func(_ int, a uint64, adj []uint32, prob []float32, alias []uint32) {
 		seg := tab[a : a+uint64(len(adj))]
 		for i, k := range adj {
 			lo := off[k]

@@ -1,9 +1,11 @@
-package walk
+package cpu
 
 import (
 	"context"
 	"slices"
 	"testing"
+
+	"github.com/walkstage/walkstage/walk"
 )
 
 // TestFirstWalkSplitsAJob: a job cut into parts, each with the ids its
@@ -13,7 +15,7 @@ import (
 func TestFirstWalkSplitsAJob(t *testing.T) {
 	g := testGraph(t)
 	for _, fused := range []int64{0, 1 << 30} {
-		e, err := NewCPU(g, WithWorkers(3), WithChunkSize(97), WithFusedTableLimit(fused))
+		e, err := New(g, WithWorkers(3), WithChunkSize(97), WithFusedTableLimit(fused))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -22,16 +24,16 @@ func TestFirstWalkSplitsAJob(t *testing.T) {
 			for k := range starts {
 				starts[k] = uint32(k*7) % 15
 			}
-			whole := Job{Tag: 0, Algorithm: a, Seed: uint64(7 + i), Starts: starts}
-			want := collect(t, e, []Job{whole})
+			whole := walk.Job{Tag: 0, Algorithm: a, Seed: uint64(7 + i), Starts: starts}
+			want := collect(t, e, []walk.Job{whole})
 			got := map[uint64][]uint32{}
-			var parts []Job
+			var parts []walk.Job
 			for _, cut := range [][2]int{{0, 1}, {1, 333}, {333, 1000}} {
 				p := whole
 				p.Starts, p.FirstWalk = starts[cut[0]:cut[1]], uint64(cut[0])
 				parts = append(parts, p)
 			}
-			err := e.Run(context.Background(), parts, func(c Chunk) error {
+			err := e.Run(context.Background(), parts, func(c walk.Chunk) error {
 				for k := range c.Len() {
 					got[c.WalkIDs[k]] = slices.Clone(c.Walk(k))
 				}

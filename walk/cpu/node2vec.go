@@ -1,16 +1,17 @@
-package walk
+package cpu
 
 import (
 	"unsafe"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
 )
 
 // lockstepNode2Vec reports whether Node2Vec can use the lockstep walker: the
 // rejection sampler (the reservoir samplers scan whole adjacencies and gain
 // nothing from it).
 func (s *stepper) lockstepNode2Vec() bool {
-	return s.alg.Kind == Node2Vec && s.sampler == StepperRejection
+	return s.alg.Kind == walk.Node2Vec && s.sampler == walk.StepperRejection
 }
 
 // walkNode2VecLockstep is stepper.walk for Node2Vec's rejection sampler,
@@ -109,7 +110,7 @@ func (w *n2vLockstep) run() {
 	for step := uint32(0); step < uint32(w.s.alg.Length) && len(w.active) > 0; step++ {
 		w.loadAdjacencies()
 		w.live = w.live[:0]
-		for att := uint32(0); att < maxRejections && len(w.pend) > 0; att++ {
+		for att := uint32(0); att < walk.MaxRejections && len(w.pend) > 0; att++ {
 			w.propose(step, att)
 			w.classify()
 			w.searchFences()
@@ -170,7 +171,7 @@ func (w *n2vLockstep) propose(step, att uint32) {
 		w.s.draw8(group, w.firstID, step, att, &w.words)
 		w.rows = w.rows[:0]
 		for l, k := range group {
-			col[k] = cLo[k] + uint64(index(w.words[0][l], uint32(cHi[k]-cLo[k])))
+			col[k] = cLo[k] + uint64(walk.Bounded(w.words[0][l], uint32(cHi[k]-cLo[k])))
 			w.cand[k], w.accept[k] = w.words[1][l], w.words[2][l]
 			w.rows = append(w.rows, col[k])
 		}
@@ -209,7 +210,7 @@ func (w *n2vLockstep) resolve(k int32) {
 		w.nHi[k] += w.nLo[k]
 	} else if tab := w.s.alias; tab == nil {
 		w.cand[k] = w.s.tgt[c]
-	} else if e := &tab[c]; unit24(w.cand[k]) < e.prob {
+	} else if e := &tab[c]; walk.Unit24(w.cand[k]) < e.prob {
 		w.cand[k] = e.keep
 	} else {
 		w.cand[k] = e.alt
@@ -333,7 +334,7 @@ func (w *n2vLockstep) fallback(step uint32) {
 	s := w.s
 	for _, k := range w.pend {
 		id := w.firstID + uint64(k)
-		x, ok := s.scan(id, step, fallbackDraw, w.cLo[k], w.cHi[k], s.node2vecBias(w.prev[k]))
+		x, ok := s.scan(id, step, walk.FallbackDraw, w.cLo[k], w.cHi[k], s.node2vecBias(w.prev[k]))
 		if ok {
 			w.reload[k] = true
 			w.advance(k, x)

@@ -1,4 +1,4 @@
-package walk
+package cpu
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
 )
 
 // capGraph is shaped so that Node2Vec's rejection sampler runs out of
@@ -36,22 +37,22 @@ func capGraph(t testing.TB) *graph.Graph {
 // issue 32's p = 1e-6, where nearly every step does.
 func TestNode2VecCapKeepsDistributionExact(t *testing.T) {
 	g := capGraph(t)
-	e, err := NewCPU(g)
+	e, err := New(g)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, a := range []Algorithm{
-		{Kind: Node2Vec, Length: 2, P: 0.005, Q: 1},
-		{Kind: Node2Vec, Length: 2, P: 0.005, Q: 1, Weighted: true},
-		{Kind: Node2Vec, Length: 2, P: 1, Q: 200},
-		{Kind: Node2Vec, Length: 2, P: 0.5, Q: 100, Weighted: true},
+	for _, a := range []walk.Algorithm{
+		{Kind: walk.Node2Vec, Length: 2, P: 0.005, Q: 1},
+		{Kind: walk.Node2Vec, Length: 2, P: 0.005, Q: 1, Weighted: true},
+		{Kind: walk.Node2Vec, Length: 2, P: 1, Q: 200},
+		{Kind: walk.Node2Vec, Length: 2, P: 0.5, Q: 100, Weighted: true},
 	} {
 		t.Run(fmt.Sprintf("p=%g q=%g weighted=%v", a.P, a.Q, a.Weighted), func(t *testing.T) {
 			const n = 200000
 			const seed = 11
 			// The table is unmapped once its owner is unreachable: the
 			// owner must outlive every read of tab below.
-			owner := new(CPU)
+			owner := new(Engine)
 			defer runtime.KeepAlive(owner)
 			var tab []aliasEntry
 			if needsAlias(a) {
@@ -63,7 +64,7 @@ func TestNode2VecCapKeepsDistributionExact(t *testing.T) {
 			scans := 0
 			for id := uint64(0); id < n; id++ {
 				accepted := false
-				for att := uint32(0); att < maxRejections && !accepted; att++ {
+				for att := uint32(0); att < walk.MaxRejections && !accepted; att++ {
 					x0, x1, x2, _ := s.draw(id, 1, att)
 					x := s.static(lo, hi, x0, x1)
 					accepted = uint64(x2) < s.acceptT[s.n2vClass(0, x)]
@@ -76,7 +77,7 @@ func TestNode2VecCapKeepsDistributionExact(t *testing.T) {
 				t.Fatalf("only %d of %d second steps reach the exact scan: the test misses the cap", scans, n)
 			}
 			counts := map[uint32]int{}
-			for _, w := range collect(t, e, []Job{{Algorithm: a, Seed: seed, Starts: repeat(0, n)}})[0] {
+			for _, w := range collect(t, e, []walk.Job{{Algorithm: a, Seed: seed, Starts: repeat(0, n)}})[0] {
 				if len(w) != 3 || w[1] != 1 {
 					t.Fatalf("walk %v should go 0, 1, then take a second step", w)
 				}

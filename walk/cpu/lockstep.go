@@ -1,13 +1,17 @@
-package walk
+package cpu
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/walkstage/walkstage/walk"
+)
 
 // lockstep reports whether the walks can advance all together, one step at a
 // time across the unit: first-order walks with a static sampler. Advancing
 // many independent walks in one loop lets the processor overlap their cache
 // misses, which is where a random walk spends its time.
 func (s *stepper) lockstep() bool {
-	return (s.alg.Kind == DeepWalk || s.alg.Kind == PPR) && (s.sampler == StepperUniform || s.sampler == StepperAlias) ||
+	return (s.alg.Kind == walk.DeepWalk || s.alg.Kind == walk.PPR) && (s.sampler == walk.StepperUniform || s.sampler == walk.StepperAlias) ||
 		s.segs != nil
 }
 
@@ -16,7 +20,7 @@ func (s *stepper) lockstep() bool {
 // for it (docs/design/cpu-engine.md): its offsets (a row per vertex and
 // label) miss the L3 as often as its targets do.
 func (s *stepper) ring() bool {
-	return (s.alg.Kind == DeepWalk || s.alg.Kind == PPR) && (s.sampler == StepperUniform || s.sampler == StepperAlias) && s.segs == nil
+	return (s.alg.Kind == walk.DeepWalk || s.alg.Kind == walk.PPR) && (s.sampler == walk.StepperUniform || s.sampler == walk.StepperAlias) && s.segs == nil
 }
 
 func (s *stepper) walkLockstep(starts []uint32, firstID uint64, buf []uint32, lens []uint32) {
@@ -62,7 +66,7 @@ func (s *stepper) walkLockstep(starts []uint32, firstID uint64, buf []uint32, le
 		} else {
 			e := &tab[idx[i]]
 			nx = e.alt
-			if unit24(coin[i]) < e.prob {
+			if walk.Unit24(coin[i]) < e.prob {
 				nx = e.keep
 			}
 		}

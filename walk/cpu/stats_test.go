@@ -1,4 +1,4 @@
-package walk
+package cpu
 
 import (
 	"math"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/internal/stattest"
+	"github.com/walkstage/walkstage/walk"
 )
 
 func chiSquareCritical(df int) float64 { return stattest.Critical(df) }
@@ -21,7 +22,7 @@ func testGraph(t testing.TB) *graph.Graph { return stattest.Graph(t) }
 
 // exactStep gives the exact next-vertex distribution from cur (after prev)
 // for algorithm a, straight from the definitions.
-func exactStep(g *graph.Graph, a Algorithm, step int, prev, cur uint32) map[uint32]float64 {
+func exactStep(g *graph.Graph, a walk.Algorithm, step int, prev, cur uint32) map[uint32]float64 {
 	probs := map[uint32]float64{}
 	a0, b0 := g.Offsets[cur], g.Offsets[cur+1]
 	var sum float64
@@ -32,7 +33,7 @@ func exactStep(g *graph.Graph, a Algorithm, step int, prev, cur uint32) map[uint
 		}
 		x := g.Targets[e]
 		switch a.Kind {
-		case Node2Vec:
+		case walk.Node2Vec:
 			if prev != graph.NoVertex {
 				switch {
 				case x == prev:
@@ -42,7 +43,7 @@ func exactStep(g *graph.Graph, a Algorithm, step int, prev, cur uint32) map[uint
 					w /= a.Q
 				}
 			}
-		case MetaPath:
+		case walk.MetaPath:
 			if g.Labels[e] != a.Schema[step%len(a.Schema)] {
 				w = 0
 			}
@@ -60,32 +61,32 @@ func TestStepMatchesExactTransitionProbabilities(t *testing.T) {
 	g := testGraph(t)
 	cases := []struct {
 		name      string
-		alg       Algorithm
+		alg       walk.Algorithm
 		step      uint32
 		prev, cur uint32
 	}{
-		{"deepwalk uniform", Algorithm{Kind: DeepWalk, Length: 5}, 0, graph.NoVertex, 0},
-		{"deepwalk alias", Algorithm{Kind: DeepWalk, Length: 5, Weighted: true}, 0, graph.NoVertex, 0},
-		{"deepwalk alias, vertex 3", Algorithm{Kind: DeepWalk, Length: 5, Weighted: true}, 3, 0, 3},
-		{"deepwalk zprs weighted", Algorithm{Kind: DeepWalk, Length: 5, Weighted: true, Stepper: StepperZPRS}, 0, graph.NoVertex, 0},
-		{"deepwalk dprs weighted", Algorithm{Kind: DeepWalk, Length: 5, Weighted: true, Stepper: StepperDPRS}, 0, graph.NoVertex, 0},
-		{"deepwalk zprs uniform", Algorithm{Kind: DeepWalk, Length: 5, Stepper: StepperZPRS}, 0, graph.NoVertex, 0},
-		{"node2vec rejection", Algorithm{Kind: Node2Vec, Length: 5, P: 2, Q: 0.5}, 1, 3, 0},
-		{"node2vec rejection weighted", Algorithm{Kind: Node2Vec, Length: 5, Weighted: true, P: 2, Q: 0.5}, 1, 3, 0},
-		{"node2vec rejection weighted, q>1", Algorithm{Kind: Node2Vec, Length: 5, Weighted: true, P: 0.25, Q: 4}, 2, 0, 4},
-		{"node2vec first step", Algorithm{Kind: Node2Vec, Length: 5, Weighted: true, P: 2, Q: 0.5}, 0, graph.NoVertex, 0},
+		{"deepwalk uniform", walk.Algorithm{Kind: walk.DeepWalk, Length: 5}, 0, graph.NoVertex, 0},
+		{"deepwalk alias", walk.Algorithm{Kind: walk.DeepWalk, Length: 5, Weighted: true}, 0, graph.NoVertex, 0},
+		{"deepwalk alias, vertex 3", walk.Algorithm{Kind: walk.DeepWalk, Length: 5, Weighted: true}, 3, 0, 3},
+		{"deepwalk zprs weighted", walk.Algorithm{Kind: walk.DeepWalk, Length: 5, Weighted: true, Stepper: walk.StepperZPRS}, 0, graph.NoVertex, 0},
+		{"deepwalk dprs weighted", walk.Algorithm{Kind: walk.DeepWalk, Length: 5, Weighted: true, Stepper: walk.StepperDPRS}, 0, graph.NoVertex, 0},
+		{"deepwalk zprs uniform", walk.Algorithm{Kind: walk.DeepWalk, Length: 5, Stepper: walk.StepperZPRS}, 0, graph.NoVertex, 0},
+		{"node2vec rejection", walk.Algorithm{Kind: walk.Node2Vec, Length: 5, P: 2, Q: 0.5}, 1, 3, 0},
+		{"node2vec rejection weighted", walk.Algorithm{Kind: walk.Node2Vec, Length: 5, Weighted: true, P: 2, Q: 0.5}, 1, 3, 0},
+		{"node2vec rejection weighted, q>1", walk.Algorithm{Kind: walk.Node2Vec, Length: 5, Weighted: true, P: 0.25, Q: 4}, 2, 0, 4},
+		{"node2vec first step", walk.Algorithm{Kind: walk.Node2Vec, Length: 5, Weighted: true, P: 2, Q: 0.5}, 0, graph.NoVertex, 0},
 		// prev 15 is adjacent to nothing, so every candidate is outward and is
 		// accepted with probability 1e-5: nearly every step takes the exact scan.
-		{"node2vec fallback scan", Algorithm{Kind: Node2Vec, Length: 5, Weighted: true, P: 1e-5, Q: 1}, 1, 15, 0},
-		{"node2vec zprs", Algorithm{Kind: Node2Vec, Length: 5, Weighted: true, P: 2, Q: 0.5, Stepper: StepperZPRS}, 1, 3, 0},
-		{"node2vec dprs", Algorithm{Kind: Node2Vec, Length: 5, Weighted: true, P: 2, Q: 0.5, Stepper: StepperDPRS}, 1, 3, 0},
-		{"metapath weighted label tables", Algorithm{Kind: MetaPath, Length: 5, Weighted: true, Schema: []uint8{1, 2}}, 2, graph.NoVertex, 0},
-		{"metapath unweighted label tables", Algorithm{Kind: MetaPath, Length: 5, Schema: []uint8{0, 2}}, 1, graph.NoVertex, 0},
-		{"metapath weighted zprs", Algorithm{Kind: MetaPath, Length: 5, Weighted: true, Schema: []uint8{1, 2}, Stepper: StepperZPRS}, 2, graph.NoVertex, 0},
-		{"metapath unweighted dprs", Algorithm{Kind: MetaPath, Length: 5, Schema: []uint8{0, 2}, Stepper: StepperDPRS}, 1, graph.NoVertex, 0},
+		{"node2vec fallback scan", walk.Algorithm{Kind: walk.Node2Vec, Length: 5, Weighted: true, P: 1e-5, Q: 1}, 1, 15, 0},
+		{"node2vec zprs", walk.Algorithm{Kind: walk.Node2Vec, Length: 5, Weighted: true, P: 2, Q: 0.5, Stepper: walk.StepperZPRS}, 1, 3, 0},
+		{"node2vec dprs", walk.Algorithm{Kind: walk.Node2Vec, Length: 5, Weighted: true, P: 2, Q: 0.5, Stepper: walk.StepperDPRS}, 1, 3, 0},
+		{"metapath weighted label tables", walk.Algorithm{Kind: walk.MetaPath, Length: 5, Weighted: true, Schema: []uint8{1, 2}}, 2, graph.NoVertex, 0},
+		{"metapath unweighted label tables", walk.Algorithm{Kind: walk.MetaPath, Length: 5, Schema: []uint8{0, 2}}, 1, graph.NoVertex, 0},
+		{"metapath weighted zprs", walk.Algorithm{Kind: walk.MetaPath, Length: 5, Weighted: true, Schema: []uint8{1, 2}, Stepper: walk.StepperZPRS}, 2, graph.NoVertex, 0},
+		{"metapath unweighted dprs", walk.Algorithm{Kind: walk.MetaPath, Length: 5, Schema: []uint8{0, 2}, Stepper: walk.StepperDPRS}, 1, graph.NoVertex, 0},
 	}
 	const n = 400000
-	owner := new(CPU) // keeps the tables mapped (hugemem.Alloc)
+	owner := new(Engine) // keeps the tables mapped (hugemem.Alloc)
 	defer runtime.KeepAlive(owner)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -97,7 +98,7 @@ func TestStepMatchesExactTransitionProbabilities(t *testing.T) {
 				tab = buildPacked(g, owner)
 			}
 			s := newStepper(g, c.alg, 0x5eed, tab)
-			if UsesLabelTables(c.alg, g) {
+			if walk.UsesLabelTables(c.alg, g) {
 				s.segs = buildLabelTables(g, owner)
 			}
 			counts := map[uint32]int{}
@@ -148,16 +149,16 @@ func TestReservoirSamplersExact(t *testing.T) {
 			}
 			for trial := 0; trial < trials; trial++ {
 				w := func(i int) uint32 {
-					x, _, _, _ := philox(uint32(trial), uint32(i), 7, 0, 1, 2)
+					x, _, _, _ := walk.Philox(uint32(trial), uint32(i), 7, 0, 1, 2)
 					return x
 				}
-				counts[uint32(alg.fn(n, lanes, bias, w))]++
+				counts[uint32(alg.fn(n, walk.Lanes, bias, w))]++
 			}
 			chiSquare(t, alg.name, counts, probs)
 		}
 	}
-	if zprs(4, lanes, func(int) float64 { return 0 }, func(int) uint32 { return 0 }) != -1 ||
-		dprs(4, lanes, func(int) float64 { return 0 }, func(int) uint32 { return 0 }) != -1 {
+	if zprs(4, walk.Lanes, func(int) float64 { return 0 }, func(int) uint32 { return 0 }) != -1 ||
+		dprs(4, walk.Lanes, func(int) float64 { return 0 }, func(int) uint32 { return 0 }) != -1 {
 		t.Error("reservoir over all-zero biases should select nothing")
 	}
 }
@@ -166,7 +167,7 @@ func TestReservoirSamplersExact(t *testing.T) {
 // graph reproduces w/sum for every column.
 func TestAliasTablesEncodeWeights(t *testing.T) {
 	g := testGraph(t)
-	prob, alias := BuildAlias(g)
+	prob, alias := walk.BuildAlias(g)
 	for v := 0; v < g.NumVertices(); v++ {
 		a, b := g.Offsets[v], g.Offsets[v+1]
 		d := int(b - a)
@@ -224,7 +225,7 @@ func TestZPRSMatchesLaneMajorOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for trial := range 3000 {
 		n := rng.IntN(200)
-		k := []int{1, 3, lanes, 40}[trial%4]
+		k := []int{1, 3, walk.Lanes, 40}[trial%4]
 		b, w := make([]float64, n), make([]uint32, n)
 		for i := range b {
 			if rng.IntN(5) > 0 { // some zero biases

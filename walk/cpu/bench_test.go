@@ -1,4 +1,4 @@
-package walk
+package cpu
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
 )
 
 var benchGraph = sync.OnceValues(func() (*graph.Graph, error) {
@@ -22,9 +23,9 @@ func BenchmarkCPU(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e, _ := NewCPU(g, WithFusedTableLimit(1<<40))
+	e, _ := New(g, WithFusedTableLimit(1<<40))
 	e.PrepareTables()
-	packed, _ := NewCPU(g, WithFusedTableLimit(0)) // weighted DeepWalk and PPR without the fused table
+	packed, _ := New(g, WithFusedTableLimit(0)) // weighted DeepWalk and PPR without the fused table
 	packed.PrepareTables()
 	starts := make([]uint32, g.NumVertices())
 	for i := range starts {
@@ -32,13 +33,13 @@ func BenchmarkCPU(b *testing.B) {
 	}
 	type benchRun struct {
 		name string
-		e    *CPU
-		a    Algorithm
+		e    *Engine
+		a    walk.Algorithm
 	}
 	var runs []benchRun
 	for _, a := range allAlgorithms() {
 		a.Length = 80
-		name := a.Kind.String() + "/" + StepperName(a, g) + map[bool]string{true: "/weighted", false: ""}[a.Weighted]
+		name := a.Kind.String() + "/" + walk.StepperName(a, g) + map[bool]string{true: "/weighted", false: ""}[a.Weighted]
 		runs = append(runs, benchRun{name, e, a})
 		if e.fusedFor(a) {
 			runs = append(runs, benchRun{name + "/packed", packed, a})
@@ -49,7 +50,7 @@ func BenchmarkCPU(b *testing.B) {
 		b.Run(r.name, func(b *testing.B) {
 			var steps int64
 			for b.Loop() {
-				err := e.Run(context.Background(), []Job{{Algorithm: a, Seed: 1, Starts: starts}}, func(c Chunk) error { steps += c.Steps(); return nil })
+				err := e.Run(context.Background(), []walk.Job{{Algorithm: a, Seed: 1, Starts: starts}}, func(c walk.Chunk) error { steps += c.Steps(); return nil })
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -74,7 +75,7 @@ func BenchmarkBuildFused(b *testing.B) {
 	}
 	b.Run("alloc", func(b *testing.B) {
 		for b.Loop() {
-			owner := new(CPU)
+			owner := new(Engine)
 			buildFused(g, owner)
 			runtime.KeepAlive(owner)
 		}

@@ -1,4 +1,4 @@
-package walk
+package cpu
 
 import (
 	"context"
@@ -14,13 +14,14 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/internal/stattest"
+	"github.com/walkstage/walkstage/walk"
 )
 
 // timedWalks runs job on e and returns its walks and their times by walk id.
-func timedWalks(t testing.TB, e Engine, j Job) ([][]uint32, [][]int64) {
+func timedWalks(t testing.TB, e walk.Engine, j walk.Job) ([][]uint32, [][]int64) {
 	t.Helper()
 	walks, times := make([][]uint32, len(j.Starts)), make([][]int64, len(j.Starts))
-	err := e.Run(context.Background(), []Job{j}, func(c Chunk) error {
+	err := e.Run(context.Background(), []walk.Job{j}, func(c walk.Chunk) error {
 		if j.WithTimes != (c.Times != nil) || c.Times != nil && len(c.Times) != len(c.Vertices) {
 			t.Fatalf("chunk times: %d for %d vertices (with times: %v)", len(c.Times), len(c.Vertices), j.WithTimes)
 		}
@@ -49,18 +50,18 @@ func timedRMAT(t testing.TB, o graph.RMATOptions) *graph.Graph {
 }
 
 // temporalCases are the parameter sets the tests walk with.
-func temporalCases() map[string]TimeParams {
-	return map[string]TimeParams{
+func temporalCases() map[string]walk.TimeParams {
+	return map[string]walk.TimeParams{
 		"uniform":                {},
-		"linear":                 {Bias: TimeLinear},
-		"exponential":            {Bias: TimeExponential, Scale: 50},
-		"exponential-tiny-scale": {Bias: TimeExponential, Scale: 0.5},
+		"linear":                 {Bias: walk.TimeLinear},
+		"exponential":            {Bias: walk.TimeExponential, Scale: 50},
+		"exponential-tiny-scale": {Bias: walk.TimeExponential, Scale: 0.5},
 		"uniform-start-gap":      {Start: 200, HasStart: true, MaxGap: 40, HasMaxGap: true},
-		"linear-gap":             {Bias: TimeLinear, MaxGap: 100, HasMaxGap: true},
-		"exponential-gap":        {Bias: TimeExponential, Scale: 20, MaxGap: 0, HasMaxGap: true},
+		"linear-gap":             {Bias: walk.TimeLinear, MaxGap: 100, HasMaxGap: true},
+		"exponential-gap":        {Bias: walk.TimeExponential, Scale: 20, MaxGap: 0, HasMaxGap: true},
 		"backward":               {Backward: true},
-		"backward-linear-start":  {Bias: TimeLinear, Backward: true, Start: 700, HasStart: true},
-		"backward-exp-gap":       {Bias: TimeExponential, Scale: 30, Backward: true, MaxGap: 60, HasMaxGap: true},
+		"backward-linear-start":  {Bias: walk.TimeLinear, Backward: true, Start: 700, HasStart: true},
+		"backward-exp-gap":       {Bias: walk.TimeExponential, Scale: 30, Backward: true, MaxGap: 60, HasMaxGap: true},
 	}
 }
 
@@ -70,7 +71,7 @@ func temporalCases() map[string]TimeParams {
 // its window; asking for times changes no walk.
 func TestTemporalWalksRespectTime(t *testing.T) {
 	g := timedRMAT(t, graph.RMATOptions{Scale: 10, EdgeFactor: 8, Seed: 3, Weighted: true, TimeSpan: 1000})
-	e, err := NewCPU(g, WithWorkers(2), WithChunkSize(100))
+	e, err := New(g, WithWorkers(2), WithChunkSize(100))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,9 +81,9 @@ func TestTemporalWalksRespectTime(t *testing.T) {
 	}
 	for name, tp := range temporalCases() {
 		for _, weighted := range []bool{false, true} {
-			a := Algorithm{Kind: Temporal, Length: 20, Weighted: weighted, Time: tp}
-			walks, times := timedWalks(t, e, Job{Algorithm: a, Seed: 9, Starts: starts, WithTimes: true})
-			plain, _ := timedWalks(t, e, Job{Algorithm: a, Seed: 9, Starts: starts})
+			a := walk.Algorithm{Kind: walk.Temporal, Length: 20, Weighted: weighted, Time: tp}
+			walks, times := timedWalks(t, e, walk.Job{Algorithm: a, Seed: 9, Starts: starts, WithTimes: true})
+			plain, _ := timedWalks(t, e, walk.Job{Algorithm: a, Seed: 9, Starts: starts})
 			steps := 0
 			for id, w := range walks {
 				if !slices.Equal(w, plain[id]) {
@@ -98,7 +99,7 @@ func TestTemporalWalksRespectTime(t *testing.T) {
 	}
 }
 
-func checkTemporalWalk(t *testing.T, g *graph.Graph, tp TimeParams, w []uint32, ts []int64, length int) {
+func checkTemporalWalk(t *testing.T, g *graph.Graph, tp walk.TimeParams, w []uint32, ts []int64, length int) {
 	t.Helper()
 	if len(ts) != len(w) || ts[0] != tp.Bound() {
 		t.Fatalf("%+v: walk %v times %v: want one time per vertex, the first %d", tp, w, ts, tp.Bound())
@@ -158,7 +159,7 @@ func timedStar(t testing.TB) *graph.Graph {
 
 // exactTemporalStep is the first step's distribution from vertex 0 by the
 // definition in temporal.go, computed without the stepper's code.
-func exactTemporalStep(g *graph.Graph, tp TimeParams, weighted bool) map[uint32]float64 {
+func exactTemporalStep(g *graph.Graph, tp walk.TimeParams, weighted bool) map[uint32]float64 {
 	type edge struct {
 		tgt uint32
 		t   int64
@@ -191,9 +192,9 @@ func exactTemporalStep(g *graph.Graph, tp TimeParams, weighted bool) map[uint32]
 	for p, x := range win {
 		b := 1.0
 		switch tp.Bias {
-		case TimeLinear:
+		case walk.TimeLinear:
 			b = float64(len(win) - p)
-		case TimeExponential:
+		case walk.TimeExponential:
 			b = math.Exp(-math.Abs(float64(x.t-win[0].t)) / tp.Scale)
 		}
 		if weighted {
@@ -213,27 +214,27 @@ func exactTemporalStep(g *graph.Graph, tp TimeParams, weighted bool) map[uint32]
 // puts most of the window in the sampler's tail band.
 func TestTemporalStepDistribution(t *testing.T) {
 	g := timedStar(t)
-	e, err := NewCPU(g, WithWorkers(2))
+	e, err := New(g, WithWorkers(2))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := map[string]TimeParams{
+	cases := map[string]walk.TimeParams{
 		"uniform":              {Start: 10, HasStart: true, MaxGap: 100, HasMaxGap: true},
-		"linear":               {Bias: TimeLinear, Start: 10, HasStart: true},
-		"linear-all":           {Bias: TimeLinear},
-		"exponential":          {Bias: TimeExponential, Scale: 30, Start: 10, HasStart: true, MaxGap: 100, HasMaxGap: true},
-		"exponential-narrow":   {Bias: TimeExponential, Scale: 2, Start: 8, HasStart: true},
+		"linear":               {Bias: walk.TimeLinear, Start: 10, HasStart: true},
+		"linear-all":           {Bias: walk.TimeLinear},
+		"exponential":          {Bias: walk.TimeExponential, Scale: 30, Start: 10, HasStart: true, MaxGap: 100, HasMaxGap: true},
+		"exponential-narrow":   {Bias: walk.TimeExponential, Scale: 2, Start: 8, HasStart: true},
 		"backward-uniform":     {Backward: true, Start: 100, HasStart: true},
-		"backward-linear":      {Bias: TimeLinear, Backward: true, Start: 90, HasStart: true, MaxGap: 60, HasMaxGap: true},
-		"backward-exponential": {Bias: TimeExponential, Scale: 25, Backward: true},
-		"backward-exp-narrow":  {Bias: TimeExponential, Scale: 1, Backward: true, Start: 71, HasStart: true},
+		"backward-linear":      {Bias: walk.TimeLinear, Backward: true, Start: 90, HasStart: true, MaxGap: 60, HasMaxGap: true},
+		"backward-exponential": {Bias: walk.TimeExponential, Scale: 25, Backward: true},
+		"backward-exp-narrow":  {Bias: walk.TimeExponential, Scale: 1, Backward: true, Start: 71, HasStart: true},
 	}
 	const n = 200_000
 	starts := make([]uint32, n)
 	for name, tp := range cases {
 		for _, weighted := range []bool{false, true} {
-			a := Algorithm{Kind: Temporal, Length: 1, Weighted: weighted, Time: tp}
-			walks, _ := timedWalks(t, e, Job{Algorithm: a, Seed: 1234, Starts: starts})
+			a := walk.Algorithm{Kind: walk.Temporal, Length: 1, Weighted: weighted, Time: tp}
+			walks, _ := timedWalks(t, e, walk.Job{Algorithm: a, Seed: 1234, Starts: starts})
 			counts := map[uint32]int{}
 			for _, w := range walks {
 				if len(w) != 2 {
@@ -270,22 +271,22 @@ func hubGraph(t testing.TB) *graph.Graph {
 // weighted linear rejection follow the exact distribution.
 func TestTemporalHubDistribution(t *testing.T) {
 	g := hubGraph(t)
-	e, err := NewCPU(g, WithWorkers(2))
+	e, err := New(g, WithWorkers(2))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := map[string]TimeParams{
-		"exponential":          {Bias: TimeExponential, Scale: 15, Start: 100, HasStart: true},
-		"exponential-wide":     {Bias: TimeExponential, Scale: 400},
-		"backward-exponential": {Bias: TimeExponential, Scale: 40, Backward: true, Start: 900, HasStart: true, MaxGap: 500, HasMaxGap: true},
-		"linear":               {Bias: TimeLinear, Start: 300, HasStart: true},
+	cases := map[string]walk.TimeParams{
+		"exponential":          {Bias: walk.TimeExponential, Scale: 15, Start: 100, HasStart: true},
+		"exponential-wide":     {Bias: walk.TimeExponential, Scale: 400},
+		"backward-exponential": {Bias: walk.TimeExponential, Scale: 40, Backward: true, Start: 900, HasStart: true, MaxGap: 500, HasMaxGap: true},
+		"linear":               {Bias: walk.TimeLinear, Start: 300, HasStart: true},
 	}
 	const n = 300_000
 	starts := make([]uint32, n)
 	for name, tp := range cases {
 		for _, weighted := range []bool{false, true} {
-			a := Algorithm{Kind: Temporal, Length: 1, Weighted: weighted, Time: tp}
-			walks, _ := timedWalks(t, e, Job{Algorithm: a, Seed: 77, Starts: starts})
+			a := walk.Algorithm{Kind: walk.Temporal, Length: 1, Weighted: weighted, Time: tp}
+			walks, _ := timedWalks(t, e, walk.Job{Algorithm: a, Seed: 77, Starts: starts})
 			counts := map[uint32]int{}
 			for _, w := range walks {
 				if len(w) != 2 {
@@ -330,19 +331,19 @@ func pooled(counts map[uint32]int, probs map[uint32]float64, n int) (map[uint32]
 // window, is exact on its own for every bias that rejects.
 func TestTemporalFallbackDistribution(t *testing.T) {
 	g := timedStar(t)
-	cases := map[string]TimeParams{
-		"linear":               {Bias: TimeLinear, Start: 10, HasStart: true},
-		"exponential":          {Bias: TimeExponential, Scale: 30, Start: 10, HasStart: true, MaxGap: 100, HasMaxGap: true},
-		"backward-exponential": {Bias: TimeExponential, Scale: 25, Backward: true},
+	cases := map[string]walk.TimeParams{
+		"linear":               {Bias: walk.TimeLinear, Start: 10, HasStart: true},
+		"exponential":          {Bias: walk.TimeExponential, Scale: 30, Start: 10, HasStart: true, MaxGap: 100, HasMaxGap: true},
+		"backward-exponential": {Bias: walk.TimeExponential, Scale: 25, Backward: true},
 	}
 	g = hubGraph(t)
 	for name, tp := range cases {
 		for _, weighted := range []bool{false, true} {
-			a := Algorithm{Kind: Temporal, Length: 1, Weighted: weighted, Time: tp}
+			a := walk.Algorithm{Kind: walk.Temporal, Length: 1, Weighted: weighted, Time: tp}
 			s := newStepper(g, a, 99, nil)
 			var cumw []float64
 			if weighted {
-				cumw = (&CPU{g: g}).windowWeights()
+				cumw = (&Engine{g: g}).windowWeights()
 			}
 			s.tmp = temporalGraph(g, a, cumw)
 			s.tmp.rejections = 0
@@ -385,41 +386,43 @@ func TestTemporalValidation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmp := func(tp TimeParams) Algorithm { return Algorithm{Kind: Temporal, Length: 5, Time: tp} }
+	tmp := func(tp walk.TimeParams) walk.Algorithm {
+		return walk.Algorithm{Kind: walk.Temporal, Length: 5, Time: tp}
+	}
 	for _, c := range []struct {
 		name string
-		a    Algorithm
+		a    walk.Algorithm
 		g    *graph.Graph
 		want string // "" = valid
 	}{
-		{"valid", tmp(TimeParams{Bias: TimeExponential, Scale: 3}), timed, ""},
-		{"untimed graph", tmp(TimeParams{}), untimed, `temporal walks need edge times, and graph "plain" has none`},
-		{"no scale", tmp(TimeParams{Bias: TimeExponential}), timed, "exponential time_bias needs a time_scale > 0"},
-		{"negative scale", tmp(TimeParams{Bias: TimeExponential, Scale: -1}), timed, "time_scale > 0"},
-		{"infinite scale", tmp(TimeParams{Bias: TimeExponential, Scale: math.Inf(1)}), timed, "time_scale > 0"},
-		{"scale on linear", tmp(TimeParams{Bias: TimeLinear, Scale: 2}), timed, "time_scale is only for the exponential"},
-		{"bad bias", tmp(TimeParams{Bias: 9}), timed, "unknown time_bias"},
-		{"negative gap", tmp(TimeParams{MaxGap: -1, HasMaxGap: true}), timed, "max_time_gap -1 must be 0 or more"},
-		{"time on deepwalk", Algorithm{Kind: DeepWalk, Length: 5, Time: TimeParams{Backward: true}}, timed, "only for temporal"},
-		{"alias sampler", Algorithm{Kind: Temporal, Length: 5, Stepper: StepperAlias}, timed, "sampler alias cannot serve them"},
-		{"window on deepwalk", Algorithm{Kind: DeepWalk, Length: 5, Stepper: StepperWindow}, timed, "window sampler is for temporal"},
-		{"weighted untimed", Algorithm{Kind: Temporal, Length: 5, Weighted: true}, untimed, "needs edge weights"},
+		{"valid", tmp(walk.TimeParams{Bias: walk.TimeExponential, Scale: 3}), timed, ""},
+		{"untimed graph", tmp(walk.TimeParams{}), untimed, `temporal walks need edge times, and graph "plain" has none`},
+		{"no scale", tmp(walk.TimeParams{Bias: walk.TimeExponential}), timed, "exponential time_bias needs a time_scale > 0"},
+		{"negative scale", tmp(walk.TimeParams{Bias: walk.TimeExponential, Scale: -1}), timed, "time_scale > 0"},
+		{"infinite scale", tmp(walk.TimeParams{Bias: walk.TimeExponential, Scale: math.Inf(1)}), timed, "time_scale > 0"},
+		{"scale on linear", tmp(walk.TimeParams{Bias: walk.TimeLinear, Scale: 2}), timed, "time_scale is only for the exponential"},
+		{"bad bias", tmp(walk.TimeParams{Bias: 9}), timed, "unknown time_bias"},
+		{"negative gap", tmp(walk.TimeParams{MaxGap: -1, HasMaxGap: true}), timed, "max_time_gap -1 must be 0 or more"},
+		{"time on deepwalk", walk.Algorithm{Kind: walk.DeepWalk, Length: 5, Time: walk.TimeParams{Backward: true}}, timed, "only for temporal"},
+		{"alias sampler", walk.Algorithm{Kind: walk.Temporal, Length: 5, Stepper: walk.StepperAlias}, timed, "sampler alias cannot serve them"},
+		{"window on deepwalk", walk.Algorithm{Kind: walk.DeepWalk, Length: 5, Stepper: walk.StepperWindow}, timed, "window sampler is for temporal"},
+		{"weighted untimed", walk.Algorithm{Kind: walk.Temporal, Length: 5, Weighted: true}, untimed, "needs edge weights"},
 	} {
 		err := c.a.Validate(c.g)
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%s: %v", c.name, err)
-		case c.want != "" && (err == nil || !errors.Is(err, ErrInvalidAlgorithm) || !strings.Contains(err.Error(), c.want)):
+		case c.want != "" && (err == nil || !errors.Is(err, walk.ErrInvalidAlgorithm) || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%s: error %v, want ErrInvalidAlgorithm with %q", c.name, err, c.want)
 		}
 	}
-	e, err := NewCPU(timed)
+	e, err := New(timed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = e.Run(context.Background(), []Job{{Algorithm: Algorithm{Kind: DeepWalk, Length: 3}, Starts: []uint32{0}, WithTimes: true}},
-		func(Chunk) error { return nil })
-	if !errors.Is(err, ErrInvalidAlgorithm) || !strings.Contains(err.Error(), "only for temporal") {
+	err = e.Run(context.Background(), []walk.Job{{Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 3}, Starts: []uint32{0}, WithTimes: true}},
+		func(walk.Chunk) error { return nil })
+	if !errors.Is(err, walk.ErrInvalidAlgorithm) || !strings.Contains(err.Error(), "only for temporal") {
 		t.Errorf("times for deepwalk: %v", err)
 	}
 }
@@ -456,17 +459,17 @@ func TestTemporalWalksMatchGoldenDigests(t *testing.T) {
 	}
 	for name, tp := range temporalCases() {
 		for _, weighted := range []bool{false, true} {
-			a := Algorithm{Kind: Temporal, Length: 40, Weighted: weighted, Time: tp}
+			a := walk.Algorithm{Kind: walk.Temporal, Length: 40, Weighted: weighted, Time: tp}
 			key := name
 			if weighted {
 				key += "-weighted"
 			}
 			var digests []string
-			for _, opts := range [][]CPUOption{{WithWorkers(2)}, {WithWorkers(3), WithChunkSize(77)}} {
+			for _, opts := range [][]Option{{WithWorkers(2)}, {WithWorkers(3), WithChunkSize(77)}} {
 				h := sha256.New()
 				var b [8]byte
 				for gi, g := range gs {
-					e, err := NewCPU(g, opts...)
+					e, err := New(g, opts...)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -474,7 +477,7 @@ func TestTemporalWalksMatchGoldenDigests(t *testing.T) {
 					for i := range starts {
 						starts[i] = uint32(i)
 					}
-					walks, times := timedWalks(t, e, Job{Algorithm: a, Seed: 42 + uint64(gi), Starts: starts, WithTimes: true})
+					walks, times := timedWalks(t, e, walk.Job{Algorithm: a, Seed: 42 + uint64(gi), Starts: starts, WithTimes: true})
 					for id, w := range walks {
 						binary.LittleEndian.PutUint64(b[:], uint64(id))
 						h.Write(b[:])
@@ -514,24 +517,24 @@ func TestTemporalExtremeTimes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := NewCPU(g, WithWorkers(2))
+	e, err := New(g, WithWorkers(2))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		tp     TimeParams
+		tp     walk.TimeParams
 		start  uint32
 		banned uint32
 	}{
-		{TimeParams{MaxGap: 5, HasMaxGap: true}, 0, 3},
-		{TimeParams{MaxGap: 5, HasMaxGap: true, Backward: true}, 4, 7},
+		{walk.TimeParams{MaxGap: 5, HasMaxGap: true}, 0, 3},
+		{walk.TimeParams{MaxGap: 5, HasMaxGap: true, Backward: true}, 4, 7},
 	} {
 		starts := make([]uint32, 200)
 		for i := range starts {
 			starts[i] = c.start
 		}
-		a := Algorithm{Kind: Temporal, Length: 3, Time: c.tp}
-		walks, times := timedWalks(t, e, Job{Algorithm: a, Seed: 3, Starts: starts, WithTimes: true})
+		a := walk.Algorithm{Kind: walk.Temporal, Length: 3, Time: c.tp}
+		walks, times := timedWalks(t, e, walk.Job{Algorithm: a, Seed: 3, Starts: starts, WithTimes: true})
 		for id, w := range walks {
 			checkTemporalWalk(t, g, c.tp, w, times[id], a.Length)
 			if slices.Contains(w, c.banned) {
@@ -562,17 +565,17 @@ func n2vGraph(t testing.TB) *graph.Graph {
 // weight) times the p/q factor of each target against the first vertex.
 func TestTemporalNode2VecDistribution(t *testing.T) {
 	g := n2vGraph(t)
-	e, err := NewCPU(g, WithWorkers(2))
+	e, err := New(g, WithWorkers(2))
 	if err != nil {
 		t.Fatal(err)
 	}
 	const n = 200_000
 	starts := make([]uint32, n)
-	for _, tp := range []TimeParams{{}, {Bias: TimeLinear}, {Bias: TimeExponential, Scale: 20}} {
+	for _, tp := range []walk.TimeParams{{}, {Bias: walk.TimeLinear}, {Bias: walk.TimeExponential, Scale: 20}} {
 		tp.Start, tp.HasStart = 4, true
 		for _, weighted := range []bool{false, true} {
-			a := Algorithm{Kind: Temporal, Length: 2, Weighted: weighted, Time: tp, P: 0.5, Q: 2}
-			walks, _ := timedWalks(t, e, Job{Algorithm: a, Seed: 11, Starts: starts})
+			a := walk.Algorithm{Kind: walk.Temporal, Length: 2, Weighted: weighted, Time: tp, P: 0.5, Q: 2}
+			walks, _ := timedWalks(t, e, walk.Job{Algorithm: a, Seed: 11, Starts: starts})
 			counts := map[uint32]int{}
 			for _, w := range walks {
 				if len(w) != 3 || w[1] != 1 {
@@ -592,9 +595,9 @@ func TestTemporalNode2VecDistribution(t *testing.T) {
 			for p, x := range win {
 				b := x.f
 				switch tp.Bias {
-				case TimeLinear:
+				case walk.TimeLinear:
 					b *= float64(len(win) - p)
-				case TimeExponential:
+				case walk.TimeExponential:
 					b *= math.Exp(-float64(x.t-win[0].t) / tp.Scale)
 				}
 				if weighted {
@@ -618,15 +621,15 @@ func TestTemporalNode2VecWalks(t *testing.T) {
 	for i := range starts {
 		starts[i] = uint32(i)
 	}
-	tp := TimeParams{Bias: TimeExponential, Scale: 500, MaxGap: 3000, HasMaxGap: true}
-	a := Algorithm{Kind: Temporal, Length: 30, Weighted: true, Time: tp, P: 4, Q: 0.25}
+	tp := walk.TimeParams{Bias: walk.TimeExponential, Scale: 500, MaxGap: 3000, HasMaxGap: true}
+	a := walk.Algorithm{Kind: walk.Temporal, Length: 30, Weighted: true, Time: tp, P: 4, Q: 0.25}
 	var digests []string
-	for _, opts := range [][]CPUOption{{WithWorkers(2)}, {WithWorkers(3), WithChunkSize(41)}} {
-		e, err := NewCPU(g, opts...)
+	for _, opts := range [][]Option{{WithWorkers(2)}, {WithWorkers(3), WithChunkSize(41)}} {
+		e, err := New(g, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		walks, times := timedWalks(t, e, Job{Algorithm: a, Seed: 5, Starts: starts, WithTimes: true})
+		walks, times := timedWalks(t, e, walk.Job{Algorithm: a, Seed: 5, Starts: starts, WithTimes: true})
 		h := sha256.New()
 		var b [8]byte
 		for id, w := range walks {

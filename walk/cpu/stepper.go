@@ -1,45 +1,16 @@
-package walk
+package cpu
 
 import (
 	"slices"
 	"sync"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
 )
 
-// This file is the CPU twin of the GPU's per-step samplers
-// (kernels/samplers.cuh), the steppers: the exact contract of which random
-// word serves which decision. The GPU kernels follow it word for word
-// for the uniform, alias, rejection (Node2Vec) and label-table (MetaPath)
-// samplers, so those walks match walk by walk (gpu's TestWalksMatchCPU), and
-// in distribution for the reservoir samplers.
-//
-// Philox draw 0 of (seed, walk, step) gives words x0..x3:
-//   uniform            next = adj[index(x0, d)]
-//   alias              col = index(x0, d); keep col if unit24(x1) < Prob[col], else Alias[col]
-//   ppr                stop before the step if x0 < Threshold(stop); then uniform on x1 or alias on x1, x2
-//   node2vec, step 0   as uniform or alias
-//   node2vec, step>0   attempt a uses draw a: proposal on x0 (and x1 when weighted), accept if
-//                      x2 < Threshold(f/fmax), f = 1/p (back to prev), 1 (neighbour of prev), 1/q (else);
-//                      after maxRejections attempts an exact scan (draws fallbackDraw...) decides
-//   zprs, dprs         element i of the adjacency draws word i%4 of draw reservoirDraw+i/4
-//   metapath           label tables (UsesLabelTables): as uniform or alias inside the segment of
-//                      label Schema[step % len(Schema)]; otherwise zprs over the edges with that
-//                      label (weighted or not)
-
-const (
-	// maxRejections bounds Node2Vec's rejection loop; extreme p/q (acceptance
-	// rates near zero) fall back to an exact scan so walks stay exact and
-	// a step's cost stays bounded.
-	maxRejections = 64
-	fallbackDraw  = maxRejections
-	// reservoirDraw is the first draw of a reservoir sampler's per-element
-	// words (draw 0 holds the PPR stop word).
-	reservoirDraw = 1
-	// lanes is k, the number of parallel lanes of the reference ZPRS and
-	// DPRS: a warp.
-	lanes = 32
-)
+// This file holds the CPU engine's steppers, the per-step choice of the
+// next vertex for each algorithm. They follow the draw contract of
+// walk/draws.go word for word, as the GPU kernels (kernels/samplers.cuh) do.
 
 // stepper holds what one algorithm needs to take steps on one graph.
 type stepper struct {
@@ -62,8 +33,8 @@ type stepper struct {
 	// tmp holds a Temporal walk's edge times and window weights.
 	tmp *temporal
 
-	alg      Algorithm
-	sampler  StepperKind
+	alg      walk.Algorithm
+	sampler  walk.StepperKind
 	weighted bool
 	k0, k1   uint32
 	stopT    uint64
@@ -74,21 +45,21 @@ type stepper struct {
 	biasN2V [3]float64
 }
 
-func newStepper(g *graph.Graph, alg Algorithm, seed uint64, alias []aliasEntry) *stepper {
+func newStepper(g *graph.Graph, alg walk.Algorithm, seed uint64, alias []aliasEntry) *stepper {
 	s := &stepper{off: g.Offsets, tgt: g.Targets, w: g.Weights, lab: g.Labels, alias: alias,
 		alg: alg, sampler: alg.ResolvedStepper(), weighted: alg.Weighted,
 		k0: uint32(seed), k1: uint32(seed >> 32), zprsPool: new(sync.Pool)}
 	if !s.weighted {
 		s.w = nil
 	}
-	if alg.Kind == PPR {
-		s.stopT = Threshold(alg.StopProb)
+	if alg.Kind == walk.PPR {
+		s.stopT = walk.Threshold(alg.StopProb)
 	}
-	if alg.Kind == Node2Vec || alg.Kind == Temporal && alg.P != 0 {
+	if alg.Kind == walk.Node2Vec || alg.Kind == walk.Temporal && alg.P != 0 {
 		f := [3]float64{1 / alg.P, 1, 1 / alg.Q}
 		fmax := max(f[0], f[1], f[2])
 		for i := range f {
-			s.acceptT[i] = Threshold(f[i] / fmax)
+			s.acceptT[i] = walk.Threshold(f[i] / fmax)
 		}
 		s.biasN2V = f
 	}
@@ -96,13 +67,13 @@ func newStepper(g *graph.Graph, alg Algorithm, seed uint64, alias []aliasEntry) 
 }
 
 // needsAlias reports whether the stepper draws from the packed alias table.
-func needsAlias(a Algorithm) bool {
+func needsAlias(a walk.Algorithm) bool {
 	sm := a.ResolvedStepper()
-	return a.Weighted && (sm == StepperAlias || sm == StepperRejection)
+	return a.Weighted && (sm == walk.StepperAlias || sm == walk.StepperRejection)
 }
 
-func (s *stepper) draw(walk uint64, step, d uint32) (uint32, uint32, uint32, uint32) {
-	return philox(uint32(walk), uint32(walk>>32), step, d, s.k0, s.k1)
+func (s *stepper) draw(id uint64, step, d uint32) (uint32, uint32, uint32, uint32) {
+	return walk.Philox(uint32(id), uint32(id>>32), step, d, s.k0, s.k1)
 }
 
 // static picks an edge of v's adjacency [a, b) from the static bias (uniform
@@ -114,12 +85,12 @@ func (s *stepper) static(a, b uint64, x, y uint32) uint32 {
 // pickStatic draws from [a, b) of tgt uniformly, or through the alias
 // entries when tab is not nil (the GPU's pick_static).
 func pickStatic(tgt []uint32, tab []aliasEntry, a, b uint64, x, y uint32) uint32 {
-	col := uint64(index(x, uint32(b-a)))
+	col := uint64(walk.Bounded(x, uint32(b-a)))
 	if tab == nil {
 		return tgt[a+col]
 	}
 	e := &tab[a+col]
-	if unit24(y) < e.prob {
+	if walk.Unit24(y) < e.prob {
 		return e.keep
 	}
 	return e.alt
@@ -159,38 +130,38 @@ func (s *stepper) step(id uint64, step, prev, cur uint32) (next uint32, ok bool)
 		return 0, false
 	}
 	switch s.alg.Kind {
-	case DeepWalk:
-		if s.sampler == StepperZPRS || s.sampler == StepperDPRS {
+	case walk.DeepWalk:
+		if s.sampler == walk.StepperZPRS || s.sampler == walk.StepperDPRS {
 			return s.reservoir(id, step, a, b, s.weightBias())
 		}
 		x0, x1, _, _ := s.draw(id, step, 0)
 		return s.static(a, b, x0, x1), true
-	case PPR:
+	case walk.PPR:
 		x0, x1, x2, _ := s.draw(id, step, 0)
 		if uint64(x0) < s.stopT {
 			return 0, false
 		}
-		if s.sampler == StepperZPRS || s.sampler == StepperDPRS {
+		if s.sampler == walk.StepperZPRS || s.sampler == walk.StepperDPRS {
 			return s.reservoir(id, step, a, b, s.weightBias())
 		}
 		return s.static(a, b, x1, x2), true
-	case Node2Vec:
-		if s.sampler == StepperZPRS || s.sampler == StepperDPRS {
+	case walk.Node2Vec:
+		if s.sampler == walk.StepperZPRS || s.sampler == walk.StepperDPRS {
 			return s.reservoir(id, step, a, b, s.node2vecBias(prev))
 		}
 		if prev == graph.NoVertex {
 			x0, x1, _, _ := s.draw(id, step, 0)
 			return s.static(a, b, x0, x1), true
 		}
-		for att := uint32(0); att < maxRejections; att++ {
+		for att := uint32(0); att < walk.MaxRejections; att++ {
 			x0, x1, x2, _ := s.draw(id, step, att)
 			x := s.static(a, b, x0, x1)
 			if uint64(x2) < s.acceptT[s.n2vClass(prev, x)] {
 				return x, true
 			}
 		}
-		return s.scan(id, step, fallbackDraw, a, b, s.node2vecBias(prev))
-	case MetaPath:
+		return s.scan(id, step, walk.FallbackDraw, a, b, s.node2vecBias(prev))
+	case walk.MetaPath:
 		want := s.alg.Schema[int(step)%len(s.alg.Schema)]
 		if lt := s.segs; lt != nil {
 			i := uint64(cur)*uint64(lt.numLabels) + uint64(want)
@@ -259,9 +230,9 @@ func (s *stepper) node2vecBias(prev uint32) func(e uint64) float64 {
 // reservoir runs the forced or default reservoir sampler.
 func (s *stepper) reservoir(id uint64, step uint32, a, b uint64, bias func(e uint64) float64) (uint32, bool) {
 	var i int
-	if s.sampler == StepperDPRS {
-		r := &elementWords{s: s, id: id, step: step, base: reservoirDraw}
-		i = dprs(int(b-a), lanes, func(i int) float64 { return bias(a + uint64(i)) }, r.word)
+	if s.sampler == walk.StepperDPRS {
+		r := &elementWords{s: s, id: id, step: step, base: walk.ReservoirDraw}
+		i = dprs(int(b-a), walk.Lanes, func(i int) float64 { return bias(a + uint64(i)) }, r.word)
 	} else {
 		// ZPRS visits the elements lane by lane (i, i+32, ...) and asks
 		// for each bias twice, so elementWords' one-draw cache would miss
@@ -277,11 +248,11 @@ func (s *stepper) reservoir(id uint64, step uint32, a, b uint64, bias func(e uin
 			sc.bias[j] = bias(a + uint64(j))
 		}
 		for d := 0; d < n; d += 4 {
-			w0, w1, w2, w3 := s.draw(id, step, reservoirDraw+uint32(d/4))
+			w0, w1, w2, w3 := s.draw(id, step, walk.ReservoirDraw+uint32(d/4))
 			sc.words[d], sc.words[d+1], sc.words[d+2], sc.words[d+3] = w0, w1, w2, w3
 		}
 		bv, wv := sc.bias, sc.words
-		i = zprs(n, lanes, func(i int) float64 { return bv[i] }, func(i int) uint32 { return wv[i] })
+		i = zprs(n, walk.Lanes, func(i int) float64 { return bv[i] }, func(i int) uint32 { return wv[i] })
 		s.zprsPool.Put(sc)
 	}
 	if i < 0 {
@@ -342,11 +313,11 @@ func zprs(n, k int, bias func(i int) float64, word func(i int) uint32) int {
 	// order per lane as running them one after the other, so the same
 	// result to the bit, but the 32 lanes' dependency chains overlap and
 	// the elements are read in order.
-	var sumsA, runA [lanes]float64
-	var keptA [lanes]int
+	var sumsA, runA [walk.Lanes]float64
+	var keptA [walk.Lanes]int
 	var sums, run []float64
 	var kept []int
-	if k <= lanes {
+	if k <= walk.Lanes {
 		sums, run, kept = sumsA[:k], runA[:k], keptA[:k]
 	} else {
 		sums, run, kept = make([]float64, k), make([]float64, k), make([]int, k)

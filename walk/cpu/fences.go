@@ -1,4 +1,4 @@
-package walk
+package cpu
 
 import "github.com/walkstage/walkstage/internal/hugemem"
 

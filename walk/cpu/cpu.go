@@ -1,4 +1,16 @@
-package walk
+// Package cpu is the multi-core CPU engine, the reference for every other
+// engine and the engine of machines without a GPU: Engine runs walk.Jobs
+// on all cores and emits walk.Chunks. It holds the steppers that follow
+// the draw contract of walk/draws.go and walk/timeparams.go (stepper.go,
+// node2vec.go, temporal.go), the sampling tables it builds on first use
+// (the packed and fused alias tables, label tables, Node2Vec's fence
+// index; tables.go), and the loops that keep many walks in flight to hide
+// memory latency: the lockstep and pipelined loops and the ring walker with
+// its vector rounds (ring.go, ringvec_amd64.s, philox8/philox64 in AVX2 and
+// AVX-512). Uniform, alias, PPR, Node2Vec and MetaPath walks equal the GPU
+// engine's walk by walk. It imports walk and graph; it knows nothing of
+// Kafka, Parquet or CUDA.
+package cpu
 
 import (
 	"context"
@@ -11,25 +23,26 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/internal/sysmem"
+	"github.com/walkstage/walkstage/walk"
 )
 
-// CPUOption configures the CPU engine.
-type CPUOption func(*cpuConfig)
+// Option configures the CPU engine.
+type Option func(*config)
 
-type cpuConfig struct {
+type config struct {
 	workers    int
 	chunkSize  int
 	fusedLimit int64
 }
 
 // WithWorkers sets the number of walking goroutines (default GOMAXPROCS).
-func WithWorkers(n int) CPUOption { return func(c *cpuConfig) { c.workers = n } }
+func WithWorkers(n int) Option { return func(c *config) { c.workers = n } }
 
 // WithChunkSize sets how many walks form one emitted chunk and one unit of
 // scheduling (default 1024). Walking memory in flight is bounded by about
 // 3 * workers * chunkSize * (Length+1) * 4 bytes: one buffer being filled per
 // worker and up to two finished chunks per worker queued for emit.
-func WithChunkSize(n int) CPUOption { return func(c *cpuConfig) { c.chunkSize = n } }
+func WithChunkSize(n int) Option { return func(c *config) { c.chunkSize = n } }
 
 // WithFusedTableLimit sets the most memory the fused table (fusedEntry, 32
 // bytes per edge) may take. When it fits, it is the engine's one alias
@@ -39,20 +52,20 @@ func WithChunkSize(n int) CPUOption { return func(c *cpuConfig) { c.chunkSize = 
 // DeepWalk reads targets and their edge ranges from it. When it does not,
 // the packed table serves the weighted walks. 0 turns it off. The default, DefaultFusedTableLimit, is a quarter of the memory the
 // process may use.
-func WithFusedTableLimit(bytes int64) CPUOption { return func(c *cpuConfig) { c.fusedLimit = bytes } }
+func WithFusedTableLimit(bytes int64) Option { return func(c *config) { c.fusedLimit = bytes } }
 
 // DefaultFusedTableLimit is a quarter of the memory this process may use:
 // physical memory, or the cgroup's limit where that is lower.
 func DefaultFusedTableLimit() int64 { return sysmem.Limit() / 4 }
 
-// CPU is the multi-core engine and the reference for every other engine.
+// Engine is the multi-core engine and the reference for every other engine.
 // Workers pull units of chunkSize walks from a shared cursor (dynamic
 // chunked scheduling), so skewed walks (a high-degree start, a long PPR tail)
 // do not leave cores idle, and results do not depend on the schedule because
 // every random word is keyed by (seed, walk, step, draw).
-type CPU struct {
+type Engine struct {
 	g   *graph.Graph
-	cfg cpuConfig
+	cfg config
 
 	aliasOnce  sync.Once
 	alias      []aliasEntry
@@ -74,18 +87,18 @@ type CPU struct {
 	cumw     []float64 // Temporal's per-vertex prefix sums of weights (windowWeights)
 
 	mu    sync.Mutex
-	stats RunStats
+	stats walk.RunStats
 }
 
-var _ Engine = (*CPU)(nil)
-var _ StatsReporter = (*CPU)(nil)
+var _ walk.Engine = (*Engine)(nil)
+var _ walk.StatsReporter = (*Engine)(nil)
 
-// NewCPU builds a CPU engine for g. Sampling tables are built on first use.
-func NewCPU(g *graph.Graph, opts ...CPUOption) (*CPU, error) {
+// New builds a CPU engine for g. Sampling tables are built on first use.
+func New(g *graph.Graph, opts ...Option) (*Engine, error) {
 	if g == nil || g.NumVertices() <= 0 {
 		return nil, errors.New("cpu engine: empty graph")
 	}
-	cfg := cpuConfig{workers: runtime.GOMAXPROCS(0), chunkSize: 1024, fusedLimit: DefaultFusedTableLimit()}
+	cfg := config{workers: runtime.GOMAXPROCS(0), chunkSize: 1024, fusedLimit: DefaultFusedTableLimit()}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -95,16 +108,16 @@ func NewCPU(g *graph.Graph, opts ...CPUOption) (*CPU, error) {
 	if cfg.fusedLimit < 0 {
 		return nil, fmt.Errorf("cpu engine: fused table limit %d must be 0 (off) or more", cfg.fusedLimit)
 	}
-	e := &CPU{g: g, cfg: cfg}
+	e := &Engine{g: g, cfg: cfg}
 	e.fusedOK = g.Weighted() && int64(g.NumEdges())*fusedBytesPerEdge <= cfg.fusedLimit && fusable(g)
 	return e, nil
 }
 
-func (e *CPU) Name() string { return "cpu" }
-func (e *CPU) Close() error { return nil }
+func (e *Engine) Name() string { return "cpu" }
+func (e *Engine) Close() error { return nil }
 
 // LastRunStats reports the last completed Run.
-func (e *CPU) LastRunStats() RunStats {
+func (e *Engine) LastRunStats() walk.RunStats {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.stats
@@ -117,9 +130,9 @@ type unit struct {
 }
 
 // Run walks the jobs on all workers and emits one chunk per unit.
-func (e *CPU) Run(ctx context.Context, jobs []Job, emit EmitFunc) error {
+func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) error {
 	t0 := time.Now()
-	if err := ValidateJobs(e.g, jobs); err != nil {
+	if err := walk.ValidateJobs(e.g, jobs); err != nil {
 		return err
 	}
 	steppers, units, maxLen := e.plan(jobs)
@@ -149,7 +162,7 @@ func (e *CPU) Run(ctx context.Context, jobs []Job, emit EmitFunc) error {
 	}
 	wall := time.Since(t0)
 	e.mu.Lock()
-	e.stats = RunStats{Walks: walks, Steps: steps, Wall: wall, Compute: wall,
+	e.stats = walk.RunStats{Walks: walks, Steps: steps, Wall: wall, Compute: wall,
 		MemoryBytes: int64(3*workers*e.cfg.chunkSize) * int64(maxLen+1) * 4,
 		TableBytes:  e.tableBytes(), TableBuild: e.tableBuild}
 	e.mu.Unlock()
@@ -160,7 +173,7 @@ func (e *CPU) Run(ctx context.Context, jobs []Job, emit EmitFunc) error {
 // first use) and cuts the jobs into units of chunkSize walks (fewer when
 // the run is too small to give every worker one). maxLen is the
 // longest walk length, for the memory estimate.
-func (e *CPU) plan(jobs []Job) (steppers []*stepper, units []unit, maxLen int) {
+func (e *Engine) plan(jobs []walk.Job) (steppers []*stepper, units []unit, maxLen int) {
 	steppers = make([]*stepper, len(jobs))
 	// A run of fewer walks than fill a unit per worker is cut finer, so
 	// every worker walks: the stage's slices of an expensive request
@@ -186,10 +199,10 @@ func (e *CPU) plan(jobs []Job) (steppers []*stepper, units []unit, maxLen int) {
 		if steppers[i].lockstepNode2Vec() {
 			steppers[i].fence = e.fences()
 		}
-		if UsesLabelTables(j.Algorithm, e.g) {
+		if walk.UsesLabelTables(j.Algorithm, e.g) {
 			steppers[i].segs = e.labelTables()
 		}
-		if j.Algorithm.Kind == Temporal {
+		if j.Algorithm.Kind == walk.Temporal {
 			var cumw []float64
 			if j.Algorithm.Weighted {
 				cumw = e.windowWeights()
@@ -207,8 +220,8 @@ func (e *CPU) plan(jobs []Job) (steppers []*stepper, units []unit, maxLen int) {
 // startWorkers starts the walking goroutines: each takes the next unit from
 // a shared cursor until none is left or ctx is done, and sends its chunk on
 // the returned channel, which is closed when all of them have returned.
-func (e *CPU) startWorkers(ctx context.Context, workers int, jobs []Job, steppers []*stepper, units []unit) <-chan Chunk {
-	out := make(chan Chunk, 2*workers)
+func (e *Engine) startWorkers(ctx context.Context, workers int, jobs []walk.Job, steppers []*stepper, units []unit) <-chan walk.Chunk {
+	out := make(chan walk.Chunk, 2*workers)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
@@ -252,7 +265,7 @@ type unitScratch struct {
 // be): writing walks into freshly allocated memory, at a stride, faults in a
 // page per 4 KiB in the middle of the walk, where the chunk's exact-size
 // copy is written in order (docs/design/performance-notes.md has the cost).
-func walkUnit(s *stepper, j Job, lo, hi int, sc *unitScratch) Chunk {
+func walkUnit(s *stepper, j walk.Job, lo, hi int, sc *unitScratch) walk.Chunk {
 	n := hi - lo
 	stride := s.alg.Length + 1
 	if cap(sc.rows) < n*stride+n {
@@ -277,7 +290,7 @@ func walkUnit(s *stepper, j Job, lo, hi int, sc *unitScratch) Chunk {
 			lens[k] = uint32(s.walk(first+uint64(k), j.Starts[lo+k], buf[k*stride:(k+1)*stride]))
 		}
 	}
-	c := Chunk{Tag: j.Tag, WalkIDs: make([]uint64, n), Offsets: make([]uint32, n+1)}
+	c := walk.Chunk{Tag: j.Tag, WalkIDs: make([]uint64, n), Offsets: make([]uint32, n+1)}
 	pos := uint32(0)
 	for k := 0; k < n; k++ {
 		c.WalkIDs[k] = first + uint64(k)

@@ -1,8 +1,10 @@
-package walk
+package cpu
 
 import (
 	"math/bits"
 	"unsafe"
+
+	"github.com/walkstage/walkstage/walk"
 )
 
 // The ring walker serves DeepWalk and PPR, uniform or alias (lockstep.go's
@@ -103,8 +105,8 @@ func (s *stepper) walkRingIn(r *ring, starts []uint32, firstID uint64, buf []uin
 	r.state = [ringSlots]uint8{}
 	w := ringWalker{s: s, r: r, starts: starts, firstID: firstID, buf: buf, lens: lens,
 		stride: s.alg.Length + 1, length: uint32(s.alg.Length),
-		off: s.off, tgt: s.tgt, tab: s.alias, fused: s.fused, keep: s.sampler == StepperUniform,
-		wide: uint64(len(s.tgt)) >= 1<<32, ppr: s.alg.Kind == PPR, stopT: s.stopT}
+		off: s.off, tgt: s.tgt, tab: s.alias, fused: s.fused, keep: s.sampler == walk.StepperUniform,
+		wide: uint64(len(s.tgt)) >= 1<<32, ppr: s.alg.Kind == walk.PPR, stopT: s.stopT}
 	w.vec = w.fused != nil && !w.wide && (ringVector && !s.goRounds || hasRingAVX512 && s.vecRounds)
 	if w.ppr {
 		// The vector rounds draw from words x1, x2 (row 1 on).
@@ -443,7 +445,7 @@ func (w *ringWalker) roundTwoLoads(b int) {
 			if w.tab != nil {
 				e := &w.tab[r.idx[i]]
 				var m uint32
-				if unit24(r.coin[i]) < e.prob {
+				if walk.Unit24(r.coin[i]) < e.prob {
 					m = ^uint32(0)
 				}
 				nx = e.alt ^ ((e.alt ^ e.keep) & m)

@@ -1,196 +1,13 @@
-package walk
+package cpu
 
 import (
-	"fmt"
 	"math"
-	"math/bits"
-	"strings"
 	"time"
 	"unsafe"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
 )
-
-// Temporal walks (issue 38; CTDNE, Nguyen et al., "Continuous-Time Dynamic
-// Network Embeddings", WWW'18 companion) run on a timed graph, which holds
-// each vertex's edge times in time order (Graph.Times) with the permutation
-// to its target-sorted edges (Graph.ByTime): position k of vertex v's time
-// order is edge Offsets[v] + ByTime[Offsets[v]+k], ties in time in target
-// order. A forward walk takes, at each step, an edge whose time is at or
-// after the time of the edge it arrived by, and, with a maximum gap, at most that much later; a backward walk
-// takes edges at or before it (and at most the gap earlier), still along
-// out-edges: a CSR of out-edges has no in-edges to walk, so "backward" is
-// time running backward, not the edge direction reversed (reverse the
-// edges at import for that). The first step's bound is the start time when
-// one is given, otherwise none: any edge of the start vertex.
-//
-// The edges a step may take are its window: a contiguous range [lo, hi) of
-// positions of the vertex's time order (indices into Times) found by binary
-// search. The rank p of position k counts from the window's near end, the
-// end closest in time to the bound: p = k-lo forward, hi-1-k backward. The
-// time bias weighs position k of a window of n by
-//
-//	uniform      1
-//	linear       n - p                        (CTDNE's linear: the nearest in time weighs most)
-//	exponential  exp(-|t(k) - t(near)| / s)   (t(near): the time at the window's near end)
-//
-// times its edge's weight when the walk is weighted. Ties in time are
-// ranked by target, as the time order has them. Measuring the exponential
-// from the window's nearest edge rather than from the bound keeps the
-// weights in (0, 1] and the nearest edge at 1, so no window underflows to
-// all zeros.
-//
-// The draw of step k of walk id uses Philox draws (seed, id, k, d), words
-// x0..x3 (index is Bounded, the multiply-high map to [0, n); unit53(x, y)
-// = (x<<21 | y>>11) * 2^-53):
-//
-//	uniform, unweighted   d=0: k = lo + index(x0, n)
-//	linear, unweighted    d=0: i = index(x0, n+1), j = index(x1, n), j++ if j >= i;
-//	                      p = min(i, j): the smaller of a uniform pair of distinct
-//	                      values of 0..n, which is p with probability (n-p)/(n(n+1)/2)
-//	uniform, weighted     d=0: r = cumw[lo-1] + unit53(x0, x1) * W (cumw[lo-1] = 0
-//	                      at the vertex's first position), W the window's weight;
-//	                      k = the first position in [lo, hi) with cumw[k] > r, else
-//	                      hi-1 (cumw: per-vertex inclusive prefix sums, in float64,
-//	                      of the weights in time order)
-//	linear, weighted      rejection: attempt a < maxRejections uses d=a: k drawn as
-//	                      "uniform, weighted" from (x0, x1), accepted when
-//	                      uint64(x2) * n < (n-p) << 32
-//	exponential           bands (expBands, expBandStep): the window is cut at
-//	                      time distances int64(b * s) from its near end, b = 1..K,
-//	                      K = expBandCount(n) = min((bits.Len64(n)*7+9)/10 + 2, 32), the
-//	                      last band open; band b's envelope is
-//	                      exp(-distance of cut b / s) and its mass the number (or
-//	                      weight) of its edges times the envelope. Attempt
-//	                      a < maxRejections uses d=a: the band is the first non-empty
-//	                      one whose cumulative mass exceeds x0 * 2^-32 * total;
-//	                      k = start + index(x1, size) in it (weighted: as
-//	                      "uniform, weighted" inside the band from (x1, x3)),
-//	                      accepted when float64(x2) < exp(-|t(k) - cut b| / s) * 2^32
-//
-// Temporal Node2Vec (P and Q set), from the second step on: ZPRS (32 lanes,
-// zprs) over the window in time order, element i = position lo+i with bias
-// temporalBias times the p/q factor of its target against the previous
-// vertex, its word being word i%4 of draw reservoirDraw + i/4 (the zprs
-// stepper's contract); its first step is the plain temporal draw above.
-//
-// exp is detExp (detexp.go), which the GPU engine computes to the same
-// bits, and no product here is fused with a sum into an FMA (float64()
-// around it), so both engines make every comparison alike.
-//
-// After maxRejections failed attempts the exact one-lane reservoir scan
-// over the window in time order (zprs with k = 1, the bias of temporalBias)
-// with word i%4 of draw fallbackDraw+i/4 decides, as for Node2Vec: the
-// bounded loop stays exact. Every draw is exact; each is one binary search
-// for the window plus O(1) work (uniform and linear, unweighted), a binary
-// search in the prefix sums (weighted), or K galloping searches (O(log d)
-// together for a window of evenly spread times) and an expected at most
-// about 3 attempts (exponential: within a band the bias varies by at most
-// e, and the tail's envelope is at most e^-2 of the window's mass, which is
-// at least 1), which is what a GPU thread can do; linear weighted has no
-// acceptance bound (the mean of (n-p)/n under the weights).
-
-// TimeBias weighs the edges of a temporal step's window.
-type TimeBias uint8
-
-const (
-	TimeUniform     TimeBias = iota // every edge of the window alike
-	TimeLinear                      // by rank from the window's near end: n, n-1, ..., 1
-	TimeExponential                 // exp(-(time distance to the window's near end) / scale)
-)
-
-var timeBiasNames = map[TimeBias]string{TimeUniform: "uniform", TimeLinear: "linear", TimeExponential: "exponential"}
-
-func (b TimeBias) String() string {
-	if s, ok := timeBiasNames[b]; ok {
-		return s
-	}
-	return fmt.Sprintf("time_bias(%d)", uint8(b))
-}
-
-// ParseTimeBias accepts the names String returns (case-insensitive).
-func ParseTimeBias(s string) (TimeBias, error) {
-	for k, n := range timeBiasNames {
-		if strings.EqualFold(s, n) {
-			return k, nil
-		}
-	}
-	return 0, fmt.Errorf("%w: unknown time_bias %q (want uniform, linear or exponential)", ErrInvalidAlgorithm, s)
-}
-
-// TimeParams are a Temporal walk's parameters. Times are in the graph's
-// time unit (whatever the edge list's time column held, e.g. Unix ms).
-type TimeParams struct {
-	Bias TimeBias
-	// Scale is the exponential bias's decay scale: an edge Scale later
-	// than the window's nearest weighs 1/e of it. Required (> 0) for
-	// exponential, zero otherwise.
-	Scale float64
-	// Start bounds the first step when HasStart: forward walks take an
-	// edge at or after it, backward walks one at or before it. Without
-	// it the first step may take any edge of the start vertex.
-	Start    int64
-	HasStart bool
-	// MaxGap, when HasMaxGap, bounds how far in time a step's edge may be
-	// from the previous step's (or from Start, for the first step); >= 0.
-	MaxGap    int64
-	HasMaxGap bool
-	// Backward walks time backward (non-increasing edge times) along
-	// out-edges.
-	Backward bool
-}
-
-func (t TimeParams) validate() error {
-	if _, ok := timeBiasNames[t.Bias]; !ok {
-		return invalid("unknown time_bias %d", t.Bias)
-	}
-	if t.Bias == TimeExponential {
-		if !(t.Scale > 0) || math.IsInf(t.Scale, 0) {
-			return invalid("exponential time_bias needs a time_scale > 0 (in the graph's time unit), got %v", t.Scale)
-		}
-	} else if t.Scale != 0 {
-		return invalid("time_scale is only for the exponential time_bias, not %s", t.Bias)
-	}
-	if t.HasMaxGap && t.MaxGap < 0 {
-		return invalid("max_time_gap %d must be 0 or more", t.MaxGap)
-	}
-	if !t.HasMaxGap && t.MaxGap != 0 || !t.HasStart && t.Start != 0 {
-		return invalid("max_time_gap or start_time set without its flag")
-	}
-	return nil
-}
-
-// String renders the parameters for Algorithm.String.
-func (t TimeParams) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "time_bias=%s", t.Bias)
-	if t.Bias == TimeExponential {
-		fmt.Fprintf(&b, " time_scale=%g", t.Scale)
-	}
-	if t.HasStart {
-		fmt.Fprintf(&b, " start_time=%d", t.Start)
-	}
-	if t.HasMaxGap {
-		fmt.Fprintf(&b, " max_time_gap=%d", t.MaxGap)
-	}
-	if t.Backward {
-		b.WriteString(" direction=backward")
-	}
-	return b.String()
-}
-
-// Bound is the time a walk's first step is bounded by: Start when given,
-// else the earliest (forward) or latest (backward) int64. It is the first
-// entry of a walk's times (Chunk.Times).
-func (t TimeParams) Bound() int64 {
-	switch {
-	case t.HasStart:
-		return t.Start
-	case t.Backward:
-		return math.MaxInt64
-	}
-	return math.MinInt64
-}
 
 // temporal is what a stepper needs for Temporal walks.
 type temporal struct {
@@ -204,15 +21,15 @@ type temporal struct {
 	// to check the exact fallback on its own).
 	rejections uint32
 	// offsets[b] and env[b] are the exponential bands' cut offset b
-	// (expOffset) and its envelope exp(-offset/scale), the same for every
+	// (walk.ExpOffset) and its envelope exp(-offset/scale), the same for every
 	// step.
-	offsets [maxExpBands + 1]int64
-	env     [maxExpBands + 1]float64
+	offsets [walk.MaxExpBands + 1]int64
+	env     [walk.MaxExpBands + 1]float64
 }
 
 // windowWeights builds the per-vertex prefix sums of the weights once per
 // engine (8 bytes an edge).
-func (e *CPU) windowWeights() []float64 {
+func (e *Engine) windowWeights() []float64 {
 	e.cumwOnce.Do(func() {
 		g := e.g
 		if !g.Weighted() {
@@ -336,17 +153,17 @@ func (s *stepper) temporalStep(id uint64, step, cur uint32, t int64, bounded boo
 	}
 	n := hi - lo
 	tp := &s.alg.Time
-	if tp.Bias == TimeUniform || tp.Bias == TimeLinear && !s.weighted {
+	if tp.Bias == walk.TimeUniform || tp.Bias == walk.TimeLinear && !s.weighted {
 		x0, x1, _, _ := s.draw(id, step, 0)
 		switch {
-		case tp.Bias == TimeLinear:
+		case tp.Bias == walk.TimeLinear:
 			return s.near(lo, hi, linearPos(x0, x1, n)), true
 		case s.weighted:
 			return s.weightedPick(a, lo, hi, x0, x1), true
 		}
-		return lo + uint64(index(x0, uint32(n))), true
+		return lo + uint64(walk.Bounded(x0, uint32(n))), true
 	}
-	if tp.Bias == TimeExponential {
+	if tp.Bias == walk.TimeExponential {
 		if k, ok := s.expBandStep(id, step, a, lo, hi); ok {
 			return k, true
 		}
@@ -360,25 +177,13 @@ func (s *stepper) temporalStep(id uint64, step, cur uint32, t int64, bounded boo
 			}
 		}
 	}
-	r := &elementWords{s: s, id: id, step: step, base: fallbackDraw}
+	r := &elementWords{s: s, id: id, step: step, base: walk.FallbackDraw}
 	i := zprs(int(n), 1, func(i int) float64 { return s.temporalBias(a, lo+uint64(i), lo, hi) }, r.word)
 	if i < 0 {
 		return 0, false
 	}
 	return lo + uint64(i), true
 }
-
-// maxExpBands bounds expBandCount, for the stack arrays of a step's bands
-// (any K keeps the draw exact; past ln(n) + 2 it only stops helping, and
-// windows of more than 2^40 edges get 32).
-const maxExpBands = 32
-
-// expBandCount is K, the number of bands of width time_scale before the
-// tail of a window of n edges: at least ln(n) + 2 (0.7 > ln 2), so the
-// tail's envelope, at most n e^-K, is at most e^-2 while the window's
-// mass is at least 1 (its near edge), in integers only so that every engine
-// finds the same K.
-func expBandCount(n uint64) int { return min((bits.Len64(n)*7+9)/10+2, maxExpBands) }
 
 // expBands cuts window [lo, hi) into bands by time distance d from the
 // near end: band b holds the positions with d in [cut offset b, cut offset
@@ -388,10 +193,10 @@ func expBandCount(n uint64) int { return min((bits.Len64(n)*7+9)/10+2, maxExpBan
 // the cut times and the number of bands (empty bands at the far end left
 // out). Bands are found by galloping from the near end, so a band costs
 // O(log of its size).
-func (s *stepper) expBands(lo, hi uint64, start, end *[maxExpBands + 1]uint64, env *[maxExpBands + 1]float64,
-	cut *[maxExpBands + 1]int64) int {
+func (s *stepper) expBands(lo, hi uint64, start, end *[walk.MaxExpBands + 1]uint64, env *[walk.MaxExpBands + 1]float64,
+	cut *[walk.MaxExpBands + 1]int64) int {
 	times, scale, back := s.tmp.times, s.alg.Time.Scale, s.alg.Time.Backward
-	k := expBandCount(hi - lo)
+	k := walk.ExpBandCount(hi - lo)
 	ref := times[lo]
 	if back {
 		ref = times[hi-1]
@@ -410,7 +215,7 @@ func (s *stepper) expBands(lo, hi uint64, start, end *[maxExpBands + 1]uint64, e
 		if d := c - ref; d != off && d != -off {
 			// Saturated at the end of the int64 range: the envelope is
 			// that of the cut there.
-			env[b] = detExp(-math.Abs(float64(c)-float64(ref)) / scale)
+			env[b] = walk.DetExp(-math.Abs(float64(c)-float64(ref)) / scale)
 		}
 		var far uint64
 		switch {
@@ -437,15 +242,6 @@ func (s *stepper) expBands(lo, hi uint64, start, end *[maxExpBands + 1]uint64, e
 	return k + 1
 }
 
-// expOffset is cut offset b of the exponential bands: int64(b * scale),
-// saturating (so the same integers on every engine).
-func expOffset(b int, scale float64) int64 {
-	if d := float64(b) * scale; d < 9e18 {
-		return int64(d)
-	}
-	return math.MaxInt64
-}
-
 // expBandStep is the exponential bias's rejection sampler over the bands
 // of expBands: attempt a uses draw a; x0 picks a band with probability
 // proportional to its mass (edges, or their weight) times its envelope,
@@ -457,10 +253,10 @@ func expOffset(b int, scale float64) int64 {
 // envelope is at most e^-2 of the window's mass. ok is false after
 // s.tmp.rejections failed attempts (the caller's exact scan decides).
 func (s *stepper) expBandStep(id uint64, step uint32, a, lo, hi uint64) (uint64, bool) {
-	var start, end [maxExpBands + 1]uint64
-	var env [maxExpBands + 1]float64
-	var cut [maxExpBands + 1]int64
-	var cum [maxExpBands + 1]float64
+	var start, end [walk.MaxExpBands + 1]uint64
+	var env [walk.MaxExpBands + 1]float64
+	var cut [walk.MaxExpBands + 1]int64
+	var cum [walk.MaxExpBands + 1]float64
 	nb := s.expBands(lo, hi, &start, &end, &env, &cut)
 	var total float64
 	for b := range nb {
@@ -489,9 +285,9 @@ func (s *stepper) expBandStep(id uint64, step uint32, a, lo, hi uint64) (uint64,
 		if s.weighted {
 			k = s.weightedPick(a, start[b], end[b], x1, x3)
 		} else {
-			k = start[b] + uint64(index(x1, uint32(end[b]-start[b])))
+			k = start[b] + uint64(walk.Bounded(x1, uint32(end[b]-start[b])))
 		}
-		if float64(x2) < detExp(-math.Abs(float64(times[k])-float64(cut[b]))/scale)*(1<<32) {
+		if float64(x2) < walk.DetExp(-math.Abs(float64(times[k])-float64(cut[b]))/scale)*(1<<32) {
 			return k, true
 		}
 	}
@@ -552,8 +348,8 @@ func (s *stepper) temporalNode2VecStep(id uint64, step, prev, cur uint32, t int6
 		k := lo + uint64(i)
 		return s.temporalBias(a, k, lo, hi) * s.biasN2V[s.n2vClass(prev, s.tgt[a+uint64(s.tmp.byTime[k])])]
 	}
-	r := &elementWords{s: s, id: id, step: step, base: reservoirDraw}
-	i := zprs(int(hi-lo), lanes, bias, r.word)
+	r := &elementWords{s: s, id: id, step: step, base: walk.ReservoirDraw}
+	i := zprs(int(hi-lo), walk.Lanes, bias, r.word)
 	if i < 0 {
 		return 0, false
 	}
@@ -580,8 +376,8 @@ func (s *stepper) rank(k, lo, hi uint64) uint64 {
 // smaller of two distinct values drawn uniformly from 0..n (p is the
 // smaller of exactly n-p of the n(n+1)/2 pairs).
 func linearPos(x0, x1 uint32, n uint64) uint64 {
-	i := uint64(index(x0, uint32(n+1)))
-	j := uint64(index(x1, uint32(n)))
+	i := uint64(walk.Bounded(x0, uint32(n+1)))
+	j := uint64(walk.Bounded(x1, uint32(n)))
 	if j >= i {
 		j++
 	}
@@ -625,7 +421,7 @@ func (s *stepper) expBias(k, lo, hi uint64) float64 {
 	if d < 0 {
 		d = -d
 	}
-	return detExp(-d / s.alg.Time.Scale)
+	return walk.DetExp(-d / s.alg.Time.Scale)
 }
 
 // temporalBias is position k's unnormalised probability in window
@@ -634,9 +430,9 @@ func (s *stepper) expBias(k, lo, hi uint64) float64 {
 func (s *stepper) temporalBias(a, k, lo, hi uint64) float64 {
 	b := 1.0
 	switch s.alg.Time.Bias {
-	case TimeLinear:
+	case walk.TimeLinear:
 		b = float64(hi - lo - s.rank(k, lo, hi))
-	case TimeExponential:
+	case walk.TimeExponential:
 		b = s.expBias(k, lo, hi)
 	}
 	if s.weighted {
@@ -738,26 +534,10 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 }
 
 // temporalGraph is the part of g a Temporal stepper of alg reads.
-func temporalGraph(g *graph.Graph, alg Algorithm, cumw []float64) *temporal {
-	t := &temporal{times: g.Times, byTime: g.ByTime, cumw: cumw, rejections: maxRejections}
-	if sc := alg.Time.Scale; alg.Time.Bias == TimeExponential {
-		for b := range t.offsets {
-			t.offsets[b] = expOffset(b, sc)
-			t.env[b] = detExp(-float64(t.offsets[b]) / sc)
-		}
+func temporalGraph(g *graph.Graph, alg walk.Algorithm, cumw []float64) *temporal {
+	t := &temporal{times: g.Times, byTime: g.ByTime, cumw: cumw, rejections: walk.MaxRejections}
+	if alg.Time.Bias == walk.TimeExponential {
+		t.offsets, t.env = walk.ExpBandTable(alg.Time.Scale)
 	}
 	return t
-}
-
-// MaxExpBands is the most bands (expBandCount) before an exponential
-// window's tail band.
-const MaxExpBands = maxExpBands
-
-// ExpBandTable is what every exponential step of scale shares: cut offset
-// b of the bands (int64(b*scale), saturating) and its envelope
-// exp(-offset/scale), b = 0..MaxExpBands, as the CPU engine computes them
-// (the GPU engine passes them to its kernel).
-func ExpBandTable(scale float64) (offsets [MaxExpBands + 1]int64, env [MaxExpBands + 1]float64) {
-	t := temporalGraph(&graph.Graph{}, Algorithm{Kind: Temporal, Time: TimeParams{Bias: TimeExponential, Scale: scale}}, nil)
-	return t.offsets, t.env
 }

@@ -1,4 +1,4 @@
-package walk
+package cpu
 
 import (
 	"context"
@@ -9,16 +9,17 @@ import (
 	"testing"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
 )
 
 // collect runs jobs and returns each job's walks indexed by walk id.
-func collect(t testing.TB, e Engine, jobs []Job) map[int][][]uint32 {
+func collect(t testing.TB, e walk.Engine, jobs []walk.Job) map[int][][]uint32 {
 	t.Helper()
 	out := map[int][][]uint32{}
 	for _, j := range jobs {
 		out[j.Tag] = make([][]uint32, len(j.Starts))
 	}
-	err := e.Run(context.Background(), jobs, func(c Chunk) error {
+	err := e.Run(context.Background(), jobs, func(c walk.Chunk) error {
 		if len(c.Offsets) != c.Len()+1 || c.Offsets[0] != 0 || int(c.Offsets[c.Len()]) != len(c.Vertices) {
 			t.Fatalf("malformed chunk: %d walks, offsets %v, %d vertices", c.Len(), c.Offsets, len(c.Vertices))
 		}
@@ -52,17 +53,17 @@ func repeat(v uint32, n int) []uint32 {
 	return s
 }
 
-func allAlgorithms() []Algorithm {
-	return []Algorithm{
-		{Kind: DeepWalk, Length: 12},
-		{Kind: DeepWalk, Length: 12, Weighted: true},
-		{Kind: DeepWalk, Length: 12, Weighted: true, Stepper: StepperZPRS},
-		{Kind: DeepWalk, Length: 12, Weighted: true, Stepper: StepperDPRS},
-		{Kind: PPR, Length: 12, StopProb: 0.2},
-		{Kind: PPR, Length: 12, StopProb: 0.2, Weighted: true},
-		{Kind: Node2Vec, Length: 12, P: 2, Q: 0.5},
-		{Kind: Node2Vec, Length: 12, P: 2, Q: 0.5, Weighted: true},
-		{Kind: MetaPath, Length: 12, Schema: []uint8{0, 1, 2}, Weighted: true},
+func allAlgorithms() []walk.Algorithm {
+	return []walk.Algorithm{
+		{Kind: walk.DeepWalk, Length: 12},
+		{Kind: walk.DeepWalk, Length: 12, Weighted: true},
+		{Kind: walk.DeepWalk, Length: 12, Weighted: true, Stepper: walk.StepperZPRS},
+		{Kind: walk.DeepWalk, Length: 12, Weighted: true, Stepper: walk.StepperDPRS},
+		{Kind: walk.PPR, Length: 12, StopProb: 0.2},
+		{Kind: walk.PPR, Length: 12, StopProb: 0.2, Weighted: true},
+		{Kind: walk.Node2Vec, Length: 12, P: 2, Q: 0.5},
+		{Kind: walk.Node2Vec, Length: 12, P: 2, Q: 0.5, Weighted: true},
+		{Kind: walk.MetaPath, Length: 12, Schema: []uint8{0, 1, 2}, Weighted: true},
 	}
 }
 
@@ -70,25 +71,25 @@ func allAlgorithms() []Algorithm {
 // jobs share a run.
 func TestRunIsDeterministicAcrossSchedules(t *testing.T) {
 	g := testGraph(t)
-	var jobs []Job
+	var jobs []walk.Job
 	for i, a := range allAlgorithms() {
 		starts := make([]uint32, 3000)
 		for k := range starts {
 			starts[k] = uint32(k % 15)
 		}
-		jobs = append(jobs, Job{Tag: i, Algorithm: a, Seed: uint64(100 + i), Starts: starts})
+		jobs = append(jobs, walk.Job{Tag: i, Algorithm: a, Seed: uint64(100 + i), Starts: starts})
 	}
 	// e1 walks weighted DeepWalk and PPR on the packed table, e2 on the
 	// fused one: the table layout must not change a walk either.
-	e1, _ := NewCPU(g, WithWorkers(1), WithChunkSize(4096), WithFusedTableLimit(0))
-	e2, _ := NewCPU(g, WithWorkers(4), WithChunkSize(7), WithFusedTableLimit(1<<30))
+	e1, _ := New(g, WithWorkers(1), WithChunkSize(4096), WithFusedTableLimit(0))
+	e2, _ := New(g, WithWorkers(4), WithChunkSize(7), WithFusedTableLimit(1<<30))
 	want := collect(t, e1, jobs)
 	got := collect(t, e2, jobs)
 	if e1.fused != nil || e2.fused == nil {
 		t.Fatalf("fused tables: %d entries with the limit at 0, %d with 1 GiB; want none and some", len(e1.fused), len(e2.fused))
 	}
 	for _, j := range jobs {
-		single := collect(t, e2, []Job{j})
+		single := collect(t, e2, []walk.Job{j})
 		for id := range j.Starts {
 			if !slices.Equal(want[j.Tag][id], got[j.Tag][id]) || !slices.Equal(want[j.Tag][id], single[j.Tag][id]) {
 				t.Fatalf("%s walk %d differs between schedules: %v vs %v vs %v", j.Algorithm, id, want[j.Tag][id], got[j.Tag][id], single[j.Tag][id])
@@ -98,7 +99,7 @@ func TestRunIsDeterministicAcrossSchedules(t *testing.T) {
 	// A different seed gives different walks.
 	j := jobs[0]
 	j.Seed++
-	other := collect(t, e1, []Job{j})
+	other := collect(t, e1, []walk.Job{j})
 	same := 0
 	for id := range j.Starts {
 		if slices.Equal(other[j.Tag][id], want[j.Tag][id]) {
@@ -114,10 +115,10 @@ func TestRunIsDeterministicAcrossSchedules(t *testing.T) {
 // early only where the algorithm says it may.
 func TestWalksAreValidPaths(t *testing.T) {
 	g := testGraph(t)
-	e, _ := NewCPU(g)
+	e, _ := New(g)
 	for i, a := range allAlgorithms() {
-		j := Job{Tag: i, Algorithm: a, Seed: 9, Starts: []uint32{0, 1, 5, 11, 15, 3}}
-		for id, w := range collect(t, e, []Job{j})[i] {
+		j := walk.Job{Tag: i, Algorithm: a, Seed: 9, Starts: []uint32{0, 1, 5, 11, 15, 3}}
+		for id, w := range collect(t, e, []walk.Job{j})[i] {
 			if w[0] != j.Starts[id] {
 				t.Fatalf("%s: walk %d starts at %d, want %d", a, id, w[0], j.Starts[id])
 			}
@@ -130,7 +131,7 @@ func TestWalksAreValidPaths(t *testing.T) {
 				}
 			}
 			last := w[len(w)-1]
-			if len(w) < a.Length+1 && a.Kind != PPR && a.Kind != MetaPath && g.Degree(last) > 0 {
+			if len(w) < a.Length+1 && a.Kind != walk.PPR && a.Kind != walk.MetaPath && g.Degree(last) > 0 {
 				t.Fatalf("%s: walk %d stopped early at %d which has out-edges", a, id, last)
 			}
 		}
@@ -139,13 +140,13 @@ func TestWalksAreValidPaths(t *testing.T) {
 
 func TestMetaPathFollowsSchema(t *testing.T) {
 	g := testGraph(t)
-	e, _ := NewCPU(g)
+	e, _ := New(g)
 	schema := []uint8{1, 0, 2}
-	for _, sm := range []StepperKind{StepperAuto, StepperZPRS, StepperDPRS} {
-		a := Algorithm{Kind: MetaPath, Length: 20, Schema: schema, Weighted: true, Stepper: sm}
-		j := Job{Algorithm: a, Seed: 3, Starts: repeat(0, 2000)}
+	for _, sm := range []walk.StepperKind{walk.StepperAuto, walk.StepperZPRS, walk.StepperDPRS} {
+		a := walk.Algorithm{Kind: walk.MetaPath, Length: 20, Schema: schema, Weighted: true, Stepper: sm}
+		j := walk.Job{Algorithm: a, Seed: 3, Starts: repeat(0, 2000)}
 		ended := 0
-		for _, w := range collect(t, e, []Job{j})[0] {
+		for _, w := range collect(t, e, []walk.Job{j})[0] {
 			for s := 1; s < len(w); s++ {
 				want := schema[(s-1)%len(schema)]
 				if !hasLabelledEdge(g, w[s-1], w[s], want) {
@@ -194,12 +195,12 @@ func TestPPRLengthIsGeometric(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, _ := NewCPU(g)
+	e, _ := New(g)
 	const stop, maxLen, n = 0.15, 10, 300000
-	for _, sm := range []StepperKind{StepperAuto, StepperZPRS} {
-		a := Algorithm{Kind: PPR, Length: maxLen, StopProb: stop, Stepper: sm}
+	for _, sm := range []walk.StepperKind{walk.StepperAuto, walk.StepperZPRS} {
+		a := walk.Algorithm{Kind: walk.PPR, Length: maxLen, StopProb: stop, Stepper: sm}
 		counts := map[uint32]int{}
-		for _, w := range collect(t, e, []Job{{Algorithm: a, Seed: 77, Starts: repeat(0, n)}})[0] {
+		for _, w := range collect(t, e, []walk.Job{{Algorithm: a, Seed: 77, Starts: repeat(0, n)}})[0] {
 			counts[uint32(len(w)-1)]++
 		}
 		probs := map[uint32]float64{}
@@ -215,11 +216,11 @@ func TestPPRLengthIsGeometric(t *testing.T) {
 // of the first two steps, enumerated exactly, against the engine's walks.
 func TestNode2VecTwoStepDistribution(t *testing.T) {
 	g := testGraph(t)
-	e, _ := NewCPU(g)
-	for _, a := range []Algorithm{
-		{Kind: Node2Vec, Length: 2, P: 2, Q: 0.5, Weighted: true},
-		{Kind: Node2Vec, Length: 2, P: 0.5, Q: 3},
-		{Kind: Node2Vec, Length: 2, P: 2, Q: 0.5, Weighted: true, Stepper: StepperDPRS},
+	e, _ := New(g)
+	for _, a := range []walk.Algorithm{
+		{Kind: walk.Node2Vec, Length: 2, P: 2, Q: 0.5, Weighted: true},
+		{Kind: walk.Node2Vec, Length: 2, P: 0.5, Q: 3},
+		{Kind: walk.Node2Vec, Length: 2, P: 2, Q: 0.5, Weighted: true, Stepper: walk.StepperDPRS},
 	} {
 		const n = 300000
 		probs := map[uint32]float64{}
@@ -229,7 +230,7 @@ func TestNode2VecTwoStepDistribution(t *testing.T) {
 			}
 		}
 		counts := map[uint32]int{}
-		for _, w := range collect(t, e, []Job{{Algorithm: a, Seed: 5, Starts: repeat(0, n)}})[0] {
+		for _, w := range collect(t, e, []walk.Job{{Algorithm: a, Seed: 5, Starts: repeat(0, n)}})[0] {
 			if len(w) != 3 {
 				t.Fatalf("walk %v should take two steps", w)
 			}
@@ -241,8 +242,8 @@ func TestNode2VecTwoStepDistribution(t *testing.T) {
 
 func TestDeadEndEndsWalk(t *testing.T) {
 	g := testGraph(t)
-	e, _ := NewCPU(g)
-	w := collect(t, e, []Job{{Algorithm: Algorithm{Kind: DeepWalk, Length: 8}, Starts: []uint32{15}}})[0][0]
+	e, _ := New(g)
+	w := collect(t, e, []walk.Job{{Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 8}, Starts: []uint32{15}}})[0][0]
 	if len(w) != 1 || w[0] != 15 {
 		t.Fatalf("walk from dead end = %v, want [15]", w)
 	}
@@ -253,52 +254,52 @@ func TestValidateRejectsBadParameters(t *testing.T) {
 	unweighted, _ := graph.FromEdges([]graph.Edge{{Src: 0, Dst: 1}}, graph.BuildOptions{DenseIDs: true})
 	cases := []struct {
 		name string
-		a    Algorithm
+		a    walk.Algorithm
 		g    *graph.Graph
 	}{
-		{"zero length", Algorithm{Kind: DeepWalk}, g},
-		{"too long", Algorithm{Kind: DeepWalk, Length: MaxLength + 1}, g},
-		{"unknown kind", Algorithm{Kind: 99, Length: 3}, g},
-		{"ppr stop 0", Algorithm{Kind: PPR, Length: 3}, g},
-		{"ppr stop 1", Algorithm{Kind: PPR, Length: 3, StopProb: 1}, g},
-		{"stop on deepwalk", Algorithm{Kind: DeepWalk, Length: 3, StopProb: 0.1}, g},
-		{"p zero", Algorithm{Kind: Node2Vec, Length: 3, Q: 1}, g},
-		{"q negative", Algorithm{Kind: Node2Vec, Length: 3, P: 1, Q: -1}, g},
-		{"q NaN", Algorithm{Kind: Node2Vec, Length: 3, P: 1, Q: math.NaN()}, g},
-		{"p on deepwalk", Algorithm{Kind: DeepWalk, Length: 3, P: 1}, g},
-		{"empty schema", Algorithm{Kind: MetaPath, Length: 3}, g},
-		{"schema label missing", Algorithm{Kind: MetaPath, Length: 3, Schema: []uint8{0, 7}}, g},
-		{"schema on ppr", Algorithm{Kind: PPR, Length: 3, StopProb: 0.5, Schema: []uint8{1}}, g},
-		{"weighted on unweighted graph", Algorithm{Kind: DeepWalk, Length: 3, Weighted: true}, unweighted},
-		{"metapath on unlabelled graph", Algorithm{Kind: MetaPath, Length: 3, Schema: []uint8{0}}, unweighted},
-		{"alias for node2vec", Algorithm{Kind: Node2Vec, Length: 3, P: 1, Q: 1, Stepper: StepperAlias}, g},
-		{"uniform for weighted", Algorithm{Kind: DeepWalk, Length: 3, Weighted: true, Stepper: StepperUniform}, g},
-		{"rejection for deepwalk", Algorithm{Kind: DeepWalk, Length: 3, Stepper: StepperRejection}, g},
+		{"zero length", walk.Algorithm{Kind: walk.DeepWalk}, g},
+		{"too long", walk.Algorithm{Kind: walk.DeepWalk, Length: walk.MaxLength + 1}, g},
+		{"unknown kind", walk.Algorithm{Kind: 99, Length: 3}, g},
+		{"ppr stop 0", walk.Algorithm{Kind: walk.PPR, Length: 3}, g},
+		{"ppr stop 1", walk.Algorithm{Kind: walk.PPR, Length: 3, StopProb: 1}, g},
+		{"stop on deepwalk", walk.Algorithm{Kind: walk.DeepWalk, Length: 3, StopProb: 0.1}, g},
+		{"p zero", walk.Algorithm{Kind: walk.Node2Vec, Length: 3, Q: 1}, g},
+		{"q negative", walk.Algorithm{Kind: walk.Node2Vec, Length: 3, P: 1, Q: -1}, g},
+		{"q NaN", walk.Algorithm{Kind: walk.Node2Vec, Length: 3, P: 1, Q: math.NaN()}, g},
+		{"p on deepwalk", walk.Algorithm{Kind: walk.DeepWalk, Length: 3, P: 1}, g},
+		{"empty schema", walk.Algorithm{Kind: walk.MetaPath, Length: 3}, g},
+		{"schema label missing", walk.Algorithm{Kind: walk.MetaPath, Length: 3, Schema: []uint8{0, 7}}, g},
+		{"schema on ppr", walk.Algorithm{Kind: walk.PPR, Length: 3, StopProb: 0.5, Schema: []uint8{1}}, g},
+		{"weighted on unweighted graph", walk.Algorithm{Kind: walk.DeepWalk, Length: 3, Weighted: true}, unweighted},
+		{"metapath on unlabelled graph", walk.Algorithm{Kind: walk.MetaPath, Length: 3, Schema: []uint8{0}}, unweighted},
+		{"alias for node2vec", walk.Algorithm{Kind: walk.Node2Vec, Length: 3, P: 1, Q: 1, Stepper: walk.StepperAlias}, g},
+		{"uniform for weighted", walk.Algorithm{Kind: walk.DeepWalk, Length: 3, Weighted: true, Stepper: walk.StepperUniform}, g},
+		{"rejection for deepwalk", walk.Algorithm{Kind: walk.DeepWalk, Length: 3, Stepper: walk.StepperRejection}, g},
 	}
 	for _, c := range cases {
 		err := c.a.Validate(c.g)
-		if !errors.Is(err, ErrInvalidAlgorithm) {
+		if !errors.Is(err, walk.ErrInvalidAlgorithm) {
 			t.Errorf("%s: Validate = %v, want ErrInvalidAlgorithm", c.name, err)
 		}
 	}
-	e, _ := NewCPU(g)
-	err := e.Run(context.Background(), []Job{{Algorithm: Algorithm{Kind: DeepWalk, Length: 3}, Starts: []uint32{99}}}, func(Chunk) error { return nil })
-	if !errors.Is(err, ErrInvalidAlgorithm) {
+	e, _ := New(g)
+	err := e.Run(context.Background(), []walk.Job{{Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 3}, Starts: []uint32{99}}}, func(walk.Chunk) error { return nil })
+	if !errors.Is(err, walk.ErrInvalidAlgorithm) {
 		t.Errorf("start beyond the graph: Run = %v, want ErrInvalidAlgorithm", err)
 	}
 }
 
 func TestRunStopsOnEmitErrorAndCancel(t *testing.T) {
 	g := testGraph(t)
-	e, _ := NewCPU(g, WithChunkSize(10))
+	e, _ := New(g, WithChunkSize(10))
 	boom := errors.New("sink full")
-	j := Job{Algorithm: Algorithm{Kind: DeepWalk, Length: 5}, Starts: repeat(0, 10000)}
+	j := walk.Job{Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 5}, Starts: repeat(0, 10000)}
 	calls := 0
-	if err := e.Run(context.Background(), []Job{j}, func(Chunk) error { calls++; return boom }); !errors.Is(err, boom) || calls != 1 {
+	if err := e.Run(context.Background(), []walk.Job{j}, func(walk.Chunk) error { calls++; return boom }); !errors.Is(err, boom) || calls != 1 {
 		t.Fatalf("Run = %v after %d emits, want %v after 1", err, calls, boom)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	err := e.Run(ctx, []Job{j}, func(Chunk) error { cancel(); return nil })
+	err := e.Run(ctx, []walk.Job{j}, func(walk.Chunk) error { cancel(); return nil })
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run after cancel = %v, want context.Canceled", err)
 	}
@@ -321,19 +322,19 @@ func lockstepMatches(t *testing.T, g *graph.Graph) {
 	for i := range starts {
 		starts[i] = uint32(i*7919) % uint32(g.NumVertices())
 	}
-	e, _ := NewCPU(g, WithFusedTableLimit(1<<30))
+	e, _ := New(g, WithFusedTableLimit(1<<30))
 	defer runtime.KeepAlive(e) // its tables are read below through steppers only
 	e.PrepareTables()
 	// Extreme p/q make most proposals fail, so walks reach the exact
 	// fallback after maxRejections attempts.
-	extreme := Algorithm{Kind: Node2Vec, P: 1e-3, Q: 1e3, Weighted: true}
-	unweightedMeta := Algorithm{Kind: MetaPath, Schema: []uint8{2, 0}}
+	extreme := walk.Algorithm{Kind: walk.Node2Vec, P: 1e-3, Q: 1e3, Weighted: true}
+	unweightedMeta := walk.Algorithm{Kind: walk.MetaPath, Schema: []uint8{2, 0}}
 	for _, a := range append(allAlgorithms(), extreme, unweightedMeta) {
 		for _, length := range []int{1, 2, 12} {
 			a.Length = length
 			s := newStepper(g, a, 99, map[bool][]aliasEntry{true: e.packedTable()}[needsAlias(a)])
 			s.fence = e.fences()
-			if UsesLabelTables(a, g) {
+			if walk.UsesLabelTables(a, g) {
 				s.segs = e.labelTables()
 			}
 			if !s.lockstep() && !s.lockstepNode2Vec() {
@@ -385,30 +386,30 @@ func TestFusedTableChoice(t *testing.T) {
 	cases := []struct {
 		name  string
 		limit int64
-		alg   Algorithm
+		alg   walk.Algorithm
 		want  bool
 	}{
-		{"fits", need, Algorithm{Kind: DeepWalk, Length: 4, Weighted: true}, true},
-		{"weighted ppr", need, Algorithm{Kind: PPR, Length: 4, StopProb: 0.5, Weighted: true}, true},
-		{"one byte short", need - 1, Algorithm{Kind: DeepWalk, Length: 4, Weighted: true}, false},
-		{"off", 0, Algorithm{Kind: DeepWalk, Length: 4, Weighted: true}, false},
-		{"uniform", need, Algorithm{Kind: DeepWalk, Length: 4}, true},
-		{"uniform ppr", need, Algorithm{Kind: PPR, Length: 4, StopProb: 0.5}, true},
-		{"zprs", need, Algorithm{Kind: DeepWalk, Length: 4, Weighted: true, Stepper: StepperZPRS}, false},
-		{"node2vec", need, Algorithm{Kind: Node2Vec, Length: 4, P: 1, Q: 1, Weighted: true}, true},
-		{"unweighted node2vec", need, Algorithm{Kind: Node2Vec, Length: 4, P: 1, Q: 1}, false},
-		{"metapath", need, Algorithm{Kind: MetaPath, Length: 4, Schema: []uint8{0}, Weighted: true}, false},
+		{"fits", need, walk.Algorithm{Kind: walk.DeepWalk, Length: 4, Weighted: true}, true},
+		{"weighted ppr", need, walk.Algorithm{Kind: walk.PPR, Length: 4, StopProb: 0.5, Weighted: true}, true},
+		{"one byte short", need - 1, walk.Algorithm{Kind: walk.DeepWalk, Length: 4, Weighted: true}, false},
+		{"off", 0, walk.Algorithm{Kind: walk.DeepWalk, Length: 4, Weighted: true}, false},
+		{"uniform", need, walk.Algorithm{Kind: walk.DeepWalk, Length: 4}, true},
+		{"uniform ppr", need, walk.Algorithm{Kind: walk.PPR, Length: 4, StopProb: 0.5}, true},
+		{"zprs", need, walk.Algorithm{Kind: walk.DeepWalk, Length: 4, Weighted: true, Stepper: walk.StepperZPRS}, false},
+		{"node2vec", need, walk.Algorithm{Kind: walk.Node2Vec, Length: 4, P: 1, Q: 1, Weighted: true}, true},
+		{"unweighted node2vec", need, walk.Algorithm{Kind: walk.Node2Vec, Length: 4, P: 1, Q: 1}, false},
+		{"metapath", need, walk.Algorithm{Kind: walk.MetaPath, Length: 4, Schema: []uint8{0}, Weighted: true}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e, err := NewCPU(g, WithFusedTableLimit(c.limit))
+			e, err := New(g, WithFusedTableLimit(c.limit))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got := e.fusedFor(c.alg); got != c.want {
 				t.Fatalf("fusedFor(%v) with limit %d = %v, want %v", c.alg, c.limit, got, c.want)
 			}
-			if err := e.Run(context.Background(), []Job{{Algorithm: c.alg, Seed: 1, Starts: []uint32{0, 1, 2}}}, func(Chunk) error { return nil }); err != nil {
+			if err := e.Run(context.Background(), []walk.Job{{Algorithm: c.alg, Seed: 1, Starts: []uint32{0, 1, 2}}}, func(walk.Chunk) error { return nil }); err != nil {
 				t.Fatal(err)
 			}
 			if built := len(e.fused) > 0; built != c.want {
@@ -419,7 +420,7 @@ func TestFusedTableChoice(t *testing.T) {
 			}
 		})
 	}
-	if _, err := NewCPU(g, WithFusedTableLimit(-1)); err == nil {
+	if _, err := New(g, WithFusedTableLimit(-1)); err == nil {
 		t.Error("a negative fused table limit was accepted")
 	}
 }
@@ -427,10 +428,10 @@ func TestFusedTableChoice(t *testing.T) {
 // Every field of a fused entry must describe the vertex it names.
 func TestFusedEntriesDescribeTheirVertices(t *testing.T) {
 	g := testGraph(t)
-	owner := new(CPU)
+	owner := new(Engine)
 	defer runtime.KeepAlive(owner)
 	tab := buildFused(g, owner)
-	prob, alias := BuildAlias(g)
+	prob, alias := walk.BuildAlias(g)
 	for v := 0; v < g.NumVertices(); v++ {
 		a, b := g.Offsets[v], g.Offsets[v+1]
 		for e := a; e < b; e++ {
@@ -460,8 +461,8 @@ func TestEstimateTablesMatchesBuiltTables(t *testing.T) {
 	}
 	for _, g := range []*graph.Graph{testGraph(t), rmat} {
 		est := EstimateTables(g)
-		fused, _ := NewCPU(g, WithFusedTableLimit(1<<40))
-		packed, _ := NewCPU(g, WithFusedTableLimit(0))
+		fused, _ := New(g, WithFusedTableLimit(1<<40))
+		packed, _ := New(g, WithFusedTableLimit(0))
 		fused.fusedTable()
 		packed.packedTable()
 		fences := fused.fences().bytes()
@@ -486,14 +487,14 @@ func TestRingVectorRoundsMatchGoRounds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, _ := NewCPU(g, WithFusedTableLimit(1<<30))
+		e, _ := New(g, WithFusedTableLimit(1<<30))
 		defer runtime.KeepAlive(e) // its fused table is read below through steppers only
 		starts := make([]uint32, 5000)
 		for i := range starts {
 			starts[i] = uint32(i*7919) % uint32(g.NumVertices())
 		}
-		for _, a := range []Algorithm{{Kind: DeepWalk, Weighted: true}, {Kind: DeepWalk},
-			{Kind: PPR, StopProb: 0.2}, {Kind: PPR, StopProb: 0.05, Weighted: true}} {
+		for _, a := range []walk.Algorithm{{Kind: walk.DeepWalk, Weighted: true}, {Kind: walk.DeepWalk},
+			{Kind: walk.PPR, StopProb: 0.2}, {Kind: walk.PPR, StopProb: 0.05, Weighted: true}} {
 			for _, length := range []int{1, 2, 7, 64, 80} {
 				a.Length = length
 				s := newStepper(g, a, 42, nil)
@@ -542,7 +543,7 @@ func TestRingRefillsSlotsWithoutIdleRounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, _ := NewCPU(g, WithFusedTableLimit(1<<30))
+	e, _ := New(g, WithFusedTableLimit(1<<30))
 	defer runtime.KeepAlive(e) // its tables are read below through steppers only
 	var withEdges []uint32
 	for v := range g.NumVertices() {
@@ -556,14 +557,14 @@ func TestRingRefillsSlotsWithoutIdleRounds(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name  string
-		alg   Algorithm
+		alg   walk.Algorithm
 		fused bool
 	}{
-		{"deepwalk fused", Algorithm{Kind: DeepWalk, Length: 1, Weighted: true}, true},
-		{"deepwalk packed", Algorithm{Kind: DeepWalk, Length: 1, Weighted: true}, false},
-		{"deepwalk graph arrays", Algorithm{Kind: DeepWalk, Length: 1}, false},
-		{"ppr fused", Algorithm{Kind: PPR, Length: 1, StopProb: 0.2}, true},
-		{"ppr graph arrays", Algorithm{Kind: PPR, Length: 1, StopProb: 0.5}, false},
+		{"deepwalk fused", walk.Algorithm{Kind: walk.DeepWalk, Length: 1, Weighted: true}, true},
+		{"deepwalk packed", walk.Algorithm{Kind: walk.DeepWalk, Length: 1, Weighted: true}, false},
+		{"deepwalk graph arrays", walk.Algorithm{Kind: walk.DeepWalk, Length: 1}, false},
+		{"ppr fused", walk.Algorithm{Kind: walk.PPR, Length: 1, StopProb: 0.2}, true},
+		{"ppr graph arrays", walk.Algorithm{Kind: walk.PPR, Length: 1, StopProb: 0.5}, false},
 	} {
 		for _, goRounds := range []bool{true, false} {
 			if !goRounds && (!tc.fused || !hasRingAVX512) {
@@ -580,7 +581,7 @@ func TestRingRefillsSlotsWithoutIdleRounds(t *testing.T) {
 			for _, l := range lens {
 				stepped += int(l) - 1
 			}
-			if tc.alg.Kind == DeepWalk && stepped != len(starts) {
+			if tc.alg.Kind == walk.DeepWalk && stepped != len(starts) {
 				t.Fatalf("%s: %d of %d walks took their step", tc.name, stepped, len(starts))
 			}
 			if want := (stepped + ringSlots - 1) / ringSlots; rounds != want {

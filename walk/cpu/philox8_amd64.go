@@ -1,6 +1,6 @@
 //go:build !purego
 
-package walk
+package cpu
 
 import "golang.org/x/sys/cpu"
 

@@ -1,4 +1,6 @@
-package walk
+package cpu
+
+import "github.com/walkstage/walkstage/walk"
 
 // The lockstep walkers (walkLockstep, Node2Vec's proposals) take
 // a step in one loop over blocks of eight walks: it does the block's Philox
@@ -31,7 +33,7 @@ func (s *stepper) draw8(walks []int32, firstID uint64, step, d uint32, words *[4
 // the alias coin, x0 and x1, or for PPR x1 and x2 after x0's stop test
 // (stop: the walk ends here).
 func (s *stepper) columnWords(words *[4][8]uint32, l int) (col, coin uint32, stop bool) {
-	if s.alg.Kind != PPR {
+	if s.alg.Kind != walk.PPR {
 		return words[0][l], words[1][l], false
 	}
 	if uint64(words[0][l]) < s.stopT {

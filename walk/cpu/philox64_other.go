@@ -1,6 +1,6 @@
 //go:build !amd64 || purego
 
-package walk
+package cpu
 
 // philox64 computes Philox4x32-10 for the 64 counters (lo[i], hi[i], c2[i],
 // c3) under key (k0, k1): out[w][i] is word w of counter i.

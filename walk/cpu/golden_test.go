@@ -1,4 +1,4 @@
-package walk
+package cpu
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
 )
 
 // goldenWalks are SHA-256 digests of every walk that the CPU engine served
@@ -32,17 +33,17 @@ var goldenWalks = map[string]string{
 
 // goldenAlgorithms are the walks the golden digests cover: the algorithms
 // of the bench suite and of allAlgorithms, at the bench's length.
-func goldenAlgorithms() map[string]Algorithm {
-	return map[string]Algorithm{
-		"deepwalk":          {Kind: DeepWalk, Length: 80},
-		"deepwalk-weighted": {Kind: DeepWalk, Length: 80, Weighted: true},
-		"deepwalk-zprs":     {Kind: DeepWalk, Length: 80, Weighted: true, Stepper: StepperZPRS},
-		"ppr":               {Kind: PPR, Length: 80, StopProb: 0.2},
-		"ppr-weighted":      {Kind: PPR, Length: 80, StopProb: 0.05, Weighted: true},
-		"node2vec":          {Kind: Node2Vec, Length: 80, P: 2, Q: 0.5, Weighted: true},
-		"node2vec-uniform":  {Kind: Node2Vec, Length: 80, P: 0.5, Q: 2},
-		"metapath":          {Kind: MetaPath, Length: 80, Schema: []uint8{0, 1, 2, 3, 4}, Weighted: true},
-		"metapath-uniform":  {Kind: MetaPath, Length: 80, Schema: []uint8{2, 0}},
+func goldenAlgorithms() map[string]walk.Algorithm {
+	return map[string]walk.Algorithm{
+		"deepwalk":          {Kind: walk.DeepWalk, Length: 80},
+		"deepwalk-weighted": {Kind: walk.DeepWalk, Length: 80, Weighted: true},
+		"deepwalk-zprs":     {Kind: walk.DeepWalk, Length: 80, Weighted: true, Stepper: walk.StepperZPRS},
+		"ppr":               {Kind: walk.PPR, Length: 80, StopProb: 0.2},
+		"ppr-weighted":      {Kind: walk.PPR, Length: 80, StopProb: 0.05, Weighted: true},
+		"node2vec":          {Kind: walk.Node2Vec, Length: 80, P: 2, Q: 0.5, Weighted: true},
+		"node2vec-uniform":  {Kind: walk.Node2Vec, Length: 80, P: 0.5, Q: 2},
+		"metapath":          {Kind: walk.MetaPath, Length: 80, Schema: []uint8{0, 1, 2, 3, 4}, Weighted: true},
+		"metapath-uniform":  {Kind: walk.MetaPath, Length: 80, Schema: []uint8{2, 0}},
 	}
 }
 
@@ -64,11 +65,11 @@ func goldenGraphs(t testing.TB) []*graph.Graph {
 
 // walkDigest hashes the walks of a on every graph, walked by engines made
 // with opts.
-func walkDigest(t *testing.T, gs []*graph.Graph, a Algorithm, opts ...CPUOption) string {
+func walkDigest(t *testing.T, gs []*graph.Graph, a walk.Algorithm, opts ...Option) string {
 	h := sha256.New()
 	var b [8]byte
 	for gi, g := range gs {
-		e, err := NewCPU(g, opts...)
+		e, err := New(g, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,7 +77,7 @@ func walkDigest(t *testing.T, gs []*graph.Graph, a Algorithm, opts ...CPUOption)
 		for i := range starts {
 			starts[i] = uint32(i)
 		}
-		walks := collect(t, e, []Job{{Algorithm: a, Seed: 42 + uint64(gi), Starts: starts}})[0]
+		walks := collect(t, e, []walk.Job{{Algorithm: a, Seed: 42 + uint64(gi), Starts: starts}})[0]
 		for id, w := range walks {
 			binary.LittleEndian.PutUint64(b[:], uint64(id))
 			h.Write(b[:])
@@ -97,10 +98,10 @@ func TestWalksMatchGoldenDigests(t *testing.T) {
 	gs := goldenGraphs(t)
 	configs := []struct {
 		name string
-		opts []CPUOption
+		opts []Option
 	}{
-		{"fused", []CPUOption{WithWorkers(2), WithFusedTableLimit(1 << 40)}},
-		{"packed", []CPUOption{WithWorkers(3), WithChunkSize(333), WithFusedTableLimit(0)}},
+		{"fused", []Option{WithWorkers(2), WithFusedTableLimit(1 << 40)}},
+		{"packed", []Option{WithWorkers(3), WithChunkSize(333), WithFusedTableLimit(0)}},
 	}
 	for name, a := range goldenAlgorithms() {
 		for _, c := range configs {

@@ -1,6 +1,6 @@
 //go:build !amd64 || purego
 
-package walk
+package cpu
 
 // philox8 computes Philox4x32-10 for the eight counters (lo[i], hi[i], c2,
 // c3) under key (k0, k1): out[w][i] is word w of counter i.

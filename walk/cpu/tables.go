@@ -1,15 +1,16 @@
-package walk
+package cpu
 
 import (
 	"time"
 	"unsafe"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
 )
 
 // PrepareTables builds the alias table of a weighted graph now rather than
 // on first use: the fused table when it fits its limit, else the packed one.
-func (e *CPU) PrepareTables() {
+func (e *Engine) PrepareTables() {
 	if e.fusedOK {
 		e.fusedTable()
 	} else {
@@ -18,13 +19,13 @@ func (e *CPU) PrepareTables() {
 }
 
 // TableBytes is the memory the sampling tables built so far take.
-func (e *CPU) TableBytes() int64 {
+func (e *Engine) TableBytes() int64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.tableBytes()
 }
 
-func (e *CPU) tableBytes() int64 {
+func (e *Engine) tableBytes() int64 {
 	return int64(len(e.alias))*int64(unsafe.Sizeof(aliasEntry{})) + int64(len(e.fused))*fusedBytesPerEdge +
 		e.fence.bytes() + e.labels.bytes()
 }
@@ -33,14 +34,14 @@ func (e *CPU) tableBytes() int64 {
 // would otherwise draw from the packed table, and uniform DeepWalk and PPR,
 // which find each edge's target and the target's edge range in the entry's
 // keep fields (one load per step instead of the offsets and then the target).
-func (e *CPU) fusedFor(a Algorithm) bool {
-	uniform := (a.Kind == DeepWalk || a.Kind == PPR) && a.ResolvedStepper() == StepperUniform
-	return e.fusedOK && (needsAlias(a) && (a.Kind == DeepWalk || a.Kind == PPR || a.Kind == Node2Vec) || uniform)
+func (e *Engine) fusedFor(a walk.Algorithm) bool {
+	uniform := (a.Kind == walk.DeepWalk || a.Kind == walk.PPR) && a.ResolvedStepper() == walk.StepperUniform
+	return e.fusedOK && (needsAlias(a) && (a.Kind == walk.DeepWalk || a.Kind == walk.PPR || a.Kind == walk.Node2Vec) || uniform)
 }
 
 // recordBuild publishes a table built since t0 (set stores it) and adds its
 // build time, under the lock that LastRunStats and TableBytes read under.
-func (e *CPU) recordBuild(t0 time.Time, set func()) {
+func (e *Engine) recordBuild(t0 time.Time, set func()) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	set()
@@ -48,7 +49,7 @@ func (e *CPU) recordBuild(t0 time.Time, set func()) {
 }
 
 // fusedTable returns the fused table, built on first use.
-func (e *CPU) fusedTable() []fusedEntry {
+func (e *Engine) fusedTable() []fusedEntry {
 	e.fusedOnce.Do(func() {
 		t0 := time.Now()
 		tab := buildFused(e.g, e)
@@ -58,7 +59,7 @@ func (e *CPU) fusedTable() []fusedEntry {
 }
 
 // packedTable returns the packed alias table, built on first use.
-func (e *CPU) packedTable() []aliasEntry {
+func (e *Engine) packedTable() []aliasEntry {
 	e.aliasOnce.Do(func() {
 		if !e.g.Weighted() {
 			return
@@ -71,7 +72,7 @@ func (e *CPU) packedTable() []aliasEntry {
 }
 
 // fences returns the fence index, built on first use.
-func (e *CPU) fences() *fenceIndex {
+func (e *Engine) fences() *fenceIndex {
 	e.fenceOnce.Do(func() {
 		fi := buildFences(e.g.Targets)
 		e.mu.Lock()
@@ -84,8 +85,8 @@ func (e *CPU) fences() *fenceIndex {
 // PrepareLabelTables builds MetaPath's label tables now rather than on the
 // first MetaPath run, and reports whether the graph has them (labels, no
 // more than MaxTableLabels of them).
-func (e *CPU) PrepareLabelTables() bool {
-	if e.g.NumLabels == 0 || !UsesLabelTables(Algorithm{Kind: MetaPath, Schema: []uint8{0}}, e.g) {
+func (e *Engine) PrepareLabelTables() bool {
+	if e.g.NumLabels == 0 || !walk.UsesLabelTables(walk.Algorithm{Kind: walk.MetaPath, Schema: []uint8{0}}, e.g) {
 		return false
 	}
 	e.labelTables()
@@ -93,7 +94,7 @@ func (e *CPU) PrepareLabelTables() bool {
 }
 
 // labelTables returns MetaPath's label tables, built on first use.
-func (e *CPU) labelTables() *labelTables {
+func (e *Engine) labelTables() *labelTables {
 	e.labelOnce.Do(func() {
 		t0 := time.Now()
 		lt := buildLabelTables(e.g, e)
