@@ -1,4 +1,4 @@
-package source
+package message
 
 // The wire form of a version 1 request (docs/reference/messages.md) and the readers
 // of its members; DecodeRequest (decode.go) validates what they read.

@@ -5,7 +5,7 @@
 // partition. It is the only package that knows offsets exist: the stage gets
 // each request with an acknowledgement (Delivery.Commit) and calls it once
 // the batch's output is durable.
-package source
+package message
 
 import (
 	"errors"
