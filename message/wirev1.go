@@ -46,7 +46,7 @@ type requestV1 struct {
 	ExcludeNeighbors *bool
 	MinVisits        *int64
 	Queries          []queryV1
-	// Sampling algorithms (source/sample.go).
+	// Sampling algorithms (sample.go).
 	Fanouts          []int
 	Replace          *bool
 	LayerSizes       []int

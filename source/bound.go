@@ -1,11 +1,12 @@
 package source
 
-// Bounds on what the stage derives from a message. A message may carry a
-// key, headers or a value of any size its topic accepts; the dead-letter
-// copy, the rejected event's key and batch id, and the log lines about it go
-// to places with their own, often smaller, limits. Each is bounded here so
-// that a message too large for them is a request error like any other, never
-// a write the broker refuses forever.
+// Bounds on the records the stage writes about a message. A message may
+// carry a key, headers or a value of any size its topic accepts; its
+// dead-letter copy and the rejected event go to topics with their own,
+// often smaller, limits. Each is bounded here (the batch id and log fields
+// with message.BoundID and message.LogValue) so that a message too large
+// for them is a request error like any other, never a write the broker
+// refuses forever.
 
 import (
 	"bytes"
