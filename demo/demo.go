@@ -22,7 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/walkstage/walkstage/graph"
-	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/stage"
 )
 
@@ -221,7 +221,7 @@ func publish(ctx context.Context, brokers []string, topic string, reqs []request
 
 // results are what the demo observed on the output and dead-letter topics.
 type results struct {
-	events map[string]source.Event
+	events map[string]message.Event
 	raw    map[string][]byte
 	dead   []kafka.Message
 }
@@ -232,7 +232,7 @@ func await(ctx context.Context, brokers []string, c stage.Config, want int, done
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, GroupTopics: []string{c.OutputTopic, c.DLQTopic},
 		GroupID: "walkstage-demo-observer", StartOffset: kafka.FirstOffset, MaxWait: 100 * time.Millisecond})
 	defer r.Close()
-	res := results{events: map[string]source.Event{}, raw: map[string][]byte{}}
+	res := results{events: map[string]message.Event{}, raw: map[string][]byte{}}
 	for len(res.events) < want || len(res.dead) == 0 {
 		m, err := r.ReadMessage(ctx)
 		if err != nil {
@@ -247,7 +247,7 @@ func await(ctx context.Context, brokers []string, c stage.Config, want int, done
 			res.dead = append(res.dead, m)
 			continue
 		}
-		var ev source.Event
+		var ev message.Event
 		if err := json.Unmarshal(m.Value, &ev); err != nil {
 			return res, fmt.Errorf("bad event %q: %w", m.Value, err)
 		}
@@ -263,13 +263,13 @@ func report(out io.Writer, c stage.Config, dir string, reqs []request, res resul
 	for _, r := range reqs {
 		ev := res.events[r.id]
 		switch ev.Status {
-		case source.StatusSucceeded:
+		case message.StatusSucceeded:
 			fmt.Fprintf(out, "  %-15s %-9s %7d walks %9d steps  queued %.3fs walking %.3fs writing %.3fs\n", ev.BatchID, ev.Status,
 				ev.Walks, ev.Steps, ev.Timings.Queued, ev.Timings.Walking, ev.Timings.Writing)
 		default:
 			fmt.Fprintf(out, "  %-15s %-9s %s: %s\n", ev.BatchID, ev.Status, ev.Reason, ev.Error)
 		}
-		if (r.id == "demo-malformed") != (ev.Status == source.StatusRejected) {
+		if (r.id == "demo-malformed") != (ev.Status == message.StatusRejected) {
 			failed = append(failed, r.id)
 		}
 	}

@@ -7,12 +7,14 @@
 # engines/, so only `walkstage run` (run.go) and `walkstage load`, which
 # reads the stage's variables for its defaults (load.go), import the
 # stage; and the catalog, which only needs buckets, reaches them through
-# store/, not through the sink (the Parquet encoder and batch writer).
+# store/, not through the sink (the Parquet encoder and batch writer); and
+# the message model (message/) knows no Kafka client and no package that
+# moves or writes walks: Kafka is source's, output the sink's.
 # Exits 1 naming each offending import.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mod=$(go list -m)
-guarded=(./walk/... ./graphsample/... ./gpu/... ./graph/... ./sink/... ./store/... ./source/... ./stage/... ./catalog/... ./engines/...)
+guarded=(./walk/... ./graphsample/... ./gpu/... ./graph/... ./sink/... ./store/... ./source/... ./message/... ./stage/... ./catalog/... ./engines/...)
 # What the guarded packages must not reach: the commands and their tools.
 forbidden="^$mod/(cmd|demo|chaos)(/|$)|/loadgen(/|$)"
 bad=0
@@ -89,6 +91,32 @@ check_catalog() {
 }
 check_catalog ""
 [ -z "$cuda" ] || check_catalog cuda
+
+# check_message TAGS: the message model and everything it needs to build
+# and test import no Kafka client (segmentio/kafka-go, franz-go) and none of
+# walkstage's packages that read Kafka, write output or run engines.
+check_message() {
+  local tags=$1 listing edges
+  local banned="^(github\.com/segmentio/kafka-go|github\.com/twmb/franz-go)(/|$)|^$mod/(source|sink|store|catalog|icetable|stage|engines|gpu)(/|$)"
+  listing=$(go list -tags "$tags" -deps -test -f '{{.ImportPath}}|{{join .Imports " "}}' ./message/...)
+  edges=$(while IFS='|' read -r pkg imports; do
+    local in=""
+    case $pkg in *" ["*) in=" in its tests" ;; esac
+    pkg=${pkg%% *}
+    case $pkg in "$mod"/*) ;; *) continue ;; esac
+    [[ $pkg =~ $banned ]] && continue
+    for imp in $imports; do
+      if [[ $imp =~ $banned ]]; then echo "$pkg imports ${imp%% *}$in"; fi
+    done
+  done <<<"$listing" | sort -u)
+  [ -z "$edges" ] && return 0
+  printf 'check-imports: the message model must not reach a Kafka client, the sink or the engines (tags "%s"):\n' "$tags" >&2
+  local edge
+  while read -r edge; do printf '  %s\n' "$edge" >&2; done <<<"$edges"
+  bad=1
+}
+check_message ""
+[ -z "$cuda" ] || check_message cuda
 
 # The walkstage command is one package, so this one is per file: which of
 # its files (as go list sees them, without and with the cuda tag) import

@@ -12,6 +12,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
@@ -43,19 +44,19 @@ func TestOverBudgetRequestsAreRejectedAtIntake(t *testing.T) {
 			`"output":"visits","top_k":5,"steps_per_query":1000000,"seeds":[1,2,3,4,5,6,7,8,9,10]}`),
 	}
 	produce(t, brokers, "in", msgs...)
-	events, err := obs.events(ctx, func(m map[string][]source.Event) bool { return len(m) == len(msgs) })
+	events, err := obs.events(ctx, func(m map[string][]message.Event) bool { return len(m) == len(msgs) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"n2v-extreme", "visits-extreme"} {
 		ev := events[id][0]
-		if ev.Status != source.StatusRejected || ev.Reason != string(ReasonOverBudget) ||
+		if ev.Status != message.StatusRejected || ev.Reason != string(ReasonOverBudget) ||
 			!strings.Contains(ev.Error, "estimated cost") || !strings.Contains(ev.Error, "per-request budget 50000000") {
 			t.Errorf("%s: want a rejection over_budget naming the estimate and the budget, got %+v", id, ev)
 		}
 		t.Logf("%s: %s", id, ev.Error)
 	}
-	if ev := events["n2v-plain"][0]; ev.Status != source.StatusSucceeded || ev.Walks != 1000 {
+	if ev := events["n2v-plain"][0]; ev.Status != message.StatusSucceeded || ev.Walks != 1000 {
 		t.Errorf("n2v-plain (cost 10^6, within the budget): %+v", ev)
 	}
 	// Dead-lettered once each, with the reason, like every refused request.
@@ -195,12 +196,12 @@ func TestSmallRequestWalksBetweenSlicesOfAnExpensiveOne(t *testing.T) {
 	}
 	close(ge.release)
 	released = true
-	events, err := obs.events(ctx, func(m map[string][]source.Event) bool { return len(m) == 2 })
+	events, err := obs.events(ctx, func(m map[string][]message.Event) bool { return len(m) == 2 })
 	if err != nil {
 		t.Fatal(err)
 	}
 	for id, evs := range events {
-		if evs[0].Status != source.StatusSucceeded {
+		if evs[0].Status != message.StatusSucceeded {
 			t.Fatalf("%s: %+v", id, evs[0])
 		}
 	}

@@ -15,8 +15,8 @@ import (
 
 	"github.com/walkstage/walkstage/gpu"
 	"github.com/walkstage/walkstage/icetable"
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/sink"
-	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
@@ -68,7 +68,7 @@ func (s *Stage) finish(ctx context.Context, b *batch, runErr error) {
 				if b.w != nil {
 					b.w.Abort(context.WithoutCancel(ctx))
 				}
-				re := &source.RejectError{Reason: reasonManifestUnresolvable, BatchID: b.req.BatchID,
+				re := &message.RejectError{Reason: reasonManifestUnresolvable, BatchID: b.req.BatchID,
 					Msg: fmt.Sprintf("gave up after %d attempts: %v", b.unresolvable, err)}
 				if s.giveUp(ctx, b.d, re, b) != nil {
 					log.Info("batch abandoned at shutdown (uncommitted; it will be redelivered)")
@@ -101,7 +101,7 @@ func (s *Stage) finish(ctx context.Context, b *batch, runErr error) {
 // letter for a batch whose manifest key the object store kept unreadable,
 // yet refusing creates, through manifestUnresolvableAttempts attempts, each
 // with the sink's bounded recovery (sink.ErrManifestUnresolvable).
-const reasonManifestUnresolvable source.Reason = "manifest_unresolvable"
+const reasonManifestUnresolvable message.Reason = "manifest_unresolvable"
 
 // manifestUnresolvableAttempts bounds the attempts at a batch that end in
 // sink.ErrManifestUnresolvable: each has already waited out a live writer,
@@ -111,20 +111,20 @@ const manifestUnresolvableAttempts = 3
 
 // requestError is the rejection err amounts to, or nil when err is not the
 // request's fault.
-func requestError(b *batch, err error) *source.RejectError {
-	var re *source.RejectError
+func requestError(b *batch, err error) *message.RejectError {
+	var re *message.RejectError
 	switch {
 	case errors.As(err, &re):
 		return re
 	case errors.Is(err, walk.ErrInvalidAlgorithm):
-		return &source.RejectError{Reason: source.ReasonInvalidParameters, BatchID: b.req.BatchID, Msg: err.Error()}
+		return &message.RejectError{Reason: message.ReasonInvalidParameters, BatchID: b.req.BatchID, Msg: err.Error()}
 	case sink.IsRequestError(err), errors.Is(err, icetable.ErrConflict):
-		return &source.RejectError{Reason: source.ReasonBatchIDConflict, BatchID: b.req.BatchID, Msg: err.Error()}
+		return &message.RejectError{Reason: message.ReasonBatchIDConflict, BatchID: b.req.BatchID, Msg: err.Error()}
 	case errors.As(err, new(*gpu.MemoryPlanError)) && b.alone:
 		// Walked alone, the request still needs more device memory than
 		// there is: no retry helps. (In a micro-batch it is first retried
 		// alone.)
-		return &source.RejectError{Reason: source.ReasonTooLarge, BatchID: b.req.BatchID, Msg: err.Error()}
+		return &message.RejectError{Reason: message.ReasonTooLarge, BatchID: b.req.BatchID, Msg: err.Error()}
 	}
 	return nil
 }
@@ -185,12 +185,12 @@ func (s *Stage) complete(ctx context.Context, b *batch, runErr error) error {
 // (written now, or found complete by a redelivery), then acknowledges it.
 func (s *Stage) report(ctx context.Context, b *batch, man *sink.Manifest, manifestKey string, wt time.Time) error {
 	writing := time.Since(b.emitted)
-	ev := source.Event{BatchID: b.req.BatchID, Status: source.StatusSucceeded,
+	ev := message.Event{BatchID: b.req.BatchID, Status: message.StatusSucceeded,
 		Graph: man.Graph, GraphVersion: man.GraphVersion, Algorithm: b.req.DescribeAlgorithm(b.v.g), Engine: man.Engine,
 		RNGSeed: b.req.RNGSeed, Seeds: b.req.NumSeeds(), SkippedSeeds: b.req.Skipped, SkippedIDs: b.req.SkippedIDs,
 		Walks: man.Walks + man.Instances, Steps: man.Steps + man.Edges, Queries: man.Queries, Candidates: man.Candidates,
 		Manifest: store.ObjectURL(s.o.BucketURL, manifestKey),
-		Timings: source.Timings{Queued: b.launched.Sub(b.queuedAt).Seconds(), Walking: b.walked.Seconds(),
+		Timings: message.Timings{Queued: b.launched.Sub(b.queuedAt).Seconds(), Walking: b.walked.Seconds(),
 			Writing: writing.Seconds(), Total: time.Since(b.queuedAt).Seconds()}}
 	for _, f := range man.Files {
 		ev.Objects = append(ev.Objects, store.ObjectURL(s.o.BucketURL, f.Key))
@@ -215,11 +215,11 @@ func (s *Stage) report(ctx context.Context, b *batch, man *sink.Manifest, manife
 	if err := b.d.Ack(ctx, nil); err != nil {
 		s.log.Warn("acknowledgement failed; the batch will be redelivered", "batch_id", b.req.BatchID, "err", err)
 	}
-	endRequest(b.span, source.StatusSucceeded, "")
+	endRequest(b.span, message.StatusSucceeded, "")
 	// The latency users see ends when the event is durable, not when it
 	// was built.
 	total := time.Since(b.queuedAt)
-	s.m.batches.WithLabelValues(string(source.StatusSucceeded)).Inc()
+	s.m.batches.WithLabelValues(string(message.StatusSucceeded)).Inc()
 	s.m.walks.Add(float64(ev.Walks))
 	s.m.steps.Add(float64(ev.Steps))
 	s.m.latency.Observe(total.Seconds())

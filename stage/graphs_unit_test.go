@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/walkstage/walkstage/graph"
-	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 	"github.com/walkstage/walkstage/walk/cpu"
@@ -31,9 +31,9 @@ func TestRebindResolvesSeedsOnTheNewVersion(t *testing.T) {
 	v1 := idGraph(t, "social", graph.Edge{Src: 100, Dst: 200}, graph.Edge{Src: 200, Dst: 300})
 	v2 := idGraph(t, "social", graph.Edge{Src: 50, Dst: 200}, graph.Edge{Src: 200, Dst: 300}) // 100 gone, 50 new
 	other := idGraph(t, "web", graph.Edge{Src: 100, Dst: 200})
-	req := func() *source.Request {
-		r, err := source.DecodeRequest(nil, []byte(`{"version":1,"batch_id":"b","graph":"social","algorithm":"deepwalk","seeds":[100,300]}`),
-			v1, source.Limits{SkipUnknown: true})
+	req := func() *message.Request {
+		r, err := message.DecodeRequest(nil, []byte(`{"version":1,"batch_id":"b","graph":"social","algorithm":"deepwalk","seeds":[100,300]}`),
+			v1, message.Limits{SkipUnknown: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,13 +44,13 @@ func TestRebindResolvesSeedsOnTheNewVersion(t *testing.T) {
 		name   string
 		g      *graph.Graph
 		skip   bool
-		reason source.Reason
+		reason message.Reason
 		seeds  []int64
 	}{
 		{"same version", v1, false, "", []int64{100, 300}},
-		{"seed gone, reject", v2, false, source.ReasonUnknownVertices, nil},
+		{"seed gone, reject", v2, false, message.ReasonUnknownVertices, nil},
 		{"seed gone, skip", v2, true, "", []int64{300}},
-		{"another graph", other, true, source.ReasonGraphMismatch, nil},
+		{"another graph", other, true, message.ReasonGraphMismatch, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -236,8 +236,8 @@ func TestRebindResolvesStringSeeds(t *testing.T) {
 	}
 	v1 := strGraph([2]string{"bob", "carol"}, [2]string{"carol", "dave"})
 	v2 := strGraph([2]string{"alice", "bob"}, [2]string{"bob", "dave"}) // carol gone, alice renumbers the rest
-	r, err := source.DecodeRequest(nil, []byte(`{"version":1,"batch_id":"b","algorithm":"deepwalk","seeds":["dave","carol","bob"]}`),
-		v1, source.Limits{SkipUnknown: true})
+	r, err := message.DecodeRequest(nil, []byte(`{"version":1,"batch_id":"b","algorithm":"deepwalk","seeds":["dave","carol","bob"]}`),
+		v1, message.Limits{SkipUnknown: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,14 +252,14 @@ func TestRebindResolvesStringSeeds(t *testing.T) {
 			t.Errorf("seed %q starts at %q", s, v2.ExternalString(r.Starts[i]))
 		}
 	}
-	if re := rebind(r, strGraph([2]string{"bob", "carol"}), false); re == nil || re.Reason != source.ReasonUnknownVertices || !strings.Contains(re.Msg, "[dave]") {
+	if re := rebind(r, strGraph([2]string{"bob", "carol"}), false); re == nil || re.Reason != message.ReasonUnknownVertices || !strings.Contains(re.Msg, "[dave]") {
 		t.Fatalf("rebind to a version without a seed: %v", re)
 	}
 
 	// Integer seeds onto a graph with string ids: decimal strings.
 	digits := strGraph([2]string{"100", "300"}, [2]string{"300", "x"})
 	ints := idGraph(t, "social", graph.Edge{Src: 100, Dst: 300})
-	r, err = source.DecodeRequest(nil, []byte(`{"version":1,"batch_id":"b","algorithm":"deepwalk","seeds":[100,300]}`), ints, source.Limits{})
+	r, err = message.DecodeRequest(nil, []byte(`{"version":1,"batch_id":"b","algorithm":"deepwalk","seeds":[100,300]}`), ints, message.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -188,11 +188,11 @@ func TestReadinessHoldsWhileARetryIsStuck(t *testing.T) {
 			waitFor(t, "ready after the fault", 30*time.Second, func() bool { code, _ := readyz(); return code == 200 })
 			ectx, ecancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer ecancel()
-			evs, err := obs.events(ectx, func(m map[string][]source.Event) bool { return len(m["stuck"]) > 0 })
+			evs, err := obs.events(ectx, func(m map[string][]message.Event) bool { return len(m["stuck"]) > 0 })
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ev := evs["stuck"][0]; ev.Status != source.StatusSucceeded {
+			if ev := evs["stuck"][0]; ev.Status != message.StatusSucceeded {
 				t.Fatalf("%+v", ev)
 			}
 		})
@@ -253,7 +253,7 @@ func TestReadinessReturnsAfterATransientEngineFailure(t *testing.T) {
 	produce(t, brokers, "in", request("flaky", map[string]any{"algorithm": "deepwalk", "seeds": []int{1, 2}, "length": 5}))
 	ectx, ecancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer ecancel()
-	if _, err := obs.events(ectx, func(m map[string][]source.Event) bool { return len(m["flaky"]) > 0 }); err != nil {
+	if _, err := obs.events(ectx, func(m map[string][]message.Event) bool { return len(m["flaky"]) > 0 }); err != nil {
 		t.Fatal(err)
 	}
 	if flaky.n.Load() >= 0 {

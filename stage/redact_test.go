@@ -16,7 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/message"
 )
 
 // lockedBuffer is the log output the recording handler writes to.
@@ -85,7 +85,7 @@ func TestStageStartNeverLogsURLCredentials(t *testing.T) {
 	produce(t, brokers, "in", request("r1", map[string]any{"algorithm": "deepwalk", "seeds": []int{1, 2}, "length": 4}))
 	ectx, ecancel := context.WithTimeout(ctx, 30*time.Second)
 	defer ecancel()
-	if _, err := obs.events(ectx, func(m map[string][]source.Event) bool { return len(m["r1"]) > 0 }); err != nil {
+	if _, err := obs.events(ectx, func(m map[string][]message.Event) bool { return len(m["r1"]) > 0 }); err != nil {
 		t.Fatal(err)
 	}
 	cancel()

@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/walkstage/walkstage/graphsample"
-	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/message"
 )
 
 // sample runs one sampling batch against v's graph and writes its rows,
-// in waves of instances of about source.SampleWaveEdges edges.
+// in waves of instances of about message.SampleWaveEdges edges.
 // The seeds are those bound to v's graph (rebind); seeds that no longer
 // form whole frontier sets reject the batch. Like countVisits, an error of
 // the sampling is the batch's vErr, a write error its wErr, and b.written
@@ -28,7 +28,7 @@ func (s *Stage) sample(ctx context.Context, b *batch, v *served, turn *heldTurn)
 	p := sp.Params
 	per := p.SeedsPerInstance()
 	if len(b.req.Starts)%per != 0 {
-		b.vErr = &source.RejectError{Reason: source.ReasonInvalidParameters, BatchID: b.req.BatchID,
+		b.vErr = &message.RejectError{Reason: message.ReasonInvalidParameters, BatchID: b.req.BatchID,
 			Msg: fmt.Sprintf("graph version %s: %d known seeds are not whole sets of frontier_size %d", v.g.Version, len(b.req.Starts), per)}
 		return
 	}
@@ -38,7 +38,7 @@ func (s *Stage) sample(ctx context.Context, b *batch, v *served, turn *heldTurn)
 	var wave int
 	var waveEdges int64
 	for lo := 0; lo < n; lo += wave {
-		wave = source.SampleWave(p, source.SampleWaveEdges, n-lo, wave, waveEdges)
+		wave = message.SampleWave(p, message.SampleWaveEdges, n-lo, wave, waveEdges)
 		hi := lo + wave
 		turn.lock() // each wave a turn: queued micro-batches walk between waves
 		t0 := time.Now()

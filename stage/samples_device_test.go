@@ -14,8 +14,8 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/graphsample"
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/sink"
-	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk/cpu"
 )
@@ -98,11 +98,11 @@ func TestStageSamplesOnTheDevice(t *testing.T) {
 		"layer": {"algorithm": "layer", "layer_sizes": []int{5, 8}, "seeds": seeds[:4]},
 	}
 	wantEngine := map[string]string{"nbr": "gpu", "nbr-w": "gpu", "nbr-r": "cpu", "layer": "cpu"}
-	reqs := map[string]*source.Request{}
+	reqs := map[string]*message.Request{}
 	for id, body := range bodies {
 		body["version"], body["batch_id"] = 1, id
 		v, _ := json.Marshal(body)
-		r, err := source.DecodeRequest([]byte(id), v, g, source.DefaultLimits())
+		r, err := message.DecodeRequest([]byte(id), v, g, message.DefaultLimits())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +113,7 @@ func TestStageSamplesOnTheDevice(t *testing.T) {
 	var onDevice int64
 	for _, ev := range evs.all() {
 		r := reqs[ev.BatchID]
-		if ev.Status != source.StatusSucceeded {
+		if ev.Status != message.StatusSucceeded {
 			t.Fatalf("%s: %s %s", ev.BatchID, ev.Status, ev.Error)
 		}
 		if ev.Engine != wantEngine[ev.BatchID] {

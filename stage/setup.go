@@ -26,6 +26,7 @@ import (
 	"github.com/walkstage/walkstage/icetable"
 	"github.com/walkstage/walkstage/internal/logkeys"
 	"github.com/walkstage/walkstage/internal/redact"
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/store"
@@ -286,7 +287,7 @@ func consumerConfig(c Config, ko source.KafkaOptions, g *graph.Graph, log *slog.
 	return source.ConsumerConfig{Kafka: ko, Topic: c.InputTopic, Group: c.Group, DLQTopic: c.DLQTopic,
 		OutputTopic: c.OutputTopic, CallTimeout: c.BrokerTimeout,
 		SessionTimeout: c.SessionTimeout, RebalanceTimeout: c.RebalanceTimeout, Graph: g, Logger: log,
-		Limits: source.Limits{MaxMessageBytes: c.MaxMessageBytes, MaxSeeds: c.MaxSeeds, MaxWalkLength: c.MaxWalkLength,
+		Limits: message.Limits{MaxMessageBytes: c.MaxMessageBytes, MaxSeeds: c.MaxSeeds, MaxWalkLength: c.MaxWalkLength,
 			MaxWalksPerSeed: c.MaxWalksPerSeed, MaxWalksPerBatch: c.MaxWalksPerBatch, SkipUnknown: c.UnknownVertices == "skip",
 			MaxTopK: c.MaxTopK, MaxStepsPerQuery: int64(c.MaxStepsPerQuery), MaxStepsPerBatch: c.MaxStepsPerBatch,
 			MaxFanout: c.MaxFanout, MaxSampleVertices: c.MaxSampleVertices, MaxSampledEdges: c.MaxSampledEdges}}

@@ -18,6 +18,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/walk"
@@ -32,7 +33,7 @@ type Deliveries interface {
 // Publisher writes completion events; Publish returns once the event is
 // durable. *source.Publisher implements it.
 type Publisher interface {
-	Publish(ctx context.Context, ev source.Event) error
+	Publish(ctx context.Context, ev message.Event) error
 }
 
 // Options assemble a Stage from its parts; FromConfig builds them from the
@@ -199,7 +200,7 @@ type Stage struct {
 // batch is one request on its way through the stage.
 type batch struct {
 	d        *source.Delivery
-	req      *source.Request
+	req      *message.Request
 	walks    int
 	queuedAt time.Time // = fetched
 	// cost is the request's estimated engine cost (walk.CostModel) on the

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
@@ -84,7 +85,7 @@ func TestStageRefusesTemporalOnAnEngineWithout(t *testing.T) {
 		body["version"], body["batch_id"] = 1, id
 		v, _ := json.Marshal(body)
 		// memSource.send decodes against the untimed test graph.
-		req, err := source.DecodeRequest([]byte(id), v, g, source.DefaultLimits())
+		req, err := message.DecodeRequest([]byte(id), v, g, message.DefaultLimits())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,12 +95,12 @@ func TestStageRefusesTemporalOnAnEngineWithout(t *testing.T) {
 	for _, ev := range evs.all() {
 		switch ev.BatchID {
 		case "tw":
-			if ev.Status != source.StatusRejected || ev.Reason != string(source.ReasonInvalidParameters) ||
+			if ev.Status != message.StatusRejected || ev.Reason != string(message.ReasonInvalidParameters) ||
 				!strings.Contains(ev.Error, "this replica's gpu engine cannot walk it") || !strings.Contains(ev.Error, "no temporal walks on this engine") {
 				t.Errorf("tw: %s %s %s", ev.Status, ev.Reason, ev.Error)
 			}
 		default:
-			if ev.Status != source.StatusSucceeded {
+			if ev.Status != message.StatusSucceeded {
 				t.Errorf("%s beside a temporal request: %s %s %s", ev.BatchID, ev.Status, ev.Reason, ev.Error)
 			}
 		}

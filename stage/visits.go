@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/walk/visits"
 )
 
@@ -102,7 +102,7 @@ func (s *Stage) visitQueries(b *batch, v *served) ([]visits.VisitQuery, bool) {
 				}
 			}
 			if !ok {
-				b.vErr = &source.RejectError{Reason: source.ReasonUnknownVertices, BatchID: b.req.BatchID,
+				b.vErr = &message.RejectError{Reason: message.ReasonUnknownVertices, BatchID: b.req.BatchID,
 					Msg: fmt.Sprintf("graph version %s has no vertex %s (query %q)", v.g.Version, name, spec.QueryIDs[q])}
 				return nil, false
 			}

@@ -22,8 +22,8 @@ import (
 	"github.com/walkstage/walkstage/engines"
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/graphsample"
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/sink"
-	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 	"github.com/walkstage/walkstage/walk/visits"
@@ -616,7 +616,7 @@ func copiedNote(copied, vertices int64) string {
 }
 
 // repeatSeeds lists each seed's walks together, seed-major, the stage's
-// walk order (source.Request.Job): walk i starts at seeds[i / perSeed].
+// walk order (message.Request.Job): walk i starts at seeds[i / perSeed].
 func repeatSeeds(seeds []uint32, perSeed int) []uint32 {
 	if perSeed == 1 {
 		return seeds
@@ -688,8 +688,8 @@ func seedsFromList(g *graph.Graph, list string) ([]uint32, error) {
 // with string ids (1 to 1024 bytes), else a decimal integer.
 func seedID(g *graph.Graph, id string) (uint32, error) {
 	if g.HasStringIDs() {
-		if id == "" || len(id) > source.MaxStringIDLen {
-			return 0, fmt.Errorf("%q is not a string id (1 to %d bytes)", truncateID(id), source.MaxStringIDLen)
+		if id == "" || len(id) > message.MaxStringIDLen {
+			return 0, fmt.Errorf("%q is not a string id (1 to %d bytes)", truncateID(id), message.MaxStringIDLen)
 		}
 		v, ok := g.DenseIDString(id)
 		if !ok {

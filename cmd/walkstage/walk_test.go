@@ -15,8 +15,8 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/internal/fakes3"
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/sink"
-	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/store"
 )
 
@@ -170,7 +170,7 @@ func TestWalkCommandToS3(t *testing.T) {
 }
 
 // walkstage walk numbers walks like the stage: seed k's walks are
-// k*W .. (k+1)*W-1 (source.Request.Job), not round-robin over the seeds.
+// k*W .. (k+1)*W-1 (message.Request.Job), not round-robin over the seeds.
 func TestWalkCommandOrdersWalksLikeTheStage(t *testing.T) {
 	gp := walkTestGraph(t)
 	dir := t.TempDir()
@@ -199,8 +199,8 @@ func TestWalkCommandOrdersWalksLikeTheStage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	req, err := source.DecodeRequest(nil, []byte(`{"version":1,"batch_id":"order","algorithm":"deepwalk","walks_per_seed":3,"seeds":[10,1990,30]}`),
-		g, source.DefaultLimits())
+	req, err := message.DecodeRequest(nil, []byte(`{"version":1,"batch_id":"order","algorithm":"deepwalk","walks_per_seed":3,"seeds":[10,1990,30]}`),
+		g, message.DefaultLimits())
 	if err != nil {
 		t.Fatal(err)
 	}

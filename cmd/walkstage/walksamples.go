@@ -15,8 +15,8 @@ import (
 	"github.com/walkstage/walkstage/gpu"
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/graphsample"
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/sink"
-	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/store"
 )
 
@@ -231,7 +231,7 @@ func walkSamples(ctx context.Context, kind graphsample.SampleKind, f *sampleFlag
 	var wave int
 	var waveEdges int64
 	for lo := 0; lo < n && err == nil; lo += wave {
-		wave = source.SampleWave(p, source.SampleWaveEdges, n-lo, wave, waveEdges)
+		wave = message.SampleWave(p, message.SampleWaveEdges, n-lo, wave, waveEdges)
 		ts := time.Now()
 		var edges [][]graphsample.SampledEdge
 		var ws graphsample.SampleStats

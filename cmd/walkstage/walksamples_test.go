@@ -13,8 +13,8 @@ import (
 	"github.com/walkstage/walkstage/gpu"
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/graphsample"
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/sink"
-	"github.com/walkstage/walkstage/source"
 )
 
 // `walk --algorithm neighbor` writes the rows the stage writes for the
@@ -168,11 +168,11 @@ func readPartRows[T any](t *testing.T, dir string, m *sink.Manifest) []T {
 
 // stageSamples decodes a sampling request as the stage does (unknown
 // seeds skipped) and samples it with graphsample.Sample.
-func stageSamples(t *testing.T, g *graph.Graph, body string) (*source.Request, [][]graphsample.SampledEdge) {
+func stageSamples(t *testing.T, g *graph.Graph, body string) (*message.Request, [][]graphsample.SampledEdge) {
 	t.Helper()
-	lim := source.DefaultLimits()
+	lim := message.DefaultLimits()
 	lim.SkipUnknown = true
-	r, err := source.DecodeRequest(nil, []byte(body), g, lim)
+	r, err := message.DecodeRequest(nil, []byte(body), g, lim)
 	if err != nil {
 		t.Fatal(err)
 	}

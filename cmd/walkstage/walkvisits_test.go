@@ -12,8 +12,8 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/sink"
-	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/walk/cpu"
 	"github.com/walkstage/walkstage/walk/visits"
 )
@@ -52,9 +52,9 @@ func TestWalkCommandWritesVisits(t *testing.T) {
 	}
 	body := `{"version":1,"batch_id":"vis","algorithm":"ppr","stop_probability":0.25,"length":40,"output":"visits","top_k":7,` +
 		`"steps_per_query":3000,"exclude_seeds":true,"rng_seed":9,"seed_range":{"first":100,"count":301}}`
-	lim := source.DefaultLimits()
+	lim := message.DefaultLimits()
 	lim.SkipUnknown = true // the range is sparse, as --seeds A-B skips what the graph lacks
-	r, err := source.DecodeRequest(nil, []byte(body), g, lim)
+	r, err := message.DecodeRequest(nil, []byte(body), g, lim)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package source
+package message
 
 // Seeds as requests list them: integer external ids, or, for a graph with
 // string ids, JSON strings (docs/reference/messages.md, "String ids").

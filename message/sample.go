@@ -1,4 +1,4 @@
-package source
+package message
 
 // Graph sampling requests: the C-SAW algorithms (neighbor, layer,
 // forest_fire, snowball, frontier), their fields and validation

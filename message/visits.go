@@ -1,4 +1,4 @@
-package source
+package message
 
 // Output "visits" requests: the fields, their validation and the queries
 // (docs/reference/messages.md, "Visit counts").

@@ -1,4 +1,4 @@
-package source
+package message
 
 // The wire form of a version 1 request (docs/reference/messages.md) and the readers
 // of its members; DecodeRequest (decode.go) validates what they read.
@@ -46,7 +46,7 @@ type requestV1 struct {
 	ExcludeNeighbors *bool
 	MinVisits        *int64
 	Queries          []queryV1
-	// Sampling algorithms (source/sample.go).
+	// Sampling algorithms (sample.go).
 	Fanouts          []int
 	Replace          *bool
 	LayerSizes       []int

@@ -1,11 +1,4 @@
-// Package source turns Kafka messages into validated walk requests and
-// carries walkstage's side of the wire: the request decoder (versioned,
-// strict JSON), the completion event, the dead-letter copy of rejected
-// messages, and the consumer-group reader that commits offsets in order per
-// partition. It is the only package that knows offsets exist: the stage gets
-// each request with an acknowledgement (Delivery.Commit) and calls it once
-// the batch's output is durable.
-package source
+package message
 
 import (
 	"errors"
@@ -35,7 +28,7 @@ type Limits struct {
 	MaxTopK          int   // top_k of an output "visits" request
 	MaxStepsPerQuery int64 // steps_per_query of an output "visits" request
 	MaxStepsPerBatch int64 // queries x steps_per_query of an output "visits" request
-	// Sampling requests (source/sample.go): the largest fan-out or layer
+	// Sampling requests (sample.go): the largest fan-out or layer
 	// size, max_vertices (also its value when absent), and the most edges
 	// one request may sample (instances x the most edges an instance can).
 	MaxFanout         int
@@ -107,7 +100,7 @@ type Request struct {
 	Output string
 	Visits *VisitSpec
 	// Sample is set for the sampling algorithms (output "samples",
-	// source/sample.go); Algorithm is then the zero value.
+	// sample.go); Algorithm is then the zero value.
 	Sample *SampleSpec
 }
 
