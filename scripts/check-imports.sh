@@ -4,10 +4,10 @@
 # catalog) never import a command or a tool built on them (cmd/..., the
 # load generator, demo/, the chaos suite), with or without the cuda tag,
 # tests included; and the walkstage command builds its engines through
-# engines/, so only `walkstage run` (run.go) and `walkstage load`, which
-# reads the stage's variables for its defaults (load.go), import the
-# stage; and the catalog, which only needs buckets, reaches them through
-# store/, not through the sink (the Parquet encoder and batch writer).
+# engines/, so only `walkstage run` (run.go) imports the stage (`walkstage
+# load` reads the stage's variables for its defaults from stage/config);
+# and the catalog, which only needs buckets, reaches them through store/,
+# not through the sink (the Parquet encoder and batch writer).
 # Exits 1 naming each offending import.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -95,9 +95,9 @@ check_catalog ""
 # the stage.
 dir=$(go list -f '{{.Dir}}' ./cmd/walkstage)
 for f in $({ go list -f '{{join .GoFiles "\n"}}' ./cmd/walkstage; [ -z "$cuda" ] || go list -tags cuda -f '{{join .GoFiles "\n"}}' ./cmd/walkstage; } | sort -u); do
-  case $f in run.go | load.go) continue ;; esac
+  case $f in run.go) continue ;; esac
   if grep -qF "\"$mod/stage\"" "$dir/$f"; then
-    printf 'check-imports: cmd/walkstage/%s imports %s/stage, which only walkstage run (run.go) and load (load.go) may: build engines with %s/engines\n' \
+    printf 'check-imports: cmd/walkstage/%s imports %s/stage, which only walkstage run (run.go) may: build engines with %s/engines\n' \
       "$f" "$mod" "$mod" >&2
     bad=1
   fi

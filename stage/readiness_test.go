@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/stage/config"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -115,7 +116,7 @@ func TestReadinessHoldsWhileARetryIsStuck(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			brokers, outURL, fault := c.start(t)
-			cfg, err := LoadConfig(stageEnviron(brokers, gpath, outURL, "WALKSTAGE_PROBE_INTERVAL=50ms",
+			cfg, err := config.Load(stageEnviron(brokers, gpath, outURL, "WALKSTAGE_PROBE_INTERVAL=50ms",
 				"WALKSTAGE_RETRY_BACKOFF_MIN=50ms", "WALKSTAGE_RETRY_BACKOFF_MAX=300ms", "WALKSTAGE_BROKER_TIMEOUT=3s",
 				"WALKSTAGE_STORE_TIMEOUT=3s"))
 			if err != nil {
@@ -224,7 +225,7 @@ func TestReadinessReturnsAfterATransientEngineFailure(t *testing.T) {
 	gpath, _ := testGraph(t, 8)
 	brokers := startKafka(t, 1)
 	outURL, _ := writeFaultS3(t)
-	cfg, err := LoadConfig(stageEnviron(brokers, gpath, outURL, "WALKSTAGE_PROBE_INTERVAL=50ms",
+	cfg, err := config.Load(stageEnviron(brokers, gpath, outURL, "WALKSTAGE_PROBE_INTERVAL=50ms",
 		"WALKSTAGE_RETRY_BACKOFF_MIN=50ms", "WALKSTAGE_RETRY_BACKOFF_MAX=300ms", "WALKSTAGE_METRICS_ADDR="))
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/stage/config"
 )
 
 // lockedBuffer is the log output the recording handler writes to.
@@ -46,7 +47,7 @@ func recordingLogger() (*slog.Logger, *lockedBuffer) {
 const secretPass = "Pa55-w0rd-not-for-logs"
 
 // TestStageStartNeverLogsURLCredentials starts the stage the way `walkstage
-// run` does (LoadConfig, FromConfig, Run) with a password in the userinfo
+// run` does (config.Load, FromConfig, Run) with a password in the userinfo
 // of WALKSTAGE_GRAPH and WALKSTAGE_OUTPUT_URL, walks one batch and stops;
 // the password is in none of the records a caller's own log handler got,
 // nor in what Describe prints for `run --check`.
@@ -67,7 +68,7 @@ func TestStageStartNeverLogsURLCredentials(t *testing.T) {
 	query := strings.TrimPrefix(outURL, "s3://walks")
 	graphURL := "s3://alice:" + secretPass + "@walks/graphs/g.wsg" + query
 	credOutURL := "s3://bob:" + secretPass + "@walks" + query
-	c, err := LoadConfig(stageEnviron(brokers, graphURL, credOutURL, "WALKSTAGE_LOG_LEVEL=debug"))
+	c, err := config.Load(stageEnviron(brokers, graphURL, credOutURL, "WALKSTAGE_LOG_LEVEL=debug"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func TestStageStartNeverLogsURLCredentials(t *testing.T) {
 	if !strings.Contains(out, "alice:xxxxx@walks") {
 		t.Errorf("the graph URL was not logged (redacted) at all; the test proves nothing:\n%s", out)
 	}
-	for _, v := range Describe(c) {
+	for _, v := range config.Describe(c) {
 		if strings.Contains(v.Value, secretPass) {
 			t.Errorf("Describe: %s=%s", v.Name, v.Value)
 		}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/walkstage/walkstage/cmd/walkstage/internal/loadgen"
 	"github.com/walkstage/walkstage/graph"
-	"github.com/walkstage/walkstage/stage"
+	"github.com/walkstage/walkstage/stage/config"
 )
 
 // stageSetting is the value a running stage would take for a WALKSTAGE_*
@@ -21,7 +21,7 @@ func stageSetting(name string) string {
 	if v, ok := os.LookupEnv(name); ok && v != "" {
 		return v
 	}
-	for _, v := range stage.Variables() {
+	for _, v := range config.Variables() {
 		if v.Name == name {
 			return v.Default
 		}

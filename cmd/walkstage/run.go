@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/walkstage/walkstage/stage"
+	"github.com/walkstage/walkstage/stage/config"
 )
 
 const runUsage = `walkstage run [--check] [--cpuprofile FILE] [--trace FILE]
@@ -26,7 +27,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.Usage = func() {
 		subUsage(fs, runUsage)()
 		fmt.Fprint(fs.Output(), "\nvariables:\n")
-		stage.WriteConfigReference(fs.Output())
+		config.WriteReference(fs.Output())
 	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -35,18 +36,18 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return usageErrorf(fs, "unexpected argument %q (the stage is configured from WALKSTAGE_* variables)", fs.Arg(0))
 	}
 	if *check {
-		c, err := stage.LoadConfig(nil)
+		c, err := config.Load(nil)
 		if err != nil {
 			return err
 		}
-		for _, v := range stage.Describe(c) {
+		for _, v := range config.Describe(c) {
 			fmt.Fprintf(stdout, "%s=%s\n", v.Name, v.Value)
 		}
 		return nil
 	}
-	if c, err := stage.LoadConfig(nil); err == nil {
+	if c, err := config.Load(nil); err == nil {
 		// stage.Main reports a bad configuration itself.
-		stage.NewLogger(c, os.Stderr).Info("memory limit", "gomemlimit_bytes", memoryLimit.bytes, "source", memoryLimit.note)
+		config.NewLogger(c, os.Stderr).Info("memory limit", "gomemlimit_bytes", memoryLimit.bytes, "source", memoryLimit.note)
 	}
 	stop, err := startCPUProfile(*cpuProfile)
 	if err != nil {

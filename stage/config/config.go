@@ -1,4 +1,4 @@
-package stage
+package config
 
 import (
 	"errors"
@@ -22,7 +22,7 @@ import (
 const EnvPrefix = "WALKSTAGE_"
 
 // Config is the stage's whole configuration, read from WALKSTAGE_* variables
-// by LoadConfig. The names are a public interface (the Helm chart and every
+// by Load. The names are a public interface (the Helm chart and every
 // deployment set them): add variables freely, never rename one. Each field's
 // comment is the variable's documentation; docs and the chart quote it.
 type Config struct {
@@ -329,10 +329,10 @@ type Config struct {
 	LogFormat string `env:"LOG_FORMAT" envDefault:"json"`
 }
 
-// LoadConfig reads the configuration from environ (os.Environ() form;
+// Load reads the configuration from environ (os.Environ() form;
 // nil means the process environment) and validates it. The error lists every
 // bad variable, one per line, not just the first.
-func LoadConfig(environ []string) (Config, error) {
+func Load(environ []string) (Config, error) {
 	opts := env.Options{Prefix: EnvPrefix}
 	if environ != nil {
 		opts.Environment = make(map[string]string, len(environ))
@@ -361,7 +361,7 @@ func LoadConfig(environ []string) (Config, error) {
 	}
 	errs = append(errs, c.validate()...)
 	if len(errs) > 0 {
-		return c, &ConfigError{Errs: errs}
+		return c, &Error{Errs: errs}
 	}
 	return c, nil
 }
@@ -375,10 +375,10 @@ func envMap() map[string]string {
 	return m
 }
 
-// ConfigError lists every problem found in the configuration.
-type ConfigError struct{ Errs []error }
+// Error lists every problem found in the configuration.
+type Error struct{ Errs []error }
 
-func (e *ConfigError) Error() string {
+func (e *Error) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "invalid configuration (%d problems):", len(e.Errs))
 	for _, err := range e.Errs {
@@ -388,7 +388,7 @@ func (e *ConfigError) Error() string {
 	return redact.String(b.String()) // the problems quote URLs and brokers
 }
 
-func (e *ConfigError) Unwrap() []error { return e.Errs }
+func (e *Error) Unwrap() []error { return e.Errs }
 
 // badFunc records one invalid variable: its name (without the prefix) and
 // why.
@@ -464,9 +464,7 @@ func (c *Config) validateGraphAndOutput(bad badFunc) {
 	if c.Graph == "" {
 		bad("GRAPH", "required (path or object URL of a walkstage graph file)")
 	}
-	if err := validGraphSettings(c); err != nil {
-		bad(err.name, "%s", err.msg)
-	}
+	c.validateGraphFollowing(bad)
 	if c.OutputURL == "" {
 		bad("OUTPUT_URL", "required (bucket URL such as s3://bucket?region=... or file:///dir)")
 	} else if u, err := url.Parse(c.OutputURL); err != nil || u.Scheme == "" {
@@ -489,6 +487,31 @@ func (c *Config) validateGraphAndOutput(bad badFunc) {
 	}
 	if c.OutputMemoryBytes < 1<<20 {
 		bad("OUTPUT_MEMORY_BYTES", "%d is below 1 MiB", c.OutputMemoryBytes)
+	}
+}
+
+// Swap modes (WALKSTAGE_GRAPH_SWAP): how the stage replaces a graph
+// version with a new one.
+const (
+	SwapAuto    = "auto"
+	SwapOverlap = "overlap"
+	SwapDrain   = "drain"
+)
+
+// validateGraphFollowing checks the graph-following variables.
+func (c *Config) validateGraphFollowing(bad badFunc) {
+	switch c.GraphSwap {
+	case SwapAuto, SwapOverlap, SwapDrain:
+	default:
+		bad("GRAPH_SWAP", "%q is not auto, overlap or drain", c.GraphSwap)
+		return
+	}
+	if c.GraphPollInterval < 0 || c.GraphPollInterval > 0 && c.GraphPollInterval < 100*time.Millisecond {
+		bad("GRAPH_POLL_INTERVAL", "%v: use 0 (off) or at least 100ms", c.GraphPollInterval)
+		return
+	}
+	if c.GraphVersionWait < 0 {
+		bad("GRAPH_VERSION_WAIT", "%v is negative", c.GraphVersionWait)
 	}
 }
 

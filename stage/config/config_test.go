@@ -1,4 +1,4 @@
-package stage
+package config
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 )
 
 func TestLoadConfigDefaults(t *testing.T) {
-	c, err := LoadConfig([]string{"WALKSTAGE_BROKERS=a:9092,b:9092", "WALKSTAGE_GRAPH=/g.wsg", "WALKSTAGE_OUTPUT_URL=file:///tmp/x"})
+	c, err := Load([]string{"WALKSTAGE_BROKERS=a:9092,b:9092", "WALKSTAGE_GRAPH=/g.wsg", "WALKSTAGE_OUTPUT_URL=file:///tmp/x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,7 +20,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 }
 
 func TestLoadConfigReportsEveryBadVariable(t *testing.T) {
-	_, err := LoadConfig([]string{
+	_, err := Load([]string{
 		"WALKSTAGE_ENGINE=tpu",
 		"WALKSTAGE_MAX_SEEDS=notanumber",
 		"WALKSTAGE_QUEUE_DEPTH=0",
@@ -33,9 +33,9 @@ func TestLoadConfigReportsEveryBadVariable(t *testing.T) {
 		"WALKSTAGE_GPU_BATCH_SLOTS=9",
 		"WALKSTAGE_OUTPUT_WALK_ENCODING=plain",
 	})
-	var ce *ConfigError
+	var ce *Error
 	if !errors.As(err, &ce) {
-		t.Fatalf("want *ConfigError, got %v", err)
+		t.Fatalf("want *Error, got %v", err)
 	}
 	msg := err.Error()
 	for _, name := range []string{"BROKERS", "GRAPH", "OUTPUT_URL", "ENGINE", "MAX_SEEDS", "QUEUE_DEPTH",
@@ -51,7 +51,7 @@ func TestLoadConfigReportsEveryBadVariable(t *testing.T) {
 // the HTTP server. env fills a variable set to "" with its default, so this
 // once listened on :9090 anyway, and two such stages at once collided.
 func TestEmptyMetricsAddrDisablesTheServer(t *testing.T) {
-	c, err := LoadConfig([]string{"WALKSTAGE_BROKERS=kafka:9092", "WALKSTAGE_GRAPH=g.wsg", "WALKSTAGE_OUTPUT_URL=file:///tmp/w",
+	c, err := Load([]string{"WALKSTAGE_BROKERS=kafka:9092", "WALKSTAGE_GRAPH=g.wsg", "WALKSTAGE_OUTPUT_URL=file:///tmp/w",
 		"WALKSTAGE_METRICS_ADDR="})
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +59,7 @@ func TestEmptyMetricsAddrDisablesTheServer(t *testing.T) {
 	if c.MetricsAddr != "" {
 		t.Fatalf("METRICS_ADDR= gave %q", c.MetricsAddr)
 	}
-	c, err = LoadConfig([]string{"WALKSTAGE_BROKERS=kafka:9092", "WALKSTAGE_GRAPH=g.wsg", "WALKSTAGE_OUTPUT_URL=file:///tmp/w"})
+	c, err = Load([]string{"WALKSTAGE_BROKERS=kafka:9092", "WALKSTAGE_GRAPH=g.wsg", "WALKSTAGE_OUTPUT_URL=file:///tmp/w"})
 	if err != nil || c.MetricsAddr != "127.0.0.1:9090" {
 		t.Fatalf("unset METRICS_ADDR gave %q, %v", c.MetricsAddr, err)
 	}
@@ -68,8 +68,29 @@ func TestEmptyMetricsAddrDisablesTheServer(t *testing.T) {
 // A partition mode engines.ParsePartition does not know is a bad
 // configuration, named by its variable.
 func TestLoadConfigRejectsUnknownPartition(t *testing.T) {
-	if _, err := LoadConfig([]string{"WALKSTAGE_BROKERS=kafka:9092", "WALKSTAGE_GRAPH=g.wsg", "WALKSTAGE_OUTPUT_URL=file:///tmp/w",
+	if _, err := Load([]string{"WALKSTAGE_BROKERS=kafka:9092", "WALKSTAGE_GRAPH=g.wsg", "WALKSTAGE_OUTPUT_URL=file:///tmp/w",
 		"WALKSTAGE_GPU_PARTITION=maybe"}); err == nil || !strings.Contains(err.Error(), "GPU_PARTITION") {
 		t.Fatalf("WALKSTAGE_GPU_PARTITION=maybe: %v", err)
+	}
+}
+
+func TestGraphFollowSettingsValidated(t *testing.T) {
+	base := []string{"WALKSTAGE_BROKERS=k:9092", "WALKSTAGE_GRAPH=s3://g/social/CURRENT", "WALKSTAGE_OUTPUT_URL=file:///tmp/w"}
+	for env, want := range map[string]string{
+		"WALKSTAGE_GRAPH_SWAP=sideways":       "GRAPH_SWAP",
+		"WALKSTAGE_GRAPH_POLL_INTERVAL=1ms":   "GRAPH_POLL_INTERVAL",
+		"WALKSTAGE_GRAPH_VERSION_WAIT=-1s":    "GRAPH_VERSION_WAIT",
+		"WALKSTAGE_GRAPH_POLL_INTERVAL=0":     "",
+		"WALKSTAGE_GRAPH_SWAP=drain":          "",
+		"WALKSTAGE_GRAPH_VERSION_WAIT=0":      "",
+		"WALKSTAGE_GRAPH_POLL_INTERVAL=100ms": "",
+		"WALKSTAGE_GRAPH_VERSION_WAIT=1h":     "",
+		"WALKSTAGE_GRAPH_SWAP=overlap":        "",
+		"WALKSTAGE_GRAPH_POLL_INTERVAL=-5s":   "GRAPH_POLL_INTERVAL",
+	} {
+		_, err := Load(append(base, env))
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("%s: %v", env, err)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package stage
+package config
 
 import (
 	_ "embed"
@@ -43,9 +43,9 @@ func configReference() []configVar {
 	return out
 }
 
-// WriteConfigReference prints configReference for a terminal: a heading per
+// WriteReference prints configReference for a terminal: a heading per
 // section, each variable with its default and its meaning wrapped below it.
-func WriteConfigReference(w io.Writer) error {
+func WriteReference(w io.Writer) error {
 	section := ""
 	for _, v := range configReference() {
 		if v.Section != section && v.Section != "" {
@@ -67,15 +67,15 @@ func WriteConfigReference(w io.Writer) error {
 	return err
 }
 
-// WriteConfigMarkdown prints configReference as the Markdown page
+// WriteMarkdown prints configReference as the Markdown page
 // docs/reference/configuration.md holds (a test keeps the two equal): a
 // table per section.
-func WriteConfigMarkdown(w io.Writer) error {
+func WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
 	b.WriteString("# Configuration reference\n\n")
 	b.WriteString("`walkstage run` reads these environment variables (`walkstage run -h` prints the same). A bad\n")
-	b.WriteString("configuration is reported all at once at start-up. Generated from `stage/config.go` by\n")
-	b.WriteString("`WALKSTAGE_UPDATE_DOCS=1 go test ./stage -run TestConfigurationMarkdown`; the OpenTelemetry\n")
+	b.WriteString("configuration is reported all at once at start-up. Generated from `stage/config/config.go` by\n")
+	b.WriteString("`WALKSTAGE_UPDATE_DOCS=1 go test ./stage/config -run TestConfigurationMarkdown`; the OpenTelemetry\n")
 	b.WriteString("`OTEL_*` variables are in [messages.md](messages.md#tracing).\n")
 	section := "\x00"
 	for _, v := range configReference() {

@@ -1,4 +1,4 @@
-package stage
+package config
 
 import (
 	"bytes"
@@ -71,7 +71,7 @@ func TestConfigDocCoversEveryVariable(t *testing.T) {
 
 func TestConfigDocReferenceText(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteConfigReference(&b); err != nil {
+	if err := WriteReference(&b); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
@@ -93,14 +93,14 @@ func TestConfigDocReferenceText(t *testing.T) {
 }
 
 // TestConfigurationMarkdown: docs/reference/configuration.md is what
-// WriteConfigMarkdown prints from stage/config.go, so the reference never
+// WriteMarkdown prints from stage/config/config.go, so the reference never
 // drifts from the code (WALKSTAGE_UPDATE_DOCS=1 rewrites it).
 func TestConfigurationMarkdown(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteConfigMarkdown(&b); err != nil {
+	if err := WriteMarkdown(&b); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("..", "docs", "reference", "configuration.md")
+	path := filepath.Join("..", "..", "docs", "reference", "configuration.md")
 	if os.Getenv("WALKSTAGE_UPDATE_DOCS") == "1" {
 		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
@@ -111,6 +111,6 @@ func TestConfigurationMarkdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, b.Bytes()) {
-		t.Fatalf("%s is not what stage/config.go says: regenerate it with WALKSTAGE_UPDATE_DOCS=1 go test ./stage -run TestConfigurationMarkdown", path)
+		t.Fatalf("%s is not what stage/config/config.go says: regenerate it with WALKSTAGE_UPDATE_DOCS=1 go test ./stage/config -run TestConfigurationMarkdown", path)
 	}
 }
