@@ -90,14 +90,18 @@ check_catalog() {
 check_catalog ""
 [ -z "$cuda" ] || check_catalog cuda
 
-# The walkstage command is one package, so this one is per file: which of
-# its files (as go list sees them, without and with the cuda tag) import
-# the stage.
-dir=$(go list -f '{{.Dir}}' ./cmd/walkstage)
-for f in $({ go list -f '{{join .GoFiles "\n"}}' ./cmd/walkstage; [ -z "$cuda" ] || go list -tags cuda -f '{{join .GoFiles "\n"}}' ./cmd/walkstage; } | sort -u); do
-  case $f in run.go) continue ;; esac
-  if grep -qF "\"$mod/stage\"" "$dir/$f"; then
-    printf 'check-imports: cmd/walkstage/%s imports %s/stage, which only walkstage run (run.go) may: build engines with %s/engines\n' \
+# The walkstage command (package main and its command families under
+# cmd/walkstage/internal/) builds its engines with engines/: per file, as
+# go list sees them without and with the cuda tag, only run.go, which is
+# `walkstage run`, imports the stage.
+list_cmd_files() {
+  go list -tags "$1" -f '{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}' ./cmd/walkstage/...
+}
+for path in $({ list_cmd_files ""; [ -z "$cuda" ] || list_cmd_files cuda; } | sort -u); do
+  f=${path#"$PWD"/}
+  [ "$f" = cmd/walkstage/run.go ] && continue
+  if grep -qF "\"$mod/stage\"" "$path"; then
+    printf 'check-imports: %s imports %s/stage, which only walkstage run (cmd/walkstage/run.go) may: build engines with %s/engines\n' \
       "$f" "$mod" "$mod" >&2
     bad=1
   fi

@@ -679,3 +679,20 @@ func Describe(c Config) []Variable {
 	}
 	return vs
 }
+
+// Setting is the value a stage started in this process's environment
+// would take for the variable name (WALKSTAGE_...): the environment's,
+// else its documented default. Commands that talk to a running stage
+// (walkstage load, output) take their defaults from it, so one
+// environment configures both.
+func Setting(name string) string {
+	if v, ok := os.LookupEnv(name); ok && v != "" {
+		return v
+	}
+	for _, v := range Variables() {
+		if v.Name == name {
+			return v.Default
+		}
+	}
+	return ""
+}

@@ -1,4 +1,4 @@
-package main
+package benchcmd
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/walkstage/walkstage/cmd/walkstage/internal/cli"
 	"github.com/walkstage/walkstage/engines"
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
@@ -51,10 +52,11 @@ func benchCases(length int, timeScale float64) map[string]benchCase {
 	}
 }
 
-func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// Run is `walkstage bench`.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = subUsage(fs, `walkstage bench [--graph g.wsg | --scale 20 --edge-factor 16] [--engine cpu|gpu] [--algorithms LIST]
+	fs.Usage = cli.SubUsage(fs, `walkstage bench [--graph g.wsg | --scale 20 --edge-factor 16] [--engine cpu|gpu] [--algorithms LIST]
 
 Measures walk throughput (steps/s, sampled edges/s) per algorithm on a graph
 file or a generated R-MAT graph; the walks are discarded.`)
@@ -70,7 +72,7 @@ file or a generated R-MAT graph; the walks are discarded.`)
 	algos := fs.String("algorithms", "deepwalk,deepwalk-weighted,node2vec,ppr,metapath,deepwalk-zprs", "comma-separated: "+caseNames())
 	length := fs.Int("length", 80, "steps per walk")
 	perVertex := fs.Int("walks-per-seed", 1, "walks started from every vertex (each vertex is a seed)")
-	alias(fs, "walks-per-vertex", "walks-per-seed")
+	cli.Alias(fs, "walks-per-vertex", "walks-per-seed")
 	maxWalks := fs.Int("max-walks", 0, "cap the walks per algorithm (0: one per vertex times --walks-per-seed)")
 	repeat := fs.Int("repeat", 1, "runs per algorithm; the best is reported")
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "CPU engine workers")
@@ -92,18 +94,18 @@ file or a generated R-MAT graph; the walks are discarded.`)
 	fs.IntVar(&sb.frontierSize, "sample-frontier-size", 2000, "frontier case: frontier size")
 	fs.IntVar(&sb.frontierSteps, "sample-frontier-steps", 100_000, "frontier case: steps per instance")
 	fs.IntVar(&sb.frontierInstances, "sample-frontier-instances", 16, "frontier case: instances (one frontier of random seeds)")
-	var rf resultFlags
-	rf.register(fs)
-	if err := parseFlags(fs, args); err != nil {
+	var rf cli.ResultFlags
+	rf.Register(fs)
+	if err := cli.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usageErrorf(fs, "unexpected argument %q", fs.Arg(0))
+		return cli.UsageErrorf(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	// Rows are printed as each case finishes; --json collects them into
 	// one line at the end.
 	rfStdout := stdout
-	stdout, stderr = rf.writers(stdout, stderr)
+	stdout, stderr = rf.Writers(stdout, stderr)
 	logw := stderr
 	sb.workers = *workers
 	sampleCases := sampleBenchCases(sb)
@@ -138,7 +140,7 @@ file or a generated R-MAT graph; the walks are discarded.`)
 		return fmt.Errorf("--partition: %w", err)
 	}
 	eng, err := engines.New(g, *engineName, engines.Settings{Workers: *workers, FusedTableBytes: *fusedLimit,
-		GPUMemoryLimit: *gpuLimit, GPUDeviceFraction: *deviceFraction, GPUs: devices, GPUPartition: part, GPUHostShare: *hostShare}, cmdLogger(logw, rf.quiet))
+		GPUMemoryLimit: *gpuLimit, GPUDeviceFraction: *deviceFraction, GPUs: devices, GPUPartition: part, GPUHostShare: *hostShare}, cli.Logger(logw, rf.Quiet))
 	if err != nil {
 		return err
 	}
@@ -150,7 +152,7 @@ file or a generated R-MAT graph; the walks are discarded.`)
 	}
 
 	cases := benchCases(*length, *timeScale)
-	stopProfile, err := startCPUProfile(*cpuProfile)
+	stopProfile, err := cli.StartCPUProfile(*cpuProfile)
 	if err != nil {
 		return err
 	}
@@ -173,8 +175,8 @@ file or a generated R-MAT graph; the walks are discarded.`)
 		}
 		res.Cases = append(res.Cases, row)
 	}
-	if rf.json {
-		return printJSON(rfStdout, res)
+	if rf.JSON {
+		return cli.PrintJSON(rfStdout, res)
 	}
 	fmt.Fprintln(stdout, "SEPS = sampled edges per second (C-SAW's measure; one sampled edge per walk step). time = the whole Run with chunks handed to a no-op consumer; kernel M/s = steps over the engine's compute time (GPU: kernel time; CPU: same as time).")
 	return nil

@@ -1,4 +1,4 @@
-package main
+package benchcmd
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 func TestBenchPrintsEveryAlgorithm(t *testing.T) {
 	var out, errOut bytes.Buffer
 	algos := []string{"deepwalk", "deepwalk-weighted", "deepwalk-zprs", "node2vec", "metapath", "metapath-zprs", "ppr"}
-	code := Main(context.Background(), []string{"bench", "--scale", "8", "--length", "10",
+	code := walkstage(context.Background(), []string{"bench", "--scale", "8", "--length", "10",
 		"--algorithms", strings.Join(algos, ",")}, &out, &errOut)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
@@ -38,7 +38,18 @@ func TestBenchPrintsEveryAlgorithm(t *testing.T) {
 	if !strings.Contains(rows["metapath"][1], "label") || rows["metapath-zprs"][1] != "zprs" {
 		t.Errorf("metapath samplers: %q and %q", rows["metapath"][1], rows["metapath-zprs"][1])
 	}
-	if code := Main(context.Background(), []string{"bench", "--scale", "4", "--algorithms", "nope"}, &out, &errOut); code == 0 {
+	if code := walkstage(context.Background(), []string{"bench", "--scale", "4", "--algorithms", "nope"}, &out, &errOut); code == 0 {
 		t.Error("an unknown algorithm must fail")
+	}
+}
+
+func TestBenchVisits(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := walkstage(context.Background(), []string{"bench", "--scale", "8", "--algorithms", "visits", "--visits-queries", "20",
+		"--visits-steps", "2000", "--visits-top-k", "5"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if !strings.Contains(out.String(), "visits: 20 queries") || !strings.Contains(out.String(), "queries/s") {
+		t.Errorf("output:\n%s", out.String())
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package graphcmd
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/walkstage/walkstage/cmd/walkstage/internal/cli"
 	"github.com/walkstage/walkstage/gpu"
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/graph/edgelist"
@@ -33,46 +34,50 @@ subcommands:
             walkstage graph export g.wsg [--format text|parquet] --out edges.txt
 `
 
-// graphCommands are the subcommands of walkstage graph.
-func graphCommands() map[string]command {
-	return map[string]command{
-		"generate": {summary: "write a deterministic R-MAT (Graph500) graph", run: graphGenerate},
-		"import":   {summary: "convert a text or Parquet edge list", run: graphImport},
-		"info": {summary: "describe a graph file", run: func(_ context.Context, args []string, stdout, stderr io.Writer) error {
+// Usage is the help of walkstage graph, its subcommands with their usage
+// lines.
+const Usage = graphUsage + graphCatalogUsage
+
+// Commands are the subcommands of walkstage graph.
+func Commands() map[string]cli.Command {
+	return map[string]cli.Command{
+		"generate": {Summary: "write a deterministic R-MAT (Graph500) graph", Run: graphGenerate},
+		"import":   {Summary: "convert a text or Parquet edge list", Run: graphImport},
+		"info": {Summary: "describe a graph file", Run: func(_ context.Context, args []string, stdout, stderr io.Writer) error {
 			return graphInfo(args, stdout, stderr)
 		}},
-		"export":  {summary: "write a graph back out as an edge list", run: graphExport},
-		"publish": {summary: "upload a graph version to a catalog", run: graphPublish},
-		"list":    {summary: "list a catalog's versions", run: graphList},
-		"prune":   {summary: "remove all but the newest versions of a catalog", run: graphPrune},
+		"export":  {Summary: "write a graph back out as an edge list", Run: graphExport},
+		"publish": {Summary: "upload a graph version to a catalog", Run: graphPublish},
+		"list":    {Summary: "list a catalog's versions", Run: graphList},
+		"prune":   {Summary: "remove all but the newest versions of a catalog", Run: graphPrune},
 	}
 }
 
 func graphGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("graph generate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = subUsage(fs, "walkstage graph generate --scale 20 --edge-factor 16 --seed 1 [--undirected] [--weighted] [--labels 5] [--times N] --out g.wsg")
+	fs.Usage = cli.SubUsage(fs, "walkstage graph generate --scale 20 --edge-factor 16 --seed 1 [--undirected] [--weighted] [--labels 5] [--times N] --out g.wsg")
 	scale := fs.Int("scale", 20, "2^scale vertices (1..31)")
 	ef := fs.Int("edge-factor", 16, "generated edges per vertex, before self-loops and duplicates are dropped")
 	seed := fs.Uint64("seed", 1, "seed: the same seed gives the same file, byte for byte")
 	undirected := fs.Bool("undirected", false, "store every edge in both directions")
 	weighted := fs.Bool("weighted", false, "add edge weights uniform in [1, 5)")
-	alias(fs, "weights", "weighted")
+	cli.Alias(fs, "weights", "weighted")
 	labels := fs.Int("labels", 0, "add edge labels uniform in [0, N) (0: none, at most 256)")
 	times := fs.Int64("times", 0, "add edge times uniform in [0, N), a function of the seed and the edge (0: none; a timed graph for temporal walks)")
 	name := fs.String("name", "", "graph name stored in the file (default rmat-s<scale>-e<edge-factor>)")
 	out := fs.String("out", "", "output graph file (required)")
-	var rf resultFlags
-	rf.register(fs)
-	pos, err := parseInterleaved(fs, args)
+	var rf cli.ResultFlags
+	rf.Register(fs)
+	pos, err := cli.ParseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
-		return usageErrorf(fs, "unexpected argument %q", pos[0])
+		return cli.UsageErrorf(fs, "unexpected argument %q", pos[0])
 	}
 	if *out == "" {
-		return usageErrorf(fs, "--out is required")
+		return cli.UsageErrorf(fs, "--out is required")
 	}
 	if *name == "" {
 		*name = fmt.Sprintf("rmat-s%d-e%d", *scale, *ef)
@@ -90,22 +95,22 @@ func graphGenerate(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	saveTime := time.Since(t1)
 	switch {
-	case rf.json:
-		return printJSON(stdout, graphResult{Graph: g.Name, Version: g.Version, Vertices: g.NumVertices(), Edges: g.NumEdges(),
+	case rf.JSON:
+		return cli.PrintJSON(stdout, graphResult{Graph: g.Name, Version: g.Version, Vertices: g.NumVertices(), Edges: g.NumEdges(),
 			Weighted: g.Weighted(), Labelled: g.Labelled(), Out: *out, Bytes: fileSize(*out),
 			DurationSeconds: (genTime + saveTime).Seconds()})
-	case rf.quiet:
+	case rf.Quiet:
 		return nil
 	}
 	fmt.Fprintf(stdout, "generated %s: V=%d E=%d in %s, saved %s (%s) in %s, version %s\n", g.Name, g.NumVertices(), g.NumEdges(),
-		genTime.Round(time.Millisecond), *out, humanBytes(fileSize(*out)), saveTime.Round(time.Millisecond), g.Version)
+		genTime.Round(time.Millisecond), *out, cli.HumanBytes(fileSize(*out)), saveTime.Round(time.Millisecond), g.Version)
 	return nil
 }
 
 func graphImport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("graph import", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = subUsage(fs, "walkstage graph import [flags] IN --out g.wsg\n\nIN is a text edge list (\"src dst [weight] [label]\" lines, .gz allowed, - for stdin) or a Parquet file\nwith columns src, dst[, weight][, label]; --time-column adds a time column.")
+	fs.Usage = cli.SubUsage(fs, "walkstage graph import [flags] IN --out g.wsg\n\nIN is a text edge list (\"src dst [weight] [label]\" lines, .gz allowed, - for stdin) or a Parquet file\nwith columns src, dst[, weight][, label]; --time-column adds a time column.")
 	format := fs.String("format", "", "input format: text or parquet (default: parquet for *.parquet, else text)")
 	undirected := fs.Bool("undirected", false, "add the reverse of every edge")
 	weighted := fs.Bool("weighted", false, "read a weight column (text: third column; parquet: 'weight')")
@@ -120,25 +125,25 @@ func graphImport(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	tmpDir := fs.String("tmp-dir", "", "directory for sorted runs (default: the output's directory)")
 	runEdges := fs.Int("run-edges", 0, "edges sorted in memory at a time (default 4Mi; peak memory is about 150 bytes per run edge plus 24 per vertex)")
 	workers := fs.Int("workers", 0, "goroutines decoding the input and merging the sorted runs (default: one per core)")
-	var rf resultFlags
-	rf.register(fs)
+	var rf cli.ResultFlags
+	rf.Register(fs)
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the import to this file")
-	pos, err := parseInterleaved(fs, args)
+	pos, err := cli.ParseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usageErrorf(fs, "want exactly one input file (or - for stdin), got %d", len(pos))
+		return cli.UsageErrorf(fs, "want exactly one input file (or - for stdin), got %d", len(pos))
 	}
 	if *out == "" {
-		return usageErrorf(fs, "--out is required")
+		return cli.UsageErrorf(fs, "--out is required")
 	}
 	policy, err := graph.ParseDuplicatePolicy(*dups)
 	if err != nil {
-		return usageErrorf(fs, "--duplicates: %v", err)
+		return cli.UsageErrorf(fs, "--duplicates: %v", err)
 	}
 	if *idType != "int64" && *idType != "string" {
-		return usageErrorf(fs, "--id-type %q: want int64 or string", *idType)
+		return cli.UsageErrorf(fs, "--id-type %q: want int64 or string", *idType)
 	}
 	in := pos[0]
 	if *format == "" {
@@ -153,10 +158,10 @@ func graphImport(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if *format == "parquet" {
 			timeName = *timeColumn
 		} else if timeCol, err = strconv.Atoi(*timeColumn); err != nil || timeCol < 1 {
-			return usageErrorf(fs, "--time-column %q: a text edge list's time column is its number, counted from 1", *timeColumn)
+			return cli.UsageErrorf(fs, "--time-column %q: a text edge list's time column is its number, counted from 1", *timeColumn)
 		}
 	}
-	stopProfile, err := startCPUProfile(*cpuProfile)
+	stopProfile, err := cli.StartCPUProfile(*cpuProfile)
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
@@ -165,7 +170,7 @@ func graphImport(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	o := edgelist.ImportOptions{Name: *name, Undirected: *undirected, Weighted: *weighted, Labelled: *labelled,
 		SelfLoops: *selfLoops, Duplicates: policy, DenseIDs: *dense, StringIDs: *idType == "string", TimeColumn: timeCol,
 		TimeColumnName: timeName, TempDir: *tmpDir, RunEdges: *runEdges, Workers: *workers, ProgressInterval: 3 * time.Second}
-	if !rf.quiet {
+	if !rf.Quiet {
 		o.Progress = func(p edgelist.Progress) {
 			// The importer also reports at the end of each phase; a short
 			// import needs no progress lines.
@@ -181,29 +186,29 @@ func graphImport(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	case "parquet":
 		st, err = edgelist.ImportParquet(ctx, in, *out, o)
 	default:
-		return usageErrorf(fs, "--format %q: want text or parquet", *format)
+		return cli.UsageErrorf(fs, "--format %q: want text or parquet", *format)
 	}
 	if err != nil {
 		return err
 	}
 	el := time.Since(t0)
 	switch {
-	case rf.json:
+	case rf.JSON:
 		name := *name
 		if g, err := graph.LoadWith(*out, graph.LoadOptions{SkipValidate: true}); err == nil {
 			name = g.Name // the importer's default when --name is not given
 			g.Close()
 		}
-		return printJSON(stdout, graphResult{Graph: name, Version: st.Version, Vertices: st.Vertices, Edges: st.Edges,
+		return cli.PrintJSON(stdout, graphResult{Graph: name, Version: st.Version, Vertices: st.Vertices, Edges: st.Edges,
 			Weighted: *weighted, Labelled: *labelled, Out: *out, Bytes: st.OutputBytes, DurationSeconds: el.Seconds(),
 			Input: in, InputEdges: st.InputEdges, SelfLoopsDropped: st.SelfLoopsDropped, Duplicates: st.Duplicates,
 			DuplicatePolicy: *dups, IDType: *idType, Timed: *timeColumn != ""})
-	case rf.quiet:
+	case rf.Quiet:
 		return nil
 	}
 	fmt.Fprintf(stdout, "imported %s: %d input edges (%d self-loops dropped, %d duplicates %s) -> V=%d E=%d in %s (%.1f MB/s, %.2f M edges/s, %d sorted runs), wrote %s (%s), version %s\n",
 		in, st.InputEdges, st.SelfLoopsDropped, st.Duplicates, dupVerb(policy), st.Vertices, st.Edges, el.Round(time.Millisecond),
-		float64(st.Bytes)/el.Seconds()/1e6, float64(st.InputEdges)/el.Seconds()/1e6, st.Runs, *out, humanBytes(st.OutputBytes), st.Version)
+		float64(st.Bytes)/el.Seconds()/1e6, float64(st.InputEdges)/el.Seconds()/1e6, st.Runs, *out, cli.HumanBytes(st.OutputBytes), st.Version)
 	fmt.Fprintln(stderr, phaseLine(st.Phases))
 	return nil
 }
@@ -245,14 +250,14 @@ func printProgress(w io.Writer, p edgelist.Progress, el time.Duration) {
 	case "read":
 		pct := ""
 		if p.TotalBytes > 0 {
-			pct = fmt.Sprintf(" of %s (%.0f%%)", humanBytes(p.TotalBytes), 100*float64(p.BytesRead)/float64(p.TotalBytes))
+			pct = fmt.Sprintf(" of %s (%.0f%%)", cli.HumanBytes(p.TotalBytes), 100*float64(p.BytesRead)/float64(p.TotalBytes))
 		}
 		group := ""
 		if p.RowGroups > 0 {
 			group = fmt.Sprintf(", row group %d of %d", p.RowGroup+1, p.RowGroups)
 		}
 		fmt.Fprintf(w, "  %6s  read %.1fM edges, %s%s%s, %.1f MB/s\n", el.Round(time.Second), float64(p.EdgesRead)/1e6,
-			humanBytes(p.BytesRead), pct, group, float64(p.BytesRead)/el.Seconds()/1e6)
+			cli.HumanBytes(p.BytesRead), pct, group, float64(p.BytesRead)/el.Seconds()/1e6)
 	case "write":
 		fmt.Fprintf(w, "  %6s  merged %.1fM of %.1fM directed edges into the graph file\n", el.Round(time.Second),
 			float64(p.EdgesOut)/1e6, float64(p.EdgesTotal)/1e6)
@@ -262,17 +267,17 @@ func printProgress(w io.Writer, p edgelist.Progress, el time.Duration) {
 func graphInfo(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("graph info", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = subUsage(fs, "walkstage graph info [--verify] [--gpu-memory BYTES] g.wsg")
+	fs.Usage = cli.SubUsage(fs, "walkstage graph info [--verify] [--gpu-memory BYTES] g.wsg")
 	verify := fs.Bool("verify", false, "also verify the content checksum (reads every byte)")
 	gpuMemory := fs.Int64("gpu-memory", 0, "also print the GPU engine's placement plan for this much device memory for the graph (WALKSTAGE_GPU_MEMORY_LIMIT less the batch slots' quarter)")
-	var rf resultFlags
-	rf.register(fs)
-	pos, err := parseInterleaved(fs, args)
+	var rf cli.ResultFlags
+	rf.Register(fs)
+	pos, err := cli.ParseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usageErrorf(fs, "want exactly one graph file, got %d", len(pos))
+		return cli.UsageErrorf(fs, "want exactly one graph file, got %d", len(pos))
 	}
 	path := pos[0]
 	t0 := time.Now()
@@ -299,7 +304,7 @@ func graphInfo(args []string, stdout, stderr io.Writer) error {
 		}
 		return degs[min(n-1, int(p*float64(n)))]
 	}
-	if rf.json {
+	if rf.JSON {
 		ts := walk.EstimateTables(g)
 		info := graphInfoResult{Graph: g.Name, Version: g.Version, File: path, FileBytes: fileSize(path), Vertices: n,
 			Edges: g.NumEdges(), Weighted: g.Weighted(), Labelled: g.Labelled(), Labels: g.NumLabels, ExternalIDs: g.IDs != nil || g.HasStringIDs(),
@@ -315,13 +320,13 @@ func graphInfo(args []string, stdout, stderr io.Writer) error {
 			lo, hi := g.TimeRange()
 			info.TimeMin, info.TimeMax = strconv.FormatInt(lo, 10), strconv.FormatInt(hi, 10)
 		}
-		return printJSON(stdout, info)
+		return cli.PrintJSON(stdout, info)
 	}
-	if rf.quiet {
+	if rf.Quiet {
 		return nil
 	}
 	tw := func(k, f string, a ...any) { fmt.Fprintf(stdout, "%-14s "+f+"\n", append([]any{k + ":"}, a...)...) }
-	tw("file", "%s (%s)", path, humanBytes(fileSize(path)))
+	tw("file", "%s (%s)", path, cli.HumanBytes(fileSize(path)))
 	tw("name", "%s", g.Name)
 	tw("version", "%s", g.Version)
 	tw("vertices", "%d", n)
@@ -334,7 +339,7 @@ func graphInfo(args []string, stdout, stderr io.Writer) error {
 	}
 	switch {
 	case g.HasStringIDs():
-		tw("id map", "string ids (%d entries, %s)", n, humanBytes(int64(len(g.StrBytes))))
+		tw("id map", "string ids (%d entries, %s)", n, cli.HumanBytes(int64(len(g.StrBytes))))
 	case g.IDs != nil:
 		tw("id map", "external 64-bit ids (%d entries)", len(g.IDs))
 	default:
@@ -359,22 +364,22 @@ func graphInfo(args []string, stdout, stderr io.Writer) error {
 		tw("max degree at", "vertex %d (external id %s)", maxV, externalName(g, maxV))
 	}
 	tw("dead ends", "%d vertices without out-edges (%.2f%%)", dead, 100*float64(dead)/float64(max(n, 1)))
-	tw("memory", "%s (%d bytes, mapped from the file)", humanBytes(g.MemoryBytes()), g.MemoryBytes())
+	tw("memory", "%s (%d bytes, mapped from the file)", cli.HumanBytes(g.MemoryBytes()), g.MemoryBytes())
 	// What the CPU engine adds, built on first use (the alias table at
 	// stage start): for sizing a deployment's memory limit.
 	ts := walk.EstimateTables(g)
 	if ts.Fused > 0 {
 		tw("cpu alias", "%s fused (when within WALKSTAGE_CPU_FUSED_TABLE_BYTES, by default a quarter of memory: %s here), else %s packed",
-			humanBytes(ts.Fused), humanBytes(walk.DefaultFusedTableLimit()), humanBytes(ts.Packed))
+			cli.HumanBytes(ts.Fused), cli.HumanBytes(walk.DefaultFusedTableLimit()), cli.HumanBytes(ts.Packed))
 	} else if ts.Packed > 0 {
-		tw("cpu alias", "%s packed", humanBytes(ts.Packed))
+		tw("cpu alias", "%s packed", cli.HumanBytes(ts.Packed))
 	}
-	tw("cpu node2vec", "%s fence index", humanBytes(ts.Fences))
+	tw("cpu node2vec", "%s fence index", cli.HumanBytes(ts.Fences))
 	tw("gpu memory", "%s for the graph and its tables on the device (offsets, targets, weights, labels, alias table, build scratch)",
-		humanBytes(gpu.DeviceBytesNeeded(g)))
+		cli.HumanBytes(gpu.DeviceBytesNeeded(g)))
 	if *gpuMemory > 0 {
 		if *gpuMemory >= gpu.DeviceBytesNeeded(g) {
-			tw("gpu placement", "the whole graph fits %s", humanBytes(*gpuMemory))
+			tw("gpu placement", "the whole graph fits %s", cli.HumanBytes(*gpuMemory))
 		} else if p, err := gpu.PlanPlacement(g, *gpuMemory, 1); err != nil {
 			tw("gpu placement", "%v", err)
 		} else {
@@ -382,7 +387,7 @@ func graphInfo(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if ts.Labels > 0 {
-		tw("cpu metapath", "%s label tables", humanBytes(ts.Labels))
+		tw("cpu metapath", "%s label tables", cli.HumanBytes(ts.Labels))
 	}
 	check := "structure"
 	if *verify {
@@ -395,7 +400,7 @@ func graphInfo(args []string, stdout, stderr io.Writer) error {
 func graphExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("graph export", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = subUsage(fs, `walkstage graph export g.wsg [--format text|parquet] --out PATH
+	fs.Usage = cli.SubUsage(fs, `walkstage graph export g.wsg [--format text|parquet] --out PATH
 
 Writes every stored directed edge as a row of external ids (integers or
 strings), with the weight, label and time when the graph has them: a text
@@ -406,17 +411,17 @@ key-value metadata (Parquet) gives the graph import command that rebuilds
 the graph with the same version.`)
 	format := fs.String("format", "", "text or parquet (default: parquet for *.parquet, else text)")
 	out := fs.String("out", "", "output file (required)")
-	var rf resultFlags
-	rf.register(fs)
-	pos, err := parseInterleaved(fs, args)
+	var rf cli.ResultFlags
+	rf.Register(fs)
+	pos, err := cli.ParseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usageErrorf(fs, "want exactly one graph file, got %d", len(pos))
+		return cli.UsageErrorf(fs, "want exactly one graph file, got %d", len(pos))
 	}
 	if *out == "" {
-		return usageErrorf(fs, "--out is required")
+		return cli.UsageErrorf(fs, "--out is required")
 	}
 	if *format == "" {
 		*format = "text"
@@ -426,7 +431,7 @@ the graph with the same version.`)
 	}
 	f, err := edgelist.ParseExportFormat(*format)
 	if err != nil {
-		return usageErrorf(fs, "--format: %v", err)
+		return cli.UsageErrorf(fs, "--format: %v", err)
 	}
 	t0 := time.Now()
 	g, err := graph.Load(pos[0])
@@ -439,17 +444,17 @@ the graph with the same version.`)
 		return err
 	}
 	el := time.Since(t0)
-	w, notes := rf.writers(stdout, stderr)
+	w, notes := rf.Writers(stdout, stderr)
 	fmt.Fprintf(w, "exported %s (version %s): %d edges", g.Name, g.Version, st.Edges)
 	if st.MarkerRows > 0 {
 		fmt.Fprintf(w, " and %d self-loop rows for vertices without edges", st.MarkerRows)
 	}
 	fmt.Fprintf(w, " to %s (%s) in %s\nrebuild with: walkstage graph import --format %s %s --name %q %s --out %s.wsg\n",
-		*out, humanBytes(fileSize(*out)), el.Round(time.Millisecond), f, strings.Join(st.ImportFlags, " "), g.Name, *out, g.Name)
+		*out, cli.HumanBytes(fileSize(*out)), el.Round(time.Millisecond), f, strings.Join(st.ImportFlags, " "), g.Name, *out, g.Name)
 	if !st.Exact {
 		fmt.Fprintf(notes, "warning: importing this export will not give version %s: %s\n", g.Version, st.Inexact)
 	}
-	return rf.print(stdout, exportResult{Graph: g.Name, Version: g.Version, Out: *out, Format: string(f), Bytes: fileSize(*out),
+	return rf.Print(stdout, exportResult{Graph: g.Name, Version: g.Version, Out: *out, Format: string(f), Bytes: fileSize(*out),
 		Edges: st.Edges, MarkerRows: st.MarkerRows, ImportFlags: st.ImportFlags, Exact: st.Exact, Inexact: st.Inexact,
 		DurationSeconds: el.Seconds()})
 }
@@ -498,19 +503,6 @@ func fileSize(path string) int64 {
 	return st.Size()
 }
 
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
-
 // graphInfoResult is graph info's --json line; the keys are those of
 // graph generate and import's (graphResult) where they overlap.
 type graphInfoResult struct {
@@ -538,4 +530,26 @@ type graphInfoResult struct {
 	CPUFenceBytes  int64   `json:"cpu_fence_index_bytes"`
 	GPUBytes       int64   `json:"gpu_bytes"`
 	LoadSeconds    float64 `json:"load_seconds"`
+}
+
+// graphResult is the --json line of graph generate and graph import; the
+// keys are those of graph info and of the request and event fields
+// (docs/reference/vocabulary.md).
+type graphResult struct {
+	Graph            string  `json:"graph,omitempty"`
+	Version          string  `json:"graph_version"`
+	Vertices         int     `json:"vertices"`
+	Edges            int64   `json:"edges"`
+	Weighted         bool    `json:"weighted"`
+	Labelled         bool    `json:"labelled"`
+	Out              string  `json:"out"`
+	Bytes            int64   `json:"bytes"`
+	DurationSeconds  float64 `json:"duration_seconds"`
+	Input            string  `json:"input,omitempty"`
+	InputEdges       int64   `json:"input_edges,omitempty"`
+	SelfLoopsDropped int64   `json:"self_loops_dropped,omitempty"`
+	Duplicates       int64   `json:"duplicates,omitempty"`
+	DuplicatePolicy  string  `json:"duplicate_policy,omitempty"`
+	IDType           string  `json:"id_type,omitempty"`
+	Timed            bool    `json:"timed,omitempty"`
 }

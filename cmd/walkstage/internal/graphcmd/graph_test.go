@@ -1,4 +1,4 @@
-package main
+package graphcmd
 
 import (
 	"bytes"
@@ -34,11 +34,11 @@ func TestGraphInfoSizesTables(t *testing.T) {
 			path := filepath.Join(dir, c.name+".wsg")
 			args := append([]string{"graph", "generate", "--scale", "8", "--edge-factor", "4", "--seed", strconv.Itoa(i + 1), "--out", path}, c.gen...)
 			var out, errOut bytes.Buffer
-			if rc := Main(context.Background(), args, &out, &errOut); rc != 0 {
+			if rc := walkstage(context.Background(), args, &out, &errOut); rc != 0 {
 				t.Fatalf("graph generate: rc %d: %s", rc, errOut.String())
 			}
 			out.Reset()
-			if rc := Main(context.Background(), []string{"graph", "info", path}, &out, &errOut); rc != 0 {
+			if rc := walkstage(context.Background(), []string{"graph", "info", path}, &out, &errOut); rc != 0 {
 				t.Fatalf("graph info: rc %d: %s", rc, errOut.String())
 			}
 			for _, w := range c.want {
@@ -66,12 +66,12 @@ func TestGraphExportRoundTrip(t *testing.T) {
 		g := filepath.Join(dir, c.name+".wsg")
 		var out, errOut bytes.Buffer
 		args := append([]string{"graph", "generate", "--scale", "7", "--edge-factor", "4", "--out", g}, c.gen...)
-		if rc := Main(context.Background(), args, &out, &errOut); rc != 0 {
+		if rc := walkstage(context.Background(), args, &out, &errOut); rc != 0 {
 			t.Fatalf("generate: %s", errOut.String())
 		}
 		version := func(path string) string {
 			var o, e bytes.Buffer
-			if rc := Main(context.Background(), []string{"graph", "info", path}, &o, &e); rc != 0 {
+			if rc := walkstage(context.Background(), []string{"graph", "info", path}, &o, &e); rc != 0 {
 				t.Fatalf("info %s: %s", path, e.String())
 			}
 			for _, line := range strings.Split(o.String(), "\n") {
@@ -87,7 +87,7 @@ func TestGraphExportRoundTrip(t *testing.T) {
 			t.Run(c.name+"/"+ext, func(t *testing.T) {
 				edges := filepath.Join(dir, c.name+"."+ext)
 				var o, e bytes.Buffer
-				if rc := Main(context.Background(), []string{"graph", "export", g, "--out", edges}, &o, &e); rc != 0 {
+				if rc := walkstage(context.Background(), []string{"graph", "export", g, "--out", edges}, &o, &e); rc != 0 {
 					t.Fatalf("export: %s", e.String())
 				}
 				// "rebuild with: walkstage graph import --format F FLAGS --name N IN --out OUT"
@@ -102,7 +102,7 @@ func TestGraphExportRoundTrip(t *testing.T) {
 					fields[i] = strings.Trim(f, `"`)
 				}
 				e.Reset()
-				if rc := Main(context.Background(), append(fields, "--quiet"), &o, &e); rc != 0 {
+				if rc := walkstage(context.Background(), append(fields, "--quiet"), &o, &e); rc != 0 {
 					t.Fatalf("%v: %s", fields, e.String())
 				}
 				if got := version(back); got != want {
@@ -119,7 +119,7 @@ func TestGraphExportRoundTrip(t *testing.T) {
 func TestGraphInfoPlacement(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "g.wsg")
 	var out, errOut bytes.Buffer
-	if rc := Main(context.Background(), []string{"graph", "generate", "--scale", "10", "--edge-factor", "8", "--weighted", "--labels", "3", "--out", path}, &out, &errOut); rc != 0 {
+	if rc := walkstage(context.Background(), []string{"graph", "generate", "--scale", "10", "--edge-factor", "8", "--weighted", "--labels", "3", "--out", path}, &out, &errOut); rc != 0 {
 		t.Fatalf("graph generate: rc %d: %s", rc, errOut.String())
 	}
 	for _, c := range []struct {
@@ -131,7 +131,7 @@ func TestGraphInfoPlacement(t *testing.T) {
 		{"1000", []string{"gpu placement:", "graph.offsets", "graph.place"}},
 	} {
 		out.Reset()
-		if rc := Main(context.Background(), []string{"graph", "info", "--gpu-memory", c.mem, path}, &out, &errOut); rc != 0 {
+		if rc := walkstage(context.Background(), []string{"graph", "info", "--gpu-memory", c.mem, path}, &out, &errOut); rc != 0 {
 			t.Fatalf("graph info: rc %d: %s", rc, errOut.String())
 		}
 		for _, w := range c.want {
@@ -155,11 +155,11 @@ func TestPrintProgressNamesRowGroup(t *testing.T) {
 func TestGraphInfoJSON(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "g.wsg")
 	var out, errOut bytes.Buffer
-	if rc := Main(context.Background(), []string{"graph", "generate", "--scale", "8", "--weighted", "--out", path, "--quiet"}, &out, &errOut); rc != 0 {
+	if rc := walkstage(context.Background(), []string{"graph", "generate", "--scale", "8", "--weighted", "--out", path, "--quiet"}, &out, &errOut); rc != 0 {
 		t.Fatalf("generate: rc %d: %s", rc, errOut.String())
 	}
 	out.Reset()
-	if rc := Main(context.Background(), []string{"graph", "info", "--json", path}, &out, &errOut); rc != 0 {
+	if rc := walkstage(context.Background(), []string{"graph", "info", "--json", path}, &out, &errOut); rc != 0 {
 		t.Fatalf("info: rc %d: %s", rc, errOut.String())
 	}
 	g, err := graph.Load(path)
@@ -190,7 +190,7 @@ func TestGraphImportStringIDsAndTimes(t *testing.T) {
 	run := func(args ...string) string {
 		t.Helper()
 		var o, e bytes.Buffer
-		if rc := Main(context.Background(), args, &o, &e); rc != 0 {
+		if rc := walkstage(context.Background(), args, &o, &e); rc != 0 {
 			t.Fatalf("%v: rc %d: %s", args, rc, e.String())
 		}
 		return o.String()
@@ -232,7 +232,7 @@ func TestGraphImportStringIDsAndTimes(t *testing.T) {
 	}
 	// A time column that is not there is a usage error naming the flag.
 	var o, e bytes.Buffer
-	if rc := Main(context.Background(), []string{"graph", "import", "--time-column", "x", in, "--out", g}, &o, &e); rc != 2 || !strings.Contains(e.String(), "--time-column") {
+	if rc := walkstage(context.Background(), []string{"graph", "import", "--time-column", "x", in, "--out", g}, &o, &e); rc != 2 || !strings.Contains(e.String(), "--time-column") {
 		t.Errorf("--time-column x: rc %d, stderr %s", rc, e.String())
 	}
 }

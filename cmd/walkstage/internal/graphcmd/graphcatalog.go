@@ -1,4 +1,4 @@
-package main
+package graphcmd
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/walkstage/walkstage/catalog"
+	"github.com/walkstage/walkstage/cmd/walkstage/internal/cli"
 )
 
 // Usage lines of the catalog subcommands, for the graph subcommand's help.
@@ -25,18 +26,18 @@ catalog subcommands (graph versions in object storage, followed by the stage):
 func graphPublish(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("graph publish", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = subUsage(fs, "walkstage graph publish g.wsg --to URL\n\n"+
+	fs.Usage = cli.SubUsage(fs, "walkstage graph publish g.wsg --to URL\n\n"+
 		"Verifies g.wsg (structure and checksum), uploads it under <prefix>/versions/<version>.wsg\n"+
 		"and then replaces <prefix>/CURRENT, which stages with WALKSTAGE_GRAPH=<URL>/CURRENT follow.")
 	to := fs.String("to", "", "catalog URL: s3://bucket/prefix?region=..., gs://bucket/prefix, file:///dir (required)")
-	var rf resultFlags
-	rf.register(fs)
-	pos, err := parseInterleaved(fs, args)
+	var rf cli.ResultFlags
+	rf.Register(fs)
+	pos, err := cli.ParseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 || *to == "" {
-		return usageErrorf(fs, "one graph file and --to are required")
+		return cli.UsageErrorf(fs, "one graph file and --to are required")
 	}
 	c, err := catalog.Open(ctx, *to)
 	if err != nil {
@@ -49,11 +50,11 @@ func graphPublish(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	el := time.Since(t0)
-	w, _ := rf.writers(stdout, stderr)
-	fmt.Fprintf(w, "published %s version %s (%s, sha256 %s) as %s in %s\n", p.Name, p.Version, humanBytes(p.Size),
+	w, _ := rf.Writers(stdout, stderr)
+	fmt.Fprintf(w, "published %s version %s (%s, sha256 %s) as %s in %s\n", p.Name, p.Version, cli.HumanBytes(p.Size),
 		p.SHA256[:16], p.Key, el.Round(time.Millisecond))
 	fmt.Fprintf(w, "CURRENT -> %s\n", p.Version)
-	return rf.print(stdout, publishResult{Catalog: *to, catalogVersion: versionOf(p, true), DurationSeconds: el.Seconds()})
+	return rf.Print(stdout, publishResult{Catalog: *to, catalogVersion: versionOf(p, true), DurationSeconds: el.Seconds()})
 }
 
 // catalogVersion is a graph version in the --json lines of the catalog
@@ -98,20 +99,20 @@ type pruneResult struct {
 func graphList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("graph list", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = subUsage(fs, "walkstage graph list --from URL\n\n"+
+	fs.Usage = cli.SubUsage(fs, "walkstage graph list --from URL\n\n"+
 		"Lists the catalog's graph versions, newest first; * marks CURRENT, the one stages follow.")
 	from := fs.String("from", "", "catalog URL: s3://bucket/prefix?region=..., gs://bucket/prefix, file:///dir (required)")
-	var rf resultFlags
-	rf.register(fs)
-	pos, err := parseInterleaved(fs, args)
+	var rf cli.ResultFlags
+	rf.Register(fs)
+	pos, err := cli.ParseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
-		return usageErrorf(fs, "unexpected argument %q", pos[0])
+		return cli.UsageErrorf(fs, "unexpected argument %q", pos[0])
 	}
 	if *from == "" {
-		return usageErrorf(fs, "--from is required")
+		return cli.UsageErrorf(fs, "--from is required")
 	}
 	c, err := catalog.Open(ctx, *from)
 	if err != nil {
@@ -122,14 +123,14 @@ func graphList(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	if rf.json {
+	if rf.JSON {
 		res := listResult{Catalog: *from, Versions: []catalogVersion{}}
 		for _, e := range list {
 			res.Versions = append(res.Versions, versionOf(e.Pointer, e.Current))
 		}
-		return printJSON(stdout, res)
+		return cli.PrintJSON(stdout, res)
 	}
-	if rf.quiet {
+	if rf.Quiet {
 		return nil
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
@@ -139,7 +140,7 @@ func graphList(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if e.Current {
 			mark = "*"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", mark, e.Version, e.Name, humanBytes(e.Size),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", mark, e.Version, e.Name, cli.HumanBytes(e.Size),
 			e.Created.Format(time.RFC3339), e.SHA256[:16])
 	}
 	return tw.Flush()
@@ -148,21 +149,21 @@ func graphList(ctx context.Context, args []string, stdout, stderr io.Writer) err
 func graphPrune(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("graph prune", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = subUsage(fs, "walkstage graph prune --from URL --keep N\n\n"+
+	fs.Usage = cli.SubUsage(fs, "walkstage graph prune --from URL --keep N\n\n"+
 		"Removes all but the newest N versions of the catalog; the CURRENT version is never removed.")
 	from := fs.String("from", "", "catalog URL: s3://bucket/prefix?region=..., gs://bucket/prefix, file:///dir (required)")
 	keep := fs.Int("keep", 0, "versions to keep, newest first; CURRENT's is kept too (required, at least 1)")
-	var rf resultFlags
-	rf.register(fs)
-	pos, err := parseInterleaved(fs, args)
+	var rf cli.ResultFlags
+	rf.Register(fs)
+	pos, err := cli.ParseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
-		return usageErrorf(fs, "unexpected argument %q", pos[0])
+		return cli.UsageErrorf(fs, "unexpected argument %q", pos[0])
 	}
 	if *from == "" || *keep < 1 {
-		return usageErrorf(fs, "--from and --keep N (N >= 1) are required")
+		return cli.UsageErrorf(fs, "--from and --keep N (N >= 1) are required")
 	}
 	c, err := catalog.Open(ctx, *from)
 	if err != nil {
@@ -170,14 +171,14 @@ func graphPrune(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	defer c.Close()
 	removed, err := c.Prune(ctx, *keep)
-	w, _ := rf.writers(stdout, stderr)
+	w, _ := rf.Writers(stdout, stderr)
 	res := pruneResult{Catalog: *from, Removed: []catalogVersion{}, Complete: err == nil}
 	for _, p := range removed {
-		fmt.Fprintf(w, "removed %s (%s, created %s)\n", p.Version, humanBytes(p.Size), p.Created.Format(time.RFC3339))
+		fmt.Fprintf(w, "removed %s (%s, created %s)\n", p.Version, cli.HumanBytes(p.Size), p.Created.Format(time.RFC3339))
 		res.Removed = append(res.Removed, versionOf(p, false))
 	}
 	// What was removed before a failure is said either way.
-	if perr := rf.print(stdout, res); err == nil {
+	if perr := rf.Print(stdout, res); err == nil {
 		err = perr
 	}
 	if err != nil {

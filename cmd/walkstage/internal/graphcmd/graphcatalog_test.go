@@ -1,4 +1,4 @@
-package main
+package graphcmd
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ func TestGraphCatalogCommands(t *testing.T) {
 	run := func(args ...string) string {
 		t.Helper()
 		var out, errOut bytes.Buffer
-		if rc := Main(context.Background(), args, &out, &errOut); rc != 0 {
+		if rc := walkstage(context.Background(), args, &out, &errOut); rc != 0 {
 			t.Fatalf("%v: rc %d: %s", args, rc, errOut.String())
 		}
 		return out.String()
@@ -44,7 +44,7 @@ func TestGraphCatalogCommands(t *testing.T) {
 		run("graph", sub, "-h")
 	}
 	var out2, errOut bytes.Buffer
-	if rc := Main(context.Background(), []string{"graph", "publish", filepath.Join(dir, "missing.wsg"), "--to", cat}, &out2, &errOut); rc == 0 {
+	if rc := walkstage(context.Background(), []string{"graph", "publish", filepath.Join(dir, "missing.wsg"), "--to", cat}, &out2, &errOut); rc == 0 {
 		t.Fatal("published a missing file")
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package outputcmd
 
 import (
 	"context"
@@ -10,11 +10,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/walkstage/walkstage/cmd/walkstage/internal/cli"
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/stage/config"
 	"github.com/walkstage/walkstage/store"
 )
 
-const outputUsage = `usage: walkstage output <subcommand> [flags]
+// Usage is the help of walkstage output, its subcommands with their usage
+// lines.
+const Usage = `usage: walkstage output <subcommand> [flags]
 
 Reads and tidies what the stage and 'walkstage walk' wrote. A glob over
 <prefix>/kind=<kind>/ also sees parts no _SUCCESS manifest lists (attempts
@@ -30,11 +34,11 @@ subcommands:
 Run 'walkstage output <subcommand> -h' for its flags.
 `
 
-// outputCommands are the output subcommands (see the command table).
-func outputCommands() map[string]command {
-	return map[string]command{
-		"ls":   {summary: "print the committed parts of one output kind", run: outputLs},
-		"tidy": {summary: "remove the parts no manifest lists, once older than an age", run: outputTidy},
+// Commands are the output subcommands (see the command table).
+func Commands() map[string]cli.Command {
+	return map[string]cli.Command{
+		"ls":   {Summary: "print the committed parts of one output kind", Run: outputLs},
+		"tidy": {Summary: "remove the parts no manifest lists, once older than an age", Run: outputTidy},
 	}
 }
 
@@ -45,8 +49,8 @@ type outputFlags struct {
 }
 
 func (o *outputFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&o.prefix, "prefix", stageSetting("WALKSTAGE_OUTPUT_PREFIX"), "key prefix inside the bucket ($WALKSTAGE_OUTPUT_PREFIX when set)")
-	timeout, _ := time.ParseDuration(stageSetting("WALKSTAGE_STORE_TIMEOUT"))
+	fs.StringVar(&o.prefix, "prefix", config.Setting("WALKSTAGE_OUTPUT_PREFIX"), "key prefix inside the bucket ($WALKSTAGE_OUTPUT_PREFIX when set)")
+	timeout, _ := time.ParseDuration(config.Setting("WALKSTAGE_STORE_TIMEOUT"))
 	fs.DurationVar(&o.timeout, "store-timeout", timeout, "deadline of each object-store call ($WALKSTAGE_STORE_TIMEOUT when set)")
 }
 
@@ -64,7 +68,7 @@ func bucketArg(pos []string) (string, error) {
 func outputLs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("output ls", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = subUsage(fs, `walkstage output ls <bucket-url> [--prefix walks] --kind walks|visits|samples [--batch ID] [--format urls|duckdb]
+	fs.Usage = cli.SubUsage(fs, `walkstage output ls <bucket-url> [--prefix walks] --kind walks|visits|samples [--batch ID] [--format urls|duckdb]
 
 Prints the object URL of every part the complete _SUCCESS manifests of the
 kind list, one a line, batch by batch in key order and each batch's parts in
@@ -78,25 +82,25 @@ for file:// buckets; s3:// needs DuckDB's httpfs and credentials).`)
 	kind := fs.String("kind", "", "output kind: walks, visits or samples (required)")
 	batch := fs.String("batch", "", "only this batch id")
 	format := fs.String("format", "urls", "urls (one a line) or duckdb (a read_parquet call)")
-	var rf resultFlags
-	rf.register(fs)
-	pos, err := parseInterleaved(fs, args)
+	var rf cli.ResultFlags
+	rf.Register(fs)
+	pos, err := cli.ParseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
 	bucketURL, err := bucketArg(pos)
 	if err != nil {
-		return usageErrorf(fs, "%v", err)
+		return cli.UsageErrorf(fs, "%v", err)
 	}
 	switch *kind {
 	case sink.KindWalks, sink.KindVisits, sink.KindSamples:
 	case "":
-		return usageErrorf(fs, "--kind is required: walks, visits or samples")
+		return cli.UsageErrorf(fs, "--kind is required: walks, visits or samples")
 	default:
-		return usageErrorf(fs, "--kind %q is not walks, visits or samples", *kind)
+		return cli.UsageErrorf(fs, "--kind %q is not walks, visits or samples", *kind)
 	}
 	if *format != "urls" && *format != "duckdb" {
-		return usageErrorf(fs, "--format %q is not urls or duckdb", *format)
+		return cli.UsageErrorf(fs, "--format %q is not urls or duckdb", *format)
 	}
 	bucket, err := store.OpenBucket(ctx, bucketURL)
 	if err != nil {
@@ -107,7 +111,7 @@ for file:// buckets; s3:// needs DuckDB's httpfs and credentials).`)
 	if err != nil {
 		return err
 	}
-	w, notes := rf.writers(stdout, stderr)
+	w, notes := rf.Writers(stdout, stderr)
 	res := lsResult{Kind: *kind, Batches: len(found.Batches), Objects: []string{}, LeftOut: []string{}}
 	for _, k := range found.LeftOut {
 		fmt.Fprintf(notes, "walkstage output ls: left out %s: the manifest does not decode or lists a part that is missing or of another size\n",
@@ -122,14 +126,14 @@ for file:// buckets; s3:// needs DuckDB's httpfs and credentials).`)
 		for _, u := range res.Objects {
 			fmt.Fprintln(w, u)
 		}
-		return rf.print(stdout, res)
+		return rf.Print(stdout, res)
 	}
 	if len(keys) == 0 {
 		return fmt.Errorf("no committed %s parts under %s (read_parquet needs at least one file)", *kind, store.ObjectURL(bucketURL, of.prefix))
 	}
 	res.DuckDB = duckdbList(bucketURL, keys)
 	fmt.Fprintln(w, res.DuckDB)
-	return rf.print(stdout, res)
+	return rf.Print(stdout, res)
 }
 
 // lsResult is output ls's --json line: the committed parts' URLs (the
@@ -172,7 +176,7 @@ func duckdbList(bucketURL string, keys []string) string {
 func outputTidy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("output tidy", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = subUsage(fs, `walkstage output tidy <bucket-url> [--prefix walks] --older-than 2h
+	fs.Usage = cli.SubUsage(fs, `walkstage output tidy <bucket-url> [--prefix walks] --older-than 2h
 
 Removes the parts that no _SUCCESS manifest lists and that were last
 modified longer ago than --older-than: in a batch directory with a complete
@@ -197,18 +201,18 @@ or 'walkstage walk' writes under the prefix. The last line, "RESULT k=v
 		}
 		return err
 	})
-	var rf resultFlags
-	rf.register(fs)
-	pos, err := parseInterleaved(fs, args)
+	var rf cli.ResultFlags
+	rf.Register(fs)
+	pos, err := cli.ParseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
 	bucketURL, err := bucketArg(pos)
 	if err != nil {
-		return usageErrorf(fs, "%v", err)
+		return cli.UsageErrorf(fs, "%v", err)
 	}
 	if age < 0 {
-		return usageErrorf(fs, "--older-than is required: longer than the longest attempt at a batch (e.g. 2h); 0 only while nothing writes under the prefix")
+		return cli.UsageErrorf(fs, "--older-than is required: longer than the longest attempt at a batch (e.g. 2h); 0 only while nothing writes under the prefix")
 	}
 	bucket, err := store.OpenBucket(ctx, bucketURL)
 	if err != nil {
@@ -219,15 +223,15 @@ or 'walkstage walk' writes under the prefix. The last line, "RESULT k=v
 	st, err := sink.TidyOrphans(ctx, bucket, of.prefix, age, sink.WithCallTimeout(of.timeout))
 	el := time.Since(t0)
 	where := store.ObjectURL(bucketURL, strings.Trim(of.prefix, "/"))
-	if rf.json {
-		if perr := printJSON(stdout, tidyResult{URL: where, Removed: st.Removed(), Unlisted: st.UnlistedRemoved,
+	if rf.JSON {
+		if perr := cli.PrintJSON(stdout, tidyResult{URL: where, Removed: st.Removed(), Unlisted: st.UnlistedRemoved,
 			Abandoned: st.AbandonedRemoved, Bytes: st.BytesRemoved, YoungKept: st.YoungKept, Dirs: st.Dirs, DirsLeft: st.DirsLeft,
 			DurationSeconds: el.Seconds(), Complete: err == nil}); err == nil {
 			err = perr
 		}
 		return err
 	}
-	if rf.quiet {
+	if rf.Quiet {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s: removed %d parts, %d bytes (%d that their batch's manifest does not list, %d in batch directories without a manifest) "+

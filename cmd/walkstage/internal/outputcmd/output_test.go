@@ -1,4 +1,4 @@
-package main
+package outputcmd
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/walkstage/walkstage/cmd/walkstage/internal/cli"
 	"github.com/walkstage/walkstage/internal/fakes3"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/store"
@@ -18,7 +19,7 @@ import (
 func runOutput(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	err = dispatch(context.Background(), "output", commands()["output"], args, &out, &errb)
+	err = cli.Dispatch(context.Background(), "output", cli.Command{Usage: Usage, Subs: Commands()}, args, &out, &errb)
 	return out.String(), errb.String(), err
 }
 

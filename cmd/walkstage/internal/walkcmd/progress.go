@@ -1,4 +1,4 @@
-package main
+package walkcmd
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/term"
+
+	"github.com/walkstage/walkstage/cmd/walkstage/internal/cli"
 )
 
 // progress reports a long job: a redrawn bar when out is a terminal, a
@@ -80,7 +82,7 @@ func (p *progress) draw(now time.Time, done, steps, bytes int64) {
 		eta = time.Duration(el / frac * (1 - frac) * float64(time.Second)).Round(time.Second).String()
 	}
 	stats := fmt.Sprintf("%s/%s %s  %s steps/s  %s written  elapsed %s  ETA %s", si(float64(done)), si(float64(p.total)), p.unit,
-		si(rate), humanBytes(bytes), time.Duration(el*float64(time.Second)).Round(time.Second), eta)
+		si(rate), cli.HumanBytes(bytes), time.Duration(el*float64(time.Second)).Round(time.Second), eta)
 	if !p.tty {
 		fmt.Fprintf(p.out, "progress: %5.1f%% %s\n", 100*frac, stats)
 		return

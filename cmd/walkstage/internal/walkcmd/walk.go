@@ -1,4 +1,4 @@
-package main
+package walkcmd
 
 import (
 	"bufio"
@@ -19,6 +19,7 @@ import (
 
 	"gocloud.dev/blob"
 
+	"github.com/walkstage/walkstage/cmd/walkstage/internal/cli"
 	"github.com/walkstage/walkstage/engines"
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/graphsample"
@@ -102,6 +103,7 @@ type walkOptions struct {
 	vp                                                                          visits.VisitParams
 	sf                                                                          *sampleFlags
 	set                                                                         map[string]bool
+	version                                                                     string // of walkstage, in the batch's metadata
 }
 
 // parseWalkFlags parses walkCmd's arguments.
@@ -109,14 +111,14 @@ func parseWalkFlags(args []string, stderr io.Writer) (*walkOptions, error) {
 	o := &walkOptions{}
 	fs := flag.NewFlagSet("walk", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = subUsage(fs, walkUsage)
+	fs.Usage = cli.SubUsage(fs, walkUsage)
 	fs.StringVar(&o.graphPath, "graph", "", "graph file in walkstage format (see 'walkstage graph')")
 	fs.StringVar(&o.algoName, "algorithm", "deepwalk", "deepwalk, ppr, node2vec, metapath or temporal; or a sampler: neighbor, layer, forest_fire, snowball, frontier")
 	fs.IntVar(&o.length, "length", walk.DefaultLength, "maximum steps per walk")
 	fs.Float64Var(&o.p, "p", 1, "node2vec return parameter")
 	fs.Float64Var(&o.q, "q", 1, "node2vec in-out parameter")
 	fs.Float64Var(&o.stop, "stop-probability", 0.15, "ppr: probability of stopping before each step")
-	alias(fs, "stop", "stop-probability")
+	cli.Alias(fs, "stop", "stop-probability")
 	fs.StringVar(&o.schema, "schema", "", "metapath edge labels applied cyclically, e.g. 0,1,2")
 	fs.BoolVar(&o.weighted, "weighted", false, "bias steps by edge weight")
 	fs.StringVar(&o.samplerName, "sampler", "auto", "auto, uniform, alias, rejection, zprs, dprs or window (temporal)")
@@ -127,13 +129,13 @@ func parseWalkFlags(args []string, stderr io.Writer) (*walkOptions, error) {
 	fs.StringVar(&o.direction, "direction", "forward", "temporal: forward (edge times non-decreasing) or backward (non-increasing, along out-edges)")
 	fs.BoolVar(&o.withTimes, "with-times", false, "temporal: add the times column, each walk vertex's edge time (docs/reference/messages.md)")
 	fs.IntVar(&o.perVertex, "walks-per-seed", 1, "walks started from every seed (samplers: instances per seed)")
-	alias(fs, "walks-per-vertex", "walks-per-seed")
+	cli.Alias(fs, "walks-per-vertex", "walks-per-seed")
 	// The samplers' request field is instances_per_seed: the same value
 	// under its own name.
 	fs.Var(fs.Lookup("walks-per-seed").Value, "instances-per-seed", "samplers: instances per seed (the same value as --walks-per-seed)")
 	fs.StringVar(&o.seeds, "seeds", "all", `start vertices: "all", a file of external ids (one per line), a range "A-B", or "list:ID,ID,..."`)
 	fs.Uint64Var(&o.seed, "rng-seed", 42, "key of the random stream: the same flags and key give the same output")
-	alias(fs, "seed", "rng-seed")
+	cli.Alias(fs, "seed", "rng-seed")
 	fs.StringVar(&o.out, "out", "file://./walks", "bucket URL: file:///dir, s3://bucket?region=...[&endpoint=...&use_path_style=true], gs://bucket")
 	fs.StringVar(&o.prefix, "prefix", "walks", "key prefix inside the bucket")
 	fs.StringVar(&o.batchID, "batch-id", "", "batch id in the output path (default: seed-<rng-seed>)")
@@ -166,36 +168,45 @@ func parseWalkFlags(args []string, stderr io.Writer) (*walkOptions, error) {
 	fs.IntVar(&o.gpuSlots, "gpu-batch-slots", 3, "GPU engine: batches in flight at once, each with its own pinned 128 MiB buffer (1 to 8; lent to the writer, a buffer waits until its walks are encoded)")
 	fs.BoolVar(&o.gpuCopy, "gpu-copy-chunks", false, "GPU engine: copy walks out of its pinned buffers for the writer instead of lending them (for comparison)")
 	fs.StringVar(&o.traceFile, "trace", "", "write an execution trace of the walk and its output (not the graph load) to this file ('go tool trace')")
-	if err := parseFlags(fs, args); err != nil {
+	if err := cli.ParseFlags(fs, args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return nil, usageErrorf(fs, "unexpected argument %q", fs.Arg(0))
+		return nil, cli.UsageErrorf(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	if o.graphPath == "" {
-		return nil, usageErrorf(fs, "--graph is required")
+		return nil, cli.UsageErrorf(fs, "--graph is required")
 	}
 	if o.perVertex < 1 {
-		return nil, usageErrorf(fs, "--walks-per-seed %d: want at least 1", o.perVertex)
+		return nil, cli.UsageErrorf(fs, "--walks-per-seed %d: want at least 1", o.perVertex)
 	}
 	if o.gpuSlots < 1 || o.gpuSlots > 8 {
-		return nil, usageErrorf(fs, "--gpu-batch-slots %d: want 1 to 8", o.gpuSlots)
+		return nil, cli.UsageErrorf(fs, "--gpu-batch-slots %d: want 1 to 8", o.gpuSlots)
 	}
 	if o.output != "walks" && o.output != "visits" {
-		return nil, usageErrorf(fs, "--output %q: want walks or visits", o.output)
+		return nil, cli.UsageErrorf(fs, "--output %q: want walks or visits", o.output)
 	}
 	if o.withTimes && o.output != "walks" {
-		return nil, usageErrorf(fs, "--with-times is for --output walks")
+		return nil, cli.UsageErrorf(fs, "--with-times is for --output walks")
 	}
-	o.set = flagsSet(fs)
+	o.set = cli.FlagsSet(fs)
 	return o, nil
 }
 
-func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// Command is `walkstage walk`; version, walkstage's, is recorded in the
+// metadata of every batch it writes.
+func Command(version string) func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		return walkCmd(ctx, version, args, stdout, stderr)
+	}
+}
+
+func walkCmd(ctx context.Context, version string, args []string, stdout, stderr io.Writer) error {
 	o, err := parseWalkFlags(args, stderr)
 	if err != nil {
 		return err
 	}
+	o.version = version
 	// --quiet: nothing but errors. Errors come back to Main, which prints
 	// them; the engine logs only its errors, on the real stderr.
 	logw := stderr
@@ -222,7 +233,7 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// the GPU engine may lend its pinned buffers instead of copying them.
 	settings := engines.Settings{Workers: o.workers, FusedTableBytes: -1, GPUBatchSlots: o.gpuSlots,
 		GPULentChunks: o.output != "visits" && !o.gpuCopy}
-	eng, err := engines.New(g, o.engineName, settings, cmdLogger(logw, o.quiet))
+	eng, err := engines.New(g, o.engineName, settings, cli.Logger(logw, o.quiet))
 	if err != nil {
 		return err
 	}
@@ -230,9 +241,9 @@ func walkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		// auto chose a device engine that cannot walk this algorithm
 		// (temporal Node2Vec, a temporal walk of a graph larger than the
 		// device): the CPU engine can.
-		cmdLogger(logw, o.quiet).Info("the CPU engine walks it instead", "reason", cerr.Error())
+		cli.Logger(logw, o.quiet).Info("the CPU engine walks it instead", "reason", cerr.Error())
 		eng.Close()
-		if eng, err = engines.New(g, "cpu", settings, cmdLogger(logw, o.quiet)); err != nil {
+		if eng, err = engines.New(g, "cpu", settings, cli.Logger(logw, o.quiet)); err != nil {
 			return err
 		}
 	}
@@ -289,7 +300,7 @@ func (o *walkOptions) runSamples(ctx context.Context, sk graphsample.SampleKind,
 		return err
 	}
 	return walkSamples(ctx, sk, o.sf, sampleRun{graphPath: o.graphPath, seeds: o.seeds, out: o.out, prefix: o.prefix,
-		batchID: o.batchID, compression: comp, replaceOutput: o.replaceOutput, name: o.name, engineName: o.engineName, cpuProfile: o.cpuProfile, log: cmdLogger(logw, o.quiet), asJSON: o.asJSON, seed: o.seed, weighted: o.weighted, instancesPerSeed: o.perVertex, workers: o.workers,
+		batchID: o.batchID, compression: comp, replaceOutput: o.replaceOutput, name: o.name, engineName: o.engineName, cpuProfile: o.cpuProfile, version: o.version, log: cli.Logger(logw, o.quiet), asJSON: o.asJSON, seed: o.seed, weighted: o.weighted, instancesPerSeed: o.perVertex, workers: o.workers,
 		set: o.set, sinkOpts: []sink.Option{sink.WithCompression(comp), sink.WithFileBytes(o.fileBytes),
 			sink.WithZstdLevel(o.zstdLevel), sink.WithUploadBuffer(sink.DefaultUploadBuffer, o.uploads)}}, stdout, stderr)
 }
@@ -456,7 +467,7 @@ func prepareEngine(eng walk.Engine, length int, stderr io.Writer) ([]sink.Option
 // openWriter opens the batch writer of this run in bucket.
 func (o *walkOptions) openWriter(ctx context.Context, bucket *blob.Bucket, g *graph.Graph, algo walk.Algorithm, enc walkEncoding,
 	engine string, walks, nSeeds int, extra ...sink.Option) (*sink.BatchWriter, error) {
-	meta := sink.BatchMeta{BatchID: o.id(), Algorithm: algo, Seed: o.seed, Engine: engine, WalkstageVersion: Version, Walks: int64(walks),
+	meta := sink.BatchMeta{BatchID: o.id(), Algorithm: algo, Seed: o.seed, Engine: engine, WalkstageVersion: o.version, Walks: int64(walks),
 		Fingerprint: o.fingerprint, Times: o.withTimes}
 	if o.output == "visits" {
 		meta.Walks, meta.Queries = 0, int64(nSeeds)
@@ -508,12 +519,12 @@ func (o *walkOptions) run(ctx context.Context, eng walk.Engine, algo walk.Algori
 			}
 		}
 	}()
-	stopProfile, err := startCPUProfile(o.cpuProfile)
+	stopProfile, err := cli.StartCPUProfile(o.cpuProfile)
 	if err != nil {
 		return err
 	}
 	defer stopProfile()
-	stopTrace, err := startTrace(o.traceFile)
+	stopTrace, err := cli.StartTrace(o.traceFile)
 	if err != nil {
 		return fmt.Errorf("trace: %w", err)
 	}
@@ -547,7 +558,7 @@ func (o *walkOptions) run(ctx context.Context, eng walk.Engine, algo walk.Algori
 		prog.finish(walks.Load(), steps.Load(), w.BytesWritten())
 	}
 	if o.asJSON {
-		return printJSON(stdout, newWalkResult(o.out, w, m, total))
+		return cli.PrintJSON(stdout, newWalkResult(o.out, w, m, total))
 	}
 	reportWalks(stdout, o.out, eng, w, m, total, walkTime)
 	return nil
@@ -593,7 +604,7 @@ func newWalkResult(bucketURL string, w *sink.BatchWriter, m *sink.Manifest, tota
 
 // reportWalks prints what a committed walk run wrote and how fast.
 func reportWalks(stdout io.Writer, out string, eng walk.Engine, w *sink.BatchWriter, m *sink.Manifest, total, walkTime time.Duration) {
-	fmt.Fprintf(stdout, "wrote %d walks, %d steps in %d part(s), %s, to %s\n", m.Walks, m.Steps, len(m.Files), humanBytes(m.Bytes),
+	fmt.Fprintf(stdout, "wrote %d walks, %d steps in %d part(s), %s, to %s\n", m.Walks, m.Steps, len(m.Files), cli.HumanBytes(m.Bytes),
 		store.ObjectURL(out, w.Layout().SuccessKey()))
 	fmt.Fprintf(stdout, "walk+encode %s (engine returned after %s): %.1f M steps/s, %.1f M walk vertices/s, %.1f MB/s\n",
 		total.Round(time.Millisecond), walkTime.Round(time.Millisecond), float64(m.Steps)/total.Seconds()/1e6,
@@ -602,7 +613,7 @@ func reportWalks(stdout io.Writer, out string, eng walk.Engine, w *sink.BatchWri
 		rs := st.LastRunStats()
 		fmt.Fprintf(stdout, "engine compute %s of run %s; %.2f bytes per walk vertex; sink held at most %s%s\n",
 			rs.Compute.Round(time.Millisecond), rs.Wall.Round(time.Millisecond), float64(m.Bytes)/float64(m.Steps+m.Walks),
-			humanBytes(w.PeakHeldBytes()), copiedNote(w.CopiedLentVertices(), m.Steps+m.Walks))
+			cli.HumanBytes(w.PeakHeldBytes()), copiedNote(w.CopiedLentVertices(), m.Steps+m.Walks))
 	}
 }
 

@@ -1,4 +1,4 @@
-package main
+package walkcmd
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/walkstage/walkstage/cmd/walkstage/internal/graphcmd"
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/internal/fakes3"
 	"github.com/walkstage/walkstage/sink"
@@ -43,7 +44,7 @@ func walkTestGraph(t *testing.T) string {
 func runWalk(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	err := walkCmd(context.Background(), args, &out, &errb)
+	err := walkCmd(context.Background(), "dev", args, &out, &errb)
 	return out.String() + errb.String(), err
 }
 
@@ -222,7 +223,7 @@ func TestWalkCommandOrdersWalksLikeTheStage(t *testing.T) {
 func TestWalkCommandTemporal(t *testing.T) {
 	gp := filepath.Join(t.TempDir(), "timed.wsg")
 	var out bytes.Buffer
-	if err := graphGenerate(context.Background(), []string{"--scale", "8", "--edge-factor", "4", "--weighted", "--times", "1000", "--out", gp}, &out, &out); err != nil {
+	if err := graphcmd.Commands()["generate"].Run(context.Background(), []string{"--scale", "8", "--edge-factor", "4", "--weighted", "--times", "1000", "--out", gp}, &out, &out); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	type row struct {

@@ -1,4 +1,4 @@
-package main
+package walkcmd
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/walkstage/walkstage/cmd/walkstage/internal/cli"
 	"github.com/walkstage/walkstage/engines"
 	"github.com/walkstage/walkstage/gpu"
 	"github.com/walkstage/walkstage/graph"
@@ -53,7 +54,7 @@ var errWaveNotWritten = errors.New("walkstage: a sampled wave was not written")
 // sampleRun is what walkSamples needs of walk's other flags.
 type sampleRun struct {
 	graphPath, seeds, out, prefix, batchID, name string
-	engineName, cpuProfile                       string
+	engineName, cpuProfile, version              string
 	compression                                  sink.Compression
 	seed                                         uint64
 	weighted, replaceOutput, asJSON              bool
@@ -190,13 +191,13 @@ func walkSamples(ctx context.Context, kind graphsample.SampleKind, f *sampleFlag
 	if err != nil {
 		return err
 	}
-	stopProfile, err := startCPUProfile(r.cpuProfile)
+	stopProfile, err := cli.StartCPUProfile(r.cpuProfile)
 	if err != nil {
 		return err
 	}
 	defer stopProfile()
 	n := p.NumInstances(len(starts))
-	meta := sink.BatchMeta{BatchID: id, Seed: r.seed, Engine: engine, WalkstageVersion: Version, Sample: &p,
+	meta := sink.BatchMeta{BatchID: id, Seed: r.seed, Engine: engine, WalkstageVersion: r.version, Sample: &p,
 		Instances: int64(n), SampleEdgeWeight: f.edgeWeight, Fingerprint: fp}
 	w, err := sink.NewBatchWriter(ctx, bucket, r.prefix, meta, g, r.sinkOpts...)
 	if err != nil {
@@ -275,10 +276,10 @@ func walkSamples(ctx context.Context, kind graphsample.SampleKind, f *sampleFlag
 	}
 	total := time.Since(t1)
 	if r.asJSON {
-		return printJSON(stdout, newWalkResult(r.out, w, m, total))
+		return cli.PrintJSON(stdout, newWalkResult(r.out, w, m, total))
 	}
 	fmt.Fprintf(stdout, "wrote %d instances, %d sampled edges in %d part(s), %s, to %s\n", m.Instances, m.Edges, len(m.Files),
-		humanBytes(m.Bytes), store.ObjectURL(r.out, w.Layout().SuccessKey()))
+		cli.HumanBytes(m.Bytes), store.ObjectURL(r.out, w.Layout().SuccessKey()))
 	fmt.Fprintf(stdout, "sample %s (%.1f M SEPS), sample+write %s (%.1f M edges/s)\n", sampled.Round(time.Millisecond),
 		float64(st.Edges)/sampled.Seconds()/1e6, total.Round(time.Millisecond), float64(m.Edges)/total.Seconds()/1e6)
 	return nil

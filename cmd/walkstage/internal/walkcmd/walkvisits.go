@@ -1,4 +1,4 @@
-package main
+package walkcmd
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/walkstage/walkstage/cmd/walkstage/internal/cli"
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/store"
@@ -48,10 +49,10 @@ func walkVisits(ctx context.Context, eng walk.Engine, g *graph.Graph, p visits.V
 	}
 	total := time.Since(t0)
 	if asJSON {
-		return printJSON(stdout, newWalkResult(bucketURL, w, m, total))
+		return cli.PrintJSON(stdout, newWalkResult(bucketURL, w, m, total))
 	}
 	fmt.Fprintf(stdout, "wrote %d queries, %d candidates, %d steps counted in %d walks, in %d part(s), %s, to %s\n", m.Queries,
-		m.Candidates, m.Steps, m.Walks, len(m.Files), humanBytes(m.Bytes), store.ObjectURL(bucketURL, w.Layout().SuccessKey()))
+		m.Candidates, m.Steps, m.Walks, len(m.Files), cli.HumanBytes(m.Bytes), store.ObjectURL(bucketURL, w.Layout().SuccessKey()))
 	fmt.Fprintf(stdout, "count %s, count+write %s: %.0f queries/s, %.1f M counted steps/s (%.1f M walked)\n",
 		counted.Round(time.Millisecond), total.Round(time.Millisecond), float64(len(qs))/total.Seconds(),
 		float64(st.Steps)/total.Seconds()/1e6, float64(st.WalkedSteps)/total.Seconds()/1e6)

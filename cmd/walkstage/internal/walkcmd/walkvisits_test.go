@@ -1,4 +1,4 @@
-package main
+package walkcmd
 
 import (
 	"bytes"
@@ -87,17 +87,6 @@ func mustRead(t *testing.T, p string) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-func TestBenchVisits(t *testing.T) {
-	var out, errOut bytes.Buffer
-	if code := Main(context.Background(), []string{"bench", "--scale", "8", "--algorithms", "visits", "--visits-queries", "20",
-		"--visits-steps", "2000", "--visits-top-k", "5"}, &out, &errOut); code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut.String())
-	}
-	if !strings.Contains(out.String(), "visits: 20 queries") || !strings.Contains(out.String(), "queries/s") {
-		t.Errorf("output:\n%s", out.String())
-	}
 }
 
 // With --walks-per-vertex, every seed is still one query of its own (the
