@@ -152,7 +152,7 @@ func (f *follower) swap(ctx context.Context, g *graph.Graph, log *slog.Logger, l
 		if rerr != nil {
 			// Nothing can walk: the engine is broken, as after a device
 			// fault; /healthz reports it and the pod restarts on CURRENT.
-			f.s.health.breakEngine(fmt.Errorf("graph swap: new engine: %v; old engine: %w", err, rerr))
+			f.s.health.BreakEngine(fmt.Errorf("graph swap: new engine: %v; old engine: %w", err, rerr))
 			return errors.Join(err, rerr)
 		}
 		gs.cur.Store(newServed(old.g, back))

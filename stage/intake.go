@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/stage/health"
 )
 
 // sourceLoop fetches until fetchCtx ends, then closes the queue. While a
@@ -19,7 +20,7 @@ func (s *Stage) sourceLoop(fetchCtx, workCtx context.Context) error {
 	defer close(s.queue)
 	fetchFailures := 0
 	for {
-		if fetchFailures == 0 && !s.waitHealthy(fetchCtx) {
+		if fetchFailures == 0 && !s.health.WaitUp(fetchCtx) {
 			return nil
 		}
 		d, err := s.o.Source.Next(fetchCtx)
@@ -31,15 +32,15 @@ func (s *Stage) sourceLoop(fetchCtx, workCtx context.Context) error {
 				return err
 			}
 			fetchFailures++
-			s.dependencyFailed(depBroker, "fetch", err)
-			if !sleepCtx(fetchCtx, backoff(fetchFailures, s.o.RetryBackoffMin, s.o.RetryBackoffMax)) {
+			s.health.Failed(health.Broker, "fetch", err)
+			if !sleepCtx(fetchCtx, health.Backoff(fetchFailures, s.o.RetryBackoffMin, s.o.RetryBackoffMax)) {
 				return nil
 			}
 			continue
 		}
 		if fetchFailures > 0 {
 			fetchFailures = 0
-			s.dependencyOK(depBroker, "fetch")
+			s.health.Succeeded(health.Broker, "fetch")
 		}
 		if d.Reject != nil {
 			if err := s.refuse(workCtx, d, d.Reject, nil); err != nil {
@@ -156,13 +157,13 @@ func (s *Stage) setAside(ctx context.Context, d *source.Delivery, re *source.Rej
 		ev.Timings.Queued = b.launched.Sub(b.queuedAt).Seconds()
 	}
 	pctx, pspan := s.publishSpan(ctx, span, "walkstage.publish")
-	err := s.persist(pctx, depBroker, "publish rejection", func(ctx context.Context) error { return s.o.Events.Publish(ctx, ev) })
+	err := s.health.Persist(pctx, health.Broker, "publish rejection", func(ctx context.Context) error { return s.o.Events.Publish(ctx, ev) })
 	pspan.End()
 	if err != nil {
 		return err
 	}
 	dctx, dspan := s.publishSpan(ctx, span, "walkstage.dead_letter")
-	err = s.persist(dctx, depBroker, "dead-letter", func(ctx context.Context) error { return d.Ack(ctx, re) })
+	err = s.health.Persist(dctx, health.Broker, "dead-letter", func(ctx context.Context) error { return d.Ack(ctx, re) })
 	dspan.End()
 	if err != nil {
 		return err

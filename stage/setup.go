@@ -7,12 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"path"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -28,6 +26,7 @@ import (
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/stage/config"
+	"github.com/walkstage/walkstage/stage/health"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/tracing"
 )
@@ -200,17 +199,17 @@ func fromConfig(ctx context.Context, c config.Config, log *slog.Logger, version 
 		MicroBatchMaxRequests: c.MicroBatchMaxRequests, MaxRequestCost: c.MaxRequestCost, MicroBatchMaxCost: batchCost, QueueDepth: c.QueueDepth, MaxInFlight: c.MaxInFlight,
 		ChunkBuffer: c.ChunkBuffer, EncodeThreads: c.EncodeThreads, ShutdownTimeout: c.ShutdownTimeout,
 		RetryBackoffMin: c.RetryBackoffMin, RetryBackoffMax: c.RetryBackoffMax, ProbeInterval: c.ProbeInterval, ProbeTimeout: c.ProbeTimeout,
-		Probes:      []Probe{{Name: depBroker, Check: cons.CheckTopics}, {Name: depStore, Check: storeProbe(bucket, c.OutputURL)}},
+		Probes:      []health.Probe{{Name: health.Broker, Check: cons.CheckTopics}, {Name: health.Store, Check: storeProbe(bucket, c.OutputURL)}},
 		MetricsAddr: c.MetricsAddr, Listener: ln, Joined: cons.Joined, Lag: cons.Lag,
 		Consuming: cons.Consuming, UnassignedPartitions: cons.UnassignedPartitions, LogResets: cons.LogResets, Registry: reg, Logger: log, Version: version, Tracer: tracer, Tables: tables})
 	if err != nil {
 		return nil, err
 	}
 	if topicsErr != nil {
-		s.health.fail(depBroker, holdProbe, topicsErr)
+		s.health.Down(health.Broker, health.ProbeHolder, topicsErr)
 	}
 	if storeErr != nil {
-		s.health.fail(depStore, holdProbe, storeErr)
+		s.health.Down(health.Store, health.ProbeHolder, storeErr)
 	}
 	rt.Stage = s
 	if err := rt.followGraph(ctx, c, log); err != nil {
@@ -349,7 +348,7 @@ func Main(ctx context.Context, environ []string, logw io.Writer, version string)
 			return fmt.Errorf("listen on %s: %w", c.MetricsAddr, err)
 		}
 		loading := func() error { return errors.New("loading the graph and joining the group") }
-		stopEarly := serveUntilHandoff(ln, probeHandler(reg, loading, func() error { return nil }))
+		stopEarly := health.ServeUntilHandoff(ln, health.Handler(reg, loading, func() error { return nil }))
 		defer stopEarly() // idempotent; normally called below
 		rt, err := fromConfig(ctx, c, log, version, ln, reg, tracer)
 		stopEarly()
@@ -381,40 +380,4 @@ func newRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return reg
-}
-
-// keepOpen hands a listener to a server that may not close it.
-type keepOpen struct{ net.Listener }
-
-func (keepOpen) Close() error { return nil }
-
-// serveUntilHandoff serves h on ln until the returned stop is called; stop
-// returns once that server no longer accepts, leaving ln open for the next.
-// (Shutdown cannot interrupt an Accept without closing the socket, so an
-// expired deadline does.)
-func serveUntilHandoff(ln net.Listener, h http.Handler) (stop func()) {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	served := make(chan struct{})
-	go func() {
-		srv.Serve(keepOpen{ln})
-		close(served)
-	}()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			// Expire Accept first: Shutdown waits for Serve to leave it.
-			// Serve retries the timeouts until Shutdown marks it closing.
-			tl, _ := ln.(*net.TCPListener)
-			if tl != nil {
-				tl.SetDeadline(time.Unix(1, 0))
-			}
-			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			srv.Shutdown(sctx)
-			if tl != nil {
-				<-served
-				tl.SetDeadline(time.Time{})
-			}
-		})
-	}
 }

@@ -1,9 +1,10 @@
-package stage
+package health
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"sort"
 	"strconv"
@@ -17,18 +18,18 @@ import (
 
 // Dependencies the stage reports on (the `dependency` label).
 const (
-	depBroker = "broker"
-	depStore  = "object_store"
-	depEngine = "engine"
+	Broker = "broker"
+	Store  = "object_store"
+	Engine = "engine"
 )
 
-// Probe checks one dependency within ctx (the stage gives it a deadline).
+// Probe checks one dependency within ctx (RunProbes gives it a deadline).
 type Probe struct {
 	Name  string // broker, object_store, ...
 	Check func(ctx context.Context) error
 }
 
-// health is what the stage knows of its dependencies. A dependency is
+// Tracker is what the stage knows of its dependencies. A dependency is
 // down while anything holds it down: its probe, the fetch loop, or an
 // operation retrying on it (a batch's walk or commit, an event's publish).
 // Each holder lets go only when its own next attempt succeeds, so a probe
@@ -37,7 +38,7 @@ type Probe struct {
 // the reason, for as long as any retry is stuck. While any dependency is
 // down the stage fetches nothing new; in-flight work retries with
 // back-off. A broken engine stays broken.
-type health struct {
+type Tracker struct {
 	mu     sync.Mutex
 	down   map[string]*outage // by dependency; absent while it is up
 	broken error              // the engine cannot run again (walk.ErrEngineBroken)
@@ -46,9 +47,24 @@ type health struct {
 	// instead of keeping the stage not ready for up to RetryBackoffMax
 	// after the outage ended.
 	back map[string]chan struct{}
-	seq  atomic.Uint64 // numbers one-off holders (newHolder)
-	// onChange is called outside mu with the dependency and its new state.
-	onChange func(dep string, up bool)
+	seq  atomic.Uint64 // numbers one-off holders (NewHolder)
+	o    Options
+}
+
+// Options are a Tracker's logger, back-off and observers.
+type Options struct {
+	// Logger receives a line when a dependency goes down and when it is
+	// back (Failed, Succeeded); nil discards them.
+	Logger *slog.Logger
+	// RetryBackoffMin and RetryBackoffMax bound the wait between retries
+	// (RetryWait, Persist): exponential, with jitter.
+	RetryBackoffMin, RetryBackoffMax time.Duration
+	// OnChange, when set, is called outside the Tracker's lock with a
+	// dependency and its new state.
+	OnChange func(dep string, up bool)
+	// OnFailure, when set, is called for every failed attempt Failed
+	// records (the stage counts them).
+	OnFailure func(dep string)
 }
 
 // outage is one dependency's time down and who holds it down.
@@ -64,23 +80,25 @@ type hold struct {
 	err      string
 }
 
-// holdProbe holds a dependency down while its probe fails. The fetch
+// ProbeHolder holds a dependency down while its probe fails. The fetch
 // loop holds the broker as "fetch"; a retrying operation takes a one-off
-// name (newHolder, batch.holder) that its own success or its end releases.
-const holdProbe = "probe"
+// name (NewHolder, the stage's batch.holder) that its own success or its
+// end releases.
+const ProbeHolder = "probe"
 
-func newHealth(onChange func(dep string, up bool)) *health {
-	return &health{down: map[string]*outage{}, back: map[string]chan struct{}{}, onChange: onChange}
+// New is a Tracker with every dependency up.
+func New(o Options) *Tracker {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Tracker{down: map[string]*outage{}, back: map[string]chan struct{}{}, o: o}
 }
 
-// newHolder is a holder name no other operation uses: what it does (shown
+// NewHolder is a holder name no other operation uses: what it does (shown
 // in readiness), then '#' and a number.
-func (h *health) newHolder(what string) string {
+func (h *Tracker) NewHolder(what string) string {
 	return what + "#" + strconv.FormatUint(h.seq.Add(1), 10)
 }
-
-// holder is the name b's attempts hold dependencies down by.
-func (b *batch) holder() string { return fmt.Sprintf("batch#%p", b) }
 
 // holderRole is what a holder does ("batch" of "batch#12").
 func holderRole(holder string) string {
@@ -88,9 +106,10 @@ func holderRole(holder string) string {
 	return role
 }
 
-// fail records that holder's attempt on dep failed with err; it reports
-// whether dep was up before.
-func (h *health) fail(dep, holder string, err error) bool {
+// Down records that holder's attempt on dep failed with err, neither
+// logged nor counted (Failed does both); it reports whether dep was up
+// before.
+func (h *Tracker) Down(dep, holder string, err error) bool {
 	h.mu.Lock()
 	o := h.down[dep]
 	was := o != nil
@@ -106,16 +125,16 @@ func (h *health) fail(dep, holder string, err error) bool {
 	hd.attempts++
 	hd.err = redact.String(err.Error())
 	h.mu.Unlock()
-	if !was && h.onChange != nil {
-		h.onChange(dep, false)
+	if !was && h.o.OnChange != nil {
+		h.o.OnChange(dep, false)
 	}
 	return !was
 }
 
-// ok records that holder's attempt on dep succeeded; it returns how long
-// dep was down when that was its last holder (0 when dep is still held
-// down, or was up).
-func (h *health) ok(dep, holder string) time.Duration {
+// Up records that holder's attempt on dep succeeded, without a log line
+// (Succeeded logs); it returns how long dep was down when that was its
+// last holder (0 when dep is still held down, or was up).
+func (h *Tracker) Up(dep, holder string) time.Duration {
 	h.mu.Lock()
 	o := h.down[dep]
 	if o == nil || o.holds[holder] == nil {
@@ -123,7 +142,7 @@ func (h *health) ok(dep, holder string) time.Duration {
 		return 0
 	}
 	delete(o.holds, holder)
-	if holder == holdProbe {
+	if holder == ProbeHolder {
 		if ch, ok := h.back[dep]; ok {
 			close(ch)
 			delete(h.back, dep)
@@ -136,16 +155,16 @@ func (h *health) ok(dep, holder string) time.Duration {
 	}
 	broken := h.broken != nil
 	h.mu.Unlock()
-	if d > 0 && h.onChange != nil && !(dep == depEngine && broken) {
-		h.onChange(dep, true)
+	if d > 0 && h.o.OnChange != nil && !(dep == Engine && broken) {
+		h.o.OnChange(dep, true)
 	}
 	return d
 }
 
-// release lets go of whatever holder holds, on every dependency: the
+// Release lets go of whatever holder holds, on every dependency: the
 // operation ended without succeeding (abandoned at shutdown, refused,
 // handed to another replica).
-func (h *health) release(holder string) {
+func (h *Tracker) Release(holder string) {
 	h.mu.Lock()
 	var up []string
 	for dep, o := range h.down {
@@ -155,21 +174,21 @@ func (h *health) release(holder string) {
 		delete(o.holds, holder)
 		if len(o.holds) == 0 {
 			delete(h.down, dep)
-			if dep != depEngine || h.broken == nil { // a broken engine stays down
+			if dep != Engine || h.broken == nil { // a broken engine stays down
 				up = append(up, dep)
 			}
 		}
 	}
 	h.mu.Unlock()
-	if h.onChange != nil {
+	if h.o.OnChange != nil {
 		for _, dep := range up {
-			h.onChange(dep, true)
+			h.o.OnChange(dep, true)
 		}
 	}
 }
 
-// recovered is closed the next time dep's probe passes after failing.
-func (h *health) recovered(dep string) <-chan struct{} {
+// Recovered is closed the next time dep's probe passes after failing.
+func (h *Tracker) Recovered(dep string) <-chan struct{} {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ch, ok := h.back[dep]
@@ -180,21 +199,23 @@ func (h *health) recovered(dep string) <-chan struct{} {
 	return ch
 }
 
-func (h *health) breakEngine(err error) {
+// BreakEngine records that the engine cannot run again (walk.ErrEngineBroken):
+// it stays down whoever lets go of it.
+func (h *Tracker) BreakEngine(err error) {
 	h.mu.Lock()
 	first := h.broken == nil
 	if first {
 		h.broken = err
 	}
 	h.mu.Unlock()
-	if first && h.onChange != nil {
-		h.onChange(depEngine, false)
+	if first && h.o.OnChange != nil {
+		h.o.OnChange(Engine, false)
 	}
 }
 
-// err is nil when every dependency is up, else says which are not, since
+// Err is nil when every dependency is up, else says which are not, since
 // when, and what holds each down (the oldest holders first).
-func (h *health) err() error {
+func (h *Tracker) Err() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.broken != nil {
@@ -234,16 +255,17 @@ func (h *health) err() error {
 	return errors.New(strings.Join(parts, "; "))
 }
 
-func (h *health) engineBroken() bool {
+// EngineBroken reports whether BreakEngine was called.
+func (h *Tracker) EngineBroken() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.broken != nil
 }
 
-// backoff is the wait before retry number attempt (1, 2, ...): exponential
-// from min, capped at max, with full jitter in its upper half so replicas
+// Backoff is the wait before retry number attempt (1, 2, ...): exponential
+// from lo, capped at hi, with full jitter in its upper half so replicas
 // that failed together do not retry together.
-func backoff(attempt int, lo, hi time.Duration) time.Duration {
+func Backoff(attempt int, lo, hi time.Duration) time.Duration {
 	d := lo
 	for i := 1; i < attempt && d < hi; i++ {
 		d *= 2
@@ -252,34 +274,39 @@ func backoff(attempt int, lo, hi time.Duration) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-// waitHealthy returns once every dependency is up (true) or ctx ends
-// (false). This is the pause: nothing new is fetched while the stage could
+// WaitUp returns once every dependency is up (true) or ctx ends (false).
+// This is the stage's pause: nothing new is fetched while the stage could
 // not finish it.
-func (s *Stage) waitHealthy(ctx context.Context) bool {
-	for s.health.err() != nil {
-		if !sleepCtx(ctx, 100*time.Millisecond) {
+func (h *Tracker) WaitUp(ctx context.Context) bool {
+	for h.Err() != nil {
+		t := time.NewTimer(100 * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
 			return false
 		}
 	}
 	return ctx.Err() == nil
 }
 
-// probeLoop runs the dependency probes until ctx ends.
-func (s *Stage) probeLoop(ctx context.Context) {
-	t := time.NewTicker(s.o.ProbeInterval)
+// RunProbes runs probes every interval, each within timeout, until ctx
+// ends; a failing probe holds its dependency down until it passes.
+func (h *Tracker) RunProbes(ctx context.Context, probes []Probe, interval, timeout time.Duration) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		for _, p := range s.o.Probes {
-			pctx, cancel := context.WithTimeout(ctx, s.o.ProbeTimeout)
+		for _, p := range probes {
+			pctx, cancel := context.WithTimeout(ctx, timeout)
 			err := p.Check(pctx)
 			cancel()
 			if ctx.Err() != nil {
 				return
 			}
 			if err != nil {
-				s.dependencyFailed(p.Name, holdProbe, err)
+				h.Failed(p.Name, ProbeHolder, err)
 			} else {
-				s.dependencyOK(p.Name, holdProbe)
+				h.Succeeded(p.Name, ProbeHolder)
 			}
 		}
 		select {
@@ -290,57 +317,59 @@ func (s *Stage) probeLoop(ctx context.Context) {
 	}
 }
 
-// dependencyFailed records that holder's attempt on dep failed: dep is
-// down (not ready, consumption paused) until holder succeeds.
-func (s *Stage) dependencyFailed(dep, holder string, err error) {
-	s.m.retries.WithLabelValues(dep).Inc()
-	if s.health.fail(dep, holder, err) {
-		s.log.Warn("dependency unavailable: not ready, pausing consumption, retrying with back-off",
+// Failed records that holder's attempt on dep failed: dep is down (not
+// ready, consumption paused) until holder succeeds.
+func (h *Tracker) Failed(dep, holder string, err error) {
+	if h.o.OnFailure != nil {
+		h.o.OnFailure(dep)
+	}
+	if h.Down(dep, holder, err) {
+		h.o.Logger.Warn("dependency unavailable: not ready, pausing consumption, retrying with back-off",
 			"dependency", dep, "op", holderRole(holder), "err", err)
 	}
 }
 
-// dependencyOK records that holder's attempt on dep succeeded.
-func (s *Stage) dependencyOK(dep, holder string) {
-	if d := s.health.ok(dep, holder); d > 0 {
-		s.log.Info("dependency available again: resuming", "dependency", dep, "outage_seconds", d.Seconds())
+// Succeeded records that holder's attempt on dep succeeded.
+func (h *Tracker) Succeeded(dep, holder string) {
+	if d := h.Up(dep, holder); d > 0 {
+		h.o.Logger.Info("dependency available again: resuming", "dependency", dep, "outage_seconds", d.Seconds())
 	}
 }
 
-// retryWait sleeps out the back-off before retry number attempt of work
+// RetryWait sleeps out the back-off before retry number attempt of work
 // that failed on dep, or less when dep's probe finds it back. False means
 // ctx ended.
-func (s *Stage) retryWait(ctx context.Context, dep string, attempt int) bool {
-	t := time.NewTimer(backoff(attempt, s.o.RetryBackoffMin, s.o.RetryBackoffMax))
+func (h *Tracker) RetryWait(ctx context.Context, dep string, attempt int) bool {
+	t := time.NewTimer(Backoff(attempt, h.o.RetryBackoffMin, h.o.RetryBackoffMax))
 	defer t.Stop()
 	select {
 	case <-t.C:
 		return true
-	case <-s.health.recovered(dep):
+	case <-h.Recovered(dep):
 		return ctx.Err() == nil
 	case <-ctx.Done():
 		return false
 	}
 }
 
-// persist runs f until it succeeds, retrying a failure as the given
+// Persist runs f until it succeeds, retrying a failure as the given
 // dependency's outage with capped, jittered back-off; dep stays down
 // until f succeeds. It returns nil, or ctx's error once ctx ends (the
 // shutdown deadline).
-func (s *Stage) persist(ctx context.Context, dep, op string, f func(context.Context) error) error {
-	holder := s.health.newHolder(op)
-	defer s.health.release(holder)
+func (h *Tracker) Persist(ctx context.Context, dep, op string, f func(context.Context) error) error {
+	holder := h.NewHolder(op)
+	defer h.Release(holder)
 	for attempt := 1; ; attempt++ {
 		err := f(ctx)
 		if err == nil {
-			s.dependencyOK(dep, holder)
+			h.Succeeded(dep, holder)
 			return nil
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		s.dependencyFailed(dep, holder, err)
-		if !s.retryWait(ctx, dep, attempt) {
+		h.Failed(dep, holder, err)
+		if !h.RetryWait(ctx, dep, attempt) {
 			return ctx.Err()
 		}
 	}
