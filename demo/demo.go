@@ -24,6 +24,7 @@ import (
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/stage"
+	"github.com/walkstage/walkstage/stage/config"
 )
 
 // Options configure Run.
@@ -167,12 +168,12 @@ func generateGraph(ctx context.Context, dir string, scale int, out io.Writer) (s
 
 // startStage configures the stage exactly as `walkstage run` would be,
 // from environment variables.
-func startStage(ctx context.Context, o Options, brokers []string, gpath, outURL string) (stage.Config, *stage.Runtime, error) {
+func startStage(ctx context.Context, o Options, brokers []string, gpath, outURL string) (config.Config, *stage.Runtime, error) {
 	level := "warn"
 	if o.Verbose {
 		level = "info"
 	}
-	c, err := stage.LoadConfig([]string{
+	c, err := config.Load([]string{
 		"WALKSTAGE_BROKERS=" + strings.Join(brokers, ","), "WALKSTAGE_GRAPH=" + gpath, "WALKSTAGE_OUTPUT_URL=" + outURL,
 		"WALKSTAGE_OUTPUT_PREFIX=" + outputPrefix, "WALKSTAGE_INPUT_TOPIC=" + topics[0], "WALKSTAGE_OUTPUT_TOPIC=" + topics[1],
 		"WALKSTAGE_DLQ_TOPIC=" + topics[2],
@@ -182,7 +183,7 @@ func startStage(ctx context.Context, o Options, brokers []string, gpath, outURL 
 	if err != nil {
 		return c, nil, err
 	}
-	rt, err := stage.FromConfig(ctx, c, stage.NewLogger(c, o.Logs), o.Version)
+	rt, err := stage.FromConfig(ctx, c, config.NewLogger(c, o.Logs), o.Version)
 	return c, rt, err
 }
 
@@ -228,7 +229,7 @@ type results struct {
 
 // await reads the completion events and the dead letter. One group reader
 // follows both topics (joining a group takes a few seconds).
-func await(ctx context.Context, brokers []string, c stage.Config, want int, done <-chan error) (results, error) {
+func await(ctx context.Context, brokers []string, c config.Config, want int, done <-chan error) (results, error) {
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, GroupTopics: []string{c.OutputTopic, c.DLQTopic},
 		GroupID: "walkstage-demo-observer", StartOffset: kafka.FirstOffset, MaxWait: 100 * time.Millisecond})
 	defer r.Close()
@@ -258,7 +259,7 @@ func await(ctx context.Context, brokers []string, c stage.Config, want int, done
 
 // report prints the events, one event in full, the files and the dead
 // letter, and returns the batches whose outcome was not the expected one.
-func report(out io.Writer, c stage.Config, dir string, reqs []request, res results) (failed []string) {
+func report(out io.Writer, c config.Config, dir string, reqs []request, res results) (failed []string) {
 	fmt.Fprintf(out, "\ncompletion events on %s:\n", c.OutputTopic)
 	for _, r := range reqs {
 		ev := res.events[r.id]

@@ -4,12 +4,12 @@
 # catalog) never import a command or a tool built on them (cmd/..., the
 # load generator, demo/, the chaos suite), with or without the cuda tag,
 # tests included; and the walkstage command builds its engines through
-# engines/, so only `walkstage run` (run.go) and `walkstage load`, which
-# reads the stage's variables for its defaults (load.go), import the
-# stage; and the catalog, which only needs buckets, reaches them through
-# store/, not through the sink (the Parquet encoder and batch writer); and
-# the message model (message/) knows no Kafka client and no package that
-# moves or writes walks: Kafka is source's, output the sink's.
+# engines/, so only `walkstage run` (run.go) imports the stage (`walkstage
+# load` reads the stage's variables for its defaults from stage/config);
+# and the catalog, which only needs buckets, reaches them through store/,
+# not through the sink (the Parquet encoder and batch writer); and the
+# message model (message/) knows no Kafka client and no package that moves
+# or writes walks: Kafka is source's, output the sink's.
 # Exits 1 naming each offending import.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -118,14 +118,18 @@ check_message() {
 check_message ""
 [ -z "$cuda" ] || check_message cuda
 
-# The walkstage command is one package, so this one is per file: which of
-# its files (as go list sees them, without and with the cuda tag) import
-# the stage.
-dir=$(go list -f '{{.Dir}}' ./cmd/walkstage)
-for f in $({ go list -f '{{join .GoFiles "\n"}}' ./cmd/walkstage; [ -z "$cuda" ] || go list -tags cuda -f '{{join .GoFiles "\n"}}' ./cmd/walkstage; } | sort -u); do
-  case $f in run.go | load.go) continue ;; esac
-  if grep -qF "\"$mod/stage\"" "$dir/$f"; then
-    printf 'check-imports: cmd/walkstage/%s imports %s/stage, which only walkstage run (run.go) and load (load.go) may: build engines with %s/engines\n' \
+# The walkstage command (package main and its command families under
+# cmd/walkstage/internal/) builds its engines with engines/: per file, as
+# go list sees them without and with the cuda tag, only run.go, which is
+# `walkstage run`, imports the stage.
+list_cmd_files() {
+  go list -tags "$1" -f '{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}' ./cmd/walkstage/...
+}
+for path in $({ list_cmd_files ""; [ -z "$cuda" ] || list_cmd_files cuda; } | sort -u); do
+  f=${path#"$PWD"/}
+  [ "$f" = cmd/walkstage/run.go ] && continue
+  if grep -qF "\"$mod/stage\"" "$path"; then
+    printf 'check-imports: %s imports %s/stage, which only walkstage run (cmd/walkstage/run.go) may: build engines with %s/engines\n' \
       "$f" "$mod" "$mod" >&2
     bad=1
   fi

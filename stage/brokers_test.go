@@ -19,6 +19,7 @@ import (
 
 	"github.com/walkstage/walkstage/internal/testpki"
 	"github.com/walkstage/walkstage/message"
+	"github.com/walkstage/walkstage/stage/health"
 )
 
 // TestStageOverTLSAndSCRAM runs the whole stage, configured only from its
@@ -190,7 +191,7 @@ func TestInputTopicCreatedDuringAssignmentIsConsumed(t *testing.T) {
 func TestNotReadyWhileInputPartitionsAreUnread(t *testing.T) {
 	unread := errors.New(`group "g" reads 0 of input topic "in"'s 2 partitions`)
 	var consuming error
-	s := &Stage{health: newHealth(nil), o: Options{Joined: func() bool { return true }, Consuming: func() error { return consuming }}}
+	s := &Stage{health: health.New(health.Options{}), o: Options{Joined: func() bool { return true }, Consuming: func() error { return consuming }}}
 	if err := s.ready(); err != nil {
 		t.Fatalf("ready while consuming: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/stage/config"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
@@ -145,7 +146,7 @@ func TestSmallRequestWalksBetweenSlicesOfAnExpensiveOne(t *testing.T) {
 	brokers := startKafka(t, 1)
 	gpath, g := testGraph(t, 10)
 	outURL := "file://" + filepath.ToSlash(t.TempDir())
-	c, err := LoadConfig(stageEnviron(brokers, gpath, outURL, "WALKSTAGE_METRICS_ADDR=",
+	c, err := config.Load(stageEnviron(brokers, gpath, outURL, "WALKSTAGE_METRICS_ADDR=",
 		"WALKSTAGE_MICROBATCH_MAX_COST=20000"))
 	if err != nil {
 		t.Fatal(err)

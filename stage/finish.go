@@ -17,6 +17,7 @@ import (
 	"github.com/walkstage/walkstage/icetable"
 	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/stage/health"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
@@ -35,7 +36,7 @@ func (s *Stage) finish(ctx context.Context, b *batch, runErr error) {
 	defer s.releaseTableSlot(b)
 	defer s.leave(b.req.BatchID)
 	defer b.unbind()
-	defer s.health.release(b.holder()) // ended without succeeding: abandoned, refused, broken engine
+	defer s.health.Release(b.holder()) // ended without succeeding: abandoned, refused, broken engine
 	defer b.span.End()                 // abandoned or broken: ended as it is (a second End does nothing)
 	log := s.log.With("batch_id", b.req.BatchID, "algorithm", b.req.AlgorithmName())
 	for {
@@ -77,11 +78,11 @@ func (s *Stage) finish(ctx context.Context, b *batch, runErr error) {
 			}
 		}
 		if errors.Is(err, walk.ErrEngineBroken) {
-			s.health.breakEngine(err)
+			s.health.BreakEngine(err)
 			log.Error("engine unusable: replica not ready, batch left uncommitted for another replica", "err", err)
 			return
 		}
-		s.dependencyFailed(b.failedDep, b.holder(), err)
+		s.health.Failed(b.failedDep, b.holder(), err)
 		b.span.AddEvent("attempt failed", trace.WithAttributes(attribute.Int("walkstage.attempt", b.attempt),
 			attribute.String("walkstage.dependency", b.failedDep), attribute.String("error", err.Error())))
 		log.Warn("batch attempt failed; retrying", "attempt", b.attempt, "dependency", b.failedDep, "err", err)
@@ -90,7 +91,7 @@ func (s *Stage) finish(ctx context.Context, b *batch, runErr error) {
 			log.Info("batch abandoned at shutdown after a failed attempt (uncommitted)")
 			return
 		}
-		if !s.retryWait(ctx, b.failedDep, b.attempt) {
+		if !s.health.RetryWait(ctx, b.failedDep, b.attempt) {
 			continue // ctx is done: the next round abandons
 		}
 		runErr = s.walk(ctx, []*batch{b})
@@ -136,12 +137,12 @@ func (s *Stage) complete(ctx context.Context, b *batch, runErr error) error {
 	<-b.written
 	written := time.Now()
 	if b.lookupErr != nil {
-		b.failedDep = depStore
+		b.failedDep = health.Store
 		return b.lookupErr
 	}
 	if b.existing != nil {
 		if err := s.appendTable(ctx, b, b.existing); err != nil {
-			b.failedDep = depStore
+			b.failedDep = health.Store
 			return err
 		}
 		return s.report(ctx, b, b.existing, s.manifestKey(b.existing), time.Now())
@@ -150,13 +151,13 @@ func (s *Stage) complete(ctx context.Context, b *batch, runErr error) error {
 	if runErr == nil && b.wErr == nil && b.gotW != int64(b.walks) {
 		runErr = fmt.Errorf("engine emitted %d of %d walks", b.gotW, b.walks)
 	}
-	b.failedDep = depStore
+	b.failedDep = health.Store
 	if runErr != nil {
-		b.failedDep = depEngine
+		b.failedDep = health.Engine
 	} else {
 		// The walk succeeded: an engine failure of an earlier attempt no
 		// longer holds the stage not ready.
-		s.dependencyOK(depEngine, b.holder())
+		s.health.Succeeded(health.Engine, b.holder())
 	}
 	if err := errors.Join(runErr, b.wErr); err != nil {
 		if b.w != nil {
@@ -195,12 +196,12 @@ func (s *Stage) report(ctx context.Context, b *batch, man *sink.Manifest, manife
 	for _, f := range man.Files {
 		ev.Objects = append(ev.Objects, store.ObjectURL(s.o.BucketURL, f.Key))
 	}
-	s.dependencyOK(depStore, b.holder())
+	s.health.Succeeded(health.Store, b.holder())
 	// The objects are durable: from here only the event is retried, never
 	// the walk. Abandoned at the deadline, the redelivery finds the output
 	// complete and publishes it then.
 	pctx, pspan := s.publishSpan(ctx, b.span, "walkstage.publish")
-	err := s.persist(pctx, depBroker, "publish", func(ctx context.Context) error { return s.o.Events.Publish(ctx, ev) })
+	err := s.health.Persist(pctx, health.Broker, "publish", func(ctx context.Context) error { return s.o.Events.Publish(ctx, ev) })
 	pspan.End()
 	if err != nil {
 		s.log.Info("batch abandoned at shutdown with its output written (uncommitted; the redelivery reports it)", "batch_id", b.req.BatchID)

@@ -41,31 +41,6 @@ import (
 // that is not loaded and did not arrive within WALKSTAGE_GRAPH_VERSION_WAIT.
 const ReasonGraphVersionUnavailable message.Reason = "graph_version_unavailable"
 
-// Swap modes (WALKSTAGE_GRAPH_SWAP).
-const (
-	swapAuto    = "auto"
-	swapOverlap = "overlap"
-	swapDrain   = "drain"
-)
-
-type configErr struct{ name, msg string }
-
-// validGraphSettings checks the graph-following variables (Config.validate).
-func validGraphSettings(c *Config) *configErr {
-	switch c.GraphSwap {
-	case swapAuto, swapOverlap, swapDrain:
-	default:
-		return &configErr{"GRAPH_SWAP", fmt.Sprintf("%q is not auto, overlap or drain", c.GraphSwap)}
-	}
-	if c.GraphPollInterval < 0 || c.GraphPollInterval > 0 && c.GraphPollInterval < 100*time.Millisecond {
-		return &configErr{"GRAPH_POLL_INTERVAL", fmt.Sprintf("%v: use 0 (off) or at least 100ms", c.GraphPollInterval)}
-	}
-	if c.GraphVersionWait < 0 {
-		return &configErr{"GRAPH_VERSION_WAIT", fmt.Sprintf("%v is negative", c.GraphVersionWait)}
-	}
-	return nil
-}
-
 // served is one graph version with its engine. References (walks being
 // launched, batches until they are finished) keep it alive; retire releases
 // it once the last reference is gone.

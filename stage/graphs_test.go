@@ -26,6 +26,7 @@ import (
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/sink"
+	"github.com/walkstage/walkstage/stage/config"
 )
 
 // versionFile writes one version of graph "social": same vertices, edges
@@ -52,11 +53,11 @@ func TestGraphFollowSwapsVersions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test")
 	}
-	for _, mode := range []string{swapOverlap, swapDrain} {
+	for _, mode := range []string{config.SwapOverlap, config.SwapDrain} {
 		t.Run(mode, func(t *testing.T) { testGraphFollow(t, mode, startS3) })
 	}
 	// The catalog, the graphs and the walks on a real S3 gateway process.
-	t.Run(swapOverlap+"-versitygw", func(t *testing.T) { testGraphFollow(t, swapOverlap, startVersityS3) })
+	t.Run(config.SwapOverlap+"-versitygw", func(t *testing.T) { testGraphFollow(t, config.SwapOverlap, startVersityS3) })
 }
 
 func testGraphFollow(t *testing.T, mode string, store func(testing.TB) (string, *blob.Bucket)) {
@@ -315,7 +316,7 @@ func TestGraphSwapMeasure(t *testing.T) {
 	fmt.Sscan(scaleEnv, &scale)
 	mode := os.Getenv("WALKSTAGE_GRAPH_SWAP")
 	if mode == "" {
-		mode = swapOverlap
+		mode = config.SwapOverlap
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

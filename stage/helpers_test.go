@@ -25,6 +25,7 @@ import (
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/internal/testversity"
 	"github.com/walkstage/walkstage/message"
+	"github.com/walkstage/walkstage/stage/config"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/tracing"
 )
@@ -143,7 +144,7 @@ func testLog(t testing.TB) *slog.Logger {
 // gracefully and returns Run's error.
 func runStage(t testing.TB, environ []string) (rt *Runtime, stop func() error) {
 	t.Helper()
-	c, err := LoadConfig(environ)
+	c, err := config.Load(environ)
 	if err != nil {
 		t.Fatal(err)
 	}

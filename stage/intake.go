@@ -11,6 +11,7 @@ import (
 
 	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/stage/health"
 )
 
 // sourceLoop fetches until fetchCtx ends, then closes the queue. While a
@@ -20,7 +21,7 @@ func (s *Stage) sourceLoop(fetchCtx, workCtx context.Context) error {
 	defer close(s.queue)
 	fetchFailures := 0
 	for {
-		if fetchFailures == 0 && !s.waitHealthy(fetchCtx) {
+		if fetchFailures == 0 && !s.health.WaitUp(fetchCtx) {
 			return nil
 		}
 		d, err := s.o.Source.Next(fetchCtx)
@@ -32,15 +33,15 @@ func (s *Stage) sourceLoop(fetchCtx, workCtx context.Context) error {
 				return err
 			}
 			fetchFailures++
-			s.dependencyFailed(depBroker, "fetch", err)
-			if !sleepCtx(fetchCtx, backoff(fetchFailures, s.o.RetryBackoffMin, s.o.RetryBackoffMax)) {
+			s.health.Failed(health.Broker, "fetch", err)
+			if !sleepCtx(fetchCtx, health.Backoff(fetchFailures, s.o.RetryBackoffMin, s.o.RetryBackoffMax)) {
 				return nil
 			}
 			continue
 		}
 		if fetchFailures > 0 {
 			fetchFailures = 0
-			s.dependencyOK(depBroker, "fetch")
+			s.health.Succeeded(health.Broker, "fetch")
 		}
 		if d.Reject != nil {
 			if err := s.refuse(workCtx, d, d.Reject, nil); err != nil {
@@ -157,13 +158,13 @@ func (s *Stage) setAside(ctx context.Context, d *source.Delivery, re *message.Re
 		ev.Timings.Queued = b.launched.Sub(b.queuedAt).Seconds()
 	}
 	pctx, pspan := s.publishSpan(ctx, span, "walkstage.publish")
-	err := s.persist(pctx, depBroker, "publish rejection", func(ctx context.Context) error { return s.o.Events.Publish(ctx, ev) })
+	err := s.health.Persist(pctx, health.Broker, "publish rejection", func(ctx context.Context) error { return s.o.Events.Publish(ctx, ev) })
 	pspan.End()
 	if err != nil {
 		return err
 	}
 	dctx, dspan := s.publishSpan(ctx, span, "walkstage.dead_letter")
-	err = s.persist(dctx, depBroker, "dead-letter", func(ctx context.Context) error { return d.Ack(ctx, re) })
+	err = s.health.Persist(dctx, health.Broker, "dead-letter", func(ctx context.Context) error { return d.Ack(ctx, re) })
 	dspan.End()
 	if err != nil {
 		return err

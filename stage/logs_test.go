@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/walkstage/walkstage/stage/config"
 	"github.com/walkstage/walkstage/walk/cpu"
 )
 
@@ -24,7 +25,7 @@ func TestLogDurationsInSeconds(t *testing.T) {
 	}
 	t.Cleanup(func() { eng.Close() })
 	s, err := New(Options{Graph: g, Engine: eng, Source: src, Events: evs, Bucket: b, BucketURL: "s3://walks", Prefix: "walks",
-		Logger: NewLogger(Config{LogFormat: "json", LogLevel: "debug"}, &logs)})
+		Logger: config.NewLogger(config.Config{LogFormat: "json", LogLevel: "debug"}, &logs)})
 	if err != nil {
 		t.Fatal(err)
 	}

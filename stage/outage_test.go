@@ -23,6 +23,7 @@ import (
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/stage/health"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk/cpu"
 )
@@ -143,7 +144,7 @@ func runMem(t *testing.T, b *blob.Bucket, src *memSource, evs *memEvents) *Stage
 	s, err := New(Options{Graph: g, Engine: eng, Source: src, Events: evs, Bucket: b, BucketURL: "s3://walks", Prefix: "walks",
 		RetryBackoffMin: 20 * time.Millisecond, RetryBackoffMax: 200 * time.Millisecond,
 		ProbeInterval: 50 * time.Millisecond, ProbeTimeout: time.Second,
-		Probes: []Probe{{Name: depStore, Check: storeProbe(b, "s3://walks")}}, Logger: testLog(t)})
+		Probes: []health.Probe{{Name: health.Store, Check: storeProbe(b, "s3://walks")}}, Logger: testLog(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +186,7 @@ func TestStoreOutageIsRetriedNotDeadLettered(t *testing.T) {
 	if err := s.ready(); err == nil || !strings.Contains(err.Error(), "object_store unavailable") {
 		t.Fatalf("readiness says %v", err)
 	}
-	if v := metricValue(s.m.depUp.WithLabelValues(depStore)); v != 0 {
+	if v := metricValue(s.m.depUp.WithLabelValues(health.Store)); v != 0 {
 		t.Fatalf("walkstage_dependency_up{object_store} = %v during the outage", v)
 	}
 	time.Sleep(500 * time.Millisecond) // several retries' worth
@@ -205,7 +206,7 @@ func TestStoreOutageIsRetriedNotDeadLettered(t *testing.T) {
 	if acks := src.acked("b1"); len(acks) != 1 || acks[0] != nil {
 		t.Fatalf("acks %v: want one, nil", acks)
 	}
-	if v := metricValue(s.m.retries.WithLabelValues(depStore)); v < 1 {
+	if v := metricValue(s.m.retries.WithLabelValues(health.Store)); v < 1 {
 		t.Errorf("walkstage_dependency_failures_total{object_store} = %v", v)
 	}
 }

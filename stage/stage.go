@@ -21,6 +21,7 @@ import (
 	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/stage/health"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -74,7 +75,7 @@ type Options struct {
 	// Probes check the dependencies every ProbeInterval, each within
 	// ProbeTimeout; a failure marks the stage not ready and pauses fetching
 	// until the probe passes again.
-	Probes        []Probe
+	Probes        []health.Probe
 	ProbeInterval time.Duration
 	ProbeTimeout  time.Duration
 	// ShutdownTimeout bounds how long in-flight batches may take once ctx
@@ -183,7 +184,7 @@ type Stage struct {
 	turns    *engineTurns // one engine run at a time, in the order asked (turns.go)
 	finishes sync.WaitGroup
 	draining atomic.Bool
-	health   *health
+	health   *health.Tracker
 	ln       net.Listener
 
 	// active maps the batch ids this replica holds (queued to acked) to a
@@ -246,6 +247,9 @@ type batch struct {
 	span trace.Span
 }
 
+// holder is the name b's attempts hold dependencies down by.
+func (b *batch) holder() string { return fmt.Sprintf("batch#%p", b) }
+
 // New checks the options and registers the metrics.
 func New(o Options) (*Stage, error) {
 	if err := o.defaults(); err != nil {
@@ -265,15 +269,17 @@ func New(o Options) (*Stage, error) {
 	if s.tracer == nil {
 		s.tracer = noop.NewTracerProvider().Tracer(TracerName)
 	}
-	s.health = newHealth(func(dep string, up bool) {
-		if s.m != nil {
-			v := 0.0
-			if up {
-				v = 1
+	s.health = health.New(health.Options{Logger: o.Logger, RetryBackoffMin: o.RetryBackoffMin, RetryBackoffMax: o.RetryBackoffMax,
+		OnChange: func(dep string, up bool) {
+			if s.m != nil {
+				v := 0.0
+				if up {
+					v = 1
+				}
+				s.m.depUp.WithLabelValues(dep).Set(v)
 			}
-			s.m.depUp.WithLabelValues(dep).Set(v)
-		}
-	})
+		},
+		OnFailure: func(dep string) { s.m.retries.WithLabelValues(dep).Inc() }})
 	m, err := newMetrics(o.Registry, s)
 	if err != nil {
 		return nil, err
@@ -359,7 +365,7 @@ func (s *Stage) Run(ctx context.Context) error {
 	if len(s.o.Probes) > 0 {
 		probeCtx, stopProbes := context.WithCancel(workCtx)
 		g.add("probes", func() error {
-			s.probeLoop(probeCtx)
+			s.health.RunProbes(probeCtx, s.o.Probes, s.o.ProbeInterval, s.o.ProbeTimeout)
 			return nil
 		}, stopProbes)
 	}

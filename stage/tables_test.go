@@ -11,6 +11,7 @@ import (
 
 	"github.com/walkstage/walkstage/icetable"
 	"github.com/walkstage/walkstage/message"
+	"github.com/walkstage/walkstage/stage/config"
 )
 
 // TestTablesHoldEveryBatchOnce: with WALKSTAGE_TABLE_CATALOG set, every
@@ -134,7 +135,7 @@ func TestBatchesWaitForTheTableOutsideTheWindow(t *testing.T) {
 	brokers := startKafka(t, 2)
 	gpath, _ := testGraph(t, 10)
 	catalog := "file://" + t.TempDir()
-	c, err := LoadConfig(stageEnviron(brokers, gpath, "file://"+t.TempDir(), "WALKSTAGE_TABLE_CATALOG="+catalog,
+	c, err := config.Load(stageEnviron(brokers, gpath, "file://"+t.TempDir(), "WALKSTAGE_TABLE_CATALOG="+catalog,
 		"WALKSTAGE_MAX_IN_FLIGHT=2", "WALKSTAGE_MICROBATCH_MAX_REQUESTS=1", "WALKSTAGE_LOG_LEVEL=warn"))
 	if err != nil {
 		t.Fatal(err)
