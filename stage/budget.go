@@ -5,7 +5,7 @@ package stage
 // Node2Vec's rejection rounds bounded from p and q). Above the per-request
 // budget it is rejected; above the per-micro-batch budget it walks alone,
 // in slices, with the queued micro-batches walking between its slices
-// (runJobs, engineTurns), so one expensive request cannot hold the engine
+// (runJobs, internal/turns), so one expensive request cannot hold the engine
 // for minutes while small ones wait.
 
 import (

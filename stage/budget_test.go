@@ -188,10 +188,10 @@ func TestSmallRequestWalksBetweenSlicesOfAnExpensiveOne(t *testing.T) {
 	produce(t, brokers, "in", requestRaw("small", `{"version":1,"batch_id":"small","algorithm":"deepwalk","length":10,"seeds":[1,2,3,4,5]}`))
 	// Wait (not a timing assertion) until the small request holds its
 	// place in line for the engine behind the slice in progress.
-	for rt.turns.waiting() < 2 {
+	for rt.turns.Waiting() < 2 {
 		select {
 		case <-ctx.Done():
-			t.Fatalf("the small request never asked for the engine while the expensive one walked (%d turns waiting)", rt.turns.waiting())
+			t.Fatalf("the small request never asked for the engine while the expensive one walked (%d turns waiting)", rt.turns.Waiting())
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
@@ -285,45 +285,5 @@ func TestSliceJobKeepsWalkIDs(t *testing.T) {
 		if s := strings.Join(got, " "); s != tc.want {
 			t.Errorf("perWalk %v, budget %d: slices %s, want %s", tc.perWalk, tc.budget, s, tc.want)
 		}
-	}
-}
-
-// TestEngineTurnsAreFirstComeFirstServed: turns go in ticket order, a
-// ticket given back is skipped, and one that unlocks and locks again goes
-// behind those already waiting.
-func TestEngineTurnsAreFirstComeFirstServed(t *testing.T) {
-	tu := newEngineTurns()
-	first := tu.take() // the turn in progress
-	tu.wait(first)
-	gone := tu.hold()
-	var mu sync.Mutex
-	var order []string
-	var wg sync.WaitGroup
-	for _, name := range []string{"a", "b", "c"} {
-		n := tu.take()
-		wg.Go(func() {
-			tu.wait(n)
-			mu.Lock()
-			order = append(order, name)
-			mu.Unlock()
-			tu.done()
-		})
-	}
-	if w := tu.waiting(); w != 5 {
-		t.Errorf("waiting %d, want 5 (the turn in progress, one held, three)", w)
-	}
-	gone.release()
-	tu.done() // a, b, c in order; then the one that ended its turn
-	tu.lock()
-	mu.Lock()
-	got := strings.Join(order, "")
-	mu.Unlock()
-	tu.done()
-	wg.Wait()
-	if got != "abc" {
-		t.Errorf("turns in order %q, want abc before the next lock", got)
-	}
-	if w := tu.waiting(); w != 0 {
-		t.Errorf("waiting %d after every turn, want 0", w)
 	}
 }

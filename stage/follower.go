@@ -114,9 +114,9 @@ func (f *follower) swap(ctx context.Context, g *graph.Graph, log *slog.Logger, l
 		// Between micro-batches: no engine run is in progress while the
 		// pointer moves, and the next micro-batch takes the new version.
 		p0 := time.Now()
-		f.s.turns.lock()
+		f.s.turns.Lock()
 		gs.cur.Store(nv)
-		f.s.turns.done()
+		f.s.turns.Done()
 		pause := time.Since(p0)
 		f.finish(old, nv, log, config.SwapOverlap, pause, loaded, built)
 		return nil
@@ -184,26 +184,6 @@ func (f *follower) finish(old, nv *served, log *slog.Logger, mode string, pause,
 		version := old.g.Version
 		old.retire(true, func() { log.Info("previous graph version released", "version", version) })
 	}
-}
-
-// loadFromCatalog loads the version a catalog pointer names (ok false:
-// location is not a pointer). A crash during a swap restarts here, on the
-// pointer's version.
-func loadFromCatalog(ctx context.Context, location, dir string) (g *graph.Graph, ok bool, err error) {
-	if !catalog.IsPointerURL(location) {
-		return nil, false, nil
-	}
-	c, err := catalog.Open(ctx, location)
-	if err != nil {
-		return nil, true, err
-	}
-	defer c.Close()
-	p, err := c.Current(ctx)
-	if err != nil {
-		return nil, true, err
-	}
-	g, err = c.Load(ctx, p, dir)
-	return g, true, err
 }
 
 // followGraph starts following the catalog when c.Graph names a pointer

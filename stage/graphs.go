@@ -7,7 +7,7 @@ package stage
 //
 //   - overlap (the CPU engine's default): the new engine is built while the
 //     old one serves; the swap itself only waits for the engine run in
-//     progress (engineTurns). Batches launched on the old version finish on it;
+//     progress (internal/turns). Batches launched on the old version finish on it;
 //     the old version is released when the last of them is done.
 //   - drain (the GPU engine's default: two graphs rarely fit in device
 //     memory): launching stops, batches in flight finish, the old engine is

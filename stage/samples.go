@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/walkstage/walkstage/graphsample"
+	"github.com/walkstage/walkstage/internal/turns"
 	"github.com/walkstage/walkstage/message"
 )
 
@@ -22,7 +23,7 @@ import (
 // form whole frontier sets reject the batch. Like countVisits, an error of
 // the sampling is the batch's vErr, a write error its wErr, and b.written
 // is closed on return.
-func (s *Stage) sample(ctx context.Context, b *batch, v *served, turn *heldTurn) {
+func (s *Stage) sample(ctx context.Context, b *batch, v *served, turn *turns.Held) {
 	defer close(b.written)
 	sp := b.req.Sample
 	p := sp.Params
@@ -40,11 +41,11 @@ func (s *Stage) sample(ctx context.Context, b *batch, v *served, turn *heldTurn)
 	for lo := 0; lo < n; lo += wave {
 		wave = message.SampleWave(p, message.SampleWaveEdges, n-lo, wave, waveEdges)
 		hi := lo + wave
-		turn.lock() // each wave a turn: queued micro-batches walk between waves
+		turn.Lock() // each wave a turn: queued micro-batches walk between waves
 		t0 := time.Now()
 		edges, ws, err := graphsample.SampleRangeOn(ctx, v.e, v.g, p, b.req.Starts, lo, hi-lo, 0)
 		d += time.Since(t0)
-		s.turns.done()
+		s.turns.Done()
 		if err != nil {
 			b.vErr = fmt.Errorf("sample: %w", err)
 			return

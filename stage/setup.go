@@ -8,9 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
-	"os"
-	"path"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -19,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"gocloud.dev/blob"
 
+	"github.com/walkstage/walkstage/catalog"
 	"github.com/walkstage/walkstage/engines"
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/icetable"
@@ -31,57 +29,6 @@ import (
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/tracing"
 )
-
-// loadGraph loads a walkstage graph file from a local path or an object URL
-// (s3://bucket/key?region=..., gs://bucket/key, file:///path). Remote graphs
-// are downloaded into dir (the system temporary directory when empty) and
-// memory-mapped; the file is unlinked once mapped.
-func loadGraph(ctx context.Context, location, dir string) (*graph.Graph, error) {
-	if g, ok, err := loadFromCatalog(ctx, location, dir); ok { // a catalog pointer (graphs.go)
-		return g, err
-	}
-	u, err := url.Parse(location)
-	if err != nil || u.Scheme == "" || len(u.Scheme) == 1 { // "C:\..." is a path
-		return graph.Load(location)
-	}
-	if u.Scheme == "file" {
-		return graph.Load(u.Path)
-	}
-	location = redact.String(location) // for the messages below; u is what is opened
-	key := strings.TrimPrefix(u.Path, "/")
-	if key == "" {
-		return nil, fmt.Errorf("graph URL %q names a bucket, not an object", location)
-	}
-	bu := *u
-	bu.Path = ""
-	b, err := store.OpenBucket(ctx, bu.String())
-	if err != nil {
-		return nil, fmt.Errorf("graph %s: %w", location, err)
-	}
-	defer b.Close()
-	r, err := b.NewReader(ctx, key, nil)
-	if err != nil {
-		return nil, fmt.Errorf("graph %s: %w", location, err)
-	}
-	defer r.Close()
-	f, err := os.CreateTemp(dir, "walkstage-graph-*-"+path.Base(key))
-	if err != nil {
-		return nil, fmt.Errorf("graph %s: download: %w", location, err)
-	}
-	defer os.Remove(f.Name()) // the mapping keeps the data alive on Unix
-	if _, err := io.Copy(f, r); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("graph %s: download to %s: %w", location, f.Name(), err)
-	}
-	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("graph %s: download to %s: %w", location, f.Name(), err)
-	}
-	g, err := graph.Load(f.Name())
-	if err != nil {
-		return nil, fmt.Errorf("graph %s: %w", location, err)
-	}
-	return g, nil
-}
 
 // Runtime is a Stage with the resources FromConfig opened for it.
 type Runtime struct {
@@ -120,7 +67,7 @@ func fromConfig(ctx context.Context, c config.Config, log *slog.Logger, version 
 		}
 	}()
 	log.Info("loading graph", "graph", redact.String(c.Graph))
-	g, err := loadGraph(ctx, c.Graph, c.GraphDownloadDir)
+	g, err := catalog.LoadGraph(ctx, c.Graph, c.GraphDownloadDir)
 	if err != nil {
 		return nil, err
 	}

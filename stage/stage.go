@@ -18,6 +18,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/internal/turns"
 	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
@@ -181,7 +182,7 @@ type Stage struct {
 	// batch's writer to the next (sink.Buffers).
 	buffers *sink.Buffers
 
-	turns    *engineTurns // one engine run at a time, in the order asked (turns.go)
+	turns    *turns.Line // one engine run at a time, in the order asked (internal/turns)
 	finishes sync.WaitGroup
 	draining atomic.Bool
 	health   *health.Tracker
@@ -262,7 +263,7 @@ func New(o Options) (*Stage, error) {
 		slots:      make(chan struct{}, o.MaxInFlight),
 		tableSlots: make(chan struct{}, tableWaitBatches(o.MaxInFlight)),
 		buffers:    sink.NewBuffers(o.EncodeThreads),
-		turns:      newEngineTurns(),
+		turns:      turns.NewLine(),
 		active:     map[string]chan struct{}{},
 		tracer:     o.Tracer,
 	}
