@@ -9,7 +9,7 @@
 # make kernels, make build-cuda-bin); deploy/deploy_test.go fails when a
 # `make` target here is not one CI runs, so what CI checks is what ships.
 # Both runtime images run `walkstage run` as uid 65532 and are configured only
-# by WALKSTAGE_* variables (stage/config.go); the HTTP server on :9090 serves
+# by WALKSTAGE_* variables (stage/config/config.go); the HTTP server on :9090 serves
 # /metrics, /healthz and /readyz. The binary alone listens on 127.0.0.1:9090;
 # the images set WALKSTAGE_METRICS_ADDR=:9090, every interface of the
 # container's own network (docker run -p, a pod's IP for its probes).

@@ -29,6 +29,7 @@ import (
 	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 	"github.com/walkstage/walkstage/walk/visits"
 )
 
@@ -379,7 +380,7 @@ func newInputs(t *testing.T, g *graph.Graph) *inputs {
 	ctx := context.Background()
 	// PPR walks and PPR visits on one graph used to share a directory.
 	in := &inputs{g: g, walks: 2000, algo: walk.Algorithm{Kind: walk.PPR, Length: 40, StopProb: 0.1}, want: map[string]totals{}}
-	e, err := walk.NewCPU(g)
+	e, err := cpu.New(g)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 )
 
 // Temporal walks with their times column (with_times), in every
@@ -32,7 +33,7 @@ func TestReadersReadTemporalTimes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := walk.NewCPU(g)
+	e, err := cpu.New(g)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,8 +22,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/walkstage/walkstage/graph"
-	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/stage"
+	"github.com/walkstage/walkstage/stage/config"
 )
 
 // Options configure Run.
@@ -167,12 +168,12 @@ func generateGraph(ctx context.Context, dir string, scale int, out io.Writer) (s
 
 // startStage configures the stage exactly as `walkstage run` would be,
 // from environment variables.
-func startStage(ctx context.Context, o Options, brokers []string, gpath, outURL string) (stage.Config, *stage.Runtime, error) {
+func startStage(ctx context.Context, o Options, brokers []string, gpath, outURL string) (config.Config, *stage.Runtime, error) {
 	level := "warn"
 	if o.Verbose {
 		level = "info"
 	}
-	c, err := stage.LoadConfig([]string{
+	c, err := config.Load([]string{
 		"WALKSTAGE_BROKERS=" + strings.Join(brokers, ","), "WALKSTAGE_GRAPH=" + gpath, "WALKSTAGE_OUTPUT_URL=" + outURL,
 		"WALKSTAGE_OUTPUT_PREFIX=" + outputPrefix, "WALKSTAGE_INPUT_TOPIC=" + topics[0], "WALKSTAGE_OUTPUT_TOPIC=" + topics[1],
 		"WALKSTAGE_DLQ_TOPIC=" + topics[2],
@@ -182,7 +183,7 @@ func startStage(ctx context.Context, o Options, brokers []string, gpath, outURL 
 	if err != nil {
 		return c, nil, err
 	}
-	rt, err := stage.FromConfig(ctx, c, stage.NewLogger(c, o.Logs), o.Version)
+	rt, err := stage.FromConfig(ctx, c, config.NewLogger(c, o.Logs), o.Version)
 	return c, rt, err
 }
 
@@ -221,18 +222,18 @@ func publish(ctx context.Context, brokers []string, topic string, reqs []request
 
 // results are what the demo observed on the output and dead-letter topics.
 type results struct {
-	events map[string]source.Event
+	events map[string]message.Event
 	raw    map[string][]byte
 	dead   []kafka.Message
 }
 
 // await reads the completion events and the dead letter. One group reader
 // follows both topics (joining a group takes a few seconds).
-func await(ctx context.Context, brokers []string, c stage.Config, want int, done <-chan error) (results, error) {
+func await(ctx context.Context, brokers []string, c config.Config, want int, done <-chan error) (results, error) {
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, GroupTopics: []string{c.OutputTopic, c.DLQTopic},
 		GroupID: "walkstage-demo-observer", StartOffset: kafka.FirstOffset, MaxWait: 100 * time.Millisecond})
 	defer r.Close()
-	res := results{events: map[string]source.Event{}, raw: map[string][]byte{}}
+	res := results{events: map[string]message.Event{}, raw: map[string][]byte{}}
 	for len(res.events) < want || len(res.dead) == 0 {
 		m, err := r.ReadMessage(ctx)
 		if err != nil {
@@ -247,7 +248,7 @@ func await(ctx context.Context, brokers []string, c stage.Config, want int, done
 			res.dead = append(res.dead, m)
 			continue
 		}
-		var ev source.Event
+		var ev message.Event
 		if err := json.Unmarshal(m.Value, &ev); err != nil {
 			return res, fmt.Errorf("bad event %q: %w", m.Value, err)
 		}
@@ -258,18 +259,18 @@ func await(ctx context.Context, brokers []string, c stage.Config, want int, done
 
 // report prints the events, one event in full, the files and the dead
 // letter, and returns the batches whose outcome was not the expected one.
-func report(out io.Writer, c stage.Config, dir string, reqs []request, res results) (failed []string) {
+func report(out io.Writer, c config.Config, dir string, reqs []request, res results) (failed []string) {
 	fmt.Fprintf(out, "\ncompletion events on %s:\n", c.OutputTopic)
 	for _, r := range reqs {
 		ev := res.events[r.id]
 		switch ev.Status {
-		case source.StatusSucceeded:
+		case message.StatusSucceeded:
 			fmt.Fprintf(out, "  %-15s %-9s %7d walks %9d steps  queued %.3fs walking %.3fs writing %.3fs\n", ev.BatchID, ev.Status,
 				ev.Walks, ev.Steps, ev.Timings.Queued, ev.Timings.Walking, ev.Timings.Writing)
 		default:
 			fmt.Fprintf(out, "  %-15s %-9s %s: %s\n", ev.BatchID, ev.Status, ev.Reason, ev.Error)
 		}
-		if (r.id == "demo-malformed") != (ev.Status == source.StatusRejected) {
+		if (r.id == "demo-malformed") != (ev.Status == message.StatusRejected) {
 			failed = append(failed, r.id)
 		}
 	}

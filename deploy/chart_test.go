@@ -17,7 +17,7 @@ import (
 
 const gpuResource corev1.ResourceName = "nvidia.com/gpu"
 
-// TestValuesCoverConfig needs no helm: every variable of stage/config.go is
+// TestValuesCoverConfig needs no helm: every variable of stage/config/config.go is
 // either a key under config: in values.yaml (with the binary's default) or
 // one the chart derives, and the schema knows exactly those keys.
 func TestValuesCoverConfig(t *testing.T) {
@@ -38,7 +38,7 @@ func TestValuesCoverConfig(t *testing.T) {
 		}
 		got, ok := config[v.Name]
 		if !ok {
-			t.Errorf("%s%s (stage/config.go) has no config.%s in values.yaml", envPrefix, v.Name, v.Name)
+			t.Errorf("%s%s (stage/config/config.go) has no config.%s in values.yaml", envPrefix, v.Name, v.Name)
 			continue
 		}
 		if s := envString(got); s != v.Default {
@@ -47,12 +47,12 @@ func TestValuesCoverConfig(t *testing.T) {
 	}
 	for k := range config {
 		if !known[k] {
-			t.Errorf("values.yaml config.%s is not a variable of stage/config.go", k)
+			t.Errorf("values.yaml config.%s is not a variable of stage/config/config.go", k)
 		}
 	}
 	for k := range chartManaged {
 		if !known[k] {
-			t.Errorf("chartManaged lists %s, which stage/config.go no longer has", k)
+			t.Errorf("chartManaged lists %s, which stage/config/config.go no longer has", k)
 		}
 	}
 	// The chart-derived defaults agree with the binary's too.
@@ -155,7 +155,7 @@ func TestChartAllSettings(t *testing.T) {
 	values := readYAML(t, file)
 	env := containerEnv(t, r)
 
-	// Every variable of stage/config.go is set, with the value from the file.
+	// Every variable of stage/config/config.go is set, with the value from the file.
 	for _, v := range configVariables(t) {
 		name := envPrefix + v.Name
 		e, ok := env[name]
@@ -428,7 +428,7 @@ func checkWorkload(t *testing.T, r *rendered, gpu bool) {
 	}
 	for name := range env {
 		if strings.HasPrefix(name, envPrefix) && !known[name] {
-			t.Errorf("%s is not a variable of stage/config.go", name)
+			t.Errorf("%s is not a variable of stage/config/config.go", name)
 		}
 	}
 	for _, name := range secretEnv {

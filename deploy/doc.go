@@ -4,7 +4,7 @@
 // The chart tests run the helm CLI (helm lint, helm template) and decode every
 // rendered manifest strictly into the Kubernetes API types, so a field the API
 // does not know fails the test instead of being dropped by the API server.
-// They read stage/config.go to learn the WALKSTAGE_* variables; they import
+// They read stage/config/config.go to learn the WALKSTAGE_* variables; they import
 // none of the stage's packages.
 //
 // Without helm on PATH, in ./bin or in $(go env GOPATH)/bin the chart tests

@@ -48,19 +48,19 @@ var chartManaged = map[string]string{
 var secretEnv = []string{"WALKSTAGE_SASL_PASSWORD", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
 	"AWS_SESSION_TOKEN", "AZURE_STORAGE_KEY"}
 
-// configVar is one WALKSTAGE_* variable as stage/config.go declares it.
+// configVar is one WALKSTAGE_* variable as stage/config/config.go declares it.
 type configVar struct {
 	Name    string // without the prefix
 	Default string // envDefault, "" when none
 }
 
-// configVariables parses stage/config.go's Config struct tags (the
+// configVariables parses stage/config/config.go's Config struct tags (the
 // variables' single source of truth) without importing the stage.
 func configVariables(t *testing.T) []configVar {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), "../stage/config.go", nil, 0)
+	f, err := parser.ParseFile(token.NewFileSet(), "../stage/config/config.go", nil, 0)
 	if err != nil {
-		t.Fatalf("parse stage/config.go: %v", err)
+		t.Fatalf("parse stage/config/config.go: %v", err)
 	}
 	var vars []configVar
 	ast.Inspect(f, func(n ast.Node) bool {
@@ -70,7 +70,7 @@ func configVariables(t *testing.T) []configVar {
 		}
 		st, ok := ts.Type.(*ast.StructType)
 		if !ok {
-			t.Fatal("stage.Config is not a struct")
+			t.Fatal("config.Config is not a struct")
 		}
 		for _, field := range st.Fields.List {
 			if field.Tag == nil {
@@ -86,7 +86,7 @@ func configVariables(t *testing.T) []configVar {
 		return false
 	})
 	if len(vars) < 10 {
-		t.Fatalf("found only %d env tags in stage/config.go's Config", len(vars))
+		t.Fatalf("found only %d env tags in stage/config/config.go's Config", len(vars))
 	}
 	return vars
 }

@@ -1,5 +1,5 @@
 // Package engines chooses and builds a walk engine for a graph: the CPU
-// engine (walk.NewCPU, its sampling tables built before the first run),
+// engine (cpu.New, its sampling tables built before the first run),
 // the GPU engine (gpu.New, behind the cuda build tag) on one device or a
 // gpu.Multi over several, and whether several devices share one
 // partitioned copy of the graph (gpu.Stripes). The stage, `walkstage

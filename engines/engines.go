@@ -11,6 +11,7 @@ import (
 	"github.com/walkstage/walkstage/gpu"
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 )
 
 // Settings are what New builds an engine with: the stage fills them from
@@ -40,7 +41,7 @@ type Settings struct {
 	// receiver gives every chunk back through the engine's Release.
 	GPULentChunks   bool
 	Workers         int   // 0: one per core
-	FusedTableBytes int64 // -1: the engine's default limit (walk.WithFusedTableLimit)
+	FusedTableBytes int64 // -1: the engine's default limit (cpu.WithFusedTableLimit)
 	// EagerLabelTables builds MetaPath's label tables at start-up instead
 	// of on the first MetaPath batch.
 	EagerLabelTables bool
@@ -50,7 +51,7 @@ type Settings struct {
 // (walkstage walk's samplers: graphsample.SampleRangeOn samples on the CPU
 // without an engine): the GPU engine, or nil where New would build the
 // CPU engine ("cpu", or "auto" without a GPU for the graph).
-func NewDevice(g *graph.Graph, kind string, cpu Settings, log *slog.Logger) (walk.Engine, error) {
+func NewDevice(g *graph.Graph, kind string, set Settings, log *slog.Logger) (walk.Engine, error) {
 	switch kind {
 	case "gpu", "auto", "cpu":
 	default:
@@ -59,7 +60,7 @@ func NewDevice(g *graph.Graph, kind string, cpu Settings, log *slog.Logger) (wal
 	if kind == "cpu" {
 		return nil, nil
 	}
-	e, err := newGPU(g, cpu, log)
+	e, err := newGPU(g, set, log)
 	if err == nil {
 		return e, nil
 	}
@@ -78,18 +79,18 @@ func NewDevice(g *graph.Graph, kind string, cpu Settings, log *slog.Logger) (wal
 // back to the CPU when the GPU engine is unavailable (built without CUDA,
 // no device, the graph does not fit), "cpu" is the CPU engine. Both
 // engines log to log.
-func New(g *graph.Graph, kind string, cpu Settings, log *slog.Logger) (walk.Engine, error) {
-	if de, err := NewDevice(g, kind, cpu, log); err != nil || de != nil {
+func New(g *graph.Graph, kind string, set Settings, log *slog.Logger) (walk.Engine, error) {
+	if de, err := NewDevice(g, kind, set, log); err != nil || de != nil {
 		return de, err
 	}
-	var opts []walk.CPUOption
-	if cpu.Workers > 0 {
-		opts = append(opts, walk.WithWorkers(cpu.Workers))
+	var opts []cpu.Option
+	if set.Workers > 0 {
+		opts = append(opts, cpu.WithWorkers(set.Workers))
 	}
-	if cpu.FusedTableBytes >= 0 {
-		opts = append(opts, walk.WithFusedTableLimit(cpu.FusedTableBytes))
+	if set.FusedTableBytes >= 0 {
+		opts = append(opts, cpu.WithFusedTableLimit(set.FusedTableBytes))
 	}
-	e, err := walk.NewCPU(g, opts...)
+	e, err := cpu.New(g, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("cpu engine: %w", err)
 	}
@@ -103,7 +104,7 @@ func New(g *graph.Graph, kind string, cpu Settings, log *slog.Logger) (walk.Engi
 	if g.Weighted() {
 		log.Info("cpu alias tables built", "graph", g.Name, "duration_seconds", time.Since(t0).Seconds(), "bytes", e.TableBytes())
 	}
-	if cpu.EagerLabelTables {
+	if set.EagerLabelTables {
 		t0 := time.Now()
 		if e.PrepareLabelTables() {
 			log.Info("cpu label tables built", "graph", g.Name, "duration_seconds", time.Since(t0).Seconds(), "bytes", e.TableBytes())

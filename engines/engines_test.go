@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/walkstage/walkstage/graph"
-	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 )
 
 // The CPU engine builds what the settings ask for before it is handed on:
@@ -18,7 +18,7 @@ func TestNewCPUBuildsTheTablesSettingsAskFor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sizes := walk.EstimateTables(g)
+	sizes := cpu.EstimateTables(g)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cases := []struct {
 		name string
@@ -36,9 +36,9 @@ func TestNewCPUBuildsTheTablesSettingsAskFor(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer e.Close()
-			cpu, ok := e.(*walk.CPU)
+			cpu, ok := e.(*cpu.Engine)
 			if !ok {
-				t.Fatalf("engine %T, want *walk.CPU", e)
+				t.Fatalf("engine %T, want *cpu.Engine", e)
 			}
 			if got := cpu.TableBytes(); got != c.want {
 				t.Fatalf("tables built at start: %d bytes, want %d", got, c.want)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 )
 
 // These tests need a CUDA device; build them with `make test-cuda-bin` and
@@ -208,7 +209,7 @@ func TestWalksMatchCPU(t *testing.T) {
 		{"metapath-tables", walk.Algorithm{Kind: walk.MetaPath, Length: 40, Schema: []uint8{0, 1, 2}}},
 		{"metapath-tables-weighted", walk.Algorithm{Kind: walk.MetaPath, Length: 40, Schema: []uint8{2, 0}, Weighted: true}},
 	}
-	cpu, err := walk.NewCPU(g)
+	cpu, err := cpu.New(g)
 	if err != nil {
 		t.Fatal(err)
 	}

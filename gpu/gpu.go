@@ -18,7 +18,7 @@
 // the reservoir samplers (ZPRS, DPRS) keep 64 walks per block in shared
 // memory and hand small-degree steps to warps and large ones to the block.
 // Uniform, alias, PPR, Node2Vec and MetaPath (label tables) walks equal
-// walk.NewCPU's walk by walk; ZPRS and DPRS agree with it in distribution.
+// cpu.New's walk by walk; ZPRS and DPRS agree with it in distribution.
 //
 // Beyond walk.Engine, the engine lends chunks and takes them back
 // (Release), prepares its batch slots, samples graphs and counts visits on
@@ -29,6 +29,25 @@
 // Multi spreads runs over several devices.
 //
 // It knows graphs and walks, nothing of Kafka, Parquet or the stage.
+//
+// Size: the package is larger than one idea's usual 3,000 lines because
+// everything in it is a method of one Engine that owns one CUDA context:
+// its module of kernels, its streams, the graph arrays on the device, the
+// pinned slots and the fault state. The files are grouped by what they add
+// to that engine, and a file's prefix names its group:
+//
+//	engine, device, memory, options, params, launch, slots, run, pipeline,
+//	chunkpool, lend, unpack, tables, plan, faults   the walk engine itself
+//	temporal                                         temporal walks
+//	sample, frontier                                 C-SAW graph sampling
+//	visits                                           visit counting
+//	placement, hostread, stripes, multi              graphs larger than one
+//	                                                 device; several devices
+//
+// Sampling, visits and placement each need the context, the module and the
+// device copy of the graph that a Run uses; in packages of their own they
+// would reach them through an exported engine internals API that nothing
+// else should call, so they stay here (issue 34 weighed both).
 package gpu
 
 import "errors"

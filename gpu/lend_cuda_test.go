@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 )
 
 // lendingReceiver keeps copies of the walks of lent chunks and gives each
@@ -66,7 +67,7 @@ func TestLentChunks(t *testing.T) {
 	g := testGraph(t)
 	alg := walk.Algorithm{Kind: walk.DeepWalk, Length: 40, Weighted: true}
 	jobs := []walk.Job{{Tag: 1, Algorithm: alg, Seed: 9, Starts: allStarts(g, 3)}}
-	cpu, err := walk.NewCPU(g)
+	cpu, err := cpu.New(g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func TestLentRunEnd(t *testing.T) {
 	alg := walk.Algorithm{Kind: walk.DeepWalk, Length: 40, Weighted: true}
 	jobs := []walk.Job{{Tag: 1, Algorithm: alg, Seed: 9, Starts: allStarts(g, 3)}}
 	n := uint64(len(jobs[0].Starts))
-	cpu, err := walk.NewCPU(g)
+	cpu, err := cpu.New(g)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/graphsample"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 )
 
 // TestSplitJobs: the shares cover every walk of every job once, in order,
@@ -69,14 +70,14 @@ func TestSplitJobs(t *testing.T) {
 // returned.
 func TestMultiEqualsOneEngine(t *testing.T) {
 	g := placementGraph(t)
-	one, err := walk.NewCPU(g, walk.WithWorkers(2))
+	one, err := cpu.New(g, cpu.WithWorkers(2))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer one.Close()
 	var engines []walk.Engine
 	for range 3 {
-		e, err := walk.NewCPU(g, walk.WithWorkers(1), walk.WithChunkSize(100))
+		e, err := cpu.New(g, cpu.WithWorkers(1), cpu.WithChunkSize(100))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +149,7 @@ func TestMultiEqualsOneEngine(t *testing.T) {
 // cpuDevice is a graphsample.DeviceSampler backed by the CPU, one instance a
 // call, for the tests that need no GPU.
 type cpuDevice struct {
-	*walk.CPU
+	*cpu.Engine
 	g         *graph.Graph
 	instances int
 }
@@ -178,9 +179,9 @@ func (d *cpuDevice) SampleRangeOnDevice(ctx context.Context, p graphsample.Sampl
 func TestMultiSamplesOnTheFirstDevice(t *testing.T) {
 	ctx := context.Background()
 	g := placementGraph(t)
-	c0, _ := walk.NewCPU(g)
-	c1, _ := walk.NewCPU(g)
-	d0 := &cpuDevice{CPU: c0, g: g}
+	c0, _ := cpu.New(g)
+	c1, _ := cpu.New(g)
+	d0 := &cpuDevice{Engine: c0, g: g}
 	m, err := NewMulti(d0, c1)
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ var errTemporalPlaced = errors.New("temporal walks on the GPU need the whole gra
 
 // errTemporalNode2Vec refuses temporal Node2Vec (p and q on a temporal
 // walk): from its second step it draws by the 32-lane ZPRS over the window
-// (walk/temporal.go), which the temporal kernels do not run yet, and a
+// (walk/timeparams.go), which the temporal kernels do not run yet, and a
 // plain temporal step would be a different walk.
 var errTemporalNode2Vec = errors.New("temporal Node2Vec (p and q on a temporal walk) runs on the CPU engine only so far")
 

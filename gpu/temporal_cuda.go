@@ -17,7 +17,7 @@ import (
 // graph's Times and ByTime, uploaded by the first temporal run, and for
 // weighted walks the per-vertex prefix sums of the weights in time order,
 // built on the device by temporal_cumw_build in the CPU's order of
-// addition (walk.CPU.windowWeights), so every draw compares against the
+// addition (cpu.Engine.windowWeights), so every draw compares against the
 // same float64 sums.
 
 // temporalKernels names the kernels by [walk.TimeBias][weighted].

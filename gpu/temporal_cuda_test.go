@@ -10,6 +10,7 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 )
 
 // timedRMAT is a timed R-MAT graph (scale 12, undirected, weighted) whose
@@ -156,7 +157,7 @@ func TestTemporalWalksMatchCPU(t *testing.T) {
 			cases = append(cases, tcase{name, b.tp, w})
 		}
 	}
-	cpu, err := walk.NewCPU(g)
+	cpu, err := cpu.New(g)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 	"github.com/walkstage/walkstage/walk/visits"
 )
 
@@ -26,7 +27,7 @@ func TestVisitsCPUEqualsGPU(t *testing.T) { visitsCPUEqualsGPU(t) }
 // visitsCPUEqualsGPU runs TestVisitsCPUEqualsGPU on an engine made with opts.
 func visitsCPUEqualsGPU(t *testing.T, opts ...Option) {
 	g := testGraph(t)
-	cpu, err := walk.NewCPU(g)
+	cpu, err := cpu.New(g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestVisitsBench(t *testing.T) {
 	}
 	t.Logf("graph scale %d: V=%d E=%d in %s; %d CPU cores", scale, g.NumVertices(), g.NumEdges(), time.Since(t0).Round(time.Millisecond), runtime.NumCPU())
 	gpu := newEngine(t, g)
-	cpu, err := walk.NewCPU(g)
+	cpu, err := cpu.New(g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +190,7 @@ func TestVisitsDeviceTopKTies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpu, err := walk.NewCPU(g)
+	cpu, err := cpu.New(g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +231,7 @@ func TestVisitsDeviceTopKTies(t *testing.T) {
 // seeds, budgets, top k, exclusions and walks per seed.
 func TestVisitCallsOnDeviceMatchAlone(t *testing.T) {
 	g := testGraph(t)
-	cpu, err := walk.NewCPU(g)
+	cpu, err := cpu.New(g)
 	if err != nil {
 		t.Fatal(err)
 	}

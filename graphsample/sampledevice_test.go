@@ -8,6 +8,7 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 )
 
 // oneByOne is a DeviceSampler for tests, backed by the CPU: it takes
@@ -16,7 +17,7 @@ import (
 // warp, so a dispatch that reaches it shows in its counts and in nothing
 // else.
 type oneByOne struct {
-	*walk.CPU
+	*cpu.Engine
 	g                *graph.Graph
 	calls, instances int
 	fail             error
@@ -55,7 +56,7 @@ func (d *oneByOne) SampleRangeOnDevice(ctx context.Context, p SampleParams, star
 func TestSampleRangeOnDispatchesToTheDevice(t *testing.T) {
 	ctx := context.Background()
 	g := testGraph(t)
-	cpu, err := walk.NewCPU(g, walk.WithWorkers(1))
+	cpu, err := cpu.New(g, cpu.WithWorkers(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func TestSampleRangeOnDispatchesToTheDevice(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dev := &oneByOne{CPU: cpu, g: g}
+		dev := &oneByOne{Engine: cpu, g: g}
 		wantName := "cpu"
 		if c.device {
 			wantName = "onebyone"
@@ -125,7 +126,7 @@ func TestSampleRangeOnDispatchesToTheDevice(t *testing.T) {
 func TestSampleRangeOnChecksBeforeTheDevice(t *testing.T) {
 	ctx := context.Background()
 	g := testGraph(t)
-	dev := &oneByOne{CPU: nil, fail: errors.New("device lost")}
+	dev := &oneByOne{Engine: nil, fail: errors.New("device lost")}
 	p := SampleParams{Kind: NeighborSampling, Fanouts: []int{2}, Seed: 1, InstancesPerSeed: 1}
 	for _, bad := range []struct {
 		starts       []uint32

@@ -43,7 +43,7 @@ import (
 
 // SummaryKey is the snapshot summary property that names the batches a
 // snapshot appended: "batch-id=fingerprint" entries, comma-separated (batch
-// ids cannot hold commas or equals signs: source.ValidBatchID).
+// ids cannot hold commas or equals signs: message.ValidBatchID).
 const SummaryKey = "walkstage.batches"
 
 // Options configure the tables.

@@ -18,7 +18,7 @@ enum Sampler : uint32_t { kAuto = 0, kUniform = 1, kAlias = 2, kRejection = 3, k
                           // GPU only: MetaPath through per-(vertex, label) tables, O(1) a step
                           kLabelTables = 6 };
 
-// Draw indices (walk/stepper.go): draw 0 serves the O(1) samplers and the
+// Draw indices (walk/draws.go): draw 0 serves the O(1) samplers and the
 // PPR stop word; Node2Vec's rejection attempts use draws 0..63 and its exact
 // fallback draws 64 onward; the reservoir samplers draw from 1 onward.
 constexpr uint32_t kMaxRejections = 64;

@@ -1,4 +1,4 @@
-// samplers.cuh: neighbour samplers, the device twins of walk/stepper.go.
+// samplers.cuh: neighbour samplers, the device twins of walk/cpu/stepper.go.
 //
 // O(1) samplers (uniform, alias, Node2Vec rejection) run on one thread: a
 // step is a constant number of loads whatever the degree, so a lane is a

@@ -1,5 +1,5 @@
 // temporal.cuh: temporal walks (issue 38), the device twin of
-// walk/temporal.go, whose header comment is the specification: the same
+// walk/timeparams.go, whose header comment is the specification: the same
 // window, the same Philox draws, the same float64 arithmetic rounded the
 // same way (the _rn intrinsics: never an FMA), so a walk here equals the
 // CPU engine's vertex for vertex and time for time.

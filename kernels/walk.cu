@@ -94,7 +94,7 @@ extern "C" __global__ void alias_build(const uint64_t* __restrict__ offsets, con
 // ---------------------------------------------------------------- walk_thread
 constexpr int kThreadBlock = 256;
 
-// node2vec_reject: Node2Vec step >= 1 by rejection (walk/stepper.go): attempt
+// node2vec_reject: Node2Vec step >= 1 by rejection (walk/draws.go): attempt
 // a uses draw a; a proposal from the static bias is accepted when word z is
 // under the threshold of f/fmax. Most acceptances are decided before the
 // binary search: z under both the neighbour and outward thresholds accepts

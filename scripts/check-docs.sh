@@ -20,10 +20,10 @@ if hits=$(grep -noE '\b[0-9a-f]{7,40}\b' README.md | grep -E ':[0-9a-f]*([0-9][0
   bad=1
 fi
 check '\b(host [A-Z]|call [0-9]+|calls [0-9]+)\b' 'a machine nickname or device call'
-# stage/config.go's comments are `walkstage run -h`: what a setting means
+# stage/config/config.go's comments are `walkstage run -h`: what a setting means
 # and why, not what it measured on a given day.
-if hits=$(grep -nE '\b20[0-9]{2}-[01][0-9]-[0-3][0-9]\b|M walk vertices/s|M steps/s|H[12]00 host|\bhost [A-Z]\b' stage/config.go); then
-  printf 'stage/config.go (walkstage run -h) quotes a measurement (move it to docs/benchmarks/):\n%s\n' "$hits" >&2
+if hits=$(grep -nE '\b20[0-9]{2}-[01][0-9]-[0-3][0-9]\b|M walk vertices/s|M steps/s|H[12]00 host|\bhost [A-Z]\b' stage/config/config.go); then
+  printf 'stage/config/config.go (walkstage run -h) quotes a measurement (move it to docs/benchmarks/):\n%s\n' "$hits" >&2
   bad=1
 fi
 # Code comments and help text (Go and CUDA sources outside tests, the

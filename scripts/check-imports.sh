@@ -4,19 +4,21 @@
 # catalog) never import a command or a tool built on them (cmd/..., the
 # load generator, demo/, the chaos suite), with or without the cuda tag,
 # tests included; and the walkstage command builds its engines through
-# engines/, so only `walkstage run` (run.go) and `walkstage load`, which
-# reads the stage's variables for its defaults (load.go), import the
-# stage; the catalog, which only needs buckets, reaches them through
-# store/, not through the sink (the Parquet encoder and batch writer); and
-# sink/output, the output contract that readers of committed output
-# import, reaches neither the batch writer nor the Parquet encoder; the
-# graph core does not reach the importer (graph/edgelist), and the
-# importer's external sort and graph-file writer no input format.
+# engines/, so only `walkstage run` (run.go) imports the stage (`walkstage
+# load` reads the stage's variables for its defaults from stage/config);
+# the catalog, which only needs buckets, reaches them through store/,
+# not through the sink (the Parquet encoder and batch writer); sink/output,
+# the output contract that readers of committed output import, reaches
+# neither the batch writer nor the Parquet encoder; the graph core does not
+# reach the importer (graph/edgelist), and the importer's external sort and
+# graph-file writer no input format; and the message model (message/)
+# knows no Kafka client and no package that moves or writes walks: Kafka
+# is source's, output the sink's.
 # Exits 1 naming each offending import.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mod=$(go list -m)
-guarded=(./walk/... ./graphsample/... ./gpu/... ./graph/... ./sink/... ./store/... ./source/... ./stage/... ./catalog/... ./engines/...)
+guarded=(./walk/... ./graphsample/... ./gpu/... ./graph/... ./sink/... ./store/... ./source/... ./message/... ./stage/... ./catalog/... ./engines/...)
 # What the guarded packages must not reach: the commands and their tools.
 forbidden="^$mod/(cmd|demo|chaos)(/|$)|/loadgen(/|$)"
 bad=0
@@ -112,14 +114,44 @@ for tags in "" ${cuda:+"$cuda"}; do
   check_unreached "$tags" "./graph/edgelist/extsort/... ./graph/edgelist/csrfile/..." "^github.com/parquet-go/" "$sort_hint"
 done
 
-# The walkstage command is one package, so this one is per file: which of
-# its files (as go list sees them, without and with the cuda tag) import
-# the stage.
-dir=$(go list -f '{{.Dir}}' ./cmd/walkstage)
-for f in $({ go list -f '{{join .GoFiles "\n"}}' ./cmd/walkstage; [ -z "$cuda" ] || go list -tags cuda -f '{{join .GoFiles "\n"}}' ./cmd/walkstage; } | sort -u); do
-  case $f in run.go | load.go) continue ;; esac
-  if grep -qF "\"$mod/stage\"" "$dir/$f"; then
-    printf 'check-imports: cmd/walkstage/%s imports %s/stage, which only walkstage run (run.go) and load (load.go) may: build engines with %s/engines\n' \
+# check_message TAGS: the message model and everything it needs to build
+# and test import no Kafka client (segmentio/kafka-go, franz-go) and none of
+# walkstage's packages that read Kafka, write output or run engines.
+check_message() {
+  local tags=$1 listing edges
+  local banned="^(github\.com/segmentio/kafka-go|github\.com/twmb/franz-go)(/|$)|^$mod/(source|sink|store|catalog|icetable|stage|engines|gpu)(/|$)"
+  listing=$(go list -tags "$tags" -deps -test -f '{{.ImportPath}}|{{join .Imports " "}}' ./message/...)
+  edges=$(while IFS='|' read -r pkg imports; do
+    local in=""
+    case $pkg in *" ["*) in=" in its tests" ;; esac
+    pkg=${pkg%% *}
+    case $pkg in "$mod"/*) ;; *) continue ;; esac
+    [[ $pkg =~ $banned ]] && continue
+    for imp in $imports; do
+      if [[ $imp =~ $banned ]]; then echo "$pkg imports ${imp%% *}$in"; fi
+    done
+  done <<<"$listing" | sort -u)
+  [ -z "$edges" ] && return 0
+  printf 'check-imports: the message model must not reach a Kafka client, the sink or the engines (tags "%s"):\n' "$tags" >&2
+  local edge
+  while read -r edge; do printf '  %s\n' "$edge" >&2; done <<<"$edges"
+  bad=1
+}
+check_message ""
+[ -z "$cuda" ] || check_message cuda
+
+# The walkstage command (package main and its command families under
+# cmd/walkstage/internal/) builds its engines with engines/: per file, as
+# go list sees them without and with the cuda tag, only run.go, which is
+# `walkstage run`, imports the stage.
+list_cmd_files() {
+  go list -tags "$1" -f '{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}' ./cmd/walkstage/...
+}
+for path in $({ list_cmd_files ""; [ -z "$cuda" ] || list_cmd_files cuda; } | sort -u); do
+  f=${path#"$PWD"/}
+  [ "$f" = cmd/walkstage/run.go ] && continue
+  if grep -qF "\"$mod/stage\"" "$path"; then
+    printf 'check-imports: %s imports %s/stage, which only walkstage run (cmd/walkstage/run.go) may: build engines with %s/engines\n' \
       "$f" "$mod" "$mod" >&2
     bad=1
   fi

@@ -12,7 +12,7 @@
 // groups of walks into Parquet pages; store/ opens buckets and writes,
 // aborts and sweeps objects, knowing nothing of Parquet.
 //
-// It is a little over the project's ~3,000 lines without tests because the
+// Size: a little over the project's ~3,000 lines without tests, because the
 // three outputs are one writer: walks, visits (visits.go) and samples
 // (samples.go, some 800 lines with visits.go) are modes of one BatchWriter
 // that share its parts, uploads, memory bound and commit, so the row

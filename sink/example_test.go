@@ -11,6 +11,7 @@ import (
 	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 )
 
 // A one-batch writer: the engine's chunks go to Write as they are emitted,
@@ -39,7 +40,7 @@ func ExampleNewBatchWriter() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	eng, err := walk.NewCPU(g)
+	eng, err := cpu.New(g)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 )
 
 // timedGraph is testGraph's shape with edge times (Unix-millisecond
@@ -44,7 +45,7 @@ var timedAlgo = walk.Algorithm{Kind: walk.Temporal, Length: 20, Time: walk.TimeP
 
 func timedChunks(t testing.TB, g *graph.Graph, n int) []walk.Chunk {
 	t.Helper()
-	e, err := walk.NewCPU(g, walk.WithChunkSize(97))
+	e, err := cpu.New(g, cpu.WithChunkSize(97))
 	if err != nil {
 		t.Fatal(err)
 	}

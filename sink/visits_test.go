@@ -14,6 +14,7 @@ import (
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 	"github.com/walkstage/walkstage/walk/visits"
 )
 
@@ -22,7 +23,7 @@ var visitAlgo = walk.Algorithm{Kind: walk.PPR, Length: 30, StopProb: 0.2}
 // countVisits counts n single-seed queries on the CPU engine.
 func countVisits(t testing.TB, g *graph.Graph, n int) ([]string, []visits.VisitResult) {
 	t.Helper()
-	e, err := walk.NewCPU(g)
+	e, err := cpu.New(g)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/walkstage/walkstage/sink/pages"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 )
 
 // testGraph is a small graph with sparse external ids (so a dense id leaking
@@ -57,7 +58,7 @@ var testAlgo = walk.Algorithm{Kind: walk.Node2Vec, Length: 20, P: 2, Q: 0.5}
 // runEngine walks n walks on the CPU engine and returns its chunks.
 func runEngine(t testing.TB, g *graph.Graph, algo walk.Algorithm, n int, seed uint64) []walk.Chunk {
 	t.Helper()
-	e, err := walk.NewCPU(g, walk.WithChunkSize(97))
+	e, err := cpu.New(g, cpu.WithChunkSize(97))
 	if err != nil {
 		t.Fatal(err)
 	}

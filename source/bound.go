@@ -1,11 +1,12 @@
 package source
 
-// Bounds on what the stage derives from a message. A message may carry a
-// key, headers or a value of any size its topic accepts; the dead-letter
-// copy, the rejected event's key and batch id, and the log lines about it go
-// to places with their own, often smaller, limits. Each is bounded here so
-// that a message too large for them is a request error like any other, never
-// a write the broker refuses forever.
+// Bounds on the records the stage writes about a message. A message may
+// carry a key, headers or a value of any size its topic accepts; its
+// dead-letter copy and the rejected event go to topics with their own,
+// often smaller, limits. Each is bounded here (the batch id and log fields
+// with message.BoundID and message.LogValue) so that a message too large
+// for them is a request error like any other, never a write the broker
+// refuses forever.
 
 import (
 	"bytes"
@@ -19,13 +20,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/segmentio/kafka-go"
-)
 
-// MaxDerivedIDBytes bounds a batch id taken from a message key (a rejected
-// request whose body names no valid batch id): the id is the completion
-// event's key and batch_id, and appears in logs. A longer key becomes its
-// first 128 bytes, "...", its size and its SHA-256 (see BoundID).
-const MaxDerivedIDBytes = 256
+	"github.com/walkstage/walkstage/message"
+)
 
 // MinTopicRecordBytes is the smallest max.message.bytes the completions and
 // dead-letter topics may have: a dead-letter stub and a completion event cut
@@ -40,49 +37,10 @@ const (
 	minErrorBytes = 256
 )
 
-// maxLogBytes bounds a log field taken from a message.
-const maxLogBytes = 256
-
 // ErrRecordTooLarge means a record is larger than its topic accepts even in
 // its smallest form: the topic's max.message.bytes is below
 // MinTopicRecordBytes. Retrying the same record cannot succeed.
 var ErrRecordTooLarge = errors.New("record larger than the topic accepts")
-
-// BoundID returns id when it is at most MaxDerivedIDBytes long, else its
-// first 128 bytes (not splitting a UTF-8 sequence), "..." and
-// "[N bytes, sha256 H]": distinct long keys stay distinct, and the id
-// names what it came from.
-func BoundID(id string) string {
-	if len(id) <= MaxDerivedIDBytes {
-		return id
-	}
-	sum := sha256.Sum256([]byte(id))
-	return fmt.Sprintf("%s...[%d bytes, sha256 %s]", cutUTF8(id, 128), len(id), hex.EncodeToString(sum[:]))
-}
-
-// LogValue bounds a log field taken from a message to a few hundred
-// bytes, marking what it cut.
-func LogValue(s string) string { return clip(s, maxLogBytes) }
-
-// clip shortens s to at most n bytes (n >= 32), saying how long it was.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	tail := fmt.Sprintf("...[%d bytes]", len(s))
-	return cutUTF8(s, n-len(tail)) + tail
-}
-
-// cutUTF8 is s's first n bytes or fewer, not splitting a UTF-8 sequence.
-func cutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
 
 // Upper bounds of what a record adds to a produce request's record batch
 // (format v2, uncompressed, one record: the batch header, the record's
@@ -131,7 +89,7 @@ func foreignHeaders(hs []kafka.Header) []kafka.Header {
 // original's. When that does not fit, the copy is a stub (stubRecord).
 func deadLetterRecord(m kafka.Message, reason, cause string, limit int) kafka.Message {
 	full := kafka.Message{Key: m.Key, Value: m.Value,
-		Headers: append(ownHeaders(m, reason, clip(cause, maxErrorBytes)), foreignHeaders(m.Headers)...)}
+		Headers: append(ownHeaders(m, reason, message.Clip(cause, maxErrorBytes)), foreignHeaders(m.Headers)...)}
 	if recordBytes(full) <= limit {
 		return full
 	}
@@ -180,9 +138,9 @@ type stub struct {
 // head, the key only when it is short.
 func stubRecord(m kafka.Message, reason, cause string, limit int, minimal bool) kafka.Message {
 	minimal = minimal || limit < MinTopicRecordBytes
-	errText := clip(cause, maxErrorBytes)
+	errText := message.Clip(cause, maxErrorBytes)
 	if minimal || limit < 4*maxErrorBytes {
-		errText = clip(cause, minErrorBytes)
+		errText = message.Clip(cause, minErrorBytes)
 	}
 	vs, ks := sha256.Sum256(m.Value), sha256.Sum256(m.Key)
 	doc := stub{
@@ -203,9 +161,9 @@ func stubRecord(m kafka.Message, reason, cause string, limit int, minimal bool) 
 	skeleton.Cut = []string{"key", "headers", "value"}
 	skeleton.HeadersKept = len(m.Headers)
 	skeleton.ValueHeadBytes = len(m.Value)
-	room := limit - recordBytes(kafka.Message{Key: []byte(BoundID(string(m.Key))), Value: marshalStub(skeleton),
+	room := limit - recordBytes(kafka.Message{Key: []byte(message.BoundID(string(m.Key))), Value: marshalStub(skeleton),
 		Headers: out.Headers})
-	out.Key = []byte(BoundID(string(m.Key)))
+	out.Key = []byte(message.BoundID(string(m.Key)))
 	if !minimal && room > 0 && len(m.Key)-len(out.Key) <= room {
 		room -= len(m.Key) - len(out.Key)
 		out.Key = m.Key

@@ -11,6 +11,8 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/walkstage/walkstage/message"
 )
 
 // smallDLQCluster is kfake over TCP taking records up to 20 MiB, with the
@@ -46,7 +48,7 @@ func rejectOne(t *testing.T, ctx context.Context, brokers []string, checkTopics 
 	t.Helper()
 	c, err := NewConsumer(ConsumerConfig{Kafka: KafkaOptions{Brokers: brokers}, Topic: "in", Group: "g", DLQTopic: "dlq",
 		OutputTopic: "out", SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second, CallTimeout: 5 * time.Second,
-		Limits: DefaultLimits(), Graph: testGraph(t), Logger: testLogger(t)})
+		Limits: message.DefaultLimits(), Graph: testGraph(t), Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +132,7 @@ func TestDeadLetterTooLargeForTheTopicFallsBackToAStub(t *testing.T) {
 	if err := json.Unmarshal(dl.Value, &s); err != nil {
 		t.Fatalf("stub %q: %v", dl.Value, err)
 	}
-	if string(dl.Key) != "big" || s.Bytes != len(value) || s.SourceTopic != "in" || s.Reason != string(ReasonMalformed) ||
+	if string(dl.Key) != "big" || s.Bytes != len(value) || s.SourceTopic != "in" || s.Reason != string(message.ReasonMalformed) ||
 		strings.Join(s.Cut, ",") != "headers,value" {
 		t.Errorf("stub key %q value %s", dl.Key, dl.Value)
 	}
@@ -191,19 +193,6 @@ func TestStubFitsItsLimit(t *testing.T) {
 	}
 }
 
-func TestBoundID(t *testing.T) {
-	for _, n := range []int{0, 1, MaxDerivedIDBytes, MaxDerivedIDBytes + 1, 600 << 10} {
-		id := strings.Repeat("é", n/2) + strings.Repeat("x", n%2)
-		got := BoundID(id)
-		if len(got) > MaxDerivedIDBytes || (len(id) <= MaxDerivedIDBytes) != (got == id) {
-			t.Errorf("BoundID of %d bytes: %d bytes %q", len(id), len(got), got)
-		}
-	}
-	if BoundID(strings.Repeat("a", 300)) == BoundID(strings.Repeat("a", 299)+"b") {
-		t.Error("two long keys with one prefix have one id")
-	}
-}
-
 // TestEventFitsASmallTopic: a rejected event whose batch id is a 600 KiB
 // key and whose error is 100 KiB is published within a completions topic
 // that takes 4 KiB (it was refused on every retry), its batch id bounded
@@ -229,17 +218,17 @@ func TestEventFitsASmallTopic(t *testing.T) {
 	}
 	defer p.Close()
 	key := strings.Repeat("k", 600<<10)
-	ev := Event{BatchID: key, Status: StatusRejected, Reason: string(ReasonMalformed), Error: strings.Repeat("e", 100<<10),
+	ev := message.Event{BatchID: key, Status: message.StatusRejected, Reason: string(message.ReasonMalformed), Error: strings.Repeat("e", 100<<10),
 		SkippedIDs: make([]string, 100)}
 	if err := p.Publish(ctx, ev); err != nil {
 		t.Fatal(err)
 	}
 	m := readOne(t, ctx, brokers, "out", 1)
-	var got Event
+	var got message.Event
 	if err := json.Unmarshal(m.Value, &got); err != nil {
 		t.Fatal(err)
 	}
-	if n := recordBytes(m); n > MinTopicRecordBytes || got.BatchID != BoundID(key) || string(m.Key) != got.BatchID ||
+	if n := recordBytes(m); n > MinTopicRecordBytes || got.BatchID != message.BoundID(key) || string(m.Key) != got.BatchID ||
 		got.Reason != ev.Reason || len(got.Error) > minErrorBytes || !strings.HasPrefix(got.Error, "eee") {
 		t.Errorf("event of %d bytes: key %.40q... %.300s", n, m.Key, m.Value)
 	}
@@ -252,7 +241,7 @@ func TestCheckTopicsRefusesTinyLimits(t *testing.T) {
 	defer cancel()
 	brokers := smallDLQCluster(t, 1000)
 	c, err := NewConsumer(ConsumerConfig{Kafka: KafkaOptions{Brokers: brokers}, Topic: "in", Group: "g", DLQTopic: "dlq",
-		OutputTopic: "out", Limits: DefaultLimits(), Graph: testGraph(t), Logger: testLogger(t)})
+		OutputTopic: "out", Limits: message.DefaultLimits(), Graph: testGraph(t), Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/message"
 )
 
 // ConsumerConfig configures a Consumer.
@@ -38,7 +39,7 @@ type ConsumerConfig struct {
 	MetadataInterval time.Duration
 	SessionTimeout   time.Duration
 	RebalanceTimeout time.Duration
-	Limits           Limits
+	Limits           message.Limits
 	// Graph resolves seed ids and checks algorithms against the graph's
 	// weights and labels.
 	Graph  *graph.Graph
@@ -53,7 +54,7 @@ type Consumer struct {
 	dlq *kafka.Writer
 	gmu sync.RWMutex // SetGraph waits for decodes using the old graph
 	g   *graph.Graph
-	lim Limits
+	lim message.Limits
 	log *slog.Logger
 	trk *tracker
 	// topics checks the stage's topics (start-up, health probe).
@@ -256,12 +257,12 @@ func (c *Consumer) Next(ctx context.Context) (*Delivery, error) {
 	c.joined.Store(true) // a group reader fetches only once it has an assignment
 	d := &Delivery{Received: time.Now(), Trace: traceOf(m.Headers)}
 	c.gmu.RLock()
-	req, err := DecodeRequest(m.Key, m.Value, c.g, c.lim)
+	req, err := message.DecodeRequest(m.Key, m.Value, c.g, c.lim)
 	c.gmu.RUnlock()
 	if err != nil {
-		var re *RejectError
+		var re *message.RejectError
 		if !errors.As(err, &re) {
-			re = &RejectError{Reason: ReasonMalformed, BatchID: BoundID(string(m.Key)), Msg: err.Error()}
+			re = &message.RejectError{Reason: message.ReasonMalformed, BatchID: message.BoundID(string(m.Key)), Msg: err.Error()}
 		}
 		d.Reject = re
 	} else {
@@ -270,7 +271,7 @@ func (c *Consumer) Next(ctx context.Context) (*Delivery, error) {
 	var acked atomic.Bool
 	d.Ack = func(ctx context.Context, cause error) error {
 		if cause != nil {
-			var re *RejectError
+			var re *message.RejectError
 			if !errors.As(cause, &re) {
 				// Only a request error may end a delivery early; anything
 				// else leaves it to be redelivered.
@@ -355,8 +356,8 @@ func (c *Consumer) Close() error {
 // not. Exactly one of the two is set. The stage owns it from Next on and
 // ends it with Ack; no other package sees offsets or Kafka types.
 type Delivery struct {
-	Request  *Request
-	Reject   *RejectError
+	Request  *message.Request
+	Reject   *message.RejectError
 	Received time.Time
 	// Trace is the record's W3C trace context (traceparent, tracestate),
 	// nil when it has none: the parent of the stage's spans for it. Its
@@ -521,7 +522,7 @@ func (c *Consumer) deadLetter(ctx context.Context, m kafka.Message, batchID, rea
 		// default, where it did not say): a too-large record is refused
 		// on every attempt, so send the smallest stub, a few KiB whatever
 		// the message, instead of retrying the same record forever.
-		c.log.Warn("dead-letter topic refused the copy as too large; sending the smallest stub", "batch_id", LogValue(batchID),
+		c.log.Warn("dead-letter topic refused the copy as too large; sending the smallest stub", "batch_id", message.LogValue(batchID),
 			"limit", limit, "bytes", recordBytes(msg), "err", err)
 		msg = stubRecord(m, reason, cause, limit, true)
 		msg.Headers = withTrace(ctx, msg.Headers)

@@ -17,6 +17,8 @@ import (
 	"github.com/segmentio/kafka-go/sasl"
 	"github.com/segmentio/kafka-go/sasl/plain"
 	"github.com/segmentio/kafka-go/sasl/scram"
+
+	"github.com/walkstage/walkstage/message"
 )
 
 // KafkaOptions say how to reach the brokers. They are shared by the
@@ -213,15 +215,15 @@ func (p *Publisher) refused(w *kafka.Writer) {
 // error to 4 KiB; an event still too large, or refused as too large, is
 // sent in its smallest form (the error cut to 256 bytes, no skipped ids).
 // An error wrapping ErrRecordTooLarge means even that does not fit.
-func (p *Publisher) Publish(ctx context.Context, ev Event) error {
+func (p *Publisher) Publish(ctx context.Context, ev message.Event) error {
 	if ev.Version == 0 {
-		ev.Version = EventVersion
+		ev.Version = message.EventVersion
 	}
 	if ev.CompletedAt.IsZero() {
 		ev.CompletedAt = time.Now().UTC()
 	}
-	ev.BatchID = BoundID(ev.BatchID)
-	ev.Error = clip(ev.Error, maxErrorBytes)
+	ev.BatchID = message.BoundID(ev.BatchID)
+	ev.Error = message.Clip(ev.Error, maxErrorBytes)
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	w, limit, err := p.writer(ctx)
@@ -269,10 +271,10 @@ func (p *Publisher) Publish(ctx context.Context, ev Event) error {
 }
 
 // eventRecord encodes ev, in its smallest form when small.
-func eventRecord(ev Event, small bool) (kafka.Message, error) {
+func eventRecord(ev message.Event, small bool) (kafka.Message, error) {
 	if small {
-		ev.Error = clip(ev.Error, minErrorBytes)
-		ev.Algorithm = clip(ev.Algorithm, minErrorBytes)
+		ev.Error = message.Clip(ev.Error, minErrorBytes)
+		ev.Algorithm = message.Clip(ev.Algorithm, minErrorBytes)
 		ev.SkippedIDs = nil
 	}
 	v, err := json.Marshal(ev)

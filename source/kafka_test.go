@@ -10,6 +10,9 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/message"
 )
 
 func newCluster(t *testing.T, partitions int32, topics ...string) []string {
@@ -27,6 +30,23 @@ func testLogger(t *testing.T) *slog.Logger {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(slog.DiscardHandler)
+}
+
+// testGraph is a small weighted, labelled, undirected graph with external
+// ids 100..109 (a ring plus chords), so dense and external ids differ; the
+// message package's tests decode against the same graph.
+func testGraph(t testing.TB) *graph.Graph {
+	t.Helper()
+	var edges []graph.Edge
+	for i := int64(0); i < 10; i++ {
+		edges = append(edges, graph.Edge{Src: 100 + i, Dst: 100 + (i+1)%10, Weight: float32(i + 1), Label: uint8(i % 2)})
+		edges = append(edges, graph.Edge{Src: 100 + i, Dst: 100 + (i+3)%10, Weight: 1, Label: uint8((i + 1) % 2)})
+	}
+	g, err := graph.FromEdges(edges, graph.BuildOptions{Name: "test", Undirected: true, Weighted: true, Labelled: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
 
 // TestConsumerGroupOverKfake checks kafka-go's group protocol against kfake:
@@ -49,7 +69,7 @@ func TestConsumerGroupOverKfake(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := ConsumerConfig{Kafka: KafkaOptions{Brokers: brokers, ClientID: "test"}, Topic: "in", Group: "g", DLQTopic: "dlq",
-		SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second, Limits: DefaultLimits(), Graph: g, Logger: testLogger(t)}
+		SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second, Limits: message.DefaultLimits(), Graph: g, Logger: testLogger(t)}
 	c1, err := NewConsumer(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +83,7 @@ func TestConsumerGroupOverKfake(t *testing.T) {
 			t.Fatal(err)
 		}
 		if d.Reject != nil {
-			if d.Reject.Reason != ReasonMalformed || d.BatchID() != "bad" {
+			if d.Reject.Reason != message.ReasonMalformed || d.BatchID() != "bad" {
 				t.Fatalf("reject: %+v", d.Reject)
 			}
 		}

@@ -12,6 +12,8 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/walkstage/walkstage/message"
 )
 
 // freePort is a TCP port nothing listens on, for a cluster that must come
@@ -154,7 +156,7 @@ func TestReplacedLogIsReadFromItsStart(t *testing.T) {
 			produce(t, ctx, brokers, "in", old...)
 			c, err := NewConsumer(ConsumerConfig{Kafka: KafkaOptions{Brokers: brokers}, Topic: "in", Group: "g", DLQTopic: "dlq",
 				SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second, MetadataInterval: 200 * time.Millisecond,
-				CallTimeout: 2 * time.Second, Limits: DefaultLimits(), Graph: testGraph(t), Logger: testLogger(t)})
+				CallTimeout: 2 * time.Second, Limits: message.DefaultLimits(), Graph: testGraph(t), Logger: testLogger(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -230,7 +232,7 @@ func TestCommittedOffsetBeyondTheLogEnd(t *testing.T) {
 	}
 	c, err := NewConsumer(ConsumerConfig{Kafka: KafkaOptions{Brokers: brokers}, Topic: "in", Group: "g", DLQTopic: "dlq",
 		SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second, MetadataInterval: 200 * time.Millisecond,
-		Limits: DefaultLimits(), Graph: testGraph(t), Logger: testLogger(t)})
+		Limits: message.DefaultLimits(), Graph: testGraph(t), Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +275,7 @@ func TestTopicCreatedDuringAssignmentIsConsumed(t *testing.T) {
 	})
 	c, err := NewConsumer(ConsumerConfig{Kafka: KafkaOptions{Brokers: brokers}, Topic: "in", Group: "g", DLQTopic: "dlq",
 		SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second, MetadataInterval: 200 * time.Millisecond,
-		Limits: DefaultLimits(), Graph: testGraph(t), Logger: testLogger(t)})
+		Limits: message.DefaultLimits(), Graph: testGraph(t), Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +314,7 @@ func TestConsumingSaysTheTopicIsMissing(t *testing.T) {
 	brokers := cluster.ListenAddrs()
 	c, err := NewConsumer(ConsumerConfig{Kafka: KafkaOptions{Brokers: brokers}, Topic: "in", Group: "g", DLQTopic: "dlq",
 		SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second, MetadataInterval: 200 * time.Millisecond,
-		Limits: DefaultLimits(), Graph: testGraph(t), Logger: testLogger(t)})
+		Limits: message.DefaultLimits(), Graph: testGraph(t), Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +379,7 @@ func TestRebalanceIsNotALogReset(t *testing.T) {
 	brokers := newCluster(t, 2, "in", "dlq")
 	cfg := ConsumerConfig{Kafka: KafkaOptions{Brokers: brokers}, Topic: "in", Group: "g", DLQTopic: "dlq",
 		SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second, MetadataInterval: 200 * time.Millisecond,
-		Limits: DefaultLimits(), Graph: testGraph(t), Logger: testLogger(t)}
+		Limits: message.DefaultLimits(), Graph: testGraph(t), Logger: testLogger(t)}
 	batch := func(from, to int) []string {
 		var ids []string
 		var msgs []kafka.Message
@@ -455,7 +457,7 @@ func TestRecreatedTopicGrownPastThePositionBetweenFetches(t *testing.T) {
 	produce(t, ctx, brokers, "in", old...)
 	c, err := NewConsumer(ConsumerConfig{Kafka: KafkaOptions{Brokers: brokers}, Topic: "in", Group: "g", DLQTopic: "dlq",
 		SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second, MetadataInterval: time.Minute,
-		CallTimeout: 2 * time.Second, Limits: DefaultLimits(), Graph: testGraph(t), Logger: testLogger(t)})
+		CallTimeout: 2 * time.Second, Limits: message.DefaultLimits(), Graph: testGraph(t), Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/walkstage/walkstage/internal/testpki"
+	"github.com/walkstage/walkstage/message"
 )
 
 // TestAuthenticatedBrokers runs the consumer and publisher against kfake
@@ -43,7 +44,7 @@ func TestAuthenticatedBrokers(t *testing.T) {
 				t.Fatal(err)
 			}
 			cons, err := NewConsumer(ConsumerConfig{Kafka: ko, Topic: "in", Group: "g", DLQTopic: "dlq", SessionTimeout: 6 * time.Second,
-				Limits: DefaultLimits(), Graph: testGraph(t), Logger: testLogger(t)})
+				Limits: message.DefaultLimits(), Graph: testGraph(t), Logger: testLogger(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,7 +58,7 @@ func TestAuthenticatedBrokers(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer pub.Close()
-			if err := pub.Publish(ctx, Event{BatchID: d.BatchID(), Status: StatusSucceeded}); err != nil {
+			if err := pub.Publish(ctx, message.Event{BatchID: d.BatchID(), Status: message.StatusSucceeded}); err != nil {
 				t.Fatal(err)
 			}
 			if err := d.Ack(ctx, nil); err != nil {
@@ -70,7 +71,7 @@ func TestAuthenticatedBrokers(t *testing.T) {
 			defer bp.Close()
 			bctx, bcancel := context.WithTimeout(ctx, 5*time.Second)
 			defer bcancel()
-			if err := bp.Publish(bctx, Event{BatchID: "x", Status: StatusSucceeded}); err == nil {
+			if err := bp.Publish(bctx, message.Event{BatchID: "x", Status: message.StatusSucceeded}); err == nil {
 				t.Fatal("publish with a wrong password succeeded")
 			}
 		})

@@ -14,6 +14,8 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/walkstage/walkstage/message"
 )
 
 // largeRecordCluster is kfake over TCP whose brokers take records up to
@@ -82,7 +84,7 @@ func TestOversizedRejectIsDeadLetteredAsStub(t *testing.T) {
 	big := `{"version":1,"batch_id":"big","algorithm":"deepwalk","seeds":[` + strings.Repeat("100,", 512<<10) + `100]}`
 	produce(t, ctx, brokers, "in", kafka.Message{Key: []byte("big"), Value: []byte(big)})
 	cfg := ConsumerConfig{Kafka: KafkaOptions{Brokers: brokers}, Topic: "in", Group: "g", DLQTopic: "dlq", OutputTopic: "out",
-		SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second, Limits: DefaultLimits(), Graph: testGraph(t),
+		SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second, Limits: message.DefaultLimits(), Graph: testGraph(t),
 		Logger: testLogger(t)}
 	c, err := NewConsumer(cfg)
 	if err != nil {
@@ -99,7 +101,7 @@ func TestOversizedRejectIsDeadLetteredAsStub(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Reject == nil || d.Reject.Reason != ReasonTooLarge {
+	if d.Reject == nil || d.Reject.Reason != message.ReasonTooLarge {
 		t.Fatalf("want a too_large rejection, got %+v", d.Reject)
 	}
 	if err := d.Ack(ctx, d.Reject); err != nil {
@@ -110,7 +112,7 @@ func TestOversizedRejectIsDeadLetteredAsStub(t *testing.T) {
 	for _, h := range dl.Headers {
 		hs[h.Key] = string(h.Value)
 	}
-	if hs[HeaderReason] != string(ReasonTooLarge) || hs[HeaderTruncated] != strconv.Itoa(len(big)) {
+	if hs[HeaderReason] != string(message.ReasonTooLarge) || hs[HeaderTruncated] != strconv.Itoa(len(big)) {
 		t.Fatalf("stub headers: %v", hs)
 	}
 	var stub struct {
@@ -131,7 +133,7 @@ func TestAckRefusesInfrastructureErrors(t *testing.T) {
 	brokers := newCluster(t, 1, "in", "dlq")
 	produce(t, ctx, brokers, "in", kafka.Message{Key: []byte("b1"), Value: []byte(`{"version":1,"batch_id":"b1","algorithm":"deepwalk","seeds":[100]}`)})
 	cfg := ConsumerConfig{Kafka: KafkaOptions{Brokers: brokers}, Topic: "in", Group: "g", DLQTopic: "dlq",
-		SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second, Limits: DefaultLimits(), Graph: testGraph(t),
+		SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second, Limits: message.DefaultLimits(), Graph: testGraph(t),
 		Logger: testLogger(t)}
 	c1, err := NewConsumer(cfg)
 	if err != nil {
@@ -169,7 +171,7 @@ func TestCheckTopicsNamesMissingTopics(t *testing.T) {
 	defer cancel()
 	brokers := newCluster(t, 1, "in", "dlq")
 	c, err := NewConsumer(ConsumerConfig{Kafka: KafkaOptions{Brokers: brokers}, Topic: "in", Group: "g", DLQTopic: "dlq",
-		OutputTopic: "walk-events", Limits: DefaultLimits(), Graph: testGraph(t), Logger: testLogger(t)})
+		OutputTopic: "walk-events", Limits: message.DefaultLimits(), Graph: testGraph(t), Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +189,7 @@ func TestCheckTopicsNamesMissingTopics(t *testing.T) {
 // never answers (stopped, partitioned) fails the probe in time.
 func TestPingFailsWithinItsDeadline(t *testing.T) {
 	c, err := NewConsumer(ConsumerConfig{Kafka: KafkaOptions{Brokers: []string{blackhole(t)}}, Topic: "in", Group: "g",
-		DLQTopic: "dlq", CallTimeout: 500 * time.Millisecond, Limits: DefaultLimits(), Graph: testGraph(t), Logger: testLogger(t)})
+		DLQTopic: "dlq", CallTimeout: 500 * time.Millisecond, Limits: message.DefaultLimits(), Graph: testGraph(t), Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,33 +200,6 @@ func TestPingFailsWithinItsDeadline(t *testing.T) {
 	}
 	if d := time.Since(t0); d > 5*time.Second {
 		t.Fatalf("ping took %v", d)
-	}
-}
-
-func TestFingerprintIgnoresSpellingNotContent(t *testing.T) {
-	g := testGraph(t)
-	dec := func(v string) *Request {
-		t.Helper()
-		r, err := DecodeRequest([]byte("b1"), []byte(v), g, DefaultLimits())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
-	a := dec(`{"version":1,"batch_id":"b1","algorithm":"deepwalk","seeds":[100,101],"length":10}`)
-	b := dec(`{ "length" : 10, "seeds":[100, 101], "algorithm":"deepwalk","batch_id":"b1","version":1 }`)
-	if a.Fingerprint() != b.Fingerprint() {
-		t.Fatal("same request, different fingerprints")
-	}
-	for _, v := range []string{
-		`{"version":1,"batch_id":"b1","algorithm":"deepwalk","seeds":[101,100],"length":10}`,
-		`{"version":1,"batch_id":"b1","algorithm":"deepwalk","seeds":[100,101],"length":11}`,
-		`{"version":1,"batch_id":"b1","algorithm":"ppr","seeds":[100,101],"length":10}`,
-		`{"version":1,"batch_id":"b1","algorithm":"deepwalk","seeds":[100,101],"length":10,"rng_seed":7}`,
-	} {
-		if dec(v).Fingerprint() == a.Fingerprint() {
-			t.Errorf("%s: same fingerprint as the original", v)
-		}
 	}
 }
 
@@ -257,7 +232,7 @@ func TestIdleConsumerLogsNoWarnings(t *testing.T) {
 	var buf syncBuf
 	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	c, err := NewConsumer(ConsumerConfig{Kafka: KafkaOptions{Brokers: brokers}, Topic: "in", Group: "g", DLQTopic: "dlq",
-		SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second, Limits: DefaultLimits(), Graph: testGraph(t), Logger: log})
+		SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second, Limits: message.DefaultLimits(), Graph: testGraph(t), Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +273,7 @@ func TestPingFailsWhenTheBrokerGoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	cons, err := NewConsumer(ConsumerConfig{Kafka: KafkaOptions{Brokers: c.ListenAddrs()}, Topic: "in", Group: "g",
-		DLQTopic: "dlq", CallTimeout: time.Second, Limits: DefaultLimits(), Graph: testGraph(t), Logger: testLogger(t)})
+		DLQTopic: "dlq", CallTimeout: time.Second, Limits: message.DefaultLimits(), Graph: testGraph(t), Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +297,7 @@ func TestRedeliveredRejectionIsNotCopiedTwice(t *testing.T) {
 	brokers := newCluster(t, 2, "in", "dlq")
 	produce(t, ctx, brokers, "in", kafka.Message{Key: []byte("bad"), Value: []byte(`{oops`)})
 	cfg := ConsumerConfig{Kafka: KafkaOptions{Brokers: brokers}, Topic: "in", Group: "g", DLQTopic: "dlq",
-		SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second, Limits: DefaultLimits(), Graph: testGraph(t),
+		SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second, Limits: message.DefaultLimits(), Graph: testGraph(t),
 		Logger: testLogger(t)}
 	// The first owner: copies the record, then dies before committing.
 	m := readOne(t, ctx, brokers, "in", 2)
@@ -330,7 +305,7 @@ func TestRedeliveredRejectionIsNotCopiedTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := first.deadLetter(ctx, m, "bad", string(ReasonMalformed), "not JSON"); err != nil {
+	if err := first.deadLetter(ctx, m, "bad", string(message.ReasonMalformed), "not JSON"); err != nil {
 		t.Fatal(err)
 	}
 	first.Close()
@@ -383,7 +358,7 @@ func TestIndexSyncReachesTheEnd(t *testing.T) {
 	brokers := newCluster(t, 3, "in", "dlq")
 	m := kafka.Message{Topic: "in", Partition: 2, Offset: 77, Key: []byte("k"), Value: []byte("v")}
 	c, err := NewConsumer(ConsumerConfig{Kafka: KafkaOptions{Brokers: brokers}, Topic: "in", Group: "g", DLQTopic: "dlq",
-		Limits: DefaultLimits(), Graph: testGraph(t), Logger: testLogger(t)})
+		Limits: message.DefaultLimits(), Graph: testGraph(t), Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
 
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/tracing"
 )
@@ -102,7 +103,7 @@ func BenchmarkStageThroughput(b *testing.B) {
 	cpu0 := processCPU(b)
 	t0 := time.Now()
 	produce(b, brokers, "in", msgs...)
-	events, err := obs.events(ctx, func(m map[string][]source.Event) bool { return len(m) >= b.N })
+	events, err := obs.events(ctx, func(m map[string][]message.Event) bool { return len(m) >= b.N })
 	el := time.Since(t0)
 	cpu := processCPU(b) - cpu0
 	b.StopTimer()
@@ -112,7 +113,7 @@ func BenchmarkStageThroughput(b *testing.B) {
 	var steps int64
 	var lat []float64
 	for _, evs := range events {
-		if evs[0].Status != source.StatusSucceeded {
+		if evs[0].Status != message.StatusSucceeded {
 			b.Fatalf("%+v", evs[0])
 		}
 		steps += evs[0].Steps
@@ -156,7 +157,7 @@ func BenchmarkStageRefreshLatency(b *testing.B) {
 		if err := w.WriteMessages(ctx, refreshMsg(id, i, nv)); err != nil {
 			b.Fatal(err)
 		}
-		events, err := obs.events(ctx, func(m map[string][]source.Event) bool { return len(m[id]) > 0 })
+		events, err := obs.events(ctx, func(m map[string][]message.Event) bool { return len(m[id]) > 0 })
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -206,7 +207,7 @@ func BenchmarkRequestSpans(b *testing.B) {
 		pctx, ps := s.publishSpan(ctx, sp, "walkstage.publish")
 		propagation.TraceContext{}.Inject(pctx, propagation.MapCarrier{})
 		ps.End()
-		endRequest(sp, source.StatusSucceeded, "")
+		endRequest(sp, message.StatusSucceeded, "")
 	}
 	// The spans still queued are exported here, inside the measurement.
 	if err := tp.Shutdown(ctx); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/source"
 )
 
@@ -130,20 +131,20 @@ func TestOversizedKeysAndHeadersDoNotStopTheStage(t *testing.T) {
 
 			obs := newObserver(brokers, "out")
 			defer obs.Close()
-			evs, err := obs.events(ctx, func(m map[string][]source.Event) bool { return len(m["good-after"]) > 0 })
+			evs, err := obs.events(ctx, func(m map[string][]message.Event) bool { return len(m["good-after"]) > 0 })
 			if err != nil {
 				t.Fatalf("the good message after the bad one never completed (events %d): %v", len(evs), err)
 			}
-			if ev := evs["good-after"][0]; ev.Status != source.StatusSucceeded {
+			if ev := evs["good-after"][0]; ev.Status != message.StatusSucceeded {
 				t.Fatalf("good-after: %+v", ev)
 			}
-			var rejected []source.Event
+			var rejected []message.Event
 			for id, es := range evs {
 				if id != "good-after" {
 					rejected = append(rejected, es...)
 				}
 			}
-			if len(rejected) != 1 || rejected[0].Status != source.StatusRejected || rejected[0].Reason != string(source.ReasonMalformed) {
+			if len(rejected) != 1 || rejected[0].Status != message.StatusRejected || rejected[0].Reason != string(message.ReasonMalformed) {
 				t.Fatalf("want one rejected event, got %+v", rejected)
 			}
 			id := rejected[0].BatchID
@@ -178,7 +179,7 @@ func TestOversizedKeysAndHeadersDoNotStopTheStage(t *testing.T) {
 					hs[h.Key] = string(h.Value)
 				}
 			}
-			if hs[source.HeaderReason] != string(source.ReasonMalformed) || hs[source.HeaderSourceTopic] != "in" ||
+			if hs[source.HeaderReason] != string(message.ReasonMalformed) || hs[source.HeaderSourceTopic] != "in" ||
 				hs[source.HeaderSourceOffset] != "0" || hs[source.HeaderError] == "" {
 				t.Errorf("dead-letter headers %v", hs)
 			}

@@ -18,7 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/walkstage/walkstage/internal/testpki"
-	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/message"
+	"github.com/walkstage/walkstage/stage/health"
 )
 
 // TestStageOverTLSAndSCRAM runs the whole stage, configured only from its
@@ -71,8 +72,8 @@ func TestStageOverTLSAndSCRAM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ev source.Event
-	if err := json.Unmarshal(m.Value, &ev); err != nil || ev.BatchID != "sec" || ev.Status != source.StatusSucceeded || ev.Walks != 2 {
+	var ev message.Event
+	if err := json.Unmarshal(m.Value, &ev); err != nil || ev.BatchID != "sec" || ev.Status != message.StatusSucceeded || ev.Walks != 2 {
 		t.Fatalf("event %s: %v", m.Value, err)
 	}
 	if err := rt.ready(); err != nil {
@@ -113,7 +114,7 @@ func TestMissingTopicFailsReadinessByName(t *testing.T) {
 	}
 	obs := newObserver(brokers, "out")
 	defer obs.Close()
-	if _, err := obs.events(ctx, func(m map[string][]source.Event) bool { return len(m["late"]) > 0 }); err != nil {
+	if _, err := obs.events(ctx, func(m map[string][]message.Event) bool { return len(m["late"]) > 0 }); err != nil {
 		t.Fatal(err)
 	}
 	if err := rt.ready(); err != nil {
@@ -162,7 +163,7 @@ func TestInputTopicCreatedDuringAssignmentIsConsumed(t *testing.T) {
 	produce(t, brokers, "in", requestRaw("late", `{"version":1,"batch_id":"late","algorithm":"deepwalk","seeds":[1],"length":3}`))
 	obs := newObserver(brokers, "out")
 	defer obs.Close()
-	if _, err := obs.events(ctx, func(m map[string][]source.Event) bool { return len(m["late"]) > 0 }); err != nil {
+	if _, err := obs.events(ctx, func(m map[string][]message.Event) bool { return len(m["late"]) > 0 }); err != nil {
 		t.Fatalf("the request on the late topic was never walked: %v", err)
 	}
 	waitFor(t, "ready", 30*time.Second, func() bool { return rt.ready() == nil })
@@ -190,7 +191,7 @@ func TestInputTopicCreatedDuringAssignmentIsConsumed(t *testing.T) {
 func TestNotReadyWhileInputPartitionsAreUnread(t *testing.T) {
 	unread := errors.New(`group "g" reads 0 of input topic "in"'s 2 partitions`)
 	var consuming error
-	s := &Stage{health: newHealth(nil), o: Options{Joined: func() bool { return true }, Consuming: func() error { return consuming }}}
+	s := &Stage{health: health.New(health.Options{}), o: Options{Joined: func() bool { return true }, Consuming: func() error { return consuming }}}
 	if err := s.ready(); err != nil {
 		t.Fatalf("ready while consuming: %v", err)
 	}

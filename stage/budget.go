@@ -5,20 +5,20 @@ package stage
 // Node2Vec's rejection rounds bounded from p and q). Above the per-request
 // budget it is rejected; above the per-micro-batch budget it walks alone,
 // in slices, with the queued micro-batches walking between its slices
-// (runJobs, engineTurns), so one expensive request cannot hold the engine
+// (runJobs, internal/turns), so one expensive request cannot hold the engine
 // for minutes while small ones wait.
 
 import (
 	"fmt"
 	"runtime"
 
-	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/walk"
 )
 
 // ReasonOverBudget rejects a request whose estimated engine cost is above
 // WALKSTAGE_MAX_REQUEST_COST.
-const ReasonOverBudget source.Reason = "over_budget"
+const ReasonOverBudget message.Reason = "over_budget"
 
 // DefaultMaxRequestCost is the default per-request budget: the largest walk
 // request the default limits admit with O(1) steps (MAX_WALKS_PER_BATCH
@@ -46,7 +46,7 @@ func AutoMicroBatchMaxCost(engine string, workers int) int64 {
 
 // requestCost estimates req's engine cost on the graph version v; 0 for
 // sampling requests (bounded by MAX_SAMPLED_EDGES and walked in waves).
-func requestCost(req *source.Request, v *served) int64 {
+func requestCost(req *message.Request, v *served) int64 {
 	switch {
 	case req.Sample != nil:
 		return 0
@@ -66,7 +66,7 @@ func requestCost(req *source.Request, v *served) int64 {
 
 // overBudget is the rejection of a request of cost above the per-request
 // budget, saying what the estimate is made of and what would bring it down.
-func (s *Stage) overBudget(req *source.Request, cost int64, v *served) *source.RejectError {
+func (s *Stage) overBudget(req *message.Request, cost int64, v *served) *message.RejectError {
 	a, what := req.Algorithm, fmt.Sprintf("%d walks x length %d", req.NumWalks(), req.Algorithm.Length)
 	if vs := req.Visits; vs != nil {
 		a = vs.Params.Algorithm
@@ -80,7 +80,7 @@ func (s *Stage) overBudget(req *source.Request, cost int64, v *served) *source.R
 	if a.Kind == walk.Node2Vec {
 		hint += ", or p and q nearer 1 (the rejection sampler's rounds grow with max(1/p, 1, 1/q) / min(1/p, 1, 1/q))"
 	}
-	return &source.RejectError{Reason: ReasonOverBudget, BatchID: req.BatchID,
+	return &message.RejectError{Reason: ReasonOverBudget, BatchID: req.BatchID,
 		Msg: fmt.Sprintf("estimated cost %d steps is above the per-request budget %d (WALKSTAGE_MAX_REQUEST_COST): %s x %.4g O(1) steps a step for %s on graph %s; %s",
 			cost, s.o.MaxRequestCost, what, v.cost.StepCost(a), a.Describe(v.g), v.g.Name, hint)}
 }
@@ -109,13 +109,13 @@ func sliceJob(job walk.Job, perWalk float64, budget int64) []walk.Job {
 // temporal walk on a graph not wholly in device memory). It is refused at
 // intake, so it never shares an engine run (a micro-batch) whose error
 // would reject the requests beside it too.
-func engineRefuses(req *source.Request, v *served) *source.RejectError {
+func engineRefuses(req *message.Request, v *served) *message.RejectError {
 	a := req.Algorithm
 	if req.Visits != nil {
 		a = req.Visits.Params.Algorithm
 	}
 	if err := walk.CheckAlgorithm(v.e, a); err != nil {
-		return &source.RejectError{Reason: source.ReasonInvalidParameters, BatchID: req.BatchID,
+		return &message.RejectError{Reason: message.ReasonInvalidParameters, BatchID: req.BatchID,
 			Msg: fmt.Sprintf("this replica's %s engine cannot walk it: %v", v.e.Name(), err)}
 	}
 	return nil

@@ -12,7 +12,9 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/stage/config"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
@@ -43,19 +45,19 @@ func TestOverBudgetRequestsAreRejectedAtIntake(t *testing.T) {
 			`"output":"visits","top_k":5,"steps_per_query":1000000,"seeds":[1,2,3,4,5,6,7,8,9,10]}`),
 	}
 	produce(t, brokers, "in", msgs...)
-	events, err := obs.events(ctx, func(m map[string][]source.Event) bool { return len(m) == len(msgs) })
+	events, err := obs.events(ctx, func(m map[string][]message.Event) bool { return len(m) == len(msgs) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"n2v-extreme", "visits-extreme"} {
 		ev := events[id][0]
-		if ev.Status != source.StatusRejected || ev.Reason != string(ReasonOverBudget) ||
+		if ev.Status != message.StatusRejected || ev.Reason != string(ReasonOverBudget) ||
 			!strings.Contains(ev.Error, "estimated cost") || !strings.Contains(ev.Error, "per-request budget 50000000") {
 			t.Errorf("%s: want a rejection over_budget naming the estimate and the budget, got %+v", id, ev)
 		}
 		t.Logf("%s: %s", id, ev.Error)
 	}
-	if ev := events["n2v-plain"][0]; ev.Status != source.StatusSucceeded || ev.Walks != 1000 {
+	if ev := events["n2v-plain"][0]; ev.Status != message.StatusSucceeded || ev.Walks != 1000 {
 		t.Errorf("n2v-plain (cost 10^6, within the budget): %+v", ev)
 	}
 	// Dead-lettered once each, with the reason, like every refused request.
@@ -144,7 +146,7 @@ func TestSmallRequestWalksBetweenSlicesOfAnExpensiveOne(t *testing.T) {
 	brokers := startKafka(t, 1)
 	gpath, g := testGraph(t, 10)
 	outURL := "file://" + filepath.ToSlash(t.TempDir())
-	c, err := LoadConfig(stageEnviron(brokers, gpath, outURL, "WALKSTAGE_METRICS_ADDR=",
+	c, err := config.Load(stageEnviron(brokers, gpath, outURL, "WALKSTAGE_METRICS_ADDR=",
 		"WALKSTAGE_MICROBATCH_MAX_COST=20000"))
 	if err != nil {
 		t.Fatal(err)
@@ -186,21 +188,21 @@ func TestSmallRequestWalksBetweenSlicesOfAnExpensiveOne(t *testing.T) {
 	produce(t, brokers, "in", requestRaw("small", `{"version":1,"batch_id":"small","algorithm":"deepwalk","length":10,"seeds":[1,2,3,4,5]}`))
 	// Wait (not a timing assertion) until the small request holds its
 	// place in line for the engine behind the slice in progress.
-	for rt.turns.waiting() < 2 {
+	for rt.turns.Waiting() < 2 {
 		select {
 		case <-ctx.Done():
-			t.Fatalf("the small request never asked for the engine while the expensive one walked (%d turns waiting)", rt.turns.waiting())
+			t.Fatalf("the small request never asked for the engine while the expensive one walked (%d turns waiting)", rt.turns.Waiting())
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
 	close(ge.release)
 	released = true
-	events, err := obs.events(ctx, func(m map[string][]source.Event) bool { return len(m) == 2 })
+	events, err := obs.events(ctx, func(m map[string][]message.Event) bool { return len(m) == 2 })
 	if err != nil {
 		t.Fatal(err)
 	}
 	for id, evs := range events {
-		if evs[0].Status != source.StatusSucceeded {
+		if evs[0].Status != message.StatusSucceeded {
 			t.Fatalf("%s: %+v", id, evs[0])
 		}
 	}
@@ -283,45 +285,5 @@ func TestSliceJobKeepsWalkIDs(t *testing.T) {
 		if s := strings.Join(got, " "); s != tc.want {
 			t.Errorf("perWalk %v, budget %d: slices %s, want %s", tc.perWalk, tc.budget, s, tc.want)
 		}
-	}
-}
-
-// TestEngineTurnsAreFirstComeFirstServed: turns go in ticket order, a
-// ticket given back is skipped, and one that unlocks and locks again goes
-// behind those already waiting.
-func TestEngineTurnsAreFirstComeFirstServed(t *testing.T) {
-	tu := newEngineTurns()
-	first := tu.take() // the turn in progress
-	tu.wait(first)
-	gone := tu.hold()
-	var mu sync.Mutex
-	var order []string
-	var wg sync.WaitGroup
-	for _, name := range []string{"a", "b", "c"} {
-		n := tu.take()
-		wg.Go(func() {
-			tu.wait(n)
-			mu.Lock()
-			order = append(order, name)
-			mu.Unlock()
-			tu.done()
-		})
-	}
-	if w := tu.waiting(); w != 5 {
-		t.Errorf("waiting %d, want 5 (the turn in progress, one held, three)", w)
-	}
-	gone.release()
-	tu.done() // a, b, c in order; then the one that ended its turn
-	tu.lock()
-	mu.Lock()
-	got := strings.Join(order, "")
-	mu.Unlock()
-	tu.done()
-	wg.Wait()
-	if got != "abc" {
-		t.Errorf("turns in order %q, want abc before the next lock", got)
-	}
-	if w := tu.waiting(); w != 0 {
-		t.Errorf("waiting %d after every turn, want 0", w)
 	}
 }

@@ -12,10 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/sink/output"
-	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 )
 
 // syncBuffer collects a child's output from two pipes.
@@ -111,12 +112,12 @@ func TestCrashMidBatchRecovers(t *testing.T) {
 	obs := newObserver(brokers, "out")
 	defer obs.Close()
 	child2, out2 := startChild(t, environ)
-	events, err := obs.events(ctx, func(m map[string][]source.Event) bool { return len(m["crash-1"]) > 0 })
+	events, err := obs.events(ctx, func(m map[string][]message.Event) bool { return len(m["crash-1"]) > 0 })
 	if err != nil {
 		t.Fatalf("no completion event after the restart: %v\nchild output:\n%s", err, out2.String())
 	}
 	ev := events["crash-1"][0]
-	if ev.Status != source.StatusSucceeded || ev.Walks != 16384*8 {
+	if ev.Status != message.StatusSucceeded || ev.Walks != 16384*8 {
 		t.Fatalf("event %+v", ev)
 	}
 	// A graceful stop of the restarted stage exits 0.
@@ -140,11 +141,11 @@ func TestCrashMidBatchRecovers(t *testing.T) {
 
 	// The same request walked and written by an uninterrupted run, in this
 	// process, under another prefix: every part must be byte-identical.
-	req, err := source.DecodeRequest([]byte("crash-1"), []byte(body), g, source.DefaultLimits())
+	req, err := message.DecodeRequest([]byte("crash-1"), []byte(body), g, message.DefaultLimits())
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := walk.NewCPU(g)
+	eng, err := cpu.New(g)
 	if err != nil {
 		t.Fatal(err)
 	}

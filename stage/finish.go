@@ -15,9 +15,10 @@ import (
 
 	"github.com/walkstage/walkstage/gpu"
 	"github.com/walkstage/walkstage/icetable"
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/sink/output"
-	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/stage/health"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
 )
@@ -36,7 +37,7 @@ func (s *Stage) finish(ctx context.Context, b *batch, runErr error) {
 	defer s.releaseTableSlot(b)
 	defer s.leave(b.req.BatchID)
 	defer b.unbind()
-	defer s.health.release(b.holder()) // ended without succeeding: abandoned, refused, broken engine
+	defer s.health.Release(b.holder()) // ended without succeeding: abandoned, refused, broken engine
 	defer b.span.End()                 // abandoned or broken: ended as it is (a second End does nothing)
 	log := s.log.With("batch_id", b.req.BatchID, "algorithm", b.req.AlgorithmName())
 	for {
@@ -69,7 +70,7 @@ func (s *Stage) finish(ctx context.Context, b *batch, runErr error) {
 				if b.w != nil {
 					b.w.Abort(context.WithoutCancel(ctx))
 				}
-				re := &source.RejectError{Reason: reasonManifestUnresolvable, BatchID: b.req.BatchID,
+				re := &message.RejectError{Reason: reasonManifestUnresolvable, BatchID: b.req.BatchID,
 					Msg: fmt.Sprintf("gave up after %d attempts: %v", b.unresolvable, err)}
 				if s.giveUp(ctx, b.d, re, b) != nil {
 					log.Info("batch abandoned at shutdown (uncommitted; it will be redelivered)")
@@ -78,11 +79,11 @@ func (s *Stage) finish(ctx context.Context, b *batch, runErr error) {
 			}
 		}
 		if errors.Is(err, walk.ErrEngineBroken) {
-			s.health.breakEngine(err)
+			s.health.BreakEngine(err)
 			log.Error("engine unusable: replica not ready, batch left uncommitted for another replica", "err", err)
 			return
 		}
-		s.dependencyFailed(b.failedDep, b.holder(), err)
+		s.health.Failed(b.failedDep, b.holder(), err)
 		b.span.AddEvent("attempt failed", trace.WithAttributes(attribute.Int("walkstage.attempt", b.attempt),
 			attribute.String("walkstage.dependency", b.failedDep), attribute.String("error", err.Error())))
 		log.Warn("batch attempt failed; retrying", "attempt", b.attempt, "dependency", b.failedDep, "err", err)
@@ -91,7 +92,7 @@ func (s *Stage) finish(ctx context.Context, b *batch, runErr error) {
 			log.Info("batch abandoned at shutdown after a failed attempt (uncommitted)")
 			return
 		}
-		if !s.retryWait(ctx, b.failedDep, b.attempt) {
+		if !s.health.RetryWait(ctx, b.failedDep, b.attempt) {
 			continue // ctx is done: the next round abandons
 		}
 		runErr = s.walk(ctx, []*batch{b})
@@ -102,7 +103,7 @@ func (s *Stage) finish(ctx context.Context, b *batch, runErr error) {
 // letter for a batch whose manifest key the object store kept unreadable,
 // yet refusing creates, through manifestUnresolvableAttempts attempts, each
 // with the sink's bounded recovery (sink.ErrManifestUnresolvable).
-const reasonManifestUnresolvable source.Reason = "manifest_unresolvable"
+const reasonManifestUnresolvable message.Reason = "manifest_unresolvable"
 
 // manifestUnresolvableAttempts bounds the attempts at a batch that end in
 // sink.ErrManifestUnresolvable: each has already waited out a live writer,
@@ -112,20 +113,20 @@ const manifestUnresolvableAttempts = 3
 
 // requestError is the rejection err amounts to, or nil when err is not the
 // request's fault.
-func requestError(b *batch, err error) *source.RejectError {
-	var re *source.RejectError
+func requestError(b *batch, err error) *message.RejectError {
+	var re *message.RejectError
 	switch {
 	case errors.As(err, &re):
 		return re
 	case errors.Is(err, walk.ErrInvalidAlgorithm):
-		return &source.RejectError{Reason: source.ReasonInvalidParameters, BatchID: b.req.BatchID, Msg: err.Error()}
+		return &message.RejectError{Reason: message.ReasonInvalidParameters, BatchID: b.req.BatchID, Msg: err.Error()}
 	case sink.IsRequestError(err), errors.Is(err, icetable.ErrConflict):
-		return &source.RejectError{Reason: source.ReasonBatchIDConflict, BatchID: b.req.BatchID, Msg: err.Error()}
+		return &message.RejectError{Reason: message.ReasonBatchIDConflict, BatchID: b.req.BatchID, Msg: err.Error()}
 	case errors.As(err, new(*gpu.MemoryPlanError)) && b.alone:
 		// Walked alone, the request still needs more device memory than
 		// there is: no retry helps. (In a micro-batch it is first retried
 		// alone.)
-		return &source.RejectError{Reason: source.ReasonTooLarge, BatchID: b.req.BatchID, Msg: err.Error()}
+		return &message.RejectError{Reason: message.ReasonTooLarge, BatchID: b.req.BatchID, Msg: err.Error()}
 	}
 	return nil
 }
@@ -137,12 +138,12 @@ func (s *Stage) complete(ctx context.Context, b *batch, runErr error) error {
 	<-b.written
 	written := time.Now()
 	if b.lookupErr != nil {
-		b.failedDep = depStore
+		b.failedDep = health.Store
 		return b.lookupErr
 	}
 	if b.existing != nil {
 		if err := s.appendTable(ctx, b, b.existing); err != nil {
-			b.failedDep = depStore
+			b.failedDep = health.Store
 			return err
 		}
 		return s.report(ctx, b, b.existing, s.manifestKey(b.existing), time.Now())
@@ -151,13 +152,13 @@ func (s *Stage) complete(ctx context.Context, b *batch, runErr error) error {
 	if runErr == nil && b.wErr == nil && b.gotW != int64(b.walks) {
 		runErr = fmt.Errorf("engine emitted %d of %d walks", b.gotW, b.walks)
 	}
-	b.failedDep = depStore
+	b.failedDep = health.Store
 	if runErr != nil {
-		b.failedDep = depEngine
+		b.failedDep = health.Engine
 	} else {
 		// The walk succeeded: an engine failure of an earlier attempt no
 		// longer holds the stage not ready.
-		s.dependencyOK(depEngine, b.holder())
+		s.health.Succeeded(health.Engine, b.holder())
 	}
 	if err := errors.Join(runErr, b.wErr); err != nil {
 		if b.w != nil {
@@ -186,22 +187,22 @@ func (s *Stage) complete(ctx context.Context, b *batch, runErr error) error {
 // (written now, or found complete by a redelivery), then acknowledges it.
 func (s *Stage) report(ctx context.Context, b *batch, man *output.Manifest, manifestKey string, wt time.Time) error {
 	writing := time.Since(b.emitted)
-	ev := source.Event{BatchID: b.req.BatchID, Status: source.StatusSucceeded,
+	ev := message.Event{BatchID: b.req.BatchID, Status: message.StatusSucceeded,
 		Graph: man.Graph, GraphVersion: man.GraphVersion, Algorithm: b.req.DescribeAlgorithm(b.v.g), Engine: man.Engine,
 		RNGSeed: b.req.RNGSeed, Seeds: b.req.NumSeeds(), SkippedSeeds: b.req.Skipped, SkippedIDs: b.req.SkippedIDs,
 		Walks: man.Walks + man.Instances, Steps: man.Steps + man.Edges, Queries: man.Queries, Candidates: man.Candidates,
 		Manifest: store.ObjectURL(s.o.BucketURL, manifestKey),
-		Timings: source.Timings{Queued: b.launched.Sub(b.queuedAt).Seconds(), Walking: b.walked.Seconds(),
+		Timings: message.Timings{Queued: b.launched.Sub(b.queuedAt).Seconds(), Walking: b.walked.Seconds(),
 			Writing: writing.Seconds(), Total: time.Since(b.queuedAt).Seconds()}}
 	for _, f := range man.Files {
 		ev.Objects = append(ev.Objects, store.ObjectURL(s.o.BucketURL, f.Key))
 	}
-	s.dependencyOK(depStore, b.holder())
+	s.health.Succeeded(health.Store, b.holder())
 	// The objects are durable: from here only the event is retried, never
 	// the walk. Abandoned at the deadline, the redelivery finds the output
 	// complete and publishes it then.
 	pctx, pspan := s.publishSpan(ctx, b.span, "walkstage.publish")
-	err := s.persist(pctx, depBroker, "publish", func(ctx context.Context) error { return s.o.Events.Publish(ctx, ev) })
+	err := s.health.Persist(pctx, health.Broker, "publish", func(ctx context.Context) error { return s.o.Events.Publish(ctx, ev) })
 	pspan.End()
 	if err != nil {
 		s.log.Info("batch abandoned at shutdown with its output written (uncommitted; the redelivery reports it)", "batch_id", b.req.BatchID)
@@ -216,11 +217,11 @@ func (s *Stage) report(ctx context.Context, b *batch, man *output.Manifest, mani
 	if err := b.d.Ack(ctx, nil); err != nil {
 		s.log.Warn("acknowledgement failed; the batch will be redelivered", "batch_id", b.req.BatchID, "err", err)
 	}
-	endRequest(b.span, source.StatusSucceeded, "")
+	endRequest(b.span, message.StatusSucceeded, "")
 	// The latency users see ends when the event is durable, not when it
 	// was built.
 	total := time.Since(b.queuedAt)
-	s.m.batches.WithLabelValues(string(source.StatusSucceeded)).Inc()
+	s.m.batches.WithLabelValues(string(message.StatusSucceeded)).Inc()
 	s.m.walks.Add(float64(ev.Walks))
 	s.m.steps.Add(float64(ev.Steps))
 	s.m.latency.Observe(total.Seconds())

@@ -16,6 +16,7 @@ import (
 	"github.com/walkstage/walkstage/catalog"
 	"github.com/walkstage/walkstage/engines"
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/stage/config"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -113,11 +114,11 @@ func (f *follower) swap(ctx context.Context, g *graph.Graph, log *slog.Logger, l
 		// Between micro-batches: no engine run is in progress while the
 		// pointer moves, and the next micro-batch takes the new version.
 		p0 := time.Now()
-		f.s.turns.lock()
+		f.s.turns.Lock()
 		gs.cur.Store(nv)
-		f.s.turns.done()
+		f.s.turns.Done()
 		pause := time.Since(p0)
-		f.finish(old, nv, log, swapOverlap, pause, loaded, built)
+		f.finish(old, nv, log, config.SwapOverlap, pause, loaded, built)
 		return nil
 	}
 	// Drain: hold launches back, let what runs on the old version finish,
@@ -151,7 +152,7 @@ func (f *follower) swap(ctx context.Context, g *graph.Graph, log *slog.Logger, l
 		if rerr != nil {
 			// Nothing can walk: the engine is broken, as after a device
 			// fault; /healthz reports it and the pod restarts on CURRENT.
-			f.s.health.breakEngine(fmt.Errorf("graph swap: new engine: %v; old engine: %w", err, rerr))
+			f.s.health.BreakEngine(fmt.Errorf("graph swap: new engine: %v; old engine: %w", err, rerr))
 			return errors.Join(err, rerr)
 		}
 		gs.cur.Store(newServed(old.g, back))
@@ -161,7 +162,7 @@ func (f *follower) swap(ctx context.Context, g *graph.Graph, log *slog.Logger, l
 	nv := newServed(g, e)
 	gs.cur.Store(nv)
 	pause := time.Since(p0)
-	f.finish(old, nv, log, swapDrain, pause, loaded, built)
+	f.finish(old, nv, log, config.SwapDrain, pause, loaded, built)
 	old.g.Close()
 	return nil
 }
@@ -179,35 +180,15 @@ func (f *follower) finish(old, nv *served, log *slog.Logger, mode string, pause,
 	f.s.m.graphBytes.Set(float64(nv.g.MemoryBytes()))
 	log.Info("graph version swapped", "mode", mode, "pause_seconds", pause.Seconds(), "load_seconds", loaded.Seconds(), "build_seconds", built.Seconds(),
 		"engine", nv.e.Name(), "vertices", nv.g.NumVertices(), "edges", nv.g.NumEdges())
-	if mode == swapOverlap {
+	if mode == config.SwapOverlap {
 		version := old.g.Version
 		old.retire(true, func() { log.Info("previous graph version released", "version", version) })
 	}
 }
 
-// loadFromCatalog loads the version a catalog pointer names (ok false:
-// location is not a pointer). A crash during a swap restarts here, on the
-// pointer's version.
-func loadFromCatalog(ctx context.Context, location, dir string) (g *graph.Graph, ok bool, err error) {
-	if !catalog.IsPointerURL(location) {
-		return nil, false, nil
-	}
-	c, err := catalog.Open(ctx, location)
-	if err != nil {
-		return nil, true, err
-	}
-	defer c.Close()
-	p, err := c.Current(ctx)
-	if err != nil {
-		return nil, true, err
-	}
-	g, err = c.Load(ctx, p, dir)
-	return g, true, err
-}
-
 // followGraph starts following the catalog when c.Graph names a pointer
 // and polling is on; FromConfig calls it once the Stage is built.
-func (rt *Runtime) followGraph(ctx context.Context, c Config, log *slog.Logger) error {
+func (rt *Runtime) followGraph(ctx context.Context, c config.Config, log *slog.Logger) error {
 	s := rt.Stage
 	s.graphs.skipUnknown = c.UnknownVertices == "skip"
 	if !catalog.IsPointerURL(c.Graph) || c.GraphPollInterval <= 0 {
@@ -218,8 +199,8 @@ func (rt *Runtime) followGraph(ctx context.Context, c Config, log *slog.Logger) 
 		return err
 	}
 	rt.closers = append(rt.closers, cat.Close)
-	cpu := engineSettings(c)
-	drain := c.GraphSwap == swapDrain || c.GraphSwap == swapAuto && !strings.HasPrefix(s.o.Engine.Name(), "cpu")
+	cpu := c.EngineSettings()
+	drain := c.GraphSwap == config.SwapDrain || c.GraphSwap == config.SwapAuto && !strings.HasPrefix(s.o.Engine.Name(), "cpu")
 	f := &follower{s: s, cat: cat, interval: c.GraphPollInterval, drain: drain, dir: c.GraphDownloadDir,
 		build: func(g *graph.Graph) (walk.Engine, error) { return engines.New(g, c.Engine, cpu, log) },
 		log:   log.With("component", "graph-follower")}

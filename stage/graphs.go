@@ -7,7 +7,7 @@ package stage
 //
 //   - overlap (the CPU engine's default): the new engine is built while the
 //     old one serves; the swap itself only waits for the engine run in
-//     progress (engineTurns). Batches launched on the old version finish on it;
+//     progress (internal/turns). Batches launched on the old version finish on it;
 //     the old version is released when the last of them is done.
 //   - drain (the GPU engine's default: two graphs rarely fit in device
 //     memory): launching stops, batches in flight finish, the old engine is
@@ -33,38 +33,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/walkstage/walkstage/graph"
-	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/walk"
 )
 
 // ReasonGraphVersionUnavailable rejects a request pinned to a graph version
 // that is not loaded and did not arrive within WALKSTAGE_GRAPH_VERSION_WAIT.
-const ReasonGraphVersionUnavailable source.Reason = "graph_version_unavailable"
-
-// Swap modes (WALKSTAGE_GRAPH_SWAP).
-const (
-	swapAuto    = "auto"
-	swapOverlap = "overlap"
-	swapDrain   = "drain"
-)
-
-type configErr struct{ name, msg string }
-
-// validGraphSettings checks the graph-following variables (Config.validate).
-func validGraphSettings(c *Config) *configErr {
-	switch c.GraphSwap {
-	case swapAuto, swapOverlap, swapDrain:
-	default:
-		return &configErr{"GRAPH_SWAP", fmt.Sprintf("%q is not auto, overlap or drain", c.GraphSwap)}
-	}
-	if c.GraphPollInterval < 0 || c.GraphPollInterval > 0 && c.GraphPollInterval < 100*time.Millisecond {
-		return &configErr{"GRAPH_POLL_INTERVAL", fmt.Sprintf("%v: use 0 (off) or at least 100ms", c.GraphPollInterval)}
-	}
-	if c.GraphVersionWait < 0 {
-		return &configErr{"GRAPH_VERSION_WAIT", fmt.Sprintf("%v is negative", c.GraphVersionWait)}
-	}
-	return nil
-}
+const ReasonGraphVersionUnavailable message.Reason = "graph_version_unavailable"
 
 // served is one graph version with its engine. References (walks being
 // launched, batches until they are finished) keep it alive; retire releases
@@ -255,7 +230,7 @@ func (b *batch) unbind() {
 // bind attaches b to v (walk holds a reference to v) before its writer
 // opens: the pinned version must be v, and when versions can change the
 // seeds are resolved against v. A rejection is the request's fault.
-func (s *Stage) bind(b *batch, v *served) *source.RejectError {
+func (s *Stage) bind(b *batch, v *served) *message.RejectError {
 	b.unbind()
 	v.addRef()
 	b.v = v
@@ -263,7 +238,7 @@ func (s *Stage) bind(b *batch, v *served) *source.RejectError {
 		return nil // reported from the output found (its own version), not walked
 	}
 	if pin := b.req.GraphVersion; pin != "" && pin != v.g.Version {
-		return &source.RejectError{Reason: ReasonGraphVersionUnavailable, BatchID: b.req.BatchID,
+		return &message.RejectError{Reason: ReasonGraphVersionUnavailable, BatchID: b.req.BatchID,
 			Msg: fmt.Sprintf("request is pinned to graph version %s; this stage serves %s %s", pin, v.g.Name, v.g.Version)}
 	}
 	if s.graphs.follower == nil {
@@ -277,16 +252,16 @@ func (s *Stage) bind(b *batch, v *served) *source.RejectError {
 }
 
 // rebind resolves r's seeds (external ids) and checks its algorithm
-// against g, as source.DecodeRequest did against the graph it had.
-func rebind(r *source.Request, g *graph.Graph, skipUnknown bool) *source.RejectError {
-	rej := func(reason source.Reason, format string, a ...any) *source.RejectError {
-		return &source.RejectError{Reason: reason, BatchID: r.BatchID, Msg: fmt.Sprintf(format, a...)}
+// against g, as message.DecodeRequest did against the graph it had.
+func rebind(r *message.Request, g *graph.Graph, skipUnknown bool) *message.RejectError {
+	rej := func(reason message.Reason, format string, a ...any) *message.RejectError {
+		return &message.RejectError{Reason: reason, BatchID: r.BatchID, Msg: fmt.Sprintf(format, a...)}
 	}
 	if r.Graph != "" && r.Graph != g.Name {
-		return rej(source.ReasonGraphMismatch, "request is for graph %q, this stage now serves %q (version %s)", r.Graph, g.Name, g.Version)
+		return rej(message.ReasonGraphMismatch, "request is for graph %q, this stage now serves %q (version %s)", r.Graph, g.Name, g.Version)
 	}
 	if err := r.ValidateFor(g); err != nil {
-		return rej(source.ReasonInvalidParameters, "graph version %s: %v", g.Version, err)
+		return rej(message.ReasonInvalidParameters, "graph version %s: %v", g.Version, err)
 	}
 	// Integer ids resolve as numbers; where the request or the graph has
 	// string ids, as text (DenseIDString reads decimal ids of an integer
@@ -326,7 +301,7 @@ func rebind(r *source.Request, g *graph.Graph, skipUnknown bool) *source.RejectE
 	}
 	if len(unknown) > 0 {
 		if !skipUnknown || len(starts) == 0 {
-			return rej(source.ReasonUnknownVertices, "%d of %d seeds are not in graph version %s, e.g. %v",
+			return rej(message.ReasonUnknownVertices, "%d of %d seeds are not in graph version %s, e.g. %v",
 				len(unknown), n, g.Version, unknown[:min(len(unknown), 10)])
 		}
 		r.Skipped += len(unknown)

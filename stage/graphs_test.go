@@ -24,8 +24,9 @@ import (
 
 	"github.com/walkstage/walkstage/catalog"
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/sink"
-	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/stage/config"
 )
 
 // versionFile writes one version of graph "social": same vertices, edges
@@ -52,11 +53,11 @@ func TestGraphFollowSwapsVersions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test")
 	}
-	for _, mode := range []string{swapOverlap, swapDrain} {
+	for _, mode := range []string{config.SwapOverlap, config.SwapDrain} {
 		t.Run(mode, func(t *testing.T) { testGraphFollow(t, mode, startS3) })
 	}
 	// The catalog, the graphs and the walks on a real S3 gateway process.
-	t.Run(swapOverlap+"-versitygw", func(t *testing.T) { testGraphFollow(t, swapOverlap, startVersityS3) })
+	t.Run(config.SwapOverlap+"-versitygw", func(t *testing.T) { testGraphFollow(t, config.SwapOverlap, startVersityS3) })
 }
 
 func testGraphFollow(t *testing.T, mode string, store func(testing.TB) (string, *blob.Bucket)) {
@@ -98,7 +99,7 @@ func testGraphFollow(t *testing.T, mode string, store func(testing.TB) (string, 
 
 	// Events, collected as they come.
 	var mu sync.Mutex
-	events := map[string][]source.Event{}
+	events := map[string][]message.Event{}
 	obs := newObserver(brokers, "out")
 	defer obs.Close()
 	go func() {
@@ -107,7 +108,7 @@ func testGraphFollow(t *testing.T, mode string, store func(testing.TB) (string, 
 			if err != nil {
 				return
 			}
-			var ev source.Event
+			var ev message.Event
 			if json.Unmarshal(m.Value, &ev) == nil {
 				mu.Lock()
 				events[ev.BatchID] = append(events[ev.BatchID], ev)
@@ -218,7 +219,7 @@ func testGraphFollow(t *testing.T, mode string, store func(testing.TB) (string, 
 			continue
 		}
 		for _, ev := range evs {
-			if ev.Status != source.StatusSucceeded {
+			if ev.Status != message.StatusSucceeded {
 				t.Errorf("%s: %s %s %s", id, ev.Status, ev.Reason, ev.Error)
 				continue
 			}
@@ -239,7 +240,7 @@ func testGraphFollow(t *testing.T, mode string, store func(testing.TB) (string, 
 			t.Errorf("no batch walked on %s (seen %v)", v, seen)
 		}
 	}
-	if evs := events["pin-v3"]; len(evs) == 0 || evs[0].Status != source.StatusSucceeded || evs[0].GraphVersion != versions[2] {
+	if evs := events["pin-v3"]; len(evs) == 0 || evs[0].Status != message.StatusSucceeded || evs[0].GraphVersion != versions[2] {
 		t.Errorf("pin-v3: %+v", evs)
 	}
 	if evs := events["pin-never"]; len(evs) == 0 || evs[0].Reason != string(ReasonGraphVersionUnavailable) {
@@ -262,7 +263,7 @@ func testGraphFollow(t *testing.T, mode string, store func(testing.TB) (string, 
 // ev's version, and every step of every walk is an edge of it.
 func checkWalks(t *testing.T, ctx context.Context, bucket interface {
 	ReadAll(context.Context, string) ([]byte, error)
-}, ev source.Event, g *graph.Graph) {
+}, ev message.Event, g *graph.Graph) {
 	t.Helper()
 	var walks int64
 	for _, o := range ev.Objects {
@@ -315,7 +316,7 @@ func TestGraphSwapMeasure(t *testing.T) {
 	fmt.Sscan(scaleEnv, &scale)
 	mode := os.Getenv("WALKSTAGE_GRAPH_SWAP")
 	if mode == "" {
-		mode = swapOverlap
+		mode = config.SwapOverlap
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/walkstage/walkstage/graph"
-	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/message"
+	"github.com/walkstage/walkstage/stage/config"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 )
 
 func idGraph(t *testing.T, name string, edges ...graph.Edge) *graph.Graph {
@@ -30,9 +32,9 @@ func TestRebindResolvesSeedsOnTheNewVersion(t *testing.T) {
 	v1 := idGraph(t, "social", graph.Edge{Src: 100, Dst: 200}, graph.Edge{Src: 200, Dst: 300})
 	v2 := idGraph(t, "social", graph.Edge{Src: 50, Dst: 200}, graph.Edge{Src: 200, Dst: 300}) // 100 gone, 50 new
 	other := idGraph(t, "web", graph.Edge{Src: 100, Dst: 200})
-	req := func() *source.Request {
-		r, err := source.DecodeRequest(nil, []byte(`{"version":1,"batch_id":"b","graph":"social","algorithm":"deepwalk","seeds":[100,300]}`),
-			v1, source.Limits{SkipUnknown: true})
+	req := func() *message.Request {
+		r, err := message.DecodeRequest(nil, []byte(`{"version":1,"batch_id":"b","graph":"social","algorithm":"deepwalk","seeds":[100,300]}`),
+			v1, message.Limits{SkipUnknown: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,13 +45,13 @@ func TestRebindResolvesSeedsOnTheNewVersion(t *testing.T) {
 		name   string
 		g      *graph.Graph
 		skip   bool
-		reason source.Reason
+		reason message.Reason
 		seeds  []int64
 	}{
 		{"same version", v1, false, "", []int64{100, 300}},
-		{"seed gone, reject", v2, false, source.ReasonUnknownVertices, nil},
+		{"seed gone, reject", v2, false, message.ReasonUnknownVertices, nil},
 		{"seed gone, skip", v2, true, "", []int64{300}},
-		{"another graph", other, true, source.ReasonGraphMismatch, nil},
+		{"another graph", other, true, message.ReasonGraphMismatch, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -81,7 +83,7 @@ func TestRebindResolvesSeedsOnTheNewVersion(t *testing.T) {
 
 func unitStage(t *testing.T, g *graph.Graph) *Stage {
 	t.Helper()
-	eng, err := walk.NewCPU(g, walk.WithWorkers(1))
+	eng, err := cpu.New(g, cpu.WithWorkers(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +113,7 @@ func TestSwapLifecycle(t *testing.T) {
 		if g == v3 {
 			return nil, errors.New("out of device memory")
 		}
-		return walk.NewCPU(g)
+		return cpu.New(g)
 	}
 	f := &follower{s: s, build: build, log: slog.New(slog.DiscardHandler)}
 	gs.follower = f
@@ -134,7 +136,7 @@ func TestSwapLifecycle(t *testing.T) {
 	case <-time.After(time.Second):
 		t.Fatal("v1 not released after its last batch")
 	}
-	if n := metricValue(gs.swaps.WithLabelValues(swapOverlap)); n != 1 {
+	if n := metricValue(gs.swaps.WithLabelValues(config.SwapOverlap)); n != 1 {
 		t.Errorf("swaps{overlap} = %v", n)
 	}
 
@@ -167,7 +169,7 @@ func TestPinnedRequestsWaitForTheirVersion(t *testing.T) {
 	v1 := idGraph(t, "social", graph.Edge{Src: 1, Dst: 2})
 	v2 := idGraph(t, "social", graph.Edge{Src: 1, Dst: 3})
 	s := unitStage(t, v1)
-	f := &follower{s: s, build: func(g *graph.Graph) (walk.Engine, error) { return walk.NewCPU(g) }, log: slog.New(slog.DiscardHandler)}
+	f := &follower{s: s, build: func(g *graph.Graph) (walk.Engine, error) { return cpu.New(g) }, log: slog.New(slog.DiscardHandler)}
 	s.graphs.follower = f
 	src := newMemSource()
 	p := &pinSource{inner: src, gs: &s.graphs, wait: time.Minute, max: 4}
@@ -197,27 +199,6 @@ func TestPinnedRequestsWaitForTheirVersion(t *testing.T) {
 	}
 }
 
-func TestGraphFollowSettingsValidated(t *testing.T) {
-	base := []string{"WALKSTAGE_BROKERS=k:9092", "WALKSTAGE_GRAPH=s3://g/social/CURRENT", "WALKSTAGE_OUTPUT_URL=file:///tmp/w"}
-	for env, want := range map[string]string{
-		"WALKSTAGE_GRAPH_SWAP=sideways":       "GRAPH_SWAP",
-		"WALKSTAGE_GRAPH_POLL_INTERVAL=1ms":   "GRAPH_POLL_INTERVAL",
-		"WALKSTAGE_GRAPH_VERSION_WAIT=-1s":    "GRAPH_VERSION_WAIT",
-		"WALKSTAGE_GRAPH_POLL_INTERVAL=0":     "",
-		"WALKSTAGE_GRAPH_SWAP=drain":          "",
-		"WALKSTAGE_GRAPH_VERSION_WAIT=0":      "",
-		"WALKSTAGE_GRAPH_POLL_INTERVAL=100ms": "",
-		"WALKSTAGE_GRAPH_VERSION_WAIT=1h":     "",
-		"WALKSTAGE_GRAPH_SWAP=overlap":        "",
-		"WALKSTAGE_GRAPH_POLL_INTERVAL=-5s":   "GRAPH_POLL_INTERVAL",
-	} {
-		_, err := LoadConfig(append(base, env))
-		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
-			t.Errorf("%s: %v", env, err)
-		}
-	}
-}
-
 // String seeds are resolved again too, by string: a new version renumbers
 // its vertices; a swap to a graph of the other id type keeps the seeds
 // that still name vertices (decimal strings name integer ids).
@@ -235,8 +216,8 @@ func TestRebindResolvesStringSeeds(t *testing.T) {
 	}
 	v1 := strGraph([2]string{"bob", "carol"}, [2]string{"carol", "dave"})
 	v2 := strGraph([2]string{"alice", "bob"}, [2]string{"bob", "dave"}) // carol gone, alice renumbers the rest
-	r, err := source.DecodeRequest(nil, []byte(`{"version":1,"batch_id":"b","algorithm":"deepwalk","seeds":["dave","carol","bob"]}`),
-		v1, source.Limits{SkipUnknown: true})
+	r, err := message.DecodeRequest(nil, []byte(`{"version":1,"batch_id":"b","algorithm":"deepwalk","seeds":["dave","carol","bob"]}`),
+		v1, message.Limits{SkipUnknown: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,14 +232,14 @@ func TestRebindResolvesStringSeeds(t *testing.T) {
 			t.Errorf("seed %q starts at %q", s, v2.ExternalString(r.Starts[i]))
 		}
 	}
-	if re := rebind(r, strGraph([2]string{"bob", "carol"}), false); re == nil || re.Reason != source.ReasonUnknownVertices || !strings.Contains(re.Msg, "[dave]") {
+	if re := rebind(r, strGraph([2]string{"bob", "carol"}), false); re == nil || re.Reason != message.ReasonUnknownVertices || !strings.Contains(re.Msg, "[dave]") {
 		t.Fatalf("rebind to a version without a seed: %v", re)
 	}
 
 	// Integer seeds onto a graph with string ids: decimal strings.
 	digits := strGraph([2]string{"100", "300"}, [2]string{"300", "x"})
 	ints := idGraph(t, "social", graph.Edge{Src: 100, Dst: 300})
-	r, err = source.DecodeRequest(nil, []byte(`{"version":1,"batch_id":"b","algorithm":"deepwalk","seeds":[100,300]}`), ints, source.Limits{})
+	r, err = message.DecodeRequest(nil, []byte(`{"version":1,"batch_id":"b","algorithm":"deepwalk","seeds":[100,300]}`), ints, message.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

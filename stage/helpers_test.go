@@ -24,7 +24,8 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/internal/testversity"
-	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/message"
+	"github.com/walkstage/walkstage/stage/config"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/tracing"
 )
@@ -143,7 +144,7 @@ func testLog(t testing.TB) *slog.Logger {
 // gracefully and returns Run's error.
 func runStage(t testing.TB, environ []string) (rt *Runtime, stop func() error) {
 	t.Helper()
-	c, err := LoadConfig(environ)
+	c, err := config.Load(environ)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,14 +207,14 @@ func newObserver(brokers []string, topic string) *observer {
 func (o *observer) Close() { o.r.Close() }
 
 // events reads completion events until done says enough or ctx ends.
-func (o *observer) events(ctx context.Context, done func(map[string][]source.Event) bool) (map[string][]source.Event, error) {
-	got := map[string][]source.Event{}
+func (o *observer) events(ctx context.Context, done func(map[string][]message.Event) bool) (map[string][]message.Event, error) {
+	got := map[string][]message.Event{}
 	for !done(got) {
 		m, err := o.r.ReadMessage(ctx)
 		if err != nil {
 			return got, err
 		}
-		var ev source.Event
+		var ev message.Event
 		if err := json.Unmarshal(m.Value, &ev); err != nil {
 			return got, fmt.Errorf("event %q: %w", m.Value, err)
 		}

@@ -9,7 +9,9 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/stage/health"
 )
 
 // sourceLoop fetches until fetchCtx ends, then closes the queue. While a
@@ -19,7 +21,7 @@ func (s *Stage) sourceLoop(fetchCtx, workCtx context.Context) error {
 	defer close(s.queue)
 	fetchFailures := 0
 	for {
-		if fetchFailures == 0 && !s.waitHealthy(fetchCtx) {
+		if fetchFailures == 0 && !s.health.WaitUp(fetchCtx) {
 			return nil
 		}
 		d, err := s.o.Source.Next(fetchCtx)
@@ -31,15 +33,15 @@ func (s *Stage) sourceLoop(fetchCtx, workCtx context.Context) error {
 				return err
 			}
 			fetchFailures++
-			s.dependencyFailed(depBroker, "fetch", err)
-			if !sleepCtx(fetchCtx, backoff(fetchFailures, s.o.RetryBackoffMin, s.o.RetryBackoffMax)) {
+			s.health.Failed(health.Broker, "fetch", err)
+			if !sleepCtx(fetchCtx, health.Backoff(fetchFailures, s.o.RetryBackoffMin, s.o.RetryBackoffMax)) {
 				return nil
 			}
 			continue
 		}
 		if fetchFailures > 0 {
 			fetchFailures = 0
-			s.dependencyOK(depBroker, "fetch")
+			s.health.Succeeded(health.Broker, "fetch")
 		}
 		if d.Reject != nil {
 			if err := s.refuse(workCtx, d, d.Reject, nil); err != nil {
@@ -123,21 +125,21 @@ func (s *Stage) leave(id string) {
 // trouble on the way is retried, never the request's fault; the error is
 // ctx's, at the shutdown deadline (the message stays uncommitted). b, when
 // set, is the batch found invalid after it was queued.
-func (s *Stage) refuse(ctx context.Context, d *source.Delivery, re *source.RejectError, b *batch) error {
-	return s.setAside(ctx, d, re, b, source.StatusRejected)
+func (s *Stage) refuse(ctx context.Context, d *source.Delivery, re *message.RejectError, b *batch) error {
+	return s.setAside(ctx, d, re, b, message.StatusRejected)
 }
 
 // giveUp is refuse for a valid request that cannot be completed (see
 // reasonManifestUnresolvable): a failed event and a dead letter with the
 // reason, then the acknowledgement.
-func (s *Stage) giveUp(ctx context.Context, d *source.Delivery, re *source.RejectError, b *batch) error {
-	return s.setAside(ctx, d, re, b, source.StatusFailed)
+func (s *Stage) giveUp(ctx context.Context, d *source.Delivery, re *message.RejectError, b *batch) error {
+	return s.setAside(ctx, d, re, b, message.StatusFailed)
 }
 
-func (s *Stage) setAside(ctx context.Context, d *source.Delivery, re *source.RejectError, b *batch, status source.Status) error {
+func (s *Stage) setAside(ctx context.Context, d *source.Delivery, re *message.RejectError, b *batch, status message.Status) error {
 	// The batch id of a rejection may come from the message key, the error
 	// may quote the message: both are bounded in the log.
-	log := s.log.With("batch_id", source.LogValue(re.BatchID), "reason", string(re.Reason))
+	log := s.log.With("batch_id", message.LogValue(re.BatchID), "reason", string(re.Reason))
 	var span trace.Span
 	if b != nil && b.span != nil {
 		span = b.span
@@ -148,32 +150,32 @@ func (s *Stage) setAside(ctx context.Context, d *source.Delivery, re *source.Rej
 	if b != nil && b.v != nil {
 		v = b.v
 	}
-	ev := source.Event{BatchID: re.BatchID, Status: status, Reason: string(re.Reason), Error: re.Msg,
+	ev := message.Event{BatchID: re.BatchID, Status: status, Reason: string(re.Reason), Error: re.Msg,
 		Graph: v.g.Name, GraphVersion: v.g.Version,
-		Timings: source.Timings{Total: time.Since(d.Received).Seconds()}}
+		Timings: message.Timings{Total: time.Since(d.Received).Seconds()}}
 	if b != nil {
 		ev.Algorithm, ev.Engine, ev.RNGSeed, ev.Seeds = b.req.DescribeAlgorithm(v.g), v.e.Name(), b.req.RNGSeed, b.req.NumSeeds()
 		ev.Timings.Queued = b.launched.Sub(b.queuedAt).Seconds()
 	}
 	pctx, pspan := s.publishSpan(ctx, span, "walkstage.publish")
-	err := s.persist(pctx, depBroker, "publish rejection", func(ctx context.Context) error { return s.o.Events.Publish(ctx, ev) })
+	err := s.health.Persist(pctx, health.Broker, "publish rejection", func(ctx context.Context) error { return s.o.Events.Publish(ctx, ev) })
 	pspan.End()
 	if err != nil {
 		return err
 	}
 	dctx, dspan := s.publishSpan(ctx, span, "walkstage.dead_letter")
-	err = s.persist(dctx, depBroker, "dead-letter", func(ctx context.Context) error { return d.Ack(ctx, re) })
+	err = s.health.Persist(dctx, health.Broker, "dead-letter", func(ctx context.Context) error { return d.Ack(ctx, re) })
 	dspan.End()
 	if err != nil {
 		return err
 	}
 	endRequest(span, status, string(re.Reason))
 	s.m.batches.WithLabelValues(string(status)).Inc()
-	if status == source.StatusFailed {
-		log.Error("batch failed and dead-lettered", "error", source.LogValue(re.Msg))
+	if status == message.StatusFailed {
+		log.Error("batch failed and dead-lettered", "error", message.LogValue(re.Msg))
 		return nil
 	}
 	s.m.rejections.WithLabelValues(string(re.Reason)).Inc()
-	log.Info("request rejected", "error", source.LogValue(re.Msg))
+	log.Info("request rejected", "error", message.LogValue(re.Msg))
 	return nil
 }

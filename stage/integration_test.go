@@ -14,6 +14,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/source"
 )
@@ -65,19 +66,19 @@ func TestStageEndToEnd(t *testing.T) {
 	}
 	// Each documented rejection.
 	nv := g.NumVertices()
-	rejects := map[string]source.Reason{
-		"bad-json":      source.ReasonMalformed,
-		"bad-algo":      source.ReasonInvalidParameters,
-		"bad-params":    source.ReasonInvalidParameters,
-		"bad-oversized": source.ReasonTooLarge,
-		"bad-bytes":     source.ReasonTooLarge,
-		"bad-vertices":  source.ReasonUnknownVertices,
-		"bad-field":     source.ReasonMalformed,
+	rejects := map[string]message.Reason{
+		"bad-json":      message.ReasonMalformed,
+		"bad-algo":      message.ReasonInvalidParameters,
+		"bad-params":    message.ReasonInvalidParameters,
+		"bad-oversized": message.ReasonTooLarge,
+		"bad-bytes":     message.ReasonTooLarge,
+		"bad-vertices":  message.ReasonUnknownVertices,
+		"bad-field":     message.ReasonMalformed,
 		// Temporal walks on a graph without edge times, and bad time
 		// parameters (issue 38).
-		"bad-temporal":   source.ReasonInvalidParameters,
-		"bad-time-bias":  source.ReasonInvalidParameters,
-		"bad-time-scale": source.ReasonInvalidParameters,
+		"bad-temporal":   message.ReasonInvalidParameters,
+		"bad-time-bias":  message.ReasonInvalidParameters,
+		"bad-time-scale": message.ReasonInvalidParameters,
 	}
 	msgs = append(msgs,
 		kafka.Message{Key: []byte("bad-json"), Value: []byte(`{"version":1,"batch_id":"bad-json",`)},
@@ -95,7 +96,7 @@ func TestStageEndToEnd(t *testing.T) {
 
 	obs := newObserver(brokers, "out")
 	defer obs.Close()
-	events, err := obs.events(ctx, func(m map[string][]source.Event) bool { return len(m) == len(want)+len(rejects) })
+	events, err := obs.events(ctx, func(m map[string][]message.Event) bool { return len(m) == len(want)+len(rejects) })
 	if err != nil {
 		var missing []string
 		for id := range want {
@@ -115,7 +116,7 @@ func TestStageEndToEnd(t *testing.T) {
 	for id, walks := range want {
 		evs := events[id]
 		first := evs[0]
-		if first.Status != source.StatusSucceeded {
+		if first.Status != message.StatusSucceeded {
 			t.Errorf("%s: %s %s", id, first.Status, first.Error)
 			continue
 		}
@@ -149,7 +150,7 @@ func TestStageEndToEnd(t *testing.T) {
 	}
 	for id, reason := range rejects {
 		evs := events[id]
-		if len(evs) == 0 || evs[0].Status != source.StatusRejected || evs[0].Reason != string(reason) || evs[0].Error == "" {
+		if len(evs) == 0 || evs[0].Status != message.StatusRejected || evs[0].Reason != string(reason) || evs[0].Error == "" {
 			t.Errorf("%s: want rejected/%s, got %+v", id, reason, evs)
 		}
 	}

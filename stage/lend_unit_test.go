@@ -8,6 +8,7 @@ import (
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 )
 
 // releasingEngine is an engine that takes chunks back (as the GPU engine's
@@ -33,7 +34,7 @@ func (e *releasingEngine) Release(c walk.Chunk) {
 // ever.
 func TestWriteGivesBackEveryChunkAfterAFailure(t *testing.T) {
 	_, g := testGraphCached(t)
-	cpu, err := walk.NewCPU(g, walk.WithWorkers(1), walk.WithChunkSize(10))
+	cpu, err := cpu.New(g, cpu.WithWorkers(1), cpu.WithChunkSize(10))
 	if err != nil {
 		t.Fatal(err)
 	}

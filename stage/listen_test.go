@@ -3,6 +3,8 @@ package stage
 import (
 	"net"
 	"testing"
+
+	"github.com/walkstage/walkstage/stage/config"
 )
 
 // TestMetricsAddrDefaultsToLoopback: a stage started on a host without
@@ -10,7 +12,7 @@ import (
 // loopback only; the images and the chart set :9090 themselves (deploy/
 // checks both).
 func TestMetricsAddrDefaultsToLoopback(t *testing.T) {
-	c, err := LoadConfig([]string{"WALKSTAGE_BROKERS=kafka:9092", "WALKSTAGE_GRAPH=g.wsg", "WALKSTAGE_OUTPUT_URL=file:///tmp/w"})
+	c, err := config.Load([]string{"WALKSTAGE_BROKERS=kafka:9092", "WALKSTAGE_GRAPH=g.wsg", "WALKSTAGE_OUTPUT_URL=file:///tmp/w"})
 	if err != nil {
 		t.Fatal(err)
 	}

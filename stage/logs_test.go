@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/stage/config"
+	"github.com/walkstage/walkstage/walk/cpu"
 )
 
 // The batch-succeeded line gives its durations as float seconds under
@@ -18,13 +19,13 @@ func TestLogDurationsInSeconds(t *testing.T) {
 	src, evs := newMemSource(), &memEvents{}
 	var logs lockedBuffer
 	_, g := testGraphCached(t)
-	eng, err := walk.NewCPU(g, walk.WithWorkers(1))
+	eng, err := cpu.New(g, cpu.WithWorkers(1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
 	s, err := New(Options{Graph: g, Engine: eng, Source: src, Events: evs, Bucket: b, BucketURL: "s3://walks", Prefix: "walks",
-		Logger: NewLogger(Config{LogFormat: "json", LogLevel: "debug"}, &logs)})
+		Logger: config.NewLogger(config.Config{LogFormat: "json", LogLevel: "debug"}, &logs)})
 	if err != nil {
 		t.Fatal(err)
 	}

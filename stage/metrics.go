@@ -5,10 +5,9 @@ import (
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/walkstage/walkstage/gpu"
-	"github.com/walkstage/walkstage/internal/redact"
+	"github.com/walkstage/walkstage/stage/health"
 )
 
 // metrics are the stage's Prometheus series (walkstage_ prefix, base units).
@@ -124,7 +123,7 @@ func newMetrics(reg prometheus.Registerer, s *Stage) (*metrics, error) {
 	for _, p := range []string{"queued", "walking", "writing"} {
 		m.phase.WithLabelValues(p)
 	}
-	for _, d := range []string{depBroker, depStore, depEngine} {
+	for _, d := range []string{health.Broker, health.Store, health.Engine} {
 		m.depUp.WithLabelValues(d).Set(1)
 		m.retries.WithLabelValues(d)
 	}
@@ -152,7 +151,7 @@ func (s *Stage) ready() error {
 	if s.draining.Load() {
 		return fmt.Errorf("shutting down")
 	}
-	if err := s.health.err(); err != nil {
+	if err := s.health.Err(); err != nil {
 		return err
 	}
 	if !s.o.Joined() {
@@ -170,34 +169,10 @@ func (s *Stage) ready() error {
 // usable: a sticky GPU error fails it, so the orchestrator restarts the
 // container and with it the device context) and /readyz.
 func (s *Stage) Handler() http.Handler {
-	return probeHandler(s.o.Registry, s.ready, func() error {
-		if s.health.engineBroken() {
-			return s.health.err()
+	return health.Handler(s.o.Registry, s.ready, func() error {
+		if s.health.EngineBroken() {
+			return s.health.Err()
 		}
 		return nil
 	})
-}
-
-// probeHandler serves /metrics from reg, /healthz from healthy and /readyz
-// from ready (nil: 200, else 503 with the reason, which may quote a URL:
-// masked, as anyone who reaches the port reads it). Main serves it before the
-// stage exists, while the graph loads, and the stage after.
-func probeHandler(reg *prometheus.Registry, ready, healthy func() error) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		if err := healthy(); err != nil {
-			http.Error(w, "unhealthy: "+redact.String(err.Error()), http.StatusServiceUnavailable)
-			return
-		}
-		w.Write([]byte("ok\n"))
-	})
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		if err := ready(); err != nil {
-			http.Error(w, "not ready: "+redact.String(err.Error()), http.StatusServiceUnavailable)
-			return
-		}
-		w.Write([]byte("ready\n"))
-	})
-	return mux
 }

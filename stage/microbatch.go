@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/walkstage/walkstage/graphsample"
+	"github.com/walkstage/walkstage/internal/turns"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/walk"
 )
@@ -19,7 +20,7 @@ import (
 // micro-batch of one request above the per-micro-batch budget goes to the
 // heavy lane instead, which walks it in slices (runJobs) while this loop
 // goes on forming and walking micro-batches of what is queued behind it:
-// their runs take the engine between its slices (engineTurns).
+// their runs take the engine between its slices (internal/turns).
 func (s *Stage) engineLoop(ctx context.Context, drained chan<- struct{}) error {
 	heavy := make(chan []*batch, s.o.QueueDepth)
 	var lane sync.WaitGroup
@@ -224,10 +225,10 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 	s.lookup(ctx, mb)
 	// The micro-batch's place in line for the engine is taken now, before
 	// its writers open (no I/O): a heavy request's next slice, asked for
-	// later, waits for it (engineTurns). Not before the lookup, which a
+	// later, waits for it (internal/turns). Not before the lookup, which a
 	// retry makes against the store: the engine would wait on it.
-	turn := s.turns.hold()
-	defer turn.release()
+	turn := s.turns.Hold()
+	defer turn.Release()
 	// Each batch's writer opens here, one after another: with
 	// sink.WithSweepWhileWriting an open does no I/O (tens of
 	// microseconds). Opened in parallel goroutines, the launch waited for
@@ -312,7 +313,7 @@ func (s *Stage) batchMeta(b *batch, v *served) sink.BatchMeta {
 // a turn of its own (the first is turn's): between them the micro-batches
 // that asked for the engine meanwhile walk. The slices keep the walk ids
 // of the whole job, so the walks are those of one run.
-func (s *Stage) runJobs(ctx context.Context, v *served, jobs []walk.Job, live []*batch, turn *heldTurn) error {
+func (s *Stage) runJobs(ctx context.Context, v *served, jobs []walk.Job, live []*batch, turn *turns.Held) error {
 	runs := [][]walk.Job{jobs}
 	if len(jobs) == 1 {
 		a := jobs[0].Algorithm
@@ -340,11 +341,11 @@ func (s *Stage) runJobs(ctx context.Context, v *served, jobs []walk.Job, live []
 	var runErr error
 	var d time.Duration
 	for _, js := range runs {
-		turn.lock()
+		turn.Lock()
 		t0 := time.Now()
 		runErr = v.e.Run(ctx, js, emit)
 		d += time.Since(t0)
-		s.turns.done()
+		s.turns.Done()
 		if len(runs) > 1 {
 			s.m.engineSlices.Inc()
 		}

@@ -21,9 +21,11 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/stage/health"
 	"github.com/walkstage/walkstage/store"
-	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 )
 
 // memSource is an in-memory source: the stage's seam needs nothing of
@@ -51,9 +53,9 @@ func (m *memSource) send(t *testing.T, key, value string) {
 	t.Helper()
 	_, g := testGraphCached(t)
 	d := &source.Delivery{Received: time.Now()}
-	req, err := source.DecodeRequest([]byte(key), []byte(value), g, source.DefaultLimits())
+	req, err := message.DecodeRequest([]byte(key), []byte(value), g, message.DefaultLimits())
 	if err != nil {
-		var re *source.RejectError
+		var re *message.RejectError
 		if !errors.As(err, &re) {
 			t.Fatal(err)
 		}
@@ -81,10 +83,10 @@ func (m *memSource) acked(id string) []error {
 type memEvents struct {
 	down atomic.Bool
 	mu   sync.Mutex
-	evs  []source.Event
+	evs  []message.Event
 }
 
-func (e *memEvents) Publish(ctx context.Context, ev source.Event) error {
+func (e *memEvents) Publish(ctx context.Context, ev message.Event) error {
 	if e.down.Load() {
 		return errors.New("dial tcp 127.0.0.1:9092: connect: connection refused")
 	}
@@ -94,10 +96,10 @@ func (e *memEvents) Publish(ctx context.Context, ev source.Event) error {
 	return nil
 }
 
-func (e *memEvents) all() []source.Event {
+func (e *memEvents) all() []message.Event {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return append([]source.Event(nil), e.evs...)
+	return append([]message.Event(nil), e.evs...)
 }
 
 // flakyS3 is gofakes3 behind a switch: while down, every request gets a
@@ -134,7 +136,7 @@ func flakyS3(t *testing.T) (*blob.Bucket, *atomic.Bool) {
 func runMem(t *testing.T, b *blob.Bucket, src *memSource, evs *memEvents) *Stage {
 	t.Helper()
 	_, g := testGraphCached(t)
-	eng, err := walk.NewCPU(g, walk.WithWorkers(1))
+	eng, err := cpu.New(g, cpu.WithWorkers(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +144,7 @@ func runMem(t *testing.T, b *blob.Bucket, src *memSource, evs *memEvents) *Stage
 	s, err := New(Options{Graph: g, Engine: eng, Source: src, Events: evs, Bucket: b, BucketURL: "s3://walks", Prefix: "walks",
 		RetryBackoffMin: 20 * time.Millisecond, RetryBackoffMax: 200 * time.Millisecond,
 		ProbeInterval: 50 * time.Millisecond, ProbeTimeout: time.Second,
-		Probes: []Probe{{Name: depStore, Check: storeProbe(b, "s3://walks")}}, Logger: testLog(t)})
+		Probes: []health.Probe{{Name: health.Store, Check: storeProbe(b, "s3://walks")}}, Logger: testLog(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +186,7 @@ func TestStoreOutageIsRetriedNotDeadLettered(t *testing.T) {
 	if err := s.ready(); err == nil || !strings.Contains(err.Error(), "object_store unavailable") {
 		t.Fatalf("readiness says %v", err)
 	}
-	if v := metricValue(s.m.depUp.WithLabelValues(depStore)); v != 0 {
+	if v := metricValue(s.m.depUp.WithLabelValues(health.Store)); v != 0 {
 		t.Fatalf("walkstage_dependency_up{object_store} = %v during the outage", v)
 	}
 	time.Sleep(500 * time.Millisecond) // several retries' worth
@@ -194,7 +196,7 @@ func TestStoreOutageIsRetriedNotDeadLettered(t *testing.T) {
 	down.Store(false)
 	waitFor(t, "the batch's event", 20*time.Second, func() bool { return len(evs.all()) == 1 })
 	ev := evs.all()[0]
-	if ev.Status != source.StatusSucceeded || ev.BatchID != "b1" {
+	if ev.Status != message.StatusSucceeded || ev.BatchID != "b1" {
 		t.Fatalf("%+v", ev)
 	}
 	waitFor(t, "ready again", 10*time.Second, func() bool { return s.ready() == nil })
@@ -204,7 +206,7 @@ func TestStoreOutageIsRetriedNotDeadLettered(t *testing.T) {
 	if acks := src.acked("b1"); len(acks) != 1 || acks[0] != nil {
 		t.Fatalf("acks %v: want one, nil", acks)
 	}
-	if v := metricValue(s.m.retries.WithLabelValues(depStore)); v < 1 {
+	if v := metricValue(s.m.retries.WithLabelValues(health.Store)); v < 1 {
 		t.Errorf("walkstage_dependency_failures_total{object_store} = %v", v)
 	}
 }
@@ -240,11 +242,11 @@ func TestRejectionAcknowledgedWithItsReason(t *testing.T) {
 	runMem(t, b, src, evs)
 	src.send(t, "bad", `{"version":1,"batch_id":"bad","algorithm":"nope","seeds":[1]}`)
 	waitFor(t, "the ack", 10*time.Second, func() bool { return len(src.acked("bad")) == 1 })
-	var re *source.RejectError
-	if !errors.As(src.acked("bad")[0], &re) || re.Reason != source.ReasonInvalidParameters {
+	var re *message.RejectError
+	if !errors.As(src.acked("bad")[0], &re) || re.Reason != message.ReasonInvalidParameters {
 		t.Fatalf("ack cause %v", src.acked("bad")[0])
 	}
-	if ev := evs.all(); len(ev) != 1 || ev[0].Status != source.StatusRejected {
+	if ev := evs.all(); len(ev) != 1 || ev[0].Status != message.StatusRejected {
 		t.Fatalf("events %+v", ev)
 	}
 }
@@ -298,7 +300,7 @@ func TestRedeliveryAfterSuccessIsReportedNotRewritten(t *testing.T) {
 	src.send(t, "again", body)
 	waitFor(t, "second event", 10*time.Second, func() bool { return len(evs.all()) == 2 })
 	a, c := evs.all()[0], evs.all()[1]
-	if c.Status != source.StatusSucceeded || fmt.Sprint(a.Objects) != fmt.Sprint(c.Objects) || a.Manifest != c.Manifest ||
+	if c.Status != message.StatusSucceeded || fmt.Sprint(a.Objects) != fmt.Sprint(c.Objects) || a.Manifest != c.Manifest ||
 		a.Walks != c.Walks || a.Steps != c.Steps {
 		t.Fatalf("redelivery reported\n%+v\nafter\n%+v", c, a)
 	}
@@ -341,7 +343,7 @@ func TestRedeliveryOfEarlierLayoutIsReported(t *testing.T) {
 	waitFor(t, "second event", 10*time.Second, func() bool { return len(evs.all()) == 2 })
 	a, c := evs.all()[0], evs.all()[1]
 	want := strings.Replace(a.Manifest, "/kind=walks/", "/", 1)
-	if c.Status != source.StatusSucceeded || c.Manifest != want || len(c.Objects) != len(a.Objects) ||
+	if c.Status != message.StatusSucceeded || c.Manifest != want || len(c.Objects) != len(a.Objects) ||
 		c.Objects[0] != strings.Replace(a.Objects[0], "/kind=walks/", "/", 1) {
 		t.Fatalf("redelivery of the earlier layout reported\n%+v\nwant manifest %s", c, want)
 	}
@@ -380,12 +382,12 @@ func TestBatchIDReuseIsAConflict(t *testing.T) {
 	src.send(t, "dup", `{"version":1,"batch_id":"dup","algorithm":"deepwalk","seeds":[4,5],"length":6}`)
 	waitFor(t, "second event", 10*time.Second, func() bool { return len(evs.all()) == 2 })
 	ev := evs.all()[1]
-	if ev.Status != source.StatusRejected || ev.Reason != string(source.ReasonBatchIDConflict) {
+	if ev.Status != message.StatusRejected || ev.Reason != string(message.ReasonBatchIDConflict) {
 		t.Fatalf("%+v", ev)
 	}
 	waitFor(t, "two acks", 5*time.Second, func() bool { return len(src.acked("dup")) == 2 })
-	var re *source.RejectError
-	if acks := src.acked("dup"); acks[0] != nil || !errors.As(acks[1], &re) || re.Reason != source.ReasonBatchIDConflict {
+	var re *message.RejectError
+	if acks := src.acked("dup"); acks[0] != nil || !errors.As(acks[1], &re) || re.Reason != message.ReasonBatchIDConflict {
 		t.Fatalf("acks %v", acks)
 	}
 	if after := snapshot(t, b); fmt.Sprint(after) != fmt.Sprint(before) {

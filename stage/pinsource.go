@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/source"
 )
 
@@ -100,7 +101,7 @@ func (p *pinSource) Next(ctx context.Context) (*source.Delivery, error) {
 
 func (p *pinSource) reject(d *source.Delivery, version string) *source.Delivery {
 	cur := p.gs.serving().g
-	return &source.Delivery{Received: d.Received, Ack: d.Ack, Reject: &source.RejectError{
+	return &source.Delivery{Received: d.Received, Ack: d.Ack, Reject: &message.RejectError{
 		Reason: ReasonGraphVersionUnavailable, BatchID: d.Request.BatchID,
 		Msg: fmt.Sprintf("request is pinned to graph version %s, which did not arrive within %v; this stage serves %s %s",
 			d.Request.GraphVersion, p.wait, cur.Name, version)}}

@@ -3,7 +3,6 @@ package stage
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -19,7 +18,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/message"
+	"github.com/walkstage/walkstage/stage/config"
+	"github.com/walkstage/walkstage/stage/health"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -103,11 +104,11 @@ func TestReadinessHoldsWhileARetryIsStuck(t *testing.T) {
 		name, dep, holder string
 		start             func(t *testing.T) (brokers []string, outURL string, fault *atomic.Bool)
 	}{
-		{"object store refuses writes", depStore, "batch failing", func(t *testing.T) ([]string, string, *atomic.Bool) {
+		{"object store refuses writes", health.Store, "batch failing", func(t *testing.T) ([]string, string, *atomic.Bool) {
 			u, down := writeFaultS3(t)
 			return startKafka(t, 1), u, down
 		}},
-		{"broker refuses the event", depBroker, "publish failing", func(t *testing.T) ([]string, string, *atomic.Bool) {
+		{"broker refuses the event", health.Broker, "publish failing", func(t *testing.T) ([]string, string, *atomic.Bool) {
 			brokers, down := eventFaultKafka(t)
 			u, _ := writeFaultS3(t)
 			return brokers, u, down
@@ -115,7 +116,7 @@ func TestReadinessHoldsWhileARetryIsStuck(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			brokers, outURL, fault := c.start(t)
-			cfg, err := LoadConfig(stageEnviron(brokers, gpath, outURL, "WALKSTAGE_PROBE_INTERVAL=50ms",
+			cfg, err := config.Load(stageEnviron(brokers, gpath, outURL, "WALKSTAGE_PROBE_INTERVAL=50ms",
 				"WALKSTAGE_RETRY_BACKOFF_MIN=50ms", "WALKSTAGE_RETRY_BACKOFF_MAX=300ms", "WALKSTAGE_BROKER_TIMEOUT=3s",
 				"WALKSTAGE_STORE_TIMEOUT=3s"))
 			if err != nil {
@@ -188,11 +189,11 @@ func TestReadinessHoldsWhileARetryIsStuck(t *testing.T) {
 			waitFor(t, "ready after the fault", 30*time.Second, func() bool { code, _ := readyz(); return code == 200 })
 			ectx, ecancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer ecancel()
-			evs, err := obs.events(ectx, func(m map[string][]source.Event) bool { return len(m["stuck"]) > 0 })
+			evs, err := obs.events(ectx, func(m map[string][]message.Event) bool { return len(m["stuck"]) > 0 })
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ev := evs["stuck"][0]; ev.Status != source.StatusSucceeded {
+			if ev := evs["stuck"][0]; ev.Status != message.StatusSucceeded {
 				t.Fatalf("%+v", ev)
 			}
 		})
@@ -224,7 +225,7 @@ func TestReadinessReturnsAfterATransientEngineFailure(t *testing.T) {
 	gpath, _ := testGraph(t, 8)
 	brokers := startKafka(t, 1)
 	outURL, _ := writeFaultS3(t)
-	cfg, err := LoadConfig(stageEnviron(brokers, gpath, outURL, "WALKSTAGE_PROBE_INTERVAL=50ms",
+	cfg, err := config.Load(stageEnviron(brokers, gpath, outURL, "WALKSTAGE_PROBE_INTERVAL=50ms",
 		"WALKSTAGE_RETRY_BACKOFF_MIN=50ms", "WALKSTAGE_RETRY_BACKOFF_MAX=300ms", "WALKSTAGE_METRICS_ADDR="))
 	if err != nil {
 		t.Fatal(err)
@@ -253,66 +254,11 @@ func TestReadinessReturnsAfterATransientEngineFailure(t *testing.T) {
 	produce(t, brokers, "in", request("flaky", map[string]any{"algorithm": "deepwalk", "seeds": []int{1, 2}, "length": 5}))
 	ectx, ecancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer ecancel()
-	if _, err := obs.events(ectx, func(m map[string][]source.Event) bool { return len(m["flaky"]) > 0 }); err != nil {
+	if _, err := obs.events(ectx, func(m map[string][]message.Event) bool { return len(m["flaky"]) > 0 }); err != nil {
 		t.Fatal(err)
 	}
 	if flaky.n.Load() >= 0 {
 		t.Fatal("the engine never failed; the test proves nothing")
 	}
 	waitFor(t, "ready after the engine recovered", 30*time.Second, func() bool { return rt.ready() == nil })
-}
-
-// TestHealthHoldsUntilTheHolderSucceeds: each holder lets go of a
-// dependency only by its own success (or its end), so a passing probe
-// never hides a stuck retry; a probe that passes after failing wakes the
-// retries sleeping out their back-off.
-func TestHealthHoldsUntilTheHolderSucceeds(t *testing.T) {
-	var changes []string
-	h := newHealth(func(dep string, up bool) { changes = append(changes, fmt.Sprintf("%s=%v", dep, up)) })
-	fault := errors.New("503 SlowDown")
-	back := h.recovered(depStore)
-
-	h.fail(depStore, holdProbe, fault)
-	h.fail(depStore, "batch#1", fault)
-	h.fail(depStore, "batch#1", fault)
-	h.ok(depStore, holdProbe)
-	select {
-	case <-back:
-	default:
-		t.Error("the probe passed after failing, but sleeping retries were not woken")
-	}
-	err := h.err()
-	if err == nil || !strings.Contains(err.Error(), "batch failing") || !strings.Contains(err.Error(), "(2 attempts)") ||
-		strings.Contains(err.Error(), "probe") {
-		t.Fatalf("after the probe passed: %v", err)
-	}
-	if d := h.ok(depStore, "batch#2"); d != 0 || h.err() == nil {
-		t.Fatal("another holder's success let go of batch#1's hold")
-	}
-	h.fail(depBroker, "publish#3", fault)
-	h.release("publish#3")
-	if d := h.ok(depStore, "batch#1"); d <= 0 || h.err() != nil {
-		t.Fatalf("all holders gone: outage %v, err %v", d, h.err())
-	}
-	if got := strings.Join(changes, " "); got != "object_store=false broker=false broker=true object_store=true" {
-		t.Errorf("changes %s", got)
-	}
-	// A probe that passes without having failed wakes nobody.
-	back = h.recovered(depStore)
-	h.fail(depStore, "batch#4", fault)
-	h.ok(depStore, holdProbe)
-	select {
-	case <-back:
-		t.Error("woken without a recovery")
-	default:
-	}
-	// A batch that failed on the engine, then found it broken, leaves it
-	// down when it lets go.
-	changes = nil
-	h.fail(depEngine, "batch#5", fault)
-	h.breakEngine(errors.New("illegal address"))
-	h.release("batch#5")
-	if got := strings.Join(changes, " "); strings.Contains(got, "engine=true") || h.err() == nil {
-		t.Errorf("broken engine: changes %q, err %v", got, h.err())
-	}
 }

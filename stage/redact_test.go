@@ -3,20 +3,15 @@ package stage
 import (
 	"bytes"
 	"context"
-	"errors"
-	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/message"
+	"github.com/walkstage/walkstage/stage/config"
 )
 
 // lockedBuffer is the log output the recording handler writes to.
@@ -46,7 +41,7 @@ func recordingLogger() (*slog.Logger, *lockedBuffer) {
 const secretPass = "Pa55-w0rd-not-for-logs"
 
 // TestStageStartNeverLogsURLCredentials starts the stage the way `walkstage
-// run` does (LoadConfig, FromConfig, Run) with a password in the userinfo
+// run` does (config.Load, FromConfig, Run) with a password in the userinfo
 // of WALKSTAGE_GRAPH and WALKSTAGE_OUTPUT_URL, walks one batch and stops;
 // the password is in none of the records a caller's own log handler got,
 // nor in what Describe prints for `run --check`.
@@ -67,7 +62,7 @@ func TestStageStartNeverLogsURLCredentials(t *testing.T) {
 	query := strings.TrimPrefix(outURL, "s3://walks")
 	graphURL := "s3://alice:" + secretPass + "@walks/graphs/g.wsg" + query
 	credOutURL := "s3://bob:" + secretPass + "@walks" + query
-	c, err := LoadConfig(stageEnviron(brokers, graphURL, credOutURL, "WALKSTAGE_LOG_LEVEL=debug"))
+	c, err := config.Load(stageEnviron(brokers, graphURL, credOutURL, "WALKSTAGE_LOG_LEVEL=debug"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +80,7 @@ func TestStageStartNeverLogsURLCredentials(t *testing.T) {
 	produce(t, brokers, "in", request("r1", map[string]any{"algorithm": "deepwalk", "seeds": []int{1, 2}, "length": 4}))
 	ectx, ecancel := context.WithTimeout(ctx, 30*time.Second)
 	defer ecancel()
-	if _, err := obs.events(ectx, func(m map[string][]source.Event) bool { return len(m["r1"]) > 0 }); err != nil {
+	if _, err := obs.events(ectx, func(m map[string][]message.Event) bool { return len(m["r1"]) > 0 }); err != nil {
 		t.Fatal(err)
 	}
 	cancel()
@@ -101,7 +96,7 @@ func TestStageStartNeverLogsURLCredentials(t *testing.T) {
 	if !strings.Contains(out, "alice:xxxxx@walks") {
 		t.Errorf("the graph URL was not logged (redacted) at all; the test proves nothing:\n%s", out)
 	}
-	for _, v := range Describe(c) {
+	for _, v := range config.Describe(c) {
 		if strings.Contains(v.Value, secretPass) {
 			t.Errorf("Describe: %s=%s", v.Name, v.Value)
 		}
@@ -143,26 +138,5 @@ func TestFailedStartNeverReportsURLCredentials(t *testing.T) {
 				t.Errorf("logs:\n%s", logs)
 			}
 		})
-	}
-}
-
-// TestProbeBodiesMaskURLCredentials: /readyz and /healthz say why they
-// fail to whoever reaches the port; a reason quoting a URL (a catalog, a
-// store endpoint) has its credentials masked there as well.
-func TestProbeBodiesMaskURLCredentials(t *testing.T) {
-	why := errors.New("graph s3://alice:" + secretPass + "@graphs/CURRENT?X-Amz-Signature=" + secretPass + ": 503")
-	srv := httptest.NewServer(probeHandler(prometheus.NewRegistry(), func() error { return why }, func() error { return why }))
-	defer srv.Close()
-	for _, p := range []string{"/readyz", "/healthz"} {
-		resp, err := http.Get(srv.URL + p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusServiceUnavailable || strings.Contains(string(body), secretPass) ||
-			!strings.Contains(string(body), "alice:xxxxx@graphs") {
-			t.Errorf("%s: %d %q", p, resp.StatusCode, body)
-		}
 	}
 }

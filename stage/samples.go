@@ -13,22 +13,23 @@ import (
 	"time"
 
 	"github.com/walkstage/walkstage/graphsample"
-	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/internal/turns"
+	"github.com/walkstage/walkstage/message"
 )
 
 // sample runs one sampling batch against v's graph and writes its rows,
-// in waves of instances of about source.SampleWaveEdges edges.
+// in waves of instances of about message.SampleWaveEdges edges.
 // The seeds are those bound to v's graph (rebind); seeds that no longer
 // form whole frontier sets reject the batch. Like countVisits, an error of
 // the sampling is the batch's vErr, a write error its wErr, and b.written
 // is closed on return.
-func (s *Stage) sample(ctx context.Context, b *batch, v *served, turn *heldTurn) {
+func (s *Stage) sample(ctx context.Context, b *batch, v *served, turn *turns.Held) {
 	defer close(b.written)
 	sp := b.req.Sample
 	p := sp.Params
 	per := p.SeedsPerInstance()
 	if len(b.req.Starts)%per != 0 {
-		b.vErr = &source.RejectError{Reason: source.ReasonInvalidParameters, BatchID: b.req.BatchID,
+		b.vErr = &message.RejectError{Reason: message.ReasonInvalidParameters, BatchID: b.req.BatchID,
 			Msg: fmt.Sprintf("graph version %s: %d known seeds are not whole sets of frontier_size %d", v.g.Version, len(b.req.Starts), per)}
 		return
 	}
@@ -38,13 +39,13 @@ func (s *Stage) sample(ctx context.Context, b *batch, v *served, turn *heldTurn)
 	var wave int
 	var waveEdges int64
 	for lo := 0; lo < n; lo += wave {
-		wave = source.SampleWave(p, source.SampleWaveEdges, n-lo, wave, waveEdges)
+		wave = message.SampleWave(p, message.SampleWaveEdges, n-lo, wave, waveEdges)
 		hi := lo + wave
-		turn.lock() // each wave a turn: queued micro-batches walk between waves
+		turn.Lock() // each wave a turn: queued micro-batches walk between waves
 		t0 := time.Now()
 		edges, ws, err := graphsample.SampleRangeOn(ctx, v.e, v.g, p, b.req.Starts, lo, hi-lo, 0)
 		d += time.Since(t0)
-		s.turns.done()
+		s.turns.Done()
 		if err != nil {
 			b.vErr = fmt.Errorf("sample: %w", err)
 			return

@@ -14,18 +14,18 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/graphsample"
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/sink/output"
-	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/store"
-	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 )
 
 // deviceCPU is a graphsample.DeviceSampler backed by the CPU engine: it takes
 // neighbour sampling without replacement, as the GPU engine does, and
 // samples one instance a call, so what reached it shows in instances.
 type deviceCPU struct {
-	*walk.CPU
+	*cpu.Engine
 	g         *graph.Graph
 	instances atomic.Int64
 }
@@ -58,11 +58,11 @@ func (d *deviceCPU) SampleRangeOnDevice(ctx context.Context, p graphsample.Sampl
 func TestStageSamplesOnTheDevice(t *testing.T) {
 	ctx := context.Background()
 	_, g := testGraphCached(t)
-	cpu, err := walk.NewCPU(g, walk.WithWorkers(1))
+	cpu, err := cpu.New(g, cpu.WithWorkers(1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev := &deviceCPU{CPU: cpu, g: g}
+	dev := &deviceCPU{Engine: cpu, g: g}
 	dir := t.TempDir()
 	bucket, err := store.OpenBucket(ctx, "file://"+dir)
 	if err != nil {
@@ -99,11 +99,11 @@ func TestStageSamplesOnTheDevice(t *testing.T) {
 		"layer": {"algorithm": "layer", "layer_sizes": []int{5, 8}, "seeds": seeds[:4]},
 	}
 	wantEngine := map[string]string{"nbr": "gpu", "nbr-w": "gpu", "nbr-r": "cpu", "layer": "cpu"}
-	reqs := map[string]*source.Request{}
+	reqs := map[string]*message.Request{}
 	for id, body := range bodies {
 		body["version"], body["batch_id"] = 1, id
 		v, _ := json.Marshal(body)
-		r, err := source.DecodeRequest([]byte(id), v, g, source.DefaultLimits())
+		r, err := message.DecodeRequest([]byte(id), v, g, message.DefaultLimits())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +114,7 @@ func TestStageSamplesOnTheDevice(t *testing.T) {
 	var onDevice int64
 	for _, ev := range evs.all() {
 		r := reqs[ev.BatchID]
-		if ev.Status != source.StatusSucceeded {
+		if ev.Status != message.StatusSucceeded {
 			t.Fatalf("%s: %s %s", ev.BatchID, ev.Status, ev.Error)
 		}
 		if ev.Engine != wantEngine[ev.BatchID] {

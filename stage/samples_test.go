@@ -13,8 +13,8 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/walkstage/walkstage/graphsample"
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/sink"
-	"github.com/walkstage/walkstage/source"
 )
 
 // TestStageSamples sends sampling requests through the stage (kfake over
@@ -54,25 +54,25 @@ func TestStageSamples(t *testing.T) {
 	produce(t, brokers, "in", msgs...)
 	obs := newObserver(brokers, "out")
 	defer obs.Close()
-	events, err := obs.events(ctx, func(m map[string][]source.Event) bool { return len(m) == 6 })
+	events, err := obs.events(ctx, func(m map[string][]message.Event) bool { return len(m) == 6 })
 	if err != nil {
 		t.Fatalf("events: %v (%d of 6)", err, len(events))
 	}
-	if ev := events["nbr-bad"][0]; ev.Status != source.StatusRejected || ev.Reason != string(source.ReasonInvalidParameters) ||
+	if ev := events["nbr-bad"][0]; ev.Status != message.StatusRejected || ev.Reason != string(message.ReasonInvalidParameters) ||
 		!strings.Contains(ev.Error, "fanouts is required") {
 		t.Errorf("nbr-bad: %+v", ev)
 	}
-	if ev := events["walks-1"][0]; ev.Status != source.StatusSucceeded || ev.Walks != 10 {
+	if ev := events["walks-1"][0]; ev.Status != message.StatusSucceeded || ev.Walks != 10 {
 		t.Errorf("walks-1 beside samples: %+v", ev)
 	}
 	for id, body := range bodies {
 		ev := events[id][0]
-		if ev.Status != source.StatusSucceeded {
+		if ev.Status != message.StatusSucceeded {
 			t.Fatalf("%s: %s %s", id, ev.Status, ev.Error)
 		}
 		req := body
 		req["version"], req["batch_id"] = 1, id
-		r, err := source.DecodeRequest([]byte(id), request(id, req).Value, g, source.DefaultLimits())
+		r, err := message.DecodeRequest([]byte(id), request(id, req).Value, g, message.DefaultLimits())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +126,7 @@ func TestStageSamples(t *testing.T) {
 	}
 	// A resubmission is answered from the manifest: same objects.
 	produce(t, brokers, "in", request("nbr-1", bodies["nbr-1"]))
-	events2, err := obs.events(ctx, func(m map[string][]source.Event) bool { return len(m["nbr-1"]) == 1 })
+	events2, err := obs.events(ctx, func(m map[string][]message.Event) bool { return len(m["nbr-1"]) == 1 })
 	if err != nil {
 		t.Fatal(err)
 	}

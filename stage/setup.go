@@ -7,12 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/url"
-	"os"
-	"path"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -21,91 +16,19 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"gocloud.dev/blob"
 
+	"github.com/walkstage/walkstage/catalog"
 	"github.com/walkstage/walkstage/engines"
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/icetable"
-	"github.com/walkstage/walkstage/internal/logkeys"
 	"github.com/walkstage/walkstage/internal/redact"
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/stage/config"
+	"github.com/walkstage/walkstage/stage/health"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/tracing"
 )
-
-// NewLogger builds the slog logger the configuration asks for. Every
-// record passes through redact, as configured URLs (and errors quoting
-// them) carry credentials.
-func NewLogger(c Config, w io.Writer) *slog.Logger {
-	lvl, err := parseLogLevel(c.LogLevel)
-	if err != nil {
-		lvl = slog.LevelInfo
-	}
-	ho := &slog.HandlerOptions{Level: lvl, ReplaceAttr: logkeys.Seconds}
-	if c.LogFormat == "text" {
-		return slog.New(redact.Handler(slog.NewTextHandler(w, ho)))
-	}
-	return slog.New(redact.Handler(slog.NewJSONHandler(w, ho)))
-}
-
-// loadGraph loads a walkstage graph file from a local path or an object URL
-// (s3://bucket/key?region=..., gs://bucket/key, file:///path). Remote graphs
-// are downloaded into dir (the system temporary directory when empty) and
-// memory-mapped; the file is unlinked once mapped.
-func loadGraph(ctx context.Context, location, dir string) (*graph.Graph, error) {
-	if g, ok, err := loadFromCatalog(ctx, location, dir); ok { // a catalog pointer (graphs.go)
-		return g, err
-	}
-	u, err := url.Parse(location)
-	if err != nil || u.Scheme == "" || len(u.Scheme) == 1 { // "C:\..." is a path
-		return graph.Load(location)
-	}
-	if u.Scheme == "file" {
-		return graph.Load(u.Path)
-	}
-	location = redact.String(location) // for the messages below; u is what is opened
-	key := strings.TrimPrefix(u.Path, "/")
-	if key == "" {
-		return nil, fmt.Errorf("graph URL %q names a bucket, not an object", location)
-	}
-	bu := *u
-	bu.Path = ""
-	b, err := store.OpenBucket(ctx, bu.String())
-	if err != nil {
-		return nil, fmt.Errorf("graph %s: %w", location, err)
-	}
-	defer b.Close()
-	r, err := b.NewReader(ctx, key, nil)
-	if err != nil {
-		return nil, fmt.Errorf("graph %s: %w", location, err)
-	}
-	defer r.Close()
-	f, err := os.CreateTemp(dir, "walkstage-graph-*-"+path.Base(key))
-	if err != nil {
-		return nil, fmt.Errorf("graph %s: download: %w", location, err)
-	}
-	defer os.Remove(f.Name()) // the mapping keeps the data alive on Unix
-	if _, err := io.Copy(f, r); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("graph %s: download to %s: %w", location, f.Name(), err)
-	}
-	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("graph %s: download to %s: %w", location, f.Name(), err)
-	}
-	g, err := graph.Load(f.Name())
-	if err != nil {
-		return nil, fmt.Errorf("graph %s: %w", location, err)
-	}
-	return g, nil
-}
-
-// engineSettings are c's engine settings.
-func engineSettings(c Config) engines.Settings {
-	gpus, _ := engines.ParseGPUs(c.GPUs)              // validated by LoadConfig
-	part, _ := engines.ParsePartition(c.GPUPartition) // likewise
-	return engines.Settings{Workers: c.CPUWorkers, FusedTableBytes: c.CPUFusedTableBytes,
-		EagerLabelTables: c.CPULabelTables == "eager", GPUMemoryLimit: c.GPUMemoryLimit, GPUs: gpus,
-		GPUPartition: part, GPULentChunks: c.GPULendChunks, GPUBatchSlots: c.GPUBatchSlots}
-}
 
 // Runtime is a Stage with the resources FromConfig opened for it.
 type Runtime struct {
@@ -126,13 +49,13 @@ func (r *Runtime) Close() error {
 
 // FromConfig loads the graph, builds the engine, joins the consumer group
 // and opens the producers and the bucket. version is recorded in outputs.
-func FromConfig(ctx context.Context, c Config, log *slog.Logger, version string) (*Runtime, error) {
+func FromConfig(ctx context.Context, c config.Config, log *slog.Logger, version string) (*Runtime, error) {
 	return fromConfig(ctx, c, log, version, nil, nil, nil)
 }
 
 // fromConfig is FromConfig with an already bound metrics listener and
 // registry (nil: none yet).
-func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string, ln net.Listener, reg *prometheus.Registry, tracer trace.Tracer) (_ *Runtime, err error) {
+func fromConfig(ctx context.Context, c config.Config, log *slog.Logger, version string, ln net.Listener, reg *prometheus.Registry, tracer trace.Tracer) (_ *Runtime, err error) {
 	// The caller's logger may be any handler (tests, embedders): the
 	// configured URLs reach it below and through every component.
 	log = redact.Logger(log)
@@ -144,7 +67,7 @@ func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string,
 		}
 	}()
 	log.Info("loading graph", "graph", redact.String(c.Graph))
-	g, err := loadGraph(ctx, c.Graph, c.GraphDownloadDir)
+	g, err := catalog.LoadGraph(ctx, c.Graph, c.GraphDownloadDir)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +76,7 @@ func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string,
 	log.Info("graph loaded", "graph", g.Name, "version", g.Version, "vertices", g.NumVertices(), "edges", g.NumEdges(),
 		"weighted", g.Weighted(), "labels", g.NumLabels)
 
-	eng, err := engines.New(g, c.Engine, engineSettings(c), log)
+	eng, err := engines.New(g, c.Engine, c.EngineSettings(), log)
 	if err != nil {
 		return nil, err
 	}
@@ -224,17 +147,17 @@ func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string,
 		MicroBatchMaxRequests: c.MicroBatchMaxRequests, MaxRequestCost: c.MaxRequestCost, MicroBatchMaxCost: batchCost, QueueDepth: c.QueueDepth, MaxInFlight: c.MaxInFlight,
 		ChunkBuffer: c.ChunkBuffer, EncodeThreads: c.EncodeThreads, ShutdownTimeout: c.ShutdownTimeout,
 		RetryBackoffMin: c.RetryBackoffMin, RetryBackoffMax: c.RetryBackoffMax, ProbeInterval: c.ProbeInterval, ProbeTimeout: c.ProbeTimeout,
-		Probes:      []Probe{{Name: depBroker, Check: cons.CheckTopics}, {Name: depStore, Check: storeProbe(bucket, c.OutputURL)}},
+		Probes:      []health.Probe{{Name: health.Broker, Check: cons.CheckTopics}, {Name: health.Store, Check: storeProbe(bucket, c.OutputURL)}},
 		MetricsAddr: c.MetricsAddr, Listener: ln, Joined: cons.Joined, Lag: cons.Lag,
 		Consuming: cons.Consuming, UnassignedPartitions: cons.UnassignedPartitions, LogResets: cons.LogResets, Registry: reg, Logger: log, Version: version, Tracer: tracer, Tables: tables})
 	if err != nil {
 		return nil, err
 	}
 	if topicsErr != nil {
-		s.health.fail(depBroker, holdProbe, topicsErr)
+		s.health.Down(health.Broker, health.ProbeHolder, topicsErr)
 	}
 	if storeErr != nil {
-		s.health.fail(depStore, holdProbe, storeErr)
+		s.health.Down(health.Store, health.ProbeHolder, storeErr)
 	}
 	rt.Stage = s
 	if err := rt.followGraph(ctx, c, log); err != nil {
@@ -244,7 +167,7 @@ func fromConfig(ctx context.Context, c Config, log *slog.Logger, version string,
 }
 
 // kafkaOptions are the broker connection settings of c.
-func kafkaOptions(c Config) (source.KafkaOptions, error) {
+func kafkaOptions(c config.Config) (source.KafkaOptions, error) {
 	ko := source.KafkaOptions{Brokers: c.Brokers, ClientID: c.ClientID, SASLMechanism: c.SASLMechanism,
 		SASLUsername: c.SASLUsername, SASLPassword: c.SASLPassword}
 	if c.TLS || c.TLSCAFile != "" || c.TLSCertFile != "" || c.TLSInsecureSkipVerify {
@@ -259,7 +182,7 @@ func kafkaOptions(c Config) (source.KafkaOptions, error) {
 // openOutput opens the output bucket (closed with rt) and checks it. A
 // store that does not answer is no error here: storeErr says so, and the
 // stage starts not ready.
-func (rt *Runtime) openOutput(ctx context.Context, c Config, log *slog.Logger) (_ *blob.Bucket, storeErr, err error) {
+func (rt *Runtime) openOutput(ctx context.Context, c config.Config, log *slog.Logger) (_ *blob.Bucket, storeErr, err error) {
 	bucket, err := store.OpenBucket(ctx, c.OutputURL)
 	if err != nil {
 		return nil, nil, err
@@ -282,11 +205,11 @@ func (rt *Runtime) openOutput(ctx context.Context, c Config, log *slog.Logger) (
 }
 
 // consumerConfig is the input consumer's configuration from c.
-func consumerConfig(c Config, ko source.KafkaOptions, g *graph.Graph, log *slog.Logger) source.ConsumerConfig {
+func consumerConfig(c config.Config, ko source.KafkaOptions, g *graph.Graph, log *slog.Logger) source.ConsumerConfig {
 	return source.ConsumerConfig{Kafka: ko, Topic: c.InputTopic, Group: c.Group, DLQTopic: c.DLQTopic,
 		OutputTopic: c.OutputTopic, CallTimeout: c.BrokerTimeout,
 		SessionTimeout: c.SessionTimeout, RebalanceTimeout: c.RebalanceTimeout, Graph: g, Logger: log,
-		Limits: source.Limits{MaxMessageBytes: c.MaxMessageBytes, MaxSeeds: c.MaxSeeds, MaxWalkLength: c.MaxWalkLength,
+		Limits: message.Limits{MaxMessageBytes: c.MaxMessageBytes, MaxSeeds: c.MaxSeeds, MaxWalkLength: c.MaxWalkLength,
 			MaxWalksPerSeed: c.MaxWalksPerSeed, MaxWalksPerBatch: c.MaxWalksPerBatch, SkipUnknown: c.UnknownVertices == "skip",
 			MaxTopK: c.MaxTopK, MaxStepsPerQuery: int64(c.MaxStepsPerQuery), MaxStepsPerBatch: c.MaxStepsPerBatch,
 			MaxFanout: c.MaxFanout, MaxSampleVertices: c.MaxSampleVertices, MaxSampledEdges: c.MaxSampledEdges}}
@@ -343,11 +266,11 @@ func storeProbe(b *blob.Bucket, bucketURL string) func(context.Context) error {
 // until ctx is cancelled (SIGTERM), then shut down gracefully.
 func Main(ctx context.Context, environ []string, logw io.Writer, version string) (err error) {
 	defer func() { err = redact.Error(err) }()
-	c, err := LoadConfig(environ)
+	c, err := config.Load(environ)
 	if err != nil {
 		return err
 	}
-	log := NewLogger(c, logw)
+	log := config.NewLogger(c, logw)
 	tp, err := tracing.FromEnv(ctx, environ, version)
 	if err != nil {
 		return err
@@ -373,7 +296,7 @@ func Main(ctx context.Context, environ []string, logw io.Writer, version string)
 			return fmt.Errorf("listen on %s: %w", c.MetricsAddr, err)
 		}
 		loading := func() error { return errors.New("loading the graph and joining the group") }
-		stopEarly := serveUntilHandoff(ln, probeHandler(reg, loading, func() error { return nil }))
+		stopEarly := health.ServeUntilHandoff(ln, health.Handler(reg, loading, func() error { return nil }))
 		defer stopEarly() // idempotent; normally called below
 		rt, err := fromConfig(ctx, c, log, version, ln, reg, tracer)
 		stopEarly()
@@ -390,7 +313,7 @@ func Main(ctx context.Context, environ []string, logw io.Writer, version string)
 	return runRuntime(ctx, rt, c, log)
 }
 
-func runRuntime(ctx context.Context, rt *Runtime, c Config, log *slog.Logger) error {
+func runRuntime(ctx context.Context, rt *Runtime, c config.Config, log *slog.Logger) error {
 	defer rt.Close()
 	log.Info("stage running", "input", c.InputTopic, "output", c.OutputTopic, "group", c.Group, "metrics", c.MetricsAddr)
 	if err := rt.Run(ctx); err != nil {
@@ -405,40 +328,4 @@ func newRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return reg
-}
-
-// keepOpen hands a listener to a server that may not close it.
-type keepOpen struct{ net.Listener }
-
-func (keepOpen) Close() error { return nil }
-
-// serveUntilHandoff serves h on ln until the returned stop is called; stop
-// returns once that server no longer accepts, leaving ln open for the next.
-// (Shutdown cannot interrupt an Accept without closing the socket, so an
-// expired deadline does.)
-func serveUntilHandoff(ln net.Listener, h http.Handler) (stop func()) {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	served := make(chan struct{})
-	go func() {
-		srv.Serve(keepOpen{ln})
-		close(served)
-	}()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			// Expire Accept first: Shutdown waits for Serve to leave it.
-			// Serve retries the timeouts until Shutdown marks it closing.
-			tl, _ := ln.(*net.TCPListener)
-			if tl != nil {
-				tl.SetDeadline(time.Unix(1, 0))
-			}
-			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			srv.Shutdown(sctx)
-			if tl != nil {
-				<-served
-				tl.SetDeadline(time.Time{})
-			}
-		})
-	}
 }

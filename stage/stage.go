@@ -18,9 +18,12 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/internal/turns"
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/stage/health"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -33,7 +36,7 @@ type Deliveries interface {
 // Publisher writes completion events; Publish returns once the event is
 // durable. *source.Publisher implements it.
 type Publisher interface {
-	Publish(ctx context.Context, ev source.Event) error
+	Publish(ctx context.Context, ev message.Event) error
 }
 
 // Options assemble a Stage from its parts; FromConfig builds them from the
@@ -74,7 +77,7 @@ type Options struct {
 	// Probes check the dependencies every ProbeInterval, each within
 	// ProbeTimeout; a failure marks the stage not ready and pauses fetching
 	// until the probe passes again.
-	Probes        []Probe
+	Probes        []health.Probe
 	ProbeInterval time.Duration
 	ProbeTimeout  time.Duration
 	// ShutdownTimeout bounds how long in-flight batches may take once ctx
@@ -180,10 +183,10 @@ type Stage struct {
 	// batch's writer to the next (sink.Buffers).
 	buffers *sink.Buffers
 
-	turns    *engineTurns // one engine run at a time, in the order asked (turns.go)
+	turns    *turns.Line // one engine run at a time, in the order asked (internal/turns)
 	finishes sync.WaitGroup
 	draining atomic.Bool
-	health   *health
+	health   *health.Tracker
 	ln       net.Listener
 
 	// active maps the batch ids this replica holds (queued to acked) to a
@@ -200,7 +203,7 @@ type Stage struct {
 // batch is one request on its way through the stage.
 type batch struct {
 	d        *source.Delivery
-	req      *source.Request
+	req      *message.Request
 	walks    int
 	queuedAt time.Time // = fetched
 	// cost is the request's estimated engine cost (walk.CostModel) on the
@@ -246,6 +249,9 @@ type batch struct {
 	span trace.Span
 }
 
+// holder is the name b's attempts hold dependencies down by.
+func (b *batch) holder() string { return fmt.Sprintf("batch#%p", b) }
+
 // New checks the options and registers the metrics.
 func New(o Options) (*Stage, error) {
 	if err := o.defaults(); err != nil {
@@ -258,22 +264,24 @@ func New(o Options) (*Stage, error) {
 		slots:      make(chan struct{}, o.MaxInFlight),
 		tableSlots: make(chan struct{}, tableWaitBatches(o.MaxInFlight)),
 		buffers:    sink.NewBuffers(o.EncodeThreads),
-		turns:      newEngineTurns(),
+		turns:      turns.NewLine(),
 		active:     map[string]chan struct{}{},
 		tracer:     o.Tracer,
 	}
 	if s.tracer == nil {
 		s.tracer = noop.NewTracerProvider().Tracer(TracerName)
 	}
-	s.health = newHealth(func(dep string, up bool) {
-		if s.m != nil {
-			v := 0.0
-			if up {
-				v = 1
+	s.health = health.New(health.Options{Logger: o.Logger, RetryBackoffMin: o.RetryBackoffMin, RetryBackoffMax: o.RetryBackoffMax,
+		OnChange: func(dep string, up bool) {
+			if s.m != nil {
+				v := 0.0
+				if up {
+					v = 1
+				}
+				s.m.depUp.WithLabelValues(dep).Set(v)
 			}
-			s.m.depUp.WithLabelValues(dep).Set(v)
-		}
-	})
+		},
+		OnFailure: func(dep string) { s.m.retries.WithLabelValues(dep).Inc() }})
 	m, err := newMetrics(o.Registry, s)
 	if err != nil {
 		return nil, err
@@ -359,7 +367,7 @@ func (s *Stage) Run(ctx context.Context) error {
 	if len(s.o.Probes) > 0 {
 		probeCtx, stopProbes := context.WithCancel(workCtx)
 		g.add("probes", func() error {
-			s.probeLoop(probeCtx)
+			s.health.RunProbes(probeCtx, s.o.Probes, s.o.ProbeInterval, s.o.ProbeTimeout)
 			return nil
 		}, stopProbes)
 	}

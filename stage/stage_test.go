@@ -12,10 +12,11 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/sink"
-	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 )
 
 func counterValue(t *testing.T, rt *Runtime, name string) float64 {
@@ -41,11 +42,11 @@ func counterValue(t *testing.T, rt *Runtime, name string) float64 {
 // returning the parts' bytes: what any correct run of req must produce.
 func referenceParts(t *testing.T, ctx context.Context, b *blob.Bucket, g *graph.Graph, id, body string) [][]byte {
 	t.Helper()
-	req, err := source.DecodeRequest([]byte(id), []byte(body), g, source.DefaultLimits())
+	req, err := message.DecodeRequest([]byte(id), []byte(body), g, message.DefaultLimits())
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, _ := walk.NewCPU(g)
+	eng, _ := cpu.New(g)
 	w, err := sink.NewBatchWriter(ctx, b, "ref-"+id, sink.BatchMeta{BatchID: req.BatchID, Algorithm: req.Algorithm,
 		Seed: req.RNGSeed, Engine: "cpu", WalkstageVersion: "test", Walks: int64(req.NumWalks())}, g,
 		sink.WithMemoryLimit(128<<20))
@@ -101,7 +102,7 @@ func TestMicroBatchingSharesLaunchesAndKeepsOutput(t *testing.T) {
 		msgs = append(msgs, requestRaw(id, bodies[id]))
 	}
 	produce(t, brokers, "in", msgs...)
-	events, err := obs.events(ctx, func(m map[string][]source.Event) bool { return len(m) == n })
+	events, err := obs.events(ctx, func(m map[string][]message.Event) bool { return len(m) == n })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestMicroBatchingSharesLaunchesAndKeepsOutput(t *testing.T) {
 	defer bucket.Close()
 	for id, evs := range events {
 		ev := evs[0]
-		if ev.Status != source.StatusSucceeded {
+		if ev.Status != message.StatusSucceeded {
 			t.Fatalf("%s: %+v", id, ev)
 		}
 		ref := referenceParts(t, ctx, bucket, g, id, bodies[id])
@@ -171,7 +172,7 @@ func TestGracefulShutdown(t *testing.T) {
 	if got := counterValue(t, rt, "walkstage_batches_total"); got != 1 {
 		t.Fatalf("after a graceful stop %v batches finished, want the in-flight one", got)
 	}
-	if _, err := obs.events(ctx, func(m map[string][]source.Event) bool { return len(m["drain-1"]) > 0 }); err != nil {
+	if _, err := obs.events(ctx, func(m map[string][]message.Event) bool { return len(m["drain-1"]) > 0 }); err != nil {
 		t.Fatal(err)
 	}
 
@@ -186,11 +187,11 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Fatalf("with a 1ms deadline %v batches finished", got)
 	}
 	runStage(t, stageEnviron(brokers, gpath, outURL, "WALKSTAGE_METRICS_ADDR="))
-	events, err := obs.events(ctx, func(m map[string][]source.Event) bool { return len(m["abandon-1"]) > 0 })
+	events, err := obs.events(ctx, func(m map[string][]message.Event) bool { return len(m["abandon-1"]) > 0 })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev := events["abandon-1"][0]; ev.Status != source.StatusSucceeded {
+	if ev := events["abandon-1"][0]; ev.Status != message.StatusSucceeded {
 		t.Fatalf("%+v", ev)
 	}
 	if len(events["drain-1"]) != 0 {
@@ -226,12 +227,12 @@ func TestRedeliveryWhileInFlightIsSerialised(t *testing.T) {
 	defer obs.Close()
 	body := `{"version":1,"batch_id":"twice","algorithm":"deepwalk","walks_per_seed":20,"seed_range":{"first":0,"count":4000}}`
 	produce(t, brokers, "in", requestRaw("twice", body), requestRaw("twice", body))
-	events, err := obs.events(ctx, func(m map[string][]source.Event) bool { return len(m["twice"]) == 2 })
+	events, err := obs.events(ctx, func(m map[string][]message.Event) bool { return len(m["twice"]) == 2 })
 	if err != nil {
 		t.Fatal(err)
 	}
 	a, b := events["twice"][0], events["twice"][1]
-	if a.Status != source.StatusSucceeded || b.Status != source.StatusSucceeded || fmt.Sprint(a.Objects) != fmt.Sprint(b.Objects) {
+	if a.Status != message.StatusSucceeded || b.Status != message.StatusSucceeded || fmt.Sprint(a.Objects) != fmt.Sprint(b.Objects) {
 		t.Fatalf("%+v\n%+v", a, b)
 	}
 	// The second copy waits for the first, then finds its output complete

@@ -16,9 +16,9 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/icetable"
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/sink/output"
-	"github.com/walkstage/walkstage/source"
 )
 
 // stringGraphFile writes a graph with string ids: an R-MAT graph's vertices
@@ -115,22 +115,22 @@ func TestStageStringIDs(t *testing.T) {
 		request("bad-unknown", map[string]any{"algorithm": "deepwalk", "seeds": []string{"nobody", "nor-me"}}),
 	}
 	produce(t, brokers, "in", msgs...)
-	rejects := map[string]source.Reason{"bad-number": source.ReasonInvalidParameters, "bad-empty": source.ReasonInvalidParameters,
-		"bad-long": source.ReasonInvalidParameters, "bad-range": source.ReasonInvalidParameters, "bad-unknown": source.ReasonUnknownVertices}
+	rejects := map[string]message.Reason{"bad-number": message.ReasonInvalidParameters, "bad-empty": message.ReasonInvalidParameters,
+		"bad-long": message.ReasonInvalidParameters, "bad-range": message.ReasonInvalidParameters, "bad-unknown": message.ReasonUnknownVertices}
 	obs := newObserver(brokers, "out")
 	defer obs.Close()
-	events, err := obs.events(ctx, func(m map[string][]source.Event) bool { return len(m) == len(msgs) })
+	events, err := obs.events(ctx, func(m map[string][]message.Event) bool { return len(m) == len(msgs) })
 	if err != nil {
 		t.Fatalf("events (%d of %d): %v", len(events), len(msgs), err)
 	}
 	for id, reason := range rejects {
-		if ev := events[id][0]; ev.Status != source.StatusRejected || ev.Reason != string(reason) {
+		if ev := events[id][0]; ev.Status != message.StatusRejected || ev.Reason != string(reason) {
 			t.Errorf("%s: %s/%s %s, want rejected/%s", id, ev.Status, ev.Reason, ev.Error, reason)
 		}
 	}
 	manifest := func(id string) *output.Manifest {
 		ev := events[id][0]
-		if ev.Status != source.StatusSucceeded {
+		if ev.Status != message.StatusSucceeded {
 			t.Fatalf("%s: %s %s %s", id, ev.Status, ev.Reason, ev.Error)
 		}
 		man, err := output.ReadManifest(ctx, bucket, strings.TrimPrefix(ev.Manifest, "s3://walks/"))
@@ -219,12 +219,12 @@ func TestTablesOfStringIDs(t *testing.T) {
 		request("tss", map[string]any{"algorithm": "neighbor", "fanouts": []int{2}, "seeds": seeds}))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	events, err := obs.events(ctx, func(m map[string][]source.Event) bool { return len(m) >= 3 })
+	events, err := obs.events(ctx, func(m map[string][]message.Event) bool { return len(m) >= 3 })
 	if err != nil {
 		t.Fatal(err)
 	}
 	for id, ev := range events {
-		if ev[0].Status != source.StatusSucceeded {
+		if ev[0].Status != message.StatusSucceeded {
 			t.Fatalf("%s: %s %s %s", id, ev[0].Status, ev[0].Reason, ev[0].Error)
 		}
 	}

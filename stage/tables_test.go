@@ -10,7 +10,8 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/walkstage/walkstage/icetable"
-	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/message"
+	"github.com/walkstage/walkstage/stage/config"
 )
 
 // TestTablesHoldEveryBatchOnce: with WALKSTAGE_TABLE_CATALOG set, every
@@ -39,19 +40,19 @@ func TestTablesHoldEveryBatchOnce(t *testing.T) {
 	produce(t, brokers, "in", msgs...)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	events, err := obs.events(ctx, func(m map[string][]source.Event) bool { return len(m) >= len(msgs) })
+	events, err := obs.events(ctx, func(m map[string][]message.Event) bool { return len(m) >= len(msgs) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	var wantWalks int64
 	for id := range walksIDs {
 		ev := events[id][0]
-		if ev.Status != source.StatusSucceeded {
+		if ev.Status != message.StatusSucceeded {
 			t.Fatalf("%s: %+v", id, ev)
 		}
 		wantWalks += ev.Walks
 	}
-	if events["tv-0"][0].Status != source.StatusSucceeded {
+	if events["tv-0"][0].Status != message.StatusSucceeded {
 		t.Fatalf("visits: %+v", events["tv-0"][0])
 	}
 
@@ -94,7 +95,7 @@ func TestTablesHoldEveryBatchOnce(t *testing.T) {
 
 	// A redelivery after the event: reported again, appended never.
 	produce(t, brokers, "in", msgs[0])
-	if _, err := obs.events(ctx, func(m map[string][]source.Event) bool { return len(m["tw-0"]) >= 1 }); err != nil {
+	if _, err := obs.events(ctx, func(m map[string][]message.Event) bool { return len(m["tw-0"]) >= 1 }); err != nil {
 		t.Fatal(err)
 	}
 	if n, s := rows("walks"); n != wantWalks || s != snaps {
@@ -134,7 +135,7 @@ func TestBatchesWaitForTheTableOutsideTheWindow(t *testing.T) {
 	brokers := startKafka(t, 2)
 	gpath, _ := testGraph(t, 10)
 	catalog := "file://" + t.TempDir()
-	c, err := LoadConfig(stageEnviron(brokers, gpath, "file://"+t.TempDir(), "WALKSTAGE_TABLE_CATALOG="+catalog,
+	c, err := config.Load(stageEnviron(brokers, gpath, "file://"+t.TempDir(), "WALKSTAGE_TABLE_CATALOG="+catalog,
 		"WALKSTAGE_MAX_IN_FLIGHT=2", "WALKSTAGE_MICROBATCH_MAX_REQUESTS=1", "WALKSTAGE_LOG_LEVEL=warn"))
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +172,7 @@ func TestBatchesWaitForTheTableOutsideTheWindow(t *testing.T) {
 	defer obs.Close()
 	ectx, ecancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer ecancel()
-	events, err := obs.events(ectx, func(m map[string][]source.Event) bool { return len(m) >= n })
+	events, err := obs.events(ectx, func(m map[string][]message.Event) bool { return len(m) >= n })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +186,7 @@ func TestBatchesWaitForTheTableOutsideTheWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	for id, evs := range events {
-		if evs[0].Status != source.StatusSucceeded || have[id] == "" {
+		if evs[0].Status != message.StatusSucceeded || have[id] == "" {
 			t.Errorf("%s: event %+v, in the table: %v", id, evs[0], have[id] != "")
 		}
 	}

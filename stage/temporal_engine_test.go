@@ -9,16 +9,18 @@ import (
 	"time"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 )
 
 // noTemporal is the CPU engine under the GPU engine's name, refusing
 // temporal jobs through walk.AlgorithmChecker and in Run, as the GPU
 // engine refuses what it cannot walk (temporal Node2Vec, a graph not
 // wholly on the device).
-type noTemporal struct{ *walk.CPU }
+type noTemporal struct{ *cpu.Engine }
 
 func (e noTemporal) Name() string { return "gpu" }
 
@@ -35,7 +37,7 @@ func (e noTemporal) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc
 			return fmt.Errorf("job %d: %w", j.Tag, err)
 		}
 	}
-	return e.CPU.Run(ctx, jobs, emit)
+	return e.Engine.Run(ctx, jobs, emit)
 }
 
 // A stage whose engine cannot walk temporal walks rejects a temporal
@@ -47,7 +49,7 @@ func TestStageRefusesTemporalOnAnEngineWithout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpu, err := walk.NewCPU(g, walk.WithWorkers(1))
+	cpu, err := cpu.New(g, cpu.WithWorkers(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +85,7 @@ func TestStageRefusesTemporalOnAnEngineWithout(t *testing.T) {
 		body["version"], body["batch_id"] = 1, id
 		v, _ := json.Marshal(body)
 		// memSource.send decodes against the untimed test graph.
-		req, err := source.DecodeRequest([]byte(id), v, g, source.DefaultLimits())
+		req, err := message.DecodeRequest([]byte(id), v, g, message.DefaultLimits())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,12 +95,12 @@ func TestStageRefusesTemporalOnAnEngineWithout(t *testing.T) {
 	for _, ev := range evs.all() {
 		switch ev.BatchID {
 		case "tw":
-			if ev.Status != source.StatusRejected || ev.Reason != string(source.ReasonInvalidParameters) ||
+			if ev.Status != message.StatusRejected || ev.Reason != string(message.ReasonInvalidParameters) ||
 				!strings.Contains(ev.Error, "this replica's gpu engine cannot walk it") || !strings.Contains(ev.Error, "no temporal walks on this engine") {
 				t.Errorf("tw: %s %s %s", ev.Status, ev.Reason, ev.Error)
 			}
 		default:
-			if ev.Status != source.StatusSucceeded {
+			if ev.Status != message.StatusSucceeded {
 				t.Errorf("%s beside a temporal request: %s %s %s", ev.BatchID, ev.Status, ev.Reason, ev.Error)
 			}
 		}

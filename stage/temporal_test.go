@@ -12,8 +12,9 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/walkstage/walkstage/graph"
-	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 )
 
 // TestStageTemporal sends temporal requests through the stage (kfake over
@@ -50,7 +51,7 @@ func TestStageTemporal(t *testing.T) {
 	}
 	obs := newObserver(brokers, "out")
 	defer obs.Close()
-	events, err := obs.events(ctx, func(m map[string][]source.Event) bool { return len(m) == len(bodies) })
+	events, err := obs.events(ctx, func(m map[string][]message.Event) bool { return len(m) == len(bodies) })
 	if err != nil {
 		t.Fatalf("events: %v (%d of %d)", err, len(events), len(bodies))
 	}
@@ -61,7 +62,7 @@ func TestStageTemporal(t *testing.T) {
 	}
 	for id, body := range bodies {
 		ev := events[id][0]
-		if ev.Status != source.StatusSucceeded {
+		if ev.Status != message.StatusSucceeded {
 			t.Fatalf("%s: %s %s", id, ev.Status, ev.Error)
 		}
 		var rows []timedRow
@@ -91,11 +92,11 @@ func TestStageTemporal(t *testing.T) {
 			continue
 		}
 		body["version"], body["batch_id"] = 1, id
-		req, err := source.DecodeRequest([]byte(id), request(id, body).Value, g, source.DefaultLimits())
+		req, err := message.DecodeRequest([]byte(id), request(id, body).Value, g, message.DefaultLimits())
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := walk.NewCPU(g)
+		e, err := cpu.New(g)
 		if err != nil {
 			t.Fatal(err)
 		}

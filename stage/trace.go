@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/source"
 )
 
@@ -57,9 +58,9 @@ func (s *Stage) publishSpan(ctx context.Context, parent trace.Span, name string)
 }
 
 // endRequest ends a request's span with its outcome.
-func endRequest(sp trace.Span, status source.Status, reason string) {
+func endRequest(sp trace.Span, status message.Status, reason string) {
 	sp.SetAttributes(attribute.String("walkstage.status", string(status)))
-	if status != source.StatusSucceeded {
+	if status != message.StatusSucceeded {
 		sp.SetAttributes(attribute.String("walkstage.reason", reason))
 		sp.SetStatus(codes.Error, reason)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/walkstage/walkstage/internal/s3fault"
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/source"
@@ -56,15 +57,15 @@ func TestManifestUnresolvableDeadLettered(t *testing.T) {
 	defer cancel()
 	obs := newObserver(brokers, "out")
 	defer obs.Close()
-	events, err := obs.events(ctx, func(got map[string][]source.Event) bool { return len(got["stuck"]) > 0 && len(got["after"]) > 0 })
+	events, err := obs.events(ctx, func(got map[string][]message.Event) bool { return len(got["stuck"]) > 0 && len(got["after"]) > 0 })
 	if err != nil {
 		t.Fatalf("events %v: %v", events, err)
 	}
 	ev := events["stuck"][0]
-	if ev.Status != source.StatusFailed || ev.Reason != string(reasonManifestUnresolvable) || ev.Error == "" {
+	if ev.Status != message.StatusFailed || ev.Reason != string(reasonManifestUnresolvable) || ev.Error == "" {
 		t.Fatalf("stuck batch: %+v, want failed/%s", ev, reasonManifestUnresolvable)
 	}
-	if ev := events["after"][0]; ev.Status != source.StatusSucceeded {
+	if ev := events["after"][0]; ev.Status != message.StatusSucceeded {
 		t.Fatalf("the request after it: %+v", ev)
 	}
 	if proxy.Injected("phantom") == 0 {

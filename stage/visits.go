@@ -10,7 +10,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/internal/turns"
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/walk/visits"
 )
 
@@ -22,7 +23,7 @@ import (
 // error is every batch's vErr (retried like any engine failure), a
 // parameter error its own batch's, a write error its wErr; either way each
 // b.written is closed once the batch is done with.
-func (s *Stage) countVisits(ctx context.Context, bs []*batch, v *served, turn *heldTurn) {
+func (s *Stage) countVisits(ctx context.Context, bs []*batch, v *served, turn *turns.Held) {
 	var calls []visits.VisitCall
 	var live []*batch
 	for _, b := range bs {
@@ -36,11 +37,11 @@ func (s *Stage) countVisits(ctx context.Context, bs []*batch, v *served, turn *h
 	if len(live) == 0 {
 		return
 	}
-	turn.lock()
+	turn.Lock()
 	t0 := time.Now()
 	res, st, errs, err := visits.CountVisitCalls(ctx, v.e, v.g, calls)
 	d := time.Since(t0)
-	s.turns.done()
+	s.turns.Done()
 	s.m.engineSeconds.Add(d.Seconds())
 	for i, b := range live {
 		b.walked = d
@@ -102,7 +103,7 @@ func (s *Stage) visitQueries(b *batch, v *served) ([]visits.VisitQuery, bool) {
 				}
 			}
 			if !ok {
-				b.vErr = &source.RejectError{Reason: source.ReasonUnknownVertices, BatchID: b.req.BatchID,
+				b.vErr = &message.RejectError{Reason: message.ReasonUnknownVertices, BatchID: b.req.BatchID,
 					Msg: fmt.Sprintf("graph version %s has no vertex %s (query %q)", v.g.Version, name, spec.QueryIDs[q])}
 				return nil, false
 			}

@@ -13,9 +13,9 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/sink"
-	"github.com/walkstage/walkstage/source"
-	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 	"github.com/walkstage/walkstage/walk/visits"
 )
 
@@ -53,29 +53,29 @@ func TestStageVisits(t *testing.T) {
 		request("vis-bad", map[string]any{"algorithm": "ppr", "output": "visits", "steps_per_query": 10, "seeds": seeds[:1]}))
 	obs := newObserver(brokers, "out")
 	defer obs.Close()
-	events, err := obs.events(ctx, func(m map[string][]source.Event) bool { return len(m) == 4 })
+	events, err := obs.events(ctx, func(m map[string][]message.Event) bool { return len(m) == 4 })
 	if err != nil {
 		t.Fatalf("events: %v (%d of 4)", err, len(events))
 	}
-	if ev := events["vis-bad"][0]; ev.Status != source.StatusRejected || ev.Reason != string(source.ReasonInvalidParameters) ||
+	if ev := events["vis-bad"][0]; ev.Status != message.StatusRejected || ev.Reason != string(message.ReasonInvalidParameters) ||
 		!strings.Contains(ev.Error, "top_k is required") {
 		t.Errorf("vis-bad: %+v", ev)
 	}
-	if ev := events["walks-1"][0]; ev.Status != source.StatusSucceeded || ev.Walks != 10 || ev.Queries != 0 {
+	if ev := events["walks-1"][0]; ev.Status != message.StatusSucceeded || ev.Walks != 10 || ev.Queries != 0 {
 		t.Errorf("walks-1 beside visits: %+v", ev)
 	}
-	e, err := walk.NewCPU(g)
+	e, err := cpu.New(g)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for id, body := range map[string]map[string]any{"vis-1": perSeed, "vis-2": multi} {
 		ev := events[id][0]
-		if ev.Status != source.StatusSucceeded {
+		if ev.Status != message.StatusSucceeded {
 			t.Fatalf("%s: %s %s", id, ev.Status, ev.Error)
 		}
 		req := body
 		req["version"], req["batch_id"] = 1, id
-		r, err := source.DecodeRequest([]byte(id), request(id, req).Value, g, source.DefaultLimits())
+		r, err := message.DecodeRequest([]byte(id), request(id, req).Value, g, message.DefaultLimits())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +135,7 @@ func TestStageVisits(t *testing.T) {
 	}
 	// A resubmission is answered from the manifest: same objects.
 	produce(t, brokers, "in", request("vis-1", perSeed))
-	events2, err := obs.events(ctx, func(m map[string][]source.Event) bool { return len(m["vis-1"]) == 1 })
+	events2, err := obs.events(ctx, func(m map[string][]message.Event) bool { return len(m["vis-1"]) == 1 })
 	if err != nil {
 		t.Fatal(err)
 	}

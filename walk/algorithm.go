@@ -1,12 +1,17 @@
-// Package walk holds what a walk is: the algorithm descriptions and their
-// validation, the steppers (the per-step transition choice: uniform,
-// alias, rejection, ZPRS, DPRS; stepper.go), the Philox4x32-10 random
-// stream, the engine interface and the multi-core CPU engine, which is the
-// reference for every other engine. C-SAW graph sampling, which draws subgraphs rather than
-// walks, is in graphsample, which builds on this package's Philox stream
-// and Engine; visit counting (top-k vertices of walks with restart) is in
-// walk/visits, on top of any Engine. It imports graph only; it knows
-// nothing of Kafka, Parquet or CUDA.
+// Package walk holds what a walk is, the contract every engine keeps: the
+// algorithm descriptions and their validation (algorithm.go, timeparams.go
+// for temporal walks, whose header is the temporal draw's specification),
+// the draw contract of the steppers, the per-step transition choice
+// (draws.go: which Philox word serves which decision), the Philox4x32-10
+// random stream (philox.go), the deterministic exp both engines compute to
+// the same bits (detexp.go), alias and label-segment tables as both engines
+// lay them out, the engine interface with its optional capabilities
+// (engine.go), and the cost model that sizes work. The engines live
+// elsewhere: the multi-core CPU engine, the reference for every other, in
+// walk/cpu; the CUDA engine in gpu. C-SAW graph sampling, which draws
+// subgraphs rather than walks, is in graphsample; visit counting (top-k
+// vertices of walks with restart) in walk/visits, on top of any Engine. It
+// imports graph only; it knows nothing of Kafka, Parquet or CUDA.
 package walk
 
 import (

@@ -5,16 +5,15 @@ import (
 	"sync"
 
 	"github.com/walkstage/walkstage/graph"
-	"github.com/walkstage/walkstage/internal/hugemem"
 )
 
-// aliasVertex fills prob and alias (both len(w)) with Vose's alias table for
+// AliasVertex fills prob and alias (both len(w)) with Vose's alias table for
 // the weights w. The construction is sequential and fixed to the letter —
 // float64 arithmetic in edge order, LIFO work lists filled by one scan — so
 // the GPU's table build (kernels/alias.cuh) yields the very same bits and
 // weighted walks match the CPU engine walk by walk. small and large are
 // scratch of capacity len(w); they are returned for reuse.
-func aliasVertex(w []float32, prob []float32, alias []uint32, scaled []float64, small, large []uint32) ([]float64, []uint32, []uint32) {
+func AliasVertex(w []float32, prob []float32, alias []uint32, scaled []float64, small, large []uint32) ([]float64, []uint32, []uint32) {
 	d := len(w)
 	if cap(scaled) < d {
 		scaled = make([]float64, d)
@@ -85,34 +84,13 @@ func BuildAlias(g *graph.Graph) (prob []float32, alias []uint32) {
 			if a == b {
 				continue
 			}
-			scaled, small, large = aliasVertex(g.Weights[a:b], prob[a:b], alias[a:b], scaled, small, large)
+			scaled, small, large = AliasVertex(g.Weights[a:b], prob[a:b], alias[a:b], scaled, small, large)
 		}
 	})
 	return prob, alias
 }
 
-// aliasEntry packs what one alias draw needs into 12 bytes so a step costs
-// one cache miss after the offsets: the keep probability and both possible
-// targets (column and alias) as dense vertex ids.
-type aliasEntry struct {
-	prob float32
-	keep uint32
-	alt  uint32
-}
-
-// buildPacked builds the CPU engine's packed alias table, outside the Go
-// heap as long as owner lives (hugemem.Alloc).
-func buildPacked(g *graph.Graph, owner *CPU) []aliasEntry {
-	tab := hugemem.Alloc[aliasEntry](owner, int(g.NumEdges()))
-	forAliasVertices(g, func(_ int, a uint64, adj []uint32, prob []float32, alias []uint32) {
-		for i := range adj {
-			tab[a+uint64(i)] = aliasEntry{prob: prob[i], keep: adj[i], alt: adj[alias[i]]}
-		}
-	})
-	return tab
-}
-
-// forAliasVertices computes the alias table (aliasVertex) of every vertex
+// forAliasVertices computes the alias table (AliasVertex) of every vertex
 // with out-edges, on all cores, and hands fn the vertex v, its first edge a, its
 // adjacency and the table; prob and alias are reused after fn returns.
 func forAliasVertices(g *graph.Graph, fn func(v int, a uint64, adj []uint32, prob []float32, alias []uint32)) {
@@ -131,7 +109,7 @@ func forAliasVertices(g *graph.Graph, fn func(v int, a uint64, adj []uint32, pro
 				prob, alias = make([]float32, d), make([]uint32, d)
 			}
 			prob, alias = prob[:d], alias[:d]
-			scaled, small, large = aliasVertex(g.Weights[a:b], prob, alias, scaled, small, large)
+			scaled, small, large = AliasVertex(g.Weights[a:b], prob, alias, scaled, small, large)
 			fn(v, a, g.Targets[a:b], prob, alias)
 		}
 	})

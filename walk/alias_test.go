@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// aliasVertexRef is Vose's construction as written before aliasVertex lost
-// its branches: appends and pops on the two LIFO lists. aliasVertex must
+// aliasVertexRef is Vose's construction as written before AliasVertex lost
+// its branches: appends and pops on the two LIFO lists. AliasVertex must
 // give the same table bit for bit (the GPU's build, kernels/alias.cuh,
 // follows this order too).
 func aliasVertexRef(w []float32, prob []float32, alias []uint32) {
@@ -89,7 +89,7 @@ func TestAliasVertexMatchesReference(t *testing.T) {
 				got, gotAlias := make([]float32, d), make([]uint32, d)
 				want, wantAlias := make([]float32, d), make([]uint32, d)
 				// Scratch carried between calls, as forAliasVertices does.
-				scaled, small, large = aliasVertex(w, got, gotAlias, scaled, small, large)
+				scaled, small, large = AliasVertex(w, got, gotAlias, scaled, small, large)
 				aliasVertexRef(w, want, wantAlias)
 				for i := range want {
 					if got[i] != want[i] || gotAlias[i] != wantAlias[i] {

@@ -51,7 +51,7 @@ func (m CostModel) WalkDegree() float64 { return m.walkDegree }
 // Node2VecRounds is the bound on Node2Vec's rejection sampler that the
 // estimates use: every attempt accepts with probability at least
 // min(f) / max(f), f in {1/p, 1, 1/q}, so the attempts of a step, capped at
-// maxRejections, average at most R (1 - (1 - 1/R)^cap) with R = max(f) /
+// MaxRejections, average at most R (1 - (1 - 1/R)^cap) with R = max(f) /
 // min(f), and the exact fallback scan follows with probability at most
 // (1 - 1/R)^cap. R is 1 at p = q = 1 and 10^6 at the extremes p or q = 10^-6
 // or 10^6, where the bound is cap rounds and a scan on every step.
@@ -59,7 +59,7 @@ func Node2VecRounds(p, q float64) (attempts, fallback float64) {
 	f := [3]float64{1 / p, 1, 1 / q}
 	r := max(f[0], f[1], f[2]) / min(f[0], f[1], f[2])
 	miss := 1 - 1/r
-	fallback = math.Pow(miss, maxRejections)
+	fallback = math.Pow(miss, MaxRejections)
 	if r == 1 {
 		return 1, 0
 	}

@@ -2,7 +2,7 @@ package walk
 
 import "math"
 
-// detExp is e^x computed with IEEE double additions, multiplications and
+// DetExp is e^x computed with IEEE double additions, multiplications and
 // divisions only, each rounded on its own (every product is converted
 // with float64() so the compiler never fuses it into an FMA, which Go may
 // do on arm64 or with GOAMD64=v3), so that kernels/temporal.cuh's
@@ -11,7 +11,7 @@ import "math"
 // exp() is neither. The algorithm is math's pure-Go exp (FreeBSD's
 // e_exp.c): under 1 ulp from e^x, which is all the temporal bias needs;
 // what matters is that both engines round the same way.
-func detExp(x float64) float64 {
+func DetExp(x float64) float64 {
 	const (
 		ln2Hi = 6.93147180369123816490e-01
 		ln2Lo = 1.90821492927058770002e-10

@@ -6,14 +6,14 @@ import (
 	"testing"
 )
 
-// detExp must be e^x within two ulps of math.Exp (each is within about an
+// DetExp must be e^x within two ulps of math.Exp (each is within about an
 // ulp of e^x; amd64's math.Exp is assembly of its own) (it replaces math.Exp in the temporal
 // bias) over the range the bias uses, x <= 0, and the special cases.
 func TestDetExpNearMathExp(t *testing.T) {
 	rng := rand.New(rand.NewPCG(38, 1))
 	check := func(x float64) {
 		t.Helper()
-		got, want := detExp(x), math.Exp(x)
+		got, want := DetExp(x), math.Exp(x)
 		if got == want {
 			return
 		}
@@ -21,11 +21,11 @@ func TestDetExpNearMathExp(t *testing.T) {
 			return
 		}
 		// Near zero the ulp is the smallest subnormal: arm64's math.Exp
-		// underflows e^-745.1 (about 5.1e-324) to 0, detExp rounds it to
+		// underflows e^-745.1 (about 5.1e-324) to 0, DetExp rounds it to
 		// 5e-324, one ulp apart.
 		ulp := 2 * (math.Nextafter(want, math.Inf(1)) - want)
 		if math.Abs(got-want) > ulp {
-			t.Fatalf("detExp(%v) = %v, math.Exp %v (more than two ulps apart)", x, got, want)
+			t.Fatalf("DetExp(%v) = %v, math.Exp %v (more than two ulps apart)", x, got, want)
 		}
 	}
 	for _, x := range []float64{0, -0.0, 1e-300, -1e-9, -0.5, -1, -2, -20, -700, -708.39, -709, -720, -744.4, -745.1, -745.2, -800,

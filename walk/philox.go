@@ -54,9 +54,9 @@ func Bounded(x uint32, n uint32) uint32 { return uint32((uint64(x) * uint64(n)) 
 // index is Bounded under the name the walk code uses.
 func index(x uint32, n uint32) uint32 { return Bounded(x, n) }
 
-// unit24 maps a word to a float32 in [0, 1) with 24 random bits, exactly
+// Unit24 maps a word to a float32 in [0, 1) with 24 random bits, exactly
 // representable, so CPU and GPU comparisons against float32 tables agree.
-func unit24(x uint32) float32 { return float32(x>>8) * (1.0 / (1 << 24)) }
+func Unit24(x uint32) float32 { return float32(x>>8) * (1.0 / (1 << 24)) }
 
 // Threshold converts a probability in [0, 1] to a 32-bit integer threshold:
 // an event of probability p happens when a word x satisfies uint64(x) < t.

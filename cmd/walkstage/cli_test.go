@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/walkstage/walkstage/cmd/walkstage/internal/cli"
 )
 
 // asCLI makes the test binary the walkstage command when set: the
@@ -74,7 +76,7 @@ var oneDashFlag = regexp.MustCompile(`(?m)^  -[A-Za-z]`)
 // commandPaths lists every command and subcommand in the command table,
 // groups too ("graph", "graph import"), so a command added to the table is
 // held to the conventions without this test knowing its name.
-func commandPaths(prefix []string, cmds map[string]command) [][]string {
+func commandPaths(prefix []string, cmds map[string]cli.Command) [][]string {
 	names := make([]string, 0, len(cmds))
 	for n := range cmds {
 		names = append(names, n)
@@ -84,8 +86,8 @@ func commandPaths(prefix []string, cmds map[string]command) [][]string {
 	for _, n := range names {
 		p := append(prefix[:len(prefix):len(prefix)], n)
 		out = append(out, p)
-		if c := cmds[n]; c.subs != nil {
-			out = append(out, commandPaths(p, c.subs)...)
+		if c := cmds[n]; c.Subs != nil {
+			out = append(out, commandPaths(p, c.Subs)...)
 		}
 	}
 	return out

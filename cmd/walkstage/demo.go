@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/walkstage/walkstage/cmd/walkstage/internal/cli"
 	"github.com/walkstage/walkstage/demo"
 )
 
@@ -28,15 +29,15 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up after this long")
 	verbose := fs.Bool("v", false, "show the stage's info logs on stderr")
 	fresh := fs.Bool("fresh", false, "remove the output of an earlier run in --dir (<dir>/walks) first")
-	fs.Usage = subUsage(fs, demoUsage)
-	if err := parseFlags(fs, args); err != nil {
+	fs.Usage = cli.SubUsage(fs, demoUsage)
+	if err := cli.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usageErrorf(fs, "unexpected argument %q", fs.Arg(0))
+		return cli.UsageErrorf(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	if *scale < 4 || *scale > 26 {
-		return usageErrorf(fs, "--scale %d out of range [4, 26]", *scale)
+		return cli.UsageErrorf(fs, "--scale %d out of range [4, 26]", *scale)
 	}
 	return demo.Run(ctx, demo.Options{Dir: *dir, Scale: *scale, Engine: *engine, Timeout: *timeout,
 		Fresh: *fresh, Logs: stderr, Verbose: *verbose, Version: Version}, stdout)

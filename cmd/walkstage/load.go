@@ -5,34 +5,19 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
+	"github.com/walkstage/walkstage/cmd/walkstage/internal/cli"
 	"github.com/walkstage/walkstage/cmd/walkstage/internal/loadgen"
 	"github.com/walkstage/walkstage/graph"
-	"github.com/walkstage/walkstage/stage"
+	"github.com/walkstage/walkstage/stage/config"
 )
-
-// stageSetting is the value a running stage would take for a WALKSTAGE_*
-// variable: the environment's, else its documented default. load reads the
-// same variables, so one environment configures both.
-func stageSetting(name string) string {
-	if v, ok := os.LookupEnv(name); ok && v != "" {
-		return v
-	}
-	for _, v := range stage.Variables() {
-		if v.Name == name {
-			return v.Default
-		}
-	}
-	return ""
-}
 
 func loadCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = subUsage(fs, `walkstage load [--mode backlog|idle|beside] [--output walks|visits] (--graph g.wsg | --vertices N) [flags]
+	fs.Usage = cli.SubUsage(fs, `walkstage load [--mode backlog|idle|beside] [--output walks|visits] (--graph g.wsg | --vertices N) [flags]
        walkstage load --plain-upload --bucket URL [--plain-bytes N --plain-object-bytes N --plain-parallel N]
 
 Drives a running stage (walkstage run) as a user does: produces requests to
@@ -58,10 +43,10 @@ measurement, "RESULT k=v ...", is for scripts, as is --json.
 --plain-upload measures the object store alone: objects of random bytes
 uploaded as the sink uploads its parts, --plain-parallel at once.`)
 	c := loadgen.Defaults()
-	brokers := fs.String("brokers", stageSetting("WALKSTAGE_BROKERS"), "comma-separated brokers (default: $WALKSTAGE_BROKERS)")
-	fs.StringVar(&c.RequestTopic, "request-topic", stageSetting("WALKSTAGE_INPUT_TOPIC"), "topic the stage reads requests from")
-	fs.StringVar(&c.EventTopic, "event-topic", stageSetting("WALKSTAGE_OUTPUT_TOPIC"), "topic of the completion events")
-	fs.StringVar(&c.DLQTopic, "dlq-topic", stageSetting("WALKSTAGE_DLQ_TOPIC"), "dead-letter topic")
+	brokers := fs.String("brokers", config.Setting("WALKSTAGE_BROKERS"), "comma-separated brokers (default: $WALKSTAGE_BROKERS)")
+	fs.StringVar(&c.RequestTopic, "request-topic", config.Setting("WALKSTAGE_INPUT_TOPIC"), "topic the stage reads requests from")
+	fs.StringVar(&c.EventTopic, "event-topic", config.Setting("WALKSTAGE_OUTPUT_TOPIC"), "topic of the completion events")
+	fs.StringVar(&c.DLQTopic, "dlq-topic", config.Setting("WALKSTAGE_DLQ_TOPIC"), "dead-letter topic")
 	mode := fs.String("mode", loadgen.ModeBacklog, "backlog, idle or beside")
 	fs.StringVar(&c.Phase, "phase", "", "backlog: produce (only produce the requests) or collect (only read their events); default both")
 	fs.StringVar(&c.Expensive, "expensive", `"algorithm":"node2vec","p":1e-6,"length":1000,"walks_per_seed":10,"seed_range":{"first":0,"count":100}`,
@@ -72,17 +57,17 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 	fs.BoolVar(&c.Weighted, "weighted", c.Weighted, "weighted walks (default for walks; visits: off unless set)")
 	fs.IntVar(&c.Length, "length", c.Length, "steps per walk (visits: the cap of each walk)")
 	fs.Float64Var(&c.Restart, "stop-probability", c.Restart, "ppr: the requests' stop_probability (the restart probability of visits)")
-	alias(fs, "restart", "stop-probability")
+	cli.Alias(fs, "restart", "stop-probability")
 	fs.IntVar(&c.Seeds, "seeds", c.Seeds, "walks: seeds per request")
 	fs.IntVar(&c.Walks, "walks-per-seed", c.Walks, "walks: the requests' walks_per_seed")
-	alias(fs, "walks", "walks-per-seed")
+	cli.Alias(fs, "walks", "walks-per-seed")
 	fs.IntVar(&c.Queries, "queries", c.Queries, "visits: queries per request (one random seed each)")
 	fs.IntVar(&c.StepsPerQuery, "steps-per-query", c.StepsPerQuery, "visits: steps per query")
 	fs.IntVar(&c.TopK, "top-k", c.TopK, "visits: candidates per query")
 	// Not the requests' rng_seed (they carry none: the stage derives it
 	// from the batch id), hence not --rng-seed, its earlier name.
 	fs.Uint64Var(&c.RNGSeed, "draw-seed", c.RNGSeed, "seed of the seed draws: the same value sends the same requests")
-	alias(fs, "rng-seed", "draw-seed")
+	cli.Alias(fs, "rng-seed", "draw-seed")
 	fs.StringVar(&c.IDPrefix, "id-prefix", "", "batch id prefix, new to the stage (default: load-<time>)")
 	fs.IntVar(&c.Warmup, "warmup", c.Warmup, "idle: requests sent first and not measured")
 	fs.DurationVar(&c.Gap, "gap", 0, "idle: pause after each event before the next request")
@@ -96,26 +81,26 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 	fs.Int64Var(&pu.ObjectBytes, "plain-object-bytes", 64<<20, "plain upload: bytes per object")
 	fs.IntVar(&pu.Parallel, "plain-parallel", 16, "plain upload: objects at once")
 	fs.StringVar(&pu.Prefix, "plain-prefix", "plain-upload", "plain upload: key prefix (objects are deleted after)")
-	var rf resultFlags
-	rf.register(fs)
-	if err := parseFlags(fs, args); err != nil {
+	var rf cli.ResultFlags
+	rf.Register(fs)
+	if err := cli.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usageErrorf(fs, "unexpected argument %q", fs.Arg(0))
+		return cli.UsageErrorf(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	if *plain {
 		if *bucket == "" {
-			return usageErrorf(fs, "--plain-upload needs --bucket")
+			return cli.UsageErrorf(fs, "--plain-upload needs --bucket")
 		}
 		pu.BucketURL = *bucket
 		r, err := pu.Run(ctx)
 		if err != nil {
 			return err
 		}
-		w, _ := rf.writers(stdout, stderr)
+		w, _ := rf.Writers(stdout, stderr)
 		r.Report(w, pu)
-		return rf.print(stdout, r.Summary(pu))
+		return rf.Print(stdout, r.Summary(pu))
 	}
 	weightedSet := false
 	fs.Visit(func(f *flag.Flag) { weightedSet = weightedSet || f.Name == "weighted" })
@@ -130,7 +115,7 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 	var pool []int64
 	switch {
 	case *graphPath != "" && *vertices > 0:
-		return usageErrorf(fs, "--graph and --vertices: give one")
+		return cli.UsageErrorf(fs, "--graph and --vertices: give one")
 	case *graphPath != "":
 		g, err := graph.LoadWith(*graphPath, graph.LoadOptions{SkipValidate: true})
 		if err != nil {
@@ -144,12 +129,12 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 	case *vertices > 0:
 		pool = loadgen.RangePool(*vertices)
 	default:
-		return usageErrorf(fs, "--graph or --vertices is required (where seeds are drawn from)")
+		return cli.UsageErrorf(fs, "--graph or --vertices is required (where seeds are drawn from)")
 	}
 	if err := c.Normalize(); err != nil {
 		return err
 	}
-	w, notes := rf.writers(stdout, stderr)
+	w, notes := rf.Writers(stdout, stderr)
 	fmt.Fprintf(notes, "load: %s of %d %s requests (batch ids %s-N) to %s on %s; events from %s\n", *mode, c.Requests, c.Output,
 		c.IDPrefix, c.RequestTopic, strings.Join(c.Brokers, ","), c.EventTopic)
 	c.OnWatching = func() { fmt.Fprintln(notes, "load: watching the event topics from their ends") }
@@ -167,5 +152,5 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 		}
 	}
 	r.Report(w)
-	return rf.print(stdout, r.Summary())
+	return rf.Print(stdout, r.Summary())
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime/debug"
 
+	"github.com/walkstage/walkstage/cmd/walkstage/internal/cli"
 	"github.com/walkstage/walkstage/internal/sysmem"
 )
 
@@ -51,5 +52,5 @@ func applyMemoryLimit() (int64, string) {
 	}
 	debug.SetMemoryLimit(n)
 	return n, fmt.Sprintf("soft memory limit %s: %d%% of the %s this process may use (cgroup limit or physical memory); set GOMEMLIMIT to override",
-		humanBytes(n), memoryLimitPercent, humanBytes(limit))
+		cli.HumanBytes(n), memoryLimitPercent, cli.HumanBytes(limit))
 }

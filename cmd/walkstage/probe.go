@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/walkstage/walkstage/cmd/walkstage/internal/cli"
 	"github.com/walkstage/walkstage/gpu"
 )
 
@@ -17,26 +18,26 @@ import (
 func gpuProbeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("gpu-probe", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = subUsage(fs, `walkstage gpu-probe
+	fs.Usage = cli.SubUsage(fs, `walkstage gpu-probe
 
 Exits 0 and prints "gpu: device 0 usable" when this binary was built with
 CUDA and device 0 takes a context and a memory round trip; exits 1 naming
 what failed otherwise. The GPU image's entrypoint runs it to pick the CUDA
 or the CPU build. --json prints {"device":0,"usable":true} instead.`)
-	var rf resultFlags
-	rf.register(fs)
-	if err := parseFlags(fs, args); err != nil {
+	var rf cli.ResultFlags
+	rf.Register(fs)
+	if err := cli.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usageErrorf(fs, "takes no arguments, got %q", fs.Arg(0))
+		return cli.UsageErrorf(fs, "takes no arguments, got %q", fs.Arg(0))
 	}
 	if err := gpu.Probe(0); err != nil {
 		return err
 	}
-	w, _ := rf.writers(stdout, stderr)
+	w, _ := rf.Writers(stdout, stderr)
 	fmt.Fprintln(w, "gpu: device 0 usable")
-	return rf.print(stdout, probeResult{Device: 0, Usable: true})
+	return rf.Print(stdout, probeResult{Device: 0, Usable: true})
 }
 
 // probeResult is gpu-probe's --json line. A device that is not usable is

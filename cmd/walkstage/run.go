@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 
+	"github.com/walkstage/walkstage/cmd/walkstage/internal/cli"
 	"github.com/walkstage/walkstage/stage"
+	"github.com/walkstage/walkstage/stage/config"
 )
 
 const runUsage = `walkstage run [--check] [--cpuprofile FILE] [--trace FILE]
@@ -24,36 +26,36 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE` (written at exit)")
 	traceFile := fs.String("trace", "", "write an execution trace of the whole run to `FILE` ('go tool trace'; -pprof=sync or sched of it shows where goroutines wait)")
 	fs.Usage = func() {
-		subUsage(fs, runUsage)()
+		cli.SubUsage(fs, runUsage)()
 		fmt.Fprint(fs.Output(), "\nvariables:\n")
-		stage.WriteConfigReference(fs.Output())
+		config.WriteReference(fs.Output())
 	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := cli.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usageErrorf(fs, "unexpected argument %q (the stage is configured from WALKSTAGE_* variables)", fs.Arg(0))
+		return cli.UsageErrorf(fs, "unexpected argument %q (the stage is configured from WALKSTAGE_* variables)", fs.Arg(0))
 	}
 	if *check {
-		c, err := stage.LoadConfig(nil)
+		c, err := config.Load(nil)
 		if err != nil {
 			return err
 		}
-		for _, v := range stage.Describe(c) {
+		for _, v := range config.Describe(c) {
 			fmt.Fprintf(stdout, "%s=%s\n", v.Name, v.Value)
 		}
 		return nil
 	}
-	if c, err := stage.LoadConfig(nil); err == nil {
+	if c, err := config.Load(nil); err == nil {
 		// stage.Main reports a bad configuration itself.
-		stage.NewLogger(c, os.Stderr).Info("memory limit", "gomemlimit_bytes", memoryLimit.bytes, "source", memoryLimit.note)
+		config.NewLogger(c, os.Stderr).Info("memory limit", "gomemlimit_bytes", memoryLimit.bytes, "source", memoryLimit.note)
 	}
-	stop, err := startCPUProfile(*cpuProfile)
+	stop, err := cli.StartCPUProfile(*cpuProfile)
 	if err != nil {
 		return fmt.Errorf("cpu profile: %w", err)
 	}
 	defer stop()
-	stopTrace, err := startTrace(*traceFile)
+	stopTrace, err := cli.StartTrace(*traceFile)
 	if err != nil {
 		return fmt.Errorf("trace: %w", err)
 	}

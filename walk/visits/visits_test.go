@@ -10,6 +10,7 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
 )
 
 // bruteVisits computes a query's result straight from the definition in
@@ -149,7 +150,7 @@ func TestCountVisitsMatchesBruteForce(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			for _, chunk := range []int{1024, 100} { // 100: blocks arrive in several chunks
-				e, err := walk.NewCPU(g, walk.WithWorkers(3), walk.WithChunkSize(chunk))
+				e, err := cpu.New(g, cpu.WithWorkers(3), cpu.WithChunkSize(chunk))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -185,7 +186,7 @@ func TestCountVisitsMatchesBruteForce(t *testing.T) {
 
 func TestCountVisitsSemantics(t *testing.T) {
 	g := testGraph(t)
-	e, _ := walk.NewCPU(g)
+	e, _ := cpu.New(g)
 	ppr := walk.Algorithm{Kind: walk.PPR, Length: 20, StopProb: 0.2}
 	p := VisitParams{Algorithm: ppr, Seed: 1, StepsPerQuery: 10007, TopK: 100}
 	res, _, err := CountVisits(context.Background(), e, g, p, []VisitQuery{{Starts: []uint32{0}}, {Starts: []uint32{15}}})
@@ -241,7 +242,7 @@ func TestCountVisitsDeterministic(t *testing.T) {
 	}
 	var first []VisitResult
 	for _, w := range []int{1, 2, 5} {
-		e, _ := walk.NewCPU(g, walk.WithWorkers(w), walk.WithChunkSize(64*w))
+		e, _ := cpu.New(g, cpu.WithWorkers(w), cpu.WithChunkSize(64*w))
 		res, _, err := CountVisits(context.Background(), e, g, p, qs)
 		if err != nil {
 			t.Fatal(err)
@@ -262,7 +263,7 @@ func TestCountVisitsDeterministic(t *testing.T) {
 // (200 independent queries, same seed vertex, different walk keys).
 func TestVisitFrequenciesMatchRestartDistribution(t *testing.T) {
 	g := testGraph(t)
-	e, _ := walk.NewCPU(g)
+	e, _ := cpu.New(g)
 	a := walk.Algorithm{Kind: walk.PPR, Length: 12, StopProb: 0.25}
 	n := g.NumVertices()
 	mu := make([]float64, n)
@@ -453,7 +454,7 @@ func (o *oddBatcher) CountVisitCallsOnDevice(ctx context.Context, calls []VisitC
 // one-by-one path counted it; one invalid call fails only itself.
 func TestCountVisitCalls(t *testing.T) {
 	g := testGraph(t)
-	cpu, _ := walk.NewCPU(g)
+	cpu, _ := cpu.New(g)
 	ppr := walk.Algorithm{Kind: walk.PPR, Length: 20, StopProb: 0.2}
 	qs := []VisitQuery{{Starts: []uint32{0}}, {Starts: []uint32{15, 3}, Weights: []float64{1, 3}}}
 	calls := []VisitCall{

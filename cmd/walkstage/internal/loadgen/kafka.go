@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/source"
 )
 
@@ -29,7 +30,7 @@ func newProducer(brokers []string) (*kgo.Client, error) {
 // arrival is one record read from the event or the dead-letter topic.
 type arrival struct {
 	at    time.Time // when this process read it
-	ev    source.Event
+	ev    message.Event
 	dead  bool   // a dead letter: key and reason below
 	key   string // the record's key (the batch id)
 	cause string // dead letters: the walkstage-error header
@@ -183,7 +184,7 @@ func failure(a arrival) error {
 	if a.dead {
 		return fmt.Errorf("dead letter for key %q: %s", a.key, strings.TrimSpace(a.cause))
 	}
-	if a.ev.Status != source.StatusSucceeded {
+	if a.ev.Status != message.StatusSucceeded {
 		return fmt.Errorf("batch %s %s: %s: %s", a.ev.BatchID, a.ev.Status, a.ev.Reason, a.ev.Error)
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/source"
 )
 
@@ -38,14 +39,14 @@ func TestRequestsDecodeAsAsked(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		output string
-		check  func(t *testing.T, r *source.Request)
+		check  func(t *testing.T, r *message.Request)
 	}{
-		{"walks", OutputWalks, func(t *testing.T, r *source.Request) {
+		{"walks", OutputWalks, func(t *testing.T, r *message.Request) {
 			if len(r.Seeds) != 50 || r.NumWalks() != 50*3 || r.Visits != nil {
 				t.Errorf("seeds %d, walks %d, visits %v", len(r.Seeds), r.NumWalks(), r.Visits)
 			}
 		}},
-		{"visits", OutputVisits, func(t *testing.T, r *source.Request) {
+		{"visits", OutputVisits, func(t *testing.T, r *message.Request) {
 			if r.Visits == nil || r.NumQueries() != 7 {
 				t.Errorf("visits %v, queries %d", r.Visits, r.NumQueries())
 			}
@@ -64,7 +65,7 @@ func TestRequestsDecodeAsAsked(t *testing.T) {
 			if k1 != k2 || string(b1) != string(b2) || string(b1) == string(b3) {
 				t.Fatalf("request 4 differs between calls, or equals request 5:\n%s\n%s", b1, b3)
 			}
-			r, err := source.DecodeRequest([]byte(k1), b1, g, source.DefaultLimits())
+			r, err := message.DecodeRequest([]byte(k1), b1, g, message.DefaultLimits())
 			if err != nil {
 				t.Fatalf("%v\n%s", err, b1)
 			}
@@ -129,11 +130,11 @@ func fakeStage(t *testing.T, brokers []string, deadLetter map[string]bool) {
 					Output  string  `json:"output"`
 				}
 				json.Unmarshal(r.Value, &req)
-				ev := source.Event{Version: 1, BatchID: req.BatchID, Status: source.StatusSucceeded}
+				ev := message.Event{Version: 1, BatchID: req.BatchID, Status: message.StatusSucceeded}
 				if deadLetter[req.BatchID] {
 					cl.ProduceSync(ctx, &kgo.Record{Topic: "dlq", Key: r.Key, Value: r.Value,
 						Headers: []kgo.RecordHeader{{Key: source.HeaderReason, Value: []byte("unknown_vertices")}, {Key: source.HeaderError, Value: []byte("seed 7 is not in the graph")}}})
-					ev.Status, ev.Reason = source.StatusRejected, "unknown_vertices"
+					ev.Status, ev.Reason = message.StatusRejected, "unknown_vertices"
 				} else if req.Output == "visits" {
 					ev.Queries, ev.Candidates, ev.Steps, ev.Walks = int64(len(req.Seeds)), 10*int64(len(req.Seeds)), 1000, 200
 				} else {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/stage"
+	"github.com/walkstage/walkstage/stage/config"
 )
 
 // Against the real stage (in this process, kfake over TCP, the CPU engine,
@@ -36,7 +37,7 @@ func TestAgainstTheStage(t *testing.T) {
 	}
 	brokers := startBroker(t)
 	out := "file://" + filepath.ToSlash(t.TempDir())
-	c, err := stage.LoadConfig([]string{"WALKSTAGE_BROKERS=" + strings.Join(brokers, ","), "WALKSTAGE_INPUT_TOPIC=in",
+	c, err := config.Load([]string{"WALKSTAGE_BROKERS=" + strings.Join(brokers, ","), "WALKSTAGE_INPUT_TOPIC=in",
 		"WALKSTAGE_OUTPUT_TOPIC=out", "WALKSTAGE_DLQ_TOPIC=dlq", "WALKSTAGE_GRAPH=" + gpath, "WALKSTAGE_OUTPUT_URL=" + out,
 		"WALKSTAGE_ENGINE=cpu", "WALKSTAGE_METRICS_ADDR=", "WALKSTAGE_SESSION_TIMEOUT=6s", "WALKSTAGE_LOG_LEVEL=warn"})
 	if err != nil {
@@ -146,7 +147,7 @@ func BenchmarkSmallBesideExpensive(b *testing.B) {
 			env := append([]string{"WALKSTAGE_BROKERS=" + strings.Join(brokers, ","), "WALKSTAGE_INPUT_TOPIC=in",
 				"WALKSTAGE_OUTPUT_TOPIC=out", "WALKSTAGE_DLQ_TOPIC=dlq", "WALKSTAGE_GRAPH=" + gpath, "WALKSTAGE_OUTPUT_URL=" + out,
 				"WALKSTAGE_ENGINE=cpu", "WALKSTAGE_METRICS_ADDR=", "WALKSTAGE_SESSION_TIMEOUT=6s", "WALKSTAGE_LOG_LEVEL=warn"}, tc.extra...)
-			c, err := stage.LoadConfig(env)
+			c, err := config.Load(env)
 			if err != nil {
 				b.Fatal(err)
 			}

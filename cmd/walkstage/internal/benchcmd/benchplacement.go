@@ -1,0 +1,43 @@
+package benchcmd
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/walkstage/walkstage/gpu"
+)
+
+// benchPlacement prints the GPU engine's placement plan, if it has one,
+// and with hostRead > 0 the host-read microbenchmark: the bound on the
+// steps a plan's host half can serve.
+func benchPlacement(eng any, hostRead int64, w io.Writer) error {
+	if p, ok := eng.(gpu.Partitioned); ok && p.Stripes() != nil {
+		fmt.Fprintln(w, "placement: graph", p.Stripes().String())
+	} else if p, ok := eng.(gpu.Placer); ok {
+		if pl := p.Placement(); pl != nil {
+			fmt.Fprintln(w, pl.String())
+		} else {
+			fmt.Fprintln(w, "placement: the whole graph is on the device")
+		}
+	}
+	if hostRead <= 0 {
+		return nil
+	}
+	hr, ok := eng.(gpu.HostReadBencher)
+	if !ok {
+		return fmt.Errorf("--host-read-bytes needs the GPU engine")
+	}
+	var regions []int64
+	for r := int64(256 << 20); r < hostRead; r *= 2 {
+		regions = append(regions, r)
+	}
+	r, err := hr.HostReadBench(append(regions, hostRead)...)
+	if err != nil {
+		return err
+	}
+	for _, row := range r.Rows {
+		fmt.Fprintf(w, "random %d-byte reads over %d MiB of %s memory: %.0f M/s\n", row.ReadBytes, row.RegionBytes>>20, row.Memory, row.ReadsPerSec/1e6)
+	}
+	fmt.Fprintf(w, "host-to-device copy from pinned memory: %.1f GB/s\n", r.CopyGBps)
+	return nil
+}
