@@ -196,7 +196,7 @@ func (rs *Sorter) bounds(recs []Rec) (minS, maxS, minD, maxD int64) {
 // for a small n).
 func (rs *Sorter) ForBlocks(n int, f func(t, lo, hi int)) {
 	par := rs.Par
-	if par < 2 || n < ParallelMin {
+	if par < 2 || n < parallelRadixMin {
 		par = 1
 	}
 	span := (n + par - 1) / par
@@ -241,9 +241,9 @@ func inOrder(recs []Rec, times []int64) bool {
 // L1 cache and 2048 output streams still write-combine well.
 const radixDigit = 11
 
-// ParallelMin is the fewest records worth splitting a sort or a spill
+// parallelRadixMin is the fewest records worth splitting a sort or a spill
 // over several goroutines.
-const ParallelMin = 1 << 16
+const parallelRadixMin = 1 << 16
 
 // radixSortKV stably sorts a by the low kbits of key, using b as scratch
 // and up to par goroutines; it returns whichever of the two holds the
@@ -256,7 +256,7 @@ const ParallelMin = 1 << 16
 // goroutines). Both steps are stable, so the whole sort is.
 func radixSortKV(a, b []KV, kbits, par int) []KV {
 	n := len(a)
-	if par < 2 || n < ParallelMin {
+	if par < 2 || n < parallelRadixMin {
 		par = 1
 	}
 	if kbits <= 2*radixDigit {
@@ -407,7 +407,7 @@ func (rs *Sorter) RunIDs(srcs []int64, recs []Rec, dropped []int64, undirected b
 	if !undirected {
 		n += len(recs)
 	}
-	if n < ParallelMin || undirected && len(dropped) == 0 {
+	if n < parallelRadixMin || undirected && len(dropped) == 0 {
 		return runIDs(srcs, recs, dropped, undirected)
 	}
 	// Keys are the ids' offsets from the smallest: targets, then the

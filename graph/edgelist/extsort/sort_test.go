@@ -47,7 +47,7 @@ func TestRunSorterKeepsSortedRuns(t *testing.T) {
 func TestRunSorterParallelMatchesComparisonSort(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	for _, span := range [][2]int64{{1 << 20, 1 << 20}, {1 << 40, 1 << 40}, {5, 1 << 62}, {3, 3}} {
-		recs := make([]Rec, 3*ParallelMin+7)
+		recs := make([]Rec, 3*parallelRadixMin+7)
 		for i := range recs {
 			recs[i] = Rec{S: rng.Int64N(span[0]) - span[0]/2, D: rng.Int64N(span[1]) - span[1]/3, Seq: uint32(i)}
 			if i%3 != 0 {
@@ -231,7 +231,7 @@ func TestRunSorterTimedMatchesComparisonSort(t *testing.T) {
 	}{
 		{50, 4, 1}, {50, 1 << 62, 1}, {1 << 20, 1000, 3}, {1 << 40, 1 << 40, 3}, {1 << 62, 3, 1}, {1 << 62, 1 << 62, 3},
 	} {
-		for _, n := range []int{1000, 2*ParallelMin + 11} {
+		for _, n := range []int{1000, 2*parallelRadixMin + 11} {
 			recs := make([]Rec, n)
 			times := make([]int64, n)
 			for i := range recs {

@@ -197,7 +197,7 @@ func (st *Staged) Add(t int, s []byte, h uint64) int64 {
 // find theirs with one independent load each.
 func (rd *Dict) InternRun(recs []Rec, st *Staged, par int) {
 	ns := len(rd.shards)
-	if par < 2 || len(recs) < ParallelMin {
+	if par < 2 || len(recs) < parallelRadixMin {
 		par = 1
 	}
 	var next atomic.Int64
