@@ -19,7 +19,7 @@ import (
 //
 // With markEvery > 0 the encoder also records a Mark at every
 // markEvery-th record, so the final merge can start decoding a run in the
-// middle (the importer's parallel merge, graph/edgelist/mergepar.go).
+// middle (the parallel merge of graph/edgelist/csrfile, mergepar.go).
 type Encoder struct {
 	W *bufio.Writer
 	Cols
