@@ -16,6 +16,7 @@ export WALKSTAGE_INTEGRATION=1 WALKSTAGE_REQUIRE_HELM=1
 go version
 "$WALKSTAGE_ROOT/scripts/check-docs.sh"
 "$WALKSTAGE_ROOT/scripts/check-imports.sh"
+"$WALKSTAGE_ROOT/scripts/check-sizes.sh"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 rc=0
