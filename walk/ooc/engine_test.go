@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/walkstage/walkstage/graph"
@@ -168,7 +169,7 @@ func TestCheckRefusesWhatNeedsMore(t *testing.T) {
 	}
 	for _, c := range cases {
 		err := e.Check(c.a)
-		if !errors.Is(err, walk.ErrInvalidAlgorithm) || !contains(err.Error(), c.want) || !contains(err.Error(), "out of core") {
+		if !errors.Is(err, walk.ErrInvalidAlgorithm) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "out of core") {
 			t.Errorf("%s: %v, want ErrInvalidAlgorithm naming %q", c.a.Kind, err, c.want)
 		}
 		if err := e.Run(context.Background(), []walk.Job{{Algorithm: c.a, Starts: []uint32{0}}}, func(walk.Chunk) error { return nil }); !errors.Is(err, walk.ErrInvalidAlgorithm) {
@@ -179,5 +180,3 @@ func TestCheckRefusesWhatNeedsMore(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
-func contains(s, sub string) bool { return len(sub) == 0 || len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub)) }

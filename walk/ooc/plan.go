@@ -65,6 +65,7 @@ type HubError struct {
 	Bytes          int64 // the vertex's partition bytes
 	PartitionBytes int64
 	Budget         int64
+	Slots          int
 }
 
 // ErrHubTooLarge is what a HubError wraps.
@@ -73,8 +74,8 @@ var ErrHubTooLarge = errors.New("a vertex does not fit one partition")
 func (e *HubError) Error() string {
 	return fmt.Sprintf("%v: vertex %d has %d edges, %d bytes loaded, above the %d bytes a partition may take under a budget of %d bytes "+
 		"(%.0f%% for %d partition slots): raise %s to at least %d",
-		ErrHubTooLarge, e.Vertex, e.Degree, e.Bytes, e.PartitionBytes, e.Budget, poolShare*100, DefaultSlots, EnvHostMemoryLimit,
-		int64(float64(e.Bytes*DefaultSlots)/poolShare)+1)
+		ErrHubTooLarge, e.Vertex, e.Degree, e.Bytes, e.PartitionBytes, e.Budget, poolShare*100, e.Slots, EnvHostMemoryLimit,
+		int64(float64(e.Bytes*int64(e.Slots))/poolShare)+1)
 }
 
 func (e *HubError) Unwrap() error { return ErrHubTooLarge }
@@ -202,7 +203,7 @@ func planFor(ctx context.Context, g *graph.Graph, r *reader, sec sections, budge
 			deg := int64(end - prev)
 			vb := p.BytesPerVertex + p.BytesPerEdge*deg
 			if vb+p.BytesPerVertex > p.PartitionBytes { // a partition also holds its end offset
-				return Plan{}, &HubError{Vertex: v, Degree: deg, Bytes: vb + p.BytesPerVertex, PartitionBytes: p.PartitionBytes, Budget: budget}
+				return Plan{}, &HubError{Vertex: v, Degree: deg, Bytes: vb + p.BytesPerVertex, PartitionBytes: p.PartitionBytes, Budget: budget, Slots: slots}
 			}
 			if curBytes+vb+p.BytesPerVertex > p.PartitionBytes {
 				cur.Hi, cur.EdgeHi, cur.Bytes = v, prev, curBytes+p.BytesPerVertex
