@@ -25,6 +25,7 @@ type config struct {
 	slots          int
 	partitionBytes int64
 	direct         bool
+	tableDir       string
 	log            *slog.Logger
 }
 
@@ -52,6 +53,11 @@ func WithPartitionBytes(n int64) Option { return func(c *config) { c.partitionBy
 // the filesystem allows it. Defaults to true.
 func WithDirectIO(on bool) Option { return func(c *config) { c.direct = on } }
 
+// WithTableDir sets where the file of built alias tables goes (8 bytes
+// per edge of the partitions walked weighted; unlinked once open).
+// Defaults to the graph file's directory, else the temporary directory.
+func WithTableDir(dir string) Option { return func(c *config) { c.tableDir = dir } }
+
 // WithLogger sets where the plan and each run's I/O are logged. Defaults
 // to slog.Default().
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
@@ -60,9 +66,9 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
 // walk.RunStats.
 type Stats struct {
 	Partitions int
-	Visits     int64 // partition visits (a load or a cache hit each)
-	Loads      int64 // partitions read from the file
-	CacheHits  int64 // visits to a partition the pool still held
+	Visits     int64 // partition visits
+	Loads      int64 // partitions read (ahead, while another was walked, or waited for)
+	Waits      int64 // visits that waited for their partition's read (not held, not read ahead)
 	BytesRead  int64
 	ReadTime   time.Duration // summed over reads, prefetches included
 	// Sweeps is the partitions read over the partition count: how many
@@ -82,6 +88,7 @@ type Engine struct {
 	plan   Plan
 	bounds []uint32 // Partitions[i].Hi
 	slots  []*part
+	tables *tableFile // built alias tables, opened by the first weighted run
 
 	mu    sync.Mutex
 	stats walk.RunStats
@@ -147,7 +154,12 @@ func New(ctx context.Context, g *graph.Graph, path string, opts ...Option) (*Eng
 func (e *Engine) Name() string { return "cpu" }
 
 // Close closes the graph file; the engine's memory goes with it.
-func (e *Engine) Close() error { return e.r.close() }
+func (e *Engine) Close() error {
+	if e.tables != nil {
+		e.tables.close()
+	}
+	return e.r.close()
+}
 
 // Plan is the engine's partition plan.
 func (e *Engine) Plan() Plan { return e.plan }
@@ -203,21 +215,33 @@ func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) e
 		}
 	}
 	rs := newRun(e, jobs)
-	bytes0, nanos0 := e.r.bytes.Load(), e.r.nanos.Load()
+	if rs.need.alias && e.tables == nil {
+		dir := e.cfg.tableDir
+		if dir == "" {
+			dir = tableDir(e.path)
+		}
+		tf, err := openTableFile(dir, e.g.NumEdges(), len(e.plan.Partitions), e.cfg.direct)
+		if err != nil {
+			return err
+		}
+		e.tables = tf
+	}
+	bytes0, nanos0 := e.readBytes()
 	err := rs.loop(ctx, emit)
 	if err != nil {
 		return err
 	}
 	wall := time.Since(t0)
-	st := Stats{Partitions: len(e.plan.Partitions), Visits: rs.visits, Loads: rs.loads, CacheHits: rs.visits - rs.hitMiss,
-		BytesRead: e.r.bytes.Load() - bytes0, ReadTime: time.Duration(e.r.nanos.Load() - nanos0),
+	bytes1, nanos1 := e.readBytes()
+	st := Stats{Partitions: len(e.plan.Partitions), Visits: rs.visits, Loads: rs.loads, Waits: rs.waits,
+		BytesRead: bytes1 - bytes0, ReadTime: time.Duration(nanos1 - nanos0),
 		Sweeps: float64(rs.loads) / float64(len(e.plan.Partitions)), Walkers: rs.capW, Direct: e.r.isDirect()}
 	e.mu.Lock()
 	e.stats = walk.RunStats{Walks: rs.walks, Steps: rs.steps, Wall: wall, Compute: wall, MemoryBytes: rs.memoryBytes()}
 	e.ooc = st
 	e.mu.Unlock()
 	e.cfg.log.Info("out-of-core run", "graph", e.g.Name, "walks", rs.walks, "steps", rs.steps, "duration", wall.Seconds(),
-		"partitions", st.Partitions, "visits", st.Visits, "loads", st.Loads, "cache_hits", st.CacheHits, "sweeps", st.Sweeps,
+		"partitions", st.Partitions, "visits", st.Visits, "loads", st.Loads, "waits", st.Waits, "sweeps", st.Sweeps,
 		"bytes_read", st.BytesRead, "read_seconds", st.ReadTime.Seconds(), "walkers", st.Walkers, "direct_io", st.Direct)
 	return nil
 }
@@ -248,8 +272,8 @@ type run struct {
 
 	shards []shard
 
-	visits, loads, hitMiss int64
-	walks, steps           int64
+	visits, loads, waits int64
+	walks, steps         int64
 }
 
 // shard is one worker's share of a visit and what came of it.
@@ -380,7 +404,7 @@ type prefetch struct {
 func (rs *run) load(ctx context.Context, s *part, p int) error {
 	e := rs.e
 	rs.loads++
-	if err := s.load(ctx, e.g, e.r, e.sec, p, e.plan.Partitions[p], rs.need, e.cfg.workers); err != nil {
+	if err := s.load(ctx, e.g, e.r, e.sec, e.tables, p, e.plan.Partitions[p], rs.need, e.cfg.workers); err != nil {
 		return fmt.Errorf("out-of-core engine: load partition %d [%d, %d): %w", p, e.plan.Partitions[p].Lo, e.plan.Partitions[p].Hi, err)
 	}
 	return nil
@@ -420,7 +444,7 @@ func (rs *run) loop(ctx context.Context, emit walk.EmitFunc) (err error) {
 		rs.visits++
 		s := rs.slotOf(p)
 		if s == nil {
-			rs.hitMiss++
+			rs.waits++
 			if s = rs.victim(nil, int(^uint(0)>>1)); s == nil {
 				return errors.New("out-of-core engine: no pool slot to load into") // Slots >= 2: a bug
 			}
@@ -563,4 +587,13 @@ func (rs *run) flush(emit walk.EmitFunc, least int) error {
 		rs.pending[j] = ws[:0]
 	}
 	return nil
+}
+
+// readBytes is what the engine's readers have read so far, and in how long.
+func (e *Engine) readBytes() (n, nanos int64) {
+	n, nanos = e.r.bytes.Load(), e.r.nanos.Load()
+	if e.tables != nil {
+		n, nanos = n+e.tables.r.bytes.Load(), nanos+e.tables.r.nanos.Load()
+	}
+	return n, nanos
 }

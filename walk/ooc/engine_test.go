@@ -135,9 +135,10 @@ func TestWalksMatchCPU(t *testing.T) {
 					if diff > 0 {
 						t.Fatalf("%d of %d walks differ", diff, len(want))
 					}
-					st := e.OutOfCoreStats()
-					if st.Loads <= int64(st.Partitions) && steps > 10*len(want) {
-						t.Logf("loads %d of %d partitions", st.Loads, st.Partitions)
+					// Partitions are read again and again (with their
+					// alias tables from the table file after the first).
+					if st := e.OutOfCoreStats(); st.Loads <= 2*int64(st.Partitions) {
+						t.Fatalf("%d loads of %d partitions: the pool held too much for the test", st.Loads, st.Partitions)
 					}
 					if rs := e.LastRunStats(); rs.Steps != int64(steps) || rs.Walks != int64(len(want)) {
 						t.Fatalf("stats: %d walks %d steps, want %d and %d", rs.Walks, rs.Steps, len(want), steps)

@@ -40,8 +40,7 @@ type part struct {
 	alt  []uint32
 	segs segTables
 
-	bufOff, bufTgt, bufW, bufLab alignedBuf
-	altBuf                       []uint32
+	bufOff, bufTgt, bufW, bufLab, bufProb, bufAlt alignedBuf
 }
 
 // segTables are walk/cpu's label tables for one partition: segment l of
@@ -65,7 +64,7 @@ func castSlice[T any](b []byte) []T {
 
 // load reads partition id into the slot and builds the tables n asks for.
 // It never touches the graph's mapping: g gives only counts and flags.
-func (s *part) load(ctx context.Context, g *graph.Graph, r *reader, sec sections, id int, p Partition, n needs, workers int) error {
+func (s *part) load(ctx context.Context, g *graph.Graph, r *reader, sec sections, tf *tableFile, id int, p Partition, n needs, workers int) error {
 	s.id = -1
 	nv, ne := int64(p.Vertices()), p.Edges()
 	raw, err := r.read(&s.bufOff, int64(sec.offsets)+int64(p.Lo)*8, (nv+1)*8)
@@ -85,8 +84,21 @@ func (s *part) load(ctx context.Context, g *graph.Graph, r *reader, sec sections
 		return err
 	}
 	s.tgt = castSlice[uint32](raw)
+	stored := n.alias && tf != nil && tf.has(id)
+	if stored {
+		// Built on an earlier load: read back, the weights not needed
+		// unless MetaPath's segments are built too.
+		if raw, err = tf.r.read(&s.bufProb, int64(p.EdgeLo)*4, ne*4); err != nil {
+			return err
+		}
+		s.prob = castSlice[float32](raw)
+		if raw, err = tf.r.read(&s.bufAlt, tf.altOff+int64(p.EdgeLo)*4, ne*4); err != nil {
+			return err
+		}
+		s.alt = castSlice[uint32](raw)
+	}
 	var w []float32
-	if n.alias || n.segAlias {
+	if n.segAlias || n.alias && !stored {
 		if raw, err = r.read(&s.bufW, int64(sec.weights)+int64(p.EdgeLo)*4, ne*4); err != nil {
 			return err
 		}
@@ -103,9 +115,15 @@ func (s *part) load(ctx context.Context, g *graph.Graph, r *reader, sec sections
 		// Built before the alias tables, which overwrite the weights.
 		s.buildSegs(&graph.Graph{Offsets: s.off, Targets: s.tgt, Weights: w, Labels: raw, NumLabels: g.NumLabels}, n.segAlias)
 	}
-	if n.alias {
+	switch {
+	case n.alias && !stored:
 		s.buildAlias(w, workers)
-	} else {
+		if tf != nil {
+			if err := tf.store(id, p.EdgeLo, s.prob, s.alt); err != nil {
+				return err
+			}
+		}
+	case !n.alias:
 		s.prob, s.alt = nil, nil
 	}
 	s.id, s.p, s.has = id, p, n
@@ -116,10 +134,7 @@ func (s *part) load(ctx context.Context, g *graph.Graph, r *reader, sec sections
 // holds it, in place over the weights w (a vertex's weights are copied out
 // before its probabilities overwrite them), on workers goroutines.
 func (s *part) buildAlias(w []float32, workers int) {
-	if cap(s.altBuf) < len(s.tgt) {
-		s.altBuf = make([]uint32, len(s.tgt))
-	}
-	s.prob, s.alt = w, s.altBuf[:len(s.tgt)]
+	s.prob, s.alt = w, castSlice[uint32](s.bufAlt.ensure(len(s.tgt)*4))
 	nv := len(s.off) - 1
 	var wg sync.WaitGroup
 	for k := range workers {

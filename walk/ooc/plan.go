@@ -46,14 +46,17 @@ type Plan struct {
 	GraphBytes int64
 }
 
-// Budget shares. The pool takes most: a partition visit's work grows with
-// the walkers waiting in it and its I/O with its size, so fewer, larger
-// partitions read less per step; the walkers take a quarter; the rest is
-// left to the Go runtime and to the chunks on their way to the sink.
+// Budget shares. A random walk leaves a partition after a step or two, so
+// a sweep over the graph advances each walker in flight by about one step
+// whatever the partitions' size: the bytes read per step are the graph's
+// bytes over the walkers in flight. The walkers therefore take half the
+// budget; the pool a third, in three slots (one walked, one read ahead,
+// one cached: large enough for reads of tens of MiB); the rest is left
+// to the Go runtime and to the chunks on their way to the sink.
 const (
-	poolShare    = 0.60
-	walkerShare  = 0.25
-	DefaultSlots = 4
+	poolShare    = 0.35
+	walkerShare  = 0.50
+	DefaultSlots = 3
 )
 
 // HubError says a single vertex's edges take more memory than a partition
