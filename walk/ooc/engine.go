@@ -380,10 +380,15 @@ func (rs *run) choose() int {
 // busiest stay cached). nil when every other slot's partition has more
 // waiting walkers than limit.
 func (rs *run) victim(keep *part, limit int) *part {
+	return rs.victimExcept(map[*part]bool{keep: true}, limit)
+}
+
+// victimExcept is victim keeping every slot of keep.
+func (rs *run) victimExcept(keep map[*part]bool, limit int) *part {
 	var v *part
 	least := -1
 	for _, s := range rs.e.slots {
-		if s == keep {
+		if keep[s] {
 			continue
 		}
 		if s.id < 0 {
@@ -396,14 +401,29 @@ func (rs *run) victim(keep *part, limit int) *part {
 	return v
 }
 
-// prefetch is a partition being read while another is walked.
+// prefetch is the partitions being read while another is walked.
 type prefetch struct {
-	done chan error
+	wg   sync.WaitGroup
+	errs []error
+}
+
+func (f *prefetch) wait() error {
+	if f == nil {
+		return nil
+	}
+	f.wg.Wait()
+	return errors.Join(f.errs...)
 }
 
 func (rs *run) load(ctx context.Context, s *part, p int) error {
-	e := rs.e
 	rs.loads++
+	return rs.loadCounted(ctx, s, p)
+}
+
+// loadCounted is load for a caller that counted it (from the loop's
+// goroutine: prefetches run beside it).
+func (rs *run) loadCounted(ctx context.Context, s *part, p int) error {
+	e := rs.e
 	if err := s.load(ctx, e.g, e.r, e.sec, e.tables, p, e.plan.Partitions[p], rs.need, e.cfg.workers); err != nil {
 		return fmt.Errorf("out-of-core engine: load partition %d [%d, %d): %w", p, e.plan.Partitions[p].Lo, e.plan.Partitions[p].Hi, err)
 	}
@@ -414,18 +434,12 @@ func (rs *run) load(ctx context.Context, s *part, p int) error {
 // start reading the next while walking it, emit what finished.
 func (rs *run) loop(ctx context.Context, emit walk.EmitFunc) (err error) {
 	var pre *prefetch
-	defer func() {
-		if pre != nil {
-			<-pre.done
-		}
-	}()
+	defer func() { pre.wait() }()
 	for {
-		if pre != nil {
-			perr := <-pre.done
-			pre = nil
-			if perr != nil {
-				return perr
-			}
+		perr := pre.wait()
+		pre = nil
+		if perr != nil {
+			return perr
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -461,24 +475,45 @@ func (rs *run) loop(ctx context.Context, emit walk.EmitFunc) (err error) {
 }
 
 // startPrefetch reads, while partition p (in slot cur) is walked, the
-// partition with the most waiting walkers that the pool does not hold,
-// into a slot whose partition has fewer waiting walkers.
+// partitions with the most waiting walkers that the pool does not hold,
+// into every other slot whose partition has fewer waiting walkers: two
+// reads in flight kept the disk busy across the gap between one visit's
+// end and the next read's start, which one alone left idle.
 func (rs *run) startPrefetch(ctx context.Context, p int, cur *part) *prefetch {
-	next, most := -1, 0
-	for q, w := range rs.queues {
-		if q != p && len(w) > most && rs.slotOf(q) == nil {
-			next, most = q, len(w)
+	type job struct {
+		s *part
+		p int
+	}
+	var jobs []job
+	taken := map[*part]bool{cur: true}
+	chosen := map[int]bool{p: true}
+	// Chosen all before any read starts: a read changes its slot's id,
+	// which slotOf reads.
+	for range len(rs.e.slots) - 1 {
+		next, most := -1, 0
+		for q, w := range rs.queues {
+			if !chosen[q] && len(w) > most && rs.slotOf(q) == nil {
+				next, most = q, len(w)
+			}
 		}
+		if next < 0 {
+			break
+		}
+		s := rs.victimExcept(taken, most-1)
+		if s == nil {
+			break
+		}
+		taken[s], chosen[next] = true, true
+		jobs = append(jobs, job{s, next})
 	}
-	if next < 0 {
+	if len(jobs) == 0 {
 		return nil
 	}
-	s := rs.victim(cur, most-1)
-	if s == nil {
-		return nil
+	pre := &prefetch{errs: make([]error, len(jobs))}
+	rs.loads += int64(len(jobs))
+	for k, j := range jobs {
+		pre.wg.Go(func() { pre.errs[k] = rs.loadCounted(ctx, j.s, j.p) })
 	}
-	pre := &prefetch{done: make(chan error, 1)}
-	go func() { pre.done <- rs.load(ctx, s, next) }()
 	return pre
 }
 
