@@ -282,7 +282,7 @@ func newOutOfCore(g *graph.Graph, s Settings, log *slog.Logger) (walk.Engine, er
 		}
 	}
 	need := ooc.InMemoryBytes(g)
-	if need <= budget.Bytes {
+	if budget.Bytes == 0 || need <= budget.Bytes { // 0: not known here (not Linux)
 		return nil, nil
 	}
 	if g.File() == "" {

@@ -23,8 +23,9 @@ type Budget struct {
 
 // HostMemory is the host memory budget of this process:
 // WALKSTAGE_HOST_MEMORY_LIMIT when set, else the memory.max of the process's
-// cgroup v2 when it has one, else the kernel's MemAvailable. An unreadable
-// variable is an error (a typo must not silently mean "no limit").
+// cgroup v2 when it has one, else the kernel's MemAvailable; Bytes is 0
+// when none of them can be read (not Linux). An unreadable variable is an
+// error (a typo must not silently mean "no limit").
 func HostMemory() (Budget, error) {
 	return hostMemory(os.Getenv(EnvHostMemoryLimit), "/proc/self/cgroup", "/sys/fs/cgroup", "/proc/meminfo")
 }
@@ -43,7 +44,7 @@ func hostMemory(env, selfCgroup, cgroupRoot, meminfo string) (Budget, error) {
 	if n := memAvailable(meminfo); n > 0 {
 		return Budget{n, "MemAvailable"}, nil
 	}
-	return Budget{}, fmt.Errorf("no host memory budget: set %s (bytes); neither a cgroup v2 memory.max nor %s could be read", EnvHostMemoryLimit, meminfo)
+	return Budget{}, nil
 }
 
 // cgroupV2Max reads memory.max of the cgroup v2 the process is in (the

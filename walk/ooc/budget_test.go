@@ -47,7 +47,7 @@ func TestHostMemoryOrder(t *testing.T) {
 			}
 		})
 	}
-	if _, err := hostMemory("", filepath.Join(dir, "missing"), root, filepath.Join(dir, "missing")); err == nil {
-		t.Fatal("no source at all: no error")
+	if b, err := hostMemory("", filepath.Join(dir, "missing"), root, filepath.Join(dir, "missing")); err != nil || b.Bytes != 0 {
+		t.Fatalf("no source at all: %+v, %v; want an unknown budget", b, err)
 	}
 }

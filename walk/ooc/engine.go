@@ -120,6 +120,9 @@ func New(ctx context.Context, g *graph.Graph, path string, opts ...Option) (*Eng
 		if err != nil {
 			return nil, fmt.Errorf("out-of-core engine: %w", err)
 		}
+		if b.Bytes == 0 {
+			return nil, fmt.Errorf("out-of-core engine: no memory budget: set %s (bytes)", EnvHostMemoryLimit)
+		}
 		cfg.budget = b.Bytes
 	}
 	sec, err := fileSections(g)
