@@ -1,6 +1,7 @@
 package engines
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
 	"github.com/walkstage/walkstage/walk/cpu"
+	"github.com/walkstage/walkstage/walk/ooc"
 )
 
 // Settings are what New builds an engine with: the stage fills them from
@@ -45,6 +47,13 @@ type Settings struct {
 	// EagerLabelTables builds MetaPath's label tables at start-up instead
 	// of on the first MetaPath batch.
 	EagerLabelTables bool
+	// HostMemoryLimit is the host memory budget in bytes: where the CPU
+	// engine is chosen and the graph needs more than this in memory
+	// (ooc.InMemoryBytes), the out-of-core engine (walk/ooc) walks it from
+	// its file instead. 0: ooc.HostMemory (WALKSTAGE_HOST_MEMORY_LIMIT,
+	// else the cgroup v2 memory.max, else MemAvailable); -1: always in
+	// memory.
+	HostMemoryLimit int64
 }
 
 // NewDevice is New for callers that need an engine only for its device
@@ -82,6 +91,9 @@ func NewDevice(g *graph.Graph, kind string, set Settings, log *slog.Logger) (wal
 func New(g *graph.Graph, kind string, set Settings, log *slog.Logger) (walk.Engine, error) {
 	if de, err := NewDevice(g, kind, set, log); err != nil || de != nil {
 		return de, err
+	}
+	if oe, err := newOutOfCore(g, set, log); err != nil || oe != nil {
+		return oe, err
 	}
 	var opts []cpu.Option
 	if set.Workers > 0 {
@@ -252,4 +264,44 @@ func partitionFor(g *graph.Graph, ordinals []int, s Settings, log *slog.Logger) 
 	}
 	log.Info("gpu: graph partitioned over the devices", "need_bytes", need, "smallest_free_bytes", smallest, "host_share", share)
 	return gpu.NewStripes(ordinals, share)
+}
+
+// newOutOfCore is the out-of-core engine when the graph does not fit the
+// host memory budget (Settings.HostMemoryLimit), else nil: the in-memory
+// CPU engine would map more than the budget and build its alias table on
+// top, and past the budget every step is a page fault.
+func newOutOfCore(g *graph.Graph, s Settings, log *slog.Logger) (walk.Engine, error) {
+	if s.HostMemoryLimit < 0 {
+		return nil, nil
+	}
+	budget := ooc.Budget{Bytes: s.HostMemoryLimit, Source: "setting"}
+	if budget.Bytes == 0 {
+		var err error
+		if budget, err = ooc.HostMemory(); err != nil {
+			return nil, err
+		}
+	}
+	need := ooc.InMemoryBytes(g)
+	if budget.Bytes == 0 || need <= budget.Bytes { // 0: not known here (not Linux)
+		return nil, nil
+	}
+	if g.File() == "" {
+		// Built in memory (bench's generated graph): it is there already.
+		log.Warn("graph larger than the host memory budget, but not from a file: walked in memory", "graph", g.Name,
+			"need_bytes", need, "budget_bytes", budget.Bytes, "budget_source", budget.Source)
+		return nil, nil
+	}
+	log.Info("graph larger than the host memory budget: walked out of core", "graph", g.Name, "need_bytes", need,
+		"budget_bytes", budget.Bytes, "budget_source", budget.Source)
+	opts := []ooc.Option{ooc.WithMemoryLimit(budget.Bytes), ooc.WithLogger(log)}
+	if s.Workers > 0 {
+		opts = append(opts, ooc.WithWorkers(s.Workers))
+	}
+	// New reads the offsets once to cut the partitions; engines.New has
+	// no context to cancel that with (its callers build engines at start).
+	e, err := ooc.New(context.Background(), g, g.File(), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("cpu engine: %w", err)
+	}
+	return e, nil
 }

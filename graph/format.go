@@ -478,6 +478,7 @@ func LoadWith(path string, o LoadOptions) (*Graph, error) {
 		return nil, fmt.Errorf("load %s: %w", path, err)
 	}
 	g.closer = unmap
+	g.file = path
 	return g, nil
 }
 

@@ -69,7 +69,16 @@ type Graph struct {
 	StrBytes   []byte
 
 	closer func() error // releases a memory mapping, if any
+	// file is the path Load read the graph from ("" for a graph built in
+	// memory): the out-of-core engine reads its partitions from it.
+	file string
 }
+
+// File is the path of the graph file the graph was loaded from, or "" for
+// a graph built or decoded in memory. An engine that reads the file itself
+// rather than through the mapping (walk/ooc, for a graph larger than
+// memory) opens this path.
+func (g *Graph) File() string { return g.file }
 
 // NumVertices returns V.
 func (g *Graph) NumVertices() int { return len(g.Offsets) - 1 }

@@ -175,6 +175,12 @@ type Config struct {
 	// label tables: lazy (on the first MetaPath batch, which waits about
 	// 1.5 s per 30 M edges) or eager (at start-up, before /readyz).
 	CPULabelTables string `env:"CPU_LABEL_TABLES" envDefault:"lazy"`
+	// WALKSTAGE_HOST_MEMORY_LIMIT: the host memory budget in bytes. A
+	// graph whose CPU engine (graph and tables) needs more is walked out
+	// of core from its file, in partitions read with large direct reads
+	// (docs/design/out-of-core.md); the walks are the same. 0: the
+	// cgroup v2 memory.max, else MemAvailable; -1: always in memory.
+	HostMemoryLimit int64 `env:"HOST_MEMORY_LIMIT" envDefault:"0"`
 	// WALKSTAGE_GPU_MEMORY_LIMIT: most device memory the GPU engine uses
 	// for the graph, its tables and the batch slots, in bytes (0: what the
 	// device has free). A graph that does not fit is walked under a
@@ -563,6 +569,9 @@ func (c *Config) validateEngineAndLimits(bad badFunc) {
 	}
 	if _, err := engines.ParsePartition(c.GPUPartition); err != nil {
 		bad("GPU_PARTITION", "%v", err)
+	}
+	if c.HostMemoryLimit < -1 {
+		bad("HOST_MEMORY_LIMIT", "%d must be -1 (always in memory), 0 (the cgroup's limit or MemAvailable) or a byte count", c.HostMemoryLimit)
 	}
 	if c.GPUMemoryLimit < 0 {
 		bad("GPU_MEMORY_LIMIT", "%d must be 0 (the free device memory) or a byte count", c.GPUMemoryLimit)

@@ -29,6 +29,6 @@ func (c Config) EngineSettings() engines.Settings {
 	gpus, _ := engines.ParseGPUs(c.GPUs)              // validated by Load
 	part, _ := engines.ParsePartition(c.GPUPartition) // likewise
 	return engines.Settings{Workers: c.CPUWorkers, FusedTableBytes: c.CPUFusedTableBytes,
-		EagerLabelTables: c.CPULabelTables == "eager", GPUMemoryLimit: c.GPUMemoryLimit, GPUs: gpus,
+		EagerLabelTables: c.CPULabelTables == "eager", HostMemoryLimit: c.HostMemoryLimit, GPUMemoryLimit: c.GPUMemoryLimit, GPUs: gpus,
 		GPUPartition: part, GPULentChunks: c.GPULendChunks, GPUBatchSlots: c.GPUBatchSlots}
 }

@@ -77,6 +77,7 @@ file or a generated R-MAT graph; the walks are discarded.`)
 	repeat := fs.Int("repeat", 1, "runs per algorithm; the best is reported")
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "CPU engine workers")
 	fusedLimit := fs.Int64("fused-table-limit", -1, "most bytes the CPU engine's fused table may take (0: off, -1: a quarter of memory)")
+	hostMemory := fs.Int64("host-memory", 0, "host memory budget in bytes: a graph needing more is walked out of core (0: WALKSTAGE_HOST_MEMORY_LIMIT, else cgroup memory.max, else MemAvailable; -1: always in memory)")
 	gpuLimit := fs.Int64("gpu-memory-limit", 0, "GPU engine: most device memory in bytes (0: the free memory; as WALKSTAGE_GPU_MEMORY_LIMIT)")
 	deviceFraction := fs.Float64("device-fraction", 1, "GPU engine: most of the edges on the device, the rest in mapped host memory (placement plan)")
 	partition := fs.String("partition", "auto", "GPU engine with several --gpus: partition one copy of the graph over their memory (on), copy it to each (off), or partition only when it does not fit one (auto); as WALKSTAGE_GPU_PARTITION")
@@ -139,7 +140,7 @@ file or a generated R-MAT graph; the walks are discarded.`)
 	if err != nil {
 		return fmt.Errorf("--partition: %w", err)
 	}
-	eng, err := engines.New(g, *engineName, engines.Settings{Workers: *workers, FusedTableBytes: *fusedLimit,
+	eng, err := engines.New(g, *engineName, engines.Settings{Workers: *workers, FusedTableBytes: *fusedLimit, HostMemoryLimit: *hostMemory,
 		GPUMemoryLimit: *gpuLimit, GPUDeviceFraction: *deviceFraction, GPUs: devices, GPUPartition: part, GPUHostShare: *hostShare}, cli.Logger(logw, rf.Quiet))
 	if err != nil {
 		return err

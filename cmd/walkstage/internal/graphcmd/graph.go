@@ -18,6 +18,7 @@ import (
 	"github.com/walkstage/walkstage/graph/edgelist"
 	"github.com/walkstage/walkstage/graph/edgelist/export"
 	"github.com/walkstage/walkstage/walk/cpu"
+	"github.com/walkstage/walkstage/walk/ooc"
 )
 
 const graphUsage = `usage: walkstage graph <subcommand> [flags]
@@ -268,9 +269,10 @@ func printProgress(w io.Writer, p edgelist.Progress, el time.Duration) {
 func graphInfo(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("graph info", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = cli.SubUsage(fs, "walkstage graph info [--verify] [--gpu-memory BYTES] g.wsg")
+	fs.Usage = cli.SubUsage(fs, "walkstage graph info [--verify] [--gpu-memory BYTES] [--host-memory BYTES] g.wsg")
 	verify := fs.Bool("verify", false, "also verify the content checksum (reads every byte)")
 	gpuMemory := fs.Int64("gpu-memory", 0, "also print the GPU engine's placement plan for this much device memory for the graph (WALKSTAGE_GPU_MEMORY_LIMIT less the batch slots' quarter)")
+	hostMemory := fs.Int64("host-memory", 0, "also print the out-of-core CPU engine's partition plan for this host memory budget in bytes (WALKSTAGE_HOST_MEMORY_LIMIT)")
 	var rf cli.ResultFlags
 	rf.Register(fs)
 	pos, err := cli.ParseInterleaved(fs, args)
@@ -378,6 +380,9 @@ func graphInfo(args []string, stdout, stderr io.Writer) error {
 	tw("cpu node2vec", "%s fence index", cli.HumanBytes(ts.Fences))
 	tw("gpu memory", "%s for the graph and its tables on the device (offsets, targets, weights, labels, alias table, build scratch)",
 		cli.HumanBytes(gpu.DeviceBytesNeeded(g)))
+	if *hostMemory > 0 {
+		printHostPlan(tw, g, path, *hostMemory)
+	}
 	if *gpuMemory > 0 {
 		if *gpuMemory >= gpu.DeviceBytesNeeded(g) {
 			tw("gpu placement", "the whole graph fits %s", cli.HumanBytes(*gpuMemory))
@@ -553,4 +558,31 @@ type graphResult struct {
 	DuplicatePolicy  string  `json:"duplicate_policy,omitempty"`
 	IDType           string  `json:"id_type,omitempty"`
 	Timed            bool    `json:"timed,omitempty"`
+}
+
+// printHostPlan prints the out-of-core CPU engine's plan for budget bytes of
+// host memory (walk/ooc), or that the graph fits in memory.
+func printHostPlan(tw func(k, f string, a ...any), g *graph.Graph, path string, budget int64) {
+	need := ooc.InMemoryBytes(g)
+	if need <= budget {
+		tw("host plan", "in memory: the CPU engine needs %s of the %s budget", cli.HumanBytes(need), cli.HumanBytes(budget))
+		return
+	}
+	p, err := ooc.PlanFor(context.Background(), g, path, budget, 0, 0)
+	if err != nil {
+		tw("host plan", "%v", err)
+		return
+	}
+	tw("host plan", "out of core: the CPU engine needs %s, above the %s budget; %d partitions of at most %s (%d B/vertex, %d B/edge loaded), %d held at once (%s), %s for walkers",
+		cli.HumanBytes(need), cli.HumanBytes(budget), len(p.Partitions), cli.HumanBytes(p.PartitionBytes), p.BytesPerVertex, p.BytesPerEdge,
+		p.Slots, cli.HumanBytes(p.PoolBytes), cli.HumanBytes(p.WalkerBytes))
+	for i, q := range p.Partitions {
+		if i == 8 && len(p.Partitions) > 10 {
+			tw("  ...", "%d more", len(p.Partitions)-9)
+			i, q = len(p.Partitions)-1, p.Partitions[len(p.Partitions)-1]
+			tw(fmt.Sprintf("  part %d", i), "vertices [%d, %d) edges %d, %s", q.Lo, q.Hi, q.Edges(), cli.HumanBytes(q.Bytes))
+			break
+		}
+		tw(fmt.Sprintf("  part %d", i), "vertices [%d, %d) edges %d, %s", q.Lo, q.Hi, q.Edges(), cli.HumanBytes(q.Bytes))
+	}
 }

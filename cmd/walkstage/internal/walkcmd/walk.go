@@ -100,7 +100,7 @@ type walkOptions struct {
 	timeScale                                                                   float64
 	startTime, maxTimeGap                                                       int64
 	seed                                                                        uint64
-	fileBytes, memLimit                                                         int64
+	fileBytes, memLimit, hostMemory                                             int64
 	vp                                                                          visits.VisitParams
 	sf                                                                          *sampleFlags
 	set                                                                         map[string]bool
@@ -144,6 +144,7 @@ func parseWalkFlags(args []string, stderr io.Writer) (*walkOptions, error) {
 	fs.StringVar(&o.name, "name", "", "graph name in the output path and metadata (default: the graph's own)")
 	fs.StringVar(&o.engineName, "engine", "auto", "cpu, gpu, or auto (gpu when this build and host have one)")
 	fs.IntVar(&o.workers, "workers", runtime.GOMAXPROCS(0), "CPU engine workers")
+	fs.Int64Var(&o.hostMemory, "host-memory", 0, "host memory budget in bytes: a graph needing more is walked out of core (0: WALKSTAGE_HOST_MEMORY_LIMIT, else cgroup memory.max, else MemAvailable; -1: always in memory)")
 	fs.StringVar(&o.compression, "compression", "zstd", "zstd, snappy or none")
 	fs.StringVar(&o.walkEncoding, "walk-encoding", "delta_binary_packed", "Parquet encoding of the walk values: delta_binary_packed (every reader), "+
 		"or byte_stream_split (6% smaller under zstd, but DuckDB cannot read it: BYTE_STREAM_SPLIT only for FLOAT/DOUBLE; Arrow, pyarrow, polars and hyparquet can)")
@@ -232,7 +233,7 @@ func walkCmd(ctx context.Context, version string, args []string, stdout, stderr 
 
 	// The writer gives every chunk back to the engine (prepareEngine), so
 	// the GPU engine may lend its pinned buffers instead of copying them.
-	settings := engines.Settings{Workers: o.workers, FusedTableBytes: -1, GPUBatchSlots: o.gpuSlots,
+	settings := engines.Settings{Workers: o.workers, FusedTableBytes: -1, GPUBatchSlots: o.gpuSlots, HostMemoryLimit: o.hostMemory,
 		GPULentChunks: o.output != "visits" && !o.gpuCopy}
 	eng, err := engines.New(g, o.engineName, settings, cli.Logger(logw, o.quiet))
 	if err != nil {

@@ -1,0 +1,105 @@
+package ooc
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// EnvHostMemoryLimit names the environment variable that sets the host
+// memory budget in bytes, ahead of the cgroup's limit and MemAvailable.
+const EnvHostMemoryLimit = "WALKSTAGE_HOST_MEMORY_LIMIT"
+
+// Budget is how much host memory a process may use and where that figure
+// came from (logs and `graph info` say which).
+type Budget struct {
+	Bytes  int64
+	Source string // "WALKSTAGE_HOST_MEMORY_LIMIT", "cgroup memory.max" or "MemAvailable"
+}
+
+// HostMemory is the host memory budget of this process:
+// WALKSTAGE_HOST_MEMORY_LIMIT when set, else the memory.max of the process's
+// cgroup v2 when it has one, else the kernel's MemAvailable; Bytes is 0
+// when none of them can be read (not Linux). An unreadable variable is an
+// error (a typo must not silently mean "no limit").
+func HostMemory() (Budget, error) {
+	return hostMemory(os.Getenv(EnvHostMemoryLimit), "/proc/self/cgroup", "/sys/fs/cgroup", "/proc/meminfo")
+}
+
+func hostMemory(env, selfCgroup, cgroupRoot, meminfo string) (Budget, error) {
+	if s := strings.TrimSpace(env); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n <= 0 {
+			return Budget{}, fmt.Errorf("%s=%q: want a positive byte count", EnvHostMemoryLimit, env)
+		}
+		return Budget{n, EnvHostMemoryLimit}, nil
+	}
+	if n := cgroupV2Max(selfCgroup, cgroupRoot); n > 0 {
+		return Budget{n, "cgroup memory.max"}, nil
+	}
+	if n := memAvailable(meminfo); n > 0 {
+		return Budget{n, "MemAvailable"}, nil
+	}
+	return Budget{}, nil
+}
+
+// cgroupV2Max reads memory.max of the cgroup v2 the process is in (the
+// "0::/path" line of /proc/self/cgroup), and of its ancestors up to the
+// root, and returns the lowest limit, 0 when none is set ("max") or the
+// host has no cgroup v2 hierarchy there.
+func cgroupV2Max(selfCgroup, root string) int64 {
+	b, err := os.ReadFile(selfCgroup)
+	if err != nil {
+		return 0
+	}
+	var rel string
+	found := false
+	for _, line := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			rel, found = p, true
+			break
+		}
+	}
+	if !found {
+		return 0
+	}
+	var lowest int64
+	for dir := filepath.Join(root, rel); ; dir = filepath.Dir(dir) {
+		if c, err := os.ReadFile(filepath.Join(dir, "memory.max")); err == nil {
+			if n, err := strconv.ParseInt(string(bytes.TrimSpace(c)), 10, 64); err == nil && n > 0 && (lowest == 0 || n < lowest) {
+				lowest = n
+			}
+		}
+		if len(dir) <= len(filepath.Clean(root)) {
+			return lowest
+		}
+	}
+}
+
+// memAvailable is MemAvailable of /proc/meminfo in bytes, 0 when unknown.
+func memAvailable(path string) int64 {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 0 {
+				return 0
+			}
+			n, err := strconv.ParseInt(f[0], 10, 64)
+			if err != nil {
+				return 0
+			}
+			return n << 10 // kB
+		}
+	}
+	return 0
+}

@@ -1,0 +1,637 @@
+package ooc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
+)
+
+// Option configures the out-of-core engine.
+type Option func(*config)
+
+type config struct {
+	budget         int64
+	workers        int
+	chunkSize      int
+	slots          int
+	partitionBytes int64
+	direct         bool
+	tableDir       string
+	log            *slog.Logger
+}
+
+// WithMemoryLimit sets the engine's memory budget in bytes. Defaults to
+// HostMemory: WALKSTAGE_HOST_MEMORY_LIMIT, the cgroup's memory.max, or
+// MemAvailable.
+func WithMemoryLimit(bytes int64) Option { return func(c *config) { c.budget = bytes } }
+
+// WithWorkers sets the goroutines that walk a partition's walkers.
+// Defaults to GOMAXPROCS.
+func WithWorkers(n int) Option { return func(c *config) { c.workers = n } }
+
+// WithChunkSize sets the walks per emitted chunk. Defaults to 1024.
+func WithChunkSize(n int) Option { return func(c *config) { c.chunkSize = n } }
+
+// WithSlots sets how many partitions the pool holds at once (at least 2:
+// one walked while the next is read). Defaults to DefaultSlots.
+func WithSlots(n int) Option { return func(c *config) { c.slots = n } }
+
+// WithPartitionBytes caps a partition's loaded size below the budget's
+// share, for many small partitions (tests). Defaults to 0: the share.
+func WithPartitionBytes(n int64) Option { return func(c *config) { c.partitionBytes = n } }
+
+// WithDirectIO says whether reads bypass the page cache (O_DIRECT) where
+// the filesystem allows it. Defaults to true.
+func WithDirectIO(on bool) Option { return func(c *config) { c.direct = on } }
+
+// WithTableDir sets where the file of built alias tables goes (8 bytes
+// per edge of the partitions walked weighted; unlinked once open).
+// Defaults to the graph file's directory, else the temporary directory.
+func WithTableDir(dir string) Option { return func(c *config) { c.tableDir = dir } }
+
+// WithLogger sets where the plan and each run's I/O are logged. Defaults
+// to slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
+
+// Stats is what the engine's last run read and walked, beyond
+// walk.RunStats.
+type Stats struct {
+	Partitions int
+	Visits     int64 // partition visits
+	Loads      int64 // partitions read (ahead, while another was walked, or waited for)
+	Waits      int64 // visits that waited for their partition's read (not held, not read ahead)
+	BytesRead  int64
+	ReadTime   time.Duration // summed over reads, prefetches included
+	// Sweeps is the partitions read over the partition count: how many
+	// times over the run read the graph.
+	Sweeps  float64
+	Walkers int  // walkers in flight at most
+	Direct  bool // reads bypassed the page cache
+}
+
+// Engine walks a graph file larger than memory (see the package comment).
+type Engine struct {
+	g      *graph.Graph
+	path   string
+	cfg    config
+	r      *reader
+	sec    sections
+	plan   Plan
+	bounds []uint32 // Partitions[i].Hi
+	slots  []*part
+	tables *tableFile // built alias tables, opened by the first weighted run
+
+	mu    sync.Mutex
+	stats walk.RunStats
+	ooc   Stats
+}
+
+var (
+	_ walk.Engine           = (*Engine)(nil)
+	_ walk.StatsReporter    = (*Engine)(nil)
+	_ walk.AlgorithmChecker = (*Engine)(nil)
+)
+
+// New plans g, loaded from the file at path, for the memory budget and
+// opens the file for reading. g is used for its counts and flags only; its
+// mapped arrays are never read.
+func New(ctx context.Context, g *graph.Graph, path string, opts ...Option) (*Engine, error) {
+	if g == nil || g.NumVertices() <= 0 {
+		return nil, errors.New("out-of-core engine: empty graph")
+	}
+	cfg := config{workers: runtime.GOMAXPROCS(0), chunkSize: 1024, slots: DefaultSlots, direct: true, log: slog.Default()}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.workers < 1 || cfg.chunkSize < 1 {
+		return nil, fmt.Errorf("out-of-core engine: workers (%d) and chunk size (%d) must be positive", cfg.workers, cfg.chunkSize)
+	}
+	if cfg.budget == 0 {
+		b, err := HostMemory()
+		if err != nil {
+			return nil, fmt.Errorf("out-of-core engine: %w", err)
+		}
+		if b.Bytes == 0 {
+			return nil, fmt.Errorf("out-of-core engine: no memory budget: set %s (bytes)", EnvHostMemoryLimit)
+		}
+		cfg.budget = b.Bytes
+	}
+	sec, err := fileSections(g)
+	if err != nil {
+		return nil, fmt.Errorf("out-of-core engine: %w", err)
+	}
+	if err := checkSize(path, sec); err != nil {
+		return nil, fmt.Errorf("out-of-core engine: %w", err)
+	}
+	r, err := openReader(path, cfg.direct)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := planFor(ctx, g, r, sec, cfg.budget, cfg.slots, cfg.partitionBytes)
+	if err != nil {
+		r.close()
+		return nil, fmt.Errorf("out-of-core engine for %s: %w", path, err)
+	}
+	e := &Engine{g: g, path: path, cfg: cfg, r: r, sec: sec, plan: plan}
+	for _, p := range plan.Partitions {
+		e.bounds = append(e.bounds, p.Hi)
+	}
+	for range plan.Slots {
+		e.slots = append(e.slots, &part{id: -1})
+	}
+	cfg.log.Info("out-of-core engine: graph walked from disk in partitions", "graph", g.Name, "file", path,
+		"graph_bytes", plan.GraphBytes, "budget_bytes", plan.Budget, "partitions", len(plan.Partitions),
+		"partition_bytes", plan.PartitionBytes, "slots", plan.Slots, "walker_bytes", plan.WalkerBytes, "direct_io", r.isDirect())
+	return e, nil
+}
+
+func (e *Engine) Name() string { return "cpu" }
+
+// Close closes the graph file; the engine's memory goes with it.
+func (e *Engine) Close() error {
+	if e.tables != nil {
+		e.tables.close()
+	}
+	return e.r.close()
+}
+
+// Plan is the engine's partition plan.
+func (e *Engine) Plan() Plan { return e.plan }
+
+// LastRunStats reports the last completed Run.
+func (e *Engine) LastRunStats() walk.RunStats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.stats
+}
+
+// OutOfCoreStats reports the last completed Run's reads and visits.
+func (e *Engine) OutOfCoreStats() Stats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.ooc
+}
+
+// Check refuses what the engine cannot walk out of core yet, naming why.
+func (e *Engine) Check(a walk.Algorithm) error {
+	const pre = "the graph is walked out of core (larger than the host memory budget)"
+	switch {
+	case a.Kind == walk.Node2Vec:
+		return fmt.Errorf("%w: %s, and node2vec's step needs the previous vertex's adjacency, which may lie in another partition; "+
+			"raise %s above %d bytes to walk it in memory", walk.ErrInvalidAlgorithm, pre, EnvHostMemoryLimit, e.plan.GraphBytes)
+	case a.Kind == walk.Temporal:
+		return fmt.Errorf("%w: %s, and temporal walks need the edge times, which the out-of-core engine does not read yet; "+
+			"raise %s above %d bytes to walk them in memory", walk.ErrInvalidAlgorithm, pre, EnvHostMemoryLimit, e.plan.GraphBytes)
+	case a.Kind == walk.MetaPath && !walk.UsesLabelTables(a, e.g):
+		return fmt.Errorf("%w: %s, which walks metapath only on label tables (automatic sampler, at most %d labels; this request: sampler %s, %d labels)",
+			walk.ErrInvalidAlgorithm, pre, walk.MaxTableLabels, a.Stepper, e.g.NumLabels)
+	case a.Kind != walk.MetaPath && (a.ResolvedStepper() == walk.StepperZPRS || a.ResolvedStepper() == walk.StepperDPRS):
+		return fmt.Errorf("%w: %s, which does not run the reservoir samplers (zprs, dprs); leave the sampler auto",
+			walk.ErrInvalidAlgorithm, pre)
+	}
+	return nil
+}
+
+// pidOf is the partition of vertex v.
+func (e *Engine) pidOf(v uint32) int {
+	return sort.Search(len(e.bounds), func(i int) bool { return e.bounds[i] > v })
+}
+
+// Run walks the jobs partition by partition and emits their walks.
+func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) error {
+	t0 := time.Now()
+	if err := walk.ValidateJobs(e.g, jobs); err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		if err := e.Check(j.Algorithm); err != nil {
+			return fmt.Errorf("job %d: %w", j.Tag, err)
+		}
+	}
+	rs := newRun(e, jobs)
+	if rs.need.alias && e.tables == nil {
+		dir := e.cfg.tableDir
+		if dir == "" {
+			dir = tableDir(e.path)
+		}
+		tf, err := openTableFile(dir, e.g.NumEdges(), len(e.plan.Partitions), e.cfg.direct)
+		if err != nil {
+			return err
+		}
+		e.tables = tf
+	}
+	bytes0, nanos0 := e.readBytes()
+	err := rs.loop(ctx, emit)
+	if err != nil {
+		return err
+	}
+	wall := time.Since(t0)
+	bytes1, nanos1 := e.readBytes()
+	st := Stats{Partitions: len(e.plan.Partitions), Visits: rs.visits, Loads: rs.loads, Waits: rs.waits,
+		BytesRead: bytes1 - bytes0, ReadTime: time.Duration(nanos1 - nanos0),
+		Sweeps: float64(rs.loads) / float64(len(e.plan.Partitions)), Walkers: rs.capW, Direct: e.r.isDirect()}
+	e.mu.Lock()
+	e.stats = walk.RunStats{Walks: rs.walks, Steps: rs.steps, Wall: wall, Compute: wall, MemoryBytes: rs.memoryBytes()}
+	e.ooc = st
+	e.mu.Unlock()
+	e.cfg.log.Info("out-of-core run", "graph", e.g.Name, "walks", rs.walks, "steps", rs.steps, "duration", wall.Seconds(),
+		"partitions", st.Partitions, "visits", st.Visits, "loads", st.Loads, "waits", st.Waits, "sweeps", st.Sweeps,
+		"bytes_read", st.BytesRead, "read_seconds", st.ReadTime.Seconds(), "walkers", st.Walkers, "direct_io", st.Direct)
+	return nil
+}
+
+// run is one Run's walker state. Walker w (a slot) is walk ids[w] of job
+// jobOf[w], at vertex cur[w] after taken[w] steps; its vertices so far are
+// path[w*stride : w*stride+taken[w]+1].
+type run struct {
+	e        *Engine
+	jobs     []walk.Job
+	steppers []*stepper
+	need     needs
+	stride   int
+	capW     int
+
+	jobOf []int32
+	ids   []uint64
+	cur   []uint32
+	taken []uint32
+	path  []uint32
+	free  []int32
+
+	queues  [][]int32 // waiting walkers by partition of their vertex
+	pending [][]int32 // finished walkers by job, not yet emitted
+	npend   int
+	nextJob int // admission cursor: job, start
+	nextIdx int
+
+	shards []shard
+
+	visits, loads, waits int64
+	walks, steps         int64
+}
+
+// shard is one worker's share of a visit and what came of it.
+type shard struct {
+	in    []int32
+	done  []int32
+	moved []int32
+	pids  []int32
+}
+
+// Walker state in flight costs its row of vertices, its id, vertex, step
+// and job, and its place in a queue (twice: the queue may grow by copying).
+const walkerFixedBytes = 8 + 4 + 4 + 4 + 4 + 8
+
+// minWalkers is the fewest walkers in flight whatever the budget: below it
+// a partition visit amortizes its read over too few steps to finish.
+const minWalkers = 256
+
+func newRun(e *Engine, jobs []walk.Job) *run {
+	rs := &run{e: e, jobs: jobs, queues: make([][]int32, len(e.plan.Partitions)), pending: make([][]int32, len(jobs))}
+	maxLen, total := 0, 0
+	for _, j := range jobs {
+		s := newStepper(j.Algorithm, j.Seed)
+		rs.steppers = append(rs.steppers, s)
+		n := s.needs()
+		rs.need.alias = rs.need.alias || n.alias
+		rs.need.labelTables = rs.need.labelTables || n.labelTables
+		rs.need.segAlias = rs.need.segAlias || n.segAlias
+		maxLen = max(maxLen, j.Algorithm.Length)
+		total += len(j.Starts)
+	}
+	rs.stride = maxLen + 1
+	rs.capW = int(e.plan.WalkerBytes / int64(rs.stride*4+walkerFixedBytes))
+	rs.capW = min(max(rs.capW, minWalkers), total)
+	rs.jobOf = make([]int32, rs.capW)
+	rs.ids = make([]uint64, rs.capW)
+	rs.cur = make([]uint32, rs.capW)
+	rs.taken = make([]uint32, rs.capW)
+	rs.path = make([]uint32, rs.capW*rs.stride)
+	rs.free = make([]int32, rs.capW)
+	for i := range rs.free {
+		rs.free[i] = int32(rs.capW - 1 - i)
+	}
+	rs.shards = make([]shard, e.cfg.workers)
+	return rs
+}
+
+func (rs *run) memoryBytes() int64 {
+	return int64(rs.capW) * int64(rs.stride*4+walkerFixedBytes)
+}
+
+// admit starts walks while walker slots are free, in job and start order.
+func (rs *run) admit() {
+	for len(rs.free) > 0 && rs.nextJob < len(rs.jobs) {
+		j := &rs.jobs[rs.nextJob]
+		if rs.nextIdx >= len(j.Starts) {
+			rs.nextJob, rs.nextIdx = rs.nextJob+1, 0
+			continue
+		}
+		w := rs.free[len(rs.free)-1]
+		rs.free = rs.free[:len(rs.free)-1]
+		v := j.Starts[rs.nextIdx]
+		rs.jobOf[w], rs.ids[w], rs.cur[w], rs.taken[w] = int32(rs.nextJob), j.FirstWalk+uint64(rs.nextIdx), v, 0
+		rs.path[int(w)*rs.stride] = v
+		p := rs.e.pidOf(v)
+		rs.queues[p] = append(rs.queues[p], w)
+		rs.nextIdx++
+	}
+}
+
+// slotOf is the pool slot holding partition p with the tables the run
+// needs, or nil.
+func (rs *run) slotOf(p int) *part {
+	for _, s := range rs.e.slots {
+		if s.id == p && s.has.covers(rs.need) {
+			return s
+		}
+	}
+	return nil
+}
+
+// choose picks the partition to visit: the most waiting walkers (C-SAW's
+// most-active-first), a partition the pool holds counting double, since
+// visiting it reads nothing. -1 when no walker waits.
+func (rs *run) choose() int {
+	best, score := -1, 0
+	for p, q := range rs.queues {
+		if len(q) == 0 {
+			continue
+		}
+		s := len(q)
+		if rs.slotOf(p) != nil {
+			s *= 2
+		}
+		if s > score {
+			best, score = p, s
+		}
+	}
+	return best
+}
+
+// victim is the slot to load a partition into, never keep: an empty slot,
+// else the one whose partition has the fewest waiting walkers (so the
+// busiest stay cached). nil when every other slot's partition has more
+// waiting walkers than limit.
+func (rs *run) victim(keep *part, limit int) *part {
+	return rs.victimExcept(map[*part]bool{keep: true}, limit)
+}
+
+// victimExcept is victim keeping every slot of keep.
+func (rs *run) victimExcept(keep map[*part]bool, limit int) *part {
+	var v *part
+	least := -1
+	for _, s := range rs.e.slots {
+		if keep[s] {
+			continue
+		}
+		if s.id < 0 {
+			return s
+		}
+		if n := len(rs.queues[s.id]); (least < 0 || n < least) && n <= limit {
+			v, least = s, n
+		}
+	}
+	return v
+}
+
+// prefetch is the partitions being read while another is walked.
+type prefetch struct {
+	wg   sync.WaitGroup
+	errs []error
+}
+
+func (f *prefetch) wait() error {
+	if f == nil {
+		return nil
+	}
+	f.wg.Wait()
+	return errors.Join(f.errs...)
+}
+
+func (rs *run) load(ctx context.Context, s *part, p int) error {
+	rs.loads++
+	return rs.loadCounted(ctx, s, p)
+}
+
+// loadCounted is load for a caller that counted it (from the loop's
+// goroutine: prefetches run beside it).
+func (rs *run) loadCounted(ctx context.Context, s *part, p int) error {
+	e := rs.e
+	if err := s.load(ctx, e.g, e.r, e.sec, e.tables, p, e.plan.Partitions[p], rs.need, e.cfg.workers); err != nil {
+		return fmt.Errorf("out-of-core engine: load partition %d [%d, %d): %w", p, e.plan.Partitions[p].Lo, e.plan.Partitions[p].Hi, err)
+	}
+	return nil
+}
+
+// loop is the engine: admit walkers, pick a partition, have it loaded,
+// start reading the next while walking it, emit what finished.
+func (rs *run) loop(ctx context.Context, emit walk.EmitFunc) (err error) {
+	var pre *prefetch
+	defer func() { pre.wait() }()
+	for {
+		perr := pre.wait()
+		pre = nil
+		if perr != nil {
+			return perr
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rs.admit()
+		p := rs.choose()
+		if p < 0 {
+			if rs.npend > 0 {
+				if err := rs.flush(emit, 1); err != nil {
+					return err
+				}
+				continue
+			}
+			return nil
+		}
+		rs.visits++
+		s := rs.slotOf(p)
+		if s == nil {
+			rs.waits++
+			if s = rs.victim(nil, int(^uint(0)>>1)); s == nil {
+				return errors.New("out-of-core engine: no pool slot to load into") // Slots >= 2: a bug
+			}
+			if err := rs.load(ctx, s, p); err != nil {
+				return err
+			}
+		}
+		pre = rs.startPrefetch(ctx, p, s)
+		rs.visit(s)
+		if err := rs.flush(emit, rs.e.cfg.chunkSize); err != nil {
+			return err
+		}
+	}
+}
+
+// startPrefetch reads, while partition p (in slot cur) is walked, the
+// partitions with the most waiting walkers that the pool does not hold,
+// into every other slot whose partition has fewer waiting walkers: two
+// reads in flight kept the disk busy across the gap between one visit's
+// end and the next read's start, which one alone left idle.
+func (rs *run) startPrefetch(ctx context.Context, p int, cur *part) *prefetch {
+	type job struct {
+		s *part
+		p int
+	}
+	var jobs []job
+	taken := map[*part]bool{cur: true}
+	chosen := map[int]bool{p: true}
+	// Chosen all before any read starts: a read changes its slot's id,
+	// which slotOf reads.
+	for range len(rs.e.slots) - 1 {
+		next, most := -1, 0
+		for q, w := range rs.queues {
+			if !chosen[q] && len(w) > most && rs.slotOf(q) == nil {
+				next, most = q, len(w)
+			}
+		}
+		if next < 0 {
+			break
+		}
+		s := rs.victimExcept(taken, most-1)
+		if s == nil {
+			break
+		}
+		taken[s], chosen[next] = true, true
+		jobs = append(jobs, job{s, next})
+	}
+	if len(jobs) == 0 {
+		return nil
+	}
+	pre := &prefetch{errs: make([]error, len(jobs))}
+	rs.loads += int64(len(jobs))
+	for k, j := range jobs {
+		pre.wg.Go(func() { pre.errs[k] = rs.loadCounted(ctx, j.s, j.p) })
+	}
+	return pre
+}
+
+// visitShare is the fewest walkers a worker takes in a visit.
+const visitShare = 256
+
+// visit advances every walker waiting in the partition of slot s as far as
+// it goes inside the partition, on the workers, and queues those that left
+// it by their new partition.
+func (rs *run) visit(s *part) {
+	p := s.id
+	q := rs.queues[p]
+	rs.queues[p] = nil
+	nw := min(len(rs.shards), (len(q)+visitShare-1)/visitShare)
+	var wg sync.WaitGroup
+	for k := range nw {
+		sh := &rs.shards[k]
+		sh.in = q[k*len(q)/nw : (k+1)*len(q)/nw]
+		sh.done, sh.moved, sh.pids = sh.done[:0], sh.moved[:0], sh.pids[:0]
+		wg.Go(func() { rs.advance(s, sh) })
+	}
+	wg.Wait()
+	rs.queues[p] = q[:0] // walkers never arrive in p during its own visit
+	for k := range nw {
+		sh := &rs.shards[k]
+		for i, w := range sh.moved {
+			rs.queues[sh.pids[i]] = append(rs.queues[sh.pids[i]], w)
+		}
+		for _, w := range sh.done {
+			j := rs.jobOf[w]
+			rs.pending[j] = append(rs.pending[j], w)
+		}
+		rs.npend += len(sh.done)
+	}
+}
+
+// advance walks shard sh's walkers inside partition s.
+func (rs *run) advance(s *part, sh *shard) {
+	lo, hi := s.p.Lo, s.p.Hi
+	for _, w := range sh.in {
+		st := rs.steppers[rs.jobOf[w]]
+		id, c, n := rs.ids[w], rs.cur[w], rs.taken[w]
+		row := rs.path[int(w)*rs.stride : (int(w)+1)*rs.stride]
+		for {
+			if n >= st.length {
+				sh.done = append(sh.done, w)
+				break
+			}
+			if c < lo || c >= hi {
+				sh.moved = append(sh.moved, w)
+				sh.pids = append(sh.pids, int32(rs.e.pidOf(c)))
+				break
+			}
+			next, ok := st.step(s, id, n, c)
+			if !ok {
+				sh.done = append(sh.done, w)
+				break
+			}
+			n++
+			row[n] = next
+			c = next
+		}
+		rs.cur[w], rs.taken[w] = c, n
+	}
+}
+
+// flush emits the finished walks of every job that has at least min of
+// them, in chunks of chunkSize walks with ascending ids, and frees their
+// walker slots.
+func (rs *run) flush(emit walk.EmitFunc, least int) error {
+	size := rs.e.cfg.chunkSize
+	for j, ws := range rs.pending {
+		if len(ws) == 0 || len(ws) < least {
+			continue
+		}
+		slices.SortFunc(ws, func(a, b int32) int {
+			if rs.ids[a] < rs.ids[b] {
+				return -1
+			}
+			if rs.ids[a] > rs.ids[b] {
+				return 1
+			}
+			return 0
+		})
+		for lo := 0; lo < len(ws); lo += size {
+			part := ws[lo:min(lo+size, len(ws))]
+			c := walk.Chunk{Tag: rs.jobs[j].Tag, WalkIDs: make([]uint64, len(part)), Offsets: make([]uint32, len(part)+1)}
+			n := 0
+			for k, w := range part {
+				c.WalkIDs[k] = rs.ids[w]
+				n += int(rs.taken[w]) + 1
+				c.Offsets[k+1] = uint32(n)
+			}
+			c.Vertices = make([]uint32, n)
+			for k, w := range part {
+				copy(c.Vertices[c.Offsets[k]:c.Offsets[k+1]], rs.path[int(w)*rs.stride:])
+			}
+			rs.walks += int64(len(part))
+			rs.steps += c.Steps()
+			if err := emit(c); err != nil {
+				return err
+			}
+		}
+		rs.free = append(rs.free, ws...)
+		rs.npend -= len(ws)
+		rs.pending[j] = ws[:0]
+	}
+	return nil
+}
+
+// readBytes is what the engine's readers have read so far, and in how long.
+func (e *Engine) readBytes() (n, nanos int64) {
+	n, nanos = e.r.bytes.Load(), e.r.nanos.Load()
+	if e.tables != nil {
+		n, nanos = n+e.tables.r.bytes.Load(), nanos+e.tables.r.nanos.Load()
+	}
+	return n, nanos
+}
