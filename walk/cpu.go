@@ -119,7 +119,7 @@ type unit struct {
 // Run walks the jobs on all workers and emits one chunk per unit.
 func (e *CPU) Run(ctx context.Context, jobs []Job, emit EmitFunc) error {
 	t0 := time.Now()
-	if err := ValidateJobs(e.g, jobs); err != nil {
+	if err := validateJobs(e.g, jobs); err != nil {
 		return err
 	}
 	steppers, units, maxLen := e.plan(jobs)
@@ -175,11 +175,17 @@ func (e *CPU) plan(jobs []Job) (steppers []*stepper, units []unit, maxLen int) {
 	}
 	for i, j := range jobs {
 		var tab []aliasEntry
-		useFused := e.fusedFor(j.Algorithm)
+		live := j.Overlay != nil && !j.Overlay.Empty()
+		// A walk on a live graph's delta draws its base edges from the
+		// packed table (overlayStep), whatever serves the base alone.
+		useFused := e.fusedFor(j.Algorithm) && !live
 		if needsAlias(j.Algorithm) && !useFused {
 			tab = e.packedTable()
 		}
 		steppers[i] = newStepper(e.g, j.Algorithm, j.Seed, tab)
+		if live {
+			steppers[i].ov = j.Overlay
+		}
 		if useFused {
 			steppers[i].fused = e.fusedTable()
 		}
@@ -266,6 +272,10 @@ func walkUnit(s *stepper, j Job, lo, hi int, sc *unitScratch) Chunk {
 			times = make([]int64, n*stride)
 		}
 		s.walkTemporalUnit(j.Starts[lo:hi], first, buf, times, lens)
+	} else if s.ov != nil {
+		for k := 0; k < n; k++ {
+			lens[k] = uint32(s.walkOverlay(first+uint64(k), j.Starts[lo+k], buf[k*stride:(k+1)*stride]))
+		}
 	} else if s.ring() {
 		s.walkRingIn(&sc.ring, j.Starts[lo:hi], first, buf, lens)
 	} else if s.lockstep() {
