@@ -304,7 +304,6 @@ func (l *Live) insert(u *Update) {
 	}
 	oldCap := cap(dv.Edges)
 	dv.Edges = append(dv.Edges, walk.DeltaEdge{Target: d, Weight: w})
-	dv.DeltaWeight += float64(w)
 	dv.MaxWeight = max(dv.MaxWeight, w)
 	per := int64(unsafe.Sizeof(walk.DeltaEdge{}))
 	if l.labelled {

@@ -273,9 +273,7 @@ func walkUnit(s *stepper, j Job, lo, hi int, sc *unitScratch) Chunk {
 		}
 		s.walkTemporalUnit(j.Starts[lo:hi], first, buf, times, lens)
 	} else if s.ov != nil {
-		for k := 0; k < n; k++ {
-			lens[k] = uint32(s.walkOverlay(first+uint64(k), j.Starts[lo+k], buf[k*stride:(k+1)*stride]))
-		}
+		s.walkOverlayUnit(j.Starts[lo:hi], first, buf, lens)
 	} else if s.ring() {
 		s.walkRingIn(&sc.ring, j.Starts[lo:hi], first, buf, lens)
 	} else if s.lockstep() {

@@ -54,11 +54,12 @@ type DeltaVertex struct {
 	// every base edge to Target is dead, and so is every appended edge to
 	// it with index below Upto (inserted before the delete).
 	Dead []Tombstone
-	// BaseWeight and DeltaWeight are the weight sums of the base and the
-	// appended edges, dead ones included (the weights of a weighted graph,
-	// whatever the walk). MaxWeight is the largest appended weight.
-	BaseWeight, DeltaWeight float64
-	MaxWeight               float32
+	// BaseWeight is the weight sum of the base edges, dead ones included
+	// (the edge count on an unweighted graph); MaxWeight is the largest
+	// appended weight. A weighted step picks the delta side with weight
+	// len(Edges) * MaxWeight, the envelope of its accept-by-weight draw.
+	BaseWeight float64
+	MaxWeight  float32
 	// Live counts the vertex's live edges, base and appended: 0 is a dead end.
 	Live int
 }
@@ -162,7 +163,11 @@ func (s *stepper) overlayStep(id uint64, step, cur uint32) (uint32, bool) {
 	if int(cur) < len(s.off)-1 {
 		a, b = s.off[cur], s.off[cur+1]
 	}
-	wb, wd := dv.BaseWeight, dv.DeltaWeight
+	// The delta side's weight is its draw's envelope: a uniform edge
+	// accepted with probability Weight / MaxWeight takes edge i with
+	// probability proportional to its weight only if the side is chosen
+	// in proportion to len(Edges) * MaxWeight.
+	wb, wd := dv.BaseWeight, float64(len(dv.Edges))*float64(dv.MaxWeight)
 	if !s.weighted {
 		wb, wd = float64(b-a), float64(len(dv.Edges))
 	}
@@ -242,18 +247,34 @@ func (s *stepper) overlayScan(id uint64, step, d uint32, dv *DeltaVertex, a, b u
 	return last, found
 }
 
-// walkOverlay is stepper.walk on an overlay.
-func (s *stepper) walkOverlay(id uint64, start uint32, out []uint32) int {
-	out[0] = start
-	cur, n := start, 1
-	for step := uint32(0); step < uint32(s.alg.Length); step++ {
-		next, ok := s.overlayStep(id, step, cur)
-		if !ok {
-			break
-		}
-		out[n] = next
-		n++
-		cur = next
+// walkOverlayUnit walks a unit's walks on an overlay all together, one step
+// of every walk before the next step of any: the steps of different walks
+// are independent, so the processor overlaps their cache misses (the
+// radix lookup of the vertex's delta, its offsets row, the drawn edge),
+// where one walk after the other waits for each in turn.
+func (s *stepper) walkOverlayUnit(starts []uint32, firstID uint64, buf, lens []uint32) {
+	stride := s.alg.Length + 1
+	n := len(starts)
+	cur := make([]uint32, n)
+	active := make([]int32, 0, n)
+	for k, v := range starts {
+		buf[k*stride] = v
+		lens[k] = 1
+		cur[k] = v
+		active = append(active, int32(k))
 	}
-	return n
+	for step := uint32(0); step < uint32(s.alg.Length) && len(active) > 0; step++ {
+		keep := active[:0]
+		for _, k := range active {
+			next, ok := s.overlayStep(firstID+uint64(k), step, cur[k])
+			if !ok {
+				continue
+			}
+			buf[int(k)*stride+int(lens[k])] = next
+			lens[k]++
+			cur[k] = next
+			keep = append(keep, k)
+		}
+		active = keep
+	}
 }
