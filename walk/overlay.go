@@ -3,6 +3,7 @@ package walk
 import (
 	"fmt"
 	"slices"
+	"unsafe"
 
 	"github.com/walkstage/walkstage/graph"
 )
@@ -159,6 +160,12 @@ func (s *stepper) overlayStep(id uint64, step, cur uint32) (uint32, bool) {
 		}
 		first = 1
 	}
+	return s.overlayAttempts(id, step, cur, dv, first, 0)
+}
+
+// overlayAttempts draws the step of a vertex with a delta from attempt att
+// on (attempt a takes draw first+a), and scans after maxRejections.
+func (s *stepper) overlayAttempts(id uint64, step, cur uint32, dv *DeltaVertex, first, from uint32) (uint32, bool) {
 	var a, b uint64
 	if int(cur) < len(s.off)-1 {
 		a, b = s.off[cur], s.off[cur+1]
@@ -172,7 +179,7 @@ func (s *stepper) overlayStep(id uint64, step, cur uint32) (uint32, bool) {
 		wb, wd = float64(b-a), float64(len(dv.Edges))
 	}
 	total := wb + wd
-	for att := uint32(0); att < maxRejections; att++ {
+	for att := from; att < maxRejections; att++ {
 		x0, x1, x2, _ := s.draw(id, step, first+att)
 		if float64(x0)*(1.0/(1<<32))*total < wb {
 			if a == b {
@@ -247,15 +254,36 @@ func (s *stepper) overlayScan(id uint64, step, d uint32, dv *DeltaVertex, a, b u
 	return last, found
 }
 
+// What the first attempt of a walk's step on an overlay drew
+// (walkOverlayUnit).
+const (
+	ovEnd   = iota // the walk ends here (dead end, PPR stop)
+	ovBase         // a vertex without a delta: the base edge drawn is the step
+	ovBaseD        // a base edge of a vertex with a delta: taken unless dead
+	ovDelta        // an appended edge: taken if kept and not dead
+	ovRetry        // the attempt drew nothing: go on from attempt 1
+)
+
 // walkOverlayUnit walks a unit's walks on an overlay all together, one step
-// of every walk before the next step of any: the steps of different walks
-// are independent, so the processor overlaps their cache misses (the
-// radix lookup of the vertex's delta, its offsets row, the drawn edge),
-// where one walk after the other waits for each in turn.
+// of every walk before the next step of any, in three passes so that each
+// pass's cache misses overlap instead of waiting one after the other: the
+// first looks up every walk's delta (the radix tree's leaves) and
+// prefetches it and the vertex's offsets row, the second takes the
+// step's first draw and prefetches the edge it names (the alias entry or
+// target, or the appended edge), the third decides. A first attempt that
+// lands on a dead or unkept edge goes on in overlayAttempts from attempt 1,
+// so the walks are those of overlayStep.
 func (s *stepper) walkOverlayUnit(starts []uint32, firstID uint64, buf, lens []uint32) {
 	stride := s.alg.Length + 1
 	n := len(starts)
 	cur := make([]uint32, n)
+	dvs := make([]*DeltaVertex, n)
+	pick := make([]uint64, n)
+	coin := make([]uint32, n)
+	kind := make([]uint8, n)
+	firsts := make([]uint32, n)
+	rows := make([]uint64, 0, n)
+	addrs := make([]uint64, 0, n)
 	active := make([]int32, 0, n)
 	for k, v := range starts {
 		buf[k*stride] = v
@@ -263,10 +291,123 @@ func (s *stepper) walkOverlayUnit(starts []uint32, firstID uint64, buf, lens []u
 		cur[k] = v
 		active = append(active, int32(k))
 	}
+	off, tgt, tab := s.off, s.tgt, s.alias
+	baseV := uint32(len(off) - 1)
+	ppr := s.alg.Kind == PPR
 	for step := uint32(0); step < uint32(s.alg.Length) && len(active) > 0; step++ {
+		rows, addrs = rows[:0], addrs[:0]
+		for _, k := range active {
+			c := cur[k]
+			dv := s.ov.Vertex(c)
+			dvs[k] = dv
+			if dv != nil {
+				addrs = append(addrs, uint64(uintptr(unsafe.Pointer(dv))))
+			}
+			if c < baseV {
+				rows = append(rows, uint64(c))
+			}
+		}
+		prefetchRows(nil, addrs, 1, unsafe.Sizeof(DeltaVertex{}))
+		if len(rows) > 0 {
+			prefetchRows(unsafe.Pointer(&off[0]), rows, 8, 16)
+		}
+		rows, addrs = rows[:0], addrs[:0]
+		for _, k := range active {
+			id, c, dv := firstID+uint64(k), cur[k], dvs[k]
+			var a, b uint64
+			if c < baseV {
+				a, b = off[c], off[c+1]
+			}
+			if dv == nil {
+				if a == b {
+					kind[k] = ovEnd
+					continue
+				}
+				x0, x1, x2, _ := s.draw(id, step, 0)
+				if ppr {
+					if uint64(x0) < s.stopT {
+						kind[k] = ovEnd
+						continue
+					}
+					x0, x1 = x1, x2
+				}
+				kind[k], pick[k], coin[k] = ovBase, a+uint64(index(x0, uint32(b-a))), x1
+				rows = append(rows, pick[k])
+				continue
+			}
+			if dv.Live == 0 {
+				kind[k] = ovEnd
+				continue
+			}
+			first := uint32(0)
+			if ppr {
+				x0, _, _, _ := s.draw(id, step, 0)
+				if uint64(x0) < s.stopT {
+					kind[k] = ovEnd
+					continue
+				}
+				first = 1
+			}
+			firsts[k] = first
+			wb, wd := dv.BaseWeight, float64(len(dv.Edges))*float64(dv.MaxWeight)
+			if !s.weighted {
+				wb, wd = float64(b-a), float64(len(dv.Edges))
+			}
+			x0, x1, x2, _ := s.draw(id, step, first)
+			switch {
+			case float64(x0)*(1.0/(1<<32))*(wb+wd) < wb:
+				if a == b {
+					kind[k] = ovRetry
+					continue
+				}
+				kind[k], pick[k], coin[k] = ovBaseD, a+uint64(index(x1, uint32(b-a))), x2
+				rows = append(rows, pick[k])
+			case len(dv.Edges) == 0:
+				kind[k] = ovRetry
+			default:
+				i := index(x1, uint32(len(dv.Edges)))
+				kind[k], pick[k], coin[k] = ovDelta, uint64(i), x2
+				addrs = append(addrs, uint64(uintptr(unsafe.Pointer(&dv.Edges[i]))))
+			}
+		}
+		if len(rows) > 0 {
+			if tab != nil {
+				prefetchRows(unsafe.Pointer(&tab[0]), rows, unsafe.Sizeof(aliasEntry{}), unsafe.Sizeof(aliasEntry{}))
+			} else {
+				prefetchRows(unsafe.Pointer(&tgt[0]), rows, 4, 4)
+			}
+		}
+		prefetchRows(nil, addrs, 1, unsafe.Sizeof(DeltaEdge{}))
 		keep := active[:0]
 		for _, k := range active {
-			next, ok := s.overlayStep(firstID+uint64(k), step, cur[k])
+			var next uint32
+			ok := true
+			dv := dvs[k]
+			switch kind[k] {
+			case ovEnd:
+				ok = false
+			case ovBase, ovBaseD:
+				e := pick[k]
+				if tab == nil {
+					next = tgt[e]
+				} else if en := &tab[e]; unit24(coin[k]) < en.prob {
+					next = en.keep
+				} else {
+					next = en.alt
+				}
+				if kind[k] == ovBaseD && dv.BaseDead(next) {
+					next, ok = s.overlayAttempts(firstID+uint64(k), step, cur[k], dv, firsts[k], 1)
+				}
+			case ovDelta:
+				de := dv.Edges[pick[k]]
+				if s.weighted && unit24(coin[k])*dv.MaxWeight >= de.Weight || dv.DeltaDead(int(pick[k])) {
+					next, ok = s.overlayAttempts(firstID+uint64(k), step, cur[k], dv, firsts[k], 1)
+				} else {
+					next = de.Target
+				}
+			case ovRetry:
+				next, ok = s.overlayAttempts(firstID+uint64(k), step, cur[k], dv, firsts[k], 1)
+			}
 			if !ok {
 				continue
 			}
