@@ -162,7 +162,33 @@ func (l *Live) Apply(partition int32, offset int64, ups []Update) error {
 
 // check refuses a record that cannot be applied whole.
 func (l *Live) check(ups []Update) error {
+	if err := l.CheckSchema(ups); err != nil {
+		return err
+	}
 	fresh := 0
+	for i := range ups {
+		u := &ups[i]
+		if u.Op != Insert {
+			continue
+		}
+		for _, x := range [2]int64{u.Src, u.Dst} {
+			if _, ok := l.lookup(x); !ok {
+				fresh++
+			}
+		}
+	}
+	if n := int64(l.baseV) + int64(len(l.addedIDs)) + int64(fresh); n > graph.MaxVertices {
+		return fmt.Errorf("%w: the record would grow graph %q to %d vertices, beyond %d", ErrBadUpdate, l.base.Name, n, graph.MaxVertices)
+	}
+	return nil
+}
+
+// CheckSchema refuses updates that can never fit the base graph: a field
+// it does not hold (a weight on an unweighted graph), a missing time on a
+// timed one, an unknown op. It reads nothing the applier changes, so a
+// reader may call it from any goroutine, to dead-letter such a record
+// before it reaches Apply.
+func (l *Live) CheckSchema(ups []Update) error {
 	for i := range ups {
 		u := &ups[i]
 		switch u.Op {
@@ -190,14 +216,6 @@ func (l *Live) check(ups []Update) error {
 		if u.Has&HasWeight != 0 && !(u.Weight > 0 && u.Weight <= math.MaxFloat32) {
 			return fmt.Errorf("%w: update %d: weight %v must be finite and > 0", ErrBadUpdate, i, u.Weight)
 		}
-		for _, x := range [2]int64{u.Src, u.Dst} {
-			if _, ok := l.lookup(x); !ok {
-				fresh++
-			}
-		}
-	}
-	if n := int64(l.baseV) + int64(len(l.addedIDs)) + int64(fresh); n > graph.MaxVertices {
-		return fmt.Errorf("%w: the record would grow graph %q to %d vertices, beyond %d", ErrBadUpdate, l.base.Name, n, graph.MaxVertices)
 	}
 	return nil
 }
