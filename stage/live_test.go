@@ -72,7 +72,9 @@ func TestLiveGraphFromEdgeTopic(t *testing.T) {
 	readDone := make(chan error, 1)
 	go func() { readDone <- r.Run(rctx, batches) }()
 	applyDone := make(chan error, 1)
-	go func() { applyDone <- runLiveApplier(ctx, slog.New(slog.DiscardHandler), l, batches, 10*time.Millisecond, m) }()
+	go func() {
+		applyDone <- runLiveApplier(ctx, slog.New(slog.DiscardHandler), l, batches, 10*time.Millisecond, m)
+	}()
 
 	want := map[int32]int64{0: 2, 1: 2, 2: 2}
 	for !maps.Equal(l.Snapshot().Watermark(), want) {
