@@ -52,11 +52,14 @@ func ingestRecords(g *graph.Graph, n, per int) [][]byte {
 	return recs
 }
 
-// BenchmarkIngest decodes and applies 4 M updates in binary records of 4,096
-// on one goroutine, publishing a snapshot every 16 records (64 Ki updates),
-// and reports updates/s and the delta's memory per appended edge: as the
-// live graph counts it, and as the Go heap grew (after a GC, the records
-// themselves excluded).
+// BenchmarkIngest applies 4 Mi updates in binary records of 4,096 on one
+// goroutine, publishing a snapshot every 16 records (64 Ki updates), and
+// reports updates/s (wall, and per CPU second of the process: the applier
+// and the garbage collector) and the delta's memory per appended edge: as
+// the live graph counts it, and as the Go heap grew (after a GC, the
+// records themselves excluded). "decode" decodes each record first, as a
+// lone reader would; "apply" takes them decoded, as the applier does when
+// the partition readers decode (source.EdgeReader, one goroutine each).
 func BenchmarkIngest(b *testing.B) {
 	g, err := benchBase()
 	if err != nil {
@@ -64,52 +67,65 @@ func BenchmarkIngest(b *testing.B) {
 	}
 	const n, per = 4 << 20, 4096
 	recs := ingestRecords(g, n, per)
-	var buf []Update
-	var heapPerEdge, countedPerEdge float64
-	var cpu time.Duration
-	b.ResetTimer()
-	for b.Loop() {
-		b.StopTimer()
-		runtime.GC()
-		var m0 runtime.MemStats
-		runtime.ReadMemStats(&m0)
-		l, err := New(g)
-		if err != nil {
+	decoded := make([][]Update, len(recs))
+	for i, r := range recs {
+		if decoded[i], err = DecodeBinary(r); err != nil {
 			b.Fatal(err)
 		}
-		c0 := cpuTime()
-		b.StartTimer()
-		for i, r := range recs {
-			buf, err = DecodeBinaryInto(buf[:0], r)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := l.Apply(0, int64(i), buf); err != nil {
-				b.Fatal(err)
-			}
-			if i%16 == 15 {
-				l.Publish()
-			}
-		}
-		s := l.Publish()
-		b.StopTimer()
-		cpu += cpuTime() - c0
-		runtime.GC()
-		var m1 runtime.MemStats
-		runtime.ReadMemStats(&m1)
-		st := s.Stats()
-		heapPerEdge = float64(int64(m1.HeapAlloc)-int64(m0.HeapAlloc)) / float64(st.DeltaEdges)
-		countedPerEdge = float64(st.Bytes) / float64(st.DeltaEdges)
-		runtime.KeepAlive(s)
-		b.StartTimer()
 	}
-	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "updates/s")
-	// On a shared machine the wall clock counts other processes' time too;
-	// updates per CPU second of this process (the applier, the garbage
-	// collector) is what one core sustains.
-	b.ReportMetric(float64(n)*float64(b.N)/cpu.Seconds(), "updates/cpu-s")
-	b.ReportMetric(heapPerEdge, "heap-B/delta-edge")
-	b.ReportMetric(countedPerEdge, "counted-B/delta-edge")
+	for _, decode := range []bool{true, false} {
+		b.Run(map[bool]string{true: "decode", false: "apply"}[decode], func(b *testing.B) {
+			var buf []Update
+			var heapPerEdge, countedPerEdge float64
+			var cpu time.Duration
+			for b.Loop() {
+				b.StopTimer()
+				runtime.GC()
+				var m0 runtime.MemStats
+				runtime.ReadMemStats(&m0)
+				l, err := New(g)
+				if err != nil {
+					b.Fatal(err)
+				}
+				c0 := cpuTime()
+				b.StartTimer()
+				for i, r := range recs {
+					ups := decoded[i]
+					if decode {
+						buf, err = DecodeBinaryInto(buf[:0], r)
+						if err != nil {
+							b.Fatal(err)
+						}
+						ups = buf
+					}
+					if err := l.Apply(0, int64(i), ups); err != nil {
+						b.Fatal(err)
+					}
+					if i%16 == 15 {
+						l.Publish()
+					}
+				}
+				s := l.Publish()
+				b.StopTimer()
+				cpu += cpuTime() - c0
+				runtime.GC()
+				var m1 runtime.MemStats
+				runtime.ReadMemStats(&m1)
+				st := s.Stats()
+				heapPerEdge = float64(int64(m1.HeapAlloc)-int64(m0.HeapAlloc)) / float64(st.DeltaEdges)
+				countedPerEdge = float64(st.Bytes) / float64(st.DeltaEdges)
+				runtime.KeepAlive(s)
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "updates/s")
+			// On a shared machine the wall clock counts other processes' time
+			// too; updates per CPU second of this process is what one core
+			// sustains.
+			b.ReportMetric(float64(n)*float64(b.N)/cpu.Seconds(), "updates/cpu-s")
+			b.ReportMetric(heapPerEdge, "heap-B/delta-edge")
+			b.ReportMetric(countedPerEdge, "counted-B/delta-edge")
+		})
+	}
 }
 
 // cpuTime is the user and system time this process has used.
@@ -191,4 +207,37 @@ func BenchmarkOverlayWalk(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkCompact compacts the ingest benchmark's base with a delta of 1 Mi
+// updates (about 10% of its edges appended, 1% deleted) and reports the
+// compacted graph's edges per second.
+func BenchmarkCompact(b *testing.B) {
+	g, err := benchBase()
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := New(g)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i, r := range ingestRecords(g, 1<<20, 4096) {
+		ups, err := DecodeBinary(r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Apply(0, int64(i), ups); err != nil {
+			b.Fatal(err)
+		}
+	}
+	snap := l.Publish()
+	var edges int64
+	for b.Loop() {
+		c, err := Compact(context.Background(), snap)
+		if err != nil {
+			b.Fatal(err)
+		}
+		edges += c.NumEdges()
+	}
+	b.ReportMetric(float64(edges)/b.Elapsed().Seconds(), "edges/s")
 }
