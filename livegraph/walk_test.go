@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -215,4 +216,86 @@ func TestOverlayRefusals(t *testing.T) {
 	if err := e.Run(context.Background(), []walk.Job{{Algorithm: dw, Starts: []uint32{added}, Overlay: snap}}, func(walk.Chunk) error { return nil }); err != nil {
 		t.Fatalf("walk from an added vertex: %v", err)
 	}
+}
+
+// TestWalksBesideApplier walks snapshots while an applier goroutine keeps
+// inserting, deleting and publishing: under -race this checks that walkers
+// and the applier share no memory one writes while the other reads, and
+// every walk must stay on edges its snapshot holds.
+func TestWalksBesideApplier(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	m, base := newModel(t, variants[1], 80, 600, rng)
+	l, err := New(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := walk.NewCPU(base, walk.WithWorkers(2), walk.WithChunkSize(16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := make([][]Update, 3000)
+	for i := range recs {
+		recs[i] = m.randomRecord(rng)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i, r := range recs {
+			if err := l.Apply(0, int64(i), r); err != nil {
+				t.Error(err)
+				return
+			}
+			if i%3 == 0 {
+				l.Publish()
+			}
+		}
+		l.Publish()
+	}()
+	for round := 0; ; round++ {
+		snap := l.Snapshot()
+		starts := make([]uint32, snap.NumVertices())
+		for i := range starts {
+			starts[i] = uint32(i)
+		}
+		alg := walk.Algorithm{Kind: walk.DeepWalk, Length: 10, Weighted: round%2 == 0}
+		err := e.Run(context.Background(), []walk.Job{{Algorithm: alg, Seed: uint64(round), Starts: starts, Overlay: snap}}, func(c walk.Chunk) error {
+			for k := range c.Len() {
+				w := c.Walk(k)
+				for i := 1; i < len(w); i++ {
+					if !snapshotHasEdge(snap, w[i-1], w[i]) {
+						return fmt.Errorf("walk %d steps %d -> %d, not a live edge of snapshot %d", c.WalkIDs[k], w[i-1], w[i], snap.Epoch())
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-done:
+			if snap == l.Snapshot() {
+				t.Logf("%d rounds of walks beside the applier", round+1)
+				return
+			}
+		default:
+		}
+	}
+}
+
+// snapshotHasEdge reports whether u -> v is a live edge of s.
+func snapshotHasEdge(s *Snapshot, u, v uint32) bool {
+	dv := s.Vertex(u)
+	b := s.Base()
+	if int(u) < b.NumVertices() && b.HasEdge(u, v) && (dv == nil || !dv.BaseDead(v)) {
+		return true
+	}
+	if dv != nil {
+		for i, e := range dv.Edges {
+			if e.Target == v && !dv.DeltaDead(i) {
+				return true
+			}
+		}
+	}
+	return false
 }
