@@ -48,6 +48,12 @@ type EdgeBatch struct {
 	Offset    int64
 	Updates   []livegraph.Update
 	Rejected  error
+	// Time is the record's timestamp (zero when it has none), and
+	// HighWaterMark the partition's end offset when it was fetched: the
+	// applier measures update-to-walkable time and the watermark's lag
+	// from them.
+	Time          time.Time
+	HighWaterMark int64
 }
 
 // EdgeReader reads every partition of the edge topic by assignment, not as
@@ -149,7 +155,7 @@ func (r *EdgeReader) readPartition(ctx context.Context, part int32, out chan<- E
 			}
 			return fmt.Errorf("edge topic %s partition %d: %w", r.cfg.Topic, part, err)
 		}
-		b := EdgeBatch{Partition: part, Offset: m.Offset}
+		b := EdgeBatch{Partition: part, Offset: m.Offset, Time: m.Time, HighWaterMark: m.HighWaterMark}
 		b.Updates, b.Rejected = livegraph.Decode(m.Value)
 		if b.Rejected == nil && r.cfg.Check != nil {
 			b.Rejected = r.cfg.Check(b.Updates)

@@ -27,6 +27,8 @@ type liveMetrics struct {
 	tombstones prometheus.Gauge
 	deltaBytes prometheus.Gauge
 	added      prometheus.Gauge
+	lag        prometheus.Gauge
+	walkable   prometheus.Histogram
 }
 
 func newLiveMetrics(reg prometheus.Registerer) (*liveMetrics, error) {
@@ -45,8 +47,13 @@ func newLiveMetrics(reg prometheus.Registerer) (*liveMetrics, error) {
 			Help: "Memory of the live graph's delta."}),
 		added: prometheus.NewGauge(prometheus.GaugeOpts{Name: "walkstage_live_added_vertices",
 			Help: "Vertices the edge updates added to the loaded version."}),
+		lag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "walkstage_live_watermark_lag_records",
+			Help: "Edge-topic records beyond the published snapshot's watermark, over all partitions, as of the last fetch."}),
+		walkable: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "walkstage_live_update_to_walkable_seconds",
+			Help:    "From an edge record's timestamp to the publication of the first snapshot that holds it.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
 	}
-	for _, c := range []prometheus.Collector{m.updates, m.rejected, m.published, m.deltaEdges, m.tombstones, m.deltaBytes, m.added} {
+	for _, c := range []prometheus.Collector{m.updates, m.rejected, m.published, m.deltaEdges, m.tombstones, m.deltaBytes, m.added, m.lag, m.walkable} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -66,12 +73,27 @@ func runLiveApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	dirty := false
+	// pending holds the timestamps of the records applied since the last
+	// publication; hwm each partition's end offset as last fetched.
+	var pending []time.Time
+	hwm := map[int32]int64{}
 	publish := func() {
 		if !dirty {
 			return
 		}
 		snap := l.Publish()
 		dirty = false
+		now := time.Now()
+		for _, t := range pending {
+			m.walkable.Observe(max(0, now.Sub(t).Seconds()))
+		}
+		pending = pending[:0]
+		var lag int64
+		wm := snap.Watermark()
+		for p, end := range hwm {
+			lag += max(0, end-wm[p])
+		}
+		m.lag.Set(float64(lag))
 		st := snap.Stats()
 		m.published.Inc()
 		m.deltaEdges.Set(float64(st.DeltaEdges))
@@ -91,6 +113,10 @@ func runLiveApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in
 				return nil
 			}
 			dirty = true
+			if !b.Time.IsZero() {
+				pending = append(pending, b.Time)
+			}
+			hwm[b.Partition] = max(hwm[b.Partition], b.HighWaterMark)
 			if b.Rejected != nil {
 				m.rejected.Inc()
 				_ = l.Apply(b.Partition, b.Offset, nil)

@@ -108,6 +108,17 @@ func TestLiveGraphFromEdgeTopic(t *testing.T) {
 	if got := liveCounter(t, m.rejected); got != 2 {
 		t.Fatalf("rejected records %v, want 2", got)
 	}
+	var lag, walkable dto.Metric
+	if err := m.lag.Write(&lag); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.walkable.Write(&walkable); err != nil {
+		t.Fatal(err)
+	}
+	if lag.GetGauge().GetValue() != 0 || walkable.GetHistogram().GetSampleCount() != 6 {
+		t.Fatalf("watermark lag %v records (want 0), update-to-walkable samples %d (want 6)",
+			lag.GetGauge().GetValue(), walkable.GetHistogram().GetSampleCount())
+	}
 
 	// The two bad records are in the dead-letter topic with their reasons.
 	reasons := map[string]string{}
