@@ -89,6 +89,8 @@ type Live struct {
 	added map[int64]uint32
 
 	cur atomic.Pointer[Snapshot]
+
+	touched uint64 // touch's sum
 }
 
 // Stats counts what a delta holds.
@@ -146,6 +148,7 @@ func (l *Live) Apply(partition int32, offset int64, ups []Update) error {
 	if err := l.check(ups); err != nil {
 		return err
 	}
+	l.touch(ups)
 	for i := range ups {
 		u := &ups[i]
 		if u.Op == Insert {
@@ -158,6 +161,36 @@ func (l *Live) Apply(partition int32, offset int64, ups []Update) error {
 		l.watermark[partition] = offset + 1
 	}
 	return nil
+}
+
+// touch loads the state of every vertex the updates write to, and then the
+// end of its edge array, before any is written: the loads of different
+// vertices do not depend on each other, so the processor overlaps their
+// cache misses, where the updates, applied in order, would wait for each
+// vertex in turn (they were two thirds of an update's time). The sum only
+// keeps the loads from being dropped.
+func (l *Live) touch(ups []Update) {
+	if len(ups) < 16 {
+		return
+	}
+	var sum uint64
+	for i := range ups {
+		if v, ok := l.lookup(ups[i].Src); ok {
+			if vs := l.peek(v); vs != nil {
+				sum += vs.epoch
+			}
+		}
+	}
+	for i := range ups {
+		if v, ok := l.lookup(ups[i].Src); ok {
+			if vs := l.peek(v); vs != nil {
+				if e := vs.view.Edges; len(e) > 0 {
+					sum += uint64(e[len(e)-1].Target)
+				}
+			}
+		}
+	}
+	l.touched += sum
 }
 
 // check refuses a record that cannot be applied whole.
