@@ -11,6 +11,7 @@
 package livegraph
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"math"
@@ -133,10 +134,33 @@ func (l *Live) Snapshot() *Snapshot { return l.cur.Load() }
 // the next write copies what it changes.
 func (l *Live) Publish() *Snapshot {
 	s := &Snapshot{base: l.base, top: l.top, n: l.baseV + uint32(len(l.addedIDs)), added: l.addedIDs[:len(l.addedIDs):len(l.addedIDs)],
-		watermark: maps.Clone(l.watermark), stats: l.stats, epoch: l.epoch, live: l}
-	l.cur.Store(s)
+		watermark: maps.Clone(l.watermark), stats: l.stats, epoch: l.epoch, live: l, next: make(chan struct{})}
+	old := l.cur.Swap(s)
+	if old != nil {
+		close(old.next)
+	}
 	l.epoch++
 	return s
+}
+
+// WaitFor returns the first published snapshot whose watermark reaches
+// want on every partition it names (read-your-writes: a request that
+// produced edge updates at these offsets walks a graph that holds them),
+// waiting for the applier to publish it until ctx is done. A partition
+// reached means its watermark is at least the offset given, the offset
+// after the caller's last record.
+func (l *Live) WaitFor(ctx context.Context, want map[int32]int64) (*Snapshot, error) {
+	for {
+		s := l.cur.Load()
+		if s.Covers(want) {
+			return s, nil
+		}
+		select {
+		case <-s.next:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("live graph %q: waiting for watermark %v (published: %v): %w", l.base.Name, want, s.watermark, ctx.Err())
+		}
+	}
 }
 
 // Apply applies one record's updates, read from offset of partition of the
@@ -458,6 +482,19 @@ type Snapshot struct {
 	stats     Stats
 	epoch     uint64
 	live      *Live
+	// next is closed when a later snapshot is published (WaitFor).
+	next chan struct{}
+}
+
+// Covers reports whether the snapshot's watermark reaches want on every
+// partition it names.
+func (s *Snapshot) Covers(want map[int32]int64) bool {
+	for p, off := range want {
+		if s.watermark[p] < off {
+			return false
+		}
+	}
+	return true
 }
 
 var _ walk.Overlay = (*Snapshot)(nil)

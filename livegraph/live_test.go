@@ -473,3 +473,41 @@ func targets(dv walk.DeltaVertex) []uint32 {
 	}
 	return t
 }
+
+// TestWaitFor checks read-your-writes: a wait for offsets not yet published
+// returns the first snapshot that holds them once the applier publishes
+// it, and gives up with the context, naming what it waited for.
+func TestWaitFor(t *testing.T) {
+	base, _ := graph.FromEdges([]graph.Edge{{Src: 0, Dst: 1}}, graph.BuildOptions{Name: "rw", DenseIDs: true})
+	l, err := New(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := l.WaitFor(context.Background(), nil); err != nil || s != l.Snapshot() {
+		t.Fatalf("WaitFor(nothing) = %v, %v", s, err)
+	}
+	got := make(chan *Snapshot)
+	go func() {
+		s, err := l.WaitFor(context.Background(), map[int32]int64{0: 5, 2: 1})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- s
+	}()
+	if err := l.Apply(0, 4, []Update{{Op: Insert, Src: 1, Dst: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	l.Publish() // partition 2 not reached yet: the waiter goes on waiting
+	if err := l.Apply(2, 0, []Update{{Op: Insert, Src: 0, Dst: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	want := l.Publish()
+	if s := <-got; s != want || s.NumVertices() != 3 {
+		t.Fatalf("WaitFor returned epoch %d, want %d", s.Epoch(), want.Epoch())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := l.WaitFor(ctx, map[int32]int64{1: 9}); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "map[1:9]") {
+		t.Fatalf("WaitFor with a done context: %v", err)
+	}
+}
