@@ -264,15 +264,22 @@ const (
 	ovRetry        // the attempt drew nothing: go on from attempt 1
 )
 
+// overlayBlock is how many walks a pass of walkOverlayUnit handles at a
+// time: the lines a pass prefetches for a block are read two blocks later,
+// while they are still in L1 (a pass over all of a unit's 1,024 walks
+// prefetched more than L1 holds before reading any).
+const overlayBlock = 64
+
 // walkOverlayUnit walks a unit's walks on an overlay all together, one step
-// of every walk before the next step of any, in three passes so that each
-// pass's cache misses overlap instead of waiting one after the other: the
-// first looks up every walk's delta (the radix tree's leaves) and
-// prefetches it and the vertex's offsets row, the second takes the
-// step's first draw and prefetches the edge it names (the alias entry or
-// target, or the appended edge), the third decides. A first attempt that
-// lands on a dead or unkept edge goes on in overlayAttempts from attempt 1,
-// so the walks are those of overlayStep.
+// of every walk before the next step of any, in three passes over blocks of
+// overlayBlock walks, pipelined so that each pass's prefetches are read
+// two blocks later instead of waited for: the first looks up each walk's
+// delta (the radix tree's leaves) and prefetches it and the vertex's
+// offsets row, the second takes the step's first draw and prefetches the
+// edge it names (the alias entry or target, or the appended edge), the
+// third decides. A first attempt that lands on a dead or unkept edge goes
+// on in overlayAttempts from attempt 1, so the walks are those of
+// overlayStep.
 func (s *stepper) walkOverlayUnit(starts []uint32, firstID uint64, buf, lens []uint32) {
 	stride := s.alg.Length + 1
 	n := len(starts)
@@ -282,8 +289,8 @@ func (s *stepper) walkOverlayUnit(starts []uint32, firstID uint64, buf, lens []u
 	coin := make([]uint32, n)
 	kind := make([]uint8, n)
 	firsts := make([]uint32, n)
-	rows := make([]uint64, 0, n)
-	addrs := make([]uint64, 0, n)
+	rows := make([]uint64, 0, overlayBlock)
+	addrs := make([]uint64, 0, overlayBlock)
 	active := make([]int32, 0, n)
 	for k, v := range starts {
 		buf[k*stride] = v
@@ -294,9 +301,10 @@ func (s *stepper) walkOverlayUnit(starts []uint32, firstID uint64, buf, lens []u
 	off, tgt, tab := s.off, s.tgt, s.alias
 	baseV := uint32(len(off) - 1)
 	ppr := s.alg.Kind == PPR
-	for step := uint32(0); step < uint32(s.alg.Length) && len(active) > 0; step++ {
+	var step uint32
+	lookup := func(block []int32) {
 		rows, addrs = rows[:0], addrs[:0]
-		for _, k := range active {
+		for _, k := range block {
 			c := cur[k]
 			dv := s.ov.Vertex(c)
 			dvs[k] = dv
@@ -311,8 +319,10 @@ func (s *stepper) walkOverlayUnit(starts []uint32, firstID uint64, buf, lens []u
 		if len(rows) > 0 {
 			prefetchRows(unsafe.Pointer(&off[0]), rows, 8, 16)
 		}
+	}
+	draw := func(block []int32) {
 		rows, addrs = rows[:0], addrs[:0]
-		for _, k := range active {
+		for _, k := range block {
 			id, c, dv := firstID+uint64(k), cur[k], dvs[k]
 			var a, b uint64
 			if c < baseV {
@@ -378,8 +388,10 @@ func (s *stepper) walkOverlayUnit(starts []uint32, firstID uint64, buf, lens []u
 			}
 		}
 		prefetchRows(nil, addrs, 1, unsafe.Sizeof(DeltaEdge{}))
-		keep := active[:0]
-		for _, k := range active {
+	}
+	var keep []int32
+	decide := func(block []int32) {
+		for _, k := range block {
 			var next uint32
 			ok := true
 			dv := dvs[k]
@@ -414,7 +426,25 @@ func (s *stepper) walkOverlayUnit(starts []uint32, firstID uint64, buf, lens []u
 			buf[int(k)*stride+int(lens[k])] = next
 			lens[k]++
 			cur[k] = next
+			// keep is a prefix of active that never passes the block
+			// being decided, so it overwrites only walks already read.
 			keep = append(keep, k)
+		}
+	}
+	blockOf := func(i int) []int32 { return active[i*overlayBlock : min((i+1)*overlayBlock, len(active))] }
+	for ; step < uint32(s.alg.Length) && len(active) > 0; step++ {
+		keep = active[:0]
+		nb := (len(active) + overlayBlock - 1) / overlayBlock
+		for i := 0; i < nb+2; i++ {
+			if i < nb {
+				lookup(blockOf(i))
+			}
+			if i >= 1 && i-1 < nb {
+				draw(blockOf(i - 1))
+			}
+			if i >= 2 {
+				decide(blockOf(i - 2))
+			}
 		}
 		active = keep
 	}
