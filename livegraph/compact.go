@@ -4,7 +4,10 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/walkstage/walkstage/graph"
 )
@@ -59,122 +62,182 @@ func Compact(ctx context.Context, s *Snapshot) (*graph.Graph, error) {
 		return newOf[v]
 	}
 
-	type edge struct {
-		d uint32
-		w float32
-		l uint8
-		t int64
-	}
-	g := &graph.Graph{Name: b.Name, Offsets: make([]uint64, n+1), IDs: ids}
-	var targets []uint32
-	var weights []float32
-	var labels []uint8
-	var times []int64
-	var bytime []uint32
-	var adj []edge
-	var baseTime []int64
-	maxLabel := -1
-	for nv := 0; nv < n; nv++ {
-		if nv%4096 == 0 && ctx.Err() != nil {
-			return nil, fmt.Errorf("compact %s: %w", b.Name, ctx.Err())
-		}
-		ov := uint32(nv)
+	oldAt := func(nv int) uint32 {
 		if oldOf != nil {
-			ov = oldOf[nv]
+			return oldOf[nv]
 		}
-		vs := findState(s.top, ov)
-		adj = adj[:0]
-		if int(ov) < baseV {
-			lo, hi := b.Offsets[ov], b.Offsets[ov+1]
-			if b.Times != nil {
-				baseTime = slices.Grow(baseTime[:0], int(hi-lo))[:hi-lo]
-				for k, j := range b.ByTime[lo:hi] {
-					baseTime[j] = b.Times[lo+uint64(k)]
-				}
-			}
-			for e := lo; e < hi; e++ {
-				t := b.Targets[e]
-				if vs != nil && vs.view.BaseDead(t) {
-					continue
-				}
-				x := edge{d: re(t), w: 1}
-				if b.Weights != nil {
-					x.w = b.Weights[e]
-				}
-				if b.Labels != nil {
-					x.l = b.Labels[e]
-				}
-				if b.Times != nil {
-					x.t = baseTime[e-lo]
-				}
-				adj = append(adj, x)
-			}
-		}
-		if vs != nil {
-			dv := &vs.view
-			for i, de := range dv.Edges {
-				if dv.DeltaDead(i) {
-					continue
-				}
-				x := edge{d: re(de.Target), w: de.Weight}
-				if b.Labels != nil {
-					x.l = vs.ext.labels[i]
-				}
-				if b.Times != nil {
-					x.t = vs.ext.times[i]
-				}
-				adj = append(adj, x)
-			}
-		}
-		// graph.FromEdges orders a vertex's edges by (target, time),
-		// stably: base edges before inserted ones, inserts in order.
-		slices.SortStableFunc(adj, func(x, y edge) int {
-			if c := cmp.Compare(x.d, y.d); c != 0 {
-				return c
-			}
-			return cmp.Compare(x.t, y.t)
-		})
-		for _, x := range adj {
-			targets = append(targets, x.d)
-			if b.Weights != nil {
-				weights = append(weights, x.w)
-			}
-			if b.Labels != nil {
-				labels = append(labels, x.l)
-				maxLabel = max(maxLabel, int(x.l))
-			}
-		}
-		if b.Times != nil {
-			order := make([]uint32, len(adj))
-			for j := range order {
-				order[j] = uint32(j)
-			}
-			slices.SortStableFunc(order, func(p, q uint32) int { return cmp.Compare(adj[p].t, adj[q].t) })
-			for _, j := range order {
-				times = append(times, adj[j].t)
-			}
-			bytime = append(bytime, order...)
-		}
-		g.Offsets[nv+1] = uint64(len(targets))
+		return uint32(nv)
 	}
-	g.Targets = targets
-	if g.Targets == nil {
-		g.Targets = []uint32{}
+	// Every vertex's live degree is known without reading its edges (a
+	// delta's Live count, else the base degree), so the offsets come
+	// first and the vertices are then filled in parallel, each at its
+	// place.
+	g := &graph.Graph{Name: b.Name, Offsets: make([]uint64, n+1), IDs: ids}
+	for nv := range n {
+		ov := oldAt(nv)
+		d := 0
+		if vs := findState(s.top, ov); vs != nil {
+			d = vs.view.Live
+		} else {
+			d = b.Degree(ov)
+		}
+		g.Offsets[nv+1] = g.Offsets[nv] + uint64(d)
 	}
+	e := g.Offsets[n]
+	g.Targets = make([]uint32, e)
 	if b.Weights != nil {
-		g.Weights = orEmpty(weights)
+		g.Weights = make([]float32, e)
 	}
 	if b.Labels != nil {
-		g.Labels = orEmpty(labels)
-		g.NumLabels = max(b.NumLabels, maxLabel+1)
+		g.Labels = make([]uint8, e)
 	}
 	if b.Times != nil {
-		g.Times, g.ByTime = orEmpty(times), orEmpty(bytime)
+		g.Times, g.ByTime = make([]int64, e), make([]uint32, e)
+	}
+	var next atomic.Int64
+	var maxLabel atomic.Int32
+	maxLabel.Store(-1)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			w := compactor{s: s, g: g, re: re, maxLabel: -1}
+			for ctx.Err() == nil {
+				lo := int(next.Add(compactChunk) - compactChunk)
+				if lo >= n {
+					break
+				}
+				for nv := lo; nv < min(lo+compactChunk, n); nv++ {
+					w.vertex(nv, oldAt(nv))
+				}
+			}
+			for {
+				m := maxLabel.Load()
+				if int32(w.maxLabel) <= m || maxLabel.CompareAndSwap(m, int32(w.maxLabel)) {
+					break
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("compact %s: %w", b.Name, ctx.Err())
+	}
+	if b.Labels != nil {
+		g.NumLabels = max(b.NumLabels, int(maxLabel.Load())+1)
 	}
 	if err := g.Finish(); err != nil {
 		return nil, fmt.Errorf("compact %s: %w", b.Name, err)
 	}
 	return g, nil
+}
+
+// compactChunk is how many vertices a compacting goroutine takes at a time
+// from the shared cursor (a hub's edges take one goroutine while the
+// others go on).
+const compactChunk = 1024
+
+// compactEdge is one live edge of the vertex being compacted.
+type compactEdge struct {
+	d uint32
+	w float32
+	l uint8
+	t int64
+}
+
+// compactor is one compacting goroutine's scratch.
+type compactor struct {
+	s        *Snapshot
+	g        *graph.Graph
+	re       func(uint32) uint32
+	adj      []compactEdge
+	baseTime []int64
+	order    []uint32
+	maxLabel int
+}
+
+// vertex writes the compacted adjacency of new vertex nv (old dense id ov)
+// at its place in g.
+func (c *compactor) vertex(nv int, ov uint32) {
+	b, g := c.s.base, c.g
+	vs := findState(c.s.top, ov)
+	adj := c.adj[:0]
+	if int(ov) < b.NumVertices() {
+		lo, hi := b.Offsets[ov], b.Offsets[ov+1]
+		if b.Times != nil {
+			c.baseTime = slices.Grow(c.baseTime[:0], int(hi-lo))[:hi-lo]
+			for k, j := range b.ByTime[lo:hi] {
+				c.baseTime[j] = b.Times[lo+uint64(k)]
+			}
+		}
+		for e := lo; e < hi; e++ {
+			t := b.Targets[e]
+			if vs != nil && vs.view.BaseDead(t) {
+				continue
+			}
+			x := compactEdge{d: c.re(t), w: 1}
+			if b.Weights != nil {
+				x.w = b.Weights[e]
+			}
+			if b.Labels != nil {
+				x.l = b.Labels[e]
+			}
+			if b.Times != nil {
+				x.t = c.baseTime[e-lo]
+			}
+			adj = append(adj, x)
+		}
+	}
+	if vs != nil {
+		dv := &vs.view
+		for i, de := range dv.Edges {
+			if dv.DeltaDead(i) {
+				continue
+			}
+			x := compactEdge{d: c.re(de.Target), w: de.Weight}
+			if b.Labels != nil {
+				x.l = vs.ext.labels[i]
+			}
+			if b.Times != nil {
+				x.t = vs.ext.times[i]
+			}
+			adj = append(adj, x)
+		}
+	}
+	c.adj = adj
+	// graph.FromEdges orders a vertex's edges by (target, time), stably:
+	// base edges before inserted ones, inserts in order.
+	slices.SortStableFunc(adj, func(x, y compactEdge) int {
+		if d := cmp.Compare(x.d, y.d); d != 0 {
+			return d
+		}
+		return cmp.Compare(x.t, y.t)
+	})
+	at := g.Offsets[nv]
+	if uint64(len(adj)) != g.Offsets[nv+1]-at {
+		panic(fmt.Sprintf("livegraph: vertex %d has %d live edges, its live count says %d", ov, len(adj), g.Offsets[nv+1]-at))
+	}
+	for i, x := range adj {
+		g.Targets[at+uint64(i)] = x.d
+		if g.Weights != nil {
+			g.Weights[at+uint64(i)] = x.w
+		}
+		if g.Labels != nil {
+			g.Labels[at+uint64(i)] = x.l
+			c.maxLabel = max(c.maxLabel, int(x.l))
+		}
+	}
+	if g.Times != nil {
+		order := slices.Grow(c.order[:0], len(adj))[:len(adj)]
+		for j := range order {
+			order[j] = uint32(j)
+		}
+		slices.SortStableFunc(order, func(p, q uint32) int { return cmp.Compare(adj[p].t, adj[q].t) })
+		for k, j := range order {
+			g.Times[at+uint64(k)] = adj[j].t
+		}
+		copy(g.ByTime[at:], order)
+		c.order = order
+	}
 }
 
 func orEmpty[T any](s []T) []T {
