@@ -29,6 +29,10 @@ type Job struct {
 	// WithTimes asks a Temporal job's chunks for their walks' times
 	// (Chunk.Times).
 	WithTimes bool
+	// Overlay, when not nil, is the live graph snapshot the job walks on
+	// (a delta over the engine's graph, overlay.go): starts may name the
+	// vertices it added. Only engines that are an OverlayWalker take it.
+	Overlay Overlay
 }
 
 // Chunk is a run of completed walks of one job. Walk k of the chunk has id
@@ -164,13 +168,36 @@ type SlotPreparer interface {
 }
 
 // ValidateJobs checks each job's algorithm against g and its start vertices
-// against g's vertex range.
+// against g's vertex range. It refuses a job on a live graph's snapshot
+// (Job.Overlay): engines that walk one (OverlayWalker) check it themselves.
 func ValidateJobs(g *graph.Graph, jobs []Job) error {
-	n := uint32(g.NumVertices())
+	for i := range jobs {
+		if jobs[i].Overlay != nil {
+			return fmt.Errorf("job %d: %w: this engine does not walk a live graph's delta yet (the cpu engine does)", jobs[i].Tag, ErrInvalidAlgorithm)
+		}
+	}
+	return ValidateOverlayJobs(g, jobs)
+}
+
+// ValidateOverlayJobs is ValidateJobs for an engine that walks overlays: a job on
+// one must have g as its base and a supported algorithm, and its starts
+// are checked against the overlay's vertices.
+func ValidateOverlayJobs(g *graph.Graph, jobs []Job) error {
 	for i := range jobs {
 		j := &jobs[i]
 		if err := j.Algorithm.Validate(g); err != nil {
 			return fmt.Errorf("job %d: %w", j.Tag, err)
+		}
+		n := uint32(g.NumVertices())
+		if ov := j.Overlay; ov != nil {
+			if ov.Base() != g {
+				return fmt.Errorf("job %d: %w: its live graph snapshot is over graph %q version %s, not the engine's %q version %s",
+					j.Tag, ErrInvalidAlgorithm, ov.Base().Name, ov.Base().Version, g.Name, g.Version)
+			}
+			if err := OverlaySupported(j.Algorithm); err != nil {
+				return fmt.Errorf("job %d: %w", j.Tag, err)
+			}
+			n = uint32(ov.NumVertices())
 		}
 		if j.WithTimes && j.Algorithm.Kind != Temporal {
 			return fmt.Errorf("job %d: %w: walk times are only for temporal walks, not %s", j.Tag, ErrInvalidAlgorithm, j.Algorithm.Kind)

@@ -32,6 +32,9 @@ type stepper struct {
 	segs *labelTables
 	// tmp holds a Temporal walk's edge times and window weights.
 	tmp *temporal
+	// ov is the live graph snapshot a job walks on, when its delta is not
+	// empty (overlay.go).
+	ov walk.Overlay
 
 	alg      walk.Algorithm
 	sampler  walk.StepperKind

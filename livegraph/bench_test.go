@@ -1,0 +1,244 @@
+package livegraph
+
+import (
+	"context"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
+)
+
+// benchBase is the base graph of the ingest benchmark: R-MAT scale 18
+// (262,144 vertices, about 3.7 M stored edges), weighted.
+var benchBase = sync.OnceValues(func() (*graph.Graph, error) {
+	return graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 18, EdgeFactor: 8, Seed: 1, Undirected: true, Weighted: true, Name: "ingest"})
+})
+
+// ingestRecords encodes n updates in binary records of per updates each:
+// nine inserts in ten (endpoints R-MAT-skewed toward low ids, one in a
+// hundred a new vertex), one delete of a base edge.
+func ingestRecords(g *graph.Graph, n, per int) [][]byte {
+	rng := rand.New(rand.NewPCG(7, 7))
+	v := int64(g.NumVertices())
+	skewed := func() int64 { return int64(float64(v) * rng.Float64() * rng.Float64()) }
+	next := v
+	var recs [][]byte
+	ups := make([]Update, 0, per)
+	for i := 0; i < n; i++ {
+		if rng.IntN(10) == 0 {
+			s := uint32(skewed())
+			if adj := g.Neighbors(s); len(adj) > 0 {
+				ups = append(ups, Update{Op: Delete, Src: int64(s), Dst: int64(adj[rng.IntN(len(adj))])})
+			} else {
+				ups = append(ups, Update{Op: Delete, Src: int64(s), Dst: 0})
+			}
+		} else {
+			s, d := skewed(), skewed()
+			if rng.IntN(100) == 0 {
+				d, next = next, next+1
+			}
+			ups = append(ups, Update{Op: Insert, Src: s, Dst: d, Weight: float32(1 + rng.IntN(4)), Has: HasWeight})
+		}
+		if len(ups) == per {
+			recs = append(recs, AppendBinary(nil, ups))
+			ups = ups[:0]
+		}
+	}
+	return recs
+}
+
+// BenchmarkIngest applies 4 Mi updates in binary records of 4,096 on one
+// goroutine, publishing a snapshot every 16 records (64 Ki updates), and
+// reports updates/s (wall, and per CPU second of the process: the applier
+// and the garbage collector) and the delta's memory per appended edge: as
+// the live graph counts it, and as the Go heap grew (after a GC, the
+// records themselves excluded). "decode" decodes each record first, as a
+// lone reader would; "apply" takes them decoded, as the applier does when
+// the partition readers decode (source.EdgeReader, one goroutine each).
+func BenchmarkIngest(b *testing.B) {
+	g, err := benchBase()
+	if err != nil {
+		b.Fatal(err)
+	}
+	const n, per = 4 << 20, 4096
+	recs := ingestRecords(g, n, per)
+	decoded := make([][]Update, len(recs))
+	for i, r := range recs {
+		if decoded[i], err = DecodeBinary(r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, decode := range []bool{true, false} {
+		b.Run(map[bool]string{true: "decode", false: "apply"}[decode], func(b *testing.B) {
+			var buf []Update
+			var heapPerEdge, countedPerEdge float64
+			var cpu time.Duration
+			for b.Loop() {
+				b.StopTimer()
+				runtime.GC()
+				var m0 runtime.MemStats
+				runtime.ReadMemStats(&m0)
+				l, err := New(g)
+				if err != nil {
+					b.Fatal(err)
+				}
+				c0 := cpuTime()
+				b.StartTimer()
+				for i, r := range recs {
+					ups := decoded[i]
+					if decode {
+						buf, err = DecodeBinaryInto(buf[:0], r)
+						if err != nil {
+							b.Fatal(err)
+						}
+						ups = buf
+					}
+					if err := l.Apply(0, int64(i), ups); err != nil {
+						b.Fatal(err)
+					}
+					if i%16 == 15 {
+						l.Publish()
+					}
+				}
+				s := l.Publish()
+				b.StopTimer()
+				cpu += cpuTime() - c0
+				runtime.GC()
+				var m1 runtime.MemStats
+				runtime.ReadMemStats(&m1)
+				st := s.Stats()
+				heapPerEdge = float64(int64(m1.HeapAlloc)-int64(m0.HeapAlloc)) / float64(st.DeltaEdges)
+				countedPerEdge = float64(st.Bytes) / float64(st.DeltaEdges)
+				runtime.KeepAlive(s)
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "updates/s")
+			// On a shared machine the wall clock counts other processes' time
+			// too; updates per CPU second of this process is what one core
+			// sustains.
+			b.ReportMetric(float64(n)*float64(b.N)/cpu.Seconds(), "updates/cpu-s")
+			b.ReportMetric(heapPerEdge, "heap-B/delta-edge")
+			b.ReportMetric(countedPerEdge, "counted-B/delta-edge")
+		})
+	}
+}
+
+// cpuTime is the user and system time this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkOverlayWalk reports DeepWalk steps/s (80-step walks, one per
+// vertex) on an R-MAT scale-16 weighted graph: on the base alone, on
+// base+delta where the delta holds 10% of the base's edge count in inserts
+// and 1% in deletes, and on that snapshot compacted. The target is
+// the delta's rate at >= 70% of the compacted graph's.
+func BenchmarkOverlayWalk(b *testing.B) {
+	base, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 16, EdgeFactor: 16, Seed: 1, Undirected: true, Weighted: true, Name: "overlay-bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := New(base)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 3))
+	v := int64(base.NumVertices())
+	skewed := func() int64 { return int64(float64(v) * rng.Float64() * rng.Float64()) }
+	var ups []Update
+	for range base.NumEdges() / 10 {
+		ups = append(ups, Update{Op: Insert, Src: skewed(), Dst: skewed(), Weight: float32(1 + rng.IntN(4)), Has: HasWeight})
+	}
+	for range base.NumEdges() / 100 {
+		s := uint32(skewed())
+		if adj := base.Neighbors(s); len(adj) > 0 {
+			ups = append(ups, Update{Op: Delete, Src: int64(s), Dst: int64(adj[rng.IntN(len(adj))])})
+		}
+	}
+	if err := l.Apply(0, 0, ups); err != nil {
+		b.Fatal(err)
+	}
+	snap := l.Publish()
+	compacted, err := Compact(context.Background(), snap)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, weighted := range []bool{false, true} {
+		alg := walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: weighted}
+		for _, c := range []struct {
+			name string
+			g    *graph.Graph
+			ov   walk.Overlay
+		}{{"base", base, nil}, {"delta", base, snap}, {"compacted", compacted, nil}} {
+			b.Run(c.name+map[bool]string{true: "/weighted", false: ""}[weighted], func(b *testing.B) {
+				e, err := cpu.New(c.g, cpu.WithWorkers(2))
+				if err != nil {
+					b.Fatal(err)
+				}
+				e.PrepareTables()
+				starts := make([]uint32, c.g.NumVertices())
+				for i := range starts {
+					starts[i] = uint32(i)
+				}
+				var steps int64
+				c0 := cpuTime()
+				for b.Loop() {
+					err := e.Run(context.Background(), []walk.Job{{Algorithm: alg, Seed: 1, Starts: starts, Overlay: c.ov}}, func(ch walk.Chunk) error {
+						steps += ch.Steps()
+						return nil
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(steps)/b.Elapsed().Seconds(), "steps/s")
+				// Steps per CPU second of the two walkers: the rate on an
+				// idle machine, whatever else shares it.
+				b.ReportMetric(2*float64(steps)/(cpuTime()-c0).Seconds(), "steps/cpu-s-x2")
+			})
+		}
+	}
+}
+
+// BenchmarkCompact compacts the ingest benchmark's base with a delta of 1 Mi
+// updates (about 10% of its edges appended, 1% deleted) and reports the
+// compacted graph's edges per second.
+func BenchmarkCompact(b *testing.B) {
+	g, err := benchBase()
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := New(g)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i, r := range ingestRecords(g, 1<<20, 4096) {
+		ups, err := DecodeBinary(r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Apply(0, int64(i), ups); err != nil {
+			b.Fatal(err)
+		}
+	}
+	snap := l.Publish()
+	var edges int64
+	for b.Loop() {
+		c, err := Compact(context.Background(), snap)
+		if err != nil {
+			b.Fatal(err)
+		}
+		edges += c.NumEdges()
+	}
+	b.ReportMetric(float64(edges)/b.Elapsed().Seconds(), "edges/s")
+}

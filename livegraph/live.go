@@ -1,0 +1,552 @@
+// Package livegraph holds a live graph: a loaded base graph (graph.Graph)
+// plus a delta of edge updates applied in place — edges appended per vertex,
+// tombstones for deletes, vertices the base did not have — published as
+// immutable snapshots that the walk engines read (walk.Overlay) while the
+// updates go on. It also decodes edge-update records (JSON and the binary
+// batch form) and compacts a snapshot into a new graph.Graph.
+//
+// It knows nothing of Kafka or of the stage: the caller hands it decoded
+// updates with the partition and offset they came from, and reads the
+// watermark back from a snapshot.
+package livegraph
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
+)
+
+// The delta is a persistent radix tree over dense vertex ids, three levels:
+// a top slice of mids, a mid of midFan leaves, a leaf of leafFan vertices.
+// A snapshot is a top slice; the applier copies a node on its first write
+// after a publish (copy on write per node, each node tagged with the epoch
+// that owns it), so publishing is O(1) — hand out the working top and start
+// a new epoch — and a walker never waits on the applier nor sees a change
+// after its snapshot was published.
+const (
+	leafBits = 6
+	leafFan  = 1 << leafBits
+	midBits  = 10
+	midFan   = 1 << midBits
+)
+
+type leaf struct {
+	epoch uint64
+	v     [leafFan]*vstate
+}
+
+type mid struct {
+	epoch  uint64
+	leaves [midFan]*leaf
+}
+
+// vstate is one vertex's delta: what walkers read (view) and what only
+// compaction needs (labels and times of the appended edges). A published
+// vstate never changes; the applier copies it (the struct: the slices are
+// append-only and shared) on its first write in a new epoch.
+type vstate struct {
+	epoch uint64
+	view  walk.DeltaVertex
+	// ext holds the appended edges' labels and times on a graph that has
+	// them; copied with the vstate, as its slice headers change.
+	ext *extra
+}
+
+type extra struct {
+	labels []uint8
+	times  []int64
+}
+
+// Live is a live graph: the base and the delta that Apply grows. Apply and
+// Publish are for one goroutine (the applier); Snapshot, and every method
+// of a snapshot, for any number of readers.
+type Live struct {
+	base                      *graph.Graph
+	baseV                     uint32
+	weighted, labelled, timed bool
+
+	// The applier's working state: the tree being built for epoch, the
+	// added vertices' external ids (append-only, shared with snapshots),
+	// the watermark, the counters.
+	epoch     uint64
+	top       []*mid
+	topEpoch  uint64
+	addedIDs  []int64
+	watermark map[int32]int64
+	stats     Stats
+
+	// added maps an added vertex's external id to its dense id. Only the
+	// applier writes it, under mu; readers resolving an id take mu's read
+	// side (Snapshot.DenseID), the applier reads it without.
+	mu    sync.RWMutex
+	added map[int64]uint32
+
+	cur atomic.Pointer[Snapshot]
+
+	touched uint64 // touch's sum
+}
+
+// Stats counts what a delta holds.
+type Stats struct {
+	// Inserted and Deleted count the updates applied; Deletes that found
+	// nothing to delete are in Deleted too.
+	Inserted, Deleted int64
+	// DeltaEdges is the appended edges the delta holds (deleted ones
+	// included until a compaction), Tombstones the deleted targets, Vertices
+	// the vertices with a delta, Added the vertices new to the base.
+	DeltaEdges, Tombstones int64
+	Vertices, Added        int64
+	// Bytes is the delta's memory: vertex states, tree nodes, and the
+	// capacity of the per-vertex arrays.
+	Bytes int64
+}
+
+// New starts a live graph over base with an empty delta and publishes it.
+func New(base *graph.Graph) (*Live, error) {
+	if base == nil {
+		return nil, fmt.Errorf("live graph: no base graph")
+	}
+	if base.HasStringIDs() {
+		return nil, fmt.Errorf("live graph over %q: graphs with string ids do not take edge updates yet (integer ids do)", base.Name)
+	}
+	l := &Live{base: base, baseV: uint32(base.NumVertices()), weighted: base.Weighted(), labelled: base.Labelled(),
+		timed: base.Timed(), epoch: 1, watermark: map[int32]int64{}, added: map[int64]uint32{}}
+	l.Publish()
+	return l, nil
+}
+
+// Base is the graph the delta applies to.
+func (l *Live) Base() *graph.Graph { return l.base }
+
+// Snapshot is the latest published snapshot.
+func (l *Live) Snapshot() *Snapshot { return l.cur.Load() }
+
+// Publish makes everything applied so far visible as a new snapshot and
+// returns it. O(partitions): the working tree becomes the snapshot's, and
+// the next write copies what it changes.
+func (l *Live) Publish() *Snapshot {
+	s := &Snapshot{base: l.base, top: l.top, n: l.baseV + uint32(len(l.addedIDs)), added: l.addedIDs[:len(l.addedIDs):len(l.addedIDs)],
+		watermark: maps.Clone(l.watermark), stats: l.stats, epoch: l.epoch, live: l, next: make(chan struct{})}
+	old := l.cur.Swap(s)
+	if old != nil {
+		close(old.next)
+	}
+	l.epoch++
+	return s
+}
+
+// WaitFor returns the first published snapshot whose watermark reaches
+// want on every partition it names (read-your-writes: a request that
+// produced edge updates at these offsets walks a graph that holds them),
+// waiting for the applier to publish it until ctx is done. A partition
+// reached means its watermark is at least the offset given, the offset
+// after the caller's last record.
+func (l *Live) WaitFor(ctx context.Context, want map[int32]int64) (*Snapshot, error) {
+	for {
+		s := l.cur.Load()
+		if s.Covers(want) {
+			return s, nil
+		}
+		select {
+		case <-s.next:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("live graph %q: waiting for watermark %v (published: %v): %w", l.base.Name, want, s.watermark, ctx.Err())
+		}
+	}
+}
+
+// Apply applies one record's updates, read from offset of partition of the
+// edge topic, and advances the watermark past it (the snapshots published
+// from now on record offset+1 for partition; a negative partition leaves
+// the watermark alone). The record is checked whole first: an error, which
+// wraps ErrBadUpdate, means nothing of it was applied.
+func (l *Live) Apply(partition int32, offset int64, ups []Update) error {
+	if err := l.check(ups); err != nil {
+		return err
+	}
+	l.touch(ups)
+	for i := range ups {
+		u := &ups[i]
+		if u.Op == Insert {
+			l.insert(u)
+		} else {
+			l.delete(u)
+		}
+	}
+	if partition >= 0 {
+		l.watermark[partition] = offset + 1
+	}
+	return nil
+}
+
+// touch loads the state of every vertex the updates write to, and then the
+// end of its edge array, before any is written: the loads of different
+// vertices do not depend on each other, so the processor overlaps their
+// cache misses, where the updates, applied in order, would wait for each
+// vertex in turn (they were two thirds of an update's time). The sum only
+// keeps the loads from being dropped.
+func (l *Live) touch(ups []Update) {
+	if len(ups) < 16 {
+		return
+	}
+	var sum uint64
+	for i := range ups {
+		if v, ok := l.lookup(ups[i].Src); ok {
+			if vs := l.peek(v); vs != nil {
+				sum += vs.epoch
+			}
+		}
+	}
+	for i := range ups {
+		if v, ok := l.lookup(ups[i].Src); ok {
+			if vs := l.peek(v); vs != nil {
+				if e := vs.view.Edges; len(e) > 0 {
+					sum += uint64(e[len(e)-1].Target)
+				}
+			}
+		}
+	}
+	l.touched += sum
+}
+
+// check refuses a record that cannot be applied whole.
+func (l *Live) check(ups []Update) error {
+	if err := l.CheckSchema(ups); err != nil {
+		return err
+	}
+	fresh := 0
+	for i := range ups {
+		u := &ups[i]
+		if u.Op != Insert {
+			continue
+		}
+		for _, x := range [2]int64{u.Src, u.Dst} {
+			if _, ok := l.lookup(x); !ok {
+				fresh++
+			}
+		}
+	}
+	if n := int64(l.baseV) + int64(len(l.addedIDs)) + int64(fresh); n > graph.MaxVertices {
+		return fmt.Errorf("%w: the record would grow graph %q to %d vertices, beyond %d", ErrBadUpdate, l.base.Name, n, graph.MaxVertices)
+	}
+	return nil
+}
+
+// CheckSchema refuses updates that can never fit the base graph: a field
+// it does not hold (a weight on an unweighted graph), a missing time on a
+// timed one, an unknown op. It reads nothing the applier changes, so a
+// reader may call it from any goroutine, to dead-letter such a record
+// before it reaches Apply.
+func (l *Live) CheckSchema(ups []Update) error {
+	for i := range ups {
+		u := &ups[i]
+		switch u.Op {
+		case Insert:
+		case Delete:
+			if u.Has != 0 {
+				return fmt.Errorf("%w: update %d: a delete takes only src and dst", ErrBadUpdate, i)
+			}
+			continue
+		default:
+			return fmt.Errorf("%w: update %d: unknown op %d", ErrBadUpdate, i, u.Op)
+		}
+		if u.Has&HasWeight != 0 && !l.weighted {
+			return fmt.Errorf("%w: update %d: weight %v on graph %q, which has no weights", ErrBadUpdate, i, u.Weight, l.base.Name)
+		}
+		if u.Has&HasLabel != 0 && !l.labelled {
+			return fmt.Errorf("%w: update %d: label %d on graph %q, which has no labels", ErrBadUpdate, i, u.Label, l.base.Name)
+		}
+		if u.Has&HasTime != 0 && !l.timed {
+			return fmt.Errorf("%w: update %d: time %d on graph %q, which has no edge times", ErrBadUpdate, i, u.Time, l.base.Name)
+		}
+		if l.timed && u.Has&HasTime == 0 {
+			return fmt.Errorf("%w: update %d: an insert on graph %q needs a time (it has edge times)", ErrBadUpdate, i, l.base.Name)
+		}
+		if u.Has&HasWeight != 0 && !(u.Weight > 0 && u.Weight <= math.MaxFloat32) {
+			return fmt.Errorf("%w: update %d: weight %v must be finite and > 0", ErrBadUpdate, i, u.Weight)
+		}
+	}
+	return nil
+}
+
+// lookup resolves an external id on the applier's side.
+func (l *Live) lookup(ext int64) (uint32, bool) {
+	if v, ok := l.base.DenseID(ext); ok {
+		return v, true
+	}
+	v, ok := l.added[ext]
+	return v, ok
+}
+
+// vertex resolves ext, adding it as a new vertex when it is unknown.
+func (l *Live) vertex(ext int64) uint32 {
+	if v, ok := l.lookup(ext); ok {
+		return v
+	}
+	v := l.baseV + uint32(len(l.addedIDs))
+	l.addedIDs = append(l.addedIDs, ext)
+	l.mu.Lock()
+	l.added[ext] = v
+	l.mu.Unlock()
+	l.stats.Added++
+	l.stats.Bytes += 8
+	l.writable(v) // every added vertex has a state, edges or not
+	return v
+}
+
+// writable returns v's state for writing in the current epoch, copying
+// the path of nodes from the top on their first write in it, and creating
+// v's state from its base adjacency when it has none.
+func (l *Live) writable(v uint32) *vstate {
+	mi, li, vi := int(v>>(leafBits+midBits)), int(v>>leafBits)&(midFan-1), int(v)&(leafFan-1)
+	if l.topEpoch != l.epoch {
+		l.top = slices.Clone(l.top)
+		l.topEpoch = l.epoch
+	}
+	if mi >= len(l.top) {
+		l.top = append(l.top, make([]*mid, mi+1-len(l.top))...)
+	}
+	m := l.top[mi]
+	if m == nil || m.epoch != l.epoch {
+		nm := &mid{epoch: l.epoch}
+		if m != nil {
+			nm.leaves = m.leaves
+		} else {
+			l.stats.Bytes += int64(unsafe.Sizeof(mid{}))
+		}
+		m, l.top[mi] = nm, nm
+	}
+	lf := m.leaves[li]
+	if lf == nil || lf.epoch != l.epoch {
+		nl := &leaf{epoch: l.epoch}
+		if lf != nil {
+			nl.v = lf.v
+		} else {
+			l.stats.Bytes += int64(unsafe.Sizeof(leaf{}))
+		}
+		lf, m.leaves[li] = nl, nl
+	}
+	vs := lf.v[vi]
+	switch {
+	case vs == nil:
+		vs = &vstate{epoch: l.epoch}
+		if l.labelled || l.timed {
+			vs.ext = new(extra)
+		}
+		if v < l.baseV {
+			a, b := l.base.Offsets[v], l.base.Offsets[v+1]
+			vs.view.Live = int(b - a)
+			if l.weighted {
+				for _, w := range l.base.Weights[a:b] {
+					vs.view.BaseWeight += float64(w)
+				}
+			} else {
+				vs.view.BaseWeight = float64(b - a)
+			}
+		}
+		l.stats.Vertices++
+		l.stats.Bytes += int64(unsafe.Sizeof(vstate{}))
+	case vs.epoch != l.epoch:
+		c := *vs
+		c.epoch = l.epoch
+		if c.ext != nil {
+			x := *c.ext
+			c.ext = &x
+		}
+		vs = &c
+	default:
+		return vs
+	}
+	lf.v[vi] = vs
+	return vs
+}
+
+func (l *Live) insert(u *Update) {
+	s, d := l.vertex(u.Src), l.vertex(u.Dst)
+	vs := l.writable(s)
+	dv := &vs.view
+	w := float32(1)
+	if u.Has&HasWeight != 0 {
+		w = u.Weight
+	}
+	oldCap := cap(dv.Edges)
+	dv.Edges = append(dv.Edges, walk.DeltaEdge{Target: d, Weight: w})
+	dv.MaxWeight = max(dv.MaxWeight, w)
+	per := int64(unsafe.Sizeof(walk.DeltaEdge{}))
+	if l.labelled {
+		vs.ext.labels = append(vs.ext.labels, u.Label)
+		per++
+	}
+	if l.timed {
+		vs.ext.times = append(vs.ext.times, u.Time)
+		per += 8
+	}
+	l.stats.Bytes += int64(cap(dv.Edges)-oldCap) * per
+	dv.Live++
+	l.stats.Inserted++
+	l.stats.DeltaEdges++
+}
+
+func (l *Live) delete(u *Update) {
+	l.stats.Deleted++
+	s, ok1 := l.lookup(u.Src)
+	d, ok2 := l.lookup(u.Dst)
+	if !ok1 || !ok2 {
+		return
+	}
+	// Count what the delete kills before touching s's state, so a delete
+	// of nothing leaves the delta as it was.
+	old := l.peek(s)
+	var dead []walk.Tombstone
+	var delta []walk.DeltaEdge
+	if old != nil {
+		dead, delta = old.view.Dead, old.view.Edges
+	}
+	killed := 0
+	i, had := slices.BinarySearchFunc(dead, d, cmpTomb)
+	from := 0
+	if had {
+		from = int(dead[i].Upto)
+	} else if s < l.baseV {
+		adj := l.base.Neighbors(s)
+		lo, _ := slices.BinarySearch(adj, d)
+		hi := lo
+		for hi < len(adj) && adj[hi] == d {
+			hi++
+		}
+		killed += hi - lo
+	}
+	for _, e := range delta[from:] {
+		if e.Target == d {
+			killed++
+		}
+	}
+	if killed == 0 {
+		return
+	}
+	vs := l.writable(s)
+	ts := walk.Tombstone{Target: d, Upto: uint32(len(vs.view.Edges))}
+	nd := make([]walk.Tombstone, 0, len(dead)+1)
+	nd = append(nd, dead[:i]...)
+	nd = append(nd, ts)
+	if had {
+		nd = append(nd, dead[i+1:]...)
+	} else {
+		nd = append(nd, dead[i:]...)
+		l.stats.Tombstones++
+		l.stats.Bytes += int64(unsafe.Sizeof(ts))
+	}
+	vs.view.Dead = nd
+	vs.view.Live -= killed
+}
+
+func cmpTomb(x walk.Tombstone, t uint32) int { return int(int64(x.Target) - int64(t)) }
+
+// peek returns v's current state (nil when it has none) without copying.
+func (l *Live) peek(v uint32) *vstate {
+	return findState(l.top, v)
+}
+
+func findState(top []*mid, v uint32) *vstate {
+	mi := int(v >> (leafBits + midBits))
+	if mi >= len(top) {
+		return nil
+	}
+	m := top[mi]
+	if m == nil {
+		return nil
+	}
+	lf := m.leaves[int(v>>leafBits)&(midFan-1)]
+	if lf == nil {
+		return nil
+	}
+	return lf.v[int(v)&(leafFan-1)]
+}
+
+// Snapshot is a published, immutable state of a live graph: the base, the
+// delta up to its watermark. It is a walk.Overlay.
+type Snapshot struct {
+	base      *graph.Graph
+	top       []*mid
+	n         uint32
+	added     []int64
+	watermark map[int32]int64
+	stats     Stats
+	epoch     uint64
+	live      *Live
+	// next is closed when a later snapshot is published (WaitFor).
+	next chan struct{}
+}
+
+// Covers reports whether the snapshot's watermark reaches want on every
+// partition it names.
+func (s *Snapshot) Covers(want map[int32]int64) bool {
+	for p, off := range want {
+		if s.watermark[p] < off {
+			return false
+		}
+	}
+	return true
+}
+
+var _ walk.Overlay = (*Snapshot)(nil)
+
+// Base is the graph the delta applies to.
+func (s *Snapshot) Base() *graph.Graph { return s.base }
+
+// NumVertices counts the base's vertices and the added ones.
+func (s *Snapshot) NumVertices() int { return int(s.n) }
+
+// Empty reports that the snapshot is its base unchanged.
+func (s *Snapshot) Empty() bool { return s.top == nil }
+
+// Vertex returns v's delta, nil when it has none.
+func (s *Snapshot) Vertex(v uint32) *walk.DeltaVertex {
+	vs := findState(s.top, v)
+	if vs == nil {
+		return nil
+	}
+	return &vs.view
+}
+
+// Epoch numbers the snapshots of one live graph, 1 for the empty one.
+func (s *Snapshot) Epoch() uint64 { return s.epoch }
+
+// Stats are the delta's counters as of the snapshot.
+func (s *Snapshot) Stats() Stats { return s.stats }
+
+// Watermark is, per edge-topic partition, the offset after the last record
+// the snapshot holds: the offset to read the partition from to continue it.
+func (s *Snapshot) Watermark() map[int32]int64 { return maps.Clone(s.watermark) }
+
+// ExternalID converts a dense id to the external id.
+func (s *Snapshot) ExternalID(v uint32) int64 {
+	if b := uint32(s.base.NumVertices()); v >= b {
+		return s.added[v-b]
+	}
+	return s.base.ExternalID(v)
+}
+
+// DenseID converts an external id to a dense id; ok is false for an id the
+// snapshot does not hold (an added vertex is held from the snapshot that
+// first holds an edge naming it).
+func (s *Snapshot) DenseID(ext int64) (uint32, bool) {
+	if v, ok := s.base.DenseID(ext); ok {
+		return v, true
+	}
+	s.live.mu.RLock()
+	v, ok := s.live.added[ext]
+	s.live.mu.RUnlock()
+	if !ok || v >= s.n {
+		return 0, false
+	}
+	return v, true
+}

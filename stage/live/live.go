@@ -1,0 +1,136 @@
+// Package live applies a live graph's edge updates (issue 37): the batches
+// source's edge-topic reader hands on go into a livegraph.Live, whose
+// snapshots are published on an interval, with the live graph's
+// Prometheus series. The stage does not start it yet: the hook needs the
+// engine loop to hand Snapshot() to the jobs it builds (walk.Job.Overlay,
+// for the algorithms walk.CheckOverlay accepts), the sink to name added
+// vertices through the snapshot's ExternalID, and the completion event to
+// carry the snapshot's watermark (docs/design/live-graph.md).
+package live
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/walkstage/walkstage/livegraph"
+	"github.com/walkstage/walkstage/source"
+)
+
+// Metrics are the live graph's Prometheus series.
+type Metrics struct {
+	updates    prometheus.Counter
+	rejected   prometheus.Counter
+	published  prometheus.Counter
+	deltaEdges prometheus.Gauge
+	tombstones prometheus.Gauge
+	deltaBytes prometheus.Gauge
+	added      prometheus.Gauge
+	lag        prometheus.Gauge
+	walkable   prometheus.Histogram
+}
+
+// NewMetrics registers the live graph's series with reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		updates: prometheus.NewCounter(prometheus.CounterOpts{Name: "walkstage_live_updates_total",
+			Help: "Edge updates applied to the live graph (rate() gives the ingest rate)."}),
+		rejected: prometheus.NewCounter(prometheus.CounterOpts{Name: "walkstage_live_rejected_records_total",
+			Help: "Edge-topic records dead-lettered as bad edge updates."}),
+		published: prometheus.NewCounter(prometheus.CounterOpts{Name: "walkstage_live_snapshots_total",
+			Help: "Live graph snapshots published to the walkers."}),
+		deltaEdges: prometheus.NewGauge(prometheus.GaugeOpts{Name: "walkstage_live_delta_edges",
+			Help: "Edges appended to the loaded version, deleted ones included until a compaction."}),
+		tombstones: prometheus.NewGauge(prometheus.GaugeOpts{Name: "walkstage_live_tombstones",
+			Help: "Deleted (vertex, target) pairs in the live graph's delta."}),
+		deltaBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "walkstage_live_delta_bytes",
+			Help: "Memory of the live graph's delta."}),
+		added: prometheus.NewGauge(prometheus.GaugeOpts{Name: "walkstage_live_added_vertices",
+			Help: "Vertices the edge updates added to the loaded version."}),
+		lag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "walkstage_live_watermark_lag_records",
+			Help: "Edge-topic records beyond the published snapshot's watermark, over all partitions, as of the last fetch."}),
+		walkable: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "walkstage_live_update_to_walkable_seconds",
+			Help:    "From an edge record's timestamp to the publication of the first snapshot that holds it.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
+	}
+	for _, c := range []prometheus.Collector{m.updates, m.rejected, m.published, m.deltaEdges, m.tombstones, m.deltaBytes, m.added, m.lag, m.walkable} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// RunApplier applies the edge reader's batches to l in arrival order
+// and publishes a snapshot every interval while updates arrive (and once
+// when in stops), so walks see an update within about interval of its
+// arrival and publishing costs nothing while the topic is quiet. A batch
+// the live graph refuses (an update that does not fit the graph, found
+// only against it) is counted and logged, and its offset passed: the
+// reader dead-letters records that do not decode, this is the rest. It
+// returns when in is closed or ctx is done.
+func RunApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-chan source.EdgeBatch, interval time.Duration, m *Metrics) error {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	dirty := false
+	// pending holds the timestamps of the records applied since the last
+	// publication; hwm each partition's end offset as last fetched.
+	var pending []time.Time
+	hwm := map[int32]int64{}
+	publish := func() {
+		if !dirty {
+			return
+		}
+		snap := l.Publish()
+		dirty = false
+		now := time.Now()
+		for _, t := range pending {
+			m.walkable.Observe(max(0, now.Sub(t).Seconds()))
+		}
+		pending = pending[:0]
+		var lag int64
+		wm := snap.Watermark()
+		for p, end := range hwm {
+			lag += max(0, end-wm[p])
+		}
+		m.lag.Set(float64(lag))
+		st := snap.Stats()
+		m.published.Inc()
+		m.deltaEdges.Set(float64(st.DeltaEdges))
+		m.tombstones.Set(float64(st.Tombstones))
+		m.deltaBytes.Set(float64(st.Bytes))
+		m.added.Set(float64(st.Added))
+	}
+	defer publish()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+			publish()
+		case b, ok := <-in:
+			if !ok {
+				return nil
+			}
+			dirty = true
+			if !b.Time.IsZero() {
+				pending = append(pending, b.Time)
+			}
+			hwm[b.Partition] = max(hwm[b.Partition], b.HighWaterMark)
+			if b.Rejected != nil {
+				m.rejected.Inc()
+				_ = l.Apply(b.Partition, b.Offset, nil)
+				continue
+			}
+			if err := l.Apply(b.Partition, b.Offset, b.Updates); err != nil {
+				m.rejected.Inc()
+				log.Warn("edge record refused by the live graph; skipped", "partition", b.Partition, "offset", b.Offset, "err", err)
+				_ = l.Apply(b.Partition, b.Offset, nil)
+				continue
+			}
+			m.updates.Add(float64(len(b.Updates)))
+		}
+	}
+}

@@ -1,0 +1,163 @@
+package live
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/livegraph"
+	"github.com/walkstage/walkstage/source"
+)
+
+// TestLiveGraphFromEdgeTopic runs the edge reader and the live applier
+// against kfake over TCP: records in JSON and binary on three partitions
+// are applied and published with the watermark after each partition's last
+// record; a record that does not decode and one that does not fit the graph
+// are dead-lettered with their reason and passed, and nothing stops.
+func TestLiveGraphFromEdgeTopic(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "edges", "dlq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	brokers := cluster.ListenAddrs()
+	base, err := graph.FromEdges([]graph.Edge{{Src: 0, Dst: 1}, {Src: 1, Dst: 2}, {Src: 2, Dst: 0}}, graph.BuildOptions{Name: "live", DenseIDs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := livegraph.New(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := livegraph.AppendBinary(nil, []livegraph.Update{{Op: livegraph.Insert, Src: 2, Dst: 7}, {Op: livegraph.Delete, Src: 2, Dst: 0}})
+	// Partition p gets records[p]; kfake's partitions start at offset 0.
+	records := [3][]string{
+		{`{"op":"insert","src":0,"dst":2}`, `{oops`},
+		{string(bin), `[{"op":"insert","src":7,"dst":"8"}]`},
+		{`{"op":"insert","src":1,"dst":0,"weight":2}`, `{"op":"insert","src":1,"dst":0}`},
+	}
+	for p, recs := range records {
+		w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: "edges", Balancer: fixedPartition(p), RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
+		for _, r := range recs {
+			if err := w.WriteMessages(ctx, kafka.Message{Value: []byte(r)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w.Close()
+	}
+	r, err := source.NewEdgeReader(source.EdgeReaderConfig{Kafka: source.KafkaOptions{Brokers: brokers, ClientID: "live"},
+		Topic: "edges", DLQTopic: "dlq", Check: l.CheckSchema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	m, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	batches := make(chan source.EdgeBatch, 16)
+	rctx, stop := context.WithCancel(ctx)
+	readDone := make(chan error, 1)
+	go func() { readDone <- r.Run(rctx, batches) }()
+	applyDone := make(chan error, 1)
+	go func() {
+		applyDone <- RunApplier(ctx, slog.New(slog.DiscardHandler), l, batches, 10*time.Millisecond, m)
+	}()
+
+	want := map[int32]int64{0: 2, 1: 2, 2: 2}
+	for !maps.Equal(l.Snapshot().Watermark(), want) {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("watermark %v, want %v", l.Snapshot().Watermark(), want)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	stop()
+	if err := <-readDone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("reader: %v", err)
+	}
+	close(batches)
+	if err := <-applyDone; err != nil {
+		t.Fatalf("applier: %v", err)
+	}
+	snap := l.Snapshot()
+	if v7, ok := snap.DenseID(7); !ok || snap.NumVertices() != 5 {
+		t.Fatalf("vertex 7: %d %v, %d vertices", v7, ok, snap.NumVertices())
+	}
+	if dv := snap.Vertex(2); dv == nil || dv.Live != 1 || !dv.BaseDead(0) {
+		t.Fatalf("vertex 2 after insert 2->7 and delete 2->0: %+v", dv)
+	}
+	if dv := snap.Vertex(1); dv == nil || dv.Live != 2 {
+		t.Fatalf("vertex 1: the unweighted insert is applied, the weighted one is not: %+v", dv)
+	}
+	if got := liveCounter(t, m.updates); got != 5 {
+		t.Fatalf("updates applied %v, want 5", got)
+	}
+	if got := liveCounter(t, m.rejected); got != 2 {
+		t.Fatalf("rejected records %v, want 2", got)
+	}
+	var lag, walkable dto.Metric
+	if err := m.lag.Write(&lag); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.walkable.Write(&walkable); err != nil {
+		t.Fatal(err)
+	}
+	if lag.GetGauge().GetValue() != 0 || walkable.GetHistogram().GetSampleCount() != 6 {
+		t.Fatalf("watermark lag %v records (want 0), update-to-walkable samples %d (want 6)",
+			lag.GetGauge().GetValue(), walkable.GetHistogram().GetSampleCount())
+	}
+
+	// The two bad records are in the dead-letter topic with their reasons.
+	reasons := map[string]string{}
+	for p := range 3 {
+		dr := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: "dlq", Partition: p, MaxWait: 100 * time.Millisecond})
+		for {
+			fctx, fcancel := context.WithTimeout(ctx, 500*time.Millisecond)
+			msg, err := dr.FetchMessage(fctx)
+			fcancel()
+			if err != nil {
+				break
+			}
+			h := map[string]string{}
+			for _, x := range msg.Headers {
+				h[x.Key] = string(x.Value)
+			}
+			if h[source.HeaderReason] != source.ReasonBadEdgeUpdate {
+				t.Fatalf("dead letter %q has reason %q", msg.Value, h[source.HeaderReason])
+			}
+			reasons[string(msg.Value)] = h[source.HeaderError]
+		}
+		dr.Close()
+	}
+	if len(reasons) != 2 || !strings.Contains(reasons[`{oops`], "not an update object") ||
+		!strings.Contains(reasons[`{"op":"insert","src":1,"dst":0,"weight":2}`], `weight 2 on graph "live", which has no weights`) {
+		t.Fatalf("dead letters: %v", reasons)
+	}
+}
+
+// fixedPartition sends every message to one partition.
+type fixedPartition int
+
+func (p fixedPartition) Balance(kafka.Message, ...int) int { return int(p) }
+
+func liveCounter(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var d dto.Metric
+	if err := c.Write(&d); err != nil {
+		t.Fatal(err)
+	}
+	return d.GetCounter().GetValue()
+}

@@ -1,0 +1,136 @@
+package walk
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/walkstage/walkstage/graph"
+)
+
+// A live graph (package livegraph) is a loaded base graph plus a delta of
+// edge updates: edges appended per vertex, tombstones for deleted ones, and
+// vertices the base did not have. Walks read it through Overlay, one
+// immutable snapshot per job (Job.Overlay), so the walk package needs to
+// know nothing of how updates arrive or how snapshots are published.
+//
+// A step from a vertex with a delta draws from all of its edges, base and
+// appended, dead ones included, and draws again when it lands on a dead
+// one: the side (base or delta) is chosen by the sides' weight sums (edge
+// counts for an unweighted walk), the base edge by the engine's usual
+// uniform or alias draw, the delta edge uniformly and, for a weighted walk,
+// accepted with probability weight / MaxWeight. Every accepted edge is live
+// and taken with probability weight / (live weight), exactly the step of
+// the graph rebuilt with the updates. After maxRejections draws an exact
+// scan over the live edges decides, so a vertex whose edges are mostly
+// deleted costs O(degree) rather than an unbounded loop.
+
+// Overlay is a published, immutable snapshot of a live graph: the base graph
+// an engine was built for and the delta over it. Implementations must be
+// safe for concurrent readers and never change once handed to a job.
+type Overlay interface {
+	// Base is the graph the delta applies to; a job's overlay must have
+	// the engine's graph as its base.
+	Base() *graph.Graph
+	// NumVertices counts the base's vertices and those the delta added
+	// (dense ids Base().NumVertices() and up).
+	NumVertices() int
+	// Empty reports that the delta changes nothing: the engine then walks
+	// the base on its usual, fastest path.
+	Empty() bool
+	// Vertex returns v's delta, or nil when v has none (its base edges are
+	// all it has, all live). Every added vertex has one.
+	Vertex(v uint32) *DeltaVertex
+}
+
+// DeltaVertex is one vertex's delta in a snapshot. Its slices are read-only
+// and may share memory with later snapshots, which only ever append beyond
+// their lengths.
+type DeltaVertex struct {
+	// Edges are the appended edges, oldest first, dead ones included:
+	// target and weight side by side, one cache line for a draw (the
+	// weight is 1 on an unweighted graph).
+	Edges []DeltaEdge
+	// Dead lists the tombstones, sorted by target, one per deleted target:
+	// every base edge to Target is dead, and so is every appended edge to
+	// it with index below Upto (inserted before the delete).
+	Dead []Tombstone
+	// BaseWeight is the weight sum of the base edges, dead ones included
+	// (the edge count on an unweighted graph); MaxWeight is the largest
+	// appended weight. A weighted step picks the delta side with weight
+	// len(Edges) * MaxWeight, the envelope of its accept-by-weight draw.
+	BaseWeight float64
+	MaxWeight  float32
+	// Live counts the vertex's live edges, base and appended: 0 is a dead end.
+	Live int
+}
+
+// DeltaEdge is one appended edge.
+type DeltaEdge struct {
+	Target uint32
+	Weight float32
+}
+
+// Tombstone marks the edges to one target deleted; see DeltaVertex.Dead.
+type Tombstone struct {
+	Target uint32
+	Upto   uint32
+}
+
+// tombstone returns the tombstone for target t, if any.
+func (d *DeltaVertex) tombstone(t uint32) (Tombstone, bool) {
+	i, ok := slices.BinarySearchFunc(d.Dead, t, func(x Tombstone, t uint32) int { return int(int64(x.Target) - int64(t)) })
+	if !ok {
+		return Tombstone{}, false
+	}
+	return d.Dead[i], true
+}
+
+// BaseDead reports whether base edges to t are deleted.
+func (d *DeltaVertex) BaseDead(t uint32) bool {
+	if len(d.Dead) == 0 {
+		return false
+	}
+	_, ok := d.tombstone(t)
+	return ok
+}
+
+// DeltaDead reports whether appended edge i is deleted.
+func (d *DeltaVertex) DeltaDead(i int) bool {
+	if len(d.Dead) == 0 {
+		return false
+	}
+	ts, ok := d.tombstone(d.Edges[i].Target)
+	return ok && uint32(i) < ts.Upto
+}
+
+// OverlaySupported returns nil when the CPU engine walks a on a live graph's
+// delta, else an error wrapping ErrInvalidAlgorithm that names the limit.
+func OverlaySupported(a Algorithm) error {
+	switch a.Kind {
+	case DeepWalk, PPR:
+	default:
+		return invalid("%s walks do not read a live graph's delta yet (deepwalk and ppr do); walk the compacted graph", a.Kind)
+	}
+	switch a.ResolvedStepper() {
+	case StepperUniform, StepperAlias:
+	default:
+		return invalid("the %s sampler does not read a live graph's delta yet (uniform and alias do)", a.ResolvedStepper())
+	}
+	return nil
+}
+
+// OverlayWalker is implemented by engines that walk jobs on a live graph's
+// snapshot (Job.Overlay): the CPU engine. An engine without it refuses such
+// jobs (ValidateJobs), so a caller asks CheckOverlay before it takes them.
+type OverlayWalker interface {
+	CheckOverlay(a Algorithm) error
+}
+
+// CheckOverlay returns nil when e walks a on a live graph's delta, else an
+// error wrapping ErrInvalidAlgorithm that names the limit.
+func CheckOverlay(e Engine, a Algorithm) error {
+	if ow, ok := e.(OverlayWalker); ok {
+		return ow.CheckOverlay(a)
+	}
+	return fmt.Errorf("%w: the %s engine does not walk a live graph's delta yet (the cpu engine does)", ErrInvalidAlgorithm, e.Name())
+}
