@@ -110,9 +110,10 @@ type Config struct {
 	// CRC32 header the store checks, keeping integrity end to end;
 	// when_required otherwise, as over HTTPS, where the SDK would send
 	// aws-chunked trailers that S3-compatible stores commonly refuse and TLS
-	// guards the bytes). Uploads never wait for "100 Continue" (a round trip
-	// per object and part), and the client keeps 256 idle connections to the
-	// store (docs/reference/deploy.md, "Connections and payload signing").
+	// guards the bytes), expect_continue (default false: uploads do not wait
+	// a round trip for "100 Continue"). The client keeps 256 idle connections
+	// to the store (docs/reference/deploy.md, "Connections and payload
+	// signing").
 	OutputURL string `env:"OUTPUT_URL"`
 	// WALKSTAGE_OUTPUT_PREFIX: key prefix inside the bucket; batch B's
 	// objects are under

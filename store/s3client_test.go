@@ -32,8 +32,9 @@ type uploadRequest struct {
 // Every body goes to an S3-compatible store at a plain-HTTP endpoint as
 // UNSIGNED-PAYLOAD with a CRC in a header (the CRC32C the caller kept, for
 // a single PUT; the SDK's CRC32 of each multipart part), and without
-// "Expect: 100-continue", unless the URL asks otherwise; the objects read
-// back either way.
+// "Expect: 100-continue", unless the URL asks otherwise (its parameters
+// give back the client before issue 36 too); the objects read back either
+// way.
 func TestS3UploadRequests(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	small := make([]byte, 3<<20) // over the SDK's 2 MB threshold for Expect
@@ -48,11 +49,14 @@ func TestS3UploadRequests(t *testing.T) {
 		name, params string
 		payload      string
 		single, part string // the checksum header wanted: "crc32c=<sum>", "crc32", or none
+		expect       string
 	}{
-		{"defaults", "", "UNSIGNED-PAYLOAD", smallCRC, "crc32"},
-		{"signed", "&unsigned_payload=false", "sha256", "", ""},
-		{"unsigned without checksums", "&request_checksum_calculation=when_required", "UNSIGNED-PAYLOAD", "", ""},
-		{"signed with checksums", "&unsigned_payload=false&request_checksum_calculation=when_supported", "sha256", smallCRC, "crc32"},
+		{"defaults", "", "UNSIGNED-PAYLOAD", smallCRC, "crc32", ""},
+		{"signed", "&unsigned_payload=false", "sha256", "", "", ""},
+		{"unsigned without checksums", "&request_checksum_calculation=when_required", "UNSIGNED-PAYLOAD", "", "", ""},
+		{"signed with checksums", "&unsigned_payload=false&request_checksum_calculation=when_supported", "sha256", smallCRC, "crc32", ""},
+		{"the client before issue 36", "&unsigned_payload=false&request_checksum_calculation=when_required&expect_continue=true",
+			"sha256", "", "", "100-continue"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var mu sync.Mutex
@@ -111,14 +115,19 @@ func TestS3UploadRequests(t *testing.T) {
 				if want == "crc32" {
 					got, _, _ = strings.Cut(got, "=")
 				}
-				if r.payload != tc.payload || r.expect != "" || got != want {
-					t.Errorf("%s: payload %q, Expect %q, checksum %q; want payload %q, no Expect, checksum %q", r.op, r.payload, r.expect, r.checksum, tc.payload, want)
+				if r.payload != tc.payload || r.expect != tc.expect || got != want {
+					t.Errorf("%s: payload %q, Expect %q, checksum %q; want payload %q, Expect %q, checksum %q", r.op, r.payload, r.expect, r.checksum, tc.payload, tc.expect, want)
 				}
 			}
 			if len(seen) != parts+1 || parts < 2 {
 				t.Fatalf("%d uploads seen, %d of them parts: want one PUT and the parts", len(seen), parts)
 			}
 		})
+	}
+	for _, bad := range []string{"&unsigned_payload=maybe", "&expect_continue=sometimes"} {
+		if _, err := OpenBucket(context.Background(), fakeS3(t)+bad); err == nil || !strings.Contains(err.Error(), strings.Split(bad[1:], "=")[0]) {
+			t.Errorf("%s: %v, want an error naming the parameter", bad, err)
+		}
 	}
 }
 

@@ -35,19 +35,38 @@ import (
 // never hashed). unsigned_payload=false signs them as the SDK does.
 const unsignedPayloadParam = "unsigned_payload"
 
-// takeUnsignedPayload removes the unsigned_payload parameter from q and
-// reports its value, true when absent.
-func takeUnsignedPayload(q url.Values) (bool, error) {
-	v := q.Get(unsignedPayloadParam)
-	q.Del(unsignedPayloadParam)
-	if v == "" {
-		return true, nil
+// expectContinueParam is the s3:// URL parameter that puts back the SDK's
+// "Expect: 100-continue" on bodies over 2 MB (see noExpectContinue).
+// Off by default.
+const expectContinueParam = "expect_continue"
+
+// s3Client is what the s3:// URL parameters of walkstage's own (not
+// gocloud's) say about the client.
+type s3Client struct {
+	unsigned       bool // bodies as UNSIGNED-PAYLOAD
+	expectContinue bool // the SDK's Expect: 100-continue
+}
+
+// takeS3Params removes walkstage's own parameters from q (gocloud refuses
+// parameters it does not know) and returns what they say.
+func takeS3Params(q url.Values) (s3Client, error) {
+	c := s3Client{unsigned: true}
+	for _, p := range []struct {
+		name string
+		v    *bool
+	}{{unsignedPayloadParam, &c.unsigned}, {expectContinueParam, &c.expectContinue}} {
+		v := q.Get(p.name)
+		q.Del(p.name)
+		if v == "" {
+			continue
+		}
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return c, fmt.Errorf("%s=%q: %w", p.name, v, err)
+		}
+		*p.v = on
 	}
-	on, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, fmt.Errorf("%s=%q: %w", unsignedPayloadParam, v, err)
-	}
-	return on, nil
+	return c, nil
 }
 
 // checksumDefault is request_checksum_calculation for an S3-compatible
@@ -85,14 +104,15 @@ const idleConnsPerHost = 256
 // every multipart part paid that wait and the extra writes and wake-ups at
 // both ends. What the header saves, a body sent to a store that refuses
 // the request, is a few MB at most, and a refusal (credentials, a missing
-// bucket) is found at start-up (Check), not per object.
+// bucket) is found at start-up (Check), not per object. expect_continue=true
+// puts it back.
 const noExpectContinue = -1
 
 // reopenS3 reopens b, an S3 bucket opened from u by gocloud, with a copy of
-// its client that keeps idleConnsPerHost idle connections, sends no
-// "Expect: 100-continue" and, when unsigned, sends bodies as
-// UNSIGNED-PAYLOAD. b is closed.
-func reopenS3(ctx context.Context, b *blob.Bucket, u *url.URL, unsigned bool) (*blob.Bucket, error) {
+// its client that keeps idleConnsPerHost idle connections and, as sc
+// says, sends bodies as UNSIGNED-PAYLOAD and without "Expect:
+// 100-continue". b is closed.
+func reopenS3(ctx context.Context, b *blob.Bucket, u *url.URL, sc s3Client) (*blob.Bucket, error) {
 	defer b.Close()
 	var c *s3.Client
 	if !b.As(&c) {
@@ -105,8 +125,10 @@ func reopenS3(ctx context.Context, b *blob.Bucket, u *url.URL, unsigned bool) (*
 			t.MaxIdleConns = max(t.MaxIdleConns, idleConnsPerHost)
 		})
 	}
-	o.ContinueHeaderThresholdBytes = noExpectContinue
-	if unsigned {
+	if !sc.expectContinue {
+		o.ContinueHeaderThresholdBytes = noExpectContinue
+	}
+	if sc.unsigned {
 		o.APIOptions = append(slices.Clip(o.APIOptions), unsignedPayload)
 	}
 	q := u.Query()

@@ -79,6 +79,8 @@ func callTimeout(opts []Option) (time.Duration, error) {
 //     SHA-256 in the signature (unsigned_payload=false signs them; see
 //     unsignedPayloadParam), over plain HTTP with a CRC checksum header
 //     instead (request_checksum_calculation sets it; see checksumDefault).
+//     No upload waits for "100 Continue" unless expect_continue=true (see
+//     noExpectContinue).
 //   - gs://bucket: Google Cloud Storage with application default credentials.
 //
 // The URL's path (for s3:// and gs://) is not a prefix: pass the prefix to
@@ -88,7 +90,7 @@ func OpenBucket(ctx context.Context, rawURL string) (*blob.Bucket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open bucket %q: %w", redact.String(rawURL), redact.Error(err))
 	}
-	var unsigned bool
+	var sc s3Client
 	switch u.Scheme {
 	case "", "file":
 		q := u.Query()
@@ -105,7 +107,7 @@ func OpenBucket(ctx context.Context, rawURL string) (*blob.Bucket, error) {
 		u.RawQuery = q.Encode()
 	case "s3":
 		q := u.Query()
-		if unsigned, err = takeUnsignedPayload(q); err != nil {
+		if sc, err = takeS3Params(q); err != nil {
 			return nil, fmt.Errorf("open bucket %s: %w", redact.String(u.String()), redact.Error(err))
 		}
 		// S3-compatible stores commonly reject the SDK's default trailing
@@ -113,7 +115,7 @@ func OpenBucket(ctx context.Context, rawURL string) (*blob.Bucket, error) {
 		// asked for only when required; over plain HTTP, see
 		// checksumDefault.
 		if q.Get("endpoint") != "" {
-			setDefault(q, "request_checksum_calculation", checksumDefault(q, unsigned))
+			setDefault(q, "request_checksum_calculation", checksumDefault(q, sc.unsigned))
 			setDefault(q, "response_checksum_validation", "when_required")
 		}
 		u.RawQuery = q.Encode()
@@ -133,7 +135,7 @@ func OpenBucket(ctx context.Context, rawURL string) (*blob.Bucket, error) {
 		}
 	}
 	if u.Scheme == "s3" {
-		if b, err = reopenS3(ctx, b, u, unsigned); err != nil {
+		if b, err = reopenS3(ctx, b, u, sc); err != nil {
 			return nil, fmt.Errorf("open bucket %s: %w", redact.String(u.String()), redact.Error(err))
 		}
 		registerBucket(b, bucketInfo{s3Name: u.Host})
