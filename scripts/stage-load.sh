@@ -232,6 +232,21 @@ done
 [ -n "$brokers" ] || die "kfakebroker printed no address"
 export WALKSTAGE_BROKERS=$brokers
 
+# The S3 server of each store, for the CPU time it spends on each
+# measurement (store_cpu_s in the results).
+declare -A server_pid=()
+# cpu_ticks PID: user + system CPU time of PID so far, in clock ticks.
+cpu_ticks() {
+  local st
+  read -r -a st <"/proc/$1/stat" 2>/dev/null || { echo 0; return; }
+  # Fields 14 and 15 (utime, stime), counted past the parenthesised name.
+  local rest=${st[*]}
+  rest=${rest##*) }
+  read -r -a st <<<"$rest"
+  echo $((st[11] + st[12]))
+}
+hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
+
 s3_url=
 if [[ ,$stores, == *,s3,* ]]; then
   mkdir -p "$work/s3/data/walks" "$work/s3/meta"
@@ -240,6 +255,7 @@ if [[ ,$stores, == *,s3,* ]]; then
   "${store_pin[@]}" "$versitygw" --access "$AWS_ACCESS_KEY_ID" --secret "$AWS_SECRET_ACCESS_KEY" --port "127.0.0.1:$port" --quiet "${vgw_flags[@]}" \
     posix --sidecar "$work/s3/meta" "${posix_flags[@]}" "$work/s3/data" >"$out/versitygw.log" 2>&1 &
   pids+=($!)
+  server_pid[s3]=$!
   wait_port "$!" "$port" 30 || die "versitygw did not listen: $(tail -n 5 "$out/versitygw.log")"
   s3_url="s3://walks?endpoint=http://127.0.0.1:$port&region=us-east-1&use_path_style=true$s3_extra"
 fi
@@ -261,6 +277,7 @@ if [[ ,$stores, == *,seaweedfs,* ]]; then
     -s3 -s3.port="$port" -s3.port.grpc="${wp[6]}" -s3.port.iceberg=0 -s3.port.lance=0 >"$out/seaweedfs.log" 2>&1 &
   pids+=($!)
   weed_pid=$!
+  server_pid[seaweedfs]=$!
   wait_port "$weed_pid" "$port" 60 || die "weed did not listen: $(tail -n 5 "$out/seaweedfs.log")"
   swfs_url="s3://walks?endpoint=http://127.0.0.1:$port&region=us-east-1&use_path_style=true$s3_extra"
   # Ready once an object can be written (the gateway answers before the
@@ -317,14 +334,23 @@ load() {
   local name=$1
   shift
   log "$name: walkstage load $*"
-  local f=$out/$name.txt
+  local f=$out/$name.txt c0
+  c0=$(server_cpu)
   if ! "${stage_pin[@]}" "$walkstage" load --graph "$graph" --timeout "${timeout_s}s" "$@" >"$f" 2>"$out/$name.err"; then
     cat "$f" "$out/$name.err" >&2
     die "$name failed"
   fi
   cat "$f"
-  sed -n "s/^RESULT /$name /p" "$f" >>"$results"
+  sed -n "s/^RESULT /$name /p" "$f" | sed "s/\$/ store_cpu_s=$(cpu_since "$c0")/" >>"$results"
 }
+
+# server_cpu: CPU ticks of the current store's S3 server so far (0 for
+# file://); cpu_since TICKS: its CPU seconds since then.
+server_cpu() {
+  local p=${server_pid[${store:-}]:-}
+  if [ -n "$p" ]; then cpu_ticks "$p"; else echo 0; fi
+}
+cpu_since() { awk -v a="$1" -v b="$(server_cpu)" -v hz="$hz" 'BEGIN { printf "%.1f", (b - a) / hz }'; }
 
 # backlog NAME STORE URL ARGS...: a backlog measurement. By default a true
 # backlog: the stage is stopped, every request produced, then a collector
@@ -350,13 +376,15 @@ backlog() {
     [ $((SECONDS - t0)) -lt 60 ] || die "$name: the collector did not start"
     sleep 0.1
   done
+  local c0
+  c0=$(server_cpu)
   start_stage "$store" "$url"
   if ! wait "$collector"; then
     cat "$f" "$out/$name.err" >&2
     die "$name failed"
   fi
   cat "$f"
-  sed -n "s/^RESULT /$name /p" "$f" >>"$results"
+  sed -n "s/^RESULT /$name /p" "$f" | sed "s/\$/ store_cpu_s=$(cpu_since "$c0")/" >>"$results"
 }
 
 walk_args=(--output walks --seeds "$walk_seeds" --walks-per-seed "$walks" --length "$length")
@@ -406,10 +434,10 @@ done
   echo "results ($(date -u +%FT%TZ), engine $engine, graph $graph):"
   awk '
     function v(k,   i, kv) { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == k) return kv[2] } return "" }
-    BEGIN { printf "%-22s %8s %9s %12s %12s %10s %10s %10s %10s %8s\n", "case", "requests", "seconds", "M vertices/s", "queries/s", "MB/s", "p50 ms", "p99 ms", "fetch p99", "GB/s" }
+    BEGIN { printf "%-26s %8s %9s %12s %12s %10s %10s %10s %10s %8s %9s\n", "case", "requests", "seconds", "M vertices/s", "queries/s", "MB/s", "p50 ms", "p99 ms", "fetch p99", "GB/s", "store cpu" }
     {
       if (v("mode") == "plain-upload") {
-        printf "%-22s %8s %9s %12s %12s %10.0f %10s %10s %10s %8s\n", $1, v("objects"), v("seconds"), "", "", v("bytes") / 1e6 / v("seconds"), "", "", "", v("gb_per_s")
+        printf "%-26s %8s %9s %12s %12s %10.0f %10s %10s %10s %8s %9s\n", $1, v("objects"), v("seconds"), "", "", v("bytes") / 1e6 / v("seconds"), "", "", "", v("gb_per_s"), v("store_cpu_s")
         next
       }
       mvs = sprintf("%.1f", v("walk_vertices_per_s") / 1e6); qps = ""; mbs = ""
@@ -417,7 +445,8 @@ done
       if (v("bytes") > 0) mbs = sprintf("%.0f", v("bytes") / 1e6 / v("seconds"))
       p50 = v("fetch_event_p50_ms"); p99 = v("fetch_event_p99_ms")
       if (v("mode") == "idle") { p50 = v("produce_event_p50_ms"); p99 = v("produce_event_p99_ms") }
-      printf "%-22s %8s %9s %12s %12s %10s %10s %10s %10s %8s\n", $1, v("requests"), v("seconds"), mvs, qps, mbs, p50, p99, v("fetch_event_p99_ms"), ""
+      printf "%-26s %8s %9s %12s %12s %10s %10s %10s %10s %8s %9s\n", $1, v("requests"), v("seconds"), mvs, qps, mbs, p50, p99, v("fetch_event_p99_ms"), "", v("store_cpu_s")
     }' "$results"
-  echo "(idle rows: p50/p99 are produce -> event as the user sees it; 'fetch p99' is the stage's fetch -> the event read back)"
+  echo "(idle rows: p50/p99 are produce -> event as the user sees it; 'fetch p99' is the stage's fetch -> the event read back;"
+  echo " 'store cpu': CPU seconds the S3 server spent during the measurement, the backlog's from the stage's start)"
 } | tee "$out/table.txt"

@@ -17,6 +17,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/internal/s3fault"
+	"github.com/walkstage/walkstage/internal/testseaweed"
 	"github.com/walkstage/walkstage/internal/testversity"
 )
 
@@ -131,14 +132,25 @@ func TestS3UploadRequests(t *testing.T) {
 	}
 }
 
-// A body damaged on its way to versitygw is refused, not stored, under
-// the defaults and under either explicit payload setting: the SHA-256 of
-// a signed payload, or the CRC header an unsigned one carries, is checked
-// by the store. (An unsigned body without a checksum, the old
-// unsigned_payload=true, was stored damaged.)
+// A body damaged on its way to the store (versitygw, SeaweedFS, each with
+// its default settings) is refused, not stored, under the defaults and
+// under either explicit payload setting: the SHA-256 of a signed payload,
+// or the CRC header an unsigned one carries, is checked by the store. (An
+// unsigned body without a checksum, the old unsigned_payload=true, was
+// stored damaged.)
 func TestS3DamagedBodyRefused(t *testing.T) {
-	s3Env(t)
-	endpoint := testversity.Start(t)
+	for _, server := range []struct {
+		name  string
+		start func(testing.TB) string
+	}{{"versitygw", testversity.Start}, {"seaweedfs", testseaweed.Start}} {
+		t.Run(server.name, func(t *testing.T) {
+			s3Env(t)
+			damagedBodies(t, server.start(t))
+		})
+	}
+}
+
+func damagedBodies(t *testing.T, endpoint string) {
 	ctx := context.Background()
 	admin := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), UsePathStyle: true,
 		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
