@@ -69,8 +69,7 @@ ensure_go() {
 VERSITYGW_VERSION=v1.8.0
 HELM_VERSION=v3.22.0
 # SeaweedFS (Apache 2.0): the second S3 server of the integration tests and
-# scripts/stage-load.sh. Its module has no tagged versions the proxy
-# serves; this is the commit of 2026-11-09.
+# scripts/stage-load.sh, pinned to a pseudo-version the module proxy serves.
 SEAWEEDFS_VERSION=v0.0.0-20261109003541-7506e5f91cd6
 
 # quiet_install WHAT BIN PKG@VERSION: one line saying what is installed, the
