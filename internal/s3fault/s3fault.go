@@ -1,8 +1,8 @@
 // Package s3fault is a fault-injecting HTTP proxy for tests: it stands in
 // front of a real S3 server (gofakes3 in-process, versitygw as a process)
 // and, for the requests its rules match, loses acknowledgements, answers
-// 500 or 503 SlowDown, resets connections, truncates answers or delays
-// them. It can also hold a key in the "phantom" state a killed versitygw
+// 500 or 503 SlowDown, resets connections, truncates answers, delays them
+// or damages a request's body on its way to the store. It can also hold a key in the "phantom" state a killed versitygw
 // left behind (see Phantom). Everything else is forwarded unchanged,
 // the Host header included, so signed requests still verify.
 //
