@@ -68,6 +68,9 @@ ensure_go() {
 # Test tools, installed into ./bin (ignored by git) at pinned versions.
 VERSITYGW_VERSION=v1.8.0
 HELM_VERSION=v3.22.0
+# SeaweedFS (Apache 2.0): the second S3 server of the integration tests and
+# scripts/stage-load.sh, pinned to a pseudo-version the module proxy serves.
+SEAWEEDFS_VERSION=v0.0.0-20261109003541-7506e5f91cd6
 
 # quiet_install WHAT BIN PKG@VERSION: one line saying what is installed, the
 # module download noise in a log that is shown only when the install fails.
@@ -99,11 +102,30 @@ quiet_build() {
   rm -f "$log"
 }
 
+# install_weed BIN: SeaweedFS's weed command at SEAWEEDFS_VERSION into BIN,
+# one line saying so. `go install weed@version` refuses it (its go.mod has a
+# replace directive), so it is built inside its module, downloaded by the
+# module proxy like any other.
+install_weed() {
+  echo "installing weed (SeaweedFS) $SEAWEEDFS_VERSION into $1 (once; a large build)" >&2
+  local log dir
+  log=$(mktemp)
+  if dir=$(go mod download -json "github.com/seaweedfs/seaweedfs@$SEAWEEDFS_VERSION" 2>"$log" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p') &&
+    [ -n "$dir" ] && (cd "$dir" && go build -ldflags '-s -w' -o "$1/weed" ./weed) >>"$log" 2>&1; then
+    rm -f "$log"
+    return 0
+  fi
+  cat "$log" >&2
+  rm -f "$log"
+  return 1
+}
+
 ensure_tools() {
   local bin=$WALKSTAGE_ROOT/bin
   mkdir -p "$bin"
   [ -x "$bin/versitygw" ] || quiet_install "versitygw $VERSITYGW_VERSION (S3 server for the integration tests)" \
     "$bin" "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
+  [ -x "$bin/weed" ] || install_weed "$bin"
   [ -x "$bin/helm" ] || quiet_install "helm $HELM_VERSION (chart tests)" "$bin" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
   PATH=$bin:$PATH
   export PATH

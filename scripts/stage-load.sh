@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # stage-load.sh: measure the whole stage as a user sees it (issues 14 and
-# 15). It starts a Kafka-protocol broker process (kfakebroker), versitygw
-# (an S3 server, as a process of its own) and `walkstage run` configured by
-# WALKSTAGE_* variables, once per store (file:// and versitygw), and runs
+# 15). It starts a Kafka-protocol broker process (kfakebroker), the S3
+# servers asked for (versitygw, SeaweedFS; each a process of its own with
+# its default settings) and `walkstage run` configured by WALKSTAGE_*
+# variables, once per store (file://, versitygw, SeaweedFS), and runs
 # `walkstage load` against it: a backlog and an idle series of walk requests
 # (weighted DeepWalk), then of visits requests (PPR with restart), then a
 # plain upload of the same volume to the same bucket (the store's own
@@ -21,11 +22,12 @@ binaries (default: ./bin):
   --walkstage BIN        walkstage or walkstage-cuda (bin/walkstage)
   --broker BIN           kfakebroker (bin/kfakebroker; go build ./internal/testbroker/cmd/kfakebroker)
   --versitygw BIN        versitygw (bin/versitygw; scripts/test.sh installs it)
+  --weed BIN             SeaweedFS's weed (bin/weed; scripts/test.sh installs it)
 stage:
   --graph FILE           graph the stage serves (required)
   --engine NAME          auto, cpu or gpu (auto)
-  --stores LIST          file and/or s3, comma-separated (file,s3)
-  --work DIR             file:// output and versitygw's data (/dev/shm/walkstage-load-PID; removed at exit unless --keep)
+  --stores LIST          file, s3 (versitygw) and/or seaweedfs (weed server -s3), comma-separated (file,s3)
+  --work DIR             file:// output and the S3 servers' data (/dev/shm/walkstage-load-PID; removed at exit unless --keep)
   --keep                 keep --work
   --partitions N         partitions of each topic (4)
   --cpuprofile           write a CPU profile of each stage run into --out
@@ -44,7 +46,11 @@ measurements:
   --visit-idle N         visits idle series: 1-query requests (200)
   --plain                plain upload of the walks backlog's volume to each store (on)
   --no-plain             skip it
-  --unsigned-payload     versitygw URL with unsigned_payload=true (no SHA-256 of bodies over its plain HTTP)
+  --signed-payload       S3 URLs with unsigned_payload=false: the SDK signs the SHA-256 of every body, the
+                         client's default before issue 36 (the default now sends them unsigned with a CRC
+                         header)
+  --unsigned-payload     S3 URLs with unsigned_payload=true (the default since issue 36; for old command lines)
+  --s3-params STR        more parameters for the S3 URLs, e.g. '&request_checksum_calculation=when_required'
   --integrity-etag       versitygw --data-integrity-etag: ETags from the checksum the client sends, not an MD5
                          of every body it stores
   --keep-alive           versitygw --keep-alive: keep connections open between requests (its default closes
@@ -64,6 +70,7 @@ bin_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/bin
 walkstage=$bin_dir/walkstage
 broker=$bin_dir/kfakebroker
 versitygw=$bin_dir/versitygw
+weed=$bin_dir/weed
 graph=
 engine=auto
 stores=file,s3
@@ -99,6 +106,7 @@ while [ $# -gt 0 ]; do
     --walkstage) walkstage=$2; shift ;;
     --broker) broker=$2; shift ;;
     --versitygw) versitygw=$2; shift ;;
+    --weed) weed=$2; shift ;;
     --graph) graph=$2; shift ;;
     --engine) engine=$2; shift ;;
     --stores) stores=$2; shift ;;
@@ -121,7 +129,9 @@ while [ $# -gt 0 ]; do
     --visit-idle) visit_idle=$2; shift ;;
     --plain) plain=1 ;;
     --no-plain) plain=0 ;;
-    --unsigned-payload) s3_extra="&unsigned_payload=true" ;;
+    --unsigned-payload) s3_extra+="&unsigned_payload=true" ;;
+    --signed-payload) s3_extra+="&unsigned_payload=false" ;;
+    --s3-params) s3_extra+=$2; shift ;;
     --integrity-etag) posix_flags+=(--data-integrity-etag) ;;
     --keep-alive) vgw_flags+=(--keep-alive) ;;
     --store-cpus) store_pin=(taskset -c "$2"); shift ;;
@@ -138,6 +148,7 @@ die() { echo "stage-load.sh: $*" >&2; exit 1; }
 [ -f "$graph" ] || die "graph $graph not found"
 for b in "$walkstage" "$broker"; do [ -x "$b" ] || die "$b is not an executable (-h says where each binary comes from)"; done
 case ,$stores, in *,s3,*) [ -x "$versitygw" ] || die "versitygw $versitygw not found (or use --stores file)" ;; esac
+case ,$stores, in *,seaweedfs,*) [ -x "$weed" ] || die "weed $weed not found (scripts/test.sh installs it into bin/)" ;; esac
 if [ -z "$out" ]; then
   if [ -n "${OUT:-}" ]; then out=$OUT/load; else out=$work/results; fi
 fi
@@ -155,7 +166,7 @@ cleanup() {
     for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$p" 2>/dev/null || true
   done
-  if [ "$keep" -eq 0 ]; then rm -rf "$work/file" "$work/s3"; [ "$out" = "$work/results" ] || rm -rf "$work"; fi
+  if [ "$keep" -eq 0 ]; then rm -rf "$work/file" "$work/s3" "$work/seaweedfs"; [ "$out" = "$work/results" ] || rm -rf "$work"; fi
   exit "$rc"
 }
 trap cleanup EXIT
@@ -221,6 +232,21 @@ done
 [ -n "$brokers" ] || die "kfakebroker printed no address"
 export WALKSTAGE_BROKERS=$brokers
 
+# The S3 server of each store, for the CPU time it spends on each
+# measurement (store_cpu_s in the results).
+declare -A server_pid=()
+# cpu_ticks PID: user + system CPU time of PID so far, in clock ticks.
+cpu_ticks() {
+  local st
+  read -r -a st <"/proc/$1/stat" 2>/dev/null || { echo 0; return; }
+  # Fields 14 and 15 (utime, stime), counted past the parenthesised name.
+  local rest=${st[*]}
+  rest=${rest##*) }
+  read -r -a st <<<"$rest"
+  echo $((st[11] + st[12]))
+}
+hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
+
 s3_url=
 if [[ ,$stores, == *,s3,* ]]; then
   mkdir -p "$work/s3/data/walks" "$work/s3/meta"
@@ -229,8 +255,42 @@ if [[ ,$stores, == *,s3,* ]]; then
   "${store_pin[@]}" "$versitygw" --access "$AWS_ACCESS_KEY_ID" --secret "$AWS_SECRET_ACCESS_KEY" --port "127.0.0.1:$port" --quiet "${vgw_flags[@]}" \
     posix --sidecar "$work/s3/meta" "${posix_flags[@]}" "$work/s3/data" >"$out/versitygw.log" 2>&1 &
   pids+=($!)
+  server_pid[s3]=$!
   wait_port "$!" "$port" 30 || die "versitygw did not listen: $(tail -n 5 "$out/versitygw.log")"
   s3_url="s3://walks?endpoint=http://127.0.0.1:$port&region=us-east-1&use_path_style=true$s3_extra"
+fi
+
+swfs_url=
+if [[ ,$stores, == *,seaweedfs,* ]]; then
+  # weed server: master, volume server, filer and S3 gateway in one
+  # process, its S3 settings the defaults (as internal/testseaweed runs it);
+  # off only telemetry (no network here) and the Iceberg and Lance
+  # listeners. The credentials in the environment are its one identity.
+  mkdir -p "$work/seaweedfs"
+  port=$(free_port)
+  wp=()
+  for _ in 1 2 3 4 5 6 7; do wp+=("$(free_port)"); done
+  log "seaweedfs: $weed server -s3 on 127.0.0.1:$port, data under $work/seaweedfs"
+  "${store_pin[@]}" "$weed" server -dir="$work/seaweedfs" -ip=127.0.0.1 -ip.bind=127.0.0.1 -master.telemetry=false \
+    -master.port="${wp[0]}" -master.port.grpc="${wp[1]}" -volume.port="${wp[2]}" -volume.port.grpc="${wp[3]}" \
+    -filer -filer.port="${wp[4]}" -filer.port.grpc="${wp[5]}" \
+    -s3 -s3.port="$port" -s3.port.grpc="${wp[6]}" -s3.port.iceberg=0 -s3.port.lance=0 >"$out/seaweedfs.log" 2>&1 &
+  pids+=($!)
+  weed_pid=$!
+  server_pid[seaweedfs]=$!
+  wait_port "$weed_pid" "$port" 60 || die "weed did not listen: $(tail -n 5 "$out/seaweedfs.log")"
+  swfs_url="s3://walks?endpoint=http://127.0.0.1:$port&region=us-east-1&use_path_style=true$s3_extra"
+  # Ready once an object can be written (the gateway answers before the
+  # filer and a volume take data); the first write creates the bucket
+  # (weed's autoCreateBucket, for its admin identity).
+  t0=$SECONDS
+  until "$walkstage" load --plain-upload --bucket "$swfs_url" --plain-bytes 1 --plain-object-bytes 1 --plain-parallel 1 \
+    >"$out/seaweedfs-ready.log" 2>&1; do
+    kill -0 "$weed_pid" 2>/dev/null || die "weed exited: $(tail -n 5 "$out/seaweedfs.log")"
+    [ $((SECONDS - t0)) -lt 90 ] || die "seaweedfs not ready: $(tail -n 5 "$out/seaweedfs-ready.log")"
+    sleep 0.5
+  done
+  log "seaweedfs ready after $((SECONDS - t0)) s"
 fi
 
 stage_pid=
@@ -274,14 +334,23 @@ load() {
   local name=$1
   shift
   log "$name: walkstage load $*"
-  local f=$out/$name.txt
+  local f=$out/$name.txt c0
+  c0=$(server_cpu)
   if ! "${stage_pin[@]}" "$walkstage" load --graph "$graph" --timeout "${timeout_s}s" "$@" >"$f" 2>"$out/$name.err"; then
     cat "$f" "$out/$name.err" >&2
     die "$name failed"
   fi
   cat "$f"
-  sed -n "s/^RESULT /$name /p" "$f" >>"$results"
+  sed -n "s/^RESULT /$name /p" "$f" | sed "s/\$/ store_cpu_s=$(cpu_since "$c0")/" >>"$results"
 }
+
+# server_cpu: CPU ticks of the current store's S3 server so far (0 for
+# file://); cpu_since TICKS: its CPU seconds since then.
+server_cpu() {
+  local p=${server_pid[${store:-}]:-}
+  if [ -n "$p" ]; then cpu_ticks "$p"; else echo 0; fi
+}
+cpu_since() { awk -v a="$1" -v b="$(server_cpu)" -v hz="$hz" 'BEGIN { printf "%.1f", (b - a) / hz }'; }
 
 # backlog NAME STORE URL ARGS...: a backlog measurement. By default a true
 # backlog: the stage is stopped, every request produced, then a collector
@@ -307,13 +376,15 @@ backlog() {
     [ $((SECONDS - t0)) -lt 60 ] || die "$name: the collector did not start"
     sleep 0.1
   done
+  local c0
+  c0=$(server_cpu)
   start_stage "$store" "$url"
   if ! wait "$collector"; then
     cat "$f" "$out/$name.err" >&2
     die "$name failed"
   fi
   cat "$f"
-  sed -n "s/^RESULT /$name /p" "$f" >>"$results"
+  sed -n "s/^RESULT /$name /p" "$f" | sed "s/\$/ store_cpu_s=$(cpu_since "$c0")/" >>"$results"
 }
 
 walk_args=(--output walks --seeds "$walk_seeds" --walks-per-seed "$walks" --length "$length")
@@ -324,7 +395,8 @@ for store in "${store_list[@]}"; do
   case $store in
     file) url=file://$work/file ;;
     s3) url=$s3_url ;;
-    *) die "store $store: want file or s3" ;;
+    seaweedfs) url=$swfs_url ;;
+    *) die "store $store: want file, s3 or seaweedfs" ;;
   esac
   start_stage "$store" "$url"
   # Warm-ups, not measured: the first call of each kind pins the GPU
@@ -362,10 +434,10 @@ done
   echo "results ($(date -u +%FT%TZ), engine $engine, graph $graph):"
   awk '
     function v(k,   i, kv) { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == k) return kv[2] } return "" }
-    BEGIN { printf "%-22s %8s %9s %12s %12s %10s %10s %10s %10s %8s\n", "case", "requests", "seconds", "M vertices/s", "queries/s", "MB/s", "p50 ms", "p99 ms", "fetch p99", "GB/s" }
+    BEGIN { printf "%-26s %8s %9s %12s %12s %10s %10s %10s %10s %8s %9s\n", "case", "requests", "seconds", "M vertices/s", "queries/s", "MB/s", "p50 ms", "p99 ms", "fetch p99", "GB/s", "store cpu" }
     {
       if (v("mode") == "plain-upload") {
-        printf "%-22s %8s %9s %12s %12s %10.0f %10s %10s %10s %8s\n", $1, v("objects"), v("seconds"), "", "", v("bytes") / 1e6 / v("seconds"), "", "", "", v("gb_per_s")
+        printf "%-26s %8s %9s %12s %12s %10.0f %10s %10s %10s %8s %9s\n", $1, v("objects"), v("seconds"), "", "", v("bytes") / 1e6 / v("seconds"), "", "", "", v("gb_per_s"), v("store_cpu_s")
         next
       }
       mvs = sprintf("%.1f", v("walk_vertices_per_s") / 1e6); qps = ""; mbs = ""
@@ -373,7 +445,8 @@ done
       if (v("bytes") > 0) mbs = sprintf("%.0f", v("bytes") / 1e6 / v("seconds"))
       p50 = v("fetch_event_p50_ms"); p99 = v("fetch_event_p99_ms")
       if (v("mode") == "idle") { p50 = v("produce_event_p50_ms"); p99 = v("produce_event_p99_ms") }
-      printf "%-22s %8s %9s %12s %12s %10s %10s %10s %10s %8s\n", $1, v("requests"), v("seconds"), mvs, qps, mbs, p50, p99, v("fetch_event_p99_ms"), ""
+      printf "%-26s %8s %9s %12s %12s %10s %10s %10s %10s %8s %9s\n", $1, v("requests"), v("seconds"), mvs, qps, mbs, p50, p99, v("fetch_event_p99_ms"), "", v("store_cpu_s")
     }' "$results"
-  echo "(idle rows: p50/p99 are produce -> event as the user sees it; 'fetch p99' is the stage's fetch -> the event read back)"
+  echo "(idle rows: p50/p99 are produce -> event as the user sees it; 'fetch p99' is the stage's fetch -> the event read back;"
+  echo " 'store cpu': CPU seconds the S3 server spent during the measurement, the backlog's from the stage's start)"
 } | tee "$out/table.txt"

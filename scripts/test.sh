@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test.sh: the test suite, as CI runs it. Fetches Go if the machine has
-# none, installs the integration-test servers and tools (versitygw, helm)
+# none, installs the integration-test servers and tools (versitygw, SeaweedFS, helm)
 # into ./bin and the Parquet readers of the conformance test (DuckDB and
 # hyparquet, from npm) into conformance/node_modules, then runs every
 # package's tests with the integration tests required rather than skipped.

@@ -502,9 +502,9 @@ func TestCommitAbortsKilledAttemptsUploads(t *testing.T) {
 	}
 }
 
-// unsigned_payload=true sends uploads over plain HTTP as UNSIGNED-PAYLOAD;
-// without it the SDK signs each body's SHA-256. Either way the objects
-// read back.
+// Uploads go over plain HTTP as UNSIGNED-PAYLOAD unless
+// unsigned_payload=false, when the SDK signs each body's SHA-256. Either
+// way the objects read back.
 func TestUnsignedPayload(t *testing.T) {
 	s3Env(t)
 	backend := s3mem.New()
@@ -532,7 +532,7 @@ func TestUnsignedPayload(t *testing.T) {
 	chunks := runEngine(t, g, testAlgo, 500, 7)
 	for _, tc := range []struct {
 		param, want string
-	}{{"", "hex"}, {"&unsigned_payload=false", "hex"}, {"&unsigned_payload=true", "UNSIGNED-PAYLOAD"}} {
+	}{{"", "UNSIGNED-PAYLOAD"}, {"&unsigned_payload=false", "hex"}, {"&unsigned_payload=true", "UNSIGNED-PAYLOAD"}} {
 		mu.Lock()
 		clear(hashes)
 		mu.Unlock()

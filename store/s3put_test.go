@@ -45,11 +45,11 @@ func recordingS3(t *testing.T) (bucketURL string, requests func() []string) {
 // own pooled buffer; a larger one switches to gocloud's multipart upload
 // part-way. Both read back byte for byte, with gocloud's content type, and
 // the caller's BeforeWrite hook sees the request's bucket and key. A single
-// PUT carries no checksum under the sink's default for stores at a custom
-// endpoint (when_required), and the body's CRC32C in a header (not an
-// aws-chunked trailer) under when_supported.
+// PUT carries the body's CRC32C in a header (not an aws-chunked trailer)
+// under the default for a plain-HTTP endpoint (when_supported), and no
+// checksum under when_required.
 func TestS3PutObject(t *testing.T) {
-	for _, calc := range []string{"", "when_supported"} {
+	for _, calc := range []string{"", "when_required"} {
 		t.Run("checksums="+calc, func(t *testing.T) { s3PutObjects(t, calc) })
 	}
 }
@@ -95,7 +95,7 @@ func s3PutObjects(t *testing.T, calc string) {
 			case strings.HasPrefix(r, "PUT "+key+"?") && !strings.Contains(r, "uploadId"):
 				puts++
 				want := "crc32c= trailer= encoding="
-				if calc == "when_supported" {
+				if calc == "" {
 					want = "crc32c=" + CRC32CString(crc32.Checksum(data, castagnoli)) + " trailer= encoding="
 				}
 				if !strings.HasSuffix(r, want) {

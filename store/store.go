@@ -82,9 +82,12 @@ func CallTimeout(opts ...Option) (time.Duration, error) {
 //   - s3://bucket?region=us-east-1: AWS S3, credentials from the usual AWS
 //     environment. For S3-compatible stores add
 //     endpoint=http://host:port&use_path_style=true (and disable_https=true
-//     for plain HTTP endpoints without a scheme). unsigned_payload=true
-//     sends bodies without their SHA-256 over plain HTTP too (see
-//     unsignedPayloadParam).
+//     for plain HTTP endpoints without a scheme). Bodies go without their
+//     SHA-256 in the signature (unsigned_payload=false signs them; see
+//     unsignedPayloadParam), over plain HTTP with a CRC checksum header
+//     instead (request_checksum_calculation sets it; see checksumDefault).
+//     No upload waits for "100 Continue" unless expect_continue=true (see
+//     noExpectContinue).
 //   - gs://bucket: Google Cloud Storage with application default credentials.
 //
 // The URL's path (for s3:// and gs://) is not a prefix: pass the prefix to
@@ -94,7 +97,7 @@ func OpenBucket(ctx context.Context, rawURL string) (*blob.Bucket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open bucket %q: %w", redact.String(rawURL), redact.Error(err))
 	}
-	var unsigned bool
+	var sc s3Client
 	switch u.Scheme {
 	case "", "file":
 		q := u.Query()
@@ -111,13 +114,15 @@ func OpenBucket(ctx context.Context, rawURL string) (*blob.Bucket, error) {
 		u.RawQuery = q.Encode()
 	case "s3":
 		q := u.Query()
-		if unsigned, err = takeUnsignedPayload(q); err != nil {
+		if sc, err = takeS3Params(q); err != nil {
 			return nil, fmt.Errorf("open bucket %s: %w", redact.String(u.String()), redact.Error(err))
 		}
 		// S3-compatible stores commonly reject the SDK's default trailing
-		// checksums on streaming uploads; ask for them only when required.
+		// checksums on streaming uploads over HTTPS: there a checksum is
+		// asked for only when required; over plain HTTP, see
+		// checksumDefault.
 		if q.Get("endpoint") != "" {
-			setDefault(q, "request_checksum_calculation", "when_required")
+			setDefault(q, "request_checksum_calculation", checksumDefault(q, sc.unsigned))
 			setDefault(q, "response_checksum_validation", "when_required")
 		}
 		u.RawQuery = q.Encode()
@@ -137,7 +142,7 @@ func OpenBucket(ctx context.Context, rawURL string) (*blob.Bucket, error) {
 		}
 	}
 	if u.Scheme == "s3" {
-		if b, err = reopenS3(ctx, b, u, unsigned); err != nil {
+		if b, err = reopenS3(ctx, b, u, sc); err != nil {
 			return nil, fmt.Errorf("open bucket %s: %w", redact.String(u.String()), redact.Error(err))
 		}
 		registerBucket(b, bucketInfo{s3Name: u.Host})

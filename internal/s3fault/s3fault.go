@@ -1,8 +1,8 @@
 // Package s3fault is a fault-injecting HTTP proxy for tests: it stands in
 // front of a real S3 server (gofakes3 in-process, versitygw as a process)
 // and, for the requests its rules match, loses acknowledgements, answers
-// 500 or 503 SlowDown, resets connections, truncates answers or delays
-// them. It can also hold a key in the "phantom" state a killed versitygw
+// 500 or 503 SlowDown, resets connections, truncates answers, delays them
+// or damages a request's body on its way to the store. It can also hold a key in the "phantom" state a killed versitygw
 // left behind (see Phantom). Everything else is forwarded unchanged,
 // the Host header included, so signed requests still verify.
 //
@@ -115,6 +115,11 @@ const (
 	// request is not forwarded, the connection resets, and the key is left
 	// a phantom of kind Rule.Phantom (see Phantom).
 	PhantomCreate
+	// Corrupt forwards the request with the middle byte of its body
+	// flipped, headers unchanged, as a faulty link or NIC would: whether
+	// the store takes the damaged bytes is up to what the request carries
+	// to check them (a signed SHA-256, a checksum header).
+	Corrupt
 )
 
 func (f Fault) String() string {
@@ -133,6 +138,8 @@ func (f Fault) String() string {
 		return "delay"
 	case PhantomCreate:
 		return "phantom-create"
+	case Corrupt:
+		return "corrupt"
 	}
 	return fmt.Sprintf("fault(%d)", int(f))
 }
@@ -251,7 +258,7 @@ func New(cfg Config) (*Proxy, error) {
 // none forwards every request.
 func (p *Proxy) SetRules(rules ...Rule) error {
 	for i, r := range rules {
-		if r.Fault < LostAck || r.Fault > PhantomCreate {
+		if r.Fault < LostAck || r.Fault > Corrupt {
 			return fmt.Errorf("s3fault: rule %d (%s): unknown fault %d", i, r.name(), int(r.Fault))
 		}
 		if r.Probability < 0 || r.Probability > 1 || r.Skip < 0 || r.Times < 0 {
@@ -386,6 +393,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		p.Phantom(bucket, key, rule.Phantom)
 		reset(w)
+	case Corrupt:
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			panic(http.ErrAbortHandler)
+		}
+		if len(body) > 0 {
+			body[len(body)/2] ^= 0x5a
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		p.forwardTo(w, r)
 	}
 }
 

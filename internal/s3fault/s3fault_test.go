@@ -139,6 +139,17 @@ func TestFaults(t *testing.T) {
 					t.Fatalf("read %q of a truncated answer without an error", got)
 				}
 			}},
+		{"damaged body: the middle byte flipped, the rest as sent", Rule{Op: OpPutObject, Fault: Corrupt},
+			func(t *testing.T, c, direct *s3.Client) {
+				// gofakes3 checks neither the signed SHA-256 nor a
+				// checksum header: it stores what arrives.
+				if err := put(ctx, c, "d/part", "0123456789", false); err != nil {
+					t.Fatal(err)
+				}
+				if got, err := get(ctx, direct, "d/part"); err != nil || got != "01234o6789" {
+					t.Fatalf("store holds %q, %v; want the sixth byte flipped", got, err)
+				}
+			}},
 		{"skip the first match", Rule{Op: OpPutObject, Fault: Status, Status: 500, Skip: 1},
 			func(t *testing.T, c, direct *s3.Client) {
 				if err := put(ctx, c, "d/1", "p", false); err != nil {
