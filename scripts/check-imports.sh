@@ -145,6 +145,7 @@ check_message ""
 # go list sees them without and with the cuda tag, only run.go, which is
 # `walkstage run`, imports the stage.
 list_cmd_files() {
+  # shellcheck disable=SC2016 # a Go template, not shell
   go list -tags "$1" -f '{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}' ./cmd/walkstage/...
 }
 for path in $({ list_cmd_files ""; [ -z "$cuda" ] || list_cmd_files cuda; } | sort -u); do
