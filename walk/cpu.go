@@ -72,6 +72,9 @@ type CPU struct {
 
 	cumwOnce sync.Once
 	cumw     []float64 // Temporal's per-vertex prefix sums of weights (windowWeights)
+	// expTabs are the exponential bias's cell sums by scale, direction
+	// and weighting (expSums), least recently used first; guarded by mu.
+	expTabs []*expTable
 
 	mu    sync.Mutex
 	stats RunStats
@@ -190,11 +193,13 @@ func (e *CPU) plan(jobs []Job) (steppers []*stepper, units []unit, maxLen int) {
 			steppers[i].segs = e.labelTables()
 		}
 		if j.Algorithm.Kind == Temporal {
-			var cumw []float64
-			if j.Algorithm.Weighted {
+			var cumw, sums []float64
+			if j.Algorithm.Time.Bias == TimeExponential {
+				sums = e.expSums(j.Algorithm)
+			} else if j.Algorithm.Weighted {
 				cumw = e.windowWeights()
 			}
-			steppers[i].tmp = temporalGraph(e.g, j.Algorithm, cumw)
+			steppers[i].tmp = temporalGraph(e.g, j.Algorithm, cumw, sums)
 		}
 		for lo := 0; lo < len(j.Starts); lo += size {
 			units = append(units, unit{job: i, lo: lo, hi: min(lo+size, len(j.Starts))})

@@ -3,7 +3,6 @@ package walk
 import (
 	"fmt"
 	"math"
-	"math/bits"
 	"strings"
 	"time"
 	"unsafe"
@@ -56,17 +55,25 @@ import (
 //	linear, weighted      rejection: attempt a < maxRejections uses d=a: k drawn as
 //	                      "uniform, weighted" from (x0, x1), accepted when
 //	                      uint64(x2) * n < (n-p) << 32
-//	exponential           bands (expBands, expBandStep): the window is cut at
-//	                      time distances int64(b * s) from its near end, b = 1..K,
-//	                      K = expBandCount(n) = min((bits.Len64(n)*7+9)/10 + 2, 32), the
-//	                      last band open; band b's envelope is
-//	                      exp(-distance of cut b / s) and its mass the number (or
-//	                      weight) of its edges times the envelope. Attempt
-//	                      a < maxRejections uses d=a: the band is the first non-empty
-//	                      one whose cumulative mass exceeds x0 * 2^-32 * total;
-//	                      k = start + index(x1, size) in it (weighted: as
-//	                      "uniform, weighted" inside the band from (x1, x3)),
-//	                      accepted when float64(x2) < exp(-|t(k) - cut b| / s) * 2^32
+//	exponential           d=0: the window's cell sums S (temporalexp.go: per vertex,
+//	                      per time cell of width G = expCell(s) = int64(256 s) in
+//	                      [1, 2^63-1] by u(t) = uint64(t) ^ 2^63, the sums of
+//	                      w * exp(-o/s) over the cell's positions from k to its
+//	                      end forward, w * exp(-(G-1-o)/s) from its start to k
+//	                      backward, o = u(t(k)) mod G, w the weight or 1).
+//	                      The window's parts by cell from the near end, at most
+//	                      maxExpCells, each weighing (its sums' difference) times
+//	                      exp(±(near end's offset to the cell)/s), stopping at a
+//	                      factor of 0; with one part no exp is computed. The part:
+//	                      the first with positive mass whose cumulative mass exceeds
+//	                      unit53(x2, x3) * total (else the last with mass); in it
+//	                      r = base + unit53(x0, x1) * (part's sums), k = the last
+//	                      position with S[k] > r forward, the first with S[k] > r
+//	                      backward. A window whose sums are 0 goes to the fallback.
+//	                      Exact up to the float64 rounding of the sums (as the
+//	                      weighted draws are up to cumw's): a difference loses at
+//	                      most about (edges within ~37 scales of the near end) *
+//	                      2^-53 of the window's mass
 //
 // Temporal Node2Vec (P and Q set), from the second step on: ZPRS (32 lanes,
 // zprs) over the window in time order, element i = position lo+i with bias
@@ -78,17 +85,18 @@ import (
 // bits, and no product here is fused with a sum into an FMA (float64()
 // around it), so both engines make every comparison alike.
 //
-// After maxRejections failed attempts the exact one-lane reservoir scan
-// over the window in time order (zprs with k = 1, the bias of temporalBias)
-// with word i%4 of draw fallbackDraw+i/4 decides, as for Node2Vec: the
-// bounded loop stays exact. Every draw is exact; each is one binary search
-// for the window plus O(1) work (uniform and linear, unweighted), a binary
-// search in the prefix sums (weighted), or K galloping searches (O(log d)
-// together for a window of evenly spread times) and an expected at most
-// about 3 attempts (exponential: within a band the bias varies by at most
-// e, and the tail's envelope is at most e^-2 of the window's mass, which is
-// at least 1), which is what a GPU thread can do; linear weighted has no
-// acceptance bound (the mean of (n-p)/n under the weights).
+// After maxRejections failed attempts (linear weighted), or for an
+// exponential window whose sums are 0 (every weight zero, or rounded
+// away), the exact one-lane reservoir scan over the window in time order
+// (zprs with k = 1, the bias of temporalBias) with word i%4 of draw
+// fallbackDraw+i/4 decides, as for Node2Vec: the bounded loop stays exact.
+// Each draw is one binary search for the window plus O(1) work (uniform
+// and linear, unweighted), a binary search in the prefix sums (weighted),
+// or one galloping search in the cell sums from the window's near end,
+// where its mass is (exponential; a window over several cells, rare with
+// cells of 256 scales, adds a galloping search and an exp per cell), which
+// is what a GPU thread can do; linear weighted has no acceptance bound
+// (the mean of (n-p)/n under the weights).
 
 // TimeBias weighs the edges of a temporal step's window.
 type TimeBias uint8
@@ -203,11 +211,11 @@ type temporal struct {
 	// rejections bounds the rejection loop (maxRejections; tests set 0
 	// to check the exact fallback on its own).
 	rejections uint32
-	// offsets[b] and env[b] are the exponential bands' cut offset b
-	// (expOffset) and its envelope exp(-offset/scale), the same for every
-	// step.
-	offsets [maxExpBands + 1]int64
-	env     [maxExpBands + 1]float64
+	// expSums are the exponential bias's per-edge cell sums for this
+	// walk's scale, direction and weighting (temporalexp.go), expCell the
+	// cells' width G.
+	expSums []float64
+	expCell uint64
 }
 
 // windowWeights builds the per-vertex prefix sums of the weights once per
@@ -347,8 +355,10 @@ func (s *stepper) temporalStep(id uint64, step, cur uint32, t int64, bounded boo
 		return lo + uint64(index(x0, uint32(n))), true
 	}
 	if tp.Bias == TimeExponential {
-		if k, ok := s.expBandStep(id, step, a, lo, hi); ok {
-			return k, true
+		if s.tmp.rejections > 0 {
+			if k, ok := s.expStep(id, step, a, s.off[cur+1], lo, hi); ok {
+				return k, true
+			}
 		}
 	} else {
 		// Linear, weighted: proposal by weight, accepted by rank.
@@ -366,136 +376,6 @@ func (s *stepper) temporalStep(id uint64, step, cur uint32, t int64, bounded boo
 		return 0, false
 	}
 	return lo + uint64(i), true
-}
-
-// maxExpBands bounds expBandCount, for the stack arrays of a step's bands
-// (any K keeps the draw exact; past ln(n) + 2 it only stops helping, and
-// windows of more than 2^40 edges get 32).
-const maxExpBands = 32
-
-// expBandCount is K, the number of bands of width time_scale before the
-// tail of a window of n edges: at least ln(n) + 2 (0.7 > ln 2), so the
-// tail's envelope, at most n e^-K, is at most e^-2 while the window's
-// mass is at least 1 (its near edge), in integers only so that every engine
-// finds the same K.
-func expBandCount(n uint64) int { return min((bits.Len64(n)*7+9)/10+2, maxExpBands) }
-
-// expBands cuts window [lo, hi) into bands by time distance d from the
-// near end: band b holds the positions with d in [cut offset b, cut offset
-// b+1), cut offset b = int64(b * scale) (saturating), for b < K, and the
-// tail band K the rest. It returns the bands' position ranges
-// [start[b], end[b]), their envelopes env[b] = exp(-(offset of cut b)/scale),
-// the cut times and the number of bands (empty bands at the far end left
-// out). Bands are found by galloping from the near end, so a band costs
-// O(log of its size).
-func (s *stepper) expBands(lo, hi uint64, start, end *[maxExpBands + 1]uint64, env *[maxExpBands + 1]float64,
-	cut *[maxExpBands + 1]int64) int {
-	times, scale, back := s.tmp.times, s.alg.Time.Scale, s.alg.Time.Backward
-	k := expBandCount(hi - lo)
-	ref := times[lo]
-	if back {
-		ref = times[hi-1]
-	}
-	near := lo // forward: the next band starts here
-	if back {
-		near = hi // backward: the next band ends here
-	}
-	for b := 0; b <= k; b++ {
-		off := s.tmp.offsets[b]
-		c := satAdd(ref, off)
-		if back {
-			c = satAdd(ref, -off)
-		}
-		cut[b], env[b] = c, s.tmp.env[b]
-		if d := c - ref; d != off && d != -off {
-			// Saturated at the end of the int64 range: the envelope is
-			// that of the cut there.
-			env[b] = detExp(-math.Abs(float64(c)-float64(ref)) / scale)
-		}
-		var far uint64
-		switch {
-		case b == k && back:
-			far = lo
-		case b == k:
-			far = hi
-		case back:
-			// Band b: times in (cut b+1, cut b], found below near.
-			far = gallopUpperBack(times, lo, near, satAdd(ref, -s.tmp.offsets[b+1]))
-		default:
-			far = gallopLower(times, near, hi, satAdd(ref, s.tmp.offsets[b+1]))
-		}
-		if back {
-			start[b], end[b] = far, near
-		} else {
-			start[b], end[b] = near, far
-		}
-		near = far
-		if back && far == lo || !back && far == hi {
-			return b + 1
-		}
-	}
-	return k + 1
-}
-
-// expOffset is cut offset b of the exponential bands: int64(b * scale),
-// saturating (so the same integers on every engine).
-func expOffset(b int, scale float64) int64 {
-	if d := float64(b) * scale; d < 9e18 {
-		return int64(d)
-	}
-	return math.MaxInt64
-}
-
-// expBandStep is the exponential bias's rejection sampler over the bands
-// of expBands: attempt a uses draw a; x0 picks a band with probability
-// proportional to its mass (edges, or their weight) times its envelope,
-// x1 (and x3, weighted) an edge of the band uniformly (by weight), and
-// the edge at time t is accepted when float64(x2) < exp(-|t - cut b|/scale)
-// * 2^32. Envelope times acceptance is the edge's bias, so the draw is
-// exact, and each attempt accepts with probability at least about 1/(e +
-// e^-1): within a band the bias varies by at most e, and the tail's
-// envelope is at most e^-2 of the window's mass. ok is false after
-// s.tmp.rejections failed attempts (the caller's exact scan decides).
-func (s *stepper) expBandStep(id uint64, step uint32, a, lo, hi uint64) (uint64, bool) {
-	var start, end [maxExpBands + 1]uint64
-	var env [maxExpBands + 1]float64
-	var cut [maxExpBands + 1]int64
-	var cum [maxExpBands + 1]float64
-	nb := s.expBands(lo, hi, &start, &end, &env, &cut)
-	var total float64
-	for b := range nb {
-		m := float64(end[b] - start[b])
-		if s.weighted && end[b] > start[b] {
-			m = s.tmp.cumw[end[b]-1]
-			if start[b] > a {
-				m -= s.tmp.cumw[start[b]-1]
-			}
-		}
-		total += float64(m * env[b]) // float64(): never an FMA, as on the GPU
-		cum[b] = total
-	}
-	times, scale := s.tmp.times, s.alg.Time.Scale
-	for att := uint32(0); att < s.tmp.rejections; att++ {
-		x0, x1, x2, x3 := s.draw(id, step, att)
-		r := float64(x0) * (1.0 / (1 << 32)) * total
-		b := 0
-		for b < nb-1 && !(cum[b] > r && end[b] > start[b]) {
-			b++
-		}
-		if end[b] == start[b] {
-			continue // rounding put r past every non-empty band
-		}
-		var k uint64
-		if s.weighted {
-			k = s.weightedPick(a, start[b], end[b], x1, x3)
-		} else {
-			k = start[b] + uint64(index(x1, uint32(end[b]-start[b])))
-		}
-		if float64(x2) < detExp(-math.Abs(float64(times[k])-float64(cut[b]))/scale)*(1<<32) {
-			return k, true
-		}
-	}
-	return 0, false
 }
 
 // gallopLower is lowerTime(times, a, b, t) searched from a outward: the
@@ -737,27 +617,12 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 	}
 }
 
-// temporalGraph is the part of g a Temporal stepper of alg reads.
-func temporalGraph(g *graph.Graph, alg Algorithm, cumw []float64) *temporal {
-	t := &temporal{times: g.Times, byTime: g.ByTime, cumw: cumw, rejections: maxRejections}
-	if sc := alg.Time.Scale; alg.Time.Bias == TimeExponential {
-		for b := range t.offsets {
-			t.offsets[b] = expOffset(b, sc)
-			t.env[b] = detExp(-float64(t.offsets[b]) / sc)
-		}
+// temporalGraph is the part of g a Temporal stepper of alg reads; cumw
+// for weighted walks, expSums for the exponential bias.
+func temporalGraph(g *graph.Graph, alg Algorithm, cumw, expSums []float64) *temporal {
+	t := &temporal{times: g.Times, byTime: g.ByTime, cumw: cumw, rejections: maxRejections, expSums: expSums}
+	if alg.Time.Bias == TimeExponential {
+		t.expCell = expCell(alg.Time.Scale)
 	}
 	return t
-}
-
-// MaxExpBands is the most bands (expBandCount) before an exponential
-// window's tail band.
-const MaxExpBands = maxExpBands
-
-// ExpBandTable is what every exponential step of scale shares: cut offset
-// b of the bands (int64(b*scale), saturating) and its envelope
-// exp(-offset/scale), b = 0..MaxExpBands, as the CPU engine computes them
-// (the GPU engine passes them to its kernel).
-func ExpBandTable(scale float64) (offsets [MaxExpBands + 1]int64, env [MaxExpBands + 1]float64) {
-	t := temporalGraph(&graph.Graph{}, Algorithm{Kind: Temporal, Time: TimeParams{Bias: TimeExponential, Scale: scale}}, nil)
-	return t.offsets, t.env
 }
