@@ -70,8 +70,10 @@ type CPU struct {
 	labelOnce sync.Once
 	labels    *labelTables
 
-	cumwOnce sync.Once
-	cumw     []float64 // Temporal's per-vertex prefix sums of weights (windowWeights)
+	coarseOnce sync.Once
+	coarse     []int64 // Temporal's coarse time index (coarseIndex)
+	cumwOnce   sync.Once
+	cumw       []float64 // Temporal's per-vertex prefix sums of weights (windowWeights)
 	// expTabs are the exponential bias's cell sums by scale, direction
 	// and weighting (expSums), least recently used first; guarded by mu.
 	expTabs []*expTable
@@ -199,7 +201,7 @@ func (e *CPU) plan(jobs []Job) (steppers []*stepper, units []unit, maxLen int) {
 			} else if j.Algorithm.Weighted {
 				cumw = e.windowWeights()
 			}
-			steppers[i].tmp = temporalGraph(e.g, j.Algorithm, cumw, sums)
+			steppers[i].tmp = temporalGraph(e.g, j.Algorithm, cumw, sums, e.coarseIndex())
 		}
 		for lo := 0; lo < len(j.Starts); lo += size {
 			units = append(units, unit{job: i, lo: lo, hi: min(lo+size, len(j.Starts))})

@@ -344,7 +344,7 @@ func TestTemporalFallbackDistribution(t *testing.T) {
 			if weighted {
 				cumw = (&CPU{g: g}).windowWeights()
 			}
-			s.tmp = temporalGraph(g, a, cumw, nil)
+			s.tmp = temporalGraph(g, a, cumw, nil, coarseTimes(g.Times))
 			s.tmp.rejections = 0
 			counts := map[uint32]int{}
 			out := make([]uint32, 2)

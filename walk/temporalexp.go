@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/internal/hugemem"
 )
 
 // The exponential bias's draw (walk/temporal.go's header comment is the
@@ -157,7 +158,11 @@ func (e *CPU) expSums(alg Algorithm) []float64 {
 	t.once.Do(func() {
 		t0 := time.Now()
 		g := e.g
-		s := make([]float64, g.NumEdges())
+		// Outside the Go heap, on huge pages (hugemem.Alloc): the steps
+		// read it at random, and a table of the graph's size in the heap
+		// paces the collector by it. A dropped table is unmapped once e
+		// is; the workers keep e alive while they walk.
+		s := hugemem.Alloc[float64](e, int(g.NumEdges()))
 		ranges := vertexRangesByEdges(g, e.cfg.workers*4)
 		var wg sync.WaitGroup
 		for _, r := range ranges {

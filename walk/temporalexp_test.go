@@ -128,3 +128,29 @@ func TestTemporalExpSums(t *testing.T) {
 		}
 	}
 }
+
+// coarseRange leaves lowerTime's (upperTime's) answer in [fa, fb], within
+// one run of coarse entries, for any range and bound, ties included.
+func TestCoarseRange(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	times := make([]int64, 5000)
+	for i := range times {
+		times[i] = int64(i / 7) // runs of ties across entries
+	}
+	c := coarseTimes(times)
+	for range 20000 {
+		a := uint64(r.IntN(len(times)))
+		b := a + uint64(r.IntN(len(times)-int(a)+1))
+		tt := int64(r.IntN(800)) - 50
+		for _, upper := range []bool{false, true} {
+			want := lowerTime(times, a, b, tt)
+			if upper {
+				want = upperTime(times, a, b, tt)
+			}
+			fa, fb := coarseRange(c, a, b, tt, upper)
+			if want < fa || want > fb || fb-fa > 2*coarseSpacing {
+				t.Fatalf("[%d, %d) t=%d upper=%v: answer %d outside [%d, %d]", a, b, tt, upper, want, fa, fb)
+			}
+		}
+	}
+}
