@@ -525,6 +525,10 @@ func TestTemporalExtremeTimes(t *testing.T) {
 	}{
 		{TimeParams{MaxGap: 5, HasMaxGap: true}, 0, 3},
 		{TimeParams{MaxGap: 5, HasMaxGap: true, Backward: true}, 4, 7},
+		// The exponential bias's time cells at both ends of the key range.
+		{TimeParams{Bias: TimeExponential, Scale: 2, MaxGap: 5, HasMaxGap: true}, 0, 3},
+		{TimeParams{Bias: TimeExponential, Scale: 2, MaxGap: 5, HasMaxGap: true, Backward: true}, 4, 7},
+		{TimeParams{Bias: TimeExponential, Scale: 1e30, Backward: true}, 4, math.MaxUint32},
 	} {
 		starts := make([]uint32, 200)
 		for i := range starts {
