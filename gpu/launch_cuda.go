@@ -133,6 +133,9 @@ func (e *Engine) fillParams(s *batchSlot, alg walk.Algorithm, n int64) *walkPara
 		if alg.Weighted {
 			p.cumw = uint64(e.tmp.dCumw)
 		}
+		if alg.Time.Bias == walk.TimeExponential {
+			p.expSums = uint64(e.tmp.dExp)
+		}
 	}
 	e.placedParams(p)
 	return p

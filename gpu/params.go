@@ -28,18 +28,12 @@ type walkParams struct {
 	timeBias, timeFlags           uint64
 	timeStart, maxGap             int64
 	timeScale                     float64
-	expOffsets                    [expTableLen]int64
-	expEnv                        [expTableLen]float64
+	expCell, expSums              uint64
 	coarse                        uint64
 }
 
-// expTableLen is the length of the parameters' band table
-// (WalkParams.exp_offsets, exp_env): room for walk.MaxExpBands+1 entries
-// (checked by TestParamsLayout), the kernels' layout fixed.
-const expTableLen = 49
-
 // paramsSize is sizeof(ws::WalkParams).
-const paramsSize = 1232
+const paramsSize = 464
 
 // Time flags (ws::kTimeHasStart, kTimeHasMaxGap, kTimeBackward).
 const (
@@ -99,8 +93,8 @@ func algorithmParams(p *walkParams, a walk.Algorithm, warpThreshold uint32) {
 
 // temporalParams fills the time part of the launch parameters (zero for
 // other kinds): the bias, the first step's bound, the gap and, for the
-// exponential bias, the band table every step shares, from walk's own
-// computation so the kernel's cuts and envelopes are the CPU's.
+// exponential bias, walk's width of its time cells (the cell sums' device
+// pointer is the engine's, set at launch).
 func temporalParams(p *walkParams, t walk.TimeParams) {
 	p.timeBias, p.timeFlags, p.timeStart, p.maxGap, p.timeScale = uint64(t.Bias), 0, t.Bound(), t.MaxGap, t.Scale
 	if t.HasStart {
@@ -112,10 +106,8 @@ func temporalParams(p *walkParams, t walk.TimeParams) {
 	if t.Backward {
 		p.timeFlags |= timeBackward
 	}
-	p.expOffsets, p.expEnv = [expTableLen]int64{}, [expTableLen]float64{}
+	p.expCell = 0
 	if t.Bias == walk.TimeExponential {
-		off, env := walk.ExpBandTable(t.Scale)
-		copy(p.expOffsets[:], off[:])
-		copy(p.expEnv[:], env[:])
+		p.expCell = walk.ExpCell(t.Scale)
 	}
 }

@@ -3,8 +3,6 @@ package gpu
 import (
 	"testing"
 	"unsafe"
-
-	"github.com/walkstage/walkstage/walk"
 )
 
 // TestParamsLayout pins the host mirrors to the sizes the kernels assert
@@ -22,13 +20,10 @@ func TestParamsLayout(t *testing.T) {
 	if off := unsafe.Offsetof(walkParams{}.times); off != 368 {
 		t.Fatalf("times at offset %d, kernels expect 368", off)
 	}
-	if off := unsafe.Offsetof(walkParams{}.expEnv); off != 832 {
-		t.Fatalf("expEnv at offset %d, kernels expect 832", off)
+	if off := unsafe.Offsetof(walkParams{}.expSums); off != 448 {
+		t.Fatalf("expSums at offset %d, kernels expect 448", off)
 	}
-	if walk.MaxExpBands+1 > expTableLen {
-		t.Fatalf("walk.MaxExpBands %d: the parameters' band table holds %d entries", walk.MaxExpBands, expTableLen)
-	}
-	if off := unsafe.Offsetof(walkParams{}.coarse); off != 1224 {
-		t.Fatalf("coarse at offset %d, kernels expect 1224", off)
+	if off := unsafe.Offsetof(walkParams{}.coarse); off != 456 {
+		t.Fatalf("coarse at offset %d, kernels expect 456", off)
 	}
 }

@@ -4,6 +4,7 @@ package gpu
 
 import (
 	"fmt"
+	"math"
 	"time"
 	"unsafe"
 
@@ -18,7 +19,10 @@ import (
 // weighted walks the per-vertex prefix sums of the weights in time order,
 // built on the device by temporal_cumw_build in the CPU's order of
 // addition (cpu.Engine.windowWeights), so every draw compares against the
-// same float64 sums.
+// same float64 sums; the exponential bias reads its cell sums
+// (walk.ExpSums) for the run's scale and direction, built on the device by
+// temporal_exp_build, likewise to the CPU's bits, and kept until a run asks
+// for another scale, direction or weighting (one table: 8 bytes an edge).
 
 // temporalKernels names the kernels by [walk.TimeBias][weighted].
 var temporalKernels = [3][2]string{
@@ -34,10 +38,21 @@ type temporalState struct {
 	// otherwise take 80 and fit three blocks an SM, not four).
 	fn                     [3][2][2]cu.Function
 	occ                    [3][2][2]int
-	fnCumw                 cu.Function
+	fnCumw, fnExp          cu.Function
 	dTimes, dByTime, dCumw cu.DevicePtr
 	dCoarse                cu.DevicePtr // every coarseSpacing-th time (kernels/temporal.cuh: kCoarse)
 	uploaded, cumwBuilt    bool
+	// dExp holds the exponential bias's cell sums for expKey (when
+	// expBuilt).
+	dExp     cu.DevicePtr
+	expKey   expKey
+	expBuilt bool
+}
+
+// expKey is what the exponential bias's cell sums depend on.
+type expKey struct {
+	scale              float64
+	backward, weighted bool
 }
 
 // setupTemporal loads the temporal kernels (device thread).
@@ -46,6 +61,9 @@ func (e *Engine) setupTemporal() error {
 	var err error
 	if t.fnCumw, err = e.mod.Function("temporal_cumw_build"); err != nil {
 		return fmt.Errorf("gpu: kernel temporal_cumw_build: %w", err)
+	}
+	if t.fnExp, err = e.mod.Function("temporal_exp_build"); err != nil {
+		return fmt.Errorf("gpu: kernel temporal_exp_build: %w", err)
 	}
 	for b, names := range temporalKernels {
 		for w, name := range names {
@@ -92,7 +110,15 @@ func (e *Engine) temporalTables(alg walk.Algorithm) error {
 		t.uploaded, built = true, true
 		e.tableBytes += E*12 + int64(len(c))*8
 	}
-	if alg.Weighted && !t.cumwBuilt && E > 0 {
+	if alg.Time.Bias == walk.TimeExponential && E > 0 {
+		k := expKey{alg.Time.Scale, alg.Time.Backward, alg.Weighted}
+		if !t.expBuilt || t.expKey != k {
+			if err := e.buildExpSums(k); err != nil {
+				return err
+			}
+			built = true
+		}
+	} else if alg.Weighted && !t.cumwBuilt && E > 0 {
 		p, err := e.alloc("temporal.cumw", E*8)
 		if err != nil {
 			return err
@@ -118,6 +144,47 @@ func (e *Engine) temporalTables(alg walk.Algorithm) error {
 	return nil
 }
 
+// buildExpSums builds the exponential bias's cell sums for k in place of
+// any others (device thread): the previous group's kernels are done by
+// the time a group prepares its tables.
+func (e *Engine) buildExpSums(k expKey) error {
+	t := &e.tmp
+	E := e.g.NumEdges()
+	if t.expBuilt {
+		e.free("temporal.exp", &t.dExp)
+		t.expBuilt = false
+		e.tableBytes -= E * 8
+	}
+	p, err := e.alloc("temporal.exp", E*8)
+	if err != nil {
+		return err
+	}
+	nv := uint64(e.g.NumVertices())
+	const warpsPerBlock = tableThreads / 32
+	blocks := int(min((nv+warpsPerBlock-1)/warpsPerBlock, uint64(e.numSM*32)))
+	var weights uint64
+	if k.weighted {
+		weights = uint64(e.dWeights)
+	}
+	var back uint64
+	if k.backward {
+		back = 1
+	}
+	args := []uint64{uint64(e.dOffsets), uint64(t.dTimes), uint64(t.dByTime), weights, uint64(p), nv,
+		walk.ExpCell(k.scale), math.Float64bits(k.scale), back}
+	if err := launch(t.fnExp, blocks, tableThreads, cu.Stream{}, args); err != nil {
+		e.free("temporal.exp", &p)
+		return fmt.Errorf("gpu: temporal_exp_build: %w", err)
+	}
+	if err := cu.Synchronize(); err != nil {
+		e.free("temporal.exp", &p)
+		return fmt.Errorf("gpu: temporal_exp_build: %w", err)
+	}
+	t.dExp, t.expKey, t.expBuilt = p, k, true
+	e.tableBytes += E * 8
+	return nil
+}
+
 // releaseTemporal frees the temporal arrays (device thread).
 func (e *Engine) releaseTemporal() {
 	t := &e.tmp
@@ -125,7 +192,8 @@ func (e *Engine) releaseTemporal() {
 	e.free("temporal.bytime", &t.dByTime)
 	e.free("temporal.cumw", &t.dCumw)
 	e.free("temporal.coarse", &t.dCoarse)
-	t.uploaded, t.cumwBuilt = false, false
+	e.free("temporal.exp", &t.dExp)
+	t.uploaded, t.cumwBuilt, t.expBuilt = false, false, false
 }
 
 // ensureTimes gives every slot its times buffers, a device row pool

@@ -6,7 +6,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"testing"
+	"unsafe"
+
+	"gorgonia.org/cu"
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
@@ -135,8 +139,13 @@ func TestTemporalWalksMatchCPU(t *testing.T) {
 			{"uniform", tm(walk.TimeUniform, 0)},
 			{"linear", tm(walk.TimeLinear, 0)},
 			// Scales from a fraction of the gap between a hub's edges to
-			// the whole span: many bands, and one.
+			// the whole span: windows over many time cells (G = 768, and
+			// G = 1 at 0.002), and in one.
 			{"exp-s3", tm(walk.TimeExponential, 3)},
+			{"exp-s0.002-back", with(tm(walk.TimeExponential, 0.002), func(p *walk.TimeParams) { p.Backward = true })},
+			{"exp-s3-back-gap", with(tm(walk.TimeExponential, 3), func(p *walk.TimeParams) {
+				p.Backward, p.Start, p.HasStart, p.MaxGap, p.HasMaxGap = true, 18000, true, 2000, true
+			})},
 			{"exp-s250", tm(walk.TimeExponential, 250)},
 			{"exp-s1e5", tm(walk.TimeExponential, 1e5)},
 			{"exp-s250-back", with(tm(walk.TimeExponential, 250), func(p *walk.TimeParams) { p.Backward = true })},
@@ -220,5 +229,36 @@ func TestTemporalNeedsWholeGraph(t *testing.T) {
 	dw := walk.Algorithm{Kind: walk.DeepWalk, Length: 10}
 	if err := e.Run(context.Background(), []walk.Job{{Algorithm: dw, Seed: 1, Starts: []uint32{0, 1}}}, func(walk.Chunk) error { return nil }); err != nil {
 		t.Fatalf("deepwalk after the refused temporal run: %v", err)
+	}
+}
+
+// TestTemporalExpSumsMatchCPU: temporal_exp_build's cell sums equal
+// walk.ExpSums bit for bit, for each direction and weighting and for cells
+// from one time unit (every time its own cell) to wider than the span, and
+// a run with another scale replaces the table.
+func TestTemporalExpSumsMatchCPU(t *testing.T) {
+	g := timedRMAT(t)
+	e := newEngine(t, g)
+	for _, c := range []struct {
+		scale              float64
+		backward, weighted bool
+	}{{3, false, false}, {250, false, true}, {250, true, false}, {0.002, true, true}, {1e5, false, true}} {
+		alg := walk.Algorithm{Kind: walk.Temporal, Length: 2, Weighted: c.weighted,
+			Time: walk.TimeParams{Bias: walk.TimeExponential, Scale: c.scale, Backward: c.backward}}
+		if err := e.Run(context.Background(), []walk.Job{{Algorithm: alg, Seed: 1, Starts: []uint32{0, 1, 2}}}, func(walk.Chunk) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]float64, g.NumEdges())
+		if err := e.dev.do(func() error {
+			return cu.MemcpyDtoH(unsafe.Pointer(&got[0]), e.tmp.dExp, g.NumEdges()*8)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		want := walk.ExpSums(g, c.scale, c.backward, c.weighted)
+		for i := range want {
+			if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+				t.Fatalf("%+v: sums[%d] gpu %v (%#x), cpu %v (%#x)", c, i, got[i], math.Float64bits(got[i]), want[i], math.Float64bits(want[i]))
+			}
+		}
 	}
 }

@@ -98,18 +98,18 @@ struct WalkParams {
   int64_t time_start;        // the first step's bound (walk.TimeParams.Bound)
   int64_t max_gap;
   double time_scale;
-  int64_t exp_offsets[49];   // walk.ExpBandTable: cut offsets of the bands
-  double exp_env[49];        // and their envelopes
+  uint64_t exp_cell;         // walk.ExpCell: the exponential bias's time cell width G
+  const double* exp_sums;    // E or null: the exponential bias's cell sums (temporal_exp_build)
   const int64_t* coarse;     // ceil(E/kCoarse): coarse[j] = times[j*kCoarse] (temporal.cuh's searches)
 };
 
 }  // namespace ws
 
 // The host mirror (gpu/params.go) hard-codes this layout.
-static_assert(sizeof(ws::WalkParams) == 1232, "WalkParams layout changed: update gpu/params.go");
+static_assert(sizeof(ws::WalkParams) == 464, "WalkParams layout changed: update gpu/params.go");
 static_assert(offsetof(ws::WalkParams, schema) == 304, "WalkParams layout changed: update gpu/params.go");
 static_assert(offsetof(ws::WalkParams, times) == 368, "WalkParams layout changed: update gpu/params.go");
-static_assert(offsetof(ws::WalkParams, exp_env) == 832, "WalkParams layout changed: update gpu/params.go");
-static_assert(offsetof(ws::WalkParams, coarse) == 1224, "WalkParams layout changed: update gpu/params.go");
+static_assert(offsetof(ws::WalkParams, exp_sums) == 448, "WalkParams layout changed: update gpu/params.go");
+static_assert(offsetof(ws::WalkParams, coarse) == 456, "WalkParams layout changed: update gpu/params.go");
 static_assert(sizeof(ws::Task) == 16, "Task layout changed: update gpu/params.go");
 static_assert(sizeof(ws::AliasEntry) == 16, "AliasEntry layout changed");

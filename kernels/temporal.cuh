@@ -6,20 +6,22 @@
 //
 //   temporal_cumw_build  one thread per vertex: the inclusive prefix sums of
 //                        its weights in time order (float64, in order, as
-//                        walk.CPU.windowWeights adds them)
+//                        cpu.Engine.windowWeights adds them)
+//   temporal_exp_build   one warp per vertex: the exponential bias's cell
+//                        sums for one scale and direction (walk.ExpSums),
+//                        the biases computed a lane an edge, the sums added
+//                        in walk's order through shuffles
 //   walk_temporal_*      persistent blocks, one walk per thread (as
 //                        walk_thread): a step binary-searches the window in
 //                        the vertex's contiguous, sorted times, draws a
 //                        position k of it, and takes edge off + bytime[k]
 //
-// Memory: times (int64), bytime (uint32) and cumw (float64), E each, are
-// global and read through the read-only path, with a coarse index of every
-// 32nd time (search_time); a walk's state (vertex, time
-// bound, step) is in registers; the exponential bias's band table (bounds
-// and cumulative masses, up to kMaxExpBands + 1 of each) is a per-thread
-// array in local memory, of which a step touches the few bands its window
-// has; the band offsets and envelopes every step shares come with the
-// launch parameters.
+// Memory: times (int64), bytime (uint32), cumw and exp_sums (float64), E
+// each, are global and read through the read-only path, with a coarse
+// index of every 32nd time (search_time); a walk's state (vertex, time
+// bound, step) is in registers; an exponential window over several time
+// cells (rare: cells are 256 scales wide) keeps its parts' bounds and
+// masses in per-thread arrays of kMaxExpCells (local memory).
 #pragma once
 #include <stdint.h>
 
@@ -28,11 +30,6 @@
 
 namespace ws {
 
-constexpr int kMaxExpBands = 48;  // walk.MaxExpBands (the params' table size)
-// expBandCount's largest K for a window below 2^32 edges: the size of the
-// per-thread band arrays.
-constexpr int kMaxExpBandsSpec = 32;  // walk.maxExpBands: expBandCount's cap
-constexpr int kMaxBandsUsed = (33 * 7 + 9) / 10 + 2 < kMaxExpBandsSpec ? (33 * 7 + 9) / 10 + 2 : kMaxExpBandsSpec;
 enum TimeBias : uint32_t { kTimeUniform = 0, kTimeLinear = 1, kTimeExponential = 2 };  // walk.TimeBias
 // WalkParams.time_flags bits.
 constexpr uint64_t kTimeHasStart = 1, kTimeHasMaxGap = 2, kTimeBackward = 4;
@@ -173,6 +170,8 @@ struct TemporalCtx {
   const uint32_t* bytime;
   const float* weights;
   const double* cumw;
+  const double* exp_sums;  // the exponential bias's cell sums (walk/temporalexp.go)
+  uint64_t exp_cell;       // their cells' width G
   const WalkParams* P;
   double scale;
   bool backward;
@@ -216,70 +215,174 @@ __device__ uint64_t temporal_scan(const TemporalCtx& C, uint64_t a, uint64_t lo,
   return pick == ~0ull ? ~0ull : lo + pick;
 }
 
-// exp_band_step is walk's expBands + expBandStep: the window cut into bands
-// of time distance scale from its near end, a band drawn by mass times
-// envelope, an edge of it uniformly (by weight), accepted by its bias over
-// the envelope. Returns ~0 after kMaxRejections rejections. Band b is
-// positions [bnd[b], bnd[b+1]) forward, [bnd[b+1], bnd[b]) backward, as
-// offsets from lo (local memory, see the file comment).
-template <bool kWeighted>
-__device__ __forceinline__ uint64_t exp_band_step(const TemporalCtx& C, uint64_t a, uint64_t lo, uint64_t hi,
-                                                  uint64_t seed, uint64_t walk, uint32_t step) {
+// time_key is walk.timeKey: t + 2^63 as an unsigned integer, order-preserving.
+__device__ __forceinline__ uint64_t time_key(int64_t t) { return (uint64_t)t ^ 0x8000000000000000ull; }
+__device__ __forceinline__ int64_t key_time(uint64_t u) { return (int64_t)(u ^ 0x8000000000000000ull); }
+
+// exp_pick_forward is walk.expPickForward: in one cell's part [lo, hi) of
+// a window, r = base + u * (S[lo] - base) and the last position with
+// S[k] > r (the forward sums do not increase), galloping from lo; ~0 when
+// the part weighs nothing.
+__device__ __forceinline__ uint64_t exp_pick_forward(const double* __restrict__ S, uint64_t lo, uint64_t hi, double base,
+                                                     double u) {
+  const double m = __dsub_rn(__ldg(S + lo), base);
+  if (!(m > 0)) return ~0ull;
+  const double r = __dadd_rn(base, __dmul_rn(u, m));
+  uint64_t at = lo, step = 1, l = lo + 1, h = hi;
+  for (;;) {
+    const uint64_t next = at + step;
+    if (next >= hi) { l = at + 1; break; }
+    if (__ldg(S + next) <= r) { l = at + 1; h = next; break; }
+    at = next;
+    step *= 2;
+  }
+  while (l < h) {
+    const uint64_t m2 = l + (h - l) / 2;
+    if (__ldg(S + m2) <= r) h = m2; else l = m2 + 1;
+  }
+  return l - 1;
+}
+
+// exp_pick_backward is walk.expPickBackward: r = base + u * (S[hi-1] -
+// base) and the first position with S[k] > r (the backward sums do not
+// decrease), galloping down from hi-1.
+__device__ __forceinline__ uint64_t exp_pick_backward(const double* __restrict__ S, uint64_t lo, uint64_t hi, double base,
+                                                      double u) {
+  const double m = __dsub_rn(__ldg(S + hi - 1), base);
+  if (!(m > 0)) return ~0ull;
+  const double r = __dadd_rn(base, __dmul_rn(u, m));
+  uint64_t at = hi - 1, step = 1, l = lo, h = hi - 1;
+  for (;;) {
+    if (at < lo + step) { h = at; break; }
+    const uint64_t next = at - step;
+    if (__ldg(S + next) <= r) { l = next + 1; h = at; break; }
+    at = next;
+    step *= 2;
+  }
+  while (l < h) {
+    const uint64_t m2 = l + (h - l) / 2;
+    if (__ldg(S + m2) > r) h = m2; else l = m2 + 1;
+  }
+  return l;
+}
+
+// exp_pick_cell is walk.expPickCell: the part whose cumulative mass first
+// exceeds unit53(x2, x3) * total among those with mass, else the last
+// with mass; -1 when none has any.
+__device__ __forceinline__ int exp_pick_cell(const double* cum, int n, double total, uint32_t x2, uint32_t x3) {
+  if (!(total > 0)) return -1;
+  if (n == 1) return 0;
+  const double r = __dmul_rn(unit53(x2, x3), total);
+  int last = -1;
+  double prev = 0;
+  for (int i = 0; i < n; i++) {
+    if (cum[i] > prev) {
+      last = i;
+      if (cum[i] > r) return i;
+    }
+    prev = cum[i];
+  }
+  return last;
+}
+
+// kMaxExpCells is walk.maxExpCells: the most cells of a window that weigh
+// anything (the eighth past the near end's is more than 745 scales away).
+constexpr int kMaxExpCells = 8;
+
+// exp_step_cells is exp_step's window over several time cells (rare:
+// cells are 256 scales wide): up to kMaxExpCells parts from the near end,
+// each weighed by its sums times its det_exp factor to the near end, in
+// per-thread arrays (local memory), a part drawn by (x2, x3) and a position
+// in it by u. Not inlined, so that its registers and stack do not weigh on
+// the common step.
+__device__ __noinline__ uint64_t exp_step_cells(const TemporalCtx& C, uint64_t a, uint64_t b, uint64_t lo, uint64_t hi,
+                                                double u, uint32_t x2, uint32_t x3) {
   const int64_t* __restrict__ times = C.times;
-  const WalkParams& P = *C.P;
-  const bool back = C.backward;
-  uint32_t bnd[kMaxBandsUsed + 2];
-  double cum[kMaxBandsUsed + 1];
-  const uint64_t n = hi - lo;
-  const int K = min(((64 - __clzll((long long)n)) * 7 + 9) / 10 + 2, kMaxExpBandsSpec);  // walk.expBandCount
-  const int64_t ref = __ldg(times + (back ? hi - 1 : lo));
-  uint64_t nearp = back ? hi : lo;
-  bnd[0] = (uint32_t)(nearp - lo);
+  const double* __restrict__ S = C.exp_sums;
+  const uint64_t G = C.exp_cell;
+  double cum[kMaxExpCells], base[kMaxExpCells];
+  uint64_t ps[kMaxExpCells], pe[kMaxExpCells];
   double total = 0;
-  int nb = K + 1;
-  for (int b = 0; b <= K; b++) {
-    const int64_t off = P.exp_offsets[b];
-    const int64_t c = back ? sat_add(ref, -off) : sat_add(ref, off);
-    double env = P.exp_env[b];
-    const int64_t d = (int64_t)((uint64_t)c - (uint64_t)ref);
-    if (d != off && d != -off) env = det_exp(__ddiv_rn(-fabs(__dsub_rn((double)c, (double)ref)), C.scale));
-    uint64_t far;
-    if (b == K) far = back ? lo : hi;
-    else if (back) far = search_time<true, kGallopDown>(times, C.coarse, lo, nearp, sat_add(ref, -P.exp_offsets[b + 1]));
-    else far = search_time<false, kGallopUp>(times, C.coarse, nearp, hi, sat_add(ref, P.exp_offsets[b + 1]));
-    const uint64_t s = back ? far : nearp, e = back ? nearp : far;
-    double m = (double)(e - s);
-    if (kWeighted && e > s) {
-      m = __ldg(C.cumw + e - 1);
-      if (s > a) m = __dsub_rn(m, __ldg(C.cumw + s - 1));
+  int n = 0;
+  if (!C.backward) {
+    const uint64_t nearu = time_key(__ldg(times + lo));
+    const uint64_t lastc = time_key(__ldg(times + hi - 1)) / G;
+    for (uint64_t p = lo; p < hi && n < kMaxExpCells; n++) {
+      const uint64_t c = time_key(__ldg(times + p)) / G;
+      uint64_t e;
+      double bs = 0;
+      if (lastc == c) {
+        e = hi;
+        if (hi < b && time_key(__ldg(times + hi)) / G == c) bs = __ldg(S + hi);
+      } else {
+        e = search_time<false, kGallopUp>(times, C.coarse, p, hi, key_time((c + 1) * G));
+      }
+      const double f = n == 0 ? det_exp(__ddiv_rn((double)(nearu - c * G), C.scale))
+                              : det_exp(__ddiv_rn(-(double)(c * G - nearu), C.scale));
+      if (f == 0) break;
+      total = __dadd_rn(total, __dmul_rn(__dsub_rn(__ldg(S + p), bs), f));
+      ps[n] = p;
+      pe[n] = e;
+      base[n] = bs;
+      cum[n] = total;
+      p = e;
     }
-    total = __dadd_rn(total, __dmul_rn(m, env));
-    cum[b] = total;
-    bnd[b + 1] = (uint32_t)(far - lo);
-    nearp = far;
-    if (far == (back ? lo : hi)) {
-      nb = b + 1;
-      break;
+    const int i = exp_pick_cell(cum, n, total, x2, x3);
+    return i < 0 ? ~0ull : exp_pick_forward(S, ps[i], pe[i], base[i], u);
+  }
+  const uint64_t nearu = time_key(__ldg(times + hi - 1));
+  const uint64_t firstc = time_key(__ldg(times + lo)) / G;
+  for (uint64_t p = hi; p > lo && n < kMaxExpCells; n++) {
+    const uint64_t c = time_key(__ldg(times + p - 1)) / G;
+    uint64_t st;
+    double bs = 0;
+    if (firstc == c) {
+      st = lo;
+      if (lo > a && time_key(__ldg(times + lo - 1)) / G == c) bs = __ldg(S + lo - 1);
+    } else {
+      st = search_time<true, kGallopDown>(times, C.coarse, lo, p, key_time(c * G - 1));
+    }
+    const double f = n == 0 ? det_exp(__ddiv_rn((double)(G - 1 - (nearu - c * G)), C.scale))
+                            : det_exp(__ddiv_rn(-(double)(nearu - (c * G + G - 1)), C.scale));
+    if (f == 0) break;
+    total = __dadd_rn(total, __dmul_rn(__dsub_rn(__ldg(S + p - 1), bs), f));
+    ps[n] = st;
+    pe[n] = p;
+    base[n] = bs;
+    cum[n] = total;
+    p = st;
+  }
+  const int i = exp_pick_cell(cum, n, total, x2, x3);
+  return i < 0 ? ~0ull : exp_pick_backward(S, ps[i], pe[i], base[i], u);
+}
+
+// exp_step is walk's expStep: the exponential draw from the cell sums
+// (temporal_exp_build). When the window lies in the near end's cell, as it
+// almost always does, the step is the window's far-end time (for its
+// cell), the near end's sum and a gallop in the sums, without an exp;
+// otherwise exp_step_cells. ~0 when the window's sums are zero (the
+// caller's exact scan decides).
+__device__ __forceinline__ uint64_t exp_step(const TemporalCtx& C, uint64_t a, uint64_t b, uint64_t lo, uint64_t hi,
+                                             uint64_t seed, uint64_t walk, uint32_t step) {
+  const int64_t* __restrict__ times = C.times;
+  const double* __restrict__ S = C.exp_sums;
+  const uint64_t G = C.exp_cell;
+  const uint4 w = draw(seed, walk, step, 0);
+  const double u = unit53(w.x, w.y);
+  if (!C.backward) {
+    const uint64_t c0 = time_key(__ldg(times + lo)) / G;
+    if (time_key(__ldg(times + hi - 1)) / G == c0) {
+      const double bs = hi < b && time_key(__ldg(times + hi)) / G == c0 ? __ldg(S + hi) : 0.0;
+      return exp_pick_forward(S, lo, hi, bs, u);
+    }
+  } else {
+    const uint64_t c0 = time_key(__ldg(times + hi - 1)) / G;
+    if (time_key(__ldg(times + lo)) / G == c0) {
+      const double bs = lo > a && time_key(__ldg(times + lo - 1)) / G == c0 ? __ldg(S + lo - 1) : 0.0;
+      return exp_pick_backward(S, lo, hi, bs, u);
     }
   }
-  for (uint32_t att = 0; att < kMaxRejections; att++) {
-    const uint4 w = draw(seed, walk, step, att);
-    const double r = __dmul_rn((double)w.x * 0x1p-32, total);
-    int b = 0;
-    uint64_t s, e;
-    for (;;) {
-      s = lo + (back ? bnd[b + 1] : bnd[b]);
-      e = lo + (back ? bnd[b] : bnd[b + 1]);
-      if (b >= nb - 1 || (cum[b] > r && e > s)) break;
-      b++;
-    }
-    if (e == s) continue;  // rounding put r past every non-empty band
-    const uint64_t k = kWeighted ? weighted_pick(C.cumw, a, s, e, w.y, w.w) : s + index(w.y, (uint32_t)(e - s));
-    const int64_t cut = back ? sat_add(ref, -P.exp_offsets[b]) : sat_add(ref, P.exp_offsets[b]);
-    const double acc = det_exp(__ddiv_rn(-fabs(__dsub_rn((double)__ldg(times + k), (double)cut)), C.scale));
-    if ((double)w.z < __dmul_rn(acc, 0x1p32)) return k;
-  }
-  return ~0ull;
+  return exp_step_cells(C, a, b, lo, hi, u, w.z, w.w);
 }
 
 // temporal_step is walk's temporalStep: the window of the vertex whose time
@@ -315,7 +418,7 @@ __device__ __forceinline__ uint64_t temporal_step(const TemporalCtx& C, uint64_t
     return lo + index(w.x, (uint32_t)n);
   }
   if (kBias == kTimeExponential) {
-    const uint64_t k = exp_band_step<kWeighted>(C, a, lo, hi, seed, walk, step);
+    const uint64_t k = exp_step(C, a, b, lo, hi, seed, walk, step);
     if (k != ~0ull) return k;
   } else {
     // Linear, weighted: proposal by weight, accepted by rank.

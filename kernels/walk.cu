@@ -297,6 +297,8 @@ __device__ __forceinline__ void walk_temporal_body(const WalkParams* __restrict_
   C.bytime = params->bytime;
   C.weights = params->weights;
   C.cumw = params->cumw;
+  C.exp_sums = params->exp_sums;
+  C.exp_cell = params->exp_cell;
   C.P = params;
   C.scale = params->time_scale;
   C.backward = (params->time_flags & kTimeBackward) != 0;
@@ -372,7 +374,7 @@ WALK_TEMPORAL(walk_temporal_exp, kTimeExponential, false)
 WALK_TEMPORAL(walk_temporal_exp_w, kTimeExponential, true)
 
 // temporal_cumw_build: one thread a vertex sums its weights in time order
-// into cumw, float64, in the CPU's order (walk.CPU.windowWeights), so
+// into cumw, float64, in the CPU's order (cpu.Engine.windowWeights), so
 // weighted draws compare against the same prefix sums bit for bit.
 extern "C" __global__ void temporal_cumw_build(const uint64_t* __restrict__ offsets, const float* __restrict__ weights,
                                                const uint32_t* __restrict__ bytime, double* __restrict__ cumw,
@@ -383,6 +385,55 @@ extern "C" __global__ void temporal_cumw_build(const uint64_t* __restrict__ offs
     for (uint64_t k = a; k < b; k++) {
       sum = __dadd_rn(sum, (double)weights[a + bytime[k]]);
       cumw[k] = sum;
+    }
+  }
+}
+
+// temporal_exp_build: the exponential bias's cell sums (walk.ExpSums, whose
+// comment defines them) for one scale and direction, one warp a vertex. A
+// round takes the vertex's next 32 positions in summing order (forward
+// from its last position down, backward from its first up), a lane each:
+// its time cell and det_exp bias (times its weight when weights is not
+// null) in registers; then every lane adds the round's 32 biases in order
+// through shuffles, restarting at each new cell, and keeps the sum at its
+// own position, so the additions are walk's, one after another, to the bit.
+extern "C" __global__ void temporal_exp_build(const uint64_t* __restrict__ offsets, const int64_t* __restrict__ times,
+                                              const uint32_t* __restrict__ bytime, const float* __restrict__ weights,
+                                              double* __restrict__ sums, uint64_t nv, uint64_t G, double scale,
+                                              uint64_t backward) {
+  const unsigned lane = threadIdx.x & 31;
+  const uint64_t warps = (uint64_t)gridDim.x * (blockDim.x / 32);
+  for (uint64_t v = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32; v < nv; v += warps) {
+    const uint64_t a = offsets[v], b = offsets[v + 1];
+    double sum = 0;
+    uint64_t cell = 0;
+    for (uint64_t r = 0; r < b - a; r += 32) {
+      const uint64_t i = r + lane;
+      const bool valid = i < b - a;
+      const uint64_t k = backward ? a + i : b - 1 - i;
+      double x = 0;
+      uint64_t c = 0;
+      if (valid) {
+        const uint64_t u = time_key(times[k]);
+        c = u / G;
+        uint64_t o = u - c * G;
+        if (backward) o = G - 1 - o;
+        x = det_exp(__ddiv_rn(-(double)o, scale));
+        if (weights) x = __dmul_rn(x, (double)weights[a + bytime[k]]);
+      }
+      const int n = (int)min((uint64_t)32, b - a - r);
+      double mine = 0;
+      for (int j = 0; j < n; j++) {
+        const double xj = __shfl_sync(0xffffffffu, x, j);
+        const uint64_t cj = __shfl_sync(0xffffffffu, c, j);
+        if (r + j == 0 || cj != cell) {
+          sum = 0;
+          cell = cj;
+        }
+        sum = __dadd_rn(sum, xj);
+        if ((int)lane == j) mine = sum;
+      }
+      if (valid) sums[k] = mine;
     }
   }
 }

@@ -3,7 +3,6 @@ package walk
 import (
 	"fmt"
 	"math"
-	"math/bits"
 	"strings"
 )
 
@@ -52,17 +51,25 @@ import (
 //	linear, weighted      rejection: attempt a < maxRejections uses d=a: k drawn as
 //	                      "uniform, weighted" from (x0, x1), accepted when
 //	                      uint64(x2) * n < (n-p) << 32
-//	exponential           bands (expBands, expBandStep): the window is cut at
-//	                      time distances int64(b * s) from its near end, b = 1..K,
-//	                      K = expBandCount(n) = min((bits.Len64(n)*7+9)/10 + 2, 32), the
-//	                      last band open; band b's envelope is
-//	                      exp(-distance of cut b / s) and its mass the number (or
-//	                      weight) of its edges times the envelope. Attempt
-//	                      a < maxRejections uses d=a: the band is the first non-empty
-//	                      one whose cumulative mass exceeds x0 * 2^-32 * total;
-//	                      k = start + index(x1, size) in it (weighted: as
-//	                      "uniform, weighted" inside the band from (x1, x3)),
-//	                      accepted when float64(x2) < exp(-|t(k) - cut b| / s) * 2^32
+//	exponential           d=0: the window's cell sums S (temporalexp.go: per vertex,
+//	                      per time cell of width G = expCell(s) = int64(256 s) in
+//	                      [1, 2^63-1] by u(t) = uint64(t) ^ 2^63, the sums of
+//	                      w * exp(-o/s) over the cell's positions from k to its
+//	                      end forward, w * exp(-(G-1-o)/s) from its start to k
+//	                      backward, o = u(t(k)) mod G, w the weight or 1).
+//	                      The window's parts by cell from the near end, at most
+//	                      maxExpCells, each weighing (its sums' difference) times
+//	                      exp(±(near end's offset to the cell)/s), stopping at a
+//	                      factor of 0; with one part no exp is computed. The part:
+//	                      the first with positive mass whose cumulative mass exceeds
+//	                      unit53(x2, x3) * total (else the last with mass); in it
+//	                      r = base + unit53(x0, x1) * (part's sums), k = the last
+//	                      position with S[k] > r forward, the first with S[k] > r
+//	                      backward. A window whose sums are 0 goes to the fallback.
+//	                      Exact up to the float64 rounding of the sums (as the
+//	                      weighted draws are up to cumw's): a difference loses at
+//	                      most about (edges within ~37 scales of the near end) *
+//	                      2^-53 of the window's mass
 //
 // Temporal Node2Vec (P and Q set), from the second step on: ZPRS (32 lanes,
 // zprs) over the window in time order, element i = position lo+i with bias
@@ -70,21 +77,22 @@ import (
 // vertex, its word being word i%4 of draw reservoirDraw + i/4 (the zprs
 // stepper's contract); its first step is the plain temporal draw above.
 //
-// exp is DetExp (detexp.go), which the GPU engine computes to the same
+// exp is detExp (detexp.go), which the GPU engine computes to the same
 // bits, and no product here is fused with a sum into an FMA (float64()
 // around it), so both engines make every comparison alike.
 //
-// After maxRejections failed attempts the exact one-lane reservoir scan
-// over the window in time order (zprs with k = 1, the bias of temporalBias)
-// with word i%4 of draw fallbackDraw+i/4 decides, as for Node2Vec: the
-// bounded loop stays exact. Every draw is exact; each is one binary search
-// for the window plus O(1) work (uniform and linear, unweighted), a binary
-// search in the prefix sums (weighted), or K galloping searches (O(log d)
-// together for a window of evenly spread times) and an expected at most
-// about 3 attempts (exponential: within a band the bias varies by at most
-// e, and the tail's envelope is at most e^-2 of the window's mass, which is
-// at least 1), which is what a GPU thread can do; linear weighted has no
-// acceptance bound (the mean of (n-p)/n under the weights).
+// After maxRejections failed attempts (linear weighted), or for an
+// exponential window whose sums are 0 (every weight zero, or rounded
+// away), the exact one-lane reservoir scan over the window in time order
+// (zprs with k = 1, the bias of temporalBias) with word i%4 of draw
+// fallbackDraw+i/4 decides, as for Node2Vec: the bounded loop stays exact.
+// Each draw is one binary search for the window plus O(1) work (uniform
+// and linear, unweighted), a binary search in the prefix sums (weighted),
+// or one galloping search in the cell sums from the window's near end,
+// where its mass is (exponential; a window over several cells, rare with
+// cells of 256 scales, adds a galloping search and an exp per cell), which
+// is what a GPU thread can do; linear weighted has no acceptance bound
+// (the mean of (n-p)/n under the weights).
 
 // TimeBias weighs the edges of a temporal step's window.
 type TimeBias uint8
@@ -186,37 +194,4 @@ func (t TimeParams) Bound() int64 {
 		return math.MaxInt64
 	}
 	return math.MinInt64
-}
-
-// MaxExpBands bounds ExpBandCount, for the stack arrays of a step's bands
-// (any K keeps the draw exact; past ln(n) + 2 it only stops helping, and
-// windows of more than 2^40 edges get 32).
-const MaxExpBands = 32
-
-// ExpBandCount is K, the number of bands of width time_scale before the
-// tail of a window of n edges: at least ln(n) + 2 (0.7 > ln 2), so the
-// tail's envelope, at most n e^-K, is at most e^-2 while the window's
-// mass is at least 1 (its near edge), in integers only so that every engine
-// finds the same K.
-func ExpBandCount(n uint64) int { return min((bits.Len64(n)*7+9)/10+2, MaxExpBands) }
-
-// ExpOffset is cut offset b of the exponential bands: int64(b * scale),
-// saturating (so the same integers on every engine).
-func ExpOffset(b int, scale float64) int64 {
-	if d := float64(b) * scale; d < 9e18 {
-		return int64(d)
-	}
-	return math.MaxInt64
-}
-
-// ExpBandTable is what every exponential step of scale shares: cut offset
-// b of the bands (ExpOffset) and its envelope exp(-offset/scale), b =
-// 0..MaxExpBands; both engines step from it (the GPU engine passes it to
-// its kernel).
-func ExpBandTable(scale float64) (offsets [MaxExpBands + 1]int64, env [MaxExpBands + 1]float64) {
-	for b := range offsets {
-		offsets[b] = ExpOffset(b, scale)
-		env[b] = DetExp(-float64(offsets[b]) / scale)
-	}
-	return offsets, env
 }

@@ -90,8 +90,13 @@ type Engine struct {
 	labelOnce sync.Once
 	labels    *labelTables
 
-	cumwOnce sync.Once
-	cumw     []float64 // Temporal's per-vertex prefix sums of weights (windowWeights)
+	coarseOnce sync.Once
+	coarse     []int64 // Temporal's coarse time index (coarseIndex)
+	cumwOnce   sync.Once
+	cumw       []float64 // Temporal's per-vertex prefix sums of weights (windowWeights)
+	// expTabs are the exponential bias's cell sums by scale, direction
+	// and weighting (expSums), least recently used first; guarded by mu.
+	expTabs []*expTable
 
 	mu    sync.Mutex
 	stats walk.RunStats
@@ -216,11 +221,13 @@ func (e *Engine) plan(jobs []walk.Job) (steppers []*stepper, units []unit, maxLe
 			steppers[i].segs = e.labelTables()
 		}
 		if j.Algorithm.Kind == walk.Temporal {
-			var cumw []float64
-			if j.Algorithm.Weighted {
+			var cumw, sums []float64
+			if j.Algorithm.Time.Bias == walk.TimeExponential {
+				sums = e.expSums(j.Algorithm)
+			} else if j.Algorithm.Weighted {
 				cumw = e.windowWeights()
 			}
-			steppers[i].tmp = temporalGraph(e.g, j.Algorithm, cumw)
+			steppers[i].tmp = temporalGraph(e.g, j.Algorithm, cumw, sums, e.coarseIndex())
 		}
 		for lo := 0; lo < len(j.Starts); lo += size {
 			units = append(units, unit{job: i, lo: lo, hi: min(lo+size, len(j.Starts))})

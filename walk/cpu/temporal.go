@@ -12,6 +12,7 @@ import (
 // temporal is what a stepper needs for Temporal walks.
 type temporal struct {
 	times  []int64  // Graph.Times: per vertex, in time order
+	coarse []int64  // coarseTimes(times), for walkTemporalGroup's searches
 	byTime []uint32 // Graph.ByTime: time order position -> local edge index
 	// cumw[Offsets[v]+k] is the sum of the weights of positions 0..k of
 	// v's time order (weighted walks only): a window's weight is a
@@ -20,11 +21,22 @@ type temporal struct {
 	// rejections bounds the rejection loop (maxRejections; tests set 0
 	// to check the exact fallback on its own).
 	rejections uint32
-	// offsets[b] and env[b] are the exponential bands' cut offset b
-	// (walk.ExpOffset) and its envelope exp(-offset/scale), the same for every
-	// step.
-	offsets [walk.MaxExpBands + 1]int64
-	env     [walk.MaxExpBands + 1]float64
+	// expSums are the exponential bias's per-edge cell sums for this
+	// walk's scale, direction and weighting (temporalexp.go), expCell the
+	// cells' width G.
+	expSums []float64
+	expCell uint64
+}
+
+// coarseIndex builds the coarse time index once per engine (a quarter of
+// a byte an edge).
+func (e *Engine) coarseIndex() []int64 {
+	e.coarseOnce.Do(func() {
+		t0 := time.Now()
+		c := coarseTimes(e.g.Times)
+		e.recordBuild(t0, func() { e.coarse = c })
+	})
+	return e.coarse
 }
 
 // windowWeights builds the per-vertex prefix sums of the weights once per
@@ -54,23 +66,72 @@ func (e *Engine) windowWeights() []float64 {
 // step bounded by time t may take; an unbounded step (the first, without a
 // start time) may take them all.
 func (s *stepper) window(a, b uint64, t int64, bounded bool) (lo, hi uint64) {
+	if !bounded {
+		return a, b
+	}
+	return s.windowIn(a, b, t, a, b)
+}
+
+// windowIn is window for a bounded step whose first search (forward: the
+// first time at or after t; backward: the first after t) is known to end
+// in [fa, fb] (coarseRange).
+func (s *stepper) windowIn(a, b uint64, t int64, fa, fb uint64) (lo, hi uint64) {
 	tp := &s.alg.Time
 	lo, hi = a, b
-	if !bounded {
-		return lo, hi
-	}
 	if !tp.Backward {
-		lo = lowerTime(s.tmp.times, a, b, t)
+		lo = lowerTime(s.tmp.times, fa, fb, t)
 		if tp.HasMaxGap {
 			hi = upperTime(s.tmp.times, lo, b, satAdd(t, tp.MaxGap))
 		}
 	} else {
-		hi = upperTime(s.tmp.times, a, b, t)
+		hi = upperTime(s.tmp.times, fa, fb, t)
 		if tp.HasMaxGap {
 			lo = lowerTime(s.tmp.times, a, hi, satAdd(t, -tp.MaxGap))
 		}
 	}
 	return lo, hi
+}
+
+// coarseSpacing is the spacing of the coarse time index: coarse[j] =
+// times[j*coarseSpacing] by global position (the GPU's kCoarse). At an
+// eighth of times' bytes it stays in the caches where times cannot.
+const coarseSpacing = 32
+
+// coarseTimes builds the coarse time index of times.
+func coarseTimes(times []int64) []int64 {
+	c := make([]int64, (len(times)+coarseSpacing-1)/coarseSpacing)
+	for j := range c {
+		c[j] = times[j*coarseSpacing]
+	}
+	return c
+}
+
+// coarseRange narrows the search in [a, b) for the first time at or after
+// t (upper: after t) to [fa, fb] by a binary search over the coarse
+// entries inside [a, b): the answer is a position of [fa, fb), or fb, and
+// fb-fa < coarseSpacing where the range had more than two entries' worth.
+func coarseRange(coarse []int64, a, b uint64, t int64, upper bool) (fa, fb uint64) {
+	fa, fb = a, b
+	if b-a <= 2*coarseSpacing {
+		return fa, fb
+	}
+	j0, j1 := (a+coarseSpacing-1)/coarseSpacing, (b+coarseSpacing-1)/coarseSpacing
+	l, h := j0, j1
+	for l < h {
+		m := l + (h-l)/2
+		if c := coarse[m]; c < t || upper && c == t {
+			l = m + 1
+		} else {
+			h = m
+		}
+	}
+	if l < j1 {
+		fb = l * coarseSpacing // that position is not before t
+	}
+	if l > j0 {
+		fa = (l-1)*coarseSpacing + 1 // the entry before it is
+	}
+	return fa, fb
 }
 
 // satAdd is t+d clamped to the int64 range.
@@ -146,8 +207,14 @@ func (s *stepper) walkTemporal(id uint64, start uint32, out []uint32, times []in
 // bounded), as its position in cur's time order; ok is false when the
 // window is empty (the walk ends).
 func (s *stepper) temporalStep(id uint64, step, cur uint32, t int64, bounded bool) (k uint64, ok bool) {
-	a := s.off[cur]
-	lo, hi := s.window(a, s.off[cur+1], t, bounded)
+	a, b := s.off[cur], s.off[cur+1]
+	lo, hi := s.window(a, b, t, bounded)
+	return s.temporalDraw(id, step, a, b, lo, hi)
+}
+
+// temporalDraw is temporalStep's draw on window [lo, hi) of the time order
+// [a, b): the position it picks, ok false when the window is empty.
+func (s *stepper) temporalDraw(id uint64, step uint32, a, b, lo, hi uint64) (k uint64, ok bool) {
 	if lo == hi {
 		return 0, false
 	}
@@ -164,8 +231,10 @@ func (s *stepper) temporalStep(id uint64, step, cur uint32, t int64, bounded boo
 		return lo + uint64(walk.Bounded(x0, uint32(n))), true
 	}
 	if tp.Bias == walk.TimeExponential {
-		if k, ok := s.expBandStep(id, step, a, lo, hi); ok {
-			return k, true
+		if s.tmp.rejections > 0 {
+			if k, ok := s.expStep(id, step, a, b, lo, hi); ok {
+				return k, true
+			}
 		}
 	} else {
 		// Linear, weighted: proposal by weight, accepted by rank.
@@ -183,115 +252,6 @@ func (s *stepper) temporalStep(id uint64, step, cur uint32, t int64, bounded boo
 		return 0, false
 	}
 	return lo + uint64(i), true
-}
-
-// expBands cuts window [lo, hi) into bands by time distance d from the
-// near end: band b holds the positions with d in [cut offset b, cut offset
-// b+1), cut offset b = int64(b * scale) (saturating), for b < K, and the
-// tail band K the rest. It returns the bands' position ranges
-// [start[b], end[b]), their envelopes env[b] = exp(-(offset of cut b)/scale),
-// the cut times and the number of bands (empty bands at the far end left
-// out). Bands are found by galloping from the near end, so a band costs
-// O(log of its size).
-func (s *stepper) expBands(lo, hi uint64, start, end *[walk.MaxExpBands + 1]uint64, env *[walk.MaxExpBands + 1]float64,
-	cut *[walk.MaxExpBands + 1]int64) int {
-	times, scale, back := s.tmp.times, s.alg.Time.Scale, s.alg.Time.Backward
-	k := walk.ExpBandCount(hi - lo)
-	ref := times[lo]
-	if back {
-		ref = times[hi-1]
-	}
-	near := lo // forward: the next band starts here
-	if back {
-		near = hi // backward: the next band ends here
-	}
-	for b := 0; b <= k; b++ {
-		off := s.tmp.offsets[b]
-		c := satAdd(ref, off)
-		if back {
-			c = satAdd(ref, -off)
-		}
-		cut[b], env[b] = c, s.tmp.env[b]
-		if d := c - ref; d != off && d != -off {
-			// Saturated at the end of the int64 range: the envelope is
-			// that of the cut there.
-			env[b] = walk.DetExp(-math.Abs(float64(c)-float64(ref)) / scale)
-		}
-		var far uint64
-		switch {
-		case b == k && back:
-			far = lo
-		case b == k:
-			far = hi
-		case back:
-			// Band b: times in (cut b+1, cut b], found below near.
-			far = gallopUpperBack(times, lo, near, satAdd(ref, -s.tmp.offsets[b+1]))
-		default:
-			far = gallopLower(times, near, hi, satAdd(ref, s.tmp.offsets[b+1]))
-		}
-		if back {
-			start[b], end[b] = far, near
-		} else {
-			start[b], end[b] = near, far
-		}
-		near = far
-		if back && far == lo || !back && far == hi {
-			return b + 1
-		}
-	}
-	return k + 1
-}
-
-// expBandStep is the exponential bias's rejection sampler over the bands
-// of expBands: attempt a uses draw a; x0 picks a band with probability
-// proportional to its mass (edges, or their weight) times its envelope,
-// x1 (and x3, weighted) an edge of the band uniformly (by weight), and
-// the edge at time t is accepted when float64(x2) < exp(-|t - cut b|/scale)
-// * 2^32. Envelope times acceptance is the edge's bias, so the draw is
-// exact, and each attempt accepts with probability at least about 1/(e +
-// e^-1): within a band the bias varies by at most e, and the tail's
-// envelope is at most e^-2 of the window's mass. ok is false after
-// s.tmp.rejections failed attempts (the caller's exact scan decides).
-func (s *stepper) expBandStep(id uint64, step uint32, a, lo, hi uint64) (uint64, bool) {
-	var start, end [walk.MaxExpBands + 1]uint64
-	var env [walk.MaxExpBands + 1]float64
-	var cut [walk.MaxExpBands + 1]int64
-	var cum [walk.MaxExpBands + 1]float64
-	nb := s.expBands(lo, hi, &start, &end, &env, &cut)
-	var total float64
-	for b := range nb {
-		m := float64(end[b] - start[b])
-		if s.weighted && end[b] > start[b] {
-			m = s.tmp.cumw[end[b]-1]
-			if start[b] > a {
-				m -= s.tmp.cumw[start[b]-1]
-			}
-		}
-		total += float64(m * env[b]) // float64(): never an FMA, as on the GPU
-		cum[b] = total
-	}
-	times, scale := s.tmp.times, s.alg.Time.Scale
-	for att := uint32(0); att < s.tmp.rejections; att++ {
-		x0, x1, x2, x3 := s.draw(id, step, att)
-		r := float64(x0) * (1.0 / (1 << 32)) * total
-		b := 0
-		for b < nb-1 && !(cum[b] > r && end[b] > start[b]) {
-			b++
-		}
-		if end[b] == start[b] {
-			continue // rounding put r past every non-empty band
-		}
-		var k uint64
-		if s.weighted {
-			k = s.weightedPick(a, start[b], end[b], x1, x3)
-		} else {
-			k = start[b] + uint64(walk.Bounded(x1, uint32(end[b]-start[b])))
-		}
-		if float64(x2) < walk.DetExp(-math.Abs(float64(times[k])-float64(cut[b]))/scale)*(1<<32) {
-			return k, true
-		}
-	}
-	return 0, false
 }
 
 // gallopLower is lowerTime(times, a, b, t) searched from a outward: the
@@ -468,12 +428,17 @@ const temporalGroup = 32
 
 // walkTemporalGroup walks up to temporalGroup walks a step at a time each,
 // in rounds: a walk's step is a chain of dependent loads (its vertex's
-// offsets, then the binary search of its times), so one walk alone waits
-// on memory at every link. A round first prefetches every walk's offsets,
-// then the middle of every walk's times (the search's first probe, and
-// the two after it), then steps each walk, so the misses of the group's
-// walks overlap. Each walk draws exactly as walkTemporal does (Philox keyed
-// by walk and step): the walks are the same, byte for byte.
+// offsets, the binary search of its times, the draw's reads, the
+// position's edge index, its target), so one walk alone waits on memory at
+// every link. A round takes each link for every walk of the group before
+// the next, prefetching what the next link reads for all of them first,
+// so the misses of the group's walks overlap: the offsets; the middle of
+// every walk's times (the search's first probes) and the windows; the
+// draws' first reads (the exponential sums at the near end and the time at
+// the far end, the weighted prefix sums' ends); the drawn positions' edge
+// indexes and times; the targets. Each walk draws exactly as walkTemporal
+// does (Philox keyed by walk and step): the walks are the same, byte for
+// byte.
 func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint32, times []int64, timesRow int, lens []uint32) {
 	stride := s.alg.Length + 1
 	n := len(starts)
@@ -482,6 +447,9 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 		t      [temporalGroup]int64
 		active [temporalGroup]int // indexes of the walks still going
 		idx    [3 * temporalGroup]uint64
+		idx2   [temporalGroup]uint64
+		ab     [temporalGroup][2]uint64 // the vertex's time order [a, b)
+		win    [temporalGroup][2]uint64 // the window [lo, hi), then the drawn position
 	)
 	bound := s.alg.Time.Bound()
 	for k := range n {
@@ -495,49 +463,110 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 	}
 	live := n
 	tm := s.tmp.times
+	if len(tm) == 0 {
+		return // no edges: no walk takes a step
+	}
+	bt := s.tmp.byTime
+	exp := s.alg.Time.Bias == walk.TimeExponential && s.tmp.rejections > 0
+	cumw := s.tmp.cumw
 	for step := uint32(0); step < uint32(s.alg.Length) && live > 0; step++ {
 		bounded := step > 0 || s.alg.Time.HasStart
-		if bounded && len(tm) > 0 {
-			for i, k := range active[:live] {
-				idx[i] = uint64(cur[k])
-			}
-			prefetchRows(unsafe.Pointer(&s.off[0]), idx[:live], 8, 16)
-			m := 0
-			for _, k := range active[:live] {
-				a, b := s.off[cur[k]], s.off[cur[k]+1]
-				if b-a > 1 {
-					h := (b - a) / 2
-					idx[m], idx[m+1], idx[m+2] = a+h, a+h/2, a+h+h/2
+		for i, k := range active[:live] {
+			idx[i] = uint64(cur[k])
+		}
+		prefetchRows(unsafe.Pointer(&s.off[0]), idx[:live], 8, 16)
+		// The searches' coarse steps (their entries mostly cached), then
+		// the runs of times they leave.
+		m := 0
+		for _, k := range active[:live] {
+			a, b := s.off[cur[k]], s.off[cur[k]+1]
+			ab[k] = [2]uint64{a, b}
+			fa, fb := a, b
+			if bounded && b > a {
+				fa, fb = coarseRange(s.tmp.coarse, a, b, t[k], s.alg.Time.Backward)
+				if fb > fa {
+					idx[m], idx[m+1], idx[m+2] = fa, fa+(fb-fa)/2, fb-1
 					m += 3
 				}
 			}
+			win[k] = [2]uint64{fa, fb}
+		}
+		if m > 0 {
 			prefetchRows(unsafe.Pointer(&tm[0]), idx[:m], 8, 8)
 		}
+		// Windows, and the draws' first reads.
+		m, m2 := 0, 0
+		for _, k := range active[:live] {
+			lo, hi := ab[k][0], ab[k][1]
+			if bounded {
+				lo, hi = s.windowIn(lo, hi, t[k], win[k][0], win[k][1])
+			}
+			win[k] = [2]uint64{lo, hi}
+			if lo < hi {
+				switch {
+				case exp:
+					idx[m], idx[m+1] = lo, hi-1
+					m += 2
+					if s.alg.Time.Backward {
+						idx2[m2] = hi - 1
+					} else {
+						idx2[m2] = lo
+					}
+					m2++
+				case cumw != nil:
+					idx2[m2] = hi - 1
+					m2++
+				}
+			}
+		}
+		if m > 0 {
+			prefetchRows(unsafe.Pointer(&tm[0]), idx[:m], 8, 8)
+		}
+		if m2 > 0 {
+			if exp {
+				prefetchRows(unsafe.Pointer(&s.tmp.expSums[0]), idx2[:m2], 8, 8)
+			} else {
+				prefetchRows(unsafe.Pointer(&cumw[0]), idx2[:m2], 8, 8)
+			}
+		}
+		// Draws.
 		kept := 0
 		for _, k := range active[:live] {
-			id := firstID + uint64(k)
-			e, ok := s.temporalStep(id, step, cur[k], t[k], bounded)
+			e, ok := s.temporalDraw(firstID+uint64(k), step, ab[k][0], ab[k][1], win[k][0], win[k][1])
 			if !ok {
 				continue
 			}
-			cur[k], t[k] = s.tgt[s.off[cur[k]]+uint64(s.tmp.byTime[e])], tm[e]
+			win[k][0] = e
+			idx[kept] = e
+			active[kept] = k
+			kept++
+		}
+		live = kept
+		prefetchRows(unsafe.Pointer(&bt[0]), idx[:live], 4, 4)
+		prefetchRows(unsafe.Pointer(&tm[0]), idx[:live], 8, 8)
+		// Edge indexes, then the targets.
+		for i, k := range active[:live] {
+			idx[i] = ab[k][0] + uint64(bt[win[k][0]])
+		}
+		prefetchRows(unsafe.Pointer(&s.tgt[0]), idx[:live], 4, 4)
+		for i, k := range active[:live] {
+			e := win[k][0]
+			cur[k], t[k] = s.tgt[idx[i]], tm[e]
 			buf[k*stride+int(lens[k])] = cur[k]
 			if times != nil {
 				times[(timesRow+k)*stride+int(lens[k])] = t[k]
 			}
 			lens[k]++
-			active[kept] = k
-			kept++
 		}
-		live = kept
 	}
 }
 
-// temporalGraph is the part of g a Temporal stepper of alg reads.
-func temporalGraph(g *graph.Graph, alg walk.Algorithm, cumw []float64) *temporal {
-	t := &temporal{times: g.Times, byTime: g.ByTime, cumw: cumw, rejections: walk.MaxRejections}
+// temporalGraph is the part of g a Temporal stepper of alg reads; cumw
+// for weighted walks, expSums for the exponential bias.
+func temporalGraph(g *graph.Graph, alg walk.Algorithm, cumw, expSums []float64, coarse []int64) *temporal {
+	t := &temporal{times: g.Times, coarse: coarse, byTime: g.ByTime, cumw: cumw, rejections: walk.MaxRejections, expSums: expSums}
 	if alg.Time.Bias == walk.TimeExponential {
-		t.offsets, t.env = walk.ExpBandTable(alg.Time.Scale)
+		t.expCell = walk.ExpCell(alg.Time.Scale)
 	}
 	return t
 }

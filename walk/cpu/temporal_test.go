@@ -211,7 +211,7 @@ func exactTemporalStep(g *graph.Graph, tp walk.TimeParams, weighted bool) map[ui
 
 // The first step follows the exact distribution of each time bias, with
 // and without weights, forward and backward; a narrow exponential scale
-// puts most of the window in the sampler's tail band.
+// puts most of the window's mass on its nearest edges.
 func TestTemporalStepDistribution(t *testing.T) {
 	g := timedStar(t)
 	e, err := New(g, WithWorkers(2))
@@ -252,7 +252,7 @@ func TestTemporalStepDistribution(t *testing.T) {
 }
 
 // hubGraph is vertex 0 with 200 out-edges at random times in [0, 1000)
-// (many ties) and random weights: windows of many bands.
+// (many ties) and random weights: windows of many time scales.
 func hubGraph(t testing.TB) *graph.Graph {
 	t.Helper()
 	r := rand.New(rand.NewPCG(8, 9))
@@ -267,7 +267,7 @@ func hubGraph(t testing.TB) *graph.Graph {
 	return g
 }
 
-// On a window of many bands and ties, the exponential band sampler and the
+// On a window of many time scales and ties, the exponential draw and the
 // weighted linear rejection follow the exact distribution.
 func TestTemporalHubDistribution(t *testing.T) {
 	g := hubGraph(t)
@@ -345,7 +345,7 @@ func TestTemporalFallbackDistribution(t *testing.T) {
 			if weighted {
 				cumw = (&Engine{g: g}).windowWeights()
 			}
-			s.tmp = temporalGraph(g, a, cumw)
+			s.tmp = temporalGraph(g, a, cumw, nil, coarseTimes(g.Times))
 			s.tmp.rejections = 0
 			counts := map[uint32]int{}
 			out := make([]uint32, 2)
@@ -431,17 +431,17 @@ func TestTemporalValidation(t *testing.T) {
 // vertex of two timed R-MAT graphs: the walks a GPU kernel must reproduce.
 var goldenTemporal = map[string]string{
 	"backward":                        "fd3e03a659bd36984b984f97596e6aa71eb9ae32f399e84054de3d3e505323f7",
-	"backward-exp-gap":                "4c06536df73dfd7281f697817b40955467cb45e7be9adc2b8a7defb24a1955d4",
-	"backward-exp-gap-weighted":       "7d5cc7594a0a52457b637eb46e917bee69cc6201324e91db05718487e4661578",
+	"backward-exp-gap":                "b7c81b150e68ecc79e8ee0db3b488279b576f9b9b5e30ce3bc25f477d75bbe55",
+	"backward-exp-gap-weighted":       "6a543ebb63d5708e0758aa334ce6e1706a4e7293d23cafce9ebfbcea6f594d3c",
 	"backward-linear-start":           "540b432b82491e6c59b62df8521735f48ea7ee33cd05ac7386272f38175480c0",
 	"backward-linear-start-weighted":  "51bd99a209b97b9a7231bbdfadc758b718c4fe00752bd58cce8c27c897245aca",
 	"backward-weighted":               "a08887f2792b0599af0238a3e5e0c6133ebb044aa3b0a6053c65f5ff1b5378e2",
-	"exponential":                     "946540d5a2d609011d7914f7591bf1f4f86e1105d4b8aadb37e3146b3540e920",
-	"exponential-gap":                 "2ace7c3701b9d1b759a5bad07c7d051966fc726a436283706596ec961c5e494c",
-	"exponential-gap-weighted":        "4ffda5fd3589b38cfd4f076ba32e1b059b2431b59b6b5c5e9179235798fc42be",
-	"exponential-tiny-scale":          "c33c2b5475dc13f748dcbaa9bc161e9244a0e90dd1a3302ae5fa5a55b5b5b037",
-	"exponential-tiny-scale-weighted": "c33c2b5475dc13f748dcbaa9bc161e9244a0e90dd1a3302ae5fa5a55b5b5b037",
-	"exponential-weighted":            "841597214186a5fecab335a2d5a078e9b58439a7d80b5c140bf01415212f8624",
+	"exponential":                     "9481f6a8262ba6d5782b7f0efa80979077d6e0b2ee05376156a388c8091d409a",
+	"exponential-gap":                 "b66b867de414625e6f9c545937c0674ce66ceb9efca3eac3e0fe89310a05ffef",
+	"exponential-gap-weighted":        "b66b867de414625e6f9c545937c0674ce66ceb9efca3eac3e0fe89310a05ffef",
+	"exponential-tiny-scale":          "fecd6a9f97da7637462d483c9e18f4190dd084f7401f084b0e3339481bf9a770",
+	"exponential-tiny-scale-weighted": "aff8cbd232d88098eac4d24d23fbc409642de4ee62e9b6d34eafb894d0b8988f",
+	"exponential-weighted":            "0243f34034fc2a40be060414513efa19e8d1bea7abf4d3b6d2b4eb044b6d4e63",
 	"linear":                          "6eaded6a5f6ec3df85677693652e043c5663855dde6efeae8fd0cde3d0142e6b",
 	"linear-gap":                      "cff2343c4679bd88f1e9cd0314a58e14678c518ce67f0a85bd1dac2cf66f2371",
 	"linear-gap-weighted":             "1cc0111f7241d2f065ea453b7223407dcb857901410e30b6b1097e769ebbf325",
@@ -528,6 +528,10 @@ func TestTemporalExtremeTimes(t *testing.T) {
 	}{
 		{walk.TimeParams{MaxGap: 5, HasMaxGap: true}, 0, 3},
 		{walk.TimeParams{MaxGap: 5, HasMaxGap: true, Backward: true}, 4, 7},
+		// The exponential bias's time cells at both ends of the key range.
+		{walk.TimeParams{Bias: walk.TimeExponential, Scale: 2, MaxGap: 5, HasMaxGap: true}, 0, 3},
+		{walk.TimeParams{Bias: walk.TimeExponential, Scale: 2, MaxGap: 5, HasMaxGap: true, Backward: true}, 4, 7},
+		{walk.TimeParams{Bias: walk.TimeExponential, Scale: 1e30, Backward: true}, 4, math.MaxUint32},
 	} {
 		starts := make([]uint32, 200)
 		for i := range starts {
@@ -643,7 +647,7 @@ func TestTemporalNode2VecWalks(t *testing.T) {
 		}
 		digests = append(digests, hex.EncodeToString(h.Sum(nil)))
 	}
-	const want = "da0d8c3a86c81602a317ebfbec730ce547c15c3a88383329aa6e010b7499ded4"
+	const want = "0737c40362c0ec0809b3ed0992d653efe2051d0979f037469b71e057afe042fa"
 	if digests[0] != digests[1] || digests[0] != want {
 		t.Errorf("temporal node2vec digests %s and %s, want %s", digests[0], digests[1], want)
 	}
