@@ -35,4 +35,3 @@ func TestGraphInfoHostPlan(t *testing.T) {
 		}
 	}
 }
-
