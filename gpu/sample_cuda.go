@@ -506,7 +506,7 @@ func (e *Engine) SampleNeighborColumns(ctx context.Context, p graphsample.Sample
 				if c.n == 0 || c.src == 0 {
 					continue
 				}
-				if err := e.copyDtoH(c.dst, c.src, c.n); err != nil {
+				if err := e.stagedCopy(c.dst, c.src, c.n); err != nil {
 					return fmt.Errorf("gpu: copy sampled %s: %w", c.what, err)
 				}
 			}

@@ -84,9 +84,10 @@ func benchSample(ctx context.Context, eng walk.Engine, name string, p graphsampl
 		var wave, nw int
 		var waveEdges int64
 		for lo := 0; lo < total; lo += wave {
-			wave = total - lo
 			if sb.waveEdges > 0 {
 				wave = message.SampleWave(p, sb.waveEdges, total-lo, wave, waveEdges)
+			} else {
+				wave = total - lo
 			}
 			ws, err := graphsample.SampleColumnsOn(ctx, eng, g, p, starts, lo, wave, sb.workers, &cols)
 			if err != nil {

@@ -205,6 +205,13 @@ func walkSamples(ctx context.Context, kind graphsample.SampleKind, f *sampleFlag
 		return err
 	}
 	fmt.Fprintf(stderr, "sampling %d instances (%s) with the %s engine into %s\n", n, p, engine, store.ObjectURL(r.out, w.Layout().Dir))
+	if most := message.MaxSampleEdges(p); int64(n) > message.SampleWaveEdges/most {
+		// The worst case is not held at once: waves bound the memory
+		// (the stage also refuses a request whose worst case exceeds
+		// WALKSTAGE_MAX_SAMPLED_EDGES).
+		fmt.Fprintf(stderr, "notice: %d instances of up to %d edges each are sampled and written in waves of about %d edges, two held at a time\n",
+			n, most, message.SampleWaveEdges)
+	}
 	// Waves of instances bound the edges held, as in the stage. A wave is
 	// written on its own goroutine while the next one samples: two column
 	// sets take turns (free), so at most two waves are held and their
