@@ -52,6 +52,7 @@ func kernelBlocks() []kernelBlock {
 	}
 	ks = append(ks, kernelBlock{"sample_neighbor_hop", sampleThreads, true}, kernelBlock{"sample_neighbor_resolve", sampleThreads, true},
 		kernelBlock{"sample_neighbor_layout", sampleThreads, true}, kernelBlock{"sample_add_counts", sampleThreads, true},
+		kernelBlock{"sample_row_counts", sampleThreads, true}, kernelBlock{"sample_rows_to_columns", sampleThreads, true},
 		kernelBlock{"scan_u32_tiles", scanThreads, true}, kernelBlock{"scan_u64_sums", scanThreads, true}, kernelBlock{"scan_u32_apply", scanThreads, true},
 		kernelBlock{"sample_layer", sampleThreads, true},
 		kernelBlock{"sample_frontier", sampleThreads, true}, kernelBlock{"sample_fire", sampleThreads, true})

@@ -149,12 +149,20 @@ func (e *Engine) SampleNeighborsRange(ctx context.Context, p graphsample.SampleP
 }
 
 // SampleColumnsOnDevice implements graphsample.ColumnSampler: neighbour
-// sampling builds its columns on the device (SampleNeighborColumns); the
-// other samplers' per-instance edges are laid out into columns on every
-// core.
+// and layer sampling build their columns on the device
+// (SampleNeighborColumns, SampleLayerColumns), forest fire and snowball
+// fill them from their rounds' pools on every core (SampleFireColumns);
+// the frontier walk's per-instance edges are laid out into columns.
 func (e *Engine) SampleColumnsOnDevice(ctx context.Context, p graphsample.SampleParams, starts []uint32, first, count int, into *graphsample.Columns) (graphsample.SampleStats, error) {
-	if p.Kind == graphsample.NeighborSampling {
+	switch p.Kind {
+	case graphsample.NeighborSampling:
 		st, err := e.SampleNeighborColumns(ctx, p, starts, first, count, into)
+		return st.SampleStats, err
+	case graphsample.LayerSampling:
+		st, err := e.SampleLayerColumns(ctx, p, starts, first, count, into)
+		return st.SampleStats, err
+	case graphsample.ForestFire, graphsample.Snowball:
+		st, err := e.SampleFireColumns(ctx, p, starts, first, count, into)
 		return st.SampleStats, err
 	}
 	out, st, err := e.SampleRangeOnDevice(ctx, p, starts, first, count)
@@ -220,6 +228,7 @@ func (d *devArrays) freeAll() {
 // (kernels/sample.cuh, sample_columns.cuh).
 type columnKernels struct {
 	hop, resolve, layout, addCounts, scanTiles, scanSums, scanApply cu.Function
+	rowCounts, rowsToColumns                                        cu.Function
 }
 
 func (e *Engine) columnKernels() (columnKernels, error) {
@@ -229,7 +238,7 @@ func (e *Engine) columnKernels() (columnKernels, error) {
 		fn   *cu.Function
 	}{{"sample_neighbor_hop", &k.hop}, {"sample_neighbor_resolve", &k.resolve}, {"sample_neighbor_layout", &k.layout},
 		{"sample_add_counts", &k.addCounts}, {"scan_u32_tiles", &k.scanTiles}, {"scan_u64_sums", &k.scanSums},
-		{"scan_u32_apply", &k.scanApply}} {
+		{"scan_u32_apply", &k.scanApply}, {"sample_row_counts", &k.rowCounts}, {"sample_rows_to_columns", &k.rowsToColumns}} {
 		fn, err := e.mod.Function(f.name)
 		if err != nil {
 			return k, fmt.Errorf("gpu: kernel %s: %w", f.name, err)
@@ -495,20 +504,8 @@ func (e *Engine) SampleNeighborColumns(ctx context.Context, p graphsample.Sample
 			}
 			st.Resolve += time.Since(tl)
 			tc := time.Now()
-			for _, c := range []struct {
-				what string
-				dst  unsafe.Pointer
-				src  cu.DevicePtr
-				n    int64
-			}{{"offsets", unsafe.Pointer(&into.Offsets[0]), dOff, int64(n+1) * 8},
-				{"sources", slicePtr(into.Src), fSrc, int64(edges) * 4}, {"targets", slicePtr(into.Dst), fDst, int64(edges) * 4},
-				{"hops", slicePtr(into.Hop), fHop, int64(edges) * 4}, {"edge indices", slicePtr(into.Edge), fEdge, int64(edges) * 8}} {
-				if c.n == 0 || c.src == 0 {
-					continue
-				}
-				if err := e.stagedCopy(c.dst, c.src, c.n); err != nil {
-					return fmt.Errorf("gpu: copy sampled %s: %w", c.what, err)
-				}
+			if err := e.copyColumns(into, dOff, fEdge, fSrc, fDst, fHop, n, edges); err != nil {
+				return err
 			}
 			st.Copy = time.Since(tc)
 			st.Edges = int64(edges)
@@ -522,6 +519,28 @@ func (e *Engine) SampleNeighborColumns(ctx context.Context, p graphsample.Sample
 		return SampleStats{}, err
 	}
 	return st, nil
+}
+
+// copyColumns copies a call's columns (n instances, edges edges; fEdge 0
+// when edge indices were not asked for) from the device into into, sized
+// by the caller (device thread).
+func (e *Engine) copyColumns(into *graphsample.Columns, dOff, fEdge, fSrc, fDst, fHop cu.DevicePtr, n int, edges uint64) error {
+	for _, c := range []struct {
+		what string
+		dst  unsafe.Pointer
+		src  cu.DevicePtr
+		n    int64
+	}{{"offsets", unsafe.Pointer(&into.Offsets[0]), dOff, int64(n+1) * 8},
+		{"sources", slicePtr(into.Src), fSrc, int64(edges) * 4}, {"targets", slicePtr(into.Dst), fDst, int64(edges) * 4},
+		{"hops", slicePtr(into.Hop), fHop, int64(edges) * 4}, {"edge indices", slicePtr(into.Edge), fEdge, int64(edges) * 8}} {
+		if c.n == 0 || c.src == 0 {
+			continue
+		}
+		if err := e.stagedCopy(c.dst, c.src, c.n); err != nil {
+			return fmt.Errorf("gpu: copy sampled %s: %w", c.what, err)
+		}
+	}
+	return nil
 }
 
 // slicePtr is the address of s's first element (nil when s is empty).

@@ -543,8 +543,8 @@ func TestSampleNeighborsSEPS(t *testing.T) {
 					best = st
 				}
 			}
-			t.Logf("SEPS %s scale %d weighted=%v: %d edges, kernels %s = %.0f M SEPS; whole call %s = %.0f M edges/s",
-				p.Kind, scale, weighted, best.Edges, best.Kernel, float64(best.Edges)/best.Kernel.Seconds()/1e6, best.Wall,
+			t.Logf("SEPS %s scale %d weighted=%v: %d edges, kernels %s = %.0f M SEPS; packing on the device %s; copy back (with edge indices) %s; whole call %s = %.0f M edges/s",
+				p.Kind, scale, weighted, best.Edges, best.Kernel, float64(best.Edges)/best.Kernel.Seconds()/1e6, best.Resolve, best.Copy, best.Wall,
 				float64(best.Edges)/best.Wall.Seconds()/1e6)
 		}
 		e.Close()

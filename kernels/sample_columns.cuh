@@ -174,3 +174,40 @@ extern "C" __global__ void __launch_bounds__(ws::kSampleThreads) sample_add_coun
   const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
   for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += stride) cursor[i] += counts[i];
 }
+
+// sample_row_counts writes each instance's edge count, the last of its hop
+// ends (ends: hops values an instance, the edges through each hop), for the
+// scan that places the instances' rows.
+extern "C" __global__ void __launch_bounds__(ws::kSampleThreads) sample_row_counts(const uint32_t* __restrict__ ends,
+                                                                                   uint32_t hops, uint64_t n,
+                                                                                   uint32_t* __restrict__ counts) {
+  const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+  for (uint64_t t = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; t < n; t += stride) counts[t] = ends[t * hops + hops - 1];
+}
+
+// sample_rows_to_columns packs per-instance rows (rowStride slots an
+// instance, its edges first, hop by hop: ends[t * hops + h] is the number
+// of its edges through hop h; the layer kernel's output) into columns in
+// instance order from off[t], a thread a slot, so that only the sampled
+// edges come back (a [25, 250] layer sample fills about half its slots).
+// edgeOut may be null (edge indices not asked for).
+extern "C" __global__ void __launch_bounds__(ws::kSampleThreads) sample_rows_to_columns(
+    const uint64_t* __restrict__ edge, const uint32_t* __restrict__ src, const uint32_t* __restrict__ dst,
+    const uint32_t* __restrict__ ends, uint32_t hops, uint64_t rowStride, uint64_t n, const uint64_t* __restrict__ off,
+    uint64_t* __restrict__ edgeOut, uint32_t* __restrict__ srcOut, uint32_t* __restrict__ dstOut, int32_t* __restrict__ hopOut) {
+  const uint64_t total = n * rowStride;
+  const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < total; i += stride) {
+    const uint64_t t = i / rowStride;
+    const uint32_t j = (uint32_t)(i - t * rowStride);
+    const uint32_t* e = ends + t * hops;
+    if (j >= e[hops - 1]) continue;
+    uint32_t h = 0;
+    while (e[h] <= j) h++;
+    const uint64_t row = off[t] + j;
+    srcOut[row] = src[i];
+    dstOut[row] = dst[i];
+    hopOut[row] = (int32_t)h;
+    if (edgeOut) edgeOut[row] = edge[i];
+  }
+}
