@@ -39,8 +39,14 @@ func (s *Stage) sample(ctx context.Context, b *batch, v *served, turn *turns.Hel
 	var wave int
 	var waveEdges int64
 	// One set of columns for every wave of the batch (the writer is done
-	// with a wave when WriteSampleColumns returns).
-	cols := &graphsample.Columns{WithEdges: sp.EdgeWeight}
+	// with a wave when WriteSampleColumns returns), kept for the next
+	// batch.
+	cols, _ := s.sampleCols.Get().(*graphsample.Columns)
+	if cols == nil {
+		cols = &graphsample.Columns{}
+	}
+	defer s.sampleCols.Put(cols)
+	cols.WithEdges = sp.EdgeWeight
 	for lo := 0; lo < n; lo += wave {
 		wave = message.SampleWave(p, message.SampleWaveEdges, n-lo, wave, waveEdges)
 		hi := lo + wave
