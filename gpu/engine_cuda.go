@@ -107,7 +107,10 @@ type Engine struct {
 	dSampleCum cu.DevicePtr
 	// staging are the pinned buffers sampled columns come back through
 	// (stagedCopy).
-	staging                staging
+	staging staging
+	// sampleBufs are device arrays kept from one sampling call to the
+	// next (devArrays), at most sampleBufsKept bytes.
+	sampleBufs             map[string]*sampleBuf
 	graphBytes, tableBytes int64
 	tableBuild             time.Duration
 	slots                  []*batchSlot // WithBatchSlots of them; nil until sized
@@ -289,6 +292,7 @@ func (e *Engine) Close() error {
 		e.releasePlaced()
 		e.releaseTemporal()
 		e.releaseStaging()
+		e.releaseSampleBufs()
 		for i := range e.visitHost {
 			e.visitHost[i].release(e)
 		}
