@@ -16,15 +16,18 @@ import (
 )
 
 // Neighbour sampling on the device (kernels/sample.cuh): the hops run one
-// launch each, one warp per (instance, frontier slot) task; the host turns
-// each hop's picks into the next frontier. The samples equal graphsample.Sample's
+// launch each, one warp per (instance, frontier slot) task; the device
+// turns each hop's picks into the next frontier and lays the sample out in
+// columns by instance (kernels/sample_columns.cuh), which come back through
+// pinned staging (stagedcopy_cuda.go). The samples equal graphsample.Sample's
 // (unweighted exactly; weighted up to the last ulp of a logarithm, which
 // only the reservoir-key fallback takes).
 
 // Layer sampling (sample_layer_cuda.go) and the frontier walk
 // (sample_frontier_cuda.go) run in one launch each, forest fire and
-// snowball (sample_fire_cuda.go) in one launch a round. SampleRangeOnDevice
-// (graphsample.DeviceSampler) picks among them.
+// snowball (sample_fire_cuda.go) in one launch a round.
+// SampleColumnsOnDevice (graphsample.ColumnSampler) and SampleRangeOnDevice
+// (graphsample.DeviceSampler) pick among them.
 
 // SampleStats describe one device sampling call.
 type SampleStats struct {
@@ -180,8 +183,7 @@ func (e *Engine) SampleColumnsOnDevice(ctx context.Context, p graphsample.Sample
 // allocating and freeing two dozen arrays a wave took three times the
 // sampling itself (H200: 219 ms for the waves against 66 ms in one call).
 type devArrays struct {
-	e    *Engine
-	used []string
+	e *Engine
 }
 
 // sampleBuf is a device array kept between sampling calls.
@@ -219,7 +221,6 @@ func (d *devArrays) get(name string, n int64) (cu.DevicePtr, error) {
 		b = &sampleBuf{p: p, n: size}
 		e.sampleBufs[name] = b
 	}
-	d.used = append(d.used, name)
 	return b.p, nil
 }
 
@@ -249,7 +250,6 @@ func (d *devArrays) freeAll() {
 	if kept > sampleBufsKept {
 		e.releaseSampleBufs()
 	}
-	d.used = nil
 }
 
 // releaseSampleBufs frees the arrays kept between sampling calls (device
