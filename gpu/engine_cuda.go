@@ -104,7 +104,13 @@ type Engine struct {
 	// with its 8 bytes an edge uploaded for every wave a weighted [25, 10]
 	// neighbour sample of 1 M seeds at scale 22 (33 waves) sampled for
 	// 6.7 s, the unweighted one for 1.1 s.
-	dSampleCum             cu.DevicePtr
+	dSampleCum cu.DevicePtr
+	// staging are the pinned buffers sampled columns come back through
+	// (stagedCopy).
+	staging staging
+	// sampleBufs are device arrays kept from one sampling call to the
+	// next (devArrays), at most sampleBufsKept bytes.
+	sampleBufs             map[string]*sampleBuf
 	graphBytes, tableBytes int64
 	tableBuild             time.Duration
 	slots                  []*batchSlot // WithBatchSlots of them; nil until sized
@@ -180,7 +186,8 @@ func openEngine(g *graph.Graph, opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{g: g, cfg: cfg, dev: dev, allocs: map[string]int64{}, inject: cfg.inject, slots: make([]*batchSlot, cfg.batchSlots)}
+	e := &Engine{g: g, cfg: cfg, dev: dev, allocs: map[string]int64{}, inject: cfg.inject, slots: make([]*batchSlot, cfg.batchSlots),
+		staging: staging{size: defaultStagingBytes}}
 	if err := dev.do(e.setup); err != nil {
 		_ = e.Close()
 		return nil, err
@@ -284,6 +291,8 @@ func (e *Engine) Close() error {
 		}
 		e.releasePlaced()
 		e.releaseTemporal()
+		e.releaseStaging()
+		e.releaseSampleBufs()
 		for i := range e.visitHost {
 			e.visitHost[i].release(e)
 		}

@@ -12,7 +12,9 @@ const (
 	reservoirBlock = 256 // kBlockThreads, kernels/samplers.cuh: walk_reservoir_*
 	packThreads    = 256 // kPackThreads, kernels/scan.cuh: pack_* (kernels/pack.cu)
 	visitThreads   = 256 // kVisitThreads, kernels/visits.cuh: visits_*
-	sampleThreads  = 256 // kSampleThreads, kernels/sample.cuh: sample_neighbor_hop (a warp a task), sample_layer (a warp an instance), sample_frontier, sample_fire (a warp an instance)
+	sampleThreads  = 256 // kSampleThreads, kernels/sample.cuh: sample_neighbor_hop (a warp a task), sample_layer (a warp an instance), sample_frontier, sample_fire (a warp an instance); sample_neighbor_resolve, _layout, sample_add_counts (a thread an element)
+	scanThreads    = 256 // kScanThreads, kernels/sample_columns.cuh: scan_u32_tiles, scan_u64_sums, scan_u32_apply (scanPerThread values a thread)
+	scanPerThread  = 8   // kScanPerThread, kernels/sample_columns.cuh
 	// tableThreads sizes the table builds, which carry no launch bounds
 	// (one warp per vertex; any multiple of 32 up to 1024 works).
 	tableThreads = 128
@@ -48,7 +50,10 @@ func kernelBlocks() []kernelBlock {
 	for _, name := range []string{"visits_count_static", "visits_count_ppr", "visits_compact"} {
 		ks = append(ks, kernelBlock{name, visitThreads, true})
 	}
-	ks = append(ks, kernelBlock{"sample_neighbor_hop", sampleThreads, true}, kernelBlock{"sample_neighbor_targets", sampleThreads, true},
+	ks = append(ks, kernelBlock{"sample_neighbor_hop", sampleThreads, true}, kernelBlock{"sample_neighbor_resolve", sampleThreads, true},
+		kernelBlock{"sample_neighbor_layout", sampleThreads, true}, kernelBlock{"sample_add_counts", sampleThreads, true},
+		kernelBlock{"sample_row_counts", sampleThreads, true}, kernelBlock{"sample_rows_to_columns", sampleThreads, true},
+		kernelBlock{"scan_u32_tiles", scanThreads, true}, kernelBlock{"scan_u64_sums", scanThreads, true}, kernelBlock{"scan_u32_apply", scanThreads, true},
 		kernelBlock{"sample_layer", sampleThreads, true},
 		kernelBlock{"sample_frontier", sampleThreads, true}, kernelBlock{"sample_fire", sampleThreads, true})
 	for _, name := range []string{"alias_build", "label_tables_build"} {

@@ -68,6 +68,13 @@ func (e *Engine) copyHtoD(dst cu.DevicePtr, src unsafe.Pointer, n int64) error {
 	return cu.MemcpyHtoD(dst, src, n)
 }
 
+func (e *Engine) copyDtoH(dst unsafe.Pointer, src cu.DevicePtr, n int64) error {
+	if e.inject.failCopy() {
+		return e.inject.errOr(cu.InvalidValue)
+	}
+	return cu.MemcpyDtoH(dst, src, n)
+}
+
 func (e *Engine) copyHtoDAsync(dst cu.DevicePtr, src unsafe.Pointer, n int64, s cu.Stream) error {
 	if e.inject.failCopy() {
 		return e.inject.errOr(cu.InvalidValue)

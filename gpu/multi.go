@@ -83,6 +83,22 @@ func (m *Multi) SampleRangeOnDevice(ctx context.Context, p graphsample.SamplePar
 	return ds.SampleRangeOnDevice(ctx, p, starts, first, count)
 }
 
+var _ graphsample.ColumnSampler = (*Multi)(nil)
+
+// SampleColumnsOnDevice implements graphsample.ColumnSampler on the first
+// engine (as columns it built when it is a ColumnSampler).
+func (m *Multi) SampleColumnsOnDevice(ctx context.Context, p graphsample.SampleParams, starts []uint32, first, count int, into *graphsample.Columns) (graphsample.SampleStats, error) {
+	if cs, ok := m.engines[0].(graphsample.ColumnSampler); ok {
+		return cs.SampleColumnsOnDevice(ctx, p, starts, first, count, into)
+	}
+	edges, st, err := m.SampleRangeOnDevice(ctx, p, starts, first, count)
+	if err != nil {
+		return graphsample.SampleStats{}, err
+	}
+	into.SetEdges(edges, 0)
+	return st, nil
+}
+
 // Close closes every engine.
 func (m *Multi) Close() error {
 	var errs []error

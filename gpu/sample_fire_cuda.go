@@ -54,108 +54,152 @@ func (e *Engine) SampleFire(ctx context.Context, p graphsample.SampleParams, sta
 }
 
 // SampleFireRange is SampleFire for instances first .. first+count-1 only
-// (count -1: to the last), as graphsample.SampleRange.
+// (count -1: to the last), as graphsample.SampleRange: SampleFireColumns,
+// laid out per instance (with edge indices).
 func (e *Engine) SampleFireRange(ctx context.Context, p graphsample.SampleParams, starts []uint32, first, count int) ([][]graphsample.SampledEdge, SampleStats, error) {
+	c := graphsample.Columns{WithEdges: true}
+	st, err := e.SampleFireColumns(ctx, p, starts, first, count, &c)
+	if err != nil {
+		return nil, SampleStats{}, err
+	}
+	return c.Edges(), st, nil
+}
+
+// SampleFireColumns runs forest fire or snowball for instances first ..
+// first+count-1 (count -1: to the last) as graphsample.SampleRange into into
+// (Reset by the call; Edge filled when into.WithEdges). Instances finish in
+// different rounds; each round's pool comes back whole, and the columns
+// are filled from the rounds' pools on every core once all have finished
+// (an instance's edges are contiguous in its round's pool).
+func (e *Engine) SampleFireColumns(ctx context.Context, p graphsample.SampleParams, starts []uint32, first, count int, into *graphsample.Columns) (SampleStats, error) {
+	var st SampleStats
+	_, _, err := e.sampleFire(p, starts, first, count, func(n int) ([][]graphsample.SampledEdge, SampleStats, error) {
+		var err error
+		st, err = e.sampleFireColumns(ctx, p, starts, first, n, into)
+		return nil, st, err
+	})
+	if err != nil {
+		return SampleStats{}, err
+	}
+	return st, nil
+}
+
+// sampleFire is sampleLocked for forest fire or snowball (p.Kind).
+func (e *Engine) sampleFire(p graphsample.SampleParams, starts []uint32, first, count int,
+	body func(count int) ([][]graphsample.SampledEdge, SampleStats, error)) ([][]graphsample.SampledEdge, SampleStats, error) {
 	kind := graphsample.ForestFire
 	if p.Kind == graphsample.Snowball {
 		kind = graphsample.Snowball
 	}
-	return e.sampleLocked(kind, p, starts, first, count, func(n int) ([][]graphsample.SampledEdge, SampleStats, error) {
-		t0 := time.Now()
-		out := make([][]graphsample.SampledEdge, n)
-		st := SampleStats{SampleStats: graphsample.SampleStats{Instances: int64(n)}}
-		if n == 0 {
-			return out, st, nil
+	return e.sampleLocked(kind, p, starts, first, count, body)
+}
+
+// sampleFireColumns is SampleFireColumns' body, e.mu held.
+func (e *Engine) sampleFireColumns(ctx context.Context, p graphsample.SampleParams, starts []uint32, first, n int, into *graphsample.Columns) (SampleStats, error) {
+	t0 := time.Now()
+	st := SampleStats{SampleStats: graphsample.SampleStats{Instances: int64(n)}}
+	if n == 0 {
+		into.Reset(0, 0)
+		into.Offsets[0] = 0
+		return st, nil
+	}
+	g := e.g
+	// No instance has more edges than edgeCap or more picks at one
+	// vertex than pickCap.
+	edgeCap := int64(g.NumVertices()) - 1
+	if p.MaxVertices > 0 {
+		edgeCap = int64(p.MaxVertices) - 1
+	}
+	edgeCap = max(1, min(edgeCap, int64(g.NumEdges()), math.MaxUint32/4))
+	if e.maxDegree == 0 {
+		e.maxDegree, _ = g.MaxDegree()
+	}
+	pickCap := int64(max(1, e.maxDegree))
+	ecap, kcap := min(edgeCap, fireFirst.edges), min(pickCap, fireFirst.picks)
+	want := max(fireFirst.pool, int64(n)*min(ecap, fireFirst.perInstance))
+	list := make([]uint32, n)
+	for i := range list {
+		list[i] = uint32(i)
+	}
+	depth := p.Depth
+	withEdges := into.WithEdges
+	// Where each instance finished: its round and its place in that
+	// round's list.
+	var rounds []fireResult
+	round := make([]uint16, n)
+	place := make([]uint32, n)
+	err := e.dev.do(func() (err error) {
+		fn, err := e.mod.Function("sample_fire")
+		if err != nil {
+			return fmt.Errorf("gpu: kernel sample_fire: %w", err)
 		}
-		g := e.g
-		// No instance has more edges than edgeCap or more picks at one
-		// vertex than pickCap.
-		edgeCap := int64(g.NumVertices()) - 1
-		if p.MaxVertices > 0 {
-			edgeCap = int64(p.MaxVertices) - 1
+		occ, err := fn.MaxActiveBlocksPerMultiProcessor(sampleThreads, 0)
+		if err != nil {
+			return fmt.Errorf("gpu: occupancy of sample_fire: %w", err)
 		}
-		edgeCap = max(1, min(edgeCap, int64(g.NumEdges()), math.MaxUint32/4))
-		if e.maxDegree == 0 {
-			e.maxDegree, _ = g.MaxDegree()
-		}
-		pickCap := int64(max(1, e.maxDegree))
-		ecap, kcap := min(edgeCap, fireFirst.edges), min(pickCap, fireFirst.picks)
-		want := max(fireFirst.pool, int64(n)*min(ecap, fireFirst.perInstance))
-		list := make([]uint32, n)
-		for i := range list {
-			list[i] = uint32(i)
-		}
-		depth := p.Depth
-		err := e.dev.do(func() (err error) {
-			fn, err := e.mod.Function("sample_fire")
-			if err != nil {
-				return fmt.Errorf("gpu: kernel sample_fire: %w", err)
-			}
-			occ, err := fn.MaxActiveBlocksPerMultiProcessor(sampleThreads, 0)
-			if err != nil {
-				return fmt.Errorf("gpu: occupancy of sample_fire: %w", err)
-			}
-			var dCum, dStarts cu.DevicePtr
-			defer e.free("sample.starts", &dStarts)
-			var dWeights uint64
-			if p.Weighted() {
-				if dCum, err = e.sampleCDF(); err != nil {
-					return err
-				}
-				dWeights = uint64(e.dWeights)
-			}
-			if dStarts, err = upload(e, "sample.starts", starts); err != nil {
+		var dCum, dStarts cu.DevicePtr
+		defer e.free("sample.starts", &dStarts)
+		var dWeights uint64
+		if p.Weighted() {
+			if dCum, err = e.sampleCDF(); err != nil {
 				return err
 			}
-			logp := 0.0
-			if p.Kind == graphsample.ForestFire {
-				logp = math.Log(p.BurnProb)
-			}
-			snowball := uint64(0)
-			if p.Kind == graphsample.Snowball {
-				snowball = 1
-			}
-			for round := 0; len(list) > 0; round++ {
-				if round == fireRounds {
-					return fmt.Errorf("gpu: %s: %d instances unfinished after %d rounds", p, len(list), round)
-				}
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				r, err := e.fireRound(fn, occ, p, dWeights, dCum, dStarts, uint64(snowball), logp, first, list, ecap, kcap, want)
-				if err != nil {
-					return err
-				}
-				st.Kernel += r.kernel
-				st.Rounds++
-				st.Edges += fireEdges(out, depth, list, r)
-				var again []uint32
-				var asked, grown int64
-				for i, s := range r.status {
-					switch s {
-					case firePoolFull:
-						asked += int64(r.count[i])
-					case fireGrow:
-						grown++
-					}
-					if s != fireDone {
-						again = append(again, list[i])
-					}
-				}
-				if grown > 0 {
-					ecap, kcap = min(edgeCap, ecap*16), min(pickCap, kcap*16)
-				}
-				want = asked + grown*ecap
-				list = again
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, SampleStats{}, err
+			dWeights = uint64(e.dWeights)
 		}
-		st.Wall = time.Since(t0)
-		return out, st, nil
+		if dStarts, err = upload(e, "sample.starts", starts); err != nil {
+			return err
+		}
+		logp := 0.0
+		if p.Kind == graphsample.ForestFire {
+			logp = math.Log(p.BurnProb)
+		}
+		snowball := uint64(0)
+		if p.Kind == graphsample.Snowball {
+			snowball = 1
+		}
+		for ri := 0; len(list) > 0; ri++ {
+			if ri == fireRounds {
+				return fmt.Errorf("gpu: %s: %d instances unfinished after %d rounds", p, len(list), ri)
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			r, err := e.fireRound(fn, occ, p, dWeights, dCum, dStarts, uint64(snowball), logp, first, list, ecap, kcap, want, withEdges)
+			if err != nil {
+				return err
+			}
+			st.Kernel += r.kernel
+			st.Rounds++
+			rounds = append(rounds, r)
+			var again []uint32
+			var asked, grown int64
+			for i, s := range r.status {
+				switch s {
+				case fireDone:
+					round[list[i]], place[list[i]] = uint16(ri), uint32(i)
+				case firePoolFull:
+					asked += int64(r.count[i])
+				case fireGrow:
+					grown++
+				}
+				if s != fireDone {
+					again = append(again, list[i])
+				}
+			}
+			if grown > 0 {
+				ecap, kcap = min(edgeCap, ecap*16), min(pickCap, kcap*16)
+			}
+			want = asked + grown*ecap
+			list = again
+		}
+		return nil
 	})
+	if err != nil {
+		return SampleStats{}, err
+	}
+	st.Edges = fireColumns(into, depth, round, place, rounds)
+	st.Wall = time.Since(t0)
+	return st, nil
 }
 
 // An instance's status after a round (kFire*, kernels/sample_fire.cuh).
@@ -178,7 +222,7 @@ type fireResult struct {
 // kcap picks and a pool of want edges (at least ecap, at most what fits)
 // (device thread).
 func (e *Engine) fireRound(fn cu.Function, occ int, p graphsample.SampleParams, dWeights uint64, dCum, dStarts cu.DevicePtr, snowball uint64,
-	logp float64, first int, list []uint32, ecap, kcap, want int64) (fireResult, error) {
+	logp float64, first int, list []uint32, ecap, kcap, want int64, withEdges bool) (fireResult, error) {
 	nl := len(list)
 	depth := p.Depth
 	hlog := bits.Len64(uint64(2*(ecap+1) - 1)) // 2^hlog >= 2(ecap+1): at most half full
@@ -249,14 +293,20 @@ func (e *Engine) fireRound(fn cu.Function, occ int, p graphsample.SampleParams, 
 	}
 	used = min(used, uint64(poolCap))
 	if used > 0 {
-		r.edge, r.src, r.dst = make([]uint64, used), make([]uint32, used), make([]uint32, used)
+		r.src, r.dst = make([]uint32, used), make([]uint32, used)
+		if withEdges {
+			r.edge = make([]uint64, used)
+		}
 		for _, c := range []struct {
 			dst unsafe.Pointer
 			src cu.DevicePtr
 			n   int64
-		}{{unsafe.Pointer(&r.edge[0]), dEdge, int64(used) * 8}, {unsafe.Pointer(&r.src[0]), dSrc, int64(used) * 4},
+		}{{slicePtr(r.edge), dEdge, int64(len(r.edge)) * 8}, {unsafe.Pointer(&r.src[0]), dSrc, int64(used) * 4},
 			{unsafe.Pointer(&r.dst[0]), dDst, int64(used) * 4}} {
-			if err := cu.MemcpyDtoH(c.dst, c.src, c.n); err != nil {
+			if c.n == 0 {
+				continue
+			}
+			if err := e.stagedCopy(c.dst, c.src, c.n); err != nil {
 				return fireResult{}, fmt.Errorf("gpu: copy fire samples: %w", err)
 			}
 		}
@@ -264,30 +314,39 @@ func (e *Engine) fireRound(fn cu.Function, occ int, p graphsample.SampleParams, 
 	return r, nil
 }
 
-// fireEdges turns a round's finished instances into out (list[i] is the
-// instance at out[list[i]]; an instance without edges keeps a nil slice, as
-// graphsample.Sample's), on every core, and returns their edges.
-func fireEdges(out [][]graphsample.SampledEdge, depth int, list []uint32, r fireResult) int64 {
-	return sumRanges(len(list), func(lo, hi int) int64 {
-		var n int64
-		for i := lo; i < hi; i++ {
+// fireColumns fills into with every instance's edges (instance k finished
+// in round round[k], at place[k] of that round's list), on every core, and
+// returns the edges.
+func fireColumns(into *graphsample.Columns, depth int, round []uint16, place []uint32, rounds []fireResult) int64 {
+	n := len(round)
+	off := into.Offsets[:0]
+	off = append(off, 0)
+	for k := range n {
+		off = append(off, off[k]+int64(rounds[round[k]].count[place[k]]))
+	}
+	into.Offsets = off
+	total := off[n]
+	into.Reset(n, total)
+	sumRanges(n, func(lo, hi int) int64 {
+		for k := lo; k < hi; k++ {
+			r := &rounds[round[k]]
+			i := place[k]
 			cnt := int(r.count[i])
-			if r.status[i] != fireDone || cnt == 0 {
-				continue
-			}
-			ends := r.hopEnd[i*depth : (i+1)*depth]
-			es := make([]graphsample.SampledEdge, cnt)
-			h := 0
-			for j := range es {
+			ends := r.hopEnd[int(i)*depth : (int(i)+1)*depth]
+			h, at, row := 0, int64(r.off[i]), off[k]
+			for j := range cnt {
 				for int(ends[h]) <= j {
 					h++
 				}
-				at := r.off[i] + uint64(j)
-				es[j] = graphsample.SampledEdge{Hop: int32(h), Src: r.src[at], Dst: r.dst[at], Edge: r.edge[at]}
+				into.Hop[row], into.Src[row], into.Dst[row] = int32(h), r.src[at], r.dst[at]
+				if into.WithEdges {
+					into.Edge[row] = r.edge[at]
+				}
+				at++
+				row++
 			}
-			out[list[i]] = es
-			n += int64(cnt)
 		}
-		return n
+		return 0
 	})
+	return total
 }

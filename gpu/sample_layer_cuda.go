@@ -32,17 +32,35 @@ func (e *Engine) SampleLayer(ctx context.Context, p graphsample.SampleParams, st
 }
 
 // SampleLayerRange is SampleLayer for instances first .. first+count-1
-// only (count -1: to the last), as graphsample.SampleRange.
+// only (count -1: to the last), as graphsample.SampleRange:
+// SampleLayerColumns, laid out per instance (with edge indices).
 func (e *Engine) SampleLayerRange(ctx context.Context, p graphsample.SampleParams, starts []uint32, first, count int) ([][]graphsample.SampledEdge, SampleStats, error) {
-	return e.sampleLocked(graphsample.LayerSampling, p, starts, first, count, func(count int) ([][]graphsample.SampledEdge, SampleStats, error) {
+	c := graphsample.Columns{WithEdges: true}
+	st, err := e.SampleLayerColumns(ctx, p, starts, first, count, &c)
+	if err != nil {
+		return nil, SampleStats{}, err
+	}
+	return c.Edges(), st, nil
+}
+
+// SampleLayerColumns runs layer sampling for instances first ..
+// first+count-1 (count -1: to the last) as graphsample.SampleRange into
+// into (Reset by the call; Edge filled when into.WithEdges). The kernel
+// writes each instance's edges in a row of sum(LayerSizes) slots; the
+// device packs the used slots into columns (sample_rows_to_columns), so
+// only the sampled edges come back, through the pinned staging buffers.
+func (e *Engine) SampleLayerColumns(ctx context.Context, p graphsample.SampleParams, starts []uint32, first, count int, into *graphsample.Columns) (SampleStats, error) {
+	var st SampleStats
+	_, _, err := e.sampleLocked(graphsample.LayerSampling, p, starts, first, count, func(count int) ([][]graphsample.SampledEdge, SampleStats, error) {
 		t0 := time.Now()
 		n := count
-		out := make([][]graphsample.SampledEdge, n)
-		var st SampleStats
 		st.Instances = int64(n)
 		if n == 0 {
-			return out, st, nil
+			into.Reset(0, 0)
+			into.Offsets[0] = 0
+			return nil, st, nil
 		}
+		withEdges := into.WithEdges
 		hops := len(p.LayerSizes)
 		sizes := make([]uint32, hops)
 		kmax, stride := 0, 0
@@ -54,14 +72,14 @@ func (e *Engine) SampleLayerRange(ctx context.Context, p graphsample.SampleParam
 		perWarp := (int64(fmax)*(8+8+4+4) + int64(kmax)*8 + int64(keycap)*8 + 127) &^ 127
 		const warpsPerBlock = sampleThreads / 32
 		edges := int64(n) * int64(stride)
-		oEdge := make([]uint64, edges)
-		oSrc := make([]uint32, edges)
-		oDst := make([]uint32, edges)
-		hopEnd := make([]uint32, n*hops)
 		err := e.dev.do(func() (err error) {
 			fn, err := e.mod.Function("sample_layer")
 			if err != nil {
 				return fmt.Errorf("gpu: kernel sample_layer: %w", err)
+			}
+			ks, err := e.columnKernels()
+			if err != nil {
+				return err
 			}
 			// As many warps as the multiprocessors hold at once (each loops
 			// over instances), fewer when their scratch would pass the budget.
@@ -71,13 +89,9 @@ func (e *Engine) SampleLayerRange(ctx context.Context, p graphsample.SampleParam
 			}
 			warps := min(n, e.numSM*max(occ, 1)*warpsPerBlock, int(max(1, layerScratchBudget/perWarp)))
 			grid := (warps + warpsPerBlock - 1) / warpsPerBlock
-			var dCum, dSizes, dStarts, dScratch, dEdge, dSrc, dDst, dHopEnd cu.DevicePtr
-			defer func() {
-				for name, q := range map[string]*cu.DevicePtr{"sample.sizes": &dSizes, "sample.starts": &dStarts,
-					"sample.scratch": &dScratch, "sample.edge": &dEdge, "sample.src": &dSrc, "sample.dst": &dDst, "sample.hop_end": &dHopEnd} {
-					e.free(name, q)
-				}
-			}()
+			d := &devArrays{e: e}
+			defer d.freeAll()
+			var dCum cu.DevicePtr
 			var dWeights uint64
 			if p.Weighted() {
 				if dCum, err = e.sampleCDF(); err != nil {
@@ -85,19 +99,28 @@ func (e *Engine) SampleLayerRange(ctx context.Context, p graphsample.SampleParam
 				}
 				dWeights = uint64(e.dWeights)
 			}
-			if dSizes, err = upload(e, "sample.sizes", sizes); err != nil {
+			dSizes, err := d.get("sample.sizes", int64(hops)*4)
+			if err != nil {
 				return err
 			}
-			if dStarts, err = upload(e, "sample.starts", starts); err != nil {
+			if err := e.copyHtoD(dSizes, unsafe.Pointer(&sizes[0]), int64(hops)*4); err != nil {
+				return fmt.Errorf("gpu: copy sample.sizes: %w", err)
+			}
+			dStarts, err := d.get("sample.starts", int64(len(starts))*4)
+			if err != nil {
 				return err
 			}
+			if err := e.copyHtoD(dStarts, unsafe.Pointer(&starts[0]), int64(len(starts))*4); err != nil {
+				return fmt.Errorf("gpu: copy sample.starts: %w", err)
+			}
+			var dScratch, dEdge, dSrc, dDst, dHopEnd cu.DevicePtr
 			for _, a := range []struct {
 				name string
 				q    *cu.DevicePtr
 				n    int64
 			}{{"sample.scratch", &dScratch, int64(grid*warpsPerBlock) * perWarp}, {"sample.edge", &dEdge, edges * 8},
 				{"sample.src", &dSrc, edges * 4}, {"sample.dst", &dDst, edges * 4}, {"sample.hop_end", &dHopEnd, int64(n*hops) * 4}} {
-				if *a.q, err = e.alloc(a.name, a.n); err != nil {
+				if *a.q, err = d.get(a.name, a.n); err != nil {
 					return err
 				}
 			}
@@ -115,51 +138,65 @@ func (e *Engine) SampleLayerRange(ctx context.Context, p graphsample.SampleParam
 				return fmt.Errorf("gpu: sample_layer: %w", err)
 			}
 			st.Kernel = time.Since(tk)
-			for _, c := range []struct {
-				dst unsafe.Pointer
-				src cu.DevicePtr
-				n   int64
-			}{{unsafe.Pointer(&oEdge[0]), dEdge, edges * 8}, {unsafe.Pointer(&oSrc[0]), dSrc, edges * 4},
-				{unsafe.Pointer(&oDst[0]), dDst, edges * 4}, {unsafe.Pointer(&hopEnd[0]), dHopEnd, int64(n*hops) * 4}} {
-				if err := cu.MemcpyDtoH(c.dst, c.src, c.n); err != nil {
-					return fmt.Errorf("gpu: copy layer samples: %w", err)
+			d.release(dScratch)
+			// The rows packed into columns on the device.
+			tr := time.Now()
+			dCount, err := d.get("sample.count", int64(n)*4)
+			if err != nil {
+				return err
+			}
+			egrid := min((n+sampleThreads-1)/sampleThreads, e.numSM*64)
+			if err := launch(ks.rowCounts, egrid, sampleThreads, cu.Stream{}, []uint64{uint64(dHopEnd), uint64(hops), uint64(n), uint64(dCount)}); err != nil {
+				return fmt.Errorf("gpu: launch sample_row_counts: %w", err)
+			}
+			dOff, err := d.get("sample.offsets", int64(n+1)*8)
+			if err != nil {
+				return err
+			}
+			total, err := e.scanCounts(ks, d, "sample.offsets", dCount, n, dOff)
+			if err != nil {
+				return err
+			}
+			into.Reset(n, int64(total))
+			var fEdge, fSrc, fDst, fHop cu.DevicePtr
+			if total > 0 {
+				if withEdges {
+					if fEdge, err = d.get("sample.col.edge", int64(total)*8); err != nil {
+						return err
+					}
+				}
+				for _, c := range []struct {
+					name string
+					q    *cu.DevicePtr
+				}{{"sample.col.src", &fSrc}, {"sample.col.dst", &fDst}, {"sample.col.hop", &fHop}} {
+					if *c.q, err = d.get(c.name, int64(total)*4); err != nil {
+						return err
+					}
+				}
+				rgrid := int(min((edges+sampleThreads-1)/sampleThreads, int64(e.numSM*64)))
+				if err := launch(ks.rowsToColumns, rgrid, sampleThreads, cu.Stream{}, []uint64{uint64(dEdge), uint64(dSrc), uint64(dDst),
+					uint64(dHopEnd), uint64(hops), uint64(stride), uint64(n), uint64(dOff), uint64(fEdge), uint64(fSrc), uint64(fDst),
+					uint64(fHop)}); err != nil {
+					return fmt.Errorf("gpu: launch sample_rows_to_columns: %w", err)
+				}
+				if err := cu.Synchronize(); err != nil {
+					return fmt.Errorf("gpu: sample_rows_to_columns: %w", err)
 				}
 			}
+			st.Resolve = time.Since(tr)
+			tc := time.Now()
+			if err := e.copyColumns(into, dOff, fEdge, fSrc, fDst, fHop, n, total); err != nil {
+				return err
+			}
+			st.Copy = time.Since(tc)
+			st.Edges = int64(total)
 			return nil
 		})
-		if err != nil {
-			return nil, SampleStats{}, err
-		}
-		st.Edges = layerEdges(out, hops, stride, oEdge, oSrc, oDst, hopEnd)
 		st.Wall = time.Since(t0)
-		return out, st, nil
+		return nil, st, err
 	})
-}
-
-// layerEdges turns the kernel's per-instance rows into out (an instance
-// without edges keeps a nil slice, as graphsample.Sample's), on every core, and
-// returns the edges.
-func layerEdges(out [][]graphsample.SampledEdge, hops, stride int, oEdge []uint64, oSrc, oDst, hopEnd []uint32) int64 {
-	return sumRanges(len(out), func(lo, hi int) int64 {
-		var n int64
-		for t := lo; t < hi; t++ {
-			ends := hopEnd[t*hops : (t+1)*hops]
-			cnt := int(ends[hops-1])
-			if cnt == 0 {
-				continue
-			}
-			es := make([]graphsample.SampledEdge, cnt)
-			h := 0
-			for j := range es {
-				for int(ends[h]) <= j {
-					h++
-				}
-				at := t*stride + j
-				es[j] = graphsample.SampledEdge{Hop: int32(h), Src: oSrc[at], Dst: oDst[at], Edge: oEdge[at]}
-			}
-			out[t] = es
-			n += int64(cnt)
-		}
-		return n
-	})
+	if err != nil {
+		return SampleStats{}, err
+	}
+	return st, nil
 }

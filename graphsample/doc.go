@@ -2,9 +2,11 @@
 // the sampling algorithms (neighbour, layer, forest fire, snowball, the
 // frontier walk) and their parameters and validation (sample.go), the CPU
 // sampler that defines every instance's edges (sampleinstance.go), C-SAW's
-// Select of k candidates by bias with its Philox keys (select.go), and the
+// Select of k candidates by bias with its Philox keys (select.go), the
 // seam to engines that sample on their own device (DeviceSampler,
-// SampleRangeOn; the GPU engine implements it).
+// SampleRangeOn; the GPU engine implements it), and Columns, the form a
+// wave of samples travels in from an engine to the writer (ColumnSampler,
+// SampleColumnsOn; columns.go).
 //
 // "Sampling" here means drawing a subgraph around seeds; the per-step
 // transition choice of a random walk (alias, rejection, ZPRS) is walk's

@@ -220,28 +220,3 @@ extern "C" __global__ void __launch_bounds__(ws::kSampleThreads) sample_neighbor
     __syncwarp();
   }
 }
-
-// sample_neighbor_targets resolves a hop's picks (adjacency indices of
-// each task's vertex, sample_neighbor_hop's out) into the picked edges'
-// indices and targets, a thread a slot, packed in task order from pos[t]
-// (the exclusive prefix sum of count), so only the edges sampled come back
-// and the host reads them in order instead of looking up offsets[vertex]
-// and targets[edge] at random for every edge (a third of a 1 M-seed
-// [25, 10] sample's host time).
-extern "C" __global__ void __launch_bounds__(ws::kSampleThreads) sample_neighbor_targets(
-    const uint64_t* __restrict__ offsets, const uint32_t* __restrict__ targets, const uint32_t* __restrict__ vertex,
-    const uint32_t* __restrict__ picks, const uint32_t* __restrict__ count, const uint64_t* __restrict__ pos, uint32_t k,
-    uint32_t ntasks, uint64_t* __restrict__ edge, uint32_t* __restrict__ dst) {
-  const uint64_t n = (uint64_t)ntasks * k;
-  const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
-  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += stride) {
-    const uint64_t t = i / k;
-    const uint32_t c = (uint32_t)(i - t * k);
-    if (c < count[t]) {
-      const uint64_t e = offsets[vertex[t]] + picks[i];
-      const uint64_t at = pos[t] + c;
-      edge[at] = e;
-      dst[at] = targets[e];
-    }
-  }
-}

@@ -7,6 +7,8 @@
 //                   holds one walk of the block's task pool in registers
 //   sample_neighbor_hop  (sample.cuh) one warp per frontier vertex selects
 //                   k of its edges for neighbour sampling, as graphsample.Sample
+//   sample_neighbor_resolve, _layout, scan_u32_*  (sample_columns.cuh) the
+//                   hops' frontiers and the sample's columns in instance order
 //   sample_layer    (sample_layer.cuh) one warp per instance runs every hop
 //                   of layer sampling, as graphsample.Sample
 //   sample_frontier (sample_frontier.cuh) one warp per instance walks the
@@ -35,6 +37,7 @@
 #include "sample_layer.cuh"
 #include "sample_frontier.cuh"
 #include "sample_fire.cuh"
+#include "sample_columns.cuh"
 #include "temporal.cuh"
 
 using namespace ws;

@@ -199,8 +199,9 @@ func MaxSampleEdges(p graphsample.SampleParams) int64 {
 }
 
 // SampleWaveEdges is about the edges one wave of a sampling batch holds
-// (24 bytes an edge as graphsample.SampledEdge), however large the batch: the
-// budget the stage and `walkstage walk` give SampleWave.
+// (12 to 20 bytes an edge as graphsample.Columns, plus the device's arrays
+// on the GPU), however large the batch: the budget the stage, `walkstage
+// walk` and `walkstage bench` give SampleWave.
 const SampleWaveEdges = 8 << 20
 
 // SampleWave is how many of the left instances of p to sample next (at

@@ -184,7 +184,7 @@ func trackPeakHeap() func() uint64 {
 // samples of fan-out [25, 10] (275 edges an instance, src of hop 1 the
 // seed) over a 16M-vertex graph with random targets, WALKSTAGE_BENCH_EDGES
 // edges in all (default 4M), handed over 4,096 instances at a time as
-// `walkstage walk` hands them. Reported: edges/s (Commit included), MB/s,
+// `walkstage walk` hands them (graphsample.Columns). Reported: edges/s (Commit included), MB/s,
 // bytes per edge and the peak Go heap above the start.
 func BenchmarkWriteSamples(b *testing.B) {
 	const fan1, fan2 = 25, 10
@@ -212,6 +212,13 @@ func BenchmarkWriteSamples(b *testing.B) {
 		edges[i] = es
 	}
 	p := graphsample.SampleParams{Kind: graphsample.NeighborSampling, Seed: 1, InstancesPerSeed: 1, Fanouts: []int{fan1, fan2}}
+	// Columns of 4,096 instances each, as `walkstage walk` hands waves over.
+	var waves []*graphsample.Columns
+	for lo := 0; lo < n; lo += 4096 {
+		c := &graphsample.Columns{}
+		c.SetEdges(edges[lo:min(lo+4096, n)], 0)
+		waves = append(waves, c)
+	}
 	bk, _ := fileBucket(b)
 	ctx := context.Background()
 	peak := trackPeakHeap()
@@ -224,9 +231,9 @@ func BenchmarkWriteSamples(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for lo := 0; lo < n; lo += 4096 {
-			hi := min(lo+4096, n)
-			if err := w.WriteSamples(ctx, int64(lo), seeds[lo:hi], edges[lo:hi]); err != nil {
+		for j, c := range waves {
+			lo := j * 4096
+			if err := w.WriteSampleColumns(ctx, int64(lo), seeds[lo:lo+c.Instances()], c); err != nil {
 				b.Fatal(err)
 			}
 		}

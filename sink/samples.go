@@ -141,34 +141,53 @@ type sampleGroup struct {
 // string ids its dense id, written as its string id). Instances must
 // come in order, each once. Rows are grouped into row groups and parts by
 // count and size alone, so the same samples give the same bytes however
-// they were handed over. Not safe for concurrent use.
+// they were handed over (WriteSampleColumns alike). Not safe for
+// concurrent use.
 func (w *BatchWriter) WriteSamples(ctx context.Context, first int64, seeds []int64, edges [][]graphsample.SampledEdge) error {
+	c := graphsample.Columns{WithEdges: true}
+	c.SetEdges(edges, w.cfg.encoders)
+	return w.WriteSampleColumns(ctx, first, seeds, &c)
+}
+
+// WriteSampleColumns is WriteSamples for edges held in columns (how the
+// engines hand a wave over): instance first+k's edges are rows
+// c.Offsets[k] .. c.Offsets[k+1]-1. c needs edge indices (c.WithEdges)
+// when the batch writes edge weights. c is read during the call only.
+func (w *BatchWriter) WriteSampleColumns(ctx context.Context, first int64, seeds []int64, c *graphsample.Columns) error {
 	s := w.samples
 	if s == nil {
 		return errors.New("sink: WriteSamples on a batch without BatchMeta.Sample")
 	}
-	if len(seeds) != len(edges) {
-		return fmt.Errorf("sink: %d seeds for %d instances", len(seeds), len(edges))
+	n := c.Instances()
+	if len(seeds) != n {
+		return fmt.Errorf("sink: %d seeds for %d instances", len(seeds), n)
 	}
 	if err := w.failed(); err != nil {
 		return err
 	}
-	if first != s.instances || s.instances+int64(len(edges)) > w.meta.Instances {
+	if first != s.instances || s.instances+int64(n) > w.meta.Instances {
 		return w.fail(fmt.Errorf("sink: batch %s: %w: instances %d..%d after %d of %d", w.meta.BatchID, ErrBadChunk,
-			first, first+int64(len(edges))-1, s.instances, w.meta.Instances))
+			first, first+int64(n)-1, s.instances, w.meta.Instances))
+	}
+	if err := checkColumns(c); err != nil {
+		return w.fail(fmt.Errorf("sink: batch %s: %w: %v", w.meta.BatchID, ErrBadChunk, err))
+	}
+	if w.meta.SampleEdgeWeight && !c.WithEdges && c.Len() > 0 {
+		return w.fail(fmt.Errorf("sink: batch %s: %w: edge weights asked, and the sampled edges carry no edge indices", w.meta.BatchID, ErrBadChunk))
 	}
 	// The instances go in windows of about one row group per encoder, so
 	// the buffers in use stay about twice the encoders however large the
 	// call: submitting a window's groups waits for earlier groups, whose
 	// buffers the next window reuses.
-	window := (w.cfg.encoders + 1) * sampleRowGroupRows
-	for k0 := 0; k0 < len(edges); {
-		k1, n := k0, 0
-		for k1 < len(edges) && (k1 == k0 || n+len(edges[k1]) <= window) {
-			n += len(edges[k1])
-			k1++
+	window := int64(w.cfg.encoders+1) * sampleRowGroupRows
+	off := c.Offsets
+	for k0 := 0; k0 < n; {
+		// The window's instances: at least one, then as many as fit.
+		k1 := k0 + 1
+		if lim := off[k0] + window; off[k1] <= lim {
+			k1 = k0 + sort.Search(n-k0, func(j int) bool { return off[k0+j+1] > lim })
 		}
-		bufs, err := w.sampleRows(first+int64(k0), seeds[k0:k1], edges[k0:k1])
+		bufs, err := w.sampleRows(first, seeds, c, k0, k1)
 		if err != nil {
 			return w.fail(err)
 		}
@@ -182,7 +201,22 @@ func (w *BatchWriter) WriteSamples(ctx context.Context, first int64, seeds []int
 		s.buf = bufs[len(bufs)-1]
 		k0 = k1
 	}
-	s.instances += int64(len(edges))
+	s.instances += int64(n)
+	return nil
+}
+
+// checkColumns checks that c's columns are as long as its offsets say.
+func checkColumns(c *graphsample.Columns) error {
+	if len(c.Offsets) == 0 {
+		return errors.New("no offsets")
+	}
+	if c.Offsets[0] != 0 {
+		return fmt.Errorf("offsets start at %d", c.Offsets[0])
+	}
+	n := c.Len()
+	if int64(len(c.Hop)) != n || int64(len(c.Src)) != n || int64(len(c.Dst)) != n || (c.WithEdges && int64(len(c.Edge)) != n) {
+		return fmt.Errorf("columns of %d, %d, %d, %d rows for %d edges", len(c.Hop), len(c.Src), len(c.Dst), len(c.Edge), n)
+	}
 	return nil
 }
 
@@ -204,21 +238,21 @@ func (w *BatchWriter) sampleBuffer() []WeightedSampleRow {
 // on the 16-core host).
 const sampleRowsSerial = 1 << 14
 
-// sampleRows checks the edges of instances first, first+1, ... and maps
-// them to rows of external ids, in order, after the rows already buffered:
-// into row-group buffers, all full but the last (which may be empty). The
-// buffers are the writer's own, reused from group to group: mapping into a
-// new array of the call's size, every row a first touch of fresh memory,
-// took 30% of a 1 M-seed sample's CPU time on the 16-core host.
-func (w *BatchWriter) sampleRows(first int64, seeds []int64, edges [][]graphsample.SampledEdge) ([][]WeightedSampleRow, error) {
+// sampleRows checks the edges of c's instances k0 .. k1-1 (instance first+k
+// for k) and maps them to rows of external ids, in order, after the rows
+// already buffered: into row-group buffers, all full but the last (which
+// may be empty). The buffers are the writer's own, reused from group to
+// group: mapping into a new array of the call's size, every row a first
+// touch of fresh memory, took 30% of a 1 M-seed sample's CPU time on the
+// 16-core host.
+func (w *BatchWriter) sampleRows(first int64, seeds []int64, c *graphsample.Columns, k0, k1 int) ([][]WeightedSampleRow, error) {
 	s := w.samples
-	off := make([]int, len(edges)+1)
-	for k, es := range edges {
-		off[k+1] = off[k] + len(es)
-	}
-	// Row r of the call is row base+r of the buffers.
+	off := c.Offsets
+	// Row r of the window (column row off[k0]+r) is row base+r of the
+	// buffers.
 	base := len(s.buf)
-	end := base + off[len(edges)]
+	rows := int(off[k1] - off[k0])
+	end := base + rows
 	bufs := [][]WeightedSampleRow{s.buf}
 	if s.buf == nil {
 		bufs[0] = w.sampleBuffer()
@@ -237,26 +271,34 @@ func (w *BatchWriter) sampleRows(first int64, seeds []int64, edges [][]graphsamp
 	nv := uint32(g.NumVertices())
 	strs := g.HasStringIDs()
 	if strs {
-		for _, sd := range seeds {
+		for _, sd := range seeds[k0:k1] {
 			if sd < 0 || sd >= int64(nv) {
 				return nil, fmt.Errorf("sink: batch %s: %w: seed %d beyond the graph", w.meta.BatchID, ErrBadChunk, sd)
 			}
 		}
 	}
-	fill := func(k0, k1 int) error {
-		for k := k0; k < k1; k++ {
-			id := first + int64(k)
-			r := base + off[k]
-			for _, e := range edges[k] {
-				if e.Src >= nv || e.Dst >= nv || e.Edge >= uint64(len(g.Targets)) {
-					return fmt.Errorf("sink: batch %s: %w: edge %d->%d beyond the graph", w.meta.BatchID, ErrBadChunk, e.Src, e.Dst)
+	weights := g.Weights
+	if !c.WithEdges {
+		weights = nil // checked by the caller: no edge_weight column
+	}
+	ne := uint64(len(g.Targets))
+	fill := func(a, b int) error {
+		for k := a; k < b; k++ {
+			id, seed := first+int64(k), seeds[k]
+			r := base + int(off[k]-off[k0])
+			for x := off[k]; x < off[k+1]; x++ {
+				src, dst := c.Src[x], c.Dst[x]
+				if src >= nv || dst >= nv || (c.WithEdges && c.Edge[x] >= ne) {
+					return fmt.Errorf("sink: batch %s: %w: edge %d->%d beyond the graph", w.meta.BatchID, ErrBadChunk, src, dst)
 				}
-				row := WeightedSampleRow{InstanceID: id, Seed: seeds[k], Hop: e.Hop, Src: g.ExternalID(e.Src), Dst: g.ExternalID(e.Dst)}
+				row := WeightedSampleRow{InstanceID: id, Seed: seed, Hop: c.Hop[x]}
 				if strs {
-					row.Src, row.Dst = int64(e.Src), int64(e.Dst) // their strings at encodeSampleGroup
+					row.Src, row.Dst = int64(src), int64(dst) // their strings at encodeSampleGroup
+				} else {
+					row.Src, row.Dst = g.ExternalID(src), g.ExternalID(dst)
 				}
-				if g.Weights != nil {
-					row.EdgeWeight = g.Weights[e.Edge]
+				if weights != nil {
+					row.EdgeWeight = weights[c.Edge[x]]
 				}
 				bufs[r/sampleRowGroupRows][r%sampleRowGroupRows] = row
 				r++
@@ -264,28 +306,27 @@ func (w *BatchWriter) sampleRows(first int64, seeds []int64, edges [][]graphsamp
 		}
 		return nil
 	}
-	rows := off[len(edges)]
-	parts := min(w.cfg.encoders, rows/sampleRowsSerial, len(edges))
+	parts := min(w.cfg.encoders, rows/sampleRowsSerial, k1-k0)
 	if parts <= 1 {
-		return bufs, fill(0, len(edges))
+		return bufs, fill(k0, k1)
 	}
 	// Ranges of instances with about as many edges each; the first failing
 	// range's error is returned, so the error does not depend on timing.
 	errs := make([]error, parts)
 	var wg sync.WaitGroup
-	k0 := 0
+	a := k0
 	for i := range parts {
-		k1 := len(edges)
+		b := k1
 		if i < parts-1 {
-			target := rows * (i + 1) / parts
-			k1 = k0 + sort.SearchInts(off[k0:len(edges)], target)
+			target := off[k0] + int64(rows)*int64(i+1)/int64(parts)
+			b = a + sort.Search(k1-a, func(j int) bool { return off[a+j] >= target })
 		}
 		wg.Add(1)
-		go func(i, k0, k1 int) {
+		go func(i, a, b int) {
 			defer wg.Done()
-			errs[i] = fill(k0, k1)
-		}(i, k0, k1)
-		k0 = k1
+			errs[i] = fill(a, b)
+		}(i, a, b)
+		a = b
 	}
 	wg.Wait()
 	return bufs, firstError(errs)

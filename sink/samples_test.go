@@ -255,3 +255,68 @@ func readSamplesArrow(t *testing.T, data []byte, weight bool) []WeightedSampleRo
 	}
 	return rows
 }
+
+// WriteSampleColumns writes the bytes WriteSamples writes for the same
+// edges, whatever the waves, with or without edge indices (unweighted
+// output needs none); edge weights asked of columns without edge indices,
+// and columns shorter than their offsets, are refused as bad chunks.
+func TestSampleColumnsWriteWhatWriteSamplesWrites(t *testing.T) {
+	ctx := context.Background()
+	g := weightedTestGraph(t)
+	ss, edges := runSample(t, g, sampleParams, 4000)
+	for _, weight := range []bool{false, true} {
+		b, _ := fileBucket(t)
+		want := writeSamples(t, b, sampleMeta("w", sampleParams, len(edges), weight), g, ss, edges, 1000, WithFileBytes(32<<10), WithEncoders(3))
+		for _, c := range []struct {
+			per       int
+			withEdges bool
+		}{{len(edges), true}, {777, true}, {1, true}, {777, false}} {
+			if weight && !c.withEdges {
+				continue
+			}
+			b, _ := fileBucket(t)
+			w, err := NewBatchWriter(ctx, b, "walks", sampleMeta("w", sampleParams, len(edges), weight), g, WithFileBytes(32<<10), WithEncoders(3))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cols := &graphsample.Columns{WithEdges: c.withEdges}
+			for lo := 0; lo < len(edges); lo += c.per {
+				hi := min(lo+c.per, len(edges))
+				cols.SetEdges(edges[lo:hi], 2)
+				if err := w.WriteSampleColumns(ctx, int64(lo), ss[lo:hi], cols); err != nil {
+					t.Fatal(err)
+				}
+			}
+			m, err := w.Commit(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := partSums(m), partSums(want); !reflect.DeepEqual(got, want) {
+				t.Errorf("weight %v, %d instances a call, edges %v: parts %v differ from WriteSamples' %v", weight, c.per, c.withEdges, got, want)
+			}
+		}
+	}
+	b, _ := fileBucket(t)
+	w, _ := NewBatchWriter(ctx, b, "walks", sampleMeta("nw", sampleParams, 10, true), g)
+	cols := &graphsample.Columns{}
+	cols.SetEdges(edges[:10], 1)
+	if err := w.WriteSampleColumns(ctx, 0, ss[:10], cols); !errors.Is(err, ErrBadChunk) || !strings.Contains(err.Error(), "edge indices") {
+		t.Errorf("edge weights from columns without edge indices: %v", err)
+	}
+	w, _ = NewBatchWriter(ctx, b, "walks", sampleMeta("short", sampleParams, 10, false), g)
+	cols.SetEdges(edges[:10], 1)
+	cols.Dst = cols.Dst[:len(cols.Dst)-1]
+	if err := w.WriteSampleColumns(ctx, 0, ss[:10], cols); !errors.Is(err, ErrBadChunk) {
+		t.Errorf("a column shorter than the offsets: %v", err)
+	}
+}
+
+// partSums are m's parts as checksum, rows and bytes (their keys name the
+// writer's attempt).
+func partSums(m *output.Manifest) []string {
+	var out []string
+	for _, f := range m.Files {
+		out = append(out, fmt.Sprint(f.CRC32C, f.Rows, f.Bytes, f.RowGroups))
+	}
+	return out
+}

@@ -38,12 +38,21 @@ func (s *Stage) sample(ctx context.Context, b *batch, v *served, turn *turns.Hel
 	var d time.Duration
 	var wave int
 	var waveEdges int64
+	// One set of columns for every wave of the batch (the writer is done
+	// with a wave when WriteSampleColumns returns), kept for the next
+	// batch.
+	cols, _ := s.sampleCols.Get().(*graphsample.Columns)
+	if cols == nil {
+		cols = &graphsample.Columns{}
+	}
+	defer s.sampleCols.Put(cols)
+	cols.WithEdges = sp.EdgeWeight
 	for lo := 0; lo < n; lo += wave {
 		wave = message.SampleWave(p, message.SampleWaveEdges, n-lo, wave, waveEdges)
 		hi := lo + wave
 		turn.Lock() // each wave a turn: queued micro-batches walk between waves
 		t0 := time.Now()
-		edges, ws, err := graphsample.SampleRangeOn(ctx, v.e, v.g, p, b.req.Starts, lo, hi-lo, 0)
+		ws, err := graphsample.SampleColumnsOn(ctx, v.e, v.g, p, b.req.Starts, lo, hi-lo, 0, cols)
 		d += time.Since(t0)
 		s.turns.Done()
 		if err != nil {
@@ -55,7 +64,7 @@ func (s *Stage) sample(ctx context.Context, b *batch, v *served, turn *turns.Hel
 		waveEdges = ws.Edges
 		// A graph with string ids takes its seeds as dense ids
 		// (sink.BatchWriter.WriteSamples writes their strings).
-		seeds := make([]int64, len(edges))
+		seeds := make([]int64, hi-lo)
 		for k := range seeds {
 			if i := (lo + k) / p.InstancesPerSeed * per; v.g.HasStringIDs() {
 				seeds[k] = int64(b.req.Starts[i])
@@ -63,7 +72,7 @@ func (s *Stage) sample(ctx context.Context, b *batch, v *served, turn *turns.Hel
 				seeds[k] = b.req.Seeds[i]
 			}
 		}
-		if err := b.w.WriteSamples(ctx, int64(lo), seeds, edges); err != nil {
+		if err := b.w.WriteSampleColumns(ctx, int64(lo), seeds, cols); err != nil {
 			b.wErr = fmt.Errorf("write: %w", err)
 			return
 		}

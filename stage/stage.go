@@ -171,6 +171,10 @@ type Stage struct {
 	log    *slog.Logger
 	m      *metrics
 	tracer trace.Tracer
+	// sampleCols holds *graphsample.Columns between sampling batches
+	// (sample): a wave's columns are up to about 160 MB, touched afresh
+	// by every batch otherwise.
+	sampleCols sync.Pool
 
 	queue chan *batch   // validated requests waiting for the engine
 	slots chan struct{} // MaxInFlight tokens: batches between launch and ack

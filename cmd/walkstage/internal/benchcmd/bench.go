@@ -14,6 +14,7 @@ import (
 	"github.com/walkstage/walkstage/cmd/walkstage/internal/cli"
 	"github.com/walkstage/walkstage/engines"
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -95,6 +96,7 @@ file or a generated R-MAT graph; the walks are discarded.`)
 	fs.IntVar(&sb.frontierSize, "sample-frontier-size", 2000, "frontier case: frontier size")
 	fs.IntVar(&sb.frontierSteps, "sample-frontier-steps", 100_000, "frontier case: steps per instance")
 	fs.IntVar(&sb.frontierInstances, "sample-frontier-instances", 16, "frontier case: instances (one frontier of random seeds)")
+	fs.Int64Var(&sb.waveEdges, "sample-wave-edges", message.SampleWaveEdges, "sampling cases: about the edges one call samples and holds, as the stage samples in waves (0: each case in one call, memory growing with the sample)")
 	var rf cli.ResultFlags
 	rf.Register(fs)
 	if err := cli.ParseFlags(fs, args); err != nil {

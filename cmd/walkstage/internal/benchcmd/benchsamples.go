@@ -8,6 +8,7 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/graphsample"
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -21,6 +22,9 @@ type sampleBench struct {
 	frontierSteps     int
 	frontierInstances int
 	workers           int
+	// waveEdges is about the edges a wave holds (message.SampleWave), as
+	// the stage and `walkstage walk` sample; 0: the whole case in one call.
+	waveEdges int64
 }
 
 // sampleBenchCases are the sampling cases by name.
@@ -57,9 +61,11 @@ func randomSeeds(g *graph.Graph, n int, seed uint64) []uint32 {
 	return out
 }
 
-// benchSample runs one sampling case on eng (graphsample.SampleRangeOn) and
-// prints SEPS: sampled edges per second of the whole call (the best of
-// repeat runs), and the engine that sampled.
+// benchSample runs one sampling case on eng (graphsample.SampleColumnsOn,
+// in waves of about sb.waveEdges edges as the stage samples, into columns
+// reused from wave to wave and handed to a no-op consumer) and prints
+// SEPS: sampled edges per second of the whole case (the best of repeat
+// runs), the engine that sampled, the waves and the peak RSS.
 func benchSample(ctx context.Context, eng walk.Engine, name string, p graphsample.SampleParams, g *graph.Graph, sb sampleBench, seed uint64, repeat int, stdout io.Writer) (benchRow, error) {
 	p.Seed, p.InstancesPerSeed = seed, 1
 	n := sb.seeds
@@ -67,20 +73,37 @@ func benchSample(ctx context.Context, eng walk.Engine, name string, p graphsampl
 		n, p.InstancesPerSeed = p.FrontierSize, sb.frontierInstances
 	}
 	starts := randomSeeds(g, n, seed)
+	total := p.NumInstances(len(starts))
 	var best time.Duration
 	var st graphsample.SampleStats
+	var waves int
+	var cols graphsample.Columns
 	for r := 0; r < max(repeat, 1); r++ {
 		t := time.Now()
-		_, s, err := graphsample.SampleRangeOn(ctx, eng, g, p, starts, 0, -1, sb.workers)
-		if err != nil {
-			return benchRow{}, fmt.Errorf("%s: %w", name, err)
+		var s graphsample.SampleStats
+		var wave, nw int
+		var waveEdges int64
+		for lo := 0; lo < total; lo += wave {
+			if sb.waveEdges > 0 {
+				wave = message.SampleWave(p, sb.waveEdges, total-lo, wave, waveEdges)
+			} else {
+				wave = total - lo
+			}
+			ws, err := graphsample.SampleColumnsOn(ctx, eng, g, p, starts, lo, wave, sb.workers, &cols)
+			if err != nil {
+				return benchRow{}, fmt.Errorf("%s: %w", name, err)
+			}
+			s.Instances += ws.Instances
+			s.Edges += ws.Edges
+			waveEdges = ws.Edges
+			nw++
 		}
 		if d := time.Since(t); r == 0 || d < best {
-			best, st = d, s
+			best, st, waves = d, s, nw
 		}
 	}
-	fmt.Fprintf(stdout, "%-18s %s on %s: %d instances, %d sampled edges in %s: %.2f M SEPS, %.0f instances/s, peak RSS %.0f MiB\n",
-		name, p, graphsample.SampleEngine(eng, p), st.Instances, st.Edges, best.Round(time.Microsecond), float64(st.Edges)/best.Seconds()/1e6,
+	fmt.Fprintf(stdout, "%-18s %s on %s: %d instances, %d sampled edges in %s (%d waves): %.2f M SEPS, %.0f instances/s, peak RSS %.0f MiB\n",
+		name, p, graphsample.SampleEngine(eng, p), st.Instances, st.Edges, best.Round(time.Microsecond), waves, float64(st.Edges)/best.Seconds()/1e6,
 		float64(st.Instances)/best.Seconds(), peakRSSMiB())
 	return benchRow{Case: name, Sampling: p.String(), SampledOn: graphsample.SampleEngine(eng, p), Instances: int64(st.Instances),
 		Edges: int64(st.Edges), DurationSeconds: best.Seconds(), EdgesPerSecond: perSecond(int64(st.Edges), best),

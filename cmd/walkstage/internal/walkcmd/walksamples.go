@@ -205,25 +205,38 @@ func walkSamples(ctx context.Context, kind graphsample.SampleKind, f *sampleFlag
 		return err
 	}
 	fmt.Fprintf(stderr, "sampling %d instances (%s) with the %s engine into %s\n", n, p, engine, store.ObjectURL(r.out, w.Layout().Dir))
+	if most := message.MaxSampleEdges(p); int64(n) > message.SampleWaveEdges/most {
+		// The worst case is not held at once: waves bound the memory
+		// (the stage also refuses a request whose worst case exceeds
+		// WALKSTAGE_MAX_SAMPLED_EDGES).
+		fmt.Fprintf(stderr, "notice: %d instances of up to %d edges each are sampled and written in waves of about %d edges, two held at a time\n",
+			n, most, message.SampleWaveEdges)
+	}
 	// Waves of instances bound the edges held, as in the stage. A wave is
-	// written on its own goroutine while the next one samples (at most two
-	// waves held).
+	// written on its own goroutine while the next one samples: two column
+	// sets take turns (free), so at most two waves are held and their
+	// memory is reused from wave to wave.
 	type sampledWave struct {
 		lo    int
 		seeds []int64
-		edges [][]graphsample.SampledEdge
+		cols  *graphsample.Columns
 	}
 	waves := make(chan sampledWave)
+	free := make(chan *graphsample.Columns, 2)
+	for range 2 {
+		free <- &graphsample.Columns{WithEdges: f.edgeWeight}
+	}
 	written := make(chan error, 1)
 	writeFailed := make(chan struct{}) // closed when a write fails: stop sampling
 	go func() {
 		var werr error
 		for wv := range waves {
 			if werr == nil {
-				if werr = w.WriteSamples(ctx, int64(wv.lo), wv.seeds, wv.edges); werr != nil {
+				if werr = w.WriteSampleColumns(ctx, int64(wv.lo), wv.seeds, wv.cols); werr != nil {
 					close(writeFailed)
 				}
 			}
+			free <- wv.cols
 		}
 		written <- werr
 	}()
@@ -234,15 +247,21 @@ func walkSamples(ctx context.Context, kind graphsample.SampleKind, f *sampleFlag
 	var waveEdges int64
 	for lo := 0; lo < n && err == nil; lo += wave {
 		wave = message.SampleWave(p, message.SampleWaveEdges, n-lo, wave, waveEdges)
+		var cols *graphsample.Columns
+		select {
+		case cols = <-free:
+		case <-writeFailed:
+			err = errWaveNotWritten
+			continue
+		}
 		ts := time.Now()
-		var edges [][]graphsample.SampledEdge
 		var ws graphsample.SampleStats
-		edges, ws, err = graphsample.SampleRangeOn(ctx, eng, g, p, starts, lo, wave, r.workers)
+		ws, err = graphsample.SampleColumnsOn(ctx, eng, g, p, starts, lo, wave, r.workers, cols)
 		sampled += time.Since(ts)
 		st.Edges += ws.Edges
 		waveEdges = ws.Edges
 		if err == nil {
-			seeds := make([]int64, len(edges))
+			seeds := make([]int64, wave)
 			for k := range seeds {
 				// A graph with string ids takes dense seeds (sink.BatchWriter.WriteSamples).
 				if s := starts[(lo+k)/p.InstancesPerSeed*p.SeedsPerInstance()]; g.HasStringIDs() {
@@ -252,7 +271,7 @@ func walkSamples(ctx context.Context, kind graphsample.SampleKind, f *sampleFlag
 				}
 			}
 			select {
-			case waves <- sampledWave{lo, seeds, edges}:
+			case waves <- sampledWave{lo, seeds, cols}:
 			case <-writeFailed:
 				err = errWaveNotWritten
 			}
