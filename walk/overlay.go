@@ -2,6 +2,8 @@ package walk
 
 import (
 	"fmt"
+	"iter"
+	"math/bits"
 	"slices"
 
 	"github.com/walkstage/walkstage/graph"
@@ -63,6 +65,77 @@ type DeltaVertex struct {
 	// Live counts the vertex's live edges, base and appended: 0 is a dead end.
 	Live int
 }
+
+// DeltaIndexer is implemented by overlays that keep a DeltaIndex of
+// themselves, built once per snapshot, so that each job walking a snapshot
+// does not rebuild it (IndexOf).
+type DeltaIndexer interface {
+	DeltaIndex() *DeltaIndex
+}
+
+// DeltaIndex is a snapshot's deltas in flat arrays, for walkers that check
+// at every step whether the vertex has a delta: a bit per vertex (an eighth
+// of a byte, where a lookup in the snapshot's own structure may be a walk
+// down a tree) and, for the vertices marked, their DeltaVertex by rank.
+type DeltaIndex struct {
+	bits []uint64
+	rank []uint32 // vertices marked in the words before word i
+	dvs  []*DeltaVertex
+}
+
+// NewDeltaIndex builds the index of n vertices (dense ids 0..n-1) from
+// their deltas, listed in increasing vertex order.
+func NewDeltaIndex(n int, deltas iter.Seq2[uint32, *DeltaVertex]) *DeltaIndex {
+	words := (n + 63) / 64
+	x := &DeltaIndex{bits: make([]uint64, words), rank: make([]uint32, words)}
+	for v, dv := range deltas {
+		if dv == nil || int(v) >= n {
+			continue
+		}
+		x.bits[v>>6] |= 1 << (v & 63)
+		x.dvs = append(x.dvs, dv)
+	}
+	var r uint32
+	for i, w := range x.bits {
+		x.rank[i] = r
+		r += uint32(bits.OnesCount64(w))
+	}
+	return x
+}
+
+// IndexOf returns o's DeltaIndex: the one it keeps, or one built by asking
+// Vertex of every vertex.
+func IndexOf(o Overlay) *DeltaIndex {
+	if di, ok := o.(DeltaIndexer); ok {
+		return di.DeltaIndex()
+	}
+	return NewDeltaIndex(o.NumVertices(), func(yield func(uint32, *DeltaVertex) bool) {
+		for v := range uint32(o.NumVertices()) {
+			if dv := o.Vertex(v); dv != nil && !yield(v, dv) {
+				return
+			}
+		}
+	})
+}
+
+// Has reports whether v has a delta.
+func (x *DeltaIndex) Has(v uint32) bool {
+	w := int(v >> 6)
+	return w < len(x.bits) && x.bits[w]>>(v&63)&1 != 0
+}
+
+// Vertex returns v's delta, nil when it has none: Overlay.Vertex, read from
+// the flat arrays.
+func (x *DeltaIndex) Vertex(v uint32) *DeltaVertex {
+	if !x.Has(v) {
+		return nil
+	}
+	w := v >> 6
+	return x.dvs[x.rank[w]+uint32(bits.OnesCount64(x.bits[w]&(1<<(v&63)-1)))]
+}
+
+// Len counts the vertices with a delta.
+func (x *DeltaIndex) Len() int { return len(x.dvs) }
 
 // DeltaEdge is one appended edge.
 type DeltaEdge struct {
