@@ -7,34 +7,39 @@ import (
 )
 
 // The ring walker on a live graph's snapshot (walkRingOverlay): the ring's
-// slots and its vectorised Philox (ring.go), with two more slot states for
-// a walk standing on a vertex that has a delta. Each round computes the
-// words of draw 0 of every slot's next step, as the ring does; a slot then
-// goes one state further and prefetches what the next state reads:
+// slots and its vectorised Philox (ring.go), reading which vertices have a
+// delta from the snapshot's flat index (walk.DeltaIndex: a bit per vertex,
+// and the DeltaHead of each marked one). Each round computes the words of
+// draw 0 of every slot's next step, as the ring does, and a slot goes one
+// state further, prefetching what its next state reads:
 //
-//   - slotChosen: the walk stands on a vertex without a delta, its offsets
-//     prefetched. Draw the base edge with the round's words (the base's
-//     draw of walk/draws.go, exactly what overlayStep takes for such a
-//     vertex) and prefetch its entry: slotDrawn.
-//   - slotDrawn: resolve the drawn entry to the next vertex. Without a
-//     delta there, on the fused table, draw its next step at once (the
-//     entry holds its edge range, as in roundFused); on the other tables
-//     prefetch its offsets (slotChosen). With a delta: slotDelta.
-//   - slotDelta: the walk stands on a vertex with a delta, its DeltaVertex
-//     and offsets prefetched. Take the first attempt of overlayStep (PPR's
-//     stop from the round's words, the attempt's draw 1 computed here) and
-//     prefetch the base entry or appended edge it names: slotDeltaDrawn.
-//   - slotDeltaDrawn: decide as walkOverlayUnit does; a dead or unkept edge
-//     goes on in overlayAttempts from attempt 1, at once (rare: a delete or
-//     a weight rejection).
+//   - slotChosen: the walk stands on a vertex, its offsets (and DeltaHead)
+//     prefetched a round ago; take the step's first draw (stepFrom).
+//   - slotDrawn: resolve the base entry drawn (an alias entry or target, or
+//     a fused entry, which also holds the next vertex's edge range). A base
+//     edge drawn at a vertex with tombstones is taken unless dead. On the
+//     fused table the walk is then slotArrived, its DeltaHead prefetched,
+//     and the round's second pass takes its first draw: the round's words
+//     are its draw 0. On the other tables it waits a round for the
+//     offsets (slotChosen).
+//   - slotDeltaDrawn: an appended edge drawn: taken if kept and not dead.
 //
-// So the walks are overlayStep's word for word, and only the order in which
-// the steps of different walks are taken changes. Walks start in slotChosen
-// or slotDelta with their first step undrawn, one round later than on the
-// ring, which keeps starting them simple: no batch draws.
+// The first draw (stepFrom) of a vertex without a delta is the base's step
+// of walk/draws.go, which is what overlayStep takes for it ("a vertex
+// without a delta steps as on the base"); of a vertex with a delta,
+// overlayStep's first attempt (PPR's stop from the round's words, its
+// attempt's draw 1 computed here). An attempt that lands on a dead or
+// unkept edge, or on an empty side, goes on in overlayAttempts from attempt
+// 1, at once (a delete or a weight rejection). So the walks are
+// overlayStep's word for word; only the order in which the steps of
+// different walks are taken changes. Walks start in slotChosen, one round
+// later than on the ring, which keeps starting them simple: no batch draws.
 const (
-	slotDelta      = 4
 	slotDeltaDrawn = 5
+	// slotArrived: the walk reached a vertex through a fused entry in this
+	// round's first pass, its edge range known; the second pass draws its
+	// step with the round's words.
+	slotArrived = 6
 )
 
 // ovRing is one call of walkRingOverlay.
@@ -58,15 +63,19 @@ type ovRing struct {
 	stopT   uint64
 	next    int // next walk of the unit to start
 	live    int // slots holding a walk
-	// Per slot: the DeltaVertex and vertex of a walk in slotDelta or
-	// slotDeltaDrawn, what its first attempt drew (ovBaseD or ovDelta) and
-	// the draw that attempt took (1 for PPR).
-	dv    [ringSlots]*walk.DeltaVertex
+	// Per slot, for a step drawn at a vertex with a delta: the vertex,
+	// its delta's position in the index, whether a base edge drawn may be
+	// dead (ovBaseD) or not (ovBase), and the draw the attempt took (1 for
+	// PPR).
 	cur   [ringSlots]uint32
+	rank  [ringSlots]int32
 	kind  [ringSlots]uint8
 	first [ringSlots]uint32
+	// A walk in slotArrived: its vertex's edge range.
+	lo, deg [ringSlots]uint64
 	// A block's prefetches: offsets rows, base entries (fused, alias or
-	// target), addresses (DeltaVertex, appended edges).
+	// target), addresses (DeltaHeads, appended edges). A slot adds at
+	// most one of each in a pass.
 	pfOff, pfEnt, pfAddr [8]uint64
 	nOff, nEnt, nAddr    int
 }
@@ -91,14 +100,20 @@ func (s *stepper) walkRingOverlay(r *ring, starts []uint32, firstID uint64, buf,
 			philox64((*[ringHalf]uint32)(r.idLo[h*ringHalf:]), (*[ringHalf]uint32)(r.idHi[h*ringHalf:]),
 				(*[ringHalf]uint32)(r.ctr[h*ringHalf:]), 0, s.k0, s.k1, &r.words[h])
 		}
+		// Two passes, so that the DeltaHead of a vertex reached through
+		// a fused entry in the first is prefetched a ring ahead of its
+		// draw in the second.
 		for b := 0; b < ringSlots; b += 8 {
-			w.round(b)
+			w.resolve(b)
+		}
+		for b := 0; b < ringSlots; b += 8 {
+			w.arrived(b)
 		}
 	}
 }
 
 // start gives slot i, empty, the unit's next walk that takes a step, and
-// reports whether there was one. A walk of length 0 ends at its start.
+// reports whether there was one.
 func (w *ovRing) start(i int) bool {
 	r := w.r
 	for w.next < len(w.starts) {
@@ -129,29 +144,30 @@ func (w *ovRing) finish(i int) {
 	w.start(i)
 }
 
-// arrive puts slot i's walk on vertex v, whose step is r.step[i], undrawn:
-// slotDelta or slotChosen, its lines prefetched. The next round's words are
-// that step's draw 0.
+// arrive puts slot i's walk on vertex v, whose step is r.step[i], to draw
+// it next round (slotChosen) with that step's draw 0, v's offsets and
+// DeltaHead prefetched.
 func (w *ovRing) arrive(i int, v uint32) {
 	r := w.r
-	r.ctr[i], r.idx[i] = r.step[i], uint64(v)
-	if w.x.Has(v) {
-		dv := w.x.Vertex(v)
-		w.dv[i], w.cur[i], r.state[i] = dv, v, slotDelta
-		w.pfAddr[w.nAddr] = uint64(uintptr(unsafe.Pointer(dv)))
-		w.nAddr++
-	} else {
-		r.state[i] = slotChosen
-	}
+	r.ctr[i], r.idx[i], r.state[i] = r.step[i], uint64(v), slotChosen
 	if v < w.baseV {
 		w.pfOff[w.nOff] = uint64(v)
 		w.nOff++
 	}
+	if k := w.x.Rank(v); k >= 0 {
+		w.pfAddr[w.nAddr] = uint64(uintptr(unsafe.Pointer(w.x.Head(k))))
+		w.nAddr++
+	}
 }
 
-// drawBase draws slot i's step from a vertex without a delta whose edges
-// are [a, a+d), with the round's words (the base step of draws.go).
-func (w *ovRing) drawBase(i int, a, d uint64) {
+// stepFrom takes the first draw of slot i's step from v, whose base edges
+// are [a, a+d) and whose delta is at k in the index (-1: none), with the
+// round's words, which are the step's draw 0.
+func (w *ovRing) stepFrom(i int, v uint32, k int, a, d uint64) {
+	if k >= 0 {
+		w.deltaFirst(i, v, k, a, a+d)
+		return
+	}
 	r := w.r
 	words := &r.words[i/ringHalf]
 	col, coin := words[0][i%ringHalf], words[1][i%ringHalf]
@@ -166,9 +182,16 @@ func (w *ovRing) drawBase(i int, a, d uint64) {
 		w.finish(i)
 		return
 	}
-	x := a + uint64(walk.Bounded(col, uint32(d)))
-	r.idx[i], r.coin[i], r.state[i], r.ctr[i] = x, coin, slotDrawn, r.step[i]+1
-	w.pfEnt[w.nEnt] = x
+	w.drawn(i, a+uint64(walk.Bounded(col, uint32(d))), coin, ovBase)
+}
+
+// drawn makes slot i's step the base entry e with coin, and prefetches it.
+// The next round's words are the next step's draw 0.
+func (w *ovRing) drawn(i int, e uint64, coin uint32, kind uint8) {
+	r := w.r
+	r.idx[i], r.coin[i], r.state[i], r.ctr[i] = e, coin, slotDrawn, r.step[i]+1
+	w.kind[i] = kind
+	w.pfEnt[w.nEnt] = e
 	w.nEnt++
 }
 
@@ -194,7 +217,7 @@ func (w *ovRing) entryTarget(e uint64, coin uint32) uint32 {
 }
 
 // took writes next as slot i's next vertex (ok false: the walk ends here)
-// and moves the walk on.
+// and reports whether the walk goes on.
 func (w *ovRing) took(i int, next uint32, ok bool) bool {
 	r := w.r
 	if !ok {
@@ -211,17 +234,23 @@ func (w *ovRing) took(i int, next uint32, ok bool) bool {
 	return true
 }
 
-// round visits slots b..b+7 and takes each one state further.
-func (w *ovRing) round(b int) {
+// resolve is a round's first pass over slots b..b+7: it draws the steps of
+// walks that stand on a vertex (slotChosen) and resolves the edges drawn a
+// round ago. A walk it starts or moves to slotChosen is drawn next round,
+// with the words of its ctr.
+func (w *ovRing) resolve(b int) {
 	r := w.r
 	s := w.s
 	for i := b; i < b+8; i++ {
 		switch r.state[i] {
-		case slotEmpty:
 		case slotChosen:
-			v := r.idx[i]
-			a := w.off[v]
-			w.drawBase(i, a, w.off[v+1]-a)
+			v := uint32(r.idx[i])
+			var a, d uint64
+			if v < w.baseV {
+				a = w.off[v]
+				d = w.off[v+1] - a
+			}
+			w.stepFrom(i, v, w.x.Rank(v), a, d)
 		case slotDrawn:
 			var nx uint32
 			var lo, deg uint64
@@ -235,34 +264,36 @@ func (w *ovRing) round(b int) {
 			} else {
 				nx = w.entryTarget(r.idx[i], r.coin[i])
 			}
+			if w.kind[i] == ovBaseD && w.x.Head(int(w.rank[i])).BaseDead(nx) {
+				next, ok := s.overlayAttempts(w.firstID+uint64(r.walk[i]), r.step[i], w.cur[i], w.x.At(int(w.rank[i])), w.first[i], 1)
+				if w.took(i, next, ok) {
+					w.arrive(i, next)
+				}
+				continue
+			}
 			if !w.took(i, nx, true) {
 				continue
 			}
-			if w.fused != nil && !w.x.Has(nx) {
-				// The entry holds nx's edge range, and the round's
-				// words are its step's draw 0 (ctr was set to it).
-				w.drawBase(i, lo, deg)
+			if w.fused == nil {
+				w.arrive(i, nx)
 				continue
 			}
-			w.arrive(i, nx)
-		case slotDelta:
-			w.deltaFirst(i)
+			// The entry holds nx's edge range, and this round's words
+			// are its step's draw 0 (drawn set ctr so): the second
+			// pass draws it, once nx's DeltaHead has come in.
+			k := w.x.Rank(nx)
+			r.idx[i], r.state[i], w.lo[i], w.deg[i], w.rank[i] = uint64(nx), slotArrived, lo, deg, int32(k)
+			if k >= 0 {
+				w.pfAddr[w.nAddr] = uint64(uintptr(unsafe.Pointer(w.x.Head(k))))
+				w.nAddr++
+			}
 		case slotDeltaDrawn:
-			dv, c := w.dv[i], w.cur[i]
-			id := w.firstID + uint64(r.walk[i])
-			next, ok := uint32(0), true
-			if w.kind[i] == ovBaseD {
-				next = w.entryTarget(r.idx[i], r.coin[i])
-				if dv.BaseDead(next) {
-					next, ok = s.overlayAttempts(id, r.step[i], c, dv, w.first[i], 1)
-				}
-			} else {
-				de := dv.Edges[r.idx[i]]
-				if s.weighted && walk.Unit24(r.coin[i])*dv.MaxWeight >= de.Weight || dv.DeltaDead(int(r.idx[i])) {
-					next, ok = s.overlayAttempts(id, r.step[i], c, dv, w.first[i], 1)
-				} else {
-					next = de.Target
-				}
+			h := w.x.Head(int(w.rank[i]))
+			j := uint32(r.idx[i])
+			de := unsafe.Slice(h.First, h.N)[j]
+			next, ok := de.Target, true
+			if s.weighted && walk.Unit24(r.coin[i])*h.MaxWeight >= de.Weight || h.DeltaDead(j, de.Target) {
+				next, ok = s.overlayAttempts(w.firstID+uint64(r.walk[i]), r.step[i], w.cur[i], w.x.At(int(w.rank[i])), w.first[i], 1)
 			}
 			if w.took(i, next, ok) {
 				w.arrive(i, next)
@@ -272,13 +303,26 @@ func (w *ovRing) round(b int) {
 	w.flush()
 }
 
-// deltaFirst takes the first attempt of slot i's step from a vertex with a
-// delta (overlayStep's, with the round's words as draw 0).
-func (w *ovRing) deltaFirst(i int) {
+// arrived is a round's second pass over slots b..b+7: it draws the steps
+// of the walks the first pass moved on through a fused entry.
+func (w *ovRing) arrived(b int) {
+	r := w.r
+	for i := b; i < b+8; i++ {
+		if r.state[i] == slotArrived {
+			w.stepFrom(i, uint32(r.idx[i]), int(w.rank[i]), w.lo[i], w.deg[i])
+		}
+	}
+	w.flush()
+}
+
+// deltaFirst takes the first attempt of slot i's step from v, which has
+// the delta at k and base edges [a, b): overlayStep's, with the round's
+// words as its draw 0.
+func (w *ovRing) deltaFirst(i int, v uint32, k int, a, b uint64) {
 	r := w.r
 	s := w.s
-	dv, c := w.dv[i], w.cur[i]
-	if dv.Live == 0 {
+	h := w.x.Head(k)
+	if !h.Live {
 		w.finish(i)
 		return
 	}
@@ -294,35 +338,34 @@ func (w *ovRing) deltaFirst(i int) {
 		first = 1
 		x0, x1, x2, _ = s.draw(id, r.step[i], 1)
 	}
-	var a, b uint64
-	if c < w.baseV {
-		a, b = w.off[c], w.off[c+1]
-	}
-	wb, wd := dv.BaseWeight, float64(len(dv.Edges))*float64(dv.MaxWeight)
+	// The sides weighed as overlayAttempts weighs them (the delta's by its
+	// draw's envelope), in the same float64 operations.
+	wb, wd := h.BaseWeight, float64(h.N)*float64(h.MaxWeight)
 	if !s.weighted {
-		wb, wd = float64(b-a), float64(len(dv.Edges))
+		wb, wd = float64(b-a), float64(h.N)
 	}
-	w.first[i] = first
+	w.cur[i], w.rank[i], w.first[i] = v, int32(k), first
 	switch {
 	case float64(x0)*(1.0/(1<<32))*(wb+wd) < wb:
 		if a == b {
 			break
 		}
-		e := a + uint64(walk.Bounded(x1, uint32(b-a)))
-		w.kind[i], r.idx[i], r.coin[i], r.state[i] = ovBaseD, e, x2, slotDeltaDrawn
-		w.pfEnt[w.nEnt] = e
-		w.nEnt++
+		kind := uint8(ovBase)
+		if h.NDead > 0 {
+			kind = ovBaseD
+		}
+		w.drawn(i, a+uint64(walk.Bounded(x1, uint32(b-a))), x2, kind)
 		return
-	case len(dv.Edges) == 0:
+	case h.N == 0:
 	default:
-		k := walk.Bounded(x1, uint32(len(dv.Edges)))
-		w.kind[i], r.idx[i], r.coin[i], r.state[i] = ovDelta, uint64(k), x2, slotDeltaDrawn
-		w.pfAddr[w.nAddr] = uint64(uintptr(unsafe.Pointer(&dv.Edges[k])))
+		j := walk.Bounded(x1, h.N)
+		r.idx[i], r.coin[i], r.state[i] = uint64(j), x2, slotDeltaDrawn
+		w.pfAddr[w.nAddr] = uint64(uintptr(unsafe.Pointer(&unsafe.Slice(h.First, h.N)[j])))
 		w.nAddr++
 		return
 	}
 	// The attempt drew nothing (an empty side): go on from attempt 1.
-	next, ok := s.overlayAttempts(id, r.step[i], c, dv, first, 1)
+	next, ok := s.overlayAttempts(id, r.step[i], v, w.x.At(k), first, 1)
 	if w.took(i, next, ok) {
 		w.arrive(i, next)
 	}
@@ -344,7 +387,7 @@ func (w *ovRing) flush() {
 		}
 	}
 	if w.nAddr > 0 {
-		prefetchRows(nil, w.pfAddr[:w.nAddr], 1, unsafe.Sizeof(walk.DeltaVertex{}))
+		prefetchRows(nil, w.pfAddr[:w.nAddr], 1, unsafe.Sizeof(walk.DeltaHead{}))
 	}
 	w.nOff, w.nEnt, w.nAddr = 0, 0, 0
 }
