@@ -279,14 +279,17 @@ func (w *ovRing) resolve(b int) {
 				continue
 			}
 			// The entry holds nx's edge range, and this round's words
-			// are its step's draw 0 (drawn set ctr so): the second
-			// pass draws it, once nx's DeltaHead has come in.
+			// are its step's draw 0 (drawn set ctr so): draw it now,
+			// or, when nx has a delta, in the second pass, once its
+			// DeltaHead has come in.
 			k := w.x.Rank(nx)
-			r.idx[i], r.state[i], w.lo[i], w.deg[i], w.rank[i] = uint64(nx), slotArrived, lo, deg, int32(k)
-			if k >= 0 {
-				w.pfAddr[w.nAddr] = uint64(uintptr(unsafe.Pointer(w.x.Head(k))))
-				w.nAddr++
+			if k < 0 {
+				w.stepFrom(i, nx, -1, lo, deg)
+				continue
 			}
+			r.idx[i], r.state[i], w.lo[i], w.deg[i], w.rank[i] = uint64(nx), slotArrived, lo, deg, int32(k)
+			w.pfAddr[w.nAddr] = uint64(uintptr(unsafe.Pointer(w.x.Head(k))))
+			w.nAddr++
 		case slotDeltaDrawn:
 			h := w.x.Head(int(w.rank[i]))
 			j := uint32(r.idx[i])
