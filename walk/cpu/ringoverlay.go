@@ -18,10 +18,10 @@ import (
 //   - slotDrawn: resolve the base entry drawn (an alias entry or target, or
 //     a fused entry, which also holds the next vertex's edge range). A base
 //     edge drawn at a vertex with tombstones is taken unless dead. On the
-//     fused table the walk is then slotArrived, its DeltaHead prefetched,
-//     and the round's second pass takes its first draw: the round's words
-//     are its draw 0. On the other tables it waits a round for the
-//     offsets (slotChosen).
+//     fused table the round's words are the next vertex's draw 0: without
+//     a delta it is drawn at once; with one the walk is slotArrived, its
+//     DeltaHead prefetched, and the round's second pass draws it. On the
+//     other tables it waits a round for the offsets (slotChosen).
 //   - slotDeltaDrawn: an appended edge drawn: taken if kept and not dead.
 //
 // The first draw (stepFrom) of a vertex without a delta is the base's step
@@ -100,9 +100,9 @@ func (s *stepper) walkRingOverlay(r *ring, starts []uint32, firstID uint64, buf,
 			philox64((*[ringHalf]uint32)(r.idLo[h*ringHalf:]), (*[ringHalf]uint32)(r.idHi[h*ringHalf:]),
 				(*[ringHalf]uint32)(r.ctr[h*ringHalf:]), 0, s.k0, s.k1, &r.words[h])
 		}
-		// Two passes, so that the DeltaHead of a vertex reached through
-		// a fused entry in the first is prefetched a ring ahead of its
-		// draw in the second.
+		// Two passes, so that the DeltaHead of a vertex with a delta
+		// reached through a fused entry in the first is prefetched a
+		// ring ahead of its draw in the second.
 		for b := 0; b < ringSlots; b += 8 {
 			w.resolve(b)
 		}
