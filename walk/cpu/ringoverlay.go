@@ -195,25 +195,17 @@ func (w *ovRing) drawn(i int, e uint64, coin uint32, kind uint8) {
 	w.nEnt++
 }
 
-// entryTarget is the target the base entry e draws with coin.
+// entryTarget is the target the base entry e draws with coin, off the
+// fused table (resolve reads a fused entry itself, for the range too).
 func (w *ovRing) entryTarget(e uint64, coin uint32) uint32 {
-	switch {
-	case w.fused != nil:
-		en := &w.fused[e]
-		var t uint32
-		if !w.keep {
-			t = en.pick(coin)
-		}
-		return en.to[t&1].v
-	case w.tab != nil:
+	if w.tab != nil {
 		en := &w.tab[e]
 		if walk.Unit24(coin) < en.prob {
 			return en.keep
 		}
 		return en.alt
-	default:
-		return w.tgt[e]
 	}
+	return w.tgt[e]
 }
 
 // took writes next as slot i's next vertex (ok false: the walk ends here)
