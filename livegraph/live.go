@@ -484,6 +484,11 @@ type Snapshot struct {
 	live      *Live
 	// next is closed when a later snapshot is published (WaitFor).
 	next chan struct{}
+	// index is the delta's flat index, built by the first job that walks
+	// the snapshot (DeltaIndex), not at Publish: a snapshot nobody walks
+	// costs nothing, and publishing stays O(partitions).
+	index sync.Once
+	idx   *walk.DeltaIndex
 }
 
 // Covers reports whether the snapshot's watermark reaches want on every
@@ -515,6 +520,34 @@ func (s *Snapshot) Vertex(v uint32) *walk.DeltaVertex {
 		return nil
 	}
 	return &vs.view
+}
+
+// DeltaIndex implements walk.DeltaIndexer: the vertices with a delta as a
+// bitmap and flat array, read off the tree's leaves once per snapshot.
+func (s *Snapshot) DeltaIndex() *walk.DeltaIndex {
+	s.index.Do(func() {
+		s.idx = walk.NewDeltaIndex(int(s.n), func(yield func(uint32, *walk.DeltaVertex) bool) {
+			for mi, m := range s.top {
+				if m == nil {
+					continue
+				}
+				for li, lf := range m.leaves {
+					if lf == nil {
+						continue
+					}
+					for j, vs := range lf.v {
+						if vs == nil {
+							continue
+						}
+						if !yield(uint32((mi<<midBits|li)<<leafBits|j), &vs.view) {
+							return
+						}
+					}
+				}
+			}
+		})
+	})
+	return s.idx
 }
 
 // Epoch numbers the snapshots of one live graph, 1 for the empty one.

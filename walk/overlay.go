@@ -2,7 +2,10 @@ package walk
 
 import (
 	"fmt"
+	"iter"
+	"math/bits"
 	"slices"
+	"unsafe"
 
 	"github.com/walkstage/walkstage/graph"
 )
@@ -63,6 +66,156 @@ type DeltaVertex struct {
 	// Live counts the vertex's live edges, base and appended: 0 is a dead end.
 	Live int
 }
+
+// DeltaIndexer is implemented by overlays that keep a DeltaIndex of
+// themselves, built once per snapshot, so that each job walking a snapshot
+// does not rebuild it (IndexOf).
+type DeltaIndexer interface {
+	DeltaIndex() *DeltaIndex
+}
+
+// DeltaIndex is a snapshot's deltas in flat arrays, for walkers that check
+// at every step whether the vertex has a delta: a bit per vertex (an eighth
+// of a byte, where a lookup in the snapshot's own structure may be a walk
+// down a tree) and, for the vertices marked, their DeltaVertex by rank.
+type DeltaIndex struct {
+	bits  []uint64
+	rank  []uint32 // vertices marked in the words before word i
+	dvs   []*DeltaVertex
+	heads []DeltaHead
+}
+
+// DeltaHead is what the first draw of a step from a vertex with a delta
+// reads of its DeltaVertex, in 40 bytes (a DeltaVertex is 96, behind a
+// pointer): a walker keeps these for all vertices with a delta in one flat
+// array, in cache where the DeltaVertex structs are scattered.
+type DeltaHead struct {
+	// First is the first appended edge (nil when there are none), N
+	// their count: the DeltaVertex's Edges.
+	First      *DeltaEdge
+	N          uint32
+	MaxWeight  float32
+	BaseWeight float64
+	// Dead is the first tombstone (nil when there are none), NDead their
+	// count: the DeltaVertex's Dead.
+	Dead  *Tombstone
+	NDead uint32
+	// Live: the vertex has a live edge.
+	Live bool
+}
+
+// BaseDead is DeltaVertex.BaseDead.
+func (h *DeltaHead) BaseDead(t uint32) bool {
+	if h.NDead == 0 {
+		return false
+	}
+	_, ok := findTombstone(unsafe.Slice(h.Dead, h.NDead), t)
+	return ok
+}
+
+// DeltaDead is DeltaVertex.DeltaDead for appended edge i, whose target is t.
+func (h *DeltaHead) DeltaDead(i, t uint32) bool {
+	if h.NDead == 0 {
+		return false
+	}
+	ts, ok := findTombstone(unsafe.Slice(h.Dead, h.NDead), t)
+	return ok && i < ts.Upto
+}
+
+// findTombstone is a binary search of tombstones sorted by target.
+func findTombstone(dead []Tombstone, t uint32) (Tombstone, bool) {
+	lo, hi := 0, len(dead)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if dead[m].Target < t {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(dead) && dead[lo].Target == t {
+		return dead[lo], true
+	}
+	return Tombstone{}, false
+}
+
+// NewDeltaIndex builds the index of n vertices (dense ids 0..n-1) from
+// their deltas, listed in increasing vertex order.
+func NewDeltaIndex(n int, deltas iter.Seq2[uint32, *DeltaVertex]) *DeltaIndex {
+	words := (n + 63) / 64
+	x := &DeltaIndex{bits: make([]uint64, words), rank: make([]uint32, words)}
+	for v, dv := range deltas {
+		if dv == nil || int(v) >= n {
+			continue
+		}
+		x.bits[v>>6] |= 1 << (v & 63)
+		x.dvs = append(x.dvs, dv)
+		h := DeltaHead{N: uint32(len(dv.Edges)), MaxWeight: dv.MaxWeight, BaseWeight: dv.BaseWeight, NDead: uint32(len(dv.Dead)), Live: dv.Live > 0}
+		if len(dv.Edges) > 0 {
+			h.First = &dv.Edges[0]
+		}
+		if len(dv.Dead) > 0 {
+			h.Dead = &dv.Dead[0]
+		}
+		x.heads = append(x.heads, h)
+	}
+	var r uint32
+	for i, w := range x.bits {
+		x.rank[i] = r
+		r += uint32(bits.OnesCount64(w))
+	}
+	return x
+}
+
+// IndexOf returns o's DeltaIndex: the one it keeps, or one built by asking
+// Vertex of every vertex.
+func IndexOf(o Overlay) *DeltaIndex {
+	if di, ok := o.(DeltaIndexer); ok {
+		return di.DeltaIndex()
+	}
+	return NewDeltaIndex(o.NumVertices(), func(yield func(uint32, *DeltaVertex) bool) {
+		for v := range uint32(o.NumVertices()) {
+			if dv := o.Vertex(v); dv != nil && !yield(v, dv) {
+				return
+			}
+		}
+	})
+}
+
+// Has reports whether v has a delta.
+func (x *DeltaIndex) Has(v uint32) bool {
+	w := int(v >> 6)
+	return w < len(x.bits) && x.bits[w]>>(v&63)&1 != 0
+}
+
+// Vertex returns v's delta, nil when it has none: Overlay.Vertex, read from
+// the flat arrays.
+func (x *DeltaIndex) Vertex(v uint32) *DeltaVertex {
+	if !x.Has(v) {
+		return nil
+	}
+	w := v >> 6
+	return x.dvs[x.rank[w]+uint32(bits.OnesCount64(x.bits[w]&(1<<(v&63)-1)))]
+}
+
+// Rank returns the position of v's delta in the index (At, Head), -1 when
+// v has none.
+func (x *DeltaIndex) Rank(v uint32) int {
+	w := int(v >> 6)
+	if w >= len(x.bits) || x.bits[w]>>(v&63)&1 == 0 {
+		return -1
+	}
+	return int(x.rank[w]) + bits.OnesCount64(x.bits[w]&(1<<(v&63)-1))
+}
+
+// At is the delta at position k (Rank).
+func (x *DeltaIndex) At(k int) *DeltaVertex { return x.dvs[k] }
+
+// Head is the head of the delta at position k (Rank).
+func (x *DeltaIndex) Head(k int) *DeltaHead { return &x.heads[k] }
+
+// Len counts the vertices with a delta.
+func (x *DeltaIndex) Len() int { return len(x.dvs) }
 
 // DeltaEdge is one appended edge.
 type DeltaEdge struct {

@@ -83,6 +83,10 @@ type Engine struct {
 	// fusedOK: the graph is weighted, fits fusedEntry and the fused table
 	// fits the limit.
 	fusedOK bool
+	// overlaySlow walks jobs on an overlay one unit at a time
+	// (walkOverlayUnit) rather than on the ring: the reference the ring's
+	// walks are compared with in tests.
+	overlaySlow bool
 
 	fenceOnce sync.Once
 	fence     *fenceIndex
@@ -201,15 +205,20 @@ func (e *Engine) plan(jobs []walk.Job) (steppers []*stepper, units []unit, maxLe
 	for i, j := range jobs {
 		var tab []aliasEntry
 		live := j.Overlay != nil && !j.Overlay.Empty()
-		// A walk on a live graph's delta draws its base edges from the
-		// packed table (overlayStep), whatever serves the base alone.
-		useFused := e.fusedFor(j.Algorithm) && !live
+		// A walk on a live graph's delta takes the ring (walkRingOverlay),
+		// which reads the fused table as the base's ring does, but only
+		// its low offset words; the per-walk path (walkOverlayUnit, kept
+		// for tests) draws from the packed table.
+		useFused := e.fusedFor(j.Algorithm) && (!live || !e.overlaySlow && uint64(e.g.NumEdges()) < 1<<32)
 		if needsAlias(j.Algorithm) && !useFused {
 			tab = e.packedTable()
 		}
 		steppers[i] = newStepper(e.g, j.Algorithm, j.Seed, tab)
 		if live {
 			steppers[i].ov = j.Overlay
+			if !e.overlaySlow {
+				steppers[i].ovIdx = walk.IndexOf(j.Overlay)
+			}
 		}
 		if useFused {
 			steppers[i].fused = e.fusedTable()
@@ -299,6 +308,8 @@ func walkUnit(s *stepper, j walk.Job, lo, hi int, sc *unitScratch) walk.Chunk {
 			times = make([]int64, n*stride)
 		}
 		s.walkTemporalUnit(j.Starts[lo:hi], first, buf, times, lens)
+	} else if s.ovIdx != nil {
+		s.walkRingOverlay(&sc.ring, j.Starts[lo:hi], first, buf, lens)
 	} else if s.ov != nil {
 		s.walkOverlayUnit(j.Starts[lo:hi], first, buf, lens)
 	} else if s.ring() {

@@ -56,7 +56,7 @@ func (s *stepper) overlayAttempts(id uint64, step, cur uint32, dv *walk.DeltaVer
 			if a == b {
 				continue
 			}
-			t := s.static(a, b, x1, x2)
+			t := s.overlayStatic(a, b, x1, x2)
 			if !dv.BaseDead(t) {
 				return t, true
 			}
@@ -76,6 +76,17 @@ func (s *stepper) overlayAttempts(id uint64, step, cur uint32, dv *walk.DeltaVer
 		}
 	}
 	return s.overlayScan(id, step, first+walk.FallbackDraw, dv, a, b)
+}
+
+// overlayStatic is static for a step on an overlay, which may draw a
+// weighted walk's base edges from the fused table (walkRingOverlay): built
+// from the same alias tables as the packed one, it gives the same target.
+func (s *stepper) overlayStatic(a, b uint64, x, y uint32) uint32 {
+	if s.alias == nil && s.fused != nil && needsAlias(s.alg) {
+		e := &s.fused[a+uint64(walk.Bounded(x, uint32(b-a)))]
+		return e.to[e.pick(y)&1].v
+	}
+	return s.static(a, b, x, y)
 }
 
 // overlayScan is overlayStep's exact fallback: one draw, and a scan of the

@@ -35,6 +35,9 @@ type stepper struct {
 	// ov is the live graph snapshot a job walks on, when its delta is not
 	// empty (overlay.go).
 	ov walk.Overlay
+	// ovIdx is ov's flat index: set, the job walks on the ring
+	// (walkRingOverlay), else one unit at a time (walkOverlayUnit).
+	ovIdx *walk.DeltaIndex
 
 	alg      walk.Algorithm
 	sampler  walk.StepperKind

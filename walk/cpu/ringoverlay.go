@@ -1,0 +1,388 @@
+package cpu
+
+import (
+	"unsafe"
+
+	"github.com/walkstage/walkstage/walk"
+)
+
+// The ring walker on a live graph's snapshot (walkRingOverlay): the ring's
+// slots and its vectorised Philox (ring.go), reading which vertices have a
+// delta from the snapshot's flat index (walk.DeltaIndex: a bit per vertex,
+// and the DeltaHead of each marked one). Each round computes the words of
+// draw 0 of every slot's next step, as the ring does, and a slot goes one
+// state further, prefetching what its next state reads:
+//
+//   - slotChosen: the walk stands on a vertex, its offsets (and DeltaHead)
+//     prefetched a round ago; take the step's first draw (stepFrom).
+//   - slotDrawn: resolve the base entry drawn (an alias entry or target, or
+//     a fused entry, which also holds the next vertex's edge range). A base
+//     edge drawn at a vertex with tombstones is taken unless dead. On the
+//     fused table the round's words are the next vertex's draw 0: without
+//     a delta it is drawn at once; with one the walk is slotArrived, its
+//     DeltaHead prefetched, and the round's second pass draws it. On the
+//     other tables it waits a round for the offsets (slotChosen).
+//   - slotDeltaDrawn: an appended edge drawn: taken if kept and not dead.
+//
+// The first draw (stepFrom) of a vertex without a delta is the base's step
+// of walk/draws.go, which is what overlayStep takes for it ("a vertex
+// without a delta steps as on the base"); of a vertex with a delta,
+// overlayStep's first attempt (PPR's stop from the round's words, its
+// attempt's draw 1 computed here). An attempt that lands on a dead or
+// unkept edge, or on an empty side, goes on in overlayAttempts from attempt
+// 1, at once (a delete or a weight rejection). So the walks are
+// overlayStep's word for word; only the order in which the steps of
+// different walks are taken changes. Walks start in slotChosen, one round
+// later than on the ring, which keeps starting them simple: no batch draws.
+const (
+	slotDeltaDrawn = 5
+	// slotArrived: the walk reached a vertex through a fused entry in this
+	// round's first pass, its edge range known; the second pass draws its
+	// step with the round's words.
+	slotArrived = 6
+)
+
+// ovRing is one call of walkRingOverlay.
+type ovRing struct {
+	s       *stepper
+	r       *ring
+	x       *walk.DeltaIndex
+	starts  []uint32
+	firstID uint64
+	buf     []uint32
+	lens    []uint32
+	stride  int
+	length  uint32
+	off     []uint64
+	tgt     []uint32
+	tab     []aliasEntry // packed alias entries of a weighted walk without the fused table
+	fused   []fusedEntry // set: base edges are drawn from the fused table
+	keep    bool         // uniform walk on the fused table: an entry's keep is the edge's target
+	baseV   uint32
+	ppr     bool
+	stopT   uint64
+	next    int // next walk of the unit to start
+	live    int // slots holding a walk
+	// Per slot, for a step drawn at a vertex with a delta: the vertex,
+	// its delta's position in the index, whether a base edge drawn may be
+	// dead (ovBaseD) or not (ovBase), and the draw the attempt took (1 for
+	// PPR).
+	cur   [ringSlots]uint32
+	rank  [ringSlots]int32
+	kind  [ringSlots]uint8
+	first [ringSlots]uint32
+	// A walk in slotArrived: its vertex's edge range.
+	lo, deg [ringSlots]uint64
+	// A block's prefetches: offsets rows, base entries (fused, alias or
+	// target), addresses (DeltaHeads, appended edges). A slot adds at
+	// most one of each in a pass.
+	pfOff, pfEnt, pfAddr [8]uint64
+	nOff, nEnt, nAddr    int
+}
+
+// walkRingOverlay is walkRing for a job on an overlay (s.ov, s.ovIdx).
+func (s *stepper) walkRingOverlay(r *ring, starts []uint32, firstID uint64, buf, lens []uint32) {
+	r.state = [ringSlots]uint8{}
+	w := ovRing{s: s, r: r, x: s.ovIdx, starts: starts, firstID: firstID, buf: buf, lens: lens,
+		stride: s.alg.Length + 1, length: uint32(s.alg.Length), off: s.off, tgt: s.tgt, tab: s.alias,
+		fused: s.fused, keep: s.sampler == walk.StepperUniform, baseV: uint32(len(s.off) - 1),
+		ppr: s.alg.Kind == walk.PPR, stopT: s.stopT}
+	for b := 0; b < ringSlots; b += 8 {
+		for i := b; i < b+8; i++ {
+			if !w.start(i) {
+				break
+			}
+		}
+		w.flush()
+	}
+	for w.live > 0 {
+		for h := range r.words {
+			philox64((*[ringHalf]uint32)(r.idLo[h*ringHalf:]), (*[ringHalf]uint32)(r.idHi[h*ringHalf:]),
+				(*[ringHalf]uint32)(r.ctr[h*ringHalf:]), 0, s.k0, s.k1, &r.words[h])
+		}
+		// Two passes, so that the DeltaHead of a vertex with a delta
+		// reached through a fused entry in the first is prefetched a
+		// ring ahead of its draw in the second.
+		for b := 0; b < ringSlots; b += 8 {
+			w.resolve(b)
+		}
+		for b := 0; b < ringSlots; b += 8 {
+			w.arrived(b)
+		}
+	}
+}
+
+// start gives slot i, empty, the unit's next walk that takes a step, and
+// reports whether there was one.
+func (w *ovRing) start(i int) bool {
+	r := w.r
+	for w.next < len(w.starts) {
+		k := w.next
+		w.next++
+		v := w.starts[k]
+		w.buf[k*w.stride] = v
+		w.lens[k] = 1
+		if w.length == 0 {
+			continue
+		}
+		id := w.firstID + uint64(k)
+		r.walk[i], r.pos[i], r.step[i] = int32(k), k*w.stride, 0
+		r.idLo[i], r.idHi[i] = uint32(id), uint32(id>>32)
+		w.live++
+		w.arrive(i, v)
+		return true
+	}
+	r.state[i] = slotEmpty
+	return false
+}
+
+// finish ends slot i's walk after its current vertex and starts the next.
+func (w *ovRing) finish(i int) {
+	r := w.r
+	w.lens[r.walk[i]] = r.step[i] + 1
+	w.live--
+	w.start(i)
+}
+
+// arrive puts slot i's walk on vertex v, whose step is r.step[i], to draw
+// it next round (slotChosen) with that step's draw 0, v's offsets and
+// DeltaHead prefetched.
+func (w *ovRing) arrive(i int, v uint32) {
+	r := w.r
+	r.ctr[i], r.idx[i], r.state[i] = r.step[i], uint64(v), slotChosen
+	if v < w.baseV {
+		w.pfOff[w.nOff] = uint64(v)
+		w.nOff++
+	}
+	if k := w.x.Rank(v); k >= 0 {
+		w.pfAddr[w.nAddr] = uint64(uintptr(unsafe.Pointer(w.x.Head(k))))
+		w.nAddr++
+	}
+}
+
+// stepFrom takes the first draw of slot i's step from v, whose base edges
+// are [a, a+d) and whose delta is at k in the index (-1: none), with the
+// round's words, which are the step's draw 0.
+func (w *ovRing) stepFrom(i int, v uint32, k int, a, d uint64) {
+	if k >= 0 {
+		w.deltaFirst(i, v, k, a, a+d)
+		return
+	}
+	r := w.r
+	words := &r.words[i/ringHalf]
+	col, coin := words[0][i%ringHalf], words[1][i%ringHalf]
+	if w.ppr {
+		if uint64(col) < w.stopT {
+			w.finish(i)
+			return
+		}
+		col, coin = coin, words[2][i%ringHalf]
+	}
+	if d == 0 {
+		w.finish(i)
+		return
+	}
+	w.drawn(i, a+uint64(walk.Bounded(col, uint32(d))), coin, ovBase)
+}
+
+// drawn makes slot i's step the base entry e with coin, and prefetches it.
+// The next round's words are the next step's draw 0.
+func (w *ovRing) drawn(i int, e uint64, coin uint32, kind uint8) {
+	r := w.r
+	r.idx[i], r.coin[i], r.state[i], r.ctr[i] = e, coin, slotDrawn, r.step[i]+1
+	w.kind[i] = kind
+	w.pfEnt[w.nEnt] = e
+	w.nEnt++
+}
+
+// entryTarget is the target the base entry e draws with coin, off the
+// fused table (resolve reads a fused entry itself, for the range too).
+func (w *ovRing) entryTarget(e uint64, coin uint32) uint32 {
+	if w.tab != nil {
+		en := &w.tab[e]
+		if walk.Unit24(coin) < en.prob {
+			return en.keep
+		}
+		return en.alt
+	}
+	return w.tgt[e]
+}
+
+// took writes next as slot i's next vertex (ok false: the walk ends here)
+// and reports whether the walk goes on.
+func (w *ovRing) took(i int, next uint32, ok bool) bool {
+	r := w.r
+	if !ok {
+		w.finish(i)
+		return false
+	}
+	r.step[i]++
+	r.pos[i]++
+	w.buf[r.pos[i]] = next
+	if r.step[i] == w.length {
+		w.finish(i)
+		return false
+	}
+	return true
+}
+
+// resolve is a round's first pass over slots b..b+7: it draws the steps of
+// walks that stand on a vertex (slotChosen) and resolves the edges drawn a
+// round ago. A walk it starts or moves to slotChosen is drawn next round,
+// with the words of its ctr.
+func (w *ovRing) resolve(b int) {
+	r := w.r
+	s := w.s
+	for i := b; i < b+8; i++ {
+		switch r.state[i] {
+		case slotChosen:
+			v := uint32(r.idx[i])
+			var a, d uint64
+			if v < w.baseV {
+				a = w.off[v]
+				d = w.off[v+1] - a
+			}
+			w.stepFrom(i, v, w.x.Rank(v), a, d)
+		case slotDrawn:
+			var nx uint32
+			var lo, deg uint64
+			if w.fused != nil {
+				en := &w.fused[r.idx[i]]
+				var t uint32
+				if !w.keep {
+					t = en.pick(r.coin[i])
+				}
+				nx, deg, lo = en.to[t&1].v, uint64(en.to[t&1].deg), uint64(en.to[t&1].lo)
+			} else {
+				nx = w.entryTarget(r.idx[i], r.coin[i])
+			}
+			if w.kind[i] == ovBaseD && w.x.Head(int(w.rank[i])).BaseDead(nx) {
+				next, ok := s.overlayAttempts(w.firstID+uint64(r.walk[i]), r.step[i], w.cur[i], w.x.At(int(w.rank[i])), w.first[i], 1)
+				if w.took(i, next, ok) {
+					w.arrive(i, next)
+				}
+				continue
+			}
+			if !w.took(i, nx, true) {
+				continue
+			}
+			if w.fused == nil {
+				w.arrive(i, nx)
+				continue
+			}
+			// The entry holds nx's edge range, and this round's words
+			// are its step's draw 0 (drawn set ctr so): draw it now,
+			// or, when nx has a delta, in the second pass, once its
+			// DeltaHead has come in.
+			k := w.x.Rank(nx)
+			if k < 0 {
+				w.stepFrom(i, nx, -1, lo, deg)
+				continue
+			}
+			r.idx[i], r.state[i], w.lo[i], w.deg[i], w.rank[i] = uint64(nx), slotArrived, lo, deg, int32(k)
+			w.pfAddr[w.nAddr] = uint64(uintptr(unsafe.Pointer(w.x.Head(k))))
+			w.nAddr++
+		case slotDeltaDrawn:
+			h := w.x.Head(int(w.rank[i]))
+			j := uint32(r.idx[i])
+			de := unsafe.Slice(h.First, h.N)[j]
+			next, ok := de.Target, true
+			if s.weighted && walk.Unit24(r.coin[i])*h.MaxWeight >= de.Weight || h.DeltaDead(j, de.Target) {
+				next, ok = s.overlayAttempts(w.firstID+uint64(r.walk[i]), r.step[i], w.cur[i], w.x.At(int(w.rank[i])), w.first[i], 1)
+			}
+			if w.took(i, next, ok) {
+				w.arrive(i, next)
+			}
+		}
+	}
+	w.flush()
+}
+
+// arrived is a round's second pass over slots b..b+7: it draws the steps
+// of the walks the first pass moved on through a fused entry.
+func (w *ovRing) arrived(b int) {
+	r := w.r
+	for i := b; i < b+8; i++ {
+		if r.state[i] == slotArrived {
+			w.stepFrom(i, uint32(r.idx[i]), int(w.rank[i]), w.lo[i], w.deg[i])
+		}
+	}
+	w.flush()
+}
+
+// deltaFirst takes the first attempt of slot i's step from v, which has
+// the delta at k and base edges [a, b): overlayStep's, with the round's
+// words as its draw 0.
+func (w *ovRing) deltaFirst(i int, v uint32, k int, a, b uint64) {
+	r := w.r
+	s := w.s
+	h := w.x.Head(k)
+	if !h.Live {
+		w.finish(i)
+		return
+	}
+	words := &r.words[i/ringHalf]
+	x0, x1, x2 := words[0][i%ringHalf], words[1][i%ringHalf], words[2][i%ringHalf]
+	id := w.firstID + uint64(r.walk[i])
+	first := uint32(0)
+	if w.ppr {
+		if uint64(x0) < w.stopT {
+			w.finish(i)
+			return
+		}
+		first = 1
+		x0, x1, x2, _ = s.draw(id, r.step[i], 1)
+	}
+	// The sides weighed as overlayAttempts weighs them (the delta's by its
+	// draw's envelope), in the same float64 operations.
+	wb, wd := h.BaseWeight, float64(h.N)*float64(h.MaxWeight)
+	if !s.weighted {
+		wb, wd = float64(b-a), float64(h.N)
+	}
+	w.cur[i], w.rank[i], w.first[i] = v, int32(k), first
+	switch {
+	case float64(x0)*(1.0/(1<<32))*(wb+wd) < wb:
+		if a == b {
+			break
+		}
+		kind := uint8(ovBase)
+		if h.NDead > 0 {
+			kind = ovBaseD
+		}
+		w.drawn(i, a+uint64(walk.Bounded(x1, uint32(b-a))), x2, kind)
+		return
+	case h.N == 0:
+	default:
+		j := walk.Bounded(x1, h.N)
+		r.idx[i], r.coin[i], r.state[i] = uint64(j), x2, slotDeltaDrawn
+		w.pfAddr[w.nAddr] = uint64(uintptr(unsafe.Pointer(&unsafe.Slice(h.First, h.N)[j])))
+		w.nAddr++
+		return
+	}
+	// The attempt drew nothing (an empty side): go on from attempt 1.
+	next, ok := s.overlayAttempts(id, r.step[i], v, w.x.At(k), first, 1)
+	if w.took(i, next, ok) {
+		w.arrive(i, next)
+	}
+}
+
+// flush issues a block's prefetches.
+func (w *ovRing) flush() {
+	if w.nOff > 0 {
+		prefetchRows(unsafe.Pointer(&w.off[0]), w.pfOff[:w.nOff], 8, 16)
+	}
+	if w.nEnt > 0 {
+		switch {
+		case w.fused != nil:
+			prefetchRows(unsafe.Pointer(&w.fused[0]), w.pfEnt[:w.nEnt], unsafe.Sizeof(w.fused[0]), unsafe.Sizeof(w.fused[0]))
+		case w.tab != nil:
+			prefetchRows(unsafe.Pointer(&w.tab[0]), w.pfEnt[:w.nEnt], unsafe.Sizeof(w.tab[0]), unsafe.Sizeof(w.tab[0]))
+		default:
+			prefetchRows(unsafe.Pointer(&w.tgt[0]), w.pfEnt[:w.nEnt], 4, 4)
+		}
+	}
+	if w.nAddr > 0 {
+		prefetchRows(nil, w.pfAddr[:w.nAddr], 1, unsafe.Sizeof(walk.DeltaHead{}))
+	}
+	w.nOff, w.nEnt, w.nAddr = 0, 0, 0
+}
