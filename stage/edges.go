@@ -131,9 +131,11 @@ func (s *Stage) overlayRefused(r *message.Request, v *served) error {
 // back; at shutdown it leaves b uncommitted, for redelivery.
 func (s *Stage) awaitEdges(fetchCtx, workCtx context.Context, b *batch) {
 	defer s.waiting.Done()
+	s.m.edgeWaits.Inc()
 	ctx, cancel := context.WithTimeout(fetchCtx, s.o.Live.OffsetsWait)
 	_, err := s.o.Live.Graph.WaitFor(ctx, b.req.EdgeOffsets)
 	cancel()
+	s.m.edgeWaits.Dec()
 	switch {
 	case err == nil:
 		select {
