@@ -21,6 +21,7 @@ import (
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/stage/config"
 )
 
 // TestLiveGraphServed runs the whole stage with WALKSTAGE_EDGE_TOPIC
@@ -190,4 +191,46 @@ func walksAre(rows []sink.Row, want map[int64][]int64) bool {
 		}
 	}
 	return true
+}
+
+// TestLiveGraphRefusedAtStart: with WALKSTAGE_EDGE_TOPIC set, a graph with
+// string ids and an engine that does not walk snapshots (the out-of-core
+// CPU engine, chosen by a host memory budget below the graph's) stop the
+// start-up with an error that names the setting and the cause, before
+// anything is dialled.
+func TestLiveGraphRefusedAtStart(t *testing.T) {
+	dir := t.TempDir()
+	sg, err := graph.FromStringEdges([]graph.StringEdge{{Src: "a", Dst: "b"}, {Src: "b", Dst: "a"}}, graph.BuildOptions{Name: "users"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	strPath := filepath.Join(dir, "users.wsg")
+	if err := graph.Save(strPath, sg); err != nil {
+		t.Fatal(err)
+	}
+	intPath, _ := testGraph(t, 8)
+	for _, tc := range []struct {
+		name, graph string
+		env         []string
+		want        string
+	}{
+		{"string ids", strPath, nil, "string ids do not take edge updates yet"},
+		{"out of core", intPath, []string{"WALKSTAGE_HOST_MEMORY_LIMIT=32768"}, "cannot walk a live graph"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := append(stageEnviron([]string{"127.0.0.1:1"}, tc.graph, "file://"+dir, "WALKSTAGE_EDGE_TOPIC=edges"), tc.env...)
+			c, err := config.Load(env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rt, err := fromConfig(context.Background(), c, testLog(t), "test", nil, nil, nil)
+			if err == nil {
+				rt.Close()
+				t.Fatal("the stage started")
+			}
+			if !strings.Contains(err.Error(), "WALKSTAGE_EDGE_TOPIC") || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q, want one naming WALKSTAGE_EDGE_TOPIC and %q", err, tc.want)
+			}
+		})
+	}
 }

@@ -186,7 +186,9 @@ func (rt *Runtime) openLive(c config.Config, ko source.KafkaOptions, g *graph.Gr
 		return nil, nil
 	}
 	if err := walk.CheckOverlay(eng, walk.Algorithm{Kind: walk.DeepWalk, Length: 1}); err != nil {
-		return nil, fmt.Errorf("WALKSTAGE_EDGE_TOPIC is set, but the %s engine cannot walk a live graph: %w", eng.Name(), err)
+		return nil, fmt.Errorf("WALKSTAGE_EDGE_TOPIC is set, but the %s engine built for this graph cannot walk a live graph "+
+			"(only the in-memory CPU engine does: not the GPU engine, nor the out-of-core one chosen when the graph exceeds WALKSTAGE_HOST_MEMORY_LIMIT): %w",
+			eng.Name(), err)
 	}
 	l, err := livegraph.New(g)
 	if err != nil {
