@@ -145,12 +145,14 @@ func (s *Stage) awaitEdges(fetchCtx, workCtx context.Context, b *batch) {
 			s.leave(b.req.BatchID)
 		}
 	case fetchCtx.Err() != nil:
+		b.span.End()
 		s.log.Info("batch abandoned at shutdown while waiting for its edge offsets (uncommitted; it will be redelivered)", "batch_id", b.req.BatchID)
 		s.leave(b.req.BatchID)
 	default:
 		re := &message.RejectError{Reason: ReasonEdgeOffsetsUnavailable, BatchID: b.req.BatchID,
 			Msg: fmt.Sprintf("the live graph did not reach the request's edge_offsets within %v: %v", s.o.Live.OffsetsWait, err)}
 		defer s.leave(b.req.BatchID)
+		b.span.End() // the rejection is reported under a span of its own, as at intake
 		if s.refuse(workCtx, b.d, re, nil) != nil {
 			s.log.Info("batch abandoned at shutdown (uncommitted; it will be redelivered)", "batch_id", b.req.BatchID)
 		}
