@@ -92,6 +92,12 @@ type Live struct {
 	cur atomic.Pointer[Snapshot]
 
 	touched uint64 // touch's sum
+
+	// naming is the id table Snapshot.Naming hands out, built on the
+	// first snapshot with added vertices and grown append-only after.
+	namingMu   sync.Mutex
+	namingIDs  []int64
+	namingOffs []uint64
 }
 
 // Stats counts what a delta holds.
@@ -582,4 +588,43 @@ func (s *Snapshot) DenseID(ext int64) (uint32, bool) {
 		return 0, false
 	}
 	return v, true
+}
+
+// Naming returns a graph that names the snapshot's vertices for writers
+// that map dense ids to external ones (the sink's Parquet encoder reads
+// Graph.IDs and NumVertices): the base itself when no vertex was added,
+// else the base's name, version, edges and ids followed by the added
+// vertices, edgeless (their edges are in the delta). Its DenseID does not
+// know the added vertices: resolve ids through the snapshot.
+//
+// The first call that needs it copies the base's offsets and ids (16
+// bytes a vertex, once per live graph); later snapshots append their
+// added vertices to the same table, which views of earlier snapshots
+// share up to their own length.
+func (s *Snapshot) Naming() *graph.Graph {
+	b := s.base
+	if s.n == uint32(b.NumVertices()) {
+		return b
+	}
+	l := s.live
+	l.namingMu.Lock()
+	if l.namingIDs == nil {
+		if b.IDs != nil {
+			l.namingIDs = slices.Clone(b.IDs)
+		} else {
+			l.namingIDs = make([]int64, b.NumVertices())
+			for v := range l.namingIDs {
+				l.namingIDs[v] = int64(v)
+			}
+		}
+		l.namingOffs = slices.Clone(b.Offsets)
+	}
+	for len(l.namingIDs) < int(s.n) {
+		l.namingIDs = append(l.namingIDs, s.added[len(l.namingIDs)-b.NumVertices()])
+		l.namingOffs = append(l.namingOffs, l.namingOffs[len(l.namingOffs)-1])
+	}
+	ids, offs := l.namingIDs[:s.n:s.n], l.namingOffs[:s.n+1:s.n+1]
+	l.namingMu.Unlock()
+	return &graph.Graph{Name: b.Name, Version: b.Version, Offsets: offs, Targets: b.Targets, Weights: b.Weights,
+		Labels: b.Labels, NumLabels: b.NumLabels, IDs: ids, Times: b.Times, ByTime: b.ByTime}
 }

@@ -29,7 +29,8 @@ func DecodeRequest(key, value []byte, g *graph.Graph, lim Limits) (*Request, err
 	if err := d.checkIdentity(m); err != nil {
 		return nil, err
 	}
-	r := &Request{BatchID: d.id, Graph: m.Graph, GraphVersion: m.GraphVersion}
+	r := &Request{BatchID: d.id, Graph: m.Graph, GraphVersion: m.GraphVersion, EdgeOffsets: m.EdgeOffsets}
+	d.deferUnknown = len(m.EdgeOffsets) > 0 && d.lim.Vertices != nil
 	if m.RNGSeed != nil {
 		r.RNGSeed = *m.RNGSeed
 	} else {
@@ -45,6 +46,7 @@ func DecodeRequest(key, value []byte, g *graph.Graph, lim Limits) (*Request, err
 		if err := d.checkSampleSize(r); err != nil {
 			return nil, err
 		}
+		r.Unresolved = d.deferred
 		return r, nil
 	}
 	if err := d.checkAlgorithm(m, r); err != nil {
@@ -69,6 +71,7 @@ func DecodeRequest(key, value []byte, g *graph.Graph, lim Limits) (*Request, err
 	} else if err := d.resolveSeeds(m, r); err != nil {
 		return nil, err
 	}
+	r.Unresolved = d.deferred
 	if r.Visits != nil {
 		r.Visits.Params.Algorithm, r.Visits.Params.Seed = r.Algorithm, r.RNGSeed
 		if m.Queries == nil { // each seed its own query
@@ -101,6 +104,9 @@ type decoder struct {
 	id    string // a valid batch id once read; rejections fall back to keyID
 	g     *graph.Graph
 	lim   Limits
+	// deferUnknown keeps seeds Limits.Vertices does not know as
+	// placeholders (a request with edge_offsets); deferred says some were.
+	deferUnknown, deferred bool
 }
 
 func (d *decoder) reject(r Reason, format string, a ...any) error {

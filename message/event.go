@@ -55,6 +55,12 @@ type Event struct {
 	Objects  []string `json:"objects,omitempty"`
 	Manifest string   `json:"manifest,omitempty"`
 
+	// EdgeOffsets is the watermark of the live graph snapshot the batch
+	// walked on: per edge-topic partition, the offset after the last
+	// record it holds. Absent when the stage has no live graph, or the
+	// request walked the loaded version without its updates.
+	EdgeOffsets map[int32]int64 `json:"edge_offsets,omitempty"`
+
 	Timings     Timings   `json:"timings"`
 	CompletedAt time.Time `json:"completed_at"`
 }

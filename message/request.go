@@ -37,6 +37,19 @@ type Limits struct {
 	// SkipUnknown walks the known seeds and counts the rest instead of
 	// rejecting a request that names vertices the graph lacks.
 	SkipUnknown bool
+	// Vertices, when set, resolves integer seeds instead of the graph: a
+	// live graph's latest snapshot, which holds the vertices edge updates
+	// added (the stage's, when WALKSTAGE_EDGE_TOPIC is set). A request
+	// with edge_offsets keeps the seeds it does not find yet as
+	// Request.Unresolved: the updates it waits for may add them, so the
+	// stage resolves them against the snapshot it walks on.
+	Vertices VertexResolver
+}
+
+// VertexResolver maps external integer ids to dense ids (a live graph's
+// snapshot: livegraph.Snapshot).
+type VertexResolver interface {
+	DenseID(ext int64) (uint32, bool)
 }
 
 // DefaultLimits match the stage's configuration defaults.
@@ -102,6 +115,14 @@ type Request struct {
 	// Sample is set for the sampling algorithms (output "samples",
 	// sample.go); Algorithm is then the zero value.
 	Sample *SampleSpec
+	// EdgeOffsets asks for a live graph that holds at least these offsets
+	// of the edge topic, per partition (read-your-writes): the offset after
+	// the requester's last edge record. Nil: any snapshot.
+	EdgeOffsets map[int32]int64
+	// Unresolved is set when seeds were kept unresolved (Limits.Vertices,
+	// EdgeOffsets): Starts are placeholders until the stage resolves the
+	// seeds against the snapshot it walks on.
+	Unresolved bool
 }
 
 // Output kinds of a request.

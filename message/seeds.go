@@ -139,6 +139,11 @@ func (d *decoder) eachSeed(s *seedsV1, path string, f func(seedRef)) error {
 			}
 		}
 		v, ok := d.dense(ext)
+		if !ok && d.deferUnknown {
+			// Resolved after the wait for the request's edge offsets,
+			// which may add the vertex (Limits.Vertices).
+			v, ok, d.deferred = 0, true, true
+		}
 		f(seedRef{ext: ext, dense: v, known: ok})
 	}
 	return nil

@@ -191,6 +191,9 @@ func (d *decoder) resolveQueries(m *requestV1, r *Request) error {
 
 // dense maps an external id to a dense one (g nil: external id = dense id).
 func (d *decoder) dense(ext int64) (uint32, bool) {
+	if d.lim.Vertices != nil {
+		return d.lim.Vertices.DenseID(ext)
+	}
 	if d.g != nil {
 		return d.g.DenseID(ext)
 	}

@@ -57,6 +57,8 @@ type requestV1 struct {
 	Samples          *int
 	InstancesPerSeed *int
 	EdgeWeight       *bool
+	// Read-your-writes on a live graph (docs/reference/messages.md).
+	EdgeOffsets map[int32]int64
 }
 
 // queryV1 is one member of "queries".
@@ -100,6 +102,10 @@ var v1Fields = map[string]func(m *requestV1, raw []byte) error{
 	},
 	"seed_range": func(m *requestV1, raw []byte) (err error) {
 		m.SeedRange, err = parseSeedSpan(raw)
+		return err
+	},
+	"edge_offsets": func(m *requestV1, raw []byte) (err error) {
+		m.EdgeOffsets, err = parseEdgeOffsets(raw)
 		return err
 	},
 	"rng_seed": func(m *requestV1, raw []byte) error {
@@ -209,4 +215,32 @@ func fieldRaw(fields []jsonField, name string) []byte {
 		}
 	}
 	return nil
+}
+
+// maxEdgePartitions bounds the partitions edge_offsets may name: a request
+// cannot make the stage hold an unbounded map.
+const maxEdgePartitions = 4096
+
+// parseEdgeOffsets reads "edge_offsets": an object from partition numbers
+// (decimal, as JSON member names are strings) to offsets, both >= 0.
+func parseEdgeOffsets(raw []byte) (map[int32]int64, error) {
+	var m map[string]int64
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("want an object of partition: offset, e.g. {\"0\": 123}: %w", err)
+	}
+	if len(m) > maxEdgePartitions {
+		return nil, fmt.Errorf("%d partitions, limit %d", len(m), maxEdgePartitions)
+	}
+	out := make(map[int32]int64, len(m))
+	for k, off := range m {
+		p, err := strconv.ParseInt(k, 10, 32)
+		if err != nil || p < 0 || strconv.FormatInt(p, 10) != k {
+			return nil, fmt.Errorf("partition %q is not a partition number", truncate(k, 32))
+		}
+		if off < 0 {
+			return nil, fmt.Errorf("partition %d: offset %d is negative", p, off)
+		}
+		out[int32(p)] = off
+	}
+	return out, nil
 }

@@ -98,7 +98,7 @@ func (w *BatchWriter) Commit(ctx context.Context) (*output.Manifest, error) {
 	m := &output.Manifest{Version: output.ManifestVersion, BatchID: w.meta.BatchID, Graph: w.meta.Graph, GraphVersion: w.meta.GraphVersion,
 		Algorithm: w.algo, Seed: w.meta.Seed, Fingerprint: w.meta.Fingerprint,
 		Engine: w.meta.Engine, WalkstageVersion: w.meta.WalkstageVersion, Compression: string(w.cfg.compression),
-		Walks: w.meta.Walks, Files: files}
+		Walks: w.meta.Walks, Files: files, EdgeOffsets: w.meta.EdgeOffsets}
 	if w.visits != nil {
 		w.describeVisits(m)
 	}

@@ -99,6 +99,11 @@ type BatchMeta struct {
 	// temporal request with with_times. Every chunk must carry its walks'
 	// times (walk.Chunk.Times).
 	Times bool
+	// EdgeOffsets is the watermark of the live graph snapshot walked
+	// (livegraph.Snapshot.Watermark), recorded in the manifest. The
+	// graph given to NewBatchWriter must then name the snapshot's
+	// vertices, added ones included (livegraph.Snapshot.Naming).
+	EdgeOffsets map[int32]int64
 }
 
 var (

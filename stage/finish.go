@@ -191,7 +191,7 @@ func (s *Stage) report(ctx context.Context, b *batch, man *output.Manifest, mani
 		Graph: man.Graph, GraphVersion: man.GraphVersion, Algorithm: b.req.DescribeAlgorithm(b.v.g), Engine: man.Engine,
 		RNGSeed: b.req.RNGSeed, Seeds: b.req.NumSeeds(), SkippedSeeds: b.req.Skipped, SkippedIDs: b.req.SkippedIDs,
 		Walks: man.Walks + man.Instances, Steps: man.Steps + man.Edges, Queries: man.Queries, Candidates: man.Candidates,
-		Manifest: store.ObjectURL(s.o.BucketURL, manifestKey),
+		Manifest: store.ObjectURL(s.o.BucketURL, manifestKey), EdgeOffsets: man.EdgeOffsets,
 		Timings: message.Timings{Queued: b.launched.Sub(b.queuedAt).Seconds(), Walking: b.walked.Seconds(),
 			Writing: writing.Seconds(), Total: time.Since(b.queuedAt).Seconds()}}
 	for _, f := range man.Files {

@@ -19,6 +19,7 @@ import (
 // failed fetch is the broker's trouble, retried with back-off.
 func (s *Stage) sourceLoop(fetchCtx, workCtx context.Context) error {
 	defer close(s.queue)
+	defer s.waiting.Wait() // they may still queue their batches
 	fetchFailures := 0
 	for {
 		if fetchFailures == 0 && !s.health.WaitUp(fetchCtx) {
@@ -61,7 +62,11 @@ func (s *Stage) sourceLoop(fetchCtx, workCtx context.Context) error {
 			}
 			continue
 		}
-		if re := engineRefuses(b.req, v); re != nil {
+		re := engineRefuses(b.req, v)
+		if re == nil {
+			re = s.checkLive(b)
+		}
+		if re != nil {
 			if err := s.refuse(workCtx, d, re, nil); err != nil {
 				return nil // shutdown deadline: left uncommitted, redelivered
 			}
@@ -79,6 +84,11 @@ func (s *Stage) sourceLoop(fetchCtx, workCtx context.Context) error {
 			defer close(lookedUp)
 			s.lookupOne(workCtx, b)
 		}()
+		if len(b.req.EdgeOffsets) > 0 && !s.o.Live.Graph.Snapshot().Covers(b.req.EdgeOffsets) {
+			s.waiting.Add(1)
+			go s.awaitEdges(fetchCtx, workCtx, b)
+			continue
+		}
 		select {
 		case s.queue <- b:
 			s.m.queued.Inc()

@@ -18,6 +18,7 @@ type metrics struct {
 	latency            prometheus.Histogram
 	phase              *prometheus.HistogramVec // queued, walking, writing
 	queued, inFlight   prometheus.Gauge
+	edgeWaits          prometheus.Gauge // requests waiting for their edge_offsets (edges.go)
 	engineRuns         prometheus.Counter
 	engineSlices       prometheus.Counter
 	engineSeconds      prometheus.Counter
@@ -33,7 +34,7 @@ func newMetrics(reg prometheus.Registerer, s *Stage) (*metrics, error) {
 	// minutes (a full re-embedding); exponential buckets cover both.
 	lat := prometheus.ExponentialBuckets(0.001, 2, 20)
 	depth := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "walkstage_queue_depth",
-		Help: "Batches waiting in each internal queue: requests (fetched, waiting for the engine) and in_flight (walked or walking, not yet acknowledged)."},
+		Help: "Batches waiting in each internal queue: requests (fetched, waiting for the engine), in_flight (walked or walking, not yet acknowledged) and edge_offsets (fetched, waiting for the live graph to reach their edge_offsets)."},
 		[]string{"queue"})
 	m := &metrics{
 		batches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "walkstage_batches_total",
@@ -48,8 +49,9 @@ func newMetrics(reg prometheus.Registerer, s *Stage) (*metrics, error) {
 		phase: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "walkstage_batch_phase_duration_seconds",
 			Help:    "Latency of succeeded batches by phase: queued (fetch to engine launch), walking (the engine run), writing (run end to manifest durable).",
 			Buckets: lat}, []string{"phase"}),
-		queued:   depth.WithLabelValues("requests"),
-		inFlight: depth.WithLabelValues("in_flight"),
+		queued:    depth.WithLabelValues("requests"),
+		inFlight:  depth.WithLabelValues("in_flight"),
+		edgeWaits: depth.WithLabelValues("edge_offsets"),
 		engineRuns: prometheus.NewCounter(prometheus.CounterOpts{Name: "walkstage_engine_runs_total",
 			Help: "Engine launches (each may walk several micro-batched requests; a request walked in slices counts once)."}),
 		engineSlices: prometheus.NewCounter(prometheus.CounterOpts{Name: "walkstage_engine_slices_total",

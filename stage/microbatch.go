@@ -12,6 +12,7 @@ import (
 
 	"github.com/walkstage/walkstage/graphsample"
 	"github.com/walkstage/walkstage/internal/turns"
+	"github.com/walkstage/walkstage/livegraph"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/walk"
 )
@@ -235,12 +236,23 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 	// the last of them to be scheduled on a busy host: a fifth of the GPU
 	// stage's engine loop in an execution trace.
 	sinkOpts := s.sinkOptions(v)
+	// One live graph snapshot for the whole micro-batch, as one graph
+	// version: it holds at least every edge_offsets its requests waited
+	// for, as snapshots only move forward.
+	var snap *livegraph.Snapshot
+	if s.o.Live != nil {
+		snap = s.o.Live.Graph.Snapshot()
+	}
 	for _, b := range mb {
 		b.launched, b.attempt, b.alone = now, b.attempt+1, len(mb) == 1
 		b.gotW, b.steps, b.wErr, b.vErr = 0, 0, nil, nil
 		b.written = make(chan struct{})
 		b.w = nil
-		if re := s.bind(b, v); re != nil {
+		re := s.bind(b, v)
+		if re == nil {
+			re = s.bindLive(b, v, snap)
+		}
+		if re != nil {
 			b.wErr = re
 			close(b.written)
 			continue
@@ -249,7 +261,13 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 			close(b.written)
 			continue
 		}
-		w, err := sink.NewBatchWriter(ctx, s.o.Bucket, s.o.Prefix, s.batchMeta(b, v), v.g, sinkOpts...)
+		// Walks on a snapshot may visit the vertices it added: the
+		// writer names them through the snapshot's ids.
+		names := v.g
+		if b.snap != nil {
+			names = b.snap.Naming()
+		}
+		w, err := sink.NewBatchWriter(ctx, s.o.Bucket, s.o.Prefix, s.batchMeta(b, v), names, sinkOpts...)
 		if err != nil {
 			b.wErr = fmt.Errorf("open writer: %w", err)
 			close(b.written)
@@ -266,7 +284,11 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 		}
 		b.chunks = make(chan walk.Chunk, s.o.ChunkBuffer)
 		go s.write(ctx, b, v)
-		jobs = append(jobs, b.req.Job(len(jobs)))
+		job := b.req.Job(len(jobs))
+		if b.snap != nil {
+			job.Overlay = b.snap
+		}
+		jobs = append(jobs, job)
 		live = append(live, b)
 	}
 	var runErr error
@@ -295,6 +317,9 @@ func (s *Stage) batchMeta(b *batch, v *served) sink.BatchMeta {
 	meta := sink.BatchMeta{
 		BatchID: b.req.BatchID, Algorithm: b.req.Algorithm, Seed: b.req.RNGSeed, Engine: v.e.Name(),
 		WalkstageVersion: s.o.Version, Walks: int64(b.walks), Fingerprint: b.req.Fingerprint(), Times: b.req.WithTimes,
+	}
+	if b.snap != nil {
+		meta.EdgeOffsets = b.snap.Watermark()
 	}
 	if b.req.Visits != nil {
 		meta.Walks, meta.Queries = 0, int64(b.req.NumQueries())

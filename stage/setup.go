@@ -21,6 +21,7 @@ import (
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/icetable"
 	"github.com/walkstage/walkstage/internal/redact"
+	"github.com/walkstage/walkstage/livegraph"
 	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
@@ -28,6 +29,7 @@ import (
 	"github.com/walkstage/walkstage/stage/health"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/tracing"
+	"github.com/walkstage/walkstage/walk"
 )
 
 // Runtime is a Stage with the resources FromConfig opened for it.
@@ -87,6 +89,10 @@ func fromConfig(ctx context.Context, c config.Config, log *slog.Logger, version 
 	if err != nil {
 		return nil, err
 	}
+	lopts, err := rt.openLive(c, ko, g, eng, log)
+	if err != nil {
+		return nil, err
+	}
 	bucket, storeErr, err := rt.openOutput(ctx, c, log)
 	if err != nil {
 		return nil, err
@@ -97,7 +103,11 @@ func fromConfig(ctx context.Context, c config.Config, log *slog.Logger, version 
 	}
 	rt.closers = append(rt.closers, pub.Close)
 	pub.SetLogger(log)
-	cons, err := source.NewConsumer(consumerConfig(c, ko, g, log))
+	cc := consumerConfig(c, ko, g, log)
+	if lopts != nil {
+		cc.Limits.Vertices = LiveSeeds(lopts.Graph)
+	}
+	cons, err := source.NewConsumer(cc)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +159,7 @@ func fromConfig(ctx context.Context, c config.Config, log *slog.Logger, version 
 		RetryBackoffMin: c.RetryBackoffMin, RetryBackoffMax: c.RetryBackoffMax, ProbeInterval: c.ProbeInterval, ProbeTimeout: c.ProbeTimeout,
 		Probes:      []health.Probe{{Name: health.Broker, Check: cons.CheckTopics}, {Name: health.Store, Check: storeProbe(bucket, c.OutputURL)}},
 		MetricsAddr: c.MetricsAddr, Listener: ln, Joined: cons.Joined, Lag: cons.Lag,
-		Consuming: cons.Consuming, UnassignedPartitions: cons.UnassignedPartitions, LogResets: cons.LogResets, Registry: reg, Logger: log, Version: version, Tracer: tracer, Tables: tables})
+		Consuming: cons.Consuming, UnassignedPartitions: cons.UnassignedPartitions, LogResets: cons.LogResets, Registry: reg, Logger: log, Version: version, Tracer: tracer, Tables: tables, Live: lopts})
 	if err != nil {
 		return nil, err
 	}
@@ -164,6 +174,35 @@ func fromConfig(ctx context.Context, c config.Config, log *slog.Logger, version 
 		return nil, err
 	}
 	return rt, nil
+}
+
+// openLive builds the live graph over g and its edge reader when
+// WALKSTAGE_EDGE_TOPIC is set (nil when not), refusing what it cannot
+// serve yet by name: an engine that does not walk snapshots (the GPU's,
+// the out-of-core one), a graph with string ids. (The GPU engine and
+// graph following are refused by config.Load already.)
+func (rt *Runtime) openLive(c config.Config, ko source.KafkaOptions, g *graph.Graph, eng walk.Engine, log *slog.Logger) (*LiveOptions, error) {
+	if c.EdgeTopic == "" {
+		return nil, nil
+	}
+	if err := walk.CheckOverlay(eng, walk.Algorithm{Kind: walk.DeepWalk, Length: 1}); err != nil {
+		return nil, fmt.Errorf("WALKSTAGE_EDGE_TOPIC is set, but the %s engine built for this graph cannot walk a live graph "+
+			"(only the in-memory CPU engine does: not the GPU engine, nor the out-of-core one chosen when the graph exceeds WALKSTAGE_HOST_MEMORY_LIMIT): %w",
+			eng.Name(), err)
+	}
+	l, err := livegraph.New(g)
+	if err != nil {
+		return nil, fmt.Errorf("WALKSTAGE_EDGE_TOPIC is set, but: %w", err)
+	}
+	er, err := source.NewEdgeReader(source.EdgeReaderConfig{Kafka: ko, Topic: c.EdgeTopic, DLQTopic: c.DLQTopic,
+		Check: l.CheckSchema, CallTimeout: c.BrokerTimeout, Logger: log.With("component", "edge-reader")})
+	if err != nil {
+		return nil, err
+	}
+	rt.closers = append(rt.closers, er.Close)
+	log.Info("live graph: edge updates are applied from the edge topic", "edge_topic", c.EdgeTopic,
+		"publish_interval_seconds", c.EdgePublishInterval.Seconds())
+	return &LiveOptions{Graph: l, Edges: er, PublishInterval: c.EdgePublishInterval, OffsetsWait: c.EdgeOffsetsWait}, nil
 }
 
 // kafkaOptions are the broker connection settings of c.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/internal/turns"
+	"github.com/walkstage/walkstage/livegraph"
 	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/sink/output"
@@ -107,6 +108,10 @@ type Options struct {
 	// Tracer makes the stage's spans (see trace.go); nil is tracing off.
 	// Events and dead letters carry the requests' trace context either way.
 	Tracer trace.Tracer
+	// Live, when set, serves a live graph over Graph (edges.go): the
+	// edge reader and applier run beside the pipeline, and walks that can
+	// walk its snapshots do.
+	Live *LiveOptions
 	// Registry receives the stage's metrics (a new one when nil).
 	Registry *prometheus.Registry
 	Logger   *slog.Logger
@@ -160,6 +165,17 @@ func (o *Options) defaults() error {
 	if o.Joined == nil {
 		o.Joined = func() bool { return true }
 	}
+	if o.Live != nil {
+		if o.Live.Graph == nil || o.Live.Graph.Base() != o.Graph {
+			return errors.New("stage: the live graph must be over the stage's graph")
+		}
+		if err := walk.CheckOverlay(o.Engine, walk.Algorithm{Kind: walk.DeepWalk, Length: 1}); err != nil {
+			return fmt.Errorf("stage: a live graph needs an engine that walks it: %w", err)
+		}
+		if o.Live.PublishInterval <= 0 {
+			o.Live.PublishInterval = 100 * time.Millisecond
+		}
+	}
 	return nil
 }
 
@@ -202,6 +218,10 @@ type Stage struct {
 	active   map[string]chan struct{}
 
 	graphs graphState // the graph version walked, and its swaps (graphs.go)
+
+	// waiting counts the requests waiting for their edge offsets
+	// (edges.go): the queue closes after the last of them.
+	waiting sync.WaitGroup
 }
 
 // batch is one request on its way through the stage.
@@ -248,6 +268,9 @@ type batch struct {
 	// alone is set when the last engine run walked this batch only.
 	alone bool
 	v     *served // graph version walked on, held until finished (graphs.go)
+	// snap is the live graph snapshot walked on, nil when the batch
+	// walked the graph version alone (edges.go).
+	snap *livegraph.Snapshot
 	// span is the request's span, from its fetch to its acknowledgement
 	// (trace.go).
 	span trace.Span
@@ -376,6 +399,9 @@ func (s *Stage) Run(ctx context.Context) error {
 		}, stopProbes)
 	}
 	s.graphs.addActors(&g, workCtx)
+	if err := s.addLiveActors(&g, workCtx); err != nil {
+		return err
+	}
 	if s.o.MetricsAddr != "" || s.o.Listener != nil {
 		if _, err := s.Listen(); err != nil {
 			return err

@@ -60,6 +60,10 @@ type Manifest struct {
 	Edges     int64  `json:"edges,omitempty"`
 	Bytes     int64  `json:"bytes"`
 	Files     []File `json:"files"`
+	// EdgeOffsets is the watermark of the live graph snapshot the walks
+	// ran on (per edge-topic partition, the offset after the last record
+	// it holds); absent for walks on a graph version alone.
+	EdgeOffsets map[int32]int64 `json:"edge_offsets,omitempty"`
 
 	// dir is the batch directory the manifest was read from (ReadManifest).
 	dir string

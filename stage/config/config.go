@@ -13,6 +13,7 @@ import (
 
 	"github.com/caarlos0/env/v11"
 
+	"github.com/walkstage/walkstage/catalog"
 	"github.com/walkstage/walkstage/engines"
 	"github.com/walkstage/walkstage/internal/redact"
 	"github.com/walkstage/walkstage/sink"
@@ -97,6 +98,23 @@ type Config struct {
 	// graph_version that is not loaded waits for it (a newer version being
 	// published) before it is rejected with graph_version_unavailable.
 	GraphVersionWait time.Duration `env:"GRAPH_VERSION_WAIT" envDefault:"60s"`
+	// WALKSTAGE_EDGE_TOPIC: topic of edge updates for a live graph (JSON or
+	// binary records, docs/reference/messages.md): every replica reads every
+	// partition and applies the inserts and deletes over the loaded graph,
+	// without a rebuild; deepwalk and ppr walks (uniform and alias samplers)
+	// walk them, other requests the loaded graph alone. Bad records go to
+	// the dead-letter topic. Empty: off. Needs the cpu engine, a graph with
+	// integer ids and no graph following (GRAPH_POLL_INTERVAL 0 or a
+	// graph file): the stage refuses to start otherwise.
+	EdgeTopic string `env:"EDGE_TOPIC"`
+	// WALKSTAGE_EDGE_PUBLISH_INTERVAL: how often the edge updates applied
+	// are published to the walks (a new snapshot) while updates arrive:
+	// an update is walkable within about this long of its arrival.
+	EdgePublishInterval time.Duration `env:"EDGE_PUBLISH_INTERVAL" envDefault:"100ms"`
+	// WALKSTAGE_EDGE_OFFSETS_WAIT: how long a request with edge_offsets
+	// (read-your-writes) waits for the live graph to hold them before it is
+	// rejected with edge_offsets_unavailable.
+	EdgeOffsetsWait time.Duration `env:"EDGE_OFFSETS_WAIT" envDefault:"30s"`
 	// WALKSTAGE_OUTPUT_URL: gocloud.dev bucket URL the Parquet walks go to,
 	// e.g. s3://bucket?region=eu-west-1, gs://bucket, file:///data/walks. Required.
 	// An S3-compatible store adds endpoint=http://host:port&use_path_style=true.
@@ -425,6 +443,7 @@ func (c *Config) validate() []error {
 	}
 	c.validateKafka(bad)
 	c.validateGraphAndOutput(bad)
+	c.validateEdges(bad)
 	c.validateEngineAndLimits(bad)
 	c.validateOperations(bad)
 	return errs
@@ -533,6 +552,29 @@ func (c *Config) validateGraphFollowing(bad badFunc) {
 	}
 	if c.GraphVersionWait < 0 {
 		bad("GRAPH_VERSION_WAIT", "%v is negative", c.GraphVersionWait)
+	}
+}
+
+// validateEdges checks the live graph's variables, and refuses the
+// combinations it cannot serve yet rather than half-serving them.
+func (c *Config) validateEdges(bad badFunc) {
+	if c.EdgePublishInterval < time.Millisecond {
+		bad("EDGE_PUBLISH_INTERVAL", "%v: use at least 1ms", c.EdgePublishInterval)
+	}
+	if c.EdgeOffsetsWait < 0 {
+		bad("EDGE_OFFSETS_WAIT", "%v is negative", c.EdgeOffsetsWait)
+	}
+	if c.EdgeTopic == "" {
+		return
+	}
+	if c.EdgeTopic == c.InputTopic || c.EdgeTopic == c.OutputTopic || c.EdgeTopic == c.DLQTopic {
+		bad("EDGE_TOPIC", "%q is also the input, output or dead-letter topic", c.EdgeTopic)
+	}
+	if c.Engine == "gpu" {
+		bad("EDGE_TOPIC", "the gpu engine does not walk a live graph yet: set ENGINE=cpu, or leave EDGE_TOPIC empty")
+	}
+	if catalog.IsPointerURL(c.Graph) && c.GraphPollInterval > 0 {
+		bad("EDGE_TOPIC", "a live graph does not follow new graph versions yet: set GRAPH_POLL_INTERVAL=0 (read the pointer once) or leave EDGE_TOPIC empty")
 	}
 }
 

@@ -94,3 +94,28 @@ func TestGraphFollowSettingsValidated(t *testing.T) {
 		}
 	}
 }
+
+// The live graph's settings are checked, and the combinations it cannot
+// serve yet (the gpu engine, following a catalog pointer) refused by name.
+func TestEdgeSettingsValidated(t *testing.T) {
+	for _, tc := range []struct {
+		env  []string
+		want string // "" = valid
+	}{
+		{[]string{"WALKSTAGE_EDGE_TOPIC=edges"}, ""},
+		{[]string{"WALKSTAGE_EDGE_TOPIC=edges", "WALKSTAGE_ENGINE=cpu", "WALKSTAGE_EDGE_PUBLISH_INTERVAL=10ms", "WALKSTAGE_EDGE_OFFSETS_WAIT=0"}, ""},
+		{[]string{"WALKSTAGE_EDGE_TOPIC=edges", "WALKSTAGE_ENGINE=gpu"}, "the gpu engine does not walk a live graph yet"},
+		{[]string{"WALKSTAGE_ENGINE=gpu"}, ""}, // off: nothing to refuse
+		{[]string{"WALKSTAGE_EDGE_TOPIC=edges", "WALKSTAGE_GRAPH=s3://g/social/CURRENT"}, "does not follow new graph versions yet"},
+		{[]string{"WALKSTAGE_EDGE_TOPIC=edges", "WALKSTAGE_GRAPH=s3://g/social/CURRENT", "WALKSTAGE_GRAPH_POLL_INTERVAL=0"}, ""},
+		{[]string{"WALKSTAGE_EDGE_TOPIC=walkstage-requests"}, "EDGE_TOPIC"},
+		{[]string{"WALKSTAGE_EDGE_PUBLISH_INTERVAL=0"}, "EDGE_PUBLISH_INTERVAL"},
+		{[]string{"WALKSTAGE_EDGE_OFFSETS_WAIT=-1s"}, "EDGE_OFFSETS_WAIT"},
+	} {
+		env := append([]string{"WALKSTAGE_BROKERS=k:9092", "WALKSTAGE_GRAPH=g.wsg", "WALKSTAGE_OUTPUT_URL=file:///tmp/w"}, tc.env...)
+		_, err := Load(env)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%v: %v", tc.env, err)
+		}
+	}
+}

@@ -1,11 +1,9 @@
 // Package live applies a live graph's edge updates (issue 37): the batches
 // source's edge-topic reader hands on go into a livegraph.Live, whose
 // snapshots are published on an interval, with the live graph's
-// Prometheus series. The stage does not start it yet: the hook needs the
-// engine loop to hand Snapshot() to the jobs it builds (walk.Job.Overlay,
-// for the algorithms walk.CheckOverlay accepts), the sink to name added
-// vertices through the snapshot's ExternalID, and the completion event to
-// carry the snapshot's watermark (docs/design/live-graph.md).
+// Prometheus series. The stage runs RunApplier as one of its actors when
+// WALKSTAGE_EDGE_TOPIC is set (stage/edges.go); it knows nothing of the
+// walks that read the snapshots.
 package live
 
 import (

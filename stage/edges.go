@@ -1,0 +1,217 @@
+package stage
+
+// The live graph (issue 37, docs/design/live-graph.md): with
+// WALKSTAGE_EDGE_TOPIC set, the edge reader and the applier run as actors
+// beside the pipeline, and every micro-batch takes the latest published
+// snapshot once. Walk requests whose algorithm the engine walks on a
+// snapshot (walk.CheckOverlay) walk it, and their manifest and event carry
+// its watermark; every other request walks the loaded graph alone and
+// carries none. A request may ask for a watermark (edge_offsets): it waits
+// for it before it is queued, at most EdgeOffsetsWait, and is rejected
+// with edge_offsets_unavailable after that.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/walkstage/walkstage/livegraph"
+	"github.com/walkstage/walkstage/message"
+	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/stage/live"
+	"github.com/walkstage/walkstage/walk"
+)
+
+// ReasonEdgeOffsetsUnavailable rejects a request whose edge_offsets the
+// live graph did not reach within WALKSTAGE_EDGE_OFFSETS_WAIT. It is the
+// request's: offsets beyond what the edge topic holds, or on a partition it
+// lacks, never arrive, and a retry would hold the partition's commit point
+// for good (as graph_version_unavailable does for a version).
+const ReasonEdgeOffsetsUnavailable message.Reason = "edge_offsets_unavailable"
+
+// EdgeSource is the edge topic's reader: it sends each record, decoded,
+// on out until ctx ends. *source.EdgeReader implements it.
+type EdgeSource interface {
+	Run(ctx context.Context, out chan<- source.EdgeBatch) error
+}
+
+// LiveOptions turn the live graph on (Options.Live).
+type LiveOptions struct {
+	// Graph is the live graph over Options.Graph.
+	Graph *livegraph.Live
+	// Edges feeds it; nil: the caller applies updates itself.
+	Edges EdgeSource
+	// PublishInterval is how often applied updates are published while
+	// they arrive (default 100ms).
+	PublishInterval time.Duration
+	// OffsetsWait bounds a request's wait for its edge_offsets (0: no
+	// wait, a request not covered at once is rejected).
+	OffsetsWait time.Duration
+}
+
+// liveSeeds resolves seeds against the live graph's latest snapshot
+// (message.Limits.Vertices).
+type liveSeeds struct{ l *livegraph.Live }
+
+func (ls liveSeeds) DenseID(ext int64) (uint32, bool) { return ls.l.Snapshot().DenseID(ext) }
+
+// LiveSeeds is the seed resolver the input consumer needs when a stage
+// walks l: requests may name the vertices edge updates added.
+func LiveSeeds(l *livegraph.Live) message.VertexResolver { return liveSeeds{l} }
+
+// addLiveActors runs the edge reader and the applier until ctx ends.
+func (s *Stage) addLiveActors(g *group, ctx context.Context) error {
+	lo := s.o.Live
+	if lo == nil || lo.Edges == nil {
+		return nil
+	}
+	m, err := live.NewMetrics(s.o.Registry)
+	if err != nil {
+		return fmt.Errorf("stage: live graph metrics: %w", err)
+	}
+	ctx, stop := context.WithCancel(ctx)
+	batches := make(chan source.EdgeBatch, 256)
+	log := s.log.With("component", "live-graph")
+	g.add("edge-reader", func() error {
+		err := lo.Edges.Run(ctx, batches)
+		if ctx.Err() != nil {
+			return nil
+		}
+		// Restarting the reader in place needs the applier's exact
+		// offsets; for now the replica stops, and its restart replays
+		// the topic into a new live graph (docs/design/live-graph.md).
+		return fmt.Errorf("edge topic reader: %w", err)
+	}, stop)
+	g.add("edge-applier", func() error {
+		err := live.RunApplier(ctx, log, lo.Graph, batches, lo.PublishInterval, m)
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("edge applier: %w", err)
+		}
+		return nil
+	}, stop)
+	return nil
+}
+
+// checkLive refuses at intake what the live graph cannot give a request:
+// edge_offsets without a live graph, or on a request that walks the loaded
+// graph alone.
+func (s *Stage) checkLive(b *batch) *message.RejectError {
+	r := b.req
+	if len(r.EdgeOffsets) == 0 {
+		return nil
+	}
+	rej := func(format string, a ...any) *message.RejectError {
+		return &message.RejectError{Reason: message.ReasonInvalidParameters, BatchID: r.BatchID, Msg: fmt.Sprintf(format, a...)}
+	}
+	if s.o.Live == nil {
+		return rej("edge_offsets: this stage has no live graph (WALKSTAGE_EDGE_TOPIC is not set)")
+	}
+	if err := s.overlayRefused(r, s.graphs.serving()); err != nil {
+		return rej("edge_offsets: this request walks the loaded graph without its edge updates: %v", err)
+	}
+	return nil
+}
+
+// overlayRefused is nil when r walks the live graph's snapshot on v's
+// engine, else why it walks the loaded graph alone.
+func (s *Stage) overlayRefused(r *message.Request, v *served) error {
+	switch {
+	case r.Sample != nil:
+		return errors.New("graph samples do not read a live graph's delta yet")
+	case r.Visits != nil:
+		return errors.New(`"output": "visits" does not read a live graph's delta yet`)
+	}
+	return walk.CheckOverlay(v.e, r.Algorithm)
+}
+
+// awaitEdges queues b once the live graph holds its edge_offsets, or
+// rejects it when they do not arrive within OffsetsWait. It runs in a
+// goroutine of its own (s.waiting), so requests behind it are not held
+// back; at shutdown it leaves b uncommitted, for redelivery.
+func (s *Stage) awaitEdges(fetchCtx, workCtx context.Context, b *batch) {
+	defer s.waiting.Done()
+	s.m.edgeWaits.Inc()
+	ctx, cancel := context.WithTimeout(fetchCtx, s.o.Live.OffsetsWait)
+	_, err := s.o.Live.Graph.WaitFor(ctx, b.req.EdgeOffsets)
+	cancel()
+	s.m.edgeWaits.Dec()
+	switch {
+	case err == nil:
+		select {
+		case s.queue <- b:
+			s.m.queued.Inc()
+		case <-workCtx.Done():
+			s.leave(b.req.BatchID)
+		}
+	case fetchCtx.Err() != nil:
+		b.span.End()
+		s.log.Info("batch abandoned at shutdown while waiting for its edge offsets (uncommitted; it will be redelivered)", "batch_id", b.req.BatchID)
+		s.leave(b.req.BatchID)
+	default:
+		re := &message.RejectError{Reason: ReasonEdgeOffsetsUnavailable, BatchID: b.req.BatchID,
+			Msg: fmt.Sprintf("the live graph did not reach the request's edge_offsets within %v: %v", s.o.Live.OffsetsWait, err)}
+		defer s.leave(b.req.BatchID)
+		b.span.End() // the rejection is reported under a span of its own, as at intake
+		if s.refuse(workCtx, b.d, re, nil) != nil {
+			s.log.Info("batch abandoned at shutdown (uncommitted; it will be redelivered)", "batch_id", b.req.BatchID)
+		}
+	}
+}
+
+// bindLive decides whether b walks snap (set b.snap) or the loaded graph
+// alone, and resolves seeds the decoder left to the snapshot. A seed that
+// is not in what b walks is the request's fault.
+func (s *Stage) bindLive(b *batch, v *served, snap *livegraph.Snapshot) *message.RejectError {
+	b.snap = nil
+	if snap == nil {
+		return nil
+	}
+	r := b.req
+	rej := func(reason message.Reason, format string, a ...any) *message.RejectError {
+		return &message.RejectError{Reason: reason, BatchID: r.BatchID, Msg: fmt.Sprintf(format, a...)}
+	}
+	if why := s.overlayRefused(r, v); why != nil {
+		// Seeds were resolved against a snapshot: one the edge updates
+		// added is not in the loaded graph.
+		baseV := uint32(v.g.NumVertices())
+		starts := r.Starts
+		if r.Visits != nil {
+			starts = nil
+			for _, q := range r.Visits.Queries {
+				starts = append(starts, q.Starts...)
+			}
+		}
+		for _, st := range starts {
+			if st >= baseV {
+				return rej(message.ReasonUnknownVertices, "a seed was added by edge updates, and this request walks the loaded graph without them (%v)", why)
+			}
+		}
+		s.log.Debug("request walks the loaded graph without its edge updates", "batch_id", r.BatchID, "reason", why.Error())
+		return nil
+	}
+	if r.Unresolved {
+		var unknown []string
+		seeds, starts := r.Seeds[:0:0], make([]uint32, 0, len(r.Seeds))
+		for _, ext := range r.Seeds {
+			d, ok := snap.DenseID(ext)
+			if !ok {
+				unknown = append(unknown, fmt.Sprint(ext))
+				continue
+			}
+			seeds, starts = append(seeds, ext), append(starts, d)
+		}
+		if len(unknown) > 0 {
+			if !s.graphs.skipUnknown || len(starts) == 0 {
+				return rej(message.ReasonUnknownVertices, "%d of %d seeds are not in the live graph at edge offsets %v, e.g. %v",
+					len(unknown), len(r.Seeds), snap.Watermark(), unknown[:min(len(unknown), 10)])
+			}
+			r.Skipped += len(unknown)
+			r.SkippedIDs = append(r.SkippedIDs, unknown[:min(len(unknown), max(0, 100-len(r.SkippedIDs)))]...)
+		}
+		r.Seeds, r.Starts, r.Unresolved = seeds, starts, false
+		b.walks = r.NumWalks()
+	}
+	b.snap = snap
+	return nil
+}
