@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/walkstage/walkstage/internal/testtool"
 	"github.com/walkstage/walkstage/internal/testversity"
 )
 
@@ -35,7 +36,7 @@ import (
 // unless WALKSTAGE_INTEGRATION=1, when it fails.
 func Start(t testing.TB) (endpoint string) {
 	t.Helper()
-	bin := find()
+	bin := testtool.Find("WEED", "weed")
 	if bin == "" {
 		if os.Getenv("WALKSTAGE_INTEGRATION") == "1" {
 			t.Fatal("weed (SeaweedFS) not found ($WEED, PATH or ./bin) and WALKSTAGE_INTEGRATION=1")
@@ -169,33 +170,4 @@ func tail(s string, n int) string {
 		return "..." + s[len(s)-n:]
 	}
 	return s
-}
-
-// find locates the binary: $WEED, PATH, then bin/ of the first directory
-// upwards that holds go.mod.
-func find() string {
-	if bin := os.Getenv("WEED"); bin != "" {
-		return bin
-	}
-	if p, err := exec.LookPath("weed"); err == nil {
-		return p
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return ""
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			p := filepath.Join(dir, "bin", "weed")
-			if _, err := os.Stat(p); err == nil {
-				return p
-			}
-			return ""
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
 }

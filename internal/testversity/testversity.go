@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/walkstage/walkstage/internal/testtool"
 )
 
 // Start runs versitygw with the credentials in AWS_ACCESS_KEY_ID and
@@ -35,7 +37,7 @@ func Start(t testing.TB) (endpoint string) {
 // (meta/<bucket>/<key>/meta/<attribute>).
 func Dirs(t testing.TB) (endpoint, data, meta string) {
 	t.Helper()
-	bin := find()
+	bin := testtool.Find("VERSITYGW", "versitygw")
 	if bin == "" {
 		if os.Getenv("WALKSTAGE_INTEGRATION") == "1" {
 			t.Fatal("versitygw not found ($VERSITYGW, PATH or ./bin) and WALKSTAGE_INTEGRATION=1")
@@ -153,33 +155,4 @@ func Listening(pid, port int) (bool, error) {
 		}
 	}
 	return false, nil
-}
-
-// find locates the binary: $VERSITYGW, PATH, then bin/ of the first
-// directory upwards that holds go.mod.
-func find() string {
-	if bin := os.Getenv("VERSITYGW"); bin != "" {
-		return bin
-	}
-	if p, err := exec.LookPath("versitygw"); err == nil {
-		return p
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return ""
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			p := filepath.Join(dir, "bin", "versitygw")
-			if _, err := os.Stat(p); err == nil {
-				return p
-			}
-			return ""
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
 }
