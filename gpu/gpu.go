@@ -37,9 +37,10 @@
 // to that engine, and a file's prefix names its group:
 //
 //	engine, device, memory, options, params, launch, slots, run, pipeline,
-//	chunkpool, lend, unpack, tables, plan, faults   the walk engine itself
+//	chunkpool, lend, unpack, tables, plan, faults,
+//	capabilities, gpu, nocuda                        the walk engine itself
 //	temporal                                         temporal walks
-//	sample, frontier                                 C-SAW graph sampling
+//	sample, frontier, stagedcopy                     C-SAW graph sampling
 //	visits                                           visit counting
 //	placement, hostread, stripes, multi              graphs larger than one
 //	                                                 device; several devices
