@@ -424,7 +424,7 @@ func TestSampleParamsValidate(t *testing.T) {
 	}
 }
 
-// benchGraph is walk's bench graph (walk/bench_test.go).
+// benchGraph is the CPU engine's bench graph (walk/cpu/bench_test.go).
 var benchGraph = sync.OnceValues(func() (*graph.Graph, error) {
 	return graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 16, EdgeFactor: 16, Seed: 1, Undirected: true, Weighted: true, Labels: 5, Name: "bench"})
 })
