@@ -4,8 +4,6 @@ package gpu
 
 import (
 	"fmt"
-	"runtime"
-	"sync"
 	"unsafe"
 
 	"gorgonia.org/cu"
@@ -119,22 +117,6 @@ func (e *Engine) stagedCopies(spans []stagedSpan) error {
 		parallelCopy(pieces[i].dst, st.buf[i%2], pieces[i].n)
 	}
 	return nil
-}
-
-// parallelCopy copies n bytes from src to dst on every core.
-func parallelCopy(dst, src unsafe.Pointer, n int64) {
-	parts := int64(runtime.GOMAXPROCS(0))
-	per := (n/parts + 4095) &^ 4095
-	var wg sync.WaitGroup
-	for off := int64(0); off < n; off += per {
-		size := min(per, n-off)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			copy(unsafe.Slice((*byte)(unsafe.Add(dst, off)), size), unsafe.Slice((*byte)(unsafe.Add(src, off)), size))
-		}()
-	}
-	wg.Wait()
 }
 
 // releaseStaging frees the staging buffers and stream (device thread).
