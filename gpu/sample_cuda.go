@@ -76,8 +76,9 @@ func (e *Engine) SampleNeighbors(ctx context.Context, p graphsample.SampleParams
 	return e.SampleNeighborsRange(ctx, p, starts, 0, -1)
 }
 
-// checkSample validates a device sampling call of kind and returns its
-// count (count -1: the instances from first on).
+// checkSample validates a device sampling call of kind (the seeds of its
+// instances only: RangeSeeds) and returns its count (count -1: the
+// instances from first on).
 func (e *Engine) checkSample(kind graphsample.SampleKind, p graphsample.SampleParams, starts []uint32, first, count int) (int, error) {
 	if err := p.Validate(e.g); err != nil {
 		return 0, err
@@ -95,9 +96,12 @@ func (e *Engine) checkSample(kind graphsample.SampleKind, p graphsample.SamplePa
 	if first < 0 || count < 0 || first+count > total || int64(total) > math.MaxUint32 {
 		return 0, fmt.Errorf("gpu: instances %d..%d of %d", first, first+count-1, total)
 	}
-	for _, s := range starts {
-		if int(s) >= e.g.NumVertices() {
-			return 0, fmt.Errorf("gpu: seed %d beyond the graph's %d vertices", s, e.g.NumVertices())
+	// The call's own seeds only: a request sampled in waves is not
+	// scanned whole again each wave.
+	nv := uint32(e.g.NumVertices())
+	for _, s := range p.RangeSeeds(starts, first, count) {
+		if s >= nv {
+			return 0, fmt.Errorf("gpu: seed %d beyond the graph's %d vertices", s, nv)
 		}
 	}
 	return count, nil
@@ -297,6 +301,22 @@ const scanTile = scanThreads * scanPerThread
 // (n+1 uint64, out[n] the total) and returns the total (device thread;
 // three launches and an 8-byte copy).
 func (e *Engine) scanCounts(k columnKernels, d *devArrays, name string, in cu.DevicePtr, n int, out cu.DevicePtr) (uint64, error) {
+	total, err := e.scanCountsAsync(k, d, name, in, n, out)
+	if err != nil || total == 0 {
+		return 0, err
+	}
+	var t uint64
+	if err := cu.MemcpyDtoH(unsafe.Pointer(&t), total, 8); err != nil {
+		return 0, fmt.Errorf("gpu: scan %s: %w", name, err)
+	}
+	return t, nil
+}
+
+// scanCountsAsync is scanCounts without waiting for the total: the
+// launches only, and the total's device address (0 when n is 0). The
+// layout's per-hop scans need no total, and an 8-byte copy is a wait for
+// the whole stream, a few of them a wave.
+func (e *Engine) scanCountsAsync(k columnKernels, d *devArrays, name string, in cu.DevicePtr, n int, out cu.DevicePtr) (cu.DevicePtr, error) {
 	if n == 0 {
 		if err := cu.MemsetD8(out, 0, 8); err != nil {
 			return 0, fmt.Errorf("gpu: clear %s: %w", name, err)
@@ -319,11 +339,7 @@ func (e *Engine) scanCounts(k columnKernels, d *devArrays, name string, in cu.De
 	if err := launch(k.scanApply, tiles, scanThreads, cu.Stream{}, []uint64{uint64(in), uint64(n), uint64(sums), uint64(out)}); err != nil {
 		return 0, fmt.Errorf("gpu: launch scan_u32_apply (%s): %w", name, err)
 	}
-	var t uint64
-	if err := cu.MemcpyDtoH(unsafe.Pointer(&t), total, 8); err != nil {
-		return 0, fmt.Errorf("gpu: scan %s: %w", name, err)
-	}
-	return t, nil
+	return total, nil
 }
 
 // SampleNeighborColumns runs neighbour sampling for instances first ..
@@ -523,7 +539,7 @@ func (e *Engine) SampleNeighborColumns(ctx context.Context, p graphsample.Sample
 					return err
 				}
 				for h, hc := range hops {
-					if _, err := e.scanCounts(ks, d, "sample.hopStart", hc.count, n, hopStart); err != nil {
+					if _, err := e.scanCountsAsync(ks, d, "sample.hopStart", hc.count, n, hopStart); err != nil {
 						return err
 					}
 					grid := min((int(hc.n)+sampleThreads-1)/sampleThreads, e.numSM*64)
@@ -566,20 +582,16 @@ func (e *Engine) SampleNeighborColumns(ctx context.Context, p graphsample.Sample
 // when edge indices were not asked for) from the device into into, sized
 // by the caller (device thread).
 func (e *Engine) copyColumns(into *graphsample.Columns, dOff, fEdge, fSrc, fDst, fHop cu.DevicePtr, n int, edges uint64) error {
-	for _, c := range []struct {
-		what string
-		dst  unsafe.Pointer
-		src  cu.DevicePtr
-		n    int64
-	}{{"offsets", unsafe.Pointer(&into.Offsets[0]), dOff, int64(n+1) * 8},
-		{"sources", slicePtr(into.Src), fSrc, int64(edges) * 4}, {"targets", slicePtr(into.Dst), fDst, int64(edges) * 4},
-		{"hops", slicePtr(into.Hop), fHop, int64(edges) * 4}, {"edge indices", slicePtr(into.Edge), fEdge, int64(edges) * 8}} {
-		if c.n == 0 || c.src == 0 {
-			continue
+	spans := make([]stagedSpan, 0, 5)
+	for _, c := range []stagedSpan{{unsafe.Pointer(&into.Offsets[0]), dOff, int64(n+1) * 8},
+		{slicePtr(into.Src), fSrc, int64(edges) * 4}, {slicePtr(into.Dst), fDst, int64(edges) * 4},
+		{slicePtr(into.Hop), fHop, int64(edges) * 4}, {slicePtr(into.Edge), fEdge, int64(edges) * 8}} {
+		if c.n > 0 && c.src != 0 {
+			spans = append(spans, c)
 		}
-		if err := e.stagedCopy(c.dst, c.src, c.n); err != nil {
-			return fmt.Errorf("gpu: copy sampled %s: %w", c.what, err)
-		}
+	}
+	if err := e.stagedCopies(spans); err != nil {
+		return fmt.Errorf("gpu: copy sampled columns: %w", err)
 	}
 	return nil
 }

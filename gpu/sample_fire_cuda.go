@@ -297,18 +297,12 @@ func (e *Engine) fireRound(fn cu.Function, occ int, p graphsample.SampleParams, 
 		if withEdges {
 			r.edge = make([]uint64, used)
 		}
-		for _, c := range []struct {
-			dst unsafe.Pointer
-			src cu.DevicePtr
-			n   int64
-		}{{slicePtr(r.edge), dEdge, int64(len(r.edge)) * 8}, {unsafe.Pointer(&r.src[0]), dSrc, int64(used) * 4},
-			{unsafe.Pointer(&r.dst[0]), dDst, int64(used) * 4}} {
-			if c.n == 0 {
-				continue
-			}
-			if err := e.stagedCopy(c.dst, c.src, c.n); err != nil {
-				return fireResult{}, fmt.Errorf("gpu: copy fire samples: %w", err)
-			}
+		spans := []stagedSpan{{unsafe.Pointer(&r.src[0]), dSrc, int64(used) * 4}, {unsafe.Pointer(&r.dst[0]), dDst, int64(used) * 4}}
+		if withEdges {
+			spans = append(spans, stagedSpan{slicePtr(r.edge), dEdge, int64(len(r.edge)) * 8})
+		}
+		if err := e.stagedCopies(spans); err != nil {
+			return fireResult{}, fmt.Errorf("gpu: copy fire samples: %w", err)
 		}
 	}
 	return r, nil

@@ -4,8 +4,6 @@ package gpu
 
 import (
 	"fmt"
-	"runtime"
-	"sync"
 	"unsafe"
 
 	"gorgonia.org/cu"
@@ -35,9 +33,45 @@ type staging struct {
 // 10] neighbour sample are 700 MB, more than its kernels' time to copy
 // that way. (device thread)
 func (e *Engine) stagedCopy(dst unsafe.Pointer, src cu.DevicePtr, n int64) error {
+	return e.stagedCopies([]stagedSpan{{dst: dst, src: src, n: n}})
+}
+
+// stagedSpan is one device range stagedCopies copies into Go memory.
+type stagedSpan struct {
+	dst unsafe.Pointer
+	src cu.DevicePtr
+	n   int64
+}
+
+// stagedPieces is about the pieces a staged copy is cut into at least:
+// a wave's columns (three or four of about 12 MB for 3 M edges) copied
+// column by column in one piece each left the device idle while the
+// cores copied each piece out, and the cores idle while it copied the
+// next; eight pieces overlap all but one of them.
+const stagedPieces = 8
+
+// stagedCopies copies every span (stagedCopy), the spans' pieces in one
+// pipeline, so the device copies the next span's first piece while the
+// cores copy the last piece of the one before. A piece is a buffer's size,
+// smaller (down to stagedCopyMin) when the spans are too few bytes for
+// stagedPieces of that size; a span under stagedCopyMin is copied
+// directly. (device thread)
+func (e *Engine) stagedCopies(spans []stagedSpan) error {
 	st := &e.staging
-	if st.size <= 0 || n < stagedCopyMin {
-		return e.copyDtoH(dst, src, n)
+	var total int64
+	for _, s := range spans {
+		if st.size <= 0 || s.n < stagedCopyMin {
+			if s.n > 0 {
+				if err := e.copyDtoH(s.dst, s.src, s.n); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		total += s.n
+	}
+	if total == 0 {
+		return nil
 	}
 	if st.buf[0] == nil {
 		s, err := cu.MakeStream(cu.NonBlocking)
@@ -52,14 +86,18 @@ func (e *Engine) stagedCopy(dst unsafe.Pointer, src cu.DevicePtr, n int64) error
 			}
 		}
 	}
-	pieces := (n + st.size - 1) / st.size
-	piece := func(i int64) (off, size int64) {
-		off = i * st.size
-		return off, min(st.size, n-off)
+	size := min(st.size, max(stagedCopyMin, (total/stagedPieces+4095)&^4095))
+	var pieces []stagedSpan
+	for _, s := range spans {
+		if s.n < stagedCopyMin {
+			continue
+		}
+		for off := int64(0); off < s.n; off += size {
+			pieces = append(pieces, stagedSpan{dst: unsafe.Add(s.dst, off), src: s.src + cu.DevicePtr(off), n: min(size, s.n-off)})
+		}
 	}
-	issue := func(i int64) error {
-		off, size := piece(i)
-		if err := e.copyDtoHAsync(st.buf[i%2], src+cu.DevicePtr(off), size, st.stream); err != nil {
+	issue := func(i int) error {
+		if err := e.copyDtoHAsync(st.buf[i%2], pieces[i].src, pieces[i].n, st.stream); err != nil {
 			return fmt.Errorf("gpu: staged copy: %w", err)
 		}
 		return nil
@@ -67,35 +105,18 @@ func (e *Engine) stagedCopy(dst unsafe.Pointer, src cu.DevicePtr, n int64) error
 	if err := issue(0); err != nil {
 		return err
 	}
-	for i := int64(0); i < pieces; i++ {
+	for i := range pieces {
 		if err := st.stream.Synchronize(); err != nil {
 			return fmt.Errorf("gpu: staged copy: %w", err)
 		}
-		if i+1 < pieces {
+		if i+1 < len(pieces) {
 			if err := issue(i + 1); err != nil {
 				return err
 			}
 		}
-		off, size := piece(i)
-		parallelCopy(unsafe.Add(dst, off), st.buf[i%2], size)
+		parallelCopy(pieces[i].dst, st.buf[i%2], pieces[i].n)
 	}
 	return nil
-}
-
-// parallelCopy copies n bytes from src to dst on every core.
-func parallelCopy(dst, src unsafe.Pointer, n int64) {
-	parts := int64(runtime.GOMAXPROCS(0))
-	per := (n/parts + 4095) &^ 4095
-	var wg sync.WaitGroup
-	for off := int64(0); off < n; off += per {
-		size := min(per, n-off)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			copy(unsafe.Slice((*byte)(unsafe.Add(dst, off)), size), unsafe.Slice((*byte)(unsafe.Add(src, off)), size))
-		}()
-	}
-	wg.Wait()
 }
 
 // releaseStaging frees the staging buffers and stream (device thread).

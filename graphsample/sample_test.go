@@ -391,6 +391,50 @@ func TestSampleDeterministicAcrossWorkers(t *testing.T) {
 	}
 }
 
+// A call of one wave checks the seeds its instances start from, not the
+// whole request's (checked once a wave, that scan cost as much as the
+// wave's sampling on the GPU); a seed beyond the graph still fails the
+// wave that starts from it, and the other waves sample as they would with
+// a good seed in its place.
+func TestSampleRangeChecksOnlyItsSeeds(t *testing.T) {
+	ctx := context.Background()
+	g := testGraph(t)
+	bad := uint32(g.NumVertices() + 5)
+	for _, c := range []struct {
+		p            SampleParams
+		good         [2]int // a range whose seeds are good
+		withBad      [2]int // a range whose last instance starts from the bad seed
+		wantRangeLen int    // len(RangeSeeds) of good
+	}{
+		{SampleParams{Kind: NeighborSampling, Fanouts: []int{3, 2}}, [2]int{0, 15}, [2]int{14, 2}, 5},
+		{SampleParams{Kind: NeighborSampling, Fanouts: []int{3, 2}}, [2]int{4, 7}, [2]int{15, 1}, 3},
+		{SampleParams{Kind: FrontierWalk, FrontierSize: 2, Samples: 5}, [2]int{0, 6}, [2]int{5, 2}, 4},
+		{SampleParams{Kind: FrontierWalk, FrontierSize: 2, Samples: 5}, [2]int{3, 2}, [2]int{8, 1}, 2},
+	} {
+		c.p.Seed, c.p.InstancesPerSeed = 5, 3
+		starts := []uint32{0, 1, 2, 3, 11, bad}
+		if got := len(c.p.RangeSeeds(starts, c.good[0], c.good[1])); got != c.wantRangeLen {
+			t.Errorf("%s: RangeSeeds of instances %v: %d seeds, want %d", c.p, c.good, got, c.wantRangeLen)
+		}
+		got, _, err := SampleRange(ctx, g, c.p, starts, c.good[0], c.good[1], 2)
+		if err != nil {
+			t.Fatalf("%s: instances %v from good seeds: %v", c.p, c.good, err)
+		}
+		fixed := append([]uint32(nil), starts...)
+		fixed[len(fixed)-1] = 4
+		want, _, err := SampleRange(ctx, g, c.p, fixed, c.good[0], c.good[1], 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: instances %v depend on a seed they do not start from", c.p, c.good)
+		}
+		if _, _, err := SampleRange(ctx, g, c.p, starts, c.withBad[0], c.withBad[1], 2); err == nil {
+			t.Errorf("%s: instances %v start from seed %d beyond the graph, and no error", c.p, c.withBad, bad)
+		}
+	}
+}
+
 func TestSampleKeyIsPhiloxCounter(t *testing.T) {
 	k := SampleKey{Seed: 0x0123456789abcdef, Instance: 5, Slot: 6, Hop: 7, Candidate: 13}
 	w := walk.Philox4x32([4]uint32{5, 6, 7, 3}, [2]uint32{0x89abcdef, 0x01234567})
