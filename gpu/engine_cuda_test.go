@@ -209,7 +209,7 @@ func TestWalksMatchCPU(t *testing.T) {
 		{"metapath-tables", walk.Algorithm{Kind: walk.MetaPath, Length: 40, Schema: []uint8{0, 1, 2}}},
 		{"metapath-tables-weighted", walk.Algorithm{Kind: walk.MetaPath, Length: 40, Schema: []uint8{2, 0}, Weighted: true}},
 	}
-	cpu, err := cpu.New(g)
+	ref, err := cpu.New(g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestWalksMatchCPU(t *testing.T) {
 					{Tag: 1, Algorithm: c.alg, Seed: 42, Starts: starts},
 					{Tag: 2, Algorithm: c.alg, Seed: 1<<40 + 7, Starts: hubStarts},
 				}
-				want := collect(t, cpu, jobs)
+				want := collect(t, ref, jobs)
 				got := collect(t, e, jobs)
 				for tag := range want {
 					for id := range want[tag] {

@@ -67,11 +67,11 @@ func TestLentChunks(t *testing.T) {
 	g := testGraph(t)
 	alg := walk.Algorithm{Kind: walk.DeepWalk, Length: 40, Weighted: true}
 	jobs := []walk.Job{{Tag: 1, Algorithm: alg, Seed: 9, Starts: allStarts(g, 3)}}
-	cpu, err := cpu.New(g)
+	ref, err := cpu.New(g)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := collect(t, cpu, jobs)
+	want := collect(t, ref, jobs)
 	for _, slots := range []int{1, 2, 3} {
 		t.Run(fmt.Sprintf("slots=%d", slots), func(t *testing.T) {
 			e := newEngine(t, g, WithLentChunks(), WithMaxBatchWalks(3000), WithChunkWalks(700), WithBatchSlots(slots))
@@ -128,11 +128,11 @@ func TestLentRunEnd(t *testing.T) {
 	alg := walk.Algorithm{Kind: walk.DeepWalk, Length: 40, Weighted: true}
 	jobs := []walk.Job{{Tag: 1, Algorithm: alg, Seed: 9, Starts: allStarts(g, 3)}}
 	n := uint64(len(jobs[0].Starts))
-	cpu, err := cpu.New(g)
+	ref, err := cpu.New(g)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := collect(t, cpu, jobs)
+	want := collect(t, ref, jobs)
 	for _, slots := range []int{1, 2} {
 		t.Run(fmt.Sprintf("slots=%d", slots), func(t *testing.T) {
 			e := newEngine(t, g, WithLentChunks(), WithMaxBatchWalks(3000), WithChunkWalks(700), WithBatchSlots(slots))

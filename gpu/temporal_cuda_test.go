@@ -166,7 +166,7 @@ func TestTemporalWalksMatchCPU(t *testing.T) {
 			cases = append(cases, tcase{name, b.tp, w})
 		}
 	}
-	cpu, err := cpu.New(g)
+	ref, err := cpu.New(g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestTemporalWalksMatchCPU(t *testing.T) {
 					{Tag: 2, Algorithm: alg, Seed: 1<<40 + 7, Starts: hubStarts, WithTimes: true},
 					{Tag: 3, Algorithm: alg, Seed: 9, Starts: starts[:len(starts)/4], WithTimes: true},
 				}
-				want := collectTimed(t, cpu, jobs)
+				want := collectTimed(t, ref, jobs)
 				got := collectTimed(t, e, jobs)
 				var steps, dead int
 				for tag := range want {

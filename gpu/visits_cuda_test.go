@@ -27,7 +27,7 @@ func TestVisitsCPUEqualsGPU(t *testing.T) { visitsCPUEqualsGPU(t) }
 // visitsCPUEqualsGPU runs TestVisitsCPUEqualsGPU on an engine made with opts.
 func visitsCPUEqualsGPU(t *testing.T, opts ...Option) {
 	g := testGraph(t)
-	cpu, err := cpu.New(g)
+	ref, err := cpu.New(g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func visitsCPUEqualsGPU(t *testing.T, opts ...Option) {
 					qs[k].Weights = nil
 				}
 			}
-			want, wst, err := visits.CountVisits(context.Background(), cpu, g, c.p, qs)
+			want, wst, err := visits.CountVisits(context.Background(), ref, g, c.p, qs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -122,7 +122,7 @@ func TestVisitsBench(t *testing.T) {
 	}
 	t.Logf("graph scale %d: V=%d E=%d in %s; %d CPU cores", scale, g.NumVertices(), g.NumEdges(), time.Since(t0).Round(time.Millisecond), runtime.NumCPU())
 	gpu := newEngine(t, g)
-	cpu, err := cpu.New(g)
+	ref, err := cpu.New(g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestVisitsBench(t *testing.T) {
 		name    string
 		e       walk.Engine
 		queries int
-	}{{"gpu (device counting)", gpu, 20000}, {"gpu walks, host counting", hostCounting{gpu}, 4000}, {"cpu", cpu, 2000}} {
+	}{{"gpu (device counting)", gpu, 20000}, {"gpu walks, host counting", hostCounting{gpu}, 4000}, {"cpu", ref, 2000}} {
 		qs := mk(c.queries)
 		for r := 0; r < 2; r++ {
 			t1 := time.Now()
@@ -190,7 +190,7 @@ func TestVisitsDeviceTopKTies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpu, err := cpu.New(g)
+	ref, err := cpu.New(g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestVisitsDeviceTopKTies(t *testing.T) {
 		{Algorithm: walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.5}, StepsPerQuery: 9000, TopK: 2500},
 	} {
 		c.Seed = 99
-		want, _, err := visits.CountVisits(context.Background(), cpu, g, c, qs)
+		want, _, err := visits.CountVisits(context.Background(), ref, g, c, qs)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -231,7 +231,7 @@ func TestVisitsDeviceTopKTies(t *testing.T) {
 // seeds, budgets, top k, exclusions and walks per seed.
 func TestVisitCallsOnDeviceMatchAlone(t *testing.T) {
 	g := testGraph(t)
-	cpu, err := cpu.New(g)
+	ref, err := cpu.New(g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestVisitCallsOnDeviceMatchAlone(t *testing.T) {
 		if errs[i] != nil {
 			t.Fatalf("call %d: %v", i, errs[i])
 		}
-		want, wst, err := visits.CountVisits(context.Background(), cpu, g, c.Params, c.Queries)
+		want, wst, err := visits.CountVisits(context.Background(), ref, g, c.Params, c.Queries)
 		if err != nil {
 			t.Fatal(err)
 		}
