@@ -107,6 +107,9 @@ type Engine struct {
 
 	// chunks keeps the memory of chunks given back (Release).
 	chunks chunkPool
+	// scratch is the workers' memory of the last run (takeScratch); guarded
+	// by mu.
+	scratch []*unitScratch
 }
 
 var _ walk.Engine = (*Engine)(nil)
@@ -270,7 +273,8 @@ func (e *Engine) startWorkers(ctx context.Context, workers int, jobs []walk.Job,
 			// are unmapped once e is unreachable (hugemem.Alloc); a caller
 			// may drop the engine while its stream is still being walked.
 			defer runtime.KeepAlive(e)
-			sc := new(unitScratch)
+			sc := e.takeScratch()
+			defer e.keepScratch(sc)
 			for ctx.Err() == nil {
 				u := int(next.Add(1) - 1)
 				if u >= len(units) {
@@ -296,6 +300,32 @@ func (e *Engine) startWorkers(ctx context.Context, workers int, jobs []walk.Job,
 type unitScratch struct {
 	rows []uint32
 	ring ring
+}
+
+// takeScratch gives a worker the scratch memory of an earlier run's worker,
+// or new memory. A unit of 1,024 walks of 80 steps writes 332 KiB of rows:
+// new with each run, on 16 workers, that was 5 MiB of pages faulted in and
+// cleared by the kernel at the start of every run, while a PPR run of a
+// million walks lasts about 12 ms there.
+func (e *Engine) takeScratch() *unitScratch {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if n := len(e.scratch); n > 0 {
+		sc := e.scratch[n-1]
+		e.scratch = e.scratch[:n-1]
+		return sc
+	}
+	return new(unitScratch)
+}
+
+// keepScratch keeps a worker's scratch memory for the next run's workers,
+// as many as the engine has workers.
+func (e *Engine) keepScratch(sc *unitScratch) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.scratch) < e.cfg.workers {
+		e.scratch = append(e.scratch, sc)
+	}
 }
 
 // walkUnit walks job walks [lo, hi) and returns them as one chunk, in
