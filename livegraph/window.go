@@ -1,0 +1,388 @@
+package livegraph
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"time"
+	"unsafe"
+
+	"github.com/walkstage/walkstage/walk"
+)
+
+// A time window (WithWindow) keeps a recent-engagement graph bounded: every
+// edge has a time (a windowed graph must be timed, so the base's edges have
+// one and every insert carries one), and an edge is evicted once the event
+// time has moved a window past it. The event time is the largest edge time
+// the live graph has seen — the base's newest edge, then every insert
+// applied — never the wall clock, so a replay of the same records evicts
+// the same edges. Eviction goes by segments of window/segments: time is
+// cut into segments, and when the first segment still wholly inside the
+// window moves, every edge of the segments before it goes at once. An edge
+// therefore lives at least the window and at most the window plus one
+// segment. See docs/design/live-graph.md, "Time windows".
+
+// DefaultWindowSegments is the number of segments a window is cut into
+// when WithWindow is given 0: an edge outlives the window by at most an
+// eighth of it.
+const DefaultWindowSegments = 8
+
+// Option configures a live graph (New).
+type Option func(*options)
+
+type options struct {
+	window    time.Duration
+	segments  int
+	eventTime int64
+	hasTime   bool
+}
+
+// WithWindow evicts edges older than d by their time, in segments of
+// d/segments (0: DefaultWindowSegments). The base graph must have edge
+// times. Defaults to no window: nothing is evicted.
+func WithWindow(d time.Duration, segments int) Option {
+	return func(o *options) { o.window, o.segments = d, segments }
+}
+
+// WithEventTime starts the window's event time at t (Unix milliseconds)
+// when that is later than the base's newest edge: a live graph built over
+// a compacted version resumes the window where the one that wrote it
+// stood (Snapshot.Window), so that a replay evicts exactly what the first
+// run did. Only meaningful with WithWindow.
+func WithEventTime(t int64) Option {
+	return func(o *options) { o.eventTime, o.hasTime = t, true }
+}
+
+// noSegment marks a vertex with nothing scheduled for eviction.
+const noSegment = math.MaxInt64
+
+// window is the applier's eviction state (Live.win). Only the applier
+// reads or writes it; snapshots get a copy of now and cut (windowMark).
+type window struct {
+	length, seg int64 // the window and its segment, in milliseconds
+	// now is the event time, math.MinInt64 before any edge; cut the
+	// first live segment: an edge whose time falls in a segment below it
+	// is evicted.
+	now, cut int64
+	// sched holds, per dense vertex, the segment of its oldest edge not
+	// yet evicted (noSegment: none), and due, per segment, the vertices
+	// scheduled in it: when cut passes a segment, its vertices are the
+	// only ones with edges to evict. An entry whose vertex has since been
+	// scheduled earlier is stale and skipped, so a vertex is in one list
+	// that counts at a time, and a list entry is added only when an insert
+	// makes a vertex's oldest edge older.
+	sched []int64
+	due   map[int64][]uint32
+	// scratch holds a base vertex's edge times by edge (Times is by time).
+	scratch []int64
+}
+
+// windowMark is what a snapshot records of the window.
+type windowMark struct {
+	on       bool
+	now, cut int64
+	seg      int64
+}
+
+func (w *window) segOf(t int64) int64 {
+	q := t / w.seg
+	if t%w.seg < 0 {
+		q--
+	}
+	return q
+}
+
+// cutFor is the first live segment at event time now: the segment of
+// now - length, so an edge inside the window is never evicted.
+func (w *window) cutFor(now int64) int64 {
+	if now == math.MinInt64 {
+		return math.MinInt64
+	}
+	x := now - w.length
+	if now < math.MinInt64+w.length {
+		x = math.MinInt64
+	}
+	return w.segOf(x)
+}
+
+// schedule records that v holds an edge of time t.
+func (w *window) schedule(v uint32, t int64) { w.scheduleSeg(v, w.segOf(t)) }
+
+// scheduleSeg records that v holds an edge in segment s.
+func (w *window) scheduleSeg(v uint32, s int64) {
+	for int(v) >= len(w.sched) {
+		w.sched = append(w.sched, noSegment)
+	}
+	if s < w.sched[v] {
+		w.sched[v] = s
+		w.due[s] = append(w.due[s], v)
+	}
+}
+
+// setWindow turns the window on (New), schedules every base vertex by its
+// oldest edge, and evicts what the base's own newest edge puts out of it.
+func (l *Live) setWindow(o options) error {
+	if o.window == 0 && !o.hasTime {
+		return nil
+	}
+	if o.window < time.Millisecond {
+		return fmt.Errorf("live graph %q: window %v: use at least 1ms (edge times are in milliseconds)", l.base.Name, o.window)
+	}
+	if o.segments < 0 || o.segments > 1<<20 {
+		return fmt.Errorf("live graph %q: %d window segments: use 1 to %d, or 0 for %d", l.base.Name, o.segments, 1<<20, DefaultWindowSegments)
+	}
+	if !l.timed {
+		return fmt.Errorf("live graph %q: a time window needs edge times, and the graph has none: import it with a time column "+
+			"(edge updates then must carry a time)", l.base.Name)
+	}
+	n := int64(o.segments)
+	if n == 0 {
+		n = DefaultWindowSegments
+	}
+	ms := o.window.Milliseconds()
+	w := &window{length: ms, seg: max(1, (ms+n-1)/n), now: math.MinInt64, cut: math.MinInt64, due: map[int64][]uint32{}}
+	w.sched = make([]int64, l.baseV)
+	b := l.base
+	for v := range l.baseV {
+		w.sched[v] = noSegment
+		if lo, hi := b.Offsets[v], b.Offsets[v+1]; lo < hi {
+			w.schedule(v, b.Times[lo])
+			w.now = max(w.now, b.Times[hi-1])
+		}
+	}
+	if o.hasTime {
+		w.now = max(w.now, o.eventTime)
+	}
+	l.win = w
+	l.advanceWindow()
+	return nil
+}
+
+// admit takes an insert's time into the event time and reports whether the
+// edge is inside the window. One that is not (a late event) is applied and
+// evicted at once: its vertices are added, as any insert's are, and the
+// edge is never seen.
+func (l *Live) admit(u *Update) bool {
+	w := l.win
+	w.now = max(w.now, u.Time)
+	if w.segOf(u.Time) >= w.cut {
+		return true
+	}
+	l.vertex(u.Src)
+	l.vertex(u.Dst)
+	l.stats.Inserted++
+	l.stats.Late++
+	return false
+}
+
+// advanceWindow moves the cut to the event time's and evicts every edge in
+// the segments it passed, vertex by vertex as they are due. It runs after
+// each record, so the state after a record depends only on the records
+// applied, in order, not on when snapshots were published.
+func (l *Live) advanceWindow() {
+	w := l.win
+	c := w.cutFor(w.now)
+	if c <= w.cut {
+		return
+	}
+	w.cut = c
+	var segs []int64
+	for s := range w.due {
+		if s < c {
+			segs = append(segs, s)
+		}
+	}
+	slices.Sort(segs)
+	for _, s := range segs {
+		for _, v := range w.due[s] {
+			if w.sched[v] == s {
+				w.sched[v] = noSegment
+				l.evictVertex(v)
+			}
+		}
+		delete(w.due, s)
+	}
+	l.stats.Evictions++
+}
+
+// evictVertex removes v's edges in segments below the cut and schedules v
+// by its oldest edge left. Walkers read a vertex's delta, not edge times,
+// so the eviction is written as a delta that the walk engines already
+// take: base edges to a target that lost one get a tombstone, and the
+// target's base edges still inside the window are appended again (with
+// their times); the appended edges are rewritten into a new array without
+// the evicted ones and without deleted ones, so every tombstone left covers
+// base edges only (Upto 0). Snapshots published before keep the old array
+// and state (copy on write), so a walk never sees half an eviction.
+func (l *Live) evictVertex(v uint32) {
+	w, b := l.win, l.base
+	old := l.peek(v)
+	next := int64(noSegment)
+	var a, e uint64
+	if v < l.baseV {
+		a, e = b.Offsets[v], b.Offsets[v+1]
+	}
+	deg := int(e - a)
+	var times []int64
+	if deg > 0 {
+		times = b.Times[a:e]
+	}
+	// Base edges are sorted by time per vertex (Times, ByTime): the
+	// evicted ones are a prefix.
+	k0 := sort.Search(deg, func(k int) bool { return w.segOf(times[k]) >= w.cut })
+	if k0 < deg {
+		next = w.segOf(times[k0])
+	}
+	var fresh []uint32
+	for _, j := range b.ByTime[a : a+uint64(k0)] {
+		t := b.Targets[a+uint64(j)]
+		if old == nil || !old.view.BaseDead(t) {
+			fresh = append(fresh, t)
+		}
+	}
+	stale := false
+	if old != nil {
+		for i := range old.view.Edges {
+			if w.segOf(old.ext.times[i]) < w.cut {
+				stale = true
+				break
+			}
+		}
+	}
+	if len(fresh) == 0 && !stale {
+		if old != nil {
+			for _, t := range old.ext.times {
+				next = min(next, w.segOf(t))
+			}
+		}
+		if next != noSegment {
+			w.scheduleSeg(v, next)
+		}
+		return
+	}
+	slices.Sort(fresh)
+	fresh = slices.Compact(fresh)
+
+	vs := l.writable(v)
+	dv := &vs.view
+	oldEdges, oldDead := dv.Edges, dv.Dead
+	var oldX extra
+	if vs.ext != nil {
+		oldX = *vs.ext
+	}
+	var edges []walk.DeltaEdge
+	x := &extra{}
+	var evicted int64
+	add := func(t uint32, wt float32, lb uint8, tm int64) {
+		edges = append(edges, walk.DeltaEdge{Target: t, Weight: wt})
+		if l.labelled {
+			x.labels = append(x.labels, lb)
+		}
+		x.times = append(x.times, tm)
+		next = min(next, w.segOf(tm))
+	}
+	// The base edges to the targets just tombstoned that are still inside
+	// the window come first, in CSR order: compaction sorts a vertex's
+	// edges by (target, time) stably, base before inserted, and these
+	// keep that place.
+	if len(fresh) > 0 {
+		w.scratch = slices.Grow(w.scratch[:0], deg)[:deg]
+		for k, j := range b.ByTime[a:e] {
+			w.scratch[j] = times[k]
+		}
+		adj := b.Targets[a:e]
+		for _, t := range fresh {
+			lo, _ := slices.BinarySearch(adj, t)
+			for j := lo; j < deg && adj[j] == t; j++ {
+				tm := w.scratch[j]
+				if w.segOf(tm) < w.cut {
+					evicted++
+					continue
+				}
+				wt, lb := float32(1), uint8(0)
+				if b.Weights != nil {
+					wt = b.Weights[a+uint64(j)]
+				}
+				if b.Labels != nil {
+					lb = b.Labels[a+uint64(j)]
+				}
+				add(t, wt, lb, tm)
+			}
+		}
+	}
+	for i, de := range oldEdges {
+		if dv.DeltaDead(i) {
+			continue
+		}
+		if w.segOf(oldX.times[i]) < w.cut {
+			evicted++
+			continue
+		}
+		var lb uint8
+		if l.labelled {
+			lb = oldX.labels[i]
+		}
+		add(de.Target, de.Weight, lb, oldX.times[i])
+	}
+	// Every appended edge left is live, so a tombstone now only covers
+	// base edges: one for a target v has no base edge to is dropped.
+	dead := make([]walk.Tombstone, 0, len(oldDead)+len(fresh))
+	for _, ts := range oldDead {
+		if v < l.baseV && b.HasEdge(v, ts.Target) {
+			dead = append(dead, walk.Tombstone{Target: ts.Target})
+		}
+	}
+	for _, t := range fresh {
+		dead = append(dead, walk.Tombstone{Target: t})
+	}
+	slices.SortFunc(dead, func(p, q walk.Tombstone) int { return cmpTomb(p, q.Target) })
+
+	dv.Edges, dv.Dead = edges, dead
+	vs.ext = x
+	dv.MaxWeight = 0
+	for _, de := range edges {
+		dv.MaxWeight = max(dv.MaxWeight, de.Weight)
+	}
+	dv.Live = len(edges)
+	for _, t := range b.Targets[a:e] {
+		if !dv.BaseDead(t) {
+			dv.Live++
+		}
+	}
+	per := int64(unsafe.Sizeof(walk.DeltaEdge{})) + 8
+	if l.labelled {
+		per++
+	}
+	l.stats.DeltaEdges += int64(len(edges) - len(oldEdges))
+	l.stats.Tombstones += int64(len(dead) - len(oldDead))
+	l.stats.Bytes += int64(cap(edges)-cap(oldEdges))*per + int64(len(dead)-len(oldDead))*int64(unsafe.Sizeof(walk.Tombstone{}))
+	l.stats.Evicted += evicted
+	if next != noSegment {
+		w.scheduleSeg(v, next)
+	}
+}
+
+// mark is the window as a snapshot records it.
+func (l *Live) mark() windowMark {
+	if l.win == nil {
+		return windowMark{}
+	}
+	return windowMark{on: true, now: l.win.now, cut: l.win.cut, seg: l.win.seg}
+}
+
+// Window reports the snapshot's time window: the event time (the largest
+// edge time applied, Unix milliseconds) and the cutoff, the time below
+// which every edge is evicted: the snapshot holds every edge applied whose
+// time is at least cutoff, and no other. ok is false when the live graph
+// has no window; cutoff is math.MinInt64 while nothing is cut.
+func (s *Snapshot) Window() (eventTime, cutoff int64, ok bool) {
+	m := s.win
+	if !m.on {
+		return 0, 0, false
+	}
+	if m.cut <= math.MinInt64/m.seg {
+		return m.now, math.MinInt64, true
+	}
+	return m.now, m.cut * m.seg, true
+}
