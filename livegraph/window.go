@@ -74,6 +74,9 @@ type window struct {
 	// makes a vertex's oldest edge older.
 	sched []int64
 	due   map[int64][]uint32
+	// baseDone counts, per base vertex, its base edges (in time order)
+	// already evicted.
+	baseDone []uint32
 	// scratch holds a base vertex's edge times by edge (Times is by time).
 	scratch []int64
 }
@@ -143,6 +146,7 @@ func (l *Live) setWindow(o options) error {
 	ms := o.window.Milliseconds()
 	w := &window{length: ms, seg: max(1, (ms+n-1)/n), now: math.MinInt64, cut: math.MinInt64, due: map[int64][]uint32{}}
 	w.sched = make([]int64, l.baseV)
+	w.baseDone = make([]uint32, l.baseV)
 	b := l.base
 	for v := range l.baseV {
 		w.sched[v] = noSegment
@@ -209,12 +213,12 @@ func (l *Live) advanceWindow() {
 // evictVertex removes v's edges in segments below the cut and schedules v
 // by its oldest edge left. Walkers read a vertex's delta, not edge times,
 // so the eviction is written as a delta that the walk engines already
-// take: base edges to a target that lost one get a tombstone, and the
-// target's base edges still inside the window are appended again (with
-// their times); the appended edges are rewritten into a new array without
-// the evicted ones and without deleted ones, so every tombstone left covers
-// base edges only (Upto 0). Snapshots published before keep the old array
-// and state (copy on write), so a walk never sees half an eviction.
+// take. Appended edges mostly arrive in time order, so the evicted ones
+// are mostly a prefix of the vertex's array: then the new state takes the
+// rest of the same array (dropPrefix, no copy). Otherwise (a base edge
+// evicted, or an evicted edge behind a kept one) the state is rewritten
+// (rewrite). Snapshots published before keep their own state (copy on
+// write), so a walk never sees half an eviction.
 func (l *Live) evictVertex(v uint32) {
 	w, b := l.win, l.base
 	old := l.peek(v)
@@ -224,46 +228,136 @@ func (l *Live) evictVertex(v uint32) {
 		a, e = b.Offsets[v], b.Offsets[v+1]
 	}
 	deg := int(e - a)
-	var times []int64
-	if deg > 0 {
-		times = b.Times[a:e]
-	}
 	// Base edges are sorted by time per vertex (Times, ByTime): the
-	// evicted ones are a prefix.
-	k0 := sort.Search(deg, func(k int) bool { return w.segOf(times[k]) >= w.cut })
+	// evicted ones are a prefix, of which the first done were evicted
+	// before.
+	done := 0
+	if v < l.baseV {
+		done = int(w.baseDone[v])
+	}
+	k0 := done + sort.Search(deg-done, func(k int) bool { return w.segOf(b.Times[a+uint64(done+k)]) >= w.cut })
 	if k0 < deg {
-		next = w.segOf(times[k0])
+		next = w.segOf(b.Times[a+uint64(k0)])
 	}
 	var fresh []uint32
-	for _, j := range b.ByTime[a : a+uint64(k0)] {
+	for _, j := range b.ByTime[a+uint64(done) : a+uint64(k0)] {
 		t := b.Targets[a+uint64(j)]
 		if old == nil || !old.view.BaseDead(t) {
 			fresh = append(fresh, t)
 		}
 	}
-	stale := false
+	if v < l.baseV {
+		w.baseDone[v] = uint32(k0)
+	}
+	var times []int64
 	if old != nil {
-		for i := range old.view.Edges {
-			if w.segOf(old.ext.times[i]) < w.cut {
-				stale = true
-				break
-			}
+		times = old.ext.times
+	}
+	k := 0
+	for k < len(times) && w.segOf(times[k]) < w.cut {
+		k++
+	}
+	clean := true
+	for _, t := range times[k:] {
+		s := w.segOf(t)
+		if s < w.cut {
+			clean = false
+			break
+		}
+		next = min(next, s)
+	}
+	switch {
+	case len(fresh) == 0 && clean && k == 0:
+	case len(fresh) == 0 && clean:
+		l.dropPrefix(v, k)
+	default:
+		next = l.rewrite(v, fresh, next)
+	}
+	if next != noSegment {
+		w.scheduleSeg(v, next)
+	}
+}
+
+// dropPrefix evicts v's first k appended edges, keeping the rest of the
+// array: a later append writes beyond every published state's length, as
+// always. When little of the array is left it is copied, so that a vertex
+// that stops receiving edges does not hold a window's worth of memory.
+func (l *Live) dropPrefix(v uint32, k int) {
+	vs := l.writable(v)
+	dv := &vs.view
+	old, oldDead, x := dv.Edges, dv.Dead, vs.ext
+	live := 0
+	for i := range k {
+		if !dv.DeltaDead(i) {
+			live++
 		}
 	}
-	if len(fresh) == 0 && !stale {
-		if old != nil {
-			for _, t := range old.ext.times {
-				next = min(next, w.segOf(t))
+	// Upto counts from the array's start: shift it. A tombstone left
+	// covering no appended edge covers base edges only, and is dropped
+	// when v has none to its target.
+	dead := oldDead
+	if slices.ContainsFunc(oldDead, func(ts walk.Tombstone) bool { return ts.Upto > 0 }) {
+		dead = make([]walk.Tombstone, 0, len(oldDead))
+		for _, ts := range oldDead {
+			u := max(0, int(ts.Upto)-k)
+			if u == 0 && ts.Upto > 0 && !(v < l.baseV && l.base.HasEdge(v, ts.Target)) {
+				continue
 			}
+			dead = append(dead, walk.Tombstone{Target: ts.Target, Upto: uint32(u)})
 		}
-		if next != noSegment {
-			w.scheduleSeg(v, next)
-		}
-		return
 	}
+	nx := &extra{}
+	rest := len(old) - k
+	var edges []walk.DeltaEdge
+	switch {
+	case rest == 0:
+	case rest*4 < cap(old):
+		edges = slices.Clone(old[k:])
+		nx.times = slices.Clone(x.times[k:])
+		if l.labelled {
+			nx.labels = slices.Clone(x.labels[k:])
+		}
+	default:
+		edges = old[k:]
+		nx.times = x.times[k:]
+		if l.labelled {
+			nx.labels = x.labels[k:]
+		}
+	}
+	dv.Edges, dv.Dead, vs.ext = edges, dead, nx
+	// MaxWeight stays: an envelope above every weight keeps the delta
+	// side's accept draw exact, and recomputing it would read the array.
+	dv.Live -= live
+	l.stats.DeltaEdges -= int64(k)
+	l.stats.Tombstones += int64(len(dead) - len(oldDead))
+	l.stats.Bytes += int64(cap(edges)-cap(old))*l.perDeltaEdge() + int64(len(dead)-len(oldDead))*int64(unsafe.Sizeof(walk.Tombstone{}))
+	l.stats.Evicted += int64(live)
+}
+
+// perDeltaEdge is an appended edge's memory on a windowed (timed) graph.
+func (l *Live) perDeltaEdge() int64 {
+	per := int64(unsafe.Sizeof(walk.DeltaEdge{})) + 8
+	if l.labelled {
+		per++
+	}
+	return per
+}
+
+// rewrite evicts v's edges below the cut into a new state: the base edges
+// to the targets in fresh (v's base targets that just lost an edge) get a
+// tombstone, and those of them still inside the window are appended again
+// with their times; the appended edges are copied into a new array without
+// the evicted and the deleted ones, so every tombstone left covers base
+// edges only (Upto 0). It returns next lowered to the oldest segment kept.
+func (l *Live) rewrite(v uint32, fresh []uint32, next int64) int64 {
+	w, b := l.win, l.base
 	slices.Sort(fresh)
 	fresh = slices.Compact(fresh)
-
+	var a, e uint64
+	if v < l.baseV {
+		a, e = b.Offsets[v], b.Offsets[v+1]
+	}
+	deg := int(e - a)
 	vs := l.writable(v)
 	dv := &vs.view
 	oldEdges, oldDead := dv.Edges, dv.Dead
@@ -289,7 +383,7 @@ func (l *Live) evictVertex(v uint32) {
 	if len(fresh) > 0 {
 		w.scratch = slices.Grow(w.scratch[:0], deg)[:deg]
 		for k, j := range b.ByTime[a:e] {
-			w.scratch[j] = times[k]
+			w.scratch[j] = b.Times[a+uint64(k)]
 		}
 		adj := b.Targets[a:e]
 		for _, t := range fresh {
@@ -326,10 +420,12 @@ func (l *Live) evictVertex(v uint32) {
 		add(de.Target, de.Weight, lb, oldX.times[i])
 	}
 	// Every appended edge left is live, so a tombstone now only covers
-	// base edges: one for a target v has no base edge to is dropped.
+	// base edges: one that covered appended edges only (Upto > 0, a
+	// target v has no base edge to) is dropped. One with Upto 0 always
+	// covers base edges.
 	dead := make([]walk.Tombstone, 0, len(oldDead)+len(fresh))
 	for _, ts := range oldDead {
-		if v < l.baseV && b.HasEdge(v, ts.Target) {
+		if ts.Upto == 0 || v < l.baseV && b.HasEdge(v, ts.Target) {
 			dead = append(dead, walk.Tombstone{Target: ts.Target})
 		}
 	}
@@ -344,23 +440,13 @@ func (l *Live) evictVertex(v uint32) {
 	for _, de := range edges {
 		dv.MaxWeight = max(dv.MaxWeight, de.Weight)
 	}
-	dv.Live = len(edges)
-	for _, t := range b.Targets[a:e] {
-		if !dv.BaseDead(t) {
-			dv.Live++
-		}
-	}
-	per := int64(unsafe.Sizeof(walk.DeltaEdge{})) + 8
-	if l.labelled {
-		per++
-	}
+	// The edges appended again were live base edges, and stay live.
+	dv.Live -= int(evicted)
 	l.stats.DeltaEdges += int64(len(edges) - len(oldEdges))
 	l.stats.Tombstones += int64(len(dead) - len(oldDead))
-	l.stats.Bytes += int64(cap(edges)-cap(oldEdges))*per + int64(len(dead)-len(oldDead))*int64(unsafe.Sizeof(walk.Tombstone{}))
+	l.stats.Bytes += int64(cap(edges)-cap(oldEdges))*l.perDeltaEdge() + int64(len(dead)-len(oldDead))*int64(unsafe.Sizeof(walk.Tombstone{}))
 	l.stats.Evicted += evicted
-	if next != noSegment {
-		w.scheduleSeg(v, next)
-	}
+	return next
 }
 
 // mark is the window as a snapshot records it.
