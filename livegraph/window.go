@@ -109,6 +109,14 @@ func (w *window) cutFor(now int64) int64 {
 	return w.segOf(x)
 }
 
+// cutoff is the first time of segment cut: edges before it are evicted.
+func (w *window) cutoff() int64 {
+	if w.cut <= math.MinInt64/w.seg {
+		return math.MinInt64
+	}
+	return w.cut * w.seg
+}
+
 // schedule records that v holds an edge of time t.
 func (w *window) schedule(v uint32, t int64) { w.scheduleSeg(v, w.segOf(t)) }
 
@@ -170,7 +178,7 @@ func (l *Live) setWindow(o options) error {
 func (l *Live) admit(u *Update) bool {
 	w := l.win
 	w.now = max(w.now, u.Time)
-	if w.segOf(u.Time) >= w.cut {
+	if u.Time >= w.cutoff() {
 		return true
 	}
 	l.vertex(u.Src)
@@ -253,18 +261,24 @@ func (l *Live) evictVertex(v uint32) {
 	if old != nil {
 		times = old.ext.times
 	}
+	// Times against the cutoff time, not segments: a division per edge
+	// was the largest cost here.
+	cutT := w.cutoff()
 	k := 0
-	for k < len(times) && w.segOf(times[k]) < w.cut {
+	for k < len(times) && times[k] < cutT {
 		k++
 	}
 	clean := true
+	oldest := int64(math.MaxInt64)
 	for _, t := range times[k:] {
-		s := w.segOf(t)
-		if s < w.cut {
+		if t < cutT {
 			clean = false
 			break
 		}
-		next = min(next, s)
+		oldest = min(oldest, t)
+	}
+	if k < len(times) {
+		next = min(next, w.segOf(oldest))
 	}
 	switch {
 	case len(fresh) == 0 && clean && k == 0:
@@ -286,17 +300,27 @@ func (l *Live) dropPrefix(v uint32, k int) {
 	vs := l.writable(v)
 	dv := &vs.view
 	old, oldDead, x := dv.Edges, dv.Dead, vs.ext
-	live := 0
-	for i := range k {
-		if !dv.DeltaDead(i) {
-			live++
+	// The prefix's live edges: those not below a tombstone's Upto, which
+	// only the few tombstones of deletes since the last rewrite have.
+	live := k
+	var recent []walk.Tombstone
+	for _, ts := range oldDead {
+		if ts.Upto > 0 {
+			recent = append(recent, ts)
+		}
+	}
+	if len(recent) > 0 {
+		for i, de := range old[:k] {
+			if j, ok := slices.BinarySearchFunc(recent, de.Target, cmpTomb); ok && uint32(i) < recent[j].Upto {
+				live--
+			}
 		}
 	}
 	// Upto counts from the array's start: shift it. A tombstone left
 	// covering no appended edge covers base edges only, and is dropped
 	// when v has none to its target.
 	dead := oldDead
-	if slices.ContainsFunc(oldDead, func(ts walk.Tombstone) bool { return ts.Upto > 0 }) {
+	if len(recent) > 0 {
 		dead = make([]walk.Tombstone, 0, len(oldDead))
 		for _, ts := range oldDead {
 			u := max(0, int(ts.Upto)-k)
@@ -368,13 +392,14 @@ func (l *Live) rewrite(v uint32, fresh []uint32, next int64) int64 {
 	var edges []walk.DeltaEdge
 	x := &extra{}
 	var evicted int64
+	cutT, oldest := w.cutoff(), int64(math.MaxInt64)
 	add := func(t uint32, wt float32, lb uint8, tm int64) {
 		edges = append(edges, walk.DeltaEdge{Target: t, Weight: wt})
 		if l.labelled {
 			x.labels = append(x.labels, lb)
 		}
 		x.times = append(x.times, tm)
-		next = min(next, w.segOf(tm))
+		oldest = min(oldest, tm)
 	}
 	// The base edges to the targets just tombstoned that are still inside
 	// the window come first, in CSR order: compaction sorts a vertex's
@@ -390,7 +415,7 @@ func (l *Live) rewrite(v uint32, fresh []uint32, next int64) int64 {
 			lo, _ := slices.BinarySearch(adj, t)
 			for j := lo; j < deg && adj[j] == t; j++ {
 				tm := w.scratch[j]
-				if w.segOf(tm) < w.cut {
+				if tm < cutT {
 					evicted++
 					continue
 				}
@@ -409,7 +434,7 @@ func (l *Live) rewrite(v uint32, fresh []uint32, next int64) int64 {
 		if dv.DeltaDead(i) {
 			continue
 		}
-		if w.segOf(oldX.times[i]) < w.cut {
+		if oldX.times[i] < cutT {
 			evicted++
 			continue
 		}
@@ -446,6 +471,9 @@ func (l *Live) rewrite(v uint32, fresh []uint32, next int64) int64 {
 	l.stats.Tombstones += int64(len(dead) - len(oldDead))
 	l.stats.Bytes += int64(cap(edges)-cap(oldEdges))*l.perDeltaEdge() + int64(len(dead)-len(oldDead))*int64(unsafe.Sizeof(walk.Tombstone{}))
 	l.stats.Evicted += evicted
+	if len(edges) > 0 {
+		next = min(next, w.segOf(oldest))
+	}
 	return next
 }
 
@@ -467,8 +495,5 @@ func (s *Snapshot) Window() (eventTime, cutoff int64, ok bool) {
 	if !m.on {
 		return 0, 0, false
 	}
-	if m.cut <= math.MinInt64/m.seg {
-		return m.now, math.MinInt64, true
-	}
-	return m.now, m.cut * m.seg, true
+	return m.now, (&window{seg: m.seg, cut: m.cut}).cutoff(), true
 }
