@@ -171,6 +171,17 @@ func TestWindowWalksNeverTakeEvictedEdge(t *testing.T) {
 	t.Logf("%d steps checked on %d snapshots", steps, len(pubs))
 }
 
+// TestWindowStepsMatchRebuiltGraph: on a snapshot after many evictions
+// (states rewritten, prefixes dropped with the largest weight kept as the
+// envelope), a step takes each edge with the probability the compacted
+// graph gives it, vertex by vertex (chi-square), uniform and weighted.
+func TestWindowStepsMatchRebuiltGraph(t *testing.T) {
+	_, pubs := windowRun(t, windowVariants[1], 3)
+	for _, k := range []int{len(pubs) / 2, len(pubs) - 1} {
+		t.Run(fmt.Sprint("snapshot-", k), func(t *testing.T) { stepsMatchCompaction(t, pubs[k].snap, 8000) })
+	}
+}
+
 // TestWindowEvictsBySegments follows one small graph through the window's
 // rule: a window of 30 ms in 3 segments of 10; the base's edges at 0, 10,
 // 20 and 25 ms. An edge goes when the segment it is in falls wholly out
