@@ -114,6 +114,9 @@ func TestWindowCompactEqualsRebuild(t *testing.T) {
 				if _, cut, ok := p.snap.Window(); !ok || cut != p.cut {
 					t.Fatalf("snapshot %d: window cutoff %d (ok %v), want %d", k, cut, ok, p.cut)
 				}
+				if err := deltaInvariants(p.snap); err != nil {
+					t.Fatalf("snapshot %d: %v", k, err)
+				}
 			}
 			st := l.Snapshot().Stats()
 			if st.Evicted == 0 || st.Late == 0 || st.Evictions < 30 {
@@ -127,6 +130,34 @@ func TestWindowCompactEqualsRebuild(t *testing.T) {
 			t.Logf("%+v", st)
 		})
 	}
+}
+
+// deltaInvariants checks what the walkers rely on in every vertex state of
+// s (walk.DeltaVertex): MaxWeight bounds every appended weight (the delta
+// side's accept draw), tombstones are sorted with Upto within the array,
+// and the side arrays match the edges.
+func deltaInvariants(s *Snapshot) error {
+	for v := range uint32(s.NumVertices()) {
+		vs := findState(s.top, v)
+		if vs == nil {
+			continue
+		}
+		dv := &vs.view
+		for i, e := range dv.Edges {
+			if e.Weight > dv.MaxWeight {
+				return fmt.Errorf("vertex %d: appended edge %d weighs %v, above MaxWeight %v", v, i, e.Weight, dv.MaxWeight)
+			}
+		}
+		for i, ts := range dv.Dead {
+			if int(ts.Upto) > len(dv.Edges) || i > 0 && dv.Dead[i-1].Target >= ts.Target {
+				return fmt.Errorf("vertex %d: tombstones %v over %d appended edges", v, dv.Dead, len(dv.Edges))
+			}
+		}
+		if vs.ext != nil && len(vs.ext.times) != len(dv.Edges) {
+			return fmt.Errorf("vertex %d: %d times for %d appended edges", v, len(vs.ext.times), len(dv.Edges))
+		}
+	}
+	return nil
 }
 
 // TestWindowWalksNeverTakeEvictedEdge walks every published snapshot —
