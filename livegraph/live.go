@@ -63,6 +63,8 @@ type vstate struct {
 type extra struct {
 	labels []uint8
 	times  []int64
+	// order bounds how far out of time order the times are (window.go).
+	order timeOrder
 }
 
 // Live is a live graph: the base and the delta that Apply grows. Apply and
@@ -422,7 +424,7 @@ func (l *Live) insert(u *Update) {
 	l.stats.Inserted++
 	l.stats.DeltaEdges++
 	if l.win != nil {
-		l.win.schedule(s, u.Time)
+		l.appended(s, vs.ext, u.Time)
 	}
 }
 

@@ -81,6 +81,30 @@ type window struct {
 	scratch []int64
 }
 
+// timeOrder bounds the disorder of a vertex's appended times: max is the
+// largest time ever appended to it (evicted ones included), and every
+// append's time was at least the largest before it minus lag. So once the
+// times read in order pass cutoff+lag, none after is below the cutoff,
+// and eviction stops reading the array there (times arrive with jitter,
+// rarely far out of order).
+type timeOrder struct {
+	max, lag int64
+	set      bool
+}
+
+func (o *timeOrder) add(t int64) {
+	if o.set {
+		o.lag = max(o.lag, o.max-t)
+	}
+	o.max, o.set = max(o.max, t), true
+}
+
+// appended records that v's delta got an edge of time t.
+func (l *Live) appended(v uint32, x *extra, t int64) {
+	x.order.add(t)
+	l.win.schedule(v, t)
+}
+
 // windowMark is what a snapshot records of the window.
 type windowMark struct {
 	on       bool
@@ -268,16 +292,25 @@ func (l *Live) evictVertex(v uint32) {
 	for k < len(times) && times[k] < cutT {
 		k++
 	}
+	// Look for an evicted edge behind a kept one only as far as the
+	// times' disorder allows one (timeOrder).
 	clean := true
-	oldest := int64(math.MaxInt64)
-	for _, t := range times[k:] {
-		if t < cutT {
-			clean = false
-			break
-		}
-		oldest = min(oldest, t)
-	}
+	oldest, seen := int64(math.MaxInt64), int64(math.MinInt64)
 	if k < len(times) {
+		ord := old.ext.order
+		for _, t := range times[k:] {
+			if t < cutT {
+				clean = false
+				break
+			}
+			oldest, seen = min(oldest, t), max(seen, t)
+			if seen-ord.lag >= cutT && seen >= math.MinInt64+ord.lag {
+				// The rest are at least seen-lag: a bound on the
+				// oldest is enough to schedule by.
+				oldest = min(oldest, seen-ord.lag)
+				break
+			}
+		}
 		next = min(next, w.segOf(oldest))
 	}
 	switch {
@@ -330,7 +363,7 @@ func (l *Live) dropPrefix(v uint32, k int) {
 			dead = append(dead, walk.Tombstone{Target: ts.Target, Upto: uint32(u)})
 		}
 	}
-	nx := &extra{}
+	nx := &extra{order: x.order}
 	rest := len(old) - k
 	var edges []walk.DeltaEdge
 	switch {
@@ -399,6 +432,7 @@ func (l *Live) rewrite(v uint32, fresh []uint32, next int64) int64 {
 			x.labels = append(x.labels, lb)
 		}
 		x.times = append(x.times, tm)
+		x.order.add(tm)
 		oldest = min(oldest, tm)
 	}
 	// The base edges to the targets just tombstoned that are still inside
