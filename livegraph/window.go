@@ -49,7 +49,7 @@ func WithWindow(d time.Duration, segments int) Option {
 // when that is later than the base's newest edge: a live graph built over
 // a compacted version resumes the window where the one that wrote it
 // stood (Snapshot.Window), so that a replay evicts exactly what the first
-// run did. Only meaningful with WithWindow.
+// run did. New refuses it without WithWindow.
 func WithEventTime(t int64) Option {
 	return func(o *options) { o.eventTime, o.hasTime = t, true }
 }
@@ -112,6 +112,7 @@ type windowMark struct {
 	seg      int64
 }
 
+// segOf is the segment of time t, rounding down for negative times too.
 func (w *window) segOf(t int64) int64 {
 	q := t / w.seg
 	if t%w.seg < 0 {
