@@ -162,6 +162,9 @@ func (l *Live) setWindow(o options) error {
 	if o.window == 0 && !o.hasTime {
 		return nil
 	}
+	if o.window == 0 {
+		return fmt.Errorf("live graph %q: an event time (WithEventTime) without a window (WithWindow)", l.base.Name)
+	}
 	if o.window < time.Millisecond {
 		return fmt.Errorf("live graph %q: window %v: use at least 1ms (edge times are in milliseconds)", l.base.Name, o.window)
 	}

@@ -339,6 +339,7 @@ func TestWindowAtStart(t *testing.T) {
 		{base, WithWindow(time.Microsecond, 0), "at least 1ms"},
 		{base, WithWindow(-time.Hour, 0), "at least 1ms"},
 		{base, WithWindow(time.Hour, -1), "window segments"},
+		{base, WithEventTime(5), "without a window"},
 	} {
 		if _, err := New(tc.g, tc.opt); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("New: %v, want an error with %q", err, tc.want)
