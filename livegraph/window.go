@@ -61,6 +61,7 @@ const noSegment = math.MaxInt64
 // reads or writes it; snapshots get a copy of now and cut (windowMark).
 type window struct {
 	length, seg int64 // the window and its segment, in milliseconds
+	segments    int   // as WithWindow was given it
 	// now is the event time, math.MinInt64 before any edge; cut the
 	// first live segment: an edge whose time falls in a segment below it
 	// is evicted.
@@ -180,7 +181,7 @@ func (l *Live) setWindow(o options) error {
 		n = DefaultWindowSegments
 	}
 	ms := o.window.Milliseconds()
-	w := &window{length: ms, seg: max(1, (ms+n-1)/n), now: math.MinInt64, cut: math.MinInt64, due: map[int64][]uint32{}}
+	w := &window{length: ms, seg: max(1, (ms+n-1)/n), segments: o.segments, now: math.MinInt64, cut: math.MinInt64, due: map[int64][]uint32{}}
 	w.sched = make([]int64, l.baseV)
 	w.baseDone = make([]uint32, l.baseV)
 	b := l.base
@@ -513,6 +514,20 @@ func (l *Live) rewrite(v uint32, fresh []uint32, next int64) int64 {
 		next = min(next, w.segOf(oldest))
 	}
 	return next
+}
+
+// ResumeOptions are the options that give a live graph built over the
+// compaction of s (Compact, a catalog version written from it) l's window
+// as it stood at s: the same window, from s's event time. The compaction
+// holds exactly the edges at or after s's cutoff, and the records after s,
+// applied to it, then evict what they evicted in l, snapshot by snapshot;
+// without the event time a compaction that lost s's newest edge (deleted)
+// would start with an earlier cut. Nil without a window.
+func (l *Live) ResumeOptions(s *Snapshot) []Option {
+	if l.win == nil || !s.win.on {
+		return nil
+	}
+	return []Option{WithWindow(time.Duration(l.win.length)*time.Millisecond, l.win.segments), WithEventTime(s.win.now)}
 }
 
 // mark is the window as a snapshot records it.
