@@ -63,6 +63,8 @@ type vstate struct {
 type extra struct {
 	labels []uint8
 	times  []int64
+	// order bounds how far out of time order the times are (window.go).
+	order timeOrder
 }
 
 // Live is a live graph: the base and the delta that Apply grows. Apply and
@@ -82,6 +84,8 @@ type Live struct {
 	addedIDs  []int64
 	watermark map[int32]int64
 	stats     Stats
+	// win is the time window's state (window.go), nil without one.
+	win *window
 
 	// added maps an added vertex's external id to its dense id. Only the
 	// applier writes it, under mu; readers resolving an id take mu's read
@@ -113,10 +117,17 @@ type Stats struct {
 	// Bytes is the delta's memory: vertex states, tree nodes, and the
 	// capacity of the per-vertex arrays.
 	Bytes int64
+	// Evicted counts the edges the time window removed (base and
+	// appended), Late the inserts older than the window when applied
+	// (never seen by a walk), Evictions the times the window's cut moved
+	// to a later segment (window.go).
+	Evicted, Late, Evictions int64
 }
 
 // New starts a live graph over base with an empty delta and publishes it.
-func New(base *graph.Graph) (*Live, error) {
+// With WithWindow, the base's edges older than the window are evicted
+// first.
+func New(base *graph.Graph, opts ...Option) (*Live, error) {
 	if base == nil {
 		return nil, fmt.Errorf("live graph: no base graph")
 	}
@@ -125,6 +136,13 @@ func New(base *graph.Graph) (*Live, error) {
 	}
 	l := &Live{base: base, baseV: uint32(base.NumVertices()), weighted: base.Weighted(), labelled: base.Labelled(),
 		timed: base.Timed(), epoch: 1, watermark: map[int32]int64{}, added: map[int64]uint32{}}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := l.setWindow(o); err != nil {
+		return nil, err
+	}
 	l.Publish()
 	return l, nil
 }
@@ -140,7 +158,7 @@ func (l *Live) Snapshot() *Snapshot { return l.cur.Load() }
 // the next write copies what it changes.
 func (l *Live) Publish() *Snapshot {
 	s := &Snapshot{base: l.base, top: l.top, n: l.baseV + uint32(len(l.addedIDs)), added: l.addedIDs[:len(l.addedIDs):len(l.addedIDs)],
-		watermark: maps.Clone(l.watermark), stats: l.stats, epoch: l.epoch, live: l, next: make(chan struct{})}
+		watermark: maps.Clone(l.watermark), stats: l.stats, epoch: l.epoch, live: l, next: make(chan struct{}), win: l.mark()}
 	old := l.cur.Swap(s)
 	if old != nil {
 		close(old.next)
@@ -189,6 +207,9 @@ func (l *Live) Apply(partition int32, offset int64, ups []Update) error {
 	}
 	if partition >= 0 {
 		l.watermark[partition] = offset + 1
+	}
+	if l.win != nil {
+		l.advanceWindow()
 	}
 	return nil
 }
@@ -376,6 +397,9 @@ func (l *Live) writable(v uint32) *vstate {
 }
 
 func (l *Live) insert(u *Update) {
+	if l.win != nil && !l.admit(u) {
+		return
+	}
 	s, d := l.vertex(u.Src), l.vertex(u.Dst)
 	vs := l.writable(s)
 	dv := &vs.view
@@ -399,6 +423,9 @@ func (l *Live) insert(u *Update) {
 	dv.Live++
 	l.stats.Inserted++
 	l.stats.DeltaEdges++
+	if l.win != nil {
+		l.appended(s, vs.ext, u.Time)
+	}
 }
 
 func (l *Live) delete(u *Update) {
@@ -495,6 +522,8 @@ type Snapshot struct {
 	// costs nothing, and publishing stays O(partitions).
 	index sync.Once
 	idx   *walk.DeltaIndex
+	// win is the time window as of the snapshot (Window).
+	win windowMark
 }
 
 // Covers reports whether the snapshot's watermark reaches want on every

@@ -190,8 +190,15 @@ func (rt *Runtime) openLive(c config.Config, ko source.KafkaOptions, g *graph.Gr
 			"(only the in-memory CPU engine does: not the GPU engine, nor the out-of-core one chosen when the graph exceeds WALKSTAGE_HOST_MEMORY_LIMIT): %w",
 			eng.Name(), err)
 	}
-	l, err := livegraph.New(g)
+	var lopts []livegraph.Option
+	if c.EdgeWindow > 0 {
+		lopts = append(lopts, livegraph.WithWindow(c.EdgeWindow, 0))
+	}
+	l, err := livegraph.New(g, lopts...)
 	if err != nil {
+		if c.EdgeWindow > 0 && !g.Timed() && !g.HasStringIDs() {
+			return nil, fmt.Errorf("WALKSTAGE_EDGE_WINDOW is set, but: %w", err)
+		}
 		return nil, fmt.Errorf("WALKSTAGE_EDGE_TOPIC is set, but: %w", err)
 	}
 	er, err := source.NewEdgeReader(source.EdgeReaderConfig{Kafka: ko, Topic: c.EdgeTopic, DLQTopic: c.DLQTopic,
@@ -201,7 +208,7 @@ func (rt *Runtime) openLive(c config.Config, ko source.KafkaOptions, g *graph.Gr
 	}
 	rt.closers = append(rt.closers, er.Close)
 	log.Info("live graph: edge updates are applied from the edge topic", "edge_topic", c.EdgeTopic,
-		"publish_interval_seconds", c.EdgePublishInterval.Seconds())
+		"publish_interval_seconds", c.EdgePublishInterval.Seconds(), "edge_window_seconds", c.EdgeWindow.Seconds())
 	return &LiveOptions{Graph: l, Edges: er, PublishInterval: c.EdgePublishInterval, OffsetsWait: c.EdgeOffsetsWait}, nil
 }
 
