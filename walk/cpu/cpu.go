@@ -230,13 +230,14 @@ func (e *Engine) plan(jobs []walk.Job) (steppers []*stepper, units []unit, maxLe
 			steppers[i].segs = e.labelTables()
 		}
 		if j.Algorithm.Kind == walk.Temporal {
-			var cumw, sums []float64
+			var cumw []float64
+			var exp *expTable
 			if j.Algorithm.Time.Bias == walk.TimeExponential {
-				sums = e.expSums(j.Algorithm)
+				exp = e.expTable(j.Algorithm)
 			} else if j.Algorithm.Weighted {
 				cumw = e.windowWeights()
 			}
-			steppers[i].tmp = temporalGraph(e.g, j.Algorithm, cumw, sums, e.coarseIndex())
+			steppers[i].tmp = temporalGraph(e.g, j.Algorithm, cumw, exp, e.coarseIndex())
 		}
 		for lo := 0; lo < len(j.Starts); lo += size {
 			units = append(units, unit{job: i, lo: lo, hi: min(lo+size, len(j.Starts))})

@@ -24,8 +24,9 @@ type temporal struct {
 	// expSums are the exponential bias's per-edge cell sums for this
 	// walk's scale, direction and weighting (temporalexp.go), expCell the
 	// cells' width G.
-	expSums []float64
-	expCell uint64
+	expSums    []float64
+	expCell    uint64
+	expOneCell bool // every edge time in one cell (expTable.oneCell)
 }
 
 // coarseIndex builds the coarse time index once per engine (a quarter of
@@ -69,22 +70,23 @@ func (s *stepper) window(a, b uint64, t int64, bounded bool) (lo, hi uint64) {
 	if !bounded {
 		return a, b
 	}
-	return s.windowIn(a, b, t, a, b)
+	fa, fb, g := coarseRange(s.tmp.coarse, a, b, t, s.alg.Time.Backward)
+	return s.windowIn(a, b, t, fa, fb, g)
 }
 
 // windowIn is window for a bounded step whose first search (forward: the
 // first time at or after t; backward: the first after t) is known to end
-// in [fa, fb] (coarseRange).
-func (s *stepper) windowIn(a, b uint64, t int64, fa, fb uint64) (lo, hi uint64) {
+// in [fa, fb], near g (coarseRange).
+func (s *stepper) windowIn(a, b uint64, t int64, fa, fb, g uint64) (lo, hi uint64) {
 	tp := &s.alg.Time
 	lo, hi = a, b
 	if !tp.Backward {
-		lo = lowerTime(s.tmp.times, fa, fb, t)
+		lo = timeFrom(s.tmp.times, fa, fb, t, false, g)
 		if tp.HasMaxGap {
 			hi = upperTime(s.tmp.times, lo, b, satAdd(t, tp.MaxGap))
 		}
 	} else {
-		hi = upperTime(s.tmp.times, fa, fb, t)
+		hi = timeFrom(s.tmp.times, fa, fb, t, true, g)
 		if tp.HasMaxGap {
 			lo = lowerTime(s.tmp.times, a, hi, satAdd(t, -tp.MaxGap))
 		}
@@ -107,23 +109,65 @@ func coarseTimes(times []int64) []int64 {
 }
 
 // coarseRange narrows the search in [a, b) for the first time at or after
-// t (upper: after t) to [fa, fb] by a binary search over the coarse
-// entries inside [a, b): the answer is a position of [fa, fb), or fb, and
-// fb-fa < coarseSpacing where the range had more than two entries' worth.
-func coarseRange(coarse []int64, a, b uint64, t int64, upper bool) (fa, fb uint64) {
+// t (upper: after t) to [fa, fb] by a search over the coarse entries
+// inside [a, b): the answer is a position of [fa, fb), or fb, and fb-fa <
+// coarseSpacing where the range had more than two entries' worth. g in
+// [fa, fb] is a guess of the answer (timeFrom starts there): where the
+// times between the two coarse entries around t run evenly.
+//
+// The search over the entries interpolates too: it probes first where t
+// would fall if the vertex's times ran evenly between its first and last
+// entries, then gallops from there. Edge times that run about evenly
+// (a hub's steady stream of events) put that probe a few entries from
+// the answer, where a binary search over a hub's thousands of entries
+// takes a dozen mispredicted probes; any times give the same answer.
+func coarseRange(coarse []int64, a, b uint64, t int64, upper bool) (fa, fb, g uint64) {
 	fa, fb = a, b
 	if b-a <= 2*coarseSpacing {
-		return fa, fb
+		return fa, fb, a + (b-a)/2
 	}
 	j0, j1 := (a+coarseSpacing-1)/coarseSpacing, (b+coarseSpacing-1)/coarseSpacing
-	l, h := j0, j1
-	for l < h {
-		m := l + (h-l)/2
-		if c := coarse[m]; c < t || upper && c == t {
-			l = m + 1
+	after := func(c int64) bool { return c > t || !upper && c == t } // the answer is not after c's position
+	// l: the first entry of [j0, j1) that is after, or j1.
+	var l uint64
+	switch {
+	case after(coarse[j0]):
+		l = j0
+	case !after(coarse[j1-1]):
+		l = j1
+	default: // the answer is in (j0, j1-1]
+		lo, hi := j0, j1-1 // !after(coarse[lo]), after(coarse[hi])
+		jg := lo + 1 + uint64(lerp(coarse[lo], coarse[hi], t)*float64(hi-lo-1))
+		if after(coarse[jg]) {
+			hi = jg
+			for step := uint64(1); hi-lo > 1; step *= 2 {
+				next := hi - min(step, hi-lo-1)
+				if !after(coarse[next]) {
+					lo = next
+					break
+				}
+				hi = next
+			}
 		} else {
-			h = m
+			lo = jg
+			for step := uint64(1); hi-lo > 1; step *= 2 {
+				next := lo + min(step, hi-lo-1)
+				if after(coarse[next]) {
+					hi = next
+					break
+				}
+				lo = next
+			}
 		}
+		for hi-lo > 1 {
+			m := lo + (hi-lo)/2
+			if after(coarse[m]) {
+				hi = m
+			} else {
+				lo = m
+			}
+		}
+		l = hi
 	}
 	if l < j1 {
 		fb = l * coarseSpacing // that position is not before t
@@ -131,7 +175,67 @@ func coarseRange(coarse []int64, a, b uint64, t int64, upper bool) (fa, fb uint6
 	if l > j0 {
 		fa = (l-1)*coarseSpacing + 1 // the entry before it is
 	}
-	return fa, fb
+	g = fa + (fb-fa)/2
+	if l > j0 && l < j1 {
+		g = fa + uint64(lerp(coarse[l-1], coarse[l], t)*float64(fb-fa))
+	}
+	return fa, fb, g
+}
+
+// lerp is where t lies between x <= t and y >= t, in [0, 1) (0 when x and
+// y are equal).
+func lerp(x, y, t int64) float64 {
+	f := (float64(t) - float64(x)) / (float64(y) - float64(x)) // float64: no overflow
+	if !(f >= 0) {
+		return 0
+	}
+	return min(f, 0x1.fffffffffffffp-1)
+}
+
+// timeFrom is lowerTime(times, a, b, t) (upper: upperTime) searched from
+// the guess g in [a, b]: galloping toward the answer, so a good guess
+// costs a probe or two in its own cache line.
+func timeFrom(times []int64, a, b uint64, t int64, upper bool, g uint64) uint64 {
+	after := func(c int64) bool { return c > t || !upper && c == t }
+	// The answer is the first k of [a, b) with after(times[k]), or b; it
+	// is in [l, h].
+	l, h := a, b
+	switch {
+	case g >= b || g < a:
+	case after(times[g]):
+		h = g
+		for step := uint64(1); h > l; step *= 2 {
+			next := h - min(step, h-l)
+			if !after(times[next]) {
+				l = next + 1
+				break
+			}
+			h = next
+		}
+	default:
+		at := g // !after(times[at])
+		for step := uint64(1); ; step *= 2 {
+			next := at + step
+			if next >= h {
+				break
+			}
+			if after(times[next]) {
+				h = next
+				break
+			}
+			at = next
+		}
+		l = at + 1
+	}
+	for l < h {
+		m := l + (h-l)/2
+		if after(times[m]) {
+			h = m
+		} else {
+			l = m + 1
+		}
+	}
+	return l
 }
 
 // satAdd is t+d clamped to the int64 range.
@@ -447,7 +551,9 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 		t      [temporalGroup]int64
 		active [temporalGroup]int // indexes of the walks still going
 		idx    [3 * temporalGroup]uint64
-		idx2   [temporalGroup]uint64
+		idx2   [3 * temporalGroup]uint64
+		ed     [temporalGroup]expDraw // the exponential draws, a phase ahead
+		guess  [temporalGroup]uint64  // coarseRange's guess of the window's near end
 		ab     [temporalGroup][2]uint64 // the vertex's time order [a, b)
 		win    [temporalGroup][2]uint64 // the window [lo, hi), then the drawn position
 	)
@@ -477,16 +583,26 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 		prefetchRows(unsafe.Pointer(&s.off[0]), idx[:live], 8, 16)
 		// The searches' coarse steps (their entries mostly cached), then
 		// the runs of times they leave.
-		m := 0
+		// A run the coarse step narrowed (a run of times between two
+		// entries) is searched from the guess g, and its times around g
+		// are prefetched; a short vertex's whole range is searched from
+		// its middle, and its first probes are prefetched.
+		m, m2 := 0, 0
 		for _, k := range active[:live] {
 			a, b := s.off[cur[k]], s.off[cur[k]+1]
 			ab[k] = [2]uint64{a, b}
 			fa, fb := a, b
 			if bounded && b > a {
-				fa, fb = coarseRange(s.tmp.coarse, a, b, t[k], s.alg.Time.Backward)
-				if fb > fa {
+				var g uint64
+				fa, fb, g = coarseRange(s.tmp.coarse, a, b, t[k], s.alg.Time.Backward)
+				guess[k] = g
+				switch {
+				case fb-fa > 2*coarseSpacing-4 || fa == a && fb == b:
 					idx[m], idx[m+1], idx[m+2] = fa, fa+(fb-fa)/2, fb-1
 					m += 3
+				case g < b:
+					idx2[m2] = max(g, fa+2) - 2
+					m2++
 				}
 			}
 			win[k] = [2]uint64{fa, fb}
@@ -494,25 +610,46 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 		if m > 0 {
 			prefetchRows(unsafe.Pointer(&tm[0]), idx[:m], 8, 8)
 		}
+		if m2 > 0 {
+			prefetchRows(unsafe.Pointer(&tm[0]), idx2[:m2], 8, 40)
+		}
 		// Windows, and the draws' first reads.
-		m, m2 := 0, 0
+		m, m2 = 0, 0
 		for _, k := range active[:live] {
 			lo, hi := ab[k][0], ab[k][1]
-			if bounded {
-				lo, hi = s.windowIn(lo, hi, t[k], win[k][0], win[k][1])
+			if bounded && hi > lo {
+				lo, hi = s.windowIn(lo, hi, t[k], win[k][0], win[k][1], guess[k])
 			}
 			win[k] = [2]uint64{lo, hi}
 			if lo < hi {
 				switch {
 				case exp:
-					idx[m], idx[m+1] = lo, hi-1
-					m += 2
-					if s.alg.Time.Backward {
-						idx2[m2] = hi - 1
-					} else {
-						idx2[m2] = lo
+					// The draw's words and its guess now, so the sums
+					// it reads are prefetched: the near end's (for the
+					// mass), the base past the far end's (when the
+					// window stops short of the vertex's end), the
+					// guess's; and, unless every time is in one cell,
+					// the time at the far end for the cell check.
+					d := &ed[k]
+					s.expPrepare(d, firstID+uint64(k), step, lo, hi)
+					if !s.tmp.expOneCell {
+						idx[m], idx[m+1] = lo, hi-1
+						m += 2
 					}
+					near, far := lo, hi
+					if s.alg.Time.Backward {
+						near, far = hi-1, lo-1
+					}
+					idx2[m2] = near
 					m2++
+					if far < ab[k][1] && far+1 > ab[k][0] {
+						idx2[m2] = far
+						m2++
+					}
+					if d.hint != near {
+						idx2[m2] = d.hint
+						m2++
+					}
 				case cumw != nil:
 					idx2[m2] = hi - 1
 					m2++
@@ -532,7 +669,15 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 		// Draws.
 		kept := 0
 		for _, k := range active[:live] {
-			e, ok := s.temporalDraw(firstID+uint64(k), step, ab[k][0], ab[k][1], win[k][0], win[k][1])
+			var e uint64
+			var ok bool
+			if lo, hi := win[k][0], win[k][1]; exp && lo < hi {
+				if e, ok = s.expDrawn(&ed[k], ab[k][0], ab[k][1], lo, hi); !ok {
+					e, ok = s.temporalDraw(firstID+uint64(k), step, ab[k][0], ab[k][1], lo, hi)
+				}
+			} else {
+				e, ok = s.temporalDraw(firstID+uint64(k), step, ab[k][0], ab[k][1], lo, hi)
+			}
 			if !ok {
 				continue
 			}
@@ -562,10 +707,11 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 }
 
 // temporalGraph is the part of g a Temporal stepper of alg reads; cumw
-// for weighted walks, expSums for the exponential bias.
-func temporalGraph(g *graph.Graph, alg walk.Algorithm, cumw, expSums []float64, coarse []int64) *temporal {
-	t := &temporal{times: g.Times, coarse: coarse, byTime: g.ByTime, cumw: cumw, rejections: walk.MaxRejections, expSums: expSums}
-	if alg.Time.Bias == walk.TimeExponential {
+// for weighted walks, exp (the cell sums) for the exponential bias.
+func temporalGraph(g *graph.Graph, alg walk.Algorithm, cumw []float64, exp *expTable, coarse []int64) *temporal {
+	t := &temporal{times: g.Times, coarse: coarse, byTime: g.ByTime, cumw: cumw, rejections: walk.MaxRejections}
+	if alg.Time.Bias == walk.TimeExponential && exp != nil { // nil: tests of the exact fallback alone
+		t.expSums, t.expOneCell = exp.sums, exp.oneCell
 		t.expCell = walk.ExpCell(alg.Time.Scale)
 	}
 	return t

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"math"
 	"sync"
 	"time"
 
@@ -16,16 +17,23 @@ type expTable struct {
 	backward, weighted bool
 	once               sync.Once
 	sums               []float64
+	// oneCell is true when every edge time of the graph falls in one time
+	// cell: a window is then never cut by a cell boundary, and a step
+	// needs neither its far end's time nor a cell check.
+	oneCell bool
 }
 
 // maxExpTables bounds the tables the CPU engine keeps (8 bytes an edge
 // each): a run with a third scale drops the least recently used.
 const maxExpTables = 2
 
-// expSums returns the cell sums for alg's exponential bias, building them
+// expSums returns the cell sums for alg's exponential bias (expTable).
+func (e *Engine) expSums(alg walk.Algorithm) []float64 { return e.expTable(alg).sums }
+
+// expTable returns the cell sums for alg's exponential bias, building them
 // (on the engine's workers) the first time this scale, direction and
 // weighting is asked for.
-func (e *Engine) expSums(alg walk.Algorithm) []float64 {
+func (e *Engine) expTable(alg walk.Algorithm) *expTable {
 	tp := alg.Time
 	e.mu.Lock()
 	var t *expTable
@@ -64,9 +72,12 @@ func (e *Engine) expSums(alg walk.Algorithm) []float64 {
 			}()
 		}
 		wg.Wait()
-		e.recordBuild(t0, func() { t.sums = s })
+		tlo, thi := g.TimeRange()
+		G := walk.ExpCell(tp.Scale)
+		one := walk.TimeKey(tlo)/G == walk.TimeKey(thi)/G
+		e.recordBuild(t0, func() { t.sums, t.oneCell = s, one })
 	})
-	return t.sums
+	return t
 }
 
 // vertexRangesByEdges cuts the vertices into at most n contiguous ranges of
@@ -94,21 +105,107 @@ func vertexRangesByEdges(g *graph.Graph, n int) [][2]int {
 	return out
 }
 
+// expDraw is what an exponential step draws before it reads the sums: the
+// Philox words of its draw and a guess of the position they pick
+// (expHint), which walkTemporalGroup computes a phase ahead so that it can
+// prefetch the sums there.
+type expDraw struct {
+	x0, x1, x2, x3 uint32
+	hint           uint64
+}
+
 // expStep is the exponential bias's draw (temporal.go's specification) on
-// window [lo, hi) of the time order [a, b): the window's cells from its
-// near end, each cell's part weighed by its sums times the cell's factor to
-// the near end, a part drawn by (x2, x3) when there are more than one, and
-// a position in it by (x0, x1) through the sums. ok is false when the
-// window's sums are zero (the caller's exact scan decides).
+// window [lo, hi) of the time order [a, b); ok is false when the window's
+// sums are zero (the caller's exact scan decides).
 func (s *stepper) expStep(id uint64, step uint32, a, b, lo, hi uint64) (uint64, bool) {
+	var d expDraw
+	s.expPrepare(&d, id, step, lo, hi)
+	return s.expDrawn(&d, a, b, lo, hi)
+}
+
+// expPrepare fills d for the step of walk id on window [lo, hi).
+func (s *stepper) expPrepare(d *expDraw, id uint64, step uint32, lo, hi uint64) {
+	d.x0, d.x1, d.x2, d.x3 = s.draw(id, step, 0)
+	d.hint = s.expHint(lo, hi, unit53(d.x0, d.x1))
+}
+
+// expHintMin is the least window (positions) whose draw starts its search
+// at a guess rather than at the near end: below it the whole search spans
+// a few cache lines anyway.
+const expHintMin = 2 * coarseSpacing
+
+// expHint guesses the position of window [lo, hi) that the draw u picks
+// when the window is one cell's part, so that the search in the sums
+// starts next to it instead of galloping from the near end (the gallop's
+// probes are dependent misses, about 2 log2 of the distance). Any guess in
+// [lo, hi) gives the same position (the search is exact); a good one saves
+// the misses. It models the window as times spread evenly between the near
+// end and the coarse index's entry farthest inside the window, cached for
+// the hubs where windows are long: weights exp(-x) at x scales from the
+// near end, the window X scales long, the mass from x on is (e^-x - e^-X)
+// / (1 - e^-X), and the draw's position is where that equals u.
+func (s *stepper) expHint(lo, hi uint64, u float64) uint64 {
+	n := hi - lo
+	back := s.alg.Time.Backward
+	if n <= expHintMin {
+		if back {
+			return hi - 1
+		}
+		return lo
+	}
+	times, coarse := s.tmp.times, s.tmp.coarse
+	var near, far int64
+	var span uint64 // positions from the near end to the coarse entry
+	if !back {
+		j := (hi - 1) / coarseSpacing
+		near, far, span = times[lo], coarse[j], j*coarseSpacing-lo
+	} else {
+		j := (lo + coarseSpacing - 1) / coarseSpacing
+		near, far, span = times[hi-1], coarse[j], hi-1-j*coarseSpacing
+	}
+	X := math.Abs(float64(far)-float64(near)) / s.alg.Time.Scale
+	var p float64
+	if !(X > 0) {
+		p = (1 - u) * float64(span) // equal times: equal weights
+	} else {
+		var e float64
+		if X < 40 {
+			e = math.Exp(-X)
+		}
+		x := X
+		if y := u + (1-u)*e; y > 0 {
+			x = -math.Log(y)
+		}
+		p = x / X * float64(span)
+	}
+	off := min(uint64(max(p, 0)), n-1)
+	if back {
+		return hi - 1 - off
+	}
+	return lo + off
+}
+
+// expDrawn is expStep's draw from d on window [lo, hi) of the time order
+// [a, b): the window's cells from its near end, each cell's part weighed
+// by its sums times the cell's factor to the near end, a part drawn by
+// (x2, x3) when there are more than one, and a position in it by (x0, x1)
+// through the sums.
+func (s *stepper) expDrawn(d *expDraw, a, b, lo, hi uint64) (uint64, bool) {
 	times, S, G := s.tmp.times, s.tmp.expSums, s.tmp.expCell
-	x0, x1, x2, x3 := s.draw(id, step, 0)
-	u := unit53(x0, x1)
+	one := s.tmp.expOneCell
+	u := unit53(d.x0, d.x1)
 	if !s.alg.Time.Backward {
+		if one {
+			var base float64
+			if hi < b {
+				base = S[hi]
+			}
+			return expPickForward(S, lo, hi, base, u, d.hint)
+		}
 		near := walk.TimeKey(times[lo])
 		c0 := near / G
 		if walk.TimeKey(times[hi-1])/G == c0 {
-			return expPickForward(S, lo, hi, expBaseForward(S, times, b, hi, c0, G), u)
+			return expPickForward(S, lo, hi, expBaseForward(S, times, b, hi, c0, G), u, d.hint)
 		}
 		var start, end [walk.MaxExpCells]uint64
 		var base, cum [walk.MaxExpCells]float64
@@ -136,16 +233,23 @@ func (s *stepper) expStep(id uint64, step uint32, a, b, lo, hi uint64) (uint64, 
 			start[n], end[n], base[n], cum[n] = p, e, bs, total
 			p = e
 		}
-		i, ok := expPickCell(cum[:n], total, x2, x3)
+		i, ok := expPickCell(cum[:n], total, d.x2, d.x3)
 		if !ok {
 			return 0, false
 		}
-		return expPickForward(S, start[i], end[i], base[i], u)
+		return expPickForward(S, start[i], end[i], base[i], u, start[i])
+	}
+	if one {
+		var base float64
+		if lo > a {
+			base = S[lo-1]
+		}
+		return expPickBackward(S, lo, hi, base, u, d.hint)
 	}
 	near := walk.TimeKey(times[hi-1])
 	c0 := near / G
 	if walk.TimeKey(times[lo])/G == c0 {
-		return expPickBackward(S, lo, hi, expBaseBackward(S, times, a, lo, c0, G), u)
+		return expPickBackward(S, lo, hi, expBaseBackward(S, times, a, lo, c0, G), u, d.hint)
 	}
 	var start, end [walk.MaxExpCells]uint64
 	var base, cum [walk.MaxExpCells]float64
@@ -175,11 +279,11 @@ func (s *stepper) expStep(id uint64, step uint32, a, b, lo, hi uint64) (uint64, 
 		start[n], end[n], base[n], cum[n] = st, p, bs, total
 		p = st
 	}
-	i, ok := expPickCell(cum[:n], total, x2, x3)
+	i, ok := expPickCell(cum[:n], total, d.x2, d.x3)
 	if !ok {
 		return 0, false
 	}
-	return expPickBackward(S, start[i], end[i], base[i], u)
+	return expPickBackward(S, start[i], end[i], base[i], u, end[i]-1)
 }
 
 // expBaseForward is the forward sums' value past a window part ending at
@@ -228,29 +332,48 @@ func expPickCell(cum []float64, total float64, x2, x3 uint32) (int, bool) {
 
 // expPickForward draws a position of [lo, hi) (one cell's part) from the
 // forward suffix sums: r = base + u * (S[lo] - base), and the position is
-// the last k with S[k] > r (S[k] - S[k+1] is k's weight), found by
-// galloping from lo, where the mass is. ok is false when the part weighs
-// nothing.
-func expPickForward(S []float64, lo, hi uint64, base, u float64) (uint64, bool) {
+// the last k with S[k] > r (S[k] - S[k+1] is k's weight; lo when there is
+// none past it), found by galloping from the guess g in [lo, hi) (lo: from
+// the near end, where the mass is) toward it. S does not increase inside a
+// cell, so the position does not depend on g. ok is false when the part
+// weighs nothing.
+func expPickForward(S []float64, lo, hi uint64, base, u float64, g uint64) (uint64, bool) {
 	m := S[lo] - base
 	if !(m > 0) {
 		return 0, false
 	}
 	r := base + float64(u*m) // float64(): never an FMA
-	// First j in [lo+1, hi) with S[j] <= r (S does not increase), or hi.
-	at, step := lo, uint64(1) // S[at] > r, or at == lo
-	l, h := lo+1, hi
-	for {
-		next := at + step
-		if next >= hi {
-			l = at + 1
-			break
+	// l: the first j in [lo+1, hi) with S[j] <= r, or hi; it is in [l, h]
+	// (h == hi or S[h] <= r).
+	var l, h uint64
+	if g <= lo || S[g] > r {
+		at, step := max(g, lo), uint64(1) // S[at] > r, or at == lo
+		for {
+			next := at + step
+			if next >= hi {
+				l, h = at+1, hi
+				break
+			}
+			if S[next] <= r {
+				l, h = at+1, next
+				break
+			}
+			at, step = next, 2*step
 		}
-		if S[next] <= r {
-			l, h = at+1, next
-			break
+	} else {
+		at, step := g, uint64(1) // S[at] <= r, at > lo
+		for {
+			if at <= lo+step {
+				l, h = lo+1, at
+				break
+			}
+			next := at - step
+			if S[next] > r {
+				l, h = next+1, at
+				break
+			}
+			at, step = next, 2*step
 		}
-		at, step = next, 2*step
 	}
 	for l < h {
 		mid := l + (h-l)/2
@@ -265,27 +388,45 @@ func expPickForward(S []float64, lo, hi uint64, base, u float64) (uint64, bool) 
 
 // expPickBackward draws a position of [lo, hi) from the backward prefix
 // sums: r = base + u * (S[hi-1] - base), and the position is the first k
-// with S[k] > r, found by galloping down from hi-1.
-func expPickBackward(S []float64, lo, hi uint64, base, u float64) (uint64, bool) {
+// with S[k] > r (hi-1 when there is none before it), found by galloping
+// from the guess g in [lo, hi) (hi-1: from the near end) toward it.
+func expPickBackward(S []float64, lo, hi uint64, base, u float64, g uint64) (uint64, bool) {
 	m := S[hi-1] - base
 	if !(m > 0) {
 		return 0, false
 	}
 	r := base + float64(u*m)
-	// First j in [lo, hi-1) with S[j] > r (S does not decrease), or hi-1.
-	at, step := hi-1, uint64(1) // S[at] > r, or at == hi-1
-	l, h := lo, hi-1
-	for {
-		if at < lo+step {
-			h = at
-			break
+	// l: the first j in [lo, hi-1) with S[j] > r, or hi-1; it is in
+	// [l, h] (h == hi-1 or S[h] > r).
+	var l, h uint64
+	if g >= hi-1 || S[g] > r {
+		at, step := min(g, hi-1), uint64(1) // S[at] > r, or at == hi-1
+		for {
+			if at < lo+step {
+				l, h = lo, at
+				break
+			}
+			next := at - step
+			if S[next] <= r {
+				l, h = next+1, at
+				break
+			}
+			at, step = next, 2*step
 		}
-		next := at - step
-		if S[next] <= r {
-			l, h = next+1, at
-			break
+	} else {
+		at, step := g, uint64(1) // S[at] <= r, at < hi-1
+		for {
+			next := at + step
+			if next >= hi-1 {
+				l, h = at+1, hi-1
+				break
+			}
+			if S[next] > r {
+				l, h = at+1, next
+				break
+			}
+			at, step = next, 2*step
 		}
-		at, step = next, 2*step
 	}
 	for l < h {
 		mid := l + (h-l)/2
