@@ -21,10 +21,10 @@ type temporal struct {
 	// rejections bounds the rejection loop (maxRejections; tests set 0
 	// to check the exact fallback on its own).
 	rejections uint32
-	// expSums are the exponential bias's per-edge cell sums for this
-	// walk's scale, direction and weighting (temporalexp.go), expCell the
-	// cells' width G.
-	expSums    []float64
+	// exp are the exponential bias's records (times, cell sums and
+	// targets) for this walk's scale, direction and weighting
+	// (temporalexp.go), expCell the cells' width G.
+	exp        []expRec
 	expCell    uint64
 	expOneCell bool // every edge time in one cell (expTable.oneCell)
 }
@@ -521,9 +521,14 @@ func (s *stepper) walkTemporalUnit(starts []uint32, firstID uint64, buf []uint32
 		}
 		return
 	}
+	exp := s.alg.Time.Bias == walk.TimeExponential && s.tmp.rejections > 0
 	for lo := 0; lo < len(starts); lo += temporalGroup {
 		hi := min(lo+temporalGroup, len(starts))
-		s.walkTemporalGroup(starts[lo:hi], firstID+uint64(lo), buf[lo*stride:hi*stride], times, lo, lens[lo:hi])
+		if exp {
+			s.walkTemporalExpGroup(starts[lo:hi], firstID+uint64(lo), buf[lo*stride:hi*stride], times, lo, lens[lo:hi])
+		} else {
+			s.walkTemporalGroup(starts[lo:hi], firstID+uint64(lo), buf[lo*stride:hi*stride], times, lo, lens[lo:hi])
+		}
 	}
 }
 
@@ -552,8 +557,7 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 		active [temporalGroup]int // indexes of the walks still going
 		idx    [3 * temporalGroup]uint64
 		idx2   [3 * temporalGroup]uint64
-		ed     [temporalGroup]expDraw // the exponential draws, a phase ahead
-		guess  [temporalGroup]uint64  // coarseRange's guess of the window's near end
+		guess  [temporalGroup]uint64    // coarseRange's guess of the window's near end
 		ab     [temporalGroup][2]uint64 // the vertex's time order [a, b)
 		win    [temporalGroup][2]uint64 // the window [lo, hi), then the drawn position
 	)
@@ -573,7 +577,6 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 		return // no edges: no walk takes a step
 	}
 	bt := s.tmp.byTime
-	exp := s.alg.Time.Bias == walk.TimeExponential && s.tmp.rejections > 0
 	cumw := s.tmp.cumw
 	for step := uint32(0); step < uint32(s.alg.Length) && live > 0; step++ {
 		bounded := step > 0 || s.alg.Time.HasStart
@@ -623,33 +626,6 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 			win[k] = [2]uint64{lo, hi}
 			if lo < hi {
 				switch {
-				case exp:
-					// The draw's words and its guess now, so the sums
-					// it reads are prefetched: the near end's (for the
-					// mass), the base past the far end's (when the
-					// window stops short of the vertex's end), the
-					// guess's; and, unless every time is in one cell,
-					// the time at the far end for the cell check.
-					d := &ed[k]
-					s.expPrepare(d, firstID+uint64(k), step, lo, hi)
-					if !s.tmp.expOneCell {
-						idx[m], idx[m+1] = lo, hi-1
-						m += 2
-					}
-					near, far := lo, hi
-					if s.alg.Time.Backward {
-						near, far = hi-1, lo-1
-					}
-					idx2[m2] = near
-					m2++
-					if far < ab[k][1] && far+1 > ab[k][0] {
-						idx2[m2] = far
-						m2++
-					}
-					if d.hint != near {
-						idx2[m2] = d.hint
-						m2++
-					}
 				case cumw != nil:
 					idx2[m2] = hi - 1
 					m2++
@@ -660,24 +636,12 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 			prefetchRows(unsafe.Pointer(&tm[0]), idx[:m], 8, 8)
 		}
 		if m2 > 0 {
-			if exp {
-				prefetchRows(unsafe.Pointer(&s.tmp.expSums[0]), idx2[:m2], 8, 8)
-			} else {
-				prefetchRows(unsafe.Pointer(&cumw[0]), idx2[:m2], 8, 8)
-			}
+			prefetchRows(unsafe.Pointer(&cumw[0]), idx2[:m2], 8, 8)
 		}
 		// Draws.
 		kept := 0
 		for _, k := range active[:live] {
-			var e uint64
-			var ok bool
-			if lo, hi := win[k][0], win[k][1]; exp && lo < hi {
-				if e, ok = s.expDrawn(&ed[k], ab[k][0], ab[k][1], lo, hi); !ok {
-					e, ok = s.temporalDraw(firstID+uint64(k), step, ab[k][0], ab[k][1], lo, hi)
-				}
-			} else {
-				e, ok = s.temporalDraw(firstID+uint64(k), step, ab[k][0], ab[k][1], lo, hi)
-			}
+			e, ok := s.temporalDraw(firstID+uint64(k), step, ab[k][0], ab[k][1], win[k][0], win[k][1])
 			if !ok {
 				continue
 			}
@@ -711,7 +675,7 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 func temporalGraph(g *graph.Graph, alg walk.Algorithm, cumw []float64, exp *expTable, coarse []int64) *temporal {
 	t := &temporal{times: g.Times, coarse: coarse, byTime: g.ByTime, cumw: cumw, rejections: walk.MaxRejections}
 	if alg.Time.Bias == walk.TimeExponential && exp != nil { // nil: tests of the exact fallback alone
-		t.expSums, t.expOneCell = exp.sums, exp.oneCell
+		t.exp, t.expOneCell = exp.rec, exp.oneCell
 		t.expCell = walk.ExpCell(alg.Time.Scale)
 	}
 	return t

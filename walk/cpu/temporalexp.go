@@ -4,33 +4,55 @@ import (
 	"math"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/internal/hugemem"
 	"github.com/walkstage/walkstage/walk"
 )
 
-// expTable is one scale's (and direction's, and weighting's) cell sums,
+// expRec is position k of the time order as the exponential steps read it:
+// its time, its cell sum (walk.BuildExpSums) and its edge's target, in one
+// record. An exponential step's reads (the search for the window's near
+// end, the sums around the drawn position, the target and time it takes)
+// fall on a few positions close together, so one or two cache lines of
+// records serve what took a line of each of four arrays (Times, the sums,
+// ByTime, Targets), each a miss at the hubs where these walks stay.
+type expRec struct {
+	t   int64
+	s   float64
+	tgt uint32
+}
+
+// expTable is one scale's (and direction's, and weighting's) records,
 // built once on first use.
 type expTable struct {
 	scale              float64
 	backward, weighted bool
 	once               sync.Once
-	sums               []float64
+	rec                []expRec
 	// oneCell is true when every edge time of the graph falls in one time
 	// cell: a window is then never cut by a cell boundary, and a step
 	// needs neither its far end's time nor a cell check.
 	oneCell bool
 }
 
-// maxExpTables bounds the tables the CPU engine keeps (8 bytes an edge
+// maxExpTables bounds the tables the CPU engine keeps (24 bytes an edge
 // each): a run with a third scale drops the least recently used.
 const maxExpTables = 2
 
-// expSums returns the cell sums for alg's exponential bias (expTable).
-func (e *Engine) expSums(alg walk.Algorithm) []float64 { return e.expTable(alg).sums }
+// expSums returns the cell sums of alg's exponential bias, copied out of
+// its records (for tests).
+func (e *Engine) expSums(alg walk.Algorithm) []float64 {
+	rec := e.expTable(alg).rec
+	s := make([]float64, len(rec))
+	for i := range rec {
+		s[i] = rec[i].s
+	}
+	return s
+}
 
-// expTable returns the cell sums for alg's exponential bias, building them
+// expTable returns the records for alg's exponential bias, building them
 // (on the engine's workers) the first time this scale, direction and
 // weighting is asked for.
 func (e *Engine) expTable(alg walk.Algorithm) *expTable {
@@ -60,22 +82,31 @@ func (e *Engine) expTable(alg walk.Algorithm) *expTable {
 		// Outside the Go heap, on huge pages (hugemem.Alloc): the steps
 		// read it at random, and a table of the graph's size in the heap
 		// paces the collector by it. A dropped table is unmapped once e
-		// is; the workers keep e alive while they walk.
-		s := hugemem.Alloc[float64](e, int(g.NumEdges()))
+		// is; the workers keep e alive while they walk. The sums go
+		// through a scratch table of their own, as walk.BuildExpSums
+		// writes them.
+		rec := hugemem.Alloc[expRec](e, int(g.NumEdges()))
+		sums := make([]float64, g.NumEdges())
 		ranges := vertexRangesByEdges(g, e.cfg.workers*4)
 		var wg sync.WaitGroup
 		for _, r := range ranges {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				walk.BuildExpSums(g, tp.Scale, tp.Backward, alg.Weighted, s, r[0], r[1])
+				walk.BuildExpSums(g, tp.Scale, tp.Backward, alg.Weighted, sums, r[0], r[1])
+				for v := r[0]; v < r[1]; v++ {
+					a := g.Offsets[v]
+					for k := a; k < g.Offsets[v+1]; k++ {
+						rec[k] = expRec{t: g.Times[k], s: sums[k], tgt: g.Targets[a+uint64(g.ByTime[k])]}
+					}
+				}
 			}()
 		}
 		wg.Wait()
 		tlo, thi := g.TimeRange()
 		G := walk.ExpCell(tp.Scale)
 		one := walk.TimeKey(tlo)/G == walk.TimeKey(thi)/G
-		e.recordBuild(t0, func() { t.sums, t.oneCell = s, one })
+		e.recordBuild(t0, func() { t.rec, t.oneCell = rec, one })
 	})
 	return t
 }
@@ -153,15 +184,15 @@ func (s *stepper) expHint(lo, hi uint64, u float64) uint64 {
 		}
 		return lo
 	}
-	times, coarse := s.tmp.times, s.tmp.coarse
+	R, coarse := s.tmp.exp, s.tmp.coarse
 	var near, far int64
 	var span uint64 // positions from the near end to the coarse entry
 	if !back {
 		j := (hi - 1) / coarseSpacing
-		near, far, span = times[lo], coarse[j], j*coarseSpacing-lo
+		near, far, span = R[lo].t, coarse[j], j*coarseSpacing-lo
 	} else {
 		j := (lo + coarseSpacing - 1) / coarseSpacing
-		near, far, span = times[hi-1], coarse[j], hi-1-j*coarseSpacing
+		near, far, span = R[hi-1].t, coarse[j], hi-1-j*coarseSpacing
 	}
 	X := math.Abs(float64(far)-float64(near)) / s.alg.Time.Scale
 	var p float64
@@ -191,34 +222,34 @@ func (s *stepper) expHint(lo, hi uint64, u float64) uint64 {
 // (x2, x3) when there are more than one, and a position in it by (x0, x1)
 // through the sums.
 func (s *stepper) expDrawn(d *expDraw, a, b, lo, hi uint64) (uint64, bool) {
-	times, S, G := s.tmp.times, s.tmp.expSums, s.tmp.expCell
+	R, G := s.tmp.exp, s.tmp.expCell
 	one := s.tmp.expOneCell
 	u := unit53(d.x0, d.x1)
 	if !s.alg.Time.Backward {
 		if one {
 			var base float64
 			if hi < b {
-				base = S[hi]
+				base = R[hi].s
 			}
-			return expPickForward(S, lo, hi, base, u, d.hint)
+			return expPickForward(R, lo, hi, base, u, d.hint)
 		}
-		near := walk.TimeKey(times[lo])
+		near := walk.TimeKey(R[lo].t)
 		c0 := near / G
-		if walk.TimeKey(times[hi-1])/G == c0 {
-			return expPickForward(S, lo, hi, expBaseForward(S, times, b, hi, c0, G), u, d.hint)
+		if walk.TimeKey(R[hi-1].t)/G == c0 {
+			return expPickForward(R, lo, hi, expBaseForward(R, b, hi, c0, G), u, d.hint)
 		}
 		var start, end [walk.MaxExpCells]uint64
 		var base, cum [walk.MaxExpCells]float64
 		var total float64
 		n := 0
 		for p := lo; p < hi && n < walk.MaxExpCells; n++ {
-			c := walk.TimeKey(times[p]) / G
+			c := walk.TimeKey(R[p].t) / G
 			var e uint64
 			var bs float64
-			if walk.TimeKey(times[hi-1])/G == c {
-				e, bs = hi, expBaseForward(S, times, b, hi, c, G)
+			if walk.TimeKey(R[hi-1].t)/G == c {
+				e, bs = hi, expBaseForward(R, b, hi, c, G)
 			} else {
-				e = gallopLower(times, p, hi, walk.KeyTime((c+1)*G))
+				e = gallopLowerRec(R, p, hi, walk.KeyTime((c+1)*G))
 			}
 			var f float64
 			if n == 0 {
@@ -229,7 +260,7 @@ func (s *stepper) expDrawn(d *expDraw, a, b, lo, hi uint64) (uint64, bool) {
 			if f == 0 {
 				break // this cell and every later one weigh nothing
 			}
-			total += float64((S[p] - bs) * f) // float64(): never an FMA, as on the GPU
+			total += float64((R[p].s - bs) * f) // float64(): never an FMA, as on the GPU
 			start[n], end[n], base[n], cum[n] = p, e, bs, total
 			p = e
 		}
@@ -237,34 +268,34 @@ func (s *stepper) expDrawn(d *expDraw, a, b, lo, hi uint64) (uint64, bool) {
 		if !ok {
 			return 0, false
 		}
-		return expPickForward(S, start[i], end[i], base[i], u, start[i])
+		return expPickForward(R, start[i], end[i], base[i], u, start[i])
 	}
 	if one {
 		var base float64
 		if lo > a {
-			base = S[lo-1]
+			base = R[lo-1].s
 		}
-		return expPickBackward(S, lo, hi, base, u, d.hint)
+		return expPickBackward(R, lo, hi, base, u, d.hint)
 	}
-	near := walk.TimeKey(times[hi-1])
+	near := walk.TimeKey(R[hi-1].t)
 	c0 := near / G
-	if walk.TimeKey(times[lo])/G == c0 {
-		return expPickBackward(S, lo, hi, expBaseBackward(S, times, a, lo, c0, G), u, d.hint)
+	if walk.TimeKey(R[lo].t)/G == c0 {
+		return expPickBackward(R, lo, hi, expBaseBackward(R, a, lo, c0, G), u, d.hint)
 	}
 	var start, end [walk.MaxExpCells]uint64
 	var base, cum [walk.MaxExpCells]float64
 	var total float64
 	n := 0
 	for p := hi; p > lo && n < walk.MaxExpCells; n++ {
-		c := walk.TimeKey(times[p-1]) / G
+		c := walk.TimeKey(R[p-1].t) / G
 		var st uint64
 		var bs float64
-		if walk.TimeKey(times[lo])/G == c {
-			st, bs = lo, expBaseBackward(S, times, a, lo, c, G)
+		if walk.TimeKey(R[lo].t)/G == c {
+			st, bs = lo, expBaseBackward(R, a, lo, c, G)
 		} else {
 			// The first position of [lo, p) in cell c: c > the cell of
-			// times[lo] >= 0, so c*G-1 does not wrap.
-			st = gallopUpperBack(times, lo, p, walk.KeyTime(c*G-1))
+			// R[lo].t >= 0, so c*G-1 does not wrap.
+			st = gallopUpperBackRec(R, lo, p, walk.KeyTime(c*G-1))
 		}
 		var f float64
 		if n == 0 {
@@ -275,7 +306,7 @@ func (s *stepper) expDrawn(d *expDraw, a, b, lo, hi uint64) (uint64, bool) {
 		if f == 0 {
 			break
 		}
-		total += float64((S[p-1] - bs) * f)
+		total += float64((R[p-1].s - bs) * f)
 		start[n], end[n], base[n], cum[n] = st, p, bs, total
 		p = st
 	}
@@ -283,24 +314,24 @@ func (s *stepper) expDrawn(d *expDraw, a, b, lo, hi uint64) (uint64, bool) {
 	if !ok {
 		return 0, false
 	}
-	return expPickBackward(S, start[i], end[i], base[i], u, end[i]-1)
+	return expPickBackward(R, start[i], end[i], base[i], u, end[i]-1)
 }
 
 // expBaseForward is the forward sums' value past a window part ending at
-// hi in cell c: S[hi] when position hi is in the same vertex and cell,
+// hi in cell c: R[hi].s when position hi is in the same vertex and cell,
 // else 0 (the cell's sums end there).
-func expBaseForward(S []float64, times []int64, b, hi, c, G uint64) float64 {
-	if hi < b && walk.TimeKey(times[hi])/G == c {
-		return S[hi]
+func expBaseForward(R []expRec, b, hi, c, G uint64) float64 {
+	if hi < b && walk.TimeKey(R[hi].t)/G == c {
+		return R[hi].s
 	}
 	return 0
 }
 
 // expBaseBackward is the backward sums' value before a part starting at lo
-// in cell c: S[lo-1] when position lo-1 is in the same vertex and cell.
-func expBaseBackward(S []float64, times []int64, a, lo, c, G uint64) float64 {
-	if lo > a && walk.TimeKey(times[lo-1])/G == c {
-		return S[lo-1]
+// in cell c: R[lo-1].s when position lo-1 is in the same vertex and cell.
+func expBaseBackward(R []expRec, a, lo, c, G uint64) float64 {
+	if lo > a && walk.TimeKey(R[lo-1].t)/G == c {
+		return R[lo-1].s
 	}
 	return 0
 }
@@ -331,44 +362,44 @@ func expPickCell(cum []float64, total float64, x2, x3 uint32) (int, bool) {
 }
 
 // expPickForward draws a position of [lo, hi) (one cell's part) from the
-// forward suffix sums: r = base + u * (S[lo] - base), and the position is
-// the last k with S[k] > r (S[k] - S[k+1] is k's weight; lo when there is
+// forward suffix sums: r = base + u * (R[lo].s - base), and the position is
+// the last k with R[k].s > r (R[k].s - R[k+1].s is k's weight; lo when there is
 // none past it), found by galloping from the guess g in [lo, hi) (lo: from
 // the near end, where the mass is) toward it. S does not increase inside a
 // cell, so the position does not depend on g. ok is false when the part
 // weighs nothing.
-func expPickForward(S []float64, lo, hi uint64, base, u float64, g uint64) (uint64, bool) {
-	m := S[lo] - base
+func expPickForward(R []expRec, lo, hi uint64, base, u float64, g uint64) (uint64, bool) {
+	m := R[lo].s - base
 	if !(m > 0) {
 		return 0, false
 	}
 	r := base + float64(u*m) // float64(): never an FMA
-	// l: the first j in [lo+1, hi) with S[j] <= r, or hi; it is in [l, h]
-	// (h == hi or S[h] <= r).
+	// l: the first j in [lo+1, hi) with R[j].s <= r, or hi; it is in [l, h]
+	// (h == hi or R[h].s <= r).
 	var l, h uint64
-	if g <= lo || S[g] > r {
-		at, step := max(g, lo), uint64(1) // S[at] > r, or at == lo
+	if g <= lo || R[g].s > r {
+		at, step := max(g, lo), uint64(1) // R[at].s > r, or at == lo
 		for {
 			next := at + step
 			if next >= hi {
 				l, h = at+1, hi
 				break
 			}
-			if S[next] <= r {
+			if R[next].s <= r {
 				l, h = at+1, next
 				break
 			}
 			at, step = next, 2*step
 		}
 	} else {
-		at, step := g, uint64(1) // S[at] <= r, at > lo
+		at, step := g, uint64(1) // R[at].s <= r, at > lo
 		for {
 			if at <= lo+step {
 				l, h = lo+1, at
 				break
 			}
 			next := at - step
-			if S[next] > r {
+			if R[next].s > r {
 				l, h = next+1, at
 				break
 			}
@@ -377,7 +408,7 @@ func expPickForward(S []float64, lo, hi uint64, base, u float64, g uint64) (uint
 	}
 	for l < h {
 		mid := l + (h-l)/2
-		if S[mid] <= r {
+		if R[mid].s <= r {
 			h = mid
 		} else {
 			l = mid + 1
@@ -387,41 +418,41 @@ func expPickForward(S []float64, lo, hi uint64, base, u float64, g uint64) (uint
 }
 
 // expPickBackward draws a position of [lo, hi) from the backward prefix
-// sums: r = base + u * (S[hi-1] - base), and the position is the first k
-// with S[k] > r (hi-1 when there is none before it), found by galloping
+// sums: r = base + u * (R[hi-1].s - base), and the position is the first k
+// with R[k].s > r (hi-1 when there is none before it), found by galloping
 // from the guess g in [lo, hi) (hi-1: from the near end) toward it.
-func expPickBackward(S []float64, lo, hi uint64, base, u float64, g uint64) (uint64, bool) {
-	m := S[hi-1] - base
+func expPickBackward(R []expRec, lo, hi uint64, base, u float64, g uint64) (uint64, bool) {
+	m := R[hi-1].s - base
 	if !(m > 0) {
 		return 0, false
 	}
 	r := base + float64(u*m)
-	// l: the first j in [lo, hi-1) with S[j] > r, or hi-1; it is in
-	// [l, h] (h == hi-1 or S[h] > r).
+	// l: the first j in [lo, hi-1) with R[j].s > r, or hi-1; it is in
+	// [l, h] (h == hi-1 or R[h].s > r).
 	var l, h uint64
-	if g >= hi-1 || S[g] > r {
-		at, step := min(g, hi-1), uint64(1) // S[at] > r, or at == hi-1
+	if g >= hi-1 || R[g].s > r {
+		at, step := min(g, hi-1), uint64(1) // R[at].s > r, or at == hi-1
 		for {
 			if at < lo+step {
 				l, h = lo, at
 				break
 			}
 			next := at - step
-			if S[next] <= r {
+			if R[next].s <= r {
 				l, h = next+1, at
 				break
 			}
 			at, step = next, 2*step
 		}
 	} else {
-		at, step := g, uint64(1) // S[at] <= r, at < hi-1
+		at, step := g, uint64(1) // R[at].s <= r, at < hi-1
 		for {
 			next := at + step
 			if next >= hi-1 {
 				l, h = at+1, hi-1
 				break
 			}
-			if S[next] > r {
+			if R[next].s > r {
 				l, h = at+1, next
 				break
 			}
@@ -430,11 +461,238 @@ func expPickBackward(S []float64, lo, hi uint64, base, u float64, g uint64) (uin
 	}
 	for l < h {
 		mid := l + (h-l)/2
-		if S[mid] > r {
+		if R[mid].s > r {
 			h = mid
 		} else {
 			l = mid + 1
 		}
 	}
 	return l, true
+}
+
+// gallopLowerRec is gallopLower over the records' times.
+func gallopLowerRec(R []expRec, a, b uint64, t int64) uint64 {
+	if a >= b || R[a].t >= t {
+		return a
+	}
+	at, step := a, uint64(1) // R[at].t < t
+	for {
+		next := at + step
+		if next >= b {
+			return recTimeFrom(R, at+1, b, t, false, b)
+		}
+		if R[next].t >= t {
+			return recTimeFrom(R, at+1, next, t, false, next)
+		}
+		at, step = next, 2*step
+	}
+}
+
+// gallopUpperBackRec is gallopUpperBack over the records' times.
+func gallopUpperBackRec(R []expRec, a, b uint64, t int64) uint64 {
+	if a >= b || R[b-1].t <= t {
+		return b
+	}
+	at, step := b-1, uint64(1) // R[at].t > t
+	for {
+		if at < a+step {
+			return recTimeFrom(R, a, at, t, true, at)
+		}
+		next := at - step
+		if R[next].t <= t {
+			return recTimeFrom(R, next+1, at, t, true, at)
+		}
+		at, step = next, 2*step
+	}
+}
+
+// recTimeFrom is timeFrom over the records' times.
+func recTimeFrom(R []expRec, a, b uint64, t int64, upper bool, g uint64) uint64 {
+	after := func(c int64) bool { return c > t || !upper && c == t }
+	l, h := a, b
+	switch {
+	case g >= b || g < a:
+	case after(R[g].t):
+		h = g
+		for step := uint64(1); h > l; step *= 2 {
+			next := h - min(step, h-l)
+			if !after(R[next].t) {
+				l = next + 1
+				break
+			}
+			h = next
+		}
+	default:
+		at := g
+		for step := uint64(1); ; step *= 2 {
+			next := at + step
+			if next >= h {
+				break
+			}
+			if after(R[next].t) {
+				h = next
+				break
+			}
+			at = next
+		}
+		l = at + 1
+	}
+	for l < h {
+		m := l + (h-l)/2
+		if after(R[m].t) {
+			h = m
+		} else {
+			l = m + 1
+		}
+	}
+	return l
+}
+
+// walkTemporalExpGroup is walkTemporalGroup for the exponential bias, on
+// its records (expRec): each round takes, for every walk of the group,
+// the coarse step of its window search (prefetching the records around
+// its guess), the window and the draw's words and guess (prefetching the
+// records around the guess, and the sums past the window's far end when
+// the window stops short of the vertex's end), then the draw, whose
+// record gives the target and time. The walks are walkTemporal's.
+func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []uint32, times []int64, timesRow int, lens []uint32) {
+	stride := s.alg.Length + 1
+	n := len(starts)
+	var (
+		cur    [temporalGroup]uint32
+		t      [temporalGroup]int64
+		active [temporalGroup]int // indexes of the walks still going
+		idx    [3 * temporalGroup]uint64
+		idx2   [temporalGroup]uint64
+		ab     [temporalGroup][2]uint64 // the vertex's time order [a, b)
+		win    [temporalGroup][2]uint64 // the search's run, then the window [lo, hi)
+		guess  [temporalGroup]uint64    // coarseRange's guess of the window's near end
+		ed     [temporalGroup]expDraw
+	)
+	bound := s.alg.Time.Bound()
+	for k := range n {
+		cur[k], t[k] = starts[k], bound
+		buf[k*stride] = starts[k]
+		if times != nil {
+			times[(timesRow+k)*stride] = bound
+		}
+		lens[k] = 1
+		active[k] = k
+	}
+	live := n
+	R := s.tmp.exp
+	if len(R) == 0 {
+		return // no edges: no walk takes a step
+	}
+	const rs = unsafe.Sizeof(expRec{})
+	back := s.alg.Time.Backward
+	for step := uint32(0); step < uint32(s.alg.Length) && live > 0; step++ {
+		bounded := step > 0 || s.alg.Time.HasStart
+		for i, k := range active[:live] {
+			idx[i] = uint64(cur[k])
+		}
+		prefetchRows(unsafe.Pointer(&s.off[0]), idx[:live], 8, 16)
+		m, m2 := 0, 0
+		for _, k := range active[:live] {
+			a, b := s.off[cur[k]], s.off[cur[k]+1]
+			ab[k] = [2]uint64{a, b}
+			fa, fb := a, b
+			if bounded && b > a {
+				var g uint64
+				fa, fb, g = coarseRange(s.tmp.coarse, a, b, t[k], back)
+				guess[k] = g
+				switch {
+				case fb-fa > 2*coarseSpacing-4 || fa == a && fb == b:
+					idx[m], idx[m+1], idx[m+2] = fa, fa+(fb-fa)/2, fb-1
+					m += 3
+				case g < b:
+					idx2[m2] = max(g, fa+1) - 1
+					m2++
+				}
+			}
+			win[k] = [2]uint64{fa, fb}
+		}
+		if m > 0 {
+			prefetchRows(unsafe.Pointer(&R[0]), idx[:m], rs, rs)
+		}
+		if m2 > 0 {
+			prefetchRows(unsafe.Pointer(&R[0]), idx2[:m2], rs, 3*rs)
+		}
+		m = 0
+		for _, k := range active[:live] {
+			a, b := ab[k][0], ab[k][1]
+			lo, hi := a, b
+			if bounded && b > a {
+				lo, hi = s.recWindow(a, b, t[k], win[k][0], win[k][1], guess[k])
+			}
+			win[k] = [2]uint64{lo, hi}
+			if lo == hi {
+				continue
+			}
+			d := &ed[k]
+			s.expPrepare(d, firstID+uint64(k), step, lo, hi)
+			idx[m] = d.hint
+			m++
+			if !back && hi < b {
+				idx[m] = hi // the base past the far end
+				m++
+			} else if back && lo > a {
+				idx[m] = lo - 1
+				m++
+			}
+			if !s.tmp.expOneCell { // the far end's time, for its cell
+				if back {
+					idx[m] = lo
+				} else {
+					idx[m] = hi - 1
+				}
+				m++
+			}
+		}
+		if m > 0 {
+			prefetchRows(unsafe.Pointer(&R[0]), idx[:m], rs, rs)
+		}
+		kept := 0
+		for _, k := range active[:live] {
+			lo, hi := win[k][0], win[k][1]
+			if lo == hi {
+				continue
+			}
+			e, ok := s.expDrawn(&ed[k], ab[k][0], ab[k][1], lo, hi)
+			if !ok {
+				// Sums of zero: the exact scan (temporalDraw's fallback).
+				if e, ok = s.temporalDraw(firstID+uint64(k), step, ab[k][0], ab[k][1], lo, hi); !ok {
+					continue
+				}
+			}
+			cur[k], t[k] = R[e].tgt, R[e].t
+			buf[k*stride+int(lens[k])] = cur[k]
+			if times != nil {
+				times[(timesRow+k)*stride+int(lens[k])] = t[k]
+			}
+			lens[k]++
+			active[kept] = k
+			kept++
+		}
+		live = kept
+	}
+}
+
+// recWindow is windowIn over the records' times.
+func (s *stepper) recWindow(a, b uint64, t int64, fa, fb, g uint64) (lo, hi uint64) {
+	tp := &s.alg.Time
+	R := s.tmp.exp
+	lo, hi = a, b
+	if !tp.Backward {
+		lo = recTimeFrom(R, fa, fb, t, false, g)
+		if tp.HasMaxGap {
+			hi = recTimeFrom(R, lo, b, satAdd(t, tp.MaxGap), true, b)
+		}
+	} else {
+		hi = recTimeFrom(R, fa, fb, t, true, g)
+		if tp.HasMaxGap {
+			lo = recTimeFrom(R, a, hi, satAdd(t, -tp.MaxGap), false, hi)
+		}
+	}
+	return lo, hi
 }
