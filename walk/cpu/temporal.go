@@ -126,7 +126,7 @@ func coarseRange(coarse []int64, a, b uint64, t int64, upper bool) (fa, fb, g ui
 	if b-a <= 2*coarseSpacing {
 		return fa, fb, a + (b-a)/2
 	}
-	j0, j1 := (a+coarseSpacing-1)/coarseSpacing, (b+coarseSpacing-1)/coarseSpacing
+	j0, j1, _ := coarseEntries(a, b)
 	after := func(c int64) bool { return c > t || !upper && c == t } // the answer is not after c's position
 	// l: the first entry of [j0, j1) that is after, or j1.
 	var l uint64
@@ -137,7 +137,7 @@ func coarseRange(coarse []int64, a, b uint64, t int64, upper bool) (fa, fb, g ui
 		l = j1
 	default: // the answer is in (j0, j1-1]
 		lo, hi := j0, j1-1 // !after(coarse[lo]), after(coarse[hi])
-		jg := lo + 1 + uint64(lerp(coarse[lo], coarse[hi], t)*float64(hi-lo-1))
+		jg := coarseProbe(coarse, j0, j1, t)
 		if after(coarse[jg]) {
 			hi = jg
 			for step := uint64(1); hi-lo > 1; step *= 2 {
@@ -180,6 +180,18 @@ func coarseRange(coarse []int64, a, b uint64, t int64, upper bool) (fa, fb, g ui
 		g = fa + uint64(lerp(coarse[l-1], coarse[l], t)*float64(fb-fa))
 	}
 	return fa, fb, g
+}
+
+// coarseEntries are the coarse entries [j0, j1) inside [a, b); ok is
+// false where coarseRange does not search them (b-a <= 2*coarseSpacing).
+func coarseEntries(a, b uint64) (j0, j1 uint64, ok bool) {
+	return (a + coarseSpacing - 1) / coarseSpacing, (b + coarseSpacing - 1) / coarseSpacing, b-a > 2*coarseSpacing
+}
+
+// coarseProbe is coarseRange's first probe inside (j0, j1-1]: where t
+// would fall if the times ran evenly between entries j0 and j1-1.
+func coarseProbe(coarse []int64, j0, j1 uint64, t int64) uint64 {
+	return j0 + 1 + uint64(lerp(coarse[j0], coarse[j1-1], t)*float64(j1-j0-2))
 }
 
 // lerp is where t lies between x <= t and y >= t, in [0, 1) (0 when x and

@@ -592,10 +592,31 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 			idx[i] = uint64(cur[k])
 		}
 		prefetchRows(unsafe.Pointer(&s.off[0]), idx[:live], 8, 16)
-		m, m2 := 0, 0
+		// The coarse search's entries: both ends of the vertex's, then
+		// the first probe between them (coarseProbe), each a phase ahead.
+		m := 0
 		for _, k := range active[:live] {
 			a, b := s.off[cur[k]], s.off[cur[k]+1]
 			ab[k] = [2]uint64{a, b}
+			if j0, j1, ok := coarseEntries(a, b); ok && bounded {
+				idx[m], idx[m+1] = j0, j1-1
+				m += 2
+			}
+		}
+		if m > 0 {
+			prefetchRows(unsafe.Pointer(&s.tmp.coarse[0]), idx[:m], 8, 8)
+			m = 0
+			for _, k := range active[:live] {
+				if j0, j1, ok := coarseEntries(ab[k][0], ab[k][1]); ok && bounded {
+					idx[m] = coarseProbe(s.tmp.coarse, j0, j1, t[k]) - 1
+					m++
+				}
+			}
+			prefetchRows(unsafe.Pointer(&s.tmp.coarse[0]), idx[:m], 8, 24)
+		}
+		m, m2 := 0, 0
+		for _, k := range active[:live] {
+			a, b := ab[k][0], ab[k][1]
 			fa, fb := a, b
 			if bounded && b > a {
 				var g uint64
