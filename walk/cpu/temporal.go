@@ -3,7 +3,6 @@ package cpu
 import (
 	"math"
 	"time"
-	"unsafe"
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
@@ -21,10 +20,10 @@ type temporal struct {
 	// rejections bounds the rejection loop (maxRejections; tests set 0
 	// to check the exact fallback on its own).
 	rejections uint32
-	// exp are the exponential bias's records (times, cell sums and
-	// targets) for this walk's scale, direction and weighting
-	// (temporalexp.go), expCell the cells' width G.
-	exp        []expRec
+	// rec are the time order's records (timeRec): times and targets,
+	// with the exponential bias's cell sums for this walk's scale,
+	// direction and weighting (temporalexp.go); expCell the cells' width G.
+	rec        []timeRec
 	expCell    uint64
 	expOneCell bool // every edge time in one cell (expTable.oneCell)
 }
@@ -521,7 +520,7 @@ func (s *stepper) temporalBias(a, k, lo, hi uint64) float64 {
 // nil, has the stride of buf.
 func (s *stepper) walkTemporalUnit(starts []uint32, firstID uint64, buf []uint32, times []int64, lens []uint32) {
 	stride := s.alg.Length + 1
-	if s.alg.P != 0 || len(s.off) == 0 {
+	if s.alg.P != 0 || len(s.off) == 0 || len(s.tmp.rec) == 0 {
 		// Temporal Node2Vec's 32-lane step reads two vertices' windows:
 		// one walk at a time.
 		for k := range starts {
@@ -533,161 +532,20 @@ func (s *stepper) walkTemporalUnit(starts []uint32, firstID uint64, buf []uint32
 		}
 		return
 	}
-	exp := s.alg.Time.Bias == walk.TimeExponential && s.tmp.rejections > 0
 	for lo := 0; lo < len(starts); lo += temporalGroup {
 		hi := min(lo+temporalGroup, len(starts))
-		if exp {
-			s.walkTemporalExpGroup(starts[lo:hi], firstID+uint64(lo), buf[lo*stride:hi*stride], times, lo, lens[lo:hi])
-		} else {
-			s.walkTemporalGroup(starts[lo:hi], firstID+uint64(lo), buf[lo*stride:hi*stride], times, lo, lens[lo:hi])
-		}
-	}
-}
-
-// temporalGroup is how many walks walkTemporalGroup advances together.
-const temporalGroup = 32
-
-// walkTemporalGroup walks up to temporalGroup walks a step at a time each,
-// in rounds: a walk's step is a chain of dependent loads (its vertex's
-// offsets, the binary search of its times, the draw's reads, the
-// position's edge index, its target), so one walk alone waits on memory at
-// every link. A round takes each link for every walk of the group before
-// the next, prefetching what the next link reads for all of them first,
-// so the misses of the group's walks overlap: the offsets; the middle of
-// every walk's times (the search's first probes) and the windows; the
-// draws' first reads (the exponential sums at the near end and the time at
-// the far end, the weighted prefix sums' ends); the drawn positions' edge
-// indexes and times; the targets. Each walk draws exactly as walkTemporal
-// does (Philox keyed by walk and step): the walks are the same, byte for
-// byte.
-func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint32, times []int64, timesRow int, lens []uint32) {
-	stride := s.alg.Length + 1
-	n := len(starts)
-	var (
-		cur    [temporalGroup]uint32
-		t      [temporalGroup]int64
-		active [temporalGroup]int // indexes of the walks still going
-		idx    [3 * temporalGroup]uint64
-		idx2   [3 * temporalGroup]uint64
-		guess  [temporalGroup]uint64    // coarseRange's guess of the window's near end
-		ab     [temporalGroup][2]uint64 // the vertex's time order [a, b)
-		win    [temporalGroup][2]uint64 // the window [lo, hi), then the drawn position
-	)
-	bound := s.alg.Time.Bound()
-	for k := range n {
-		cur[k], t[k] = starts[k], bound
-		buf[k*stride] = starts[k]
-		if times != nil {
-			times[(timesRow+k)*stride] = bound
-		}
-		lens[k] = 1
-		active[k] = k
-	}
-	live := n
-	tm := s.tmp.times
-	if len(tm) == 0 {
-		return // no edges: no walk takes a step
-	}
-	bt := s.tmp.byTime
-	cumw := s.tmp.cumw
-	for step := uint32(0); step < uint32(s.alg.Length) && live > 0; step++ {
-		bounded := step > 0 || s.alg.Time.HasStart
-		for i, k := range active[:live] {
-			idx[i] = uint64(cur[k])
-		}
-		prefetchRows(unsafe.Pointer(&s.off[0]), idx[:live], 8, 16)
-		// The searches' coarse steps (their entries mostly cached), then
-		// the runs of times they leave.
-		// A run the coarse step narrowed (a run of times between two
-		// entries) is searched from the guess g, and its times around g
-		// are prefetched; a short vertex's whole range is searched from
-		// its middle, and its first probes are prefetched.
-		m, m2 := 0, 0
-		for _, k := range active[:live] {
-			a, b := s.off[cur[k]], s.off[cur[k]+1]
-			ab[k] = [2]uint64{a, b}
-			fa, fb := a, b
-			if bounded && b > a {
-				var g uint64
-				fa, fb, g = coarseRange(s.tmp.coarse, a, b, t[k], s.alg.Time.Backward)
-				guess[k] = g
-				switch {
-				case fb-fa > 2*coarseSpacing-4 || fa == a && fb == b:
-					idx[m], idx[m+1], idx[m+2] = fa, fa+(fb-fa)/2, fb-1
-					m += 3
-				case g < b:
-					idx2[m2] = max(g, fa+2) - 2
-					m2++
-				}
-			}
-			win[k] = [2]uint64{fa, fb}
-		}
-		if m > 0 {
-			prefetchRows(unsafe.Pointer(&tm[0]), idx[:m], 8, 8)
-		}
-		if m2 > 0 {
-			prefetchRows(unsafe.Pointer(&tm[0]), idx2[:m2], 8, 40)
-		}
-		// Windows, and the draws' first reads.
-		m, m2 = 0, 0
-		for _, k := range active[:live] {
-			lo, hi := ab[k][0], ab[k][1]
-			if bounded && hi > lo {
-				lo, hi = s.windowIn(lo, hi, t[k], win[k][0], win[k][1], guess[k])
-			}
-			win[k] = [2]uint64{lo, hi}
-			if lo < hi {
-				switch {
-				case cumw != nil:
-					idx2[m2] = hi - 1
-					m2++
-				}
-			}
-		}
-		if m > 0 {
-			prefetchRows(unsafe.Pointer(&tm[0]), idx[:m], 8, 8)
-		}
-		if m2 > 0 {
-			prefetchRows(unsafe.Pointer(&cumw[0]), idx2[:m2], 8, 8)
-		}
-		// Draws.
-		kept := 0
-		for _, k := range active[:live] {
-			e, ok := s.temporalDraw(firstID+uint64(k), step, ab[k][0], ab[k][1], win[k][0], win[k][1])
-			if !ok {
-				continue
-			}
-			win[k][0] = e
-			idx[kept] = e
-			active[kept] = k
-			kept++
-		}
-		live = kept
-		prefetchRows(unsafe.Pointer(&bt[0]), idx[:live], 4, 4)
-		prefetchRows(unsafe.Pointer(&tm[0]), idx[:live], 8, 8)
-		// Edge indexes, then the targets.
-		for i, k := range active[:live] {
-			idx[i] = ab[k][0] + uint64(bt[win[k][0]])
-		}
-		prefetchRows(unsafe.Pointer(&s.tgt[0]), idx[:live], 4, 4)
-		for i, k := range active[:live] {
-			e := win[k][0]
-			cur[k], t[k] = s.tgt[idx[i]], tm[e]
-			buf[k*stride+int(lens[k])] = cur[k]
-			if times != nil {
-				times[(timesRow+k)*stride+int(lens[k])] = t[k]
-			}
-			lens[k]++
-		}
+		s.walkTemporalGroup(starts[lo:hi], firstID+uint64(lo), buf[lo*stride:hi*stride], times, lo, lens[lo:hi])
 	}
 }
 
 // temporalGraph is the part of g a Temporal stepper of alg reads; cumw
-// for weighted walks, exp (the cell sums) for the exponential bias.
-func temporalGraph(g *graph.Graph, alg walk.Algorithm, cumw []float64, exp *expTable, coarse []int64) *temporal {
-	t := &temporal{times: g.Times, coarse: coarse, byTime: g.ByTime, cumw: cumw, rejections: walk.MaxRejections}
+// for weighted walks, rec the records (timeRecords) for the uniform and
+// linear biases, exp (records with the cell sums) for the exponential
+// bias. Without records the walks go one at a time (walkTemporal).
+func temporalGraph(g *graph.Graph, alg walk.Algorithm, cumw []float64, rec []timeRec, exp *expTable, coarse []int64) *temporal {
+	t := &temporal{times: g.Times, coarse: coarse, byTime: g.ByTime, cumw: cumw, rec: rec, rejections: walk.MaxRejections}
 	if alg.Time.Bias == walk.TimeExponential && exp != nil { // nil: tests of the exact fallback alone
-		t.exp, t.expOneCell = exp.rec, exp.oneCell
+		t.rec, t.expOneCell = exp.rec, exp.oneCell
 		t.expCell = walk.ExpCell(alg.Time.Scale)
 	}
 	return t

@@ -11,17 +11,53 @@ import (
 	"github.com/walkstage/walkstage/walk"
 )
 
-// expRec is position k of the time order as the exponential steps read it:
-// its time, its cell sum (walk.BuildExpSums) and its edge's target, in one
-// record. An exponential step's reads (the search for the window's near
-// end, the sums around the drawn position, the target and time it takes)
-// fall on a few positions close together, so one or two cache lines of
-// records serve what took a line of each of four arrays (Times, the sums,
-// ByTime, Targets), each a miss at the hubs where these walks stay.
-type expRec struct {
+// timeRec is position k of the time order as a grouped temporal step
+// reads it: its time, the exponential bias's cell sum (walk.BuildExpSums;
+// 0 in the records of the other biases) and its edge's target, in one
+// record. A step's reads (the search for the window's near end, the sums
+// around the drawn position, the target and time it takes) fall on a few
+// positions close together, so one or two cache lines of records serve
+// what took a line of each of four arrays (Times, the sums, ByTime,
+// Targets), each a miss at the hubs where temporal walks stay.
+type timeRec struct {
 	t   int64
 	s   float64
 	tgt uint32
+}
+
+// timeRecords builds the records of the uniform and linear biases (no
+// sums) once per engine, 24 bytes an edge outside the Go heap.
+func (e *Engine) timeRecords() []timeRec {
+	e.recOnce.Do(func() {
+		t0 := time.Now()
+		g := e.g
+		rec := hugemem.Alloc[timeRec](e, int(g.NumEdges()))
+		var wg sync.WaitGroup
+		for _, r := range vertexRangesByEdges(g, e.cfg.workers*4) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				fillTimeRecs(g, rec, nil, r[0], r[1])
+			}()
+		}
+		wg.Wait()
+		e.recordBuild(t0, func() { e.recs = rec })
+	})
+	return e.recs
+}
+
+// fillTimeRecs fills the records of vertices [v0, v1), with the sums when
+// sums is not nil.
+func fillTimeRecs(g *graph.Graph, rec []timeRec, sums []float64, v0, v1 int) {
+	for v := v0; v < v1; v++ {
+		a := g.Offsets[v]
+		for k := a; k < g.Offsets[v+1]; k++ {
+			rec[k] = timeRec{t: g.Times[k], tgt: g.Targets[a+uint64(g.ByTime[k])]}
+			if sums != nil {
+				rec[k].s = sums[k]
+			}
+		}
+	}
 }
 
 // expTable is one scale's (and direction's, and weighting's) records,
@@ -30,7 +66,7 @@ type expTable struct {
 	scale              float64
 	backward, weighted bool
 	once               sync.Once
-	rec                []expRec
+	rec                []timeRec
 	// oneCell is true when every edge time of the graph falls in one time
 	// cell: a window is then never cut by a cell boundary, and a step
 	// needs neither its far end's time nor a cell check.
@@ -85,7 +121,7 @@ func (e *Engine) expTable(alg walk.Algorithm) *expTable {
 		// is; the workers keep e alive while they walk. The sums go
 		// through a scratch table of their own, as walk.BuildExpSums
 		// writes them.
-		rec := hugemem.Alloc[expRec](e, int(g.NumEdges()))
+		rec := hugemem.Alloc[timeRec](e, int(g.NumEdges()))
 		sums := make([]float64, g.NumEdges())
 		ranges := vertexRangesByEdges(g, e.cfg.workers*4)
 		var wg sync.WaitGroup
@@ -94,12 +130,7 @@ func (e *Engine) expTable(alg walk.Algorithm) *expTable {
 			go func() {
 				defer wg.Done()
 				walk.BuildExpSums(g, tp.Scale, tp.Backward, alg.Weighted, sums, r[0], r[1])
-				for v := r[0]; v < r[1]; v++ {
-					a := g.Offsets[v]
-					for k := a; k < g.Offsets[v+1]; k++ {
-						rec[k] = expRec{t: g.Times[k], s: sums[k], tgt: g.Targets[a+uint64(g.ByTime[k])]}
-					}
-				}
+				fillTimeRecs(g, rec, sums, r[0], r[1])
 			}()
 		}
 		wg.Wait()
@@ -184,7 +215,7 @@ func (s *stepper) expHint(lo, hi uint64, u float64) uint64 {
 		}
 		return lo
 	}
-	R, coarse := s.tmp.exp, s.tmp.coarse
+	R, coarse := s.tmp.rec, s.tmp.coarse
 	var near, far int64
 	var span uint64 // positions from the near end to the coarse entry
 	if !back {
@@ -222,7 +253,7 @@ func (s *stepper) expHint(lo, hi uint64, u float64) uint64 {
 // (x2, x3) when there are more than one, and a position in it by (x0, x1)
 // through the sums.
 func (s *stepper) expDrawn(d *expDraw, a, b, lo, hi uint64) (uint64, bool) {
-	R, G := s.tmp.exp, s.tmp.expCell
+	R, G := s.tmp.rec, s.tmp.expCell
 	one := s.tmp.expOneCell
 	u := unit53(d.x0, d.x1)
 	if !s.alg.Time.Backward {
@@ -320,7 +351,7 @@ func (s *stepper) expDrawn(d *expDraw, a, b, lo, hi uint64) (uint64, bool) {
 // expBaseForward is the forward sums' value past a window part ending at
 // hi in cell c: R[hi].s when position hi is in the same vertex and cell,
 // else 0 (the cell's sums end there).
-func expBaseForward(R []expRec, b, hi, c, G uint64) float64 {
+func expBaseForward(R []timeRec, b, hi, c, G uint64) float64 {
 	if hi < b && walk.TimeKey(R[hi].t)/G == c {
 		return R[hi].s
 	}
@@ -329,7 +360,7 @@ func expBaseForward(R []expRec, b, hi, c, G uint64) float64 {
 
 // expBaseBackward is the backward sums' value before a part starting at lo
 // in cell c: R[lo-1].s when position lo-1 is in the same vertex and cell.
-func expBaseBackward(R []expRec, a, lo, c, G uint64) float64 {
+func expBaseBackward(R []timeRec, a, lo, c, G uint64) float64 {
 	if lo > a && walk.TimeKey(R[lo-1].t)/G == c {
 		return R[lo-1].s
 	}
@@ -368,7 +399,7 @@ func expPickCell(cum []float64, total float64, x2, x3 uint32) (int, bool) {
 // the near end, where the mass is) toward it. S does not increase inside a
 // cell, so the position does not depend on g. ok is false when the part
 // weighs nothing.
-func expPickForward(R []expRec, lo, hi uint64, base, u float64, g uint64) (uint64, bool) {
+func expPickForward(R []timeRec, lo, hi uint64, base, u float64, g uint64) (uint64, bool) {
 	m := R[lo].s - base
 	if !(m > 0) {
 		return 0, false
@@ -421,7 +452,7 @@ func expPickForward(R []expRec, lo, hi uint64, base, u float64, g uint64) (uint6
 // sums: r = base + u * (R[hi-1].s - base), and the position is the first k
 // with R[k].s > r (hi-1 when there is none before it), found by galloping
 // from the guess g in [lo, hi) (hi-1: from the near end) toward it.
-func expPickBackward(R []expRec, lo, hi uint64, base, u float64, g uint64) (uint64, bool) {
+func expPickBackward(R []timeRec, lo, hi uint64, base, u float64, g uint64) (uint64, bool) {
 	m := R[hi-1].s - base
 	if !(m > 0) {
 		return 0, false
@@ -471,7 +502,7 @@ func expPickBackward(R []expRec, lo, hi uint64, base, u float64, g uint64) (uint
 }
 
 // gallopLowerRec is gallopLower over the records' times.
-func gallopLowerRec(R []expRec, a, b uint64, t int64) uint64 {
+func gallopLowerRec(R []timeRec, a, b uint64, t int64) uint64 {
 	if a >= b || R[a].t >= t {
 		return a
 	}
@@ -489,7 +520,7 @@ func gallopLowerRec(R []expRec, a, b uint64, t int64) uint64 {
 }
 
 // gallopUpperBackRec is gallopUpperBack over the records' times.
-func gallopUpperBackRec(R []expRec, a, b uint64, t int64) uint64 {
+func gallopUpperBackRec(R []timeRec, a, b uint64, t int64) uint64 {
 	if a >= b || R[b-1].t <= t {
 		return b
 	}
@@ -507,7 +538,7 @@ func gallopUpperBackRec(R []expRec, a, b uint64, t int64) uint64 {
 }
 
 // recTimeFrom is timeFrom over the records' times.
-func recTimeFrom(R []expRec, a, b uint64, t int64, upper bool, g uint64) uint64 {
+func recTimeFrom(R []timeRec, a, b uint64, t int64, upper bool, g uint64) uint64 {
 	after := func(c int64) bool { return c > t || !upper && c == t }
 	l, h := a, b
 	switch {
@@ -548,14 +579,27 @@ func recTimeFrom(R []expRec, a, b uint64, t int64, upper bool, g uint64) uint64 
 	return l
 }
 
-// walkTemporalExpGroup is walkTemporalGroup for the exponential bias, on
-// its records (expRec): each round takes, for every walk of the group,
-// the coarse step of its window search (prefetching the records around
-// its guess), the window and the draw's words and guess (prefetching the
-// records around the guess, and the sums past the window's far end when
-// the window stops short of the vertex's end), then the draw, whose
-// record gives the target and time. The walks are walkTemporal's.
-func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []uint32, times []int64, timesRow int, lens []uint32) {
+// temporalGroup is how many walks walkTemporalGroup advances together.
+const temporalGroup = 32
+
+// walkTemporalGroup walks up to temporalGroup walks a step at a time each,
+// in rounds, on the records (timeRec): a walk's step is a chain of
+// dependent loads (its vertex's offsets, the coarse entries of its times,
+// the run of times they leave, the draw's reads, the drawn position's
+// target), so one walk alone waits on memory at every link. A round takes
+// each link for every walk of the group before the next, prefetching what
+// the next link reads for all of them first, so the misses of the group's
+// walks overlap: the offsets; both ends of the vertex's coarse entries,
+// then the first probe between them (coarseProbe); the records around the
+// guess of the window's near end (coarseRange); the window and, before
+// any sum is read, the draw's words: the exponential draw's guess of its
+// position (expHint) and the position of an unweighted uniform or linear
+// draw, whose records are prefetched, with the sums past the window's far
+// end (exponential) or the weighted prefix sums' ends; then the draw,
+// whose record gives the target and time. Each walk draws exactly as
+// walkTemporal does (Philox keyed by walk and step): the walks are the
+// same, byte for byte.
+func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint32, times []int64, timesRow int, lens []uint32) {
 	stride := s.alg.Length + 1
 	n := len(starts)
 	var (
@@ -563,11 +607,11 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 		t      [temporalGroup]int64
 		active [temporalGroup]int // indexes of the walks still going
 		idx    [3 * temporalGroup]uint64
-		idx2   [temporalGroup]uint64
+		idx2   [2 * temporalGroup]uint64
 		ab     [temporalGroup][2]uint64 // the vertex's time order [a, b)
 		win    [temporalGroup][2]uint64 // the search's run, then the window [lo, hi)
 		guess  [temporalGroup]uint64    // coarseRange's guess of the window's near end
-		ed     [temporalGroup]expDraw
+		ed     [temporalGroup]expDraw   // the exponential draws; uniform and linear: the position in hint
 	)
 	bound := s.alg.Time.Bound()
 	for k := range n {
@@ -580,12 +624,17 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 		active[k] = k
 	}
 	live := n
-	R := s.tmp.exp
+	R := s.tmp.rec
 	if len(R) == 0 {
 		return // no edges: no walk takes a step
 	}
-	const rs = unsafe.Sizeof(expRec{})
+	const rs = unsafe.Sizeof(timeRec{})
 	back := s.alg.Time.Backward
+	exp := s.alg.Time.Bias == walk.TimeExponential && s.tmp.rejections > 0
+	// Unweighted uniform and linear draws read no sums: drawn with the
+	// window, their records are prefetched a phase ahead.
+	early := !exp && !s.weighted && s.alg.Time.Bias != walk.TimeExponential
+	cumw := s.tmp.cumw
 	for step := uint32(0); step < uint32(s.alg.Length) && live > 0; step++ {
 		bounded := step > 0 || s.alg.Time.HasStart
 		for i, k := range active[:live] {
@@ -614,6 +663,9 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 			}
 			prefetchRows(unsafe.Pointer(&s.tmp.coarse[0]), idx[:m], 8, 24)
 		}
+		// The coarse step; a run it narrowed is searched from its guess
+		// g, whose records are prefetched; a short vertex's whole range
+		// from its middle, whose first probes are.
 		m, m2 := 0, 0
 		for _, k := range active[:live] {
 			a, b := ab[k][0], ab[k][1]
@@ -639,7 +691,8 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 		if m2 > 0 {
 			prefetchRows(unsafe.Pointer(&R[0]), idx2[:m2], rs, 3*rs)
 		}
-		m = 0
+		// Windows, and the draws' first reads.
+		m, m2 = 0, 0
 		for _, k := range active[:live] {
 			a, b := ab[k][0], ab[k][1]
 			lo, hi := a, b
@@ -651,38 +704,66 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 				continue
 			}
 			d := &ed[k]
-			s.expPrepare(d, firstID+uint64(k), step, lo, hi)
-			idx[m] = d.hint
-			m++
-			if !back && hi < b {
-				idx[m] = hi // the base past the far end
+			switch {
+			case exp:
+				s.expPrepare(d, firstID+uint64(k), step, lo, hi)
+				idx[m] = d.hint
 				m++
-			} else if back && lo > a {
-				idx[m] = lo - 1
-				m++
-			}
-			if !s.tmp.expOneCell { // the far end's time, for its cell
-				if back {
-					idx[m] = lo
-				} else {
-					idx[m] = hi - 1
+				if !back && hi < b {
+					idx[m] = hi // the base past the far end
+					m++
+				} else if back && lo > a {
+					idx[m] = lo - 1
+					m++
 				}
+				if !s.tmp.expOneCell { // the far end's time, for its cell
+					if back {
+						idx[m] = lo
+					} else {
+						idx[m] = hi - 1
+					}
+					m++
+				}
+			case early:
+				d.hint, _ = s.temporalDraw(firstID+uint64(k), step, a, b, lo, hi)
+				idx[m] = d.hint
 				m++
+			case cumw != nil:
+				idx2[m2] = hi - 1
+				m2++
+				if lo > a {
+					idx2[m2] = lo - 1
+					m2++
+				}
 			}
 		}
 		if m > 0 {
 			prefetchRows(unsafe.Pointer(&R[0]), idx[:m], rs, rs)
 		}
+		if m2 > 0 {
+			prefetchRows(unsafe.Pointer(&cumw[0]), idx2[:m2], 8, 8)
+		}
+		// Draws.
 		kept := 0
 		for _, k := range active[:live] {
-			lo, hi := win[k][0], win[k][1]
+			a, b, lo, hi := ab[k][0], ab[k][1], win[k][0], win[k][1]
 			if lo == hi {
 				continue
 			}
-			e, ok := s.expDrawn(&ed[k], ab[k][0], ab[k][1], lo, hi)
+			var e uint64
+			ok := true
+			switch {
+			case early:
+				e = ed[k].hint
+			case exp:
+				e, ok = s.expDrawn(&ed[k], a, b, lo, hi)
+			default:
+				ok = false
+			}
 			if !ok {
-				// Sums of zero: the exact scan (temporalDraw's fallback).
-				if e, ok = s.temporalDraw(firstID+uint64(k), step, ab[k][0], ab[k][1], lo, hi); !ok {
+				// Weighted uniform and linear draws, and the exact scan
+				// for an exponential window whose sums are zero.
+				if e, ok = s.temporalDraw(firstID+uint64(k), step, a, b, lo, hi); !ok {
 					continue
 				}
 			}
@@ -702,7 +783,7 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 // recWindow is windowIn over the records' times.
 func (s *stepper) recWindow(a, b uint64, t int64, fa, fb, g uint64) (lo, hi uint64) {
 	tp := &s.alg.Time
-	R := s.tmp.exp
+	R := s.tmp.rec
 	lo, hi = a, b
 	if !tp.Backward {
 		lo = recTimeFrom(R, fa, fb, t, false, g)
