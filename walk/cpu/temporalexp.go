@@ -37,7 +37,7 @@ func (e *Engine) timeRecords() []timeRec {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				fillTimeRecs(g, rec, nil, r[0], r[1])
+				fillTimeRecs(g, rec, r[0], r[1])
 			}()
 		}
 		wg.Wait()
@@ -46,16 +46,48 @@ func (e *Engine) timeRecords() []timeRec {
 	return e.recs
 }
 
-// fillTimeRecs fills the records of vertices [v0, v1), with the sums when
-// sums is not nil.
-func fillTimeRecs(g *graph.Graph, rec []timeRec, sums []float64, v0, v1 int) {
+// fillTimeRecs fills the records of vertices [v0, v1), without sums.
+func fillTimeRecs(g *graph.Graph, rec []timeRec, v0, v1 int) {
 	for v := v0; v < v1; v++ {
 		a := g.Offsets[v]
 		for k := a; k < g.Offsets[v+1]; k++ {
 			rec[k] = timeRec{t: g.Times[k], tgt: g.Targets[a+uint64(g.ByTime[k])]}
-			if sums != nil {
-				rec[k].s = sums[k]
+		}
+	}
+}
+
+// fillExpRecs fills the records of vertices [v0, v1) with the cell sums
+// of walk.BuildExpSums, computed here as there (the same order of
+// additions, the same detExp and products: TestTemporalExpSums compares
+// the bits) so that no scratch table of 8 bytes an edge is needed.
+func fillExpRecs(g *graph.Graph, scale float64, backward, weighted bool, rec []timeRec, v0, v1 int) {
+	G := walk.ExpCell(scale)
+	times := g.Times
+	for v := v0; v < v1; v++ {
+		a, b := g.Offsets[v], g.Offsets[v+1]
+		var sum float64
+		var cell uint64
+		for i := uint64(0); i < b-a; i++ {
+			k := a + i // backward: positions in order
+			if !backward {
+				k = b - 1 - i // forward: from the last position down
 			}
+			u := walk.TimeKey(times[k])
+			c := u / G
+			if i == 0 || c != cell {
+				sum, cell = 0, c
+			}
+			o := u - c*G
+			if backward {
+				o = G - 1 - o
+			}
+			x := walk.DetExp(-float64(o) / scale)
+			e := a + uint64(g.ByTime[k])
+			if weighted {
+				x = float64(x * float64(g.Weights[e])) // float64(): never an FMA
+			}
+			sum += x
+			rec[k] = timeRec{t: times[k], s: sum, tgt: g.Targets[e]}
 		}
 	}
 }
@@ -118,19 +150,15 @@ func (e *Engine) expTable(alg walk.Algorithm) *expTable {
 		// Outside the Go heap, on huge pages (hugemem.Alloc): the steps
 		// read it at random, and a table of the graph's size in the heap
 		// paces the collector by it. A dropped table is unmapped once e
-		// is; the workers keep e alive while they walk. The sums go
-		// through a scratch table of their own, as walk.BuildExpSums
-		// writes them.
+		// is; the workers keep e alive while they walk.
 		rec := hugemem.Alloc[timeRec](e, int(g.NumEdges()))
-		sums := make([]float64, g.NumEdges())
 		ranges := vertexRangesByEdges(g, e.cfg.workers*4)
 		var wg sync.WaitGroup
 		for _, r := range ranges {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				walk.BuildExpSums(g, tp.Scale, tp.Backward, alg.Weighted, sums, r[0], r[1])
-				fillTimeRecs(g, rec, sums, r[0], r[1])
+				fillExpRecs(g, tp.Scale, tp.Backward, alg.Weighted, rec, r[0], r[1])
 			}()
 		}
 		wg.Wait()
@@ -236,15 +264,26 @@ func (s *stepper) expHint(lo, hi uint64, u float64) uint64 {
 		}
 		x := X
 		if y := u + (1-u)*e; y > 0 {
-			x = -math.Log(y)
+			x = -roughLog(y)
 		}
 		p = x / X * float64(span)
 	}
-	off := min(uint64(max(p, 0)), n-1)
+	off := uint64(min(max(p, 0), float64(n-1)))
 	if back {
 		return hi - 1 - off
 	}
 	return lo + off
+}
+
+// roughLog is ln(y) for y > 0 to about 0.01: a guess needs no more, and
+// math.Log would cost a tenth of a step.
+func roughLog(y float64) float64 {
+	b := math.Float64bits(y)
+	e := float64(int64(b>>52&0x7ff) - 1023)
+	f := math.Float64frombits(b&(1<<52-1)|1023<<52) - 1 // y = (1+f) 2^e, f in [0, 1)
+	// log2(1+f) by a cubic through its ends, error under 0.01.
+	l2 := f * (1.4425449 + f*(-0.7181451+f*0.2779070))
+	return (e + l2) * math.Ln2
 }
 
 // expDrawn is expStep's draw from d on window [lo, hi) of the time order
