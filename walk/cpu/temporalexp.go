@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"runtime"
 	"sync"
 	"time"
 	"unsafe"
@@ -117,6 +118,7 @@ func (e *Engine) expSums(alg walk.Algorithm) []float64 {
 	for i := range rec {
 		s[i] = rec[i].s
 	}
+	runtime.KeepAlive(e) // the records are unmapped once e is collected
 	return s
 }
 

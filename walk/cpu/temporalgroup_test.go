@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -55,6 +56,7 @@ func TestTemporalGroupMatchesOneWalk(t *testing.T) {
 					t.Fatalf("%s weighted=%v walk %d: grouped %v %v, one at a time %v %v", name, weighted, id, walks[id], times[id], out[:n], ot[:n])
 				}
 			}
+			runtime.KeepAlive(e) // its records live outside the Go heap until e is collected
 		}
 	}
 }
