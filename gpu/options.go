@@ -12,6 +12,7 @@ type config struct {
 	maxBatchWalks   int
 	hostBufferBytes int64
 	batchSlots      int
+	batchSlotsSet   bool
 	lendChunks      bool
 	chunkWalks      int
 	reserveBytes    int64
@@ -78,7 +79,7 @@ func WithHostBufferBytes(n int64) Option { return func(c *config) { c.hostBuffer
 // buffer (WithHostBufferBytes each), so a batch can walk and cross the bus
 // while earlier ones are still being unpacked into chunks. Device memory
 // for batches is split between the slots.
-func WithBatchSlots(n int) Option { return func(c *config) { c.batchSlots = n } }
+func WithBatchSlots(n int) Option { return func(c *config) { c.batchSlots, c.batchSlotsSet = n, true } }
 
 // WithLentChunks makes Run emit chunks whose Vertices lie in the batch
 // slot's pinned buffer (walk.Chunk.Lent) instead of copies of it: the copy

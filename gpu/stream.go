@@ -99,7 +99,11 @@ type StreamPlan struct {
 	EntryBytes      int64 // per edge in the streamed arrays
 	BudgetBytes     int64 // device bytes the plan may use for the graph
 	BufferEdges     int64 // each of the two stream buffers' capacity
-	Parts           []StreamPart
+	// HostBytes is the pinned host memory the partitions are copied
+	// from: every edge's entry, and for a weighted graph its bare target
+	// too (uniform walks copy those, a third of the bytes).
+	HostBytes int64
+	Parts     []StreamPart
 }
 
 // ResidentEdges counts the edges of the resident partitions.
@@ -155,7 +159,7 @@ func (p *StreamPlan) String() string {
 	fmt.Fprintf(&b, "stream plan of graph %s: %d partitions of at most %d edges (%s a buffer), %d resident (%.1f%% of %d edges), %d streamed through 2 buffers; device %s of a %s budget, host %s pinned",
 		p.Graph, len(p.Parts), p.BufferEdges, sizeString(p.BufferEdges*p.EntryBytes), len(p.Parts)-p.Streamed(),
 		100*p.DeviceShare(), p.Edges, p.Streamed(), sizeString(p.DeviceBytes()), sizeString(p.BudgetBytes),
-		sizeString(p.Edges*p.EntryBytes))
+		sizeString(p.HostBytes))
 	return b.String()
 }
 
@@ -182,7 +186,10 @@ func PlanStream(g *graph.Graph, deviceBytes, partBytes int64) (*StreamPlan, erro
 // the offsets and the two buffers.
 func planStream(s graphShape, offsets []uint64, budget, partBytes int64) (*StreamPlan, error) {
 	eb := streamEntryBytes(s.weighted)
-	p := &StreamPlan{Graph: s.name, Vertices: s.vertices, Edges: s.edges, EntryBytes: eb, BudgetBytes: budget}
+	p := &StreamPlan{Graph: s.name, Vertices: s.vertices, Edges: s.edges, EntryBytes: eb, BudgetBytes: budget, HostBytes: s.edges * eb}
+	if s.weighted {
+		p.HostBytes += s.edges * 4
+	}
 	fixed := streamFixedBytes(s.vertices)
 	edgeBudget := budget - fixed
 	if edgeBudget <= 0 {

@@ -42,11 +42,15 @@ type streamed struct {
 	plan *StreamPlan
 	// hEntries: every edge's stream entry in pinned host memory, the
 	// source of the partitions' copies.
-	hEntries           unsafe.Pointer
+	hEntries unsafe.Pointer
+	// hTargets: a weighted graph's bare targets (pinned), which uniform
+	// walks stream instead of the 12-byte entries; nil otherwise.
+	hTargets           unsafe.Pointer
 	dBounds, dBase     cu.DevicePtr
 	dResident          cu.DevicePtr
 	dBuf               [2]cu.DevicePtr
-	loaded             [2]int // partition in each buffer (copy issued), -1: none
+	loaded             [2]int   // partition in each buffer (copy issued), -1: none
+	loadedBytes        [2]int64 // its bytes per edge (4: targets, 12: entries)
 	copyStream         cu.Stream
 	copied             [2]cu.Event
 	fnInit, fnCount    cu.Function
@@ -66,7 +70,7 @@ type streamed struct {
 // streaming unless WithHostBufferBytes asked for more: every batch walks
 // the streamed partitions again, so the bytes copied per step fall with
 // the walkers in flight and a batch should hold a whole group of walks.
-const streamHostBufferBytes = 4 << 30
+const streamHostBufferBytes = 8 << 30
 
 // setupStreamed plans the partitions for budget bytes of device memory,
 // fills the pinned host entries, uploads the offsets and the resident
@@ -80,7 +84,7 @@ func (e *Engine) setupStreamed(budget int64) (err error) {
 		return err
 	}
 	eb := plan.EntryBytes
-	if host := s.edges * eb; host > hostAvailable() {
+	if host := plan.HostBytes; host > hostAvailable() {
 		return fmt.Errorf("gpu: stream plan of graph %s: its pinned host entries need %s, the host has %s available", s.name, sizeString(host), sizeString(hostAvailable()))
 	}
 	sm := &streamed{plan: plan, loaded: [2]int{-1, -1}}
@@ -107,6 +111,15 @@ func (e *Engine) setupStreamed(budget int64) (err error) {
 		return err
 	}
 	fillStreamEntries(e, sm.hEntries)
+	if s.weighted && s.edges > 0 {
+		if sm.hTargets, err = host(s.edges * 4); err != nil {
+			return err
+		}
+		t := unsafe.Slice((*uint32)(sm.hTargets), s.edges)
+		walk.ForVertexRanges(g, func(lo, hi int) {
+			copy(t[g.Offsets[lo]:g.Offsets[hi]], g.Targets[g.Offsets[lo]:g.Offsets[hi]])
+		})
+	}
 	if e.dOffsets, err = upload(e, "graph.offsets", g.Offsets); err != nil {
 		return err
 	}
@@ -183,8 +196,14 @@ func (e *Engine) setupStreamed(budget int64) (err error) {
 	}
 	sm.hParams = (*streamParams)(p)
 	// Every batch streams the partitions again: batches as large as the
-	// device allows (WithHostBufferBytes still caps them when larger).
+	// device allows (WithHostBufferBytes still caps them when larger), in
+	// one slot unless WithBatchSlots asked for more: a batch's visits hold
+	// the device thread from start to end, so a second slot would not
+	// overlap them with anything and only take memory.
 	e.cfg.hostBufferBytes = max(e.cfg.hostBufferBytes, streamHostBufferBytes)
+	if !e.cfg.batchSlotsSet {
+		e.slots = e.slots[:1]
+	}
 	e.graphBytes = plan.DeviceBytes()
 	e.tableBuild += time.Since(t0)
 	e.cfg.logger.Info("gpu stream plan: the graph does not fit the device budget; partitions are streamed to the walkers",
@@ -289,17 +308,27 @@ func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, 
 	if err := launch(sm.fnInit, scan, streamBlock, st, args); err != nil {
 		return fmt.Errorf("gpu: stream_init: %w", err)
 	}
+	// es: the bytes per edge this batch streams, from src.
+	es, src := eb, sm.hEntries
+	if sm.hTargets != nil && mode&streamAlias == 0 {
+		es, src = 4, sm.hTargets
+	}
+	for b := range sm.loaded {
+		if sm.loadedBytes[b] != es {
+			sm.loaded[b] = -1 // the other format: of no use to this batch
+		}
+	}
 	load := func(p, b int) error {
 		x := parts[p]
-		if err := e.copyHtoDAsync(sm.dBuf[b], unsafe.Add(sm.hEntries, x.ELo*eb), (x.EHi-x.ELo)*eb, sm.copyStream); err != nil {
+		if err := e.copyHtoDAsync(sm.dBuf[b], unsafe.Add(src, x.ELo*es), (x.EHi-x.ELo)*es, sm.copyStream); err != nil {
 			return fmt.Errorf("gpu: copy partition %d: %w", p, err)
 		}
 		if err := sm.copied[b].Record(sm.copyStream); err != nil {
 			return fmt.Errorf("gpu: record partition copy: %w", err)
 		}
-		sm.loaded[b] = p
+		sm.loaded[b], sm.loadedBytes[b] = p, es
 		sm.stats.Copies++
-		sm.stats.BytesCopied += (x.EHi - x.ELo) * eb
+		sm.stats.BytesCopied += (x.EHi - x.ELo) * es
 		return nil
 	}
 	counts := sm.hCounts[:np]
@@ -341,7 +370,7 @@ func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, 
 			if err := st.Wait(sm.copied[b], 0); err != nil {
 				return fmt.Errorf("gpu: wait for partition copy: %w", err)
 			}
-			cur, curBase = uint64(p), uint64(sm.dBuf[b])-uint64(parts[p].ELo*eb)
+			cur, curBase = uint64(p), uint64(sm.dBuf[b])-uint64(parts[p].ELo*es)
 			// Overlap: the next busiest partition goes into the other
 			// buffer while this one is walked, unless that buffer holds
 			// a busier one already. s's stream was synchronised above,
@@ -360,7 +389,7 @@ func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, 
 		if err := launch(sm.fnCollect, scan, streamBlock, st, []uint64{uint64(sm.dParams), cur}); err != nil {
 			return fmt.Errorf("gpu: stream_collect: %w", err)
 		}
-		if err := launch(sm.fnWalk, e.numSM*max(sm.occWalk, 1), streamBlock, st, []uint64{uint64(sm.dParams), cur, curBase}); err != nil {
+		if err := launch(sm.fnWalk, e.numSM*max(sm.occWalk, 1), streamBlock, st, []uint64{uint64(sm.dParams), cur, curBase, uint64(es)}); err != nil {
 			return fmt.Errorf("gpu: stream_walk: %w", err)
 		}
 		sm.stats.Visits++

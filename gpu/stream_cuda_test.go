@@ -32,9 +32,10 @@ func streamGraphs(t *testing.T) map[string]*graph.Graph {
 	return out
 }
 
-// TestStreamWalksMatchCPU: under a stream plan that keeps 30% of the
-// streamed bytes on the device in partitions of 16 KiB (tens of them,
-// most streamed, each copied many times), uniform and weighted DeepWalk
+// TestStreamWalksMatchCPU: under a stream plan that keeps half the
+// streamed bytes on the device in partitions of 8 KiB (tens of them,
+// most streamed, each copied many times; a uniform walk of a weighted
+// graph copies bare targets, an alias walk 12-byte entries), uniform and weighted DeepWalk
 // and PPR give the CPU engine's walks and the all-device engine's, walk by
 // walk, in one batch and in many (a batch leaves partitions in the
 // buffers for the next), with two jobs of different seeds.
@@ -69,7 +70,7 @@ func TestStreamWalksMatchCPU(t *testing.T) {
 				}{"ppr-alias", walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.1, Weighted: true}})
 		}
 		for _, batch := range []int{0, 2500} {
-			e := newEngine(t, g, WithStream(StreamOn), WithDeviceFraction(0.3), WithStreamPartitionBytes(16<<10),
+			e := newEngine(t, g, WithStream(StreamOn), WithDeviceFraction(0.5), WithStreamPartitionBytes(8<<10),
 				WithMaxBatchWalks(batch), WithChunkWalks(1000))
 			plan := e.StreamPlan()
 			if plan == nil || e.Placement() != nil {
@@ -101,9 +102,14 @@ func TestStreamWalksMatchCPU(t *testing.T) {
 					if st.Walks != int64(len(starts)+len(hubStarts)) {
 						t.Fatalf("stats %+v", st)
 					}
-					// Every streamed partition was copied in, most of them
-					// more than once.
-					if ss.Copies <= int64(plan.Streamed()) || ss.Visits < ss.Copies/2 || ss.BytesCopied <= 0 || ss.Steps != st.Steps {
+					// Every streamed partition was copied in (two may have
+					// stayed in the buffers from the last run); DeepWalk's
+					// long walks come back to each many times.
+					least := int64(plan.Streamed() - 2)
+					if c.alg.Kind == walk.DeepWalk {
+						least = 2 * int64(plan.Streamed())
+					}
+					if ss.Copies < least || ss.Visits < ss.Copies/2 || ss.BytesCopied <= 0 || ss.Steps != st.Steps {
 						t.Fatalf("stream stats %+v, %d streamed partitions", ss, plan.Streamed())
 					}
 					t.Logf("%+v, %.0f bytes copied a step", ss, float64(ss.BytesCopied)/float64(ss.Steps))
@@ -117,7 +123,7 @@ func TestStreamWalksMatchCPU(t *testing.T) {
 // samplers are refused with ErrInvalidAlgorithm, and the engine walks on.
 func TestStreamRefusesWhatItCannotWalk(t *testing.T) {
 	g := testGraph(t)
-	e := newEngine(t, g, WithStream(StreamOn), WithDeviceFraction(0.3), WithStreamPartitionBytes(16<<10))
+	e := newEngine(t, g, WithStream(StreamOn), WithDeviceFraction(0.5), WithStreamPartitionBytes(8<<10))
 	for _, a := range []walk.Algorithm{
 		{Kind: walk.Node2Vec, Length: 10, P: 1, Q: 2},
 		{Kind: walk.MetaPath, Length: 10, Schema: []uint8{0, 1}},
@@ -133,11 +139,14 @@ func TestStreamRefusesWhatItCannotWalk(t *testing.T) {
 }
 
 // TestStreamChosenWhenTheGraphDoesNotFit: under a memory limit below the
-// graph the engine streams by default and places with StreamOff; walks
-// are the CPU's either way.
+// graph the engine streams by default (in many small batches: the limit
+// leaves the slots little) and places with StreamOff; walks are the CPU's
+// either way.
 func TestStreamChosenWhenTheGraphDoesNotFit(t *testing.T) {
 	g := streamGraphs(t)["rmat-weighted"]
-	limit := DeviceBytesNeeded(g) / 2
+	// A quarter of the limit goes to the batch slots: the stream plan gets
+	// two thirds of its streamed bytes.
+	limit := StreamBytesNeeded(g) * 9 / 10
 	s := newEngine(t, g, WithMemoryLimit(limit))
 	if s.StreamPlan() == nil || s.StreamPlan().Streamed() == 0 {
 		t.Fatalf("auto under a %d-byte limit: plan %v", limit, s.StreamPlan())

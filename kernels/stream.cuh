@@ -18,7 +18,8 @@
 // kNoVertex once finished; wstep: steps taken) and in registers during
 // one. Partition bounds and base pointers are copied to shared memory per
 // block. A base is the device address of the partition's first edge less
-// ELo entries, so a vertex's global edge offset indexes it directly; 0
+// ELo entries (12 bytes each for a weighted graph's resident partitions,
+// 4 or 12 for the streamed one: cur_bytes), so a vertex's global edge offset indexes it directly; 0
 // means "not on the device now" (a resident partition without edges has
 // base 1, never read: its vertices are dead ends).
 #pragma once
@@ -33,7 +34,7 @@ constexpr uint32_t kMaxStreamParts = 1024;  // gpu.maxStreamParts
 constexpr uint32_t kNoPart = 0xFFFFFFFFu;
 
 // Mode bits of StreamParams.mode.
-constexpr uint64_t kStreamEntries = 1;  // edges are 12-byte {prob, keep, alt} (weighted graph), else 4-byte targets
+constexpr uint64_t kStreamEntries = 1;  // resident edges are 12-byte {prob, keep, alt} (weighted graph), else 4-byte targets
 constexpr uint64_t kStreamAlias = 2;    // alias draw (weighted walk), else uniform
 constexpr uint64_t kStreamPPR = 4;      // stop on draw word x, sample on y, z
 
@@ -144,7 +145,7 @@ extern "C" __global__ void __launch_bounds__(ws::kStreamBlock) stream_collect(co
 // memory) at the first vertex whose partition is on neither side; a dead
 // end, a PPR stop or the last step finish it.
 extern "C" __global__ void __launch_bounds__(ws::kStreamBlock) stream_walk(const ws::StreamParams* __restrict__ P, uint64_t cur,
-                                                                           uint64_t cur_base) {
+                                                                           uint64_t cur_base, uint64_t cur_bytes) {
   using namespace ws;
   __shared__ uint32_t sb[kMaxStreamParts + 1];
   __shared__ uint64_t sbase[kMaxStreamParts];
@@ -166,7 +167,8 @@ extern "C" __global__ void __launch_bounds__(ws::kStreamBlock) stream_walk(const
   const uint64_t stride = P->stride;
   const uint32_t length = (uint32_t)P->length;
   const uint64_t mode = P->mode;
-  const bool entries = (mode & kStreamEntries) != 0, alias = (mode & kStreamAlias) != 0, ppr = (mode & kStreamPPR) != 0;
+  const bool alias = (mode & kStreamAlias) != 0, ppr = (mode & kStreamPPR) != 0;
+  const uint64_t res_bytes = (mode & kStreamEntries) != 0 ? 12 : 4;
   const uint64_t stop = P->stop_threshold;
   const unsigned lane = threadIdx.x & 31;
   for (;;) {
@@ -186,8 +188,13 @@ extern "C" __global__ void __launch_bounds__(ws::kStreamBlock) stream_walk(const
         done = true;
         break;
       }
-      const uint64_t b = sbase[stream_part(sb, np, v)];
+      const uint32_t p = stream_part(sb, np, v);
+      const uint64_t b = sbase[p];
       if (b == 0) break;  // park: its partition is not on the device
+      // The streamed partition may hold bare targets (a uniform walk of a
+      // weighted graph copies a third of the bytes); alias walks always
+      // see 12-byte entries.
+      const uint64_t es = p == cur ? cur_bytes : res_bytes;
       const uint4 w = draw(seed, walk, step, 0);
       uint32_t x = w.x, y = w.y;
       if (ppr) {
@@ -199,12 +206,12 @@ extern "C" __global__ void __launch_bounds__(ws::kStreamBlock) stream_walk(const
         y = w.z;
       }
       const uint64_t col = off + index(x, deg);
+      const uint32_t* a = reinterpret_cast<const uint32_t*>(b + col * es);
       uint32_t next;
-      if (entries) {
-        const uint32_t* a = reinterpret_cast<const uint32_t*>(b + col * 12);
-        next = !alias || unit24(y) < __uint_as_float(__ldg(a)) ? __ldg(a + 1) : __ldg(a + 2);
+      if (es == 4) {
+        next = __ldg(a);
       } else {
-        next = __ldg(reinterpret_cast<const uint32_t*>(b + col * 4));
+        next = !alias || unit24(y) < __uint_as_float(__ldg(a)) ? __ldg(a + 1) : __ldg(a + 2);
       }
       step++;
       row[step] = next;
