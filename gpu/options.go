@@ -26,6 +26,7 @@ type config struct {
 	inject          *faults  // failure injection (tests only)
 	stream          StreamMode
 	streamPartBytes int64 // 0: an eighth of the stream budget
+	streamBatch     int   // streamChoose, streamCopy or streamInPlace (tests)
 }
 
 // maxBatchSlots bounds WithBatchSlots: each slot pins a host buffer.
@@ -140,3 +141,7 @@ func WithStream(m StreamMode) Option { return func(c *config) { c.stream = m } }
 // the default: an eighth of the graph's device budget, at most 1 GiB); tests force small partitions so a small graph streams through
 // many.
 func WithStreamPartitionBytes(n int64) Option { return func(c *config) { c.streamPartBytes = n } }
+
+// withStreamBatch forces how a streaming engine walks its batches
+// (streamCopy, streamInPlace; default streamChoose): tests only.
+func withStreamBatch(m int) Option { return func(c *config) { c.streamBatch = m } }

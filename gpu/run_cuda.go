@@ -64,7 +64,8 @@ func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) e
 	if sm := e.streamed; sm != nil {
 		sm.stats.Steps = e.stats.Steps
 		e.lastStream = sm.stats
-		e.cfg.logger.Info("gpu stream run done", "walks", e.stats.Walks, "steps", e.stats.Steps, "visits", sm.stats.Visits,
+		e.cfg.logger.Info("gpu stream run done", "walks", e.stats.Walks, "steps", e.stats.Steps, "batches", sm.stats.Batches,
+			"in_place_batches", sm.stats.InPlaceBatches, "visits", sm.stats.Visits,
 			"copies", sm.stats.Copies, "bytes_copied", sm.stats.BytesCopied, "bytes_per_step", float64(sm.stats.BytesCopied)/float64(max(e.stats.Steps, 1)),
 			"duration", e.stats.Wall)
 	}

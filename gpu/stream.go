@@ -298,10 +298,12 @@ func streamVictim(counts []uint32, loaded [2]int) int {
 
 // StreamStats counts what streaming did in an engine's last Run.
 type StreamStats struct {
-	Visits      int64 // kernel visits (one streamed partition, or the resident ones alone, each)
-	Copies      int64 // partitions copied into a buffer
-	BytesCopied int64
-	Steps       int64 // steps of the run, for bytes per step
+	Batches        int64 // batches walked by copying partitions in
+	InPlaceBatches int64 // batches that read the streamed share in place (streamCheaper)
+	Visits         int64 // kernel visits (one streamed partition, or the resident ones alone, each)
+	Copies         int64 // partitions copied into a buffer
+	BytesCopied    int64
+	Steps          int64 // steps of the run, for bytes per step
 }
 
 // streamSupported says whether a streaming engine walks a: DeepWalk and PPR
@@ -319,4 +321,49 @@ func streamSupported(a walk.Algorithm) error {
 			walk.ErrInvalidAlgorithm, pre, s)
 	}
 	return nil
+}
+
+// How a streaming engine walks one batch (streamBatchMode): copying the
+// streamed partitions in, or reading them in place from the mapped host
+// entries in one visit (what a placement plan does), whichever the cost
+// model says is faster; the tests force either.
+const (
+	streamChoose  = iota // streamCheaper decides
+	streamCopy           // always copy partitions in
+	streamInPlace        // always read the streamed share in place
+)
+
+// The cost model's constants, measured on the H200 host (scale 22,
+// docs/benchmarks/out-of-core.md): a batch sweeps the streamed partitions
+// about 0.8 times per step of its walks' length whatever its walker count
+// (64, 60 and 49 sweeps for 80-step walks at 50, 25 and 10% resident);
+// the copies run at about 50 GB/s; a kernel reads the host's edges in
+// place at about 80 M steps/s for 12-byte entries and 450 M for 4-byte
+// targets (the placement plan's host share at 50-10% on the device).
+const (
+	streamSweepsPerStep   = 0.8
+	streamCopyBytesPerSec = 50e9
+	inPlaceEntrySteps     = 80e6
+	inPlaceTargetSteps    = 450e6
+)
+
+// streamCheaper says whether a batch of walks walks of up to length steps
+// is faster copying the streamed partitions in (each sweep copies all of
+// them, so the time depends on the length, not the walks) than reading
+// them in place (a host read for each step that lands there, in proportion
+// to the streamed share of the edges). copyBytes is the bytes per edge a
+// copy moves (4 for a uniform walk of a weighted graph's targets), readBytes
+// the entries read in place (12 for a weighted graph, else 4).
+func streamCheaper(p *StreamPlan, walks int64, length int, copyBytes, readBytes int64) bool {
+	streamedEdges := p.Edges - p.ResidentEdges()
+	if streamedEdges == 0 {
+		return false
+	}
+	tCopy := streamSweepsPerStep * float64(length) * float64(streamedEdges*copyBytes) / streamCopyBytesPerSec
+	rate := inPlaceTargetSteps
+	if readBytes > 4 {
+		rate = inPlaceEntrySteps
+	}
+	tInPlace := float64(walks) * float64(length) * float64(streamedEdges) / float64(p.Edges) / rate
+	return tCopy < tInPlace
 }

@@ -45,25 +45,30 @@ type streamed struct {
 	hEntries unsafe.Pointer
 	// hTargets: a weighted graph's bare targets (pinned), which uniform
 	// walks stream instead of the 12-byte entries; nil otherwise.
-	hTargets           unsafe.Pointer
-	dBounds, dBase     cu.DevicePtr
-	dResident          cu.DevicePtr
-	dBuf               [2]cu.DevicePtr
-	loaded             [2]int   // partition in each buffer (copy issued), -1: none
-	loadedBytes        [2]int64 // its bytes per edge (4: targets, 12: entries)
-	copyStream         cu.Stream
-	copied             [2]cu.Event
-	fnInit, fnCount    cu.Function
-	fnCollect, fnWalk  cu.Function
-	occWalk            int
-	dWV, dWStep, dList cu.DevicePtr
-	dListLen, dCounts  cu.DevicePtr
-	dParams            cu.DevicePtr
-	capWalkers         int64
-	hCounts            []uint32
-	hParams            *streamParams
-	hPtrs              []unsafe.Pointer
-	stats              StreamStats
+	hTargets       unsafe.Pointer
+	dBounds, dBase cu.DevicePtr
+	// dBaseMapped is dBase with the streamed partitions' bases pointing
+	// into the mapped host entries: a batch too small to pay for the
+	// copies reads them in place (streamCheaper). dEntriesMapped is the
+	// entries' device address.
+	dBaseMapped, dEntriesMapped cu.DevicePtr
+	dResident                   cu.DevicePtr
+	dBuf                        [2]cu.DevicePtr
+	loaded                      [2]int   // partition in each buffer (copy issued), -1: none
+	loadedBytes                 [2]int64 // its bytes per edge (4: targets, 12: entries)
+	copyStream                  cu.Stream
+	copied                      [2]cu.Event
+	fnInit, fnCount             cu.Function
+	fnCollect, fnWalk           cu.Function
+	occWalk                     int
+	dWV, dWStep, dList          cu.DevicePtr
+	dListLen, dCounts           cu.DevicePtr
+	dParams                     cu.DevicePtr
+	capWalkers                  int64
+	hCounts                     []uint32
+	hParams                     *streamParams
+	hPtrs                       []unsafe.Pointer
+	stats                       StreamStats
 }
 
 // streamHostBufferBytes is the pinned host buffer a slot gets under
@@ -107,9 +112,13 @@ func (e *Engine) setupStreamed(budget int64) (err error) {
 		}
 		return p, err
 	}
-	if sm.hEntries, err = host(max(s.edges*eb, 8)); err != nil {
-		return err
+	// Mapped, so small batches can read the streamed share in place;
+	// copies from mapped pinned memory run as fast as from plain pinned.
+	if sm.hEntries, sm.dEntriesMapped, err = hostAllocMapped(max(s.edges*eb, 8)); err != nil {
+		return fmt.Errorf("gpu: stream entries: %w", err)
 	}
+	e.liveHost++
+	sm.hPtrs = append(sm.hPtrs, sm.hEntries)
 	fillStreamEntries(e, sm.hEntries)
 	if s.weighted && s.edges > 0 {
 		if sm.hTargets, err = host(s.edges * 4); err != nil {
@@ -160,6 +169,14 @@ func (e *Engine) setupStreamed(budget int64) (err error) {
 		at += n
 	}
 	if sm.dBase, err = upload(e, "stream.base", base); err != nil {
+		return err
+	}
+	for i, x := range plan.Parts {
+		if !x.Resident {
+			base[i] = uint64(sm.dEntriesMapped)
+		}
+	}
+	if sm.dBaseMapped, err = upload(e, "stream.base.mapped", base); err != nil {
 		return err
 	}
 	if plan.Streamed() > 0 {
@@ -292,7 +309,28 @@ func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, 
 	if alg.Kind == walk.PPR {
 		mode |= streamPPR
 	}
-	*sm.hParams = streamParams{offsets: uint64(e.dOffsets), bounds: uint64(sm.dBounds), base: uint64(sm.dBase),
+	// es: the bytes per edge this batch would stream, from src.
+	es, src := eb, sm.hEntries
+	if sm.hTargets != nil && mode&streamAlias == 0 {
+		es, src = 4, sm.hTargets
+	}
+	inPlace := false
+	switch e.cfg.streamBatch {
+	case streamInPlace:
+		inPlace = pl.Streamed() > 0
+	case streamChoose:
+		inPlace = pl.Streamed() > 0 && !streamCheaper(pl, n, alg.Length, es, eb)
+	}
+	base := sm.dBase
+	if inPlace {
+		// One visit: every partition is on a side (resident, or mapped
+		// host memory read in place), so every walker runs to its end.
+		base = sm.dBaseMapped
+		sm.stats.InPlaceBatches++
+	} else {
+		sm.stats.Batches++
+	}
+	*sm.hParams = streamParams{offsets: uint64(e.dOffsets), bounds: uint64(sm.dBounds), base: uint64(base),
 		tasks: uint64(s.dTasks), seeds: uint64(s.dSeeds), result: uint64(s.dResult), lengths: uint64(s.dLengths),
 		wv: uint64(sm.dWV), wstep: uint64(sm.dWStep), list: uint64(sm.dList), listLen: uint64(sm.dListLen),
 		counts: uint64(sm.dCounts), nparts: uint64(np), n: uint64(n), stride: wp.stride, length: wp.length,
@@ -307,11 +345,6 @@ func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, 
 	scan := int(min(int64(e.numSM*8), (n+streamBlock-1)/streamBlock))
 	if err := launch(sm.fnInit, scan, streamBlock, st, args); err != nil {
 		return fmt.Errorf("gpu: stream_init: %w", err)
-	}
-	// es: the bytes per edge this batch streams, from src.
-	es, src := eb, sm.hEntries
-	if sm.hTargets != nil && mode&streamAlias == 0 {
-		es, src = 4, sm.hTargets
 	}
 	for b := range sm.loaded {
 		if sm.loadedBytes[b] != es {
@@ -353,8 +386,9 @@ func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, 
 			break
 		}
 		cur, curBase := uint64(noPart), uint64(0)
-		// p < 0: every waiting walker is in a resident partition.
-		if p := chooseStreamed(parts, counts, sm.loaded, -1); p >= 0 {
+		// p < 0: every waiting walker is in a resident partition (or
+		// the batch reads the streamed ones in place).
+		if p := chooseStreamed(parts, counts, sm.loaded, -1); p >= 0 && !inPlace {
 			b := -1
 			for k, q := range sm.loaded {
 				if q == p {
@@ -415,7 +449,7 @@ func (e *Engine) releaseStreamed() {
 		e.free(fmt.Sprintf("stream.buffer%d", b), &sm.dBuf[b])
 	}
 	sm.freeWalkers(e)
-	for name, p := range map[string]*cu.DevicePtr{"stream.bounds": &sm.dBounds, "stream.base": &sm.dBase,
+	for name, p := range map[string]*cu.DevicePtr{"stream.bounds": &sm.dBounds, "stream.base": &sm.dBase, "stream.base.mapped": &sm.dBaseMapped,
 		"stream.resident": &sm.dResident, "stream.counts": &sm.dCounts, "stream.listlen": &sm.dListLen, "stream.params": &sm.dParams} {
 		e.free(name, p)
 	}

@@ -69,9 +69,13 @@ func TestStreamWalksMatchCPU(t *testing.T) {
 					alg  walk.Algorithm
 				}{"ppr-alias", walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.1, Weighted: true}})
 		}
-		for _, batch := range []int{0, 2500} {
+		for _, run := range []struct {
+			batch int
+			how   int
+		}{{0, streamCopy}, {2500, streamCopy}, {0, streamInPlace}, {2500, streamChoose}} {
+			batch := run.batch
 			e := newEngine(t, g, WithStream(StreamOn), WithDeviceFraction(0.5), WithStreamPartitionBytes(8<<10),
-				WithMaxBatchWalks(batch), WithChunkWalks(1000))
+				WithMaxBatchWalks(batch), WithChunkWalks(1000), withStreamBatch(run.how))
 			plan := e.StreamPlan()
 			if plan == nil || e.Placement() != nil {
 				t.Fatalf("%s: engine did not stream (plan %v, placement %v)", gname, plan, e.Placement())
@@ -80,7 +84,7 @@ func TestStreamWalksMatchCPU(t *testing.T) {
 				t.Fatalf("%s: only %d streamed partitions: %s", gname, plan.Streamed(), plan)
 			}
 			for _, c := range cases {
-				t.Run(fmt.Sprintf("%s/%s/batch=%d", gname, c.name, batch), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%s/%s/batch=%d/how=%d", gname, c.name, batch, run.how), func(t *testing.T) {
 					jobs := []walk.Job{
 						{Tag: 1, Algorithm: c.alg, Seed: 42, Starts: starts},
 						{Tag: 2, Algorithm: c.alg, Seed: 1<<40 + 7, Starts: hubStarts},
@@ -109,8 +113,15 @@ func TestStreamWalksMatchCPU(t *testing.T) {
 					if c.alg.Kind == walk.DeepWalk {
 						least = 2 * int64(plan.Streamed())
 					}
-					if ss.Copies < least || ss.Visits < ss.Copies/2 || ss.BytesCopied <= 0 || ss.Steps != st.Steps {
+					switch {
+					case ss.Steps != st.Steps:
+						t.Fatalf("stream stats %+v, run stats %+v", ss, st)
+					case run.how == streamCopy && (ss.Copies < least || ss.Visits < ss.Copies/2 || ss.BytesCopied <= 0 || ss.InPlaceBatches > 0):
 						t.Fatalf("stream stats %+v, %d streamed partitions", ss, plan.Streamed())
+					case run.how == streamInPlace && (ss.Copies > 0 || ss.Batches > 0 || ss.InPlaceBatches == 0):
+						t.Fatalf("in place: stream stats %+v", ss)
+					case run.how == streamChoose && ss.Batches+ss.InPlaceBatches == 0:
+						t.Fatalf("chosen: stream stats %+v", ss)
 					}
 					t.Logf("%+v, %.0f bytes copied a step", ss, float64(ss.BytesCopied)/float64(ss.Steps))
 				})

@@ -190,3 +190,33 @@ func TestStreamSupported(t *testing.T) {
 		t.Error("yes parsed")
 	}
 }
+
+// TestStreamCheaperFollowsTheBatch: a batch of millions of walks copies the
+// streamed partitions in, a stage-sized batch reads them in place, and a
+// plan with nothing streamed never copies (the figures are the scale-22
+// graph's: 128 M edges, 37% resident).
+func TestStreamCheaperFollowsTheBatch(t *testing.T) {
+	p := &StreamPlan{Edges: 128e6, Parts: []StreamPart{{ELo: 0, EHi: 47e6, Resident: true}, {ELo: 47e6, EHi: 128e6}}}
+	cases := []struct {
+		name                string
+		walks               int64
+		copyBytes, readByte int64
+		want                bool
+	}{
+		{"weighted, 16.7 M walks", 16_777_216, 12, 12, true},
+		{"weighted, 4.2 M walks", 4_194_304, 12, 12, true},
+		{"weighted, a 10,000-walk request", 10_000, 12, 12, false},
+		{"uniform of a weighted graph, 4.2 M walks", 4_194_304, 4, 12, true},
+		{"unweighted, 4.2 M walks", 4_194_304, 4, 4, true},
+		{"unweighted, 1 M walks", 1 << 20, 4, 4, false},
+	}
+	for _, c := range cases {
+		if got := streamCheaper(p, c.walks, 80, c.copyBytes, c.readByte); got != c.want {
+			t.Errorf("%s: copy cheaper %v, want %v", c.name, got, c.want)
+		}
+	}
+	all := &StreamPlan{Edges: 128e6, Parts: []StreamPart{{ELo: 0, EHi: 128e6, Resident: true}}}
+	if streamCheaper(all, 16_777_216, 80, 12, 12) {
+		t.Error("nothing streamed, yet copying is cheaper")
+	}
+}

@@ -53,6 +53,6 @@ func benchStreamStats(eng any, w io.Writer) {
 		return
 	}
 	st := s.StreamStats()
-	fmt.Fprintf(w, "  stream: %d visits, %d partition copies, %.2f GB copied, %.0f bytes a step\n",
-		st.Visits, st.Copies, float64(st.BytesCopied)/1e9, float64(st.BytesCopied)/float64(max(st.Steps, 1)))
+	fmt.Fprintf(w, "  stream: %d batches streamed, %d read in place; %d visits, %d partition copies, %.2f GB copied, %.0f bytes a step\n",
+		st.Batches, st.InPlaceBatches, st.Visits, st.Copies, float64(st.BytesCopied)/1e9, float64(st.BytesCopied)/float64(max(st.Steps, 1)))
 }
