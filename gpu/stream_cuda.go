@@ -223,7 +223,7 @@ func (e *Engine) setupStreamed(budget int64) (err error) {
 	}
 	e.graphBytes = plan.DeviceBytes()
 	e.tableBuild += time.Since(t0)
-	e.cfg.logger.Info("gpu stream plan: the graph does not fit the device budget; partitions are streamed to the walkers",
+	e.cfg.logger.Info("gpu stream plan: the graph's arrays exceed the device budget (or streaming was asked for); partitions are streamed to the walkers",
 		"plan", plan.String(), "partitions", np, "resident", np-plan.Streamed(), "device_share", plan.DeviceShare(),
 		"device_bytes", plan.DeviceBytes(), "host_bytes", s.edges*eb, "build", time.Since(t0))
 	return nil
