@@ -157,6 +157,10 @@ const (
 	PartitionOff
 )
 
+// ParseStream reads a GPU stream mode (WALKSTAGE_GPU_STREAM, bench
+// --gpu-stream): auto, on or off.
+func ParseStream(s string) (gpu.StreamMode, error) { return gpu.ParseStreamMode(s) }
+
 // ParsePartition reads a partition mode (WALKSTAGE_GPU_PARTITION, bench
 // --partition): auto, on or off.
 func ParsePartition(s string) (Partition, error) {
