@@ -202,7 +202,7 @@ func newGPU(g *graph.Graph, s Settings, log *slog.Logger) (walk.Engine, error) {
 		if s.GPUDeviceFraction > 0 {
 			opts = append(opts, gpu.WithDeviceFraction(s.GPUDeviceFraction))
 		}
-		if s.GPUStream != gpu.StreamAuto {
+		if s.GPUStream != gpu.StreamOff {
 			opts = append(opts, gpu.WithStream(s.GPUStream))
 		}
 		if s.GPUBatchSlots > 0 {

@@ -130,10 +130,10 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 func WithPreparedSlots(length int) Option { return func(c *config) { c.prepareLength = length } }
 
 // WithStream says when the engine streams partitions of a graph that does
-// not fit the device (stream.go): StreamAuto (the default) when the graph
-// does not fit, StreamOn always (WithDeviceFraction then caps the share of
-// the streamed arrays on the device: benchmarks), StreamOff never (the
-// placement plan reads the host's share in place). Streaming walks DeepWalk
+// not fit the device (stream.go): StreamOff (the default) never (the
+// placement plan reads the host's share in place), StreamAuto when the
+// graph does not fit, StreamOn always (WithDeviceFraction then caps the
+// share of the streamed arrays on the device: benchmarks). Streaming walks DeepWalk
 // and PPR on the uniform and alias samplers; Run refuses the others.
 func WithStream(m StreamMode) Option { return func(c *config) { c.stream = m } }
 

@@ -30,29 +30,35 @@ import (
 // StreamMode says when the engine streams partitions (WithStream).
 type StreamMode int
 
+//
+// Off is the default (the zero value): streaming walks DeepWalk and PPR
+// only, and an engine cannot hold both layouts, so streaming by default
+// would refuse the Node2Vec, MetaPath, temporal and reservoir jobs that
+// the placement plan walks on a graph that does not fit. A user who walks
+// only the streamed algorithms turns it on.
 const (
+	// StreamOff never streams: a graph that does not fit is placed
+	// (placement.go).
+	StreamOff StreamMode = iota
 	// StreamAuto streams when the graph's arrays do not fit the device
 	// (or WithMemoryLimit); a WithDeviceFraction below 1 alone still gets
 	// the placement plan (in-place host reads), which walks every
 	// algorithm.
-	StreamAuto StreamMode = iota
+	StreamAuto
 	// StreamOn always streams: the device budget for the graph is the
 	// memory limit's (less the batch slots' share), or WithDeviceFraction
 	// of the streamed arrays' bytes, whichever is smaller.
 	StreamOn
-	// StreamOff never streams: a graph that does not fit is placed
-	// (placement.go).
-	StreamOff
 )
 
 // ParseStreamMode reads auto, on or off.
 func ParseStreamMode(s string) (StreamMode, error) {
 	switch s {
-	case "", "auto":
+	case "auto":
 		return StreamAuto, nil
 	case "on":
 		return StreamOn, nil
-	case "off":
+	case "", "off":
 		return StreamOff, nil
 	}
 	return 0, fmt.Errorf("gpu stream mode %q: want auto, on or off", s)
@@ -62,10 +68,10 @@ func (m StreamMode) String() string {
 	switch m {
 	case StreamOn:
 		return "on"
-	case StreamOff:
-		return "off"
+	case StreamAuto:
+		return "auto"
 	}
-	return "auto"
+	return "off"
 }
 
 // maxStreamParts bounds the partitions (kMaxStreamParts in

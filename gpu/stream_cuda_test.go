@@ -150,21 +150,21 @@ func TestStreamRefusesWhatItCannotWalk(t *testing.T) {
 }
 
 // TestStreamChosenWhenTheGraphDoesNotFit: under a memory limit below the
-// graph the engine streams by default (in many small batches: the limit
-// leaves the slots little) and places with StreamOff; walks are the CPU's
-// either way.
+// graph the engine streams with StreamAuto (in many small batches: the
+// limit leaves the slots little) and places by default (StreamOff); walks
+// are the CPU's either way.
 func TestStreamChosenWhenTheGraphDoesNotFit(t *testing.T) {
 	g := streamGraphs(t)["rmat-weighted"]
 	// A quarter of the limit goes to the batch slots: the stream plan gets
 	// two thirds of its streamed bytes.
 	limit := StreamBytesNeeded(g) * 9 / 10
-	s := newEngine(t, g, WithMemoryLimit(limit))
+	s := newEngine(t, g, WithMemoryLimit(limit), WithStream(StreamAuto))
 	if s.StreamPlan() == nil || s.StreamPlan().Streamed() == 0 {
 		t.Fatalf("auto under a %d-byte limit: plan %v", limit, s.StreamPlan())
 	}
-	p := newEngine(t, g, WithMemoryLimit(limit), WithStream(StreamOff))
+	p := newEngine(t, g, WithMemoryLimit(limit))
 	if p.StreamPlan() != nil || p.Placement() == nil {
-		t.Fatal("stream off: no placement plan")
+		t.Fatal("default (stream off): no placement plan")
 	}
 	ref, err := cpu.New(g)
 	if err != nil {

@@ -387,12 +387,12 @@ func graphInfo(args []string, stdout, stderr io.Writer) error {
 		if *gpuMemory >= gpu.DeviceBytesNeeded(g) {
 			tw("gpu placement", "the whole graph fits %s", cli.HumanBytes(*gpuMemory))
 		} else {
-			// The engine streams by default (gpu.StreamAuto); the
-			// placement plan is what the stream mode off gets.
+			// The stream plan is what WALKSTAGE_GPU_STREAM=auto gets;
+			// the placement plan, the default's (off), is printed too.
 			if p, err := gpu.PlanStream(g, *gpuMemory, 0); err != nil {
 				tw("gpu stream", "%v", err)
 			} else {
-				tw("gpu stream", "%s (the engine's choice; bytes per step streamed are about the streamed edges' bytes over the walkers in flight)", p)
+				tw("gpu stream", "%s (with WALKSTAGE_GPU_STREAM=auto; bytes per step streamed are about the streamed edges' bytes over the walkers in flight)", p)
 			}
 			if p, err := gpu.PlanPlacement(g, *gpuMemory, 1); err != nil {
 				tw("gpu placement", "%v", err)

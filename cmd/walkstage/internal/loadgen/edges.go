@@ -398,9 +398,12 @@ func (r *EdgeResult) Report(w io.Writer) {
 			r.Updates, r.Records, r.Produced.Seconds())
 	case r.Rate == 0:
 		fmt.Fprintf(w, "edges backlog: %d updates in %d records walkable %.3f s after the start (%.2f M updates/s, start-up included);"+
-			" the stage served %.3f s after the start (%.2f M updates/s from then)\n",
-			r.Updates, r.Records, r.Walkable.Seconds(), perSecond(float64(r.Updates), r.Walkable.Seconds())/1e6,
-			r.Serving.Seconds(), perSecond(float64(r.Updates), (r.Walkable-r.Serving).Seconds())/1e6)
+			" the stage served %.3f s after the start", r.Updates, r.Records, r.Walkable.Seconds(),
+			perSecond(float64(r.Updates), r.Walkable.Seconds())/1e6, r.Serving.Seconds())
+		if r.Walkable > r.Serving { // the probes' events come in either order
+			fmt.Fprintf(w, " (%.2f M updates/s from then)", perSecond(float64(r.Updates), (r.Walkable-r.Serving).Seconds())/1e6)
+		}
+		fmt.Fprintln(w)
 	default:
 		fmt.Fprintf(w, "edges paced at %.0f updates/s: %d updates in %d records produced in %.3f s (%.0f updates/s); %d probes\n",
 			r.Rate, r.Updates, r.Records, r.Produced.Seconds(), perSecond(float64(r.Updates), r.Produced.Seconds()), len(r.ToWalkable))
