@@ -30,7 +30,6 @@ import (
 // StreamMode says when the engine streams partitions (WithStream).
 type StreamMode int
 
-//
 // Off is the default (the zero value): streaming walks DeepWalk and PPR
 // only, and an engine cannot hold both layouts, so streaming by default
 // would refuse the Node2Vec, MetaPath, temporal and reservoir jobs that
