@@ -16,12 +16,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"gocloud.dev/blob"
 
-	"github.com/walkstage/walkstage/catalog"
 	"github.com/walkstage/walkstage/engines"
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/icetable"
 	"github.com/walkstage/walkstage/internal/redact"
-	"github.com/walkstage/walkstage/livegraph"
 	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
@@ -69,7 +67,7 @@ func fromConfig(ctx context.Context, c config.Config, log *slog.Logger, version 
 		}
 	}()
 	log.Info("loading graph", "graph", redact.String(c.Graph))
-	g, err := catalog.LoadGraph(ctx, c.Graph, c.GraphDownloadDir)
+	g, watermark, err := loadStartGraph(ctx, c, log)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +87,7 @@ func fromConfig(ctx context.Context, c config.Config, log *slog.Logger, version 
 	if err != nil {
 		return nil, err
 	}
-	lopts, err := rt.openLive(c, ko, g, eng, log)
+	lopts, err := rt.openLive(ctx, c, ko, g, watermark, eng, log)
 	if err != nil {
 		return nil, err
 	}
@@ -112,6 +110,9 @@ func fromConfig(ctx context.Context, c config.Config, log *slog.Logger, version 
 		return nil, err
 	}
 	rt.Consumer = cons
+	if lopts != nil && lopts.Compaction != nil {
+		lopts.Compaction.OnSwap = cons.SetGraph
+	}
 	rt.closers = append(rt.closers, cons.Close)
 	// Missing topics are a configuration error: say so now, by name. The
 	// stage still starts, not ready, and the broker probe keeps checking
@@ -181,7 +182,7 @@ func fromConfig(ctx context.Context, c config.Config, log *slog.Logger, version 
 // serve yet by name: an engine that does not walk snapshots (the GPU's,
 // the out-of-core one), a graph with string ids. (The GPU engine and
 // graph following are refused by config.Load already.)
-func (rt *Runtime) openLive(c config.Config, ko source.KafkaOptions, g *graph.Graph, eng walk.Engine, log *slog.Logger) (*LiveOptions, error) {
+func (rt *Runtime) openLive(ctx context.Context, c config.Config, ko source.KafkaOptions, g *graph.Graph, watermark map[int32]int64, eng walk.Engine, log *slog.Logger) (*LiveOptions, error) {
 	if c.EdgeTopic == "" {
 		return nil, nil
 	}
@@ -190,19 +191,23 @@ func (rt *Runtime) openLive(c config.Config, ko source.KafkaOptions, g *graph.Gr
 			"(only the in-memory CPU engine does: not the GPU engine, nor the out-of-core one chosen when the graph exceeds WALKSTAGE_HOST_MEMORY_LIMIT): %w",
 			eng.Name(), err)
 	}
-	l, err := livegraph.New(g)
+	l, err := newLive(g, watermark)
 	if err != nil {
 		return nil, fmt.Errorf("WALKSTAGE_EDGE_TOPIC is set, but: %w", err)
 	}
 	er, err := source.NewEdgeReader(source.EdgeReaderConfig{Kafka: ko, Topic: c.EdgeTopic, DLQTopic: c.DLQTopic,
-		Check: l.CheckSchema, CallTimeout: c.BrokerTimeout, Logger: log.With("component", "edge-reader")})
+		Start: watermark, Check: l.CheckSchema, CallTimeout: c.BrokerTimeout, Logger: log.With("component", "edge-reader")})
 	if err != nil {
 		return nil, err
 	}
 	rt.closers = append(rt.closers, er.Close)
 	log.Info("live graph: edge updates are applied from the edge topic", "edge_topic", c.EdgeTopic,
 		"publish_interval_seconds", c.EdgePublishInterval.Seconds())
-	return &LiveOptions{Graph: l, Edges: er, PublishInterval: c.EdgePublishInterval, OffsetsWait: c.EdgeOffsetsWait}, nil
+	compaction, err := rt.liveCompactionFor(ctx, c, log)
+	if err != nil {
+		return nil, err
+	}
+	return &LiveOptions{Graph: l, Edges: er, PublishInterval: c.EdgePublishInterval, OffsetsWait: c.EdgeOffsetsWait, Compaction: compaction}, nil
 }
 
 // kafkaOptions are the broker connection settings of c.

@@ -70,6 +70,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 // reader dead-letters records that do not decode, this is the rest. It
 // returns when in is closed or ctx is done.
 func RunApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-chan source.EdgeBatch, interval time.Duration, m *Metrics) error {
+	return runApplier(ctx, log, l, in, interval, m, nil)
+}
+
+func runApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-chan source.EdgeBatch, interval time.Duration, m *Metrics, bg *background) error {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	dirty := false
@@ -100,6 +104,7 @@ func RunApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-c
 		m.tombstones.Set(float64(st.Tombstones))
 		m.deltaBytes.Set(float64(st.Bytes))
 		m.added.Set(float64(st.Added))
+		bg.maybeStart(snap)
 	}
 	defer publish()
 	for {
@@ -108,6 +113,8 @@ func RunApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-c
 			return ctx.Err()
 		case <-tick.C:
 			publish()
+		case r := <-bg.results():
+			bg.finish(r)
 		case b, ok := <-in:
 			if !ok {
 				return nil
