@@ -81,6 +81,13 @@ func (s *Stage) liveCompaction(lo *LiveOptions, log *slog.Logger) (*live.Compact
 		if err != nil {
 			return nil, fmt.Errorf("engine for the compacted graph: %w", err)
 		}
+		// The engine is chosen for the graph's size: a grown graph may
+		// get one that cannot walk the delta (the out-of-core engine).
+		if err := walk.CheckOverlay(e, walk.Algorithm{Kind: walk.DeepWalk, Length: 1}); err != nil {
+			e.Close()
+			return nil, fmt.Errorf("the %s engine built for the compacted graph (%d edges) cannot walk a live graph (WALKSTAGE_HOST_MEMORY_LIMIT?): %w",
+				e.Name(), g.NumEdges(), err)
+		}
 		nv := newServed(g, e)
 		return func(*livegraph.Snapshot) { s.swapCompacted(nv, lc, log) }, nil
 	}
