@@ -7,7 +7,8 @@
 //
 // It knows nothing of Kafka or of the stage: the caller hands it decoded
 // updates with the partition and offset they came from, and reads the
-// watermark back from a snapshot.
+// watermark back from a snapshot. A compaction runs beside the applier and
+// the live graph is rebased on its result (background.go).
 package livegraph
 
 import (
