@@ -548,25 +548,33 @@ func (s *Snapshot) Vertex(v uint32) *walk.DeltaVertex {
 // bitmap and flat array, read off the tree's leaves once per snapshot.
 func (s *Snapshot) DeltaIndex() *walk.DeltaIndex {
 	s.index.Do(func() {
-		s.idx = walk.NewDeltaIndex(int(s.n), func(yield func(uint32, *walk.DeltaVertex) bool) {
-			for mi, m := range s.top {
-				if m == nil {
+		// A span is a mid (midFan leaves): spans are built on all cores.
+		each := func(i int, f func(v uint32, vs *vstate) bool) {
+			if i >= len(s.top) || s.top[i] == nil {
+				return
+			}
+			for li, lf := range s.top[i].leaves {
+				if lf == nil {
 					continue
 				}
-				for li, lf := range m.leaves {
-					if lf == nil {
-						continue
-					}
-					for j, vs := range lf.v {
-						if vs == nil {
-							continue
-						}
-						if !yield(uint32((mi<<midBits|li)<<leafBits|j), &vs.view) {
-							return
-						}
+				for j, vs := range lf.v {
+					if vs != nil && !f(uint32((i<<midBits|li)<<leafBits|j), vs) {
+						return
 					}
 				}
 			}
+		}
+		s.idx = walk.NewDeltaIndexSpans(int(s.n), midFan*leafFan, func(i int) int {
+			n := 0
+			each(i, func(v uint32, _ *vstate) bool {
+				if v < s.n {
+					n++
+				}
+				return true
+			})
+			return n
+		}, func(i int, yield func(uint32, *walk.DeltaVertex) bool) {
+			each(i, func(v uint32, vs *vstate) bool { return yield(v, &vs.view) })
 		})
 	})
 	return s.idx

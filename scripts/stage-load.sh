@@ -26,7 +26,8 @@ binaries (default: ./bin):
 stage:
   --graph FILE           graph the stage serves (required)
   --engine NAME          auto, cpu or gpu (auto)
-  --stores LIST          file, s3 (versitygw) and/or seaweedfs (weed server -s3), comma-separated (file,s3)
+  --stores LIST          file, s3 (versitygw) and/or seaweedfs (weed server -s3), comma-separated (file,s3);
+                         none for the live graph's measurements alone
   --work DIR             file:// output and the S3 servers' data (/dev/shm/walkstage-load-PID; removed at exit unless --keep)
   --keep                 keep --work
   --partitions N         partitions of each topic (4)
@@ -58,6 +59,12 @@ measurements:
   --store-cpus LIST      run versitygw on these CPUs only (taskset -c LIST, e.g. 0-5)
   --stage-cpus LIST      run the broker, the stage and the load generator on these CPUs only (e.g. 6-15):
                          with --store-cpus, shows which side bounds a run on one host
+live graph (issue 37; runs after the stores, on a file:// bucket, the CPU engine):
+  --edge-updates N       edge updates of the ingest measurements (0: none, the default): a true backlog of them
+                         alone (the time until all are walkable), then beside a walks backlog (the walk rate while
+                         ingesting, against the same walks on the static graph), then paced into the running stage
+  --edge-rate R          the paced series' updates a second (default: half the backlog's ingest rate)
+  --edge-batch N         updates a record (4096)
   --live-backlog         produce each backlog into the running stage (default: a true backlog, every request
                          queued while the stage is stopped, then the stage started; rate from the first
                          event to the last)
@@ -99,6 +106,9 @@ store_pin=()
 stage_pin=()
 timeout_s=600
 out=
+edge_updates=0
+edge_rate=
+edge_batch=4096
 
 while [ $# -gt 0 ]; do
   case $1 in
@@ -137,6 +147,9 @@ while [ $# -gt 0 ]; do
     --store-cpus) store_pin=(taskset -c "$2"); shift ;;
     --stage-cpus) stage_pin=(taskset -c "$2"); shift ;;
     --timeout) timeout_s=$2; shift ;;
+    --edge-updates) edge_updates=$2; shift ;;
+    --edge-rate) edge_rate=$2; shift ;;
+    --edge-batch) edge_batch=$2; shift ;;
     --out) out=$2; shift ;;
     *) echo "stage-load.sh: unknown option $1 (-h lists them)" >&2; exit 2 ;;
   esac
@@ -213,7 +226,7 @@ ready() {
   return 1
 }
 
-topics="walkstage-requests,walkstage-completions,walkstage-dlq"
+topics="walkstage-requests,walkstage-completions,walkstage-dlq,walkstage-edges-a,walkstage-edges-b"
 export AWS_ACCESS_KEY_ID=walkstage AWS_SECRET_ACCESS_KEY=walkstage-secret AWS_REGION=us-east-1 \
   AWS_EC2_METADATA_DISABLED=true AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null
 
@@ -396,6 +409,7 @@ for store in "${store_list[@]}"; do
     file) url=file://$work/file ;;
     s3) url=$s3_url ;;
     seaweedfs) url=$swfs_url ;;
+    none) continue ;;
     *) die "store $store: want file, s3 or seaweedfs" ;;
   esac
   start_stage "$store" "$url"
@@ -428,6 +442,97 @@ for store in "${store_list[@]}"; do
   fi
 done
 
+# collect_start NAME ARGS...: a collect of what was produced
+# before (with --id-prefix in ARGS), started before the stage, as the true
+# backlog's second half; start the stage after it. collect_wait waits for
+# every collect started and adds their RESULT lines to the table.
+collect_start() {
+  local name=$1
+  shift
+  log "$name: walkstage load $*, then the stage starts"
+  "${stage_pin[@]}" "$walkstage" load --graph "$graph" --timeout "${timeout_s}s" "$@" >"$out/$name.txt" 2>"$out/$name.err" &
+  collectors+=($!)
+  names+=("$name")
+  local t0=$SECONDS
+  until grep -q "watching the event topics" "$out/$name.err" 2>/dev/null; do
+    kill -0 "${collectors[-1]}" 2>/dev/null || { cat "$out/$name.err" >&2; die "$name: the collector stopped"; }
+    [ $((SECONDS - t0)) -lt 60 ] || die "$name: the collector did not start"
+    sleep 0.1
+  done
+}
+collect_wait() {
+  local i
+  for i in "${!collectors[@]}"; do
+    if ! wait "${collectors[$i]}"; then
+      cat "$out/${names[$i]}.txt" "$out/${names[$i]}.err" >&2
+      die "${names[$i]} failed"
+    fi
+    cat "$out/${names[$i]}.txt"
+    sed -n "s/^RESULT /${names[$i]} /p" "$out/${names[$i]}.txt" >>"$results"
+  done
+  collectors=()
+  names=()
+}
+
+# The live graph's ingest (issue 37). Each stage start replays its whole
+# edge topic, so each backlog has a topic of its own.
+if [ "$edge_updates" -gt 0 ]; then
+  store="file"
+  url=file://$work/file-edges
+  saved_env=("${extra_env[@]}")
+  collectors=()
+  names=()
+  edge_args=(--mode edges --edge-updates "$edge_updates" --edge-batch "$edge_batch")
+  # 1. The walks on the static graph, for the rate beside ingest below.
+  extra_env=("${saved_env[@]}" WALKSTAGE_ENGINE=cpu)
+  stop_stage
+  backlog "edges-walks-static" "$store" "$url" "${walk_args[@]}" --requests "$walk_requests"
+  stop_stage
+  # 2. Edges alone, a true backlog.
+  extra_env=("${saved_env[@]}" WALKSTAGE_ENGINE=cpu WALKSTAGE_EDGE_TOPIC=walkstage-edges-a "WALKSTAGE_EDGE_OFFSETS_WAIT=${timeout_s}s")
+  prefix="edges-a-$$-$RANDOM"
+  load "edges-backlog-produce" "${edge_args[@]}" --edge-topic walkstage-edges-a --phase produce --id-prefix "$prefix"
+  collect_start "edges-backlog" "${edge_args[@]}" --edge-topic walkstage-edges-a --phase collect --id-prefix "$prefix"
+  start_stage edges-a "$url"
+  collect_wait
+  stop_stage
+  # 3. Walks and edges queued together: the walk rate while ingesting.
+  extra_env=("${saved_env[@]}" WALKSTAGE_ENGINE=cpu WALKSTAGE_EDGE_TOPIC=walkstage-edges-b "WALKSTAGE_EDGE_OFFSETS_WAIT=${timeout_s}s")
+  wprefix="edges-w-$$-$RANDOM"
+  prefix="edges-b-$$-$RANDOM"
+  load "edges-walks-live-produce" "${walk_args[@]}" --requests "$walk_requests" --mode backlog --phase produce --id-prefix "$wprefix"
+  load "edges-beside-produce" "${edge_args[@]}" --edge-topic walkstage-edges-b --phase produce --id-prefix "$prefix"
+  # A probe would queue behind the walks: the walk events' own watermark
+  # (edge_offsets) says when the stage walked on every update.
+  collect_start "edges-walks-live" "${walk_args[@]}" --requests "$walk_requests" --mode backlog --phase collect --id-prefix "$wprefix" --bucket "$url"
+  start_stage edges-b "$url"
+  collect_wait
+  # 4. Paced into the running stage at half the backlog's rate (the
+  # issue's update -> walkable target).
+  if [ -z "$edge_rate" ]; then
+    edge_rate=$(sed -n 's/^edges-backlog .* walkable_s=\([0-9.]*\) .*/\1/p' "$results" | awk -v n="$edge_updates" '{ printf "%.0f", n / $1 / 2 }')
+  fi
+  load "edges-paced" "${edge_args[@]}" --edge-topic walkstage-edges-b --edge-rate "$edge_rate" --id-prefix "edges-p-$$-$RANDOM"
+  stop_stage
+  extra_env=("${saved_env[@]}")
+  {
+    echo
+    echo "live graph ($edge_updates updates in records of $edge_batch, CPU engine, file://):"
+    awk -v n="$edge_updates" '
+      function v(k,   i, kv) { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == k) return kv[2] } return "" }
+      $1 == "edges-beside-produce" { beside = v("records") }
+      $1 == "edges-walks-static" { printf "  %-20s %.1f M walk vertices/s\n", $1, v("walk_vertices_per_s") / 1e6 }
+      $1 == "edges-walks-live" {
+        printf "  %-20s %.1f M walk vertices/s with the updates queued beside; their events covered %s of %s edge records %s s after the start", $1, v("walk_vertices_per_s") / 1e6, v("edge_records"), beside, v("edge_covered_s")
+        if (v("edge_records") == beside) printf " (%.2f M updates/s, start-up included)", n / v("edge_covered_s") / 1e6
+        printf "\n"
+      }
+      $1 == "edges-backlog" { printf "  %-20s all walkable %s s after the start: %.2f M updates/s (the stage served after %s s)\n", $1, v("walkable_s"), v("updates") / v("walkable_s") / 1e6, v("serving_s") }
+      $1 == "edges-paced" { printf "  %-20s %s updates/s: update -> walkable p50 %s ms, p99 %s ms; a probe waiting for nothing p50 %s ms, p99 %s ms\n", $1, v("rate"), v("walkable_p50_ms"), v("walkable_p99_ms"), v("plain_p50_ms"), v("plain_p99_ms") }
+    ' "$results"
+  } | tee "$out/edges.txt"
+fi
+
 # The table: one row per measurement, from the RESULT lines.
 {
   echo
@@ -435,6 +540,7 @@ done
   awk '
     function v(k,   i, kv) { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == k) return kv[2] } return "" }
     BEGIN { printf "%-26s %8s %9s %12s %12s %10s %10s %10s %10s %8s %9s\n", "case", "requests", "seconds", "M vertices/s", "queries/s", "MB/s", "p50 ms", "p99 ms", "fetch p99", "GB/s", "store cpu" }
+    v("mode") == "edges" { next } # the live graph table below
     {
       if (v("mode") == "plain-upload") {
         printf "%-26s %8s %9s %12s %12s %10.0f %10s %10s %10s %8s %9s\n", $1, v("objects"), v("seconds"), "", "", v("bytes") / 1e6 / v("seconds"), "", "", "", v("gb_per_s"), v("store_cpu_s")

@@ -130,7 +130,7 @@ type StatsReporter interface {
 }
 
 // ChunkReleaser is implemented by engines that take the chunks they
-// emitted back for reuse (the GPU engine). Release gives a chunk back once
+// emitted back for reuse (the GPU and CPU engines). Release gives a chunk back once
 // its receiver reads none of its slices any more (sink.WithChunkRelease
 // calls it after the chunk's walks are encoded). A Lent chunk must be given
 // back, as the engine's later batches wait for its buffer; any other chunk

@@ -18,6 +18,7 @@ func loadCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = cli.SubUsage(fs, `walkstage load [--mode backlog|idle|beside] [--output walks|visits] (--graph g.wsg | --vertices N) [flags]
+       walkstage load --mode edges --edge-updates N [--edge-rate R] (--graph g.wsg | --vertices N) [flags]
        walkstage load --plain-upload --bucket URL [--plain-bytes N --plain-object-bytes N --plain-parallel N]
 
 Drives a running stage (walkstage run) as a user does: produces requests to
@@ -35,6 +36,14 @@ its request topic and reads its completion events and dead letters.
   beside   idle, with one --expensive request produced after the warm-up:
            the latency small requests see while it walks, and when its own
            event came (issue 32's admission control).
+  edges    a live graph's ingest (WALKSTAGE_EDGE_TOPIC, issue 37): updates
+           produced to the edge topic in binary batches, and probe requests
+           whose edge_offsets name them. Without --edge-rate, a backlog: with
+           --phase produce (stage stopped) then --phase collect (started),
+           the time until every update is walkable; with --edge-rate, paced
+           against a running stage: p50/p99 of update -> walkable (an edge
+           record's produce to the event of a probe waiting for it) beside
+           probes that wait for nothing.
 Any dead letter or event other than succeeded fails the run. Seeds are drawn
 (--draw-seed) from the graph's vertices with out-edges. Topics and brokers
 default to the stage's WALKSTAGE_* variables. The last line of each
@@ -47,7 +56,7 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 	fs.StringVar(&c.RequestTopic, "request-topic", config.Setting("WALKSTAGE_INPUT_TOPIC"), "topic the stage reads requests from")
 	fs.StringVar(&c.EventTopic, "event-topic", config.Setting("WALKSTAGE_OUTPUT_TOPIC"), "topic of the completion events")
 	fs.StringVar(&c.DLQTopic, "dlq-topic", config.Setting("WALKSTAGE_DLQ_TOPIC"), "dead-letter topic")
-	mode := fs.String("mode", loadgen.ModeBacklog, "backlog, idle or beside")
+	mode := fs.String("mode", loadgen.ModeBacklog, "backlog, idle, beside or edges")
 	fs.StringVar(&c.Phase, "phase", "", "backlog: produce (only produce the requests) or collect (only read their events); default both")
 	fs.StringVar(&c.Expensive, "expensive", `"algorithm":"node2vec","p":1e-6,"length":1000,"walks_per_seed":10,"seed_range":{"first":0,"count":100}`,
 		"beside: the expensive request's JSON members other than version and batch_id (default: issue 32's Node2Vec request)")
@@ -81,6 +90,14 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 	fs.Int64Var(&pu.ObjectBytes, "plain-object-bytes", 64<<20, "plain upload: bytes per object")
 	fs.IntVar(&pu.Parallel, "plain-parallel", 16, "plain upload: objects at once")
 	fs.StringVar(&pu.Prefix, "plain-prefix", "plain-upload", "plain upload: key prefix (objects are deleted after)")
+	ec := loadgen.EdgeConfig{Batch: 4096, DeleteShare: 0.1, ProbeEvery: 10}
+	fs.StringVar(&ec.EdgeTopic, "edge-topic", config.Setting("WALKSTAGE_EDGE_TOPIC"), "edges: the live graph's edge topic")
+	fs.IntVar(&ec.Updates, "edge-updates", 1_000_000, "edges: updates produced")
+	fs.IntVar(&ec.Batch, "edge-batch", ec.Batch, "edges: updates a record (the binary batch form)")
+	fs.Float64Var(&ec.DeleteShare, "edge-delete-share", ec.DeleteShare, "edges: share of updates that delete an edge inserted earlier")
+	fs.Float64Var(&ec.Rate, "edge-rate", 0, "edges: updates a second against a running stage (0: a backlog)")
+	fs.IntVar(&ec.ProbeEvery, "edge-probe-every", ec.ProbeEvery, "edges, paced: records between two probes")
+	fs.BoolVar(&ec.Times, "edge-times", false, "edges: inserts carry times (set by --graph for a graph with edge times)")
 	var rf cli.ResultFlags
 	rf.Register(fs)
 	if err := cli.ParseFlags(fs, args); err != nil {
@@ -122,6 +139,7 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 			return err
 		}
 		pool = loadgen.SeedPool(g)
+		ec.Times = ec.Times || g.Times != nil
 		g.Close()
 		if len(pool) == 0 {
 			return fmt.Errorf("graph %s: no vertex has out-edges", *graphPath)
@@ -130,6 +148,9 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 		pool = loadgen.RangePool(*vertices)
 	default:
 		return cli.UsageErrorf(fs, "--graph or --vertices is required (where seeds are drawn from)")
+	}
+	if *mode == loadgen.ModeEdges {
+		return loadEdges(ctx, c, ec, pool, rf, stdout, stderr)
 	}
 	if err := c.Normalize(); err != nil {
 		return err
@@ -150,6 +171,20 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 		if err := r.AddBytes(ctx, *bucket); err != nil {
 			return fmt.Errorf("bytes written: %w", err)
 		}
+	}
+	r.Report(w)
+	return rf.Print(stdout, r.Summary())
+}
+
+// loadEdges is `load --mode edges`.
+func loadEdges(ctx context.Context, c loadgen.Config, ec loadgen.EdgeConfig, pool []int64, rf cli.ResultFlags, stdout, stderr io.Writer) error {
+	ec.Config = c
+	w, notes := rf.Writers(stdout, stderr)
+	ec.OnWatching = func() { fmt.Fprintln(notes, "load: watching the event topics from their ends") }
+	fmt.Fprintf(notes, "load: %d edge updates in records of %d to %s on %s\n", ec.Updates, ec.Batch, ec.EdgeTopic, strings.Join(c.Brokers, ","))
+	r, err := loadgen.RunEdges(ctx, ec, pool)
+	if err != nil {
+		return err
 	}
 	r.Report(w)
 	return rf.Print(stdout, r.Summary())

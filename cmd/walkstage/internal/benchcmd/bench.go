@@ -230,11 +230,17 @@ func benchWalk(ctx context.Context, eng walk.Engine, g *graph.Graph, c benchCase
 		}
 	}
 	job := []walk.Job{{Algorithm: c.alg, Seed: r.seed, Starts: starts}}
+	// Chunks go back to an engine that reuses their memory, as the stage's
+	// and the one-shot's writers give them back once encoded.
+	release := func(walk.Chunk) {}
+	if cr, ok := eng.(walk.ChunkReleaser); ok {
+		release = cr.Release
+	}
 	var best walk.RunStats
 	for i := 0; i < r.repeat; i++ {
 		var steps int64
 		t := time.Now()
-		err := eng.Run(ctx, job, func(ch walk.Chunk) error { steps += ch.Steps(); return nil })
+		err := eng.Run(ctx, job, func(ch walk.Chunk) error { steps += ch.Steps(); release(ch); return nil })
 		if err != nil {
 			return benchRow{}, fmt.Errorf("%s: %w", c.name, err)
 		}

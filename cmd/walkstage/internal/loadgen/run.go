@@ -73,6 +73,15 @@ type Result struct {
 	Expensive       time.Duration
 	SmallBeforeDone int
 
+	// A live graph's watermark as the events saw it: the most edge-topic
+	// records (summed over partitions) an event's edge_offsets covered,
+	// and when the first event covering that many was read, from the
+	// start of the run (a collect's: when it watched, before the stage
+	// started). With a backlog of edge updates queued beside the
+	// requests, that is when the stage walked on all of them.
+	EdgeRecords   int64
+	EdgeCoveredAt time.Duration
+
 	// Events of other batches (another run's) and repeated events
 	// (at-least-once redeliveries) seen and not counted.
 	Ignored, Duplicates int
@@ -150,6 +159,7 @@ type collector struct {
 	r       *Result
 	pending map[string]time.Time // batch id -> produced at (zero: not measured)
 	last    time.Time            // when the last measured event was read
+	start   time.Time            // the run's start, for Result.EdgeCoveredAt
 	// watch is a batch id not measured whose event time is kept in
 	// watched (beside: the expensive request).
 	watch   string
@@ -223,6 +233,13 @@ func (k *collector) count(a arrival, produced time.Time) {
 	if ev.Manifest != "" {
 		r.manifests = append(r.manifests, ev.Manifest)
 	}
+	var held int64
+	for _, o := range ev.EdgeOffsets {
+		held += o
+	}
+	if held > r.EdgeRecords {
+		r.EdgeRecords, r.EdgeCoveredAt = held, a.at.Sub(k.start)
+	}
 }
 
 func backlog(ctx context.Context, c *Config, pool []int64, p *kgo.Client, w *watcher, r *Result) error {
@@ -231,8 +248,8 @@ func backlog(ctx context.Context, c *Config, pool []int64, p *kgo.Client, w *wat
 	for i := range keys {
 		keys[i], bodies[i] = c.Request(i, pool)
 	}
-	k := &collector{c: c, w: w, r: r, pending: map[string]time.Time{}}
 	t0 := time.Now()
+	k := &collector{c: c, w: w, r: r, pending: map[string]time.Time{}, start: t0}
 	for _, id := range keys {
 		k.pending[id] = t0
 	}
@@ -445,16 +462,20 @@ func (r *Result) Report(w io.Writer) {
 	}
 	lat("fetch -> event", r.FetchToEvent)
 	lat("fetch -> publish", r.StageTotal)
+	if r.EdgeRecords > 0 {
+		fmt.Fprintf(w, "  live graph: the events' watermark reached %d edge records %.3f s after the start\n", r.EdgeRecords, r.EdgeCoveredAt.Seconds())
+	}
 	if r.Ignored > 0 || r.Duplicates > 0 {
 		fmt.Fprintf(w, "  ignored %d events of other batches, %d repeated events\n", r.Ignored, r.Duplicates)
 	}
 	_, vertices, queries := r.window()
 	fmt.Fprintf(w, "RESULT mode=%s output=%s requests=%d seconds=%.3f requests_per_s=%.2f walk_vertices_per_s=%.0f queries_per_s=%.1f bytes=%d"+
-		" produce_event_p50_ms=%.2f produce_event_p99_ms=%.2f fetch_event_p50_ms=%.2f fetch_event_p95_ms=%.2f fetch_event_p99_ms=%.2f fetch_publish_p99_ms=%.2f expensive_s=%.3f before_expensive=%d during_p99_ms=%.2f during_max_ms=%.2f\n",
+		" produce_event_p50_ms=%.2f produce_event_p99_ms=%.2f fetch_event_p50_ms=%.2f fetch_event_p95_ms=%.2f fetch_event_p99_ms=%.2f fetch_publish_p99_ms=%.2f expensive_s=%.3f before_expensive=%d during_p99_ms=%.2f during_max_ms=%.2f edge_records=%d edge_covered_s=%.3f\n",
 		r.Mode, r.Output, r.Requests, sec, float64(r.Requests)/sec, float64(vertices)/sec, float64(queries)/sec, r.Bytes,
 		ms(Quantile(r.ProduceToEvent, 0.5)), ms(Quantile(r.ProduceToEvent, 0.99)),
 		ms(Quantile(r.FetchToEvent, 0.5)), ms(Quantile(r.FetchToEvent, 0.95)), ms(Quantile(r.FetchToEvent, 0.99)),
-		ms(Quantile(r.StageTotal, 0.99)), r.Expensive.Seconds(), r.SmallBeforeDone, ms(Quantile(r.During(), 0.99)), ms(Quantile(r.During(), 1)))
+		ms(Quantile(r.StageTotal, 0.99)), r.Expensive.Seconds(), r.SmallBeforeDone, ms(Quantile(r.During(), 0.99)), ms(Quantile(r.During(), 1)),
+		r.EdgeRecords, r.EdgeCoveredAt.Seconds())
 }
 
 // window is what the rates are over: the seconds, and the walk vertices
@@ -508,8 +529,11 @@ type Summary struct {
 	BeforeExpensive  int     `json:"before_expensive,omitempty"`
 	DuringP99Seconds float64 `json:"during_p99_seconds,omitempty"`
 	DuringMaxSeconds float64 `json:"during_max_seconds,omitempty"`
-	IgnoredEvents    int     `json:"ignored_events"`
-	DuplicateEvents  int     `json:"duplicate_events"`
+	// A live graph's watermark (Result.EdgeRecords, EdgeCoveredAt).
+	EdgeRecords        int64   `json:"edge_records,omitempty"`
+	EdgeCoveredSeconds float64 `json:"edge_covered_seconds,omitempty"`
+	IgnoredEvents      int     `json:"ignored_events"`
+	DuplicateEvents    int     `json:"duplicate_events"`
 }
 
 // Summary returns r's figures for a JSON line.
@@ -525,6 +549,7 @@ func (r *Result) Summary() Summary {
 		FetchToEventP99Seconds: s(r.FetchToEvent, 0.99), FetchToPublishP99Seconds: s(r.StageTotal, 0.99),
 		ExpensiveSeconds: r.Expensive.Seconds(), BeforeExpensive: r.SmallBeforeDone,
 		DuringP99Seconds: s(r.During(), 0.99), DuringMaxSeconds: s(r.During(), 1),
+		EdgeRecords: r.EdgeRecords, EdgeCoveredSeconds: r.EdgeCoveredAt.Seconds(),
 		IgnoredEvents: r.Ignored, DuplicateEvents: r.Duplicates}
 }
 
