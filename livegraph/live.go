@@ -115,8 +115,9 @@ type idTable struct {
 
 // Stats counts what a delta holds.
 type Stats struct {
-	// Inserted and Deleted count the updates applied; Deletes that found
-	// nothing to delete are in Deleted too.
+	// Inserted and Deleted count the updates applied over the current
+	// base (after a rebase, those applied since the compacted snapshot);
+	// deletes that found nothing to delete are in Deleted too.
 	Inserted, Deleted int64
 	// DeltaEdges is the appended edges the delta holds (deleted ones
 	// included until a compaction), Tombstones the deleted targets, Vertices
