@@ -36,6 +36,8 @@ type Compaction struct {
 	// delta goes on growing over the current base, and the next
 	// publication past the threshold tries again.
 	Prepare func(ctx context.Context, g *graph.Graph, from *livegraph.Snapshot) (swap func(*livegraph.Snapshot), err error)
+	// Metrics are the series the compactions are counted in (nil: a
+	// registry of their own, not exported).
 	Metrics *CompactionMetrics
 }
 
@@ -93,6 +95,13 @@ func (m *CompactionMetrics) Published(err error) {
 func RunApplierWith(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-chan source.EdgeBatch, interval time.Duration, m *Metrics, c *Compaction) error {
 	var bg *background
 	if c != nil && c.Ratio > 0 {
+		if c.Metrics == nil { // counted, not exported
+			cm, err := NewCompactionMetrics(prometheus.NewRegistry())
+			if err != nil {
+				return err
+			}
+			c.Metrics = cm
+		}
 		bg = &background{c: c, l: l, log: log, m: m, done: make(chan compacted, 1)}
 		bg.ctx, bg.cancel = context.WithCancel(ctx)
 		defer bg.stop()
