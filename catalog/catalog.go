@@ -78,6 +78,10 @@ type Pointer struct {
 	// this version reads the topic from there.
 	EdgeTopic   string          `json:"edge_topic,omitempty"`
 	EdgeOffsets map[int32]int64 `json:"edge_offsets,omitempty"`
+	// EdgeEventTime is, for a live graph with a time window, its event
+	// time at the compaction (Unix milliseconds): a replica starting from
+	// the version resumes the window from it.
+	EdgeEventTime *int64 `json:"edge_event_time,omitempty"`
 }
 
 // FormatVersion is the newest pointer format this build reads and the one
@@ -90,6 +94,8 @@ type PublishOptions struct {
 	// was compacted at (Pointer.EdgeOffsets); both or neither.
 	EdgeTopic   string
 	EdgeOffsets map[int32]int64
+	// EdgeEventTime is the time window's event time then (nil: none).
+	EdgeEventTime *int64
 }
 
 func (p Pointer) validate() error {
@@ -114,6 +120,8 @@ func (p Pointer) validate() error {
 	}
 	return nil
 }
+
+func sameTime(a, b *int64) bool { return a == nil && b == nil || a != nil && b != nil && *a == *b }
 
 func isHex(s string) bool {
 	for _, c := range s {
@@ -212,7 +220,7 @@ func (c *Catalog) PublishWith(ctx context.Context, file string, o PublishOptions
 		return Pointer{}, fmt.Errorf("publish %s: refused: %w", file, err)
 	}
 	p := Pointer{Format: FormatVersion, Version: g.Version, Name: g.Name, Created: time.Now().UTC().Truncate(time.Millisecond),
-		EdgeTopic: o.EdgeTopic, EdgeOffsets: maps.Clone(o.EdgeOffsets)}
+		EdgeTopic: o.EdgeTopic, EdgeOffsets: maps.Clone(o.EdgeOffsets), EdgeEventTime: o.EdgeEventTime}
 	g.Close()
 	p.Key = c.key(versionsDir, p.Version+".wsg")
 	sum, size, err := hashFile(file)
@@ -228,10 +236,10 @@ func (c *Catalog) PublishWith(ctx context.Context, file string, o PublishOptions
 		if uploaded, _ = c.b.Exists(ctx, p.Key); uploaded {
 			nw := p
 			p = old
-			p.Format, p.EdgeTopic, p.EdgeOffsets = nw.Format, nw.EdgeTopic, nw.EdgeOffsets
+			p.Format, p.EdgeTopic, p.EdgeOffsets, p.EdgeEventTime = nw.Format, nw.EdgeTopic, nw.EdgeOffsets, nw.EdgeEventTime
 			// The same content at a later watermark: the descriptor
 			// records the newer one.
-			if old.EdgeTopic != p.EdgeTopic || !maps.Equal(old.EdgeOffsets, p.EdgeOffsets) {
+			if old.EdgeTopic != p.EdgeTopic || !maps.Equal(old.EdgeOffsets, p.EdgeOffsets) || !sameTime(old.EdgeEventTime, p.EdgeEventTime) {
 				if err := c.writeJSON(ctx, c.key(versionsDir, p.Version+".json"), p); err != nil {
 					return Pointer{}, fmt.Errorf("publish %s: descriptor: %w", file, err)
 				}

@@ -125,8 +125,14 @@ func (l *Live) Rebase(g *graph.Graph) (*Snapshot, RebaseStats, error) {
 	if g.HasStringIDs() {
 		return nil, RebaseStats{}, fmt.Errorf("rebase live graph %q: the new base has string ids", l.base.Name)
 	}
-	nl := &Live{base: g, baseV: uint32(g.NumVertices()), weighted: l.weighted, labelled: l.labelled, timed: l.timed,
-		epoch: l.epoch, watermark: maps.Clone(old.watermark), ids: &idTable{added: map[int64]uint32{}}}
+	// The window, when there is one, resumes where it stood at the
+	// compacted snapshot: the records applied again evict what they
+	// evicted the first time.
+	nl, err := New(g, l.ResumeOptions(old)...)
+	if err != nil {
+		return nil, RebaseStats{}, fmt.Errorf("rebase live graph %q: %w", l.base.Name, err)
+	}
+	nl.epoch, nl.watermark = l.epoch, maps.Clone(old.watermark)
 	var st RebaseStats
 	for _, r := range c.records {
 		if err := nl.Apply(r.partition, r.offset, r.ups); err != nil {
@@ -140,7 +146,7 @@ func (l *Live) Rebase(g *graph.Graph) (*Snapshot, RebaseStats, error) {
 	// the applier's working state moves to the new base.
 	l.base, l.baseV = nl.base, nl.baseV
 	l.top, l.topEpoch, l.addedIDs = nl.top, nl.topEpoch, nl.addedIDs
-	l.watermark, l.stats, l.ids, l.epoch = nl.watermark, nl.stats, nl.ids, nl.epoch
+	l.watermark, l.stats, l.ids, l.epoch, l.win = nl.watermark, nl.stats, nl.ids, nl.epoch, nl.win
 	return l.Publish(), st, nil
 }
 
@@ -161,8 +167,8 @@ func sameSchema(old, g *graph.Graph) error {
 // NewAt starts a live graph over base, a version compacted at watermark
 // (the offsets its catalog entry records): its snapshots carry the
 // watermark from the start, and the edge topic is to be read from there.
-func NewAt(base *graph.Graph, watermark map[int32]int64) (*Live, error) {
-	l, err := New(base)
+func NewAt(base *graph.Graph, watermark map[int32]int64, opts ...Option) (*Live, error) {
+	l, err := New(base, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -64,6 +64,8 @@ type vstate struct {
 type extra struct {
 	labels []uint8
 	times  []int64
+	// order bounds how far out of time order the times are (window.go).
+	order timeOrder
 }
 
 // Live is a live graph: the base and the delta that Apply grows. Apply and
@@ -83,6 +85,8 @@ type Live struct {
 	addedIDs  []int64
 	watermark map[int32]int64
 	stats     Stats
+	// win is the time window's state (window.go), nil without one.
+	win *window
 
 	// ids holds the added vertices' dense ids and the naming table of
 	// the current base; a rebase (background.go) starts a new one, which
@@ -127,10 +131,17 @@ type Stats struct {
 	// Bytes is the delta's memory: vertex states, tree nodes, and the
 	// capacity of the per-vertex arrays.
 	Bytes int64
+	// Evicted counts the edges the time window removed (base and
+	// appended), Late the inserts older than the window when applied
+	// (never seen by a walk), Evictions the times the window's cut moved
+	// to a later segment (window.go).
+	Evicted, Late, Evictions int64
 }
 
 // New starts a live graph over base with an empty delta and publishes it.
-func New(base *graph.Graph) (*Live, error) {
+// With WithWindow, the base's edges older than the window are evicted
+// first.
+func New(base *graph.Graph, opts ...Option) (*Live, error) {
 	if base == nil {
 		return nil, fmt.Errorf("live graph: no base graph")
 	}
@@ -139,6 +150,13 @@ func New(base *graph.Graph) (*Live, error) {
 	}
 	l := &Live{base: base, baseV: uint32(base.NumVertices()), weighted: base.Weighted(), labelled: base.Labelled(),
 		timed: base.Timed(), epoch: 1, watermark: map[int32]int64{}, ids: &idTable{added: map[int64]uint32{}}}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := l.setWindow(o); err != nil {
+		return nil, err
+	}
 	l.Publish()
 	return l, nil
 }
@@ -154,7 +172,7 @@ func (l *Live) Snapshot() *Snapshot { return l.cur.Load() }
 // the next write copies what it changes.
 func (l *Live) Publish() *Snapshot {
 	s := &Snapshot{base: l.base, top: l.top, n: l.baseV + uint32(len(l.addedIDs)), added: l.addedIDs[:len(l.addedIDs):len(l.addedIDs)],
-		watermark: maps.Clone(l.watermark), stats: l.stats, epoch: l.epoch, ids: l.ids, next: make(chan struct{})}
+		watermark: maps.Clone(l.watermark), stats: l.stats, epoch: l.epoch, ids: l.ids, next: make(chan struct{}), win: l.mark()}
 	old := l.cur.Swap(s)
 	if old != nil {
 		close(old.next)
@@ -203,6 +221,9 @@ func (l *Live) Apply(partition int32, offset int64, ups []Update) error {
 	}
 	if partition >= 0 {
 		l.watermark[partition] = offset + 1
+	}
+	if l.win != nil {
+		l.advanceWindow()
 	}
 	if l.compacting != nil {
 		l.compacting.record(partition, offset, ups)
@@ -393,6 +414,9 @@ func (l *Live) writable(v uint32) *vstate {
 }
 
 func (l *Live) insert(u *Update) {
+	if l.win != nil && !l.admit(u) {
+		return
+	}
 	s, d := l.vertex(u.Src), l.vertex(u.Dst)
 	vs := l.writable(s)
 	dv := &vs.view
@@ -416,6 +440,9 @@ func (l *Live) insert(u *Update) {
 	dv.Live++
 	l.stats.Inserted++
 	l.stats.DeltaEdges++
+	if l.win != nil {
+		l.appended(s, vs.ext, u.Time)
+	}
 }
 
 func (l *Live) delete(u *Update) {
@@ -512,6 +539,8 @@ type Snapshot struct {
 	// costs nothing, and publishing stays O(partitions).
 	index sync.Once
 	idx   *walk.DeltaIndex
+	// win is the time window as of the snapshot (Window).
+	win windowMark
 }
 
 // Covers reports whether the snapshot's watermark reaches want on every

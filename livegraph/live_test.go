@@ -43,6 +43,8 @@ type model struct {
 	ids    []int64 // every vertex's external id, dense order of the live graph
 	hasID  map[int64]bool
 	nextID int64
+	// clock, when set, gives a timed variant's inserts their times.
+	clock func(*rand.Rand) int64
 }
 
 func (m *model) options(name string) graph.BuildOptions {
@@ -118,6 +120,9 @@ func (m *model) edge(s, d int64, rng *rand.Rand) graph.Edge {
 	}
 	if m.v.timed {
 		e.Time = int64(rng.IntN(50))
+		if m.clock != nil {
+			e.Time = m.clock(rng)
+		}
 	}
 	return e
 }

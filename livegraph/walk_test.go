@@ -69,6 +69,12 @@ func statsLive(t testing.TB) (*Live, *Snapshot) {
 // (compacted) graph gives it, for uniform and weighted DeepWalk and PPR.
 func TestOverlayStepsMatchRebuiltGraph(t *testing.T) {
 	_, snap := statsLive(t)
+	stepsMatchCompaction(t, snap, 20000)
+}
+
+// stepsMatchCompaction is TestOverlayStepsMatchRebuiltGraph's check on
+// snap, perVertex first steps from each vertex.
+func stepsMatchCompaction(t *testing.T, snap *Snapshot, perVertex int) {
 	rebuilt, err := Compact(context.Background(), snap)
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +87,6 @@ func TestOverlayStepsMatchRebuiltGraph(t *testing.T) {
 		{Kind: walk.DeepWalk, Length: 1, Weighted: true},
 		{Kind: walk.PPR, Length: 1, Weighted: true, StopProb: 0.3},
 	}
-	const perVertex = 20000
 	for _, alg := range algs {
 		t.Run(fmt.Sprintf("%s-weighted=%v", alg.Kind, alg.Weighted), func(t *testing.T) {
 			e, err := cpu.New(snap.Base(), cpu.WithWorkers(2))

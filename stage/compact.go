@@ -70,7 +70,7 @@ func (s *Stage) liveCompaction(lo *LiveOptions, log *slog.Logger) (*live.Compact
 		if lc.Catalog != nil {
 			// A version that is not published only makes a restart replay
 			// more: the swap goes on.
-			err := publishCompacted(ctx, lc, g, from.Watermark())
+			err := publishCompacted(ctx, lc, g, from)
 			cm.Published(err)
 			if err != nil && ctx.Err() == nil {
 				log.Error("compacted live graph not published; a restart replays the edge topic from the previous version's offsets",
@@ -112,9 +112,15 @@ func (s *Stage) swapCompacted(nv *served, lc *LiveCompaction, log *slog.Logger) 
 	old.retire(false, func() { log.Debug("previous live graph base released", "version", version) })
 }
 
-// publishCompacted saves g and publishes it to lc's catalog with the
-// watermark it holds, then prunes the catalog to catalogKeep versions.
-func publishCompacted(ctx context.Context, lc *LiveCompaction, g *graph.Graph, wm map[int32]int64) error {
+// publishCompacted saves g, the compaction of from, and publishes it to
+// lc's catalog with the watermark it holds (and the time window's event
+// time), then prunes the catalog to catalogKeep versions.
+func publishCompacted(ctx context.Context, lc *LiveCompaction, g *graph.Graph, from *livegraph.Snapshot) error {
+	wm := from.Watermark()
+	o := catalog.PublishOptions{EdgeTopic: lc.Topic}
+	if now, _, ok := from.Window(); ok {
+		o.EdgeEventTime = &now
+	}
 	f, err := os.CreateTemp(lc.Dir, "walkstage-compacted-*.wsg")
 	if err != nil {
 		return fmt.Errorf("save the compacted graph: %w", err)
@@ -128,7 +134,8 @@ func publishCompacted(ctx context.Context, lc *LiveCompaction, g *graph.Graph, w
 	if wm == nil {
 		wm = map[int32]int64{}
 	}
-	if _, err := lc.Catalog.PublishWith(ctx, name, catalog.PublishOptions{EdgeTopic: lc.Topic, EdgeOffsets: wm}); err != nil {
+	o.EdgeOffsets = wm
+	if _, err := lc.Catalog.PublishWith(ctx, name, o); err != nil {
 		return err
 	}
 	if _, err := lc.Catalog.Prune(ctx, catalogKeep); err != nil {

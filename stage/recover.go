@@ -23,58 +23,65 @@ import (
 	"github.com/walkstage/walkstage/walk"
 )
 
+// liveStart is where a live graph starts: the watermark its graph holds
+// (nil: none, the edge topic is read from its start) and the time window's
+// event time then (nil: the graph's newest edge's).
+type liveStart struct {
+	watermark map[int32]int64
+	eventTime *int64
+}
+
 // loadStartGraph loads the graph the stage starts from and, with a live
-// graph, the watermark it holds (nil: none, the edge topic is read from
-// its start).
-func loadStartGraph(ctx context.Context, c config.Config, log *slog.Logger) (*graph.Graph, map[int32]int64, error) {
+// graph, where it starts.
+func loadStartGraph(ctx context.Context, c config.Config, log *slog.Logger) (*graph.Graph, liveStart, error) {
 	if c.EdgeTopic == "" {
 		g, err := catalog.LoadGraph(ctx, c.Graph, c.GraphDownloadDir)
-		return g, nil, err
+		return g, liveStart{}, err
 	}
 	if c.EdgeCatalog != "" {
-		g, wm, ok, err := loadCompacted(ctx, c, c.EdgeCatalog, "WALKSTAGE_EDGE_CATALOG", log)
+		g, st, ok, err := loadCompacted(ctx, c, c.EdgeCatalog, "WALKSTAGE_EDGE_CATALOG", log)
 		if ok || err != nil {
-			return g, wm, err
+			return g, st, err
 		}
 	}
 	if catalog.IsPointerURL(c.Graph) {
-		g, wm, ok, err := loadCompacted(ctx, c, c.Graph, "WALKSTAGE_GRAPH", log)
+		g, st, ok, err := loadCompacted(ctx, c, c.Graph, "WALKSTAGE_GRAPH", log)
 		if ok || err != nil {
-			return g, wm, err
+			return g, st, err
 		}
 	}
 	g, err := catalog.LoadGraph(ctx, c.Graph, c.GraphDownloadDir)
 	if err == nil {
 		log.Info("live graph: no compacted version to start from; the edge topic is read from its start", "edge_topic", c.EdgeTopic)
 	}
-	return g, nil, err
+	return g, liveStart{}, err
 }
 
 // loadCompacted loads the version the catalog at location names, with its
 // watermark, when it records one of c.EdgeTopic (ok false: it has no
 // CURRENT, or a version without a watermark: the caller loads GRAPH).
-func loadCompacted(ctx context.Context, c config.Config, location, setting string, log *slog.Logger) (*graph.Graph, map[int32]int64, bool, error) {
+func loadCompacted(ctx context.Context, c config.Config, location, setting string, log *slog.Logger) (*graph.Graph, liveStart, bool, error) {
 	cat, err := catalog.Open(ctx, location)
 	if err != nil {
-		return nil, nil, false, fmt.Errorf("%s: %w", setting, err)
+		return nil, liveStart{}, false, fmt.Errorf("%s: %w", setting, err)
 	}
 	defer cat.Close()
 	p, err := cat.Current(ctx)
 	switch {
 	case errors.Is(err, catalog.ErrNoCurrent):
-		return nil, nil, false, nil
+		return nil, liveStart{}, false, nil
 	case err != nil:
-		return nil, nil, false, fmt.Errorf("%s: the live graph's latest compacted version: %w", setting, err)
+		return nil, liveStart{}, false, fmt.Errorf("%s: the live graph's latest compacted version: %w", setting, err)
 	case p.EdgeTopic == "":
 		log.Warn("the catalog's CURRENT version records no edge-topic watermark; not starting from it", "catalog", cat.String(), "version", p.Version)
-		return nil, nil, false, nil
+		return nil, liveStart{}, false, nil
 	case p.EdgeTopic != c.EdgeTopic:
-		return nil, nil, false, fmt.Errorf("%s: %s's CURRENT version %s was compacted from edge topic %q, this stage reads %q: "+
+		return nil, liveStart{}, false, fmt.Errorf("%s: %s's CURRENT version %s was compacted from edge topic %q, this stage reads %q: "+
 			"name a catalog of this topic's graph (or an empty one)", setting, cat.String(), p.Version, p.EdgeTopic, c.EdgeTopic)
 	}
 	g, err := cat.Load(ctx, p, c.GraphDownloadDir)
 	if err != nil {
-		return nil, nil, false, fmt.Errorf("%s: %w", setting, err)
+		return nil, liveStart{}, false, fmt.Errorf("%s: %w", setting, err)
 	}
 	wm := p.EdgeOffsets
 	if wm == nil {
@@ -82,15 +89,15 @@ func loadCompacted(ctx context.Context, c config.Config, location, setting strin
 	}
 	log.Info("live graph: starting from a compacted version; the edge topic is read from its offsets", "catalog", cat.String(),
 		"graph", g.Name, "version", g.Version, "edge_topic", p.EdgeTopic, "edge_offsets", wm)
-	return g, wm, true, nil
+	return g, liveStart{watermark: wm, eventTime: p.EdgeEventTime}, true, nil
 }
 
 // newLive starts the live graph over g at watermark wm (nil: none).
-func newLive(g *graph.Graph, wm map[int32]int64) (*livegraph.Live, error) {
+func newLive(g *graph.Graph, wm map[int32]int64, opts ...livegraph.Option) (*livegraph.Live, error) {
 	if wm == nil {
-		return livegraph.New(g)
+		return livegraph.New(g, opts...)
 	}
-	return livegraph.NewAt(g, wm)
+	return livegraph.NewAt(g, wm, opts...)
 }
 
 // liveCompactionFor is the background compaction c asks for (nil: off),

@@ -20,6 +20,7 @@ import (
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/icetable"
 	"github.com/walkstage/walkstage/internal/redact"
+	"github.com/walkstage/walkstage/livegraph"
 	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/source"
@@ -67,7 +68,7 @@ func fromConfig(ctx context.Context, c config.Config, log *slog.Logger, version 
 		}
 	}()
 	log.Info("loading graph", "graph", redact.String(c.Graph))
-	g, watermark, err := loadStartGraph(ctx, c, log)
+	g, start, err := loadStartGraph(ctx, c, log)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +88,7 @@ func fromConfig(ctx context.Context, c config.Config, log *slog.Logger, version 
 	if err != nil {
 		return nil, err
 	}
-	lopts, err := rt.openLive(ctx, c, ko, g, watermark, eng, log)
+	lopts, err := rt.openLive(ctx, c, ko, g, start, eng, log)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +183,7 @@ func fromConfig(ctx context.Context, c config.Config, log *slog.Logger, version 
 // serve yet by name: an engine that does not walk snapshots (the GPU's,
 // the out-of-core one), a graph with string ids. (The GPU engine and
 // graph following are refused by config.Load already.)
-func (rt *Runtime) openLive(ctx context.Context, c config.Config, ko source.KafkaOptions, g *graph.Graph, watermark map[int32]int64, eng walk.Engine, log *slog.Logger) (*LiveOptions, error) {
+func (rt *Runtime) openLive(ctx context.Context, c config.Config, ko source.KafkaOptions, g *graph.Graph, start liveStart, eng walk.Engine, log *slog.Logger) (*LiveOptions, error) {
 	if c.EdgeTopic == "" {
 		return nil, nil
 	}
@@ -191,18 +192,29 @@ func (rt *Runtime) openLive(ctx context.Context, c config.Config, ko source.Kafk
 			"(only the in-memory CPU engine does: not the GPU engine, nor the out-of-core one chosen when the graph exceeds WALKSTAGE_HOST_MEMORY_LIMIT): %w",
 			eng.Name(), err)
 	}
-	l, err := newLive(g, watermark)
+	var lopts []livegraph.Option
+	if c.EdgeWindow > 0 {
+		lopts = append(lopts, livegraph.WithWindow(c.EdgeWindow, 0))
+		if start.eventTime != nil {
+			// The window resumes where it stood at the compaction.
+			lopts = append(lopts, livegraph.WithEventTime(*start.eventTime))
+		}
+	}
+	l, err := newLive(g, start.watermark, lopts...)
 	if err != nil {
+		if c.EdgeWindow > 0 && !g.Timed() && !g.HasStringIDs() {
+			return nil, fmt.Errorf("WALKSTAGE_EDGE_WINDOW is set, but: %w", err)
+		}
 		return nil, fmt.Errorf("WALKSTAGE_EDGE_TOPIC is set, but: %w", err)
 	}
 	er, err := source.NewEdgeReader(source.EdgeReaderConfig{Kafka: ko, Topic: c.EdgeTopic, DLQTopic: c.DLQTopic,
-		Start: watermark, Check: l.CheckSchema, CallTimeout: c.BrokerTimeout, Logger: log.With("component", "edge-reader")})
+		Start: start.watermark, Check: l.CheckSchema, CallTimeout: c.BrokerTimeout, Logger: log.With("component", "edge-reader")})
 	if err != nil {
 		return nil, err
 	}
 	rt.closers = append(rt.closers, er.Close)
 	log.Info("live graph: edge updates are applied from the edge topic", "edge_topic", c.EdgeTopic,
-		"publish_interval_seconds", c.EdgePublishInterval.Seconds())
+		"publish_interval_seconds", c.EdgePublishInterval.Seconds(), "edge_window_seconds", c.EdgeWindow.Seconds())
 	compaction, err := rt.liveCompactionFor(ctx, c, log)
 	if err != nil {
 		return nil, err

@@ -138,6 +138,14 @@ type Config struct {
 	// not published, and a restart replays the topic from its start (or
 	// from the watermark of the version a GRAPH pointer names).
 	EdgeCatalog string `env:"EDGE_CATALOG"`
+	// WALKSTAGE_EDGE_WINDOW: keep only a recent window of the live graph's
+	// edges, e.g. 48h: an edge is evicted once the edge topic's event time
+	// (the largest edge time seen, in Unix ms, base graph included; not the
+	// wall clock) is this far past it, in segments of an eighth of the
+	// window, so an edge lives between the window and 9/8 of it. Needs
+	// EDGE_TOPIC and a graph with edge times (every insert then carries a
+	// time). Empty: off, nothing is evicted.
+	EdgeWindow time.Duration `env:"EDGE_WINDOW"`
 	// WALKSTAGE_OUTPUT_URL: gocloud.dev bucket URL the Parquet walks go to,
 	// e.g. s3://bucket?region=eu-west-1, gs://bucket, file:///data/walks. Required.
 	// An S3-compatible store adds endpoint=http://host:port&use_path_style=true.
@@ -421,6 +429,11 @@ func Load(environ []string) (Config, error) {
 	if v, set := opts.Environment[EnvPrefix+"METRICS_ADDR"]; set && v == "" {
 		c.MetricsAddr = ""
 	}
+	// EDGE_WINDOW=0 would read as no window; refuse it rather than keep
+	// every edge of a graph its operator meant to bound.
+	if v, set := opts.Environment[EnvPrefix+"EDGE_WINDOW"]; set && v != "" && c.EdgeWindow == 0 {
+		errs = append(errs, fmt.Errorf("%sEDGE_WINDOW: %q is no window: give the window to keep, e.g. 48h, or leave it empty to keep every edge", EnvPrefix, v))
+	}
 	errs = append(errs, c.validate()...)
 	if len(errs) > 0 {
 		return c, &Error{Errs: errs}
@@ -599,6 +612,14 @@ func (c *Config) validateEdges(bad badFunc) {
 		} else if c.EdgeTopic == "" {
 			bad("EDGE_CATALOG", "is set, but EDGE_TOPIC is not: it holds a live graph's compactions")
 		}
+	}
+	switch {
+	case c.EdgeWindow < 0:
+		bad("EDGE_WINDOW", "%v is negative: give the window to keep, e.g. 48h, or leave it empty to keep every edge", c.EdgeWindow)
+	case c.EdgeWindow > 0 && c.EdgeWindow < time.Millisecond:
+		bad("EDGE_WINDOW", "%v: use at least 1ms (edge times are in milliseconds)", c.EdgeWindow)
+	case c.EdgeWindow > 0 && c.EdgeTopic == "":
+		bad("EDGE_WINDOW", "%v is set without EDGE_TOPIC: a window evicts a live graph's edges; set EDGE_TOPIC or leave EDGE_WINDOW empty", c.EdgeWindow)
 	}
 	if c.EdgeTopic == "" {
 		return

@@ -117,6 +117,13 @@ func TestEdgeSettingsValidated(t *testing.T) {
 		{[]string{"WALKSTAGE_EDGE_COMPACT_MIN=0"}, "EDGE_COMPACT_MIN"},
 		{[]string{"WALKSTAGE_EDGE_CATALOG=s3://g/live"}, "EDGE_TOPIC is not"},
 		{[]string{"WALKSTAGE_EDGE_TOPIC=edges", "WALKSTAGE_EDGE_CATALOG=live"}, "not a catalog URL"},
+		{[]string{"WALKSTAGE_EDGE_TOPIC=edges", "WALKSTAGE_EDGE_WINDOW=48h"}, ""},
+		{[]string{"WALKSTAGE_EDGE_TOPIC=edges", "WALKSTAGE_EDGE_WINDOW="}, ""}, // empty: off
+		{[]string{"WALKSTAGE_EDGE_WINDOW=48h"}, "EDGE_WINDOW: 48h0m0s is set without EDGE_TOPIC"},
+		{[]string{"WALKSTAGE_EDGE_TOPIC=edges", "WALKSTAGE_EDGE_WINDOW=0"}, `EDGE_WINDOW: "0" is no window`},
+		{[]string{"WALKSTAGE_EDGE_TOPIC=edges", "WALKSTAGE_EDGE_WINDOW=0s"}, `EDGE_WINDOW: "0s" is no window`},
+		{[]string{"WALKSTAGE_EDGE_TOPIC=edges", "WALKSTAGE_EDGE_WINDOW=-1h"}, "EDGE_WINDOW: -1h0m0s is negative"},
+		{[]string{"WALKSTAGE_EDGE_TOPIC=edges", "WALKSTAGE_EDGE_WINDOW=10us"}, "EDGE_WINDOW: 10µs: use at least 1ms"},
 	} {
 		env := append([]string{"WALKSTAGE_BROKERS=k:9092", "WALKSTAGE_GRAPH=g.wsg", "WALKSTAGE_OUTPUT_URL=file:///tmp/w"}, tc.env...)
 		_, err := Load(env)

@@ -192,6 +192,7 @@ func (b *background) finish(r compacted) {
 	b.m.tombstones.Set(float64(ds.Tombstones))
 	b.m.deltaBytes.Set(float64(ds.Bytes))
 	b.m.added.Set(float64(ds.Added))
+	b.m.window(snap)
 	b.log.Info("live graph compaction swapped in", "graph", r.g.Name, "version", r.g.Version, "vertices", r.g.NumVertices(),
 		"edges", r.g.NumEdges(), "reapplied_updates", st.Updates, "duration", took.Seconds(), "edge_offsets", snap.Watermark())
 	// The updates applied during the compaction may be past the

@@ -9,6 +9,7 @@ package live
 import (
 	"context"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,6 +29,14 @@ type Metrics struct {
 	added      prometheus.Gauge
 	lag        prometheus.Gauge
 	walkable   prometheus.Histogram
+	// The time window's (livegraph.WithWindow): edges evicted by reason,
+	// moves of the cut, the event time and the cutoff.
+	evicted   *prometheus.CounterVec
+	evictions prometheus.Counter
+	eventTime prometheus.Gauge
+	cutoff    prometheus.Gauge
+	// counted is the evicted counts already added to the counters.
+	counted livegraph.Stats
 }
 
 // NewMetrics registers the live graph's series with reg.
@@ -52,8 +61,21 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		walkable: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "walkstage_live_update_to_walkable_seconds",
 			Help:    "From an edge record's timestamp to the publication of the first snapshot that holds it.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
+		evicted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "walkstage_live_evicted_edges_total",
+			Help: "Edges the time window (WALKSTAGE_EDGE_WINDOW) removed: reason window for edges it passed, late for inserts already older than it when applied."},
+			[]string{"reason"}),
+		evictions: prometheus.NewCounter(prometheus.CounterOpts{Name: "walkstage_live_window_evictions_total",
+			Help: "Times the time window's cut moved to a later segment and evicted the edges before it."}),
+		eventTime: prometheus.NewGauge(prometheus.GaugeOpts{Name: "walkstage_live_event_time_seconds",
+			Help: "The live graph's event time: the largest edge time applied (Unix seconds), which the time window is measured from; time() minus it is the event-time lag."}),
+		cutoff: prometheus.NewGauge(prometheus.GaugeOpts{Name: "walkstage_live_window_cutoff_seconds",
+			Help: "The time window's cutoff (Unix seconds): the published snapshot holds no edge older than this."}),
 	}
-	for _, c := range []prometheus.Collector{m.updates, m.rejected, m.published, m.deltaEdges, m.tombstones, m.deltaBytes, m.added, m.lag, m.walkable} {
+	// Both reasons are series from the start, so rate() sees the first one.
+	m.evicted.WithLabelValues("window")
+	m.evicted.WithLabelValues("late")
+	for _, c := range []prometheus.Collector{m.updates, m.rejected, m.published, m.deltaEdges, m.tombstones, m.deltaBytes, m.added, m.lag, m.walkable,
+		m.evicted, m.evictions, m.eventTime, m.cutoff} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -104,8 +126,10 @@ func runApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-c
 		m.tombstones.Set(float64(st.Tombstones))
 		m.deltaBytes.Set(float64(st.Bytes))
 		m.added.Set(float64(st.Added))
+		m.window(snap)
 		bg.maybeStart(snap)
 	}
+	m.window(l.Snapshot()) // what New evicted from the loaded graph
 	defer publish()
 	for {
 		select {
@@ -137,5 +161,31 @@ func runApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-c
 			}
 			m.updates.Add(float64(len(b.Updates)))
 		}
+	}
+}
+
+// window updates the time window's series from snap: the counters by the
+// counts added since the last snapshot seen.
+func (m *Metrics) window(snap *livegraph.Snapshot) {
+	now, cut, ok := snap.Window()
+	if !ok {
+		return
+	}
+	st := snap.Stats()
+	// A count below the one seen is a new live graph's (one built over a
+	// compacted version), counting from zero.
+	since := func(n, seen int64) float64 {
+		if n < seen {
+			return float64(n)
+		}
+		return float64(n - seen)
+	}
+	m.evicted.WithLabelValues("window").Add(since(st.Evicted, m.counted.Evicted))
+	m.evicted.WithLabelValues("late").Add(since(st.Late, m.counted.Late))
+	m.evictions.Add(since(st.Evictions, m.counted.Evictions))
+	m.counted = st
+	m.eventTime.Set(float64(now) / 1000)
+	if cut != math.MinInt64 {
+		m.cutoff.Set(float64(cut) / 1000)
 	}
 }
