@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/walkstage/walkstage/graph"
 )
@@ -161,6 +162,73 @@ func TestDueForCompaction(t *testing.T) {
 	}{{0.1, 1, true}, {0.11, 1, false}, {0.05, 10, true}, {0.05, 11, false}, {0, 1, false}} {
 		if got := s.DueForCompaction(tc.ratio, tc.min); got != tc.want {
 			t.Errorf("ratio %v min %d: due %v, want %v", tc.ratio, tc.min, got, tc.want)
+		}
+	}
+}
+
+// TestRebaseKeepsWindow: a live graph with a time window, compacted in the
+// background and rebased while records go on, equals one that never
+// compacts after every record — its compaction and its window (event
+// time, cutoff). The compacted snapshot's newest edge is deleted, so a
+// rebase that did not resume the window's event time would cut earlier.
+func TestRebaseKeepsWindow(t *testing.T) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(5, 5))
+	m, base := newModel(t, windowVariants[1], 40, 200, rng)
+	var live [2]*Live
+	for i := range live {
+		l, err := New(base, WithWindow(40*time.Millisecond, 4))
+		if err != nil {
+			t.Fatal(err)
+		}
+		live[i] = l
+	}
+	var recs [][]Update
+	for i := range 300 {
+		m.clock = func(rng *rand.Rand) int64 { return 50 + int64(i) - rng.Int64N(60) }
+		recs = append(recs, m.randomRecord(rng))
+	}
+	const begin, swap = 200, 202
+	recs[begin-1] = append(recs[begin-1], Update{Op: Insert, Src: 1, Dst: 2, Time: 50 + begin + 25, Has: HasTime}, Update{Op: Delete, Src: 1, Dst: 2})
+	l, ref := live[0], live[1]
+	var compacted *graph.Graph
+	for i, rec := range recs {
+		switch i {
+		case begin:
+			s, err := l.BeginCompaction()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if compacted, err = Compact(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+		case swap:
+			if _, _, err := l.Rebase(compacted); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, x := range live {
+			if err := x.Apply(0, int64(i), rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i < swap {
+			continue
+		}
+		a, b := l.Publish(), ref.Publish()
+		ga, err := Compact(ctx, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gb, err := Compact(ctx, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		na, ca, _ := a.Window()
+		nb, cb, _ := b.Window()
+		if ga.Checksum() != gb.Checksum() || na != nb || ca != cb {
+			t.Fatalf("record %d: rebased %d edges, window (%d, %d); never compacted %d edges, window (%d, %d)",
+				i, ga.NumEdges(), na, ca, gb.NumEdges(), nb, cb)
 		}
 	}
 }
