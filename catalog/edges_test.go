@@ -22,8 +22,13 @@ func TestPublishRecordsEdgeOffsets(t *testing.T) {
 			}
 			defer c.Close()
 			f, v := graphFile(t, 1)
-			for _, offs := range []map[int32]int64{{0: 12, 2: 7}, {0: 15, 1: 3, 2: 7}} {
-				p, err := c.PublishWith(ctx, f, PublishOptions{EdgeTopic: "edges", EdgeOffsets: offs})
+			eventTime := int64(1764300000000)
+			for k, offs := range []map[int32]int64{{0: 12, 2: 7}, {0: 15, 1: 3, 2: 7}} {
+				var et *int64
+				if k == 1 {
+					et = &eventTime // a live graph with a time window
+				}
+				p, err := c.PublishWith(ctx, f, PublishOptions{EdgeTopic: "edges", EdgeOffsets: offs, EdgeEventTime: et})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -36,7 +41,7 @@ func TestPublishRecordsEdgeOffsets(t *testing.T) {
 					t.Fatal(err)
 				}
 				for what, q := range map[string]Pointer{"published": p, "CURRENT": cur, "descriptor": d} {
-					if q.Format != FormatVersion || q.EdgeTopic != "edges" || !maps.Equal(q.EdgeOffsets, offs) || q.Version != v {
+					if q.Format != FormatVersion || q.EdgeTopic != "edges" || !maps.Equal(q.EdgeOffsets, offs) || q.Version != v || !sameTime(q.EdgeEventTime, et) {
 						t.Fatalf("%s: %+v, want format %d, edge offsets %v of topic edges", what, q, FormatVersion, offs)
 					}
 				}
