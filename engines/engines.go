@@ -27,6 +27,10 @@ type Settings struct {
 	// GPUDeviceFraction, when in (0, 1), puts at most that share of the
 	// edges on the device (gpu.WithDeviceFraction; benchmarks). 0 means 1.
 	GPUDeviceFraction float64
+	// GPUStream says when a GPU engine streams a graph larger than its
+	// device budget in partitions (gpu.WithStream; the zero value, auto,
+	// streams when the graph does not fit).
+	GPUStream gpu.StreamMode
 	// GPUPartition says when several GPUs share one partitioned copy of
 	// the graph (WALKSTAGE_GPU_PARTITION).
 	GPUPartition Partition
@@ -153,6 +157,10 @@ const (
 	PartitionOff
 )
 
+// ParseStream reads a GPU stream mode (WALKSTAGE_GPU_STREAM, bench
+// --gpu-stream): auto, on or off.
+func ParseStream(s string) (gpu.StreamMode, error) { return gpu.ParseStreamMode(s) }
+
 // ParsePartition reads a partition mode (WALKSTAGE_GPU_PARTITION, bench
 // --partition): auto, on or off.
 func ParsePartition(s string) (Partition, error) {
@@ -193,6 +201,9 @@ func newGPU(g *graph.Graph, s Settings, log *slog.Logger) (walk.Engine, error) {
 		opts := []gpu.Option{gpu.WithLogger(log.With("device", d)), gpu.WithDevice(d), gpu.WithMemoryLimit(s.GPUMemoryLimit)}
 		if s.GPUDeviceFraction > 0 {
 			opts = append(opts, gpu.WithDeviceFraction(s.GPUDeviceFraction))
+		}
+		if s.GPUStream != gpu.StreamAuto {
+			opts = append(opts, gpu.WithStream(s.GPUStream))
 		}
 		if s.GPUBatchSlots > 0 {
 			opts = append(opts, gpu.WithBatchSlots(s.GPUBatchSlots))

@@ -18,6 +18,15 @@ type Placer interface {
 	Placement() *Placement
 }
 
+// Streamer is implemented by the engine (Engine) that may stream a graph
+// larger than the device budget to its walkers in partitions (stream.go).
+// StreamPlan is the plan, nil when it does not stream; StreamStats is what
+// streaming did in the last Run.
+type Streamer interface {
+	StreamPlan() *StreamPlan
+	StreamStats() StreamStats
+}
+
 // Partitioned is implemented by engines that may share one partitioned
 // copy of the graph with the engines of other devices (Engine with
 // WithStripes, Multi). Stripes is that copy, nil when the engine holds

@@ -93,6 +93,11 @@ type Engine struct {
 	// placed is the placement plan's state, nil when the whole graph is
 	// on the device.
 	placed *placed
+	// streamed is the stream plan's state (stream_cuda.go), nil unless
+	// the graph is streamed to the device in partitions; lastStream is
+	// what it did in the last Run (under lastMu).
+	streamed   *streamed
+	lastStream StreamStats
 	// MetaPath label tables, built on first use (labelTables).
 	dSegOffsets, dSegTargets, dSegAlias cu.DevicePtr
 	segBuilt                            bool
@@ -290,6 +295,7 @@ func (e *Engine) Close() error {
 			e.free(name, p)
 		}
 		e.releasePlaced()
+		e.releaseStreamed()
 		e.releaseTemporal()
 		e.releaseStaging()
 		e.releaseSampleBufs()

@@ -42,8 +42,10 @@
 //	temporal                                         temporal walks
 //	sample, frontier, stagedcopy                     C-SAW graph sampling
 //	visits                                           visit counting
-//	placement, hostread, stripes, multi              graphs larger than one
-//	                                                 device; several devices
+//	placement, hostread, stripes, multi, stream      graphs larger than one
+//	                                                 device (in place, or
+//	                                                 streamed in partitions);
+//	                                                 several devices
 //
 // Sampling, visits and placement each need the context, the module and the
 // device copy of the graph that a Run uses; in packages of their own they

@@ -49,7 +49,12 @@ func (e *Engine) enqueue(s *batchSlot, b *batch, alg walk.Algorithm, withTimes b
 			{"reset cursor", func() error { return cu.MemsetD32Async(s.dCursor, 0, 2, st) }},
 			{"poison lengths", func() error { return cu.MemsetD32Async(s.dLengths, 0, n, st) }},
 			{"record start", func() error { return s.start.Record(st) }},
-			{"launch", func() error { return launch(fn, grid, block, st, []uint64{uint64(s.dParams)}) }},
+			{"launch", func() error {
+				if e.streamed != nil {
+					return e.walkStreamed(s, alg, p, n)
+				}
+				return launch(fn, grid, block, st, []uint64{uint64(s.dParams)})
+			}},
 			{"record stop", func() error { return s.stop.Record(st) }},
 			{"pack partials", func() error {
 				return launch(e.fnPackPartials, int(tiles), packThreads, st, []uint64{uint64(s.dLengths), uint64(n), uint64(s.dPartials)})

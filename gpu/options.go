@@ -12,6 +12,7 @@ type config struct {
 	maxBatchWalks   int
 	hostBufferBytes int64
 	batchSlots      int
+	batchSlotsSet   bool
 	lendChunks      bool
 	chunkWalks      int
 	reserveBytes    int64
@@ -23,6 +24,9 @@ type config struct {
 	reserveSet      bool
 	stripes         *Stripes // partitioned mode: the group's shared edge arrays
 	inject          *faults  // failure injection (tests only)
+	stream          StreamMode
+	streamPartBytes int64 // 0: an eighth of the stream budget
+	streamBatch     int   // streamChoose, streamCopy or streamInPlace (tests)
 }
 
 // maxBatchSlots bounds WithBatchSlots: each slot pins a host buffer.
@@ -76,7 +80,7 @@ func WithHostBufferBytes(n int64) Option { return func(c *config) { c.hostBuffer
 // buffer (WithHostBufferBytes each), so a batch can walk and cross the bus
 // while earlier ones are still being unpacked into chunks. Device memory
 // for batches is split between the slots.
-func WithBatchSlots(n int) Option { return func(c *config) { c.batchSlots = n } }
+func WithBatchSlots(n int) Option { return func(c *config) { c.batchSlots, c.batchSlotsSet = n, true } }
 
 // WithLentChunks makes Run emit chunks whose Vertices lie in the batch
 // slot's pinned buffer (walk.Chunk.Lent) instead of copies of it: the copy
@@ -124,3 +128,20 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 // does not pay for them (0.1 s for pinned memory at the default host buffer
 // size on the H100 host; 0.35-0.6 s at 512 MiB). Runs with longer walks grow the slots as needed.
 func WithPreparedSlots(length int) Option { return func(c *config) { c.prepareLength = length } }
+
+// WithStream says when the engine streams partitions of a graph that does
+// not fit the device (stream.go): StreamAuto (the default) when the graph
+// does not fit, StreamOn always (WithDeviceFraction then caps the share of
+// the streamed arrays on the device: benchmarks), StreamOff never (the
+// placement plan reads the host's share in place). Streaming walks DeepWalk
+// and PPR on the uniform and alias samplers; Run refuses the others.
+func WithStream(m StreamMode) Option { return func(c *config) { c.stream = m } }
+
+// WithStreamPartitionBytes sets the bytes of one streamed partition (0,
+// the default: an eighth of the graph's device budget, at most 1 GiB); tests force small partitions so a small graph streams through
+// many.
+func WithStreamPartitionBytes(n int64) Option { return func(c *config) { c.streamPartBytes = n } }
+
+// withStreamBatch forces how a streaming engine walks its batches
+// (streamCopy, streamInPlace; default streamChoose): tests only.
+func withStreamBatch(m int) Option { return func(c *config) { c.streamBatch = m } }

@@ -67,7 +67,7 @@ func TestPlacementWalksMatchAllDevice(t *testing.T) {
 		{"fraction=0.25", []Option{WithDeviceFraction(0.25)}},
 		{"fraction=0.1", []Option{WithDeviceFraction(0.1), WithMaxBatchWalks(3000)}},
 		{"fraction=0", []Option{WithDeviceFraction(0)}},
-		{fmt.Sprintf("limit=%d", full/2+(256<<10)), []Option{WithMemoryLimit(full/2 + 256<<10)}},
+		{fmt.Sprintf("limit=%d", full/2+(256<<10)), []Option{WithMemoryLimit(full/2 + 256<<10), WithStream(StreamOff)}}, // the placement plan, not streaming (auto would stream)
 	}
 	for _, v := range variants {
 		e := newEngine(t, g, v.opts...)

@@ -20,6 +20,9 @@ import (
 // chunks and the one before it is emitted.
 // Check says whether the engine walks a (walk.AlgorithmChecker).
 func (e *Engine) Check(a walk.Algorithm) error {
+	if e.streamed != nil {
+		return streamSupported(a)
+	}
 	return temporalSupported(a, e.placed == nil && e.cfg.stripes == nil)
 }
 
@@ -42,6 +45,9 @@ func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) e
 	}
 	t0 := time.Now()
 	e.stats = walk.RunStats{TableBytes: e.tableBytes, TableBuild: e.tableBuild}
+	if e.streamed != nil {
+		e.streamed.stats = StreamStats{}
+	}
 	for _, grp := range groupJobs(jobs) {
 		if err := e.runGroup(ctx, grp, emit); err != nil {
 			return e.afterError(err)
@@ -55,6 +61,14 @@ func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) e
 	}
 	e.lastMu.Lock()
 	e.last = e.stats
+	if sm := e.streamed; sm != nil {
+		sm.stats.Steps = e.stats.Steps
+		e.lastStream = sm.stats
+		e.cfg.logger.Info("gpu stream run done", "walks", e.stats.Walks, "steps", e.stats.Steps, "batches", sm.stats.Batches,
+			"in_place_batches", sm.stats.InPlaceBatches, "visits", sm.stats.Visits,
+			"copies", sm.stats.Copies, "bytes_copied", sm.stats.BytesCopied, "bytes_per_step", float64(sm.stats.BytesCopied)/float64(max(e.stats.Steps, 1)),
+			"duration", e.stats.Wall)
+	}
 	e.lastMu.Unlock()
 	return nil
 }
@@ -153,7 +167,9 @@ func (e *Engine) groupBatches(ctx context.Context, grp []*walk.Job) ([]*batch, e
 	// engine loop spent 1.9 ms a launch waiting for (an execution trace of
 	// a GPU backlog); slots only grow, so the answer would be the same.
 	if per := e.hostBatchWalks(stride, total); per >= 1 && e.slotsHold(per, per*stride, int64(len(grp))) {
-		per = pipelinedBatchWalks(per, total)
+		if e.streamed == nil {
+			per = pipelinedBatchWalks(per, total)
+		}
 		e.cfg.logger.Debug("gpu run group", "algorithm", alg.String(), "sampler", e.StepperName(alg), "walks", total, "batch_walks", per)
 		return cutBatches(grp, per), nil
 	}
@@ -177,7 +193,11 @@ func (e *Engine) groupBatches(ctx context.Context, grp []*walk.Job) ([]*batch, e
 	if e.cfg.maxBatchWalks > 0 {
 		per = min(per, int64(e.cfg.maxBatchWalks))
 	}
-	per = pipelinedBatchWalks(per, total)
+	if e.streamed == nil {
+		// Under streaming every batch walks the partitions again: one
+		// batch for the group when it fits, not four to pipeline.
+		per = pipelinedBatchWalks(per, total)
+	}
 	e.cfg.logger.Info("gpu run group", "algorithm", alg.String(), "sampler", e.StepperName(alg), "walks", total, "batch_walks", per)
 	return cutBatches(grp, per), nil
 }

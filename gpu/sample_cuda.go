@@ -51,7 +51,7 @@ var _ graphsample.DeviceSampler = (*Engine)(nil)
 // kernels sample, with the whole graph in this device's own memory (no
 // placement plan, not partitioned).
 func (e *Engine) SamplesOnDevice(p graphsample.SampleParams) bool {
-	return DeviceSamples(p) && e.placed == nil
+	return DeviceSamples(p) && e.placed == nil && e.streamed == nil
 }
 
 // SampleRangeOnDevice implements graphsample.DeviceSampler.
@@ -114,6 +114,9 @@ func (e *Engine) sampleUsable(p graphsample.SampleParams) error {
 	}
 	if e.broken != nil {
 		return e.broken
+	}
+	if e.streamed != nil {
+		return fmt.Errorf("gpu: %s sampling needs the whole graph in this device's own memory; it is streamed in partitions (%.0f%% resident)", p.Kind, 100*e.streamed.plan.DeviceShare())
 	}
 	if e.placed != nil {
 		where := "in host memory under the placement plan"

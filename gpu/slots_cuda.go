@@ -213,6 +213,9 @@ func (e *Engine) slotsHold(walks, words, jobs int64) bool {
 // buffers and the configured cap.
 func (e *Engine) batchWalks(stride, total int64) (int64, error) {
 	perWalk := 2*stride*4 + 4 + 16 // result row, dense copy, length, task
+	if e.streamed != nil {
+		perWalk += 12 // walker vertex, step and list entry (stream_cuda.go)
+	}
 	var free int64
 	err := e.dev.do(func() error {
 		// Slots already allocated count as free: they are reused or

@@ -81,7 +81,17 @@ func (e *Engine) setup() error {
 	if err != nil {
 		return err
 	}
-	if e.cfg.deviceFraction < 1 || graphPlan(shapeOf(g), e.cfg.reserveBytes).need() > free {
+	fits := graphPlan(shapeOf(g), e.cfg.reserveBytes).need() <= free
+	if e.cfg.stream == StreamOn || (e.cfg.stream == StreamAuto && !fits) {
+		// Too large for the device (or asked to): partitions are
+		// streamed to the walkers (stream.go).
+		budget := free - e.cfg.reserveBytes
+		if e.cfg.deviceFraction < 1 {
+			budget = min(budget, int64(e.cfg.deviceFraction*float64(StreamBytesNeeded(g))))
+		}
+		return e.setupStreamed(budget)
+	}
+	if e.cfg.deviceFraction < 1 || !fits {
 		// Too large for the device (or asked to be split): part of the
 		// edges go to mapped host memory.
 		return e.setupPlaced(free - e.cfg.reserveBytes)

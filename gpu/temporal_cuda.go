@@ -84,7 +84,7 @@ func (e *Engine) setupTemporal() error {
 // temporalTables uploads Times and ByTime once and, for a weighted
 // algorithm, builds the prefix sums once (device thread).
 func (e *Engine) temporalTables(alg walk.Algorithm) error {
-	if err := temporalSupported(alg, e.placed == nil && e.cfg.stripes == nil); err != nil {
+	if err := temporalSupported(alg, e.placed == nil && e.streamed == nil && e.cfg.stripes == nil); err != nil {
 		return fmt.Errorf("gpu: %w", err) // Run refused it already; kept for any other caller
 	}
 	t := &e.tmp

@@ -77,7 +77,9 @@ func (e *Engine) CountVisitCallsOnDevice(ctx context.Context, calls []visits.Vis
 	var groups [][]int
 	var keys []walkParams
 	for c, call := range calls {
-		if !deviceCounts(call.Params) || visitTableBits(call.Params, call.Queries, nv) > 31 {
+		// A streamed graph is not on the device whole: the host counts
+		// visits from Run's walks.
+		if e.streamed != nil || !deviceCounts(call.Params) || visitTableBits(call.Params, call.Queries, nv) > 31 {
 			continue
 		}
 		var k walkParams

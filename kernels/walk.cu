@@ -16,6 +16,8 @@
 //   walk_temporal_* (below, temporal.cuh) persistent blocks for temporal
 //                   walks, one walk per thread as walk_thread, one kernel per
 //                   time bias and weighting
+//   stream_*        (stream.cuh) partition streaming: walkers bucketed by
+//                   partition, walked while their partition is on the device
 //   walk_reservoir  persistent blocks for the reservoir samplers (ZPRS, DPRS;
 //                   MetaPath by default): a local task pool of kLocalPoolSlots
 //                   walks in shared memory, warp samplers for degrees up to
@@ -39,6 +41,7 @@
 #include "sample_fire.cuh"
 #include "sample_columns.cuh"
 #include "temporal.cuh"
+#include "stream.cuh"
 
 using namespace ws;
 

@@ -277,6 +277,13 @@ type Config struct {
 	// (when the graph does not fit the smallest GPU), on, or off (each GPU
 	// holds it whole, or walks it under a placement plan in host memory).
 	GPUPartition string `env:"GPU_PARTITION" envDefault:"auto"`
+	// WALKSTAGE_GPU_STREAM: whether a GPU engine whose graph does not fit
+	// the device (or WALKSTAGE_GPU_MEMORY_LIMIT) streams it to the walkers
+	// in partitions (docs/design/out-of-core.md): auto (when it does not
+	// fit), on, or off (the placement plan reads the host's share in
+	// place). Streaming walks DeepWalk and PPR on the uniform and alias
+	// samplers and refuses the other algorithms; off walks them all.
+	GPUStream string `env:"GPU_STREAM" envDefault:"auto"`
 
 	// ---- Request limits (violations are rejected, see docs/reference/messages.md) ----
 
@@ -683,6 +690,9 @@ func (c *Config) validateEngineAndLimits(bad badFunc) {
 	}
 	if _, err := engines.ParsePartition(c.GPUPartition); err != nil {
 		bad("GPU_PARTITION", "%v", err)
+	}
+	if _, err := engines.ParseStream(c.GPUStream); err != nil {
+		bad("GPU_STREAM", "%v", err)
 	}
 	if c.HostMemoryLimit < -1 {
 		bad("HOST_MEMORY_LIMIT", "%d must be -1 (always in memory), 0 (the cgroup's limit or MemAvailable) or a byte count", c.HostMemoryLimit)

@@ -28,7 +28,8 @@ func NewLogger(c Config, w io.Writer) *slog.Logger {
 func (c Config) EngineSettings() engines.Settings {
 	gpus, _ := engines.ParseGPUs(c.GPUs)              // validated by Load
 	part, _ := engines.ParsePartition(c.GPUPartition) // likewise
+	stream, _ := engines.ParseStream(c.GPUStream)     // likewise
 	return engines.Settings{Workers: c.CPUWorkers, FusedTableBytes: c.CPUFusedTableBytes,
 		EagerLabelTables: c.CPULabelTables == "eager", HostMemoryLimit: c.HostMemoryLimit, GPUMemoryLimit: c.GPUMemoryLimit, GPUs: gpus,
-		GPUPartition: part, GPULentChunks: c.GPULendChunks, GPUBatchSlots: c.GPUBatchSlots}
+		GPUPartition: part, GPUStream: stream, GPULentChunks: c.GPULendChunks, GPUBatchSlots: c.GPUBatchSlots}
 }

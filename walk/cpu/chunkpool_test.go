@@ -114,7 +114,10 @@ func TestReleasedChunksCutAllocations(t *testing.T) {
 	if given*4 > kept {
 		t.Errorf("three runs allocated %d bytes with chunks given back, %d without: want under a quarter", given, kept)
 	}
-	if given/3 > 32<<10 {
-		t.Errorf("a run with chunks given back allocated %d bytes: want under 32 KiB, the workers' rows reused", given/3)
+	// Without the rows reused a run allocated 129 KiB; with them 14-46 KiB,
+	// the spread being the runtime's own allocations on a loaded machine
+	// (a 32 KiB bound failed there).
+	if given/3 > 96<<10 {
+		t.Errorf("a run with chunks given back allocated %d bytes: want under 96 KiB, the workers' rows reused", given/3)
 	}
 }

@@ -98,6 +98,8 @@ type Engine struct {
 	coarse     []int64 // Temporal's coarse time index (coarseIndex)
 	cumwOnce   sync.Once
 	cumw       []float64 // Temporal's per-vertex prefix sums of weights (windowWeights)
+	recOnce    sync.Once
+	recs       []timeRec // Temporal's records for the uniform and linear biases (timeRecords)
 	// expTabs are the exponential bias's cell sums by scale, direction
 	// and weighting (expSums), least recently used first; guarded by mu.
 	expTabs []*expTable
@@ -242,13 +244,20 @@ func (e *Engine) plan(jobs []walk.Job) (steppers []*stepper, units []unit, maxLe
 			steppers[i].segs = e.labelTables()
 		}
 		if j.Algorithm.Kind == walk.Temporal {
-			var cumw, sums []float64
+			var cumw []float64
+			var rec []timeRec
+			var exp *expTable
 			if j.Algorithm.Time.Bias == walk.TimeExponential {
-				sums = e.expSums(j.Algorithm)
-			} else if j.Algorithm.Weighted {
-				cumw = e.windowWeights()
+				exp = e.expTable(j.Algorithm)
+			} else {
+				if j.Algorithm.Weighted {
+					cumw = e.windowWeights()
+				}
+				if j.Algorithm.P == 0 { // temporal Node2Vec walks one at a time, on the graph's arrays
+					rec = e.timeRecords()
+				}
 			}
-			steppers[i].tmp = temporalGraph(e.g, j.Algorithm, cumw, sums, e.coarseIndex())
+			steppers[i].tmp = temporalGraph(e.g, j.Algorithm, cumw, rec, exp, e.coarseIndex())
 		}
 		for lo := 0; lo < len(j.Starts); lo += size {
 			units = append(units, unit{job: i, lo: lo, hi: min(lo+size, len(j.Starts))})

@@ -26,8 +26,15 @@ func (e *Engine) TableBytes() int64 {
 }
 
 func (e *Engine) tableBytes() int64 {
-	return int64(len(e.alias))*int64(unsafe.Sizeof(aliasEntry{})) + int64(len(e.fused))*fusedBytesPerEdge +
+	n := int64(len(e.alias))*int64(unsafe.Sizeof(aliasEntry{})) + int64(len(e.fused))*fusedBytesPerEdge +
 		e.fence.bytes() + e.labels.bytes()
+	// Temporal walks' tables: the coarse index, the weights' prefix sums,
+	// the records (timeRecords) and the exponential bias's records.
+	n += int64(len(e.coarse))*8 + int64(len(e.cumw))*8 + int64(len(e.recs))*int64(unsafe.Sizeof(timeRec{}))
+	for _, t := range e.expTabs {
+		n += int64(len(t.rec)) * int64(unsafe.Sizeof(timeRec{}))
+	}
+	return n
 }
 
 // fusedFor reports whether a walks on the fused table: every walk that

@@ -3,7 +3,6 @@ package cpu
 import (
 	"math"
 	"time"
-	"unsafe"
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
@@ -21,11 +20,12 @@ type temporal struct {
 	// rejections bounds the rejection loop (maxRejections; tests set 0
 	// to check the exact fallback on its own).
 	rejections uint32
-	// expSums are the exponential bias's per-edge cell sums for this
-	// walk's scale, direction and weighting (temporalexp.go), expCell the
-	// cells' width G.
-	expSums []float64
-	expCell uint64
+	// rec are the time order's records (timeRec): times and targets,
+	// with the exponential bias's cell sums for this walk's scale,
+	// direction and weighting (temporalexp.go); expCell the cells' width G.
+	rec        []timeRec
+	expCell    uint64
+	expOneCell bool // every edge time in one cell (expTable.oneCell)
 }
 
 // coarseIndex builds the coarse time index once per engine (a quarter of
@@ -69,22 +69,23 @@ func (s *stepper) window(a, b uint64, t int64, bounded bool) (lo, hi uint64) {
 	if !bounded {
 		return a, b
 	}
-	return s.windowIn(a, b, t, a, b)
+	fa, fb, g := coarseRange(s.tmp.coarse, a, b, t, s.alg.Time.Backward)
+	return s.windowIn(a, b, t, fa, fb, g)
 }
 
 // windowIn is window for a bounded step whose first search (forward: the
 // first time at or after t; backward: the first after t) is known to end
-// in [fa, fb] (coarseRange).
-func (s *stepper) windowIn(a, b uint64, t int64, fa, fb uint64) (lo, hi uint64) {
+// in [fa, fb], near g (coarseRange).
+func (s *stepper) windowIn(a, b uint64, t int64, fa, fb, g uint64) (lo, hi uint64) {
 	tp := &s.alg.Time
 	lo, hi = a, b
 	if !tp.Backward {
-		lo = lowerTime(s.tmp.times, fa, fb, t)
+		lo = timeFrom(s.tmp.times, fa, fb, t, false, g)
 		if tp.HasMaxGap {
 			hi = upperTime(s.tmp.times, lo, b, satAdd(t, tp.MaxGap))
 		}
 	} else {
-		hi = upperTime(s.tmp.times, fa, fb, t)
+		hi = timeFrom(s.tmp.times, fa, fb, t, true, g)
 		if tp.HasMaxGap {
 			lo = lowerTime(s.tmp.times, a, hi, satAdd(t, -tp.MaxGap))
 		}
@@ -107,23 +108,65 @@ func coarseTimes(times []int64) []int64 {
 }
 
 // coarseRange narrows the search in [a, b) for the first time at or after
-// t (upper: after t) to [fa, fb] by a binary search over the coarse
-// entries inside [a, b): the answer is a position of [fa, fb), or fb, and
-// fb-fa < coarseSpacing where the range had more than two entries' worth.
-func coarseRange(coarse []int64, a, b uint64, t int64, upper bool) (fa, fb uint64) {
+// t (upper: after t) to [fa, fb] by a search over the coarse entries
+// inside [a, b): the answer is a position of [fa, fb), or fb, and fb-fa <
+// coarseSpacing where the range had more than two entries' worth. g in
+// [fa, fb] is a guess of the answer (timeFrom starts there): where the
+// times between the two coarse entries around t run evenly.
+//
+// The search over the entries interpolates too: it probes first where t
+// would fall if the vertex's times ran evenly between its first and last
+// entries, then gallops from there. Edge times that run about evenly
+// (a hub's steady stream of events) put that probe a few entries from
+// the answer, where a binary search over a hub's thousands of entries
+// takes a dozen mispredicted probes; any times give the same answer.
+func coarseRange(coarse []int64, a, b uint64, t int64, upper bool) (fa, fb, g uint64) {
 	fa, fb = a, b
 	if b-a <= 2*coarseSpacing {
-		return fa, fb
+		return fa, fb, a + (b-a)/2
 	}
-	j0, j1 := (a+coarseSpacing-1)/coarseSpacing, (b+coarseSpacing-1)/coarseSpacing
-	l, h := j0, j1
-	for l < h {
-		m := l + (h-l)/2
-		if c := coarse[m]; c < t || upper && c == t {
-			l = m + 1
+	j0, j1, _ := coarseEntries(a, b)
+	after := func(c int64) bool { return c > t || !upper && c == t } // the answer is not after c's position
+	// l: the first entry of [j0, j1) that is after, or j1.
+	var l uint64
+	switch {
+	case after(coarse[j0]):
+		l = j0
+	case !after(coarse[j1-1]):
+		l = j1
+	default: // the answer is in (j0, j1-1]
+		lo, hi := j0, j1-1 // !after(coarse[lo]), after(coarse[hi])
+		jg := coarseProbe(coarse, j0, j1, t)
+		if after(coarse[jg]) {
+			hi = jg
+			for step := uint64(1); hi-lo > 1; step *= 2 {
+				next := hi - min(step, hi-lo-1)
+				if !after(coarse[next]) {
+					lo = next
+					break
+				}
+				hi = next
+			}
 		} else {
-			h = m
+			lo = jg
+			for step := uint64(1); hi-lo > 1; step *= 2 {
+				next := lo + min(step, hi-lo-1)
+				if after(coarse[next]) {
+					hi = next
+					break
+				}
+				lo = next
+			}
 		}
+		for hi-lo > 1 {
+			m := lo + (hi-lo)/2
+			if after(coarse[m]) {
+				hi = m
+			} else {
+				lo = m
+			}
+		}
+		l = hi
 	}
 	if l < j1 {
 		fb = l * coarseSpacing // that position is not before t
@@ -131,7 +174,79 @@ func coarseRange(coarse []int64, a, b uint64, t int64, upper bool) (fa, fb uint6
 	if l > j0 {
 		fa = (l-1)*coarseSpacing + 1 // the entry before it is
 	}
-	return fa, fb
+	g = fa + (fb-fa)/2
+	if l > j0 && l < j1 {
+		g = fa + uint64(lerp(coarse[l-1], coarse[l], t)*float64(fb-fa))
+	}
+	return fa, fb, g
+}
+
+// coarseEntries are the coarse entries [j0, j1) inside [a, b); ok is
+// false where coarseRange does not search them (b-a <= 2*coarseSpacing).
+func coarseEntries(a, b uint64) (j0, j1 uint64, ok bool) {
+	return (a + coarseSpacing - 1) / coarseSpacing, (b + coarseSpacing - 1) / coarseSpacing, b-a > 2*coarseSpacing
+}
+
+// coarseProbe is coarseRange's first probe inside (j0, j1-1]: where t
+// would fall if the times ran evenly between entries j0 and j1-1.
+func coarseProbe(coarse []int64, j0, j1 uint64, t int64) uint64 {
+	return j0 + 1 + uint64(lerp(coarse[j0], coarse[j1-1], t)*float64(j1-j0-2))
+}
+
+// lerp is where t lies between x <= t and y >= t, in [0, 1) (0 when x and
+// y are equal).
+func lerp(x, y, t int64) float64 {
+	f := (float64(t) - float64(x)) / (float64(y) - float64(x)) // float64: no overflow
+	if !(f >= 0) {
+		return 0
+	}
+	return min(f, 0x1.fffffffffffffp-1)
+}
+
+// timeFrom is lowerTime(times, a, b, t) (upper: upperTime) searched from
+// the guess g in [a, b]: galloping toward the answer, so a good guess
+// costs a probe or two in its own cache line.
+func timeFrom(times []int64, a, b uint64, t int64, upper bool, g uint64) uint64 {
+	after := func(c int64) bool { return c > t || !upper && c == t }
+	// The answer is the first k of [a, b) with after(times[k]), or b; it
+	// is in [l, h].
+	l, h := a, b
+	switch {
+	case g >= b || g < a:
+	case after(times[g]):
+		h = g
+		for step := uint64(1); h > l; step *= 2 {
+			next := h - min(step, h-l)
+			if !after(times[next]) {
+				l = next + 1
+				break
+			}
+			h = next
+		}
+	default:
+		at := g // !after(times[at])
+		for step := uint64(1); ; step *= 2 {
+			next := at + step
+			if next >= h {
+				break
+			}
+			if after(times[next]) {
+				h = next
+				break
+			}
+			at = next
+		}
+		l = at + 1
+	}
+	for l < h {
+		m := l + (h-l)/2
+		if after(times[m]) {
+			h = m
+		} else {
+			l = m + 1
+		}
+	}
+	return l
 }
 
 // satAdd is t+d clamped to the int64 range.
@@ -405,7 +520,7 @@ func (s *stepper) temporalBias(a, k, lo, hi uint64) float64 {
 // nil, has the stride of buf.
 func (s *stepper) walkTemporalUnit(starts []uint32, firstID uint64, buf []uint32, times []int64, lens []uint32) {
 	stride := s.alg.Length + 1
-	if s.alg.P != 0 || len(s.off) == 0 {
+	if s.alg.P != 0 || len(s.off) == 0 || len(s.tmp.rec) == 0 {
 		// Temporal Node2Vec's 32-lane step reads two vertices' windows:
 		// one walk at a time.
 		for k := range starts {
@@ -423,149 +538,14 @@ func (s *stepper) walkTemporalUnit(starts []uint32, firstID uint64, buf []uint32
 	}
 }
 
-// temporalGroup is how many walks walkTemporalGroup advances together.
-const temporalGroup = 32
-
-// walkTemporalGroup walks up to temporalGroup walks a step at a time each,
-// in rounds: a walk's step is a chain of dependent loads (its vertex's
-// offsets, the binary search of its times, the draw's reads, the
-// position's edge index, its target), so one walk alone waits on memory at
-// every link. A round takes each link for every walk of the group before
-// the next, prefetching what the next link reads for all of them first,
-// so the misses of the group's walks overlap: the offsets; the middle of
-// every walk's times (the search's first probes) and the windows; the
-// draws' first reads (the exponential sums at the near end and the time at
-// the far end, the weighted prefix sums' ends); the drawn positions' edge
-// indexes and times; the targets. Each walk draws exactly as walkTemporal
-// does (Philox keyed by walk and step): the walks are the same, byte for
-// byte.
-func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint32, times []int64, timesRow int, lens []uint32) {
-	stride := s.alg.Length + 1
-	n := len(starts)
-	var (
-		cur    [temporalGroup]uint32
-		t      [temporalGroup]int64
-		active [temporalGroup]int // indexes of the walks still going
-		idx    [3 * temporalGroup]uint64
-		idx2   [temporalGroup]uint64
-		ab     [temporalGroup][2]uint64 // the vertex's time order [a, b)
-		win    [temporalGroup][2]uint64 // the window [lo, hi), then the drawn position
-	)
-	bound := s.alg.Time.Bound()
-	for k := range n {
-		cur[k], t[k] = starts[k], bound
-		buf[k*stride] = starts[k]
-		if times != nil {
-			times[(timesRow+k)*stride] = bound
-		}
-		lens[k] = 1
-		active[k] = k
-	}
-	live := n
-	tm := s.tmp.times
-	if len(tm) == 0 {
-		return // no edges: no walk takes a step
-	}
-	bt := s.tmp.byTime
-	exp := s.alg.Time.Bias == walk.TimeExponential && s.tmp.rejections > 0
-	cumw := s.tmp.cumw
-	for step := uint32(0); step < uint32(s.alg.Length) && live > 0; step++ {
-		bounded := step > 0 || s.alg.Time.HasStart
-		for i, k := range active[:live] {
-			idx[i] = uint64(cur[k])
-		}
-		prefetchRows(unsafe.Pointer(&s.off[0]), idx[:live], 8, 16)
-		// The searches' coarse steps (their entries mostly cached), then
-		// the runs of times they leave.
-		m := 0
-		for _, k := range active[:live] {
-			a, b := s.off[cur[k]], s.off[cur[k]+1]
-			ab[k] = [2]uint64{a, b}
-			fa, fb := a, b
-			if bounded && b > a {
-				fa, fb = coarseRange(s.tmp.coarse, a, b, t[k], s.alg.Time.Backward)
-				if fb > fa {
-					idx[m], idx[m+1], idx[m+2] = fa, fa+(fb-fa)/2, fb-1
-					m += 3
-				}
-			}
-			win[k] = [2]uint64{fa, fb}
-		}
-		if m > 0 {
-			prefetchRows(unsafe.Pointer(&tm[0]), idx[:m], 8, 8)
-		}
-		// Windows, and the draws' first reads.
-		m, m2 := 0, 0
-		for _, k := range active[:live] {
-			lo, hi := ab[k][0], ab[k][1]
-			if bounded {
-				lo, hi = s.windowIn(lo, hi, t[k], win[k][0], win[k][1])
-			}
-			win[k] = [2]uint64{lo, hi}
-			if lo < hi {
-				switch {
-				case exp:
-					idx[m], idx[m+1] = lo, hi-1
-					m += 2
-					if s.alg.Time.Backward {
-						idx2[m2] = hi - 1
-					} else {
-						idx2[m2] = lo
-					}
-					m2++
-				case cumw != nil:
-					idx2[m2] = hi - 1
-					m2++
-				}
-			}
-		}
-		if m > 0 {
-			prefetchRows(unsafe.Pointer(&tm[0]), idx[:m], 8, 8)
-		}
-		if m2 > 0 {
-			if exp {
-				prefetchRows(unsafe.Pointer(&s.tmp.expSums[0]), idx2[:m2], 8, 8)
-			} else {
-				prefetchRows(unsafe.Pointer(&cumw[0]), idx2[:m2], 8, 8)
-			}
-		}
-		// Draws.
-		kept := 0
-		for _, k := range active[:live] {
-			e, ok := s.temporalDraw(firstID+uint64(k), step, ab[k][0], ab[k][1], win[k][0], win[k][1])
-			if !ok {
-				continue
-			}
-			win[k][0] = e
-			idx[kept] = e
-			active[kept] = k
-			kept++
-		}
-		live = kept
-		prefetchRows(unsafe.Pointer(&bt[0]), idx[:live], 4, 4)
-		prefetchRows(unsafe.Pointer(&tm[0]), idx[:live], 8, 8)
-		// Edge indexes, then the targets.
-		for i, k := range active[:live] {
-			idx[i] = ab[k][0] + uint64(bt[win[k][0]])
-		}
-		prefetchRows(unsafe.Pointer(&s.tgt[0]), idx[:live], 4, 4)
-		for i, k := range active[:live] {
-			e := win[k][0]
-			cur[k], t[k] = s.tgt[idx[i]], tm[e]
-			buf[k*stride+int(lens[k])] = cur[k]
-			if times != nil {
-				times[(timesRow+k)*stride+int(lens[k])] = t[k]
-			}
-			lens[k]++
-		}
-	}
-}
-
 // temporalGraph is the part of g a Temporal stepper of alg reads; cumw
-// for weighted walks, expSums for the exponential bias.
-func temporalGraph(g *graph.Graph, alg walk.Algorithm, cumw, expSums []float64, coarse []int64) *temporal {
-	t := &temporal{times: g.Times, coarse: coarse, byTime: g.ByTime, cumw: cumw, rejections: walk.MaxRejections, expSums: expSums}
-	if alg.Time.Bias == walk.TimeExponential {
+// for weighted walks, rec the records (timeRecords) for the uniform and
+// linear biases, exp (records with the cell sums) for the exponential
+// bias. Without records the walks go one at a time (walkTemporal).
+func temporalGraph(g *graph.Graph, alg walk.Algorithm, cumw []float64, rec []timeRec, exp *expTable, coarse []int64) *temporal {
+	t := &temporal{times: g.Times, coarse: coarse, byTime: g.ByTime, cumw: cumw, rec: rec, rejections: walk.MaxRejections}
+	if alg.Time.Bias == walk.TimeExponential && exp != nil { // nil: tests of the exact fallback alone
+		t.rec, t.expOneCell = exp.rec, exp.oneCell
 		t.expCell = walk.ExpCell(alg.Time.Scale)
 	}
 	return t

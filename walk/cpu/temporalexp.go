@@ -1,31 +1,131 @@
 package cpu
 
 import (
+	"math"
+	"runtime"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/internal/hugemem"
 	"github.com/walkstage/walkstage/walk"
 )
 
-// expTable is one scale's (and direction's, and weighting's) cell sums,
+// timeRec is position k of the time order as a grouped temporal step
+// reads it: its time, the exponential bias's cell sum (walk.BuildExpSums;
+// 0 in the records of the other biases) and its edge's target, in one
+// record. A step's reads (the search for the window's near end, the sums
+// around the drawn position, the target and time it takes) fall on a few
+// positions close together, so one or two cache lines of records serve
+// what took a line of each of four arrays (Times, the sums, ByTime,
+// Targets), each a miss at the hubs where temporal walks stay.
+type timeRec struct {
+	t   int64
+	s   float64
+	tgt uint32
+}
+
+// timeRecords builds the records of the uniform and linear biases (no
+// sums) once per engine, 24 bytes an edge outside the Go heap.
+func (e *Engine) timeRecords() []timeRec {
+	e.recOnce.Do(func() {
+		t0 := time.Now()
+		g := e.g
+		rec := hugemem.Alloc[timeRec](e, int(g.NumEdges()))
+		var wg sync.WaitGroup
+		for _, r := range vertexRangesByEdges(g, e.cfg.workers*4) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				fillTimeRecs(g, rec, r[0], r[1])
+			}()
+		}
+		wg.Wait()
+		e.recordBuild(t0, func() { e.recs = rec })
+	})
+	return e.recs
+}
+
+// fillTimeRecs fills the records of vertices [v0, v1), without sums.
+func fillTimeRecs(g *graph.Graph, rec []timeRec, v0, v1 int) {
+	for v := v0; v < v1; v++ {
+		a := g.Offsets[v]
+		for k := a; k < g.Offsets[v+1]; k++ {
+			rec[k] = timeRec{t: g.Times[k], tgt: g.Targets[a+uint64(g.ByTime[k])]}
+		}
+	}
+}
+
+// fillExpRecs fills the records of vertices [v0, v1) with the cell sums
+// of walk.BuildExpSums, computed here as there (the same order of
+// additions, the same detExp and products: TestTemporalExpSums compares
+// the bits) so that no scratch table of 8 bytes an edge is needed.
+func fillExpRecs(g *graph.Graph, scale float64, backward, weighted bool, rec []timeRec, v0, v1 int) {
+	G := walk.ExpCell(scale)
+	times := g.Times
+	for v := v0; v < v1; v++ {
+		a, b := g.Offsets[v], g.Offsets[v+1]
+		var sum float64
+		var cell uint64
+		for i := uint64(0); i < b-a; i++ {
+			k := a + i // backward: positions in order
+			if !backward {
+				k = b - 1 - i // forward: from the last position down
+			}
+			u := walk.TimeKey(times[k])
+			c := u / G
+			if i == 0 || c != cell {
+				sum, cell = 0, c
+			}
+			o := u - c*G
+			if backward {
+				o = G - 1 - o
+			}
+			x := walk.DetExp(-float64(o) / scale)
+			e := a + uint64(g.ByTime[k])
+			if weighted {
+				x = float64(x * float64(g.Weights[e])) // float64(): never an FMA
+			}
+			sum += x
+			rec[k] = timeRec{t: times[k], s: sum, tgt: g.Targets[e]}
+		}
+	}
+}
+
+// expTable is one scale's (and direction's, and weighting's) records,
 // built once on first use.
 type expTable struct {
 	scale              float64
 	backward, weighted bool
 	once               sync.Once
-	sums               []float64
+	rec                []timeRec
+	// oneCell is true when every edge time of the graph falls in one time
+	// cell: a window is then never cut by a cell boundary, and a step
+	// needs neither its far end's time nor a cell check.
+	oneCell bool
 }
 
-// maxExpTables bounds the tables the CPU engine keeps (8 bytes an edge
+// maxExpTables bounds the tables the CPU engine keeps (24 bytes an edge
 // each): a run with a third scale drops the least recently used.
 const maxExpTables = 2
 
-// expSums returns the cell sums for alg's exponential bias, building them
+// expSums returns the cell sums of alg's exponential bias, copied out of
+// its records (for tests).
+func (e *Engine) expSums(alg walk.Algorithm) []float64 {
+	rec := e.expTable(alg).rec
+	s := make([]float64, len(rec))
+	for i := range rec {
+		s[i] = rec[i].s
+	}
+	runtime.KeepAlive(e) // the records are unmapped once e is collected
+	return s
+}
+
+// expTable returns the records for alg's exponential bias, building them
 // (on the engine's workers) the first time this scale, direction and
 // weighting is asked for.
-func (e *Engine) expSums(alg walk.Algorithm) []float64 {
+func (e *Engine) expTable(alg walk.Algorithm) *expTable {
 	tp := alg.Time
 	e.mu.Lock()
 	var t *expTable
@@ -53,20 +153,23 @@ func (e *Engine) expSums(alg walk.Algorithm) []float64 {
 		// read it at random, and a table of the graph's size in the heap
 		// paces the collector by it. A dropped table is unmapped once e
 		// is; the workers keep e alive while they walk.
-		s := hugemem.Alloc[float64](e, int(g.NumEdges()))
+		rec := hugemem.Alloc[timeRec](e, int(g.NumEdges()))
 		ranges := vertexRangesByEdges(g, e.cfg.workers*4)
 		var wg sync.WaitGroup
 		for _, r := range ranges {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				walk.BuildExpSums(g, tp.Scale, tp.Backward, alg.Weighted, s, r[0], r[1])
+				fillExpRecs(g, tp.Scale, tp.Backward, alg.Weighted, rec, r[0], r[1])
 			}()
 		}
 		wg.Wait()
-		e.recordBuild(t0, func() { t.sums = s })
+		tlo, thi := g.TimeRange()
+		G := walk.ExpCell(tp.Scale)
+		one := walk.TimeKey(tlo)/G == walk.TimeKey(thi)/G
+		e.recordBuild(t0, func() { t.rec, t.oneCell = rec, one })
 	})
-	return t.sums
+	return t
 }
 
 // vertexRangesByEdges cuts the vertices into at most n contiguous ranges of
@@ -94,34 +197,131 @@ func vertexRangesByEdges(g *graph.Graph, n int) [][2]int {
 	return out
 }
 
+// expDraw is what an exponential step draws before it reads the sums: the
+// Philox words of its draw and a guess of the position they pick
+// (expHint), which walkTemporalGroup computes a phase ahead so that it can
+// prefetch the sums there.
+type expDraw struct {
+	x0, x1, x2, x3 uint32
+	hint           uint64
+}
+
 // expStep is the exponential bias's draw (temporal.go's specification) on
-// window [lo, hi) of the time order [a, b): the window's cells from its
-// near end, each cell's part weighed by its sums times the cell's factor to
-// the near end, a part drawn by (x2, x3) when there are more than one, and
-// a position in it by (x0, x1) through the sums. ok is false when the
-// window's sums are zero (the caller's exact scan decides).
+// window [lo, hi) of the time order [a, b); ok is false when the window's
+// sums are zero (the caller's exact scan decides).
 func (s *stepper) expStep(id uint64, step uint32, a, b, lo, hi uint64) (uint64, bool) {
-	times, S, G := s.tmp.times, s.tmp.expSums, s.tmp.expCell
-	x0, x1, x2, x3 := s.draw(id, step, 0)
-	u := unit53(x0, x1)
+	var d expDraw
+	s.expPrepare(&d, id, step, lo, hi)
+	return s.expDrawn(&d, a, b, lo, hi)
+}
+
+// expPrepare fills d for the step of walk id on window [lo, hi).
+func (s *stepper) expPrepare(d *expDraw, id uint64, step uint32, lo, hi uint64) {
+	d.x0, d.x1, d.x2, d.x3 = s.draw(id, step, 0)
+	d.hint = s.expHint(lo, hi, unit53(d.x0, d.x1))
+}
+
+// expHintMin is the least window (positions) whose draw starts its search
+// at a guess rather than at the near end: below it the whole search spans
+// a few cache lines anyway.
+const expHintMin = 2 * coarseSpacing
+
+// expHint guesses the position of window [lo, hi) that the draw u picks
+// when the window is one cell's part, so that the search in the sums
+// starts next to it instead of galloping from the near end (the gallop's
+// probes are dependent misses, about 2 log2 of the distance). Any guess in
+// [lo, hi) gives the same position (the search is exact); a good one saves
+// the misses. It models the window as times spread evenly between the near
+// end and the coarse index's entry farthest inside the window, cached for
+// the hubs where windows are long: weights exp(-x) at x scales from the
+// near end, the window X scales long, the mass from x on is (e^-x - e^-X)
+// / (1 - e^-X), and the draw's position is where that equals u.
+func (s *stepper) expHint(lo, hi uint64, u float64) uint64 {
+	n := hi - lo
+	back := s.alg.Time.Backward
+	if n <= expHintMin {
+		if back {
+			return hi - 1
+		}
+		return lo
+	}
+	R, coarse := s.tmp.rec, s.tmp.coarse
+	var near, far int64
+	var span uint64 // positions from the near end to the coarse entry
+	if !back {
+		j := (hi - 1) / coarseSpacing
+		near, far, span = R[lo].t, coarse[j], j*coarseSpacing-lo
+	} else {
+		j := (lo + coarseSpacing - 1) / coarseSpacing
+		near, far, span = R[hi-1].t, coarse[j], hi-1-j*coarseSpacing
+	}
+	X := math.Abs(float64(far)-float64(near)) / s.alg.Time.Scale
+	var p float64
+	if !(X > 0) {
+		p = (1 - u) * float64(span) // equal times: equal weights
+	} else {
+		var e float64
+		if X < 40 {
+			e = math.Exp(-X)
+		}
+		x := X
+		if y := u + (1-u)*e; y > 0 {
+			x = -roughLog(y)
+		}
+		p = x / X * float64(span)
+	}
+	off := uint64(min(max(p, 0), float64(n-1)))
+	if back {
+		return hi - 1 - off
+	}
+	return lo + off
+}
+
+// roughLog is ln(y) for y > 0 to about 0.01: a guess needs no more, and
+// math.Log would cost a tenth of a step.
+func roughLog(y float64) float64 {
+	b := math.Float64bits(y)
+	e := float64(int64(b>>52&0x7ff) - 1023)
+	f := math.Float64frombits(b&(1<<52-1)|1023<<52) - 1 // y = (1+f) 2^e, f in [0, 1)
+	// log2(1+f) by a cubic through its ends, error under 0.01.
+	l2 := f * (1.4425449 + f*(-0.7181451+f*0.2779070))
+	return (e + l2) * math.Ln2
+}
+
+// expDrawn is expStep's draw from d on window [lo, hi) of the time order
+// [a, b): the window's cells from its near end, each cell's part weighed
+// by its sums times the cell's factor to the near end, a part drawn by
+// (x2, x3) when there are more than one, and a position in it by (x0, x1)
+// through the sums.
+func (s *stepper) expDrawn(d *expDraw, a, b, lo, hi uint64) (uint64, bool) {
+	R, G := s.tmp.rec, s.tmp.expCell
+	one := s.tmp.expOneCell
+	u := unit53(d.x0, d.x1)
 	if !s.alg.Time.Backward {
-		near := walk.TimeKey(times[lo])
+		if one {
+			var base float64
+			if hi < b {
+				base = R[hi].s
+			}
+			return expPickForward(R, lo, hi, base, u, d.hint)
+		}
+		near := walk.TimeKey(R[lo].t)
 		c0 := near / G
-		if walk.TimeKey(times[hi-1])/G == c0 {
-			return expPickForward(S, lo, hi, expBaseForward(S, times, b, hi, c0, G), u)
+		if walk.TimeKey(R[hi-1].t)/G == c0 {
+			return expPickForward(R, lo, hi, expBaseForward(R, b, hi, c0, G), u, d.hint)
 		}
 		var start, end [walk.MaxExpCells]uint64
 		var base, cum [walk.MaxExpCells]float64
 		var total float64
 		n := 0
 		for p := lo; p < hi && n < walk.MaxExpCells; n++ {
-			c := walk.TimeKey(times[p]) / G
+			c := walk.TimeKey(R[p].t) / G
 			var e uint64
 			var bs float64
-			if walk.TimeKey(times[hi-1])/G == c {
-				e, bs = hi, expBaseForward(S, times, b, hi, c, G)
+			if walk.TimeKey(R[hi-1].t)/G == c {
+				e, bs = hi, expBaseForward(R, b, hi, c, G)
 			} else {
-				e = gallopLower(times, p, hi, walk.KeyTime((c+1)*G))
+				e = gallopLowerRec(R, p, hi, walk.KeyTime((c+1)*G))
 			}
 			var f float64
 			if n == 0 {
@@ -132,35 +332,42 @@ func (s *stepper) expStep(id uint64, step uint32, a, b, lo, hi uint64) (uint64, 
 			if f == 0 {
 				break // this cell and every later one weigh nothing
 			}
-			total += float64((S[p] - bs) * f) // float64(): never an FMA, as on the GPU
+			total += float64((R[p].s - bs) * f) // float64(): never an FMA, as on the GPU
 			start[n], end[n], base[n], cum[n] = p, e, bs, total
 			p = e
 		}
-		i, ok := expPickCell(cum[:n], total, x2, x3)
+		i, ok := expPickCell(cum[:n], total, d.x2, d.x3)
 		if !ok {
 			return 0, false
 		}
-		return expPickForward(S, start[i], end[i], base[i], u)
+		return expPickForward(R, start[i], end[i], base[i], u, start[i])
 	}
-	near := walk.TimeKey(times[hi-1])
+	if one {
+		var base float64
+		if lo > a {
+			base = R[lo-1].s
+		}
+		return expPickBackward(R, lo, hi, base, u, d.hint)
+	}
+	near := walk.TimeKey(R[hi-1].t)
 	c0 := near / G
-	if walk.TimeKey(times[lo])/G == c0 {
-		return expPickBackward(S, lo, hi, expBaseBackward(S, times, a, lo, c0, G), u)
+	if walk.TimeKey(R[lo].t)/G == c0 {
+		return expPickBackward(R, lo, hi, expBaseBackward(R, a, lo, c0, G), u, d.hint)
 	}
 	var start, end [walk.MaxExpCells]uint64
 	var base, cum [walk.MaxExpCells]float64
 	var total float64
 	n := 0
 	for p := hi; p > lo && n < walk.MaxExpCells; n++ {
-		c := walk.TimeKey(times[p-1]) / G
+		c := walk.TimeKey(R[p-1].t) / G
 		var st uint64
 		var bs float64
-		if walk.TimeKey(times[lo])/G == c {
-			st, bs = lo, expBaseBackward(S, times, a, lo, c, G)
+		if walk.TimeKey(R[lo].t)/G == c {
+			st, bs = lo, expBaseBackward(R, a, lo, c, G)
 		} else {
 			// The first position of [lo, p) in cell c: c > the cell of
-			// times[lo] >= 0, so c*G-1 does not wrap.
-			st = gallopUpperBack(times, lo, p, walk.KeyTime(c*G-1))
+			// R[lo].t >= 0, so c*G-1 does not wrap.
+			st = gallopUpperBackRec(R, lo, p, walk.KeyTime(c*G-1))
 		}
 		var f float64
 		if n == 0 {
@@ -171,32 +378,32 @@ func (s *stepper) expStep(id uint64, step uint32, a, b, lo, hi uint64) (uint64, 
 		if f == 0 {
 			break
 		}
-		total += float64((S[p-1] - bs) * f)
+		total += float64((R[p-1].s - bs) * f)
 		start[n], end[n], base[n], cum[n] = st, p, bs, total
 		p = st
 	}
-	i, ok := expPickCell(cum[:n], total, x2, x3)
+	i, ok := expPickCell(cum[:n], total, d.x2, d.x3)
 	if !ok {
 		return 0, false
 	}
-	return expPickBackward(S, start[i], end[i], base[i], u)
+	return expPickBackward(R, start[i], end[i], base[i], u, end[i]-1)
 }
 
 // expBaseForward is the forward sums' value past a window part ending at
-// hi in cell c: S[hi] when position hi is in the same vertex and cell,
+// hi in cell c: R[hi].s when position hi is in the same vertex and cell,
 // else 0 (the cell's sums end there).
-func expBaseForward(S []float64, times []int64, b, hi, c, G uint64) float64 {
-	if hi < b && walk.TimeKey(times[hi])/G == c {
-		return S[hi]
+func expBaseForward(R []timeRec, b, hi, c, G uint64) float64 {
+	if hi < b && walk.TimeKey(R[hi].t)/G == c {
+		return R[hi].s
 	}
 	return 0
 }
 
 // expBaseBackward is the backward sums' value before a part starting at lo
-// in cell c: S[lo-1] when position lo-1 is in the same vertex and cell.
-func expBaseBackward(S []float64, times []int64, a, lo, c, G uint64) float64 {
-	if lo > a && walk.TimeKey(times[lo-1])/G == c {
-		return S[lo-1]
+// in cell c: R[lo-1].s when position lo-1 is in the same vertex and cell.
+func expBaseBackward(R []timeRec, a, lo, c, G uint64) float64 {
+	if lo > a && walk.TimeKey(R[lo-1].t)/G == c {
+		return R[lo-1].s
 	}
 	return 0
 }
@@ -227,34 +434,53 @@ func expPickCell(cum []float64, total float64, x2, x3 uint32) (int, bool) {
 }
 
 // expPickForward draws a position of [lo, hi) (one cell's part) from the
-// forward suffix sums: r = base + u * (S[lo] - base), and the position is
-// the last k with S[k] > r (S[k] - S[k+1] is k's weight), found by
-// galloping from lo, where the mass is. ok is false when the part weighs
-// nothing.
-func expPickForward(S []float64, lo, hi uint64, base, u float64) (uint64, bool) {
-	m := S[lo] - base
+// forward suffix sums: r = base + u * (R[lo].s - base), and the position is
+// the last k with R[k].s > r (R[k].s - R[k+1].s is k's weight; lo when there is
+// none past it), found by galloping from the guess g in [lo, hi) (lo: from
+// the near end, where the mass is) toward it. S does not increase inside a
+// cell, so the position does not depend on g. ok is false when the part
+// weighs nothing.
+func expPickForward(R []timeRec, lo, hi uint64, base, u float64, g uint64) (uint64, bool) {
+	m := R[lo].s - base
 	if !(m > 0) {
 		return 0, false
 	}
 	r := base + float64(u*m) // float64(): never an FMA
-	// First j in [lo+1, hi) with S[j] <= r (S does not increase), or hi.
-	at, step := lo, uint64(1) // S[at] > r, or at == lo
-	l, h := lo+1, hi
-	for {
-		next := at + step
-		if next >= hi {
-			l = at + 1
-			break
+	// l: the first j in [lo+1, hi) with R[j].s <= r, or hi; it is in [l, h]
+	// (h == hi or R[h].s <= r).
+	var l, h uint64
+	if g <= lo || R[g].s > r {
+		at, step := max(g, lo), uint64(1) // R[at].s > r, or at == lo
+		for {
+			next := at + step
+			if next >= hi {
+				l, h = at+1, hi
+				break
+			}
+			if R[next].s <= r {
+				l, h = at+1, next
+				break
+			}
+			at, step = next, 2*step
 		}
-		if S[next] <= r {
-			l, h = at+1, next
-			break
+	} else {
+		at, step := g, uint64(1) // R[at].s <= r, at > lo
+		for {
+			if at <= lo+step {
+				l, h = lo+1, at
+				break
+			}
+			next := at - step
+			if R[next].s > r {
+				l, h = next+1, at
+				break
+			}
+			at, step = next, 2*step
 		}
-		at, step = next, 2*step
 	}
 	for l < h {
 		mid := l + (h-l)/2
-		if S[mid] <= r {
+		if R[mid].s <= r {
 			h = mid
 		} else {
 			l = mid + 1
@@ -264,36 +490,367 @@ func expPickForward(S []float64, lo, hi uint64, base, u float64) (uint64, bool) 
 }
 
 // expPickBackward draws a position of [lo, hi) from the backward prefix
-// sums: r = base + u * (S[hi-1] - base), and the position is the first k
-// with S[k] > r, found by galloping down from hi-1.
-func expPickBackward(S []float64, lo, hi uint64, base, u float64) (uint64, bool) {
-	m := S[hi-1] - base
+// sums: r = base + u * (R[hi-1].s - base), and the position is the first k
+// with R[k].s > r (hi-1 when there is none before it), found by galloping
+// from the guess g in [lo, hi) (hi-1: from the near end) toward it.
+func expPickBackward(R []timeRec, lo, hi uint64, base, u float64, g uint64) (uint64, bool) {
+	m := R[hi-1].s - base
 	if !(m > 0) {
 		return 0, false
 	}
 	r := base + float64(u*m)
-	// First j in [lo, hi-1) with S[j] > r (S does not decrease), or hi-1.
-	at, step := hi-1, uint64(1) // S[at] > r, or at == hi-1
-	l, h := lo, hi-1
-	for {
-		if at < lo+step {
-			h = at
-			break
+	// l: the first j in [lo, hi-1) with R[j].s > r, or hi-1; it is in
+	// [l, h] (h == hi-1 or R[h].s > r).
+	var l, h uint64
+	if g >= hi-1 || R[g].s > r {
+		at, step := min(g, hi-1), uint64(1) // R[at].s > r, or at == hi-1
+		for {
+			if at < lo+step {
+				l, h = lo, at
+				break
+			}
+			next := at - step
+			if R[next].s <= r {
+				l, h = next+1, at
+				break
+			}
+			at, step = next, 2*step
 		}
-		next := at - step
-		if S[next] <= r {
-			l, h = next+1, at
-			break
+	} else {
+		at, step := g, uint64(1) // R[at].s <= r, at < hi-1
+		for {
+			next := at + step
+			if next >= hi-1 {
+				l, h = at+1, hi-1
+				break
+			}
+			if R[next].s > r {
+				l, h = at+1, next
+				break
+			}
+			at, step = next, 2*step
 		}
-		at, step = next, 2*step
 	}
 	for l < h {
 		mid := l + (h-l)/2
-		if S[mid] > r {
+		if R[mid].s > r {
 			h = mid
 		} else {
 			l = mid + 1
 		}
 	}
 	return l, true
+}
+
+// gallopLowerRec is gallopLower over the records' times.
+func gallopLowerRec(R []timeRec, a, b uint64, t int64) uint64 {
+	if a >= b || R[a].t >= t {
+		return a
+	}
+	at, step := a, uint64(1) // R[at].t < t
+	for {
+		next := at + step
+		if next >= b {
+			return recTimeFrom(R, at+1, b, t, false, b)
+		}
+		if R[next].t >= t {
+			return recTimeFrom(R, at+1, next, t, false, next)
+		}
+		at, step = next, 2*step
+	}
+}
+
+// gallopUpperBackRec is gallopUpperBack over the records' times.
+func gallopUpperBackRec(R []timeRec, a, b uint64, t int64) uint64 {
+	if a >= b || R[b-1].t <= t {
+		return b
+	}
+	at, step := b-1, uint64(1) // R[at].t > t
+	for {
+		if at < a+step {
+			return recTimeFrom(R, a, at, t, true, at)
+		}
+		next := at - step
+		if R[next].t <= t {
+			return recTimeFrom(R, next+1, at, t, true, at)
+		}
+		at, step = next, 2*step
+	}
+}
+
+// recTimeFrom is timeFrom over the records' times.
+func recTimeFrom(R []timeRec, a, b uint64, t int64, upper bool, g uint64) uint64 {
+	after := func(c int64) bool { return c > t || !upper && c == t }
+	l, h := a, b
+	switch {
+	case g >= b || g < a:
+	case after(R[g].t):
+		h = g
+		for step := uint64(1); h > l; step *= 2 {
+			next := h - min(step, h-l)
+			if !after(R[next].t) {
+				l = next + 1
+				break
+			}
+			h = next
+		}
+	default:
+		at := g
+		for step := uint64(1); ; step *= 2 {
+			next := at + step
+			if next >= h {
+				break
+			}
+			if after(R[next].t) {
+				h = next
+				break
+			}
+			at = next
+		}
+		l = at + 1
+	}
+	for l < h {
+		m := l + (h-l)/2
+		if after(R[m].t) {
+			h = m
+		} else {
+			l = m + 1
+		}
+	}
+	return l
+}
+
+// temporalGroup is how many walks walkTemporalGroup advances together.
+const temporalGroup = 32
+
+// walkTemporalGroup walks up to temporalGroup walks a step at a time each,
+// in rounds, on the records (timeRec): a walk's step is a chain of
+// dependent loads (its vertex's offsets, the coarse entries of its times,
+// the run of times they leave, the draw's reads, the drawn position's
+// target), so one walk alone waits on memory at every link. A round takes
+// each link for every walk of the group before the next, prefetching what
+// the next link reads for all of them first, so the misses of the group's
+// walks overlap: the offsets; both ends of the vertex's coarse entries,
+// then the first probe between them (coarseProbe); the records around the
+// guess of the window's near end (coarseRange); the window and, before
+// any sum is read, the draw's words: the exponential draw's guess of its
+// position (expHint) and the position of an unweighted uniform or linear
+// draw, whose records are prefetched, with the sums past the window's far
+// end (exponential) or the weighted prefix sums' ends; then the draw,
+// whose record gives the target and time. Each walk draws exactly as
+// walkTemporal does (Philox keyed by walk and step): the walks are the
+// same, byte for byte.
+func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint32, times []int64, timesRow int, lens []uint32) {
+	stride := s.alg.Length + 1
+	n := len(starts)
+	var (
+		cur    [temporalGroup]uint32
+		t      [temporalGroup]int64
+		active [temporalGroup]int // indexes of the walks still going
+		idx    [3 * temporalGroup]uint64
+		idx2   [2 * temporalGroup]uint64
+		idx3   [temporalGroup]uint64
+		ab     [temporalGroup][2]uint64 // the vertex's time order [a, b)
+		win    [temporalGroup][2]uint64 // the search's run, then the window [lo, hi)
+		guess  [temporalGroup]uint64    // coarseRange's guess of the window's near end
+		ed     [temporalGroup]expDraw   // the exponential draws; uniform and linear: the position in hint
+	)
+	bound := s.alg.Time.Bound()
+	for k := range n {
+		cur[k], t[k] = starts[k], bound
+		buf[k*stride] = starts[k]
+		if times != nil {
+			times[(timesRow+k)*stride] = bound
+		}
+		lens[k] = 1
+		active[k] = k
+	}
+	live := n
+	R := s.tmp.rec
+	if len(R) == 0 {
+		return // no edges: no walk takes a step
+	}
+	const rs = unsafe.Sizeof(timeRec{})
+	back := s.alg.Time.Backward
+	exp := s.alg.Time.Bias == walk.TimeExponential && s.tmp.rejections > 0
+	// Unweighted uniform and linear draws read no sums: drawn with the
+	// window, their records are prefetched a phase ahead.
+	early := !exp && !s.weighted && s.alg.Time.Bias != walk.TimeExponential
+	cumw := s.tmp.cumw
+	for step := uint32(0); step < uint32(s.alg.Length) && live > 0; step++ {
+		bounded := step > 0 || s.alg.Time.HasStart
+		for i, k := range active[:live] {
+			idx[i] = uint64(cur[k])
+		}
+		prefetchRows(unsafe.Pointer(&s.off[0]), idx[:live], 8, 16)
+		// The coarse search's entries: both ends of the vertex's, then
+		// the first probe between them (coarseProbe), each a phase ahead.
+		m := 0
+		for _, k := range active[:live] {
+			a, b := s.off[cur[k]], s.off[cur[k]+1]
+			ab[k] = [2]uint64{a, b}
+			if j0, j1, ok := coarseEntries(a, b); ok && bounded {
+				idx[m], idx[m+1] = j0, j1-1
+				m += 2
+			}
+		}
+		if m > 0 {
+			prefetchRows(unsafe.Pointer(&s.tmp.coarse[0]), idx[:m], 8, 8)
+			m = 0
+			for _, k := range active[:live] {
+				if j0, j1, ok := coarseEntries(ab[k][0], ab[k][1]); ok && bounded {
+					idx[m] = coarseProbe(s.tmp.coarse, j0, j1, t[k]) - 1
+					m++
+				}
+			}
+			prefetchRows(unsafe.Pointer(&s.tmp.coarse[0]), idx[:m], 8, 24)
+		}
+		// The coarse step; a run it narrowed is searched from its guess
+		// g, whose records are prefetched; a short vertex's whole range
+		// from its middle, whose first probes are.
+		m, m2 := 0, 0
+		for _, k := range active[:live] {
+			a, b := ab[k][0], ab[k][1]
+			fa, fb := a, b
+			if bounded && b > a {
+				var g uint64
+				fa, fb, g = coarseRange(s.tmp.coarse, a, b, t[k], back)
+				guess[k] = g
+				switch {
+				case fb-fa > 2*coarseSpacing-4 || fa == a && fb == b:
+					idx[m], idx[m+1], idx[m+2] = fa, fa+(fb-fa)/2, fb-1
+					m += 3
+				case g < b:
+					// g-4..g+4 (its first, middle and last lines): the
+					// gallop's probes where the guess is up to three
+					// positions off, nine steps in ten on R-MAT graphs
+					// with random times (a probe outside the prefetched
+					// lines is a miss that the walk waits on alone).
+					idx2[m2] = max(g, fa+4) - 4
+					idx[m] = g
+					m2++
+					m++
+				}
+			}
+			win[k] = [2]uint64{fa, fb}
+		}
+		if m > 0 {
+			prefetchRows(unsafe.Pointer(&R[0]), idx[:m], rs, rs)
+		}
+		if m2 > 0 {
+			prefetchRows(unsafe.Pointer(&R[0]), idx2[:m2], rs, 9*rs)
+		}
+		// Windows, and the draws' first reads.
+		m, m2, m3 := 0, 0, 0
+		for _, k := range active[:live] {
+			a, b := ab[k][0], ab[k][1]
+			lo, hi := a, b
+			if bounded && b > a {
+				lo, hi = s.recWindow(a, b, t[k], win[k][0], win[k][1], guess[k])
+			}
+			win[k] = [2]uint64{lo, hi}
+			if lo == hi {
+				continue
+			}
+			d := &ed[k]
+			switch {
+			case exp:
+				s.expPrepare(d, firstID+uint64(k), step, lo, hi)
+				idx[m] = d.hint
+				m++
+				if d.hint != lo && d.hint != hi-1 { // a guess: hint-4..hint+4 too, as above
+					idx3[m3] = max(d.hint, lo+4) - 4
+					m3++
+				}
+				if !back && hi < b {
+					idx[m] = hi // the base past the far end
+					m++
+				} else if back && lo > a {
+					idx[m] = lo - 1
+					m++
+				}
+				if !s.tmp.expOneCell { // the far end's time, for its cell
+					if back {
+						idx[m] = lo
+					} else {
+						idx[m] = hi - 1
+					}
+					m++
+				}
+			case early:
+				d.hint, _ = s.temporalDraw(firstID+uint64(k), step, a, b, lo, hi)
+				idx[m] = d.hint
+				m++
+			case cumw != nil:
+				idx2[m2] = hi - 1
+				m2++
+				if lo > a {
+					idx2[m2] = lo - 1
+					m2++
+				}
+			}
+		}
+		if m > 0 {
+			prefetchRows(unsafe.Pointer(&R[0]), idx[:m], rs, rs)
+		}
+		if m3 > 0 {
+			prefetchRows(unsafe.Pointer(&R[0]), idx3[:m3], rs, 9*rs)
+		}
+		if m2 > 0 {
+			prefetchRows(unsafe.Pointer(&cumw[0]), idx2[:m2], 8, 8)
+		}
+		// Draws.
+		kept := 0
+		for _, k := range active[:live] {
+			a, b, lo, hi := ab[k][0], ab[k][1], win[k][0], win[k][1]
+			if lo == hi {
+				continue
+			}
+			var e uint64
+			ok := true
+			switch {
+			case early:
+				e = ed[k].hint
+			case exp:
+				e, ok = s.expDrawn(&ed[k], a, b, lo, hi)
+			default:
+				ok = false
+			}
+			if !ok {
+				// Weighted uniform and linear draws, and the exact scan
+				// for an exponential window whose sums are zero.
+				if e, ok = s.temporalDraw(firstID+uint64(k), step, a, b, lo, hi); !ok {
+					continue
+				}
+			}
+			cur[k], t[k] = R[e].tgt, R[e].t
+			buf[k*stride+int(lens[k])] = cur[k]
+			if times != nil {
+				times[(timesRow+k)*stride+int(lens[k])] = t[k]
+			}
+			lens[k]++
+			active[kept] = k
+			kept++
+		}
+		live = kept
+	}
+}
+
+// recWindow is windowIn over the records' times.
+func (s *stepper) recWindow(a, b uint64, t int64, fa, fb, g uint64) (lo, hi uint64) {
+	tp := &s.alg.Time
+	R := s.tmp.rec
+	lo, hi = a, b
+	if !tp.Backward {
+		lo = recTimeFrom(R, fa, fb, t, false, g)
+		if tp.HasMaxGap {
+			hi = recTimeFrom(R, lo, b, satAdd(t, tp.MaxGap), true, b)
+		}
+	} else {
+		hi = recTimeFrom(R, fa, fb, t, true, g)
+		if tp.HasMaxGap {
+			lo = recTimeFrom(R, a, hi, satAdd(t, -tp.MaxGap), false, hi)
+		}
+	}
+	return lo, hi
 }

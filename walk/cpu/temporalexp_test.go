@@ -148,9 +148,14 @@ func TestCoarseRange(t *testing.T) {
 			if upper {
 				want = upperTime(times, a, b, tt)
 			}
-			fa, fb := coarseRange(c, a, b, tt, upper)
-			if want < fa || want > fb || fb-fa > 2*coarseSpacing {
-				t.Fatalf("[%d, %d) t=%d upper=%v: answer %d outside [%d, %d]", a, b, tt, upper, want, fa, fb)
+			fa, fb, g := coarseRange(c, a, b, tt, upper)
+			if want < fa || want > fb || fb-fa > 2*coarseSpacing || g < fa || g > fb {
+				t.Fatalf("[%d, %d) t=%d upper=%v: answer %d outside [%d, %d] or guess %d outside", a, b, tt, upper, want, fa, fb, g)
+			}
+			for _, gg := range []uint64{g, fa, fb, fa + (fb-fa)/3, a, b} {
+				if got := timeFrom(times, fa, fb, tt, upper, gg); got != want {
+					t.Fatalf("[%d, %d) t=%d upper=%v: timeFrom from %d in [%d, %d] = %d, want %d", a, b, tt, upper, gg, fa, fb, got, want)
+				}
 			}
 		}
 	}

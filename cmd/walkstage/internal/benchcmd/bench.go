@@ -13,6 +13,7 @@ import (
 
 	"github.com/walkstage/walkstage/cmd/walkstage/internal/cli"
 	"github.com/walkstage/walkstage/engines"
+	"github.com/walkstage/walkstage/gpu"
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/walk"
@@ -81,6 +82,7 @@ file or a generated R-MAT graph; the walks are discarded.`)
 	hostMemory := fs.Int64("host-memory", 0, "host memory budget in bytes: a graph needing more is walked out of core (0: WALKSTAGE_HOST_MEMORY_LIMIT, else cgroup memory.max, else MemAvailable; -1: always in memory)")
 	gpuLimit := fs.Int64("gpu-memory-limit", 0, "GPU engine: most device memory in bytes (0: the free memory; as WALKSTAGE_GPU_MEMORY_LIMIT)")
 	deviceFraction := fs.Float64("device-fraction", 1, "GPU engine: most of the edges on the device, the rest in mapped host memory (placement plan)")
+	streamMode := fs.String("gpu-stream", "auto", "GPU engine: stream the graph to the walkers in partitions when it does not fit the device (auto), always (on: --device-fraction then caps the share resident), or never (off: the placement plan reads host memory in place)")
 	partition := fs.String("partition", "auto", "GPU engine with several --gpus: partition one copy of the graph over their memory (on), copy it to each (off), or partition only when it does not fit one (auto); as WALKSTAGE_GPU_PARTITION")
 	hostShare := fs.Float64("host-share", 0, "with --partition: put this share (0 to 1) of the partitioned graph in host memory, as when it does not fit the GPUs together (0: only what does not fit)")
 	gpus := fs.String("gpus", "all", "GPU engine: devices to spread walks over, all or ordinals such as 0,1 (as WALKSTAGE_GPUS; 0,0 runs two engines on one device)")
@@ -142,8 +144,12 @@ file or a generated R-MAT graph; the walks are discarded.`)
 	if err != nil {
 		return fmt.Errorf("--partition: %w", err)
 	}
+	stream, err := gpu.ParseStreamMode(*streamMode)
+	if err != nil {
+		return fmt.Errorf("--gpu-stream: %w", err)
+	}
 	eng, err := engines.New(g, *engineName, engines.Settings{Workers: *workers, FusedTableBytes: *fusedLimit, HostMemoryLimit: *hostMemory,
-		GPUMemoryLimit: *gpuLimit, GPUDeviceFraction: *deviceFraction, GPUs: devices, GPUPartition: part, GPUHostShare: *hostShare}, cli.Logger(logw, rf.Quiet))
+		GPUMemoryLimit: *gpuLimit, GPUDeviceFraction: *deviceFraction, GPUStream: stream, GPUs: devices, GPUPartition: part, GPUHostShare: *hostShare}, cli.Logger(logw, rf.Quiet))
 	if err != nil {
 		return err
 	}
@@ -170,6 +176,9 @@ file or a generated R-MAT graph; the walks are discarded.`)
 		} else if c, ok := cases[strings.TrimSpace(name)]; ok {
 			row, err = benchWalk(ctx, eng, g, c, benchWalkRun{perVertex: *perVertex, maxWalks: *maxWalks, seed: *seed,
 				repeat: *repeat, from: maxV}, stdout, stderr)
+			if err == nil && row.Skipped == "" {
+				benchStreamStats(eng, stdout)
+			}
 		} else {
 			return fmt.Errorf("unknown algorithm %q (want %s)", name, caseNames())
 		}

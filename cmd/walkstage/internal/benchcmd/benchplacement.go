@@ -13,6 +13,8 @@ import (
 func benchPlacement(eng any, hostRead int64, w io.Writer) error {
 	if p, ok := eng.(gpu.Partitioned); ok && p.Stripes() != nil {
 		fmt.Fprintln(w, "placement: graph", p.Stripes().String())
+	} else if s, ok := eng.(gpu.Streamer); ok && s.StreamPlan() != nil {
+		fmt.Fprintln(w, s.StreamPlan().String())
 	} else if p, ok := eng.(gpu.Placer); ok {
 		if pl := p.Placement(); pl != nil {
 			fmt.Fprintln(w, pl.String())
@@ -40,4 +42,17 @@ func benchPlacement(eng any, hostRead int64, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "host-to-device copy from pinned memory: %.1f GB/s\n", r.CopyGBps)
 	return nil
+}
+
+// benchStreamStats prints what a streaming GPU engine's last run copied:
+// visits, partition copies, bytes and bytes per step (nothing for other
+// engines).
+func benchStreamStats(eng any, w io.Writer) {
+	s, ok := eng.(gpu.Streamer)
+	if !ok || s.StreamPlan() == nil {
+		return
+	}
+	st := s.StreamStats()
+	fmt.Fprintf(w, "  stream: %d batches streamed, %d read in place; %d visits, %d partition copies, %.2f GB copied, %.0f bytes a step\n",
+		st.Batches, st.InPlaceBatches, st.Visits, st.Copies, float64(st.BytesCopied)/1e9, float64(st.BytesCopied)/float64(max(st.Steps, 1)))
 }

@@ -386,10 +386,19 @@ func graphInfo(args []string, stdout, stderr io.Writer) error {
 	if *gpuMemory > 0 {
 		if *gpuMemory >= gpu.DeviceBytesNeeded(g) {
 			tw("gpu placement", "the whole graph fits %s", cli.HumanBytes(*gpuMemory))
-		} else if p, err := gpu.PlanPlacement(g, *gpuMemory, 1); err != nil {
-			tw("gpu placement", "%v", err)
 		} else {
-			tw("gpu placement", "%s", p)
+			// The engine streams by default (gpu.StreamAuto); the
+			// placement plan is what the stream mode off gets.
+			if p, err := gpu.PlanStream(g, *gpuMemory, 0); err != nil {
+				tw("gpu stream", "%v", err)
+			} else {
+				tw("gpu stream", "%s (the engine's choice; bytes per step streamed are about the streamed edges' bytes over the walkers in flight)", p)
+			}
+			if p, err := gpu.PlanPlacement(g, *gpuMemory, 1); err != nil {
+				tw("gpu placement", "%v", err)
+			} else {
+				tw("gpu placement", "%s (with the stream mode off: host edges read in place)", p)
+			}
 		}
 	}
 	if ts.Labels > 0 {

@@ -1,0 +1,369 @@
+package gpu
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
+)
+
+// Partition streaming (issue 35, GPU side; C-SAW §V, GStream): a graph
+// whose edge arrays do not fit the device budget is cut into vertex-range
+// partitions; the densest partitions that fit stay resident on the device,
+// the others are copied whole into one of two device buffers, in one
+// sequential transfer on a copy stream, while the walkers of the partition
+// in the other buffer are walked. Walkers (walk slot, current vertex, step)
+// stay on the device, bucketed by the partition of their current vertex;
+// the partition with the most waiting walkers is walked next (one already
+// in a buffer counts double), and each walker takes every step it can
+// inside the resident partitions and the streamed one before it waits
+// again. Rows are written in place in the batch slot's result pool, so the
+// batch's pack, copy and hand-over are those of an all-device batch, and
+// each step draws the counters of walk/draws.go: the walks are those of the
+// all-device engine and of walk/cpu, byte for byte.
+//
+// This file holds what needs no GPU: the mode, the plan and the choice of
+// the next partition. stream_cuda.go runs it, kernels/stream.cuh walks it.
+
+// StreamMode says when the engine streams partitions (WithStream).
+type StreamMode int
+
+const (
+	// StreamAuto streams when the graph's arrays do not fit the device
+	// (or WithMemoryLimit); a WithDeviceFraction below 1 alone still gets
+	// the placement plan (in-place host reads), which walks every
+	// algorithm.
+	StreamAuto StreamMode = iota
+	// StreamOn always streams: the device budget for the graph is the
+	// memory limit's (less the batch slots' share), or WithDeviceFraction
+	// of the streamed arrays' bytes, whichever is smaller.
+	StreamOn
+	// StreamOff never streams: a graph that does not fit is placed
+	// (placement.go).
+	StreamOff
+)
+
+// ParseStreamMode reads auto, on or off.
+func ParseStreamMode(s string) (StreamMode, error) {
+	switch s {
+	case "", "auto":
+		return StreamAuto, nil
+	case "on":
+		return StreamOn, nil
+	case "off":
+		return StreamOff, nil
+	}
+	return 0, fmt.Errorf("gpu stream mode %q: want auto, on or off", s)
+}
+
+func (m StreamMode) String() string {
+	switch m {
+	case StreamOn:
+		return "on"
+	case StreamOff:
+		return "off"
+	}
+	return "auto"
+}
+
+// maxStreamParts bounds the partitions (kMaxStreamParts in
+// kernels/stream.cuh: the bounds and bases are copied into shared memory).
+const maxStreamParts = 1024
+
+// streamEntryBytes is the bytes one edge takes in the streamed arrays: the
+// target (4) of an unweighted graph; for a weighted graph the alias column
+// {prob, keep, alt} (12; keep is the target itself, so uniform walks of a
+// weighted graph read it too and one array serves both).
+func streamEntryBytes(weighted bool) int64 {
+	if weighted {
+		return 12
+	}
+	return 4
+}
+
+// StreamPart is one partition of a stream plan: vertices [VLo, VHi) and
+// their edges [ELo, EHi).
+type StreamPart struct {
+	VLo, VHi int64
+	ELo, EHi int64
+	Resident bool // on the device for the engine's lifetime
+}
+
+// StreamPlan is the engine's partitions under streaming: what is resident
+// and what is copied in visit by visit.
+type StreamPlan struct {
+	Graph           string
+	Vertices, Edges int64
+	EntryBytes      int64 // per edge in the streamed arrays
+	BudgetBytes     int64 // device bytes the plan may use for the graph
+	BufferEdges     int64 // each of the two stream buffers' capacity
+	// HostBytes is the pinned host memory the partitions are copied
+	// from: every edge's entry, and for a weighted graph its bare target
+	// too (uniform walks copy those, a third of the bytes).
+	HostBytes int64
+	Parts     []StreamPart
+}
+
+// ResidentEdges counts the edges of the resident partitions.
+func (p *StreamPlan) ResidentEdges() int64 {
+	var n int64
+	for _, x := range p.Parts {
+		if x.Resident {
+			n += x.EHi - x.ELo
+		}
+	}
+	return n
+}
+
+// Streamed counts the partitions that are copied in when walked.
+func (p *StreamPlan) Streamed() int {
+	n := 0
+	for _, x := range p.Parts {
+		if !x.Resident {
+			n++
+		}
+	}
+	return n
+}
+
+// fixedBytes is the device memory a plan needs beside the edges: the
+// offsets (every step reads its vertex's degree there, so they are always
+// resident), the partition bounds and bases.
+func streamFixedBytes(vertices int64) int64 {
+	return uploadBytes((vertices+1)*8) + allocBytes((maxStreamParts+1)*4) + allocBytes(maxStreamParts*8)
+}
+
+// DeviceBytes is the device memory the plan takes: offsets, tables, the
+// resident partitions and the two buffers.
+func (p *StreamPlan) DeviceBytes() int64 {
+	n := streamFixedBytes(p.Vertices) + allocBytes(p.ResidentEdges()*p.EntryBytes)
+	if p.Streamed() > 0 {
+		n += 2 * allocBytes(p.BufferEdges*p.EntryBytes)
+	}
+	return n
+}
+
+// DeviceShare is the fraction of the edges resident on the device.
+func (p *StreamPlan) DeviceShare() float64 {
+	if p.Edges == 0 {
+		return 1
+	}
+	return float64(p.ResidentEdges()) / float64(p.Edges)
+}
+
+// String is the plan on one line.
+func (p *StreamPlan) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "stream plan of graph %s: %d partitions of at most %d edges (%s a buffer), %d resident (%.1f%% of %d edges), %d streamed through 2 buffers; device %s of a %s budget, host %s pinned",
+		p.Graph, len(p.Parts), p.BufferEdges, sizeString(p.BufferEdges*p.EntryBytes), len(p.Parts)-p.Streamed(),
+		100*p.DeviceShare(), p.Edges, p.Streamed(), sizeString(p.DeviceBytes()), sizeString(p.BudgetBytes),
+		sizeString(p.HostBytes))
+	return b.String()
+}
+
+// StreamBytesNeeded is the device memory the streamed arrays of g would
+// take whole (offsets and entries): 100% of the graph for a stream plan's
+// budget fractions.
+func StreamBytesNeeded(g *graph.Graph) int64 {
+	s := shapeOf(g)
+	return uploadBytes((s.vertices+1)*8) + s.edges*streamEntryBytes(s.weighted)
+}
+
+// PlanStream is the stream plan the engine makes for g with deviceBytes
+// of device memory for the graph (after the batch slots) and partitions of
+// about partBytes (0: an eighth of the edges' budget, at most 1 GiB). It needs no GPU:
+// `walkstage graph info --gpu-memory` prints it.
+func PlanStream(g *graph.Graph, deviceBytes, partBytes int64) (*StreamPlan, error) {
+	return planStream(shapeOf(g), g.Offsets, deviceBytes, partBytes)
+}
+
+// planStream cuts the vertices into contiguous ranges of at most
+// BufferEdges edges (a vertex of more edges gets a partition of its own and
+// the buffers grow to hold it), then makes resident, densest first (edges
+// per vertex; ties by index), the partitions that fit the budget left after
+// the offsets and the two buffers.
+func planStream(s graphShape, offsets []uint64, budget, partBytes int64) (*StreamPlan, error) {
+	eb := streamEntryBytes(s.weighted)
+	p := &StreamPlan{Graph: s.name, Vertices: s.vertices, Edges: s.edges, EntryBytes: eb, BudgetBytes: budget, HostBytes: s.edges * eb}
+	if s.weighted {
+		p.HostBytes += s.edges * 4
+	}
+	fixed := streamFixedBytes(s.vertices)
+	edgeBudget := budget - fixed
+	if edgeBudget <= 0 {
+		return nil, &MemoryPlanError{What: "stream plan of graph " + s.name, Need: fixed, Free: budget,
+			Parts: []MemoryPart{{Name: "graph.offsets", Bytes: uploadBytes((s.vertices + 1) * 8)},
+				{Name: "stream.tables", Bytes: fixed - uploadBytes((s.vertices+1)*8)}}}
+	}
+	if s.edges*eb <= edgeBudget {
+		// Everything fits: one resident partition, no buffers.
+		p.Parts = []StreamPart{{VLo: 0, VHi: s.vertices, ELo: 0, EHi: s.edges, Resident: true}}
+		return p, nil
+	}
+	if partBytes <= 0 {
+		partBytes = min(edgeBudget/8, 1<<30)
+	}
+	part := max(partBytes/eb, 1)
+	var maxDeg int64
+	for v := range s.vertices {
+		maxDeg = max(maxDeg, int64(offsets[v+1]-offsets[v]))
+	}
+	part = max(part, maxDeg)
+	// Greedy cuts leave any two neighbouring partitions more than part
+	// edges together, so twice the edges over the bound keeps the count
+	// within maxStreamParts.
+	part = max(part, (2*s.edges+maxStreamParts-1)/maxStreamParts)
+	if need := 2 * allocBytes(part*eb); need > edgeBudget {
+		return nil, fmt.Errorf("gpu: stream plan of graph %s: two buffers of %d edges (%s, the largest vertex has %d) need %s, the budget leaves %s after the offsets: give the device at least %s",
+			s.name, part, sizeString(part*eb), maxDeg, sizeString(need), sizeString(edgeBudget), sizeString(fixed+need))
+	}
+	lo := int64(0)
+	for lo < s.vertices {
+		hi := lo + 1
+		for hi < s.vertices && int64(offsets[hi+1]-offsets[lo]) <= part {
+			hi++
+		}
+		p.Parts = append(p.Parts, StreamPart{VLo: lo, VHi: hi, ELo: int64(offsets[lo]), EHi: int64(offsets[hi])})
+		lo = hi
+	}
+	if len(p.Parts) > maxStreamParts {
+		// Greedy cuts may leave partitions less than half full; a rare
+		// degree sequence could need a larger part than the bound above.
+		return nil, fmt.Errorf("gpu: stream plan of graph %s: %d partitions, at most %d: raise the partition size", s.name, len(p.Parts), maxStreamParts)
+	}
+	p.BufferEdges = part
+	left := edgeBudget - 2*allocBytes(part*eb)
+	order := make([]int, len(p.Parts))
+	for i := range order {
+		order[i] = i
+	}
+	density := func(x StreamPart) float64 { return float64(x.EHi-x.ELo) / float64(x.VHi-x.VLo) }
+	slices.SortStableFunc(order, func(a, b int) int {
+		da, db := density(p.Parts[a]), density(p.Parts[b])
+		switch {
+		case da > db:
+			return -1
+		case da < db:
+			return 1
+		}
+		return 0
+	})
+	for _, i := range order {
+		n := (p.Parts[i].EHi - p.Parts[i].ELo) * eb
+		if n <= left {
+			p.Parts[i].Resident = true
+			left -= n
+		}
+	}
+	return p, nil
+}
+
+// chooseStreamed is the streamed partition to walk next: the one with the
+// most waiting walkers (counts), one already in a buffer (loaded) counting
+// double, since walking it copies nothing; ties go to the lower index; skip
+// is left out (-1: none). -1 when no streamed partition has a walker.
+func chooseStreamed(parts []StreamPart, counts []uint32, loaded [2]int, skip int) int {
+	best, bestScore := -1, uint64(0)
+	for i, x := range parts {
+		if x.Resident || i == skip || counts[i] == 0 {
+			continue
+		}
+		score := uint64(counts[i])
+		if i == loaded[0] || i == loaded[1] {
+			score *= 2
+		}
+		if score > bestScore {
+			best, bestScore = i, score
+		}
+	}
+	return best
+}
+
+// streamVictim is the buffer to load a partition into that neither buffer
+// holds: an empty one, else the one whose partition has fewer waiting
+// walkers, keeping the busier one for a later visit.
+func streamVictim(counts []uint32, loaded [2]int) int {
+	for b, p := range loaded {
+		if p < 0 {
+			return b
+		}
+	}
+	if counts[loaded[1]] < counts[loaded[0]] {
+		return 1
+	}
+	return 0
+}
+
+// StreamStats counts what streaming did in an engine's last Run.
+type StreamStats struct {
+	Batches        int64 // batches walked by copying partitions in
+	InPlaceBatches int64 // batches that read the streamed share in place (streamCheaper)
+	Visits         int64 // kernel visits (one streamed partition, or the resident ones alone, each)
+	Copies         int64 // partitions copied into a buffer
+	BytesCopied    int64
+	Steps          int64 // steps of the run, for bytes per step
+}
+
+// streamSupported says whether a streaming engine walks a: DeepWalk and PPR
+// on the uniform and alias samplers (a step needs only its vertex's
+// partition).
+func streamSupported(a walk.Algorithm) error {
+	const pre = "the graph is streamed to the device in partitions (larger than the device budget)"
+	s := a.ResolvedStepper()
+	switch {
+	case a.Kind != walk.DeepWalk && a.Kind != walk.PPR:
+		return fmt.Errorf("%w: %s, which walks deepwalk and ppr only (this request: %s); set the GPU stream mode off (gpu.WithStream(StreamOff), bench --gpu-stream off) to walk it under the placement plan",
+			walk.ErrInvalidAlgorithm, pre, a.Kind)
+	case s != walk.StepperUniform && s != walk.StepperAlias:
+		return fmt.Errorf("%w: %s, which runs the uniform and alias samplers only (this request: %s); leave the sampler auto",
+			walk.ErrInvalidAlgorithm, pre, s)
+	}
+	return nil
+}
+
+// How a streaming engine walks one batch (streamBatchMode): copying the
+// streamed partitions in, or reading them in place from the mapped host
+// entries in one visit (what a placement plan does), whichever the cost
+// model says is faster; the tests force either.
+const (
+	streamChoose  = iota // streamCheaper decides
+	streamCopy           // always copy partitions in
+	streamInPlace        // always read the streamed share in place
+)
+
+// The cost model's constants, measured on the H200 host (scale 22,
+// docs/benchmarks/out-of-core.md): a batch sweeps the streamed partitions
+// about 0.8 times per step of its walks' length whatever its walker count
+// (64, 60 and 49 sweeps for 80-step walks at 50, 25 and 10% resident);
+// the copies run at about 50 GB/s; a kernel reads the host's edges in
+// place at about 80 M steps/s for 12-byte entries and 450 M for 4-byte
+// targets (the placement plan's host share at 50-10% on the device).
+const (
+	streamSweepsPerStep   = 0.8
+	streamCopyBytesPerSec = 50e9
+	inPlaceEntrySteps     = 80e6
+	inPlaceTargetSteps    = 450e6
+)
+
+// streamCheaper says whether a batch of walks walks of up to length steps
+// is faster copying the streamed partitions in (each sweep copies all of
+// them, so the time depends on the length, not the walks) than reading
+// them in place (a host read for each step that lands there, in proportion
+// to the streamed share of the edges). copyBytes is the bytes per edge a
+// copy moves (4 for a uniform walk of a weighted graph's targets), readBytes
+// the entries read in place (12 for a weighted graph, else 4).
+func streamCheaper(p *StreamPlan, walks int64, length int, copyBytes, readBytes int64) bool {
+	streamedEdges := p.Edges - p.ResidentEdges()
+	if streamedEdges == 0 {
+		return false
+	}
+	tCopy := streamSweepsPerStep * float64(length) * float64(streamedEdges*copyBytes) / streamCopyBytesPerSec
+	rate := inPlaceTargetSteps
+	if readBytes > 4 {
+		rate = inPlaceEntrySteps
+	}
+	tInPlace := float64(walks) * float64(length) * float64(streamedEdges) / float64(p.Edges) / rate
+	return tCopy < tInPlace
+}

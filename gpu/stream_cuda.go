@@ -1,0 +1,479 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"fmt"
+	"math"
+	"time"
+	"unsafe"
+
+	"gorgonia.org/cu"
+
+	"github.com/walkstage/walkstage/walk"
+)
+
+// streamParams mirrors ws::StreamParams (kernels/stream.cuh) field for
+// field, every field 8 bytes.
+type streamParams struct {
+	offsets, bounds, base, tasks, seeds uint64
+	result, lengths, wv, wstep, list    uint64
+	listLen, counts                     uint64
+	nparts, n, stride, length, mode     uint64
+	stopThreshold                       uint64
+}
+
+const streamParamsSize = 18 * 8
+
+// Mode bits (kStreamEntries, kStreamAlias, kStreamPPR).
+const (
+	streamEntries = 1
+	streamAlias   = 2
+	streamPPR     = 4
+)
+
+const (
+	streamBlock = 256        // kStreamBlock
+	noPart      = 0xFFFFFFFF // kNoPart
+)
+
+// streamed is the engine's state under a stream plan (stream.go).
+type streamed struct {
+	plan *StreamPlan
+	// hEntries: every edge's stream entry in pinned host memory, the
+	// source of the partitions' copies.
+	hEntries unsafe.Pointer
+	// hTargets: a weighted graph's bare targets (pinned), which uniform
+	// walks stream instead of the 12-byte entries; nil otherwise.
+	hTargets       unsafe.Pointer
+	dBounds, dBase cu.DevicePtr
+	// dBaseMapped is dBase with the streamed partitions' bases pointing
+	// into the mapped host entries: a batch too small to pay for the
+	// copies reads them in place (streamCheaper). dEntriesMapped is the
+	// entries' device address.
+	dBaseMapped, dEntriesMapped cu.DevicePtr
+	dResident                   cu.DevicePtr
+	dBuf                        [2]cu.DevicePtr
+	loaded                      [2]int   // partition in each buffer (copy issued), -1: none
+	loadedBytes                 [2]int64 // its bytes per edge (4: targets, 12: entries)
+	copyStream                  cu.Stream
+	copied                      [2]cu.Event
+	fnInit, fnCount             cu.Function
+	fnCollect, fnWalk           cu.Function
+	occWalk                     int
+	dWV, dWStep, dList          cu.DevicePtr
+	dListLen, dCounts           cu.DevicePtr
+	dParams                     cu.DevicePtr
+	capWalkers                  int64
+	hCounts                     []uint32
+	hParams                     *streamParams
+	hPtrs                       []unsafe.Pointer
+	stats                       StreamStats
+}
+
+// streamHostBufferBytes is the pinned host buffer a slot gets under
+// streaming unless WithHostBufferBytes asked for more: every batch walks
+// the streamed partitions again, so the bytes copied per step fall with
+// the walkers in flight and a batch should hold a whole group of walks.
+const streamHostBufferBytes = 8 << 30
+
+// setupStreamed plans the partitions for budget bytes of device memory,
+// fills the pinned host entries, uploads the offsets and the resident
+// partitions and allocates the two buffers (device thread).
+func (e *Engine) setupStreamed(budget int64) (err error) {
+	t0 := time.Now()
+	g := e.g
+	s := shapeOf(g)
+	plan, err := planStream(s, g.Offsets, budget, e.cfg.streamPartBytes)
+	if err != nil {
+		return err
+	}
+	eb := plan.EntryBytes
+	if host := plan.HostBytes; host > hostAvailable() {
+		return fmt.Errorf("gpu: stream plan of graph %s: its pinned host entries need %s, the host has %s available", s.name, sizeString(host), sizeString(hostAvailable()))
+	}
+	sm := &streamed{plan: plan, loaded: [2]int{-1, -1}}
+	e.streamed = sm
+	for _, k := range []struct {
+		fn   *cu.Function
+		name string
+	}{{&sm.fnInit, "stream_init"}, {&sm.fnCount, "stream_count"}, {&sm.fnCollect, "stream_collect"}, {&sm.fnWalk, "stream_walk"}} {
+		if *k.fn, err = e.mod.Function(k.name); err != nil {
+			return fmt.Errorf("gpu: kernel %s: %w", k.name, err)
+		}
+	}
+	if sm.occWalk, err = sm.fnWalk.MaxActiveBlocksPerMultiProcessor(streamBlock, 0); err != nil {
+		return fmt.Errorf("gpu: occupancy of stream_walk: %w", err)
+	}
+	host := func(n int64) (unsafe.Pointer, error) {
+		p, err := e.hostAlloc(n)
+		if err == nil {
+			sm.hPtrs = append(sm.hPtrs, p)
+		}
+		return p, err
+	}
+	// Mapped, so small batches can read the streamed share in place;
+	// copies from mapped pinned memory run as fast as from plain pinned.
+	if sm.hEntries, sm.dEntriesMapped, err = hostAllocMapped(max(s.edges*eb, 8)); err != nil {
+		return fmt.Errorf("gpu: stream entries: %w", err)
+	}
+	e.liveHost++
+	sm.hPtrs = append(sm.hPtrs, sm.hEntries)
+	fillStreamEntries(e, sm.hEntries)
+	if s.weighted && s.edges > 0 {
+		if sm.hTargets, err = host(s.edges * 4); err != nil {
+			return err
+		}
+		t := unsafe.Slice((*uint32)(sm.hTargets), s.edges)
+		walk.ForVertexRanges(g, func(lo, hi int) {
+			copy(t[g.Offsets[lo]:g.Offsets[hi]], g.Targets[g.Offsets[lo]:g.Offsets[hi]])
+		})
+	}
+	if e.dOffsets, err = upload(e, "graph.offsets", g.Offsets); err != nil {
+		return err
+	}
+	np := len(plan.Parts)
+	bounds := make([]uint32, np+1)
+	for i, x := range plan.Parts {
+		bounds[i] = uint32(x.VLo)
+	}
+	bounds[np] = uint32(s.vertices)
+	if sm.dBounds, err = upload(e, "stream.bounds", bounds); err != nil {
+		return err
+	}
+	// Resident partitions side by side in one allocation.
+	if r := plan.ResidentEdges(); r > 0 {
+		if sm.dResident, err = e.alloc("stream.resident", r*eb); err != nil {
+			return err
+		}
+	}
+	base := make([]uint64, np)
+	var at int64
+	for i, x := range plan.Parts {
+		if !x.Resident {
+			continue
+		}
+		if x.EHi == x.ELo {
+			// Never read (its vertices are dead ends), but not 0, which
+			// says "not on the device": its walkers must be collected to
+			// finish.
+			base[i] = 1
+			continue
+		}
+		n := (x.EHi - x.ELo) * eb
+		dst := sm.dResident + cu.DevicePtr(at)
+		if err := e.copyHtoD(dst, unsafe.Add(sm.hEntries, x.ELo*eb), n); err != nil {
+			return fmt.Errorf("gpu: upload resident partition %d: %w", i, err)
+		}
+		base[i] = uint64(dst) - uint64(x.ELo*eb)
+		at += n
+	}
+	if sm.dBase, err = upload(e, "stream.base", base); err != nil {
+		return err
+	}
+	for i, x := range plan.Parts {
+		if !x.Resident {
+			base[i] = uint64(sm.dEntriesMapped)
+		}
+	}
+	if sm.dBaseMapped, err = upload(e, "stream.base.mapped", base); err != nil {
+		return err
+	}
+	if plan.Streamed() > 0 {
+		for b := range sm.dBuf {
+			if sm.dBuf[b], err = e.alloc(fmt.Sprintf("stream.buffer%d", b), plan.BufferEdges*eb); err != nil {
+				return err
+			}
+		}
+	}
+	if sm.copyStream, err = cu.MakeStream(cu.NonBlocking); err != nil {
+		return fmt.Errorf("gpu: stream: %w", err)
+	}
+	for b := range sm.copied {
+		if sm.copied[b], err = cu.MakeEvent(cu.DisableTiming); err != nil {
+			return fmt.Errorf("gpu: event: %w", err)
+		}
+	}
+	if sm.dCounts, err = e.alloc("stream.counts", maxStreamParts*4); err != nil {
+		return err
+	}
+	if sm.dListLen, err = e.alloc("stream.listlen", 8); err != nil {
+		return err
+	}
+	if sm.dParams, err = e.alloc("stream.params", streamParamsSize); err != nil {
+		return err
+	}
+	p, err := host(maxStreamParts * 4)
+	if err != nil {
+		return err
+	}
+	sm.hCounts = unsafe.Slice((*uint32)(p), maxStreamParts)
+	if p, err = host(streamParamsSize); err != nil {
+		return err
+	}
+	sm.hParams = (*streamParams)(p)
+	// Every batch streams the partitions again: batches as large as the
+	// device allows (WithHostBufferBytes still caps them when larger), in
+	// one slot unless WithBatchSlots asked for more: a batch's visits hold
+	// the device thread from start to end, so a second slot would not
+	// overlap them with anything and only take memory.
+	e.cfg.hostBufferBytes = max(e.cfg.hostBufferBytes, streamHostBufferBytes)
+	if !e.cfg.batchSlotsSet {
+		e.slots = e.slots[:1]
+	}
+	e.graphBytes = plan.DeviceBytes()
+	e.tableBuild += time.Since(t0)
+	e.cfg.logger.Info("gpu stream plan: the graph's arrays exceed the device budget (or streaming was asked for); partitions are streamed to the walkers",
+		"plan", plan.String(), "partitions", np, "resident", np-plan.Streamed(), "device_share", plan.DeviceShare(),
+		"device_bytes", plan.DeviceBytes(), "host_bytes", s.edges*eb, "build", time.Since(t0))
+	return nil
+}
+
+// fillStreamEntries writes every edge's stream entry into dst: the target,
+// or for a weighted graph {prob, keep, alt} of its alias column, built as
+// walk.BuildAlias builds it, on all cores.
+func fillStreamEntries(e *Engine, dst unsafe.Pointer) {
+	g := e.g
+	E := g.NumEdges()
+	if E == 0 {
+		return
+	}
+	if !g.Weighted() {
+		t := unsafe.Slice((*uint32)(dst), E)
+		walk.ForVertexRanges(g, func(lo, hi int) {
+			copy(t[g.Offsets[lo]:g.Offsets[hi]], g.Targets[g.Offsets[lo]:g.Offsets[hi]])
+		})
+		return
+	}
+	ent := unsafe.Slice((*uint32)(dst), 3*E)
+	walk.ForAliasVertices(g, func(_ int, first uint64, adj []uint32, prob []float32, col []uint32) {
+		for i := range adj {
+			k := 3 * (first + uint64(i))
+			ent[k], ent[k+1], ent[k+2] = math.Float32bits(prob[i]), adj[i], adj[col[i]]
+		}
+	})
+}
+
+// ensureWalkers sizes the walker arrays for n walkers (device thread). One
+// set serves every slot: a batch's visits run start to end inside one
+// device-thread call.
+func (sm *streamed) ensureWalkers(e *Engine, n int64) error {
+	if sm.capWalkers >= n {
+		return nil
+	}
+	sm.freeWalkers(e)
+	var err error
+	for _, a := range []struct {
+		p    *cu.DevicePtr
+		name string
+	}{{&sm.dWV, "stream.wv"}, {&sm.dWStep, "stream.wstep"}, {&sm.dList, "stream.list"}} {
+		if *a.p, err = e.alloc(a.name, n*4); err != nil {
+			sm.freeWalkers(e)
+			return err
+		}
+	}
+	sm.capWalkers = n
+	return nil
+}
+
+func (sm *streamed) freeWalkers(e *Engine) {
+	e.free("stream.wv", &sm.dWV)
+	e.free("stream.wstep", &sm.dWStep)
+	e.free("stream.list", &sm.dList)
+	sm.capWalkers = 0
+}
+
+// walkStreamed walks slot s's batch of n tasks (already copied in, lengths
+// zeroed) under the stream plan, visit by visit, on s's stream; the
+// partitions go in on the copy stream. Each visit: count the waiting
+// walkers per partition (the one synchronisation), pick the streamed
+// partition with the most (chooseStreamed), have it copied in unless a
+// buffer holds it, start copying the next busiest into the other buffer,
+// then list the walkers the visit can move and walk them (device thread).
+func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, n int64) error {
+	sm := e.streamed
+	if err := sm.ensureWalkers(e, n); err != nil {
+		return err
+	}
+	pl := sm.plan
+	parts := pl.Parts
+	np := len(parts)
+	eb := pl.EntryBytes
+	mode := uint64(0)
+	if e.g.Weighted() {
+		mode |= streamEntries
+	}
+	if alg.ResolvedStepper() == walk.StepperAlias {
+		mode |= streamAlias
+	}
+	if alg.Kind == walk.PPR {
+		mode |= streamPPR
+	}
+	// es: the bytes per edge this batch would stream, from src.
+	es, src := eb, sm.hEntries
+	if sm.hTargets != nil && mode&streamAlias == 0 {
+		es, src = 4, sm.hTargets
+	}
+	inPlace := false
+	switch e.cfg.streamBatch {
+	case streamInPlace:
+		inPlace = pl.Streamed() > 0
+	case streamChoose:
+		inPlace = pl.Streamed() > 0 && !streamCheaper(pl, n, alg.Length, es, eb)
+	}
+	base := sm.dBase
+	if inPlace {
+		// One visit: every partition is on a side (resident, or mapped
+		// host memory read in place), so every walker runs to its end.
+		base = sm.dBaseMapped
+		sm.stats.InPlaceBatches++
+	} else {
+		sm.stats.Batches++
+	}
+	*sm.hParams = streamParams{offsets: uint64(e.dOffsets), bounds: uint64(sm.dBounds), base: uint64(base),
+		tasks: uint64(s.dTasks), seeds: uint64(s.dSeeds), result: uint64(s.dResult), lengths: uint64(s.dLengths),
+		wv: uint64(sm.dWV), wstep: uint64(sm.dWStep), list: uint64(sm.dList), listLen: uint64(sm.dListLen),
+		counts: uint64(sm.dCounts), nparts: uint64(np), n: uint64(n), stride: wp.stride, length: wp.length,
+		mode: mode, stopThreshold: wp.stopThreshold}
+	st := s.stream
+	// The parameters are copied synchronously: the pinned block is
+	// rewritten by the next batch.
+	if err := e.copyHtoD(sm.dParams, unsafe.Pointer(sm.hParams), streamParamsSize); err != nil {
+		return fmt.Errorf("gpu: copy stream params: %w", err)
+	}
+	args := []uint64{uint64(sm.dParams)}
+	scan := int(min(int64(e.numSM*8), (n+streamBlock-1)/streamBlock))
+	if err := launch(sm.fnInit, scan, streamBlock, st, args); err != nil {
+		return fmt.Errorf("gpu: stream_init: %w", err)
+	}
+	for b := range sm.loaded {
+		if sm.loadedBytes[b] != es {
+			sm.loaded[b] = -1 // the other format: of no use to this batch
+		}
+	}
+	load := func(p, b int) error {
+		x := parts[p]
+		if err := e.copyHtoDAsync(sm.dBuf[b], unsafe.Add(src, x.ELo*es), (x.EHi-x.ELo)*es, sm.copyStream); err != nil {
+			return fmt.Errorf("gpu: copy partition %d: %w", p, err)
+		}
+		if err := sm.copied[b].Record(sm.copyStream); err != nil {
+			return fmt.Errorf("gpu: record partition copy: %w", err)
+		}
+		sm.loaded[b], sm.loadedBytes[b] = p, es
+		sm.stats.Copies++
+		sm.stats.BytesCopied += (x.EHi - x.ELo) * es
+		return nil
+	}
+	counts := sm.hCounts[:np]
+	for {
+		if err := cu.MemsetD32Async(sm.dCounts, 0, int64(np), st); err != nil {
+			return fmt.Errorf("gpu: clear counts: %w", err)
+		}
+		if err := launch(sm.fnCount, scan, streamBlock, st, args); err != nil {
+			return fmt.Errorf("gpu: stream_count: %w", err)
+		}
+		if err := e.copyDtoHAsync(unsafe.Pointer(&counts[0]), sm.dCounts, int64(np)*4, st); err != nil {
+			return fmt.Errorf("gpu: copy counts: %w", err)
+		}
+		if err := st.Synchronize(); err != nil {
+			return fmt.Errorf("gpu: stream visit: %w", err)
+		}
+		var waiting uint64
+		for _, c := range counts {
+			waiting += uint64(c)
+		}
+		if waiting == 0 {
+			break
+		}
+		cur, curBase := uint64(noPart), uint64(0)
+		// p < 0: every waiting walker is in a resident partition (or
+		// the batch reads the streamed ones in place).
+		if p := chooseStreamed(parts, counts, sm.loaded, -1); p >= 0 && !inPlace {
+			b := -1
+			for k, q := range sm.loaded {
+				if q == p {
+					b = k
+				}
+			}
+			if b < 0 {
+				b = streamVictim(counts, sm.loaded)
+				if err := load(p, b); err != nil {
+					return err
+				}
+			}
+			if err := st.Wait(sm.copied[b], 0); err != nil {
+				return fmt.Errorf("gpu: wait for partition copy: %w", err)
+			}
+			cur, curBase = uint64(p), uint64(sm.dBuf[b])-uint64(parts[p].ELo*es)
+			// Overlap: the next busiest partition goes into the other
+			// buffer while this one is walked, unless that buffer holds
+			// a busier one already. s's stream was synchronised above,
+			// so no kernel reads it.
+			o := 1 - b
+			if q := chooseStreamed(parts, counts, sm.loaded, p); q >= 0 && q != sm.loaded[o] &&
+				(sm.loaded[o] < 0 || counts[sm.loaded[o]] < counts[q]) {
+				if err := load(q, o); err != nil {
+					return err
+				}
+			}
+		}
+		if err := cu.MemsetD32Async(sm.dListLen, 0, 2, st); err != nil {
+			return fmt.Errorf("gpu: clear list: %w", err)
+		}
+		if err := launch(sm.fnCollect, scan, streamBlock, st, []uint64{uint64(sm.dParams), cur}); err != nil {
+			return fmt.Errorf("gpu: stream_collect: %w", err)
+		}
+		if err := launch(sm.fnWalk, e.numSM*max(sm.occWalk, 1), streamBlock, st, []uint64{uint64(sm.dParams), cur, curBase, uint64(es)}); err != nil {
+			return fmt.Errorf("gpu: stream_walk: %w", err)
+		}
+		sm.stats.Visits++
+	}
+	return nil
+}
+
+// releaseStreamed frees the stream plan's memory (device thread).
+func (e *Engine) releaseStreamed() {
+	sm := e.streamed
+	if sm == nil {
+		return
+	}
+	if sm.copyStream != (cu.Stream{}) {
+		_ = sm.copyStream.Synchronize()
+		_ = sm.copyStream.Destroy()
+		sm.copyStream = cu.Stream{}
+	}
+	for b := range sm.copied {
+		if sm.copied[b] != (cu.Event{}) {
+			_ = cu.DestroyEvent(&sm.copied[b])
+		}
+		e.free(fmt.Sprintf("stream.buffer%d", b), &sm.dBuf[b])
+	}
+	sm.freeWalkers(e)
+	for name, p := range map[string]*cu.DevicePtr{"stream.bounds": &sm.dBounds, "stream.base": &sm.dBase, "stream.base.mapped": &sm.dBaseMapped,
+		"stream.resident": &sm.dResident, "stream.counts": &sm.dCounts, "stream.listlen": &sm.dListLen, "stream.params": &sm.dParams} {
+		e.free(name, p)
+	}
+	for _, p := range sm.hPtrs {
+		e.hostFree(p)
+	}
+	sm.hPtrs = nil
+}
+
+var _ Streamer = (*Engine)(nil)
+
+// StreamPlan implements Streamer: the engine's stream plan, nil when it
+// does not stream.
+func (e *Engine) StreamPlan() *StreamPlan {
+	if e.streamed == nil {
+		return nil
+	}
+	p := *e.streamed.plan
+	return &p
+}
+
+// StreamStats implements Streamer: what streaming did in the last Run.
+func (e *Engine) StreamStats() StreamStats {
+	e.lastMu.Lock()
+	defer e.lastMu.Unlock()
+	return e.lastStream
+}

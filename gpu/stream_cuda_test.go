@@ -1,0 +1,183 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
+)
+
+// streamGraphs are the graphs the streaming tests walk: the engine tests'
+// directed graph (a hub above the warp threshold, dead ends, weighted), an
+// undirected weighted R-MAT graph and an unweighted one (4-byte targets
+// streamed instead of alias entries).
+func streamGraphs(t *testing.T) map[string]*graph.Graph {
+	t.Helper()
+	out := map[string]*graph.Graph{"directed": testGraph(t)}
+	for name, w := range map[string]bool{"rmat-weighted": true, "rmat-unweighted": false} {
+		g, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 12, EdgeFactor: 8, Seed: 5,
+			Undirected: true, Weighted: w, Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = g.Close() })
+		out[name] = g
+	}
+	return out
+}
+
+// TestStreamWalksMatchCPU: under a stream plan that keeps half the
+// streamed bytes on the device in partitions of 8 KiB (tens of them,
+// most streamed, each copied many times; a uniform walk of a weighted
+// graph copies bare targets, an alias walk 12-byte entries), uniform and weighted DeepWalk
+// and PPR give the CPU engine's walks and the all-device engine's, walk by
+// walk, in one batch and in many (a batch leaves partitions in the
+// buffers for the next), with two jobs of different seeds.
+func TestStreamWalksMatchCPU(t *testing.T) {
+	for gname, g := range streamGraphs(t) {
+		ref, err := cpu.New(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := newEngine(t, g)
+		starts := allStarts(g, 2)
+		hubStarts := make([]uint32, 3000)
+		for i := range hubStarts {
+			hubStarts[i] = uint32(i % 7)
+		}
+		cases := []struct {
+			name string
+			alg  walk.Algorithm
+		}{
+			{"deepwalk-uniform", walk.Algorithm{Kind: walk.DeepWalk, Length: 80}},
+			{"ppr-uniform", walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.1}},
+		}
+		if g.Weighted() {
+			cases = append(cases,
+				struct {
+					name string
+					alg  walk.Algorithm
+				}{"deepwalk-alias", walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true}},
+				struct {
+					name string
+					alg  walk.Algorithm
+				}{"ppr-alias", walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.1, Weighted: true}})
+		}
+		for _, run := range []struct {
+			batch int
+			how   int
+		}{{0, streamCopy}, {2500, streamCopy}, {0, streamInPlace}, {2500, streamChoose}} {
+			batch := run.batch
+			e := newEngine(t, g, WithStream(StreamOn), WithDeviceFraction(0.5), WithStreamPartitionBytes(8<<10),
+				WithMaxBatchWalks(batch), WithChunkWalks(1000), withStreamBatch(run.how))
+			plan := e.StreamPlan()
+			if plan == nil || e.Placement() != nil {
+				t.Fatalf("%s: engine did not stream (plan %v, placement %v)", gname, plan, e.Placement())
+			}
+			if plan.Streamed() < 5 {
+				t.Fatalf("%s: only %d streamed partitions: %s", gname, plan.Streamed(), plan)
+			}
+			for _, c := range cases {
+				t.Run(fmt.Sprintf("%s/%s/batch=%d/how=%d", gname, c.name, batch, run.how), func(t *testing.T) {
+					jobs := []walk.Job{
+						{Tag: 1, Algorithm: c.alg, Seed: 42, Starts: starts},
+						{Tag: 2, Algorithm: c.alg, Seed: 1<<40 + 7, Starts: hubStarts},
+					}
+					want := collect(t, ref, jobs)
+					dev := collect(t, all, jobs)
+					got := collect(t, e, jobs)
+					for tag := range want {
+						for id := range want[tag] {
+							if !equal(got[tag][id], want[tag][id]) {
+								t.Fatalf("job %d walk %d differs:\nstream %v\ncpu    %v", tag, id, got[tag][id], want[tag][id])
+							}
+							if !equal(dev[tag][id], want[tag][id]) {
+								t.Fatalf("job %d walk %d: all-device engine differs from the cpu", tag, id)
+							}
+						}
+					}
+					st, ss := e.LastRunStats(), e.StreamStats()
+					if st.Walks != int64(len(starts)+len(hubStarts)) {
+						t.Fatalf("stats %+v", st)
+					}
+					// Every streamed partition was copied in (two may have
+					// stayed in the buffers from the last run); DeepWalk's
+					// long walks come back to each many times.
+					least := int64(plan.Streamed() - 2)
+					if c.alg.Kind == walk.DeepWalk {
+						least = 2 * int64(plan.Streamed())
+					}
+					switch {
+					case ss.Steps != st.Steps:
+						t.Fatalf("stream stats %+v, run stats %+v", ss, st)
+					case run.how == streamCopy && (ss.Copies < least || ss.Visits < ss.Copies/2 || ss.BytesCopied <= 0 || ss.InPlaceBatches > 0):
+						t.Fatalf("stream stats %+v, %d streamed partitions", ss, plan.Streamed())
+					case run.how == streamInPlace && (ss.Copies > 0 || ss.Batches > 0 || ss.InPlaceBatches == 0):
+						t.Fatalf("in place: stream stats %+v", ss)
+					case run.how == streamChoose && ss.Batches+ss.InPlaceBatches == 0:
+						t.Fatalf("chosen: stream stats %+v", ss)
+					}
+					t.Logf("%+v, %.0f bytes copied a step", ss, float64(ss.BytesCopied)/float64(ss.Steps))
+				})
+			}
+		}
+	}
+}
+
+// TestStreamRefusesWhatItCannotWalk: Node2Vec, MetaPath and the reservoir
+// samplers are refused with ErrInvalidAlgorithm, and the engine walks on.
+func TestStreamRefusesWhatItCannotWalk(t *testing.T) {
+	g := testGraph(t)
+	e := newEngine(t, g, WithStream(StreamOn), WithDeviceFraction(0.5), WithStreamPartitionBytes(8<<10))
+	for _, a := range []walk.Algorithm{
+		{Kind: walk.Node2Vec, Length: 10, P: 1, Q: 2},
+		{Kind: walk.MetaPath, Length: 10, Schema: []uint8{0, 1}},
+		{Kind: walk.DeepWalk, Length: 10, Weighted: true, Stepper: walk.StepperZPRS},
+	} {
+		err := e.Run(context.Background(), []walk.Job{{Tag: 1, Algorithm: a, Seed: 1, Starts: []uint32{0, 1}}},
+			func(walk.Chunk) error { return nil })
+		if !errors.Is(err, walk.ErrInvalidAlgorithm) {
+			t.Fatalf("%v: %v", a.Kind, err)
+		}
+	}
+	collect(t, e, []walk.Job{{Tag: 1, Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 10}, Seed: 1, Starts: []uint32{0, 1}}})
+}
+
+// TestStreamChosenWhenTheGraphDoesNotFit: under a memory limit below the
+// graph the engine streams by default (in many small batches: the limit
+// leaves the slots little) and places with StreamOff; walks are the CPU's
+// either way.
+func TestStreamChosenWhenTheGraphDoesNotFit(t *testing.T) {
+	g := streamGraphs(t)["rmat-weighted"]
+	// A quarter of the limit goes to the batch slots: the stream plan gets
+	// two thirds of its streamed bytes.
+	limit := StreamBytesNeeded(g) * 9 / 10
+	s := newEngine(t, g, WithMemoryLimit(limit))
+	if s.StreamPlan() == nil || s.StreamPlan().Streamed() == 0 {
+		t.Fatalf("auto under a %d-byte limit: plan %v", limit, s.StreamPlan())
+	}
+	p := newEngine(t, g, WithMemoryLimit(limit), WithStream(StreamOff))
+	if p.StreamPlan() != nil || p.Placement() == nil {
+		t.Fatal("stream off: no placement plan")
+	}
+	ref, err := cpu.New(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := []walk.Job{{Tag: 1, Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 40, Weighted: true}, Seed: 9, Starts: allStarts(g, 1)}}
+	want := collect(t, ref, jobs)
+	for name, e := range map[string]*Engine{"stream": s, "placed": p} {
+		got := collect(t, e, jobs)
+		for id := range want[1] {
+			if !equal(got[1][id], want[1][id]) {
+				t.Fatalf("%s: walk %d differs", name, id)
+			}
+		}
+	}
+}

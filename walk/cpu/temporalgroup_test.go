@@ -1,0 +1,109 @@
+package cpu
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"testing"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
+)
+
+// The grouped steps (walkTemporalGroup: the records, the coarse and draw
+// guesses, the phases) walk exactly the walks that walkTemporal takes one
+// at a time on the graph's own arrays, for every bias and direction,
+// with and without a gap, weighted or not, on timed R-MAT graphs whose hubs
+// have windows of hundreds of edges: with cells narrower than the times'
+// span (scales 0.5 to 50) and with every time in one cell (scales 2^12 and
+// 2^14: G = 2^20 and 2^22 hold all of [0, 2^20)).
+func TestTemporalGroupMatchesOneWalk(t *testing.T) {
+	g := timedRMAT(t, graph.RMATOptions{Scale: 12, EdgeFactor: 16, Seed: 11, Undirected: true, Weighted: true, TimeSpan: 1 << 20})
+	cases := temporalCases()
+	cases["exponential-one-cell"] = walk.TimeParams{Bias: walk.TimeExponential, Scale: 1 << 14}
+	cases["exponential-one-cell-gap"] = walk.TimeParams{Bias: walk.TimeExponential, Scale: 1 << 14, MaxGap: 60000, HasMaxGap: true}
+	cases["backward-exp-one-cell"] = walk.TimeParams{Bias: walk.TimeExponential, Scale: 1 << 12, Backward: true}
+	cases["exponential-wide"] = walk.TimeParams{Bias: walk.TimeExponential, Scale: 3000}
+	cases["linear-start"] = walk.TimeParams{Bias: walk.TimeLinear, Start: 1 << 19, HasStart: true}
+	for name, tp := range cases {
+		for _, weighted := range []bool{false, true} {
+			a := walk.Algorithm{Kind: walk.Temporal, Length: 30, Weighted: weighted, Time: tp}
+			e, err := New(g, WithWorkers(2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			starts := make([]uint32, g.NumVertices())
+			for i := range starts {
+				starts[i] = uint32(i)
+			}
+			const seed = 5
+			walks, times := timedWalks(t, e, walk.Job{Algorithm: a, Seed: seed, Starts: starts, WithTimes: true})
+			s := newStepper(g, a, seed, nil)
+			var cumw []float64
+			if weighted && tp.Bias != walk.TimeExponential {
+				cumw = e.windowWeights()
+			}
+			var exp *expTable
+			if tp.Bias == walk.TimeExponential {
+				exp = e.expTable(a)
+			}
+			s.tmp = temporalGraph(g, a, cumw, nil, exp, e.coarseIndex())
+			out := make([]uint32, a.Length+1)
+			ot := make([]int64, a.Length+1)
+			for id, v := range starts {
+				n := s.walkTemporal(uint64(id), v, out, ot)
+				if !slices.Equal(walks[id], out[:n]) || !slices.Equal(times[id], ot[:n]) {
+					t.Fatalf("%s weighted=%v walk %d: grouped %v %v, one at a time %v %v", name, weighted, id, walks[id], times[id], out[:n], ot[:n])
+				}
+			}
+			runtime.KeepAlive(e) // its records live outside the Go heap until e is collected
+		}
+	}
+}
+
+// The searches in the sums pick the same position from any guess: the
+// guess only decides where the gallop starts.
+func TestExpPickAnyGuess(t *testing.T) {
+	r := rand.New(rand.NewPCG(38, 2))
+	for range 300 {
+		n := 1 + r.IntN(300)
+		R := make([]timeRec, n)
+		var sum float64
+		for i := n - 1; i >= 0; i-- { // forward: suffix sums
+			if r.IntN(5) > 0 { // some zero weights: runs of equal sums
+				sum += r.ExpFloat64()
+			}
+			R[i].s = sum
+		}
+		B := make([]timeRec, n)
+		sum = 0
+		for i := range B { // backward: prefix sums
+			if r.IntN(5) > 0 {
+				sum += r.ExpFloat64()
+			}
+			B[i].s = sum
+		}
+		lo := uint64(r.IntN(n))
+		hi := lo + 1 + uint64(r.IntN(n-int(lo)))
+		var fb, bb float64
+		if hi < uint64(n) {
+			fb = R[hi].s
+		}
+		if lo > 0 {
+			bb = B[lo-1].s
+		}
+		for range 20 {
+			u := r.Float64()
+			wantF, okF := expPickForward(R, lo, hi, fb, u, lo)
+			wantB, okB := expPickBackward(B, lo, hi, bb, u, hi-1)
+			for g := lo; g < hi; g++ {
+				if got, ok := expPickForward(R, lo, hi, fb, u, g); ok != okF || got != wantF {
+					t.Fatalf("forward [%d, %d) u=%v from %d: %d %v, from the near end %d %v", lo, hi, u, g, got, ok, wantF, okF)
+				}
+				if got, ok := expPickBackward(B, lo, hi, bb, u, g); ok != okB || got != wantB {
+					t.Fatalf("backward [%d, %d) u=%v from %d: %d %v, from the near end %d %v", lo, hi, u, g, got, ok, wantB, okB)
+				}
+			}
+		}
+	}
+}
