@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"path"
@@ -60,16 +61,49 @@ var ErrCorrupt = errors.New("catalog: corrupt graph version")
 
 // Pointer describes one published version; CURRENT holds the served one.
 type Pointer struct {
+	// Format is the pointer's format: absent (0) or 1 for the first one,
+	// 2 when it may carry EdgeTopic and EdgeOffsets. A reader refuses a
+	// format newer than FormatVersion rather than misread it.
+	Format  int       `json:"format,omitempty"`
 	Version string    `json:"version"` // graph.Graph.Version (content CRC-64, 16 hex digits)
 	Key     string    `json:"key"`     // the graph file's key in the bucket
 	Size    int64     `json:"size"`    // bytes
 	SHA256  string    `json:"sha256"`  // of the file, lowercase hex
 	Name    string    `json:"name"`    // graph.Graph.Name
 	Created time.Time `json:"created"` // when it was published
+	// EdgeTopic and EdgeOffsets, set on a version a live graph compacted
+	// (issue 37), say what it holds: the base it was compacted from plus
+	// every record of EdgeTopic below EdgeOffsets (per partition, the
+	// offset after the last record applied). A replica that starts from
+	// this version reads the topic from there.
+	EdgeTopic   string          `json:"edge_topic,omitempty"`
+	EdgeOffsets map[int32]int64 `json:"edge_offsets,omitempty"`
+	// EdgeEventTime is, for a live graph with a time window, its event
+	// time at the compaction (Unix milliseconds): a replica starting from
+	// the version resumes the window from it.
+	EdgeEventTime *int64 `json:"edge_event_time,omitempty"`
+}
+
+// FormatVersion is the newest pointer format this build reads and the one
+// it writes.
+const FormatVersion = 2
+
+// PublishOptions add what a version holds beyond its file.
+type PublishOptions struct {
+	// EdgeTopic and EdgeOffsets are the live graph's watermark the version
+	// was compacted at (Pointer.EdgeOffsets); both or neither.
+	EdgeTopic   string
+	EdgeOffsets map[int32]int64
+	// EdgeEventTime is the time window's event time then (nil: none).
+	EdgeEventTime *int64
 }
 
 func (p Pointer) validate() error {
 	switch {
+	case p.Format > FormatVersion:
+		return fmt.Errorf("format %d is newer than this walkstage reads (%d): upgrade it", p.Format, FormatVersion)
+	case p.EdgeOffsets != nil && p.EdgeTopic == "":
+		return errors.New("edge_offsets without edge_topic")
 	case len(p.Version) != 16 || !isHex(p.Version):
 		return fmt.Errorf("version %q is not 16 hex digits", p.Version)
 	case p.Key == "":
@@ -79,8 +113,15 @@ func (p Pointer) validate() error {
 	case len(p.SHA256) != 64 || !isHex(p.SHA256):
 		return fmt.Errorf("sha256 %q is not 64 hex digits", p.SHA256)
 	}
+	for part, off := range p.EdgeOffsets {
+		if part < 0 || off < 0 {
+			return fmt.Errorf("edge_offsets: partition %d offset %d is negative", part, off)
+		}
+	}
 	return nil
 }
+
+func sameTime(a, b *int64) bool { return a == nil && b == nil || a != nil && b != nil && *a == *b }
 
 func isHex(s string) bool {
 	for _, c := range s {
@@ -163,11 +204,23 @@ func (c *Catalog) PointerKey() string { return c.key(PointerName) }
 // there, writes its descriptor, and then, last, replaces CURRENT. A file
 // that is not a valid graph is refused before anything is written.
 func (c *Catalog) Publish(ctx context.Context, file string) (Pointer, error) {
+	return c.PublishWith(ctx, file, PublishOptions{})
+}
+
+// PublishWith is Publish with what o adds to the version's descriptor and
+// pointer: a live graph's watermark. Re-publishing the same file with
+// another watermark (the updates between them changed nothing) writes the
+// descriptor again with the new one.
+func (c *Catalog) PublishWith(ctx context.Context, file string, o PublishOptions) (Pointer, error) {
+	if (o.EdgeTopic == "") != (o.EdgeOffsets == nil) {
+		return Pointer{}, fmt.Errorf("publish %s: edge topic %q and edge offsets %v go together", file, o.EdgeTopic, o.EdgeOffsets)
+	}
 	g, err := graph.LoadWith(file, graph.LoadOptions{VerifyChecksum: true})
 	if err != nil {
 		return Pointer{}, fmt.Errorf("publish %s: refused: %w", file, err)
 	}
-	p := Pointer{Version: g.Version, Name: g.Name, Created: time.Now().UTC().Truncate(time.Millisecond)}
+	p := Pointer{Format: FormatVersion, Version: g.Version, Name: g.Name, Created: time.Now().UTC().Truncate(time.Millisecond),
+		EdgeTopic: o.EdgeTopic, EdgeOffsets: maps.Clone(o.EdgeOffsets), EdgeEventTime: o.EdgeEventTime}
 	g.Close()
 	p.Key = c.key(versionsDir, p.Version+".wsg")
 	sum, size, err := hashFile(file)
@@ -181,7 +234,16 @@ func (c *Catalog) Publish(ctx context.Context, file string) (Pointer, error) {
 	uploaded := false
 	if old, err := c.descriptor(ctx, p.Version); err == nil && old.SHA256 == p.SHA256 && old.Size == p.Size && old.Key == p.Key {
 		if uploaded, _ = c.b.Exists(ctx, p.Key); uploaded {
+			nw := p
 			p = old
+			p.Format, p.EdgeTopic, p.EdgeOffsets, p.EdgeEventTime = nw.Format, nw.EdgeTopic, nw.EdgeOffsets, nw.EdgeEventTime
+			// The same content at a later watermark: the descriptor
+			// records the newer one.
+			if old.EdgeTopic != p.EdgeTopic || !maps.Equal(old.EdgeOffsets, p.EdgeOffsets) || !sameTime(old.EdgeEventTime, p.EdgeEventTime) {
+				if err := c.writeJSON(ctx, c.key(versionsDir, p.Version+".json"), p); err != nil {
+					return Pointer{}, fmt.Errorf("publish %s: descriptor: %w", file, err)
+				}
+			}
 		}
 	}
 	if !uploaded {

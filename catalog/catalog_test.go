@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -152,7 +153,7 @@ func TestCorruptRefused(t *testing.T) {
 			if _, err := c.Publish(ctx, flip); err == nil {
 				t.Fatal("published a corrupt file")
 			}
-			if cur, err := c.Current(ctx); err != nil || cur != good {
+			if cur, err := c.Current(ctx); err != nil || !reflect.DeepEqual(cur, good) {
 				t.Fatalf("CURRENT after refused publishes: %+v, %v; want %+v", cur, err, good)
 			}
 

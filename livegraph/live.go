@@ -7,7 +7,8 @@
 //
 // It knows nothing of Kafka or of the stage: the caller hands it decoded
 // updates with the partition and offset they came from, and reads the
-// watermark back from a snapshot.
+// watermark back from a snapshot. A compaction runs beside the applier and
+// the live graph is rebased on its result (background.go).
 package livegraph
 
 import (
@@ -87,15 +88,27 @@ type Live struct {
 	// win is the time window's state (window.go), nil without one.
 	win *window
 
+	// ids holds the added vertices' dense ids and the naming table of
+	// the current base; a rebase (background.go) starts a new one, which
+	// the snapshots of the old base do not see.
+	ids *idTable
+
+	cur atomic.Pointer[Snapshot]
+
+	touched uint64 // touch's sum
+
+	// compacting, when set, is the compaction in progress (background.go).
+	compacting *compaction
+}
+
+// idTable is what a base's snapshots share beyond the tree: the added
+// vertices' ids and the naming table.
+type idTable struct {
 	// added maps an added vertex's external id to its dense id. Only the
 	// applier writes it, under mu; readers resolving an id take mu's read
 	// side (Snapshot.DenseID), the applier reads it without.
 	mu    sync.RWMutex
 	added map[int64]uint32
-
-	cur atomic.Pointer[Snapshot]
-
-	touched uint64 // touch's sum
 
 	// naming is the id table Snapshot.Naming hands out, built on the
 	// first snapshot with added vertices and grown append-only after.
@@ -106,8 +119,9 @@ type Live struct {
 
 // Stats counts what a delta holds.
 type Stats struct {
-	// Inserted and Deleted count the updates applied; Deletes that found
-	// nothing to delete are in Deleted too.
+	// Inserted and Deleted count the updates applied over the current
+	// base (after a rebase, those applied since the compacted snapshot);
+	// deletes that found nothing to delete are in Deleted too.
 	Inserted, Deleted int64
 	// DeltaEdges is the appended edges the delta holds (deleted ones
 	// included until a compaction), Tombstones the deleted targets, Vertices
@@ -135,7 +149,7 @@ func New(base *graph.Graph, opts ...Option) (*Live, error) {
 		return nil, fmt.Errorf("live graph over %q: graphs with string ids do not take edge updates yet (integer ids do)", base.Name)
 	}
 	l := &Live{base: base, baseV: uint32(base.NumVertices()), weighted: base.Weighted(), labelled: base.Labelled(),
-		timed: base.Timed(), epoch: 1, watermark: map[int32]int64{}, added: map[int64]uint32{}}
+		timed: base.Timed(), epoch: 1, watermark: map[int32]int64{}, ids: &idTable{added: map[int64]uint32{}}}
 	var o options
 	for _, opt := range opts {
 		opt(&o)
@@ -158,7 +172,7 @@ func (l *Live) Snapshot() *Snapshot { return l.cur.Load() }
 // the next write copies what it changes.
 func (l *Live) Publish() *Snapshot {
 	s := &Snapshot{base: l.base, top: l.top, n: l.baseV + uint32(len(l.addedIDs)), added: l.addedIDs[:len(l.addedIDs):len(l.addedIDs)],
-		watermark: maps.Clone(l.watermark), stats: l.stats, epoch: l.epoch, live: l, next: make(chan struct{}), win: l.mark()}
+		watermark: maps.Clone(l.watermark), stats: l.stats, epoch: l.epoch, ids: l.ids, next: make(chan struct{}), win: l.mark()}
 	old := l.cur.Swap(s)
 	if old != nil {
 		close(old.next)
@@ -210,6 +224,9 @@ func (l *Live) Apply(partition int32, offset int64, ups []Update) error {
 	}
 	if l.win != nil {
 		l.advanceWindow()
+	}
+	if l.compacting != nil {
+		l.compacting.record(partition, offset, ups)
 	}
 	return nil
 }
@@ -309,7 +326,7 @@ func (l *Live) lookup(ext int64) (uint32, bool) {
 	if v, ok := l.base.DenseID(ext); ok {
 		return v, true
 	}
-	v, ok := l.added[ext]
+	v, ok := l.ids.added[ext]
 	return v, ok
 }
 
@@ -320,9 +337,9 @@ func (l *Live) vertex(ext int64) uint32 {
 	}
 	v := l.baseV + uint32(len(l.addedIDs))
 	l.addedIDs = append(l.addedIDs, ext)
-	l.mu.Lock()
-	l.added[ext] = v
-	l.mu.Unlock()
+	l.ids.mu.Lock()
+	l.ids.added[ext] = v
+	l.ids.mu.Unlock()
 	l.stats.Added++
 	l.stats.Bytes += 8
 	l.writable(v) // every added vertex has a state, edges or not
@@ -514,7 +531,7 @@ type Snapshot struct {
 	watermark map[int32]int64
 	stats     Stats
 	epoch     uint64
-	live      *Live
+	ids       *idTable
 	// next is closed when a later snapshot is published (WaitFor).
 	next chan struct{}
 	// index is the delta's flat index, built by the first job that walks
@@ -618,9 +635,9 @@ func (s *Snapshot) DenseID(ext int64) (uint32, bool) {
 	if v, ok := s.base.DenseID(ext); ok {
 		return v, true
 	}
-	s.live.mu.RLock()
-	v, ok := s.live.added[ext]
-	s.live.mu.RUnlock()
+	s.ids.mu.RLock()
+	v, ok := s.ids.added[ext]
+	s.ids.mu.RUnlock()
 	if !ok || v >= s.n {
 		return 0, false
 	}
@@ -643,7 +660,7 @@ func (s *Snapshot) Naming() *graph.Graph {
 	if s.n == uint32(b.NumVertices()) {
 		return b
 	}
-	l := s.live
+	l := s.ids
 	l.namingMu.Lock()
 	if l.namingIDs == nil {
 		if b.IDs != nil {

@@ -48,6 +48,9 @@ type LiveOptions struct {
 	// OffsetsWait bounds a request's wait for its edge_offsets (0: no
 	// wait, a request not covered at once is rejected).
 	OffsetsWait time.Duration
+	// Compaction, when set, compacts the live graph in the background
+	// and swaps the compacted base in (compact.go).
+	Compaction *LiveCompaction
 }
 
 // liveSeeds resolves seeds against the live graph's latest snapshot
@@ -70,9 +73,13 @@ func (s *Stage) addLiveActors(g *group, ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("stage: live graph metrics: %w", err)
 	}
+	log := s.log.With("component", "live-graph")
+	compaction, err := s.liveCompaction(lo, log)
+	if err != nil {
+		return err
+	}
 	ctx, stop := context.WithCancel(ctx)
 	batches := make(chan source.EdgeBatch, 256)
-	log := s.log.With("component", "live-graph")
 	g.add("edge-reader", func() error {
 		err := lo.Edges.Run(ctx, batches)
 		if ctx.Err() != nil {
@@ -84,7 +91,7 @@ func (s *Stage) addLiveActors(g *group, ctx context.Context) error {
 		return fmt.Errorf("edge topic reader: %w", err)
 	}, stop)
 	g.add("edge-applier", func() error {
-		err := live.RunApplier(ctx, log, lo.Graph, batches, lo.PublishInterval, m)
+		err := live.RunApplierWith(ctx, log, lo.Graph, batches, lo.PublishInterval, m, compaction)
 		if err != nil && !errors.Is(err, context.Canceled) {
 			return fmt.Errorf("edge applier: %w", err)
 		}

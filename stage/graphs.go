@@ -242,7 +242,9 @@ func (s *Stage) bind(b *batch, v *served) *message.RejectError {
 			Msg: fmt.Sprintf("request is pinned to graph version %s; this stage serves %s %s", pin, v.g.Name, v.g.Version)}
 	}
 	if s.graphs.follower == nil {
-		return nil // the consumer resolved the seeds against this very graph
+		// The consumer resolved the seeds against this very graph, unless
+		// a live graph's compaction has replaced it since.
+		return s.rebindLive(b, v)
 	}
 	if re := rebind(b.req, v.g, s.graphs.skipUnknown); re != nil {
 		return re

@@ -212,6 +212,14 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 		b.unbind()
 	}
 	v := s.graphs.acquire(ctx)
+	// One live graph snapshot for the whole micro-batch, as one graph
+	// version, and of that version's base: it holds at least every
+	// edge_offsets its requests waited for, as snapshots only move
+	// forward.
+	var snap *livegraph.Snapshot
+	if v != nil && s.o.Live != nil {
+		v, snap = s.liveVersion(ctx, v)
+	}
 	if v == nil {
 		for _, b := range mb {
 			b.written = make(chan struct{})
@@ -236,13 +244,6 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 	// the last of them to be scheduled on a busy host: a fifth of the GPU
 	// stage's engine loop in an execution trace.
 	sinkOpts := s.sinkOptions(v)
-	// One live graph snapshot for the whole micro-batch, as one graph
-	// version: it holds at least every edge_offsets its requests waited
-	// for, as snapshots only move forward.
-	var snap *livegraph.Snapshot
-	if s.o.Live != nil {
-		snap = s.o.Live.Graph.Snapshot()
-	}
 	for _, b := range mb {
 		b.launched, b.attempt, b.alone = now, b.attempt+1, len(mb) == 1
 		b.gotW, b.steps, b.wErr, b.vErr = 0, 0, nil, nil

@@ -16,7 +16,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"gocloud.dev/blob"
 
-	"github.com/walkstage/walkstage/catalog"
 	"github.com/walkstage/walkstage/engines"
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/icetable"
@@ -69,7 +68,7 @@ func fromConfig(ctx context.Context, c config.Config, log *slog.Logger, version 
 		}
 	}()
 	log.Info("loading graph", "graph", redact.String(c.Graph))
-	g, err := catalog.LoadGraph(ctx, c.Graph, c.GraphDownloadDir)
+	g, start, err := loadStartGraph(ctx, c, log)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +88,7 @@ func fromConfig(ctx context.Context, c config.Config, log *slog.Logger, version 
 	if err != nil {
 		return nil, err
 	}
-	lopts, err := rt.openLive(c, ko, g, eng, log)
+	lopts, err := rt.openLive(ctx, c, ko, g, start, eng, log)
 	if err != nil {
 		return nil, err
 	}
@@ -112,6 +111,9 @@ func fromConfig(ctx context.Context, c config.Config, log *slog.Logger, version 
 		return nil, err
 	}
 	rt.Consumer = cons
+	if lopts != nil && lopts.Compaction != nil {
+		lopts.Compaction.OnSwap = cons.SetGraph
+	}
 	rt.closers = append(rt.closers, cons.Close)
 	// Missing topics are a configuration error: say so now, by name. The
 	// stage still starts, not ready, and the broker probe keeps checking
@@ -181,7 +183,7 @@ func fromConfig(ctx context.Context, c config.Config, log *slog.Logger, version 
 // serve yet by name: an engine that does not walk snapshots (the GPU's,
 // the out-of-core one), a graph with string ids. (The GPU engine and
 // graph following are refused by config.Load already.)
-func (rt *Runtime) openLive(c config.Config, ko source.KafkaOptions, g *graph.Graph, eng walk.Engine, log *slog.Logger) (*LiveOptions, error) {
+func (rt *Runtime) openLive(ctx context.Context, c config.Config, ko source.KafkaOptions, g *graph.Graph, start liveStart, eng walk.Engine, log *slog.Logger) (*LiveOptions, error) {
 	if c.EdgeTopic == "" {
 		return nil, nil
 	}
@@ -193,8 +195,12 @@ func (rt *Runtime) openLive(c config.Config, ko source.KafkaOptions, g *graph.Gr
 	var lopts []livegraph.Option
 	if c.EdgeWindow > 0 {
 		lopts = append(lopts, livegraph.WithWindow(c.EdgeWindow, 0))
+		if start.eventTime != nil {
+			// The window resumes where it stood at the compaction.
+			lopts = append(lopts, livegraph.WithEventTime(*start.eventTime))
+		}
 	}
-	l, err := livegraph.New(g, lopts...)
+	l, err := newLive(g, start.watermark, lopts...)
 	if err != nil {
 		if c.EdgeWindow > 0 && !g.Timed() && !g.HasStringIDs() {
 			return nil, fmt.Errorf("WALKSTAGE_EDGE_WINDOW is set, but: %w", err)
@@ -202,14 +208,18 @@ func (rt *Runtime) openLive(c config.Config, ko source.KafkaOptions, g *graph.Gr
 		return nil, fmt.Errorf("WALKSTAGE_EDGE_TOPIC is set, but: %w", err)
 	}
 	er, err := source.NewEdgeReader(source.EdgeReaderConfig{Kafka: ko, Topic: c.EdgeTopic, DLQTopic: c.DLQTopic,
-		Check: l.CheckSchema, CallTimeout: c.BrokerTimeout, Logger: log.With("component", "edge-reader")})
+		Start: start.watermark, Check: l.CheckSchema, CallTimeout: c.BrokerTimeout, Logger: log.With("component", "edge-reader")})
 	if err != nil {
 		return nil, err
 	}
 	rt.closers = append(rt.closers, er.Close)
 	log.Info("live graph: edge updates are applied from the edge topic", "edge_topic", c.EdgeTopic,
 		"publish_interval_seconds", c.EdgePublishInterval.Seconds(), "edge_window_seconds", c.EdgeWindow.Seconds())
-	return &LiveOptions{Graph: l, Edges: er, PublishInterval: c.EdgePublishInterval, OffsetsWait: c.EdgeOffsetsWait}, nil
+	compaction, err := rt.liveCompactionFor(ctx, c, log)
+	if err != nil {
+		return nil, err
+	}
+	return &LiveOptions{Graph: l, Edges: er, PublishInterval: c.EdgePublishInterval, OffsetsWait: c.EdgeOffsetsWait, Compaction: compaction}, nil
 }
 
 // kafkaOptions are the broker connection settings of c.

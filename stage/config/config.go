@@ -115,6 +115,29 @@ type Config struct {
 	// (read-your-writes) waits for the live graph to hold them before it is
 	// rejected with edge_offsets_unavailable.
 	EdgeOffsetsWait time.Duration `env:"EDGE_OFFSETS_WAIT" envDefault:"30s"`
+	// WALKSTAGE_EDGE_COMPACT_RATIO: the live graph is compacted in the
+	// background into a new base (the delta merged, deleted edges dropped)
+	// when its delta (appended edges plus tombstones) reaches this share of
+	// the base's edges and EDGE_COMPACT_MIN; walks go on meanwhile and move
+	// to the new base at the swap. Walks from vertices with a delta are
+	// several times slower than on a compacted graph, so keep it small;
+	// each compaction costs a pass over the whole graph and, until the
+	// swap, memory for a second copy of it and its engine tables. 0: never.
+	EdgeCompactRatio float64 `env:"EDGE_COMPACT_RATIO" envDefault:"0.05"`
+	// WALKSTAGE_EDGE_COMPACT_MIN: the smallest delta (appended edges plus
+	// tombstones) compacted, so a small graph is not compacted at every
+	// publication.
+	EdgeCompactMin int64 `env:"EDGE_COMPACT_MIN" envDefault:"100000"`
+	// WALKSTAGE_EDGE_CATALOG: a graph catalog (a bucket URL whose path is
+	// the prefix, as walkstage graph publish --to takes) the live graph's
+	// compactions are published to, each with its watermark (edge_topic,
+	// edge_offsets in the pointer). At start, when its CURRENT records a
+	// watermark of EDGE_TOPIC, the stage loads that version in place of
+	// GRAPH and reads the edge topic from those offsets: a restart replays
+	// only the records after the last compaction. Empty: compactions are
+	// not published, and a restart replays the topic from its start (or
+	// from the watermark of the version a GRAPH pointer names).
+	EdgeCatalog string `env:"EDGE_CATALOG"`
 	// WALKSTAGE_EDGE_WINDOW: keep only a recent window of the live graph's
 	// edges, e.g. 48h: an edge is evicted once the edge topic's event time
 	// (the largest edge time seen, in Unix ms, base graph included; not the
@@ -584,6 +607,19 @@ func (c *Config) validateEdges(bad badFunc) {
 	}
 	if c.EdgeOffsetsWait < 0 {
 		bad("EDGE_OFFSETS_WAIT", "%v is negative", c.EdgeOffsetsWait)
+	}
+	if !(c.EdgeCompactRatio >= 0 && c.EdgeCompactRatio <= 1e6) {
+		bad("EDGE_COMPACT_RATIO", "%v: use 0 (never) or a positive share of the base's edges, e.g. 0.05", c.EdgeCompactRatio)
+	}
+	if c.EdgeCompactMin < 1 {
+		bad("EDGE_COMPACT_MIN", "%d must be at least 1", c.EdgeCompactMin)
+	}
+	if c.EdgeCatalog != "" {
+		if u, err := url.Parse(c.EdgeCatalog); err != nil || len(u.Scheme) < 2 {
+			bad("EDGE_CATALOG", "%q is not a catalog URL (s3://bucket/prefix?region=..., gs://..., file:///dir)", redact.String(c.EdgeCatalog))
+		} else if c.EdgeTopic == "" {
+			bad("EDGE_CATALOG", "is set, but EDGE_TOPIC is not: it holds a live graph's compactions")
+		}
 	}
 	switch {
 	case c.EdgeWindow < 0:

@@ -111,6 +111,12 @@ func TestEdgeSettingsValidated(t *testing.T) {
 		{[]string{"WALKSTAGE_EDGE_TOPIC=walkstage-requests"}, "EDGE_TOPIC"},
 		{[]string{"WALKSTAGE_EDGE_PUBLISH_INTERVAL=0"}, "EDGE_PUBLISH_INTERVAL"},
 		{[]string{"WALKSTAGE_EDGE_OFFSETS_WAIT=-1s"}, "EDGE_OFFSETS_WAIT"},
+		{[]string{"WALKSTAGE_EDGE_TOPIC=edges", "WALKSTAGE_EDGE_COMPACT_RATIO=0", "WALKSTAGE_EDGE_COMPACT_MIN=1", "WALKSTAGE_EDGE_CATALOG=s3://g/social-live?region=x"}, ""},
+		{[]string{"WALKSTAGE_EDGE_COMPACT_RATIO=-0.1"}, "EDGE_COMPACT_RATIO"},
+		{[]string{"WALKSTAGE_EDGE_COMPACT_RATIO=NaN"}, "EDGE_COMPACT_RATIO"},
+		{[]string{"WALKSTAGE_EDGE_COMPACT_MIN=0"}, "EDGE_COMPACT_MIN"},
+		{[]string{"WALKSTAGE_EDGE_CATALOG=s3://g/live"}, "EDGE_TOPIC is not"},
+		{[]string{"WALKSTAGE_EDGE_TOPIC=edges", "WALKSTAGE_EDGE_CATALOG=live"}, "not a catalog URL"},
 		{[]string{"WALKSTAGE_EDGE_TOPIC=edges", "WALKSTAGE_EDGE_WINDOW=48h"}, ""},
 		{[]string{"WALKSTAGE_EDGE_TOPIC=edges", "WALKSTAGE_EDGE_WINDOW="}, ""}, // empty: off
 		{[]string{"WALKSTAGE_EDGE_WINDOW=48h"}, "EDGE_WINDOW: 48h0m0s is set without EDGE_TOPIC"},

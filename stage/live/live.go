@@ -92,6 +92,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 // reader dead-letters records that do not decode, this is the rest. It
 // returns when in is closed or ctx is done.
 func RunApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-chan source.EdgeBatch, interval time.Duration, m *Metrics) error {
+	return runApplier(ctx, log, l, in, interval, m, nil)
+}
+
+func runApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-chan source.EdgeBatch, interval time.Duration, m *Metrics, bg *background) error {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	dirty := false
@@ -123,6 +127,7 @@ func RunApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-c
 		m.deltaBytes.Set(float64(st.Bytes))
 		m.added.Set(float64(st.Added))
 		m.window(snap)
+		bg.maybeStart(snap)
 	}
 	m.window(l.Snapshot()) // what New evicted from the loaded graph
 	defer publish()
@@ -132,6 +137,8 @@ func RunApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-c
 			return ctx.Err()
 		case <-tick.C:
 			publish()
+		case r := <-bg.results():
+			bg.finish(r)
 		case b, ok := <-in:
 			if !ok {
 				return nil

@@ -68,10 +68,14 @@ type catalogVersion struct {
 	SHA256  string    `json:"sha256"`
 	Created time.Time `json:"created"`
 	Current bool      `json:"current"` // CURRENT names it
+	// A version a live graph compacted: the edge topic's offsets it holds.
+	EdgeTopic   string          `json:"edge_topic,omitempty"`
+	EdgeOffsets map[int32]int64 `json:"edge_offsets,omitempty"`
 }
 
 func versionOf(p catalog.Pointer, current bool) catalogVersion {
-	return catalogVersion{Graph: p.Name, Version: p.Version, Key: p.Key, Bytes: p.Size, SHA256: p.SHA256, Created: p.Created, Current: current}
+	return catalogVersion{Graph: p.Name, Version: p.Version, Key: p.Key, Bytes: p.Size, SHA256: p.SHA256, Created: p.Created, Current: current,
+		EdgeTopic: p.EdgeTopic, EdgeOffsets: p.EdgeOffsets}
 }
 
 // publishResult is graph publish's --json line: the version published,

@@ -1,0 +1,218 @@
+package live
+
+// Background compaction (issue 37, docs/design/live-graph.md): after a
+// publication whose delta has reached the threshold, the applier marks
+// that snapshot (livegraph.Live.BeginCompaction) and a goroutine compacts
+// it while the applier goes on; the caller's Prepare then publishes the
+// compacted graph and builds what serves it (the stage: an engine). Back on
+// the applier, the live graph is rebased on it (the records applied since
+// applied again) and the caller's swap serves it. Walks never wait: a
+// batch on an older snapshot finishes on that snapshot's base.
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/livegraph"
+	"github.com/walkstage/walkstage/source"
+)
+
+// Compaction turns on background compaction in RunApplierWith.
+type Compaction struct {
+	// Ratio and MinDelta are the threshold (Snapshot.DueForCompaction):
+	// the delta's share of the base's edges and its least size.
+	Ratio    float64
+	MinDelta int64
+	// Prepare runs on the compacting goroutine with the compacted graph
+	// and the snapshot it was compacted from: it publishes the graph where
+	// it should go and builds what serves it. It returns swap, which the
+	// applier calls right after the live graph is rebased on g, with the
+	// first snapshot of the new base. An error drops the compaction: the
+	// delta goes on growing over the current base, and the next
+	// publication past the threshold tries again.
+	Prepare func(ctx context.Context, g *graph.Graph, from *livegraph.Snapshot) (swap func(*livegraph.Snapshot), err error)
+	// Metrics are the series the compactions are counted in (nil: a
+	// registry of their own, not exported).
+	Metrics *CompactionMetrics
+}
+
+// CompactionMetrics are the compaction's Prometheus series.
+type CompactionMetrics struct {
+	compactions *prometheus.CounterVec
+	seconds     prometheus.Histogram
+	reapplied   prometheus.Counter
+	baseEdges   prometheus.Gauge
+	published   *prometheus.CounterVec
+}
+
+// NewCompactionMetrics registers the compaction's series with reg.
+func NewCompactionMetrics(reg prometheus.Registerer) (*CompactionMetrics, error) {
+	m := &CompactionMetrics{
+		compactions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "walkstage_live_compactions_total",
+			Help: "Background compactions of the live graph, by result: swapped (the compacted graph serves), failed (dropped; the delta goes on over the old base)."},
+			[]string{"result"}),
+		seconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "walkstage_live_compaction_seconds",
+			Help:    "From the snapshot a compaction starts from to the swap: compaction, catalog publication, engine build, updates applied again.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 16)}),
+		reapplied: prometheus.NewCounter(prometheus.CounterOpts{Name: "walkstage_live_compaction_reapplied_updates_total",
+			Help: "Edge updates applied during a compaction and applied again over the compacted base at its swap."}),
+		baseEdges: prometheus.NewGauge(prometheus.GaugeOpts{Name: "walkstage_live_base_edges",
+			Help: "Edges of the live graph's base (the loaded version, or the last compaction swapped in)."}),
+		published: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "walkstage_live_compaction_publishes_total",
+			Help: "Compacted versions published to WALKSTAGE_EDGE_CATALOG with their watermark, by result (ok, failed)."},
+			[]string{"result"}),
+	}
+	for _, r := range []string{"swapped", "failed"} {
+		m.compactions.WithLabelValues(r)
+	}
+	for _, r := range []string{"ok", "failed"} {
+		m.published.WithLabelValues(r)
+	}
+	for _, c := range []prometheus.Collector{m.compactions, m.seconds, m.reapplied, m.baseEdges, m.published} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// Published counts a catalog publication of a compacted version.
+func (m *CompactionMetrics) Published(err error) {
+	if err != nil {
+		m.published.WithLabelValues("failed").Inc()
+		return
+	}
+	m.published.WithLabelValues("ok").Inc()
+}
+
+// RunApplierWith is RunApplier compacting the live graph in the background
+// as c says (nil: never).
+func RunApplierWith(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-chan source.EdgeBatch, interval time.Duration, m *Metrics, c *Compaction) error {
+	var bg *background
+	if c != nil && c.Ratio > 0 {
+		if c.Metrics == nil { // counted, not exported
+			cm, err := NewCompactionMetrics(prometheus.NewRegistry())
+			if err != nil {
+				return err
+			}
+			c.Metrics = cm
+		}
+		bg = &background{c: c, l: l, log: log, m: m, done: make(chan compacted, 1)}
+		bg.ctx, bg.cancel = context.WithCancel(ctx)
+		defer bg.stop()
+		c.Metrics.baseEdges.Set(float64(l.Base().NumEdges()))
+	}
+	return runApplier(ctx, log, l, in, interval, m, bg)
+}
+
+// background is the applier's side of the compaction: at most one runs.
+type background struct {
+	c      *Compaction
+	l      *livegraph.Live
+	log    *slog.Logger
+	m      *Metrics
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	done   chan compacted // the compacting goroutine's result
+	t0     time.Time
+}
+
+type compacted struct {
+	g    *graph.Graph
+	swap func(*livegraph.Snapshot)
+	err  error
+}
+
+// results is where a compaction's result arrives (nil, never, without
+// background compaction).
+func (b *background) results() <-chan compacted {
+	if b == nil {
+		return nil
+	}
+	return b.done
+}
+
+// maybeStart starts a compaction of what was applied so far when snap,
+// just published, is past the threshold and none runs.
+func (b *background) maybeStart(snap *livegraph.Snapshot) {
+	if b == nil || b.ctx.Err() != nil || b.l.Compacting() != nil || !snap.DueForCompaction(b.c.Ratio, b.c.MinDelta) {
+		return
+	}
+	from, err := b.l.BeginCompaction()
+	if err != nil {
+		b.log.Error("live graph compaction not started", "err", err)
+		return
+	}
+	b.t0 = time.Now()
+	st := from.Stats()
+	b.log.Info("live graph compaction started", "delta_edges", st.DeltaEdges, "tombstones", st.Tombstones,
+		"base_edges", from.Base().NumEdges(), "edge_offsets", from.Watermark())
+	b.wg.Go(func() {
+		g, err := livegraph.Compact(b.ctx, from)
+		var swap func(*livegraph.Snapshot)
+		if err == nil {
+			swap, err = b.c.Prepare(b.ctx, g, from)
+		}
+		b.done <- compacted{g: g, swap: swap, err: err}
+	})
+}
+
+// finish swaps a compaction in (or drops it), on the applier.
+func (b *background) finish(r compacted) {
+	cm := b.c.Metrics
+	if r.err != nil {
+		b.l.AbortCompaction()
+		if b.ctx.Err() == nil {
+			cm.compactions.WithLabelValues("failed").Inc()
+			b.log.Error("live graph compaction failed; the delta goes on over the current base", "err", r.err)
+		}
+		return
+	}
+	snap, st, err := b.l.Rebase(r.g)
+	if err != nil {
+		cm.compactions.WithLabelValues("failed").Inc()
+		b.log.Error("live graph compaction not swapped in; the delta goes on over the current base", "err", err)
+		return
+	}
+	r.swap(snap)
+	took := time.Since(b.t0)
+	cm.compactions.WithLabelValues("swapped").Inc()
+	cm.seconds.Observe(took.Seconds())
+	cm.reapplied.Add(float64(st.Updates))
+	cm.baseEdges.Set(float64(r.g.NumEdges()))
+	b.m.published.Inc()
+	ds := snap.Stats()
+	b.m.deltaEdges.Set(float64(ds.DeltaEdges))
+	b.m.tombstones.Set(float64(ds.Tombstones))
+	b.m.deltaBytes.Set(float64(ds.Bytes))
+	b.m.added.Set(float64(ds.Added))
+	b.m.window(snap)
+	b.log.Info("live graph compaction swapped in", "graph", r.g.Name, "version", r.g.Version, "vertices", r.g.NumVertices(),
+		"edges", r.g.NumEdges(), "reapplied_updates", st.Updates, "duration", took.Seconds(), "edge_offsets", snap.Watermark())
+	// The updates applied during the compaction may be past the
+	// threshold already: the topic may be quiet now, with no publication
+	// to look again.
+	b.maybeStart(snap)
+}
+
+// stop cancels a compaction in progress and waits for its goroutine.
+func (b *background) stop() {
+	b.cancel()
+	b.wg.Wait()
+	select {
+	case r := <-b.done:
+		if r.err == nil {
+			b.l.AbortCompaction()
+		}
+	default:
+	}
+	if b.l.Compacting() != nil {
+		b.l.AbortCompaction()
+	}
+}

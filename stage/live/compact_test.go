@@ -1,0 +1,117 @@
+package live
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/livegraph"
+	"github.com/walkstage/walkstage/source"
+)
+
+// TestApplierCompactsInBackground drives the applier with edge batches: a
+// delta past the threshold starts a compaction; a Prepare that fails drops
+// it (failed, the delta stays over the loaded base) and a later
+// publication past the threshold tries again; a Prepare that succeeds gets
+// its swap called with the first snapshot of the compacted base, which
+// holds every update applied (swapped). The compaction metrics count both.
+func TestApplierCompactsInBackground(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	edges := []graph.Edge{{Src: 0, Dst: 1, Weight: 1}, {Src: 1, Dst: 2, Weight: 1}, {Src: 2, Dst: 0, Weight: 1}}
+	opts := graph.BuildOptions{Name: "tri", DenseIDs: true, NumVertices: 3, SelfLoops: true, Duplicates: graph.DupKeepAll}
+	base, err := graph.FromEdges(edges, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := livegraph.New(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, err := NewCompactionMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prepared := 0
+	swapped := make(chan *livegraph.Snapshot, 1)
+	c := &Compaction{Ratio: 1, MinDelta: 1, Metrics: cm,
+		Prepare: func(_ context.Context, g *graph.Graph, from *livegraph.Snapshot) (func(*livegraph.Snapshot), error) {
+			prepared++
+			if prepared == 1 {
+				return nil, errors.New("no engine today")
+			}
+			return func(s *livegraph.Snapshot) {
+				if s.Base() != g {
+					t.Errorf("swap with a snapshot of another base")
+				}
+				swapped <- s
+			}, nil
+		}}
+	in := make(chan source.EdgeBatch)
+	done := make(chan error, 1)
+	go func() { done <- RunApplierWith(ctx, slog.New(slog.DiscardHandler), l, in, time.Millisecond, m, c) }()
+	offset := int64(0)
+	send := func(s, d int64) {
+		in <- source.EdgeBatch{Partition: 0, Offset: offset, Updates: []livegraph.Update{{Op: livegraph.Insert, Src: s, Dst: d}}}
+		offset++
+		edges = append(edges, graph.Edge{Src: s, Dst: d, Weight: 1})
+	}
+	// Three inserts reach the threshold (a delta of 3 edges, 1x the
+	// base's); the first compaction fails; the applier goes on until a
+	// later one is swapped in.
+	var snap *livegraph.Snapshot
+	for snap == nil {
+		send(offset%3, (offset+2)%3)
+		select {
+		case snap = <-swapped:
+		case <-time.After(5 * time.Millisecond):
+		case <-ctx.Done():
+			t.Fatal("no compaction swapped in")
+		}
+	}
+	close(in)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if v := metricValue(t, cm.compactions.WithLabelValues("failed")); v != 1 {
+		t.Errorf("failed compactions %v, want 1", v)
+	}
+	if v := metricValue(t, cm.compactions.WithLabelValues("swapped")); v != 1 {
+		t.Errorf("swapped compactions %v, want 1", v)
+	}
+	final := l.Snapshot()
+	if final.Base() != snap.Base() || final.Watermark()[0] != offset {
+		t.Fatalf("the live graph's base is not the swapped one, or its watermark %v is not %d", final.Watermark(), offset)
+	}
+	got, err := livegraph.Compact(ctx, final)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := graph.FromEdges(edges, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Checksum() != want.Checksum() {
+		t.Fatalf("after the swap the live graph holds %d edges, want the %d applied", got.NumEdges(), want.NumEdges())
+	}
+}
+
+func metricValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var d dto.Metric
+	if err := c.Write(&d); err != nil {
+		t.Fatal(err)
+	}
+	return d.GetCounter().GetValue()
+}
