@@ -11,14 +11,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"sync"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/graphsample"
 	"github.com/walkstage/walkstage/sink/output"
+	"github.com/walkstage/walkstage/sink/pages"
 )
 
 // OutputSamples is the manifest's "output" of a samples batch.
@@ -81,13 +84,6 @@ type WeightedStringSampleRow struct {
 	EdgeWeight float32 `parquet:"edge_weight,split"`
 }
 
-// rowGroupWriter is a part writer of string rows, which take fragments'
-// row groups as the integer ones do.
-type rowGroupWriter interface {
-	WriteRowGroup(parquet.RowGroup) (int64, error)
-	Close() error
-}
-
 // DescribeSample renders p for metadata, in the form of AlgorithmMeta.
 func DescribeSample(p graphsample.SampleParams) output.AlgorithmMeta {
 	m := output.AlgorithmMeta{Name: p.Kind.String(), Length: p.Hops(), Weighted: p.Weighted(), Sampler: "reservoir-keys",
@@ -100,41 +96,96 @@ func DescribeSample(p graphsample.SampleParams) output.AlgorithmMeta {
 }
 
 // sampleState is a samples batch being written. Row groups are cut by
-// count alone (sampleRowGroupRows edges), encoded each on its own goroutine
-// into a standalone Parquet fragment, and appended to the part in order by
-// the caller of WriteSamples, through parquet-go's verbatim row group copy:
-// one goroutine encoding wrote 4.5 M edges/s on the H100 host, a twelfth of
-// what the GPU samples. A fragment's bytes depend on its rows alone, so the
-// parts are the same bytes whatever the number of encoders.
+// count alone (sampleRowGroupRows edges): each call's columns are copied
+// into row groups of the writer's own (dense ids, checked against the
+// graph), several row groups at once, and each full row group is encoded
+// on its own goroutine by sink/pages' SampleEncoder into a standalone
+// Parquet fragment, which the caller of WriteSamples appends to the part in
+// order through parquet-go's verbatim row group copy. A fragment's bytes
+// depend on its rows alone, so the parts are the same bytes whatever the
+// number of encoders or the calls' sizes.
 type sampleState struct {
-	buf       []WeightedSampleRow
-	instances int64 // handed to WriteSamples
-	written   int64 // edges appended to parts
+	cur       *sampleGroup // the row group being filled, if any
+	instances int64        // handed to WriteSamples
+	written   int64        // edges appended to parts
 	pending   []*sampleGroup
-	// free holds the row buffers of appended groups, for the next ones:
-	// about twice the encoders' count of 2.5 MiB buffers are in use at
-	// once (WriteSamples maps a window of groups at a time).
-	free [][]WeightedSampleRow
-	// Fragment writers and conversion buffers, reused: zeroing a new
-	// writer's column buffers for every group took 9% of the CPU of
-	// BenchmarkWriteSamples (2 cores).
-	fragWriters, fragWeighted, fragRows sync.Pool
-	p                                   *part
-	pw                                  *parquet.GenericWriter[SampleRow]
-	pww                                 *parquet.GenericWriter[WeightedSampleRow]
-	// A graph with string ids: rows hold dense ids (seeds too), written as
-	// string rows by spw.
-	spw   rowGroupWriter
+	// free holds appended groups, whose buffers the next groups reuse:
+	// about twice the encoders' count of groups are in use at once
+	// (WriteSamples copies a window of groups at a time).
+	free     []*sampleGroup
+	encoders sync.Pool // *pages.SampleEncoder of cfg
+	cfg      pages.SampleConfig
+	p        *part
+	pw       pages.RowGroupWriter
+	// kept are fragments the open part's object holds (store.HeldWriter),
+	// reused once it is complete.
+	kept  [][]byte
 	parts int
 }
 
-// sampleGroup is one row group of edges being encoded.
+// sampleGroup is one row group of edges, being filled or encoded.
 type sampleGroup struct {
-	rows []WeightedSampleRow
+	rows pages.SampleRows
 	frag []byte
+	sums []pages.SectionSum
 	err  error
 	done chan struct{}
 }
+
+// newSampleState prepares w to write samples: the part schema the
+// fragments carry.
+func (w *BatchWriter) newSampleState() (*sampleState, error) {
+	schema, err := sampleSchemas[sampleVariant(w.g.HasStringIDs(), w.meta.SampleEdgeWeight)]()
+	if err != nil {
+		return nil, fmt.Errorf("sink: sample schema: %w", err)
+	}
+	return &sampleState{cfg: pages.SampleConfig{Graph: w.g, Compression: w.cfg.compression, ZstdLevel: w.cfg.zstdLevel,
+		Weights: w.meta.SampleEdgeWeight, Schema: schema}}, nil
+}
+
+// sampleVariant numbers the four sample schemas: string ids or integers,
+// with edge weights or without.
+func sampleVariant(strs, weights bool) int { return 2*btoi(strs) + btoi(weights) }
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// newSamplePartWriter returns parquet-go's writer of a samples part of
+// the variant (sampleVariant), into which fragments are copied.
+func newSamplePartWriter(variant int, out io.Writer, opts ...parquet.WriterOption) pages.RowGroupWriter {
+	switch variant {
+	case 1:
+		return parquet.NewGenericWriter[WeightedSampleRow](out, opts...)
+	case 2:
+		return parquet.NewGenericWriter[StringSampleRow](out, opts...)
+	case 3:
+		return parquet.NewGenericWriter[WeightedStringSampleRow](out, opts...)
+	}
+	return parquet.NewGenericWriter[SampleRow](out, opts...)
+}
+
+// sampleSchemas are the footer schemas of the part writers, by variant,
+// computed once.
+var sampleSchemas = func() (s [4]func() ([]format.SchemaElement, error)) {
+	for v := range s {
+		s[v] = sync.OnceValues(func() ([]format.SchemaElement, error) {
+			var buf bytes.Buffer
+			if err := newSamplePartWriter(v, &buf).Close(); err != nil {
+				return nil, err
+			}
+			f, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+			if err != nil {
+				return nil, err
+			}
+			return f.Metadata().Schema, nil
+		})
+	}
+	return s
+}()
 
 // WriteSamples appends the edges of instances first, first+1, ...: edges[k]
 // are instance first+k's, seeds[k] its seed (external id; for a graph with
@@ -176,9 +227,9 @@ func (w *BatchWriter) WriteSampleColumns(ctx context.Context, first int64, seeds
 		return w.fail(fmt.Errorf("sink: batch %s: %w: edge weights asked, and the sampled edges carry no edge indices", w.meta.BatchID, ErrBadChunk))
 	}
 	// The instances go in windows of about one row group per encoder, so
-	// the buffers in use stay about twice the encoders however large the
-	// call: submitting a window's groups waits for earlier groups, whose
-	// buffers the next window reuses.
+	// the row groups in use stay about twice the encoders however large
+	// the call: submitting a window's groups waits for earlier groups,
+	// whose buffers the next window reuses.
 	window := int64(w.cfg.encoders+1) * sampleRowGroupRows
 	off := c.Offsets
 	for k0 := 0; k0 < n; {
@@ -187,18 +238,15 @@ func (w *BatchWriter) WriteSampleColumns(ctx context.Context, first int64, seeds
 		if lim := off[k0] + window; off[k1] <= lim {
 			k1 = k0 + sort.Search(n-k0, func(j int) bool { return off[k0+j+1] > lim })
 		}
-		bufs, err := w.sampleRows(first, seeds, c, k0, k1)
+		full, err := w.stageSamples(first, seeds, c, k0, k1)
 		if err != nil {
 			return w.fail(err)
 		}
-		// Every buffer but the last is a whole row group; the last one,
-		// never full, is the next window's start.
-		for _, b := range bufs[:len(bufs)-1] {
-			if err := w.submitSampleGroup(ctx, b); err != nil {
+		for _, g := range full {
+			if err := w.submitSampleGroup(ctx, g); err != nil {
 				return w.fail(err)
 			}
 		}
-		s.buf = bufs[len(bufs)-1]
 		k0 = k1
 	}
 	s.instances += int64(n)
@@ -220,116 +268,135 @@ func checkColumns(c *graphsample.Columns) error {
 	return nil
 }
 
-// sampleBuffer is a row group's buffer: one of the writer's, given back by
-// appended groups, else a new one.
-func (w *BatchWriter) sampleBuffer() []WeightedSampleRow {
+// newSampleGroup is an empty row group: one the writer appended before,
+// else a new one.
+func (w *BatchWriter) newSampleGroup() *sampleGroup {
 	s := w.samples
 	if n := len(s.free); n > 0 {
-		b := s.free[n-1][:0]
+		g := s.free[n-1]
 		s.free = s.free[:n-1]
-		return b
+		g.rows.Reset()
+		g.err, g.done = nil, nil
+		return g
 	}
-	return make([]WeightedSampleRow, 0, sampleRowGroupRows)
+	g := &sampleGroup{rows: pages.SampleRows{Hop: make([]int32, 0, sampleRowGroupRows),
+		Src: make([]uint32, 0, sampleRowGroupRows), Dst: make([]uint32, 0, sampleRowGroupRows)}}
+	if w.meta.SampleEdgeWeight {
+		g.rows.Edge = make([]uint64, 0, sampleRowGroupRows)
+	}
+	return g
 }
 
-// sampleRowsSerial is the most edges a WriteSamples call maps on its own
-// goroutine; larger calls are mapped by w's encoders, by ranges of
-// instances (a serial loop was a quarter of a 59 M-edge sample's writing
-// on the 16-core host).
+// sampleRowsSerial is the most edges a window copies on the caller's
+// goroutine; larger windows are copied a row group a goroutine (a serial
+// loop was a quarter of a 59 M-edge sample's writing on the 16-core host).
 const sampleRowsSerial = 1 << 14
 
-// sampleRows checks the edges of c's instances k0 .. k1-1 (instance first+k
-// for k) and maps them to rows of external ids, in order, after the rows
-// already buffered: into row-group buffers, all full but the last (which
-// may be empty). The buffers are the writer's own, reused from group to
-// group: mapping into a new array of the call's size, every row a first
-// touch of fresh memory, took 30% of a 1 M-seed sample's CPU time on the
-// 16-core host.
-func (w *BatchWriter) sampleRows(first int64, seeds []int64, c *graphsample.Columns, k0, k1 int) ([][]WeightedSampleRow, error) {
+// stageSamples copies the edges of c's instances k0 .. k1-1 (instance
+// first+k for k) after the rows already staged, into row groups of the
+// writer's own, and returns those it filled; the last one, not full, stays
+// for the next call.
+func (w *BatchWriter) stageSamples(first int64, seeds []int64, c *graphsample.Columns, k0, k1 int) ([]*sampleGroup, error) {
 	s := w.samples
 	off := c.Offsets
-	// Row r of the window (column row off[k0]+r) is row base+r of the
-	// buffers.
-	base := len(s.buf)
-	rows := int(off[k1] - off[k0])
-	end := base + rows
-	bufs := [][]WeightedSampleRow{s.buf}
-	if s.buf == nil {
-		bufs[0] = w.sampleBuffer()
+	type piece struct {
+		g      *sampleGroup
+		x0, x1 int64
 	}
-	s.buf = nil
-	for len(bufs)*sampleRowGroupRows < end {
-		bufs = append(bufs, w.sampleBuffer())
+	var pieces []piece
+	var full []*sampleGroup
+	g, have := s.cur, int64(0)
+	if g != nil {
+		have = int64(g.rows.Rows())
 	}
-	for j := range bufs {
-		bufs[j] = bufs[j][:min(sampleRowGroupRows, end-j*sampleRowGroupRows)]
-	}
-	if end > 0 && end%sampleRowGroupRows == 0 {
-		bufs = append(bufs, w.sampleBuffer()) // the next call's start
-	}
-	g := w.g
-	nv := uint32(g.NumVertices())
-	strs := g.HasStringIDs()
-	if strs {
-		for _, sd := range seeds[k0:k1] {
-			if sd < 0 || sd >= int64(nv) {
-				return nil, fmt.Errorf("sink: batch %s: %w: seed %d beyond the graph", w.meta.BatchID, ErrBadChunk, sd)
-			}
+	for x, end := off[k0], off[k1]; x < end; {
+		if g == nil {
+			g, have = w.newSampleGroup(), 0
+		}
+		m := min(end-x, sampleRowGroupRows-have)
+		pieces = append(pieces, piece{g, x, x + m})
+		x, have = x+m, have+m
+		if have == sampleRowGroupRows {
+			full = append(full, g)
+			g = nil
 		}
 	}
-	weights := g.Weights
-	if !c.WithEdges {
-		weights = nil // checked by the caller: no edge_weight column
+	s.cur = g
+	if err := w.checkSeeds(seeds[k0:k1]); err != nil {
+		return nil, err
 	}
-	ne := uint64(len(g.Targets))
-	fill := func(a, b int) error {
-		for k := a; k < b; k++ {
-			id, seed := first+int64(k), seeds[k]
-			r := base + int(off[k]-off[k0])
-			for x := off[k]; x < off[k+1]; x++ {
-				src, dst := c.Src[x], c.Dst[x]
-				if src >= nv || dst >= nv || (c.WithEdges && c.Edge[x] >= ne) {
-					return fmt.Errorf("sink: batch %s: %w: edge %d->%d beyond the graph", w.meta.BatchID, ErrBadChunk, src, dst)
-				}
-				row := WeightedSampleRow{InstanceID: id, Seed: seed, Hop: c.Hop[x]}
-				if strs {
-					row.Src, row.Dst = int64(src), int64(dst) // their strings at encodeSampleGroup
-				} else {
-					row.Src, row.Dst = g.ExternalID(src), g.ExternalID(dst)
-				}
-				if weights != nil {
-					row.EdgeWeight = weights[c.Edge[x]]
-				}
-				bufs[r/sampleRowGroupRows][r%sampleRowGroupRows] = row
-				r++
+	if len(pieces) <= 1 || off[k1]-off[k0] <= sampleRowsSerial {
+		for _, pc := range pieces {
+			if err := w.copySamples(&pc.g.rows, first, seeds, c, k0, k1, pc.x0, pc.x1); err != nil {
+				return nil, err
 			}
 		}
-		return nil
+		return full, nil
 	}
-	parts := min(w.cfg.encoders, rows/sampleRowsSerial, k1-k0)
-	if parts <= 1 {
-		return bufs, fill(k0, k1)
-	}
-	// Ranges of instances with about as many edges each; the first failing
-	// range's error is returned, so the error does not depend on timing.
-	errs := make([]error, parts)
+	// The first failing piece's error is returned, so the error does not
+	// depend on timing.
+	errs := make([]error, len(pieces))
 	var wg sync.WaitGroup
-	a := k0
-	for i := range parts {
-		b := k1
-		if i < parts-1 {
-			target := off[k0] + int64(rows)*int64(i+1)/int64(parts)
-			b = a + sort.Search(k1-a, func(j int) bool { return off[a+j] >= target })
-		}
-		wg.Add(1)
-		go func(i, a, b int) {
-			defer wg.Done()
-			errs[i] = fill(a, b)
-		}(i, a, b)
-		a = b
+	for i, pc := range pieces {
+		wg.Go(func() { errs[i] = w.copySamples(&pc.g.rows, first, seeds, c, k0, k1, pc.x0, pc.x1) })
 	}
 	wg.Wait()
-	return bufs, firstError(errs)
+	return full, firstError(errs)
+}
+
+// checkSeeds checks the seeds of a graph with string ids, dense ids that
+// the encoder looks up.
+func (w *BatchWriter) checkSeeds(seeds []int64) error {
+	if !w.g.HasStringIDs() {
+		return nil
+	}
+	nv := int64(w.g.NumVertices())
+	for _, sd := range seeds {
+		if sd < 0 || sd >= nv {
+			return fmt.Errorf("sink: batch %s: %w: seed %d beyond the graph", w.meta.BatchID, ErrBadChunk, sd)
+		}
+	}
+	return nil
+}
+
+// copySamples appends rows x0 .. x1-1 of c, edges of instances among k0 ..
+// k1-1, to r, and checks their vertices (and edges, for weights) against
+// the graph. The rows start an instance unless r is empty.
+func (w *BatchWriter) copySamples(r *pages.SampleRows, first int64, seeds []int64, c *graphsample.Columns, k0, k1 int, x0, x1 int64) error {
+	off := c.Offsets
+	base := int64(r.Rows()) - x0
+	k := k0 + sort.Search(k1-k0, func(j int) bool { return off[k0+j+1] > x0 })
+	for ; k < k1 && off[k] < x1; k++ {
+		if at := max(off[k], x0); at < off[k+1] {
+			r.Starts = append(r.Starts, int32(at+base))
+			r.IDs = append(r.IDs, first+int64(k))
+			r.Seeds = append(r.Seeds, seeds[k])
+		}
+	}
+	r.Hop = append(r.Hop, c.Hop[x0:x1]...)
+	r.Src = append(r.Src, c.Src[x0:x1]...)
+	r.Dst = append(r.Dst, c.Dst[x0:x1]...)
+	var hi uint32
+	for x := x0; x < x1; x++ {
+		hi = max(hi, c.Src[x], c.Dst[x])
+	}
+	if hi >= uint32(w.g.NumVertices()) {
+		for x := x0; x < x1; x++ {
+			if src, dst := c.Src[x], c.Dst[x]; max(src, dst) == hi {
+				return fmt.Errorf("sink: batch %s: %w: edge %d->%d beyond the graph", w.meta.BatchID, ErrBadChunk, src, dst)
+			}
+		}
+	}
+	if w.meta.SampleEdgeWeight {
+		r.Edge = append(r.Edge, c.Edge[x0:x1]...)
+		ne := uint64(len(w.g.Targets))
+		for x := x0; x < x1; x++ {
+			if c.Edge[x] >= ne {
+				return fmt.Errorf("sink: batch %s: %w: edge %d->%d (edge %d) beyond the graph", w.meta.BatchID, ErrBadChunk, c.Src[x], c.Dst[x], c.Edge[x])
+			}
+		}
+	}
+	return nil
 }
 
 // firstError is the first non-nil error of errs, or nil.
@@ -342,26 +409,23 @@ func firstError(errs []error) error {
 	return nil
 }
 
-// flushSamples hands the buffered rows to an encoder as one row group.
+// flushSamples hands the staged rows to an encoder as one row group.
 func (w *BatchWriter) flushSamples(ctx context.Context) error {
 	s := w.samples
-	if len(s.buf) == 0 {
+	g := s.cur
+	s.cur = nil
+	if g == nil || g.rows.Rows() == 0 {
 		return nil
 	}
-	rows := s.buf
-	s.buf = nil
-	if n := len(s.free); n > 0 {
-		s.buf, s.free = s.free[n-1][:0], s.free[:n-1]
-	}
-	return w.submitSampleGroup(ctx, rows)
+	return w.submitSampleGroup(ctx, g)
 }
 
-// submitSampleGroup starts encoding rows (a buffer of the writer's, reused
-// once the group is appended) as the next row group and appends the oldest
-// encoded groups to the part while more than one per encoder are queued.
-func (w *BatchWriter) submitSampleGroup(ctx context.Context, rows []WeightedSampleRow) error {
+// submitSampleGroup starts encoding g as the next row group and appends
+// the oldest encoded groups to the part while more than one per encoder
+// are queued.
+func (w *BatchWriter) submitSampleGroup(ctx context.Context, g *sampleGroup) error {
 	s := w.samples
-	g := &sampleGroup{rows: rows, done: make(chan struct{})}
+	g.done = make(chan struct{})
 	s.pending = append(s.pending, g)
 	go w.encodeSampleGroup(g)
 	for len(s.pending) > w.cfg.encoders+1 {
@@ -372,75 +436,23 @@ func (w *BatchWriter) submitSampleGroup(ctx context.Context, rows []WeightedSamp
 	return ctx.Err()
 }
 
-// encodeSampleGroup writes g's rows as a standalone Parquet file of one row
-// group, configured as the parts are so that their writer copies it.
+// encodeSampleGroup encodes g's rows as a fragment.
 func (w *BatchWriter) encodeSampleGroup(g *sampleGroup) {
 	defer close(g.done)
 	s := w.samples
-	var buf bytes.Buffer
-	buf.Grow(len(g.rows) * 16)
-	if w.g.HasStringIDs() {
-		g.err = w.encodeStringSamples(&buf, g.rows)
-	} else if w.meta.SampleEdgeWeight {
-		pw, _ := s.fragWeighted.Get().(*parquet.GenericWriter[WeightedSampleRow])
-		if pw == nil {
-			pw = parquet.NewGenericWriter[WeightedSampleRow](&buf, w.samplePartOptions(0)...)
-		} else {
-			pw.Reset(&buf)
+	e, _ := s.encoders.Get().(*pages.SampleEncoder)
+	if e == nil {
+		var err error
+		if e, err = pages.NewSampleEncoder(s.cfg); err != nil {
+			g.err = err
+			return
 		}
-		if _, g.err = pw.Write(g.rows); g.err == nil {
-			g.err = pw.Close()
-		}
-		s.fragWeighted.Put(pw)
-	} else {
-		rows, _ := s.fragRows.Get().(*[]SampleRow)
-		if rows == nil {
-			rows = new([]SampleRow)
-		}
-		*rows = (*rows)[:0]
-		for _, r := range g.rows {
-			*rows = append(*rows, SampleRow{InstanceID: r.InstanceID, Seed: r.Seed, Hop: r.Hop, Src: r.Src, Dst: r.Dst})
-		}
-		pw, _ := s.fragWriters.Get().(*parquet.GenericWriter[SampleRow])
-		if pw == nil {
-			pw = parquet.NewGenericWriter[SampleRow](&buf, w.samplePartOptions(0)...)
-		} else {
-			pw.Reset(&buf)
-		}
-		if _, g.err = pw.Write(*rows); g.err == nil {
-			g.err = pw.Close()
-		}
-		s.fragWriters.Put(pw)
-		s.fragRows.Put(rows)
 	}
-	g.frag = buf.Bytes()
-}
-
-// encodeStringSamples writes rows (dense ids) as a fragment of string
-// rows. Not pooled as the integer rows are: string ids are the rarer case.
-func (w *BatchWriter) encodeStringSamples(buf *bytes.Buffer, rows []WeightedSampleRow) error {
-	g := w.g
-	str := func(v int64) string { return g.ExternalString(uint32(v)) }
-	if w.meta.SampleEdgeWeight {
-		out := make([]WeightedStringSampleRow, len(rows))
-		for i, r := range rows {
-			out[i] = WeightedStringSampleRow{InstanceID: r.InstanceID, Seed: str(r.Seed), Hop: r.Hop, Src: str(r.Src), Dst: str(r.Dst), EdgeWeight: r.EdgeWeight}
-		}
-		pw := parquet.NewGenericWriter[WeightedStringSampleRow](buf, w.samplePartOptions(0)...)
-		if _, err := pw.Write(out); err != nil {
-			return err
-		}
-		return pw.Close()
-	}
-	out := make([]StringSampleRow, len(rows))
-	for i, r := range rows {
-		out[i] = StringSampleRow{InstanceID: r.InstanceID, Seed: str(r.Seed), Hop: r.Hop, Src: str(r.Src), Dst: str(r.Dst)}
-	}
-	pw := parquet.NewGenericWriter[StringSampleRow](buf, w.samplePartOptions(0)...)
-	if _, err := pw.Write(out); err != nil {
-		return err
-	}
-	return pw.Close()
+	defer s.encoders.Put(e)
+	done := w.buf.turn()
+	g.frag, g.err = e.Encode(w.buf.frag(), &g.rows)
+	done()
+	g.sums = append(g.sums[:0], e.Sums()...)
 }
 
 // appendSampleGroup waits for the oldest pending group's fragment and
@@ -456,8 +468,9 @@ func (w *BatchWriter) appendSampleGroup(ctx context.Context) error {
 	}
 	s.pending[0] = nil
 	s.pending = s.pending[1:]
+	rows := g.rows.Rows()
 	if g.err != nil {
-		return fmt.Errorf("sink: encode sampled edges %d..%d: %w", s.written, s.written+int64(len(g.rows))-1, g.err)
+		return fmt.Errorf("sink: encode sampled edges %d..%d: %w", s.written, s.written+int64(rows)-1, g.err)
 	}
 	if s.p == nil {
 		if err := w.openSamplePart(); err != nil {
@@ -473,19 +486,21 @@ func (w *BatchWriter) appendSampleGroup(ctx context.Context) error {
 	if len(rgs) != 1 {
 		return fmt.Errorf("sink: encoded sampled edges hold %d row groups", len(rgs))
 	}
-	switch {
-	case s.spw != nil:
-		_, err = s.spw.WriteRowGroup(rgs[0])
-	case s.pww != nil:
-		_, err = s.pww.WriteRowGroup(rgs[0])
-	default:
-		_, err = s.pw.WriteRowGroup(rgs[0])
-	}
+	p.out.known, p.out.knownOf = g.sums, &g.frag[0]
+	_, err = s.pw.WriteRowGroup(rgs[0])
+	p.out.known, p.out.knownOf = nil, nil
 	if err != nil {
 		return fmt.Errorf("sink: write %s: %w", p.key, err)
 	}
-	p.addRows(&s.written, len(g.rows))
-	s.free = append(s.free, g.rows)
+	if p.out.held {
+		s.kept = append(s.kept, g.frag)
+		p.out.held = false
+	} else {
+		w.buf.putFrag(g.frag)
+	}
+	g.frag = nil
+	p.addRows(&s.written, rows)
+	s.free = append(s.free, g)
 	if p.out.n >= w.cfg.fileBytes {
 		return w.closeSamplePart()
 	}
@@ -507,18 +522,8 @@ func (w *BatchWriter) openSamplePart() error {
 	if err != nil {
 		return err
 	}
-	opts := w.samplePartOptions(s.parts)
 	s.p = p
-	switch {
-	case w.g.HasStringIDs() && w.meta.SampleEdgeWeight:
-		s.spw = parquet.NewGenericWriter[WeightedStringSampleRow](p.out, opts...)
-	case w.g.HasStringIDs():
-		s.spw = parquet.NewGenericWriter[StringSampleRow](p.out, opts...)
-	case w.meta.SampleEdgeWeight:
-		s.pww = parquet.NewGenericWriter[WeightedSampleRow](p.out, opts...)
-	default:
-		s.pw = parquet.NewGenericWriter[SampleRow](p.out, opts...)
-	}
+	s.pw = newSamplePartWriter(sampleVariant(w.g.HasStringIDs(), w.meta.SampleEdgeWeight), p.out, w.samplePartOptions(s.parts)...)
 	s.parts++
 	return nil
 }
@@ -526,18 +531,16 @@ func (w *BatchWriter) openSamplePart() error {
 func (w *BatchWriter) closeSamplePart() error {
 	s := w.samples
 	p := s.p
-	closeEncoder := func() error { return s.pw.Close() }
-	switch {
-	case s.spw != nil:
-		closeEncoder = s.spw.Close
-	case s.pww != nil:
-		closeEncoder = s.pww.Close
-	}
-	err := w.sealPart(p, closeEncoder)
-	s.p, s.pw, s.pww, s.spw = nil, nil, nil, nil
+	err := w.sealPart(p, s.pw.Close)
+	s.p, s.pw = nil, nil
 	if err != nil {
 		return err
 	}
+	// The object is complete: the fragments it held are free again.
+	for _, f := range s.kept {
+		w.buf.putFrag(f)
+	}
+	s.kept = nil
 	w.walksWritten.Add(p.file.Rows)
 	return nil
 }
@@ -572,11 +575,13 @@ func (w *BatchWriter) describeSamples(m *output.Manifest) {
 // abortSamples abandons the part being written.
 func (w *BatchWriter) abortSamples() {
 	if s := w.samples; s != nil {
-		// Encoders still running write only their own group's fragment.
-		s.pending = nil
+		// Encoders still running write only their own group's fragment;
+		// fragments an aborted object may still read are left to the
+		// collector.
+		s.pending, s.cur, s.kept = nil, nil, nil
 		if s.p != nil {
 			w.abortPart(s.p)
-			s.p, s.pw, s.pww, s.spw = nil, nil, nil, nil
+			s.p, s.pw = nil, nil
 		}
 	}
 }
