@@ -54,6 +54,27 @@ func runSample(t testing.TB, g *graph.Graph, p graphsample.SampleParams, n int) 
 	return seeds, edges
 }
 
+// denseTestGraph is weightedTestGraph's shape with ids that are the dense
+// ids, unweighted.
+func denseTestGraph(t testing.TB) *graph.Graph {
+	t.Helper()
+	r := rand.New(rand.NewPCG(5, 6))
+	var edges []graph.Edge
+	for v := range int64(3000) {
+		for range 2 + r.IntN(8) {
+			edges = append(edges, graph.Edge{Src: v, Dst: int64(r.IntN(3000))})
+		}
+	}
+	g, err := graph.FromEdges(edges, graph.BuildOptions{Name: "dense", DenseIDs: true, NumVertices: 3000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.IDs != nil {
+		t.Fatal("dense ids mapped")
+	}
+	return g
+}
+
 func sampleMeta(id string, p graphsample.SampleParams, instances int, weight bool) BatchMeta {
 	return BatchMeta{BatchID: id, Seed: p.Seed, Engine: "cpu", WalkstageVersion: "test", Sample: &p, Instances: int64(instances),
 		SampleEdgeWeight: weight, Fingerprint: "fp-" + id}
@@ -80,12 +101,25 @@ func writeSamples(t testing.TB, b *blob.Bucket, meta BatchMeta, g *graph.Graph, 
 }
 
 // Arrow reads instance_id, seed, hop, src, dst (+ edge_weight), every row
-// back in instance then hop order.
+// back in instance then hop order, under every codec, for a graph with
+// external ids (seeds and vertices mapped as pages are written) and one
+// whose ids are its dense ids (written from the columns as they lie).
 func TestSamplesArrowReadsOutput(t *testing.T) {
-	g := weightedTestGraph(t)
-	const seeds = 3000
-	ss, edges := runSample(t, g, sampleParams, seeds)
-	for _, weight := range []bool{false, true} {
+	mapped := weightedTestGraph(t)
+	dense := denseTestGraph(t)
+	unbiased := sampleParams
+	unbiased.EdgeBias = graphsample.Bias{}
+	for _, c := range []struct {
+		g      *graph.Graph
+		p      graphsample.SampleParams
+		weight bool
+		comp   Compression
+	}{
+		{mapped, sampleParams, false, Zstd}, {mapped, sampleParams, true, Zstd}, {mapped, sampleParams, true, Snappy},
+		{mapped, sampleParams, false, None}, {dense, unbiased, false, Zstd}, {dense, unbiased, false, Snappy},
+	} {
+		g, weight := c.g, c.weight
+		ss, edges := runSample(t, g, c.p, 3000)
 		var want []WeightedSampleRow
 		for i, es := range edges {
 			for _, e := range es {
@@ -97,7 +131,7 @@ func TestSamplesArrowReadsOutput(t *testing.T) {
 			}
 		}
 		b, _ := fileBucket(t)
-		m := writeSamples(t, b, sampleMeta(fmt.Sprint("s", weight), sampleParams, len(edges), weight), g, ss, edges, 777, WithFileBytes(64<<10))
+		m := writeSamples(t, b, sampleMeta(fmt.Sprint("s", weight), c.p, len(edges), weight), g, ss, edges, 777, WithFileBytes(64<<10), WithCompression(c.comp))
 		if len(m.Files) < 2 || m.Output != OutputSamples || m.Instances != int64(len(edges)) || m.Edges != int64(len(want)) ||
 			m.Algorithm.Name != "neighbor" || !reflect.DeepEqual(m.Algorithm.Fanouts, []int{5, 3}) {
 			t.Fatalf("manifest %+v", m)
@@ -111,7 +145,7 @@ func TestSamplesArrowReadsOutput(t *testing.T) {
 			got = append(got, readSamplesArrow(t, data, weight)...)
 		}
 		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("arrow read %d rows that differ from the %d written", len(got), len(want))
+			t.Fatalf("%s, weight %v, %s: arrow read %d rows that differ from the %d written", g.Name, weight, c.comp, len(got), len(want))
 		}
 		for i := 1; i < len(got); i++ {
 			if a, b := got[i-1], got[i]; a.InstanceID > b.InstanceID || a.InstanceID == b.InstanceID && a.Hop > b.Hop {
