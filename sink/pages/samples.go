@@ -267,29 +267,35 @@ func (s *SampleEncoder) instanceColumn(rows *SampleRows, vals []int64, c *column
 		if lo >= 0 && hi < 1<<32 {
 			s.u32 = grow(s.u32, p1-p0)
 			fillRuns(rows, vals, p0, p1, s.u32, func(v int64) uint32 { return uint32(v) })
-			return s.deltaPage32(c, s.u32, true)
+			return s.deltaPage32(c, s.u32, matched)
 		}
 		e.ext = grow(e.ext, p1-p0)
 		fillRuns(rows, vals, p0, p1, e.ext, func(v int64) int64 { return v })
 		plo, phi := bounds(e.ext)
 		e.body = appendDeltaInt64(e.body[:0], e.ext)
-		return s.page(c, p1-p0, plo, phi, true)
+		return s.page(c, p1-p0, plo, phi, matched)
 	})
 }
 
 // deltaPage32 writes vs (values below 2^32; below 2^31 for an INT32
-// column) as one DELTA_BINARY_PACKED page of c; matched as page says.
-func (s *SampleEncoder) deltaPage32(c *column, vs []uint32, matched bool) error {
+// column) as one DELTA_BINARY_PACKED page of c, compressed as how says.
+func (s *SampleEncoder) deltaPage32(c *column, vs []uint32, how int) error {
 	e := &s.e
 	var lo, hi uint32
 	e.body, lo, hi = appendDeltaUint32(e.body[:0], vs)
-	return s.page(c, len(vs), int64(lo), int64(hi), matched)
+	return s.page(c, len(vs), int64(lo), int64(hi), how)
 }
 
+// How a sample page is compressed under zstd.
+const (
+	asSegment = iota // as the codec frames a segment
+	matched          // by zstd's match finder
+	runs             // as runs of 8-byte values (appendRunsFrame)
+)
+
 // page frames e.body, n values of c (integers from lo to hi), as a data
-// page: compressed by zstd's match finder where matched (and the codec is
-// zstd), else as the codec takes a segment.
-func (s *SampleEncoder) page(c *column, n int, lo, hi int64, matched bool) error {
+// page, compressed as how says (under zstd; other codecs are the codec's).
+func (s *SampleEncoder) page(c *column, n int, lo, hi int64, how int) error {
 	e := &s.e
 	minB, maxB := binary.LittleEndian.AppendUint64(nil, uint64(lo)), binary.LittleEndian.AppendUint64(nil, uint64(hi))
 	if c.typ == format.Int32 {
@@ -298,10 +304,13 @@ func (s *SampleEncoder) page(c *column, n int, lo, hi int64, matched bool) error
 	body := e.body
 	b := &pageBounds{lo: lo, hi: hi, minB: minB, maxB: maxB}
 	return e.pageWith(c, n, n, b, len(body), func(dst []byte) ([]byte, error) {
-		if matched && e.codec.kind == Zstd {
-			return e.codec.zstd.EncodeAll(body, dst), nil
+		switch {
+		case e.codec.kind != Zstd || how == asSegment:
+			return e.codec.encode(dst, body, []int{0, len(body)}, 0)
+		case how == runs:
+			return e.codec.appendRunsFrame(dst, body)
 		}
-		return e.codec.encode(dst, body, []int{0, len(body)}, 0)
+		return e.codec.zstd.EncodeAll(body, dst), nil
 	})
 }
 
@@ -316,7 +325,7 @@ func (s *SampleEncoder) hopColumn(rows *SampleRows) error {
 		if _, hi := bounds32(hops[p0:p1]); hi >= 1<<31 {
 			return fmt.Errorf("%w: a negative hop among sampled edges %d..%d of the row group", ErrBadChunk, p0, p1-1)
 		}
-		return s.deltaPage32(c, hops[p0:p1], true)
+		return s.deltaPage32(c, hops[p0:p1], matched)
 	})
 }
 
@@ -330,9 +339,10 @@ func (s *SampleEncoder) checkVertices(vs []uint32) (lo, hi uint32, err error) {
 	return lo, hi, nil
 }
 
-// plainColumn writes vs (src) as PLAIN pages of external ids, which only
-// zstd's match finder takes (the runs of one source's edges): the codec's
-// segment rules would store them as literals.
+// plainColumn writes vs (src) as PLAIN pages of external ids, compressed
+// as runs (the edges of one source; appendRunsFrame): the codec's segment
+// rules would store them as literals, and zstd's match finder took half
+// the encoder's CPU to find the runs.
 func (s *SampleEncoder) plainColumn(c *column, vs []uint32) error {
 	e := &s.e
 	c.reset(int64(len(e.out)))
@@ -359,7 +369,7 @@ func (s *SampleEncoder) plainColumn(c *column, vs []uint32) error {
 			}
 		}
 		e.body = body
-		return s.page(c, len(page), lo, hi, true)
+		return s.page(c, len(page), lo, hi, runs)
 	})
 }
 
@@ -375,7 +385,7 @@ func (s *SampleEncoder) deltaColumn(c *column, vs []uint32) error {
 			return err
 		}
 		if ids == nil {
-			return s.deltaPage32(c, page, false)
+			return s.deltaPage32(c, page, asSegment)
 		}
 		e.ext = grow(e.ext, len(page))
 		for i, v := range page {
@@ -383,7 +393,7 @@ func (s *SampleEncoder) deltaColumn(c *column, vs []uint32) error {
 		}
 		lo, hi := bounds(e.ext)
 		e.body = appendDeltaInt64(e.body[:0], e.ext)
-		return s.page(c, len(page), lo, hi, false)
+		return s.page(c, len(page), lo, hi, asSegment)
 	})
 }
 
