@@ -100,23 +100,29 @@ func DescribeSample(p graphsample.SampleParams) output.AlgorithmMeta {
 // into row groups of the writer's own (dense ids, checked against the
 // graph), several row groups at once, and each full row group is encoded
 // on its own goroutine by sink/pages' SampleEncoder into a standalone
-// Parquet fragment, which the caller of WriteSamples appends to the part in
-// order through parquet-go's verbatim row group copy. A fragment's bytes
-// depend on its rows alone, so the parts are the same bytes whatever the
-// number of encoders or the calls' sizes.
+// Parquet fragment, which one goroutine (appendSamples) appends to the
+// part in order through parquet-go's verbatim row group copy, while the
+// caller of WriteSamples copies the next rows. A fragment's bytes depend
+// on its rows alone, so the parts are the same bytes whatever the number
+// of encoders or the calls' sizes.
 type sampleState struct {
 	cur       *sampleGroup // the row group being filled, if any
 	instances int64        // handed to WriteSamples
-	written   int64        // edges appended to parts
-	pending   []*sampleGroup
-	// free holds appended groups, whose buffers the next groups reuse:
-	// about twice the encoders' count of groups are in use at once
-	// (WriteSamples copies a window of groups at a time).
-	free     []*sampleGroup
+	// queue takes row groups being encoded to the appender, in order; it
+	// holds one per encoder, and a caller waits for room: about twice the
+	// encoders' count of groups are in use at once (WriteSamples copies a
+	// window of groups at a time). nil until the first group.
+	queue    chan *sampleGroup
+	appended chan struct{} // closed when the appender has stopped
+	// freed are appended groups, whose buffers the next groups reuse.
+	freed    chan *sampleGroup
 	encoders sync.Pool // *pages.SampleEncoder of cfg
 	cfg      pages.SampleConfig
-	p        *part
-	pw       pages.RowGroupWriter
+	// The appender's own until it has stopped (appended is closed).
+	appendErr error
+	written   int64 // edges appended to parts
+	p         *part
+	pw        pages.RowGroupWriter
 	// kept are fragments the open part's object holds (store.HeldWriter),
 	// reused once it is complete.
 	kept  [][]byte
@@ -139,7 +145,7 @@ func (w *BatchWriter) newSampleState() (*sampleState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sink: sample schema: %w", err)
 	}
-	return &sampleState{cfg: pages.SampleConfig{Graph: w.g, Compression: w.cfg.compression, ZstdLevel: w.cfg.zstdLevel,
+	return &sampleState{freed: make(chan *sampleGroup, 2*w.cfg.encoders+4), cfg: pages.SampleConfig{Graph: w.g, Compression: w.cfg.compression, ZstdLevel: w.cfg.zstdLevel,
 		Weights: w.meta.SampleEdgeWeight, Schema: schema}}, nil
 }
 
@@ -216,6 +222,9 @@ func (w *BatchWriter) WriteSampleColumns(ctx context.Context, first int64, seeds
 	if err := w.failed(); err != nil {
 		return err
 	}
+	if err := ctx.Err(); err != nil {
+		return w.fail(err)
+	}
 	if first != s.instances || s.instances+int64(n) > w.meta.Instances {
 		return w.fail(fmt.Errorf("sink: batch %s: %w: instances %d..%d after %d of %d", w.meta.BatchID, ErrBadChunk,
 			first, first+int64(n)-1, s.instances, w.meta.Instances))
@@ -271,13 +280,12 @@ func checkColumns(c *graphsample.Columns) error {
 // newSampleGroup is an empty row group: one the writer appended before,
 // else a new one.
 func (w *BatchWriter) newSampleGroup() *sampleGroup {
-	s := w.samples
-	if n := len(s.free); n > 0 {
-		g := s.free[n-1]
-		s.free = s.free[:n-1]
+	select {
+	case g := <-w.samples.freed:
 		g.rows.Reset()
 		g.err, g.done = nil, nil
 		return g
+	default:
 	}
 	g := &sampleGroup{rows: pages.SampleRows{Hop: make([]int32, 0, sampleRowGroupRows),
 		Src: make([]uint32, 0, sampleRowGroupRows), Dst: make([]uint32, 0, sampleRowGroupRows)}}
@@ -420,20 +428,52 @@ func (w *BatchWriter) flushSamples(ctx context.Context) error {
 	return w.submitSampleGroup(ctx, g)
 }
 
-// submitSampleGroup starts encoding g as the next row group and appends
-// the oldest encoded groups to the part while more than one per encoder
-// are queued.
+// submitSampleGroup starts encoding g as the next row group and queues it
+// for the appender, waiting while the queue is full.
 func (w *BatchWriter) submitSampleGroup(ctx context.Context, g *sampleGroup) error {
 	s := w.samples
+	if s.queue == nil {
+		s.queue, s.appended = make(chan *sampleGroup, w.cfg.encoders), make(chan struct{})
+		w.wg.Add(1)
+		go w.appendSamples()
+	}
 	g.done = make(chan struct{})
-	s.pending = append(s.pending, g)
 	go w.encodeSampleGroup(g)
-	for len(s.pending) > w.cfg.encoders+1 {
-		if err := w.appendSampleGroup(ctx); err != nil {
+	select {
+	case s.queue <- g:
+		return nil
+	case <-s.appended:
+		// Stopped by a failure, the appender's or another.
+		if err := w.failed(); err != nil {
 			return err
 		}
+		return errors.New("sink: samples appender stopped")
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	return ctx.Err()
+}
+
+// appendSamples appends the queued row groups to parts, in order, until
+// the queue is closed (finishSamples) or the writer stops.
+func (w *BatchWriter) appendSamples() {
+	defer w.wg.Done()
+	s := w.samples
+	defer close(s.appended)
+	for {
+		select {
+		case g, ok := <-s.queue:
+			if !ok {
+				return
+			}
+			if err := w.appendSampleGroup(g); err != nil {
+				s.appendErr = err
+				w.fail(err)
+				return
+			}
+		case <-w.ctx.Done():
+			return
+		}
+	}
 }
 
 // encodeSampleGroup encodes g's rows as a fragment.
@@ -455,19 +495,16 @@ func (w *BatchWriter) encodeSampleGroup(g *sampleGroup) {
 	g.sums = append(g.sums[:0], e.Sums()...)
 }
 
-// appendSampleGroup waits for the oldest pending group's fragment and
-// copies it into the part, opening a part when none is open and closing it
-// once it reaches the file size.
-func (w *BatchWriter) appendSampleGroup(ctx context.Context) error {
+// appendSampleGroup waits for g's fragment and copies it into the part,
+// opening a part when none is open and closing it once it reaches the file
+// size.
+func (w *BatchWriter) appendSampleGroup(g *sampleGroup) error {
 	s := w.samples
-	g := s.pending[0]
 	select {
 	case <-g.done:
-	case <-ctx.Done():
-		return ctx.Err()
+	case <-w.ctx.Done():
+		return w.ctx.Err()
 	}
-	s.pending[0] = nil
-	s.pending = s.pending[1:]
 	rows := g.rows.Rows()
 	if g.err != nil {
 		return fmt.Errorf("sink: encode sampled edges %d..%d: %w", s.written, s.written+int64(rows)-1, g.err)
@@ -500,7 +537,10 @@ func (w *BatchWriter) appendSampleGroup(ctx context.Context) error {
 	}
 	g.frag = nil
 	p.addRows(&s.written, rows)
-	s.free = append(s.free, g)
+	select {
+	case s.freed <- g:
+	default: // left to the collector
+	}
 	if p.out.n >= w.cfg.fileBytes {
 		return w.closeSamplePart()
 	}
@@ -555,10 +595,19 @@ func (w *BatchWriter) finishSamples(ctx context.Context) error {
 	if err := w.flushSamples(ctx); err != nil {
 		return err
 	}
-	for len(s.pending) > 0 {
-		if err := w.appendSampleGroup(ctx); err != nil {
-			return err
+	if s.queue != nil {
+		close(s.queue)
+		select {
+		case <-s.appended:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
+		if s.appendErr != nil {
+			return s.appendErr
+		}
+	}
+	if err := w.failed(); err != nil {
+		return err
 	}
 	if s.p != nil {
 		return w.closeSamplePart()
@@ -578,7 +627,7 @@ func (w *BatchWriter) abortSamples() {
 		// Encoders still running write only their own group's fragment;
 		// fragments an aborted object may still read are left to the
 		// collector.
-		s.pending, s.cur, s.kept = nil, nil, nil
+		s.cur, s.kept = nil, nil
 		if s.p != nil {
 			w.abortPart(s.p)
 			s.p, s.pw = nil, nil

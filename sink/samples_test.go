@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -353,4 +355,44 @@ func partSums(m *output.Manifest) []string {
 		out = append(out, fmt.Sprint(f.CRC32C, f.Rows, f.Bytes, f.RowGroups))
 	}
 	return out
+}
+
+// A samples batch aborted, or its call cancelled, while row groups are
+// being encoded and appended leaves no object behind and stops every
+// goroutine it started (Abort returns only then).
+func TestSamplesAbortMidway(t *testing.T) {
+	g := weightedTestGraph(t)
+	ss, edges := runSample(t, g, sampleParams, 4000)
+	for _, cancelCall := range []bool{false, true} {
+		b, dir := fileBucket(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		w, err := NewBatchWriter(ctx, b, "walks", sampleMeta("abort", sampleParams, len(edges), false), g, WithFileBytes(16<<10), WithEncoders(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		half := len(edges) / 2
+		if err := w.WriteSamples(ctx, 0, ss[:half], edges[:half]); err != nil {
+			t.Fatal(err)
+		}
+		if cancelCall {
+			cancel()
+			if err := w.WriteSamples(ctx, int64(half), ss[half:], edges[half:]); !errors.Is(err, context.Canceled) {
+				t.Errorf("a cancelled call: %v", err)
+			}
+		}
+		if err := w.Abort(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		var left []string
+		filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				left = append(left, path)
+			}
+			return nil
+		})
+		if len(left) > 0 {
+			t.Errorf("cancel %v: left %v", cancelCall, left)
+		}
+	}
 }
