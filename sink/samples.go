@@ -27,8 +27,9 @@ import (
 // OutputSamples is the manifest's "output" of a samples batch.
 const OutputSamples = "samples"
 
-// sampleRowGroupRows is the number of edges per row group: about 2.3 MiB
-// of rows before compression.
+// sampleRowGroupRows is the number of edges per row group: 0.75 MiB of
+// staged columns (12 bytes an edge, 20 with edge weights), one page a
+// column.
 const sampleRowGroupRows = 1 << 16
 
 // SampleRow is one sampled edge as stored in Parquet:
@@ -40,10 +41,12 @@ const sampleRowGroupRows = 1 << 16
 // src is PLAIN, whose runs (the edges of one source) zstd matches, and dst
 // DELTA_BINARY_PACKED. These were BYTE_STREAM_SPLIT, whose zeros and
 // repeated high bytes zstd compresses as runs, but DuckDB reads that
-// encoding only for FLOAT and DOUBLE: BenchmarkWriteSamples (2 cores)
-// writes 3.68 bytes an edge, against 3.50 split, 4.21 with src delta
-// encoded too (its runs' jumps set each miniblock's width) and 4.16
-// PLAIN everywhere.
+// encoding only for FLOAT and DOUBLE: BenchmarkWriteSamples (2 cores,
+// parquet-go's pages) wrote 3.68 bytes an edge, against 3.50 split, 4.21
+// with src delta encoded too (its runs' jumps set each miniblock's width)
+// and 4.16 PLAIN everywhere. The pages are written by sink/pages'
+// SampleEncoder (3.71 bytes an edge there), the part by parquet-go's
+// writer of this type, which copies them verbatim.
 type SampleRow struct {
 	InstanceID int64 `parquet:"instance_id,delta"`
 	Seed       int64 `parquet:"seed,delta"`
@@ -115,9 +118,8 @@ type sampleState struct {
 	queue    chan *sampleGroup
 	appended chan struct{} // closed when the appender has stopped
 	// freed are appended groups, whose buffers the next groups reuse.
-	freed    chan *sampleGroup
-	encoders sync.Pool // *pages.SampleEncoder of cfg
-	cfg      pages.SampleConfig
+	freed chan *sampleGroup
+	cfg   pages.SampleConfig
 	// The appender's own until it has stopped (appended is closed).
 	appendErr error
 	written   int64 // edges appended to parts
@@ -479,16 +481,12 @@ func (w *BatchWriter) appendSamples() {
 // encodeSampleGroup encodes g's rows as a fragment.
 func (w *BatchWriter) encodeSampleGroup(g *sampleGroup) {
 	defer close(g.done)
-	s := w.samples
-	e, _ := s.encoders.Get().(*pages.SampleEncoder)
-	if e == nil {
-		var err error
-		if e, err = pages.NewSampleEncoder(s.cfg); err != nil {
-			g.err = err
-			return
-		}
+	e, err := w.buf.sampleEncoder(w.samples.cfg)
+	if err != nil {
+		g.err = err
+		return
 	}
-	defer s.encoders.Put(e)
+	defer w.buf.putSampleEncoder(e)
 	done := w.buf.turn()
 	g.frag, g.err = e.Encode(w.buf.frag(), &g.rows)
 	done()

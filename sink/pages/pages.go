@@ -9,7 +9,9 @@
 // frames directly (pagecodec.go, literals.go, huffman.go), the codec and
 // encoding names (Compression, WalkEncoding), the per-column-chunk
 // CRC32Cs (SectionSum) and the part schema and writer the sink splices
-// fragments into (FileSchema, NewPartWriter).
+// fragments into (FileSchema, NewPartWriter). SampleEncoder does the same
+// for row groups of sampled edges (samples.go; runs.go writes their src
+// column's zstd frames).
 //
 // It knows walks and graphs (for external ids); it knows nothing of
 // batches, parts, manifests, object stores, Kafka or the stage: the sink
