@@ -170,10 +170,11 @@ func TestSamplesDeterministicAndShareCommit(t *testing.T) {
 	// concurrently unless there is one encoder.
 	ss, edges := runSample(t, g, sampleParams, 4000)
 	var crcs [][]string
-	for _, c := range []struct{ per, encoders int }{{len(edges), 4}, {1, 4}, {333, 4}, {333, 1}, {5000, 3}} {
+	// Parts are written by up to WithParallelParts goroutines at once.
+	for _, c := range []struct{ per, encoders, parallel int }{{len(edges), 4, 4}, {1, 4, 2}, {333, 4, 1}, {333, 1, 4}, {5000, 3, 3}} {
 		b, _ := fileBucket(t)
 		m := writeSamples(t, b, sampleMeta("d", sampleParams, len(edges), false), g, ss, edges, c.per,
-			WithFileBytes(32<<10), WithEncoders(c.encoders))
+			WithFileBytes(32<<10), WithEncoders(c.encoders), WithParallelParts(c.parallel))
 		var parts []string
 		groups := 0
 		for _, f := range m.Files {
@@ -187,7 +188,7 @@ func TestSamplesDeterministicAndShareCommit(t *testing.T) {
 	}
 	for i := 1; i < len(crcs); i++ {
 		if !reflect.DeepEqual(crcs[0], crcs[i]) {
-			t.Fatalf("parts differ by call size or encoders: %v", crcs)
+			t.Fatalf("parts differ by call size, encoders or parallel parts: %v", crcs)
 		}
 	}
 	b, _ := fileBucket(t)
