@@ -539,7 +539,9 @@ func (w *BatchWriter) handSampleGroup(g *sampleGroup) error {
 		case <-w.ctx.Done():
 			return w.ctx.Err()
 		}
-		s.part, s.size = make(chan sample, w.cfg.encoders+1), 0
+		// As the walks' parts (openPart): a part's goroutine may lag 64
+		// fragments (about 15 MiB) behind, the next part starting meanwhile.
+		s.part, s.size = make(chan sample, 64), 0
 		w.wg.Add(1)
 		s.partsDone.Add(1)
 		go w.writeSamplePart(s.parts, s.part)
