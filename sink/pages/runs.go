@@ -106,6 +106,109 @@ var seqTables = sync.OnceValue(func() (t [3]*fseTable) {
 	return t
 })
 
+// mlTableLog is the accuracy of a block's match length table for present
+// codes: the format's smallest (5), or more for many codes (at least two
+// states a code; at most the format's 9), so that every code has one.
+func mlTableLog(present int) uint8 {
+	log := uint8(5)
+	for 1<<log < 2*present && log < 9 {
+		log++
+	}
+	return log
+}
+
+// normalizeCounts scales hist (counts of codes, total of them) to
+// 1<<log, every present code at least 1, the rest given to or taken
+// from the most frequent (1<<log is at least the present codes: there is
+// always enough to take).
+func normalizeCounts(hist []uint32, total uint32, log uint8) []int16 {
+	norm := make([]int16, len(hist))
+	size := int32(1) << log
+	sum, top := int32(0), 0
+	for s, c := range hist {
+		if c == 0 {
+			continue
+		}
+		norm[s] = int16(max(1, int32(uint64(c)*uint64(size)/uint64(total))))
+		sum += int32(norm[s])
+		if c > hist[top] {
+			top = s
+		}
+	}
+	norm[top] += int16(size - sum)
+	for norm[top] < 1 { // more codes than the scale left the top one: take from others
+		for s := range norm {
+			if s != top && norm[s] > 1 && norm[top] < 1 {
+				norm[s]--
+				norm[top]++
+			}
+		}
+	}
+	// Trim the symbols after the last present one: the description ends
+	// there.
+	last := 0
+	for s, v := range norm {
+		if v != 0 {
+			last = s
+		}
+	}
+	return norm[:last+1]
+}
+
+// appendNCount appends the FSE table description of norm at accuracy log
+// (RFC 8878, 4.1.1; zstd's FSE_writeNCount).
+func appendNCount(dst []byte, norm []int16, log uint8) []byte {
+	w := bitWriter{b: dst}
+	w.add(uint64(log-5), 4)
+	remaining := int32(1)<<log + 1
+	threshold := int32(1) << log
+	nbBits := uint32(log) + 1
+	prev0 := false
+	for s := 0; s < len(norm) && remaining > 1; {
+		if prev0 {
+			start := s
+			for s < len(norm) && norm[s] == 0 {
+				s++
+			}
+			for s >= start+24 {
+				start += 24
+				w.add(0xffff, 16)
+				w.flush()
+			}
+			for s >= start+3 {
+				start += 3
+				w.add(3, 2)
+			}
+			w.add(uint64(s-start), 2)
+			w.flush()
+		}
+		count := int32(norm[s])
+		s++
+		maxV := 2*threshold - 1 - remaining
+		remaining -= max(count, -count)
+		count++
+		if count >= threshold {
+			count += maxV
+		}
+		if count < maxV {
+			w.add(uint64(count), nbBits-1)
+		} else {
+			w.add(uint64(count), nbBits)
+		}
+		w.flush()
+		prev0 = count == 1
+		for remaining < threshold {
+			nbBits--
+			threshold >>= 1
+		}
+	}
+	w.flush()
+	if w.n > 0 {
+		w.b = append(w.b, byte(w.c))
+	}
+	return w.b
+}
+
 // llCode and mlCode are the codes of a literal length and of a match
 // length less 3 (zstd's LL_Code and ML_Code).
 func llCode(ll uint32) uint8 {
@@ -218,24 +321,37 @@ func appendSequences(dst []byte, seqs []runSeq, explicit bool) []byte {
 	}
 	llc0, mlc0 := llCode(seqs[0].ll), mlCode(seqs[0].mlBase)
 	llRLE, mlRLE := true, true
+	var mlHist [53]uint32
+	present := 0
 	for _, s := range seqs {
 		llRLE = llRLE && llCode(s.ll) == llc0
-		mlRLE = mlRLE && mlCode(s.mlBase) == mlc0
+		mlc := mlCode(s.mlBase)
+		mlRLE = mlRLE && mlc == mlc0
+		if mlHist[mlc] == 0 {
+			present++
+		}
+		mlHist[mlc]++
 	}
-	modes := byte(1 << 4) // the offset code is always RLE
+	modes := byte(1<<4 | 2<<2) // offsets RLE, match lengths in a table of the block's own
 	if llRLE {
 		modes |= 1 << 6
 	}
 	if mlRLE {
-		modes |= 1 << 2
+		modes = modes&^(3<<2) | 1<<2
 	}
 	dst = append(dst, modes)
 	if llRLE {
 		dst = append(dst, llc0)
 	}
 	dst = append(dst, ofc)
+	mlTable := t[2]
 	if mlRLE {
 		dst = append(dst, mlc0)
+	} else {
+		log := mlTableLog(present)
+		norm := normalizeCounts(mlHist[:], uint32(n), log)
+		dst = appendNCount(dst, norm, log)
+		mlTable = newFSETable(norm, log, func(s int) uint8 { return t[2].sym[s].extra })
 	}
 	w := bitWriter{b: dst}
 	var ll, ml fseState
@@ -245,7 +361,7 @@ func appendSequences(dst []byte, seqs []runSeq, explicit bool) []byte {
 		ll.init(t[0], llc)
 	}
 	if !mlRLE {
-		ml.init(t[2], mlc)
+		ml.init(mlTable, mlc)
 	}
 	w.add(uint64(last.ll), uint32(t[0].sym[llc].extra))
 	w.add(uint64(last.mlBase), uint32(t[2].sym[mlc].extra))
@@ -269,7 +385,7 @@ func appendSequences(dst []byte, seqs []runSeq, explicit bool) []byte {
 	}
 	w.flush()
 	if !mlRLE {
-		w.add(uint64(ml.state), uint32(t[2].log))
+		w.add(uint64(ml.state), uint32(mlTable.log))
 	}
 	if !llRLE {
 		w.add(uint64(ll.state), uint32(t[0].log))

@@ -12,8 +12,8 @@ import (
 
 // Frames of runs decode, with zstd's own decoder, to the values written,
 // whatever the runs: none, short and long ones, runs across blocks, a
-// single value, values whose bytes take any symbol, and sizes around the
-// block size; and they are smaller than zstd's fastest level makes them,
+// single value, values whose bytes take any symbol, most match length
+// codes in one block, and sizes around the block size; and they are smaller than zstd's fastest level makes them,
 // or close, where the values come in runs.
 func TestRunsFrameDecodes(t *testing.T) {
 	pc, err := newPageCodec(Zstd, zstd.SpeedFastest)
@@ -39,6 +39,19 @@ func TestRunsFrameDecodes(t *testing.T) {
 		return b
 	}
 	cases := map[string][]byte{"empty": nil, "one": values(1, 1, 20)}
+	// Every run length from 1 to 181 and some far longer, in turn: most
+	// match length codes in one block.
+	var lengths []byte
+	for l := 1; len(lengths) < 8*40000; l = l%181 + 1 {
+		if l%60 == 0 {
+			l = 1500 + l
+		}
+		v := r.Uint64() >> 40
+		for range l {
+			lengths = binary.LittleEndian.AppendUint64(lengths, v)
+		}
+	}
+	cases["many lengths"] = lengths
 	for _, n := range []int{3, 100, 16383, 16384, 16385, 65536, 100000} {
 		for _, maxRun := range []int{1, 2, 12, 30, 5000} {
 			for _, w := range []uint{8, 22, 64} {
