@@ -45,7 +45,7 @@ const sampleRowGroupRows = 1 << 16
 // parquet-go's pages) wrote 3.68 bytes an edge, against 3.50 split, 4.21
 // with src delta encoded too (its runs' jumps set each miniblock's width)
 // and 4.16 PLAIN everywhere. The pages are written by sink/pages'
-// SampleEncoder (3.71 bytes an edge there), the part by parquet-go's
+// SampleEncoder (3.64 bytes an edge there), the part by parquet-go's
 // writer of this type, which copies them verbatim.
 type SampleRow struct {
 	InstanceID int64 `parquet:"instance_id,delta"`

@@ -16,8 +16,9 @@ import (
 // BenchmarkWriteSamples. Here the runs are found by comparing each value
 // with the one before, and written as those very sequences: the run's first
 // value as literals (Huffman-coded per block, as the codec codes literal
-// segments), a match of the rest of the run at offset 8, the sequences'
-// codes in the format's predefined FSE tables (no table description).
+// segments), a match of the rest of the run at offset 8 (appendRunsBlock);
+// literal lengths and offsets as RLE codes, match lengths in an FSE table
+// of the block's own (appendSequences).
 
 // runSeq is one sequence: ll literal bytes, then a match of mlBase+3 bytes
 // at offset 8.
