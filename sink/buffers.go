@@ -30,6 +30,7 @@ import (
 // Encoders over the bound wait, not runnable, for a turn.
 type Buffers struct {
 	encoders sync.Pool      // *pages.Encoder, released by its writer
+	samplers sync.Pool      // *pages.SampleEncoder, released by its writer
 	frags    bytePool       // fragments
 	writes   sync.Pool      // *bufio.Writer of partWriteBuffer bytes, detached
 	objects  store.BodyPool // bodies of S3 objects sent in one request
@@ -84,6 +85,24 @@ func (b *Buffers) encoder(cfg pages.Config) (*pages.Encoder, error) {
 func (b *Buffers) putEncoder(e *pages.Encoder) {
 	e.Release()
 	b.encoders.Put(e)
+}
+
+// sampleEncoder returns a sample fragment encoder for cfg, reused when one
+// with cfg's codec is free (a new one allocates its zstd state: a stage
+// writing many small samples batches made one per row group encoded at
+// once, each batch).
+func (b *Buffers) sampleEncoder(cfg pages.SampleConfig) (*pages.SampleEncoder, error) {
+	if e, ok := b.samplers.Get().(*pages.SampleEncoder); ok {
+		if ok, err := e.Reset(cfg); ok || err != nil {
+			return e, err
+		}
+	}
+	return pages.NewSampleEncoder(cfg)
+}
+
+func (b *Buffers) putSampleEncoder(e *pages.SampleEncoder) {
+	e.Release()
+	b.samplers.Put(e)
 }
 
 // frag returns an empty fragment buffer, reused if one is free: fresh

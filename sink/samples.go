@@ -11,21 +11,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"sync"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/graphsample"
 	"github.com/walkstage/walkstage/sink/output"
+	"github.com/walkstage/walkstage/sink/pages"
 )
 
 // OutputSamples is the manifest's "output" of a samples batch.
 const OutputSamples = "samples"
 
-// sampleRowGroupRows is the number of edges per row group: about 2.3 MiB
-// of rows before compression.
+// sampleRowGroupRows is the number of edges per row group: 0.75 MiB of
+// staged columns (12 bytes an edge, 20 with edge weights), one page a
+// column.
 const sampleRowGroupRows = 1 << 16
 
 // SampleRow is one sampled edge as stored in Parquet:
@@ -37,10 +41,12 @@ const sampleRowGroupRows = 1 << 16
 // src is PLAIN, whose runs (the edges of one source) zstd matches, and dst
 // DELTA_BINARY_PACKED. These were BYTE_STREAM_SPLIT, whose zeros and
 // repeated high bytes zstd compresses as runs, but DuckDB reads that
-// encoding only for FLOAT and DOUBLE: BenchmarkWriteSamples (2 cores)
-// writes 3.68 bytes an edge, against 3.50 split, 4.21 with src delta
-// encoded too (its runs' jumps set each miniblock's width) and 4.16
-// PLAIN everywhere.
+// encoding only for FLOAT and DOUBLE: BenchmarkWriteSamples (2 cores,
+// parquet-go's pages) wrote 3.68 bytes an edge, against 3.50 split, 4.21
+// with src delta encoded too (its runs' jumps set each miniblock's width)
+// and 4.16 PLAIN everywhere. The pages are written by sink/pages'
+// SampleEncoder (3.64 bytes an edge there), the part by parquet-go's
+// writer of this type, which copies them verbatim.
 type SampleRow struct {
 	InstanceID int64 `parquet:"instance_id,delta"`
 	Seed       int64 `parquet:"seed,delta"`
@@ -81,13 +87,6 @@ type WeightedStringSampleRow struct {
 	EdgeWeight float32 `parquet:"edge_weight,split"`
 }
 
-// rowGroupWriter is a part writer of string rows, which take fragments'
-// row groups as the integer ones do.
-type rowGroupWriter interface {
-	WriteRowGroup(parquet.RowGroup) (int64, error)
-	Close() error
-}
-
 // DescribeSample renders p for metadata, in the form of AlgorithmMeta.
 func DescribeSample(p graphsample.SampleParams) output.AlgorithmMeta {
 	m := output.AlgorithmMeta{Name: p.Kind.String(), Length: p.Hops(), Weighted: p.Weighted(), Sampler: "reservoir-keys",
@@ -100,41 +99,115 @@ func DescribeSample(p graphsample.SampleParams) output.AlgorithmMeta {
 }
 
 // sampleState is a samples batch being written. Row groups are cut by
-// count alone (sampleRowGroupRows edges), encoded each on its own goroutine
-// into a standalone Parquet fragment, and appended to the part in order by
-// the caller of WriteSamples, through parquet-go's verbatim row group copy:
-// one goroutine encoding wrote 4.5 M edges/s on the H100 host, a twelfth of
-// what the GPU samples. A fragment's bytes depend on its rows alone, so the
-// parts are the same bytes whatever the number of encoders.
+// count alone (sampleRowGroupRows edges): each call's columns are copied
+// into row groups of the writer's own (dense ids, checked against the
+// graph), several row groups at once, and each full row group is encoded
+// on its own goroutine by sink/pages' SampleEncoder into a standalone
+// Parquet fragment. One goroutine (appendSamples) takes the fragments in
+// order, while the caller of WriteSamples copies the next rows, and hands
+// them to the part they fall in: a part ends with the fragment that brings
+// its fragments' bytes to the file size. Each part is written by a
+// goroutine of its own through parquet-go's verbatim row group copy, up to
+// WithParallelParts at once: one goroutine writing every part into the
+// store was the serial bound (0.22 of 1.6 core-s of the writer in a
+// profile of a 64.5 M-edge sample on the 2-core VM). Fragment sizes depend
+// on their rows alone, so the parts are the same bytes whatever the number
+// of encoders or the calls' sizes.
 type sampleState struct {
-	buf       []WeightedSampleRow
-	instances int64 // handed to WriteSamples
-	written   int64 // edges appended to parts
-	pending   []*sampleGroup
-	// free holds the row buffers of appended groups, for the next ones:
-	// about twice the encoders' count of 2.5 MiB buffers are in use at
-	// once (WriteSamples maps a window of groups at a time).
-	free [][]WeightedSampleRow
-	// Fragment writers and conversion buffers, reused: zeroing a new
-	// writer's column buffers for every group took 9% of the CPU of
-	// BenchmarkWriteSamples (2 cores).
-	fragWriters, fragWeighted, fragRows sync.Pool
-	p                                   *part
-	pw                                  *parquet.GenericWriter[SampleRow]
-	pww                                 *parquet.GenericWriter[WeightedSampleRow]
-	// A graph with string ids: rows hold dense ids (seeds too), written as
-	// string rows by spw.
-	spw   rowGroupWriter
-	parts int
+	cur       *sampleGroup // the row group being filled, if any
+	instances int64        // handed to WriteSamples
+	// queue takes row groups being encoded to the appender, in order; it
+	// holds one per encoder, and a caller waits for room: about twice the
+	// encoders' count of groups are in use at once (WriteSamples copies a
+	// window of groups at a time). nil until the first group.
+	queue    chan *sampleGroup
+	appended chan struct{} // closed when the appender has stopped
+	// freed are appended groups, whose buffers the next groups reuse.
+	freed chan *sampleGroup
+	cfg   pages.SampleConfig
+	// The appender's own until it has stopped (appended is closed).
+	appendErr error
+	written   int64       // edges handed to parts
+	part      chan sample // to the part being filled; nil between parts
+	size      int64       // its fragments' bytes
+	parts     int
+	// partsDone counts the parts' goroutines, each holding one of slots
+	// (WithParallelParts).
+	partsDone sync.WaitGroup
+	slots     chan struct{}
 }
 
-// sampleGroup is one row group of edges being encoded.
+// sample is an encoded row group on its way to its part: edges base ..
+// base+rows-1 of the batch.
+type sample struct {
+	frag       []byte
+	sums       []pages.SectionSum
+	base, rows int64
+}
+
+// sampleGroup is one row group of edges, being filled or encoded.
 type sampleGroup struct {
-	rows []WeightedSampleRow
+	rows pages.SampleRows
 	frag []byte
+	sums []pages.SectionSum
 	err  error
 	done chan struct{}
 }
+
+// newSampleState prepares w to write samples: the part schema the
+// fragments carry.
+func (w *BatchWriter) newSampleState() (*sampleState, error) {
+	schema, err := sampleSchemas[sampleVariant(w.g.HasStringIDs(), w.meta.SampleEdgeWeight)]()
+	if err != nil {
+		return nil, fmt.Errorf("sink: sample schema: %w", err)
+	}
+	return &sampleState{freed: make(chan *sampleGroup, 2*w.cfg.encoders+4), slots: make(chan struct{}, w.cfg.parallelParts), cfg: pages.SampleConfig{Graph: w.g, Compression: w.cfg.compression, ZstdLevel: w.cfg.zstdLevel,
+		Weights: w.meta.SampleEdgeWeight, Schema: schema}}, nil
+}
+
+// sampleVariant numbers the four sample schemas: string ids or integers,
+// with edge weights or without.
+func sampleVariant(strs, weights bool) int { return 2*btoi(strs) + btoi(weights) }
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// newSamplePartWriter returns parquet-go's writer of a samples part of
+// the variant (sampleVariant), into which fragments are copied.
+func newSamplePartWriter(variant int, out io.Writer, opts ...parquet.WriterOption) pages.RowGroupWriter {
+	switch variant {
+	case 1:
+		return parquet.NewGenericWriter[WeightedSampleRow](out, opts...)
+	case 2:
+		return parquet.NewGenericWriter[StringSampleRow](out, opts...)
+	case 3:
+		return parquet.NewGenericWriter[WeightedStringSampleRow](out, opts...)
+	}
+	return parquet.NewGenericWriter[SampleRow](out, opts...)
+}
+
+// sampleSchemas are the footer schemas of the part writers, by variant,
+// computed once.
+var sampleSchemas = func() (s [4]func() ([]format.SchemaElement, error)) {
+	for v := range s {
+		s[v] = sync.OnceValues(func() ([]format.SchemaElement, error) {
+			var buf bytes.Buffer
+			if err := newSamplePartWriter(v, &buf).Close(); err != nil {
+				return nil, err
+			}
+			f, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+			if err != nil {
+				return nil, err
+			}
+			return f.Metadata().Schema, nil
+		})
+	}
+	return s
+}()
 
 // WriteSamples appends the edges of instances first, first+1, ...: edges[k]
 // are instance first+k's, seeds[k] its seed (external id; for a graph with
@@ -165,6 +238,9 @@ func (w *BatchWriter) WriteSampleColumns(ctx context.Context, first int64, seeds
 	if err := w.failed(); err != nil {
 		return err
 	}
+	if err := ctx.Err(); err != nil {
+		return w.fail(err)
+	}
 	if first != s.instances || s.instances+int64(n) > w.meta.Instances {
 		return w.fail(fmt.Errorf("sink: batch %s: %w: instances %d..%d after %d of %d", w.meta.BatchID, ErrBadChunk,
 			first, first+int64(n)-1, s.instances, w.meta.Instances))
@@ -176,9 +252,9 @@ func (w *BatchWriter) WriteSampleColumns(ctx context.Context, first int64, seeds
 		return w.fail(fmt.Errorf("sink: batch %s: %w: edge weights asked, and the sampled edges carry no edge indices", w.meta.BatchID, ErrBadChunk))
 	}
 	// The instances go in windows of about one row group per encoder, so
-	// the buffers in use stay about twice the encoders however large the
-	// call: submitting a window's groups waits for earlier groups, whose
-	// buffers the next window reuses.
+	// the row groups in use stay about twice the encoders however large
+	// the call: submitting a window's groups waits for earlier groups,
+	// whose buffers the next window reuses.
 	window := int64(w.cfg.encoders+1) * sampleRowGroupRows
 	off := c.Offsets
 	for k0 := 0; k0 < n; {
@@ -187,18 +263,15 @@ func (w *BatchWriter) WriteSampleColumns(ctx context.Context, first int64, seeds
 		if lim := off[k0] + window; off[k1] <= lim {
 			k1 = k0 + sort.Search(n-k0, func(j int) bool { return off[k0+j+1] > lim })
 		}
-		bufs, err := w.sampleRows(first, seeds, c, k0, k1)
+		full, err := w.stageSamples(first, seeds, c, k0, k1)
 		if err != nil {
 			return w.fail(err)
 		}
-		// Every buffer but the last is a whole row group; the last one,
-		// never full, is the next window's start.
-		for _, b := range bufs[:len(bufs)-1] {
-			if err := w.submitSampleGroup(ctx, b); err != nil {
+		for _, g := range full {
+			if err := w.submitSampleGroup(ctx, g); err != nil {
 				return w.fail(err)
 			}
 		}
-		s.buf = bufs[len(bufs)-1]
 		k0 = k1
 	}
 	s.instances += int64(n)
@@ -220,116 +293,134 @@ func checkColumns(c *graphsample.Columns) error {
 	return nil
 }
 
-// sampleBuffer is a row group's buffer: one of the writer's, given back by
-// appended groups, else a new one.
-func (w *BatchWriter) sampleBuffer() []WeightedSampleRow {
-	s := w.samples
-	if n := len(s.free); n > 0 {
-		b := s.free[n-1][:0]
-		s.free = s.free[:n-1]
-		return b
+// newSampleGroup is an empty row group: one the writer appended before,
+// else a new one.
+func (w *BatchWriter) newSampleGroup() *sampleGroup {
+	select {
+	case g := <-w.samples.freed:
+		g.rows.Reset()
+		g.err, g.done = nil, nil
+		return g
+	default:
 	}
-	return make([]WeightedSampleRow, 0, sampleRowGroupRows)
+	g := &sampleGroup{rows: pages.SampleRows{Hop: make([]int32, 0, sampleRowGroupRows),
+		Src: make([]uint32, 0, sampleRowGroupRows), Dst: make([]uint32, 0, sampleRowGroupRows)}}
+	if w.meta.SampleEdgeWeight {
+		g.rows.Edge = make([]uint64, 0, sampleRowGroupRows)
+	}
+	return g
 }
 
-// sampleRowsSerial is the most edges a WriteSamples call maps on its own
-// goroutine; larger calls are mapped by w's encoders, by ranges of
-// instances (a serial loop was a quarter of a 59 M-edge sample's writing
-// on the 16-core host).
+// sampleRowsSerial is the most edges a window copies on the caller's
+// goroutine; larger windows are copied a row group a goroutine (a serial
+// loop was a quarter of a 59 M-edge sample's writing on the 16-core host).
 const sampleRowsSerial = 1 << 14
 
-// sampleRows checks the edges of c's instances k0 .. k1-1 (instance first+k
-// for k) and maps them to rows of external ids, in order, after the rows
-// already buffered: into row-group buffers, all full but the last (which
-// may be empty). The buffers are the writer's own, reused from group to
-// group: mapping into a new array of the call's size, every row a first
-// touch of fresh memory, took 30% of a 1 M-seed sample's CPU time on the
-// 16-core host.
-func (w *BatchWriter) sampleRows(first int64, seeds []int64, c *graphsample.Columns, k0, k1 int) ([][]WeightedSampleRow, error) {
+// stageSamples copies the edges of c's instances k0 .. k1-1 (instance
+// first+k for k) after the rows already staged, into row groups of the
+// writer's own, and returns those it filled; the last one, not full, stays
+// for the next call.
+func (w *BatchWriter) stageSamples(first int64, seeds []int64, c *graphsample.Columns, k0, k1 int) ([]*sampleGroup, error) {
 	s := w.samples
 	off := c.Offsets
-	// Row r of the window (column row off[k0]+r) is row base+r of the
-	// buffers.
-	base := len(s.buf)
-	rows := int(off[k1] - off[k0])
-	end := base + rows
-	bufs := [][]WeightedSampleRow{s.buf}
-	if s.buf == nil {
-		bufs[0] = w.sampleBuffer()
+	type piece struct {
+		g      *sampleGroup
+		x0, x1 int64
 	}
-	s.buf = nil
-	for len(bufs)*sampleRowGroupRows < end {
-		bufs = append(bufs, w.sampleBuffer())
+	var pieces []piece
+	var full []*sampleGroup
+	g, have := s.cur, int64(0)
+	if g != nil {
+		have = int64(g.rows.Rows())
 	}
-	for j := range bufs {
-		bufs[j] = bufs[j][:min(sampleRowGroupRows, end-j*sampleRowGroupRows)]
-	}
-	if end > 0 && end%sampleRowGroupRows == 0 {
-		bufs = append(bufs, w.sampleBuffer()) // the next call's start
-	}
-	g := w.g
-	nv := uint32(g.NumVertices())
-	strs := g.HasStringIDs()
-	if strs {
-		for _, sd := range seeds[k0:k1] {
-			if sd < 0 || sd >= int64(nv) {
-				return nil, fmt.Errorf("sink: batch %s: %w: seed %d beyond the graph", w.meta.BatchID, ErrBadChunk, sd)
-			}
+	for x, end := off[k0], off[k1]; x < end; {
+		if g == nil {
+			g, have = w.newSampleGroup(), 0
+		}
+		m := min(end-x, sampleRowGroupRows-have)
+		pieces = append(pieces, piece{g, x, x + m})
+		x, have = x+m, have+m
+		if have == sampleRowGroupRows {
+			full = append(full, g)
+			g = nil
 		}
 	}
-	weights := g.Weights
-	if !c.WithEdges {
-		weights = nil // checked by the caller: no edge_weight column
+	s.cur = g
+	if err := w.checkSeeds(seeds[k0:k1]); err != nil {
+		return nil, err
 	}
-	ne := uint64(len(g.Targets))
-	fill := func(a, b int) error {
-		for k := a; k < b; k++ {
-			id, seed := first+int64(k), seeds[k]
-			r := base + int(off[k]-off[k0])
-			for x := off[k]; x < off[k+1]; x++ {
-				src, dst := c.Src[x], c.Dst[x]
-				if src >= nv || dst >= nv || (c.WithEdges && c.Edge[x] >= ne) {
-					return fmt.Errorf("sink: batch %s: %w: edge %d->%d beyond the graph", w.meta.BatchID, ErrBadChunk, src, dst)
-				}
-				row := WeightedSampleRow{InstanceID: id, Seed: seed, Hop: c.Hop[x]}
-				if strs {
-					row.Src, row.Dst = int64(src), int64(dst) // their strings at encodeSampleGroup
-				} else {
-					row.Src, row.Dst = g.ExternalID(src), g.ExternalID(dst)
-				}
-				if weights != nil {
-					row.EdgeWeight = weights[c.Edge[x]]
-				}
-				bufs[r/sampleRowGroupRows][r%sampleRowGroupRows] = row
-				r++
+	if len(pieces) <= 1 || off[k1]-off[k0] <= sampleRowsSerial {
+		for _, pc := range pieces {
+			if err := w.copySamples(&pc.g.rows, first, seeds, c, k0, k1, pc.x0, pc.x1); err != nil {
+				return nil, err
 			}
 		}
-		return nil
+		return full, nil
 	}
-	parts := min(w.cfg.encoders, rows/sampleRowsSerial, k1-k0)
-	if parts <= 1 {
-		return bufs, fill(k0, k1)
-	}
-	// Ranges of instances with about as many edges each; the first failing
-	// range's error is returned, so the error does not depend on timing.
-	errs := make([]error, parts)
+	// The first failing piece's error is returned, so the error does not
+	// depend on timing.
+	errs := make([]error, len(pieces))
 	var wg sync.WaitGroup
-	a := k0
-	for i := range parts {
-		b := k1
-		if i < parts-1 {
-			target := off[k0] + int64(rows)*int64(i+1)/int64(parts)
-			b = a + sort.Search(k1-a, func(j int) bool { return off[a+j] >= target })
-		}
-		wg.Add(1)
-		go func(i, a, b int) {
-			defer wg.Done()
-			errs[i] = fill(a, b)
-		}(i, a, b)
-		a = b
+	for i, pc := range pieces {
+		wg.Go(func() { errs[i] = w.copySamples(&pc.g.rows, first, seeds, c, k0, k1, pc.x0, pc.x1) })
 	}
 	wg.Wait()
-	return bufs, firstError(errs)
+	return full, firstError(errs)
+}
+
+// checkSeeds checks the seeds of a graph with string ids, dense ids that
+// the encoder looks up.
+func (w *BatchWriter) checkSeeds(seeds []int64) error {
+	if !w.g.HasStringIDs() {
+		return nil
+	}
+	nv := int64(w.g.NumVertices())
+	for _, sd := range seeds {
+		if sd < 0 || sd >= nv {
+			return fmt.Errorf("sink: batch %s: %w: seed %d beyond the graph", w.meta.BatchID, ErrBadChunk, sd)
+		}
+	}
+	return nil
+}
+
+// copySamples appends rows x0 .. x1-1 of c, edges of instances among k0 ..
+// k1-1, to r, and checks their vertices (and edges, for weights) against
+// the graph. The rows start an instance unless r is empty.
+func (w *BatchWriter) copySamples(r *pages.SampleRows, first int64, seeds []int64, c *graphsample.Columns, k0, k1 int, x0, x1 int64) error {
+	off := c.Offsets
+	base := int64(r.Rows()) - x0
+	k := k0 + sort.Search(k1-k0, func(j int) bool { return off[k0+j+1] > x0 })
+	for ; k < k1 && off[k] < x1; k++ {
+		if at := max(off[k], x0); at < off[k+1] {
+			r.Starts = append(r.Starts, int32(at+base))
+			r.IDs = append(r.IDs, first+int64(k))
+			r.Seeds = append(r.Seeds, seeds[k])
+		}
+	}
+	r.Hop = append(r.Hop, c.Hop[x0:x1]...)
+	r.Src = append(r.Src, c.Src[x0:x1]...)
+	r.Dst = append(r.Dst, c.Dst[x0:x1]...)
+	var hi uint32
+	for x := x0; x < x1; x++ {
+		hi = max(hi, c.Src[x], c.Dst[x])
+	}
+	if hi >= uint32(w.g.NumVertices()) {
+		for x := x0; x < x1; x++ {
+			if src, dst := c.Src[x], c.Dst[x]; max(src, dst) == hi {
+				return fmt.Errorf("sink: batch %s: %w: edge %d->%d beyond the graph", w.meta.BatchID, ErrBadChunk, src, dst)
+			}
+		}
+	}
+	if w.meta.SampleEdgeWeight {
+		r.Edge = append(r.Edge, c.Edge[x0:x1]...)
+		ne := uint64(len(w.g.Targets))
+		for x := x0; x < x1; x++ {
+			if c.Edge[x] >= ne {
+				return fmt.Errorf("sink: batch %s: %w: edge %d->%d (edge %d) beyond the graph", w.meta.BatchID, ErrBadChunk, c.Src[x], c.Dst[x], c.Edge[x])
+			}
+		}
+	}
+	return nil
 }
 
 // firstError is the first non-nil error of errs, or nil.
@@ -342,153 +433,205 @@ func firstError(errs []error) error {
 	return nil
 }
 
-// flushSamples hands the buffered rows to an encoder as one row group.
+// flushSamples hands the staged rows to an encoder as one row group.
 func (w *BatchWriter) flushSamples(ctx context.Context) error {
 	s := w.samples
-	if len(s.buf) == 0 {
+	g := s.cur
+	s.cur = nil
+	if g == nil || g.rows.Rows() == 0 {
 		return nil
 	}
-	rows := s.buf
-	s.buf = nil
-	if n := len(s.free); n > 0 {
-		s.buf, s.free = s.free[n-1][:0], s.free[:n-1]
-	}
-	return w.submitSampleGroup(ctx, rows)
+	return w.submitSampleGroup(ctx, g)
 }
 
-// submitSampleGroup starts encoding rows (a buffer of the writer's, reused
-// once the group is appended) as the next row group and appends the oldest
-// encoded groups to the part while more than one per encoder are queued.
-func (w *BatchWriter) submitSampleGroup(ctx context.Context, rows []WeightedSampleRow) error {
+// submitSampleGroup starts encoding g as the next row group and queues it
+// for the appender, waiting while the queue is full.
+func (w *BatchWriter) submitSampleGroup(ctx context.Context, g *sampleGroup) error {
 	s := w.samples
-	g := &sampleGroup{rows: rows, done: make(chan struct{})}
-	s.pending = append(s.pending, g)
+	if s.queue == nil {
+		s.queue, s.appended = make(chan *sampleGroup, w.cfg.encoders), make(chan struct{})
+		w.wg.Add(1)
+		go w.appendSamples()
+	}
+	g.done = make(chan struct{})
 	go w.encodeSampleGroup(g)
-	for len(s.pending) > w.cfg.encoders+1 {
-		if err := w.appendSampleGroup(ctx); err != nil {
-			return err
-		}
-	}
-	return ctx.Err()
-}
-
-// encodeSampleGroup writes g's rows as a standalone Parquet file of one row
-// group, configured as the parts are so that their writer copies it.
-func (w *BatchWriter) encodeSampleGroup(g *sampleGroup) {
-	defer close(g.done)
-	s := w.samples
-	var buf bytes.Buffer
-	buf.Grow(len(g.rows) * 16)
-	if w.g.HasStringIDs() {
-		g.err = w.encodeStringSamples(&buf, g.rows)
-	} else if w.meta.SampleEdgeWeight {
-		pw, _ := s.fragWeighted.Get().(*parquet.GenericWriter[WeightedSampleRow])
-		if pw == nil {
-			pw = parquet.NewGenericWriter[WeightedSampleRow](&buf, w.samplePartOptions(0)...)
-		} else {
-			pw.Reset(&buf)
-		}
-		if _, g.err = pw.Write(g.rows); g.err == nil {
-			g.err = pw.Close()
-		}
-		s.fragWeighted.Put(pw)
-	} else {
-		rows, _ := s.fragRows.Get().(*[]SampleRow)
-		if rows == nil {
-			rows = new([]SampleRow)
-		}
-		*rows = (*rows)[:0]
-		for _, r := range g.rows {
-			*rows = append(*rows, SampleRow{InstanceID: r.InstanceID, Seed: r.Seed, Hop: r.Hop, Src: r.Src, Dst: r.Dst})
-		}
-		pw, _ := s.fragWriters.Get().(*parquet.GenericWriter[SampleRow])
-		if pw == nil {
-			pw = parquet.NewGenericWriter[SampleRow](&buf, w.samplePartOptions(0)...)
-		} else {
-			pw.Reset(&buf)
-		}
-		if _, g.err = pw.Write(*rows); g.err == nil {
-			g.err = pw.Close()
-		}
-		s.fragWriters.Put(pw)
-		s.fragRows.Put(rows)
-	}
-	g.frag = buf.Bytes()
-}
-
-// encodeStringSamples writes rows (dense ids) as a fragment of string
-// rows. Not pooled as the integer rows are: string ids are the rarer case.
-func (w *BatchWriter) encodeStringSamples(buf *bytes.Buffer, rows []WeightedSampleRow) error {
-	g := w.g
-	str := func(v int64) string { return g.ExternalString(uint32(v)) }
-	if w.meta.SampleEdgeWeight {
-		out := make([]WeightedStringSampleRow, len(rows))
-		for i, r := range rows {
-			out[i] = WeightedStringSampleRow{InstanceID: r.InstanceID, Seed: str(r.Seed), Hop: r.Hop, Src: str(r.Src), Dst: str(r.Dst), EdgeWeight: r.EdgeWeight}
-		}
-		pw := parquet.NewGenericWriter[WeightedStringSampleRow](buf, w.samplePartOptions(0)...)
-		if _, err := pw.Write(out); err != nil {
-			return err
-		}
-		return pw.Close()
-	}
-	out := make([]StringSampleRow, len(rows))
-	for i, r := range rows {
-		out[i] = StringSampleRow{InstanceID: r.InstanceID, Seed: str(r.Seed), Hop: r.Hop, Src: str(r.Src), Dst: str(r.Dst)}
-	}
-	pw := parquet.NewGenericWriter[StringSampleRow](buf, w.samplePartOptions(0)...)
-	if _, err := pw.Write(out); err != nil {
-		return err
-	}
-	return pw.Close()
-}
-
-// appendSampleGroup waits for the oldest pending group's fragment and
-// copies it into the part, opening a part when none is open and closing it
-// once it reaches the file size.
-func (w *BatchWriter) appendSampleGroup(ctx context.Context) error {
-	s := w.samples
-	g := s.pending[0]
 	select {
-	case <-g.done:
+	case s.queue <- g:
+		return nil
+	case <-s.appended:
+		// Stopped by a failure, the appender's or another.
+		if err := w.failed(); err != nil {
+			return err
+		}
+		return errors.New("sink: samples appender stopped")
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	s.pending[0] = nil
-	s.pending = s.pending[1:]
-	if g.err != nil {
-		return fmt.Errorf("sink: encode sampled edges %d..%d: %w", s.written, s.written+int64(len(g.rows))-1, g.err)
-	}
-	if s.p == nil {
-		if err := w.openSamplePart(); err != nil {
-			return err
+}
+
+// appendSamples hands the queued row groups' fragments to their parts, in
+// order, until the queue is closed (finishSamples) or the writer stops.
+func (w *BatchWriter) appendSamples() {
+	defer w.wg.Done()
+	s := w.samples
+	defer close(s.appended)
+	defer func() {
+		if s.part != nil {
+			close(s.part)
+			s.part = nil
+		}
+	}()
+	for {
+		select {
+		case g, ok := <-s.queue:
+			if !ok {
+				return
+			}
+			if err := w.handSampleGroup(g); err != nil {
+				s.appendErr = err
+				w.fail(err)
+				return
+			}
+		case <-w.ctx.Done():
+			return
 		}
 	}
-	p := s.p
-	f, err := parquet.OpenFile(fragment(g.frag), int64(len(g.frag)))
+}
+
+// encodeSampleGroup encodes g's rows as a fragment.
+func (w *BatchWriter) encodeSampleGroup(g *sampleGroup) {
+	defer close(g.done)
+	e, err := w.buf.sampleEncoder(w.samples.cfg)
+	if err != nil {
+		g.err = err
+		return
+	}
+	defer w.buf.putSampleEncoder(e)
+	done := w.buf.turn()
+	g.frag, g.err = e.Encode(w.buf.frag(), &g.rows)
+	done()
+	g.sums = append(g.sums[:0], e.Sums()...)
+}
+
+// handSampleGroup waits for g's fragment and hands it to its part,
+// starting the part's goroutine for its first one.
+func (w *BatchWriter) handSampleGroup(g *sampleGroup) error {
+	s := w.samples
+	select {
+	case <-g.done:
+	case <-w.ctx.Done():
+		return w.ctx.Err()
+	}
+	rows := int64(g.rows.Rows())
+	if g.err != nil {
+		return fmt.Errorf("sink: encode sampled edges %d..%d: %w", s.written, s.written+rows-1, g.err)
+	}
+	f := sample{frag: g.frag, sums: g.sums, base: s.written, rows: rows}
+	s.written += rows
+	g.frag, g.sums = nil, nil
+	select {
+	case s.freed <- g:
+	default: // left to the collector
+	}
+	if s.part == nil {
+		select {
+		case s.slots <- struct{}{}:
+		case <-w.ctx.Done():
+			return w.ctx.Err()
+		}
+		// As the walks' parts (openPart): a part's goroutine may lag 64
+		// fragments (about 15 MiB) behind, the next part starting meanwhile.
+		s.part, s.size = make(chan sample, 64), 0
+		w.wg.Add(1)
+		s.partsDone.Add(1)
+		go w.writeSamplePart(s.parts, s.part)
+		s.parts++
+	}
+	select {
+	case s.part <- f:
+	case <-w.ctx.Done():
+		return w.ctx.Err()
+	}
+	if s.size += int64(len(f.frag)); s.size >= w.cfg.fileBytes {
+		close(s.part)
+		s.part = nil
+	}
+	return nil
+}
+
+// writeSamplePart writes part index from the fragments in, then completes
+// its object; on failure or cancellation it abandons the upload.
+// Fragments the object holds (store.HeldWriter) are reused only once it is
+// complete.
+func (w *BatchWriter) writeSamplePart(index int, in <-chan sample) {
+	defer w.wg.Done()
+	defer w.samples.partsDone.Done()
+	defer func() { <-w.samples.slots }()
+	p, err := w.newPart(index)
+	if err != nil {
+		w.fail(err)
+		return
+	}
+	pw := newSamplePartWriter(sampleVariant(w.g.HasStringIDs(), w.meta.SampleEdgeWeight), p.out, w.samplePartOptions(index)...)
+	var kept [][]byte
+	for {
+		select {
+		case f, ok := <-in:
+			if !ok {
+				if w.ctx.Err() != nil {
+					w.abortPart(p)
+					return
+				}
+				if err := w.sealPart(p, pw.Close); err != nil {
+					w.fail(err)
+					return
+				}
+				for _, f := range kept {
+					w.buf.putFrag(f)
+				}
+				w.walksWritten.Add(p.file.Rows)
+				return
+			}
+			if err := w.appendSample(p, pw, f); err != nil {
+				w.fail(err)
+				w.abortPart(p)
+				return
+			}
+			if p.out.held {
+				kept = append(kept, f.frag)
+				p.out.held = false
+			} else {
+				w.buf.putFrag(f.frag)
+			}
+		case <-w.ctx.Done():
+			w.abortPart(p)
+			return
+		}
+	}
+}
+
+// appendSample copies f's row group into part p (writer pw).
+func (w *BatchWriter) appendSample(p *part, pw pages.RowGroupWriter, f sample) error {
+	pf, err := parquet.OpenFile(fragment(f.frag), int64(len(f.frag)))
 	if err != nil {
 		return fmt.Errorf("sink: reopen encoded sampled edges: %w", err)
 	}
-	rgs := f.RowGroups()
+	rgs := pf.RowGroups()
 	if len(rgs) != 1 {
 		return fmt.Errorf("sink: encoded sampled edges hold %d row groups", len(rgs))
 	}
-	switch {
-	case s.spw != nil:
-		_, err = s.spw.WriteRowGroup(rgs[0])
-	case s.pww != nil:
-		_, err = s.pww.WriteRowGroup(rgs[0])
-	default:
-		_, err = s.pw.WriteRowGroup(rgs[0])
-	}
+	p.out.known, p.out.knownOf = f.sums, &f.frag[0]
+	_, err = pw.WriteRowGroup(rgs[0])
+	p.out.known, p.out.knownOf = nil, nil
 	if err != nil {
 		return fmt.Errorf("sink: write %s: %w", p.key, err)
 	}
-	p.addRows(&s.written, len(g.rows))
-	s.free = append(s.free, g.rows)
-	if p.out.n >= w.cfg.fileBytes {
-		return w.closeSamplePart()
+	if p.file.FirstWalkID < 0 {
+		p.file.FirstWalkID = f.base
 	}
+	p.file.LastWalkID = f.base + f.rows - 1
+	p.file.Rows += f.rows
+	p.file.RowGroups++
 	return nil
 }
 
@@ -501,47 +644,6 @@ func (w *BatchWriter) samplePartOptions(i int) []parquet.WriterOption {
 	return w.rowPartOptions(i, OutputSamples, sampleRowGroupRows)
 }
 
-func (w *BatchWriter) openSamplePart() error {
-	s := w.samples
-	p, err := w.newPart(s.parts)
-	if err != nil {
-		return err
-	}
-	opts := w.samplePartOptions(s.parts)
-	s.p = p
-	switch {
-	case w.g.HasStringIDs() && w.meta.SampleEdgeWeight:
-		s.spw = parquet.NewGenericWriter[WeightedStringSampleRow](p.out, opts...)
-	case w.g.HasStringIDs():
-		s.spw = parquet.NewGenericWriter[StringSampleRow](p.out, opts...)
-	case w.meta.SampleEdgeWeight:
-		s.pww = parquet.NewGenericWriter[WeightedSampleRow](p.out, opts...)
-	default:
-		s.pw = parquet.NewGenericWriter[SampleRow](p.out, opts...)
-	}
-	s.parts++
-	return nil
-}
-
-func (w *BatchWriter) closeSamplePart() error {
-	s := w.samples
-	p := s.p
-	closeEncoder := func() error { return s.pw.Close() }
-	switch {
-	case s.spw != nil:
-		closeEncoder = s.spw.Close
-	case s.pww != nil:
-		closeEncoder = s.pww.Close
-	}
-	err := w.sealPart(p, closeEncoder)
-	s.p, s.pw, s.pww, s.spw = nil, nil, nil, nil
-	if err != nil {
-		return err
-	}
-	w.walksWritten.Add(p.file.Rows)
-	return nil
-}
-
 // finishSamples writes what is buffered and closes the last part before
 // Commit lists the parts.
 func (w *BatchWriter) finishSamples(ctx context.Context) error {
@@ -552,15 +654,21 @@ func (w *BatchWriter) finishSamples(ctx context.Context) error {
 	if err := w.flushSamples(ctx); err != nil {
 		return err
 	}
-	for len(s.pending) > 0 {
-		if err := w.appendSampleGroup(ctx); err != nil {
-			return err
+	if s.queue != nil {
+		close(s.queue)
+		select {
+		case <-s.appended:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if s.appendErr != nil {
+			return s.appendErr
 		}
 	}
-	if s.p != nil {
-		return w.closeSamplePart()
-	}
-	return nil
+	// The parts' goroutines complete their objects or, once the writer
+	// has failed, abandon them.
+	s.partsDone.Wait()
+	return w.failed()
 }
 
 // describeSamples completes a samples batch's manifest.
@@ -569,15 +677,12 @@ func (w *BatchWriter) describeSamples(m *output.Manifest) {
 	m.Output, m.Instances, m.Edges, m.Walks = OutputSamples, s.instances, s.written, 0
 }
 
-// abortSamples abandons the part being written.
+// abortSamples drops the rows being staged. The parts' goroutines
+// abandon their objects when the writer stops (cleanup stops it first);
+// encoders still running write only their own group's fragment.
 func (w *BatchWriter) abortSamples() {
 	if s := w.samples; s != nil {
-		// Encoders still running write only their own group's fragment.
-		s.pending = nil
-		if s.p != nil {
-			w.abortPart(s.p)
-			s.p, s.pw, s.pww, s.spw = nil, nil, nil, nil
-		}
+		s.cur = nil
 	}
 }
 

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -54,6 +56,27 @@ func runSample(t testing.TB, g *graph.Graph, p graphsample.SampleParams, n int) 
 	return seeds, edges
 }
 
+// denseTestGraph is weightedTestGraph's shape with ids that are the dense
+// ids, unweighted.
+func denseTestGraph(t testing.TB) *graph.Graph {
+	t.Helper()
+	r := rand.New(rand.NewPCG(5, 6))
+	var edges []graph.Edge
+	for v := range int64(3000) {
+		for range 2 + r.IntN(8) {
+			edges = append(edges, graph.Edge{Src: v, Dst: int64(r.IntN(3000))})
+		}
+	}
+	g, err := graph.FromEdges(edges, graph.BuildOptions{Name: "dense", DenseIDs: true, NumVertices: 3000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.IDs != nil {
+		t.Fatal("dense ids mapped")
+	}
+	return g
+}
+
 func sampleMeta(id string, p graphsample.SampleParams, instances int, weight bool) BatchMeta {
 	return BatchMeta{BatchID: id, Seed: p.Seed, Engine: "cpu", WalkstageVersion: "test", Sample: &p, Instances: int64(instances),
 		SampleEdgeWeight: weight, Fingerprint: "fp-" + id}
@@ -80,12 +103,25 @@ func writeSamples(t testing.TB, b *blob.Bucket, meta BatchMeta, g *graph.Graph, 
 }
 
 // Arrow reads instance_id, seed, hop, src, dst (+ edge_weight), every row
-// back in instance then hop order.
+// back in instance then hop order, under every codec, for a graph with
+// external ids (seeds and vertices mapped as pages are written) and one
+// whose ids are its dense ids (written from the columns as they lie).
 func TestSamplesArrowReadsOutput(t *testing.T) {
-	g := weightedTestGraph(t)
-	const seeds = 3000
-	ss, edges := runSample(t, g, sampleParams, seeds)
-	for _, weight := range []bool{false, true} {
+	mapped := weightedTestGraph(t)
+	dense := denseTestGraph(t)
+	unbiased := sampleParams
+	unbiased.EdgeBias = graphsample.Bias{}
+	for _, c := range []struct {
+		g      *graph.Graph
+		p      graphsample.SampleParams
+		weight bool
+		comp   Compression
+	}{
+		{mapped, sampleParams, false, Zstd}, {mapped, sampleParams, true, Zstd}, {mapped, sampleParams, true, Snappy},
+		{mapped, sampleParams, false, None}, {dense, unbiased, false, Zstd}, {dense, unbiased, false, Snappy},
+	} {
+		g, weight := c.g, c.weight
+		ss, edges := runSample(t, g, c.p, 3000)
 		var want []WeightedSampleRow
 		for i, es := range edges {
 			for _, e := range es {
@@ -97,7 +133,7 @@ func TestSamplesArrowReadsOutput(t *testing.T) {
 			}
 		}
 		b, _ := fileBucket(t)
-		m := writeSamples(t, b, sampleMeta(fmt.Sprint("s", weight), sampleParams, len(edges), weight), g, ss, edges, 777, WithFileBytes(64<<10))
+		m := writeSamples(t, b, sampleMeta(fmt.Sprint("s", weight), c.p, len(edges), weight), g, ss, edges, 777, WithFileBytes(64<<10), WithCompression(c.comp))
 		if len(m.Files) < 2 || m.Output != OutputSamples || m.Instances != int64(len(edges)) || m.Edges != int64(len(want)) ||
 			m.Algorithm.Name != "neighbor" || !reflect.DeepEqual(m.Algorithm.Fanouts, []int{5, 3}) {
 			t.Fatalf("manifest %+v", m)
@@ -111,7 +147,7 @@ func TestSamplesArrowReadsOutput(t *testing.T) {
 			got = append(got, readSamplesArrow(t, data, weight)...)
 		}
 		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("arrow read %d rows that differ from the %d written", len(got), len(want))
+			t.Fatalf("%s, weight %v, %s: arrow read %d rows that differ from the %d written", g.Name, weight, c.comp, len(got), len(want))
 		}
 		for i := 1; i < len(got); i++ {
 			if a, b := got[i-1], got[i]; a.InstanceID > b.InstanceID || a.InstanceID == b.InstanceID && a.Hop > b.Hop {
@@ -134,10 +170,11 @@ func TestSamplesDeterministicAndShareCommit(t *testing.T) {
 	// concurrently unless there is one encoder.
 	ss, edges := runSample(t, g, sampleParams, 4000)
 	var crcs [][]string
-	for _, c := range []struct{ per, encoders int }{{len(edges), 4}, {1, 4}, {333, 4}, {333, 1}, {5000, 3}} {
+	// Parts are written by up to WithParallelParts goroutines at once.
+	for _, c := range []struct{ per, encoders, parallel int }{{len(edges), 4, 4}, {1, 4, 2}, {333, 4, 1}, {333, 1, 4}, {5000, 3, 3}} {
 		b, _ := fileBucket(t)
 		m := writeSamples(t, b, sampleMeta("d", sampleParams, len(edges), false), g, ss, edges, c.per,
-			WithFileBytes(32<<10), WithEncoders(c.encoders))
+			WithFileBytes(32<<10), WithEncoders(c.encoders), WithParallelParts(c.parallel))
 		var parts []string
 		groups := 0
 		for _, f := range m.Files {
@@ -151,7 +188,7 @@ func TestSamplesDeterministicAndShareCommit(t *testing.T) {
 	}
 	for i := 1; i < len(crcs); i++ {
 		if !reflect.DeepEqual(crcs[0], crcs[i]) {
-			t.Fatalf("parts differ by call size or encoders: %v", crcs)
+			t.Fatalf("parts differ by call size, encoders or parallel parts: %v", crcs)
 		}
 	}
 	b, _ := fileBucket(t)
@@ -319,4 +356,44 @@ func partSums(m *output.Manifest) []string {
 		out = append(out, fmt.Sprint(f.CRC32C, f.Rows, f.Bytes, f.RowGroups))
 	}
 	return out
+}
+
+// A samples batch aborted, or its call cancelled, while row groups are
+// being encoded and appended leaves no object behind and stops every
+// goroutine it started (Abort returns only then).
+func TestSamplesAbortMidway(t *testing.T) {
+	g := weightedTestGraph(t)
+	ss, edges := runSample(t, g, sampleParams, 4000)
+	for _, cancelCall := range []bool{false, true} {
+		b, dir := fileBucket(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		w, err := NewBatchWriter(ctx, b, "walks", sampleMeta("abort", sampleParams, len(edges), false), g, WithFileBytes(16<<10), WithEncoders(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		half := len(edges) / 2
+		if err := w.WriteSamples(ctx, 0, ss[:half], edges[:half]); err != nil {
+			t.Fatal(err)
+		}
+		if cancelCall {
+			cancel()
+			if err := w.WriteSamples(ctx, int64(half), ss[half:], edges[half:]); !errors.Is(err, context.Canceled) {
+				t.Errorf("a cancelled call: %v", err)
+			}
+		}
+		if err := w.Abort(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		var left []string
+		filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				left = append(left, path)
+			}
+			return nil
+		})
+		if len(left) > 0 {
+			t.Errorf("cancel %v: left %v", cancelCall, left)
+		}
+	}
 }

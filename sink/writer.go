@@ -312,7 +312,9 @@ func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta Bat
 		w.visits = &visitState{}
 	}
 	if meta.Sample != nil {
-		w.samples = &sampleState{}
+		if w.samples, err = w.newSampleState(); err != nil {
+			return nil, err
+		}
 	}
 	w.algo = algoMeta
 	w.groups = (meta.Walks + w.rows - 1) / w.rows

@@ -21,6 +21,10 @@ type pageCodec struct {
 	huff  *huff0.Scratch // literal-only frames (appendLiteralsFrame) that lit does not code
 	lit   *huffEncoder   // literal-only frames of up to 129 symbols
 	kinds []int
+	// appendRunsFrame's literals and sequences of a block.
+	runLits []byte
+	runSeqs []runSeq
+	runEnds []int32
 }
 
 func newPageCodec(c Compression, level zstd.EncoderLevel) (*pageCodec, error) {

@@ -9,7 +9,9 @@
 // frames directly (pagecodec.go, literals.go, huffman.go), the codec and
 // encoding names (Compression, WalkEncoding), the per-column-chunk
 // CRC32Cs (SectionSum) and the part schema and writer the sink splices
-// fragments into (FileSchema, NewPartWriter).
+// fragments into (FileSchema, NewPartWriter). SampleEncoder does the same
+// for row groups of sampled edges (samples.go; runs.go writes their src
+// column's zstd frames).
 //
 // It knows walks and graphs (for external ids); it knows nothing of
 // batches, parts, manifests, object stores, Kafka or the stage: the sink
@@ -281,8 +283,8 @@ type Encoder struct {
 	generalPages bool
 	schema       []format.SchemaElement
 	codec        *pageCodec
-	cols         [5]column
-	ncols        int // 4, or 5 with the times column
+	cols         [6]column
+	ncols        int // 4, or 5 with the times column; 5 or 6 for samples (samples.go)
 
 	seg, idx []int32  // per row of the group: segment index, walk index
 	ext      []int64  // a page's values
@@ -295,7 +297,7 @@ type Encoder struct {
 	laid     []byte               // framedWalkPage: a page's streams laid out again
 	deltas   [dbpBlock + 1]uint64 // framedDeltaPage: a block's deltas
 	header   []byte
-	dicts    [2]dictionary // start and walk dictionaries of string ids (strings.go)
+	dicts    [3]dictionary // start and walk dictionaries of string ids (strings.go); seed, src, dst of samples
 	strings  bool          // walks of a graph with string ids
 	out      []byte        // the fragment
 	sums     []SectionSum  // its column chunks' CRC32Cs
@@ -309,7 +311,7 @@ func NewEncoder(cfg Config) (*Encoder, error) {
 		return nil, err
 	}
 	e := &Encoder{codec: codec}
-	e.cols = [5]column{
+	e.cols = [6]column{
 		{typ: format.Int64, path: []string{"walk_id"}, encoding: format.DeltaBinaryPacked, order: format.Ascending},
 		{typ: format.Int64, path: []string{"start"}, encoding: format.DeltaBinaryPacked, order: format.Unordered},
 		{typ: format.Int32, path: []string{"length"}, encoding: format.Plain, order: format.Unordered},
@@ -800,13 +802,12 @@ func (e *Encoder) footer(rows int) error {
 			end = e.cols[i+1].start
 		}
 		e.sums = append(e.sums, SectionSum{c.start, end - c.start, c.crc})
-		size := int64(8)
-		if c.typ == format.Int32 {
-			size = 4
-		}
 		le := func(v int64) []byte {
-			if size == 4 {
+			switch c.typ {
+			case format.Int32:
 				return binary.LittleEndian.AppendUint32(nil, uint32(v))
+			case format.Float:
+				return binary.LittleEndian.AppendUint32(nil, floatBits(v))
 			}
 			return binary.LittleEndian.AppendUint64(nil, uint64(v))
 		}

@@ -1,0 +1,111 @@
+package pages
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Frames of runs decode, with zstd's own decoder, to the values written,
+// whatever the runs: none, short and long ones, runs across blocks, a
+// single value, values whose bytes take any symbol, most match length
+// codes in one block, and sizes around the block size; and they are smaller than zstd's fastest level makes them,
+// or close, where the values come in runs.
+func TestRunsFrameDecodes(t *testing.T) {
+	pc, err := newPageCodec(Zstd, zstd.SpeedFastest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := zstd.NewReader(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dec.Close()
+	r := rand.New(rand.NewPCG(7, 8))
+	values := func(n, maxRun int, bitsWide uint) []byte {
+		var b []byte
+		for len(b) < 8*n {
+			v := r.Uint64() >> (64 - bitsWide)
+			for range 1 + r.IntN(maxRun) {
+				if len(b) < 8*n {
+					b = binary.LittleEndian.AppendUint64(b, v)
+				}
+			}
+		}
+		return b
+	}
+	cases := map[string][]byte{"empty": nil, "one": values(1, 1, 20)}
+	// Every run length from 1 to 181 and some far longer, in turn: most
+	// match length codes in one block.
+	var lengths []byte
+	for l := 1; len(lengths) < 8*40000; l = l%181 + 1 {
+		if l%60 == 0 {
+			l = 1500 + l
+		}
+		v := r.Uint64() >> 40
+		for range l {
+			lengths = binary.LittleEndian.AppendUint64(lengths, v)
+		}
+	}
+	cases["many lengths"] = lengths
+	for _, n := range []int{3, 100, 16383, 16384, 16385, 65536, 100000} {
+		for _, maxRun := range []int{1, 2, 12, 30, 5000} {
+			for _, w := range []uint{8, 22, 64} {
+				cases[fmt.Sprint(n, "values/runs<=", maxRun, "/bits=", w)] = values(n, maxRun, w)
+			}
+		}
+	}
+	for name, body := range cases {
+		frame, err := pc.appendRunsFrame([]byte("x"), body)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got, err := dec.DecodeAll(frame[1:], nil)
+		if err != nil {
+			t.Fatalf("%s: decode: %v", name, err)
+		}
+		if !bytes.Equal(got, body) {
+			t.Fatalf("%s: decoded %d bytes that differ from the %d written", name, len(got), len(body))
+		}
+	}
+	body := values(65536, 20, 22)
+	frame, _ := pc.appendRunsFrame(nil, body)
+	ref := pc.zstd.EncodeAll(body, nil)
+	if len(frame) > len(ref)*11/10 {
+		t.Errorf("runs of 22-bit values: %d bytes, zstd %d", len(frame), len(ref))
+	}
+	t.Logf("runs of 22-bit values: %d bytes, zstd fastest %d", len(frame), len(ref))
+}
+
+func BenchmarkRunsFrame(b *testing.B) {
+	pc, _ := newPageCodec(Zstd, zstd.SpeedFastest)
+	r := rand.New(rand.NewPCG(7, 8))
+	var body []byte
+	for len(body) < 8<<16 {
+		v := r.Uint64() >> 42
+		for range 10 {
+			body = binary.LittleEndian.AppendUint64(body, v)
+		}
+	}
+	body = body[:8<<16]
+	for _, c := range []struct {
+		name string
+		f    func(dst []byte) []byte
+	}{
+		{"runs", func(dst []byte) []byte { out, _ := pc.appendRunsFrame(dst, body); return out }},
+		{"zstd", func(dst []byte) []byte { return pc.zstd.EncodeAll(body, dst) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			var dst []byte
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				dst = c.f(dst[:0])
+			}
+			b.ReportMetric(float64(len(dst))/float64(len(body)/8), "B/value")
+		})
+	}
+}
