@@ -36,6 +36,7 @@ func TestRebaseEqualsRebuild(t *testing.T) {
 			var pubs []published
 			marks := map[int32]int64{}
 			var done chan *graph.Graph
+			var rb *Rebaser
 			rebases := 0
 			for i := range 500 {
 				if i%80 == 10 {
@@ -46,21 +47,50 @@ func TestRebaseEqualsRebuild(t *testing.T) {
 					if _, err := l.BeginCompaction(); err == nil {
 						t.Fatal("a second compaction began while one is in progress")
 					}
+					// Every other rebase is caught up on the compacting
+					// goroutine while the applier goes on (the stage's
+					// way), the others all on the applier (Rebase).
+					rb = nil
+					if rebases%2 == 1 {
+						if rb, err = l.NewRebaser(); err != nil {
+							t.Fatal(err)
+						}
+					}
 					done = make(chan *graph.Graph, 1)
-					go func() {
+					go func(rb *Rebaser) {
 						g, err := Compact(ctx, s)
 						if err != nil {
 							t.Error(err)
 						}
+						if rb != nil {
+							if err := rb.Base(g); err != nil {
+								t.Error(err)
+							}
+							for range 3 {
+								if _, err := rb.CatchUp(); err != nil {
+									t.Error(err)
+								}
+							}
+						}
 						done <- g
-					}()
+					}(rb)
 				}
 				if i%80 == 45 {
 					g := <-done
 					before := l.Snapshot()
-					s, st, err := l.Rebase(g)
+					var s *Snapshot
+					var st RebaseStats
+					var err error
+					if rb != nil {
+						s, st, err = l.FinishRebase(rb)
+					} else {
+						s, st, err = l.Rebase(g)
+					}
 					if err != nil {
 						t.Fatal(err)
+					}
+					if rb == nil && st.TailUpdates != st.Updates || st.TailUpdates > st.Updates {
+						t.Fatalf("rebase %d: %d of %d updates applied again on the applier", rebases, st.TailUpdates, st.Updates)
 					}
 					rebases++
 					if s.Base() != g || before.Base() == g || st.Records != 35 {

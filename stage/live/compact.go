@@ -4,9 +4,11 @@ package live
 // publication whose delta has reached the threshold, the applier marks
 // that snapshot (livegraph.Live.BeginCompaction) and a goroutine compacts
 // it while the applier goes on; the caller's Prepare then publishes the
-// compacted graph and builds what serves it (the stage: an engine). Back on
-// the applier, the live graph is rebased on it (the records applied since
-// applied again) and the caller's swap serves it. Walks never wait: a
+// compacted graph and builds what serves it (the stage: an engine), and
+// the same goroutine catches a live graph over it up with the records the
+// applier applied meanwhile (livegraph.Rebaser). Back on the applier, the
+// few records kept after the last catch up are applied again and the
+// caller's swap serves it: ingest stops only for that tail. Walks never wait: a
 // batch on an older snapshot finishes on that snapshot's base.
 
 import (
@@ -125,9 +127,19 @@ type background struct {
 
 type compacted struct {
 	g    *graph.Graph
+	rb   *livegraph.Rebaser
 	swap func(*livegraph.Snapshot)
 	err  error
 }
+
+// catchUpTail is how far behind the applier a caught-up rebase may be
+// handed to it: about 10-40 ms of applying on the applier, which stops
+// ingest meanwhile. catchUpRounds bounds the rounds when the applier
+// applies as fast as the catch up does.
+const (
+	catchUpTail   = 1 << 16
+	catchUpRounds = 8
+)
 
 // results is where a compaction's result arrives (nil, never, without
 // background compaction).
@@ -149,6 +161,12 @@ func (b *background) maybeStart(snap *livegraph.Snapshot) {
 		b.log.Error("live graph compaction not started", "err", err)
 		return
 	}
+	rb, err := b.l.NewRebaser()
+	if err != nil {
+		b.l.AbortCompaction()
+		b.log.Error("live graph compaction not started", "err", err)
+		return
+	}
 	b.t0 = time.Now()
 	st := from.Stats()
 	b.log.Info("live graph compaction started", "delta_edges", st.DeltaEdges, "tombstones", st.Tombstones,
@@ -159,8 +177,29 @@ func (b *background) maybeStart(snap *livegraph.Snapshot) {
 		if err == nil {
 			swap, err = b.c.Prepare(b.ctx, g, from)
 		}
-		b.done <- compacted{g: g, swap: swap, err: err}
+		if err == nil {
+			err = b.catchUp(rb, g)
+		}
+		b.done <- compacted{g: g, rb: rb, swap: swap, err: err}
 	})
+}
+
+// catchUp starts rb over g and applies the records kept meanwhile until
+// fewer than catchUpTail updates are left for the applier.
+func (b *background) catchUp(rb *livegraph.Rebaser, g *graph.Graph) error {
+	if err := rb.Base(g); err != nil {
+		return err
+	}
+	for range catchUpRounds {
+		behind, err := rb.CatchUp()
+		if err != nil || behind < catchUpTail {
+			return err
+		}
+		if err := b.ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // finish swaps a compaction in (or drops it), on the applier.
@@ -174,7 +213,7 @@ func (b *background) finish(r compacted) {
 		}
 		return
 	}
-	snap, st, err := b.l.Rebase(r.g)
+	snap, st, err := b.l.FinishRebase(r.rb)
 	if err != nil {
 		cm.compactions.WithLabelValues("failed").Inc()
 		b.log.Error("live graph compaction not swapped in; the delta goes on over the current base", "err", err)
@@ -194,7 +233,7 @@ func (b *background) finish(r compacted) {
 	b.m.added.Set(float64(ds.Added))
 	b.m.window(snap)
 	b.log.Info("live graph compaction swapped in", "graph", r.g.Name, "version", r.g.Version, "vertices", r.g.NumVertices(),
-		"edges", r.g.NumEdges(), "reapplied_updates", st.Updates, "duration", took.Seconds(), "edge_offsets", snap.Watermark())
+		"edges", r.g.NumEdges(), "reapplied_updates", st.Updates, "on_the_applier", st.TailUpdates, "duration", took.Seconds(), "edge_offsets", snap.Watermark())
 	// The updates applied during the compaction may be past the
 	// threshold already: the topic may be quiet now, with no publication
 	// to look again.
