@@ -94,6 +94,11 @@ type Live struct {
 	ids *idTable
 
 	cur atomic.Pointer[Snapshot]
+	// walkable is the newest snapshot whose delta index is built, and
+	// indexing says a build of the newest one runs in the background
+	// (Walkable).
+	walkable atomic.Pointer[Snapshot]
+	indexing atomic.Bool
 
 	touched uint64 // touch's sum
 
@@ -172,13 +177,58 @@ func (l *Live) Snapshot() *Snapshot { return l.cur.Load() }
 // the next write copies what it changes.
 func (l *Live) Publish() *Snapshot {
 	s := &Snapshot{base: l.base, top: l.top, n: l.baseV + uint32(len(l.addedIDs)), added: l.addedIDs[:len(l.addedIDs):len(l.addedIDs)],
-		watermark: maps.Clone(l.watermark), stats: l.stats, epoch: l.epoch, ids: l.ids, next: make(chan struct{}), win: l.mark()}
+		watermark: maps.Clone(l.watermark), stats: l.stats, epoch: l.epoch, ids: l.ids, next: make(chan struct{}), win: l.mark(), live: l}
 	old := l.cur.Swap(s)
 	if old != nil {
 		close(old.next)
 	}
 	l.epoch++
 	return s
+}
+
+// Walkable returns the snapshot a batch should walk: the newest published
+// one when its delta index is built (or it has no delta), else the newest
+// one whose index is built, on the same base, while the newest one's is
+// built in the background; when there is none, the newest one (its index
+// is then built by the first job that walks it). A caller that needs
+// given offsets (read-your-writes) checks Covers and takes Snapshot
+// instead when they are not covered.
+//
+// Why: a snapshot is published every WALKSTAGE_EDGE_PUBLISH_INTERVAL
+// under a stream of updates, and each one walked builds its index, O(the
+// vertices with a delta): at scale 22 with millions of them, building one
+// for every batch left that much garbage every 100 ms that the collector's
+// assists slowed the applier below the stream's rate. Walking the newest
+// indexed snapshot bounds the builds to one at a time.
+func (l *Live) Walkable() *Snapshot {
+	cur := l.cur.Load()
+	if cur.Empty() || cur.indexed.Load() {
+		return cur
+	}
+	if l.indexing.CompareAndSwap(false, true) {
+		go func() {
+			defer l.indexing.Store(false)
+			cur.DeltaIndex()
+		}()
+	}
+	if w := l.walkable.Load(); w != nil && w.base == cur.base {
+		return w
+	}
+	return cur
+}
+
+// indexBuilt advances Walkable's snapshot to s, its index just built,
+// unless a newer one is there already.
+func (l *Live) indexBuilt(s *Snapshot) {
+	for {
+		w := l.walkable.Load()
+		if w != nil && w.epoch >= s.epoch {
+			return
+		}
+		if l.walkable.CompareAndSwap(w, s) {
+			return
+		}
+	}
 }
 
 // WaitFor returns the first published snapshot whose watermark reaches
@@ -537,8 +587,10 @@ type Snapshot struct {
 	// index is the delta's flat index, built by the first job that walks
 	// the snapshot (DeltaIndex), not at Publish: a snapshot nobody walks
 	// costs nothing, and publishing stays O(partitions).
-	index sync.Once
-	idx   *walk.DeltaIndex
+	index   sync.Once
+	idx     *walk.DeltaIndex
+	indexed atomic.Bool
+	live    *Live // whose walkable snapshot the index advances
 	// win is the time window as of the snapshot (Window).
 	win windowMark
 }
@@ -606,6 +658,10 @@ func (s *Snapshot) DeltaIndex() *walk.DeltaIndex {
 		}, func(i int, yield func(uint32, *walk.DeltaVertex) bool) {
 			each(i, func(v uint32, vs *vstate) bool { return yield(v, &vs.view) })
 		})
+		s.indexed.Store(true)
+		if s.live != nil {
+			s.live.indexBuilt(s)
+		}
 	})
 	return s.idx
 }

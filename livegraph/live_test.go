@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -546,4 +547,56 @@ func TestWaitFor(t *testing.T) {
 	if _, err := l.WaitFor(ctx, map[int32]int64{1: 9}); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "map[1:9]") {
 		t.Fatalf("WaitFor with a done context: %v", err)
 	}
+}
+
+// Walkable hands out the newest snapshot whose delta index is built, never
+// one that goes back, starts the newest one's build, and falls back to the
+// newest snapshot when no indexed one of its base exists.
+func TestWalkableSnapshot(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	m, base := newModel(t, variants[0], 40, 200, rng)
+	l, err := New(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply := func() *Snapshot {
+		for i := range 5 {
+			if err := l.Apply(0, int64(i), m.randomRecord(rng)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return l.Publish()
+	}
+	s1 := apply()
+	if got := l.Walkable(); got != s1 {
+		t.Fatalf("no snapshot indexed yet: Walkable is epoch %d, want the newest, %d", got.Epoch(), s1.Epoch())
+	}
+	for l.indexing.Load() { // the build Walkable started
+		runtime.Gosched()
+	}
+	if !s1.indexed.Load() {
+		t.Fatal("Walkable did not build the newest snapshot's index")
+	}
+	s2 := apply()
+	for l.indexing.Load() {
+		runtime.Gosched()
+	}
+	l.indexing.Store(true) // hold the background build back
+	if got := l.Walkable(); got != s1 {
+		t.Fatalf("newest not indexed: Walkable is epoch %d, want the indexed %d", got.Epoch(), s1.Epoch())
+	}
+	s2.DeltaIndex()
+	if got := l.Walkable(); got != s2 {
+		t.Fatalf("newest indexed: Walkable is epoch %d, want %d", got.Epoch(), s2.Epoch())
+	}
+	s1.DeltaIndex() // an older index built late does not move it back
+	s3 := apply()
+	if got := l.Walkable(); got != s2 {
+		t.Fatalf("after a late build of an older index: Walkable is epoch %d, want %d", got.Epoch(), s2.Epoch())
+	}
+	s3.DeltaIndex()
+	if got := l.Walkable(); got != s3 {
+		t.Fatalf("Walkable is epoch %d, want %d", got.Epoch(), s3.Epoch())
+	}
+	l.indexing.Store(false)
 }

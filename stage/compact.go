@@ -147,10 +147,18 @@ func publishCompacted(ctx context.Context, lc *LiveCompaction, g *graph.Graph, f
 // liveVersion returns v, or the version served after it, with a snapshot
 // of the same base: a compaction's swap publishes the new base's first
 // snapshot and serves its engine one after the other, and a micro-batch
-// taken between the two waits for the second.
-func (s *Stage) liveVersion(ctx context.Context, v *served) (*served, *livegraph.Snapshot) {
+// taken between the two waits for the second. The snapshot is the live
+// graph's walkable one (its delta index built), or the newest when mb has
+// a request whose edge_offsets only that one covers.
+func (s *Stage) liveVersion(ctx context.Context, v *served, mb []*batch) (*served, *livegraph.Snapshot) {
 	for {
-		snap := s.o.Live.Graph.Snapshot()
+		snap := s.o.Live.Graph.Walkable()
+		for _, b := range mb {
+			if len(b.req.EdgeOffsets) > 0 && !snap.Covers(b.req.EdgeOffsets) {
+				snap = s.o.Live.Graph.Snapshot()
+				break
+			}
+		}
 		if snap.Base() == v.g {
 			return v, snap
 		}
