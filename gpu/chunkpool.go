@@ -1,8 +1,6 @@
 package gpu
 
 import (
-	"sync"
-
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -15,34 +13,17 @@ import (
 // It holds at most limit bytes of capacity: what comes back beyond that
 // (the tail of a run, when every chunk is returned at once) is left to the
 // garbage collector.
-type chunkPool struct {
-	mu   sync.Mutex
-	free []walk.Chunk
-	held int64 // bytes of capacity in free
-}
-
-// chunkCapBytes is the memory behind c's slices.
-func chunkCapBytes(c *walk.Chunk) int64 {
-	return int64(cap(c.WalkIDs))*8 + int64(cap(c.Offsets))*4 + int64(cap(c.Starts))*4 + int64(cap(c.Vertices))*4
-}
+type chunkPool struct{ walk.ChunkPool }
 
 // get returns a chunk with room for walks walks and vertices vertices:
 // WalkIDs and Offsets of their final lengths, Vertices empty (the caller
 // appends, so reused memory is written once, not cleared first).
 func (p *chunkPool) get(walks, vertices int) walk.Chunk {
-	var c walk.Chunk
-	p.mu.Lock()
-	if n := len(p.free); n > 0 {
-		c = p.free[n-1]
-		p.free[n-1] = walk.Chunk{}
-		p.free = p.free[:n-1]
-		p.held -= chunkCapBytes(&c)
-	}
-	p.mu.Unlock()
+	c := p.Get()
 	c.Tag, c.Lent, c.LentRunEnd = 0, false, 0
-	c.WalkIDs = resize(c.WalkIDs, walks)
-	c.Offsets = resize(c.Offsets, walks+1)
-	c.Starts = resize(c.Starts, walks)
+	c.WalkIDs = walk.ResizeChunkSlice(c.WalkIDs, walks, walks)
+	c.Offsets = walk.ResizeChunkSlice(c.Offsets, walks+1, walks+1)
+	c.Starts = walk.ResizeChunkSlice(c.Starts, walks, walks)
 	if cap(c.Vertices) < vertices {
 		// An eighth more, so that the next batches' chunks, a few per cent
 		// larger or smaller, fit too.
@@ -52,25 +33,5 @@ func (p *chunkPool) get(walks, vertices int) walk.Chunk {
 	return c
 }
 
-// resize returns s with length n, reusing its memory when it can.
-func resize[T any](s []T, n int) []T {
-	if cap(s) >= n {
-		return s[:n]
-	}
-	return make([]T, n)
-}
-
 // put keeps c's slices for get, unless the pool holds limit bytes already.
-func (p *chunkPool) put(c walk.Chunk, limit int64) {
-	b := chunkCapBytes(&c)
-	if b == 0 {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.held+b > limit {
-		return
-	}
-	p.free = append(p.free, walk.Chunk{WalkIDs: c.WalkIDs[:0], Offsets: c.Offsets[:0], Starts: c.Starts[:0], Vertices: c.Vertices[:0]})
-	p.held += b
-}
+func (p *chunkPool) put(c walk.Chunk, limit int64) { p.Put(c, limit) }

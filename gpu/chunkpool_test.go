@@ -28,12 +28,12 @@ func TestChunkPoolReusesWithinLimit(t *testing.T) {
 	if &e.WalkIDs[0] != ids || cap(e.Vertices) < 1000 || &e.Vertices[:1][0] == verts {
 		t.Fatal("a chunk too small for the vertices asked for kept its vertex memory")
 	}
-	p.put(e, chunkCapBytes(&e)-1)
-	if len(p.free) != 0 || p.held != 0 {
-		t.Fatalf("the pool kept %d chunks (%d bytes) beyond its limit", len(p.free), p.held)
+	p.put(e, walk.ChunkCapBytes(&e)-1)
+	if n, b := p.Held(); n != 0 || b != 0 {
+		t.Fatalf("the pool kept %d chunks (%d bytes) beyond its limit", n, b)
 	}
 	p.put(walk.Chunk{}, 1<<20)
-	if len(p.free) != 0 {
+	if n, _ := p.Held(); n != 0 {
 		t.Fatal("the pool kept an empty chunk")
 	}
 }

@@ -1,8 +1,6 @@
 package cpu
 
 import (
-	"sync"
-
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -21,59 +19,21 @@ const chunkPoolBytes = 64 << 20
 // (docs/design/cpu-engine.md, "Chunks given back"). Recycled memory is
 // neither cleared nor collected, and was written a moment ago, so it is
 // often still in cache.
-type chunkPool struct {
-	mu   sync.Mutex
-	free []walk.Chunk
-	held int64 // bytes of capacity in free
-}
-
-// chunkCapBytes is the memory behind c's reusable slices.
-func chunkCapBytes(c *walk.Chunk) int64 {
-	return int64(cap(c.WalkIDs))*8 + int64(cap(c.Offsets))*4 + int64(cap(c.Vertices))*4
-}
+type chunkPool struct{ walk.ChunkPool }
 
 // get returns a chunk whose WalkIDs, Offsets and Vertices have lengths
 // walks, walks+1 and vertices, from a chunk given back where there is one:
 // the contents are stale, the caller writes every element.
 func (p *chunkPool) get(walks, vertices int) walk.Chunk {
-	var c walk.Chunk
-	p.mu.Lock()
-	if n := len(p.free); n > 0 {
-		c = p.free[n-1]
-		p.free[n-1] = walk.Chunk{}
-		p.free = p.free[:n-1]
-		p.held -= chunkCapBytes(&c)
-	}
-	p.mu.Unlock()
-	c.WalkIDs = resize(c.WalkIDs, walks, walks)
-	c.Offsets = resize(c.Offsets, walks+1, walks+1)
+	c := p.Get()
+	c.WalkIDs = walk.ResizeChunkSlice(c.WalkIDs, walks, walks)
+	c.Offsets = walk.ResizeChunkSlice(c.Offsets, walks+1, walks+1)
 	// An eighth more when new, so that the next units' chunks, whose
 	// short walks vary in total by a few per cent, fit too.
-	c.Vertices = resize(c.Vertices, vertices, vertices+vertices/8)
+	c.Vertices = walk.ResizeChunkSlice(c.Vertices, vertices, vertices+vertices/8)
 	return c
-}
-
-// resize returns s with length n, reusing its memory when its capacity
-// allows, else new memory of capacity size.
-func resize[T any](s []T, n, size int) []T {
-	if cap(s) >= n {
-		return s[:n]
-	}
-	return make([]T, n, size)
 }
 
 // put keeps c's slices for get, unless the pool holds chunkPoolBytes
 // already; the rest is left to the collector.
-func (p *chunkPool) put(c walk.Chunk) {
-	b := chunkCapBytes(&c)
-	if b == 0 {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.held+b > chunkPoolBytes {
-		return
-	}
-	p.free = append(p.free, walk.Chunk{WalkIDs: c.WalkIDs[:0], Offsets: c.Offsets[:0], Vertices: c.Vertices[:0]})
-	p.held += b
-}
+func (p *chunkPool) put(c walk.Chunk) { p.Put(c, chunkPoolBytes) }
