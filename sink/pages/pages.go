@@ -17,6 +17,14 @@
 // batches, parts, manifests, object stores, Kafka or the stage: the sink
 // (its BatchWriter) gathers chunks into row groups, runs encoders
 // concurrently and commits their fragments in order.
+//
+// Size: about 4,000 lines without tests, over the project's ~3,000,
+// because the walks' and the samples' encoders share every piece below
+// the row group: the page writers, the integer encodings and their
+// assembly kernels, the zstd framing (literals, Huffman tables, frames of
+// runs) and the part schema. A package per output kind would export all of
+// that as an API of its own; a package for the codecs alone would split
+// the zstd frames from the pages they are sized for.
 package pages
 
 import (
