@@ -102,6 +102,9 @@ type Live struct {
 
 	touched uint64 // touch's sum
 
+	// serialApply keeps Apply on one goroutine (tests compare the two).
+	serialApply bool
+
 	// compacting, when set, is the compaction in progress (background.go).
 	compacting *compaction
 }
@@ -260,13 +263,17 @@ func (l *Live) Apply(partition int32, offset int64, ups []Update) error {
 	if err := l.check(ups); err != nil {
 		return err
 	}
-	l.touch(ups)
-	for i := range ups {
-		u := &ups[i]
-		if u.Op == Insert {
-			l.insert(u)
-		} else {
-			l.delete(u)
+	if l.win == nil && len(ups) >= applyParallelMin && !l.serialApply {
+		l.applyParallel(ups)
+	} else {
+		l.touch(ups)
+		for i := range ups {
+			u := &ups[i]
+			if u.Op == Insert {
+				l.insert(u)
+			} else {
+				l.delete(u)
+			}
 		}
 	}
 	if partition >= 0 {
@@ -399,8 +406,10 @@ func (l *Live) vertex(ext int64) uint32 {
 // writable returns v's state for writing in the current epoch, copying
 // the path of nodes from the top on their first write in it, and creating
 // v's state from its base adjacency when it has none.
-func (l *Live) writable(v uint32) *vstate {
-	mi, li, vi := int(v>>(leafBits+midBits)), int(v>>leafBits)&(midFan-1), int(v)&(leafFan-1)
+func (l *Live) writable(v uint32) *vstate { return l.writableTo(&l.stats, v) }
+
+// topFor makes the top slice this epoch's and long enough for mid mi.
+func (l *Live) topFor(mi int) {
 	if l.topEpoch != l.epoch {
 		l.top = slices.Clone(l.top)
 		l.topEpoch = l.epoch
@@ -408,13 +417,21 @@ func (l *Live) writable(v uint32) *vstate {
 	if mi >= len(l.top) {
 		l.top = append(l.top, make([]*mid, mi+1-len(l.top))...)
 	}
+}
+
+// writableTo is writable counting into st: applyParallel's workers each
+// write the vertices of their own mids, with their own counts, after
+// topFor made the top ready for all of them.
+func (l *Live) writableTo(st *Stats, v uint32) *vstate {
+	mi, li, vi := int(v>>(leafBits+midBits)), int(v>>leafBits)&(midFan-1), int(v)&(leafFan-1)
+	l.topFor(mi)
 	m := l.top[mi]
 	if m == nil || m.epoch != l.epoch {
 		nm := &mid{epoch: l.epoch}
 		if m != nil {
 			nm.leaves = m.leaves
 		} else {
-			l.stats.Bytes += int64(unsafe.Sizeof(mid{}))
+			st.Bytes += int64(unsafe.Sizeof(mid{}))
 		}
 		m, l.top[mi] = nm, nm
 	}
@@ -424,7 +441,7 @@ func (l *Live) writable(v uint32) *vstate {
 		if lf != nil {
 			nl.v = lf.v
 		} else {
-			l.stats.Bytes += int64(unsafe.Sizeof(leaf{}))
+			st.Bytes += int64(unsafe.Sizeof(leaf{}))
 		}
 		lf, m.leaves[li] = nl, nl
 	}
@@ -446,8 +463,8 @@ func (l *Live) writable(v uint32) *vstate {
 				vs.view.BaseWeight = float64(b - a)
 			}
 		}
-		l.stats.Vertices++
-		l.stats.Bytes += int64(unsafe.Sizeof(vstate{}))
+		st.Vertices++
+		st.Bytes += int64(unsafe.Sizeof(vstate{}))
 	case vs.epoch != l.epoch:
 		c := *vs
 		c.epoch = l.epoch
@@ -468,7 +485,16 @@ func (l *Live) insert(u *Update) {
 		return
 	}
 	s, d := l.vertex(u.Src), l.vertex(u.Dst)
-	vs := l.writable(s)
+	vs := l.insertAt(&l.stats, u, s, d)
+	if l.win != nil {
+		l.appended(s, vs.ext, u.Time)
+	}
+}
+
+// insertAt appends u's edge s -> d (dense ids) to s's state, counting into
+// st, and returns the state.
+func (l *Live) insertAt(st *Stats, u *Update, s, d uint32) *vstate {
+	vs := l.writableTo(st, s)
 	dv := &vs.view
 	w := float32(1)
 	if u.Has&HasWeight != 0 {
@@ -486,13 +512,11 @@ func (l *Live) insert(u *Update) {
 		vs.ext.times = append(vs.ext.times, u.Time)
 		per += 8
 	}
-	l.stats.Bytes += int64(cap(dv.Edges)-oldCap) * per
+	st.Bytes += int64(cap(dv.Edges)-oldCap) * per
 	dv.Live++
-	l.stats.Inserted++
-	l.stats.DeltaEdges++
-	if l.win != nil {
-		l.appended(s, vs.ext, u.Time)
-	}
+	st.Inserted++
+	st.DeltaEdges++
+	return vs
 }
 
 func (l *Live) delete(u *Update) {
@@ -502,6 +526,11 @@ func (l *Live) delete(u *Update) {
 	if !ok1 || !ok2 {
 		return
 	}
+	l.deleteAt(&l.stats, s, d)
+}
+
+// deleteAt kills every edge s -> d (dense ids) there is, counting into st.
+func (l *Live) deleteAt(st *Stats, s, d uint32) {
 	// Count what the delete kills before touching s's state, so a delete
 	// of nothing leaves the delta as it was.
 	old := l.peek(s)
@@ -532,7 +561,7 @@ func (l *Live) delete(u *Update) {
 	if killed == 0 {
 		return
 	}
-	vs := l.writable(s)
+	vs := l.writableTo(st, s)
 	ts := walk.Tombstone{Target: d, Upto: uint32(len(vs.view.Edges))}
 	nd := make([]walk.Tombstone, 0, len(dead)+1)
 	nd = append(nd, dead[:i]...)
@@ -541,8 +570,8 @@ func (l *Live) delete(u *Update) {
 		nd = append(nd, dead[i+1:]...)
 	} else {
 		nd = append(nd, dead[i:]...)
-		l.stats.Tombstones++
-		l.stats.Bytes += int64(unsafe.Sizeof(ts))
+		st.Tombstones++
+		st.Bytes += int64(unsafe.Sizeof(ts))
 	}
 	vs.view.Dead = nd
 	vs.view.Live -= killed
