@@ -365,6 +365,42 @@ server_cpu() {
 }
 cpu_since() { awk -v a="$1" -v b="$(server_cpu)" -v hz="$hz" 'BEGIN { printf "%.1f", (b - a) / hz }'; }
 
+collectors=()
+names=()
+# collect_start NAME ARGS...: a collect of what was produced
+# before (with --id-prefix in ARGS), started before the stage, as the true
+# backlog's second half; start the stage after it. collect_wait [TICKS] waits
+# for every collect started and adds their RESULT lines to the table (with
+# the store's CPU seconds since TICKS when given).
+collect_start() {
+  local name=$1
+  shift
+  log "$name: walkstage load $*, then the stage starts"
+  "${stage_pin[@]}" "$walkstage" load --graph "$graph" --timeout "${timeout_s}s" "$@" >"$out/$name.txt" 2>"$out/$name.err" &
+  collectors+=($!)
+  names+=("$name")
+  local t0=$SECONDS
+  until grep -q "watching the event topics" "$out/$name.err" 2>/dev/null; do
+    kill -0 "${collectors[-1]}" 2>/dev/null || { cat "$out/$name.err" >&2; die "$name: the collector stopped"; }
+    [ $((SECONDS - t0)) -lt 60 ] || die "$name: the collector did not start"
+    sleep 0.1
+  done
+}
+collect_wait() {
+  local i cpu=
+  [ $# -eq 0 ] || cpu=" store_cpu_s=$(cpu_since "$1")"
+  for i in "${!collectors[@]}"; do
+    if ! wait "${collectors[$i]}"; then
+      cat "$out/${names[$i]}.txt" "$out/${names[$i]}.err" >&2
+      die "${names[$i]} failed"
+    fi
+    cat "$out/${names[$i]}.txt"
+    sed -n "s/^RESULT /${names[$i]} /p" "$out/${names[$i]}.txt" | sed "s/\$/$cpu/" >>"$results"
+  done
+  collectors=()
+  names=()
+}
+
 # backlog NAME STORE URL ARGS...: a backlog measurement. By default a true
 # backlog: the stage is stopped, every request produced, then a collector
 # reads the event topics from their ends while the stage starts again; the
@@ -377,27 +413,13 @@ backlog() {
     load "$name" "$@" --mode backlog --bucket "$url"
     return
   fi
-  local prefix="$name-$$-$RANDOM" f=$out/$name.txt
+  local prefix="$name-$$-$RANDOM" c0
   stop_stage
   load "$name-produce" "$@" --mode backlog --phase produce --id-prefix "$prefix"
-  log "$name: walkstage load $* --phase collect, then the stage starts"
-  "${stage_pin[@]}" "$walkstage" load --graph "$graph" --timeout "${timeout_s}s" "$@" --mode backlog --phase collect \
-    --id-prefix "$prefix" --bucket "$url" >"$f" 2>"$out/$name.err" &
-  local collector=$! t0=$SECONDS
-  until grep -q "watching the event topics" "$out/$name.err" 2>/dev/null; do
-    kill -0 "$collector" 2>/dev/null || { cat "$out/$name.err" >&2; die "$name: the collector stopped"; }
-    [ $((SECONDS - t0)) -lt 60 ] || die "$name: the collector did not start"
-    sleep 0.1
-  done
-  local c0
+  collect_start "$name" "$@" --mode backlog --phase collect --id-prefix "$prefix" --bucket "$url"
   c0=$(server_cpu)
   start_stage "$store" "$url"
-  if ! wait "$collector"; then
-    cat "$f" "$out/$name.err" >&2
-    die "$name failed"
-  fi
-  cat "$f"
-  sed -n "s/^RESULT /$name /p" "$f" | sed "s/\$/ store_cpu_s=$(cpu_since "$c0")/" >>"$results"
+  collect_wait "$c0"
 }
 
 walk_args=(--output walks --seeds "$walk_seeds" --walks-per-seed "$walks" --length "$length")
@@ -442,46 +464,12 @@ for store in "${store_list[@]}"; do
   fi
 done
 
-# collect_start NAME ARGS...: a collect of what was produced
-# before (with --id-prefix in ARGS), started before the stage, as the true
-# backlog's second half; start the stage after it. collect_wait waits for
-# every collect started and adds their RESULT lines to the table.
-collect_start() {
-  local name=$1
-  shift
-  log "$name: walkstage load $*, then the stage starts"
-  "${stage_pin[@]}" "$walkstage" load --graph "$graph" --timeout "${timeout_s}s" "$@" >"$out/$name.txt" 2>"$out/$name.err" &
-  collectors+=($!)
-  names+=("$name")
-  local t0=$SECONDS
-  until grep -q "watching the event topics" "$out/$name.err" 2>/dev/null; do
-    kill -0 "${collectors[-1]}" 2>/dev/null || { cat "$out/$name.err" >&2; die "$name: the collector stopped"; }
-    [ $((SECONDS - t0)) -lt 60 ] || die "$name: the collector did not start"
-    sleep 0.1
-  done
-}
-collect_wait() {
-  local i
-  for i in "${!collectors[@]}"; do
-    if ! wait "${collectors[$i]}"; then
-      cat "$out/${names[$i]}.txt" "$out/${names[$i]}.err" >&2
-      die "${names[$i]} failed"
-    fi
-    cat "$out/${names[$i]}.txt"
-    sed -n "s/^RESULT /${names[$i]} /p" "$out/${names[$i]}.txt" >>"$results"
-  done
-  collectors=()
-  names=()
-}
-
 # The live graph's ingest (issue 37). Each stage start replays its whole
 # edge topic, so each backlog has a topic of its own.
 if [ "$edge_updates" -gt 0 ]; then
   store="file"
   url=file://$work/file-edges
   saved_env=("${extra_env[@]}")
-  collectors=()
-  names=()
   edge_args=(--mode edges --edge-updates "$edge_updates" --edge-batch "$edge_batch")
   # 1. The walks on the static graph, for the rate beside ingest below.
   extra_env=("${saved_env[@]}" WALKSTAGE_ENGINE=cpu)
