@@ -14,6 +14,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/walkstage/walkstage/cmd/walkstage/internal/graphcmd"
+	"github.com/walkstage/walkstage/cmd/walkstage/internal/walktest"
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/internal/fakes3"
 	"github.com/walkstage/walkstage/message"
@@ -22,25 +23,8 @@ import (
 	"github.com/walkstage/walkstage/store"
 )
 
-// walkTestGraph saves a small graph with sparse external ids.
-func walkTestGraph(t *testing.T) string {
-	t.Helper()
-	var edges []graph.Edge
-	for v := int64(0); v < 200; v++ {
-		for _, d := range []int64{1, 7, 31} {
-			edges = append(edges, graph.Edge{Src: 10 * v, Dst: 10 * ((v + d) % 200), Weight: float32(d)})
-		}
-	}
-	g, err := graph.FromEdges(edges, graph.BuildOptions{Name: "tiny", Weighted: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "tiny.wsg")
-	if err := graph.Save(path, g); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
+// walkTestGraph is the tiny graph the walk command's tests walk.
+func walkTestGraph(t *testing.T) string { return walktest.TinyGraph(t) }
 
 func runWalk(t *testing.T, args ...string) (string, error) {
 	t.Helper()
