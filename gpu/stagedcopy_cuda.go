@@ -10,14 +10,6 @@ import (
 	"gorgonia.org/cu"
 )
 
-// defaultStagingBytes is the most each of the two pinned buffers that
-// sampled columns come back through holds (stagedCopy).
-const defaultStagingBytes = 32 << 20
-
-// stagedCopyMin is the smallest copy worth staging; below it the driver's
-// own copy from pageable memory is as fast.
-const stagedCopyMin = 4 << 20
-
 // staging holds the engine's pinned buffers for stagedCopy, allocated on
 // first use, as large as the largest piece so far (grown when a call's
 // pieces are larger), and freed by Close (device thread). Pinning is slow
@@ -59,13 +51,6 @@ type stagedSpan struct {
 	n   int64
 }
 
-// stagedPieces is about the pieces a staged copy is cut into at least:
-// a wave's columns (three or four of about 12 MB for 3 M edges) copied
-// column by column in one piece each left the device idle while the
-// cores copied each piece out, and the cores idle while it copied the
-// next; eight pieces overlap all but one of them.
-const stagedPieces = 8
-
 // stagedCopies copies every span (stagedCopy), the spans' pieces in one
 // pipeline, so the device copies the next span's first piece while the
 // cores copy the last piece of the one before. A piece is a buffer's size,
@@ -92,7 +77,7 @@ func (e *Engine) stagedCopies(spans []stagedSpan) error {
 	size := stagingPiece(st.size, total)
 	if st.buf[0] == nil || st.held < size {
 		ta := time.Now()
-		if err := e.pinStaging(size); err != nil {
+		if err := e.pinStaging(stagingPinned(st.size, size)); err != nil {
 			return err
 		}
 		st.times.alloc += time.Since(ta)
@@ -132,13 +117,6 @@ func (e *Engine) stagedCopies(spans []stagedSpan) error {
 		st.times.out += time.Since(to)
 	}
 	return nil
-}
-
-// stagingPiece is the piece a staged copy of total bytes is cut into,
-// with buffers of at most most bytes: about a stagedPieces-th of total,
-// whole pages, at least stagedCopyMin.
-func stagingPiece(most, total int64) int64 {
-	return min(most, max(stagedCopyMin, (total/stagedPieces+4095)&^4095))
 }
 
 // pinStaging makes the staging buffers hold size bytes each, freeing
