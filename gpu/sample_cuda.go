@@ -209,8 +209,7 @@ const sampleBufsKept = 1 << 30
 
 // get returns an array of at least n bytes (8 at least) under a name
 // unique to the call: the one kept under that name when it is large
-// enough, else a new one with an eighth to spare (waves differ by a few
-// per cent).
+// enough, else a new one with room to spare (keptBytes).
 func (d *devArrays) get(name string, n int64) (cu.DevicePtr, error) {
 	e := d.e
 	n = max(n, 8)
@@ -223,7 +222,7 @@ func (d *devArrays) get(name string, n int64) (cu.DevicePtr, error) {
 			e.free(keptName(name), &b.p)
 			delete(e.sampleBufs, name)
 		}
-		size := n + n/8
+		size := keptBytes(n)
 		p, err := e.alloc(keptName(name), size)
 		if err != nil {
 			return 0, err
