@@ -40,7 +40,10 @@ type SampleStats struct {
 	Resolve time.Duration
 	// Copy is the copy of the sampled columns back to the host
 	// (SampleNeighborColumns).
-	Copy   time.Duration
+	Copy time.Duration
+	// Setup is the time before the first kernel (the first hop's tasks
+	// built and uploaded, device arrays allocated); counted in Wall.
+	Setup  time.Duration
 	Wall   time.Duration
 	Rounds int // forest fire and snowball: launches (sample_fire_cuda.go)
 }
@@ -206,8 +209,7 @@ const sampleBufsKept = 1 << 30
 
 // get returns an array of at least n bytes (8 at least) under a name
 // unique to the call: the one kept under that name when it is large
-// enough, else a new one with an eighth to spare (waves differ by a few
-// per cent).
+// enough, else a new one with room to spare (keptBytes).
 func (d *devArrays) get(name string, n int64) (cu.DevicePtr, error) {
 	e := d.e
 	n = max(n, 8)
@@ -220,7 +222,7 @@ func (d *devArrays) get(name string, n int64) (cu.DevicePtr, error) {
 			e.free(keptName(name), &b.p)
 			delete(e.sampleBufs, name)
 		}
-		size := n + n/8
+		size := keptBytes(n)
 		p, err := e.alloc(keptName(name), size)
 		if err != nil {
 			return 0, err
@@ -365,7 +367,11 @@ func (e *Engine) SampleNeighborColumns(ctx context.Context, p graphsample.Sample
 			inst[k], vert[k] = uint32(i), starts[i/p.InstancesPerSeed]
 		}
 		withEdges := into.WithEdges
+		tq := time.Now()
+		var queued time.Duration
+		e.staging.times = stagedTimes{}
 		err := e.dev.do(func() (err error) {
+			queued = time.Since(tq)
 			ks, err := e.columnKernels()
 			if err != nil {
 				return err
@@ -434,6 +440,9 @@ func (e *Engine) SampleNeighborColumns(ctx context.Context, p graphsample.Sample
 				warpsPerBlock := sampleThreads / 32
 				grid := min((nt+warpsPerBlock-1)/warpsPerBlock, e.numSM*64)
 				tk := time.Now()
+				if h == 0 {
+					st.Setup = tk.Sub(t0)
+				}
 				if err := launch(ks.hop, grid, sampleThreads, cu.Stream{}, []uint64{uint64(e.dOffsets), dWeights, uint64(dCum), p.Seed,
 					uint64(h), uint64(k), uint64(dInst), uint64(dSlot), uint64(dVert), uint64(nt), uint64(dOut), uint64(dCount)}); err != nil {
 					return fmt.Errorf("gpu: launch sample_neighbor_hop: %w", err)
@@ -573,12 +582,26 @@ func (e *Engine) SampleNeighborColumns(ctx context.Context, p graphsample.Sample
 		})
 		st.Instances = int64(n)
 		st.Wall = time.Since(t0)
+		e.logSampleCall("neighbour", st, queued)
 		return nil, st, err
 	})
 	if err != nil {
 		return SampleStats{}, err
 	}
 	return st, nil
+}
+
+// logSampleCall says at debug level where a sampling call's time went:
+// waiting for the device thread (queued), set-up before the first kernel
+// (tasks built and uploaded, arrays allocated), the kernels, the
+// bookkeeping, and the copy back split into the pinned buffers' first
+// allocation, the waits for the device's pieces and the cores' copies out
+// (e.mu held).
+func (e *Engine) logSampleCall(kind string, st SampleStats, queued time.Duration) {
+	ct := e.staging.times
+	e.cfg.logger.Debug("gpu sample call", "kind", kind, "instances", st.Instances, "edges", st.Edges, "wall", st.Wall,
+		"queued", queued, "setup", st.Setup, "kernel", st.Kernel, "resolve", st.Resolve, "copy", st.Copy,
+		"staging_alloc", ct.alloc, "copy_wait", ct.wait, "copy_out", ct.out, "pieces", ct.pieces)
 }
 
 // copyColumns copies a call's columns (n instances, edges edges; fEdge 0

@@ -128,7 +128,11 @@ func (e *Engine) sampleFireColumns(ctx context.Context, p graphsample.SamplePara
 	var rounds []fireResult
 	round := make([]uint16, n)
 	place := make([]uint32, n)
+	tq := time.Now()
+	var queued time.Duration
+	e.staging.times = stagedTimes{}
 	err := e.dev.do(func() (err error) {
+		queued = time.Since(tq)
 		fn, err := e.mod.Function("sample_fire")
 		if err != nil {
 			return fmt.Errorf("gpu: kernel sample_fire: %w", err)
@@ -197,8 +201,11 @@ func (e *Engine) sampleFireColumns(ctx context.Context, p graphsample.SamplePara
 	if err != nil {
 		return SampleStats{}, err
 	}
+	tf := time.Now()
 	st.Edges = fireColumns(into, depth, round, place, rounds)
 	st.Wall = time.Since(t0)
+	e.logSampleCall(p.Kind.String(), st, queued)
+	e.cfg.logger.Debug("gpu sample columns filled on the host", "kind", p.Kind.String(), "duration", time.Since(tf))
 	return st, nil
 }
 

@@ -72,7 +72,11 @@ func (e *Engine) SampleLayerColumns(ctx context.Context, p graphsample.SamplePar
 		perWarp := (int64(fmax)*(8+8+4+4) + int64(kmax)*8 + int64(keycap)*8 + 127) &^ 127
 		const warpsPerBlock = sampleThreads / 32
 		edges := int64(n) * int64(stride)
+		tq := time.Now()
+		var queued time.Duration
+		e.staging.times = stagedTimes{}
 		err := e.dev.do(func() (err error) {
+			queued = time.Since(tq)
 			fn, err := e.mod.Function("sample_layer")
 			if err != nil {
 				return fmt.Errorf("gpu: kernel sample_layer: %w", err)
@@ -128,6 +132,7 @@ func (e *Engine) SampleLayerColumns(ctx context.Context, p graphsample.SamplePar
 				return err
 			}
 			tk := time.Now()
+			st.Setup = tk.Sub(t0)
 			if err := launch(fn, grid, sampleThreads, cu.Stream{}, []uint64{uint64(e.dOffsets), uint64(e.dTargets), dWeights,
 				uint64(dCum), p.Seed, uint64(dSizes), uint64(hops), uint64(dStarts), uint64(p.InstancesPerSeed), uint64(first),
 				uint64(n), uint64(fmax), uint64(kmax), uint64(keycap), uint64(dScratch), uint64(perWarp), uint64(stride),
@@ -193,6 +198,7 @@ func (e *Engine) SampleLayerColumns(ctx context.Context, p graphsample.SamplePar
 			return nil
 		})
 		st.Wall = time.Since(t0)
+		e.logSampleCall("layer", st, queued)
 		return nil, st, err
 	})
 	if err != nil {

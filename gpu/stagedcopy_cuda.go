@@ -4,25 +4,33 @@ package gpu
 
 import (
 	"fmt"
+	"time"
 	"unsafe"
 
 	"gorgonia.org/cu"
 )
 
-// defaultStagingBytes is the size of each of the two pinned buffers that
-// sampled columns come back through (stagedCopy).
-const defaultStagingBytes = 32 << 20
-
-// stagedCopyMin is the smallest copy worth staging; below it the driver's
-// own copy from pageable memory is as fast.
-const stagedCopyMin = 4 << 20
-
 // staging holds the engine's pinned buffers for stagedCopy, allocated on
-// first use and freed by Close (device thread).
+// first use, as large as the largest piece so far (grown when a call's
+// pieces are larger), and freed by Close (device thread). Pinning is slow
+// (32 ms for two buffers of 32 MiB on the H200 host, the whole first wave
+// of a neighbour sample five times over), and a wave's pieces are 4 MiB.
 type staging struct {
-	size   int64 // bytes a buffer; 0: copy from pageable memory
+	size   int64 // most bytes a buffer holds; 0: copy from pageable memory
+	held   int64 // bytes each buffer has
 	buf    [2]unsafe.Pointer
 	stream cu.Stream
+	// times add up where the copies' time goes, for the callers' debug
+	// logs (a caller reads and clears them).
+	times stagedTimes
+}
+
+// stagedTimes split staged copies' time: allocating the pinned buffers
+// (the first copy only), waiting for the device's pieces, and the cores'
+// copies out of the buffers.
+type stagedTimes struct {
+	alloc, wait, out time.Duration
+	pieces           int
 }
 
 // stagedCopy copies n bytes from the device at src to Go memory at dst
@@ -42,13 +50,6 @@ type stagedSpan struct {
 	src cu.DevicePtr
 	n   int64
 }
-
-// stagedPieces is about the pieces a staged copy is cut into at least:
-// a wave's columns (three or four of about 12 MB for 3 M edges) copied
-// column by column in one piece each left the device idle while the
-// cores copied each piece out, and the cores idle while it copied the
-// next; eight pieces overlap all but one of them.
-const stagedPieces = 8
 
 // stagedCopies copies every span (stagedCopy), the spans' pieces in one
 // pipeline, so the device copies the next span's first piece while the
@@ -73,20 +74,14 @@ func (e *Engine) stagedCopies(spans []stagedSpan) error {
 	if total == 0 {
 		return nil
 	}
-	if st.buf[0] == nil {
-		s, err := cu.MakeStream(cu.NonBlocking)
-		if err != nil {
-			return fmt.Errorf("gpu: staging stream: %w", err)
+	size := stagingPiece(st.size, total)
+	if st.buf[0] == nil || st.held < size {
+		ta := time.Now()
+		if err := e.pinStaging(stagingPinned(st.size, size)); err != nil {
+			return err
 		}
-		st.stream = s
-		for i := range st.buf {
-			if st.buf[i], err = e.hostAlloc(st.size); err != nil {
-				e.releaseStaging()
-				return err
-			}
-		}
+		st.times.alloc += time.Since(ta)
 	}
-	size := min(st.size, max(stagedCopyMin, (total/stagedPieces+4095)&^4095))
 	var pieces []stagedSpan
 	for _, s := range spans {
 		if s.n < stagedCopyMin {
@@ -105,7 +100,9 @@ func (e *Engine) stagedCopies(spans []stagedSpan) error {
 	if err := issue(0); err != nil {
 		return err
 	}
+	st.times.pieces += len(pieces)
 	for i := range pieces {
+		tw := time.Now()
 		if err := st.stream.Synchronize(); err != nil {
 			return fmt.Errorf("gpu: staged copy: %w", err)
 		}
@@ -114,8 +111,39 @@ func (e *Engine) stagedCopies(spans []stagedSpan) error {
 				return err
 			}
 		}
+		to := time.Now()
 		parallelCopy(pieces[i].dst, st.buf[i%2], pieces[i].n)
+		st.times.wait += to.Sub(tw)
+		st.times.out += time.Since(to)
 	}
+	return nil
+}
+
+// pinStaging makes the staging buffers hold size bytes each, freeing
+// smaller ones first; the stream is made once (device thread).
+func (e *Engine) pinStaging(size int64) error {
+	st := &e.staging
+	if st.stream == (cu.Stream{}) {
+		s, err := cu.MakeStream(cu.NonBlocking)
+		if err != nil {
+			return fmt.Errorf("gpu: staging stream: %w", err)
+		}
+		st.stream = s
+	}
+	for i := range st.buf {
+		e.hostFree(st.buf[i])
+		st.buf[i] = nil
+	}
+	st.held = 0
+	for i := range st.buf {
+		p, err := e.hostAlloc(size)
+		if err != nil {
+			e.releaseStaging()
+			return err
+		}
+		st.buf[i] = p
+	}
+	st.held = size
 	return nil
 }
 
@@ -131,4 +159,5 @@ func (e *Engine) releaseStaging() {
 		e.hostFree(st.buf[i])
 		st.buf[i] = nil
 	}
+	st.held = 0
 }

@@ -75,6 +75,40 @@ func TestStagedCopiesMatchTheDevice(t *testing.T) {
 	e.staging.size = defaultStagingBytes
 }
 
+// The staging buffers are pinned as large as a call's pieces (rounded up
+// to a power of two: stagingPinned), not at the most a buffer may hold: a
+// wave's columns (a few tens of MB) come back in pieces of stagedCopyMin,
+// and pinning 2 x 32 MiB took 32 ms, more than the wave. A call with
+// larger pieces grows them, up to the most.
+func TestStagingPinsWhatTheCallsNeed(t *testing.T) {
+	g, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 10, EdgeFactor: 8, Seed: 1, Name: "rmat10"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(t, g)
+	const big = 8 * (defaultStagingBytes + 1<<20)
+	var dev cu.DevicePtr
+	if err := e.dev.do(func() (err error) {
+		dev, err = e.alloc("test.span", big)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.dev.do(func() error { e.free("test.span", &dev); return nil }) })
+	host := make([]byte, big)
+	for _, c := range []struct {
+		n, held int64
+	}{{stagedCopyMin - 1, 0}, {20 << 20, stagedCopyMin}, {12 << 20, stagedCopyMin}, {64 << 20, 8 << 20},
+		{64<<20 + 8*4096, 16 << 20}, {big, defaultStagingBytes}, {20 << 20, defaultStagingBytes}} {
+		if err := e.dev.do(func() error { return e.stagedCopy(unsafe.Pointer(&host[0]), dev, c.n) }); err != nil {
+			t.Fatalf("%d bytes: %v", c.n, err)
+		}
+		if e.staging.held != c.held {
+			t.Errorf("after a copy of %d bytes the staging buffers hold %d bytes each, want %d", c.n, e.staging.held, c.held)
+		}
+	}
+}
+
 // A device sampling call checks the seeds its instances start from, not
 // the whole request's (a wave scanned the request's every seed, as long
 // as its own sampling), and still refuses a call that starts from a seed

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"time"
@@ -32,6 +33,7 @@ type sampleFlags struct {
 	depth, maxVertices  int
 	frontierSize        int
 	samples             int
+	waveEdges           int64
 }
 
 func addSampleFlags(fs *flag.FlagSet) *sampleFlags {
@@ -45,6 +47,7 @@ func addSampleFlags(fs *flag.FlagSet) *sampleFlags {
 	fs.IntVar(&f.frontierSize, "frontier-size", 0, "frontier: seeds per instance (consecutive --seeds)")
 	fs.IntVar(&f.samples, "samples", 0, "frontier: steps (sampled edges) per instance")
 	fs.BoolVar(&f.edgeWeight, "edge-weight", false, "sampling: add an edge_weight column")
+	fs.Int64Var(&f.waveEdges, "sample-wave-edges", message.SampleWaveEdges, "sampling: about the edges one wave samples and holds (two waves are held at a time)")
 	return f
 }
 
@@ -55,7 +58,7 @@ var errWaveNotWritten = errors.New("walkstage: a sampled wave was not written")
 // sampleRun is what walkSamples needs of walk's other flags.
 type sampleRun struct {
 	graphPath, seeds, out, prefix, batchID, name string
-	engineName, cpuProfile, version              string
+	engineName, cpuProfile, traceFile, version   string
 	compression                                  sink.Compression
 	seed                                         uint64
 	weighted, replaceOutput, asJSON              bool
@@ -88,6 +91,9 @@ func (f *sampleFlags) params(kind graphsample.SampleKind, r sampleRun) (graphsam
 		if r.set[name] {
 			return graphsample.SampleParams{}, fmt.Errorf("--%s is not for the sampling algorithm %s", name, kind)
 		}
+	}
+	if f.waveEdges < 1 {
+		return graphsample.SampleParams{}, fmt.Errorf("--sample-wave-edges %d: want at least 1", f.waveEdges)
 	}
 	p := graphsample.SampleParams{Kind: kind, Seed: r.seed, InstancesPerSeed: r.instancesPerSeed, Replace: f.replace}
 	var err error
@@ -197,6 +203,11 @@ func walkSamples(ctx context.Context, kind graphsample.SampleKind, f *sampleFlag
 		return err
 	}
 	defer stopProfile()
+	stopTrace, err := cli.StartTrace(r.traceFile)
+	if err != nil {
+		return fmt.Errorf("trace: %w", err)
+	}
+	defer stopTrace()
 	n := p.NumInstances(len(starts))
 	meta := sink.BatchMeta{BatchID: id, Seed: r.seed, Engine: engine, WalkstageVersion: r.version, Sample: &p,
 		Instances: int64(n), SampleEdgeWeight: f.edgeWeight, Fingerprint: fp}
@@ -205,12 +216,12 @@ func walkSamples(ctx context.Context, kind graphsample.SampleKind, f *sampleFlag
 		return err
 	}
 	fmt.Fprintf(stderr, "sampling %d instances (%s) with the %s engine into %s\n", n, p, engine, store.ObjectURL(r.out, w.Layout().Dir))
-	if most := message.MaxSampleEdges(p); int64(n) > message.SampleWaveEdges/most {
+	if most := message.MaxSampleEdges(p); int64(n) > f.waveEdges/most {
 		// The worst case is not held at once: waves bound the memory
 		// (the stage also refuses a request whose worst case exceeds
 		// WALKSTAGE_MAX_SAMPLED_EDGES).
 		fmt.Fprintf(stderr, "notice: %d instances of up to %d edges each are sampled and written in waves of about %d edges, two held at a time\n",
-			n, most, message.SampleWaveEdges)
+			n, most, f.waveEdges)
 	}
 	// Waves of instances bound the edges held, as in the stage. A wave is
 	// written on its own goroutine while the next one samples: two column
@@ -232,9 +243,13 @@ func walkSamples(ctx context.Context, kind graphsample.SampleKind, f *sampleFlag
 		var werr error
 		for wv := range waves {
 			if werr == nil {
-				if werr = w.WriteSampleColumns(ctx, int64(wv.lo), wv.seeds, wv.cols); werr != nil {
+				tw := time.Now()
+				trace.WithRegion(ctx, "write wave", func() { werr = w.WriteSampleColumns(ctx, int64(wv.lo), wv.seeds, wv.cols) })
+				if werr != nil {
 					close(writeFailed)
 				}
+				r.log.Debug("sample wave handed to the writer", "first", wv.lo, "instances", wv.cols.Instances(), "edges", wv.cols.Len(),
+					"duration", time.Since(tw))
 			}
 			free <- wv.cols
 		}
@@ -246,8 +261,9 @@ func walkSamples(ctx context.Context, kind graphsample.SampleKind, f *sampleFlag
 	var wave int
 	var waveEdges int64
 	for lo := 0; lo < n && err == nil; lo += wave {
-		wave = message.SampleWave(p, message.SampleWaveEdges, n-lo, wave, waveEdges)
+		wave = message.SampleWave(p, f.waveEdges, n-lo, wave, waveEdges)
 		var cols *graphsample.Columns
+		tf := time.Now()
 		select {
 		case cols = <-free:
 		case <-writeFailed:
@@ -256,8 +272,12 @@ func walkSamples(ctx context.Context, kind graphsample.SampleKind, f *sampleFlag
 		}
 		ts := time.Now()
 		var ws graphsample.SampleStats
-		ws, err = graphsample.SampleColumnsOn(ctx, eng, g, p, starts, lo, wave, r.workers, cols)
+		trace.WithRegion(ctx, "sample wave", func() {
+			ws, err = graphsample.SampleColumnsOn(ctx, eng, g, p, starts, lo, wave, r.workers, cols)
+		})
 		sampled += time.Since(ts)
+		r.log.Debug("sample wave", "first", lo, "instances", wave, "edges", ws.Edges, "duration", time.Since(ts),
+			"waited_for_columns", ts.Sub(tf))
 		st.Edges += ws.Edges
 		waveEdges = ws.Edges
 		if err == nil {
@@ -278,15 +298,19 @@ func walkSamples(ctx context.Context, kind graphsample.SampleKind, f *sampleFlag
 		}
 	}
 	close(waves)
+	tl := time.Now()
 	if werr := <-written; werr != nil && (err == nil || errors.Is(err, errWaveNotWritten)) {
 		err = werr
 	}
+	r.log.Debug("sample waves written", "after_the_last_sample", time.Since(tl))
 	var m *output.Manifest
 	if err == nil {
 		err = guard.clear(ctx, stderr)
 	}
 	if err == nil {
+		tc := time.Now()
 		m, err = w.Commit(ctx)
+		r.log.Debug("sample output committed", "duration", time.Since(tc))
 	}
 	if err != nil {
 		if aerr := w.Abort(context.WithoutCancel(ctx)); aerr != nil {

@@ -115,13 +115,25 @@ func TestWalkCommandSamplesEngine(t *testing.T) {
 
 // Forest fire's waves are sized by max_vertices at first (838 instances at
 // 10,000), so 930 instances take two waves, written while the next one
-// samples: the rows are still graphsample.Sample's, in order.
+// samples: the rows are still graphsample.Sample's, in order; and as many
+// more waves as --sample-wave-edges 20,000 makes (two instances at first)
+// write the same rows.
 func TestWalkCommandWritesSamplesInWaves(t *testing.T) {
+	for name, waves := range map[string][]string{"default": nil, "small": {"--sample-wave-edges", "20000"}} {
+		t.Run(name, func(t *testing.T) { testWalkCommandWritesSamplesInWaves(t, waves) })
+	}
+	if _, err := runWalk(t, "--graph", walkTestGraph(t), "--algorithm", "forest_fire", "--burn-probability", "0.5", "--depth", "2",
+		"--seeds", "100-400", "--out", "file://"+t.TempDir(), "--sample-wave-edges", "0"); err == nil || !strings.Contains(err.Error(), "--sample-wave-edges 0") {
+		t.Errorf("--sample-wave-edges 0: %v", err)
+	}
+}
+
+func testWalkCommandWritesSamplesInWaves(t *testing.T, waves []string) {
 	gp := walkTestGraph(t)
 	dir := t.TempDir()
-	out, err := runWalk(t, "--graph", gp, "--algorithm", "forest_fire", "--burn-probability", "0.5", "--depth", "2",
+	out, err := runWalk(t, append([]string{"--graph", gp, "--algorithm", "forest_fire", "--burn-probability", "0.5", "--depth", "2",
 		"--max-vertices", "10000", "--walks-per-seed", "30", "--seeds", "100-400", "--rng-seed", "4", "--batch-id", "ff",
-		"--engine", "cpu", "--out", "file://"+dir)
+		"--engine", "cpu", "--out", "file://" + dir}, waves...)...)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
