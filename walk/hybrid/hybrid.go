@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/bits"
 	"sync"
 	"time"
 
@@ -41,7 +42,7 @@ type Engine struct {
 	gpuFree chan struct{}
 
 	mu    sync.Mutex
-	rates map[string]*rates // by Algorithm.String(): measured walks a second
+	keys  map[string]*keyStats // by the first split job's Algorithm.String()
 	last  walk.RunStats
 	share Share
 }
@@ -61,6 +62,15 @@ type rates struct{ cpu, gpu float64 }
 
 var unmeasured = rates{-1, -1}
 
+// keyStats is what the engine measured of one algorithm's runs: each
+// engine's rate while they split a job (sizing the ranges), and each
+// mode's whole-run rate (choosing the mode).
+type keyStats struct {
+	rates
+	mode [3]float64 // by mode: walks a second of whole runs (negative: not measured)
+	runs int
+}
+
 // rateWeight is the weight of a run's rate against the average of the
 // runs before it.
 const rateWeight = 0.5
@@ -78,7 +88,7 @@ func New(g *graph.Graph, cpuEngine, gpuEngine walk.Engine, opts ...Option) (*Eng
 	if g == nil || cpuEngine == nil || gpuEngine == nil {
 		return nil, errors.New("hybrid engine: needs a graph, a CPU engine and a GPU engine")
 	}
-	e := &Engine{g: g, cpu: cpuEngine, gpu: gpuEngine, log: slog.Default(), gpuFree: make(chan struct{}, 1), rates: map[string]*rates{}}
+	e := &Engine{g: g, cpu: cpuEngine, gpu: gpuEngine, log: slog.Default(), gpuFree: make(chan struct{}, 1), keys: map[string]*keyStats{}}
 	for _, o := range opts {
 		o(e)
 	}
@@ -167,6 +177,9 @@ type Share struct {
 	// GPUDetached says the Run returned while the GPU still walked a range
 	// whose walks the CPU had all emitted.
 	GPUDetached bool
+	// Mode is how the split jobs were walked: "split" between the
+	// engines, or by the "gpu" or the "cpu" engine alone (chooseMode).
+	Mode string
 }
 
 // CPUStepShare is the CPU engine's share of the steps emitted (0 to 1).
@@ -242,20 +255,26 @@ func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) e
 			return fmt.Errorf("job %d: %w", j.Tag, walk.CheckAlgorithm(e.cpu, j.Algorithm))
 		}
 	}
-	sp := newSpace(jobs, split)
-	if sp.total() < minSplitWalks {
-		// Too few to pay for the GPU's latency: the CPU walks them.
-		cpuOnly, split = append(cpuOnly, split...), nil
-		sp = newSpace(jobs, nil)
-	}
 	key := ""
 	if len(split) > 0 {
 		key = jobs[split[0]].Algorithm.String()
 	}
+	m := modeCPU // too few to pay for the GPU's latency: the CPU walks them
+	measured := newSpace(jobs, split).total() >= minSplitWalks
+	if measured {
+		m = e.chooseMode(key)
+	}
+	switch m {
+	case modeCPU:
+		cpuOnly, split = append(cpuOnly, split...), nil
+	case modeGPU:
+		gpuOnly, split = append(gpuOnly, split...), nil
+	}
+	sp := newSpace(jobs, split)
 	e.mu.Lock()
 	prior := unmeasured
-	if r := e.rates[key]; r != nil {
-		prior = *r
+	if ks := e.keys[key]; ks != nil {
+		prior = ks.rates
 	}
 	e.mu.Unlock()
 
@@ -284,8 +303,68 @@ func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) e
 	case <-runCtx.Done():
 	}
 	err := r.finish(ctx)
-	e.record(r, key, t0)
+	e.record(r, key, m, err == nil && measured, t0)
 	return err
+}
+
+// mode is how a Run walks its split jobs.
+type mode int
+
+const (
+	modeSplit mode = iota // between the engines
+	modeGPU               // on the GPU engine alone
+	modeCPU               // on the CPU engine alone
+)
+
+func (m mode) String() string { return [...]string{"split", "gpu", "cpu"}[m] }
+
+// reprobeRuns: every so many runs of an algorithm, the mode not chosen
+// is measured again (batch sizes and the host's load change).
+const reprobeRuns = 16
+
+// chooseMode picks how the next run of algorithm key walks: split
+// between the engines, or on the engine that walked faster while they
+// split (its share of the host's cores and memory bandwidth back), by
+// the whole-run rates each mode measured. Splitting is not always
+// faster: the GPU engine's whole run is bound by the host (copying the
+// walks out of its pinned buffers), so when the graph fits the device
+// the CPU engine's workers slow the GPU more than they add
+// (docs/benchmarks/hybrid.md); and a GPU that walks a sliver of the
+// steps costs the CPU more in cores than it adds. Each mode is measured
+// once before the faster is kept, then the other again every
+// reprobeRuns runs.
+func (e *Engine) chooseMode(key string) mode {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ks := e.keys[key]
+	if ks == nil {
+		ks = &keyStats{rates: unmeasured, mode: [3]float64{-1, -1, -1}}
+		e.keys[key] = ks
+	}
+	ks.runs++
+	return pickMode(ks)
+}
+
+// pickMode is chooseMode's choice from ks (ks.runs counts this run).
+func pickMode(ks *keyStats) mode {
+	if ks.mode[modeSplit] < 0 {
+		return modeSplit
+	}
+	alone := modeGPU
+	if ks.rates.cpu > ks.rates.gpu {
+		alone = modeCPU
+	}
+	if ks.mode[alone] < 0 {
+		return alone
+	}
+	best, other := modeSplit, alone
+	if ks.mode[alone] > ks.mode[modeSplit] {
+		best, other = alone, modeSplit
+	}
+	if ks.runs%reprobeRuns == 0 {
+		return other
+	}
+	return best
 }
 
 // run is one Run's shared state.
@@ -329,14 +408,22 @@ func (r *run) emitter(s side) walk.EmitFunc {
 			return errDetached
 		}
 		j := c.Tag
-		if base := r.sp.base[j]; base >= 0 {
+		if base := r.sp.base[j]; base >= 0 && c.Len() > 0 {
 			r.produced[s] += int64(c.Len())
 			first := r.sp.jobs[j].FirstWalk
-			dups := 0
-			for _, id := range c.WalkIDs {
-				i := base + int64(id-first)
-				if r.emitted[i>>6]&(1<<(i&63)) != 0 {
-					dups++
+			lo := base + int64(c.WalkIDs[0]-first)
+			// Engines emit runs of consecutive ids: test and set their
+			// bits a word at a time (a GPU chunk is 65,536 walks, and
+			// emit is serial).
+			contiguous := c.WalkIDs[c.Len()-1]-c.WalkIDs[0] == uint64(c.Len()-1)
+			var dups int
+			if contiguous {
+				dups = countBits(r.emitted, lo, lo+int64(c.Len()))
+			} else {
+				for _, id := range c.WalkIDs {
+					if i := base + int64(id-first); r.emitted[i>>6]&(1<<(i&63)) != 0 {
+						dups++
+					}
 				}
 			}
 			if dups == c.Len() {
@@ -351,11 +438,15 @@ func (r *run) emitter(s side) walk.EmitFunc {
 					return r.emitted[i>>6]&(1<<(i&63)) == 0
 				})
 				r.e.releaseTo(s, c)
-				c = kept
+				c, contiguous = kept, false
 			}
-			for _, id := range c.WalkIDs {
-				i := base + int64(id-first)
-				r.emitted[i>>6] |= 1 << (i & 63)
+			if contiguous {
+				setBits(r.emitted, lo, lo+int64(c.Len()))
+			} else {
+				for _, id := range c.WalkIDs {
+					i := base + int64(id-first)
+					r.emitted[i>>6] |= 1 << (i & 63)
+				}
 			}
 			r.nEmitted += int64(c.Len())
 		}
@@ -375,6 +466,29 @@ func (r *run) emitter(s side) walk.EmitFunc {
 			close(r.allDone)
 		}
 		return nil
+	}
+}
+
+// countBits is the number of bits set in [lo, hi) of b.
+func countBits(b []uint64, lo, hi int64) int {
+	n := 0
+	for lo < hi {
+		w, off := lo>>6, lo&63
+		k := min(64-off, hi-lo)
+		mask := ^uint64(0) >> (64 - k) << off
+		n += bits.OnesCount64(b[w] & mask)
+		lo += k
+	}
+	return n
+}
+
+// setBits sets the bits [lo, hi) of b.
+func setBits(b []uint64, lo, hi int64) {
+	for lo < hi {
+		w, off := lo>>6, lo&63
+		k := min(64-off, hi-lo)
+		b[w] |= ^uint64(0) >> (64 - k) << off
+		lo += k
 	}
 }
 
@@ -604,8 +718,9 @@ func (r *run) finish(ctx context.Context) error {
 
 // record keeps the run's stats and split and folds its rates into the
 // averages.
-func (e *Engine) record(r *run, key string, t0 time.Time) {
+func (e *Engine) record(r *run, key string, m mode, ok bool, t0 time.Time) {
 	r.mu.Lock()
+	r.share.Mode = m.String()
 	sh := r.share
 	var rt [2]float64
 	for s := range rt {
@@ -628,12 +743,7 @@ func (e *Engine) record(r *run, key string, t0 time.Time) {
 	}
 	e.mu.Lock()
 	e.last, e.share = st, sh
-	if key != "" {
-		avg := e.rates[key]
-		if avg == nil {
-			avg = &rates{-1, -1}
-			e.rates[key] = avg
-		}
+	if ks := e.keys[key]; ks != nil {
 		fold := func(old *float64, v float64) {
 			switch {
 			case v < 0: // not measured this run
@@ -643,11 +753,14 @@ func (e *Engine) record(r *run, key string, t0 time.Time) {
 				*old = rateWeight*v + (1-rateWeight)**old
 			}
 		}
-		fold(&avg.cpu, rt[cpuSide])
-		fold(&avg.gpu, rt[gpuSide])
+		fold(&ks.cpu, rt[cpuSide])
+		fold(&ks.gpu, rt[gpuSide])
+		if ok && st.Wall > 0 {
+			fold(&ks.mode[m], float64(st.Walks)/st.Wall.Seconds())
+		}
 	}
 	e.mu.Unlock()
 	e.log.Debug("hybrid run", "walks", st.Walks, "steps", st.Steps, "duration", st.Wall.Seconds(),
 		"cpu_steps", sh.CPUSteps, "gpu_steps", sh.GPUSteps, "cpu_step_share", sh.CPUStepShare(),
-		"duplicate_walks", sh.Duplicates, "cpu_ranges", sh.CPURanges, "gpu_ranges", sh.GPURanges, "gpu_detached", sh.GPUDetached)
+		"duplicate_walks", sh.Duplicates, "cpu_ranges", sh.CPURanges, "gpu_ranges", sh.GPURanges, "gpu_detached", sh.GPUDetached, "mode", sh.Mode)
 }

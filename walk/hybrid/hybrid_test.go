@@ -94,9 +94,10 @@ func sameWalks(t *testing.T, got, want map[[2]uint64][]uint32) {
 
 // TestHybridEqualsOneEngine: jobs split between two CPU engines (one of
 // them in the GPU's place, a worker each, small chunks) give the walks of
-// one engine, each once, in chunks of ascending ids; the share adds up,
-// both engines walk, and so again in a second run sized by the first's
-// rates.
+// one engine, each once, in chunks of ascending ids; the share adds up and
+// both engines walk in the first run; the second walks on the engine that
+// was faster alone (chooseMode), the later ones in the faster mode, with
+// the same walks.
 func TestHybridEqualsOneEngine(t *testing.T) {
 	g := testGraph(t)
 	jobs := testJobs(g)
@@ -106,7 +107,7 @@ func TestHybridEqualsOneEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	for run := range 3 {
+	for run := range 4 {
 		t.Run(fmt.Sprint("run", run), func(t *testing.T) {
 			got := collect(t, h, jobs)
 			sameWalks(t, got, want)
@@ -121,8 +122,15 @@ func TestHybridEqualsOneEngine(t *testing.T) {
 			if sh.CPUWalks+sh.GPUWalks != st.Walks || sh.CPUSteps+sh.GPUSteps != st.Steps {
 				t.Fatalf("share %+v does not add up to %+v", sh, st)
 			}
-			if sh.CPUWalks == 0 || sh.GPUWalks == 0 || sh.CPURanges < 2 {
-				t.Fatalf("share %+v: want both engines walking, the CPU in ranges", sh)
+			switch run {
+			case 0:
+				if sh.Mode != "split" || sh.CPUWalks == 0 || sh.GPUWalks == 0 || sh.CPURanges < 2 {
+					t.Fatalf("share %+v: want both engines walking, the CPU in ranges", sh)
+				}
+			case 1:
+				if sh.Mode == "split" {
+					t.Fatalf("share %+v: want the second run on one engine", sh)
+				}
 			}
 		})
 	}
@@ -146,8 +154,9 @@ func (s *stalled) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) 
 
 // TestStalledGPUCoveredByCPU: a GPU engine that never finishes its range
 // does not hold the job: the CPU takes the range's tail, every walk is
-// emitted, and the Run returns with the GPU's run left to stop (detached);
-// the next Run waits for it and walks again.
+// emitted, and the Run returns with the GPU's run left to stop (detached).
+// Having walked nothing, the GPU is left out of the next run, which the CPU
+// walks alone; Close waits for the GPU's cancelled run.
 func TestStalledGPUCoveredByCPU(t *testing.T) {
 	g := testGraph(t)
 	jobs := testJobs(g)[:3]
@@ -157,18 +166,20 @@ func TestStalledGPUCoveredByCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range 2 {
-		sameWalks(t, collect(t, h, jobs), want)
-		sh := h.LastShare()
-		if sh.GPUWalks != 0 || sh.CPUWalks != int64(len(want)) || !sh.GPUDetached || sh.GPURanges != 1 {
-			t.Fatalf("share %+v: want every walk from the CPU, the GPU's range detached", sh)
-		}
+	sameWalks(t, collect(t, h, jobs), want)
+	sh := h.LastShare()
+	if sh.Mode != "split" || sh.GPUWalks != 0 || sh.CPUWalks != int64(len(want)) || !sh.GPUDetached || sh.GPURanges != 1 {
+		t.Fatalf("share %+v: want every walk from the CPU, the GPU's range detached", sh)
 	}
-	if err := h.Close(); err != nil { // waits for the GPU's last run
+	sameWalks(t, collect(t, h, jobs), want)
+	if sh := h.LastShare(); sh.Mode != "cpu" || sh.GPURanges != 0 {
+		t.Fatalf("second run: share %+v, want the CPU alone", sh)
+	}
+	if err := h.Close(); err != nil { // waits for the GPU's cancelled run
 		t.Fatal(err)
 	}
-	if n := gpu.runs.Load(); n != 2 {
-		t.Fatalf("the GPU engine ran %d times, want 2", n)
+	if n := gpu.runs.Load(); n != 1 {
+		t.Fatalf("the GPU engine ran %d times, want 1", n)
 	}
 }
 
@@ -500,6 +511,58 @@ func TestSameWalks(t *testing.T) {
 	for _, c := range cases {
 		if got := SameWalks(c.a, g); got != c.want {
 			t.Errorf("SameWalks(%v) = %v, want %v", c.a, got, c.want)
+		}
+	}
+}
+
+func TestBitRanges(t *testing.T) {
+	for _, c := range []struct{ lo, hi int64 }{{0, 0}, {0, 1}, {3, 64}, {0, 64}, {63, 65}, {5, 200}, {64, 128}, {100, 101}} {
+		b := make([]uint64, 4)
+		b[1] = 0xf0f0 // bits 68-71, 76-79 set before
+		want := 0
+		for i := c.lo; i < c.hi; i++ {
+			if b[i>>6]&(1<<(i&63)) != 0 {
+				want++
+			}
+		}
+		if got := countBits(b, c.lo, c.hi); got != want {
+			t.Errorf("countBits(%d, %d) = %d, want %d", c.lo, c.hi, got, want)
+		}
+		setBits(b, c.lo, c.hi)
+		for i := int64(0); i < 256; i++ {
+			set := b[i>>6]&(1<<(i&63)) != 0
+			was := i >= 68 && i < 72 || i >= 76 && i < 80
+			if set != (was || i >= c.lo && i < c.hi) {
+				t.Fatalf("setBits(%d, %d): bit %d is %v", c.lo, c.hi, i, set)
+			}
+		}
+	}
+}
+
+// TestPickMode: split first, then the engine that walked faster while
+// they split, then the faster of the two modes, the other again every
+// reprobeRuns runs.
+func TestPickMode(t *testing.T) {
+	un := [3]float64{-1, -1, -1}
+	cases := []struct {
+		name  string
+		rates rates
+		mode  [3]float64
+		runs  int
+		want  mode
+	}{
+		{"nothing measured", unmeasured, un, 1, modeSplit},
+		{"gpu faster in the split", rates{cpu: 1e6, gpu: 4e6}, [3]float64{5e6, -1, -1}, 2, modeGPU},
+		{"cpu faster in the split", rates{cpu: 9e6, gpu: 1e6}, [3]float64{8e6, -1, -1}, 2, modeCPU},
+		{"gpu alone faster", rates{cpu: 1e6, gpu: 4e6}, [3]float64{5e6, 7e6, -1}, 3, modeGPU},
+		{"split faster", rates{cpu: 5e6, gpu: 4e6}, [3]float64{9e6, -1, 5e6}, 3, modeSplit},
+		{"reprobe the slower", rates{cpu: 5e6, gpu: 4e6}, [3]float64{9e6, -1, 5e6}, reprobeRuns, modeCPU},
+		{"reprobe split", rates{cpu: 1e6, gpu: 4e6}, [3]float64{5e6, 7e6, -1}, 2 * reprobeRuns, modeSplit},
+	}
+	for _, c := range cases {
+		ks := &keyStats{rates: c.rates, mode: c.mode, runs: c.runs}
+		if got := pickMode(ks); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}
 }

@@ -266,6 +266,13 @@ func benchWalk(ctx context.Context, eng walk.Engine, g *graph.Graph, c benchCase
 			s := sr.LastRunStats()
 			st.Compute, st.MemoryBytes, st.TableBytes, st.TableBuild = s.Compute, s.MemoryBytes, s.TableBytes, s.TableBuild
 		}
+		if h, ok := eng.(*hybrid.Engine); ok {
+			// Each run, not only the best: the engine picks its mode
+			// from the earlier runs' rates (hybrid.Share.Mode).
+			sh := h.LastShare()
+			fmt.Fprintf(stdout, "  hybrid run %d: %.1f M steps/s, %s, cpu %.1f%% of the steps\n", i+1,
+				float64(steps)/st.Wall.Seconds()/1e6, sh.Mode, 100*sh.CPUStepShare())
+		}
 		if i == 0 || st.Wall < best.Wall {
 			best = st
 		}

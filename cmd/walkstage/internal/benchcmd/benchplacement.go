@@ -74,6 +74,6 @@ func benchHybridShare(eng any, row *benchRow, w io.Writer) {
 	if sh.GPUDetached {
 		detached = "; the GPU's last range was still walking when the CPU had emitted it all"
 	}
-	fmt.Fprintf(w, "  hybrid: cpu %.1f%% of the steps (%d walks in %d ranges), gpu %.1f%% (%d walks in %d ranges); %d walks walked by both, emitted once%s\n",
-		100*sh.CPUStepShare(), sh.CPUWalks, sh.CPURanges, 100*(1-sh.CPUStepShare()), sh.GPUWalks, sh.GPURanges, sh.Duplicates, detached)
+	fmt.Fprintf(w, "  hybrid (last run, %s): cpu %.1f%% of the steps (%d walks in %d ranges), gpu %.1f%% (%d walks in %d ranges); %d walks walked by both, emitted once%s\n",
+		sh.Mode, 100*sh.CPUStepShare(), sh.CPUWalks, sh.CPURanges, 100*(1-sh.CPUStepShare()), sh.GPUWalks, sh.GPURanges, sh.Duplicates, detached)
 }

@@ -620,8 +620,8 @@ func reportWalks(stdout io.Writer, out string, eng walk.Engine, w *sink.BatchWri
 	}
 	if h, ok := eng.(*hybrid.Engine); ok {
 		sh := h.LastShare()
-		fmt.Fprintf(stdout, "hybrid: cpu %.1f%% of the steps (%d walks), gpu %.1f%% (%d walks); %d walks walked by both, emitted once\n",
-			100*sh.CPUStepShare(), sh.CPUWalks, 100*(1-sh.CPUStepShare()), sh.GPUWalks, sh.Duplicates)
+		fmt.Fprintf(stdout, "hybrid (%s): cpu %.1f%% of the steps (%d walks), gpu %.1f%% (%d walks); %d walks walked by both, emitted once\n",
+			sh.Mode, 100*sh.CPUStepShare(), sh.CPUWalks, 100*(1-sh.CPUStepShare()), sh.GPUWalks, sh.Duplicates)
 	}
 }
 
