@@ -2,7 +2,8 @@
 // engine (cpu.New, its sampling tables built before the first run),
 // the GPU engine (gpu.New, behind the cuda build tag) on one device or a
 // gpu.Multi over several, and whether several devices share one
-// partitioned copy of the graph (gpu.Stripes). The stage, `walkstage
+// partitioned copy of the graph (gpu.Stripes), or both engines walking
+// every job together (walk/hybrid, engine "hybrid"). The stage, `walkstage
 // walk` and `walkstage bench` all build their engine here, so the one-shot
 // commands need not import the stage.
 //

@@ -13,6 +13,7 @@ import (
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
 	"github.com/walkstage/walkstage/walk/cpu"
+	"github.com/walkstage/walkstage/walk/hybrid"
 	"github.com/walkstage/walkstage/walk/ooc"
 )
 
@@ -63,12 +64,13 @@ type Settings struct {
 // NewDevice is New for callers that need an engine only for its device
 // (walkstage walk's samplers: graphsample.SampleRangeOn samples on the CPU
 // without an engine): the GPU engine, or nil where New would build the
-// CPU engine ("cpu", or "auto" without a GPU for the graph).
+// CPU engine ("cpu", or "auto" without a GPU for the graph). "hybrid"
+// must get the GPU engine, as "gpu" must.
 func NewDevice(g *graph.Graph, kind string, set Settings, log *slog.Logger) (walk.Engine, error) {
 	switch kind {
-	case "gpu", "auto", "cpu":
+	case "gpu", "auto", "cpu", "hybrid":
 	default:
-		return nil, fmt.Errorf("unknown engine %q (want cpu, gpu or auto)", kind)
+		return nil, fmt.Errorf("unknown engine %q (want cpu, gpu, hybrid or auto)", kind)
 	}
 	if kind == "cpu" {
 		return nil, nil
@@ -80,7 +82,7 @@ func NewDevice(g *graph.Graph, kind string, set Settings, log *slog.Logger) (wal
 	// Under auto, a graph too large for the device is served by the CPU
 	// engine rather than not at all.
 	var tooBig *gpu.MemoryPlanError
-	if kind == "gpu" || !errors.Is(err, gpu.ErrUnavailable) && !errors.As(err, &tooBig) {
+	if kind != "auto" || !errors.Is(err, gpu.ErrUnavailable) && !errors.As(err, &tooBig) {
 		return nil, fmt.Errorf("gpu engine: %w", err)
 	}
 	log.Info("GPU engine unavailable, using the CPU engine", "reason", err.Error())
@@ -90,12 +92,50 @@ func NewDevice(g *graph.Graph, kind string, set Settings, log *slog.Logger) (wal
 // New is the one place an engine is chosen and built, for the stage and
 // for the walk and bench commands: kind "gpu" must get one, "auto" falls
 // back to the CPU when the GPU engine is unavailable (built without CUDA,
-// no device, the graph does not fit), "cpu" is the CPU engine. Both
-// engines log to log.
+// no device, the graph does not fit), "cpu" is the CPU engine, "hybrid"
+// both walking every job together (walk/hybrid; it needs a GPU engine).
+// The engines log to log.
 func New(g *graph.Graph, kind string, set Settings, log *slog.Logger) (walk.Engine, error) {
+	if kind == "hybrid" {
+		return newHybrid(g, set, log)
+	}
 	if de, err := NewDevice(g, kind, set, log); err != nil || de != nil {
 		return de, err
 	}
+	return newCPU(g, set, log)
+}
+
+// newHybrid is the CPU engine (in memory or out of core, as "cpu" gets it)
+// and the GPU engine (as "gpu" gets it) walking every job together. The
+// GPU engine does not lend chunks: the hybrid engine drops a walk that
+// both engines walked from the one that emits it second, and routes a
+// chunk given back by its size (hybrid.Engine.Release).
+func newHybrid(g *graph.Graph, set Settings, log *slog.Logger) (walk.Engine, error) {
+	gset := set
+	gset.GPULentChunks = false
+	ge, err := NewDevice(g, "hybrid", gset, log)
+	if err != nil {
+		return nil, err
+	}
+	ce, err := newCPU(g, set, log)
+	if err != nil {
+		_ = ge.Close()
+		return nil, err
+	}
+	e, err := hybrid.New(g, ce, ge, hybrid.WithLogger(log))
+	if err != nil {
+		_ = ge.Close()
+		_ = ce.Close()
+		return nil, err
+	}
+	log.Info("hybrid engine: each job's walks split between the CPU and the GPU engine by their measured rates", "graph", g.Name,
+		"cpu_engine", fmt.Sprintf("%T", ce), "gpu_engine", fmt.Sprintf("%T", ge))
+	return e, nil
+}
+
+// newCPU is the CPU engine: out of core when the graph does not fit the
+// host memory budget, else in memory with its tables built.
+func newCPU(g *graph.Graph, set Settings, log *slog.Logger) (walk.Engine, error) {
 	if oe, err := newOutOfCore(g, set, log); err != nil || oe != nil {
 		return oe, err
 	}

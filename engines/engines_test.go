@@ -2,11 +2,14 @@ package engines
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/walkstage/walkstage/gpu"
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk/cpu"
 )
@@ -72,5 +75,30 @@ func TestParsePartition(t *testing.T) {
 		if (err != nil) != c.bad || (!c.bad && got != c.want) {
 			t.Errorf("ParsePartition(%q) = %v, %v", c.in, got, err)
 		}
+	}
+}
+
+// The hybrid engine needs the GPU engine as "gpu" does: without one (this
+// build has no CUDA) it fails, naming the GPU, rather than walking on the
+// CPU alone under a name that says otherwise.
+func TestHybridNeedsTheGPU(t *testing.T) {
+	if gpu.Available() == nil {
+		t.Skip("a CUDA build: the cuda tests cover the hybrid engine")
+	}
+	g, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 8, EdgeFactor: 4, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	e, err := New(g, "hybrid", Settings{}, log)
+	if err == nil {
+		e.Close()
+		t.Fatalf("New(hybrid) built %s without a GPU", e.Name())
+	}
+	if !errors.Is(err, gpu.ErrUnavailable) || !strings.Contains(err.Error(), "gpu engine") {
+		t.Fatalf("New(hybrid) = %v, want the GPU engine unavailable", err)
+	}
+	if _, err := New(g, "hybird", Settings{}, log); err == nil || !strings.Contains(err.Error(), "hybrid") {
+		t.Fatalf("an unknown engine: %v, want the list of engines", err)
 	}
 }

@@ -33,9 +33,11 @@ const DefaultMaxRequestCost = 10_000_000_000
 // 5 to 10 M O(1) steps a second a core (weighted DeepWalk, 109 ns a step
 // on 2 shared cores, issue 32's machine), so 2.5 M a core; a GPU walks
 // hundreds of times faster and needs large launches to be fast at all.
-// workers is the CPU engine's (0: one per core).
+// workers is the CPU engine's (0: one per core). The hybrid engine gets the
+// GPU's: the GPU takes the larger share of a batch, and a batch too small
+// for it goes to the CPU alone.
 func AutoMicroBatchMaxCost(engine string, workers int) int64 {
-	if engine == "gpu" {
+	if engine == "gpu" || engine == "hybrid" {
 		return 2_000_000_000
 	}
 	if workers <= 0 {

@@ -287,3 +287,18 @@ func TestSliceJobKeepsWalkIDs(t *testing.T) {
 		}
 	}
 }
+
+// The hybrid engine gets the GPU's micro-batch budget: the GPU takes the
+// larger share of a batch and needs large launches; the CPU's budget scales
+// with its workers.
+func TestAutoMicroBatchMaxCostByEngine(t *testing.T) {
+	for _, c := range []struct {
+		engine  string
+		workers int
+		want    int64
+	}{{"gpu", 16, 2_000_000_000}, {"hybrid", 16, 2_000_000_000}, {"cpu", 16, 40_000_000}, {"cpu", 2, 5_000_000}} {
+		if got := AutoMicroBatchMaxCost(c.engine, c.workers); got != c.want {
+			t.Errorf("AutoMicroBatchMaxCost(%q, %d) = %d, want %d", c.engine, c.workers, got, c.want)
+		}
+	}
+}

@@ -23,6 +23,7 @@ type metrics struct {
 	engineSlices       prometheus.Counter
 	engineSeconds      prometheus.Counter
 	engineBytes        prometheus.Gauge
+	hybridSteps        *prometheus.CounterVec // engine: cpu, gpu
 	graphBytes         prometheus.Gauge
 	microBatchRequests prometheus.Histogram
 	depUp              *prometheus.GaugeVec   // dependency
@@ -58,6 +59,8 @@ func newMetrics(reg prometheus.Registerer, s *Stage) (*metrics, error) {
 			Help: "Engine runs of requests above the per-micro-batch budget (WALKSTAGE_MICROBATCH_MAX_COST), walked alone in slices with other micro-batches walking between them: one per slice (walkstage_engine_runs_total counts such a request once)."}),
 		engineSeconds: prometheus.NewCounter(prometheus.CounterOpts{Name: "walkstage_engine_busy_seconds_total",
 			Help: "Time the engine spent running; rate() is its utilisation."}),
+		hybridSteps: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "walkstage_hybrid_steps_total",
+			Help: "Walk steps the hybrid engine's CPU and GPU engines emitted (WALKSTAGE_ENGINE=hybrid; their ratio is the CPU/GPU share of the work)."}, []string{"engine"}),
 		engineBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "walkstage_engine_memory_bytes",
 			Help: "Working memory the engine reported for its last run (GPU: device bytes for pools and results)."}),
 		graphBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "walkstage_graph_memory_bytes",
@@ -71,7 +74,7 @@ func newMetrics(reg prometheus.Registerer, s *Stage) (*metrics, error) {
 			Help: "Failed calls and probes by dependency (broker, object_store, engine); each is retried with back-off."},
 			[]string{"dependency"}),
 	}
-	cs := []prometheus.Collector{m.batches, m.rejections, m.walks, m.steps, m.latency, m.phase, depth, m.engineRuns, m.engineSlices, m.engineSeconds,
+	cs := []prometheus.Collector{m.batches, m.rejections, m.walks, m.steps, m.latency, m.phase, depth, m.engineRuns, m.engineSlices, m.engineSeconds, m.hybridSteps,
 		m.engineBytes, m.graphBytes, m.microBatchRequests, m.depUp, m.retries,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "walkstage_consumer_lag",
 			Help: "Messages between the consumer's position and the end of its partitions, as last reported by the reader."},

@@ -15,6 +15,7 @@ import (
 	"github.com/walkstage/walkstage/livegraph"
 	"github.com/walkstage/walkstage/sink"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/hybrid"
 )
 
 // engineLoop forms micro-batches from the queue and walks them. A
@@ -371,6 +372,11 @@ func (s *Stage) runJobs(ctx context.Context, v *served, jobs []walk.Job, live []
 		runErr = v.e.Run(ctx, js, emit)
 		d += time.Since(t0)
 		s.turns.Done()
+		if h, ok := v.e.(*hybrid.Engine); ok {
+			sh := h.LastShare()
+			s.m.hybridSteps.WithLabelValues("cpu").Add(float64(sh.CPUSteps))
+			s.m.hybridSteps.WithLabelValues("gpu").Add(float64(sh.GPUSteps))
+		}
 		if len(runs) > 1 {
 			s.m.engineSlices.Inc()
 		}

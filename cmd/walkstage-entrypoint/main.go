@@ -111,10 +111,10 @@ func wantedEngine(args, env []string) string {
 func choose(engine, dir string, probe func() error, log *slog.Logger) (string, error) {
 	cuda, cpu := filepath.Join(dir, cudaBinary), filepath.Join(dir, cpuBinary)
 	switch engine {
-	case "gpu":
+	case "gpu", "hybrid":
 		if err := probe(); err != nil {
-			return "", fmt.Errorf("walkstage: the GPU engine was asked for (engine gpu) but this container cannot use a GPU: %v; "+
-				"set WALKSTAGE_ENGINE=auto to fall back to the CPU engine, or run on a GPU node with the NVIDIA container runtime", err)
+			return "", fmt.Errorf("walkstage: the GPU engine was asked for (engine %s) but this container cannot use a GPU: %v; "+
+				"set WALKSTAGE_ENGINE=auto to fall back to the CPU engine, or run on a GPU node with the NVIDIA container runtime", engine, err)
 		}
 		return cuda, nil
 	case "auto":

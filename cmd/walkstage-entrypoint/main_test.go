@@ -51,6 +51,10 @@ func TestChoose(t *testing.T) {
 		{"auto", noGPU, cpuBinary, true, "GPU engine unavailable, using the CPU engine", nil},
 		{"gpu", nil, cudaBinary, true, "", nil},
 		{"gpu", noGPU, "", true, "", []string{"engine gpu", "cannot use a GPU", "libcuda.so.1", "WALKSTAGE_ENGINE=auto"}},
+		// The hybrid engine runs the GPU engine beside the CPU's: the CUDA
+		// build, or an error as for gpu.
+		{"hybrid", nil, cudaBinary, true, "", nil},
+		{"hybrid", noGPU, "", true, "", []string{"engine hybrid", "cannot use a GPU", "WALKSTAGE_ENGINE=auto"}},
 		{"cpu", nil, cpuBinary, false, "", nil},
 		{"tpu", nil, cpuBinary, false, "", nil}, // walkstage's configuration check rejects it
 	} {

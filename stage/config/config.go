@@ -226,7 +226,10 @@ type Config struct {
 	// ---- Engine ----
 
 	// WALKSTAGE_ENGINE: auto (GPU when built with CUDA and a device is
-	// present, else CPU), cpu or gpu (fail at start-up without a GPU).
+	// present, else CPU), cpu, gpu (fail at start-up without a GPU) or
+	// hybrid (the CPU and the GPU engine walk every batch together, its
+	// walks split by their measured rates; needs a GPU as gpu does; the
+	// walks are the same: docs/design/hybrid.md).
 	Engine string `env:"ENGINE" envDefault:"auto"`
 	// WALKSTAGE_CPU_WORKERS: walking goroutines of the CPU engine (0: one per core).
 	CPUWorkers int `env:"CPU_WORKERS" envDefault:"0"`
@@ -636,8 +639,8 @@ func (c *Config) validateEdges(bad badFunc) {
 	if c.EdgeTopic == c.InputTopic || c.EdgeTopic == c.OutputTopic || c.EdgeTopic == c.DLQTopic {
 		bad("EDGE_TOPIC", "%q is also the input, output or dead-letter topic", c.EdgeTopic)
 	}
-	if c.Engine == "gpu" {
-		bad("EDGE_TOPIC", "the gpu engine does not walk a live graph yet: set ENGINE=cpu, or leave EDGE_TOPIC empty")
+	if c.Engine == "gpu" || c.Engine == "hybrid" {
+		bad("EDGE_TOPIC", "the %s engine does not walk a live graph yet: set ENGINE=cpu, or leave EDGE_TOPIC empty", c.Engine)
 	}
 	if catalog.IsPointerURL(c.Graph) && c.GraphPollInterval > 0 {
 		bad("EDGE_TOPIC", "a live graph does not follow new graph versions yet: set GRAPH_POLL_INTERVAL=0 (read the pointer once) or leave EDGE_TOPIC empty")
@@ -648,9 +651,9 @@ func (c *Config) validateEdges(bad badFunc) {
 // micro-batching and queue sizes.
 func (c *Config) validateEngineAndLimits(bad badFunc) {
 	switch c.Engine {
-	case "auto", "cpu", "gpu":
+	case "auto", "cpu", "gpu", "hybrid":
 	default:
-		bad("ENGINE", "%q is not auto, cpu or gpu", c.Engine)
+		bad("ENGINE", "%q is not auto, cpu, gpu or hybrid", c.Engine)
 	}
 	positive := []struct {
 		name string

@@ -17,6 +17,7 @@ import (
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/hybrid"
 )
 
 // benchCase is one line of the benchmark table.
@@ -58,7 +59,7 @@ func benchCases(length int, timeScale float64) map[string]benchCase {
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = cli.SubUsage(fs, `walkstage bench [--graph g.wsg | --scale 20 --edge-factor 16] [--engine cpu|gpu] [--algorithms LIST]
+	fs.Usage = cli.SubUsage(fs, `walkstage bench [--graph g.wsg | --scale 20 --edge-factor 16] [--engine cpu|gpu|hybrid] [--algorithms LIST]
 
 Measures walk throughput (steps/s, sampled edges/s) per algorithm on a graph
 file or a generated R-MAT graph; the walks are discarded.`)
@@ -70,7 +71,7 @@ file or a generated R-MAT graph; the walks are discarded.`)
 	labels := fs.Int("labels", 5, "edge labels of the generated graph (0: none)")
 	times := fs.Int64("times", 1_000_000, "edge times of the generated graph, uniform in [0, N), when --algorithms has a temporal case (the graph is untimed otherwise)")
 	timeScale := fs.Float64("time-scale", 10_000, "temporal-exponential cases: the time bias's decay scale")
-	engineName := fs.String("engine", "cpu", "engine: cpu or gpu")
+	engineName := fs.String("engine", "cpu", "engine: cpu, gpu or hybrid (both on every job, walks split by measured rate)")
 	algos := fs.String("algorithms", "deepwalk,deepwalk-weighted,node2vec,ppr,metapath,deepwalk-zprs", "comma-separated: "+caseNames())
 	length := fs.Int("length", 80, "steps per walk")
 	perVertex := fs.Int("walks-per-seed", 1, "walks started from every vertex (each vertex is a seed)")
@@ -156,7 +157,12 @@ file or a generated R-MAT graph; the walks are discarded.`)
 	defer eng.Close()
 	res.Engine = eng.Name()
 	fmt.Fprintf(stdout, "engine %s ready in %s (sampling tables included), %d CPU cores\n", eng.Name(), time.Since(t1).Round(time.Millisecond), runtime.NumCPU())
-	if err := benchPlacement(eng, *hostRead, stdout); err != nil {
+	// The hybrid engine's GPU half has the placement and the stream plan.
+	devEng := eng
+	if h, ok := eng.(*hybrid.Engine); ok {
+		_, devEng = h.Parts()
+	}
+	if err := benchPlacement(devEng, *hostRead, stdout); err != nil {
 		return err
 	}
 
@@ -177,7 +183,8 @@ file or a generated R-MAT graph; the walks are discarded.`)
 			row, err = benchWalk(ctx, eng, g, c, benchWalkRun{perVertex: *perVertex, maxWalks: *maxWalks, seed: *seed,
 				repeat: *repeat, from: maxV}, stdout, stderr)
 			if err == nil && row.Skipped == "" {
-				benchStreamStats(eng, stdout)
+				benchStreamStats(devEng, stdout)
+				benchHybridShare(eng, &row, stdout)
 			}
 		} else {
 			return fmt.Errorf("unknown algorithm %q (want %s)", name, caseNames())
@@ -259,6 +266,13 @@ func benchWalk(ctx context.Context, eng walk.Engine, g *graph.Graph, c benchCase
 			s := sr.LastRunStats()
 			st.Compute, st.MemoryBytes, st.TableBytes, st.TableBuild = s.Compute, s.MemoryBytes, s.TableBytes, s.TableBuild
 		}
+		if h, ok := eng.(*hybrid.Engine); ok {
+			// Each run, not only the best: the engine picks its mode
+			// from the earlier runs' rates (hybrid.Share.Mode).
+			sh := h.LastShare()
+			fmt.Fprintf(stdout, "  hybrid run %d: %.1f M steps/s, %s, cpu %.1f%% of the steps\n", i+1,
+				float64(steps)/st.Wall.Seconds()/1e6, sh.Mode, 100*sh.CPUStepShare())
+		}
 		if i == 0 || st.Wall < best.Wall {
 			best = st
 		}
@@ -315,6 +329,10 @@ type benchRow struct {
 	TableBytes           int64   `json:"table_bytes,omitempty"`
 	TableBuildSeconds    float64 `json:"table_build_seconds,omitempty"`
 	PeakRSSBytes         int64   `json:"peak_rss_bytes,omitempty"`
+	// The hybrid engine's split of the best run: the CPU engine's share
+	// of the steps, and the walks both engines walked (emitted once).
+	CPUStepShare   float64 `json:"cpu_step_share,omitempty"`
+	DuplicateWalks int64   `json:"duplicate_walks,omitempty"`
 }
 
 // perSecond is n per d, 0 for no time: JSON has no infinity.

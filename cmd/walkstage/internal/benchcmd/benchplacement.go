@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/walkstage/walkstage/gpu"
+	"github.com/walkstage/walkstage/walk/hybrid"
 )
 
 // benchPlacement prints the GPU engine's placement plan, if it has one,
@@ -55,4 +56,24 @@ func benchStreamStats(eng any, w io.Writer) {
 	st := s.StreamStats()
 	fmt.Fprintf(w, "  stream: %d batches streamed, %d read in place; %d visits, %d partition copies, %.2f GB copied, %.0f bytes a step\n",
 		st.Batches, st.InPlaceBatches, st.Visits, st.Copies, float64(st.BytesCopied)/1e9, float64(st.BytesCopied)/float64(max(st.Steps, 1)))
+}
+
+// benchHybridShare prints how the hybrid engine split the case's last run
+// between the CPU and the GPU engine, and records it in row (nothing for
+// other engines). bench reports the best of --repeat runs; the split is
+// the last run's, which with --repeat 2 or more is sized by the rates the
+// earlier runs measured, as a stage's batches are.
+func benchHybridShare(eng any, row *benchRow, w io.Writer) {
+	h, ok := eng.(*hybrid.Engine)
+	if !ok {
+		return
+	}
+	sh := h.LastShare()
+	row.CPUStepShare, row.DuplicateWalks = sh.CPUStepShare(), sh.Duplicates
+	detached := ""
+	if sh.GPUDetached {
+		detached = "; the GPU's last range was still walking when the CPU had emitted it all"
+	}
+	fmt.Fprintf(w, "  hybrid (last run, %s): cpu %.1f%% of the steps (%d walks in %d ranges), gpu %.1f%% (%d walks in %d ranges); %d walks walked by both, emitted once%s\n",
+		sh.Mode, 100*sh.CPUStepShare(), sh.CPUWalks, sh.CPURanges, 100*(1-sh.CPUStepShare()), sh.GPUWalks, sh.GPURanges, sh.Duplicates, detached)
 }

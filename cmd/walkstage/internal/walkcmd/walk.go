@@ -28,6 +28,7 @@ import (
 	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/hybrid"
 	"github.com/walkstage/walkstage/walk/visits"
 )
 
@@ -142,7 +143,7 @@ func parseWalkFlags(args []string, stderr io.Writer) (*walkOptions, error) {
 	fs.StringVar(&o.batchID, "batch-id", "", "batch id in the output path (default: seed-<rng-seed>)")
 	fs.BoolVar(&o.replaceOutput, "replace-output", false, "replace an output the batch id already has from other parameters (default: refuse, naming it, as the stage's batch_id_conflict)")
 	fs.StringVar(&o.name, "name", "", "graph name in the output path and metadata (default: the graph's own)")
-	fs.StringVar(&o.engineName, "engine", "auto", "cpu, gpu, or auto (gpu when this build and host have one)")
+	fs.StringVar(&o.engineName, "engine", "auto", "cpu, gpu, hybrid (both on every job, walks split by measured rate), or auto (gpu when this build and host have one)")
 	fs.IntVar(&o.workers, "workers", runtime.GOMAXPROCS(0), "CPU engine workers")
 	fs.Int64Var(&o.hostMemory, "host-memory", 0, "host memory budget in bytes: a graph needing more is walked out of core (0: WALKSTAGE_HOST_MEMORY_LIMIT, else cgroup memory.max, else MemAvailable; -1: always in memory)")
 	fs.StringVar(&o.compression, "compression", "zstd", "zstd, snappy or none")
@@ -616,6 +617,11 @@ func reportWalks(stdout io.Writer, out string, eng walk.Engine, w *sink.BatchWri
 		fmt.Fprintf(stdout, "engine compute %s of run %s; %.2f bytes per walk vertex; sink held at most %s%s\n",
 			rs.Compute.Round(time.Millisecond), rs.Wall.Round(time.Millisecond), float64(m.Bytes)/float64(m.Steps+m.Walks),
 			cli.HumanBytes(w.PeakHeldBytes()), copiedNote(w.CopiedLentVertices(), m.Steps+m.Walks))
+	}
+	if h, ok := eng.(*hybrid.Engine); ok {
+		sh := h.LastShare()
+		fmt.Fprintf(stdout, "hybrid (%s): cpu %.1f%% of the steps (%d walks), gpu %.1f%% (%d walks); %d walks walked by both, emitted once\n",
+			sh.Mode, 100*sh.CPUStepShare(), sh.CPUWalks, 100*(1-sh.CPUStepShare()), sh.GPUWalks, sh.Duplicates)
 	}
 }
 
