@@ -23,16 +23,22 @@ import (
 //     DeltaHead prefetched, and the round's second pass draws it. On the
 //     other tables it waits a round for the offsets (slotChosen).
 //   - slotDeltaDrawn: an appended edge drawn: taken if kept and not dead.
+//   - slotRetry: the attempt drew a dead or unkept edge, or an empty side:
+//     the next attempt is drawn (its words computed scalar), and prefetched
+//     like the first.
 //
 // The first draw (stepFrom) of a vertex without a delta is the base's step
 // of walk/draws.go, which is what overlayStep takes for it ("a vertex
 // without a delta steps as on the base"); of a vertex with a delta,
 // overlayStep's first attempt (PPR's stop from the round's words, its
 // attempt's draw 1 computed here). An attempt that lands on a dead or
-// unkept edge, or on an empty side, goes on in overlayAttempts from attempt
-// 1, at once (a delete or a weight rejection). So the walks are
-// overlayStep's word for word; only the order in which the steps of
-// different walks are taken changes. Walks start in slotChosen, one round
+// unkept edge, or on an empty side, is followed by overlayAttempts' next
+// one a round later (slotRetry), its edge prefetched as the first's was:
+// called in place, overlayAttempts waited on each of its loads in turn,
+// and at 3% of a weighted walk's steps (a weight rejection) took 10-15% of
+// the time. After walk.MaxRejections attempts overlayScan decides, as in
+// overlayAttempts. So the walks are overlayStep's word for word; only the
+// order in which the steps of different walks are taken changes. Walks start in slotChosen, one round
 // later than on the ring, which keeps starting them simple: no batch draws.
 const (
 	slotDeltaDrawn = 5
@@ -40,6 +46,7 @@ const (
 	// round's first pass, its edge range known; the second pass draws its
 	// step with the round's words.
 	slotArrived = 6
+	slotRetry   = 7
 )
 
 // ovRing is one call of walkRingOverlay.
@@ -71,7 +78,11 @@ type ovRing struct {
 	rank  [ringSlots]int32
 	kind  [ringSlots]uint8
 	first [ringSlots]uint32
-	// A walk in slotArrived: its vertex's edge range.
+	// The attempt a slot's step at a vertex with a delta drew, or draws
+	// next (slotRetry): draw first+att.
+	att [ringSlots]uint32
+	// A walk in slotArrived: its vertex's edge range; at a vertex with a
+	// delta (deltaFirst on): its base edges [lo, lo+deg).
 	lo, deg [ringSlots]uint64
 	// A block's prefetches: offsets rows, base entries (fused, alias or
 	// target), addresses (DeltaHeads, appended edges). A slot adds at
@@ -257,10 +268,8 @@ func (w *ovRing) resolve(b int) {
 				nx = w.entryTarget(r.idx[i], r.coin[i])
 			}
 			if w.kind[i] == ovBaseD && w.x.Head(int(w.rank[i])).BaseDead(nx) {
-				next, ok := s.overlayAttempts(w.firstID+uint64(r.walk[i]), r.step[i], w.cur[i], w.x.At(int(w.rank[i])), w.first[i], 1)
-				if w.took(i, next, ok) {
-					w.arrive(i, next)
-				}
+				r.state[i] = slotRetry
+				w.att[i]++
 				continue
 			}
 			if !w.took(i, nx, true) {
@@ -286,13 +295,16 @@ func (w *ovRing) resolve(b int) {
 			h := w.x.Head(int(w.rank[i]))
 			j := uint32(r.idx[i])
 			de := unsafe.Slice(h.First, h.N)[j]
-			next, ok := de.Target, true
 			if s.weighted && walk.Unit24(r.coin[i])*h.MaxWeight >= de.Weight || h.DeltaDead(j, de.Target) {
-				next, ok = s.overlayAttempts(w.firstID+uint64(r.walk[i]), r.step[i], w.cur[i], w.x.At(int(w.rank[i])), w.first[i], 1)
+				r.state[i] = slotRetry
+				w.att[i]++
+				continue
 			}
-			if w.took(i, next, ok) {
-				w.arrive(i, next)
+			if w.took(i, de.Target, true) {
+				w.arrive(i, de.Target)
 			}
+		case slotRetry:
+			w.retry(i)
 		}
 	}
 	w.flush()
@@ -311,11 +323,10 @@ func (w *ovRing) arrived(b int) {
 }
 
 // deltaFirst takes the first attempt of slot i's step from v, which has
-// the delta at k and base edges [a, b): overlayStep's, with the round's
-// words as its draw 0.
+// the delta at k in the index and base edges [a, b): overlayStep's, with
+// the round's words as its draw 0.
 func (w *ovRing) deltaFirst(i int, v uint32, k int, a, b uint64) {
 	r := w.r
-	s := w.s
 	h := w.x.Head(k)
 	if !h.Live {
 		w.finish(i)
@@ -323,7 +334,6 @@ func (w *ovRing) deltaFirst(i int, v uint32, k int, a, b uint64) {
 	}
 	words := &r.words[i/ringHalf]
 	x0, x1, x2 := words[0][i%ringHalf], words[1][i%ringHalf], words[2][i%ringHalf]
-	id := w.firstID + uint64(r.walk[i])
 	first := uint32(0)
 	if w.ppr {
 		if uint64(x0) < w.stopT {
@@ -331,25 +341,52 @@ func (w *ovRing) deltaFirst(i int, v uint32, k int, a, b uint64) {
 			return
 		}
 		first = 1
-		x0, x1, x2, _ = s.draw(id, r.step[i], 1)
+		x0, x1, x2, _ = w.s.draw(w.firstID+uint64(r.walk[i]), r.step[i], 1)
 	}
+	w.cur[i], w.rank[i], w.first[i], w.lo[i], w.deg[i] = v, int32(k), first, a, b-a
+	w.attempt(i, h, 0, x0, x1, x2)
+}
+
+// retry takes slot i's next attempt (slotRetry), or, after
+// walk.MaxRejections of them, overlayAttempts' exact scan.
+func (w *ovRing) retry(i int) {
+	r := w.r
+	s := w.s
+	id, att := w.firstID+uint64(r.walk[i]), w.att[i]
+	if att >= walk.MaxRejections {
+		next, ok := s.overlayScan(id, r.step[i], w.first[i]+walk.FallbackDraw, w.x.At(int(w.rank[i])), w.lo[i], w.lo[i]+w.deg[i])
+		if w.took(i, next, ok) {
+			w.arrive(i, next)
+		}
+		return
+	}
+	x0, x1, x2, _ := s.draw(id, r.step[i], w.first[i]+att)
+	w.attempt(i, w.x.Head(int(w.rank[i])), att, x0, x1, x2)
+}
+
+// attempt draws attempt att of slot i's step at a vertex with a delta
+// (head h, base edges [w.lo[i], w.lo[i]+w.deg[i])) with words x0, x1, x2:
+// overlayAttempts' loop body, its edge prefetched and decided next round.
+func (w *ovRing) attempt(i int, h *walk.DeltaHead, att, x0, x1, x2 uint32) {
+	r := w.r
+	a, d := w.lo[i], w.deg[i]
+	w.att[i] = att
 	// The sides weighed as overlayAttempts weighs them (the delta's by its
 	// draw's envelope), in the same float64 operations.
 	wb, wd := h.BaseWeight, float64(h.N)*float64(h.MaxWeight)
-	if !s.weighted {
-		wb, wd = float64(b-a), float64(h.N)
+	if !w.s.weighted {
+		wb, wd = float64(d), float64(h.N)
 	}
-	w.cur[i], w.rank[i], w.first[i] = v, int32(k), first
 	switch {
 	case float64(x0)*(1.0/(1<<32))*(wb+wd) < wb:
-		if a == b {
+		if d == 0 {
 			break
 		}
 		kind := uint8(ovBase)
 		if h.NDead > 0 {
 			kind = ovBaseD
 		}
-		w.drawn(i, a+uint64(walk.Bounded(x1, uint32(b-a))), x2, kind)
+		w.drawn(i, a+uint64(walk.Bounded(x1, uint32(d))), x2, kind)
 		return
 	case h.N == 0:
 	default:
@@ -359,11 +396,8 @@ func (w *ovRing) deltaFirst(i int, v uint32, k int, a, b uint64) {
 		w.nAddr++
 		return
 	}
-	// The attempt drew nothing (an empty side): go on from attempt 1.
-	next, ok := s.overlayAttempts(id, r.step[i], v, w.x.At(k), first, 1)
-	if w.took(i, next, ok) {
-		w.arrive(i, next)
-	}
+	// The attempt drew nothing (an empty side): the next, a round on.
+	r.state[i], w.att[i] = slotRetry, att+1
 }
 
 // flush issues a block's prefetches.
