@@ -103,7 +103,7 @@ type DeltaHead struct {
 	// count: the DeltaVertex's Dead.
 	Dead  *Tombstone
 	NDead uint32
-	// DeadBits has bit deadBit(t) set for every tombstone's target t (0
+	// DeadBits has bit DeadBit(t) set for every tombstone's target t (0
 	// when there are none): a step checks it before it searches the
 	// tombstones, which sit in an array of their own, a cache miss away.
 	// With a tombstone or two a vertex, a base edge's check reads the
@@ -113,15 +113,15 @@ type DeltaHead struct {
 	Live bool
 }
 
-// deadBit is the bit of DeltaHead.DeadBits that tombstones of target t
+// DeadBit is the bit of DeltaHead.DeadBits that tombstones of target t
 // set: t's top six bits after a multiplicative hash, so that targets near
 // each other (the low ids an R-MAT graph's edges crowd to) spread.
-func deadBit(t uint32) uint64 { return 1 << (uint64(t) * 0x9e3779b97f4a7c15 >> 58) }
+func DeadBit(t uint32) uint64 { return 1 << (uint64(t) * 0x9e3779b97f4a7c15 >> 58) }
 
 // MayBeDead reports whether a tombstone of target t may exist: false means
 // there is none (BaseDead and DeltaDead are false), without reading the
 // tombstones.
-func (h *DeltaHead) MayBeDead(t uint32) bool { return h.DeadBits&deadBit(t) != 0 }
+func (h *DeltaHead) MayBeDead(t uint32) bool { return h.DeadBits&DeadBit(t) != 0 }
 
 // BaseDead is DeltaVertex.BaseDead.
 func (h *DeltaHead) BaseDead(t uint32) bool {
@@ -262,7 +262,7 @@ func NewDeltaHead(dv *DeltaVertex) DeltaHead {
 		h.Dead = &dv.Dead[0]
 	}
 	for _, ts := range dv.Dead {
-		h.DeadBits |= deadBit(ts.Target)
+		h.DeadBits |= DeadBit(ts.Target)
 	}
 	return h
 }

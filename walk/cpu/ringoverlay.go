@@ -71,12 +71,15 @@ type ovRing struct {
 	next    int // next walk of the unit to start
 	live    int // slots holding a walk
 	// Per slot, for a step drawn at a vertex with a delta: the vertex,
-	// its delta's position in the index, whether a base edge drawn may be
-	// dead (ovBaseD) or not (ovBase), and the draw the attempt took (1 for
-	// PPR).
-	cur   [ringSlots]uint32
-	rank  [ringSlots]int32
-	kind  [ringSlots]uint8
+	// its delta's position in the index, and the draw its first attempt
+	// took (1 for PPR).
+	cur  [ringSlots]uint32
+	rank [ringSlots]int32
+	// dead: the tombstone bits (DeltaHead.DeadBits) of the vertex whose
+	// base edge a slot drew, 0 where it has none or no delta: a step
+	// checks the edge's target against them without reading the head
+	// again.
+	dead  [ringSlots]uint64
 	first [ringSlots]uint32
 	// The attempt a slot's step at a vertex with a delta drew, or draws
 	// next (slotRetry): draw first+att.
@@ -193,15 +196,15 @@ func (w *ovRing) stepFrom(i int, v uint32, k int, a, d uint64) {
 		w.finish(i)
 		return
 	}
-	w.drawn(i, a+uint64(walk.Bounded(col, uint32(d))), coin, ovBase)
+	w.drawn(i, a+uint64(walk.Bounded(col, uint32(d))), coin, 0)
 }
 
 // drawn makes slot i's step the base entry e with coin, and prefetches it.
 // The next round's words are the next step's draw 0.
-func (w *ovRing) drawn(i int, e uint64, coin uint32, kind uint8) {
+func (w *ovRing) drawn(i int, e uint64, coin uint32, dead uint64) {
 	r := w.r
 	r.idx[i], r.coin[i], r.state[i], r.ctr[i] = e, coin, slotDrawn, r.step[i]+1
-	w.kind[i] = kind
+	w.dead[i] = dead
 	w.pfEnt[w.nEnt] = e
 	w.nEnt++
 }
@@ -267,7 +270,7 @@ func (w *ovRing) resolve(b int) {
 			} else {
 				nx = w.entryTarget(r.idx[i], r.coin[i])
 			}
-			if w.kind[i] == ovBaseD && w.x.Head(int(w.rank[i])).BaseDead(nx) {
+			if w.dead[i]&walk.DeadBit(nx) != 0 && w.x.Head(int(w.rank[i])).BaseDead(nx) {
 				r.state[i] = slotRetry
 				w.att[i]++
 				continue
@@ -382,11 +385,7 @@ func (w *ovRing) attempt(i int, h *walk.DeltaHead, att, x0, x1, x2 uint32) {
 		if d == 0 {
 			break
 		}
-		kind := uint8(ovBase)
-		if h.NDead > 0 {
-			kind = ovBaseD
-		}
-		w.drawn(i, a+uint64(walk.Bounded(x1, uint32(d))), x2, kind)
+		w.drawn(i, a+uint64(walk.Bounded(x1, uint32(d))), x2, h.DeadBits)
 		return
 	case h.N == 0:
 	default:
