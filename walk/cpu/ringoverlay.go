@@ -92,6 +92,11 @@ type ovRing struct {
 	// most one of each in a pass.
 	pfOff, pfEnt, pfAddr [8]uint64
 	nOff, nEnt, nAddr    int
+	// The slots the round's first pass left in slotArrived, in order:
+	// the second pass visits these alone (a test of every slot's state
+	// there was a branch mispredicted about every other slot).
+	arr  [ringSlots]uint8
+	nArr int
 }
 
 // walkRingOverlay is walkRing for a job on an overlay (s.ov, s.ovIdx).
@@ -117,11 +122,12 @@ func (s *stepper) walkRingOverlay(r *ring, starts []uint32, firstID uint64, buf,
 		// Two passes, so that the DeltaHead of a vertex with a delta
 		// reached through a fused entry in the first is prefetched a
 		// ring ahead of its draw in the second.
+		w.nArr = 0
 		for b := 0; b < ringSlots; b += 8 {
 			w.resolve(b)
 		}
-		for b := 0; b < ringSlots; b += 8 {
-			w.arrived(b)
+		for b := 0; b < w.nArr; b += 8 {
+			w.arrived(w.arr[b:min(b+8, w.nArr)])
 		}
 	}
 }
@@ -288,12 +294,23 @@ func (w *ovRing) resolve(b int) {
 			// DeltaHead has come in.
 			k := w.x.Rank(nx)
 			if k < 0 {
-				w.stepFrom(i, nx, -1, lo, deg)
+				if w.ppr || deg == 0 {
+					w.stepFrom(i, nx, -1, lo, deg)
+					continue
+				}
+				// stepFrom's DeepWalk step, in place: most steps.
+				words := &r.words[i/ringHalf]
+				e := lo + uint64(walk.Bounded(words[0][i%ringHalf], uint32(deg)))
+				r.idx[i], r.coin[i], r.ctr[i], w.dead[i] = e, words[1][i%ringHalf], r.step[i]+1, 0
+				w.pfEnt[w.nEnt] = e
+				w.nEnt++
 				continue
 			}
 			r.idx[i], r.state[i], w.lo[i], w.deg[i], w.rank[i] = uint64(nx), slotArrived, lo, deg, int32(k)
 			w.pfAddr[w.nAddr] = uint64(uintptr(unsafe.Pointer(w.x.Head(k))))
 			w.nAddr++
+			w.arr[w.nArr] = uint8(i)
+			w.nArr++
 		case slotDeltaDrawn:
 			h := w.x.Head(int(w.rank[i]))
 			j := uint32(r.idx[i])
@@ -313,14 +330,37 @@ func (w *ovRing) resolve(b int) {
 	w.flush()
 }
 
-// arrived is a round's second pass over slots b..b+7: it draws the steps
-// of the walks the first pass moved on through a fused entry.
-func (w *ovRing) arrived(b int) {
+// arrived is a round's second pass over up to eight slots the first left
+// in slotArrived: it draws the steps of the walks it moved on through a
+// fused entry to a vertex with a delta.
+func (w *ovRing) arrived(slots []uint8) {
 	r := w.r
-	for i := b; i < b+8; i++ {
-		if r.state[i] == slotArrived {
-			w.stepFrom(i, uint32(r.idx[i]), int(w.rank[i]), w.lo[i], w.deg[i])
+	for _, i8 := range slots {
+		i := int(i8)
+		v, k, a, d := uint32(r.idx[i]), int(w.rank[i]), w.lo[i], w.deg[i]
+		h := w.x.Head(k)
+		if w.ppr || !h.Live {
+			w.deltaFirst(i, v, k, a, a+d)
+			continue
 		}
+		// deltaFirst and attempt for a DeepWalk step that draws a base
+		// edge, in place: most steps at a vertex with a delta.
+		words := &r.words[i/ringHalf]
+		x0, x1, x2 := words[0][i%ringHalf], words[1][i%ringHalf], words[2][i%ringHalf]
+		w.cur[i], w.first[i] = v, 0
+		wb, wd := h.BaseWeight, float64(h.N)*float64(h.MaxWeight)
+		if !w.s.weighted {
+			wb, wd = float64(d), float64(h.N)
+		}
+		if d == 0 || float64(x0)*(1.0/(1<<32))*(wb+wd) >= wb {
+			w.attempt(i, h, 0, x0, x1, x2)
+			continue
+		}
+		e := a + uint64(walk.Bounded(x1, uint32(d)))
+		r.idx[i], r.coin[i], r.state[i], r.ctr[i] = e, x2, slotDrawn, r.step[i]+1
+		w.dead[i], w.att[i] = h.DeadBits, 0
+		w.pfEnt[w.nEnt] = e
+		w.nEnt++
 	}
 	w.flush()
 }
