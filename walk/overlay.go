@@ -308,6 +308,16 @@ func (x *DeltaIndex) Rank(v uint32) int {
 	return int(x.rank[w]) + bits.OnesCount64(x.bits[w]&(1<<(v&63)-1))
 }
 
+// Lookup is Rank without a branch on whether v has a delta: has is 1 when
+// it does, 0 when not, and k is v's position in the index when it does
+// (otherwise the position the next vertex with a delta has, or Len).
+// v must be below the index's vertex count.
+func (x *DeltaIndex) Lookup(v uint32) (has uint64, k int) {
+	w := v >> 6
+	word := x.bits[w]
+	return word >> (v & 63) & 1, int(x.rank[w]) + bits.OnesCount64(word&(1<<(v&63)-1))
+}
+
 // At is the delta at position k (Rank).
 func (x *DeltaIndex) At(k int) *DeltaVertex { return x.dvs[k] }
 
