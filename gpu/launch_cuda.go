@@ -22,8 +22,10 @@ func launch(fn cu.Function, grid, block int, s cu.Stream, args []uint64) error {
 }
 
 // enqueue fills slot s's pinned inputs with batch b and queues copies in,
-// the kernel between two events, and copies out on s's stream.
-func (e *Engine) enqueue(s *batchSlot, b *batch, alg walk.Algorithm, withTimes bool) error {
+// the kernel between two events, and copies out on s's stream. With
+// delta, the batch walks the live graph snapshot resident on the device
+// (ensureDelta).
+func (e *Engine) enqueue(s *batchSlot, b *batch, alg walk.Algorithm, withTimes, delta bool) error {
 	n := b.walks
 	nj := fillTasks(s, b)
 	p := e.fillParams(s, alg, n)
@@ -33,6 +35,11 @@ func (e *Engine) enqueue(s *batchSlot, b *batch, alg walk.Algorithm, withTimes b
 		p.timesOut, s.timesStride = uint64(s.dTimes), int64(stride)
 	}
 	fn, block, grid := e.walkKernel(alg, n)
+	args := []uint64{uint64(s.dParams)}
+	if delta {
+		fn, block, grid = e.overlayKernel(alg, n)
+		args = append(args, uint64(e.ovl.params))
+	}
 	tiles := packTiles(n)
 	err := e.dev.do(func() error {
 		st := s.stream
@@ -53,7 +60,7 @@ func (e *Engine) enqueue(s *batchSlot, b *batch, alg walk.Algorithm, withTimes b
 				if e.streamed != nil {
 					return e.walkStreamed(s, alg, p, n)
 				}
-				return launch(fn, grid, block, st, []uint64{uint64(s.dParams)})
+				return launch(fn, grid, block, st, args)
 			}},
 			{"record stop", func() error { return s.stop.Record(st) }},
 			{"pack partials", func() error {
