@@ -3,9 +3,11 @@ package gpu
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"reflect"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/walkstage/walkstage/walk"
@@ -49,10 +51,11 @@ var (
 	_ [8 - unsafe.Sizeof(walk.Tombstone{})]byte
 )
 
-// deltaLayout is a snapshot's delta flattened for the device: the index's
-// bitmap and ranks as they are, a head per vertex with a delta, and every
-// such vertex's appended edges and tombstones one after the other, in rank
-// order. Its slices are reused from one snapshot to the next.
+// deltaLayout is a snapshot's delta flattened for the device: a bitmap of
+// the vertices with a delta and, per 64 vertices, how many are marked
+// before them; a head per vertex with a delta, in vertex order; and every
+// such vertex's appended edges and tombstones one after the other, in the
+// same order. Its slices are reused from one snapshot to the next.
 type deltaLayout struct {
 	bits  []uint64
 	rank  []uint32
@@ -67,56 +70,110 @@ func (l *deltaLayout) bytes() int64 {
 		int64(len(l.edges))*8 + int64(len(l.dead))*8
 }
 
-// layoutShare is the fewest vertices with a delta a goroutine copies: the
-// copy reads each vertex's edges where the live graph put them (scattered
-// over the heap), so on a large snapshot all cores share it.
-const layoutShare = 1 << 14
+// layoutWords is how many bitmap words (64 vertices each) a goroutine of
+// layoutDelta takes at a time: the copy reads each vertex's edges where
+// the live graph put them (scattered over the heap), so on a large
+// snapshot all cores share it.
+const layoutWords = 1 << 10
 
-// layoutDelta flattens x into l. The positions are 32-bit (8 bytes an
-// appended edge, 32 GiB of them), which a delta reaches long after it
-// should have been compacted.
-func layoutDelta(x *walk.DeltaIndex, l *deltaLayout) error {
-	bits, rank := x.Words()
-	l.bits, l.rank = bits, rank
-	n := x.Len()
-	l.heads = grow(l.heads, n)
-	var ne, nd uint64
-	for k := range n {
-		h := x.Head(k)
-		l.heads[k] = deltaHead{baseWeight: h.BaseWeight, edges: uint32(ne), n: h.N, dead: uint32(nd), nd: h.NDead, maxWeight: h.MaxWeight}
-		if h.Live {
-			l.heads[k].live = 1
-		}
-		ne += uint64(h.N)
-		nd += uint64(h.NDead)
-		if ne > math.MaxUint32 || nd > math.MaxUint32 {
-			return fmt.Errorf("gpu: the live graph's delta holds more than %d appended edges or tombstones; compact it (WALKSTAGE_EDGE_COMPACT_RATIO)", uint64(math.MaxUint32))
-		}
-	}
-	l.edges = grow(l.edges, int(ne))
-	l.dead = grow(l.dead, int(nd))
-	shares := min(runtime.GOMAXPROCS(0), (n+layoutShare-1)/layoutShare)
-	copyShare := func(lo, hi int) {
-		for k := lo; k < hi; k++ {
-			h, d := x.Head(k), &l.heads[k]
-			if h.N > 0 {
-				copy(l.edges[d.edges:d.edges+h.N], unsafe.Slice(h.First, h.N))
+// layoutDelta flattens the delta index x of a snapshot of nv vertices into
+// l, through the index's lookups only (Has, Rank, Head), so it does not
+// depend on how the index keeps them. Three passes over spans of
+// layoutWords words, each on all cores: the marks and the counts of
+// vertices, edges and tombstones per span; their prefix sums; the heads,
+// ranks and copies. The positions are 32-bit (8 bytes an appended edge,
+// 32 GiB of them), which a delta reaches long after it should have been
+// compacted.
+func layoutDelta(x *walk.DeltaIndex, nv int, l *deltaLayout) error {
+	words := (nv + 63) / 64
+	spans := (words + layoutWords - 1) / layoutWords
+	l.bits, l.rank = grow(l.bits, words), grow(l.rank, words)
+	type count struct{ vertices, edges, dead uint64 }
+	counts := make([]count, spans+1)
+	spanWords := func(i int) (lo, hi int) { return i * layoutWords, min(words, (i+1)*layoutWords) }
+	parallelDo(spans, func(i int) {
+		lo, hi := spanWords(i)
+		var c count
+		for w := lo; w < hi; w++ {
+			var m uint64
+			for b := range min(64, nv-w*64) {
+				v := uint32(w*64 + b)
+				if !x.Has(v) {
+					continue
+				}
+				m |= 1 << b
+				h := x.Head(x.Rank(v))
+				c.vertices++
+				c.edges += uint64(h.N)
+				c.dead += uint64(h.NDead)
 			}
-			if h.NDead > 0 {
-				copy(l.dead[d.dead:d.dead+h.NDead], unsafe.Slice(h.Dead, h.NDead))
+			l.bits[w] = m
+		}
+		counts[i+1] = c
+	})
+	for i := range spans {
+		counts[i+1].vertices += counts[i].vertices
+		counts[i+1].edges += counts[i].edges
+		counts[i+1].dead += counts[i].dead
+	}
+	total := counts[spans]
+	if total.edges > math.MaxUint32 || total.dead > math.MaxUint32 {
+		return fmt.Errorf("gpu: the live graph's delta holds %d appended edges and %d tombstones, more than the %d the device layout addresses; compact it (WALKSTAGE_EDGE_COMPACT_RATIO)",
+			total.edges, total.dead, uint64(math.MaxUint32))
+	}
+	if int(total.vertices) != x.Len() {
+		return fmt.Errorf("gpu: the live graph's delta index lists %d vertices with a delta below vertex %d, and holds %d", total.vertices, nv, x.Len())
+	}
+	l.heads = grow(l.heads, int(total.vertices))
+	l.edges = grow(l.edges, int(total.edges))
+	l.dead = grow(l.dead, int(total.dead))
+	parallelDo(spans, func(i int) {
+		lo, hi := spanWords(i)
+		c := counts[i]
+		for w := lo; w < hi; w++ {
+			l.rank[w] = uint32(c.vertices)
+			for m := l.bits[w]; m != 0; m &= m - 1 {
+				v := uint32(w*64 + bits.TrailingZeros64(m))
+				h := x.Head(x.Rank(v))
+				d := deltaHead{baseWeight: h.BaseWeight, edges: uint32(c.edges), n: h.N, dead: uint32(c.dead), nd: h.NDead, maxWeight: h.MaxWeight}
+				if h.Live {
+					d.live = 1
+				}
+				l.heads[c.vertices] = d
+				if h.N > 0 {
+					copy(l.edges[c.edges:c.edges+uint64(h.N)], unsafe.Slice(h.First, h.N))
+				}
+				if h.NDead > 0 {
+					copy(l.dead[c.dead:c.dead+uint64(h.NDead)], unsafe.Slice(h.Dead, h.NDead))
+				}
+				c.vertices++
+				c.edges += uint64(h.N)
+				c.dead += uint64(h.NDead)
 			}
 		}
+	})
+	return nil
+}
+
+// parallelDo runs f(0..n-1) on up to GOMAXPROCS goroutines.
+func parallelDo(n int, f func(i int)) {
+	workers := min(n, runtime.GOMAXPROCS(0))
+	if workers <= 1 {
+		for i := range n {
+			f(i)
+		}
+		return
 	}
-	if shares <= 1 {
-		copyShare(0, n)
-		return nil
-	}
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	for i := range shares {
-		wg.Go(func() { copyShare(i*n/shares, (i+1)*n/shares) })
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				f(i)
+			}
+		})
 	}
 	wg.Wait()
-	return nil
 }
 
 // grow returns s resliced to n, reallocated when its capacity is short.

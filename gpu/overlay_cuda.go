@@ -81,7 +81,7 @@ func (e *Engine) ensureDelta(ov walk.Overlay) error {
 	t0 := time.Now()
 	idx := walk.IndexOf(ov)
 	t1 := time.Now()
-	if err := layoutDelta(idx, &st.layout); err != nil {
+	if err := layoutDelta(idx, ov.NumVertices(), &st.layout); err != nil {
 		return err
 	}
 	t2 := time.Now()

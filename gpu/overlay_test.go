@@ -146,16 +146,24 @@ func walksByID(t testing.TB, e walk.Engine, job walk.Job) map[uint64][]uint32 {
 // device gives every vertex the delta the snapshot has: its appended
 // edges, tombstones, weights and liveness, found through the bitmap and
 // ranks.
+// Scale 17 has 2,048 words: two spans of the layout's passes, on several
+// goroutines; the layout of the first snapshot is reused for the second.
 func TestDeltaLayoutHoldsSnapshot(t *testing.T) {
-	snap := liveSnapshot(t, 9, 1, true)
 	var l deltaLayout
-	if err := layoutDelta(walk.IndexOf(snap), &l); err != nil {
+	for _, scale := range []int{9, 17, 9} {
+		testDeltaLayout(t, liveSnapshot(t, scale, uint64(scale), true), &l)
+	}
+}
+
+func testDeltaLayout(t *testing.T, snap *livegraph.Snapshot, l *deltaLayout) {
+	t.Helper()
+	if err := layoutDelta(walk.IndexOf(snap), snap.NumVertices(), l); err != nil {
 		t.Fatal(err)
 	}
 	withDelta := 0
 	for v := range uint32(snap.NumVertices()) {
 		dv := snap.Vertex(v)
-		k := twinRank(&l, v)
+		k := twinRank(l, v)
 		if (dv == nil) != (k < 0) {
 			t.Fatalf("vertex %d: delta %v, layout rank %d", v, dv != nil, k)
 		}
@@ -192,7 +200,7 @@ func TestOverlayTwinMatchesCPU(t *testing.T) {
 			t.Fatal(err)
 		}
 		var l deltaLayout
-		if err := layoutDelta(walk.IndexOf(snap), &l); err != nil {
+		if err := layoutDelta(walk.IndexOf(snap), snap.NumVertices(), &l); err != nil {
 			t.Fatal(err)
 		}
 		var tab []twinAlias

@@ -89,17 +89,17 @@ func (e *Engine) runGroup(ctx context.Context, grp []*walk.Job, emit walk.EmitFu
 		}
 		withTimes = wantsTimes(grp)
 	}
-	batches, err := e.groupBatches(ctx, grp)
-	if err != nil || len(batches) == 0 {
-		return err
-	}
 	// A group walks one snapshot (groupJobs): its delta goes to the
-	// device before the first batch.
+	// device first, so that the batch slots are sized beside it.
 	ov := jobOverlay(grp[0])
 	if ov != nil {
 		if err := e.ensureDelta(ov); err != nil {
 			return err
 		}
+	}
+	batches, err := e.groupBatches(ctx, grp)
+	if err != nil || len(batches) == 0 {
+		return err
 	}
 	if withTimes {
 		if err := e.dev.do(e.ensureTimes); err != nil {

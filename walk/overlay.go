@@ -294,12 +294,6 @@ func (x *DeltaIndex) Head(k int) *DeltaHead { return &x.heads[k] }
 // Len counts the vertices with a delta.
 func (x *DeltaIndex) Len() int { return len(x.dvs) }
 
-// Words returns the index's bitmap (bit v of word v/64 set when v has a
-// delta) and, per word, the number of vertices marked in the words before
-// it: what a copy of the index elsewhere (the GPU engine's, on the device)
-// needs to find a vertex's position. Both are read-only.
-func (x *DeltaIndex) Words() (bits []uint64, rank []uint32) { return x.bits, x.rank }
-
 // DeltaEdge is one appended edge.
 type DeltaEdge struct {
 	Target uint32
