@@ -54,8 +54,9 @@ func (e *Engine) setupOverlay() error {
 }
 
 // CheckOverlay implements walk.OverlayWalker: DeepWalk and PPR with the
-// uniform and alias samplers, as the CPU engine, on a graph wholly on the
-// device (the overlay kernels read no placement plan, stream or stripes).
+// uniform and alias samplers, as the CPU engine (which walks Node2Vec on a
+// delta too), on a graph wholly on the device (the overlay kernels read no
+// placement plan, stream or stripes).
 func (e *Engine) CheckOverlay(a walk.Algorithm) error {
 	switch {
 	case e.placed != nil:
@@ -65,7 +66,13 @@ func (e *Engine) CheckOverlay(a walk.Algorithm) error {
 	case e.cfg.stripes != nil:
 		return fmt.Errorf("%w: the gpu engine walks a live graph's delta only with the whole graph on each device, not partitioned in stripes", walk.ErrInvalidAlgorithm)
 	}
-	return walk.OverlaySupported(a)
+	if err := walk.OverlaySupported(a); err != nil {
+		return err
+	}
+	if a.Kind != walk.DeepWalk && a.Kind != walk.PPR {
+		return fmt.Errorf("%w: the gpu engine walks deepwalk and ppr on a live graph's delta, not %s yet (the cpu engine does)", walk.ErrInvalidAlgorithm, a.Kind)
+	}
+	return nil
 }
 
 // ensureDelta makes ov's delta the one resident on the device, copying it
