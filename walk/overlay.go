@@ -89,7 +89,7 @@ type DeltaIndex struct {
 }
 
 // DeltaHead is what the first draw of a step from a vertex with a delta
-// reads of its DeltaVertex, in 40 bytes (a DeltaVertex is 96, behind a
+// reads of its DeltaVertex, in 48 bytes (a DeltaVertex is 96, behind a
 // pointer): a walker keeps these for all vertices with a delta in one flat
 // array, in cache where the DeltaVertex structs are scattered.
 type DeltaHead struct {
@@ -103,13 +103,29 @@ type DeltaHead struct {
 	// count: the DeltaVertex's Dead.
 	Dead  *Tombstone
 	NDead uint32
+	// DeadBits has bit DeadBit(t) set for every tombstone's target t (0
+	// when there are none): a step checks it before it searches the
+	// tombstones, which sit in an array of their own, a cache miss away.
+	// With a tombstone or two a vertex, a base edge's check reads the
+	// array once in 32 to 64 steps instead of at every one.
+	DeadBits uint64
 	// Live: the vertex has a live edge.
 	Live bool
 }
 
+// DeadBit is the bit of DeltaHead.DeadBits that tombstones of target t
+// set: t's top six bits after a multiplicative hash, so that targets near
+// each other (the low ids an R-MAT graph's edges crowd to) spread.
+func DeadBit(t uint32) uint64 { return 1 << (uint64(t) * 0x9e3779b97f4a7c15 >> 58) }
+
+// MayBeDead reports whether a tombstone of target t may exist: false means
+// there is none (BaseDead and DeltaDead are false), without reading the
+// tombstones.
+func (h *DeltaHead) MayBeDead(t uint32) bool { return h.DeadBits&DeadBit(t) != 0 }
+
 // BaseDead is DeltaVertex.BaseDead.
 func (h *DeltaHead) BaseDead(t uint32) bool {
-	if h.NDead == 0 {
+	if !h.MayBeDead(t) {
 		return false
 	}
 	_, ok := findTombstone(unsafe.Slice(h.Dead, h.NDead), t)
@@ -118,7 +134,7 @@ func (h *DeltaHead) BaseDead(t uint32) bool {
 
 // DeltaDead is DeltaVertex.DeltaDead for appended edge i, whose target is t.
 func (h *DeltaHead) DeltaDead(i, t uint32) bool {
-	if h.NDead == 0 {
+	if !h.MayBeDead(t) {
 		return false
 	}
 	ts, ok := findTombstone(unsafe.Slice(h.Dead, h.NDead), t)
@@ -153,7 +169,7 @@ func NewDeltaIndex(n int, deltas iter.Seq2[uint32, *DeltaVertex]) *DeltaIndex {
 		}
 		x.bits[v>>6] |= 1 << (v & 63)
 		x.dvs = append(x.dvs, dv)
-		x.heads = append(x.heads, headOf(dv))
+		x.heads = append(x.heads, NewDeltaHead(dv))
 	}
 	var r uint32
 	for i, w := range x.bits {
@@ -197,7 +213,7 @@ func NewDeltaIndexSpans(n, span int, count func(i int) int, deltas func(i int, y
 				panic(fmt.Sprintf("walk: delta index span %d lists more than the %d deltas it counted", i, end-counts[i]))
 			}
 			x.bits[v>>6] |= 1 << (v & 63)
-			x.dvs[k], x.heads[k] = dv, headOf(dv)
+			x.dvs[k], x.heads[k] = dv, NewDeltaHead(dv)
 			k++
 		}
 		if k != end {
@@ -233,13 +249,20 @@ func parallelSpans(n int, f func(i int)) {
 	wg.Wait()
 }
 
-func headOf(dv *DeltaVertex) DeltaHead {
+// NewDeltaHead returns dv's DeltaHead: what a builder of a DeltaIndex
+// stores for a vertex with a delta, derived from dv alone (so an index kept
+// up to date as updates are applied recomputes the heads of the vertices
+// an update changed, and no other). O(len(dv.Dead)).
+func NewDeltaHead(dv *DeltaVertex) DeltaHead {
 	h := DeltaHead{N: uint32(len(dv.Edges)), MaxWeight: dv.MaxWeight, BaseWeight: dv.BaseWeight, NDead: uint32(len(dv.Dead)), Live: dv.Live > 0}
 	if len(dv.Edges) > 0 {
 		h.First = &dv.Edges[0]
 	}
 	if len(dv.Dead) > 0 {
 		h.Dead = &dv.Dead[0]
+	}
+	for _, ts := range dv.Dead {
+		h.DeadBits |= DeadBit(ts.Target)
 	}
 	return h
 }
@@ -283,6 +306,16 @@ func (x *DeltaIndex) Rank(v uint32) int {
 		return -1
 	}
 	return int(x.rank[w]) + bits.OnesCount64(x.bits[w]&(1<<(v&63)-1))
+}
+
+// Lookup is Rank without a branch on whether v has a delta: has is 1 when
+// it does, 0 when not, and k is v's position in the index when it does
+// (otherwise the position the next vertex with a delta has, or Len).
+// v must be below the index's vertex count.
+func (x *DeltaIndex) Lookup(v uint32) (has uint64, k int) {
+	w := v >> 6
+	word := x.bits[w]
+	return word >> (v & 63) & 1, int(x.rank[w]) + bits.OnesCount64(word&(1<<(v&63)-1))
 }
 
 // At is the delta at position k (Rank).

@@ -23,16 +23,22 @@ import (
 //     DeltaHead prefetched, and the round's second pass draws it. On the
 //     other tables it waits a round for the offsets (slotChosen).
 //   - slotDeltaDrawn: an appended edge drawn: taken if kept and not dead.
+//   - slotRetry: the attempt drew a dead or unkept edge, or an empty side:
+//     the next attempt is drawn (its words computed scalar), and prefetched
+//     like the first.
 //
 // The first draw (stepFrom) of a vertex without a delta is the base's step
 // of walk/draws.go, which is what overlayStep takes for it ("a vertex
 // without a delta steps as on the base"); of a vertex with a delta,
 // overlayStep's first attempt (PPR's stop from the round's words, its
 // attempt's draw 1 computed here). An attempt that lands on a dead or
-// unkept edge, or on an empty side, goes on in overlayAttempts from attempt
-// 1, at once (a delete or a weight rejection). So the walks are
-// overlayStep's word for word; only the order in which the steps of
-// different walks are taken changes. Walks start in slotChosen, one round
+// unkept edge, or on an empty side, is followed by overlayAttempts' next
+// one a round later (slotRetry), its edge prefetched as the first's was:
+// called in place, overlayAttempts waited on each of its loads in turn,
+// and at 3% of a weighted walk's steps (a weight rejection) took 10-15% of
+// the time. After walk.MaxRejections attempts overlayScan decides, as in
+// overlayAttempts. So the walks are overlayStep's word for word; only the
+// order in which the steps of different walks are taken changes. Walks start in slotChosen, one round
 // later than on the ring, which keeps starting them simple: no batch draws.
 const (
 	slotDeltaDrawn = 5
@@ -40,6 +46,7 @@ const (
 	// round's first pass, its edge range known; the second pass draws its
 	// step with the round's words.
 	slotArrived = 6
+	slotRetry   = 7
 )
 
 // ovRing is one call of walkRingOverlay.
@@ -64,20 +71,36 @@ type ovRing struct {
 	next    int // next walk of the unit to start
 	live    int // slots holding a walk
 	// Per slot, for a step drawn at a vertex with a delta: the vertex,
-	// its delta's position in the index, whether a base edge drawn may be
-	// dead (ovBaseD) or not (ovBase), and the draw the attempt took (1 for
-	// PPR).
-	cur   [ringSlots]uint32
-	rank  [ringSlots]int32
-	kind  [ringSlots]uint8
+	// its delta's position in the index, and the draw its first attempt
+	// took (1 for PPR).
+	cur  [ringSlots]uint32
+	rank [ringSlots]int32
+	// dead: the tombstone bits (DeltaHead.DeadBits) of the vertex whose
+	// base edge a slot drew, 0 where it has none or no delta: a step
+	// checks the edge's target against them without reading the head
+	// again.
+	dead  [ringSlots]uint64
 	first [ringSlots]uint32
-	// A walk in slotArrived: its vertex's edge range.
+	// The attempt a slot's step at a vertex with a delta drew, or draws
+	// next (slotRetry): draw first+att.
+	att [ringSlots]uint32
+	// A walk in slotArrived: its vertex's edge range; at a vertex with a
+	// delta (deltaFirst on): its base edges [lo, lo+deg).
 	lo, deg [ringSlots]uint64
 	// A block's prefetches: offsets rows, base entries (fused, alias or
 	// target), addresses (DeltaHeads, appended edges). A slot adds at
 	// most one of each in a pass.
 	pfOff, pfEnt, pfAddr [8]uint64
 	nOff, nEnt, nAddr    int
+	// The slots the round's first pass left in slotArrived, in order:
+	// the second pass visits these alone (a test of every slot's state
+	// there was a branch mispredicted about every other slot).
+	arr  [ringSlots]uint8
+	nArr int
+	// heads is the address of the index's first DeltaHead, for
+	// prefetches of a head by rank without a bounds check (a prefetch of
+	// an address past the array's end is harmless).
+	heads uint64
 }
 
 // walkRingOverlay is walkRing for a job on an overlay (s.ov, s.ovIdx).
@@ -87,6 +110,9 @@ func (s *stepper) walkRingOverlay(r *ring, starts []uint32, firstID uint64, buf,
 		stride: s.alg.Length + 1, length: uint32(s.alg.Length), off: s.off, tgt: s.tgt, tab: s.alias,
 		fused: s.fused, keep: s.sampler == walk.StepperUniform, baseV: uint32(len(s.off) - 1),
 		ppr: s.alg.Kind == walk.PPR, stopT: s.stopT}
+	if w.x.Len() > 0 {
+		w.heads = uint64(uintptr(unsafe.Pointer(w.x.Head(0))))
+	}
 	for b := 0; b < ringSlots; b += 8 {
 		for i := b; i < b+8; i++ {
 			if !w.start(i) {
@@ -103,11 +129,12 @@ func (s *stepper) walkRingOverlay(r *ring, starts []uint32, firstID uint64, buf,
 		// Two passes, so that the DeltaHead of a vertex with a delta
 		// reached through a fused entry in the first is prefetched a
 		// ring ahead of its draw in the second.
+		w.nArr = 0
 		for b := 0; b < ringSlots; b += 8 {
 			w.resolve(b)
 		}
-		for b := 0; b < ringSlots; b += 8 {
-			w.arrived(b)
+		for b := 0; b < w.nArr; b += 8 {
+			w.arrived(w.arr[b:min(b+8, w.nArr)])
 		}
 	}
 }
@@ -182,15 +209,15 @@ func (w *ovRing) stepFrom(i int, v uint32, k int, a, d uint64) {
 		w.finish(i)
 		return
 	}
-	w.drawn(i, a+uint64(walk.Bounded(col, uint32(d))), coin, ovBase)
+	w.drawn(i, a+uint64(walk.Bounded(col, uint32(d))), coin, 0)
 }
 
 // drawn makes slot i's step the base entry e with coin, and prefetches it.
 // The next round's words are the next step's draw 0.
-func (w *ovRing) drawn(i int, e uint64, coin uint32, kind uint8) {
+func (w *ovRing) drawn(i int, e uint64, coin uint32, dead uint64) {
 	r := w.r
 	r.idx[i], r.coin[i], r.state[i], r.ctr[i] = e, coin, slotDrawn, r.step[i]+1
-	w.kind[i] = kind
+	w.dead[i] = dead
 	w.pfEnt[w.nEnt] = e
 	w.nEnt++
 }
@@ -256,11 +283,43 @@ func (w *ovRing) resolve(b int) {
 			} else {
 				nx = w.entryTarget(r.idx[i], r.coin[i])
 			}
-			if w.kind[i] == ovBaseD && w.x.Head(int(w.rank[i])).BaseDead(nx) {
-				next, ok := s.overlayAttempts(w.firstID+uint64(r.walk[i]), r.step[i], w.cur[i], w.x.At(int(w.rank[i])), w.first[i], 1)
-				if w.took(i, next, ok) {
-					w.arrive(i, next)
+			if w.dead[i]&walk.DeadBit(nx) != 0 && w.x.Head(int(w.rank[i])).BaseDead(nx) {
+				r.state[i] = slotRetry
+				w.att[i]++
+				continue
+			}
+			if w.fused != nil && !w.ppr && deg != 0 {
+				// took, inlined.
+				r.step[i]++
+				r.pos[i]++
+				w.buf[r.pos[i]] = nx
+				if r.step[i] == w.length {
+					w.finish(i)
+					continue
 				}
+				// The entry holds nx's edge range, and this round's
+				// words are its step's draw 0 (drawn set ctr so): a
+				// DeepWalk step is drawn now when nx has no delta; when
+				// it has one the walk is slotArrived, drawn in the
+				// second pass once its DeltaHead has come in. Both
+				// without a branch on which: whether the vertex a walk
+				// reaches has a delta is a coin toss at a 10% delta on
+				// the hubs, and its mispredicted branch cost a fifth of
+				// the time.
+				has, k := w.x.Lookup(nx)
+				sel := -has
+				words := &r.words[i/ringHalf]
+				e := lo + uint64(walk.Bounded(words[0][i%ringHalf], uint32(deg)))
+				r.idx[i] = e ^ (e^uint64(nx))&sel
+				r.coin[i], r.ctr[i], w.dead[i] = words[1][i%ringHalf], r.step[i]+1, 0
+				r.state[i] = slotDrawn + uint8(has)*(slotArrived-slotDrawn)
+				w.lo[i], w.deg[i], w.rank[i] = lo, deg, int32(k)
+				w.pfEnt[w.nEnt] = e
+				w.nEnt += int(1 - has)
+				w.pfAddr[w.nAddr] = w.heads + uint64(k)*uint64(unsafe.Sizeof(walk.DeltaHead{}))
+				w.nAddr += int(has)
+				w.arr[w.nArr] = uint8(i)
+				w.nArr += int(has)
 				continue
 			}
 			if !w.took(i, nx, true) {
@@ -270,10 +329,6 @@ func (w *ovRing) resolve(b int) {
 				w.arrive(i, nx)
 				continue
 			}
-			// The entry holds nx's edge range, and this round's words
-			// are its step's draw 0 (drawn set ctr so): draw it now,
-			// or, when nx has a delta, in the second pass, once its
-			// DeltaHead has come in.
 			k := w.x.Rank(nx)
 			if k < 0 {
 				w.stepFrom(i, nx, -1, lo, deg)
@@ -282,40 +337,67 @@ func (w *ovRing) resolve(b int) {
 			r.idx[i], r.state[i], w.lo[i], w.deg[i], w.rank[i] = uint64(nx), slotArrived, lo, deg, int32(k)
 			w.pfAddr[w.nAddr] = uint64(uintptr(unsafe.Pointer(w.x.Head(k))))
 			w.nAddr++
+			w.arr[w.nArr] = uint8(i)
+			w.nArr++
 		case slotDeltaDrawn:
 			h := w.x.Head(int(w.rank[i]))
 			j := uint32(r.idx[i])
 			de := unsafe.Slice(h.First, h.N)[j]
-			next, ok := de.Target, true
 			if s.weighted && walk.Unit24(r.coin[i])*h.MaxWeight >= de.Weight || h.DeltaDead(j, de.Target) {
-				next, ok = s.overlayAttempts(w.firstID+uint64(r.walk[i]), r.step[i], w.cur[i], w.x.At(int(w.rank[i])), w.first[i], 1)
+				r.state[i] = slotRetry
+				w.att[i]++
+				continue
 			}
-			if w.took(i, next, ok) {
-				w.arrive(i, next)
+			if w.took(i, de.Target, true) {
+				w.arrive(i, de.Target)
 			}
+		case slotRetry:
+			w.retry(i)
 		}
 	}
 	w.flush()
 }
 
-// arrived is a round's second pass over slots b..b+7: it draws the steps
-// of the walks the first pass moved on through a fused entry.
-func (w *ovRing) arrived(b int) {
+// arrived is a round's second pass over up to eight slots the first left
+// in slotArrived: it draws the steps of the walks it moved on through a
+// fused entry to a vertex with a delta.
+func (w *ovRing) arrived(slots []uint8) {
 	r := w.r
-	for i := b; i < b+8; i++ {
-		if r.state[i] == slotArrived {
-			w.stepFrom(i, uint32(r.idx[i]), int(w.rank[i]), w.lo[i], w.deg[i])
+	for _, i8 := range slots {
+		i := int(i8)
+		v, k, a, d := uint32(r.idx[i]), int(w.rank[i]), w.lo[i], w.deg[i]
+		h := w.x.Head(k)
+		if w.ppr || !h.Live {
+			w.deltaFirst(i, v, k, a, a+d)
+			continue
 		}
+		// deltaFirst and attempt for a DeepWalk step that draws a base
+		// edge, in place: most steps at a vertex with a delta.
+		words := &r.words[i/ringHalf]
+		x0, x1, x2 := words[0][i%ringHalf], words[1][i%ringHalf], words[2][i%ringHalf]
+		w.cur[i], w.first[i] = v, 0
+		wb, wd := h.BaseWeight, float64(h.N)*float64(h.MaxWeight)
+		if !w.s.weighted {
+			wb, wd = float64(d), float64(h.N)
+		}
+		if d == 0 || float64(x0)*(1.0/(1<<32))*(wb+wd) >= wb {
+			w.attempt(i, h, 0, x0, x1, x2)
+			continue
+		}
+		e := a + uint64(walk.Bounded(x1, uint32(d)))
+		r.idx[i], r.coin[i], r.state[i], r.ctr[i] = e, x2, slotDrawn, r.step[i]+1
+		w.dead[i], w.att[i] = h.DeadBits, 0
+		w.pfEnt[w.nEnt] = e
+		w.nEnt++
 	}
 	w.flush()
 }
 
 // deltaFirst takes the first attempt of slot i's step from v, which has
-// the delta at k and base edges [a, b): overlayStep's, with the round's
-// words as its draw 0.
+// the delta at k in the index and base edges [a, b): overlayStep's, with
+// the round's words as its draw 0.
 func (w *ovRing) deltaFirst(i int, v uint32, k int, a, b uint64) {
 	r := w.r
-	s := w.s
 	h := w.x.Head(k)
 	if !h.Live {
 		w.finish(i)
@@ -323,7 +405,6 @@ func (w *ovRing) deltaFirst(i int, v uint32, k int, a, b uint64) {
 	}
 	words := &r.words[i/ringHalf]
 	x0, x1, x2 := words[0][i%ringHalf], words[1][i%ringHalf], words[2][i%ringHalf]
-	id := w.firstID + uint64(r.walk[i])
 	first := uint32(0)
 	if w.ppr {
 		if uint64(x0) < w.stopT {
@@ -331,25 +412,48 @@ func (w *ovRing) deltaFirst(i int, v uint32, k int, a, b uint64) {
 			return
 		}
 		first = 1
-		x0, x1, x2, _ = s.draw(id, r.step[i], 1)
+		x0, x1, x2, _ = w.s.draw(w.firstID+uint64(r.walk[i]), r.step[i], 1)
 	}
+	w.cur[i], w.rank[i], w.first[i], w.lo[i], w.deg[i] = v, int32(k), first, a, b-a
+	w.attempt(i, h, 0, x0, x1, x2)
+}
+
+// retry takes slot i's next attempt (slotRetry), or, after
+// walk.MaxRejections of them, overlayAttempts' exact scan.
+func (w *ovRing) retry(i int) {
+	r := w.r
+	s := w.s
+	id, att := w.firstID+uint64(r.walk[i]), w.att[i]
+	if att >= walk.MaxRejections {
+		next, ok := s.overlayScan(id, r.step[i], w.first[i]+walk.FallbackDraw, w.x.At(int(w.rank[i])), w.lo[i], w.lo[i]+w.deg[i])
+		if w.took(i, next, ok) {
+			w.arrive(i, next)
+		}
+		return
+	}
+	x0, x1, x2, _ := s.draw(id, r.step[i], w.first[i]+att)
+	w.attempt(i, w.x.Head(int(w.rank[i])), att, x0, x1, x2)
+}
+
+// attempt draws attempt att of slot i's step at a vertex with a delta
+// (head h, base edges [w.lo[i], w.lo[i]+w.deg[i])) with words x0, x1, x2:
+// overlayAttempts' loop body, its edge prefetched and decided next round.
+func (w *ovRing) attempt(i int, h *walk.DeltaHead, att, x0, x1, x2 uint32) {
+	r := w.r
+	a, d := w.lo[i], w.deg[i]
+	w.att[i] = att
 	// The sides weighed as overlayAttempts weighs them (the delta's by its
 	// draw's envelope), in the same float64 operations.
 	wb, wd := h.BaseWeight, float64(h.N)*float64(h.MaxWeight)
-	if !s.weighted {
-		wb, wd = float64(b-a), float64(h.N)
+	if !w.s.weighted {
+		wb, wd = float64(d), float64(h.N)
 	}
-	w.cur[i], w.rank[i], w.first[i] = v, int32(k), first
 	switch {
 	case float64(x0)*(1.0/(1<<32))*(wb+wd) < wb:
-		if a == b {
+		if d == 0 {
 			break
 		}
-		kind := uint8(ovBase)
-		if h.NDead > 0 {
-			kind = ovBaseD
-		}
-		w.drawn(i, a+uint64(walk.Bounded(x1, uint32(b-a))), x2, kind)
+		w.drawn(i, a+uint64(walk.Bounded(x1, uint32(d))), x2, h.DeadBits)
 		return
 	case h.N == 0:
 	default:
@@ -359,11 +463,8 @@ func (w *ovRing) deltaFirst(i int, v uint32, k int, a, b uint64) {
 		w.nAddr++
 		return
 	}
-	// The attempt drew nothing (an empty side): go on from attempt 1.
-	next, ok := s.overlayAttempts(id, r.step[i], v, w.x.At(k), first, 1)
-	if w.took(i, next, ok) {
-		w.arrive(i, next)
-	}
+	// The attempt drew nothing (an empty side): the next, a round on.
+	r.state[i], w.att[i] = slotRetry, att+1
 }
 
 // flush issues a block's prefetches.
