@@ -38,7 +38,7 @@ func (e *Engine) enqueue(s *batchSlot, b *batch, alg walk.Algorithm, withTimes, 
 	args := []uint64{uint64(s.dParams)}
 	if delta {
 		fn, block, grid = e.overlayKernel(alg, n)
-		args = append(args, uint64(e.ovl.params))
+		args = append(args, e.overlayArgs()...)
 	}
 	tiles := packTiles(n)
 	err := e.dev.do(func() error {

@@ -20,54 +20,62 @@ import (
 // take the CPU engine's steps on it, draw for draw.
 
 // deltaHead mirrors ws::DeltaHead (kernels/overlay.cuh): one vertex's
-// delta in 32 bytes, its edges and tombstones by position in the
-// snapshot's flat arrays.
+// delta in 32 bytes (a sector): its appended edges are items[pos, pos+n)
+// and its tombstones the next ndLive&^liveBit items.
 type deltaHead struct {
 	baseWeight float64
-	edges, n   uint32
-	dead, nd   uint32
-	maxWeight  float32
-	live       uint32
+	// deadBits has bit deadBit(t) set for each tombstone's target t.
+	deadBits  uint64
+	pos, n    uint32
+	ndLive    uint32 // tombstones, and liveBit when the vertex has a live edge
+	maxWeight float32
 }
 
-// deltaParams mirrors ws::DeltaParams: the device pointers of a snapshot's
-// delta and its sizes.
-type deltaParams struct {
-	bits, rank, heads, edges, dead uint64
-	baseVertices, words            uint64
+// deltaWord mirrors ws::DeltaWord: 64 vertices' marks and the vertices
+// marked in the words before them.
+type deltaWord struct {
+	bits uint64
+	rank uint32
+	_    uint32
 }
+
+// deltaItem is an appended edge (walk.DeltaEdge: target, weight bits) or a
+// tombstone (walk.Tombstone: target, upto), 8 bytes either way.
+type deltaItem struct{ a, b uint32 }
 
 const (
-	deltaHeadSize   = 32
-	deltaParamsSize = 56
+	deltaHeadSize = 32
+	liveBit       = 1 << 31
 )
 
 var (
 	_ [deltaHeadSize - unsafe.Sizeof(deltaHead{})]byte
 	_ [unsafe.Sizeof(deltaHead{}) - deltaHeadSize]byte
-	_ [deltaParamsSize - unsafe.Sizeof(deltaParams{})]byte
-	_ [unsafe.Sizeof(deltaParams{}) - deltaParamsSize]byte
-	_ [8 - unsafe.Sizeof(walk.DeltaEdge{})]byte
-	_ [8 - unsafe.Sizeof(walk.Tombstone{})]byte
+	_ [16 - unsafe.Sizeof(deltaWord{})]byte
+	_ [unsafe.Sizeof(deltaWord{}) - 16]byte
+	_ [unsafe.Sizeof(walk.DeltaEdge{}) - unsafe.Sizeof(deltaItem{})]byte
+	_ [unsafe.Sizeof(walk.Tombstone{}) - unsafe.Sizeof(deltaItem{})]byte
 )
 
-// deltaLayout is a snapshot's delta flattened for the device: a bitmap of
-// the vertices with a delta and, per 64 vertices, how many are marked
-// before them; a head per vertex with a delta, in vertex order; and every
-// such vertex's appended edges and tombstones one after the other, in the
+// deadBit is the filter bit of tombstones of target t (ws::dead_bit, the
+// CPU walkers' walk.DeadBit): its top six bits after a multiplicative
+// hash, so that the low ids R-MAT edges crowd to spread.
+func deadBit(t uint32) uint64 { return 1 << (uint64(t) * 0x9e3779b97f4a7c15 >> 58) }
+
+// deltaLayout is a snapshot's delta flattened for the device: per 64
+// vertices the marks of those with a delta and how many are marked before;
+// a head per vertex with a delta, in vertex order; and per such vertex its
+// appended edges then its tombstones, one vertex after the other, in the
 // same order. Its slices are reused from one snapshot to the next.
 type deltaLayout struct {
-	bits  []uint64
-	rank  []uint32
+	words []deltaWord
 	heads []deltaHead
-	edges []walk.DeltaEdge
-	dead  []walk.Tombstone
+	items []deltaItem
 }
 
 // bytes is what the layout copies to the device.
 func (l *deltaLayout) bytes() int64 {
-	return int64(len(l.bits))*8 + int64(len(l.rank))*4 + int64(len(l.heads))*deltaHeadSize +
-		int64(len(l.edges))*8 + int64(len(l.dead))*8
+	return int64(len(l.words))*16 + int64(len(l.heads))*deltaHeadSize + int64(len(l.items))*8
 }
 
 // layoutWords is how many bitmap words (64 vertices each) a goroutine of
@@ -80,15 +88,14 @@ const layoutWords = 1 << 10
 // l, through the index's lookups only (Has, Rank, Head), so it does not
 // depend on how the index keeps them. Three passes over spans of
 // layoutWords words, each on all cores: the marks and the counts of
-// vertices, edges and tombstones per span; their prefix sums; the heads,
-// ranks and copies. The positions are 32-bit (8 bytes an appended edge,
-// 32 GiB of them), which a delta reaches long after it should have been
-// compacted.
+// vertices and items per span; their prefix sums; the heads, ranks and
+// copies. The positions are 32-bit (8 bytes an item, 32 GiB of them),
+// which a delta reaches long after it should have been compacted.
 func layoutDelta(x *walk.DeltaIndex, nv int, l *deltaLayout) error {
 	words := (nv + 63) / 64
 	spans := (words + layoutWords - 1) / layoutWords
-	l.bits, l.rank = grow(l.bits, words), grow(l.rank, words)
-	type count struct{ vertices, edges, dead uint64 }
+	l.words = grow(l.words, words)
+	type count struct{ vertices, items uint64 }
 	counts := make([]count, spans+1)
 	spanWords := func(i int) (lo, hi int) { return i * layoutWords, min(words, (i+1)*layoutWords) }
 	parallelDo(spans, func(i int) {
@@ -104,51 +111,52 @@ func layoutDelta(x *walk.DeltaIndex, nv int, l *deltaLayout) error {
 				m |= 1 << b
 				h := x.Head(x.Rank(v))
 				c.vertices++
-				c.edges += uint64(h.N)
-				c.dead += uint64(h.NDead)
+				c.items += uint64(h.N) + uint64(h.NDead)
 			}
-			l.bits[w] = m
+			l.words[w] = deltaWord{bits: m}
 		}
 		counts[i+1] = c
 	})
 	for i := range spans {
 		counts[i+1].vertices += counts[i].vertices
-		counts[i+1].edges += counts[i].edges
-		counts[i+1].dead += counts[i].dead
+		counts[i+1].items += counts[i].items
 	}
 	total := counts[spans]
-	if total.edges > math.MaxUint32 || total.dead > math.MaxUint32 {
-		return fmt.Errorf("gpu: the live graph's delta holds %d appended edges and %d tombstones, more than the %d the device layout addresses; compact it (WALKSTAGE_EDGE_COMPACT_RATIO)",
-			total.edges, total.dead, uint64(math.MaxUint32))
+	if total.items > math.MaxUint32 {
+		return fmt.Errorf("gpu: the live graph's delta holds %d appended edges and tombstones, more than the %d the device layout addresses; compact it (WALKSTAGE_EDGE_COMPACT_RATIO)",
+			total.items, uint64(math.MaxUint32))
 	}
 	if int(total.vertices) != x.Len() {
 		return fmt.Errorf("gpu: the live graph's delta index lists %d vertices with a delta below vertex %d, and holds %d", total.vertices, nv, x.Len())
 	}
 	l.heads = grow(l.heads, int(total.vertices))
-	l.edges = grow(l.edges, int(total.edges))
-	l.dead = grow(l.dead, int(total.dead))
+	l.items = grow(l.items, int(total.items))
 	parallelDo(spans, func(i int) {
 		lo, hi := spanWords(i)
 		c := counts[i]
 		for w := lo; w < hi; w++ {
-			l.rank[w] = uint32(c.vertices)
-			for m := l.bits[w]; m != 0; m &= m - 1 {
+			l.words[w].rank = uint32(c.vertices)
+			for m := l.words[w].bits; m != 0; m &= m - 1 {
 				v := uint32(w*64 + bits.TrailingZeros64(m))
 				h := x.Head(x.Rank(v))
-				d := deltaHead{baseWeight: h.BaseWeight, edges: uint32(c.edges), n: h.N, dead: uint32(c.dead), nd: h.NDead, maxWeight: h.MaxWeight}
+				d := deltaHead{baseWeight: h.BaseWeight, pos: uint32(c.items), n: h.N, ndLive: h.NDead, maxWeight: h.MaxWeight}
 				if h.Live {
-					d.live = 1
+					d.ndLive |= liveBit
 				}
-				l.heads[c.vertices] = d
 				if h.N > 0 {
-					copy(l.edges[c.edges:c.edges+uint64(h.N)], unsafe.Slice(h.First, h.N))
+					copy(l.items[c.items:c.items+uint64(h.N)], unsafe.Slice((*deltaItem)(unsafe.Pointer(h.First)), h.N))
+					c.items += uint64(h.N)
 				}
 				if h.NDead > 0 {
-					copy(l.dead[c.dead:c.dead+uint64(h.NDead)], unsafe.Slice(h.Dead, h.NDead))
+					dead := unsafe.Slice(h.Dead, h.NDead)
+					copy(l.items[c.items:c.items+uint64(h.NDead)], unsafe.Slice((*deltaItem)(unsafe.Pointer(h.Dead)), h.NDead))
+					c.items += uint64(h.NDead)
+					for _, ts := range dead {
+						d.deadBits |= deadBit(ts.Target)
+					}
 				}
+				l.heads[c.vertices] = d
 				c.vertices++
-				c.edges += uint64(h.N)
-				c.dead += uint64(h.NDead)
 			}
 		}
 	})

@@ -18,15 +18,15 @@ var _ walk.OverlayWalker = (*Engine)(nil)
 // thread, under e.mu): the snapshot it was copied from and its arrays,
 // which only grow, so a later snapshot reuses them.
 type overlayState struct {
-	// fn are the walk_overlay kernels: [ppr][register variant], and occ
-	// their resident blocks per multiprocessor.
-	fn  [2][2]cu.Function
-	occ [2][2]int
+	// fn are the walk_overlay kernels: [ppr][register budget: the
+	// compiler's, 64, 40], and occ their resident blocks per
+	// multiprocessor.
+	fn  [2][3]cu.Function
+	occ [2][3]int
 	// snap is the snapshot whose delta the arrays hold (nil: none yet).
 	snap   walk.Overlay
 	layout deltaLayout
-	bufs   [5]overlayBuf // bits, rank, heads, edges, dead
-	params cu.DevicePtr  // ws::DeltaParams
+	bufs   [3]overlayBuf // words, heads, items
 }
 
 type overlayBuf struct {
@@ -34,12 +34,12 @@ type overlayBuf struct {
 	cap int64
 }
 
-var overlayBufNames = [5]string{"delta.bits", "delta.rank", "delta.heads", "delta.edges", "delta.dead"}
+var overlayBufNames = [3]string{"delta.words", "delta.heads", "delta.items"}
 
 // setupOverlay loads the overlay kernels (device thread).
 func (e *Engine) setupOverlay() error {
 	for ppr, name := range []string{"walk_overlay_static", "walk_overlay_ppr"} {
-		for v, suffix := range []string{"", "_full"} {
+		for v, suffix := range []string{"", "_full", "_6"} {
 			fn, err := e.mod.Function(name + suffix)
 			if err != nil {
 				return fmt.Errorf("gpu: kernel %s: %w", name+suffix, err)
@@ -97,15 +97,13 @@ func (e *Engine) ensureDelta(ov walk.Overlay) error {
 		// The arrays may still be read by nothing: Run holds e.mu and
 		// every batch of an earlier group has been fetched.
 		st.snap = nil
-		arrays := [5]struct {
+		arrays := [3]struct {
 			p unsafe.Pointer
 			n int64
 		}{
-			{sliceData(l.bits), int64(len(l.bits)) * 8},
-			{sliceData(l.rank), int64(len(l.rank)) * 4},
+			{sliceData(l.words), int64(len(l.words)) * 16},
 			{sliceData(l.heads), int64(len(l.heads)) * deltaHeadSize},
-			{sliceData(l.edges), int64(len(l.edges)) * 8},
-			{sliceData(l.dead), int64(len(l.dead)) * 8},
+			{sliceData(l.items), int64(len(l.items)) * 8},
 		}
 		for i, a := range arrays {
 			b := &st.bufs[i]
@@ -125,19 +123,6 @@ func (e *Engine) ensureDelta(ov walk.Overlay) error {
 				}
 			}
 		}
-		if st.params == 0 {
-			p, err := e.alloc("delta.params", deltaParamsSize)
-			if err != nil {
-				return fmt.Errorf("gpu: live graph delta: %w", err)
-			}
-			st.params = p
-		}
-		dp := deltaParams{bits: uint64(st.bufs[0].p), rank: uint64(st.bufs[1].p), heads: uint64(st.bufs[2].p),
-			edges: uint64(st.bufs[3].p), dead: uint64(st.bufs[4].p),
-			baseVertices: uint64(e.g.NumVertices()), words: uint64(len(l.bits))}
-		if err := e.copyHtoD(st.params, unsafe.Pointer(&dp), deltaParamsSize); err != nil {
-			return fmt.Errorf("gpu: copy the live graph's delta parameters: %w", err)
-		}
 		return nil
 	})
 	if err != nil {
@@ -149,7 +134,7 @@ func (e *Engine) ensureDelta(ov walk.Overlay) error {
 	e.stats.DeltaBytes += bytes
 	e.stats.DeltaUpload += t3.Sub(t0)
 	e.cfg.logger.Debug("gpu live graph delta copied", "graph", e.g.Name, "vertices_with_delta", len(l.heads),
-		"delta_edges", len(l.edges), "tombstones", len(l.dead), "bytes", bytes,
+		"edges_and_tombstones", len(l.items), "bytes", bytes,
 		"index", t1.Sub(t0), "layout", t2.Sub(t1), "copy", t3.Sub(t2))
 	return nil
 }
@@ -162,16 +147,24 @@ func sliceData[T any](s []T) unsafe.Pointer {
 	return unsafe.Pointer(&s[0])
 }
 
+// overlayArgs are the overlay kernels' arguments after the launch
+// parameters: the resident delta (kernels/walk.cu, WALK_OVERLAY_ARGS).
+func (e *Engine) overlayArgs() []uint64 {
+	st := &e.ovl
+	return []uint64{uint64(st.bufs[0].p), uint64(st.bufs[1].p), uint64(st.bufs[2].p), uint64(e.g.NumVertices()), uint64(len(st.layout.words))}
+}
+
 // overlayKernel picks the overlay kernel for alg and sizes its launch
-// over n tasks.
+// over n tasks: the 64-register one unless cfg.threadVariant (benchmarks)
+// asks for the compiler's (0) or the 40-register one (2).
 func (e *Engine) overlayKernel(alg walk.Algorithm, n int64) (fn cu.Function, block, grid int) {
 	ppr := 0
 	if alg.Kind == walk.PPR {
 		ppr = 1
 	}
 	variant := 1
-	if e.cfg.threadVariant >= 0 {
-		variant = e.cfg.threadVariant
+	if v := e.cfg.threadVariant; v >= 0 && v < len(e.ovl.fn[ppr]) {
+		variant = v
 	}
 	occ := e.ovl.occ[ppr][variant]
 	return e.ovl.fn[ppr][variant], threadBlock, int(min(int64(e.numSM*max(occ, 1)), (n+threadBlock-1)/threadBlock))
@@ -183,6 +176,5 @@ func (e *Engine) releaseOverlay() {
 		e.free(overlayBufNames[i], &e.ovl.bufs[i].p)
 		e.ovl.bufs[i].cap = 0
 	}
-	e.free("delta.params", &e.ovl.params)
 	e.ovl.snap = nil
 }

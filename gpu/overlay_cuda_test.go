@@ -116,6 +116,18 @@ func TestOverlayWalksMatchCPU(t *testing.T) {
 						if st := e.LastRunStats(); st.DeltaBytes != 0 || st.DeltaUpload != 0 {
 							t.Fatalf("a run on the resident snapshot copied its delta again: %+v", st)
 						}
+						// Every register budget of the kernels walks the same.
+						want := walksByID(t, ref, jobs[0])
+						for _, v := range []int{0, 2} {
+							e.cfg.threadVariant = v
+							got := walksByID(t, e, jobs[0])
+							e.cfg.threadVariant = -1
+							for id, w := range want {
+								if !slices.Equal(got[id], w) {
+									t.Fatalf("kernel variant %d: walk %d differs:\ngpu %v\ncpu %v", v, id, got[id], w)
+								}
+							}
+						}
 					})
 				}
 			}
@@ -219,7 +231,9 @@ func TestOverlayBench(t *testing.T) {
 	e := newEngine(t, g, WithHostBufferBytes(3<<29))
 	all := allStarts(g, 1)
 	var table []string
-	row := func(name string, e *Engine, alg walk.Algorithm, ov walk.Overlay) {
+	row := func(name string, e *Engine, alg walk.Algorithm, ov walk.Overlay, variant int) {
+		e.cfg.threadVariant = variant
+		defer func() { e.cfg.threadVariant = -1 }()
 		job := walk.Job{Algorithm: alg, Seed: 1, Starts: all}
 		if ov != nil {
 			job.Overlay = ov
@@ -235,7 +249,7 @@ func TestOverlayBench(t *testing.T) {
 		}
 		rs := e.LastRunStats()
 		sec := rs.Compute.Seconds()
-		table = append(table, fmt.Sprintf("| %-26s | %9d | %11d | %9.2f | %10.0f | %7.2f | %9.1f | %9.2f |",
+		table = append(table, fmt.Sprintf("| %-30s | %9d | %11d | %9.2f | %10.0f | %7.2f | %9.1f | %9.2f |",
 			name, rs.Walks, rs.Steps, sec*1e3, float64(rs.Steps)/sec/1e6, rs.Wall.Seconds(),
 			float64(first.DeltaBytes)/(1<<20), first.DeltaUpload.Seconds()*1e3))
 	}
@@ -245,9 +259,11 @@ func TestOverlayBench(t *testing.T) {
 		if alg.Weighted {
 			kind = "weighted"
 		}
-		row(kind+" base", e, alg, nil)
-		row(kind+" base + 10% delta", e, alg, snap)
-		row(kind+" compacted", ce, alg, nil)
+		row(kind+" base", e, alg, nil, -1)
+		row(kind+" base + 10% delta", e, alg, snap, -1)
+		row(kind+" delta, compiler's regs", e, alg, snap, 0)
+		row(kind+" delta, 40 regs", e, alg, snap, 2)
+		row(kind+" compacted", ce, alg, nil, -1)
 	}
 	// A later snapshot: 1% more updates, copied whole again.
 	for off := int64(0); off < max(1, total/100/record); off++ {
@@ -260,12 +276,14 @@ func TestOverlayBench(t *testing.T) {
 		}
 	}
 	later := l.Publish()
-	row("uniform later snapshot", e, walk.Algorithm{Kind: walk.DeepWalk, Length: 80}, later)
+	row("uniform later snapshot", e, walk.Algorithm{Kind: walk.DeepWalk, Length: 80}, later, -1)
+	row("ppr base, from every vertex", e, walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2}, nil, -1)
+	row("ppr later snapshot", e, walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2}, later, -1)
 	fmt.Printf("\nR-MAT scale %d ef 16 undirected weighted: V=%d E=%d; delta %d appended edges, %d tombstones, %d vertices with a delta\n",
 		scale, g.NumVertices(), g.NumEdges(), st.DeltaEdges, st.Tombstones, st.Vertices)
 	fmt.Println("M steps/s: kernel time; delta MiB / copy ms: the warm-up run's copy of the snapshot's delta (index build, layout, copy to the device)")
-	fmt.Println("| walk                       |     walks |       steps | kernel ms | M steps/s  | wall s  | delta MiB | copy ms   |")
-	fmt.Println("|----------------------------|-----------|-------------|-----------|------------|---------|-----------|-----------|")
+	fmt.Println("| walk                           |     walks |       steps | kernel ms | M steps/s  | wall s  | delta MiB | copy ms   |")
+	fmt.Println("|--------------------------------|-----------|-------------|-----------|------------|---------|-----------|-----------|")
 	for _, r := range table {
 		fmt.Println(r)
 	}

@@ -3,6 +3,7 @@ package gpu
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -172,8 +173,19 @@ func testDeltaLayout(t *testing.T, snap *livegraph.Snapshot, l *deltaLayout) {
 		}
 		withDelta++
 		h := l.heads[k]
-		if !slices.Equal(l.edges[h.edges:h.edges+h.n], dv.Edges) || !slices.Equal(l.dead[h.dead:h.dead+h.nd], dv.Dead) ||
-			h.baseWeight != dv.BaseWeight || h.maxWeight != dv.MaxWeight || (h.live != 0) != (dv.Live > 0) {
+		nd := h.ndLive &^ liveBit
+		edges := make([]walk.DeltaEdge, h.n)
+		for i, it := range l.items[h.pos : h.pos+h.n] {
+			edges[i] = walk.DeltaEdge{Target: it.a, Weight: math.Float32frombits(it.b)}
+		}
+		dead := make([]walk.Tombstone, nd)
+		var dbits uint64
+		for i, it := range l.items[h.pos+h.n : h.pos+h.n+nd] {
+			dead[i] = walk.Tombstone{Target: it.a, Upto: it.b}
+			dbits |= walk.DeadBit(it.a)
+		}
+		if !slices.Equal(edges, dv.Edges) || !slices.Equal(dead, dv.Dead) || h.deadBits != dbits ||
+			h.baseWeight != dv.BaseWeight || h.maxWeight != dv.MaxWeight || (h.ndLive&liveBit != 0) != (dv.Live > 0) {
 			t.Fatalf("vertex %d: layout head %+v does not hold its delta %+v", v, h, *dv)
 		}
 	}
@@ -257,15 +269,15 @@ func twinAliasTable(g *graph.Graph) []twinAlias {
 
 func twinRank(l *deltaLayout, v uint32) int {
 	w := int(v >> 6)
-	if w >= len(l.bits) || l.bits[w]>>(v&63)&1 == 0 {
+	if w >= len(l.words) || l.words[w].bits>>(v&63)&1 == 0 {
 		return -1
 	}
-	below := l.bits[w] & (1<<(v&63) - 1)
+	below := l.words[w].bits & (1<<(v&63) - 1)
 	n := 0
 	for ; below != 0; below &= below - 1 {
 		n++
 	}
-	return int(l.rank[w]) + n
+	return int(l.words[w].rank) + n
 }
 
 func twinPick(g *graph.Graph, tab []twinAlias, a uint64, deg, x, y uint32) uint32 {
@@ -279,19 +291,19 @@ func twinPick(g *graph.Graph, tab []twinAlias, a uint64, deg, x, y uint32) uint3
 	return tab[a+col].alt
 }
 
-// twinTomb is find_tombstone: upto+1, or 0 when t has no tombstone.
-func twinTomb(dead []walk.Tombstone, t uint32) uint64 {
+// twinTomb is find_tombstone: upto+1, or 0 when t has none.
+func twinTomb(dead []deltaItem, t uint32) uint64 {
 	lo, hi := 0, len(dead)
 	for lo < hi {
 		m := (lo + hi) >> 1
-		if dead[m].Target < t {
+		if dead[m].a < t {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
-	if lo < len(dead) && dead[lo].Target == t {
-		return uint64(dead[lo].Upto) + 1
+	if lo < len(dead) && dead[lo].a == t {
+		return uint64(dead[lo].b) + 1
 	}
 	return 0
 }
@@ -339,9 +351,10 @@ func twinStep(g *graph.Graph, tab []twinAlias, l *deltaLayout, alg walk.Algorith
 		return twinPick(g, tab, a, deg, x, y), true
 	}
 	h := l.heads[k]
-	if h.live == 0 {
+	if h.ndLive&liveBit == 0 {
 		return 0, false
 	}
+	nd := h.ndLive &^ liveBit
 	first := uint32(0)
 	if ppr {
 		if x, _, _, _ := draw(0); uint64(x) < stop {
@@ -349,10 +362,13 @@ func twinStep(g *graph.Graph, tab []twinAlias, l *deltaLayout, alg walk.Algorith
 		}
 		first = 1
 	}
-	de := l.edges[h.edges : h.edges+h.n]
-	dead := l.dead[h.dead : h.dead+h.nd]
-	baseDead := func(t uint32) bool { return len(dead) != 0 && twinTomb(dead, t) != 0 }
+	de := l.items[h.pos : h.pos+h.n]
+	dead := l.items[h.pos+h.n : h.pos+h.n+nd]
+	baseDead := func(t uint32) bool { return h.deadBits&deadBit(t) != 0 && twinTomb(dead, t) != 0 }
 	deltaDead := func(i, t uint32) bool {
+		if h.deadBits&deadBit(t) == 0 {
+			return false
+		}
 		u := twinTomb(dead, t)
 		return u != 0 && uint64(i) < u-1
 	}
@@ -380,11 +396,11 @@ func twinStep(g *graph.Graph, tab []twinAlias, l *deltaLayout, alg walk.Algorith
 		}
 		i := walk.Bounded(y, h.n)
 		e := de[i]
-		if weighted && walk.Unit24(z)*h.maxWeight >= e.Weight {
+		if weighted && walk.Unit24(z)*h.maxWeight >= math.Float32frombits(e.b) {
 			continue
 		}
-		if !deltaDead(i, e.Target) {
-			return e.Target, true
+		if !deltaDead(i, e.a) {
+			return e.a, true
 		}
 	}
 	// overlay_scan.
@@ -395,7 +411,7 @@ func twinStep(g *graph.Graph, tab []twinAlias, l *deltaLayout, alg walk.Algorith
 		case base:
 			return float64(g.Weights[i])
 		default:
-			return float64(de[i].Weight)
+			return float64(math.Float32frombits(de[i].b))
 		}
 	}
 	var sum float64
@@ -405,7 +421,7 @@ func twinStep(g *graph.Graph, tab []twinAlias, l *deltaLayout, alg walk.Algorith
 		}
 	}
 	for i := range de {
-		if !deltaDead(uint32(i), de[i].Target) {
+		if !deltaDead(uint32(i), de[i].a) {
 			sum += wt(false, uint64(i))
 		}
 	}
@@ -423,7 +439,7 @@ func twinStep(g *graph.Graph, tab []twinAlias, l *deltaLayout, alg walk.Algorith
 		last, found = t, true
 	}
 	for i := range de {
-		t := de[i].Target
+		t := de[i].a
 		if deltaDead(uint32(i), t) {
 			continue
 		}

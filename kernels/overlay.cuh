@@ -27,14 +27,17 @@
 namespace ws {
 
 // DeltaHead is one vertex's delta (global memory, 32 bytes: one sector),
-// gpu/overlay.go's deltaHead: its appended edges are edges[edges, edges+n)
-// and its tombstones dead[dead, dead+ndead) of DeltaParams.
+// gpu/overlay.go's deltaHead: its appended edges are items[pos, pos+n) of
+// DeltaParams and its tombstones, as Tombstone, the next nd_live & ~kLiveBit items.
+// dead_bits has bit dead_bit(t) set for every tombstone's target t: most
+// checks of a target without one end there, without the dependent load
+// and search of the tombstones.
 struct DeltaHead {
   double base_weight;  // the base edges' weight sum, dead ones included
-  uint32_t edges, n;
-  uint32_t dead, ndead;
+  uint64_t dead_bits;
+  uint32_t pos, n;
+  uint32_t nd_live;    // tombstones, and bit 31 set when the vertex has a live edge
   float max_weight;    // the largest appended weight
-  uint32_t live;       // 1: the vertex has a live edge
 };
 
 // DeltaEdge is an appended edge (walk.DeltaEdge), Tombstone a deleted target
@@ -47,51 +50,62 @@ struct Tombstone {
   uint32_t target, upto;
 };
 
-// DeltaParams is a snapshot's delta on the device (one allocation of the
-// engine, rewritten per snapshot; every field 8 bytes, mirrored by
-// gpu/overlay.go's deltaParams). Vertex v has a delta when bit v of bits is
-// set; its head is heads[rank[v/64] + set bits below v in its word].
+// DeltaWord is 64 vertices' marks (bit v%64 set when v has a delta) and the
+// vertices marked in the words before: one 16-byte load finds a head.
+struct DeltaWord {
+  uint64_t bits;
+  uint32_t rank, pad;
+};
+
+// DeltaParams is a snapshot's delta on the device: kernel arguments (the
+// parameter bank, no registers held), gpu/overlay_cuda.go passes them in
+// this order.
 struct DeltaParams {
-  const uint64_t* bits;      // ceil(n_vertices/64)
-  const uint32_t* rank;      // ceil(n_vertices/64)
-  const DeltaHead* heads;    // one per vertex with a delta, by rank
-  const DeltaEdge* edges;
-  const Tombstone* dead;
+  const DeltaWord* words;    // ceil(n_vertices/64)
+  const DeltaHead* heads;    // one per vertex with a delta, in vertex order
+  const uint2* items;        // DeltaEdge and Tombstone records
   uint64_t base_vertices;    // the base's vertices: offsets has base_vertices+1 entries
-  uint64_t words;            // ceil(n_vertices/64)
+  uint64_t n_words;
 };
 
 static_assert(sizeof(DeltaHead) == 32, "DeltaHead layout changed: update gpu/overlay.go");
-static_assert(sizeof(DeltaParams) == 56, "DeltaParams layout changed: update gpu/overlay.go");
+static_assert(sizeof(DeltaWord) == 16, "DeltaWord layout changed: update gpu/overlay.go");
+
+constexpr uint32_t kLiveBit = 0x80000000u;
+
+// dead_bit is walk.DeadBit: the filter bit of target t (its top six bits
+// after a multiplicative hash).
+__device__ __forceinline__ uint64_t dead_bit(uint32_t t) { return 1ull << (((uint64_t)t * 0x9e3779b97f4a7c15ull) >> 58); }
 
 // delta_rank returns the index of v's head, or -1 when v has no delta.
 __device__ __forceinline__ int64_t delta_rank(const DeltaParams& D, uint32_t v) {
   const uint64_t w = v >> 6;
-  if (w >= D.words) return -1;
-  const uint64_t bits = __ldg(D.bits + w);
-  const uint64_t below = bits & ((1ull << (v & 63)) - 1);
+  if (w >= D.n_words) return -1;
+  const uint4 x = __ldg(reinterpret_cast<const uint4*>(D.words + w));
+  const uint64_t bits = (uint64_t)x.y << 32 | x.x;
   if (((bits >> (v & 63)) & 1) == 0) return -1;
-  return (int64_t)__ldg(D.rank + w) + __popcll(below);
+  return (int64_t)x.z + __popcll(bits & ((1ull << (v & 63)) - 1));
 }
 
 // find_tombstone: binary search of a vertex's tombstones (sorted by target)
 // for t; returns its upto plus one, or 0 when t has none.
-__device__ __forceinline__ uint64_t find_tombstone(const Tombstone* __restrict__ dead, uint32_t nd, uint32_t t) {
+__device__ __forceinline__ uint64_t find_tombstone(const uint2* __restrict__ dead, uint32_t nd, uint32_t t) {
   uint32_t lo = 0, hi = nd;
   while (lo < hi) {
     const uint32_t m = (lo + hi) >> 1;
-    if (__ldg(&dead[m].target) < t) lo = m + 1; else hi = m;
+    if (__ldg(&dead[m].x) < t) lo = m + 1; else hi = m;
   }
-  if (lo < nd && __ldg(&dead[lo].target) == t) return (uint64_t)__ldg(&dead[lo].upto) + 1;
+  if (lo < nd && __ldg(&dead[lo].x) == t) return (uint64_t)__ldg(&dead[lo].y) + 1;
   return 0;
 }
 
-__device__ __forceinline__ bool base_dead(const Tombstone* dead, uint32_t nd, uint32_t t) {
-  return nd != 0 && find_tombstone(dead, nd, t) != 0;
+// base_dead and delta_dead are walk.DeltaHead's BaseDead and DeltaDead.
+__device__ __forceinline__ bool base_dead(const uint2* dead, uint32_t nd, uint64_t dbits, uint32_t t) {
+  return (dbits & dead_bit(t)) != 0 && find_tombstone(dead, nd, t) != 0;
 }
 
-__device__ __forceinline__ bool delta_dead(const Tombstone* dead, uint32_t nd, uint32_t i, uint32_t t) {
-  if (nd == 0) return false;
+__device__ __forceinline__ bool delta_dead(const uint2* dead, uint32_t nd, uint64_t dbits, uint32_t i, uint32_t t) {
+  if ((dbits & dead_bit(t)) == 0) return false;
   const uint64_t u = find_tombstone(dead, nd, t);
   return u != 0 && (uint64_t)i < u - 1;
 }
@@ -101,15 +115,16 @@ __device__ __forceinline__ bool delta_dead(const Tombstone* dead, uint32_t nd, u
 // (base edges, then appended ones), then walked down. Out of line: it is
 // rare, and inlined its registers would cost every step occupancy.
 __device__ __noinline__ uint32_t overlay_scan(const uint32_t* __restrict__ targets, const float* __restrict__ weights,
-                                              const DeltaEdge* __restrict__ de, const Tombstone* __restrict__ dead,
+                                              const uint2* __restrict__ de, const uint2* __restrict__ dead, uint64_t dbits,
                                               uint32_t n, uint32_t nd, uint64_t a, uint64_t b, bool weighted,
                                               uint64_t seed, uint64_t walk, uint32_t step, uint32_t d, bool* found) {
   double sum = 0;
   for (uint64_t e = a; e < b; e++) {
-    if (!base_dead(dead, nd, __ldg(targets + e))) sum = __dadd_rn(sum, weighted ? (double)__ldg(weights + e) : 1.0);
+    if (!base_dead(dead, nd, dbits, __ldg(targets + e))) sum = __dadd_rn(sum, weighted ? (double)__ldg(weights + e) : 1.0);
   }
   for (uint32_t i = 0; i < n; i++) {
-    if (!delta_dead(dead, nd, i, __ldg(&de[i].target))) sum = __dadd_rn(sum, weighted ? (double)__ldg(&de[i].weight) : 1.0);
+    const uint2 x = __ldg(de + i);
+    if (!delta_dead(dead, nd, dbits, i, x.x)) sum = __dadd_rn(sum, weighted ? (double)__uint_as_float(x.y) : 1.0);
   }
   const uint4 w = draw(seed, walk, step, d);
   // (x0 + x1 / 2^32) / 2^32 * sum, left to right as Go evaluates it; the
@@ -119,7 +134,7 @@ __device__ __noinline__ uint32_t overlay_scan(const uint32_t* __restrict__ targe
   *found = false;
   for (uint64_t e = a; e < b; e++) {
     const uint32_t t = __ldg(targets + e);
-    if (base_dead(dead, nd, t)) continue;
+    if (base_dead(dead, nd, dbits, t)) continue;
     u = __dsub_rn(u, weighted ? (double)__ldg(weights + e) : 1.0);
     if (u < 0) {
       *found = true;
@@ -129,9 +144,10 @@ __device__ __noinline__ uint32_t overlay_scan(const uint32_t* __restrict__ targe
     *found = true;
   }
   for (uint32_t i = 0; i < n; i++) {
-    const uint32_t t = __ldg(&de[i].target);
-    if (delta_dead(dead, nd, i, t)) continue;
-    u = __dsub_rn(u, weighted ? (double)__ldg(&de[i].weight) : 1.0);
+    const uint2 x = __ldg(de + i);
+    const uint32_t t = x.x;
+    if (delta_dead(dead, nd, dbits, i, t)) continue;
+    u = __dsub_rn(u, weighted ? (double)__uint_as_float(x.y) : 1.0);
     if (u < 0) {
       *found = true;
       return t;
@@ -172,14 +188,15 @@ __device__ __forceinline__ bool overlay_step(const DeltaParams& D, const uint64_
     return true;
   }
   const DeltaHead h = D.heads[k];
-  if (h.live == 0) return false;
+  if ((h.nd_live & kLiveBit) == 0) return false;
+  const uint32_t nd = h.nd_live & ~kLiveBit;
   uint32_t first = 0;
   if (kPPR) {
     if ((uint64_t)draw(seed, walk, step, 0).x < stop) return false;
     first = 1;
   }
-  const DeltaEdge* __restrict__ de = D.edges + h.edges;
-  const Tombstone* __restrict__ dead = D.dead + h.dead;
+  const uint2* __restrict__ de = D.items + h.pos;
+  const uint2* __restrict__ dead = de + h.n;
   double wb, wd;
   if (weighted) {
     wb = h.base_weight;
@@ -194,7 +211,7 @@ __device__ __forceinline__ bool overlay_step(const DeltaParams& D, const uint64_
     if (__dmul_rn(__dmul_rn((double)w.x, 0x1p-32), total) < wb) {
       if (deg == 0) continue;
       const uint32_t t = pick_static(tg, al, a, deg, w.y, w.z);
-      if (!base_dead(dead, h.ndead, t)) {
+      if (!base_dead(dead, nd, h.dead_bits, t)) {
         next = t;
         return true;
       }
@@ -202,15 +219,15 @@ __device__ __forceinline__ bool overlay_step(const DeltaParams& D, const uint64_
     }
     if (h.n == 0) continue;
     const uint32_t i = index(w.y, h.n);
-    const uint2 e = __ldg(reinterpret_cast<const uint2*>(de + i));
+    const uint2 e = __ldg(de + i);
     if (weighted && __fmul_rn(unit24(w.z), h.max_weight) >= __uint_as_float(e.y)) continue;
-    if (!delta_dead(dead, h.ndead, i, e.x)) {
+    if (!delta_dead(dead, nd, h.dead_bits, i, e.x)) {
       next = e.x;
       return true;
     }
   }
   bool found;
-  next = overlay_scan(tg, weights, de, dead, h.n, h.ndead, a, b, weighted, seed, walk, step, first + kFallbackDraw, &found);
+  next = overlay_scan(tg, weights, de, dead, h.dead_bits, h.n, nd, a, b, weighted, seed, walk, step, first + kFallbackDraw, &found);
   return found;
 }
 

@@ -284,9 +284,7 @@ WALK_THREAD(walk_thread_metapath, kModeMetaPath)
 // without a delta. Only for a graph wholly on the device (no placement
 // plan, no streaming, no stripes: gpu/overlay_cuda.go refuses the rest).
 template <bool kPPR>
-__device__ __forceinline__ void walk_overlay_body(const WalkParams* __restrict__ params,
-                                                  const DeltaParams* __restrict__ delta) {
-  const DeltaParams D = *delta;
+__device__ __forceinline__ void walk_overlay_body(const WalkParams* __restrict__ params, const DeltaParams& D) {
   const uint64_t* __restrict__ offsets = params->offsets;
   const uint32_t* __restrict__ targets = params->targets;
   const AliasEntry* __restrict__ alias = params->alias;
@@ -344,16 +342,23 @@ __device__ __forceinline__ void walk_overlay_body(const WalkParams* __restrict__
   }
 }
 
-// In walk_thread's two register budgets: the compiler's (80 registers,
-// three blocks an SM) and capped at 64 (four blocks).
-#define WALK_OVERLAY(name, ppr)                                                                       \
-  extern "C" __global__ void __launch_bounds__(kThreadBlock) name(const WalkParams* __restrict__ p,   \
-                                                                  const DeltaParams* __restrict__ d) { \
-    walk_overlay_body<ppr>(p, d);                                                                     \
-  }                                                                                                   \
-  extern "C" __global__ void __launch_bounds__(kThreadBlock, 4) name##_full(const WalkParams* __restrict__ p, \
-                                                                  const DeltaParams* __restrict__ d) { \
-    walk_overlay_body<ppr>(p, d);                                                                     \
+// In three register budgets: the compiler's, capped at 64 (four blocks an
+// SM) and at 40 (six blocks, a few spills); the engine takes the 64 one
+// unless a benchmark asks (gpu's threadVariant; docs/design/live-graph.md
+// has the measurements). The delta's pointers are kernel arguments, read from the
+// parameter bank where a step needs them rather than held in registers.
+#define WALK_OVERLAY_ARGS                                                                              \
+  const WalkParams *__restrict__ p, const DeltaWord *__restrict__ words, const DeltaHead *__restrict__ heads, \
+      const uint2 *__restrict__ items, uint64_t base_vertices, uint64_t n_words
+#define WALK_OVERLAY(name, ppr)                                                                      \
+  extern "C" __global__ void __launch_bounds__(kThreadBlock) name(WALK_OVERLAY_ARGS) {               \
+    walk_overlay_body<ppr>(p, DeltaParams{words, heads, items, base_vertices, n_words});             \
+  }                                                                                                  \
+  extern "C" __global__ void __launch_bounds__(kThreadBlock, 4) name##_full(WALK_OVERLAY_ARGS) {     \
+    walk_overlay_body<ppr>(p, DeltaParams{words, heads, items, base_vertices, n_words});             \
+  }                                                                                                  \
+  extern "C" __global__ void __launch_bounds__(kThreadBlock, 6) name##_6(WALK_OVERLAY_ARGS) {        \
+    walk_overlay_body<ppr>(p, DeltaParams{words, heads, items, base_vertices, n_words});             \
   }
 WALK_OVERLAY(walk_overlay_static, false)
 WALK_OVERLAY(walk_overlay_ppr, true)
