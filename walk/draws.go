@@ -18,6 +18,13 @@ import "github.com/walkstage/walkstage/graph"
 //                      x2 < Threshold(f/fmax), f = 1/p (back to prev), 1 (neighbour of prev), 1/q (else);
 //                      after MaxRejections attempts an exact scan (draws FallbackDraw...) decides
 //   zprs, dprs         element i of the adjacency draws word i%4 of draw ReservoirDraw+i/4
+//   on a live graph's  (walk/overlay.go; DeepWalk and PPR) a vertex without a delta steps as above; one
+//   delta              with a delta: attempt a uses draw a (PPR: draw a+1, its stop on draw 0's x0):
+//                      base side if x2 < (base weight / (base weight + len(delta) x max weight))
+//                      of 2^32 (in float64; unweighted: edge counts); then the base edge as uniform
+//                      or alias on x0, x1, taken unless deleted; else appended edge index(x3, n),
+//                      kept if Unit24(x1) x max weight < its weight (weighted) and not deleted;
+//                      after MaxRejections attempts an exact scan (draw FallbackDraw (+1 for PPR))
 //   metapath           label tables (UsesLabelTables): as uniform or alias inside the segment of
 //                      label Schema[step % len(Schema)]; otherwise zprs over the edges with that
 //                      label (weighted or not)

@@ -51,12 +51,15 @@ func (s *stepper) overlayAttempts(id uint64, step, cur uint32, dv *walk.DeltaVer
 	}
 	total := wb + wd
 	for att := from; att < walk.MaxRejections; att++ {
-		x0, x1, x2, _ := s.draw(id, step, first+att)
-		if float64(x0)*(1.0/(1<<32))*total < wb {
+		// The side on x2; a base edge on x0 and x1 as the base's step
+		// draws it (so a walker can draw it before it knows whether the
+		// vertex has a delta); an appended edge on x3, kept on x1.
+		x0, x1, x2, x3 := s.draw(id, step, first+att)
+		if float64(x2)*(1.0/(1<<32))*total < wb {
 			if a == b {
 				continue
 			}
-			t := s.overlayStatic(a, b, x1, x2)
+			t := s.overlayStatic(a, b, x0, x1)
 			if !dv.BaseDead(t) {
 				return t, true
 			}
@@ -66,9 +69,9 @@ func (s *stepper) overlayAttempts(id uint64, step, cur uint32, dv *walk.DeltaVer
 		if n == 0 {
 			continue
 		}
-		i := walk.Bounded(x1, n)
+		i := walk.Bounded(x3, n)
 		de := dv.Edges[i]
-		if s.weighted && walk.Unit24(x2)*dv.MaxWeight >= de.Weight {
+		if s.weighted && walk.Unit24(x1)*dv.MaxWeight >= de.Weight {
 			continue
 		}
 		if !dv.DeltaDead(int(i)) {
@@ -272,20 +275,20 @@ func (s *stepper) walkOverlayUnit(starts []uint32, firstID uint64, buf, lens []u
 			if !s.weighted {
 				wb, wd = float64(b-a), float64(len(dv.Edges))
 			}
-			x0, x1, x2, _ := s.draw(id, step, first)
+			x0, x1, x2, x3 := s.draw(id, step, first)
 			switch {
-			case float64(x0)*(1.0/(1<<32))*(wb+wd) < wb:
+			case float64(x2)*(1.0/(1<<32))*(wb+wd) < wb:
 				if a == b {
 					kind[k] = ovRetry
 					continue
 				}
-				kind[k], pick[k], coin[k] = ovBaseD, a+uint64(walk.Bounded(x1, uint32(b-a))), x2
+				kind[k], pick[k], coin[k] = ovBaseD, a+uint64(walk.Bounded(x0, uint32(b-a))), x1
 				rows = append(rows, pick[k])
 			case len(dv.Edges) == 0:
 				kind[k] = ovRetry
 			default:
-				i := walk.Bounded(x1, uint32(len(dv.Edges)))
-				kind[k], pick[k], coin[k] = ovDelta, uint64(i), x2
+				i := walk.Bounded(x3, uint32(len(dv.Edges)))
+				kind[k], pick[k], coin[k] = ovDelta, uint64(i), x1
 				addrs = append(addrs, uint64(uintptr(unsafe.Pointer(&dv.Edges[i]))))
 			}
 		}

@@ -97,6 +97,11 @@ type ovRing struct {
 	// there was a branch mispredicted about every other slot).
 	arr  [ringSlots]uint8
 	nArr int
+	// A DeepWalk step drawn on the fused table before its side was
+	// decided (spec 1: the vertex has a delta, its head at rank): the
+	// words of the side (x2) and of an appended edge (x3).
+	spec     [ringSlots]uint8
+	side, x3 [ringSlots]uint32
 	// heads is the address of the index's first DeltaHead, for
 	// prefetches of a head by rank without a bounds check (a prefetch of
 	// an address past the array's end is harmless).
@@ -217,7 +222,7 @@ func (w *ovRing) stepFrom(i int, v uint32, k int, a, d uint64) {
 func (w *ovRing) drawn(i int, e uint64, coin uint32, dead uint64) {
 	r := w.r
 	r.idx[i], r.coin[i], r.state[i], r.ctr[i] = e, coin, slotDrawn, r.step[i]+1
-	w.dead[i] = dead
+	w.dead[i], w.spec[i] = dead, 0
 	w.pfEnt[w.nEnt] = e
 	w.nEnt++
 }
@@ -271,6 +276,9 @@ func (w *ovRing) resolve(b int) {
 			}
 			w.stepFrom(i, v, w.x.Rank(v), a, d)
 		case slotDrawn:
+			if w.spec[i] != 0 && !w.decide(i) {
+				continue
+			}
 			var nx uint32
 			var lo, deg uint64
 			if w.fused != nil {
@@ -298,28 +306,26 @@ func (w *ovRing) resolve(b int) {
 					continue
 				}
 				// The entry holds nx's edge range, and this round's
-				// words are its step's draw 0 (drawn set ctr so): a
-				// DeepWalk step is drawn now when nx has no delta; when
-				// it has one the walk is slotArrived, drawn in the
-				// second pass once its DeltaHead has come in. Both
-				// without a branch on which: whether the vertex a walk
-				// reaches has a delta is a coin toss at a 10% delta on
-				// the hubs, and its mispredicted branch cost a fifth of
-				// the time.
+				// words are its step's draw 0 (drawn set ctr so). By
+				// the draw contract a base edge is drawn on x0 and x1
+				// whether nx has a delta or not, so the step is drawn
+				// now either way and its entry prefetched; when nx has
+				// a delta its DeltaHead is prefetched too, and the next
+				// round decides the side from it (decide, on x2) before
+				// it reads the entry. No branch on whether nx has a
+				// delta (a coin toss at a 10% delta on the hubs, whose
+				// mispredictions cost a fifth of the time), and no
+				// second pass to wait for the head.
 				has, k := w.x.Lookup(nx)
-				sel := -has
 				words := &r.words[i/ringHalf]
 				e := lo + uint64(walk.Bounded(words[0][i%ringHalf], uint32(deg)))
-				r.idx[i] = e ^ (e^uint64(nx))&sel
-				r.coin[i], r.ctr[i], w.dead[i] = words[1][i%ringHalf], r.step[i]+1, 0
-				r.state[i] = slotDrawn + uint8(has)*(slotArrived-slotDrawn)
-				w.lo[i], w.deg[i], w.rank[i] = lo, deg, int32(k)
+				r.idx[i], r.coin[i], r.ctr[i] = e, words[1][i%ringHalf], r.step[i]+1
+				w.dead[i], w.spec[i], w.side[i], w.x3[i] = 0, uint8(has), words[2][i%ringHalf], words[3][i%ringHalf]
+				w.cur[i], w.lo[i], w.deg[i], w.rank[i], w.first[i], w.att[i] = nx, lo, deg, int32(k), 0, 0
 				w.pfEnt[w.nEnt] = e
-				w.nEnt += int(1 - has)
+				w.nEnt++
 				w.pfAddr[w.nAddr] = w.heads + uint64(k)*uint64(unsafe.Sizeof(walk.DeltaHead{}))
 				w.nAddr += int(has)
-				w.arr[w.nArr] = uint8(i)
-				w.nArr += int(has)
 				continue
 			}
 			if !w.took(i, nx, true) {
@@ -374,23 +380,61 @@ func (w *ovRing) arrived(slots []uint8) {
 		// deltaFirst and attempt for a DeepWalk step that draws a base
 		// edge, in place: most steps at a vertex with a delta.
 		words := &r.words[i/ringHalf]
-		x0, x1, x2 := words[0][i%ringHalf], words[1][i%ringHalf], words[2][i%ringHalf]
+		x0, x1, x2, x3 := words[0][i%ringHalf], words[1][i%ringHalf], words[2][i%ringHalf], words[3][i%ringHalf]
 		w.cur[i], w.first[i] = v, 0
 		wb, wd := h.BaseWeight, float64(h.N)*float64(h.MaxWeight)
 		if !w.s.weighted {
 			wb, wd = float64(d), float64(h.N)
 		}
-		if d == 0 || float64(x0)*(1.0/(1<<32))*(wb+wd) >= wb {
-			w.attempt(i, h, 0, x0, x1, x2)
+		if d == 0 || float64(x2)*(1.0/(1<<32))*(wb+wd) >= wb {
+			w.attempt(i, h, 0, x0, x1, x2, x3)
 			continue
 		}
-		e := a + uint64(walk.Bounded(x1, uint32(d)))
-		r.idx[i], r.coin[i], r.state[i], r.ctr[i] = e, x2, slotDrawn, r.step[i]+1
+		e := a + uint64(walk.Bounded(x0, uint32(d)))
+		r.idx[i], r.coin[i], r.state[i], r.ctr[i] = e, x1, slotDrawn, r.step[i]+1
 		w.dead[i], w.att[i] = h.DeadBits, 0
 		w.pfEnt[w.nEnt] = e
 		w.nEnt++
 	}
 	w.flush()
+}
+
+// decide takes the side of slot i's step, drawn in slotDrawn before it was
+// known (spec): the step at w.cur[i], which has a delta, drew base entry
+// r.idx[i] on x0 and x1 of draw 0, and decide takes the first attempt's
+// side on x2 (w.side[i]) from the head. It reports whether the base entry
+// is the attempt's edge (its tombstone check still to come: w.dead[i]).
+func (w *ovRing) decide(i int) bool {
+	r := w.r
+	w.spec[i] = 0
+	h := w.x.Head(int(w.rank[i]))
+	if !h.Live {
+		w.finish(i)
+		return false
+	}
+	d := w.deg[i]
+	wb, wd := h.BaseWeight, float64(h.N)*float64(h.MaxWeight)
+	if !w.s.weighted {
+		wb, wd = float64(d), float64(h.N)
+	}
+	if float64(w.side[i])*(1.0/(1<<32))*(wb+wd) < wb {
+		if d == 0 {
+			r.state[i], w.att[i] = slotRetry, 1
+			return false
+		}
+		w.dead[i] = h.DeadBits
+		return true
+	}
+	if h.N == 0 {
+		r.state[i], w.att[i] = slotRetry, 1
+		return false
+	}
+	// An appended edge on x3, kept on x1 (r.coin[i]), resolved next round.
+	j := walk.Bounded(w.x3[i], h.N)
+	r.idx[i], r.state[i] = uint64(j), slotDeltaDrawn
+	w.pfAddr[w.nAddr] = uint64(uintptr(unsafe.Pointer(&unsafe.Slice(h.First, h.N)[j])))
+	w.nAddr++
+	return false
 }
 
 // deltaFirst takes the first attempt of slot i's step from v, which has
@@ -404,7 +448,7 @@ func (w *ovRing) deltaFirst(i int, v uint32, k int, a, b uint64) {
 		return
 	}
 	words := &r.words[i/ringHalf]
-	x0, x1, x2 := words[0][i%ringHalf], words[1][i%ringHalf], words[2][i%ringHalf]
+	x0, x1, x2, x3 := words[0][i%ringHalf], words[1][i%ringHalf], words[2][i%ringHalf], words[3][i%ringHalf]
 	first := uint32(0)
 	if w.ppr {
 		if uint64(x0) < w.stopT {
@@ -412,10 +456,10 @@ func (w *ovRing) deltaFirst(i int, v uint32, k int, a, b uint64) {
 			return
 		}
 		first = 1
-		x0, x1, x2, _ = w.s.draw(w.firstID+uint64(r.walk[i]), r.step[i], 1)
+		x0, x1, x2, x3 = w.s.draw(w.firstID+uint64(r.walk[i]), r.step[i], 1)
 	}
 	w.cur[i], w.rank[i], w.first[i], w.lo[i], w.deg[i] = v, int32(k), first, a, b-a
-	w.attempt(i, h, 0, x0, x1, x2)
+	w.attempt(i, h, 0, x0, x1, x2, x3)
 }
 
 // retry takes slot i's next attempt (slotRetry), or, after
@@ -431,14 +475,14 @@ func (w *ovRing) retry(i int) {
 		}
 		return
 	}
-	x0, x1, x2, _ := s.draw(id, r.step[i], w.first[i]+att)
-	w.attempt(i, w.x.Head(int(w.rank[i])), att, x0, x1, x2)
+	x0, x1, x2, x3 := s.draw(id, r.step[i], w.first[i]+att)
+	w.attempt(i, w.x.Head(int(w.rank[i])), att, x0, x1, x2, x3)
 }
 
 // attempt draws attempt att of slot i's step at a vertex with a delta
-// (head h, base edges [w.lo[i], w.lo[i]+w.deg[i])) with words x0, x1, x2:
+// (head h, base edges [w.lo[i], w.lo[i]+w.deg[i])) with words x0..x3:
 // overlayAttempts' loop body, its edge prefetched and decided next round.
-func (w *ovRing) attempt(i int, h *walk.DeltaHead, att, x0, x1, x2 uint32) {
+func (w *ovRing) attempt(i int, h *walk.DeltaHead, att, x0, x1, x2, x3 uint32) {
 	r := w.r
 	a, d := w.lo[i], w.deg[i]
 	w.att[i] = att
@@ -449,16 +493,16 @@ func (w *ovRing) attempt(i int, h *walk.DeltaHead, att, x0, x1, x2 uint32) {
 		wb, wd = float64(d), float64(h.N)
 	}
 	switch {
-	case float64(x0)*(1.0/(1<<32))*(wb+wd) < wb:
+	case float64(x2)*(1.0/(1<<32))*(wb+wd) < wb:
 		if d == 0 {
 			break
 		}
-		w.drawn(i, a+uint64(walk.Bounded(x1, uint32(d))), x2, h.DeadBits)
+		w.drawn(i, a+uint64(walk.Bounded(x0, uint32(d))), x1, h.DeadBits)
 		return
 	case h.N == 0:
 	default:
-		j := walk.Bounded(x1, h.N)
-		r.idx[i], r.coin[i], r.state[i] = uint64(j), x2, slotDeltaDrawn
+		j := walk.Bounded(x3, h.N)
+		r.idx[i], r.coin[i], r.state[i] = uint64(j), x1, slotDeltaDrawn
 		w.pfAddr[w.nAddr] = uint64(uintptr(unsafe.Pointer(&unsafe.Slice(h.First, h.N)[j])))
 		w.nAddr++
 		return
