@@ -381,12 +381,12 @@ func twinStep(g *graph.Graph, tab []twinAlias, l *deltaLayout, alg walk.Algorith
 	}
 	total := wb + wd
 	for att := range uint32(walk.MaxRejections) {
-		x, y, z, _ := draw(first + att)
-		if float64(x)*0x1p-32*total < wb {
+		x, y, z, w := draw(first + att)
+		if float64(z)*0x1p-32*total < wb {
 			if deg == 0 {
 				continue
 			}
-			if t := twinPick(g, tab, a, deg, y, z); !baseDead(t) {
+			if t := twinPick(g, tab, a, deg, x, y); !baseDead(t) {
 				return t, true
 			}
 			continue
@@ -394,9 +394,9 @@ func twinStep(g *graph.Graph, tab []twinAlias, l *deltaLayout, alg walk.Algorith
 		if h.n == 0 {
 			continue
 		}
-		i := walk.Bounded(y, h.n)
+		i := walk.Bounded(w, h.n)
 		e := de[i]
-		if weighted && walk.Unit24(z)*h.maxWeight >= math.Float32frombits(e.b) {
+		if weighted && walk.Unit24(y)*h.maxWeight >= math.Float32frombits(e.b) {
 			continue
 		}
 		if !deltaDead(i, e.a) {

@@ -2,16 +2,17 @@
 // engine holds plus the snapshot's delta, copied to the device per snapshot
 // (gpu/overlay.go lays it out, gpu/overlay_cuda.go uploads it). The step is
 // the device twin of walk/cpu/overlay.go's overlayStep, overlayAttempts and
-// overlayScan, draw for draw (walk/overlay.go's header states the rule):
+// overlayScan, draw for draw (walk/draws.go states the rule):
 //
 //   a vertex without a delta    the base's step (draw 0; PPR's stop on its x)
 //   a vertex with one           dead end when it has no live edge; PPR's stop
 //                               on draw 0's x, attempts from draw 1 (DeepWalk
-//                               from draw 0); attempt a: x picks the side by
+//                               from draw 0); attempt a: z picks the side by
 //                               the weights wb (base weight sum, or degree)
 //                               and wd (appended count x largest weight, or
-//                               count), y the column, z the alias coin or the
-//                               accept-by-weight word; a dead or rejected
+//                               count); a base edge on x (column) and y (alias
+//                               coin), as the base's step; an appended edge
+//                               on w, kept by weight on y; a dead or rejected
 //                               edge draws again; after kMaxRejections the
 //                               exact scan of the live edges (draw
 //                               first + kFallbackDraw) decides.
@@ -208,9 +209,9 @@ __device__ __forceinline__ bool overlay_step(const DeltaParams& D, const uint64_
   const double total = __dadd_rn(wb, wd);
   for (uint32_t att = 0; att < kMaxRejections; att++) {
     const uint4 w = draw(seed, walk, step, first + att);
-    if (__dmul_rn(__dmul_rn((double)w.x, 0x1p-32), total) < wb) {
+    if (__dmul_rn(__dmul_rn((double)w.z, 0x1p-32), total) < wb) {
       if (deg == 0) continue;
-      const uint32_t t = pick_static(tg, al, a, deg, w.y, w.z);
+      const uint32_t t = pick_static(tg, al, a, deg, w.x, w.y);
       if (!base_dead(dead, nd, h.dead_bits, t)) {
         next = t;
         return true;
@@ -218,9 +219,9 @@ __device__ __forceinline__ bool overlay_step(const DeltaParams& D, const uint64_
       continue;
     }
     if (h.n == 0) continue;
-    const uint32_t i = index(w.y, h.n);
+    const uint32_t i = index(w.w, h.n);
     const uint2 e = __ldg(de + i);
-    if (weighted && __fmul_rn(unit24(w.z), h.max_weight) >= __uint_as_float(e.y)) continue;
+    if (weighted && __fmul_rn(unit24(w.y), h.max_weight) >= __uint_as_float(e.y)) continue;
     if (!delta_dead(dead, nd, h.dead_bits, i, e.x)) {
       next = e.x;
       return true;
