@@ -34,11 +34,14 @@ func (e *Engine) enqueue(s *batchSlot, b *batch, alg walk.Algorithm, withTimes, 
 	if s.withTimes {
 		p.timesOut, s.timesStride = uint64(s.dTimes), int64(stride)
 	}
-	fn, block, grid := e.walkKernel(alg, n)
+	var fn cu.Function
+	var block, grid int
 	args := []uint64{uint64(s.dParams)}
 	if delta {
 		fn, block, grid = e.overlayKernel(alg, n)
 		args = append(args, e.overlayArgs()...)
+	} else {
+		fn, block, grid = e.walkKernel(alg, n)
 	}
 	tiles := packTiles(n)
 	err := e.dev.do(func() error {
@@ -172,8 +175,8 @@ func (e *Engine) walkKernel(alg walk.Algorithm, n int64) (fn cu.Function, block,
 	if mode == modeNode2Vec {
 		variant = 0
 	}
-	if e.cfg.threadVariant >= 0 {
-		variant = e.cfg.threadVariant
+	if v := e.cfg.threadVariant; v >= 0 && v < len(e.fnThread[0][0]) {
+		variant = v
 	}
 	pl := 0
 	if e.placed != nil {
