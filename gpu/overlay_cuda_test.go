@@ -249,9 +249,11 @@ func TestOverlayBench(t *testing.T) {
 		}
 		rs := e.LastRunStats()
 		sec := rs.Compute.Seconds()
-		table = append(table, fmt.Sprintf("| %-30s | %9d | %11d | %9.2f | %10.0f | %7.2f | %9.1f | %9.2f |",
+		line := fmt.Sprintf("| %-30s | %9d | %11d | %9.2f | %10.0f | %7.2f | %9.1f | %9.2f |",
 			name, rs.Walks, rs.Steps, sec*1e3, float64(rs.Steps)/sec/1e6, rs.Wall.Seconds(),
-			float64(first.DeltaBytes)/(1<<20), first.DeltaUpload.Seconds()*1e3))
+			float64(first.DeltaBytes)/(1<<20), first.DeltaUpload.Seconds()*1e3)
+		t.Log(line) // as it comes: a row that fails later loses nothing
+		table = append(table, line)
 	}
 	ce := newEngine(t, compacted, WithHostBufferBytes(3<<29))
 	for _, alg := range []walk.Algorithm{{Kind: walk.DeepWalk, Length: 80}, {Kind: walk.DeepWalk, Length: 80, Weighted: true}} {
