@@ -60,7 +60,7 @@ func (e *Engine) setupOverlay() error {
 func (e *Engine) CheckOverlay(a walk.Algorithm) error {
 	switch {
 	case e.placed != nil:
-		return fmt.Errorf("%w: the gpu engine walks a live graph's delta only with the whole graph on the device, not under a placement plan (WALKSTAGE_GPU_DEVICE_FRACTION below 1, or a graph larger than the device)", walk.ErrInvalidAlgorithm)
+		return fmt.Errorf("%w: the gpu engine walks a live graph's delta only with the whole graph on the device, not under a placement plan (a graph larger than the device or WALKSTAGE_GPU_MEMORY_LIMIT, or a device fraction below 1)", walk.ErrInvalidAlgorithm)
 	case e.streamed != nil:
 		return fmt.Errorf("%w: the gpu engine walks a live graph's delta only with the whole graph on the device, not streamed in partitions", walk.ErrInvalidAlgorithm)
 	case e.cfg.stripes != nil:
