@@ -77,7 +77,7 @@ func BenchmarkIngest(b *testing.B) {
 	for _, decode := range []bool{true, false} {
 		b.Run(map[bool]string{true: "decode", false: "apply"}[decode], func(b *testing.B) {
 			var buf []Update
-			var heapPerEdge, countedPerEdge float64
+			var heapPerEdge, countedPerEdge, indexPerEdge float64
 			var cpu time.Duration
 			for b.Loop() {
 				b.StopTimer()
@@ -115,7 +115,9 @@ func BenchmarkIngest(b *testing.B) {
 				st := s.Stats()
 				heapPerEdge = float64(int64(m1.HeapAlloc)-int64(m0.HeapAlloc)) / float64(st.DeltaEdges)
 				countedPerEdge = float64(st.Bytes) / float64(st.DeltaEdges)
-				runtime.KeepAlive(s)
+				// The walkers' index of the last snapshot, built after the
+				// heap was read (walks build it; ingest alone does not).
+				indexPerEdge = float64(s.DeltaIndex().Bytes()) / float64(st.DeltaEdges)
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "updates/s")
@@ -125,6 +127,7 @@ func BenchmarkIngest(b *testing.B) {
 			b.ReportMetric(float64(n)*float64(b.N)/cpu.Seconds(), "updates/cpu-s")
 			b.ReportMetric(heapPerEdge, "heap-B/delta-edge")
 			b.ReportMetric(countedPerEdge, "counted-B/delta-edge")
+			b.ReportMetric(indexPerEdge, "index-B/delta-edge")
 		})
 	}
 }
@@ -173,6 +176,10 @@ func BenchmarkOverlayWalk(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// Memory per appended edge: the live state (Stats.Bytes) and the
+	// index the walkers read (walk.DeltaIndex), reported on "delta".
+	st := snap.Stats()
+	perEdge := func(n int64) float64 { return float64(n) / float64(st.DeltaEdges) }
 	for _, weighted := range []bool{false, true} {
 		alg := walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: weighted}
 		for _, c := range []struct {
@@ -205,6 +212,10 @@ func BenchmarkOverlayWalk(b *testing.B) {
 				// Steps per CPU second of the two walkers: the rate on an
 				// idle machine, whatever else shares it.
 				b.ReportMetric(2*float64(steps)/(cpuTime()-c0).Seconds(), "steps/cpu-s-x2")
+				if c.ov != nil {
+					b.ReportMetric(perEdge(st.Bytes), "delta-B/edge")
+					b.ReportMetric(perEdge(snap.DeltaIndex().Bytes()), "index-B/edge")
+				}
 			})
 		}
 	}

@@ -324,6 +324,13 @@ func (x *DeltaIndex) At(k int) *DeltaVertex { return x.dvs[k] }
 // Head is the head of the delta at position k (Rank).
 func (x *DeltaIndex) Head(k int) *DeltaHead { return &x.heads[k] }
 
+// Bytes is the index's memory: the bitmap and ranks, and per vertex with a
+// delta its DeltaVertex pointer and DeltaHead.
+func (x *DeltaIndex) Bytes() int64 {
+	return int64(len(x.bits))*8 + int64(len(x.rank))*4 +
+		int64(len(x.dvs))*int64(unsafe.Sizeof((*DeltaVertex)(nil))) + int64(len(x.heads))*int64(unsafe.Sizeof(DeltaHead{}))
+}
+
 // Len counts the vertices with a delta.
 func (x *DeltaIndex) Len() int { return len(x.dvs) }
 

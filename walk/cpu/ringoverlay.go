@@ -16,12 +16,19 @@ import (
 //   - slotChosen: the walk stands on a vertex, its offsets (and DeltaHead)
 //     prefetched a round ago; take the step's first draw (stepFrom).
 //   - slotDrawn: resolve the base entry drawn (an alias entry or target, or
-//     a fused entry, which also holds the next vertex's edge range). A base
-//     edge drawn at a vertex with tombstones is taken unless dead. On the
-//     fused table the round's words are the next vertex's draw 0: without
-//     a delta it is drawn at once; with one the walk is slotArrived, its
-//     DeltaHead prefetched, and the round's second pass draws it. On the
-//     other tables it waits a round for the offsets (slotChosen).
+//     a fused entry, which also holds the next vertex's edge range). A
+//     DeepWalk step drawn before its side was known (spec) first takes the
+//     side from the vertex's DeltaHead (decide): an appended edge instead
+//     of the entry (slotDeltaDrawn), or the entry. A base edge drawn at a
+//     vertex with tombstones is taken unless dead. On the fused table the
+//     round's words are the next vertex's draw 0: a DeepWalk step is drawn
+//     at once, whether the vertex has a delta or not (by the draw contract
+//     its base edge takes the same words either way), spec when it has one,
+//     its DeltaHead prefetched with the entry; PPR's step is drawn at once
+//     at a vertex without a delta, and at one with a delta the walk is
+//     slotArrived, its DeltaHead prefetched, and the round's second pass
+//     draws it. On the other tables the walk waits a round for the offsets
+//     (slotChosen).
 //   - slotDeltaDrawn: an appended edge drawn: taken if kept and not dead.
 //   - slotRetry: the attempt drew a dead or unkept edge, or an empty side:
 //     the next attempt is drawn (its words computed scalar), and prefetched
@@ -38,13 +45,14 @@ import (
 // and at 3% of a weighted walk's steps (a weight rejection) took 10-15% of
 // the time. After walk.MaxRejections attempts overlayScan decides, as in
 // overlayAttempts. So the walks are overlayStep's word for word; only the
-// order in which the steps of different walks are taken changes. Walks start in slotChosen, one round
-// later than on the ring, which keeps starting them simple: no batch draws.
+// order in which the steps of different walks are taken changes. Walks
+// start in slotChosen, one round later than on the ring, which keeps
+// starting them simple: no batch draws.
 const (
 	slotDeltaDrawn = 5
-	// slotArrived: the walk reached a vertex through a fused entry in this
-	// round's first pass, its edge range known; the second pass draws its
-	// step with the round's words.
+	// slotArrived: the walk reached a vertex with a delta through a fused
+	// entry in this round's first pass (PPR, or no base edges), its edge
+	// range known; the second pass draws its step with the round's words.
 	slotArrived = 6
 	slotRetry   = 7
 )
@@ -131,9 +139,9 @@ func (s *stepper) walkRingOverlay(r *ring, starts []uint32, firstID uint64, buf,
 			philox64((*[ringHalf]uint32)(r.idLo[h*ringHalf:]), (*[ringHalf]uint32)(r.idHi[h*ringHalf:]),
 				(*[ringHalf]uint32)(r.ctr[h*ringHalf:]), 0, s.k0, s.k1, &r.words[h])
 		}
-		// Two passes, so that the DeltaHead of a vertex with a delta
-		// reached through a fused entry in the first is prefetched a
-		// ring ahead of its draw in the second.
+		// A second pass over the slots the first left in slotArrived
+		// (PPR, and a vertex with a delta but no base edges), so that
+		// their DeltaHeads, prefetched in the first, have come in.
 		w.nArr = 0
 		for b := 0; b < ringSlots; b += 8 {
 			w.resolve(b)
@@ -313,9 +321,10 @@ func (w *ovRing) resolve(b int) {
 				// a delta its DeltaHead is prefetched too, and the next
 				// round decides the side from it (decide, on x2) before
 				// it reads the entry. No branch on whether nx has a
-				// delta (a coin toss at a 10% delta on the hubs, whose
-				// mispredictions cost a fifth of the time), and no
-				// second pass to wait for the head.
+				// delta (a coin toss at a 10% delta on the hubs: in a
+				// diagnostic build the bitmap read and a branch on it
+				// took a fifth of the time), and no second pass to wait
+				// for the head.
 				has, k := w.x.Lookup(nx)
 				words := &r.words[i/ringHalf]
 				e := lo + uint64(walk.Bounded(words[0][i%ringHalf], uint32(deg)))
@@ -371,30 +380,7 @@ func (w *ovRing) arrived(slots []uint8) {
 	r := w.r
 	for _, i8 := range slots {
 		i := int(i8)
-		v, k, a, d := uint32(r.idx[i]), int(w.rank[i]), w.lo[i], w.deg[i]
-		h := w.x.Head(k)
-		if w.ppr || !h.Live {
-			w.deltaFirst(i, v, k, a, a+d)
-			continue
-		}
-		// deltaFirst and attempt for a DeepWalk step that draws a base
-		// edge, in place: most steps at a vertex with a delta.
-		words := &r.words[i/ringHalf]
-		x0, x1, x2, x3 := words[0][i%ringHalf], words[1][i%ringHalf], words[2][i%ringHalf], words[3][i%ringHalf]
-		w.cur[i], w.first[i] = v, 0
-		wb, wd := h.BaseWeight, float64(h.N)*float64(h.MaxWeight)
-		if !w.s.weighted {
-			wb, wd = float64(d), float64(h.N)
-		}
-		if d == 0 || float64(x2)*(1.0/(1<<32))*(wb+wd) >= wb {
-			w.attempt(i, h, 0, x0, x1, x2, x3)
-			continue
-		}
-		e := a + uint64(walk.Bounded(x0, uint32(d)))
-		r.idx[i], r.coin[i], r.state[i], r.ctr[i] = e, x1, slotDrawn, r.step[i]+1
-		w.dead[i], w.att[i] = h.DeadBits, 0
-		w.pfEnt[w.nEnt] = e
-		w.nEnt++
+		w.deltaFirst(i, uint32(r.idx[i]), int(w.rank[i]), w.lo[i], w.lo[i]+w.deg[i])
 	}
 	w.flush()
 }
