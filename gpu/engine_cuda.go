@@ -144,6 +144,9 @@ type Engine struct {
 	stripeBytes int64
 	// tmp is the temporal kernels and the timed graph's device arrays.
 	tmp temporalState
+	// ovl is the overlay kernels and the live graph delta on the device
+	// (overlay_cuda.go).
+	ovl overlayState
 	// inject makes chosen allocations or copies fail (faults_cuda_test.go
 	// only; nil otherwise).
 	inject *faults
@@ -297,6 +300,7 @@ func (e *Engine) Close() error {
 		e.releasePlaced()
 		e.releaseStreamed()
 		e.releaseTemporal()
+		e.releaseOverlay()
 		e.releaseStaging()
 		e.releaseSampleBufs()
 		for i := range e.visitHost {

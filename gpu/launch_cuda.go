@@ -22,8 +22,10 @@ func launch(fn cu.Function, grid, block int, s cu.Stream, args []uint64) error {
 }
 
 // enqueue fills slot s's pinned inputs with batch b and queues copies in,
-// the kernel between two events, and copies out on s's stream.
-func (e *Engine) enqueue(s *batchSlot, b *batch, alg walk.Algorithm, withTimes bool) error {
+// the kernel between two events, and copies out on s's stream. With
+// delta, the batch walks the live graph snapshot resident on the device
+// (ensureDelta).
+func (e *Engine) enqueue(s *batchSlot, b *batch, alg walk.Algorithm, withTimes, delta bool) error {
 	n := b.walks
 	nj := fillTasks(s, b)
 	p := e.fillParams(s, alg, n)
@@ -32,7 +34,15 @@ func (e *Engine) enqueue(s *batchSlot, b *batch, alg walk.Algorithm, withTimes b
 	if s.withTimes {
 		p.timesOut, s.timesStride = uint64(s.dTimes), int64(stride)
 	}
-	fn, block, grid := e.walkKernel(alg, n)
+	var fn cu.Function
+	var block, grid int
+	args := []uint64{uint64(s.dParams)}
+	if delta {
+		fn, block, grid = e.overlayKernel(alg, n)
+		args = append(args, e.overlayArgs()...)
+	} else {
+		fn, block, grid = e.walkKernel(alg, n)
+	}
 	tiles := packTiles(n)
 	err := e.dev.do(func() error {
 		st := s.stream
@@ -53,7 +63,7 @@ func (e *Engine) enqueue(s *batchSlot, b *batch, alg walk.Algorithm, withTimes b
 				if e.streamed != nil {
 					return e.walkStreamed(s, alg, p, n)
 				}
-				return launch(fn, grid, block, st, []uint64{uint64(s.dParams)})
+				return launch(fn, grid, block, st, args)
 			}},
 			{"record stop", func() error { return s.stop.Record(st) }},
 			{"pack partials", func() error {
@@ -165,8 +175,8 @@ func (e *Engine) walkKernel(alg walk.Algorithm, n int64) (fn cu.Function, block,
 	if mode == modeNode2Vec {
 		variant = 0
 	}
-	if e.cfg.threadVariant >= 0 {
-		variant = e.cfg.threadVariant
+	if v := e.cfg.threadVariant; v >= 0 && v < len(e.fnThread[0][0]) {
+		variant = v
 	}
 	pl := 0
 	if e.placed != nil {

@@ -129,6 +129,20 @@ func (m *Multi) Check(a walk.Algorithm) error {
 	return nil
 }
 
+var _ walk.OverlayWalker = (*Multi)(nil)
+
+// CheckOverlay implements walk.OverlayWalker: every device's engine walks
+// its share of a job on a live graph's snapshot, each with its own copy of
+// the delta.
+func (m *Multi) CheckOverlay(a walk.Algorithm) error {
+	for _, e := range m.engines {
+		if err := walk.CheckOverlay(e, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (m *Multi) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) error {
 	t0 := time.Now()
 	shares := splitJobs(jobs, len(m.engines))
@@ -193,6 +207,8 @@ func (m *Multi) record(t0 time.Time) {
 		st.TableBytes += s.TableBytes
 		st.Compute = max(st.Compute, s.Compute)
 		st.TableBuild = max(st.TableBuild, s.TableBuild)
+		st.DeltaBytes += s.DeltaBytes
+		st.DeltaUpload = max(st.DeltaUpload, s.DeltaUpload)
 	}
 	m.lastMu.Lock()
 	m.last = st

@@ -12,14 +12,15 @@ import (
 // builds test it: grouping jobs into launches, cutting groups into batches,
 // and the device memory plans checked before allocating.
 
-// groupJobs groups jobs with equal algorithms, in order of first appearance.
+// groupJobs groups jobs with equal algorithms on the same graph (the base,
+// or one live graph snapshot), in order of first appearance.
 func groupJobs(jobs []walk.Job) [][]*walk.Job {
 	var groups [][]*walk.Job
 outer:
 	for i := range jobs {
 		j := &jobs[i]
 		for k, grp := range groups {
-			if sameAlgorithm(grp[0].Algorithm, j.Algorithm) {
+			if sameAlgorithm(grp[0].Algorithm, j.Algorithm) && sameOverlay(jobOverlay(grp[0]), jobOverlay(j)) {
 				groups[k] = append(grp, j)
 				continue outer
 			}

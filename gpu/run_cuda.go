@@ -35,12 +35,18 @@ func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) e
 	if e.broken != nil {
 		return e.broken
 	}
-	if err := walk.ValidateJobs(e.g, jobs); err != nil {
+	if err := walk.ValidateOverlayJobs(e.g, jobs); err != nil {
 		return err
 	}
-	for _, j := range jobs {
+	for i := range jobs {
+		j := &jobs[i]
 		if err := e.Check(j.Algorithm); err != nil {
 			return fmt.Errorf("gpu: job %d: %w", j.Tag, err)
+		}
+		if jobOverlay(j) != nil {
+			if err := e.CheckOverlay(j.Algorithm); err != nil {
+				return fmt.Errorf("gpu: job %d: %w", j.Tag, err)
+			}
 		}
 	}
 	t0 := time.Now()
@@ -83,6 +89,14 @@ func (e *Engine) runGroup(ctx context.Context, grp []*walk.Job, emit walk.EmitFu
 		}
 		withTimes = wantsTimes(grp)
 	}
+	// A group walks one snapshot (groupJobs): its delta goes to the
+	// device first, so that the batch slots are sized beside it.
+	ov := jobOverlay(grp[0])
+	if ov != nil {
+		if err := e.ensureDelta(ov); err != nil {
+			return err
+		}
+	}
 	batches, err := e.groupBatches(ctx, grp)
 	if err != nil || len(batches) == 0 {
 		return err
@@ -97,7 +111,7 @@ func (e *Engine) runGroup(ctx context.Context, grp []*walk.Job, emit walk.EmitFu
 	var ms float64
 	p := &pipeline{
 		slots: len(e.slots),
-		issue: func(s, b int) error { return e.enqueue(e.slots[s], batches[b], alg, withTimes) },
+		issue: func(s, b int) error { return e.enqueue(e.slots[s], batches[b], alg, withTimes, ov != nil) },
 		fetch: func(s, _ int) error {
 			kernelMs, err := e.copyBack(e.slots[s])
 			if err != nil {

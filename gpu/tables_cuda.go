@@ -57,6 +57,9 @@ func (e *Engine) setup() error {
 	if err := e.setupTemporal(); err != nil {
 		return err
 	}
+	if err := e.setupOverlay(); err != nil {
+		return err
+	}
 	if e.numSM, err = e.dev.dev.Attribute(cu.MultiprocessorCount); err != nil {
 		return fmt.Errorf("gpu: multiprocessor count: %w", err)
 	}

@@ -18,6 +18,8 @@
 //                   time bias and weighting
 //   stream_*        (stream.cuh) partition streaming: walkers bucketed by
 //                   partition, walked while their partition is on the device
+//   walk_overlay_*  (below, overlay.cuh) walk_thread's loop on a live graph's
+//                   snapshot: the base CSR plus the snapshot's delta
 //   walk_reservoir  persistent blocks for the reservoir samplers (ZPRS, DPRS;
 //                   MetaPath by default): a local task pool of kLocalPoolSlots
 //                   walks in shared memory, warp samplers for degrees up to
@@ -42,6 +44,7 @@
 #include "sample_columns.cuh"
 #include "temporal.cuh"
 #include "stream.cuh"
+#include "overlay.cuh"
 
 using namespace ws;
 
@@ -273,6 +276,92 @@ WALK_THREAD(walk_thread_static, kModeStatic)
 WALK_THREAD(walk_thread_ppr, kModePPR)
 WALK_THREAD(walk_thread_node2vec, kModeNode2Vec)
 WALK_THREAD(walk_thread_metapath, kModeMetaPath)
+
+// -------------------------------------------------------------- walk_overlay
+// walk_overlay: walk_thread's loop (task pool, staging, one walk a thread)
+// for DeepWalk and PPR on a live graph's snapshot: each step is
+// overlay_step's (overlay.cuh), which takes the base's step at a vertex
+// without a delta. Only for a graph wholly on the device (no placement
+// plan, no streaming, no stripes: gpu/overlay_cuda.go refuses the rest).
+template <bool kPPR>
+__device__ __forceinline__ void walk_overlay_body(const WalkParams* __restrict__ params, const DeltaParams& D) {
+  const uint64_t* __restrict__ offsets = params->offsets;
+  const uint32_t* __restrict__ targets = params->targets;
+  const AliasEntry* __restrict__ alias = params->alias;
+  const float* __restrict__ weights = params->weights;
+  const bool weighted = params->weighted != 0;
+  const Task* __restrict__ tasks = params->tasks;
+  const uint64_t* __restrict__ seeds = params->seeds;
+  uint32_t* __restrict__ result = params->result;
+  uint32_t* __restrict__ lengths = params->lengths;
+  uint32_t* cursor = params->cursor;
+  const uint64_t stride = params->stride;
+  const unsigned lane = threadIdx.x & 31;
+  const uint32_t n = (uint32_t)params->n_tasks;
+  const uint32_t length = (uint32_t)params->length;
+  const uint64_t stop = params->stop_threshold;
+
+  uint32_t task = kNoTask, cur = 0, step = 0;
+  uint64_t walk = 0, seed = 0;
+  uint32_t* row = nullptr;
+  __shared__ uint32_t stage[kThreadBlock][kStage + 1];
+  uint32_t* mine = stage[threadIdx.x];
+  for (;;) {
+    const unsigned active = __activemask();
+    const bool need = task == kNoTask;
+    const unsigned want = __ballot_sync(active, need);
+    if (want) {
+      const uint32_t idx = take_global_task(cursor, active, want, lane);
+      if (need) {
+        if (idx >= n) break;  // the pool is dry: this lane is done
+        const Task t = tasks[idx];
+        task = idx;
+        cur = t.start;
+        walk = t.walk;
+        seed = seeds[t.job];
+        step = 0;
+        row = result + (uint64_t)idx * stride;
+        mine[0] = cur;
+      }
+    }
+    uint32_t next = 0;
+    bool more = overlay_step<kPPR>(D, offsets, targets, alias, weights, weighted, stop, seed, walk, step, cur, next);
+    if (more) {
+      const uint32_t at = step + 1;
+      mine[at & (kStage - 1)] = next;
+      if ((at & (kStage - 1)) == kStage - 1) flush_stage(row, at >> 3, mine);
+      step++;
+      cur = next;
+      more = step < length;
+    }
+    if (!more) {
+      if ((step & (kStage - 1)) != kStage - 1) flush_stage(row, step >> 3, mine);
+      lengths[task] = step + 1;
+      task = kNoTask;
+    }
+  }
+}
+
+// In three register budgets: the compiler's, capped at 64 (four blocks an
+// SM) and at 40 (six blocks, a few spills); the engine takes the 64 one
+// unless a benchmark asks (gpu's threadVariant; docs/design/live-graph.md
+// has the measurements). The delta's pointers are kernel arguments, read from the
+// parameter bank where a step needs them rather than held in registers.
+#define WALK_OVERLAY_ARGS                                                                              \
+  const WalkParams *__restrict__ p, const DeltaWord *__restrict__ words, const DeltaHead *__restrict__ heads, \
+      const uint2 *__restrict__ items, uint64_t base_vertices, uint64_t n_words
+#define WALK_OVERLAY(name, ppr)                                                                      \
+  extern "C" __global__ void __launch_bounds__(kThreadBlock) name(WALK_OVERLAY_ARGS) {               \
+    walk_overlay_body<ppr>(p, DeltaParams{words, heads, items, base_vertices, n_words});             \
+  }                                                                                                  \
+  extern "C" __global__ void __launch_bounds__(kThreadBlock, 4) name##_full(WALK_OVERLAY_ARGS) {     \
+    walk_overlay_body<ppr>(p, DeltaParams{words, heads, items, base_vertices, n_words});             \
+  }                                                                                                  \
+  extern "C" __global__ void __launch_bounds__(kThreadBlock, 6) name##_6(WALK_OVERLAY_ARGS) {        \
+    walk_overlay_body<ppr>(p, DeltaParams{words, heads, items, base_vertices, n_words});             \
+  }
+WALK_OVERLAY(walk_overlay_static, false)
+WALK_OVERLAY(walk_overlay_ppr, true)
 
 // ------------------------------------------------------------- walk_temporal
 // walk_temporal: walk_thread's loop for temporal walks (temporal.cuh has the

@@ -85,7 +85,7 @@ func (s *Stage) liveCompaction(lo *LiveOptions, log *slog.Logger) (*live.Compact
 		// get one that cannot walk the delta (the out-of-core engine).
 		if err := walk.CheckOverlay(e, walk.Algorithm{Kind: walk.DeepWalk, Length: 1}); err != nil {
 			e.Close()
-			return nil, fmt.Errorf("the %s engine built for the compacted graph (%d edges) cannot walk a live graph (WALKSTAGE_HOST_MEMORY_LIMIT?): %w",
+			return nil, fmt.Errorf("the %s engine built for the compacted graph (%d edges) cannot walk a live graph (WALKSTAGE_HOST_MEMORY_LIMIT, or WALKSTAGE_GPU_MEMORY_LIMIT for the GPU engine?): %w",
 				e.Name(), g.NumEdges(), err)
 		}
 		nv := newServed(g, e)

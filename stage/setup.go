@@ -180,16 +180,18 @@ func fromConfig(ctx context.Context, c config.Config, log *slog.Logger, version 
 
 // openLive builds the live graph over g and its edge reader when
 // WALKSTAGE_EDGE_TOPIC is set (nil when not), refusing what it cannot
-// serve yet by name: an engine that does not walk snapshots (the GPU's,
-// the out-of-core one), a graph with string ids. (The GPU engine and
-// graph following are refused by config.Load already.)
+// serve yet by name: an engine that does not walk snapshots (the
+// out-of-core one, a GPU engine without the whole graph on each device),
+// a graph with string ids. (Graph following is refused by config.Load
+// already.)
 func (rt *Runtime) openLive(ctx context.Context, c config.Config, ko source.KafkaOptions, g *graph.Graph, start liveStart, eng walk.Engine, log *slog.Logger) (*LiveOptions, error) {
 	if c.EdgeTopic == "" {
 		return nil, nil
 	}
 	if err := walk.CheckOverlay(eng, walk.Algorithm{Kind: walk.DeepWalk, Length: 1}); err != nil {
 		return nil, fmt.Errorf("WALKSTAGE_EDGE_TOPIC is set, but the %s engine built for this graph cannot walk a live graph "+
-			"(only the in-memory CPU engine does: not the GPU engine, nor the out-of-core one chosen when the graph exceeds WALKSTAGE_HOST_MEMORY_LIMIT): %w",
+			"(the in-memory CPU engine and the GPU engine with the whole graph on each device do: not the out-of-core engine chosen when the graph exceeds WALKSTAGE_HOST_MEMORY_LIMIT, "+
+			"nor a GPU engine under a placement plan, streaming or partitioned: a graph larger than a device or WALKSTAGE_GPU_MEMORY_LIMIT, WALKSTAGE_GPU_STREAM, WALKSTAGE_GPU_PARTITION): %w",
 			eng.Name(), err)
 	}
 	var lopts []livegraph.Option

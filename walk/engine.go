@@ -283,4 +283,11 @@ type RunStats struct {
 	// engine (alias tables); zero when none were needed.
 	TableBytes int64
 	TableBuild time.Duration
+	// DeltaBytes and DeltaUpload are what copying live graph snapshots'
+	// deltas (Job.Overlay) to the device cost this run: the GPU engine
+	// copies a snapshot's when a run names one other than the last it
+	// copied, so both are zero for a run on the same snapshot again, and
+	// for the CPU engine, which reads the snapshot where it is.
+	DeltaBytes  int64
+	DeltaUpload time.Duration
 }

@@ -1,0 +1,292 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/livegraph"
+	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
+)
+
+// TestOverlayWalksMatchCPU: on live graph snapshots with inserts, deletes,
+// re-inserts, added vertices and stripped vertices whose steps reach the
+// exact scan, the overlay kernels give the CPU engine's walks, walk by
+// walk, for DeepWalk and PPR, uniform and alias; also in small batches,
+// with a job on the base and jobs on two snapshots in one run. A second
+// run on the same snapshot copies nothing; a later snapshot is copied.
+func TestOverlayWalksMatchCPU(t *testing.T) {
+	for _, weighted := range []bool{true, false} {
+		for _, seed := range []uint64{1, 2} {
+			base, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 9, EdgeFactor: 6, Seed: seed, Weighted: weighted, Name: "gpu-overlay"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := livegraph.New(base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			applyRandomUpdates(t, l, base, seed, weighted, int(base.NumEdges())/40, 6)
+			early := l.Snapshot()
+			applyRandomUpdates(t, l, base, seed+100, weighted, int(base.NumEdges())/40, 2)
+			snap := l.Snapshot()
+			if st := snap.Stats(); st.Added == 0 || st.Tombstones == 0 || early.NumVertices() == snap.NumVertices() && early.Stats() == st {
+				t.Fatalf("the snapshots want added vertices and deletes, and to differ: %+v, %+v", early.Stats(), st)
+			}
+			ref, err := cpu.New(base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			starts := func(s *livegraph.Snapshot) []uint32 {
+				out := make([]uint32, 0, 2*s.NumVertices()+600)
+				for v := range uint32(s.NumVertices()) {
+					out = append(out, v, v)
+				}
+				for range 200 {
+					out = append(out, 0, 1, 2) // the stripped vertices: exact scans
+				}
+				return out
+			}
+			for _, batch := range []int{0, 777} {
+				e := newEngine(t, base, WithMaxBatchWalks(batch), WithChunkWalks(500))
+				for _, alg := range overlayAlgorithms {
+					if alg.Weighted && !weighted {
+						continue
+					}
+					t.Run(fmt.Sprintf("weighted=%v/seed=%d/batch=%d/%s", weighted, seed, batch, alg), func(t *testing.T) {
+						jobs := []walk.Job{
+							{Tag: 0, Algorithm: alg, Seed: 99, Starts: starts(snap), FirstWalk: 5, Overlay: snap},
+							{Tag: 1, Algorithm: alg, Seed: 7, Starts: allStarts(base, 2)},
+							{Tag: 2, Algorithm: alg, Seed: 1 << 40, Starts: starts(early), Overlay: early},
+						}
+						for _, j := range jobs {
+							want := walksByID(t, ref, j)
+							got := walksByID(t, e, j)
+							for id, w := range want {
+								if !slices.Equal(got[id], w) {
+									t.Fatalf("job %d walk %d differs:\ngpu %v\ncpu %v", j.Tag, id, got[id], w)
+								}
+							}
+							if len(got) != len(want) {
+								t.Fatalf("job %d: %d walks, want %d", j.Tag, len(got), len(want))
+							}
+						}
+						// All three in one run: three groups.
+						got := map[int]map[uint64][]uint32{}
+						err := e.Run(context.Background(), jobs, func(c walk.Chunk) error {
+							if got[c.Tag] == nil {
+								got[c.Tag] = map[uint64][]uint32{}
+							}
+							for k, id := range c.WalkIDs {
+								got[c.Tag][id] = slices.Clone(c.Vertices[c.Offsets[k]:c.Offsets[k+1]])
+							}
+							return nil
+						})
+						if err != nil {
+							t.Fatal(err)
+						}
+						for _, j := range jobs {
+							want := walksByID(t, ref, j)
+							if len(got[j.Tag]) != len(want) {
+								t.Fatalf("one run: job %d: %d walks, want %d", j.Tag, len(got[j.Tag]), len(want))
+							}
+							for id, w := range want {
+								if !slices.Equal(got[j.Tag][id], w) {
+									t.Fatalf("one run: job %d walk %d differs:\ngpu %v\ncpu %v", j.Tag, id, got[j.Tag][id], w)
+								}
+							}
+						}
+						// The last group walked early: snap is copied
+						// again, and a run on it again copies nothing.
+						walksByID(t, e, jobs[0])
+						if st := e.LastRunStats(); st.DeltaBytes == 0 {
+							t.Fatalf("a run on another snapshot copied no delta: %+v", st)
+						}
+						walksByID(t, e, jobs[0])
+						if st := e.LastRunStats(); st.DeltaBytes != 0 || st.DeltaUpload != 0 {
+							t.Fatalf("a run on the resident snapshot copied its delta again: %+v", st)
+						}
+						// Every register budget of the kernels walks the same.
+						want := walksByID(t, ref, jobs[0])
+						for _, v := range []int{0, 2} {
+							e.cfg.threadVariant = v
+							got := walksByID(t, e, jobs[0])
+							e.cfg.threadVariant = -1
+							for id, w := range want {
+								if !slices.Equal(got[id], w) {
+									t.Fatalf("kernel variant %d: walk %d differs:\ngpu %v\ncpu %v", v, id, got[id], w)
+								}
+							}
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+// TestOverlayRefusals: what the GPU engine does not walk on a snapshot is
+// refused by name, and an engine with part of the graph off the device
+// refuses every snapshot job (an empty snapshot walks the base).
+func TestOverlayRefusals(t *testing.T) {
+	snap := liveSnapshot(t, 8, 5, true)
+	base := snap.Base()
+	e := newEngine(t, base)
+	for _, alg := range []walk.Algorithm{
+		{Kind: walk.Node2Vec, Length: 5, P: 2, Q: 1},
+		{Kind: walk.DeepWalk, Length: 5, Weighted: true, Stepper: walk.StepperZPRS},
+	} {
+		err := e.Run(context.Background(), []walk.Job{{Algorithm: alg, Starts: []uint32{0}, Overlay: snap}}, func(walk.Chunk) error { return nil })
+		if !errors.Is(err, walk.ErrInvalidAlgorithm) {
+			t.Fatalf("%s on a snapshot: %v, want ErrInvalidAlgorithm", alg, err)
+		}
+	}
+	placed := newEngine(t, base, WithDeviceFraction(0.5))
+	err := placed.Run(context.Background(), []walk.Job{{Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 5}, Starts: []uint32{0}, Overlay: snap}}, func(walk.Chunk) error { return nil })
+	if !errors.Is(err, walk.ErrInvalidAlgorithm) || walk.CheckOverlay(placed, walk.Algorithm{Kind: walk.DeepWalk, Length: 5}) == nil {
+		t.Fatalf("a placed engine on a snapshot: %v, want ErrInvalidAlgorithm", err)
+	}
+}
+
+// TestOverlayBench measures DeepWalk on a live graph's snapshot on the GPU:
+//
+//	WALKSTAGE_GPU_OVERLAY_BENCH=22 .dev/gpu.test -test.run OverlayBench -test.v
+//
+// R-MAT scale $WALKSTAGE_GPU_OVERLAY_BENCH, edge factor 16, undirected,
+// weighted; a delta of 10% of its edges (nine in ten inserts between
+// degree-skewed endpoints, one in a hundred naming a new vertex, one in ten
+// a delete of a base edge), applied in records of 64 Ki updates. Rows: the
+// base graph, base + delta, and the delta's compaction on an engine of its
+// own; one walk of 80 steps from every base vertex; M steps/s over kernel
+// time, and the delta's copy to the device (index, layout, copy).
+func TestOverlayBench(t *testing.T) {
+	scale, _ := strconv.Atoi(os.Getenv("WALKSTAGE_GPU_OVERLAY_BENCH"))
+	if scale == 0 {
+		t.Skip("set WALKSTAGE_GPU_OVERLAY_BENCH=<scale> to run the benchmark")
+	}
+	ctx := context.Background()
+	t0 := time.Now()
+	g, err := graph.GenerateRMAT(ctx, graph.RMATOptions{Scale: scale, EdgeFactor: 16, Seed: 1, Undirected: true, Weighted: true, Name: fmt.Sprintf("rmat%d", scale)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("graph: V=%d E=%d, generated in %v", g.NumVertices(), g.NumEdges(), time.Since(t0))
+	l, err := livegraph.New(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t1 := time.Now()
+	rng := rand.New(rand.NewPCG(1, 2))
+	n, E := int64(g.NumVertices()), int64(g.NumEdges())
+	next := n
+	// A target of a random edge is a vertex drawn by its degree (the
+	// graph is undirected): engagement's preferential attachment.
+	byDegree := func() int64 { return int64(g.Targets[rng.Int64N(E)]) }
+	const record = 1 << 16
+	total := E / 10
+	ups := make([]livegraph.Update, 0, record)
+	for off := int64(0); off*record < total; off++ {
+		ups = ups[:0]
+		for range min(record, total-off*record) {
+			if rng.IntN(10) == 0 {
+				s := uint32(byDegree())
+				adj := g.Neighbors(s)
+				ups = append(ups, livegraph.Update{Op: livegraph.Delete, Src: int64(s), Dst: int64(adj[rng.IntN(len(adj))])})
+				continue
+			}
+			s, d := byDegree(), byDegree()
+			if rng.IntN(100) == 0 {
+				d, next = next, next+1
+			}
+			ups = append(ups, livegraph.Update{Op: livegraph.Insert, Src: s, Dst: d, Weight: 1 + 4*rng.Float32(), Has: livegraph.HasWeight})
+		}
+		if err := l.Apply(0, off, ups); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap := l.Publish()
+	st := snap.Stats()
+	t.Logf("delta: %d updates applied in %v: %d appended edges, %d tombstones, %d vertices with a delta, %d added",
+		total, time.Since(t1), st.DeltaEdges, st.Tombstones, st.Vertices, st.Added)
+	t2 := time.Now()
+	idx := snap.DeltaIndex()
+	t.Logf("delta index built in %v (%d vertices)", time.Since(t2), idx.Len())
+	t3 := time.Now()
+	compacted, err := livegraph.Compact(ctx, snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("compacted in %v: V=%d E=%d", time.Since(t3), compacted.NumVertices(), compacted.NumEdges())
+
+	e := newEngine(t, g, WithHostBufferBytes(3<<29))
+	all := allStarts(g, 1)
+	var table []string
+	row := func(name string, e *Engine, alg walk.Algorithm, ov walk.Overlay, variant int) {
+		e.cfg.threadVariant = variant
+		defer func() { e.cfg.threadVariant = -1 }()
+		job := walk.Job{Algorithm: alg, Seed: 1, Starts: all}
+		if ov != nil {
+			job.Overlay = ov
+		}
+		warm := job
+		warm.Starts = all[:1<<16]
+		if err := e.Run(ctx, []walk.Job{warm}, func(walk.Chunk) error { return nil }); err != nil {
+			t.Fatalf("%s warm-up: %v", name, err)
+		}
+		first := e.LastRunStats()
+		if err := e.Run(ctx, []walk.Job{job}, func(walk.Chunk) error { return nil }); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		rs := e.LastRunStats()
+		sec := rs.Compute.Seconds()
+		line := fmt.Sprintf("| %-30s | %9d | %11d | %9.2f | %10.0f | %7.2f | %9.1f | %9.2f |",
+			name, rs.Walks, rs.Steps, sec*1e3, float64(rs.Steps)/sec/1e6, rs.Wall.Seconds(),
+			float64(first.DeltaBytes)/(1<<20), first.DeltaUpload.Seconds()*1e3)
+		t.Log(line) // as it comes: a row that fails later loses nothing
+		table = append(table, line)
+	}
+	ce := newEngine(t, compacted, WithHostBufferBytes(3<<29))
+	for _, alg := range []walk.Algorithm{{Kind: walk.DeepWalk, Length: 80}, {Kind: walk.DeepWalk, Length: 80, Weighted: true}} {
+		kind := "uniform"
+		if alg.Weighted {
+			kind = "weighted"
+		}
+		row(kind+" base", e, alg, nil, -1)
+		row(kind+" base + 10% delta", e, alg, snap, -1)
+		row(kind+" delta, compiler's regs", e, alg, snap, 0)
+		row(kind+" delta, 40 regs", e, alg, snap, 2)
+		row(kind+" compacted", ce, alg, nil, -1)
+	}
+	// A later snapshot: 1% more updates, copied whole again.
+	for off := int64(0); off < max(1, total/100/record); off++ {
+		ups = ups[:0]
+		for range record {
+			ups = append(ups, livegraph.Update{Op: livegraph.Insert, Src: byDegree(), Dst: byDegree(), Weight: 1 + 4*rng.Float32(), Has: livegraph.HasWeight})
+		}
+		if err := l.Apply(0, total/record+1+off, ups); err != nil {
+			t.Fatal(err)
+		}
+	}
+	later := l.Publish()
+	row("uniform later snapshot", e, walk.Algorithm{Kind: walk.DeepWalk, Length: 80}, later, -1)
+	row("ppr base, from every vertex", e, walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2}, nil, -1)
+	row("ppr later snapshot", e, walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2}, later, -1)
+	fmt.Printf("\nR-MAT scale %d ef 16 undirected weighted: V=%d E=%d; delta %d appended edges, %d tombstones, %d vertices with a delta\n",
+		scale, g.NumVertices(), g.NumEdges(), st.DeltaEdges, st.Tombstones, st.Vertices)
+	fmt.Println("M steps/s: kernel time; delta MiB / copy ms: the warm-up run's copy of the snapshot's delta (index build, layout, copy to the device)")
+	fmt.Println("| walk                           |     walks |       steps | kernel ms | M steps/s  | wall s  | delta MiB | copy ms   |")
+	fmt.Println("|--------------------------------|-----------|-------------|-----------|------------|---------|-----------|-----------|")
+	for _, r := range table {
+		fmt.Println(r)
+	}
+}

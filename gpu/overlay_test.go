@@ -1,0 +1,452 @@
+package gpu
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/livegraph"
+	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
+)
+
+// liveSnapshot applies random updates to an R-MAT base over several
+// published epochs: inserts between skewed endpoints (some naming new
+// vertices, some starting at added ones), deletes of base and inserted
+// edges, re-inserts, and one vertex stripped of all its base edges and one
+// of all but one (their steps reach the exact scan). walk/cpu's
+// randomSnapshot, which its ring tests use, at a given scale.
+func liveSnapshot(t testing.TB, scale int, seed uint64, weighted bool) *livegraph.Snapshot {
+	t.Helper()
+	base, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: scale, EdgeFactor: 6, Seed: seed, Weighted: weighted, Name: "gpu-overlay"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := livegraph.New(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyRandomUpdates(t, l, base, seed, weighted, int(base.NumEdges())/40, 6)
+	return l.Snapshot()
+}
+
+// applyRandomUpdates applies epochs records of perEpoch random updates to
+// l (over base) and publishes after each.
+func applyRandomUpdates(t testing.TB, l *livegraph.Live, base *graph.Graph, seed uint64, weighted bool, perEpoch, epochs int) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 37))
+	n := int64(base.NumVertices())
+	next := n
+	skewed := func() int64 { return int64(float64(n) * rng.Float64() * rng.Float64()) }
+	ins := func(s, d int64) livegraph.Update {
+		u := livegraph.Update{Op: livegraph.Insert, Src: s, Dst: d}
+		if weighted {
+			u.Weight, u.Has = float32(1+rng.IntN(8))/2, livegraph.HasWeight
+		}
+		return u
+	}
+	var inserted [][2]int64
+	for rec := range epochs {
+		var ups []livegraph.Update
+		for range perEpoch {
+			switch r := rng.IntN(20); {
+			case r < 12:
+				s, d := skewed(), skewed()
+				if rng.IntN(30) == 0 {
+					d, next = next, next+1
+				}
+				if rng.IntN(40) == 0 && next > n {
+					s = n + rng.Int64N(next-n)
+				}
+				ups = append(ups, ins(s, d))
+				inserted = append(inserted, [2]int64{s, d})
+			case r < 16:
+				s := uint32(skewed())
+				if adj := base.Neighbors(s); len(adj) > 0 {
+					ups = append(ups, livegraph.Update{Op: livegraph.Delete, Src: int64(s), Dst: int64(adj[rng.IntN(len(adj))])})
+				}
+			case r < 18 && len(inserted) > 0:
+				e := inserted[rng.IntN(len(inserted))]
+				ups = append(ups, livegraph.Update{Op: livegraph.Delete, Src: e[0], Dst: e[1]})
+				if rng.IntN(2) == 0 {
+					ups = append(ups, ins(e[0], e[1]))
+				}
+			default:
+				ups = append(ups, ins(skewed(), skewed()))
+			}
+		}
+		if rec == epochs/2-1 {
+			// Vertex 2 gets 100 edges, all but the last deleted in the
+			// next epoch with its base edges: a step from it finds its
+			// one live edge, an appended one, in the exact scan about
+			// half the time.
+			for j := range int64(100) {
+				ups = append(ups, ins(2, n-1-j))
+			}
+		}
+		if rec == epochs/2 {
+			for j := range int64(99) {
+				ups = append(ups, livegraph.Update{Op: livegraph.Delete, Src: 2, Dst: n - 1 - j})
+			}
+			for _, d := range base.Neighbors(2) {
+				if int64(d) != n-100 {
+					ups = append(ups, livegraph.Update{Op: livegraph.Delete, Src: 2, Dst: int64(d)})
+				}
+			}
+			// Vertex 0 (the R-MAT hub) loses every base edge, vertex 1
+			// all but its last.
+			for _, v := range []uint32{0, 1} {
+				adj := base.Neighbors(v)
+				if v == 1 && len(adj) > 0 {
+					adj = adj[:len(adj)-1]
+				}
+				for _, d := range adj {
+					ups = append(ups, livegraph.Update{Op: livegraph.Delete, Src: int64(v), Dst: int64(d)})
+				}
+			}
+		}
+		if err := l.Apply(0, int64(rec), ups); err != nil {
+			t.Fatal(err)
+		}
+		l.Publish()
+	}
+}
+
+// overlayAlgorithms are the walks a snapshot serves on both engines.
+var overlayAlgorithms = []walk.Algorithm{
+	{Kind: walk.DeepWalk, Length: 40},
+	{Kind: walk.DeepWalk, Length: 40, Weighted: true},
+	{Kind: walk.PPR, Length: 40, StopProb: 0.15},
+	{Kind: walk.PPR, Length: 40, StopProb: 0.15, Weighted: true},
+	{Kind: walk.DeepWalk, Length: 40, Stepper: walk.StepperAlias},
+	{Kind: walk.DeepWalk, Length: 1, Weighted: true},
+	{Kind: walk.PPR, Length: 2, StopProb: 0.5},
+}
+
+// walksByID runs job on e and returns its walks by walk id.
+func walksByID(t testing.TB, e walk.Engine, job walk.Job) map[uint64][]uint32 {
+	t.Helper()
+	out := map[uint64][]uint32{}
+	err := e.Run(context.Background(), []walk.Job{job}, func(c walk.Chunk) error {
+		for k, id := range c.WalkIDs {
+			out[id] = slices.Clone(c.Vertices[c.Offsets[k]:c.Offsets[k+1]])
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", e.Name(), err)
+	}
+	return out
+}
+
+// TestDeltaLayoutHoldsSnapshot: the flat layout the engine copies to the
+// device gives every vertex the delta the snapshot has: its appended
+// edges, tombstones, weights and liveness, found through the bitmap and
+// ranks.
+// Scale 17 has 2,048 words: two spans of the layout's passes, on several
+// goroutines; the layout of the first snapshot is reused for the second.
+func TestDeltaLayoutHoldsSnapshot(t *testing.T) {
+	var l deltaLayout
+	for _, scale := range []int{9, 17, 9} {
+		testDeltaLayout(t, liveSnapshot(t, scale, uint64(scale), true), &l)
+	}
+}
+
+func testDeltaLayout(t *testing.T, snap *livegraph.Snapshot, l *deltaLayout) {
+	t.Helper()
+	if err := layoutDelta(walk.IndexOf(snap), snap.NumVertices(), l); err != nil {
+		t.Fatal(err)
+	}
+	withDelta := 0
+	for v := range uint32(snap.NumVertices()) {
+		dv := snap.Vertex(v)
+		k := twinRank(l, v)
+		if (dv == nil) != (k < 0) {
+			t.Fatalf("vertex %d: delta %v, layout rank %d", v, dv != nil, k)
+		}
+		if dv == nil {
+			continue
+		}
+		withDelta++
+		h := l.heads[k]
+		nd := h.ndLive &^ liveBit
+		edges := make([]walk.DeltaEdge, h.n)
+		for i, it := range l.items[h.pos : h.pos+h.n] {
+			edges[i] = walk.DeltaEdge{Target: it.a, Weight: math.Float32frombits(it.b)}
+		}
+		dead := make([]walk.Tombstone, nd)
+		var dbits uint64
+		for i, it := range l.items[h.pos+h.n : h.pos+h.n+nd] {
+			dead[i] = walk.Tombstone{Target: it.a, Upto: it.b}
+			dbits |= walk.DeadBit(it.a)
+		}
+		if !slices.Equal(edges, dv.Edges) || !slices.Equal(dead, dv.Dead) || h.deadBits != dbits ||
+			h.baseWeight != dv.BaseWeight || h.maxWeight != dv.MaxWeight || (h.ndLive&liveBit != 0) != (dv.Live > 0) {
+			t.Fatalf("vertex %d: layout head %+v does not hold its delta %+v", v, h, *dv)
+		}
+	}
+	if withDelta == 0 || int(l.bytes()) < withDelta*deltaHeadSize {
+		t.Fatalf("%d vertices with a delta, %d bytes", withDelta, l.bytes())
+	}
+}
+
+// TestOverlayTwinMatchesCPU checks the kernels' step on a snapshot without
+// a device: twinWalk is kernels/overlay.cuh's overlay_step transcribed
+// line for line onto the flat layout the engine uploads, and its walks must
+// be the CPU engine's, walk by walk, on snapshots with inserts, deletes and
+// added vertices (the cuda test TestOverlayWalksMatchCPU checks the kernel
+// itself the same way).
+func TestOverlayTwinMatchesCPU(t *testing.T) {
+	for _, weighted := range []bool{true, false} {
+		snap := liveSnapshot(t, 9, 3, weighted)
+		if st := snap.Stats(); st.Added == 0 || st.Tombstones == 0 {
+			t.Fatalf("the snapshot wants added vertices and deletes: %+v", st)
+		}
+		g := snap.Base()
+		ref, err := cpu.New(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var l deltaLayout
+		if err := layoutDelta(walk.IndexOf(snap), snap.NumVertices(), &l); err != nil {
+			t.Fatal(err)
+		}
+		var tab []twinAlias
+		if weighted {
+			tab = twinAliasTable(g)
+		}
+		starts := make([]uint32, 0, 2*snap.NumVertices())
+		for v := range uint32(snap.NumVertices()) {
+			starts = append(starts, v, v)
+		}
+		for range 200 {
+			starts = append(starts, 0, 1, 2) // the stripped vertices: exact scans
+		}
+		for _, alg := range overlayAlgorithms {
+			if alg.Weighted && !weighted {
+				continue
+			}
+			t.Run(fmt.Sprintf("weighted=%v/%s", weighted, alg), func(t *testing.T) {
+				job := walk.Job{Algorithm: alg, Seed: 99, Starts: starts, FirstWalk: 5, Overlay: snap}
+				want := walksByID(t, ref, job)
+				at := tab
+				if !alg.Weighted {
+					at = nil
+				}
+				for k, s := range starts {
+					id := job.FirstWalk + uint64(k)
+					got := twinWalk(g, at, &l, alg, job.Seed, id, s)
+					if !slices.Equal(got, want[id]) {
+						t.Fatalf("walk %d from %d:\ntwin %v\ncpu  %v", id, s, got, want[id])
+					}
+				}
+			})
+		}
+	}
+}
+
+// twinAlias is a packed alias entry (ws::AliasEntry without its column).
+type twinAlias struct {
+	prob      float32
+	keep, alt uint32
+}
+
+func twinAliasTable(g *graph.Graph) []twinAlias {
+	prob, alias := walk.BuildAlias(g)
+	tab := make([]twinAlias, len(prob))
+	for v := range g.NumVertices() {
+		a, b := g.Offsets[v], g.Offsets[v+1]
+		for e := a; e < b; e++ {
+			tab[e] = twinAlias{prob: prob[e], keep: g.Targets[e], alt: g.Targets[a+uint64(alias[e])]}
+		}
+	}
+	return tab
+}
+
+func twinRank(l *deltaLayout, v uint32) int {
+	w := int(v >> 6)
+	if w >= len(l.words) || l.words[w].bits>>(v&63)&1 == 0 {
+		return -1
+	}
+	below := l.words[w].bits & (1<<(v&63) - 1)
+	n := 0
+	for ; below != 0; below &= below - 1 {
+		n++
+	}
+	return int(l.words[w].rank) + n
+}
+
+func twinPick(g *graph.Graph, tab []twinAlias, a uint64, deg, x, y uint32) uint32 {
+	col := uint64(walk.Bounded(x, deg))
+	if tab == nil {
+		return g.Targets[a+col]
+	}
+	if e := tab[a+col]; walk.Unit24(y) < e.prob {
+		return e.keep
+	}
+	return tab[a+col].alt
+}
+
+// twinTomb is find_tombstone: upto+1, or 0 when t has none.
+func twinTomb(dead []deltaItem, t uint32) uint64 {
+	lo, hi := 0, len(dead)
+	for lo < hi {
+		m := (lo + hi) >> 1
+		if dead[m].a < t {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(dead) && dead[lo].a == t {
+		return uint64(dead[lo].b) + 1
+	}
+	return 0
+}
+
+func twinWalk(g *graph.Graph, tab []twinAlias, l *deltaLayout, alg walk.Algorithm, seed, id uint64, start uint32) []uint32 {
+	out := []uint32{start}
+	cur := start
+	for step := uint32(0); step < uint32(alg.Length); step++ {
+		next, ok := twinStep(g, tab, l, alg, seed, id, step, cur)
+		if !ok {
+			break
+		}
+		out = append(out, next)
+		cur = next
+	}
+	return out
+}
+
+func twinStep(g *graph.Graph, tab []twinAlias, l *deltaLayout, alg walk.Algorithm, seed, id uint64, step, cur uint32) (uint32, bool) {
+	draw := func(d uint32) (uint32, uint32, uint32, uint32) {
+		return walk.Philox(uint32(id), uint32(id>>32), step, d, uint32(seed), uint32(seed>>32))
+	}
+	ppr := alg.Kind == walk.PPR
+	stop := walk.Threshold(alg.StopProb)
+	if !ppr {
+		stop = 0
+	}
+	var a, b uint64
+	if int(cur) < g.NumVertices() {
+		a, b = g.Offsets[cur], g.Offsets[cur+1]
+	}
+	deg := uint32(b - a)
+	k := twinRank(l, cur)
+	if k < 0 {
+		if deg == 0 {
+			return 0, false
+		}
+		x, y, z, _ := draw(0)
+		if ppr {
+			if uint64(x) < stop {
+				return 0, false
+			}
+			return twinPick(g, tab, a, deg, y, z), true
+		}
+		return twinPick(g, tab, a, deg, x, y), true
+	}
+	h := l.heads[k]
+	if h.ndLive&liveBit == 0 {
+		return 0, false
+	}
+	nd := h.ndLive &^ liveBit
+	first := uint32(0)
+	if ppr {
+		if x, _, _, _ := draw(0); uint64(x) < stop {
+			return 0, false
+		}
+		first = 1
+	}
+	de := l.items[h.pos : h.pos+h.n]
+	dead := l.items[h.pos+h.n : h.pos+h.n+nd]
+	baseDead := func(t uint32) bool { return h.deadBits&deadBit(t) != 0 && twinTomb(dead, t) != 0 }
+	deltaDead := func(i, t uint32) bool {
+		if h.deadBits&deadBit(t) == 0 {
+			return false
+		}
+		u := twinTomb(dead, t)
+		return u != 0 && uint64(i) < u-1
+	}
+	weighted := alg.Weighted
+	var wb, wd float64
+	if weighted {
+		wb, wd = h.baseWeight, float64(h.n)*float64(h.maxWeight)
+	} else {
+		wb, wd = float64(deg), float64(h.n)
+	}
+	total := wb + wd
+	for att := range uint32(walk.MaxRejections) {
+		x, y, z, w := draw(first + att)
+		if float64(z)*0x1p-32*total < wb {
+			if deg == 0 {
+				continue
+			}
+			if t := twinPick(g, tab, a, deg, x, y); !baseDead(t) {
+				return t, true
+			}
+			continue
+		}
+		if h.n == 0 {
+			continue
+		}
+		i := walk.Bounded(w, h.n)
+		e := de[i]
+		if weighted && walk.Unit24(y)*h.maxWeight >= math.Float32frombits(e.b) {
+			continue
+		}
+		if !deltaDead(i, e.a) {
+			return e.a, true
+		}
+	}
+	// overlay_scan.
+	wt := func(base bool, i uint64) float64 {
+		switch {
+		case !weighted:
+			return 1
+		case base:
+			return float64(g.Weights[i])
+		default:
+			return float64(math.Float32frombits(de[i].b))
+		}
+	}
+	var sum float64
+	for e := a; e < b; e++ {
+		if !baseDead(g.Targets[e]) {
+			sum += wt(true, e)
+		}
+	}
+	for i := range de {
+		if !deltaDead(uint32(i), de[i].a) {
+			sum += wt(false, uint64(i))
+		}
+	}
+	x, y, _, _ := draw(first + walk.FallbackDraw)
+	u := (float64(x) + float64(y)*0x1p-32) * 0x1p-32 * sum
+	last, found := uint32(0), false
+	for e := a; e < b; e++ {
+		t := g.Targets[e]
+		if baseDead(t) {
+			continue
+		}
+		if u -= wt(true, e); u < 0 {
+			return t, true
+		}
+		last, found = t, true
+	}
+	for i := range de {
+		t := de[i].a
+		if deltaDead(uint32(i), t) {
+			continue
+		}
+		if u -= wt(false, uint64(i)); u < 0 {
+			return t, true
+		}
+		last, found = t, true
+	}
+	return last, found
+}
