@@ -20,10 +20,18 @@ import (
 // positions close together, so one or two cache lines of records serve
 // what took a line of each of four arrays (Times, the sums, ByTime,
 // Targets), each a miss at the hubs where temporal walks stay.
+//
+// In the exponential bias's records, nx is the next step's window bound:
+// the position, in tgt's time order (absolute, as k is), of the first time
+// at or after t (forward; backward the first after t), where a walk that
+// takes this edge has its window's near end. It fills what was padding,
+// so a record stays 24 bytes, and saves the step after this one its
+// search (walkTemporalExpGroup).
 type timeRec struct {
 	t   int64
 	s   float64
 	tgt uint32
+	nx  uint32
 }
 
 // timeRecords builds the records of the uniform and linear biases (no
@@ -60,8 +68,10 @@ func fillTimeRecs(g *graph.Graph, rec []timeRec, v0, v1 int) {
 // fillExpRecs fills the records of vertices [v0, v1) with the cell sums
 // of walk.BuildExpSums, computed here as there (the same order of
 // additions, the same detExp and products: TestTemporalExpSums compares
-// the bits) so that no scratch table of 8 bytes an edge is needed.
-func fillExpRecs(g *graph.Graph, scale float64, backward, weighted bool, rec []timeRec, v0, v1 int) {
+// the bits) so that no scratch table of 8 bytes an edge is needed. With
+// coarse (coarseTimes of g.Times; nil leaves nx 0) it fills nx too, and
+// ends[v] with v's last time (forward) or first (backward).
+func fillExpRecs(g *graph.Graph, scale float64, backward, weighted bool, rec []timeRec, coarse, ends []int64, v0, v1 int) {
 	G := walk.ExpCell(scale)
 	times := g.Times
 	for v := v0; v < v1; v++ {
@@ -90,6 +100,81 @@ func fillExpRecs(g *graph.Graph, scale float64, backward, weighted bool, rec []t
 			sum += x
 			rec[k] = timeRec{t: times[k], s: sum, tgt: g.Targets[e]}
 		}
+		if coarse != nil && b > a {
+			ends[v] = times[b-1]
+			if backward {
+				ends[v] = times[a]
+			}
+		}
+	}
+	if coarse != nil {
+		fillNext(g, backward, rec, coarse, g.Offsets[v0], g.Offsets[v1])
+	}
+}
+
+// nextBatch is how many records fillNext searches for at once: each search
+// is a chain of misses (the target's offsets, its coarse entries, the
+// entry between them, its times), and a batch takes each link for all its
+// records, prefetched a phase ahead, so that their misses overlap.
+const nextBatch = 32
+
+// fillNext sets nx of records [p0, p1): the window bound in the record's
+// target's time order for a step bounded by the record's time, found as
+// walkTemporalGroup's step finds it (coarseRange, then timeFrom from its
+// guess) and in the same phases.
+func fillNext(g *graph.Graph, backward bool, rec []timeRec, coarse []int64, p0, p1 uint64) {
+	times, off := g.Times, g.Offsets
+	var (
+		idx  [2 * nextBatch]uint64
+		idx2 [nextBatch]uint64
+		ab   [nextBatch][2]uint64
+		run  [nextBatch][3]uint64 // coarseRange's fa, fb, guess
+	)
+	lastT := uint64(max(len(times)-9, 0))
+	for p := p0; p < p1; p += nextBatch {
+		q := min(p+nextBatch, p1)
+		n := int(q - p)
+		for i := range n {
+			idx[i] = uint64(rec[p+uint64(i)].tgt)
+		}
+		prefetchRows(unsafe.Pointer(&off[0]), idx[:n], 8, 16)
+		m := 0
+		for i := range n {
+			v := rec[p+uint64(i)].tgt
+			ab[i] = [2]uint64{off[v], off[v+1]}
+			if j0, j1, ok := coarseEntries(ab[i][0], ab[i][1]); ok {
+				idx[m], idx[m+1] = j0, j1-1
+				m += 2
+			}
+		}
+		if m > 0 {
+			prefetchRows(unsafe.Pointer(&coarse[0]), idx[:m], 8, 8)
+			m = 0
+			for i := range n {
+				if j0, j1, ok := coarseEntries(ab[i][0], ab[i][1]); ok {
+					idx[m] = coarseProbe(coarse, j0, j1, rec[p+uint64(i)].t) - 1
+					m++
+				}
+			}
+			prefetchRows(unsafe.Pointer(&coarse[0]), idx[:m], 8, 24)
+		}
+		m = 0
+		for i := range n {
+			a, b := ab[i][0], ab[i][1]
+			fa, fb, gs := coarseRange(coarse, a, b, rec[p+uint64(i)].t, backward)
+			run[i] = [3]uint64{fa, fb, gs}
+			if gs < b {
+				idx2[m] = min(max(gs, fa+4)-4, lastT)
+				m++
+			}
+		}
+		if m > 0 {
+			prefetchRows(unsafe.Pointer(&times[0]), idx2[:m], 8, 72)
+		}
+		for i := range n {
+			r := &rec[p+uint64(i)]
+			r.nx = uint32(timeFrom(times, run[i][0], run[i][1], r.t, backward, run[i][2]))
+		}
 	}
 }
 
@@ -104,6 +189,12 @@ type expTable struct {
 	// cell: a window is then never cut by a cell boundary, and a step
 	// needs neither its far end's time nor a cell check.
 	oneCell bool
+	// next is true when the records' nx are filled (the graph has fewer
+	// than 2^32 edges, so a position fits nx); ends[v] is then v's last
+	// time forward, its first backward (0 without edges): the far end of
+	// a window without a gap, for the draw's guess.
+	next bool
+	ends []int64
 }
 
 // maxExpTables bounds the tables the CPU engine keeps (24 bytes an edge
@@ -147,8 +238,14 @@ func (e *Engine) expTable(alg walk.Algorithm) *expTable {
 	}
 	e.mu.Unlock()
 	t.once.Do(func() {
-		t0 := time.Now()
 		g := e.g
+		var coarse, ends []int64
+		next := uint64(g.NumEdges()) < math.MaxUint32
+		if next {
+			coarse = e.coarseIndex() // timed as its own table
+			ends = make([]int64, g.NumVertices())
+		}
+		t0 := time.Now()
 		// Outside the Go heap, on huge pages (hugemem.Alloc): the steps
 		// read it at random, and a table of the graph's size in the heap
 		// paces the collector by it. A dropped table is unmapped once e
@@ -160,14 +257,14 @@ func (e *Engine) expTable(alg walk.Algorithm) *expTable {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				fillExpRecs(g, tp.Scale, tp.Backward, alg.Weighted, rec, r[0], r[1])
+				fillExpRecs(g, tp.Scale, tp.Backward, alg.Weighted, rec, coarse, ends, r[0], r[1])
 			}()
 		}
 		wg.Wait()
 		tlo, thi := g.TimeRange()
 		G := walk.ExpCell(tp.Scale)
 		one := walk.TimeKey(tlo)/G == walk.TimeKey(thi)/G
-		e.recordBuild(t0, func() { t.rec, t.oneCell = rec, one })
+		e.recordBuild(t0, func() { t.rec, t.oneCell, t.next, t.ends = rec, one, next, ends })
 	})
 	return t
 }
@@ -237,6 +334,22 @@ const expHintMin = 2 * coarseSpacing
 // near end, the window X scales long, the mass from x on is (e^-x - e^-X)
 // / (1 - e^-X), and the draw's position is where that equals u.
 func (s *stepper) expHint(lo, hi uint64, u float64) uint64 {
+	if hi-lo <= expHintMin {
+		return s.expHintFrom(lo, hi, u, 0, 0)
+	}
+	coarse := s.tmp.coarse
+	if !s.alg.Time.Backward {
+		j := (hi - 1) / coarseSpacing
+		return s.expHintFrom(lo, hi, u, coarse[j], j*coarseSpacing-lo)
+	}
+	j := (lo + coarseSpacing - 1) / coarseSpacing
+	return s.expHintFrom(lo, hi, u, coarse[j], hi-1-j*coarseSpacing)
+}
+
+// expHintFrom is expHint with the window's far time far, span positions
+// from its near end (any time of the window and its distance serve; the
+// guess is better the farther it is).
+func (s *stepper) expHintFrom(lo, hi uint64, u float64, far int64, span uint64) uint64 {
 	n := hi - lo
 	back := s.alg.Time.Backward
 	if n <= expHintMin {
@@ -245,24 +358,18 @@ func (s *stepper) expHint(lo, hi uint64, u float64) uint64 {
 		}
 		return lo
 	}
-	R, coarse := s.tmp.rec, s.tmp.coarse
-	var near, far int64
-	var span uint64 // positions from the near end to the coarse entry
-	if !back {
-		j := (hi - 1) / coarseSpacing
-		near, far, span = R[lo].t, coarse[j], j*coarseSpacing-lo
-	} else {
-		j := (lo + coarseSpacing - 1) / coarseSpacing
-		near, far, span = R[hi-1].t, coarse[j], hi-1-j*coarseSpacing
+	near := s.tmp.rec[lo].t
+	if back {
+		near = s.tmp.rec[hi-1].t
 	}
-	X := math.Abs(float64(far)-float64(near)) / s.alg.Time.Scale
+	X := math.Abs(float64(far)-float64(near)) * s.tmp.invScale
 	var p float64
 	if !(X > 0) {
 		p = (1 - u) * float64(span) // equal times: equal weights
 	} else {
 		var e float64
 		if X < 40 {
-			e = math.Exp(-X)
+			e = roughExp(-X)
 		}
 		x := X
 		if y := u + (1-u)*e; y > 0 {
@@ -275,6 +382,14 @@ func (s *stepper) expHint(lo, hi uint64, u float64) uint64 {
 		return hi - 1 - off
 	}
 	return lo + off
+}
+
+// roughExp is e^x for x in (-40, 0] to about 0.2%, for the same reason.
+func roughExp(x float64) float64 {
+	y := x * math.Log2E
+	i := math.Floor(y)
+	f := y - i // 2^y = 2^i * 2^f, f in [0, 1)
+	return math.Float64frombits(uint64(int64(i)+1023)<<52) * (1 + f*(0.6565+f*0.3435))
 }
 
 // roughLog is ln(y) for y > 0 to about 0.01: a guess needs no more, and

@@ -1,0 +1,207 @@
+package cpu
+
+import "unsafe"
+
+// temporalExpGroup is how many walks walkTemporalExpGroup advances
+// together: a phase's wait on its first walk's line is shared by them all,
+// and the group's draws are one philox64 call.
+const temporalExpGroup = 64
+
+// walkTemporalExpGroup is walkTemporalGroup for the exponential bias on
+// records whose nx are filled (expTable.next). A step after the first is
+// bounded by the time of the record it took, and that record's nx is the
+// window's near bound in the next vertex's time order, so the step needs
+// no search for it: the record names both the next vertex and where its
+// window starts. A round then has two phases instead of six:
+//
+//  1. for every walk, prefetch the vertex's offsets, its far time
+//     (expTable.ends, for the draw's guess) and the records at the
+//     window's near end (nx, known from the last step);
+//  2. read the offsets (the window's other end: the vertex's, or the gap's
+//     search from the near end), take the draw's words and its guess
+//     (expHintFrom with the vertex's far time), and prefetch the records
+//     around the guess, with the sums past the window's far end (forward,
+//     gap) or before it (backward) and the far end's time where the
+//     window may span cells;
+//  3. draw (expDrawn), whose record gives the target, the time and the
+//     next window's near bound.
+//
+// The first step, when bounded by a start time, searches its window as
+// walkTemporalGroup does (coarseRange, recWindow), without the prefetch
+// phases. The windows, the words and the draws are those of walkTemporal:
+// the walks are the same, byte for byte (TestTemporalGroupMatchesOneWalk).
+func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []uint32, times []int64, timesRow int, lens []uint32) {
+	const G = temporalExpGroup
+	stride := s.alg.Length + 1
+	n := len(starts)
+	var (
+		cur    [G]uint32
+		t      [G]int64
+		nx     [G]uint64 // the window's near bound, from the record taken last
+		active [G]int    // indexes of the walks still going
+		idx    [3 * G]uint64
+		idx2   [G]uint64
+		idx3   [G]uint64
+		win    [G][4]uint64 // a, b, lo, hi
+		ed     [G]expDraw
+		idLo   [G]uint32 // the walks' Philox counters: id, step
+		idHi   [G]uint32
+		ctr    [G]uint32
+		words  [4][G]uint32
+	)
+	bound := s.alg.Time.Bound()
+	for k := range n {
+		cur[k], t[k] = starts[k], bound
+		buf[k*stride] = starts[k]
+		if times != nil {
+			times[(timesRow+k)*stride] = bound
+		}
+		lens[k] = 1
+		active[k] = k
+		id := firstID + uint64(k)
+		idLo[k], idHi[k] = uint32(id), uint32(id>>32)
+	}
+	live := n
+	R := s.tmp.rec
+	if len(R) == 0 {
+		return // no edges: no walk takes a step
+	}
+	const rs = unsafe.Sizeof(timeRec{})
+	tp := &s.alg.Time
+	back := tp.Backward
+	ends := s.tmp.expEnds
+	one := s.tmp.expOneCell
+	// The last records a span of three and of nine may start at: a
+	// prefetch stays inside R (the portable prefetchRows loads).
+	last3 := uint64(max(len(R)-3, 0))
+	last9 := uint64(max(len(R)-9, 0))
+	for step := uint32(0); step < uint32(s.alg.Length) && live > 0; step++ {
+		fromRec := step > 0 // t is a record's time, nx its window bound
+		// Phase 1: the offsets, the far times, the near ends' records.
+		m2 := 0
+		for i, k := range active[:live] {
+			idx[i] = uint64(cur[k])
+			if fromRec {
+				// Three records from the near end inward (at most two
+				// lines): the near end's time and sum, and the draw's
+				// position in windows too short for a guess.
+				if !back {
+					idx2[m2] = min(nx[k], last3)
+				} else {
+					idx2[m2] = min(max(nx[k], 3)-3, last3)
+				}
+				m2++
+			}
+		}
+		prefetchRows(unsafe.Pointer(&s.off[0]), idx[:live], 8, 16)
+		prefetchRows(unsafe.Pointer(&ends[0]), idx[:live], 8, 8)
+		if m2 > 0 {
+			prefetchRows(unsafe.Pointer(&R[0]), idx2[:m2], rs, 3*rs)
+		}
+		// Every walk's draw (id, step, 0) while those lines come in.
+		for i := range ctr {
+			ctr[i] = step
+		}
+		philox64(&idLo, &idHi, &ctr, 0, s.k0, s.k1, &words)
+		// Phase 2: the windows, the draws' words and guesses.
+		m, m3 := 0, 0
+		for _, k := range active[:live] {
+			v := cur[k]
+			a, b := s.off[v], s.off[v+1]
+			lo, hi := a, b
+			switch {
+			case b == a:
+			case fromRec && !back:
+				lo = nx[k]
+				if tp.HasMaxGap {
+					hi = recTimeFrom(R, lo, b, satAdd(t[k], tp.MaxGap), true, b)
+				}
+			case fromRec:
+				hi = nx[k]
+				if tp.HasMaxGap {
+					lo = recTimeFrom(R, a, hi, satAdd(t[k], -tp.MaxGap), false, hi)
+				}
+			case tp.HasStart:
+				fa, fb, g := coarseRange(s.tmp.coarse, a, b, t[k], back)
+				lo, hi = s.recWindow(a, b, t[k], fa, fb, g)
+			}
+			win[k] = [4]uint64{a, b, lo, hi}
+			if lo == hi {
+				continue
+			}
+			d := &ed[k]
+			d.x0, d.x1, d.x2, d.x3 = words[0][k], words[1][k], words[2][k], words[3][k]
+			u := unit53(d.x0, d.x1)
+			switch {
+			case !back && hi == b:
+				d.hint = s.expHintFrom(lo, hi, u, ends[v], b-1-lo)
+			case back && lo == a:
+				d.hint = s.expHintFrom(lo, hi, u, ends[v], hi-1-a)
+			default:
+				d.hint = s.expHint(lo, hi, u)
+			}
+			nearEnd := lo
+			if back {
+				nearEnd = hi - 1
+			}
+			if !fromRec || d.hint > nearEnd+2 || d.hint+2 < nearEnd {
+				// Outside the near end's records: the guess's, and
+				// hint-4..hint+4 (first, middle and last lines) where it
+				// is a guess, where the search in the sums goes nine
+				// steps in ten.
+				idx[m] = d.hint
+				m++
+				if d.hint != lo && d.hint != hi-1 {
+					idx3[m3] = min(max(d.hint, lo+4)-4, last9)
+					m3++
+				}
+			}
+			if !back && hi < b {
+				idx[m] = hi // the base past the far end
+				m++
+			} else if back && lo > a {
+				idx[m] = lo - 1
+				m++
+			}
+			if !one { // the far end's time, for its cell
+				if back {
+					idx[m] = lo
+				} else {
+					idx[m] = hi - 1
+				}
+				m++
+			}
+		}
+		if m > 0 {
+			prefetchRows(unsafe.Pointer(&R[0]), idx[:m], rs, rs)
+		}
+		if m3 > 0 {
+			prefetchRows(unsafe.Pointer(&R[0]), idx3[:m3], rs, 9*rs)
+		}
+		// Phase 3: the draws.
+		kept := 0
+		for _, k := range active[:live] {
+			a, b, lo, hi := win[k][0], win[k][1], win[k][2], win[k][3]
+			if lo == hi {
+				continue
+			}
+			e, ok := s.expDrawn(&ed[k], a, b, lo, hi)
+			if !ok {
+				// The exact scan, for a window whose sums are zero.
+				if e, ok = s.temporalDraw(firstID+uint64(k), step, a, b, lo, hi); !ok {
+					continue
+				}
+			}
+			r := &R[e]
+			cur[k], t[k], nx[k] = r.tgt, r.t, uint64(r.nx)
+			buf[k*stride+int(lens[k])] = cur[k]
+			if times != nil {
+				times[(timesRow+k)*stride+int(lens[k])] = t[k]
+			}
+			lens[k]++
+			active[kept] = k
+			kept++
+		}
+		live = kept
+	}
+}
