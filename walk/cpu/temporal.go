@@ -26,10 +26,10 @@ type temporal struct {
 	rec        []timeRec
 	expCell    uint64
 	expOneCell bool // every edge time in one cell (expTable.oneCell)
-	// expNext: rec's nx are filled (expTable.next), and expEnds[v] is
-	// v's far time (expTable.ends).
-	expNext bool
-	expEnds []int64
+	// expNext: rec's nx are filled (expTable.next), and expVerts has
+	// the vertices' starts and far times (expTable.verts).
+	expNext  bool
+	expVerts []vertRec
 	// invScale is 1 / the exponential bias's scale, for the draws'
 	// guesses (expHintFrom), which need no exact division.
 	invScale float64
@@ -560,7 +560,7 @@ func temporalGraph(g *graph.Graph, alg walk.Algorithm, cumw []float64, rec []tim
 	t := &temporal{times: g.Times, coarse: coarse, byTime: g.ByTime, cumw: cumw, rec: rec, rejections: walk.MaxRejections}
 	if alg.Time.Bias == walk.TimeExponential && exp != nil { // nil: tests of the exact fallback alone
 		t.rec, t.expOneCell = exp.rec, exp.oneCell
-		t.expNext, t.expEnds = exp.next, exp.ends
+		t.expNext, t.expVerts = exp.next, exp.verts
 		t.invScale = 1 / alg.Time.Scale
 		t.expCell = walk.ExpCell(alg.Time.Scale)
 	}

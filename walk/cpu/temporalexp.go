@@ -70,8 +70,8 @@ func fillTimeRecs(g *graph.Graph, rec []timeRec, v0, v1 int) {
 // additions, the same detExp and products: TestTemporalExpSums compares
 // the bits) so that no scratch table of 8 bytes an edge is needed. With
 // coarse (coarseTimes of g.Times; nil leaves nx 0) it fills nx too, and
-// ends[v] with v's last time (forward) or first (backward).
-func fillExpRecs(g *graph.Graph, scale float64, backward, weighted bool, rec []timeRec, coarse, ends []int64, v0, v1 int) {
+// verts[v] (vertRec).
+func fillExpRecs(g *graph.Graph, scale float64, backward, weighted bool, rec []timeRec, coarse []int64, verts []vertRec, v0, v1 int) {
 	G := walk.ExpCell(scale)
 	times := g.Times
 	for v := v0; v < v1; v++ {
@@ -100,10 +100,13 @@ func fillExpRecs(g *graph.Graph, scale float64, backward, weighted bool, rec []t
 			sum += x
 			rec[k] = timeRec{t: times[k], s: sum, tgt: g.Targets[e]}
 		}
-		if coarse != nil && b > a {
-			ends[v] = times[b-1]
-			if backward {
-				ends[v] = times[a]
+		if coarse != nil {
+			verts[v].a = a
+			if b > a {
+				verts[v].far = times[b-1]
+				if backward {
+					verts[v].far = times[a]
+				}
 			}
 		}
 	}
@@ -190,11 +193,20 @@ type expTable struct {
 	// needs neither its far end's time nor a cell check.
 	oneCell bool
 	// next is true when the records' nx are filled (the graph has fewer
-	// than 2^32 edges, so a position fits nx); ends[v] is then v's last
-	// time forward, its first backward (0 without edges): the far end of
-	// a window without a gap, for the draw's guess.
-	next bool
-	ends []int64
+	// than 2^32 edges, so a position fits nx), and verts is then set.
+	next  bool
+	verts []vertRec
+}
+
+// vertRec is vertex v's start in the time order (Offsets[v]; entry v+1's
+// is its end) and its far time, the last forward, the first backward (0
+// without edges): the far end of a window without a gap, for the draw's
+// guess. A grouped exponential step reads both, which in Offsets and an
+// array of times would be two lines, in one (sixteen bytes an entry, and
+// the next entry's start).
+type vertRec struct {
+	a   uint64
+	far int64
 }
 
 // maxExpTables bounds the tables the CPU engine keeps (24 bytes an edge
@@ -239,11 +251,13 @@ func (e *Engine) expTable(alg walk.Algorithm) *expTable {
 	e.mu.Unlock()
 	t.once.Do(func() {
 		g := e.g
-		var coarse, ends []int64
+		var coarse []int64
+		var verts []vertRec
 		next := uint64(g.NumEdges()) < math.MaxUint32
 		if next {
 			coarse = e.coarseIndex() // timed as its own table
-			ends = make([]int64, g.NumVertices())
+			verts = make([]vertRec, g.NumVertices()+1)
+			verts[g.NumVertices()].a = uint64(g.NumEdges())
 		}
 		t0 := time.Now()
 		// Outside the Go heap, on huge pages (hugemem.Alloc): the steps
@@ -257,14 +271,14 @@ func (e *Engine) expTable(alg walk.Algorithm) *expTable {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				fillExpRecs(g, tp.Scale, tp.Backward, alg.Weighted, rec, coarse, ends, r[0], r[1])
+				fillExpRecs(g, tp.Scale, tp.Backward, alg.Weighted, rec, coarse, verts, r[0], r[1])
 			}()
 		}
 		wg.Wait()
 		tlo, thi := g.TimeRange()
 		G := walk.ExpCell(tp.Scale)
 		one := walk.TimeKey(tlo)/G == walk.TimeKey(thi)/G
-		e.recordBuild(t0, func() { t.rec, t.oneCell, t.next, t.ends = rec, one, next, ends })
+		e.recordBuild(t0, func() { t.rec, t.oneCell, t.next, t.verts = rec, one, next, verts })
 	})
 	return t
 }

@@ -14,9 +14,9 @@ const temporalExpGroup = 64
 // no search for it: the record names both the next vertex and where its
 // window starts. A round then has two phases instead of six:
 //
-//  1. for every walk, prefetch the vertex's offsets, its far time
-//     (expTable.ends, for the draw's guess) and the records at the
-//     window's near end (nx, known from the last step);
+//  1. for every walk, prefetch the vertex's start, end and far time (two
+//     vertRec, for the window's far end and the draw's guess) and the
+//     records at the window's near end (nx, known from the last step);
 //  2. read the offsets (the window's other end: the vertex's, or the gap's
 //     search from the near end), take the draw's words and its guess
 //     (expHintFrom with the vertex's far time), and prefetch the records
@@ -66,37 +66,36 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 	if len(R) == 0 {
 		return // no edges: no walk takes a step
 	}
-	const rs = unsafe.Sizeof(timeRec{})
+	const rs, vs = unsafe.Sizeof(timeRec{}), unsafe.Sizeof(vertRec{})
 	tp := &s.alg.Time
 	back := tp.Backward
-	ends := s.tmp.expEnds
+	verts := s.tmp.expVerts
 	one := s.tmp.expOneCell
-	// The last records a span of three and of nine may start at: a
+	// The last records a span of two and of nine may start at: a
 	// prefetch stays inside R (the portable prefetchRows loads).
-	last3 := uint64(max(len(R)-3, 0))
+	last2 := uint64(max(len(R)-2, 0))
 	last9 := uint64(max(len(R)-9, 0))
 	for step := uint32(0); step < uint32(s.alg.Length) && live > 0; step++ {
 		fromRec := step > 0 // t is a record's time, nx its window bound
-		// Phase 1: the offsets, the far times, the near ends' records.
+		// Phase 1: the vertices' entries, the near ends' records.
 		m2 := 0
 		for i, k := range active[:live] {
 			idx[i] = uint64(cur[k])
 			if fromRec {
-				// Three records from the near end inward (at most two
-				// lines): the near end's time and sum, and the draw's
-				// position in windows too short for a guess.
+				// Two records from the near end inward: the near end's
+				// time and sum, and the next one, where the draw in a
+				// window too short for a guess mostly stops.
 				if !back {
-					idx2[m2] = min(nx[k], last3)
+					idx2[m2] = min(nx[k], last2)
 				} else {
-					idx2[m2] = min(max(nx[k], 3)-3, last3)
+					idx2[m2] = min(max(nx[k], 2)-2, last2)
 				}
 				m2++
 			}
 		}
-		prefetchRows(unsafe.Pointer(&s.off[0]), idx[:live], 8, 16)
-		prefetchRows(unsafe.Pointer(&ends[0]), idx[:live], 8, 8)
+		prefetchRows(unsafe.Pointer(&verts[0]), idx[:live], vs, 2*vs)
 		if m2 > 0 {
-			prefetchRows(unsafe.Pointer(&R[0]), idx2[:m2], rs, 3*rs)
+			prefetchRows(unsafe.Pointer(&R[0]), idx2[:m2], rs, 2*rs)
 		}
 		// Every walk's draw (id, step, 0) while those lines come in.
 		for i := range ctr {
@@ -107,7 +106,7 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 		m, m3 := 0, 0
 		for _, k := range active[:live] {
 			v := cur[k]
-			a, b := s.off[v], s.off[v+1]
+			a, b := verts[v].a, verts[v+1].a
 			lo, hi := a, b
 			switch {
 			case b == a:
@@ -134,9 +133,9 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 			u := unit53(d.x0, d.x1)
 			switch {
 			case !back && hi == b:
-				d.hint = s.expHintFrom(lo, hi, u, ends[v], b-1-lo)
+				d.hint = s.expHintFrom(lo, hi, u, verts[v].far, b-1-lo)
 			case back && lo == a:
-				d.hint = s.expHintFrom(lo, hi, u, ends[v], hi-1-a)
+				d.hint = s.expHintFrom(lo, hi, u, verts[v].far, hi-1-a)
 			default:
 				d.hint = s.expHint(lo, hi, u)
 			}
