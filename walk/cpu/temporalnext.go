@@ -39,9 +39,7 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 		t      [G]int64
 		nx     [G]uint64 // the window's near bound, from the record taken last
 		active [G]int    // indexes of the walks still going
-		idx    [3 * G]uint64
-		idx2   [G]uint64
-		idx3   [G]uint64
+		idx    [G]uint64
 		win    [G][4]uint64 // a, b, lo, hi
 		ed     [G]expDraw
 		idLo   [G]uint32 // the walks' Philox counters: id, step
@@ -71,39 +69,25 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 	back := tp.Backward
 	verts := s.tmp.expVerts
 	one := s.tmp.expOneCell
-	// The last records a span of two and of nine may start at: a
-	// prefetch stays inside R (the portable prefetchRows loads).
-	last2 := uint64(max(len(R)-2, 0))
-	last9 := uint64(max(len(R)-9, 0))
+	rBase := uintptr(unsafe.Pointer(&R[0]))
+	vBase := uintptr(unsafe.Pointer(&verts[0]))
+	// recAt is the address of record k's byte off (k may lie outside R:
+	// the addresses are only prefetched).
+	recAt := func(k uint64, off uintptr) uintptr { return rBase + uintptr(k)*rs + off }
+	for i, k := range active[:live] {
+		idx[i] = uint64(cur[k])
+	}
+	prefetchRows(unsafe.Pointer(&verts[0]), idx[:live], vs, 2*vs)
 	for step := uint32(0); step < uint32(s.alg.Length) && live > 0; step++ {
 		fromRec := step > 0 // t is a record's time, nx its window bound
-		// Phase 1: the vertices' entries, the near ends' records.
-		m2 := 0
-		for i, k := range active[:live] {
-			idx[i] = uint64(cur[k])
-			if fromRec {
-				// Two records from the near end inward: the near end's
-				// time and sum, and the next one, where the draw in a
-				// window too short for a guess mostly stops.
-				if !back {
-					idx2[m2] = min(nx[k], last2)
-				} else {
-					idx2[m2] = min(max(nx[k], 2)-2, last2)
-				}
-				m2++
-			}
-		}
-		prefetchRows(unsafe.Pointer(&verts[0]), idx[:live], vs, 2*vs)
-		if m2 > 0 {
-			prefetchRows(unsafe.Pointer(&R[0]), idx2[:m2], rs, 2*rs)
-		}
-		// Every walk's draw (id, step, 0) while those lines come in.
+		// Every walk's draw (id, step, 0).
 		for i := range ctr {
 			ctr[i] = step
 		}
 		philox64(&idLo, &idHi, &ctr, 0, s.k0, s.k1, &words)
-		// Phase 2: the windows, the draws' words and guesses.
-		m, m3 := 0, 0
+		// The windows, the draws' words and guesses; each walk's lines
+		// for its draw are prefetched as it is visited, the group's other
+		// walks' visits before its draw.
 		for _, k := range active[:live] {
 			v := cur[k]
 			a, b := verts[v].a, verts[v+1].a
@@ -139,45 +123,25 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 			default:
 				d.hint = s.expHint(lo, hi, u)
 			}
-			nearEnd := lo
-			if back {
-				nearEnd = hi - 1
+			// The sums past the window's far end (forward, a gap) or
+			// before it (backward), or the far end's time where the
+			// window may span cells; else the guess's line again.
+			far := recAt(d.hint, 0)
+			switch {
+			case !one && back:
+				far = recAt(lo, 0)
+			case !one:
+				far = recAt(hi-1, 0)
+			case !back && hi < b:
+				far = recAt(hi, 0)
+			case back && lo > a:
+				far = recAt(lo-1, 0)
 			}
-			if !fromRec || d.hint > nearEnd+2 || d.hint+2 < nearEnd {
-				// Outside the near end's records: the guess's, and
-				// hint-4..hint+4 (first, middle and last lines) where it
-				// is a guess, where the search in the sums goes nine
-				// steps in ten.
-				idx[m] = d.hint
-				m++
-				if d.hint != lo && d.hint != hi-1 {
-					idx3[m3] = min(max(d.hint, lo+4)-4, last9)
-					m3++
-				}
-			}
-			if !back && hi < b {
-				idx[m] = hi // the base past the far end
-				m++
-			} else if back && lo > a {
-				idx[m] = lo - 1
-				m++
-			}
-			if !one { // the far end's time, for its cell
-				if back {
-					idx[m] = lo
-				} else {
-					idx[m] = hi - 1
-				}
-				m++
-			}
+			// hint-4..hint+4 (first, middle and last lines): where the
+			// search in the sums goes nine steps in ten.
+			prefetch4(recAt(d.hint, 0), recAt(d.hint-4, 0), recAt(d.hint+4, rs-1), far)
 		}
-		if m > 0 {
-			prefetchRows(unsafe.Pointer(&R[0]), idx[:m], rs, rs)
-		}
-		if m3 > 0 {
-			prefetchRows(unsafe.Pointer(&R[0]), idx3[:m3], rs, 9*rs)
-		}
-		// Phase 3: the draws.
+		// The draws.
 		kept := 0
 		for _, k := range active[:live] {
 			a, b, lo, hi := win[k][0], win[k][1], win[k][2], win[k][3]
@@ -193,6 +157,16 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 			}
 			r := &R[e]
 			cur[k], t[k], nx[k] = r.tgt, r.t, uint64(r.nx)
+			// The next step's lines: the vertex's two entries, and the
+			// two records at its window's near end (the near end's time
+			// and sum, and the next one, where the draw in a window too
+			// short for a guess mostly stops).
+			nr := recAt(nx[k], 0)
+			if back {
+				nr = recAt(nx[k]-2, 0)
+			}
+			va := vBase + uintptr(cur[k])*vs
+			prefetch4(va, va+2*vs-1, nr, nr+2*rs-1)
 			buf[k*stride+int(lens[k])] = cur[k]
 			if times != nil {
 				times[(timesRow+k)*stride+int(lens[k])] = t[k]
