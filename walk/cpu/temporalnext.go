@@ -123,23 +123,26 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 			default:
 				d.hint = s.expHint(lo, hi, u)
 			}
-			// The sums past the window's far end (forward, a gap) or
-			// before it (backward), or the far end's time where the
-			// window may span cells; else the guess's line again.
-			far := recAt(d.hint, 0)
-			switch {
-			case !one && back:
-				far = recAt(lo, 0)
-			case !one:
-				far = recAt(hi-1, 0)
-			case !back && hi < b:
-				far = recAt(hi, 0)
-			case back && lo > a:
-				far = recAt(lo-1, 0)
+			if d.hint != lo && d.hint != hi-1 {
+				// A guess: the lines of hint-4..hint+4, where the search
+				// in the sums goes nine steps in ten (at the near end,
+				// the lines asked for at the last draw serve).
+				p := recAt(d.hint-4, 0)
+				prefetch4(p, p+64, p+128, p+192)
 			}
-			// hint-4..hint+4 (first, middle and last lines): where the
-			// search in the sums goes nine steps in ten.
-			prefetch4(recAt(d.hint, 0), recAt(d.hint-4, 0), recAt(d.hint+4, rs-1), far)
+			// The sums past the window's far end (forward, a gap) or
+			// before it (backward), and the far end's time where the
+			// window may span cells.
+			switch {
+			case !one:
+				prefetch4(recAt(lo, 0), recAt(hi-1, 0), recAt(hi, 0), recAt(lo-1, 0))
+			case !back && hi < b:
+				p := recAt(hi, 0)
+				prefetch4(p, p, p, p)
+			case back && lo > a:
+				p := recAt(lo-1, 0)
+				prefetch4(p, p, p, p)
+			}
 		}
 		// The draws.
 		kept := 0
