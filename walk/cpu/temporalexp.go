@@ -407,7 +407,10 @@ func (e *Engine) expTable(alg walk.Algorithm) *expTable {
 		next := uint64(g.NumEdges()) < math.MaxUint32
 		if next {
 			coarse = e.coarseIndex() // timed as its own table
-			verts = make([]vertRec, g.NumVertices()+1)
+			// On huge pages with the records: every step reads an entry
+			// at random, which on 4 KiB pages (a heap without huge
+			// pages) is a TLB miss an entry.
+			verts = hugemem.Alloc[vertRec](e, g.NumVertices()+1)
 			verts[g.NumVertices()].a = uint64(g.NumEdges())
 		}
 		t0 := time.Now()
