@@ -144,6 +144,7 @@ func fillNextTwins(g *graph.Graph, backward bool, rec []timeRec, inv []uint32, u
 		cursor[u-u0] = [4]uint64{off[u], off[u+1], off[u]}
 	}
 	U0, U1 := uint32(u0), uint32(u1)
+	last := uint64(len(tgt) - 1)
 	// A batch of edges v -> u (u in [u0, u1)) goes through phases, each
 	// prefetching what the next reads for the whole batch: the cursors;
 	// the edges they name (target and inverse); the two records. Only the
@@ -157,12 +158,15 @@ func fillNextTwins(g *graph.Graph, backward bool, rec []timeRec, inv []uint32, u
 	)
 	n := 0
 	flush := func() {
+		if n == 0 {
+			return
+		}
 		for j := range n {
 			idx[j] = uint64(eu[j] - U0)
 		}
 		prefetchRows(unsafe.Pointer(&cursor[0]), idx[:n], 32, 32)
 		for j := range n {
-			idx[j] = cursor[eu[j]-U0][0]
+			idx[j] = min(cursor[eu[j]-U0][0], last) // an exhausted cursor names the end
 		}
 		prefetchRows(unsafe.Pointer(&tgt[0]), idx[:n], 4, 4)
 		prefetchRows(unsafe.Pointer(&inv[0]), idx[:n], 4, 4)
