@@ -3,8 +3,8 @@ package cpu
 import "unsafe"
 
 // temporalExpGroup is how many walks walkTemporalExpGroup advances
-// together: a phase's wait on its first walk's line is shared by them all,
-// and the group's draws are one philox64 call.
+// together: the lines a walk's visit prefetches have the other walks'
+// visits to arrive, and the group's draws are one philox64 call.
 const temporalExpGroup = 64
 
 // walkTemporalExpGroup is walkTemporalGroup for the exponential bias on
@@ -12,24 +12,28 @@ const temporalExpGroup = 64
 // bounded by the time of the record it took, and that record's nx is the
 // window's near bound in the next vertex's time order, so the step needs
 // no search for it: the record names both the next vertex and where its
-// window starts. A round then has two phases instead of six:
+// window starts. A step is then one round of two loops over the group,
+// where walkTemporalGroup's took six phases:
 //
-//  1. for every walk, prefetch the vertex's start, end and far time (two
-//     vertRec, for the window's far end and the draw's guess) and the
-//     records at the window's near end (nx, known from the last step);
-//  2. read the offsets (the window's other end: the vertex's, or the gap's
-//     search from the near end), take the draw's words and its guess
-//     (expHintFrom with the vertex's far time), and prefetch the records
-//     around the guess, with the sums past the window's far end (forward,
-//     gap) or before it (backward) and the far end's time where the
-//     window may span cells;
-//  3. draw (expDrawn), whose record gives the target, the time and the
-//     next window's near bound.
+//  1. each walk's window (its vertex's end from vertRec, or the gap's
+//     search from the near end), the draw's words and its guess
+//     (expHintFrom with the vertex's far time); then the prefetch of the
+//     four lines around the guess, with the sums past the window's far end
+//     (forward, gap) or before it (backward) and the far end's time where
+//     the window may span cells;
+//  2. each walk's draw (expDrawn), whose record gives the target, the time
+//     and the next window's near bound; then the prefetch of what the next
+//     step's first loop reads: the vertex's two vertRec and the two
+//     records at the near end.
 //
-// The first step, when bounded by a start time, searches its window as
-// walkTemporalGroup does (coarseRange, recWindow), without the prefetch
-// phases. The windows, the words and the draws are those of walkTemporal:
-// the walks are the same, byte for byte (TestTemporalGroupMatchesOneWalk).
+// Each walk's prefetches are issued as it is visited (prefetch4), the
+// group's other walks' visits before their lines are read; issued for the
+// whole group at once, a hundred lines and more fill the line-fill buffers
+// and stall the loop that issues them. The first step, when bounded by a
+// start time, searches its window as walkTemporalGroup does (coarseRange,
+// recWindow), unprefetched. The windows, the words and the draws are those
+// of walkTemporal: the walks are the same, byte for byte
+// (TestTemporalGroupMatchesOneWalk).
 func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []uint32, times []int64, timesRow int, lens []uint32) {
 	const G = temporalExpGroup
 	stride := s.alg.Length + 1
