@@ -11,3 +11,13 @@ import "unsafe"
 //
 //go:noescape
 func prefetchRows(base unsafe.Pointer, idx []uint64, size, span uintptr)
+
+// prefetch4 asks the processor to start loading the lines at the four
+// addresses (uintptr: they may lie outside any object, as a guessed
+// record near the end of a table may; a prefetch never faults). One walk's
+// lines at a time, issued among the other walks' work, where a burst of a
+// group's prefetches fills the line-fill buffers and stalls the loop that
+// issues them.
+//
+//go:noescape
+func prefetch4(a, b, c, d uintptr)

@@ -19,3 +19,7 @@ func prefetchRows(base unsafe.Pointer, idx []uint64, size, span uintptr) uint8 {
 	}
 	return acc
 }
+
+// prefetch4 does nothing where there is no prefetch instruction wrapper:
+// its addresses may lie outside any object, so they cannot be loaded.
+func prefetch4(a, b, c, d uintptr) {}

@@ -32,7 +32,7 @@ func (e *Engine) tableBytes() int64 {
 	// the records (timeRecords) and the exponential bias's records.
 	n += int64(len(e.coarse))*8 + int64(len(e.cumw))*8 + int64(len(e.recs))*int64(unsafe.Sizeof(timeRec{}))
 	for _, t := range e.expTabs {
-		n += int64(len(t.rec)) * int64(unsafe.Sizeof(timeRec{}))
+		n += int64(len(t.rec))*int64(unsafe.Sizeof(timeRec{})) + int64(len(t.verts))*int64(unsafe.Sizeof(vertRec{}))
 	}
 	return n
 }

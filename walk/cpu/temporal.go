@@ -26,6 +26,13 @@ type temporal struct {
 	rec        []timeRec
 	expCell    uint64
 	expOneCell bool // every edge time in one cell (expTable.oneCell)
+	// expNext: rec's nx are filled (expTable.next), and expVerts has
+	// the vertices' starts and far times (expTable.verts).
+	expNext  bool
+	expVerts []vertRec
+	// invScale is 1 / the exponential bias's scale, for the draws'
+	// guesses (expHintFrom), which need no exact division.
+	invScale float64
 }
 
 // coarseIndex builds the coarse time index once per engine (a quarter of
@@ -532,6 +539,13 @@ func (s *stepper) walkTemporalUnit(starts []uint32, firstID uint64, buf []uint32
 		}
 		return
 	}
+	if s.tmp.expNext && s.alg.Time.Bias == walk.TimeExponential && s.tmp.rejections > 0 {
+		for lo := 0; lo < len(starts); lo += temporalExpGroup {
+			hi := min(lo+temporalExpGroup, len(starts))
+			s.walkTemporalExpGroup(starts[lo:hi], firstID+uint64(lo), buf[lo*stride:hi*stride], times, lo, lens[lo:hi])
+		}
+		return
+	}
 	for lo := 0; lo < len(starts); lo += temporalGroup {
 		hi := min(lo+temporalGroup, len(starts))
 		s.walkTemporalGroup(starts[lo:hi], firstID+uint64(lo), buf[lo*stride:hi*stride], times, lo, lens[lo:hi])
@@ -546,6 +560,8 @@ func temporalGraph(g *graph.Graph, alg walk.Algorithm, cumw []float64, rec []tim
 	t := &temporal{times: g.Times, coarse: coarse, byTime: g.ByTime, cumw: cumw, rec: rec, rejections: walk.MaxRejections}
 	if alg.Time.Bias == walk.TimeExponential && exp != nil { // nil: tests of the exact fallback alone
 		t.rec, t.expOneCell = exp.rec, exp.oneCell
+		t.expNext, t.expVerts = exp.next, exp.verts
+		t.invScale = 1 / alg.Time.Scale
 		t.expCell = walk.ExpCell(alg.Time.Scale)
 	}
 	return t

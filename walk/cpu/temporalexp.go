@@ -3,6 +3,7 @@ package cpu
 import (
 	"math"
 	"runtime"
+	"sort"
 	"sync"
 	"time"
 	"unsafe"
@@ -20,10 +21,18 @@ import (
 // positions close together, so one or two cache lines of records serve
 // what took a line of each of four arrays (Times, the sums, ByTime,
 // Targets), each a miss at the hubs where temporal walks stay.
+//
+// In the exponential bias's records, nx is the next step's window bound:
+// the position, in tgt's time order (absolute, as k is), of the first time
+// at or after t (forward; backward the first after t), where a walk that
+// takes this edge has its window's near end. It fills what was padding,
+// so a record stays 24 bytes, and saves the step after this one its
+// search (walkTemporalExpGroup).
 type timeRec struct {
 	t   int64
 	s   float64
 	tgt uint32
+	nx  uint32
 }
 
 // timeRecords builds the records of the uniform and linear biases (no
@@ -60,8 +69,10 @@ func fillTimeRecs(g *graph.Graph, rec []timeRec, v0, v1 int) {
 // fillExpRecs fills the records of vertices [v0, v1) with the cell sums
 // of walk.BuildExpSums, computed here as there (the same order of
 // additions, the same detExp and products: TestTemporalExpSums compares
-// the bits) so that no scratch table of 8 bytes an edge is needed.
-func fillExpRecs(g *graph.Graph, scale float64, backward, weighted bool, rec []timeRec, v0, v1 int) {
+// the bits) so that no scratch table of 8 bytes an edge is needed. With
+// verts (not nil) it fills verts[v] (vertRec) too and marks every nx
+// unknown (noNext), for fillNextTwins and fillNext.
+func fillExpRecs(g *graph.Graph, scale float64, backward, weighted bool, rec []timeRec, verts []vertRec, v0, v1 int) {
 	G := walk.ExpCell(scale)
 	times := g.Times
 	for v := v0; v < v1; v++ {
@@ -89,6 +100,238 @@ func fillExpRecs(g *graph.Graph, scale float64, backward, weighted bool, rec []t
 			}
 			sum += x
 			rec[k] = timeRec{t: times[k], s: sum, tgt: g.Targets[e]}
+			if verts != nil {
+				rec[k].nx = noNext
+			}
+		}
+		if verts != nil {
+			verts[v].a = a
+			if b > a {
+				verts[v].far = times[b-1]
+				if backward {
+					verts[v].far = times[a]
+				}
+			}
+		}
+	}
+}
+
+// noNext marks a record whose nx is not known yet while its table is built.
+const noNext = math.MaxUint32
+
+// maxTieScan bounds fillNextTwins' scan over a run of equal times: a
+// longer run is left to the search.
+const maxTieScan = 16
+
+// fillNextTwins sets nx of the records of vertices [u0, u1) from their
+// reverse edges, without a search: the record of u -> v at time t has its
+// window bound where v's time order holds v -> u at time t, or next to it
+// across a run of equal times. The reverse edges are paired in the
+// adjacency's target order: v ascending, each u's edges to v are met in
+// order, so a cursor per u names its next unpaired edge (the transpose of
+// a CSR). A pair counts only when both edges have the same time; every
+// record it does not set (a directed graph's, a multigraph's paired at
+// other times, a long run of ties) keeps noNext for fillNext. inv is the
+// inverse of ByTime: edge Offsets[v]+j sits at position Offsets[v]+inv[..]
+// of v's time order. Each call writes only its own vertices' records, so
+// calls on disjoint ranges run in parallel; each reads the whole adjacency.
+func fillNextTwins(g *graph.Graph, backward bool, rec []timeRec, inv []uint32, u0, u1 int) {
+	off, tgt, times := g.Offsets, g.Targets, g.Times
+	// cursor[u-u0]: u's next unpaired edge, its end and its start (one
+	// line of 32 bytes).
+	cursor := make([][4]uint64, u1-u0)
+	for u := u0; u < u1; u++ {
+		cursor[u-u0] = [4]uint64{off[u], off[u+1], off[u]}
+	}
+	U0, U1 := uint32(u0), uint32(u1)
+	last := uint64(len(tgt) - 1)
+	// A batch of edges v -> u (u in [u0, u1)) goes through phases, each
+	// prefetching what the next reads for the whole batch: the cursors;
+	// the edges they name (target and inverse); the two records. Only the
+	// cursors' advance runs in the edges' order.
+	var (
+		ev  [nextBatch]uint32    // v
+		ei  [nextBatch]uint64    // the edge v -> u
+		eu  [nextBatch]uint32    // u
+		ep  [nextBatch][2]uint64 // v's and u's positions of the pair
+		idx [2 * nextBatch]uint64
+	)
+	n := 0
+	flush := func() {
+		if n == 0 {
+			return
+		}
+		for j := range n {
+			idx[j] = uint64(eu[j] - U0)
+		}
+		prefetchRows(unsafe.Pointer(&cursor[0]), idx[:n], 32, 32)
+		for j := range n {
+			idx[j] = min(cursor[eu[j]-U0][0], last) // an exhausted cursor names the end
+		}
+		prefetchRows(unsafe.Pointer(&tgt[0]), idx[:n], 4, 4)
+		prefetchRows(unsafe.Pointer(&inv[0]), idx[:n], 4, 4)
+		for j := range n {
+			idx[j] = uint64(ei[j])
+		}
+		prefetchRows(unsafe.Pointer(&inv[0]), idx[:n], 4, 4)
+		m := 0
+		for j := range n {
+			u, v := eu[j], ev[j]
+			c := &cursor[u-U0][0]
+			end := cursor[u-U0][1]
+			for *c < end && tgt[*c] < v { // u's edges with no reverse edge
+				*c++
+			}
+			if *c >= end || tgt[*c] != v {
+				continue
+			}
+			q := *c
+			*c++
+			ep[m] = [2]uint64{off[v] + uint64(inv[ei[j]]), cursor[u-U0][2] + uint64(inv[q])}
+			ev[m] = v
+			idx[m], idx[nextBatch+m] = ep[m][1], ep[m][0]
+			m++
+		}
+		prefetchRows(unsafe.Pointer(&rec[0]), idx[:m], unsafe.Sizeof(timeRec{}), unsafe.Sizeof(timeRec{}))
+		prefetchRows(unsafe.Pointer(&times[0]), idx[nextBatch:nextBatch+m], 8, 8)
+		for j := range m {
+			a, b := off[ev[j]], off[ev[j]+1]
+			pv, pu := ep[j][0], ep[j][1]
+			t := times[pv]
+			if rec[pu].t != t {
+				continue
+			}
+			if n, ok := tieEnd(times, a, b, pv, backward); ok {
+				rec[pu].nx = uint32(n)
+			}
+		}
+		n = 0
+	}
+	for v := range g.NumVertices() {
+		a, b := off[v], off[v+1]
+		i := a
+		if b-a > 16 { // targets ascend: skip to u0
+			i = a + uint64(sort.Search(int(b-a), func(j int) bool { return tgt[a+uint64(j)] >= U0 }))
+		}
+		for ; i < b; i++ {
+			u := tgt[i]
+			if u < U0 {
+				continue
+			}
+			if u >= U1 {
+				break
+			}
+			ev[n], ei[n], eu[n] = uint32(v), i, u
+			if n++; n == nextBatch {
+				flush()
+			}
+		}
+	}
+	flush()
+}
+
+// tieEnd is the window bound next to position p of [a, b), whose time is
+// t: forward the first position of p's run of equal times, backward the
+// one past its last. ok is false when the run goes on past maxTieScan.
+func tieEnd(times []int64, a, b, p uint64, backward bool) (uint64, bool) {
+	t := times[p]
+	if !backward {
+		for range maxTieScan {
+			if p == a || times[p-1] != t {
+				return p, true
+			}
+			p--
+		}
+		return 0, false
+	}
+	for range maxTieScan {
+		if p+1 == b || times[p+1] != t {
+			return p + 1, true
+		}
+		p++
+	}
+	return 0, false
+}
+
+// fillInverse sets inv for vertices [v0, v1): the inverse of ByTime.
+func fillInverse(g *graph.Graph, inv []uint32, v0, v1 int) {
+	for v := v0; v < v1; v++ {
+		a := g.Offsets[v]
+		for k := a; k < g.Offsets[v+1]; k++ {
+			inv[a+uint64(g.ByTime[k])] = uint32(k - a)
+		}
+	}
+}
+
+// nextBatch is how many records fillNext searches for at once: each search
+// is a chain of misses (the target's offsets, its coarse entries, the
+// entry between them, its times), and a batch takes each link for all its
+// records, prefetched a phase ahead, so that their misses overlap.
+const nextBatch = 32
+
+// fillNext sets nx of the records of [p0, p1) still marked noNext: the
+// window bound in the record's target's time order for a step bounded by
+// the record's time, found as walkTemporalGroup's step finds it
+// (coarseRange, then timeFrom from its guess) and in the same phases, a
+// batch of records at a time.
+func fillNext(g *graph.Graph, backward bool, rec []timeRec, coarse []int64, p0, p1 uint64) {
+	times, off := g.Times, g.Offsets
+	var (
+		pos  [nextBatch]uint64
+		idx  [2 * nextBatch]uint64
+		idx2 [nextBatch]uint64
+		ab   [nextBatch][2]uint64
+		run  [nextBatch][3]uint64 // coarseRange's fa, fb, guess
+	)
+	lastT := uint64(max(len(times)-9, 0))
+	for p := p0; p < p1; {
+		n := 0
+		for ; p < p1 && n < nextBatch; p++ {
+			if rec[p].nx == noNext {
+				pos[n] = p
+				n++
+			}
+		}
+		for i := range n {
+			idx[i] = uint64(rec[pos[i]].tgt)
+		}
+		prefetchRows(unsafe.Pointer(&off[0]), idx[:n], 8, 16)
+		m := 0
+		for i := range n {
+			v := rec[pos[i]].tgt
+			ab[i] = [2]uint64{off[v], off[v+1]}
+			if j0, j1, ok := coarseEntries(ab[i][0], ab[i][1]); ok {
+				idx[m], idx[m+1] = j0, j1-1
+				m += 2
+			}
+		}
+		if m > 0 {
+			prefetchRows(unsafe.Pointer(&coarse[0]), idx[:m], 8, 8)
+			m = 0
+			for i := range n {
+				if j0, j1, ok := coarseEntries(ab[i][0], ab[i][1]); ok {
+					idx[m] = coarseProbe(coarse, j0, j1, rec[pos[i]].t) - 1
+					m++
+				}
+			}
+			prefetchRows(unsafe.Pointer(&coarse[0]), idx[:m], 8, 24)
+		}
+		m = 0
+		for i := range n {
+			a, b := ab[i][0], ab[i][1]
+			fa, fb, gs := coarseRange(coarse, a, b, rec[pos[i]].t, backward)
+			run[i] = [3]uint64{fa, fb, gs}
+			if gs < b {
+				idx2[m] = min(max(gs, fa+4)-4, lastT)
+				m++
+			}
+		}
+		if m > 0 {
+			prefetchRows(unsafe.Pointer(&times[0]), idx2[:m], 8, 72)
+		}
+		for i := range n {
+			r := &rec[pos[i]]
+			r.nx = uint32(timeFrom(times, run[i][0], run[i][1], r.t, backward, run[i][2]))
 		}
 	}
 }
@@ -104,6 +347,21 @@ type expTable struct {
 	// cell: a window is then never cut by a cell boundary, and a step
 	// needs neither its far end's time nor a cell check.
 	oneCell bool
+	// next is true when the records' nx are filled (the graph has fewer
+	// than 2^32 edges, so a position fits nx), and verts is then set.
+	next  bool
+	verts []vertRec
+}
+
+// vertRec is vertex v's start in the time order (Offsets[v]; entry v+1's
+// is its end) and its far time, the last forward, the first backward (0
+// without edges): the far end of a window without a gap, for the draw's
+// guess. A grouped exponential step reads both, which in Offsets and an
+// array of times would be two lines, in one (sixteen bytes an entry, and
+// the next entry's start).
+type vertRec struct {
+	a   uint64
+	far int64
 }
 
 // maxExpTables bounds the tables the CPU engine keeps (24 bytes an edge
@@ -147,27 +405,58 @@ func (e *Engine) expTable(alg walk.Algorithm) *expTable {
 	}
 	e.mu.Unlock()
 	t.once.Do(func() {
-		t0 := time.Now()
 		g := e.g
+		var coarse []int64
+		var verts []vertRec
+		next := uint64(g.NumEdges()) < math.MaxUint32
+		if next {
+			coarse = e.coarseIndex() // timed as its own table
+			// On huge pages with the records: every step reads an entry
+			// at random, which on 4 KiB pages (a heap without huge
+			// pages) is a TLB miss an entry.
+			verts = hugemem.Alloc[vertRec](e, g.NumVertices()+1)
+			verts[g.NumVertices()].a = uint64(g.NumEdges())
+		}
+		t0 := time.Now()
 		// Outside the Go heap, on huge pages (hugemem.Alloc): the steps
 		// read it at random, and a table of the graph's size in the heap
 		// paces the collector by it. A dropped table is unmapped once e
 		// is; the workers keep e alive while they walk.
 		rec := hugemem.Alloc[timeRec](e, int(g.NumEdges()))
 		ranges := vertexRangesByEdges(g, e.cfg.workers*4)
+		var inv []uint32
+		if next {
+			inv = make([]uint32, g.NumEdges())
+		}
 		var wg sync.WaitGroup
 		for _, r := range ranges {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				fillExpRecs(g, tp.Scale, tp.Backward, alg.Weighted, rec, r[0], r[1])
+				fillExpRecs(g, tp.Scale, tp.Backward, alg.Weighted, rec, verts, r[0], r[1])
+				if next {
+					fillInverse(g, inv, r[0], r[1])
+				}
 			}()
 		}
 		wg.Wait()
+		if next {
+			// nx: from the reverse edges, then the search for the rest;
+			// one range a worker, as each reads the whole adjacency.
+			for _, r := range vertexRangesByEdges(g, e.cfg.workers) {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					fillNextTwins(g, tp.Backward, rec, inv, r[0], r[1])
+					fillNext(g, tp.Backward, rec, coarse, g.Offsets[r[0]], g.Offsets[r[1]])
+				}()
+			}
+			wg.Wait()
+		}
 		tlo, thi := g.TimeRange()
 		G := walk.ExpCell(tp.Scale)
 		one := walk.TimeKey(tlo)/G == walk.TimeKey(thi)/G
-		e.recordBuild(t0, func() { t.rec, t.oneCell = rec, one })
+		e.recordBuild(t0, func() { t.rec, t.oneCell, t.next, t.verts = rec, one, next, verts })
 	})
 	return t
 }
@@ -237,6 +526,22 @@ const expHintMin = 2 * coarseSpacing
 // near end, the window X scales long, the mass from x on is (e^-x - e^-X)
 // / (1 - e^-X), and the draw's position is where that equals u.
 func (s *stepper) expHint(lo, hi uint64, u float64) uint64 {
+	if hi-lo <= expHintMin {
+		return s.expHintFrom(lo, hi, u, 0, 0)
+	}
+	coarse := s.tmp.coarse
+	if !s.alg.Time.Backward {
+		j := (hi - 1) / coarseSpacing
+		return s.expHintFrom(lo, hi, u, coarse[j], j*coarseSpacing-lo)
+	}
+	j := (lo + coarseSpacing - 1) / coarseSpacing
+	return s.expHintFrom(lo, hi, u, coarse[j], hi-1-j*coarseSpacing)
+}
+
+// expHintFrom is expHint with the window's far time far, span positions
+// from its near end (any time of the window and its distance serve; the
+// guess is better the farther it is).
+func (s *stepper) expHintFrom(lo, hi uint64, u float64, far int64, span uint64) uint64 {
 	n := hi - lo
 	back := s.alg.Time.Backward
 	if n <= expHintMin {
@@ -245,24 +550,18 @@ func (s *stepper) expHint(lo, hi uint64, u float64) uint64 {
 		}
 		return lo
 	}
-	R, coarse := s.tmp.rec, s.tmp.coarse
-	var near, far int64
-	var span uint64 // positions from the near end to the coarse entry
-	if !back {
-		j := (hi - 1) / coarseSpacing
-		near, far, span = R[lo].t, coarse[j], j*coarseSpacing-lo
-	} else {
-		j := (lo + coarseSpacing - 1) / coarseSpacing
-		near, far, span = R[hi-1].t, coarse[j], hi-1-j*coarseSpacing
+	near := s.tmp.rec[lo].t
+	if back {
+		near = s.tmp.rec[hi-1].t
 	}
-	X := math.Abs(float64(far)-float64(near)) / s.alg.Time.Scale
+	X := math.Abs(float64(far)-float64(near)) * s.tmp.invScale
 	var p float64
 	if !(X > 0) {
 		p = (1 - u) * float64(span) // equal times: equal weights
 	} else {
 		var e float64
 		if X < 40 {
-			e = math.Exp(-X)
+			e = roughExp(-X)
 		}
 		x := X
 		if y := u + (1-u)*e; y > 0 {
@@ -275,6 +574,14 @@ func (s *stepper) expHint(lo, hi uint64, u float64) uint64 {
 		return hi - 1 - off
 	}
 	return lo + off
+}
+
+// roughExp is e^x for x in (-40, 0] to about 0.2%, for the same reason.
+func roughExp(x float64) float64 {
+	y := x * math.Log2E
+	i := math.Floor(y)
+	f := y - i // 2^y = 2^i * 2^f, f in [0, 1)
+	return math.Float64frombits(uint64(int64(i)+1023)<<52) * (1 + f*(0.6565+f*0.3435))
 }
 
 // roughLog is ln(y) for y > 0 to about 0.01: a guess needs no more, and

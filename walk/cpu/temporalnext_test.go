@@ -1,0 +1,87 @@
+package cpu
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
+)
+
+// Every record's nx is the window bound a step bounded by its time finds in
+// its target's time order (lowerTime forward, upperTime backward), on
+// undirected graphs (whose reverse edges serve, fillNextTwins) and on
+// directed ones and multigraphs whose reverse edges are missing or at other
+// times (the search decides), with runs of equal times.
+func TestExpRecsNext(t *testing.T) {
+	graphs := map[string]*graph.Graph{
+		"rmat-undirected": timedRMAT(t, graph.RMATOptions{Scale: 11, EdgeFactor: 16, Seed: 3, Undirected: true, TimeSpan: 200}),
+		"rmat-directed":   timedRMAT(t, graph.RMATOptions{Scale: 11, EdgeFactor: 8, Seed: 4, TimeSpan: 1 << 20}),
+	}
+	r := rand.New(rand.NewPCG(38, 7))
+	for _, undirected := range []bool{false, true} {
+		// A multigraph: pairs repeated at several times, some reversed
+		// edges at their own times.
+		var edges []graph.Edge
+		for range 3000 {
+			s, d := int64(r.IntN(300)), int64(r.IntN(300))
+			if r.IntN(4) == 0 {
+				s, d = int64(r.IntN(5)), int64(r.IntN(300)) // hubs
+			}
+			for range 1 + r.IntN(3) {
+				edges = append(edges, graph.Edge{Src: s, Dst: d, Time: int64(r.IntN(40))})
+			}
+			if r.IntN(3) == 0 {
+				edges = append(edges, graph.Edge{Src: d, Dst: s, Time: int64(r.IntN(40))})
+			}
+		}
+		g, err := graph.FromEdges(edges, graph.BuildOptions{Timed: true, Undirected: undirected, Duplicates: graph.DupKeepAll, DenseIDs: true, NumVertices: 300})
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := "multi-directed"
+		if undirected {
+			name = "multi-undirected"
+		}
+		graphs[name] = g
+	}
+	for name, g := range graphs {
+		for _, back := range []bool{false, true} {
+			e, err := New(g, WithWorkers(3))
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := walk.Algorithm{Kind: walk.Temporal, Length: 10, Time: walk.TimeParams{Bias: walk.TimeExponential, Scale: 5, Backward: back}}
+			tab := e.expTable(a)
+			if !tab.next {
+				t.Fatalf("%s: no nx", name)
+			}
+			off := g.Offsets
+			for u := range g.NumVertices() {
+				for k := off[u]; k < off[u+1]; k++ {
+					rc := tab.rec[k]
+					v := rc.tgt
+					want := lowerTime(g.Times, off[v], off[v+1], rc.t)
+					if back {
+						want = upperTime(g.Times, off[v], off[v+1], rc.t)
+					}
+					if uint64(rc.nx) != want {
+						t.Fatalf("%s backward=%v: record %d (%d -> %d at %d): nx %d, want %d", name, back, k, u, v, rc.t, rc.nx, want)
+					}
+				}
+				far := int64(0)
+				if off[u+1] > off[u] {
+					far = g.Times[off[u+1]-1]
+					if back {
+						far = g.Times[off[u]]
+					}
+				}
+				if tab.verts[u] != (vertRec{a: off[u], far: far}) {
+					t.Fatalf("%s backward=%v: vertex %d: %+v, want start %d far %d", name, back, u, tab.verts[u], off[u], far)
+				}
+			}
+			runtime.KeepAlive(e)
+		}
+	}
+}
