@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"math/bits"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -42,11 +43,16 @@ const (
 type leaf struct {
 	epoch uint64
 	v     [leafFan]*vstate
+	// dirty marks the vertices written in the leaf's epoch, and a mid's
+	// dirty the leaves that have one: what Publish puts in the next
+	// snapshot's delta index (changes), without a pass over the delta.
+	dirty uint64
 }
 
 type mid struct {
 	epoch  uint64
 	leaves [midFan]*leaf
+	dirty  [midFan / 64]uint64
 }
 
 // vstate is one vertex's delta: what walkers read (view) and what only
@@ -94,11 +100,10 @@ type Live struct {
 	ids *idTable
 
 	cur atomic.Pointer[Snapshot]
-	// walkable is the newest snapshot whose delta index is built, and
-	// indexing says a build of the newest one runs in the background
-	// (Walkable).
-	walkable atomic.Pointer[Snapshot]
-	indexing atomic.Bool
+	// index is the delta index of the last snapshot published, which the
+	// next one's is made from (Publish); nil after a rebase, when the next
+	// one is built whole.
+	index *walk.DeltaIndex
 
 	touched uint64 // touch's sum
 
@@ -162,6 +167,7 @@ func New(base *graph.Graph, opts ...Option) (*Live, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	l.index = walk.NewDeltaIndex(int(l.baseV), func(func(uint32, *walk.DeltaVertex) bool) {})
 	if err := l.setWindow(o); err != nil {
 		return nil, err
 	}
@@ -176,11 +182,23 @@ func (l *Live) Base() *graph.Graph { return l.base }
 func (l *Live) Snapshot() *Snapshot { return l.cur.Load() }
 
 // Publish makes everything applied so far visible as a new snapshot and
-// returns it. O(partitions): the working tree becomes the snapshot's, and
-// the next write copies what it changes.
+// returns it. The working tree becomes the snapshot's, and the next write
+// copies what it changes; the snapshot's delta index is the last one's
+// with the vertices written since put in (walk.DeltaIndex.Update), O(the
+// vertices written + the index's patch + the vertices / 64), folded
+// when its patch has grown to an eighth of it.
 func (l *Live) Publish() *Snapshot {
-	s := &Snapshot{base: l.base, top: l.top, n: l.baseV + uint32(len(l.addedIDs)), added: l.addedIDs[:len(l.addedIDs):len(l.addedIDs)],
-		watermark: maps.Clone(l.watermark), stats: l.stats, epoch: l.epoch, ids: l.ids, next: make(chan struct{}), win: l.mark(), live: l}
+	n := l.baseV + uint32(len(l.addedIDs))
+	if l.index == nil {
+		l.index = buildIndex(l.top, n)
+	} else {
+		l.index = l.index.Update(int(n), l.changes())
+		if p := l.index.Pending(); p > 0 && p*foldShare >= l.index.Len() {
+			l.index = l.index.Fold()
+		}
+	}
+	s := &Snapshot{base: l.base, top: l.top, n: n, added: l.addedIDs[:len(l.addedIDs):len(l.addedIDs)],
+		watermark: maps.Clone(l.watermark), stats: l.stats, epoch: l.epoch, ids: l.ids, next: make(chan struct{}), win: l.mark(), idx: l.index}
 	old := l.cur.Swap(s)
 	if old != nil {
 		close(old.next)
@@ -189,49 +207,67 @@ func (l *Live) Publish() *Snapshot {
 	return s
 }
 
-// Walkable returns the snapshot a batch should walk: the newest published
-// one when its delta index is built (or it has no delta), else the newest
-// one whose index is built, on the same base, while the newest one's is
-// built in the background; when there is none, the newest one (its index
-// is then built by the first job that walks it). A caller that needs
-// given offsets (read-your-writes) checks Covers and takes Snapshot
-// instead when they are not covered.
-//
-// Why: a snapshot is published every WALKSTAGE_EDGE_PUBLISH_INTERVAL
-// under a stream of updates, and each one walked builds its index, O(the
-// vertices with a delta): at scale 22 with millions of them, building one
-// for every batch left that much garbage every 100 ms that the collector's
-// assists slowed the applier below the stream's rate. Walking the newest
-// indexed snapshot bounds the builds to one at a time.
-func (l *Live) Walkable() *Snapshot {
-	cur := l.cur.Load()
-	if cur.Empty() || cur.indexed.Load() {
-		return cur
+// foldShare: Publish folds the delta index's patch into its base level
+// when the patch holds a foldShare-th of the vertices with a delta. Each
+// publication copies the patch; a fold copies all of them: an eighth
+// keeps both a small share of a publication's cost at the rates seen
+// (scale 22: ~40 K vertices written between publications, 4 M with a
+// delta).
+const foldShare = 8
+
+// changes lists the vertices written in the current epoch, in increasing
+// order, with their deltas: the marks writableTo left in this epoch's
+// mids and leaves.
+func (l *Live) changes() []walk.DeltaChange {
+	var out []walk.DeltaChange
+	for mi, m := range l.top {
+		if m == nil || m.epoch != l.epoch {
+			continue
+		}
+		for j, dl := range m.dirty {
+			for ; dl != 0; dl &= dl - 1 {
+				li := j*64 + bits.TrailingZeros64(dl)
+				lf := m.leaves[li]
+				for d := lf.dirty; d != 0; d &= d - 1 {
+					vi := bits.TrailingZeros64(d)
+					out = append(out, walk.DeltaChange{V: uint32((mi<<midBits|li)<<leafBits | vi), D: &lf.v[vi].view})
+				}
+			}
+		}
 	}
-	if l.indexing.CompareAndSwap(false, true) {
-		go func() {
-			defer l.indexing.Store(false)
-			cur.DeltaIndex()
-		}()
-	}
-	if w := l.walkable.Load(); w != nil && w.base == cur.base {
-		return w
-	}
-	return cur
+	return out
 }
 
-// indexBuilt advances Walkable's snapshot to s, its index just built,
-// unless a newer one is there already.
-func (l *Live) indexBuilt(s *Snapshot) {
-	for {
-		w := l.walkable.Load()
-		if w != nil && w.epoch >= s.epoch {
+// buildIndex builds the delta index of the n vertices of tree top whole,
+// a mid a span, on all cores: after a rebase, whose tree is new.
+func buildIndex(top []*mid, n uint32) *walk.DeltaIndex {
+	each := func(i int, f func(v uint32, vs *vstate) bool) {
+		if i >= len(top) || top[i] == nil {
 			return
 		}
-		if l.walkable.CompareAndSwap(w, s) {
-			return
+		for li, lf := range top[i].leaves {
+			if lf == nil {
+				continue
+			}
+			for j, vs := range lf.v {
+				if vs != nil && !f(uint32((i<<midBits|li)<<leafBits|j), vs) {
+					return
+				}
+			}
 		}
 	}
+	return walk.NewDeltaIndexSpans(int(n), midFan*leafFan, func(i int) int {
+		c := 0
+		each(i, func(v uint32, _ *vstate) bool {
+			if v < n {
+				c++
+			}
+			return true
+		})
+		return c
+	}, func(i int, yield func(uint32, *walk.DeltaVertex) bool) {
+		each(i, func(v uint32, vs *vstate) bool { return yield(v, &vs.view) })
+	})
 }
 
 // WaitFor returns the first published snapshot whose watermark reaches
@@ -446,6 +482,8 @@ func (l *Live) writableTo(st *Stats, v uint32) *vstate {
 		lf, m.leaves[li] = nl, nl
 	}
 	vs := lf.v[vi]
+	lf.dirty |= 1 << vi
+	m.dirty[li/64] |= 1 << (li % 64)
 	switch {
 	case vs == nil:
 		vs = &vstate{epoch: l.epoch}
@@ -613,13 +651,8 @@ type Snapshot struct {
 	ids       *idTable
 	// next is closed when a later snapshot is published (WaitFor).
 	next chan struct{}
-	// index is the delta's flat index, built by the first job that walks
-	// the snapshot (DeltaIndex), not at Publish: a snapshot nobody walks
-	// costs nothing, and publishing stays O(partitions).
-	index   sync.Once
-	idx     *walk.DeltaIndex
-	indexed atomic.Bool
-	live    *Live // whose walkable snapshot the index advances
+	// idx is the delta's flat index, made at Publish from the last one's.
+	idx *walk.DeltaIndex
 	// win is the time window as of the snapshot (Window).
 	win windowMark
 }
@@ -656,44 +689,8 @@ func (s *Snapshot) Vertex(v uint32) *walk.DeltaVertex {
 }
 
 // DeltaIndex implements walk.DeltaIndexer: the vertices with a delta as a
-// bitmap and flat array, read off the tree's leaves once per snapshot.
-func (s *Snapshot) DeltaIndex() *walk.DeltaIndex {
-	s.index.Do(func() {
-		// A span is a mid (midFan leaves): spans are built on all cores.
-		each := func(i int, f func(v uint32, vs *vstate) bool) {
-			if i >= len(s.top) || s.top[i] == nil {
-				return
-			}
-			for li, lf := range s.top[i].leaves {
-				if lf == nil {
-					continue
-				}
-				for j, vs := range lf.v {
-					if vs != nil && !f(uint32((i<<midBits|li)<<leafBits|j), vs) {
-						return
-					}
-				}
-			}
-		}
-		s.idx = walk.NewDeltaIndexSpans(int(s.n), midFan*leafFan, func(i int) int {
-			n := 0
-			each(i, func(v uint32, _ *vstate) bool {
-				if v < s.n {
-					n++
-				}
-				return true
-			})
-			return n
-		}, func(i int, yield func(uint32, *walk.DeltaVertex) bool) {
-			each(i, func(v uint32, vs *vstate) bool { return yield(v, &vs.view) })
-		})
-		s.indexed.Store(true)
-		if s.live != nil {
-			s.live.indexBuilt(s)
-		}
-	})
-	return s.idx
-}
+// bitmap and flat arrays, made when the snapshot was published.
+func (s *Snapshot) DeltaIndex() *walk.DeltaIndex { return s.idx }
 
 // Epoch numbers the snapshots of one live graph, 1 for the empty one.
 func (s *Snapshot) Epoch() uint64 { return s.epoch }

@@ -80,12 +80,44 @@ type DeltaIndexer interface {
 // DeltaIndex is a snapshot's deltas in flat arrays, for walkers that check
 // at every step whether the vertex has a delta: a bit per vertex (an eighth
 // of a byte, where a lookup in the snapshot's own structure may be a walk
-// down a tree) and, for the vertices marked, their DeltaVertex by rank.
+// down a tree) and, for the vertices marked, their DeltaVertex and
+// DeltaHead by position (Rank).
+//
+// It has two levels, so that the index of a live graph's next snapshot
+// costs what changed since the last one, not what the delta holds: a base
+// level, the whole index as of an older snapshot, and a patch level, the
+// vertices whose delta changed since (their current deltas; a mark there
+// hides the base level's). Update makes the next snapshot's index from
+// this one and the changed vertices, sharing the base level: it copies the
+// marks (32 bytes per 64 vertices) and the patch. Fold merges the patch
+// into a new base level, O(vertices with a delta), which the caller does
+// when the patch has grown to a share of the base (livegraph: an eighth).
+// A position is the rank in the base level, or the base level's length
+// plus the rank in the patch.
+//
+// Why: a read-your-writes batch walks the newest snapshot, and building
+// its index whole, O(vertices with a delta) through their scattered
+// states, kept update -> walkable at 13-18 s at scale 22 (millions of
+// vertices with a delta; docs/benchmarks/live-graph.md).
 type DeltaIndex struct {
-	bits  []uint64
-	rank  []uint32 // vertices marked in the words before word i
+	words []indexWord
+	// The base level, by rank among the words' base marks.
 	dvs   []*DeltaVertex
 	heads []DeltaHead
+	// The patch, by rank among the patch marks.
+	pdvs   []*DeltaVertex
+	pheads []DeltaHead
+	// n counts the vertices with a delta.
+	n int
+}
+
+// indexWord is 64 vertices' marks and ranks in both levels, side by side:
+// a lookup reads one 32-byte entry, where separate mark and rank arrays
+// took two cache lines.
+type indexWord struct {
+	base, patch         uint64
+	baseRank, patchRank uint32 // marks in the words before this one
+	_                   uint64 // two entries a cache line
 }
 
 // DeltaHead is what the first draw of a step from a vertex with a delta
@@ -145,21 +177,21 @@ func findTombstone(dead []Tombstone, t uint32) (Tombstone, bool) {
 // NewDeltaIndex builds the index of n vertices (dense ids 0..n-1) from
 // their deltas, listed in increasing vertex order.
 func NewDeltaIndex(n int, deltas iter.Seq2[uint32, *DeltaVertex]) *DeltaIndex {
-	words := (n + 63) / 64
-	x := &DeltaIndex{bits: make([]uint64, words), rank: make([]uint32, words)}
+	x := &DeltaIndex{words: make([]indexWord, (n+63)/64)}
 	for v, dv := range deltas {
 		if dv == nil || int(v) >= n {
 			continue
 		}
-		x.bits[v>>6] |= 1 << (v & 63)
+		x.words[v>>6].base |= 1 << (v & 63)
 		x.dvs = append(x.dvs, dv)
 		x.heads = append(x.heads, headOf(dv))
 	}
 	var r uint32
-	for i, w := range x.bits {
-		x.rank[i] = r
-		r += uint32(bits.OnesCount64(w))
+	for i := range x.words {
+		x.words[i].baseRank = r
+		r += uint32(bits.OnesCount64(x.words[i].base))
 	}
+	x.n = len(x.dvs)
 	return x
 }
 
@@ -178,7 +210,7 @@ func NewDeltaIndexSpans(n, span int, count func(i int) int, deltas func(i int, y
 	}
 	words := (n + 63) / 64
 	spans := (n + span - 1) / span
-	x := &DeltaIndex{bits: make([]uint64, words), rank: make([]uint32, words)}
+	x := &DeltaIndex{words: make([]indexWord, words)}
 	counts := make([]int, spans+1)
 	parallelSpans(spans, func(i int) { counts[i+1] = count(i) })
 	for i := range spans {
@@ -186,6 +218,7 @@ func NewDeltaIndexSpans(n, span int, count func(i int) int, deltas func(i int, y
 	}
 	x.dvs = make([]*DeltaVertex, counts[spans])
 	x.heads = make([]DeltaHead, counts[spans])
+	x.n = counts[spans]
 	parallelSpans(spans, func(i int) {
 		k, end := counts[i], counts[i+1]
 		lo, hi := uint32(i*span), uint32(min(n, (i+1)*span))
@@ -196,7 +229,7 @@ func NewDeltaIndexSpans(n, span int, count func(i int) int, deltas func(i int, y
 			if k == end {
 				panic(fmt.Sprintf("walk: delta index span %d lists more than the %d deltas it counted", i, end-counts[i]))
 			}
-			x.bits[v>>6] |= 1 << (v & 63)
+			x.words[v>>6].base |= 1 << (v & 63)
 			x.dvs[k], x.heads[k] = dv, headOf(dv)
 			k++
 		}
@@ -205,11 +238,153 @@ func NewDeltaIndexSpans(n, span int, count func(i int) int, deltas func(i int, y
 		}
 		r := uint32(counts[i])
 		for w := int(lo) / 64; w < (int(hi)+63)/64; w++ {
-			x.rank[w] = r
-			r += uint32(bits.OnesCount64(x.bits[w]))
+			x.words[w].baseRank = r
+			r += uint32(bits.OnesCount64(x.words[w].base))
 		}
 	})
 	return x
+}
+
+// DeltaChange is a vertex whose delta changed (or came to be) since the
+// snapshot of an index: its delta in the next snapshot.
+type DeltaChange struct {
+	V uint32
+	D *DeltaVertex
+}
+
+// updateChunk is how many words a goroutine of Update and Fold takes at a
+// time: 64 Ki vertices.
+const updateChunk = 1024
+
+// Update returns the index of the next snapshot, of n vertices (at least
+// x's), whose deltas are x's with changes put in: changes sorted by vertex,
+// no vertex twice, each with its delta (a vertex never loses its delta
+// within a base). x is left as it is, for its snapshot's walkers. It costs
+// O(n/64 + the patch + the changes): the base level is shared, and the
+// patch holds the changed vertices since the last Fold.
+func (x *DeltaIndex) Update(n int, changes []DeltaChange) *DeltaIndex {
+	words := max((n+63)/64, len(x.words))
+	y := &DeltaIndex{words: make([]indexWord, words), dvs: x.dvs, heads: x.heads, n: x.n}
+	copy(y.words, x.words)
+	for i := len(x.words); i < words; i++ {
+		y.words[i].baseRank = uint32(len(x.heads))
+	}
+	for _, c := range changes {
+		if c.D == nil || int(c.V) >= words*64 {
+			panic(fmt.Sprintf("walk: delta index change of vertex %d (nil: %v) beyond the %d vertices or without a delta", c.V, c.D == nil, words*64))
+		}
+		wd := &y.words[c.V>>6]
+		m := uint64(1) << (c.V & 63)
+		if (wd.base|wd.patch)&m == 0 {
+			y.n++
+		}
+		wd.patch |= m
+	}
+	var r uint32
+	for i := range y.words {
+		y.words[i].patchRank = r
+		r += uint32(bits.OnesCount64(y.words[i].patch))
+	}
+	y.pdvs = make([]*DeltaVertex, r)
+	y.pheads = make([]DeltaHead, r)
+	// Chunks of words fill their parts of the patch at once: a chunk's
+	// old entries start at its first word's old rank, its changes where
+	// a search puts its first vertex.
+	parallelSpans((words+updateChunk-1)/updateChunk, func(c int) {
+		w0, w1 := c*updateChunk, min(words, (c+1)*updateChunk)
+		ci, _ := slices.BinarySearchFunc(changes, uint32(w0*64), func(d DeltaChange, v uint32) int { return cmpU32(d.V, v) })
+		var oc int
+		if w0 < len(x.words) {
+			oc = int(x.words[w0].patchRank)
+		} else {
+			oc = len(x.pheads)
+		}
+		k := int(y.words[w0].patchRank)
+		for w := w0; w < w1; w++ {
+			p := y.words[w].patch
+			if p == 0 {
+				continue
+			}
+			var old uint64
+			if w < len(x.words) {
+				old = x.words[w].patch
+			}
+			for ; p != 0; p &= p - 1 {
+				b := uint(bits.TrailingZeros64(p))
+				v := uint32(w*64) + uint32(b)
+				if ci < len(changes) && changes[ci].V == v {
+					y.pdvs[k], y.pheads[k] = changes[ci].D, headOf(changes[ci].D)
+					ci++
+				} else {
+					y.pdvs[k], y.pheads[k] = x.pdvs[oc], x.pheads[oc]
+				}
+				if old>>b&1 != 0 {
+					oc++
+				}
+				k++
+			}
+		}
+	})
+	return y
+}
+
+// Fold returns x with its patch merged into the base level: the index a
+// whole build of x's deltas gives (NewDeltaIndex), with an empty patch. It
+// costs O(vertices with a delta), spread over the cores.
+func (x *DeltaIndex) Fold() *DeltaIndex {
+	y := &DeltaIndex{words: make([]indexWord, len(x.words)), n: x.n}
+	var r uint32
+	for i, wd := range x.words {
+		y.words[i] = indexWord{base: wd.base | wd.patch, baseRank: r}
+		r += uint32(bits.OnesCount64(wd.base | wd.patch))
+	}
+	y.dvs = make([]*DeltaVertex, r)
+	y.heads = make([]DeltaHead, r)
+	parallelSpans((len(x.words)+updateChunk-1)/updateChunk, func(c int) {
+		w0, w1 := c*updateChunk, min(len(x.words), (c+1)*updateChunk)
+		bc, pc, k := int(x.words[w0].baseRank), int(x.words[w0].patchRank), int(y.words[w0].baseRank)
+		for w := w0; w < w1; w++ {
+			wd := x.words[w]
+			if wd.patch == 0 {
+				// The run of base entries as it is.
+				c := bits.OnesCount64(wd.base)
+				copy(y.dvs[k:k+c], x.dvs[bc:bc+c])
+				copy(y.heads[k:k+c], x.heads[bc:bc+c])
+				bc, k = bc+c, k+c
+				continue
+			}
+			for u := wd.base | wd.patch; u != 0; u &= u - 1 {
+				b := uint(bits.TrailingZeros64(u))
+				switch {
+				case wd.patch>>b&1 != 0:
+					y.dvs[k], y.heads[k] = x.pdvs[pc], x.pheads[pc]
+					pc++
+					if wd.base>>b&1 != 0 {
+						bc++
+					}
+				default:
+					y.dvs[k], y.heads[k] = x.dvs[bc], x.heads[bc]
+					bc++
+				}
+				k++
+			}
+		}
+	})
+	return y
+}
+
+// Pending counts the vertices in the patch: what Update copies and Fold
+// would merge.
+func (x *DeltaIndex) Pending() int { return len(x.pdvs) }
+
+func cmpU32(a, b uint32) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // parallelSpans runs f(0..n-1) on up to GOMAXPROCS goroutines.
@@ -262,37 +437,55 @@ func IndexOf(o Overlay) *DeltaIndex {
 // Has reports whether v has a delta.
 func (x *DeltaIndex) Has(v uint32) bool {
 	w := int(v >> 6)
-	return w < len(x.bits) && x.bits[w]>>(v&63)&1 != 0
+	return w < len(x.words) && (x.words[w].base|x.words[w].patch)>>(v&63)&1 != 0
 }
 
 // Vertex returns v's delta, nil when it has none: Overlay.Vertex, read from
 // the flat arrays.
 func (x *DeltaIndex) Vertex(v uint32) *DeltaVertex {
-	if !x.Has(v) {
+	k := x.Rank(v)
+	if k < 0 {
 		return nil
 	}
-	w := v >> 6
-	return x.dvs[x.rank[w]+uint32(bits.OnesCount64(x.bits[w]&(1<<(v&63)-1)))]
+	return x.At(k)
 }
 
 // Rank returns the position of v's delta in the index (At, Head), -1 when
 // v has none.
 func (x *DeltaIndex) Rank(v uint32) int {
 	w := int(v >> 6)
-	if w >= len(x.bits) || x.bits[w]>>(v&63)&1 == 0 {
+	if w >= len(x.words) {
 		return -1
 	}
-	return int(x.rank[w]) + bits.OnesCount64(x.bits[w]&(1<<(v&63)-1))
+	wd := &x.words[w]
+	below := uint64(1)<<(v&63) - 1
+	if wd.patch>>(v&63)&1 != 0 {
+		return len(x.heads) + int(wd.patchRank) + bits.OnesCount64(wd.patch&below)
+	}
+	if wd.base>>(v&63)&1 != 0 {
+		return int(wd.baseRank) + bits.OnesCount64(wd.base&below)
+	}
+	return -1
 }
 
 // At is the delta at position k (Rank).
-func (x *DeltaIndex) At(k int) *DeltaVertex { return x.dvs[k] }
+func (x *DeltaIndex) At(k int) *DeltaVertex {
+	if k < len(x.dvs) {
+		return x.dvs[k]
+	}
+	return x.pdvs[k-len(x.dvs)]
+}
 
 // Head is the head of the delta at position k (Rank).
-func (x *DeltaIndex) Head(k int) *DeltaHead { return &x.heads[k] }
+func (x *DeltaIndex) Head(k int) *DeltaHead {
+	if k < len(x.heads) {
+		return &x.heads[k]
+	}
+	return &x.pheads[k-len(x.heads)]
+}
 
 // Len counts the vertices with a delta.
-func (x *DeltaIndex) Len() int { return len(x.dvs) }
+func (x *DeltaIndex) Len() int { return x.n }
 
 // DeltaEdge is one appended edge.
 type DeltaEdge struct {
