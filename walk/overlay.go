@@ -377,6 +377,33 @@ func (x *DeltaIndex) Fold() *DeltaIndex {
 // would merge.
 func (x *DeltaIndex) Pending() int { return len(x.pdvs) }
 
+// Flat returns x with no patch (x itself when it has none, else Fold's
+// index): its positions are 0..Len()-1 in vertex order, for a copy of the
+// index elsewhere (Words) that walks by rank.
+func (x *DeltaIndex) Flat() *DeltaIndex {
+	if x.Pending() == 0 {
+		return x
+	}
+	return x.Fold()
+}
+
+// Words returns a flat index's bitmap (bit v of word v/64 set when v has a
+// delta) and, per word, the number of vertices marked in the words before
+// it: what a copy of the index elsewhere (the GPU engine's, on the device)
+// needs to find a vertex's position, Head(position) for its head. They are
+// copies, O(vertices / 64). x must be flat (Flat): a patch's positions
+// are not ranks.
+func (x *DeltaIndex) Words() (marks []uint64, rank []uint32) {
+	if x.Pending() != 0 {
+		panic("walk: Words of a delta index with a patch; take Flat() first")
+	}
+	marks, rank = make([]uint64, len(x.words)), make([]uint32, len(x.words))
+	for i, wd := range x.words {
+		marks[i], rank[i] = wd.base, wd.baseRank
+	}
+	return marks, rank
+}
+
 func cmpU32(a, b uint32) int {
 	switch {
 	case a < b:

@@ -2,6 +2,7 @@ package walk
 
 import (
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -126,6 +127,22 @@ func testDeltaIndexUpdate(t *testing.T, n, steps int) {
 			}
 		}
 		check(step, x)
+		if f := x.Flat(); f.Pending() != 0 || f.Len() != x.Len() {
+			t.Fatalf("step %d: Flat left %d in the patch", step, f.Pending())
+		} else if marks, rank := f.Words(); len(marks) != len(f.words) {
+			t.Fatalf("step %d: Words gave %d words of %d", step, len(marks), len(f.words))
+		} else {
+			for v := range uint32(len(marks) * 64) {
+				w, b := v/64, v%64
+				if marks[w]>>b&1 == 0 {
+					continue
+				}
+				k := int(rank[w]) + bits.OnesCount64(marks[w]&(1<<b-1))
+				if k >= f.Len() || f.At(k) != x.Vertex(v) {
+					t.Fatalf("step %d vertex %d: the flat rank %d does not name its delta", step, v, k)
+				}
+			}
+		}
 		if !slices.Equal(prevWords, prev.words) {
 			t.Fatalf("step %d: Update changed the index it started from", step)
 		}
