@@ -100,6 +100,15 @@ type Live struct {
 	ids *idTable
 
 	cur atomic.Pointer[Snapshot]
+	// wants are the watermarks WaitFor callers wait for, so that the
+	// applier publishes as soon as it has applied what one waits for
+	// (Waited) rather than at its next interval; nwants counts them, for a
+	// check without the lock.
+	wantMu sync.Mutex
+	wants  map[*map[int32]int64]struct{}
+	nwants atomic.Int32
+	// wanted has a value when a caller started waiting (Wanted).
+	wanted chan struct{}
 	// index is the delta index of the last snapshot published, which the
 	// next one's is made from (Publish); nil after a rebase, when the next
 	// one is built whole.
@@ -162,7 +171,7 @@ func New(base *graph.Graph, opts ...Option) (*Live, error) {
 		return nil, fmt.Errorf("live graph over %q: graphs with string ids do not take edge updates yet (integer ids do)", base.Name)
 	}
 	l := &Live{base: base, baseV: uint32(base.NumVertices()), weighted: base.Weighted(), labelled: base.Labelled(),
-		timed: base.Timed(), epoch: 1, watermark: map[int32]int64{}, ids: &idTable{added: map[int64]uint32{}}}
+		timed: base.Timed(), epoch: 1, watermark: map[int32]int64{}, ids: &idTable{added: map[int64]uint32{}}, wanted: make(chan struct{}, 1)}
 	var o options
 	for _, opt := range opts {
 		opt(&o)
@@ -275,12 +284,37 @@ func buildIndex(top []*mid, n uint32) *walk.DeltaIndex {
 // produced edge updates at these offsets walks a graph that holds them),
 // waiting for the applier to publish it until ctx is done. A partition
 // reached means its watermark is at least the offset given, the offset
-// after the caller's last record.
+// after the caller's last record. While it waits, the applier publishes as
+// soon as it has applied want (Waited).
 func (l *Live) WaitFor(ctx context.Context, want map[int32]int64) (*Snapshot, error) {
+	registered := false
+	defer func() {
+		if registered {
+			l.wantMu.Lock()
+			delete(l.wants, &want)
+			l.nwants.Add(-1)
+			l.wantMu.Unlock()
+		}
+	}()
 	for {
 		s := l.cur.Load()
 		if s.Covers(want) {
 			return s, nil
+		}
+		if !registered {
+			registered = true
+			l.wantMu.Lock()
+			if l.wants == nil {
+				l.wants = map[*map[int32]int64]struct{}{}
+			}
+			l.wants[&want] = struct{}{}
+			l.nwants.Add(1)
+			l.wantMu.Unlock()
+			select {
+			case l.wanted <- struct{}{}:
+			default:
+			}
+			continue // the applier may have published meanwhile
 		}
 		select {
 		case <-s.next:
@@ -288,6 +322,41 @@ func (l *Live) WaitFor(ctx context.Context, want map[int32]int64) (*Snapshot, er
 			return nil, fmt.Errorf("live graph %q: waiting for watermark %v (published: %v): %w", l.base.Name, want, s.watermark, ctx.Err())
 		}
 	}
+}
+
+// Wanted has a value when a WaitFor caller started waiting since the last
+// receive: the applier, between records, asks Waited then, for the
+// records it applied before the caller came.
+func (l *Live) Wanted() <-chan struct{} { return l.wanted }
+
+// Waited reports whether a WaitFor caller waits for offsets that the
+// records applied so far reach: publishing now hands it its snapshot at
+// once, where the next interval's publication would keep it up to an
+// interval longer (the stage's WALKSTAGE_EDGE_PUBLISH_INTERVAL, 100 ms).
+// Each caller can make the applier publish early once. Applier only.
+func (l *Live) Waited() bool {
+	if l.nwants.Load() == 0 {
+		return false
+	}
+	cur := l.cur.Load()
+	l.wantMu.Lock()
+	defer l.wantMu.Unlock()
+	for w := range l.wants {
+		if cur.Covers(*w) {
+			continue // published: its caller is waking up
+		}
+		covered := true
+		for p, off := range *w {
+			if l.watermark[p] < off {
+				covered = false
+				break
+			}
+		}
+		if covered {
+			return true
+		}
+	}
+	return false
 }
 
 // Apply applies one record's updates, read from offset of partition of the

@@ -86,7 +86,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 // RunApplier applies the edge reader's batches to l in arrival order
 // and publishes a snapshot every interval while updates arrive (and once
 // when in stops), so walks see an update within about interval of its
-// arrival and publishing costs nothing while the topic is quiet. A batch
+// arrival and publishing costs nothing while the topic is quiet; and at
+// once when a read-your-writes request waits for what it just applied
+// (livegraph.Live.Waited). A batch
 // the live graph refuses (an update that does not fit the graph, found
 // only against it) is counted and logged, and its offset passed: the
 // reader dead-letters records that do not decode, this is the rest. It
@@ -139,6 +141,10 @@ func runApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-c
 			publish()
 		case r := <-bg.results():
 			bg.finish(r)
+		case <-l.Wanted():
+			if l.Waited() {
+				publish()
+			}
 		case b, ok := <-in:
 			if !ok {
 				return nil
@@ -151,15 +157,24 @@ func runApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-c
 			if b.Rejected != nil {
 				m.rejected.Inc()
 				_ = l.Apply(b.Partition, b.Offset, nil)
+				if l.Waited() {
+					publish()
+				}
 				continue
 			}
 			if err := l.Apply(b.Partition, b.Offset, b.Updates); err != nil {
 				m.rejected.Inc()
 				log.Warn("edge record refused by the live graph; skipped", "partition", b.Partition, "offset", b.Offset, "err", err)
 				_ = l.Apply(b.Partition, b.Offset, nil)
-				continue
+			} else {
+				m.updates.Add(float64(len(b.Updates)))
 			}
-			m.updates.Add(float64(len(b.Updates)))
+			// A read-your-writes request waiting for what was just
+			// applied gets it now, not at the next tick: publishing
+			// costs what changed since the last snapshot.
+			if l.Waited() {
+				publish()
+			}
 		}
 	}
 }
