@@ -109,6 +109,10 @@ type DeltaIndex struct {
 	pheads []DeltaHead
 	// n counts the vertices with a delta.
 	n int
+	// headBase and patchBase are the addresses HeadAddr adds a position's
+	// offset to: the base level's first head, and the patch's first head
+	// less the base level's length (wrapping, as uint64 arithmetic does).
+	headBase, patchBase uint64
 }
 
 // indexWord is 64 vertices' marks and ranks in both levels, side by side:
@@ -192,7 +196,7 @@ func NewDeltaIndex(n int, deltas iter.Seq2[uint32, *DeltaVertex]) *DeltaIndex {
 		r += uint32(bits.OnesCount64(x.words[i].base))
 	}
 	x.n = len(x.dvs)
-	return x
+	return x.addrs()
 }
 
 // NewDeltaIndexSpans builds the index of n vertices from spans of span
@@ -242,7 +246,7 @@ func NewDeltaIndexSpans(n, span int, count func(i int) int, deltas func(i int, y
 			r += uint32(bits.OnesCount64(x.words[w].base))
 		}
 	})
-	return x
+	return x.addrs()
 }
 
 // DeltaChange is a vertex whose delta changed (or came to be) since the
@@ -325,7 +329,7 @@ func (x *DeltaIndex) Update(n int, changes []DeltaChange) *DeltaIndex {
 			}
 		}
 	})
-	return y
+	return y.addrs()
 }
 
 // Fold returns x with its patch merged into the base level: the index a
@@ -370,7 +374,7 @@ func (x *DeltaIndex) Fold() *DeltaIndex {
 			}
 		}
 	})
-	return y
+	return y.addrs()
 }
 
 // Pending counts the vertices in the patch: what Update copies and Fold
@@ -493,6 +497,40 @@ func (x *DeltaIndex) Rank(v uint32) int {
 		return int(wd.baseRank) + bits.OnesCount64(wd.base&below)
 	}
 	return -1
+}
+
+// Lookup is Rank without a branch on whether v has a delta, or on its
+// level: has is 1 when it has one, 0 when not, and k is its position when
+// it has one (otherwise a position not to be read). v must be below the
+// index's vertex count.
+func (x *DeltaIndex) Lookup(v uint32) (has uint64, k int) {
+	wd := &x.words[v>>6]
+	sh := v & 63
+	below := uint64(1)<<sh - 1
+	inPatch := wd.patch >> sh & 1
+	kb := int(wd.baseRank) + bits.OnesCount64(wd.base&below)
+	kp := len(x.heads) + int(wd.patchRank) + bits.OnesCount64(wd.patch&below)
+	return inPatch | wd.base>>sh&1, kb + int(-int64(inPatch)&int64(kp-kb))
+}
+
+// HeadAddr is the address of Head(k), computed without a branch or a
+// bounds check, for a prefetch: an address from a position not to be read
+// (Lookup's, when has is 0) is harmless to prefetch, never to load.
+func (x *DeltaIndex) HeadAddr(k int) uint64 {
+	mask := uint64(int64(k-len(x.heads)) >> 63) // all ones in the base level
+	return x.patchBase ^ (x.headBase^x.patchBase)&mask + uint64(k)*uint64(unsafe.Sizeof(DeltaHead{}))
+}
+
+// addrs sets the addresses HeadAddr starts from.
+func (x *DeltaIndex) addrs() *DeltaIndex {
+	size := uint64(unsafe.Sizeof(DeltaHead{}))
+	if len(x.heads) > 0 {
+		x.headBase = uint64(uintptr(unsafe.Pointer(&x.heads[0])))
+	}
+	if len(x.pheads) > 0 {
+		x.patchBase = uint64(uintptr(unsafe.Pointer(&x.pheads[0]))) - uint64(len(x.heads))*size
+	}
+	return x
 }
 
 // At is the delta at position k (Rank).

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 )
 
 // The parallel build by spans gives the index the one-pass build gives:
@@ -100,6 +101,14 @@ func testDeltaIndexUpdate(t *testing.T, n, steps int) {
 			}
 			if k >= 0 && (*got.Head(k) != *want.Head(kw) || got.At(k) != want.At(kw)) {
 				t.Fatalf("step %d vertex %d: head %+v, a whole build %+v", step, v, *got.Head(k), *want.Head(kw))
+			}
+			if int(v) < n {
+				if has, kl := got.Lookup(v); has != uint64(max(0, min(1, k+1))) || has == 1 && kl != k {
+					t.Fatalf("step %d vertex %d: Lookup %d %d, Rank %d", step, v, has, kl, k)
+				}
+			}
+			if k >= 0 && got.HeadAddr(k) != uint64(uintptr(unsafe.Pointer(got.Head(k)))) {
+				t.Fatalf("step %d vertex %d: HeadAddr(%d) is not Head's address", step, v, k)
 			}
 		}
 	}
