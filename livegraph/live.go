@@ -113,6 +113,9 @@ type Live struct {
 	// next one's is made from (Publish); nil after a rebase, when the next
 	// one is built whole.
 	index *walk.DeltaIndex
+	// patchCopied adds up the patches the indexes since the last fold
+	// copied (Publish).
+	patchCopied int
 
 	touched uint64 // touch's sum
 
@@ -194,16 +197,20 @@ func (l *Live) Snapshot() *Snapshot { return l.cur.Load() }
 // returns it. The working tree becomes the snapshot's, and the next write
 // copies what it changes; the snapshot's delta index is the last one's
 // with the vertices written since put in (walk.DeltaIndex.Update), O(the
-// vertices written + the index's patch + the vertices / 64), folded
-// when its patch has grown to an eighth of it.
+// vertices written + the index's patch + the vertices / 64), its patch
+// folded into its base level (Fold, O(vertices with a delta)) once the
+// patches copied since the last fold add up to as many heads as a fold
+// copies: the copies then cost at most the folds, and the patch stays
+// about sqrt(2 x vertices with a delta x vertices written a publication).
 func (l *Live) Publish() *Snapshot {
 	n := l.baseV + uint32(len(l.addedIDs))
 	if l.index == nil {
-		l.index = buildIndex(l.top, n)
+		l.index, l.patchCopied = buildIndex(l.top, n), 0
 	} else {
 		l.index = l.index.Update(int(n), l.changes())
-		if p := l.index.Pending(); p > 0 && p*foldShare >= l.index.Len() {
-			l.index = l.index.Fold()
+		l.patchCopied += l.index.Pending()
+		if l.index.Pending() > 0 && l.patchCopied >= l.index.Len() {
+			l.index, l.patchCopied = l.index.Fold(), 0
 		}
 	}
 	s := &Snapshot{base: l.base, top: l.top, n: n, added: l.addedIDs[:len(l.addedIDs):len(l.addedIDs)],
@@ -215,14 +222,6 @@ func (l *Live) Publish() *Snapshot {
 	l.epoch++
 	return s
 }
-
-// foldShare: Publish folds the delta index's patch into its base level
-// when the patch holds a foldShare-th of the vertices with a delta. Each
-// publication copies the patch; a fold copies all of them: an eighth
-// keeps both a small share of a publication's cost at the rates seen
-// (scale 22: ~40 K vertices written between publications, 4 M with a
-// delta).
-const foldShare = 8
 
 // changes lists the vertices written in the current epoch, in increasing
 // order, with their deltas: the marks writableTo left in this epoch's

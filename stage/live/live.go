@@ -105,13 +105,21 @@ func runApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-c
 	// publication; hwm each partition's end offset as last fetched.
 	var pending []time.Time
 	hwm := map[int32]int64{}
+	// An early publication for a waiter (early) comes at least gap after
+	// the last one: each costs what changed since the last, plus a copy of
+	// the delta index's patch (at scale 22 up to tens of MB), and
+	// read-your-writes requests may come by the hundred a second. A waiter
+	// too soon after one gets the next when gap has passed (wake).
+	gap := min(interval/10, 10*time.Millisecond)
+	var last time.Time
+	var wake <-chan time.Time
 	publish := func() {
 		if !dirty {
 			return
 		}
 		snap := l.Publish()
-		dirty = false
 		now := time.Now()
+		dirty, last = false, now
 		for _, t := range pending {
 			m.walkable.Observe(max(0, now.Sub(t).Seconds()))
 		}
@@ -131,6 +139,16 @@ func runApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-c
 		m.window(snap)
 		bg.maybeStart(snap)
 	}
+	early := func() {
+		if wake != nil || !l.Waited() {
+			return
+		}
+		if since := time.Since(last); since < gap {
+			wake = time.After(gap - since)
+			return
+		}
+		publish()
+	}
 	m.window(l.Snapshot()) // what New evicted from the loaded graph
 	defer publish()
 	for {
@@ -142,9 +160,10 @@ func runApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-c
 		case r := <-bg.results():
 			bg.finish(r)
 		case <-l.Wanted():
-			if l.Waited() {
-				publish()
-			}
+			early()
+		case <-wake:
+			wake = nil
+			early()
 		case b, ok := <-in:
 			if !ok {
 				return nil
@@ -157,9 +176,7 @@ func runApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-c
 			if b.Rejected != nil {
 				m.rejected.Inc()
 				_ = l.Apply(b.Partition, b.Offset, nil)
-				if l.Waited() {
-					publish()
-				}
+				early()
 				continue
 			}
 			if err := l.Apply(b.Partition, b.Offset, b.Updates); err != nil {
@@ -172,9 +189,7 @@ func runApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-c
 			// A read-your-writes request waiting for what was just
 			// applied gets it now, not at the next tick: publishing
 			// costs what changed since the last snapshot.
-			if l.Waited() {
-				publish()
-			}
+			early()
 		}
 	}
 }
