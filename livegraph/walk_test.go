@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -143,6 +144,134 @@ func stepsMatchCompaction(t *testing.T, snap *Snapshot, perVertex int) {
 	}
 }
 
+// TestOverlayNode2VecMatchesRebuiltGraph checks Node2Vec's second step on
+// base+delta, for every (previous, current) pair walked often enough,
+// against the exact second-order probabilities of the rebuilt graph: the
+// class of a candidate (return, neighbour of the previous vertex, outward)
+// must be taken in the snapshot, appended and deleted edges included.
+func TestOverlayNode2VecMatchesRebuiltGraph(t *testing.T) {
+	l, _ := statsLive(t)
+	// Base edges 0->7 and 0->8 deleted for good: 6->7 and 7->8 become
+	// outward from 0, where the base alone says neighbour.
+	if err := l.Apply(0, 6, []Update{{Op: Delete, Src: 0, Dst: 7}, {Op: Delete, Src: 0, Dst: 8}}); err != nil {
+		t.Fatal(err)
+	}
+	snap := l.Publish()
+	rebuilt, err := Compact(context.Background(), snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, weighted := range []bool{false, true} {
+		t.Run(fmt.Sprintf("weighted=%v", weighted), func(t *testing.T) {
+			alg := walk.Algorithm{Kind: walk.Node2Vec, Length: 2, Weighted: weighted, P: 0.25, Q: 4}
+			e, err := cpu.New(snap.Base(), cpu.WithWorkers(2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var starts []uint32
+			for v := range snap.NumVertices() {
+				for range 6000 {
+					starts = append(starts, uint32(v))
+				}
+			}
+			type pair struct{ prev, cur uint32 }
+			counts := map[pair]map[uint32]int{}
+			err = e.Run(context.Background(), []walk.Job{{Algorithm: alg, Seed: 6, Starts: starts, Overlay: snap}}, func(c walk.Chunk) error {
+				for k := range c.Len() {
+					w := c.Walk(k)
+					if len(w) < 2 {
+						continue
+					}
+					if !snapshotHasEdge(snap, w[0], w[1]) {
+						t.Errorf("walk %v: first step on an edge the snapshot does not hold", w)
+					}
+					p := pair{w[0], w[1]}
+					if counts[p] == nil {
+						counts[p] = map[uint32]int{}
+					}
+					next := uint32(graph.NoVertex)
+					if len(w) == 3 {
+						next = w[2]
+					}
+					counts[p][next]++
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			bias := [3]float64{1 / alg.P, 1, 1 / alg.Q}
+			tested, viaDelta := 0, 0
+			for p, c := range counts {
+				adj := rebuilt.Neighbors(p.cur)
+				if len(adj) == 0 {
+					if len(c) != 1 || c[graph.NoVertex] == 0 {
+						t.Errorf("pair %v: dead end %d stepped on: %v", p, p.cur, c)
+					}
+					continue
+				}
+				probs := map[uint32]float64{}
+				var sum float64
+				deltaClass := false
+				for i, x := range adj {
+					class := 2
+					switch {
+					case x == p.prev:
+						class = 0
+					case rebuiltHasEdge(rebuilt, p.prev, x):
+						class = 1
+					}
+					if class == 1 && !baseHasLiveEdge(snap, p.prev, x) || class == 2 && baseHasEdge(snap.Base(), p.prev, x) {
+						deltaClass = true // the delta changed this candidate's class
+					}
+					w := weightOf(rebuilt, alg, rebuilt.Offsets[p.cur]+uint64(i)) * bias[class]
+					probs[x] += w
+					sum += w
+				}
+				n, minExp := 0, math.Inf(1)
+				for _, k := range c {
+					n += k
+				}
+				for x := range probs {
+					probs[x] /= sum
+					minExp = min(minExp, probs[x]*float64(n))
+				}
+				if minExp < 5 {
+					continue // too few walks through this pair for the test
+				}
+				tested++
+				if deltaClass {
+					viaDelta++
+				}
+				stattest.ChiSquare(t, fmt.Sprintf("prev %d cur %d", p.prev, p.cur), c, probs)
+			}
+			if tested < 20 || viaDelta < 3 {
+				t.Fatalf("tested %d pairs, %d whose classes the delta changed: the test checks too little", tested, viaDelta)
+			}
+		})
+	}
+}
+
+// rebuiltHasEdge reports whether g has an edge u->v (its targets sorted).
+func rebuiltHasEdge(g *graph.Graph, u, v uint32) bool {
+	_, ok := slices.BinarySearch(g.Neighbors(u), v)
+	return ok
+}
+
+// baseHasEdge reports whether base g has an edge u->v; u may be beyond it.
+func baseHasEdge(g *graph.Graph, u, v uint32) bool {
+	return int(u) < g.NumVertices() && slices.Contains(g.Neighbors(u), v)
+}
+
+// baseHasLiveEdge reports whether the snapshot's base holds a live u->v.
+func baseHasLiveEdge(s *Snapshot, u, v uint32) bool {
+	if !baseHasEdge(s.Base(), u, v) {
+		return false
+	}
+	dv := s.Vertex(u)
+	return dv == nil || !dv.BaseDead(v)
+}
+
 func weightOf(g *graph.Graph, alg walk.Algorithm, e uint64) float64 {
 	if alg.Weighted {
 		return float64(g.Weights[e])
@@ -187,8 +316,8 @@ func TestOverlayRefusals(t *testing.T) {
 		job  walk.Job
 		err  string
 	}{
-		{"node2vec", walk.Job{Algorithm: walk.Algorithm{Kind: walk.Node2Vec, Length: 5, P: 1, Q: 2}, Starts: []uint32{0}, Overlay: snap},
-			"node2vec walks do not read a live graph's delta yet (deepwalk and ppr do)"},
+		{"node2vec zprs", walk.Job{Algorithm: walk.Algorithm{Kind: walk.Node2Vec, Length: 5, P: 1, Q: 2, Stepper: walk.StepperZPRS}, Starts: []uint32{0}, Overlay: snap},
+			"the zprs sampler does not read a live graph's delta yet (node2vec's rejection sampler does)"},
 		{"zprs", walk.Job{Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 5, Stepper: walk.StepperZPRS}, Starts: []uint32{0}, Overlay: snap},
 			"the zprs sampler does not read a live graph's delta yet"},
 		{"another base", walk.Job{Algorithm: dw, Starts: []uint32{0}, Overlay: other.Snapshot()},

@@ -36,10 +36,12 @@ import (
 // use the inserted edges, the new vertex and its external id, and never
 // the deleted 1->2. The event and the manifest carry the watermark
 // {0: 2, 1: 2}, which lies past the bad record: it was dead-lettered and
-// the stage kept serving. Node2Vec, which does not read a delta yet,
-// walks the loaded cycle and carries no watermark, and is refused when it
-// asks for edge_offsets; offsets that never come are rejected after
-// WALKSTAGE_EDGE_OFFSETS_WAIT and dead-lettered.
+// the stage kept serving. Node2Vec with its rejection sampler reads the
+// delta as DeepWalk does (its walks from 1 are the same); with the ZPRS
+// sampler, which does not read a delta yet, it walks the loaded cycle and
+// carries no watermark, and is refused when it asks for edge_offsets;
+// offsets that never come are rejected after WALKSTAGE_EDGE_OFFSETS_WAIT
+// and dead-lettered.
 func TestLiveGraphServed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
@@ -64,6 +66,12 @@ func TestLiveGraphServed(t *testing.T) {
 
 	walkReq := func(id, algo string, seeds []int, offsets map[string]int) kafka.Message {
 		body := map[string]any{"algorithm": algo, "seeds": seeds, "length": 4, "walks_per_seed": 3}
+		if algo == "node2vec" {
+			body["p"], body["q"] = 0.5, 2
+		}
+		if algo == "node2vec-zprs" {
+			body["algorithm"], body["sampler"], body["p"], body["q"] = "node2vec", "zprs", 0.5, 2
+		}
 		if offsets != nil {
 			body["edge_offsets"] = offsets
 		}
@@ -71,21 +79,22 @@ func TestLiveGraphServed(t *testing.T) {
 	}
 	produce(t, brokers, "in",
 		walkReq("ryw", "deepwalk", []int{1, 100}, map[string]int{"0": 2, "1": 2}),
+		walkReq("live-n2v", "node2vec", []int{1}, map[string]int{"0": 2, "1": 2}),
 		walkReq("too-far", "deepwalk", []int{1}, map[string]int{"0": 50}))
-	// Both are fetched and wait for edge records not yet written.
+	// All three are fetched and wait for edge records not yet written.
 	waiting := func() float64 {
 		var m dto.Metric
 		rt.m.edgeWaits.Write(&m)
 		return m.GetGauge().GetValue()
 	}
-	for waiting() != 2 {
+	for waiting() != 3 {
 		if !sleepCtx(ctx, 10*time.Millisecond) {
-			t.Fatalf("requests waiting for their edge offsets: %v, want 2", waiting())
+			t.Fatalf("requests waiting for their edge offsets: %v, want 3", waiting())
 		}
 	}
 	produce(t, brokers, "in",
-		walkReq("base-n2v", "node2vec", []int{1}, nil),
-		walkReq("n2v-offsets", "node2vec", []int{1}, map[string]int{"0": 1}))
+		walkReq("base-n2v", "node2vec-zprs", []int{1}, nil),
+		walkReq("n2v-offsets", "node2vec-zprs", []int{1}, map[string]int{"0": 1}))
 	bin := livegraph.AppendBinary(nil, []livegraph.Update{{Op: livegraph.Delete, Src: 1, Dst: 2}, {Op: livegraph.Insert, Src: 1, Dst: 100}})
 	for p, recs := range [][]string{
 		{`{"op":"insert","src":100,"dst":3}`, string(bin)},
@@ -103,7 +112,7 @@ func TestLiveGraphServed(t *testing.T) {
 
 	obs := newObserver(brokers, "out")
 	defer obs.Close()
-	events, err := obs.events(ctx, func(m map[string][]message.Event) bool { return len(m) == 4 })
+	events, err := obs.events(ctx, func(m map[string][]message.Event) bool { return len(m) == 5 })
 	if err != nil {
 		t.Fatalf("events %v: %v", events, err)
 	}
@@ -124,6 +133,13 @@ func TestLiveGraphServed(t *testing.T) {
 		t.Errorf("ryw walks %v, want each as %v", got, wantWalks)
 	}
 
+	liveN2V := events["live-n2v"][0]
+	if liveN2V.Status != message.StatusSucceeded || !maps.Equal(liveN2V.EdgeOffsets, wantOffsets) {
+		t.Fatalf("live-n2v: %+v", liveN2V)
+	}
+	if got := liveWalks(t, ctx, bucket, liveN2V); len(got) != 3 || !walksAre(got, map[int64][]int64{1: {1, 100, 3, 0, 1}}) {
+		t.Errorf("node2vec walks on the live graph %v, want 1,100,3,0,1", got)
+	}
 	n2v := events["base-n2v"][0]
 	if n2v.Status != message.StatusSucceeded || n2v.EdgeOffsets != nil {
 		t.Fatalf("base-n2v: %+v", n2v)

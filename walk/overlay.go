@@ -596,15 +596,18 @@ func (d *DeltaVertex) DeltaDead(i int) bool {
 func OverlaySupported(a Algorithm) error {
 	switch a.Kind {
 	case DeepWalk, PPR:
-	default:
-		return invalid("%s walks do not read a live graph's delta yet (deepwalk and ppr do); walk the compacted graph", a.Kind)
-	}
-	switch a.ResolvedStepper() {
-	case StepperUniform, StepperAlias:
-	default:
+		switch a.ResolvedStepper() {
+		case StepperUniform, StepperAlias:
+			return nil
+		}
 		return invalid("the %s sampler does not read a live graph's delta yet (uniform and alias do)", a.ResolvedStepper())
+	case Node2Vec:
+		if a.ResolvedStepper() == StepperRejection {
+			return nil
+		}
+		return invalid("the %s sampler does not read a live graph's delta yet (node2vec's rejection sampler does)", a.ResolvedStepper())
 	}
-	return nil
+	return invalid("%s walks do not read a live graph's delta yet (deepwalk, ppr and node2vec do); walk the compacted graph", a.Kind)
 }
 
 // OverlayWalker is implemented by engines that walk jobs on a live graph's

@@ -102,7 +102,8 @@ type Config struct {
 	// binary records, docs/reference/messages.md): every replica reads every
 	// partition and applies the inserts and deletes over the loaded graph,
 	// without a rebuild; deepwalk and ppr walks (uniform and alias samplers)
-	// walk them, other requests the loaded graph alone. Bad records go to
+	// and node2vec walks (its rejection sampler) walk them, other requests
+	// the loaded graph alone. Bad records go to
 	// the dead-letter topic. Empty: off. Needs the cpu engine, a graph with
 	// integer ids and no graph following (GRAPH_POLL_INTERVAL 0 or a
 	// graph file): the stage refuses to start otherwise.

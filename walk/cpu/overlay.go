@@ -92,41 +92,68 @@ func (s *stepper) overlayStatic(a, b uint64, x, y uint32) uint32 {
 // overlayScan is overlayStep's exact fallback: one draw, and a scan of the
 // live edges' cumulative weights.
 func (s *stepper) overlayScan(id uint64, step, d uint32, dv *walk.DeltaVertex, a, b uint64) (uint32, bool) {
-	weight := func(base bool, i uint64) float64 {
+	return s.overlayScanBiased(id, step, d, dv, a, b, nil)
+}
+
+// overlayScanBiased is overlayScan with each live edge's weight times
+// bias(its target) (nil: 1). dv may be nil: cur's base edges, all live.
+func (s *stepper) overlayScanBiased(id uint64, step, d uint32, dv *walk.DeltaVertex, a, b uint64, bias func(uint32) float64) (uint32, bool) {
+	weight := func(base bool, i uint64, t uint32) float64 {
+		w := 1.0
 		switch {
 		case !s.weighted:
-			return 1
 		case base:
-			return float64(s.w[i])
+			w = float64(s.w[i])
 		default:
-			return float64(dv.Edges[i].Weight)
+			w = float64(dv.Edges[i].Weight)
 		}
+		if bias != nil {
+			w *= bias(t)
+		}
+		return w
+	}
+	var edges []walk.DeltaEdge
+	var dead []walk.Tombstone
+	if dv != nil {
+		edges, dead = dv.Edges, dv.Dead
+	}
+	// A vertex's base targets are sorted, as its tombstones are: each
+	// pass over the base edges merges them, O(degree) instead of a
+	// search per edge (a hub with most of its edges deleted takes this
+	// scan on most of its steps).
+	var di int
+	baseLive := func(t uint32) bool {
+		for di < len(dead) && dead[di].Target < t {
+			di++
+		}
+		return di == len(dead) || dead[di].Target != t
 	}
 	var sum float64
 	for e := a; e < b; e++ {
-		if !dv.BaseDead(s.tgt[e]) {
-			sum += weight(true, e)
+		if t := s.tgt[e]; baseLive(t) {
+			sum += weight(true, e, t)
 		}
 	}
-	for i := range dv.Edges {
+	for i, de := range edges {
 		if !dv.DeltaDead(i) {
-			sum += weight(false, uint64(i))
+			sum += weight(false, uint64(i), de.Target)
 		}
 	}
 	x0, x1, _, _ := s.draw(id, step, d)
 	u := (float64(x0) + float64(x1)*(1.0/(1<<32))) * (1.0 / (1 << 32)) * sum
 	last, found := uint32(0), false
+	di = 0
 	for e := a; e < b; e++ {
-		if t := s.tgt[e]; !dv.BaseDead(t) {
-			if u -= weight(true, e); u < 0 {
+		if t := s.tgt[e]; baseLive(t) {
+			if u -= weight(true, e, t); u < 0 {
 				return t, true
 			}
 			last, found = t, true
 		}
 	}
-	for i, de := range dv.Edges {
+	for i, de := range edges {
 		if !dv.DeltaDead(i) {
-			if u -= weight(false, uint64(i)); u < 0 {
+			if u -= weight(false, uint64(i), de.Target); u < 0 {
 				return de.Target, true
 			}
 			last, found = de.Target, true
