@@ -20,6 +20,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/walkstage/walkstage/graph"
@@ -116,6 +117,12 @@ type Live struct {
 	// patchCopied adds up the patches the indexes since the last fold
 	// copied (Publish).
 	patchCopied int
+	// dirty marks the vertices written since index was made, ndirty
+	// counts them (Publish, while nobody walks); walkedAt is when a
+	// snapshot's DeltaIndex was last asked for (Unix ns).
+	dirty    []uint64
+	ndirty   int
+	walkedAt atomic.Int64
 
 	touched uint64 // touch's sum
 
@@ -202,25 +209,96 @@ func (l *Live) Snapshot() *Snapshot { return l.cur.Load() }
 // patches copied since the last fold add up to as many heads as a fold
 // copies: the copies then cost at most the folds, and the patch stays
 // about sqrt(2 x vertices with a delta x vertices written a publication).
+//
+// While nobody walks (no snapshot's DeltaIndex asked for in the last
+// eagerWindow, no read-your-writes waiter), the index is not made: the
+// vertices written are marked in a bitmap, O(vertices written), and the
+// first publication after a walk puts them all in. A snapshot published
+// meanwhile builds its index whole on its first walk. Making every index
+// took a fifth of the applier's time on a stream nobody walked
+// (BenchmarkIngest: 1.47 M updates per CPU-s against 1.93-2.03 M).
 func (l *Live) Publish() *Snapshot {
 	n := l.baseV + uint32(len(l.addedIDs))
-	if l.index == nil {
-		l.index, l.patchCopied = buildIndex(l.top, n), 0
-	} else {
-		l.index = l.index.Update(int(n), l.changes())
-		l.patchCopied += l.index.Pending()
-		if l.index.Pending() > 0 && l.patchCopied >= l.index.Len() {
-			l.index, l.patchCopied = l.index.Fold(), 0
+	var x *walk.DeltaIndex
+	eager := l.nwants.Load() > 0 || time.Now().UnixNano()-l.walkedAt.Load() < int64(eagerWindow)
+	switch {
+	case !eager:
+		if l.index != nil {
+			l.markDirty()
 		}
+	case l.index == nil || 2*l.ndirty > l.index.Len()+4096:
+		// After a rebase (a new tree), or so much written unwalked that a
+		// whole build costs less than the patch would.
+		x = buildIndex(l.top, n)
+		l.index, l.patchCopied = x, 0
+		l.clearDirty()
+	default:
+		var changes []walk.DeltaChange
+		if l.ndirty == 0 {
+			changes = l.changes()
+		} else {
+			l.markDirty()
+			changes = l.dirtyChanges()
+			l.clearDirty()
+		}
+		x = l.index.Update(int(n), changes)
+		l.patchCopied += x.Pending()
+		if x.Pending() > 0 && l.patchCopied >= x.Len() {
+			x, l.patchCopied = x.Fold(), 0
+		}
+		l.index = x
 	}
 	s := &Snapshot{base: l.base, top: l.top, n: n, added: l.addedIDs[:len(l.addedIDs):len(l.addedIDs)],
-		watermark: maps.Clone(l.watermark), stats: l.stats, epoch: l.epoch, ids: l.ids, next: make(chan struct{}), win: l.mark(), idx: l.index}
+		watermark: maps.Clone(l.watermark), stats: l.stats, epoch: l.epoch, ids: l.ids, next: make(chan struct{}), win: l.mark(), idx: x, live: l}
 	old := l.cur.Swap(s)
 	if old != nil {
 		close(old.next)
 	}
 	l.epoch++
 	return s
+}
+
+// markDirty marks the vertices written in the current epoch in the
+// bitmap of those written since the index was last made.
+func (l *Live) markDirty() {
+	for mi, m := range l.top {
+		if m == nil || m.epoch != l.epoch {
+			continue
+		}
+		for j, dl := range m.dirty {
+			for ; dl != 0; dl &= dl - 1 {
+				li := j*64 + bits.TrailingZeros64(dl)
+				w := mi<<(midBits) | li // the leaf's vertices are one bitmap word
+				if w >= len(l.dirty) {
+					l.dirty = append(l.dirty, make([]uint64, w+1-len(l.dirty))...)
+				}
+				d := m.leaves[li].dirty
+				l.ndirty += bits.OnesCount64(d &^ l.dirty[w])
+				l.dirty[w] |= d
+			}
+		}
+	}
+}
+
+// dirtyChanges lists the vertices of the dirty bitmap with their current
+// deltas, in increasing order.
+func (l *Live) dirtyChanges() []walk.DeltaChange {
+	out := make([]walk.DeltaChange, 0, l.ndirty)
+	for w, d := range l.dirty {
+		for ; d != 0; d &= d - 1 {
+			v := uint32(w<<leafBits | bits.TrailingZeros64(d))
+			out = append(out, walk.DeltaChange{V: v, D: &findState(l.top, v).view})
+		}
+	}
+	return out
+}
+
+// clearDirty empties the dirty bitmap.
+func (l *Live) clearDirty() {
+	if l.ndirty > 0 {
+		clear(l.dirty)
+		l.ndirty = 0
+	}
 }
 
 // changes lists the vertices written in the current epoch, in increasing
@@ -721,6 +799,11 @@ type Snapshot struct {
 	next chan struct{}
 	// idx is the delta's flat index, made at Publish from the last one's.
 	idx *walk.DeltaIndex
+	// lazy builds built whole on the first walk of a snapshot published
+	// while nobody walked (idx nil then).
+	lazy  sync.Once
+	built *walk.DeltaIndex
+	live  *Live
 	// win is the time window as of the snapshot (Window).
 	win windowMark
 }
@@ -758,7 +841,20 @@ func (s *Snapshot) Vertex(v uint32) *walk.DeltaVertex {
 
 // DeltaIndex implements walk.DeltaIndexer: the vertices with a delta as a
 // bitmap and flat arrays, made when the snapshot was published.
-func (s *Snapshot) DeltaIndex() *walk.DeltaIndex { return s.idx }
+func (s *Snapshot) DeltaIndex() *walk.DeltaIndex {
+	if s.live != nil {
+		s.live.walkedAt.Store(time.Now().UnixNano())
+	}
+	if s.idx != nil {
+		return s.idx
+	}
+	s.lazy.Do(func() { s.built = buildIndex(s.top, s.n) })
+	return s.built
+}
+
+// eagerWindow is how long after a walk asked for a snapshot's delta index
+// Publish goes on making each snapshot's index (Publish).
+const eagerWindow = 10 * time.Second
 
 // Epoch numbers the snapshots of one live graph, 1 for the empty one.
 func (s *Snapshot) Epoch() uint64 { return s.epoch }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/graph/edgelist"
@@ -552,8 +553,10 @@ func TestWaitFor(t *testing.T) {
 // Every published snapshot's delta index, made from the last one's, says
 // what a whole build of the snapshot's tree says — for every vertex, checked
 // again after later updates — through serial and parallel records, added
-// vertices, deletes, folds of the patch and a rebase (whose index is
-// built whole), for every variant.
+// vertices, deletes, folds of the patch, publications while nobody walks
+// (their updates put in by the next walked one, their own index built on
+// their first walk) and a rebase (whose index is built whole), for every
+// variant.
 func TestPublishedIndexMatchesTree(t *testing.T) {
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
@@ -565,7 +568,7 @@ func TestPublishedIndexMatchesTree(t *testing.T) {
 				t.Fatal(err)
 			}
 			var snaps []*Snapshot
-			folds := 0
+			folds, lazy, viaDirty := 0, 0, 0
 			for r := range 24 {
 				var rec []Update
 				size := 1 + rng.IntN(40)
@@ -595,14 +598,34 @@ func TestPublishedIndexMatchesTree(t *testing.T) {
 					snaps = append(snaps, rs)
 					continue
 				}
+				if r%5 == 1 || r == 7 {
+					// Nobody walked lately: this snapshot's index is not
+					// made; the next walked one puts these updates in.
+					l.walkedAt.Store(0)
+					s := l.Publish()
+					if s.idx != nil {
+						t.Fatalf("round %d: an index made with nobody walking", r)
+					}
+					lazy++
+					snaps = append(snaps, s)
+					continue
+				}
+				l.walkedAt.Store(time.Now().UnixNano())
+				if l.index != nil && l.ndirty > 0 && 2*l.ndirty <= l.index.Len()+4096 {
+					viaDirty++ // the unwalked updates go in by the dirty bitmap
+				}
 				s := l.Publish()
+				s.DeltaIndex()
+				if s.idx == nil {
+					t.Fatalf("round %d: no index made right after a walk", r)
+				}
 				if s.idx.Pending() == 0 {
 					folds++
 				}
 				snaps = append(snaps, s)
 			}
-			if folds < 2 || folds == len(snaps) {
-				t.Fatalf("%d of %d snapshots folded: the records did not exercise both the patch and the fold", folds, len(snaps))
+			if folds < 2 || folds+lazy >= len(snaps)-1 || lazy < 3 || viaDirty < 2 {
+				t.Fatalf("%d of %d snapshots folded, %d not indexed: the records did not exercise the patch, the fold and the lazy index (%d by the dirty bitmap)", folds, len(snaps), lazy, viaDirty)
 			}
 			for _, s := range snaps {
 				got, want := s.DeltaIndex(), buildIndex(s.top, s.n)
@@ -628,7 +651,9 @@ func TestPublishedIndexMatchesTree(t *testing.T) {
 // vertices, a snapshot of one more record allocates less than a tenth of a
 // whole index of them (48 bytes a vertex). A read-your-writes batch walks
 // the newest snapshot; when its index was built whole, that build kept
-// update -> walkable at seconds at scale 22.
+// update -> walkable at seconds at scale 22. And while nobody walks, a
+// publication makes no index at all: making one each time took a fifth of
+// the applier's time on a stream nobody walked.
 func TestPublishCostsWhatChanged(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 9))
 	const n = 1 << 17
@@ -667,5 +692,31 @@ func TestPublishCostsWhatChanged(t *testing.T) {
 	whole := uint64(x.Len()) * 48
 	if got := after.TotalAlloc - before.TotalAlloc; got > whole/10 {
 		t.Fatalf("publishing and indexing a snapshot after one record allocated %d bytes; a whole index of its %d vertices with a delta is %d", got, x.Len(), whole)
+	}
+
+	// Nobody walking, a publication makes no index: it marks what was
+	// written, and the first walked publication puts it in.
+	l.walkedAt.Store(0)
+	for i := range 2 { // the first grows the bitmap of what was written
+		rec = rec[:0]
+		for range 4096 {
+			rec = append(rec, Update{Op: Insert, Src: int64(rng.IntN(n)), Dst: int64(rng.IntN(n))})
+		}
+		if err := l.Apply(0, int64(2+i), rec); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&before)
+		l.Publish()
+		runtime.ReadMemStats(&after)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > whole/100 {
+		t.Fatalf("publishing a snapshot nobody walks after a record of 4,096 updates allocated %d bytes; a whole index is %d", got, whole)
+	}
+	if err := l.Apply(0, 4, []Update{{Op: Insert, Src: 11, Dst: 12}}); err != nil {
+		t.Fatal(err)
+	}
+	l.walkedAt.Store(time.Now().UnixNano())
+	if got, want := l.Publish().DeltaIndex(), buildIndex(l.top, l.baseV+uint32(len(l.addedIDs))); got.Len() != want.Len() || got.Vertex(11) != want.Vertex(11) {
+		t.Fatalf("the walked publication after unwalked ones: %d vertices with a delta, a whole build %d", got.Len(), want.Len())
 	}
 }
