@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/graph/edgelist"
@@ -549,54 +550,173 @@ func TestWaitFor(t *testing.T) {
 	}
 }
 
-// Walkable hands out the newest snapshot whose delta index is built, never
-// one that goes back, starts the newest one's build, and falls back to the
-// newest snapshot when no indexed one of its base exists.
-func TestWalkableSnapshot(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	m, base := newModel(t, variants[0], 40, 200, rng)
+// Every published snapshot's delta index, made from the last one's, says
+// what a whole build of the snapshot's tree says — for every vertex, checked
+// again after later updates — through serial and parallel records, added
+// vertices, deletes, folds of the patch, publications while nobody walks
+// (their updates put in by the next walked one, their own index built on
+// their first walk) and a rebase (whose index is built whole), for every
+// variant.
+func TestPublishedIndexMatchesTree(t *testing.T) {
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(21, uint64(len(v.name))))
+			const n = midFan*leafFan + 3000 // two mids
+			m, base := newModel(t, v, n, n, rng)
+			l, err := New(base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var snaps []*Snapshot
+			folds, lazy, viaDirty := 0, 0, 0
+			for r := range 24 {
+				var rec []Update
+				size := 1 + rng.IntN(40)
+				if r%6 == 5 {
+					size = applyParallelMin + 100 // applied on all cores
+				}
+				for len(rec) < size {
+					rec = append(rec, m.randomRecord(rng)...)
+				}
+				if err := l.Apply(0, int64(r), rec); err != nil {
+					t.Fatal(err)
+				}
+				if r == 12 {
+					cs, err := l.BeginCompaction()
+					if err != nil {
+						t.Fatal(err)
+					}
+					g, err := Compact(context.Background(), cs)
+					if err != nil {
+						t.Fatal(err)
+					}
+					snaps = append(snaps, cs)
+					rs, _, err := l.Rebase(g)
+					if err != nil {
+						t.Fatal(err)
+					}
+					snaps = append(snaps, rs)
+					continue
+				}
+				if r%5 == 1 || r == 7 {
+					// Nobody walked lately: this snapshot's index is not
+					// made; the next walked one puts these updates in.
+					l.walkedAt.Store(0)
+					s := l.Publish()
+					if s.idx != nil {
+						t.Fatalf("round %d: an index made with nobody walking", r)
+					}
+					lazy++
+					snaps = append(snaps, s)
+					continue
+				}
+				l.walkedAt.Store(time.Now().UnixNano())
+				if l.index != nil && l.ndirty > 0 && 2*l.ndirty <= l.index.Len()+4096 {
+					viaDirty++ // the unwalked updates go in by the dirty bitmap
+				}
+				s := l.Publish()
+				s.DeltaIndex()
+				if s.idx == nil {
+					t.Fatalf("round %d: no index made right after a walk", r)
+				}
+				if s.idx.Pending() == 0 {
+					folds++
+				}
+				snaps = append(snaps, s)
+			}
+			if folds < 2 || folds+lazy >= len(snaps)-1 || lazy < 3 || viaDirty < 2 {
+				t.Fatalf("%d of %d snapshots folded, %d not indexed: the records did not exercise the patch, the fold and the lazy index (%d by the dirty bitmap)", folds, len(snaps), lazy, viaDirty)
+			}
+			for _, s := range snaps {
+				got, want := s.DeltaIndex(), buildIndex(s.top, s.n)
+				if got.Len() != want.Len() {
+					t.Fatalf("snapshot %d: %d vertices with a delta, its tree %d", s.Epoch(), got.Len(), want.Len())
+				}
+				for v := range s.n + 70 {
+					k, kw := got.Rank(v), want.Rank(v)
+					if got.Has(v) != want.Has(v) || (k < 0) != (kw < 0) || got.Vertex(v) != want.Vertex(v) || got.Vertex(v) != s.Vertex(v) {
+						t.Fatalf("snapshot %d vertex %d: has %v delta %p, its tree %v %p", s.Epoch(), v, got.Has(v), got.Vertex(v), want.Has(v), want.Vertex(v))
+					}
+					if k >= 0 && *got.Head(k) != *want.Head(kw) {
+						t.Fatalf("snapshot %d vertex %d: head %+v, its tree %+v", s.Epoch(), v, *got.Head(k), *want.Head(kw))
+					}
+				}
+			}
+		})
+	}
+}
+
+// Publishing a snapshot after a few updates, and indexing it for walks,
+// costs what changed, not what the delta holds: over a delta of 60,000
+// vertices, a snapshot of one more record allocates less than a tenth of a
+// whole index of them (48 bytes a vertex). A read-your-writes batch walks
+// the newest snapshot; when its index was built whole, that build kept
+// update -> walkable at seconds at scale 22. And while nobody walks, a
+// publication makes no index at all: making one each time took a fifth of
+// the applier's time on a stream nobody walked.
+func TestPublishCostsWhatChanged(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	const n = 1 << 17
+	_, base := newModel(t, variant{name: "plain"}, n, 2*n, rng)
 	l, err := New(base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	apply := func() *Snapshot {
-		for i := range 5 {
-			if err := l.Apply(0, int64(i), m.randomRecord(rng)); err != nil {
+	var rec []Update
+	for i := range 4 * n {
+		rec = append(rec, Update{Op: Insert, Src: int64(rng.IntN(n)), Dst: int64(rng.IntN(n))})
+		if len(rec) == 4096 || i == 4*n-1 {
+			if err := l.Apply(0, int64(i), rec); err != nil {
 				t.Fatal(err)
 			}
+			rec = rec[:0]
 		}
-		return l.Publish()
 	}
-	s1 := apply()
-	if got := l.Walkable(); got != s1 {
-		t.Fatalf("no snapshot indexed yet: Walkable is epoch %d, want the newest, %d", got.Epoch(), s1.Epoch())
+	s := l.Publish()
+	if s.DeltaIndex().Len() < 60_000 {
+		t.Fatalf("only %d vertices with a delta", s.DeltaIndex().Len())
 	}
-	for l.indexing.Load() { // the build Walkable started
-		runtime.Gosched()
+	for range 3 { // the patch's share of a publication, a few in
+		if err := l.Apply(0, 0, []Update{{Op: Insert, Src: int64(rng.IntN(n)), Dst: 1}}); err != nil {
+			t.Fatal(err)
+		}
+		l.Publish().DeltaIndex()
 	}
-	if !s1.indexed.Load() {
-		t.Fatal("Walkable did not build the newest snapshot's index")
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if err := l.Apply(0, 1, []Update{{Op: Insert, Src: 5, Dst: 6}, {Op: Delete, Src: 7, Dst: 8}}); err != nil {
+		t.Fatal(err)
 	}
-	s2 := apply()
-	for l.indexing.Load() {
-		runtime.Gosched()
+	x := l.Publish().DeltaIndex()
+	runtime.ReadMemStats(&after)
+	whole := uint64(x.Len()) * 48
+	if got := after.TotalAlloc - before.TotalAlloc; got > whole/10 {
+		t.Fatalf("publishing and indexing a snapshot after one record allocated %d bytes; a whole index of its %d vertices with a delta is %d", got, x.Len(), whole)
 	}
-	l.indexing.Store(true) // hold the background build back
-	if got := l.Walkable(); got != s1 {
-		t.Fatalf("newest not indexed: Walkable is epoch %d, want the indexed %d", got.Epoch(), s1.Epoch())
+
+	// Nobody walking, a publication makes no index: it marks what was
+	// written, and the first walked publication puts it in.
+	l.walkedAt.Store(0)
+	for i := range 2 { // the first grows the bitmap of what was written
+		rec = rec[:0]
+		for range 4096 {
+			rec = append(rec, Update{Op: Insert, Src: int64(rng.IntN(n)), Dst: int64(rng.IntN(n))})
+		}
+		if err := l.Apply(0, int64(2+i), rec); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&before)
+		l.Publish()
+		runtime.ReadMemStats(&after)
 	}
-	s2.DeltaIndex()
-	if got := l.Walkable(); got != s2 {
-		t.Fatalf("newest indexed: Walkable is epoch %d, want %d", got.Epoch(), s2.Epoch())
+	if got := after.TotalAlloc - before.TotalAlloc; got > whole/100 {
+		t.Fatalf("publishing a snapshot nobody walks after a record of 4,096 updates allocated %d bytes; a whole index is %d", got, whole)
 	}
-	s1.DeltaIndex() // an older index built late does not move it back
-	s3 := apply()
-	if got := l.Walkable(); got != s2 {
-		t.Fatalf("after a late build of an older index: Walkable is epoch %d, want %d", got.Epoch(), s2.Epoch())
+	if err := l.Apply(0, 4, []Update{{Op: Insert, Src: 11, Dst: 12}}); err != nil {
+		t.Fatal(err)
 	}
-	s3.DeltaIndex()
-	if got := l.Walkable(); got != s3 {
-		t.Fatalf("Walkable is epoch %d, want %d", got.Epoch(), s3.Epoch())
+	l.walkedAt.Store(time.Now().UnixNano())
+	if got, want := l.Publish().DeltaIndex(), buildIndex(l.top, l.baseV+uint32(len(l.addedIDs))); got.Len() != want.Len() || got.Vertex(11) != want.Vertex(11) {
+		t.Fatalf("the walked publication after unwalked ones: %d vertices with a delta, a whole build %d", got.Len(), want.Len())
 	}
-	l.indexing.Store(false)
 }

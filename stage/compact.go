@@ -144,21 +144,15 @@ func publishCompacted(ctx context.Context, lc *LiveCompaction, g *graph.Graph, f
 	return nil
 }
 
-// liveVersion returns v, or the version served after it, with a snapshot
-// of the same base: a compaction's swap publishes the new base's first
-// snapshot and serves its engine one after the other, and a micro-batch
-// taken between the two waits for the second. The snapshot is the live
-// graph's walkable one (its delta index built), or the newest when mb has
-// a request whose edge_offsets only that one covers.
-func (s *Stage) liveVersion(ctx context.Context, v *served, mb []*batch) (*served, *livegraph.Snapshot) {
+// liveVersion returns v, or the version served after it, with the newest
+// snapshot, of the same base: a compaction's swap publishes the new base's
+// first snapshot and serves its engine one after the other, and a
+// micro-batch taken between the two waits for the second. Every snapshot's
+// delta index is made when it is published, from the last one's, so the
+// newest costs a batch nothing more to walk than an older one.
+func (s *Stage) liveVersion(ctx context.Context, v *served) (*served, *livegraph.Snapshot) {
 	for {
-		snap := s.o.Live.Graph.Walkable()
-		for _, b := range mb {
-			if len(b.req.EdgeOffsets) > 0 && !snap.Covers(b.req.EdgeOffsets) {
-				snap = s.o.Live.Graph.Snapshot()
-				break
-			}
-		}
+		snap := s.o.Live.Graph.Snapshot()
 		if snap.Base() == v.g {
 			return v, snap
 		}

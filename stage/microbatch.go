@@ -215,10 +215,10 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 	v := s.graphs.acquire(ctx)
 	// One live graph snapshot for the whole micro-batch, as one graph
 	// version, and of that version's base: it holds at least every
-	// edge_offsets its requests waited for (liveVersion).
+	// edge_offsets its requests waited for (liveVersion: the newest).
 	var snap *livegraph.Snapshot
 	if v != nil && s.o.Live != nil {
-		v, snap = s.liveVersion(ctx, v, mb)
+		v, snap = s.liveVersion(ctx, v)
 	}
 	if v == nil {
 		for _, b := range mb {

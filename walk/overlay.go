@@ -80,12 +80,48 @@ type DeltaIndexer interface {
 // DeltaIndex is a snapshot's deltas in flat arrays, for walkers that check
 // at every step whether the vertex has a delta: a bit per vertex (an eighth
 // of a byte, where a lookup in the snapshot's own structure may be a walk
-// down a tree) and, for the vertices marked, their DeltaVertex by rank.
+// down a tree) and, for the vertices marked, their DeltaVertex and
+// DeltaHead by position (Rank).
+//
+// It has two levels, so that the index of a live graph's next snapshot
+// costs what changed since the last one, not what the delta holds: a base
+// level, the whole index as of an older snapshot, and a patch level, the
+// vertices whose delta changed since (their current deltas; a mark there
+// hides the base level's). Update makes the next snapshot's index from
+// this one and the changed vertices, sharing the base level: it copies the
+// marks (32 bytes per 64 vertices) and the patch. Fold merges the patch
+// into a new base level, O(vertices with a delta), which the caller does
+// when the patch has grown to a share of the base (livegraph: an eighth).
+// A position is the rank in the base level, or the base level's length
+// plus the rank in the patch.
+//
+// Why: a read-your-writes batch walks the newest snapshot, and building
+// its index whole, O(vertices with a delta) through their scattered
+// states, kept update -> walkable at 13-18 s at scale 22 (millions of
+// vertices with a delta; docs/benchmarks/live-graph.md).
 type DeltaIndex struct {
-	bits  []uint64
-	rank  []uint32 // vertices marked in the words before word i
+	words []indexWord
+	// The base level, by rank among the words' base marks.
 	dvs   []*DeltaVertex
 	heads []DeltaHead
+	// The patch, by rank among the patch marks.
+	pdvs   []*DeltaVertex
+	pheads []DeltaHead
+	// n counts the vertices with a delta.
+	n int
+	// headBase and patchBase are the addresses HeadAddr adds a position's
+	// offset to: the base level's first head, and the patch's first head
+	// less the base level's length (wrapping, as uint64 arithmetic does).
+	headBase, patchBase uint64
+}
+
+// indexWord is 64 vertices' marks and ranks in both levels, side by side:
+// a lookup reads one 32-byte entry, where separate mark and rank arrays
+// took two cache lines.
+type indexWord struct {
+	base, patch         uint64
+	baseRank, patchRank uint32 // marks in the words before this one
+	_                   uint64 // two entries a cache line
 }
 
 // DeltaHead is what the first draw of a step from a vertex with a delta
@@ -161,22 +197,22 @@ func findTombstone(dead []Tombstone, t uint32) (Tombstone, bool) {
 // NewDeltaIndex builds the index of n vertices (dense ids 0..n-1) from
 // their deltas, listed in increasing vertex order.
 func NewDeltaIndex(n int, deltas iter.Seq2[uint32, *DeltaVertex]) *DeltaIndex {
-	words := (n + 63) / 64
-	x := &DeltaIndex{bits: make([]uint64, words), rank: make([]uint32, words)}
+	x := &DeltaIndex{words: make([]indexWord, (n+63)/64)}
 	for v, dv := range deltas {
 		if dv == nil || int(v) >= n {
 			continue
 		}
-		x.bits[v>>6] |= 1 << (v & 63)
+		x.words[v>>6].base |= 1 << (v & 63)
 		x.dvs = append(x.dvs, dv)
 		x.heads = append(x.heads, NewDeltaHead(dv))
 	}
 	var r uint32
-	for i, w := range x.bits {
-		x.rank[i] = r
-		r += uint32(bits.OnesCount64(w))
+	for i := range x.words {
+		x.words[i].baseRank = r
+		r += uint32(bits.OnesCount64(x.words[i].base))
 	}
-	return x
+	x.n = len(x.dvs)
+	return x.addrs()
 }
 
 // NewDeltaIndexSpans builds the index of n vertices from spans of span
@@ -194,7 +230,7 @@ func NewDeltaIndexSpans(n, span int, count func(i int) int, deltas func(i int, y
 	}
 	words := (n + 63) / 64
 	spans := (n + span - 1) / span
-	x := &DeltaIndex{bits: make([]uint64, words), rank: make([]uint32, words)}
+	x := &DeltaIndex{words: make([]indexWord, words)}
 	counts := make([]int, spans+1)
 	parallelSpans(spans, func(i int) { counts[i+1] = count(i) })
 	for i := range spans {
@@ -202,6 +238,7 @@ func NewDeltaIndexSpans(n, span int, count func(i int) int, deltas func(i int, y
 	}
 	x.dvs = make([]*DeltaVertex, counts[spans])
 	x.heads = make([]DeltaHead, counts[spans])
+	x.n = counts[spans]
 	parallelSpans(spans, func(i int) {
 		k, end := counts[i], counts[i+1]
 		lo, hi := uint32(i*span), uint32(min(n, (i+1)*span))
@@ -212,7 +249,7 @@ func NewDeltaIndexSpans(n, span int, count func(i int) int, deltas func(i int, y
 			if k == end {
 				panic(fmt.Sprintf("walk: delta index span %d lists more than the %d deltas it counted", i, end-counts[i]))
 			}
-			x.bits[v>>6] |= 1 << (v & 63)
+			x.words[v>>6].base |= 1 << (v & 63)
 			x.dvs[k], x.heads[k] = dv, NewDeltaHead(dv)
 			k++
 		}
@@ -221,11 +258,180 @@ func NewDeltaIndexSpans(n, span int, count func(i int) int, deltas func(i int, y
 		}
 		r := uint32(counts[i])
 		for w := int(lo) / 64; w < (int(hi)+63)/64; w++ {
-			x.rank[w] = r
-			r += uint32(bits.OnesCount64(x.bits[w]))
+			x.words[w].baseRank = r
+			r += uint32(bits.OnesCount64(x.words[w].base))
 		}
 	})
-	return x
+	return x.addrs()
+}
+
+// DeltaChange is a vertex whose delta changed (or came to be) since the
+// snapshot of an index: its delta in the next snapshot.
+type DeltaChange struct {
+	V uint32
+	D *DeltaVertex
+}
+
+// updateChunk is how many words a goroutine of Update and Fold takes at a
+// time: 64 Ki vertices.
+const updateChunk = 1024
+
+// Update returns the index of the next snapshot, of n vertices (at least
+// x's), whose deltas are x's with changes put in: changes sorted by vertex,
+// no vertex twice, each with its delta (a vertex never loses its delta
+// within a base). x is left as it is, for its snapshot's walkers. It costs
+// O(n/64 + the patch + the changes): the base level is shared, and the
+// patch holds the changed vertices since the last Fold.
+func (x *DeltaIndex) Update(n int, changes []DeltaChange) *DeltaIndex {
+	words := max((n+63)/64, len(x.words))
+	y := &DeltaIndex{words: make([]indexWord, words), dvs: x.dvs, heads: x.heads, n: x.n}
+	copy(y.words, x.words)
+	for i := len(x.words); i < words; i++ {
+		y.words[i].baseRank = uint32(len(x.heads))
+	}
+	for _, c := range changes {
+		if c.D == nil || int(c.V) >= words*64 {
+			panic(fmt.Sprintf("walk: delta index change of vertex %d (nil: %v) beyond the %d vertices or without a delta", c.V, c.D == nil, words*64))
+		}
+		wd := &y.words[c.V>>6]
+		m := uint64(1) << (c.V & 63)
+		if (wd.base|wd.patch)&m == 0 {
+			y.n++
+		}
+		wd.patch |= m
+	}
+	var r uint32
+	for i := range y.words {
+		y.words[i].patchRank = r
+		r += uint32(bits.OnesCount64(y.words[i].patch))
+	}
+	y.pdvs = make([]*DeltaVertex, r)
+	y.pheads = make([]DeltaHead, r)
+	// Chunks of words fill their parts of the patch at once: a chunk's
+	// old entries start at its first word's old rank, its changes where
+	// a search puts its first vertex.
+	parallelSpans((words+updateChunk-1)/updateChunk, func(c int) {
+		w0, w1 := c*updateChunk, min(words, (c+1)*updateChunk)
+		ci, _ := slices.BinarySearchFunc(changes, uint32(w0*64), func(d DeltaChange, v uint32) int { return cmpU32(d.V, v) })
+		var oc int
+		if w0 < len(x.words) {
+			oc = int(x.words[w0].patchRank)
+		} else {
+			oc = len(x.pheads)
+		}
+		k := int(y.words[w0].patchRank)
+		for w := w0; w < w1; w++ {
+			p := y.words[w].patch
+			if p == 0 {
+				continue
+			}
+			var old uint64
+			if w < len(x.words) {
+				old = x.words[w].patch
+			}
+			for ; p != 0; p &= p - 1 {
+				b := uint(bits.TrailingZeros64(p))
+				v := uint32(w*64) + uint32(b)
+				if ci < len(changes) && changes[ci].V == v {
+					y.pdvs[k], y.pheads[k] = changes[ci].D, NewDeltaHead(changes[ci].D)
+					ci++
+				} else {
+					y.pdvs[k], y.pheads[k] = x.pdvs[oc], x.pheads[oc]
+				}
+				if old>>b&1 != 0 {
+					oc++
+				}
+				k++
+			}
+		}
+	})
+	return y.addrs()
+}
+
+// Fold returns x with its patch merged into the base level: the index a
+// whole build of x's deltas gives (NewDeltaIndex), with an empty patch. It
+// costs O(vertices with a delta), spread over the cores.
+func (x *DeltaIndex) Fold() *DeltaIndex {
+	y := &DeltaIndex{words: make([]indexWord, len(x.words)), n: x.n}
+	var r uint32
+	for i, wd := range x.words {
+		y.words[i] = indexWord{base: wd.base | wd.patch, baseRank: r}
+		r += uint32(bits.OnesCount64(wd.base | wd.patch))
+	}
+	y.dvs = make([]*DeltaVertex, r)
+	y.heads = make([]DeltaHead, r)
+	parallelSpans((len(x.words)+updateChunk-1)/updateChunk, func(c int) {
+		w0, w1 := c*updateChunk, min(len(x.words), (c+1)*updateChunk)
+		bc, pc, k := int(x.words[w0].baseRank), int(x.words[w0].patchRank), int(y.words[w0].baseRank)
+		for w := w0; w < w1; w++ {
+			wd := x.words[w]
+			if wd.patch == 0 {
+				// The run of base entries as it is.
+				c := bits.OnesCount64(wd.base)
+				copy(y.dvs[k:k+c], x.dvs[bc:bc+c])
+				copy(y.heads[k:k+c], x.heads[bc:bc+c])
+				bc, k = bc+c, k+c
+				continue
+			}
+			for u := wd.base | wd.patch; u != 0; u &= u - 1 {
+				b := uint(bits.TrailingZeros64(u))
+				switch {
+				case wd.patch>>b&1 != 0:
+					y.dvs[k], y.heads[k] = x.pdvs[pc], x.pheads[pc]
+					pc++
+					if wd.base>>b&1 != 0 {
+						bc++
+					}
+				default:
+					y.dvs[k], y.heads[k] = x.dvs[bc], x.heads[bc]
+					bc++
+				}
+				k++
+			}
+		}
+	})
+	return y.addrs()
+}
+
+// Pending counts the vertices in the patch: what Update copies and Fold
+// would merge.
+func (x *DeltaIndex) Pending() int { return len(x.pdvs) }
+
+// Flat returns x with no patch (x itself when it has none, else Fold's
+// index): its positions are 0..Len()-1 in vertex order, for a copy of the
+// index elsewhere (Words) that walks by rank.
+func (x *DeltaIndex) Flat() *DeltaIndex {
+	if x.Pending() == 0 {
+		return x
+	}
+	return x.Fold()
+}
+
+// Words returns a flat index's bitmap (bit v of word v/64 set when v has a
+// delta) and, per word, the number of vertices marked in the words before
+// it: what a copy of the index elsewhere (the GPU engine's, on the device)
+// needs to find a vertex's position, Head(position) for its head. They are
+// copies, O(vertices / 64). x must be flat (Flat): a patch's positions
+// are not ranks.
+func (x *DeltaIndex) Words() (marks []uint64, rank []uint32) {
+	if x.Pending() != 0 {
+		panic("walk: Words of a delta index with a patch; take Flat() first")
+	}
+	marks, rank = make([]uint64, len(x.words)), make([]uint32, len(x.words))
+	for i, wd := range x.words {
+		marks[i], rank[i] = wd.base, wd.baseRank
+	}
+	return marks, rank
+}
+
+func cmpU32(a, b uint32) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // parallelSpans runs f(0..n-1) on up to GOMAXPROCS goroutines.
@@ -285,54 +491,97 @@ func IndexOf(o Overlay) *DeltaIndex {
 // Has reports whether v has a delta.
 func (x *DeltaIndex) Has(v uint32) bool {
 	w := int(v >> 6)
-	return w < len(x.bits) && x.bits[w]>>(v&63)&1 != 0
+	return w < len(x.words) && (x.words[w].base|x.words[w].patch)>>(v&63)&1 != 0
 }
 
 // Vertex returns v's delta, nil when it has none: Overlay.Vertex, read from
 // the flat arrays.
 func (x *DeltaIndex) Vertex(v uint32) *DeltaVertex {
-	if !x.Has(v) {
+	k := x.Rank(v)
+	if k < 0 {
 		return nil
 	}
-	w := v >> 6
-	return x.dvs[x.rank[w]+uint32(bits.OnesCount64(x.bits[w]&(1<<(v&63)-1)))]
+	return x.At(k)
 }
 
 // Rank returns the position of v's delta in the index (At, Head), -1 when
 // v has none.
 func (x *DeltaIndex) Rank(v uint32) int {
 	w := int(v >> 6)
-	if w >= len(x.bits) || x.bits[w]>>(v&63)&1 == 0 {
+	if w >= len(x.words) {
 		return -1
 	}
-	return int(x.rank[w]) + bits.OnesCount64(x.bits[w]&(1<<(v&63)-1))
+	wd := &x.words[w]
+	below := uint64(1)<<(v&63) - 1
+	if wd.patch>>(v&63)&1 != 0 {
+		return len(x.heads) + int(wd.patchRank) + bits.OnesCount64(wd.patch&below)
+	}
+	if wd.base>>(v&63)&1 != 0 {
+		return int(wd.baseRank) + bits.OnesCount64(wd.base&below)
+	}
+	return -1
 }
 
-// Lookup is Rank without a branch on whether v has a delta: has is 1 when
-// it does, 0 when not, and k is v's position in the index when it does
-// (otherwise the position the next vertex with a delta has, or Len).
-// v must be below the index's vertex count.
+// Lookup is Rank without a branch on whether v has a delta, or on its
+// level: has is 1 when it has one, 0 when not, and k is its position when
+// it has one (otherwise a position not to be read). v must be below the
+// index's vertex count.
 func (x *DeltaIndex) Lookup(v uint32) (has uint64, k int) {
-	w := v >> 6
-	word := x.bits[w]
-	return word >> (v & 63) & 1, int(x.rank[w]) + bits.OnesCount64(word&(1<<(v&63)-1))
+	wd := &x.words[v>>6]
+	sh := v & 63
+	below := uint64(1)<<sh - 1
+	inPatch := wd.patch >> sh & 1
+	kb := int(wd.baseRank) + bits.OnesCount64(wd.base&below)
+	kp := len(x.heads) + int(wd.patchRank) + bits.OnesCount64(wd.patch&below)
+	return inPatch | wd.base>>sh&1, kb + int(-int64(inPatch)&int64(kp-kb))
+}
+
+// HeadAddr is the address of Head(k), computed without a branch or a
+// bounds check, for a prefetch: an address from a position not to be read
+// (Lookup's, when has is 0) is harmless to prefetch, never to load.
+func (x *DeltaIndex) HeadAddr(k int) uint64 {
+	mask := uint64(int64(k-len(x.heads)) >> 63) // all ones in the base level
+	return x.patchBase ^ (x.headBase^x.patchBase)&mask + uint64(k)*uint64(unsafe.Sizeof(DeltaHead{}))
+}
+
+// addrs sets the addresses HeadAddr starts from.
+func (x *DeltaIndex) addrs() *DeltaIndex {
+	size := uint64(unsafe.Sizeof(DeltaHead{}))
+	if len(x.heads) > 0 {
+		x.headBase = uint64(uintptr(unsafe.Pointer(&x.heads[0])))
+	}
+	if len(x.pheads) > 0 {
+		x.patchBase = uint64(uintptr(unsafe.Pointer(&x.pheads[0]))) - uint64(len(x.heads))*size
+	}
+	return x
 }
 
 // At is the delta at position k (Rank).
-func (x *DeltaIndex) At(k int) *DeltaVertex { return x.dvs[k] }
+func (x *DeltaIndex) At(k int) *DeltaVertex {
+	if k < len(x.dvs) {
+		return x.dvs[k]
+	}
+	return x.pdvs[k-len(x.dvs)]
+}
 
 // Head is the head of the delta at position k (Rank).
-func (x *DeltaIndex) Head(k int) *DeltaHead { return &x.heads[k] }
+func (x *DeltaIndex) Head(k int) *DeltaHead {
+	if k < len(x.heads) {
+		return &x.heads[k]
+	}
+	return &x.pheads[k-len(x.heads)]
+}
 
 // Bytes is the index's memory: the bitmap and ranks, and per vertex with a
 // delta its DeltaVertex pointer and DeltaHead.
 func (x *DeltaIndex) Bytes() int64 {
-	return int64(len(x.bits))*8 + int64(len(x.rank))*4 +
-		int64(len(x.dvs))*int64(unsafe.Sizeof((*DeltaVertex)(nil))) + int64(len(x.heads))*int64(unsafe.Sizeof(DeltaHead{}))
+	return int64(len(x.words))*int64(unsafe.Sizeof(indexWord{})) +
+		int64(len(x.dvs)+len(x.pdvs))*int64(unsafe.Sizeof((*DeltaVertex)(nil))) +
+		int64(len(x.heads)+len(x.pheads))*int64(unsafe.Sizeof(DeltaHead{}))
 }
 
 // Len counts the vertices with a delta.
-func (x *DeltaIndex) Len() int { return len(x.dvs) }
+func (x *DeltaIndex) Len() int { return x.n }
 
 // DeltaEdge is one appended edge.
 type DeltaEdge struct {

@@ -115,3 +115,35 @@ func metricValue(t *testing.T, c prometheus.Counter) float64 {
 	}
 	return d.GetCounter().GetValue()
 }
+
+// The rebase's catch up goes on past its first rounds while it gains on
+// the applier (a stream slower than it: a tenth less behind each round
+// reaches the tail), and stops when a round no longer gains (a backlog, the
+// applier as fast as it) or at the bound.
+func TestCatchUpRoundsWhileGaining(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		next   func(behind int64) int64
+		rounds int
+	}{
+		{"gaining a fifth a round", func(b int64) int64 { return b - b/5 }, 20},
+		{"not gaining", func(b int64) int64 { return b }, catchUpRounds},
+		{"gaining a hundredth", func(b int64) int64 { return b - b/100 }, catchUpRounds},
+		{"at once", func(int64) int64 { return catchUpTail - 1 }, 1},
+		{"gaining a tenth, bounded", func(b int64) int64 { return b - b/9 }, catchUpMaxRounds},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			behind := int64(5_000_000)
+			if tc.name == "gaining a tenth, bounded" {
+				behind = 1 << 40
+			}
+			rounds, err := catchUpRounded(context.Background(), func() (int64, error) {
+				behind = tc.next(behind)
+				return behind, nil
+			})
+			if err != nil || rounds != tc.rounds {
+				t.Fatalf("%d rounds (%v), %d left; want %d rounds", rounds, err, behind, tc.rounds)
+			}
+		})
+	}
+}

@@ -86,7 +86,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 // RunApplier applies the edge reader's batches to l in arrival order
 // and publishes a snapshot every interval while updates arrive (and once
 // when in stops), so walks see an update within about interval of its
-// arrival and publishing costs nothing while the topic is quiet. A batch
+// arrival and publishing costs nothing while the topic is quiet; and at
+// once when a read-your-writes request waits for what it just applied
+// (livegraph.Live.Waited). A batch
 // the live graph refuses (an update that does not fit the graph, found
 // only against it) is counted and logged, and its offset passed: the
 // reader dead-letters records that do not decode, this is the rest. It
@@ -103,13 +105,21 @@ func runApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-c
 	// publication; hwm each partition's end offset as last fetched.
 	var pending []time.Time
 	hwm := map[int32]int64{}
+	// An early publication for a waiter (early) comes at least gap after
+	// the last one: each costs what changed since the last, plus a copy of
+	// the delta index's patch (at scale 22 up to tens of MB), and
+	// read-your-writes requests may come by the hundred a second. A waiter
+	// too soon after one gets the next when gap has passed (wake).
+	gap := min(interval/10, 10*time.Millisecond)
+	var last time.Time
+	var wake <-chan time.Time
 	publish := func() {
 		if !dirty {
 			return
 		}
 		snap := l.Publish()
-		dirty = false
 		now := time.Now()
+		dirty, last = false, now
 		for _, t := range pending {
 			m.walkable.Observe(max(0, now.Sub(t).Seconds()))
 		}
@@ -129,6 +139,16 @@ func runApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-c
 		m.window(snap)
 		bg.maybeStart(snap)
 	}
+	early := func() {
+		if wake != nil || !l.Waited() {
+			return
+		}
+		if since := time.Since(last); since < gap {
+			wake = time.After(gap - since)
+			return
+		}
+		publish()
+	}
 	m.window(l.Snapshot()) // what New evicted from the loaded graph
 	defer publish()
 	for {
@@ -139,6 +159,11 @@ func runApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-c
 			publish()
 		case r := <-bg.results():
 			bg.finish(r)
+		case <-l.Wanted():
+			early()
+		case <-wake:
+			wake = nil
+			early()
 		case b, ok := <-in:
 			if !ok {
 				return nil
@@ -151,15 +176,20 @@ func runApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-c
 			if b.Rejected != nil {
 				m.rejected.Inc()
 				_ = l.Apply(b.Partition, b.Offset, nil)
+				early()
 				continue
 			}
 			if err := l.Apply(b.Partition, b.Offset, b.Updates); err != nil {
 				m.rejected.Inc()
 				log.Warn("edge record refused by the live graph; skipped", "partition", b.Partition, "offset", b.Offset, "err", err)
 				_ = l.Apply(b.Partition, b.Offset, nil)
-				continue
+			} else {
+				m.updates.Add(float64(len(b.Updates)))
 			}
-			m.updates.Add(float64(len(b.Updates)))
+			// A read-your-writes request waiting for what was just
+			// applied gets it now, not at the next tick: publishing
+			// costs what changed since the last snapshot.
+			early()
 		}
 	}
 }

@@ -161,3 +161,61 @@ func liveCounter(t *testing.T, c prometheus.Counter) float64 {
 	}
 	return d.GetCounter().GetValue()
 }
+
+// A read-your-writes wait ends as soon as the applier has applied the
+// records it waits for, not at the next interval's publication: with an
+// interval of an hour, WaitFor still returns the snapshot holding the
+// record (bounded by the test's deadline instead of hanging when it does
+// not), and a record nobody waits for is not published before the tick.
+func TestApplierPublishesForWaiters(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	base, err := graph.FromEdges([]graph.Edge{{Src: 0, Dst: 1}, {Src: 1, Dst: 2}, {Src: 2, Dst: 0}}, graph.BuildOptions{Name: "live", DenseIDs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := livegraph.New(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	batches := make(chan source.EdgeBatch)
+	actx, stop := context.WithCancel(ctx)
+	defer stop()
+	applyDone := make(chan error, 1)
+	go func() { applyDone <- RunApplier(actx, slog.New(slog.DiscardHandler), l, batches, time.Hour, m) }()
+	insert := func(off int64) source.EdgeBatch {
+		return source.EdgeBatch{Partition: 0, Offset: off, Updates: []livegraph.Update{{Op: livegraph.Insert, Src: 0, Dst: 2}}}
+	}
+	batches <- insert(0) // nobody waits: published at the tick
+	got := make(chan *livegraph.Snapshot, 1)
+	waitErr := make(chan error, 1)
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	go func() {
+		s, err := l.WaitFor(wctx, map[int32]int64{0: 2})
+		if err != nil {
+			waitErr <- err
+			return
+		}
+		got <- s
+	}()
+	batches <- insert(1)
+	select {
+	case s := <-got:
+		if s.Watermark()[0] != 2 || s.Stats().Inserted != 2 {
+			t.Fatalf("WaitFor returned watermark %v with %d inserts, want offset 2 and both", s.Watermark(), s.Stats().Inserted)
+		}
+	case err := <-waitErr:
+		t.Fatalf("the wait for a record applied ended without it: %v", err)
+	}
+	batches <- insert(2)
+	if wm := l.Snapshot().Watermark()[0]; wm != 2 {
+		t.Fatalf("a record nobody waits for was published before the interval: watermark %d", wm)
+	}
+	stop()
+	<-applyDone
+}

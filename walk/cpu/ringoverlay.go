@@ -110,10 +110,6 @@ type ovRing struct {
 	// words of the side (x2) and of an appended edge (x3).
 	spec     [ringSlots]uint8
 	side, x3 [ringSlots]uint32
-	// heads is the address of the index's first DeltaHead, for
-	// prefetches of a head by rank without a bounds check (a prefetch of
-	// an address past the array's end is harmless).
-	heads uint64
 }
 
 // walkRingOverlay is walkRing for a job on an overlay (s.ov, s.ovIdx).
@@ -123,9 +119,6 @@ func (s *stepper) walkRingOverlay(r *ring, starts []uint32, firstID uint64, buf,
 		stride: s.alg.Length + 1, length: uint32(s.alg.Length), off: s.off, tgt: s.tgt, tab: s.alias,
 		fused: s.fused, keep: s.sampler == walk.StepperUniform, baseV: uint32(len(s.off) - 1),
 		ppr: s.alg.Kind == walk.PPR, stopT: s.stopT}
-	if w.x.Len() > 0 {
-		w.heads = uint64(uintptr(unsafe.Pointer(w.x.Head(0))))
-	}
 	for b := 0; b < ringSlots; b += 8 {
 		for i := b; i < b+8; i++ {
 			if !w.start(i) {
@@ -333,7 +326,7 @@ func (w *ovRing) resolve(b int) {
 				w.cur[i], w.lo[i], w.deg[i], w.rank[i], w.first[i], w.att[i] = nx, lo, deg, int32(k), 0, 0
 				w.pfEnt[w.nEnt] = e
 				w.nEnt++
-				w.pfAddr[w.nAddr] = w.heads + uint64(k)*uint64(unsafe.Sizeof(walk.DeltaHead{}))
+				w.pfAddr[w.nAddr] = w.x.HeadAddr(k)
 				w.nAddr += int(has)
 				continue
 			}
