@@ -59,7 +59,8 @@ measurements:
   --store-cpus LIST      run versitygw on these CPUs only (taskset -c LIST, e.g. 0-5)
   --stage-cpus LIST      run the broker, the stage and the load generator on these CPUs only (e.g. 6-15):
                          with --store-cpus, shows which side bounds a run on one host
-live graph (issue 37; runs after the stores, on a file:// bucket, the CPU engine):
+live graph (issue 37; runs after the stores, on a file:// bucket):
+  --live-engine NAME     the engine of the live graph's measurements: cpu (the default) or gpu
   --edge-updates N       edge updates of the ingest measurements (0: none, the default): a true backlog of them
                          alone (the time until all are walkable), then beside a walks backlog (the walk rate while
                          ingesting, against the same walks on the static graph), then paced into the running stage
@@ -107,6 +108,7 @@ stage_pin=()
 timeout_s=600
 out=
 edge_updates=0
+live_engine=cpu
 edge_rate=
 edge_batch=4096
 
@@ -148,6 +150,7 @@ while [ $# -gt 0 ]; do
     --stage-cpus) stage_pin=(taskset -c "$2"); shift ;;
     --timeout) timeout_s=$2; shift ;;
     --edge-updates) edge_updates=$2; shift ;;
+    --live-engine) live_engine=$2; shift ;;
     --edge-rate) edge_rate=$2; shift ;;
     --edge-batch) edge_batch=$2; shift ;;
     --out) out=$2; shift ;;
@@ -472,12 +475,12 @@ if [ "$edge_updates" -gt 0 ]; then
   saved_env=("${extra_env[@]}")
   edge_args=(--mode edges --edge-updates "$edge_updates" --edge-batch "$edge_batch")
   # 1. The walks on the static graph, for the rate beside ingest below.
-  extra_env=("${saved_env[@]}" WALKSTAGE_ENGINE=cpu)
+  extra_env=("${saved_env[@]}" "WALKSTAGE_ENGINE=$live_engine")
   stop_stage
   backlog "edges-walks-static" "$store" "$url" "${walk_args[@]}" --requests "$walk_requests"
   stop_stage
   # 2. Edges alone, a true backlog.
-  extra_env=("${saved_env[@]}" WALKSTAGE_ENGINE=cpu WALKSTAGE_EDGE_TOPIC=walkstage-edges-a "WALKSTAGE_EDGE_OFFSETS_WAIT=${timeout_s}s")
+  extra_env=("${saved_env[@]}" "WALKSTAGE_ENGINE=$live_engine" WALKSTAGE_EDGE_TOPIC=walkstage-edges-a "WALKSTAGE_EDGE_OFFSETS_WAIT=${timeout_s}s")
   prefix="edges-a-$$-$RANDOM"
   load "edges-backlog-produce" "${edge_args[@]}" --edge-topic walkstage-edges-a --phase produce --id-prefix "$prefix"
   collect_start "edges-backlog" "${edge_args[@]}" --edge-topic walkstage-edges-a --phase collect --id-prefix "$prefix"
@@ -485,7 +488,7 @@ if [ "$edge_updates" -gt 0 ]; then
   collect_wait
   stop_stage
   # 3. Walks and edges queued together: the walk rate while ingesting.
-  extra_env=("${saved_env[@]}" WALKSTAGE_ENGINE=cpu WALKSTAGE_EDGE_TOPIC=walkstage-edges-b "WALKSTAGE_EDGE_OFFSETS_WAIT=${timeout_s}s")
+  extra_env=("${saved_env[@]}" "WALKSTAGE_ENGINE=$live_engine" WALKSTAGE_EDGE_TOPIC=walkstage-edges-b "WALKSTAGE_EDGE_OFFSETS_WAIT=${timeout_s}s")
   wprefix="edges-w-$$-$RANDOM"
   prefix="edges-b-$$-$RANDOM"
   load "edges-walks-live-produce" "${walk_args[@]}" --requests "$walk_requests" --mode backlog --phase produce --id-prefix "$wprefix"
@@ -505,7 +508,7 @@ if [ "$edge_updates" -gt 0 ]; then
   extra_env=("${saved_env[@]}")
   {
     echo
-    echo "live graph ($edge_updates updates in records of $edge_batch, CPU engine, file://):"
+    echo "live graph ($edge_updates updates in records of $edge_batch, $live_engine engine, file://):"
     awk -v n="$edge_updates" '
       function v(k,   i, kv) { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == k) return kv[2] } return "" }
       $1 == "edges-beside-produce" { beside = v("records") }
