@@ -5,9 +5,6 @@ import (
 	"math"
 	"math/bits"
 	"reflect"
-	"runtime"
-	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/walkstage/walkstage/walk"
@@ -98,7 +95,7 @@ func layoutDelta(x *walk.DeltaIndex, nv int, l *deltaLayout) error {
 	type count struct{ vertices, items uint64 }
 	counts := make([]count, spans+1)
 	spanWords := func(i int) (lo, hi int) { return i * layoutWords, min(words, (i+1)*layoutWords) }
-	parallelDo(spans, func(i int) {
+	walk.ParallelSpans(spans, func(i int) {
 		lo, hi := spanWords(i)
 		var c count
 		for w := lo; w < hi; w++ {
@@ -131,7 +128,7 @@ func layoutDelta(x *walk.DeltaIndex, nv int, l *deltaLayout) error {
 	}
 	l.heads = grow(l.heads, int(total.vertices))
 	l.items = grow(l.items, int(total.items))
-	parallelDo(spans, func(i int) {
+	walk.ParallelSpans(spans, func(i int) {
 		lo, hi := spanWords(i)
 		c := counts[i]
 		for w := lo; w < hi; w++ {
@@ -161,27 +158,6 @@ func layoutDelta(x *walk.DeltaIndex, nv int, l *deltaLayout) error {
 		}
 	})
 	return nil
-}
-
-// parallelDo runs f(0..n-1) on up to GOMAXPROCS goroutines.
-func parallelDo(n int, f func(i int)) {
-	workers := min(n, runtime.GOMAXPROCS(0))
-	if workers <= 1 {
-		for i := range n {
-			f(i)
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				f(i)
-			}
-		})
-	}
-	wg.Wait()
 }
 
 // grow returns s resliced to n, reallocated when its capacity is short.

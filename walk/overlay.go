@@ -232,14 +232,14 @@ func NewDeltaIndexSpans(n, span int, count func(i int) int, deltas func(i int, y
 	spans := (n + span - 1) / span
 	x := &DeltaIndex{words: make([]indexWord, words)}
 	counts := make([]int, spans+1)
-	parallelSpans(spans, func(i int) { counts[i+1] = count(i) })
+	ParallelSpans(spans, func(i int) { counts[i+1] = count(i) })
 	for i := range spans {
 		counts[i+1] += counts[i]
 	}
 	x.dvs = make([]*DeltaVertex, counts[spans])
 	x.heads = make([]DeltaHead, counts[spans])
 	x.n = counts[spans]
-	parallelSpans(spans, func(i int) {
+	ParallelSpans(spans, func(i int) {
 		k, end := counts[i], counts[i+1]
 		lo, hi := uint32(i*span), uint32(min(n, (i+1)*span))
 		for v, dv := range func(yield func(uint32, *DeltaVertex) bool) { deltas(i, yield) } {
@@ -310,7 +310,7 @@ func (x *DeltaIndex) Update(n int, changes []DeltaChange) *DeltaIndex {
 	// Chunks of words fill their parts of the patch at once: a chunk's
 	// old entries start at its first word's old rank, its changes where
 	// a search puts its first vertex.
-	parallelSpans((words+updateChunk-1)/updateChunk, func(c int) {
+	ParallelSpans((words+updateChunk-1)/updateChunk, func(c int) {
 		w0, w1 := c*updateChunk, min(words, (c+1)*updateChunk)
 		ci, _ := slices.BinarySearchFunc(changes, uint32(w0*64), func(d DeltaChange, v uint32) int { return cmpU32(d.V, v) })
 		var oc int
@@ -360,7 +360,7 @@ func (x *DeltaIndex) Fold() *DeltaIndex {
 	}
 	y.dvs = make([]*DeltaVertex, r)
 	y.heads = make([]DeltaHead, r)
-	parallelSpans((len(x.words)+updateChunk-1)/updateChunk, func(c int) {
+	ParallelSpans((len(x.words)+updateChunk-1)/updateChunk, func(c int) {
 		w0, w1 := c*updateChunk, min(len(x.words), (c+1)*updateChunk)
 		bc, pc, k := int(x.words[w0].baseRank), int(x.words[w0].patchRank), int(y.words[w0].baseRank)
 		for w := w0; w < w1; w++ {
@@ -434,8 +434,10 @@ func cmpU32(a, b uint32) int {
 	return 0
 }
 
-// parallelSpans runs f(0..n-1) on up to GOMAXPROCS goroutines.
-func parallelSpans(n int, f func(i int)) {
+// ParallelSpans runs f(0..n-1) on up to GOMAXPROCS goroutines, each
+// taking the next i as it finishes one: the delta index's builds here and
+// the GPU engine's layout of it (gpu/overlay.go) spread their spans so.
+func ParallelSpans(n int, f func(i int)) {
 	workers := min(n, runtime.GOMAXPROCS(0))
 	if workers <= 1 {
 		for i := range n {
