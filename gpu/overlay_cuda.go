@@ -155,14 +155,16 @@ func (e *Engine) overlayArgs() []uint64 {
 }
 
 // overlayKernel picks the overlay kernel for alg and sizes its launch
-// over n tasks: the 64-register one unless cfg.threadVariant (benchmarks)
-// asks for the compiler's (0) or the 40-register one (2).
+// over n tasks: for DeepWalk the 40-register one (at scale 22 on the H200
+// it walked a 10% delta 8% faster than the 64-register one uniform and 13%
+// weighted: docs/benchmarks/live-graph.md), for PPR the 64-register one
+// (not compared), unless cfg.threadVariant (benchmarks) asks for the
+// compiler's (0), 64 (1) or 40 registers (2).
 func (e *Engine) overlayKernel(alg walk.Algorithm, n int64) (fn cu.Function, block, grid int) {
-	ppr := 0
+	ppr, variant := 0, 2
 	if alg.Kind == walk.PPR {
-		ppr = 1
+		ppr, variant = 1, 1
 	}
-	variant := 1
 	if v := e.cfg.threadVariant; v >= 0 && v < len(e.ovl.fn[ppr]) {
 		variant = v
 	}

@@ -264,6 +264,7 @@ func TestOverlayBench(t *testing.T) {
 		row(kind+" base", e, alg, nil, -1)
 		row(kind+" base + 10% delta", e, alg, snap, -1)
 		row(kind+" delta, compiler's regs", e, alg, snap, 0)
+		row(kind+" delta, 64 regs", e, alg, snap, 1)
 		row(kind+" delta, 40 regs", e, alg, snap, 2)
 		row(kind+" compacted", ce, alg, nil, -1)
 	}
