@@ -56,6 +56,10 @@ type DeltaVertex struct {
 	// target and weight side by side, one cache line for a draw (the
 	// weight is 1 on an unweighted graph).
 	Edges []DeltaEdge
+	// Labels are the appended edges' labels, Labels[i] Edges[i]'s, on a
+	// labelled graph (nil on one without labels): MetaPath's overlay step
+	// reads them. Append-only and shared as Edges is.
+	Labels []uint8
 	// Dead lists the tombstones, sorted by target, one per deleted target:
 	// every base edge to Target is dead, and so is every appended edge to
 	// it with index below Upto (inserted before the delete).
@@ -125,7 +129,7 @@ type indexWord struct {
 }
 
 // DeltaHead is what the first draw of a step from a vertex with a delta
-// reads of its DeltaVertex, in 48 bytes (a DeltaVertex is 96, behind a
+// reads of its DeltaVertex, in 48 bytes (a DeltaVertex is 120, behind a
 // pointer): a walker keeps these for all vertices with a delta in one flat
 // array, in cache where the DeltaVertex structs are scattered.
 type DeltaHead struct {
@@ -637,8 +641,16 @@ func OverlaySupported(a Algorithm) error {
 			return nil
 		}
 		return invalid("the %s sampler does not read a live graph's delta yet (node2vec's rejection sampler does)", a.ResolvedStepper())
+	case MetaPath:
+		// The auto sampler only: its overlay step draws from the label
+		// tables (beyond MaxTableLabels, scans); a forced reservoir
+		// sampler has no overlay step.
+		if a.Stepper == StepperAuto {
+			return nil
+		}
+		return invalid("the %s sampler does not read a live graph's delta yet (metapath's auto sampler does)", a.Stepper)
 	}
-	return invalid("%s walks do not read a live graph's delta yet (deepwalk, ppr and node2vec do); walk the compacted graph", a.Kind)
+	return invalid("%s walks do not read a live graph's delta yet (deepwalk, ppr, node2vec and metapath do); walk the compacted graph", a.Kind)
 }
 
 // OverlayWalker is implemented by engines that walk jobs on a live graph's
