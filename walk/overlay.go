@@ -129,7 +129,7 @@ type indexWord struct {
 }
 
 // DeltaHead is what the first draw of a step from a vertex with a delta
-// reads of its DeltaVertex, in 48 bytes (a DeltaVertex is 120, behind a
+// reads of its DeltaVertex, in 48 bytes (a DeltaVertex is 96, behind a
 // pointer): a walker keeps these for all vertices with a delta in one flat
 // array, in cache where the DeltaVertex structs are scattered.
 type DeltaHead struct {
