@@ -56,10 +56,6 @@ type DeltaVertex struct {
 	// target and weight side by side, one cache line for a draw (the
 	// weight is 1 on an unweighted graph).
 	Edges []DeltaEdge
-	// Labels are the appended edges' labels, Labels[i] Edges[i]'s, on a
-	// labelled graph (nil on one without labels): MetaPath's overlay step
-	// reads them. Append-only and shared as Edges is.
-	Labels []uint8
 	// Dead lists the tombstones, sorted by target, one per deleted target:
 	// every base edge to Target is dead, and so is every appended edge to
 	// it with index below Upto (inserted before the delete).
@@ -72,6 +68,11 @@ type DeltaVertex struct {
 	MaxWeight  float32
 	// Live counts the vertex's live edges, base and appended: 0 is a dead end.
 	Live int
+	// Labels are the appended edges' labels, Labels[i] Edges[i]'s, on a
+	// labelled graph (nil on one without labels): MetaPath's overlay step
+	// reads them. Append-only and shared as Edges is. Last, so that the
+	// fields every overlay step reads keep their first 72 bytes.
+	Labels []uint8
 }
 
 // DeltaIndexer is implemented by overlays that keep a DeltaIndex of
