@@ -93,6 +93,10 @@ type Engine struct {
 
 	labelOnce sync.Once
 	labels    *labelTables
+	// labelSums are the label segments' weight sums, for weighted MetaPath
+	// on a live graph's delta (labelWeightSums).
+	labelSumOnce sync.Once
+	labelSums    []float64
 
 	coarseOnce sync.Once
 	coarse     []int64 // Temporal's coarse time index (coarseIndex)
@@ -242,6 +246,9 @@ func (e *Engine) plan(jobs []walk.Job) (steppers []*stepper, units []unit, maxLe
 		}
 		if walk.UsesLabelTables(j.Algorithm, e.g) {
 			steppers[i].segs = e.labelTables()
+			if live && j.Algorithm.Weighted {
+				steppers[i].segSums = e.labelWeightSums()
+			}
 		}
 		if j.Algorithm.Kind == walk.Temporal {
 			var cumw []float64

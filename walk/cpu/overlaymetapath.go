@@ -25,10 +25,10 @@ import (
 // weight / (wb + wd), and the step is the rebuilt graph's. After
 // walk.MaxRejections attempts the exact scan (draw FallbackDraw) decides.
 //
-// The label tables keep no weight sums, so a weighted step sums the
-// segment's weights over cur's base edges, O(degree) reads of two arrays
-// in order; a graph beyond walk.MaxTableLabels has no label tables, and a
-// vertex with a delta there takes the exact scan at once.
+// A weighted step reads the segment's weight sum from the engine's table of
+// them (labelWeightSums, built for the first such job); a graph beyond
+// walk.MaxTableLabels has no label tables, and a vertex with a delta there
+// takes the exact scan at once.
 
 // walkOverlayMetaPath walks one unit's MetaPath walks on the snapshot, one
 // walk at a time.
@@ -80,21 +80,17 @@ func (s *stepper) overlayMetaPathStep(id uint64, step, cur uint32) (uint32, bool
 		return s.overlayScanBiased(id, step, walk.FallbackDraw, dv, a, b, bias)
 	}
 	var sa, sb uint64
+	n := uint32(len(dv.Edges))
+	wb, wd := 0.0, float64(n)
 	if int(cur) < len(s.off)-1 {
 		i := uint64(cur)*uint64(lt.numLabels) + uint64(want)
 		sa, sb = lt.off[i], lt.off[i+1]
-	}
-	n := uint32(len(dv.Edges))
-	wb, wd := float64(sb-sa), float64(n)
-	if s.weighted {
-		wb = 0
-		if sb > sa {
-			for e := a; e < b; e++ {
-				if lab[e] == want {
-					wb += float64(s.w[e])
-				}
-			}
+		wb = float64(sb - sa)
+		if s.weighted {
+			wb = s.segSums[i]
 		}
+	}
+	if s.weighted {
 		wd *= float64(dv.MaxWeight)
 	}
 	if sa == sb && !slices.Contains(dv.Labels, want) {
