@@ -54,8 +54,8 @@ func (e *Engine) setupOverlay() error {
 }
 
 // CheckOverlay implements walk.OverlayWalker: DeepWalk and PPR with the
-// uniform and alias samplers, as the CPU engine (which walks Node2Vec on a
-// delta too), on a graph wholly on the device (the overlay kernels read no
+// uniform and alias samplers, as the CPU engine (which walks Node2Vec and
+// MetaPath on a delta too), on a graph wholly on the device (the overlay kernels read no
 // placement plan, stream or stripes).
 func (e *Engine) CheckOverlay(a walk.Algorithm) error {
 	switch {

@@ -253,3 +253,72 @@ func BenchmarkCompact(b *testing.B) {
 	}
 	b.ReportMetric(float64(edges)/b.Elapsed().Seconds(), "edges/s")
 }
+
+// BenchmarkOverlayMetaPath is BenchmarkOverlayWalk for MetaPath (schema
+// 0,1,2,3 over four labels, on the label tables): an R-MAT scale-16
+// weighted graph, a delta of 10% of its edge count in labelled inserts and
+// 1% in deletes, walked as a snapshot and compacted.
+func BenchmarkOverlayMetaPath(b *testing.B) {
+	base, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 16, EdgeFactor: 16, Seed: 1, Undirected: true, Weighted: true, Labels: 4, Name: "overlay-metapath-bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := New(base)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 3))
+	v := int64(base.NumVertices())
+	skewed := func() int64 { return int64(float64(v) * rng.Float64() * rng.Float64()) }
+	var ups []Update
+	for range base.NumEdges() / 10 {
+		ups = append(ups, Update{Op: Insert, Src: skewed(), Dst: skewed(), Weight: float32(1 + rng.IntN(4)), Label: uint8(rng.IntN(4)), Has: HasWeight | HasLabel})
+	}
+	for range base.NumEdges() / 100 {
+		s := uint32(skewed())
+		if adj := base.Neighbors(s); len(adj) > 0 {
+			ups = append(ups, Update{Op: Delete, Src: int64(s), Dst: int64(adj[rng.IntN(len(adj))])})
+		}
+	}
+	if err := l.Apply(0, 0, ups); err != nil {
+		b.Fatal(err)
+	}
+	snap := l.Publish()
+	compacted, err := Compact(context.Background(), snap)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, weighted := range []bool{false, true} {
+		alg := walk.Algorithm{Kind: walk.MetaPath, Length: 80, Weighted: weighted, Schema: []uint8{0, 1, 2, 3}}
+		for _, c := range []struct {
+			name string
+			g    *graph.Graph
+			ov   walk.Overlay
+		}{{"delta", base, snap}, {"compacted", compacted, nil}} {
+			b.Run(c.name+map[bool]string{true: "/weighted", false: ""}[weighted], func(b *testing.B) {
+				e, err := cpu.New(c.g, cpu.WithWorkers(2))
+				if err != nil {
+					b.Fatal(err)
+				}
+				e.PrepareLabelTables()
+				starts := make([]uint32, c.g.NumVertices())
+				for i := range starts {
+					starts[i] = uint32(i)
+				}
+				var steps int64
+				c0 := cpuTime()
+				for b.Loop() {
+					err := e.Run(context.Background(), []walk.Job{{Algorithm: alg, Seed: 1, Starts: starts, Overlay: c.ov}}, func(ch walk.Chunk) error {
+						steps += ch.Steps()
+						return nil
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(steps)/b.Elapsed().Seconds(), "steps/s")
+				b.ReportMetric(2*float64(steps)/(cpuTime()-c0).Seconds(), "steps/cpu-s-x2")
+			})
+		}
+	}
+}

@@ -56,21 +56,21 @@ type mid struct {
 	dirty  [midFan / 64]uint64
 }
 
-// vstate is one vertex's delta: what walkers read (view) and what only
-// compaction needs (labels and times of the appended edges). A published
+// vstate is one vertex's delta: what walkers read (view, with the appended
+// edges' labels) and what only compaction and the window need (their
+// times). A published
 // vstate never changes; the applier copies it (the struct: the slices are
 // append-only and shared) on its first write in a new epoch.
 type vstate struct {
 	epoch uint64
 	view  walk.DeltaVertex
-	// ext holds the appended edges' labels and times on a graph that has
-	// them; copied with the vstate, as its slice headers change.
+	// ext holds the appended edges' times on a graph that has them;
+	// copied with the vstate, as its slice headers change.
 	ext *extra
 }
 
 type extra struct {
-	labels []uint8
-	times  []int64
+	times []int64
 	// order bounds how far out of time order the times are (window.go).
 	order timeOrder
 }
@@ -633,7 +633,7 @@ func (l *Live) writableTo(st *Stats, v uint32) *vstate {
 	switch {
 	case vs == nil:
 		vs = &vstate{epoch: l.epoch}
-		if l.labelled || l.timed {
+		if l.timed {
 			vs.ext = new(extra)
 		}
 		if v < l.baseV {
@@ -689,7 +689,7 @@ func (l *Live) insertAt(st *Stats, u *Update, s, d uint32) *vstate {
 	dv.MaxWeight = max(dv.MaxWeight, w)
 	per := int64(unsafe.Sizeof(walk.DeltaEdge{}))
 	if l.labelled {
-		vs.ext.labels = append(vs.ext.labels, u.Label)
+		dv.Labels = append(dv.Labels, u.Label)
 		per++
 	}
 	if l.timed {

@@ -417,7 +417,10 @@ func TestOverlayRefusals(t *testing.T) {
 			}
 		})
 	}
-	if err := walk.CheckOverlay(e, walk.Algorithm{Kind: walk.MetaPath, Length: 3, Schema: []uint8{0}}); err == nil || !strings.Contains(err.Error(), "metapath walks do not read") {
+	if err := walk.CheckOverlay(e, walk.Algorithm{Kind: walk.MetaPath, Length: 3, Schema: []uint8{0}, Stepper: walk.StepperZPRS}); err == nil || !strings.Contains(err.Error(), "the zprs sampler does not read a live graph's delta yet (metapath's auto sampler does)") {
+		t.Fatalf("CheckOverlay(metapath zprs) = %v", err)
+	}
+	if err := walk.CheckOverlay(e, walk.Algorithm{Kind: walk.MetaPath, Length: 3, Schema: []uint8{0}}); err != nil {
 		t.Fatalf("CheckOverlay(metapath) = %v", err)
 	}
 	if err := walk.CheckOverlay(e, walk.Algorithm{Kind: walk.Temporal, Length: 3}); err == nil || !strings.Contains(err.Error(), "temporal walks do not read") {

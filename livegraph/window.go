@@ -337,7 +337,7 @@ func (l *Live) evictVertex(v uint32) {
 func (l *Live) dropPrefix(v uint32, k int) {
 	vs := l.writable(v)
 	dv := &vs.view
-	old, oldDead, x := dv.Edges, dv.Dead, vs.ext
+	old, oldLabels, oldDead, x := dv.Edges, dv.Labels, dv.Dead, vs.ext
 	// The prefix's live edges: those not below a tombstone's Upto, which
 	// only the few tombstones of deletes since the last rewrite have.
 	live := k
@@ -371,22 +371,23 @@ func (l *Live) dropPrefix(v uint32, k int) {
 	nx := &extra{order: x.order}
 	rest := len(old) - k
 	var edges []walk.DeltaEdge
+	var labels []uint8
 	switch {
 	case rest == 0:
 	case rest*4 < cap(old):
 		edges = slices.Clone(old[k:])
 		nx.times = slices.Clone(x.times[k:])
 		if l.labelled {
-			nx.labels = slices.Clone(x.labels[k:])
+			labels = slices.Clone(oldLabels[k:])
 		}
 	default:
 		edges = old[k:]
 		nx.times = x.times[k:]
 		if l.labelled {
-			nx.labels = x.labels[k:]
+			labels = oldLabels[k:]
 		}
 	}
-	dv.Edges, dv.Dead, vs.ext = edges, dead, nx
+	dv.Edges, dv.Labels, dv.Dead, vs.ext = edges, labels, dead, nx
 	// MaxWeight stays: an envelope above every weight keeps the delta
 	// side's accept draw exact, and recomputing it would read the array.
 	dv.Live -= live
@@ -422,19 +423,20 @@ func (l *Live) rewrite(v uint32, fresh []uint32, next int64) int64 {
 	deg := int(e - a)
 	vs := l.writable(v)
 	dv := &vs.view
-	oldEdges, oldDead := dv.Edges, dv.Dead
+	oldEdges, oldLabels, oldDead := dv.Edges, dv.Labels, dv.Dead
 	var oldX extra
 	if vs.ext != nil {
 		oldX = *vs.ext
 	}
 	var edges []walk.DeltaEdge
+	var labels []uint8
 	x := &extra{}
 	var evicted int64
 	cutT, oldest := w.cutoff(), int64(math.MaxInt64)
 	add := func(t uint32, wt float32, lb uint8, tm int64) {
 		edges = append(edges, walk.DeltaEdge{Target: t, Weight: wt})
 		if l.labelled {
-			x.labels = append(x.labels, lb)
+			labels = append(labels, lb)
 		}
 		x.times = append(x.times, tm)
 		x.order.add(tm)
@@ -479,7 +481,7 @@ func (l *Live) rewrite(v uint32, fresh []uint32, next int64) int64 {
 		}
 		var lb uint8
 		if l.labelled {
-			lb = oldX.labels[i]
+			lb = oldLabels[i]
 		}
 		add(de.Target, de.Weight, lb, oldX.times[i])
 	}
@@ -498,7 +500,7 @@ func (l *Live) rewrite(v uint32, fresh []uint32, next int64) int64 {
 	}
 	slices.SortFunc(dead, func(p, q walk.Tombstone) int { return cmpTomb(p, q.Target) })
 
-	dv.Edges, dv.Dead = edges, dead
+	dv.Edges, dv.Labels, dv.Dead = edges, labels, dead
 	vs.ext = x
 	dv.MaxWeight = 0
 	for _, de := range edges {

@@ -156,6 +156,10 @@ func deltaInvariants(s *Snapshot) error {
 		if vs.ext != nil && len(vs.ext.times) != len(dv.Edges) {
 			return fmt.Errorf("vertex %d: %d times for %d appended edges", v, len(vs.ext.times), len(dv.Edges))
 		}
+		// MetaPath's overlay step reads Labels[i] as Edges[i]'s label.
+		if s.base.Labelled() && len(dv.Labels) != len(dv.Edges) || !s.base.Labelled() && dv.Labels != nil {
+			return fmt.Errorf("vertex %d: %d labels for %d appended edges (graph labelled: %v)", v, len(dv.Labels), len(dv.Edges), s.base.Labelled())
+		}
 	}
 	return nil
 }

@@ -53,7 +53,7 @@ func TestLiveGraphServed(t *testing.T) {
 	brokers := cluster.ListenAddrs()
 	outURL, bucket := startS3(t)
 	base, err := graph.FromEdges([]graph.Edge{{Src: 0, Dst: 1}, {Src: 1, Dst: 2}, {Src: 2, Dst: 3}, {Src: 3, Dst: 0}},
-		graph.BuildOptions{Name: "cycle", DenseIDs: true})
+		graph.BuildOptions{Name: "cycle", DenseIDs: true, Labelled: true}) // every label 0, metapath's schema [0]
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,6 +69,9 @@ func TestLiveGraphServed(t *testing.T) {
 		if algo == "node2vec" {
 			body["p"], body["q"] = 0.5, 2
 		}
+		if algo == "metapath" {
+			body["schema"] = []int{0}
+		}
 		if algo == "node2vec-zprs" {
 			body["algorithm"], body["sampler"], body["p"], body["q"] = "node2vec", "zprs", 0.5, 2
 		}
@@ -80,16 +83,17 @@ func TestLiveGraphServed(t *testing.T) {
 	produce(t, brokers, "in",
 		walkReq("ryw", "deepwalk", []int{1, 100}, map[string]int{"0": 2, "1": 2}),
 		walkReq("live-n2v", "node2vec", []int{1}, map[string]int{"0": 2, "1": 2}),
+		walkReq("live-mp", "metapath", []int{1}, map[string]int{"0": 2, "1": 2}),
 		walkReq("too-far", "deepwalk", []int{1}, map[string]int{"0": 50}))
-	// All three are fetched and wait for edge records not yet written.
+	// All four are fetched and wait for edge records not yet written.
 	waiting := func() float64 {
 		var m dto.Metric
 		rt.m.edgeWaits.Write(&m)
 		return m.GetGauge().GetValue()
 	}
-	for waiting() != 3 {
+	for waiting() != 4 {
 		if !sleepCtx(ctx, 10*time.Millisecond) {
-			t.Fatalf("requests waiting for their edge offsets: %v, want 3", waiting())
+			t.Fatalf("requests waiting for their edge offsets: %v, want 4", waiting())
 		}
 	}
 	produce(t, brokers, "in",
@@ -112,7 +116,7 @@ func TestLiveGraphServed(t *testing.T) {
 
 	obs := newObserver(brokers, "out")
 	defer obs.Close()
-	events, err := obs.events(ctx, func(m map[string][]message.Event) bool { return len(m) == 5 })
+	events, err := obs.events(ctx, func(m map[string][]message.Event) bool { return len(m) == 6 })
 	if err != nil {
 		t.Fatalf("events %v: %v", events, err)
 	}
@@ -139,6 +143,13 @@ func TestLiveGraphServed(t *testing.T) {
 	}
 	if got := liveWalks(t, ctx, bucket, liveN2V); len(got) != 3 || !walksAre(got, map[int64][]int64{1: {1, 100, 3, 0, 1}}) {
 		t.Errorf("node2vec walks on the live graph %v, want 1,100,3,0,1", got)
+	}
+	liveMP := events["live-mp"][0]
+	if liveMP.Status != message.StatusSucceeded || !maps.Equal(liveMP.EdgeOffsets, wantOffsets) {
+		t.Fatalf("live-mp: %+v", liveMP)
+	}
+	if got := liveWalks(t, ctx, bucket, liveMP); len(got) != 3 || !walksAre(got, map[int64][]int64{1: {1, 100, 3, 0, 1}}) {
+		t.Errorf("metapath walks on the live graph %v, want 1,100,3,0,1", got)
 	}
 	n2v := events["base-n2v"][0]
 	if n2v.Status != message.StatusSucceeded || n2v.EdgeOffsets != nil {

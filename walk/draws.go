@@ -25,6 +25,15 @@ import "github.com/walkstage/walkstage/graph"
 //                      or alias on x0, x1, taken unless deleted; else appended edge index(x3, n),
 //                      kept if Unit24(x1) x max weight < its weight (weighted) and not deleted;
 //                      after MaxRejections attempts an exact scan (draw FallbackDraw (+1 for PPR))
+//   metapath on a      (walk/cpu/overlaymetapath.go; auto sampler) a vertex without a delta steps as on
+//   delta              the base; one with a delta: attempt a uses draw a, label L = Schema[step % len]:
+//                      base side if x2 < (wb / (wb + len(delta) x max weight)) of 2^32, wb the base
+//                      segment of L's length or weight sum, dead edges included (unweighted: len(delta));
+//                      then a base edge inside the segment as uniform or alias on x0, x1, taken unless
+//                      deleted; else appended edge index(x3, n), kept if labelled L, if Unit24(x1) x
+//                      max weight < its weight (weighted) and not deleted; after MaxRejections attempts
+//                      (or at once without label tables) an exact scan of the live edges labelled L
+//                      (draw FallbackDraw); none ends the walk
 //   metapath           label tables (UsesLabelTables): as uniform or alias inside the segment of
 //                      label Schema[step % len(Schema)]; otherwise zprs over the edges with that
 //                      label (weighted or not)

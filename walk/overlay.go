@@ -68,6 +68,11 @@ type DeltaVertex struct {
 	MaxWeight  float32
 	// Live counts the vertex's live edges, base and appended: 0 is a dead end.
 	Live int
+	// Labels are the appended edges' labels, Labels[i] Edges[i]'s, on a
+	// labelled graph (nil on one without labels): MetaPath's overlay step
+	// reads them. Append-only and shared as Edges is. Last, so that the
+	// fields every overlay step reads keep their first 72 bytes.
+	Labels []uint8
 }
 
 // DeltaIndexer is implemented by overlays that keep a DeltaIndex of
@@ -639,8 +644,16 @@ func OverlaySupported(a Algorithm) error {
 			return nil
 		}
 		return invalid("the %s sampler does not read a live graph's delta yet (node2vec's rejection sampler does)", a.ResolvedStepper())
+	case MetaPath:
+		// The auto sampler only: its overlay step draws from the label
+		// tables (beyond MaxTableLabels, scans); a forced reservoir
+		// sampler has no overlay step.
+		if a.Stepper == StepperAuto {
+			return nil
+		}
+		return invalid("the %s sampler does not read a live graph's delta yet (metapath's auto sampler does)", a.Stepper)
 	}
-	return invalid("%s walks do not read a live graph's delta yet (deepwalk, ppr and node2vec do); walk the compacted graph", a.Kind)
+	return invalid("%s walks do not read a live graph's delta yet (deepwalk, ppr, node2vec and metapath do); walk the compacted graph", a.Kind)
 }
 
 // OverlayWalker is implemented by engines that walk jobs on a live graph's

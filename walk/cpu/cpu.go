@@ -93,6 +93,10 @@ type Engine struct {
 
 	labelOnce sync.Once
 	labels    *labelTables
+	// labelSums are the label segments' weight sums, for weighted MetaPath
+	// on a live graph's delta (labelWeightSums).
+	labelSumOnce sync.Once
+	labelSums    []float64
 
 	coarseOnce sync.Once
 	coarse     []int64 // Temporal's coarse time index (coarseIndex)
@@ -242,6 +246,9 @@ func (e *Engine) plan(jobs []walk.Job) (steppers []*stepper, units []unit, maxLe
 		}
 		if walk.UsesLabelTables(j.Algorithm, e.g) {
 			steppers[i].segs = e.labelTables()
+			if live && j.Algorithm.Weighted {
+				steppers[i].segSums = e.labelWeightSums()
+			}
 		}
 		if j.Algorithm.Kind == walk.Temporal {
 			var cumw []float64
@@ -359,6 +366,8 @@ func walkUnit(s *stepper, j walk.Job, lo, hi int, sc *unitScratch, pool *chunkPo
 		s.walkTemporalUnit(j.Starts[lo:hi], first, buf, times, lens)
 	} else if s.ov != nil && s.alg.Kind == walk.Node2Vec {
 		s.walkOverlayNode2Vec(j.Starts[lo:hi], first, buf, lens)
+	} else if s.ov != nil && s.alg.Kind == walk.MetaPath {
+		s.walkOverlayMetaPath(j.Starts[lo:hi], first, buf, lens)
 	} else if s.ovIdx != nil {
 		s.walkRingOverlay(&sc.ring, j.Starts[lo:hi], first, buf, lens)
 	} else if s.ov != nil {

@@ -98,9 +98,11 @@ func (s *stepper) overlayScan(id uint64, step, d uint32, dv *walk.DeltaVertex, a
 	return s.overlayScanBiased(id, step, d, dv, a, b, nil)
 }
 
-// overlayScanBiased is overlayScan with each live edge's weight times
-// bias(its target) (nil: 1). dv may be nil: cur's base edges, all live.
-func (s *stepper) overlayScanBiased(id uint64, step, d uint32, dv *walk.DeltaVertex, a, b uint64, bias func(uint32) float64) (uint32, bool) {
+// overlayScanBiased is overlayScan with each live edge's weight times its
+// bias (nil: 1), given the edge (a base edge's index in the CSR, or an
+// appended edge's in dv.Edges) and its target. dv may be nil: cur's base
+// edges, all live.
+func (s *stepper) overlayScanBiased(id uint64, step, d uint32, dv *walk.DeltaVertex, a, b uint64, bias func(base bool, i uint64, t uint32) float64) (uint32, bool) {
 	weight := func(base bool, i uint64, t uint32) float64 {
 		w := 1.0
 		switch {
@@ -111,7 +113,7 @@ func (s *stepper) overlayScanBiased(id uint64, step, d uint32, dv *walk.DeltaVer
 			w = float64(dv.Edges[i].Weight)
 		}
 		if bias != nil {
-			w *= bias(t)
+			w *= bias(base, i, t)
 		}
 		return w
 	}
@@ -148,21 +150,29 @@ func (s *stepper) overlayScanBiased(id uint64, step, d uint32, dv *walk.DeltaVer
 	di = 0
 	for e := a; e < b; e++ {
 		if t := s.tgt[e]; baseLive(t) {
-			if u -= weight(true, e, t); u < 0 {
+			w := weight(true, e, t)
+			if u -= w; u < 0 {
 				return t, true
 			}
-			last, found = t, true
+			if w > 0 {
+				last, found = t, true
+			}
 		}
 	}
 	for i, de := range edges {
 		if !dv.DeltaDead(i) {
-			if u -= weight(false, uint64(i), de.Target); u < 0 {
+			w := weight(false, uint64(i), de.Target)
+			if u -= w; u < 0 {
 				return de.Target, true
 			}
-			last, found = de.Target, true
+			if w > 0 {
+				last, found = de.Target, true
+			}
 		}
 	}
-	// Rounding may leave u a hair above the sum: the last live edge.
+	// Rounding may leave u a hair above the sum: the last live edge of
+	// positive weight. None (MetaPath's bias 0 on every live edge: no
+	// edge of the step's label) ends the walk.
 	return last, found
 }
 

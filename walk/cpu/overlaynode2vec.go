@@ -101,7 +101,7 @@ func (s *stepper) overlayNode2VecStep(id uint64, step, prev, cur uint32) (uint32
 			return x, true
 		}
 	}
-	return s.overlayScanBiased(id, step, walk.FallbackDraw, dv, a, b, func(x uint32) float64 {
+	return s.overlayScanBiased(id, step, walk.FallbackDraw, dv, a, b, func(_ bool, _ uint64, x uint32) float64 {
 		return s.biasN2V[s.overlayN2VClass(prev, x)]
 	})
 }

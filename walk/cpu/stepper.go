@@ -30,6 +30,9 @@ type stepper struct {
 	// MetaPath on label tables (UsesLabelTables): segments, their targets
 	// and, for weighted walks, their alias entries.
 	segs *labelTables
+	// segSums are the segments' weight sums (labelWeightSums), for a
+	// weighted MetaPath job on a live graph's delta.
+	segSums []float64
 	// tmp holds a Temporal walk's edge times and window weights.
 	tmp *temporal
 	// ov is the live graph snapshot a job walks on, when its delta is not
