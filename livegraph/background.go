@@ -51,6 +51,9 @@ type compaction struct {
 	mu      sync.Mutex
 	records []record
 	updates int64
+	// released records (a prefix) have had their updates dropped: a
+	// Rebaser applied them (release).
+	released int
 }
 
 // record is one applied record kept for a rebase.
@@ -76,6 +79,26 @@ func (c *compaction) kept(i int) ([]record, int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.records[i:len(c.records):len(c.records)], c.updates
+}
+
+// release drops the updates of the records before i, applied over the
+// new base already: a catch up may go on for many rounds under a stream
+// (stage/live's catchUpRounded), and the copies would otherwise grow with
+// every update applied until the swap, not with the catch up's distance
+// to the applier.
+func (c *compaction) release(i int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for j := c.released; j < i; j++ {
+		c.records[j].ups = nil
+	}
+	c.released = max(c.released, i)
+}
+
+func (c *compaction) releasedAny() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.released > 0
 }
 
 // DeltaSize is the size of the delta for a compaction threshold: the
@@ -154,6 +177,9 @@ func (l *Live) NewRebaser() (*Rebaser, error) {
 // snapshot a walk takes.
 func (r *Rebaser) Base(g *graph.Graph) error {
 	old := r.c.snap
+	if r.c.releasedAny() {
+		return fmt.Errorf("rebase live graph %q: a catch up over another base has dropped the records it applied", r.name)
+	}
 	if err := sameSchema(old.base, g); err != nil {
 		return fmt.Errorf("rebase live graph %q: %w", r.name, err)
 	}
@@ -195,6 +221,7 @@ func (r *Rebaser) CatchUp() (behind int64, err error) {
 		r.st.Records++
 		r.st.Updates += int64(len(rec.ups))
 	}
+	r.c.release(r.done)
 	return kept - r.st.Updates, nil
 }
 
