@@ -142,18 +142,15 @@ type compacted struct {
 // geometrically, while under a backlog (the applier as fast as it) it
 // would not, and stops after catchUpRounds+1 rounds.
 //
-// Why over a window of rounds and not round by round: at scale 22 on 16
-// cores, with a paced stream at half the backlog rate beside the walks,
-// the catch up gained about a seventh a round on average, but asked to
-// gain a tenth every round it stopped at the first round that did not
-// (the compaction's engine build, the applier and the walks share the
-// cores, so rounds vary), handing the applier tails of 0.7-2.2 M of the
-// 3-6 M updates applied again: a second or more without ingest at each
-// swap, most of update -> walkable's p99 of 3.1-5.4 s
-// (docs/benchmarks/live-graph.md). Halving every eight rounds is a gain
-// of a twelfth a round on average; slower than that, the catch up would
-// take more than ten times the compaction's own time to land while the
-// delta over the old base grows.
+// Why over a window of rounds and not round by round: the compaction's
+// engine build, the applier and the walks share the cores, so rounds vary,
+// and asked to gain a tenth every round the catch up would stop at the
+// first slow one and hand the applier whatever it was behind then: a
+// second or more without ingest at scale 22, which update -> walkable's
+// p99 sees (docs/benchmarks/live-graph.md). Halving every eight rounds is
+// a gain of a twelfth a round on average; slower than that, the catch up
+// would take more than ten times the compaction's own time to land while
+// the delta over the old base grows.
 const (
 	catchUpTail      = 1 << 16
 	catchUpRounds    = 8
