@@ -262,3 +262,147 @@ func TestRebaseKeepsWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestCatchUpDropsAppliedRecords: the records a catch up has applied over
+// the new base are no longer held (a catch up may go on for many rounds
+// under a stream), the rest are, the swap still applies the tail and
+// equals the model, and a second Base, which would need the dropped
+// records again, is refused.
+func TestCatchUpDropsAppliedRecords(t *testing.T) {
+	rng := rand.New(rand.NewPCG(10, 10))
+	m, base := newModel(t, variants[1], 30, 100, rng)
+	l, err := New(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := int64(0)
+	apply := func(n int) {
+		for range n {
+			rec := m.randomRecord(rng)
+			if err := l.Apply(0, off, rec); err != nil {
+				t.Fatal(err)
+			}
+			off++
+		}
+	}
+	apply(5)
+	from, err := l.BeginCompaction()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := l.NewRebaser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Compact(context.Background(), from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply(7)
+	if err := rb.Base(g); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rb.CatchUp(); err != nil {
+		t.Fatal(err)
+	}
+	apply(3)
+	c := l.compacting
+	for i, rec := range c.records {
+		if held := rec.ups != nil; held != (i >= 7) {
+			t.Fatalf("record %d of %d after a catch up of 7: updates held %v", i, len(c.records), held)
+		}
+	}
+	if err := rb.Base(g); err == nil {
+		t.Fatal("a second base was accepted after the records applied over the first were dropped")
+	}
+	s, st, err := l.FinishRebase(rb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Records != 10 || st.TailUpdates == 0 {
+		t.Fatalf("%+v, want 10 records, the last 3 at the swap", st)
+	}
+	got, err := Compact(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Checksum() != m.build(t, "base").Checksum() {
+		t.Fatal("after the swap the live graph differs from the model")
+	}
+}
+
+// TestCatchUpCountsRecordsKeptMeanwhile: a catch up round returns how far
+// behind the applier it is when it ends, the records the applier kept
+// while it applied (here, after its second record, as the applier does on
+// its goroutine), so that the stage's next round applies them and not the
+// applier at the swap. Counted at the round's start, it was always zero.
+func TestCatchUpCountsRecordsKeptMeanwhile(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 12))
+	m, base := newModel(t, variants[2], 30, 100, rng)
+	l, err := New(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := int64(0)
+	apply := func(n int) (ups int64) {
+		for range n {
+			rec := m.randomRecord(rng)
+			if err := l.Apply(0, off, rec); err != nil {
+				t.Fatal(err)
+			}
+			off++
+			ups += int64(len(rec))
+		}
+		return ups
+	}
+	apply(4)
+	from, err := l.BeginCompaction()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := l.NewRebaser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Compact(context.Background(), from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := apply(6)
+	if err := rb.Base(g); err != nil {
+		t.Fatal(err)
+	}
+	var meanwhile int64
+	n := 0
+	rb.applied = func() {
+		if n++; n == 2 {
+			meanwhile = apply(5)
+		}
+	}
+	behind, err := rb.CatchUp()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if behind != meanwhile || rb.st.Updates != first {
+		t.Fatalf("the round applied %d updates (want the %d kept at its start) and is %d behind, want the %d kept meanwhile", rb.st.Updates, first, behind, meanwhile)
+	}
+	rb.applied = nil
+	if behind, err = rb.CatchUp(); err != nil || behind != 0 {
+		t.Fatalf("a second round is %d behind (%v), want 0", behind, err)
+	}
+	apply(2)
+	s, st, err := l.FinishRebase(rb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Records != 13 || st.Updates-st.TailUpdates != first+meanwhile {
+		t.Fatalf("%+v: want 13 records, the last 2 at the swap", st)
+	}
+	got, err := Compact(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Checksum() != m.build(t, "base").Checksum() {
+		t.Fatal("after the swap the live graph differs from the model")
+	}
+}

@@ -129,27 +129,32 @@ type compacted struct {
 	g    *graph.Graph
 	rb   *livegraph.Rebaser
 	swap func(*livegraph.Snapshot)
-	err  error
+	// rounds are the catch up's rounds off the applier.
+	rounds int
+	err    error
 }
 
 // catchUpTail is how far behind the applier a caught-up rebase may be
 // handed to it: about 10-40 ms of applying on the applier, which stops
-// ingest meanwhile. After catchUpRounds rounds the catch up goes on only
-// while each round gains a tenth or more on the applier, up to
+// ingest meanwhile. The catch up goes on while it at least halves its
+// distance to the applier every catchUpRounds rounds, up to
 // catchUpMaxRounds: under a stream slower than the catch up it gets there
 // geometrically, while under a backlog (the applier as fast as it) it
-// would not.
+// would not, and stops after catchUpRounds+1 rounds.
 //
-// Why more than eight rounds: at scale 22 on 16 cores with a stream
-// beside the walks, eight rounds handed the applier tails of 0.8-2.1 M of
-// the 3-6 M updates applied again (about an eighth gained a round: the
-// compaction, the applier and the walks share the cores), a second or
-// more without ingest, which update -> walkable's p99 saw
-// (docs/benchmarks/live-graph.md).
+// Why over a window of rounds and not round by round: the compaction's
+// engine build, the applier and the walks share the cores, so rounds vary,
+// and asked to gain a tenth every round the catch up would stop at the
+// first slow one and hand the applier whatever it was behind then: a
+// second or more without ingest at scale 22, which update -> walkable's
+// p99 sees (docs/benchmarks/live-graph.md). Halving every eight rounds is
+// a gain of a twelfth a round on average; slower than that, the catch up
+// would take more than ten times the compaction's own time to land while
+// the delta over the old base grows.
 const (
 	catchUpTail      = 1 << 16
 	catchUpRounds    = 8
-	catchUpMaxRounds = 64
+	catchUpMaxRounds = 256
 )
 
 // results is where a compaction's result arrives (nil, never, without
@@ -188,29 +193,32 @@ func (b *background) maybeStart(snap *livegraph.Snapshot) {
 		if err == nil {
 			swap, err = b.c.Prepare(b.ctx, g, from)
 		}
+		rounds := 0
 		if err == nil {
-			err = b.catchUp(rb, g)
+			rounds, err = b.catchUp(rb, g)
 		}
-		b.done <- compacted{g: g, rb: rb, swap: swap, err: err}
+		b.done <- compacted{g: g, rb: rb, swap: swap, rounds: rounds, err: err}
 	})
 }
 
 // catchUp starts rb over g and applies the records kept meanwhile until
-// fewer than catchUpTail updates are left for the applier.
-func (b *background) catchUp(rb *livegraph.Rebaser, g *graph.Graph) error {
+// fewer than catchUpTail updates are left for the applier (catchUpRounded),
+// and returns the rounds it took.
+func (b *background) catchUp(rb *livegraph.Rebaser, g *graph.Graph) (int, error) {
 	if err := rb.Base(g); err != nil {
-		return err
+		return 0, err
 	}
-	_, err := catchUpRounded(b.ctx, rb.CatchUp)
-	return err
+	return catchUpRounded(b.ctx, rb.CatchUp)
 }
 
 // catchUpRounded calls catchUp, which returns how far behind the applier
-// it still is, until that is below catchUpTail, or past catchUpRounds
-// rounds a round gains less than a tenth, or catchUpMaxRounds; it returns
-// the rounds taken.
+// it still is, until that is below catchUpTail, or it is more than half
+// what it was catchUpRounds rounds before, or catchUpMaxRounds; it
+// returns the rounds taken.
 func catchUpRounded(ctx context.Context, catchUp func() (int64, error)) (int, error) {
-	var prev int64
+	// ago[r%catchUpRounds] is how far behind round r left it, read back
+	// catchUpRounds rounds later.
+	var ago [catchUpRounds]int64
 	for round := 1; ; round++ {
 		behind, err := catchUp()
 		if err != nil || behind < catchUpTail {
@@ -219,10 +227,11 @@ func catchUpRounded(ctx context.Context, catchUp func() (int64, error)) (int, er
 		if err := ctx.Err(); err != nil {
 			return round, err
 		}
-		if round >= catchUpMaxRounds || round >= catchUpRounds && behind > prev-prev/10 {
+		i := round % catchUpRounds
+		if round >= catchUpMaxRounds || round > catchUpRounds && behind > ago[i]/2 {
 			return round, nil
 		}
-		prev = behind
+		ago[i] = behind
 	}
 }
 
@@ -257,7 +266,7 @@ func (b *background) finish(r compacted) {
 	b.m.added.Set(float64(ds.Added))
 	b.m.window(snap)
 	b.log.Info("live graph compaction swapped in", "graph", r.g.Name, "version", r.g.Version, "vertices", r.g.NumVertices(),
-		"edges", r.g.NumEdges(), "reapplied_updates", st.Updates, "on_the_applier", st.TailUpdates, "duration", took.Seconds(), "edge_offsets", snap.Watermark())
+		"edges", r.g.NumEdges(), "reapplied_updates", st.Updates, "on_the_applier", st.TailUpdates, "catch_up_rounds", r.rounds, "duration", took.Seconds(), "edge_offsets", snap.Watermark())
 	// The updates applied during the compaction may be past the
 	// threshold already: the topic may be quiet now, with no publication
 	// to look again.

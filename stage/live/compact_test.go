@@ -117,32 +117,51 @@ func metricValue(t *testing.T, c prometheus.Counter) float64 {
 }
 
 // The rebase's catch up goes on past its first rounds while it gains on
-// the applier (a stream slower than it: a tenth less behind each round
-// reaches the tail), and stops when a round no longer gains (a backlog, the
-// applier as fast as it) or at the bound.
+// the applier (a stream slower than it: halving its distance every
+// catchUpRounds rounds reaches the tail), through rounds that gain nothing
+// or lose (the cores are shared, so rounds vary), and stops when it no
+// longer gains (a backlog, the applier as fast as it) or at the bound.
+// Where it reaches the tail, the applier is left fewer than catchUpTail
+// updates to apply at the swap.
 func TestCatchUpRoundsWhileGaining(t *testing.T) {
+	// noisy gains 30% twice and then loses 5%: 0.51 every three rounds,
+	// under a sixth every eight, but one round in three gains nothing.
+	noisy := func() func(int64) int64 {
+		round := 0
+		return func(b int64) int64 {
+			round++
+			if round%3 == 0 {
+				return b + b/20
+			}
+			return b - b*3/10
+		}
+	}
 	for _, tc := range []struct {
 		name   string
+		start  int64
 		next   func(behind int64) int64
 		rounds int
+		tail   bool // whether it ends within catchUpTail of the applier
 	}{
-		{"gaining a fifth a round", func(b int64) int64 { return b - b/5 }, 20},
-		{"not gaining", func(b int64) int64 { return b }, catchUpRounds},
-		{"gaining a hundredth", func(b int64) int64 { return b - b/100 }, catchUpRounds},
-		{"at once", func(int64) int64 { return catchUpTail - 1 }, 1},
-		{"gaining a tenth, bounded", func(b int64) int64 { return b - b/9 }, catchUpMaxRounds},
+		{"gaining a fifth a round", 5_000_000, func(b int64) int64 { return b - b/5 }, 20, true},
+		{"a round in three losing", 5_000_000, noisy(), 19, true},
+		{"2 M behind, a round in three losing", 2_000_000, noisy(), 16, true},
+		{"not gaining", 5_000_000, func(b int64) int64 { return b }, catchUpRounds + 1, false},
+		{"gaining a hundredth", 5_000_000, func(b int64) int64 { return b - b/100 }, catchUpRounds + 1, false},
+		{"at once", 5_000_000, func(int64) int64 { return catchUpTail - 1 }, 1, true},
+		{"gaining a ninth, bounded", 1 << 62, func(b int64) int64 { return b - b/9 }, catchUpMaxRounds, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			behind := int64(5_000_000)
-			if tc.name == "gaining a tenth, bounded" {
-				behind = 1 << 40
-			}
+			behind := tc.start
 			rounds, err := catchUpRounded(context.Background(), func() (int64, error) {
 				behind = tc.next(behind)
 				return behind, nil
 			})
 			if err != nil || rounds != tc.rounds {
 				t.Fatalf("%d rounds (%v), %d left; want %d rounds", rounds, err, behind, tc.rounds)
+			}
+			if tc.tail && behind >= catchUpTail {
+				t.Fatalf("the applier is left %d updates to apply at the swap, want fewer than %d", behind, catchUpTail)
 			}
 		})
 	}
