@@ -173,7 +173,7 @@ type SlotPreparer interface {
 func ValidateJobs(g *graph.Graph, jobs []Job) error {
 	for i := range jobs {
 		if jobs[i].Overlay != nil {
-			return fmt.Errorf("job %d: %w: this engine does not walk a live graph's delta yet (the cpu engine does)", jobs[i].Tag, ErrInvalidAlgorithm)
+			return fmt.Errorf("job %d: %w: this engine does not walk a live graph's delta yet (the cpu and gpu engines do)", jobs[i].Tag, ErrInvalidAlgorithm)
 		}
 	}
 	return ValidateOverlayJobs(g, jobs)

@@ -657,7 +657,8 @@ func OverlaySupported(a Algorithm) error {
 }
 
 // OverlayWalker is implemented by engines that walk jobs on a live graph's
-// snapshot (Job.Overlay): the CPU engine. An engine without it refuses such
+// snapshot (Job.Overlay): the in-memory CPU engine and the GPU engine (for
+// the algorithms its CheckOverlay accepts). An engine without it refuses such
 // jobs (ValidateJobs), so a caller asks CheckOverlay before it takes them.
 type OverlayWalker interface {
 	CheckOverlay(a Algorithm) error
@@ -669,5 +670,5 @@ func CheckOverlay(e Engine, a Algorithm) error {
 	if ow, ok := e.(OverlayWalker); ok {
 		return ow.CheckOverlay(a)
 	}
-	return fmt.Errorf("%w: the %s engine does not walk a live graph's delta yet (the cpu engine does)", ErrInvalidAlgorithm, e.Name())
+	return fmt.Errorf("%w: the %s engine does not walk a live graph's delta yet (the cpu and gpu engines do)", ErrInvalidAlgorithm, e.Name())
 }
