@@ -105,10 +105,11 @@ type Config struct {
 	// node2vec walks (its rejection sampler) and metapath walks (its auto
 	// sampler; these two on the cpu engine only) walk them, other requests
 	// the loaded graph alone. Bad records go to the
-	// dead-letter topic. Empty: off. Needs the in-memory cpu engine or the
+	// dead-letter topic. Empty: off. Needs the in-memory cpu engine, the
 	// gpu engine with the whole graph on each device (not the out-of-core
 	// engine, nor a GPU placement plan, stream or partition: a graph larger
-	// than a device or GPU_MEMORY_LIMIT, GPU_STREAM on, GPU_PARTITION on),
+	// than a device or GPU_MEMORY_LIMIT, GPU_STREAM on, GPU_PARTITION on) or
+	// the hybrid engine (its cpu engine walks what its gpu engine cannot),
 	// a graph with integer ids and no graph following (GRAPH_POLL_INTERVAL
 	// 0 or a graph file): the stage refuses to start otherwise.
 	EdgeTopic string `env:"EDGE_TOPIC"`
@@ -642,9 +643,6 @@ func (c *Config) validateEdges(bad badFunc) {
 	}
 	if c.EdgeTopic == c.InputTopic || c.EdgeTopic == c.OutputTopic || c.EdgeTopic == c.DLQTopic {
 		bad("EDGE_TOPIC", "%q is also the input, output or dead-letter topic", c.EdgeTopic)
-	}
-	if c.Engine == "hybrid" {
-		bad("EDGE_TOPIC", "the hybrid engine does not walk a live graph yet: set ENGINE=cpu or gpu, or leave EDGE_TOPIC empty")
 	}
 	if catalog.IsPointerURL(c.Graph) && c.GraphPollInterval > 0 {
 		bad("EDGE_TOPIC", "a live graph does not follow new graph versions yet: set GRAPH_POLL_INTERVAL=0 (read the pointer once) or leave EDGE_TOPIC empty")

@@ -106,9 +106,9 @@ func TestEdgeSettingsValidated(t *testing.T) {
 	}{
 		{[]string{"WALKSTAGE_EDGE_TOPIC=edges"}, ""},
 		{[]string{"WALKSTAGE_EDGE_TOPIC=edges", "WALKSTAGE_ENGINE=cpu", "WALKSTAGE_EDGE_PUBLISH_INTERVAL=10ms", "WALKSTAGE_EDGE_OFFSETS_WAIT=0"}, ""},
-		{[]string{"WALKSTAGE_EDGE_TOPIC=edges", "WALKSTAGE_ENGINE=gpu"}, ""}, // the gpu engine walks the snapshots too
-		{[]string{"WALKSTAGE_EDGE_TOPIC=edges", "WALKSTAGE_ENGINE=hybrid"}, "the hybrid engine does not walk a live graph yet"},
-		{[]string{"WALKSTAGE_ENGINE=gpu"}, ""}, // off: nothing to refuse
+		{[]string{"WALKSTAGE_EDGE_TOPIC=edges", "WALKSTAGE_ENGINE=gpu"}, ""},    // the gpu engine walks the snapshots too
+		{[]string{"WALKSTAGE_EDGE_TOPIC=edges", "WALKSTAGE_ENGINE=hybrid"}, ""}, // both engines walk the snapshots
+		{[]string{"WALKSTAGE_ENGINE=gpu"}, ""},                                  // off: nothing to refuse
 		{[]string{"WALKSTAGE_ENGINE=hybrid"}, ""},
 		{[]string{"WALKSTAGE_ENGINE=both"}, `ENGINE: "both" is not auto, cpu, gpu or hybrid`},
 		{[]string{"WALKSTAGE_EDGE_TOPIC=edges", "WALKSTAGE_GRAPH=s3://g/social/CURRENT"}, "does not follow new graph versions yet"},

@@ -119,8 +119,9 @@ func (e *Engine) Check(a walk.Algorithm) error {
 	return cerr
 }
 
-// CheckOverlay implements walk.OverlayWalker: jobs on a live graph's delta
-// go to the CPU engine.
+// CheckOverlay implements walk.OverlayWalker: a job on a live graph's delta
+// is split like any other when both engines walk it on the delta, else
+// walked by the CPU engine.
 func (e *Engine) CheckOverlay(a walk.Algorithm) error { return walk.CheckOverlay(e.cpu, a) }
 
 // PrepareSlots implements walk.SlotPreparer for the engines that have it.
@@ -227,7 +228,7 @@ const (
 func (s side) String() string { return [...]string{"cpu", "gpu"}[s] }
 
 // Run implements walk.Engine. Jobs both engines walk alike (SameWalks,
-// both Check it, no live-graph delta) are split between them; any other
+// both Check it, or CheckOverlay for a live graph's delta) are split between them; any other
 // job goes whole to the GPU engine when it walks it, else to the CPU
 // engine. An error from either engine or from emit stops both and is
 // returned; a Run returns once every walk is emitted, possibly with the
@@ -241,7 +242,13 @@ func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) e
 		if j.Overlay != nil {
 			cpuOK = walk.CheckOverlay(e.cpu, j.Algorithm) == nil
 		}
-		gpuOK := j.Overlay == nil && walk.CheckAlgorithm(e.gpu, j.Algorithm) == nil
+		gpuOK := walk.CheckAlgorithm(e.gpu, j.Algorithm) == nil
+		if j.Overlay != nil {
+			// The GPU engine walks DeepWalk and PPR on a delta with the
+			// CPU engine's draws (gpu.TestOverlayWalksMatchCPU), when the
+			// graph is wholly on the device.
+			gpuOK = walk.CheckOverlay(e.gpu, j.Algorithm) == nil
+		}
 		switch {
 		case cpuOK && gpuOK && SameWalks(j.Algorithm, e.g):
 			split = append(split, i)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/livegraph"
 	"github.com/walkstage/walkstage/walk"
 	"github.com/walkstage/walkstage/walk/cpu"
 )
@@ -293,6 +294,14 @@ func (p *picky) Check(a walk.Algorithm) error {
 	return nil
 }
 
+// CheckOverlay refuses Node2Vec on a delta, as the GPU engine does.
+func (p *picky) CheckOverlay(a walk.Algorithm) error {
+	if err := p.Check(a); err != nil {
+		return err
+	}
+	return p.Engine.CheckOverlay(a)
+}
+
 func (p *picky) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) error {
 	p.mu.Lock()
 	for _, j := range jobs {
@@ -564,5 +573,48 @@ func TestPickMode(t *testing.T) {
 		if got := pickMode(ks); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// TestOverlayJobsSplit: a job on a live graph's snapshot is split when both
+// engines walk it on the delta (two CPU engines here), with the walks of
+// one engine; Node2Vec on the delta, which the GPU engine refuses, goes
+// whole to the CPU engine.
+func TestOverlayJobsSplit(t *testing.T) {
+	g := testGraph(t)
+	l, err := livegraph.New(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ups []livegraph.Update
+	n := int64(g.NumVertices())
+	for i := range int64(3000) {
+		src, dst := i*7%n, i*131%n
+		ups = append(ups, livegraph.Update{Op: livegraph.Insert, Src: src, Dst: dst, Weight: 2, Has: livegraph.HasWeight})
+		if i%5 == 0 {
+			ups = append(ups, livegraph.Update{Op: livegraph.Delete, Src: dst, Dst: src})
+		}
+	}
+	if err := l.Apply(0, 0, ups); err != nil {
+		t.Fatal(err)
+	}
+	snap := l.Publish()
+	jobs := testJobs(g)[:4]
+	for i := range jobs {
+		jobs[i].Overlay = snap
+	}
+	want := collect(t, newCPU(t, g, cpu.WithWorkers(2)), jobs)
+	gpu := &picky{Engine: newCPU(t, g, cpu.WithWorkers(1)), algs: map[string]int{}}
+	h, err := New(g, newCPU(t, g, cpu.WithWorkers(1), cpu.WithChunkSize(100)), gpu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	sameWalks(t, collect(t, h, jobs), want)
+	if sh := h.LastShare(); sh.Mode != "split" || sh.GPUWalks == 0 {
+		t.Errorf("share %+v: want the delta's DeepWalk and PPR jobs split", sh)
+	}
+	if n := gpu.algs[jobs[3].Algorithm.String()]; n != 0 {
+		t.Errorf("the GPU walked %d node2vec walks on the delta", n)
 	}
 }
