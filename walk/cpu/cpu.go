@@ -364,10 +364,8 @@ func walkUnit(s *stepper, j walk.Job, lo, hi int, sc *unitScratch, pool *chunkPo
 			times = make([]int64, n*stride)
 		}
 		s.walkTemporalUnit(j.Starts[lo:hi], first, buf, times, lens)
-	} else if s.ov != nil && s.alg.Kind == walk.Node2Vec {
-		s.walkOverlayNode2Vec(j.Starts[lo:hi], first, buf, lens)
-	} else if s.ov != nil && s.alg.Kind == walk.MetaPath {
-		s.walkOverlayMetaPath(j.Starts[lo:hi], first, buf, lens)
+	} else if s.ov != nil && (s.alg.Kind == walk.Node2Vec || s.alg.Kind == walk.MetaPath) {
+		s.walkOverlayOneByOne(j.Starts[lo:hi], first, buf, lens)
 	} else if s.ovIdx != nil {
 		s.walkRingOverlay(&sc.ring, j.Starts[lo:hi], first, buf, lens)
 	} else if s.ov != nil {

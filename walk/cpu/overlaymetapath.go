@@ -30,29 +30,6 @@ import (
 // walk.MaxTableLabels has no label tables, and a vertex with a delta there
 // takes the exact scan at once.
 
-// walkOverlayMetaPath walks one unit's MetaPath walks on the snapshot, one
-// walk at a time.
-func (s *stepper) walkOverlayMetaPath(starts []uint32, firstID uint64, buf, lens []uint32) {
-	stride := s.alg.Length + 1
-	for k, start := range starts {
-		out := buf[k*stride : (k+1)*stride]
-		id := firstID + uint64(k)
-		out[0] = start
-		cur := start
-		n := 1
-		for step := uint32(0); step < uint32(s.alg.Length); step++ {
-			next, ok := s.overlayMetaPathStep(id, step, cur)
-			if !ok {
-				break
-			}
-			out[n] = next
-			n++
-			cur = next
-		}
-		lens[k] = uint32(n)
-	}
-}
-
 // overlayMetaPathStep takes walk id's step from cur on the snapshot.
 func (s *stepper) overlayMetaPathStep(id uint64, step, cur uint32) (uint32, bool) {
 	dv := s.ov.Vertex(cur)

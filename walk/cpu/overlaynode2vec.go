@@ -19,10 +19,12 @@ import (
 // one with a delta takes the side from x0, the edge from x1 (and x2 for
 // an alias entry or an appended edge's weight) and accepts with x3.
 
-// walkOverlayNode2Vec walks one unit's Node2Vec walks on the snapshot, one
-// walk at a time (no ring or lockstep path reads a delta for Node2Vec).
-func (s *stepper) walkOverlayNode2Vec(starts []uint32, firstID uint64, buf, lens []uint32) {
+// walkOverlayOneByOne walks one unit's Node2Vec or MetaPath walks on the
+// snapshot, one walk at a time (no ring or lockstep path reads a delta for
+// them).
+func (s *stepper) walkOverlayOneByOne(starts []uint32, firstID uint64, buf, lens []uint32) {
 	stride := s.alg.Length + 1
+	metaPath := s.alg.Kind == walk.MetaPath
 	for k, start := range starts {
 		out := buf[k*stride : (k+1)*stride]
 		id := firstID + uint64(k)
@@ -30,7 +32,13 @@ func (s *stepper) walkOverlayNode2Vec(starts []uint32, firstID uint64, buf, lens
 		prev, cur := uint32(graph.NoVertex), start
 		n := 1
 		for step := uint32(0); step < uint32(s.alg.Length); step++ {
-			next, ok := s.overlayNode2VecStep(id, step, prev, cur)
+			var next uint32
+			var ok bool
+			if metaPath {
+				next, ok = s.overlayMetaPathStep(id, step, cur)
+			} else {
+				next, ok = s.overlayNode2VecStep(id, step, prev, cur)
+			}
 			if !ok {
 				break
 			}
