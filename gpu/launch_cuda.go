@@ -145,6 +145,9 @@ func (e *Engine) fillParams(s *batchSlot, alg walk.Algorithm, n int64) *walkPara
 	}
 	if alg.Kind == walk.Temporal {
 		p.times, p.byTime, p.coarse = uint64(e.tmp.dTimes), uint64(e.tmp.dByTime), uint64(e.tmp.dCoarse)
+		if e.tmp.nextBuilt && e.tmp.nextBack == alg.Time.Backward {
+			p.next = uint64(e.tmp.dNext)
+		}
 		if alg.Weighted {
 			p.cumw = uint64(e.tmp.dCumw)
 		}

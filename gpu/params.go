@@ -30,10 +30,11 @@ type walkParams struct {
 	timeScale                     float64
 	expCell, expSums              uint64
 	coarse                        uint64
+	next                          uint64 // kernels/temporal.cuh: temporal_next_build's window bounds, or 0
 }
 
 // paramsSize is sizeof(ws::WalkParams).
-const paramsSize = 464
+const paramsSize = 472
 
 // Time flags (ws::kTimeHasStart, kTimeHasMaxGap, kTimeBackward).
 const (

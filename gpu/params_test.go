@@ -26,4 +26,7 @@ func TestParamsLayout(t *testing.T) {
 	if off := unsafe.Offsetof(walkParams{}.coarse); off != 456 {
 		t.Fatalf("coarse at offset %d, kernels expect 456", off)
 	}
+	if off := unsafe.Offsetof(walkParams{}.next); off != 464 {
+		t.Fatalf("next at offset %d, kernels expect 464", off)
+	}
 }

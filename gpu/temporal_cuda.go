@@ -23,6 +23,11 @@ import (
 // (walk.ExpSums) for the run's scale and direction, built on the device by
 // temporal_exp_build, likewise to the CPU's bits, and kept until a run asks
 // for another scale, direction or weighting (one table: 8 bytes an edge).
+// Every bias reads, after a walk's first step, its window's near end from
+// the next table (temporal_next_build, 4 bytes an edge, per direction):
+// the bound the step would search for, stored per position of the time
+// order as the CPU's exponential records store it (timeRec.nx), so the
+// step skips the search and the walks stay the CPU's, byte for byte.
 
 // temporalKernels names the kernels by [walk.TimeBias][weighted].
 var temporalKernels = [3][2]string{
@@ -38,7 +43,7 @@ type temporalState struct {
 	// otherwise take 80 and fit three blocks an SM, not four).
 	fn                     [3][2][2]cu.Function
 	occ                    [3][2][2]int
-	fnCumw, fnExp          cu.Function
+	fnCumw, fnExp, fnNext  cu.Function
 	dTimes, dByTime, dCumw cu.DevicePtr
 	dCoarse                cu.DevicePtr // every coarseSpacing-th time (kernels/temporal.cuh: kCoarse)
 	uploaded, cumwBuilt    bool
@@ -47,6 +52,11 @@ type temporalState struct {
 	dExp     cu.DevicePtr
 	expKey   expKey
 	expBuilt bool
+	// dNext holds each position's next window bound for the direction
+	// nextBack (when nextBuilt).
+	dNext     cu.DevicePtr
+	nextBack  bool
+	nextBuilt bool
 }
 
 // expKey is what the exponential bias's cell sums depend on.
@@ -64,6 +74,9 @@ func (e *Engine) setupTemporal() error {
 	}
 	if t.fnExp, err = e.mod.Function("temporal_exp_build"); err != nil {
 		return fmt.Errorf("gpu: kernel temporal_exp_build: %w", err)
+	}
+	if t.fnNext, err = e.mod.Function("temporal_next_build"); err != nil {
+		return fmt.Errorf("gpu: kernel temporal_next_build: %w", err)
 	}
 	for b, names := range temporalKernels {
 		for w, name := range names {
@@ -109,6 +122,14 @@ func (e *Engine) temporalTables(alg walk.Algorithm) error {
 		}
 		t.uploaded, built = true, true
 		e.tableBytes += E*12 + int64(len(c))*8
+	}
+	// A position must fit the table's 4 bytes (as timeRec.nx on the CPU);
+	// larger graphs search every step.
+	if E > 0 && E < math.MaxUint32 && (!t.nextBuilt || t.nextBack != alg.Time.Backward) {
+		if err := e.buildNext(alg.Time.Backward); err != nil {
+			return err
+		}
+		built = true
 	}
 	if alg.Time.Bias == walk.TimeExponential && E > 0 {
 		k := expKey{alg.Time.Scale, alg.Time.Backward, alg.Weighted}
@@ -185,6 +206,42 @@ func (e *Engine) buildExpSums(k expKey) error {
 	return nil
 }
 
+// buildNext builds the next table for direction backward in place of any
+// other (device thread).
+func (e *Engine) buildNext(backward bool) error {
+	t := &e.tmp
+	E := e.g.NumEdges()
+	if t.nextBuilt {
+		e.free("temporal.next", &t.dNext)
+		t.nextBuilt = false
+		e.tableBytes -= E * 4
+	}
+	p, err := e.alloc("temporal.next", E*4)
+	if err != nil {
+		return err
+	}
+	nv := uint64(e.g.NumVertices())
+	const warpsPerBlock = tableThreads / 32
+	blocks := int(min((nv+warpsPerBlock-1)/warpsPerBlock, uint64(e.numSM*32)))
+	var back uint64
+	if backward {
+		back = 1
+	}
+	args := []uint64{uint64(e.dOffsets), uint64(e.dTargets), uint64(t.dTimes), uint64(t.dCoarse), uint64(t.dByTime),
+		uint64(p), nv, back}
+	if err := launch(t.fnNext, blocks, tableThreads, cu.Stream{}, args); err != nil {
+		e.free("temporal.next", &p)
+		return fmt.Errorf("gpu: temporal_next_build: %w", err)
+	}
+	if err := cu.Synchronize(); err != nil {
+		e.free("temporal.next", &p)
+		return fmt.Errorf("gpu: temporal_next_build: %w", err)
+	}
+	t.dNext, t.nextBack, t.nextBuilt = p, backward, true
+	e.tableBytes += E * 4
+	return nil
+}
+
 // releaseTemporal frees the temporal arrays (device thread).
 func (e *Engine) releaseTemporal() {
 	t := &e.tmp
@@ -193,7 +250,8 @@ func (e *Engine) releaseTemporal() {
 	e.free("temporal.cumw", &t.dCumw)
 	e.free("temporal.coarse", &t.dCoarse)
 	e.free("temporal.exp", &t.dExp)
-	t.uploaded, t.cumwBuilt, t.expBuilt = false, false, false
+	e.free("temporal.next", &t.dNext)
+	t.uploaded, t.cumwBuilt, t.expBuilt, t.nextBuilt = false, false, false, false
 }
 
 // ensureTimes gives every slot its times buffers, a device row pool

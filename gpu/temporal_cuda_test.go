@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"testing"
 	"unsafe"
 
@@ -258,6 +259,48 @@ func TestTemporalExpSumsMatchCPU(t *testing.T) {
 		for i := range want {
 			if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
 				t.Fatalf("%+v: sums[%d] gpu %v (%#x), cpu %v (%#x)", c, i, got[i], math.Float64bits(got[i]), want[i], math.Float64bits(want[i]))
+			}
+		}
+	}
+}
+
+// TestTemporalNextMatchesSearch: temporal_next_build's table holds, for
+// every position k of the time order and each direction, the window bound
+// a step bounded by k's time has in k's target's time order (forward the
+// first time >= it, backward the first > it), which the steps after the
+// first read in place of their search.
+func TestTemporalNextMatchesSearch(t *testing.T) {
+	g := timedRMAT(t)
+	e := newEngine(t, g)
+	for _, backward := range []bool{false, true, false} {
+		alg := walk.Algorithm{Kind: walk.Temporal, Length: 2, Time: walk.TimeParams{Bias: walk.TimeUniform, Backward: backward}}
+		if err := e.Run(context.Background(), []walk.Job{{Algorithm: alg, Seed: 1, Starts: []uint32{0, 1, 2}}}, func(walk.Chunk) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if !e.tmp.nextBuilt || e.tmp.nextBack != backward {
+			t.Fatalf("backward=%v: no next table for the run's direction", backward)
+		}
+		got := make([]uint32, g.NumEdges())
+		if err := e.dev.do(func() error {
+			return cu.MemcpyDtoH(unsafe.Pointer(&got[0]), e.tmp.dNext, g.NumEdges()*4)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for v := range g.NumVertices() {
+			a := g.Offsets[v]
+			for k := a; k < g.Offsets[v+1]; k++ {
+				w := g.Targets[a+uint64(g.ByTime[k])]
+				wa, wb := g.Offsets[w], g.Offsets[w+1]
+				tk := g.Times[k]
+				want := wa + uint64(sort.Search(int(wb-wa), func(i int) bool {
+					if backward {
+						return g.Times[wa+uint64(i)] > tk
+					}
+					return g.Times[wa+uint64(i)] >= tk
+				}))
+				if uint64(got[k]) != want {
+					t.Fatalf("backward=%v: next[%d] (vertex %d -> %d, time %d) = %d, want %d", backward, k, v, w, tk, got[k], want)
+				}
 			}
 		}
 	}

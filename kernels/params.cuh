@@ -101,15 +101,17 @@ struct WalkParams {
   uint64_t exp_cell;         // walk.ExpCell: the exponential bias's time cell width G
   const double* exp_sums;    // E or null: the exponential bias's cell sums (temporal_exp_build)
   const int64_t* coarse;     // ceil(E/kCoarse): coarse[j] = times[j*kCoarse] (temporal.cuh's searches)
+  const uint32_t* next;      // E or null: per time-order position, the next step's window bound (temporal_next_build)
 };
 
 }  // namespace ws
 
 // The host mirror (gpu/params.go) hard-codes this layout.
-static_assert(sizeof(ws::WalkParams) == 464, "WalkParams layout changed: update gpu/params.go");
+static_assert(sizeof(ws::WalkParams) == 472, "WalkParams layout changed: update gpu/params.go");
 static_assert(offsetof(ws::WalkParams, schema) == 304, "WalkParams layout changed: update gpu/params.go");
 static_assert(offsetof(ws::WalkParams, times) == 368, "WalkParams layout changed: update gpu/params.go");
 static_assert(offsetof(ws::WalkParams, exp_sums) == 448, "WalkParams layout changed: update gpu/params.go");
 static_assert(offsetof(ws::WalkParams, coarse) == 456, "WalkParams layout changed: update gpu/params.go");
+static_assert(offsetof(ws::WalkParams, next) == 464, "WalkParams layout changed: update gpu/params.go");
 static_assert(sizeof(ws::Task) == 16, "Task layout changed: update gpu/params.go");
 static_assert(sizeof(ws::AliasEntry) == 16, "AliasEntry layout changed");

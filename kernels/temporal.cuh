@@ -14,7 +14,14 @@
 //   walk_temporal_*      persistent blocks, one walk per thread (as
 //                        walk_thread): a step binary-searches the window in
 //                        the vertex's contiguous, sorted times, draws a
-//                        position k of it, and takes edge off + bytime[k]
+//                        position k of it, and takes edge off + bytime[k];
+//                        after the first step, the window's near end is
+//                        next[k] of the position taken last, where next is
+//                        built (temporal_next_build), so only the first
+//                        step and a gap's far end search
+//   temporal_next_build  one warp per vertex: next[k], the search a step
+//                        bounded by position k's time makes in its target's
+//                        time order (the CPU's timeRec.nx)
 //
 // Memory: times (int64), bytime (uint32), cumw and exp_sums (float64), E
 // each, are global and read through the read-only path, with a coarse
@@ -171,6 +178,7 @@ struct TemporalCtx {
   const float* weights;
   const double* cumw;
   const double* exp_sums;  // the exponential bias's cell sums (walk/temporalexp.go)
+  const uint32_t* next;    // E or null: each position's next window bound (temporal_next_build)
   uint64_t exp_cell;       // their cells' width G
   const WalkParams* P;
   double scale;
@@ -385,21 +393,35 @@ __device__ __forceinline__ uint64_t exp_step(const TemporalCtx& C, uint64_t a, u
   return exp_step_cells(C, a, b, lo, hi, u, w.z, w.w);
 }
 
+// next_bound is the window's near end in the time order [a, b) under
+// bound t: forward the first position at or after t, backward the first
+// after it (walk's lowerTime, upperTime). temporal_next_build stores it
+// for every position's time and target, and a step after the first reads
+// it there (nx) rather than search.
+__device__ __forceinline__ uint64_t next_bound(const int64_t* __restrict__ times, const int64_t* __restrict__ coarse,
+                                               uint64_t a, uint64_t b, int64_t t, bool backward) {
+  return backward ? search_time<true, kGallopNone>(times, coarse, a, b, t)
+                  : search_time<false, kGallopNone>(times, coarse, a, b, t);
+}
+
 // temporal_step is walk's temporalStep: the window of the vertex whose time
 // order is [a, b) under bound t (none unless bounded: the first step
 // without a start time), and the position its draw picks; ~0 when the
-// window is empty (or has no weight), which ends the walk.
+// window is empty (or has no weight), which ends the walk. nx is the
+// window's near end (next_bound) when the caller knows it from the
+// position it took last, else ~0 (the first step, no next table).
 template <int kBias, bool kWeighted>
 __device__ __forceinline__ uint64_t temporal_step(const TemporalCtx& C, uint64_t a, uint64_t b, int64_t t,
-                                                  bool bounded, uint64_t seed, uint64_t walk, uint32_t step) {
+                                                  bool bounded, uint64_t nx, uint64_t seed, uint64_t walk,
+                                                  uint32_t step) {
   const WalkParams& P = *C.P;
   const uint64_t flags = P.time_flags;
   uint64_t lo = a, hi = b;
   if (bounded && !C.backward) {
-    lo = search_time<false, kGallopNone>(C.times, C.coarse, a, b, t);
+    lo = nx != ~0ull ? nx : next_bound(C.times, C.coarse, a, b, t, false);
     if (flags & kTimeHasMaxGap) hi = search_time<true, kGallopUp>(C.times, C.coarse, lo, b, sat_add(t, P.max_gap));
   } else if (bounded) {
-    hi = search_time<true, kGallopNone>(C.times, C.coarse, a, b, t);
+    hi = nx != ~0ull ? nx : next_bound(C.times, C.coarse, a, b, t, true);
     if (flags & kTimeHasMaxGap) lo = search_time<false, kGallopDown>(C.times, C.coarse, a, hi, sat_add(t, -P.max_gap));
   }
   if (lo == hi) return ~0ull;

@@ -393,6 +393,7 @@ __device__ __forceinline__ void walk_temporal_body(const WalkParams* __restrict_
   C.weights = params->weights;
   C.cumw = params->cumw;
   C.exp_sums = params->exp_sums;
+  C.next = params->next;
   C.exp_cell = params->exp_cell;
   C.P = params;
   C.scale = params->time_scale;
@@ -400,6 +401,7 @@ __device__ __forceinline__ void walk_temporal_body(const WalkParams* __restrict_
 
   uint32_t task = kNoTask, cur = 0, step = 0;
   uint64_t a = 0, b = 0, walk = 0, seed = 0;
+  uint64_t nx = ~0ull;  // the window's near end from next, when known
   int64_t t = 0;
   uint32_t* row = nullptr;
   __shared__ uint32_t stage[kThreadBlock][kStage + 1];
@@ -419,6 +421,7 @@ __device__ __forceinline__ void walk_temporal_body(const WalkParams* __restrict_
         seed = seeds[tk.job];
         step = 0;
         t = bound;
+        nx = ~0ull;
         a = offsets[cur];
         b = offsets[cur + 1];
         row = result + (uint64_t)idx * stride;
@@ -426,11 +429,13 @@ __device__ __forceinline__ void walk_temporal_body(const WalkParams* __restrict_
         if (times_out) times_out[(uint64_t)idx * stride] = t;
       }
     }
-    const uint64_t k = a < b ? temporal_step<kBias, kWeighted>(C, a, b, t, step > 0 || has_start, seed, walk, step) : ~0ull;
+    const uint64_t k = a < b ? temporal_step<kBias, kWeighted>(C, a, b, t, step > 0 || has_start, nx, seed, walk, step)
+                               : ~0ull;
     bool more = k != ~0ull;
     if (more) {
       const uint32_t next = __ldg(targets + a + __ldg(C.bytime + k));
       t = __ldg(C.times + k);
+      if (C.next) nx = __ldg(C.next + k);
       const uint32_t at = step + 1;
       mine[at & (kStage - 1)] = next;
       if ((at & (kStage - 1)) == kStage - 1) flush_stage(row, at >> 3, mine);
@@ -529,6 +534,27 @@ extern "C" __global__ void temporal_exp_build(const uint64_t* __restrict__ offse
         if ((int)lane == j) mine = sum;
       }
       if (valid) sums[k] = mine;
+    }
+  }
+}
+
+// temporal_next_build: next[k], for every position k of the time order,
+// the window bound a step bounded by k's time has in the time order of
+// k's target (next_bound, the search temporal_step makes without it), so
+// that a walk that takes k reads its next window's near end where it
+// searched. One warp a vertex, a lane a position. For graphs of fewer than
+// 2^32 edges (the engine builds none otherwise).
+extern "C" __global__ void temporal_next_build(const uint64_t* __restrict__ offsets, const uint32_t* __restrict__ targets,
+                                               const int64_t* __restrict__ times, const int64_t* __restrict__ coarse,
+                                               const uint32_t* __restrict__ bytime, uint32_t* __restrict__ next,
+                                               uint64_t nv, uint64_t backward) {
+  const unsigned lane = threadIdx.x & 31;
+  const uint64_t warps = (uint64_t)gridDim.x * (blockDim.x / 32);
+  for (uint64_t v = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32; v < nv; v += warps) {
+    const uint64_t a = offsets[v], b = offsets[v + 1];
+    for (uint64_t k = a + lane; k < b; k += 32) {
+      const uint32_t w = targets[a + bytime[k]];
+      next[k] = (uint32_t)next_bound(times, coarse, offsets[w], offsets[w + 1], times[k], backward != 0);
     }
   }
 }
