@@ -144,6 +144,9 @@ type TableSizes struct {
 	Fused  int64 // fused alias table (32 bytes per edge), used in place of Packed when it fits the limit
 	Fences int64 // Node2Vec's neighbour-test index
 	Labels int64 // MetaPath's per-(vertex, label) tables
+	// LabelSums is weighted MetaPath's weight sum per (vertex, label),
+	// built only for walks on a live graph's delta (labelWeightSums).
+	LabelSums int64
 }
 
 // EstimateTables returns the sizes of g's CPU sampling tables.
@@ -162,6 +165,7 @@ func EstimateTables(g *graph.Graph) TableSizes {
 		t.Labels = (int64(g.NumVertices())*nl+1)*8 + e*4
 		if g.Weighted() {
 			t.Labels += e * int64(unsafe.Sizeof(aliasEntry{}))
+			t.LabelSums = int64(g.NumVertices()) * nl * 8
 		}
 	}
 	return t
