@@ -179,8 +179,11 @@ func (l *Live) NewRebaser() (*Rebaser, error) {
 // BeginCompaction returned (Compact's result, maybe saved and loaded
 // again). The dense ids of g are an import's (ascending external id),
 // which may differ from the old base's: resolve external ids through the
-// snapshot a walk takes.
-func (r *Rebaser) Base(g *graph.Graph) error {
+// snapshot a walk takes. Of opts, WithWorkers bounds the catch up's
+// records spread over goroutines (CatchUp; FinishRebase's tail, on the
+// applier, takes the live graph's own); the window is the compacted
+// snapshot's.
+func (r *Rebaser) Base(g *graph.Graph, opts ...Option) error {
 	old := r.c.snap
 	if r.c.releasedAny() {
 		return fmt.Errorf("rebase live graph %q: a catch up over another base has dropped the records it applied", r.name)
@@ -198,7 +201,7 @@ func (r *Rebaser) Base(g *graph.Graph) error {
 	// The window, when there is one, resumes where it stood at the
 	// compacted snapshot: the records applied again evict what they
 	// evicted the first time.
-	nl, err := New(g, r.c.opts...)
+	nl, err := New(g, slices.Concat(r.c.opts, opts)...)
 	if err != nil {
 		return fmt.Errorf("rebase live graph %q: %w", r.name, err)
 	}
@@ -265,6 +268,10 @@ func (l *Live) FinishRebase(r *Rebaser) (*Snapshot, RebaseStats, error) {
 	}
 	l.compacting = nil
 	before := r.st.Updates
+	if r.nl != nil {
+		// The tail is the applier's: on its workers, not the catch up's.
+		r.nl.opts.workers, r.nl.opts.onWorker = l.opts.workers, l.opts.onWorker
+	}
 	if _, err := r.CatchUp(); err != nil {
 		return nil, RebaseStats{}, err
 	}

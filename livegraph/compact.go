@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -22,8 +21,13 @@ import (
 // kept, edgeless ones too. The graph keeps the base's name; its Version is
 // its content's, as always.
 //
-// It reads the snapshot only, so it runs beside the applier.
-func Compact(ctx context.Context, s *Snapshot) (*graph.Graph, error) {
+// It reads the snapshot only, so it runs beside the applier, on as many
+// goroutines as WithWorkers allows (the other options are ignored).
+func Compact(ctx context.Context, s *Snapshot, opts ...Option) (*graph.Graph, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	b := s.base
 	n := int(s.n)
 	baseV := b.NumVertices()
@@ -98,8 +102,9 @@ func Compact(ctx context.Context, s *Snapshot) (*graph.Graph, error) {
 	var maxLabel atomic.Int32
 	maxLabel.Store(-1)
 	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
+	for range o.procs() {
 		wg.Go(func() {
+			o.started()
 			w := compactor{s: s, g: g, re: re, maxLabel: -1}
 			for ctx.Err() == nil {
 				lo := int(next.Add(compactChunk) - compactChunk)

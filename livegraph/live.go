@@ -128,6 +128,8 @@ type Live struct {
 
 	// serialApply keeps Apply on one goroutine (tests compare the two).
 	serialApply bool
+	// opts are the options New was given (WithWorkers for Apply).
+	opts options
 
 	// compacting, when set, is the compaction in progress (background.go).
 	compacting *compaction
@@ -186,6 +188,7 @@ func New(base *graph.Graph, opts ...Option) (*Live, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	l.opts = o
 	l.index = walk.NewDeltaIndex(int(l.baseV), func(func(uint32, *walk.DeltaVertex) bool) {})
 	if err := l.setWindow(o); err != nil {
 		return nil, err

@@ -12,6 +12,33 @@ import (
 // applied one update after another.
 const applyParallelMin = 2048
 
+// WithWorkers bounds the goroutines a live graph spreads its work over:
+// Apply's records of applyParallelMin updates or more, and Compact. A
+// background compaction gives its own work (Compact, and the live graph
+// its catch up builds over the compacted base) fewer than the cores, so
+// that the applier's goroutines find cores free while it runs
+// (stage/live's CompactionWorkers). Defaults to GOMAXPROCS.
+func WithWorkers(n int) Option { return func(o *options) { o.workers = n } }
+
+// withWorkerHook has hook called at the start of each goroutine Apply or
+// Compact spreads work over (tests count them).
+func withWorkerHook(hook func()) Option { return func(o *options) { o.onWorker = hook } }
+
+// procs is how many goroutines o allows (WithWorkers), at least one.
+func (o *options) procs() int {
+	if o.workers > 0 {
+		return o.workers
+	}
+	return max(1, runtime.GOMAXPROCS(0))
+}
+
+// started runs the worker hook, if any.
+func (o *options) started() {
+	if o.onWorker != nil {
+		o.onWorker()
+	}
+}
+
 // applyParallel applies ups as the serial loop does, the same state to the
 // byte, on several goroutines. An update changes only its source vertex's
 // state (an insert appends to it, a delete adds a tombstone to it), so
@@ -74,12 +101,13 @@ func (l *Live) applyParallel(ups []Update) {
 			fill[mi]++
 		}
 	}
-	workers := min(runtime.GOMAXPROCS(0), maxMid+1)
+	workers := min(l.opts.procs(), maxMid+1)
 	stats := make([]Stats, workers)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
+			l.opts.started()
 			st := &stats[w]
 			for mi := int(next.Add(1) - 1); mi <= maxMid; mi = int(next.Add(1) - 1) {
 				for _, i := range order[start[mi]:start[mi+1]] {

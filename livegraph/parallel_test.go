@@ -4,6 +4,8 @@ import (
 	"context"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
+	"sync/atomic"
 	"testing"
 )
 
@@ -65,5 +67,93 @@ func TestApplyParallelEqualsSerial(t *testing.T) {
 				t.Fatal("the compactions differ from each other or from the model")
 			}
 		})
+	}
+}
+
+// A background compaction's work keeps to the goroutines WithWorkers gives
+// it, so that the applier's own find cores free: Compact, and the records
+// its catch up applies over the compacted base, each on one goroutine here
+// where the cores would allow four; the tail FinishRebase applies on the
+// applier takes the live graph's own workers again. Before the bound, both
+// spread over GOMAXPROCS goroutines, and on the 16-core host the applier,
+// whose records waited for cores the compaction held, fell a second and
+// more behind its stream (docs/benchmarks/live-graph.md).
+func TestCompactionKeepsToItsWorkers(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	v := variants[1] // weighted, labelled
+	rng := rand.New(rand.NewPCG(5, 7))
+	const n = midFan*leafFan + 3000 // two mids: a record spreads over two goroutines
+	m, base := newModel(t, v, n, n, rng)
+	var applier, compact, catchUp atomic.Int64
+	l, err := New(base, withWorkerHook(func() { applier.Add(1) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := func() []Update {
+		var rec []Update
+		for len(rec) < applyParallelMin+100 {
+			rec = append(rec, m.randomRecord(rng)...)
+		}
+		return rec
+	}
+	off := int64(0)
+	apply := func() {
+		t.Helper()
+		if err := l.Apply(0, off, record()); err != nil {
+			t.Fatal(err)
+		}
+		off++
+	}
+	apply()
+	if got := applier.Load(); got != 2 {
+		t.Fatalf("a record over two mids went to %d goroutines, want 2", got)
+	}
+	from, err := l.BeginCompaction()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := l.NewRebaser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply()
+	apply()
+	g, err := Compact(context.Background(), from, WithWorkers(1), withWorkerHook(func() { compact.Add(1) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := compact.Load(); got != 1 {
+		t.Errorf("Compact with one worker started %d goroutines (GOMAXPROCS 4)", got)
+	}
+	if all, err := Compact(context.Background(), from); err != nil || all.Checksum() != g.Checksum() {
+		t.Fatalf("Compact on all cores: %v, or a graph other than on one (%v)", err, all.Checksum() != g.Checksum())
+	}
+	if err := rb.Base(g, WithWorkers(1), withWorkerHook(func() { catchUp.Add(1) })); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rb.CatchUp(); err != nil {
+		t.Fatal(err)
+	}
+	if got := catchUp.Load(); got != 2 {
+		t.Errorf("the catch up applied two records on %d goroutines, want one each", got)
+	}
+	applier.Store(0)
+	apply() // the tail
+	if _, st, err := l.FinishRebase(rb); err != nil || st.TailUpdates == 0 {
+		t.Fatalf("FinishRebase: %v, tail %d updates", err, st.TailUpdates)
+	}
+	if got := catchUp.Load(); got != 2 {
+		t.Errorf("the tail went to the catch up's workers (%d goroutines started there in all)", got)
+	}
+	if got := applier.Load(); got != 4 {
+		t.Errorf("the record applied before the swap and its tail went to %d of the applier's goroutines, want 2 each", got)
+	}
+	applier.Store(0)
+	apply()
+	if got := applier.Load(); got != 2 {
+		t.Errorf("after the swap a record went to %d goroutines, want 2", got)
+	}
+	if l.Snapshot().NumVertices() == 0 {
+		t.Fatal("no snapshot")
 	}
 }

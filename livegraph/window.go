@@ -36,6 +36,9 @@ type options struct {
 	segments  int
 	eventTime int64
 	hasTime   bool
+	// workers and onWorker: WithWorkers, withWorkerHook.
+	workers  int
+	onWorker func()
 }
 
 // WithWindow evicts edges older than d by their time, in segments of

@@ -15,6 +15,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -123,6 +124,28 @@ type background struct {
 	wg     sync.WaitGroup
 	done   chan compacted // the compacting goroutine's result
 	t0     time.Time
+	// phase is what the compacting goroutine does now (phaseNames), for
+	// the applier's reports.
+	phase atomic.Int32
+}
+
+// The compaction's phases, as the applier's reports name them.
+const (
+	phaseNone = iota
+	phaseCompact
+	phasePrepare
+	phaseCatchUp
+	phaseReady
+)
+
+var phaseNames = [...]string{"", "compact", "prepare", "catch_up", "ready"}
+
+// phaseName is what the compaction in progress does ("" when none runs).
+func (b *background) phaseName() string {
+	if b == nil {
+		return ""
+	}
+	return phaseNames[b.phase.Load()]
 }
 
 type compacted struct {
@@ -131,7 +154,9 @@ type compacted struct {
 	swap func(*livegraph.Snapshot)
 	// rounds are the catch up's rounds off the applier.
 	rounds int
-	err    error
+	// Its phases' durations on the compacting goroutine.
+	compact, prepare, catchUp time.Duration
+	err                       error
 }
 
 // catchUpTail is how far behind the applier a caught-up rebase may be
@@ -187,17 +212,29 @@ func (b *background) maybeStart(snap *livegraph.Snapshot) {
 	st := from.Stats()
 	b.log.Info("live graph compaction started", "delta_edges", st.DeltaEdges, "tombstones", st.Tombstones,
 		"base_edges", from.Base().NumEdges(), "edge_offsets", from.Watermark())
+	b.phase.Store(phaseCompact)
 	b.wg.Go(func() {
+		var r compacted
+		t := time.Now()
+		lap := func(d *time.Duration, next int32) {
+			now := time.Now()
+			*d, t = now.Sub(t), now
+			b.phase.Store(next)
+		}
 		g, err := livegraph.Compact(b.ctx, from)
+		lap(&r.compact, phasePrepare)
 		var swap func(*livegraph.Snapshot)
 		if err == nil {
 			swap, err = b.c.Prepare(b.ctx, g, from)
 		}
+		lap(&r.prepare, phaseCatchUp)
 		rounds := 0
 		if err == nil {
 			rounds, err = b.catchUp(rb, g)
 		}
-		b.done <- compacted{g: g, rb: rb, swap: swap, rounds: rounds, err: err}
+		lap(&r.catchUp, phaseReady)
+		r.g, r.rb, r.swap, r.rounds, r.err = g, rb, swap, rounds, err
+		b.done <- r
 	})
 }
 
@@ -238,6 +275,7 @@ func catchUpRounded(ctx context.Context, catchUp func() (int64, error)) (int, er
 // finish swaps a compaction in (or drops it), on the applier.
 func (b *background) finish(r compacted) {
 	cm := b.c.Metrics
+	b.phase.Store(phaseNone)
 	if r.err != nil {
 		b.l.AbortCompaction()
 		if b.ctx.Err() == nil {
@@ -246,7 +284,9 @@ func (b *background) finish(r compacted) {
 		}
 		return
 	}
+	t0 := time.Now()
 	snap, st, err := b.l.FinishRebase(r.rb)
+	tail := time.Since(t0)
 	if err != nil {
 		cm.compactions.WithLabelValues("failed").Inc()
 		b.log.Error("live graph compaction not swapped in; the delta goes on over the current base", "err", err)
@@ -266,7 +306,8 @@ func (b *background) finish(r compacted) {
 	b.m.added.Set(float64(ds.Added))
 	b.m.window(snap)
 	b.log.Info("live graph compaction swapped in", "graph", r.g.Name, "version", r.g.Version, "vertices", r.g.NumVertices(),
-		"edges", r.g.NumEdges(), "reapplied_updates", st.Updates, "on_the_applier", st.TailUpdates, "catch_up_rounds", r.rounds, "duration", took.Seconds(), "edge_offsets", snap.Watermark())
+		"edges", r.g.NumEdges(), "reapplied_updates", st.Updates, "on_the_applier", st.TailUpdates, "catch_up_rounds", r.rounds, "duration", took.Seconds(),
+		"compact", r.compact.Seconds(), "prepare", r.prepare.Seconds(), "catch_up", r.catchUp.Seconds(), "tail", tail.Seconds(), "edge_offsets", snap.Watermark())
 	// The updates applied during the compaction may be past the
 	// threshold already: the topic may be quiet now, with no publication
 	// to look again.

@@ -29,6 +29,9 @@ type Metrics struct {
 	added      prometheus.Gauge
 	lag        prometheus.Gauge
 	walkable   prometheus.Histogram
+	// Where the applier's time goes: applying records, publishing.
+	applySeconds prometheus.Counter
+	publishSec   prometheus.Histogram
 	// The time window's (livegraph.WithWindow): edges evicted by reason,
 	// moves of the cut, the event time and the cutoff.
 	evicted   *prometheus.CounterVec
@@ -61,6 +64,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		walkable: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "walkstage_live_update_to_walkable_seconds",
 			Help:    "From an edge record's timestamp to the publication of the first snapshot that holds it.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
+		applySeconds: prometheus.NewCounter(prometheus.CounterOpts{Name: "walkstage_live_apply_seconds_total",
+			Help: "Time the applier spent applying edge records (rate() is the share of a core it is busy applying)."}),
+		publishSec: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "walkstage_live_publish_seconds",
+			Help:    "Time a snapshot's publication took on the applier, its delta index included.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16)}),
 		evicted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "walkstage_live_evicted_edges_total",
 			Help: "Edges the time window (WALKSTAGE_EDGE_WINDOW) removed: reason window for edges it passed, late for inserts already older than it when applied."},
 			[]string{"reason"}),
@@ -74,7 +82,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	// Both reasons are series from the start, so rate() sees the first one.
 	m.evicted.WithLabelValues("window")
 	m.evicted.WithLabelValues("late")
-	for _, c := range []prometheus.Collector{m.updates, m.rejected, m.published, m.deltaEdges, m.tombstones, m.deltaBytes, m.added, m.lag, m.walkable,
+	for _, c := range []prometheus.Collector{m.updates, m.rejected, m.published, m.deltaEdges, m.tombstones, m.deltaBytes, m.added, m.lag, m.walkable, m.applySeconds, m.publishSec,
 		m.evicted, m.evictions, m.eventTime, m.cutoff} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -113,15 +121,22 @@ func runApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-c
 	gap := min(interval/10, 10*time.Millisecond)
 	var last time.Time
 	var wake <-chan time.Time
+	win := newApplierWindow(time.Now())
 	publish := func() {
 		if !dirty {
 			return
 		}
+		t0 := time.Now()
 		snap := l.Publish()
 		now := time.Now()
+		took := now.Sub(t0)
+		m.publishSec.Observe(took.Seconds())
+		win.publish += took
+		win.maxPublish = max(win.maxPublish, took)
 		dirty, last = false, now
 		for _, t := range pending {
 			m.walkable.Observe(max(0, now.Sub(t).Seconds()))
+			win.behind = max(win.behind, now.Sub(t))
 		}
 		pending = pending[:0]
 		var lag int64
@@ -138,6 +153,7 @@ func runApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-c
 		m.added.Set(float64(st.Added))
 		m.window(snap)
 		bg.maybeStart(snap)
+		win.report(log, now, bg.phaseName())
 	}
 	early := func() {
 		if wake != nil || !l.Waited() {
@@ -158,7 +174,9 @@ func runApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-c
 		case <-tick.C:
 			publish()
 		case r := <-bg.results():
+			t0 := time.Now()
 			bg.finish(r)
+			win.swap += time.Since(t0)
 		case <-l.Wanted():
 			early()
 		case <-wake:
@@ -179,12 +197,19 @@ func runApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-c
 				early()
 				continue
 			}
-			if err := l.Apply(b.Partition, b.Offset, b.Updates); err != nil {
+			t0 := time.Now()
+			err := l.Apply(b.Partition, b.Offset, b.Updates)
+			took := time.Since(t0)
+			m.applySeconds.Add(took.Seconds())
+			win.apply += took
+			win.records++
+			if err != nil {
 				m.rejected.Inc()
 				log.Warn("edge record refused by the live graph; skipped", "partition", b.Partition, "offset", b.Offset, "err", err)
 				_ = l.Apply(b.Partition, b.Offset, nil)
 			} else {
 				m.updates.Add(float64(len(b.Updates)))
+				win.updates += int64(len(b.Updates))
 			}
 			// A read-your-writes request waiting for what was just
 			// applied gets it now, not at the next tick: publishing
