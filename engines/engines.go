@@ -46,8 +46,12 @@ type Settings struct {
 	// instead of copying them (gpu.WithLentChunks), on one device only
 	// (gpu.Multi does not route chunks back): for a caller whose
 	// receiver gives every chunk back through the engine's Release.
-	GPULentChunks   bool
-	Workers         int   // 0: one per core
+	GPULentChunks bool
+	Workers       int // 0: one per core
+	// TableWorkers bounds the goroutines that build the CPU engine's
+	// alias tables (cpu.WithTableWorkers; 0: one per core): a live graph's
+	// compaction builds its engine beside the applier.
+	TableWorkers    int
 	FusedTableBytes int64 // -1: the engine's default limit (cpu.WithFusedTableLimit)
 	// EagerLabelTables builds MetaPath's label tables at start-up instead
 	// of on the first MetaPath batch.
@@ -145,6 +149,9 @@ func newCPU(g *graph.Graph, set Settings, log *slog.Logger) (walk.Engine, error)
 	}
 	if set.FusedTableBytes >= 0 {
 		opts = append(opts, cpu.WithFusedTableLimit(set.FusedTableBytes))
+	}
+	if set.TableWorkers > 0 {
+		opts = append(opts, cpu.WithTableWorkers(set.TableWorkers))
 	}
 	e, err := cpu.New(g, opts...)
 	if err != nil {

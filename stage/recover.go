@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 
 	"github.com/walkstage/walkstage/catalog"
 	"github.com/walkstage/walkstage/engines"
@@ -20,6 +21,7 @@ import (
 	"github.com/walkstage/walkstage/internal/redact"
 	"github.com/walkstage/walkstage/livegraph"
 	"github.com/walkstage/walkstage/stage/config"
+	"github.com/walkstage/walkstage/stage/live"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -107,6 +109,9 @@ func (rt *Runtime) liveCompactionFor(ctx context.Context, c config.Config, log *
 		return nil, nil
 	}
 	settings := c.EngineSettings()
+	// The compacted graph's engine is built beside the applier: its
+	// tables leave the applier the cores the compaction does.
+	settings.TableWorkers = live.CompactionWorkers(runtime.GOMAXPROCS(0))
 	lc := &LiveCompaction{Ratio: c.EdgeCompactRatio, MinDelta: c.EdgeCompactMin, Topic: c.EdgeTopic, Dir: c.GraphDownloadDir,
 		Build: func(g *graph.Graph) (walk.Engine, error) { return engines.New(g, c.Engine, settings, log) }}
 	if c.EdgeCatalog != "" {

@@ -93,8 +93,8 @@ func BuildAlias(g *graph.Graph) (prob []float32, alias []uint32) {
 // forAliasVertices computes the alias table (AliasVertex) of every vertex
 // with out-edges, on all cores, and hands fn the vertex v, its first edge a, its
 // adjacency and the table; prob and alias are reused after fn returns.
-func forAliasVertices(g *graph.Graph, fn func(v int, a uint64, adj []uint32, prob []float32, alias []uint32)) {
-	forVertexRanges(g, func(lo, hi int) {
+func forAliasVertices(g *graph.Graph, workers int, fn func(v int, a uint64, adj []uint32, prob []float32, alias []uint32)) {
+	forVertexRangesOn(g, workers, func(lo, hi int) {
 		var scaled []float64
 		var small, large []uint32
 		var prob []float32
@@ -117,12 +117,19 @@ func forAliasVertices(g *graph.Graph, fn func(v int, a uint64, adj []uint32, pro
 
 // forVertexRanges splits the vertices into contiguous ranges of similar edge
 // counts and runs fn on them on all cores.
-func forVertexRanges(g *graph.Graph, fn func(lo, hi int)) {
+func forVertexRanges(g *graph.Graph, fn func(lo, hi int)) { forVertexRangesOn(g, 0, fn) }
+
+// forVertexRangesOn is forVertexRanges on at most workers goroutines at a
+// time (0: GOMAXPROCS).
+func forVertexRangesOn(g *graph.Graph, workers int, fn func(lo, hi int)) {
 	n := g.NumVertices()
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
 	parts := runtime.GOMAXPROCS(0) * 8
 	per := (uint64(g.NumEdges()) + uint64(n) + uint64(parts) - 1) / uint64(parts)
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	sem := make(chan struct{}, workers)
 	lo := 0
 	for lo < n {
 		hi, acc := lo, uint64(0)

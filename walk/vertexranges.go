@@ -13,5 +13,12 @@ func ForVertexRanges(g *graph.Graph, fn func(lo, hi int)) { forVertexRanges(g, f
 // vertex, its first edge, its adjacency and the table (prob and alias are
 // reused after fn returns).
 func ForAliasVertices(g *graph.Graph, fn func(v int, first uint64, adj []uint32, prob []float32, alias []uint32)) {
-	forAliasVertices(g, fn)
+	forAliasVertices(g, 0, fn)
+}
+
+// ForAliasVerticesOn is ForAliasVertices on at most workers goroutines at
+// a time (0: all cores): a table built beside other work, such as a live
+// graph's compaction beside its applier, leaves it the other cores.
+func ForAliasVerticesOn(g *graph.Graph, workers int, fn func(v int, first uint64, adj []uint32, prob []float32, alias []uint32)) {
+	forAliasVertices(g, workers, fn)
 }

@@ -14,6 +14,7 @@ package live
 import (
 	"context"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +43,29 @@ type Compaction struct {
 	// Metrics are the series the compactions are counted in (nil: a
 	// registry of their own, not exported).
 	Metrics *CompactionMetrics
+	// Workers bounds the goroutines the compaction and its catch up
+	// spread over (0: CompactionWorkers of GOMAXPROCS); Prepare's engine
+	// build should keep to the same (engines.Settings.TableWorkers).
+	Workers int
+}
+
+// CompactionWorkers is how many of procs cores a background compaction
+// takes: all but a quarter, at least one, and one fewer than procs when
+// there are two or more. The rest are the applier's: it spreads each
+// record over goroutines (livegraph's applyParallel) and waits for the
+// last of them, and Go's scheduler gives the goroutines it starts no core
+// while every core runs one of the compaction's (work is stolen from
+// another core's queue only when the global queue is empty, and a
+// preempted compaction goroutine goes back there). So while a compaction
+// held every core, the applier applied about as fast as one goroutine,
+// near the stream's rate at half the backlog's, and on the 16-core host at
+// scale 22 update -> walkable's p99 was 1.56 s (docs/benchmarks/live-graph.md).
+// The compaction takes longer on fewer cores; the applier keeps up.
+func CompactionWorkers(procs int) int {
+	if procs < 2 {
+		return 1
+	}
+	return max(1, procs-max(1, procs/4))
 }
 
 // CompactionMetrics are the compaction's Prometheus series.
@@ -105,7 +129,10 @@ func RunApplierWith(ctx context.Context, log *slog.Logger, l *livegraph.Live, in
 			}
 			c.Metrics = cm
 		}
-		bg = &background{c: c, l: l, log: log, m: m, done: make(chan compacted, 1)}
+		bg = &background{c: c, l: l, log: log, m: m, done: make(chan compacted, 1), workers: c.Workers}
+		if bg.workers <= 0 {
+			bg.workers = CompactionWorkers(runtime.GOMAXPROCS(0))
+		}
 		bg.ctx, bg.cancel = context.WithCancel(ctx)
 		defer bg.stop()
 		c.Metrics.baseEdges.Set(float64(l.Base().NumEdges()))
@@ -124,6 +151,8 @@ type background struct {
 	wg     sync.WaitGroup
 	done   chan compacted // the compacting goroutine's result
 	t0     time.Time
+	// workers bound the compaction's goroutines (Compaction.Workers).
+	workers int
 	// phase is what the compacting goroutine does now (phaseNames), for
 	// the applier's reports.
 	phase atomic.Int32
@@ -210,7 +239,7 @@ func (b *background) maybeStart(snap *livegraph.Snapshot) {
 	}
 	b.t0 = time.Now()
 	st := from.Stats()
-	b.log.Info("live graph compaction started", "delta_edges", st.DeltaEdges, "tombstones", st.Tombstones,
+	b.log.Info("live graph compaction started", "workers", b.workers, "delta_edges", st.DeltaEdges, "tombstones", st.Tombstones,
 		"base_edges", from.Base().NumEdges(), "edge_offsets", from.Watermark())
 	b.phase.Store(phaseCompact)
 	b.wg.Go(func() {
@@ -221,7 +250,7 @@ func (b *background) maybeStart(snap *livegraph.Snapshot) {
 			*d, t = now.Sub(t), now
 			b.phase.Store(next)
 		}
-		g, err := livegraph.Compact(b.ctx, from)
+		g, err := livegraph.Compact(b.ctx, from, livegraph.WithWorkers(b.workers))
 		lap(&r.compact, phasePrepare)
 		var swap func(*livegraph.Snapshot)
 		if err == nil {
@@ -242,7 +271,7 @@ func (b *background) maybeStart(snap *livegraph.Snapshot) {
 // fewer than catchUpTail updates are left for the applier (catchUpRounded),
 // and returns the rounds it took.
 func (b *background) catchUp(rb *livegraph.Rebaser, g *graph.Graph) (int, error) {
-	if err := rb.Base(g); err != nil {
+	if err := rb.Base(g, livegraph.WithWorkers(b.workers)); err != nil {
 		return 0, err
 	}
 	return catchUpRounded(b.ctx, rb.CatchUp)

@@ -166,3 +166,12 @@ func TestCatchUpRoundsWhileGaining(t *testing.T) {
 		})
 	}
 }
+
+// A compaction leaves the applier a quarter of the cores, at least one.
+func TestCompactionWorkers(t *testing.T) {
+	for _, c := range []struct{ procs, want int }{{1, 1}, {2, 1}, {3, 2}, {4, 3}, {8, 6}, {16, 12}, {64, 48}} {
+		if got := CompactionWorkers(c.procs); got != c.want {
+			t.Errorf("CompactionWorkers(%d) = %d, want %d", c.procs, got, c.want)
+		}
+	}
+}

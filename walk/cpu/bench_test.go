@@ -84,7 +84,7 @@ func BenchmarkBuildFused(b *testing.B) {
 	b.Run("fill", func(b *testing.B) {
 		tab := make([]fusedEntry, g.NumEdges())
 		for b.Loop() {
-			fillFused(tab, g)
+			fillFused(tab, g, 0)
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(g.NumEdges()), "ns/edge")
 	})

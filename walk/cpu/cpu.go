@@ -37,13 +37,20 @@ import (
 type Option func(*config)
 
 type config struct {
-	workers    int
-	chunkSize  int
-	fusedLimit int64
+	workers      int
+	tableWorkers int
+	chunkSize    int
+	fusedLimit   int64
 }
 
 // WithWorkers sets the number of walking goroutines (default GOMAXPROCS).
 func WithWorkers(n int) Option { return func(c *config) { c.workers = n } }
+
+// WithTableWorkers sets the most goroutines that build the alias tables
+// (the fused or packed table) at a time: an engine built beside other work,
+// for a live graph's compaction while its applier goes on, leaves that
+// work the other cores. Defaults to 0, every core.
+func WithTableWorkers(n int) Option { return func(c *config) { c.tableWorkers = n } }
 
 // WithChunkSize sets how many walks form one emitted chunk and one unit of
 // scheduling (default 1024). Walking memory in flight is bounded by about

@@ -596,3 +596,31 @@ func TestRingRefillsSlotsWithoutIdleRounds(t *testing.T) {
 		}
 	}
 }
+
+// Tables built on fewer goroutines (WithTableWorkers, a live graph's
+// compaction beside its applier) are the tables built on every core.
+func TestTableWorkersBuildTheSameTables(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	g := testGraph(t)
+	for _, fused := range []bool{true, false} {
+		var limit []Option
+		if !fused {
+			limit = []Option{WithFusedTableLimit(0)}
+		}
+		all, err := New(g, limit...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		one, err := New(g, append(limit, WithTableWorkers(1))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all.PrepareTables()
+		one.PrepareTables()
+		if !slices.Equal(all.fused, one.fused) || !slices.Equal(all.alias, one.alias) || len(all.fused)+len(all.alias) == 0 {
+			t.Fatalf("fused %v: the tables built on one goroutine differ from those on four (or none was built)", fused)
+		}
+		all.Close()
+		one.Close()
+	}
+}

@@ -71,7 +71,7 @@ func fusable(g *graph.Graph) bool {
 // table lives outside the Go heap as long as owner does (hugemem.Alloc).
 func buildFused(g *graph.Graph, owner *Engine) []fusedEntry {
 	tab := hugemem.Alloc[fusedEntry](owner, int(g.NumEdges()))
-	fillFused(tab, g)
+	fillFused(tab, g, owner.cfg.tableWorkers)
 	return tab
 }
 
@@ -80,9 +80,9 @@ func buildFused(g *graph.Graph, owner *Engine) []fusedEntry {
 // another entry of the same vertex, so each target's range is read from
 // the offsets once (a random read, the build's cost) and copied from
 // there, from a segment of the table just written.
-func fillFused(tab []fusedEntry, g *graph.Graph) {
+func fillFused(tab []fusedEntry, g *graph.Graph, workers int) {
 	off := g.Offsets
-	walk.ForAliasVertices(g, func(_ int, a uint64, adj []uint32, prob []float32, alias []uint32) {
+	walk.ForAliasVerticesOn(g, workers, func(_ int, a uint64, adj []uint32, prob []float32, alias []uint32) {
 		seg := tab[a : a+uint64(len(adj))]
 		for i, k := range adj {
 			lo := off[k]

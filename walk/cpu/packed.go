@@ -19,7 +19,7 @@ type aliasEntry struct {
 // heap as long as owner lives (hugemem.Alloc).
 func buildPacked(g *graph.Graph, owner *Engine) []aliasEntry {
 	tab := hugemem.Alloc[aliasEntry](owner, int(g.NumEdges()))
-	walk.ForAliasVertices(g, func(_ int, a uint64, adj []uint32, prob []float32, alias []uint32) {
+	walk.ForAliasVerticesOn(g, owner.cfg.tableWorkers, func(_ int, a uint64, adj []uint32, prob []float32, alias []uint32) {
 		for i := range adj {
 			tab[a+uint64(i)] = aliasEntry{prob: prob[i], keep: adj[i], alt: adj[alias[i]]}
 		}
