@@ -499,7 +499,8 @@ if [ "$edge_updates" -gt 0 ]; then
   start_stage edges-b "$url"
   collect_wait
   # 4. Paced into the running stage at half the backlog's rate (the
-  # issue's update -> walkable target).
+  # issue's update -> walkable target), once the stage holds the updates
+  # of 3 (the load's paced run waits for them: settle_s).
   if [ -z "$edge_rate" ]; then
     edge_rate=$(sed -n 's/^edges-backlog .* walkable_s=\([0-9.]*\) .*/\1/p' "$results" | awk -v n="$edge_updates" '{ printf "%.0f", n / $1 / 2 }')
   fi
@@ -519,7 +520,7 @@ if [ "$edge_updates" -gt 0 ]; then
         printf "\n"
       }
       $1 == "edges-backlog" { printf "  %-20s all walkable %s s after the start: %.2f M updates/s (the stage served after %s s)\n", $1, v("walkable_s"), v("updates") / v("walkable_s") / 1e6, v("serving_s") }
-      $1 == "edges-paced" { printf "  %-20s %s updates/s: update -> walkable p50 %s ms, p99 %s ms; a probe waiting for nothing p50 %s ms, p99 %s ms\n", $1, v("rate"), v("walkable_p50_ms"), v("walkable_p99_ms"), v("plain_p50_ms"), v("plain_p99_ms") }
+      $1 == "edges-paced" { printf "  %-20s %s updates/s: update -> walkable p50 %s ms, p99 %s ms; a probe waiting for nothing p50 %s ms, p99 %s ms (started once the stage held the topic, %s s after it asked)\n", $1, v("rate"), v("walkable_p50_ms"), v("walkable_p99_ms"), v("plain_p50_ms"), v("plain_p99_ms"), v("settle_s") }
     ' "$results"
   } | tee "$out/edges.txt"
 fi

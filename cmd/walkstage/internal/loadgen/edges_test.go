@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -10,9 +11,11 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/livegraph"
+	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/stage"
 	"github.com/walkstage/walkstage/stage/config"
 )
@@ -143,13 +146,53 @@ func TestEdgesAgainstTheStage(t *testing.T) {
 		t.Errorf("backlog: watermark %v (want 20 records in all), serving after %v, walkable after %v", r.Watermark, r.Serving, r.Walkable)
 	}
 
+	// A backlog the stage has yet to apply when the paced run starts
+	// (stage-load.sh starts it right after the walks beside a backlog).
+	ec.Phase, ec.OnWatching, ec.IDPrefix = PhaseProduce, nil, "more"
+	if _, err := RunEdges(ctx, ec, pool); err != nil {
+		t.Fatal(err)
+	}
+	meta, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer meta.Close()
+	held, err := endOffsets(ctx, meta, "edges")
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	// Paced against the running stage: 10 records, a probe pair after
 	// every 3rd and after the last.
-	ec.Phase, ec.OnWatching, ec.IDPrefix = PhaseAll, nil, "paced"
+	ec.Phase, ec.IDPrefix = PhaseAll, "paced"
 	ec.Updates, ec.Rate, ec.ProbeEvery, ec.Timeout = 10_000, 100_000, 3, time.Minute
 	r, err = RunEdges(ctx, ec, pool)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The series starts once the stage holds what the topic held: the
+	// stage's event for a probe asking for those offsets comes before the
+	// first of the series' records is produced. Without that, its first
+	// probes measured the backlog's drain (docs/benchmarks/live-graph.md).
+	settled := settleEvent(ctx, t, meta, ec.BatchID(0)+"-settle")
+	for p, o := range held {
+		if settled.ev.EdgeOffsets[p] < o {
+			t.Fatalf("the settle probe's event holds edge offsets %v, the topic held %v", settled.ev.EdgeOffsets, held)
+		}
+	}
+	first := kgo.NewOffset().At(held[0])
+	cons, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"edges": {0: first}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	rec := pollOne(ctx, t, cons)
+	if rec.Timestamp.Before(settled.ts) {
+		t.Errorf("the paced series' first record on partition 0 (offset %d) was produced at %v, before the stage held the earlier records (%v)",
+			rec.Offset, rec.Timestamp, settled.ts)
+	}
+	if r.Held != 40 || r.Settled <= 0 {
+		t.Errorf("the paced run saw %d records held before it (want 40) and waited %v for them", r.Held, r.Settled)
 	}
 	covered = 0
 	for _, o := range r.Watermark {
@@ -157,5 +200,65 @@ func TestEdgesAgainstTheStage(t *testing.T) {
 	}
 	if len(r.ToWalkable) != 4 || len(r.Plain) != 4 || covered < 21 {
 		t.Errorf("paced: %d waiting probes, %d plain ones, watermark %v; want 4, 4 and at least 21 of the 30 records", len(r.ToWalkable), len(r.Plain), r.Watermark)
+	}
+}
+
+type settled struct {
+	ev message.Event
+	ts time.Time // the event record's timestamp (the stage's producer)
+}
+
+// settleEvent reads the event topic "out" up to its end and returns the
+// event of batch id; it fails the test when there is none.
+func settleEvent(ctx context.Context, t *testing.T, meta *kgo.Client, id string) settled {
+	t.Helper()
+	ends, err := endOffsets(ctx, meta, "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	starts := map[int32]kgo.Offset{}
+	left := 0
+	for p, o := range ends {
+		starts[p] = kgo.NewOffset().AtStart()
+		if o > 0 {
+			left++
+		}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(meta.OptValue(kgo.SeedBrokers).([]string)...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"out": starts}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	done := map[int32]bool{}
+	for len(done) < left {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range fs.Records() {
+			var ev message.Event
+			if json.Unmarshal(r.Value, &ev) == nil && ev.BatchID == id {
+				return settled{ev: ev, ts: r.Timestamp}
+			}
+			if r.Offset+1 >= ends[r.Partition] {
+				done[r.Partition] = true
+			}
+		}
+	}
+	t.Fatalf("no event for probe %s in the event topic: the paced run did not wait for the stage to hold the topic's records first", id)
+	return settled{}
+}
+
+// pollOne returns the first record cl fetches.
+func pollOne(ctx context.Context, t *testing.T, cl *kgo.Client) *kgo.Record {
+	t.Helper()
+	for {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if rs := fs.Records(); len(rs) > 0 {
+			return rs[0]
+		}
 	}
 }
