@@ -57,10 +57,12 @@ type Compaction struct {
 // while every core runs one of the compaction's (work is stolen from
 // another core's queue only when the global queue is empty, and a
 // preempted compaction goroutine goes back there). So while a compaction
-// held every core, the applier applied about as fast as one goroutine,
-// near the stream's rate at half the backlog's, and on the 16-core host at
-// scale 22 update -> walkable's p99 was 1.56 s (docs/benchmarks/live-graph.md).
-// The compaction takes longer on fewer cores; the applier keeps up.
+// held every core the applier applied about as fast as one goroutine
+// (0.6-0.7 M updates/s at scale 22, where it applies 3 M/s on free cores),
+// and under a stream at half its rate updates waited on it: on the 16-core
+// host the slowest update -> walkable during compactions was 0.23-0.45 s
+// with every core, 0.11-0.18 s with this share, compactions taking as long
+// (docs/benchmarks/live-graph.md, one run each).
 func CompactionWorkers(procs int) int {
 	if procs < 2 {
 		return 1
