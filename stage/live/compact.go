@@ -58,8 +58,8 @@ type Compaction struct {
 // another core's queue only when the global queue is empty, and a
 // preempted compaction goroutine goes back there). So while a compaction
 // held every core the applier applied about as fast as one goroutine
-// (0.6-0.7 M updates/s at scale 22, where it applies 3 M/s on free cores),
-// and under a stream at half its rate updates waited on it: on the 16-core
+// (while 16 walkers held them, as they may, 0.6-0.7 M updates/s at scale
+// 22, against 3 M/s on free cores), and under a stream at half its rate updates waited on it: on the 16-core
 // host the slowest update -> walkable during compactions was 0.23-0.45 s
 // with every core, 0.11-0.18 s with this share, compactions taking as long
 // (docs/benchmarks/live-graph.md, one run each).
