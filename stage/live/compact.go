@@ -169,14 +169,22 @@ const (
 	phaseReady
 )
 
-var phaseNames = [...]string{"", "compact", "prepare", "catch_up", "ready"}
-
 // phaseName is what the compaction in progress does ("" when none runs).
 func (b *background) phaseName() string {
 	if b == nil {
 		return ""
 	}
-	return phaseNames[b.phase.Load()]
+	switch b.phase.Load() {
+	case phaseCompact:
+		return "compact"
+	case phasePrepare:
+		return "prepare"
+	case phaseCatchUp:
+		return "catch_up"
+	case phaseReady:
+		return "ready"
+	}
+	return ""
 }
 
 type compacted struct {

@@ -27,17 +27,12 @@ type gcSample struct {
 	pause         float64 // CPU seconds of stop-the-world pauses, all Ps
 }
 
-var gcMetricNames = []string{
-	"/gc/cycles/total:gc-cycles",
-	"/cpu/classes/gc/mark/assist:cpu-seconds",
-	"/cpu/classes/gc/total:cpu-seconds",
-	"/cpu/classes/gc/pause:cpu-seconds",
-}
-
 func readGC() gcSample {
-	s := make([]metrics.Sample, len(gcMetricNames))
-	for i, n := range gcMetricNames {
-		s[i].Name = n
+	s := []metrics.Sample{
+		{Name: "/gc/cycles/total:gc-cycles"},
+		{Name: "/cpu/classes/gc/mark/assist:cpu-seconds"},
+		{Name: "/cpu/classes/gc/total:cpu-seconds"},
+		{Name: "/cpu/classes/gc/pause:cpu-seconds"},
 	}
 	metrics.Read(s)
 	f := func(i int) float64 {
