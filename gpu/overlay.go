@@ -345,8 +345,11 @@ func layoutVertex(items []deltaItem, pos uint64, h *walk.DeltaHead) deltaHead {
 // spans of layoutWords words, each on all cores: the marks and the counts
 // of vertices and items per span; their prefix sums; the heads, ranks and
 // copies. The positions are 32-bit (8 bytes an item, 32 GiB of them),
-// which a delta reaches long after it should have been compacted; the
-// items get half their count again of room for the patches that follow.
+// which a delta reaches long after it should have been compacted. The
+// items get as much room again for the patches that follow: a vertex
+// written again is laid out again, whole, and with endpoints drawn by
+// degree the hubs are written in every snapshot (BenchmarkDeltaLayout:
+// with half as much room, every other snapshot was a whole copy).
 func (l *deltaLayout) prepareWhole(x *walk.DeltaIndex, nv int) (deltaPlan, error) {
 	words := (nv + 63) / 64
 	spans := (words + layoutWords - 1) / layoutWords
@@ -389,9 +392,9 @@ func (l *deltaLayout) prepareWhole(x *walk.DeltaIndex, nv int) (deltaPlan, error
 	res.heads = grow(res.heads, int(total.vertices))
 	clear(res.dvs[:cap(res.dvs)]) // no stale delta kept alive
 	res.dvs = grow(res.dvs, int(total.vertices))
-	// Reused when it leaves a quarter of room and is not twice what is
-	// asked for.
-	if room := min(total.items+total.items/2+1<<12, math.MaxUint32); uint64(cap(res.items)) < min(total.items+total.items/4, room) || uint64(cap(res.items)) > 2*room {
+	// Reused when it leaves a quarter of the items' room and is not
+	// twice what is asked for.
+	if room := min(2*total.items+1<<12, math.MaxUint32); uint64(cap(res.items)) < min(total.items+total.items/4, room) || uint64(cap(res.items)) > 2*room {
 		res.items = make([]deltaItem, 0, room)
 	}
 	items := res.items[:total.items]

@@ -573,3 +573,94 @@ func twinStep(g *graph.Graph, tab []twinAlias, l *deltaLayout, alg walk.Algorith
 	}
 	return last, found
 }
+
+// BenchmarkDeltaLayout measures the host's side of a snapshot's copy to
+// the device, without a device:
+//
+//	go test -run X -bench DeltaLayout -benchtime 20x ./gpu
+//
+// R-MAT scale 18, edge factor 16, undirected; a delta of 10% of its edges
+// (inserts, a tenth deletes of a base edge; endpoints drawn by degree, as
+// engagement attaches, or uniformly, as scripts/stage-load.sh draws them),
+// then per iteration one record of 4,096 more updates and a snapshot,
+// laid out as the engine does (patch: over the last, whole: from scratch).
+// copy-B/op is what goes to the device.
+func BenchmarkDeltaLayout(b *testing.B) {
+	g, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 18, EdgeFactor: 16, Seed: 1, Undirected: true, Name: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	E := int64(g.NumEdges())
+	rng := rand.New(rand.NewPCG(1, 2))
+	var byDegree func() int64
+	record := func(n int) []livegraph.Update {
+		ups := make([]livegraph.Update, 0, n)
+		for range n {
+			if rng.IntN(10) == 0 {
+				s := uint32(byDegree())
+				adj := g.Neighbors(s)
+				ups = append(ups, livegraph.Update{Op: livegraph.Delete, Src: int64(s), Dst: int64(adj[rng.IntN(len(adj))])})
+				continue
+			}
+			ups = append(ups, livegraph.Update{Op: livegraph.Insert, Src: byDegree(), Dst: byDegree()})
+		}
+		return ups
+	}
+	for _, c := range []struct{ draw, mode string }{{"degree", "patch"}, {"degree", "whole"}, {"uniform", "patch"}, {"uniform", "whole"}} {
+		mode := c.mode
+		byDegree = func() int64 { return int64(g.Targets[rng.Int64N(E)]) }
+		if c.draw == "uniform" {
+			byDegree = func() int64 {
+				for {
+					if v := rng.Int64N(int64(g.NumVertices())); g.Degree(uint32(v)) > 0 {
+						return v
+					}
+				}
+			}
+		}
+		b.Run(c.draw+"/"+mode, func(b *testing.B) {
+			l, err := livegraph.New(g)
+			if err != nil {
+				b.Fatal(err)
+			}
+			off := int64(0)
+			for range E / 10 / (1 << 16) {
+				if err := l.Apply(0, off, record(1<<16)); err != nil {
+					b.Fatal(err)
+				}
+				off++
+			}
+			var lay deltaLayout
+			snap := l.Publish()
+			layoutSnapshot(b, &lay, snap)
+			var bytes int64
+			var wholes int
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				if err := l.Apply(0, off, record(4096)); err != nil {
+					b.Fatal(err)
+				}
+				off++
+				snap = l.Publish()
+				x := walk.IndexOf(snap)
+				if mode == "whole" {
+					lay.valid = false
+				}
+				b.StartTimer()
+				pl, err := lay.prepare(x, snap.NumVertices())
+				if err != nil {
+					b.Fatal(err)
+				}
+				lay.commit(pl)
+				bytes += lay.bytes(pl)
+				if pl.whole {
+					wholes++
+				}
+			}
+			b.ReportMetric(float64(bytes)/float64(b.N), "copy-B/op")
+			b.ReportMetric(float64(wholes)/float64(b.N), "whole/op")
+			b.ReportMetric(float64(walk.IndexOf(snap).Len()), "vertices-with-delta")
+		})
+	}
+}
