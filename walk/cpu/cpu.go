@@ -363,7 +363,11 @@ func walkUnit(s *stepper, j walk.Job, lo, hi int, sc *unitScratch, pool *chunkPo
 		if j.WithTimes {
 			times = make([]int64, n*stride)
 		}
-		s.walkTemporalUnit(j.Starts[lo:hi], first, buf, times, lens)
+		if s.ov != nil {
+			s.walkOverlayTemporalUnit(j.Starts[lo:hi], first, buf, times, lens)
+		} else {
+			s.walkTemporalUnit(j.Starts[lo:hi], first, buf, times, lens)
+		}
 	} else if s.ov != nil && (s.alg.Kind == walk.Node2Vec || s.alg.Kind == walk.MetaPath) {
 		s.walkOverlayOneByOne(j.Starts[lo:hi], first, buf, lens)
 	} else if s.ovIdx != nil {
