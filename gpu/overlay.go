@@ -114,8 +114,6 @@ type deltaLayout struct {
 	pat   [2]deltaPatch
 	r, p  int
 	valid bool
-	// patchItems counts the items patches appended since the whole copy.
-	patchItems int
 }
 
 // deltaPlan is a snapshot laid out by prepare and not yet committed: the
@@ -138,14 +136,17 @@ func (l *deltaLayout) bytes(pl deltaPlan) int64 {
 
 // commit makes pl's snapshot the one copied last, after its copy.
 func (l *deltaLayout) commit(pl deltaPlan) {
+	if pl.whole && l.valid && pl.r != l.r {
+		// The resident level replaced is not compared against again:
+		// its deltas need not stay alive (a whole copy into it sets
+		// them anew).
+		old := &l.res[l.r]
+		clear(old.dvs[:cap(old.dvs)])
+		old.dvs = old.dvs[:0]
+	}
 	l.r, l.p, l.valid = pl.r, pl.p, true
 	res := &l.res[pl.r]
 	res.items = res.items[:pl.to]
-	if pl.whole {
-		l.patchItems = 0
-	} else {
-		l.patchItems += pl.to - pl.from
-	}
 }
 
 // words, heads, pheads and items are the snapshot copied last's arrays.
