@@ -349,16 +349,16 @@ __device__ __forceinline__ void walk_overlay_body(const WalkParams* __restrict__
 // parameter bank where a step needs them rather than held in registers.
 #define WALK_OVERLAY_ARGS                                                                              \
   const WalkParams *__restrict__ p, const DeltaWord *__restrict__ words, const DeltaHead *__restrict__ heads, \
-      const uint2 *__restrict__ items, uint64_t base_vertices, uint64_t n_words
+      const DeltaHead *__restrict__ pheads, const uint2 *__restrict__ items, uint64_t base_vertices, uint64_t n_words
 #define WALK_OVERLAY(name, ppr)                                                                      \
   extern "C" __global__ void __launch_bounds__(kThreadBlock) name(WALK_OVERLAY_ARGS) {               \
-    walk_overlay_body<ppr>(p, DeltaParams{words, heads, items, base_vertices, n_words});             \
+    walk_overlay_body<ppr>(p, DeltaParams{words, heads, pheads, items, base_vertices, n_words});             \
   }                                                                                                  \
   extern "C" __global__ void __launch_bounds__(kThreadBlock, 4) name##_full(WALK_OVERLAY_ARGS) {     \
-    walk_overlay_body<ppr>(p, DeltaParams{words, heads, items, base_vertices, n_words});             \
+    walk_overlay_body<ppr>(p, DeltaParams{words, heads, pheads, items, base_vertices, n_words});             \
   }                                                                                                  \
   extern "C" __global__ void __launch_bounds__(kThreadBlock, 6) name##_6(WALK_OVERLAY_ARGS) {        \
-    walk_overlay_body<ppr>(p, DeltaParams{words, heads, items, base_vertices, n_words});             \
+    walk_overlay_body<ppr>(p, DeltaParams{words, heads, pheads, items, base_vertices, n_words});             \
   }
 WALK_OVERLAY(walk_overlay_static, false)
 WALK_OVERLAY(walk_overlay_ppr, true)
