@@ -73,6 +73,12 @@ func (m StreamMode) String() string {
 	return "off"
 }
 
+// streamHostBufferBytes is the pinned host buffer a slot gets under
+// streaming unless WithHostBufferBytes asked for more: every batch walks
+// the streamed partitions again, so the bytes copied per step fall with
+// the walkers in flight and a batch should hold a whole group of walks.
+const streamHostBufferBytes = 8 << 30
+
 // maxStreamParts bounds the partitions (kMaxStreamParts in
 // kernels/stream.cuh: the bounds and bases are copied into shared memory).
 const maxStreamParts = 1024
@@ -175,8 +181,8 @@ func (p *StreamPlan) String() string {
 		if d.Entries {
 			src += " (uniform walks) and an entries file of 12 bytes an edge built beside it at start (alias walks)"
 		}
-		fmt.Fprintf(&b, "; read from disk (the pinned arrays exceed half the %s host budget): %s, in preads into a ring of %d pinned buffers of %s",
-			sizeString(d.HostBudget), src, d.RingBuffers, sizeString(d.BufferBytes))
+		fmt.Fprintf(&b, "; read from disk (the pinned arrays exceed half the %s host budget): %s, in preads into a ring of %d pinned buffers of %s; batches of at most %s of pinned results",
+			sizeString(d.HostBudget), src, d.RingBuffers, sizeString(d.BufferBytes), sizeString(d.ResultBytes))
 	}
 	return b.String()
 }

@@ -75,12 +75,6 @@ type streamed struct {
 	base [3]int64
 }
 
-// streamHostBufferBytes is the pinned host buffer a slot gets under
-// streaming unless WithHostBufferBytes asked for more: every batch walks
-// the streamed partitions again, so the bytes copied per step fall with
-// the walkers in flight and a batch should hold a whole group of walks.
-const streamHostBufferBytes = 8 << 30
-
 // setupStreamed plans the partitions for budget bytes of device memory,
 // fills the pinned host entries, uploads the offsets and the resident
 // partitions and allocates the two buffers (device thread).
@@ -244,10 +238,10 @@ func (e *Engine) setupStreamed(budget int64) (err error) {
 	// one slot unless WithBatchSlots asked for more: a batch's visits hold
 	// the device thread from start to end, so a second slot would not
 	// overlap them with anything and only take memory.
-	// From disk the host budget bounds them too (diskResultShare).
+	// From disk the host budget bounds them too (DiskStream.ResultBytes).
 	hb := int64(streamHostBufferBytes)
 	if d := plan.Disk; d != nil {
-		hb = min(hb, max(int64(diskResultShare*float64(d.HostBudget)), 1<<20))
+		hb = d.ResultBytes
 	}
 	e.cfg.hostBufferBytes = max(e.cfg.hostBufferBytes, hb)
 	if !e.cfg.batchSlotsSet {

@@ -58,11 +58,14 @@ const (
 )
 
 // Host budget shares under disk streaming: the ring of pinned buffers
-// takes half, a batch slot's pinned result buffer a quarter, the rest is
-// the Go heap, the mapped offsets and the page cache's share.
+// takes what caches every streamed partition, at most half; the batch
+// slot's pinned result buffer the rest of three quarters (every batch
+// sweeps the streamed partitions again, so the walks a batch holds set the
+// bytes copied a step); the last quarter is the Go heap, the mapped
+// offsets and the page cache's share.
 const (
 	diskRingShare    = 0.5
-	diskResultShare  = 0.25
+	diskPinnedTotal  = 0.75
 	minRingBuffers   = 3 // one copying, one read ahead, one cached
 	maxRingBuffers   = 64
 	diskPinnedShare  = 0.5 // the pinned path needs HostBytes within this share of the budget
@@ -334,6 +337,9 @@ type DiskStream struct {
 	HostBudget  int64  // the host memory budget the plan was made for
 	RingBuffers int
 	BufferBytes int64 // each ring buffer's (a partition's bytes and a page each side)
+	// ResultBytes is the batch slot's pinned result buffer: it bounds
+	// the walks a batch holds (WithHostBufferBytes).
+	ResultBytes int64
 }
 
 // RingBytes is the pinned host memory of the ring.
@@ -370,6 +376,7 @@ func planStreamDisk(s graphShape, offsets []uint64, file string, deviceBudget, h
 	}
 	n := int(min(ring/buf, int64(p.Streamed()), maxRingBuffers))
 	p.Disk = &DiskStream{File: file, Entries: s.weighted, HostBudget: hostBudget, RingBuffers: max(n, minRingBuffers), BufferBytes: buf}
+	p.Disk.ResultBytes = min(max(int64(diskPinnedTotal*float64(hostBudget))-p.Disk.RingBytes(), 1<<20), streamHostBufferBytes)
 	p.HostBytes = p.Disk.RingBytes()
 	return p, nil
 }

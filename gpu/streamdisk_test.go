@@ -199,6 +199,9 @@ func TestPlanStreamDiskWithinHostBudget(t *testing.T) {
 			if d.RingBytes() > host/2 || d.RingBuffers < minRingBuffers || d.RingBuffers > p.Streamed() && d.RingBuffers > minRingBuffers {
 				t.Fatalf("host %d: ring %d x %d bytes, %d streamed partitions", host, d.RingBuffers, d.BufferBytes, p.Streamed())
 			}
+			if d.ResultBytes < 1<<20 || d.ResultBytes > max(3*host/4-d.RingBytes(), 1<<20) {
+				t.Fatalf("host %d: result buffer %d beside a ring of %d", host, d.ResultBytes, d.RingBytes())
+			}
 			if d.BufferBytes < diskSpan(p.BufferEdges*p.EntryBytes) || d.Entries != weighted || d.File != g.File() || p.HostBytes != d.RingBytes() {
 				t.Fatalf("host %d: %+v for buffers of %d edges", host, d, p.BufferEdges)
 			}
