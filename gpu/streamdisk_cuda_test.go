@@ -70,7 +70,7 @@ func TestStreamFromDiskWalksMatch(t *testing.T) {
 				WithMaxBatchWalks(batch), WithChunkWalks(1000), withStreamBatch(streamCopy)}
 			pinned := newEngine(t, g, common...)
 			pp := pinned.StreamPlan()
-			if pp == nil || pp.Disk != nil || pp.Streamed() < 8 {
+			if pp == nil || pp.Disk != nil || pp.Streamed() < 5 {
 				t.Fatalf("%s: pinned plan %v", gname, pp)
 			}
 			// Half the host budget holds four ring buffers.
