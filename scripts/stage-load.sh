@@ -544,6 +544,19 @@ fi
       if (v("mode") == "idle") { p50 = v("produce_event_p50_ms"); p99 = v("produce_event_p99_ms") }
       printf "%-26s %8s %9s %12s %12s %10s %10s %10s %10s %8s %9s\n", $1, v("requests"), v("seconds"), mvs, qps, mbs, p50, p99, v("fetch_event_p99_ms"), "", v("store_cpu_s")
     }' "$results"
+  # The issue 36 ratio: the walks backlog's bytes a second against the
+  # better of the two plain uploads of the same volume to the same store,
+  # both measured above in this run.
+  awk '
+    function v(k,   i, kv) { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == k) return kv[2] } return "" }
+    $1 ~ /-walks-backlog$/ && v("bytes") > 0 { st = substr($1, 1, length($1) - 14); stage[st] = v("bytes") / v("seconds"); order[++k] = st }
+    v("mode") == "plain-upload" { st = $1; sub(/-plain-(64MiB|batch)$/, "", st); r = v("bytes") / v("seconds"); if (r > best[st]) best[st] = r }
+    END {
+      for (i = 1; i <= k; i++) {
+        st = order[i]
+        if (best[st] > 0) printf "%s: stage %.0f MB/s = %.0f%% of the best plain upload (%.0f MB/s)\n", st, stage[st] / 1e6, 100 * stage[st] / best[st], best[st] / 1e6
+      }
+    }' "$results"
   echo "(idle rows: p50/p99 are produce -> event as the user sees it; 'fetch p99' is the stage's fetch -> the event read back;"
   echo " 'store cpu': CPU seconds the S3 server spent during the measurement, the backlog's from the stage's start)"
 } | tee "$out/table.txt"
