@@ -391,12 +391,16 @@ collect_start() {
 }
 collect_wait() {
   local i cpu=
-  [ $# -eq 0 ] || cpu=" store_cpu_s=$(cpu_since "$1")"
   for i in "${!collectors[@]}"; do
     if ! wait "${collectors[$i]}"; then
       cat "$out/${names[$i]}.txt" "$out/${names[$i]}.err" >&2
       die "${names[$i]} failed"
     fi
+  done
+  # After the waits: the store's CPU over the whole backlog, not only the
+  # stage's start-up.
+  [ $# -eq 0 ] || cpu=" store_cpu_s=$(cpu_since "$1")"
+  for i in "${!collectors[@]}"; do
     cat "$out/${names[$i]}.txt"
     sed -n "s/^RESULT /${names[$i]} /p" "$out/${names[$i]}.txt" | sed "s/\$/$cpu/" >>"$results"
   done
