@@ -260,7 +260,7 @@ func (s *Stage) lookup(ctx context.Context, mb []*batch) {
 
 // DefaultLookupDirsTTL is how long the lookups reuse a listing of the
 // kind, graph and algorithm directories (Options.LookupDirsTTL,
-// output.DirCache): three of the seven small store requests a batch made
+// output.DirCache): three of the eight small store requests a batch made
 // beside its part, listed about once a second instead. A directory made
 // by another process is missed for at most this long, a span of the order
 // of the time a batch waits between its lookup at intake and its commit

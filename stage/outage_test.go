@@ -418,7 +418,7 @@ func snapshot(t *testing.T, b *blob.Bucket) []string {
 
 // TestLookupsReuseDirectoryListing: the lookup of each batch taken in
 // lists the output's kind, graph and algorithm directories only as often
-// as Options.LookupDirsTTL allows (three of the seven small requests a
+// as Options.LookupDirsTTL allows (three of the eight small requests a
 // batch made against S3, each a TCP connection at versitygw), and a batch
 // committed in a directory the listing did not hold yet is still found
 // when it comes back: its writer added the directory.

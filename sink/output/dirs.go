@@ -86,10 +86,10 @@ func algorithmDirs(ctx context.Context, b *blob.Bucket, prefix string, timeout t
 // batch directories of one bucket, for up to a TTL, so that a stage that
 // looks up every batch it takes in (sink.Lookup, sink.WithDirCache) lists
 // the kind, graph and algorithm levels about once a TTL instead of once a
-// batch. Against an S3 store those were three of the seven small requests
+// batch. Against an S3 store those were three of the eight small requests
 // each batch made beside its part: versitygw, which closes every
 // connection after one response, spends about 200 µs of CPU on each (a
-// new TCP connection, the signature, the listing), a tenth of its CPU for
+// new TCP connection, the signature, the listing), some 8% of its CPU for
 // a 2.4 MB batch, on the cores a stage on the same host needs.
 //
 // The levels change only when a batch is the first under a new kind,
