@@ -167,6 +167,11 @@ func (c *DirCache) BatchDirs(ctx context.Context, b *blob.Bucket, prefix, batchI
 	algos, err := slices.Clone(e.algos), e.err
 	c.mu.Unlock()
 	if err != nil {
+		if !mine {
+			// Another caller's listing failed, maybe only its context:
+			// this caller's own answer is its own listing's.
+			return BatchDirs(ctx, b, prefix, batchID, timeout)
+		}
 		return nil, err
 	}
 	return batchDirsUnder(algos, batchID), nil

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -62,5 +64,40 @@ func TestDirCacheReusesListingForItsTTL(t *testing.T) {
 		if reads-before != 8 {
 			t.Errorf("%v: %d reads for two lookups; want 8", c, reads-before)
 		}
+	}
+}
+
+// TestDirCacheConcurrentLookups: lookups and Adds from many goroutines at
+// once (run with -race) share one listing and all see the directories
+// listed or added before them.
+func TestDirCacheConcurrentLookups(t *testing.T) {
+	b, _ := fileBucket(t)
+	writeComplete(t, b, "g", "a")
+	c := NewDirCache(time.Hour)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for i := range 32 {
+		wg.Go(func() {
+			l, err := BatchLayout("walks", KindWalks, fmt.Sprintf("h%d", i), "deepwalk", "b")
+			if err != nil {
+				errs <- err
+				return
+			}
+			c.Add(l.Dir)
+			d, err := c.BatchDirs(ctx, b, "walks", "x", time.Minute)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if !slices.Contains(d, "walks/kind=walks/graph=g/algorithm=deepwalk/batch=x") {
+				errs <- fmt.Errorf("lookup %d: %v lacks graph g's directory", i, d)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
