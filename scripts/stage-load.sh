@@ -391,12 +391,16 @@ collect_start() {
 }
 collect_wait() {
   local i cpu=
-  [ $# -eq 0 ] || cpu=" store_cpu_s=$(cpu_since "$1")"
   for i in "${!collectors[@]}"; do
     if ! wait "${collectors[$i]}"; then
       cat "$out/${names[$i]}.txt" "$out/${names[$i]}.err" >&2
       die "${names[$i]} failed"
     fi
+  done
+  # After the waits: the store's CPU over the whole backlog, not only the
+  # stage's start-up.
+  [ $# -eq 0 ] || cpu=" store_cpu_s=$(cpu_since "$1")"
+  for i in "${!collectors[@]}"; do
     cat "$out/${names[$i]}.txt"
     sed -n "s/^RESULT /${names[$i]} /p" "$out/${names[$i]}.txt" | sed "s/\$/$cpu/" >>"$results"
   done
@@ -544,6 +548,19 @@ fi
       p50 = v("fetch_event_p50_ms"); p99 = v("fetch_event_p99_ms")
       if (v("mode") == "idle") { p50 = v("produce_event_p50_ms"); p99 = v("produce_event_p99_ms") }
       printf "%-26s %8s %9s %12s %12s %10s %10s %10s %10s %8s %9s\n", $1, v("requests"), v("seconds"), mvs, qps, mbs, p50, p99, v("fetch_event_p99_ms"), "", v("store_cpu_s")
+    }' "$results"
+  # The issue 36 ratio: the walks backlog's bytes a second against the
+  # better of the two plain uploads of the same volume to the same store,
+  # both measured above in this run.
+  awk '
+    function v(k,   i, kv) { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == k) return kv[2] } return "" }
+    $1 ~ /-walks-backlog$/ && v("bytes") > 0 { st = substr($1, 1, length($1) - 14); stage[st] = v("bytes") / v("seconds"); order[++k] = st }
+    v("mode") == "plain-upload" { st = $1; sub(/-plain-(64MiB|batch)$/, "", st); r = v("bytes") / v("seconds"); if (r > best[st]) best[st] = r }
+    END {
+      for (i = 1; i <= k; i++) {
+        st = order[i]
+        if (best[st] > 0) printf "%s: stage %.0f MB/s = %.0f%% of the best plain upload (%.0f MB/s)\n", st, stage[st] / 1e6, 100 * stage[st] / best[st], best[st] / 1e6
+      }
     }' "$results"
   echo "(idle rows: p50/p99 are produce -> event as the user sees it; 'fetch p99' is the stage's fetch -> the event read back;"
   echo " 'store cpu': CPU seconds the S3 server spent during the measurement, the backlog's from the stage's start)"

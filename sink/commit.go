@@ -376,16 +376,17 @@ func (w *BatchWriter) deleteUnlisted(ctx context.Context, m *output.Manifest, on
 //
 // Parts' checksums are not verified (see partsPresent). An empty
 // fingerprint never matches a stored one: it conflicts with any. Of opts
-// only WithCallTimeout applies, to each store call.
+// only WithCallTimeout (to each store call) and WithDirCache apply.
 func Lookup(ctx context.Context, bucket *blob.Bucket, prefix, batchID, fingerprint string, opts ...Option) (*output.Manifest, error) {
-	timeout, err := callTimeout(opts)
+	cfg, err := lookupConfig(opts)
 	if err != nil {
 		return nil, err
 	}
+	timeout := cfg.callTimeout
 	if _, err := output.BatchLayout(prefix, output.KindWalks, "g", "a", batchID); err != nil {
 		return nil, fmt.Errorf("sink: lookup batch %s: %w", batchID, err)
 	}
-	dirs, err := output.BatchDirs(ctx, bucket, prefix, batchID, timeout)
+	dirs, err := cfg.dirCache.BatchDirs(ctx, bucket, prefix, batchID, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("sink: lookup batch %s: %w", batchID, err)
 	}
@@ -413,15 +414,15 @@ func readManifestTimeout(ctx context.Context, b *blob.Bucket, key string, timeou
 	return output.ReadManifest(ctx, b, key)
 }
 
-// callTimeout resolves WithCallTimeout for the functions outside a
-// BatchWriter.
-func callTimeout(opts []Option) (time.Duration, error) {
+// lookupConfig resolves the options that apply outside a BatchWriter
+// (WithCallTimeout, WithDirCache).
+func lookupConfig(opts []Option) (config, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o(&cfg)
 	}
 	if cfg.callTimeout <= 0 {
-		return 0, fmt.Errorf("sink: call timeout %v must be positive", cfg.callTimeout)
+		return cfg, fmt.Errorf("sink: call timeout %v must be positive", cfg.callTimeout)
 	}
-	return cfg.callTimeout, nil
+	return cfg, nil
 }

@@ -115,6 +115,7 @@ func (w *BatchWriter) Commit(ctx context.Context) (*output.Manifest, error) {
 		w.fail(err)
 		return nil, w.finishAbort(context.WithoutCancel(ctx))
 	}
+	w.cfg.dirCache.Add(w.layout.Dir)
 	w.mu.Lock()
 	w.committed, w.manifest = true, final
 	w.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"github.com/parquet-go/parquet-go/compress"
 	pqzstd "github.com/parquet-go/parquet-go/compress/zstd"
 
+	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/sink/pages"
 	"github.com/walkstage/walkstage/store"
 	"github.com/walkstage/walkstage/walk"
@@ -76,6 +77,7 @@ type config struct {
 	walkEncoding      WalkEncoding
 	zstdLevel         zstd.EncoderLevel
 	buffers           *Buffers
+	dirCache          *output.DirCache
 	sweepWhileWriting bool
 	zstdLevelSet      int
 	rowGroupRows      int
@@ -244,6 +246,14 @@ func WithChunkRelease(f func(walk.Chunk)) Option { return func(o *config) { o.re
 // launch (a fifth of the GPU stage's engine loop in an execution trace of
 // a backlog to file://). Nothing removed has this attempt's names.
 func WithSweepWhileWriting() Option { return func(o *config) { o.sweepWhileWriting = true } }
+
+// WithDirCache makes Lookup take the directories above the batch
+// directories from c, listing them again once c's listing is older than
+// its TTL, and a writer add its own directory to c when it commits, so
+// that its batch is found at once (see output.DirCache for what a
+// directory made elsewhere within the TTL costs). Give one cache to the
+// writers and lookups of one bucket. Defaults to none: every Lookup lists.
+func WithDirCache(c *output.DirCache) Option { return func(o *config) { o.dirCache = c } }
 
 // WithBuffers makes the writer take its encoders and buffers from b and
 // give them back there, for the next writer given b (see Buffers).

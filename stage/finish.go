@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -257,10 +258,20 @@ func (s *Stage) lookup(ctx context.Context, mb []*batch) {
 	wg.Wait()
 }
 
+// DefaultLookupDirsTTL is how long the lookups reuse a listing of the
+// kind, graph and algorithm directories (Options.LookupDirsTTL,
+// output.DirCache): three of the eight small store requests a batch made
+// beside its part, listed about once a second instead. A directory made
+// by another process is missed for at most this long, a span of the order
+// of the time a batch waits between its lookup at intake and its commit
+// under a backlog; see output.DirCache for what a miss costs.
+const DefaultLookupDirsTTL = time.Second
+
 // lookupOne sets b.existing and b.lookupErr.
 func (s *Stage) lookupOne(ctx context.Context, b *batch) {
 	b.existing, b.lookupErr = nil, nil
-	m, err := sink.Lookup(ctx, s.o.Bucket, s.o.Prefix, b.req.BatchID, b.req.Fingerprint(), s.o.SinkOptions...)
+	m, err := sink.Lookup(ctx, s.o.Bucket, s.o.Prefix, b.req.BatchID, b.req.Fingerprint(),
+		append(slices.Clip(s.o.SinkOptions), sink.WithDirCache(s.dirs))...)
 	switch {
 	case err != nil:
 		b.lookupErr = fmt.Errorf("look for existing output: %w", err)

@@ -133,7 +133,7 @@ func flakyS3(t *testing.T) (*blob.Bucket, *atomic.Bool) {
 }
 
 // runMem runs a stage on an in-memory source and event sink.
-func runMem(t *testing.T, b *blob.Bucket, src *memSource, evs *memEvents) *Stage {
+func runMem(t *testing.T, b *blob.Bucket, src *memSource, evs *memEvents, opts ...func(*Options)) *Stage {
 	t.Helper()
 	_, g := testGraphCached(t)
 	eng, err := cpu.New(g, cpu.WithWorkers(1))
@@ -141,10 +141,14 @@ func runMem(t *testing.T, b *blob.Bucket, src *memSource, evs *memEvents) *Stage
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
-	s, err := New(Options{Graph: g, Engine: eng, Source: src, Events: evs, Bucket: b, BucketURL: "s3://walks", Prefix: "walks",
+	o := Options{Graph: g, Engine: eng, Source: src, Events: evs, Bucket: b, BucketURL: "s3://walks", Prefix: "walks",
 		RetryBackoffMin: 20 * time.Millisecond, RetryBackoffMax: 200 * time.Millisecond,
 		ProbeInterval: 50 * time.Millisecond, ProbeTimeout: time.Second,
-		Probes: []health.Probe{{Name: health.Store, Check: storeProbe(b, "s3://walks")}}, Logger: testLog(t)})
+		Probes: []health.Probe{{Name: health.Store, Check: storeProbe(b, "s3://walks")}}, Logger: testLog(t)}
+	for _, f := range opts {
+		f(&o)
+	}
+	s, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +324,9 @@ func TestRedeliveryOfEarlierLayoutIsReported(t *testing.T) {
 	b := fileBucket(t)
 	ctx := context.Background()
 	src, evs := newMemSource(), &memEvents{}
-	s := runMem(t, b, src, evs)
+	// The batch moves into a directory made just now, which the lookups'
+	// listing of a second ago (Options.LookupDirsTTL) would not hold.
+	s := runMem(t, b, src, evs, func(o *Options) { o.LookupDirsTTL = -1 })
 	body := `{"version":1,"batch_id":"old","algorithm":"deepwalk","seeds":[1,2,3],"length":6}`
 	src.send(t, "old", body)
 	waitFor(t, "first event", 10*time.Second, func() bool { return len(evs.all()) == 1 })
@@ -408,4 +414,60 @@ func snapshot(t *testing.T, b *blob.Bucket) []string {
 		out = append(out, fmt.Sprintf("%s %d %v", o.Key, o.Size, o.ModTime.UnixNano()))
 	}
 	return out
+}
+
+// TestLookupsReuseDirectoryListing: the lookup of each batch taken in
+// lists the output's kind, graph and algorithm directories only as often
+// as Options.LookupDirsTTL allows (three of the eight small requests a
+// batch made against S3, each a TCP connection at versitygw), and a batch
+// committed in a directory the listing did not hold yet is still found
+// when it comes back: its writer added the directory.
+func TestLookupsReuseDirectoryListing(t *testing.T) {
+	be := s3mem.New()
+	if err := be.CreateBucket("walks"); err != nil {
+		t.Fatal(err)
+	}
+	var listings atomic.Int64
+	fake := gofakes3.New(be, gofakes3.WithLogger(gofakes3.DiscardLog())).Server()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Query().Has("delimiter") {
+			listings.Add(1)
+		}
+		fake.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+		"AWS_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"} {
+		t.Setenv(k, v)
+	}
+	b, err := store.OpenBucket(context.Background(), "s3://walks?endpoint="+srv.URL+"&use_path_style=true&region=us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	src, evs := newMemSource(), &memEvents{}
+	// An hour: every lookup of the test falls within one listing.
+	s := runMem(t, b, src, evs, func(o *Options) { o.LookupDirsTTL = time.Hour })
+	const batches = 8
+	body := func(i int) string {
+		return fmt.Sprintf(`{"version":1,"batch_id":"b%d","algorithm":"deepwalk","seeds":[1,2,3],"length":6}`, i)
+	}
+	for i := range batches {
+		src.send(t, fmt.Sprintf("b%d", i), body(i))
+		waitFor(t, fmt.Sprintf("event %d", i+1), 10*time.Second, func() bool { return len(evs.all()) == i+1 })
+	}
+	// The first lookup listed an empty bucket (one request); without the
+	// cache every batch lists three levels.
+	if n := listings.Load(); n > 3 {
+		t.Errorf("%d delimited listings for %d batches, want at most 3", n, batches)
+	}
+	src.send(t, "b0", body(0))
+	waitFor(t, "the redelivery's event", 10*time.Second, func() bool { return len(evs.all()) == batches+1 })
+	first, again := evs.all()[0], evs.all()[batches]
+	if again.Status != message.StatusSucceeded || again.Manifest != first.Manifest {
+		t.Fatalf("redelivery reported\n%+v\nafter\n%+v", again, first)
+	}
+	if runs := metricValue(s.m.engineRuns); runs != batches {
+		t.Errorf("%v engine runs for %d batches and a redelivery, want %d", runs, batches, batches)
+	}
 }

@@ -72,6 +72,11 @@ type Options struct {
 	// EncodeThreads bounds the row groups encoded at once over all
 	// batches (sink.Buffers); 0 means GOMAXPROCS less an eighth.
 	EncodeThreads int
+	// LookupDirsTTL is how long the lookups of batches taken in reuse a
+	// listing of the output's kind, graph and algorithm directories
+	// (sink.WithDirCache); 0 means a second, negative lists for every
+	// lookup.
+	LookupDirsTTL time.Duration
 	// RetryBackoffMin and RetryBackoffMax bound the wait between retries of
 	// work that failed on a dependency (exponential, with jitter).
 	RetryBackoffMin, RetryBackoffMax time.Duration
@@ -140,6 +145,9 @@ func (o *Options) defaults() error {
 	setInt(&o.ChunkBuffer, 4)
 	procs := runtime.GOMAXPROCS(0)
 	setInt(&o.EncodeThreads, max(1, procs-procs/8))
+	if o.LookupDirsTTL == 0 {
+		o.LookupDirsTTL = DefaultLookupDirsTTL
+	}
 	setDur := func(p *time.Duration, v time.Duration) {
 		if *p <= 0 {
 			*p = v
@@ -202,6 +210,9 @@ type Stage struct {
 	// buffers are the sink's encoders and buffers, handed from each
 	// batch's writer to the next (sink.Buffers).
 	buffers *sink.Buffers
+	// dirs are the output directories above the batch directories, for
+	// the lookup of every batch taken in (sink.WithDirCache).
+	dirs *output.DirCache
 
 	turns    *turns.Line // one engine run at a time, in the order asked (internal/turns)
 	finishes sync.WaitGroup
@@ -291,6 +302,7 @@ func New(o Options) (*Stage, error) {
 		slots:      make(chan struct{}, o.MaxInFlight),
 		tableSlots: make(chan struct{}, tableWaitBatches(o.MaxInFlight)),
 		buffers:    sink.NewBuffers(o.EncodeThreads),
+		dirs:       output.NewDirCache(o.LookupDirsTTL),
 		turns:      turns.NewLine(),
 		active:     map[string]chan struct{}{},
 		tracer:     o.Tracer,

@@ -505,6 +505,19 @@ func IndexOf(o Overlay) *DeltaIndex {
 	})
 }
 
+// Marks returns word w of the index's bitmap: bit b set when vertex
+// 64w+b has a delta, in either level (0 beyond the index's vertices). With
+// Rank and At, what a copy of the index elsewhere that keeps its own levels
+// (the GPU engine's incremental upload, gpu/overlay.go) reads to find the
+// vertices whose delta changed since the copy it holds: their *DeltaVertex
+// differs, as a published vertex's delta is never written again.
+func (x *DeltaIndex) Marks(w int) uint64 {
+	if w >= len(x.words) {
+		return 0
+	}
+	return x.words[w].base | x.words[w].patch
+}
+
 // Has reports whether v has a delta.
 func (x *DeltaIndex) Has(v uint32) bool {
 	w := int(v >> 6)

@@ -272,6 +272,9 @@ func (e *Engine) plan(jobs []walk.Job) (steppers []*stepper, units []unit, maxLe
 				}
 			}
 			steppers[i].tmp = temporalGraph(e.g, j.Algorithm, cumw, rec, exp, e.coarseIndex())
+			if steppers[i].ov != nil {
+				steppers[i].tcache = new(overlayTemporalCache)
+			}
 		}
 		for lo := 0; lo < len(j.Starts); lo += size {
 			units = append(units, unit{job: i, lo: lo, hi: min(lo+size, len(j.Starts))})

@@ -3,6 +3,8 @@ package cpu
 import (
 	"cmp"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
@@ -26,18 +28,40 @@ import (
 // snapshot (overlayN2VClass), so from the second step on every step draws
 // this way, over the window's live edges with bias times the class's factor.
 
-// tedge is one live edge of a window gathered from base and delta.
+// maxTemporalCache bounds the edges a job keeps in its vertices' lists
+// (24 to 32 bytes each): beyond it, a vertex's list is gathered for each
+// step and not kept.
+const maxTemporalCache = 16 << 20
+
+// tlist is a vertex's live edges in a snapshot in (time, target) order,
+// with the inclusive prefix sums of their weights on a weighted walk.
+type tlist struct {
+	t  []int64
+	x  []uint32
+	w  []float32
+	cw []float64
+}
+
+// overlayTemporalCache holds a job's tlists by vertex (a stepper is shared by
+// the job's workers).
+type overlayTemporalCache struct {
+	lists sync.Map // uint32 -> *tlist
+	edges atomic.Int64
+}
+
+// overlayTemporalScratch is a unit's reusable memory: a list gathered and
+// not kept, and the scan's sums.
+type overlayTemporalScratch struct {
+	list tlist
+	tmp  []tedge
+	cum  []float64
+}
+
+// tedge is one live edge, for sorting.
 type tedge struct {
 	t int64
 	x uint32
 	w float32
-}
-
-// overlayTemporalScratch is a unit's reusable memory for gathering windows
-// (a stepper is shared by the job's workers).
-type overlayTemporalScratch struct {
-	edges, merge []tedge
-	cum          []float64
 }
 
 // walkOverlayTemporalUnit walks one unit's Temporal walks on the snapshot,
@@ -79,11 +103,12 @@ func (s *stepper) walkOverlayTemporal(tov walk.TimedOverlay, sc *overlayTemporal
 			}
 			next, at = s.tgt[s.off[cur]+uint64(s.tmp.byTime[k])], s.tmp.times[k]
 		} else {
-			var ok bool
-			next, at, ok = s.overlayTemporalStep(tov, sc, dv, id, step, prev, cur, t, bounded)
+			l := s.overlayList(tov, sc, dv, cur)
+			k, ok := s.overlayTemporalDraw(sc, l, id, step, prev, t, bounded)
 			if !ok {
 				break
 			}
+			next, at = l.x[k], l.t[k]
 		}
 		prev, cur, t = cur, next, at
 		out[n] = cur
@@ -95,94 +120,140 @@ func (s *stepper) walkOverlayTemporal(tov walk.TimedOverlay, sc *overlayTemporal
 	return n
 }
 
-// overlayTemporalStep draws walk id's step from cur (whose delta is dv, nil
-// when it has none) over the window bounded by t: the edge's target and
-// time; ok is false when the window holds no live edge (or none of
-// positive bias).
-func (s *stepper) overlayTemporalStep(tov walk.TimedOverlay, sc *overlayTemporalScratch, dv *walk.DeltaVertex, id uint64, step, prev, cur uint32, t int64, bounded bool) (uint32, int64, bool) {
-	win := s.overlayWindow(tov, sc, dv, cur, t, bounded)
-	n := len(win)
-	if n == 0 {
-		return 0, 0, false
-	}
+// overlayTemporalDraw draws walk id's step from list l over the window
+// bounded by t: the edge's index in l; ok is false when the window holds no
+// live edge of positive bias.
+func (s *stepper) overlayTemporalDraw(sc *overlayTemporalScratch, l *tlist, id uint64, step, prev uint32, t int64, bounded bool) (uint64, bool) {
 	tp := &s.alg.Time
-	sc.cum = slices.Grow(sc.cum[:0], n)[:n]
-	near := win[0].t
-	if tp.Backward {
-		near = win[n-1].t
+	lo, hi := uint64(0), uint64(len(l.t))
+	if bounded {
+		if !tp.Backward {
+			lo = lowerTime(l.t, lo, hi, t)
+			if tp.HasMaxGap {
+				hi = upperTime(l.t, lo, hi, satAdd(t, tp.MaxGap))
+			}
+		} else {
+			hi = upperTime(l.t, lo, hi, t)
+			if tp.HasMaxGap {
+				lo = lowerTime(l.t, lo, hi, satAdd(t, -tp.MaxGap))
+			}
+		}
 	}
+	if lo == hi {
+		return 0, false
+	}
+	n := hi - lo
+	if prev != graph.NoVertex && s.alg.P != 0 || tp.Bias == walk.TimeExponential {
+		return s.overlayTemporalScan(sc, l, lo, hi, id, step, 0, prev)
+	}
+	if !s.weighted {
+		x0, x1, _, _ := s.draw(id, step, 0)
+		if tp.Bias == walk.TimeLinear {
+			return s.near(lo, hi, linearPos(x0, x1, n)), true
+		}
+		return lo + uint64(walk.Bounded(x0, uint32(n))), true
+	}
+	var base float64
+	if lo > 0 {
+		base = l.cw[lo-1]
+	}
+	if !(l.cw[hi-1] > base) {
+		return 0, false // every weight 0
+	}
+	for att := uint32(0); att < walk.MaxRejections; att++ {
+		x0, x1, x2, _ := s.draw(id, step, att)
+		k := pickPrefix(l.cw, base, lo, hi, x0, x1)
+		if tp.Bias == walk.TimeUniform || uint64(x2)*n < (n-s.rank(k, lo, hi))<<32 {
+			return k, true
+		}
+	}
+	return s.overlayTemporalScan(sc, l, lo, hi, id, step, walk.MaxRejections, prev)
+}
+
+// pickPrefix draws a position of [lo, hi) with probability proportional to
+// its weight from the inclusive prefix sums c (base = c[lo-1], 0 at 0).
+func pickPrefix(c []float64, base float64, lo, hi uint64, x0, x1 uint32) uint64 {
+	r := base + float64(unit53(x0, x1)*(c[hi-1]-base)) // float64(): never an FMA
+	l, h := lo, hi
+	for l < h {
+		m := l + (h-l)/2
+		if c[m] <= r {
+			l = m + 1
+		} else {
+			h = m
+		}
+	}
+	return min(l, hi-1)
+}
+
+// overlayTemporalScan draws over window [lo, hi) of l by its biases summed
+// from the near end (temporalBias on the window, times Node2Vec's factor
+// against prev where the walk has one), with draw d's unit53(x0, x1).
+func (s *stepper) overlayTemporalScan(sc *overlayTemporalScratch, l *tlist, lo, hi uint64, id uint64, step, d, prev uint32) (uint64, bool) {
+	tp := &s.alg.Time
+	n := hi - lo
+	sc.cum = slices.Grow(sc.cum[:0], int(n))[:0]
+	near := l.t[s.near(lo, hi, 0)]
+	node2vec := prev != graph.NoVertex && s.alg.P != 0
 	var sum float64
-	for i, e := range win {
+scan:
+	for p := range n {
+		k := s.near(lo, hi, p)
 		b := 1.0
 		switch tp.Bias {
 		case walk.TimeLinear:
-			r := uint64(i) // rank from the near end
-			if tp.Backward {
-				r = uint64(n - 1 - i)
-			}
-			b = float64(uint64(n) - r)
+			b = float64(n - p)
 		case walk.TimeExponential:
-			d := float64(e.t) - float64(near)
-			if d < 0 {
-				d = -d
+			dt := float64(l.t[k]) - float64(near)
+			if dt < 0 {
+				dt = -dt
 			}
-			b = walk.DetExp(-d / tp.Scale)
+			if b = walk.DetExp(-dt / tp.Scale); b == 0 {
+				break scan // every later edge of the window weighs 0 too
+			}
 		}
 		if s.weighted {
-			b *= float64(e.w)
+			b *= float64(l.w[k])
 		}
-		if prev != graph.NoVertex && s.alg.P != 0 {
-			b *= s.biasN2V[s.overlayN2VClass(prev, e.x)]
+		if node2vec {
+			b *= s.biasN2V[s.overlayN2VClass(prev, l.x[k])]
 		}
 		sum += b
-		sc.cum[i] = sum
+		sc.cum = append(sc.cum, sum)
 	}
 	if !(sum > 0) {
-		return 0, 0, false
+		return 0, false
 	}
-	x0, x1, _, _ := s.draw(id, step, 0)
+	x0, x1, _, _ := s.draw(id, step, d)
 	r := float64(unit53(x0, x1) * sum) // float64(): never an FMA
-	i, _ := slices.BinarySearchFunc(sc.cum, r, func(c, r float64) int {
+	p, _ := slices.BinarySearchFunc(sc.cum, r, func(c, r float64) int {
 		if c <= r {
 			return -1
 		}
 		return 1
 	})
-	if i >= n {
+	if p >= len(sc.cum) {
 		// Rounding left no sum above r: the last edge of positive bias.
-		i = n - 1
-		for i > 0 && sc.cum[i] == sc.cum[i-1] {
-			i--
+		p = len(sc.cum) - 1
+		for p > 0 && sc.cum[p] == sc.cum[p-1] {
+			p--
 		}
 	}
-	return win[i].x, win[i].t, true
+	return s.near(lo, hi, uint64(p)), true
 }
 
-// overlayWindow gathers the live edges of cur's window bounded by t (every
-// live edge when not bounded) in (time, target) order, into the stepper's
-// scratch sc.
-func (s *stepper) overlayWindow(tov walk.TimedOverlay, sc *overlayTemporalScratch, dv *walk.DeltaVertex, cur uint32, t int64, bounded bool) []tedge {
-	tp := &s.alg.Time
-	// The window's time range [from, to].
-	from, to := int64(-1<<63), int64(1<<63-1)
-	if bounded {
-		if !tp.Backward {
-			from = t
-			if tp.HasMaxGap {
-				to = satAdd(t, tp.MaxGap)
-			}
-		} else {
-			to = t
-			if tp.HasMaxGap {
-				from = satAdd(t, -tp.MaxGap)
-			}
-		}
+// overlayList returns cur's live edges in the snapshot (dv its delta, nil
+// when it has none) in (time, target) order: the job's kept list, or one
+// gathered now, kept when the job's lists have room, else in sc.
+func (s *stepper) overlayList(tov walk.TimedOverlay, sc *overlayTemporalScratch, dv *walk.DeltaVertex, cur uint32) *tlist {
+	c := s.tcache
+	if l, ok := c.lists.Load(cur); ok {
+		return l.(*tlist)
 	}
-	win := sc.edges[:0]
+	sc.tmp = sc.tmp[:0]
 	if int(cur) < len(s.off)-1 {
 		a, b := s.off[cur], s.off[cur+1]
-		lo, hi := lowerTime(s.tmp.times, a, b, from), upperTime(s.tmp.times, a, b, to)
-		for k := lo; k < hi; k++ {
+		for k := a; k < b; k++ {
 			e := a + uint64(s.tmp.byTime[k])
 			x := s.tgt[e]
 			if dv != nil && dv.BaseDead(x) {
@@ -192,45 +263,54 @@ func (s *stepper) overlayWindow(tov walk.TimedOverlay, sc *overlayTemporalScratc
 			if s.weighted {
 				w = s.w[e]
 			}
-			win = append(win, tedge{t: s.tmp.times[k], x: x, w: w})
+			sc.tmp = append(sc.tmp, tedge{t: s.tmp.times[k], x: x, w: w})
 		}
 	}
-	if dv != nil {
-		nb := len(win)
+	if nb := len(sc.tmp); dv != nil {
 		dt := tov.DeltaTimes(cur)
 		for i, de := range dv.Edges {
-			if i >= len(dt) || dt[i] < from || dt[i] > to || dv.DeltaDead(i) {
+			if i >= len(dt) || dv.DeltaDead(i) {
 				continue
 			}
 			w := de.Weight
 			if !s.weighted {
 				w = 1
 			}
-			win = append(win, tedge{t: dt[i], x: de.Target, w: w})
+			sc.tmp = append(sc.tmp, tedge{t: dt[i], x: de.Target, w: w})
 		}
-		if len(win) > nb {
-			// The base's part is in (time, target) order already.
-			byTimeTarget := func(p, q tedge) int {
+		if len(sc.tmp) > nb {
+			// The base's part is in (time, target) order already: a
+			// stable sort of the whole keeps the merge simple.
+			slices.SortStableFunc(sc.tmp, func(p, q tedge) int {
 				return cmp.Or(cmp.Compare(p.t, q.t), cmp.Compare(p.x, q.x))
-			}
-			slices.SortStableFunc(win[nb:], byTimeTarget)
-			if nb > 0 {
-				merged := slices.Grow(sc.merge[:0], len(win))
-				i, j := 0, nb
-				for i < nb && j < len(win) {
-					if byTimeTarget(win[j], win[i]) < 0 {
-						merged = append(merged, win[j])
-						j++
-					} else {
-						merged = append(merged, win[i])
-						i++
-					}
-				}
-				merged = append(append(merged, win[i:nb]...), win[j:]...)
-				sc.merge, win = win, merged
-			}
+			})
 		}
 	}
-	sc.edges = win
-	return win
+	n := len(sc.tmp)
+	keep := c.edges.Add(int64(n)) <= maxTemporalCache
+	l := &sc.list
+	if keep {
+		l = new(tlist)
+	} else {
+		c.edges.Add(-int64(n))
+	}
+	l.t, l.x = slices.Grow(l.t[:0], n)[:n], slices.Grow(l.x[:0], n)[:n]
+	if s.weighted {
+		l.w, l.cw = slices.Grow(l.w[:0], n)[:n], slices.Grow(l.cw[:0], n)[:n]
+	}
+	var sum float64
+	for i, e := range sc.tmp {
+		l.t[i], l.x[i] = e.t, e.x
+		if s.weighted {
+			sum += float64(e.w)
+			l.w[i], l.cw[i] = e.w, sum
+		}
+	}
+	if keep {
+		if prior, loaded := c.lists.LoadOrStore(cur, l); loaded {
+			c.edges.Add(-int64(n)) // another worker kept it first
+			return prior.(*tlist)
+		}
+	}
+	return l
 }
