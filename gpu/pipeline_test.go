@@ -200,7 +200,9 @@ func (d *fakeDevice) pipeline() *pipeline {
 // TestPipelineOrderAndFailures runs batches through fake slots: chunks come
 // out in batch order, a slot is never issued while busy, and after any
 // stage's failure (or a cancelled context) run returns that error with
-// every slot idle and only whole batches before the failure emitted.
+// every slot idle and only whole batches before the failure emitted; with
+// chunks copied, lent, or sent piece by piece while the slot is held (a
+// result window).
 func TestPipelineOrderAndFailures(t *testing.T) {
 	const batches, chunks = 40, 3
 	for _, mode := range []string{"copy", "lend", "pieces"} {
