@@ -208,7 +208,8 @@ func openEngine(g *graph.Graph, opts ...Option) (*Engine, error) {
 		stride := rowPitch(cfg.prepareLength)
 		per, err := e.batchWalks(stride, 1<<31-1)
 		if err == nil {
-			err = dev.do(func() error { return e.ensureSlots(per, per*stride, 1) })
+			rows := e.hostBatch(stride, 1<<31-1).rowsFor(per, stride)
+			err = dev.do(func() error { return e.ensureSlots(per, per*stride, rows, 1) })
 		}
 		if err != nil {
 			_ = e.Close()

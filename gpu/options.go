@@ -29,6 +29,10 @@ type config struct {
 	streamBatch     int   // streamChoose, streamCopy or streamInPlace (tests)
 	hostMemoryLimit int64 // host bytes the engine may pin; 0: MemAvailable
 	streamDisk      bool  // stream from disk whatever the budget (tests)
+	// resultWindowBytes, when > 0, is the pinned window a batch's packed
+	// rows come back through in pieces (batchplan.go): set by a disk
+	// stream plan, so its host budget bounds the window, not the batch.
+	resultWindowBytes int64
 }
 
 // maxBatchSlots bounds WithBatchSlots: each slot pins a host buffer.

@@ -38,8 +38,13 @@ type pipeline struct {
 	// error nothing may still be queued on s.
 	fetch func(s, b int) error
 	// unpack returns the chunks of slot s's fetched batch b; the slot is
-	// free when it returns, with or without an error.
-	unpack func(s, b int) ([]walk.Chunk, error)
+	// free when it returns, with or without an error. A batch whose walks
+	// come back in pieces (a result window) hands all but the last
+	// piece's chunks to send, in order, as they are cut: send blocks
+	// while the receiver holds a piece already (the window's
+	// backpressure) and returns false, having taken the chunks back,
+	// once another stage failed; unpack then returns errStopped.
+	unpack func(s, b int, send func([]walk.Chunk) bool) ([]walk.Chunk, error)
 	// abandon waits for slot s's batch, whose walks will not be used,
 	// after another stage failed.
 	abandon func(s int)
@@ -170,16 +175,27 @@ func (p *pipeline) fetchLoop(issued <-chan heldSlot, fetched chan<- heldSlot, st
 // unpackLoop turns fetched batches into chunks in order; after a failure
 // it only lets go of the slots still fetched.
 func (p *pipeline) unpackLoop(fetched <-chan heldSlot, free chan<- int, ready chan<- []walk.Chunk, stop <-chan struct{}, fail func(error)) {
+	send := func(cs []walk.Chunk) bool {
+		select {
+		case ready <- cs:
+			return true
+		case <-stop:
+			p.dropAll(cs)
+			return false
+		}
+	}
 	for h := range fetched {
 		if stopped(stop) {
 			p.abandon(h.s)
 			continue
 		}
 		t0 := time.Now()
-		cs, err := p.unpack(h.s, h.b)
+		cs, err := p.unpack(h.s, h.b, send)
 		p.unpackTime += time.Since(t0)
 		if err != nil {
-			fail(err)
+			if !errors.Is(err, errStopped) {
+				fail(err)
+			}
 			continue
 		}
 		free <- h.s

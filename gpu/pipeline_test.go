@@ -25,6 +25,7 @@ type fakeDevice struct {
 	rng      *rand.Rand
 	emitted  []int // batch of each emitted chunk, in order
 	chunks   int   // chunks per batch
+	pieces   bool  // unpack sends a batch's chunks one by one (a result window)
 	// Lending (WithLentChunks): lent counts each slot's chunks not yet
 	// given back, which the receiver does later, on its own goroutines.
 	lend     bool
@@ -109,16 +110,29 @@ func (d *fakeDevice) pipeline() *pipeline {
 			}
 			return nil
 		},
-		unpack: func(s, b int) ([]walk.Chunk, error) {
+		unpack: func(s, b int, send func([]walk.Chunk) bool) ([]walk.Chunk, error) {
 			d.pause()
-			d.release(s, b)
 			if d.failAt == "unpack" && b == d.failB {
+				d.release(s, b)
 				return nil, errInjected
 			}
 			cs := make([]walk.Chunk, d.chunks)
 			for i := range cs {
 				cs[i].Tag, cs[i].Lent = b, d.lend
 			}
+			if d.pieces {
+				// A result window: every chunk but the last is sent
+				// on its own while the slot is still held.
+				for len(cs) > 1 {
+					d.pause()
+					if !send(cs[:1]) {
+						d.release(s, b)
+						return nil, errStopped
+					}
+					cs = cs[1:]
+				}
+			}
+			d.release(s, b)
 			if d.lend {
 				d.mu.Lock()
 				d.lent[s] += len(cs)
@@ -186,20 +200,23 @@ func (d *fakeDevice) pipeline() *pipeline {
 // TestPipelineOrderAndFailures runs batches through fake slots: chunks come
 // out in batch order, a slot is never issued while busy, and after any
 // stage's failure (or a cancelled context) run returns that error with
-// every slot idle and only whole batches before the failure emitted.
+// every slot idle and only whole batches before the failure emitted; with
+// chunks copied, lent, or sent piece by piece while the slot is held (a
+// result window).
 func TestPipelineOrderAndFailures(t *testing.T) {
 	const batches, chunks = 40, 3
-	for _, lend := range []bool{false, true} {
+	for _, mode := range []string{"copy", "lend", "pieces"} {
+		lend, pieces := mode == "lend", mode == "pieces"
 		for _, slots := range []int{1, 2, 3} {
 			for _, failAt := range []string{"", "issue", "fetch", "unpack", "emit", "cancel"} {
 				for _, failB := range []int{0, 1, 17, batches - 1} {
 					if failAt == "" && failB > 0 {
 						continue
 					}
-					t.Run(fmt.Sprintf("lend=%v/slots=%d/fail=%s@%d", lend, slots, failAt, failB), func(t *testing.T) {
+					t.Run(fmt.Sprintf("%s/slots=%d/fail=%s@%d", mode, slots, failAt, failB), func(t *testing.T) {
 						d := &fakeDevice{t: t, busy: make([]int, slots), failAt: failAt, failB: failB,
 							rng: rand.New(rand.NewPCG(uint64(slots), uint64(failB))), chunks: chunks,
-							lend: lend, lent: make([]int, slots), lentFrom: map[int]int{}}
+							lend: lend, pieces: pieces, lent: make([]int, slots), lentFrom: map[int]int{}}
 						d.back = sync.NewCond(&d.mu)
 						for i := range d.busy {
 							d.busy[i] = -1

@@ -77,7 +77,7 @@ func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) e
 			"duration", e.stats.Wall}
 		if sm.disk != nil {
 			args = append(args, "disk_reads", sm.stats.Reads, "bytes_read", sm.stats.BytesRead, "read_seconds", sm.stats.ReadSeconds,
-				"ring_hits", sm.stats.RingHits, "direct", sm.stats.Direct)
+				"ring_hits", sm.stats.RingHits, "direct", sm.stats.Direct, "result_pieces", sm.stats.ResultPieces)
 		}
 		e.cfg.logger.Info("gpu stream run done", args...)
 	}
@@ -126,7 +126,9 @@ func (e *Engine) runGroup(ctx context.Context, grp []*walk.Job, emit walk.EmitFu
 			ms += kernelMs
 			return err
 		},
-		unpack:  func(s, _ int) ([]walk.Chunk, error) { return e.finish(e.slots[s], maxVertices) },
+		unpack: func(s, _ int, send func([]walk.Chunk) bool) ([]walk.Chunk, error) {
+			return e.finish(e.slots[s], maxVertices, send)
+		},
 		abandon: func(s int) { e.abandon(e.slots[s]) },
 		// Slots lend their chunks only with WithLentChunks; otherwise
 		// none is ever lent and reclaim returns at once.
@@ -186,7 +188,8 @@ func (e *Engine) groupBatches(ctx context.Context, grp []*walk.Job) ([]*batch, e
 	// the slots are two round trips to the device thread, which a stage's
 	// engine loop spent 1.9 ms a launch waiting for (an execution trace of
 	// a GPU backlog); slots only grow, so the answer would be the same.
-	if per := e.hostBatchWalks(stride, total); per >= 1 && e.slotsHold(per, per*stride, int64(len(grp))) {
+	hb := e.hostBatch(stride, total)
+	if per := hb.walks; per >= 1 && e.slotsHold(per, per*stride, hb.rowsFor(per, stride), int64(len(grp))) {
 		if e.streamed == nil {
 			per = pipelinedBatchWalks(per, total)
 		}
@@ -201,7 +204,7 @@ func (e *Engine) groupBatches(ctx context.Context, grp []*walk.Job) ([]*batch, e
 	if err := e.awaitAllLent(ctx); err != nil {
 		return nil, err
 	}
-	if err := e.dev.do(func() error { return e.ensureSlots(per, per*stride, int64(len(grp))) }); err != nil {
+	if err := e.dev.do(func() error { return e.ensureSlots(per, per*stride, hb.rowsFor(per, stride), int64(len(grp))) }); err != nil {
 		return nil, err
 	}
 	// Grown slots may hold more than this group's sizing asked for (and
@@ -209,6 +212,9 @@ func (e *Engine) groupBatches(ctx context.Context, grp []*walk.Job) ([]*batch, e
 	per = min(total, 1<<31-1)
 	for _, s := range e.slots {
 		per = min(per, s.capWalks, s.capWords/stride)
+		if !hb.windowed {
+			per = min(per, s.capHostWords/stride)
+		}
 	}
 	if e.cfg.maxBatchWalks > 0 {
 		per = min(per, int64(e.cfg.maxBatchWalks))
@@ -218,7 +224,8 @@ func (e *Engine) groupBatches(ctx context.Context, grp []*walk.Job) ([]*batch, e
 		// batch for the group when it fits, not four to pipeline.
 		per = pipelinedBatchWalks(per, total)
 	}
-	e.cfg.logger.Info("gpu run group", "algorithm", alg.String(), "sampler", e.StepperName(alg), "walks", total, "batch_walks", per)
+	e.cfg.logger.Info("gpu run group", "algorithm", alg.String(), "sampler", e.StepperName(alg), "walks", total, "batch_walks", per,
+		"batches", (total+per-1)/per, "result_window_bytes", 4*hb.rowsFor(per, stride), "rows_in_pieces", hb.rowsFor(per, stride) < per*stride)
 	return cutBatches(grp, per), nil
 }
 

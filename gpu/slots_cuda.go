@@ -17,11 +17,14 @@ import (
 // batchSlot is one of the engine's batch slots (WithBatchSlots): a stream, device buffers for
 // one batch and the pinned host buffers its inputs and results pass through.
 type batchSlot struct {
-	name                                                string
-	stream                                              cu.Stream
-	start, stop                                         cu.Event
-	capWalks                                            int64 // tasks and lengths
-	capWords                                            int64 // result and packed vertices
+	name        string
+	stream      cu.Stream
+	start, stop cu.Event
+	capWalks    int64 // tasks and lengths
+	capWords    int64 // result and packed vertices (device)
+	// capHostWords is hDense's length: capWords, or less when the rows
+	// come back through a result window (batchplan.go).
+	capHostWords                                        int64
 	capJobs                                             int64
 	dTasks, dSeeds, dResult, dLengths, dCursor, dParams cu.DevicePtr
 	dDense, dPartials                                   cu.DevicePtr
@@ -72,20 +75,21 @@ func (s *batchSlot) release(e *Engine) {
 }
 
 // ensureSlots sizes every slot for batches of up to walks walks, words
-// result vertices and jobs seeds (device thread). Slots only grow, each
-// dimension on its own, so groups of different lengths reuse them instead
-// of reallocating pinned memory run after run.
-func (e *Engine) ensureSlots(walks, words, jobs int64) error {
-	type size struct{ walks, words, jobs int64 }
-	asked := size{walks, words, jobs}
+// result vertices (hostWords of them in pinned memory at once) and jobs
+// seeds (device thread). Slots only grow, each dimension on its own, so
+// groups of different lengths reuse them instead of reallocating pinned
+// memory run after run.
+func (e *Engine) ensureSlots(walks, words, hostWords, jobs int64) error {
+	type size struct{ walks, words, hostWords, jobs int64 }
+	asked := size{walks, words, hostWords, jobs}
 	want := make([]*size, len(e.slots))
 	for i, old := range e.slots {
-		if old != nil && old.capWalks >= walks && old.capWords >= words && old.capJobs >= jobs {
+		if old != nil && old.capWalks >= walks && old.capWords >= words && old.capHostWords >= hostWords && old.capJobs >= jobs {
 			continue
 		}
-		sz := &size{walks, words, jobs}
+		sz := &size{walks, words, hostWords, jobs}
 		if old != nil {
-			sz = &size{max(walks, old.capWalks), max(words, old.capWords), max(jobs, old.capJobs)}
+			sz = &size{max(walks, old.capWalks), max(words, old.capWords), max(hostWords, old.capHostWords), max(jobs, old.capJobs)}
 			// Give the old slot's memory back first: the new ones may
 			// need it (batchWalks counted it as free). Until its
 			// replacement is complete there is no slot i.
@@ -110,7 +114,7 @@ func (e *Engine) ensureSlots(walks, words, jobs int64) error {
 			}
 			sz = &asked
 		}
-		s, err := e.newSlot(i, sz.walks, sz.words, sz.jobs)
+		s, err := e.newSlot(i, sz.walks, sz.words, sz.hostWords, sz.jobs)
 		if err != nil {
 			return err
 		}
@@ -120,9 +124,9 @@ func (e *Engine) ensureSlots(walks, words, jobs int64) error {
 }
 
 // newSlot allocates slot i for batches of up to walks walks, words result
-// vertices and jobs seeds. It returns a complete slot, or an error with
-// everything it had allocated freed (device thread).
-func (e *Engine) newSlot(i int, walks, words, jobs int64) (_ *batchSlot, err error) {
+// vertices (hostWords pinned) and jobs seeds. It returns a complete slot,
+// or an error with everything it had allocated freed (device thread).
+func (e *Engine) newSlot(i int, walks, words, hostWords, jobs int64) (_ *batchSlot, err error) {
 	s := &batchSlot{name: fmt.Sprintf("slot%d", i), back: make(chan struct{}, 1)}
 	defer func() {
 		if err != nil {
@@ -160,10 +164,10 @@ func (e *Engine) newSlot(i int, walks, words, jobs int64) (_ *batchSlot, err err
 		return nil, err
 	}
 	s.hSeeds = unsafe.Slice((*uint64)(p), jobs)
-	if p, err = host(words * 4); err != nil {
+	if p, err = host(hostWords * 4); err != nil {
 		return nil, err
 	}
-	s.hDense = unsafe.Slice((*uint32)(p), words)
+	s.hDense = unsafe.Slice((*uint32)(p), hostWords)
 	if p, err = host(8); err != nil {
 		return nil, err
 	}
@@ -177,29 +181,26 @@ func (e *Engine) newSlot(i int, walks, words, jobs int64) (_ *batchSlot, err err
 	}
 	s.hParams = (*walkParams)(p)
 	// Capacities only now that every buffer exists.
-	s.capWalks, s.capWords, s.capJobs = walks, words, jobs
+	s.capWalks, s.capWords, s.capHostWords, s.capJobs = walks, words, hostWords, jobs
 	e.lenders.add(s)
 	return s, nil
 }
 
-// hostBatchWalks is the most walks of stride words a batch of a group of
-// total walks may take whatever the device's memory: what the pinned host
-// buffers hold, the group and the configured cap.
-func (e *Engine) hostBatchWalks(stride, total int64) int64 {
-	n := min(e.cfg.hostBufferBytes/(stride*4+4+16), total, 1<<31-1)
-	if e.cfg.maxBatchWalks > 0 {
-		n = min(n, int64(e.cfg.maxBatchWalks))
-	}
-	return n
+// hostBatch is what the pinned host buffers allow a batch of a group of
+// total walks of stride words whatever the device's memory: the host
+// buffer size, the result window (when the rows come back in pieces), the
+// group and the configured cap (planHostBatch).
+func (e *Engine) hostBatch(stride, total int64) hostBatch {
+	return planHostBatch(e.cfg.hostBufferBytes, e.cfg.resultWindowBytes, stride, total, e.cfg.maxBatchWalks)
 }
 
 // slotsHold reports whether every slot exists and hold batches of walks
-// walks, words result vertices and jobs seeds. Run's goroutine, e.mu held:
-// the slots change only inside Run (ensureSlots on the device thread,
-// which dev.do orders before this read).
-func (e *Engine) slotsHold(walks, words, jobs int64) bool {
+// walks, words result vertices (hostWords pinned) and jobs seeds. Run's
+// goroutine, e.mu held: the slots change only inside Run (ensureSlots on
+// the device thread, which dev.do orders before this read).
+func (e *Engine) slotsHold(walks, words, hostWords, jobs int64) bool {
 	for _, s := range e.slots {
-		if s == nil || s.capWalks < walks || s.capWords < words || s.capJobs < jobs {
+		if s == nil || s.capWalks < walks || s.capWords < words || s.capHostWords < hostWords || s.capJobs < jobs {
 			return false
 		}
 	}
@@ -241,7 +242,7 @@ func (e *Engine) batchWalks(stride, total int64) (int64, error) {
 	// tight memory limit.
 	slots := int64(len(e.slots))
 	n := (free - reserve - slots*slotOverhead) / (slots * perWalk)
-	n = min(n, e.hostBatchWalks(stride, total))
+	n = min(n, e.hostBatch(stride, total).walks)
 	if n < 1 {
 		return 0, fmt.Errorf("gpu: no device memory for a batch (%d bytes free, %d reserved)", free, reserve)
 	}
@@ -275,5 +276,6 @@ func (e *Engine) PrepareSlots(length int) error {
 	if err := e.awaitAllLent(context.Background()); err != nil {
 		return err
 	}
-	return e.dev.do(func() error { return e.ensureSlots(per, per*stride, 1) })
+	rows := e.hostBatch(stride, 1<<31-1).rowsFor(per, stride)
+	return e.dev.do(func() error { return e.ensureSlots(per, per*stride, rows, 1) })
 }

@@ -181,8 +181,8 @@ func (p *StreamPlan) String() string {
 		if d.Entries {
 			src += " (uniform walks) and an entries file of 12 bytes an edge built beside it at start (alias walks)"
 		}
-		fmt.Fprintf(&b, "; read from disk (the pinned arrays exceed half the %s host budget): %s, in preads into a ring of %d pinned buffers of %s; batches of at most %s of pinned results",
-			sizeString(d.HostBudget), src, d.RingBuffers, sizeString(d.BufferBytes), sizeString(d.ResultBytes))
+		fmt.Fprintf(&b, "; read from disk (the pinned arrays exceed half the %s host budget): %s, in preads into a ring of %d pinned buffers of %s; %s of pinned results: tasks and lengths of a batch's walks, their rows copied back in pieces through a window of %s",
+			sizeString(d.HostBudget), src, d.RingBuffers, sizeString(d.BufferBytes), sizeString(d.ResultBytes), sizeString(d.WindowBytes))
 	}
 	return b.String()
 }
@@ -334,6 +334,9 @@ type StreamStats struct {
 	Reads, BytesRead, RingHits int64
 	ReadSeconds                float64
 	Direct                     bool // reads bypass the page cache (O_DIRECT)
+	// ResultPieces counts the pieces of batches whose walks came back
+	// through a result window (DiskStream.WindowBytes) rather than whole.
+	ResultPieces int64
 }
 
 // streamSupported says whether a streaming engine walks a: DeepWalk and PPR

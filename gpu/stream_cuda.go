@@ -238,12 +238,19 @@ func (e *Engine) setupStreamed(budget int64) (err error) {
 	// one slot unless WithBatchSlots asked for more: a batch's visits hold
 	// the device thread from start to end, so a second slot would not
 	// overlap them with anything and only take memory.
-	// From disk the host budget bounds them too (DiskStream.ResultBytes).
-	hb := int64(streamHostBufferBytes)
+	// From disk the host budget sets the pinned result share
+	// (DiskStream.ResultBytes), and the rows come back through its
+	// window in pieces, so the device's memory sizes the batch; lent
+	// chunks are the rows themselves, so with them the share bounds the
+	// batch.
 	if d := plan.Disk; d != nil {
-		hb = d.ResultBytes
+		e.cfg.hostBufferBytes = d.ResultBytes
+		if !e.cfg.lendChunks {
+			e.cfg.resultWindowBytes = d.WindowBytes
+		}
+	} else {
+		e.cfg.hostBufferBytes = max(e.cfg.hostBufferBytes, streamHostBufferBytes)
 	}
-	e.cfg.hostBufferBytes = max(e.cfg.hostBufferBytes, hb)
 	if !e.cfg.batchSlotsSet {
 		e.slots = e.slots[:1]
 	}
@@ -255,6 +262,7 @@ func (e *Engine) setupStreamed(budget int64) (err error) {
 	if d := plan.Disk; d != nil {
 		e.cfg.logger.Info("gpu stream from disk: the pinned host arrays exceed half the host memory budget; partitions are read from the graph file into a ring of pinned buffers",
 			"graph_file", d.File, "host_budget_bytes", d.HostBudget, "ring_buffers", d.RingBuffers, "ring_bytes", d.RingBytes(),
+			"result_bytes", d.ResultBytes, "result_window_bytes", e.cfg.resultWindowBytes,
 			"direct", sm.disk.targets.isDirect(), "entries_file", d.Entries, "entries_build", sm.disk.entryBuild,
 			"entries_bytes_read", sm.disk.entryRead)
 	}

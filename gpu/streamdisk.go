@@ -59,10 +59,12 @@ const (
 
 // Host budget shares under disk streaming: the ring of pinned buffers
 // takes what caches every streamed partition, at most half; the batch
-// slot's pinned result buffer the rest of three quarters (every batch
-// sweeps the streamed partitions again, so the walks a batch holds set the
-// bytes copied a step); the last quarter is the Go heap, the mapped
-// offsets and the page cache's share.
+// slot's pinned result share the rest of three quarters (the tasks and
+// lengths of a batch's walks and the result window their rows come back
+// through: every batch sweeps the streamed partitions again, so a batch
+// should hold as many walks as the device does); the last quarter is the
+// Go heap (the chunks in flight: a few window pieces), the mapped offsets
+// and the page cache's share.
 const (
 	diskRingShare    = 0.5
 	diskPinnedTotal  = 0.75
@@ -337,9 +339,14 @@ type DiskStream struct {
 	HostBudget  int64  // the host memory budget the plan was made for
 	RingBuffers int
 	BufferBytes int64 // each ring buffer's (a partition's bytes and a page each side)
-	// ResultBytes is the batch slot's pinned result buffer: it bounds
-	// the walks a batch holds (WithHostBufferBytes).
+	// ResultBytes is the batch slot's pinned result share
+	// (WithHostBufferBytes): the tasks and lengths of a batch's walks
+	// and WindowBytes, through which the walks' rows come back in
+	// pieces (batchplan.go), so the device's memory, not this share,
+	// sizes a batch (unless WithLentChunks, which lends chunks out of
+	// the rows: then the rows and the tasks share it walk by walk).
 	ResultBytes int64
+	WindowBytes int64
 }
 
 // RingBytes is the pinned host memory of the ring.
@@ -377,6 +384,7 @@ func planStreamDisk(s graphShape, offsets []uint64, file string, deviceBudget, h
 	n := int(min(ring/buf, int64(p.Streamed()), maxRingBuffers))
 	p.Disk = &DiskStream{File: file, Entries: s.weighted, HostBudget: hostBudget, RingBuffers: max(n, minRingBuffers), BufferBytes: buf}
 	p.Disk.ResultBytes = min(max(int64(diskPinnedTotal*float64(hostBudget))-p.Disk.RingBytes(), 1<<20), streamHostBufferBytes)
+	p.Disk.WindowBytes = resultWindow(p.Disk.ResultBytes)
 	p.HostBytes = p.Disk.RingBytes()
 	return p, nil
 }

@@ -44,7 +44,11 @@ func savedStreamGraphs(t *testing.T) map[string]*graph.Graph {
 // DeepWalk and PPR give the walks of the pinned-host streaming engine
 // with the same plan, of the all-device engine and of the CPU engine,
 // walk by walk, in one batch and in many, with two jobs of different
-// seeds; and the engine frees every pinned buffer at Close.
+// seeds; under a host budget whose pinned result share holds the rows of
+// a quarter of the walks, the batch is still one (or as many as the cap
+// asks) and its rows come back through the result window in pieces, each
+// walk once, in walk-id order within each chunk; and the engine frees
+// every pinned buffer at Close.
 func TestStreamFromDiskWalksMatch(t *testing.T) {
 	for gname, g := range savedStreamGraphs(t) {
 		ref, err := cpu.New(g)
@@ -81,7 +85,8 @@ func TestStreamFromDiskWalksMatch(t *testing.T) {
 			}
 			t.Cleanup(func() { _ = e.Close() })
 			dp := e.StreamPlan()
-			if dp == nil || dp.Disk == nil || dp.Disk.RingBuffers != 4 || !slices.Equal(dp.Parts, pp.Parts) {
+			if dp == nil || dp.Disk == nil || dp.Disk.RingBuffers != 4 || !slices.Equal(dp.Parts, pp.Parts) ||
+				dp.Disk.ResultBytes > 2<<20 || dp.Disk.WindowBytes != resultWindow(dp.Disk.ResultBytes) {
 				t.Fatalf("%s: disk plan %v, pinned %v", gname, dp, pp)
 			}
 			for _, name := range []string{"deepwalk-uniform", "ppr-uniform", "deepwalk-alias", "ppr-alias"} {
@@ -113,6 +118,32 @@ func TestStreamFromDiskWalksMatch(t *testing.T) {
 					ss := e.StreamStats()
 					if ss.Reads == 0 || ss.BytesRead <= 0 || ss.Copies == 0 || ss.InPlaceBatches > 0 || ss.Copies-ss.RingHits > ss.Reads {
 						t.Fatalf("stream stats %+v, %d streamed partitions", ss, dp.Streamed())
+					}
+					// The host budget's pinned result share (1 MiB: the
+					// least) would hold the rows of 2,800 walks; the rows
+					// come back through its 256 KiB window in pieces
+					// instead, so the 11,192 walks are one batch.
+					// A piece holds at most half the window, so one
+					// batch of more words than the window comes back in
+					// at least words / half pieces (a batch within the
+					// window comes back whole: PPR's short walks in
+					// batches of 2,500).
+					var words int64
+					for tag := range got {
+						for _, w := range got[tag] {
+							words += int64(len(w))
+						}
+					}
+					win := dp.Disk.WindowBytes / 4
+					if batch == 0 && words > win && ss.ResultPieces < (words+win/2-1)/(win/2) {
+						t.Fatalf("%d window pieces for %d words through a window of %d: %+v", ss.ResultPieces, words, win, ss)
+					}
+					if batch == 0 && alg.Kind == walk.DeepWalk && (words <= win || ss.ResultPieces < 2) {
+						t.Fatalf("%d words, %d window pieces: the window is not exercised (window %d words)", words, ss.ResultPieces, win)
+					}
+					if wantBatches := (len(starts) + len(hubStarts) + max(batch, 1) - 1) / max(batch, 1); batch == 0 && ss.Batches != 1 ||
+						batch > 0 && ss.Batches != int64(wantBatches) {
+						t.Fatalf("%d batches with at most %d walks each: %+v", ss.Batches, batch, ss)
 					}
 					// With four buffers for many streamed partitions most
 					// copies need a read.

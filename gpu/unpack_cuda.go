@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -46,8 +47,13 @@ func (e *Engine) copyBack(s *batchSlot) (ms float64, err error) {
 		// Only now is the packed size known: copy exactly the walked
 		// vertices. (The other slot's kernel runs meanwhile.)
 		total = int64(*s.hTotal)
+		if total > s.capWords {
+			return fmt.Errorf("gpu: batch packed %d vertices into a pool of %d (kernel fault)", total, s.capWords)
+		}
 		if total > int64(len(s.hDense)) {
-			return fmt.Errorf("gpu: batch packed %d vertices into a pool of %d (kernel fault)", total, len(s.hDense))
+			// A result window (batchplan.go): the rows stay on the
+			// device and come back in pieces as finish cuts them.
+			total = 0
 		}
 		if total > 0 {
 			if err := e.copyDtoHAsync(unsafe.Pointer(&s.hDense[0]), s.dDense, total*4, s.stream); err != nil {
@@ -75,14 +81,131 @@ type piece struct {
 
 // finish turns the result rows of slot s's batch, copied back, into
 // chunks (in parallel), in walk order; the slot is free when it returns,
-// or, with WithLentChunks, once the chunks are given back.
-func (e *Engine) finish(s *batchSlot, maxVertices int64) ([]walk.Chunk, error) {
+// or, with WithLentChunks, once the chunks are given back. A batch whose
+// rows exceed the slot's pinned buffer comes back through it as a window
+// (finishWindowed), all but its last piece's chunks through send.
+func (e *Engine) finish(s *batchSlot, maxVertices int64, send func([]walk.Chunk) bool) ([]walk.Chunk, error) {
 	b := s.pending
 	s.pending = nil
-	pieces, err := e.pieces(s, b)
+	if int64(*s.hTotal) > int64(len(s.hDense)) {
+		return e.finishWindowed(s, b, maxVertices, send)
+	}
+	pieces, err := e.pieces(s, b, e.cfg.chunkWalks)
 	if err != nil {
 		return nil, err
 	}
+	chunks, err := e.cutAll(s, pieces, maxVertices)
+	if err != nil {
+		return nil, err
+	}
+	if e.cfg.lendChunks {
+		s.lend(len(chunks))
+	}
+	return chunks, nil
+}
+
+// finishWindowed is finish for a batch whose packed rows are larger than
+// the slot's pinned buffer (a result window, batchplan.go): the rows stay
+// on the device and come back a window piece at a time, whole chunks in
+// walk order, into the buffer's two halves in turn: the device copies the
+// next piece into one half while the cores cut the last into chunks out
+// of the other. Each piece's chunks but the last go to send as soon as
+// they are cut, so the chunks in flight stay within a few pieces however
+// large the batch. Never with WithLentChunks (the rows would be lent out
+// of a half that the next piece overwrites).
+func (e *Engine) finishWindowed(s *batchSlot, b *batch, maxVertices int64, send func([]walk.Chunk) bool) (_ []walk.Chunk, err error) {
+	if e.cfg.lendChunks {
+		return nil, errors.New("gpu: a batch larger than its pinned buffer with lent chunks (bug: no result window with WithLentChunks)")
+	}
+	hold := int64(len(s.hDense))
+	pieces, err := e.pieces(s, b, windowChunkWalks(e.cfg.chunkWalks, maxVertices, hold))
+	if err != nil {
+		return nil, err
+	}
+	total := int64(*s.hTotal)
+	words := make([]int64, len(pieces))
+	for i := range pieces {
+		end := total
+		if i+1 < len(pieces) {
+			end = pieces[i+1].at
+		}
+		words[i] = end - pieces[i].at
+	}
+	half := hold / 2
+	ends, ok := windowPieces(words, half)
+	if !ok {
+		return nil, fmt.Errorf("gpu: a chunk of the batch exceeds half its result window of %d vertices (bug in windowChunkWalks)", hold)
+	}
+	first := func(k int) int {
+		if k == 0 {
+			return 0
+		}
+		return ends[k-1]
+	}
+	// copyIn queues piece k's copy into half k%2 on s's stream.
+	copyIn := func(k int) error {
+		lo, hi := pieces[first(k)].at, total
+		if ends[k] < len(pieces) {
+			hi = pieces[ends[k]].at
+		}
+		return e.dev.do(func() error {
+			if err := e.copyDtoHAsync(unsafe.Pointer(&s.hDense[int64(k%2)*half]), s.dDense+cu.DevicePtr(lo*4), (hi-lo)*4, s.stream); err != nil {
+				return drained(s.stream, fmt.Errorf("gpu: copy walks, window piece %d of %d: %w", k, len(ends), err))
+			}
+			return nil
+		})
+	}
+	if err := copyIn(0); err != nil {
+		return nil, err
+	}
+	queued := true
+	defer func() {
+		// Nothing queued may still write the buffer when the slot is
+		// free.
+		if queued {
+			if werr := e.await(s); werr != nil && err == nil {
+				err = fmt.Errorf("gpu: copy walks: %w", werr)
+			}
+		}
+	}()
+	if e.streamed != nil {
+		e.streamed.stats.ResultPieces += int64(len(ends))
+	}
+	for k := range ends {
+		if err := e.await(s); err != nil {
+			queued = false
+			return nil, fmt.Errorf("gpu: copy walks, window piece %d of %d: %w", k, len(ends), err)
+		}
+		queued = false
+		// The other half's chunks were cut (copied out) before the last
+		// send: it is free for the next piece.
+		if k+1 < len(ends) {
+			if err := copyIn(k + 1); err != nil {
+				return nil, err
+			}
+			queued = true
+		}
+		ps := slices.Clone(pieces[first(k):ends[k]])
+		base := ps[0].at
+		for i := range ps {
+			ps[i].at += int64(k%2)*half - base
+		}
+		chunks, err := e.cutAll(s, ps, maxVertices)
+		if err != nil {
+			return nil, err
+		}
+		if k+1 == len(ends) {
+			return chunks, nil
+		}
+		if !send(chunks) {
+			return nil, errStopped
+		}
+	}
+	return nil, nil
+}
+
+// cutAll cuts pieces out of slot s's pinned rows into chunks, in parallel.
+func (e *Engine) cutAll(s *batchSlot, pieces []piece, maxVertices int64) ([]walk.Chunk, error) {
 	chunks := make([]walk.Chunk, len(pieces))
 	errs := make([]error, len(pieces))
 	var wg sync.WaitGroup
@@ -99,21 +222,18 @@ func (e *Engine) finish(s *batchSlot, maxVertices int64) ([]walk.Chunk, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	if e.cfg.lendChunks {
-		s.lend(len(chunks))
-	}
 	return chunks, nil
 }
 
 // pieces cuts batch b, whose results are in slot s, into chunks of at most
 // chunkWalks walks, and checks the walks' lengths against the packed total.
-func (e *Engine) pieces(s *batchSlot, b *batch) ([]piece, error) {
+func (e *Engine) pieces(s *batchSlot, b *batch, chunkWalks int) ([]piece, error) {
 	var pieces []piece
 	row, at := int64(0), int64(0)
 	for si := range b.segs {
 		sg := &b.segs[si]
-		for lo := sg.lo; lo < sg.hi; lo += e.cfg.chunkWalks {
-			hi := min(lo+e.cfg.chunkWalks, sg.hi)
+		for lo := sg.lo; lo < sg.hi; lo += chunkWalks {
+			hi := min(lo+chunkWalks, sg.hi)
 			pieces = append(pieces, piece{sg, row, at, lo, hi})
 			for _, l := range s.hLengths[row : row+int64(hi-lo)] {
 				at += int64(l)
