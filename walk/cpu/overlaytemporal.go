@@ -29,17 +29,63 @@ import (
 // this way, over the window's live edges with bias times the class's factor.
 
 // maxTemporalCache bounds the edges a job keeps in its vertices' lists
-// (24 to 32 bytes each): beyond it, a vertex's list is gathered for each
+// (12 to 28 bytes each): beyond it, a vertex's list is gathered for each
 // step and not kept.
 const maxTemporalCache = 16 << 20
 
-// tlist is a vertex's live edges in a snapshot in (time, target) order,
-// with the inclusive prefix sums of their weights on a weighted walk.
+// tlist is a vertex's live edges in a snapshot in (time, target) order:
+// their times and targets in t and x, with the inclusive prefix sums of
+// their weights on a weighted walk; on an exponential walk their times,
+// targets and cell sums (timeRec, nx unused) in rec instead, so that
+// expDrawn draws on them as on the graph's records, and w for the scan.
 type tlist struct {
 	t  []int64
 	x  []uint32
 	w  []float32
 	cw []float64
+	// rec and oneCell (every time of the list in one cell): exponential.
+	rec     []timeRec
+	oneCell bool
+}
+
+// time is position k's time.
+func (l *tlist) time(k uint64) int64 {
+	if l.rec != nil {
+		return l.rec[k].t
+	}
+	return l.t[k]
+}
+
+// target is position k's target.
+func (l *tlist) target(k uint64) uint32 {
+	if l.rec != nil {
+		return l.rec[k].tgt
+	}
+	return l.x[k]
+}
+
+// len is the list's length.
+func (l *tlist) len() uint64 {
+	if l.rec != nil {
+		return uint64(len(l.rec))
+	}
+	return uint64(len(l.t))
+}
+
+// lower is the first position in [a, b) with time >= t, or b.
+func (l *tlist) lower(a, b uint64, t int64) uint64 {
+	if l.rec != nil {
+		return recTimeFrom(l.rec, a, b, t, false, b)
+	}
+	return lowerTime(l.t, a, b, t)
+}
+
+// upper is the first position in [a, b) with time > t, or b.
+func (l *tlist) upper(a, b uint64, t int64) uint64 {
+	if l.rec != nil {
+		return recTimeFrom(l.rec, a, b, t, true, b)
+	}
+	return upperTime(l.t, a, b, t)
 }
 
 // overlayTemporalCache holds a job's tlists by vertex (a stepper is shared by
@@ -108,7 +154,7 @@ func (s *stepper) walkOverlayTemporal(tov walk.TimedOverlay, sc *overlayTemporal
 			if !ok {
 				break
 			}
-			next, at = l.x[k], l.t[k]
+			next, at = l.target(k), l.time(k)
 		}
 		prev, cur, t = cur, next, at
 		out[n] = cur
@@ -125,17 +171,17 @@ func (s *stepper) walkOverlayTemporal(tov walk.TimedOverlay, sc *overlayTemporal
 // live edge of positive bias.
 func (s *stepper) overlayTemporalDraw(sc *overlayTemporalScratch, l *tlist, id uint64, step, prev uint32, t int64, bounded bool) (uint64, bool) {
 	tp := &s.alg.Time
-	lo, hi := uint64(0), uint64(len(l.t))
+	lo, hi := uint64(0), l.len()
 	if bounded {
 		if !tp.Backward {
-			lo = lowerTime(l.t, lo, hi, t)
+			lo = l.lower(lo, hi, t)
 			if tp.HasMaxGap {
-				hi = upperTime(l.t, lo, hi, satAdd(t, tp.MaxGap))
+				hi = l.upper(lo, hi, satAdd(t, tp.MaxGap))
 			}
 		} else {
-			hi = upperTime(l.t, lo, hi, t)
+			hi = l.upper(lo, hi, t)
 			if tp.HasMaxGap {
-				lo = lowerTime(l.t, lo, hi, satAdd(t, -tp.MaxGap))
+				lo = l.lower(lo, hi, satAdd(t, -tp.MaxGap))
 			}
 		}
 	}
@@ -143,8 +189,19 @@ func (s *stepper) overlayTemporalDraw(sc *overlayTemporalScratch, l *tlist, id u
 		return 0, false
 	}
 	n := hi - lo
-	if prev != graph.NoVertex && s.alg.P != 0 || tp.Bias == walk.TimeExponential {
+	if prev != graph.NoVertex && s.alg.P != 0 || l.rec == nil && tp.Bias == walk.TimeExponential {
 		return s.overlayTemporalScan(sc, l, lo, hi, id, step, 0, prev)
+	}
+	if tp.Bias == walk.TimeExponential {
+		// The base's draw on the list's records, its search from the
+		// window's near end (where the mass is); a window whose sums are
+		// 0 goes to the exact scan, as on the base.
+		d := expDraw{hint: s.near(lo, hi, 0)}
+		d.x0, d.x1, d.x2, d.x3 = s.draw(id, step, 0)
+		if k, ok := s.expDrawn(l.rec, s.tmp.expCell, l.oneCell, &d, 0, l.len(), lo, hi); ok {
+			return k, true
+		}
+		return s.overlayTemporalScan(sc, l, lo, hi, id, step, walk.FallbackDraw, prev)
 	}
 	if !s.weighted {
 		x0, x1, _, _ := s.draw(id, step, 0)
@@ -193,7 +250,7 @@ func (s *stepper) overlayTemporalScan(sc *overlayTemporalScratch, l *tlist, lo, 
 	tp := &s.alg.Time
 	n := hi - lo
 	sc.cum = slices.Grow(sc.cum[:0], int(n))[:0]
-	near := l.t[s.near(lo, hi, 0)]
+	near := l.time(s.near(lo, hi, 0))
 	node2vec := prev != graph.NoVertex && s.alg.P != 0
 	var sum float64
 scan:
@@ -204,7 +261,7 @@ scan:
 		case walk.TimeLinear:
 			b = float64(n - p)
 		case walk.TimeExponential:
-			dt := float64(l.t[k]) - float64(near)
+			dt := float64(l.time(k)) - float64(near)
 			if dt < 0 {
 				dt = -dt
 			}
@@ -216,7 +273,7 @@ scan:
 			b *= float64(l.w[k])
 		}
 		if node2vec {
-			b *= s.biasN2V[s.overlayN2VClass(prev, l.x[k])]
+			b *= s.biasN2V[s.overlayN2VClass(prev, l.target(k))]
 		}
 		sum += b
 		sc.cum = append(sc.cum, sum)
@@ -294,16 +351,30 @@ func (s *stepper) overlayList(tov walk.TimedOverlay, sc *overlayTemporalScratch,
 	} else {
 		c.edges.Add(-int64(n))
 	}
-	l.t, l.x = slices.Grow(l.t[:0], n)[:n], slices.Grow(l.x[:0], n)[:n]
-	if s.weighted {
-		l.w, l.cw = slices.Grow(l.w[:0], n)[:n], slices.Grow(l.cw[:0], n)[:n]
-	}
-	var sum float64
-	for i, e := range sc.tmp {
-		l.t[i], l.x[i] = e.t, e.x
+	if s.exp() {
+		l.rec = slices.Grow(l.rec[:0], n)[:n]
 		if s.weighted {
-			sum += float64(e.w)
-			l.w[i], l.cw[i] = e.w, sum
+			l.w = slices.Grow(l.w[:0], n)[:n]
+		}
+		for i, e := range sc.tmp {
+			l.rec[i] = timeRec{t: e.t, tgt: e.x}
+			if s.weighted {
+				l.w[i] = e.w
+			}
+		}
+		l.oneCell = s.fillListExpSums(l)
+	} else {
+		l.t, l.x = slices.Grow(l.t[:0], n)[:n], slices.Grow(l.x[:0], n)[:n]
+		if s.weighted {
+			l.w, l.cw = slices.Grow(l.w[:0], n)[:n], slices.Grow(l.cw[:0], n)[:n]
+		}
+		var sum float64
+		for i, e := range sc.tmp {
+			l.t[i], l.x[i] = e.t, e.x
+			if s.weighted {
+				sum += float64(e.w)
+				l.w[i], l.cw[i] = e.w, sum
+			}
 		}
 	}
 	if keep {
@@ -313,4 +384,51 @@ func (s *stepper) overlayList(tov walk.TimedOverlay, sc *overlayTemporalScratch,
 		}
 	}
 	return l
+}
+
+// exp is true when the job's lists carry the exponential bias's records:
+// its exponential draws run on them (tests that set no rejections check
+// the scan alone).
+func (s *stepper) exp() bool {
+	return s.alg.Time.Bias == walk.TimeExponential && s.tmp.rejections > 0 && s.tmp.expCell > 0
+}
+
+// fillListExpSums sets the cell sums of l's records for the job's scale,
+// direction and weighting, as fillExpRecs sets a vertex's in the graph's
+// records (walk.BuildExpSums' recipe: each cell summed alone, forward from
+// its last position down, backward from its first up, the same detExp and
+// products), with the list's positions for the time order's. It returns
+// whether every time of l falls in one cell.
+func (s *stepper) fillListExpSums(l *tlist) bool {
+	R := l.rec
+	if len(R) == 0 {
+		return true
+	}
+	scale, backward := s.alg.Time.Scale, s.alg.Time.Backward
+	G := s.tmp.expCell
+	n := uint64(len(R))
+	var sum float64
+	var cell uint64
+	for i := range n {
+		k := i
+		if !backward {
+			k = n - 1 - i
+		}
+		u := walk.TimeKey(R[k].t)
+		c := u / G
+		if i == 0 || c != cell {
+			sum, cell = 0, c
+		}
+		o := u - c*G
+		if backward {
+			o = G - 1 - o
+		}
+		x := walk.DetExp(-float64(o) / scale)
+		if s.weighted {
+			x = float64(x * float64(l.w[k])) // float64(): never an FMA
+		}
+		sum += x
+		R[k].s = sum
+	}
+	return walk.TimeKey(R[0].t)/G == walk.TimeKey(R[n-1].t)/G
 }

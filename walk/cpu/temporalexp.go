@@ -501,7 +501,7 @@ type expDraw struct {
 func (s *stepper) expStep(id uint64, step uint32, a, b, lo, hi uint64) (uint64, bool) {
 	var d expDraw
 	s.expPrepare(&d, id, step, lo, hi)
-	return s.expDrawn(&d, a, b, lo, hi)
+	return s.expDrawn(s.tmp.rec, s.tmp.expCell, s.tmp.expOneCell, &d, a, b, lo, hi)
 }
 
 // expPrepare fills d for the step of walk id on window [lo, hi).
@@ -595,14 +595,14 @@ func roughLog(y float64) float64 {
 	return (e + l2) * math.Ln2
 }
 
-// expDrawn is expStep's draw from d on window [lo, hi) of the time order
-// [a, b): the window's cells from its near end, each cell's part weighed
-// by its sums times the cell's factor to the near end, a part drawn by
-// (x2, x3) when there are more than one, and a position in it by (x0, x1)
-// through the sums.
-func (s *stepper) expDrawn(d *expDraw, a, b, lo, hi uint64) (uint64, bool) {
-	R, G := s.tmp.rec, s.tmp.expCell
-	one := s.tmp.expOneCell
+// expDrawn is expStep's draw from d on window [lo, hi) of the records
+// R[a:b] (one vertex's time order with its cell sums for cells of width G;
+// one when every time of R shares a cell): the window's cells from its near
+// end, each cell's part weighed by its sums times the cell's factor to the
+// near end, a part drawn by (x2, x3) when there are more than one, and a
+// position in it by (x0, x1) through the sums. R is the graph's records
+// (s.tmp.rec), or a delta vertex's list's (overlaytemporal.go).
+func (s *stepper) expDrawn(R []timeRec, G uint64, one bool, d *expDraw, a, b, lo, hi uint64) (uint64, bool) {
 	u := unit53(d.x0, d.x1)
 	if !s.alg.Time.Backward {
 		if one {
@@ -1119,7 +1119,7 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 			case early:
 				e = ed[k].hint
 			case exp:
-				e, ok = s.expDrawn(&ed[k], a, b, lo, hi)
+				e, ok = s.expDrawn(R, s.tmp.expCell, s.tmp.expOneCell, &ed[k], a, b, lo, hi)
 			default:
 				ok = false
 			}

@@ -155,7 +155,7 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 			if lo == hi {
 				continue
 			}
-			e, ok := s.expDrawn(&ed[k], a, b, lo, hi)
+			e, ok := s.expDrawn(s.tmp.rec, s.tmp.expCell, s.tmp.expOneCell, &ed[k], a, b, lo, hi)
 			if !ok {
 				// The exact scan, for a window whose sums are zero.
 				if e, ok = s.temporalDraw(firstID+uint64(k), step, a, b, lo, hi); !ok {
