@@ -66,25 +66,16 @@ func (l *tlist) target(k uint64) uint32 {
 
 // len is the list's length.
 func (l *tlist) len() uint64 {
-	if l.rec != nil {
-		return uint64(len(l.rec))
-	}
 	return uint64(len(l.t))
 }
 
 // lower is the first position in [a, b) with time >= t, or b.
 func (l *tlist) lower(a, b uint64, t int64) uint64 {
-	if l.rec != nil {
-		return recTimeFrom(l.rec, a, b, t, false, b)
-	}
 	return lowerTime(l.t, a, b, t)
 }
 
 // upper is the first position in [a, b) with time > t, or b.
 func (l *tlist) upper(a, b uint64, t int64) uint64 {
-	if l.rec != nil {
-		return recTimeFrom(l.rec, a, b, t, true, b)
-	}
 	return upperTime(l.t, a, b, t)
 }
 
@@ -353,11 +344,12 @@ func (s *stepper) overlayList(tov walk.TimedOverlay, sc *overlayTemporalScratch,
 	}
 	if s.exp() {
 		l.rec = slices.Grow(l.rec[:0], n)[:n]
+		l.t = slices.Grow(l.t[:0], n)[:n]
 		if s.weighted {
 			l.w = slices.Grow(l.w[:0], n)[:n]
 		}
 		for i, e := range sc.tmp {
-			l.rec[i] = timeRec{t: e.t, tgt: e.x}
+			l.rec[i], l.t[i] = timeRec{t: e.t, tgt: e.x}, e.t
 			if s.weighted {
 				l.w[i] = e.w
 			}
