@@ -184,11 +184,16 @@ func (s *stepper) overlayTemporalDraw(sc *overlayTemporalScratch, l *tlist, id u
 		return s.overlayTemporalScan(sc, l, lo, hi, id, step, 0, prev)
 	}
 	if tp.Bias == walk.TimeExponential {
-		// The base's draw on the list's records, its search from the
-		// window's near end (where the mass is); a window whose sums are
-		// 0 goes to the exact scan, as on the base.
-		d := expDraw{hint: s.near(lo, hi, 0)}
+		// The base's draw on the list's records, its search from a guess
+		// (expHintFrom, with the window's far end); a window whose sums
+		// are 0 goes to the exact scan, as on the base.
+		var d expDraw
 		d.x0, d.x1, d.x2, d.x3 = s.draw(id, step, 0)
+		far := l.t[hi-1]
+		if tp.Backward {
+			far = l.t[lo]
+		}
+		d.hint = s.expHintFrom(l.rec, lo, hi, unit53(d.x0, d.x1), far, n-1)
 		if k, ok := s.expDrawn(l.rec, s.tmp.expCell, l.oneCell, &d, 0, l.len(), lo, hi); ok {
 			return k, true
 		}

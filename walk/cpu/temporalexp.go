@@ -527,21 +527,22 @@ const expHintMin = 2 * coarseSpacing
 // / (1 - e^-X), and the draw's position is where that equals u.
 func (s *stepper) expHint(lo, hi uint64, u float64) uint64 {
 	if hi-lo <= expHintMin {
-		return s.expHintFrom(lo, hi, u, 0, 0)
+		return s.expHintFrom(s.tmp.rec, lo, hi, u, 0, 0)
 	}
 	coarse := s.tmp.coarse
 	if !s.alg.Time.Backward {
 		j := (hi - 1) / coarseSpacing
-		return s.expHintFrom(lo, hi, u, coarse[j], j*coarseSpacing-lo)
+		return s.expHintFrom(s.tmp.rec, lo, hi, u, coarse[j], j*coarseSpacing-lo)
 	}
 	j := (lo + coarseSpacing - 1) / coarseSpacing
-	return s.expHintFrom(lo, hi, u, coarse[j], hi-1-j*coarseSpacing)
+	return s.expHintFrom(s.tmp.rec, lo, hi, u, coarse[j], hi-1-j*coarseSpacing)
 }
 
-// expHintFrom is expHint with the window's far time far, span positions
-// from its near end (any time of the window and its distance serve; the
-// guess is better the farther it is).
-func (s *stepper) expHintFrom(lo, hi uint64, u float64, far int64, span uint64) uint64 {
+// expHintFrom is expHint on the records R (the graph's, or a delta
+// vertex's list's) with the window's far time far, span positions from its
+// near end (any time of the window and its distance serve; the guess is
+// better the farther it is).
+func (s *stepper) expHintFrom(R []timeRec, lo, hi uint64, u float64, far int64, span uint64) uint64 {
 	n := hi - lo
 	back := s.alg.Time.Backward
 	if n <= expHintMin {
@@ -550,9 +551,9 @@ func (s *stepper) expHintFrom(lo, hi uint64, u float64, far int64, span uint64) 
 		}
 		return lo
 	}
-	near := s.tmp.rec[lo].t
+	near := R[lo].t
 	if back {
-		near = s.tmp.rec[hi-1].t
+		near = R[hi-1].t
 	}
 	X := math.Abs(float64(far)-float64(near)) * s.tmp.invScale
 	var p float64

@@ -121,9 +121,9 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 			u := unit53(d.x0, d.x1)
 			switch {
 			case !back && hi == b:
-				d.hint = s.expHintFrom(lo, hi, u, verts[v].far, b-1-lo)
+				d.hint = s.expHintFrom(s.tmp.rec, lo, hi, u, verts[v].far, b-1-lo)
 			case back && lo == a:
-				d.hint = s.expHintFrom(lo, hi, u, verts[v].far, hi-1-a)
+				d.hint = s.expHintFrom(s.tmp.rec, lo, hi, u, verts[v].far, hi-1-a)
 			default:
 				d.hint = s.expHint(lo, hi, u)
 			}
