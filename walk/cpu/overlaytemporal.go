@@ -80,10 +80,23 @@ func (l *tlist) upper(a, b uint64, t int64) uint64 {
 }
 
 // overlayTemporalCache holds a job's tlists by vertex (a stepper is shared by
-// the job's workers).
+// the job's workers): by the vertex's rank in the overlay's DeltaIndex when
+// the stepper has one (a load where the map's lookup hashed a boxed key,
+// a sixth of an exponential step), else in a map.
 type overlayTemporalCache struct {
-	lists sync.Map // uint32 -> *tlist
-	edges atomic.Int64
+	byRank []atomic.Pointer[tlist]
+	lists  sync.Map // uint32 -> *tlist
+	edges  atomic.Int64
+}
+
+// newOverlayTemporalCache returns a job's empty cache for the overlay
+// whose index is idx (nil: none).
+func newOverlayTemporalCache(idx *walk.DeltaIndex) *overlayTemporalCache {
+	c := new(overlayTemporalCache)
+	if idx != nil {
+		c.byRank = make([]atomic.Pointer[tlist], idx.Len())
+	}
+	return c
 }
 
 // overlayTemporalScratch is a unit's reusable memory: a list gathered and
@@ -127,7 +140,15 @@ func (s *stepper) walkOverlayTemporal(tov walk.TimedOverlay, sc *overlayTemporal
 	node2vec := s.alg.P != 0
 	for step := uint32(0); step < uint32(s.alg.Length); step++ {
 		bounded := step > 0 || s.alg.Time.HasStart
-		dv := s.ov.Vertex(cur)
+		var dv *walk.DeltaVertex
+		rank := -1
+		if s.ovIdx != nil {
+			if rank = s.ovIdx.Rank(cur); rank >= 0 {
+				dv = s.ovIdx.At(rank)
+			}
+		} else {
+			dv = s.ov.Vertex(cur)
+		}
 		var next uint32
 		var at int64
 		if dv == nil && (!node2vec || prev == graph.NoVertex) {
@@ -140,7 +161,7 @@ func (s *stepper) walkOverlayTemporal(tov walk.TimedOverlay, sc *overlayTemporal
 			}
 			next, at = s.tgt[s.off[cur]+uint64(s.tmp.byTime[k])], s.tmp.times[k]
 		} else {
-			l := s.overlayList(tov, sc, dv, cur)
+			l := s.overlayList(tov, sc, dv, cur, rank)
 			k, ok := s.overlayTemporalDraw(sc, l, id, step, prev, t, bounded)
 			if !ok {
 				break
@@ -296,11 +317,17 @@ scan:
 }
 
 // overlayList returns cur's live edges in the snapshot (dv its delta, nil
-// when it has none) in (time, target) order: the job's kept list, or one
-// gathered now, kept when the job's lists have room, else in sc.
-func (s *stepper) overlayList(tov walk.TimedOverlay, sc *overlayTemporalScratch, dv *walk.DeltaVertex, cur uint32) *tlist {
+// when it has none; rank its rank in the overlay's index, -1 without one)
+// in (time, target) order: the job's kept list, or one gathered now, kept
+// when the job's lists have room, else in sc.
+func (s *stepper) overlayList(tov walk.TimedOverlay, sc *overlayTemporalScratch, dv *walk.DeltaVertex, cur uint32, rank int) *tlist {
 	c := s.tcache
-	if l, ok := c.lists.Load(cur); ok {
+	byRank := rank >= 0 && c.byRank != nil
+	if byRank {
+		if l := c.byRank[rank].Load(); l != nil {
+			return l
+		}
+	} else if l, ok := c.lists.Load(cur); ok {
 		return l.(*tlist)
 	}
 	sc.tmp = sc.tmp[:0]
@@ -374,9 +401,15 @@ func (s *stepper) overlayList(tov walk.TimedOverlay, sc *overlayTemporalScratch,
 			}
 		}
 	}
-	if keep {
-		if prior, loaded := c.lists.LoadOrStore(cur, l); loaded {
+	switch {
+	case keep && byRank:
+		if !c.byRank[rank].CompareAndSwap(nil, l) {
 			c.edges.Add(-int64(n)) // another worker kept it first
+			return c.byRank[rank].Load()
+		}
+	case keep:
+		if prior, loaded := c.lists.LoadOrStore(cur, l); loaded {
+			c.edges.Add(-int64(n))
 			return prior.(*tlist)
 		}
 	}
