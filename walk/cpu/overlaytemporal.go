@@ -15,29 +15,53 @@ import (
 // (temporalStep), so a walk that meets no delta is the base's walk. A vertex
 // with a delta has its live edges in two places: the base's time order less
 // the tombstoned targets, and the appended edges (with their times, from
-// walk.TimedOverlay) less the deleted ones. Its step gathers the window's
-// live edges from both into one list in (time, target) order, the order a
-// compaction gives the rebuilt graph's time order, weighs each as
-// temporalBias does on that order (rank from the near end, time distance to
-// the near end, times the weight), and draws by the prefix sums with
-// unit53(x0, x1) of draw 0: exact, and O(window) per step, where the base's
-// draws are O(1) or O(log d). A delta is short next to a vertex's base
-// adjacency, and only vertices with one pay this.
+// walk.TimedOverlay) less the deleted ones. The first step at such a vertex
+// in a job merges both into one list (tlist) in (time, target) order, the
+// order a compaction gives the rebuilt graph's time order, kept for the
+// job's other steps (by the vertex's rank in the overlay's DeltaIndex, up
+// to maxTemporalCache edges). A step finds its window in the list by binary
+// search and weighs each edge as temporalBias does on that order (rank from
+// the near end, time distance to the near end, times the weight):
+//
+//	uniform, linear  the base's draws on the list's positions: O(1)
+//	                 unweighted, a search in the list's prefix weight sums
+//	                 (and linear's rejection) weighted
+//	exponential      the base's cell-sum draw (expDrawn, walk/timeparams.go)
+//	                 on the list's own records: when the list is built for
+//	                 an exponential job it gets the cell sums of the job's
+//	                 scale, direction and weighting, summed as fillExpRecs
+//	                 sums a vertex's (suffix sums in a cell forward, prefix
+//	                 sums backward), so the window's parts by cell, their
+//	                 factors and the galloping search are the base's, with
+//	                 the list's positions for the time order's: O(log d),
+//	                 exact up to the sums' rounding as the base is. A
+//	                 window whose sums are 0 goes to the scan below with
+//	                 walk.FallbackDraw's words.
+//
+// Draws on a delta take the base's Philox words (draw 0; the rejections'
+// draws) over the list's positions: a walk is deterministic and distributed
+// as on the rebuilt graph, but is not held equal to its walk there (the
+// scan and the order of equal (time, target) edges differ). The scan
+// (overlayTemporalScan, O(window)) sums the biases from the near end and
+// picks by unit53(x0, x1).
 //
 // Temporal Node2Vec takes its class against the previous vertex in the
-// snapshot (overlayN2VClass), so from the second step on every step draws
-// this way, over the window's live edges with bias times the class's factor.
+// snapshot (overlayN2VClass), so from the second step on every step at a
+// vertex with a delta scans, over the window's live edges with bias times
+// the class's factor.
 
 // maxTemporalCache bounds the edges a job keeps in its vertices' lists
-// (12 to 28 bytes each): beyond it, a vertex's list is gathered for each
+// (12 to 36 bytes each): beyond it, a vertex's list is gathered for each
 // step and not kept.
 const maxTemporalCache = 16 << 20
 
 // tlist is a vertex's live edges in a snapshot in (time, target) order:
 // their times and targets in t and x, with the inclusive prefix sums of
-// their weights on a weighted walk; on an exponential walk their times,
-// targets and cell sums (timeRec, nx unused) in rec instead, so that
-// expDrawn draws on them as on the graph's records, and w for the scan.
+// their weights on a weighted walk; on an exponential walk their times in
+// t (the window's search reads 8 bytes a probe, not a record's 24) and
+// their times, targets and cell sums in rec (timeRec, nx unused), so that
+// expDrawn draws on them as on the graph's records, with the weights in w
+// for the scan.
 type tlist struct {
 	t  []int64
 	x  []uint32
@@ -49,12 +73,7 @@ type tlist struct {
 }
 
 // time is position k's time.
-func (l *tlist) time(k uint64) int64 {
-	if l.rec != nil {
-		return l.rec[k].t
-	}
-	return l.t[k]
-}
+func (l *tlist) time(k uint64) int64 { return l.t[k] }
 
 // target is position k's target.
 func (l *tlist) target(k uint64) uint32 {
