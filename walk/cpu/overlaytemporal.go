@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -36,7 +37,10 @@ import (
 //	                 the list's positions for the time order's: O(log d),
 //	                 exact up to the sums' rounding as the base is. A
 //	                 window whose sums are 0 goes to the scan below with
-//	                 walk.FallbackDraw's words.
+//	                 walk.FallbackDraw's words. The window's near end in
+//	                 the next vertex's list is kept in the record of the
+//	                 edge taken (its nx, as the base's records keep theirs)
+//	                 by the first walk to search it, for the job's others.
 //
 // Draws on a delta take the base's Philox words (draw 0; the rejections'
 // draws) over the list's positions: a walk is deterministic and distributed
@@ -157,6 +161,9 @@ func (s *stepper) walkOverlayTemporal(tov walk.TimedOverlay, sc *overlayTemporal
 	}
 	prev, cur, n := uint32(graph.NoVertex), start, 1
 	node2vec := s.alg.P != 0
+	// memo: the nx of the kept list record the walk arrived by, where the
+	// window's near end in cur's list is kept once found (overlayTemporalDraw).
+	var memo *uint32
 	for step := uint32(0); step < uint32(s.alg.Length); step++ {
 		bounded := step > 0 || s.alg.Time.HasStart
 		var dv *walk.DeltaVertex
@@ -179,13 +186,18 @@ func (s *stepper) walkOverlayTemporal(tov walk.TimedOverlay, sc *overlayTemporal
 				break
 			}
 			next, at = s.tgt[s.off[cur]+uint64(s.tmp.byTime[k])], s.tmp.times[k]
+			memo = nil
 		} else {
 			l := s.overlayList(tov, sc, dv, cur, rank)
-			k, ok := s.overlayTemporalDraw(sc, l, id, step, prev, t, bounded)
+			k, ok := s.overlayTemporalDraw(sc, l, id, step, prev, t, bounded, memo)
 			if !ok {
 				break
 			}
 			next, at = l.target(k), l.time(k)
+			memo = nil
+			if l.rec != nil && l != &sc.list { // a kept list's record outlives this step
+				memo = &l.rec[k].nx
+			}
 		}
 		prev, cur, t = cur, next, at
 		out[n] = cur
@@ -199,18 +211,42 @@ func (s *stepper) walkOverlayTemporal(tov walk.TimedOverlay, sc *overlayTemporal
 
 // overlayTemporalDraw draws walk id's step from list l over the window
 // bounded by t: the edge's index in l; ok is false when the window holds no
-// live edge of positive bias.
-func (s *stepper) overlayTemporalDraw(sc *overlayTemporalScratch, l *tlist, id uint64, step, prev uint32, t int64, bounded bool) (uint64, bool) {
+// live edge of positive bias. memo, when not nil, is the nx of the kept
+// list record the walk arrived by (time t, target l's vertex): 0, or 1 +
+// the window's near end in l (forward its start, backward its end), which
+// is the same for every walk of the job that takes that record, so the
+// first to find it keeps it there and the others skip the search, as the
+// base's records keep theirs (timeRec.nx). Workers store the same value,
+// atomically.
+func (s *stepper) overlayTemporalDraw(sc *overlayTemporalScratch, l *tlist, id uint64, step, prev uint32, t int64, bounded bool, memo *uint32) (uint64, bool) {
 	tp := &s.alg.Time
 	lo, hi := uint64(0), l.len()
 	if bounded {
+		var m uint32
+		if memo != nil {
+			m = atomic.LoadUint32(memo)
+		}
 		if !tp.Backward {
-			lo = l.lower(lo, hi, t)
+			if m != 0 {
+				lo = uint64(m - 1)
+			} else {
+				lo = l.lower(lo, hi, t)
+				if memo != nil && lo < math.MaxUint32 {
+					atomic.StoreUint32(memo, uint32(lo+1))
+				}
+			}
 			if tp.HasMaxGap {
 				hi = l.upper(lo, hi, satAdd(t, tp.MaxGap))
 			}
 		} else {
-			hi = l.upper(lo, hi, t)
+			if m != 0 {
+				hi = uint64(m - 1)
+			} else {
+				hi = l.upper(lo, hi, t)
+				if memo != nil && hi < math.MaxUint32 {
+					atomic.StoreUint32(memo, uint32(hi+1))
+				}
+			}
 			if tp.HasMaxGap {
 				lo = l.lower(lo, hi, satAdd(t, -tp.MaxGap))
 			}
