@@ -447,3 +447,49 @@ func TestOverlayTemporalExponentialAcrossCells(t *testing.T) {
 		}
 	}
 }
+
+// TestOverlayTemporalExponentialDeterministic: exponential walks on a
+// delta are the same walks on one worker and on four, and in a second run:
+// the window bounds a job keeps in its lists' records (nx), found by
+// whichever walk comes first, change no draw.
+func TestOverlayTemporalExponentialDeterministic(t *testing.T) {
+	_, snap := timedLive(t)
+	starts := make([]uint32, 4000)
+	for i := range starts {
+		starts[i] = uint32(i % 5)
+	}
+	for _, backward := range []bool{false, true} {
+		a := walk.Algorithm{Kind: walk.Temporal, Length: 12, Weighted: true, Time: walk.TimeParams{Bias: walk.TimeExponential, Scale: 10, Backward: backward}}
+		var runs [][][]uint32
+		for _, workers := range []int{1, 4, 4} {
+			e, err := cpu.New(snap.Base(), cpu.WithWorkers(workers))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := make([][]uint32, len(starts))
+			if err := e.Run(context.Background(), []walk.Job{{Algorithm: a, Seed: 3, Starts: starts, Overlay: snap}}, func(c walk.Chunk) error {
+				for k := range c.Len() {
+					out[c.WalkIDs[k]] = slices.Clone(c.Walk(k))
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			runs = append(runs, out)
+		}
+		long := 0
+		for _, w := range runs[0] {
+			if len(w) > 3 {
+				long++
+			}
+		}
+		if long < len(starts)/4 {
+			t.Fatalf("backward=%v: only %d walks of more than two steps", backward, long)
+		}
+		for i := 1; i < len(runs); i++ {
+			if !slices.EqualFunc(runs[0], runs[i], slices.Equal) {
+				t.Errorf("backward=%v: run %d's walks differ from the first's", backward, i)
+			}
+		}
+	}
+}
