@@ -303,3 +303,193 @@ func TestOverlayTemporalWithoutDeltaIsBase(t *testing.T) {
 
 // untimed hides a snapshot's DeltaTimes.
 type untimed struct{ walk.Overlay }
+
+// cellLive is a timed, weighted base whose vertex 0 has edges in clusters
+// of times around the boundaries of the exponential bias's time cells for
+// scale 2 (G = walk.ExpCell(2) = 512: cells start at multiples of 512),
+// with sparse edges between them, and a delta on vertex 0 that tombstones
+// base edges on both sides of each boundary and appends edges there
+// (new targets, a base target at another time, an appended edge deleted).
+func cellLive(t testing.TB) (*Live, *Snapshot) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(38, 512))
+	var edges []graph.Edge
+	d := int64(1)
+	add := func(tm int64) {
+		edges = append(edges, graph.Edge{Src: 0, Dst: d, Time: tm, Weight: 0.25 + 4*r.Float32()})
+		edges = append(edges, graph.Edge{Src: d, Dst: 0, Time: tm, Weight: 1})
+		d++
+	}
+	for _, b := range []int64{512, 1024, 1536} {
+		for range 24 {
+			add(b - 10 + r.Int64N(20)) // ties too
+		}
+	}
+	for tm := int64(0); tm < 2048; tm += 97 {
+		add(tm)
+	}
+	base, err := graph.FromEdges(edges, graph.BuildOptions{Name: "live-cells", Weighted: true, Timed: true, DenseIDs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := New(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ups []Update
+	ins := func(dst, tm int64, w float32) {
+		ups = append(ups, Update{Op: Insert, Src: 0, Dst: dst, Weight: w, Time: tm, Has: HasWeight | HasTime})
+	}
+	for i, e := range edges {
+		if e.Src == 0 && i%14 == 0 {
+			ups = append(ups, Update{Op: Delete, Src: 0, Dst: e.Dst})
+		}
+	}
+	for _, b := range []int64{512, 1024, 1536} {
+		for k := range int64(8) {
+			ins(d+k, b-7+2*k, 0.5+float32(k))
+		}
+		ins(2, b+1, 3)     // a base target at another time
+		ins(d+100, b-1, 2) // appended, then deleted
+		ups = append(ups, Update{Op: Delete, Src: 0, Dst: d + 100})
+		d += 8
+	}
+	if err := l.Apply(0, 0, ups); err != nil {
+		t.Fatal(err)
+	}
+	return l, l.Publish()
+}
+
+// TestOverlayTemporalExponentialAcrossCells checks the exponential draw on
+// a delta's list where windows span several time cells with mass on both
+// sides of a boundary: first steps from vertex 0 (with a delta) bounded
+// just before, at and after cell boundaries, forward and backward, with and
+// without a gap that cuts the window inside a cell, weighted or not,
+// against the rebuilt graph's exact probabilities, by (external target,
+// time): the snapshot and the rebuilt graph number added vertices apart.
+// Keys too rare for the test (expected count under 5) are pooled into one.
+func TestOverlayTemporalExponentialAcrossCells(t *testing.T) {
+	_, snap := cellLive(t)
+	rebuilt, err := Compact(context.Background(), snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := cpu.New(snap.Base(), cpu.WithWorkers(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := walk.ExpCell(2); g != 512 {
+		t.Fatalf("ExpCell(2) = %d, the test's clusters assume 512", g)
+	}
+	type bound struct {
+		start, gap int64
+		backward   bool
+		far        bool // the near end alone: the window's other cells weigh next to nothing
+	}
+	var bounds []bound
+	for _, b := range []int64{512, 1024, 1536} {
+		for _, o := range []int64{-9, -3, 0, 4} {
+			bounds = append(bounds, bound{start: b + o}, bound{start: b - o, backward: true})
+		}
+		bounds = append(bounds, bound{start: b - 8, gap: 11}, bound{start: b + 8, gap: 11, backward: true})
+	}
+	bounds = append(bounds, bound{start: -1, far: true}, bound{start: 5000, backward: true, far: true}) // every cell in the window
+	const walks = 40_000
+	starts := make([]uint32, walks)
+	for _, bd := range bounds {
+		for _, weighted := range []bool{false, true} {
+			a := walk.Algorithm{Kind: walk.Temporal, Length: 1, Weighted: weighted, Time: walk.TimeParams{
+				Bias: walk.TimeExponential, Scale: 2, Start: bd.start, HasStart: true, Backward: bd.backward,
+				MaxGap: bd.gap, HasMaxGap: bd.gap > 0,
+			}}
+			t.Run(fmt.Sprintf("start=%d/gap=%d/backward=%v/weighted=%v", bd.start, bd.gap, bd.backward, weighted), func(t *testing.T) {
+				counts := map[[2]int64]int{}
+				err := e.Run(context.Background(), []walk.Job{{Algorithm: a, Seed: 7, Starts: starts, Overlay: snap, WithTimes: true}}, func(c walk.Chunk) error {
+					for k := range c.Len() {
+						w, tm := c.Walk(k), c.Times[c.Offsets[k]:c.Offsets[k+1]]
+						if len(w) < 2 {
+							counts[[2]int64{-1, 0}]++
+							continue
+						}
+						counts[[2]int64{snap.ExternalID(w[1]), tm[1]}]++
+					}
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				probs := map[[2]int64]float64{}
+				for k, p := range exactTemporal(rebuilt, a, 0, bd.start, true, graph.NoVertex) {
+					probs[[2]int64{rebuilt.ExternalID(uint32(k[0])), k[1]}] = p
+				}
+				if len(probs) == 0 {
+					t.Fatal("empty window: the test's bounds should all have edges")
+				}
+				pooled, pc := map[[2]int64]float64{}, map[[2]int64]int{}
+				rest := [2]int64{-2, 0}
+				for k, p := range probs {
+					if p*walks < 5 {
+						k = rest
+					}
+					pooled[k] += p
+				}
+				for k, n := range counts {
+					if _, ok := probs[k]; ok && probs[k]*walks < 5 {
+						k = rest
+					}
+					pc[k] += n
+				}
+				if len(pooled) < 3 && !bd.far {
+					t.Fatalf("only %d keys with enough mass: the window should spread over a boundary", len(pooled))
+				}
+				chiSquareKeyed(t, "first step", pc, pooled)
+			})
+		}
+	}
+}
+
+// TestOverlayTemporalExponentialDeterministic: exponential walks on a
+// delta are the same walks on one worker and on four, and in a second run:
+// the window bounds a job keeps in its lists' records (nx), found by
+// whichever walk comes first, change no draw.
+func TestOverlayTemporalExponentialDeterministic(t *testing.T) {
+	_, snap := timedLive(t)
+	starts := make([]uint32, 4000)
+	for i := range starts {
+		starts[i] = uint32(i % 5)
+	}
+	for _, backward := range []bool{false, true} {
+		a := walk.Algorithm{Kind: walk.Temporal, Length: 12, Weighted: true, Time: walk.TimeParams{Bias: walk.TimeExponential, Scale: 10, Backward: backward}}
+		var runs [][][]uint32
+		for _, workers := range []int{1, 4, 4} {
+			e, err := cpu.New(snap.Base(), cpu.WithWorkers(workers))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := make([][]uint32, len(starts))
+			if err := e.Run(context.Background(), []walk.Job{{Algorithm: a, Seed: 3, Starts: starts, Overlay: snap}}, func(c walk.Chunk) error {
+				for k := range c.Len() {
+					out[c.WalkIDs[k]] = slices.Clone(c.Walk(k))
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			runs = append(runs, out)
+		}
+		long := 0
+		for _, w := range runs[0] {
+			if len(w) > 3 {
+				long++
+			}
+		}
+		if long < len(starts)/4 {
+			t.Fatalf("backward=%v: only %d walks of more than two steps", backward, long)
+		}
+		for i := 1; i < len(runs); i++ {
+			if !slices.EqualFunc(runs[0], runs[i], slices.Equal) {
+				t.Errorf("backward=%v: run %d's walks differ from the first's", backward, i)
+			}
+		}
+	}
+}

@@ -273,7 +273,7 @@ func (e *Engine) plan(jobs []walk.Job) (steppers []*stepper, units []unit, maxLe
 			}
 			steppers[i].tmp = temporalGraph(e.g, j.Algorithm, cumw, rec, exp, e.coarseIndex())
 			if steppers[i].ov != nil {
-				steppers[i].tcache = new(overlayTemporalCache)
+				steppers[i].tcache = newOverlayTemporalCache(steppers[i].ovIdx)
 			}
 		}
 		for lo := 0; lo < len(j.Starts); lo += size {

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -15,38 +16,110 @@ import (
 // (temporalStep), so a walk that meets no delta is the base's walk. A vertex
 // with a delta has its live edges in two places: the base's time order less
 // the tombstoned targets, and the appended edges (with their times, from
-// walk.TimedOverlay) less the deleted ones. Its step gathers the window's
-// live edges from both into one list in (time, target) order, the order a
-// compaction gives the rebuilt graph's time order, weighs each as
-// temporalBias does on that order (rank from the near end, time distance to
-// the near end, times the weight), and draws by the prefix sums with
-// unit53(x0, x1) of draw 0: exact, and O(window) per step, where the base's
-// draws are O(1) or O(log d). A delta is short next to a vertex's base
-// adjacency, and only vertices with one pay this.
+// walk.TimedOverlay) less the deleted ones. The first step at such a vertex
+// in a job merges both into one list (tlist) in (time, target) order, the
+// order a compaction gives the rebuilt graph's time order, kept for the
+// job's other steps (by the vertex's rank in the overlay's DeltaIndex, up
+// to maxTemporalCache edges). A step finds its window in the list by binary
+// search and weighs each edge as temporalBias does on that order (rank from
+// the near end, time distance to the near end, times the weight):
+//
+//	uniform, linear  the base's draws on the list's positions: O(1)
+//	                 unweighted, a search in the list's prefix weight sums
+//	                 (and linear's rejection) weighted
+//	exponential      the base's cell-sum draw (expDrawn, walk/timeparams.go)
+//	                 on the list's own records: when the list is built for
+//	                 an exponential job it gets the cell sums of the job's
+//	                 scale, direction and weighting, summed as fillExpRecs
+//	                 sums a vertex's (suffix sums in a cell forward, prefix
+//	                 sums backward), so the window's parts by cell, their
+//	                 factors and the galloping search are the base's, with
+//	                 the list's positions for the time order's: O(log d),
+//	                 exact up to the sums' rounding as the base is. A
+//	                 window whose sums are 0 goes to the scan below with
+//	                 walk.FallbackDraw's words. The window's near end in
+//	                 the next vertex's list is kept in the record of the
+//	                 edge taken (its nx, as the base's records keep theirs)
+//	                 by the first walk to search it, for the job's others.
+//
+// Draws on a delta take the base's Philox words (draw 0; the rejections'
+// draws) over the list's positions: a walk is deterministic and distributed
+// as on the rebuilt graph, but is not held equal to its walk there (the
+// scan and the order of equal (time, target) edges differ). The scan
+// (overlayTemporalScan, O(window)) sums the biases from the near end and
+// picks by unit53(x0, x1).
 //
 // Temporal Node2Vec takes its class against the previous vertex in the
-// snapshot (overlayN2VClass), so from the second step on every step draws
-// this way, over the window's live edges with bias times the class's factor.
+// snapshot (overlayN2VClass), so from the second step on every step at a
+// vertex with a delta scans, over the window's live edges with bias times
+// the class's factor.
 
 // maxTemporalCache bounds the edges a job keeps in its vertices' lists
-// (24 to 32 bytes each): beyond it, a vertex's list is gathered for each
+// (12 to 36 bytes each): beyond it, a vertex's list is gathered for each
 // step and not kept.
 const maxTemporalCache = 16 << 20
 
-// tlist is a vertex's live edges in a snapshot in (time, target) order,
-// with the inclusive prefix sums of their weights on a weighted walk.
+// tlist is a vertex's live edges in a snapshot in (time, target) order:
+// their times and targets in t and x, with the inclusive prefix sums of
+// their weights on a weighted walk; on an exponential walk their times in
+// t (the window's search reads 8 bytes a probe, not a record's 24) and
+// their times, targets and cell sums in rec (timeRec, nx unused), so that
+// expDrawn draws on them as on the graph's records, with the weights in w
+// for the scan.
 type tlist struct {
 	t  []int64
 	x  []uint32
 	w  []float32
 	cw []float64
+	// rec and oneCell (every time of the list in one cell): exponential.
+	rec     []timeRec
+	oneCell bool
+}
+
+// time is position k's time.
+func (l *tlist) time(k uint64) int64 { return l.t[k] }
+
+// target is position k's target.
+func (l *tlist) target(k uint64) uint32 {
+	if l.rec != nil {
+		return l.rec[k].tgt
+	}
+	return l.x[k]
+}
+
+// len is the list's length.
+func (l *tlist) len() uint64 {
+	return uint64(len(l.t))
+}
+
+// lower is the first position in [a, b) with time >= t, or b.
+func (l *tlist) lower(a, b uint64, t int64) uint64 {
+	return lowerTime(l.t, a, b, t)
+}
+
+// upper is the first position in [a, b) with time > t, or b.
+func (l *tlist) upper(a, b uint64, t int64) uint64 {
+	return upperTime(l.t, a, b, t)
 }
 
 // overlayTemporalCache holds a job's tlists by vertex (a stepper is shared by
-// the job's workers).
+// the job's workers): by the vertex's rank in the overlay's DeltaIndex when
+// the stepper has one (a load where the map's lookup hashed a boxed key,
+// a sixth of an exponential step), else in a map.
 type overlayTemporalCache struct {
-	lists sync.Map // uint32 -> *tlist
-	edges atomic.Int64
+	byRank []atomic.Pointer[tlist]
+	lists  sync.Map // uint32 -> *tlist
+	edges  atomic.Int64
+}
+
+// newOverlayTemporalCache returns a job's empty cache for the overlay
+// whose index is idx (nil: none).
+func newOverlayTemporalCache(idx *walk.DeltaIndex) *overlayTemporalCache {
+	c := new(overlayTemporalCache)
+	if idx != nil {
+		c.byRank = make([]atomic.Pointer[tlist], idx.Len())
+	}
+	return c
 }
 
 // overlayTemporalScratch is a unit's reusable memory: a list gathered and
@@ -88,9 +161,20 @@ func (s *stepper) walkOverlayTemporal(tov walk.TimedOverlay, sc *overlayTemporal
 	}
 	prev, cur, n := uint32(graph.NoVertex), start, 1
 	node2vec := s.alg.P != 0
+	// memo: the nx of the kept list record the walk arrived by, where the
+	// window's near end in cur's list is kept once found (overlayTemporalDraw).
+	var memo *uint32
 	for step := uint32(0); step < uint32(s.alg.Length); step++ {
 		bounded := step > 0 || s.alg.Time.HasStart
-		dv := s.ov.Vertex(cur)
+		var dv *walk.DeltaVertex
+		rank := -1
+		if s.ovIdx != nil {
+			if rank = s.ovIdx.Rank(cur); rank >= 0 {
+				dv = s.ovIdx.At(rank)
+			}
+		} else {
+			dv = s.ov.Vertex(cur)
+		}
 		var next uint32
 		var at int64
 		if dv == nil && (!node2vec || prev == graph.NoVertex) {
@@ -102,13 +186,18 @@ func (s *stepper) walkOverlayTemporal(tov walk.TimedOverlay, sc *overlayTemporal
 				break
 			}
 			next, at = s.tgt[s.off[cur]+uint64(s.tmp.byTime[k])], s.tmp.times[k]
+			memo = nil
 		} else {
-			l := s.overlayList(tov, sc, dv, cur)
-			k, ok := s.overlayTemporalDraw(sc, l, id, step, prev, t, bounded)
+			l := s.overlayList(tov, sc, dv, cur, rank)
+			k, ok := s.overlayTemporalDraw(sc, l, id, step, prev, t, bounded, memo)
 			if !ok {
 				break
 			}
-			next, at = l.x[k], l.t[k]
+			next, at = l.target(k), l.time(k)
+			memo = nil
+			if l.rec != nil && l != &sc.list { // a kept list's record outlives this step
+				memo = &l.rec[k].nx
+			}
 		}
 		prev, cur, t = cur, next, at
 		out[n] = cur
@@ -122,20 +211,44 @@ func (s *stepper) walkOverlayTemporal(tov walk.TimedOverlay, sc *overlayTemporal
 
 // overlayTemporalDraw draws walk id's step from list l over the window
 // bounded by t: the edge's index in l; ok is false when the window holds no
-// live edge of positive bias.
-func (s *stepper) overlayTemporalDraw(sc *overlayTemporalScratch, l *tlist, id uint64, step, prev uint32, t int64, bounded bool) (uint64, bool) {
+// live edge of positive bias. memo, when not nil, is the nx of the kept
+// list record the walk arrived by (time t, target l's vertex): 0, or 1 +
+// the window's near end in l (forward its start, backward its end), which
+// is the same for every walk of the job that takes that record, so the
+// first to find it keeps it there and the others skip the search, as the
+// base's records keep theirs (timeRec.nx). Workers store the same value,
+// atomically.
+func (s *stepper) overlayTemporalDraw(sc *overlayTemporalScratch, l *tlist, id uint64, step, prev uint32, t int64, bounded bool, memo *uint32) (uint64, bool) {
 	tp := &s.alg.Time
-	lo, hi := uint64(0), uint64(len(l.t))
+	lo, hi := uint64(0), l.len()
 	if bounded {
+		var m uint32
+		if memo != nil {
+			m = atomic.LoadUint32(memo)
+		}
 		if !tp.Backward {
-			lo = lowerTime(l.t, lo, hi, t)
+			if m != 0 {
+				lo = uint64(m - 1)
+			} else {
+				lo = l.lower(lo, hi, t)
+				if memo != nil && lo < math.MaxUint32 {
+					atomic.StoreUint32(memo, uint32(lo+1))
+				}
+			}
 			if tp.HasMaxGap {
-				hi = upperTime(l.t, lo, hi, satAdd(t, tp.MaxGap))
+				hi = l.upper(lo, hi, satAdd(t, tp.MaxGap))
 			}
 		} else {
-			hi = upperTime(l.t, lo, hi, t)
+			if m != 0 {
+				hi = uint64(m - 1)
+			} else {
+				hi = l.upper(lo, hi, t)
+				if memo != nil && hi < math.MaxUint32 {
+					atomic.StoreUint32(memo, uint32(hi+1))
+				}
+			}
 			if tp.HasMaxGap {
-				lo = lowerTime(l.t, lo, hi, satAdd(t, -tp.MaxGap))
+				lo = l.lower(lo, hi, satAdd(t, -tp.MaxGap))
 			}
 		}
 	}
@@ -143,8 +256,24 @@ func (s *stepper) overlayTemporalDraw(sc *overlayTemporalScratch, l *tlist, id u
 		return 0, false
 	}
 	n := hi - lo
-	if prev != graph.NoVertex && s.alg.P != 0 || tp.Bias == walk.TimeExponential {
+	if prev != graph.NoVertex && s.alg.P != 0 || l.rec == nil && tp.Bias == walk.TimeExponential {
 		return s.overlayTemporalScan(sc, l, lo, hi, id, step, 0, prev)
+	}
+	if tp.Bias == walk.TimeExponential {
+		// The base's draw on the list's records, its search from a guess
+		// (expHintFrom, with the window's far end); a window whose sums
+		// are 0 goes to the exact scan, as on the base.
+		var d expDraw
+		d.x0, d.x1, d.x2, d.x3 = s.draw(id, step, 0)
+		far := l.t[hi-1]
+		if tp.Backward {
+			far = l.t[lo]
+		}
+		d.hint = s.expHintFrom(l.rec, lo, hi, unit53(d.x0, d.x1), far, n-1)
+		if k, ok := s.expDrawn(l.rec, s.tmp.expCell, l.oneCell, &d, 0, l.len(), lo, hi); ok {
+			return k, true
+		}
+		return s.overlayTemporalScan(sc, l, lo, hi, id, step, walk.FallbackDraw, prev)
 	}
 	if !s.weighted {
 		x0, x1, _, _ := s.draw(id, step, 0)
@@ -193,7 +322,7 @@ func (s *stepper) overlayTemporalScan(sc *overlayTemporalScratch, l *tlist, lo, 
 	tp := &s.alg.Time
 	n := hi - lo
 	sc.cum = slices.Grow(sc.cum[:0], int(n))[:0]
-	near := l.t[s.near(lo, hi, 0)]
+	near := l.time(s.near(lo, hi, 0))
 	node2vec := prev != graph.NoVertex && s.alg.P != 0
 	var sum float64
 scan:
@@ -204,7 +333,7 @@ scan:
 		case walk.TimeLinear:
 			b = float64(n - p)
 		case walk.TimeExponential:
-			dt := float64(l.t[k]) - float64(near)
+			dt := float64(l.time(k)) - float64(near)
 			if dt < 0 {
 				dt = -dt
 			}
@@ -216,7 +345,7 @@ scan:
 			b *= float64(l.w[k])
 		}
 		if node2vec {
-			b *= s.biasN2V[s.overlayN2VClass(prev, l.x[k])]
+			b *= s.biasN2V[s.overlayN2VClass(prev, l.target(k))]
 		}
 		sum += b
 		sc.cum = append(sc.cum, sum)
@@ -243,11 +372,17 @@ scan:
 }
 
 // overlayList returns cur's live edges in the snapshot (dv its delta, nil
-// when it has none) in (time, target) order: the job's kept list, or one
-// gathered now, kept when the job's lists have room, else in sc.
-func (s *stepper) overlayList(tov walk.TimedOverlay, sc *overlayTemporalScratch, dv *walk.DeltaVertex, cur uint32) *tlist {
+// when it has none; rank its rank in the overlay's index, -1 without one)
+// in (time, target) order: the job's kept list, or one gathered now, kept
+// when the job's lists have room, else in sc.
+func (s *stepper) overlayList(tov walk.TimedOverlay, sc *overlayTemporalScratch, dv *walk.DeltaVertex, cur uint32, rank int) *tlist {
 	c := s.tcache
-	if l, ok := c.lists.Load(cur); ok {
+	byRank := rank >= 0 && c.byRank != nil
+	if byRank {
+		if l := c.byRank[rank].Load(); l != nil {
+			return l
+		}
+	} else if l, ok := c.lists.Load(cur); ok {
 		return l.(*tlist)
 	}
 	sc.tmp = sc.tmp[:0]
@@ -294,23 +429,91 @@ func (s *stepper) overlayList(tov walk.TimedOverlay, sc *overlayTemporalScratch,
 	} else {
 		c.edges.Add(-int64(n))
 	}
-	l.t, l.x = slices.Grow(l.t[:0], n)[:n], slices.Grow(l.x[:0], n)[:n]
-	if s.weighted {
-		l.w, l.cw = slices.Grow(l.w[:0], n)[:n], slices.Grow(l.cw[:0], n)[:n]
-	}
-	var sum float64
-	for i, e := range sc.tmp {
-		l.t[i], l.x[i] = e.t, e.x
+	if s.exp() {
+		l.rec = slices.Grow(l.rec[:0], n)[:n]
+		l.t = slices.Grow(l.t[:0], n)[:n]
 		if s.weighted {
-			sum += float64(e.w)
-			l.w[i], l.cw[i] = e.w, sum
+			l.w = slices.Grow(l.w[:0], n)[:n]
+		}
+		for i, e := range sc.tmp {
+			l.rec[i], l.t[i] = timeRec{t: e.t, tgt: e.x}, e.t
+			if s.weighted {
+				l.w[i] = e.w
+			}
+		}
+		l.oneCell = s.fillListExpSums(l)
+	} else {
+		l.t, l.x = slices.Grow(l.t[:0], n)[:n], slices.Grow(l.x[:0], n)[:n]
+		if s.weighted {
+			l.w, l.cw = slices.Grow(l.w[:0], n)[:n], slices.Grow(l.cw[:0], n)[:n]
+		}
+		var sum float64
+		for i, e := range sc.tmp {
+			l.t[i], l.x[i] = e.t, e.x
+			if s.weighted {
+				sum += float64(e.w)
+				l.w[i], l.cw[i] = e.w, sum
+			}
 		}
 	}
-	if keep {
-		if prior, loaded := c.lists.LoadOrStore(cur, l); loaded {
+	switch {
+	case keep && byRank:
+		if !c.byRank[rank].CompareAndSwap(nil, l) {
 			c.edges.Add(-int64(n)) // another worker kept it first
+			return c.byRank[rank].Load()
+		}
+	case keep:
+		if prior, loaded := c.lists.LoadOrStore(cur, l); loaded {
+			c.edges.Add(-int64(n))
 			return prior.(*tlist)
 		}
 	}
 	return l
+}
+
+// exp is true when the job's lists carry the exponential bias's records:
+// its exponential draws run on them (tests that set no rejections check
+// the scan alone).
+func (s *stepper) exp() bool {
+	return s.alg.Time.Bias == walk.TimeExponential && s.tmp.rejections > 0 && s.tmp.expCell > 0
+}
+
+// fillListExpSums sets the cell sums of l's records for the job's scale,
+// direction and weighting, as fillExpRecs sets a vertex's in the graph's
+// records (walk.BuildExpSums' recipe: each cell summed alone, forward from
+// its last position down, backward from its first up, the same detExp and
+// products), with the list's positions for the time order's. It returns
+// whether every time of l falls in one cell.
+func (s *stepper) fillListExpSums(l *tlist) bool {
+	R := l.rec
+	if len(R) == 0 {
+		return true
+	}
+	scale, backward := s.alg.Time.Scale, s.alg.Time.Backward
+	G := s.tmp.expCell
+	n := uint64(len(R))
+	var sum float64
+	var cell uint64
+	for i := range n {
+		k := i
+		if !backward {
+			k = n - 1 - i
+		}
+		u := walk.TimeKey(R[k].t)
+		c := u / G
+		if i == 0 || c != cell {
+			sum, cell = 0, c
+		}
+		o := u - c*G
+		if backward {
+			o = G - 1 - o
+		}
+		x := walk.DetExp(-float64(o) / scale)
+		if s.weighted {
+			x = float64(x * float64(l.w[k])) // float64(): never an FMA
+		}
+		sum += x
+		R[k].s = sum
+	}
+	return walk.TimeKey(R[0].t)/G == walk.TimeKey(R[n-1].t)/G
 }

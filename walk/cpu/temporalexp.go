@@ -501,7 +501,7 @@ type expDraw struct {
 func (s *stepper) expStep(id uint64, step uint32, a, b, lo, hi uint64) (uint64, bool) {
 	var d expDraw
 	s.expPrepare(&d, id, step, lo, hi)
-	return s.expDrawn(&d, a, b, lo, hi)
+	return s.expDrawn(s.tmp.rec, s.tmp.expCell, s.tmp.expOneCell, &d, a, b, lo, hi)
 }
 
 // expPrepare fills d for the step of walk id on window [lo, hi).
@@ -527,21 +527,22 @@ const expHintMin = 2 * coarseSpacing
 // / (1 - e^-X), and the draw's position is where that equals u.
 func (s *stepper) expHint(lo, hi uint64, u float64) uint64 {
 	if hi-lo <= expHintMin {
-		return s.expHintFrom(lo, hi, u, 0, 0)
+		return s.expHintFrom(s.tmp.rec, lo, hi, u, 0, 0)
 	}
 	coarse := s.tmp.coarse
 	if !s.alg.Time.Backward {
 		j := (hi - 1) / coarseSpacing
-		return s.expHintFrom(lo, hi, u, coarse[j], j*coarseSpacing-lo)
+		return s.expHintFrom(s.tmp.rec, lo, hi, u, coarse[j], j*coarseSpacing-lo)
 	}
 	j := (lo + coarseSpacing - 1) / coarseSpacing
-	return s.expHintFrom(lo, hi, u, coarse[j], hi-1-j*coarseSpacing)
+	return s.expHintFrom(s.tmp.rec, lo, hi, u, coarse[j], hi-1-j*coarseSpacing)
 }
 
-// expHintFrom is expHint with the window's far time far, span positions
-// from its near end (any time of the window and its distance serve; the
-// guess is better the farther it is).
-func (s *stepper) expHintFrom(lo, hi uint64, u float64, far int64, span uint64) uint64 {
+// expHintFrom is expHint on the records R (the graph's, or a delta
+// vertex's list's) with the window's far time far, span positions from its
+// near end (any time of the window and its distance serve; the guess is
+// better the farther it is).
+func (s *stepper) expHintFrom(R []timeRec, lo, hi uint64, u float64, far int64, span uint64) uint64 {
 	n := hi - lo
 	back := s.alg.Time.Backward
 	if n <= expHintMin {
@@ -550,9 +551,9 @@ func (s *stepper) expHintFrom(lo, hi uint64, u float64, far int64, span uint64) 
 		}
 		return lo
 	}
-	near := s.tmp.rec[lo].t
+	near := R[lo].t
 	if back {
-		near = s.tmp.rec[hi-1].t
+		near = R[hi-1].t
 	}
 	X := math.Abs(float64(far)-float64(near)) * s.tmp.invScale
 	var p float64
@@ -595,14 +596,14 @@ func roughLog(y float64) float64 {
 	return (e + l2) * math.Ln2
 }
 
-// expDrawn is expStep's draw from d on window [lo, hi) of the time order
-// [a, b): the window's cells from its near end, each cell's part weighed
-// by its sums times the cell's factor to the near end, a part drawn by
-// (x2, x3) when there are more than one, and a position in it by (x0, x1)
-// through the sums.
-func (s *stepper) expDrawn(d *expDraw, a, b, lo, hi uint64) (uint64, bool) {
-	R, G := s.tmp.rec, s.tmp.expCell
-	one := s.tmp.expOneCell
+// expDrawn is expStep's draw from d on window [lo, hi) of the records
+// R[a:b] (one vertex's time order with its cell sums for cells of width G;
+// one when every time of R shares a cell): the window's cells from its near
+// end, each cell's part weighed by its sums times the cell's factor to the
+// near end, a part drawn by (x2, x3) when there are more than one, and a
+// position in it by (x0, x1) through the sums. R is the graph's records
+// (s.tmp.rec), or a delta vertex's list's (overlaytemporal.go).
+func (s *stepper) expDrawn(R []timeRec, G uint64, one bool, d *expDraw, a, b, lo, hi uint64) (uint64, bool) {
 	u := unit53(d.x0, d.x1)
 	if !s.alg.Time.Backward {
 		if one {
@@ -1119,7 +1120,7 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 			case early:
 				e = ed[k].hint
 			case exp:
-				e, ok = s.expDrawn(&ed[k], a, b, lo, hi)
+				e, ok = s.expDrawn(R, s.tmp.expCell, s.tmp.expOneCell, &ed[k], a, b, lo, hi)
 			default:
 				ok = false
 			}

@@ -121,9 +121,9 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 			u := unit53(d.x0, d.x1)
 			switch {
 			case !back && hi == b:
-				d.hint = s.expHintFrom(lo, hi, u, verts[v].far, b-1-lo)
+				d.hint = s.expHintFrom(s.tmp.rec, lo, hi, u, verts[v].far, b-1-lo)
 			case back && lo == a:
-				d.hint = s.expHintFrom(lo, hi, u, verts[v].far, hi-1-a)
+				d.hint = s.expHintFrom(s.tmp.rec, lo, hi, u, verts[v].far, hi-1-a)
 			default:
 				d.hint = s.expHint(lo, hi, u)
 			}
@@ -155,7 +155,7 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 			if lo == hi {
 				continue
 			}
-			e, ok := s.expDrawn(&ed[k], a, b, lo, hi)
+			e, ok := s.expDrawn(s.tmp.rec, s.tmp.expCell, s.tmp.expOneCell, &ed[k], a, b, lo, hi)
 			if !ok {
 				// The exact scan, for a window whose sums are zero.
 				if e, ok = s.temporalDraw(firstID+uint64(k), step, a, b, lo, hi); !ok {
