@@ -20,14 +20,14 @@ type temporal struct {
 	// rejections bounds the rejection loop (maxRejections; tests set 0
 	// to check the exact fallback on its own).
 	rejections uint32
-	// rec are the time order's records (timeRec): times and targets,
-	// with the exponential bias's cell sums for this walk's scale,
-	// direction and weighting (temporalexp.go); expCell the cells' width G.
+	// rec are the time order's records (timeRec): targets, with the
+	// exponential bias's cell sums for this walk's scale, direction and
+	// weighting (temporalexp.go); expCell the cells' width G.
 	rec        []timeRec
 	expCell    uint64
 	expOneCell bool // every edge time in one cell (expTable.oneCell)
 	// expNext: rec's nx are filled (expTable.next), and expVerts has
-	// the vertices' starts and far times (expTable.verts).
+	// the vertices' starts and time densities (expTable.verts).
 	expNext  bool
 	expVerts []vertRec
 	// invScale is 1 / the exponential bias's scale, for the draws'

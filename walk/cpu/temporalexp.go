@@ -14,29 +14,33 @@ import (
 )
 
 // timeRec is position k of the time order as a grouped temporal step
-// reads it: its time, the exponential bias's cell sum (walk.BuildExpSums;
-// 0 in the records of the other biases) and its edge's target, in one
-// record. A step's reads (the search for the window's near end, the sums
-// around the drawn position, the target and time it takes) fall on a few
-// positions close together, so one or two cache lines of records serve
-// what took a line of each of four arrays (Times, the sums, ByTime,
-// Targets), each a miss at the hubs where temporal walks stay.
+// reads it: the exponential bias's cell sum (walk.BuildExpSums; 0 in the
+// records of the other biases), its edge's target and the next step's
+// window bound, in 16 bytes, four to a line. A step's reads (the sums
+// around the drawn position, the target it takes and where its next window
+// starts) fall on a few positions close together, so one or two cache
+// lines of records serve what took a line of each of four arrays (the
+// sums, ByTime, Targets and the search in Times), each a miss at the hubs
+// where temporal walks stay. The position's time is not in the record: it
+// is Graph.Times[k] (the time order's own array), which a step reads only
+// where it needs it (a gap, cells, the walk's output times, a search), so
+// the records of the steps that need none are a third smaller than with
+// the time in them, and the lines they touch fewer.
 //
-// In the exponential bias's records, nx is the next step's window bound:
-// the position, in tgt's time order (absolute, as k is), of the first time
-// at or after t (forward; backward the first after t), where a walk that
-// takes this edge has its window's near end. It fills what was padding,
-// so a record stays 24 bytes, and saves the step after this one its
-// search (walkTemporalExpGroup).
+// nx is the next step's window bound: the position, in tgt's time order
+// (absolute, as k is), of the first time at or after this position's time
+// t (forward; backward the first after t), where a walk that takes this
+// edge has its window's near end; it saves the step after this one its
+// search (walkTemporalExpGroup). It is filled in the exponential bias's
+// records when the graph has fewer than 2^32 edges (expTable.next), else 0.
 type timeRec struct {
-	t   int64
 	s   float64
 	tgt uint32
 	nx  uint32
 }
 
 // timeRecords builds the records of the uniform and linear biases (no
-// sums) once per engine, 24 bytes an edge outside the Go heap.
+// sums) once per engine, 16 bytes an edge outside the Go heap.
 func (e *Engine) timeRecords() []timeRec {
 	e.recOnce.Do(func() {
 		t0 := time.Now()
@@ -61,7 +65,7 @@ func fillTimeRecs(g *graph.Graph, rec []timeRec, v0, v1 int) {
 	for v := v0; v < v1; v++ {
 		a := g.Offsets[v]
 		for k := a; k < g.Offsets[v+1]; k++ {
-			rec[k] = timeRec{t: g.Times[k], tgt: g.Targets[a+uint64(g.ByTime[k])]}
+			rec[k] = timeRec{tgt: g.Targets[a+uint64(g.ByTime[k])]}
 		}
 	}
 }
@@ -99,19 +103,13 @@ func fillExpRecs(g *graph.Graph, scale float64, backward, weighted bool, rec []t
 				x = float64(x * float64(g.Weights[e])) // float64(): never an FMA
 			}
 			sum += x
-			rec[k] = timeRec{t: times[k], s: sum, tgt: g.Targets[e]}
+			rec[k] = timeRec{s: sum, tgt: g.Targets[e]}
 			if verts != nil {
 				rec[k].nx = noNext
 			}
 		}
 		if verts != nil {
-			verts[v].a = a
-			if b > a {
-				verts[v].far = times[b-1]
-				if backward {
-					verts[v].far = times[a]
-				}
-			}
+			verts[v] = vertRec{a: a, dens: vertDensity(times, a, b, scale)}
 		}
 	}
 }
@@ -193,12 +191,13 @@ func fillNextTwins(g *graph.Graph, backward bool, rec []timeRec, inv []uint32, u
 			m++
 		}
 		prefetchRows(unsafe.Pointer(&rec[0]), idx[:m], unsafe.Sizeof(timeRec{}), unsafe.Sizeof(timeRec{}))
+		prefetchRows(unsafe.Pointer(&times[0]), idx[:m], 8, 8)
 		prefetchRows(unsafe.Pointer(&times[0]), idx[nextBatch:nextBatch+m], 8, 8)
 		for j := range m {
 			a, b := off[ev[j]], off[ev[j]+1]
 			pv, pu := ep[j][0], ep[j][1]
 			t := times[pv]
-			if rec[pu].t != t {
+			if times[pu] != t {
 				continue
 			}
 			if n, ok := tieEnd(times, a, b, pv, backward); ok {
@@ -310,7 +309,7 @@ func fillNext(g *graph.Graph, backward bool, rec []timeRec, coarse []int64, p0, 
 			m = 0
 			for i := range n {
 				if j0, j1, ok := coarseEntries(ab[i][0], ab[i][1]); ok {
-					idx[m] = coarseProbe(coarse, j0, j1, rec[pos[i]].t) - 1
+					idx[m] = coarseProbe(coarse, j0, j1, times[pos[i]]) - 1
 					m++
 				}
 			}
@@ -319,7 +318,7 @@ func fillNext(g *graph.Graph, backward bool, rec []timeRec, coarse []int64, p0, 
 		m = 0
 		for i := range n {
 			a, b := ab[i][0], ab[i][1]
-			fa, fb, gs := coarseRange(coarse, a, b, rec[pos[i]].t, backward)
+			fa, fb, gs := coarseRange(coarse, a, b, times[pos[i]], backward)
 			run[i] = [3]uint64{fa, fb, gs}
 			if gs < b {
 				idx2[m] = min(max(gs, fa+4)-4, lastT)
@@ -331,7 +330,7 @@ func fillNext(g *graph.Graph, backward bool, rec []timeRec, coarse []int64, p0, 
 		}
 		for i := range n {
 			r := &rec[pos[i]]
-			r.nx = uint32(timeFrom(times, run[i][0], run[i][1], r.t, backward, run[i][2]))
+			r.nx = uint32(timeFrom(times, run[i][0], run[i][1], times[pos[i]], backward, run[i][2]))
 		}
 	}
 }
@@ -354,17 +353,34 @@ type expTable struct {
 }
 
 // vertRec is vertex v's start in the time order (Offsets[v]; entry v+1's
-// is its end) and its far time, the last forward, the first backward (0
-// without edges): the far end of a window without a gap, for the draw's
-// guess. A grouped exponential step reads both, which in Offsets and an
-// array of times would be two lines, in one (sixteen bytes an entry, and
-// the next entry's start).
+// is its end) and the density of its times, in positions per time scale
+// (vertDensity), for the draw's guess (expHintDens). A grouped
+// exponential step reads both, and the next entry's start, in one line
+// (sixteen bytes an entry) and no time: the guess of where a draw lands
+// needs how many positions a scale of time spans, which the vertex's mean
+// gives about as well as the window's own ends did (on R-MAT graphs with
+// random times the draw lands within four positions of either guess nine
+// steps in ten), without reading the window's near-end time.
 type vertRec struct {
-	a   uint64
-	far int64
+	a    uint64
+	dens float64
 }
 
-// maxExpTables bounds the tables the CPU engine keeps (24 bytes an edge
+// vertDensity is the positions per time scale of the time order [a, b):
+// its span of positions over its span of time in scales, +Inf where the
+// times are all equal (a window's weights are then equal).
+func vertDensity(times []int64, a, b uint64, scale float64) float64 {
+	if b-a < 2 {
+		return math.Inf(1)
+	}
+	span := float64(times[b-1]) - float64(times[a])
+	if !(span > 0) {
+		return math.Inf(1)
+	}
+	return float64(b-a-1) / (span / scale)
+}
+
+// maxExpTables bounds the tables the CPU engine keeps (16 bytes an edge
 // each): a run with a third scale drops the least recently used.
 const maxExpTables = 2
 
@@ -550,9 +566,9 @@ func (s *stepper) expHintFrom(lo, hi uint64, u float64, far int64, span uint64) 
 		}
 		return lo
 	}
-	near := s.tmp.rec[lo].t
+	near := s.tmp.times[lo]
 	if back {
-		near = s.tmp.rec[hi-1].t
+		near = s.tmp.times[hi-1]
 	}
 	X := math.Abs(float64(far)-float64(near)) * s.tmp.invScale
 	var p float64
@@ -570,6 +586,41 @@ func (s *stepper) expHintFrom(lo, hi uint64, u float64, far int64, span uint64) 
 		p = x / X * float64(span)
 	}
 	off := uint64(min(max(p, 0), float64(n-1)))
+	if back {
+		return hi - 1 - off
+	}
+	return lo + off
+}
+
+// expHintDens is expHintFrom for a vertex whose times have dens positions
+// per scale (vertDensity): the window spans X = (hi-1-lo)/dens scales, and
+// the draw's x scales from the near end are x*dens positions.
+func (s *stepper) expHintDens(lo, hi uint64, u, dens float64) uint64 {
+	n := hi - lo
+	back := s.alg.Time.Backward
+	if n <= expHintMin {
+		if back {
+			return hi - 1
+		}
+		return lo
+	}
+	span := float64(n - 1)
+	X := span / dens
+	var p float64
+	if !(X > 0) {
+		p = (1 - u) * span // equal times: equal weights
+	} else {
+		var e float64
+		if X < 40 {
+			e = roughExp(-X)
+		}
+		x := X
+		if y := u + (1-u)*e; y > 0 {
+			x = -roughLog(y)
+		}
+		p = x * dens
+	}
+	off := uint64(min(max(p, 0), span))
 	if back {
 		return hi - 1 - off
 	}
@@ -601,7 +652,7 @@ func roughLog(y float64) float64 {
 // (x2, x3) when there are more than one, and a position in it by (x0, x1)
 // through the sums.
 func (s *stepper) expDrawn(d *expDraw, a, b, lo, hi uint64) (uint64, bool) {
-	R, G := s.tmp.rec, s.tmp.expCell
+	R, T, G := s.tmp.rec, s.tmp.times, s.tmp.expCell
 	one := s.tmp.expOneCell
 	u := unit53(d.x0, d.x1)
 	if !s.alg.Time.Backward {
@@ -612,23 +663,23 @@ func (s *stepper) expDrawn(d *expDraw, a, b, lo, hi uint64) (uint64, bool) {
 			}
 			return expPickForward(R, lo, hi, base, u, d.hint)
 		}
-		near := walk.TimeKey(R[lo].t)
+		near := walk.TimeKey(T[lo])
 		c0 := near / G
-		if walk.TimeKey(R[hi-1].t)/G == c0 {
-			return expPickForward(R, lo, hi, expBaseForward(R, b, hi, c0, G), u, d.hint)
+		if walk.TimeKey(T[hi-1])/G == c0 {
+			return expPickForward(R, lo, hi, expBaseForward(R, T, b, hi, c0, G), u, d.hint)
 		}
 		var start, end [walk.MaxExpCells]uint64
 		var base, cum [walk.MaxExpCells]float64
 		var total float64
 		n := 0
 		for p := lo; p < hi && n < walk.MaxExpCells; n++ {
-			c := walk.TimeKey(R[p].t) / G
+			c := walk.TimeKey(T[p]) / G
 			var e uint64
 			var bs float64
-			if walk.TimeKey(R[hi-1].t)/G == c {
-				e, bs = hi, expBaseForward(R, b, hi, c, G)
+			if walk.TimeKey(T[hi-1])/G == c {
+				e, bs = hi, expBaseForward(R, T, b, hi, c, G)
 			} else {
-				e = gallopLowerRec(R, p, hi, walk.KeyTime((c+1)*G))
+				e = gallopLower(T, p, hi, walk.KeyTime((c+1)*G))
 			}
 			var f float64
 			if n == 0 {
@@ -656,25 +707,25 @@ func (s *stepper) expDrawn(d *expDraw, a, b, lo, hi uint64) (uint64, bool) {
 		}
 		return expPickBackward(R, lo, hi, base, u, d.hint)
 	}
-	near := walk.TimeKey(R[hi-1].t)
+	near := walk.TimeKey(T[hi-1])
 	c0 := near / G
-	if walk.TimeKey(R[lo].t)/G == c0 {
-		return expPickBackward(R, lo, hi, expBaseBackward(R, a, lo, c0, G), u, d.hint)
+	if walk.TimeKey(T[lo])/G == c0 {
+		return expPickBackward(R, lo, hi, expBaseBackward(R, T, a, lo, c0, G), u, d.hint)
 	}
 	var start, end [walk.MaxExpCells]uint64
 	var base, cum [walk.MaxExpCells]float64
 	var total float64
 	n := 0
 	for p := hi; p > lo && n < walk.MaxExpCells; n++ {
-		c := walk.TimeKey(R[p-1].t) / G
+		c := walk.TimeKey(T[p-1]) / G
 		var st uint64
 		var bs float64
-		if walk.TimeKey(R[lo].t)/G == c {
-			st, bs = lo, expBaseBackward(R, a, lo, c, G)
+		if walk.TimeKey(T[lo])/G == c {
+			st, bs = lo, expBaseBackward(R, T, a, lo, c, G)
 		} else {
 			// The first position of [lo, p) in cell c: c > the cell of
-			// R[lo].t >= 0, so c*G-1 does not wrap.
-			st = gallopUpperBackRec(R, lo, p, walk.KeyTime(c*G-1))
+			// T[lo], which is >= 0, so c*G-1 does not wrap.
+			st = gallopUpperBack(T, lo, p, walk.KeyTime(c*G-1))
 		}
 		var f float64
 		if n == 0 {
@@ -699,8 +750,8 @@ func (s *stepper) expDrawn(d *expDraw, a, b, lo, hi uint64) (uint64, bool) {
 // expBaseForward is the forward sums' value past a window part ending at
 // hi in cell c: R[hi].s when position hi is in the same vertex and cell,
 // else 0 (the cell's sums end there).
-func expBaseForward(R []timeRec, b, hi, c, G uint64) float64 {
-	if hi < b && walk.TimeKey(R[hi].t)/G == c {
+func expBaseForward(R []timeRec, T []int64, b, hi, c, G uint64) float64 {
+	if hi < b && walk.TimeKey(T[hi])/G == c {
 		return R[hi].s
 	}
 	return 0
@@ -708,8 +759,8 @@ func expBaseForward(R []timeRec, b, hi, c, G uint64) float64 {
 
 // expBaseBackward is the backward sums' value before a part starting at lo
 // in cell c: R[lo-1].s when position lo-1 is in the same vertex and cell.
-func expBaseBackward(R []timeRec, a, lo, c, G uint64) float64 {
-	if lo > a && walk.TimeKey(R[lo-1].t)/G == c {
+func expBaseBackward(R []timeRec, T []int64, a, lo, c, G uint64) float64 {
+	if lo > a && walk.TimeKey(T[lo-1])/G == c {
 		return R[lo-1].s
 	}
 	return 0
@@ -849,102 +900,24 @@ func expPickBackward(R []timeRec, lo, hi uint64, base, u float64, g uint64) (uin
 	return l, true
 }
 
-// gallopLowerRec is gallopLower over the records' times.
-func gallopLowerRec(R []timeRec, a, b uint64, t int64) uint64 {
-	if a >= b || R[a].t >= t {
-		return a
-	}
-	at, step := a, uint64(1) // R[at].t < t
-	for {
-		next := at + step
-		if next >= b {
-			return recTimeFrom(R, at+1, b, t, false, b)
-		}
-		if R[next].t >= t {
-			return recTimeFrom(R, at+1, next, t, false, next)
-		}
-		at, step = next, 2*step
-	}
-}
-
-// gallopUpperBackRec is gallopUpperBack over the records' times.
-func gallopUpperBackRec(R []timeRec, a, b uint64, t int64) uint64 {
-	if a >= b || R[b-1].t <= t {
-		return b
-	}
-	at, step := b-1, uint64(1) // R[at].t > t
-	for {
-		if at < a+step {
-			return recTimeFrom(R, a, at, t, true, at)
-		}
-		next := at - step
-		if R[next].t <= t {
-			return recTimeFrom(R, next+1, at, t, true, at)
-		}
-		at, step = next, 2*step
-	}
-}
-
-// recTimeFrom is timeFrom over the records' times.
-func recTimeFrom(R []timeRec, a, b uint64, t int64, upper bool, g uint64) uint64 {
-	after := func(c int64) bool { return c > t || !upper && c == t }
-	l, h := a, b
-	switch {
-	case g >= b || g < a:
-	case after(R[g].t):
-		h = g
-		for step := uint64(1); h > l; step *= 2 {
-			next := h - min(step, h-l)
-			if !after(R[next].t) {
-				l = next + 1
-				break
-			}
-			h = next
-		}
-	default:
-		at := g
-		for step := uint64(1); ; step *= 2 {
-			next := at + step
-			if next >= h {
-				break
-			}
-			if after(R[next].t) {
-				h = next
-				break
-			}
-			at = next
-		}
-		l = at + 1
-	}
-	for l < h {
-		m := l + (h-l)/2
-		if after(R[m].t) {
-			h = m
-		} else {
-			l = m + 1
-		}
-	}
-	return l
-}
-
 // temporalGroup is how many walks walkTemporalGroup advances together.
 const temporalGroup = 32
 
 // walkTemporalGroup walks up to temporalGroup walks a step at a time each,
-// in rounds, on the records (timeRec): a walk's step is a chain of
+// in rounds, on the records (timeRec) and Times: a walk's step is a chain of
 // dependent loads (its vertex's offsets, the coarse entries of its times,
 // the run of times they leave, the draw's reads, the drawn position's
 // target), so one walk alone waits on memory at every link. A round takes
 // each link for every walk of the group before the next, prefetching what
 // the next link reads for all of them first, so the misses of the group's
 // walks overlap: the offsets; both ends of the vertex's coarse entries,
-// then the first probe between them (coarseProbe); the records around the
+// then the first probe between them (coarseProbe); the times around the
 // guess of the window's near end (coarseRange); the window and, before
 // any sum is read, the draw's words: the exponential draw's guess of its
 // position (expHint) and the position of an unweighted uniform or linear
-// draw, whose records are prefetched, with the sums past the window's far
-// end (exponential) or the weighted prefix sums' ends; then the draw,
-// whose record gives the target and time. Each walk draws exactly as
+// draw, whose records and times are prefetched, with the sums past the
+// window's far end (exponential) or the weighted prefix sums' ends; then
+// the draw, whose record gives the target. Each walk draws exactly as
 // walkTemporal does (Philox keyed by walk and step): the walks are the
 // same, byte for byte.
 func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint32, times []int64, timesRow int, lens []uint32) {
@@ -957,6 +930,7 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 		idx    [3 * temporalGroup]uint64
 		idx2   [2 * temporalGroup]uint64
 		idx3   [temporalGroup]uint64
+		idxT   [2 * temporalGroup]uint64
 		ab     [temporalGroup][2]uint64 // the vertex's time order [a, b)
 		win    [temporalGroup][2]uint64 // the search's run, then the window [lo, hi)
 		guess  [temporalGroup]uint64    // coarseRange's guess of the window's near end
@@ -977,6 +951,7 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 	if len(R) == 0 {
 		return // no edges: no walk takes a step
 	}
+	T := s.tmp.times
 	const rs = unsafe.Sizeof(timeRec{})
 	back := s.alg.Time.Backward
 	exp := s.alg.Time.Bias == walk.TimeExponential && s.tmp.rejections > 0
@@ -1013,7 +988,7 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 			prefetchRows(unsafe.Pointer(&s.tmp.coarse[0]), idx[:m], 8, 24)
 		}
 		// The coarse step; a run it narrowed is searched from its guess
-		// g, whose records are prefetched; a short vertex's whole range
+		// g, whose times are prefetched; a short vertex's whole range
 		// from its middle, whose first probes are.
 		m, m2 := 0, 0
 		for _, k := range active[:live] {
@@ -1042,18 +1017,18 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 			win[k] = [2]uint64{fa, fb}
 		}
 		if m > 0 {
-			prefetchRows(unsafe.Pointer(&R[0]), idx[:m], rs, rs)
+			prefetchRows(unsafe.Pointer(&T[0]), idx[:m], 8, 8)
 		}
 		if m2 > 0 {
-			prefetchRows(unsafe.Pointer(&R[0]), idx2[:m2], rs, 9*rs)
+			prefetchRows(unsafe.Pointer(&T[0]), idx2[:m2], 8, 9*8)
 		}
 		// Windows, and the draws' first reads.
-		m, m2, m3 := 0, 0, 0
+		m, m2, m3, mT := 0, 0, 0, 0
 		for _, k := range active[:live] {
 			a, b := ab[k][0], ab[k][1]
 			lo, hi := a, b
 			if bounded && b > a {
-				lo, hi = s.recWindow(a, b, t[k], win[k][0], win[k][1], guess[k])
+				lo, hi = s.windowIn(a, b, t[k], win[k][0], win[k][1], guess[k])
 			}
 			win[k] = [2]uint64{lo, hi}
 			if lo == hi {
@@ -1076,18 +1051,22 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 					idx[m] = lo - 1
 					m++
 				}
+				idxT[mT] = d.hint // the drawn position's time, near the guess mostly
+				mT++
 				if !s.tmp.expOneCell { // the far end's time, for its cell
 					if back {
-						idx[m] = lo
+						idxT[mT] = lo
 					} else {
-						idx[m] = hi - 1
+						idxT[mT] = hi - 1
 					}
-					m++
+					mT++
 				}
 			case early:
 				d.hint, _ = s.temporalDraw(firstID+uint64(k), step, a, b, lo, hi)
 				idx[m] = d.hint
 				m++
+				idxT[mT] = d.hint
+				mT++
 			case cumw != nil:
 				idx2[m2] = hi - 1
 				m2++
@@ -1105,6 +1084,9 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 		}
 		if m2 > 0 {
 			prefetchRows(unsafe.Pointer(&cumw[0]), idx2[:m2], 8, 8)
+		}
+		if mT > 0 {
+			prefetchRows(unsafe.Pointer(&T[0]), idxT[:mT], 8, 8)
 		}
 		// Draws.
 		kept := 0
@@ -1130,7 +1112,7 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 					continue
 				}
 			}
-			cur[k], t[k] = R[e].tgt, R[e].t
+			cur[k], t[k] = R[e].tgt, T[e]
 			buf[k*stride+int(lens[k])] = cur[k]
 			if times != nil {
 				times[(timesRow+k)*stride+int(lens[k])] = t[k]
@@ -1141,23 +1123,4 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 		}
 		live = kept
 	}
-}
-
-// recWindow is windowIn over the records' times.
-func (s *stepper) recWindow(a, b uint64, t int64, fa, fb, g uint64) (lo, hi uint64) {
-	tp := &s.alg.Time
-	R := s.tmp.rec
-	lo, hi = a, b
-	if !tp.Backward {
-		lo = recTimeFrom(R, fa, fb, t, false, g)
-		if tp.HasMaxGap {
-			hi = recTimeFrom(R, lo, b, satAdd(t, tp.MaxGap), true, b)
-		}
-	} else {
-		hi = recTimeFrom(R, fa, fb, t, true, g)
-		if tp.HasMaxGap {
-			lo = recTimeFrom(R, a, hi, satAdd(t, -tp.MaxGap), false, hi)
-		}
-	}
-	return lo, hi
 }

@@ -42,6 +42,9 @@ func TestTemporalGroupMatchesOneWalk(t *testing.T) {
 			}
 			const seed = 5
 			walks, times := timedWalks(t, e, walk.Job{Algorithm: a, Seed: seed, Starts: starts, WithTimes: true})
+			// Without output times a step reads no time where it needs
+			// none (walkTemporalExpGroup): the same walks.
+			plain, _ := timedWalks(t, e, walk.Job{Algorithm: a, Seed: seed, Starts: starts})
 			s := newStepper(g, a, seed, nil)
 			var cumw []float64
 			if weighted && tp.Bias != walk.TimeExponential {
@@ -56,8 +59,8 @@ func TestTemporalGroupMatchesOneWalk(t *testing.T) {
 			ot := make([]int64, a.Length+1)
 			for id, v := range starts {
 				n := s.walkTemporal(uint64(id), v, out, ot)
-				if !slices.Equal(walks[id], out[:n]) || !slices.Equal(times[id], ot[:n]) {
-					t.Fatalf("%s weighted=%v walk %d: grouped %v %v, one at a time %v %v", name, weighted, id, walks[id], times[id], out[:n], ot[:n])
+				if !slices.Equal(walks[id], out[:n]) || !slices.Equal(times[id], ot[:n]) || !slices.Equal(plain[id], out[:n]) {
+					t.Fatalf("%s weighted=%v walk %d: grouped %v %v (without times %v), one at a time %v %v", name, weighted, id, walks[id], times[id], plain[id], out[:n], ot[:n])
 				}
 			}
 			runtime.KeepAlive(e) // its records live outside the Go heap until e is collected
@@ -65,9 +68,40 @@ func TestTemporalGroupMatchesOneWalk(t *testing.T) {
 	}
 }
 
-// The searches in the sums pick the same position from any guess: the
-// guess only decides where the gallop starts.
+// The searches in the sums pick, from any guess, the position of the
+// specification (walk/temporalexp.go), found here by a scan: forward the
+// last k of [lo, hi) past lo with R[k].s > r (lo where none is), backward
+// the first k of [lo, hi-1) with R[k].s > r (hi-1 where none is). The guess
+// only decides where the search starts: the bracket around it
+// (bracketForward), or the gallop where the answer lies outside.
 func TestExpPickAnyGuess(t *testing.T) {
+	scanF := func(R []timeRec, lo, hi uint64, base, u float64) (uint64, bool) {
+		m := R[lo].s - base
+		if !(m > 0) {
+			return 0, false
+		}
+		r := base + float64(u*m)
+		k := lo
+		for j := lo + 1; j < hi; j++ {
+			if R[j].s > r {
+				k = j
+			}
+		}
+		return k, true
+	}
+	scanB := func(B []timeRec, lo, hi uint64, base, u float64) (uint64, bool) {
+		m := B[hi-1].s - base
+		if !(m > 0) {
+			return 0, false
+		}
+		r := base + float64(u*m)
+		for j := lo; j < hi-1; j++ {
+			if B[j].s > r {
+				return j, true
+			}
+		}
+		return hi - 1, true
+	}
 	r := rand.New(rand.NewPCG(38, 2))
 	for range 300 {
 		n := 1 + r.IntN(300)
@@ -98,14 +132,14 @@ func TestExpPickAnyGuess(t *testing.T) {
 		}
 		for range 20 {
 			u := r.Float64()
-			wantF, okF := expPickForward(R, lo, hi, fb, u, lo)
-			wantB, okB := expPickBackward(B, lo, hi, bb, u, hi-1)
+			wantF, okF := scanF(R, lo, hi, fb, u)
+			wantB, okB := scanB(B, lo, hi, bb, u)
 			for g := lo; g < hi; g++ {
 				if got, ok := expPickForward(R, lo, hi, fb, u, g); ok != okF || got != wantF {
-					t.Fatalf("forward [%d, %d) u=%v from %d: %d %v, from the near end %d %v", lo, hi, u, g, got, ok, wantF, okF)
+					t.Fatalf("forward [%d, %d) u=%v from %d: %d %v, the scan %d %v", lo, hi, u, g, got, ok, wantF, okF)
 				}
 				if got, ok := expPickBackward(B, lo, hi, bb, u, g); ok != okB || got != wantB {
-					t.Fatalf("backward [%d, %d) u=%v from %d: %d %v, from the near end %d %v", lo, hi, u, g, got, ok, wantB, okB)
+					t.Fatalf("backward [%d, %d) u=%v from %d: %d %v, the scan %d %v", lo, hi, u, g, got, ok, wantB, okB)
 				}
 			}
 		}

@@ -17,21 +17,27 @@ const temporalExpGroup = 64
 //
 //  1. each walk's window (its vertex's end from vertRec, or the gap's
 //     search from the near end), the draw's words and its guess
-//     (expHintFrom with the vertex's far time); then the prefetch of the
-//     four lines around the guess, with the sums past the window's far end
-//     (forward, gap) or before it (backward) and the far end's time where
-//     the window may span cells;
-//  2. each walk's draw (expDrawn), whose record gives the target, the time
-//     and the next window's near bound; then the prefetch of what the next
-//     step's first loop reads: the vertex's two vertRec and the two
+//     (expHintDens with the vertex's density, so no time is read); then
+//     the prefetch of the three lines around the guess, with the sums past
+//     the window's far end (forward, gap) or before it (backward) and the
+//     window's end times where it may span cells;
+//  2. each walk's draw (expDrawn), whose record gives the target and the
+//     next window's near bound; then the prefetch of what the next step's
+//     first loop and draw read first: the vertex's two vertRec and the two
 //     records at the near end.
+//
+// A step reads a time only where it needs one: a gap's search needs the
+// bound, cells their ends' times, and a walk with output times its steps'.
+// The drawn position's time is then prefetched at the draw and read at the
+// walk's next visit (pend), and a step without any of these reads no time
+// at all: records and vertRec are all its lines.
 //
 // Each walk's prefetches are issued as it is visited (prefetch4), the
 // group's other walks' visits before their lines are read; issued for the
 // whole group at once, a hundred lines and more fill the line-fill buffers
 // and stall the loop that issues them. The first step, when bounded by a
 // start time, searches its window as walkTemporalGroup does (coarseRange,
-// recWindow), unprefetched. The windows, the words and the draws are those
+// windowIn), unprefetched. The windows, the words and the draws are those
 // of walkTemporal: the walks are the same, byte for byte
 // (TestTemporalGroupMatchesOneWalk).
 func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []uint32, times []int64, timesRow int, lens []uint32) {
@@ -42,6 +48,7 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 		cur    [G]uint32
 		t      [G]int64
 		nx     [G]uint64 // the window's near bound, from the record taken last
+		pend   [G]uint64 // the record taken last, whose time t is not read yet
 		active [G]int    // indexes of the walks still going
 		idx    [G]uint64
 		win    [G][4]uint64 // a, b, lo, hi
@@ -73,11 +80,23 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 	back := tp.Backward
 	verts := s.tmp.expVerts
 	one := s.tmp.expOneCell
+	T := s.tmp.times
+	// needT: the steps after the first read their bound t (a gap), or
+	// write it out.
+	needT := tp.HasMaxGap || times != nil
+	// settle reads walk k's time pending from its last draw.
+	settle := func(k int) {
+		t[k] = T[pend[k]]
+		if times != nil {
+			times[(timesRow+k)*stride+int(lens[k])-1] = t[k]
+		}
+	}
 	rBase := uintptr(unsafe.Pointer(&R[0]))
 	vBase := uintptr(unsafe.Pointer(&verts[0]))
-	// recAt is the address of record k's byte off (k may lie outside R:
-	// the addresses are only prefetched).
-	recAt := func(k uint64, off uintptr) uintptr { return rBase + uintptr(k)*rs + off }
+	tBase := uintptr(unsafe.Pointer(&T[0]))
+	// recAt is the address of record k (k may lie outside R: the
+	// addresses are only prefetched).
+	recAt := func(k uint64) uintptr { return rBase + uintptr(k)*rs }
 	for i, k := range active[:live] {
 		idx[i] = uint64(cur[k])
 	}
@@ -93,6 +112,9 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 		// for its draw are prefetched as it is visited, the group's other
 		// walks' visits before its draw.
 		for _, k := range active[:live] {
+			if fromRec && needT {
+				settle(k)
+			}
 			v := cur[k]
 			a, b := verts[v].a, verts[v+1].a
 			lo, hi := a, b
@@ -101,16 +123,16 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 			case fromRec && !back:
 				lo = nx[k]
 				if tp.HasMaxGap {
-					hi = recTimeFrom(R, lo, b, satAdd(t[k], tp.MaxGap), true, b)
+					hi = upperTime(T, lo, b, satAdd(t[k], tp.MaxGap))
 				}
 			case fromRec:
 				hi = nx[k]
 				if tp.HasMaxGap {
-					lo = recTimeFrom(R, a, hi, satAdd(t[k], -tp.MaxGap), false, hi)
+					lo = lowerTime(T, a, hi, satAdd(t[k], -tp.MaxGap))
 				}
 			case tp.HasStart:
 				fa, fb, g := coarseRange(s.tmp.coarse, a, b, t[k], back)
-				lo, hi = s.recWindow(a, b, t[k], fa, fb, g)
+				lo, hi = s.windowIn(a, b, t[k], fa, fb, g)
 			}
 			win[k] = [4]uint64{a, b, lo, hi}
 			if lo == hi {
@@ -118,33 +140,25 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 			}
 			d := &ed[k]
 			d.x0, d.x1, d.x2, d.x3 = words[0][k], words[1][k], words[2][k], words[3][k]
-			u := unit53(d.x0, d.x1)
-			switch {
-			case !back && hi == b:
-				d.hint = s.expHintFrom(lo, hi, u, verts[v].far, b-1-lo)
-			case back && lo == a:
-				d.hint = s.expHintFrom(lo, hi, u, verts[v].far, hi-1-a)
-			default:
-				d.hint = s.expHint(lo, hi, u)
-			}
+			d.hint = s.expHintDens(lo, hi, unit53(d.x0, d.x1), verts[v].dens)
 			if d.hint != lo && d.hint != hi-1 {
 				// A guess: the lines of hint-4..hint+4, where the search
 				// in the sums goes nine steps in ten (at the near end,
 				// the lines asked for at the last draw serve).
-				p := recAt(d.hint-4, 0)
-				prefetch4(p, p+64, p+128, p+192)
+				p := recAt(d.hint - 4)
+				prefetch4(p, p+64, p+128, p+9*rs-1)
 			}
 			// The sums past the window's far end (forward, a gap) or
-			// before it (backward), and the far end's time where the
-			// window may span cells.
+			// before it (backward), and the window's end times where it
+			// may span cells.
 			switch {
 			case !one:
-				prefetch4(recAt(lo, 0), recAt(hi-1, 0), recAt(hi, 0), recAt(lo-1, 0))
+				prefetch4(tBase+uintptr(lo)*8, tBase+uintptr(hi-1)*8, recAt(hi), recAt(lo-1))
 			case !back && hi < b:
-				p := recAt(hi, 0)
+				p := recAt(hi)
 				prefetch4(p, p, p, p)
 			case back && lo > a:
-				p := recAt(lo-1, 0)
+				p := recAt(lo - 1)
 				prefetch4(p, p, p, p)
 			}
 		}
@@ -163,25 +177,33 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 				}
 			}
 			r := &R[e]
-			cur[k], t[k], nx[k] = r.tgt, r.t, uint64(r.nx)
+			cur[k], nx[k], pend[k] = r.tgt, uint64(r.nx), e
 			// The next step's lines: the vertex's two entries, and the
-			// two records at its window's near end (the near end's time
-			// and sum, and the next one, where the draw in a window too
-			// short for a guess mostly stops).
-			nr := recAt(nx[k], 0)
+			// two records at its window's near end (the near end's sum,
+			// and the next one, where the draw in a window too short
+			// for a guess mostly stops).
+			nr := recAt(nx[k])
 			if back {
-				nr = recAt(nx[k]-2, 0)
+				nr = recAt(nx[k] - 2)
 			}
 			va := vBase + uintptr(cur[k])*vs
 			prefetch4(va, va+2*vs-1, nr, nr+2*rs-1)
-			buf[k*stride+int(lens[k])] = cur[k]
-			if times != nil {
-				times[(timesRow+k)*stride+int(lens[k])] = t[k]
+			if needT {
+				p := tBase + uintptr(e)*8
+				prefetch4(p, p, p, p)
 			}
+			buf[k*stride+int(lens[k])] = cur[k]
 			lens[k]++
 			active[kept] = k
 			kept++
 		}
 		live = kept
+	}
+	if needT {
+		// The last step's times; a walk whose window closed settled its
+		// own at that visit.
+		for _, k := range active[:live] {
+			settle(k)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"testing"
@@ -62,23 +63,20 @@ func TestExpRecsNext(t *testing.T) {
 				for k := off[u]; k < off[u+1]; k++ {
 					rc := tab.rec[k]
 					v := rc.tgt
-					want := lowerTime(g.Times, off[v], off[v+1], rc.t)
+					want := lowerTime(g.Times, off[v], off[v+1], g.Times[k])
 					if back {
-						want = upperTime(g.Times, off[v], off[v+1], rc.t)
+						want = upperTime(g.Times, off[v], off[v+1], g.Times[k])
 					}
 					if uint64(rc.nx) != want {
-						t.Fatalf("%s backward=%v: record %d (%d -> %d at %d): nx %d, want %d", name, back, k, u, v, rc.t, rc.nx, want)
+						t.Fatalf("%s backward=%v: record %d (%d -> %d at %d): nx %d, want %d", name, back, k, u, v, g.Times[k], rc.nx, want)
 					}
 				}
-				far := int64(0)
-				if off[u+1] > off[u] {
-					far = g.Times[off[u+1]-1]
-					if back {
-						far = g.Times[off[u]]
-					}
+				dens := math.Inf(1)
+				if a, b := off[u], off[u+1]; b-a > 1 && g.Times[b-1] > g.Times[a] {
+					dens = float64(b-a-1) / ((float64(g.Times[b-1]) - float64(g.Times[a])) / 5)
 				}
-				if tab.verts[u] != (vertRec{a: off[u], far: far}) {
-					t.Fatalf("%s backward=%v: vertex %d: %+v, want start %d far %d", name, back, u, tab.verts[u], off[u], far)
+				if got := tab.verts[u]; got.a != off[u] || got.dens != dens {
+					t.Fatalf("%s backward=%v: vertex %d: %+v, want start %d density %g", name, back, u, got, off[u], dens)
 				}
 			}
 			runtime.KeepAlive(e)
