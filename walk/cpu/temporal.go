@@ -30,6 +30,9 @@ type temporal struct {
 	// the vertices' starts and time densities (expTable.verts).
 	expNext  bool
 	expVerts []vertRec
+	// recNext: rec are the uniform and linear biases' records with nx for
+	// this walk's direction (timeNextRecords).
+	recNext bool
 	// invScale is 1 / the exponential bias's scale, for the draws'
 	// guesses (expHintFrom), which need no exact division.
 	invScale float64
@@ -536,6 +539,13 @@ func (s *stepper) walkTemporalUnit(starts []uint32, firstID uint64, buf []uint32
 				tk = times[k*stride : (k+1)*stride]
 			}
 			lens[k] = uint32(s.walkTemporal(firstID+uint64(k), starts[k], buf[k*stride:(k+1)*stride], tk))
+		}
+		return
+	}
+	if s.tmp.recNext && !s.weighted && s.alg.Time.Bias != walk.TimeExponential {
+		for lo := 0; lo < len(starts); lo += temporalExpGroup {
+			hi := min(lo+temporalExpGroup, len(starts))
+			s.walkTemporalNextGroup(starts[lo:hi], firstID+uint64(lo), buf[lo*stride:hi*stride], times, lo, lens[lo:hi])
 		}
 		return
 	}

@@ -457,17 +457,7 @@ func (e *Engine) expTable(alg walk.Algorithm) *expTable {
 		}
 		wg.Wait()
 		if next {
-			// nx: from the reverse edges, then the search for the rest;
-			// one range a worker, as each reads the whole adjacency.
-			for _, r := range vertexRangesByEdges(g, e.cfg.workers) {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					fillNextTwins(g, tp.Backward, rec, inv, r[0], r[1])
-					fillNext(g, tp.Backward, rec, coarse, g.Offsets[r[0]], g.Offsets[r[1]])
-				}()
-			}
-			wg.Wait()
+			fillNextAll(g, tp.Backward, rec, inv, coarse, e.cfg.workers)
 		}
 		tlo, thi := g.TimeRange()
 		G := walk.ExpCell(tp.Scale)
@@ -475,6 +465,61 @@ func (e *Engine) expTable(alg walk.Algorithm) *expTable {
 		e.recordBuild(t0, func() { t.rec, t.oneCell, t.next, t.verts = rec, one, next, verts })
 	})
 	return t
+}
+
+// fillNextAll sets the nx of every record still marked noNext on workers
+// goroutines: from the reverse edges, then the search for the rest; one
+// range a worker, as each reads the whole adjacency.
+func fillNextAll(g *graph.Graph, backward bool, rec []timeRec, inv []uint32, coarse []int64, workers int) {
+	var wg sync.WaitGroup
+	for _, r := range vertexRangesByEdges(g, workers) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fillNextTwins(g, backward, rec, inv, r[0], r[1])
+			fillNext(g, backward, rec, coarse, g.Offsets[r[0]], g.Offsets[r[1]])
+		}()
+	}
+	wg.Wait()
+}
+
+// timeNextRecords builds the records of the uniform and linear biases with
+// their nx for direction backward (walkTemporalNextGroup), once per engine
+// and direction, 16 bytes an edge outside the Go heap: nil when the graph
+// has 2^32 edges or more (a position does not fit nx), whose walks take
+// timeRecords and search. The targets are those of timeRecords; nx is
+// built as the exponential bias's is (fillNextTwins, fillNext).
+func (e *Engine) timeNextRecords(backward bool) []timeRec {
+	d := 0
+	if backward {
+		d = 1
+	}
+	e.nextOnce[d].Do(func() {
+		g := e.g
+		if uint64(g.NumEdges()) >= math.MaxUint32 {
+			return
+		}
+		coarse := e.coarseIndex() // timed as its own table
+		t0 := time.Now()
+		rec := hugemem.Alloc[timeRec](e, int(g.NumEdges()))
+		inv := make([]uint32, g.NumEdges())
+		var wg sync.WaitGroup
+		for _, r := range vertexRangesByEdges(g, e.cfg.workers*4) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				fillTimeRecs(g, rec, r[0], r[1])
+				for k := g.Offsets[r[0]]; k < g.Offsets[r[1]]; k++ {
+					rec[k].nx = noNext
+				}
+				fillInverse(g, inv, r[0], r[1])
+			}()
+		}
+		wg.Wait()
+		fillNextAll(g, backward, rec, inv, coarse, e.cfg.workers)
+		e.recordBuild(t0, func() { e.nextRecs[d] = rec })
+	})
+	return e.nextRecs[d]
 }
 
 // vertexRangesByEdges cuts the vertices into at most n contiguous ranges of

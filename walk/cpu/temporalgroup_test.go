@@ -25,6 +25,8 @@ func TestTemporalGroupMatchesOneWalk(t *testing.T) {
 	cases["backward-exp-one-cell"] = walk.TimeParams{Bias: walk.TimeExponential, Scale: 1 << 12, Backward: true}
 	cases["exponential-wide"] = walk.TimeParams{Bias: walk.TimeExponential, Scale: 3000}
 	cases["linear-start"] = walk.TimeParams{Bias: walk.TimeLinear, Start: 1 << 19, HasStart: true}
+	cases["backward-linear-gap"] = walk.TimeParams{Bias: walk.TimeLinear, Backward: true, MaxGap: 1 << 16, HasMaxGap: true}
+	cases["backward-uniform-start-gap"] = walk.TimeParams{Backward: true, Start: 1 << 19, HasStart: true, MaxGap: 1 << 17, HasMaxGap: true}
 	// walkTemporalExpGroup searches only a first step bounded by a start.
 	cases["exponential-start"] = walk.TimeParams{Bias: walk.TimeExponential, Scale: 3000, Start: 1 << 19, HasStart: true}
 	cases["backward-exp-one-cell-start-gap"] = walk.TimeParams{Bias: walk.TimeExponential, Scale: 1 << 14, Backward: true,

@@ -1,6 +1,10 @@
 package cpu
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/walkstage/walkstage/walk"
+)
 
 // temporalExpGroup is how many walks walkTemporalExpGroup advances
 // together: the lines a walk's visit prefetches have the other walks'
@@ -117,23 +121,7 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 			}
 			v := cur[k]
 			a, b := verts[v].a, verts[v+1].a
-			lo, hi := a, b
-			switch {
-			case b == a:
-			case fromRec && !back:
-				lo = nx[k]
-				if tp.HasMaxGap {
-					hi = upperTime(T, lo, b, satAdd(t[k], tp.MaxGap))
-				}
-			case fromRec:
-				hi = nx[k]
-				if tp.HasMaxGap {
-					lo = lowerTime(T, a, hi, satAdd(t[k], -tp.MaxGap))
-				}
-			case tp.HasStart:
-				fa, fb, g := coarseRange(s.tmp.coarse, a, b, t[k], back)
-				lo, hi = s.windowIn(a, b, t[k], fa, fb, g)
-			}
+			lo, hi := s.nextWindow(a, b, nx[k], t[k], fromRec)
 			win[k] = [4]uint64{a, b, lo, hi}
 			if lo == hi {
 				continue
@@ -169,7 +157,20 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 			if lo == hi {
 				continue
 			}
-			e, ok := s.expDrawn(&ed[k], a, b, lo, hi)
+			var e uint64
+			var ok bool
+			if one && !back {
+				// expDrawn's one-cell forward draw, the common case,
+				// without its call.
+				var base float64
+				if hi < b {
+					base = R[hi].s
+				}
+				d := &ed[k]
+				e, ok = expPickForward(R, lo, hi, base, unit53(d.x0, d.x1), d.hint)
+			} else {
+				e, ok = s.expDrawn(&ed[k], a, b, lo, hi)
+			}
 			if !ok {
 				// The exact scan, for a window whose sums are zero.
 				if e, ok = s.temporalDraw(firstID+uint64(k), step, a, b, lo, hi); !ok {
@@ -204,6 +205,160 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 		// own at that visit.
 		for _, k := range active[:live] {
 			settle(k)
+		}
+	}
+}
+
+// nextWindow is the window [lo, hi) of a step from the vertex whose time
+// order is [a, b): after the first step (fromRec) its near end is nx, the
+// bound of the record the walk took last, whose time t bounds a gap's
+// far end (searched from the near end); a first step is bounded by the
+// start time, when given, and searched as walkTemporalGroup searches.
+func (s *stepper) nextWindow(a, b, nx uint64, t int64, fromRec bool) (lo, hi uint64) {
+	tp := &s.alg.Time
+	lo, hi = a, b
+	switch {
+	case b == a:
+	case fromRec && !tp.Backward:
+		lo = nx
+		if tp.HasMaxGap {
+			hi = upperTime(s.tmp.times, lo, b, satAdd(t, tp.MaxGap))
+		}
+	case fromRec:
+		hi = nx
+		if tp.HasMaxGap {
+			lo = lowerTime(s.tmp.times, a, hi, satAdd(t, -tp.MaxGap))
+		}
+	case tp.HasStart:
+		fa, fb, g := coarseRange(s.tmp.coarse, a, b, t, tp.Backward)
+		lo, hi = s.windowIn(a, b, t, fa, fb, g)
+	}
+	return lo, hi
+}
+
+// walkTemporalNextGroup is walkTemporalExpGroup for the unweighted uniform
+// and linear biases, on their records with nx (timeNextRecords): a step
+// after the first takes its window from the record it took last (nx) and
+// its vertex's end from Offsets, draws its position from the window and
+// its Philox words alone (no sums: uniform, or the linear bias's rank),
+// and then reads that position's record for the target and the next nx.
+// Where walkTemporalGroup searched every window (the coarse index, then
+// the times), a step here reads two lines: the vertex's offsets and the
+// drawn record, each prefetched at the walk's visit in the loop before:
+//
+//  1. each walk's window and draw; the drawn record's prefetch (and its
+//     time's, where the step needs times: a gap, output times);
+//  2. each walk's record: target and nx; the next vertex's offsets'
+//     prefetch.
+//
+// The windows, words and positions are temporalDraw's, so the walks are
+// walkTemporal's, byte for byte (TestTemporalGroupMatchesOneWalk).
+func (s *stepper) walkTemporalNextGroup(starts []uint32, firstID uint64, buf []uint32, times []int64, timesRow int, lens []uint32) {
+	const G = temporalExpGroup
+	stride := s.alg.Length + 1
+	n := len(starts)
+	var (
+		cur    [G]uint32
+		t      [G]int64
+		nx     [G]uint64 // the window's near bound, from the record taken last
+		pick   [G]uint64 // the drawn position, noPick where the window is empty
+		active [G]int    // indexes of the walks still going
+		idx    [G]uint64
+		idLo   [G]uint32 // the walks' Philox counters: id, step
+		idHi   [G]uint32
+		ctr    [G]uint32
+		words  [4][G]uint32
+	)
+	const noPick = ^uint64(0)
+	bound := s.alg.Time.Bound()
+	for k := range n {
+		cur[k], t[k] = starts[k], bound
+		buf[k*stride] = starts[k]
+		if times != nil {
+			times[(timesRow+k)*stride] = bound
+		}
+		lens[k] = 1
+		active[k] = k
+		id := firstID + uint64(k)
+		idLo[k], idHi[k] = uint32(id), uint32(id>>32)
+	}
+	live := n
+	R := s.tmp.rec
+	if len(R) == 0 {
+		return // no edges: no walk takes a step
+	}
+	const rs = unsafe.Sizeof(timeRec{})
+	tp := &s.alg.Time
+	linear := tp.Bias == walk.TimeLinear
+	off, T := s.off, s.tmp.times
+	needT := tp.HasMaxGap || times != nil
+	rBase := uintptr(unsafe.Pointer(&R[0]))
+	oBase := uintptr(unsafe.Pointer(&off[0]))
+	tBase := uintptr(unsafe.Pointer(&T[0]))
+	for i, k := range active[:live] {
+		idx[i] = uint64(cur[k])
+	}
+	prefetchRows(unsafe.Pointer(&off[0]), idx[:live], 8, 16)
+	for step := uint32(0); step < uint32(s.alg.Length) && live > 0; step++ {
+		fromRec := step > 0
+		for i := range ctr {
+			ctr[i] = step
+		}
+		philox64(&idLo, &idHi, &ctr, 0, s.k0, s.k1, &words)
+		for _, k := range active[:live] {
+			if fromRec && needT {
+				t[k] = T[pick[k]]
+				if times != nil {
+					times[(timesRow+k)*stride+int(lens[k])-1] = t[k]
+				}
+			}
+			v := cur[k]
+			lo, hi := s.nextWindow(off[v], off[v+1], nx[k], t[k], fromRec)
+			if lo == hi {
+				pick[k] = noPick
+				continue
+			}
+			// temporalDraw's unweighted uniform and linear draws.
+			w := hi - lo
+			var e uint64
+			if linear {
+				e = s.near(lo, hi, linearPos(words[0][k], words[1][k], w))
+			} else {
+				e = lo + uint64(walk.Bounded(words[0][k], uint32(w)))
+			}
+			pick[k] = e
+			p := rBase + uintptr(e)*rs
+			q := p
+			if needT {
+				q = tBase + uintptr(e)*8
+			}
+			prefetch4(p, p, q, q)
+		}
+		kept := 0
+		for _, k := range active[:live] {
+			e := pick[k]
+			if e == noPick {
+				continue
+			}
+			r := &R[e]
+			cur[k], nx[k] = r.tgt, uint64(r.nx)
+			o := oBase + uintptr(cur[k])*8
+			prefetch4(o, o+15, o, o)
+			buf[k*stride+int(lens[k])] = cur[k]
+			lens[k]++
+			active[kept] = k
+			kept++
+		}
+		live = kept
+	}
+	if needT {
+		// The last step's times; a walk whose window closed read its own
+		// at that visit.
+		for _, k := range active[:live] {
+			t[k] = T[pick[k]]
+			if times != nil {
+				times[(timesRow+k)*stride+int(lens[k])-1] = t[k]
+			}
 		}
 	}
 }

@@ -10,7 +10,8 @@ import (
 	"github.com/walkstage/walkstage/walk"
 )
 
-// Every record's nx is the window bound a step bounded by its time finds in
+// Every record's nx (the exponential bias's and the uniform and linear
+// biases', timeNextRecords) is the window bound a step bounded by its time finds in
 // its target's time order (lowerTime forward, upperTime backward), on
 // undirected graphs (whose reverse edges serve, fillNextTwins) and on
 // directed ones and multigraphs whose reverse edges are missing or at other
@@ -59,9 +60,15 @@ func TestExpRecsNext(t *testing.T) {
 				t.Fatalf("%s: no nx", name)
 			}
 			off := g.Offsets
+			// The uniform and linear biases' records: the same nx, and the
+			// targets in time order.
+			ul := e.timeNextRecords(back)
 			for u := range g.NumVertices() {
 				for k := off[u]; k < off[u+1]; k++ {
 					rc := tab.rec[k]
+					if ul[k].nx != rc.nx || ul[k].tgt != g.Targets[off[u]+uint64(g.ByTime[k])] {
+						t.Fatalf("%s backward=%v: uniform record %d: %+v, want nx %d target %d", name, back, k, ul[k], rc.nx, g.Targets[off[u]+uint64(g.ByTime[k])])
+					}
 					v := rc.tgt
 					want := lowerTime(g.Times, off[v], off[v+1], g.Times[k])
 					if back {
