@@ -27,7 +27,7 @@ type temporal struct {
 	expCell    uint64
 	expOneCell bool // every edge time in one cell (expTable.oneCell)
 	// expNext: rec's nx are filled (expTable.next), and expVerts has
-	// the vertices' starts and time densities (expTable.verts).
+	// the vertices' ranges and time densities (expTable.verts).
 	expNext  bool
 	expVerts []vertRec
 	// recNext: rec are the uniform and linear biases' records with nx for

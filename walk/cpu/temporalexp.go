@@ -109,7 +109,7 @@ func fillExpRecs(g *graph.Graph, scale float64, backward, weighted bool, rec []t
 			}
 		}
 		if verts != nil {
-			verts[v] = vertRec{a: a, dens: vertDensity(times, a, b, scale)}
+			verts[v] = vertRec{a: uint32(a), b: uint32(b), dens: vertDensity(times, a, b, scale)}
 		}
 	}
 }
@@ -352,17 +352,18 @@ type expTable struct {
 	verts []vertRec
 }
 
-// vertRec is vertex v's start in the time order (Offsets[v]; entry v+1's
-// is its end) and the density of its times, in positions per time scale
-// (vertDensity), for the draw's guess (expHintDens). A grouped
-// exponential step reads both, and the next entry's start, in one line
-// (sixteen bytes an entry) and no time: the guess of where a draw lands
-// needs how many positions a scale of time spans, which the vertex's mean
-// gives about as well as the window's own ends did (on R-MAT graphs with
-// random times the draw lands within four positions of either guess nine
-// steps in ten), without reading the window's near-end time.
+// vertRec is vertex v's time order [a, b) (Offsets[v], Offsets[v+1]; the
+// table exists only for graphs of fewer than 2^32 edges) and the density
+// of its times, in positions per time scale (vertDensity), for the draw's
+// guess (expHintDens). A grouped exponential step reads all three in one
+// aligned line (sixteen bytes an entry), where Offsets' two entries cross
+// a line one vertex in eight and the times the guess used to read were
+// lines of their own: the guess of where a draw lands needs how many
+// positions a scale of time spans, which the vertex's mean gives about as
+// well as the window's own ends did (on R-MAT graphs with random times the
+// draw lands within four positions of either guess nine steps in ten).
 type vertRec struct {
-	a    uint64
+	a, b uint32
 	dens float64
 }
 
@@ -430,8 +431,7 @@ func (e *Engine) expTable(alg walk.Algorithm) *expTable {
 			// On huge pages with the records: every step reads an entry
 			// at random, which on 4 KiB pages (a heap without huge
 			// pages) is a TLB miss an entry.
-			verts = hugemem.Alloc[vertRec](e, g.NumVertices()+1)
-			verts[g.NumVertices()].a = uint64(g.NumEdges())
+			verts = hugemem.Alloc[vertRec](e, g.NumVertices())
 		}
 		t0 := time.Now()
 		// Outside the Go heap, on huge pages (hugemem.Alloc): the steps

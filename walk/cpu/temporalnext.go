@@ -27,7 +27,7 @@ const temporalExpGroup = 64
 //     window's end times where it may span cells;
 //  2. each walk's draw (expDrawn), whose record gives the target and the
 //     next window's near bound; then the prefetch of what the next step's
-//     first loop and draw read first: the vertex's two vertRec and the two
+//     first loop and draw read first: the vertex's vertRec and the two
 //     records at the near end.
 //
 // A step reads a time only where it needs one: a gap's search needs the
@@ -104,7 +104,7 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 	for i, k := range active[:live] {
 		idx[i] = uint64(cur[k])
 	}
-	prefetchRows(unsafe.Pointer(&verts[0]), idx[:live], vs, 2*vs)
+	prefetchRows(unsafe.Pointer(&verts[0]), idx[:live], vs, vs)
 	for step := uint32(0); step < uint32(s.alg.Length) && live > 0; step++ {
 		fromRec := step > 0 // t is a record's time, nx its window bound
 		// Every walk's draw (id, step, 0).
@@ -120,7 +120,8 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 				settle(k)
 			}
 			v := cur[k]
-			a, b := verts[v].a, verts[v+1].a
+			vr := &verts[v]
+			a, b := uint64(vr.a), uint64(vr.b)
 			lo, hi := s.nextWindow(a, b, nx[k], t[k], fromRec)
 			win[k] = [4]uint64{a, b, lo, hi}
 			if lo == hi {
@@ -128,7 +129,7 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 			}
 			d := &ed[k]
 			d.x0, d.x1, d.x2, d.x3 = words[0][k], words[1][k], words[2][k], words[3][k]
-			d.hint = s.expHintDens(lo, hi, unit53(d.x0, d.x1), verts[v].dens)
+			d.hint = s.expHintDens(lo, hi, unit53(d.x0, d.x1), vr.dens)
 			if d.hint != lo && d.hint != hi-1 {
 				// A guess: the lines of hint-4..hint+4, where the search
 				// in the sums goes nine steps in ten (at the near end,
@@ -179,7 +180,7 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 			}
 			r := &R[e]
 			cur[k], nx[k], pend[k] = r.tgt, uint64(r.nx), e
-			// The next step's lines: the vertex's two entries, and the
+			// The next step's lines: the vertex's entry, and the
 			// two records at its window's near end (the near end's sum,
 			// and the next one, where the draw in a window too short
 			// for a guess mostly stops).
@@ -188,7 +189,7 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 				nr = recAt(nx[k] - 2)
 			}
 			va := vBase + uintptr(cur[k])*vs
-			prefetch4(va, va+2*vs-1, nr, nr+2*rs-1)
+			prefetch4(va, va, nr, nr+2*rs-1)
 			if needT {
 				p := tBase + uintptr(e)*8
 				prefetch4(p, p, p, p)

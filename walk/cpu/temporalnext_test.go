@@ -82,8 +82,8 @@ func TestExpRecsNext(t *testing.T) {
 				if a, b := off[u], off[u+1]; b-a > 1 && g.Times[b-1] > g.Times[a] {
 					dens = float64(b-a-1) / ((float64(g.Times[b-1]) - float64(g.Times[a])) / 5)
 				}
-				if got := tab.verts[u]; got.a != off[u] || got.dens != dens {
-					t.Fatalf("%s backward=%v: vertex %d: %+v, want start %d density %g", name, back, u, got, off[u], dens)
+				if got := tab.verts[u]; uint64(got.a) != off[u] || uint64(got.b) != off[u+1] || got.dens != dens {
+					t.Fatalf("%s backward=%v: vertex %d: %+v, want [%d, %d) density %g", name, back, u, got, off[u], off[u+1], dens)
 				}
 			}
 			runtime.KeepAlive(e)
