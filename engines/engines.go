@@ -57,7 +57,9 @@ type Settings struct {
 	// (ooc.InMemoryBytes), the out-of-core engine (walk/ooc) walks it from
 	// its file instead. 0: ooc.HostMemory (WALKSTAGE_HOST_MEMORY_LIMIT,
 	// else the cgroup v2 memory.max, else MemAvailable); -1: always in
-	// memory.
+	// memory. Where the GPU engine streams the graph in partitions and
+	// their pinned host copy would exceed half of it, it reads them from
+	// the graph's file instead (gpu.WithHostMemoryLimit).
 	HostMemoryLimit int64
 }
 
@@ -236,9 +238,18 @@ func newGPU(g *graph.Graph, s Settings, log *slog.Logger) (walk.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A stream plan whose pinned host copy exceeds half the host budget
+	// reads the partitions from the graph's file instead (gpu.WithHostMemoryLimit).
+	host, err := hostBudget(s)
+	if err != nil {
+		return nil, err
+	}
 	var engines []walk.Engine
 	for _, d := range ordinals {
 		opts := []gpu.Option{gpu.WithLogger(log.With("device", d)), gpu.WithDevice(d), gpu.WithMemoryLimit(s.GPUMemoryLimit)}
+		if host.Bytes > 0 && s.HostMemoryLimit >= 0 {
+			opts = append(opts, gpu.WithHostMemoryLimit(host.Bytes))
+		}
 		if s.GPUDeviceFraction > 0 {
 			opts = append(opts, gpu.WithDeviceFraction(s.GPUDeviceFraction))
 		}
@@ -317,6 +328,19 @@ func partitionFor(g *graph.Graph, ordinals []int, s Settings, log *slog.Logger) 
 	return gpu.NewStripes(ordinals, share)
 }
 
+// hostBudget is the host memory budget of s: HostMemoryLimit when
+// positive, else ooc.HostMemory (WALKSTAGE_HOST_MEMORY_LIMIT, the cgroup's
+// memory.max, MemAvailable); 0 bytes when unknown or -1 (in memory).
+func hostBudget(s Settings) (ooc.Budget, error) {
+	switch {
+	case s.HostMemoryLimit < 0:
+		return ooc.Budget{}, nil
+	case s.HostMemoryLimit > 0:
+		return ooc.Budget{Bytes: s.HostMemoryLimit, Source: "setting"}, nil
+	}
+	return ooc.HostMemory()
+}
+
 // newOutOfCore is the out-of-core engine when the graph does not fit the
 // host memory budget (Settings.HostMemoryLimit), else nil: the in-memory
 // CPU engine would map more than the budget and build its alias table on
@@ -325,12 +349,9 @@ func newOutOfCore(g *graph.Graph, s Settings, log *slog.Logger) (walk.Engine, er
 	if s.HostMemoryLimit < 0 {
 		return nil, nil
 	}
-	budget := ooc.Budget{Bytes: s.HostMemoryLimit, Source: "setting"}
-	if budget.Bytes == 0 {
-		var err error
-		if budget, err = ooc.HostMemory(); err != nil {
-			return nil, err
-		}
+	budget, err := hostBudget(s)
+	if err != nil {
+		return nil, err
 	}
 	need := ooc.InMemoryBytes(g)
 	if budget.Bytes == 0 || need <= budget.Bytes { // 0: not known here (not Linux)

@@ -63,6 +63,9 @@ func (e *Engine) enqueue(s *batchSlot, b *batch, alg walk.Algorithm, withTimes, 
 				if e.streamed != nil {
 					return e.walkStreamed(s, alg, p, n)
 				}
+				if alg.Kind == walk.Temporal && !delta {
+					return launchParams(fn, grid, block, st, p)
+				}
 				return launch(fn, grid, block, st, args)
 			}},
 			{"record stop", func() error { return s.stop.Record(st) }},

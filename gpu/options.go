@@ -27,6 +27,8 @@ type config struct {
 	stream          StreamMode
 	streamPartBytes int64 // 0: an eighth of the stream budget
 	streamBatch     int   // streamChoose, streamCopy or streamInPlace (tests)
+	hostMemoryLimit int64 // host bytes the engine may pin; 0: MemAvailable
+	streamDisk      bool  // stream from disk whatever the budget (tests)
 }
 
 // maxBatchSlots bounds WithBatchSlots: each slot pins a host buffer.
@@ -141,6 +143,18 @@ func WithStream(m StreamMode) Option { return func(c *config) { c.stream = m } }
 // the default: an eighth of the graph's device budget, at most 1 GiB); tests force small partitions so a small graph streams through
 // many.
 func WithStreamPartitionBytes(n int64) Option { return func(c *config) { c.streamPartBytes = n } }
+
+// WithHostMemoryLimit sets the host memory budget in bytes
+// (WALKSTAGE_HOST_MEMORY_LIMIT, or the cgroup's memory.max, as engines
+// resolves it; 0, the default: MemAvailable). Under a stream plan whose
+// pinned host copy of the streamed arrays exceeds half of it, the
+// partitions are read from the graph's file into a ring of pinned buffers
+// that takes at most half of it (streamdisk.go); a graph not loaded from
+// a file is then refused.
+func WithHostMemoryLimit(n int64) Option { return func(c *config) { c.hostMemoryLimit = n } }
+
+// withStreamDisk streams from disk whatever the host budget: tests only.
+func withStreamDisk() Option { return func(c *config) { c.streamDisk = true } }
 
 // withStreamBatch forces how a streaming engine walks its batches
 // (streamCopy, streamInPlace; default streamChoose): tests only.

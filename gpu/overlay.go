@@ -11,10 +11,35 @@ import (
 )
 
 // A job on a live graph's snapshot (walk.Job.Overlay) walks the engine's
-// resident base CSR plus the snapshot's delta, which the engine copies to
-// the device in the layout below when a run names a snapshot other than
-// the one it holds (overlay_cuda.go). The kernels (kernels/overlay.cuh)
-// take the CPU engine's steps on it, draw for draw.
+// resident base CSR plus the snapshot's delta, which the engine keeps on
+// the device in the layout below (overlay_cuda.go copies it). The kernels
+// (kernels/overlay.cuh) take the CPU engine's steps on it, draw for draw.
+//
+// The device's delta has two levels, as walk.DeltaIndex has, but of its
+// own: a resident level, every vertex's delta as of the last whole copy
+// (heads and items), and a patch, the vertices whose delta changed since
+// (their heads; their items appended to the resident level's). A new
+// snapshot then costs its marks (32 bytes per 64 vertices), the patch's
+// heads and the items of the vertices written since the snapshot copied
+// last, found by their *walk.DeltaVertex: a published vertex's delta is
+// never written again (the live graph copies it on write), so a pointer
+// equal to the one copied is the same delta. Copying each snapshot's delta
+// whole (137 MiB at scale 22, and its layout through every vertex's
+// scattered edges on the host) held every read-your-writes batch back on
+// the GPU engine: update -> walkable p50 3.2 s (docs/benchmarks/live-graph.md).
+//
+// A whole copy is made for the first snapshot, when the patch would hold
+// more than half the resident level's vertices (its heads then cost about
+// what a whole copy's do, and every snapshot copies them), when the items
+// appended since the last whole copy outgrow the room it left, and when a
+// vertex lost its delta (not within one base: a fold or compaction of the
+// live graph gives the engine a new base, and a new engine).
+//
+// Double buffered: a snapshot's marks and patch heads are written to the
+// set the snapshot copied last does not use, its items after the ones that
+// snapshot reads, and a whole copy to the resident level it does not use.
+// So a walk of the last snapshot never reads a half-written next one, and
+// a copy that fails leaves the last snapshot resident and walkable.
 
 // deltaHead mirrors ws::DeltaHead (kernels/overlay.cuh): one vertex's
 // delta in 32 bytes (a sector): its appended edges are items[pos, pos+n)
@@ -28,12 +53,13 @@ type deltaHead struct {
 	maxWeight float32
 }
 
-// deltaWord mirrors ws::DeltaWord: 64 vertices' marks and the vertices
-// marked in the words before them.
+// deltaWord mirrors ws::DeltaWord: 64 vertices' marks in the resident
+// level and in the patch (a vertex marked in both is the patch's), and
+// how many each level marks in the words before.
 type deltaWord struct {
-	bits uint64
-	rank uint32
-	_    uint32
+	base, patch         uint64
+	baseRank, patchRank uint32
+	_                   uint64
 }
 
 // deltaItem is an appended edge (walk.DeltaEdge: target, weight bits) or a
@@ -42,14 +68,15 @@ type deltaItem struct{ a, b uint32 }
 
 const (
 	deltaHeadSize = 32
+	deltaWordSize = 32
 	liveBit       = 1 << 31
 )
 
 var (
 	_ [deltaHeadSize - unsafe.Sizeof(deltaHead{})]byte
 	_ [unsafe.Sizeof(deltaHead{}) - deltaHeadSize]byte
-	_ [16 - unsafe.Sizeof(deltaWord{})]byte
-	_ [unsafe.Sizeof(deltaWord{}) - 16]byte
+	_ [deltaWordSize - unsafe.Sizeof(deltaWord{})]byte
+	_ [unsafe.Sizeof(deltaWord{}) - deltaWordSize]byte
 	_ [unsafe.Sizeof(walk.DeltaEdge{}) - unsafe.Sizeof(deltaItem{})]byte
 	_ [unsafe.Sizeof(walk.Tombstone{}) - unsafe.Sizeof(deltaItem{})]byte
 )
@@ -59,105 +86,334 @@ var (
 // hash, so that the low ids R-MAT edges crowd to spread.
 func deadBit(t uint32) uint64 { return 1 << (uint64(t) * 0x9e3779b97f4a7c15 >> 58) }
 
-// deltaLayout is a snapshot's delta flattened for the device: per 64
-// vertices the marks of those with a delta and how many are marked before;
-// a head per vertex with a delta, in vertex order; and per such vertex its
-// appended edges then its tombstones, one vertex after the other, in the
-// same order. Its slices are reused from one snapshot to the next.
-type deltaLayout struct {
-	words []deltaWord
+// deltaResident is a resident level on the host as on the device: the
+// heads by rank among its marks, the deltas they were laid out from (what
+// a patch compares against), and the items: the level's, then those
+// patches appended since; len(items) are used, cap(items) is the device
+// array's room.
+type deltaResident struct {
 	heads []deltaHead
+	dvs   []*walk.DeltaVertex
 	items []deltaItem
 }
 
-// bytes is what the layout copies to the device.
-func (l *deltaLayout) bytes() int64 {
-	return int64(len(l.words))*16 + int64(len(l.heads))*deltaHeadSize + int64(len(l.items))*8
+// deltaPatch is one snapshot's marks (both levels) and its patch's heads
+// and deltas, by rank among the patch marks.
+type deltaPatch struct {
+	words []deltaWord
+	heads []deltaHead
+	dvs   []*walk.DeltaVertex
+}
+
+// deltaLayout is the host image of the device's delta, double buffered:
+// res[r] and pat[p] hold the snapshot copied last (valid), the others are
+// what the next snapshot is laid out into. Its slices are reused from one
+// snapshot to the next.
+type deltaLayout struct {
+	res   [2]deltaResident
+	pat   [2]deltaPatch
+	r, p  int
+	valid bool
+}
+
+// deltaPlan is a snapshot laid out by prepare and not yet committed: the
+// resident level and patch it uses and the items to copy, res[r].items
+// [from, to) (the whole level's when whole).
+type deltaPlan struct {
+	whole    bool
+	r, p     int
+	from, to int
+}
+
+// bytes is what the plan copies to the device.
+func (l *deltaLayout) bytes(pl deltaPlan) int64 {
+	n := int64(len(l.pat[pl.p].words))*deltaWordSize + int64(len(l.pat[pl.p].heads))*deltaHeadSize + int64(pl.to-pl.from)*8
+	if pl.whole {
+		n += int64(len(l.res[pl.r].heads)) * deltaHeadSize
+	}
+	return n
+}
+
+// commit makes pl's snapshot the one copied last, after its copy.
+func (l *deltaLayout) commit(pl deltaPlan) {
+	if pl.whole && l.valid && pl.r != l.r {
+		// The resident level replaced is not compared against again:
+		// its deltas need not stay alive (a whole copy into it sets
+		// them anew).
+		old := &l.res[l.r]
+		clear(old.dvs[:cap(old.dvs)])
+		old.dvs = old.dvs[:0]
+	}
+	l.r, l.p, l.valid = pl.r, pl.p, true
+	res := &l.res[pl.r]
+	res.items = res.items[:pl.to]
+}
+
+// words, heads, pheads and items are the snapshot copied last's arrays.
+func (l *deltaLayout) words() []deltaWord  { return l.pat[l.p].words }
+func (l *deltaLayout) heads() []deltaHead  { return l.res[l.r].heads }
+func (l *deltaLayout) pheads() []deltaHead { return l.pat[l.p].heads }
+func (l *deltaLayout) items() []deltaItem  { return l.res[l.r].items }
+
+// lookup is ws::delta_head on the host: v's head in the snapshot copied
+// last, false when v has no delta.
+func (l *deltaLayout) lookup(v uint32) (deltaHead, bool) {
+	words := l.words()
+	w := int(v >> 6)
+	if w >= len(words) {
+		return deltaHead{}, false
+	}
+	wd, b := words[w], v&63
+	below := uint64(1)<<b - 1
+	switch {
+	case wd.patch>>b&1 != 0:
+		return l.pheads()[int(wd.patchRank)+bits.OnesCount64(wd.patch&below)], true
+	case wd.base>>b&1 != 0:
+		return l.heads()[int(wd.baseRank)+bits.OnesCount64(wd.base&below)], true
+	}
+	return deltaHead{}, false
 }
 
 // layoutWords is how many bitmap words (64 vertices each) a goroutine of
-// layoutDelta takes at a time: the copy reads each vertex's edges where
-// the live graph put them (scattered over the heap), so on a large
+// the layout takes at a time: a whole layout reads each vertex's edges
+// where the live graph put them (scattered over the heap), so on a large
 // snapshot all cores share it.
 const layoutWords = 1 << 10
 
-// layoutDelta flattens the delta index x of a snapshot of nv vertices into
-// l, through the index's lookups only (Has, Rank, Head), so it does not
-// depend on how the index keeps them. Three passes over spans of
-// layoutWords words, each on all cores: the marks and the counts of
-// vertices and items per span; their prefix sums; the heads, ranks and
-// copies. The positions are 32-bit (8 bytes an item, 32 GiB of them),
-// which a delta reaches long after it should have been compacted.
-func layoutDelta(x *walk.DeltaIndex, nv int, l *deltaLayout) error {
+// layoutCount is what a span of words adds: vertices (heads) and items.
+type layoutCount struct{ vertices, items uint64 }
+
+// prepare lays out the delta index x of a snapshot of nv vertices into the
+// buffers the snapshot copied last does not use: a patch over the resident
+// level when it can (see the top of this file), else whole. It reads x
+// through its lookups only (Marks, Rank, At, Head), so it does not depend
+// on how the index keeps its levels. Nothing the last snapshot reads is
+// written; commit makes the plan current once it is copied.
+func (l *deltaLayout) prepare(x *walk.DeltaIndex, nv int) (deltaPlan, error) {
+	if l.valid {
+		if pl, ok, err := l.preparePatch(x, nv); ok || err != nil {
+			return pl, err
+		}
+	}
+	return l.prepareWhole(x, nv)
+}
+
+// spanWords is the words [lo, hi) of span i of words.
+func spanWords(i, words int) (lo, hi int) { return i * layoutWords, min(words, (i+1)*layoutWords) }
+
+// prefix turns counts[1:] into running totals from counts[0] and returns
+// the total.
+func prefix(counts []layoutCount) layoutCount {
+	for i := 1; i < len(counts); i++ {
+		counts[i].vertices += counts[i-1].vertices
+		counts[i].items += counts[i-1].items
+	}
+	return counts[len(counts)-1]
+}
+
+// preparePatch lays x out as a patch over the resident level; ok is false
+// when a whole copy is due instead.
+func (l *deltaLayout) preparePatch(x *walk.DeltaIndex, nv int) (pl deltaPlan, ok bool, err error) {
 	words := (nv + 63) / 64
+	cur, res := &l.pat[l.p], &l.res[l.r]
+	if words < len(cur.words) {
+		return pl, false, nil
+	}
+	np := &l.pat[1-l.p]
+	np.words = grow(np.words, words)
 	spans := (words + layoutWords - 1) / layoutWords
-	l.words = grow(l.words, words)
-	type count struct{ vertices, items uint64 }
-	counts := make([]count, spans+1)
-	spanWords := func(i int) (lo, hi int) { return i * layoutWords, min(words, (i+1)*layoutWords) }
+	counts := make([]layoutCount, spans+1)
+	lost := make([]bool, spans)
+	// at is word w of the snapshot copied last, extended past its
+	// vertices with no marks and the ranks of its end.
+	at := func(w int) deltaWord {
+		if w < len(cur.words) {
+			return cur.words[w]
+		}
+		return deltaWord{baseRank: uint32(len(res.heads)), patchRank: uint32(len(cur.heads))}
+	}
+	// Pass 1: the patch marks (vertices whose delta is not the resident
+	// one) and the items of those not in the last patch with the same
+	// delta.
 	walk.ParallelSpans(spans, func(i int) {
-		lo, hi := spanWords(i)
-		var c count
+		lo, hi := spanWords(i, words)
+		var c layoutCount
 		for w := lo; w < hi; w++ {
-			var m uint64
-			for b := range min(64, nv-w*64) {
-				v := uint32(w*64 + b)
-				if !x.Has(v) {
+			old, xm := at(w), x.Marks(w)
+			if old.base&^xm != 0 {
+				lost[i] = true
+				return
+			}
+			var pm uint64
+			for m := xm; m != 0; m &= m - 1 {
+				b := uint(bits.TrailingZeros64(m))
+				below := uint64(1)<<b - 1
+				k := x.Rank(uint32(w*64) + uint32(b))
+				dv := x.At(k)
+				if old.base>>b&1 != 0 && res.dvs[int(old.baseRank)+bits.OnesCount64(old.base&below)] == dv {
 					continue
 				}
-				m |= 1 << b
-				h := x.Head(x.Rank(v))
+				pm |= 1 << b
 				c.vertices++
+				if old.patch>>b&1 != 0 && cur.dvs[int(old.patchRank)+bits.OnesCount64(old.patch&below)] == dv {
+					continue
+				}
+				h := x.Head(k)
 				c.items += uint64(h.N) + uint64(h.NDead)
 			}
-			l.words[w] = deltaWord{bits: m}
+			np.words[w] = deltaWord{base: old.base, patch: pm, baseRank: old.baseRank}
 		}
 		counts[i+1] = c
 	})
-	for i := range spans {
-		counts[i+1].vertices += counts[i].vertices
-		counts[i+1].items += counts[i].items
+	for _, b := range lost {
+		if b {
+			return pl, false, nil
+		}
 	}
-	total := counts[spans]
-	if total.items > math.MaxUint32 {
-		return fmt.Errorf("gpu: the live graph's delta holds %d appended edges and tombstones, more than the %d the device layout addresses; compact it (WALKSTAGE_EDGE_COMPACT_RATIO)",
-			total.items, uint64(math.MaxUint32))
+	total := prefix(counts)
+	used := uint64(len(res.items))
+	if 2*total.vertices > uint64(len(res.heads))+256 || used+total.items > uint64(cap(res.items)) {
+		return pl, false, nil
 	}
-	if int(total.vertices) != x.Len() {
-		return fmt.Errorf("gpu: the live graph's delta index lists %d vertices with a delta below vertex %d, and holds %d", total.vertices, nv, x.Len())
-	}
-	l.heads = grow(l.heads, int(total.vertices))
-	l.items = grow(l.items, int(total.items))
+	np.heads = grow(np.heads, int(total.vertices))
+	np.dvs = grow(np.dvs, int(total.vertices))
+	items := res.items[:used+total.items]
+	// Pass 2: ranks, heads, and the new items after the used ones.
 	walk.ParallelSpans(spans, func(i int) {
-		lo, hi := spanWords(i)
+		lo, hi := spanWords(i, words)
 		c := counts[i]
 		for w := lo; w < hi; w++ {
-			l.words[w].rank = uint32(c.vertices)
-			for m := l.words[w].bits; m != 0; m &= m - 1 {
-				v := uint32(w*64 + bits.TrailingZeros64(m))
-				h := x.Head(x.Rank(v))
-				d := deltaHead{baseWeight: h.BaseWeight, pos: uint32(c.items), n: h.N, ndLive: h.NDead, maxWeight: h.MaxWeight}
-				if h.Live {
-					d.ndLive |= liveBit
+			old := at(w)
+			np.words[w].patchRank = uint32(c.vertices)
+			for m := np.words[w].patch; m != 0; m &= m - 1 {
+				b := uint(bits.TrailingZeros64(m))
+				k := x.Rank(uint32(w*64) + uint32(b))
+				dv := x.At(k)
+				// In the last patch with this delta: its items are
+				// where that patch put them.
+				j := int(old.patchRank) + bits.OnesCount64(old.patch&(uint64(1)<<b-1))
+				var d deltaHead
+				if old.patch>>b&1 != 0 && cur.dvs[j] == dv {
+					d = cur.heads[j]
+				} else {
+					d = layoutVertex(items, used+c.items, x.Head(k))
+					c.items += uint64(d.n) + uint64(d.ndLive&^liveBit)
 				}
-				if h.N > 0 {
-					copy(l.items[c.items:c.items+uint64(h.N)], unsafe.Slice((*deltaItem)(unsafe.Pointer(h.First)), h.N))
-					c.items += uint64(h.N)
-				}
-				if h.NDead > 0 {
-					dead := unsafe.Slice(h.Dead, h.NDead)
-					copy(l.items[c.items:c.items+uint64(h.NDead)], unsafe.Slice((*deltaItem)(unsafe.Pointer(h.Dead)), h.NDead))
-					c.items += uint64(h.NDead)
-					for _, ts := range dead {
-						d.deadBits |= deadBit(ts.Target)
-					}
-				}
-				l.heads[c.vertices] = d
+				np.heads[c.vertices], np.dvs[c.vertices] = d, dv
 				c.vertices++
 			}
 		}
 	})
-	return nil
+	if int(total.vertices)+countMarks(np.words, false) != x.Len() {
+		return pl, false, fmt.Errorf("gpu: the live graph's delta index lists %d vertices with a delta below vertex %d, and holds %d", int(total.vertices)+countMarks(np.words, false), nv, x.Len())
+	}
+	return deltaPlan{r: l.r, p: 1 - l.p, from: int(used), to: int(used + total.items)}, true, nil
+}
+
+// countMarks counts the resident marks not hidden by the patch's (or,
+// with patch, the patch's marks).
+func countMarks(words []deltaWord, patch bool) int {
+	n := 0
+	for _, wd := range words {
+		if patch {
+			n += bits.OnesCount64(wd.patch)
+		} else {
+			n += bits.OnesCount64(wd.base &^ wd.patch)
+		}
+	}
+	return n
+}
+
+// layoutVertex writes h's appended edges then its tombstones to items at
+// pos and returns its device head.
+func layoutVertex(items []deltaItem, pos uint64, h *walk.DeltaHead) deltaHead {
+	d := deltaHead{baseWeight: h.BaseWeight, deadBits: h.DeadBits, pos: uint32(pos), n: h.N, ndLive: h.NDead, maxWeight: h.MaxWeight}
+	if h.Live {
+		d.ndLive |= liveBit
+	}
+	if h.N > 0 {
+		copy(items[pos:pos+uint64(h.N)], unsafe.Slice((*deltaItem)(unsafe.Pointer(h.First)), h.N))
+		pos += uint64(h.N)
+	}
+	if h.NDead > 0 {
+		copy(items[pos:pos+uint64(h.NDead)], unsafe.Slice((*deltaItem)(unsafe.Pointer(h.Dead)), h.NDead))
+	}
+	return d
+}
+
+// prepareWhole lays x out whole into the resident level and patch the
+// snapshot copied last does not use (the patch empty). Three passes over
+// spans of layoutWords words, each on all cores: the marks and the counts
+// of vertices and items per span; their prefix sums; the heads, ranks and
+// copies. The positions are 32-bit (8 bytes an item, 32 GiB of them),
+// which a delta reaches long after it should have been compacted. The
+// items get as much room again for the patches that follow: a vertex
+// written again is laid out again, whole, and with endpoints drawn by
+// degree the hubs are written in every snapshot (BenchmarkDeltaLayout:
+// with half as much room, every other snapshot was a whole copy).
+func (l *deltaLayout) prepareWhole(x *walk.DeltaIndex, nv int) (deltaPlan, error) {
+	words := (nv + 63) / 64
+	spans := (words + layoutWords - 1) / layoutWords
+	r, p := 1-l.r, 1-l.p
+	if !l.valid {
+		r, p = 0, 0
+	}
+	res, np := &l.res[r], &l.pat[p]
+	np.words = grow(np.words, words)
+	np.heads, np.dvs = np.heads[:0], np.dvs[:0]
+	counts := make([]layoutCount, spans+1)
+	walk.ParallelSpans(spans, func(i int) {
+		lo, hi := spanWords(i, words)
+		var c layoutCount
+		for w := lo; w < hi; w++ {
+			var m uint64
+			if w*64 < nv {
+				m = x.Marks(w)
+				if rest := nv - w*64; rest < 64 {
+					m &= uint64(1)<<rest - 1
+				}
+			}
+			for b := m; b != 0; b &= b - 1 {
+				h := x.Head(x.Rank(uint32(w*64 + bits.TrailingZeros64(b))))
+				c.vertices++
+				c.items += uint64(h.N) + uint64(h.NDead)
+			}
+			np.words[w] = deltaWord{base: m}
+		}
+		counts[i+1] = c
+	})
+	total := prefix(counts)
+	if total.items > math.MaxUint32 {
+		return deltaPlan{}, fmt.Errorf("gpu: the live graph's delta holds %d appended edges and tombstones, more than the %d the device layout addresses; compact it (WALKSTAGE_EDGE_COMPACT_RATIO)",
+			total.items, uint64(math.MaxUint32))
+	}
+	if int(total.vertices) != x.Len() {
+		return deltaPlan{}, fmt.Errorf("gpu: the live graph's delta index lists %d vertices with a delta below vertex %d, and holds %d", total.vertices, nv, x.Len())
+	}
+	res.heads = grow(res.heads, int(total.vertices))
+	clear(res.dvs[:cap(res.dvs)]) // no stale delta kept alive
+	res.dvs = grow(res.dvs, int(total.vertices))
+	// Reused when it leaves a quarter of the items' room and is not
+	// twice what is asked for.
+	if room := min(2*total.items+1<<12, math.MaxUint32); uint64(cap(res.items)) < min(total.items+total.items/4, room) || uint64(cap(res.items)) > 2*room {
+		res.items = make([]deltaItem, 0, room)
+	}
+	items := res.items[:total.items]
+	walk.ParallelSpans(spans, func(i int) {
+		lo, hi := spanWords(i, words)
+		c := counts[i]
+		for w := lo; w < hi; w++ {
+			np.words[w].baseRank = uint32(c.vertices)
+			for m := np.words[w].base; m != 0; m &= m - 1 {
+				k := x.Rank(uint32(w*64 + bits.TrailingZeros64(m)))
+				d := layoutVertex(items, c.items, x.Head(k))
+				c.items += uint64(d.n) + uint64(d.ndLive&^liveBit)
+				res.heads[c.vertices], res.dvs[c.vertices] = d, x.At(k)
+				c.vertices++
+			}
+		}
+	})
+	return deltaPlan{whole: true, r: r, p: p, from: 0, to: int(total.items)}, nil
 }
 
 // grow returns s resliced to n, reallocated when its capacity is short.

@@ -15,8 +15,9 @@ import (
 var _ walk.OverlayWalker = (*Engine)(nil)
 
 // overlayState is the snapshot delta resident on the device (device
-// thread, under e.mu): the snapshot it was copied from and its arrays,
-// which only grow, so a later snapshot reuses them.
+// thread, under e.mu): the snapshot copied last, the host image of its
+// layout (gpu/overlay.go) and the device arrays of both buffers of each
+// level, which only grow, so later snapshots reuse them.
 type overlayState struct {
 	// fn are the walk_overlay kernels: [ppr][register budget: the
 	// compiler's, 64, 40], and occ their resident blocks per
@@ -26,7 +27,15 @@ type overlayState struct {
 	// snap is the snapshot whose delta the arrays hold (nil: none yet).
 	snap   walk.Overlay
 	layout deltaLayout
-	bufs   [3]overlayBuf // words, heads, items
+	res    [2][2]overlayBuf // per resident level: heads, items
+	pat    [2][2]overlayBuf // per patch: words, heads
+	// sum adds up the copies since it was last logged (logCopies).
+	sum struct {
+		since                        time.Time
+		copies, whole                int
+		bytes                        int64
+		index, layout, copy, longest time.Duration
+	}
 }
 
 type overlayBuf struct {
@@ -34,7 +43,10 @@ type overlayBuf struct {
 	cap int64
 }
 
-var overlayBufNames = [3]string{"delta.words", "delta.heads", "delta.items"}
+var (
+	overlayResNames = [2][2]string{{"delta.res0.heads", "delta.res0.items"}, {"delta.res1.heads", "delta.res1.items"}}
+	overlayPatNames = [2][2]string{{"delta.patch0.words", "delta.patch0.heads"}, {"delta.patch1.words", "delta.patch1.heads"}}
+)
 
 // setupOverlay loads the overlay kernels (device thread).
 func (e *Engine) setupOverlay() error {
@@ -78,8 +90,9 @@ func (e *Engine) CheckOverlay(a walk.Algorithm) error {
 // ensureDelta makes ov's delta the one resident on the device, copying it
 // when ov is not the snapshot copied last, and adds what it cost to the
 // run's stats. A snapshot is immutable, so one copied stays valid; a new
-// one is laid out whole (gpu/overlay.go) and copied into the arrays the
-// last left, grown when short.
+// one is laid out over it (gpu/overlay.go: a patch of what changed, or
+// whole) into the buffers it does not use, copied, and only then made
+// current: on an error the last snapshot stays resident.
 func (e *Engine) ensureDelta(ov walk.Overlay) error {
 	st := &e.ovl
 	if sameOverlay(st.snap, ov) {
@@ -88,54 +101,114 @@ func (e *Engine) ensureDelta(ov walk.Overlay) error {
 	t0 := time.Now()
 	idx := walk.IndexOf(ov)
 	t1 := time.Now()
-	if err := layoutDelta(idx, ov.NumVertices(), &st.layout); err != nil {
-		return err
-	}
-	t2 := time.Now()
-	l := &st.layout
-	err := e.dev.do(func() error {
-		// The arrays may still be read by nothing: Run holds e.mu and
-		// every batch of an earlier group has been fetched.
-		st.snap = nil
-		arrays := [3]struct {
-			p unsafe.Pointer
-			n int64
-		}{
-			{sliceData(l.words), int64(len(l.words)) * 16},
-			{sliceData(l.heads), int64(len(l.heads)) * deltaHeadSize},
-			{sliceData(l.items), int64(len(l.items)) * 8},
-		}
-		for i, a := range arrays {
-			b := &st.bufs[i]
-			if a.n > b.cap {
-				e.free(overlayBufNames[i], &b.p)
-				b.cap = 0
-				want := a.n + a.n/4 // room for the next snapshots' growth
-				p, err := e.alloc(overlayBufNames[i], want)
-				if err != nil {
-					return fmt.Errorf("gpu: live graph delta: %w", err)
-				}
-				b.p, b.cap = p, want
-			}
-			if a.n > 0 {
-				if err := e.copyHtoD(b.p, a.p, a.n); err != nil {
-					return fmt.Errorf("gpu: copy the live graph's delta (%s, %d bytes): %w", overlayBufNames[i], a.n, err)
-				}
-			}
-		}
-		return nil
-	})
+	pl, err := st.layout.prepare(idx, ov.NumVertices())
 	if err != nil {
 		return err
 	}
+	t2 := time.Now()
+	if err := e.dev.do(func() error { return e.copyDelta(pl) }); err != nil {
+		return err
+	}
+	st.layout.commit(pl)
 	st.snap = ov
 	t3 := time.Now()
-	bytes := l.bytes()
+	bytes := st.layout.bytes(pl)
 	e.stats.DeltaBytes += bytes
 	e.stats.DeltaUpload += t3.Sub(t0)
-	e.cfg.logger.Debug("gpu live graph delta copied", "graph", e.g.Name, "vertices_with_delta", len(l.heads),
-		"edges_and_tombstones", len(l.items), "bytes", bytes,
+	e.cfg.logger.Debug("gpu live graph delta copied", "graph", e.g.Name, "whole", pl.whole,
+		"patch_vertices", len(st.layout.pheads()), "items", pl.to-pl.from, "bytes", bytes,
 		"index", t1.Sub(t0), "layout", t2.Sub(t1), "copy", t3.Sub(t2))
+	e.logCopies(pl.whole, bytes, t1.Sub(t0), t2.Sub(t1), t3.Sub(t2))
+	return nil
+}
+
+// logCopiesEvery is how often ensureDelta logs what the copies since cost,
+// at info level: a stage walking a live graph copies a snapshot per
+// micro-batch, too many to log one by one.
+const logCopiesEvery = 10 * time.Second
+
+// logCopies adds a copy to the running sums and logs them when due.
+func (e *Engine) logCopies(whole bool, bytes int64, index, layout, cp time.Duration) {
+	s := &e.ovl.sum
+	if s.since.IsZero() {
+		s.since = time.Now()
+	}
+	s.copies++
+	if whole {
+		s.whole++
+	}
+	s.bytes += bytes
+	s.index += index
+	s.layout += layout
+	s.copy += cp
+	s.longest = max(s.longest, index+layout+cp)
+	if time.Since(s.since) < logCopiesEvery {
+		return
+	}
+	e.cfg.logger.Info("gpu live graph deltas copied", "graph", e.g.Name, "copies", s.copies, "whole", s.whole,
+		"bytes", s.bytes, "index", s.index, "layout", s.layout, "copy", s.copy, "longest", s.longest,
+		"duration", time.Since(s.since))
+	*s = struct {
+		since                        time.Time
+		copies, whole                int
+		bytes                        int64
+		index, layout, copy, longest time.Duration
+	}{since: time.Now()}
+}
+
+// copyDelta copies plan pl's arrays to the device buffers it names
+// (device thread), growing those, which the snapshot copied last does not
+// use: its patch's words and heads, and for a whole plan its resident
+// level's heads and items; a patch's items go after the items the last
+// snapshot reads, in the resident level it shares.
+func (e *Engine) copyDelta(pl deltaPlan) error {
+	l := &e.ovl.layout
+	res, pat := &l.res[pl.r], &l.pat[pl.p]
+	type array struct {
+		buf      *overlayBuf
+		name     string
+		src      unsafe.Pointer
+		n, at    int64
+		room     int64 // the buffer's size wanted, when it must grow
+		resident bool  // the buffer the last snapshot reads: never regrown
+	}
+	arrays := []array{
+		{buf: &e.ovl.pat[pl.p][0], name: overlayPatNames[pl.p][0], src: sliceData(pat.words), n: int64(len(pat.words)) * deltaWordSize},
+		{buf: &e.ovl.pat[pl.p][1], name: overlayPatNames[pl.p][1], src: sliceData(pat.heads), n: int64(len(pat.heads)) * deltaHeadSize},
+	}
+	items := res.items[:pl.to]
+	if pl.whole {
+		arrays = append(arrays, array{buf: &e.ovl.res[pl.r][0], name: overlayResNames[pl.r][0], src: sliceData(res.heads), n: int64(len(res.heads)) * deltaHeadSize})
+	}
+	arrays = append(arrays, array{buf: &e.ovl.res[pl.r][1], name: overlayResNames[pl.r][1], n: int64(pl.to-pl.from) * 8, at: int64(pl.from) * 8,
+		room: int64(cap(res.items)) * 8, resident: !pl.whole})
+	if pl.to > pl.from {
+		arrays[len(arrays)-1].src = unsafe.Pointer(&items[pl.from])
+	}
+	for _, a := range arrays {
+		b := a.buf
+		want := max(a.room, a.at+a.n)
+		if want > b.cap {
+			if a.resident {
+				return fmt.Errorf("gpu: live graph delta: %s holds %d bytes, the patch needs %d (a bug: a whole copy sizes it)", a.name, b.cap, want)
+			}
+			e.free(a.name, &b.p)
+			b.cap = 0
+			if a.room == 0 {
+				want += want / 4 // room for the next snapshots' growth
+			}
+			p, err := e.alloc(a.name, want)
+			if err != nil {
+				return fmt.Errorf("gpu: live graph delta: %w", err)
+			}
+			b.p, b.cap = p, want
+		}
+		if a.n > 0 {
+			if err := e.copyHtoD(b.p+cu.DevicePtr(a.at), a.src, a.n); err != nil {
+				return fmt.Errorf("gpu: copy the live graph's delta (%s, %d bytes): %w", a.name, a.n, err)
+			}
+		}
+	}
 	return nil
 }
 
@@ -151,7 +224,9 @@ func sliceData[T any](s []T) unsafe.Pointer {
 // parameters: the resident delta (kernels/walk.cu, WALK_OVERLAY_ARGS).
 func (e *Engine) overlayArgs() []uint64 {
 	st := &e.ovl
-	return []uint64{uint64(st.bufs[0].p), uint64(st.bufs[1].p), uint64(st.bufs[2].p), uint64(e.g.NumVertices()), uint64(len(st.layout.words))}
+	l := &st.layout
+	return []uint64{uint64(st.pat[l.p][0].p), uint64(st.res[l.r][0].p), uint64(st.pat[l.p][1].p), uint64(st.res[l.r][1].p),
+		uint64(e.g.NumVertices()), uint64(len(l.words()))}
 }
 
 // overlayKernel picks the overlay kernel for alg and sizes its launch
@@ -174,9 +249,14 @@ func (e *Engine) overlayKernel(alg walk.Algorithm, n int64) (fn cu.Function, blo
 
 // releaseOverlay frees the delta's device arrays (device thread).
 func (e *Engine) releaseOverlay() {
-	for i := range e.ovl.bufs {
-		e.free(overlayBufNames[i], &e.ovl.bufs[i].p)
-		e.ovl.bufs[i].cap = 0
+	for i := range 2 {
+		for j := range 2 {
+			e.free(overlayResNames[i][j], &e.ovl.res[i][j].p)
+			e.ovl.res[i][j].cap = 0
+			e.free(overlayPatNames[i][j], &e.ovl.pat[i][j].p)
+			e.ovl.pat[i][j].cap = 0
+		}
 	}
 	e.ovl.snap = nil
+	e.ovl.layout = deltaLayout{}
 }

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"gorgonia.org/cu"
+
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/livegraph"
 	"github.com/walkstage/walkstage/walk"
@@ -131,6 +133,93 @@ func TestOverlayWalksMatchCPU(t *testing.T) {
 					})
 				}
 			}
+		}
+	}
+}
+
+// TestOverlaySnapshotSequence walks a live graph's snapshots one after
+// another on one engine, as a stage does (each micro-batch the newest):
+// most go to the device as a patch over the resident level, some whole
+// (a large epoch), and every one walks as the CPU engine does, walk by
+// walk. A copy that fails part way (the injected failure of each of a
+// patch's copies in turn) leaves the last snapshot resident: a run on it
+// copies nothing and walks as before, and the next run on the new one
+// copies it.
+func TestOverlaySnapshotSequence(t *testing.T) {
+	for _, weighted := range []bool{true, false} {
+		base, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 11, EdgeFactor: 6, Seed: 5, Weighted: weighted, Name: "gpu-overlay-seq"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lg, err := livegraph.New(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, err := cpu.New(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := newEngine(t, base, WithMaxBatchWalks(3000), WithChunkWalks(700))
+		applyRandomUpdates(t, lg, base, 3, weighted, 2000, 2)
+		algs := []walk.Algorithm{{Kind: walk.DeepWalk, Length: 30, Weighted: weighted}, {Kind: walk.PPR, Length: 30, StopProb: 0.15}}
+		same := func(snap *livegraph.Snapshot, what string) {
+			t.Helper()
+			starts := make([]uint32, 0, 2*snap.NumVertices())
+			for v := range uint32(snap.NumVertices()) {
+				starts = append(starts, v, v)
+			}
+			for _, alg := range algs {
+				job := walk.Job{Algorithm: alg, Seed: 41, Starts: starts, FirstWalk: 9, Overlay: snap}
+				want := walksByID(t, ref, job)
+				got := walksByID(t, e, job)
+				if len(got) != len(want) {
+					t.Fatalf("weighted=%v %s %s: %d walks, want %d", weighted, what, alg, len(got), len(want))
+				}
+				for id, w := range want {
+					if !slices.Equal(got[id], w) {
+						t.Fatalf("weighted=%v %s %s: walk %d differs:\ngpu %v\ncpu %v", weighted, what, alg, id, got[id], w)
+					}
+				}
+			}
+		}
+		var patches, wholes int
+		var prev *livegraph.Snapshot
+		for epoch := range 16 {
+			per := 40
+			if epoch == 9 {
+				per = 4000
+			}
+			applyRandomUpdates(t, lg, base, uint64(50+epoch), weighted, per, 1)
+			snap := lg.Snapshot()
+			if epoch == 5 {
+				// Each copy of the patch fails in turn; the last
+				// snapshot stays resident and walks as before.
+				for n := 1; n <= 3; n++ {
+					e.inject = &faults{copyAt: n}
+					err := e.Run(context.Background(), []walk.Job{{Algorithm: algs[0], Starts: []uint32{0, 1}, Overlay: snap}}, func(walk.Chunk) error { return nil })
+					e.inject = nil
+					if !errors.Is(err, cu.InvalidValue) {
+						t.Fatalf("copy %d of the patch failed: Run returned %v, want the injected error", n, err)
+					}
+					same(prev, fmt.Sprintf("epoch %d, the last snapshot after copy %d failed", epoch, n))
+					if st := e.LastRunStats(); st.DeltaBytes != 0 {
+						t.Fatalf("after copy %d failed, a run on the last snapshot copied %d bytes", n, st.DeltaBytes)
+					}
+				}
+			}
+			same(snap, fmt.Sprintf("epoch %d", epoch))
+			if e.ovl.snap != walk.Overlay(snap) {
+				t.Fatalf("epoch %d: the engine holds another snapshot", epoch)
+			}
+			if len(e.ovl.layout.pheads()) == 0 {
+				wholes++
+			} else {
+				patches++
+			}
+			prev = snap
+		}
+		if patches < 10 || wholes < 2 {
+			t.Fatalf("weighted=%v: %d snapshots copied as a patch, %d whole: want most patches, and whole for the first and the large epoch", weighted, patches, wholes)
 		}
 	}
 }

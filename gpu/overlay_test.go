@@ -143,44 +143,62 @@ func walksByID(t testing.TB, e walk.Engine, job walk.Job) map[uint64][]uint32 {
 	return out
 }
 
-// TestDeltaLayoutHoldsSnapshot: the flat layout the engine copies to the
-// device gives every vertex the delta the snapshot has: its appended
-// edges, tombstones, weights and liveness, found through the bitmap and
-// ranks.
+// TestDeltaLayoutHoldsSnapshot: the layout the engine copies to the device
+// gives every vertex the delta the snapshot has: its appended edges,
+// tombstones, weights and liveness, found through the marks and ranks.
 // Scale 17 has 2,048 words: two spans of the layout's passes, on several
-// goroutines; the layout of the first snapshot is reused for the second.
+// goroutines; the layout of the first snapshot is reused for the second
+// (whole: a new base), and so on.
 func TestDeltaLayoutHoldsSnapshot(t *testing.T) {
 	var l deltaLayout
 	for _, scale := range []int{9, 17, 9} {
-		testDeltaLayout(t, liveSnapshot(t, scale, uint64(scale), true), &l)
+		snap := liveSnapshot(t, scale, uint64(scale), true)
+		pl := layoutSnapshot(t, &l, snap)
+		if !pl.whole {
+			t.Fatalf("scale %d: a snapshot of another base laid out as a patch: %+v", scale, pl)
+		}
+		checkLayout(t, &l, snap)
 	}
 }
 
-func testDeltaLayout(t *testing.T, snap *livegraph.Snapshot, l *deltaLayout) {
+// layoutSnapshot lays snap out into l and commits it, as ensureDelta does
+// once the copy succeeded.
+func layoutSnapshot(t testing.TB, l *deltaLayout, snap *livegraph.Snapshot) deltaPlan {
 	t.Helper()
-	if err := layoutDelta(walk.IndexOf(snap), snap.NumVertices(), l); err != nil {
+	pl, err := l.prepare(walk.IndexOf(snap), snap.NumVertices())
+	if err != nil {
 		t.Fatal(err)
 	}
+	l.commit(pl)
+	return pl
+}
+
+// checkLayout checks that l's current snapshot is snap, vertex by vertex.
+func checkLayout(t testing.TB, l *deltaLayout, snap *livegraph.Snapshot) {
+	t.Helper()
 	withDelta := 0
+	items := l.items()
 	for v := range uint32(snap.NumVertices()) {
 		dv := snap.Vertex(v)
-		k := twinRank(l, v)
-		if (dv == nil) != (k < 0) {
-			t.Fatalf("vertex %d: delta %v, layout rank %d", v, dv != nil, k)
+		h, ok := l.lookup(v)
+		if (dv == nil) == ok {
+			t.Fatalf("vertex %d: delta %v, in the layout %v", v, dv != nil, ok)
 		}
 		if dv == nil {
 			continue
 		}
 		withDelta++
-		h := l.heads[k]
 		nd := h.ndLive &^ liveBit
+		if uint64(h.pos)+uint64(h.n)+uint64(nd) > uint64(len(items)) {
+			t.Fatalf("vertex %d: head %+v past the %d items used", v, h, len(items))
+		}
 		edges := make([]walk.DeltaEdge, h.n)
-		for i, it := range l.items[h.pos : h.pos+h.n] {
+		for i, it := range items[h.pos : h.pos+h.n] {
 			edges[i] = walk.DeltaEdge{Target: it.a, Weight: math.Float32frombits(it.b)}
 		}
 		dead := make([]walk.Tombstone, nd)
 		var dbits uint64
-		for i, it := range l.items[h.pos+h.n : h.pos+h.n+nd] {
+		for i, it := range items[h.pos+h.n : h.pos+h.n+nd] {
 			dead[i] = walk.Tombstone{Target: it.a, Upto: it.b}
 			dbits |= walk.DeadBit(it.a)
 		}
@@ -189,8 +207,128 @@ func testDeltaLayout(t *testing.T, snap *livegraph.Snapshot, l *deltaLayout) {
 			t.Fatalf("vertex %d: layout head %+v does not hold its delta %+v", v, h, *dv)
 		}
 	}
-	if withDelta == 0 || int(l.bytes()) < withDelta*deltaHeadSize {
-		t.Fatalf("%d vertices with a delta, %d bytes", withDelta, l.bytes())
+	if withDelta == 0 {
+		t.Fatalf("no vertex with a delta")
+	}
+}
+
+// TestDeltaLayoutIncremental walks a live graph through a sequence of
+// snapshots the way the engine copies them: each laid out over the last
+// (a patch of the vertices written since the resident level, items only
+// for those written since the last snapshot), and checks after every one
+// that each vertex reads its delta of that snapshot, that the twin of the
+// kernels walks as the CPU engine does on it, and that a plan left
+// uncommitted (a copy that failed) changed nothing the last snapshot
+// reads. The stream mixes small epochs (patches), one large one (more than
+// half the vertices: whole), and a hub written in every epoch, whose
+// re-laid items use up the room a whole copy leaves (whole again). The
+// live graph folds its own index's patch meanwhile, which must not force
+// a whole copy.
+func TestDeltaLayoutIncremental(t *testing.T) {
+	for _, weighted := range []bool{true, false} {
+		t.Run(fmt.Sprintf("weighted=%v", weighted), func(t *testing.T) {
+			base, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 10, EdgeFactor: 6, Seed: 11, Weighted: weighted, Name: "gpu-overlay-inc"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			lg, err := livegraph.New(base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref, err := cpu.New(base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tab []twinAlias
+			if weighted {
+				tab = twinAliasTable(base)
+			}
+			applyRandomUpdates(t, lg, base, 1, weighted, 600, 2)
+			var l deltaLayout
+			var patches, wholes, folds int
+			var patchBytes, wholeBytes int64
+			for epoch := range 40 {
+				prev := lg.Snapshot()
+				idx := walk.IndexOf(prev) // keeps the live graph making indexes
+				if idx.Pending() == 0 {
+					folds++
+				}
+				switch {
+				case epoch == 25:
+					applyRandomUpdates(t, lg, base, uint64(100+epoch), weighted, 3000, 1)
+				default:
+					applyRandomUpdates(t, lg, base, uint64(100+epoch), weighted, 30, 1)
+				}
+				// The hub: 16 more edges an epoch, all laid out again
+				// each time it is written.
+				hub := make([]livegraph.Update, 16)
+				for j := range hub {
+					hub[j] = livegraph.Update{Op: livegraph.Insert, Src: 3, Dst: int64(j + epoch)}
+				}
+				if err := lg.Apply(1, int64(epoch), hub); err != nil {
+					t.Fatal(err)
+				}
+				snap := lg.Publish()
+				if epoch%7 == 3 {
+					// A copy that fails: the plan is dropped, and the
+					// snapshot copied last is as it was.
+					if _, err := l.prepare(walk.IndexOf(snap), snap.NumVertices()); err != nil {
+						t.Fatal(err)
+					}
+					if l.valid {
+						checkLayout(t, &l, prev)
+					}
+				}
+				pl := layoutSnapshot(t, &l, snap)
+				if pl.whole {
+					wholes++
+					wholeBytes += l.bytes(pl)
+				} else {
+					patches++
+					patchBytes += l.bytes(pl)
+				}
+				checkLayout(t, &l, snap)
+				if epoch%5 == 0 || epoch == 25 {
+					checkTwin(t, ref, tab, &l, snap, weighted)
+				}
+			}
+			// The first, the large epoch and the hub's use of the room.
+			if patches < 30 || wholes < 3 || folds == 0 {
+				t.Fatalf("%d patches, %d whole copies, %d folds of the live graph's index: want most patches and some of each", patches, wholes, folds)
+			}
+			if patchBytes/int64(patches) >= wholeBytes/int64(wholes)/2 {
+				t.Fatalf("a patch copies %d bytes on average, a whole copy %d", patchBytes/int64(patches), wholeBytes/int64(wholes))
+			}
+			t.Logf("%d patches, %d bytes each on average; %d whole copies, %d bytes each", patches, patchBytes/int64(patches), wholes, wholeBytes/int64(wholes))
+		})
+	}
+}
+
+// checkTwin walks every algorithm the twin takes from every vertex of
+// snap on l (the snapshot copied last) and compares with the CPU engine.
+func checkTwin(t testing.TB, ref walk.Engine, tab []twinAlias, l *deltaLayout, snap *livegraph.Snapshot, weighted bool) {
+	t.Helper()
+	g := snap.Base()
+	starts := make([]uint32, 0, snap.NumVertices())
+	for v := range uint32(snap.NumVertices()) {
+		starts = append(starts, v)
+	}
+	for _, alg := range overlayAlgorithms {
+		if alg.Weighted && !weighted {
+			continue
+		}
+		job := walk.Job{Algorithm: alg, Seed: 17, Starts: starts, FirstWalk: 3, Overlay: snap}
+		want := walksByID(t, ref, job)
+		at := tab
+		if !alg.Weighted {
+			at = nil
+		}
+		for k, s := range starts {
+			id := job.FirstWalk + uint64(k)
+			if got := twinWalk(g, at, l, alg, job.Seed, id, s); !slices.Equal(got, want[id]) {
+				t.Fatalf("%s walk %d from %d:\ntwin %v\ncpu  %v", alg, id, s, got, want[id])
+			}
+		}
 	}
 }
 
@@ -212,9 +350,7 @@ func TestOverlayTwinMatchesCPU(t *testing.T) {
 			t.Fatal(err)
 		}
 		var l deltaLayout
-		if err := layoutDelta(walk.IndexOf(snap), snap.NumVertices(), &l); err != nil {
-			t.Fatal(err)
-		}
+		layoutSnapshot(t, &l, snap)
 		var tab []twinAlias
 		if weighted {
 			tab = twinAliasTable(g)
@@ -265,19 +401,6 @@ func twinAliasTable(g *graph.Graph) []twinAlias {
 		}
 	}
 	return tab
-}
-
-func twinRank(l *deltaLayout, v uint32) int {
-	w := int(v >> 6)
-	if w >= len(l.words) || l.words[w].bits>>(v&63)&1 == 0 {
-		return -1
-	}
-	below := l.words[w].bits & (1<<(v&63) - 1)
-	n := 0
-	for ; below != 0; below &= below - 1 {
-		n++
-	}
-	return int(l.words[w].rank) + n
 }
 
 func twinPick(g *graph.Graph, tab []twinAlias, a uint64, deg, x, y uint32) uint32 {
@@ -336,8 +459,8 @@ func twinStep(g *graph.Graph, tab []twinAlias, l *deltaLayout, alg walk.Algorith
 		a, b = g.Offsets[cur], g.Offsets[cur+1]
 	}
 	deg := uint32(b - a)
-	k := twinRank(l, cur)
-	if k < 0 {
+	h, has := l.lookup(cur)
+	if !has {
 		if deg == 0 {
 			return 0, false
 		}
@@ -350,7 +473,6 @@ func twinStep(g *graph.Graph, tab []twinAlias, l *deltaLayout, alg walk.Algorith
 		}
 		return twinPick(g, tab, a, deg, x, y), true
 	}
-	h := l.heads[k]
 	if h.ndLive&liveBit == 0 {
 		return 0, false
 	}
@@ -362,8 +484,9 @@ func twinStep(g *graph.Graph, tab []twinAlias, l *deltaLayout, alg walk.Algorith
 		}
 		first = 1
 	}
-	de := l.items[h.pos : h.pos+h.n]
-	dead := l.items[h.pos+h.n : h.pos+h.n+nd]
+	items := l.items()
+	de := items[h.pos : h.pos+h.n]
+	dead := items[h.pos+h.n : h.pos+h.n+nd]
 	baseDead := func(t uint32) bool { return h.deadBits&deadBit(t) != 0 && twinTomb(dead, t) != 0 }
 	deltaDead := func(i, t uint32) bool {
 		if h.deadBits&deadBit(t) == 0 {
@@ -449,4 +572,95 @@ func twinStep(g *graph.Graph, tab []twinAlias, l *deltaLayout, alg walk.Algorith
 		last, found = t, true
 	}
 	return last, found
+}
+
+// BenchmarkDeltaLayout measures the host's side of a snapshot's copy to
+// the device, without a device:
+//
+//	go test -run X -bench DeltaLayout -benchtime 20x ./gpu
+//
+// R-MAT scale 18, edge factor 16, undirected; a delta of 10% of its edges
+// (inserts, a tenth deletes of a base edge; endpoints drawn by degree, as
+// engagement attaches, or uniformly, as scripts/stage-load.sh draws them),
+// then per iteration one record of 4,096 more updates and a snapshot,
+// laid out as the engine does (patch: over the last, whole: from scratch).
+// copy-B/op is what goes to the device.
+func BenchmarkDeltaLayout(b *testing.B) {
+	g, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 18, EdgeFactor: 16, Seed: 1, Undirected: true, Name: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	E := int64(g.NumEdges())
+	rng := rand.New(rand.NewPCG(1, 2))
+	var byDegree func() int64
+	record := func(n int) []livegraph.Update {
+		ups := make([]livegraph.Update, 0, n)
+		for range n {
+			if rng.IntN(10) == 0 {
+				s := uint32(byDegree())
+				adj := g.Neighbors(s)
+				ups = append(ups, livegraph.Update{Op: livegraph.Delete, Src: int64(s), Dst: int64(adj[rng.IntN(len(adj))])})
+				continue
+			}
+			ups = append(ups, livegraph.Update{Op: livegraph.Insert, Src: byDegree(), Dst: byDegree()})
+		}
+		return ups
+	}
+	for _, c := range []struct{ draw, mode string }{{"degree", "patch"}, {"degree", "whole"}, {"uniform", "patch"}, {"uniform", "whole"}} {
+		mode := c.mode
+		byDegree = func() int64 { return int64(g.Targets[rng.Int64N(E)]) }
+		if c.draw == "uniform" {
+			byDegree = func() int64 {
+				for {
+					if v := rng.Int64N(int64(g.NumVertices())); g.Degree(uint32(v)) > 0 {
+						return v
+					}
+				}
+			}
+		}
+		b.Run(c.draw+"/"+mode, func(b *testing.B) {
+			l, err := livegraph.New(g)
+			if err != nil {
+				b.Fatal(err)
+			}
+			off := int64(0)
+			for range E / 10 / (1 << 16) {
+				if err := l.Apply(0, off, record(1<<16)); err != nil {
+					b.Fatal(err)
+				}
+				off++
+			}
+			var lay deltaLayout
+			snap := l.Publish()
+			layoutSnapshot(b, &lay, snap)
+			var bytes int64
+			var wholes int
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				if err := l.Apply(0, off, record(4096)); err != nil {
+					b.Fatal(err)
+				}
+				off++
+				snap = l.Publish()
+				x := walk.IndexOf(snap)
+				if mode == "whole" {
+					lay.valid = false
+				}
+				b.StartTimer()
+				pl, err := lay.prepare(x, snap.NumVertices())
+				if err != nil {
+					b.Fatal(err)
+				}
+				lay.commit(pl)
+				bytes += lay.bytes(pl)
+				if pl.whole {
+					wholes++
+				}
+			}
+			b.ReportMetric(float64(bytes)/float64(b.N), "copy-B/op")
+			b.ReportMetric(float64(wholes)/float64(b.N), "whole/op")
+			b.ReportMetric(float64(walk.IndexOf(snap).Len()), "vertices-with-delta")
+		})
+	}
 }

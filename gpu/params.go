@@ -30,7 +30,7 @@ type walkParams struct {
 	timeScale                     float64
 	expCell, expSums              uint64
 	coarse                        uint64
-	next                          uint64 // kernels/temporal.cuh: temporal_next_build's window bounds, or 0
+	next                          uint64 // kernels/temporal.cuh: temporal_next_build's records, or 0
 }
 
 // paramsSize is sizeof(ws::WalkParams).

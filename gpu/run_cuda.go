@@ -21,7 +21,7 @@ import (
 // Check says whether the engine walks a (walk.AlgorithmChecker).
 func (e *Engine) Check(a walk.Algorithm) error {
 	if e.streamed != nil {
-		return streamSupported(a)
+		return streamSupported(a, e.streamed.plan.Disk != nil)
 	}
 	return temporalSupported(a, e.placed == nil && e.cfg.stripes == nil)
 }
@@ -69,11 +69,17 @@ func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) e
 	e.last = e.stats
 	if sm := e.streamed; sm != nil {
 		sm.stats.Steps = e.stats.Steps
+		sm.diskStats()
 		e.lastStream = sm.stats
-		e.cfg.logger.Info("gpu stream run done", "walks", e.stats.Walks, "steps", e.stats.Steps, "batches", sm.stats.Batches,
+		args := []any{"walks", e.stats.Walks, "steps", e.stats.Steps, "batches", sm.stats.Batches,
 			"in_place_batches", sm.stats.InPlaceBatches, "visits", sm.stats.Visits,
-			"copies", sm.stats.Copies, "bytes_copied", sm.stats.BytesCopied, "bytes_per_step", float64(sm.stats.BytesCopied)/float64(max(e.stats.Steps, 1)),
-			"duration", e.stats.Wall)
+			"copies", sm.stats.Copies, "bytes_copied", sm.stats.BytesCopied, "bytes_per_step", float64(sm.stats.BytesCopied) / float64(max(e.stats.Steps, 1)),
+			"duration", e.stats.Wall}
+		if sm.disk != nil {
+			args = append(args, "disk_reads", sm.stats.Reads, "bytes_read", sm.stats.BytesRead, "read_seconds", sm.stats.ReadSeconds,
+				"ring_hits", sm.stats.RingHits, "direct", sm.stats.Direct)
+		}
+		e.cfg.logger.Info("gpu stream run done", args...)
 	}
 	e.lastMu.Unlock()
 	return nil

@@ -73,6 +73,12 @@ func (m StreamMode) String() string {
 	return "off"
 }
 
+// streamHostBufferBytes is the pinned host buffer a slot gets under
+// streaming unless WithHostBufferBytes asked for more: every batch walks
+// the streamed partitions again, so the bytes copied per step fall with
+// the walkers in flight and a batch should hold a whole group of walks.
+const streamHostBufferBytes = 8 << 30
+
 // maxStreamParts bounds the partitions (kMaxStreamParts in
 // kernels/stream.cuh: the bounds and bases are copied into shared memory).
 const maxStreamParts = 1024
@@ -109,6 +115,11 @@ type StreamPlan struct {
 	// too (uniform walks copy those, a third of the bytes).
 	HostBytes int64
 	Parts     []StreamPart
+	// Disk, when set, says the partitions are read from the graph's file
+	// (and an entries file) through a ring of pinned buffers instead of
+	// pinned whole: the pinned arrays do not fit the host budget
+	// (streamdisk.go). HostBytes is then the ring's.
+	Disk *DiskStream
 }
 
 // ResidentEdges counts the edges of the resident partitions.
@@ -165,6 +176,14 @@ func (p *StreamPlan) String() string {
 		p.Graph, len(p.Parts), p.BufferEdges, sizeString(p.BufferEdges*p.EntryBytes), len(p.Parts)-p.Streamed(),
 		100*p.DeviceShare(), p.Edges, p.Streamed(), sizeString(p.DeviceBytes()), sizeString(p.BudgetBytes),
 		sizeString(p.HostBytes))
+	if d := p.Disk; d != nil {
+		src := "the targets section of " + d.File
+		if d.Entries {
+			src += " (uniform walks) and an entries file of 12 bytes an edge built beside it at start (alias walks)"
+		}
+		fmt.Fprintf(&b, "; read from disk (the pinned arrays exceed half the %s host budget): %s, in preads into a ring of %d pinned buffers of %s; batches of at most %s of pinned results",
+			sizeString(d.HostBudget), src, d.RingBuffers, sizeString(d.BufferBytes), sizeString(d.ResultBytes))
+	}
 	return b.String()
 }
 
@@ -309,15 +328,27 @@ type StreamStats struct {
 	Copies         int64 // partitions copied into a buffer
 	BytesCopied    int64
 	Steps          int64 // steps of the run, for bytes per step
+	// Under a disk plan (StreamPlan.Disk): partitions read from the
+	// files, the bytes read (whole pages), the time in reads, and copies
+	// served from a ring buffer without a read.
+	Reads, BytesRead, RingHits int64
+	ReadSeconds                float64
+	Direct                     bool // reads bypass the page cache (O_DIRECT)
 }
 
 // streamSupported says whether a streaming engine walks a: DeepWalk and PPR
 // on the uniform and alias samplers (a step needs only its vertex's
 // partition).
-func streamSupported(a walk.Algorithm) error {
-	const pre = "the graph is streamed to the device in partitions (larger than the device budget)"
+func streamSupported(a walk.Algorithm, fromDisk bool) error {
+	pre := "the graph is streamed to the device in partitions (larger than the device budget)"
+	if fromDisk {
+		pre = "the graph is streamed to the device in partitions read from its file (larger than the device budget, and its pinned host copy larger than half the host memory budget)"
+	}
 	s := a.ResolvedStepper()
 	switch {
+	case a.Kind != walk.DeepWalk && a.Kind != walk.PPR && fromDisk:
+		return fmt.Errorf("%w: %s, which walks deepwalk and ppr only (this request: %s); the placement plan would read the graph in place from host memory it does not fit, so walk it with the CPU engine (out of core) or raise the host budget (WALKSTAGE_HOST_MEMORY_LIMIT)",
+			walk.ErrInvalidAlgorithm, pre, a.Kind)
 	case a.Kind != walk.DeepWalk && a.Kind != walk.PPR:
 		return fmt.Errorf("%w: %s, which walks deepwalk and ppr only (this request: %s); set the GPU stream mode off (gpu.WithStream(StreamOff), bench --gpu-stream off) to walk it under the placement plan",
 			walk.ErrInvalidAlgorithm, pre, a.Kind)

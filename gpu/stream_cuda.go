@@ -4,7 +4,6 @@ package gpu
 
 import (
 	"fmt"
-	"math"
 	"time"
 	"unsafe"
 
@@ -69,13 +68,12 @@ type streamed struct {
 	hParams                     *streamParams
 	hPtrs                       []unsafe.Pointer
 	stats                       StreamStats
+	// disk is the plan's disk side (streamdisk_cuda.go), nil when the
+	// partitions are copied from pinned host entries; base is its readers'
+	// counters at the last run's end (reads, bytes, nanoseconds).
+	disk *diskState
+	base [3]int64
 }
-
-// streamHostBufferBytes is the pinned host buffer a slot gets under
-// streaming unless WithHostBufferBytes asked for more: every batch walks
-// the streamed partitions again, so the bytes copied per step fall with
-// the walkers in flight and a batch should hold a whole group of walks.
-const streamHostBufferBytes = 8 << 30
 
 // setupStreamed plans the partitions for budget bytes of device memory,
 // fills the pinned host entries, uploads the offsets and the resident
@@ -88,10 +86,20 @@ func (e *Engine) setupStreamed(budget int64) (err error) {
 	if err != nil {
 		return err
 	}
-	eb := plan.EntryBytes
-	if host := plan.HostBytes; host > hostAvailable() {
-		return fmt.Errorf("gpu: stream plan of graph %s: its pinned host entries need %s, the host has %s available", s.name, sizeString(host), sizeString(hostAvailable()))
+	hostBudget := e.cfg.hostMemoryLimit
+	if hostBudget <= 0 {
+		hostBudget = hostAvailable()
 	}
+	if e.cfg.streamDisk || (plan.Streamed() > 0 && g.File() != "" && streamFromDisk(plan.HostBytes, hostBudget)) {
+		// The pinned host copy would not fit the host budget: the
+		// partitions are read from the graph's file (streamdisk.go).
+		if plan, err = planStreamDisk(s, g.Offsets, g.File(), budget, hostBudget, e.cfg.streamPartBytes); err != nil {
+			return err
+		}
+	} else if host := plan.HostBytes; host > hostAvailable() {
+		return fmt.Errorf("gpu: stream plan of graph %s: its pinned host entries need %s, the host has %s available, and it was not loaded from a file to stream from", s.name, sizeString(host), sizeString(hostAvailable()))
+	}
+	eb := plan.EntryBytes
 	sm := &streamed{plan: plan, loaded: [2]int{-1, -1}}
 	e.streamed = sm
 	for _, k := range []struct {
@@ -112,15 +120,21 @@ func (e *Engine) setupStreamed(budget int64) (err error) {
 		}
 		return p, err
 	}
-	// Mapped, so small batches can read the streamed share in place;
-	// copies from mapped pinned memory run as fast as from plain pinned.
-	if sm.hEntries, sm.dEntriesMapped, err = hostAllocMapped(max(s.edges*eb, 8)); err != nil {
-		return fmt.Errorf("gpu: stream entries: %w", err)
+	if plan.Disk != nil {
+		if err := e.setupDisk(sm); err != nil {
+			return err
+		}
+	} else {
+		// Mapped, so small batches can read the streamed share in place;
+		// copies from mapped pinned memory run as fast as from plain pinned.
+		if sm.hEntries, sm.dEntriesMapped, err = hostAllocMapped(max(s.edges*eb, 8)); err != nil {
+			return fmt.Errorf("gpu: stream entries: %w", err)
+		}
+		e.liveHost++
+		sm.hPtrs = append(sm.hPtrs, sm.hEntries)
+		fillStreamEntries(e, sm.hEntries)
 	}
-	e.liveHost++
-	sm.hPtrs = append(sm.hPtrs, sm.hEntries)
-	fillStreamEntries(e, sm.hEntries)
-	if s.weighted && s.edges > 0 {
+	if s.weighted && s.edges > 0 && plan.Disk == nil {
 		if sm.hTargets, err = host(s.edges * 4); err != nil {
 			return err
 		}
@@ -162,7 +176,12 @@ func (e *Engine) setupStreamed(budget int64) (err error) {
 		}
 		n := (x.EHi - x.ELo) * eb
 		dst := sm.dResident + cu.DevicePtr(at)
-		if err := e.copyHtoD(dst, unsafe.Add(sm.hEntries, x.ELo*eb), n); err != nil {
+		if plan.Disk != nil {
+			err = e.uploadFromDisk(dst, eb, x.ELo, x.EHi)
+		} else {
+			err = e.copyHtoD(dst, unsafe.Add(sm.hEntries, x.ELo*eb), n)
+		}
+		if err != nil {
 			return fmt.Errorf("gpu: upload resident partition %d: %w", i, err)
 		}
 		base[i] = uint64(dst) - uint64(x.ELo*eb)
@@ -171,13 +190,15 @@ func (e *Engine) setupStreamed(budget int64) (err error) {
 	if sm.dBase, err = upload(e, "stream.base", base); err != nil {
 		return err
 	}
-	for i, x := range plan.Parts {
-		if !x.Resident {
-			base[i] = uint64(sm.dEntriesMapped)
+	if plan.Disk == nil {
+		for i, x := range plan.Parts {
+			if !x.Resident {
+				base[i] = uint64(sm.dEntriesMapped)
+			}
 		}
-	}
-	if sm.dBaseMapped, err = upload(e, "stream.base.mapped", base); err != nil {
-		return err
+		if sm.dBaseMapped, err = upload(e, "stream.base.mapped", base); err != nil {
+			return err
+		}
 	}
 	if plan.Streamed() > 0 {
 		for b := range sm.dBuf {
@@ -217,7 +238,12 @@ func (e *Engine) setupStreamed(budget int64) (err error) {
 	// one slot unless WithBatchSlots asked for more: a batch's visits hold
 	// the device thread from start to end, so a second slot would not
 	// overlap them with anything and only take memory.
-	e.cfg.hostBufferBytes = max(e.cfg.hostBufferBytes, streamHostBufferBytes)
+	// From disk the host budget bounds them too (DiskStream.ResultBytes).
+	hb := int64(streamHostBufferBytes)
+	if d := plan.Disk; d != nil {
+		hb = d.ResultBytes
+	}
+	e.cfg.hostBufferBytes = max(e.cfg.hostBufferBytes, hb)
 	if !e.cfg.batchSlotsSet {
 		e.slots = e.slots[:1]
 	}
@@ -225,7 +251,13 @@ func (e *Engine) setupStreamed(budget int64) (err error) {
 	e.tableBuild += time.Since(t0)
 	e.cfg.logger.Info("gpu stream plan: the graph's arrays exceed the device budget (or streaming was asked for); partitions are streamed to the walkers",
 		"plan", plan.String(), "partitions", np, "resident", np-plan.Streamed(), "device_share", plan.DeviceShare(),
-		"device_bytes", plan.DeviceBytes(), "host_bytes", s.edges*eb, "build", time.Since(t0))
+		"device_bytes", plan.DeviceBytes(), "host_bytes", plan.HostBytes, "build", time.Since(t0))
+	if d := plan.Disk; d != nil {
+		e.cfg.logger.Info("gpu stream from disk: the pinned host arrays exceed half the host memory budget; partitions are read from the graph file into a ring of pinned buffers",
+			"graph_file", d.File, "host_budget_bytes", d.HostBudget, "ring_buffers", d.RingBuffers, "ring_bytes", d.RingBytes(),
+			"direct", sm.disk.targets.isDirect(), "entries_file", d.Entries, "entries_build", sm.disk.entryBuild,
+			"entries_bytes_read", sm.disk.entryRead)
+	}
 	return nil
 }
 
@@ -247,10 +279,7 @@ func fillStreamEntries(e *Engine, dst unsafe.Pointer) {
 	}
 	ent := unsafe.Slice((*uint32)(dst), 3*E)
 	walk.ForAliasVertices(g, func(_ int, first uint64, adj []uint32, prob []float32, col []uint32) {
-		for i := range adj {
-			k := 3 * (first + uint64(i))
-			ent[k], ent[k+1], ent[k+2] = math.Float32bits(prob[i]), adj[i], adj[col[i]]
-		}
+		putStreamEntries(ent[3*first:3*(first+uint64(len(adj)))], adj, prob, col)
 	})
 }
 
@@ -311,14 +340,16 @@ func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, 
 	}
 	// es: the bytes per edge this batch would stream, from src.
 	es, src := eb, sm.hEntries
-	if sm.hTargets != nil && mode&streamAlias == 0 {
-		es, src = 4, sm.hTargets
+	if e.g.Weighted() && mode&streamAlias == 0 {
+		es, src = 4, sm.hTargets // nil from disk: the targets section
 	}
 	inPlace := false
-	switch e.cfg.streamBatch {
-	case streamInPlace:
+	switch {
+	case sm.disk != nil:
+		// Nothing on the host to read in place.
+	case e.cfg.streamBatch == streamInPlace:
 		inPlace = pl.Streamed() > 0
-	case streamChoose:
+	case e.cfg.streamBatch == streamChoose:
 		inPlace = pl.Streamed() > 0 && !streamCheaper(pl, n, alg.Length, es, eb)
 	}
 	base := sm.dBase
@@ -351,20 +382,36 @@ func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, 
 			sm.loaded[b] = -1 // the other format: of no use to this batch
 		}
 	}
+	counts := sm.hCounts[:np]
 	load := func(p, b int) error {
 		x := parts[p]
-		if err := e.copyHtoDAsync(sm.dBuf[b], unsafe.Add(src, x.ELo*es), (x.EHi-x.ELo)*es, sm.copyStream); err != nil {
+		from, ring := unsafe.Pointer(nil), -1
+		if sm.disk != nil {
+			var err error
+			if ring, from, err = sm.partition(p, es, counts); err != nil {
+				return err
+			}
+		} else {
+			from = unsafe.Add(src, x.ELo*es)
+		}
+		if err := e.copyHtoDAsync(sm.dBuf[b], from, (x.EHi-x.ELo)*es, sm.copyStream); err != nil {
 			return fmt.Errorf("gpu: copy partition %d: %w", p, err)
 		}
 		if err := sm.copied[b].Record(sm.copyStream); err != nil {
 			return fmt.Errorf("gpu: record partition copy: %w", err)
+		}
+		if ring >= 0 {
+			// The ring buffer is read into again only after this copy.
+			if err := sm.disk.ring[ring].done.Record(sm.copyStream); err != nil {
+				return fmt.Errorf("gpu: record partition copy: %w", err)
+			}
+			sm.disk.ring[ring].busy = true
 		}
 		sm.loaded[b], sm.loadedBytes[b] = p, es
 		sm.stats.Copies++
 		sm.stats.BytesCopied += (x.EHi - x.ELo) * es
 		return nil
 	}
-	counts := sm.hCounts[:np]
 	for {
 		if err := cu.MemsetD32Async(sm.dCounts, 0, int64(np), st); err != nil {
 			return fmt.Errorf("gpu: clear counts: %w", err)
@@ -386,6 +433,7 @@ func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, 
 			break
 		}
 		cur, curBase := uint64(noPart), uint64(0)
+		next, nextBuf := -1, -1
 		// p < 0: every waiting walker is in a resident partition (or
 		// the batch reads the streamed ones in place).
 		if p := chooseStreamed(parts, counts, sm.loaded, -1); p >= 0 && !inPlace {
@@ -408,13 +456,12 @@ func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, 
 			// Overlap: the next busiest partition goes into the other
 			// buffer while this one is walked, unless that buffer holds
 			// a busier one already. s's stream was synchronised above,
-			// so no kernel reads it.
+			// so no kernel reads it. It is loaded after the walk's
+			// launch, so a read from disk runs while the kernel walks.
 			o := 1 - b
 			if q := chooseStreamed(parts, counts, sm.loaded, p); q >= 0 && q != sm.loaded[o] &&
 				(sm.loaded[o] < 0 || counts[sm.loaded[o]] < counts[q]) {
-				if err := load(q, o); err != nil {
-					return err
-				}
+				next, nextBuf = q, o
 			}
 		}
 		if err := cu.MemsetD32Async(sm.dListLen, 0, 2, st); err != nil {
@@ -427,6 +474,11 @@ func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, 
 			return fmt.Errorf("gpu: stream_walk: %w", err)
 		}
 		sm.stats.Visits++
+		if next >= 0 {
+			if err := load(next, nextBuf); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -453,6 +505,7 @@ func (e *Engine) releaseStreamed() {
 		"stream.resident": &sm.dResident, "stream.counts": &sm.dCounts, "stream.listlen": &sm.dListLen, "stream.params": &sm.dParams} {
 		e.free(name, p)
 	}
+	sm.releaseDisk()
 	for _, p := range sm.hPtrs {
 		e.hostFree(p)
 	}

@@ -174,10 +174,17 @@ func TestStreamSupported(t *testing.T) {
 		{walk.Algorithm{Kind: walk.MetaPath, Length: 80, Schema: []uint8{0, 1}}, false},
 		{walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Stepper: walk.StepperZPRS}, false},
 	}
-	for _, c := range cases {
-		err := streamSupported(c.alg)
-		if (err == nil) != c.ok || (err != nil && !errors.Is(err, walk.ErrInvalidAlgorithm)) {
-			t.Errorf("%+v: %v", c.alg, err)
+	for _, disk := range []bool{false, true} {
+		for _, c := range cases {
+			err := streamSupported(c.alg, disk)
+			if (err == nil) != c.ok || (err != nil && !errors.Is(err, walk.ErrInvalidAlgorithm)) {
+				t.Errorf("disk=%v %+v: %v", disk, c.alg, err)
+			}
+			// From disk, the hint names the host budget, not the
+			// placement plan (which would need the graph in memory).
+			if err != nil && c.alg.Kind == walk.Node2Vec && disk != strings.Contains(err.Error(), "WALKSTAGE_HOST_MEMORY_LIMIT") {
+				t.Errorf("disk=%v: %v", disk, err)
+			}
 		}
 	}
 	for _, s := range []string{"auto", "on", "off"} {

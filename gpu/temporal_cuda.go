@@ -23,11 +23,15 @@ import (
 // (walk.ExpSums) for the run's scale and direction, built on the device by
 // temporal_exp_build, likewise to the CPU's bits, and kept until a run asks
 // for another scale, direction or weighting (one table: 8 bytes an edge).
-// Every bias reads, after a walk's first step, its window's near end from
-// the next table (temporal_next_build, 4 bytes an edge, per direction):
-// the bound the step would search for, stored per position of the time
-// order as the CPU's exponential records store it (timeRec.nx), so the
-// step skips the search and the walks stay the CPU's, byte for byte.
+// Every bias reads, after a walk's first step, the next record of the
+// position it took (temporal_next_build, 16 bytes an edge, per direction):
+// the target, its window's near end (the bound the step would search for,
+// as the CPU's exponential records store it: timeRec.nx) and the target's
+// range of the time order, in one load, so the step neither searches nor
+// reads the target's offsets, and the walks stay the CPU's, byte for byte.
+// For the exponential bias the records also carry a flag per time-cell
+// width (temporal_next_cells): the window lies in one cell, so the draw
+// reads no time.
 
 // temporalKernels names the kernels by [walk.TimeBias][weighted].
 var temporalKernels = [3][2]string{
@@ -44,6 +48,7 @@ type temporalState struct {
 	fn                     [3][2][2]cu.Function
 	occ                    [3][2][2]int
 	fnCumw, fnExp, fnNext  cu.Function
+	fnNextCells            cu.Function
 	dTimes, dByTime, dCumw cu.DevicePtr
 	dCoarse                cu.DevicePtr // every coarseSpacing-th time (kernels/temporal.cuh: kCoarse)
 	uploaded, cumwBuilt    bool
@@ -52,11 +57,13 @@ type temporalState struct {
 	dExp     cu.DevicePtr
 	expKey   expKey
 	expBuilt bool
-	// dNext holds each position's next window bound for the direction
-	// nextBack (when nextBuilt).
+	// dNext holds each position's next record (kernels/temporal.cuh,
+	// kNextOneCell) for the direction nextBack (when nextBuilt), with
+	// one-cell flags for the cell width nextCell (0: none set).
 	dNext     cu.DevicePtr
 	nextBack  bool
 	nextBuilt bool
+	nextCell  uint64
 }
 
 // expKey is what the exponential bias's cell sums depend on.
@@ -77,6 +84,9 @@ func (e *Engine) setupTemporal() error {
 	}
 	if t.fnNext, err = e.mod.Function("temporal_next_build"); err != nil {
 		return fmt.Errorf("gpu: kernel temporal_next_build: %w", err)
+	}
+	if t.fnNextCells, err = e.mod.Function("temporal_next_cells"); err != nil {
+		return fmt.Errorf("gpu: kernel temporal_next_cells: %w", err)
 	}
 	for b, names := range temporalKernels {
 		for w, name := range names {
@@ -123,9 +133,9 @@ func (e *Engine) temporalTables(alg walk.Algorithm) error {
 		t.uploaded, built = true, true
 		e.tableBytes += E*12 + int64(len(c))*8
 	}
-	// A position must fit the table's 4 bytes (as timeRec.nx on the CPU);
-	// larger graphs search every step.
-	if E > 0 && E < math.MaxUint32 && (!t.nextBuilt || t.nextBack != alg.Time.Backward) {
+	// A position must fit a record's 31 bits (the 32nd is the one-cell
+	// flag); larger graphs search every step.
+	if E > 0 && E <= maxNextEdges && (!t.nextBuilt || t.nextBack != alg.Time.Backward) {
 		if err := e.buildNext(alg.Time.Backward); err != nil {
 			return err
 		}
@@ -135,6 +145,12 @@ func (e *Engine) temporalTables(alg walk.Algorithm) error {
 		k := expKey{alg.Time.Scale, alg.Time.Backward, alg.Weighted}
 		if !t.expBuilt || t.expKey != k {
 			if err := e.buildExpSums(k); err != nil {
+				return err
+			}
+			built = true
+		}
+		if G := walk.ExpCell(k.scale); t.nextBuilt && t.nextCell != G {
+			if err := e.flagNextCells(G); err != nil {
 				return err
 			}
 			built = true
@@ -214,9 +230,9 @@ func (e *Engine) buildNext(backward bool) error {
 	if t.nextBuilt {
 		e.free("temporal.next", &t.dNext)
 		t.nextBuilt = false
-		e.tableBytes -= E * 4
+		e.tableBytes -= E * 16
 	}
-	p, err := e.alloc("temporal.next", E*4)
+	p, err := e.alloc("temporal.next", E*16)
 	if err != nil {
 		return err
 	}
@@ -237,8 +253,33 @@ func (e *Engine) buildNext(backward bool) error {
 		e.free("temporal.next", &p)
 		return fmt.Errorf("gpu: temporal_next_build: %w", err)
 	}
-	t.dNext, t.nextBack, t.nextBuilt = p, backward, true
-	e.tableBytes += E * 4
+	t.dNext, t.nextBack, t.nextBuilt, t.nextCell = p, backward, true, 0
+	e.tableBytes += E * 16
+	return nil
+}
+
+// maxNextEdges is the most edges a graph may have for the next records:
+// positions in 31 bits.
+const maxNextEdges = 1<<31 - 1
+
+// flagNextCells sets the next records' one-cell flags for the exponential
+// bias's cell width G (device thread).
+func (e *Engine) flagNextCells(G uint64) error {
+	t := &e.tmp
+	E := uint64(e.g.NumEdges())
+	blocks := int(min((E+tableThreads-1)/tableThreads, uint64(e.numSM*32)))
+	var back uint64
+	if t.nextBack {
+		back = 1
+	}
+	args := []uint64{uint64(t.dTimes), uint64(t.dNext), E, G, back}
+	if err := launch(t.fnNextCells, blocks, tableThreads, cu.Stream{}, args); err != nil {
+		return fmt.Errorf("gpu: temporal_next_cells: %w", err)
+	}
+	if err := cu.Synchronize(); err != nil {
+		return fmt.Errorf("gpu: temporal_next_cells: %w", err)
+	}
+	t.nextCell = G
 	return nil
 }
 

@@ -264,44 +264,76 @@ func TestTemporalExpSumsMatchCPU(t *testing.T) {
 	}
 }
 
-// TestTemporalNextMatchesSearch: temporal_next_build's table holds, for
-// every position k of the time order and each direction, the window bound
-// a step bounded by k's time has in k's target's time order (forward the
-// first time >= it, backward the first > it), which the steps after the
-// first read in place of their search.
+// TestTemporalNextMatchesSearch: temporal_next_build's records hold, for
+// every position k of the time order and each direction, k's target w,
+// the window bound a step bounded by k's time has in w's time order
+// (forward the first time >= it, backward the first > it), which the steps
+// after the first read in place of their search, and w's range of the time
+// order; after an exponential run, temporal_next_cells's flag says whether
+// the positions from that bound to w's far end lie in one time cell of the
+// run's scale, and another scale rewrites the flags.
 func TestTemporalNextMatchesSearch(t *testing.T) {
 	g := timedRMAT(t)
 	e := newEngine(t, g)
-	for _, backward := range []bool{false, true, false} {
-		alg := walk.Algorithm{Kind: walk.Temporal, Length: 2, Time: walk.TimeParams{Bias: walk.TimeUniform, Backward: backward}}
+	type rec struct{ target, nx, a, b uint32 }
+	for _, c := range []struct {
+		backward bool
+		scale    float64 // exponential when > 0
+	}{{false, 0}, {true, 0}, {false, 3}, {false, 250}, {true, 0.002}, {true, 40}, {false, 0}} {
+		tp := walk.TimeParams{Bias: walk.TimeUniform, Backward: c.backward}
+		if c.scale > 0 {
+			tp.Bias, tp.Scale = walk.TimeExponential, c.scale
+		}
+		alg := walk.Algorithm{Kind: walk.Temporal, Length: 2, Time: tp}
 		if err := e.Run(context.Background(), []walk.Job{{Algorithm: alg, Seed: 1, Starts: []uint32{0, 1, 2}}}, func(walk.Chunk) error { return nil }); err != nil {
 			t.Fatal(err)
 		}
-		if !e.tmp.nextBuilt || e.tmp.nextBack != backward {
-			t.Fatalf("backward=%v: no next table for the run's direction", backward)
+		if !e.tmp.nextBuilt || e.tmp.nextBack != c.backward {
+			t.Fatalf("%+v: no next table for the run's direction", c)
 		}
-		got := make([]uint32, g.NumEdges())
+		got := make([]rec, g.NumEdges())
 		if err := e.dev.do(func() error {
-			return cu.MemcpyDtoH(unsafe.Pointer(&got[0]), e.tmp.dNext, g.NumEdges()*4)
+			return cu.MemcpyDtoH(unsafe.Pointer(&got[0]), e.tmp.dNext, g.NumEdges()*16)
 		}); err != nil {
 			t.Fatal(err)
 		}
+		G := walk.ExpCell(c.scale)
+		ones := 0
 		for v := range g.NumVertices() {
 			a := g.Offsets[v]
 			for k := a; k < g.Offsets[v+1]; k++ {
 				w := g.Targets[a+uint64(g.ByTime[k])]
 				wa, wb := g.Offsets[w], g.Offsets[w+1]
 				tk := g.Times[k]
-				want := wa + uint64(sort.Search(int(wb-wa), func(i int) bool {
-					if backward {
+				nx := wa + uint64(sort.Search(int(wb-wa), func(i int) bool {
+					if c.backward {
 						return g.Times[wa+uint64(i)] > tk
 					}
 					return g.Times[wa+uint64(i)] >= tk
 				}))
-				if uint64(got[k]) != want {
-					t.Fatalf("backward=%v: next[%d] (vertex %d -> %d, time %d) = %d, want %d", backward, k, v, w, tk, got[k], want)
+				r := got[k]
+				if r.target != w || uint64(r.nx&(1<<31-1)) != nx || uint64(r.a) != wa || uint64(r.b) != wb {
+					t.Fatalf("%+v: next[%d] (vertex %d -> %d, time %d) = %+v, want target %d, bound %d, range [%d, %d)",
+						c, k, v, w, tk, r, w, nx, wa, wb)
+				}
+				if c.scale == 0 {
+					continue
+				}
+				lo, hi := nx, wb
+				if c.backward {
+					lo, hi = wa, nx
+				}
+				one := lo < hi && walk.TimeKey(g.Times[lo])/G == walk.TimeKey(g.Times[hi-1])/G
+				if one != (r.nx>>31 == 1) {
+					t.Fatalf("%+v: next[%d] one-cell flag %v, want %v (window bound %d of [%d, %d))", c, k, !one, one, nx, wa, wb)
+				}
+				if one {
+					ones++
 				}
 			}
+		}
+		if c.scale > 0 {
+			t.Logf("%+v: %d of %d records in one cell", c, ones, g.NumEdges())
 		}
 	}
 }

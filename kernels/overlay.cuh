@@ -1,6 +1,8 @@
 // overlay.cuh: walks on a live graph's snapshot (issue 37): the base CSR the
-// engine holds plus the snapshot's delta, copied to the device per snapshot
-// (gpu/overlay.go lays it out, gpu/overlay_cuda.go uploads it). The step is
+// engine holds plus the snapshot's delta, in two levels on the device: a
+// resident level copied whole now and then, and a patch of the vertices
+// written since, copied per snapshot (gpu/overlay.go lays them out,
+// gpu/overlay_cuda.go uploads them). The step is
 // the device twin of walk/cpu/overlay.go's overlayStep, overlayAttempts and
 // overlayScan, draw for draw (walk/draws.go states the rule):
 //
@@ -51,26 +53,31 @@ struct Tombstone {
   uint32_t target, upto;
 };
 
-// DeltaWord is 64 vertices' marks (bit v%64 set when v has a delta) and the
-// vertices marked in the words before: one 16-byte load finds a head.
+// DeltaWord is 64 vertices' marks in the resident level and in the patch
+// (bit v%64 set when v has a delta there; the patch's hides the resident
+// one) and how many each level marks in the words before: the marks and
+// ranks of a vertex are in one 32-byte sector.
 struct DeltaWord {
-  uint64_t bits;
-  uint32_t rank, pad;
+  uint64_t base, patch;
+  uint32_t base_rank, patch_rank;
+  uint64_t pad;
 };
 
 // DeltaParams is a snapshot's delta on the device: kernel arguments (the
 // parameter bank, no registers held), gpu/overlay_cuda.go passes them in
-// this order.
+// this order. Heads hold pos into items either way: a patch's vertices'
+// items are appended to the resident level's.
 struct DeltaParams {
   const DeltaWord* words;    // ceil(n_vertices/64)
-  const DeltaHead* heads;    // one per vertex with a delta, in vertex order
+  const DeltaHead* heads;    // the resident level's, one per vertex marked there, in vertex order
+  const DeltaHead* pheads;   // the patch's, one per vertex marked there, in vertex order
   const uint2* items;        // DeltaEdge and Tombstone records
   uint64_t base_vertices;    // the base's vertices: offsets has base_vertices+1 entries
   uint64_t n_words;
 };
 
 static_assert(sizeof(DeltaHead) == 32, "DeltaHead layout changed: update gpu/overlay.go");
-static_assert(sizeof(DeltaWord) == 16, "DeltaWord layout changed: update gpu/overlay.go");
+static_assert(sizeof(DeltaWord) == 32, "DeltaWord layout changed: update gpu/overlay.go");
 
 constexpr uint32_t kLiveBit = 0x80000000u;
 
@@ -78,14 +85,21 @@ constexpr uint32_t kLiveBit = 0x80000000u;
 // after a multiplicative hash).
 __device__ __forceinline__ uint64_t dead_bit(uint32_t t) { return 1ull << (((uint64_t)t * 0x9e3779b97f4a7c15ull) >> 58); }
 
-// delta_rank returns the index of v's head, or -1 when v has no delta.
-__device__ __forceinline__ int64_t delta_rank(const DeltaParams& D, uint32_t v) {
+// delta_head returns v's head, in the patch when v is marked there, else
+// in the resident level; null when v has no delta. The marks are one
+// 16-byte load, the ranks (read only for a vertex with a delta) the other
+// half of the same sector.
+__device__ __forceinline__ const DeltaHead* delta_head(const DeltaParams& D, uint32_t v) {
   const uint64_t w = v >> 6;
-  if (w >= D.n_words) return -1;
-  const uint4 x = __ldg(reinterpret_cast<const uint4*>(D.words + w));
-  const uint64_t bits = (uint64_t)x.y << 32 | x.x;
-  if (((bits >> (v & 63)) & 1) == 0) return -1;
-  return (int64_t)x.z + __popcll(bits & ((1ull << (v & 63)) - 1));
+  if (w >= D.n_words) return nullptr;
+  const uint4 m = __ldg(reinterpret_cast<const uint4*>(D.words + w));
+  const uint64_t base = (uint64_t)m.y << 32 | m.x, patch = (uint64_t)m.w << 32 | m.z;
+  const uint32_t b = v & 63;
+  if ((((base | patch) >> b) & 1) == 0) return nullptr;
+  const uint2 r = __ldg(reinterpret_cast<const uint2*>(D.words + w) + 2);
+  const uint64_t below = (1ull << b) - 1;
+  if ((patch >> b) & 1) return D.pheads + r.y + __popcll(patch & below);
+  return D.heads + r.x + __popcll(base & below);
 }
 
 // find_tombstone: binary search of a vertex's tombstones (sorted by target)
@@ -175,8 +189,8 @@ __device__ __forceinline__ bool overlay_step(const DeltaParams& D, const uint64_
     b = offsets[cur + 1];
   }
   const uint32_t deg = (uint32_t)(b - a);
-  const int64_t k = delta_rank(D, cur);
-  if (k < 0) {
+  const DeltaHead* hp = delta_head(D, cur);
+  if (hp == nullptr) {
     // The base's step, as walk_thread takes it.
     if (deg == 0) return false;
     const uint4 w = draw(seed, walk, step, 0);
@@ -188,7 +202,7 @@ __device__ __forceinline__ bool overlay_step(const DeltaParams& D, const uint64_
     }
     return true;
   }
-  const DeltaHead h = D.heads[k];
+  const DeltaHead h = *hp;
   if ((h.nd_live & kLiveBit) == 0) return false;
   const uint32_t nd = h.nd_live & ~kLiveBit;
   uint32_t first = 0;

@@ -101,7 +101,7 @@ struct WalkParams {
   uint64_t exp_cell;         // walk.ExpCell: the exponential bias's time cell width G
   const double* exp_sums;    // E or null: the exponential bias's cell sums (temporal_exp_build)
   const int64_t* coarse;     // ceil(E/kCoarse): coarse[j] = times[j*kCoarse] (temporal.cuh's searches)
-  const uint32_t* next;      // E or null: per time-order position, the next step's window bound (temporal_next_build)
+  const uint4* next;         // E or null: per time-order position, the next step's record (temporal_next_build)
 };
 
 }  // namespace ws

@@ -12,23 +12,30 @@
 //                        the biases computed a lane an edge, the sums added
 //                        in walk's order through shuffles
 //   walk_temporal_*      persistent blocks, one walk per thread (as
-//                        walk_thread): a step binary-searches the window in
+//                        walk_thread), the launch's WalkParams by value
+//                        (__grid_constant__: the constant bank, not
+//                        registers): a step binary-searches the window in
 //                        the vertex's contiguous, sorted times, draws a
 //                        position k of it, and takes edge off + bytime[k];
-//                        after the first step, the window's near end is
-//                        next[k] of the position taken last, where next is
-//                        built (temporal_next_build), so only the first
-//                        step and a gap's far end search
+//                        after the first step, the next record of the
+//                        position taken last (next[k], 16 bytes) gives the
+//                        target, its window's near end and its range of the
+//                        time order in one load, so only the first step and
+//                        a gap's far end search
 //   temporal_next_build  one warp per vertex: next[k], the search a step
 //                        bounded by position k's time makes in its target's
-//                        time order (the CPU's timeRec.nx)
+//                        time order (the CPU's timeRec.nx), with the target
+//                        and its range
+//   temporal_next_cells  one thread per record: the exponential bias's
+//                        one-cell flag for the run's cell width
 //
 // Memory: times (int64), bytime (uint32), cumw and exp_sums (float64), E
-// each, are global and read through the read-only path, with a coarse
-// index of every 32nd time (search_time); a walk's state (vertex, time
-// bound, step) is in registers; an exponential window over several time
-// cells (rare: cells are 256 scales wide) keeps its parts' bounds and
-// masses in per-thread arrays of kMaxExpCells (local memory).
+// each, and next (uint4, E), are global and read through the read-only
+// path, with a coarse index of every 32nd time (search_time); a walk's
+// state (vertex, time bound, step, its vertex's range and next record's
+// bound) is in registers; an exponential window over several time cells
+// (rare: cells are 256 scales wide) keeps its parts' bounds and masses in
+// per-thread arrays of kMaxExpCells (local memory).
 #pragma once
 #include <stdint.h>
 
@@ -178,9 +185,19 @@ struct TemporalCtx {
   const float* weights;
   const double* cumw;
   const double* exp_sums;  // the exponential bias's cell sums (walk/temporalexp.go)
-  const uint32_t* next;    // E or null: each position's next window bound (temporal_next_build)
+  const uint4* next;       // E or null: each position's next record (temporal_next_build)
   uint64_t exp_cell;       // their cells' width G
-  const WalkParams* P;
+  int64_t max_gap;
+  double scale;
+  bool backward, has_gap;
+};
+
+// TemporalScan is what temporal_scan reads of TemporalCtx, passed by
+// value (a reference would keep the caller's context in local memory).
+struct TemporalScan {
+  const int64_t* times;
+  const uint32_t* bytime;
+  const float* weights;
   double scale;
   bool backward;
 };
@@ -188,7 +205,8 @@ struct TemporalCtx {
 // temporal_bias is walk's temporalBias: position k's unnormalised
 // probability in window [lo, hi) of the vertex whose edges start at a.
 template <int kBias, bool kWeighted>
-__device__ __forceinline__ double temporal_bias(const TemporalCtx& C, uint64_t a, uint64_t k, uint64_t lo, uint64_t hi) {
+__device__ __forceinline__ double temporal_bias(const TemporalScan& C, uint64_t a, uint64_t k, uint64_t lo,
+                                                uint64_t hi) {
   double b = 1.0;
   if (kBias == kTimeLinear) {
     const uint64_t rank = C.backward ? hi - 1 - k : k - lo;
@@ -206,10 +224,11 @@ __device__ __forceinline__ double temporal_bias(const TemporalCtx& C, uint64_t a
 // temporal_scan is the exact fallback (walk's zprs with one lane): a
 // reservoir over the window in time order, element i on word i%4 of draw
 // kFallbackDraw + i/4. It returns lo-1 when every bias is zero (the walk
-// ends there, as on the CPU).
+// ends there, as on the CPU). Not inlined: it is rare, and its registers
+// (det_exp's among them) would otherwise weigh on every step.
 template <int kBias, bool kWeighted>
-__device__ uint64_t temporal_scan(const TemporalCtx& C, uint64_t a, uint64_t lo, uint64_t hi, uint64_t seed,
-                                  uint64_t walk, uint32_t step) {
+__device__ __noinline__ uint64_t temporal_scan(TemporalScan C, uint64_t a, uint64_t lo, uint64_t hi, uint64_t seed,
+                                               uint64_t walk, uint32_t step) {
   double run = 0;
   uint64_t pick = ~0ull;
   uint4 w = make_uint4(0, 0, 0, 0);
@@ -227,51 +246,70 @@ __device__ uint64_t temporal_scan(const TemporalCtx& C, uint64_t a, uint64_t lo,
 __device__ __forceinline__ uint64_t time_key(int64_t t) { return (uint64_t)t ^ 0x8000000000000000ull; }
 __device__ __forceinline__ int64_t key_time(uint64_t u) { return (int64_t)(u ^ 0x8000000000000000ull); }
 
-// exp_pick_forward is walk.expPickForward: in one cell's part [lo, hi) of
-// a window, r = base + u * (S[lo] - base) and the last position with
-// S[k] > r (the forward sums do not increase), galloping from lo; ~0 when
-// the part weighs nothing.
-__device__ __forceinline__ uint64_t exp_pick_forward(const double* __restrict__ S, uint64_t lo, uint64_t hi, double base,
-                                                     double u) {
-  const double m = __dsub_rn(__ldg(S + lo), base);
-  if (!(m > 0)) return ~0ull;
-  const double r = __dadd_rn(base, __dmul_rn(u, m));
-  uint64_t at = lo, step = 1, l = lo + 1, h = hi;
-  for (;;) {
-    const uint64_t next = at + step;
-    if (next >= hi) { l = at + 1; break; }
-    if (__ldg(S + next) <= r) { l = at + 1; h = next; break; }
-    at = next;
-    step *= 2;
-  }
-  while (l < h) {
-    const uint64_t m2 = l + (h - l) / 2;
-    if (__ldg(S + m2) <= r) h = m2; else l = m2 + 1;
-  }
-  return l - 1;
-}
+// kExpProbes is how many cell sums a round of exp_search loads at once:
+// independent loads, so a round costs about one memory latency where a
+// binary search's probe costs one each.
+constexpr int kExpProbes = 8;
 
-// exp_pick_backward is walk.expPickBackward: r = base + u * (S[hi-1] -
-// base) and the first position with S[k] > r (the backward sums do not
-// decrease), galloping down from hi-1.
-__device__ __forceinline__ uint64_t exp_pick_backward(const double* __restrict__ S, uint64_t lo, uint64_t hi, double base,
-                                                      double u) {
-  const double m = __dsub_rn(__ldg(S + hi - 1), base);
+// exp_search is walk.expPickForward (kBack false) and walk.expPickBackward
+// (true) in one cell's part [lo, hi) of a window: r = base + u * (S[near] -
+// base), near = lo forward (the forward sums do not increase from it),
+// hi-1 backward (the backward sums do not decrease towards it), and the
+// position farthest from near whose sum is still > r; ~0 when the part
+// weighs nothing. The sums are monotone from the near end, so that position
+// is near plus (minus) the count of the part's positions past near with
+// S > r, however it is searched: here by rounds of kExpProbes independent
+// loads, galloping outward from the near end (strides 1, P, P^2, ...) and
+// then narrowing P+1-fold a round, so that a draw d positions from the near
+// end costs about 2 log_P(d) dependent rounds instead of 2 log_2(d) probes.
+// Rounds read only positions inside the part.
+template <bool kBack>
+__device__ __forceinline__ uint64_t exp_search(const double* __restrict__ S, uint64_t lo, uint64_t hi, double base,
+                                               double u) {
+  constexpr int P = kExpProbes;
+  const uint64_t n = hi - lo;
+  const double* __restrict__ z = S + (kBack ? hi - 1 : lo);  // the near end
+  // T(j): the sum j positions from the near end, or -1 (never > r >= 0)
+  // past the part.
+  auto T = [&](uint64_t j) -> double { return j < n ? __ldg(kBack ? z - j : z + j) : -1.0; };
+  double v[P];
+#pragma unroll
+  for (int i = 0; i < P; i++) v[i] = T(1 + i);  // issued with the near end's load
+  const double m = __dsub_rn(__ldg(z), base);
   if (!(m > 0)) return ~0ull;
   const double r = __dadd_rn(base, __dmul_rn(u, m));
-  uint64_t at = hi - 1, step = 1, l = lo, h = hi - 1;
-  for (;;) {
-    if (at < lo + step) { h = at; break; }
-    const uint64_t next = at - step;
-    if (__ldg(S + next) <= r) { l = next + 1; h = at; break; }
-    at = next;
-    step *= 2;
+  int c = 0;
+#pragma unroll
+  for (int i = 0; i < P; i++) c += v[i] > r;
+  uint64_t L = c, H = n;  // T(L) > r; T(H) <= r or H = n; the answer is in [L, H)
+  if (c == P) {
+    for (uint64_t stride = P;; stride *= P) {  // gallop: T(L) > r
+#pragma unroll
+      for (int i = 0; i < P; i++) v[i] = T(L + stride * (i + 1));
+      c = 0;
+#pragma unroll
+      for (int i = 0; i < P; i++) c += v[i] > r;
+      L += stride * c;
+      if (c < P) {
+        H = min(L + stride, n);
+        break;
+      }
+    }
+    while (H - L > 1) {  // narrow: probes at L + s, ..., L + P s cover [L, H)
+      const uint64_t s = (H - L + P) / (P + 1);
+#pragma unroll
+      for (int i = 0; i < P; i++) {
+        const uint64_t j = L + s * (i + 1);
+        v[i] = j < H ? T(j) : -1.0;
+      }
+      c = 0;
+#pragma unroll
+      for (int i = 0; i < P; i++) c += v[i] > r;
+      L += s * c;
+      H = min(L + s, H);
+    }
   }
-  while (l < h) {
-    const uint64_t m2 = l + (h - l) / 2;
-    if (__ldg(S + m2) > r) h = m2; else l = m2 + 1;
-  }
-  return l;
+  return kBack ? hi - 1 - L : lo + L;
 }
 
 // exp_pick_cell is walk.expPickCell: the part whose cumulative mass first
@@ -297,13 +335,25 @@ __device__ __forceinline__ int exp_pick_cell(const double* cum, int n, double to
 // anything (the eighth past the near end's is more than 745 scales away).
 constexpr int kMaxExpCells = 8;
 
+// TemporalCells is what exp_step_cells reads of TemporalCtx, passed by
+// value: a reference would make the caller keep its whole context in
+// local memory for the call.
+struct TemporalCells {
+  const int64_t* times;
+  const int64_t* coarse;
+  const double* exp_sums;
+  uint64_t exp_cell;
+  double scale;
+  bool backward;
+};
+
 // exp_step_cells is exp_step's window over several time cells (rare:
 // cells are 256 scales wide): up to kMaxExpCells parts from the near end,
 // each weighed by its sums times its det_exp factor to the near end, in
 // per-thread arrays (local memory), a part drawn by (x2, x3) and a position
 // in it by u. Not inlined, so that its registers and stack do not weigh on
 // the common step.
-__device__ __noinline__ uint64_t exp_step_cells(const TemporalCtx& C, uint64_t a, uint64_t b, uint64_t lo, uint64_t hi,
+__device__ __noinline__ uint64_t exp_step_cells(TemporalCells C, uint64_t a, uint64_t b, uint64_t lo, uint64_t hi,
                                                 double u, uint32_t x2, uint32_t x3) {
   const int64_t* __restrict__ times = C.times;
   const double* __restrict__ S = C.exp_sums;
@@ -336,7 +386,7 @@ __device__ __noinline__ uint64_t exp_step_cells(const TemporalCtx& C, uint64_t a
       p = e;
     }
     const int i = exp_pick_cell(cum, n, total, x2, x3);
-    return i < 0 ? ~0ull : exp_pick_forward(S, ps[i], pe[i], base[i], u);
+    return i < 0 ? ~0ull : exp_search<false>(S, ps[i], pe[i], base[i], u);
   }
   const uint64_t nearu = time_key(__ldg(times + hi - 1));
   const uint64_t firstc = time_key(__ldg(times + lo)) / G;
@@ -361,37 +411,56 @@ __device__ __noinline__ uint64_t exp_step_cells(const TemporalCtx& C, uint64_t a
     p = st;
   }
   const int i = exp_pick_cell(cum, n, total, x2, x3);
-  return i < 0 ? ~0ull : exp_pick_backward(S, ps[i], pe[i], base[i], u);
+  return i < 0 ? ~0ull : exp_search<true>(S, ps[i], pe[i], base[i], u);
 }
 
 // exp_step is walk's expStep: the exponential draw from the cell sums
 // (temporal_exp_build). When the window lies in the near end's cell, as it
-// almost always does, the step is the window's far-end time (for its
-// cell), the near end's sum and a gallop in the sums, without an exp;
-// otherwise exp_step_cells. ~0 when the window's sums are zero (the
-// caller's exact scan decides).
+// almost always does, the step is the near end's sum and a search in the
+// sums (exp_search), without an exp; otherwise exp_step_cells. one says
+// the next record's flag (kNextOneCell) vouches for that: the positions
+// from the window's near end to the vertex's far end are all in one cell,
+// so the step reads no time and divides nothing; without it the step
+// compares the cells of the window's two end times. ~0 when the window's
+// sums are zero (the caller's exact scan decides).
 __device__ __forceinline__ uint64_t exp_step(const TemporalCtx& C, uint64_t a, uint64_t b, uint64_t lo, uint64_t hi,
-                                             uint64_t seed, uint64_t walk, uint32_t step) {
+                                             bool one, uint64_t seed, uint64_t walk, uint32_t step) {
   const int64_t* __restrict__ times = C.times;
   const double* __restrict__ S = C.exp_sums;
   const uint64_t G = C.exp_cell;
   const uint4 w = draw(seed, walk, step, 0);
   const double u = unit53(w.x, w.y);
+  if (one) {
+    // The part's base: forward the sum just past the window when the
+    // window stops before the vertex's end (a gap), backward the sum just
+    // before it; those positions are in the window's cell too.
+    if (!C.backward) return exp_search<false>(S, lo, hi, hi < b ? __ldg(S + hi) : 0.0, u);
+    return exp_search<true>(S, lo, hi, lo > a ? __ldg(S + lo - 1) : 0.0, u);
+  }
   if (!C.backward) {
     const uint64_t c0 = time_key(__ldg(times + lo)) / G;
     if (time_key(__ldg(times + hi - 1)) / G == c0) {
       const double bs = hi < b && time_key(__ldg(times + hi)) / G == c0 ? __ldg(S + hi) : 0.0;
-      return exp_pick_forward(S, lo, hi, bs, u);
+      return exp_search<false>(S, lo, hi, bs, u);
     }
   } else {
     const uint64_t c0 = time_key(__ldg(times + hi - 1)) / G;
     if (time_key(__ldg(times + lo)) / G == c0) {
       const double bs = lo > a && time_key(__ldg(times + lo - 1)) / G == c0 ? __ldg(S + lo - 1) : 0.0;
-      return exp_pick_backward(S, lo, hi, bs, u);
+      return exp_search<true>(S, lo, hi, bs, u);
     }
   }
-  return exp_step_cells(C, a, b, lo, hi, u, w.z, w.w);
+  return exp_step_cells(TemporalCells{C.times, C.coarse, C.exp_sums, C.exp_cell, C.scale, C.backward}, a, b, lo, hi, u,
+                        w.z, w.w);
 }
+
+// The next record of time-order position k (temporal_next_build), for a
+// walk that takes k: x its target w, y the near end of w's next window
+// (next_bound under k's time; bits 0-30) and kNextOneCell (bit 31: the
+// exponential bias's cells, temporal_next_cells), z and w w's time order
+// [a, b). 16 bytes, one load: a step after the first reads nothing else to
+// find its window, and the draw's loads depend on that one load only.
+constexpr uint32_t kNextOneCell = 1u << 31, kNextPos = kNextOneCell - 1;
 
 // next_bound is the window's near end in the time order [a, b) under
 // bound t: forward the first position at or after t, backward the first
@@ -407,22 +476,21 @@ __device__ __forceinline__ uint64_t next_bound(const int64_t* __restrict__ times
 // temporal_step is walk's temporalStep: the window of the vertex whose time
 // order is [a, b) under bound t (none unless bounded: the first step
 // without a start time), and the position its draw picks; ~0 when the
-// window is empty (or has no weight), which ends the walk. nx is the
-// window's near end (next_bound) when the caller knows it from the
-// position it took last, else ~0 (the first step, no next table).
+// window is empty (or has no weight), which ends the walk. known says nxw
+// is the next record's y for the position taken last (the window's near
+// end and the one-cell flag); otherwise (the first step, no next table)
+// the near end is searched.
 template <int kBias, bool kWeighted>
 __device__ __forceinline__ uint64_t temporal_step(const TemporalCtx& C, uint64_t a, uint64_t b, int64_t t,
-                                                  bool bounded, uint64_t nx, uint64_t seed, uint64_t walk,
+                                                  bool bounded, bool known, uint32_t nxw, uint64_t seed, uint64_t walk,
                                                   uint32_t step) {
-  const WalkParams& P = *C.P;
-  const uint64_t flags = P.time_flags;
   uint64_t lo = a, hi = b;
   if (bounded && !C.backward) {
-    lo = nx != ~0ull ? nx : next_bound(C.times, C.coarse, a, b, t, false);
-    if (flags & kTimeHasMaxGap) hi = search_time<true, kGallopUp>(C.times, C.coarse, lo, b, sat_add(t, P.max_gap));
+    lo = known ? nxw & kNextPos : next_bound(C.times, C.coarse, a, b, t, false);
+    if (C.has_gap) hi = search_time<true, kGallopUp>(C.times, C.coarse, lo, b, sat_add(t, C.max_gap));
   } else if (bounded) {
-    hi = nx != ~0ull ? nx : next_bound(C.times, C.coarse, a, b, t, true);
-    if (flags & kTimeHasMaxGap) lo = search_time<false, kGallopDown>(C.times, C.coarse, a, hi, sat_add(t, -P.max_gap));
+    hi = known ? nxw & kNextPos : next_bound(C.times, C.coarse, a, b, t, true);
+    if (C.has_gap) lo = search_time<false, kGallopDown>(C.times, C.coarse, a, hi, sat_add(t, -C.max_gap));
   }
   if (lo == hi) return ~0ull;
   const uint64_t n = hi - lo;
@@ -440,7 +508,7 @@ __device__ __forceinline__ uint64_t temporal_step(const TemporalCtx& C, uint64_t
     return lo + index(w.x, (uint32_t)n);
   }
   if (kBias == kTimeExponential) {
-    const uint64_t k = exp_step(C, a, b, lo, hi, seed, walk, step);
+    const uint64_t k = exp_step(C, a, b, lo, hi, bounded && known && (nxw & kNextOneCell), seed, walk, step);
     if (k != ~0ull) return k;
   } else {
     // Linear, weighted: proposal by weight, accepted by rank.
@@ -451,7 +519,56 @@ __device__ __forceinline__ uint64_t temporal_step(const TemporalCtx& C, uint64_t
       if ((uint64_t)w.z * n < (n - rank) << 32) return c;
     }
   }
-  return temporal_scan<kBias, kWeighted>(C, a, lo, hi, seed, walk, step);
+  return temporal_scan<kBias, kWeighted>(TemporalScan{C.times, C.bytime, C.weights, C.scale, C.backward}, a, lo, hi,
+                                         seed, walk, step);
+}
+
+// temporal_ctx is TemporalCtx from the launch's parameters.
+__device__ __forceinline__ TemporalCtx temporal_ctx(const WalkParams* __restrict__ P) {
+  TemporalCtx C;
+  C.times = P->times;
+  C.coarse = P->coarse;
+  C.bytime = P->bytime;
+  C.weights = P->weights;
+  C.cumw = P->cumw;
+  C.exp_sums = P->exp_sums;
+  C.next = P->next;
+  C.exp_cell = P->exp_cell;
+  C.max_gap = P->max_gap;
+  C.scale = P->time_scale;
+  C.backward = (P->time_flags & kTimeBackward) != 0;
+  C.has_gap = (P->time_flags & kTimeHasMaxGap) != 0;
+  return C;
+}
+
+// temporal_step_slow is temporal_step for the exponential kernels' steps
+// that exp_step_fast does not take (the first step, a gap, a window over
+// several cells or without the flag, the exact scan), from the launch's
+// parameter block P (__grid_constant__, so its fields are read from the
+// constant bank). Inlined: as an out-of-line call (ABI) it made the loop
+// keep its whole state in local memory (ptxas, sm_90: 120 local loads and
+// stores in the loop's body, 79 inlined, at the 64-register cap).
+template <int kBias, bool kWeighted>
+__device__ __forceinline__ uint64_t temporal_step_slow(const WalkParams* P, uint64_t a, uint64_t b, int64_t t,
+                                                    bool bounded, bool known, uint32_t nxw, uint64_t seed,
+                                                    uint64_t walk, uint32_t step) {
+  return temporal_step<kBias, kWeighted>(temporal_ctx(P), a, b, t, bounded, known, nxw, seed, walk, step);
+}
+
+// exp_step_fast is the exponential step after the first when the next
+// record vouches for one cell and there is no gap (every step of a walk
+// without a gap over cells of 256 scales, but for the rare window past a
+// cell boundary): the window is [nx, b) forward, [a, nx) backward, its
+// part's base 0, and the draw one exp_search. ~0 for an empty window (the
+// walk ends); ~1 when its sums are zero, for the slow path's exact scan.
+template <bool kBack>
+__device__ __forceinline__ uint64_t exp_step_fast(const double* __restrict__ S, uint64_t a, uint64_t b, uint32_t nxw,
+                                                  uint64_t seed, uint64_t walk, uint32_t step) {
+  const uint64_t lo = kBack ? a : nxw & kNextPos, hi = kBack ? nxw & kNextPos : b;
+  if (lo == hi) return ~0ull;
+  const uint4 w = draw(seed, walk, step, 0);
+  const uint64_t k = exp_search<kBack>(S, lo, hi, 0.0, unit53(w.x, w.y));
+  return k == ~0ull ? ~1ull : k;
 }
 
 }  // namespace ws

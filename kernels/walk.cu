@@ -349,16 +349,16 @@ __device__ __forceinline__ void walk_overlay_body(const WalkParams* __restrict__
 // parameter bank where a step needs them rather than held in registers.
 #define WALK_OVERLAY_ARGS                                                                              \
   const WalkParams *__restrict__ p, const DeltaWord *__restrict__ words, const DeltaHead *__restrict__ heads, \
-      const uint2 *__restrict__ items, uint64_t base_vertices, uint64_t n_words
+      const DeltaHead *__restrict__ pheads, const uint2 *__restrict__ items, uint64_t base_vertices, uint64_t n_words
 #define WALK_OVERLAY(name, ppr)                                                                      \
   extern "C" __global__ void __launch_bounds__(kThreadBlock) name(WALK_OVERLAY_ARGS) {               \
-    walk_overlay_body<ppr>(p, DeltaParams{words, heads, items, base_vertices, n_words});             \
+    walk_overlay_body<ppr>(p, DeltaParams{words, heads, pheads, items, base_vertices, n_words});             \
   }                                                                                                  \
   extern "C" __global__ void __launch_bounds__(kThreadBlock, 4) name##_full(WALK_OVERLAY_ARGS) {     \
-    walk_overlay_body<ppr>(p, DeltaParams{words, heads, items, base_vertices, n_words});             \
+    walk_overlay_body<ppr>(p, DeltaParams{words, heads, pheads, items, base_vertices, n_words});             \
   }                                                                                                  \
   extern "C" __global__ void __launch_bounds__(kThreadBlock, 6) name##_6(WALK_OVERLAY_ARGS) {        \
-    walk_overlay_body<ppr>(p, DeltaParams{words, heads, items, base_vertices, n_words});             \
+    walk_overlay_body<ppr>(p, DeltaParams{words, heads, pheads, items, base_vertices, n_words});             \
   }
 WALK_OVERLAY(walk_overlay_static, false)
 WALK_OVERLAY(walk_overlay_ppr, true)
@@ -386,22 +386,14 @@ __device__ __forceinline__ void walk_temporal_body(const WalkParams* __restrict_
   const uint32_t length = (uint32_t)params->length;
   const int64_t bound = params->time_start;
   const bool has_start = (params->time_flags & kTimeHasStart) != 0;
-  TemporalCtx C;
-  C.times = params->times;
-  C.coarse = params->coarse;
-  C.bytime = params->bytime;
-  C.weights = params->weights;
-  C.cumw = params->cumw;
-  C.exp_sums = params->exp_sums;
-  C.next = params->next;
-  C.exp_cell = params->exp_cell;
-  C.P = params;
-  C.scale = params->time_scale;
-  C.backward = (params->time_flags & kTimeBackward) != 0;
+  const TemporalCtx C = temporal_ctx(params);
+  // With the next table, a step after the first needs the time it took
+  // only for a gap's far end and for the times column.
+  const bool need_t = !C.next || C.has_gap || times_out;
 
   uint32_t task = kNoTask, cur = 0, step = 0;
   uint64_t a = 0, b = 0, walk = 0, seed = 0;
-  uint64_t nx = ~0ull;  // the window's near end from next, when known
+  uint32_t nxw = 0;  // the next record's y for the position taken last (step > 0, C.next)
   int64_t t = 0;
   uint32_t* row = nullptr;
   __shared__ uint32_t stage[kThreadBlock][kStage + 1];
@@ -421,7 +413,6 @@ __device__ __forceinline__ void walk_temporal_body(const WalkParams* __restrict_
         seed = seeds[tk.job];
         step = 0;
         t = bound;
-        nx = ~0ull;
         a = offsets[cur];
         b = offsets[cur + 1];
         row = result + (uint64_t)idx * stride;
@@ -429,13 +420,34 @@ __device__ __forceinline__ void walk_temporal_body(const WalkParams* __restrict_
         if (times_out) times_out[(uint64_t)idx * stride] = t;
       }
     }
-    const uint64_t k = a < b ? temporal_step<kBias, kWeighted>(C, a, b, t, step > 0 || has_start, nx, seed, walk, step)
-                               : ~0ull;
+    const bool known = step > 0 && C.next;
+    uint64_t k = ~0ull;
+    if (a < b && kBias == kTimeExponential) {
+      // The common step (exp_step_fast) first; every other step, and a
+      // window whose sums are zero, takes the whole temporal_step.
+      k = ~1ull;
+      if (known && !C.has_gap && (nxw & kNextOneCell)) {
+        k = C.backward ? exp_step_fast<true>(C.exp_sums, a, b, nxw, seed, walk, step)
+                       : exp_step_fast<false>(C.exp_sums, a, b, nxw, seed, walk, step);
+      }
+      if (k == ~1ull)
+        k = temporal_step_slow<kBias, kWeighted>(params, a, b, t, step > 0 || has_start, known, nxw, seed, walk, step);
+    } else if (a < b) {
+      k = temporal_step<kBias, kWeighted>(C, a, b, t, step > 0 || has_start, known, nxw, seed, walk, step);
+    }
     bool more = k != ~0ull;
     if (more) {
-      const uint32_t next = __ldg(targets + a + __ldg(C.bytime + k));
-      t = __ldg(C.times + k);
-      if (C.next) nx = __ldg(C.next + k);
+      uint32_t next;
+      if (C.next) {
+        const uint4 r = __ldg(C.next + k);
+        next = r.x;
+        nxw = r.y;
+        a = r.z;
+        b = r.w;
+      } else {
+        next = __ldg(targets + a + __ldg(C.bytime + k));
+      }
+      if (need_t) t = __ldg(C.times + k);
       const uint32_t at = step + 1;
       mine[at & (kStage - 1)] = next;
       if ((at & (kStage - 1)) == kStage - 1) flush_stage(row, at >> 3, mine);
@@ -443,7 +455,7 @@ __device__ __forceinline__ void walk_temporal_body(const WalkParams* __restrict_
       step++;
       cur = next;
       more = step < length;
-      if (more) {
+      if (more && !C.next) {
         a = offsets[cur];
         b = offsets[cur + 1];
       }
@@ -460,11 +472,11 @@ __device__ __forceinline__ void walk_temporal_body(const WalkParams* __restrict_
 // at 64 (four blocks an SM: the exponential kernels take 80 registers
 // otherwise, three blocks); the engine picks per kernel (temporal_cuda.go).
 #define WALK_TEMPORAL(name, bias, weighted)                                                         \
-  extern "C" __global__ void __launch_bounds__(kThreadBlock) name(const WalkParams* __restrict__ p) { \
-    walk_temporal_body<bias, weighted>(p);                                                          \
+  extern "C" __global__ void __launch_bounds__(kThreadBlock) name(const __grid_constant__ WalkParams p) { \
+    walk_temporal_body<bias, weighted>(&p);                                                         \
   }                                                                                                 \
-  extern "C" __global__ void __launch_bounds__(kThreadBlock, 4) name##_full(const WalkParams* __restrict__ p) { \
-    walk_temporal_body<bias, weighted>(p);                                                          \
+  extern "C" __global__ void __launch_bounds__(kThreadBlock, 4) name##_full(const __grid_constant__ WalkParams p) { \
+    walk_temporal_body<bias, weighted>(&p);                                                         \
   }
 WALK_TEMPORAL(walk_temporal_uniform, kTimeUniform, false)
 WALK_TEMPORAL(walk_temporal_uniform_w, kTimeUniform, true)
@@ -539,14 +551,15 @@ extern "C" __global__ void temporal_exp_build(const uint64_t* __restrict__ offse
 }
 
 // temporal_next_build: next[k], for every position k of the time order,
-// the window bound a step bounded by k's time has in the time order of
-// k's target (next_bound, the search temporal_step makes without it), so
-// that a walk that takes k reads its next window's near end where it
-// searched. One warp a vertex, a lane a position. For graphs of fewer than
-// 2^32 edges (the engine builds none otherwise).
+// the record a walk that takes k reads for its next step (temporal.cuh,
+// kNextOneCell): k's target w, the window bound a step bounded by k's time
+// has in w's time order (next_bound, the search temporal_step makes
+// without it) and w's range [a, b) of it; the one-cell flag stays clear
+// (temporal_next_cells sets it). One warp a vertex, a lane a position. For
+// graphs of fewer than 2^31 edges (the engine builds none otherwise).
 extern "C" __global__ void temporal_next_build(const uint64_t* __restrict__ offsets, const uint32_t* __restrict__ targets,
                                                const int64_t* __restrict__ times, const int64_t* __restrict__ coarse,
-                                               const uint32_t* __restrict__ bytime, uint32_t* __restrict__ next,
+                                               const uint32_t* __restrict__ bytime, uint4* __restrict__ next,
                                                uint64_t nv, uint64_t backward) {
   const unsigned lane = threadIdx.x & 31;
   const uint64_t warps = (uint64_t)gridDim.x * (blockDim.x / 32);
@@ -554,8 +567,27 @@ extern "C" __global__ void temporal_next_build(const uint64_t* __restrict__ offs
     const uint64_t a = offsets[v], b = offsets[v + 1];
     for (uint64_t k = a + lane; k < b; k += 32) {
       const uint32_t w = targets[a + bytime[k]];
-      next[k] = (uint32_t)next_bound(times, coarse, offsets[w], offsets[w + 1], times[k], backward != 0);
+      const uint64_t wa = offsets[w], wb = offsets[w + 1];
+      const uint64_t nx = next_bound(times, coarse, wa, wb, times[k], backward != 0);
+      next[k] = make_uint4(w, (uint32_t)nx, (uint32_t)wa, (uint32_t)wb);
     }
+  }
+}
+
+// temporal_next_cells sets (or clears) each record's kNextOneCell for the
+// exponential bias's cells of width G: set when every position from the
+// record's window bound to its vertex's far end (forward [nx, b), backward
+// [a, nx)) is in one time cell, so exp_step skips its cell test (a window
+// bounded there lies in that cell whatever the gap). One thread a record.
+extern "C" __global__ void temporal_next_cells(const int64_t* __restrict__ times, uint4* __restrict__ next, uint64_t ne,
+                                               uint64_t G, uint64_t backward) {
+  for (uint64_t k = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; k < ne; k += (uint64_t)gridDim.x * blockDim.x) {
+    uint4 r = next[k];
+    const uint32_t nx = r.y & kNextPos;
+    const uint32_t lo = backward ? r.z : nx, hi = backward ? nx : r.w;
+    const bool one = lo < hi && time_key(times[lo]) / G == time_key(times[hi - 1]) / G;
+    r.y = nx | (one ? kNextOneCell : 0u);
+    next[k].y = r.y;
   }
 }
 

@@ -322,3 +322,91 @@ func BenchmarkOverlayMetaPath(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkOverlayTemporal is BenchmarkOverlayMetaPath for temporal walks
+// (exponential bias, scale a hundredth of the time span, forward): an
+// R-MAT scale-16 weighted, timed graph, a delta of 10% of its edge count in
+// inserts at random times and 1% in deletes, walked as a snapshot and
+// compacted.
+func BenchmarkOverlayTemporal(b *testing.B) {
+	const span = 1_000_000
+	base, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 16, EdgeFactor: 16, Seed: 1, Undirected: true, Weighted: true, TimeSpan: span, Name: "overlay-temporal-bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := New(base)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 3))
+	v := int64(base.NumVertices())
+	skewed := func() int64 { return int64(float64(v) * rng.Float64() * rng.Float64()) }
+	var ups []Update
+	for range base.NumEdges() / 10 {
+		ups = append(ups, Update{Op: Insert, Src: skewed(), Dst: skewed(), Weight: float32(1 + rng.IntN(4)), Time: rng.Int64N(span), Has: HasWeight | HasTime})
+	}
+	for range base.NumEdges() / 100 {
+		s := uint32(skewed())
+		if adj := base.Neighbors(s); len(adj) > 0 {
+			ups = append(ups, Update{Op: Delete, Src: int64(s), Dst: int64(adj[rng.IntN(len(adj))])})
+		}
+	}
+	if err := l.Apply(0, 0, ups); err != nil {
+		b.Fatal(err)
+	}
+	snap := l.Publish()
+	compacted, err := Compact(context.Background(), snap)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bias := range []walk.TimeBias{walk.TimeUniform, walk.TimeExponential} {
+		for _, weighted := range []bool{false, true} {
+			alg := walk.Algorithm{Kind: walk.Temporal, Length: 80, Weighted: weighted, Time: walk.TimeParams{Bias: bias}}
+			if bias == walk.TimeExponential {
+				alg.Time.Scale = span / 100
+			}
+			benchOverlayTemporal(b, alg, base, snap, compacted)
+		}
+	}
+}
+
+// benchOverlayTemporal runs alg's walks, one from every vertex, on the
+// snapshot and on the compacted graph.
+func benchOverlayTemporal(b *testing.B, alg walk.Algorithm, base *graph.Graph, snap *Snapshot, compacted *graph.Graph) {
+	for _, c := range []struct {
+		name string
+		g    *graph.Graph
+		ov   walk.Overlay
+	}{{"delta", base, snap}, {"compacted", compacted, nil}} {
+		b.Run(c.name+"/"+alg.Time.Bias.String()+map[bool]string{true: "/weighted", false: ""}[alg.Weighted], func(b *testing.B) {
+			e, err := cpu.New(c.g, cpu.WithWorkers(2))
+			if err != nil {
+				b.Fatal(err)
+			}
+			starts := make([]uint32, c.g.NumVertices())
+			for i := range starts {
+				starts[i] = uint32(i)
+			}
+			run := func() int64 {
+				var steps int64
+				err := e.Run(context.Background(), []walk.Job{{Algorithm: alg, Seed: 1, Starts: starts, Overlay: c.ov}}, func(ch walk.Chunk) error {
+					steps += ch.Steps()
+					return nil
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				return steps
+			}
+			run() // the engine's tables, built on the first run
+			var steps int64
+			c0 := cpuTime()
+			b.ResetTimer()
+			for b.Loop() {
+				steps += run()
+			}
+			b.ReportMetric(float64(steps)/b.Elapsed().Seconds(), "steps/s")
+			b.ReportMetric(2*float64(steps)/(cpuTime()-c0).Seconds(), "steps/cpu-s-x2")
+		})
+	}
+}

@@ -819,7 +819,7 @@ func (s *Snapshot) Covers(want map[int32]int64) bool {
 	return true
 }
 
-var _ walk.Overlay = (*Snapshot)(nil)
+var _ walk.TimedOverlay = (*Snapshot)(nil)
 
 // Base is the graph the delta applies to.
 func (s *Snapshot) Base() *graph.Graph { return s.base }
@@ -837,6 +837,16 @@ func (s *Snapshot) Vertex(v uint32) *walk.DeltaVertex {
 		return nil
 	}
 	return &vs.view
+}
+
+// DeltaTimes implements walk.TimedOverlay: the times of v's appended
+// edges, nil when v has no delta or the graph no times.
+func (s *Snapshot) DeltaTimes(v uint32) []int64 {
+	vs := findState(s.top, v)
+	if vs == nil || vs.ext == nil {
+		return nil
+	}
+	return vs.ext.times
 }
 
 // DeltaIndex implements walk.DeltaIndexer: the vertices with a delta as a

@@ -261,3 +261,75 @@ func TestLiveGraphRefusedAtStart(t *testing.T) {
 		})
 	}
 }
+
+// TestLiveGraphTemporal: a temporal request on a stage with a live graph
+// walks the snapshot, with the edge updates' times. The base is the timed
+// cycle 0->1->2->3->0 at times 10, 20, 30, 40; the updates delete 1->2 and
+// insert 1->100 at 25 and 100->3 at 27 (100 a vertex only the updates
+// create). Every forward temporal walk from 1 is then 1,100,3,0 with times
+// 25, 27, 40, and the manifest carries the watermark; a later insert 1->2
+// at 5 is before every bound and never taken.
+func TestLiveGraphTemporal(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in", "out", "dlq", "edges"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	brokers := cluster.ListenAddrs()
+	outURL, bucket := startS3(t)
+	base, err := graph.FromEdges([]graph.Edge{{Src: 0, Dst: 1, Time: 10}, {Src: 1, Dst: 2, Time: 20}, {Src: 2, Dst: 3, Time: 30}, {Src: 3, Dst: 0, Time: 40}},
+		graph.BuildOptions{Name: "timed-cycle", DenseIDs: true, Timed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "cycle.wsg")
+	if err := graph.Save(path, base); err != nil {
+		t.Fatal(err)
+	}
+	runStage(t, stageEnviron(brokers, path, outURL, "WALKSTAGE_EDGE_TOPIC=edges", "WALKSTAGE_EDGE_PUBLISH_INTERVAL=10ms"))
+	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: "edges", RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
+	for _, r := range []string{
+		`[{"op":"delete","src":1,"dst":2},{"op":"insert","src":1,"dst":100,"time":25}]`,
+		`{"op":"insert","src":100,"dst":3,"time":27}`,
+		`{"op":"insert","src":1,"dst":2,"time":5}`,
+	} {
+		if err := w.WriteMessages(ctx, kafka.Message{Value: []byte(r)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	produce(t, brokers, "in", request("temporal", map[string]any{"algorithm": "temporal", "time_bias": "exponential", "time_scale": 10,
+		"start_time": 12, "seeds": []int{1}, "length": 3, "walks_per_seed": 4, "with_times": true, "edge_offsets": map[string]int{"0": 3}}))
+	obs := newObserver(brokers, "out")
+	defer obs.Close()
+	events, err := obs.events(ctx, func(m map[string][]message.Event) bool { return len(m) == 1 })
+	if err != nil {
+		t.Fatalf("events %v: %v", events, err)
+	}
+	ev := events["temporal"][0]
+	if ev.Status != message.StatusSucceeded || ev.Walks != 4 || !maps.Equal(ev.EdgeOffsets, map[int32]int64{0: 3}) {
+		t.Fatalf("temporal: %+v", ev)
+	}
+	type timedRow struct {
+		Start int64   `parquet:"start"`
+		Walk  []int64 `parquet:"walk,list"`
+		Times []int64 `parquet:"times,list"`
+	}
+	for _, o := range ev.Objects {
+		data, err := bucket.ReadAll(ctx, strings.TrimPrefix(o, "s3://walks/"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := parquet.Read[timedRow](bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			t.Fatalf("%s: %v", o, err)
+		}
+		for _, r := range rows {
+			if !slices.Equal(r.Walk, []int64{1, 100, 3, 0}) || !slices.Equal(r.Times[1:], []int64{25, 27, 40}) {
+				t.Errorf("temporal walk %v at %v, want 1,100,3,0 at _,25,27,40", r.Walk, r.Times)
+			}
+		}
+	}
+}

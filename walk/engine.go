@@ -197,6 +197,9 @@ func ValidateOverlayJobs(g *graph.Graph, jobs []Job) error {
 			if err := OverlaySupported(j.Algorithm); err != nil {
 				return fmt.Errorf("job %d: %w", j.Tag, err)
 			}
+			if _, timed := ov.(TimedOverlay); j.Algorithm.Kind == Temporal && !ov.Empty() && !timed {
+				return fmt.Errorf("job %d: %w: a temporal walk on a live graph needs its appended edges' times, which this snapshot does not give", j.Tag, ErrInvalidAlgorithm)
+			}
 			n = uint32(ov.NumVertices())
 		}
 		if j.WithTimes && j.Algorithm.Kind != Temporal {

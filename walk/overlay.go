@@ -48,6 +48,16 @@ type Overlay interface {
 	Vertex(v uint32) *DeltaVertex
 }
 
+// TimedOverlay is implemented by the snapshots of a live graph over a timed
+// base: Temporal walks read the appended edges' times from it.
+type TimedOverlay interface {
+	Overlay
+	// DeltaTimes returns the times of v's appended edges (Unix
+	// milliseconds), DeltaTimes(v)[i] that of Vertex(v).Edges[i]; read-only,
+	// as the edges are.
+	DeltaTimes(v uint32) []int64
+}
+
 // DeltaVertex is one vertex's delta in a snapshot. Its slices are read-only
 // and may share memory with later snapshots, which only ever append beyond
 // their lengths.
@@ -495,6 +505,19 @@ func IndexOf(o Overlay) *DeltaIndex {
 	})
 }
 
+// Marks returns word w of the index's bitmap: bit b set when vertex
+// 64w+b has a delta, in either level (0 beyond the index's vertices). With
+// Rank and At, what a copy of the index elsewhere that keeps its own levels
+// (the GPU engine's incremental upload, gpu/overlay.go) reads to find the
+// vertices whose delta changed since the copy it holds: their *DeltaVertex
+// differs, as a published vertex's delta is never written again.
+func (x *DeltaIndex) Marks(w int) uint64 {
+	if w >= len(x.words) {
+		return 0
+	}
+	return x.words[w].base | x.words[w].patch
+}
+
 // Has reports whether v has a delta.
 func (x *DeltaIndex) Has(v uint32) bool {
 	w := int(v >> 6)
@@ -652,8 +675,14 @@ func OverlaySupported(a Algorithm) error {
 			return nil
 		}
 		return invalid("the %s sampler does not read a live graph's delta yet (metapath's auto sampler does)", a.Stepper)
+	case Temporal:
+		// Every bias, direction and gap, temporal Node2Vec too: a step
+		// from a vertex with a delta draws over the window's live edges
+		// gathered from base and delta (the CPU engine's
+		// walkOverlayTemporal).
+		return nil
 	}
-	return invalid("%s walks do not read a live graph's delta yet (deepwalk, ppr, node2vec and metapath do); walk the compacted graph", a.Kind)
+	return invalid("%s walks do not read a live graph's delta yet (deepwalk, ppr, node2vec, metapath and temporal do); walk the compacted graph", a.Kind)
 }
 
 // OverlayWalker is implemented by engines that walk jobs on a live graph's

@@ -99,6 +99,9 @@ func testDeltaIndexUpdate(t *testing.T, n, steps int) {
 			if got.Has(v) != want.Has(v) || (k < 0) != (kw < 0) || got.Vertex(v) != want.Vertex(v) {
 				t.Fatalf("step %d vertex %d: has %v rank %d delta %p, a whole build %v %d %p", step, v, got.Has(v), k, got.Vertex(v), want.Has(v), kw, want.Vertex(v))
 			}
+			if (got.Marks(int(v>>6))>>(v&63)&1 != 0) != got.Has(v) {
+				t.Fatalf("step %d vertex %d: Marks says %v, Has %v", step, v, !got.Has(v), got.Has(v))
+			}
 			if k >= 0 && (*got.Head(k) != *want.Head(kw) || got.At(k) != want.At(kw)) {
 				t.Fatalf("step %d vertex %d: head %+v, a whole build %+v", step, v, *got.Head(k), *want.Head(kw))
 			}

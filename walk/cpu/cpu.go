@@ -267,6 +267,7 @@ func (e *Engine) plan(jobs []walk.Job) (steppers []*stepper, units []unit, maxLe
 				}
 				switch {
 				case j.Algorithm.P != 0: // temporal Node2Vec walks one at a time, on the graph's arrays
+				case steppers[i].ov != nil: // a live graph's delta walks on the arrays too (walkOverlayTemporalUnit)
 				case !j.Algorithm.Weighted:
 					// Unweighted: the records with nx, where the graph's
 					// size allows (walkTemporalNextGroup).
@@ -281,6 +282,9 @@ func (e *Engine) plan(jobs []walk.Job) (steppers []*stepper, units []unit, maxLe
 			}
 			steppers[i].tmp = temporalGraph(e.g, j.Algorithm, cumw, rec, exp, e.coarseIndex())
 			steppers[i].tmp.recNext = next
+			if steppers[i].ov != nil {
+				steppers[i].tcache = new(overlayTemporalCache)
+			}
 		}
 		for lo := 0; lo < len(j.Starts); lo += size {
 			units = append(units, unit{job: i, lo: lo, hi: min(lo+size, len(j.Starts))})
@@ -379,7 +383,11 @@ func walkUnit(s *stepper, j walk.Job, lo, hi int, sc *unitScratch, pool *chunkPo
 		if j.WithTimes {
 			times = make([]int64, n*stride)
 		}
-		s.walkTemporalUnit(j.Starts[lo:hi], first, buf, times, lens)
+		if s.ov != nil {
+			s.walkOverlayTemporalUnit(j.Starts[lo:hi], first, buf, times, lens)
+		} else {
+			s.walkTemporalUnit(j.Starts[lo:hi], first, buf, times, lens)
+		}
 	} else if s.ov != nil && (s.alg.Kind == walk.Node2Vec || s.alg.Kind == walk.MetaPath) {
 		s.walkOverlayOneByOne(j.Starts[lo:hi], first, buf, lens)
 	} else if s.ovIdx != nil {

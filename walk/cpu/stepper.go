@@ -41,6 +41,9 @@ type stepper struct {
 	// ovIdx is ov's flat index: set, the job walks on the ring
 	// (walkRingOverlay), else one unit at a time (walkOverlayUnit).
 	ovIdx *walk.DeltaIndex
+	// tcache keeps a Temporal job's vertex lists on a delta
+	// (overlaytemporal.go).
+	tcache *overlayTemporalCache
 
 	alg      walk.Algorithm
 	sampler  walk.StepperKind

@@ -272,7 +272,7 @@ func graphInfo(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = cli.SubUsage(fs, "walkstage graph info [--verify] [--gpu-memory BYTES] [--host-memory BYTES] g.wsg")
 	verify := fs.Bool("verify", false, "also verify the content checksum (reads every byte)")
 	gpuMemory := fs.Int64("gpu-memory", 0, "also print the GPU engine's placement plan for this much device memory for the graph (WALKSTAGE_GPU_MEMORY_LIMIT less the batch slots' quarter)")
-	hostMemory := fs.Int64("host-memory", 0, "also print the out-of-core CPU engine's partition plan for this host memory budget in bytes (WALKSTAGE_HOST_MEMORY_LIMIT)")
+	hostMemory := fs.Int64("host-memory", 0, "also print the out-of-core CPU engine's partition plan for this host memory budget in bytes (WALKSTAGE_HOST_MEMORY_LIMIT); with --gpu-memory, the GPU stream plan reads from disk when its pinned host copy exceeds half of it")
 	var rf cli.ResultFlags
 	rf.Register(fs)
 	pos, err := cli.ParseInterleaved(fs, args)
@@ -389,7 +389,9 @@ func graphInfo(args []string, stdout, stderr io.Writer) error {
 		} else {
 			// The stream plan is what WALKSTAGE_GPU_STREAM=auto gets;
 			// the placement plan, the default's (off), is printed too.
-			if p, err := gpu.PlanStream(g, *gpuMemory, 0); err != nil {
+			// With --host-memory, a plan whose pinned host copy exceeds
+			// half of it reads the partitions from the file.
+			if p, err := gpu.PlanStreamHost(g, *gpuMemory, *hostMemory); err != nil {
 				tw("gpu stream", "%v", err)
 			} else {
 				tw("gpu stream", "%s (with WALKSTAGE_GPU_STREAM=auto; bytes per step streamed are about the streamed edges' bytes over the walkers in flight)", p)

@@ -1,0 +1,426 @@
+package gpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
+)
+
+// Streaming from disk (issue 35, "beyond host memory" on the GPU): when the
+// pinned host copy of the streamed arrays (StreamPlan.HostBytes) does not
+// fit the host memory budget (WithHostMemoryLimit), the partitions are
+// read from files instead: large sequential preads, through O_DIRECT where
+// the filesystem takes it, into a bounded ring of pinned host buffers, and
+// copied to the device from there on the copy stream while the previous
+// partition is walked. A vertex-range partition is a contiguous range of
+// every CSR array, so each read is one range:
+//
+//   - uniform walks (and every walk of an unweighted graph) read the
+//     targets section of the .wsg itself, 4 bytes an edge;
+//   - alias walks of a weighted graph read 12-byte {prob, keep, alt}
+//     entries from an entries file built once when the engine starts
+//     (buildEntriesFile: the .wsg holds weights, and building a
+//     partition's alias tables on each of its tens of loads would cost
+//     ten times the read). It is a scratch file, unlinked once open, so
+//     nothing is left behind and a changed graph can never meet stale
+//     entries.
+//
+// The ring also caches: a partition still in a ring buffer is copied from
+// there without a read (the busiest are kept: ringVictim). The walks are
+// those of the pinned-host path byte for byte: the partitions, the order
+// they are visited in and the kernels are the same; only where a
+// partition's bytes come from differs.
+//
+// This file holds what needs no GPU: the reader, the entries file, the
+// ring's sizing and victim choice. stream_cuda.go runs it.
+
+// Reads are aligned to diskAlign (the page size, which every filesystem
+// that takes O_DIRECT accepts) and cut into diskReadPiece pieces,
+// diskReadDepth in flight: one request at a time leaves an NVMe disk idle
+// between requests (walk/ooc measured the same).
+const (
+	diskAlign     = 4096
+	diskReadPiece = 8 << 20
+	diskReadDepth = 4
+)
+
+// Host budget shares under disk streaming: the ring of pinned buffers
+// takes what caches every streamed partition, at most half; the batch
+// slot's pinned result buffer the rest of three quarters (every batch
+// sweeps the streamed partitions again, so the walks a batch holds set the
+// bytes copied a step); the last quarter is the Go heap, the mapped
+// offsets and the page cache's share.
+const (
+	diskRingShare    = 0.5
+	diskPinnedTotal  = 0.75
+	minRingBuffers   = 3 // one copying, one read ahead, one cached
+	maxRingBuffers   = 64
+	diskPinnedShare  = 0.5 // the pinned path needs HostBytes within this share of the budget
+	entriesFileBytes = 12
+)
+
+// diskReader reads byte ranges of one file with pread, through O_DIRECT
+// where the filesystem allows it (else buffered: tmpfs, some FUSE mounts).
+type diskReader struct {
+	path   string
+	plain  *os.File
+	direct atomic.Pointer[os.File]
+	bytes  atomic.Int64 // read, alignment included
+	nanos  atomic.Int64
+	reads  atomic.Int64
+}
+
+func openDiskReader(path string, direct bool) (*diskReader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("gpu: stream from disk: %w", err)
+	}
+	r := &diskReader{path: path, plain: f}
+	if direct {
+		if d, err := os.OpenFile(path, os.O_RDONLY|syscall.O_DIRECT, 0); err == nil {
+			r.direct.Store(d)
+		}
+	}
+	return r, nil
+}
+
+func (r *diskReader) isDirect() bool { return r.direct.Load() != nil }
+
+func (r *diskReader) close() error {
+	if d := r.direct.Swap(nil); d != nil {
+		d.Close()
+	}
+	return r.plain.Close()
+}
+
+// diskSpan is the room a read of n bytes needs in a buffer: the range
+// widened to page boundaries on both sides.
+func diskSpan(n int64) int64 { return n + 2*diskAlign }
+
+// readRange reads the file's bytes [off, off+n) into buf, which must start
+// on a page boundary (pinned host memory does) and hold diskSpan(n), and
+// returns where in buf they start: the read is widened to whole pages so
+// O_DIRECT takes it.
+func (r *diskReader) readRange(ctx context.Context, buf []byte, off, n int64) (int64, error) {
+	if n == 0 {
+		return 0, nil
+	}
+	as := off &^ (diskAlign - 1)
+	ae := (off + n + diskAlign - 1) &^ (diskAlign - 1)
+	if ae-as > int64(len(buf)) {
+		return 0, fmt.Errorf("gpu: read %s [%d, +%d): buffer of %d bytes, want %d", r.path, off, n, len(buf), ae-as)
+	}
+	b := buf[:ae-as]
+	t0 := time.Now()
+	err := r.pieces(ctx, b, as, off+n)
+	if errors.Is(err, syscall.EINVAL) && r.isDirect() {
+		// Opened with O_DIRECT but its reads refused (some FUSE and
+		// network mounts): read through the page cache from now on.
+		if d := r.direct.Swap(nil); d != nil {
+			d.Close()
+		}
+		err = r.pieces(ctx, b, as, off+n)
+	}
+	r.nanos.Add(int64(time.Since(t0)))
+	r.reads.Add(1)
+	if err != nil {
+		return 0, fmt.Errorf("gpu: read %s [%d, +%d): %w", r.path, off, n, err)
+	}
+	return off - as, nil
+}
+
+// pieces fills b from file offset at, diskReadDepth pieces at once; the
+// file may end before b does (the last page), not before need.
+func (r *diskReader) pieces(ctx context.Context, b []byte, at, need int64) error {
+	f := r.direct.Load()
+	if f == nil {
+		f = r.plain
+	}
+	n := (len(b) + diskReadPiece - 1) / diskReadPiece
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make([]error, min(diskReadDepth, n))
+	for w := range errs {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || errs[w] != nil {
+					return
+				}
+				if err := ctx.Err(); err != nil {
+					errs[w] = err
+					return
+				}
+				lo, hi := i*diskReadPiece, min((i+1)*diskReadPiece, len(b))
+				got, err := f.ReadAt(b[lo:hi], at+int64(lo))
+				r.bytes.Add(int64(got))
+				if err == io.EOF && at+int64(lo+got) >= need {
+					err = nil
+				}
+				if err != nil {
+					errs[w] = err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// graphSections is where the targets and weights sections of g's file lie
+// (graph.FileLayout, as Save lays the file out), checked against the
+// file's size so a file that is not the one g was loaded from is refused.
+func graphSections(g *graph.Graph) (targets, weights int64, err error) {
+	path := g.File()
+	if path == "" {
+		return 0, 0, errors.New("gpu: stream from disk: the graph was not loaded from a file")
+	}
+	l, err := graph.NewFileLayout(graph.FileShape{
+		Vertices: uint64(g.NumVertices()), Edges: uint64(g.NumEdges()), NameBytes: len(g.Name),
+		Weighted: g.Weighted(), Labelled: g.Labelled(), External: g.IDs != nil, Timed: g.Timed(),
+		StringIDs: g.StrOffsets != nil, StringBytes: uint64(len(g.StrBytes)),
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("gpu: stream from disk: %w", err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0, 0, fmt.Errorf("gpu: stream from disk: %w", err)
+	}
+	if uint64(st.Size()) != l.Size() {
+		return 0, 0, fmt.Errorf("gpu: stream from disk: %w: %s is %d bytes, its header's layout says %d", graph.ErrFormat, path, st.Size(), l.Size())
+	}
+	t, _ := l.Section(graph.SectionTargets)
+	w, _ := l.Section(graph.SectionWeights)
+	return int64(t), int64(w), nil
+}
+
+// putStreamEntries writes a vertex's 12-byte alias entries {prob, keep,
+// alt} (as uint32 words) into dst, 3 words an edge: the layout
+// kernels/stream.cuh reads, shared by the pinned path and the entries file.
+func putStreamEntries(dst []uint32, adj []uint32, prob []float32, col []uint32) {
+	for i := range adj {
+		dst[3*i], dst[3*i+1], dst[3*i+2] = math.Float32bits(prob[i]), adj[i], adj[col[i]]
+	}
+}
+
+// entriesChunkEdges bounds the edges one worker of buildEntriesFile holds:
+// targets, weights and entries, 20 bytes an edge (80 MiB).
+const entriesChunkEdges = 4 << 20
+
+// buildEntriesFile writes the 12-byte alias entries of every edge of the
+// weighted graph g, edge by edge, into a new file in dir (the system's
+// temporary directory where dir refuses it), reading the targets and
+// weights from g's file with preads in vertex-range chunks on all cores (never
+// through g's mapping, which would fault the whole graph into memory), and
+// returns the file, already unlinked, and the bytes it read.
+func buildEntriesFile(ctx context.Context, g *graph.Graph, dir string) (*os.File, int64, error) {
+	tOff, wOff, err := graphSections(g)
+	if err != nil {
+		return nil, 0, err
+	}
+	f, err := os.CreateTemp(dir, ".walkstage-stream-entries-*")
+	if err != nil {
+		var err2 error
+		if f, err2 = os.CreateTemp("", "walkstage-stream-entries-*"); err2 != nil {
+			return nil, 0, fmt.Errorf("gpu: stream entries file: in %s: %v; in the temporary directory: %w", dir, err, err2)
+		}
+	}
+	os.Remove(f.Name())
+	src, err := os.Open(g.File())
+	if err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("gpu: stream entries file: %w", err)
+	}
+	defer src.Close()
+	// Chunks of whole vertices of about entriesChunkEdges edges (a
+	// vertex of more edges gets a chunk of its own).
+	type chunk struct{ lo, hi int }
+	var chunks []chunk
+	n := g.NumVertices()
+	for lo := 0; lo < n; {
+		hi := lo + 1
+		for hi < n && g.Offsets[hi+1]-g.Offsets[lo] <= entriesChunkEdges {
+			hi++
+		}
+		chunks = append(chunks, chunk{lo, hi})
+		lo = hi
+	}
+	var next, read atomic.Int64
+	var wg sync.WaitGroup
+	errs := make([]error, min(runtime.GOMAXPROCS(0), len(chunks)))
+	for w := range errs {
+		wg.Go(func() {
+			var adj []uint32
+			var wts []float32
+			var ent []uint32
+			var prob []float32
+			var col []uint32
+			var scaled []float64
+			var small, large []uint32
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(chunks) || errs[w] != nil {
+					return
+				}
+				if err := ctx.Err(); err != nil {
+					errs[w] = err
+					return
+				}
+				c := chunks[i]
+				e0, e1 := int64(g.Offsets[c.lo]), int64(g.Offsets[c.hi])
+				m := int(e1 - e0)
+				if m == 0 {
+					continue
+				}
+				adj, wts, ent = grow(adj, m), grow(wts, m), grow(ent, 3*m)
+				if _, err := src.ReadAt(bytesOf(adj), tOff+4*e0); err != nil {
+					errs[w] = fmt.Errorf("gpu: stream entries file: read targets: %w", err)
+					return
+				}
+				if _, err := src.ReadAt(bytesOf(wts), wOff+4*e0); err != nil {
+					errs[w] = fmt.Errorf("gpu: stream entries file: read weights: %w", err)
+					return
+				}
+				read.Add(8 * int64(m))
+				for v := c.lo; v < c.hi; v++ {
+					a, b := int(int64(g.Offsets[v])-e0), int(int64(g.Offsets[v+1])-e0)
+					if a == b {
+						continue
+					}
+					prob, col = grow(prob, b-a), grow(col, b-a)
+					scaled, small, large = walk.AliasVertex(wts[a:b], prob, col, scaled, small, large)
+					putStreamEntries(ent[3*a:3*b], adj[a:b], prob, col)
+				}
+				if _, err := f.WriteAt(bytesOf(ent), entriesFileBytes*e0); err != nil {
+					errs[w] = fmt.Errorf("gpu: stream entries file: write: %w", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, read.Load(), nil
+}
+
+// bytesOf is s's memory as bytes.
+func bytesOf[T any](s []T) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	var z T
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(z)))
+}
+
+// DiskStream is the disk side of a stream plan (StreamPlan.Disk): where the
+// partitions are read from and the ring of pinned buffers they go through.
+type DiskStream struct {
+	File        string // the .wsg whose targets section uniform walks read
+	Entries     bool   // alias walks read an entries file built at start
+	HostBudget  int64  // the host memory budget the plan was made for
+	RingBuffers int
+	BufferBytes int64 // each ring buffer's (a partition's bytes and a page each side)
+	// ResultBytes is the batch slot's pinned result buffer: it bounds
+	// the walks a batch holds (WithHostBufferBytes).
+	ResultBytes int64
+}
+
+// RingBytes is the pinned host memory of the ring.
+func (d *DiskStream) RingBytes() int64 { return int64(d.RingBuffers) * d.BufferBytes }
+
+// planStreamDisk is the stream plan under a host budget that cannot pin
+// the streamed arrays: partitions no larger than a third of the ring's
+// share (so at least minRingBuffers fit) and as many ring buffers as the
+// share holds, up to one per streamed partition (all cached: no read after
+// the first sweep).
+func planStreamDisk(s graphShape, offsets []uint64, file string, deviceBudget, hostBudget, partBytes int64) (*StreamPlan, error) {
+	eb := streamEntryBytes(s.weighted)
+	ring := int64(float64(hostBudget) * diskRingShare)
+	most := ring/minRingBuffers - 2*diskAlign
+	if most < eb {
+		return nil, fmt.Errorf("gpu: stream plan of graph %s from disk: a host memory budget of %s leaves %s for %d pinned read buffers: raise the host budget (WALKSTAGE_HOST_MEMORY_LIMIT)",
+			s.name, sizeString(hostBudget), sizeString(ring), minRingBuffers)
+	}
+	if partBytes <= 0 {
+		partBytes = min(max((deviceBudget-streamFixedBytes(s.vertices))/8, eb), 1<<30)
+	}
+	p, err := planStream(s, offsets, deviceBudget, min(partBytes, most))
+	if err != nil {
+		return nil, err
+	}
+	if p.Streamed() == 0 {
+		return p, nil // all resident: read once at start
+	}
+	buf := diskSpan(p.BufferEdges * eb)
+	if minRingBuffers*buf > ring {
+		return nil, fmt.Errorf("gpu: stream plan of graph %s from disk: partitions of %d edges (%s; the largest vertex or the %d-partition bound sets it) need %d pinned read buffers of %s, the host budget of %s leaves %s for them: raise the host budget (WALKSTAGE_HOST_MEMORY_LIMIT) to at least %s",
+			s.name, p.BufferEdges, sizeString(p.BufferEdges*eb), maxStreamParts, minRingBuffers, sizeString(buf), sizeString(hostBudget), sizeString(ring),
+			sizeString(int64(float64(minRingBuffers*buf)/diskRingShare)+1))
+	}
+	n := int(min(ring/buf, int64(p.Streamed()), maxRingBuffers))
+	p.Disk = &DiskStream{File: file, Entries: s.weighted, HostBudget: hostBudget, RingBuffers: max(n, minRingBuffers), BufferBytes: buf}
+	p.Disk.ResultBytes = min(max(int64(diskPinnedTotal*float64(hostBudget))-p.Disk.RingBytes(), 1<<20), streamHostBufferBytes)
+	p.HostBytes = p.Disk.RingBytes()
+	return p, nil
+}
+
+// streamFromDisk says whether a stream plan of hostBytes pinned (the
+// pinned path's StreamPlan.HostBytes) must read from disk under a host
+// budget of budget bytes (0: unknown, never).
+func streamFromDisk(hostBytes, budget int64) bool {
+	return budget > 0 && float64(hostBytes) > diskPinnedShare*float64(budget)
+}
+
+// PlanStreamHost is PlanStream under a host memory budget: the pinned-host
+// plan when its pinned arrays fit half the budget (or hostBytes is 0),
+// else the plan that reads partitions from g's file. `walkstage graph info
+// --gpu-memory B --host-memory B` prints it.
+func PlanStreamHost(g *graph.Graph, deviceBytes, hostBytes int64) (*StreamPlan, error) {
+	p, err := PlanStream(g, deviceBytes, 0)
+	if err != nil || !streamFromDisk(p.HostBytes, hostBytes) || p.Streamed() == 0 {
+		return p, err
+	}
+	if g.File() == "" {
+		return nil, fmt.Errorf("gpu: stream plan of graph %s: its pinned host arrays need %s, above half the %s host budget, and it was not loaded from a file to stream from",
+			g.Name, sizeString(p.HostBytes), sizeString(hostBytes))
+	}
+	return planStreamDisk(shapeOf(g), g.Offsets, g.File(), deviceBytes, hostBytes, 0)
+}
+
+// ringVictim is the ring buffer to read a partition into: an empty one,
+// else the one whose partition has the fewest waiting walkers (counts;
+// ties to the lower index), keeping the busiest cached. parts[i] is the
+// partition in buffer i, -1 for none.
+func ringVictim(parts []int, counts []uint32) int {
+	best := -1
+	for i, p := range parts {
+		if p < 0 {
+			return i
+		}
+		if best < 0 || counts[p] < counts[parts[best]] {
+			best = i
+		}
+	}
+	return best
+}
+
+// entriesDir is where the entries file goes: beside the graph (the disk
+// the graph is on was chosen to hold graphs).
+func entriesDir(graphPath string) string { return filepath.Dir(graphPath) }

@@ -1,0 +1,207 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+	"unsafe"
+
+	"gorgonia.org/cu"
+)
+
+// diskState is a stream plan's disk side (streamdisk.go): the readers of
+// the graph's targets section and of the entries file, and the ring of
+// pinned buffers partitions are read into and copied from.
+type diskState struct {
+	targets    *diskReader
+	targetsOff int64       // the targets section's offset in the .wsg
+	entries    *diskReader // a weighted graph's alias entries; nil otherwise
+	entriesF   *os.File
+	entryBuild time.Duration
+	entryRead  int64 // bytes the entries file's build read
+	ring       []ringBuf
+}
+
+// ringBuf is one pinned read buffer and what it holds: partition part in
+// the format of es bytes an edge, starting at, -1 when empty. done is
+// recorded after the last copy out of it; busy says one may be in flight,
+// so a read into it waits for done first.
+type ringBuf struct {
+	h    unsafe.Pointer
+	size int64
+	part int
+	es   int64
+	at   int64
+	done cu.Event
+	busy bool
+}
+
+// setupDisk opens the readers, builds the entries file of a weighted
+// graph and pins the ring (device thread).
+func (e *Engine) setupDisk(sm *streamed) error {
+	d := sm.plan.Disk
+	tOff, _, err := graphSections(e.g)
+	if err != nil {
+		return err
+	}
+	ds := &diskState{targetsOff: tOff}
+	sm.disk = ds
+	if ds.targets, err = openDiskReader(d.File, true); err != nil {
+		return err
+	}
+	if d.Entries && e.g.NumEdges() > 0 {
+		t0 := time.Now()
+		// Built once, before any walk: engines are built at start,
+		// with no context to cancel (engines.New).
+		if ds.entriesF, ds.entryRead, err = buildEntriesFile(context.Background(), e.g, entriesDir(d.File)); err != nil {
+			return err
+		}
+		ds.entryBuild = time.Since(t0)
+		// The file is unlinked: open its descriptor again, for O_DIRECT.
+		if ds.entries, err = openDiskReader(fmt.Sprintf("/proc/self/fd/%d", ds.entriesF.Fd()), true); err != nil {
+			return err
+		}
+		if err := ds.entriesF.Sync(); err != nil {
+			return fmt.Errorf("gpu: stream entries file: %w", err)
+		}
+	}
+	ds.ring = make([]ringBuf, d.RingBuffers)
+	for i := range ds.ring {
+		r := &ds.ring[i]
+		r.part, r.size = -1, d.BufferBytes
+		if r.h, err = e.hostAlloc(d.BufferBytes); err != nil {
+			return fmt.Errorf("gpu: stream ring buffer %d of %d (%s each): %w", i, d.RingBuffers, sizeString(d.BufferBytes), err)
+		}
+		sm.hPtrs = append(sm.hPtrs, r.h)
+		if r.done, err = cu.MakeEvent(cu.DisableTiming); err != nil {
+			return fmt.Errorf("gpu: event: %w", err)
+		}
+	}
+	return nil
+}
+
+// source is the reader and file offset of edge lo's entry in the format
+// of es bytes an edge (4: targets, 12: alias entries).
+func (ds *diskState) source(es, lo int64) (*diskReader, int64) {
+	if es == 4 {
+		return ds.targets, ds.targetsOff + 4*lo
+	}
+	return ds.entries, entriesFileBytes * lo
+}
+
+// fill reads edges [lo, hi) in the format of es into ring buffer i (which
+// must hold them), after any copy out of it finished, and returns where
+// they start.
+func (ds *diskState) fill(i int, es, lo, hi int64) (unsafe.Pointer, error) {
+	r := &ds.ring[i]
+	if r.busy {
+		if err := r.done.Synchronize(); err != nil {
+			return nil, fmt.Errorf("gpu: wait for a ring buffer's copy: %w", err)
+		}
+		r.busy = false
+	}
+	rd, off := ds.source(es, lo)
+	// The batch's visits hold the device thread to their end, as its
+	// kernels do; a read is not cancelled halfway.
+	at, err := rd.readRange(context.Background(), unsafe.Slice((*byte)(r.h), r.size), off, (hi-lo)*es)
+	if err != nil {
+		r.part = -1
+		return nil, err
+	}
+	r.at = at
+	return unsafe.Add(r.h, at), nil
+}
+
+// partition is partition p's entries in the format of es in a ring buffer:
+// the buffer that holds them already (a hit), else one read now into the
+// victim (ringVictim by the waiting walkers in counts).
+func (sm *streamed) partition(p int, es int64, counts []uint32) (int, unsafe.Pointer, error) {
+	ds := sm.disk
+	held := make([]int, len(ds.ring))
+	for i, r := range ds.ring {
+		held[i] = r.part
+		if r.es != es {
+			held[i] = -1 // the other format: of no use, free to take
+		}
+		if r.part == p && r.es == es {
+			sm.stats.RingHits++
+			return i, unsafe.Add(r.h, r.at), nil
+		}
+	}
+	i := ringVictim(held, counts)
+	x := sm.plan.Parts[p]
+	ptr, err := ds.fill(i, es, x.ELo, x.EHi)
+	if err != nil {
+		return 0, nil, fmt.Errorf("gpu: read partition %d: %w", p, err)
+	}
+	ds.ring[i].part, ds.ring[i].es = p, es
+	return i, ptr, nil
+}
+
+// uploadFromDisk copies edges [lo, hi) in the format of eb to the device
+// at dst through ring buffer 0, in pieces the buffer holds (setup: the
+// resident partitions).
+func (e *Engine) uploadFromDisk(dst cu.DevicePtr, eb, lo, hi int64) error {
+	ds := e.streamed.disk
+	per := max((ds.ring[0].size-2*diskAlign)/eb, 1)
+	for a := lo; a < hi; a += per {
+		b := min(a+per, hi)
+		ptr, err := ds.fill(0, eb, a, b)
+		if err != nil {
+			return err
+		}
+		if err := e.copyHtoD(dst+cu.DevicePtr((a-lo)*eb), ptr, (b-a)*eb); err != nil {
+			return err
+		}
+	}
+	ds.ring[0].part = -1
+	return nil
+}
+
+// releaseDisk closes the readers and the entries file and destroys the
+// ring's events; the ring's pinned memory is in hPtrs (device thread).
+func (sm *streamed) releaseDisk() {
+	ds := sm.disk
+	if ds == nil {
+		return
+	}
+	for i := range ds.ring {
+		if ds.ring[i].done != (cu.Event{}) {
+			_ = ds.ring[i].done.Synchronize()
+			_ = cu.DestroyEvent(&ds.ring[i].done)
+		}
+	}
+	for _, r := range []*diskReader{ds.targets, ds.entries} {
+		if r != nil {
+			_ = r.close()
+		}
+	}
+	if ds.entriesF != nil {
+		_ = ds.entriesF.Close()
+	}
+	sm.disk = nil
+}
+
+// diskStats adds the readers' counters to the run's stats (they count
+// from the engine's start: the difference since the last run).
+func (sm *streamed) diskStats() {
+	ds := sm.disk
+	if ds == nil {
+		return
+	}
+	var reads, bytes, nanos int64
+	for _, r := range []*diskReader{ds.targets, ds.entries} {
+		if r != nil {
+			reads += r.reads.Load()
+			bytes += r.bytes.Load()
+			nanos += r.nanos.Load()
+		}
+	}
+	sm.stats.Reads, sm.stats.BytesRead = reads-sm.base[0], bytes-sm.base[1]
+	sm.stats.ReadSeconds = float64(nanos-sm.base[2]) / 1e9
+	sm.base = [3]int64{reads, bytes, nanos}
+	sm.stats.Direct = ds.targets.isDirect() && (ds.entries == nil || ds.entries.isDirect())
+}

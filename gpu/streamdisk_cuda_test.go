@@ -1,0 +1,157 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/cpu"
+)
+
+// savedStreamGraphs are streamGraphs written to files and loaded back
+// (mapped), so the engine has a file to stream from.
+func savedStreamGraphs(t *testing.T) map[string]*graph.Graph {
+	t.Helper()
+	out := map[string]*graph.Graph{}
+	dir := t.TempDir()
+	for name, g := range streamGraphs(t) {
+		path := filepath.Join(dir, name+".wsg")
+		if err := graph.Save(path, g); err != nil {
+			t.Fatal(err)
+		}
+		l, err := graph.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = l.Close() })
+		out[name] = l
+	}
+	return out
+}
+
+// TestStreamFromDiskWalksMatch: with the partitions read from the graph
+// file (uniform walks: its targets section; alias walks: the entries file)
+// through a ring of four pinned buffers, fewer than the streamed
+// partitions so they are read again and again, uniform and weighted
+// DeepWalk and PPR give the walks of the pinned-host streaming engine
+// with the same plan, of the all-device engine and of the CPU engine,
+// walk by walk, in one batch and in many, with two jobs of different
+// seeds; and the engine frees every pinned buffer at Close.
+func TestStreamFromDiskWalksMatch(t *testing.T) {
+	for gname, g := range savedStreamGraphs(t) {
+		ref, err := cpu.New(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := newEngine(t, g)
+		starts := allStarts(g, 2)
+		hubStarts := make([]uint32, 3000)
+		for i := range hubStarts {
+			hubStarts[i] = uint32(i % 7)
+		}
+		algs := map[string]walk.Algorithm{
+			"deepwalk-uniform": {Kind: walk.DeepWalk, Length: 80},
+			"ppr-uniform":      {Kind: walk.PPR, Length: 80, StopProb: 0.1},
+		}
+		if g.Weighted() {
+			algs["deepwalk-alias"] = walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true}
+			algs["ppr-alias"] = walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.1, Weighted: true}
+		}
+		for _, batch := range []int{0, 2500} {
+			common := []Option{WithStream(StreamOn), WithDeviceFraction(0.5), WithStreamPartitionBytes(8 << 10),
+				WithMaxBatchWalks(batch), WithChunkWalks(1000), withStreamBatch(streamCopy)}
+			pinned := newEngine(t, g, common...)
+			pp := pinned.StreamPlan()
+			if pp == nil || pp.Disk != nil || pp.Streamed() < 5 {
+				t.Fatalf("%s: pinned plan %v", gname, pp)
+			}
+			// Half the host budget holds four ring buffers.
+			ring := 4 * diskSpan(pp.BufferEdges*pp.EntryBytes)
+			e, err := openEngine(g, append(common, withStreamDisk(), WithHostMemoryLimit(2*ring))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = e.Close() })
+			dp := e.StreamPlan()
+			if dp == nil || dp.Disk == nil || dp.Disk.RingBuffers != 4 || !slices.Equal(dp.Parts, pp.Parts) {
+				t.Fatalf("%s: disk plan %v, pinned %v", gname, dp, pp)
+			}
+			for _, name := range []string{"deepwalk-uniform", "ppr-uniform", "deepwalk-alias", "ppr-alias"} {
+				alg, ok := algs[name]
+				if !ok {
+					continue
+				}
+				t.Run(fmt.Sprintf("%s/%s/batch=%d", gname, name, batch), func(t *testing.T) {
+					jobs := []walk.Job{
+						{Tag: 1, Algorithm: alg, Seed: 42, Starts: starts},
+						{Tag: 2, Algorithm: alg, Seed: 1<<40 + 7, Starts: hubStarts},
+					}
+					want := collect(t, ref, jobs)
+					dev := collect(t, all, jobs)
+					pin := collect(t, pinned, jobs)
+					got := collect(t, e, jobs)
+					for tag := range want {
+						for id := range want[tag] {
+							switch {
+							case !equal(got[tag][id], pin[tag][id]):
+								t.Fatalf("job %d walk %d differs:\ndisk   %v\npinned %v", tag, id, got[tag][id], pin[tag][id])
+							case !equal(got[tag][id], dev[tag][id]):
+								t.Fatalf("job %d walk %d: disk differs from the all-device engine", tag, id)
+							case !equal(got[tag][id], want[tag][id]):
+								t.Fatalf("job %d walk %d: disk differs from the cpu", tag, id)
+							}
+						}
+					}
+					ss := e.StreamStats()
+					if ss.Reads == 0 || ss.BytesRead <= 0 || ss.Copies == 0 || ss.InPlaceBatches > 0 || ss.Copies-ss.RingHits > ss.Reads {
+						t.Fatalf("stream stats %+v, %d streamed partitions", ss, dp.Streamed())
+					}
+					// With four buffers for many streamed partitions most
+					// copies need a read.
+					if alg.Kind == walk.DeepWalk && ss.Reads < int64(dp.Streamed()) {
+						t.Fatalf("%d reads for %d streamed partitions: %+v", ss.Reads, dp.Streamed(), ss)
+					}
+					t.Logf("%+v, %.0f bytes read a step", ss, float64(ss.BytesRead)/float64(ss.Steps))
+				})
+			}
+			_ = e.Close()
+			if e.liveDev != 0 || e.liveHost != 0 {
+				t.Fatalf("%s: after Close %d device and %d pinned allocations live", gname, e.liveDev, e.liveHost)
+			}
+		}
+	}
+}
+
+// TestStreamFromDiskRefusesWhatItCannotWalk: Node2Vec and MetaPath are
+// refused with ErrInvalidAlgorithm naming the disk plan and the host
+// budget (the placement plan is no way out: it needs the graph in host
+// memory), and the engine walks on; a graph built in memory cannot stream
+// from disk and says so.
+func TestStreamFromDiskRefusesWhatItCannotWalk(t *testing.T) {
+	g := savedStreamGraphs(t)["rmat-weighted"]
+	e := newEngine(t, g, WithStream(StreamOn), WithDeviceFraction(0.5), WithStreamPartitionBytes(8<<10), withStreamDisk(),
+		WithHostMemoryLimit(64<<20))
+	for _, a := range []walk.Algorithm{
+		{Kind: walk.Node2Vec, Length: 10, P: 1, Q: 2},
+		{Kind: walk.DeepWalk, Length: 10, Weighted: true, Stepper: walk.StepperZPRS},
+	} {
+		err := e.Run(context.Background(), []walk.Job{{Tag: 1, Algorithm: a, Seed: 1, Starts: []uint32{0, 1}}},
+			func(walk.Chunk) error { return nil })
+		if !errors.Is(err, walk.ErrInvalidAlgorithm) || !strings.Contains(err.Error(), "read from its file") {
+			t.Fatalf("%v: %v", a.Kind, err)
+		}
+	}
+	collect(t, e, []walk.Job{{Tag: 1, Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 10}, Seed: 1, Starts: []uint32{0, 1}}})
+	if _, err := openEngine(streamGraphs(t)["rmat-weighted"], WithStream(StreamOn), WithDeviceFraction(0.5), withStreamDisk()); err == nil ||
+		!strings.Contains(err.Error(), "not loaded from a file") {
+		t.Fatalf("in-memory graph from disk: %v", err)
+	}
+}
