@@ -268,16 +268,13 @@ func (e *Engine) plan(jobs []walk.Job) (steppers []*stepper, units []unit, maxLe
 				switch {
 				case j.Algorithm.P != 0: // temporal Node2Vec walks one at a time, on the graph's arrays
 				case steppers[i].ov != nil: // a live graph's delta walks on the arrays too (walkOverlayTemporalUnit)
-				case !j.Algorithm.Weighted:
-					// Unweighted: the records with nx, where the graph's
-					// size allows (walkTemporalNextGroup).
-					if rec = e.timeNextRecords(j.Algorithm.Time.Backward); rec != nil {
-						next = true
-						break
-					}
-					fallthrough
 				default:
-					rec = e.timeRecords()
+					// The records with nx, where the graph's size allows
+					// (walkTemporalNextGroup).
+					rec = e.timeNextRecords(j.Algorithm.Time.Backward)
+					if next = rec != nil; !next {
+						rec = e.timeRecords()
+					}
 				}
 			}
 			steppers[i].tmp = temporalGraph(e.g, j.Algorithm, cumw, rec, exp, e.coarseIndex())

@@ -542,7 +542,7 @@ func (s *stepper) walkTemporalUnit(starts []uint32, firstID uint64, buf []uint32
 		}
 		return
 	}
-	if s.tmp.recNext && !s.weighted && s.alg.Time.Bias != walk.TimeExponential {
+	if s.tmp.recNext && s.alg.Time.Bias != walk.TimeExponential {
 		for lo := 0; lo < len(starts); lo += temporalExpGroup {
 			hi := min(lo+temporalExpGroup, len(starts))
 			s.walkTemporalNextGroup(starts[lo:hi], firstID+uint64(lo), buf[lo*stride:hi*stride], times, lo, lens[lo:hi])

@@ -237,23 +237,27 @@ func (s *stepper) nextWindow(a, b, nx uint64, t int64, fromRec bool) (lo, hi uin
 	return lo, hi
 }
 
-// walkTemporalNextGroup is walkTemporalExpGroup for the unweighted uniform
-// and linear biases, on their records with nx (timeNextRecords): a step
-// after the first takes its window from the record it took last (nx) and
-// its vertex's end from Offsets, draws its position from the window and
-// its Philox words alone (no sums: uniform, or the linear bias's rank),
-// and then reads that position's record for the target and the next nx.
-// Where walkTemporalGroup searched every window (the coarse index, then
-// the times), a step here reads two lines: the vertex's offsets and the
-// drawn record, each prefetched at the walk's visit in the loop before:
+// walkTemporalNextGroup is walkTemporalExpGroup for the uniform and linear
+// biases, on their records with nx (timeNextRecords): a step after the
+// first takes its window from the record it took last (nx) and its
+// vertex's end from Offsets, draws its position from the window and its
+// Philox words (no sums: uniform, or the linear bias's rank), and then
+// reads that position's record for the target and the next nx. Where
+// walkTemporalGroup searched every window (the coarse index, then the
+// times), an unweighted step here reads two lines: the vertex's offsets
+// and the drawn record, each prefetched at the walk's visit in the loop
+// before:
 //
 //  1. each walk's window and draw; the drawn record's prefetch (and its
 //     time's, where the step needs times: a gap, output times);
 //  2. each walk's record: target and nx; the next vertex's offsets'
 //     prefetch.
 //
-// The windows, words and positions are temporalDraw's, so the walks are
-// walkTemporal's, byte for byte (TestTemporalGroupMatchesOneWalk).
+// A weighted step draws by the weights' prefix sums (cumw) as
+// temporalDraw does, in a loop between the two: the first prefetches the
+// sums at the window's ends, the middle one draws and prefetches the drawn
+// record. The windows, words and positions are temporalDraw's, so the
+// walks are walkTemporal's, byte for byte (TestTemporalGroupMatchesOneWalk).
 func (s *stepper) walkTemporalNextGroup(starts []uint32, firstID uint64, buf []uint32, times []int64, timesRow int, lens []uint32) {
 	const G = temporalExpGroup
 	stride := s.alg.Length + 1
@@ -261,9 +265,10 @@ func (s *stepper) walkTemporalNextGroup(starts []uint32, firstID uint64, buf []u
 	var (
 		cur    [G]uint32
 		t      [G]int64
-		nx     [G]uint64 // the window's near bound, from the record taken last
-		pick   [G]uint64 // the drawn position, noPick where the window is empty
-		active [G]int    // indexes of the walks still going
+		nx     [G]uint64    // the window's near bound, from the record taken last
+		pick   [G]uint64    // the drawn position, noPick where the window is empty
+		win    [G][4]uint64 // weighted: a, b, lo, hi
+		active [G]int       // indexes of the walks still going
 		idx    [G]uint64
 		idLo   [G]uint32 // the walks' Philox counters: id, step
 		idHi   [G]uint32
@@ -291,7 +296,12 @@ func (s *stepper) walkTemporalNextGroup(starts []uint32, firstID uint64, buf []u
 	const rs = unsafe.Sizeof(timeRec{})
 	tp := &s.alg.Time
 	linear := tp.Bias == walk.TimeLinear
-	off, T := s.off, s.tmp.times
+	weighted := s.weighted
+	off, T, cumw := s.off, s.tmp.times, s.tmp.cumw
+	cBase := uintptr(0)
+	if weighted {
+		cBase = uintptr(unsafe.Pointer(&cumw[0]))
+	}
 	needT := tp.HasMaxGap || times != nil
 	rBase := uintptr(unsafe.Pointer(&R[0]))
 	oBase := uintptr(unsafe.Pointer(&off[0]))
@@ -319,6 +329,18 @@ func (s *stepper) walkTemporalNextGroup(starts []uint32, firstID uint64, buf []u
 				pick[k] = noPick
 				continue
 			}
+			if weighted {
+				// The draw reads the weights' prefix sums at the
+				// window's ends first: prefetched for the draws' loop.
+				win[k], pick[k] = [4]uint64{off[v], off[v+1], lo, hi}, lo // pick: drawn in the next loop
+				c := cBase + uintptr(hi-1)*8
+				c0 := c
+				if lo > off[v] {
+					c0 = cBase + uintptr(lo-1)*8
+				}
+				prefetch4(c, c, c0, c0)
+				continue
+			}
 			// temporalDraw's unweighted uniform and linear draws.
 			w := hi - lo
 			var e uint64
@@ -334,6 +356,29 @@ func (s *stepper) walkTemporalNextGroup(starts []uint32, firstID uint64, buf []u
 				q = tBase + uintptr(e)*8
 			}
 			prefetch4(p, p, q, q)
+		}
+		if weighted {
+			// temporalDraw's weighted draws (by the prefix sums; linear:
+			// by weight, accepted by rank), then the drawn record's
+			// prefetch.
+			for _, k := range active[:live] {
+				if pick[k] == noPick {
+					continue
+				}
+				wk := &win[k]
+				e, ok := s.temporalDraw(firstID+uint64(k), step, wk[0], wk[1], wk[2], wk[3])
+				if !ok {
+					pick[k] = noPick
+					continue
+				}
+				pick[k] = e
+				p := rBase + uintptr(e)*rs
+				q := p
+				if needT {
+					q = tBase + uintptr(e)*8
+				}
+				prefetch4(p, p, q, q)
+			}
 		}
 		kept := 0
 		for _, k := range active[:live] {
