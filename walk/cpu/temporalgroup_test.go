@@ -10,9 +10,11 @@ import (
 	"github.com/walkstage/walkstage/walk"
 )
 
-// The grouped steps (walkTemporalGroup: the records, the coarse and draw
-// guesses, the phases) walk exactly the walks that walkTemporal takes one
-// at a time on the graph's own arrays, for every bias and direction,
+// The grouped steps (the engine's: walkTemporalExpGroup and
+// walkTemporalNextGroup on the records with nx; and walkTemporalGroup, the
+// records without nx, searched windows, what graphs of 2^32 edges or more
+// walk) walk exactly the walks that walkTemporal takes one at a time on
+// the graph's own arrays, for every bias and direction,
 // with and without a gap, weighted or not, on timed R-MAT graphs whose hubs
 // have windows of hundreds of edges: with cells narrower than the times'
 // span (scales 0.5 to 50) and with every time in one cell (scales 2^12 and
@@ -57,12 +59,30 @@ func TestTemporalGroupMatchesOneWalk(t *testing.T) {
 				exp = e.expTable(a)
 			}
 			s.tmp = temporalGraph(g, a, cumw, nil, exp, e.coarseIndex())
+			// walkTemporalGroup, which graphs of 2^32 edges or more walk
+			// (records without nx, searched windows): the same walks.
+			sg := newStepper(g, a, seed, nil)
+			var rec []timeRec
+			if tp.Bias != walk.TimeExponential {
+				rec = e.timeRecords()
+			}
+			sg.tmp = temporalGraph(g, a, cumw, rec, exp, e.coarseIndex())
+			sg.tmp.expNext = false
+			stride := a.Length + 1
+			gw := make([]uint32, len(starts)*stride)
+			gt := make([]int64, len(starts)*stride)
+			gl := make([]uint32, len(starts))
+			sg.walkTemporalUnit(starts, 0, gw, gt, gl)
 			out := make([]uint32, a.Length+1)
 			ot := make([]int64, a.Length+1)
 			for id, v := range starts {
 				n := s.walkTemporal(uint64(id), v, out, ot)
 				if !slices.Equal(walks[id], out[:n]) || !slices.Equal(times[id], ot[:n]) || !slices.Equal(plain[id], out[:n]) {
 					t.Fatalf("%s weighted=%v walk %d: grouped %v %v (without times %v), one at a time %v %v", name, weighted, id, walks[id], times[id], plain[id], out[:n], ot[:n])
+				}
+				row := gw[id*stride : id*stride+int(gl[id])]
+				if trow := gt[id*stride : id*stride+int(gl[id])]; !slices.Equal(row, out[:n]) || !slices.Equal(trow, ot[:n]) {
+					t.Fatalf("%s weighted=%v walk %d: walkTemporalGroup %v %v, one at a time %v %v", name, weighted, id, row, trow, out[:n], ot[:n])
 				}
 			}
 			runtime.KeepAlive(e) // its records live outside the Go heap until e is collected
