@@ -111,6 +111,10 @@ type Engine struct {
 	cumw       []float64 // Temporal's per-vertex prefix sums of weights (windowWeights)
 	recOnce    sync.Once
 	recs       []timeRec // Temporal's records for the uniform and linear biases (timeRecords)
+	// nextOnce and nextRecs: the uniform and linear biases' records with
+	// nx, forward and backward (timeNextRecords).
+	nextOnce [2]sync.Once
+	nextRecs [2][]timeRec
 	// expTabs are the exponential bias's cell sums by scale, direction
 	// and weighting (expSums), least recently used first; guarded by mu.
 	expTabs []*expTable
@@ -261,17 +265,27 @@ func (e *Engine) plan(jobs []walk.Job) (steppers []*stepper, units []unit, maxLe
 			var cumw []float64
 			var rec []timeRec
 			var exp *expTable
+			next := false
 			if j.Algorithm.Time.Bias == walk.TimeExponential {
 				exp = e.expTable(j.Algorithm)
 			} else {
 				if j.Algorithm.Weighted {
 					cumw = e.windowWeights()
 				}
-				if j.Algorithm.P == 0 { // temporal Node2Vec walks one at a time, on the graph's arrays
-					rec = e.timeRecords()
+				switch {
+				case j.Algorithm.P != 0: // temporal Node2Vec walks one at a time, on the graph's arrays
+				case steppers[i].ov != nil: // a live graph's delta walks on the arrays too (walkOverlayTemporalUnit)
+				default:
+					// The records with nx, where the graph's size allows
+					// (walkTemporalNextGroup).
+					rec = e.timeNextRecords(j.Algorithm.Time.Backward)
+					if next = rec != nil; !next {
+						rec = e.timeRecords()
+					}
 				}
 			}
 			steppers[i].tmp = temporalGraph(e.g, j.Algorithm, cumw, rec, exp, e.coarseIndex())
+			steppers[i].tmp.recNext = next
 			if steppers[i].ov != nil {
 				steppers[i].tcache = newOverlayTemporalCache(steppers[i].ovIdx)
 			}

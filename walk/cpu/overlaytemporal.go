@@ -62,10 +62,10 @@ const maxTemporalCache = 16 << 20
 // tlist is a vertex's live edges in a snapshot in (time, target) order:
 // their times and targets in t and x, with the inclusive prefix sums of
 // their weights on a weighted walk; on an exponential walk their times in
-// t (the window's search reads 8 bytes a probe, not a record's 24) and
-// their times, targets and cell sums in rec (timeRec, nx unused), so that
-// expDrawn draws on them as on the graph's records, with the weights in w
-// for the scan.
+// t (the window's search and expDrawn read them there, as the graph's
+// times) and their targets and cell sums in rec (timeRec), so that expDrawn
+// draws on them as on the graph's records, with the weights in w for the
+// scan.
 type tlist struct {
 	t  []int64
 	x  []uint32
@@ -269,8 +269,8 @@ func (s *stepper) overlayTemporalDraw(sc *overlayTemporalScratch, l *tlist, id u
 		if tp.Backward {
 			far = l.t[lo]
 		}
-		d.hint = s.expHintFrom(l.rec, lo, hi, unit53(d.x0, d.x1), far, n-1)
-		if k, ok := s.expDrawn(l.rec, s.tmp.expCell, l.oneCell, &d, 0, l.len(), lo, hi); ok {
+		d.hint = s.expHintFrom(l.t, lo, hi, unit53(d.x0, d.x1), far, n-1)
+		if k, ok := s.expDrawn(l.rec, l.t, s.tmp.expCell, l.oneCell, &d, 0, l.len(), lo, hi); ok {
 			return k, true
 		}
 		return s.overlayTemporalScan(sc, l, lo, hi, id, step, walk.FallbackDraw, prev)
@@ -436,7 +436,7 @@ func (s *stepper) overlayList(tov walk.TimedOverlay, sc *overlayTemporalScratch,
 			l.w = slices.Grow(l.w[:0], n)[:n]
 		}
 		for i, e := range sc.tmp {
-			l.rec[i], l.t[i] = timeRec{t: e.t, tgt: e.x}, e.t
+			l.rec[i], l.t[i] = timeRec{tgt: e.x}, e.t
 			if s.weighted {
 				l.w[i] = e.w
 			}
@@ -499,7 +499,7 @@ func (s *stepper) fillListExpSums(l *tlist) bool {
 		if !backward {
 			k = n - 1 - i
 		}
-		u := walk.TimeKey(R[k].t)
+		u := walk.TimeKey(l.t[k])
 		c := u / G
 		if i == 0 || c != cell {
 			sum, cell = 0, c
@@ -515,5 +515,5 @@ func (s *stepper) fillListExpSums(l *tlist) bool {
 		sum += x
 		R[k].s = sum
 	}
-	return walk.TimeKey(R[0].t)/G == walk.TimeKey(R[n-1].t)/G
+	return walk.TimeKey(l.t[0])/G == walk.TimeKey(l.t[n-1])/G
 }

@@ -30,8 +30,12 @@ func (e *Engine) tableBytes() int64 {
 	n := int64(len(e.alias))*int64(unsafe.Sizeof(aliasEntry{})) + int64(len(e.fused))*fusedBytesPerEdge +
 		e.fence.bytes() + e.labels.bytes() + int64(len(e.labelSums))*8
 	// Temporal walks' tables: the coarse index, the weights' prefix sums,
-	// the records (timeRecords) and the exponential bias's records.
+	// the records (timeRecords, timeNextRecords) and the exponential
+	// bias's records.
 	n += int64(len(e.coarse))*8 + int64(len(e.cumw))*8 + int64(len(e.recs))*int64(unsafe.Sizeof(timeRec{}))
+	for _, r := range e.nextRecs {
+		n += int64(len(r)) * int64(unsafe.Sizeof(timeRec{}))
+	}
 	for _, t := range e.expTabs {
 		n += int64(len(t.rec))*int64(unsafe.Sizeof(timeRec{})) + int64(len(t.verts))*int64(unsafe.Sizeof(vertRec{}))
 	}

@@ -20,16 +20,19 @@ type temporal struct {
 	// rejections bounds the rejection loop (maxRejections; tests set 0
 	// to check the exact fallback on its own).
 	rejections uint32
-	// rec are the time order's records (timeRec): times and targets,
-	// with the exponential bias's cell sums for this walk's scale,
-	// direction and weighting (temporalexp.go); expCell the cells' width G.
+	// rec are the time order's records (timeRec): targets, with the
+	// exponential bias's cell sums for this walk's scale, direction and
+	// weighting (temporalexp.go); expCell the cells' width G.
 	rec        []timeRec
 	expCell    uint64
 	expOneCell bool // every edge time in one cell (expTable.oneCell)
 	// expNext: rec's nx are filled (expTable.next), and expVerts has
-	// the vertices' starts and far times (expTable.verts).
+	// the vertices' ranges and time densities (expTable.verts).
 	expNext  bool
 	expVerts []vertRec
+	// recNext: rec are the uniform and linear biases' records with nx for
+	// this walk's direction (timeNextRecords).
+	recNext bool
 	// invScale is 1 / the exponential bias's scale, for the draws'
 	// guesses (expHintFrom), which need no exact division.
 	invScale float64
@@ -536,6 +539,13 @@ func (s *stepper) walkTemporalUnit(starts []uint32, firstID uint64, buf []uint32
 				tk = times[k*stride : (k+1)*stride]
 			}
 			lens[k] = uint32(s.walkTemporal(firstID+uint64(k), starts[k], buf[k*stride:(k+1)*stride], tk))
+		}
+		return
+	}
+	if s.tmp.recNext && s.alg.Time.Bias != walk.TimeExponential {
+		for lo := 0; lo < len(starts); lo += temporalExpGroup {
+			hi := min(lo+temporalExpGroup, len(starts))
+			s.walkTemporalNextGroup(starts[lo:hi], firstID+uint64(lo), buf[lo*stride:hi*stride], times, lo, lens[lo:hi])
 		}
 		return
 	}

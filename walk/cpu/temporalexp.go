@@ -14,29 +14,33 @@ import (
 )
 
 // timeRec is position k of the time order as a grouped temporal step
-// reads it: its time, the exponential bias's cell sum (walk.BuildExpSums;
-// 0 in the records of the other biases) and its edge's target, in one
-// record. A step's reads (the search for the window's near end, the sums
-// around the drawn position, the target and time it takes) fall on a few
-// positions close together, so one or two cache lines of records serve
-// what took a line of each of four arrays (Times, the sums, ByTime,
-// Targets), each a miss at the hubs where temporal walks stay.
+// reads it: the exponential bias's cell sum (walk.BuildExpSums; 0 in the
+// records of the other biases), its edge's target and the next step's
+// window bound, in 16 bytes, four to a line. A step's reads (the sums
+// around the drawn position, the target it takes and where its next window
+// starts) fall on a few positions close together, so one or two cache
+// lines of records serve what took a line of each of four arrays (the
+// sums, ByTime, Targets and the search in Times), each a miss at the hubs
+// where temporal walks stay. The position's time is not in the record: it
+// is Graph.Times[k] (the time order's own array), which a step reads only
+// where it needs it (a gap, cells, the walk's output times, a search), so
+// the records of the steps that need none are a third smaller than with
+// the time in them, and the lines they touch fewer.
 //
-// In the exponential bias's records, nx is the next step's window bound:
-// the position, in tgt's time order (absolute, as k is), of the first time
-// at or after t (forward; backward the first after t), where a walk that
-// takes this edge has its window's near end. It fills what was padding,
-// so a record stays 24 bytes, and saves the step after this one its
-// search (walkTemporalExpGroup).
+// nx is the next step's window bound: the position, in tgt's time order
+// (absolute, as k is), of the first time at or after this position's time
+// t (forward; backward the first after t), where a walk that takes this
+// edge has its window's near end; it saves the step after this one its
+// search (walkTemporalExpGroup). It is filled in the exponential bias's
+// records when the graph has fewer than 2^32 edges (expTable.next), else 0.
 type timeRec struct {
-	t   int64
 	s   float64
 	tgt uint32
 	nx  uint32
 }
 
 // timeRecords builds the records of the uniform and linear biases (no
-// sums) once per engine, 24 bytes an edge outside the Go heap.
+// sums) once per engine, 16 bytes an edge outside the Go heap.
 func (e *Engine) timeRecords() []timeRec {
 	e.recOnce.Do(func() {
 		t0 := time.Now()
@@ -61,7 +65,7 @@ func fillTimeRecs(g *graph.Graph, rec []timeRec, v0, v1 int) {
 	for v := v0; v < v1; v++ {
 		a := g.Offsets[v]
 		for k := a; k < g.Offsets[v+1]; k++ {
-			rec[k] = timeRec{t: g.Times[k], tgt: g.Targets[a+uint64(g.ByTime[k])]}
+			rec[k] = timeRec{tgt: g.Targets[a+uint64(g.ByTime[k])]}
 		}
 	}
 }
@@ -99,19 +103,13 @@ func fillExpRecs(g *graph.Graph, scale float64, backward, weighted bool, rec []t
 				x = float64(x * float64(g.Weights[e])) // float64(): never an FMA
 			}
 			sum += x
-			rec[k] = timeRec{t: times[k], s: sum, tgt: g.Targets[e]}
+			rec[k] = timeRec{s: sum, tgt: g.Targets[e]}
 			if verts != nil {
 				rec[k].nx = noNext
 			}
 		}
 		if verts != nil {
-			verts[v].a = a
-			if b > a {
-				verts[v].far = times[b-1]
-				if backward {
-					verts[v].far = times[a]
-				}
-			}
+			verts[v] = vertRec{a: uint32(a), b: uint32(b), dens: vertDensity(times, a, b, scale)}
 		}
 	}
 }
@@ -193,12 +191,13 @@ func fillNextTwins(g *graph.Graph, backward bool, rec []timeRec, inv []uint32, u
 			m++
 		}
 		prefetchRows(unsafe.Pointer(&rec[0]), idx[:m], unsafe.Sizeof(timeRec{}), unsafe.Sizeof(timeRec{}))
+		prefetchRows(unsafe.Pointer(&times[0]), idx[:m], 8, 8)
 		prefetchRows(unsafe.Pointer(&times[0]), idx[nextBatch:nextBatch+m], 8, 8)
 		for j := range m {
 			a, b := off[ev[j]], off[ev[j]+1]
 			pv, pu := ep[j][0], ep[j][1]
 			t := times[pv]
-			if rec[pu].t != t {
+			if times[pu] != t {
 				continue
 			}
 			if n, ok := tieEnd(times, a, b, pv, backward); ok {
@@ -310,7 +309,7 @@ func fillNext(g *graph.Graph, backward bool, rec []timeRec, coarse []int64, p0, 
 			m = 0
 			for i := range n {
 				if j0, j1, ok := coarseEntries(ab[i][0], ab[i][1]); ok {
-					idx[m] = coarseProbe(coarse, j0, j1, rec[pos[i]].t) - 1
+					idx[m] = coarseProbe(coarse, j0, j1, times[pos[i]]) - 1
 					m++
 				}
 			}
@@ -319,7 +318,7 @@ func fillNext(g *graph.Graph, backward bool, rec []timeRec, coarse []int64, p0, 
 		m = 0
 		for i := range n {
 			a, b := ab[i][0], ab[i][1]
-			fa, fb, gs := coarseRange(coarse, a, b, rec[pos[i]].t, backward)
+			fa, fb, gs := coarseRange(coarse, a, b, times[pos[i]], backward)
 			run[i] = [3]uint64{fa, fb, gs}
 			if gs < b {
 				idx2[m] = min(max(gs, fa+4)-4, lastT)
@@ -331,7 +330,7 @@ func fillNext(g *graph.Graph, backward bool, rec []timeRec, coarse []int64, p0, 
 		}
 		for i := range n {
 			r := &rec[pos[i]]
-			r.nx = uint32(timeFrom(times, run[i][0], run[i][1], r.t, backward, run[i][2]))
+			r.nx = uint32(timeFrom(times, run[i][0], run[i][1], times[pos[i]], backward, run[i][2]))
 		}
 	}
 }
@@ -353,18 +352,36 @@ type expTable struct {
 	verts []vertRec
 }
 
-// vertRec is vertex v's start in the time order (Offsets[v]; entry v+1's
-// is its end) and its far time, the last forward, the first backward (0
-// without edges): the far end of a window without a gap, for the draw's
-// guess. A grouped exponential step reads both, which in Offsets and an
-// array of times would be two lines, in one (sixteen bytes an entry, and
-// the next entry's start).
+// vertRec is vertex v's time order [a, b) (Offsets[v], Offsets[v+1]; the
+// table exists only for graphs of fewer than 2^32 edges) and the density
+// of its times, in positions per time scale (vertDensity), for the draw's
+// guess (expHintDens). A grouped exponential step reads all three in one
+// aligned line (sixteen bytes an entry), where Offsets' two entries cross
+// a line one vertex in eight and the times the guess used to read were
+// lines of their own: the guess of where a draw lands needs how many
+// positions a scale of time spans, which the vertex's mean gives about as
+// well as the window's own ends did (on R-MAT graphs with random times the
+// draw lands within four positions of either guess nine steps in ten).
 type vertRec struct {
-	a   uint64
-	far int64
+	a, b uint32
+	dens float64
 }
 
-// maxExpTables bounds the tables the CPU engine keeps (24 bytes an edge
+// vertDensity is the positions per time scale of the time order [a, b):
+// its span of positions over its span of time in scales, +Inf where the
+// times are all equal (a window's weights are then equal).
+func vertDensity(times []int64, a, b uint64, scale float64) float64 {
+	if b-a < 2 {
+		return math.Inf(1)
+	}
+	span := float64(times[b-1]) - float64(times[a])
+	if !(span > 0) {
+		return math.Inf(1)
+	}
+	return float64(b-a-1) / (span / scale)
+}
+
+// maxExpTables bounds the tables the CPU engine keeps (16 bytes an edge
 // each): a run with a third scale drops the least recently used.
 const maxExpTables = 2
 
@@ -414,8 +431,7 @@ func (e *Engine) expTable(alg walk.Algorithm) *expTable {
 			// On huge pages with the records: every step reads an entry
 			// at random, which on 4 KiB pages (a heap without huge
 			// pages) is a TLB miss an entry.
-			verts = hugemem.Alloc[vertRec](e, g.NumVertices()+1)
-			verts[g.NumVertices()].a = uint64(g.NumEdges())
+			verts = hugemem.Alloc[vertRec](e, g.NumVertices())
 		}
 		t0 := time.Now()
 		// Outside the Go heap, on huge pages (hugemem.Alloc): the steps
@@ -441,17 +457,7 @@ func (e *Engine) expTable(alg walk.Algorithm) *expTable {
 		}
 		wg.Wait()
 		if next {
-			// nx: from the reverse edges, then the search for the rest;
-			// one range a worker, as each reads the whole adjacency.
-			for _, r := range vertexRangesByEdges(g, e.cfg.workers) {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					fillNextTwins(g, tp.Backward, rec, inv, r[0], r[1])
-					fillNext(g, tp.Backward, rec, coarse, g.Offsets[r[0]], g.Offsets[r[1]])
-				}()
-			}
-			wg.Wait()
+			fillNextAll(g, tp.Backward, rec, inv, coarse, e.cfg.workers)
 		}
 		tlo, thi := g.TimeRange()
 		G := walk.ExpCell(tp.Scale)
@@ -459,6 +465,61 @@ func (e *Engine) expTable(alg walk.Algorithm) *expTable {
 		e.recordBuild(t0, func() { t.rec, t.oneCell, t.next, t.verts = rec, one, next, verts })
 	})
 	return t
+}
+
+// fillNextAll sets the nx of every record still marked noNext on workers
+// goroutines: from the reverse edges, then the search for the rest; one
+// range a worker, as each reads the whole adjacency.
+func fillNextAll(g *graph.Graph, backward bool, rec []timeRec, inv []uint32, coarse []int64, workers int) {
+	var wg sync.WaitGroup
+	for _, r := range vertexRangesByEdges(g, workers) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fillNextTwins(g, backward, rec, inv, r[0], r[1])
+			fillNext(g, backward, rec, coarse, g.Offsets[r[0]], g.Offsets[r[1]])
+		}()
+	}
+	wg.Wait()
+}
+
+// timeNextRecords builds the records of the uniform and linear biases with
+// their nx for direction backward (walkTemporalNextGroup), once per engine
+// and direction, 16 bytes an edge outside the Go heap: nil when the graph
+// has 2^32 edges or more (a position does not fit nx), whose walks take
+// timeRecords and search. The targets are those of timeRecords; nx is
+// built as the exponential bias's is (fillNextTwins, fillNext).
+func (e *Engine) timeNextRecords(backward bool) []timeRec {
+	d := 0
+	if backward {
+		d = 1
+	}
+	e.nextOnce[d].Do(func() {
+		g := e.g
+		if uint64(g.NumEdges()) >= math.MaxUint32 {
+			return
+		}
+		coarse := e.coarseIndex() // timed as its own table
+		t0 := time.Now()
+		rec := hugemem.Alloc[timeRec](e, int(g.NumEdges()))
+		inv := make([]uint32, g.NumEdges())
+		var wg sync.WaitGroup
+		for _, r := range vertexRangesByEdges(g, e.cfg.workers*4) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				fillTimeRecs(g, rec, r[0], r[1])
+				for k := g.Offsets[r[0]]; k < g.Offsets[r[1]]; k++ {
+					rec[k].nx = noNext
+				}
+				fillInverse(g, inv, r[0], r[1])
+			}()
+		}
+		wg.Wait()
+		fillNextAll(g, backward, rec, inv, coarse, e.cfg.workers)
+		e.recordBuild(t0, func() { e.nextRecs[d] = rec })
+	})
+	return e.nextRecs[d]
 }
 
 // vertexRangesByEdges cuts the vertices into at most n contiguous ranges of
@@ -501,7 +562,7 @@ type expDraw struct {
 func (s *stepper) expStep(id uint64, step uint32, a, b, lo, hi uint64) (uint64, bool) {
 	var d expDraw
 	s.expPrepare(&d, id, step, lo, hi)
-	return s.expDrawn(s.tmp.rec, s.tmp.expCell, s.tmp.expOneCell, &d, a, b, lo, hi)
+	return s.expDrawn(s.tmp.rec, s.tmp.times, s.tmp.expCell, s.tmp.expOneCell, &d, a, b, lo, hi)
 }
 
 // expPrepare fills d for the step of walk id on window [lo, hi).
@@ -527,22 +588,21 @@ const expHintMin = 2 * coarseSpacing
 // / (1 - e^-X), and the draw's position is where that equals u.
 func (s *stepper) expHint(lo, hi uint64, u float64) uint64 {
 	if hi-lo <= expHintMin {
-		return s.expHintFrom(s.tmp.rec, lo, hi, u, 0, 0)
+		return s.expHintFrom(s.tmp.times, lo, hi, u, 0, 0)
 	}
 	coarse := s.tmp.coarse
 	if !s.alg.Time.Backward {
 		j := (hi - 1) / coarseSpacing
-		return s.expHintFrom(s.tmp.rec, lo, hi, u, coarse[j], j*coarseSpacing-lo)
+		return s.expHintFrom(s.tmp.times, lo, hi, u, coarse[j], j*coarseSpacing-lo)
 	}
 	j := (lo + coarseSpacing - 1) / coarseSpacing
-	return s.expHintFrom(s.tmp.rec, lo, hi, u, coarse[j], hi-1-j*coarseSpacing)
+	return s.expHintFrom(s.tmp.times, lo, hi, u, coarse[j], hi-1-j*coarseSpacing)
 }
 
-// expHintFrom is expHint on the records R (the graph's, or a delta
-// vertex's list's) with the window's far time far, span positions from its
-// near end (any time of the window and its distance serve; the guess is
-// better the farther it is).
-func (s *stepper) expHintFrom(R []timeRec, lo, hi uint64, u float64, far int64, span uint64) uint64 {
+// expHintFrom is expHint with the window's far time far, span positions
+// from its near end (any time of the window and its distance serve; the
+// guess is better the farther it is).
+func (s *stepper) expHintFrom(T []int64, lo, hi uint64, u float64, far int64, span uint64) uint64 {
 	n := hi - lo
 	back := s.alg.Time.Backward
 	if n <= expHintMin {
@@ -551,9 +611,9 @@ func (s *stepper) expHintFrom(R []timeRec, lo, hi uint64, u float64, far int64, 
 		}
 		return lo
 	}
-	near := R[lo].t
+	near := T[lo]
 	if back {
-		near = R[hi-1].t
+		near = T[hi-1]
 	}
 	X := math.Abs(float64(far)-float64(near)) * s.tmp.invScale
 	var p float64
@@ -571,6 +631,41 @@ func (s *stepper) expHintFrom(R []timeRec, lo, hi uint64, u float64, far int64, 
 		p = x / X * float64(span)
 	}
 	off := uint64(min(max(p, 0), float64(n-1)))
+	if back {
+		return hi - 1 - off
+	}
+	return lo + off
+}
+
+// expHintDens is expHintFrom for a vertex whose times have dens positions
+// per scale (vertDensity): the window spans X = (hi-1-lo)/dens scales, and
+// the draw's x scales from the near end are x*dens positions.
+func (s *stepper) expHintDens(lo, hi uint64, u, dens float64) uint64 {
+	n := hi - lo
+	back := s.alg.Time.Backward
+	if n <= expHintMin {
+		if back {
+			return hi - 1
+		}
+		return lo
+	}
+	span := float64(n - 1)
+	X := span / dens
+	var p float64
+	if !(X > 0) {
+		p = (1 - u) * span // equal times: equal weights
+	} else {
+		var e float64
+		if X < 40 {
+			e = roughExp(-X)
+		}
+		x := X
+		if y := u + (1-u)*e; y > 0 {
+			x = -roughLog(y)
+		}
+		p = x * dens
+	}
+	off := uint64(min(max(p, 0), span))
 	if back {
 		return hi - 1 - off
 	}
@@ -597,13 +692,14 @@ func roughLog(y float64) float64 {
 }
 
 // expDrawn is expStep's draw from d on window [lo, hi) of the records
-// R[a:b] (one vertex's time order with its cell sums for cells of width G;
-// one when every time of R shares a cell): the window's cells from its near
-// end, each cell's part weighed by its sums times the cell's factor to the
-// near end, a part drawn by (x2, x3) when there are more than one, and a
-// position in it by (x0, x1) through the sums. R is the graph's records
-// (s.tmp.rec), or a delta vertex's list's (overlaytemporal.go).
-func (s *stepper) expDrawn(R []timeRec, G uint64, one bool, d *expDraw, a, b, lo, hi uint64) (uint64, bool) {
+// R[a:b] with their times T[a:b] (one vertex's time order with its cell
+// sums for cells of width G; one when every time shares a cell): the
+// window's cells from its near end, each cell's part weighed by its sums
+// times the cell's factor to the near end, a part drawn by (x2, x3) when
+// there are more than one, and a position in it by (x0, x1) through the
+// sums. R and T are the graph's (s.tmp.rec, s.tmp.times), or a delta
+// vertex's list's (overlaytemporal.go).
+func (s *stepper) expDrawn(R []timeRec, T []int64, G uint64, one bool, d *expDraw, a, b, lo, hi uint64) (uint64, bool) {
 	u := unit53(d.x0, d.x1)
 	if !s.alg.Time.Backward {
 		if one {
@@ -613,23 +709,23 @@ func (s *stepper) expDrawn(R []timeRec, G uint64, one bool, d *expDraw, a, b, lo
 			}
 			return expPickForward(R, lo, hi, base, u, d.hint)
 		}
-		near := walk.TimeKey(R[lo].t)
+		near := walk.TimeKey(T[lo])
 		c0 := near / G
-		if walk.TimeKey(R[hi-1].t)/G == c0 {
-			return expPickForward(R, lo, hi, expBaseForward(R, b, hi, c0, G), u, d.hint)
+		if walk.TimeKey(T[hi-1])/G == c0 {
+			return expPickForward(R, lo, hi, expBaseForward(R, T, b, hi, c0, G), u, d.hint)
 		}
 		var start, end [walk.MaxExpCells]uint64
 		var base, cum [walk.MaxExpCells]float64
 		var total float64
 		n := 0
 		for p := lo; p < hi && n < walk.MaxExpCells; n++ {
-			c := walk.TimeKey(R[p].t) / G
+			c := walk.TimeKey(T[p]) / G
 			var e uint64
 			var bs float64
-			if walk.TimeKey(R[hi-1].t)/G == c {
-				e, bs = hi, expBaseForward(R, b, hi, c, G)
+			if walk.TimeKey(T[hi-1])/G == c {
+				e, bs = hi, expBaseForward(R, T, b, hi, c, G)
 			} else {
-				e = gallopLowerRec(R, p, hi, walk.KeyTime((c+1)*G))
+				e = gallopLower(T, p, hi, walk.KeyTime((c+1)*G))
 			}
 			var f float64
 			if n == 0 {
@@ -657,25 +753,25 @@ func (s *stepper) expDrawn(R []timeRec, G uint64, one bool, d *expDraw, a, b, lo
 		}
 		return expPickBackward(R, lo, hi, base, u, d.hint)
 	}
-	near := walk.TimeKey(R[hi-1].t)
+	near := walk.TimeKey(T[hi-1])
 	c0 := near / G
-	if walk.TimeKey(R[lo].t)/G == c0 {
-		return expPickBackward(R, lo, hi, expBaseBackward(R, a, lo, c0, G), u, d.hint)
+	if walk.TimeKey(T[lo])/G == c0 {
+		return expPickBackward(R, lo, hi, expBaseBackward(R, T, a, lo, c0, G), u, d.hint)
 	}
 	var start, end [walk.MaxExpCells]uint64
 	var base, cum [walk.MaxExpCells]float64
 	var total float64
 	n := 0
 	for p := hi; p > lo && n < walk.MaxExpCells; n++ {
-		c := walk.TimeKey(R[p-1].t) / G
+		c := walk.TimeKey(T[p-1]) / G
 		var st uint64
 		var bs float64
-		if walk.TimeKey(R[lo].t)/G == c {
-			st, bs = lo, expBaseBackward(R, a, lo, c, G)
+		if walk.TimeKey(T[lo])/G == c {
+			st, bs = lo, expBaseBackward(R, T, a, lo, c, G)
 		} else {
 			// The first position of [lo, p) in cell c: c > the cell of
-			// R[lo].t >= 0, so c*G-1 does not wrap.
-			st = gallopUpperBackRec(R, lo, p, walk.KeyTime(c*G-1))
+			// T[lo], which is >= 0, so c*G-1 does not wrap.
+			st = gallopUpperBack(T, lo, p, walk.KeyTime(c*G-1))
 		}
 		var f float64
 		if n == 0 {
@@ -700,8 +796,8 @@ func (s *stepper) expDrawn(R []timeRec, G uint64, one bool, d *expDraw, a, b, lo
 // expBaseForward is the forward sums' value past a window part ending at
 // hi in cell c: R[hi].s when position hi is in the same vertex and cell,
 // else 0 (the cell's sums end there).
-func expBaseForward(R []timeRec, b, hi, c, G uint64) float64 {
-	if hi < b && walk.TimeKey(R[hi].t)/G == c {
+func expBaseForward(R []timeRec, T []int64, b, hi, c, G uint64) float64 {
+	if hi < b && walk.TimeKey(T[hi])/G == c {
 		return R[hi].s
 	}
 	return 0
@@ -709,8 +805,8 @@ func expBaseForward(R []timeRec, b, hi, c, G uint64) float64 {
 
 // expBaseBackward is the backward sums' value before a part starting at lo
 // in cell c: R[lo-1].s when position lo-1 is in the same vertex and cell.
-func expBaseBackward(R []timeRec, a, lo, c, G uint64) float64 {
-	if lo > a && walk.TimeKey(R[lo-1].t)/G == c {
+func expBaseBackward(R []timeRec, T []int64, a, lo, c, G uint64) float64 {
+	if lo > a && walk.TimeKey(T[lo-1])/G == c {
 		return R[lo-1].s
 	}
 	return 0
@@ -850,102 +946,24 @@ func expPickBackward(R []timeRec, lo, hi uint64, base, u float64, g uint64) (uin
 	return l, true
 }
 
-// gallopLowerRec is gallopLower over the records' times.
-func gallopLowerRec(R []timeRec, a, b uint64, t int64) uint64 {
-	if a >= b || R[a].t >= t {
-		return a
-	}
-	at, step := a, uint64(1) // R[at].t < t
-	for {
-		next := at + step
-		if next >= b {
-			return recTimeFrom(R, at+1, b, t, false, b)
-		}
-		if R[next].t >= t {
-			return recTimeFrom(R, at+1, next, t, false, next)
-		}
-		at, step = next, 2*step
-	}
-}
-
-// gallopUpperBackRec is gallopUpperBack over the records' times.
-func gallopUpperBackRec(R []timeRec, a, b uint64, t int64) uint64 {
-	if a >= b || R[b-1].t <= t {
-		return b
-	}
-	at, step := b-1, uint64(1) // R[at].t > t
-	for {
-		if at < a+step {
-			return recTimeFrom(R, a, at, t, true, at)
-		}
-		next := at - step
-		if R[next].t <= t {
-			return recTimeFrom(R, next+1, at, t, true, at)
-		}
-		at, step = next, 2*step
-	}
-}
-
-// recTimeFrom is timeFrom over the records' times.
-func recTimeFrom(R []timeRec, a, b uint64, t int64, upper bool, g uint64) uint64 {
-	after := func(c int64) bool { return c > t || !upper && c == t }
-	l, h := a, b
-	switch {
-	case g >= b || g < a:
-	case after(R[g].t):
-		h = g
-		for step := uint64(1); h > l; step *= 2 {
-			next := h - min(step, h-l)
-			if !after(R[next].t) {
-				l = next + 1
-				break
-			}
-			h = next
-		}
-	default:
-		at := g
-		for step := uint64(1); ; step *= 2 {
-			next := at + step
-			if next >= h {
-				break
-			}
-			if after(R[next].t) {
-				h = next
-				break
-			}
-			at = next
-		}
-		l = at + 1
-	}
-	for l < h {
-		m := l + (h-l)/2
-		if after(R[m].t) {
-			h = m
-		} else {
-			l = m + 1
-		}
-	}
-	return l
-}
-
 // temporalGroup is how many walks walkTemporalGroup advances together.
 const temporalGroup = 32
 
 // walkTemporalGroup walks up to temporalGroup walks a step at a time each,
-// in rounds, on the records (timeRec): a walk's step is a chain of
+// in rounds, on the records (timeRec) and Times: a walk's step is a chain of
 // dependent loads (its vertex's offsets, the coarse entries of its times,
 // the run of times they leave, the draw's reads, the drawn position's
 // target), so one walk alone waits on memory at every link. A round takes
 // each link for every walk of the group before the next, prefetching what
 // the next link reads for all of them first, so the misses of the group's
 // walks overlap: the offsets; both ends of the vertex's coarse entries,
-// then the first probe between them (coarseProbe); the records around the
+// then the first probe between them (coarseProbe); the times around the
 // guess of the window's near end (coarseRange); the window and, before
 // any sum is read, the draw's words: the exponential draw's guess of its
 // position (expHint) and the position of an unweighted uniform or linear
-// draw, whose records are prefetched, with the sums past the window's far
-// end (exponential) or the weighted prefix sums' ends; then the draw,
-// whose record gives the target and time. Each walk draws exactly as
+// draw, whose records and times are prefetched, with the sums past the
+// window's far end (exponential) or the weighted prefix sums' ends; then
+// the draw, whose record gives the target. Each walk draws exactly as
 // walkTemporal does (Philox keyed by walk and step): the walks are the
 // same, byte for byte.
 func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint32, times []int64, timesRow int, lens []uint32) {
@@ -958,6 +976,7 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 		idx    [3 * temporalGroup]uint64
 		idx2   [2 * temporalGroup]uint64
 		idx3   [temporalGroup]uint64
+		idxT   [2 * temporalGroup]uint64
 		ab     [temporalGroup][2]uint64 // the vertex's time order [a, b)
 		win    [temporalGroup][2]uint64 // the search's run, then the window [lo, hi)
 		guess  [temporalGroup]uint64    // coarseRange's guess of the window's near end
@@ -978,6 +997,7 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 	if len(R) == 0 {
 		return // no edges: no walk takes a step
 	}
+	T := s.tmp.times
 	const rs = unsafe.Sizeof(timeRec{})
 	back := s.alg.Time.Backward
 	exp := s.alg.Time.Bias == walk.TimeExponential && s.tmp.rejections > 0
@@ -1014,7 +1034,7 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 			prefetchRows(unsafe.Pointer(&s.tmp.coarse[0]), idx[:m], 8, 24)
 		}
 		// The coarse step; a run it narrowed is searched from its guess
-		// g, whose records are prefetched; a short vertex's whole range
+		// g, whose times are prefetched; a short vertex's whole range
 		// from its middle, whose first probes are.
 		m, m2 := 0, 0
 		for _, k := range active[:live] {
@@ -1043,18 +1063,18 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 			win[k] = [2]uint64{fa, fb}
 		}
 		if m > 0 {
-			prefetchRows(unsafe.Pointer(&R[0]), idx[:m], rs, rs)
+			prefetchRows(unsafe.Pointer(&T[0]), idx[:m], 8, 8)
 		}
 		if m2 > 0 {
-			prefetchRows(unsafe.Pointer(&R[0]), idx2[:m2], rs, 9*rs)
+			prefetchRows(unsafe.Pointer(&T[0]), idx2[:m2], 8, 9*8)
 		}
 		// Windows, and the draws' first reads.
-		m, m2, m3 := 0, 0, 0
+		m, m2, m3, mT := 0, 0, 0, 0
 		for _, k := range active[:live] {
 			a, b := ab[k][0], ab[k][1]
 			lo, hi := a, b
 			if bounded && b > a {
-				lo, hi = s.recWindow(a, b, t[k], win[k][0], win[k][1], guess[k])
+				lo, hi = s.windowIn(a, b, t[k], win[k][0], win[k][1], guess[k])
 			}
 			win[k] = [2]uint64{lo, hi}
 			if lo == hi {
@@ -1077,18 +1097,22 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 					idx[m] = lo - 1
 					m++
 				}
+				idxT[mT] = d.hint // the drawn position's time, near the guess mostly
+				mT++
 				if !s.tmp.expOneCell { // the far end's time, for its cell
 					if back {
-						idx[m] = lo
+						idxT[mT] = lo
 					} else {
-						idx[m] = hi - 1
+						idxT[mT] = hi - 1
 					}
-					m++
+					mT++
 				}
 			case early:
 				d.hint, _ = s.temporalDraw(firstID+uint64(k), step, a, b, lo, hi)
 				idx[m] = d.hint
 				m++
+				idxT[mT] = d.hint
+				mT++
 			case cumw != nil:
 				idx2[m2] = hi - 1
 				m2++
@@ -1107,6 +1131,9 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 		if m2 > 0 {
 			prefetchRows(unsafe.Pointer(&cumw[0]), idx2[:m2], 8, 8)
 		}
+		if mT > 0 {
+			prefetchRows(unsafe.Pointer(&T[0]), idxT[:mT], 8, 8)
+		}
 		// Draws.
 		kept := 0
 		for _, k := range active[:live] {
@@ -1120,7 +1147,7 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 			case early:
 				e = ed[k].hint
 			case exp:
-				e, ok = s.expDrawn(R, s.tmp.expCell, s.tmp.expOneCell, &ed[k], a, b, lo, hi)
+				e, ok = s.expDrawn(s.tmp.rec, s.tmp.times, s.tmp.expCell, s.tmp.expOneCell, &ed[k], a, b, lo, hi)
 			default:
 				ok = false
 			}
@@ -1131,7 +1158,7 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 					continue
 				}
 			}
-			cur[k], t[k] = R[e].tgt, R[e].t
+			cur[k], t[k] = R[e].tgt, T[e]
 			buf[k*stride+int(lens[k])] = cur[k]
 			if times != nil {
 				times[(timesRow+k)*stride+int(lens[k])] = t[k]
@@ -1142,23 +1169,4 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 		}
 		live = kept
 	}
-}
-
-// recWindow is windowIn over the records' times.
-func (s *stepper) recWindow(a, b uint64, t int64, fa, fb, g uint64) (lo, hi uint64) {
-	tp := &s.alg.Time
-	R := s.tmp.rec
-	lo, hi = a, b
-	if !tp.Backward {
-		lo = recTimeFrom(R, fa, fb, t, false, g)
-		if tp.HasMaxGap {
-			hi = recTimeFrom(R, lo, b, satAdd(t, tp.MaxGap), true, b)
-		}
-	} else {
-		hi = recTimeFrom(R, fa, fb, t, true, g)
-		if tp.HasMaxGap {
-			lo = recTimeFrom(R, a, hi, satAdd(t, -tp.MaxGap), false, hi)
-		}
-	}
-	return lo, hi
 }

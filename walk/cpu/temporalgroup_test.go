@@ -10,9 +10,11 @@ import (
 	"github.com/walkstage/walkstage/walk"
 )
 
-// The grouped steps (walkTemporalGroup: the records, the coarse and draw
-// guesses, the phases) walk exactly the walks that walkTemporal takes one
-// at a time on the graph's own arrays, for every bias and direction,
+// The grouped steps (the engine's: walkTemporalExpGroup and
+// walkTemporalNextGroup on the records with nx; and walkTemporalGroup, the
+// records without nx, searched windows, what graphs of 2^32 edges or more
+// walk) walk exactly the walks that walkTemporal takes one at a time on
+// the graph's own arrays, for every bias and direction,
 // with and without a gap, weighted or not, on timed R-MAT graphs whose hubs
 // have windows of hundreds of edges: with cells narrower than the times'
 // span (scales 0.5 to 50) and with every time in one cell (scales 2^12 and
@@ -25,6 +27,8 @@ func TestTemporalGroupMatchesOneWalk(t *testing.T) {
 	cases["backward-exp-one-cell"] = walk.TimeParams{Bias: walk.TimeExponential, Scale: 1 << 12, Backward: true}
 	cases["exponential-wide"] = walk.TimeParams{Bias: walk.TimeExponential, Scale: 3000}
 	cases["linear-start"] = walk.TimeParams{Bias: walk.TimeLinear, Start: 1 << 19, HasStart: true}
+	cases["backward-linear-gap"] = walk.TimeParams{Bias: walk.TimeLinear, Backward: true, MaxGap: 1 << 16, HasMaxGap: true}
+	cases["backward-uniform-start-gap"] = walk.TimeParams{Backward: true, Start: 1 << 19, HasStart: true, MaxGap: 1 << 17, HasMaxGap: true}
 	// walkTemporalExpGroup searches only a first step bounded by a start.
 	cases["exponential-start"] = walk.TimeParams{Bias: walk.TimeExponential, Scale: 3000, Start: 1 << 19, HasStart: true}
 	cases["backward-exp-one-cell-start-gap"] = walk.TimeParams{Bias: walk.TimeExponential, Scale: 1 << 14, Backward: true,
@@ -42,6 +46,9 @@ func TestTemporalGroupMatchesOneWalk(t *testing.T) {
 			}
 			const seed = 5
 			walks, times := timedWalks(t, e, walk.Job{Algorithm: a, Seed: seed, Starts: starts, WithTimes: true})
+			// Without output times a step reads no time where it needs
+			// none (walkTemporalExpGroup): the same walks.
+			plain, _ := timedWalks(t, e, walk.Job{Algorithm: a, Seed: seed, Starts: starts})
 			s := newStepper(g, a, seed, nil)
 			var cumw []float64
 			if weighted && tp.Bias != walk.TimeExponential {
@@ -52,12 +59,30 @@ func TestTemporalGroupMatchesOneWalk(t *testing.T) {
 				exp = e.expTable(a)
 			}
 			s.tmp = temporalGraph(g, a, cumw, nil, exp, e.coarseIndex())
+			// walkTemporalGroup, which graphs of 2^32 edges or more walk
+			// (records without nx, searched windows): the same walks.
+			sg := newStepper(g, a, seed, nil)
+			var rec []timeRec
+			if tp.Bias != walk.TimeExponential {
+				rec = e.timeRecords()
+			}
+			sg.tmp = temporalGraph(g, a, cumw, rec, exp, e.coarseIndex())
+			sg.tmp.expNext = false
+			stride := a.Length + 1
+			gw := make([]uint32, len(starts)*stride)
+			gt := make([]int64, len(starts)*stride)
+			gl := make([]uint32, len(starts))
+			sg.walkTemporalUnit(starts, 0, gw, gt, gl)
 			out := make([]uint32, a.Length+1)
 			ot := make([]int64, a.Length+1)
 			for id, v := range starts {
 				n := s.walkTemporal(uint64(id), v, out, ot)
-				if !slices.Equal(walks[id], out[:n]) || !slices.Equal(times[id], ot[:n]) {
-					t.Fatalf("%s weighted=%v walk %d: grouped %v %v, one at a time %v %v", name, weighted, id, walks[id], times[id], out[:n], ot[:n])
+				if !slices.Equal(walks[id], out[:n]) || !slices.Equal(times[id], ot[:n]) || !slices.Equal(plain[id], out[:n]) {
+					t.Fatalf("%s weighted=%v walk %d: grouped %v %v (without times %v), one at a time %v %v", name, weighted, id, walks[id], times[id], plain[id], out[:n], ot[:n])
+				}
+				row := gw[id*stride : id*stride+int(gl[id])]
+				if trow := gt[id*stride : id*stride+int(gl[id])]; !slices.Equal(row, out[:n]) || !slices.Equal(trow, ot[:n]) {
+					t.Fatalf("%s weighted=%v walk %d: walkTemporalGroup %v %v, one at a time %v %v", name, weighted, id, row, trow, out[:n], ot[:n])
 				}
 			}
 			runtime.KeepAlive(e) // its records live outside the Go heap until e is collected
@@ -65,9 +90,40 @@ func TestTemporalGroupMatchesOneWalk(t *testing.T) {
 	}
 }
 
-// The searches in the sums pick the same position from any guess: the
-// guess only decides where the gallop starts.
+// The searches in the sums pick, from any guess, the position of the
+// specification (walk/temporalexp.go), found here by a scan: forward the
+// last k of [lo, hi) past lo with R[k].s > r (lo where none is), backward
+// the first k of [lo, hi-1) with R[k].s > r (hi-1 where none is). The guess
+// only decides where the search starts: the bracket around it
+// (bracketForward), or the gallop where the answer lies outside.
 func TestExpPickAnyGuess(t *testing.T) {
+	scanF := func(R []timeRec, lo, hi uint64, base, u float64) (uint64, bool) {
+		m := R[lo].s - base
+		if !(m > 0) {
+			return 0, false
+		}
+		r := base + float64(u*m)
+		k := lo
+		for j := lo + 1; j < hi; j++ {
+			if R[j].s > r {
+				k = j
+			}
+		}
+		return k, true
+	}
+	scanB := func(B []timeRec, lo, hi uint64, base, u float64) (uint64, bool) {
+		m := B[hi-1].s - base
+		if !(m > 0) {
+			return 0, false
+		}
+		r := base + float64(u*m)
+		for j := lo; j < hi-1; j++ {
+			if B[j].s > r {
+				return j, true
+			}
+		}
+		return hi - 1, true
+	}
 	r := rand.New(rand.NewPCG(38, 2))
 	for range 300 {
 		n := 1 + r.IntN(300)
@@ -98,14 +154,14 @@ func TestExpPickAnyGuess(t *testing.T) {
 		}
 		for range 20 {
 			u := r.Float64()
-			wantF, okF := expPickForward(R, lo, hi, fb, u, lo)
-			wantB, okB := expPickBackward(B, lo, hi, bb, u, hi-1)
+			wantF, okF := scanF(R, lo, hi, fb, u)
+			wantB, okB := scanB(B, lo, hi, bb, u)
 			for g := lo; g < hi; g++ {
 				if got, ok := expPickForward(R, lo, hi, fb, u, g); ok != okF || got != wantF {
-					t.Fatalf("forward [%d, %d) u=%v from %d: %d %v, from the near end %d %v", lo, hi, u, g, got, ok, wantF, okF)
+					t.Fatalf("forward [%d, %d) u=%v from %d: %d %v, the scan %d %v", lo, hi, u, g, got, ok, wantF, okF)
 				}
 				if got, ok := expPickBackward(B, lo, hi, bb, u, g); ok != okB || got != wantB {
-					t.Fatalf("backward [%d, %d) u=%v from %d: %d %v, from the near end %d %v", lo, hi, u, g, got, ok, wantB, okB)
+					t.Fatalf("backward [%d, %d) u=%v from %d: %d %v, the scan %d %v", lo, hi, u, g, got, ok, wantB, okB)
 				}
 			}
 		}

@@ -1,6 +1,10 @@
 package cpu
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/walkstage/walkstage/walk"
+)
 
 // temporalExpGroup is how many walks walkTemporalExpGroup advances
 // together: the lines a walk's visit prefetches have the other walks'
@@ -17,21 +21,27 @@ const temporalExpGroup = 64
 //
 //  1. each walk's window (its vertex's end from vertRec, or the gap's
 //     search from the near end), the draw's words and its guess
-//     (expHintFrom with the vertex's far time); then the prefetch of the
-//     four lines around the guess, with the sums past the window's far end
-//     (forward, gap) or before it (backward) and the far end's time where
-//     the window may span cells;
-//  2. each walk's draw (expDrawn), whose record gives the target, the time
-//     and the next window's near bound; then the prefetch of what the next
-//     step's first loop reads: the vertex's two vertRec and the two
+//     (expHintDens with the vertex's density, so no time is read); then
+//     the prefetch of the three lines around the guess, with the sums past
+//     the window's far end (forward, gap) or before it (backward) and the
+//     window's end times where it may span cells;
+//  2. each walk's draw (expDrawn), whose record gives the target and the
+//     next window's near bound; then the prefetch of what the next step's
+//     first loop and draw read first: the vertex's vertRec and the two
 //     records at the near end.
+//
+// A step reads a time only where it needs one: a gap's search needs the
+// bound, cells their ends' times, and a walk with output times its steps'.
+// The drawn position's time is then prefetched at the draw and read at the
+// walk's next visit (pend), and a step without any of these reads no time
+// at all: records and vertRec are all its lines.
 //
 // Each walk's prefetches are issued as it is visited (prefetch4), the
 // group's other walks' visits before their lines are read; issued for the
 // whole group at once, a hundred lines and more fill the line-fill buffers
 // and stall the loop that issues them. The first step, when bounded by a
 // start time, searches its window as walkTemporalGroup does (coarseRange,
-// recWindow), unprefetched. The windows, the words and the draws are those
+// windowIn), unprefetched. The windows, the words and the draws are those
 // of walkTemporal: the walks are the same, byte for byte
 // (TestTemporalGroupMatchesOneWalk).
 func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []uint32, times []int64, timesRow int, lens []uint32) {
@@ -42,6 +52,7 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 		cur    [G]uint32
 		t      [G]int64
 		nx     [G]uint64 // the window's near bound, from the record taken last
+		pend   [G]uint64 // the record taken last, whose time t is not read yet
 		active [G]int    // indexes of the walks still going
 		idx    [G]uint64
 		win    [G][4]uint64 // a, b, lo, hi
@@ -73,15 +84,27 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 	back := tp.Backward
 	verts := s.tmp.expVerts
 	one := s.tmp.expOneCell
+	T := s.tmp.times
+	// needT: the steps after the first read their bound t (a gap), or
+	// write it out.
+	needT := tp.HasMaxGap || times != nil
+	// settle reads walk k's time pending from its last draw.
+	settle := func(k int) {
+		t[k] = T[pend[k]]
+		if times != nil {
+			times[(timesRow+k)*stride+int(lens[k])-1] = t[k]
+		}
+	}
 	rBase := uintptr(unsafe.Pointer(&R[0]))
 	vBase := uintptr(unsafe.Pointer(&verts[0]))
-	// recAt is the address of record k's byte off (k may lie outside R:
-	// the addresses are only prefetched).
-	recAt := func(k uint64, off uintptr) uintptr { return rBase + uintptr(k)*rs + off }
+	tBase := uintptr(unsafe.Pointer(&T[0]))
+	// recAt is the address of record k (k may lie outside R: the
+	// addresses are only prefetched).
+	recAt := func(k uint64) uintptr { return rBase + uintptr(k)*rs }
 	for i, k := range active[:live] {
 		idx[i] = uint64(cur[k])
 	}
-	prefetchRows(unsafe.Pointer(&verts[0]), idx[:live], vs, 2*vs)
+	prefetchRows(unsafe.Pointer(&verts[0]), idx[:live], vs, vs)
 	for step := uint32(0); step < uint32(s.alg.Length) && live > 0; step++ {
 		fromRec := step > 0 // t is a record's time, nx its window bound
 		// Every walk's draw (id, step, 0).
@@ -93,58 +116,38 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 		// for its draw are prefetched as it is visited, the group's other
 		// walks' visits before its draw.
 		for _, k := range active[:live] {
-			v := cur[k]
-			a, b := verts[v].a, verts[v+1].a
-			lo, hi := a, b
-			switch {
-			case b == a:
-			case fromRec && !back:
-				lo = nx[k]
-				if tp.HasMaxGap {
-					hi = recTimeFrom(R, lo, b, satAdd(t[k], tp.MaxGap), true, b)
-				}
-			case fromRec:
-				hi = nx[k]
-				if tp.HasMaxGap {
-					lo = recTimeFrom(R, a, hi, satAdd(t[k], -tp.MaxGap), false, hi)
-				}
-			case tp.HasStart:
-				fa, fb, g := coarseRange(s.tmp.coarse, a, b, t[k], back)
-				lo, hi = s.recWindow(a, b, t[k], fa, fb, g)
+			if fromRec && needT {
+				settle(k)
 			}
+			v := cur[k]
+			vr := &verts[v]
+			a, b := uint64(vr.a), uint64(vr.b)
+			lo, hi := s.nextWindow(a, b, nx[k], t[k], fromRec)
 			win[k] = [4]uint64{a, b, lo, hi}
 			if lo == hi {
 				continue
 			}
 			d := &ed[k]
 			d.x0, d.x1, d.x2, d.x3 = words[0][k], words[1][k], words[2][k], words[3][k]
-			u := unit53(d.x0, d.x1)
-			switch {
-			case !back && hi == b:
-				d.hint = s.expHintFrom(s.tmp.rec, lo, hi, u, verts[v].far, b-1-lo)
-			case back && lo == a:
-				d.hint = s.expHintFrom(s.tmp.rec, lo, hi, u, verts[v].far, hi-1-a)
-			default:
-				d.hint = s.expHint(lo, hi, u)
-			}
+			d.hint = s.expHintDens(lo, hi, unit53(d.x0, d.x1), vr.dens)
 			if d.hint != lo && d.hint != hi-1 {
 				// A guess: the lines of hint-4..hint+4, where the search
 				// in the sums goes nine steps in ten (at the near end,
 				// the lines asked for at the last draw serve).
-				p := recAt(d.hint-4, 0)
-				prefetch4(p, p+64, p+128, p+192)
+				p := recAt(d.hint - 4)
+				prefetch4(p, p+64, p+128, p+9*rs-1)
 			}
 			// The sums past the window's far end (forward, a gap) or
-			// before it (backward), and the far end's time where the
-			// window may span cells.
+			// before it (backward), and the window's end times where it
+			// may span cells.
 			switch {
 			case !one:
-				prefetch4(recAt(lo, 0), recAt(hi-1, 0), recAt(hi, 0), recAt(lo-1, 0))
+				prefetch4(tBase+uintptr(lo)*8, tBase+uintptr(hi-1)*8, recAt(hi), recAt(lo-1))
 			case !back && hi < b:
-				p := recAt(hi, 0)
+				p := recAt(hi)
 				prefetch4(p, p, p, p)
 			case back && lo > a:
-				p := recAt(lo-1, 0)
+				p := recAt(lo - 1)
 				prefetch4(p, p, p, p)
 			}
 		}
@@ -155,7 +158,20 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 			if lo == hi {
 				continue
 			}
-			e, ok := s.expDrawn(s.tmp.rec, s.tmp.expCell, s.tmp.expOneCell, &ed[k], a, b, lo, hi)
+			var e uint64
+			var ok bool
+			if one && !back {
+				// expDrawn's one-cell forward draw, the common case,
+				// without its call.
+				var base float64
+				if hi < b {
+					base = R[hi].s
+				}
+				d := &ed[k]
+				e, ok = expPickForward(R, lo, hi, base, unit53(d.x0, d.x1), d.hint)
+			} else {
+				e, ok = s.expDrawn(s.tmp.rec, s.tmp.times, s.tmp.expCell, s.tmp.expOneCell, &ed[k], a, b, lo, hi)
+			}
 			if !ok {
 				// The exact scan, for a window whose sums are zero.
 				if e, ok = s.temporalDraw(firstID+uint64(k), step, a, b, lo, hi); !ok {
@@ -163,25 +179,232 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 				}
 			}
 			r := &R[e]
-			cur[k], t[k], nx[k] = r.tgt, r.t, uint64(r.nx)
-			// The next step's lines: the vertex's two entries, and the
-			// two records at its window's near end (the near end's time
-			// and sum, and the next one, where the draw in a window too
-			// short for a guess mostly stops).
-			nr := recAt(nx[k], 0)
+			cur[k], nx[k], pend[k] = r.tgt, uint64(r.nx), e
+			// The next step's lines: the vertex's entry, and the
+			// two records at its window's near end (the near end's sum,
+			// and the next one, where the draw in a window too short
+			// for a guess mostly stops).
+			nr := recAt(nx[k])
 			if back {
-				nr = recAt(nx[k]-2, 0)
+				nr = recAt(nx[k] - 2)
 			}
 			va := vBase + uintptr(cur[k])*vs
-			prefetch4(va, va+2*vs-1, nr, nr+2*rs-1)
-			buf[k*stride+int(lens[k])] = cur[k]
-			if times != nil {
-				times[(timesRow+k)*stride+int(lens[k])] = t[k]
+			prefetch4(va, va, nr, nr+2*rs-1)
+			if needT {
+				p := tBase + uintptr(e)*8
+				prefetch4(p, p, p, p)
 			}
+			buf[k*stride+int(lens[k])] = cur[k]
 			lens[k]++
 			active[kept] = k
 			kept++
 		}
 		live = kept
+	}
+	if needT {
+		// The last step's times; a walk whose window closed settled its
+		// own at that visit.
+		for _, k := range active[:live] {
+			settle(k)
+		}
+	}
+}
+
+// nextWindow is the window [lo, hi) of a step from the vertex whose time
+// order is [a, b): after the first step (fromRec) its near end is nx, the
+// bound of the record the walk took last, whose time t bounds a gap's
+// far end (searched from the near end); a first step is bounded by the
+// start time, when given, and searched as walkTemporalGroup searches.
+func (s *stepper) nextWindow(a, b, nx uint64, t int64, fromRec bool) (lo, hi uint64) {
+	tp := &s.alg.Time
+	lo, hi = a, b
+	switch {
+	case b == a:
+	case fromRec && !tp.Backward:
+		lo = nx
+		if tp.HasMaxGap {
+			hi = upperTime(s.tmp.times, lo, b, satAdd(t, tp.MaxGap))
+		}
+	case fromRec:
+		hi = nx
+		if tp.HasMaxGap {
+			lo = lowerTime(s.tmp.times, a, hi, satAdd(t, -tp.MaxGap))
+		}
+	case tp.HasStart:
+		fa, fb, g := coarseRange(s.tmp.coarse, a, b, t, tp.Backward)
+		lo, hi = s.windowIn(a, b, t, fa, fb, g)
+	}
+	return lo, hi
+}
+
+// walkTemporalNextGroup is walkTemporalExpGroup for the uniform and linear
+// biases, on their records with nx (timeNextRecords): a step after the
+// first takes its window from the record it took last (nx) and its
+// vertex's end from Offsets, draws its position from the window and its
+// Philox words (no sums: uniform, or the linear bias's rank), and then
+// reads that position's record for the target and the next nx. Where
+// walkTemporalGroup searched every window (the coarse index, then the
+// times), an unweighted step here reads two lines: the vertex's offsets
+// and the drawn record, each prefetched at the walk's visit in the loop
+// before:
+//
+//  1. each walk's window and draw; the drawn record's prefetch (and its
+//     time's, where the step needs times: a gap, output times);
+//  2. each walk's record: target and nx; the next vertex's offsets'
+//     prefetch.
+//
+// A weighted step draws by the weights' prefix sums (cumw) as
+// temporalDraw does, in a loop between the two: the first prefetches the
+// sums at the window's ends, the middle one draws and prefetches the drawn
+// record. The windows, words and positions are temporalDraw's, so the
+// walks are walkTemporal's, byte for byte (TestTemporalGroupMatchesOneWalk).
+func (s *stepper) walkTemporalNextGroup(starts []uint32, firstID uint64, buf []uint32, times []int64, timesRow int, lens []uint32) {
+	const G = temporalExpGroup
+	stride := s.alg.Length + 1
+	n := len(starts)
+	var (
+		cur    [G]uint32
+		t      [G]int64
+		nx     [G]uint64    // the window's near bound, from the record taken last
+		pick   [G]uint64    // the drawn position, noPick where the window is empty
+		win    [G][4]uint64 // weighted: a, b, lo, hi
+		active [G]int       // indexes of the walks still going
+		idx    [G]uint64
+		idLo   [G]uint32 // the walks' Philox counters: id, step
+		idHi   [G]uint32
+		ctr    [G]uint32
+		words  [4][G]uint32
+	)
+	const noPick = ^uint64(0)
+	bound := s.alg.Time.Bound()
+	for k := range n {
+		cur[k], t[k] = starts[k], bound
+		buf[k*stride] = starts[k]
+		if times != nil {
+			times[(timesRow+k)*stride] = bound
+		}
+		lens[k] = 1
+		active[k] = k
+		id := firstID + uint64(k)
+		idLo[k], idHi[k] = uint32(id), uint32(id>>32)
+	}
+	live := n
+	R := s.tmp.rec
+	if len(R) == 0 {
+		return // no edges: no walk takes a step
+	}
+	const rs = unsafe.Sizeof(timeRec{})
+	tp := &s.alg.Time
+	linear := tp.Bias == walk.TimeLinear
+	weighted := s.weighted
+	off, T, cumw := s.off, s.tmp.times, s.tmp.cumw
+	cBase := uintptr(0)
+	if weighted {
+		cBase = uintptr(unsafe.Pointer(&cumw[0]))
+	}
+	needT := tp.HasMaxGap || times != nil
+	rBase := uintptr(unsafe.Pointer(&R[0]))
+	oBase := uintptr(unsafe.Pointer(&off[0]))
+	tBase := uintptr(unsafe.Pointer(&T[0]))
+	for i, k := range active[:live] {
+		idx[i] = uint64(cur[k])
+	}
+	prefetchRows(unsafe.Pointer(&off[0]), idx[:live], 8, 16)
+	for step := uint32(0); step < uint32(s.alg.Length) && live > 0; step++ {
+		fromRec := step > 0
+		for i := range ctr {
+			ctr[i] = step
+		}
+		philox64(&idLo, &idHi, &ctr, 0, s.k0, s.k1, &words)
+		for _, k := range active[:live] {
+			if fromRec && needT {
+				t[k] = T[pick[k]]
+				if times != nil {
+					times[(timesRow+k)*stride+int(lens[k])-1] = t[k]
+				}
+			}
+			v := cur[k]
+			lo, hi := s.nextWindow(off[v], off[v+1], nx[k], t[k], fromRec)
+			if lo == hi {
+				pick[k] = noPick
+				continue
+			}
+			if weighted {
+				// The draw reads the weights' prefix sums at the
+				// window's ends first: prefetched for the draws' loop.
+				win[k], pick[k] = [4]uint64{off[v], off[v+1], lo, hi}, lo // pick: drawn in the next loop
+				c := cBase + uintptr(hi-1)*8
+				c0 := c
+				if lo > off[v] {
+					c0 = cBase + uintptr(lo-1)*8
+				}
+				prefetch4(c, c, c0, c0)
+				continue
+			}
+			// temporalDraw's unweighted uniform and linear draws.
+			w := hi - lo
+			var e uint64
+			if linear {
+				e = s.near(lo, hi, linearPos(words[0][k], words[1][k], w))
+			} else {
+				e = lo + uint64(walk.Bounded(words[0][k], uint32(w)))
+			}
+			pick[k] = e
+			p := rBase + uintptr(e)*rs
+			q := p
+			if needT {
+				q = tBase + uintptr(e)*8
+			}
+			prefetch4(p, p, q, q)
+		}
+		if weighted {
+			// temporalDraw's weighted draws (by the prefix sums; linear:
+			// by weight, accepted by rank), then the drawn record's
+			// prefetch.
+			for _, k := range active[:live] {
+				if pick[k] == noPick {
+					continue
+				}
+				wk := &win[k]
+				e, ok := s.temporalDraw(firstID+uint64(k), step, wk[0], wk[1], wk[2], wk[3])
+				if !ok {
+					pick[k] = noPick
+					continue
+				}
+				pick[k] = e
+				p := rBase + uintptr(e)*rs
+				q := p
+				if needT {
+					q = tBase + uintptr(e)*8
+				}
+				prefetch4(p, p, q, q)
+			}
+		}
+		kept := 0
+		for _, k := range active[:live] {
+			e := pick[k]
+			if e == noPick {
+				continue
+			}
+			r := &R[e]
+			cur[k], nx[k] = r.tgt, uint64(r.nx)
+			o := oBase + uintptr(cur[k])*8
+			prefetch4(o, o+15, o, o)
+			buf[k*stride+int(lens[k])] = cur[k]
+			lens[k]++
+			active[kept] = k
+			kept++
+		}
+		live = kept
+	}
+	if needT {
+		// The last step's times; a walk whose window closed read its own
+		// at that visit.
+		for _, k := range active[:live] {
+			t[k] = T[pick[k]]
+			if times != nil {
+				times[(timesRow+k)*stride+int(lens[k])-1] = t[k]
+			}
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"testing"
@@ -9,7 +10,8 @@ import (
 	"github.com/walkstage/walkstage/walk"
 )
 
-// Every record's nx is the window bound a step bounded by its time finds in
+// Every record's nx (the exponential bias's and the uniform and linear
+// biases', timeNextRecords) is the window bound a step bounded by its time finds in
 // its target's time order (lowerTime forward, upperTime backward), on
 // undirected graphs (whose reverse edges serve, fillNextTwins) and on
 // directed ones and multigraphs whose reverse edges are missing or at other
@@ -58,27 +60,30 @@ func TestExpRecsNext(t *testing.T) {
 				t.Fatalf("%s: no nx", name)
 			}
 			off := g.Offsets
+			// The uniform and linear biases' records: the same nx, and the
+			// targets in time order.
+			ul := e.timeNextRecords(back)
 			for u := range g.NumVertices() {
 				for k := off[u]; k < off[u+1]; k++ {
 					rc := tab.rec[k]
+					if ul[k].nx != rc.nx || ul[k].tgt != g.Targets[off[u]+uint64(g.ByTime[k])] {
+						t.Fatalf("%s backward=%v: uniform record %d: %+v, want nx %d target %d", name, back, k, ul[k], rc.nx, g.Targets[off[u]+uint64(g.ByTime[k])])
+					}
 					v := rc.tgt
-					want := lowerTime(g.Times, off[v], off[v+1], rc.t)
+					want := lowerTime(g.Times, off[v], off[v+1], g.Times[k])
 					if back {
-						want = upperTime(g.Times, off[v], off[v+1], rc.t)
+						want = upperTime(g.Times, off[v], off[v+1], g.Times[k])
 					}
 					if uint64(rc.nx) != want {
-						t.Fatalf("%s backward=%v: record %d (%d -> %d at %d): nx %d, want %d", name, back, k, u, v, rc.t, rc.nx, want)
+						t.Fatalf("%s backward=%v: record %d (%d -> %d at %d): nx %d, want %d", name, back, k, u, v, g.Times[k], rc.nx, want)
 					}
 				}
-				far := int64(0)
-				if off[u+1] > off[u] {
-					far = g.Times[off[u+1]-1]
-					if back {
-						far = g.Times[off[u]]
-					}
+				dens := math.Inf(1)
+				if a, b := off[u], off[u+1]; b-a > 1 && g.Times[b-1] > g.Times[a] {
+					dens = float64(b-a-1) / ((float64(g.Times[b-1]) - float64(g.Times[a])) / 5)
 				}
-				if tab.verts[u] != (vertRec{a: off[u], far: far}) {
-					t.Fatalf("%s backward=%v: vertex %d: %+v, want start %d far %d", name, back, u, tab.verts[u], off[u], far)
+				if got := tab.verts[u]; uint64(got.a) != off[u] || uint64(got.b) != off[u+1] || got.dens != dens {
+					t.Fatalf("%s backward=%v: vertex %d: %+v, want [%d, %d) density %g", name, back, u, got, off[u], off[u+1], dens)
 				}
 			}
 			runtime.KeepAlive(e)
