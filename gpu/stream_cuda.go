@@ -263,7 +263,7 @@ func (e *Engine) setupStreamed(budget int64) (err error) {
 		e.cfg.logger.Info("gpu stream from disk: the pinned host arrays exceed half the host memory budget; partitions are read from the graph file into a ring of pinned buffers",
 			"graph_file", d.File, "host_budget_bytes", d.HostBudget, "ring_buffers", d.RingBuffers, "ring_bytes", d.RingBytes(),
 			"result_bytes", d.ResultBytes, "result_window_bytes", e.cfg.resultWindowBytes,
-			"direct", sm.disk.targets.isDirect(), "entries_file", d.Entries, "entries_build", sm.disk.entryBuild,
+			"direct", sm.disk.targets.Direct(), "entries_file", d.Entries, "entries_build", sm.disk.entryBuild,
 			"entries_bytes_read", sm.disk.entryRead)
 	}
 	return nil

@@ -4,18 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"syscall"
-	"time"
 	"unsafe"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/internal/directio"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -47,16 +45,6 @@ import (
 // This file holds what needs no GPU: the reader, the entries file, the
 // ring's sizing and victim choice. stream_cuda.go runs it.
 
-// Reads are aligned to diskAlign (the page size, which every filesystem
-// that takes O_DIRECT accepts) and cut into diskReadPiece pieces,
-// diskReadDepth in flight: one request at a time leaves an NVMe disk idle
-// between requests (walk/ooc measured the same).
-const (
-	diskAlign     = 4096
-	diskReadPiece = 8 << 20
-	diskReadDepth = 4
-)
-
 // Host budget shares under disk streaming: the ring of pinned buffers
 // takes what caches every streamed partition, at most half; the batch
 // slot's pinned result share the rest of three quarters (the tasks and
@@ -74,112 +62,15 @@ const (
 	entriesFileBytes = 12
 )
 
-// diskReader reads byte ranges of one file with pread, through O_DIRECT
-// where the filesystem allows it (else buffered: tmpfs, some FUSE mounts).
-type diskReader struct {
-	path   string
-	plain  *os.File
-	direct atomic.Pointer[os.File]
-	bytes  atomic.Int64 // read, alignment included
-	nanos  atomic.Int64
-	reads  atomic.Int64
-}
-
-func openDiskReader(path string, direct bool) (*diskReader, error) {
-	f, err := os.Open(path)
+// openDiskReader opens one file the partitions are read from
+// (directio.File: large parallel preads, through O_DIRECT where the
+// filesystem takes it).
+func openDiskReader(path string, direct bool) (*directio.File, error) {
+	f, err := directio.Open(path, direct)
 	if err != nil {
 		return nil, fmt.Errorf("gpu: stream from disk: %w", err)
 	}
-	r := &diskReader{path: path, plain: f}
-	if direct {
-		if d, err := os.OpenFile(path, os.O_RDONLY|syscall.O_DIRECT, 0); err == nil {
-			r.direct.Store(d)
-		}
-	}
-	return r, nil
-}
-
-func (r *diskReader) isDirect() bool { return r.direct.Load() != nil }
-
-func (r *diskReader) close() error {
-	if d := r.direct.Swap(nil); d != nil {
-		d.Close()
-	}
-	return r.plain.Close()
-}
-
-// diskSpan is the room a read of n bytes needs in a buffer: the range
-// widened to page boundaries on both sides.
-func diskSpan(n int64) int64 { return n + 2*diskAlign }
-
-// readRange reads the file's bytes [off, off+n) into buf, which must start
-// on a page boundary (pinned host memory does) and hold diskSpan(n), and
-// returns where in buf they start: the read is widened to whole pages so
-// O_DIRECT takes it.
-func (r *diskReader) readRange(ctx context.Context, buf []byte, off, n int64) (int64, error) {
-	if n == 0 {
-		return 0, nil
-	}
-	as := off &^ (diskAlign - 1)
-	ae := (off + n + diskAlign - 1) &^ (diskAlign - 1)
-	if ae-as > int64(len(buf)) {
-		return 0, fmt.Errorf("gpu: read %s [%d, +%d): buffer of %d bytes, want %d", r.path, off, n, len(buf), ae-as)
-	}
-	b := buf[:ae-as]
-	t0 := time.Now()
-	err := r.pieces(ctx, b, as, off+n)
-	if errors.Is(err, syscall.EINVAL) && r.isDirect() {
-		// Opened with O_DIRECT but its reads refused (some FUSE and
-		// network mounts): read through the page cache from now on.
-		if d := r.direct.Swap(nil); d != nil {
-			d.Close()
-		}
-		err = r.pieces(ctx, b, as, off+n)
-	}
-	r.nanos.Add(int64(time.Since(t0)))
-	r.reads.Add(1)
-	if err != nil {
-		return 0, fmt.Errorf("gpu: read %s [%d, +%d): %w", r.path, off, n, err)
-	}
-	return off - as, nil
-}
-
-// pieces fills b from file offset at, diskReadDepth pieces at once; the
-// file may end before b does (the last page), not before need.
-func (r *diskReader) pieces(ctx context.Context, b []byte, at, need int64) error {
-	f := r.direct.Load()
-	if f == nil {
-		f = r.plain
-	}
-	n := (len(b) + diskReadPiece - 1) / diskReadPiece
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make([]error, min(diskReadDepth, n))
-	for w := range errs {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n || errs[w] != nil {
-					return
-				}
-				if err := ctx.Err(); err != nil {
-					errs[w] = err
-					return
-				}
-				lo, hi := i*diskReadPiece, min((i+1)*diskReadPiece, len(b))
-				got, err := f.ReadAt(b[lo:hi], at+int64(lo))
-				r.bytes.Add(int64(got))
-				if err == io.EOF && at+int64(lo+got) >= need {
-					err = nil
-				}
-				if err != nil {
-					errs[w] = err
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return f, nil
 }
 
 // graphSections is where the targets and weights sections of g's file lie
@@ -360,7 +251,7 @@ func (d *DiskStream) RingBytes() int64 { return int64(d.RingBuffers) * d.BufferB
 func planStreamDisk(s graphShape, offsets []uint64, file string, deviceBudget, hostBudget, partBytes int64) (*StreamPlan, error) {
 	eb := streamEntryBytes(s.weighted)
 	ring := int64(float64(hostBudget) * diskRingShare)
-	most := ring/minRingBuffers - 2*diskAlign
+	most := ring/minRingBuffers - 2*directio.Align
 	if most < eb {
 		return nil, fmt.Errorf("gpu: stream plan of graph %s from disk: a host memory budget of %s leaves %s for %d pinned read buffers: raise the host budget (WALKSTAGE_HOST_MEMORY_LIMIT)",
 			s.name, sizeString(hostBudget), sizeString(ring), minRingBuffers)
@@ -375,7 +266,7 @@ func planStreamDisk(s graphShape, offsets []uint64, file string, deviceBudget, h
 	if p.Streamed() == 0 {
 		return p, nil // all resident: read once at start
 	}
-	buf := diskSpan(p.BufferEdges * eb)
+	buf := directio.Span(p.BufferEdges * eb)
 	if minRingBuffers*buf > ring {
 		return nil, fmt.Errorf("gpu: stream plan of graph %s from disk: partitions of %d edges (%s; the largest vertex or the %d-partition bound sets it) need %d pinned read buffers of %s, the host budget of %s leaves %s for them: raise the host budget (WALKSTAGE_HOST_MEMORY_LIMIT) to at least %s",
 			s.name, p.BufferEdges, sizeString(p.BufferEdges*eb), maxStreamParts, minRingBuffers, sizeString(buf), sizeString(hostBudget), sizeString(ring),

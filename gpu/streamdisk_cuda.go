@@ -9,6 +9,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/walkstage/walkstage/internal/directio"
+
 	"gorgonia.org/cu"
 )
 
@@ -16,9 +18,9 @@ import (
 // the graph's targets section and of the entries file, and the ring of
 // pinned buffers partitions are read into and copied from.
 type diskState struct {
-	targets    *diskReader
-	targetsOff int64       // the targets section's offset in the .wsg
-	entries    *diskReader // a weighted graph's alias entries; nil otherwise
+	targets    *directio.File
+	targetsOff int64          // the targets section's offset in the .wsg
+	entries    *directio.File // a weighted graph's alias entries; nil otherwise
 	entriesF   *os.File
 	entryBuild time.Duration
 	entryRead  int64 // bytes the entries file's build read
@@ -85,7 +87,7 @@ func (e *Engine) setupDisk(sm *streamed) error {
 
 // source is the reader and file offset of edge lo's entry in the format
 // of es bytes an edge (4: targets, 12: alias entries).
-func (ds *diskState) source(es, lo int64) (*diskReader, int64) {
+func (ds *diskState) source(es, lo int64) (*directio.File, int64) {
 	if es == 4 {
 		return ds.targets, ds.targetsOff + 4*lo
 	}
@@ -106,7 +108,7 @@ func (ds *diskState) fill(i int, es, lo, hi int64) (unsafe.Pointer, error) {
 	rd, off := ds.source(es, lo)
 	// The batch's visits hold the device thread to their end, as its
 	// kernels do; a read is not cancelled halfway.
-	at, err := rd.readRange(context.Background(), unsafe.Slice((*byte)(r.h), r.size), off, (hi-lo)*es)
+	at, err := rd.ReadRange(context.Background(), unsafe.Slice((*byte)(r.h), r.size), off, (hi-lo)*es)
 	if err != nil {
 		r.part = -1
 		return nil, err
@@ -146,7 +148,7 @@ func (sm *streamed) partition(p int, es int64, counts []uint32) (int, unsafe.Poi
 // resident partitions).
 func (e *Engine) uploadFromDisk(dst cu.DevicePtr, eb, lo, hi int64) error {
 	ds := e.streamed.disk
-	per := max((ds.ring[0].size-2*diskAlign)/eb, 1)
+	per := max((ds.ring[0].size-2*directio.Align)/eb, 1)
 	for a := lo; a < hi; a += per {
 		b := min(a+per, hi)
 		ptr, err := ds.fill(0, eb, a, b)
@@ -174,9 +176,9 @@ func (sm *streamed) releaseDisk() {
 			_ = cu.DestroyEvent(&ds.ring[i].done)
 		}
 	}
-	for _, r := range []*diskReader{ds.targets, ds.entries} {
+	for _, r := range []*directio.File{ds.targets, ds.entries} {
 		if r != nil {
-			_ = r.close()
+			_ = r.Close()
 		}
 	}
 	if ds.entriesF != nil {
@@ -193,15 +195,15 @@ func (sm *streamed) diskStats() {
 		return
 	}
 	var reads, bytes, nanos int64
-	for _, r := range []*diskReader{ds.targets, ds.entries} {
+	for _, r := range []*directio.File{ds.targets, ds.entries} {
 		if r != nil {
-			reads += r.reads.Load()
-			bytes += r.bytes.Load()
-			nanos += r.nanos.Load()
+			reads += r.Reads()
+			bytes += r.Bytes()
+			nanos += r.Nanos()
 		}
 	}
 	sm.stats.Reads, sm.stats.BytesRead = reads-sm.base[0], bytes-sm.base[1]
 	sm.stats.ReadSeconds = float64(nanos-sm.base[2]) / 1e9
 	sm.base = [3]int64{reads, bytes, nanos}
-	sm.stats.Direct = ds.targets.isDirect() && (ds.entries == nil || ds.entries.isDirect())
+	sm.stats.Direct = ds.targets.Direct() && (ds.entries == nil || ds.entries.Direct())
 }

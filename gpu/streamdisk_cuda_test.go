@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/walkstage/walkstage/internal/directio"
+
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
 	"github.com/walkstage/walkstage/walk/cpu"
@@ -78,7 +80,7 @@ func TestStreamFromDiskWalksMatch(t *testing.T) {
 				t.Fatalf("%s: pinned plan %v", gname, pp)
 			}
 			// Half the host budget holds four ring buffers.
-			ring := 4 * diskSpan(pp.BufferEdges*pp.EntryBytes)
+			ring := 4 * directio.Span(pp.BufferEdges*pp.EntryBytes)
 			e, err := openEngine(g, append(common, withStreamDisk(), WithHostMemoryLimit(2*ring))...)
 			if err != nil {
 				t.Fatal(err)

@@ -5,12 +5,13 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/walkstage/walkstage/internal/directio"
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
@@ -19,58 +20,9 @@ import (
 // pageAligned is n bytes starting on a page boundary, as pinned host
 // memory does (O_DIRECT reads need it).
 func pageAligned(n int) []byte {
-	raw := make([]byte, n+diskAlign)
-	d := (diskAlign - int(uintptr(unsafe.Pointer(&raw[0]))%diskAlign)) % diskAlign
+	raw := make([]byte, n+directio.Align)
+	d := (directio.Align - int(uintptr(unsafe.Pointer(&raw[0]))%directio.Align)) % directio.Align
 	return raw[d : d+n : d+n]
-}
-
-// TestDiskReaderReadsRanges: ranges at every alignment, within a page,
-// across the 8 MiB pieces and up to the file's last partial page read back
-// the file's bytes, directly where the filesystem allows it and buffered
-// where not; a buffer too small is an error, not a short read.
-func TestDiskReaderReadsRanges(t *testing.T) {
-	const size = 2*diskReadPiece + 3*diskAlign + 123 // ends inside a page
-	data := make([]byte, size)
-	rng := rand.New(rand.NewPCG(1, 2))
-	for i := range data {
-		data[i] = byte(rng.Uint32())
-	}
-	path := filepath.Join(t.TempDir(), "f")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, direct := range []bool{false, true} {
-		r, err := openDiskReader(path, direct)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("direct asked %v, got %v", direct, r.isDirect())
-		cases := []struct{ off, n int64 }{
-			{0, 4}, {4, 8}, {diskAlign - 4, 12}, {12345, 4096}, {diskAlign, diskAlign},
-			{3, diskReadPiece + 5}, {diskReadPiece - 100, diskReadPiece + 200}, {1, size - 1},
-			{size - 12, 12}, {0, size},
-		}
-		for _, c := range cases {
-			buf := pageAligned(int(diskSpan(c.n)))
-			at, err := r.readRange(context.Background(), buf, c.off, c.n)
-			if err != nil {
-				t.Fatalf("direct=%v [%d,+%d): %v", direct, c.off, c.n, err)
-			}
-			if !bytes.Equal(buf[at:at+c.n], data[c.off:c.off+c.n]) {
-				t.Fatalf("direct=%v [%d,+%d): bytes differ (at %d)", direct, c.off, c.n, at)
-			}
-		}
-		if _, err := r.readRange(context.Background(), pageAligned(diskAlign), 100, diskAlign); err == nil {
-			t.Fatal("a buffer short of the widened range read")
-		}
-		if _, err := r.readRange(context.Background(), pageAligned(int(diskSpan(64))), size+diskAlign, 64); !errors.Is(err, io.EOF) {
-			t.Fatalf("read past the end: %v", err)
-		}
-		if r.reads.Load() == 0 || r.bytes.Load() < size {
-			t.Fatalf("counters: %d reads, %d bytes", r.reads.Load(), r.bytes.Load())
-		}
-		r.close()
-	}
 }
 
 // savedGraph is an R-MAT graph written to a file and loaded back (mapped),
@@ -133,10 +85,10 @@ func TestEntriesFileMatchesThePinnedEntries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.close()
+	defer r.Close()
 	n := 4 * (int64(g.Offsets[900]) - int64(g.Offsets[100]))
-	buf := pageAligned(int(diskSpan(n)))
-	at, err := r.readRange(context.Background(), buf, tOff+4*int64(g.Offsets[100]), n)
+	buf := pageAligned(int(directio.Span(n)))
+	at, err := r.ReadRange(context.Background(), buf, tOff+4*int64(g.Offsets[100]), n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +154,7 @@ func TestPlanStreamDiskWithinHostBudget(t *testing.T) {
 			if d.ResultBytes < 1<<20 || d.ResultBytes > max(3*host/4-d.RingBytes(), 1<<20) {
 				t.Fatalf("host %d: result buffer %d beside a ring of %d", host, d.ResultBytes, d.RingBytes())
 			}
-			if d.BufferBytes < diskSpan(p.BufferEdges*p.EntryBytes) || d.Entries != weighted || d.File != g.File() || p.HostBytes != d.RingBytes() {
+			if d.BufferBytes < directio.Span(p.BufferEdges*p.EntryBytes) || d.Entries != weighted || d.File != g.File() || p.HostBytes != d.RingBytes() {
 				t.Fatalf("host %d: %+v for buffers of %d edges", host, d, p.BufferEdges)
 			}
 			if !strings.Contains(p.String(), "read from disk") {

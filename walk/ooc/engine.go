@@ -629,9 +629,9 @@ func (rs *run) flush(emit walk.EmitFunc, least int) error {
 
 // readBytes is what the engine's readers have read so far, and in how long.
 func (e *Engine) readBytes() (n, nanos int64) {
-	n, nanos = e.r.bytes.Load(), e.r.nanos.Load()
+	n, nanos = e.r.Bytes(), e.r.Nanos()
 	if e.tables != nil {
-		n, nanos = n+e.tables.r.bytes.Load(), nanos+e.tables.r.nanos.Load()
+		n, nanos = n+e.tables.r.Bytes(), nanos+e.tables.r.Nanos()
 	}
 	return n, nanos
 }

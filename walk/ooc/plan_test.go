@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/internal/directio"
 )
 
 // TestPlanCoversTheGraphWithinBudget: partitions are contiguous, cover
@@ -95,7 +96,7 @@ func TestHubAboveAPartitionFails(t *testing.T) {
 // back the file's bytes, with O_DIRECT and without.
 func TestReaderReadsUnalignedRanges(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "f")
-	data := make([]byte, 3*readPiece+12345)
+	data := make([]byte, 3*directio.Piece+12345)
 	for i := range data {
 		data[i] = byte(i*7 + i>>11)
 	}
@@ -108,7 +109,7 @@ func TestReaderReadsUnalignedRanges(t *testing.T) {
 			t.Fatal(err)
 		}
 		var buf alignedBuf
-		for _, c := range [][2]int64{{0, 1}, {4095, 2}, {4096, 4096}, {100, readPiece + 5}, {int64(len(data)) - 7, 7}, {13, int64(len(data)) - 13}} {
+		for _, c := range [][2]int64{{0, 1}, {4095, 2}, {4096, 4096}, {100, directio.Piece + 5}, {int64(len(data)) - 7, 7}, {13, int64(len(data)) - 13}} {
 			got, err := r.read(&buf, c[0], c[1])
 			if err != nil {
 				t.Fatalf("direct=%v %v: %v", direct, c, err)

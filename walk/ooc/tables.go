@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"sync"
 	"unsafe"
+
+	"github.com/walkstage/walkstage/internal/directio"
 )
 
 // tableFile holds the alias tables of the partitions already built, on
@@ -44,7 +46,7 @@ func openTableFile(dir string, edges int64, partitions int, direct bool) (*table
 		f.Close()
 		return nil, err
 	}
-	return &tableFile{w: f, r: r, altOff: (edges*4 + directIOAlign - 1) &^ (directIOAlign - 1), built: make([]bool, partitions)}, nil
+	return &tableFile{w: f, r: r, altOff: (edges*4 + directio.Align - 1) &^ (directio.Align - 1), built: make([]bool, partitions)}, nil
 }
 
 func tableDir(graphPath string) string { return filepath.Dir(graphPath) }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package ooc
+package directio
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package ooc
+package directio
 
 import (
 	"os"
