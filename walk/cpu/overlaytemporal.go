@@ -299,22 +299,6 @@ func (s *stepper) overlayTemporalDraw(sc *overlayTemporalScratch, l *tlist, id u
 	return s.overlayTemporalScan(sc, l, lo, hi, id, step, walk.MaxRejections, prev)
 }
 
-// pickPrefix draws a position of [lo, hi) with probability proportional to
-// its weight from the inclusive prefix sums c (base = c[lo-1], 0 at 0).
-func pickPrefix(c []float64, base float64, lo, hi uint64, x0, x1 uint32) uint64 {
-	r := base + float64(unit53(x0, x1)*(c[hi-1]-base)) // float64(): never an FMA
-	l, h := lo, hi
-	for l < h {
-		m := l + (h-l)/2
-		if c[m] <= r {
-			l = m + 1
-		} else {
-			h = m
-		}
-	}
-	return min(l, hi-1)
-}
-
 // overlayTemporalScan draws over window [lo, hi) of l by its biases summed
 // from the near end (temporalBias on the window, times Node2Vec's factor
 // against prev where the walk has one), with draw d's unit53(x0, x1).

@@ -483,9 +483,16 @@ func (s *stepper) weightedPick(a, lo, hi uint64, x0, x1 uint32) uint64 {
 	if lo > a {
 		base = c[lo-1]
 	}
+	return pickPrefix(c, base, lo, hi, x0, x1)
+}
+
+// pickPrefix draws a position of [lo, hi) with probability proportional to
+// its weight from the inclusive prefix sums c (base = c[lo-1], or 0 where
+// lo starts the sums): the first k with c[k] > base + unit53(x0, x1) *
+// (c[hi-1] - base); rounding may leave none, and the last position then
+// takes the draw.
+func pickPrefix(c []float64, base float64, lo, hi uint64, x0, x1 uint32) uint64 {
 	r := base + float64(unit53(x0, x1)*(c[hi-1]-base)) // float64(): never an FMA, as on the GPU
-	// First k in [lo, hi) with c[k] > r; rounding may leave none, and the
-	// last position then takes the draw.
 	l, h := lo, hi
 	for l < h {
 		m := l + (h-l)/2
