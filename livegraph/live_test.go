@@ -720,3 +720,46 @@ func TestPublishCostsWhatChanged(t *testing.T) {
 		t.Fatalf("the walked publication after unwalked ones: %d vertices with a delta, a whole build %d", got.Len(), want.Len())
 	}
 }
+
+// TestPublishIndexesForAWaiterOnlyOnceReached: a read-your-writes waiter
+// for offsets the live graph has not applied yet walks none of the
+// snapshots published before them, so while it waits (a backlog caught up
+// under a request for its end) nobody walking, a publication makes no
+// delta index; the publication that reaches its offsets makes one, and the
+// waiter gets that snapshot.
+func TestPublishIndexesForAWaiterOnlyOnceReached(t *testing.T) {
+	rng := rand.New(rand.NewPCG(37, 1))
+	const n = 1 << 12
+	_, base := newModel(t, variant{name: "plain"}, n, 2*n, rng)
+	l, err := New(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.walkedAt.Store(0) // nobody walked
+	want := map[int32]int64{0: 10}
+	got := make(chan *Snapshot, 1)
+	go func() {
+		s, err := l.WaitFor(context.Background(), want)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- s
+	}()
+	<-l.Wanted() // registered
+	for off := range int64(10) {
+		if err := l.Apply(0, off, []Update{{Op: Insert, Src: int64(rng.IntN(n)), Dst: int64(rng.IntN(n))}}); err != nil {
+			t.Fatal(err)
+		}
+		s := l.Publish()
+		switch {
+		case off < 9 && s.idx != nil:
+			t.Fatalf("offset %d: the publication made a delta index for a waiter for %v it does not reach", off, want)
+		case off == 9 && s.idx == nil:
+			t.Fatalf("offset %d: the publication reaching the waiter's %v made no delta index", off, want)
+		case off == 9:
+			if w := <-got; w != s {
+				t.Fatalf("the waiter got snapshot %d, want the one reaching its offsets (%d)", w.Epoch(), s.Epoch())
+			}
+		}
+	}
+}
