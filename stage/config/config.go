@@ -115,9 +115,7 @@ type Config struct {
 	EdgeTopic string `env:"EDGE_TOPIC"`
 	// WALKSTAGE_EDGE_PUBLISH_INTERVAL: how often the edge updates applied
 	// are published to the walks (a new snapshot) while updates arrive:
-	// an update is walkable within about this long of its arrival. While
-	// a backlog is caught up, up to ten times as long, so that publishing
-	// takes about a fifth of the applier's time at most.
+	// an update is walkable within about this long of its arrival.
 	EdgePublishInterval time.Duration `env:"EDGE_PUBLISH_INTERVAL" envDefault:"100ms"`
 	// WALKSTAGE_EDGE_OFFSETS_WAIT: how long a request with edge_offsets
 	// (read-your-writes) waits for the live graph to hold them before it is
