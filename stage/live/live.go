@@ -96,9 +96,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 // when in stops), so walks see an update within about interval of its
 // arrival and publishing costs nothing while the topic is quiet; and at
 // once when a read-your-writes request waits for what it just applied
-// (livegraph.Live.Waited). While records queue (a backlog), a
-// publication on the interval waits until the applier has applied four
-// times as long as the last one took (pace.go). A batch
+// (livegraph.Live.Waited). A batch
 // the live graph refuses (an update that does not fit the graph, found
 // only against it) is counted and logged, and its offset passed: the
 // reader dead-letters records that do not decode, this is the rest. It
@@ -123,10 +121,6 @@ func runApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-c
 	gap := min(interval/10, 10*time.Millisecond)
 	var last time.Time
 	var wake <-chan time.Time
-	// While records queue, a publication on the interval may be put off
-	// (pace.go); later fires when it is due.
-	pace := publishPacer{interval: interval}
-	var later <-chan time.Time
 	win := newApplierWindow(time.Now())
 	publish := func() {
 		if !dirty {
@@ -140,7 +134,6 @@ func runApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-c
 		win.publish += took
 		win.maxPublish = max(win.maxPublish, took)
 		dirty, last = false, now
-		pace.published(now, took)
 		for _, t := range pending {
 			m.walkable.Observe(max(0, now.Sub(t).Seconds()))
 			win.behind = max(win.behind, now.Sub(t))
@@ -172,16 +165,6 @@ func runApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-c
 		}
 		publish()
 	}
-	periodic := func() {
-		now := time.Now()
-		if !pace.due(now, queued(in)) {
-			if later == nil {
-				later = time.After(pace.next().Sub(now))
-			}
-			return
-		}
-		publish()
-	}
 	m.window(l.Snapshot()) // what New evicted from the loaded graph
 	defer publish()
 	for {
@@ -189,10 +172,7 @@ func runApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-c
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-tick.C:
-			periodic()
-		case <-later:
-			later = nil
-			periodic()
+			publish()
 		case r := <-bg.results():
 			t0 := time.Now()
 			bg.finish(r)
