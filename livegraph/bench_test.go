@@ -160,31 +160,9 @@ func BenchmarkOverlayWalk(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	l, err := New(base)
-	if err != nil {
-		b.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(3, 3))
-	v := int64(base.NumVertices())
-	skewed := func() int64 { return int64(float64(v) * rng.Float64() * rng.Float64()) }
-	var ups []Update
-	for range base.NumEdges() / 10 {
-		ups = append(ups, Update{Op: Insert, Src: skewed(), Dst: skewed(), Weight: float32(1 + rng.IntN(4)), Has: HasWeight})
-	}
-	for range base.NumEdges() / 100 {
-		s := uint32(skewed())
-		if adj := base.Neighbors(s); len(adj) > 0 {
-			ups = append(ups, Update{Op: Delete, Src: int64(s), Dst: int64(adj[rng.IntN(len(adj))])})
-		}
-	}
-	if err := l.Apply(0, 0, ups); err != nil {
-		b.Fatal(err)
-	}
-	snap := l.Publish()
-	compacted, err := Compact(context.Background(), snap)
-	if err != nil {
-		b.Fatal(err)
-	}
+	snap, compacted := tenPercentDelta(b, base, func(rng *rand.Rand, src, dst int64) Update {
+		return Update{Op: Insert, Src: src, Dst: dst, Weight: float32(1 + rng.IntN(4)), Has: HasWeight}
+	})
 	// Memory per appended edge: the live state (Stats.Bytes) and the
 	// index the walkers read (walk.DeltaIndex), reported on "delta".
 	st := snap.Stats()
