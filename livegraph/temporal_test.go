@@ -3,7 +3,6 @@ package livegraph
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -58,68 +57,6 @@ func timedLive(t testing.TB) (*Live, *Snapshot) {
 		}
 	}
 	return l, l.Publish()
-}
-
-// exactTemporal is the distribution of a temporal step from v bounded by
-// bound (unbounded when !bounded) on g, by (target, time) key, computed on
-// g's edges directly: the window's edges sorted by (time, target) from the
-// near end, weighed as walk/timeparams.go says, times Node2Vec's factor
-// against prev when the algorithm has one and prev is a vertex.
-func exactTemporal(g *graph.Graph, a walk.Algorithm, v uint32, bound int64, bounded bool, prev uint32) map[[2]int64]float64 {
-	type edge struct {
-		tgt uint32
-		t   int64
-		w   float64
-	}
-	tp := a.Time
-	var win []edge
-	for e := g.Offsets[v]; e < g.Offsets[v+1]; e++ {
-		tt := g.EdgeTime(e)
-		ok := !bounded || !tp.Backward && tt >= bound || tp.Backward && tt <= bound
-		if ok && bounded && tp.HasMaxGap {
-			ok = max(tt-bound, bound-tt) <= tp.MaxGap
-		}
-		if ok {
-			win = append(win, edge{g.Targets[e], tt, float64(g.Weights[e])})
-		}
-	}
-	slices.SortFunc(win, func(p, q edge) int {
-		if p.t != q.t {
-			return int(p.t - q.t)
-		}
-		return int(p.tgt) - int(q.tgt)
-	})
-	if tp.Backward {
-		slices.Reverse(win)
-	}
-	probs := map[[2]int64]float64{}
-	var sum float64
-	for p, x := range win {
-		b := 1.0
-		switch tp.Bias {
-		case walk.TimeLinear:
-			b = float64(len(win) - p)
-		case walk.TimeExponential:
-			b = math.Exp(-math.Abs(float64(x.t-win[0].t)) / tp.Scale)
-		}
-		if a.Weighted {
-			b *= x.w
-		}
-		if a.P != 0 && prev != graph.NoVertex {
-			switch {
-			case x.tgt == prev:
-				b /= a.P
-			case !rebuiltHasEdge(g, prev, x.tgt):
-				b /= a.Q
-			}
-		}
-		probs[[2]int64{int64(x.tgt), x.t}] += b
-		sum += b
-	}
-	for k := range probs {
-		probs[k] /= sum
-	}
-	return probs
 }
 
 // chiSquareKeyed is stattest.ChiSquare over (target, time) keys.
@@ -224,7 +161,7 @@ func TestOverlayTemporalMatchesRebuiltGraph(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, v := range starts {
-					probs := exactTemporal(rebuilt, a, v, a.Time.Bound(), a.Time.HasStart, graph.NoVertex)
+					probs := stattest.TemporalStep(rebuilt, a, v, a.Time.Bound(), a.Time.HasStart, graph.NoVertex)
 					if len(probs) == 0 {
 						probs = map[[2]int64]float64{{-1, 0}: 1}
 					}
@@ -232,7 +169,7 @@ func TestOverlayTemporalMatchesRebuiltGraph(t *testing.T) {
 				}
 				tested := 0
 				for s, c := range second {
-					probs := exactTemporal(rebuilt, a, s.cur, s.t, true, s.prev)
+					probs := stattest.TemporalStep(rebuilt, a, s.cur, s.t, true, s.prev)
 					if len(probs) == 0 {
 						probs = map[[2]int64]float64{{-1, 0}: 1}
 					}
@@ -419,7 +356,7 @@ func TestOverlayTemporalExponentialAcrossCells(t *testing.T) {
 					t.Fatal(err)
 				}
 				probs := map[[2]int64]float64{}
-				for k, p := range exactTemporal(rebuilt, a, 0, bd.start, true, graph.NoVertex) {
+				for k, p := range stattest.TemporalStep(rebuilt, a, 0, bd.start, true, graph.NoVertex) {
 					probs[[2]int64{rebuilt.ExternalID(uint32(k[0])), k[1]}] = p
 				}
 				if len(probs) == 0 {

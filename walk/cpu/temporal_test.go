@@ -158,53 +158,13 @@ func timedStar(t testing.TB) *graph.Graph {
 }
 
 // exactTemporalStep is the first step's distribution from vertex 0 by the
-// definition in temporal.go, computed without the stepper's code.
+// definition in temporal.go, computed without the stepper's code
+// (stattest.TemporalStep), by target.
 func exactTemporalStep(g *graph.Graph, tp walk.TimeParams, weighted bool) map[uint32]float64 {
-	type edge struct {
-		tgt uint32
-		t   int64
-		w   float64
-	}
-	var win []edge
-	bound := tp.Bound()
-	for e := g.Offsets[0]; e < g.Offsets[1]; e++ {
-		tt := g.EdgeTime(e)
-		ok := !tp.Backward && tt >= bound || tp.Backward && tt <= bound
-		if ok && tp.HasMaxGap && tp.HasStart {
-			ok = max(tt-bound, bound-tt) <= tp.MaxGap
-		}
-		if ok {
-			win = append(win, edge{g.Targets[e], tt, float64(g.Weights[e])})
-		}
-	}
-	// Near end first: (time, target) ascending forward, descending backward.
-	slices.SortFunc(win, func(a, b edge) int {
-		if a.t != b.t {
-			return int(a.t - b.t)
-		}
-		return int(a.tgt) - int(b.tgt)
-	})
-	if tp.Backward {
-		slices.Reverse(win)
-	}
+	a := walk.Algorithm{Kind: walk.Temporal, Weighted: weighted, Time: tp}
 	probs := map[uint32]float64{}
-	var sum float64
-	for p, x := range win {
-		b := 1.0
-		switch tp.Bias {
-		case walk.TimeLinear:
-			b = float64(len(win) - p)
-		case walk.TimeExponential:
-			b = math.Exp(-math.Abs(float64(x.t-win[0].t)) / tp.Scale)
-		}
-		if weighted {
-			b *= x.w
-		}
-		probs[x.tgt] = b
-		sum += b
-	}
-	for k := range probs {
-		probs[k] /= sum
+	for k, p := range stattest.TemporalStep(g, a, 0, tp.Bound(), tp.HasStart, graph.NoVertex) {
+		probs[uint32(k[0])] += p
 	}
 	return probs
 }
