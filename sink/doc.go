@@ -41,8 +41,9 @@
 // deleted or replaced; two writers of one batch id end with exactly one
 // output set, and a different request for a written batch id gets
 // ErrBatchConflict. Lookup finds a written batch for a redelivery,
-// store.Sweep and NewBatchWriter remove what killed writers left (S3
-// multipart uploads, local temporary files), and store.Check proves the
+// store.Sweep and the next attempt at a batch remove what killed writers
+// left (local temporary files when it opens; S3 multipart uploads when it
+// commits, or when it ends without a manifest), and store.Check proves the
 // store usable at start-up.
 // Every store call has a deadline (WithCallTimeout, WithUploadStallTimeout).
 // Readers must go by the manifest: a batch directory may briefly hold

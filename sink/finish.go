@@ -218,6 +218,13 @@ func (w *BatchWriter) cleanup(ctx context.Context) (cause, err error) {
 			}
 		}
 	}
+	if w.sweepOnCleanup {
+		// No manifest from this attempt, so no commit aborted what killed
+		// attempts left: remove it now (see NewBatchWriter).
+		if err := w.removeLeftovers(ctx); err != nil {
+			return cause, err
+		}
+	}
 	return cause, nil
 }
 

@@ -210,7 +210,8 @@ func WithUploadStallTimeout(d time.Duration) Option { return func(o *config) { o
 // WithStaleAfter sets the age after which a multipart upload or a local
 // temporary file of the batch, not written by this writer, is taken for
 // the leftover of a killed process and removed when the batch is written
-// again (default 15 minutes). It must exceed the longest part upload: a
+// again and that attempt ends without a manifest (a commit aborts every
+// upload under the batch; default 15 minutes). It must exceed the longest part upload: a
 // live writer's upload younger than this is never touched.
 func WithStaleAfter(d time.Duration) Option { return func(o *config) { o.staleAfter = d } }
 
@@ -244,7 +245,9 @@ func WithChunkRelease(f func(walk.Chunk)) Option { return func(o *config) { o.re
 // lists the store (an S3 request, or two local directories); the stage
 // opens a launch's writers before it walks, and the removals held up every
 // launch (a fifth of the GPU stage's engine loop in an execution trace of
-// a backlog to file://). Nothing removed has this attempt's names.
+// a backlog to file://). Nothing removed has this attempt's names. It
+// concerns local stores only: on other stores the removal is part of the
+// commit, or of an attempt that ends without one.
 func WithSweepWhileWriting() Option { return func(o *config) { o.sweepWhileWriting = true } }
 
 // WithDirCache makes Lookup take the directories above the batch

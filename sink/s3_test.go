@@ -216,8 +216,8 @@ func hangingS3(t testing.TB) (bucketURL string, hang *atomic.Bool) {
 }
 
 // A store that stops answering turns into an error within the configured
-// deadlines, wherever the writer is: opening, uploading a part, writing the
-// manifest; and for Lookup, Check and Sweep.
+// deadlines, wherever the writer is: uploading a part (the first, just after
+// it opened), writing the manifest; and for Lookup, Check and Sweep.
 func TestHungStoreTimesOut(t *testing.T) {
 	g := testGraph(t)
 	const n = 2000
@@ -243,45 +243,35 @@ func TestHungStoreTimesOut(t *testing.T) {
 			return nil
 		}
 	}
+	writeHung := func(t *testing.T, b *blob.Bucket, hang *atomic.Bool, opts []Option) error {
+		hang.Store(true)
+		w, err := NewBatchWriter(ctx, b, "walks", fpMeta("h", n, "fp"), g, opts...)
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		for _, c := range chunks {
+			if err := w.Write(ctx, cloneChunk(c)); err != nil {
+				return err
+			}
+		}
+		_, err = w.Commit(ctx)
+		if err != nil && !errors.Is(err, store.ErrStalled) {
+			t.Errorf("error %v does not say the upload stalled", err)
+		}
+		return err
+	}
 	for _, tc := range []struct {
 		name string
 		run  func(t *testing.T, b *blob.Bucket, hang *atomic.Bool) error
 	}{
-		{"open writer", func(t *testing.T, b *blob.Bucket, hang *atomic.Bool) error {
-			hang.Store(true)
-			_, err := NewBatchWriter(ctx, b, "walks", fpMeta("h", n, "fp"), g, opts...)
-			return err
+		// Opening a writer on a store does no I/O (leftovers are removed
+		// by the commit, or when an attempt ends without one): the hung
+		// store shows at the first part, and the commit says so in time.
+		{"open and write", func(t *testing.T, b *blob.Bucket, hang *atomic.Bool) error {
+			return writeHung(t, b, hang, opts)
 		}},
-		{"open writer, sweeping while writing", func(t *testing.T, b *blob.Bucket, hang *atomic.Bool) error {
-			hang.Store(true)
-			w, err := NewBatchWriter(ctx, b, "walks", fpMeta("h", n, "fp"), g, append(opts, WithSweepWhileWriting())...)
-			if err != nil {
-				t.Fatalf("open with the removal of leftovers in the background: %v", err)
-			}
-			for _, c := range chunks {
-				if err := w.Write(ctx, cloneChunk(c)); err != nil {
-					return err
-				}
-			}
-			_, err = w.Commit(ctx) // the batch fails here instead
-			return err
-		}},
-		{"part upload", func(t *testing.T, b *blob.Bucket, hang *atomic.Bool) error {
-			w, err := NewBatchWriter(ctx, b, "walks", fpMeta("h", n, "fp"), g, opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			hang.Store(true)
-			for _, c := range chunks {
-				if err := w.Write(ctx, cloneChunk(c)); err != nil {
-					return err
-				}
-			}
-			_, err = w.Commit(ctx)
-			if err != nil && !errors.Is(err, store.ErrStalled) {
-				t.Errorf("error %v does not say the upload stalled", err)
-			}
-			return err
+		{"open and write, sweeping while writing", func(t *testing.T, b *blob.Bucket, hang *atomic.Bool) error {
+			return writeHung(t, b, hang, append(opts, WithSweepWhileWriting()))
 		}},
 		{"manifest", func(t *testing.T, b *blob.Bucket, hang *atomic.Bool) error {
 			w := writeAll(t, b, fpMeta("h", n, "fp"), chunks, opts...)
@@ -414,6 +404,36 @@ func TestRedeliveryAbortsOrphanedUpload(t *testing.T) {
 				t.Fatalf("%d uploads left open after redelivery", up)
 			}
 		})
+	}
+}
+
+// A batch that commits lists the store's multipart uploads once, after its
+// manifest stands, to abort what killed attempts left: a listing at open
+// as well was one more request a batch for nothing the commit's would not
+// remove. (TestRedeliveryAbortsOrphanedUpload covers an attempt that ends
+// without a manifest.)
+func TestCommitListsUploadsOnce(t *testing.T) {
+	var listings atomic.Int64
+	b := openS3(t, serveFakeS3(t, func(faker http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet && r.URL.Query().Has("uploads") {
+				listings.Add(1)
+			}
+			faker.ServeHTTP(w, r)
+		})
+	}))
+	g := testGraph(t)
+	meta := fpMeta("once", 500, "fp")
+	openOrphanUpload(t, b, g, meta)
+	listings.Store(0)
+	for _, mode := range [][]Option{nil, {WithSweepWhileWriting()}} {
+		writeBatch(t, b, meta, g, runEngine(t, g, testAlgo, 500, 31), mode...)
+	}
+	if n := listings.Load(); n != 2 {
+		t.Errorf("%d listings of multipart uploads for two commits, want 2", n)
+	}
+	if up := pendingUploads(t, b); up != 0 {
+		t.Errorf("%d uploads open after the commits; the killed attempt's must go", up)
 	}
 }
 

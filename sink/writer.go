@@ -163,7 +163,10 @@ type BatchWriter struct {
 	work   chan *group
 	wg     sync.WaitGroup // encoders, the uploader and the removal of leftovers
 	swept  chan struct{}  // closed once earlier attempts' leftovers are removed
-	done   chan struct{}  // closed when the uploader returns
+	// sweepOnCleanup: earlier attempts' leftovers are removed when this
+	// attempt ends without a manifest, not at open (S3 and other stores).
+	sweepOnCleanup bool
+	done           chan struct{} // closed when the uploader returns
 
 	mu          sync.Mutex
 	err         error
@@ -354,7 +357,16 @@ func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta Bat
 		}
 	}
 	w.swept = make(chan struct{})
-	if !cfg.sweepWhileWriting {
+	if w.local == "" {
+		// A store's leftovers are multipart uploads of killed attempts.
+		// A commit that stands aborts every upload under the batch
+		// (abortOtherUploads), so sweeping here too would only cost each
+		// batch a listing request; an attempt that ends without a manifest
+		// sweeps instead (cleanup), which keeps the rule that the next
+		// attempt at a batch removes what a killed one left.
+		w.sweepOnCleanup = true
+		close(w.swept)
+	} else if !cfg.sweepWhileWriting {
 		err := w.removeLeftovers(ctx)
 		close(w.swept)
 		if err != nil {
@@ -362,7 +374,7 @@ func NewBatchWriter(ctx context.Context, b *blob.Bucket, prefix string, meta Bat
 		}
 	}
 	w.ctx, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	if cfg.sweepWhileWriting {
+	if cfg.sweepWhileWriting && !w.sweepOnCleanup {
 		// Not w.ctx: Abort and a failed Commit wait for the removal (its
 		// calls are bounded by the call timeout) rather than cut it short,
 		// as they would have waited in NewBatchWriter.
