@@ -11,7 +11,7 @@
 // core (walk/ooc) when the CPU engine is chosen. The budget is a Setting;
 // left at 0 it is read where the deployment states it: the one environment
 // variable this package reads, WALKSTAGE_HOST_MEMORY_LIMIT, else the
-// cgroup's memory.max, else MemAvailable (ooc.HostMemory). Otherwise it
+// cgroup's memory limit, else MemAvailable (ooc.HostMemory). Otherwise it
 // takes plain Settings and reads no environment variable or flag itself;
 // it knows nothing of Kafka or object storage. What an engine can
 // do beyond walk.Engine (run stats, chunk release, device sampling and

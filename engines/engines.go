@@ -60,7 +60,7 @@ type Settings struct {
 	// engine is chosen and the graph needs more than this in memory
 	// (ooc.InMemoryBytes), the out-of-core engine (walk/ooc) walks it from
 	// its file instead. 0: ooc.HostMemory (WALKSTAGE_HOST_MEMORY_LIMIT,
-	// else the cgroup v2 memory.max, else MemAvailable); -1: always in
+	// else the cgroup's memory limit, v2 or v1, else MemAvailable); -1: always in
 	// memory. Where the GPU engine streams the graph in partitions and
 	// their pinned host copy would exceed half of it, it reads them from
 	// the graph's file instead (gpu.WithHostMemoryLimit).
@@ -337,7 +337,7 @@ func partitionFor(g *graph.Graph, ordinals []int, s Settings, log *slog.Logger) 
 
 // hostBudget is the host memory budget of s: HostMemoryLimit when
 // positive, else ooc.HostMemory (WALKSTAGE_HOST_MEMORY_LIMIT, the cgroup's
-// memory.max, MemAvailable); 0 bytes when unknown or -1 (in memory).
+// memory limit, MemAvailable); 0 bytes when unknown or -1 (in memory).
 func hostBudget(s Settings) (ooc.Budget, error) {
 	switch {
 	case s.HostMemoryLimit < 0:

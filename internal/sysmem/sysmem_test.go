@@ -16,6 +16,7 @@ func TestCgroupMax(t *testing.T) {
 		{"unlimited", "max\n", 0},
 		{"garbage", "lots", 0},
 		{"zero", "0\n", 0},
+		{"v1 without a limit", "9223372036854771712\n", 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -34,33 +35,71 @@ func TestCgroupMax(t *testing.T) {
 }
 
 func TestLimitTakesTheLowest(t *testing.T) {
+	cases := []struct {
+		name             string
+		physical, cgroup int64
+		want             int64
+	}{
+		{"no limits", 8 << 30, 0, 8 << 30},
+		{"container limit", 8 << 30, 2 << 30, 2 << 30},
+		{"limit above physical", 1 << 30, 2 << 30, 1 << 30},
+		{"physical unknown", 0, 2 << 30, 2 << 30},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := limit(c.physical, c.cgroup); got != c.want {
+				t.Fatalf("limit = %d, want %d", got, c.want)
+			}
+		})
+	}
+}
+
+// TestCgroupLimitAt: v2's memory.max, the lowest up the process's path,
+// ahead of v1's memory.limit_in_bytes; v1 found under a controller list and
+// from a host path a container does not have.
+func TestCgroupLimitAt(t *testing.T) {
 	dir := t.TempDir()
-	v2, v1 := filepath.Join(dir, "memory.max"), filepath.Join(dir, "limit_in_bytes")
 	write := func(p, s string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	write(v2, "max\n")
-	write(v1, "9223372036854771712\n") // v1 without a limit
+	root, self := filepath.Join(dir, "cg"), filepath.Join(dir, "self")
+	write(filepath.Join(root, "memory.max"), "max\n")
+	write(filepath.Join(root, "a", "memory.max"), "3000000000\n")
+	write(filepath.Join(root, "a", "b", "memory.max"), "max\n")
+	write(filepath.Join(root, "memory", "x", "memory.limit_in_bytes"), "9223372036854771712\n") // v1: no limit
+	write(filepath.Join(root, "memory", "p", "memory.limit_in_bytes"), "2500000000\n")
+	write(filepath.Join(root, "memory", "p", "q", "memory.limit_in_bytes"), "9223372036854771712\n")
+	container := filepath.Join(dir, "container") // a container's own cgroup as the root
+	write(filepath.Join(container, "memory", "memory.limit_in_bytes"), "2600000000\n")
 	cases := []struct {
-		name     string
-		physical int64
-		v2       string
-		want     int64
+		name, self, root string
+		want             int64
+		source           string
 	}{
-		{"no limits", 8 << 30, "max\n", 8 << 30},
-		{"container limit", 8 << 30, "2147483648\n", 2 << 30},
-		{"limit above physical", 1 << 30, "2147483648\n", 1 << 30},
-		{"physical unknown", 0, "2147483648\n", 2 << 30},
+		{"v2 ancestor", "0::/a/b\n", root, 3000000000, "cgroup memory.max"},
+		{"v2 without a limit", "0::/\n", root, 0, ""},
+		{"v1 without a limit", "4:memory:/x\n", root, 0, ""},
+		{"v1 ancestor", "0::/\n4:memory:/p/q\n", root, 2500000000, "cgroup memory.limit_in_bytes"},
+		{"v1, controllers shared", "7:cpu,memory:/p/q\n", root, 2500000000, "cgroup memory.limit_in_bytes"},
+		{"v1, host path", "4:memory:/kubepods/pod1/c2\n", container, 2600000000, "cgroup memory.limit_in_bytes"},
+		{"v2 ahead of v1", "4:memory:/p/q\n0::/a/b\n", root, 3000000000, "cgroup memory.max"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			write(v2, c.v2)
-			if got := limit(c.physical, v2, v1, filepath.Join(dir, "missing")); got != c.want {
-				t.Fatalf("limit = %d, want %d", got, c.want)
+			write(self, c.self)
+			if n, src := CgroupLimitAt(self, c.root); n != c.want || src != c.source {
+				t.Fatalf("got %d from %q, want %d from %q", n, src, c.want, c.source)
 			}
 		})
+	}
+	if n, src := CgroupLimitAt(filepath.Join(dir, "missing"), root); n != 0 || src != "" {
+		t.Fatalf("no cgroup file: %d from %q", n, src)
 	}
 }
 

@@ -252,7 +252,8 @@ type Config struct {
 	// graph whose CPU engine (graph and tables) needs more is walked out
 	// of core from its file, in partitions read with large direct reads
 	// (docs/design/out-of-core.md); the walks are the same. 0: the
-	// cgroup v2 memory.max, else MemAvailable; -1: always in memory.
+	// cgroup's limit (v2 memory.max, else v1 memory.limit_in_bytes), else
+	// MemAvailable; -1: always in memory.
 	HostMemoryLimit int64 `env:"HOST_MEMORY_LIMIT" envDefault:"0"`
 	// WALKSTAGE_GPU_MEMORY_LIMIT: most device memory the GPU engine uses
 	// for the graph, its tables and the batch slots, in bytes (0: what the

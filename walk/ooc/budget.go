@@ -2,12 +2,12 @@ package ooc
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/walkstage/walkstage/internal/sysmem"
 )
 
 // EnvHostMemoryLimit names the environment variable that sets the host
@@ -18,13 +18,14 @@ const EnvHostMemoryLimit = "WALKSTAGE_HOST_MEMORY_LIMIT"
 // came from (logs and `graph info` say which).
 type Budget struct {
 	Bytes  int64
-	Source string // "WALKSTAGE_HOST_MEMORY_LIMIT", "cgroup memory.max" or "MemAvailable"
+	Source string // "WALKSTAGE_HOST_MEMORY_LIMIT", "cgroup memory.max", "cgroup memory.limit_in_bytes" or "MemAvailable"
 }
 
 // HostMemory is the host memory budget of this process:
 // WALKSTAGE_HOST_MEMORY_LIMIT when set, else the memory.max of the process's
-// cgroup v2 when it has one, else the kernel's MemAvailable; Bytes is 0
-// when none of them can be read (not Linux). An unreadable variable is an
+// cgroup v2 when it has one, else its cgroup v1 memory limit
+// (sysmem.CgroupLimit), else the kernel's MemAvailable; Bytes is 0 when none of them can be read (not
+// Linux). An unreadable variable is an
 // error (a typo must not silently mean "no limit").
 func HostMemory() (Budget, error) {
 	return hostMemory(os.Getenv(EnvHostMemoryLimit), "/proc/self/cgroup", "/sys/fs/cgroup", "/proc/meminfo")
@@ -38,46 +39,13 @@ func hostMemory(env, selfCgroup, cgroupRoot, meminfo string) (Budget, error) {
 		}
 		return Budget{n, EnvHostMemoryLimit}, nil
 	}
-	if n := cgroupV2Max(selfCgroup, cgroupRoot); n > 0 {
-		return Budget{n, "cgroup memory.max"}, nil
+	if n, src := sysmem.CgroupLimitAt(selfCgroup, cgroupRoot); n > 0 {
+		return Budget{n, src}, nil
 	}
 	if n := memAvailable(meminfo); n > 0 {
 		return Budget{n, "MemAvailable"}, nil
 	}
 	return Budget{}, nil
-}
-
-// cgroupV2Max reads memory.max of the cgroup v2 the process is in (the
-// "0::/path" line of /proc/self/cgroup), and of its ancestors up to the
-// root, and returns the lowest limit, 0 when none is set ("max") or the
-// host has no cgroup v2 hierarchy there.
-func cgroupV2Max(selfCgroup, root string) int64 {
-	b, err := os.ReadFile(selfCgroup)
-	if err != nil {
-		return 0
-	}
-	var rel string
-	found := false
-	for _, line := range strings.Split(string(b), "\n") {
-		if p, ok := strings.CutPrefix(line, "0::"); ok {
-			rel, found = p, true
-			break
-		}
-	}
-	if !found {
-		return 0
-	}
-	var lowest int64
-	for dir := filepath.Join(root, rel); ; dir = filepath.Dir(dir) {
-		if c, err := os.ReadFile(filepath.Join(dir, "memory.max")); err == nil {
-			if n, err := strconv.ParseInt(string(bytes.TrimSpace(c)), 10, 64); err == nil && n > 0 && (lowest == 0 || n < lowest) {
-				lowest = n
-			}
-		}
-		if len(dir) <= len(filepath.Clean(root)) {
-			return lowest
-		}
-	}
 }
 
 // memAvailable is MemAvailable of /proc/meminfo in bytes, 0 when unknown.

@@ -30,7 +30,7 @@ type config struct {
 }
 
 // WithMemoryLimit sets the engine's memory budget in bytes. Defaults to
-// HostMemory: WALKSTAGE_HOST_MEMORY_LIMIT, the cgroup's memory.max, or
+// HostMemory: WALKSTAGE_HOST_MEMORY_LIMIT, the cgroup's memory limit, or
 // MemAvailable.
 func WithMemoryLimit(bytes int64) Option { return func(c *config) { c.budget = bytes } }
 

@@ -145,7 +145,7 @@ func parseWalkFlags(args []string, stderr io.Writer) (*walkOptions, error) {
 	fs.StringVar(&o.name, "name", "", "graph name in the output path and metadata (default: the graph's own)")
 	fs.StringVar(&o.engineName, "engine", "auto", "cpu, gpu, hybrid (both on every job, walks split by measured rate), or auto (gpu when this build and host have one)")
 	fs.IntVar(&o.workers, "workers", runtime.GOMAXPROCS(0), "CPU engine workers")
-	fs.Int64Var(&o.hostMemory, "host-memory", 0, "host memory budget in bytes: a graph needing more is walked out of core (0: WALKSTAGE_HOST_MEMORY_LIMIT, else cgroup memory.max, else MemAvailable; -1: always in memory)")
+	fs.Int64Var(&o.hostMemory, "host-memory", 0, "host memory budget in bytes: a graph needing more is walked out of core (0: WALKSTAGE_HOST_MEMORY_LIMIT, else the cgroup's memory limit, else MemAvailable; -1: always in memory)")
 	fs.StringVar(&o.compression, "compression", "zstd", "zstd, snappy or none")
 	fs.StringVar(&o.walkEncoding, "walk-encoding", "delta_binary_packed", "Parquet encoding of the walk values: delta_binary_packed (every reader), "+
 		"or byte_stream_split (6% smaller under zstd, but DuckDB cannot read it: BYTE_STREAM_SPLIT only for FLOAT/DOUBLE; Arrow, pyarrow, polars and hyparquet can)")
