@@ -1,13 +1,11 @@
 package gpu
 
 import (
-	"bufio"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/internal/sysmem"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -62,31 +60,6 @@ func checkHostMemory(p *Placement, available int64) error {
 }
 
 // hostAvailable is the memory a placement may pin: /proc/meminfo's
-// MemAvailable, or less under a cgroup v2 limit; -1 when unknown.
-func hostAvailable() int64 {
-	avail := int64(-1)
-	if f, err := os.Open("/proc/meminfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
-				kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-				if err == nil {
-					avail = kb << 10
-				}
-			}
-		}
-		_ = f.Close()
-	}
-	if b, err := os.ReadFile("/sys/fs/cgroup/memory.max"); err == nil {
-		if lim, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
-			cur := int64(0)
-			if c, err := os.ReadFile("/sys/fs/cgroup/memory.current"); err == nil {
-				cur, _ = strconv.ParseInt(strings.TrimSpace(string(c)), 10, 64)
-			}
-			if avail < 0 || lim-cur < avail {
-				avail = lim - cur
-			}
-		}
-	}
-	return avail
-}
+// MemAvailable, or less under the cgroup's limit (v2 or v1) less its
+// usage; -1 when unknown.
+func hostAvailable() int64 { return sysmem.Available() }

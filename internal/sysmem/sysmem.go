@@ -5,6 +5,7 @@
 package sysmem
 
 import (
+	"bufio"
 	"bytes"
 	"os"
 	"path/filepath"
@@ -42,19 +43,52 @@ func CgroupLimit() (int64, string) { return CgroupLimitAt("/proc/self/cgroup", "
 // cgroup mounted as the root while the file names the host's path, so the
 // walk up to the root finds its limit in either case.
 func CgroupLimitAt(selfCgroup, root string) (int64, string) {
+	c := cgroupAt(selfCgroup, root)
+	return c.limit, c.source
+}
+
+// Available is the memory the process may still take: the kernel's
+// MemAvailable, or less where the cgroup's limit less its usage is lower
+// (the least such headroom up the process's path); -1 when neither is
+// known.
+func Available() int64 {
+	avail := MemAvailableAt("/proc/meminfo")
+	if avail == 0 {
+		avail = -1
+	}
+	if c := cgroupAt("/proc/self/cgroup", "/sys/fs/cgroup"); c.limit > 0 && (avail < 0 || c.headroom < avail) {
+		avail = c.headroom
+	}
+	return avail
+}
+
+// cgroupFiles names a hierarchy's limit and usage files.
+type cgroupFiles struct{ limit, usage, source string }
+
+var (
+	v2Files = cgroupFiles{"memory.max", "memory.current", "cgroup memory.max"}
+	v1Files = cgroupFiles{"memory.limit_in_bytes", "memory.usage_in_bytes", "cgroup memory.limit_in_bytes"}
+)
+
+// cgroupLimit is what cgroupAt found: the lowest limit, the least headroom
+// (a limit less its cgroup's usage) and the files' kind; zero when none.
+type cgroupLimit struct {
+	limit, headroom int64
+	source          string
+}
+
+func cgroupAt(selfCgroup, root string) cgroupLimit {
 	if rel, ok := cgroupPath(selfCgroup, func(hierarchy, controllers string) bool { return hierarchy == "0" && controllers == "" }); ok {
-		if n := lowestLimit(root, rel, "memory.max"); n > 0 {
-			return n, "cgroup memory.max"
+		if c := lowestLimit(root, rel, v2Files); c.limit > 0 {
+			return c
 		}
 	}
 	if rel, ok := cgroupPath(selfCgroup, func(hierarchy, controllers string) bool {
 		return hierarchy != "0" && slices.Contains(strings.Split(controllers, ","), "memory")
 	}); ok {
-		if n := lowestLimit(filepath.Join(root, "memory"), rel, "memory.limit_in_bytes"); n > 0 {
-			return n, "cgroup memory.limit_in_bytes"
-		}
+		return lowestLimit(filepath.Join(root, "memory"), rel, v1Files)
 	}
-	return 0, ""
+	return cgroupLimit{}
 }
 
 // cgroupPath returns the path of the first line of the cgroup file
@@ -73,18 +107,51 @@ func cgroupPath(selfCgroup string, match func(hierarchy, controllers string) boo
 	return "", false
 }
 
-// lowestLimit reads file in root/rel and in each ancestor up to root and
-// returns the lowest limit, 0 when there is none.
-func lowestLimit(root, rel, file string) int64 {
-	var lowest int64
+// lowestLimit reads f's files in root/rel and in each ancestor up to root
+// and returns the lowest limit and the least headroom.
+func lowestLimit(root, rel string, f cgroupFiles) cgroupLimit {
+	var c cgroupLimit
+	seen := false
 	for dir := filepath.Join(root, rel); ; dir = filepath.Dir(dir) {
-		if n := cgroupMax(filepath.Join(dir, file)); n > 0 && (lowest == 0 || n < lowest) {
-			lowest = n
+		if n := cgroupMax(filepath.Join(dir, f.limit)); n > 0 {
+			room := max(n-cgroupMax(filepath.Join(dir, f.usage)), 0)
+			if !seen || n < c.limit {
+				c.limit, c.source = n, f.source
+			}
+			if !seen || room < c.headroom {
+				c.headroom = room
+			}
+			seen = true
 		}
 		if len(dir) <= len(filepath.Clean(root)) {
-			return lowest
+			return c
 		}
 	}
+}
+
+// MemAvailableAt is MemAvailable of a /proc/meminfo file in bytes, 0 when
+// unknown.
+func MemAvailableAt(path string) int64 {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 0 {
+				return 0
+			}
+			n, err := strconv.ParseInt(f[0], 10, 64)
+			if err != nil {
+				return 0
+			}
+			return n << 10 // kB
+		}
+	}
+	return 0
 }
 
 // noLimit: cgroup v1 reports "no limit" as the largest page-aligned int64

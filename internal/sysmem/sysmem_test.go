@@ -98,6 +98,20 @@ func TestCgroupLimitAt(t *testing.T) {
 			}
 		})
 	}
+	// Headroom: the least of each limited cgroup's limit less its usage,
+	// which need not be the lowest limit's.
+	write(filepath.Join(root, "a", "memory.current"), "1000000000\n")
+	write(filepath.Join(root, "memory.max"), "3500000000\n")
+	write(filepath.Join(root, "memory.current"), "2900000000\n")
+	write(self, "0::/a/b\n")
+	if c := cgroupAt(self, root); c.limit != 3000000000 || c.headroom != 600000000 {
+		t.Fatalf("limit %d, headroom %d; want 3000000000 and 600000000 (the root's)", c.limit, c.headroom)
+	}
+	write(filepath.Join(root, "memory", "p", "memory.usage_in_bytes"), "2600000000\n") // over its limit
+	write(self, "4:memory:/p/q\n")
+	if c := cgroupAt(self, root); c.limit != 2500000000 || c.headroom != 0 {
+		t.Fatalf("v1: limit %d, headroom %d; want 2500000000 and 0", c.limit, c.headroom)
+	}
 	if n, src := CgroupLimitAt(filepath.Join(dir, "missing"), root); n != 0 || src != "" {
 		t.Fatalf("no cgroup file: %d from %q", n, src)
 	}

@@ -1,7 +1,6 @@
 package ooc
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"strconv"
@@ -42,32 +41,8 @@ func hostMemory(env, selfCgroup, cgroupRoot, meminfo string) (Budget, error) {
 	if n, src := sysmem.CgroupLimitAt(selfCgroup, cgroupRoot); n > 0 {
 		return Budget{n, src}, nil
 	}
-	if n := memAvailable(meminfo); n > 0 {
+	if n := sysmem.MemAvailableAt(meminfo); n > 0 {
 		return Budget{n, "MemAvailable"}, nil
 	}
 	return Budget{}, nil
-}
-
-// memAvailable is MemAvailable of /proc/meminfo in bytes, 0 when unknown.
-func memAvailable(path string) int64 {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
-			f := strings.Fields(rest)
-			if len(f) == 0 {
-				return 0
-			}
-			n, err := strconv.ParseInt(f[0], 10, 64)
-			if err != nil {
-				return 0
-			}
-			return n << 10 // kB
-		}
-	}
-	return 0
 }
