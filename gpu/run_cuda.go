@@ -21,7 +21,7 @@ import (
 // Check says whether the engine walks a (walk.AlgorithmChecker).
 func (e *Engine) Check(a walk.Algorithm) error {
 	if e.streamed != nil {
-		return streamSupported(a, e.streamed.plan.Labels, e.streamed.plan.Disk != nil)
+		return streamSupported(a, e.streamed.plan)
 	}
 	return temporalSupported(a, e.placed == nil && e.cfg.stripes == nil)
 }

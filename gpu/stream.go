@@ -128,6 +128,11 @@ type StreamPlan struct {
 	// device for the plan's lifetime (streamLabelBytes).
 	Labels     int
 	LabelBytes int64
+	// LabelsLeftOut is the bytes of segment ends a plan of a graph
+	// MetaPath could stream left out because the budget does not hold
+	// them beside the offsets and the two buffers (Labels is then 0 and
+	// MetaPath is refused, naming them); 0 otherwise.
+	LabelsLeftOut int64
 }
 
 // ResidentEdges counts the edges of the resident partitions.
@@ -211,6 +216,9 @@ func (p *StreamPlan) String() string {
 		fmt.Fprintf(&b, "; metapath (%d labels) walks the partitions regrouped by label, a host copy built at its first batch, with %s of label segment ends on the device",
 			p.Labels, sizeString(p.LabelBytes))
 	}
+	if p.LabelsLeftOut > 0 {
+		fmt.Fprintf(&b, "; no metapath: the budget does not hold its %s of label segment ends", sizeString(p.LabelsLeftOut))
+	}
 	if d := p.Disk; d != nil {
 		src := "the targets section of " + d.File
 		if d.Entries {
@@ -238,18 +246,40 @@ func PlanStream(g *graph.Graph, deviceBytes, partBytes int64) (*StreamPlan, erro
 	return planStream(shapeOf(g), g.Offsets, deviceBytes, partBytes)
 }
 
-// planStream cuts the vertices into contiguous ranges of at most
+// planStream is the plan of planStreamLabels with the graph's labels
+// (streamLabels), or without them when the budget cannot hold their
+// segment ends beside the offsets and the two buffers (a graph of few
+// edges a vertex: the ends, 4 bytes a vertex a label, can outweigh its
+// edges), so that DeepWalk and PPR stream wherever they did.
+func planStream(s graphShape, offsets []uint64, budget, partBytes int64) (*StreamPlan, error) {
+	l := streamLabels(s)
+	if l == 0 {
+		return planStreamLabels(s, offsets, budget, partBytes, 0)
+	}
+	if p, err := planStreamLabels(s, offsets, budget, partBytes, l); err == nil {
+		return p, nil
+	}
+	p, err := planStreamLabels(s, offsets, budget, partBytes, 0)
+	if err != nil {
+		return nil, err
+	}
+	p.LabelsLeftOut = streamLabelBytes(s.vertices, l)
+	return p, nil
+}
+
+// planStreamLabels cuts the vertices into contiguous ranges of at most
 // BufferEdges edges (a vertex of more edges gets a partition of its own and
 // the buffers grow to hold it), then makes resident, densest first (edges
 // per vertex; ties by index), the partitions that fit the budget left after
-// the offsets and the two buffers.
-func planStream(s graphShape, offsets []uint64, budget, partBytes int64) (*StreamPlan, error) {
+// the offsets, the label segment ends of labels labels (0: none) and the
+// two buffers.
+func planStreamLabels(s graphShape, offsets []uint64, budget, partBytes int64, labels int) (*StreamPlan, error) {
 	eb := streamEntryBytes(s.weighted)
 	p := &StreamPlan{Graph: s.name, Vertices: s.vertices, Edges: s.edges, EntryBytes: eb, BudgetBytes: budget, HostBytes: s.edges * eb}
 	if s.weighted {
 		p.HostBytes += s.edges * 4
 	}
-	p.Labels = streamLabels(s)
+	p.Labels = labels
 	p.LabelBytes = streamLabelBytes(s.vertices, p.Labels)
 	fixed := streamFixedBytes(s.vertices, p.LabelBytes)
 	edgeBudget := budget - fixed
@@ -381,16 +411,17 @@ type StreamStats struct {
 	ResidentSwaps int64
 }
 
-// streamSupported says whether a streaming engine walks a: DeepWalk and PPR
-// on the uniform and alias samplers (a step needs only its vertex's
-// partition), and MetaPath on label tables (a step needs its vertex's
-// partition in the label layout, the resident segment ends and the walk's
-// step, which gives its place in the schema) when the plan carries labels
-// (StreamPlan.Labels, labels here). Node2Vec is refused: its step at v
+// streamSupported says whether a streaming engine with plan p walks a:
+// DeepWalk and PPR on the uniform and alias samplers (a step needs only its
+// vertex's partition), and MetaPath on label tables (a step needs its
+// vertex's partition in the label layout, the resident segment ends and
+// the walk's step, which gives its place in the schema) when the plan
+// carries labels (StreamPlan.Labels). Node2Vec is refused: its step at v
 // asks whether a candidate is adjacent to the previous vertex, whose
 // partition need not be on the device (docs/design/out-of-core.md has the
 // exact scheme that would lift this).
-func streamSupported(a walk.Algorithm, labels int, fromDisk bool) error {
+func streamSupported(a walk.Algorithm, p *StreamPlan) error {
+	fromDisk := p.Disk != nil
 	pre := "the graph is streamed to the device in partitions (larger than the device budget)"
 	way := "set the GPU stream mode off (gpu.WithStream(StreamOff), bench --gpu-stream off) to walk it under the placement plan"
 	if fromDisk {
@@ -402,7 +433,10 @@ func streamSupported(a walk.Algorithm, labels int, fromDisk bool) error {
 	case a.Kind == walk.MetaPath && a.Stepper != walk.StepperAuto:
 		return fmt.Errorf("%w: %s, which walks metapath on label tables only (the auto sampler; this request forces %s): leave the sampler auto, or %s",
 			walk.ErrInvalidAlgorithm, pre, a.Stepper, way)
-	case a.Kind == walk.MetaPath && labels == 0:
+	case a.Kind == walk.MetaPath && p.LabelsLeftOut > 0:
+		return fmt.Errorf("%w: %s, and the device budget (%s) does not hold metapath's %s of label segment ends beside the offsets and the stream buffers: raise the device budget (WALKSTAGE_GPU_MEMORY_LIMIT, --device-fraction), or %s",
+			walk.ErrInvalidAlgorithm, pre, sizeString(p.BudgetBytes), sizeString(p.LabelsLeftOut), way)
+	case a.Kind == walk.MetaPath && p.Labels == 0:
 		return fmt.Errorf("%w: %s, which walks metapath on label tables only, for graphs of 1 to %d labels (this graph has more, or none); %s",
 			walk.ErrInvalidAlgorithm, pre, walk.MaxTableLabels, way)
 	case a.Kind == walk.MetaPath:

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/walkstage/walkstage/graph"
@@ -168,6 +169,23 @@ func checkSameWalks(t *testing.T, want map[int][][]uint32, got map[string]map[in
 	}
 }
 
+// refusesMetaPathForTheEnds checks that e, whose device budget cannot hold
+// the label segment ends of its graph (the directed test graph: about one
+// edge a vertex, so the ends of its five labels outweigh its edges),
+// refuses MetaPath naming them and walks the DeepWalk job (jobs[3]) on.
+func refusesMetaPathForTheEnds(t *testing.T, e *Engine, jobs []walk.Job) {
+	t.Helper()
+	plan := e.StreamPlan()
+	if plan.Labels != 0 || plan.LabelsLeftOut == 0 {
+		t.Fatalf("directed graph at half its streamed bytes: plan %v carries labels", plan)
+	}
+	err := e.Run(context.Background(), jobs[:1], func(walk.Chunk) error { return nil })
+	if !errors.Is(err, walk.ErrInvalidAlgorithm) || !strings.Contains(err.Error(), "label segment ends") {
+		t.Fatalf("metapath without room for the segment ends: %v", err)
+	}
+	collect(t, e, jobs[3:])
+}
+
 // TestStreamMetaPathWalksMatchCPU: under a stream plan that keeps half the
 // streamed bytes on the device in partitions of 8 KiB (tens streamed),
 // MetaPath on label tables, uniform and weighted, with several schemas,
@@ -175,6 +193,8 @@ func checkSameWalks(t *testing.T, want map[int][][]uint32, got map[string]map[in
 // whether the partitions are copied in (one batch and many) or read in
 // place, with a DeepWalk job in the same run (the resident partitions swap
 // layout); and every streamed partition is copied in, in the label layout.
+// The directed test graph's budget cannot hold its segment ends: MetaPath
+// is refused there, naming them.
 func TestStreamMetaPathWalksMatchCPU(t *testing.T) {
 	for gname, g := range streamGraphs(t) {
 		ref, err := cpu.New(g)
@@ -198,7 +218,14 @@ func TestStreamMetaPathWalksMatchCPU(t *testing.T) {
 				e := newEngine(t, g, WithStream(StreamOn), WithDeviceFraction(0.5), WithStreamPartitionBytes(8<<10),
 					WithMaxBatchWalks(run.batch), WithChunkWalks(1000), withStreamBatch(run.how))
 				plan := e.StreamPlan()
-				if plan == nil || plan.Streamed() < 5 || plan.Labels != g.NumLabels || plan.LabelBytes == 0 {
+				if plan == nil || plan.Streamed() < 5 {
+					t.Fatalf("plan %v", plan)
+				}
+				if gname == "directed" {
+					refusesMetaPathForTheEnds(t, e, jobs)
+					return
+				}
+				if plan.Labels != g.NumLabels || plan.LabelBytes == 0 {
 					t.Fatalf("plan %v", plan)
 				}
 				got := collect(t, e, jobs)

@@ -190,7 +190,11 @@ func TestStreamSupported(t *testing.T) {
 	}
 	for _, disk := range []bool{false, true} {
 		for _, c := range cases {
-			err := streamSupported(c.alg, c.labels, disk)
+			p := &StreamPlan{Labels: c.labels}
+			if disk {
+				p.Disk = &DiskStream{}
+			}
+			err := streamSupported(c.alg, p)
 			if (err == nil) != c.ok || (err != nil && !errors.Is(err, walk.ErrInvalidAlgorithm)) {
 				t.Errorf("disk=%v %+v: %v", disk, c.alg, err)
 			}

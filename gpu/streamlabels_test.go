@@ -94,7 +94,8 @@ func equalWords(a, b []uint32) bool {
 // tables carries its label count and budgets the segment ends (labels-1
 // words a vertex) on the device inside the budget; one label needs no
 // ends; an unlabelled graph or one of more labels than the label tables
-// take carries none, and MetaPath is refused on it.
+// take carries none, and MetaPath is refused on it; a budget too small for
+// the ends streams without them.
 func TestPlanStreamCarriesLabels(t *testing.T) {
 	g := placementGraph(t) // 4 labels
 	for _, c := range []struct {
@@ -123,9 +124,28 @@ func TestPlanStreamCarriesLabels(t *testing.T) {
 		if strings.Contains(p.String(), "metapath") != (c.want > 0) {
 			t.Fatalf("%d labels: %s", c.labels, p)
 		}
-		err = streamSupported(walk.Algorithm{Kind: walk.MetaPath, Length: 5, Schema: []uint8{0}}, p.Labels, false)
+		err = streamSupported(walk.Algorithm{Kind: walk.MetaPath, Length: 5, Schema: []uint8{0}}, p)
 		if (err == nil) != c.metapathStreamed {
 			t.Fatalf("%d labels: metapath: %v", c.labels, err)
 		}
+	}
+	// A budget that holds the offsets and the buffers but not the ends
+	// beside them streams without labels, and MetaPath is refused
+	// naming the ends; a budget that holds neither fails as before.
+	s := shapeOf(g)
+	ends := streamLabelBytes(s.vertices, 4)
+	budget := streamFixedBytes(s.vertices, 0) + 3*allocBytes(16<<10) + ends/2
+	p, err := planStream(s, g.Offsets, budget, 16<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkStreamPlan(t, g, p)
+	err = streamSupported(walk.Algorithm{Kind: walk.MetaPath, Length: 5, Schema: []uint8{0}}, p)
+	if p.Labels != 0 || p.LabelBytes != 0 || p.LabelsLeftOut != ends || p.DeviceBytes() > budget ||
+		!strings.Contains(p.String(), "no metapath") || err == nil || !strings.Contains(err.Error(), "label segment ends") {
+		t.Fatalf("plan %s (labels %d, %d bytes, %d left out), metapath: %v", p, p.Labels, p.LabelBytes, p.LabelsLeftOut, err)
+	}
+	if _, err := planStream(s, g.Offsets, streamFixedBytes(s.vertices, 0)+1000, 16<<10); err == nil {
+		t.Fatal("a budget below two buffers planned")
 	}
 }
