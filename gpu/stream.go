@@ -30,9 +30,10 @@ import (
 // StreamMode says when the engine streams partitions (WithStream).
 type StreamMode int
 
-// Off is the default (the zero value): streaming walks DeepWalk and PPR
-// only, and an engine cannot hold both layouts, so streaming by default
-// would refuse the Node2Vec, MetaPath, temporal and reservoir jobs that
+// Off is the default (the zero value): streaming walks DeepWalk, PPR and
+// MetaPath (label tables) only, and an engine cannot hold both layouts, so
+// streaming by default would refuse the Node2Vec, temporal and reservoir
+// jobs (and MetaPath on more than 16 labels or a forced sampler) that
 // the placement plan walks on a graph that does not fit. A user who walks
 // only the streamed algorithms turns it on.
 const (
