@@ -27,8 +27,9 @@ func hybridLayouts() map[string][]Option {
 // TestHybridMatchesCPU: the CPU engine and the GPU engine walking each job
 // together (walk/hybrid) give the CPU engine's walks, walk by walk, for
 // every layout of the graph on the device, in three runs (the first split
-// half and half, the later ones by the rates measured); Node2Vec, which
-// the streaming engine refuses, and a reservoir stepper, whose walks the
+// half and half, the later ones by the rates measured), MetaPath on label
+// tables included (split under streaming too); Node2Vec, which the
+// streaming engine refuses, and a reservoir stepper, whose walks the
 // engines draw differently, go to one engine whole.
 func TestHybridMatchesCPU(t *testing.T) {
 	for gname, g := range streamGraphs(t) {
@@ -47,6 +48,7 @@ func TestHybridMatchesCPU(t *testing.T) {
 			{Tag: 3, Algorithm: walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.1, Weighted: g.Weighted()}, Seed: 5, Starts: starts},
 			{Tag: 4, Algorithm: walk.Algorithm{Kind: walk.Node2Vec, Length: 20, P: 2, Q: 0.5}, Seed: 6, Starts: starts[:5000]},
 			{Tag: 5, Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 20, Weighted: g.Weighted(), Stepper: walk.StepperZPRS}, Seed: 7, Starts: hubStarts},
+			{Tag: 6, Algorithm: walk.Algorithm{Kind: walk.MetaPath, Length: 40, Schema: []uint8{1, 0, 2}, Weighted: g.Weighted()}, Seed: 8, Starts: starts[:6000]},
 		}
 		want := collect(t, ref, jobs)
 		for lname, opts := range hybridLayouts() {

@@ -21,7 +21,7 @@ import (
 // Check says whether the engine walks a (walk.AlgorithmChecker).
 func (e *Engine) Check(a walk.Algorithm) error {
 	if e.streamed != nil {
-		return streamSupported(a, e.streamed.plan.Disk != nil)
+		return streamSupported(a, e.streamed.plan)
 	}
 	return temporalSupported(a, e.placed == nil && e.cfg.stripes == nil)
 }
@@ -171,7 +171,9 @@ func (e *Engine) groupBatches(ctx context.Context, grp []*walk.Job) ([]*batch, e
 	if total == 0 {
 		return nil, nil
 	}
-	if e.useLabelTables(alg) {
+	if e.useLabelTables(alg) && e.streamed == nil {
+		// (Under streaming the label layout is built at the first
+		// MetaPath batch: walkStreamed.)
 		if !e.segBuilt {
 			// A placed graph's tables may take the slots' memory.
 			if err := e.awaitAllLent(ctx); err != nil {

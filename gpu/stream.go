@@ -30,9 +30,10 @@ import (
 // StreamMode says when the engine streams partitions (WithStream).
 type StreamMode int
 
-// Off is the default (the zero value): streaming walks DeepWalk and PPR
-// only, and an engine cannot hold both layouts, so streaming by default
-// would refuse the Node2Vec, MetaPath, temporal and reservoir jobs that
+// Off is the default (the zero value): streaming walks DeepWalk, PPR and
+// MetaPath (label tables) only, and an engine cannot hold both layouts, so
+// streaming by default would refuse the Node2Vec, temporal and reservoir
+// jobs (and MetaPath on more than 16 labels or a forced sampler) that
 // the placement plan walks on a graph that does not fit. A user who walks
 // only the streamed algorithms turns it on.
 const (
@@ -120,6 +121,19 @@ type StreamPlan struct {
 	// pinned whole: the pinned arrays do not fit the host budget
 	// (streamdisk.go). HostBytes is then the ring's.
 	Disk *DiskStream
+	// Labels is the label count of a graph whose MetaPath walks stream
+	// (label tables: 1 to walk.MaxTableLabels labels), else 0. MetaPath
+	// walks a second layout of the same partitions: each vertex's edges
+	// regrouped by label (the label tables' order), built on the host at
+	// the first MetaPath batch, and LabelBytes of segment ends on the
+	// device for the plan's lifetime (streamLabelBytes).
+	Labels     int
+	LabelBytes int64
+	// LabelsLeftOut is the bytes of segment ends a plan of a graph
+	// MetaPath could stream left out because the budget does not hold
+	// them beside the offsets and the two buffers (Labels is then 0 and
+	// MetaPath is refused, naming them); 0 otherwise.
+	LabelsLeftOut int64
 }
 
 // ResidentEdges counts the edges of the resident partitions.
@@ -146,15 +160,38 @@ func (p *StreamPlan) Streamed() int {
 
 // fixedBytes is the device memory a plan needs beside the edges: the
 // offsets (every step reads its vertex's degree there, so they are always
-// resident), the partition bounds and bases.
-func streamFixedBytes(vertices int64) int64 {
-	return uploadBytes((vertices+1)*8) + allocBytes((maxStreamParts+1)*4) + allocBytes(maxStreamParts*8)
+// resident), the partition bounds and bases, and the label segment ends.
+func streamFixedBytes(vertices, labelBytes int64) int64 {
+	return uploadBytes((vertices+1)*8) + allocBytes((maxStreamParts+1)*4) + allocBytes(maxStreamParts*8) + labelBytes
+}
+
+// streamLabels is the label count a stream plan of s carries (Labels): a
+// labelled graph's when MetaPath walks it on label tables
+// (walk.MaxTableLabels at most, the rule walk.UsesLabelTables applies),
+// else 0.
+func streamLabels(s graphShape) int {
+	if !s.labelled || s.labels < 1 || s.labels > walk.MaxTableLabels {
+		return 0
+	}
+	return int(s.labels)
+}
+
+// streamLabelBytes is the device memory of the label segment ends: for
+// each vertex the end of each of its first labels-1 segments, relative to
+// its first edge (uint32: a degree fits 32 bits; the last segment ends at
+// the degree). A MetaPath step reads its vertex's two ends, so they are
+// resident like the offsets, a quarter of the offsets' bytes per label.
+func streamLabelBytes(vertices int64, labels int) int64 {
+	if labels < 2 {
+		return 0
+	}
+	return uploadBytes(vertices * int64(labels-1) * 4)
 }
 
 // DeviceBytes is the device memory the plan takes: offsets, tables, the
 // resident partitions and the two buffers.
 func (p *StreamPlan) DeviceBytes() int64 {
-	n := streamFixedBytes(p.Vertices) + allocBytes(p.ResidentEdges()*p.EntryBytes)
+	n := streamFixedBytes(p.Vertices, p.LabelBytes) + allocBytes(p.ResidentEdges()*p.EntryBytes)
 	if p.Streamed() > 0 {
 		n += 2 * allocBytes(p.BufferEdges*p.EntryBytes)
 	}
@@ -176,6 +213,13 @@ func (p *StreamPlan) String() string {
 		p.Graph, len(p.Parts), p.BufferEdges, sizeString(p.BufferEdges*p.EntryBytes), len(p.Parts)-p.Streamed(),
 		100*p.DeviceShare(), p.Edges, p.Streamed(), sizeString(p.DeviceBytes()), sizeString(p.BudgetBytes),
 		sizeString(p.HostBytes))
+	if p.Labels > 0 {
+		fmt.Fprintf(&b, "; metapath (%d labels) walks the partitions regrouped by label, a host copy built at its first batch, with %s of label segment ends on the device",
+			p.Labels, sizeString(p.LabelBytes))
+	}
+	if p.LabelsLeftOut > 0 {
+		fmt.Fprintf(&b, "; no metapath: the budget does not hold its %s of label segment ends", sizeString(p.LabelsLeftOut))
+	}
 	if d := p.Disk; d != nil {
 		src := "the targets section of " + d.File
 		if d.Entries {
@@ -203,23 +247,48 @@ func PlanStream(g *graph.Graph, deviceBytes, partBytes int64) (*StreamPlan, erro
 	return planStream(shapeOf(g), g.Offsets, deviceBytes, partBytes)
 }
 
-// planStream cuts the vertices into contiguous ranges of at most
+// planStream is the plan of planStreamLabels with the graph's labels
+// (streamLabels), or without them when the budget cannot hold their
+// segment ends beside the offsets and the two buffers (a graph of few
+// edges a vertex: the ends, 4 bytes a vertex a label, can outweigh its
+// edges), so that DeepWalk and PPR stream wherever they did.
+func planStream(s graphShape, offsets []uint64, budget, partBytes int64) (*StreamPlan, error) {
+	l := streamLabels(s)
+	if l == 0 {
+		return planStreamLabels(s, offsets, budget, partBytes, 0)
+	}
+	if p, err := planStreamLabels(s, offsets, budget, partBytes, l); err == nil {
+		return p, nil
+	}
+	p, err := planStreamLabels(s, offsets, budget, partBytes, 0)
+	if err != nil {
+		return nil, err
+	}
+	p.LabelsLeftOut = streamLabelBytes(s.vertices, l)
+	return p, nil
+}
+
+// planStreamLabels cuts the vertices into contiguous ranges of at most
 // BufferEdges edges (a vertex of more edges gets a partition of its own and
 // the buffers grow to hold it), then makes resident, densest first (edges
 // per vertex; ties by index), the partitions that fit the budget left after
-// the offsets and the two buffers.
-func planStream(s graphShape, offsets []uint64, budget, partBytes int64) (*StreamPlan, error) {
+// the offsets, the label segment ends of labels labels (0: none) and the
+// two buffers.
+func planStreamLabels(s graphShape, offsets []uint64, budget, partBytes int64, labels int) (*StreamPlan, error) {
 	eb := streamEntryBytes(s.weighted)
 	p := &StreamPlan{Graph: s.name, Vertices: s.vertices, Edges: s.edges, EntryBytes: eb, BudgetBytes: budget, HostBytes: s.edges * eb}
 	if s.weighted {
 		p.HostBytes += s.edges * 4
 	}
-	fixed := streamFixedBytes(s.vertices)
+	p.Labels = labels
+	p.LabelBytes = streamLabelBytes(s.vertices, p.Labels)
+	fixed := streamFixedBytes(s.vertices, p.LabelBytes)
 	edgeBudget := budget - fixed
 	if edgeBudget <= 0 {
 		return nil, &MemoryPlanError{What: "stream plan of graph " + s.name, Need: fixed, Free: budget,
 			Parts: []MemoryPart{{Name: "graph.offsets", Bytes: uploadBytes((s.vertices + 1) * 8)},
-				{Name: "stream.tables", Bytes: fixed - uploadBytes((s.vertices+1)*8)}}}
+				{Name: "stream.labels", Bytes: p.LabelBytes},
+				{Name: "stream.tables", Bytes: fixed - uploadBytes((s.vertices+1)*8) - p.LabelBytes}}}
 	}
 	if s.edges*eb <= edgeBudget {
 		// Everything fits: one resident partition, no buffers.
@@ -337,24 +406,45 @@ type StreamStats struct {
 	// ResultPieces counts the pieces of batches whose walks came back
 	// through a result window (DiskStream.WindowBytes) rather than whole.
 	ResultPieces int64
+	// ResidentSwaps counts the copies of the resident partitions in the
+	// other layout (a MetaPath batch after other batches, or the other
+	// way round); their bytes are in BytesCopied.
+	ResidentSwaps int64
 }
 
-// streamSupported says whether a streaming engine walks a: DeepWalk and PPR
-// on the uniform and alias samplers (a step needs only its vertex's
-// partition).
-func streamSupported(a walk.Algorithm, fromDisk bool) error {
+// streamSupported says whether a streaming engine with plan p walks a:
+// DeepWalk and PPR on the uniform and alias samplers (a step needs only its
+// vertex's partition), and MetaPath on label tables (a step needs its
+// vertex's partition in the label layout, the resident segment ends and
+// the walk's step, which gives its place in the schema) when the plan
+// carries labels (StreamPlan.Labels). Node2Vec is refused: its step at v
+// asks whether a candidate is adjacent to the previous vertex, whose
+// partition need not be on the device (docs/design/out-of-core.md has the
+// exact scheme that would lift this).
+func streamSupported(a walk.Algorithm, p *StreamPlan) error {
+	fromDisk := p.Disk != nil
 	pre := "the graph is streamed to the device in partitions (larger than the device budget)"
+	way := "set the GPU stream mode off (gpu.WithStream(StreamOff), bench --gpu-stream off) to walk it under the placement plan"
 	if fromDisk {
 		pre = "the graph is streamed to the device in partitions read from its file (larger than the device budget, and its pinned host copy larger than half the host memory budget)"
+		way = "the placement plan would read the graph in place from host memory it does not fit, so walk it with the CPU engine (out of core) or raise the host budget (WALKSTAGE_HOST_MEMORY_LIMIT)"
 	}
 	s := a.ResolvedStepper()
 	switch {
-	case a.Kind != walk.DeepWalk && a.Kind != walk.PPR && fromDisk:
-		return fmt.Errorf("%w: %s, which walks deepwalk and ppr only (this request: %s); the placement plan would read the graph in place from host memory it does not fit, so walk it with the CPU engine (out of core) or raise the host budget (WALKSTAGE_HOST_MEMORY_LIMIT)",
-			walk.ErrInvalidAlgorithm, pre, a.Kind)
+	case a.Kind == walk.MetaPath && a.Stepper != walk.StepperAuto:
+		return fmt.Errorf("%w: %s, which walks metapath on label tables only (the auto sampler; this request forces %s): leave the sampler auto, or %s",
+			walk.ErrInvalidAlgorithm, pre, a.Stepper, way)
+	case a.Kind == walk.MetaPath && p.LabelsLeftOut > 0:
+		return fmt.Errorf("%w: %s, and the device budget (%s) does not hold metapath's %s of label segment ends beside the offsets and the stream buffers: raise the device budget (WALKSTAGE_GPU_MEMORY_LIMIT, --device-fraction), or %s",
+			walk.ErrInvalidAlgorithm, pre, sizeString(p.BudgetBytes), sizeString(p.LabelsLeftOut), way)
+	case a.Kind == walk.MetaPath && p.Labels == 0:
+		return fmt.Errorf("%w: %s, which walks metapath on label tables only, for graphs of 1 to %d labels (this graph has more, or none); %s",
+			walk.ErrInvalidAlgorithm, pre, walk.MaxTableLabels, way)
+	case a.Kind == walk.MetaPath:
+		return nil
 	case a.Kind != walk.DeepWalk && a.Kind != walk.PPR:
-		return fmt.Errorf("%w: %s, which walks deepwalk and ppr only (this request: %s); set the GPU stream mode off (gpu.WithStream(StreamOff), bench --gpu-stream off) to walk it under the placement plan",
-			walk.ErrInvalidAlgorithm, pre, a.Kind)
+		return fmt.Errorf("%w: %s, which walks deepwalk, ppr and metapath only (this request: %s: a node2vec step checks the previous vertex's adjacency, whose partition may not be on the device); %s",
+			walk.ErrInvalidAlgorithm, pre, a.Kind, way)
 	case s != walk.StepperUniform && s != walk.StepperAlias:
 		return fmt.Errorf("%w: %s, which runs the uniform and alias samplers only (this request: %s); leave the sampler auto",
 			walk.ErrInvalidAlgorithm, pre, s)

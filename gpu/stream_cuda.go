@@ -3,6 +3,7 @@
 package gpu
 
 import (
+	"context"
 	"fmt"
 	"time"
 	"unsafe"
@@ -20,16 +21,35 @@ type streamParams struct {
 	listLen, counts                     uint64
 	nparts, n, stride, length, mode     uint64
 	stopThreshold                       uint64
+	segEnds, numLabels, schemaLen       uint64
+	schema                              [walk.MaxSchemaLen]uint8
 }
 
-const streamParamsSize = 18 * 8
+const streamParamsSize = 21*8 + walk.MaxSchemaLen
 
-// Mode bits (kStreamEntries, kStreamAlias, kStreamPPR).
-const (
-	streamEntries = 1
-	streamAlias   = 2
-	streamPPR     = 4
+// The mirror's size is the kernel's (stream.cuh asserts 232): either
+// array is negative, a compile error, when they part.
+var (
+	_ [unsafe.Sizeof(streamParams{}) - streamParamsSize]struct{}
+	_ [streamParamsSize - unsafe.Sizeof(streamParams{})]struct{}
 )
+
+// Mode bits (kStreamEntries, kStreamAlias, kStreamPPR, kStreamMetaPath).
+const (
+	streamEntries  = 1
+	streamAlias    = 2
+	streamPPR      = 4
+	streamMetaPath = 8
+)
+
+// streamFmt is the format of a partition's entries: bytes an edge (4:
+// targets, 12: alias entries) in the plain layout or the label layout
+// (streamlabels.go). A buffer holding one format is of no use to a batch
+// that walks another.
+type streamFmt struct {
+	bytes  int64
+	labels bool
+}
 
 const (
 	streamBlock = 256        // kStreamBlock
@@ -53,8 +73,8 @@ type streamed struct {
 	dBaseMapped, dEntriesMapped cu.DevicePtr
 	dResident                   cu.DevicePtr
 	dBuf                        [2]cu.DevicePtr
-	loaded                      [2]int   // partition in each buffer (copy issued), -1: none
-	loadedBytes                 [2]int64 // its bytes per edge (4: targets, 12: entries)
+	loaded                      [2]int       // partition in each buffer (copy issued), -1: none
+	loadedFmt                   [2]streamFmt // its format
 	copyStream                  cu.Stream
 	copied                      [2]cu.Event
 	fnInit, fnCount             cu.Function
@@ -73,6 +93,26 @@ type streamed struct {
 	// counters at the last run's end (reads, bytes, nanoseconds).
 	disk *diskState
 	base [3]int64
+	// residentBase is dBase's host copy (the resident partitions' biased
+	// device addresses), for the label layout's mapped bases and for
+	// swapping the layout the resident partitions hold.
+	residentBase []uint64
+	// lab is the label layout (streamlabels.go), built at the first
+	// MetaPath batch; residentLabels says the resident partitions hold it
+	// (a MetaPath batch swaps it in, any other batch swaps it out).
+	lab            *streamLabelLayout
+	residentLabels bool
+	residentTorn   bool // a swap failed halfway: neither layout is whole
+}
+
+// streamLabelLayout is the label layout's host side and device tables.
+// From disk, the entries are a label entries file (diskState.labels) and
+// hEntries is nil.
+type streamLabelLayout struct {
+	hEntries       unsafe.Pointer // pinned, mapped: every edge's label-layout entry
+	dEntriesMapped cu.DevicePtr
+	dBaseMapped    cu.DevicePtr // dBaseMapped's twin pointing into hEntries
+	dSegEnds       cu.DevicePtr // the segment ends (streamLabelBytes)
 }
 
 // setupStreamed plans the partitions for budget bytes of device memory,
@@ -177,7 +217,7 @@ func (e *Engine) setupStreamed(budget int64) (err error) {
 		n := (x.EHi - x.ELo) * eb
 		dst := sm.dResident + cu.DevicePtr(at)
 		if plan.Disk != nil {
-			err = e.uploadFromDisk(dst, eb, x.ELo, x.EHi)
+			err = e.uploadFromDisk(dst, streamFmt{bytes: eb}, x.ELo, x.EHi)
 		} else {
 			err = e.copyHtoD(dst, unsafe.Add(sm.hEntries, x.ELo*eb), n)
 		}
@@ -190,6 +230,7 @@ func (e *Engine) setupStreamed(budget int64) (err error) {
 	if sm.dBase, err = upload(e, "stream.base", base); err != nil {
 		return err
 	}
+	sm.residentBase = append([]uint64(nil), base...)
 	if plan.Disk == nil {
 		for i, x := range plan.Parts {
 			if !x.Resident {
@@ -346,11 +387,29 @@ func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, 
 	if alg.Kind == walk.PPR {
 		mode |= streamPPR
 	}
+	meta := alg.Kind == walk.MetaPath
 	// es: the bytes per edge this batch would stream, from src.
 	es, src := eb, sm.hEntries
-	if e.g.Weighted() && mode&streamAlias == 0 {
+	switch {
+	case meta:
+		// The label layout, alias entries whenever the graph is weighted
+		// (a uniform MetaPath walk reads their keep word, the segment's
+		// target, as the label tables' unweighted walk reads it).
+		if err := e.ensureStreamLabels(); err != nil {
+			return err
+		}
+		mode |= streamMetaPath
+		if alg.Weighted {
+			mode |= streamAlias
+		}
+		src = sm.lab.hEntries // nil from disk: the label entries file
+	case e.g.Weighted() && mode&streamAlias == 0:
 		es, src = 4, sm.hTargets // nil from disk: the targets section
 	}
+	if err := e.streamResident(meta); err != nil {
+		return err
+	}
+	format := streamFmt{bytes: es, labels: meta}
 	inPlace := false
 	switch {
 	case sm.disk != nil:
@@ -365,6 +424,9 @@ func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, 
 		// One visit: every partition is on a side (resident, or mapped
 		// host memory read in place), so every walker runs to its end.
 		base = sm.dBaseMapped
+		if meta {
+			base = sm.lab.dBaseMapped
+		}
 		sm.stats.InPlaceBatches++
 	} else {
 		sm.stats.Batches++
@@ -374,6 +436,10 @@ func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, 
 		wv: uint64(sm.dWV), wstep: uint64(sm.dWStep), list: uint64(sm.dList), listLen: uint64(sm.dListLen),
 		counts: uint64(sm.dCounts), nparts: uint64(np), n: uint64(n), stride: wp.stride, length: wp.length,
 		mode: mode, stopThreshold: wp.stopThreshold}
+	if meta {
+		sm.hParams.segEnds, sm.hParams.numLabels = uint64(sm.lab.dSegEnds), uint64(pl.Labels)
+		sm.hParams.schemaLen, sm.hParams.schema = wp.schemaLen, wp.schema
+	}
 	st := s.stream
 	// The parameters are copied synchronously: the pinned block is
 	// rewritten by the next batch.
@@ -386,8 +452,8 @@ func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, 
 		return fmt.Errorf("gpu: stream_init: %w", err)
 	}
 	for b := range sm.loaded {
-		if sm.loadedBytes[b] != es {
-			sm.loaded[b] = -1 // the other format: of no use to this batch
+		if sm.loadedFmt[b] != format {
+			sm.loaded[b] = -1 // another format: of no use to this batch
 		}
 	}
 	counts := sm.hCounts[:np]
@@ -396,7 +462,7 @@ func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, 
 		from, ring := unsafe.Pointer(nil), -1
 		if sm.disk != nil {
 			var err error
-			if ring, from, err = sm.partition(p, es, counts); err != nil {
+			if ring, from, err = sm.partition(p, format, counts); err != nil {
 				return err
 			}
 		} else {
@@ -415,7 +481,7 @@ func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, 
 			}
 			sm.disk.ring[ring].busy = true
 		}
-		sm.loaded[b], sm.loadedBytes[b] = p, es
+		sm.loaded[b], sm.loadedFmt[b] = p, format
 		sm.stats.Copies++
 		sm.stats.BytesCopied += (x.EHi - x.ELo) * es
 		return nil
@@ -491,6 +557,108 @@ func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, 
 	return nil
 }
 
+// ensureStreamLabels builds the label layout at the first MetaPath batch
+// (device thread): pinned and mapped entries filled from the graph in
+// memory, or from disk a label entries file built from the graph file's
+// sections; then the segment ends go to the device, into the share the
+// plan kept for them.
+func (e *Engine) ensureStreamLabels() error {
+	sm := e.streamed
+	if sm.lab != nil {
+		return nil
+	}
+	t0 := time.Now()
+	g, pl := e.g, sm.plan
+	nl, eb, E := pl.Labels, pl.EntryBytes, g.NumEdges()
+	lab := &streamLabelLayout{}
+	var ends []uint32
+	var read int64
+	if ds := sm.disk; ds != nil {
+		f, fe, n, err := buildEntriesFile(context.Background(), g, entriesDir(pl.Disk.File), nl)
+		if err != nil {
+			return err
+		}
+		ds.labelsF, ends, read = f, fe, n
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("gpu: stream label entries file: %w", err)
+		}
+		// The file is unlinked: open its descriptor again, for O_DIRECT.
+		if ds.labels, err = openDiskReader(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), true); err != nil {
+			return err
+		}
+	} else {
+		if n := E * eb; n > hostAvailable() {
+			return fmt.Errorf("gpu: stream plan of graph %s: metapath's label layout needs %s of pinned host memory, the host has %s available", g.Name, sizeString(n), sizeString(hostAvailable()))
+		}
+		var err error
+		if lab.hEntries, lab.dEntriesMapped, err = hostAllocMapped(max(E*eb, 8)); err != nil {
+			return fmt.Errorf("gpu: stream label entries: %w", err)
+		}
+		e.liveHost++
+		sm.hPtrs = append(sm.hPtrs, lab.hEntries)
+		ends = make([]uint32, int64(g.NumVertices())*int64(max(nl-1, 0)))
+		fillLabelEntries(g, nl, unsafe.Slice((*uint32)(lab.hEntries), E*eb/4), ends)
+		base := append([]uint64(nil), sm.residentBase...)
+		for i, x := range pl.Parts {
+			if !x.Resident {
+				base[i] = uint64(lab.dEntriesMapped)
+			}
+		}
+		if lab.dBaseMapped, err = upload(e, "stream.base.labels", base); err != nil {
+			return err
+		}
+	}
+	if len(ends) > 0 {
+		var err error
+		if lab.dSegEnds, err = upload(e, "stream.labels", ends); err != nil {
+			return err
+		}
+	}
+	sm.lab = lab
+	e.cfg.logger.Info("gpu stream label layout built: metapath walks the partitions regrouped by label",
+		"graph", g.Name, "labels", nl, "from_disk", sm.disk != nil, "bytes_read", read, "duration", time.Since(t0))
+	return nil
+}
+
+// streamResident has the resident partitions hold the label layout
+// (labels) or the plain one, copying them again from the host (or the
+// disk) when they hold the other: a run of MetaPath batches after other
+// batches pays one copy of the resident share, not one a batch (device
+// thread; no kernel reads them now: every batch's visits end before the
+// next batch's start).
+func (e *Engine) streamResident(labels bool) error {
+	sm := e.streamed
+	if sm.residentLabels == labels && !sm.residentTorn {
+		return nil
+	}
+	pl := sm.plan
+	eb := pl.EntryBytes
+	src := sm.hEntries
+	if labels {
+		src = sm.lab.hEntries
+	}
+	for i, x := range pl.Parts {
+		if !x.Resident || x.EHi == x.ELo {
+			continue
+		}
+		dst := cu.DevicePtr(sm.residentBase[i] + uint64(x.ELo*eb))
+		var err error
+		if sm.disk != nil {
+			err = e.uploadFromDisk(dst, streamFmt{bytes: eb, labels: labels}, x.ELo, x.EHi)
+		} else {
+			err = e.copyHtoD(dst, unsafe.Add(src, x.ELo*eb), (x.EHi-x.ELo)*eb)
+		}
+		if err != nil {
+			sm.residentTorn = true
+			return fmt.Errorf("gpu: copy resident partition %d in the other layout (label layout: %v): %w", i, labels, err)
+		}
+		sm.stats.BytesCopied += (x.EHi - x.ELo) * eb
+	}
+	sm.residentLabels, sm.residentTorn = labels, false
+	sm.stats.ResidentSwaps++
+	return nil
+}
+
 // releaseStreamed frees the stream plan's memory (device thread).
 func (e *Engine) releaseStreamed() {
 	sm := e.streamed
@@ -509,6 +677,10 @@ func (e *Engine) releaseStreamed() {
 		e.free(fmt.Sprintf("stream.buffer%d", b), &sm.dBuf[b])
 	}
 	sm.freeWalkers(e)
+	if sm.lab != nil {
+		e.free("stream.labels", &sm.lab.dSegEnds)
+		e.free("stream.base.labels", &sm.lab.dBaseMapped)
+	}
 	for name, p := range map[string]*cu.DevicePtr{"stream.bounds": &sm.dBounds, "stream.base": &sm.dBase, "stream.base.mapped": &sm.dBaseMapped,
 		"stream.resident": &sm.dResident, "stream.counts": &sm.dCounts, "stream.listlen": &sm.dListLen, "stream.params": &sm.dParams} {
 		e.free(name, p)

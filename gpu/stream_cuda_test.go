@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/walkstage/walkstage/graph"
@@ -14,15 +15,19 @@ import (
 )
 
 // streamGraphs are the graphs the streaming tests walk: the engine tests'
-// directed graph (a hub above the warp threshold, dead ends, weighted), an
-// undirected weighted R-MAT graph and an unweighted one (4-byte targets
-// streamed instead of alias entries).
+// directed graph (a hub above the warp threshold, dead ends, weighted, 5
+// labels), an undirected weighted R-MAT graph of 4 labels and an
+// unweighted one of 3 (4-byte targets streamed instead of alias entries).
 func streamGraphs(t *testing.T) map[string]*graph.Graph {
 	t.Helper()
 	out := map[string]*graph.Graph{"directed": testGraph(t)}
 	for name, w := range map[string]bool{"rmat-weighted": true, "rmat-unweighted": false} {
+		labels := 3
+		if w {
+			labels = 4
+		}
 		g, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 12, EdgeFactor: 8, Seed: 5,
-			Undirected: true, Weighted: w, Name: name})
+			Undirected: true, Weighted: w, Labels: labels, Name: name})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,14 +135,126 @@ func TestStreamWalksMatchCPU(t *testing.T) {
 	}
 }
 
-// TestStreamRefusesWhatItCannotWalk: Node2Vec, MetaPath and the reservoir
-// samplers are refused with ErrInvalidAlgorithm, and the engine walks on.
+// metaPathJobs are the MetaPath jobs the streaming tests walk: several
+// schemas (one label, a cycle that repeats a label, all labels), a
+// weighted walk where the graph has weights, hub starts, and a DeepWalk
+// job in the same run, so the resident partitions change layout twice a
+// run and a buffer loaded in one layout is never read in the other.
+func metaPathJobs(g *graph.Graph, starts, hubStarts []uint32) []walk.Job {
+	all := make([]uint8, g.NumLabels)
+	for i := range all {
+		all[i] = uint8(g.NumLabels - 1 - i)
+	}
+	jobs := []walk.Job{
+		{Tag: 1, Algorithm: walk.Algorithm{Kind: walk.MetaPath, Length: 80, Schema: []uint8{1}}, Seed: 42, Starts: starts},
+		{Tag: 2, Algorithm: walk.Algorithm{Kind: walk.MetaPath, Length: 80, Schema: []uint8{2, 0, 0, 1}}, Seed: 1<<40 + 7, Starts: hubStarts},
+		{Tag: 3, Algorithm: walk.Algorithm{Kind: walk.MetaPath, Length: 60, Schema: all, Weighted: g.Weighted()}, Seed: 9, Starts: starts},
+		{Tag: 4, Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 40, Weighted: g.Weighted()}, Seed: 5, Starts: starts[:2000]},
+	}
+	return jobs
+}
+
+// checkSameWalks fails unless every engine's walks equal want's, walk by
+// walk.
+func checkSameWalks(t *testing.T, want map[int][][]uint32, got map[string]map[int][][]uint32) {
+	t.Helper()
+	for tag := range want {
+		for id := range want[tag] {
+			for name, g := range got {
+				if !equal(g[tag][id], want[tag][id]) {
+					t.Fatalf("job %d walk %d: %s differs from the cpu:\n%s %v\ncpu %v", tag, id, name, name, g[tag][id], want[tag][id])
+				}
+			}
+		}
+	}
+}
+
+// refusesMetaPathForTheEnds checks that e, whose device budget cannot hold
+// the label segment ends of its graph (the directed test graph: about one
+// edge a vertex, so the ends of its five labels outweigh its edges),
+// refuses MetaPath naming them and walks the DeepWalk job (jobs[3]) on.
+func refusesMetaPathForTheEnds(t *testing.T, e *Engine, jobs []walk.Job) {
+	t.Helper()
+	plan := e.StreamPlan()
+	if plan.Labels != 0 || plan.LabelsLeftOut == 0 {
+		t.Fatalf("directed graph at half its streamed bytes: plan %v carries labels", plan)
+	}
+	err := e.Run(context.Background(), jobs[:1], func(walk.Chunk) error { return nil })
+	if !errors.Is(err, walk.ErrInvalidAlgorithm) || !strings.Contains(err.Error(), "label segment ends") {
+		t.Fatalf("metapath without room for the segment ends: %v", err)
+	}
+	collect(t, e, jobs[3:])
+}
+
+// TestStreamMetaPathWalksMatchCPU: under a stream plan that keeps half the
+// streamed bytes on the device in partitions of 8 KiB (tens streamed),
+// MetaPath on label tables, uniform and weighted, with several schemas,
+// gives the CPU engine's walks and the all-device engine's, walk by walk,
+// whether the partitions are copied in (one batch and many) or read in
+// place, with a DeepWalk job in the same run (the resident partitions swap
+// layout); and every streamed partition is copied in, in the label layout.
+// The directed test graph's budget cannot hold its segment ends: MetaPath
+// is refused there, naming them.
+func TestStreamMetaPathWalksMatchCPU(t *testing.T) {
+	for gname, g := range streamGraphs(t) {
+		ref, err := cpu.New(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := newEngine(t, g)
+		starts := allStarts(g, 2)
+		hubStarts := make([]uint32, 3000)
+		for i := range hubStarts {
+			hubStarts[i] = uint32(i % 7)
+		}
+		jobs := metaPathJobs(g, starts, hubStarts)
+		want := collect(t, ref, jobs)
+		dev := collect(t, all, jobs)
+		for _, run := range []struct {
+			batch int
+			how   int
+		}{{0, streamCopy}, {2500, streamCopy}, {0, streamInPlace}, {2500, streamChoose}} {
+			t.Run(fmt.Sprintf("%s/batch=%d/how=%d", gname, run.batch, run.how), func(t *testing.T) {
+				e := newEngine(t, g, WithStream(StreamOn), WithDeviceFraction(0.5), WithStreamPartitionBytes(8<<10),
+					WithMaxBatchWalks(run.batch), WithChunkWalks(1000), withStreamBatch(run.how))
+				plan := e.StreamPlan()
+				if plan == nil || plan.Streamed() < 5 {
+					t.Fatalf("plan %v", plan)
+				}
+				if gname == "directed" {
+					refusesMetaPathForTheEnds(t, e, jobs)
+					return
+				}
+				if plan.Labels != g.NumLabels || plan.LabelBytes == 0 {
+					t.Fatalf("plan %v", plan)
+				}
+				got := collect(t, e, jobs)
+				checkSameWalks(t, want, map[string]map[int][][]uint32{"stream": got, "all-device": dev})
+				ss := e.StreamStats()
+				if run.how == streamCopy && (ss.Copies < int64(plan.Streamed()) || ss.InPlaceBatches > 0) {
+					t.Fatalf("stream stats %+v, %d streamed partitions", ss, plan.Streamed())
+				}
+				if plan.ResidentEdges() > 0 && ss.ResidentSwaps < 2 {
+					t.Fatalf("the resident partitions changed layout %d times in a run of metapath and deepwalk: %+v", ss.ResidentSwaps, ss)
+				}
+				// A second run starts from the layout the first left.
+				again := collect(t, e, jobs[:1])
+				checkSameWalks(t, map[int][][]uint32{1: want[1]}, map[string]map[int][][]uint32{"stream, second run": again})
+				t.Logf("%+v", ss)
+			})
+		}
+	}
+}
+
+// TestStreamRefusesWhatItCannotWalk: Node2Vec, MetaPath off label tables
+// (a forced reservoir sampler) and the reservoir samplers are refused with
+// ErrInvalidAlgorithm, and the engine walks on.
 func TestStreamRefusesWhatItCannotWalk(t *testing.T) {
 	g := testGraph(t)
 	e := newEngine(t, g, WithStream(StreamOn), WithDeviceFraction(0.5), WithStreamPartitionBytes(8<<10))
 	for _, a := range []walk.Algorithm{
 		{Kind: walk.Node2Vec, Length: 10, P: 1, Q: 2},
-		{Kind: walk.MetaPath, Length: 10, Schema: []uint8{0, 1}},
+		{Kind: walk.MetaPath, Length: 10, Schema: []uint8{0, 1}, Stepper: walk.StepperZPRS},
 		{Kind: walk.DeepWalk, Length: 10, Weighted: true, Stepper: walk.StepperZPRS},
 	} {
 		err := e.Run(context.Background(), []walk.Job{{Tag: 1, Algorithm: a, Seed: 1, Starts: []uint32{0, 1}}},

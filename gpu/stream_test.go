@@ -22,7 +22,7 @@ func TestPlanStreamCoversTheGraphWithinBudget(t *testing.T) {
 		s.weighted = weighted
 		whole := s.edges * streamEntryBytes(weighted)
 		for _, share := range []float64{0.1, 0.25, 0.5, 0.9, 1.5} {
-			budget := streamFixedBytes(s.vertices) + int64(share*float64(whole))
+			budget := streamFixedBytes(s.vertices, streamLabelBytes(s.vertices, streamLabels(s))) + int64(share*float64(whole))
 			for _, partBytes := range []int64{0, 16 << 10} {
 				if 4*partBytes > int64(share*float64(whole)) {
 					continue // two buffers would not fit
@@ -104,7 +104,7 @@ func TestPlanStreamHubAndTooSmall(t *testing.T) {
 	}
 	s := shapeOf(g)
 	hub, _ := g.MaxDegree()
-	fixed := streamFixedBytes(s.vertices)
+	fixed := streamFixedBytes(s.vertices, streamLabelBytes(s.vertices, streamLabels(s)))
 	p, err := planStream(s, g.Offsets, fixed+2*allocBytes(int64(hub)*4)+20000, 4<<10)
 	if err != nil {
 		t.Fatal(err)
@@ -162,23 +162,44 @@ func TestChooseStreamedMostActiveFirst(t *testing.T) {
 	}
 }
 
+// TestStreamSupported: DeepWalk and PPR stream on the uniform and alias
+// samplers; MetaPath streams on label tables (the auto sampler, a plan
+// that carries labels); Node2Vec, a forced reservoir sampler and MetaPath
+// without label tables are refused with ErrInvalidAlgorithm naming the
+// limit and the way out (from disk the host budget, not the placement
+// plan, which would need the graph in memory).
 func TestStreamSupported(t *testing.T) {
+	meta := walk.Algorithm{Kind: walk.MetaPath, Length: 80, Schema: []uint8{0, 1}}
+	metaZPRS := meta
+	metaZPRS.Stepper = walk.StepperZPRS
 	cases := []struct {
-		alg walk.Algorithm
-		ok  bool
+		alg    walk.Algorithm
+		labels int
+		ok     bool
+		says   string
 	}{
-		{walk.Algorithm{Kind: walk.DeepWalk, Length: 80}, true},
-		{walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true}, true},
-		{walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2, Weighted: true}, true},
-		{walk.Algorithm{Kind: walk.Node2Vec, Length: 80, P: 1, Q: 2}, false},
-		{walk.Algorithm{Kind: walk.MetaPath, Length: 80, Schema: []uint8{0, 1}}, false},
-		{walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Stepper: walk.StepperZPRS}, false},
+		{walk.Algorithm{Kind: walk.DeepWalk, Length: 80}, 0, true, ""},
+		{walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true}, 0, true, ""},
+		{walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2, Weighted: true}, 0, true, ""},
+		{meta, 5, true, ""},
+		{walk.Algorithm{Kind: walk.MetaPath, Length: 80, Schema: []uint8{2}, Weighted: true}, 3, true, ""},
+		{walk.Algorithm{Kind: walk.Node2Vec, Length: 80, P: 1, Q: 2}, 5, false, "previous vertex"},
+		{meta, 0, false, "1 to 16 labels"},
+		{metaZPRS, 5, false, "forces zprs"},
+		{walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Stepper: walk.StepperZPRS}, 0, false, "leave the sampler auto"},
 	}
 	for _, disk := range []bool{false, true} {
 		for _, c := range cases {
-			err := streamSupported(c.alg, disk)
+			p := &StreamPlan{Labels: c.labels}
+			if disk {
+				p.Disk = &DiskStream{}
+			}
+			err := streamSupported(c.alg, p)
 			if (err == nil) != c.ok || (err != nil && !errors.Is(err, walk.ErrInvalidAlgorithm)) {
 				t.Errorf("disk=%v %+v: %v", disk, c.alg, err)
+			}
+			if err != nil && !strings.Contains(err.Error(), c.says) {
+				t.Errorf("disk=%v %+v: %v does not say %q", disk, c.alg, err, c.says)
 			}
 			// From disk, the hint names the host budget, not the
 			// placement plan (which would need the graph in memory).

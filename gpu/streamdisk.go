@@ -73,13 +73,18 @@ func openDiskReader(path string, direct bool) (*directio.File, error) {
 	return f, nil
 }
 
-// graphSections is where the targets and weights sections of g's file lie
-// (graph.FileLayout, as Save lays the file out), checked against the
-// file's size so a file that is not the one g was loaded from is refused.
-func graphSections(g *graph.Graph) (targets, weights int64, err error) {
+// fileSections is where the CSR sections of a graph's file lie (0 for one
+// the file does not hold).
+type fileSections struct{ targets, weights, labels int64 }
+
+// graphSections is where the targets, weights and labels sections of g's
+// file lie (graph.FileLayout, as Save lays the file out), checked against
+// the file's size so a file that is not the one g was loaded from is
+// refused.
+func graphSections(g *graph.Graph) (fileSections, error) {
 	path := g.File()
 	if path == "" {
-		return 0, 0, errors.New("gpu: stream from disk: the graph was not loaded from a file")
+		return fileSections{}, errors.New("gpu: stream from disk: the graph was not loaded from a file")
 	}
 	l, err := graph.NewFileLayout(graph.FileShape{
 		Vertices: uint64(g.NumVertices()), Edges: uint64(g.NumEdges()), NameBytes: len(g.Name),
@@ -87,18 +92,19 @@ func graphSections(g *graph.Graph) (targets, weights int64, err error) {
 		StringIDs: g.StrOffsets != nil, StringBytes: uint64(len(g.StrBytes)),
 	})
 	if err != nil {
-		return 0, 0, fmt.Errorf("gpu: stream from disk: %w", err)
+		return fileSections{}, fmt.Errorf("gpu: stream from disk: %w", err)
 	}
 	st, err := os.Stat(path)
 	if err != nil {
-		return 0, 0, fmt.Errorf("gpu: stream from disk: %w", err)
+		return fileSections{}, fmt.Errorf("gpu: stream from disk: %w", err)
 	}
 	if uint64(st.Size()) != l.Size() {
-		return 0, 0, fmt.Errorf("gpu: stream from disk: %w: %s is %d bytes, its header's layout says %d", graph.ErrFormat, path, st.Size(), l.Size())
+		return fileSections{}, fmt.Errorf("gpu: stream from disk: %w: %s is %d bytes, its header's layout says %d", graph.ErrFormat, path, st.Size(), l.Size())
 	}
 	t, _ := l.Section(graph.SectionTargets)
 	w, _ := l.Section(graph.SectionWeights)
-	return int64(t), int64(w), nil
+	lb, _ := l.Section(graph.SectionLabels)
+	return fileSections{targets: int64(t), weights: int64(w), labels: int64(lb)}, nil
 }
 
 // putStreamEntries writes a vertex's 12-byte alias entries {prob, keep,
@@ -119,26 +125,43 @@ const entriesChunkEdges = 4 << 20
 // temporary directory where dir refuses it), reading the targets and
 // weights from g's file with preads in vertex-range chunks on all cores (never
 // through g's mapping, which would fault the whole graph into memory), and
-// returns the file, already unlinked, and the bytes it read.
-func buildEntriesFile(ctx context.Context, g *graph.Graph, dir string) (*os.File, int64, error) {
-	tOff, wOff, err := graphSections(g)
+// returns the file, already unlinked, and the bytes it read. With labels
+// it writes the label layout instead (streamlabels.go: 12 bytes an edge
+// for a weighted graph, 4 for an unweighted one), reading the labels too,
+// and returns the segment ends (labels-1 a vertex; nil for one label).
+func buildEntriesFile(ctx context.Context, g *graph.Graph, dir string, labels int) (*os.File, []uint32, int64, error) {
+	sec, err := graphSections(g)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
-	f, err := os.CreateTemp(dir, ".walkstage-stream-entries-*")
+	name := "stream-entries"
+	if labels > 0 {
+		name = "stream-label-entries"
+	}
+	f, err := os.CreateTemp(dir, ".walkstage-"+name+"-*")
 	if err != nil {
 		var err2 error
-		if f, err2 = os.CreateTemp("", "walkstage-stream-entries-*"); err2 != nil {
-			return nil, 0, fmt.Errorf("gpu: stream entries file: in %s: %v; in the temporary directory: %w", dir, err, err2)
+		if f, err2 = os.CreateTemp("", "walkstage-"+name+"-*"); err2 != nil {
+			return nil, nil, 0, fmt.Errorf("gpu: %s file: in %s: %v; in the temporary directory: %w", name, dir, err, err2)
 		}
 	}
 	os.Remove(f.Name())
 	src, err := os.Open(g.File())
 	if err != nil {
 		f.Close()
-		return nil, 0, fmt.Errorf("gpu: stream entries file: %w", err)
+		return nil, nil, 0, fmt.Errorf("gpu: %s file: %w", name, err)
 	}
 	defer src.Close()
+	weighted := g.Weighted()
+	per := int64(3) // words an edge
+	if labels > 0 && !weighted {
+		per = 1
+	}
+	var ends []uint32
+	k := max(labels-1, 0)
+	if k > 0 {
+		ends = make([]uint32, g.NumVertices()*k)
+	}
 	// Chunks of whole vertices of about entriesChunkEdges edges (a
 	// vertex of more edges gets a chunk of its own).
 	type chunk struct{ lo, hi int }
@@ -159,11 +182,13 @@ func buildEntriesFile(ctx context.Context, g *graph.Graph, dir string) (*os.File
 		wg.Go(func() {
 			var adj []uint32
 			var wts []float32
+			var lab []uint8
 			var ent []uint32
 			var prob []float32
 			var col []uint32
 			var scaled []float64
 			var small, large []uint32
+			var sc labelScratch
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= len(chunks) || errs[w] != nil {
@@ -179,18 +204,38 @@ func buildEntriesFile(ctx context.Context, g *graph.Graph, dir string) (*os.File
 				if m == 0 {
 					continue
 				}
-				adj, wts, ent = grow(adj, m), grow(wts, m), grow(ent, 3*m)
-				if _, err := src.ReadAt(bytesOf(adj), tOff+4*e0); err != nil {
-					errs[w] = fmt.Errorf("gpu: stream entries file: read targets: %w", err)
+				adj, ent = grow(adj, m), grow(ent, int(per)*m)
+				if _, err := src.ReadAt(bytesOf(adj), sec.targets+4*e0); err != nil {
+					errs[w] = fmt.Errorf("gpu: %s file: read targets: %w", name, err)
 					return
 				}
-				if _, err := src.ReadAt(bytesOf(wts), wOff+4*e0); err != nil {
-					errs[w] = fmt.Errorf("gpu: stream entries file: read weights: %w", err)
-					return
+				read.Add(4 * int64(m))
+				if weighted {
+					wts = grow(wts, m)
+					if _, err := src.ReadAt(bytesOf(wts), sec.weights+4*e0); err != nil {
+						errs[w] = fmt.Errorf("gpu: %s file: read weights: %w", name, err)
+						return
+					}
+					read.Add(4 * int64(m))
 				}
-				read.Add(8 * int64(m))
+				if labels > 0 {
+					lab = grow(lab, m)
+					if _, err := src.ReadAt(lab, sec.labels+e0); err != nil {
+						errs[w] = fmt.Errorf("gpu: %s file: read labels: %w", name, err)
+						return
+					}
+					read.Add(int64(m))
+				}
 				for v := c.lo; v < c.hi; v++ {
 					a, b := int(int64(g.Offsets[v])-e0), int(int64(g.Offsets[v+1])-e0)
+					if labels > 0 {
+						var vw []float32
+						if weighted {
+							vw = wts[a:b]
+						}
+						putLabelEntries(ent[int(per)*a:int(per)*b], ends[v*k:(v+1)*k], adj[a:b], vw, lab[a:b], labels, &sc)
+						continue
+					}
 					if a == b {
 						continue
 					}
@@ -198,8 +243,8 @@ func buildEntriesFile(ctx context.Context, g *graph.Graph, dir string) (*os.File
 					scaled, small, large = walk.AliasVertex(wts[a:b], prob, col, scaled, small, large)
 					putStreamEntries(ent[3*a:3*b], adj[a:b], prob, col)
 				}
-				if _, err := f.WriteAt(bytesOf(ent), entriesFileBytes*e0); err != nil {
-					errs[w] = fmt.Errorf("gpu: stream entries file: write: %w", err)
+				if _, err := f.WriteAt(bytesOf(ent), 4*per*e0); err != nil {
+					errs[w] = fmt.Errorf("gpu: %s file: write: %w", name, err)
 					return
 				}
 			}
@@ -208,9 +253,9 @@ func buildEntriesFile(ctx context.Context, g *graph.Graph, dir string) (*os.File
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		f.Close()
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
-	return f, read.Load(), nil
+	return f, ends, read.Load(), nil
 }
 
 // bytesOf is s's memory as bytes.
@@ -257,7 +302,7 @@ func planStreamDisk(s graphShape, offsets []uint64, file string, deviceBudget, h
 			s.name, sizeString(hostBudget), sizeString(ring), minRingBuffers)
 	}
 	if partBytes <= 0 {
-		partBytes = min(max((deviceBudget-streamFixedBytes(s.vertices))/8, eb), 1<<30)
+		partBytes = min(max((deviceBudget-streamFixedBytes(s.vertices, streamLabelBytes(s.vertices, streamLabels(s))))/8, eb), 1<<30)
 	}
 	p, err := planStream(s, offsets, deviceBudget, min(partBytes, most))
 	if err != nil {

@@ -24,18 +24,22 @@ type diskState struct {
 	entriesF   *os.File
 	entryBuild time.Duration
 	entryRead  int64 // bytes the entries file's build read
-	ring       []ringBuf
+	// labels reads the label layout's entries file (streamlabels.go),
+	// built at the first MetaPath batch; nil before.
+	labels  *directio.File
+	labelsF *os.File
+	ring    []ringBuf
 }
 
 // ringBuf is one pinned read buffer and what it holds: partition part in
-// the format of es bytes an edge, starting at, -1 when empty. done is
+// format fm, starting at, -1 when empty. done is
 // recorded after the last copy out of it; busy says one may be in flight,
 // so a read into it waits for done first.
 type ringBuf struct {
 	h    unsafe.Pointer
 	size int64
 	part int
-	es   int64
+	fm   streamFmt
 	at   int64
 	done cu.Event
 	busy bool
@@ -45,11 +49,11 @@ type ringBuf struct {
 // graph and pins the ring (device thread).
 func (e *Engine) setupDisk(sm *streamed) error {
 	d := sm.plan.Disk
-	tOff, _, err := graphSections(e.g)
+	sec, err := graphSections(e.g)
 	if err != nil {
 		return err
 	}
-	ds := &diskState{targetsOff: tOff}
+	ds := &diskState{targetsOff: sec.targets}
 	sm.disk = ds
 	if ds.targets, err = openDiskReader(d.File, true); err != nil {
 		return err
@@ -58,7 +62,7 @@ func (e *Engine) setupDisk(sm *streamed) error {
 		t0 := time.Now()
 		// Built once, before any walk: engines are built at start,
 		// with no context to cancel (engines.New).
-		if ds.entriesF, ds.entryRead, err = buildEntriesFile(context.Background(), e.g, entriesDir(d.File)); err != nil {
+		if ds.entriesF, _, ds.entryRead, err = buildEntriesFile(context.Background(), e.g, entriesDir(d.File), 0); err != nil {
 			return err
 		}
 		ds.entryBuild = time.Since(t0)
@@ -85,19 +89,23 @@ func (e *Engine) setupDisk(sm *streamed) error {
 	return nil
 }
 
-// source is the reader and file offset of edge lo's entry in the format
-// of es bytes an edge (4: targets, 12: alias entries).
-func (ds *diskState) source(es, lo int64) (*directio.File, int64) {
-	if es == 4 {
+// source is the reader and file offset of edge lo's entry in format fm:
+// the label entries file, the targets section (4 bytes an edge) or the
+// entries file (12).
+func (ds *diskState) source(fm streamFmt, lo int64) (*directio.File, int64) {
+	switch {
+	case fm.labels:
+		return ds.labels, fm.bytes * lo
+	case fm.bytes == 4:
 		return ds.targets, ds.targetsOff + 4*lo
 	}
 	return ds.entries, entriesFileBytes * lo
 }
 
-// fill reads edges [lo, hi) in the format of es into ring buffer i (which
-// must hold them), after any copy out of it finished, and returns where
-// they start.
-func (ds *diskState) fill(i int, es, lo, hi int64) (unsafe.Pointer, error) {
+// fill reads edges [lo, hi) in format fm into ring buffer i (which must
+// hold them), after any copy out of it finished, and returns where they
+// start.
+func (ds *diskState) fill(i int, fm streamFmt, lo, hi int64) (unsafe.Pointer, error) {
 	r := &ds.ring[i]
 	if r.busy {
 		if err := r.done.Synchronize(); err != nil {
@@ -105,10 +113,10 @@ func (ds *diskState) fill(i int, es, lo, hi int64) (unsafe.Pointer, error) {
 		}
 		r.busy = false
 	}
-	rd, off := ds.source(es, lo)
+	rd, off := ds.source(fm, lo)
 	// The batch's visits hold the device thread to their end, as its
 	// kernels do; a read is not cancelled halfway.
-	at, err := rd.ReadRange(context.Background(), unsafe.Slice((*byte)(r.h), r.size), off, (hi-lo)*es)
+	at, err := rd.ReadRange(context.Background(), unsafe.Slice((*byte)(r.h), r.size), off, (hi-lo)*fm.bytes)
 	if err != nil {
 		r.part = -1
 		return nil, err
@@ -117,41 +125,42 @@ func (ds *diskState) fill(i int, es, lo, hi int64) (unsafe.Pointer, error) {
 	return unsafe.Add(r.h, at), nil
 }
 
-// partition is partition p's entries in the format of es in a ring buffer:
-// the buffer that holds them already (a hit), else one read now into the
+// partition is partition p's entries in format fm in a ring buffer: the
+// buffer that holds them already (a hit), else one read now into the
 // victim (ringVictim by the waiting walkers in counts).
-func (sm *streamed) partition(p int, es int64, counts []uint32) (int, unsafe.Pointer, error) {
+func (sm *streamed) partition(p int, fm streamFmt, counts []uint32) (int, unsafe.Pointer, error) {
 	ds := sm.disk
 	held := make([]int, len(ds.ring))
 	for i, r := range ds.ring {
 		held[i] = r.part
-		if r.es != es {
-			held[i] = -1 // the other format: of no use, free to take
+		if r.fm != fm {
+			held[i] = -1 // another format: of no use, free to take
 		}
-		if r.part == p && r.es == es {
+		if r.part == p && r.fm == fm {
 			sm.stats.RingHits++
 			return i, unsafe.Add(r.h, r.at), nil
 		}
 	}
 	i := ringVictim(held, counts)
 	x := sm.plan.Parts[p]
-	ptr, err := ds.fill(i, es, x.ELo, x.EHi)
+	ptr, err := ds.fill(i, fm, x.ELo, x.EHi)
 	if err != nil {
 		return 0, nil, fmt.Errorf("gpu: read partition %d: %w", p, err)
 	}
-	ds.ring[i].part, ds.ring[i].es = p, es
+	ds.ring[i].part, ds.ring[i].fm = p, fm
 	return i, ptr, nil
 }
 
-// uploadFromDisk copies edges [lo, hi) in the format of eb to the device
-// at dst through ring buffer 0, in pieces the buffer holds (setup: the
-// resident partitions).
-func (e *Engine) uploadFromDisk(dst cu.DevicePtr, eb, lo, hi int64) error {
+// uploadFromDisk copies edges [lo, hi) in format fm to the device at dst
+// through ring buffer 0, in pieces the buffer holds (the resident
+// partitions: at setup, and when their layout is swapped).
+func (e *Engine) uploadFromDisk(dst cu.DevicePtr, fm streamFmt, lo, hi int64) error {
 	ds := e.streamed.disk
+	eb := fm.bytes
 	per := max((ds.ring[0].size-2*directio.Align)/eb, 1)
 	for a := lo; a < hi; a += per {
 		b := min(a+per, hi)
-		ptr, err := ds.fill(0, eb, a, b)
+		ptr, err := ds.fill(0, fm, a, b)
 		if err != nil {
 			return err
 		}
@@ -176,13 +185,15 @@ func (sm *streamed) releaseDisk() {
 			_ = cu.DestroyEvent(&ds.ring[i].done)
 		}
 	}
-	for _, r := range []*directio.File{ds.targets, ds.entries} {
+	for _, r := range []*directio.File{ds.targets, ds.entries, ds.labels} {
 		if r != nil {
 			_ = r.Close()
 		}
 	}
-	if ds.entriesF != nil {
-		_ = ds.entriesF.Close()
+	for _, f := range []*os.File{ds.entriesF, ds.labelsF} {
+		if f != nil {
+			_ = f.Close()
+		}
 	}
 	sm.disk = nil
 }
@@ -195,7 +206,7 @@ func (sm *streamed) diskStats() {
 		return
 	}
 	var reads, bytes, nanos int64
-	for _, r := range []*directio.File{ds.targets, ds.entries} {
+	for _, r := range []*directio.File{ds.targets, ds.entries, ds.labels} {
 		if r != nil {
 			reads += r.Reads()
 			bytes += r.Bytes()
@@ -205,5 +216,5 @@ func (sm *streamed) diskStats() {
 	sm.stats.Reads, sm.stats.BytesRead = reads-sm.base[0], bytes-sm.base[1]
 	sm.stats.ReadSeconds = float64(nanos-sm.base[2]) / 1e9
 	sm.base = [3]int64{reads, bytes, nanos}
-	sm.stats.Direct = ds.targets.Direct() && (ds.entries == nil || ds.entries.Direct())
+	sm.stats.Direct = ds.targets.Direct() && (ds.entries == nil || ds.entries.Direct()) && (ds.labels == nil || ds.labels.Direct())
 }

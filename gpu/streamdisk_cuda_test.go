@@ -163,8 +163,71 @@ func TestStreamFromDiskWalksMatch(t *testing.T) {
 	}
 }
 
-// TestStreamFromDiskRefusesWhatItCannotWalk: Node2Vec and MetaPath are
-// refused with ErrInvalidAlgorithm naming the disk plan and the host
+// TestStreamFromDiskMetaPathWalksMatch: MetaPath on label tables with the
+// partitions read from the label entries file (built at the first MetaPath
+// batch) through a ring of four pinned buffers, beside DeepWalk jobs that
+// read the targets section or the entries file, gives the walks of the
+// pinned-host streaming engine with the same plan, of the all-device
+// engine and of the CPU engine, walk by walk, in one batch and in many;
+// and the engine frees every pinned buffer at Close. (The directed test
+// graph's budget cannot hold its segment ends: MetaPath is refused.)
+func TestStreamFromDiskMetaPathWalksMatch(t *testing.T) {
+	for gname, g := range savedStreamGraphs(t) {
+		ref, err := cpu.New(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := newEngine(t, g)
+		starts := allStarts(g, 2)
+		hubStarts := make([]uint32, 3000)
+		for i := range hubStarts {
+			hubStarts[i] = uint32(i % 7)
+		}
+		jobs := metaPathJobs(g, starts, hubStarts)
+		want := collect(t, ref, jobs)
+		dev := collect(t, all, jobs)
+		for _, batch := range []int{0, 2500} {
+			t.Run(fmt.Sprintf("%s/batch=%d", gname, batch), func(t *testing.T) {
+				common := []Option{WithStream(StreamOn), WithDeviceFraction(0.5), WithStreamPartitionBytes(8 << 10),
+					WithMaxBatchWalks(batch), WithChunkWalks(1000), withStreamBatch(streamCopy)}
+				pinned := newEngine(t, g, common...)
+				pp := pinned.StreamPlan()
+				ring := 4 * directio.Span(pp.BufferEdges*pp.EntryBytes)
+				e, err := openEngine(g, append(common, withStreamDisk(), WithHostMemoryLimit(2*ring))...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = e.Close() })
+				dp := e.StreamPlan()
+				if dp == nil || dp.Disk == nil || !slices.Equal(dp.Parts, pp.Parts) {
+					t.Fatalf("disk plan %v, pinned %v", dp, pp)
+				}
+				if gname == "directed" {
+					refusesMetaPathForTheEnds(t, e, jobs)
+					return
+				}
+				if dp.Labels != g.NumLabels {
+					t.Fatalf("disk plan %v", dp)
+				}
+				pin := collect(t, pinned, jobs)
+				got := collect(t, e, jobs)
+				checkSameWalks(t, want, map[string]map[int][][]uint32{"disk": got, "pinned": pin, "all-device": dev})
+				ss := e.StreamStats()
+				if ss.Reads < int64(dp.Streamed()) || ss.Copies < int64(dp.Streamed()) || (dp.ResidentEdges() > 0 && ss.ResidentSwaps < 2) {
+					t.Fatalf("stream stats %+v, %d streamed partitions", ss, dp.Streamed())
+				}
+				t.Logf("%+v", ss)
+				_ = e.Close()
+				if e.liveDev != 0 || e.liveHost != 0 {
+					t.Fatalf("after Close %d device and %d pinned allocations live", e.liveDev, e.liveHost)
+				}
+			})
+		}
+	}
+}
+
+// TestStreamFromDiskRefusesWhatItCannotWalk: Node2Vec and MetaPath off
+// label tables are refused with ErrInvalidAlgorithm naming the disk plan and the host
 // budget (the placement plan is no way out: it needs the graph in host
 // memory), and the engine walks on; a graph built in memory cannot stream
 // from disk and says so.
@@ -174,6 +237,7 @@ func TestStreamFromDiskRefusesWhatItCannotWalk(t *testing.T) {
 		WithHostMemoryLimit(64<<20))
 	for _, a := range []walk.Algorithm{
 		{Kind: walk.Node2Vec, Length: 10, P: 1, Q: 2},
+		{Kind: walk.MetaPath, Length: 10, Schema: []uint8{0, 1}, Stepper: walk.StepperDPRS},
 		{Kind: walk.DeepWalk, Length: 10, Weighted: true, Stepper: walk.StepperZPRS},
 	} {
 		err := e.Run(context.Background(), []walk.Job{{Tag: 1, Algorithm: a, Seed: 1, Starts: []uint32{0, 1}}},

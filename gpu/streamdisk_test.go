@@ -29,8 +29,14 @@ func pageAligned(n int) []byte {
 // as the stage loads one.
 func savedGraph(t *testing.T, weighted bool) *graph.Graph {
 	t.Helper()
-	g, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 11, EdgeFactor: 8, Seed: 3,
+	return savedGraphOf(t, graph.RMATOptions{Scale: 11, EdgeFactor: 8, Seed: 3,
 		Undirected: true, Weighted: weighted, Labels: 3, Name: "disk"})
+}
+
+// savedGraphOf is the R-MAT graph of o written to a file and loaded back.
+func savedGraphOf(t *testing.T, o graph.RMATOptions) *graph.Graph {
+	t.Helper()
+	g, err := graph.GenerateRMAT(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +64,7 @@ func TestEntriesFileMatchesThePinnedEntries(t *testing.T) {
 	walk.ForAliasVertices(g, func(_ int, first uint64, adj []uint32, prob []float32, col []uint32) {
 		putStreamEntries(want[3*first:3*(first+uint64(len(adj)))], adj, prob, col)
 	})
-	f, read, err := buildEntriesFile(context.Background(), g, t.TempDir())
+	f, _, read, err := buildEntriesFile(context.Background(), g, t.TempDir(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +83,8 @@ func TestEntriesFileMatchesThePinnedEntries(t *testing.T) {
 		}
 		t.Fatalf("entries file (%d bytes) differs from the pinned entries (%d bytes) at byte %d (edge %d)", len(got), 4*len(want), n, n/12)
 	}
-	tOff, _, err := graphSections(g)
+	sec, err := graphSections(g)
+	tOff := sec.targets
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,12 +111,12 @@ func TestEntriesFileRefusesAGraphWithoutItsFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := buildEntriesFile(context.Background(), g, t.TempDir()); err == nil || !strings.Contains(err.Error(), "not loaded from a file") {
+	if _, _, _, err := buildEntriesFile(context.Background(), g, t.TempDir(), 0); err == nil || !strings.Contains(err.Error(), "not loaded from a file") {
 		t.Fatalf("in-memory graph: %v", err)
 	}
 	s := savedGraph(t, true)
 	if err := os.Truncate(s.File(), 100); err == nil {
-		if _, _, err := graphSections(s); !errors.Is(err, graph.ErrFormat) {
+		if _, err := graphSections(s); !errors.Is(err, graph.ErrFormat) {
 			t.Fatalf("truncated file: %v", err)
 		}
 	}
@@ -127,7 +134,7 @@ func TestPlanStreamDiskWithinHostBudget(t *testing.T) {
 		g := savedGraph(t, weighted)
 		s := shapeOf(g)
 		whole := s.edges * streamEntryBytes(weighted)
-		device := streamFixedBytes(s.vertices) + whole/2
+		device := streamFixedBytes(s.vertices, streamLabelBytes(s.vertices, streamLabels(s))) + whole/2
 		pinned, err := PlanStream(g, device, 0)
 		if err != nil {
 			t.Fatal(err)

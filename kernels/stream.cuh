@@ -22,6 +22,14 @@
 // 4 or 12 for the streamed one: cur_bytes), so a vertex's global edge offset indexes it directly; 0
 // means "not on the device now" (a resident partition without edges has
 // base 1, never read: its vertices are dead ends).
+//
+// MetaPath (kStreamMetaPath, gpu/streamlabels.go) walks the partitions in
+// their label layout (each vertex's edges regrouped by label, the label
+// tables' order): a step at v in step s takes label schema[s % schema_len]
+// and draws inside v's segment of it, found by the resident segment ends
+// (seg_ends: num_labels-1 uint32 a vertex, relative to v's first edge;
+// global memory), as walk_thread_metapath does in the label tables. An
+// empty segment ends the walk, as a dead end does.
 #pragma once
 #include "params.cuh"
 #include "rng.cuh"
@@ -37,6 +45,7 @@ constexpr uint32_t kNoPart = 0xFFFFFFFFu;
 constexpr uint64_t kStreamEntries = 1;  // resident edges are 12-byte {prob, keep, alt} (weighted graph), else 4-byte targets
 constexpr uint64_t kStreamAlias = 2;    // alias draw (weighted walk), else uniform
 constexpr uint64_t kStreamPPR = 4;      // stop on draw word x, sample on y, z
+constexpr uint64_t kStreamMetaPath = 8; // label layout: draw inside the segment of the step's label
 
 // StreamParams: one batch's streaming state (device memory; gpu/stream_cuda.go
 // mirrors it field by field, every field 8 bytes).
@@ -59,7 +68,12 @@ struct StreamParams {
   uint64_t length;
   uint64_t mode;
   uint64_t stop_threshold;
+  const uint32_t* seg_ends;  // V*(num_labels-1) (kStreamMetaPath; null for one label)
+  uint64_t num_labels;
+  uint64_t schema_len;
+  uint8_t schema[kMaxSchema];
 };
+static_assert(sizeof(StreamParams) == 232, "StreamParams layout changed: update gpu/stream_cuda.go");
 
 // stream_part is the partition holding v: bounds[p] <= v < bounds[p+1]
 // (bounds in shared memory, nparts >= 1).
@@ -140,7 +154,7 @@ extern "C" __global__ void __launch_bounds__(ws::kStreamBlock) stream_collect(co
 
 // stream_walk: each thread takes one listed walker at a time and steps it
 // with the draws of walk/draws.go (draw 0 of (seed, walk, step)), as
-// walk_thread's static and PPR modes do, writing each vertex to its row
+// walk_thread's static, PPR and MetaPath (label tables) modes do, writing each vertex to its row
 // (global memory) as it goes. It parks the walker (state back to global
 // memory) at the first vertex whose partition is on neither side; a dead
 // end, a PPR stop or the last step finish it.
@@ -170,6 +184,10 @@ extern "C" __global__ void __launch_bounds__(ws::kStreamBlock) stream_walk(const
   const bool alias = (mode & kStreamAlias) != 0, ppr = (mode & kStreamPPR) != 0;
   const uint64_t res_bytes = (mode & kStreamEntries) != 0 ? 12 : 4;
   const uint64_t stop = P->stop_threshold;
+  const bool metapath = (mode & kStreamMetaPath) != 0;
+  const uint32_t* __restrict__ seg_ends = P->seg_ends;
+  const uint32_t num_labels = (uint32_t)P->num_labels;
+  const uint32_t schema_len = (uint32_t)P->schema_len;
   const unsigned lane = threadIdx.x & 31;
   for (;;) {
     const unsigned active = __activemask();
@@ -182,8 +200,16 @@ extern "C" __global__ void __launch_bounds__(ws::kStreamBlock) stream_walk(const
     uint32_t v = wv[i], step = wstep[i];
     bool done = false;
     for (;;) {
-      const uint64_t off = offsets[v];
-      const uint32_t deg = (uint32_t)(offsets[v + 1] - off);
+      uint64_t off = offsets[v];
+      uint32_t deg = (uint32_t)(offsets[v + 1] - off);
+      if (metapath) {
+        const uint32_t l = P->schema[step % schema_len];
+        const uint32_t* se = seg_ends + (uint64_t)v * (num_labels - 1);
+        const uint32_t a = l == 0 ? 0 : se[l - 1];
+        const uint32_t z = l == num_labels - 1 ? deg : se[l];
+        off += a;
+        deg = z - a;
+      }
       if (deg == 0) {
         done = true;
         break;
