@@ -2,6 +2,8 @@ package livegraph
 
 import (
 	"runtime"
+
+	"github.com/walkstage/walkstage/graph"
 	"sync"
 	"sync/atomic"
 )
@@ -37,6 +39,79 @@ func (o *options) started() {
 	if o.onWorker != nil {
 		o.onWorker()
 	}
+}
+
+// Record is one edge-topic record for ApplyRecords: its updates and where
+// it was read (a negative Partition leaves the watermark alone, as in
+// Apply).
+type Record struct {
+	Partition int32
+	Offset    int64
+	Updates   []Update
+}
+
+// ApplyRecords applies recs in order, leaving the state, the watermark and
+// the counts that Apply on each record in turn leaves, to the byte. A
+// record Apply would refuse is passed: none of its updates is applied, the
+// watermark moves past it as Apply(partition, offset, nil) moves it, and
+// errs[i] is Apply's error (errs is nil when every record was applied).
+//
+// Why: an applier catching up a backlog hands over the records queued
+// behind the one it took, and ApplyRecords applies them in one parallel
+// pass (applyParallel over their updates, one after another). Apply spreads
+// each record over the cores on its own, and on the 16-core host at scale
+// 22 a record of 4,096 updates kept its goroutines busy for about a
+// millisecond, most of it starting them, waiting for the last and the
+// serial pass between records: its workers used 5.5 of 16 cores
+// (docs/benchmarks/live-graph.md, "Ingest on the 16-core host").
+func (l *Live) ApplyRecords(recs []Record) (errs []error) {
+	total := 0
+	for i := range recs {
+		total += len(recs[i].Updates)
+	}
+	one := l.win != nil || l.serialApply || len(recs) < 2 || total < applyParallelMin
+	if !one {
+		// Checked against the state before any of them: the count of
+		// vertices they add is an upper bound, so a pass that might reach
+		// the bound goes record by record, where Apply checks each
+		// against the state the last left.
+		fresh := 0
+		for i := range recs {
+			if l.CheckSchema(recs[i].Updates) != nil {
+				one = true
+				break
+			}
+			fresh += l.fresh(recs[i].Updates)
+		}
+		one = one || int64(l.baseV)+int64(len(l.addedIDs))+int64(fresh) > graph.MaxVertices
+	}
+	if one {
+		for i, r := range recs {
+			if err := l.Apply(r.Partition, r.Offset, r.Updates); err != nil {
+				if errs == nil {
+					errs = make([]error, len(recs))
+				}
+				errs[i] = err
+				_ = l.Apply(r.Partition, r.Offset, nil)
+			}
+		}
+		return errs
+	}
+	buf := l.merged[:0]
+	for i := range recs {
+		buf = append(buf, recs[i].Updates...)
+	}
+	l.applyParallel(buf)
+	l.merged = buf[:0]
+	for _, r := range recs {
+		if r.Partition >= 0 {
+			l.watermark[r.Partition] = r.Offset + 1
+		}
+		if l.compacting != nil {
+			l.compacting.record(r.Partition, r.Offset, r.Updates)
+		}
+	}
+	return nil
 }
 
 // applyParallel applies ups as the serial loop does, the same state to the
