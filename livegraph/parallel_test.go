@@ -167,10 +167,12 @@ func TestCompactionKeepsToItsWorkers(t *testing.T) {
 func TestApplyRecordsEqualsApply(t *testing.T) {
 	cases := []struct {
 		name string
+		per  int // updates a record
 		bad  int // index of a record with an unknown op, or -1
 	}{
-		{"small records", -1},
-		{"a refused record", 3},
+		{"small records", applyParallelMin / 4, -1},
+		{"large records", 3 * resolvePerWorker / 4, -1}, // lookups on several goroutines too
+		{"a refused record", applyParallelMin / 4, 3},
 	}
 	for _, c := range cases {
 		for _, v := range variants {
@@ -198,7 +200,7 @@ func TestApplyRecordsEqualsApply(t *testing.T) {
 						ups = []Update{{Op: Insert, Src: m.ids[0], Dst: m.ids[1]}, {Op: 9, Src: m.ids[1], Dst: m.ids[0]}}
 					case 5:
 					default:
-						for len(ups) < applyParallelMin/4 {
+						for len(ups) < c.per {
 							ups = append(ups, m.randomRecord(rng)...)
 						}
 					}
@@ -219,7 +221,7 @@ func TestApplyRecordsEqualsApply(t *testing.T) {
 					}
 				}
 				if c.bad < 0 && workers.Load() < 2 {
-					t.Fatalf("records of %d updates each went to %d goroutines, want one a mid", applyParallelMin/4, workers.Load())
+					t.Fatalf("records of %d updates each went to %d goroutines, want one a mid", c.per, workers.Load())
 				}
 				ps, ss := merged.Publish(), one.Publish()
 				if ps.NumVertices() != ss.NumVertices() || ps.Stats() != ss.Stats() || !reflect.DeepEqual(ps.Watermark(), ss.Watermark()) {
