@@ -128,6 +128,9 @@ type Live struct {
 
 	// serialApply keeps Apply on one goroutine (tests compare the two).
 	serialApply bool
+	// merged is ApplyRecords' buffer of the records' updates, one after
+	// another, kept between calls.
+	merged []Update
 	// opts are the options New was given (WithWorkers for Apply).
 	opts options
 
@@ -513,7 +516,16 @@ func (l *Live) check(ups []Update) error {
 	if err := l.CheckSchema(ups); err != nil {
 		return err
 	}
-	fresh := 0
+	if n := int64(l.baseV) + int64(len(l.addedIDs)) + int64(l.fresh(ups)); n > graph.MaxVertices {
+		return fmt.Errorf("%w: the record would grow graph %q to %d vertices, beyond %d", ErrBadUpdate, l.base.Name, n, graph.MaxVertices)
+	}
+	return nil
+}
+
+// fresh counts the endpoints of inserts that the graph lacks now (an id
+// named twice counts twice: an upper bound on the vertices ups adds).
+func (l *Live) fresh(ups []Update) int {
+	n := 0
 	for i := range ups {
 		u := &ups[i]
 		if u.Op != Insert {
@@ -521,14 +533,11 @@ func (l *Live) check(ups []Update) error {
 		}
 		for _, x := range [2]int64{u.Src, u.Dst} {
 			if _, ok := l.lookup(x); !ok {
-				fresh++
+				n++
 			}
 		}
 	}
-	if n := int64(l.baseV) + int64(len(l.addedIDs)) + int64(fresh); n > graph.MaxVertices {
-		return fmt.Errorf("%w: the record would grow graph %q to %d vertices, beyond %d", ErrBadUpdate, l.base.Name, n, graph.MaxVertices)
-	}
-	return nil
+	return n
 }
 
 // CheckSchema refuses updates that can never fit the base graph: a field

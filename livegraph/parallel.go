@@ -2,6 +2,8 @@ package livegraph
 
 import (
 	"runtime"
+
+	"github.com/walkstage/walkstage/graph"
 	"sync"
 	"sync/atomic"
 )
@@ -39,6 +41,79 @@ func (o *options) started() {
 	}
 }
 
+// Record is one edge-topic record for ApplyRecords: its updates and where
+// it was read (a negative Partition leaves the watermark alone, as in
+// Apply).
+type Record struct {
+	Partition int32
+	Offset    int64
+	Updates   []Update
+}
+
+// ApplyRecords applies recs in order, leaving the state, the watermark and
+// the counts that Apply on each record in turn leaves, to the byte. A
+// record Apply would refuse is passed: none of its updates is applied, the
+// watermark moves past it as Apply(partition, offset, nil) moves it, and
+// errs[i] is Apply's error (errs is nil when every record was applied).
+//
+// Why: an applier catching up a backlog hands over the records queued
+// behind the one it took, and ApplyRecords applies them in one parallel
+// pass (applyParallel over their updates, one after another). Apply spreads
+// each record over the cores on its own, and on the 16-core host at scale
+// 22 a record of 4,096 updates kept its goroutines busy for about a
+// millisecond, most of it starting them, waiting for the last and the
+// serial pass between records: its workers used 5.5 of 16 cores
+// (docs/benchmarks/live-graph.md, "Ingest on the 16-core host").
+func (l *Live) ApplyRecords(recs []Record) (errs []error) {
+	total := 0
+	for i := range recs {
+		total += len(recs[i].Updates)
+	}
+	one := l.win != nil || l.serialApply || len(recs) < 2 || total < applyParallelMin
+	if !one {
+		// Checked against the state before any of them: the count of
+		// vertices they add is an upper bound, so a pass that might reach
+		// the bound goes record by record, where Apply checks each
+		// against the state the last left.
+		fresh := 0
+		for i := range recs {
+			if l.CheckSchema(recs[i].Updates) != nil {
+				one = true
+				break
+			}
+			fresh += l.fresh(recs[i].Updates)
+		}
+		one = one || int64(l.baseV)+int64(len(l.addedIDs))+int64(fresh) > graph.MaxVertices
+	}
+	if one {
+		for i, r := range recs {
+			if err := l.Apply(r.Partition, r.Offset, r.Updates); err != nil {
+				if errs == nil {
+					errs = make([]error, len(recs))
+				}
+				errs[i] = err
+				_ = l.Apply(r.Partition, r.Offset, nil)
+			}
+		}
+		return errs
+	}
+	buf := l.merged[:0]
+	for i := range recs {
+		buf = append(buf, recs[i].Updates...)
+	}
+	l.applyParallel(buf)
+	l.merged = buf[:0]
+	for _, r := range recs {
+		if r.Partition >= 0 {
+			l.watermark[r.Partition] = r.Offset + 1
+		}
+		if l.compacting != nil {
+			l.compacting.record(r.Partition, r.Offset, r.Updates)
+		}
+	}
+	return nil
+}
+
 // applyParallel applies ups as the serial loop does, the same state to the
 // byte, on several goroutines. An update changes only its source vertex's
 // state (an insert appends to it, a delete adds a tombstone to it), so
@@ -54,34 +129,9 @@ func (o *options) started() {
 // it applied 0.84-1.12 M updates/s, busy all the time, while the issue
 // asks for 5 M/s (docs/benchmarks/live-graph.md, "Through the stage").
 func (l *Live) applyParallel(ups []Update) {
-	type op struct{ s, d uint32 }
-	ops := make([]op, len(ups))
-	const skip = ^uint32(0) // a delete naming a vertex the graph lacks
-	maxMid := 0
+	ops := make([]applyOp, len(ups))
 	mids := make([]int32, len(ups))
-	for i := range ups {
-		u := &ups[i]
-		var s, d uint32
-		if u.Op == Insert {
-			s, d = l.vertex(u.Src), l.vertex(u.Dst)
-		} else {
-			l.stats.Deleted++
-			var ok1, ok2 bool
-			s, ok1 = l.lookup(u.Src)
-			d, ok2 = l.lookup(u.Dst)
-			if !ok1 || !ok2 {
-				s = skip
-			}
-		}
-		ops[i] = op{s, d}
-		if s != skip {
-			mi := int(s >> (leafBits + midBits))
-			mids[i] = int32(mi)
-			maxMid = max(maxMid, mi)
-		} else {
-			mids[i] = -1
-		}
-	}
+	maxMid := l.resolve(ups, ops, mids)
 	l.topFor(maxMid)
 	// The updates of each mid, in record order: a counting sort.
 	start := make([]int32, maxMid+2)
@@ -103,6 +153,7 @@ func (l *Live) applyParallel(ups []Update) {
 	}
 	workers := min(l.opts.procs(), maxMid+1)
 	stats := make([]Stats, workers)
+	sums := make([]uint64, workers)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -110,12 +161,18 @@ func (l *Live) applyParallel(ups []Update) {
 			l.opts.started()
 			st := &stats[w]
 			for mi := int(next.Add(1) - 1); mi <= maxMid; mi = int(next.Add(1) - 1) {
-				for _, i := range order[start[mi]:start[mi+1]] {
-					o := ops[i]
-					if ups[i].Op == Insert {
-						l.insertAt(st, &ups[i], o.s, o.d)
-					} else {
-						l.deleteAt(st, o.s, o.d)
+				idx := order[start[mi]:start[mi+1]]
+				for len(idx) > 0 {
+					chunk := idx[:min(len(idx), touchChunk)]
+					idx = idx[len(chunk):]
+					sums[w] += l.touchSources(chunk, func(i int32) uint32 { return ops[i].s })
+					for _, i := range chunk {
+						o := ops[i]
+						if ups[i].Op == Insert {
+							l.insertAt(st, &ups[i], o.s, o.d)
+						} else {
+							l.deleteAt(st, o.s, o.d)
+						}
 					}
 				}
 			}
@@ -124,7 +181,141 @@ func (l *Live) applyParallel(ups []Update) {
 	wg.Wait()
 	for i := range stats {
 		l.stats.add(&stats[i])
+		l.touched += sums[i]
 	}
+}
+
+// applyOp is an update's endpoints as dense ids; s is skipOp for a delete
+// naming a vertex the graph lacks.
+type applyOp struct{ s, d uint32 }
+
+const skipOp = ^uint32(0)
+
+// resolvePerWorker is the least updates per goroutine resolve spreads its
+// lookups over: below, starting goroutines costs more than the lookups.
+const resolvePerWorker = 4096
+
+// resolve fills ops and mids (the tree mid of the source, -1 for a skipped
+// delete) for applyParallel and returns the largest mid, with the state
+// the serial loop leaves: inserts add the vertices the graph lacks in
+// record order. Lookups of the ids the graph has are spread over goroutines
+// (nothing is added meanwhile, so each finds what the serial loop would);
+// the updates naming an id not found are then resolved one after another in
+// record order, adding vertices as the serial loop adds them (a delete
+// naming a vertex an earlier insert of ups added finds it then).
+//
+// Why: with the applier's passes over many records (ApplyRecords), this
+// pass alone on one goroutine was a third of a pass at scale 22 on 16 cores.
+func (l *Live) resolve(ups []Update, ops []applyOp, mids []int32) int {
+	workers := min(l.opts.procs(), max(1, len(ups)/resolvePerWorker))
+	type part struct {
+		miss    []int32
+		deleted int64
+		maxMid  int
+	}
+	parts := make([]part, workers)
+	per := (len(ups) + workers - 1) / workers
+	lookups := func(w int) {
+		p := &parts[w]
+		for i := w * per; i < min(len(ups), (w+1)*per); i++ {
+			u := &ups[i]
+			if u.Op != Insert {
+				p.deleted++
+			}
+			s, ok1 := l.lookup(u.Src)
+			d, ok2 := l.lookup(u.Dst)
+			if !ok1 || !ok2 {
+				p.miss = append(p.miss, int32(i))
+				continue
+			}
+			ops[i] = applyOp{s, d}
+			mi := int(s >> (leafBits + midBits))
+			mids[i] = int32(mi)
+			p.maxMid = max(p.maxMid, mi)
+		}
+	}
+	if workers == 1 {
+		lookups(0)
+	} else {
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() {
+				l.opts.started()
+				lookups(w)
+			})
+		}
+		wg.Wait()
+	}
+	maxMid := 0
+	for w := range parts {
+		p := &parts[w]
+		l.stats.Deleted += p.deleted
+		maxMid = max(maxMid, p.maxMid)
+		for _, i := range p.miss {
+			u := &ups[i]
+			var s, d uint32
+			if u.Op == Insert {
+				s, d = l.vertex(u.Src), l.vertex(u.Dst)
+			} else {
+				var ok1, ok2 bool
+				s, ok1 = l.lookup(u.Src)
+				d, ok2 = l.lookup(u.Dst)
+				if !ok1 || !ok2 {
+					ops[i], mids[i] = applyOp{skipOp, 0}, -1
+					continue
+				}
+			}
+			ops[i] = applyOp{s, d}
+			mi := int(s >> (leafBits + midBits))
+			mids[i] = int32(mi)
+			maxMid = max(maxMid, mi)
+		}
+	}
+	return maxMid
+}
+
+// touchChunk is how many updates of a mid a worker of applyParallel loads
+// ahead (touchSources) before applying them: what they load, a leaf, a
+// vertex state, its last edges or its base offsets and weights, a few
+// cache lines each, stays in the core's L2.
+const touchChunk = 256
+
+// touchSources does for a worker of applyParallel what touch does for
+// the serial loop: it loads the state of the source vertex of each of idx
+// (src gives its dense id), or the base offsets and first weight of one
+// without a state yet, before any is written, so that the processor
+// overlaps these cache misses where the updates, applied in order, wait
+// for each in turn. It reads only the nodes of the mid the worker owns.
+// The sum keeps the loads from being dropped.
+func (l *Live) touchSources(idx []int32, src func(int32) uint32) uint64 {
+	var sum uint64
+	for _, i := range idx {
+		s := src(i)
+		if s == skipOp {
+			continue
+		}
+		if vs := l.peek(s); vs != nil {
+			sum += vs.epoch
+		} else if s < l.baseV {
+			sum += uint64(l.base.Offsets[s])
+		}
+	}
+	for _, i := range idx {
+		s := src(i)
+		if s == skipOp {
+			continue
+		}
+		if vs := l.peek(s); vs != nil {
+			if e := vs.view.Edges; len(e) > 0 {
+				sum += uint64(e[len(e)-1].Target)
+			}
+		} else if s < l.baseV && l.weighted {
+			if a := l.base.Offsets[s]; a < l.base.Offsets[s+1] {
+				sum += uint64(l.base.Weights[a])
+			}
+		}
+	}
+	return sum
 }
 
 // add adds o's counts to st.

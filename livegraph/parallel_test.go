@@ -157,3 +157,97 @@ func TestCompactionKeepsToItsWorkers(t *testing.T) {
 		t.Fatal("no snapshot")
 	}
 }
+
+// Records handed over together (ApplyRecords, the applier's pass over the
+// records queued behind one) leave what Apply on each in turn leaves: every
+// vertex's delta, the counts, the watermark and the compacted graph. Records
+// too small to be spread over goroutines alone are spread together, and a
+// refused record among them is passed as Apply passes it, the others
+// applied.
+func TestApplyRecordsEqualsApply(t *testing.T) {
+	cases := []struct {
+		name string
+		per  int // updates a record
+		bad  int // index of a record with an unknown op, or -1
+	}{
+		{"small records", applyParallelMin / 4, -1},
+		{"large records", 3 * resolvePerWorker / 4, -1}, // lookups on several goroutines too
+		{"a refused record", applyParallelMin / 4, 3},
+	}
+	for _, c := range cases {
+		for _, v := range variants {
+			t.Run(c.name+"/"+v.name, func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(17, uint64(len(v.name)+c.bad)))
+				const n = midFan*leafFan + 3000 // two mids
+				m, base := newModel(t, v, n, n, rng)
+				var workers atomic.Int64
+				merged, err := New(base, withWorkerHook(func() { workers.Add(1) }))
+				if err != nil {
+					t.Fatal(err)
+				}
+				one, err := New(base)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Record 5 has no updates (the applier passes a record the
+				// reader dead-lettered so); the refused one is not drawn
+				// from the model, which holds what the others do.
+				var recs []Record
+				for i := range 8 {
+					var ups []Update
+					switch i {
+					case c.bad:
+						ups = []Update{{Op: Insert, Src: m.ids[0], Dst: m.ids[1]}, {Op: 9, Src: m.ids[1], Dst: m.ids[0]}}
+					case 5:
+					default:
+						for len(ups) < c.per {
+							ups = append(ups, m.randomRecord(rng)...)
+						}
+					}
+					recs = append(recs, Record{Partition: int32(i % 3), Offset: int64(10 + i/3), Updates: ups})
+				}
+				errs := merged.ApplyRecords(recs)
+				for i, r := range recs {
+					err := one.Apply(r.Partition, r.Offset, r.Updates)
+					if err != nil {
+						_ = one.Apply(r.Partition, r.Offset, nil)
+					}
+					var got error
+					if errs != nil {
+						got = errs[i]
+					}
+					if (err == nil) != (got == nil) {
+						t.Fatalf("record %d: ApplyRecords %v, Apply %v", i, got, err)
+					}
+				}
+				if c.bad < 0 && workers.Load() < 2 {
+					t.Fatalf("records of %d updates each went to %d goroutines, want one a mid", c.per, workers.Load())
+				}
+				ps, ss := merged.Publish(), one.Publish()
+				if ps.NumVertices() != ss.NumVertices() || ps.Stats() != ss.Stats() || !reflect.DeepEqual(ps.Watermark(), ss.Watermark()) {
+					t.Fatalf("merged: %d vertices, %+v, watermark %v; one by one: %d vertices, %+v, watermark %v",
+						ps.NumVertices(), ps.Stats(), ps.Watermark(), ss.NumVertices(), ss.Stats(), ss.Watermark())
+				}
+				for v := range uint32(ps.NumVertices()) {
+					if a, b := ps.Vertex(v), ss.Vertex(v); !reflect.DeepEqual(a, b) {
+						t.Fatalf("vertex %d: merged %+v, one by one %+v", v, a, b)
+					}
+				}
+				gp, err := Compact(context.Background(), ps)
+				if err != nil {
+					t.Fatal(err)
+				}
+				gs, err := Compact(context.Background(), ss)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if gp.Checksum() != gs.Checksum() {
+					t.Fatal("the compactions differ")
+				}
+				if gp.Checksum() != m.build(t, "base").Checksum() {
+					t.Fatal("the compaction differs from the model")
+				}
+			})
+		}
+	}
+}

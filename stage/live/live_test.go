@@ -219,3 +219,78 @@ func TestApplierPublishesForWaiters(t *testing.T) {
 	stop()
 	<-applyDone
 }
+
+// The records queued behind the one the applier takes go in the same pass
+// (livegraph.Live.ApplyRecords), and leave what applying them one by one
+// leaves: the watermark past every record, the reader's rejected record and
+// the one the live graph refuses passed and counted, the others' updates
+// applied.
+func TestApplierMergesQueuedRecords(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var edges []graph.Edge
+	for v := range int64(64) {
+		edges = append(edges, graph.Edge{Src: v, Dst: (v + 1) % 64})
+	}
+	base, err := graph.FromEdges(edges, graph.BuildOptions{Name: "live", DenseIDs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := func(p int32, off int64) source.EdgeBatch {
+		var ups []livegraph.Update
+		for i := range int64(700) {
+			op := livegraph.Insert
+			if i%10 == 9 {
+				op = livegraph.Delete
+			}
+			ups = append(ups, livegraph.Update{Op: op, Src: (off*7 + i) % 70, Dst: (i * 13) % 64})
+		}
+		return source.EdgeBatch{Partition: p, Offset: off, Updates: ups}
+	}
+	var queued []source.EdgeBatch
+	for off := range int64(4) {
+		for p := range int32(2) {
+			queued = append(queued, record(p, off))
+		}
+	}
+	queued[3].Updates, queued[3].Rejected = nil, errors.New("did not decode")
+	queued[5].Updates = append(queued[5].Updates, livegraph.Update{Op: 9, Src: 1, Dst: 2})
+	in := make(chan source.EdgeBatch, len(queued))
+	for _, b := range queued {
+		in <- b
+	}
+	close(in)
+	l, err := livegraph.New(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := RunApplier(ctx, slog.New(slog.DiscardHandler), l, in, time.Hour, m); err != nil {
+		t.Fatal(err)
+	}
+	if got := liveCounter(t, m.applyPasses); got != 1 {
+		t.Errorf("%d records queued went in %v passes, want 1", len(queued), got)
+	}
+	one, err := livegraph.New(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied := 0
+	for _, b := range queued {
+		if b.Rejected != nil || one.Apply(b.Partition, b.Offset, b.Updates) != nil {
+			_ = one.Apply(b.Partition, b.Offset, nil)
+			continue
+		}
+		applied += len(b.Updates)
+	}
+	got, want := l.Snapshot(), one.Publish()
+	if got.Stats() != want.Stats() || !maps.Equal(got.Watermark(), want.Watermark()) {
+		t.Fatalf("applier: %+v at %v; one by one: %+v at %v", got.Stats(), got.Watermark(), want.Stats(), want.Watermark())
+	}
+	if u, r := liveCounter(t, m.updates), liveCounter(t, m.rejected); u != float64(applied) || r != 2 {
+		t.Errorf("counted %v updates and %v rejected records, want %d and 2", u, r, applied)
+	}
+}
