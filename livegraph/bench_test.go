@@ -163,8 +163,9 @@ func BenchmarkOverlayWalk(b *testing.B) {
 	snap, compacted := tenPercentDelta(b, base, func(rng *rand.Rand, src, dst int64) Update {
 		return Update{Op: Insert, Src: src, Dst: dst, Weight: float32(1 + rng.IntN(4)), Has: HasWeight}
 	})
-	// Memory per appended edge: the live state (Stats.Bytes) and the
-	// index the walkers read (walk.DeltaIndex), reported on "delta".
+	// Memory per appended edge: the live state (Stats.Bytes), the index
+	// the walkers read (walk.DeltaIndex) and its side words, reported on
+	// "delta".
 	st := snap.Stats()
 	perEdge := func(n int64) float64 { return float64(n) / float64(st.DeltaEdges) }
 	for _, weighted := range []bool{false, true} {
@@ -202,6 +203,9 @@ func BenchmarkOverlayWalk(b *testing.B) {
 				if c.ov != nil {
 					b.ReportMetric(perEdge(st.Bytes), "delta-B/edge")
 					b.ReportMetric(perEdge(snap.DeltaIndex().Bytes()), "index-B/edge")
+					// The side words the walks built (walk.DeltaIndex.Sides):
+					// one kind after the uniform run, both after the weighted.
+					b.ReportMetric(perEdge(snap.DeltaIndex().SidesBytes()), "sides-B/edge")
 				}
 			})
 		}

@@ -599,6 +599,23 @@ func (x *DeltaIndex) addrs() *DeltaIndex {
 	return x
 }
 
+// WordAddr is the address of the index word Rank(v) reads, for a
+// prefetch (0 for a vertex beyond the index: a prefetch of it is harmless).
+func (x *DeltaIndex) WordAddr(v uint32) uintptr {
+	if int(v>>6) >= len(x.words) {
+		return 0
+	}
+	return uintptr(unsafe.Pointer(&x.words[v>>6]))
+}
+
+// AtAddr is the address of the pointer At(k) reads, for a prefetch.
+func (x *DeltaIndex) AtAddr(k int) uintptr {
+	if k < len(x.dvs) {
+		return uintptr(unsafe.Pointer(&x.dvs[k]))
+	}
+	return uintptr(unsafe.Pointer(&x.pdvs[k-len(x.dvs)]))
+}
+
 // At is the delta at position k (Rank).
 func (x *DeltaIndex) At(k int) *DeltaVertex {
 	if k < len(x.dvs) {
