@@ -29,7 +29,8 @@ import (
 // misses overlap where one walk's waited on each in turn: the vertex's
 // index word (and offsets and label segment) at the end of the step
 // before, its DeltaVertex pointer after the rank, the DeltaVertex itself
-// before the step. (One walk at a time, with the delta looked up in the
+// before the step, and for MetaPath the first attempt's base edge in its
+// label segment after that. (One walk at a time, with the delta looked up in the
 // snapshot's tree, MetaPath on a 10% delta ran at 7% of the compacted
 // graph's rate: docs/benchmarks/live-graph.md.)
 func (s *stepper) walkOverlayOneByOne(starts []uint32, firstID uint64, buf, lens []uint32) {
@@ -66,6 +67,16 @@ func (s *stepper) walkOverlayOneByOne(starts []uint32, firstID uint64, buf, lens
 					}
 				}
 			}
+			if metaPath && s.segs != nil {
+				// The first attempt's base edge (the step's, at a
+				// vertex without a delta): its segment's offsets came
+				// in with the vertex's, its draw is known.
+				for k := range m {
+					if n[k] == int(step)+1 {
+						s.prefetchMetaPathEdge(firstID+uint64(g0+k), step, cur[k], dvs[k])
+					}
+				}
+			}
 			for k := range m {
 				if n[k] != int(step)+1 {
 					continue // ended
@@ -98,27 +109,61 @@ func (s *stepper) walkOverlayOneByOne(starts []uint32, firstID uint64, buf, lens
 	}
 }
 
+// prefetchMetaPathEdge prefetches the edges that the first attempt of walk
+// id's step from v (delta dv, nil: none) may draw: the base edge in its
+// label segment (the target, and the alias entry of a weighted walk:
+// pickStatic's entry for draw 0's x0) and the appended edge on x3 and its
+// label.
+func (s *stepper) prefetchMetaPathEdge(id uint64, step, v uint32, dv *walk.DeltaVertex) {
+	lt := s.segs
+	x0, _, _, x3 := s.draw(id, step, 0)
+	var tgt, al, de, lab uintptr
+	if int(v) < len(s.off)-1 {
+		want := s.alg.Schema[int(step)%len(s.alg.Schema)]
+		i := uint64(v)*uint64(lt.numLabels) + uint64(want)
+		if a, b := lt.off[i], lt.off[i+1]; a < b {
+			e := a + uint64(walk.Bounded(x0, uint32(b-a)))
+			tgt = uintptr(unsafe.Pointer(&lt.tgt[e]))
+			if tab := s.segAlias(); tab != nil {
+				al = uintptr(unsafe.Pointer(&tab[e]))
+			}
+		}
+	}
+	if dv != nil && len(dv.Edges) > 0 {
+		j := walk.Bounded(x3, uint32(len(dv.Edges)))
+		de = uintptr(unsafe.Pointer(&dv.Edges[j]))
+		if int(j) < len(dv.Labels) {
+			lab = uintptr(unsafe.Pointer(&dv.Labels[j]))
+		}
+	}
+	prefetch4(tgt, al, de, lab)
+}
+
 // overlayGroup is how many walks walkOverlayOneByOne takes step by step
 // together: enough misses in flight to cover a step's latency, few enough
 // that the lines of a step's first pass are still in L1 at its last.
 const overlayGroup = 16
 
 // prefetchOverlayVertex prefetches what step `step` of a walk at v reads
-// first: v's offsets, its label segment's (MetaPath on the label tables)
-// and its index word.
+// first: v's offsets, its label segment's and the segment's weight sum
+// (MetaPath on the label tables, weighted) and its index word.
 func (s *stepper) prefetchOverlayVertex(v uint32, step uint32) {
-	var off, seg, word uintptr
+	var off, seg, sum, word uintptr
 	if int(v) < len(s.off)-1 {
 		off = uintptr(unsafe.Pointer(&s.off[v]))
 		if s.segs != nil && s.alg.Kind == walk.MetaPath {
 			want := s.alg.Schema[int(step)%len(s.alg.Schema)]
-			seg = uintptr(unsafe.Pointer(&s.segs.off[uint64(v)*uint64(s.segs.numLabels)+uint64(want)]))
+			i := uint64(v)*uint64(s.segs.numLabels) + uint64(want)
+			seg = uintptr(unsafe.Pointer(&s.segs.off[i]))
+			if s.segSums != nil {
+				sum = uintptr(unsafe.Pointer(&s.segSums[i]))
+			}
 		}
 	}
 	if s.ovIdx != nil {
 		word = s.ovIdx.WordAddr(v)
 	}
-	prefetch4(off, seg, word, 0)
+	prefetch4(off, seg, sum, word)
 }
 
 // overlayNode2VecStep takes walk id's step from cur, prev the vertex before
