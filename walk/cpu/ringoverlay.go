@@ -18,17 +18,22 @@ import (
 //   - slotDrawn: resolve the base entry drawn (an alias entry or target, or
 //     a fused entry, which also holds the next vertex's edge range). A
 //     DeepWalk step drawn before its side was known (spec) first takes the
-//     side from the vertex's DeltaHead (decide): an appended edge instead
-//     of the entry (slotDeltaDrawn), or the entry. A base edge drawn at a
-//     vertex with tombstones is taken unless dead. On the fused table the
-//     round's words are the next vertex's draw 0: a DeepWalk step is drawn
-//     at once, whether the vertex has a delta or not (by the draw contract
-//     its base edge takes the same words either way), spec when it has one,
-//     its DeltaHead prefetched with the entry; PPR's step is drawn at once
-//     at a vertex without a delta, and at one with a delta the walk is
+//     side: from the vertex's side word (walk.DeltaIndex.Sides) in
+//     roundSides, which takes the step as roundFused does when the word
+//     says base and the target has no tombstone bit; else from the
+//     vertex's DeltaHead, a round later (slotDecide): an appended edge
+//     instead of the entry (slotDeltaDrawn), or the entry. A base edge
+//     drawn at a vertex with tombstones is taken unless dead. On the fused
+//     table the round's words are the next vertex's draw 0: a DeepWalk step
+//     is drawn at once, whether the vertex has a delta or not (by the draw
+//     contract its base edge takes the same words either way), spec, its
+//     side word prefetched with the entry; PPR's step is drawn at once at a
+//     vertex without a delta, and at one with a delta the walk is
 //     slotArrived, its DeltaHead prefetched, and the round's second pass
 //     draws it. On the other tables the walk waits a round for the offsets
 //     (slotChosen).
+//   - slotDecide: the head of a spec step's vertex, prefetched a round
+//     ago, decides its side (the side word did not).
 //   - slotDeltaDrawn: an appended edge drawn: taken if kept and not dead.
 //   - slotRetry: the attempt drew a dead or unkept edge, or an empty side:
 //     the next attempt is drawn (its words computed scalar), and prefetched
