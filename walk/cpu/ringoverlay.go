@@ -329,8 +329,8 @@ func (w *ovRing) roundSides(b int) {
 		nx, deg, lo := en.to[t&1].v, uint64(en.to[t&1].deg), uint64(en.to[t&1].lo)
 		if sw&walk.SideDead(nx) != 0 || deg == 0 {
 			// Maybe a tombstone to search, or a vertex without base
-			// edges: visit's path for a base edge decided (decide's
-			// stores; the head's bits and search decide the edge).
+			// edges: visit's path for a base edge whose side is
+			// decided (the head's bits and search decide the edge).
 			w.spec[i], w.first[i], w.att[i] = 0, 0, 0
 			w.dead[i] = 0
 			if k := w.x.Rank(w.cur[i]); k >= 0 {
@@ -381,9 +381,8 @@ func (w *ovRing) visit(i int) {
 			w.resolveBase(i)
 		}
 	case slotDrawn:
-		if w.spec[i] != 0 && !w.decide(i) {
-			return
-		}
+		// A spec step never comes here: roundSides decides its side,
+		// or hands it to the head (slotDecide).
 		w.resolveBase(i)
 	case slotDeltaDrawn:
 		h := w.x.Head(int(w.rank[i]))
@@ -438,12 +437,12 @@ func (w *ovRing) resolveBase(i int) {
 		// the draw contract a base edge is drawn on x0 and x1
 		// whether nx has a delta or not, so the step is drawn
 		// now either way and its entry prefetched, with nx's
-		// side record; the next round decides the side from
-		// the record (decide, on x2) before it reads the
-		// entry. No lookup in the index and no branch on
-		// whether nx has a delta: a vertex without one has a
-		// record whose threshold takes the base side at every
-		// draw.
+		// side word; the next round decides the side from the
+		// word (roundSides, on x2) before it reads the entry.
+		// No lookup in the index and no branch on whether nx
+		// has a delta: a vertex without one has a word whose
+		// threshold takes the base side at every draw but the
+		// last.
 		words := &r.words[i/ringHalf]
 		e := lo + uint64(walk.Bounded(words[0][i%ringHalf], uint32(deg)))
 		r.idx[i], r.coin[i], r.ctr[i] = e, words[1][i%ringHalf], r.step[i]+1
@@ -486,27 +485,12 @@ func (w *ovRing) arrived(slots []uint8) {
 	w.flush()
 }
 
-// decide takes the side of slot i's step, drawn in slotDrawn before it was
-// known (spec): the step at w.cur[i] drew base entry r.idx[i] on x0 and x1
-// of draw 0, and decide takes the first attempt's side on x2 (w.side[i])
-// from the vertex's head (decideHead); roundSides takes the steps whose
-// side word decides them before they come here. It reports whether the base entry is
-// the attempt's edge (its tombstone check still to come: w.dead[i]).
-func (w *ovRing) decide(i int) bool {
-	w.spec[i], w.first[i], w.att[i] = 0, 0, 0
-	k := w.x.Rank(w.cur[i])
-	if k < 0 {
-		// No delta (roundSides sends such a vertex here at the side
-		// word's cap, x2 = 2^32-1): the base side.
-		w.dead[i] = 0
-		return true
-	}
-	w.rank[i] = int32(k)
-	return w.decideHead(i)
-}
-
-// decideHead is decide from the head of w.cur[i], which has a delta at
-// w.rank[i].
+// decideHead takes the side of slot i's step, drawn in slotDrawn before it
+// was known (spec), from the head of its vertex w.cur[i], which has a delta
+// at w.rank[i]: the step drew base entry r.idx[i] on x0 and x1 of draw 0,
+// and the first attempt's side is on x2 (w.side[i]). It reports whether
+// the base entry is the attempt's edge (its tombstone check still to come:
+// w.dead[i]).
 func (w *ovRing) decideHead(i int) bool {
 	r := w.r
 	h := w.x.Head(int(w.rank[i]))
