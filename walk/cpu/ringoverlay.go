@@ -293,7 +293,7 @@ func (w *ovRing) resolve(b int) {
 
 // roundSides is resolve for a DeepWalk on the fused table (w.sides set):
 // the step of a walk drawn at a vertex before its side was known (spec),
-// whose side record takes the base side, and whose base edge is not under
+// whose side word takes the base side, and whose base edge is not under
 // a tombstone's bit, is taken here as roundFused takes a step on the base
 // (visit's path for it, without its calls and stores); every other slot
 // goes to visit. That step is nine in ten at a 10% delta.
