@@ -2,6 +2,7 @@ package livegraph
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -163,8 +164,9 @@ func BenchmarkOverlayWalk(b *testing.B) {
 	snap, compacted := tenPercentDelta(b, base, func(rng *rand.Rand, src, dst int64) Update {
 		return Update{Op: Insert, Src: src, Dst: dst, Weight: float32(1 + rng.IntN(4)), Has: HasWeight}
 	})
-	// Memory per appended edge: the live state (Stats.Bytes) and the
-	// index the walkers read (walk.DeltaIndex), reported on "delta".
+	// Memory per appended edge: the live state (Stats.Bytes), the index
+	// the walkers read (walk.DeltaIndex) and its side words, reported on
+	// "delta".
 	st := snap.Stats()
 	perEdge := func(n int64) float64 { return float64(n) / float64(st.DeltaEdges) }
 	for _, weighted := range []bool{false, true} {
@@ -202,6 +204,9 @@ func BenchmarkOverlayWalk(b *testing.B) {
 				if c.ov != nil {
 					b.ReportMetric(perEdge(st.Bytes), "delta-B/edge")
 					b.ReportMetric(perEdge(snap.DeltaIndex().Bytes()), "index-B/edge")
+					// The side words the walks built (walk.DeltaIndex.Sides):
+					// one kind after the uniform run, both after the weighted.
+					b.ReportMetric(perEdge(snap.DeltaIndex().SidesBytes()), "sides-B/edge")
 				}
 			})
 		}
@@ -266,6 +271,58 @@ func BenchmarkOverlayMetaPath(b *testing.B) {
 					b.Fatal(err)
 				}
 				e.PrepareLabelTables()
+				starts := make([]uint32, c.g.NumVertices())
+				for i := range starts {
+					starts[i] = uint32(i)
+				}
+				var steps int64
+				c0 := cpuTime()
+				for b.Loop() {
+					err := e.Run(context.Background(), []walk.Job{{Algorithm: alg, Seed: 1, Starts: starts, Overlay: c.ov}}, func(ch walk.Chunk) error {
+						steps += ch.Steps()
+						return nil
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(steps)/b.Elapsed().Seconds(), "steps/s")
+				b.ReportMetric(2*float64(steps)/(cpuTime()-c0).Seconds(), "steps/cpu-s-x2")
+			})
+		}
+	}
+}
+
+// BenchmarkOverlayAlgorithms is BenchmarkOverlayWalk's delta and compacted
+// runs for PPR (stop probability 0.15: walks of about 6.7 steps, 80 at
+// most) and Node2Vec (p 0.5, q 2, the rejection sampler, 80 steps), which
+// take other paths than DeepWalk's on a delta: PPR the overlay ring's
+// per-vertex path, Node2Vec the grouped walker (walkOverlayOneByOne).
+func BenchmarkOverlayAlgorithms(b *testing.B) {
+	base, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 16, EdgeFactor: 16, Seed: 1, Undirected: true, Weighted: true, Name: "overlay-bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	snap, compacted := tenPercentDelta(b, base, func(rng *rand.Rand, src, dst int64) Update {
+		return Update{Op: Insert, Src: src, Dst: dst, Weight: float32(1 + rng.IntN(4)), Has: HasWeight}
+	})
+	for _, alg := range []walk.Algorithm{
+		{Kind: walk.PPR, Length: 80, StopProb: 0.15},
+		{Kind: walk.PPR, Length: 80, StopProb: 0.15, Weighted: true},
+		{Kind: walk.Node2Vec, Length: 80, P: 0.5, Q: 2, Stepper: walk.StepperRejection},
+		{Kind: walk.Node2Vec, Length: 80, P: 0.5, Q: 2, Stepper: walk.StepperRejection, Weighted: true},
+	} {
+		for _, c := range []struct {
+			name string
+			g    *graph.Graph
+			ov   walk.Overlay
+		}{{"delta", base, snap}, {"compacted", compacted, nil}} {
+			b.Run(fmt.Sprintf("%s/%s%s", alg.Kind, c.name, map[bool]string{true: "/weighted", false: ""}[alg.Weighted]), func(b *testing.B) {
+				e, err := cpu.New(c.g, cpu.WithWorkers(2))
+				if err != nil {
+					b.Fatal(err)
+				}
+				e.PrepareTables()
 				starts := make([]uint32, c.g.NumVertices())
 				for i := range starts {
 					starts[i] = uint32(i)

@@ -128,6 +128,17 @@ type DeltaIndex struct {
 	// offset to: the base level's first head, and the patch's first head
 	// less the base level's length (wrapping, as uint64 arithmetic does).
 	headBase, patchBase uint64
+	// sides are the snapshot's side words (Sides), for unweighted [0]
+	// and weighted [1] walks, each built by the first walk that asks
+	// (behind a pointer: an index is a value its tests copy).
+	sides *[2]sideSet
+}
+
+// sideSet is one kind of walk's side words, built once.
+type sideSet struct {
+	once  sync.Once
+	words []uint64
+	bytes atomic.Int64 // for SidesBytes, which may run beside a build
 }
 
 // indexWord is 64 vertices' marks and ranks in both levels, side by side:
@@ -574,8 +585,10 @@ func (x *DeltaIndex) HeadAddr(k int) uint64 {
 	return x.patchBase ^ (x.headBase^x.patchBase)&mask + uint64(k)*uint64(unsafe.Sizeof(DeltaHead{}))
 }
 
-// addrs sets the addresses HeadAddr starts from.
+// addrs sets the addresses HeadAddr starts from, and gives x its (empty)
+// side records.
 func (x *DeltaIndex) addrs() *DeltaIndex {
+	x.sides = new([2]sideSet)
 	size := uint64(unsafe.Sizeof(DeltaHead{}))
 	if len(x.heads) > 0 {
 		x.headBase = uint64(uintptr(unsafe.Pointer(&x.heads[0])))
@@ -584,6 +597,23 @@ func (x *DeltaIndex) addrs() *DeltaIndex {
 		x.patchBase = uint64(uintptr(unsafe.Pointer(&x.pheads[0]))) - uint64(len(x.heads))*size
 	}
 	return x
+}
+
+// WordAddr is the address of the index word Rank(v) reads, for a
+// prefetch (0 for a vertex beyond the index: a prefetch of it is harmless).
+func (x *DeltaIndex) WordAddr(v uint32) uintptr {
+	if int(v>>6) >= len(x.words) {
+		return 0
+	}
+	return uintptr(unsafe.Pointer(&x.words[v>>6]))
+}
+
+// AtAddr is the address of the pointer At(k) reads, for a prefetch.
+func (x *DeltaIndex) AtAddr(k int) uintptr {
+	if k < len(x.dvs) {
+		return uintptr(unsafe.Pointer(&x.dvs[k]))
+	}
+	return uintptr(unsafe.Pointer(&x.pdvs[k-len(x.dvs)]))
 }
 
 // At is the delta at position k (Rank).
@@ -612,6 +642,107 @@ func (x *DeltaIndex) Bytes() int64 {
 
 // Len counts the vertices with a delta.
 func (x *DeltaIndex) Len() int { return x.n }
+
+// A side word is what a step that drew a base edge at vertex v reads of
+// v's delta to know whether that edge is the step's (Sides): 8 bytes per
+// vertex, found by v alone, where the DeltaHead takes the index's word and
+// two population counts to find, and 48 bytes to read. Bits 0..31 hold a
+// threshold: the step's first attempt takes the base side when its side
+// draw x (x2) is below it (SideThreshold, capped at 2^32-1; 0 for a vertex
+// without a live edge), and a draw at or above it is decided by the head
+// (by the index: a vertex without a delta takes the base side). Bits
+// 32..63 hold the tombstones' bits (DeltaHead.DeadBits folded to 32, bit
+// b and b+32 together: SideDead); a base edge to a target whose bit is
+// clear is live. Kept small so that the words of all vertices stay in a
+// core's L2 where the heads do not: 512 KiB at 2^16 vertices.
+
+// SideThresholdMask masks a side word's threshold.
+const SideThresholdMask = 1<<32 - 1
+
+// SideDead is the bit of a side word that tombstones of target t set.
+func SideDead(t uint32) uint64 { return 1 << (32 + (uint64(t)*0x9e3779b97f4a7c15>>58)&31) }
+
+// SideThreshold returns the number of side draws x (0..2^32) for which a
+// step at a vertex whose sides weigh wb (base) and wd (delta) takes the
+// base side: x takes it when float64(x) * 2^-32 * (wb+wd) < wb, the test
+// the overlay walkers make (overlayAttempts), and as that is monotone in x
+// those x are exactly 0..threshold-1. It starts from the quotient and
+// walks to the exact boundary, so a threshold agrees with the test bit for
+// bit and walks that read it are the walks that compute the test.
+func SideThreshold(wb, wd float64) uint64 {
+	base := func(x uint64) bool { return float64(uint32(x))*(1.0/(1<<32))*(wb+wd) < wb }
+	var t uint64
+	if q := wb / (wb + wd) * (1 << 32); q >= 1<<32 {
+		t = 1 << 32
+	} else if q > 0 {
+		t = uint64(q)
+	}
+	for t > 0 && !base(t-1) {
+		t--
+	}
+	for t < 1<<32 && base(t) {
+		t++
+	}
+	return t
+}
+
+// Sides returns a side word for each of the index's vertices (and up to
+// the next multiple of 64), for weighted or unweighted walks over a base
+// whose offsets are off (an unweighted walk weighs the base side by the
+// base degree). They are built on the first call for each kind, spread
+// over the cores, and kept with the index, so every job on the snapshot
+// shares them (docs/benchmarks/live-graph.md has the bytes per delta
+// edge). All callers of one index must pass the same base's offsets: the
+// snapshot's.
+func (x *DeltaIndex) Sides(weighted bool, off []uint64) []uint64 {
+	k := 0
+	if weighted {
+		k = 1
+	}
+	set := &x.sides[k]
+	set.once.Do(func() {
+		words := make([]uint64, len(x.words)*64)
+		baseV := uint32(max(len(off)-1, 0))
+		ParallelSpans((len(x.words)+updateChunk-1)/updateChunk, func(c int) {
+			w0, w1 := c*updateChunk, min(len(x.words), (c+1)*updateChunk)
+			seg := words[w0*64 : w1*64]
+			for j := range seg {
+				seg[j] = SideThresholdMask
+			}
+			for w := w0; w < w1; w++ {
+				for m := x.words[w].base | x.words[w].patch; m != 0; m &= m - 1 {
+					v := uint32(w*64 + bits.TrailingZeros64(m))
+					h := x.Head(x.Rank(v))
+					var t uint64
+					if h.Live {
+						wb, wd := h.BaseWeight, float64(h.N)*float64(h.MaxWeight)
+						if !weighted {
+							var d uint64
+							if v < baseV {
+								d = off[v+1] - off[v]
+							}
+							wb, wd = float64(d), float64(h.N)
+						}
+						t = min(SideThreshold(wb, wd), SideThresholdMask)
+					}
+					words[v] = t | (h.DeadBits|h.DeadBits<<32)&^SideThresholdMask
+				}
+			}
+		})
+		set.words = words
+		set.bytes.Store(int64(len(words)) * 8)
+	})
+	return set.words
+}
+
+// SidesBytes is the memory of the side words built so far (Sides).
+func (x *DeltaIndex) SidesBytes() int64 {
+	var n int64
+	for k := range x.sides {
+		n += x.sides[k].bytes.Load()
+	}
+	return n
+}
 
 // DeltaEdge is one appended edge.
 type DeltaEdge struct {

@@ -160,3 +160,152 @@ func testDeltaIndexUpdate(t *testing.T, n, steps int) {
 		}
 	}
 }
+
+// SideThreshold agrees bit for bit with the test the overlay walkers make
+// (x takes the base side when float64(x) * 2^-32 * (wb+wd) < wb): every x
+// below it takes the base side and none at or above it, checked at the
+// boundary and at random draws, for sides of every proportion, empty ones
+// included.
+func TestSideThresholdIsTheWalkersTest(t *testing.T) {
+	base := func(x uint64, wb, wd float64) bool { return float64(uint32(x))*(1.0/(1<<32))*(wb+wd) < wb }
+	rng := rand.New(rand.NewPCG(5, 6))
+	cases := [][2]float64{{0, 0}, {0, 1}, {1, 0}, {1, 1}, {3, 1}, {1, 3}, {1e-30, 1}, {1, 1e-30}, {7, 3 * 4.5}, {1 << 40, 1}, {1, 1 << 40}}
+	for range 2000 {
+		cases = append(cases, [2]float64{float64(rng.IntN(1000)), float64(rng.IntN(100)) * float64(float32(rng.Float64()*4))})
+		cases = append(cases, [2]float64{rng.Float64() * 1e6, rng.Float64() * 1e5})
+	}
+	for _, c := range cases {
+		wb, wd := c[0], c[1]
+		th := SideThreshold(wb, wd)
+		if th > 1<<32 {
+			t.Fatalf("wb %g wd %g: threshold %d above 2^32", wb, wd, th)
+		}
+		if th > 0 && !base(th-1, wb, wd) || th < 1<<32 && base(th, wb, wd) {
+			t.Fatalf("wb %g wd %g: threshold %d is not the boundary of the walkers' test", wb, wd, th)
+		}
+		for range 20 {
+			x := uint64(rng.Uint32())
+			if (x < th) != base(x, wb, wd) {
+				t.Fatalf("wb %g wd %g: draw %d: below the threshold %d %v, the walkers' test %v", wb, wd, x, th, x < th, base(x, wb, wd))
+			}
+		}
+	}
+}
+
+// An index's side words say what its heads say: a vertex without a delta
+// takes the base side at every draw but the cap and has no tombstone bit;
+// one with a delta has its sides' threshold (0 without a live edge), by
+// weight or, for an unweighted walk, by base degree and appended count,
+// and a bit for every tombstone's target. Built once per kind and shared.
+func TestDeltaIndexSidesMatchHeads(t *testing.T) {
+	const n = 3000
+	rng := rand.New(rand.NewPCG(7, 8))
+	off := make([]uint64, n-40+1) // the last 40 vertices are added ones
+	for v := range n - 40 {
+		off[v+1] = off[v] + uint64(rng.IntN(6))
+	}
+	dvs := make([]*DeltaVertex, n)
+	for v := range dvs {
+		if v < n-40 && rng.IntN(3) == 0 {
+			continue
+		}
+		dv := &DeltaVertex{BaseWeight: float64(off[min(v+1, n-40)]-off[min(v, n-40)]) * 1.5, Live: rng.IntN(4)}
+		for range rng.IntN(4) {
+			w := float32(1 + rng.IntN(4))
+			dv.Edges = append(dv.Edges, DeltaEdge{Target: uint32(rng.IntN(n)), Weight: w})
+			dv.MaxWeight = max(dv.MaxWeight, w)
+		}
+		for tg := range uint32(n) {
+			if rng.IntN(1000) == 0 {
+				dv.Dead = append(dv.Dead, Tombstone{Target: tg, Upto: 1})
+			}
+		}
+		dvs[v] = dv
+	}
+	x := NewDeltaIndex(n, func(yield func(uint32, *DeltaVertex) bool) {
+		for v, dv := range dvs {
+			if dv != nil && !yield(uint32(v), dv) {
+				return
+			}
+		}
+	})
+	for _, weighted := range []bool{false, true} {
+		sides := x.Sides(weighted, off)
+		if again := x.Sides(weighted, off); &again[0] != &sides[0] {
+			t.Fatalf("weighted %v: a second call built the side words again", weighted)
+		}
+		if len(sides) < n {
+			t.Fatalf("weighted %v: %d side words for %d vertices", weighted, len(sides), n)
+		}
+		for v, dv := range dvs {
+			sw := sides[v]
+			if dv == nil {
+				if sw != SideThresholdMask {
+					t.Fatalf("weighted %v: vertex %d without a delta: side word %#x", weighted, v, sw)
+				}
+				continue
+			}
+			var want uint64
+			if dv.Live > 0 {
+				wb, wd := dv.BaseWeight, float64(len(dv.Edges))*float64(dv.MaxWeight)
+				if !weighted {
+					var d uint64
+					if v < n-40 {
+						d = off[v+1] - off[v]
+					}
+					wb, wd = float64(d), float64(len(dv.Edges))
+				}
+				want = min(SideThreshold(wb, wd), SideThresholdMask)
+			}
+			if sw&SideThresholdMask != want {
+				t.Fatalf("weighted %v: vertex %d: threshold %d, want %d", weighted, v, sw&SideThresholdMask, want)
+			}
+			for _, ts := range dv.Dead {
+				if sw&SideDead(ts.Target) == 0 {
+					t.Fatalf("weighted %v: vertex %d: no bit for the tombstone of %d", weighted, v, ts.Target)
+				}
+			}
+			if len(dv.Dead) == 0 && sw>>32 != 0 {
+				t.Fatalf("weighted %v: vertex %d without tombstones: bits %#x", weighted, v, sw>>32)
+			}
+		}
+	}
+	if got, want := x.SidesBytes(), int64(2*8*((n+63)/64*64)); got != want {
+		t.Fatalf("SidesBytes %d, want %d", got, want)
+	}
+}
+
+// BenchmarkDeltaIndexSides builds the side words of an index of 2^22
+// vertices (every one with a delta of three appended edges, one in eight
+// with a tombstone: a 10% delta at scale 22 reaches nearly every vertex),
+// the cost a snapshot's first DeepWalk job pays for each kind (uniform,
+// weighted).
+func BenchmarkDeltaIndexSides(b *testing.B) {
+	const n = 1 << 22
+	rng := rand.New(rand.NewPCG(9, 9))
+	off := make([]uint64, n+1)
+	for v := range n {
+		off[v+1] = off[v] + uint64(rng.IntN(64))
+	}
+	dvs := make([]DeltaVertex, n)
+	for v := range dvs {
+		dv := &dvs[v]
+		dv.Edges = []DeltaEdge{{Target: rng.Uint32() % n, Weight: 1}, {Target: rng.Uint32() % n, Weight: 2}, {Target: rng.Uint32() % n, Weight: 3}}
+		dv.MaxWeight, dv.BaseWeight, dv.Live = 3, float64(off[v+1]-off[v])*2.5, 3
+		if v%8 == 0 {
+			dv.Dead = []Tombstone{{Target: rng.Uint32() % n, Upto: 1}}
+		}
+	}
+	x := NewDeltaIndex(n, func(yield func(uint32, *DeltaVertex) bool) {
+		for v := range dvs {
+			if !yield(uint32(v), &dvs[v]) {
+				return
+			}
+		}
+	})
+	for b.Loop() {
+		x.sides = new([2]sideSet)
+		x.Sides(true, off)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/vertex")
+}

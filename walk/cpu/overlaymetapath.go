@@ -30,9 +30,9 @@ import (
 // walk.MaxTableLabels has no label tables, and a vertex with a delta there
 // takes the exact scan at once.
 
-// overlayMetaPathStep takes walk id's step from cur on the snapshot.
-func (s *stepper) overlayMetaPathStep(id uint64, step, cur uint32) (uint32, bool) {
-	dv := s.ov.Vertex(cur)
+// overlayMetaPathStep takes walk id's step from cur on the snapshot, dv
+// cur's delta (nil: none).
+func (s *stepper) overlayMetaPathStep(id uint64, step, cur uint32, dv *walk.DeltaVertex) (uint32, bool) {
 	if dv == nil {
 		// Only base vertices lack a delta (every added one has one).
 		return s.step(id, step, graph.NoVertex, cur)

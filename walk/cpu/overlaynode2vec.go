@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"unsafe"
+
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
 )
@@ -20,40 +22,154 @@ import (
 // an alias entry or an appended edge's weight) and accepts with x3.
 
 // walkOverlayOneByOne walks one unit's Node2Vec or MetaPath walks on the
-// snapshot, one walk at a time (no ring or lockstep path reads a delta for
-// them).
+// snapshot, a group of overlayGroup walks at a time, step by step: each
+// walk's steps are its own (the same draws and vertices as one walk after
+// another), but the loads of one step are spread over three passes over
+// the group, each prefetching what the next reads, so that the walks'
+// misses overlap where one walk's waited on each in turn: the vertex's
+// index word (and offsets and label segment) at the end of the step
+// before, its DeltaVertex pointer after the rank, the DeltaVertex itself
+// before the step, and for MetaPath the first attempt's base edge in its
+// label segment after that. (One walk at a time, with the delta looked up in the
+// snapshot's tree, MetaPath on a 10% delta ran at 7% of the compacted
+// graph's rate: docs/benchmarks/live-graph.md.)
 func (s *stepper) walkOverlayOneByOne(starts []uint32, firstID uint64, buf, lens []uint32) {
 	stride := s.alg.Length + 1
 	metaPath := s.alg.Kind == walk.MetaPath
-	for k, start := range starts {
-		out := buf[k*stride : (k+1)*stride]
-		id := firstID + uint64(k)
-		out[0] = start
-		prev, cur := uint32(graph.NoVertex), start
-		n := 1
-		for step := uint32(0); step < uint32(s.alg.Length); step++ {
-			var next uint32
-			var ok bool
-			if metaPath {
-				next, ok = s.overlayMetaPathStep(id, step, cur)
-			} else {
-				next, ok = s.overlayNode2VecStep(id, step, prev, cur)
-			}
-			if !ok {
-				break
-			}
-			out[n] = next
-			n++
-			prev, cur = cur, next
+	x := s.ovIdx
+	var prev, cur [overlayGroup]uint32
+	var n [overlayGroup]int
+	var rk [overlayGroup]int
+	var dvs [overlayGroup]*walk.DeltaVertex
+	for g0 := 0; g0 < len(starts); g0 += overlayGroup {
+		m := min(overlayGroup, len(starts)-g0)
+		for k := range m {
+			buf[(g0+k)*stride] = starts[g0+k]
+			prev[k], cur[k], n[k] = graph.NoVertex, starts[g0+k], 1
+			s.prefetchOverlayVertex(cur[k], 0)
 		}
-		lens[k] = uint32(n)
+		live := m
+		for step := uint32(0); step < uint32(s.alg.Length) && live > 0; step++ {
+			if x != nil {
+				for k := range m {
+					if n[k] == int(step)+1 {
+						if rk[k] = x.Rank(cur[k]); rk[k] >= 0 {
+							prefetch4(x.AtAddr(rk[k]), 0, 0, 0)
+						}
+					}
+				}
+				for k := range m {
+					dvs[k] = nil
+					if n[k] == int(step)+1 && rk[k] >= 0 {
+						dvs[k] = x.At(rk[k])
+						p := uintptr(unsafe.Pointer(dvs[k]))
+						prefetch4(p, p+64, 0, 0)
+					}
+				}
+			}
+			if metaPath && s.segs != nil {
+				// The first attempt's base edge (the step's, at a
+				// vertex without a delta): its segment's offsets came
+				// in with the vertex's, its draw is known.
+				for k := range m {
+					if n[k] == int(step)+1 {
+						s.prefetchMetaPathEdge(firstID+uint64(g0+k), step, cur[k], dvs[k])
+					}
+				}
+			}
+			for k := range m {
+				if n[k] != int(step)+1 {
+					continue // ended
+				}
+				id := firstID + uint64(g0+k)
+				dv := dvs[k]
+				if x == nil {
+					dv = s.ov.Vertex(cur[k])
+				}
+				var next uint32
+				var ok bool
+				if metaPath {
+					next, ok = s.overlayMetaPathStep(id, step, cur[k], dv)
+				} else {
+					next, ok = s.overlayNode2VecStep(id, step, prev[k], cur[k], dv)
+				}
+				if !ok {
+					live--
+					continue
+				}
+				buf[(g0+k)*stride+n[k]] = next
+				n[k]++
+				prev[k], cur[k] = cur[k], next
+				s.prefetchOverlayVertex(next, step+1)
+			}
+		}
+		for k := range m {
+			lens[g0+k] = uint32(n[k])
+		}
 	}
 }
 
+// prefetchMetaPathEdge prefetches the edges that the first attempt of walk
+// id's step from v (delta dv, nil: none) may draw: the base edge in its
+// label segment (the target, and the alias entry of a weighted walk:
+// pickStatic's entry for draw 0's x0) and the appended edge on x3 and its
+// label.
+func (s *stepper) prefetchMetaPathEdge(id uint64, step, v uint32, dv *walk.DeltaVertex) {
+	lt := s.segs
+	x0, _, _, x3 := s.draw(id, step, 0)
+	var tgt, al, de, lab uintptr
+	if int(v) < len(s.off)-1 {
+		want := s.alg.Schema[int(step)%len(s.alg.Schema)]
+		i := uint64(v)*uint64(lt.numLabels) + uint64(want)
+		if a, b := lt.off[i], lt.off[i+1]; a < b {
+			e := a + uint64(walk.Bounded(x0, uint32(b-a)))
+			tgt = uintptr(unsafe.Pointer(&lt.tgt[e]))
+			if tab := s.segAlias(); tab != nil {
+				al = uintptr(unsafe.Pointer(&tab[e]))
+			}
+		}
+	}
+	if dv != nil && len(dv.Edges) > 0 {
+		j := walk.Bounded(x3, uint32(len(dv.Edges)))
+		de = uintptr(unsafe.Pointer(&dv.Edges[j]))
+		if int(j) < len(dv.Labels) {
+			lab = uintptr(unsafe.Pointer(&dv.Labels[j]))
+		}
+	}
+	prefetch4(tgt, al, de, lab)
+}
+
+// overlayGroup is how many walks walkOverlayOneByOne takes step by step
+// together: enough misses in flight to cover a step's latency, few enough
+// that the lines of a step's first pass are still in L1 at its last.
+const overlayGroup = 16
+
+// prefetchOverlayVertex prefetches what step `step` of a walk at v reads
+// first: v's offsets, its label segment's and the segment's weight sum
+// (MetaPath on the label tables, weighted) and its index word.
+func (s *stepper) prefetchOverlayVertex(v uint32, step uint32) {
+	var off, seg, sum, word uintptr
+	if int(v) < len(s.off)-1 {
+		off = uintptr(unsafe.Pointer(&s.off[v]))
+		if s.segs != nil && s.alg.Kind == walk.MetaPath {
+			want := s.alg.Schema[int(step)%len(s.alg.Schema)]
+			i := uint64(v)*uint64(s.segs.numLabels) + uint64(want)
+			seg = uintptr(unsafe.Pointer(&s.segs.off[i]))
+			if s.segSums != nil {
+				sum = uintptr(unsafe.Pointer(&s.segSums[i]))
+			}
+		}
+	}
+	if s.ovIdx != nil {
+		word = s.ovIdx.WordAddr(v)
+	}
+	prefetch4(off, seg, sum, word)
+}
+
 // overlayNode2VecStep takes walk id's step from cur, prev the vertex before
-// it (graph.NoVertex on the first step, which is DeepWalk's overlay step).
-func (s *stepper) overlayNode2VecStep(id uint64, step, prev, cur uint32) (uint32, bool) {
-	dv := s.ov.Vertex(cur)
+// it (graph.NoVertex on the first step, which is DeepWalk's overlay step),
+// dv cur's delta (nil: none).
+func (s *stepper) overlayNode2VecStep(id uint64, step, prev, cur uint32, dv *walk.DeltaVertex) (uint32, bool) {
 	var a, b uint64
 	if int(cur) < len(s.off)-1 {
 		a, b = s.off[cur], s.off[cur+1]
@@ -130,7 +246,7 @@ func (s *stepper) overlayN2VClass(t, x uint32) int {
 // appended edges are scanned: a vertex's delta is short next to its base
 // adjacency, which is searched.
 func (s *stepper) overlayHasEdge(u, v uint32) bool {
-	du := s.ov.Vertex(u)
+	du := s.ovVertex(u)
 	if int(u) < len(s.off)-1 && hasEdge(s.off, s.tgt, u, v) && (du == nil || !du.BaseDead(v)) {
 		return true
 	}
@@ -143,4 +259,13 @@ func (s *stepper) overlayHasEdge(u, v uint32) bool {
 		}
 	}
 	return false
+}
+
+// ovVertex is v's delta (nil: none), from the snapshot's flat index where
+// the job has it (a bit and a rank) rather than its tree.
+func (s *stepper) ovVertex(v uint32) *walk.DeltaVertex {
+	if s.ovIdx != nil {
+		return s.ovIdx.Vertex(v)
+	}
+	return s.ov.Vertex(v)
 }

@@ -18,17 +18,22 @@ import (
 //   - slotDrawn: resolve the base entry drawn (an alias entry or target, or
 //     a fused entry, which also holds the next vertex's edge range). A
 //     DeepWalk step drawn before its side was known (spec) first takes the
-//     side from the vertex's DeltaHead (decide): an appended edge instead
-//     of the entry (slotDeltaDrawn), or the entry. A base edge drawn at a
-//     vertex with tombstones is taken unless dead. On the fused table the
-//     round's words are the next vertex's draw 0: a DeepWalk step is drawn
-//     at once, whether the vertex has a delta or not (by the draw contract
-//     its base edge takes the same words either way), spec when it has one,
-//     its DeltaHead prefetched with the entry; PPR's step is drawn at once
-//     at a vertex without a delta, and at one with a delta the walk is
+//     side: from the vertex's side word (walk.DeltaIndex.Sides) in
+//     roundSides, which takes the step as roundFused does when the word
+//     says base and the target has no tombstone bit; else from the
+//     vertex's DeltaHead, a round later (slotDecide): an appended edge
+//     instead of the entry (slotDeltaDrawn), or the entry. A base edge
+//     drawn at a vertex with tombstones is taken unless dead. On the fused
+//     table the round's words are the next vertex's draw 0: a DeepWalk step
+//     is drawn at once, whether the vertex has a delta or not (by the draw
+//     contract its base edge takes the same words either way), spec, its
+//     side word prefetched with the entry; PPR's step is drawn at once at a
+//     vertex without a delta, and at one with a delta the walk is
 //     slotArrived, its DeltaHead prefetched, and the round's second pass
 //     draws it. On the other tables the walk waits a round for the offsets
 //     (slotChosen).
+//   - slotDecide: the head of a spec step's vertex, prefetched a round
+//     ago, decides its side (the side word did not).
 //   - slotDeltaDrawn: an appended edge drawn: taken if kept and not dead.
 //   - slotRetry: the attempt drew a dead or unkept edge, or an empty side:
 //     the next attempt is drawn (its words computed scalar), and prefetched
@@ -55,6 +60,10 @@ const (
 	// range known; the second pass draws its step with the round's words.
 	slotArrived = 6
 	slotRetry   = 7
+	// slotDecide: a step drawn at a vertex with a delta whose side word
+	// did not decide its side (roundSides): the head, prefetched a round
+	// ago, decides it (decideHead), then the base entry is resolved.
+	slotDecide = 8
 )
 
 // ovRing is one call of walkRingOverlay.
@@ -110,6 +119,14 @@ type ovRing struct {
 	// words of the side (x2) and of an appended edge (x3).
 	spec     [ringSlots]uint8
 	side, x3 [ringSlots]uint32
+	// sides are the snapshot's side words (walk.DeltaIndex.Sides), for
+	// a DeepWalk on the fused table: a step drawn there reads its vertex's
+	// word (prefetched with the entry) instead of looking the vertex up in
+	// the index, and turns to the DeltaHead only when the word does not
+	// say that the base edge is the step's.
+	sides  []uint64
+	pfSide [8]uint64
+	nSide  int
 }
 
 // walkRingOverlay is walkRing for a job on an overlay (s.ov, s.ovIdx).
@@ -119,6 +136,9 @@ func (s *stepper) walkRingOverlay(r *ring, starts []uint32, firstID uint64, buf,
 		stride: s.alg.Length + 1, length: uint32(s.alg.Length), off: s.off, tgt: s.tgt, tab: s.alias,
 		fused: s.fused, keep: s.sampler == walk.StepperUniform, baseV: uint32(len(s.off) - 1),
 		ppr: s.alg.Kind == walk.PPR, stopT: s.stopT}
+	if w.fused != nil && !w.ppr {
+		w.sides = w.x.Sides(s.weighted, s.off)
+	}
 	for b := 0; b < ringSlots; b += 8 {
 		for i := b; i < b+8; i++ {
 			if !w.start(i) {
@@ -137,7 +157,11 @@ func (s *stepper) walkRingOverlay(r *ring, starts []uint32, firstID uint64, buf,
 		// their DeltaHeads, prefetched in the first, have come in.
 		w.nArr = 0
 		for b := 0; b < ringSlots; b += 8 {
-			w.resolve(b)
+			if w.sides != nil {
+				w.roundSides(b)
+			} else {
+				w.resolve(b)
+			}
 		}
 		for b := 0; b < w.nArr; b += 8 {
 			w.arrived(w.arr[b:min(b+8, w.nArr)])
@@ -259,111 +283,194 @@ func (w *ovRing) took(i int, next uint32, ok bool) bool {
 	return true
 }
 
-// resolve is a round's first pass over slots b..b+7: it draws the steps of
-// walks that stand on a vertex (slotChosen) and resolves the edges drawn a
-// round ago. A walk it starts or moves to slotChosen is drawn next round,
-// with the words of its ctr.
+// resolve is a round's first pass over slots b..b+7 (visit).
 func (w *ovRing) resolve(b int) {
-	r := w.r
-	s := w.s
 	for i := b; i < b+8; i++ {
-		switch r.state[i] {
-		case slotChosen:
-			v := uint32(r.idx[i])
-			var a, d uint64
-			if v < w.baseV {
-				a = w.off[v]
-				d = w.off[v+1] - a
-			}
-			w.stepFrom(i, v, w.x.Rank(v), a, d)
-		case slotDrawn:
-			if w.spec[i] != 0 && !w.decide(i) {
-				continue
-			}
-			var nx uint32
-			var lo, deg uint64
-			if w.fused != nil {
-				en := &w.fused[r.idx[i]]
-				var t uint32
-				if !w.keep {
-					t = en.pick(r.coin[i])
-				}
-				nx, deg, lo = en.to[t&1].v, uint64(en.to[t&1].deg), uint64(en.to[t&1].lo)
-			} else {
-				nx = w.entryTarget(r.idx[i], r.coin[i])
-			}
-			if w.dead[i]&walk.DeadBit(nx) != 0 && w.x.Head(int(w.rank[i])).BaseDead(nx) {
-				r.state[i] = slotRetry
-				w.att[i]++
-				continue
-			}
-			if w.fused != nil && !w.ppr && deg != 0 {
-				// took, inlined.
-				r.step[i]++
-				r.pos[i]++
-				w.buf[r.pos[i]] = nx
-				if r.step[i] == w.length {
-					w.finish(i)
-					continue
-				}
-				// The entry holds nx's edge range, and this round's
-				// words are its step's draw 0 (drawn set ctr so). By
-				// the draw contract a base edge is drawn on x0 and x1
-				// whether nx has a delta or not, so the step is drawn
-				// now either way and its entry prefetched; when nx has
-				// a delta its DeltaHead is prefetched too, and the next
-				// round decides the side from it (decide, on x2) before
-				// it reads the entry. No branch on whether nx has a
-				// delta (a coin toss at a 10% delta on the hubs: in a
-				// diagnostic build the bitmap read and a branch on it
-				// took a fifth of the time), and no second pass to wait
-				// for the head.
-				has, k := w.x.Lookup(nx)
-				words := &r.words[i/ringHalf]
-				e := lo + uint64(walk.Bounded(words[0][i%ringHalf], uint32(deg)))
-				r.idx[i], r.coin[i], r.ctr[i] = e, words[1][i%ringHalf], r.step[i]+1
-				w.dead[i], w.spec[i], w.side[i], w.x3[i] = 0, uint8(has), words[2][i%ringHalf], words[3][i%ringHalf]
-				w.cur[i], w.lo[i], w.deg[i], w.rank[i], w.first[i], w.att[i] = nx, lo, deg, int32(k), 0, 0
-				w.pfEnt[w.nEnt] = e
-				w.nEnt++
-				w.pfAddr[w.nAddr] = w.x.HeadAddr(k)
-				w.nAddr += int(has)
-				continue
-			}
-			if !w.took(i, nx, true) {
-				continue
-			}
-			if w.fused == nil {
-				w.arrive(i, nx)
-				continue
-			}
-			k := w.x.Rank(nx)
-			if k < 0 {
-				w.stepFrom(i, nx, -1, lo, deg)
-				continue
-			}
-			r.idx[i], r.state[i], w.lo[i], w.deg[i], w.rank[i] = uint64(nx), slotArrived, lo, deg, int32(k)
-			w.pfAddr[w.nAddr] = uint64(uintptr(unsafe.Pointer(w.x.Head(k))))
-			w.nAddr++
-			w.arr[w.nArr] = uint8(i)
-			w.nArr++
-		case slotDeltaDrawn:
-			h := w.x.Head(int(w.rank[i]))
-			j := uint32(r.idx[i])
-			de := unsafe.Slice(h.First, h.N)[j]
-			if s.weighted && walk.Unit24(r.coin[i])*h.MaxWeight >= de.Weight || h.DeltaDead(j, de.Target) {
-				r.state[i] = slotRetry
-				w.att[i]++
-				continue
-			}
-			if w.took(i, de.Target, true) {
-				w.arrive(i, de.Target)
-			}
-		case slotRetry:
-			w.retry(i)
-		}
+		w.visit(i)
 	}
 	w.flush()
+}
+
+// roundSides is resolve for a DeepWalk on the fused table (w.sides set):
+// the step of a walk drawn at a vertex before its side was known (spec),
+// whose side word takes the base side, and whose base edge is not under
+// a tombstone's bit, is taken here as roundFused takes a step on the base
+// (visit's path for it, without its calls and stores); every other slot
+// goes to visit. That step is nine in ten at a 10% delta.
+func (w *ovRing) roundSides(b int) {
+	r := w.r
+	for i := b; i < b+8; i++ {
+		if r.state[i] != slotDrawn || w.spec[i] == 0 {
+			w.visit(i)
+			continue
+		}
+		sw := w.sides[w.cur[i]]
+		if uint64(w.side[i]) >= sw&walk.SideThresholdMask {
+			// The head decides, a round on, prefetched now (a miss
+			// where the words are not); at a vertex without a delta
+			// (x2 at the cap) the base side, at once.
+			w.spec[i], w.first[i], w.att[i] = 0, 0, 0
+			k := w.x.Rank(w.cur[i])
+			if k < 0 {
+				w.dead[i] = 0
+				w.resolveBase(i)
+				continue
+			}
+			w.rank[i], r.state[i] = int32(k), slotDecide
+			w.pfAddr[w.nAddr] = uint64(uintptr(unsafe.Pointer(w.x.Head(k))))
+			w.nAddr++
+			continue
+		}
+		en := &w.fused[r.idx[i]]
+		var t uint32
+		if !w.keep {
+			t = en.pick(r.coin[i])
+		}
+		nx, deg, lo := en.to[t&1].v, uint64(en.to[t&1].deg), uint64(en.to[t&1].lo)
+		if sw&walk.SideDead(nx) != 0 || deg == 0 {
+			// Maybe a tombstone to search, or a vertex without base
+			// edges: visit's path for a base edge whose side is
+			// decided (the head's bits and search decide the edge).
+			w.spec[i], w.first[i], w.att[i] = 0, 0, 0
+			w.dead[i] = 0
+			if k := w.x.Rank(w.cur[i]); k >= 0 {
+				w.rank[i], w.dead[i] = int32(k), ^uint64(0)
+			}
+			w.visit(i)
+			continue
+		}
+		r.step[i]++
+		r.pos[i]++
+		w.buf[r.pos[i]] = nx
+		if r.step[i] == w.length {
+			w.finish(i)
+			continue
+		}
+		words := &r.words[i/ringHalf]
+		e := lo + uint64(walk.Bounded(words[0][i%ringHalf], uint32(deg)))
+		r.idx[i], r.coin[i], r.ctr[i] = e, words[1][i%ringHalf], r.step[i]+1
+		w.side[i], w.x3[i] = words[2][i%ringHalf], words[3][i%ringHalf]
+		w.cur[i], w.lo[i], w.deg[i] = nx, lo, deg
+		w.pfEnt[w.nEnt] = e
+		w.nEnt++
+		w.pfSide[w.nSide] = uint64(nx)
+		w.nSide++
+	}
+	w.flush()
+}
+
+// visit is a round's first pass at slot i: it draws the step of a walk
+// that stands on a vertex (slotChosen) or resolves the edge drawn a round
+// ago. A walk it starts or moves to slotChosen is drawn next round, with
+// the words of its ctr.
+func (w *ovRing) visit(i int) {
+	r := w.r
+	s := w.s
+	switch r.state[i] {
+	case slotChosen:
+		v := uint32(r.idx[i])
+		var a, d uint64
+		if v < w.baseV {
+			a = w.off[v]
+			d = w.off[v+1] - a
+		}
+		w.stepFrom(i, v, w.x.Rank(v), a, d)
+	case slotDecide:
+		r.state[i] = slotDrawn
+		if w.decideHead(i) {
+			w.resolveBase(i)
+		}
+	case slotDrawn:
+		// A spec step never comes here: roundSides decides its side,
+		// or hands it to the head (slotDecide).
+		w.resolveBase(i)
+	case slotDeltaDrawn:
+		h := w.x.Head(int(w.rank[i]))
+		j := uint32(r.idx[i])
+		de := unsafe.Slice(h.First, h.N)[j]
+		if s.weighted && walk.Unit24(r.coin[i])*h.MaxWeight >= de.Weight || h.DeltaDead(j, de.Target) {
+			r.state[i] = slotRetry
+			w.att[i]++
+			return
+		}
+		if w.took(i, de.Target, true) {
+			w.arrive(i, de.Target)
+		}
+	case slotRetry:
+		w.retry(i)
+	}
+}
+
+// resolveBase resolves the base entry slot i drew (slotDrawn), its side
+// decided: the edge is taken unless under a tombstone, and the next step
+// drawn.
+func (w *ovRing) resolveBase(i int) {
+	r := w.r
+	var nx uint32
+	var lo, deg uint64
+	if w.fused != nil {
+		en := &w.fused[r.idx[i]]
+		var t uint32
+		if !w.keep {
+			t = en.pick(r.coin[i])
+		}
+		nx, deg, lo = en.to[t&1].v, uint64(en.to[t&1].deg), uint64(en.to[t&1].lo)
+	} else {
+		nx = w.entryTarget(r.idx[i], r.coin[i])
+	}
+	if w.dead[i]&walk.DeadBit(nx) != 0 && w.x.Head(int(w.rank[i])).BaseDead(nx) {
+		r.state[i] = slotRetry
+		w.att[i]++
+		return
+	}
+	if w.fused != nil && !w.ppr && deg != 0 {
+		// took, inlined.
+		r.step[i]++
+		r.pos[i]++
+		w.buf[r.pos[i]] = nx
+		if r.step[i] == w.length {
+			w.finish(i)
+			return
+		}
+		// The entry holds nx's edge range, and this round's
+		// words are its step's draw 0 (drawn set ctr so). By
+		// the draw contract a base edge is drawn on x0 and x1
+		// whether nx has a delta or not, so the step is drawn
+		// now either way and its entry prefetched, with nx's
+		// side word; the next round decides the side from the
+		// word (roundSides, on x2) before it reads the entry.
+		// No lookup in the index and no branch on whether nx
+		// has a delta: a vertex without one has a word whose
+		// threshold takes the base side at every draw but the
+		// last.
+		words := &r.words[i/ringHalf]
+		e := lo + uint64(walk.Bounded(words[0][i%ringHalf], uint32(deg)))
+		r.idx[i], r.coin[i], r.ctr[i] = e, words[1][i%ringHalf], r.step[i]+1
+		w.spec[i], w.side[i], w.x3[i] = 1, words[2][i%ringHalf], words[3][i%ringHalf]
+		w.cur[i], w.lo[i], w.deg[i], w.first[i], w.att[i] = nx, lo, deg, 0, 0
+		w.pfEnt[w.nEnt] = e
+		w.nEnt++
+		w.pfSide[w.nSide] = uint64(nx)
+		w.nSide++
+		return
+	}
+	if !w.took(i, nx, true) {
+		return
+	}
+	if w.fused == nil {
+		w.arrive(i, nx)
+		return
+	}
+	k := w.x.Rank(nx)
+	if k < 0 {
+		w.stepFrom(i, nx, -1, lo, deg)
+		return
+	}
+	r.idx[i], r.state[i], w.lo[i], w.deg[i], w.rank[i] = uint64(nx), slotArrived, lo, deg, int32(k)
+	w.pfAddr[w.nAddr] = uint64(uintptr(unsafe.Pointer(w.x.Head(k))))
+	w.nAddr++
+	w.arr[w.nArr] = uint8(i)
+	w.nArr++
 }
 
 // arrived is a round's second pass over up to eight slots the first left
@@ -378,14 +485,14 @@ func (w *ovRing) arrived(slots []uint8) {
 	w.flush()
 }
 
-// decide takes the side of slot i's step, drawn in slotDrawn before it was
-// known (spec): the step at w.cur[i], which has a delta, drew base entry
-// r.idx[i] on x0 and x1 of draw 0, and decide takes the first attempt's
-// side on x2 (w.side[i]) from the head. It reports whether the base entry
-// is the attempt's edge (its tombstone check still to come: w.dead[i]).
-func (w *ovRing) decide(i int) bool {
+// decideHead takes the side of slot i's step, drawn in slotDrawn before it
+// was known (spec), from the head of its vertex w.cur[i], which has a delta
+// at w.rank[i]: the step drew base entry r.idx[i] on x0 and x1 of draw 0,
+// and the first attempt's side is on x2 (w.side[i]). It reports whether
+// the base entry is the attempt's edge (its tombstone check still to come:
+// w.dead[i]).
+func (w *ovRing) decideHead(i int) bool {
 	r := w.r
-	w.spec[i] = 0
 	h := w.x.Head(int(w.rank[i]))
 	if !h.Live {
 		w.finish(i)
@@ -508,5 +615,8 @@ func (w *ovRing) flush() {
 	if w.nAddr > 0 {
 		prefetchRows(nil, w.pfAddr[:w.nAddr], 1, unsafe.Sizeof(walk.DeltaHead{}))
 	}
-	w.nOff, w.nEnt, w.nAddr = 0, 0, 0
+	if w.nSide > 0 {
+		prefetchRows(unsafe.Pointer(&w.sides[0]), w.pfSide[:w.nSide], 8, 8)
+	}
+	w.nOff, w.nEnt, w.nAddr, w.nSide = 0, 0, 0, 0
 }
