@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"math"
 	"unsafe"
 
 	"github.com/walkstage/walkstage/walk"
@@ -57,7 +58,8 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 		idx    [G]uint64
 		win    [G][4]uint64 // a, b, lo, hi
 		ed     [G]expDraw
-		idLo   [G]uint32 // the walks' Philox counters: id, step
+		dens   [G]float64 // the vertex's density (vertRec), for the guess's check
+		idLo   [G]uint32  // the walks' Philox counters: id, step
 		idHi   [G]uint32
 		ctr    [G]uint32
 		words  [4][G]uint32
@@ -85,6 +87,9 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 	verts := s.tmp.expVerts
 	one := s.tmp.expOneCell
 	T := s.tmp.times
+	// refine: forward draws in one cell, whose guesses are checked before
+	// the draws (expRefineForward).
+	refine := one && !back
 	// needT: the steps after the first read their bound t (a gap), or
 	// write it out.
 	needT := tp.HasMaxGap || times != nil
@@ -130,7 +135,15 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 			d := &ed[k]
 			d.x0, d.x1, d.x2, d.x3 = words[0][k], words[1][k], words[2][k], words[3][k]
 			d.hint = s.expHintDens(lo, hi, unit53(d.x0, d.x1), vr.dens)
-			if d.hint != lo && d.hint != hi-1 {
+			if refine {
+				// The lines of the guess's neighbours in the window, which
+				// the check reads at its ends and the draw's search reads
+				// nine steps in ten.
+				dens[k] = vr.dens
+				wl, wh := expGuessSpan(lo, hi, d.hint)
+				p, e := recAt(wl), recAt(wh)+rs-1
+				prefetch4(p, min(p+64, e), min(p+128, e), e)
+			} else if d.hint != lo && d.hint != hi-1 {
 				// A guess: the lines of hint-4..hint+4, where the search
 				// in the sums goes nine steps in ten (at the near end,
 				// the lines asked for at the last draw serve).
@@ -149,6 +162,33 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 			case back && lo > a:
 				p := recAt(lo - 1)
 				prefetch4(p, p, p, p)
+			}
+		}
+		if refine {
+			// The guesses' checks: a guess more than four positions off
+			// (one step in eight on R-MAT graphs with random times) made
+			// the draw's search gallop through lines nothing prefetched,
+			// each a miss the whole group waited on. Checked against the
+			// sums at the ends of its prefetched neighbours, such a guess
+			// moves toward the answer, and its new neighbours are
+			// prefetched for the draws' loop.
+			for _, k := range active[:live] {
+				lo, hi := win[k][2], win[k][3]
+				if lo == hi {
+					continue
+				}
+				d := &ed[k]
+				var base float64
+				if hi < win[k][1] {
+					base = R[hi].s
+				}
+				r := base + unit53(d.x0, d.x1)*(R[lo].s-base)
+				if wl, wh := expGuessSpan(lo, hi, d.hint); wh < hi-1 && R[wh].s > r || wl > lo && R[wl].s <= r {
+					d.hint = expRefineForward(R, lo, hi, wl, wh, r, dens[k])
+					wl, wh = expGuessSpan(lo, hi, d.hint)
+					p, e := recAt(wl), recAt(wh)+rs-1
+					prefetch4(p, min(p+64, e), min(p+128, e), e)
+				}
 			}
 		}
 		// The draws.
@@ -407,4 +447,67 @@ func (s *stepper) walkTemporalNextGroup(starts []uint32, firstID uint64, buf []u
 			}
 		}
 	}
+}
+
+// expGuessSpan is the part of window [lo, hi) within four positions of the
+// guess g: where the draw's search lands nine steps in ten.
+func expGuessSpan(lo, hi, g uint64) (wl, wh uint64) {
+	wl, wh = lo, min(hi-1, g+4)
+	if g > lo+4 {
+		wl = g - 4
+	}
+	return wl, wh
+}
+
+// expRefineForward is a new guess for a forward one-cell draw on window
+// [lo, hi) whose drawn position lies outside the neighbours [wl, wh] of
+// its last guess: the last position whose sum exceeds r is past wh
+// (R[wh].s > r) or before wl. It models the weights past that end as
+// decaying by e^(-1/dens) a position from the neighbours' mean weight, and
+// puts the guess where they add up to the mass still to cross. Any guess
+// gives the same draw (expPickForward is exact): this only moves where the
+// search starts.
+func expRefineForward(R []timeRec, lo, hi, wl, wh uint64, r, dens float64) uint64 {
+	sl, sh := R[wl].s, R[wh].s
+	past := sh > r
+	w := (sl - sh) / float64(max(wh-wl, 1)) // the mean weight of a neighbour
+	// c is 1 - e^(-1/dens): the share of its weight a position's successor
+	// lacks (0 for equal times, dens +Inf).
+	c := 1.0
+	if x := 1 / dens; x < 40 {
+		c = 1 - roughExp(-x)
+	}
+	// n: how many positions past the end the mass D is crossed, the
+	// weights decaying from w by c a position (past: forward; else
+	// backward, growing); linear where the decay over them is slight.
+	D := r - sl
+	if past {
+		D = sh - r
+	}
+	z := D * c / w
+	var n float64
+	switch {
+	case !(w > 0):
+		n = 1
+	case z < 0.05:
+		n = D / w
+	case past && z >= 1:
+		n = math.Inf(1)
+	case past:
+		n = -roughLog(1-z) * dens
+	default:
+		n = roughLog(1+z) * dens
+	}
+	if past {
+		n = min(n, float64(hi-1-wh))
+		if !(n >= 1) {
+			n = 1
+		}
+		return wh + uint64(n)
+	}
+	n = min(n, float64(wl-lo))
+	if !(n >= 1) {
+		n = 1
+	}
+	return wl - uint64(n)
 }
