@@ -59,10 +59,14 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 		win    [G][4]uint64 // a, b, lo, hi
 		ed     [G]expDraw
 		dens   [G]float64 // the vertex's density (vertRec), for the guess's check
-		idLo   [G]uint32  // the walks' Philox counters: id, step
-		idHi   [G]uint32
-		ctr    [G]uint32
-		words  [4][G]uint32
+		// in: the check found the drawn position among the guess's
+		// neighbours, with rv the draw's sum there (expCountForward).
+		in    [G]bool
+		rv    [G]float64
+		idLo  [G]uint32 // the walks' Philox counters: id, step
+		idHi  [G]uint32
+		ctr   [G]uint32
+		words [4][G]uint32
 	)
 	bound := s.alg.Time.Bound()
 	for k := range n {
@@ -182,8 +186,11 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 				if hi < win[k][1] {
 					base = R[hi].s
 				}
-				r := base + unit53(d.x0, d.x1)*(R[lo].s-base)
+				m := R[lo].s - base
+				r := base + float64(unit53(d.x0, d.x1)*m) // float64(): never an FMA, as expPickForward
+				in[k], rv[k] = m > 0, r
 				if wl, wh := expGuessSpan(lo, hi, d.hint); wh < hi-1 && R[wh].s > r || wl > lo && R[wl].s <= r {
+					in[k] = false
 					d.hint = expRefineForward(R, lo, hi, wl, wh, r, dens[k])
 					wl, wh = expGuessSpan(lo, hi, d.hint)
 					p, e := recAt(wl), recAt(wh)+rs-1
@@ -200,7 +207,10 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 			}
 			var e uint64
 			var ok bool
-			if one && !back {
+			if refine && in[k] {
+				wl, wh := expGuessSpan(lo, hi, ed[k].hint)
+				e, ok = expCountForward(R, wl, wh, rv[k]), true
+			} else if one && !back {
 				// expDrawn's one-cell forward draw, the common case,
 				// without its call.
 				var base float64
@@ -510,4 +520,18 @@ func expRefineForward(R []timeRec, lo, hi, wl, wh uint64, r, dens float64) uint6
 		n = 1
 	}
 	return wl - uint64(n)
+}
+
+// expCountForward is expPickForward's position where it is known to lie in
+// [wl, wh] (the check of walkTemporalExpGroup: wl is the window's near end
+// or its sum exceeds r, wh is the far end or its sum does not): the sums
+// do not increase inside a cell, so the positions past wl whose sums exceed
+// r are the ones before the drawn position, counted without a branch on
+// each (the search's branches are a misprediction or two a draw).
+func expCountForward(R []timeRec, wl, wh uint64, r float64) uint64 {
+	e := wl
+	for j := wl + 1; j <= wh; j++ {
+		e += uint64(b2u(R[j].s > r))
+	}
+	return e
 }
