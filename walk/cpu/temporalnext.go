@@ -189,7 +189,7 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 				m := R[lo].s - base
 				r := base + float64(unit53(d.x0, d.x1)*m) // float64(): never an FMA, as expPickForward
 				in[k], rv[k] = m > 0, r
-				if wl, wh := expGuessSpan(lo, hi, d.hint); wh < hi-1 && R[wh].s > r || wl > lo && R[wl].s <= r {
+				if wl, wh := expGuessSpan(lo, hi, d.hint); !expGuessHolds(R, lo, hi, wl, wh, r) {
 					in[k] = false
 					d.hint = expRefineForward(R, lo, hi, wl, wh, r, dens[k])
 					wl, wh = expGuessSpan(lo, hi, d.hint)
@@ -467,6 +467,14 @@ func expGuessSpan(lo, hi, g uint64) (wl, wh uint64) {
 		wl = g - 4
 	}
 	return wl, wh
+}
+
+// expGuessHolds reports whether the forward one-cell draw whose sum is r
+// lands in [wl, wh] of window [lo, hi), by the sums at its ends: wl is the
+// near end or its sum exceeds r, and wh is the far end or its sum does not.
+// A draw landing on wh itself with wh short of the far end fails it too.
+func expGuessHolds(R []timeRec, lo, hi, wl, wh uint64, r float64) bool {
+	return !(wh < hi-1 && R[wh].s > r || wl > lo && R[wl].s <= r)
 }
 
 // expRefineForward is a new guess for a forward one-cell draw on window
