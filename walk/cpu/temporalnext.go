@@ -17,8 +17,8 @@ const temporalExpGroup = 64
 // bounded by the time of the record it took, and that record's nx is the
 // window's near bound in the next vertex's time order, so the step needs
 // no search for it: the record names both the next vertex and where its
-// window starts. A step is then one round of two loops over the group,
-// where walkTemporalGroup's took six phases:
+// window starts. A step is then one round of two loops over the group (three
+// for a forward draw in one cell), where walkTemporalGroup's took six phases:
 //
 //  1. each walk's window (its vertex's end from vertRec, or the gap's
 //     search from the near end), the draw's words and its guess
@@ -26,7 +26,17 @@ const temporalExpGroup = 64
 //     the prefetch of the three lines around the guess, with the sums past
 //     the window's far end (forward, gap) or before it (backward) and the
 //     window's end times where it may span cells;
-//  2. each walk's draw (expDrawn), whose record gives the target and the
+//     For a forward draw in one cell (the bench's case) the guess is
+//     expHintDens's for every window of more than expDensHintMin
+//     positions, and the lines prefetched are its neighbours' in the
+//     window (expGuessSpan);
+//  2. forward one-cell draws only: each walk's check of its guess against
+//     the sums at its neighbours' ends (expGuessHolds); a guess that fails
+//     moves toward the drawn position (expRefineForward) and its new
+//     neighbours are prefetched, so that the draw's search no longer
+//     gallops through lines nothing prefetched;
+//  3. each walk's draw (expDrawn; a checked guess's by expCountForward),
+//     whose record gives the target and the
 //     next window's near bound; then the prefetch of what the next step's
 //     first loop and draw read first: the vertex's vertRec and the two
 //     records at the near end.
