@@ -25,8 +25,7 @@ const temporalExpGroup = 64
 //     (expHintDens with the vertex's density, so no time is read); then
 //     the prefetch of the three lines around the guess, with the sums past
 //     the window's far end (forward, gap) or before it (backward) and the
-//     window's end times where it may span cells;
-//     For a forward draw in one cell (the bench's case) the guess is
+//     window's end times where it may span cells. For a forward draw in one cell (the bench's case) the guess is
 //     expHintDens's for every window of more than expDensHintMin
 //     positions, and the lines prefetched are its neighbours' in the
 //     window (expGuessSpan);
