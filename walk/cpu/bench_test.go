@@ -50,7 +50,7 @@ func BenchmarkCPU(b *testing.B) {
 		b.Run(r.name, func(b *testing.B) {
 			var steps int64
 			for b.Loop() {
-				err := e.Run(context.Background(), []walk.Job{{Algorithm: a, Seed: 1, Starts: starts}}, func(c walk.Chunk) error { steps += c.Steps(); return nil })
+				err := e.Run(context.Background(), []walk.Job{{Algorithm: a, Seed: 1, Starts: starts}}, func(ch walk.Chunk) error { steps += ch.Steps(); return nil })
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -88,4 +88,54 @@ func BenchmarkBuildFused(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(g.NumEdges()), "ns/edge")
 	})
+}
+
+// BenchmarkTemporal reports steps/s of temporal walks (80 steps, one per
+// vertex) for each time bias on a timed R-MAT graph of
+// WALKSTAGE_BENCH_SCALE (default 18), times in [0, 10^6) and the
+// exponential bias's scale 10^4: `walkstage bench --time-scale 10000` on
+// `graph generate --times 1000000`, in-process and with the tables built
+// before the clock starts (WithWorkers from GOMAXPROCS: -cpu 1,2 compares
+// one core with two).
+func BenchmarkTemporal(b *testing.B) {
+	scale := 18
+	if v, err := strconv.Atoi(os.Getenv("WALKSTAGE_BENCH_SCALE")); err == nil && v > 0 {
+		scale = v
+	}
+	g, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: scale, EdgeFactor: 16, Seed: 1, Undirected: true, TimeSpan: 1_000_000})
+	if err != nil {
+		b.Fatal(err)
+	}
+	starts := make([]uint32, g.NumVertices())
+	for i := range starts {
+		starts[i] = uint32(i)
+	}
+	for _, c := range []struct {
+		name string
+		tp   walk.TimeParams
+	}{
+		{"uniform", walk.TimeParams{}},
+		{"linear", walk.TimeParams{Bias: walk.TimeLinear}},
+		{"exponential", walk.TimeParams{Bias: walk.TimeExponential, Scale: 10_000}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			e, err := New(g, WithWorkers(runtime.GOMAXPROCS(0)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			job := walk.Job{Algorithm: walk.Algorithm{Kind: walk.Temporal, Length: 80, Time: c.tp}, Seed: 1, Starts: starts}
+			discard := func(walk.Chunk) error { return nil }
+			if err := e.Run(context.Background(), []walk.Job{job}, discard); err != nil { // builds the tables
+				b.Fatal(err)
+			}
+			var steps int64
+			for b.Loop() {
+				err := e.Run(context.Background(), []walk.Job{job}, func(ch walk.Chunk) error { steps += ch.Steps(); return nil })
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(steps)/b.Elapsed().Seconds(), "steps/s")
+		})
+	}
 }

@@ -637,13 +637,20 @@ func (s *stepper) expHintFrom(T []int64, lo, hi uint64, u float64, far int64, sp
 	return lo + off
 }
 
+// expDensHintMin is expHintMin for expHintDens, whose guess reads no
+// memory: walkTemporalExpGroup prefetches the lines around every guess and
+// checks the guess (expRefineForward) before the draw, so a window a few
+// lines long gains from a guess too (its search from the near end went to
+// lines nothing had prefetched).
+const expDensHintMin = 8
+
 // expHintDens is expHintFrom for a vertex whose times have dens positions
 // per scale (vertDensity): the window spans X = (hi-1-lo)/dens scales, and
 // the draw's x scales from the near end are x*dens positions.
 func (s *stepper) expHintDens(lo, hi uint64, u, dens float64) uint64 {
 	n := hi - lo
 	back := s.alg.Time.Backward
-	if n <= expHintMin {
+	if n <= expDensHintMin {
 		if back {
 			return hi - 1
 		}

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -162,6 +163,64 @@ func TestExpPickAnyGuess(t *testing.T) {
 				}
 				if got, ok := expPickBackward(B, lo, hi, bb, u, g); ok != okB || got != wantB {
 					t.Fatalf("backward [%d, %d) u=%v from %d: %d %v, the scan %d %v", lo, hi, u, g, got, ok, wantB, okB)
+				}
+			}
+		}
+	}
+}
+
+// walkTemporalExpGroup's check of a forward one-cell guess: where it holds
+// (expGuessHolds), the count among the guess's neighbours
+// (expCountForward) is the specification's position, for every guess of
+// every window of random suffix sums with runs of equal sums; where it
+// fails, the drawn position lies past the side it failed on, and the new
+// guess (expRefineForward) is in the window on that side.
+func TestExpCheckedGuess(t *testing.T) {
+	r := rand.New(rand.NewPCG(38, 3))
+	for range 300 {
+		n := 1 + r.IntN(300)
+		R := make([]timeRec, n)
+		var sum float64
+		for i := n - 1; i >= 0; i-- {
+			if r.IntN(5) > 0 {
+				sum += r.ExpFloat64() * math.Exp(-float64(n-i)/40)
+			}
+			R[i].s = sum
+		}
+		lo := uint64(r.IntN(n))
+		hi := lo + 1 + uint64(r.IntN(n-int(lo)))
+		var base float64
+		if hi < uint64(n) {
+			base = R[hi].s
+		}
+		dens := []float64{0.3, 3, 40, math.Inf(1)}[r.IntN(4)]
+		for range 20 {
+			u := r.Float64()
+			m := R[lo].s - base
+			if !(m > 0) {
+				continue
+			}
+			x := base + float64(u*m)
+			want := lo // the last position past lo whose sum exceeds x
+			for j := lo + 1; j < hi; j++ {
+				if R[j].s > x {
+					want = j
+				}
+			}
+			for g := lo; g < hi; g++ {
+				wl, wh := expGuessSpan(lo, hi, g)
+				if wl > g || g > wh || wl < lo || wh >= hi || wh-wl > 8 {
+					t.Fatalf("[%d, %d) guess %d: span [%d, %d]", lo, hi, g, wl, wh)
+				}
+				if expGuessHolds(R, lo, hi, wl, wh, x) {
+					if got := expCountForward(R, wl, wh, x); got != want {
+						t.Fatalf("[%d, %d) u=%v guess %d: counted %d, the scan %d", lo, hi, u, g, got, want)
+					}
+					continue
+				}
+				g2 := expRefineForward(R, lo, hi, wl, wh, x, dens)
+				if past := R[wh].s > x && wh < hi-1; past && (want < wh || g2 <= wh || g2 >= hi) || !past && (want >= wl || g2 >= wl || g2 < lo) {
+					t.Fatalf("[%d, %d) u=%v guess %d, span [%d, %d]: drawn %d, new guess %d", lo, hi, u, g, wl, wh, want, g2)
 				}
 			}
 		}

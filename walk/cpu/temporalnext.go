@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"math"
 	"unsafe"
 
 	"github.com/walkstage/walkstage/walk"
@@ -16,16 +17,25 @@ const temporalExpGroup = 64
 // bounded by the time of the record it took, and that record's nx is the
 // window's near bound in the next vertex's time order, so the step needs
 // no search for it: the record names both the next vertex and where its
-// window starts. A step is then one round of two loops over the group,
-// where walkTemporalGroup's took six phases:
+// window starts. A step is then one round of two loops over the group (three
+// for a forward draw in one cell), where walkTemporalGroup's took six phases:
 //
 //  1. each walk's window (its vertex's end from vertRec, or the gap's
 //     search from the near end), the draw's words and its guess
 //     (expHintDens with the vertex's density, so no time is read); then
 //     the prefetch of the three lines around the guess, with the sums past
 //     the window's far end (forward, gap) or before it (backward) and the
-//     window's end times where it may span cells;
-//  2. each walk's draw (expDrawn), whose record gives the target and the
+//     window's end times where it may span cells. For a forward draw in one cell (the bench's case) the guess is
+//     expHintDens's for every window of more than expDensHintMin
+//     positions, and the lines prefetched are its neighbours' in the
+//     window (expGuessSpan);
+//  2. forward one-cell draws only: each walk's check of its guess against
+//     the sums at its neighbours' ends (expGuessHolds); a guess that fails
+//     moves toward the drawn position (expRefineForward) and its new
+//     neighbours are prefetched, so that the draw's search no longer
+//     gallops through lines nothing prefetched;
+//  3. each walk's draw (expDrawn; a checked guess's by expCountForward),
+//     whose record gives the target and the
 //     next window's near bound; then the prefetch of what the next step's
 //     first loop and draw read first: the vertex's vertRec and the two
 //     records at the near end.
@@ -57,10 +67,15 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 		idx    [G]uint64
 		win    [G][4]uint64 // a, b, lo, hi
 		ed     [G]expDraw
-		idLo   [G]uint32 // the walks' Philox counters: id, step
-		idHi   [G]uint32
-		ctr    [G]uint32
-		words  [4][G]uint32
+		dens   [G]float64 // the vertex's density (vertRec), for the guess's check
+		// in: the check found the drawn position among the guess's
+		// neighbours, with rv the draw's sum there (expCountForward).
+		in    [G]bool
+		rv    [G]float64
+		idLo  [G]uint32 // the walks' Philox counters: id, step
+		idHi  [G]uint32
+		ctr   [G]uint32
+		words [4][G]uint32
 	)
 	bound := s.alg.Time.Bound()
 	for k := range n {
@@ -85,6 +100,9 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 	verts := s.tmp.expVerts
 	one := s.tmp.expOneCell
 	T := s.tmp.times
+	// refine: forward draws in one cell, whose guesses are checked before
+	// the draws (expRefineForward).
+	refine := one && !back
 	// needT: the steps after the first read their bound t (a gap), or
 	// write it out.
 	needT := tp.HasMaxGap || times != nil
@@ -130,7 +148,15 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 			d := &ed[k]
 			d.x0, d.x1, d.x2, d.x3 = words[0][k], words[1][k], words[2][k], words[3][k]
 			d.hint = s.expHintDens(lo, hi, unit53(d.x0, d.x1), vr.dens)
-			if d.hint != lo && d.hint != hi-1 {
+			if refine {
+				// The lines of the guess's neighbours in the window, which
+				// the check reads at its ends and the draw's search reads
+				// nine steps in ten.
+				dens[k] = vr.dens
+				wl, wh := expGuessSpan(lo, hi, d.hint)
+				p, e := recAt(wl), recAt(wh)+rs-1
+				prefetch4(p, min(p+64, e), min(p+128, e), e)
+			} else if d.hint != lo && d.hint != hi-1 {
 				// A guess: the lines of hint-4..hint+4, where the search
 				// in the sums goes nine steps in ten (at the near end,
 				// the lines asked for at the last draw serve).
@@ -151,6 +177,36 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 				prefetch4(p, p, p, p)
 			}
 		}
+		if refine {
+			// The guesses' checks: a guess more than four positions off
+			// (one step in eight on R-MAT graphs with random times) made
+			// the draw's search gallop through lines nothing prefetched,
+			// each a miss the whole group waited on. Checked against the
+			// sums at the ends of its prefetched neighbours, such a guess
+			// moves toward the answer, and its new neighbours are
+			// prefetched for the draws' loop.
+			for _, k := range active[:live] {
+				lo, hi := win[k][2], win[k][3]
+				if lo == hi {
+					continue
+				}
+				d := &ed[k]
+				var base float64
+				if hi < win[k][1] {
+					base = R[hi].s
+				}
+				m := R[lo].s - base
+				r := base + float64(unit53(d.x0, d.x1)*m) // float64(): never an FMA, as expPickForward
+				in[k], rv[k] = m > 0, r
+				if wl, wh := expGuessSpan(lo, hi, d.hint); !expGuessHolds(R, lo, hi, wl, wh, r) {
+					in[k] = false
+					d.hint = expRefineForward(R, lo, hi, wl, wh, r, dens[k])
+					wl, wh = expGuessSpan(lo, hi, d.hint)
+					p, e := recAt(wl), recAt(wh)+rs-1
+					prefetch4(p, min(p+64, e), min(p+128, e), e)
+				}
+			}
+		}
 		// The draws.
 		kept := 0
 		for _, k := range active[:live] {
@@ -160,7 +216,10 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 			}
 			var e uint64
 			var ok bool
-			if one && !back {
+			if refine && in[k] {
+				wl, wh := expGuessSpan(lo, hi, ed[k].hint)
+				e, ok = expCountForward(R, wl, wh, rv[k]), true
+			} else if one && !back {
 				// expDrawn's one-cell forward draw, the common case,
 				// without its call.
 				var base float64
@@ -407,4 +466,89 @@ func (s *stepper) walkTemporalNextGroup(starts []uint32, firstID uint64, buf []u
 			}
 		}
 	}
+}
+
+// expGuessSpan is the part of window [lo, hi) within four positions of the
+// guess g: where the draw's search lands nine steps in ten.
+func expGuessSpan(lo, hi, g uint64) (wl, wh uint64) {
+	wl, wh = lo, min(hi-1, g+4)
+	if g > lo+4 {
+		wl = g - 4
+	}
+	return wl, wh
+}
+
+// expGuessHolds reports whether the forward one-cell draw whose sum is r
+// lands in [wl, wh] of window [lo, hi), by the sums at its ends: wl is the
+// near end or its sum exceeds r, and wh is the far end or its sum does not.
+// A draw landing on wh itself with wh short of the far end fails it too.
+func expGuessHolds(R []timeRec, lo, hi, wl, wh uint64, r float64) bool {
+	return !(wh < hi-1 && R[wh].s > r || wl > lo && R[wl].s <= r)
+}
+
+// expRefineForward is a new guess for a forward one-cell draw on window
+// [lo, hi) whose drawn position lies outside the neighbours [wl, wh] of
+// its last guess: the last position whose sum exceeds r is past wh
+// (R[wh].s > r) or before wl. It models the weights past that end as
+// decaying by e^(-1/dens) a position from the neighbours' mean weight, and
+// puts the guess where they add up to the mass still to cross. Any guess
+// gives the same draw (expPickForward is exact): this only moves where the
+// search starts.
+func expRefineForward(R []timeRec, lo, hi, wl, wh uint64, r, dens float64) uint64 {
+	sl, sh := R[wl].s, R[wh].s
+	past := sh > r
+	w := (sl - sh) / float64(max(wh-wl, 1)) // the mean weight of a neighbour
+	// c is 1 - e^(-1/dens): the share of its weight a position's successor
+	// lacks (0 for equal times, dens +Inf).
+	c := 1.0
+	if x := 1 / dens; x < 40 {
+		c = 1 - roughExp(-x)
+	}
+	// n: how many positions past the end the mass D is crossed, the
+	// weights decaying from w by c a position (past: forward; else
+	// backward, growing); linear where the decay over them is slight.
+	D := r - sl
+	if past {
+		D = sh - r
+	}
+	z := D * c / w
+	var n float64
+	switch {
+	case !(w > 0):
+		n = 1
+	case z < 0.05:
+		n = D / w
+	case past && z >= 1:
+		n = math.Inf(1)
+	case past:
+		n = -roughLog(1-z) * dens
+	default:
+		n = roughLog(1+z) * dens
+	}
+	if past {
+		n = min(n, float64(hi-1-wh))
+		if !(n >= 1) {
+			n = 1
+		}
+		return wh + uint64(n)
+	}
+	n = min(n, float64(wl-lo))
+	if !(n >= 1) {
+		n = 1
+	}
+	return wl - uint64(n)
+}
+
+// expCountForward is expPickForward's position where it is known to lie in
+// [wl, wh] (the check of walkTemporalExpGroup: wl is the window's near end
+// or its sum exceeds r, wh is the far end or its sum does not): the sums
+// do not increase inside a cell, so the positions past wl whose sums exceed
+// r are the ones before the drawn position, counted without a branch on
+// each (the search's branches are a misprediction or two a draw).
+func expCountForward(R []timeRec, wl, wh uint64, r float64) uint64 {
+	e := wl
+	for j := wl + 1; j <= wh; j++ {
+		e += uint64(b2u(R[j].s > r))
+	}
+	return e
 }
