@@ -37,9 +37,8 @@ const temporalExpGroup = 64
 //  3. each walk's draw (expDrawn; a checked guess's by expCountForward),
 //     whose record gives the target and the
 //     next window's near bound; then the prefetch of what the next step's
-//     first loop and draw read first: the vertex's vertRec and the near
-//     end's record (the two records at the near end where the draw is not
-//     checked: its search starts there).
+//     first loop and draw read first: the vertex's vertRec and the two
+//     records at the near end.
 //
 // A step reads a time only where it needs one: a gap's search needs the
 // bound, cells their ends' times, and a walk with output times its steps'.
@@ -241,21 +240,15 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 			r := &R[e]
 			cur[k], nx[k], pend[k] = r.tgt, uint64(r.nx), e
 			// The next step's lines: the vertex's entry, and the
-			// records at its window's near end (the near end's sum,
-			// and the next one, where a search from the near end
-			// mostly stops).
-			nr, ne := recAt(nx[k]), recAt(nx[k])+2*rs-1
-			switch {
-			case refine:
-				// The guess's lines hold the next record where the
-				// draw lands near the near end: only the near end's sum
-				// is read before them.
-				ne = nr
-			case back:
-				nr, ne = recAt(nx[k]-2), recAt(nx[k])-1
+			// two records at its window's near end (the near end's sum,
+			// and the next one, where the draw in a window too short
+			// for a guess mostly stops).
+			nr := recAt(nx[k])
+			if back {
+				nr = recAt(nx[k] - 2)
 			}
 			va := vBase + uintptr(cur[k])*vs
-			prefetch4(va, va, nr, ne)
+			prefetch4(va, va, nr, nr+2*rs-1)
 			if needT {
 				p := tBase + uintptr(e)*8
 				prefetch4(p, p, p, p)
@@ -475,31 +468,14 @@ func (s *stepper) walkTemporalNextGroup(starts []uint32, firstID uint64, buf []u
 	}
 }
 
-// expGuessReach is how far either side of the guess the draw is expected:
-// expGuessSpan covers the record lines that hold g-expGuessReach ..
-// g+expGuessReach. One, for a line or two a step (a third of steps reach
-// a second line): on R-MAT graphs with random times the draw then lands
-// in the span 85% of the time, and the rest is checked and moved
-// (expRefineForward) before the draw; every line more around the guess is
-// a random line from memory each step, which is what bounds sixteen cores.
-const expGuessReach = 1
-
-// recsPerLine is how many records a cache line holds; the records start on
-// a page (hugemem's mapping, or a large Go allocation), so position k is on
-// line k/recsPerLine. Were they not, the spans would only be less useful:
-// the check and the count are exact on any span.
-const recsPerLine = uint64(64 / unsafe.Sizeof(timeRec{}))
-
-// expGuessSpan is the part of window [lo, hi) on the record lines that hold
-// the positions within expGuessReach of the guess g: the lines its prefetch
-// brings in whole, so every position on them is checked and counted at no
-// cost in lines.
+// expGuessSpan is the part of window [lo, hi) within four positions of the
+// guess g: where the draw's search lands nine steps in ten.
 func expGuessSpan(lo, hi, g uint64) (wl, wh uint64) {
-	wl, wh = lo, min(hi-1, g+expGuessReach)
-	if g > lo+expGuessReach {
-		wl = g - expGuessReach
+	wl, wh = lo, min(hi-1, g+4)
+	if g > lo+4 {
+		wl = g - 4
 	}
-	return max(lo, wl&^(recsPerLine-1)), min(hi-1, wh|(recsPerLine-1))
+	return wl, wh
 }
 
 // expGuessHolds reports whether the forward one-cell draw whose sum is r
