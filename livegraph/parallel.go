@@ -110,6 +110,10 @@ func (o *options) started() {
 	}
 }
 
+// PassWorkers is how many goroutines the last pass of Apply or
+// ApplyRecords took (1: the caller's own). Applier only.
+func (l *Live) PassWorkers() int { return l.passWorkers }
+
 // Record is one edge-topic record for ApplyRecords: its updates and where
 // it was read (a negative Partition leaves the watermark alone, as in
 // Apply).
@@ -221,6 +225,7 @@ func (l *Live) applyParallel(ups []Update) {
 		}
 	}
 	workers := min(l.opts.procs(), maxMid+1)
+	l.passWorkers = workers
 	stats := make([]Stats, workers)
 	sums := make([]uint64, workers)
 	var next atomic.Int64
