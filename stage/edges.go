@@ -14,6 +14,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/walkstage/walkstage/livegraph"
@@ -51,6 +53,43 @@ type LiveOptions struct {
 	// Compaction, when set, compacts the live graph in the background
 	// and swaps the compacted base in (compact.go).
 	Compaction *LiveCompaction
+	// ApplyShare is the least share of the cores the applier's passes
+	// and a compaction keep while walk jobs run or wait (live.Beside); 1
+	// keeps them all. 0: live.DefaultApplyShare.
+	ApplyShare float64
+	// WalkerCores is how many cores the engine's walks hold (0: 1 for the
+	// GPU engine, whose walks hold a host thread, GOMAXPROCS for the
+	// others).
+	WalkerCores int
+}
+
+// walkerLoad is live.Walkers for the stage's engine loop: the walks hold
+// the engine's cores while a walk job runs (runJobs) or a request waits
+// in the queue for the engine, none otherwise. A request waiting for its
+// edge_offsets is not queued yet: it waits for the applier, which should
+// have the cores meanwhile.
+type walkerLoad struct {
+	cores   int
+	queue   chan *batch
+	running atomic.Int64
+}
+
+func (w *walkerLoad) WalkerCores() int {
+	if w.running.Load() > 0 || len(w.queue) > 0 {
+		return w.cores
+	}
+	return 0
+}
+
+// walkerCores is the cores lo says the engine's walks hold, or e's.
+func walkerCores(lo *LiveOptions, e walk.Engine) int {
+	switch {
+	case lo != nil && lo.WalkerCores > 0:
+		return lo.WalkerCores
+	case e.Name() == "gpu":
+		return 1
+	}
+	return runtime.GOMAXPROCS(0)
 }
 
 // liveSeeds resolves seeds against the live graph's latest snapshot
@@ -77,6 +116,15 @@ func (s *Stage) addLiveActors(g *group, ctx context.Context) error {
 	compaction, err := s.liveCompaction(lo, log)
 	if err != nil {
 		return err
+	}
+	if lo.ApplyShare < 1 {
+		// The applier's passes and the compaction give the walks the
+		// cores they hold (live.Beside); the applier starts below.
+		beside := &live.Beside{Walkers: &s.walkers, Share: lo.ApplyShare}
+		lo.Graph.SetCores(beside)
+		if compaction != nil {
+			compaction.Cores = beside
+		}
 	}
 	ctx, stop := context.WithCancel(ctx)
 	batches := make(chan source.EdgeBatch, 256)

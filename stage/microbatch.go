@@ -366,6 +366,10 @@ func (s *Stage) runJobs(ctx context.Context, v *served, jobs []walk.Job, live []
 	}
 	var runErr error
 	var d time.Duration
+	// The walks hold the engine's cores until the last slice: the live
+	// graph's applier keeps to its share meanwhile (walkerLoad).
+	s.walkers.running.Add(1)
+	defer s.walkers.running.Add(-1)
 	for _, js := range runs {
 		turn.Lock()
 		t0 := time.Now()
