@@ -63,22 +63,33 @@ type LiveOptions struct {
 	WalkerCores int
 }
 
-// walkerLoad is live.Walkers for the stage's engine loop: the walks hold
-// the engine's cores while a walk job runs (runJobs) or a request waits
-// in the queue for the engine, none otherwise. A request waiting for its
-// edge_offsets is not queued yet: it waits for the applier, which should
-// have the cores meanwhile.
+// walkerLoad is live.Walkers for the stage: the walks hold a core a walk,
+// up to the engine's cores, from the moment their request is queued for
+// the engine to the end of its run (hold, drop), so a backlog of walk
+// requests holds every core and a probe of one walk holds one. A request
+// waiting for its edge_offsets is not queued yet: it waits for the
+// applier, which should have the cores meanwhile.
 type walkerLoad struct {
-	cores   int
-	queue   chan *batch
-	running atomic.Int64
+	cores int
+	walks atomic.Int64
 }
 
 func (w *walkerLoad) WalkerCores() int {
-	if w.running.Load() > 0 || len(w.queue) > 0 {
-		return w.cores
-	}
-	return 0
+	return int(min(int64(w.cores), max(0, w.walks.Load())))
+}
+
+// hold counts b's walks (at least one: a visits or sampling request
+// walks too) before b is queued.
+func (w *walkerLoad) hold(b *batch) {
+	b.held = int64(max(1, b.walks))
+	w.walks.Add(b.held)
+}
+
+// drop gives back what hold counted for b, once: its run is over, or it
+// was abandoned.
+func (w *walkerLoad) drop(b *batch) {
+	w.walks.Add(-b.held)
+	b.held = 0
 }
 
 // walkerCores is the cores lo says the engine's walks hold, or e's.
@@ -193,10 +204,12 @@ func (s *Stage) awaitEdges(fetchCtx, workCtx context.Context, b *batch) {
 	s.m.edgeWaits.Dec()
 	switch {
 	case err == nil:
+		s.walkers.hold(b)
 		select {
 		case s.queue <- b:
 			s.m.queued.Inc()
 		case <-workCtx.Done():
+			s.walkers.drop(b)
 			s.leave(b.req.BatchID)
 		}
 	case fetchCtx.Err() != nil:

@@ -283,6 +283,9 @@ type batch struct {
 	// done (existing and lookupErr hold its answer); the first launch
 	// waits for it instead of looking up on the engine loop.
 	lookedUp chan struct{}
+	// held is the walks counted for the live graph's applier while b is
+	// queued or walked (walkerLoad).
+	held int64
 	// alone is set when the last engine run walked this batch only.
 	alone bool
 	v     *served // graph version walked on, held until finished (graphs.go)
@@ -314,7 +317,7 @@ func New(o Options) (*Stage, error) {
 		active:     map[string]chan struct{}{},
 		tracer:     o.Tracer,
 	}
-	s.walkers.queue, s.walkers.cores = s.queue, walkerCores(o.Live, o.Engine)
+	s.walkers.cores = walkerCores(o.Live, o.Engine)
 	if s.tracer == nil {
 		s.tracer = noop.NewTracerProvider().Tracer(TracerName)
 	}

@@ -1,87 +1,45 @@
 package stage
 
 import (
-	"context"
-	"log/slog"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/walkstage/walkstage/internal/turns"
-	"github.com/walkstage/walkstage/walk"
 	"github.com/walkstage/walkstage/walk/cpu"
 )
 
-// heldDuringRun is an engine that notes what the stage tells the live
-// graph's applier while it walks.
-type heldDuringRun struct {
-	walk.Engine
-	load *walkerLoad
-	held []int
-}
-
-func (e *heldDuringRun) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) error {
-	e.held = append(e.held, e.load.WalkerCores())
-	return e.Engine.Run(ctx, jobs, emit)
-}
-
-// The walks hold the engine's cores for the applier (live.Beside) while a
-// walk job runs, every slice of a sliced one included, and while a request
-// waits in the queue for the engine; none before or after. A request
-// waiting for its edge offsets is not queued, so the applier it waits for
-// keeps the cores.
-func TestWalkersHoldTheCoresWhileWalking(t *testing.T) {
-	_, g := testGraphCached(t)
-	c, err := cpu.New(g, cpu.WithWorkers(1))
-	if err != nil {
-		t.Fatal(err)
+// The walks hold a core a walk, up to the engine's cores, from their
+// request's queueing to the end of its run: a backlog holds them all, a
+// probe of one walk one, a sampling request (no walks counted) one; drop
+// gives back once what hold counted.
+func TestWalkersHoldACoreAWalk(t *testing.T) {
+	w := &walkerLoad{cores: 16}
+	if got := w.WalkerCores(); got != 0 {
+		t.Fatalf("no walks: %d cores held", got)
 	}
-	t.Cleanup(func() { c.Close() })
-	s := &Stage{queue: make(chan *batch, 1), turns: turns.NewLine(), log: slog.New(slog.DiscardHandler)}
-	s.walkers.queue, s.walkers.cores = s.queue, 6
-	eng := &heldDuringRun{Engine: c, load: &s.walkers}
-	m, err := newMetrics(prometheus.NewRegistry(), s)
-	if err != nil {
-		t.Fatal(err)
+	probe, sample := &batch{walks: 1}, &batch{}
+	big := &batch{walks: 10_000}
+	steps := []struct {
+		name string
+		do   func()
+		want int
+	}{
+		{"a probe queued", func() { w.hold(probe) }, 1},
+		{"a sampling request queued", func() { w.hold(sample) }, 2},
+		{"a walk backlog queued", func() { w.hold(big) }, 16},
+		{"the probe walked", func() { w.drop(probe) }, 16},
+		{"the probe dropped again (abandoned after its run)", func() { w.drop(probe) }, 16},
+		{"the backlog walked", func() { w.drop(big) }, 1},
+		{"the sample walked", func() { w.drop(sample) }, 0},
 	}
-	s.m = m
-	v := newServed(g, eng)
-	if got := s.walkers.WalkerCores(); got != 0 {
-		t.Fatalf("no walk: %d cores held, want 0", got)
-	}
-	s.queue <- &batch{}
-	if got := s.walkers.WalkerCores(); got != 6 {
-		t.Fatalf("a request queued: %d cores held, want the engine's 6", got)
-	}
-	<-s.queue
-	starts := make([]uint32, 64)
-	for i := range starts {
-		starts[i] = uint32(i % g.NumVertices())
-	}
-	job := walk.Job{Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 5}, Seed: 1, Starts: starts}
-	for _, budget := range []int64{1 << 40, int64(v.cost.WalkCost(job.Algorithm, 8))} { // one run; slices of 8 walks
-		s.o.MicroBatchMaxCost = budget
-		eng.held = nil
-		b := &batch{chunks: make(chan walk.Chunk, 1024)}
-		if err := s.runJobs(context.Background(), v, []walk.Job{job}, []*batch{b}, s.turns.Hold()); err != nil {
-			t.Fatal(err)
-		}
-		if len(eng.held) == 0 || budget < 1<<40 && len(eng.held) < 2 {
-			t.Fatalf("budget %d: %d engine runs, want one, or slices", budget, len(eng.held))
-		}
-		for i, h := range eng.held {
-			if h != 6 {
-				t.Errorf("budget %d, run %d of %d: %d cores held while walking, want 6", budget, i+1, len(eng.held), h)
-			}
-		}
-		if got := s.walkers.WalkerCores(); got != 0 {
-			t.Errorf("after the walks: %d cores held, want 0", got)
+	for _, st := range steps {
+		st.do()
+		if got := w.WalkerCores(); got != st.want {
+			t.Fatalf("%s: %d cores held, want %d", st.name, got, st.want)
 		}
 	}
 }
 
-// The cores a stage's walks hold: the engine's workers as configured, one
-// host thread for the GPU engine.
+// The cores a stage's walks may hold: the engine's workers as configured,
+// every core by default, one host thread for the GPU engine.
 func TestWalkerCores(t *testing.T) {
 	_, g := testGraphCached(t)
 	c, err := cpu.New(g, cpu.WithWorkers(1))
@@ -97,6 +55,6 @@ func TestWalkerCores(t *testing.T) {
 	}
 }
 
-type gpuNamed struct{ walk.Engine }
+type gpuNamed struct{ *cpu.Engine }
 
 func (gpuNamed) Name() string { return "gpu" }
