@@ -143,7 +143,7 @@ type Config struct {
 	// always (a backlog then slows the walks beside it most); a small share
 	// gives the walks the cores and catches a backlog up more slowly
 	// meanwhile (one goroutine stays the applier's).
-	EdgeApplyShare float64 `env:"EDGE_APPLY_SHARE" envDefault:"0.25"`
+	EdgeApplyShare float64 `env:"EDGE_APPLY_SHARE" envDefault:"0.1"`
 	// WALKSTAGE_EDGE_CATALOG: a graph catalog (a bucket URL whose path is
 	// the prefix, as walkstage graph publish --to takes) the live graph's
 	// compactions are published to, each with its watermark (edge_topic,
@@ -633,7 +633,7 @@ func (c *Config) validateEdges(bad badFunc) {
 		bad("EDGE_COMPACT_RATIO", "%v: use 0 (never) or a positive share of the base's edges, e.g. 0.05", c.EdgeCompactRatio)
 	}
 	if !(c.EdgeApplyShare > 0 && c.EdgeApplyShare <= 1) {
-		bad("EDGE_APPLY_SHARE", "%v: use a share of the cores above 0 and at most 1, e.g. 0.25 (1: ingest keeps every core beside walks)", c.EdgeApplyShare)
+		bad("EDGE_APPLY_SHARE", "%v: use a share of the cores above 0 and at most 1, e.g. 0.1 (1: ingest keeps every core beside walks)", c.EdgeApplyShare)
 	}
 	if c.EdgeCompactMin < 1 {
 		bad("EDGE_COMPACT_MIN", "%d must be at least 1", c.EdgeCompactMin)

@@ -17,8 +17,12 @@ type Walkers interface {
 
 // DefaultApplyShare is the share of the cores the applier's passes (and a
 // background compaction) keep while walks hold the cores
-// (WALKSTAGE_EDGE_APPLY_SHARE).
-const DefaultApplyShare = 0.25
+// (WALKSTAGE_EDGE_APPLY_SHARE): 2 of 16. On the 16-core host at scale 22
+// (one run each) the walks beside a backlog ran at 53% of the mean static
+// rate with it, 35% with every core (1) and 38% with a quarter, while the
+// applier kept 1.2-1.4 M updates/s beside them against 1.9-2.3 M/s with
+// every core (docs/benchmarks/live-graph.md, "Ingest beside walks").
+const DefaultApplyShare = 0.1
 
 // Beside shares the host's cores between the walks and the live graph's
 // parallel work (a livegraph.Cores for Live.SetCores and
