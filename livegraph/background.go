@@ -270,7 +270,7 @@ func (l *Live) FinishRebase(r *Rebaser) (*Snapshot, RebaseStats, error) {
 	before := r.st.Updates
 	if r.nl != nil {
 		// The tail is the applier's: on its workers, not the catch up's.
-		r.nl.opts.workers, r.nl.opts.onWorker = l.opts.workers, l.opts.onWorker
+		r.nl.opts.workers, r.nl.opts.cores, r.nl.opts.onWorker = l.opts.workers, l.opts.cores, l.opts.onWorker
 	}
 	if _, err := r.CatchUp(); err != nil {
 		return nil, RebaseStats{}, err

@@ -22,7 +22,8 @@ import (
 // its content's, as always.
 //
 // It reads the snapshot only, so it runs beside the applier, on as many
-// goroutines as WithWorkers allows (the other options are ignored).
+// goroutines as WithWorkers and WithCores allow (the other options are
+// ignored).
 func Compact(ctx context.Context, s *Snapshot, opts ...Option) (*graph.Graph, error) {
 	var o options
 	for _, opt := range opts {
@@ -102,14 +103,21 @@ func Compact(ctx context.Context, s *Snapshot, opts ...Option) (*graph.Graph, er
 	var maxLabel atomic.Int32
 	maxLabel.Store(-1)
 	var wg sync.WaitGroup
-	for range o.procs() {
+	// Every goroutine WithWorkers allows starts; those above what
+	// WithCores allows now wait at each chunk (options.wait).
+	done := func() bool { return next.Load() >= int64(n) }
+	for i := range o.most() {
 		wg.Go(func() {
-			o.started()
 			w := compactor{s: s, g: g, re: re, maxLabel: -1}
-			for ctx.Err() == nil {
+			first := true
+			for ctx.Err() == nil && o.wait(ctx, i, done) {
 				lo := int(next.Add(compactChunk) - compactChunk)
 				if lo >= n {
 					break
+				}
+				if first {
+					o.started()
+					first = false
 				}
 				for nv := lo; nv < min(lo+compactChunk, n); nv++ {
 					w.vertex(nv, oldAt(nv))

@@ -131,6 +131,8 @@ type Live struct {
 	// merged is ApplyRecords' buffer of the records' updates, one after
 	// another, kept between calls.
 	merged []Update
+	// passWorkers is the goroutines the last pass took (PassWorkers).
+	passWorkers int
 	// opts are the options New was given (WithWorkers for Apply).
 	opts options
 
@@ -459,6 +461,7 @@ func (l *Live) Apply(partition int32, offset int64, ups []Update) error {
 	if l.win == nil && len(ups) >= applyParallelMin && !l.serialApply {
 		l.applyParallel(ups)
 	} else {
+		l.passWorkers = 1
 		l.touch(ups)
 		for i := range ups {
 			u := &ups[i]

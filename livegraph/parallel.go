@@ -1,11 +1,13 @@
 package livegraph
 
 import (
+	"context"
 	"runtime"
-
-	"github.com/walkstage/walkstage/graph"
 	"sync"
 	"sync/atomic"
+	"time"
+
+	"github.com/walkstage/walkstage/graph"
 )
 
 // applyParallelMin is the least updates a record has for Apply to spread
@@ -22,16 +24,83 @@ const applyParallelMin = 2048
 // (stage/live's CompactionWorkers). Defaults to GOMAXPROCS.
 func WithWorkers(n int) Option { return func(o *options) { o.workers = n } }
 
-// withWorkerHook has hook called at the start of each goroutine Apply or
-// Compact spreads work over (tests count them).
+// Cores tells a live graph how many goroutines its parallel work may take
+// at the moment: the stage's walkers share the cores with the applier and
+// the compaction, and hold them only while walk jobs run or wait.
+type Cores interface {
+	// Cores returns how many of the n goroutines a pass would take it may
+	// take now; an answer below 1 is taken as 1, above n as n. It is asked
+	// once a pass (a record or the records of ApplyRecords), so it must be
+	// cheap (an atomic load or two) and safe from several goroutines.
+	Cores(n int) int
+}
+
+// WithCores has every parallel pass ask c how many of its goroutines it
+// may take (WithWorkers, or GOMAXPROCS, is the most): Apply's and
+// ApplyRecords' passes once a pass, Compact before each 1,024 vertices,
+// the goroutines above the answer waiting meanwhile (so a compaction gives
+// cores back to walks that start while it runs, and takes them again when
+// they end). Defaults to no bound but WithWorkers. SetCores sets it on a
+// live graph already made.
+func WithCores(c Cores) Option { return func(o *options) { o.cores = c } }
+
+// SetCores is WithCores on l: the stage makes its live graph before the
+// walkers that share its cores. Applier only, or before it starts.
+func (l *Live) SetCores(c Cores) { l.opts.cores = c }
+
+// withWorkerHook has hook called at the start of each goroutine Apply
+// spreads work over, and when a goroutine of Compact takes its first
+// vertices (tests count them).
 func withWorkerHook(hook func()) Option { return func(o *options) { o.onWorker = hook } }
 
-// procs is how many goroutines o allows (WithWorkers), at least one.
-func (o *options) procs() int {
+// most is how many goroutines o allows at most (WithWorkers), at least
+// one.
+func (o *options) most() int {
 	if o.workers > 0 {
 		return o.workers
 	}
 	return max(1, runtime.GOMAXPROCS(0))
+}
+
+// procs is how many goroutines o allows now: most, bounded by WithCores.
+func (o *options) procs() int {
+	n := o.most()
+	if o.cores != nil {
+		n = min(n, max(1, o.cores.Cores(n)))
+	}
+	return n
+}
+
+// yieldPause is how long a goroutine of Compact above what WithCores allows
+// waits before it asks again: long against the question (an atomic load),
+// short against a compaction (seconds) and a walk job (tens of ms or more).
+const yieldPause = 2 * time.Millisecond
+
+// wait holds goroutine w of a parallel loop while WithCores allows fewer
+// than w+1 goroutines, until done or ctx ends; it reports whether w may
+// go on (false: done, or ctx ended). Goroutine 0 never waits.
+func (o *options) wait(ctx context.Context, w int, done func() bool) bool {
+	if o.cores == nil || w == 0 {
+		return true
+	}
+	var t *time.Timer
+	for w >= o.procs() {
+		if done() {
+			return false
+		}
+		if t == nil {
+			t = time.NewTimer(yieldPause)
+			defer t.Stop()
+		} else {
+			t.Reset(yieldPause)
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+	return true
 }
 
 // started runs the worker hook, if any.
@@ -40,6 +109,10 @@ func (o *options) started() {
 		o.onWorker()
 	}
 }
+
+// PassWorkers is how many goroutines the last pass of Apply or
+// ApplyRecords took (1: the caller's own). Applier only.
+func (l *Live) PassWorkers() int { return l.passWorkers }
 
 // Record is one edge-topic record for ApplyRecords: its updates and where
 // it was read (a negative Partition leaves the watermark alone, as in
@@ -152,6 +225,7 @@ func (l *Live) applyParallel(ups []Update) {
 		}
 	}
 	workers := min(l.opts.procs(), maxMid+1)
+	l.passWorkers = workers
 	stats := make([]Stats, workers)
 	sums := make([]uint64, workers)
 	var next atomic.Int64

@@ -251,3 +251,103 @@ func TestApplyRecordsEqualsApply(t *testing.T) {
 		}
 	}
 }
+
+// stepCores is a Cores whose answer the test sets; it keeps the largest n
+// it was asked about.
+type stepCores struct{ answer, asked atomic.Int64 }
+
+func (c *stepCores) Cores(n int) int {
+	for {
+		a := c.asked.Load()
+		if int64(n) <= a || c.asked.CompareAndSwap(a, int64(n)) {
+			break
+		}
+	}
+	return int(c.answer.Load())
+}
+
+// A pass takes as many goroutines as WithCores answers at its start,
+// bounded by WithWorkers and the mids it writes, at least one; the state
+// stays the serial loop's. Compact keeps the goroutines above the answer
+// waiting: with one core allowed, one goroutine compacts it all, to the
+// same graph. Why: the stage's walkers hold the cores while walk jobs run
+// or wait, and a pass spread over every core took them from the walks
+// (docs/benchmarks/live-graph.md, "Ingest beside walks").
+func TestPassesKeepToTheCores(t *testing.T) {
+	v := variants[1] // weighted, labelled
+	rng := rand.New(rand.NewPCG(23, 29))
+	const n = midFan*leafFan + 3000 // two mids
+	m, base := newModel(t, v, n, n, rng)
+	var started atomic.Int64
+	var cores stepCores
+	l, err := New(base, WithWorkers(4), withWorkerHook(func() { started.Add(1) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetCores(&cores)
+	ser, err := New(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ser.serialApply = true
+	cases := []struct {
+		answer int64
+		want   int64 // goroutines the record's pass starts
+	}{
+		{answer: 2, want: 2},
+		{answer: 1, want: 1},
+		{answer: 0, want: 1},  // at least one
+		{answer: 16, want: 2}, // no more than the record's mids
+		{answer: 1, want: 1},
+	}
+	for i, c := range cases {
+		// Below 2*resolvePerWorker updates: the lookups take no goroutine
+		// of their own, so every start counted is the pass's.
+		var rec []Update
+		for len(rec) < applyParallelMin+100 {
+			rec = append(rec, m.randomRecord(rng)...)
+		}
+		cores.answer.Store(c.answer)
+		started.Store(0)
+		for _, x := range []*Live{l, ser} {
+			if err := x.Apply(0, int64(i), rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := started.Load(); got != c.want {
+			t.Errorf("record %d with %d cores allowed: %d goroutines, want %d", i, c.answer, got, c.want)
+		}
+	}
+	if got := cores.asked.Load(); got != 4 {
+		t.Errorf("the passes asked for %d cores, want WithWorkers' 4", got)
+	}
+	ps, ss := l.Publish(), ser.Publish()
+	if ps.Stats() != ss.Stats() {
+		t.Fatalf("bounded passes: %+v; serial: %+v", ps.Stats(), ss.Stats())
+	}
+	for v := range uint32(ps.NumVertices()) {
+		if a, b := ps.Vertex(v), ss.Vertex(v); !reflect.DeepEqual(a, b) {
+			t.Fatalf("vertex %d: bounded passes %+v, serial %+v", v, a, b)
+		}
+	}
+	var compacting atomic.Int64
+	one := &stepCores{}
+	one.answer.Store(1)
+	g, err := Compact(context.Background(), ps, WithWorkers(4), WithCores(one), withWorkerHook(func() { compacting.Add(1) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := compacting.Load(); got != 1 {
+		t.Errorf("Compact with one core allowed of four: %d goroutines took vertices, want 1", got)
+	}
+	if got := one.asked.Load(); got != 4 {
+		t.Errorf("Compact asked for %d cores, want WithWorkers' 4", got)
+	}
+	all, err := Compact(context.Background(), ps, WithWorkers(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Checksum() != all.Checksum() || g.Checksum() != m.build(t, "base").Checksum() {
+		t.Fatal("the compaction on one allowed core differs from the one on four, or from the model")
+	}
+}

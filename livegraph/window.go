@@ -36,8 +36,10 @@ type options struct {
 	segments  int
 	eventTime int64
 	hasTime   bool
-	// workers and onWorker: WithWorkers, withWorkerHook.
+	// workers, cores and onWorker: WithWorkers, WithCores,
+	// withWorkerHook.
 	workers  int
+	cores    Cores
 	onWorker func()
 }
 

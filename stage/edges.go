@@ -14,6 +14,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/walkstage/walkstage/livegraph"
@@ -51,6 +53,54 @@ type LiveOptions struct {
 	// Compaction, when set, compacts the live graph in the background
 	// and swaps the compacted base in (compact.go).
 	Compaction *LiveCompaction
+	// ApplyShare is the least share of the cores the applier's passes
+	// and a compaction keep while walk jobs run or wait (live.Beside); 1
+	// keeps them all. 0: live.DefaultApplyShare.
+	ApplyShare float64
+	// WalkerCores is how many cores the engine's walks hold (0: 1 for the
+	// GPU engine, whose walks hold a host thread, GOMAXPROCS for the
+	// others).
+	WalkerCores int
+}
+
+// walkerLoad is live.Walkers for the stage: the walks hold a core a walk,
+// up to the engine's cores, from the moment their request is queued for
+// the engine to the end of its run (hold, drop), so a backlog of walk
+// requests holds every core and a probe of one walk holds one. A request
+// waiting for its edge_offsets is not queued yet: it waits for the
+// applier, which should have the cores meanwhile.
+type walkerLoad struct {
+	cores int
+	walks atomic.Int64
+}
+
+func (w *walkerLoad) WalkerCores() int {
+	return int(min(int64(w.cores), max(0, w.walks.Load())))
+}
+
+// hold counts b's walks (at least one: a visits or sampling request
+// walks too) before b is queued.
+func (w *walkerLoad) hold(b *batch) {
+	b.held = int64(max(1, b.walks))
+	w.walks.Add(b.held)
+}
+
+// drop gives back what hold counted for b, once: its run is over, or it
+// was abandoned.
+func (w *walkerLoad) drop(b *batch) {
+	w.walks.Add(-b.held)
+	b.held = 0
+}
+
+// walkerCores is the cores lo says the engine's walks hold, or e's.
+func walkerCores(lo *LiveOptions, e walk.Engine) int {
+	switch {
+	case lo != nil && lo.WalkerCores > 0:
+		return lo.WalkerCores
+	case e.Name() == "gpu":
+		return 1
+	}
+	return runtime.GOMAXPROCS(0)
 }
 
 // liveSeeds resolves seeds against the live graph's latest snapshot
@@ -77,6 +127,15 @@ func (s *Stage) addLiveActors(g *group, ctx context.Context) error {
 	compaction, err := s.liveCompaction(lo, log)
 	if err != nil {
 		return err
+	}
+	if lo.ApplyShare < 1 {
+		// The applier's passes and the compaction give the walks the
+		// cores they hold (live.Beside); the applier starts below.
+		beside := &live.Beside{Walkers: &s.walkers, Share: lo.ApplyShare}
+		lo.Graph.SetCores(beside)
+		if compaction != nil {
+			compaction.Cores = beside
+		}
 	}
 	ctx, stop := context.WithCancel(ctx)
 	batches := make(chan source.EdgeBatch, 256)
@@ -145,10 +204,12 @@ func (s *Stage) awaitEdges(fetchCtx, workCtx context.Context, b *batch) {
 	s.m.edgeWaits.Dec()
 	switch {
 	case err == nil:
+		s.walkers.hold(b)
 		select {
 		case s.queue <- b:
 			s.m.queued.Inc()
 		case <-workCtx.Done():
+			s.walkers.drop(b)
 			s.leave(b.req.BatchID)
 		}
 	case fetchCtx.Err() != nil:

@@ -164,6 +164,12 @@ func TestLiveGraphServed(t *testing.T) {
 		}
 	}
 
+	// Every request walked gave back the cores it held for the applier
+	// (walkerLoad): one left held would keep the applier to its share.
+	if got := rt.walkers.WalkerCores(); got != 0 {
+		t.Errorf("after every event, the walks still hold %d cores", got)
+	}
+
 	// Dead letters: the two refused requests and the bad edge record.
 	dlq := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, GroupID: "dlq-observer", Topic: "dlq", StartOffset: kafka.FirstOffset, MaxWait: 100 * time.Millisecond})
 	defer dlq.Close()

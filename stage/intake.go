@@ -89,10 +89,12 @@ func (s *Stage) sourceLoop(fetchCtx, workCtx context.Context) error {
 			go s.awaitEdges(fetchCtx, workCtx, b)
 			continue
 		}
+		s.walkers.hold(b)
 		select {
 		case s.queue <- b:
 			s.m.queued.Inc()
 		case <-workCtx.Done():
+			s.walkers.drop(b)
 			s.leave(b.req.BatchID)
 			return nil
 		}

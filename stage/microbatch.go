@@ -98,6 +98,7 @@ func (s *Stage) heavyLane(ctx context.Context, heavy <-chan []*batch) {
 // uncommitted.
 func (s *Stage) abandon(mb []*batch) {
 	for _, b := range mb {
+		s.walkers.drop(b)
 		s.log.Info("batch abandoned at shutdown (uncommitted; it will be redelivered)", "batch_id", b.req.BatchID)
 		s.leave(b.req.BatchID)
 	}
@@ -166,6 +167,9 @@ func (s *Stage) launch(ctx context.Context, mb []*batch) error {
 		case s.slots <- struct{}{}:
 			s.m.inFlight.Inc()
 		case <-ctx.Done():
+			for _, b := range mb {
+				s.walkers.drop(b)
+			}
 			for _, b := range mb[i:] {
 				s.log.Info("batch abandoned at shutdown (uncommitted; it will be redelivered)", "batch_id", b.req.BatchID)
 				s.leave(b.req.BatchID)
@@ -179,6 +183,7 @@ func (s *Stage) launch(ctx context.Context, mb []*batch) error {
 	s.m.microBatchRequests.Observe(float64(len(mb)))
 	runErr := s.walk(ctx, mb)
 	for _, b := range mb {
+		s.walkers.drop(b) // walked: the applier may have the cores again
 		s.finishes.Add(1)
 		go s.finish(ctx, b, runErr)
 	}

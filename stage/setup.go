@@ -221,7 +221,12 @@ func (rt *Runtime) openLive(ctx context.Context, c config.Config, ko source.Kafk
 	if err != nil {
 		return nil, err
 	}
-	return &LiveOptions{Graph: l, Edges: er, PublishInterval: c.EdgePublishInterval, OffsetsWait: c.EdgeOffsetsWait, Compaction: compaction}, nil
+	lo := &LiveOptions{Graph: l, Edges: er, PublishInterval: c.EdgePublishInterval, OffsetsWait: c.EdgeOffsetsWait, Compaction: compaction,
+		ApplyShare: c.EdgeApplyShare}
+	if eng.Name() == "cpu" {
+		lo.WalkerCores = c.CPUWorkers // 0: every core
+	}
+	return lo, nil
 }
 
 // kafkaOptions are the broker connection settings of c.

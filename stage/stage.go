@@ -25,6 +25,7 @@ import (
 	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/stage/health"
+	"github.com/walkstage/walkstage/stage/live"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -183,6 +184,9 @@ func (o *Options) defaults() error {
 		if o.Live.PublishInterval <= 0 {
 			o.Live.PublishInterval = 100 * time.Millisecond
 		}
+		if o.Live.ApplyShare <= 0 {
+			o.Live.ApplyShare = live.DefaultApplyShare
+		}
 	}
 	return nil
 }
@@ -233,6 +237,9 @@ type Stage struct {
 	// waiting counts the requests waiting for their edge offsets
 	// (edges.go): the queue closes after the last of them.
 	waiting sync.WaitGroup
+	// walkers tells the live graph's applier the cores the walks hold
+	// (edges.go).
+	walkers walkerLoad
 }
 
 // batch is one request on its way through the stage.
@@ -276,6 +283,9 @@ type batch struct {
 	// done (existing and lookupErr hold its answer); the first launch
 	// waits for it instead of looking up on the engine loop.
 	lookedUp chan struct{}
+	// held is the walks counted for the live graph's applier while b is
+	// queued or walked (walkerLoad).
+	held int64
 	// alone is set when the last engine run walked this batch only.
 	alone bool
 	v     *served // graph version walked on, held until finished (graphs.go)
@@ -307,6 +317,7 @@ func New(o Options) (*Stage, error) {
 		active:     map[string]chan struct{}{},
 		tracer:     o.Tracer,
 	}
+	s.walkers.cores = walkerCores(o.Live, o.Engine)
 	if s.tracer == nil {
 		s.tracer = noop.NewTracerProvider().Tracer(TracerName)
 	}

@@ -134,6 +134,18 @@ type Config struct {
 	// tombstones) compacted, so a small graph is not compacted at every
 	// publication.
 	EdgeCompactMin int64 `env:"EDGE_COMPACT_MIN" envDefault:"100000"`
+	// WALKSTAGE_EDGE_APPLY_SHARE: the least share of the cores the live
+	// graph's applier (and a background compaction) keeps while walk
+	// requests run or wait for the engine: beside walks it takes the cores
+	// they leave free (the CPU engine's walks hold CPU_WORKERS or every
+	// core, the GPU engine's one) and at least this share; with no walk
+	// running or waiting it takes every core. 1 gives ingest every core
+	// always (a backlog then slows the walks beside it most; the default,
+	// as the update -> walkable p99 was measured under 1 s with it); a
+	// small share, e.g. 0.1, gives the walks the cores and catches a
+	// backlog up more slowly meanwhile (one goroutine stays the
+	// applier's).
+	EdgeApplyShare float64 `env:"EDGE_APPLY_SHARE" envDefault:"1"`
 	// WALKSTAGE_EDGE_CATALOG: a graph catalog (a bucket URL whose path is
 	// the prefix, as walkstage graph publish --to takes) the live graph's
 	// compactions are published to, each with its watermark (edge_topic,
@@ -621,6 +633,9 @@ func (c *Config) validateEdges(bad badFunc) {
 	}
 	if !(c.EdgeCompactRatio >= 0 && c.EdgeCompactRatio <= 1e6) {
 		bad("EDGE_COMPACT_RATIO", "%v: use 0 (never) or a positive share of the base's edges, e.g. 0.05", c.EdgeCompactRatio)
+	}
+	if !(c.EdgeApplyShare > 0 && c.EdgeApplyShare <= 1) {
+		bad("EDGE_APPLY_SHARE", "%v: use a share of the cores above 0 and at most 1, e.g. 0.1 (1: ingest keeps every core beside walks)", c.EdgeApplyShare)
 	}
 	if c.EdgeCompactMin < 1 {
 		bad("EDGE_COMPACT_MIN", "%d must be at least 1", c.EdgeCompactMin)

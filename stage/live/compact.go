@@ -47,6 +47,10 @@ type Compaction struct {
 	// spread over (0: CompactionWorkers of GOMAXPROCS); Prepare's engine
 	// build should keep to the same (engines.Settings.TableWorkers).
 	Workers int
+	// Cores, when set, bounds them further while it says so (Beside: while
+	// walks hold the cores); it is asked at each chunk of Compact and at
+	// each record of the catch up (livegraph.WithCores).
+	Cores livegraph.Cores
 }
 
 // CompactionWorkers is how many of procs cores a background compaction
@@ -260,7 +264,7 @@ func (b *background) maybeStart(snap *livegraph.Snapshot) {
 			*d, t = now.Sub(t), now
 			b.phase.Store(next)
 		}
-		g, err := livegraph.Compact(b.ctx, from, livegraph.WithWorkers(b.workers))
+		g, err := livegraph.Compact(b.ctx, from, b.opts()...)
 		lap(&r.compact, phasePrepare)
 		var swap func(*livegraph.Snapshot)
 		if err == nil {
@@ -277,11 +281,20 @@ func (b *background) maybeStart(snap *livegraph.Snapshot) {
 	})
 }
 
+// opts bound the compaction's goroutines (Compaction.Workers and Cores).
+func (b *background) opts() []livegraph.Option {
+	o := []livegraph.Option{livegraph.WithWorkers(b.workers)}
+	if b.c.Cores != nil {
+		o = append(o, livegraph.WithCores(b.c.Cores))
+	}
+	return o
+}
+
 // catchUp starts rb over g and applies the records kept meanwhile until
 // fewer than catchUpTail updates are left for the applier (catchUpRounded),
 // and returns the rounds it took.
 func (b *background) catchUp(rb *livegraph.Rebaser, g *graph.Graph) (int, error) {
-	if err := rb.Base(g, livegraph.WithWorkers(b.workers)); err != nil {
+	if err := rb.Base(g, b.opts()...); err != nil {
 		return 0, err
 	}
 	return catchUpRounded(b.ctx, rb.CatchUp)

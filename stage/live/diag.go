@@ -51,15 +51,19 @@ func readGC() gcSample {
 
 // applierWindow adds up what the applier did since its last report.
 type applierWindow struct {
-	start      time.Time
-	updates    int64
-	records    int
-	apply      time.Duration // in Live.Apply
-	publish    time.Duration // in Publish (the delta index included)
-	maxPublish time.Duration
-	swap       time.Duration // in a compaction's FinishRebase and swap
-	behind     time.Duration // the oldest record's age at its publication, the most
-	gc         gcSample
+	start   time.Time
+	updates int64
+	records int
+	apply   time.Duration // in Live.Apply
+	// applyWorkers is apply weighted by each pass's goroutines
+	// (Live.PassWorkers): over apply, the goroutines a pass took on
+	// average (fewer while walks hold the cores: Beside).
+	applyWorkers time.Duration
+	publish      time.Duration // in Publish (the delta index included)
+	maxPublish   time.Duration
+	swap         time.Duration // in a compaction's FinishRebase and swap
+	behind       time.Duration // the oldest record's age at its publication, the most
+	gc           gcSample
 }
 
 func newApplierWindow(now time.Time) applierWindow {
@@ -77,9 +81,18 @@ func (w *applierWindow) report(log *slog.Logger, now time.Time, phase string) {
 		g := readGC()
 		log.Info("live graph publication behind its records",
 			"behind", w.behind.Seconds(), "window", now.Sub(w.start).Seconds(), "updates", w.updates, "records", w.records,
-			"apply", w.apply.Seconds(), "publish", w.publish.Seconds(), "publish_max", w.maxPublish.Seconds(), "swap", w.swap.Seconds(),
+			"apply", w.apply.Seconds(), "apply_workers", w.meanWorkers(), "publish", w.publish.Seconds(), "publish_max", w.maxPublish.Seconds(), "swap", w.swap.Seconds(),
 			"compaction", phase, "gc_cycles", g.cycles-w.gc.cycles, "gc_cpu", g.total-w.gc.total, "gc_assist_cpu", g.assist-w.gc.assist,
 			"gc_pause_cpu", g.pause-w.gc.pause)
 	}
 	*w = newApplierWindow(now)
+}
+
+// meanWorkers is the goroutines the window's passes took, weighted by
+// their time.
+func (w *applierWindow) meanWorkers() float64 {
+	if w.apply <= 0 {
+		return 0
+	}
+	return float64(w.applyWorkers) / float64(w.apply)
 }

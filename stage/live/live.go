@@ -32,6 +32,7 @@ type Metrics struct {
 	// Where the applier's time goes: applying records, publishing.
 	applySeconds prometheus.Counter
 	applyPasses  prometheus.Counter
+	applyWorkers prometheus.Gauge
 	publishSec   prometheus.Histogram
 	// The time window's (livegraph.WithWindow): edges evicted by reason,
 	// moves of the cut, the event time and the cutoff.
@@ -69,6 +70,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Time the applier spent applying edge records (rate() is the share of a core it is busy applying)."}),
 		applyPasses: prometheus.NewCounter(prometheus.CounterOpts{Name: "walkstage_live_apply_passes_total",
 			Help: "Passes in which the applier applied edge records: the records queued behind the one it takes go in the same pass (records over passes is how many a pass took)."}),
+		applyWorkers: prometheus.NewGauge(prometheus.GaugeOpts{Name: "walkstage_live_apply_workers",
+			Help: "Goroutines the applier's last pass took: fewer while walk requests run or wait (WALKSTAGE_EDGE_APPLY_SHARE), every core while none do."}),
 		publishSec: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "walkstage_live_publish_seconds",
 			Help:    "Time a snapshot's publication took on the applier, its delta index included.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16)}),
@@ -85,7 +88,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	// Both reasons are series from the start, so rate() sees the first one.
 	m.evicted.WithLabelValues("window")
 	m.evicted.WithLabelValues("late")
-	for _, c := range []prometheus.Collector{m.updates, m.rejected, m.published, m.deltaEdges, m.tombstones, m.deltaBytes, m.added, m.lag, m.walkable, m.applySeconds, m.applyPasses, m.publishSec,
+	for _, c := range []prometheus.Collector{m.updates, m.rejected, m.published, m.deltaEdges, m.tombstones, m.deltaBytes, m.added, m.lag, m.walkable, m.applySeconds, m.applyPasses, m.applyWorkers, m.publishSec,
 		m.evicted, m.evictions, m.eventTime, m.cutoff} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -241,7 +244,9 @@ func runApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-c
 			took := time.Since(t0)
 			m.applySeconds.Add(took.Seconds())
 			m.applyPasses.Inc()
+			m.applyWorkers.Set(float64(l.PassWorkers()))
 			win.apply += took
+			win.applyWorkers += took * time.Duration(l.PassWorkers())
 			for i, b := range batch {
 				switch {
 				case b.Rejected != nil:
