@@ -37,6 +37,22 @@ func streamGraphs(t *testing.T) map[string]*graph.Graph {
 	return out
 }
 
+// streamSetup gives a stream test on g its reference engines (the CPU
+// engine and the all-device GPU engine) and its starts: every vertex
+// twice, and 3,000 walks from the seven lowest ids (the R-MAT hubs).
+func streamSetup(t *testing.T, g *graph.Graph) (ref *cpu.Engine, all *Engine, starts, hubStarts []uint32) {
+	t.Helper()
+	ref, err := cpu.New(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hubStarts = make([]uint32, 3000)
+	for i := range hubStarts {
+		hubStarts[i] = uint32(i % 7)
+	}
+	return ref, newEngine(t, g), allStarts(g, 2), hubStarts
+}
+
 // TestStreamWalksMatchCPU: under a stream plan that keeps half the
 // streamed bytes on the device in partitions of 8 KiB (tens of them,
 // most streamed, each copied many times; a uniform walk of a weighted
@@ -46,16 +62,7 @@ func streamGraphs(t *testing.T) map[string]*graph.Graph {
 // buffers for the next), with two jobs of different seeds.
 func TestStreamWalksMatchCPU(t *testing.T) {
 	for gname, g := range streamGraphs(t) {
-		ref, err := cpu.New(g)
-		if err != nil {
-			t.Fatal(err)
-		}
-		all := newEngine(t, g)
-		starts := allStarts(g, 2)
-		hubStarts := make([]uint32, 3000)
-		for i := range hubStarts {
-			hubStarts[i] = uint32(i % 7)
-		}
+		ref, all, starts, hubStarts := streamSetup(t, g)
 		cases := []struct {
 			name string
 			alg  walk.Algorithm
@@ -197,16 +204,7 @@ func refusesMetaPathForTheEnds(t *testing.T, e *Engine, jobs []walk.Job) {
 // is refused there, naming them.
 func TestStreamMetaPathWalksMatchCPU(t *testing.T) {
 	for gname, g := range streamGraphs(t) {
-		ref, err := cpu.New(g)
-		if err != nil {
-			t.Fatal(err)
-		}
-		all := newEngine(t, g)
-		starts := allStarts(g, 2)
-		hubStarts := make([]uint32, 3000)
-		for i := range hubStarts {
-			hubStarts[i] = uint32(i % 7)
-		}
+		ref, all, starts, hubStarts := streamSetup(t, g)
 		jobs := metaPathJobs(g, starts, hubStarts)
 		want := collect(t, ref, jobs)
 		dev := collect(t, all, jobs)

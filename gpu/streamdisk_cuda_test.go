@@ -15,7 +15,6 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
-	"github.com/walkstage/walkstage/walk/cpu"
 )
 
 // savedStreamGraphs are streamGraphs written to files and loaded back
@@ -53,16 +52,7 @@ func savedStreamGraphs(t *testing.T) map[string]*graph.Graph {
 // every pinned buffer at Close.
 func TestStreamFromDiskWalksMatch(t *testing.T) {
 	for gname, g := range savedStreamGraphs(t) {
-		ref, err := cpu.New(g)
-		if err != nil {
-			t.Fatal(err)
-		}
-		all := newEngine(t, g)
-		starts := allStarts(g, 2)
-		hubStarts := make([]uint32, 3000)
-		for i := range hubStarts {
-			hubStarts[i] = uint32(i % 7)
-		}
+		ref, all, starts, hubStarts := streamSetup(t, g)
 		algs := map[string]walk.Algorithm{
 			"deepwalk-uniform": {Kind: walk.DeepWalk, Length: 80},
 			"ppr-uniform":      {Kind: walk.PPR, Length: 80, StopProb: 0.1},
@@ -173,16 +163,7 @@ func TestStreamFromDiskWalksMatch(t *testing.T) {
 // graph's budget cannot hold its segment ends: MetaPath is refused.)
 func TestStreamFromDiskMetaPathWalksMatch(t *testing.T) {
 	for gname, g := range savedStreamGraphs(t) {
-		ref, err := cpu.New(g)
-		if err != nil {
-			t.Fatal(err)
-		}
-		all := newEngine(t, g)
-		starts := allStarts(g, 2)
-		hubStarts := make([]uint32, 3000)
-		for i := range hubStarts {
-			hubStarts[i] = uint32(i % 7)
-		}
+		ref, all, starts, hubStarts := streamSetup(t, g)
 		jobs := metaPathJobs(g, starts, hubStarts)
 		want := collect(t, ref, jobs)
 		dev := collect(t, all, jobs)
