@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // Records large enough for Apply to spread them over goroutines leave the
@@ -256,6 +257,14 @@ func TestApplyRecordsEqualsApply(t *testing.T) {
 // it was asked about.
 type stepCores struct{ answer, asked atomic.Int64 }
 
+// countedCores answers answer and counts the questions.
+type countedCores struct{ answer, asked atomic.Int64 }
+
+func (c *countedCores) Cores(int) int {
+	c.asked.Add(1)
+	return int(c.answer.Load())
+}
+
 func (c *stepCores) Cores(n int) int {
 	for {
 		a := c.asked.Load()
@@ -349,5 +358,37 @@ func TestPassesKeepToTheCores(t *testing.T) {
 	}
 	if g.Checksum() != all.Checksum() || g.Checksum() != m.build(t, "base").Checksum() {
 		t.Fatal("the compaction on one allowed core differs from the one on four, or from the model")
+	}
+
+	// A compaction started beside walks takes the cores again when they
+	// end: the first goroutine takes its vertices and holds on until the
+	// three above the answer of one have asked again and again (they
+	// wait, asking every yieldPause), then the answer goes to four; each
+	// goroutine holds on after its first vertices until all four took
+	// theirs (at most four of the graph's 67 chunks are taken meanwhile).
+	// The guards only keep a failure from hanging: the count then says how
+	// many took vertices.
+	var widened atomic.Int64
+	rising := &countedCores{}
+	rising.answer.Store(1)
+	g, err = Compact(context.Background(), ps, WithWorkers(4), WithCores(rising), withWorkerHook(func() {
+		if widened.Add(1) == 1 {
+			for guard := time.Now().Add(10 * time.Second); rising.asked.Load() < 30 && time.Now().Before(guard); {
+				time.Sleep(time.Millisecond)
+			}
+			rising.answer.Store(4)
+		}
+		for guard := time.Now().Add(10 * time.Second); widened.Load() < 4 && time.Now().Before(guard); {
+			time.Sleep(time.Millisecond)
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := widened.Load(); got != 4 {
+		t.Errorf("Compact allowed one core, then four: %d goroutines took vertices, want 4", got)
+	}
+	if g.Checksum() != all.Checksum() {
+		t.Fatal("the compaction that widened differs from the one on four")
 	}
 }

@@ -135,14 +135,15 @@ type Config struct {
 	// publication.
 	EdgeCompactMin int64 `env:"EDGE_COMPACT_MIN" envDefault:"100000"`
 	// WALKSTAGE_EDGE_APPLY_SHARE: the least share of the cores the live
-	// graph's applier (and a background compaction) keeps while walk
-	// requests run or wait for the engine: beside walks it takes the cores
-	// they leave free (the CPU engine's walks hold CPU_WORKERS or every
-	// core, the GPU engine's one) and at least this share; with no walk
-	// running or waiting it takes every core. 1 gives ingest every core
-	// always (a backlog then slows the walks beside it most; the default,
-	// as the update -> walkable p99 was measured under 1 s with it); a
-	// small share, e.g. 0.1, gives the walks the cores and catches a
+	// graph's applier (and a background compaction) keeps beside a walk
+	// backlog (walk requests running or waiting for the engine that hold
+	// half the cores or more: the CPU engine's walks hold a core a walk, up
+	// to CPU_WORKERS or every core): then it takes the cores the walks
+	// leave free and at least this share; with fewer walks (a few probes,
+	// the GPU engine's one host thread) or none it takes every core. 1
+	// gives ingest every core always (a backlog then slows the walks
+	// beside it most; the default, as the update -> walkable p99 was
+	// measured under 1 s with it); a small share, e.g. 0.1, gives the walks the cores and catches a
 	// backlog up more slowly meanwhile (one goroutine stays the
 	// applier's).
 	EdgeApplyShare float64 `env:"EDGE_APPLY_SHARE" envDefault:"1"`

@@ -26,9 +26,10 @@ const DefaultApplyShare = 0.1
 
 // Beside shares the host's cores between the walks and the live graph's
 // parallel work (a livegraph.Cores for Live.SetCores and
-// Compaction.Cores): while walkers hold cores, a pass of n goroutines takes
-// the cores they leave free, and at least Share of its n (one at least);
-// while none do, all n.
+// Compaction.Cores): while walkers hold half the host's cores or more (a
+// walk backlog), a pass of n goroutines takes the cores they leave free,
+// and at least Share of its n (one at least); while they hold fewer, all
+// n.
 //
 // Why: the applier's passes and the walkers' goroutines are runnable at
 // once, and Go's scheduler shares the cores among goroutines, not among
@@ -37,6 +38,15 @@ const DefaultApplyShare = 0.1
 // 5.7 M updates/s while the walks beside it fell from 32% to 23% of their
 // static rate (docs/benchmarks/live-graph.md, "Ingest on the 16-core
 // host"); with no walks to run, the cores are ingest's.
+//
+// Why half: a few short walk requests (the paced series' probes, a walk
+// each, tens of ms) hold a core each but need latency, not width, and
+// they wait for the snapshot the applier publishes. Cutting the applier
+// and the compaction by the cores they hold (13 of 16 goroutines on
+// average in the paced series at share 0.1) left an applier already near
+// its limit (apply and publish ~1 s of each second) no room to drain a
+// queue once one formed; docs/benchmarks/live-graph.md, "Beside walks: a
+// share only for a walk backlog".
 type Beside struct {
 	Walkers Walkers
 	// Share is the least share of its goroutines a pass keeps beside
@@ -55,6 +65,9 @@ func (b *Beside) Cores(n int) int {
 	procs := b.Procs
 	if procs <= 0 {
 		procs = runtime.GOMAXPROCS(0)
+	}
+	if 2*held < procs {
+		return n // no backlog: a few walks hold a core each
 	}
 	keep := int(math.Ceil(b.Share * float64(n)))
 	return max(1, min(n, max(keep, procs-held)))

@@ -25,8 +25,9 @@ type heldCores struct{ n atomic.Int64 }
 
 func (h *heldCores) WalkerCores() int { return int(h.n.Load()) }
 
-// A pass takes every goroutine while no walk holds a core, and beside
-// walks the cores they leave free, at least Share of its own and one.
+// A pass takes every goroutine while walks hold fewer than half the cores
+// (none, or a few probes), and beside a walk backlog the cores the walks
+// leave free, at least Share of its own and one.
 func TestBesideShares(t *testing.T) {
 	cases := []struct {
 		name        string
@@ -40,8 +41,12 @@ func TestBesideShares(t *testing.T) {
 		{"a compaction beside them", 16, 16, 0.25, 12, 3},
 		{"share 1: ingest first", 16, 16, 1, 16, 16},
 		{"the least share still one", 16, 16, 0.01, 16, 1},
-		{"the GPU engine's one host thread: the rest", 1, 16, 0.25, 16, 15},
+		{"the GPU engine's one host thread: all", 1, 16, 0.25, 16, 16},
+		{"three probes of a walk each: all", 3, 16, 0.1, 16, 16},
+		{"three probes beside a compaction: all its 12", 3, 16, 0.1, 12, 12},
+		{"7 of 16 held: no backlog yet", 7, 16, 0.1, 16, 16},
 		{"8 CPU workers of 16: the free 8", 8, 16, 0.25, 16, 8},
+		{"9 of 16 held: the free 7", 9, 16, 0.1, 16, 7},
 		{"more held than the host", 32, 16, 0.5, 16, 8},
 		{"two cores", 2, 2, 0.25, 2, 1},
 	}

@@ -71,7 +71,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		applyPasses: prometheus.NewCounter(prometheus.CounterOpts{Name: "walkstage_live_apply_passes_total",
 			Help: "Passes in which the applier applied edge records: the records queued behind the one it takes go in the same pass (records over passes is how many a pass took)."}),
 		applyWorkers: prometheus.NewGauge(prometheus.GaugeOpts{Name: "walkstage_live_apply_workers",
-			Help: "Goroutines the applier's last pass took: fewer while walk requests run or wait (WALKSTAGE_EDGE_APPLY_SHARE), every core while none do."}),
+			Help: "Goroutines the applier's last pass took: fewer while a walk backlog holds half the cores or more (WALKSTAGE_EDGE_APPLY_SHARE), every core otherwise."}),
 		publishSec: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "walkstage_live_publish_seconds",
 			Help:    "Time a snapshot's publication took on the applier, its delta index included.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16)}),
