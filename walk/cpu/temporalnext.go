@@ -147,7 +147,12 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 			}
 			d := &ed[k]
 			d.x0, d.x1, d.x2, d.x3 = words[0][k], words[1][k], words[2][k], words[3][k]
-			d.hint = s.expHintDens(lo, hi, unit53(d.x0, d.x1), vr.dens)
+			// expHintDens, its call and its Backward load out of the step.
+			if off := expGuessOff(hi-lo, unit53(d.x0, d.x1), vr.dens); back {
+				d.hint = hi - 1 - off
+			} else {
+				d.hint = lo + off
+			}
 			if refine {
 				// The lines of the guess's neighbours in the window, which
 				// the check reads at its ends and the draw's search reads
