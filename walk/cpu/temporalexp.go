@@ -355,7 +355,7 @@ type expTable struct {
 // vertRec is vertex v's time order [a, b) (Offsets[v], Offsets[v+1]; the
 // table exists only for graphs of fewer than 2^32 edges) and the density
 // of its times, in positions per time scale (vertDensity), for the draw's
-// guess (expHintDens). A grouped exponential step reads all three in one
+// guess (expGuessOff). A grouped exponential step reads all three in one
 // aligned line (sixteen bytes an entry), where Offsets' two entries cross
 // a line one vertex in eight and the times the guess used to read were
 // lines of their own: the guess of where a draw lands needs how many
@@ -637,29 +637,21 @@ func (s *stepper) expHintFrom(T []int64, lo, hi uint64, u float64, far int64, sp
 	return lo + off
 }
 
-// expDensHintMin is expHintMin for expHintDens, whose guess reads no
+// expDensHintMin is expHintMin for expGuessOff, whose guess reads no
 // memory: walkTemporalExpGroup prefetches the lines around every guess and
 // checks the guess (expRefineForward) before the draw, so a window a few
 // lines long gains from a guess too (its search from the near end went to
 // lines nothing had prefetched).
 const expDensHintMin = 8
 
-// expHintDens is expHintFrom for a vertex whose times have dens positions
-// per scale (vertDensity): the window spans X = (hi-1-lo)/dens scales, and
-// the draw's x scales from the near end are x*dens positions.
-func (s *stepper) expHintDens(lo, hi uint64, u, dens float64) uint64 {
-	off := expGuessOff(hi-lo, u, dens)
-	if s.alg.Time.Backward {
-		return hi - 1 - off
-	}
-	return lo + off
-}
-
-// expGuessOff is expHintDens's guess as positions from the near end of a
-// window of n positions. Its logarithm and exponential are table look-ups
-// (tableLog, tableExp), a load where roughLog and roughExp chained six
-// and four floating-point operations: the guess is a fifth of a cached
-// step's instructions, and the check moves a bad one anyway.
+// expGuessOff is expHintFrom for a vertex whose times have dens
+// positions per scale (vertDensity), as positions from the near end of a
+// window of n positions: the window spans X = (n-1)/dens scales, and the
+// draw's x scales from the near end are x*dens positions. Its logarithm
+// and exponential are table look-ups (tableLog, tableExp), a load where
+// roughLog and roughExp chained six and four floating-point operations:
+// the guess was a fifth of a cached step's instructions, and the check
+// moves a bad one anyway.
 func expGuessOff(n uint64, u, dens float64) uint64 {
 	if n <= expDensHintMin {
 		return 0
