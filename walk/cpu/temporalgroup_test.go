@@ -226,3 +226,39 @@ func TestExpCheckedGuess(t *testing.T) {
 		}
 	}
 }
+
+// The guess's table look-ups stay within their stated errors of the
+// functions over their domains (ln: absolute 0.004 on (0, 1]; e^x:
+// relative 0.3% on (-40, 0]), at the intervals' ends where the error of a
+// look-up is largest.
+func TestExpGuessTables(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		lo, hi    float64
+		got, want func(float64) float64
+		tol       float64
+		relative  bool
+	}{
+		{"log", 1e-300, 1, tableLog, math.Log, 0.004, false},
+		{"exp", -40, 0, tableExp, math.Exp, 0.003, true},
+	} {
+		r := rand.New(rand.NewPCG(38, 4))
+		xs := []float64{c.lo, c.hi, math.Nextafter(c.hi, c.lo), 0.5, -0.5, 1 - 1.0/256, -math.Ln2 / 256}
+		for range 200000 {
+			xs = append(xs, c.lo+r.Float64()*(c.hi-c.lo))
+		}
+		for _, x := range xs {
+			if x < c.lo || x > c.hi || c.name == "log" && x <= 0 {
+				continue
+			}
+			got, want := c.got(x), c.want(x)
+			err := math.Abs(got - want)
+			if c.relative {
+				err /= want
+			}
+			if !(err <= c.tol) {
+				t.Fatalf("%s(%v) = %v, want %v (error %v over %v)", c.name, x, got, want, err, c.tol)
+			}
+		}
+	}
+}

@@ -22,11 +22,11 @@ const temporalExpGroup = 64
 //
 //  1. each walk's window (its vertex's end from vertRec, or the gap's
 //     search from the near end), the draw's words and its guess
-//     (expHintDens with the vertex's density, so no time is read); then
+//     (expGuessOff with the vertex's density, so no time is read); then
 //     the prefetch of the three lines around the guess, with the sums past
 //     the window's far end (forward, gap) or before it (backward) and the
 //     window's end times where it may span cells. For a forward draw in one cell (the bench's case) the guess is
-//     expHintDens's for every window of more than expDensHintMin
+//     expGuessOff's for every window of more than expDensHintMin
 //     positions, and the lines prefetched are its neighbours' in the
 //     window (expGuessSpan);
 //  2. forward one-cell draws only: each walk's check of its guess against
@@ -147,7 +147,12 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 			}
 			d := &ed[k]
 			d.x0, d.x1, d.x2, d.x3 = words[0][k], words[1][k], words[2][k], words[3][k]
-			d.hint = s.expHintDens(lo, hi, unit53(d.x0, d.x1), vr.dens)
+			// From the near end: forward, lo + off; backward, hi-1 - off.
+			if off := expGuessOff(hi-lo, unit53(d.x0, d.x1), vr.dens); back {
+				d.hint = hi - 1 - off
+			} else {
+				d.hint = lo + off
+			}
 			if refine {
 				// The lines of the guess's neighbours in the window, which
 				// the check reads at its ends and the draw's search reads
