@@ -2,22 +2,18 @@ package live
 
 import (
 	"context"
-	"errors"
-	"log/slog"
 	"maps"
 	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/livegraph"
-	"github.com/walkstage/walkstage/source"
 )
 
 // heldCores is Walkers with a count the test sets.
@@ -107,24 +103,7 @@ func TestApplierYieldsToWalkers(t *testing.T) {
 		}
 		return ups
 	}
-	r, err := source.NewEdgeReader(source.EdgeReaderConfig{Kafka: source.KafkaOptions{Brokers: brokers, ClientID: "live"},
-		Topic: "edges", DLQTopic: "dlq", Check: l.CheckSchema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	m, err := NewMetrics(prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	batches := make(chan source.EdgeBatch, 16)
-	rctx, stop := context.WithCancel(ctx)
-	readDone := make(chan error, 1)
-	go func() { readDone <- r.Run(rctx, batches) }()
-	applyDone := make(chan error, 1)
-	go func() {
-		applyDone <- RunApplier(ctx, slog.New(slog.DiscardHandler), l, batches, 10*time.Millisecond, m)
-	}()
+	m, stop := runReaderApplier(ctx, t, brokers, l)
 	one, err := livegraph.New(base)
 	if err != nil {
 		t.Fatal(err)
@@ -173,13 +152,6 @@ func TestApplierYieldsToWalkers(t *testing.T) {
 		t.Errorf("the walks done: the last pass took %v goroutines, want 2", got)
 	}
 	stop()
-	if err := <-readDone; !errors.Is(err, context.Canceled) {
-		t.Fatalf("reader: %v", err)
-	}
-	close(batches)
-	if err := <-applyDone; err != nil {
-		t.Fatalf("applier: %v", err)
-	}
 	got, exp := l.Snapshot(), one.Publish()
 	if got.Stats() != exp.Stats() || !maps.Equal(got.Watermark(), exp.Watermark()) {
 		t.Fatalf("applier: %+v at %v; one by one: %+v at %v", got.Stats(), got.Watermark(), exp.Stats(), exp.Watermark())

@@ -57,24 +57,7 @@ func TestLiveGraphFromEdgeTopic(t *testing.T) {
 		}
 		w.Close()
 	}
-	r, err := source.NewEdgeReader(source.EdgeReaderConfig{Kafka: source.KafkaOptions{Brokers: brokers, ClientID: "live"},
-		Topic: "edges", DLQTopic: "dlq", Check: l.CheckSchema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	m, err := NewMetrics(prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	batches := make(chan source.EdgeBatch, 16)
-	rctx, stop := context.WithCancel(ctx)
-	readDone := make(chan error, 1)
-	go func() { readDone <- r.Run(rctx, batches) }()
-	applyDone := make(chan error, 1)
-	go func() {
-		applyDone <- RunApplier(ctx, slog.New(slog.DiscardHandler), l, batches, 10*time.Millisecond, m)
-	}()
+	m, stop := runReaderApplier(ctx, t, brokers, l)
 
 	want := map[int32]int64{0: 2, 1: 2, 2: 2}
 	for !maps.Equal(l.Snapshot().Watermark(), want) {
@@ -85,13 +68,6 @@ func TestLiveGraphFromEdgeTopic(t *testing.T) {
 		}
 	}
 	stop()
-	if err := <-readDone; !errors.Is(err, context.Canceled) {
-		t.Fatalf("reader: %v", err)
-	}
-	close(batches)
-	if err := <-applyDone; err != nil {
-		t.Fatalf("applier: %v", err)
-	}
 	snap := l.Snapshot()
 	if v7, ok := snap.DenseID(7); !ok || snap.NumVertices() != 5 {
 		t.Fatalf("vertex 7: %d %v, %d vertices", v7, ok, snap.NumVertices())
@@ -292,5 +268,43 @@ func TestApplierMergesQueuedRecords(t *testing.T) {
 	}
 	if u, r := liveCounter(t, m.updates), liveCounter(t, m.rejected); u != float64(applied) || r != 2 {
 		t.Errorf("counted %v updates and %v rejected records, want %d and 2", u, r, applied)
+	}
+}
+
+// runReaderApplier runs the edge reader of topic "edges" on brokers and
+// the applier into l, as the stage does, with metrics m; stop ends the
+// reader, then the applier once it has applied what was read, and fails t
+// on an error of either.
+func runReaderApplier(ctx context.Context, t *testing.T, brokers []string, l *livegraph.Live) (m *Metrics, stop func()) {
+	t.Helper()
+	r, err := source.NewEdgeReader(source.EdgeReaderConfig{Kafka: source.KafkaOptions{Brokers: brokers, ClientID: "live"},
+		Topic: "edges", DLQTopic: "dlq", Check: l.CheckSchema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err = NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		r.Close()
+		t.Fatal(err)
+	}
+	batches := make(chan source.EdgeBatch, 16)
+	rctx, cancel := context.WithCancel(ctx)
+	readDone := make(chan error, 1)
+	go func() { readDone <- r.Run(rctx, batches) }()
+	applyDone := make(chan error, 1)
+	go func() {
+		applyDone <- RunApplier(ctx, slog.New(slog.DiscardHandler), l, batches, 10*time.Millisecond, m)
+	}()
+	return m, func() {
+		t.Helper()
+		defer r.Close()
+		cancel()
+		if err := <-readDone; !errors.Is(err, context.Canceled) {
+			t.Fatalf("reader: %v", err)
+		}
+		close(batches)
+		if err := <-applyDone; err != nil {
+			t.Fatalf("applier: %v", err)
+		}
 	}
 }
