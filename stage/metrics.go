@@ -8,6 +8,7 @@ import (
 
 	"github.com/walkstage/walkstage/gpu"
 	"github.com/walkstage/walkstage/stage/health"
+	"github.com/walkstage/walkstage/walk"
 )
 
 // metrics are the stage's Prometheus series (walkstage_ prefix, base units).
@@ -24,6 +25,9 @@ type metrics struct {
 	engineSeconds      prometheus.Counter
 	engineBytes        prometheus.Gauge
 	hybridSteps        *prometheus.CounterVec // engine: cpu, gpu
+	streamBytes        *prometheus.CounterVec // how: copied, read
+	streamVisits       prometheus.Counter
+	streamBatches      *prometheus.CounterVec // mode: copied, in_place
 	graphBytes         prometheus.Gauge
 	microBatchRequests prometheus.Histogram
 	depUp              *prometheus.GaugeVec   // dependency
@@ -61,6 +65,12 @@ func newMetrics(reg prometheus.Registerer, s *Stage) (*metrics, error) {
 			Help: "Time the engine spent running; rate() is its utilisation."}),
 		hybridSteps: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "walkstage_hybrid_steps_total",
 			Help: "Walk steps the hybrid engine's CPU and GPU engines emitted (WALKSTAGE_ENGINE=hybrid; their ratio is the CPU/GPU share of the work)."}, []string{"engine"}),
+		streamBytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "walkstage_gpu_stream_bytes_total",
+			Help: "Bytes of graph partitions the GPU engine streamed under a stream plan (WALKSTAGE_GPU_STREAM): copied to the device, and read from the graph's file for them (a disk plan)."}, []string{"how"}),
+		streamVisits: prometheus.NewCounter(prometheus.CounterOpts{Name: "walkstage_gpu_stream_visits_total",
+			Help: "Kernel visits of the GPU engine's streamed partitions (one a partition copied in, or the resident ones alone): a sweep over the graph is about as many visits as it has partitions."}),
+		streamBatches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "walkstage_gpu_stream_batches_total",
+			Help: "Batches the GPU engine walked under a stream plan, by how it reached the streamed share: copied (partitions copied in) or in_place (read in place, the cost model's choice for a small batch)."}, []string{"mode"}),
 		engineBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "walkstage_engine_memory_bytes",
 			Help: "Working memory the engine reported for its last run (GPU: device bytes for pools and results)."}),
 		graphBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "walkstage_graph_memory_bytes",
@@ -75,7 +85,7 @@ func newMetrics(reg prometheus.Registerer, s *Stage) (*metrics, error) {
 			[]string{"dependency"}),
 	}
 	cs := []prometheus.Collector{m.batches, m.rejections, m.walks, m.steps, m.latency, m.phase, depth, m.engineRuns, m.engineSlices, m.engineSeconds, m.hybridSteps,
-		m.engineBytes, m.graphBytes, m.microBatchRequests, m.depUp, m.retries,
+		m.streamBytes, m.streamVisits, m.streamBatches, m.engineBytes, m.graphBytes, m.microBatchRequests, m.depUp, m.retries,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "walkstage_consumer_lag",
 			Help: "Messages between the consumer's position and the end of its partitions, as last reported by the reader."},
 			func() float64 {
@@ -180,4 +190,23 @@ func (s *Stage) Handler() http.Handler {
 		}
 		return nil
 	})
+}
+
+// streamer is a GPU engine that may stream its graph in partitions
+// (gpu.Engine with the cuda tag); StreamStats is its last run's.
+type streamer interface{ StreamStats() gpu.StreamStats }
+
+// countStreamed adds what e's last run streamed to the stream metrics. It
+// runs inside the run's turn, before another run can replace the figures.
+func (s *Stage) countStreamed(e walk.Engine) {
+	st, ok := e.(streamer)
+	if !ok {
+		return
+	}
+	r := st.StreamStats()
+	s.m.streamBytes.WithLabelValues("copied").Add(float64(r.BytesCopied))
+	s.m.streamBytes.WithLabelValues("read").Add(float64(r.BytesRead))
+	s.m.streamVisits.Add(float64(r.Visits))
+	s.m.streamBatches.WithLabelValues("copied").Add(float64(r.Batches))
+	s.m.streamBatches.WithLabelValues("in_place").Add(float64(r.InPlaceBatches))
 }

@@ -376,6 +376,10 @@ func (s *Stage) runJobs(ctx context.Context, v *served, jobs []walk.Job, live []
 		t0 := time.Now()
 		runErr = v.e.Run(ctx, js, emit)
 		d += time.Since(t0)
+		if runErr == nil {
+			// A failed run leaves the last good run's figures.
+			s.countStreamed(v.e)
+		}
 		s.turns.Done()
 		if h, ok := v.e.(*hybrid.Engine); ok {
 			sh := h.LastShare()
