@@ -166,23 +166,7 @@ func BenchmarkBackgroundCompaction(b *testing.B) {
 					b.Fatal(err)
 				}
 				e.PrepareTables()
-				starts := make([]uint32, base.NumVertices())
-				for i := range starts {
-					starts[i] = uint32(i)
-				}
-				var steps int64
-				c0 := cpuTime()
-				for b.Loop() {
-					err := e.Run(ctx, []walk.Job{{Algorithm: alg, Seed: 1, Starts: starts, Overlay: c.s}}, func(ch walk.Chunk) error {
-						steps += ch.Steps()
-						return nil
-					})
-					if err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.ReportMetric(float64(steps)/b.Elapsed().Seconds(), "steps/s")
-				b.ReportMetric(2*float64(steps)/(cpuTime()-c0).Seconds(), "steps/cpu-s-x2")
+				benchWalks(ctx, b, e, base, walk.Job{Algorithm: alg, Seed: 1, Overlay: c.s})
 			})
 		}
 	}

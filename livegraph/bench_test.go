@@ -144,6 +144,30 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// benchWalks runs job from every vertex of g on e for b's loop and reports
+// steps/s and steps per CPU second of the two walkers (steps/cpu-s-x2: the
+// rate on an idle machine, whatever else shares it).
+func benchWalks(ctx context.Context, b *testing.B, e *cpu.Engine, g *graph.Graph, job walk.Job) {
+	b.Helper()
+	job.Starts = make([]uint32, g.NumVertices())
+	for i := range job.Starts {
+		job.Starts[i] = uint32(i)
+	}
+	var steps int64
+	c0 := cpuTime()
+	for b.Loop() {
+		err := e.Run(ctx, []walk.Job{job}, func(ch walk.Chunk) error {
+			steps += ch.Steps()
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(steps)/b.Elapsed().Seconds(), "steps/s")
+	b.ReportMetric(2*float64(steps)/(cpuTime()-c0).Seconds(), "steps/cpu-s-x2")
+}
+
 // BenchmarkOverlayWalk reports DeepWalk steps/s (80-step walks, one per
 // vertex) on an R-MAT scale-16 weighted graph: on the base alone, on
 // base+delta where the delta holds 10% of the base's edge count in inserts
@@ -182,25 +206,7 @@ func BenchmarkOverlayWalk(b *testing.B) {
 					b.Fatal(err)
 				}
 				e.PrepareTables()
-				starts := make([]uint32, c.g.NumVertices())
-				for i := range starts {
-					starts[i] = uint32(i)
-				}
-				var steps int64
-				c0 := cpuTime()
-				for b.Loop() {
-					err := e.Run(context.Background(), []walk.Job{{Algorithm: alg, Seed: 1, Starts: starts, Overlay: c.ov}}, func(ch walk.Chunk) error {
-						steps += ch.Steps()
-						return nil
-					})
-					if err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.ReportMetric(float64(steps)/b.Elapsed().Seconds(), "steps/s")
-				// Steps per CPU second of the two walkers: the rate on an
-				// idle machine, whatever else shares it.
-				b.ReportMetric(2*float64(steps)/(cpuTime()-c0).Seconds(), "steps/cpu-s-x2")
+				benchWalks(context.Background(), b, e, c.g, walk.Job{Algorithm: alg, Seed: 1, Overlay: c.ov})
 				if c.ov != nil {
 					b.ReportMetric(perEdge(st.Bytes), "delta-B/edge")
 					b.ReportMetric(perEdge(snap.DeltaIndex().Bytes()), "index-B/edge")
@@ -271,23 +277,7 @@ func BenchmarkOverlayMetaPath(b *testing.B) {
 					b.Fatal(err)
 				}
 				e.PrepareLabelTables()
-				starts := make([]uint32, c.g.NumVertices())
-				for i := range starts {
-					starts[i] = uint32(i)
-				}
-				var steps int64
-				c0 := cpuTime()
-				for b.Loop() {
-					err := e.Run(context.Background(), []walk.Job{{Algorithm: alg, Seed: 1, Starts: starts, Overlay: c.ov}}, func(ch walk.Chunk) error {
-						steps += ch.Steps()
-						return nil
-					})
-					if err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.ReportMetric(float64(steps)/b.Elapsed().Seconds(), "steps/s")
-				b.ReportMetric(2*float64(steps)/(cpuTime()-c0).Seconds(), "steps/cpu-s-x2")
+				benchWalks(context.Background(), b, e, c.g, walk.Job{Algorithm: alg, Seed: 1, Overlay: c.ov})
 			})
 		}
 	}
@@ -323,23 +313,7 @@ func BenchmarkOverlayAlgorithms(b *testing.B) {
 					b.Fatal(err)
 				}
 				e.PrepareTables()
-				starts := make([]uint32, c.g.NumVertices())
-				for i := range starts {
-					starts[i] = uint32(i)
-				}
-				var steps int64
-				c0 := cpuTime()
-				for b.Loop() {
-					err := e.Run(context.Background(), []walk.Job{{Algorithm: alg, Seed: 1, Starts: starts, Overlay: c.ov}}, func(ch walk.Chunk) error {
-						steps += ch.Steps()
-						return nil
-					})
-					if err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.ReportMetric(float64(steps)/b.Elapsed().Seconds(), "steps/s")
-				b.ReportMetric(2*float64(steps)/(cpuTime()-c0).Seconds(), "steps/cpu-s-x2")
+				benchWalks(context.Background(), b, e, c.g, walk.Job{Algorithm: alg, Seed: 1, Overlay: c.ov})
 			})
 		}
 	}
