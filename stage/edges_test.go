@@ -14,6 +14,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/livegraph"
@@ -278,22 +279,7 @@ func TestLiveGraphRefusedAtStart(t *testing.T) {
 func TestLiveGraphTemporal(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in", "out", "dlq", "edges"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
-	brokers := cluster.ListenAddrs()
-	outURL, bucket := startS3(t)
-	base, err := graph.FromEdges([]graph.Edge{{Src: 0, Dst: 1, Time: 10}, {Src: 1, Dst: 2, Time: 20}, {Src: 2, Dst: 3, Time: 30}, {Src: 3, Dst: 0, Time: 40}},
-		graph.BuildOptions{Name: "timed-cycle", DenseIDs: true, Timed: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "cycle.wsg")
-	if err := graph.Save(path, base); err != nil {
-		t.Fatal(err)
-	}
+	brokers, outURL, bucket, path := timedCycleStage(t, "timed-cycle", [4]int64{10, 20, 30, 40})
 	runStage(t, stageEnviron(brokers, path, outURL, "WALKSTAGE_EDGE_TOPIC=edges", "WALKSTAGE_EDGE_PUBLISH_INTERVAL=10ms"))
 	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: "edges", RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
 	for _, r := range []string{
@@ -338,4 +324,27 @@ func TestLiveGraphTemporal(t *testing.T) {
 			}
 		}
 	}
+}
+
+// timedCycleStage is what a live-graph stage test on a timed cycle needs:
+// a kfake cluster with the topics in, out, dlq and edges, an S3 store, and
+// the directed cycle 0->1->2->3->0 with its edges at times saved as a .wsg.
+func timedCycleStage(t *testing.T, name string, times [4]int64) (brokers []string, outURL string, bucket *blob.Bucket, path string) {
+	t.Helper()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in", "out", "dlq", "edges"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	outURL, bucket = startS3(t)
+	base, err := graph.FromEdges([]graph.Edge{{Src: 0, Dst: 1, Time: times[0]}, {Src: 1, Dst: 2, Time: times[1]}, {Src: 2, Dst: 3, Time: times[2]}, {Src: 3, Dst: 0, Time: times[3]}},
+		graph.BuildOptions{Name: name, DenseIDs: true, Timed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(t.TempDir(), "cycle.wsg")
+	if err := graph.Save(path, base); err != nil {
+		t.Fatal(err)
+	}
+	return cluster.ListenAddrs(), outURL, bucket, path
 }

@@ -2,15 +2,12 @@ package stage
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/segmentio/kafka-go"
-	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/stage/config"
 )
@@ -29,22 +26,7 @@ import (
 func TestLiveGraphWindowServed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in", "out", "dlq", "edges"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
-	brokers := cluster.ListenAddrs()
-	outURL, bucket := startS3(t)
-	base, err := graph.FromEdges([]graph.Edge{{Src: 0, Dst: 1, Time: 1000}, {Src: 1, Dst: 2, Time: 1000}, {Src: 2, Dst: 3, Time: 1000}, {Src: 3, Dst: 0, Time: 1000}},
-		graph.BuildOptions{Name: "cycle", DenseIDs: true, Timed: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "cycle.wsg")
-	if err := graph.Save(path, base); err != nil {
-		t.Fatal(err)
-	}
+	brokers, outURL, bucket, path := timedCycleStage(t, "cycle", [4]int64{1000, 1000, 1000, 1000})
 	rt, _ := runStage(t, stageEnviron(brokers, path, outURL, "WALKSTAGE_EDGE_TOPIC=edges", "WALKSTAGE_EDGE_WINDOW=10s",
 		"WALKSTAGE_EDGE_PUBLISH_INTERVAL=10ms", "WALKSTAGE_EDGE_OFFSETS_WAIT=30s"))
 	edges := func(recs ...string) {
