@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/walkstage/walkstage/graph"
 )
 
 // Records large enough for Apply to spread them over goroutines leave the
@@ -51,22 +53,7 @@ func TestApplyParallelEqualsSerial(t *testing.T) {
 			if ps.Stats().Inserted < applyParallelMin {
 				t.Fatalf("only %d inserts: the records did not exercise the parallel path", ps.Stats().Inserted)
 			}
-			for v := range uint32(ps.NumVertices()) {
-				if a, b := ps.Vertex(v), ss.Vertex(v); !reflect.DeepEqual(a, b) {
-					t.Fatalf("vertex %d: parallel %+v, serial %+v", v, a, b)
-				}
-			}
-			gp, err := Compact(context.Background(), ps)
-			if err != nil {
-				t.Fatal(err)
-			}
-			gs, err := Compact(context.Background(), ss)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if gp.Checksum() != gs.Checksum() || gp.Checksum() != m.build(t, "base").Checksum() {
-				t.Fatal("the compactions differ from each other or from the model")
-			}
+			sameApplied(t, "parallel", ps, "serial", ss, m.build(t, "base"))
 		})
 	}
 }
@@ -229,25 +216,7 @@ func TestApplyRecordsEqualsApply(t *testing.T) {
 					t.Fatalf("merged: %d vertices, %+v, watermark %v; one by one: %d vertices, %+v, watermark %v",
 						ps.NumVertices(), ps.Stats(), ps.Watermark(), ss.NumVertices(), ss.Stats(), ss.Watermark())
 				}
-				for v := range uint32(ps.NumVertices()) {
-					if a, b := ps.Vertex(v), ss.Vertex(v); !reflect.DeepEqual(a, b) {
-						t.Fatalf("vertex %d: merged %+v, one by one %+v", v, a, b)
-					}
-				}
-				gp, err := Compact(context.Background(), ps)
-				if err != nil {
-					t.Fatal(err)
-				}
-				gs, err := Compact(context.Background(), ss)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if gp.Checksum() != gs.Checksum() {
-					t.Fatal("the compactions differ")
-				}
-				if gp.Checksum() != m.build(t, "base").Checksum() {
-					t.Fatal("the compaction differs from the model")
-				}
+				sameApplied(t, "merged", ps, "one by one", ss, m.build(t, "base"))
 			})
 		}
 	}
@@ -390,5 +359,29 @@ func TestPassesKeepToTheCores(t *testing.T) {
 	}
 	if g.Checksum() != all.Checksum() {
 		t.Fatal("the compaction that widened differs from the one on four")
+	}
+}
+
+// sameApplied fails t unless snapshots a and b, the same records applied
+// two ways (named by how), hold the same vertices, and both compact to the
+// model's graph want.
+func sameApplied(t *testing.T, howA string, a *Snapshot, howB string, b *Snapshot, want *graph.Graph) {
+	t.Helper()
+	for v := range uint32(a.NumVertices()) {
+		if va, vb := a.Vertex(v), b.Vertex(v); !reflect.DeepEqual(va, vb) {
+			t.Fatalf("vertex %d: %s %+v, %s %+v", v, howA, va, howB, vb)
+		}
+	}
+	for _, c := range []struct {
+		how string
+		s   *Snapshot
+	}{{howA, a}, {howB, b}} {
+		g, err := Compact(context.Background(), c.s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.Checksum() != want.Checksum() {
+			t.Fatalf("the compaction of the %s snapshot differs from the model", c.how)
+		}
 	}
 }
