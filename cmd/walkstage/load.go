@@ -89,6 +89,7 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 	fs.Int64Var(&pu.Bytes, "plain-bytes", 2<<30, "plain upload: total bytes")
 	fs.Int64Var(&pu.ObjectBytes, "plain-object-bytes", 64<<20, "plain upload: bytes per object")
 	fs.IntVar(&pu.Parallel, "plain-parallel", 16, "plain upload: objects at once")
+	fs.StringVar(&pu.Via, "plain-via", loadgen.PlainViaSink, "plain upload: the writer, sink (the sink's parts' requests) or gocloud (gocloud's writer, the form before issue 36's ceiling check)")
 	fs.StringVar(&pu.Prefix, "plain-prefix", "plain-upload", "plain upload: key prefix (objects are deleted after)")
 	ec := loadgen.EdgeConfig{Batch: 4096, DeleteShare: 0.1, ProbeEvery: 10}
 	fs.StringVar(&ec.EdgeTopic, "edge-topic", config.Setting("WALKSTAGE_EDGE_TOPIC"), "edges: the live graph's edge topic")
