@@ -91,6 +91,7 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 	fs.IntVar(&pu.Parallel, "plain-parallel", 16, "plain upload: objects at once")
 	fs.StringVar(&pu.Via, "plain-via", loadgen.PlainViaSink, "plain upload: the writer, sink (the sink's parts' requests) or gocloud (gocloud's writer, the form before issue 36's ceiling check)")
 	fs.StringVar(&pu.Prefix, "plain-prefix", "plain-upload", "plain upload: key prefix (objects are deleted after)")
+	fs.BoolVar(&pu.Keep, "plain-keep", false, "plain upload: leave the objects (so that the store's CPU counted around the command holds no deletes)")
 	ec := loadgen.EdgeConfig{Batch: 4096, DeleteShare: 0.1, ProbeEvery: 10}
 	fs.StringVar(&ec.EdgeTopic, "edge-topic", config.Setting("WALKSTAGE_EDGE_TOPIC"), "edges: the live graph's edge topic")
 	fs.IntVar(&ec.Updates, "edge-updates", 1_000_000, "edges: updates produced")

@@ -38,6 +38,10 @@ type PlainUpload struct {
 	ObjectBytes int64  // size of each object
 	Parallel    int    // objects uploaded at once
 	Via         string // PlainViaSink (the default when empty) or PlainViaGocloud
+	// Keep leaves the objects in the bucket for the caller to remove, so
+	// that what a caller counts around Run (the store's CPU) holds the
+	// uploads alone, not their deletes.
+	Keep bool
 }
 
 // The writers a PlainUpload can send its objects through.
@@ -54,7 +58,7 @@ type PlainResult struct {
 }
 
 // Run uploads the objects, measures until the last one is closed (durable
-// for S3), then deletes them (not timed).
+// for S3), then deletes them (not timed) unless p.Keep.
 func (p PlainUpload) Run(ctx context.Context) (*PlainResult, error) {
 	if p.Bytes < 1 || p.ObjectBytes < 1 || p.Parallel < 1 {
 		return nil, fmt.Errorf("plain upload: bytes %d, object bytes %d, parallel %d: want at least 1 each", p.Bytes, p.ObjectBytes, p.Parallel)
@@ -108,6 +112,9 @@ func (p PlainUpload) Run(ctx context.Context) (*PlainResult, error) {
 	wg.Wait()
 	el := time.Since(t0)
 	for _, k := range keys {
+		if p.Keep {
+			break
+		}
 		b.Delete(context.WithoutCancel(ctx), k)
 	}
 	for _, err := range errs {

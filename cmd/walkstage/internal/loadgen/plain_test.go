@@ -3,13 +3,17 @@ package loadgen
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
+	"gocloud.dev/blob"
+
 	"github.com/walkstage/walkstage/internal/fakes3"
+	"github.com/walkstage/walkstage/store"
 )
 
 // The plain upload is the ceiling the stage's S3 rate is held to, so its
@@ -62,5 +66,36 @@ func plainRequests(t *testing.T, via, checksum string) {
 			!strings.Contains(put, " length="+strconv.Itoa(object)+" ") && !strings.Contains(put, " length="+strconv.Itoa(object-10)+" ") {
 			t.Errorf("%s: want one PUT of the object's bytes as they are, its %s in a header", put, checksum)
 		}
+	}
+}
+
+// A plain upload removes its objects after the measurement unless asked to
+// keep them (stage-load.sh keeps them, so that the store's CPU it counts
+// around the upload holds no deletes, and removes the store's data after).
+func TestPlainUploadKeep(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		t.Run("keep="+strconv.FormatBool(keep), func(t *testing.T) {
+			u := fakes3.Serve(t, nil)
+			p := PlainUpload{BucketURL: u, Prefix: "p", Bytes: 5000, ObjectBytes: 1000, Parallel: 2, Keep: keep}
+			if _, err := p.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			b, err := store.OpenBucket(context.Background(), u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			n := 0
+			for it := b.List(&blob.ListOptions{Prefix: "p/"}); ; n++ {
+				if _, err := it.Next(context.Background()); err == io.EOF {
+					break
+				} else if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if want := map[bool]int{false: 0, true: 5}[keep]; n != want {
+				t.Errorf("%d objects left, want %d", n, want)
+			}
+		})
 	}
 }
