@@ -497,10 +497,14 @@ for store in "${store_list[@]}"; do
     none) continue ;;
     *) die "store $store: want file, s3 or seaweedfs" ;;
   esac
-  start_stage "$store" "$url"
   # Warm-ups, not measured: the first call of each kind pins the GPU
-  # engine's buffers.
-  load "$store-walks-warmup" "${walk_args[@]}" --mode idle --requests 1 --warmup 1
+  # engine's buffers. A true backlog restarts the stage (and pins them
+  # again), so with no idle series or live backlog to follow there is
+  # nothing to warm.
+  if [ "$walk_idle" -gt 0 ] || [ "$visit_idle" -gt 0 ] || [ "$visit_requests" -gt 0 ] || [ "$live_backlog" -eq 1 ]; then
+    start_stage "$store" "$url"
+    load "$store-walks-warmup" "${walk_args[@]}" --mode idle --requests 1 --warmup 1
+  fi
   if [ "$walk_requests" -gt 0 ]; then
     backlog "$store-walks-backlog" "$store" "$url" "${walk_args[@]}" --requests "$walk_requests"
   fi
