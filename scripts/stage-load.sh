@@ -49,8 +49,8 @@ measurements:
   --no-plain             skip it
   --plain-rounds N       plain uploads of each kind, interleaved; the ratio takes each kind's median (3)
   --plain-shapes LIST    object sizes: batch (the backlog's bytes a request) and/or 64MiB (batch,64MiB)
-  --plain-via LIST       writers: sink (the sink's requests) and/or gocloud (gocloud's writer, the form
-                         before 2026-11-28); 64MiB objects go through the first only (sink)
+  --plain-via LIST       writers: sink (the sink's requests) and/or gocloud (gocloud's writer, the plain
+                         upload's form before issue 36's check); 64MiB objects go through the first only (sink)
   --plain-parallel N     objects at once (16)
   --signed-payload       S3 URLs with unsigned_payload=false: the SDK signs the SHA-256 of every body, the
                          client's default before issue 36 (the default now sends them unsigned with a CRC

@@ -180,6 +180,7 @@ type PlainSummary struct {
 	ObjectBytes     int64   `json:"object_bytes"`
 	Bytes           int64   `json:"bytes"`
 	Parallel        int     `json:"parallel"`
+	Via             string  `json:"via"` // PlainViaSink or PlainViaGocloud
 	DurationSeconds float64 `json:"duration_seconds"`
 	BytesPerSecond  float64 `json:"bytes_per_second"`
 }
@@ -188,5 +189,5 @@ type PlainSummary struct {
 func (r *PlainResult) Summary(p PlainUpload) PlainSummary {
 	sec := r.Elapsed.Seconds()
 	return PlainSummary{Mode: "plain-upload", Objects: r.Objects, ObjectBytes: p.ObjectBytes, Bytes: r.Bytes,
-		Parallel: p.Parallel, DurationSeconds: sec, BytesPerSecond: perSecond(float64(r.Bytes), sec)}
+		Parallel: p.Parallel, Via: cmp.Or(p.Via, PlainViaSink), DurationSeconds: sec, BytesPerSecond: perSecond(float64(r.Bytes), sec)}
 }
