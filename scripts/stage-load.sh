@@ -537,11 +537,13 @@ for store in "${store_list[@]}"; do
           esac
           for via in "${vias[@]}"; do
             [ "$shape" = batch ] || [ "$via" = "${vias[0]}" ] || continue
-            # Kept (the store's data goes at exit): the store's CPU counted
-            # around the command holds the uploads, not their deletes.
+            # Kept, then deleted by a command of its own: the store's CPU
+            # counted around the measured one holds the uploads alone.
             load "$store-plain-$shape-$via-$round" --plain-upload --bucket "$url" --plain-bytes "$bytes" \
               --plain-object-bytes "$object" --plain-parallel "$plain_parallel" --plain-via "$via" \
               --plain-prefix "plain-$shape-$via-$round" --plain-keep
+            "$walkstage" load --plain-upload --bucket "$url" --plain-prefix "plain-$shape-$via-$round" --plain-delete \
+              2>>"$out/plain-delete.log" || die "deleting the plain upload's objects: $(tail -n 3 "$out/plain-delete.log")"
           done
         done
       done
@@ -613,7 +615,7 @@ fi
   echo "results ($(date -u +%FT%TZ), engine $engine, graph $graph):"
   awk '
     function v(k,   i, kv) { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == k) return kv[2] } return "" }
-    function cores(k) { return v("seconds") > 0 && v(k) != "" ? sprintf("%.1f", v(k) / v("seconds")) : "" }
+    function cores(k) { return v("window_s") > 0 && v(k) != "" ? sprintf("%.1f", v(k) / v("window_s")) : "" }
     BEGIN { printf "%-26s %8s %9s %12s %12s %10s %10s %10s %10s %8s %9s %9s %10s\n", "case", "requests", "seconds", "M vertices/s", "queries/s", "MB/s", "p50 ms", "p99 ms", "fetch p99", "GB/s", "store cpu", "stage cpu", "host cores" }
     v("mode") == "edges" { next } # the live graph table below
     {
@@ -645,15 +647,17 @@ fi
     $1 ~ /-walks-backlog$/ && v("bytes") > 0 {
       st = substr($1, 1, length($1) - 14); order[++k] = st
       stage[st] = v("bytes") / v("seconds"); scpu[st] = v("store_cpu_s") / (v("bytes") / 1e9)
-      if (v("window_s") > 0) { shost[st] = v("host_cpu_s") / v("seconds"); sstage[st] = v("stage_cpu_s") / (v("bytes") / 1e9) }
-      if (v("store_cpus_s") != "") sset[st] = sprintf("; busy cores, store side %.1f, stage side %.1f", v("store_cpus_s") / v("seconds"), v("stage_cpus_s") / v("seconds"))
+      if (v("window_s") > 0) {
+        shost[st] = sprintf("%.1f-%.1f", v("host_cpu_s") / v("window_s"), v("host_cpu_s") / v("seconds")); sstage[st] = v("stage_cpu_s") / (v("bytes") / 1e9)
+      }
+      if (v("store_cpus_s") != "") sset[st] = sprintf("; busy cores, store side %.1f-%.1f, stage side %.1f-%.1f", v("store_cpus_s") / v("window_s"), v("store_cpus_s") / v("seconds"), v("stage_cpus_s") / v("window_s"), v("stage_cpus_s") / v("seconds"))
     }
     v("mode") == "plain-upload" {
       i = index($1, "-plain-"); st = substr($1, 1, i - 1); kind = substr($1, i + 7); sub(/-[0-9]+$/, "", kind)
       if (!((st, kind) in seen)) { seen[st, kind] = 1; kinds[st] = kinds[st] " " kind }
       r = v("bytes") / v("seconds"); rates[st, kind] = rates[st, kind] " " r
       cpu[st, kind] = cpu[st, kind] + v("store_cpu_s"); gb[st, kind] = gb[st, kind] + v("bytes") / 1e9
-      if (v("window_s") > 0) { hc[st, kind] = hc[st, kind] + v("host_cpu_s"); hw[st, kind] = hw[st, kind] + v("seconds") }
+      if (v("window_s") > 0) { hc[st, kind] += v("host_cpu_s"); hw[st, kind] += v("window_s"); hs[st, kind] += v("seconds") }
       if (r > best1[st]) best1[st] = r
     }
     END {
@@ -668,12 +672,12 @@ fi
         }
         printf "%s: stage %.0f MB/s = %.0f%% of the plain upload (median of its rounds, best kind: %s %.0f MB/s; kinds:%s); %.0f%% of the best single upload (%.0f MB/s)\n", st, stage[st] / 1e6, 100 * stage[st] / bm, bk, bm / 1e6, line, 100 * stage[st] / best1[st], best1[st] / 1e6
         printf "%s: store core-s a GB: stage %.2f, plain %s %.2f", st, scpu[st], bk, cpu[st, bk] / gb[st, bk]
-        if (st in shost) printf "; stage core-s a GB %.2f; host cores busy (of %d): stage run %.1f, plain %s %.1f%s", sstage[st], ncpu, shost[st], bk, hc[st, bk] / hw[st, bk], sset[st]
+        if (st in shost) printf "; stage core-s a GB %.2f; host cores busy (of %d; over the window, then over the measured seconds): stage run %s, plain %s %.1f-%.1f%s", sstage[st], ncpu, shost[st], bk, hc[st, bk] / hw[st, bk], hc[st, bk] / hs[st, bk], sset[st]
         printf "\n"
       }
     }' "$results"
   echo "(idle rows: p50/p99 are produce -> event as the user sees it; 'fetch p99' is the stage's fetch -> the event read back;"
   echo " 'store cpu': CPU seconds the S3 server spent during the measurement, the backlog's from the stage's start;"
   echo " 'stage cpu': the stage's CPU seconds from its readiness to the backlog's end; 'host cores': the host's busy CPU seconds"
-  echo " over the same span (a plain upload's: the command's), a second of the measurement: the host is idle outside it but for start-up)"
+  echo " over the same span (a plain upload's: the command's) a second of that span, a lower bound of the cores busy while measured)"
 } | tee "$out/table.txt"

@@ -125,6 +125,29 @@ func (p PlainUpload) Run(ctx context.Context) (*PlainResult, error) {
 	return &PlainResult{Objects: n, Bytes: written.Load(), Elapsed: el}, nil
 }
 
+// Delete removes what plain uploads under p.Prefix left (Keep), however
+// many objects they wrote, and returns how many it removed.
+func (p PlainUpload) Delete(ctx context.Context) (int, error) {
+	b, err := store.OpenBucket(ctx, p.BucketURL)
+	if err != nil {
+		return 0, fmt.Errorf("plain upload: %w", err)
+	}
+	defer b.Close()
+	n := 0
+	for it := b.List(&blob.ListOptions{Prefix: p.Prefix + "/plain-"}); ; n++ {
+		obj, err := it.Next(ctx)
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, fmt.Errorf("plain upload: list %s: %w", p.Prefix, err)
+		}
+		if err := b.Delete(ctx, obj.Key); err != nil {
+			return n, fmt.Errorf("plain upload: delete %s: %w", obj.Key, err)
+		}
+	}
+}
+
 // upload writes size bytes of src (repeated) to key: through
 // store.S3PutObject when c (the bucket's S3 client) is set, as the sink
 // writes a part, else through gocloud's writer. src is never changed, so

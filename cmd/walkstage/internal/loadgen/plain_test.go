@@ -71,7 +71,7 @@ func plainRequests(t *testing.T, via, checksum string) {
 
 // A plain upload removes its objects after the measurement unless asked to
 // keep them (stage-load.sh keeps them, so that the store's CPU it counts
-// around the upload holds no deletes, and removes the store's data after).
+// around the upload holds no deletes, then removes them with Delete).
 func TestPlainUploadKeep(t *testing.T) {
 	for _, keep := range []bool{false, true} {
 		t.Run("keep="+strconv.FormatBool(keep), func(t *testing.T) {
@@ -95,6 +95,16 @@ func TestPlainUploadKeep(t *testing.T) {
 			}
 			if want := map[bool]int{false: 0, true: 5}[keep]; n != want {
 				t.Errorf("%d objects left, want %d", n, want)
+			}
+			// Delete removes what a kept upload left, and only that.
+			if err := b.WriteAll(context.Background(), "p-other/x", []byte("x"), nil); err != nil {
+				t.Fatal(err)
+			}
+			if d, err := p.Delete(context.Background()); err != nil || d != n {
+				t.Errorf("Delete: %d objects, %v; want %d", d, err, n)
+			}
+			if ok, err := b.Exists(context.Background(), "p-other/x"); !ok || err != nil {
+				t.Errorf("Delete removed an object outside the prefix: %v", err)
 			}
 		})
 	}
