@@ -217,6 +217,9 @@ type Stage struct {
 	// dirs are the output directories above the batch directories, for
 	// the lookup of every batch taken in (sink.WithDirCache).
 	dirs *output.DirCache
+	// tidier takes the tidying of committed batches off their commits
+	// (sink.WithTidier); nil without a bucket.
+	tidier *sink.Tidier
 
 	turns    *turns.Line // one engine run at a time, in the order asked (internal/turns)
 	finishes sync.WaitGroup
@@ -317,6 +320,13 @@ func New(o Options) (*Stage, error) {
 		active:     map[string]chan struct{}{},
 		tracer:     o.Tracer,
 	}
+	if o.Bucket != nil {
+		t, err := sink.NewTidier(o.Bucket, o.Prefix, o.SinkOptions...)
+		if err != nil {
+			return nil, err
+		}
+		s.tidier = t
+	}
 	s.walkers.cores = walkerCores(o.Live, o.Engine)
 	if s.tracer == nil {
 		s.tracer = noop.NewTracerProvider().Tracer(TracerName)
@@ -414,6 +424,22 @@ func (s *Stage) Run(ctx context.Context) error {
 		<-drained
 		return nil
 	}, cancelWork)
+	if s.tidier != nil {
+		// Stopped with the group, after the batches drained: its last
+		// sweep takes the uploads of the last commits.
+		tidyCtx, stopTidy := context.WithCancel(context.WithoutCancel(ctx))
+		g.add("tidier", func() error {
+			s.tidier.Run(tidyCtx, sink.DefaultTidyInterval, func(n int, err error) {
+				if err != nil {
+					s.log.Warn("sweeping multipart uploads under committed batches failed; the next sweep retries", "err", err)
+					return
+				}
+				s.log.Debug("aborted multipart uploads other attempts left under committed batches", "uploads", n)
+			})
+			<-tidyCtx.Done() // at once on a local bucket, where there is nothing to sweep
+			return nil
+		}, stopTidy)
+	}
 	if len(s.o.Probes) > 0 {
 		probeCtx, stopProbes := context.WithCancel(workCtx)
 		g.add("probes", func() error {
