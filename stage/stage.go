@@ -78,6 +78,10 @@ type Options struct {
 	// (sink.WithDirCache); 0 means a second, negative lists for every
 	// lookup.
 	LookupDirsTTL time.Duration
+	// TidyInterval is how often the multipart uploads under the batches
+	// committed meanwhile are swept, with one listing for all of them
+	// (sink.Tidier); 0 means sink.DefaultTidyInterval.
+	TidyInterval time.Duration
 	// RetryBackoffMin and RetryBackoffMax bound the wait between retries of
 	// work that failed on a dependency (exponential, with jitter).
 	RetryBackoffMin, RetryBackoffMax time.Duration
@@ -429,7 +433,7 @@ func (s *Stage) Run(ctx context.Context) error {
 		// sweep takes the uploads of the last commits.
 		tidyCtx, stopTidy := context.WithCancel(context.WithoutCancel(ctx))
 		g.add("tidier", func() error {
-			s.tidier.Run(tidyCtx, sink.DefaultTidyInterval, func(n int, err error) {
+			s.tidier.Run(tidyCtx, s.o.TidyInterval, func(n int, err error) {
 				if err != nil {
 					s.log.Warn("sweeping multipart uploads under committed batches failed; the next sweep retries", "err", err)
 					return
