@@ -34,8 +34,8 @@ import (
 //     attempt with the same settings sent every part as one PUT as well,
 //     and a killed PUT leaves no upload. Every other committed directory
 //     waits for Sweep, which aborts every upload under such directories,
-//     whatever its age, and every upload under the prefix older than
-//     WithStaleAfter, with one listing for all of them.
+//     whatever its age, and every upload under the prefix older than the
+//     Tidier's sweep age, with one listing for all of them.
 //
 // Run sweeps once an interval while commits wait for it, and once more
 // when its context ends. A Tidier is safe for concurrent use. On local
@@ -46,19 +46,19 @@ type Tidier struct {
 	prefix      string // key prefix of the uploads listing: "" or ending in "/"
 	local       bool
 	callTimeout time.Duration
-	staleAfter  time.Duration
+	sweepAge    time.Duration    // 0: no upload is aborted for its age alone
 	now         func() time.Time // tests
 
 	mu sync.Mutex
 	// seen is what this process knows of batch directories it may write:
 	// listed empty by a lookup, or dirty (something was there, or an
 	// attempt here failed). At most maxTidierDirs; an entry older than
-	// staleAfter is forgotten (the commit then lists, as without it).
+	// seenTTL is forgotten (the commit then lists, as without it).
 	seen map[string]dirSeen
 	// committed are the batch directories committed (or found committed)
 	// whose uploads wait for the next sweep.
 	committed map[string]time.Time
-	lastAge   time.Time // the last sweep, which also aborted stale uploads
+	lastAge   time.Time // the last sweep, which also aborted old uploads
 }
 
 // dirSeen is what a Tidier knows of one batch directory.
@@ -73,27 +73,34 @@ type dirSeen struct {
 // commit lists as without a Tidier.
 const maxTidierDirs = 1 << 16
 
+// seenTTL is how long a lookup's finding stands for the commit: longer
+// than a batch waits between its lookup and its commit, short enough to
+// bound the map by the lookups of that span.
+const seenTTL = DefaultStaleAfter
+
 // DefaultTidyInterval is how often Tidier.Run sweeps the uploads of the
 // batches committed meanwhile.
 const DefaultTidyInterval = time.Second
 
-// NewTidier returns a Tidier for bucket under prefix. Of opts only
-// WithCallTimeout (each store call) and WithStaleAfter (the age of an
-// upload under the prefix taken for a killed writer's) apply.
-func NewTidier(bucket *blob.Bucket, prefix string, opts ...Option) (*Tidier, error) {
+// NewTidier returns a Tidier for bucket under prefix. Its sweeps also
+// abort every upload under the prefix initiated more than sweepAge ago
+// (0: none for its age alone), taken for a killed writer's: it must exceed
+// the longest part upload, as every replica sweeps the shared prefix. Of
+// opts only WithCallTimeout applies, to each store call.
+func NewTidier(bucket *blob.Bucket, prefix string, sweepAge time.Duration, opts ...Option) (*Tidier, error) {
 	cfg, err := lookupConfig(opts)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.staleAfter <= 0 {
-		return nil, fmt.Errorf("sink: stale age %v must be positive", cfg.staleAfter)
+	if sweepAge < 0 {
+		return nil, fmt.Errorf("sink: sweep age %v is negative", sweepAge)
 	}
 	prefix = strings.Trim(prefix, "/")
 	if prefix != "" {
 		prefix += "/"
 	}
 	_, local := store.LocalRoot(bucket)
-	return &Tidier{bucket: bucket, prefix: prefix, local: local, callTimeout: cfg.callTimeout, staleAfter: cfg.staleAfter,
+	return &Tidier{bucket: bucket, prefix: prefix, local: local, callTimeout: cfg.callTimeout, sweepAge: sweepAge,
 		now: time.Now, seen: map[string]dirSeen{}, committed: map[string]time.Time{}, lastAge: time.Now()}, nil
 }
 
@@ -131,7 +138,7 @@ func (t *Tidier) take(dir string) (clean, dirty bool) {
 	defer t.mu.Unlock()
 	s, ok := t.seen[dir]
 	delete(t.seen, dir)
-	if !ok || t.now().Sub(s.at) >= t.staleAfter {
+	if !ok || t.now().Sub(s.at) >= seenTTL {
 		return false, false
 	}
 	return s.empty, !s.empty
@@ -154,7 +161,7 @@ func (t *Tidier) Pending() int {
 // Sweep lists the multipart uploads under the prefix once and aborts those
 // under the batch directories committed since the last sweep (any upload
 // there lost: the manifest lists parts that are complete objects) and
-// those initiated more than WithStaleAfter ago (a killed writer's: no live
+// those initiated more than the sweep age ago (a killed writer's: no live
 // part upload lasts that long). It says how many it aborted. Directories
 // whose listing failed wait for the next sweep.
 func (t *Tidier) Sweep(ctx context.Context) (int, error) {
@@ -168,15 +175,15 @@ func (t *Tidier) Sweep(ctx context.Context) (int, error) {
 	}
 	now := t.now()
 	for d, s := range t.seen {
-		if now.Sub(s.at) >= t.staleAfter {
+		if now.Sub(s.at) >= seenTTL {
 			delete(t.seen, d)
 		}
 	}
 	t.mu.Unlock()
-	cutoff := now.Add(-t.staleAfter)
+	cutoff := now.Add(-t.sweepAge)
 	n, err := store.AbortUploadsWhere(ctx, t.bucket, t.prefix, t.callTimeout, func(key string, initiated time.Time) bool {
 		i := strings.LastIndex(key, "/")
-		return i >= 0 && dirs[key[:i]] || initiated.Before(cutoff)
+		return i >= 0 && dirs[key[:i]] || t.sweepAge > 0 && initiated.Before(cutoff)
 	})
 	if err != nil {
 		return n, fmt.Errorf("sink: sweep multipart uploads under %q: %w", t.prefix, err)
@@ -191,7 +198,7 @@ func (t *Tidier) Sweep(ctx context.Context) (int, error) {
 }
 
 // Run sweeps every interval while committed directories wait for it (and
-// at least once every WithStaleAfter, for uploads killed writers left),
+// at least once every sweep age, for uploads killed writers left),
 // and once more when ctx ends, with a call timeout of its own. Failures go
 // to report (nil: dropped) and are retried at the next interval.
 func (t *Tidier) Run(ctx context.Context, interval time.Duration, report func(aborted int, err error)) {
@@ -220,7 +227,7 @@ func (t *Tidier) Run(ctx context.Context, interval time.Duration, report func(ab
 			return
 		case <-tick.C:
 			t.mu.Lock()
-			due := len(t.committed) > 0 || t.now().Sub(t.lastAge) >= t.staleAfter
+			due := len(t.committed) > 0 || t.sweepAge > 0 && t.now().Sub(t.lastAge) >= t.sweepAge
 			t.mu.Unlock()
 			if due {
 				sweep(ctx)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"gocloud.dev/blob"
 
@@ -86,7 +87,7 @@ func TestTidierCommitMakesTwoSmallRequests(t *testing.T) {
 	b, log := newCountedS3(t)
 	g := testGraph(t)
 	ctx := context.Background()
-	tid, err := NewTidier(b, "walks")
+	tid, err := NewTidier(b, "walks", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +163,7 @@ func TestTidierRemovesWhatKilledAttemptsLeft(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := openS3(t, fakeS3(t))
-			tid, err := NewTidier(b, "walks")
+			tid, err := NewTidier(b, "walks", time.Hour)
 			if err != nil {
 				t.Fatal(err)
 			}

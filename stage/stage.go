@@ -82,6 +82,11 @@ type Options struct {
 	// committed meanwhile are swept, with one listing for all of them
 	// (sink.Tidier); 0 means sink.DefaultTidyInterval.
 	TidyInterval time.Duration
+	// OutputSweepAge is the age past which the Tidier's sweeps (like the
+	// start-up sweep, WALKSTAGE_OUTPUT_SWEEP_AGE) abort any multipart
+	// upload under the prefix, taken for a killed replica's; 0 aborts
+	// uploads only under committed batches.
+	OutputSweepAge time.Duration
 	// RetryBackoffMin and RetryBackoffMax bound the wait between retries of
 	// work that failed on a dependency (exponential, with jitter).
 	RetryBackoffMin, RetryBackoffMax time.Duration
@@ -325,7 +330,7 @@ func New(o Options) (*Stage, error) {
 		tracer:     o.Tracer,
 	}
 	if o.Bucket != nil {
-		t, err := sink.NewTidier(o.Bucket, o.Prefix, o.SinkOptions...)
+		t, err := sink.NewTidier(o.Bucket, o.Prefix, o.OutputSweepAge, o.SinkOptions...)
 		if err != nil {
 			return nil, err
 		}
