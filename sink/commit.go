@@ -181,7 +181,9 @@ func (w *BatchWriter) overwritePhantom(ctx context.Context, m *output.Manifest, 
 
 // won finishes a commit whose manifest stands: the removal of what other
 // attempts left (only parts older than this writer where onlyOlder, see
-// deleteUnlisted), on a goroutine under WithTidyAfterCommit.
+// deleteUnlisted), on a goroutine under WithTidyAfterCommit; with a
+// Tidier only the listings that may find something (see Tidier), the
+// uploads otherwise left to its sweep.
 func (w *BatchWriter) won(ctx context.Context, m *output.Manifest, onlyOlder bool) *output.Manifest {
 	listParts, listUploads := true, true
 	if t := w.cfg.tidier; t.active() && w.local == "" {
