@@ -12,6 +12,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/sink/output"
+	"github.com/walkstage/walkstage/store"
 )
 
 // requestLog counts the S3 requests a gofakes3 server answered, by kind.
@@ -212,5 +213,26 @@ func TestTidierRemovesWhatKilledAttemptsLeft(t *testing.T) {
 				t.Errorf("%d rows read back, want %d", len(rows), m.Walks)
 			}
 		})
+	}
+}
+
+// A part over store.PutThreshold went up as a multipart upload: its
+// commit lists the uploads under the batch itself.
+func TestMultipartParts(t *testing.T) {
+	for _, tc := range []struct {
+		sizes []int64
+		want  bool
+	}{
+		{nil, false},
+		{[]int64{1 << 20, store.PutThreshold}, false},
+		{[]int64{1 << 20, store.PutThreshold + 1}, true},
+	} {
+		m := &output.Manifest{}
+		for _, n := range tc.sizes {
+			m.Files = append(m.Files, output.File{Bytes: n})
+		}
+		if got := multipartParts(m); got != tc.want {
+			t.Errorf("parts of %v bytes: multipart %v, want %v", tc.sizes, got, tc.want)
+		}
 	}
 }
