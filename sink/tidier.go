@@ -220,7 +220,7 @@ func (t *Tidier) Run(ctx context.Context, interval time.Duration, report func(ab
 		select {
 		case <-ctx.Done():
 			if t.Pending() > 0 {
-				fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*t.callTimeout)
+				fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.callTimeout)
 				sweep(fctx)
 				cancel()
 			}
