@@ -199,7 +199,7 @@ func (t *Tidier) Sweep(ctx context.Context) (int, error) {
 
 // Run sweeps every interval while committed directories wait for it (and
 // at least once every sweep age, for uploads killed writers left),
-// and once more when ctx ends, with a call timeout of its own. Failures go
+// and once more when ctx ends, within one call timeout. Failures go
 // to report (nil: dropped) and are retried at the next interval.
 func (t *Tidier) Run(ctx context.Context, interval time.Duration, report func(aborted int, err error)) {
 	if !t.active() {
