@@ -73,15 +73,21 @@ func TestStreamNode2VecWalksMatchCPU(t *testing.T) {
 // TestStreamFromDiskNode2VecWalksMatch: the Node2Vec jobs with the
 // partitions read from the graph file through four ring buffers, and the
 // host's scans reading the two adjacencies from the file, give the pinned
-// path's walks, the all-device engine's and the CPU's, in one batch and in
-// many.
+// path's walks, the all-device engine's and the CPU's, in one batch (and
+// in batches of 2,500 on the directed graph: reads of tiny partitions make
+// the many-batch runs the slowest of the stream tests, and the pinned
+// test covers the batches).
 func TestStreamFromDiskNode2VecWalksMatch(t *testing.T) {
 	for gname, g := range savedStreamGraphs(t) {
 		ref, all, starts, hubStarts := streamSetup(t, g)
 		jobs := node2vecJobs(g, starts, hubStarts)
 		want := collect(t, ref, jobs)
 		dev := collect(t, all, jobs)
-		for _, batch := range []int{0, 2500} {
+		batches := []int{0}
+		if gname == "directed" {
+			batches = append(batches, 2500)
+		}
+		for _, batch := range batches {
 			t.Run(fmt.Sprintf("%s/batch=%d", gname, batch), func(t *testing.T) {
 				common := []Option{WithStream(StreamOn), WithDeviceFraction(0.5), WithStreamPartitionBytes(8 << 10),
 					WithMaxBatchWalks(batch), WithChunkWalks(1000), withStreamBatch(streamCopy)}
