@@ -79,6 +79,9 @@ func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) e
 			args = append(args, "disk_reads", sm.stats.Reads, "bytes_read", sm.stats.BytesRead, "read_seconds", sm.stats.ReadSeconds,
 				"ring_hits", sm.stats.RingHits, "direct", sm.stats.Direct, "result_pieces", sm.stats.ResultPieces)
 		}
+		if sm.stats.Scans > 0 {
+			args = append(args, "node2vec_host_scans", sm.stats.Scans)
+		}
 		e.cfg.logger.Info("gpu stream run done", args...)
 	}
 	e.lastMu.Unlock()

@@ -304,9 +304,10 @@ type Config struct {
 	// in partitions (docs/design/out-of-core.md): auto (when it does not
 	// fit), on, or off (the placement plan reads the host's share in
 	// place). Streaming walks DeepWalk and PPR on the uniform and alias
-	// samplers and MetaPath on its auto sampler (up to 16 labels) and
-	// refuses the other algorithms, so off, which walks them all, is the
-	// default; a replica serving only those may turn it on.
+	// samplers, Node2Vec on its rejection sampler and MetaPath on its auto
+	// sampler (up to 16 labels) and refuses the other algorithms, so off,
+	// which walks them all, is the default; a replica serving only those
+	// may turn it on.
 	GPUStream string `env:"GPU_STREAM" envDefault:"off"`
 
 	// ---- Request limits (violations are rejected, see docs/reference/messages.md) ----
