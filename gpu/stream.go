@@ -395,9 +395,14 @@ type StreamStats struct {
 	Batches        int64 // batches walked by copying partitions in
 	InPlaceBatches int64 // batches that read the streamed share in place (streamCheaper)
 	Visits         int64 // kernel visits (one streamed partition, or the resident ones alone, each)
-	Copies         int64 // partitions copied into a buffer
-	BytesCopied    int64
-	Steps          int64 // steps of the run, for bytes per step
+	// Walkers sums, over the visits, the walkers waiting in the
+	// partitions a visit walks (the streamed one and the resident ones):
+	// Walkers / Visits is C-SAW's walkers per partition visit, what a
+	// copied partition is shared by.
+	Walkers     int64
+	Copies      int64 // partitions copied into a buffer
+	BytesCopied int64
+	Steps       int64 // steps of the run, for bytes per step
 	// Under a disk plan (StreamPlan.Disk): partitions read from the
 	// files, the bytes read (whole pages), the time in reads, and copies
 	// served from a ring buffer without a read.
@@ -525,4 +530,23 @@ func (c stepsPilots) estimate(g *graph.Graph, a walk.Algorithm, walks int64) wal
 		c[k] = p
 	}
 	return p.For(a, walks)
+}
+
+// noPart is the partition of a visit that walks no streamed partition
+// (kNoPart in kernels/stream.cuh).
+const noPart = 0xFFFFFFFF
+
+// visitWalkers is the walkers a visit to partition cur walks, from the
+// visit's counts of waiting walkers per partition: cur's and the resident
+// partitions'; every waiting walker when cur is noPart (the resident
+// partitions alone, or a batch that reads the streamed share in place,
+// whose one visit moves them all).
+func visitWalkers(parts []StreamPart, counts []uint32, cur uint64) uint64 {
+	var n uint64
+	for i, c := range counts[:len(parts)] {
+		if cur == noPart || uint64(i) == cur || parts[i].Resident {
+			n += uint64(c)
+		}
+	}
+	return n
 }

@@ -61,10 +61,7 @@ type streamFmt struct {
 	labels bool
 }
 
-const (
-	streamBlock = 256        // kStreamBlock
-	noPart      = 0xFFFFFFFF // kNoPart
-)
+const streamBlock = 256 // kStreamBlock
 
 // streamed is the engine's state under a stream plan (stream.go).
 type streamed struct {
@@ -631,6 +628,7 @@ func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, 
 			return fmt.Errorf("gpu: stream_walk: %w", err)
 		}
 		sm.stats.Visits++
+		sm.stats.Walkers += int64(visitWalkers(parts, counts, cur))
 		if next >= 0 {
 			if err := load(next, nextBuf); err != nil {
 				return err

@@ -268,3 +268,19 @@ func TestStreamCheaperFollowsTheBatch(t *testing.T) {
 		t.Error("nothing streamed, yet copying is cheaper")
 	}
 }
+
+// TestVisitWalkers: a visit walks the waiting walkers of its streamed
+// partition and of the resident ones; a visit of the resident ones alone
+// (or in place) walks every waiting walker.
+func TestVisitWalkers(t *testing.T) {
+	parts := []StreamPart{{Resident: true}, {}, {}, {Resident: true}}
+	counts := []uint32{5, 7, 11, 2, 99} // the last: Node2Vec's scan count, not a partition
+	for _, c := range []struct {
+		cur  uint64
+		want uint64
+	}{{1, 14}, {2, 18}, {noPart, 25}} {
+		if got := visitWalkers(parts, counts, c.cur); got != c.want {
+			t.Errorf("visit of %#x: %d walkers, want %d", c.cur, got, c.want)
+		}
+	}
+}

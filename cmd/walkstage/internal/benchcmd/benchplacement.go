@@ -55,8 +55,8 @@ func benchStreamStats(eng any, w io.Writer) {
 		return
 	}
 	st := s.StreamStats()
-	fmt.Fprintf(w, "  stream: %d batches streamed, %d read in place; %d visits, %d partition copies, %.2f GB copied, %.0f bytes a step\n",
-		st.Batches, st.InPlaceBatches, st.Visits, st.Copies, float64(st.BytesCopied)/1e9, float64(st.BytesCopied)/float64(max(st.Steps, 1)))
+	fmt.Fprintf(w, "  stream: %d batches streamed, %d read in place; %d visits (%.0f walkers a visit), %d partition copies, %.2f GB copied, %.0f bytes a step\n",
+		st.Batches, st.InPlaceBatches, st.Visits, float64(st.Walkers)/float64(max(st.Visits, 1)), st.Copies, float64(st.BytesCopied)/1e9, float64(st.BytesCopied)/float64(max(st.Steps, 1)))
 	if st.Scans > 0 {
 		fmt.Fprintf(w, "  node2vec: %d steps decided by the exact scan on the host (after %d rejected proposals)\n", st.Scans, walk.MaxRejections)
 	}
