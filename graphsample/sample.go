@@ -184,13 +184,13 @@ func (p SampleParams) InstanceKey(i int) (seed uint64, id uint32) {
 	return sg.Seed, sg.Base + uint32(i-sg.First)
 }
 
-// checkSegments checks that segments, when set, cover instances first ..
-// first+count-1 in order.
-func (p SampleParams) checkSegments(first, count int) error {
+// CheckSegments checks that the segments, when set, cover instances
+// first .. first+count-1 in order (a device sampler checks them too).
+func (p SampleParams) CheckSegments(first, count int) error {
 	if len(p.Segments) == 0 {
 		return nil
 	}
-	if p.Segments[0].First > first {
+	if p.Segments[0].First < 0 || p.Segments[0].First > first {
 		return fmt.Errorf("walk: segments start at instance %d, after the call's first %d", p.Segments[0].First, first)
 	}
 	for j := 1; j < len(p.Segments); j++ {
@@ -405,7 +405,7 @@ func checkSampleRange(g *graph.Graph, p SampleParams, starts []uint32, first, co
 	if first < 0 || count < 0 || first+count > total {
 		return 0, fmt.Errorf("walk: instances %d..%d of %d", first, first+count-1, total)
 	}
-	if err := p.checkSegments(first, count); err != nil {
+	if err := p.CheckSegments(first, count); err != nil {
 		return 0, err
 	}
 	nv := uint32(g.NumVertices())
