@@ -156,13 +156,13 @@ func readSampleRows(ctx context.Context, t *testing.T, bucket *blob.Bucket, id s
 	return got
 }
 
-// TestStageMergesSamplingRequests produces a backlog of small sampling
+// TestStageSamplesMergedAcrossRequests produces a backlog of small sampling
 // requests (kfake over TCP, gofakes3) before the stage starts, so that one
 // micro-batch holds them: those with the same parameters but for the seed
 // are sampled in merged calls (the metrics count them), and every
 // request's Parquet rows are still exactly those it gets alone
 // (graphsample.Sample with its own seed and seeds), edge weights included.
-func TestStageMergesSamplingRequests(t *testing.T) {
+func TestStageSamplesMergedAcrossRequests(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test")
 	}
