@@ -476,23 +476,44 @@ const (
 	inPlaceTargetSteps    = 450e6
 )
 
-// streamCheaper says whether a batch of walks walks of up to length steps
-// is faster copying the streamed partitions in (each sweep copies all of
-// them, so the time depends on the length, not the walks) than reading
-// them in place (a host read for each step that lands there, in proportion
-// to the streamed share of the edges). copyBytes is the bytes per edge a
-// copy moves (4 for a uniform walk of a weighted graph's targets), readBytes
-// the entries read in place (12 for a weighted graph, else 4).
-func streamCheaper(p *StreamPlan, walks int64, length int, copyBytes, readBytes int64) bool {
+// streamCheaper says whether a batch of walks walks is faster copying the
+// streamed partitions in (the sweeps go on until the batch's longest walk
+// ends, each copying all of them, so the time follows st.Longest, not the
+// walks) than reading them in place (a host read for each step that lands
+// there, in proportion to the streamed share of the edges: st.Mean steps a
+// walk). copyBytes is the bytes per edge a copy moves (4 for a uniform walk
+// of a weighted graph's targets), readBytes the entries read in place (12
+// for a weighted graph, else 4). With every walk at its full length (st
+// both Length) this was the model of the first streaming engine; MetaPath
+// walks that average 14 of 80 steps made it copy at 83 M steps/s where
+// reading in place walked 196 M.
+func streamCheaper(p *StreamPlan, walks int64, st walk.StepsEstimate, copyBytes, readBytes int64) bool {
 	streamedEdges := p.Edges - p.ResidentEdges()
 	if streamedEdges == 0 {
 		return false
 	}
-	tCopy := streamSweepsPerStep * float64(length) * float64(streamedEdges*copyBytes) / streamCopyBytesPerSec
+	tCopy := streamSweepsPerStep * st.Longest * float64(streamedEdges*copyBytes) / streamCopyBytesPerSec
 	rate := inPlaceTargetSteps
 	if readBytes > 4 {
 		rate = inPlaceEntrySteps
 	}
-	tInPlace := float64(walks) * float64(length) * float64(streamedEdges) / float64(p.Edges) / rate
+	tInPlace := float64(walks) * st.Mean * float64(streamedEdges) / float64(p.Edges) / rate
 	return tCopy < tInPlace
+}
+
+// stepsPilots keeps walk.PilotSteps per algorithm (its String) for a
+// streaming engine's graph: the cost model asks for every batch, the
+// pilot costs a few hundred thousand random reads.
+type stepsPilots map[string]walk.StepsPilot
+
+// estimate is walk.EstimateSteps of a batch of walks walks of a on g,
+// the pilot walked once per algorithm.
+func (c stepsPilots) estimate(g *graph.Graph, a walk.Algorithm, walks int64) walk.StepsEstimate {
+	k := a.String()
+	p, ok := c[k]
+	if !ok {
+		p = walk.PilotSteps(g, a)
+		c[k] = p
+	}
+	return p.For(a, walks)
 }

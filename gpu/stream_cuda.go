@@ -88,6 +88,7 @@ type streamed struct {
 	hParams                     *streamParams
 	hPtrs                       []unsafe.Pointer
 	stats                       StreamStats
+	pilots                      stepsPilots // the cost model's walk lengths (streamCheaper)
 	// disk is the plan's disk side (streamdisk_cuda.go), nil when the
 	// partitions are copied from pinned host entries; base is its readers'
 	// counters at the last run's end (reads, bytes, nanoseconds).
@@ -417,7 +418,10 @@ func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, 
 	case e.cfg.streamBatch == streamInPlace:
 		inPlace = pl.Streamed() > 0
 	case e.cfg.streamBatch == streamChoose:
-		inPlace = pl.Streamed() > 0 && !streamCheaper(pl, n, alg.Length, es, eb)
+		if sm.pilots == nil {
+			sm.pilots = stepsPilots{}
+		}
+		inPlace = pl.Streamed() > 0 && !streamCheaper(pl, n, sm.pilots.estimate(e.g, alg, n), es, eb)
 	}
 	base := sm.dBase
 	if inPlace {

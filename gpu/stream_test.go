@@ -222,9 +222,23 @@ func TestStreamSupported(t *testing.T) {
 // TestStreamCheaperFollowsTheBatch: a batch of millions of walks copies the
 // streamed partitions in, a stage-sized batch reads them in place, and a
 // plan with nothing streamed never copies (the figures are the scale-22
-// graph's: 128 M edges, 37% resident).
+// graph's: 128 M edges, 37% resident). Short walks (MetaPath's 14 of 80
+// steps on five labels, PPR's 4 at stop 0.2) read in place where
+// full-length ones copy: the sweeps last as long, the steps are fewer.
 func TestStreamCheaperFollowsTheBatch(t *testing.T) {
 	p := &StreamPlan{Edges: 128e6, Parts: []StreamPart{{ELo: 0, EHi: 47e6, Resident: true}, {ELo: 47e6, EHi: 128e6}}}
+	full := walk.StepsEstimate{Mean: 80, Longest: 80}
+	for _, c := range []struct {
+		name string
+		st   walk.StepsEstimate
+	}{
+		{"metapath, 14.3 of 80 steps", walk.StepsEstimate{Mean: 14.3, Longest: 80}},
+		{"ppr 0.2", walk.StepsEstimate{Mean: 4, Longest: 70}},
+	} {
+		if streamCheaper(p, 4_194_304, c.st, 12, 12) {
+			t.Errorf("%s, 4.2 M weighted walks: copying is cheaper, want in place", c.name)
+		}
+	}
 	cases := []struct {
 		name                string
 		walks               int64
@@ -239,12 +253,12 @@ func TestStreamCheaperFollowsTheBatch(t *testing.T) {
 		{"unweighted, 1 M walks", 1 << 20, 4, 4, false},
 	}
 	for _, c := range cases {
-		if got := streamCheaper(p, c.walks, 80, c.copyBytes, c.readByte); got != c.want {
+		if got := streamCheaper(p, c.walks, full, c.copyBytes, c.readByte); got != c.want {
 			t.Errorf("%s: copy cheaper %v, want %v", c.name, got, c.want)
 		}
 	}
 	all := &StreamPlan{Edges: 128e6, Parts: []StreamPart{{ELo: 0, EHi: 128e6, Resident: true}}}
-	if streamCheaper(all, 16_777_216, 80, 12, 12) {
+	if streamCheaper(all, 16_777_216, full, 12, 12) {
 		t.Error("nothing streamed, yet copying is cheaper")
 	}
 }

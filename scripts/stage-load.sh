@@ -54,6 +54,11 @@ measurements:
   --sample-params STR    its parameters as JSON object members ('"fanouts":[25,10]' for neighbor)
   --plain                plain upload of the walks backlog's volume to each store (on)
   --no-plain             skip it
+  --plain-rounds N       plain uploads of each kind, interleaved; the ratio takes each kind's median (3)
+  --plain-shapes LIST    object sizes: batch (the backlog's bytes a request) and/or 64MiB (batch,64MiB)
+  --plain-via LIST       writers: sink (the sink's requests) and/or gocloud (gocloud's writer, the plain
+                         upload's form before issue 36's check); 64MiB objects go through the first only (sink)
+  --plain-parallel N     objects at once (16)
   --signed-payload       S3 URLs with unsigned_payload=false: the SDK signs the SHA-256 of every body, the
                          client's default before issue 36 (the default now sends them unsigned with a CRC
                          header)
@@ -108,11 +113,17 @@ steps_per_query=100000
 top_k=100
 visit_idle=200
 plain=1
+plain_rounds=3
+plain_shapes=batch,64MiB
+plain_via=sink
+plain_parallel=16
 s3_extra=
 posix_flags=()
 vgw_flags=()
 store_pin=()
 stage_pin=()
+store_cpus=
+stage_cpus=
 timeout_s=600
 out=
 edge_updates=0
@@ -158,13 +169,17 @@ while [ $# -gt 0 ]; do
     --sample-params) sample_params=$2; shift ;;
     --plain) plain=1 ;;
     --no-plain) plain=0 ;;
+    --plain-rounds) plain_rounds=$2; shift ;;
+    --plain-shapes) plain_shapes=$2; shift ;;
+    --plain-via) plain_via=$2; shift ;;
+    --plain-parallel) plain_parallel=$2; shift ;;
     --unsigned-payload) s3_extra+="&unsigned_payload=true" ;;
     --signed-payload) s3_extra+="&unsigned_payload=false" ;;
     --s3-params) s3_extra+=$2; shift ;;
     --integrity-etag) posix_flags+=(--data-integrity-etag) ;;
     --keep-alive) vgw_flags+=(--keep-alive) ;;
-    --store-cpus) store_pin=(taskset -c "$2"); shift ;;
-    --stage-cpus) stage_pin=(taskset -c "$2"); shift ;;
+    --store-cpus) store_pin=(taskset -c "$2"); store_cpus=$2; shift ;;
+    --stage-cpus) stage_pin=(taskset -c "$2"); stage_cpus=$2; shift ;;
     --timeout) timeout_s=$2; shift ;;
     --edge-updates) edge_updates=$2; shift ;;
     --live-engine) live_engine=$2; shift ;;
@@ -232,17 +247,18 @@ wait_port() {
   return 1
 }
 
-# ready URL PID SECONDS: until GET URL answers 200, PID alive.
+# ready URL PID SECONDS: until GET URL answers 200, PID alive; asked every
+# 50 ms, as a backlog's CPU is counted from the stage's readiness.
 ready() {
   local i
-  for i in $(seq $(($3 * 5))); do
+  for i in $(seq $(($3 * 20))); do
     kill -0 "$2" 2>/dev/null || return 1
     if command -v curl >/dev/null 2>&1; then
       curl -fs -o /dev/null "$1" && return 0
     elif python3 -c 'import sys,urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)' "$1" 2>/dev/null; then
       return 0
     fi
-    [ "$i" -gt 0 ] && sleep 0.2
+    [ "$i" -gt 0 ] && sleep 0.05
   done
   return 1
 }
@@ -372,12 +388,13 @@ load() {
   log "$name: walkstage load $*"
   local f=$out/$name.txt c0
   c0=$(server_cpu)
+  window_start
   if ! "${stage_pin[@]}" "$load_walkstage" load --graph "$graph" --timeout "${timeout_s}s" "$@" >"$f" 2>"$out/$name.err"; then
     cat "$f" "$out/$name.err" >&2
     die "$name failed"
   fi
   cat "$f"
-  sed -n "s/^RESULT /$name /p" "$f" | sed "s/\$/ store_cpu_s=$(cpu_since "$c0")/" >>"$results"
+  sed -n "s/^RESULT /$name /p" "$f" | sed "s/\$/ store_cpu_s=$(cpu_since "$c0")$(window_fields)/" >>"$results"
 }
 
 # server_cpu: CPU ticks of the current store's S3 server so far (0 for
@@ -387,6 +404,43 @@ server_cpu() {
   if [ -n "$p" ]; then cpu_ticks "$p"; else echo 0; fi
 }
 cpu_since() { awk -v a="$1" -v b="$(server_cpu)" -v hz="$hz" 'BEGIN { printf "%.1f", (b - a) / hz }'; }
+
+# busy_ticks [LIST]: CPU ticks the host's CPUs in LIST (taskset's form,
+# e.g. 0-7,9; empty: all of them) spent busy so far (/proc/stat: user,
+# nice, system, irq, softirq, steal).
+busy_ticks() {
+  awk -v list="${1:-}" '
+    BEGIN {
+      n = split(list, a, ",")
+      for (i = 1; i <= n; i++) {
+        if (split(a[i], r, "-") == 2) { for (c = r[1]; c <= r[2]; c++) want["cpu" c] = 1 } else want["cpu" a[i]] = 1
+      }
+    }
+    (list == "" && $1 == "cpu") || ($1 in want) { s += $2 + $3 + $4 + $7 + $8 + $9 }
+    END { print s + 0 }' /proc/stat
+}
+# window_start, then window_fields: the CPU over a measurement beside the
+# store's: the stage's (when running), the whole host's, and with
+# --store-cpus/--stage-cpus each side's CPUs, in core-seconds, and the
+# window's length. Where the stage and the store share one host, these say
+# whether the host's cores bound the run.
+win=()
+window_start() {
+  local st=0
+  [ -n "$stage_pid" ] && st=$(cpu_ticks "$stage_pid")
+  win=("$(date +%s.%N)" "$st" "$(busy_ticks)" "$(busy_ticks "$store_cpus")" "$(busy_ticks "$stage_cpus")")
+}
+window_fields() {
+  local st=0
+  [ -n "$stage_pid" ] && st=$(cpu_ticks "$stage_pid")
+  awk -v t0="${win[0]}" -v t1="$(date +%s.%N)" -v s0="${win[1]}" -v s1="$st" -v h0="${win[2]}" -v h1="$(busy_ticks)" \
+    -v a0="${win[3]}" -v a1="$(busy_ticks "$store_cpus")" -v b0="${win[4]}" -v b1="$(busy_ticks "$stage_cpus")" \
+    -v pinned="$store_cpus" -v running="$stage_pid" -v hz="$hz" 'BEGIN {
+      printf " window_s=%.3f host_cpu_s=%.1f", t1 - t0, (h1 - h0) / hz
+      if (running != "") printf " stage_cpu_s=%.1f", (s1 - s0) / hz
+      if (pinned != "") printf " store_cpus_s=%.1f stage_cpus_s=%.1f", (a1 - a0) / hz, (b1 - b0) / hz
+    }'
+}
 
 collectors=()
 names=()
@@ -418,8 +472,9 @@ collect_wait() {
     fi
   done
   # After the waits: the store's CPU over the whole backlog, not only the
-  # stage's start-up.
-  [ $# -eq 0 ] || cpu=" store_cpu_s=$(cpu_since "$1")"
+  # stage's start-up; the stage's and the host's from the stage's
+  # readiness (window_start).
+  [ $# -eq 0 ] || cpu=" store_cpu_s=$(cpu_since "$1")$(window_fields)"
   for i in "${!collectors[@]}"; do
     cat "$out/${names[$i]}.txt"
     sed -n "s/^RESULT /${names[$i]} /p" "$out/${names[$i]}.txt" | sed "s/\$/$cpu/" >>"$results"
@@ -446,6 +501,7 @@ backlog() {
   collect_start "$name" "$@" --mode backlog --phase collect --id-prefix "$prefix" --bucket "$url"
   c0=$(server_cpu)
   start_stage "$store" "$url"
+  window_start
   collect_wait "$c0"
 }
 
@@ -463,10 +519,12 @@ for store in "${store_list[@]}"; do
     none) continue ;;
     *) die "store $store: want file, s3 or seaweedfs" ;;
   esac
-  start_stage "$store" "$url"
   # Warm-ups, not measured: the first call of each kind pins the GPU
-  # engine's buffers.
-  if [ "$walk_requests" -gt 0 ] || [ "$walk_idle" -gt 0 ]; then
+  # engine's buffers. A true backlog restarts the stage (and pins them
+  # again), so with no idle series or live backlog to follow there is
+  # nothing to warm.
+  if [ "$walk_idle" -gt 0 ] || [ "$visit_idle" -gt 0 ] || [ "$visit_requests" -gt 0 ] || [ "$live_backlog" -eq 1 ]; then
+    start_stage "$store" "$url"
     load "$store-walks-warmup" "${walk_args[@]}" --mode idle --requests 1 --warmup 1
   fi
   if [ "$walk_requests" -gt 0 ]; then
@@ -485,7 +543,6 @@ for store in "${store_list[@]}"; do
     load "$store-visits-idle" "${visit_args[@]}" --queries 1 --mode idle --requests "$visit_idle" --warmup 0 --gap 20ms
   fi
   if [ "$sample_requests" -gt 0 ]; then
-    load "$store-samples-warmup" "${sample_args[@]}" --mode idle --requests 1 --warmup 1
     backlog "$store-samples-backlog" "$store" "$url" "${sample_args[@]}" --requests "$sample_requests"
     curl -fs "http://127.0.0.1:$metrics_port/metrics" 2>/dev/null | grep '^walkstage_sample_\|^walkstage_engine_runs_total' >"$out/$store-samples-metrics.txt" || true
   fi
@@ -493,9 +550,29 @@ for store in "${store_list[@]}"; do
   if [ "$plain" -eq 1 ]; then
     bytes=$(sed -n "s/^$store-walks-backlog .* bytes=\([0-9]*\) .*/\1/p" "$results")
     if [ "${bytes:-0}" -gt 0 ]; then
-      object=$((bytes / walk_requests))
-      load "$store-plain-64MiB" --plain-upload --bucket "$url" --plain-bytes "$bytes" --plain-object-bytes $((64 << 20)) --plain-parallel 16
-      load "$store-plain-batch" --plain-upload --bucket "$url" --plain-bytes "$bytes" --plain-object-bytes "$object" --plain-parallel 16
+      # Each kind (object size, writer) plain_rounds times, the kinds
+      # interleaved, so that a drift of the host's speed reaches all.
+      IFS=, read -r -a shapes <<<"$plain_shapes"
+      IFS=, read -r -a vias <<<"$plain_via"
+      for round in $(seq "$plain_rounds"); do
+        for shape in "${shapes[@]}"; do
+          case $shape in
+            batch) object=$((bytes / walk_requests)) ;;
+            64MiB) object=$((64 << 20)) ;;
+            *) die "--plain-shapes: $shape: want batch or 64MiB" ;;
+          esac
+          for via in "${vias[@]}"; do
+            [ "$shape" = batch ] || [ "$via" = "${vias[0]}" ] || continue
+            # Kept, then deleted by a command of its own: the store's CPU
+            # counted around the measured one holds the uploads alone.
+            load "$store-plain-$shape-$via-$round" --plain-upload --bucket "$url" --plain-bytes "$bytes" \
+              --plain-object-bytes "$object" --plain-parallel "$plain_parallel" --plain-via "$via" \
+              --plain-prefix "plain-$shape-$via-$round" --plain-keep
+            "$walkstage" load --plain-upload --bucket "$url" --plain-prefix "plain-$shape-$via-$round" --plain-delete \
+              2>>"$out/plain-delete.log" || die "deleting the plain upload's objects: $(tail -n 3 "$out/plain-delete.log")"
+          done
+        done
+      done
     fi
   fi
 done
@@ -564,11 +641,12 @@ fi
   echo "results ($(date -u +%FT%TZ), engine $engine, graph $graph):"
   awk '
     function v(k,   i, kv) { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == k) return kv[2] } return "" }
-    BEGIN { printf "%-26s %8s %9s %12s %12s %10s %10s %10s %10s %8s %9s\n", "case", "requests", "seconds", "M vertices/s", "queries/s", "MB/s", "p50 ms", "p99 ms", "fetch p99", "GB/s", "store cpu" }
+    function cores(k) { return v("window_s") > 0 && v(k) != "" ? sprintf("%.1f", v(k) / v("window_s")) : "" }
+    BEGIN { printf "%-26s %8s %9s %12s %12s %10s %10s %10s %10s %8s %9s %9s %10s\n", "case", "requests", "seconds", "M vertices/s", "queries/s", "MB/s", "p50 ms", "p99 ms", "fetch p99", "GB/s", "store cpu", "stage cpu", "host cores" }
     v("mode") == "edges" { next } # the live graph table below
     {
       if (v("mode") == "plain-upload") {
-        printf "%-26s %8s %9s %12s %12s %10.0f %10s %10s %10s %8s %9s\n", $1, v("objects"), v("seconds"), "", "", v("bytes") / 1e6 / v("seconds"), "", "", "", v("gb_per_s"), v("store_cpu_s")
+        printf "%-26s %8s %9s %12s %12s %10.0f %10s %10s %10s %8s %9s %9s %10s\n", $1, v("objects"), v("seconds"), "", "", v("bytes") / 1e6 / v("seconds"), "", "", "", v("gb_per_s"), v("store_cpu_s"), "", cores("host_cpu_s")
         next
       }
       mvs = sprintf("%.1f", v("walk_vertices_per_s") / 1e6); qps = ""; mbs = ""
@@ -576,21 +654,56 @@ fi
       if (v("bytes") > 0) mbs = sprintf("%.0f", v("bytes") / 1e6 / v("seconds"))
       p50 = v("fetch_event_p50_ms"); p99 = v("fetch_event_p99_ms")
       if (v("mode") == "idle") { p50 = v("produce_event_p50_ms"); p99 = v("produce_event_p99_ms") }
-      printf "%-26s %8s %9s %12s %12s %10s %10s %10s %10s %8s %9s\n", $1, v("requests"), v("seconds"), mvs, qps, mbs, p50, p99, v("fetch_event_p99_ms"), "", v("store_cpu_s")
+      printf "%-26s %8s %9s %12s %12s %10s %10s %10s %10s %8s %9s %9s %10s\n", $1, v("requests"), v("seconds"), mvs, qps, mbs, p50, p99, v("fetch_event_p99_ms"), "", v("store_cpu_s"), v("stage_cpu_s"), cores("host_cpu_s")
     }' "$results"
   # The issue 36 ratio: the walks backlog's bytes a second against the
-  # better of the two plain uploads of the same volume to the same store,
-  # both measured above in this run.
-  awk '
+  # plain uploads of the same volume to the same store in this run: each
+  # kind's (object size, writer) median over its rounds, the best kind's
+  # median the ceiling (the best single upload, the method before, is
+  # printed beside it: a maximum of noisy runs lies above the store's
+  # typical rate). Then the store's CPU a GB under each, and the host's
+  # busy cores: on one host the stage's CPU and the store's share them.
+  awk -v ncpu="$(nproc)" '
     function v(k,   i, kv) { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == k) return kv[2] } return "" }
-    $1 ~ /-walks-backlog$/ && v("bytes") > 0 { st = substr($1, 1, length($1) - 14); stage[st] = v("bytes") / v("seconds"); order[++k] = st }
-    v("mode") == "plain-upload" { st = $1; sub(/-plain-(64MiB|batch)$/, "", st); r = v("bytes") / v("seconds"); if (r > best[st]) best[st] = r }
+    function median(key,   n, i, j, x, a) {
+      n = split(rates[key], a, " ")
+      for (i = 2; i <= n; i++) { x = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
+      return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+    }
+    $1 ~ /-walks-backlog$/ && v("bytes") > 0 {
+      st = substr($1, 1, length($1) - 14); order[++k] = st
+      stage[st] = v("bytes") / v("seconds"); scpu[st] = v("store_cpu_s") / (v("bytes") / 1e9)
+      if (v("window_s") > 0) {
+        shost[st] = sprintf("%.1f-%.1f", v("host_cpu_s") / v("window_s"), v("host_cpu_s") / v("seconds")); sstage[st] = v("stage_cpu_s") / (v("bytes") / 1e9)
+      }
+      if (v("store_cpus_s") != "") sset[st] = sprintf("; busy cores, store side %.1f-%.1f, stage side %.1f-%.1f", v("store_cpus_s") / v("window_s"), v("store_cpus_s") / v("seconds"), v("stage_cpus_s") / v("window_s"), v("stage_cpus_s") / v("seconds"))
+    }
+    v("mode") == "plain-upload" {
+      i = index($1, "-plain-"); st = substr($1, 1, i - 1); kind = substr($1, i + 7); sub(/-[0-9]+$/, "", kind)
+      if (!((st, kind) in seen)) { seen[st, kind] = 1; kinds[st] = kinds[st] " " kind }
+      r = v("bytes") / v("seconds"); rates[st, kind] = rates[st, kind] " " r
+      cpu[st, kind] = cpu[st, kind] + v("store_cpu_s"); gb[st, kind] = gb[st, kind] + v("bytes") / 1e9
+      if (v("window_s") > 0) { hc[st, kind] += v("host_cpu_s"); hw[st, kind] += v("window_s"); hs[st, kind] += v("seconds") }
+      if (r > best1[st]) best1[st] = r
+    }
     END {
       for (i = 1; i <= k; i++) {
         st = order[i]
-        if (best[st] > 0) printf "%s: stage %.0f MB/s = %.0f%% of the best plain upload (%.0f MB/s)\n", st, stage[st] / 1e6, 100 * stage[st] / best[st], best[st] / 1e6
+        if (!(st in best1)) continue
+        n = split(kinds[st], ks, " "); bk = ""; line = ""
+        for (j = 1; j <= n; j++) {
+          m = median(st SUBSEP ks[j])
+          line = line sprintf("%s %s %.0f", (j > 1 ? ";" : ""), ks[j], m / 1e6)
+          if (bk == "" || m > bm) { bk = ks[j]; bm = m }
+        }
+        printf "%s: stage %.0f MB/s = %.0f%% of the plain upload (median of its rounds, best kind: %s %.0f MB/s; kinds:%s); %.0f%% of the best single upload (%.0f MB/s)\n", st, stage[st] / 1e6, 100 * stage[st] / bm, bk, bm / 1e6, line, 100 * stage[st] / best1[st], best1[st] / 1e6
+        printf "%s: store core-s a GB: stage %.2f, plain %s %.2f", st, scpu[st], bk, cpu[st, bk] / gb[st, bk]
+        if (st in shost) printf "; stage core-s a GB %.2f; host cores busy (of %d; over the window, then over the measured seconds): stage run %s, plain %s %.1f-%.1f%s", sstage[st], ncpu, shost[st], bk, hc[st, bk] / hw[st, bk], hc[st, bk] / hs[st, bk], sset[st]
+        printf "\n"
       }
     }' "$results"
   echo "(idle rows: p50/p99 are produce -> event as the user sees it; 'fetch p99' is the stage's fetch -> the event read back;"
-  echo " 'store cpu': CPU seconds the S3 server spent during the measurement, the backlog's from the stage's start)"
+  echo " 'store cpu': CPU seconds the S3 server spent during the measurement, the backlog's from the stage's start;"
+  echo " 'stage cpu': the stage's CPU seconds from its readiness to the backlog's end; 'host cores': the host's busy CPU seconds"
+  echo " over the same span (a plain upload's: the command's) a second of that span, a lower bound of the cores busy while measured)"
 } | tee "$out/table.txt"

@@ -90,7 +90,10 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 	fs.Int64Var(&pu.Bytes, "plain-bytes", 2<<30, "plain upload: total bytes")
 	fs.Int64Var(&pu.ObjectBytes, "plain-object-bytes", 64<<20, "plain upload: bytes per object")
 	fs.IntVar(&pu.Parallel, "plain-parallel", 16, "plain upload: objects at once")
+	fs.StringVar(&pu.Via, "plain-via", loadgen.PlainViaSink, "plain upload: the writer, sink (the sink's parts' requests) or gocloud (gocloud's writer, the form before issue 36's ceiling check)")
 	fs.StringVar(&pu.Prefix, "plain-prefix", "plain-upload", "plain upload: key prefix (objects are deleted after)")
+	fs.BoolVar(&pu.Keep, "plain-keep", false, "plain upload: leave the objects (so that the store's CPU counted around the command holds no deletes)")
+	plainDelete := fs.Bool("plain-delete", false, "plain upload: instead, delete what --plain-keep uploads under --plain-prefix left")
 	ec := loadgen.EdgeConfig{Batch: 4096, DeleteShare: 0.1, ProbeEvery: 10}
 	fs.StringVar(&ec.EdgeTopic, "edge-topic", config.Setting("WALKSTAGE_EDGE_TOPIC"), "edges: the live graph's edge topic")
 	fs.IntVar(&ec.Updates, "edge-updates", 1_000_000, "edges: updates produced")
@@ -112,6 +115,13 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 			return cli.UsageErrorf(fs, "--plain-upload needs --bucket")
 		}
 		pu.BucketURL = *bucket
+		if *plainDelete {
+			n, err := pu.Delete(ctx)
+			if err == nil {
+				fmt.Fprintf(stderr, "plain upload: deleted %d objects under %s\n", n, pu.Prefix)
+			}
+			return err
+		}
 		r, err := pu.Run(ctx)
 		if err != nil {
 			return err

@@ -140,13 +140,12 @@ type Config struct {
 	// half the cores or more: the CPU engine's walks hold a core a walk, up
 	// to CPU_WORKERS or every core): then it takes the cores the walks
 	// leave free and at least this share; with fewer walks (a few probes,
-	// the GPU engine's one host thread) or none it takes every core. 1
-	// gives ingest every core always (a backlog then slows the walks
-	// beside it most; the default, as the update -> walkable p99 was
-	// measured under 1 s with it); a small share, e.g. 0.1, gives the walks the cores and catches a
-	// backlog up more slowly meanwhile (one goroutine stays the
-	// applier's).
-	EdgeApplyShare float64 `env:"EDGE_APPLY_SHARE" envDefault:"1"`
+	// the GPU engine's one host thread) or none it takes every core. The
+	// default, 0.1, gives the walks the cores and catches a backlog up
+	// more slowly meanwhile (one goroutine stays the applier's); 1 gives
+	// ingest every core always (a backlog then slows the walks beside it
+	// most).
+	EdgeApplyShare float64 `env:"EDGE_APPLY_SHARE" envDefault:"0.1"`
 	// WALKSTAGE_EDGE_CATALOG: a graph catalog (a bucket URL whose path is
 	// the prefix, as walkstage graph publish --to takes) the live graph's
 	// compactions are published to, each with its watermark (edge_topic,
