@@ -31,6 +31,8 @@ type metrics struct {
 	streamBatches      *prometheus.CounterVec // mode: copied, in_place
 	graphBytes         prometheus.Gauge
 	microBatchRequests prometheus.Histogram
+	sampleCalls        *prometheus.CounterVec // requests: alone, merged
+	sampleMerged       prometheus.Counter
 	depUp              *prometheus.GaugeVec   // dependency
 	retries            *prometheus.CounterVec // dependency
 }
@@ -80,6 +82,11 @@ func newMetrics(reg prometheus.Registerer, s *Stage) (*metrics, error) {
 			Help: "Size of the loaded graph's arrays."}),
 		microBatchRequests: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "walkstage_microbatch_requests",
 			Help: "Requests sharing one engine launch.", Buckets: prometheus.ExponentialBuckets(1, 2, 8)}),
+		sampleCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "walkstage_sample_calls_total",
+			Help: "Sampler calls of graph sampling requests (output samples), by requests: alone (one request's wave) or merged (several small requests of a micro-batch with the same parameters sampled in one call)."},
+			[]string{"requests"}),
+		sampleMerged: prometheus.NewCounter(prometheus.CounterOpts{Name: "walkstage_sample_merged_requests_total",
+			Help: "Sampling requests sampled in a merged call (walkstage_sample_calls_total{requests=\"merged\"}) with others."}),
 		depUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "walkstage_dependency_up",
 			Help: "1 while the dependency (broker, object_store, engine) answers, 0 while the stage retries it (not ready, consumption paused)."},
 			[]string{"dependency"}),
@@ -88,7 +95,7 @@ func newMetrics(reg prometheus.Registerer, s *Stage) (*metrics, error) {
 			[]string{"dependency"}),
 	}
 	cs := []prometheus.Collector{m.batches, m.rejections, m.walks, m.steps, m.latency, m.phase, depth, m.engineRuns, m.engineSlices, m.engineSeconds, m.hybridSteps,
-		m.streamBytes, m.streamVisits, m.streamWalkers, m.streamBatches, m.engineBytes, m.graphBytes, m.microBatchRequests, m.depUp, m.retries,
+		m.streamBytes, m.streamVisits, m.streamWalkers, m.streamBatches, m.engineBytes, m.graphBytes, m.microBatchRequests, m.sampleCalls, m.sampleMerged, m.depUp, m.retries,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "walkstage_consumer_lag",
 			Help: "Messages between the consumer's position and the end of its partitions, as last reported by the reader."},
 			func() float64 {
