@@ -28,9 +28,10 @@ func hybridLayouts() map[string][]Option {
 // together (walk/hybrid) give the CPU engine's walks, walk by walk, for
 // every layout of the graph on the device, in three runs (the first split
 // half and half, the later ones by the rates measured), MetaPath on label
-// tables included (split under streaming too); Node2Vec, which the
-// streaming engine refuses, and a reservoir stepper, whose walks the
-// engines draw differently, go to one engine whole.
+// tables included (split under streaming too), Node2Vec (split under
+// streaming too, since the streaming engine walks it); a reservoir
+// stepper, whose walks the engines draw differently, goes to one engine
+// whole.
 func TestHybridMatchesCPU(t *testing.T) {
 	for gname, g := range streamGraphs(t) {
 		ref, err := cpu.New(g)

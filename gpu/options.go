@@ -140,8 +140,8 @@ func WithPreparedSlots(length int) Option { return func(c *config) { c.prepareLe
 // placement plan reads the host's share in place), StreamAuto when the
 // graph does not fit, StreamOn always (WithDeviceFraction then caps the
 // share of the streamed arrays on the device: benchmarks). Streaming walks DeepWalk
-// and PPR on the uniform and alias samplers and MetaPath on label tables;
-// Run refuses the others.
+// and PPR on the uniform and alias samplers, Node2Vec on the rejection
+// sampler and MetaPath on label tables; Run refuses the others.
 func WithStream(m StreamMode) Option { return func(c *config) { c.stream = m } }
 
 // WithStreamPartitionBytes sets the bytes of one streamed partition (0,

@@ -72,12 +72,15 @@ func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) e
 		sm.diskStats()
 		e.lastStream = sm.stats
 		args := []any{"walks", e.stats.Walks, "steps", e.stats.Steps, "batches", sm.stats.Batches,
-			"in_place_batches", sm.stats.InPlaceBatches, "visits", sm.stats.Visits,
+			"in_place_batches", sm.stats.InPlaceBatches, "visits", sm.stats.Visits, "walkers_per_visit", float64(sm.stats.Walkers) / float64(max(sm.stats.Visits, 1)),
 			"copies", sm.stats.Copies, "bytes_copied", sm.stats.BytesCopied, "bytes_per_step", float64(sm.stats.BytesCopied) / float64(max(e.stats.Steps, 1)),
 			"duration", e.stats.Wall}
 		if sm.disk != nil {
 			args = append(args, "disk_reads", sm.stats.Reads, "bytes_read", sm.stats.BytesRead, "read_seconds", sm.stats.ReadSeconds,
 				"ring_hits", sm.stats.RingHits, "direct", sm.stats.Direct, "result_pieces", sm.stats.ResultPieces)
+		}
+		if sm.stats.Scans > 0 {
+			args = append(args, "node2vec_host_scans", sm.stats.Scans)
 		}
 		e.cfg.logger.Info("gpu stream run done", args...)
 	}

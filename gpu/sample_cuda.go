@@ -99,6 +99,9 @@ func (e *Engine) checkSample(kind graphsample.SampleKind, p graphsample.SamplePa
 	if first < 0 || count < 0 || first+count > total || int64(total) > math.MaxUint32 {
 		return 0, fmt.Errorf("gpu: instances %d..%d of %d", first, first+count-1, total)
 	}
+	if err := p.CheckSegments(first, count); err != nil {
+		return 0, fmt.Errorf("gpu: %w", err)
+	}
 	// The call's own seeds only: a request sampled in waves is not
 	// scanned whole again each wave.
 	nv := uint32(e.g.NumVertices())
@@ -108,6 +111,25 @@ func (e *Engine) checkSample(kind graphsample.SampleKind, p graphsample.SamplePa
 		}
 	}
 	return count, nil
+}
+
+// segmentTable uploads p's segments (graphsample.Segment) as
+// kernels/sample.cuh's SampleSeg table for a call's kernels (device
+// thread, under name; the caller frees it): its address and length, both
+// 0 without segments, a request's own call.
+func (e *Engine) segmentTable(name string, p graphsample.SampleParams) (cu.DevicePtr, uint64, error) {
+	if len(p.Segments) == 0 {
+		return 0, 0, nil
+	}
+	host := make([]uint64, 2*len(p.Segments))
+	for j, sg := range p.Segments {
+		host[2*j], host[2*j+1] = sg.Seed, uint64(uint32(sg.First))|uint64(sg.Base)<<32
+	}
+	ptr, err := upload(e, name, host)
+	if err != nil {
+		return 0, 0, err
+	}
+	return ptr, uint64(len(p.Segments)), nil
 }
 
 // sampleUsable says why the engine cannot sample now (e.mu held).
@@ -393,6 +415,11 @@ func (e *Engine) SampleNeighborColumns(ctx context.Context, p graphsample.Sample
 				into.Offsets[0] = 0
 				return nil
 			}
+			dSegs, nSegs, err := e.segmentTable("sample.segs", p)
+			defer e.free("sample.segs", &dSegs)
+			if err != nil {
+				return err
+			}
 			dInst, err := d.get("sample.inst0", int64(n)*4)
 			if err != nil {
 				return err
@@ -444,7 +471,8 @@ func (e *Engine) SampleNeighborColumns(ctx context.Context, p graphsample.Sample
 					st.Setup = tk.Sub(t0)
 				}
 				if err := launch(ks.hop, grid, sampleThreads, cu.Stream{}, []uint64{uint64(e.dOffsets), dWeights, uint64(dCum), p.Seed,
-					uint64(h), uint64(k), uint64(dInst), uint64(dSlot), uint64(dVert), uint64(nt), uint64(dOut), uint64(dCount)}); err != nil {
+					uint64(h), uint64(k), uint64(dInst), uint64(dSlot), uint64(dVert), uint64(nt), uint64(dOut), uint64(dCount),
+					uint64(dSegs), nSegs}); err != nil {
 					return fmt.Errorf("gpu: launch sample_neighbor_hop: %w", err)
 				}
 				if err := cu.Synchronize(); err != nil {

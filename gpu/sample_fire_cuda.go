@@ -150,6 +150,11 @@ func (e *Engine) sampleFireColumns(ctx context.Context, p graphsample.SamplePara
 			}
 			dWeights = uint64(e.dWeights)
 		}
+		dSegs, nSegs, err := e.segmentTable("sample.segs", p)
+		defer e.free("sample.segs", &dSegs)
+		if err != nil {
+			return err
+		}
 		if dStarts, err = upload(e, "sample.starts", starts); err != nil {
 			return err
 		}
@@ -168,7 +173,7 @@ func (e *Engine) sampleFireColumns(ctx context.Context, p graphsample.SamplePara
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			r, err := e.fireRound(fn, occ, p, dWeights, dCum, dStarts, uint64(snowball), logp, first, list, ecap, kcap, want, withEdges)
+			r, err := e.fireRound(fn, occ, p, dWeights, dCum, dStarts, dSegs, nSegs, uint64(snowball), logp, first, list, ecap, kcap, want, withEdges)
 			if err != nil {
 				return err
 			}
@@ -228,7 +233,7 @@ type fireResult struct {
 // fireRound runs sample_fire once over list with slices of ecap edges and
 // kcap picks and a pool of want edges (at least ecap, at most what fits)
 // (device thread).
-func (e *Engine) fireRound(fn cu.Function, occ int, p graphsample.SampleParams, dWeights uint64, dCum, dStarts cu.DevicePtr, snowball uint64,
+func (e *Engine) fireRound(fn cu.Function, occ int, p graphsample.SampleParams, dWeights uint64, dCum, dStarts, dSegs cu.DevicePtr, nSegs, snowball uint64,
 	logp float64, first int, list []uint32, ecap, kcap, want int64, withEdges bool) (fireResult, error) {
 	nl := len(list)
 	depth := p.Depth
@@ -278,7 +283,7 @@ func (e *Engine) fireRound(fn cu.Function, occ int, p graphsample.SampleParams, 
 		p.Seed, snowball, math.Float64bits(logp), uint64(depth), uint64(p.MaxVertices), uint64(dStarts), uint64(p.InstancesPerSeed),
 		uint64(first), uint64(dList), uint64(nl), uint64(dScratch), uint64(perWarp), uint64(hlog), uint64(ecap), uint64(kcap),
 		uint64(dEdge), uint64(dSrc), uint64(dDst), uint64(poolCap), uint64(dCursor), uint64(dStatus), uint64(dOff), uint64(dCount),
-		uint64(dHopEnd)}); err != nil {
+		uint64(dHopEnd), uint64(dSegs), nSegs}); err != nil {
 		return fireResult{}, fmt.Errorf("gpu: launch sample_fire: %w", err)
 	}
 	if err := cu.Synchronize(); err != nil {

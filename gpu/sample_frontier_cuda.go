@@ -73,6 +73,11 @@ func (e *Engine) SampleFrontierRange(ctx context.Context, p graphsample.SamplePa
 					return err
 				}
 			}
+			dSegs, nSegs, err := e.segmentTable("sample.segs", p)
+			defer e.free("sample.segs", &dSegs)
+			if err != nil {
+				return err
+			}
 			if dStarts, err = upload(e, "sample.starts", starts); err != nil {
 				return err
 			}
@@ -92,7 +97,7 @@ func (e *Engine) SampleFrontierRange(ctx context.Context, p graphsample.SamplePa
 			tk := time.Now()
 			if err := launch(fn, grid, sampleThreads, cu.Stream{}, []uint64{uint64(e.dOffsets), uint64(e.dTargets), uint64(dCum),
 				p.Seed, uint64(dStarts), uint64(fsize), uint64(p.InstancesPerSeed), uint64(first), uint64(n), uint64(steps),
-				uint64(dSlots), uint64(dEdge), uint64(dSrc), uint64(dDst), uint64(dCount)}); err != nil {
+				uint64(dSlots), uint64(dEdge), uint64(dSrc), uint64(dDst), uint64(dCount), uint64(dSegs), nSegs}); err != nil {
 				return fmt.Errorf("gpu: launch sample_frontier: %w", err)
 			}
 			if err := cu.Synchronize(); err != nil {

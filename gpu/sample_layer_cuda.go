@@ -110,6 +110,11 @@ func (e *Engine) SampleLayerColumns(ctx context.Context, p graphsample.SamplePar
 			if err := e.copyHtoD(dSizes, unsafe.Pointer(&sizes[0]), int64(hops)*4); err != nil {
 				return fmt.Errorf("gpu: copy sample.sizes: %w", err)
 			}
+			dSegs, nSegs, err := e.segmentTable("sample.segs", p)
+			defer e.free("sample.segs", &dSegs)
+			if err != nil {
+				return err
+			}
 			dStarts, err := d.get("sample.starts", int64(len(starts))*4)
 			if err != nil {
 				return err
@@ -136,7 +141,7 @@ func (e *Engine) SampleLayerColumns(ctx context.Context, p graphsample.SamplePar
 			if err := launch(fn, grid, sampleThreads, cu.Stream{}, []uint64{uint64(e.dOffsets), uint64(e.dTargets), dWeights,
 				uint64(dCum), p.Seed, uint64(dSizes), uint64(hops), uint64(dStarts), uint64(p.InstancesPerSeed), uint64(first),
 				uint64(n), uint64(fmax), uint64(kmax), uint64(keycap), uint64(dScratch), uint64(perWarp), uint64(stride),
-				uint64(dEdge), uint64(dSrc), uint64(dDst), uint64(dHopEnd)}); err != nil {
+				uint64(dEdge), uint64(dSrc), uint64(dDst), uint64(dHopEnd), uint64(dSegs), nSegs}); err != nil {
 				return fmt.Errorf("gpu: launch sample_layer: %w", err)
 			}
 			if err := cu.Synchronize(); err != nil {

@@ -215,7 +215,10 @@ func (e *Engine) slotsHold(walks, words, hostWords, jobs int64) bool {
 func (e *Engine) batchWalks(stride, total int64) (int64, error) {
 	perWalk := 2*stride*4 + 4 + 16 // result row, dense copy, length, task
 	if e.streamed != nil {
-		perWalk += 12 // walker vertex, step and list entry (stream_cuda.go)
+		// Walker vertex, step and list entry (stream_cuda.go), and
+		// Node2Vec's previous vertex, phase and candidate: counted for
+		// every batch, since slots sized by one group serve the next.
+		perWalk += 24
 	}
 	var free int64
 	err := e.dev.do(func() error {

@@ -30,10 +30,11 @@ import (
 // StreamMode says when the engine streams partitions (WithStream).
 type StreamMode int
 
-// Off is the default (the zero value): streaming walks DeepWalk, PPR and
-// MetaPath (label tables) only, and an engine cannot hold both layouts, so
-// streaming by default would refuse the Node2Vec, temporal and reservoir
-// jobs (and MetaPath on more than 16 labels or a forced sampler) that
+// Off is the default (the zero value): streaming walks DeepWalk, PPR,
+// Node2Vec (rejection) and MetaPath (label tables) only, and an engine
+// cannot hold both layouts, so streaming by default would refuse the
+// temporal and reservoir jobs (and MetaPath on more than 16 labels or a
+// forced sampler) that
 // the placement plan walks on a graph that does not fit. A user who walks
 // only the streamed algorithms turns it on.
 const (
@@ -394,9 +395,14 @@ type StreamStats struct {
 	Batches        int64 // batches walked by copying partitions in
 	InPlaceBatches int64 // batches that read the streamed share in place (streamCheaper)
 	Visits         int64 // kernel visits (one streamed partition, or the resident ones alone, each)
-	Copies         int64 // partitions copied into a buffer
-	BytesCopied    int64
-	Steps          int64 // steps of the run, for bytes per step
+	// Walkers sums, over the visits, the walkers waiting in the
+	// partitions a visit walks (the streamed one and the resident ones):
+	// Walkers / Visits is C-SAW's walkers per partition visit, what a
+	// copied partition is shared by.
+	Walkers     int64
+	Copies      int64 // partitions copied into a buffer
+	BytesCopied int64
+	Steps       int64 // steps of the run, for bytes per step
 	// Under a disk plan (StreamPlan.Disk): partitions read from the
 	// files, the bytes read (whole pages), the time in reads, and copies
 	// served from a ring buffer without a read.
@@ -410,17 +416,20 @@ type StreamStats struct {
 	// other layout (a MetaPath batch after other batches, or the other
 	// way round); their bytes are in BytesCopied.
 	ResidentSwaps int64
+	// Scans counts the Node2Vec steps decided by the host's exact scan
+	// after walk.MaxRejections rejected proposals (streamn2v.go).
+	Scans int64
 }
 
 // streamSupported says whether a streaming engine with plan p walks a:
 // DeepWalk and PPR on the uniform and alias samplers (a step needs only its
-// vertex's partition), and MetaPath on label tables (a step needs its
+// vertex's partition), MetaPath on label tables (a step needs its
 // vertex's partition in the label layout, the resident segment ends and
 // the walk's step, which gives its place in the schema) when the plan
-// carries labels (StreamPlan.Labels). Node2Vec is refused: its step at v
-// asks whether a candidate is adjacent to the previous vertex, whose
-// partition need not be on the device (docs/design/out-of-core.md has the
-// exact scheme that would lift this).
+// carries labels (StreamPlan.Labels), and Node2Vec on the rejection
+// sampler (a step's class test reads the previous vertex's partition, so
+// a walker waits at whichever partition its phase needs, and the host
+// scans after walk.MaxRejections: streamn2v.go).
 func streamSupported(a walk.Algorithm, p *StreamPlan) error {
 	fromDisk := p.Disk != nil
 	pre := "the graph is streamed to the device in partitions (larger than the device budget)"
@@ -442,8 +451,13 @@ func streamSupported(a walk.Algorithm, p *StreamPlan) error {
 			walk.ErrInvalidAlgorithm, pre, walk.MaxTableLabels, way)
 	case a.Kind == walk.MetaPath:
 		return nil
+	case a.Kind == walk.Node2Vec && s != walk.StepperRejection:
+		return fmt.Errorf("%w: %s, which runs node2vec on the rejection sampler only (this request: %s); leave the sampler auto",
+			walk.ErrInvalidAlgorithm, pre, s)
+	case a.Kind == walk.Node2Vec:
+		return nil
 	case a.Kind != walk.DeepWalk && a.Kind != walk.PPR:
-		return fmt.Errorf("%w: %s, which walks deepwalk, ppr and metapath only (this request: %s: a node2vec step checks the previous vertex's adjacency, whose partition may not be on the device); %s",
+		return fmt.Errorf("%w: %s, which walks deepwalk, ppr, node2vec and metapath only (this request: %s); %s",
 			walk.ErrInvalidAlgorithm, pre, a.Kind, way)
 	case s != walk.StepperUniform && s != walk.StepperAlias:
 		return fmt.Errorf("%w: %s, which runs the uniform and alias samplers only (this request: %s); leave the sampler auto",
@@ -516,4 +530,23 @@ func (c stepsPilots) estimate(g *graph.Graph, a walk.Algorithm, walks int64) wal
 		c[k] = p
 	}
 	return p.For(a, walks)
+}
+
+// noPart is the partition of a visit that walks no streamed partition
+// (kNoPart in kernels/stream.cuh).
+const noPart = 0xFFFFFFFF
+
+// visitWalkers is the walkers a visit to partition cur walks, from the
+// visit's counts of waiting walkers per partition: cur's and the resident
+// partitions'; every waiting walker when cur is noPart (the resident
+// partitions alone, or a batch that reads the streamed share in place,
+// whose one visit moves them all).
+func visitWalkers(parts []StreamPart, counts []uint32, cur uint64) uint64 {
+	var n uint64
+	for i, c := range counts[:len(parts)] {
+		if cur == noPart || uint64(i) == cur || parts[i].Resident {
+			n += uint64(c)
+		}
+	}
+	return n
 }

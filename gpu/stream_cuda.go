@@ -5,6 +5,8 @@ package gpu
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -23,24 +25,32 @@ type streamParams struct {
 	stopThreshold                       uint64
 	segEnds, numLabels, schemaLen       uint64
 	schema                              [walk.MaxSchemaLen]uint8
+	wprev, wphase, wcand                uint64
+	accept                              [3]uint64
 }
 
-const streamParamsSize = 21*8 + walk.MaxSchemaLen
+const streamParamsSize = 27*8 + walk.MaxSchemaLen
 
-// The mirror's size is the kernel's (stream.cuh asserts 232): either
+// The mirror's size is the kernel's (stream.cuh asserts 280): either
 // array is negative, a compile error, when they part.
 var (
 	_ [unsafe.Sizeof(streamParams{}) - streamParamsSize]struct{}
 	_ [streamParamsSize - unsafe.Sizeof(streamParams{})]struct{}
 )
 
-// Mode bits (kStreamEntries, kStreamAlias, kStreamPPR, kStreamMetaPath).
+// Mode bits (kStreamEntries, kStreamAlias, kStreamPPR, kStreamMetaPath,
+// kStreamNode2Vec).
 const (
 	streamEntries  = 1
 	streamAlias    = 2
 	streamPPR      = 4
 	streamMetaPath = 8
+	streamNode2Vec = 16
 )
+
+// n2vScanCap bounds the walkers one round of host scans takes (records of
+// n2vScanWords words, 2 MiB); more wait for the next round.
+const n2vScanCap = 1 << 16
 
 // streamFmt is the format of a partition's entries: bytes an edge (4:
 // targets, 12: alias entries) in the plain layout or the label layout
@@ -51,10 +61,7 @@ type streamFmt struct {
 	labels bool
 }
 
-const (
-	streamBlock = 256        // kStreamBlock
-	noPart      = 0xFFFFFFFF // kNoPart
-)
+const streamBlock = 256 // kStreamBlock
 
 // streamed is the engine's state under a stream plan (stream.go).
 type streamed struct {
@@ -81,14 +88,24 @@ type streamed struct {
 	fnCollect, fnWalk           cu.Function
 	occWalk                     int
 	dWV, dWStep, dList          cu.DevicePtr
-	dListLen, dCounts           cu.DevicePtr
-	dParams                     cu.DevicePtr
-	capWalkers                  int64
-	hCounts                     []uint32
-	hParams                     *streamParams
-	hPtrs                       []unsafe.Pointer
-	stats                       StreamStats
-	pilots                      stepsPilots // the cost model's walk lengths (streamCheaper)
+	// Node2Vec (streamn2v.go): its walk kernel, the walkers' previous
+	// vertex, phase and candidate (allocated by the first Node2Vec
+	// batch), and the scan records passed to the host and back.
+	fnWalkN2V, fnScanList   cu.Function
+	fnScanApply             cu.Function
+	occWalkN2V              int
+	dWPrev, dWPhase, dWCand cu.DevicePtr
+	capN2V                  int64
+	dScan                   cu.DevicePtr
+	hScan                   []uint32
+	dListLen, dCounts       cu.DevicePtr
+	dParams                 cu.DevicePtr
+	capWalkers              int64
+	hCounts                 []uint32
+	hParams                 *streamParams
+	hPtrs                   []unsafe.Pointer
+	stats                   StreamStats
+	pilots                  stepsPilots // the cost model's walk lengths (streamCheaper)
 	// disk is the plan's disk side (streamdisk_cuda.go), nil when the
 	// partitions are copied from pinned host entries; base is its readers'
 	// counters at the last run's end (reads, bytes, nanoseconds).
@@ -146,13 +163,17 @@ func (e *Engine) setupStreamed(budget int64) (err error) {
 	for _, k := range []struct {
 		fn   *cu.Function
 		name string
-	}{{&sm.fnInit, "stream_init"}, {&sm.fnCount, "stream_count"}, {&sm.fnCollect, "stream_collect"}, {&sm.fnWalk, "stream_walk"}} {
+	}{{&sm.fnInit, "stream_init"}, {&sm.fnCount, "stream_count"}, {&sm.fnCollect, "stream_collect"}, {&sm.fnWalk, "stream_walk"},
+		{&sm.fnWalkN2V, "stream_walk_node2vec"}, {&sm.fnScanList, "stream_scan_list"}, {&sm.fnScanApply, "stream_scan_apply"}} {
 		if *k.fn, err = e.mod.Function(k.name); err != nil {
 			return fmt.Errorf("gpu: kernel %s: %w", k.name, err)
 		}
 	}
 	if sm.occWalk, err = sm.fnWalk.MaxActiveBlocksPerMultiProcessor(streamBlock, 0); err != nil {
 		return fmt.Errorf("gpu: occupancy of stream_walk: %w", err)
+	}
+	if sm.occWalkN2V, err = sm.fnWalkN2V.MaxActiveBlocksPerMultiProcessor(streamBlock, 0); err != nil {
+		return fmt.Errorf("gpu: occupancy of stream_walk_node2vec: %w", err)
 	}
 	host := func(n int64) (unsafe.Pointer, error) {
 		p, err := e.hostAlloc(n)
@@ -257,7 +278,9 @@ func (e *Engine) setupStreamed(budget int64) (err error) {
 			return fmt.Errorf("gpu: event: %w", err)
 		}
 	}
-	if sm.dCounts, err = e.alloc("stream.counts", maxStreamParts*4); err != nil {
+	// One count a partition, and one of the walkers waiting for the
+	// host's Node2Vec scan.
+	if sm.dCounts, err = e.alloc("stream.counts", (maxStreamParts+1)*4); err != nil {
 		return err
 	}
 	if sm.dListLen, err = e.alloc("stream.listlen", 8); err != nil {
@@ -266,11 +289,11 @@ func (e *Engine) setupStreamed(budget int64) (err error) {
 	if sm.dParams, err = e.alloc("stream.params", streamParamsSize); err != nil {
 		return err
 	}
-	p, err := host(maxStreamParts * 4)
+	p, err := host((maxStreamParts + 1) * 4)
 	if err != nil {
 		return err
 	}
-	sm.hCounts = unsafe.Slice((*uint32)(p), maxStreamParts)
+	sm.hCounts = unsafe.Slice((*uint32)(p), maxStreamParts+1)
 	if p, err = host(streamParamsSize); err != nil {
 		return err
 	}
@@ -336,7 +359,33 @@ func fillStreamEntries(e *Engine, dst unsafe.Pointer) {
 // ensureWalkers sizes the walker arrays for n walkers (device thread). One
 // set serves every slot: a batch's visits run start to end inside one
 // device-thread call.
-func (sm *streamed) ensureWalkers(e *Engine, n int64) error {
+func (sm *streamed) ensureWalkers(e *Engine, n int64, n2v bool) error {
+	if n2v && sm.capN2V < n {
+		sm.freeN2V(e)
+		for _, a := range []struct {
+			p    *cu.DevicePtr
+			name string
+		}{{&sm.dWPrev, "stream.wprev"}, {&sm.dWPhase, "stream.wphase"}, {&sm.dWCand, "stream.wcand"}} {
+			var err error
+			if *a.p, err = e.alloc(a.name, n*4); err != nil {
+				sm.freeN2V(e)
+				return err
+			}
+		}
+		sm.capN2V = n
+	}
+	if n2v && sm.dScan == 0 {
+		var err error
+		if sm.dScan, err = e.alloc("stream.scan", n2vScanCap*n2vScanWords*4); err != nil {
+			return err
+		}
+		p, err := e.hostAlloc(n2vScanCap * n2vScanWords * 4)
+		if err != nil {
+			return err
+		}
+		sm.hPtrs = append(sm.hPtrs, p)
+		sm.hScan = unsafe.Slice((*uint32)(p), n2vScanCap*n2vScanWords)
+	}
 	if sm.capWalkers >= n {
 		return nil
 	}
@@ -362,6 +411,13 @@ func (sm *streamed) freeWalkers(e *Engine) {
 	sm.capWalkers = 0
 }
 
+func (sm *streamed) freeN2V(e *Engine) {
+	e.free("stream.wprev", &sm.dWPrev)
+	e.free("stream.wphase", &sm.dWPhase)
+	e.free("stream.wcand", &sm.dWCand)
+	sm.capN2V = 0
+}
+
 // walkStreamed walks slot s's batch of n tasks (already copied in, lengths
 // zeroed) under the stream plan, visit by visit, on s's stream; the
 // partitions go in on the copy stream. Each visit: count the waiting
@@ -371,7 +427,8 @@ func (sm *streamed) freeWalkers(e *Engine) {
 // then list the walkers the visit can move and walk them (device thread).
 func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, n int64) error {
 	sm := e.streamed
-	if err := sm.ensureWalkers(e, n); err != nil {
+	n2v := alg.Kind == walk.Node2Vec
+	if err := sm.ensureWalkers(e, n, n2v); err != nil {
 		return err
 	}
 	pl := sm.plan
@@ -387,6 +444,10 @@ func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, 
 	}
 	if alg.Kind == walk.PPR {
 		mode |= streamPPR
+	}
+	if n2v && alg.Weighted {
+		// Proposals from the static bias: the alias entries.
+		mode |= streamAlias
 	}
 	meta := alg.Kind == walk.MetaPath
 	// es: the bytes per edge this batch would stream, from src.
@@ -444,6 +505,13 @@ func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, 
 		sm.hParams.segEnds, sm.hParams.numLabels = uint64(sm.lab.dSegEnds), uint64(pl.Labels)
 		sm.hParams.schemaLen, sm.hParams.schema = wp.schemaLen, wp.schema
 	}
+	fnWalk, occ := sm.fnWalk, sm.occWalk
+	if n2v {
+		sm.hParams.mode |= streamNode2Vec
+		sm.hParams.wprev, sm.hParams.wphase, sm.hParams.wcand = uint64(sm.dWPrev), uint64(sm.dWPhase), uint64(sm.dWCand)
+		sm.hParams.accept = wp.accept
+		fnWalk, occ = sm.fnWalkN2V, sm.occWalkN2V
+	}
 	st := s.stream
 	// The parameters are copied synchronously: the pinned block is
 	// rewritten by the next batch.
@@ -491,17 +559,25 @@ func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, 
 		return nil
 	}
 	for {
-		if err := cu.MemsetD32Async(sm.dCounts, 0, int64(np), st); err != nil {
+		if err := cu.MemsetD32Async(sm.dCounts, 0, int64(np)+1, st); err != nil {
 			return fmt.Errorf("gpu: clear counts: %w", err)
 		}
 		if err := launch(sm.fnCount, scan, streamBlock, st, args); err != nil {
 			return fmt.Errorf("gpu: stream_count: %w", err)
 		}
-		if err := e.copyDtoHAsync(unsafe.Pointer(&counts[0]), sm.dCounts, int64(np)*4, st); err != nil {
+		if err := e.copyDtoHAsync(unsafe.Pointer(&counts[0]), sm.dCounts, int64(np+1)*4, st); err != nil {
 			return fmt.Errorf("gpu: copy counts: %w", err)
 		}
 		if err := st.Synchronize(); err != nil {
 			return fmt.Errorf("gpu: stream visit: %w", err)
+		}
+		if sm.hCounts[np] > 0 {
+			// Node2Vec walkers past MaxRejections: the host scans them,
+			// then the walkers are counted again where they moved.
+			if err := e.streamScans(s, wp, n); err != nil {
+				return err
+			}
+			continue
 		}
 		var waiting uint64
 		for _, c := range counts {
@@ -548,10 +624,11 @@ func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, 
 		if err := launch(sm.fnCollect, scan, streamBlock, st, []uint64{uint64(sm.dParams), cur}); err != nil {
 			return fmt.Errorf("gpu: stream_collect: %w", err)
 		}
-		if err := launch(sm.fnWalk, e.numSM*max(sm.occWalk, 1), streamBlock, st, []uint64{uint64(sm.dParams), cur, curBase, uint64(es)}); err != nil {
+		if err := launch(fnWalk, e.numSM*max(occ, 1), streamBlock, st, []uint64{uint64(sm.dParams), cur, curBase, uint64(es)}); err != nil {
 			return fmt.Errorf("gpu: stream_walk: %w", err)
 		}
 		sm.stats.Visits++
+		sm.stats.Walkers += int64(visitWalkers(parts, counts, cur))
 		if next >= 0 {
 			if err := load(next, nextBuf); err != nil {
 				return err
@@ -559,6 +636,97 @@ func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, 
 		}
 	}
 	return nil
+}
+
+// streamScans runs the host's exact scan (node2vecScanHost) for the
+// Node2Vec walkers that rejected walk.MaxRejections proposals, at most
+// n2vScanCap of them (the others wait for the next round), and takes
+// their steps on the device (device thread, on s's stream).
+func (e *Engine) streamScans(s *batchSlot, wp *walkParams, n int64) error {
+	sm := e.streamed
+	st := s.stream
+	np := len(sm.plan.Parts)
+	if err := cu.MemsetD32Async(sm.dListLen, 0, 1, st); err != nil {
+		return fmt.Errorf("gpu: clear scan count: %w", err)
+	}
+	grid := int(min(int64(e.numSM*8), (n+streamBlock-1)/streamBlock))
+	if err := launch(sm.fnScanList, grid, streamBlock, st, []uint64{uint64(sm.dParams), uint64(sm.dScan), n2vScanCap, uint64(sm.dListLen)}); err != nil {
+		return fmt.Errorf("gpu: stream_scan_list: %w", err)
+	}
+	if err := e.copyDtoHAsync(unsafe.Pointer(&sm.hCounts[np]), sm.dListLen, 4, st); err != nil {
+		return fmt.Errorf("gpu: copy scan count: %w", err)
+	}
+	if err := st.Synchronize(); err != nil {
+		return fmt.Errorf("gpu: node2vec scans: %w", err)
+	}
+	m := int64(min(sm.hCounts[np], n2vScanCap))
+	if m == 0 {
+		return fmt.Errorf("gpu: node2vec scans: %d walkers counted waiting for the host's scan, none listed", sm.hCounts[np])
+	}
+	recs := sm.hScan[:m*n2vScanWords]
+	if err := e.copyDtoHAsync(unsafe.Pointer(&recs[0]), sm.dScan, m*n2vScanWords*4, st); err != nil {
+		return fmt.Errorf("gpu: copy scan records: %w", err)
+	}
+	if err := st.Synchronize(); err != nil {
+		return fmt.Errorf("gpu: node2vec scans: %w", err)
+	}
+	adj := e.n2vAdjacency(wp.weighted != 0)
+	if sm.disk != nil {
+		var err error
+		if adj, err = sm.disk.n2vAdjacency(e.g, wp.weighted != 0); err != nil {
+			return err
+		}
+	}
+	// The records are cut among the cores; a vertex's scan costs its
+	// degree (and a search of u's adjacency per edge).
+	workers := int64(max(runtime.GOMAXPROCS(0), 1))
+	per := (m + workers - 1) / workers
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := int64(0); w*per < m; w++ {
+		lo, hi := w*per, min((w+1)*per, m)
+		wg.Go(func() {
+			for k := lo; k < hi; k++ {
+				r := recs[k*n2vScanWords : (k+1)*n2vScanWords]
+				id := uint64(r[4]) | uint64(r[5])<<32
+				x, err := node2vecScanHost(adj, wp.bias, s.hSeeds[r[6]], id, r[3], r[1], r[2])
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				r[7] = x
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return fmt.Errorf("gpu: node2vec scan on the host: %w", err)
+		}
+	}
+	if err := e.copyHtoDAsync(sm.dScan, unsafe.Pointer(&recs[0]), m*n2vScanWords*4, st); err != nil {
+		return fmt.Errorf("gpu: copy scan records back: %w", err)
+	}
+	if err := launch(sm.fnScanApply, int(min(int64(e.numSM*8), (m+streamBlock-1)/streamBlock)), streamBlock, st,
+		[]uint64{uint64(sm.dParams), uint64(sm.dScan), uint64(m)}); err != nil {
+		return fmt.Errorf("gpu: stream_scan_apply: %w", err)
+	}
+	sm.stats.Scans += m
+	return nil
+}
+
+// n2vAdjacency is where the host's scans read a vertex's targets and
+// weights (weighted: the walk is): the graph in memory (a disk plan reads
+// its file instead: diskState.n2vAdjacency).
+func (e *Engine) n2vAdjacency(weighted bool) n2vAdjacency {
+	g := e.g
+	return func(v uint32) ([]uint32, []float32, error) {
+		a, b := g.Offsets[v], g.Offsets[v+1]
+		if !weighted {
+			return g.Targets[a:b], nil, nil
+		}
+		return g.Targets[a:b], g.Weights[a:b], nil
+	}
 }
 
 // ensureStreamLabels builds the label layout at the first MetaPath batch
@@ -681,6 +849,8 @@ func (e *Engine) releaseStreamed() {
 		e.free(fmt.Sprintf("stream.buffer%d", b), &sm.dBuf[b])
 	}
 	sm.freeWalkers(e)
+	sm.freeN2V(e)
+	e.free("stream.scan", &sm.dScan)
 	if sm.lab != nil {
 		e.free("stream.labels", &sm.lab.dSegEnds)
 		e.free("stream.base.labels", &sm.lab.dBaseMapped)

@@ -244,14 +244,14 @@ func TestStreamMetaPathWalksMatchCPU(t *testing.T) {
 	}
 }
 
-// TestStreamRefusesWhatItCannotWalk: Node2Vec, MetaPath off label tables
+// TestStreamRefusesWhatItCannotWalk: Node2Vec on a forced reservoir sampler, MetaPath off label tables
 // (a forced reservoir sampler) and the reservoir samplers are refused with
 // ErrInvalidAlgorithm, and the engine walks on.
 func TestStreamRefusesWhatItCannotWalk(t *testing.T) {
 	g := testGraph(t)
 	e := newEngine(t, g, WithStream(StreamOn), WithDeviceFraction(0.5), WithStreamPartitionBytes(8<<10))
 	for _, a := range []walk.Algorithm{
-		{Kind: walk.Node2Vec, Length: 10, P: 1, Q: 2},
+		{Kind: walk.Node2Vec, Length: 10, P: 1, Q: 2, Stepper: walk.StepperZPRS},
 		{Kind: walk.MetaPath, Length: 10, Schema: []uint8{0, 1}, Stepper: walk.StepperZPRS},
 		{Kind: walk.DeepWalk, Length: 10, Weighted: true, Stepper: walk.StepperZPRS},
 	} {

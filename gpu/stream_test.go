@@ -164,10 +164,12 @@ func TestChooseStreamedMostActiveFirst(t *testing.T) {
 
 // TestStreamSupported: DeepWalk and PPR stream on the uniform and alias
 // samplers; MetaPath streams on label tables (the auto sampler, a plan
-// that carries labels); Node2Vec, a forced reservoir sampler and MetaPath
-// without label tables are refused with ErrInvalidAlgorithm naming the
-// limit and the way out (from disk the host budget, not the placement
-// plan, which would need the graph in memory).
+// that carries labels); Node2Vec streams on the rejection sampler, from
+// pinned host memory and from disk; Node2Vec on a forced reservoir
+// sampler, a forced reservoir sampler and MetaPath without label tables
+// are refused with ErrInvalidAlgorithm naming the limit and the way out
+// (from disk the host budget, not the placement plan, which would need the
+// graph in memory).
 func TestStreamSupported(t *testing.T) {
 	meta := walk.Algorithm{Kind: walk.MetaPath, Length: 80, Schema: []uint8{0, 1}}
 	metaZPRS := meta
@@ -183,7 +185,10 @@ func TestStreamSupported(t *testing.T) {
 		{walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2, Weighted: true}, 0, true, ""},
 		{meta, 5, true, ""},
 		{walk.Algorithm{Kind: walk.MetaPath, Length: 80, Schema: []uint8{2}, Weighted: true}, 3, true, ""},
-		{walk.Algorithm{Kind: walk.Node2Vec, Length: 80, P: 1, Q: 2}, 5, false, "previous vertex"},
+		{walk.Algorithm{Kind: walk.Node2Vec, Length: 80, P: 1, Q: 2}, 5, true, ""},
+		{walk.Algorithm{Kind: walk.Node2Vec, Length: 80, P: 0.5, Q: 4, Weighted: true}, 0, true, ""},
+		{walk.Algorithm{Kind: walk.Node2Vec, Length: 80, P: 1, Q: 2, Stepper: walk.StepperZPRS}, 0, false, "rejection sampler only"},
+		{walk.Algorithm{Kind: walk.Temporal, Length: 80}, 0, false, "deepwalk, ppr, node2vec and metapath only"},
 		{meta, 0, false, "1 to 16 labels"},
 		{metaZPRS, 5, false, "forces zprs"},
 		{walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true, Stepper: walk.StepperZPRS}, 0, false, "leave the sampler auto"},
@@ -194,16 +199,17 @@ func TestStreamSupported(t *testing.T) {
 			if disk {
 				p.Disk = &DiskStream{}
 			}
+			ok, says := c.ok, c.says
 			err := streamSupported(c.alg, p)
-			if (err == nil) != c.ok || (err != nil && !errors.Is(err, walk.ErrInvalidAlgorithm)) {
+			if (err == nil) != ok || (err != nil && !errors.Is(err, walk.ErrInvalidAlgorithm)) {
 				t.Errorf("disk=%v %+v: %v", disk, c.alg, err)
 			}
-			if err != nil && !strings.Contains(err.Error(), c.says) {
-				t.Errorf("disk=%v %+v: %v does not say %q", disk, c.alg, err, c.says)
+			if err != nil && !strings.Contains(err.Error(), says) {
+				t.Errorf("disk=%v %+v: %v does not say %q", disk, c.alg, err, says)
 			}
 			// From disk, the hint names the host budget, not the
 			// placement plan (which would need the graph in memory).
-			if err != nil && c.alg.Kind == walk.Node2Vec && disk != strings.Contains(err.Error(), "WALKSTAGE_HOST_MEMORY_LIMIT") {
+			if err != nil && c.alg.Kind == walk.Temporal && disk != strings.Contains(err.Error(), "WALKSTAGE_HOST_MEMORY_LIMIT") {
 				t.Errorf("disk=%v: %v", disk, err)
 			}
 		}
@@ -260,5 +266,21 @@ func TestStreamCheaperFollowsTheBatch(t *testing.T) {
 	all := &StreamPlan{Edges: 128e6, Parts: []StreamPart{{ELo: 0, EHi: 128e6, Resident: true}}}
 	if streamCheaper(all, 16_777_216, full, 12, 12) {
 		t.Error("nothing streamed, yet copying is cheaper")
+	}
+}
+
+// TestVisitWalkers: a visit walks the waiting walkers of its streamed
+// partition and of the resident ones; a visit of the resident ones alone
+// (or in place) walks every waiting walker.
+func TestVisitWalkers(t *testing.T) {
+	parts := []StreamPart{{Resident: true}, {}, {}, {Resident: true}}
+	counts := []uint32{5, 7, 11, 2, 99} // the last: Node2Vec's scan count, not a partition
+	for _, c := range []struct {
+		cur  uint64
+		want uint64
+	}{{1, 14}, {2, 18}, {noPart, 25}} {
+		if got := visitWalkers(parts, counts, c.cur); got != c.want {
+			t.Errorf("visit of %#x: %d walkers, want %d", c.cur, got, c.want)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/internal/directio"
 
 	"gorgonia.org/cu"
@@ -19,7 +20,11 @@ import (
 // pinned buffers partitions are read into and copied from.
 type diskState struct {
 	targets    *directio.File
-	targetsOff int64          // the targets section's offset in the .wsg
+	targetsOff int64 // the targets section's offset in the .wsg
+	weightsOff int64 // the weights section's (Node2Vec's host scans)
+	// graphF reads the .wsg buffered for Node2Vec's host scans (two
+	// adjacencies a scan: too small for direct reads), opened at the first.
+	graphF     *os.File
 	entries    *directio.File // a weighted graph's alias entries; nil otherwise
 	entriesF   *os.File
 	entryBuild time.Duration
@@ -53,7 +58,7 @@ func (e *Engine) setupDisk(sm *streamed) error {
 	if err != nil {
 		return err
 	}
-	ds := &diskState{targetsOff: sec.targets}
+	ds := &diskState{targetsOff: sec.targets, weightsOff: sec.weights}
 	sm.disk = ds
 	if ds.targets, err = openDiskReader(d.File, true); err != nil {
 		return err
@@ -190,12 +195,41 @@ func (sm *streamed) releaseDisk() {
 			_ = r.Close()
 		}
 	}
-	for _, f := range []*os.File{ds.entriesF, ds.labelsF} {
+	for _, f := range []*os.File{ds.entriesF, ds.labelsF, ds.graphF} {
 		if f != nil {
 			_ = f.Close()
 		}
 	}
 	sm.disk = nil
+}
+
+// n2vAdjacency is where Node2Vec's host scans read a vertex's targets and
+// weights (weighted: the walk is) under a disk plan: preads of the graph
+// file's sections, never its mapping (device thread, before the scans).
+func (ds *diskState) n2vAdjacency(g *graph.Graph, weighted bool) (n2vAdjacency, error) {
+	if ds.graphF == nil {
+		f, err := os.Open(g.File())
+		if err != nil {
+			return nil, fmt.Errorf("gpu: node2vec scans from disk: %w", err)
+		}
+		ds.graphF = f
+	}
+	f := ds.graphF
+	return func(v uint32) ([]uint32, []float32, error) {
+		a, b := int64(g.Offsets[v]), int64(g.Offsets[v+1])
+		tg := make([]uint32, b-a)
+		if _, err := f.ReadAt(bytesOf(tg), ds.targetsOff+4*a); err != nil {
+			return nil, nil, fmt.Errorf("read the targets of vertex %d from %s: %w", v, f.Name(), err)
+		}
+		if !weighted {
+			return tg, nil, nil
+		}
+		w := make([]float32, b-a)
+		if _, err := f.ReadAt(bytesOf(w), ds.weightsOff+4*a); err != nil {
+			return nil, nil, fmt.Errorf("read the weights of vertex %d from %s: %w", v, f.Name(), err)
+		}
+		return tg, w, nil
+	}, nil
 }
 
 // diskStats adds the readers' counters to the run's stats (they count

@@ -207,7 +207,7 @@ func TestStreamFromDiskMetaPathWalksMatch(t *testing.T) {
 	}
 }
 
-// TestStreamFromDiskRefusesWhatItCannotWalk: Node2Vec and MetaPath off
+// TestStreamFromDiskRefusesWhatItCannotWalk: Node2Vec on a forced reservoir sampler and MetaPath off
 // label tables are refused with ErrInvalidAlgorithm naming the disk plan and the host
 // budget (the placement plan is no way out: it needs the graph in host
 // memory), and the engine walks on; a graph built in memory cannot stream
@@ -217,7 +217,7 @@ func TestStreamFromDiskRefusesWhatItCannotWalk(t *testing.T) {
 	e := newEngine(t, g, WithStream(StreamOn), WithDeviceFraction(0.5), WithStreamPartitionBytes(8<<10), withStreamDisk(),
 		WithHostMemoryLimit(64<<20))
 	for _, a := range []walk.Algorithm{
-		{Kind: walk.Node2Vec, Length: 10, P: 1, Q: 2},
+		{Kind: walk.Node2Vec, Length: 10, P: 1, Q: 2, Stepper: walk.StepperZPRS},
 		{Kind: walk.MetaPath, Length: 10, Schema: []uint8{0, 1}, Stepper: walk.StepperDPRS},
 		{Kind: walk.DeepWalk, Length: 10, Weighted: true, Stepper: walk.StepperZPRS},
 	} {

@@ -55,6 +55,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -151,6 +152,56 @@ type SampleParams struct {
 	FrontierSize     int // FrontierWalk: seeds per instance
 	Samples          int // FrontierWalk: steps
 	EdgeBias         Bias
+	// Segments, when set, make one call sample the instances of several
+	// requests (a stage's micro-batch): they override Seed and the
+	// instance ids of the Philox keys (Segment). Not a request's
+	// parameter: never validated against a request, never written.
+	Segments []Segment `json:"-"`
+}
+
+// Segment is a run of a merged call's instances that belong to one
+// request: from instance First of the call (in the call's numbering, as
+// first and count count) up to the next segment's First, under Philox key
+// Seed with instance ids Base, Base+1, ...: the keys the request's own
+// call gives those instances, so a merged call's samples are each
+// request's alone, edge for edge. The seeds (starts) are the call's, as
+// without segments; a stage merging requests lays each instance's seed
+// set out in its own place and samples with InstancesPerSeed 1.
+type Segment struct {
+	First int
+	Seed  uint64
+	Base  uint32
+}
+
+// InstanceKey is instance i's Philox key and instance id: Seed and i
+// without segments, else those of the segment i falls in.
+func (p SampleParams) InstanceKey(i int) (seed uint64, id uint32) {
+	if len(p.Segments) == 0 {
+		return p.Seed, uint32(i)
+	}
+	j := sort.Search(len(p.Segments), func(j int) bool { return p.Segments[j].First > i }) - 1
+	sg := p.Segments[max(j, 0)]
+	return sg.Seed, sg.Base + uint32(i-sg.First)
+}
+
+// CheckSegments checks that the segments, when set, cover instances
+// first .. first+count-1 in order (a device sampler checks them too).
+func (p SampleParams) CheckSegments(first, count int) error {
+	if len(p.Segments) == 0 {
+		return nil
+	}
+	if p.Segments[0].First < 0 || p.Segments[0].First > first {
+		return fmt.Errorf("walk: segments start at instance %d, after the call's first %d", p.Segments[0].First, first)
+	}
+	for j := 1; j < len(p.Segments); j++ {
+		if p.Segments[j].First <= p.Segments[j-1].First {
+			return fmt.Errorf("walk: segment %d starts at instance %d, not after segment %d's %d", j, p.Segments[j].First, j-1, p.Segments[j-1].First)
+		}
+	}
+	if int64(len(p.Segments)) > math.MaxUint32 {
+		return fmt.Errorf("walk: %d segments", len(p.Segments))
+	}
+	return nil
 }
 
 // Weighted reports whether the edge bias is the edge weight.
@@ -354,6 +405,9 @@ func checkSampleRange(g *graph.Graph, p SampleParams, starts []uint32, first, co
 	if first < 0 || count < 0 || first+count > total {
 		return 0, fmt.Errorf("walk: instances %d..%d of %d", first, first+count-1, total)
 	}
+	if err := p.CheckSegments(first, count); err != nil {
+		return 0, err
+	}
 	nv := uint32(g.NumVertices())
 	for _, s := range p.RangeSeeds(starts, first, count) {
 		if s >= nv {
@@ -388,7 +442,9 @@ func sampleRange(ctx context.Context, g *graph.Graph, p SampleParams, starts []u
 				for k := lo; k < min(lo+chunk, n); k++ {
 					i := first + k
 					set := i / p.InstancesPerSeed
-					out[k] = s.instance(uint32(i), starts[set*per:(set+1)*per])
+					seed, id := p.InstanceKey(i)
+					s.p.Seed = seed
+					out[k] = s.instance(id, starts[set*per:(set+1)*per])
 					cnt += int64(len(out[k]))
 				}
 				edges.Add(cnt)

@@ -80,17 +80,20 @@ type selector struct {
 	heap  []keyed
 	out   []int
 	out32 []uint32
-	// the Philox block last computed, reused for the next 3 candidates
+	// the Philox block last computed, reused for the next 3 candidates;
+	// its key too, since a merged call's instances differ in key
+	// (Segment) and two requests' instances may share a counter.
 	have  bool
 	ctr   [4]uint32
+	seed  uint64
 	words [4]uint32
 }
 
 func (s *selector) word(k SampleKey) uint32 {
 	c := [4]uint32{k.Instance, k.Slot, k.Hop, k.Candidate / 4}
-	if !s.have || c != s.ctr {
+	if !s.have || c != s.ctr || k.Seed != s.seed {
 		s.words = walk.Philox4x32(c, [2]uint32{uint32(k.Seed), uint32(k.Seed >> 32)})
-		s.ctr, s.have = c, true
+		s.ctr, s.seed, s.have = c, k.Seed, true
 	}
 	return s.words[k.Candidate%4]
 }

@@ -36,6 +36,30 @@ __device__ __forceinline__ uint32_t sample_word(uint64_t seed, uint32_t inst, ui
   return word(w, c & 3);
 }
 
+// SampleSeg is graphsample.Segment: a merged call's instances from first
+// on (the call's numbering) are one request's, under Philox key seed with
+// instance ids base, base + 1, ... (global memory, read only; a table a
+// call, sorted by first).
+struct SampleSeg {
+  uint64_t seed;
+  uint32_t first, base;
+};
+
+// sample_segment_key turns a call's (seed, inst) into the instance's own
+// key and id: unchanged without segments (nsegs 0: one request's call),
+// else those of the last segment starting at or before inst (a binary
+// search over the few segments of a micro-batch).
+__device__ __forceinline__ void sample_segment_key(const SampleSeg* segs, uint32_t nsegs, uint64_t& seed, uint32_t& inst) {
+  if (nsegs == 0) return;
+  uint32_t lo = 0, hi = nsegs;
+  while (hi - lo > 1) {
+    const uint32_t mid = lo + (hi - lo) / 2;
+    if (segs[mid].first <= inst) lo = mid; else hi = mid;
+  }
+  seed = segs[lo].seed;
+  inst = segs[lo].base + (inst - segs[lo].first);
+}
+
 // cdf_search is walk.cdfSearch: the first i with target < cum[i], target =
 // x / 2^32 * cum[n-1], clamped to n-1.
 __device__ __forceinline__ uint32_t cdf_search(const double* cum, uint32_t n, uint32_t x) {
@@ -161,14 +185,18 @@ __device__ __forceinline__ uint32_t reservoir(uint64_t seed, uint32_t in, uint32
 // picks ascending), count[t] how many.
 extern "C" __global__ void __launch_bounds__(ws::kSampleThreads) sample_neighbor_hop(
     const uint64_t* __restrict__ offsets, const float* __restrict__ weights, const double* __restrict__ cum,
-    uint64_t seed, uint32_t hop, uint32_t k, const uint32_t* __restrict__ inst, const uint32_t* __restrict__ slot,
-    const uint32_t* __restrict__ vertex, uint32_t ntasks, uint32_t* __restrict__ out, uint32_t* __restrict__ count) {
+    uint64_t seed0, uint32_t hop, uint32_t k, const uint32_t* __restrict__ inst, const uint32_t* __restrict__ slot,
+    const uint32_t* __restrict__ vertex, uint32_t ntasks, uint32_t* __restrict__ out, uint32_t* __restrict__ count,
+    const ws::SampleSeg* __restrict__ segs, uint32_t nsegs) {
   using namespace ws;
   const uint32_t lane = threadIdx.x & 31;
   const uint64_t warp = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) >> 5;
   const uint64_t nwarps = ((uint64_t)gridDim.x * blockDim.x) >> 5;
   for (uint64_t t = warp; t < ntasks; t += nwarps) {
-    const uint32_t v = vertex[t], in = inst[t], sl = slot[t];
+    const uint32_t v = vertex[t], sl = slot[t];
+    uint32_t in = inst[t];  // the task's instance, then its Philox id
+    uint64_t seed = seed0;
+    sample_segment_key(segs, nsegs, seed, in);
     const uint64_t off = offsets[v];
     const uint32_t n = (uint32_t)(offsets[v + 1] - off);
     uint32_t* picks = out + t * (uint64_t)k;

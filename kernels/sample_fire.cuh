@@ -98,12 +98,12 @@ __device__ __forceinline__ bool fire_candidate(const uint32_t* targets, uint64_t
 
 extern "C" __global__ void __launch_bounds__(ws::kSampleThreads) sample_fire(
     const uint64_t* __restrict__ offsets, const uint32_t* __restrict__ targets, const float* __restrict__ weights,
-    const double* __restrict__ cum, uint64_t seed, uint32_t snowball, double logp, uint32_t depth, uint32_t maxv,
+    const double* __restrict__ cum, uint64_t seed0, uint32_t snowball, double logp, uint32_t depth, uint32_t maxv,
     const uint32_t* __restrict__ starts, uint32_t ips, uint32_t first, const uint32_t* __restrict__ list, uint32_t nlist,
     uint8_t* __restrict__ scratch, uint64_t per_warp, uint32_t hlog, uint32_t ecap, uint32_t kcap,
     uint64_t* __restrict__ pool_edge, uint32_t* __restrict__ pool_src, uint32_t* __restrict__ pool_dst, uint64_t pool_cap,
     unsigned long long* __restrict__ cursor, uint32_t* __restrict__ status, uint64_t* __restrict__ off,
-    uint32_t* __restrict__ count, uint32_t* __restrict__ hop_end) {
+    uint32_t* __restrict__ count, uint32_t* __restrict__ hop_end, const ws::SampleSeg* __restrict__ segs, uint32_t nsegs) {
   using namespace ws;
   const uint32_t lane = threadIdx.x & 31;
   const uint64_t warp = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) >> 5;
@@ -120,6 +120,9 @@ extern "C" __global__ void __launch_bounds__(ws::kSampleThreads) sample_fire(
   for (uint64_t i = warp; i < nlist; i += nwarps) {
     const uint32_t inst = first + list[i];
     const uint32_t seedv = starts[inst / ips];
+    uint64_t seed = seed0;
+    uint32_t kin = inst;  // the instance's Philox id (sample_segment_key)
+    sample_segment_key(segs, nsegs, seed, kin);
     if (lane == 0) vs.insert(seedv);
     __syncwarp();
     uint32_t cnt = 0, nvis = 1, st = kFireDone, hs = 0, he = 0, h = 0;
@@ -134,7 +137,7 @@ extern "C" __global__ void __launch_bounds__(ws::kSampleThreads) sample_fire(
         const uint32_t n = (uint32_t)(offsets[v + 1] - base);
         uint32_t x = n;
         if (!snowball) {
-          x = burn_count(sample_word(seed, inst, j, h, kBurnCandidate), logp);
+          x = burn_count(sample_word(seed, kin, j, h, kBurnCandidate), logp);
           if (x == 0) continue;
         }
         if (n == 0) continue;
@@ -147,7 +150,7 @@ extern "C" __global__ void __launch_bounds__(ws::kSampleThreads) sample_fire(
             uint32_t c = 0, u;
             bool ok = false;
             if (b + lane < maxd) {
-              const uint32_t w = sample_word(seed, inst, j, h, b + lane);
+              const uint32_t w = sample_word(seed, kin, j, h, b + lane);
               c = weighted ? cdf_search(cum + base, n, w) : index(w, n);
               ok = fire_candidate(targets, base, c, vs, &u);
             }
@@ -189,7 +192,7 @@ extern "C" __global__ void __launch_bounds__(ws::kSampleThreads) sample_fire(
               for (uint32_t c = lane; c < n; c += 32) {
                 uint32_t u;
                 if (!fire_candidate(targets, base, c, vs, &u)) continue;
-                const uint32_t w = sample_word(seed, inst, j, h, c);
+                const uint32_t w = sample_word(seed, kin, j, h, c);
                 if (!weighted) {
                   const uint64_t key = (uint64_t)w << 32 | c;
                   if (key + 1 > lastU && key < bu) { bu = key; bi = c; }

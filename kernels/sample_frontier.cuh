@@ -67,9 +67,9 @@ __device__ __forceinline__ uint32_t cdf_search_warp(const double* cum, uint32_t 
 
 extern "C" __global__ void __launch_bounds__(ws::kSampleThreads) sample_frontier(
     const uint64_t* __restrict__ offsets, const uint32_t* __restrict__ targets, const double* __restrict__ cum,
-    uint64_t seed, const uint32_t* __restrict__ starts, uint32_t fsize, uint32_t ips, uint32_t first, uint32_t ninst,
+    uint64_t seed0, const uint32_t* __restrict__ starts, uint32_t fsize, uint32_t ips, uint32_t first, uint32_t ninst,
     uint32_t steps, uint2* __restrict__ slot_scratch, uint64_t* __restrict__ out_edge, uint32_t* __restrict__ out_src,
-    uint32_t* __restrict__ out_dst, uint32_t* __restrict__ count) {
+    uint32_t* __restrict__ out_dst, uint32_t* __restrict__ count, const ws::SampleSeg* __restrict__ segs, uint32_t nsegs) {
   using namespace ws;
   const uint32_t lane = threadIdx.x & 31;
   const uint64_t warp = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) >> 5;
@@ -79,6 +79,9 @@ extern "C" __global__ void __launch_bounds__(ws::kSampleThreads) sample_frontier
   for (uint64_t t = warp; t < ninst; t += nwarps) {
     const uint32_t inst = first + (uint32_t)t;
     const uint32_t* seeds = starts + (uint64_t)(inst / ips) * fsize;
+    uint64_t seed = seed0;
+    uint32_t kin = inst;  // the instance's Philox id (sample_segment_key)
+    sample_segment_key(segs, nsegs, seed, kin);
     for (uint32_t j = lane; j < fsize; j += 32) {
       const uint32_t v = seeds[j];
       slots[j] = make_uint2(v, (uint32_t)(offsets[v + 1] - offsets[v]));
@@ -96,7 +99,7 @@ extern "C" __global__ void __launch_bounds__(ws::kSampleThreads) sample_frontier
       const uint64_t incl = warp_inclusive_u64(rsum, lane);
       const uint64_t total = __shfl_sync(kFullMask, incl, 31);
       if (total == 0) break;
-      const uint4 w = philox4x32_10(make_uint4(inst, 0, s, 0), (uint32_t)seed, (uint32_t)(seed >> 32));
+      const uint4 w = philox4x32_10(make_uint4(kin, 0, s, 0), (uint32_t)seed, (uint32_t)(seed >> 32));
       uint64_t x = __umul64hi((uint64_t)w.x << 32 | w.y, total);
       const uint32_t L = __ffs(__ballot_sync(kFullMask, incl > x)) - 1;
       x -= __shfl_sync(kFullMask, incl - rsum, L);

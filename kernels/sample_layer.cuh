@@ -114,10 +114,11 @@ __device__ __forceinline__ bool key_less(bool weighted, uint64_t a, uint64_t ca,
 
 extern "C" __global__ void __launch_bounds__(ws::kSampleThreads) sample_layer(
     const uint64_t* __restrict__ offsets, const uint32_t* __restrict__ targets, const float* __restrict__ weights,
-    const double* __restrict__ cum, uint64_t seed, const uint32_t* __restrict__ sizes, uint32_t hops,
+    const double* __restrict__ cum, uint64_t seed0, const uint32_t* __restrict__ sizes, uint32_t hops,
     const uint32_t* __restrict__ starts, uint32_t ips, uint32_t first, uint32_t ninst, uint32_t fmax, uint32_t kmax,
     uint32_t keycap, uint8_t* __restrict__ scratch, uint64_t per_warp, uint32_t stride, uint64_t* __restrict__ out_edge,
-    uint32_t* __restrict__ out_src, uint32_t* __restrict__ out_dst, uint32_t* __restrict__ hop_end) {
+    uint32_t* __restrict__ out_src, uint32_t* __restrict__ out_dst, uint32_t* __restrict__ hop_end,
+    const ws::SampleSeg* __restrict__ segs, uint32_t nsegs) {
   using namespace ws;
   const uint32_t lane = threadIdx.x & 31;
   const uint64_t warp = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) >> 5;
@@ -128,6 +129,9 @@ extern "C" __global__ void __launch_bounds__(ws::kSampleThreads) sample_layer(
   const bool weighted = cum != nullptr;
   for (uint64_t t = warp; t < ninst; t += nwarps) {
     const uint32_t inst = first + (uint32_t)t;
+    uint64_t seed = seed0;
+    uint32_t kin = inst;  // the instance's Philox id (sample_segment_key)
+    sample_segment_key(segs, nsegs, seed, kin);
     uint32_t* frontier = fa;
     uint32_t* next = fb;
     if (lane == 0) frontier[0] = starts[inst / ips];
@@ -173,7 +177,7 @@ extern "C" __global__ void __launch_bounds__(ws::kSampleThreads) sample_layer(
         for (uint32_t base = 0; base < maxd && cnt < k; base += 32) {
           uint64_t pk = 0;
           if (base + lane < maxd) {
-            const uint32_t x = sample_word(seed, inst, kLayerSlot, h, base + lane);
+            const uint32_t x = sample_word(seed, kin, kLayerSlot, h, base + lane);
             if (!weighted) {
               const uint32_t i = index(x, (uint32_t)n);
               const uint32_t j = layer_slot(s.degpre, f, i);
@@ -229,7 +233,7 @@ extern "C" __global__ void __launch_bounds__(ws::kSampleThreads) sample_layer(
         } else if (n <= keycap) {
           uint64_t pk;
           for (uint64_t c = lane; c < n; c += 32)
-            s.keys[c] = layer_key(offsets, weights, weighted, seed, inst, h, frontier, s.degpre, f, c, &pk);
+            s.keys[c] = layer_key(offsets, weights, weighted, seed, kin, h, frontier, s.degpre, f, c, &pk);
           __syncwarp();
           for (uint64_t b = 0; b < n; b += 32) {
             const uint64_t c = b + lane;
@@ -258,7 +262,7 @@ extern "C" __global__ void __launch_bounds__(ws::kSampleThreads) sample_layer(
             bool have = false;
             for (uint64_t c = lane; c < n; c += 32) {
               uint64_t pk;
-              const uint64_t key = layer_key(offsets, weights, weighted, seed, inst, h, frontier, s.degpre, f, c, &pk);
+              const uint64_t key = layer_key(offsets, weights, weighted, seed, kin, h, frontier, s.degpre, f, c, &pk);
               if (weighted && !(__longlong_as_double(key) < INFINITY)) continue;
               if (any && !key_less(weighted, lastK, lastC, key, c)) continue;
               if (!have || key_less(weighted, key, c, bk, bc)) { bk = key; bc = c; bp = pk; have = true; }

@@ -414,6 +414,9 @@ func (l *Live) WaitFor(ctx context.Context, want map[int32]int64) (*Snapshot, er
 	}
 }
 
+// Waiters counts the WaitFor callers waiting now, for any goroutine.
+func (l *Live) Waiters() int { return int(l.nwants.Load()) }
+
 // Wanted has a value when a WaitFor caller started waiting since the last
 // receive: the applier, between records, asks Waited then, for the
 // records it applied before the caller came.

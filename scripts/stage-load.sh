@@ -7,7 +7,8 @@
 # `walkstage load` against it: a backlog and an idle series of walk requests
 # (weighted DeepWalk), then of visits requests (PPR with restart), then a
 # plain upload of the same volume to the same bucket (the store's own
-# ceiling). It prints a table of the results and stops every process it
+# ceiling), and with --sample-requests a backlog of graph sampling requests.
+# It prints a table of the results and stops every process it
 # started when it exits.
 #
 #   scripts/stage-load.sh --graph g.wsg [--engine cpu] [--walk-requests 1000] ...
@@ -20,6 +21,8 @@ usage: scripts/stage-load.sh --graph FILE [options]
 
 binaries (default: ./bin):
   --walkstage BIN        walkstage or walkstage-cuda (bin/walkstage)
+  --load-walkstage BIN   the walkstage that runs `walkstage load` (--walkstage): a newer one's load generator
+                         against an older stage (--output samples came with issue 36)
   --broker BIN           kfakebroker (bin/kfakebroker; go build ./internal/testbroker/cmd/kfakebroker)
   --versitygw BIN        versitygw (bin/versitygw; scripts/test.sh installs it)
   --weed BIN             SeaweedFS's weed (bin/weed; scripts/test.sh installs it)
@@ -45,6 +48,10 @@ measurements:
   --steps-per-query N    (100000)
   --top-k N              (100)
   --visit-idle N         visits idle series: 1-query requests (200)
+  --sample-requests N    sampling backlog ("output": "samples"): requests (0: none, the default)
+  --sample-seeds N       seeds per sampling request (1000: a GNN trainer's mini-batch)
+  --sample-algorithm A   the sampler (neighbor)
+  --sample-params STR    its parameters as JSON object members ('"fanouts":[25,10]' for neighbor)
   --plain                plain upload of the walks backlog's volume to each store (on)
   --no-plain             skip it
   --plain-rounds N       plain uploads of each kind, interleaved; the ratio takes each kind's median (3)
@@ -81,6 +88,7 @@ EOF
 
 bin_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/bin
 walkstage=$bin_dir/walkstage
+load_walkstage=
 broker=$bin_dir/kfakebroker
 versitygw=$bin_dir/versitygw
 weed=$bin_dir/weed
@@ -122,11 +130,16 @@ edge_updates=0
 live_engine=cpu
 edge_rate=
 edge_batch=4096
+sample_requests=0
+sample_seeds=1000
+sample_algorithm=neighbor
+sample_params=
 
 while [ $# -gt 0 ]; do
   case $1 in
     -h|--help) usage; exit 0 ;;
     --walkstage) walkstage=$2; shift ;;
+    --load-walkstage) load_walkstage=$2; shift ;;
     --broker) broker=$2; shift ;;
     --versitygw) versitygw=$2; shift ;;
     --weed) weed=$2; shift ;;
@@ -150,6 +163,10 @@ while [ $# -gt 0 ]; do
     --steps-per-query) steps_per_query=$2; shift ;;
     --top-k) top_k=$2; shift ;;
     --visit-idle) visit_idle=$2; shift ;;
+    --sample-requests) sample_requests=$2; shift ;;
+    --sample-seeds) sample_seeds=$2; shift ;;
+    --sample-algorithm) sample_algorithm=$2; shift ;;
+    --sample-params) sample_params=$2; shift ;;
     --plain) plain=1 ;;
     --no-plain) plain=0 ;;
     --plain-rounds) plain_rounds=$2; shift ;;
@@ -177,7 +194,8 @@ done
 die() { echo "stage-load.sh: $*" >&2; exit 1; }
 [ -n "$graph" ] || { usage >&2; die "--graph is required"; }
 [ -f "$graph" ] || die "graph $graph not found"
-for b in "$walkstage" "$broker"; do [ -x "$b" ] || die "$b is not an executable (-h says where each binary comes from)"; done
+[ -n "$load_walkstage" ] || load_walkstage=$walkstage
+for b in "$walkstage" "$broker" "$load_walkstage"; do [ -x "$b" ] || die "$b is not an executable (-h says where each binary comes from)"; done
 case ,$stores, in *,s3,*) [ -x "$versitygw" ] || die "versitygw $versitygw not found (or use --stores file)" ;; esac
 case ,$stores, in *,seaweedfs,*) [ -x "$weed" ] || die "weed $weed not found (scripts/test.sh installs it into bin/)" ;; esac
 if [ -z "$out" ]; then
@@ -326,6 +344,7 @@ if [[ ,$stores, == *,seaweedfs,* ]]; then
 fi
 
 stage_pid=
+metrics_port=
 stop_stage() {
   [ -n "$stage_pid" ] || return 0
   kill -TERM "$stage_pid" 2>/dev/null || true
@@ -341,6 +360,7 @@ start_stage() {
   [ "$trace" -eq 1 ] && args+=(--trace "$out/stage-$1.trace")
   for try in 1 2 3; do
     port=$(free_port)
+    metrics_port=$port
     log "stage ($1): $walkstage run, engine $engine, output $2, metrics on 127.0.0.1:$port"
     env WALKSTAGE_GRAPH="$graph" WALKSTAGE_OUTPUT_URL="$2" WALKSTAGE_ENGINE="$engine" \
       WALKSTAGE_METRICS_ADDR="127.0.0.1:$port" WALKSTAGE_LOG_FORMAT=text WALKSTAGE_LOG_LEVEL=warn \
@@ -369,7 +389,7 @@ load() {
   local f=$out/$name.txt c0
   c0=$(server_cpu)
   window_start
-  if ! "${stage_pin[@]}" "$walkstage" load --graph "$graph" --timeout "${timeout_s}s" "$@" >"$f" 2>"$out/$name.err"; then
+  if ! "${stage_pin[@]}" "$load_walkstage" load --graph "$graph" --timeout "${timeout_s}s" "$@" >"$f" 2>"$out/$name.err"; then
     cat "$f" "$out/$name.err" >&2
     die "$name failed"
   fi
@@ -433,7 +453,7 @@ collect_start() {
   local name=$1
   shift
   log "$name: walkstage load $*, then the stage starts"
-  "${stage_pin[@]}" "$walkstage" load --graph "$graph" --timeout "${timeout_s}s" "$@" >"$out/$name.txt" 2>"$out/$name.err" &
+  "${stage_pin[@]}" "$load_walkstage" load --graph "$graph" --timeout "${timeout_s}s" "$@" >"$out/$name.txt" 2>"$out/$name.err" &
   collectors+=($!)
   names+=("$name")
   local t0=$SECONDS
@@ -486,6 +506,8 @@ backlog() {
 }
 
 walk_args=(--output walks --seeds "$walk_seeds" --walks-per-seed "$walks" --length "$length")
+sample_args=(--output samples --algorithm "$sample_algorithm" --seeds "$sample_seeds")
+[ -z "$sample_params" ] || sample_args+=(--sample "$sample_params")
 visit_args=(--output visits --queries "$queries" --steps-per-query "$steps_per_query" --top-k "$top_k" --stop-probability 0.2)
 
 IFS=, read -r -a store_list <<<"$stores"
@@ -519,6 +541,10 @@ for store in "${store_list[@]}"; do
   fi
   if [ "$visit_idle" -gt 0 ]; then
     load "$store-visits-idle" "${visit_args[@]}" --queries 1 --mode idle --requests "$visit_idle" --warmup 0 --gap 20ms
+  fi
+  if [ "$sample_requests" -gt 0 ]; then
+    backlog "$store-samples-backlog" "$store" "$url" "${sample_args[@]}" --requests "$sample_requests"
+    curl -fs "http://127.0.0.1:$metrics_port/metrics" 2>/dev/null | grep '^walkstage_sample_\|^walkstage_engine_runs_total' >"$out/$store-samples-metrics.txt" || true
   fi
   stop_stage
   if [ "$plain" -eq 1 ]; then

@@ -27,9 +27,12 @@ type metrics struct {
 	hybridSteps        *prometheus.CounterVec // engine: cpu, gpu
 	streamBytes        *prometheus.CounterVec // how: copied, read
 	streamVisits       prometheus.Counter
+	streamWalkers      prometheus.Counter
 	streamBatches      *prometheus.CounterVec // mode: copied, in_place
 	graphBytes         prometheus.Gauge
 	microBatchRequests prometheus.Histogram
+	sampleCalls        *prometheus.CounterVec // requests: alone, merged
+	sampleMerged       prometheus.Counter
 	depUp              *prometheus.GaugeVec   // dependency
 	retries            *prometheus.CounterVec // dependency
 }
@@ -69,6 +72,8 @@ func newMetrics(reg prometheus.Registerer, s *Stage) (*metrics, error) {
 			Help: "Bytes of graph partitions the GPU engine streamed under a stream plan (WALKSTAGE_GPU_STREAM): copied to the device, and read from the graph's file for them (a disk plan)."}, []string{"how"}),
 		streamVisits: prometheus.NewCounter(prometheus.CounterOpts{Name: "walkstage_gpu_stream_visits_total",
 			Help: "Kernel visits of the GPU engine's streamed partitions (one a partition copied in, or the resident ones alone): a sweep over the graph is about as many visits as it has partitions."}),
+		streamWalkers: prometheus.NewCounter(prometheus.CounterOpts{Name: "walkstage_gpu_stream_walkers_total",
+			Help: "Walkers the GPU engine's streamed partition visits moved, summed over the visits: over walkstage_gpu_stream_visits_total, the walkers a copied partition serves (C-SAW's walkers per partition)."}),
 		streamBatches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "walkstage_gpu_stream_batches_total",
 			Help: "Batches the GPU engine walked under a stream plan, by how it reached the streamed share: copied (partitions copied in) or in_place (read in place, the cost model's choice for a small batch)."}, []string{"mode"}),
 		engineBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "walkstage_engine_memory_bytes",
@@ -77,6 +82,11 @@ func newMetrics(reg prometheus.Registerer, s *Stage) (*metrics, error) {
 			Help: "Size of the loaded graph's arrays."}),
 		microBatchRequests: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "walkstage_microbatch_requests",
 			Help: "Requests sharing one engine launch.", Buckets: prometheus.ExponentialBuckets(1, 2, 8)}),
+		sampleCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "walkstage_sample_calls_total",
+			Help: "Sampler calls of graph sampling requests (output samples), by requests: alone (one request's wave) or merged (several small requests of a micro-batch with the same parameters sampled in one call)."},
+			[]string{"requests"}),
+		sampleMerged: prometheus.NewCounter(prometheus.CounterOpts{Name: "walkstage_sample_merged_requests_total",
+			Help: "Sampling requests sampled in a merged call (walkstage_sample_calls_total{requests=\"merged\"}) with others."}),
 		depUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "walkstage_dependency_up",
 			Help: "1 while the dependency (broker, object_store, engine) answers, 0 while the stage retries it (not ready, consumption paused)."},
 			[]string{"dependency"}),
@@ -85,7 +95,7 @@ func newMetrics(reg prometheus.Registerer, s *Stage) (*metrics, error) {
 			[]string{"dependency"}),
 	}
 	cs := []prometheus.Collector{m.batches, m.rejections, m.walks, m.steps, m.latency, m.phase, depth, m.engineRuns, m.engineSlices, m.engineSeconds, m.hybridSteps,
-		m.streamBytes, m.streamVisits, m.streamBatches, m.engineBytes, m.graphBytes, m.microBatchRequests, m.depUp, m.retries,
+		m.streamBytes, m.streamVisits, m.streamWalkers, m.streamBatches, m.engineBytes, m.graphBytes, m.microBatchRequests, m.sampleCalls, m.sampleMerged, m.depUp, m.retries,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "walkstage_consumer_lag",
 			Help: "Messages between the consumer's position and the end of its partitions, as last reported by the reader."},
 			func() float64 {
@@ -207,6 +217,7 @@ func (s *Stage) countStreamed(e walk.Engine) {
 	s.m.streamBytes.WithLabelValues("copied").Add(float64(r.BytesCopied))
 	s.m.streamBytes.WithLabelValues("read").Add(float64(r.BytesRead))
 	s.m.streamVisits.Add(float64(r.Visits))
+	s.m.streamWalkers.Add(float64(r.Walkers))
 	s.m.streamBatches.WithLabelValues("copied").Add(float64(r.Batches))
 	s.m.streamBatches.WithLabelValues("in_place").Add(float64(r.InPlaceBatches))
 }

@@ -302,9 +302,7 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 		runErr = s.runJobs(ctx, v, jobs, live, turn)
 	}
 	s.countVisits(ctx, visits, v, turn)
-	for _, b := range samples {
-		s.sample(ctx, b, v, turn)
-	}
+	s.sampleBatches(ctx, samples, v, turn)
 	end := time.Now()
 	for _, b := range mb {
 		b.emitted = end

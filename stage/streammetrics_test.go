@@ -25,7 +25,7 @@ func TestStreamMetricsAddEachRun(t *testing.T) {
 	src, evs := newMemSource(), &memEvents{}
 	var eng *streamingEngine
 	s := runMem(t, b, src, evs, func(o *Options) {
-		eng = &streamingEngine{Engine: o.Engine, last: gpu.StreamStats{Batches: 1, InPlaceBatches: 2, Visits: 7,
+		eng = &streamingEngine{Engine: o.Engine, last: gpu.StreamStats{Batches: 1, InPlaceBatches: 2, Visits: 7, Walkers: 40,
 			Copies: 5, BytesCopied: 1000, BytesRead: 300}}
 		o.Engine = eng
 	})
@@ -45,6 +45,7 @@ func TestStreamMetricsAddEachRun(t *testing.T) {
 		{"bytes copied", metricValue(s.m.streamBytes.WithLabelValues("copied")), 1000},
 		{"bytes read", metricValue(s.m.streamBytes.WithLabelValues("read")), 300},
 		{"visits", metricValue(s.m.streamVisits), 7},
+		{"walkers", metricValue(s.m.streamWalkers), 40},
 		{"batches copied", metricValue(s.m.streamBatches.WithLabelValues("copied")), 1},
 		{"batches in place", metricValue(s.m.streamBatches.WithLabelValues("in_place")), 2},
 	} {

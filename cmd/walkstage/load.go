@@ -61,13 +61,14 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 	fs.StringVar(&c.Expensive, "expensive", `"algorithm":"node2vec","p":1e-6,"length":1000,"walks_per_seed":10,"seed_range":{"first":0,"count":100}`,
 		"beside: the expensive request's JSON members other than version and batch_id (default: issue 32's Node2Vec request)")
 	fs.IntVar(&c.Requests, "requests", c.Requests, "requests measured")
-	fs.StringVar(&c.Output, "output", c.Output, "walks or visits")
+	fs.StringVar(&c.Output, "output", c.Output, "walks, visits or samples (graph sampling: --algorithm neighbor by default, --sample, --seeds)")
+	fs.StringVar(&c.Sample, "sample", "", `samples: the sampler's parameters as JSON object members (default for neighbor: "fanouts":[25,10])`)
 	fs.StringVar(&c.Algorithm, "algorithm", "", "deepwalk, ppr, node2vec or metapath (default: deepwalk for walks, ppr for visits)")
 	fs.BoolVar(&c.Weighted, "weighted", c.Weighted, "weighted walks (default for walks; visits: off unless set)")
 	fs.IntVar(&c.Length, "length", c.Length, "steps per walk (visits: the cap of each walk)")
 	fs.Float64Var(&c.Restart, "stop-probability", c.Restart, "ppr: the requests' stop_probability (the restart probability of visits)")
 	cli.Alias(fs, "restart", "stop-probability")
-	fs.IntVar(&c.Seeds, "seeds", c.Seeds, "walks: seeds per request")
+	fs.IntVar(&c.Seeds, "seeds", c.Seeds, "walks and samples: seeds per request")
 	fs.IntVar(&c.Walks, "walks-per-seed", c.Walks, "walks: the requests' walks_per_seed")
 	cli.Alias(fs, "walks", "walks-per-seed")
 	fs.IntVar(&c.Queries, "queries", c.Queries, "visits: queries per request (one random seed each)")
@@ -131,8 +132,8 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 	}
 	weightedSet := false
 	fs.Visit(func(f *flag.Flag) { weightedSet = weightedSet || f.Name == "weighted" })
-	if c.Output == loadgen.OutputVisits && !weightedSet {
-		c.Weighted = false // issue 15's queries: unweighted PPR
+	if (c.Output == loadgen.OutputVisits || c.Output == loadgen.OutputSamples) && !weightedSet {
+		c.Weighted = false // issue 15's queries: unweighted PPR; samples unweighted unless asked
 	}
 	for _, b := range strings.Split(*brokers, ",") {
 		if b = strings.TrimSpace(b); b != "" {

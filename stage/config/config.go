@@ -140,13 +140,12 @@ type Config struct {
 	// half the cores or more: the CPU engine's walks hold a core a walk, up
 	// to CPU_WORKERS or every core): then it takes the cores the walks
 	// leave free and at least this share; with fewer walks (a few probes,
-	// the GPU engine's one host thread) or none it takes every core. 1
-	// gives ingest every core always (a backlog then slows the walks
-	// beside it most; the default, as the update -> walkable p99 was
-	// measured under 1 s with it); a small share, e.g. 0.1, gives the walks the cores and catches a
-	// backlog up more slowly meanwhile (one goroutine stays the
-	// applier's).
-	EdgeApplyShare float64 `env:"EDGE_APPLY_SHARE" envDefault:"1"`
+	// the GPU engine's one host thread) or none it takes every core. The
+	// default, 0.1, gives the walks the cores and catches a backlog up
+	// more slowly meanwhile (one goroutine stays the applier's); 1 gives
+	// ingest every core always (a backlog then slows the walks beside it
+	// most).
+	EdgeApplyShare float64 `env:"EDGE_APPLY_SHARE" envDefault:"0.1"`
 	// WALKSTAGE_EDGE_CATALOG: a graph catalog (a bucket URL whose path is
 	// the prefix, as walkstage graph publish --to takes) the live graph's
 	// compactions are published to, each with its watermark (edge_topic,
@@ -306,9 +305,10 @@ type Config struct {
 	// in partitions (docs/design/out-of-core.md): auto (when it does not
 	// fit), on, or off (the placement plan reads the host's share in
 	// place). Streaming walks DeepWalk and PPR on the uniform and alias
-	// samplers and MetaPath on its auto sampler (up to 16 labels) and
-	// refuses the other algorithms, so off, which walks them all, is the
-	// default; a replica serving only those may turn it on.
+	// samplers, Node2Vec on its rejection sampler and MetaPath on its auto
+	// sampler (up to 16 labels) and refuses the other algorithms, so off,
+	// which walks them all, is the default; a replica serving only those
+	// may turn it on.
 	GPUStream string `env:"GPU_STREAM" envDefault:"off"`
 
 	// ---- Request limits (violations are rejected, see docs/reference/messages.md) ----

@@ -60,6 +60,7 @@ type applierWindow struct {
 	// average (fewer while walks hold the cores: Beside).
 	applyWorkers time.Duration
 	publish      time.Duration // in Publish (the delta index included)
+	publishes    int           // publications
 	maxPublish   time.Duration
 	swap         time.Duration // in a compaction's FinishRebase and swap
 	behind       time.Duration // the oldest record's age at its publication, the most
@@ -81,7 +82,7 @@ func (w *applierWindow) report(log *slog.Logger, now time.Time, phase string) {
 		g := readGC()
 		log.Info("live graph publication behind its records",
 			"behind", w.behind.Seconds(), "window", now.Sub(w.start).Seconds(), "updates", w.updates, "records", w.records,
-			"apply", w.apply.Seconds(), "apply_workers", w.meanWorkers(), "publish", w.publish.Seconds(), "publish_max", w.maxPublish.Seconds(), "swap", w.swap.Seconds(),
+			"apply", w.apply.Seconds(), "apply_workers", w.meanWorkers(), "publish", w.publish.Seconds(), "publishes", w.publishes, "publish_max", w.maxPublish.Seconds(), "swap", w.swap.Seconds(),
 			"compaction", phase, "gc_cycles", g.cycles-w.gc.cycles, "gc_cpu", g.total-w.gc.total, "gc_assist_cpu", g.assist-w.gc.assist,
 			"gc_pause_cpu", g.pause-w.gc.pause)
 	}

@@ -27,14 +27,14 @@ func TestApplierReportsPublicationsBehind(t *testing.T) {
 			var out bytes.Buffer
 			log := slog.New(slog.NewTextHandler(&out, nil))
 			w := newApplierWindow(t0)
-			w.updates, w.records, w.apply, w.publish, w.behind = 4096, 1, 300*time.Millisecond, 200*time.Millisecond, c.behind
+			w.updates, w.records, w.apply, w.publish, w.publishes, w.behind = 4096, 1, 300*time.Millisecond, 200*time.Millisecond, 3, c.behind
 			w.report(log, t0.Add(c.after), "catch_up")
 			got := strings.Contains(out.String(), "publication behind its records")
 			if got != c.want {
 				t.Fatalf("logged %v, want %v: %q", got, c.want, out.String())
 			}
 			if got {
-				for _, kv := range []string{"updates=4096", "apply=0.3", "publish=0.2", "compaction=catch_up", "gc_cycles="} {
+				for _, kv := range []string{"updates=4096", "apply=0.3", "publish=0.2", "publishes=3", "compaction=catch_up", "gc_cycles="} {
 					if !strings.Contains(out.String(), kv) {
 						t.Errorf("the report lacks %s: %q", kv, out.String())
 					}

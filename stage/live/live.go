@@ -111,8 +111,8 @@ const (
 // when in stops), so walks see an update within about interval of its
 // arrival and publishing costs nothing while the topic is quiet; and at
 // once when a read-your-writes request waits for what it just applied
-// (livegraph.Live.Waited). A batch
-// the live graph refuses (an update that does not fit the graph, found
+// (livegraph.Live.Waited) and no more records are queued (else once they
+// are applied too, or at the interval). A batch the live graph refuses (an update that does not fit the graph, found
 // only against it) is counted and logged, and its offset passed: the
 // reader dead-letters records that do not decode, this is the rest. It
 // returns when in is closed or ctx is done.
@@ -147,6 +147,7 @@ func runApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-c
 		took := now.Sub(t0)
 		m.publishSec.Observe(took.Seconds())
 		win.publish += took
+		win.publishes++
 		win.maxPublish = max(win.maxPublish, took)
 		dirty, last = false, now
 		for _, t := range pending {
@@ -171,7 +172,18 @@ func runApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-c
 		win.report(log, now, bg.phaseName())
 	}
 	early := func() {
-		if wake != nil || !l.Waited() {
+		// While records are queued behind the pass, a waiter the pass
+		// reached gets its publication once they are applied too (the
+		// pass that drains the queue calls early again), or at the tick:
+		// at most an interval later, with more of the stream in it.
+		// Publishing after every pass that reached a waiter (the paced
+		// series' probes, tens a second) cost the applier about half of
+		// each second on the 16-core host at half its backlog rate, so a
+		// lag it fell into stayed to the series' end
+		// (docs/benchmarks/live-graph.md, "Beside walks: a share only for
+		// a walk backlog"); published once a drained queue, that time
+		// goes to draining it.
+		if wake != nil || len(in) > 0 || !l.Waited() {
 			return
 		}
 		if since := time.Since(last); since < gap {

@@ -3,6 +3,7 @@ package live
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"strings"
@@ -307,4 +308,109 @@ func runReaderApplier(ctx context.Context, t *testing.T, brokers []string, l *li
 			t.Fatalf("applier: %v", err)
 		}
 	}
+}
+
+// While records are queued behind a pass, a read-your-writes waiter that
+// the pass reached is published for once the queue is drained, not after
+// the pass: the records of a backlog read from the broker (kfake over TCP)
+// and queued, 256 of them (four passes), with waiters for the 11th, 81st,
+// 151st and 221st, make one publication, at the backlog's end, which every
+// waiter gets. A publication a pass cost the applier about half its time
+// at the paced rate on the 16-core host, so a lag it fell into stayed
+// (docs/benchmarks/live-graph.md, "Beside walks: a share only for a walk
+// backlog").
+func TestApplierPublishesOncePerDrainedQueue(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "edges", "dlq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	brokers := cluster.ListenAddrs()
+	const records = 4 * mergeRecords
+	msgs := make([]kafka.Message, records)
+	for i := range msgs {
+		msgs[i] = kafka.Message{Value: fmt.Appendf(nil, `{"op":"insert","src":%d,"dst":%d}`, i%3, (i+1)%3)}
+	}
+	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: "edges", Balancer: fixedPartition(0), RequiredAcks: kafka.RequireAll, BatchSize: records}
+	if err := w.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	base, err := graph.FromEdges([]graph.Edge{{Src: 0, Dst: 1}, {Src: 1, Dst: 2}, {Src: 2, Dst: 0}}, graph.BuildOptions{Name: "live", DenseIDs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := livegraph.New(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := source.NewEdgeReader(source.EdgeReaderConfig{Kafka: source.KafkaOptions{Brokers: brokers, ClientID: "live"},
+		Topic: "edges", DLQTopic: "dlq", Check: l.CheckSchema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	// The reader queues the whole backlog before the applier starts: what
+	// a stage's applier finds when it falls behind its reader.
+	batches := make(chan source.EdgeBatch, 2*records)
+	rctx, stopReader := context.WithCancel(ctx)
+	readDone := make(chan error, 1)
+	go func() { readDone <- r.Run(rctx, batches) }()
+	for len(batches) < records {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the reader queued %d of %d records", len(batches), records)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	stopReader()
+	if err := <-readDone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("reader: %v", err)
+	}
+
+	wants := []int64{11, 81, 151, 221}
+	got := make(chan *livegraph.Snapshot, len(wants))
+	for _, off := range wants {
+		go func() {
+			s, err := l.WaitFor(ctx, map[int32]int64{0: off})
+			if err != nil {
+				t.Error(err)
+			}
+			got <- s
+		}()
+	}
+	for l.Waiters() < len(wants) {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d of %d waiters registered", l.Waiters(), len(wants))
+		case <-time.After(time.Millisecond):
+		}
+	}
+	m, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	actx, stop := context.WithCancel(ctx)
+	applyDone := make(chan error, 1)
+	// An interval of an hour: no tick publishes meanwhile.
+	go func() { applyDone <- RunApplier(actx, slog.New(slog.DiscardHandler), l, batches, time.Hour, m) }()
+	for range wants {
+		s := <-got
+		if s == nil {
+			t.FailNow()
+		}
+		if wm := s.Watermark()[0]; wm != records {
+			t.Errorf("a waiter got the snapshot at offset %d, want the queue's end %d (published per pass, not per drained queue)", wm, records)
+		}
+	}
+	if n := liveCounter(t, m.published); n != 1 {
+		t.Errorf("%d queued records and %d waiters made %v publications, want 1", records, len(wants), n)
+	}
+	if n := liveCounter(t, m.applyPasses); n != records/mergeRecords {
+		t.Errorf("%d queued records went in %v passes, want %d", records, n, records/mergeRecords)
+	}
+	stop()
+	<-applyDone
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/walkstage/walkstage/gpu"
+	"github.com/walkstage/walkstage/walk"
 	"github.com/walkstage/walkstage/walk/hybrid"
 )
 
@@ -54,8 +55,11 @@ func benchStreamStats(eng any, w io.Writer) {
 		return
 	}
 	st := s.StreamStats()
-	fmt.Fprintf(w, "  stream: %d batches streamed, %d read in place; %d visits, %d partition copies, %.2f GB copied, %.0f bytes a step\n",
-		st.Batches, st.InPlaceBatches, st.Visits, st.Copies, float64(st.BytesCopied)/1e9, float64(st.BytesCopied)/float64(max(st.Steps, 1)))
+	fmt.Fprintf(w, "  stream: %d batches streamed, %d read in place; %d visits (%.0f walkers a visit), %d partition copies, %.2f GB copied, %.0f bytes a step\n",
+		st.Batches, st.InPlaceBatches, st.Visits, float64(st.Walkers)/float64(max(st.Visits, 1)), st.Copies, float64(st.BytesCopied)/1e9, float64(st.BytesCopied)/float64(max(st.Steps, 1)))
+	if st.Scans > 0 {
+		fmt.Fprintf(w, "  node2vec: %d steps decided by the exact scan on the host (after %d rejected proposals)\n", st.Scans, walk.MaxRejections)
+	}
 	if s.StreamPlan().Disk != nil {
 		fmt.Fprintf(w, "  from disk: %d reads, %.2f GB read in %.2f s (%.2f GB/s while reading; direct %v), %d copies from a ring buffer without a read; walks copied back in %d window pieces\n",
 			st.Reads, float64(st.BytesRead)/1e9, st.ReadSeconds, float64(st.BytesRead)/1e9/max(st.ReadSeconds, 1e-9), st.Direct, st.RingHits, st.ResultPieces)

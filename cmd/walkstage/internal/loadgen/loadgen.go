@@ -25,6 +25,9 @@ import (
 const (
 	OutputWalks  = "walks"
 	OutputVisits = "visits"
+	// OutputSamples: graph sampling requests (a GNN trainer's mini-batches:
+	// Seeds seeds each, Algorithm a sampler with the Sample parameters).
+	OutputSamples = "samples"
 )
 
 // Config describes one measurement. The zero value is not usable: start
@@ -36,7 +39,7 @@ type Config struct {
 	DLQTopic     string
 
 	Requests int    // requests measured
-	Output   string // OutputWalks or OutputVisits
+	Output   string // OutputWalks, OutputVisits or OutputSamples
 
 	// The walk of every request.
 	Algorithm string  // deepwalk, ppr, node2vec, metapath
@@ -47,6 +50,11 @@ type Config struct {
 	// Walk requests: Seeds seeds, each walked Walks times.
 	Seeds int
 	Walks int
+
+	// Samples requests: Seeds seeds each; Sample holds the sampler's
+	// parameters as members of a JSON object (default for neighbor:
+	// "fanouts":[25,10]).
+	Sample string
 
 	// Visits requests: Queries queries of one seed each.
 	Queries       int
@@ -99,9 +107,15 @@ func Defaults() Config {
 func (c *Config) Normalize() error {
 	if c.Algorithm == "" {
 		c.Algorithm = "deepwalk"
-		if c.Output == OutputVisits {
+		switch c.Output {
+		case OutputVisits:
 			c.Algorithm = "ppr"
+		case OutputSamples:
+			c.Algorithm = "neighbor"
 		}
+	}
+	if c.Output == OutputSamples && c.Sample == "" && c.Algorithm == "neighbor" {
+		c.Sample = `"fanouts":[25,10]`
 	}
 	if c.Phase != PhaseAll && c.Phase != PhaseProduce && c.Phase != PhaseCollect {
 		return fmt.Errorf("phase %q: want produce or collect (or none)", c.Phase)
@@ -138,8 +152,15 @@ func (c *Config) validate() error {
 		if c.Queries < 1 || c.StepsPerQuery < 1 || c.TopK < 1 {
 			bad("queries %d, steps per query %d, top k %d: want at least 1 each", c.Queries, c.StepsPerQuery, c.TopK)
 		}
+	case OutputSamples:
+		if c.Seeds < 1 {
+			bad("seeds %d: want at least 1", c.Seeds)
+		}
+		if c.Sample != "" && !json.Valid([]byte("{"+c.Sample+"}")) {
+			bad("sample parameters %q: want the members of a JSON object, e.g. \"fanouts\":[25,10]", c.Sample)
+		}
 	default:
-		bad("output %q: want walks or visits", c.Output)
+		bad("output %q: want walks, visits or samples", c.Output)
 	}
 	if c.Length < 1 {
 		bad("length %d: want at least 1", c.Length)
@@ -215,6 +236,14 @@ func (c *Config) Request(i int, pool []int64) (key string, body []byte) {
 	if c.Weighted {
 		b = append(b, `,"weighted":true`...)
 	}
+	if c.Output == OutputSamples {
+		b = append(b, `,"output":"samples"`...)
+		if c.Sample != "" {
+			b = append(b, ',')
+			b = append(b, c.Sample...)
+		}
+		return id, appendSeeds(b, n, rng, pool)
+	}
 	if c.Algorithm == "ppr" {
 		b = append(b, `,"stop_probability":`...)
 		b = strconv.AppendFloat(b, c.Restart, 'g', -1, 64)
@@ -230,6 +259,11 @@ func (c *Config) Request(i int, pool []int64) (key string, body []byte) {
 		b = append(b, `,"walks_per_seed":`...)
 		b = strconv.AppendInt(b, int64(c.Walks), 10)
 	}
+	return id, appendSeeds(b, n, rng, pool)
+}
+
+// appendSeeds ends a request's body with n seeds drawn from pool.
+func appendSeeds(b []byte, n int, rng *rand.Rand, pool []int64) []byte {
 	b = append(b, `,"seeds":[`...)
 	for j := range n {
 		if j > 0 {
@@ -237,6 +271,5 @@ func (c *Config) Request(i int, pool []int64) (key string, body []byte) {
 		}
 		b = strconv.AppendInt(b, pool[rng.IntN(len(pool))], 10)
 	}
-	b = append(b, "]}"...)
-	return id, b
+	return append(b, "]}"...)
 }

@@ -51,6 +51,11 @@ func TestRequestsDecodeAsAsked(t *testing.T) {
 				t.Errorf("visits %v, queries %d", r.Visits, r.NumQueries())
 			}
 		}},
+		{"samples", OutputSamples, func(t *testing.T, r *message.Request) {
+			if r.Sample == nil || len(r.Seeds) != 50 || r.Sample.Params.Kind.String() != "neighbor" || len(r.Sample.Params.Fanouts) != 2 {
+				t.Errorf("sample %+v, seeds %d", r.Sample, len(r.Seeds))
+			}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Defaults()

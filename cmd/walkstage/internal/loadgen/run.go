@@ -99,10 +99,14 @@ func (r *Result) During() []time.Duration {
 // than it has steps.
 func (r *Result) WalkVertices() int64 { return r.Walks + r.Steps }
 
-// work is the unit rates are given in: walk vertices, or queries.
+// work is the unit rates are given in: walk vertices, queries, or
+// sampled edges (a sampling event's steps).
 func (r *Result) work() int64 {
-	if r.Output == OutputVisits {
+	switch r.Output {
+	case OutputVisits:
 		return r.Queries
+	case OutputSamples:
+		return r.Steps
 	}
 	return r.WalkVertices()
 }
@@ -410,8 +414,11 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 func (r *Result) Report(w io.Writer) {
 	unit := "M walk vertices/s"
 	scale := 1e6
-	if r.Output == OutputVisits {
+	switch r.Output {
+	case OutputVisits:
 		unit, scale = "queries/s", 1
+	case OutputSamples:
+		unit = "M sampled edges/s"
 	}
 	sec := r.Elapsed.Seconds()
 	if r.Phase == PhaseProduce {
@@ -489,7 +496,7 @@ func (r *Result) window() (sec float64, vertices, queries int64) {
 		if r.Output == OutputVisits {
 			queries -= r.FirstEvent
 		} else {
-			vertices -= r.FirstEvent
+			vertices -= r.FirstEvent // samples: the first event's edges (instances are not in work)
 		}
 	}
 	return sec, vertices, queries
