@@ -26,7 +26,10 @@ import (
 //     no lookup of this process listed the directory (a directory the
 //     lookups' DirCache did not know yet). A lookup that finds a complete
 //     manifest with a fingerprint deletes the parts the listing shows and
-//     the manifest does not list.
+//     the manifest does not list. Parts another attempt writes between a
+//     lookup and the commit are that attempt's to delete: a live loser
+//     deletes its own (Commit), and a killed one's batch is redelivered,
+//     and its lookup finds this manifest beside them.
 //   - a commit lists the multipart uploads under its directory only when
 //     one of its own parts was larger than store.PutThreshold (sent as a
 //     multipart upload) or an attempt of this process failed there: parts
