@@ -334,7 +334,7 @@ if [[ ,$stores, == *,seaweedfs,* ]]; then
   # filer and a volume take data); the first write creates the bucket
   # (weed's autoCreateBucket, for its admin identity).
   t0=$SECONDS
-  until "$walkstage" load --plain-upload --bucket "$swfs_url" --plain-bytes 1 --plain-object-bytes 1 --plain-parallel 1 \
+  until "$load_walkstage" load --plain-upload --bucket "$swfs_url" --plain-bytes 1 --plain-object-bytes 1 --plain-parallel 1 \
     >"$out/seaweedfs-ready.log" 2>&1; do
     kill -0 "$weed_pid" 2>/dev/null || die "weed exited: $(tail -n 5 "$out/seaweedfs.log")"
     [ $((SECONDS - t0)) -lt 90 ] || die "seaweedfs not ready: $(tail -n 5 "$out/seaweedfs-ready.log")"
@@ -426,14 +426,14 @@ busy_ticks() {
 # whether the host's cores bound the run.
 win=()
 window_start() {
-  local st=0
-  [ -n "$stage_pid" ] && st=$(cpu_ticks "$stage_pid")
-  win=("$(date +%s.%N)" "$st" "$(busy_ticks)" "$(busy_ticks "$store_cpus")" "$(busy_ticks "$stage_cpus")")
+  local ticks=0
+  [ -n "$stage_pid" ] && ticks=$(cpu_ticks "$stage_pid")
+  win=("$(date +%s.%N)" "$ticks" "$(busy_ticks)" "$(busy_ticks "$store_cpus")" "$(busy_ticks "$stage_cpus")")
 }
 window_fields() {
-  local st=0
-  [ -n "$stage_pid" ] && st=$(cpu_ticks "$stage_pid")
-  awk -v t0="${win[0]}" -v t1="$(date +%s.%N)" -v s0="${win[1]}" -v s1="$st" -v h0="${win[2]}" -v h1="$(busy_ticks)" \
+  local ticks=0
+  [ -n "$stage_pid" ] && ticks=$(cpu_ticks "$stage_pid")
+  awk -v t0="${win[0]}" -v t1="$(date +%s.%N)" -v s0="${win[1]}" -v s1="$ticks" -v h0="${win[2]}" -v h1="$(busy_ticks)" \
     -v a0="${win[3]}" -v a1="$(busy_ticks "$store_cpus")" -v b0="${win[4]}" -v b1="$(busy_ticks "$stage_cpus")" \
     -v pinned="$store_cpus" -v running="$stage_pid" -v hz="$hz" 'BEGIN {
       printf " window_s=%.3f host_cpu_s=%.1f", t1 - t0, (h1 - h0) / hz
@@ -568,7 +568,7 @@ for store in "${store_list[@]}"; do
             load "$store-plain-$shape-$via-$round" --plain-upload --bucket "$url" --plain-bytes "$bytes" \
               --plain-object-bytes "$object" --plain-parallel "$plain_parallel" --plain-via "$via" \
               --plain-prefix "plain-$shape-$via-$round" --plain-keep
-            "$walkstage" load --plain-upload --bucket "$url" --plain-prefix "plain-$shape-$via-$round" --plain-delete \
+            "$load_walkstage" load --plain-upload --bucket "$url" --plain-prefix "plain-$shape-$via-$round" --plain-delete \
               2>>"$out/plain-delete.log" || die "deleting the plain upload's objects: $(tail -n 3 "$out/plain-delete.log")"
           done
         done
