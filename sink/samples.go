@@ -400,10 +400,7 @@ func (w *BatchWriter) copySamples(r *pages.SampleRows, first int64, seeds []int6
 	r.Hop = append(r.Hop, c.Hop[x0:x1]...)
 	r.Src = append(r.Src, c.Src[x0:x1]...)
 	r.Dst = append(r.Dst, c.Dst[x0:x1]...)
-	var hi uint32
-	for x := x0; x < x1; x++ {
-		hi = max(hi, c.Src[x], c.Dst[x])
-	}
+	hi := max(pages.MaxUint32(c.Src[x0:x1]), pages.MaxUint32(c.Dst[x0:x1]))
 	if hi >= uint32(w.g.NumVertices()) {
 		for x := x0; x < x1; x++ {
 			if src, dst := c.Src[x], c.Dst[x]; max(src, dst) == hi {
@@ -414,9 +411,15 @@ func (w *BatchWriter) copySamples(r *pages.SampleRows, first int64, seeds []int6
 	if w.meta.SampleEdgeWeight {
 		r.Edge = append(r.Edge, c.Edge[x0:x1]...)
 		ne := uint64(len(w.g.Targets))
-		for x := x0; x < x1; x++ {
-			if c.Edge[x] >= ne {
-				return fmt.Errorf("sink: batch %s: %w: edge %d->%d (edge %d) beyond the graph", w.meta.BatchID, ErrBadChunk, c.Src[x], c.Dst[x], c.Edge[x])
+		var top uint64
+		for _, e := range c.Edge[x0:x1] {
+			top = max(top, e)
+		}
+		if top >= ne {
+			for x := x0; x < x1; x++ {
+				if c.Edge[x] >= ne {
+					return fmt.Errorf("sink: batch %s: %w: edge %d->%d (edge %d) beyond the graph", w.meta.BatchID, ErrBadChunk, c.Src[x], c.Dst[x], c.Edge[x])
+				}
 			}
 		}
 	}
