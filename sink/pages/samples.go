@@ -439,29 +439,15 @@ func (s *SampleEncoder) weightColumn(rows *SampleRows) error {
 	return forPages(rows.Rows(), func(p0, p1 int) error {
 		m := p1 - p0
 		body := grow(e.body, 4*m)
-		edges := rows.Edge[p0:p1]
-		// The edges are checked first, as a whole: a test in the loop
-		// below, and its stores through one slice, kept it scalar and
-		// branchy (a third of the edge weights' cost in
-		// BenchmarkSampleEncode).
-		var top uint64
-		for _, x := range edges {
-			top = max(top, x)
-		}
-		if top >= uint64(len(ws)) {
-			for _, x := range edges {
-				if x >= uint64(len(ws)) {
-					return fmt.Errorf("%w: sampled edge %d beyond the graph's %d edges", ErrBadChunk, x, len(ws))
-				}
-			}
-		}
-		s0, s1, s2, s3 := body[:len(edges)], body[m:m+len(edges)], body[2*m:2*m+len(edges)], body[3*m:3*m+len(edges)]
 		lo, hi := float32(math.Inf(1)), float32(math.Inf(-1))
-		for i, x := range edges {
+		for i, x := range rows.Edge[p0:p1] {
+			if x >= uint64(len(ws)) {
+				return fmt.Errorf("%w: sampled edge %d beyond the graph's %d edges", ErrBadChunk, x, len(ws))
+			}
 			w := ws[x]
 			lo, hi = min(lo, w), max(hi, w)
 			b := math.Float32bits(w)
-			s0[i], s1[i], s2[i], s3[i] = byte(b), byte(b>>8), byte(b>>16), byte(b>>24)
+			body[i], body[m+i], body[2*m+i], body[3*m+i] = byte(b), byte(b>>8), byte(b>>16), byte(b>>24)
 		}
 		e.body = body
 		e.segs = append(e.segs[:0], 0, m, 2*m, 3*m, 4*m)
