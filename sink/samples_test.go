@@ -397,3 +397,69 @@ func TestSamplesAbortMidway(t *testing.T) {
 		}
 	}
 }
+
+// WriteSampleColumns reads the caller's columns during the call only,
+// also where whole row groups of them are encoded where they lie: columns
+// overwritten as soon as each call returns give the bytes of columns
+// left alone. Calls of several row groups each, so that groups are
+// encoded in place, with and without edge weights (run it under -race
+// too).
+func TestSampleColumnsReusedAfterTheCall(t *testing.T) {
+	ctx := context.Background()
+	g := weightedTestGraph(t)
+	const per, calls = 275, 4
+	instances := 1000 // 275,000 edges a call: four row groups and a piece
+	r := rand.New(rand.NewPCG(5, 6))
+	nv, ne := uint32(g.NumVertices()), uint64(len(g.Targets))
+	waves := make([]*graphsample.Columns, calls)
+	seeds := make([]int64, calls*instances)
+	for i := range seeds {
+		seeds[i] = g.ExternalID(r.Uint32N(nv))
+	}
+	for i := range waves {
+		c := &graphsample.Columns{WithEdges: true}
+		for k := range instances + 1 {
+			c.Offsets = append(c.Offsets, int64(k*per))
+		}
+		for x := range instances * per {
+			c.Hop = append(c.Hop, int32(min(x%per, 25)/25))
+			c.Src = append(c.Src, r.Uint32N(nv))
+			c.Dst = append(c.Dst, r.Uint32N(nv))
+			c.Edge = append(c.Edge, r.Uint64N(ne))
+		}
+		waves[i] = c
+	}
+	write := func(weight, scribble bool) *output.Manifest {
+		t.Helper()
+		b, _ := fileBucket(t)
+		w, err := NewBatchWriter(ctx, b, "walks", sampleMeta("reuse", sampleParams, calls*instances, weight), g, WithEncoders(3), WithFileBytes(256<<10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols := &graphsample.Columns{WithEdges: true}
+		for i, c := range waves {
+			cols.Offsets = append(cols.Offsets[:0], c.Offsets...)
+			cols.Hop, cols.Src = append(cols.Hop[:0], c.Hop...), append(cols.Src[:0], c.Src...)
+			cols.Dst, cols.Edge = append(cols.Dst[:0], c.Dst...), append(cols.Edge[:0], c.Edge...)
+			if err := w.WriteSampleColumns(ctx, int64(i*instances), seeds[i*instances:(i+1)*instances], cols); err != nil {
+				t.Fatal(err)
+			}
+			if scribble {
+				for x := range cols.Hop {
+					cols.Hop[x], cols.Src[x], cols.Dst[x], cols.Edge[x] = 0, 0, 0, 0
+				}
+			}
+		}
+		m, err := w.Commit(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	for _, weight := range []bool{false, true} {
+		want, got := write(weight, false), write(weight, true)
+		if !reflect.DeepEqual(partSums(got), partSums(want)) {
+			t.Errorf("weight %v: parts %v of columns overwritten after each call, want %v", weight, partSums(got), partSums(want))
+		}
+	}
+}
