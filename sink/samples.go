@@ -14,7 +14,6 @@ import (
 	"io"
 	"sort"
 	"sync"
-	"unsafe"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
@@ -149,12 +148,6 @@ type sample struct {
 // sampleGroup is one row group of edges, being filled or encoded.
 type sampleGroup struct {
 	rows pages.SampleRows
-	// own are the group's column buffers. A group that a call's columns
-	// fill whole encodes them where they lie instead (rows then holds
-	// slices of the caller's columns, and the call waits for its
-	// encoding before it returns); own is what the group is refilled
-	// into next.
-	own  pages.SampleRows
 	frag []byte
 	sums []pages.SectionSum
 	err  error
@@ -264,15 +257,6 @@ func (w *BatchWriter) WriteSampleColumns(ctx context.Context, first int64, seeds
 	// whose buffers the next window reuses.
 	window := int64(w.cfg.encoders+1) * sampleRowGroupRows
 	off := c.Offsets
-	// Groups that encode c's columns where they lie (stageSamples) are
-	// waited for before the call returns, whatever it returns: c is the
-	// caller's again then.
-	var inPlace []chan struct{} // their done channels (a group may be reused meanwhile)
-	defer func() {
-		for _, done := range inPlace {
-			<-done
-		}
-	}()
 	for k0 := 0; k0 < n; {
 		// The window's instances: at least one, then as many as fit.
 		k1 := k0 + 1
@@ -284,12 +268,7 @@ func (w *BatchWriter) WriteSampleColumns(ctx context.Context, first int64, seeds
 			return w.fail(err)
 		}
 		for _, g := range full {
-			in := g.inPlace()
-			err := w.submitSampleGroup(ctx, g)
-			if in {
-				inPlace = append(inPlace, g.done)
-			}
-			if err != nil {
+			if err := w.submitSampleGroup(ctx, g); err != nil {
 				return w.fail(err)
 			}
 		}
@@ -320,23 +299,16 @@ func (w *BatchWriter) newSampleGroup() *sampleGroup {
 	select {
 	case g := <-w.samples.freed:
 		g.rows.Reset()
-		g.rows.Hop, g.rows.Src, g.rows.Dst, g.rows.Edge = g.own.Hop[:0], g.own.Src[:0], g.own.Dst[:0], g.own.Edge[:0]
 		g.err, g.done = nil, nil
 		return g
 	default:
 	}
-	g := &sampleGroup{own: pages.SampleRows{Hop: make([]int32, 0, sampleRowGroupRows),
+	g := &sampleGroup{rows: pages.SampleRows{Hop: make([]int32, 0, sampleRowGroupRows),
 		Src: make([]uint32, 0, sampleRowGroupRows), Dst: make([]uint32, 0, sampleRowGroupRows)}}
 	if w.meta.SampleEdgeWeight {
-		g.own.Edge = make([]uint64, 0, sampleRowGroupRows)
+		g.rows.Edge = make([]uint64, 0, sampleRowGroupRows)
 	}
-	g.rows.Hop, g.rows.Src, g.rows.Dst, g.rows.Edge = g.own.Hop, g.own.Src, g.own.Dst, g.own.Edge
 	return g
-}
-
-// inPlace says whether g's rows are a caller's columns (not its own).
-func (g *sampleGroup) inPlace() bool {
-	return len(g.rows.Hop) > 0 && unsafe.SliceData(g.rows.Hop) != unsafe.SliceData(g.own.Hop)
 }
 
 // sampleRowsSerial is the most edges a window copies on the caller's
@@ -352,9 +324,8 @@ func (w *BatchWriter) stageSamples(first int64, seeds []int64, c *graphsample.Co
 	s := w.samples
 	off := c.Offsets
 	type piece struct {
-		g       *sampleGroup
-		x0, x1  int64
-		inPlace bool // the piece is its group, encoded from c's columns
+		g      *sampleGroup
+		x0, x1 int64
 	}
 	var pieces []piece
 	var full []*sampleGroup
@@ -367,10 +338,7 @@ func (w *BatchWriter) stageSamples(first int64, seeds []int64, c *graphsample.Co
 			g, have = w.newSampleGroup(), 0
 		}
 		m := min(end-x, sampleRowGroupRows-have)
-		// A group that c fills whole is encoded from c's columns, not
-		// copied (the copy was a seventh of BenchmarkWriteSamples' CPU);
-		// the call waits for it (WriteSampleColumns).
-		pieces = append(pieces, piece{g, x, x + m, have == 0 && m == sampleRowGroupRows})
+		pieces = append(pieces, piece{g, x, x + m})
 		x, have = x+m, have+m
 		if have == sampleRowGroupRows {
 			full = append(full, g)
@@ -383,7 +351,7 @@ func (w *BatchWriter) stageSamples(first int64, seeds []int64, c *graphsample.Co
 	}
 	if len(pieces) <= 1 || off[k1]-off[k0] <= sampleRowsSerial {
 		for _, pc := range pieces {
-			if err := w.copySamples(&pc.g.rows, first, seeds, c, k0, k1, pc.x0, pc.x1, pc.inPlace); err != nil {
+			if err := w.copySamples(&pc.g.rows, first, seeds, c, k0, k1, pc.x0, pc.x1); err != nil {
 				return nil, err
 			}
 		}
@@ -394,7 +362,7 @@ func (w *BatchWriter) stageSamples(first int64, seeds []int64, c *graphsample.Co
 	errs := make([]error, len(pieces))
 	var wg sync.WaitGroup
 	for i, pc := range pieces {
-		wg.Go(func() { errs[i] = w.copySamples(&pc.g.rows, first, seeds, c, k0, k1, pc.x0, pc.x1, pc.inPlace) })
+		wg.Go(func() { errs[i] = w.copySamples(&pc.g.rows, first, seeds, c, k0, k1, pc.x0, pc.x1) })
 	}
 	wg.Wait()
 	return full, firstError(errs)
@@ -417,9 +385,8 @@ func (w *BatchWriter) checkSeeds(seeds []int64) error {
 
 // copySamples appends rows x0 .. x1-1 of c, edges of instances among k0 ..
 // k1-1, to r, and checks their vertices (and edges, for weights) against
-// the graph. The rows start an instance unless r is empty. inPlace (r
-// empty) makes r's columns c's own rows instead of copies.
-func (w *BatchWriter) copySamples(r *pages.SampleRows, first int64, seeds []int64, c *graphsample.Columns, k0, k1 int, x0, x1 int64, inPlace bool) error {
+// the graph. The rows start an instance unless r is empty.
+func (w *BatchWriter) copySamples(r *pages.SampleRows, first int64, seeds []int64, c *graphsample.Columns, k0, k1 int, x0, x1 int64) error {
 	off := c.Offsets
 	base := int64(r.Rows()) - x0
 	k := k0 + sort.Search(k1-k0, func(j int) bool { return off[k0+j+1] > x0 })
@@ -430,16 +397,9 @@ func (w *BatchWriter) copySamples(r *pages.SampleRows, first int64, seeds []int6
 			r.Seeds = append(r.Seeds, seeds[k])
 		}
 	}
-	if inPlace {
-		r.Hop, r.Src, r.Dst = c.Hop[x0:x1:x1], c.Src[x0:x1:x1], c.Dst[x0:x1:x1]
-		if w.meta.SampleEdgeWeight {
-			r.Edge = c.Edge[x0:x1:x1]
-		}
-	} else {
-		r.Hop = append(r.Hop, c.Hop[x0:x1]...)
-		r.Src = append(r.Src, c.Src[x0:x1]...)
-		r.Dst = append(r.Dst, c.Dst[x0:x1]...)
-	}
+	r.Hop = append(r.Hop, c.Hop[x0:x1]...)
+	r.Src = append(r.Src, c.Src[x0:x1]...)
+	r.Dst = append(r.Dst, c.Dst[x0:x1]...)
 	hi := max(pages.MaxUint32(c.Src[x0:x1]), pages.MaxUint32(c.Dst[x0:x1]))
 	if hi >= uint32(w.g.NumVertices()) {
 		for x := x0; x < x1; x++ {
@@ -449,9 +409,7 @@ func (w *BatchWriter) copySamples(r *pages.SampleRows, first int64, seeds []int6
 		}
 	}
 	if w.meta.SampleEdgeWeight {
-		if !inPlace {
-			r.Edge = append(r.Edge, c.Edge[x0:x1]...)
-		}
+		r.Edge = append(r.Edge, c.Edge[x0:x1]...)
 		ne := uint64(len(w.g.Targets))
 		var top uint64
 		for _, e := range c.Edge[x0:x1] {
@@ -574,8 +532,6 @@ func (w *BatchWriter) handSampleGroup(g *sampleGroup) error {
 	f := sample{frag: g.frag, sums: g.sums, base: s.written, rows: rows}
 	s.written += rows
 	g.frag, g.sums = nil, nil
-	// Not a caller's columns any more, if it encoded them in place.
-	g.rows.Hop, g.rows.Src, g.rows.Dst, g.rows.Edge = g.own.Hop[:0], g.own.Src[:0], g.own.Dst[:0], g.own.Edge[:0]
 	select {
 	case s.freed <- g:
 	default: // left to the collector

@@ -398,12 +398,11 @@ func TestSamplesAbortMidway(t *testing.T) {
 	}
 }
 
-// WriteSampleColumns reads the caller's columns during the call only,
-// also where whole row groups of them are encoded where they lie: columns
-// overwritten as soon as each call returns give the bytes of columns
-// left alone. Calls of several row groups each, so that groups are
-// encoded in place, with and without edge weights (run it under -race
-// too).
+// WriteSampleColumns reads the caller's columns during the call only:
+// columns overwritten as soon as each call returns give the bytes of
+// columns left alone (a writer that encoded whole row groups from the
+// caller's columns after returning would fail it). Calls of several row
+// groups each, with and without edge weights (run it under -race too).
 func TestSampleColumnsReusedAfterTheCall(t *testing.T) {
 	ctx := context.Background()
 	g := weightedTestGraph(t)
