@@ -211,7 +211,7 @@ func (c *compactor) vertex(nv int, ov uint32) {
 				x.l = dv.Labels[i]
 			}
 			if b.Times != nil {
-				x.t = vs.ext.times[i]
+				x.t = vs.times().times[i]
 			}
 			adj = append(adj, x)
 		}

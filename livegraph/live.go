@@ -57,16 +57,40 @@ type mid struct {
 }
 
 // vstate is one vertex's delta: what walkers read (view, with the appended
-// edges' labels) and what only compaction and the window need (their
-// times). A published
-// vstate never changes; the applier copies it (the struct: the slices are
-// append-only and shared) on its first write in a new epoch.
+// edges' labels), 96 bytes, one allocation of Go's 96-byte size class. A
+// published vstate never changes; the applier copies it (the struct: the
+// slices are append-only and shared) on its first write in a new epoch,
+// which its leaf's dirty bit tells (writableTo): the bit is set when the
+// vstate is made or copied in the leaf's epoch, and a leaf copied for a
+// new epoch starts with none, so the state needs no epoch of its own.
+//
+// On a graph with edge times a vertex's state is a tvstate, whose first
+// field is the vstate: what only compaction and the window need (the
+// times) sits behind the view in the same allocation, and a graph without
+// times pays nothing for it (an epoch and a pointer to it took 16 bytes of
+// every vertex's state, 112 bytes then: docs/benchmarks/live-graph.md,
+// "Memory per delta edge").
 type vstate struct {
-	epoch uint64
-	view  walk.DeltaVertex
-	// ext holds the appended edges' times on a graph that has them;
-	// copied with the vstate, as its slice headers change.
-	ext *extra
+	view walk.DeltaVertex
+}
+
+// tvstate is a vertex's state on a graph with edge times.
+type tvstate struct {
+	vstate
+	ext extra
+}
+
+// times returns the extra of vs, a state of a graph with edge times
+// (timed): vs is then the first field of a tvstate.
+func (vs *vstate) times() *extra { return &(*tvstate)(unsafe.Pointer(vs)).ext }
+
+// stateBytes is the memory of one vertex's state on a graph with edge
+// times or without.
+func stateBytes(timed bool) int64 {
+	if timed {
+		return int64(unsafe.Sizeof(tvstate{}))
+	}
+	return int64(unsafe.Sizeof(vstate{}))
 }
 
 type extra struct {
@@ -501,7 +525,7 @@ func (l *Live) touch(ups []Update) {
 	for i := range ups {
 		if v, ok := l.lookup(ups[i].Src); ok {
 			if vs := l.peek(v); vs != nil {
-				sum += vs.epoch
+				sum += uint64(vs.view.Live)
 			}
 		}
 	}
@@ -651,14 +675,12 @@ func (l *Live) writableTo(st *Stats, v uint32) *vstate {
 		lf, m.leaves[li] = nl, nl
 	}
 	vs := lf.v[vi]
+	mine := lf.dirty>>vi&1 != 0 // made or copied in this epoch
 	lf.dirty |= 1 << vi
 	m.dirty[li/64] |= 1 << (li % 64)
 	switch {
 	case vs == nil:
-		vs = &vstate{epoch: l.epoch}
-		if l.timed {
-			vs.ext = new(extra)
-		}
+		vs = l.newState()
 		if v < l.baseV {
 			a, b := l.base.Offsets[v], l.base.Offsets[v+1]
 			vs.view.Live = int(b - a)
@@ -671,20 +693,29 @@ func (l *Live) writableTo(st *Stats, v uint32) *vstate {
 			}
 		}
 		st.Vertices++
-		st.Bytes += int64(unsafe.Sizeof(vstate{}))
-	case vs.epoch != l.epoch:
-		c := *vs
-		c.epoch = l.epoch
-		if c.ext != nil {
-			x := *c.ext
-			c.ext = &x
+		st.Bytes += stateBytes(l.timed)
+	case !mine:
+		if l.timed {
+			c := *(*tvstate)(unsafe.Pointer(vs))
+			vs = &c.vstate
+		} else {
+			c := *vs
+			vs = &c
 		}
-		vs = &c
 	default:
 		return vs
 	}
 	lf.v[vi] = vs
 	return vs
+}
+
+// newState allocates an empty vertex state, a tvstate on a graph with
+// edge times.
+func (l *Live) newState() *vstate {
+	if l.timed {
+		return &new(tvstate).vstate
+	}
+	return new(vstate)
 }
 
 func (l *Live) insert(u *Update) {
@@ -694,7 +725,7 @@ func (l *Live) insert(u *Update) {
 	s, d := l.vertex(u.Src), l.vertex(u.Dst)
 	vs := l.insertAt(&l.stats, u, s, d)
 	if l.win != nil {
-		l.appended(s, vs.ext, u.Time)
+		l.appended(s, vs.times(), u.Time)
 	}
 }
 
@@ -716,7 +747,8 @@ func (l *Live) insertAt(st *Stats, u *Update, s, d uint32) *vstate {
 		per++
 	}
 	if l.timed {
-		vs.ext.times = append(vs.ext.times, u.Time)
+		x := vs.times()
+		x.times = append(x.times, u.Time)
 		per += 8
 	}
 	st.Bytes += int64(cap(dv.Edges)-oldCap) * per
@@ -866,10 +898,10 @@ func (s *Snapshot) Vertex(v uint32) *walk.DeltaVertex {
 // edges, nil when v has no delta or the graph no times.
 func (s *Snapshot) DeltaTimes(v uint32) []int64 {
 	vs := findState(s.top, v)
-	if vs == nil || vs.ext == nil {
+	if vs == nil || !s.base.Timed() {
 		return nil
 	}
-	return vs.ext.times
+	return vs.times().times
 }
 
 // DeltaIndex implements walk.DeltaIndexer: the vertices with a delta as a

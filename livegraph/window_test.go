@@ -153,8 +153,8 @@ func deltaInvariants(s *Snapshot) error {
 				return fmt.Errorf("vertex %d: tombstones %v over %d appended edges", v, dv.Dead, len(dv.Edges))
 			}
 		}
-		if vs.ext != nil && len(vs.ext.times) != len(dv.Edges) {
-			return fmt.Errorf("vertex %d: %d times for %d appended edges", v, len(vs.ext.times), len(dv.Edges))
+		if s.base.Timed() && len(vs.times().times) != len(dv.Edges) {
+			return fmt.Errorf("vertex %d: %d times for %d appended edges", v, len(vs.times().times), len(dv.Edges))
 		}
 		// MetaPath's overlay step reads Labels[i] as Edges[i]'s label.
 		if s.base.Labelled() && len(dv.Labels) != len(dv.Edges) || !s.base.Labelled() && dv.Labels != nil {

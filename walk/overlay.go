@@ -116,11 +116,10 @@ type DeltaIndexer interface {
 // vertices with a delta; docs/benchmarks/live-graph.md).
 type DeltaIndex struct {
 	words []indexWord
-	// The base level, by rank among the words' base marks.
-	dvs   []*DeltaVertex
+	// The base level, by rank among the words' base marks; each head
+	// points to its DeltaVertex (At).
 	heads []DeltaHead
 	// The patch, by rank among the patch marks.
-	pdvs   []*DeltaVertex
 	pheads []DeltaHead
 	// n counts the vertices with a delta.
 	n int
@@ -153,7 +152,11 @@ type indexWord struct {
 // DeltaHead is what the first draw of a step from a vertex with a delta
 // reads of its DeltaVertex, in 48 bytes (a DeltaVertex is 96, behind a
 // pointer): a walker keeps these for all vertices with a delta in one flat
-// array, in cache where the DeltaVertex structs are scattered.
+// array, in cache where the DeltaVertex structs are scattered. It is also
+// the index's only record of the vertex: DV is the DeltaVertex itself (a
+// separate array of pointers to them took 8 more bytes a vertex), and the
+// tombstones are read through it, on the rare step whose target DeadBits
+// names.
 type DeltaHead struct {
 	// First is the first appended edge (nil when there are none), N
 	// their count: the DeltaVertex's Edges.
@@ -161,16 +164,16 @@ type DeltaHead struct {
 	N          uint32
 	MaxWeight  float32
 	BaseWeight float64
-	// Dead is the first tombstone (nil when there are none), NDead their
-	// count: the DeltaVertex's Dead.
-	Dead  *Tombstone
-	NDead uint32
+	// DV is the vertex's delta (DeltaIndex.At); its Dead are the
+	// tombstones, NDead their count.
+	DV *DeltaVertex
 	// DeadBits has bit DeadBit(t) set for every tombstone's target t (0
 	// when there are none): a step checks it before it searches the
-	// tombstones, which sit in an array of their own, a cache miss away.
+	// tombstones, which sit in an array of their own, two loads away.
 	// With a tombstone or two a vertex, a base edge's check reads the
 	// array once in 32 to 64 steps instead of at every one.
 	DeadBits uint64
+	NDead    uint32
 	// Live: the vertex has a live edge.
 	Live bool
 }
@@ -190,7 +193,7 @@ func (h *DeltaHead) BaseDead(t uint32) bool {
 	if !h.MayBeDead(t) {
 		return false
 	}
-	_, ok := findTombstone(unsafe.Slice(h.Dead, h.NDead), t)
+	_, ok := findTombstone(h.DV.Dead, t)
 	return ok
 }
 
@@ -199,7 +202,7 @@ func (h *DeltaHead) DeltaDead(i, t uint32) bool {
 	if !h.MayBeDead(t) {
 		return false
 	}
-	ts, ok := findTombstone(unsafe.Slice(h.Dead, h.NDead), t)
+	ts, ok := findTombstone(h.DV.Dead, t)
 	return ok && i < ts.Upto
 }
 
@@ -229,7 +232,6 @@ func NewDeltaIndex(n int, deltas iter.Seq2[uint32, *DeltaVertex]) *DeltaIndex {
 			continue
 		}
 		x.words[v>>6].base |= 1 << (v & 63)
-		x.dvs = append(x.dvs, dv)
 		x.heads = append(x.heads, NewDeltaHead(dv))
 	}
 	var r uint32
@@ -237,7 +239,7 @@ func NewDeltaIndex(n int, deltas iter.Seq2[uint32, *DeltaVertex]) *DeltaIndex {
 		x.words[i].baseRank = r
 		r += uint32(bits.OnesCount64(x.words[i].base))
 	}
-	x.n = len(x.dvs)
+	x.n = len(x.heads)
 	return x.addrs()
 }
 
@@ -262,7 +264,6 @@ func NewDeltaIndexSpans(n, span int, count func(i int) int, deltas func(i int, y
 	for i := range spans {
 		counts[i+1] += counts[i]
 	}
-	x.dvs = make([]*DeltaVertex, counts[spans])
 	x.heads = make([]DeltaHead, counts[spans])
 	x.n = counts[spans]
 	ParallelSpans(spans, func(i int) {
@@ -276,7 +277,7 @@ func NewDeltaIndexSpans(n, span int, count func(i int) int, deltas func(i int, y
 				panic(fmt.Sprintf("walk: delta index span %d lists more than the %d deltas it counted", i, end-counts[i]))
 			}
 			x.words[v>>6].base |= 1 << (v & 63)
-			x.dvs[k], x.heads[k] = dv, NewDeltaHead(dv)
+			x.heads[k] = NewDeltaHead(dv)
 			k++
 		}
 		if k != end {
@@ -310,7 +311,7 @@ const updateChunk = 1024
 // patch holds the changed vertices since the last Fold.
 func (x *DeltaIndex) Update(n int, changes []DeltaChange) *DeltaIndex {
 	words := max((n+63)/64, len(x.words))
-	y := &DeltaIndex{words: make([]indexWord, words), dvs: x.dvs, heads: x.heads, n: x.n}
+	y := &DeltaIndex{words: make([]indexWord, words), heads: x.heads, n: x.n}
 	copy(y.words, x.words)
 	for i := len(x.words); i < words; i++ {
 		y.words[i].baseRank = uint32(len(x.heads))
@@ -331,7 +332,6 @@ func (x *DeltaIndex) Update(n int, changes []DeltaChange) *DeltaIndex {
 		y.words[i].patchRank = r
 		r += uint32(bits.OnesCount64(y.words[i].patch))
 	}
-	y.pdvs = make([]*DeltaVertex, r)
 	y.pheads = make([]DeltaHead, r)
 	// Chunks of words fill their parts of the patch at once: a chunk's
 	// old entries start at its first word's old rank, its changes where
@@ -359,10 +359,10 @@ func (x *DeltaIndex) Update(n int, changes []DeltaChange) *DeltaIndex {
 				b := uint(bits.TrailingZeros64(p))
 				v := uint32(w*64) + uint32(b)
 				if ci < len(changes) && changes[ci].V == v {
-					y.pdvs[k], y.pheads[k] = changes[ci].D, NewDeltaHead(changes[ci].D)
+					y.pheads[k] = NewDeltaHead(changes[ci].D)
 					ci++
 				} else {
-					y.pdvs[k], y.pheads[k] = x.pdvs[oc], x.pheads[oc]
+					y.pheads[k] = x.pheads[oc]
 				}
 				if old>>b&1 != 0 {
 					oc++
@@ -384,7 +384,6 @@ func (x *DeltaIndex) Fold() *DeltaIndex {
 		y.words[i] = indexWord{base: wd.base | wd.patch, baseRank: r}
 		r += uint32(bits.OnesCount64(wd.base | wd.patch))
 	}
-	y.dvs = make([]*DeltaVertex, r)
 	y.heads = make([]DeltaHead, r)
 	ParallelSpans((len(x.words)+updateChunk-1)/updateChunk, func(c int) {
 		w0, w1 := c*updateChunk, min(len(x.words), (c+1)*updateChunk)
@@ -394,7 +393,6 @@ func (x *DeltaIndex) Fold() *DeltaIndex {
 			if wd.patch == 0 {
 				// The run of base entries as it is.
 				c := bits.OnesCount64(wd.base)
-				copy(y.dvs[k:k+c], x.dvs[bc:bc+c])
 				copy(y.heads[k:k+c], x.heads[bc:bc+c])
 				bc, k = bc+c, k+c
 				continue
@@ -403,13 +401,13 @@ func (x *DeltaIndex) Fold() *DeltaIndex {
 				b := uint(bits.TrailingZeros64(u))
 				switch {
 				case wd.patch>>b&1 != 0:
-					y.dvs[k], y.heads[k] = x.pdvs[pc], x.pheads[pc]
+					y.heads[k] = x.pheads[pc]
 					pc++
 					if wd.base>>b&1 != 0 {
 						bc++
 					}
 				default:
-					y.dvs[k], y.heads[k] = x.dvs[bc], x.heads[bc]
+					y.heads[k] = x.heads[bc]
 					bc++
 				}
 				k++
@@ -421,7 +419,7 @@ func (x *DeltaIndex) Fold() *DeltaIndex {
 
 // Pending counts the vertices in the patch: what Update copies and Fold
 // would merge.
-func (x *DeltaIndex) Pending() int { return len(x.pdvs) }
+func (x *DeltaIndex) Pending() int { return len(x.pheads) }
 
 // Flat returns x with no patch (x itself when it has none, else Fold's
 // index): its positions are 0..Len()-1 in vertex order, for a copy of the
@@ -488,12 +486,9 @@ func ParallelSpans(n int, f func(i int)) {
 // up to date as updates are applied recomputes the heads of the vertices
 // an update changed, and no other). O(len(dv.Dead)).
 func NewDeltaHead(dv *DeltaVertex) DeltaHead {
-	h := DeltaHead{N: uint32(len(dv.Edges)), MaxWeight: dv.MaxWeight, BaseWeight: dv.BaseWeight, NDead: uint32(len(dv.Dead)), Live: dv.Live > 0}
+	h := DeltaHead{N: uint32(len(dv.Edges)), MaxWeight: dv.MaxWeight, BaseWeight: dv.BaseWeight, DV: dv, NDead: uint32(len(dv.Dead)), Live: dv.Live > 0}
 	if len(dv.Edges) > 0 {
 		h.First = &dv.Edges[0]
-	}
-	if len(dv.Dead) > 0 {
-		h.Dead = &dv.Dead[0]
 	}
 	for _, ts := range dv.Dead {
 		h.DeadBits |= DeadBit(ts.Target)
@@ -610,18 +605,12 @@ func (x *DeltaIndex) WordAddr(v uint32) uintptr {
 
 // AtAddr is the address of the pointer At(k) reads, for a prefetch.
 func (x *DeltaIndex) AtAddr(k int) uintptr {
-	if k < len(x.dvs) {
-		return uintptr(unsafe.Pointer(&x.dvs[k]))
-	}
-	return uintptr(unsafe.Pointer(&x.pdvs[k-len(x.dvs)]))
+	return uintptr(unsafe.Pointer(&x.Head(k).DV))
 }
 
 // At is the delta at position k (Rank).
 func (x *DeltaIndex) At(k int) *DeltaVertex {
-	if k < len(x.dvs) {
-		return x.dvs[k]
-	}
-	return x.pdvs[k-len(x.dvs)]
+	return x.Head(k).DV
 }
 
 // Head is the head of the delta at position k (Rank).
@@ -633,10 +622,9 @@ func (x *DeltaIndex) Head(k int) *DeltaHead {
 }
 
 // Bytes is the index's memory: the bitmap and ranks, and per vertex with a
-// delta its DeltaVertex pointer and DeltaHead.
+// delta its DeltaHead.
 func (x *DeltaIndex) Bytes() int64 {
 	return int64(len(x.words))*int64(unsafe.Sizeof(indexWord{})) +
-		int64(len(x.dvs)+len(x.pdvs))*int64(unsafe.Sizeof((*DeltaVertex)(nil))) +
 		int64(len(x.heads)+len(x.pheads))*int64(unsafe.Sizeof(DeltaHead{}))
 }
 
