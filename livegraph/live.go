@@ -57,7 +57,7 @@ type mid struct {
 }
 
 // vstate is one vertex's delta: what walkers read (view, with the appended
-// edges' labels), 96 bytes, one allocation of Go's 96-byte size class. A
+// edges' labels), 80 bytes, one allocation of Go's 80-byte size class. A
 // published vstate never changes; the applier copies it (the struct: the
 // slices are append-only and shared) on its first write in a new epoch,
 // which its leaf's dirty bit tells (writableTo): the bit is set when the
@@ -68,8 +68,8 @@ type mid struct {
 // field is the vstate: what only compaction and the window need (the
 // times) sits behind the view in the same allocation, and a graph without
 // times pays nothing for it (an epoch and a pointer to it took 16 bytes of
-// every vertex's state, 112 bytes then: docs/benchmarks/live-graph.md,
-// "Memory per delta edge").
+// every vertex's state, 112 bytes then, with the labels' slice header
+// in the view: docs/benchmarks/live-graph.md, "Memory per delta edge").
 type vstate struct {
 	view walk.DeltaVertex
 }
@@ -738,12 +738,20 @@ func (l *Live) insertAt(st *Stats, u *Update, s, d uint32) *vstate {
 	if u.Has&HasWeight != 0 {
 		w = u.Weight
 	}
-	oldCap := cap(dv.Edges)
+	oldCap, n := cap(dv.Edges), len(dv.Edges)
+	var lab []uint8
+	if l.labelled {
+		lab = labelsFull(dv)
+	}
 	dv.Edges = append(dv.Edges, walk.DeltaEdge{Target: d, Weight: w})
 	dv.MaxWeight = max(dv.MaxWeight, w)
 	per := int64(unsafe.Sizeof(walk.DeltaEdge{}))
 	if l.labelled {
-		dv.Labels = append(dv.Labels, u.Label)
+		if cap(dv.Edges) != oldCap {
+			lab = growLabels(lab[:n], cap(dv.Edges))
+		}
+		lab[n] = u.Label
+		dv.SetLabels(lab)
 		per++
 	}
 	if l.timed {
@@ -756,6 +764,40 @@ func (l *Live) insertAt(st *Stats, u *Update, s, d uint32) *vstate {
 	st.Inserted++
 	st.DeltaEdges++
 	return vs
+}
+
+// labelsFull returns dv's labels to the capacity of its appended edges'
+// array (on a labelled graph; nil on one without): the labels' array
+// always holds as many (setLabels), so that an append to the edges in
+// place writes its label in place too, beyond every published state's
+// length as the edge is.
+func labelsFull(dv *walk.DeltaVertex) []uint8 {
+	lab := dv.Labels()
+	if lab == nil {
+		return nil
+	}
+	return unsafe.Slice(unsafe.SliceData(lab), cap(dv.Edges))
+}
+
+// growLabels returns lab in an array of capacity n (n >= len(lab)), with
+// lab's labels first.
+func growLabels(lab []uint8, n int) []uint8 {
+	out := make([]uint8, n)
+	copy(out, lab)
+	return out
+}
+
+// setLabels sets dv's labels (dv.Edges set first) to lab, moved to an
+// array of cap(dv.Edges) when lab's is smaller (labelsFull); nil for none.
+func setLabels(dv *walk.DeltaVertex, lab []uint8) {
+	if lab == nil {
+		dv.SetLabels(nil)
+		return
+	}
+	if cap(lab) < cap(dv.Edges) {
+		lab = growLabels(lab, cap(dv.Edges))
+	}
+	dv.SetLabels(lab[:cap(lab)])
 }
 
 func (l *Live) delete(u *Update) {
@@ -776,7 +818,7 @@ func (l *Live) deleteAt(st *Stats, s, d uint32) {
 	var dead []walk.Tombstone
 	var delta []walk.DeltaEdge
 	if old != nil {
-		dead, delta = old.view.Dead, old.view.Edges
+		dead, delta = old.view.Dead(), old.view.Edges
 	}
 	killed := 0
 	i, had := slices.BinarySearchFunc(dead, d, cmpTomb)
@@ -812,7 +854,7 @@ func (l *Live) deleteAt(st *Stats, s, d uint32) {
 		st.Tombstones++
 		st.Bytes += int64(unsafe.Sizeof(ts))
 	}
-	vs.view.Dead = nd
+	vs.view.SetDead(nd)
 	vs.view.Live -= killed
 }
 

@@ -342,7 +342,11 @@ func (l *Live) evictVertex(v uint32) {
 func (l *Live) dropPrefix(v uint32, k int) {
 	vs := l.writable(v)
 	dv := &vs.view
-	old, oldLabels, oldDead, x := dv.Edges, dv.Labels, dv.Dead, vs.times()
+	// The labels to the edges' capacity: a kept suffix keeps it.
+	old, oldLabels, oldDead, x := dv.Edges, labelsFull(dv), dv.Dead(), vs.times()
+	if oldLabels != nil {
+		oldLabels = oldLabels[:len(old)]
+	}
 	// The prefix's live edges: those not below a tombstone's Upto, which
 	// only the few tombstones of deletes since the last rewrite have.
 	live := k
@@ -392,7 +396,9 @@ func (l *Live) dropPrefix(v uint32, k int) {
 			labels = oldLabels[k:]
 		}
 	}
-	dv.Edges, dv.Labels, dv.Dead = edges, labels, dead
+	dv.Edges = edges
+	dv.SetDead(dead)
+	setLabels(dv, labels)
 	*vs.times() = *nx
 	// MaxWeight stays: an envelope above every weight keeps the delta
 	// side's accept draw exact, and recomputing it would read the array.
@@ -429,7 +435,7 @@ func (l *Live) rewrite(v uint32, fresh []uint32, next int64) int64 {
 	deg := int(e - a)
 	vs := l.writable(v)
 	dv := &vs.view
-	oldEdges, oldLabels, oldDead := dv.Edges, dv.Labels, dv.Dead
+	oldEdges, oldLabels, oldDead := dv.Edges, dv.Labels(), dv.Dead()
 	oldX := *vs.times()
 	var edges []walk.DeltaEdge
 	var labels []uint8
@@ -503,7 +509,9 @@ func (l *Live) rewrite(v uint32, fresh []uint32, next int64) int64 {
 	}
 	slices.SortFunc(dead, func(p, q walk.Tombstone) int { return cmpTomb(p, q.Target) })
 
-	dv.Edges, dv.Labels, dv.Dead = edges, labels, dead
+	dv.Edges = edges
+	dv.SetDead(dead)
+	setLabels(dv, labels)
 	*vs.times() = *x
 	dv.MaxWeight = 0
 	for _, de := range edges {

@@ -66,23 +66,67 @@ type DeltaVertex struct {
 	// target and weight side by side, one cache line for a draw (the
 	// weight is 1 on an unweighted graph).
 	Edges []DeltaEdge
-	// Dead lists the tombstones, sorted by target, one per deleted target:
-	// every base edge to Target is dead, and so is every appended edge to
-	// it with index below Upto (inserted before the delete).
-	Dead []Tombstone
 	// BaseWeight is the weight sum of the base edges, dead ones included
 	// (the edge count on an unweighted graph); MaxWeight is the largest
 	// appended weight. A weighted step picks the delta side with weight
 	// len(Edges) * MaxWeight, the envelope of its accept-by-weight draw.
 	BaseWeight float64
 	MaxWeight  float32
+	// nDead and dead are the tombstones (Dead): a count and a pointer,
+	// not a slice, for a DeltaVertex of 64 bytes.
+	nDead uint32
+	dead  *Tombstone
 	// Live counts the vertex's live edges, base and appended: 0 is a dead end.
 	Live int
-	// Labels are the appended edges' labels, Labels[i] Edges[i]'s, on a
-	// labelled graph (nil on one without labels): MetaPath's overlay step
-	// reads them. Append-only and shared as Edges is. Last, so that the
-	// fields every overlay step reads keep their first 72 bytes.
-	Labels []uint8
+	// labels is the first of the appended edges' labels on a labelled
+	// graph (Labels), nil on one without: a pointer, not a slice, as
+	// their count is len(Edges), so that a DeltaVertex is 80 bytes (a
+	// slice made it 96: a live graph keeps one per vertex with a delta).
+	labels *uint8
+}
+
+// Dead returns the tombstones, sorted by target, one per deleted target:
+// every base edge to Target is dead, and so is every appended edge to it
+// with index below Upto (inserted before the delete). Read-only.
+func (d *DeltaVertex) Dead() []Tombstone {
+	if d.dead == nil {
+		return nil
+	}
+	return unsafe.Slice(d.dead, d.nDead)
+}
+
+// SetDead sets the tombstones (Dead) to ts, which the DeltaVertex then
+// shares and which must not change after.
+func (d *DeltaVertex) SetDead(ts []Tombstone) {
+	d.dead, d.nDead = unsafe.SliceData(ts), uint32(len(ts))
+	if len(ts) == 0 {
+		d.dead = nil
+	}
+}
+
+// Labels returns the appended edges' labels, Labels()[i] Edges[i]'s, on a
+// labelled graph (nil on one without labels): MetaPath's overlay step
+// reads them. Append-only and shared as Edges is.
+func (d *DeltaVertex) Labels() []uint8 {
+	if d.labels == nil {
+		return nil
+	}
+	return unsafe.Slice(d.labels, len(d.Edges))
+}
+
+// SetLabels makes l's first len(Edges) entries the appended edges' labels
+// (Labels), nil for none; l must hold at least len(Edges). The DeltaVertex
+// keeps only l's first element's address: the maker of a delta (package
+// livegraph) that appends to l in place knows its capacity.
+func (d *DeltaVertex) SetLabels(l []uint8) {
+	if l == nil {
+		d.labels = nil
+		return
+	}
+	if len(l) < len(d.Edges) {
+		panic(fmt.Sprintf("walk: %d labels for %d appended edges", len(l), len(d.Edges)))
+	}
+	d.labels = unsafe.SliceData(l)
 }
 
 // DeltaIndexer is implemented by overlays that keep a DeltaIndex of
@@ -193,7 +237,7 @@ func (h *DeltaHead) BaseDead(t uint32) bool {
 	if !h.MayBeDead(t) {
 		return false
 	}
-	_, ok := findTombstone(h.DV.Dead, t)
+	_, ok := findTombstone(h.DV.Dead(), t)
 	return ok
 }
 
@@ -202,7 +246,7 @@ func (h *DeltaHead) DeltaDead(i, t uint32) bool {
 	if !h.MayBeDead(t) {
 		return false
 	}
-	ts, ok := findTombstone(h.DV.Dead, t)
+	ts, ok := findTombstone(h.DV.Dead(), t)
 	return ok && i < ts.Upto
 }
 
@@ -484,13 +528,13 @@ func ParallelSpans(n int, f func(i int)) {
 // NewDeltaHead returns dv's DeltaHead: what a builder of a DeltaIndex
 // stores for a vertex with a delta, derived from dv alone (so an index kept
 // up to date as updates are applied recomputes the heads of the vertices
-// an update changed, and no other). O(len(dv.Dead)).
+// an update changed, and no other). O(len(dv.Dead())).
 func NewDeltaHead(dv *DeltaVertex) DeltaHead {
-	h := DeltaHead{N: uint32(len(dv.Edges)), MaxWeight: dv.MaxWeight, BaseWeight: dv.BaseWeight, DV: dv, NDead: uint32(len(dv.Dead)), Live: dv.Live > 0}
+	h := DeltaHead{N: uint32(len(dv.Edges)), MaxWeight: dv.MaxWeight, BaseWeight: dv.BaseWeight, DV: dv, NDead: dv.nDead, Live: dv.Live > 0}
 	if len(dv.Edges) > 0 {
 		h.First = &dv.Edges[0]
 	}
-	for _, ts := range dv.Dead {
+	for _, ts := range dv.Dead() {
 		h.DeadBits |= DeadBit(ts.Target)
 	}
 	return h
@@ -746,16 +790,17 @@ type Tombstone struct {
 
 // tombstone returns the tombstone for target t, if any.
 func (d *DeltaVertex) tombstone(t uint32) (Tombstone, bool) {
-	i, ok := slices.BinarySearchFunc(d.Dead, t, func(x Tombstone, t uint32) int { return int(int64(x.Target) - int64(t)) })
+	dead := d.Dead()
+	i, ok := slices.BinarySearchFunc(dead, t, func(x Tombstone, t uint32) int { return int(int64(x.Target) - int64(t)) })
 	if !ok {
 		return Tombstone{}, false
 	}
-	return d.Dead[i], true
+	return dead[i], true
 }
 
 // BaseDead reports whether base edges to t are deleted.
 func (d *DeltaVertex) BaseDead(t uint32) bool {
-	if len(d.Dead) == 0 {
+	if d.nDead == 0 {
 		return false
 	}
 	_, ok := d.tombstone(t)
@@ -764,7 +809,7 @@ func (d *DeltaVertex) BaseDead(t uint32) bool {
 
 // DeltaDead reports whether appended edge i is deleted.
 func (d *DeltaVertex) DeltaDead(i int) bool {
-	if len(d.Dead) == 0 {
+	if d.nDead == 0 {
 		return false
 	}
 	ts, ok := d.tombstone(d.Edges[i].Target)
