@@ -57,7 +57,7 @@ type mid struct {
 }
 
 // vstate is one vertex's delta: what walkers read (view, with the appended
-// edges' labels), 80 bytes, one allocation of Go's 80-byte size class. A
+// edges' labels), 64 bytes, one allocation of Go's 64-byte size class. A
 // published vstate never changes; the applier copies it (the struct: the
 // slices are append-only and shared) on its first write in a new epoch,
 // which its leaf's dirty bit tells (writableTo): the bit is set when the
@@ -68,8 +68,8 @@ type mid struct {
 // field is the vstate: what only compaction and the window need (the
 // times) sits behind the view in the same allocation, and a graph without
 // times pays nothing for it (an epoch and a pointer to it took 16 bytes of
-// every vertex's state, 112 bytes then, with the labels' slice header
-// in the view: docs/benchmarks/live-graph.md, "Memory per delta edge").
+// every vertex's state, 112 bytes then with the view's three slice
+// headers: docs/design/live-graph.md, "Memory per vertex with a delta").
 type vstate struct {
 	view walk.DeltaVertex
 }

@@ -74,6 +74,13 @@ func TestMemoryPerDeltaEdge(t *testing.T) {
 	if st.Bytes < held {
 		t.Errorf("Stats.Bytes %d is below the %d bytes the delta's structures hold", st.Bytes, held)
 	}
+	// The records of a vertex with a delta, each a whole Go size class.
+	if n := unsafe.Sizeof(vstate{}); n != 64 {
+		t.Errorf("a vertex state is %d bytes, want 64", n)
+	}
+	if n := unsafe.Sizeof(walk.DeltaHead{}); n != 48 {
+		t.Errorf("a delta head is %d bytes, want 48", n)
+	}
 	index := s.DeltaIndex().Bytes()
 	per := float64(st.Bytes+index) / float64(st.DeltaEdges)
 	t.Logf("%d appended edges over %d vertices (%.2f a vertex), %d tombstones: live state %.1f + index %.1f = %.1f bytes per appended edge",

@@ -58,9 +58,12 @@ type TimedOverlay interface {
 	DeltaTimes(v uint32) []int64
 }
 
-// DeltaVertex is one vertex's delta in a snapshot. Its slices are read-only
-// and may share memory with later snapshots, which only ever append beyond
-// their lengths.
+// DeltaVertex is one vertex's delta in a snapshot, 64 bytes: a live graph
+// keeps one per vertex with a delta, so the tombstones and labels are an
+// address and a count each (Dead, Labels), not slices (24-byte headers,
+// 112 bytes a vertex state with them). Its arrays are read-only and may
+// share memory with later snapshots, which only ever append beyond their
+// lengths.
 type DeltaVertex struct {
 	// Edges are the appended edges, oldest first, dead ones included:
 	// target and weight side by side, one cache line for a draw (the
@@ -72,16 +75,13 @@ type DeltaVertex struct {
 	// len(Edges) * MaxWeight, the envelope of its accept-by-weight draw.
 	BaseWeight float64
 	MaxWeight  float32
-	// nDead and dead are the tombstones (Dead): a count and a pointer,
-	// not a slice, for a DeltaVertex of 64 bytes.
+	// nDead and dead are the tombstones (Dead).
 	nDead uint32
 	dead  *Tombstone
 	// Live counts the vertex's live edges, base and appended: 0 is a dead end.
 	Live int
 	// labels is the first of the appended edges' labels on a labelled
-	// graph (Labels), nil on one without: a pointer, not a slice, as
-	// their count is len(Edges), so that a DeltaVertex is 80 bytes (a
-	// slice made it 96: a live graph keeps one per vertex with a delta).
+	// graph (Labels), nil on one without; their count is len(Edges).
 	labels *uint8
 }
 
@@ -194,7 +194,7 @@ type indexWord struct {
 }
 
 // DeltaHead is what the first draw of a step from a vertex with a delta
-// reads of its DeltaVertex, in 48 bytes (a DeltaVertex is 96, behind a
+// reads of its DeltaVertex, in 48 bytes (a DeltaVertex is 64, behind a
 // pointer): a walker keeps these for all vertices with a delta in one flat
 // array, in cache where the DeltaVertex structs are scattered. It is also
 // the index's only record of the vertex: DV is the DeltaVertex itself (a
