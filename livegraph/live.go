@@ -743,6 +743,11 @@ func (l *Live) insertAt(st *Stats, u *Update, s, d uint32) *vstate {
 	if l.labelled {
 		lab = labelsFull(dv)
 	}
+	if n == oldCap && oldCap < smallEdges {
+		e := make([]walk.DeltaEdge, n, nextEdgesCap(oldCap))
+		copy(e, dv.Edges)
+		dv.Edges = e
+	}
 	dv.Edges = append(dv.Edges, walk.DeltaEdge{Target: d, Weight: w})
 	dv.MaxWeight = max(dv.MaxWeight, w)
 	per := int64(unsafe.Sizeof(walk.DeltaEdge{}))
@@ -764,6 +769,26 @@ func (l *Live) insertAt(st *Stats, u *Update, s, d uint32) *vstate {
 	st.Inserted++
 	st.DeltaEdges++
 	return vs
+}
+
+// smallEdges is the capacity below which a vertex's appended edges grow
+// by nextEdgesCap, not append's doubling: most vertices of a delta hold a
+// few edges (3-4 in a 10% delta), and doubling left a quarter of their
+// arrays spare (10.1 bytes per appended edge of 8 at scale 16, 8.8 with
+// these steps; docs/benchmarks/live-graph.md, "Memory per delta edge,
+// smaller states and heads").
+const smallEdges = 16
+
+// nextEdgesCap is the capacity an array of c < smallEdges appended edges
+// grows to: steps of a half, each a whole Go size class (8, 16, 24, 32,
+// 48, 64, 96, 128 bytes).
+func nextEdgesCap(c int) int {
+	for _, n := range [...]int{1, 2, 3, 4, 6, 8, 12, 16} {
+		if n > c {
+			return n
+		}
+	}
+	return 2 * c
 }
 
 // labelsFull returns dv's labels to the capacity of its appended edges'
