@@ -336,7 +336,7 @@ func layoutVertex(items []deltaItem, pos uint64, h *walk.DeltaHead) deltaHead {
 		pos += uint64(h.N)
 	}
 	if h.NDead > 0 {
-		copy(items[pos:pos+uint64(h.NDead)], unsafe.Slice((*deltaItem)(unsafe.Pointer(unsafe.SliceData(h.DV.Dead()))), h.NDead))
+		copy(items[pos:pos+uint64(h.NDead)], unsafe.Slice((*deltaItem)(unsafe.Pointer(h.Dead)), h.NDead))
 	}
 	return d
 }

@@ -160,10 +160,11 @@ type DeltaIndexer interface {
 // vertices with a delta; docs/benchmarks/live-graph.md).
 type DeltaIndex struct {
 	words []indexWord
-	// The base level, by rank among the words' base marks; each head
-	// points to its DeltaVertex (At).
+	// The base level, by rank among the words' base marks.
+	dvs   []*DeltaVertex
 	heads []DeltaHead
 	// The patch, by rank among the patch marks.
+	pdvs   []*DeltaVertex
 	pheads []DeltaHead
 	// n counts the vertices with a delta.
 	n int
@@ -196,11 +197,9 @@ type indexWord struct {
 // DeltaHead is what the first draw of a step from a vertex with a delta
 // reads of its DeltaVertex, in 48 bytes (a DeltaVertex is 64, behind a
 // pointer): a walker keeps these for all vertices with a delta in one flat
-// array, in cache where the DeltaVertex structs are scattered. It is also
-// the index's only record of the vertex: DV is the DeltaVertex itself (a
-// separate array of pointers to them took 8 more bytes a vertex), and the
-// tombstones are read through it, on the rare step whose target DeadBits
-// names.
+// array, in cache where the DeltaVertex structs are scattered. Live sits
+// after NDead, in the 4 bytes its alignment leaves: after DeadBits it made
+// the head 56 bytes.
 type DeltaHead struct {
 	// First is the first appended edge (nil when there are none), N
 	// their count: the DeltaVertex's Edges.
@@ -208,18 +207,18 @@ type DeltaHead struct {
 	N          uint32
 	MaxWeight  float32
 	BaseWeight float64
-	// DV is the vertex's delta (DeltaIndex.At); its Dead are the
-	// tombstones, NDead their count.
-	DV *DeltaVertex
+	// Dead is the first tombstone (nil when there are none), NDead their
+	// count: the DeltaVertex's Dead.
+	Dead  *Tombstone
+	NDead uint32
+	// Live: the vertex has a live edge.
+	Live bool
 	// DeadBits has bit DeadBit(t) set for every tombstone's target t (0
 	// when there are none): a step checks it before it searches the
-	// tombstones, which sit in an array of their own, two loads away.
+	// tombstones, which sit in an array of their own, a cache miss away.
 	// With a tombstone or two a vertex, a base edge's check reads the
 	// array once in 32 to 64 steps instead of at every one.
 	DeadBits uint64
-	NDead    uint32
-	// Live: the vertex has a live edge.
-	Live bool
 }
 
 // DeadBit is the bit of DeltaHead.DeadBits that tombstones of target t
@@ -237,7 +236,7 @@ func (h *DeltaHead) BaseDead(t uint32) bool {
 	if !h.MayBeDead(t) {
 		return false
 	}
-	_, ok := findTombstone(h.DV.Dead(), t)
+	_, ok := findTombstone(unsafe.Slice(h.Dead, h.NDead), t)
 	return ok
 }
 
@@ -246,7 +245,7 @@ func (h *DeltaHead) DeltaDead(i, t uint32) bool {
 	if !h.MayBeDead(t) {
 		return false
 	}
-	ts, ok := findTombstone(h.DV.Dead(), t)
+	ts, ok := findTombstone(unsafe.Slice(h.Dead, h.NDead), t)
 	return ok && i < ts.Upto
 }
 
@@ -276,6 +275,7 @@ func NewDeltaIndex(n int, deltas iter.Seq2[uint32, *DeltaVertex]) *DeltaIndex {
 			continue
 		}
 		x.words[v>>6].base |= 1 << (v & 63)
+		x.dvs = append(x.dvs, dv)
 		x.heads = append(x.heads, NewDeltaHead(dv))
 	}
 	var r uint32
@@ -283,7 +283,7 @@ func NewDeltaIndex(n int, deltas iter.Seq2[uint32, *DeltaVertex]) *DeltaIndex {
 		x.words[i].baseRank = r
 		r += uint32(bits.OnesCount64(x.words[i].base))
 	}
-	x.n = len(x.heads)
+	x.n = len(x.dvs)
 	return x.addrs()
 }
 
@@ -308,6 +308,7 @@ func NewDeltaIndexSpans(n, span int, count func(i int) int, deltas func(i int, y
 	for i := range spans {
 		counts[i+1] += counts[i]
 	}
+	x.dvs = make([]*DeltaVertex, counts[spans])
 	x.heads = make([]DeltaHead, counts[spans])
 	x.n = counts[spans]
 	ParallelSpans(spans, func(i int) {
@@ -321,7 +322,7 @@ func NewDeltaIndexSpans(n, span int, count func(i int) int, deltas func(i int, y
 				panic(fmt.Sprintf("walk: delta index span %d lists more than the %d deltas it counted", i, end-counts[i]))
 			}
 			x.words[v>>6].base |= 1 << (v & 63)
-			x.heads[k] = NewDeltaHead(dv)
+			x.dvs[k], x.heads[k] = dv, NewDeltaHead(dv)
 			k++
 		}
 		if k != end {
@@ -355,7 +356,7 @@ const updateChunk = 1024
 // patch holds the changed vertices since the last Fold.
 func (x *DeltaIndex) Update(n int, changes []DeltaChange) *DeltaIndex {
 	words := max((n+63)/64, len(x.words))
-	y := &DeltaIndex{words: make([]indexWord, words), heads: x.heads, n: x.n}
+	y := &DeltaIndex{words: make([]indexWord, words), dvs: x.dvs, heads: x.heads, n: x.n}
 	copy(y.words, x.words)
 	for i := len(x.words); i < words; i++ {
 		y.words[i].baseRank = uint32(len(x.heads))
@@ -376,6 +377,7 @@ func (x *DeltaIndex) Update(n int, changes []DeltaChange) *DeltaIndex {
 		y.words[i].patchRank = r
 		r += uint32(bits.OnesCount64(y.words[i].patch))
 	}
+	y.pdvs = make([]*DeltaVertex, r)
 	y.pheads = make([]DeltaHead, r)
 	// Chunks of words fill their parts of the patch at once: a chunk's
 	// old entries start at its first word's old rank, its changes where
@@ -403,10 +405,10 @@ func (x *DeltaIndex) Update(n int, changes []DeltaChange) *DeltaIndex {
 				b := uint(bits.TrailingZeros64(p))
 				v := uint32(w*64) + uint32(b)
 				if ci < len(changes) && changes[ci].V == v {
-					y.pheads[k] = NewDeltaHead(changes[ci].D)
+					y.pdvs[k], y.pheads[k] = changes[ci].D, NewDeltaHead(changes[ci].D)
 					ci++
 				} else {
-					y.pheads[k] = x.pheads[oc]
+					y.pdvs[k], y.pheads[k] = x.pdvs[oc], x.pheads[oc]
 				}
 				if old>>b&1 != 0 {
 					oc++
@@ -428,6 +430,7 @@ func (x *DeltaIndex) Fold() *DeltaIndex {
 		y.words[i] = indexWord{base: wd.base | wd.patch, baseRank: r}
 		r += uint32(bits.OnesCount64(wd.base | wd.patch))
 	}
+	y.dvs = make([]*DeltaVertex, r)
 	y.heads = make([]DeltaHead, r)
 	ParallelSpans((len(x.words)+updateChunk-1)/updateChunk, func(c int) {
 		w0, w1 := c*updateChunk, min(len(x.words), (c+1)*updateChunk)
@@ -437,6 +440,7 @@ func (x *DeltaIndex) Fold() *DeltaIndex {
 			if wd.patch == 0 {
 				// The run of base entries as it is.
 				c := bits.OnesCount64(wd.base)
+				copy(y.dvs[k:k+c], x.dvs[bc:bc+c])
 				copy(y.heads[k:k+c], x.heads[bc:bc+c])
 				bc, k = bc+c, k+c
 				continue
@@ -445,13 +449,13 @@ func (x *DeltaIndex) Fold() *DeltaIndex {
 				b := uint(bits.TrailingZeros64(u))
 				switch {
 				case wd.patch>>b&1 != 0:
-					y.heads[k] = x.pheads[pc]
+					y.dvs[k], y.heads[k] = x.pdvs[pc], x.pheads[pc]
 					pc++
 					if wd.base>>b&1 != 0 {
 						bc++
 					}
 				default:
-					y.heads[k] = x.heads[bc]
+					y.dvs[k], y.heads[k] = x.dvs[bc], x.heads[bc]
 					bc++
 				}
 				k++
@@ -463,7 +467,7 @@ func (x *DeltaIndex) Fold() *DeltaIndex {
 
 // Pending counts the vertices in the patch: what Update copies and Fold
 // would merge.
-func (x *DeltaIndex) Pending() int { return len(x.pheads) }
+func (x *DeltaIndex) Pending() int { return len(x.pdvs) }
 
 // Flat returns x with no patch (x itself when it has none, else Fold's
 // index): its positions are 0..Len()-1 in vertex order, for a copy of the
@@ -530,10 +534,11 @@ func ParallelSpans(n int, f func(i int)) {
 // up to date as updates are applied recomputes the heads of the vertices
 // an update changed, and no other). O(len(dv.Dead())).
 func NewDeltaHead(dv *DeltaVertex) DeltaHead {
-	h := DeltaHead{N: uint32(len(dv.Edges)), MaxWeight: dv.MaxWeight, BaseWeight: dv.BaseWeight, DV: dv, NDead: dv.nDead, Live: dv.Live > 0}
+	h := DeltaHead{N: uint32(len(dv.Edges)), MaxWeight: dv.MaxWeight, BaseWeight: dv.BaseWeight, NDead: dv.nDead, Live: dv.Live > 0}
 	if len(dv.Edges) > 0 {
 		h.First = &dv.Edges[0]
 	}
+	h.Dead = dv.dead
 	for _, ts := range dv.Dead() {
 		h.DeadBits |= DeadBit(ts.Target)
 	}
@@ -649,12 +654,18 @@ func (x *DeltaIndex) WordAddr(v uint32) uintptr {
 
 // AtAddr is the address of the pointer At(k) reads, for a prefetch.
 func (x *DeltaIndex) AtAddr(k int) uintptr {
-	return uintptr(unsafe.Pointer(&x.Head(k).DV))
+	if k < len(x.dvs) {
+		return uintptr(unsafe.Pointer(&x.dvs[k]))
+	}
+	return uintptr(unsafe.Pointer(&x.pdvs[k-len(x.dvs)]))
 }
 
 // At is the delta at position k (Rank).
 func (x *DeltaIndex) At(k int) *DeltaVertex {
-	return x.Head(k).DV
+	if k < len(x.dvs) {
+		return x.dvs[k]
+	}
+	return x.pdvs[k-len(x.dvs)]
 }
 
 // Head is the head of the delta at position k (Rank).
@@ -666,9 +677,10 @@ func (x *DeltaIndex) Head(k int) *DeltaHead {
 }
 
 // Bytes is the index's memory: the bitmap and ranks, and per vertex with a
-// delta its DeltaHead.
+// delta its DeltaVertex pointer and DeltaHead.
 func (x *DeltaIndex) Bytes() int64 {
 	return int64(len(x.words))*int64(unsafe.Sizeof(indexWord{})) +
+		int64(len(x.dvs)+len(x.pdvs))*int64(unsafe.Sizeof((*DeltaVertex)(nil))) +
 		int64(len(x.heads)+len(x.pheads))*int64(unsafe.Sizeof(DeltaHead{}))
 }
 

@@ -42,7 +42,7 @@ func TestDeltaIndexSpansMatches(t *testing.T) {
 		list(i*span, min(n, (i+1)*span), func(uint32, *DeltaVertex) bool { c++; return true })
 		return c
 	}, func(i int, yield func(uint32, *DeltaVertex) bool) { list(i*span, min(n, (i+1)*span), yield) })
-	if !slices.Equal(got.words, want.words) ||
+	if !slices.Equal(got.words, want.words) || !slices.Equal(got.dvs, want.dvs) ||
 		!slices.Equal(got.heads, want.heads) {
 		t.Fatalf("spans: %d deltas, the one-pass build %d; marks, ranks, deltas or heads differ", got.Len(), want.Len())
 	}
@@ -134,7 +134,7 @@ func testDeltaIndexUpdate(t *testing.T, n, steps int) {
 		x = x.Update(n, changes)
 		if step%9 == 8 || steps < 20 && step%4 == 3 {
 			x = x.Fold()
-			if want := build(); !slices.Equal(x.words, want.words) || !slices.Equal(x.heads, want.heads) || x.Pending() != 0 {
+			if want := build(); !slices.Equal(x.words, want.words) || !slices.Equal(x.dvs, want.dvs) || !slices.Equal(x.heads, want.heads) || x.Pending() != 0 {
 				t.Fatalf("step %d: the folded index differs from a whole build", step)
 			}
 		}
