@@ -208,10 +208,10 @@ func (c *compactor) vertex(nv int, ov uint32) {
 			}
 			x := compactEdge{d: c.re(de.Target), w: de.Weight}
 			if b.Labels != nil {
-				x.l = dv.Labels[i]
+				x.l = dv.Labels()[i]
 			}
 			if b.Times != nil {
-				x.t = vs.ext.times[i]
+				x.t = vs.times().times[i]
 			}
 			adj = append(adj, x)
 		}

@@ -57,16 +57,40 @@ type mid struct {
 }
 
 // vstate is one vertex's delta: what walkers read (view, with the appended
-// edges' labels) and what only compaction and the window need (their
-// times). A published
-// vstate never changes; the applier copies it (the struct: the slices are
-// append-only and shared) on its first write in a new epoch.
+// edges' labels), 64 bytes, one allocation of Go's 64-byte size class. A
+// published vstate never changes; the applier copies it (the struct: the
+// slices are append-only and shared) on its first write in a new epoch,
+// which its leaf's dirty bit tells (writableTo): the bit is set when the
+// vstate is made or copied in the leaf's epoch, and a leaf copied for a
+// new epoch starts with none, so the state needs no epoch of its own.
+//
+// On a graph with edge times a vertex's state is a tvstate, whose first
+// field is the vstate: what only compaction and the window need (the
+// times) sits behind the view in the same allocation, and a graph without
+// times pays nothing for it (an epoch and a pointer to it took 16 bytes of
+// every vertex's state, 112 bytes then with the view's three slice
+// headers: docs/design/live-graph.md, "Memory per vertex with a delta").
 type vstate struct {
-	epoch uint64
-	view  walk.DeltaVertex
-	// ext holds the appended edges' times on a graph that has them;
-	// copied with the vstate, as its slice headers change.
-	ext *extra
+	view walk.DeltaVertex
+}
+
+// tvstate is a vertex's state on a graph with edge times.
+type tvstate struct {
+	vstate
+	ext extra
+}
+
+// times returns the extra of vs, a state of a graph with edge times
+// (timed): vs is then the first field of a tvstate.
+func (vs *vstate) times() *extra { return &(*tvstate)(unsafe.Pointer(vs)).ext }
+
+// stateBytes is the memory of one vertex's state on a graph with edge
+// times or without.
+func stateBytes(timed bool) int64 {
+	if timed {
+		return int64(unsafe.Sizeof(tvstate{}))
+	}
+	return int64(unsafe.Sizeof(vstate{}))
 }
 
 type extra struct {
@@ -501,7 +525,7 @@ func (l *Live) touch(ups []Update) {
 	for i := range ups {
 		if v, ok := l.lookup(ups[i].Src); ok {
 			if vs := l.peek(v); vs != nil {
-				sum += vs.epoch
+				sum += uint64(vs.view.Live)
 			}
 		}
 	}
@@ -651,14 +675,12 @@ func (l *Live) writableTo(st *Stats, v uint32) *vstate {
 		lf, m.leaves[li] = nl, nl
 	}
 	vs := lf.v[vi]
+	mine := lf.dirty>>vi&1 != 0 // made or copied in this epoch
 	lf.dirty |= 1 << vi
 	m.dirty[li/64] |= 1 << (li % 64)
 	switch {
 	case vs == nil:
-		vs = &vstate{epoch: l.epoch}
-		if l.timed {
-			vs.ext = new(extra)
-		}
+		vs = l.newState()
 		if v < l.baseV {
 			a, b := l.base.Offsets[v], l.base.Offsets[v+1]
 			vs.view.Live = int(b - a)
@@ -671,20 +693,29 @@ func (l *Live) writableTo(st *Stats, v uint32) *vstate {
 			}
 		}
 		st.Vertices++
-		st.Bytes += int64(unsafe.Sizeof(vstate{}))
-	case vs.epoch != l.epoch:
-		c := *vs
-		c.epoch = l.epoch
-		if c.ext != nil {
-			x := *c.ext
-			c.ext = &x
+		st.Bytes += stateBytes(l.timed)
+	case !mine:
+		if l.timed {
+			c := *(*tvstate)(unsafe.Pointer(vs))
+			vs = &c.vstate
+		} else {
+			c := *vs
+			vs = &c
 		}
-		vs = &c
 	default:
 		return vs
 	}
 	lf.v[vi] = vs
 	return vs
+}
+
+// newState allocates an empty vertex state, a tvstate on a graph with
+// edge times.
+func (l *Live) newState() *vstate {
+	if l.timed {
+		return &new(tvstate).vstate
+	}
+	return new(vstate)
 }
 
 func (l *Live) insert(u *Update) {
@@ -694,7 +725,7 @@ func (l *Live) insert(u *Update) {
 	s, d := l.vertex(u.Src), l.vertex(u.Dst)
 	vs := l.insertAt(&l.stats, u, s, d)
 	if l.win != nil {
-		l.appended(s, vs.ext, u.Time)
+		l.appended(s, vs.times(), u.Time)
 	}
 }
 
@@ -707,16 +738,30 @@ func (l *Live) insertAt(st *Stats, u *Update, s, d uint32) *vstate {
 	if u.Has&HasWeight != 0 {
 		w = u.Weight
 	}
-	oldCap := cap(dv.Edges)
+	oldCap, n := cap(dv.Edges), len(dv.Edges)
+	var lab []uint8
+	if l.labelled {
+		lab = labelsFull(dv)
+	}
+	if n == oldCap && oldCap < smallEdges {
+		e := make([]walk.DeltaEdge, n, nextEdgesCap(oldCap))
+		copy(e, dv.Edges)
+		dv.Edges = e
+	}
 	dv.Edges = append(dv.Edges, walk.DeltaEdge{Target: d, Weight: w})
 	dv.MaxWeight = max(dv.MaxWeight, w)
 	per := int64(unsafe.Sizeof(walk.DeltaEdge{}))
 	if l.labelled {
-		dv.Labels = append(dv.Labels, u.Label)
+		if cap(dv.Edges) != oldCap {
+			lab = growLabels(lab[:n], cap(dv.Edges))
+		}
+		lab[n] = u.Label
+		dv.SetLabels(lab)
 		per++
 	}
 	if l.timed {
-		vs.ext.times = append(vs.ext.times, u.Time)
+		x := vs.times()
+		x.times = append(x.times, u.Time)
 		per += 8
 	}
 	st.Bytes += int64(cap(dv.Edges)-oldCap) * per
@@ -724,6 +769,60 @@ func (l *Live) insertAt(st *Stats, u *Update, s, d uint32) *vstate {
 	st.Inserted++
 	st.DeltaEdges++
 	return vs
+}
+
+// smallEdges is the capacity below which a vertex's appended edges grow
+// by nextEdgesCap, not append's doubling: most vertices of a delta hold a
+// few edges (3-4 in a 10% delta), and doubling left a quarter of their
+// arrays spare (10.1 bytes per appended edge of 8 at scale 16, 8.8 with
+// these steps; docs/benchmarks/live-graph.md, "Memory per delta edge,
+// smaller states and heads").
+const smallEdges = 16
+
+// nextEdgesCap is the capacity an array of c < smallEdges appended edges
+// grows to: steps of a half, each a whole Go size class (8, 16, 24, 32,
+// 48, 64, 96, 128 bytes).
+func nextEdgesCap(c int) int {
+	for _, n := range [...]int{1, 2, 3, 4, 6, 8, 12, 16} {
+		if n > c {
+			return n
+		}
+	}
+	return 2 * c
+}
+
+// labelsFull returns dv's labels to the capacity of its appended edges'
+// array (on a labelled graph; nil on one without): the labels' array
+// always holds as many (setLabels), so that an append to the edges in
+// place writes its label in place too, beyond every published state's
+// length as the edge is.
+func labelsFull(dv *walk.DeltaVertex) []uint8 {
+	lab := dv.Labels()
+	if lab == nil {
+		return nil
+	}
+	return unsafe.Slice(unsafe.SliceData(lab), cap(dv.Edges))
+}
+
+// growLabels returns lab in an array of capacity n (n >= len(lab)), with
+// lab's labels first.
+func growLabels(lab []uint8, n int) []uint8 {
+	out := make([]uint8, n)
+	copy(out, lab)
+	return out
+}
+
+// setLabels sets dv's labels (dv.Edges set first) to lab, moved to an
+// array of cap(dv.Edges) when lab's is smaller (labelsFull); nil for none.
+func setLabels(dv *walk.DeltaVertex, lab []uint8) {
+	if lab == nil {
+		dv.SetLabels(nil)
+		return
+	}
+	if cap(lab) < cap(dv.Edges) {
+		lab = growLabels(lab, cap(dv.Edges))
+	}
+	dv.SetLabels(lab[:cap(lab)])
 }
 
 func (l *Live) delete(u *Update) {
@@ -744,7 +843,7 @@ func (l *Live) deleteAt(st *Stats, s, d uint32) {
 	var dead []walk.Tombstone
 	var delta []walk.DeltaEdge
 	if old != nil {
-		dead, delta = old.view.Dead, old.view.Edges
+		dead, delta = old.view.Dead(), old.view.Edges
 	}
 	killed := 0
 	i, had := slices.BinarySearchFunc(dead, d, cmpTomb)
@@ -780,7 +879,7 @@ func (l *Live) deleteAt(st *Stats, s, d uint32) {
 		st.Tombstones++
 		st.Bytes += int64(unsafe.Sizeof(ts))
 	}
-	vs.view.Dead = nd
+	vs.view.SetDead(nd)
 	vs.view.Live -= killed
 }
 
@@ -866,10 +965,10 @@ func (s *Snapshot) Vertex(v uint32) *walk.DeltaVertex {
 // edges, nil when v has no delta or the graph no times.
 func (s *Snapshot) DeltaTimes(v uint32) []int64 {
 	vs := findState(s.top, v)
-	if vs == nil || vs.ext == nil {
+	if vs == nil || !s.base.Timed() {
 		return nil
 	}
-	return vs.ext.times
+	return vs.times().times
 }
 
 // DeltaIndex implements walk.DeltaIndexer: the vertices with a delta as a

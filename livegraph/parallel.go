@@ -369,7 +369,7 @@ func (l *Live) touchSources(idx []int32, src func(int32) uint32) uint64 {
 			continue
 		}
 		if vs := l.peek(s); vs != nil {
-			sum += vs.epoch
+			sum += uint64(vs.view.Live)
 		} else if s < l.baseV {
 			sum += uint64(l.base.Offsets[s])
 		}

@@ -293,7 +293,7 @@ func (l *Live) evictVertex(v uint32) {
 	}
 	var times []int64
 	if old != nil {
-		times = old.ext.times
+		times = old.times().times
 	}
 	// Times against the cutoff time, not segments: a division per edge
 	// was the largest cost here.
@@ -307,7 +307,7 @@ func (l *Live) evictVertex(v uint32) {
 	clean := true
 	oldest, seen := int64(math.MaxInt64), int64(math.MinInt64)
 	if k < len(times) {
-		ord := old.ext.order
+		ord := old.times().order
 		for _, t := range times[k:] {
 			if t < cutT {
 				clean = false
@@ -342,7 +342,11 @@ func (l *Live) evictVertex(v uint32) {
 func (l *Live) dropPrefix(v uint32, k int) {
 	vs := l.writable(v)
 	dv := &vs.view
-	old, oldLabels, oldDead, x := dv.Edges, dv.Labels, dv.Dead, vs.ext
+	// The labels to the edges' capacity: a kept suffix keeps it.
+	old, oldLabels, oldDead, x := dv.Edges, labelsFull(dv), dv.Dead(), vs.times()
+	if oldLabels != nil {
+		oldLabels = oldLabels[:len(old)]
+	}
 	// The prefix's live edges: those not below a tombstone's Upto, which
 	// only the few tombstones of deletes since the last rewrite have.
 	live := k
@@ -392,7 +396,10 @@ func (l *Live) dropPrefix(v uint32, k int) {
 			labels = oldLabels[k:]
 		}
 	}
-	dv.Edges, dv.Labels, dv.Dead, vs.ext = edges, labels, dead, nx
+	dv.Edges = edges
+	dv.SetDead(dead)
+	setLabels(dv, labels)
+	*vs.times() = *nx
 	// MaxWeight stays: an envelope above every weight keeps the delta
 	// side's accept draw exact, and recomputing it would read the array.
 	dv.Live -= live
@@ -428,11 +435,8 @@ func (l *Live) rewrite(v uint32, fresh []uint32, next int64) int64 {
 	deg := int(e - a)
 	vs := l.writable(v)
 	dv := &vs.view
-	oldEdges, oldLabels, oldDead := dv.Edges, dv.Labels, dv.Dead
-	var oldX extra
-	if vs.ext != nil {
-		oldX = *vs.ext
-	}
+	oldEdges, oldLabels, oldDead := dv.Edges, dv.Labels(), dv.Dead()
+	oldX := *vs.times()
 	var edges []walk.DeltaEdge
 	var labels []uint8
 	x := &extra{}
@@ -505,8 +509,10 @@ func (l *Live) rewrite(v uint32, fresh []uint32, next int64) int64 {
 	}
 	slices.SortFunc(dead, func(p, q walk.Tombstone) int { return cmpTomb(p, q.Target) })
 
-	dv.Edges, dv.Labels, dv.Dead = edges, labels, dead
-	vs.ext = x
+	dv.Edges = edges
+	dv.SetDead(dead)
+	setLabels(dv, labels)
+	*vs.times() = *x
 	dv.MaxWeight = 0
 	for _, de := range edges {
 		dv.MaxWeight = max(dv.MaxWeight, de.Weight)

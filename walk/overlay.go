@@ -58,31 +58,75 @@ type TimedOverlay interface {
 	DeltaTimes(v uint32) []int64
 }
 
-// DeltaVertex is one vertex's delta in a snapshot. Its slices are read-only
-// and may share memory with later snapshots, which only ever append beyond
-// their lengths.
+// DeltaVertex is one vertex's delta in a snapshot, 64 bytes: a live graph
+// keeps one per vertex with a delta, so the tombstones and labels are an
+// address and a count each (Dead, Labels), not slices (24-byte headers,
+// 112 bytes a vertex state with them). Its arrays are read-only and may
+// share memory with later snapshots, which only ever append beyond their
+// lengths.
 type DeltaVertex struct {
 	// Edges are the appended edges, oldest first, dead ones included:
 	// target and weight side by side, one cache line for a draw (the
 	// weight is 1 on an unweighted graph).
 	Edges []DeltaEdge
-	// Dead lists the tombstones, sorted by target, one per deleted target:
-	// every base edge to Target is dead, and so is every appended edge to
-	// it with index below Upto (inserted before the delete).
-	Dead []Tombstone
 	// BaseWeight is the weight sum of the base edges, dead ones included
 	// (the edge count on an unweighted graph); MaxWeight is the largest
 	// appended weight. A weighted step picks the delta side with weight
 	// len(Edges) * MaxWeight, the envelope of its accept-by-weight draw.
 	BaseWeight float64
 	MaxWeight  float32
+	// nDead and dead are the tombstones (Dead).
+	nDead uint32
+	dead  *Tombstone
 	// Live counts the vertex's live edges, base and appended: 0 is a dead end.
 	Live int
-	// Labels are the appended edges' labels, Labels[i] Edges[i]'s, on a
-	// labelled graph (nil on one without labels): MetaPath's overlay step
-	// reads them. Append-only and shared as Edges is. Last, so that the
-	// fields every overlay step reads keep their first 72 bytes.
-	Labels []uint8
+	// labels is the first of the appended edges' labels on a labelled
+	// graph (Labels), nil on one without; their count is len(Edges).
+	labels *uint8
+}
+
+// Dead returns the tombstones, sorted by target, one per deleted target:
+// every base edge to Target is dead, and so is every appended edge to it
+// with index below Upto (inserted before the delete). Read-only.
+func (d *DeltaVertex) Dead() []Tombstone {
+	if d.dead == nil {
+		return nil
+	}
+	return unsafe.Slice(d.dead, d.nDead)
+}
+
+// SetDead sets the tombstones (Dead) to ts, which the DeltaVertex then
+// shares and which must not change after.
+func (d *DeltaVertex) SetDead(ts []Tombstone) {
+	d.dead, d.nDead = unsafe.SliceData(ts), uint32(len(ts))
+	if len(ts) == 0 {
+		d.dead = nil
+	}
+}
+
+// Labels returns the appended edges' labels, Labels()[i] Edges[i]'s, on a
+// labelled graph (nil on one without labels): MetaPath's overlay step
+// reads them. Append-only and shared as Edges is.
+func (d *DeltaVertex) Labels() []uint8 {
+	if d.labels == nil {
+		return nil
+	}
+	return unsafe.Slice(d.labels, len(d.Edges))
+}
+
+// SetLabels makes l's first len(Edges) entries the appended edges' labels
+// (Labels), nil for none; l must hold at least len(Edges). The DeltaVertex
+// keeps only l's first element's address: the maker of a delta (package
+// livegraph) that appends to l in place knows its capacity.
+func (d *DeltaVertex) SetLabels(l []uint8) {
+	if l == nil {
+		d.labels = nil
+		return
+	}
+	if len(l) < len(d.Edges) {
+		panic(fmt.Sprintf("walk: %d labels for %d appended edges", len(l), len(d.Edges)))
+	}
+	d.labels = unsafe.SliceData(l)
 }
 
 // DeltaIndexer is implemented by overlays that keep a DeltaIndex of
@@ -151,9 +195,11 @@ type indexWord struct {
 }
 
 // DeltaHead is what the first draw of a step from a vertex with a delta
-// reads of its DeltaVertex, in 48 bytes (a DeltaVertex is 96, behind a
+// reads of its DeltaVertex, in 48 bytes (a DeltaVertex is 64, behind a
 // pointer): a walker keeps these for all vertices with a delta in one flat
-// array, in cache where the DeltaVertex structs are scattered.
+// array, in cache where the DeltaVertex structs are scattered. Live sits
+// after NDead, in the 4 bytes its alignment leaves: after DeadBits it made
+// the head 56 bytes.
 type DeltaHead struct {
 	// First is the first appended edge (nil when there are none), N
 	// their count: the DeltaVertex's Edges.
@@ -165,14 +211,14 @@ type DeltaHead struct {
 	// count: the DeltaVertex's Dead.
 	Dead  *Tombstone
 	NDead uint32
+	// Live: the vertex has a live edge.
+	Live bool
 	// DeadBits has bit DeadBit(t) set for every tombstone's target t (0
 	// when there are none): a step checks it before it searches the
 	// tombstones, which sit in an array of their own, a cache miss away.
 	// With a tombstone or two a vertex, a base edge's check reads the
 	// array once in 32 to 64 steps instead of at every one.
 	DeadBits uint64
-	// Live: the vertex has a live edge.
-	Live bool
 }
 
 // DeadBit is the bit of DeltaHead.DeadBits that tombstones of target t
@@ -486,16 +532,14 @@ func ParallelSpans(n int, f func(i int)) {
 // NewDeltaHead returns dv's DeltaHead: what a builder of a DeltaIndex
 // stores for a vertex with a delta, derived from dv alone (so an index kept
 // up to date as updates are applied recomputes the heads of the vertices
-// an update changed, and no other). O(len(dv.Dead)).
+// an update changed, and no other). O(len(dv.Dead())).
 func NewDeltaHead(dv *DeltaVertex) DeltaHead {
-	h := DeltaHead{N: uint32(len(dv.Edges)), MaxWeight: dv.MaxWeight, BaseWeight: dv.BaseWeight, NDead: uint32(len(dv.Dead)), Live: dv.Live > 0}
+	h := DeltaHead{N: uint32(len(dv.Edges)), MaxWeight: dv.MaxWeight, BaseWeight: dv.BaseWeight, NDead: dv.nDead, Live: dv.Live > 0}
 	if len(dv.Edges) > 0 {
 		h.First = &dv.Edges[0]
 	}
-	if len(dv.Dead) > 0 {
-		h.Dead = &dv.Dead[0]
-	}
-	for _, ts := range dv.Dead {
+	h.Dead = dv.dead
+	for _, ts := range dv.Dead() {
 		h.DeadBits |= DeadBit(ts.Target)
 	}
 	return h
@@ -758,16 +802,17 @@ type Tombstone struct {
 
 // tombstone returns the tombstone for target t, if any.
 func (d *DeltaVertex) tombstone(t uint32) (Tombstone, bool) {
-	i, ok := slices.BinarySearchFunc(d.Dead, t, func(x Tombstone, t uint32) int { return int(int64(x.Target) - int64(t)) })
+	dead := d.Dead()
+	i, ok := slices.BinarySearchFunc(dead, t, func(x Tombstone, t uint32) int { return int(int64(x.Target) - int64(t)) })
 	if !ok {
 		return Tombstone{}, false
 	}
-	return d.Dead[i], true
+	return dead[i], true
 }
 
 // BaseDead reports whether base edges to t are deleted.
 func (d *DeltaVertex) BaseDead(t uint32) bool {
-	if len(d.Dead) == 0 {
+	if d.nDead == 0 {
 		return false
 	}
 	_, ok := d.tombstone(t)
@@ -776,7 +821,7 @@ func (d *DeltaVertex) BaseDead(t uint32) bool {
 
 // DeltaDead reports whether appended edge i is deleted.
 func (d *DeltaVertex) DeltaDead(i int) bool {
-	if len(d.Dead) == 0 {
+	if d.nDead == 0 {
 		return false
 	}
 	ts, ok := d.tombstone(d.Edges[i].Target)

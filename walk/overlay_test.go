@@ -25,7 +25,7 @@ func TestDeltaIndexSpansMatches(t *testing.T) {
 			dv.Edges = append(dv.Edges, DeltaEdge{Target: uint32(rng.IntN(n)), Weight: 1})
 		}
 		if rng.IntN(2) == 0 {
-			dv.Dead = []Tombstone{{Target: uint32(v)}}
+			dv.SetDead([]Tombstone{{Target: uint32(v)}})
 		}
 		dvs[v] = dv
 	}
@@ -75,7 +75,7 @@ func testDeltaIndexUpdate(t *testing.T, n, steps int) {
 			dv.Edges = append(dv.Edges, DeltaEdge{Target: uint32(rng.IntN(n)), Weight: 1})
 		}
 		if rng.IntN(2) == 0 {
-			dv.Dead = []Tombstone{{Target: uint32(v), Upto: uint32(rng.IntN(4))}}
+			dv.SetDead([]Tombstone{{Target: uint32(v), Upto: uint32(rng.IntN(4))}})
 		}
 		return dv
 	}
@@ -217,7 +217,7 @@ func TestDeltaIndexSidesMatchHeads(t *testing.T) {
 		}
 		for tg := range uint32(n) {
 			if rng.IntN(1000) == 0 {
-				dv.Dead = append(dv.Dead, Tombstone{Target: tg, Upto: 1})
+				dv.SetDead(append(dv.Dead(), Tombstone{Target: tg, Upto: 1}))
 			}
 		}
 		dvs[v] = dv
@@ -260,12 +260,12 @@ func TestDeltaIndexSidesMatchHeads(t *testing.T) {
 			if sw&SideThresholdMask != want {
 				t.Fatalf("weighted %v: vertex %d: threshold %d, want %d", weighted, v, sw&SideThresholdMask, want)
 			}
-			for _, ts := range dv.Dead {
+			for _, ts := range dv.Dead() {
 				if sw&SideDead(ts.Target) == 0 {
 					t.Fatalf("weighted %v: vertex %d: no bit for the tombstone of %d", weighted, v, ts.Target)
 				}
 			}
-			if len(dv.Dead) == 0 && sw>>32 != 0 {
+			if len(dv.Dead()) == 0 && sw>>32 != 0 {
 				t.Fatalf("weighted %v: vertex %d without tombstones: bits %#x", weighted, v, sw>>32)
 			}
 		}
@@ -293,7 +293,7 @@ func BenchmarkDeltaIndexSides(b *testing.B) {
 		dv.Edges = []DeltaEdge{{Target: rng.Uint32() % n, Weight: 1}, {Target: rng.Uint32() % n, Weight: 2}, {Target: rng.Uint32() % n, Weight: 3}}
 		dv.MaxWeight, dv.BaseWeight, dv.Live = 3, float64(off[v+1]-off[v])*2.5, 3
 		if v%8 == 0 {
-			dv.Dead = []Tombstone{{Target: rng.Uint32() % n, Upto: 1}}
+			dv.SetDead([]Tombstone{{Target: rng.Uint32() % n, Upto: 1}})
 		}
 	}
 	x := NewDeltaIndex(n, func(yield func(uint32, *DeltaVertex) bool) {

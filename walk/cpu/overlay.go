@@ -120,7 +120,7 @@ func (s *stepper) overlayScanBiased(id uint64, step, d uint32, dv *walk.DeltaVer
 	var edges []walk.DeltaEdge
 	var dead []walk.Tombstone
 	if dv != nil {
-		edges, dead = dv.Edges, dv.Dead
+		edges, dead = dv.Edges, dv.Dead()
 	}
 	// A vertex's base targets are sorted, as its tombstones are: each
 	// pass over the base edges merges them, O(degree) instead of a

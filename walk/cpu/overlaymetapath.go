@@ -45,9 +45,9 @@ func (s *stepper) overlayMetaPathStep(id uint64, step, cur uint32, dv *walk.Delt
 	if int(cur) < len(s.off)-1 {
 		a, b = s.off[cur], s.off[cur+1]
 	}
-	lab := s.lab
+	lab, dlab := s.lab, dv.Labels()
 	bias := func(base bool, i uint64, _ uint32) float64 {
-		if base && lab[i] == want || !base && dv.Labels[i] == want {
+		if base && lab[i] == want || !base && dlab[i] == want {
 			return 1
 		}
 		return 0
@@ -70,7 +70,7 @@ func (s *stepper) overlayMetaPathStep(id uint64, step, cur uint32, dv *walk.Delt
 	if s.weighted {
 		wd *= float64(dv.MaxWeight)
 	}
-	if sa == sb && !slices.Contains(dv.Labels, want) {
+	if sa == sb && !slices.Contains(dlab, want) {
 		return 0, false // no edge labelled want, live or dead
 	}
 	total := wb + wd
@@ -88,7 +88,7 @@ func (s *stepper) overlayMetaPathStep(id uint64, step, cur uint32, dv *walk.Delt
 		}
 		i := walk.Bounded(x3, n)
 		de := dv.Edges[i]
-		if dv.Labels[i] != want || s.weighted && walk.Unit24(x1)*dv.MaxWeight >= de.Weight || dv.DeltaDead(int(i)) {
+		if dlab[i] != want || s.weighted && walk.Unit24(x1)*dv.MaxWeight >= de.Weight || dv.DeltaDead(int(i)) {
 			continue
 		}
 		return de.Target, true

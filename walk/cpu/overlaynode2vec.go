@@ -132,8 +132,8 @@ func (s *stepper) prefetchMetaPathEdge(id uint64, step, v uint32, dv *walk.Delta
 	if dv != nil && len(dv.Edges) > 0 {
 		j := walk.Bounded(x3, uint32(len(dv.Edges)))
 		de = uintptr(unsafe.Pointer(&dv.Edges[j]))
-		if int(j) < len(dv.Labels) {
-			lab = uintptr(unsafe.Pointer(&dv.Labels[j]))
+		if dl := dv.Labels(); int(j) < len(dl) {
+			lab = uintptr(unsafe.Pointer(&dl[j]))
 		}
 	}
 	prefetch4(tgt, al, de, lab)

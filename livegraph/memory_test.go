@@ -1,0 +1,97 @@
+package livegraph
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+	"unsafe"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
+)
+
+// TestMemoryPerDeltaEdge bounds what a delta of a few appended edges a
+// vertex costs per appended edge (issue 37 aims at 24 bytes): the live
+// state (Stats.Bytes) and the walkers' delta index (DeltaIndex.Bytes), on
+// BenchmarkOverlayWalk's workload at scale 14 (a 10% skewed insert delta
+// and 1% deletes, about 3.5 appended edges a vertex with a delta). It also
+// checks that Stats.Bytes is not below what the structures hold, counted
+// from them, so that the bound cannot be met by counting less.
+func TestMemoryPerDeltaEdge(t *testing.T) {
+	base, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 14, EdgeFactor: 16, Seed: 1, Undirected: true, Weighted: true, Name: "mem"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := New(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 3))
+	n := int64(base.NumVertices())
+	skewed := func() int64 { return int64(float64(n) * rng.Float64() * rng.Float64()) }
+	var ups []Update
+	for range base.NumEdges() / 10 {
+		ups = append(ups, Update{Op: Insert, Src: skewed(), Dst: skewed(), Weight: float32(1 + rng.IntN(4)), Has: HasWeight})
+	}
+	for range base.NumEdges() / 100 {
+		s := uint32(skewed())
+		if adj := base.Neighbors(s); len(adj) > 0 {
+			ups = append(ups, Update{Op: Delete, Src: int64(s), Dst: int64(adj[rng.IntN(len(adj))])})
+		}
+	}
+	// Records of 1,000 updates, published after each: the states copied
+	// on write and the index's patches as a stream leaves them.
+	for i := 0; i < len(ups); i += 1000 {
+		if err := l.Apply(0, int64(i), ups[i:min(len(ups), i+1000)]); err != nil {
+			t.Fatal(err)
+		}
+		l.Publish()
+	}
+	s := l.Publish()
+	st := s.Stats()
+
+	// The structures, counted: tree nodes, vertex states, arrays' capacity.
+	var held int64
+	for _, m := range s.top {
+		if m == nil {
+			continue
+		}
+		held += int64(unsafe.Sizeof(*m))
+		for _, lf := range m.leaves {
+			if lf == nil {
+				continue
+			}
+			held += int64(unsafe.Sizeof(*lf))
+			for _, vs := range lf.v {
+				if vs == nil {
+					continue
+				}
+				held += int64(unsafe.Sizeof(*vs)) + int64(cap(vs.view.Edges))*int64(unsafe.Sizeof(walk.DeltaEdge{})) +
+					int64(cap(vs.view.Dead()))*int64(unsafe.Sizeof(walk.Tombstone{})) + int64(cap(labelsFull(&vs.view)))
+			}
+		}
+	}
+	if st.Bytes < held {
+		t.Errorf("Stats.Bytes %d is below the %d bytes the delta's structures hold", st.Bytes, held)
+	}
+	// The records of a vertex with a delta, each a whole Go size class.
+	if n := unsafe.Sizeof(vstate{}); n != 64 {
+		t.Errorf("a vertex state is %d bytes, want 64", n)
+	}
+	if n := unsafe.Sizeof(walk.DeltaHead{}); n != 48 {
+		t.Errorf("a delta head is %d bytes, want 48", n)
+	}
+	index := s.DeltaIndex().Bytes()
+	per := float64(st.Bytes+index) / float64(st.DeltaEdges)
+	t.Logf("%d appended edges over %d vertices (%.2f a vertex), %d tombstones: live state %.1f + index %.1f = %.1f bytes per appended edge",
+		st.DeltaEdges, st.Vertices, float64(st.DeltaEdges)/float64(st.Vertices), st.Tombstones,
+		float64(st.Bytes)/float64(st.DeltaEdges), float64(index)/float64(st.DeltaEdges), per)
+	// 63.9 before the compact states (a 112-byte vertex state, a pointer
+	// and a 56-byte head in the index per vertex with a delta); 46.7 with
+	// a 64-byte state, a pointer and a 48-byte head, and the appended
+	// edges grown by halves.
+	const bound = 48.0
+	if per > bound {
+		t.Errorf("%.1f bytes per appended edge, want at most %.1f", per, bound)
+	}
+}
