@@ -6,10 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/internal/directio"
 	"github.com/walkstage/walkstage/walk"
 	"github.com/walkstage/walkstage/walk/cpu"
 )
@@ -35,6 +37,42 @@ func streamGraphs(t *testing.T) map[string]*graph.Graph {
 		out[name] = g
 	}
 	return out
+}
+
+// streamRuns are the batches the stream equality tests walk: one batch
+// and batches of 2,500 with the partitions copied in, one batch read in
+// place, and batches of 2,500 as the cost model chooses.
+var streamRuns = []struct{ batch, how int }{{0, streamCopy}, {2500, streamCopy}, {0, streamInPlace}, {2500, streamChoose}}
+
+// streamTestOptions are a stream test's engine options: half the device,
+// partitions of 8 KiB (tens of them streamed), chunks of 1,000 walks,
+// batches of batch walks (0: one) walked as how says.
+func streamTestOptions(batch, how int) []Option {
+	return []Option{WithStream(StreamOn), WithDeviceFraction(0.5), WithStreamPartitionBytes(8 << 10),
+		WithMaxBatchWalks(batch), WithChunkWalks(1000), withStreamBatch(how)}
+}
+
+// diskEngines opens a streaming engine over g with opts (pinned host) and
+// one with the same options reading the partitions from g's file through
+// four ring buffers (half its host budget), and checks that they plan the
+// same partitions.
+func diskEngines(t *testing.T, g *graph.Graph, opts []Option) (pinned, disk *Engine) {
+	t.Helper()
+	pinned = newEngine(t, g, opts...)
+	pp := pinned.StreamPlan()
+	if pp == nil || pp.Disk != nil {
+		t.Fatalf("pinned plan %v", pp)
+	}
+	ring := 4 * directio.Span(pp.BufferEdges*pp.EntryBytes)
+	disk, err := openEngine(g, append(slices.Clone(opts), withStreamDisk(), WithHostMemoryLimit(2*ring))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = disk.Close() })
+	if dp := disk.StreamPlan(); dp == nil || dp.Disk == nil || !slices.Equal(dp.Parts, pp.Parts) {
+		t.Fatalf("disk plan %v, pinned %v", dp, pp)
+	}
+	return pinned, disk
 }
 
 // streamSetup gives a stream test on g its reference engines (the CPU
@@ -81,13 +119,9 @@ func TestStreamWalksMatchCPU(t *testing.T) {
 					alg  walk.Algorithm
 				}{"ppr-alias", walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.1, Weighted: true}})
 		}
-		for _, run := range []struct {
-			batch int
-			how   int
-		}{{0, streamCopy}, {2500, streamCopy}, {0, streamInPlace}, {2500, streamChoose}} {
+		for _, run := range streamRuns {
 			batch := run.batch
-			e := newEngine(t, g, WithStream(StreamOn), WithDeviceFraction(0.5), WithStreamPartitionBytes(8<<10),
-				WithMaxBatchWalks(batch), WithChunkWalks(1000), withStreamBatch(run.how))
+			e := newEngine(t, g, streamTestOptions(batch, run.how)...)
 			plan := e.StreamPlan()
 			if plan == nil || e.Placement() != nil {
 				t.Fatalf("%s: engine did not stream (plan %v, placement %v)", gname, plan, e.Placement())
@@ -208,13 +242,9 @@ func TestStreamMetaPathWalksMatchCPU(t *testing.T) {
 		jobs := metaPathJobs(g, starts, hubStarts)
 		want := collect(t, ref, jobs)
 		dev := collect(t, all, jobs)
-		for _, run := range []struct {
-			batch int
-			how   int
-		}{{0, streamCopy}, {2500, streamCopy}, {0, streamInPlace}, {2500, streamChoose}} {
+		for _, run := range streamRuns {
 			t.Run(fmt.Sprintf("%s/batch=%d/how=%d", gname, run.batch, run.how), func(t *testing.T) {
-				e := newEngine(t, g, WithStream(StreamOn), WithDeviceFraction(0.5), WithStreamPartitionBytes(8<<10),
-					WithMaxBatchWalks(run.batch), WithChunkWalks(1000), withStreamBatch(run.how))
+				e := newEngine(t, g, streamTestOptions(run.batch, run.how)...)
 				plan := e.StreamPlan()
 				if plan == nil || plan.Streamed() < 5 {
 					t.Fatalf("plan %v", plan)

@@ -169,20 +169,8 @@ func TestStreamFromDiskMetaPathWalksMatch(t *testing.T) {
 		dev := collect(t, all, jobs)
 		for _, batch := range []int{0, 2500} {
 			t.Run(fmt.Sprintf("%s/batch=%d", gname, batch), func(t *testing.T) {
-				common := []Option{WithStream(StreamOn), WithDeviceFraction(0.5), WithStreamPartitionBytes(8 << 10),
-					WithMaxBatchWalks(batch), WithChunkWalks(1000), withStreamBatch(streamCopy)}
-				pinned := newEngine(t, g, common...)
-				pp := pinned.StreamPlan()
-				ring := 4 * directio.Span(pp.BufferEdges*pp.EntryBytes)
-				e, err := openEngine(g, append(common, withStreamDisk(), WithHostMemoryLimit(2*ring))...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = e.Close() })
+				pinned, e := diskEngines(t, g, streamTestOptions(batch, streamCopy))
 				dp := e.StreamPlan()
-				if dp == nil || dp.Disk == nil || !slices.Equal(dp.Parts, pp.Parts) {
-					t.Fatalf("disk plan %v, pinned %v", dp, pp)
-				}
 				if gname == "directed" {
 					refusesMetaPathForTheEnds(t, e, jobs)
 					return

@@ -4,11 +4,9 @@ package gpu
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 
 	"github.com/walkstage/walkstage/graph"
-	"github.com/walkstage/walkstage/internal/directio"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -41,13 +39,9 @@ func TestStreamNode2VecWalksMatchCPU(t *testing.T) {
 		jobs := node2vecJobs(g, starts, hubStarts)
 		want := collect(t, ref, jobs)
 		dev := collect(t, all, jobs)
-		for _, run := range []struct {
-			batch int
-			how   int
-		}{{0, streamCopy}, {2500, streamCopy}, {0, streamInPlace}, {2500, streamChoose}} {
+		for _, run := range streamRuns {
 			t.Run(fmt.Sprintf("%s/batch=%d/how=%d", gname, run.batch, run.how), func(t *testing.T) {
-				e := newEngine(t, g, WithStream(StreamOn), WithDeviceFraction(0.5), WithStreamPartitionBytes(8<<10),
-					WithMaxBatchWalks(run.batch), WithChunkWalks(1000), withStreamBatch(run.how))
+				e := newEngine(t, g, streamTestOptions(run.batch, run.how)...)
 				plan := e.StreamPlan()
 				if plan == nil || plan.Streamed() < 5 {
 					t.Fatalf("plan %v", plan)
@@ -89,20 +83,7 @@ func TestStreamFromDiskNode2VecWalksMatch(t *testing.T) {
 		}
 		for _, batch := range batches {
 			t.Run(fmt.Sprintf("%s/batch=%d", gname, batch), func(t *testing.T) {
-				common := []Option{WithStream(StreamOn), WithDeviceFraction(0.5), WithStreamPartitionBytes(8 << 10),
-					WithMaxBatchWalks(batch), WithChunkWalks(1000), withStreamBatch(streamCopy)}
-				pinned := newEngine(t, g, common...)
-				pp := pinned.StreamPlan()
-				ring := 4 * directio.Span(pp.BufferEdges*pp.EntryBytes)
-				e, err := openEngine(g, append(common, withStreamDisk(), WithHostMemoryLimit(2*ring))...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = e.Close() })
-				dp := e.StreamPlan()
-				if dp == nil || dp.Disk == nil || !slices.Equal(dp.Parts, pp.Parts) {
-					t.Fatalf("disk plan %v, pinned %v", dp, pp)
-				}
+				pinned, e := diskEngines(t, g, streamTestOptions(batch, streamCopy))
 				pin := collect(t, pinned, jobs)
 				got := collect(t, e, jobs)
 				checkSameWalks(t, want, map[string]map[int][][]uint32{"disk": got, "pinned": pin, "all-device": dev})
