@@ -69,28 +69,7 @@ func TestStageSamples(t *testing.T) {
 		t.Errorf("walks-1 beside samples: %+v", ev)
 	}
 	for id, body := range bodies {
-		ev := events[id][0]
-		if ev.Status != message.StatusSucceeded {
-			t.Fatalf("%s: %s %s", id, ev.Status, ev.Error)
-		}
-		req := body
-		req["version"], req["batch_id"] = 1, id
-		r, err := message.DecodeRequest([]byte(id), request(id, req).Value, g, message.DefaultLimits())
-		if err != nil {
-			t.Fatal(err)
-		}
-		edges, st, err := graphsample.Sample(ctx, g, r.Sample.Params, r.Starts, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := wantSampleRows(g, r, edges)
-		if ev.Walks != st.Instances || ev.Steps != st.Edges || st.Edges == 0 || !strings.HasPrefix(ev.Algorithm, r.Sample.Params.Kind.String()) {
-			t.Errorf("%s: event walks %d steps %d algorithm %q, want %d instances %d edges", id, ev.Walks, ev.Steps, ev.Algorithm, st.Instances, st.Edges)
-		}
-		got := readSampleRows(ctx, t, bucket, id, r, ev)
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: %d rows differ from graphsample.Sample's %d", id, len(got), len(want))
-		}
+		checkSampledAlone(ctx, t, g, bucket, id, body, events[id][0])
 	}
 	// A resubmission is answered from the manifest: same objects.
 	produce(t, brokers, "in", request("nbr-1", bodies["nbr-1"]))
@@ -204,27 +183,7 @@ func TestStageSamplesMergedAcrossRequests(t *testing.T) {
 		t.Fatalf("events: %v (%d of %d)", err, len(events), len(bodies))
 	}
 	for id, body := range bodies {
-		ev := events[id][0]
-		if ev.Status != message.StatusSucceeded {
-			t.Fatalf("%s: %s %s", id, ev.Status, ev.Error)
-		}
-		req := body
-		req["version"], req["batch_id"] = 1, id
-		r, err := message.DecodeRequest([]byte(id), request(id, req).Value, g, message.DefaultLimits())
-		if err != nil {
-			t.Fatal(err)
-		}
-		edges, st, err := graphsample.Sample(ctx, g, r.Sample.Params, r.Starts, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ev.Walks != st.Instances || ev.Steps != st.Edges || st.Edges == 0 {
-			t.Errorf("%s: event walks %d steps %d, want %d instances %d edges", id, ev.Walks, ev.Steps, st.Instances, st.Edges)
-		}
-		want := wantSampleRows(g, r, edges)
-		if got := readSampleRows(ctx, t, bucket, id, r, ev); !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: %d rows differ from its own graphsample.Sample's %d", id, len(got), len(want))
-		}
+		checkSampledAlone(ctx, t, g, bucket, id, body, events[id][0])
 	}
 	// One micro-batch: three merged calls (neighbour without and with edge
 	// weights, frontier) of eight requests, the layer request alone.
@@ -236,5 +195,32 @@ func TestStageSamplesMergedAcrossRequests(t *testing.T) {
 	}
 	if err := stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// checkSampledAlone checks request id's (body) succeeded event ev and its
+// rows in bucket against graphsample.Sample of the request alone: the
+// event's instances, edges and algorithm, and every row.
+func checkSampledAlone(ctx context.Context, t *testing.T, g *graph.Graph, bucket *blob.Bucket, id string, body map[string]any, ev message.Event) {
+	t.Helper()
+	if ev.Status != message.StatusSucceeded {
+		t.Fatalf("%s: %s %s", id, ev.Status, ev.Error)
+	}
+	req := body
+	req["version"], req["batch_id"] = 1, id
+	r, err := message.DecodeRequest([]byte(id), request(id, req).Value, g, message.DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	edges, st, err := graphsample.Sample(ctx, g, r.Sample.Params, r.Starts, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Walks != st.Instances || ev.Steps != st.Edges || st.Edges == 0 || !strings.HasPrefix(ev.Algorithm, r.Sample.Params.Kind.String()) {
+		t.Errorf("%s: event walks %d steps %d algorithm %q, want %d instances %d edges", id, ev.Walks, ev.Steps, ev.Algorithm, st.Instances, st.Edges)
+	}
+	want := wantSampleRows(g, r, edges)
+	if got := readSampleRows(ctx, t, bucket, id, r, ev); !reflect.DeepEqual(got, want) {
+		t.Errorf("%s: %d rows differ from graphsample.Sample's %d alone", id, len(got), len(want))
 	}
 }
