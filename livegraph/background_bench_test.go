@@ -21,18 +21,7 @@ func compactionWorkload(b *testing.B) (*graph.Graph, [][]Update, [][]Update) {
 		b.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(3, 3))
-	v := int64(base.NumVertices())
-	skewed := func() int64 { return int64(float64(v) * rng.Float64() * rng.Float64()) }
-	var ups []Update
-	for range base.NumEdges() / 10 {
-		ups = append(ups, Update{Op: Insert, Src: skewed(), Dst: skewed(), Weight: float32(1 + rng.IntN(4)), Has: HasWeight})
-	}
-	for range base.NumEdges() / 100 {
-		s := uint32(skewed())
-		if adj := base.Neighbors(s); len(adj) > 0 {
-			ups = append(ups, Update{Op: Delete, Src: int64(s), Dst: int64(adj[rng.IntN(len(adj))])})
-		}
-	}
+	ups, skewed := skewedDelta(base, rng, weightedInsert)
 	var during []Update
 	for range base.NumEdges() / 100 {
 		during = append(during, Update{Op: Insert, Src: skewed(), Dst: skewed(), Weight: float32(1 + rng.IntN(4)), Has: HasWeight})

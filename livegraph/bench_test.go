@@ -395,10 +395,25 @@ func tenPercentDelta(b *testing.B, base *graph.Graph, ins func(rng *rand.Rand, s
 	if err != nil {
 		b.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(3, 3))
+	ups, _ := skewedDelta(base, rand.New(rand.NewPCG(3, 3)), ins)
+	if err := l.Apply(0, 0, ups); err != nil {
+		b.Fatal(err)
+	}
+	snap := l.Publish()
+	compacted, err := Compact(context.Background(), snap)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return snap, compacted
+}
+
+// skewedDelta draws from rng a delta for base of 10% of its edge count in
+// inserts (ins makes each from its endpoints, drawing anything else from
+// rng) and 1% in deletes of its edges, the endpoints skewed toward low ids,
+// where R-MAT puts its hubs; skewed draws further endpoints the same way.
+func skewedDelta(base *graph.Graph, rng *rand.Rand, ins func(rng *rand.Rand, src, dst int64) Update) (ups []Update, skewed func() int64) {
 	v := int64(base.NumVertices())
-	skewed := func() int64 { return int64(float64(v) * rng.Float64() * rng.Float64()) }
-	var ups []Update
+	skewed = func() int64 { return int64(float64(v) * rng.Float64() * rng.Float64()) }
 	for range base.NumEdges() / 10 {
 		src := skewed()
 		ups = append(ups, ins(rng, src, skewed()))
@@ -409,13 +424,10 @@ func tenPercentDelta(b *testing.B, base *graph.Graph, ins func(rng *rand.Rand, s
 			ups = append(ups, Update{Op: Delete, Src: int64(s), Dst: int64(adj[rng.IntN(len(adj))])})
 		}
 	}
-	if err := l.Apply(0, 0, ups); err != nil {
-		b.Fatal(err)
-	}
-	snap := l.Publish()
-	compacted, err := Compact(context.Background(), snap)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return snap, compacted
+	return ups, skewed
+}
+
+// weightedInsert inserts src -> dst with a weight of 1 to 4 drawn from rng.
+func weightedInsert(rng *rand.Rand, src, dst int64) Update {
+	return Update{Op: Insert, Src: src, Dst: dst, Weight: float32(1 + rng.IntN(4)), Has: HasWeight}
 }

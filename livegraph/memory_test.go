@@ -26,19 +26,7 @@ func TestMemoryPerDeltaEdge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(3, 3))
-	n := int64(base.NumVertices())
-	skewed := func() int64 { return int64(float64(n) * rng.Float64() * rng.Float64()) }
-	var ups []Update
-	for range base.NumEdges() / 10 {
-		ups = append(ups, Update{Op: Insert, Src: skewed(), Dst: skewed(), Weight: float32(1 + rng.IntN(4)), Has: HasWeight})
-	}
-	for range base.NumEdges() / 100 {
-		s := uint32(skewed())
-		if adj := base.Neighbors(s); len(adj) > 0 {
-			ups = append(ups, Update{Op: Delete, Src: int64(s), Dst: int64(adj[rng.IntN(len(adj))])})
-		}
-	}
+	ups, _ := skewedDelta(base, rand.New(rand.NewPCG(3, 3)), weightedInsert)
 	// Records of 1,000 updates, published after each: the states copied
 	// on write and the index's patches as a stream leaves them.
 	for i := 0; i < len(ups); i += 1000 {
