@@ -155,6 +155,8 @@ type Live struct {
 	// merged is ApplyRecords' buffer of the records' updates, one after
 	// another, kept between calls.
 	merged []Update
+	// pass is applyParallel's scratch, kept between passes.
+	pass passScratch
 	// passWorkers is the goroutines the last pass took (PassWorkers).
 	passWorkers int
 	// opts are the options New was given (WithWorkers for Apply).
