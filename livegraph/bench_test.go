@@ -81,7 +81,7 @@ func BenchmarkIngest(b *testing.B) {
 	for _, decode := range []bool{true, false} {
 		b.Run(map[bool]string{true: "decode", false: "apply"}[decode], func(b *testing.B) {
 			var buf []Update
-			var heapPerEdge, countedPerEdge, indexPerEdge, scanPerEdge float64
+			var heapPerEdge, countedPerEdge, indexPerEdge, scanPerEdge, scanWalkedPerEdge float64
 			var cpu time.Duration
 			var gcCPU float64
 			var applied int64
@@ -127,6 +127,11 @@ func BenchmarkIngest(b *testing.B) {
 				// The walkers' index of the last snapshot, built after the
 				// heap was read (walks build it; ingest alone does not).
 				indexPerEdge = float64(s.DeltaIndex().Bytes()) / float64(st.DeltaEdges)
+				// The scannable heap once walks hold the index, as on a
+				// stage that walks beside the ingest.
+				runtime.GC()
+				scanWalkedPerEdge = float64(heapScanBytes()) / float64(st.DeltaEdges)
+				runtime.KeepAlive(s)
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "updates/s")
@@ -143,6 +148,7 @@ func BenchmarkIngest(b *testing.B) {
 			// graph's arrays and the records are pointer-free), per
 			// appended edge: each cycle's marking reads all of it.
 			b.ReportMetric(scanPerEdge, "scan-B/delta-edge")
+			b.ReportMetric(scanWalkedPerEdge, "scan-walked-B/delta-edge")
 			b.ReportMetric(heapPerEdge, "heap-B/delta-edge")
 			b.ReportMetric(countedPerEdge, "counted-B/delta-edge")
 			b.ReportMetric(indexPerEdge, "index-B/delta-edge")
