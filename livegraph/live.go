@@ -157,6 +157,11 @@ type Live struct {
 	merged []Update
 	// pass is applyParallel's scratch, kept between passes.
 	pass passScratch
+	// changeBuf is Publish's list of the vertices written, kept between
+	// publications (empty, its pointers cleared, between them): grown
+	// anew by appends it was a few pointer-holding arrays a publication
+	// for the collector to scan.
+	changeBuf []walk.DeltaChange
 	// passWorkers is the goroutines the last pass took (PassWorkers).
 	passWorkers int
 	// opts are the options New was given (WithWorkers for Apply).
@@ -281,6 +286,10 @@ func (l *Live) Publish() *Snapshot {
 			l.clearDirty()
 		}
 		x = l.index.Update(int(n), changes)
+		// Update keeps none of the list: reused by the next publication,
+		// its pointers cleared so it keeps no old state alive.
+		clear(changes)
+		l.changeBuf = changes[:0]
 		l.patchCopied += x.Pending()
 		if x.Pending() > 0 && l.patchCopied >= x.Len() {
 			x, l.patchCopied = x.Fold(), 0
@@ -322,7 +331,7 @@ func (l *Live) markDirty() {
 // dirtyChanges lists the vertices of the dirty bitmap with their current
 // deltas, in increasing order.
 func (l *Live) dirtyChanges() []walk.DeltaChange {
-	out := make([]walk.DeltaChange, 0, l.ndirty)
+	out := slices.Grow(l.changeBuf[:0], l.ndirty)
 	for w, d := range l.dirty {
 		for ; d != 0; d &= d - 1 {
 			v := uint32(w<<leafBits | bits.TrailingZeros64(d))
@@ -344,7 +353,7 @@ func (l *Live) clearDirty() {
 // order, with their deltas: the marks writableTo left in this epoch's
 // mids and leaves.
 func (l *Live) changes() []walk.DeltaChange {
-	var out []walk.DeltaChange
+	out := l.changeBuf[:0]
 	for mi, m := range l.top {
 		if m == nil || m.epoch != l.epoch {
 			continue

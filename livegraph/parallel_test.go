@@ -431,3 +431,49 @@ func TestApplyPassReusesScratch(t *testing.T) {
 		t.Errorf("a pass that wrote nothing allocated %.0f objects, want at most 16 (its goroutines, their closures and wait groups)", allocs)
 	}
 }
+
+// A publication while walks go on (its delta index made at once) lists
+// the vertices written in a list kept from one publication to the next,
+// its pointers cleared in between so that it keeps no old state alive:
+// grown anew by appends, it was a dozen pointer-holding arrays a
+// publication of a thousand vertices written.
+func TestPublishReusesItsChangeList(t *testing.T) {
+	base, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 14, EdgeFactor: 4, Seed: 3, Weighted: true, Name: "changes"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := New(base, WithWorkers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Snapshot().DeltaIndex() // a walk: publications make their index at once
+	rng := rand.New(rand.NewPCG(6, 6))
+	rec := make([]Update, 1000)
+	next := func() {
+		for i := range rec {
+			rec[i] = Update{Op: Insert, Src: int64(rng.IntN(base.NumVertices())), Dst: 1, Weight: 1, Has: HasWeight}
+		}
+		if err := l.Apply(-1, 0, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 {
+		next()
+		l.Publish()
+	}
+	next()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	l.Publish()
+	runtime.ReadMemStats(&m1)
+	allocs := float64(m1.Mallocs - m0.Mallocs)
+	t.Logf("a publication of %d vertices written: %.0f objects", len(rec), allocs)
+	if allocs > 12 {
+		t.Errorf("a publication of about %d vertices written allocated %.0f objects, want at most 12 (the new index's arrays and its spans' goroutines)", len(rec), allocs)
+	}
+	for i, c := range l.changeBuf[:cap(l.changeBuf)] {
+		if c.D != nil {
+			t.Fatalf("the kept change list's entry %d still points to vertex %d's state", i, c.V)
+		}
+	}
+}
