@@ -75,6 +75,16 @@ func diskEngines(t *testing.T, g *graph.Graph, opts []Option) (pinned, disk *Eng
 	return pinned, disk
 }
 
+// streamReference gives a stream test on g its jobs (made by jobsFor
+// from streamSetup's starts) and the walks the CPU engine (want) and the
+// all-device GPU engine (dev) give for them.
+func streamReference(t *testing.T, g *graph.Graph, jobsFor func(g *graph.Graph, starts, hubStarts []uint32) []walk.Job) (jobs []walk.Job, want, dev map[int][][]uint32) {
+	t.Helper()
+	ref, all, starts, hubStarts := streamSetup(t, g)
+	jobs = jobsFor(g, starts, hubStarts)
+	return jobs, collect(t, ref, jobs), collect(t, all, jobs)
+}
+
 // streamSetup gives a stream test on g its reference engines (the CPU
 // engine and the all-device GPU engine) and its starts: every vertex
 // twice, and 3,000 walks from the seven lowest ids (the R-MAT hubs).
@@ -238,10 +248,7 @@ func refusesMetaPathForTheEnds(t *testing.T, e *Engine, jobs []walk.Job) {
 // is refused there, naming them.
 func TestStreamMetaPathWalksMatchCPU(t *testing.T) {
 	for gname, g := range streamGraphs(t) {
-		ref, all, starts, hubStarts := streamSetup(t, g)
-		jobs := metaPathJobs(g, starts, hubStarts)
-		want := collect(t, ref, jobs)
-		dev := collect(t, all, jobs)
+		jobs, want, dev := streamReference(t, g, metaPathJobs)
 		for _, run := range streamRuns {
 			t.Run(fmt.Sprintf("%s/batch=%d/how=%d", gname, run.batch, run.how), func(t *testing.T) {
 				e := newEngine(t, g, streamTestOptions(run.batch, run.how)...)

@@ -163,10 +163,7 @@ func TestStreamFromDiskWalksMatch(t *testing.T) {
 // graph's budget cannot hold its segment ends: MetaPath is refused.)
 func TestStreamFromDiskMetaPathWalksMatch(t *testing.T) {
 	for gname, g := range savedStreamGraphs(t) {
-		ref, all, starts, hubStarts := streamSetup(t, g)
-		jobs := metaPathJobs(g, starts, hubStarts)
-		want := collect(t, ref, jobs)
-		dev := collect(t, all, jobs)
+		jobs, want, dev := streamReference(t, g, metaPathJobs)
 		for _, batch := range []int{0, 2500} {
 			t.Run(fmt.Sprintf("%s/batch=%d", gname, batch), func(t *testing.T) {
 				pinned, e := diskEngines(t, g, streamTestOptions(batch, streamCopy))

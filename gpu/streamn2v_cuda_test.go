@@ -35,10 +35,7 @@ func node2vecJobs(g *graph.Graph, starts, hubStarts []uint32) []walk.Job {
 // host's scan.
 func TestStreamNode2VecWalksMatchCPU(t *testing.T) {
 	for gname, g := range streamGraphs(t) {
-		ref, all, starts, hubStarts := streamSetup(t, g)
-		jobs := node2vecJobs(g, starts, hubStarts)
-		want := collect(t, ref, jobs)
-		dev := collect(t, all, jobs)
+		jobs, want, dev := streamReference(t, g, node2vecJobs)
 		for _, run := range streamRuns {
 			t.Run(fmt.Sprintf("%s/batch=%d/how=%d", gname, run.batch, run.how), func(t *testing.T) {
 				e := newEngine(t, g, streamTestOptions(run.batch, run.how)...)
@@ -73,10 +70,7 @@ func TestStreamNode2VecWalksMatchCPU(t *testing.T) {
 // test covers the batches).
 func TestStreamFromDiskNode2VecWalksMatch(t *testing.T) {
 	for gname, g := range savedStreamGraphs(t) {
-		ref, all, starts, hubStarts := streamSetup(t, g)
-		jobs := node2vecJobs(g, starts, hubStarts)
-		want := collect(t, ref, jobs)
-		dev := collect(t, all, jobs)
+		jobs, want, dev := streamReference(t, g, node2vecJobs)
 		batches := []int{0}
 		if gname == "directed" {
 			batches = append(batches, 2500)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/walkstage/walkstage/graph"
@@ -205,7 +206,7 @@ func TestStreamNode2VecSchemeMatchesCPU(t *testing.T) {
 					}
 					got, scans, checks := runN2VModel(g, alg, seed, starts, rand.New(rand.NewPCG(7, uint64(len(starts)))))
 					for id := range want {
-						if !equal64(got[id], want[id]) {
+						if !slices.Equal(got[id], want[id]) {
 							t.Fatalf("walk %d differs:\nstream %v\ncpu    %v", id, got[id], want[id])
 						}
 					}
@@ -292,16 +293,4 @@ func runN2VModel(g *graph.Graph, alg walk.Algorithm, seed uint64, starts []uint3
 		rows[i] = w.row
 	}
 	return rows, scans, checks
-}
-
-func equal64(a, b []uint32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
