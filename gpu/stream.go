@@ -502,16 +502,10 @@ const (
 // walks that average 14 of 80 steps made it copy at 83 M steps/s where
 // reading in place walked 196 M.
 func streamCheaper(p *StreamPlan, walks int64, st walk.StepsEstimate, copyBytes, readBytes int64) bool {
-	streamedEdges := p.Edges - p.ResidentEdges()
-	if streamedEdges == 0 {
+	if p.Streamed() == 0 {
 		return false
 	}
-	tCopy := streamSweepsPerStep * st.Longest * float64(streamedEdges*copyBytes) / streamCopyBytesPerSec
-	rate := inPlaceTargetSteps
-	if readBytes > 4 {
-		rate = inPlaceEntrySteps
-	}
-	tInPlace := float64(walks) * st.Mean * float64(streamedEdges) / float64(p.Edges) / rate
+	tCopy, tInPlace := streamCosts(p, walks, st, copyBytes, readBytes)
 	return tCopy < tInPlace
 }
 
