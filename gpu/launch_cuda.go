@@ -44,6 +44,11 @@ func (e *Engine) enqueue(s *batchSlot, b *batch, alg walk.Algorithm, withTimes, 
 		fn, block, grid = e.walkKernel(alg, n)
 	}
 	tiles := packTiles(n)
+	streamed, inPlace := e.streamed != nil, false
+	if streamed {
+		plan := e.chooseBatch(alg, n)
+		streamed, inPlace = plan != planPlacement, plan == planInPlace
+	}
 	err := e.dev.do(func() error {
 		st := s.stream
 		// In order, each checked before the next is issued; on an error
@@ -60,8 +65,8 @@ func (e *Engine) enqueue(s *batchSlot, b *batch, alg walk.Algorithm, withTimes, 
 			{"poison lengths", func() error { return cu.MemsetD32Async(s.dLengths, 0, n, st) }},
 			{"record start", func() error { return s.start.Record(st) }},
 			{"launch", func() error {
-				if e.streamed != nil {
-					return e.walkStreamed(s, alg, p, n)
+				if streamed {
+					return e.walkStreamed(s, alg, p, n, inPlace)
 				}
 				if alg.Kind == walk.Temporal && !delta {
 					return launchParams(fn, grid, block, st, p)

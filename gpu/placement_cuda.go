@@ -137,9 +137,12 @@ func (e *Engine) setupPlaced(deviceBytes int64) error {
 		}
 	}
 	fillPlaced(g, l, dev, host)
-	// upload allocates nothing for an array the graph lacks.
-	if e.dOffsets, err = upload(e, "graph.offsets", g.Offsets); err != nil {
-		return err
+	// upload allocates nothing for an array the graph lacks. A stream
+	// plan held beside this one (setupBoth) uploaded the offsets already.
+	if e.dOffsets == 0 {
+		if e.dOffsets, err = upload(e, "graph.offsets", g.Offsets); err != nil {
+			return err
+		}
 	}
 	if pl.dPlace, err = upload(e, "graph.place", placeRecords(g, l)); err != nil {
 		return err
@@ -287,6 +290,48 @@ func (e *Engine) placedParams(p *walkParams) {
 			p.hSegAlias = bias(pl.hSegAlias, 16, pl.segSplit)
 		}
 	}
+}
+
+// setupBoth adds the placement plan to an engine that streams (StreamAuto:
+// streamchoice.go), in the device memory the stream plan left (less the
+// batch slots' reserve; the offsets are shared) and at most the device
+// fraction of the edges, as the placement plan would get alone. A
+// placement that cannot be made (the host memory or the device left does
+// not hold it) leaves the engine streaming alone, as before, with a
+// warning (device thread).
+func (e *Engine) setupBoth() error {
+	t0 := time.Now()
+	streamBytes, streamBuild := e.graphBytes, e.tableBuild
+	free, err := e.memFree()
+	if err != nil {
+		return err
+	}
+	offsets := uploadBytes(int64(len(e.g.Offsets)) * 8)
+	if err := e.setupPlaced(free - e.cfg.reserveBytes + offsets); err != nil {
+		e.dropPlaced()
+		e.graphBytes, e.tableBuild = streamBytes, streamBuild
+		e.cfg.logger.Warn("gpu: no placement plan beside the stream plan; every batch is streamed",
+			"graph", e.g.Name, "error", err.Error())
+		return nil
+	}
+	placeBytes := e.graphBytes - offsets
+	e.graphBytes = streamBytes + placeBytes
+	e.cfg.logger.Info("gpu stream and placement plans: each batch walks under the one the cost model says is faster",
+		"graph", e.g.Name, "stream_device_bytes", streamBytes, "placement_device_bytes", placeBytes,
+		"shared_offsets_bytes", offsets, "placement_host_bytes", e.placed.plan.Bytes(true),
+		"stream_host_bytes", e.streamed.plan.HostBytes, "stream_build", streamBuild, "placement_build", time.Since(t0))
+	return nil
+}
+
+// dropPlaced frees a placement plan that setupBoth could not finish
+// (device thread): its device arrays and its host memory.
+func (e *Engine) dropPlaced() {
+	for name, p := range map[string]*cu.DevicePtr{"graph.targets": &e.dTargets, "graph.weights": &e.dWeights,
+		"graph.labels": &e.dLabels, "alias.table": &e.dAlias} {
+		e.free(name, p)
+	}
+	e.releasePlaced()
+	e.placed = nil
 }
 
 // releasePlaced frees the placement's device and host memory (device thread).

@@ -21,7 +21,11 @@ import (
 // Check says whether the engine walks a (walk.AlgorithmChecker).
 func (e *Engine) Check(a walk.Algorithm) error {
 	if e.streamed != nil {
-		return streamSupported(a, e.streamed.plan)
+		// With a placement plan beside the stream plan (setupBoth), what
+		// the stream engine cannot walk walks under the placement plan.
+		if err := streamSupported(a, e.streamed.plan); err == nil || e.placed == nil {
+			return err
+		}
 	}
 	return temporalSupported(a, e.placed == nil && e.cfg.stripes == nil)
 }
@@ -72,7 +76,7 @@ func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) e
 		sm.diskStats()
 		e.lastStream = sm.stats
 		args := []any{"walks", e.stats.Walks, "steps", e.stats.Steps, "batches", sm.stats.Batches,
-			"in_place_batches", sm.stats.InPlaceBatches, "visits", sm.stats.Visits, "walkers_per_visit", float64(sm.stats.Walkers) / float64(max(sm.stats.Visits, 1)),
+			"in_place_batches", sm.stats.InPlaceBatches, "placement_batches", sm.stats.PlacedBatches, "last_choice", sm.stats.LastChoice, "visits", sm.stats.Visits, "walkers_per_visit", float64(sm.stats.Walkers) / float64(max(sm.stats.Visits, 1)),
 			"copies", sm.stats.Copies, "bytes_copied", sm.stats.BytesCopied, "bytes_per_step", float64(sm.stats.BytesCopied) / float64(max(e.stats.Steps, 1)),
 			"duration", e.stats.Wall}
 		if sm.disk != nil {
@@ -174,9 +178,11 @@ func (e *Engine) groupBatches(ctx context.Context, grp []*walk.Job) ([]*batch, e
 	if total == 0 {
 		return nil, nil
 	}
-	if e.useLabelTables(alg) && e.streamed == nil {
+	if e.useLabelTables(alg) && (e.streamed == nil || e.placedTablesWanted(alg, total)) {
 		// (Under streaming the label layout is built at the first
-		// MetaPath batch: walkStreamed.)
+		// MetaPath batch: walkStreamed. With both plans the placement
+		// plan's tables are built when the group's batch would walk
+		// under it.)
 		if !e.segBuilt {
 			// A placed graph's tables may take the slots' memory.
 			if err := e.awaitAllLent(ctx); err != nil {

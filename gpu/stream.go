@@ -394,7 +394,13 @@ func streamVictim(counts []uint32, loaded [2]int) int {
 type StreamStats struct {
 	Batches        int64 // batches walked by copying partitions in
 	InPlaceBatches int64 // batches that read the streamed share in place (streamCheaper)
-	Visits         int64 // kernel visits (one streamed partition, or the resident ones alone, each)
+	// PlacedBatches counts the batches walked under the placement plan
+	// held beside the stream plan (StreamAuto: streamchoice.go), and
+	// LastChoice says how the run's last batch was walked and why: the
+	// plan and the cost model's estimates.
+	PlacedBatches int64
+	LastChoice    string
+	Visits        int64 // kernel visits (one streamed partition, or the resident ones alone, each)
 	// Walkers sums, over the visits, the walkers waiting in the
 	// partitions a visit walks (the streamed one and the resident ones):
 	// Walkers / Visits is C-SAW's walkers per partition visit, what a
@@ -474,6 +480,7 @@ const (
 	streamChoose  = iota // streamCheaper decides
 	streamCopy           // always copy partitions in
 	streamInPlace        // always read the streamed share in place
+	streamPlaced         // always the placement plan, when the engine holds one (setupBoth)
 )
 
 // The cost model's constants, measured on the H200 host (scale 22,

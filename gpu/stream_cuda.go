@@ -425,7 +425,7 @@ func (sm *streamed) freeN2V(e *Engine) {
 // partition with the most (chooseStreamed), have it copied in unless a
 // buffer holds it, start copying the next busiest into the other buffer,
 // then list the walkers the visit can move and walk them (device thread).
-func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, n int64) error {
+func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, n int64, inPlace bool) error {
 	sm := e.streamed
 	n2v := alg.Kind == walk.Node2Vec
 	if err := sm.ensureWalkers(e, n, n2v); err != nil {
@@ -472,18 +472,8 @@ func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, 
 		return err
 	}
 	format := streamFmt{bytes: es, labels: meta}
-	inPlace := false
-	switch {
-	case sm.disk != nil:
-		// Nothing on the host to read in place.
-	case e.cfg.streamBatch == streamInPlace:
-		inPlace = pl.Streamed() > 0
-	case e.cfg.streamBatch == streamChoose:
-		if sm.pilots == nil {
-			sm.pilots = stepsPilots{}
-		}
-		inPlace = pl.Streamed() > 0 && !streamCheaper(pl, n, sm.pilots.estimate(e.g, alg, n), es, eb)
-	}
+	// From disk there is nothing on the host to read in place.
+	inPlace = inPlace && pl.Streamed() > 0 && sm.disk == nil
 	base := sm.dBase
 	if inPlace {
 		// One visit: every partition is on a side (resident, or mapped

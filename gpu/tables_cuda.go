@@ -85,14 +85,28 @@ func (e *Engine) setup() error {
 		return err
 	}
 	fits := graphPlan(shapeOf(g), e.cfg.reserveBytes).need() <= free
-	if e.cfg.stream == StreamOn || (e.cfg.stream == StreamAuto && !fits) {
+	// Under auto a graph that does not fit (or a device fraction below
+	// 1) gets both plans, and each batch the faster (streamchoice.go).
+	both := e.cfg.stream == StreamAuto && (!fits || e.cfg.deviceFraction < 1)
+	if e.cfg.stream == StreamOn || both {
 		// Too large for the device (or asked to): partitions are
 		// streamed to the walkers (stream.go).
 		budget := free - e.cfg.reserveBytes
+		if both && !fits {
+			// Half of what the device holds for the graph; the
+			// placement plan gets the rest (the offsets are shared).
+			budget /= 2
+		}
 		if e.cfg.deviceFraction < 1 {
 			budget = min(budget, int64(e.cfg.deviceFraction*float64(StreamBytesNeeded(g))))
 		}
-		return e.setupStreamed(budget)
+		if err := e.setupStreamed(budget); err != nil {
+			return err
+		}
+		if sp := e.streamed.plan; both && sp.Streamed() > 0 && sp.Disk == nil {
+			return e.setupBoth()
+		}
+		return nil
 	}
 	if e.cfg.deviceFraction < 1 || !fits {
 		// Too large for the device (or asked to be split): part of the

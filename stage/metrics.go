@@ -75,7 +75,7 @@ func newMetrics(reg prometheus.Registerer, s *Stage) (*metrics, error) {
 		streamWalkers: prometheus.NewCounter(prometheus.CounterOpts{Name: "walkstage_gpu_stream_walkers_total",
 			Help: "Walkers the GPU engine's streamed partition visits moved, summed over the visits: over walkstage_gpu_stream_visits_total, the walkers a copied partition serves (C-SAW's walkers per partition)."}),
 		streamBatches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "walkstage_gpu_stream_batches_total",
-			Help: "Batches the GPU engine walked under a stream plan, by how it reached the streamed share: copied (partitions copied in) or in_place (read in place, the cost model's choice for a small batch)."}, []string{"mode"}),
+			Help: "Batches the GPU engine walked under a stream plan, by how it reached the streamed share: copied (partitions copied in), in_place (read in place, the cost model's choice for a small batch) or placement (the placement plan held beside the stream plan under WALKSTAGE_GPU_STREAM=auto, the cost model's choice for short walks and small batches)."}, []string{"mode"}),
 		engineBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "walkstage_engine_memory_bytes",
 			Help: "Working memory the engine reported for its last run (GPU: device bytes for pools and results)."}),
 		graphBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "walkstage_graph_memory_bytes",
@@ -220,4 +220,5 @@ func (s *Stage) countStreamed(e walk.Engine) {
 	s.m.streamWalkers.Add(float64(r.Walkers))
 	s.m.streamBatches.WithLabelValues("copied").Add(float64(r.Batches))
 	s.m.streamBatches.WithLabelValues("in_place").Add(float64(r.InPlaceBatches))
+	s.m.streamBatches.WithLabelValues("placement").Add(float64(r.PlacedBatches))
 }

@@ -25,7 +25,7 @@ func TestStreamMetricsAddEachRun(t *testing.T) {
 	src, evs := newMemSource(), &memEvents{}
 	var eng *streamingEngine
 	s := runMem(t, b, src, evs, func(o *Options) {
-		eng = &streamingEngine{Engine: o.Engine, last: gpu.StreamStats{Batches: 1, InPlaceBatches: 2, Visits: 7, Walkers: 40,
+		eng = &streamingEngine{Engine: o.Engine, last: gpu.StreamStats{Batches: 1, InPlaceBatches: 2, PlacedBatches: 4, Visits: 7, Walkers: 40,
 			Copies: 5, BytesCopied: 1000, BytesRead: 300}}
 		o.Engine = eng
 	})
@@ -48,6 +48,7 @@ func TestStreamMetricsAddEachRun(t *testing.T) {
 		{"walkers", metricValue(s.m.streamWalkers), 40},
 		{"batches copied", metricValue(s.m.streamBatches.WithLabelValues("copied")), 1},
 		{"batches in place", metricValue(s.m.streamBatches.WithLabelValues("in_place")), 2},
+		{"batches under the placement plan", metricValue(s.m.streamBatches.WithLabelValues("placement")), 4},
 	} {
 		if c.got != c.each*runs {
 			t.Errorf("%s: %v after %v runs, want %v", c.name, c.got, runs, c.each*runs)

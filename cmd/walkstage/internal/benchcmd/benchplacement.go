@@ -17,6 +17,11 @@ func benchPlacement(eng any, hostRead int64, w io.Writer) error {
 		fmt.Fprintln(w, "placement: graph", p.Stripes().String())
 	} else if s, ok := eng.(gpu.Streamer); ok && s.StreamPlan() != nil {
 		fmt.Fprintln(w, s.StreamPlan().String())
+		// Under --gpu-stream auto a placement plan is held beside it,
+		// and each batch walks under the faster of the two.
+		if p, ok := eng.(gpu.Placer); ok && p.Placement() != nil {
+			fmt.Fprintln(w, "beside it,", p.Placement().String())
+		}
 	} else if p, ok := eng.(gpu.Placer); ok {
 		if pl := p.Placement(); pl != nil {
 			fmt.Fprintln(w, pl.String())
@@ -55,8 +60,11 @@ func benchStreamStats(eng any, w io.Writer) {
 		return
 	}
 	st := s.StreamStats()
-	fmt.Fprintf(w, "  stream: %d batches streamed, %d read in place; %d visits (%.0f walkers a visit), %d partition copies, %.2f GB copied, %.0f bytes a step\n",
-		st.Batches, st.InPlaceBatches, st.Visits, float64(st.Walkers)/float64(max(st.Visits, 1)), st.Copies, float64(st.BytesCopied)/1e9, float64(st.BytesCopied)/float64(max(st.Steps, 1)))
+	fmt.Fprintf(w, "  stream: %d batches streamed, %d read in place, %d under the placement plan; %d visits (%.0f walkers a visit), %d partition copies, %.2f GB copied, %.0f bytes a step\n",
+		st.Batches, st.InPlaceBatches, st.PlacedBatches, st.Visits, float64(st.Walkers)/float64(max(st.Visits, 1)), st.Copies, float64(st.BytesCopied)/1e9, float64(st.BytesCopied)/float64(max(st.Steps, 1)))
+	if st.LastChoice != "" {
+		fmt.Fprintf(w, "  last batch: %s\n", st.LastChoice)
+	}
 	if st.Scans > 0 {
 		fmt.Fprintf(w, "  node2vec: %d steps decided by the exact scan on the host (after %d rejected proposals)\n", st.Scans, walk.MaxRejections)
 	}

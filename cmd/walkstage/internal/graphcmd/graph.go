@@ -387,14 +387,15 @@ func graphInfo(args []string, stdout, stderr io.Writer) error {
 		if *gpuMemory >= gpu.DeviceBytesNeeded(g) {
 			tw("gpu placement", "the whole graph fits %s", cli.HumanBytes(*gpuMemory))
 		} else {
-			// The stream plan is what WALKSTAGE_GPU_STREAM=auto gets;
+			// The stream plan is what WALKSTAGE_GPU_STREAM=on gets (auto:
+			// it and a placement plan, each with half);
 			// the placement plan, the default's (off), is printed too.
 			// With --host-memory, a plan whose pinned host copy exceeds
 			// half of it reads the partitions from the file.
 			if p, err := gpu.PlanStreamHost(g, *gpuMemory, *hostMemory); err != nil {
 				tw("gpu stream", "%v", err)
 			} else {
-				tw("gpu stream", "%s (with WALKSTAGE_GPU_STREAM=auto; bytes per step streamed are about the streamed edges' bytes over the walkers in flight)", p)
+				tw("gpu stream", "%s (with WALKSTAGE_GPU_STREAM=on; under auto the stream plan gets half of the device's share for the graph and a placement plan the rest, and each batch walks under the faster; bytes per step streamed are about the streamed edges' bytes over the walkers in flight)", p)
 			}
 			if p, err := gpu.PlanPlacement(g, *gpuMemory, 1); err != nil {
 				tw("gpu placement", "%v", err)
