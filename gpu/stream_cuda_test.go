@@ -303,8 +303,8 @@ func TestStreamRefusesWhatItCannotWalk(t *testing.T) {
 
 // TestStreamChosenWhenTheGraphDoesNotFit: under a memory limit below the
 // graph the engine streams with StreamAuto (in many small batches: the
-// limit leaves the slots little) and places by default (StreamOff); walks
-// are the CPU's either way.
+// limit leaves the slots little), a placement plan beside it in the other
+// half, and places by default (StreamOff); walks are the CPU's either way.
 func TestStreamChosenWhenTheGraphDoesNotFit(t *testing.T) {
 	g := streamGraphs(t)["rmat-weighted"]
 	// A quarter of the limit goes to the batch slots: the stream plan gets
@@ -313,6 +313,9 @@ func TestStreamChosenWhenTheGraphDoesNotFit(t *testing.T) {
 	s := newEngine(t, g, WithMemoryLimit(limit), WithStream(StreamAuto))
 	if s.StreamPlan() == nil || s.StreamPlan().Streamed() == 0 {
 		t.Fatalf("auto under a %d-byte limit: plan %v", limit, s.StreamPlan())
+	}
+	if s.Placement() == nil {
+		t.Fatalf("auto under a %d-byte limit: no placement plan beside the stream plan", limit)
 	}
 	p := newEngine(t, g, WithMemoryLimit(limit))
 	if p.StreamPlan() != nil || p.Placement() == nil {
