@@ -138,7 +138,9 @@ func WithPreparedSlots(length int) Option { return func(c *config) { c.prepareLe
 // WithStream says when the engine streams partitions of a graph that does
 // not fit the device (stream.go): StreamOff (the default) never (the
 // placement plan reads the host's share in place), StreamAuto when the
-// graph does not fit, StreamOn always (WithDeviceFraction then caps the
+// graph does not fit (or under WithDeviceFraction below 1), with a
+// placement plan beside it and each batch walked under the faster
+// (streamchoice.go), StreamOn always (WithDeviceFraction then caps the
 // share of the streamed arrays on the device: benchmarks). Streaming walks DeepWalk
 // and PPR on the uniform and alias samplers, Node2Vec on the rejection
 // sampler and MetaPath on label tables; Run refuses the others.

@@ -31,20 +31,19 @@ import (
 type StreamMode int
 
 // Off is the default (the zero value): streaming walks DeepWalk, PPR,
-// Node2Vec (rejection) and MetaPath (label tables) only, and an engine
-// cannot hold both layouts, so streaming by default would refuse the
-// temporal and reservoir jobs (and MetaPath on more than 16 labels or a
-// forced sampler) that
-// the placement plan walks on a graph that does not fit. A user who walks
-// only the streamed algorithms turns it on.
+// Node2Vec (rejection) and MetaPath (label tables) only. Auto holds a
+// placement plan beside the stream plan (streamchoice.go), which walks
+// the rest, but at the cost of both plans' memory (the edges in two
+// layouts), so it is asked for, not the default.
 const (
 	// StreamOff never streams: a graph that does not fit is placed
 	// (placement.go).
 	StreamOff StreamMode = iota
-	// StreamAuto streams when the graph's arrays do not fit the device
-	// (or WithMemoryLimit); a WithDeviceFraction below 1 alone still gets
-	// the placement plan (in-place host reads), which walks every
-	// algorithm.
+	// StreamAuto holds both a stream plan and a placement plan when the
+	// graph's arrays do not fit the device (or WithMemoryLimit), or
+	// under a WithDeviceFraction below 1, and walks each batch under the
+	// faster by the cost model (streamchoice.go); what the stream engine
+	// cannot walk walks under the placement plan.
 	StreamAuto
 	// StreamOn always streams: the device budget for the graph is the
 	// memory limit's (less the batch slots' share), or WithDeviceFraction

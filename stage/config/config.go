@@ -302,12 +302,16 @@ type Config struct {
 	// WALKSTAGE_GPU_STREAM: whether a GPU engine whose graph does not fit
 	// the device (or WALKSTAGE_GPU_MEMORY_LIMIT) streams it to the walkers
 	// in partitions (docs/design/out-of-core.md): auto (when it does not
-	// fit), on, or off (the placement plan reads the host's share in
-	// place). Streaming walks DeepWalk and PPR on the uniform and alias
-	// samplers, Node2Vec on its rejection sampler and MetaPath on its auto
-	// sampler (up to 16 labels) and refuses the other algorithms, so off,
-	// which walks them all, is the default; a replica serving only those
-	// may turn it on.
+	// fit: a stream plan and a placement plan, each with half of the
+	// device's share for the graph, and each batch walked under the one
+	// the cost model says is faster; the placement plan walks what
+	// streaming refuses), on (streaming alone), or off (the placement plan
+	// alone reads the host's share in place). Streaming walks DeepWalk and
+	// PPR on the uniform and alias samplers, Node2Vec on its rejection
+	// sampler and MetaPath on its auto sampler (up to 16 labels) and
+	// refuses the other algorithms under on; auto holds the graph's edges
+	// in both layouts (device and pinned host memory), so off is the
+	// default.
 	GPUStream string `env:"GPU_STREAM" envDefault:"off"`
 
 	// ---- Request limits (violations are rejected, see docs/reference/messages.md) ----
