@@ -87,7 +87,6 @@ type config struct {
 	uploadBuffer      int
 	uploadParallel    int
 	parallelParts     int
-	samplePartLag     int
 	callTimeout       time.Duration
 	stallTimeout      time.Duration
 	staleAfter        time.Duration
@@ -106,7 +105,6 @@ const (
 	DefaultMaxRowGroupVertices = 81 << 14 // 16,384 walks of 80 steps
 	DefaultFileBytes           = 64 << 20
 	DefaultParallelParts       = 4
-	DefaultSamplePartLag       = 64
 	DefaultMemoryLimit         = 512 << 20
 	DefaultUploadBuffer        = 8 << 20
 	DefaultCallTimeout         = store.DefaultCallTimeout
@@ -124,7 +122,6 @@ func defaultConfig() config {
 		uploadBuffer:   DefaultUploadBuffer,
 		uploadParallel: 4,
 		parallelParts:  DefaultParallelParts,
-		samplePartLag:  DefaultSamplePartLag,
 		callTimeout:    DefaultCallTimeout,
 		stallTimeout:   DefaultUploadStallTimeout,
 		staleAfter:     DefaultStaleAfter,
@@ -195,13 +192,6 @@ func WithUploadBuffer(bytes, parallel int) Option {
 // Each holds its own upload buffers (see WithUploadBuffer). Parts still
 // hold consecutive walk ids and get the same keys and bytes as with one.
 func WithParallelParts(n int) Option { return func(o *config) { o.parallelParts = n } }
-
-// WithSamplePartLag sets how many encoded row groups (fragments, about
-// 0.25 MiB each for neighbour samples) a samples part's goroutine may hold
-// unwritten while the row groups after them are encoded and the next part
-// starts: a part is written by one goroutine, so while its lag is full the
-// encoders wait for it. Defaults to 64 (as walk parts).
-func WithSamplePartLag(n int) Option { return func(o *config) { o.samplePartLag = n } }
 
 // WithCallTimeout bounds each small object-store call of the writer:
 // reading and writing the manifest, listing, deleting, checking a part's
@@ -303,9 +293,6 @@ func (c *config) validate() error {
 	}
 	if c.parallelParts <= 0 {
 		return fmt.Errorf("sink: %d parallel parts, want at least 1", c.parallelParts)
-	}
-	if c.samplePartLag < 0 {
-		return fmt.Errorf("sink: sample part lag %d < 0", c.samplePartLag)
 	}
 	if c.uploadBuffer < 5<<20 || c.uploadParallel <= 0 {
 		return fmt.Errorf("sink: upload buffer %d bytes x %d: S3 needs parts of at least 5 MiB and one upload", c.uploadBuffer, c.uploadParallel)

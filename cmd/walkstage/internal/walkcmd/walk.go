@@ -302,22 +302,10 @@ func (o *walkOptions) runSamples(ctx context.Context, sk graphsample.SampleKind,
 	if err != nil {
 		return err
 	}
-	// EXPERIMENT (issue 36, branch sampwave): knobs for one device call,
-	// removed once the defaults are chosen.
-	held, plain, lag := 2, false, sink.DefaultSamplePartLag
-	if v, err := strconv.Atoi(os.Getenv("WALKSTAGE_EXP_HELD")); err == nil {
-		held = v
-	}
-	if os.Getenv("WALKSTAGE_EXP_TAIL") == "0" {
-		plain = true
-	}
-	if v, err := strconv.Atoi(os.Getenv("WALKSTAGE_EXP_LAG")); err == nil {
-		lag = v
-	}
-	return walkSamples(ctx, sk, o.sf, sampleRun{wavesHeld: held, plainWaves: plain, graphPath: o.graphPath, seeds: o.seeds, out: o.out, prefix: o.prefix,
+	return walkSamples(ctx, sk, o.sf, sampleRun{graphPath: o.graphPath, seeds: o.seeds, out: o.out, prefix: o.prefix,
 		batchID: o.batchID, compression: comp, replaceOutput: o.replaceOutput, name: o.name, engineName: o.engineName, cpuProfile: o.cpuProfile, traceFile: o.traceFile, version: o.version, log: cli.Logger(logw, o.quiet), asJSON: o.asJSON, seed: o.seed, weighted: o.weighted, instancesPerSeed: o.perVertex, workers: o.workers,
 		set: o.set, sinkOpts: []sink.Option{sink.WithCompression(comp), sink.WithFileBytes(o.fileBytes),
-			sink.WithZstdLevel(o.zstdLevel), sink.WithUploadBuffer(sink.DefaultUploadBuffer, o.uploads), sink.WithSamplePartLag(lag)}}, stdout, stderr)
+			sink.WithZstdLevel(o.zstdLevel), sink.WithUploadBuffer(sink.DefaultUploadBuffer, o.uploads)}}, stdout, stderr)
 }
 
 // walkEncoding is the Parquet encoding a walk run's flags chose.
