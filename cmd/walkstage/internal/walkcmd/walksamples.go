@@ -47,7 +47,7 @@ func addSampleFlags(fs *flag.FlagSet) *sampleFlags {
 	fs.IntVar(&f.frontierSize, "frontier-size", 0, "frontier: seeds per instance (consecutive --seeds)")
 	fs.IntVar(&f.samples, "samples", 0, "frontier: steps (sampled edges) per instance")
 	fs.BoolVar(&f.edgeWeight, "edge-weight", false, "sampling: add an edge_weight column")
-	fs.Int64Var(&f.waveEdges, "sample-wave-edges", message.SampleWaveEdges, "sampling: about the edges one wave samples and holds (three waves are held at a time)")
+	fs.Int64Var(&f.waveEdges, "sample-wave-edges", message.SampleWaveEdges, "sampling: about the edges one wave samples and holds (two waves are held at a time, three for neighbor)")
 	return f
 }
 
@@ -68,13 +68,22 @@ type sampleRun struct {
 	set                                          map[string]bool
 }
 
-// sampleWavesHeld is how many waves' columns walkSamples holds at once: one
-// sampling, one being written, and one sampled and waiting for the writer.
-// With two the sampling waited for the writer after every wave it outran
-// it, and the two ran in lockstep, each step as long as the slower
-// (neighbour [25, 10] over 1 M seeds on the H200 host: 18-28 ms waiting in
-// 29 waves with two sets, 9-12 ms with three; peak RSS about 30 MB more).
-const sampleWavesHeld = 3
+// sampleWavesHeld is how many waves' columns walkSamples holds at once.
+// Neighbour sampling holds three: one sampling, one being written, and one
+// sampled and waiting for the writer. With two, the sampling waited for
+// the writer after every wave in which it outran it, the two in lockstep,
+// each step as long as the slower (neighbour [25, 10] over 1 M seeds on
+// the H200 host: 18-28 ms of waiting in 29 waves with two sets, 9-17 ms in
+// 32 waves with three; about 25 MiB more peak RSS). Other samplers hold
+// two: their writer waits little for the sampling (snowball 2 ms in 120
+// waves) and a third set is a whole wave more of memory (snowball: 98 MiB
+// more peak RSS, layer 50).
+func sampleWavesHeld(p graphsample.SampleParams) int {
+	if p.Kind == graphsample.NeighborSampling {
+		return 3
+	}
+	return 2
+}
 
 func parseSizes(flag, s string) ([]int, error) {
 	if strings.TrimSpace(s) == "" {
@@ -229,7 +238,7 @@ func walkSamples(ctx context.Context, kind graphsample.SampleKind, f *sampleFlag
 		// (the stage also refuses a request whose worst case exceeds
 		// WALKSTAGE_MAX_SAMPLED_EDGES).
 		fmt.Fprintf(stderr, "notice: %d instances of up to %d edges each are sampled and written in waves of about %d edges, %d held at a time\n",
-			n, most, f.waveEdges, sampleWavesHeld)
+			n, most, f.waveEdges, sampleWavesHeld(p))
 	}
 	// Waves of instances bound the edges held, as in the stage. A wave is
 	// written on its own goroutine while the next ones sample: column sets
@@ -240,9 +249,10 @@ func walkSamples(ctx context.Context, kind graphsample.SampleKind, f *sampleFlag
 		seeds []int64
 		cols  *graphsample.Columns
 	}
-	waves := make(chan sampledWave, sampleWavesHeld-2)
-	free := make(chan *graphsample.Columns, sampleWavesHeld)
-	for range sampleWavesHeld {
+	held := sampleWavesHeld(p)
+	waves := make(chan sampledWave, held-2)
+	free := make(chan *graphsample.Columns, held)
+	for range held {
 		free <- &graphsample.Columns{WithEdges: f.edgeWeight}
 	}
 	written := make(chan error, 1)
