@@ -248,10 +248,10 @@ const SampleTailEdges = 1 << 18
 // [25, 10] over 1 M seeds on the H200 host: 11-14 ms from the last sample
 // to the end, 6-9 ms so). Other samplers keep SampleWave's waves: a layer
 // wave costs about 9 ms beyond its edges (it uploads the request's seeds)
-// and a forest fire wave about 8 (rounds by instance), so their extra
+// and a forest fire wave about 5 (rounds by instance), so their extra
 // waves cost more than the smaller last write saves (layer [25, 250]: 33
-// waves 313 ms, 37 waves 350 ms; forest fire 95 against 105 ms). The
-// first wave (lastInstances 0, no mean yet) is SampleWave's.
+// waves 313 ms, 37 waves 350 ms; forest fire 11 waves 95 ms, 13 waves
+// 105). The first wave (lastInstances 0, no mean yet) is SampleWave's.
 func SampleTailWave(p graphsample.SampleParams, budget int64, left, lastInstances int, lastEdges int64) int {
 	size := SampleWave(p, budget, left, lastInstances, lastEdges)
 	if p.Kind != graphsample.NeighborSampling || lastInstances <= 0 || left <= 0 {

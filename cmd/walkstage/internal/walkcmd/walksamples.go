@@ -75,9 +75,8 @@ type sampleRun struct {
 // each step as long as the slower (neighbour [25, 10] over 1 M seeds on
 // the H200 host: 18-28 ms of waiting in 29 waves with two sets, 9-17 ms in
 // 32 waves with three; about 25 MiB more peak RSS). Other samplers hold
-// two: their writer waits little for the sampling (snowball 2 ms in 120
-// waves) and a third set is a whole wave more of memory (snowball: 98 MiB
-// more peak RSS, layer 50).
+// two: a third set is a whole wave more of memory (snowball 98 MiB more
+// peak RSS, layer 50), and neither got faster with it.
 func sampleWavesHeld(p graphsample.SampleParams) int {
 	if p.Kind == graphsample.NeighborSampling {
 		return 3
