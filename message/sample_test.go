@@ -149,3 +149,70 @@ func TestSampleWave(t *testing.T) {
 		}
 	}
 }
+
+// TestSampleTailWave plays out whole batches whose instances each draw
+// mean edges: neighbour sampling's waves shrink by halves once two waves'
+// worth is left, the last holds at most about SampleTailEdges edges, no
+// wave is larger than SampleWave's, and every instance is sampled once;
+// other samplers' waves are SampleWave's.
+func TestSampleTailWave(t *testing.T) {
+	fire := graphsample.SampleParams{Kind: graphsample.ForestFire, BurnProb: 0.7, Depth: 2, MaxVertices: 10_001} // up to 10,000 edges
+	nbr := graphsample.SampleParams{Kind: graphsample.NeighborSampling, Fanouts: []int{25, 10}}                  // up to 275
+	layer := graphsample.SampleParams{Kind: graphsample.LayerSampling, LayerSizes: []int{25, 250}}               // up to 275
+	for _, c := range []struct {
+		name   string
+		p      graphsample.SampleParams
+		budget int64
+		n      int
+		mean   int64
+		want   []int // nil: the same waves as SampleWave's
+	}{
+		// `walkstage walk --algorithm neighbor --fanouts 25,10 --seeds
+		// 0-999999` on R-MAT scale 22 (59.2 M edges): SampleWave's 28th
+		// wave takes 34,952 of 60,744 left and its 29th the 25,792 after.
+		{"neighbour, 1 M seeds", nbr, SampleWaveEdges, 1_000_000, 60,
+			append(append([]int{30_504}, repeat(34_952, 26)...), 30_372, 15_186, 7_593, 4_369, 3_224)},
+		{"neighbour, one wave's worth after the first", nbr, SampleWaveEdges, 60_000, 60, []int{30_504, 14_748, 7_374, 4_369, 3_005}},
+		{"neighbour, a batch of one wave", nbr, SampleWaveEdges, 20_000, 60, nil},
+		{"a small budget: waves as SampleWave's", nbr, 20_000, 2_000, 60, nil},
+		// A sparse graph: waves of many instances, the tail's a fifth of them.
+		{"neighbour, 5 edges an instance: halves down to the tail's edges", nbr, SampleWaveEdges, 3_000_000, 5,
+			[]int{30_504, 61_008, 122_016, 244_032, 419_430, 419_430, 419_430, 419_430, 419_430, 222_645, 111_323, 55_661, 52_428, 3_233}},
+		{"layer: SampleWave's", layer, SampleWaveEdges, 1_000_000, 142, nil},
+		{"forest fire: SampleWave's", fire, SampleWaveEdges, 1_000_000, 5, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var got, plain []int
+			for lo, w := 0, 0; lo < c.n; lo += w {
+				last := w
+				w = SampleTailWave(c.p, c.budget, c.n-lo, last, int64(last)*c.mean)
+				if s := SampleWave(c.p, c.budget, c.n-lo, last, int64(last)*c.mean); w < 1 || w > s {
+					t.Fatalf("wave %d: %d instances of %d left, want 1..%d (SampleWave's)", len(got), w, c.n-lo, s)
+				}
+				got = append(got, w)
+			}
+			for lo, w := 0, 0; lo < c.n; lo += w {
+				w = SampleWave(c.p, c.budget, c.n-lo, w, int64(w)*c.mean)
+				plain = append(plain, w)
+			}
+			want := c.want
+			if want == nil {
+				want = plain
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("waves %v\nwant  %v\n(SampleWave's %v)", got, want, plain)
+			}
+			if c.p.Kind == graphsample.NeighborSampling && len(got) > 1 && int64(got[len(got)-1])*c.mean > SampleTailEdges && c.budget >= SampleWaveEdges {
+				t.Errorf("last wave of %d instances draws %d edges, more than %d", got[len(got)-1], int64(got[len(got)-1])*c.mean, SampleTailEdges)
+			}
+		})
+	}
+}
+
+func repeat(v, n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = v
+	}
+	return s
+}

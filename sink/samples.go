@@ -14,6 +14,8 @@ import (
 	"io"
 	"sort"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
@@ -135,12 +137,46 @@ type sampleState struct {
 	// (WithParallelParts).
 	partsDone sync.WaitGroup
 	slots     chan struct{}
+	// times are SampleWriteTimes' (nanoseconds).
+	encodeWait, partWait, partWrite, finishDrain, finishParts atomic.Int64
+}
+
+// SampleWriteTimes say where a samples batch's writing waited, for debug
+// logs: which of the encoders, the parts' goroutines (one at a time per
+// part) and Commit's end bounds a sample written to Parquet.
+type SampleWriteTimes struct {
+	// EncodeWait is the appender waiting for the next row group's encoding
+	// (row groups are handed to parts in order).
+	EncodeWait time.Duration
+	// PartWait is the appender waiting for a part's goroutine to take a
+	// fragment (its lag full) or for a part's slot (WithParallelParts).
+	PartWait time.Duration
+	// PartWrite is the parts' goroutines copying fragments into their
+	// objects, summed over parts.
+	PartWrite time.Duration
+	// FinishDrain is Commit encoding the last rows and handing every
+	// fragment to its part; FinishParts the parts' goroutines finishing
+	// their objects after that.
+	FinishDrain, FinishParts time.Duration
+}
+
+// SampleWriteTimes returns where the batch's sample writing has waited so
+// far (zero for a batch of walks). Safe for concurrent use.
+func (w *BatchWriter) SampleWriteTimes() SampleWriteTimes {
+	s := w.samples
+	if s == nil {
+		return SampleWriteTimes{}
+	}
+	return SampleWriteTimes{EncodeWait: time.Duration(s.encodeWait.Load()), PartWait: time.Duration(s.partWait.Load()),
+		PartWrite: time.Duration(s.partWrite.Load()), FinishDrain: time.Duration(s.finishDrain.Load()),
+		FinishParts: time.Duration(s.finishParts.Load())}
 }
 
 // sample is an encoded row group on its way to its part: edges base ..
 // base+rows-1 of the batch.
 type sample struct {
 	frag       []byte
+	rg         parquet.RowGroup // frag opened (openSampleFragment)
 	sums       []pages.SectionSum
 	base, rows int64
 }
@@ -149,6 +185,7 @@ type sample struct {
 type sampleGroup struct {
 	rows pages.SampleRows
 	frag []byte
+	rg   parquet.RowGroup
 	sums []pages.SectionSum
 	err  error
 	done chan struct{}
@@ -161,8 +198,9 @@ func (w *BatchWriter) newSampleState() (*sampleState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sink: sample schema: %w", err)
 	}
-	return &sampleState{freed: make(chan *sampleGroup, 2*w.cfg.encoders+4), slots: make(chan struct{}, w.cfg.parallelParts), cfg: pages.SampleConfig{Graph: w.g, Compression: w.cfg.compression, ZstdLevel: w.cfg.zstdLevel,
-		Weights: w.meta.SampleEdgeWeight, Schema: schema}}, nil
+	return &sampleState{freed: make(chan *sampleGroup, 2*w.cfg.encoders+4), slots: make(chan struct{}, w.cfg.parallelParts),
+		cfg: pages.SampleConfig{Graph: w.g, Compression: w.cfg.compression, ZstdLevel: w.cfg.zstdLevel,
+			Weights: w.meta.SampleEdgeWeight, Schema: schema}}, nil
 }
 
 // sampleVariant numbers the four sample schemas: string ids or integers,
@@ -514,28 +552,53 @@ func (w *BatchWriter) encodeSampleGroup(g *sampleGroup) {
 	g.frag, g.err = e.Encode(w.buf.frag(), &g.rows)
 	done()
 	g.sums = append(g.sums[:0], e.Sums()...)
+	if g.err == nil {
+		// Opened here, on one of many encoders, rather than by the part's
+		// goroutine, which copies a part's fragments one after another:
+		// decoding each fragment's footer was a third of that goroutine's
+		// CPU (CPU profile of the neighbour [25, 10] command on the H200
+		// host), and that goroutine bounds the command while its lag is full.
+		g.rg, g.err = openSampleFragment(g.frag)
+	}
+}
+
+// openSampleFragment opens an encoded fragment's one row group.
+func openSampleFragment(frag []byte) (parquet.RowGroup, error) {
+	pf, err := parquet.OpenFile(fragment(frag), int64(len(frag)))
+	if err != nil {
+		return nil, fmt.Errorf("reopen encoded sampled edges: %w", err)
+	}
+	rgs := pf.RowGroups()
+	if len(rgs) != 1 {
+		return nil, fmt.Errorf("encoded sampled edges hold %d row groups", len(rgs))
+	}
+	return rgs[0], nil
 }
 
 // handSampleGroup waits for g's fragment and hands it to its part,
 // starting the part's goroutine for its first one.
 func (w *BatchWriter) handSampleGroup(g *sampleGroup) error {
 	s := w.samples
+	t := time.Now()
 	select {
 	case <-g.done:
 	case <-w.ctx.Done():
 		return w.ctx.Err()
 	}
+	s.encodeWait.Add(int64(time.Since(t)))
 	rows := int64(g.rows.Rows())
 	if g.err != nil {
 		return fmt.Errorf("sink: encode sampled edges %d..%d: %w", s.written, s.written+rows-1, g.err)
 	}
-	f := sample{frag: g.frag, sums: g.sums, base: s.written, rows: rows}
+	f := sample{frag: g.frag, rg: g.rg, sums: g.sums, base: s.written, rows: rows}
 	s.written += rows
-	g.frag, g.sums = nil, nil
+	g.frag, g.rg, g.sums = nil, nil, nil
 	select {
 	case s.freed <- g:
 	default: // left to the collector
 	}
+	t = time.Now()
+	defer func() { s.partWait.Add(int64(time.Since(t))) }()
 	if s.part == nil {
 		select {
 		case s.slots <- struct{}{}:
@@ -544,6 +607,8 @@ func (w *BatchWriter) handSampleGroup(g *sampleGroup) error {
 		}
 		// As the walks' parts (openPart): a part's goroutine may lag 64
 		// fragments (about 15 MiB) behind, the next part starting meanwhile.
+		// (256 changed nothing on the H200 host: the appender waited for
+		// the parts 0.5-0.8 ms in a 59 M-edge neighbour sample.)
 		s.part, s.size = make(chan sample, 64), 0
 		w.wg.Add(1)
 		s.partsDone.Add(1)
@@ -595,7 +660,10 @@ func (w *BatchWriter) writeSamplePart(index int, in <-chan sample) {
 				w.walksWritten.Add(p.file.Rows)
 				return
 			}
-			if err := w.appendSample(p, pw, f); err != nil {
+			t := time.Now()
+			err := w.appendSample(p, pw, f)
+			w.samples.partWrite.Add(int64(time.Since(t)))
+			if err != nil {
 				w.fail(err)
 				w.abortPart(p)
 				return
@@ -615,16 +683,8 @@ func (w *BatchWriter) writeSamplePart(index int, in <-chan sample) {
 
 // appendSample copies f's row group into part p (writer pw).
 func (w *BatchWriter) appendSample(p *part, pw pages.RowGroupWriter, f sample) error {
-	pf, err := parquet.OpenFile(fragment(f.frag), int64(len(f.frag)))
-	if err != nil {
-		return fmt.Errorf("sink: reopen encoded sampled edges: %w", err)
-	}
-	rgs := pf.RowGroups()
-	if len(rgs) != 1 {
-		return fmt.Errorf("sink: encoded sampled edges hold %d row groups", len(rgs))
-	}
 	p.out.known, p.out.knownOf = f.sums, &f.frag[0]
-	_, err = pw.WriteRowGroup(rgs[0])
+	_, err := pw.WriteRowGroup(f.rg)
 	p.out.known, p.out.knownOf = nil, nil
 	if err != nil {
 		return fmt.Errorf("sink: write %s: %w", p.key, err)
@@ -654,6 +714,7 @@ func (w *BatchWriter) finishSamples(ctx context.Context) error {
 	if s.instances != w.meta.Instances {
 		return fmt.Errorf("sink: batch %s: %w: %d of %d instances written", w.meta.BatchID, ErrBadChunk, s.instances, w.meta.Instances)
 	}
+	t := time.Now()
 	if err := w.flushSamples(ctx); err != nil {
 		return err
 	}
@@ -668,9 +729,12 @@ func (w *BatchWriter) finishSamples(ctx context.Context) error {
 			return s.appendErr
 		}
 	}
+	s.finishDrain.Store(int64(time.Since(t)))
+	t = time.Now()
 	// The parts' goroutines complete their objects or, once the writer
 	// has failed, abandon them.
 	s.partsDone.Wait()
+	s.finishParts.Store(int64(time.Since(t)))
 	return w.failed()
 }
 

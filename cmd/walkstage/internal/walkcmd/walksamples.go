@@ -47,7 +47,7 @@ func addSampleFlags(fs *flag.FlagSet) *sampleFlags {
 	fs.IntVar(&f.frontierSize, "frontier-size", 0, "frontier: seeds per instance (consecutive --seeds)")
 	fs.IntVar(&f.samples, "samples", 0, "frontier: steps (sampled edges) per instance")
 	fs.BoolVar(&f.edgeWeight, "edge-weight", false, "sampling: add an edge_weight column")
-	fs.Int64Var(&f.waveEdges, "sample-wave-edges", message.SampleWaveEdges, "sampling: about the edges one wave samples and holds (two waves are held at a time)")
+	fs.Int64Var(&f.waveEdges, "sample-wave-edges", message.SampleWaveEdges, "sampling: about the edges one wave samples and holds (two waves are held at a time, three for neighbor)")
 	return f
 }
 
@@ -66,6 +66,22 @@ type sampleRun struct {
 	sinkOpts                                     []sink.Option
 	log                                          *slog.Logger
 	set                                          map[string]bool
+}
+
+// sampleWavesHeld is how many waves' columns walkSamples holds at once.
+// Neighbour sampling holds three: one sampling, one being written, and one
+// sampled and waiting for the writer. With two, the sampling waited for
+// the writer after every wave in which it outran it, the two in lockstep,
+// each step as long as the slower (neighbour [25, 10] over 1 M seeds on
+// the H200 host: 18-28 ms of waiting in 29 waves with two sets, 9-17 ms in
+// 32 waves with three; about 25 MiB more peak RSS). Other samplers hold
+// two: a third set is a whole wave more of memory (snowball 98 MiB more
+// peak RSS, layer 50), and neither got faster with it.
+func sampleWavesHeld(p graphsample.SampleParams) int {
+	if p.Kind == graphsample.NeighborSampling {
+		return 3
+	}
+	return 2
 }
 
 func parseSizes(flag, s string) ([]int, error) {
@@ -220,25 +236,27 @@ func walkSamples(ctx context.Context, kind graphsample.SampleKind, f *sampleFlag
 		// The worst case is not held at once: waves bound the memory
 		// (the stage also refuses a request whose worst case exceeds
 		// WALKSTAGE_MAX_SAMPLED_EDGES).
-		fmt.Fprintf(stderr, "notice: %d instances of up to %d edges each are sampled and written in waves of about %d edges, two held at a time\n",
-			n, most, f.waveEdges)
+		fmt.Fprintf(stderr, "notice: %d instances of up to %d edges each are sampled and written in waves of about %d edges, %d held at a time\n",
+			n, most, f.waveEdges, sampleWavesHeld(p))
 	}
 	// Waves of instances bound the edges held, as in the stage. A wave is
-	// written on its own goroutine while the next one samples: two column
-	// sets take turns (free), so at most two waves are held and their
-	// memory is reused from wave to wave.
+	// written on its own goroutine while the next ones sample: column sets
+	// take turns (free), so at most sampleWavesHeld waves are held and
+	// their memory is reused from wave to wave.
 	type sampledWave struct {
 		lo    int
 		seeds []int64
 		cols  *graphsample.Columns
 	}
-	waves := make(chan sampledWave)
-	free := make(chan *graphsample.Columns, 2)
-	for range 2 {
+	held := sampleWavesHeld(p)
+	waves := make(chan sampledWave, held-2)
+	free := make(chan *graphsample.Columns, held)
+	for range held {
 		free <- &graphsample.Columns{WithEdges: f.edgeWeight}
 	}
 	written := make(chan error, 1)
 	writeFailed := make(chan struct{}) // closed when a write fails: stop sampling
+	t1 := time.Now()
 	go func() {
 		var werr error
 		for wv := range waves {
@@ -249,19 +267,18 @@ func walkSamples(ctx context.Context, kind graphsample.SampleKind, f *sampleFlag
 					close(writeFailed)
 				}
 				r.log.Debug("sample wave handed to the writer", "first", wv.lo, "instances", wv.cols.Instances(), "edges", wv.cols.Len(),
-					"duration", time.Since(tw))
+					"at_seconds", tw.Sub(t1).Seconds(), "duration", time.Since(tw))
 			}
 			free <- wv.cols
 		}
 		written <- werr
 	}()
-	t1 := time.Now()
 	var sampled time.Duration
 	var st graphsample.SampleStats
 	var wave int
 	var waveEdges int64
 	for lo := 0; lo < n && err == nil; lo += wave {
-		wave = message.SampleWave(p, f.waveEdges, n-lo, wave, waveEdges)
+		wave = message.SampleTailWave(p, f.waveEdges, n-lo, wave, waveEdges)
 		var cols *graphsample.Columns
 		tf := time.Now()
 		select {
@@ -275,11 +292,11 @@ func walkSamples(ctx context.Context, kind graphsample.SampleKind, f *sampleFlag
 		trace.WithRegion(ctx, "sample wave", func() {
 			ws, err = graphsample.SampleColumnsOn(ctx, eng, g, p, starts, lo, wave, r.workers, cols)
 		})
-		sampled += time.Since(ts)
-		r.log.Debug("sample wave", "first", lo, "instances", wave, "edges", ws.Edges, "duration", time.Since(ts),
-			"waited_for_columns", ts.Sub(tf))
+		d := time.Since(ts)
+		sampled += d
 		st.Edges += ws.Edges
 		waveEdges = ws.Edges
+		th := time.Now()
 		if err == nil {
 			seeds := make([]int64, wave)
 			for k := range seeds {
@@ -296,13 +313,18 @@ func walkSamples(ctx context.Context, kind graphsample.SampleKind, f *sampleFlag
 				err = errWaveNotWritten
 			}
 		}
+		// A timeline of the command: when each wave sampled, and how long
+		// the sampling waited for a column set and for the writer to take
+		// the wave (the writer's lines say when it wrote which wave).
+		r.log.Debug("sample wave", "first", lo, "instances", wave, "edges", ws.Edges, "at_seconds", ts.Sub(t1).Seconds(),
+			"duration", d, "waited_for_columns", ts.Sub(tf), "waited_for_the_writer", time.Since(th))
 	}
 	close(waves)
 	tl := time.Now()
 	if werr := <-written; werr != nil && (err == nil || errors.Is(err, errWaveNotWritten)) {
 		err = werr
 	}
-	r.log.Debug("sample waves written", "after_the_last_sample", time.Since(tl))
+	r.log.Debug("sample waves written", "at_seconds", time.Since(t1).Seconds(), "after_the_last_sample", time.Since(tl))
 	var m *output.Manifest
 	if err == nil {
 		err = guard.clear(ctx, stderr)
@@ -310,7 +332,10 @@ func walkSamples(ctx context.Context, kind graphsample.SampleKind, f *sampleFlag
 	if err == nil {
 		tc := time.Now()
 		m, err = w.Commit(ctx)
-		r.log.Debug("sample output committed", "duration", time.Since(tc))
+		wt := w.SampleWriteTimes()
+		r.log.Debug("sample output committed", "duration", time.Since(tc), "at_seconds", time.Since(t1).Seconds(),
+			"encode_wait", wt.EncodeWait, "part_wait", wt.PartWait, "part_write", wt.PartWrite,
+			"finish_drain", wt.FinishDrain, "finish_parts", wt.FinishParts)
 	}
 	if err != nil {
 		if aerr := w.Abort(context.WithoutCancel(ctx)); aerr != nil {
