@@ -1,0 +1,390 @@
+package hybrid
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
+)
+
+// The partition split (issue 35; C-SAW §V, Garaph): the graph's vertices
+// are cut into contiguous ranges, the densest ranges that fit the device
+// budget are the device's, the rest the host's, and each side walks only
+// the steps taken from its own vertices. A walker (walk.Walker: slot,
+// vertex, step, previous vertex) that steps onto the other side's vertex is
+// queued for it in batches; the walk's vertices are written into the job's
+// rows by whichever side took each step, and the job's walks are emitted
+// whole, in walk-id order, once every walker has ended. Neither side reads
+// the other's edges, so neither copies them nor reads them in place: the
+// GPU walks what it holds at its in-memory rate, the CPU the rest.
+//
+// This file holds what needs no GPU: the plan, the queues and the driver;
+// the CPU side is cpu.HandoverSide. Its tests run two CPU sides (the
+// second in the device's place) against the CPU engine alone.
+
+// PartPlan is a partition split's cut of the vertices: Bounds[i] to
+// Bounds[i+1] is partition i, Device[i] says the device walks it.
+type PartPlan struct {
+	Bounds       []uint32
+	Device       []bool
+	DeviceEdges  int64
+	Edges        int64
+	DeviceVerts  int64
+	Vertices     int64
+	DeviceBudget int64 // edges the plan was given
+}
+
+// PlanParts cuts g's vertices into about parts ranges of equal edge counts
+// and gives the device the densest (edges per vertex, as gpu's stream plan
+// chooses its resident partitions) that fit deviceEdges edges.
+func PlanParts(g *graph.Graph, deviceEdges int64, parts int) *PartPlan {
+	n, m := g.NumVertices(), g.NumEdges()
+	parts = max(parts, 1)
+	per := max((int64(m)+int64(parts)-1)/int64(parts), 1)
+	p := &PartPlan{Edges: int64(m), Vertices: int64(n), DeviceBudget: deviceEdges}
+	p.Bounds = append(p.Bounds, 0)
+	for lo := 0; lo < n; {
+		hi := lo + 1
+		for hi < n && int64(g.Offsets[hi+1]-g.Offsets[lo]) <= per {
+			hi++
+		}
+		p.Bounds = append(p.Bounds, uint32(hi))
+		lo = hi
+	}
+	np := len(p.Bounds) - 1
+	p.Device = make([]bool, np)
+	order := make([]int, np)
+	for i := range order {
+		order[i] = i
+	}
+	edges := func(i int) int64 { return int64(g.Offsets[p.Bounds[i+1]] - g.Offsets[p.Bounds[i]]) }
+	slices.SortStableFunc(order, func(a, b int) int {
+		// Densest first: edges(a)/verts(a) > edges(b)/verts(b).
+		da := edges(a) * int64(p.Bounds[b+1]-p.Bounds[b])
+		db := edges(b) * int64(p.Bounds[a+1]-p.Bounds[a])
+		switch {
+		case da > db:
+			return -1
+		case da < db:
+			return 1
+		}
+		return 0
+	})
+	for _, i := range order {
+		if e := edges(i); p.DeviceEdges+e <= deviceEdges {
+			p.Device[i] = true
+			p.DeviceEdges += e
+			p.DeviceVerts += int64(p.Bounds[i+1] - p.Bounds[i])
+		}
+	}
+	return p
+}
+
+// DeviceSet is the vertices the device walks.
+func (p *PartPlan) DeviceSet() walk.VertexSet {
+	s := walk.NewVertexSet(int(p.Vertices))
+	for i, d := range p.Device {
+		if d {
+			s.AddRange(p.Bounds[i], p.Bounds[i+1])
+		}
+	}
+	return s
+}
+
+// String is the plan on one line.
+func (p *PartPlan) String() string {
+	nd := 0
+	for _, d := range p.Device {
+		if d {
+			nd++
+		}
+	}
+	return fmt.Sprintf("partition split: %d partitions, %d on the device (%.1f%% of %d edges, %.1f%% of %d vertices), the rest walked by the CPU",
+		len(p.Device), nd, 100*float64(p.DeviceEdges)/float64(max(p.Edges, 1)), p.Edges,
+		100*float64(p.DeviceVerts)/float64(max(p.Vertices, 1)), p.Vertices)
+}
+
+// PartSide is one side of a partition split for one job: it walks the
+// walkers of in while their vertex is its own, appends those that step
+// onto the other side's vertices to out, and returns out, the walks that
+// ended and the steps taken (cpu.HandoverSide; the GPU's side walks a
+// batch of walkers on the device-resident partitions).
+type PartSide interface {
+	Advance(in, out []walk.Walker) ([]walk.Walker, int, int64)
+}
+
+// SideConfig is how the driver runs one side.
+type SideConfig struct {
+	Name string
+	Side PartSide
+	Set  walk.VertexSet // the vertices this side walks
+	// Workers is how many goroutines call Advance at once (the CPU's
+	// cores; 1 for the GPU, which walks one batch at a time).
+	Workers int
+	// Gather takes every batch queued for the side into one Advance call
+	// (the GPU: a call pays a launch and two copies whatever its size).
+	Gather bool
+}
+
+// SplitStats is what a partition-split job did, side by side (index 0 the
+// first SideConfig).
+type SplitStats struct {
+	Names  [2]string
+	Steps  [2]int64
+	Ended  [2]int64
+	Handed [2]int64 // walkers each side handed to the other
+	Calls  [2]int64 // Advance calls
+	Busy   [2]time.Duration
+	Walks  int64
+	Wall   time.Duration
+}
+
+// String is the stats on one line.
+func (s SplitStats) String() string {
+	total := max(s.Steps[0]+s.Steps[1], 1)
+	return fmt.Sprintf("partition split: %s %.1f%% of the steps (%d, %d calls, busy %v), %s %.1f%% (%d, %d calls, busy %v); walkers handed %s->%s %d, %s->%s %d (%.2f a walk)",
+		s.Names[0], 100*float64(s.Steps[0])/float64(total), s.Steps[0], s.Calls[0], s.Busy[0].Round(time.Millisecond),
+		s.Names[1], 100*float64(s.Steps[1])/float64(total), s.Steps[1], s.Calls[1], s.Busy[1].Round(time.Millisecond),
+		s.Names[0], s.Names[1], s.Handed[0], s.Names[1], s.Names[0], s.Handed[1],
+		float64(s.Handed[0]+s.Handed[1])/float64(max(s.Walks, 1)))
+}
+
+// splitBatch is the walkers a queue entry holds at most: 64 KiB of walker
+// state, large enough that a queue operation is rare next to the steps of
+// its walkers, small enough that the other side's workers all get some.
+const splitBatch = 4096
+
+// walkerQueue is one side's inbound walkers, in batches. It is unbounded:
+// a walker is in one place at a time, so the queues together hold at most
+// the job's walkers (16 bytes each), and a bound would let the two sides
+// block on each other's full queue.
+type walkerQueue struct {
+	mu      sync.Mutex
+	cond    sync.Cond
+	batches [][]walk.Walker
+	closed  bool
+	spare   [][]walk.Walker // emptied batches for reuse
+}
+
+func newWalkerQueue() *walkerQueue {
+	q := new(walkerQueue)
+	q.cond.L = &q.mu
+	return q
+}
+
+func (q *walkerQueue) push(b []walk.Walker) {
+	if len(b) == 0 {
+		return
+	}
+	q.mu.Lock()
+	q.batches = append(q.batches, b)
+	q.mu.Unlock()
+	q.cond.Signal()
+}
+
+// pop waits for a batch (all queued batches, joined into one, when all is
+// set) and returns false once the queue is closed.
+func (q *walkerQueue) pop(all bool, into []walk.Walker) ([]walk.Walker, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.batches) == 0 && !q.closed {
+		q.cond.Wait()
+	}
+	if q.closed {
+		return nil, false
+	}
+	if !all {
+		b := q.batches[len(q.batches)-1]
+		q.batches = q.batches[:len(q.batches)-1]
+		return b, true
+	}
+	into = into[:0]
+	for _, b := range q.batches {
+		into = append(into, b...)
+		q.spare = append(q.spare, b[:0])
+	}
+	q.batches = q.batches[:0]
+	return into, true
+}
+
+// batch is an empty batch, reused when one was given back.
+func (q *walkerQueue) batch() []walk.Walker {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if n := len(q.spare); n > 0 {
+		b := q.spare[n-1]
+		q.spare = q.spare[:n-1]
+		return b
+	}
+	return make([]walk.Walker, 0, splitBatch)
+}
+
+func (q *walkerQueue) giveBack(b []walk.Walker) {
+	q.mu.Lock()
+	q.spare = append(q.spare, b[:0])
+	q.mu.Unlock()
+}
+
+func (q *walkerQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.cond.Broadcast()
+}
+
+// RunPartSplit walks job on the two sides, whose sets must cover every
+// vertex once, into rows (walk.NewHandoverRows of the job). It returns once
+// every walk has ended, or ctx is done.
+func RunPartSplit(ctx context.Context, job walk.Job, rows *walk.HandoverRows, sides [2]SideConfig) (SplitStats, error) {
+	t0 := time.Now()
+	var st SplitStats
+	for i, s := range sides {
+		st.Names[i] = s.Name
+		if s.Side == nil || s.Workers < 1 {
+			return st, fmt.Errorf("partition split: side %q needs an Advance and at least one worker", s.Name)
+		}
+		if len(s.Set) != len(sides[0].Set) {
+			return st, errors.New("partition split: the sides' vertex sets differ in size")
+		}
+	}
+	for k := range sides[0].Set {
+		if sides[0].Set[k]&sides[1].Set[k] != 0 {
+			return st, fmt.Errorf("partition split: vertex %d is on both sides", k*64)
+		}
+	}
+	n := int64(len(job.Starts))
+	st.Walks = n
+	if n == 0 {
+		return st, nil
+	}
+	q := [2]*walkerQueue{newWalkerQueue(), newWalkerQueue()}
+	// Each walker starts on the side that holds its start vertex; one on
+	// neither (a set that misses it) is walked by the first side's Advance,
+	// which hands it on as any walker outside its set, and the second
+	// hands it back: it would never end, so the sets are checked here.
+	var cur [2][]walk.Walker
+	for i, v := range job.Starts {
+		s := 0
+		if !sides[0].Set.Has(v) {
+			s = 1
+			if !sides[1].Set.Has(v) {
+				return st, fmt.Errorf("partition split: start vertex %d is on neither side", v)
+			}
+		}
+		if cur[s] == nil {
+			cur[s] = make([]walk.Walker, 0, splitBatch)
+		}
+		cur[s] = append(cur[s], walk.Walker{Slot: uint32(i), Vertex: v, Prev: graph.NoVertex})
+		if len(cur[s]) == splitBatch {
+			q[s].push(cur[s])
+			cur[s] = nil
+		}
+	}
+	q[0].push(cur[0])
+	q[1].push(cur[1])
+
+	var ended atomic.Int64
+	var mu sync.Mutex
+	done := func() {
+		q[0].close()
+		q[1].close()
+	}
+	stop := context.AfterFunc(ctx, done)
+	defer stop()
+	var wg sync.WaitGroup
+	for si := range sides {
+		sc, in, other := sides[si], q[si], q[1-si]
+		for range sc.Workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var steps, handed, calls, endedHere int64
+				var busy time.Duration
+				var gathered []walk.Walker
+				for {
+					b, ok := in.pop(sc.Gather, gathered)
+					if !ok {
+						break
+					}
+					t := time.Now()
+					out := other.batch()
+					out, e, s := sc.Side.Advance(b, out)
+					busy += time.Since(t)
+					calls++
+					steps += s
+					endedHere += int64(e)
+					handed += int64(len(out))
+					if sc.Gather {
+						gathered = b
+					} else {
+						in.giveBack(b)
+					}
+					// A gathered call's hand-over goes out in batches,
+					// so the other side's workers share it.
+					for len(out) > splitBatch {
+						nb := other.batch()
+						nb = append(nb, out[len(out)-splitBatch:]...)
+						out = out[:len(out)-splitBatch]
+						other.push(nb)
+					}
+					if len(out) > 0 {
+						other.push(out)
+					} else {
+						other.giveBack(out)
+					}
+					if ended.Add(int64(e)) == n {
+						done()
+					}
+				}
+				mu.Lock()
+				st.Steps[si] += steps
+				st.Handed[si] += handed
+				st.Calls[si] += calls
+				st.Ended[si] += endedHere
+				st.Busy[si] += busy
+				mu.Unlock()
+			}()
+		}
+	}
+	wg.Wait()
+	st.Wall = time.Since(t0)
+	if ended.Load() != n {
+		if err := ctx.Err(); err != nil {
+			return st, err
+		}
+		return st, fmt.Errorf("partition split: %d of %d walks ended", ended.Load(), n)
+	}
+	return st, nil
+}
+
+// EmitRows emits job's walks from rows in chunks of chunkWalks walks, in
+// walk-id order.
+func EmitRows(job walk.Job, rows *walk.HandoverRows, chunkWalks int, emit walk.EmitFunc) error {
+	n := len(job.Starts)
+	chunkWalks = max(chunkWalks, 1)
+	for lo := 0; lo < n; lo += chunkWalks {
+		hi := min(lo+chunkWalks, n)
+		c := walk.Chunk{Tag: job.Tag, WalkIDs: make([]uint64, hi-lo), Offsets: make([]uint32, hi-lo+1), Starts: job.Starts[lo:hi:hi]}
+		total := 0
+		for k := lo; k < hi; k++ {
+			total += int(rows.Lens[k])
+		}
+		c.Vertices = make([]uint32, 0, total)
+		for k := lo; k < hi; k++ {
+			c.WalkIDs[k-lo] = job.FirstWalk + uint64(k)
+			r := rows.Rows[k*rows.Stride:]
+			c.Vertices = append(c.Vertices, r[:rows.Lens[k]]...)
+			c.Offsets[k-lo+1] = uint32(len(c.Vertices))
+		}
+		if err := emit(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
