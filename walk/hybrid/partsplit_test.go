@@ -39,7 +39,7 @@ func splitJobs(t *testing.T, host, dev *cpu.Engine, plan *PartPlan, jobs []walk.
 		}
 		stats = append(stats, st)
 		next := j.FirstWalk
-		err = EmitRows(j, rows, 777, func(c walk.Chunk) error {
+		err = EmitRows(j, rows, 777, 3, func(c walk.Chunk) error {
 			for k := range c.Len() {
 				if c.WalkIDs[k] != next {
 					t.Fatalf("job %d: walk %d emitted after %d", j.Tag, c.WalkIDs[k], next-1)
@@ -123,6 +123,9 @@ func TestPlanPartsDensestFirst(t *testing.T) {
 	for _, share := range []float64{0, 0.25, 0.5, 1} {
 		budget := int64(share * float64(g.NumEdges()))
 		p := PlanParts(g, budget, 32)
+		if len(p.Device) > 32 || len(p.Bounds) != len(p.Device)+1 {
+			t.Fatalf("%s: %d partitions, %d bounds; want at most 32", p, len(p.Device), len(p.Bounds))
+		}
 		if p.DeviceEdges > budget {
 			t.Fatalf("%s: %d device edges over the budget %d", p, p.DeviceEdges, budget)
 		}
