@@ -19,26 +19,21 @@ import (
 
 // The device side of the partition split (walk/hybrid's PartSplit, issue
 // 35): the alias entries of the device's partitions, and nothing of the
-// CPU's, stay on the device; a batch of walkers handed over by the CPU
-// side is copied in (16 bytes a walker), each walker stepped on the device
-// while its vertex is the device's (kernels/partsplit.cuh), and the
-// walkers with the vertices they reached (at most partSegCap a walker a
-// call) copied back; the host writes those into the job's rows and hands
-// the walkers on. Draws are walk/draws.go's, so the walks are the CPU
-// engine's.
+// CPU's, stay on the device, with the job's rows. A batch of walkers handed
+// over by the CPU side is copied in (16 bytes a walker), each walker
+// stepped on the device while its vertex is the device's
+// (kernels/partsplit.cuh), writing the vertices it reaches into the
+// device rows, and the walkers copied back (16 bytes each) to be handed
+// on. At the job's end the device rows come back in one copy and the host
+// merges them with the CPU's (walk.HandoverRows.Device). Draws are
+// walk/draws.go's, so the walks are the CPU engine's.
 
 // maxPartSplitParts bounds the partitions (kMaxPartSplitParts: their
 // bounds and bases are copied to shared memory).
 const maxPartSplitParts = 1024
 
-// partSegCap is the steps a walker takes at most in one call: its segment
-// slots are copied back whole, so a larger cap copies more bytes for the
-// walkers that leave early (at a 50% device share a walker leaves after
-// about two steps), a smaller one calls again for those that stay.
-const partSegCap = 8
-
 // partCallWalkers bounds the walkers of one kernel call, so the pinned
-// buffers stay bounded (48 bytes a walker) however many are queued.
+// walker buffer stays bounded (16 bytes a walker) however many are queued.
 const partCallWalkers = 1 << 22
 
 // partHostBase is the base of a partition the CPU walks (kPartHost): a
@@ -71,10 +66,13 @@ type PartDevice struct {
 	mu       sync.Mutex
 	capW     int
 	dWalkers cu.DevicePtr
-	dSeg     cu.DevicePtr
 	hWalkers unsafe.Pointer
-	hSeg     unsafe.Pointer
-	// Host workers that write segments into rows.
+	// The job's rows on the device and their pinned host copy, grown to
+	// the largest job (capRows uint32 each).
+	capRows int64
+	dRows   cu.DevicePtr
+	hRows   unsafe.Pointer
+	// Host workers that sort the walkers a call returns.
 	scatter int
 	stats   PartDeviceStats
 }
@@ -84,12 +82,16 @@ type PartDeviceStats struct {
 	Calls, Walkers, Steps int64
 	Kernel, Copy, Host    time.Duration
 	BytesIn, BytesOut     int64
+	// Rows is the time of the jobs' row copies back (Finish), bytes in
+	// RowBytes.
+	Rows     time.Duration
+	RowBytes int64
 }
 
 // NewPartDevice puts the alias entries of g's partitions [bounds[i],
 // bounds[i+1]) with device[i] set on device ordinal, with g's offsets.
-// scatter is the host goroutines that write the device's segments into a
-// job's rows (0: 4).
+// scatter is the host goroutines that sort the walkers a call returns
+// (0: 4).
 func NewPartDevice(g *graph.Graph, bounds []uint32, device []bool, ordinal, scatter int) (*PartDevice, error) {
 	np := len(device)
 	if np < 1 || np > maxPartSplitParts || len(bounds) != np+1 {
@@ -197,15 +199,15 @@ func (p *PartDevice) Close() error {
 		return nil
 	}
 	_ = p.dev.do(func() error {
-		for _, d := range []*cu.DevicePtr{&p.dOffsets, &p.dBounds, &p.dBase, &p.dEntries, &p.dWalkers, &p.dSeg} {
+		for _, d := range []*cu.DevicePtr{&p.dOffsets, &p.dBounds, &p.dBase, &p.dEntries, &p.dWalkers, &p.dRows} {
 			if *d != 0 {
 				_ = cu.MemFree(*d)
 				*d = 0
 			}
 		}
 		hostFree(p.hWalkers)
-		hostFree(p.hSeg)
-		p.hWalkers, p.hSeg = nil, nil
+		hostFree(p.hRows)
+		p.hWalkers, p.hRows = nil, nil
 		unloadModule(p.mod)
 		return nil
 	})
@@ -225,8 +227,9 @@ type PartSide struct {
 	stopT uint64
 }
 
-// Side is the device side of job j, writing into rows: DeepWalk and PPR,
-// weighted (alias) or uniform, without overlay.
+// Side is the device side of job j, writing into rows (through the
+// device's copy: Finish): DeepWalk and PPR, weighted (alias) or uniform,
+// without overlay. One job at a time: a later Side reuses the rows.
 func (p *PartDevice) Side(j walk.Job, rows *walk.HandoverRows) (*PartSide, error) {
 	a := j.Algorithm
 	if a.Kind != walk.DeepWalk && a.Kind != walk.PPR {
@@ -243,6 +246,29 @@ func (p *PartDevice) Side(j walk.Job, rows *walk.HandoverRows) (*PartSide, error
 		return nil, errors.New("gpu: partition split: rows not made for the job (walk.NewHandoverRows)")
 	}
 	s := &PartSide{p: p, rows: rows, first: j.FirstWalk, seed: j.Seed, len: uint32(a.Length)}
+	n := int64(len(rows.Rows))
+	err := p.dev.do(func() error {
+		if n > p.capRows {
+			if p.dRows != 0 {
+				_ = cu.MemFree(p.dRows)
+				p.dRows = 0
+			}
+			hostFree(p.hRows)
+			p.hRows, p.capRows = nil, 0
+			var err error
+			if p.dRows, err = cu.MemAlloc(max(n, 1) * 4); err != nil {
+				return fmt.Errorf("gpu: partition split: rows of %d walks on the device: %w", len(j.Starts), err)
+			}
+			if p.hRows, err = hostAlloc(max(n, 1) * 4); err != nil {
+				return fmt.Errorf("gpu: partition split: pinned rows of %d walks: %w", len(j.Starts), err)
+			}
+			p.capRows = n
+		}
+		return cu.MemsetD32(p.dRows, graph.NoVertex, max(n, 1))
+	})
+	if err != nil {
+		return nil, err
+	}
 	if a.Weighted && sm == walk.StepperAlias {
 		s.mode |= 1
 	}
@@ -256,35 +282,48 @@ func (p *PartDevice) Side(j walk.Job, rows *walk.HandoverRows) (*PartSide, error
 const partEnded = 0x80000000
 
 // Advance walks the walkers of in on the device while their vertex is the
-// device's, writes the vertices they reached into the rows, and appends
-// those that reached a CPU vertex to out.
+// device's and appends those that reached a CPU vertex to out.
 func (s *PartSide) Advance(in, out []walk.Walker) ([]walk.Walker, int, int64) {
 	p := s.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	ended, steps := 0, int64(0)
-	cur := in
-	for len(cur) > 0 {
-		n := min(len(cur), partCallWalkers)
-		batch, rest := cur[:n], cur[n:]
+	for lo := 0; lo < len(in); lo += partCallWalkers {
+		batch := in[lo:min(lo+partCallWalkers, len(in))]
 		res, err := s.call(batch)
 		if err != nil {
 			// A device failure has no way back to the driver but a
 			// panic: the run would never end without its walkers.
 			panic(fmt.Sprintf("gpu: partition split: %v", err))
 		}
-		e, st, o, again := s.apply(batch, res, out, nil)
+		e, st, o := s.apply(batch, res, out)
 		ended += e
 		steps += st
 		out = o
-		// Walkers that filled their segment go round again.
-		cur = append(again, rest...)
 	}
 	return out, ended, steps
 }
 
+// Finish copies the job's device rows back and sets them as the rows'
+// Device (valid until the next Side).
+func (s *PartSide) Finish() error {
+	p := s.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := int64(len(s.rows.Rows))
+	t0 := time.Now()
+	err := p.dev.do(func() error { return cu.MemcpyDtoH(p.hRows, p.dRows, n*4) })
+	if err != nil {
+		return fmt.Errorf("gpu: partition split: copy the rows back: %w", err)
+	}
+	p.stats.Rows += time.Since(t0)
+	p.stats.RowBytes += n * 4
+	s.rows.Device = unsafe.Slice((*uint32)(p.hRows), n)
+	return nil
+}
+
 // call runs one kernel call on batch and returns the walkers' new state
-// (pinned; valid until the next call) and their segments.
+// (pinned; valid until the next call).
 func (s *PartSide) call(batch []walk.Walker) (res []walk.Walker, err error) {
 	p := s.p
 	n := len(batch)
@@ -292,27 +331,18 @@ func (s *PartSide) call(batch []walk.Walker) (res []walk.Walker, err error) {
 	var tk time.Duration
 	err = p.dev.do(func() error {
 		if n > p.capW {
-			for _, d := range []*cu.DevicePtr{&p.dWalkers, &p.dSeg} {
-				if *d != 0 {
-					_ = cu.MemFree(*d)
-					*d = 0
-				}
+			if p.dWalkers != 0 {
+				_ = cu.MemFree(p.dWalkers)
+				p.dWalkers = 0
 			}
 			hostFree(p.hWalkers)
-			hostFree(p.hSeg)
-			p.hWalkers, p.hSeg, p.capW = nil, nil, 0
+			p.hWalkers, p.capW = nil, 0
 			c := max(n, 1<<16)
 			var err error
 			if p.dWalkers, err = cu.MemAlloc(int64(c) * 16); err != nil {
 				return err
 			}
-			if p.dSeg, err = cu.MemAlloc(int64(c) * partSegCap * 4); err != nil {
-				return err
-			}
 			if p.hWalkers, err = hostAlloc(int64(c) * 16); err != nil {
-				return err
-			}
-			if p.hSeg, err = hostAlloc(int64(c) * partSegCap * 4); err != nil {
 				return err
 			}
 			p.capW = c
@@ -325,7 +355,7 @@ func (s *PartSide) call(batch []walk.Walker) (res []walk.Walker, err error) {
 		t := time.Now()
 		grid := min((n+255)/256, p.numSM*8)
 		if err := launch(p.fn, grid, 256, cu.Stream{}, []uint64{uint64(p.dOffsets), uint64(p.dBounds), uint64(p.dBase),
-			uint64(p.dEntries), uint64(p.dWalkers), uint64(p.dSeg), uint64(n), uint64(p.nparts), partSegCap,
+			uint64(p.dEntries), uint64(p.dWalkers), uint64(p.dRows), uint64(n), uint64(p.nparts), uint64(s.rows.Stride),
 			uint64(s.len), s.first, s.seed, s.mode, s.stopT}); err != nil {
 			return err
 		}
@@ -333,37 +363,31 @@ func (s *PartSide) call(batch []walk.Walker) (res []walk.Walker, err error) {
 			return err
 		}
 		tk = time.Since(t)
-		if err := cu.MemcpyDtoH(p.hWalkers, p.dWalkers, int64(n)*16); err != nil {
-			return err
-		}
-		return cu.MemcpyDtoH(p.hSeg, p.dSeg, int64(n)*partSegCap*4)
+		return cu.MemcpyDtoH(p.hWalkers, p.dWalkers, int64(n)*16)
 	})
 	p.stats.Calls++
 	p.stats.Walkers += int64(n)
 	p.stats.Kernel += tk
 	p.stats.Copy += time.Since(t0) - tk
 	p.stats.BytesIn += int64(n) * 16
-	p.stats.BytesOut += int64(n) * (16 + partSegCap*4)
+	p.stats.BytesOut += int64(n) * 16
 	if err != nil {
 		return nil, err
 	}
 	return unsafe.Slice((*walk.Walker)(p.hWalkers), n), nil
 }
 
-// apply writes each walker's segment into the rows (on p.scatter
-// goroutines) and sorts the walkers: ended, handed to the CPU (out), or
-// back to the device (again: its segment was full).
-func (s *PartSide) apply(batch, res, out, again []walk.Walker) (int, int64, []walk.Walker, []walk.Walker) {
+// apply sorts the walkers a call returned, on p.scatter goroutines: ended
+// (their vertex count written) or handed to the CPU (out).
+func (s *PartSide) apply(batch, res, out []walk.Walker) (int, int64, []walk.Walker) {
 	p := s.p
 	t0 := time.Now()
-	seg := unsafe.Slice((*uint32)(p.hSeg), len(batch)*partSegCap)
-	rows, lens, stride := s.rows.Rows, s.rows.Lens, uint64(s.rows.Stride)
-	workers := min(p.scatter, max(len(batch)/4096, 1), runtime.GOMAXPROCS(0))
+	lens := s.rows.Lens
+	workers := min(p.scatter, max(len(batch)/(1<<16), 1), runtime.GOMAXPROCS(0))
 	type part struct {
 		ended int
 		steps int64
 		out   []walk.Walker
-		again []walk.Walker
 	}
 	parts := make([]part, workers)
 	var wg sync.WaitGroup
@@ -375,21 +399,16 @@ func (s *PartSide) apply(batch, res, out, again []walk.Walker) (int, int64, []wa
 			defer wg.Done()
 			pt := &parts[w]
 			for i := lo; i < hi; i++ {
-				old, nw := batch[i], res[i]
+				nw := res[i]
 				st := nw.Step &^ partEnded
-				k := st - old.Step
-				copy(rows[uint64(old.Slot)*stride+uint64(old.Step)+1:][:k], seg[i*partSegCap:][:k])
-				pt.steps += int64(k)
-				nw.Step = st
-				switch {
-				case res[i].Step&partEnded != 0:
-					lens[old.Slot] = st + 1
+				pt.steps += int64(st - batch[i].Step)
+				if nw.Step&partEnded != 0 {
+					lens[nw.Slot] = st + 1
 					pt.ended++
-				case p.set.Has(nw.Vertex):
-					pt.again = append(pt.again, nw)
-				default:
-					pt.out = append(pt.out, nw)
+					continue
 				}
+				nw.Step = st
+				pt.out = append(pt.out, nw)
 			}
 		}()
 	}
@@ -399,9 +418,8 @@ func (s *PartSide) apply(batch, res, out, again []walk.Walker) (int, int64, []wa
 		ended += pt.ended
 		steps += pt.steps
 		out = append(out, pt.out...)
-		again = append(again, pt.again...)
 	}
 	p.stats.Steps += steps
 	p.stats.Host += time.Since(t0)
-	return ended, steps, out, again
+	return ended, steps, out
 }

@@ -19,7 +19,8 @@ import (
 )
 
 // partSplitRun walks job split by partition between the CPU engine's
-// side (cpuWorkers) and the device's, into rows, and returns the stats.
+// side (cpuWorkers) and the device's, into rows (the device's copied back
+// as rows.Device), and returns the stats.
 func partSplitRun(t testing.TB, ce *cpu.Engine, pd *PartDevice, job walk.Job, rows *walk.HandoverRows, cpuWorkers int) hybrid.SplitStats {
 	t.Helper()
 	devSet := pd.Set()
@@ -37,6 +38,9 @@ func partSplitRun(t testing.TB, ce *cpu.Engine, pd *PartDevice, job walk.Job, ro
 		{Name: "gpu", Side: ds, Set: devSet, Workers: 1, Gather: true},
 	})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ds.Finish(); err != nil {
 		t.Fatal(err)
 	}
 	return st
@@ -171,7 +175,7 @@ func TestPartSplitBench(t *testing.T) {
 		devEdges := (int64(share*float64(total)) - offBytes) / 12
 		plan := hybrid.PlanParts(g, devEdges, 1024)
 		t0 := time.Now()
-		scatter := 8
+		scatter := 2
 		if v, err := strconv.Atoi(os.Getenv("WALKSTAGE_PARTSPLIT_SCATTER")); err == nil {
 			scatter = v
 		}
@@ -180,6 +184,11 @@ func TestPartSplitBench(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("%.0f%% of %d bytes: %s; device %d bytes, built in %v; %d scatter workers", 100*share, total, plan, pd.DeviceBytes(), time.Since(t0).Round(time.Millisecond), scatter)
+		pilot, err := hybrid.PilotPartSplit(context.Background(), ce, job, pd.Set(), 100000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("  %s", pilot)
 		// Walks equal the CPU engine's (checksum of every walk, untimed).
 		st := partSplitRun(t, ce, pd, job, rows, cores)
 		gotSum := make([]uint64, len(starts))
@@ -212,10 +221,11 @@ func TestPartSplitBench(t *testing.T) {
 			t.Logf("  split, %d cpu workers: best %v, %.1f M steps/s, %.2fx the cpu engine (last run: walk %v, chunks %v)",
 				workers, wall.Round(time.Millisecond), rate(wall), cpuWall.Seconds()/wall.Seconds(), walkT.Round(time.Millisecond), emitT.Round(time.Millisecond))
 			t.Logf("    %s", last)
-			t.Logf("    device, 2 runs: %d calls, %d walkers, %d steps, kernel %v, copies %v, host scatter %v, %.2f GB in, %.2f GB out",
+			t.Logf("    device, 2 runs: %d calls, %d walkers, %d steps, kernel %v, walker copies %v, host sort %v, %.2f GB in, %.2f GB out; rows back %v (%.2f GB)",
 				d1.Calls-d0.Calls, d1.Walkers-d0.Walkers, d1.Steps-d0.Steps, (d1.Kernel - d0.Kernel).Round(time.Millisecond),
 				(d1.Copy - d0.Copy).Round(time.Millisecond), (d1.Host - d0.Host).Round(time.Millisecond),
-				float64(d1.BytesIn-d0.BytesIn)/1e9, float64(d1.BytesOut-d0.BytesOut)/1e9)
+				float64(d1.BytesIn-d0.BytesIn)/1e9, float64(d1.BytesOut-d0.BytesOut)/1e9,
+				(d1.Rows - d0.Rows).Round(time.Millisecond), float64(d1.RowBytes-d0.RowBytes)/1e9)
 		}
 		pd.Close()
 	}

@@ -7,8 +7,8 @@
 //
 //   part_walk   one thread a walker (grid-stride). Partition bounds and
 //               entry bases in shared memory (at most kMaxPartSplitParts);
-//               offsets, entries, walkers and segments in global memory;
-//               the walker's state in registers.
+//               offsets, entries, walkers and the job's device rows in
+//               global memory; the walker's state in registers.
 #pragma once
 #include "rng.cuh"
 
@@ -35,16 +35,18 @@ struct PartEntry {
 }  // namespace ws
 
 // part_walk steps walkers[i] (slot, vertex, step, prev: walk.Walker) while
-// its vertex lies in a device partition, at most seg_cap steps, writing
-// the vertices it reaches to seg[i*seg_cap...]. base[p] is the entry index
-// of partition p's first edge less its global first edge (kPartHost: the
-// CPU's),
-// so entries[base + e] is global edge e's entry. Draws are walk/draws.go's:
-// (seed, first+slot, step, 0), as the CPU engine's.
+// its vertex lies in a device partition, writing the vertex each step
+// reaches to rows[slot*stride + step] (the job's rows on the device; the
+// host merges them with the CPU's at the end, so no vertex crosses PCIe
+// per hand-over). base[p] is the entry index of partition p's first edge
+// less its global first edge (kPartHost: the CPU's), so entries[base + e]
+// is global edge e's entry. Draws are walk/draws.go's: (seed, first+slot,
+// step, 0), as the CPU engine's. The walker comes back at a CPU vertex, or
+// ended (kPartEnded in its step).
 extern "C" __global__ void __launch_bounds__(256)
 part_walk(const uint64_t* __restrict__ offsets, const uint32_t* __restrict__ bounds, const long long* __restrict__ base,
-          const ws::PartEntry* __restrict__ entries, uint4* __restrict__ walkers, uint32_t* __restrict__ seg,
-          uint64_t m, uint64_t nparts, uint64_t seg_cap, uint64_t length, uint64_t first, uint64_t seed, uint64_t mode,
+          const ws::PartEntry* __restrict__ entries, uint4* __restrict__ walkers, uint32_t* __restrict__ rows,
+          uint64_t m, uint64_t nparts, uint64_t stride, uint64_t length, uint64_t first, uint64_t seed, uint64_t mode,
           uint64_t stop_t) {
   using namespace ws;
   __shared__ uint32_t sb[kMaxPartSplitParts + 1];
@@ -58,10 +60,10 @@ part_walk(const uint64_t* __restrict__ offsets, const uint32_t* __restrict__ bou
   for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < m; i += (uint64_t)gridDim.x * blockDim.x) {
     const uint4 w = walkers[i];
     const uint64_t walk = first + w.x;
+    uint32_t* row = rows + (uint64_t)w.x * stride;
     uint32_t v = w.y, step = w.z, prev = w.w;
     bool ended = false;
-    uint32_t k = 0;
-    while (k < seg_cap) {
+    for (;;) {
       if (step >= length) {
         ended = true;
         break;
@@ -90,13 +92,11 @@ part_walk(const uint64_t* __restrict__ offsets, const uint32_t* __restrict__ bou
       }
       const PartEntry ent = entries[b + (long long)(a + index(col, (uint32_t)(e - a)))];
       const uint32_t nx = (mode & kPartAlias) && !(unit24(coin) < ent.prob) ? ent.alt : ent.keep;
-      seg[i * seg_cap + k] = nx;
-      ++k;
       ++step;
+      row[step] = nx;
       prev = v;
       v = nx;
     }
-    if (step >= length) ended = true;
     walkers[i] = make_uint4(w.x, v, step | (ended ? kPartEnded : 0u), prev);
   }
 }

@@ -1,5 +1,7 @@
 package walk
 
+import "github.com/walkstage/walkstage/graph"
+
 // Walker is a walk between two of its steps: what the partition split
 // (walk/hybrid's PartSplit, issue 35, C-SAW §V and Garaph) hands from the
 // engine that holds one part of the graph to the engine that holds the
@@ -23,10 +25,36 @@ type Walker struct {
 // Lens[Slot] once it ends. Each position is written by the one side that
 // took the step, before it hands the walker on, so the hand-over orders
 // the writes.
+//
+// Device, when set, is the rows the device side wrote on the device and
+// copied back whole at the job's end (gpu.PartSide.Finish): the vertices
+// of the steps it took, graph.NoVertex elsewhere; a walk's
+// vertex at a position is Device's there unless that is NoVertex, else
+// Rows'. So the device's vertices cross PCIe once, sequentially, not a
+// few at every hand-over.
 type HandoverRows struct {
 	Rows   []uint32
 	Lens   []uint32
 	Stride int
+	Device []uint32
+}
+
+// CopyWalk appends walk slot's vertices to dst, Device's where it wrote
+// them.
+func (h *HandoverRows) CopyWalk(dst []uint32, slot int) []uint32 {
+	lo := slot * h.Stride
+	r := h.Rows[lo : lo+int(h.Lens[slot])]
+	if h.Device == nil {
+		return append(dst, r...)
+	}
+	d := h.Device[lo : lo+len(r)]
+	for i, v := range r {
+		if d[i] != graph.NoVertex {
+			v = d[i]
+		}
+		dst = append(dst, v)
+	}
+	return dst
 }
 
 // NewHandoverRows makes the rows of n walks of length steps, with every

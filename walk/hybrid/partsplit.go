@@ -408,9 +408,87 @@ func chunkOfRows(job walk.Job, rows *walk.HandoverRows, lo, hi int) walk.Chunk {
 	c.Vertices = make([]uint32, 0, total)
 	for k := lo; k < hi; k++ {
 		c.WalkIDs[k-lo] = job.FirstWalk + uint64(k)
-		r := rows.Rows[k*rows.Stride:]
-		c.Vertices = append(c.Vertices, r[:rows.Lens[k]]...)
+		c.Vertices = rows.CopyWalk(c.Vertices, k)
 		c.Offsets[k-lo+1] = uint32(len(c.Vertices))
 	}
 	return c
+}
+
+// PartPilot is what a pilot of walks says of a partition split: of its
+// steps, how many are taken from a device vertex, and how often a walk's
+// current vertex changes side between two steps (a hand-over).
+type PartPilot struct {
+	Walks, Steps int64
+	DeviceSteps  int64
+	Handovers    int64
+}
+
+// PilotPartSplit walks every k-th walk of job (about sample of them) on
+// ref, the CPU engine, and counts their steps by side and their
+// hand-overs under the device set dev. The walks are job's own (same
+// ids), so the pilot sees what the split would.
+func PilotPartSplit(ctx context.Context, ref walk.Engine, job walk.Job, dev walk.VertexSet, sample int) (PartPilot, error) {
+	var p PartPilot
+	k := max(len(job.Starts)/max(sample, 1), 1)
+	ids := make([]uint32, 0, sample+1)
+	for i := 0; i < len(job.Starts); i += k {
+		ids = append(ids, uint32(i))
+	}
+	// One job per walk would be many; a job of the sampled starts walks
+	// other ids, which is as good a sample of the same distribution.
+	pj := job
+	pj.Starts = make([]uint32, len(ids))
+	for i, id := range ids {
+		pj.Starts[i] = job.Starts[id]
+	}
+	err := ref.Run(ctx, []walk.Job{pj}, func(c walk.Chunk) error {
+		for i := range c.Len() {
+			w := c.Walk(i)
+			p.Walks++
+			p.Steps += int64(len(w) - 1)
+			for s := 0; s+1 < len(w); s++ {
+				on := dev.Has(w[s])
+				if on {
+					p.DeviceSteps++
+				}
+				if s+2 < len(w) && dev.Has(w[s+1]) != on {
+					p.Handovers++
+				}
+			}
+		}
+		if r, ok := ref.(walk.ChunkReleaser); ok {
+			r.Release(c)
+		}
+		return nil
+	})
+	return p, err
+}
+
+// HandoverStepCost is what a hand-over costs the host, in CPU-engine
+// steps: the CPU side starts a segment (its vertex's offsets, a cold row
+// line) for each walker handed to it and queues each walker it hands on,
+// the device side copies each over PCIe both ways and sorts it. Measured
+// on the H200 host at a 50% device share (docs/benchmarks/hybrid.md,
+// 2026-11-28, partition split): the CPU side's time per hand-over is
+// several steps' of the CPU engine; 1 is the bound below which no measured
+// run came.
+const HandoverStepCost = 1.0
+
+// Speedup is the pilot's bound on the split's rate against the CPU engine
+// alone, with the device's own steps free: the CPU engine's work is the
+// steps, the split's the host steps and handoverCost steps a hand-over.
+func (p PartPilot) Speedup(handoverCost float64) float64 {
+	host := float64(p.Steps - p.DeviceSteps)
+	return float64(p.Steps) / max(host+handoverCost*float64(p.Handovers), 1)
+}
+
+// Wins says whether the split should be chosen over the CPU engine alone:
+// its bound (Speedup at HandoverStepCost) beats the CPU by a tenth.
+func (p PartPilot) Wins() bool { return p.Steps > 0 && p.Speedup(HandoverStepCost) >= 1.1 }
+
+// String is the pilot on one line.
+func (p PartPilot) String() string {
+	return fmt.Sprintf("pilot of %d walks: %.1f%% of %d steps from device vertices, %.2f hand-overs a walk (%.2f a step); bound %.2fx the CPU engine at %.1f steps a hand-over, split chosen: %v",
+		p.Walks, 100*float64(p.DeviceSteps)/float64(max(p.Steps, 1)), p.Steps, float64(p.Handovers)/float64(max(p.Walks, 1)),
+		float64(p.Handovers)/float64(max(p.Steps, 1)), p.Speedup(HandoverStepCost), HandoverStepCost, p.Wins())
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
 	"github.com/walkstage/walkstage/walk/cpu"
 )
@@ -26,7 +27,14 @@ func splitJobs(t *testing.T, host, dev *cpu.Engine, plan *PartPlan, jobs []walk.
 		if err != nil {
 			t.Fatal(err)
 		}
-		ds, err := dev.NewHandoverSide(j, devSet, rows)
+		// The side in the device's place writes its own rows, NoVertex
+		// where it took no step, merged at the end as the GPU's are
+		// (HandoverRows.Device).
+		devRows := &walk.HandoverRows{Rows: make([]uint32, len(rows.Rows)), Lens: rows.Lens, Stride: rows.Stride}
+		for i := range devRows.Rows {
+			devRows.Rows[i] = graph.NoVertex
+		}
+		ds, err := dev.NewHandoverSide(j, devSet, devRows)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,6 +46,7 @@ func splitJobs(t *testing.T, host, dev *cpu.Engine, plan *PartPlan, jobs []walk.
 			t.Fatal(err)
 		}
 		stats = append(stats, st)
+		rows.Device = devRows.Rows
 		next := j.FirstWalk
 		err = EmitRows(j, rows, 777, 3, func(c walk.Chunk) error {
 			for k := range c.Len() {
@@ -199,5 +208,45 @@ func TestPartSplitCancelled(t *testing.T) {
 	})
 	if err != context.Canceled {
 		t.Fatalf("err %v, want context.Canceled", err)
+	}
+}
+
+// TestPilotCountsLikeTheSplit: the pilot of a whole job counts the steps
+// and hand-overs the split itself makes (its walks are the job's), and the
+// cost model chooses the split only where the host steps and hand-overs
+// together are fewer than the CPU engine's steps: never at an R-MAT
+// graph's half share (a hand-over every other step), at a share of all
+// the edges always.
+func TestPilotCountsLikeTheSplit(t *testing.T) {
+	g := testGraph(t)
+	e := newCPU(t, g)
+	starts := make([]uint32, 4000)
+	for i := range starts {
+		starts[i] = uint32(i) % uint32(g.NumVertices())
+	}
+	j := walk.Job{Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 30, Weighted: true}, Seed: 11, Starts: starts}
+	for _, share := range []float64{0.5, 1} {
+		plan := PlanParts(g, int64(share*float64(g.NumEdges())), 16)
+		dev := plan.DeviceSet()
+		host := dev.Complement(g.NumVertices())
+		// k = 1: every walk, with its own id.
+		p, err := PilotPartSplit(context.Background(), e, j, dev, len(starts))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := walk.NewHandoverRows(starts, 30)
+		hs, _ := e.NewHandoverSide(j, host, rows)
+		ds, _ := e.NewHandoverSide(j, dev, rows)
+		st, err := RunPartSplit(context.Background(), j, rows, [2]SideConfig{
+			{Name: "cpu", Side: hs, Set: host, Workers: 2}, {Name: "dev", Side: ds, Set: dev, Workers: 1, Gather: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Walks != int64(len(starts)) || p.Steps != st.Steps[0]+st.Steps[1] || p.DeviceSteps != st.Steps[1] || p.Handovers != st.Handed[0]+st.Handed[1] {
+			t.Fatalf("share %.0f%%: %s; the split: %s", 100*share, p, st)
+		}
+		if want := share == 1; p.Wins() != want {
+			t.Fatalf("share %.0f%%: %s: chosen %v, want %v", 100*share, p, p.Wins(), want)
+		}
 	}
 }
