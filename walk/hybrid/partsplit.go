@@ -468,8 +468,8 @@ func PilotPartSplit(ctx context.Context, ref walk.Engine, job walk.Job, dev walk
 // steps, for the cost model: the CPU side starts a segment (its vertex's
 // offsets, a cold row line) for each walker handed to it and queues each
 // walker it hands on, the device side copies each over PCIe both ways and
-// sorts it. Measured on the H200 host at a 50% device share
-// (docs/benchmarks/hybrid.md, 2026-11-28 23:10): about 6.6. The model
+// sorts it. Measured at a 50% device share (docs/benchmarks/hybrid.md,
+// the partition split): about 6.6. The model
 // takes 1, the least a hand-over can cost (the segment's first load is a
 // step's), so it chooses the split only where even cheap hand-overs would
 // pay, and never where the measured ones could not.
