@@ -230,3 +230,60 @@ func TestPartSplitBench(t *testing.T) {
 		pd.Close()
 	}
 }
+
+// TestPartEngineOnDevice: the partition split engine over the device side
+// gives the CPU engine's walks and says which plan each job got: forced,
+// the DeepWalk job split; unforced, as its pilot says (on an R-MAT graph at
+// half the edges, the CPU engine); Node2Vec, which the device side does
+// not walk, on the CPU engine either way.
+func TestPartEngineOnDevice(t *testing.T) {
+	g := streamGraphs(t)["rmat-weighted"]
+	ref, err := cpu.New(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	starts := allStarts(g, 2)
+	jobs := []walk.Job{
+		{Tag: 1, Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 40, Weighted: true}, Seed: 3, Starts: starts},
+		{Tag: 2, Algorithm: walk.Algorithm{Kind: walk.Node2Vec, Length: 10, P: 2, Q: 0.5}, Seed: 4, Starts: starts[:3000]},
+	}
+	want := collect(t, ref, jobs)
+	plan := hybrid.PlanParts(g, g.NumEdges()/2, 64)
+	pd, err := NewPartDevice(g, plan.Bounds, plan.Device, 0, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pd.Close()
+	for _, force := range []bool{true, false} {
+		e, err := hybrid.NewPartEngine(g, hybrid.PartConfig{
+			Fallback: ref, DeviceSet: pd.Set(), Force: force, CPUWorkers: 4, ChunkWalks: 1000,
+			HostSide: func(j walk.Job, set walk.VertexSet, rows *walk.HandoverRows) (hybrid.PartSide, error) {
+				return ref.NewHandoverSide(j, set, rows)
+			},
+			DeviceSide: func(j walk.Job, rows *walk.HandoverRows) (hybrid.PartSide, func() error, error) {
+				s, err := pd.Side(j, rows)
+				if err != nil {
+					return nil, nil, err
+				}
+				return s, s.Finish, nil
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := collect(t, e, jobs)
+		for tag, ws := range want {
+			for id, w := range ws {
+				if !slices.Equal(got[tag][id], w) {
+					t.Fatalf("force %v: job %d walk %d: %v, want %v", force, tag, id, got[tag][id], w)
+				}
+			}
+		}
+		plans := e.LastPlans()
+		wantPlan := map[bool]string{true: "partition", false: "fallback"}[force || plans[0].Pilot.Wins()]
+		if plans[0].Plan != wantPlan || plans[1].Plan != "fallback" {
+			t.Fatalf("force %v: plans %+v, want %s then fallback", force, plans, wantPlan)
+		}
+		t.Logf("force %v: %s; %s", force, plans[0].Pilot, plans[0].Split)
+	}
+}
