@@ -423,10 +423,12 @@ type PartPilot struct {
 	Handovers    int64
 }
 
-// PilotPartSplit walks every k-th walk of job (about sample of them) on
-// ref, the CPU engine, and counts their steps by side and their
-// hand-overs under the device set dev. The walks are job's own (same
-// ids), so the pilot sees what the split would.
+// PilotPartSplit walks about sample of job's starts on ref, the CPU
+// engine, and counts their steps by side and their hand-overs under the
+// device set dev: a walk's vertex changing side before a step is taken
+// from it. (The split also hands over a walker whose walk then ends at
+// once, at a dead end or a PPR stop drawn on the other side; the pilot
+// does not count those.)
 func PilotPartSplit(ctx context.Context, ref walk.Engine, job walk.Job, dev walk.VertexSet, sample int) (PartPilot, error) {
 	var p PartPilot
 	k := max(len(job.Starts)/max(sample, 1), 1)
@@ -434,8 +436,9 @@ func PilotPartSplit(ctx context.Context, ref walk.Engine, job walk.Job, dev walk
 	for i := 0; i < len(job.Starts); i += k {
 		ids = append(ids, uint32(i))
 	}
-	// One job per walk would be many; a job of the sampled starts walks
-	// other ids, which is as good a sample of the same distribution.
+	// The sampled starts walk as a job of their own (ids from
+	// FirstWalk): other walks than the job's, from the same starts and
+	// distribution.
 	pj := job
 	pj.Starts = make([]uint32, len(ids))
 	for i, id := range ids {
