@@ -45,6 +45,7 @@
 #include "temporal.cuh"
 #include "stream.cuh"
 #include "overlay.cuh"
+#include "partsplit.cuh"
 
 using namespace ws;
 
