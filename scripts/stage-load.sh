@@ -35,6 +35,7 @@ stage:
   --keep                 keep --work
   --partitions N         partitions of each topic (4)
   --cpuprofile           write a CPU profile of each stage run into --out
+  --memprofile           write the allocation profile of each stage run into --out (stage-NAME.mprof)
   --trace                write an execution trace of each stage run into --out
   --env K=V              extra variable for the stage (repeatable), e.g. WALKSTAGE_MAX_IN_FLIGHT=8
 measurements:
@@ -100,6 +101,7 @@ keep=0
 live_backlog=0
 partitions=4
 cpuprofile=0
+memprofile=0
 trace=0
 extra_env=()
 walk_requests=1000
@@ -151,6 +153,7 @@ while [ $# -gt 0 ]; do
     --live-backlog) live_backlog=1 ;;
     --partitions) partitions=$2; shift ;;
     --cpuprofile) cpuprofile=1 ;;
+    --memprofile) memprofile=1 ;;
     --trace) trace=1 ;;
     --env) extra_env+=("$2"); shift ;;
     --walk-requests) walk_requests=$2; shift ;;
@@ -357,6 +360,7 @@ stop_stage() {
 start_stage() {
   local port try args=()
   [ "$cpuprofile" -eq 1 ] && args+=(--cpuprofile "$out/stage-$1.prof")
+  [ "$memprofile" -eq 1 ] && args+=(--memprofile "$out/stage-$1.mprof")
   [ "$trace" -eq 1 ] && args+=(--trace "$out/stage-$1.trace")
   for try in 1 2 3; do
     port=$(free_port)

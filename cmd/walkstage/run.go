@@ -12,18 +12,19 @@ import (
 	"github.com/walkstage/walkstage/stage/config"
 )
 
-const runUsage = `walkstage run [--check] [--cpuprofile FILE] [--trace FILE]
+const runUsage = `walkstage run [--check] [--cpuprofile FILE] [--memprofile FILE] [--trace FILE]
 
 Runs the Kafka-driven stage until SIGTERM or SIGINT, configured only from
 WALKSTAGE_* environment variables (below; docs/reference/messages.md has the message
 formats). Logs go to stderr. When GOMEMLIMIT is not set, the soft memory
 limit is 90% of the container's memory limit (or of physical memory).`
 
-func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	check := fs.Bool("check", false, "validate the configuration, print it (secrets masked) and exit")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE` (written at exit)")
+	memProfile := fs.String("memprofile", "", "write the allocation profile of the whole run to `FILE` (written at exit; -sample_index=alloc_space shows what feeds the collector)")
 	traceFile := fs.String("trace", "", "write an execution trace of the whole run to `FILE` ('go tool trace'; -pprof=sync or sched of it shows where goroutines wait)")
 	fs.Usage = func() {
 		cli.SubUsage(fs, runUsage)()
@@ -55,6 +56,15 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("cpu profile: %w", err)
 	}
 	defer stop()
+	stopMem, err := cli.StartMemProfile(*memProfile)
+	if err != nil {
+		return fmt.Errorf("memory profile: %w", err)
+	}
+	defer func() {
+		if merr := stopMem(); merr != nil && err == nil {
+			err = fmt.Errorf("memory profile: %w", merr)
+		}
+	}()
 	stopTrace, err := cli.StartTrace(*traceFile)
 	if err != nil {
 		return fmt.Errorf("trace: %w", err)
