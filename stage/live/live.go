@@ -272,7 +272,12 @@ func runApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-c
 					win.updates += int64(len(b.Updates))
 				}
 			}
-			clear(batch) // the decoded updates are not kept past their pass
+			// The decoded updates are not kept past their pass: their
+			// slices go back to the reader for its next records.
+			for i := range batch {
+				batch[i].Release()
+			}
+			clear(batch)
 			clear(recs)
 			if !open {
 				return nil

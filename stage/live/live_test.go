@@ -414,3 +414,94 @@ func TestApplierPublishesOncePerDrainedQueue(t *testing.T) {
 	stop()
 	<-applyDone
 }
+
+// The applier hands each record's decoded updates back to the edge reader
+// once their pass is over (source.EdgeBatch.Release), so the reader decodes
+// later binary records into the same slices: 256 records read from kfake
+// over TCP, through a queue of 16, land in at most 81 slices (the queue,
+// a pass and the record being read), where each took a new one before (48
+// bytes an update for the collector).
+func TestApplierReleasesDecodedUpdates(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "edges", "dlq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	brokers := cluster.ListenAddrs()
+	const records = 256
+	msgs := make([]kafka.Message, records)
+	for i := range msgs {
+		ups := make([]livegraph.Update, 64)
+		for j := range ups {
+			ups[j] = livegraph.Update{Op: livegraph.Insert, Src: int64((i + j) % 3), Dst: int64((i + j + 1) % 3)}
+		}
+		msgs[i] = kafka.Message{Value: livegraph.AppendBinary(nil, ups)}
+	}
+	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: "edges", Balancer: fixedPartition(0), RequiredAcks: kafka.RequireAll, BatchSize: records}
+	if err := w.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	base, err := graph.FromEdges([]graph.Edge{{Src: 0, Dst: 1}, {Src: 1, Dst: 2}, {Src: 2, Dst: 0}}, graph.BuildOptions{Name: "live", DenseIDs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := livegraph.New(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Check sees every record's slice as the reader decoded it.
+	arrays := map[*livegraph.Update]bool{}
+	seen := 0
+	r, err := source.NewEdgeReader(source.EdgeReaderConfig{Kafka: source.KafkaOptions{Brokers: brokers, ClientID: "live"},
+		Topic: "edges", DLQTopic: "dlq", Check: func(ups []livegraph.Update) error {
+			arrays[&ups[:1][0]] = true // one reader goroutine: one partition
+			seen++
+			return l.CheckSchema(ups)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	m, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	batches := make(chan source.EdgeBatch, 16)
+	rctx, stopReader := context.WithCancel(ctx)
+	readDone := make(chan error, 1)
+	go func() { readDone <- r.Run(rctx, batches) }()
+	applyDone := make(chan error, 1)
+	go func() {
+		applyDone <- RunApplier(ctx, slog.New(slog.DiscardHandler), l, batches, 10*time.Millisecond, m)
+	}()
+	for l.Snapshot().Watermark()[0] < records {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("applied up to %v of %d records", l.Snapshot().Watermark(), records)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	stopReader()
+	if err := <-readDone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("reader: %v", err)
+	}
+	close(batches)
+	if err := <-applyDone; err != nil {
+		t.Fatalf("applier: %v", err)
+	}
+	if seen != records {
+		t.Fatalf("checked %d records, want %d", seen, records)
+	}
+	// At most the queue's 16, a pass's records (mergeRecords at most: the
+	// reader may refill the queue while the applier drains it) and the
+	// record the reader holds while the queue is full.
+	if most := 16 + mergeRecords + 1; len(arrays) > most {
+		t.Errorf("%d records were decoded into %d slices, want at most %d", records, len(arrays), most)
+	}
+	if u := liveCounter(t, m.updates); u != records*64 {
+		t.Errorf("applied %v updates, want %d", u, records*64)
+	}
+}
