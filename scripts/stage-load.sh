@@ -487,6 +487,20 @@ collect_wait() {
   names=()
 }
 
+# go_totals NAME: the running stage's collector CPU and heap allocations
+# since it started (its metrics go_cpu_classes_gc_total_cpu_seconds_total
+# and go_gc_heap_allocs_bytes_total), appended to go-totals.txt in --out.
+go_totals() {
+  local url="http://127.0.0.1:$metrics_port/metrics" m
+  if command -v curl >/dev/null 2>&1; then
+    m=$(curl -fs "$url") || return 0
+  else
+    m=$(python3 -c 'import sys,urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' "$url") || return 0
+  fi
+  awk -v name="$1" '$1 == "go_cpu_classes_gc_total_cpu_seconds_total" { gc = $2 } $1 == "go_gc_heap_allocs_bytes_total" { a = $2 }
+    END { printf "%s gc_cpu_s=%.2f alloc_bytes=%.0f\n", name, gc, a }' <<<"$m" >>"$out/go-totals.txt"
+}
+
 # backlog NAME STORE URL ARGS...: a backlog measurement. By default a true
 # backlog: the stage is stopped, every request produced, then a collector
 # reads the event topics from their ends while the stage starts again; the
@@ -507,6 +521,7 @@ backlog() {
   start_stage "$store" "$url"
   window_start
   collect_wait "$c0"
+  go_totals "$name"
 }
 
 walk_args=(--output walks --seeds "$walk_seeds" --walks-per-seed "$walks" --length "$length")
@@ -612,6 +627,7 @@ if [ "$edge_updates" -gt 0 ]; then
   collect_start "edges-walks-live" "${walk_args[@]}" --requests "$walk_requests" --mode backlog --phase collect --id-prefix "$wprefix" --bucket "$url"
   start_stage edges-b "$url"
   collect_wait
+  go_totals edges-walks-live
   # 4. Paced into the running stage at half the backlog's rate (the
   # issue's update -> walkable target), once the stage holds the updates
   # of 3 (the load's paced run waits for them: settle_s).
@@ -636,6 +652,14 @@ if [ "$edge_updates" -gt 0 ]; then
       $1 == "edges-backlog" { printf "  %-20s all walkable %s s after the start: %.2f M updates/s (the stage served after %s s)\n", $1, v("walkable_s"), v("updates") / v("walkable_s") / 1e6, v("serving_s") }
       $1 == "edges-paced" { printf "  %-20s %s updates/s: update -> walkable p50 %s ms, p99 %s ms; a probe waiting for nothing p50 %s ms, p99 %s ms (started once the stage held the topic, %s s after it asked)\n", $1, v("rate"), v("walkable_p50_ms"), v("walkable_p99_ms"), v("plain_p50_ms"), v("plain_p99_ms"), v("settle_s") }
     ' "$results"
+    # The collector's CPU and the bytes allocated from the stage's start to
+    # the walks' end (graph load and start-up included), and a walked
+    # vertex's share of those bytes.
+    walked=$((walk_requests * walk_seeds * walks * (length + 1)))
+    awk -v walked="$walked" '$1 == "edges-walks-static" || $1 == "edges-walks-live" {
+        split($2, g, "="); split($3, a, "=")
+        printf "  %-20s collector %s CPU-s, %.2f GB allocated (%.2f bytes a walked vertex) from the stage start to the walks end\n", $1, g[2], a[2] / 1e9, a[2] / walked
+      }' "$out/go-totals.txt" 2>/dev/null || true
   } | tee "$out/edges.txt"
 fi
 

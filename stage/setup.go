@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"regexp"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -389,6 +390,13 @@ func runRuntime(ctx context.Context, rt *Runtime, c config.Config, log *slog.Log
 
 func newRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Beside the default Go series, the collector's CPU and the bytes
+	// allocated (go_cpu_classes_gc_total_cpu_seconds_total,
+	// go_gc_heap_allocs_bytes_total): what the allocations of a stage
+	// beside a live ingest cost it (docs/benchmarks/live-graph.md, "The
+	// stage's allocations beside the ingest").
+	reg.MustRegister(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.GoRuntimeMetricsRule{
+		Matcher: regexp.MustCompile(`^/(cpu/classes/gc/total:cpu-seconds|gc/heap/allocs:bytes)$`),
+	})), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return reg
 }
