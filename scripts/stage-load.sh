@@ -487,9 +487,11 @@ collect_wait() {
   names=()
 }
 
-# go_totals NAME: the running stage's collector CPU and heap allocations
-# since it started (its metrics go_cpu_classes_gc_total_cpu_seconds_total
-# and go_gc_heap_allocs_bytes_total), appended to go-totals.txt in --out.
+# go_totals NAME: the running stage's collector CPU, heap allocations and
+# collections since it started (its metrics
+# go_cpu_classes_gc_total_cpu_seconds_total, go_gc_heap_allocs_bytes_total,
+# go_gc_duration_seconds_count) and its peak RSS, appended to go-totals.txt
+# in --out.
 go_totals() {
   local url="http://127.0.0.1:$metrics_port/metrics" m
   if command -v curl >/dev/null 2>&1; then
@@ -497,8 +499,11 @@ go_totals() {
   else
     m=$(python3 -c 'import sys,urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' "$url") || return 0
   fi
-  awk -v name="$1" '$1 == "go_cpu_classes_gc_total_cpu_seconds_total" { gc = $2 } $1 == "go_gc_heap_allocs_bytes_total" { a = $2 }
-    END { printf "%s gc_cpu_s=%.2f alloc_bytes=%.0f\n", name, gc, a }' <<<"$m" >>"$out/go-totals.txt"
+  local hwm
+  hwm=$(awk '$1 == "VmHWM:" { print $2 * 1024 }' "/proc/$stage_pid/status" 2>/dev/null)
+  awk -v name="$1" -v hwm="${hwm:-0}" '$1 == "go_cpu_classes_gc_total_cpu_seconds_total" { gc = $2 }
+    $1 == "go_gc_heap_allocs_bytes_total" { a = $2 } $1 == "go_gc_duration_seconds_count" { n = $2 }
+    END { printf "%s gc_cpu_s=%.2f alloc_bytes=%.0f gc_cycles=%d rss_peak_bytes=%.0f\n", name, gc, a, n, hwm }' <<<"$m" >>"$out/go-totals.txt"
 }
 
 # backlog NAME STORE URL ARGS...: a backlog measurement. By default a true
@@ -657,8 +662,8 @@ if [ "$edge_updates" -gt 0 ]; then
     # vertex's share of those bytes.
     walked=$((walk_requests * walk_seeds * walks * (length + 1)))
     awk -v walked="$walked" '$1 == "edges-walks-static" || $1 == "edges-walks-live" {
-        split($2, g, "="); split($3, a, "=")
-        printf "  %-20s collector %s CPU-s, %.2f GB allocated (%.2f bytes a walked vertex) from the stage start to the walks end\n", $1, g[2], a[2] / 1e9, a[2] / walked
+        split($2, g, "="); split($3, a, "="); split($4, c, "="); split($5, r, "=")
+        printf "  %-20s collector %s CPU-s in %s cycles, %.2f GB allocated (%.2f bytes a walked vertex) from the stage start to the walks end; peak RSS %.2f GB\n", $1, g[2], c[2], a[2] / 1e9, a[2] / walked, r[2] / 1e9
       }' "$out/go-totals.txt" 2>/dev/null || true
   } | tee "$out/edges.txt"
 fi
