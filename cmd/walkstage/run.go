@@ -17,7 +17,8 @@ const runUsage = `walkstage run [--check] [--cpuprofile FILE] [--memprofile FILE
 Runs the Kafka-driven stage until SIGTERM or SIGINT, configured only from
 WALKSTAGE_* environment variables (below; docs/reference/messages.md has the message
 formats). Logs go to stderr. When GOMEMLIMIT is not set, the soft memory
-limit is 90% of the container's memory limit (or of physical memory).`
+limit is 90% of the container's memory limit (or of physical memory); with
+a live graph (WALKSTAGE_EDGE_TOPIC) and no GOGC, GOGC is 400 under it.`
 
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
@@ -49,7 +50,10 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	}
 	if c, err := config.Load(nil); err == nil {
 		// stage.Main reports a bad configuration itself.
-		config.NewLogger(c, os.Stderr).Info("memory limit", "gomemlimit_bytes", memoryLimit.bytes, "source", memoryLimit.note)
+		log := config.NewLogger(c, os.Stderr)
+		log.Info("memory limit", "gomemlimit_bytes", memoryLimit.bytes, "source", memoryLimit.note)
+		gogc, note := applyGCPercent(c.EdgeTopic != "")
+		log.Info("collector target", "gogc", gogc, "source", note)
 	}
 	stop, err := cli.StartCPUProfile(*cpuProfile)
 	if err != nil {
