@@ -123,7 +123,6 @@ func reopenS3(ctx context.Context, b *blob.Bucket, u *url.URL, sc s3Client) (*bl
 		o.HTTPClient = hc.WithTransportOptions(func(t *http.Transport) {
 			t.MaxIdleConnsPerHost = idleConnsPerHost
 			t.MaxIdleConns = max(t.MaxIdleConns, idleConnsPerHost)
-			t.DialContext = dialBodyConns(t.DialContext)
 		})
 	}
 	if !sc.expectContinue {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"net"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -274,42 +273,6 @@ func (r *piecesReader) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	return n, nil
-}
-
-// WriteTo writes the bytes left to w: in one call where w takes a body of
-// pieces (the S3 client's connections, bodyConn), else a Write a piece.
-// net/http sends a body through WriteTo where its connection asks for it
-// (bodyConn.ReadFrom); the read position advances by what was written, so
-// a retry's Seek and a later Read see the body as Read would leave it.
-func (r *piecesReader) WriteTo(w io.Writer) (int64, error) {
-	var bufs net.Buffers
-	for i := r.i; i < len(r.pieces); i++ {
-		p := r.pieces[i]
-		if i == r.i {
-			p = p[r.at:]
-		}
-		if len(p) > 0 {
-			bufs = append(bufs, p)
-		}
-	}
-	var n int64
-	var err error
-	if bw, ok := w.(buffersWriter); ok {
-		n, err = bw.writeBuffers(&bufs)
-	} else {
-		for _, b := range bufs {
-			var m int
-			m, err = w.Write(b)
-			n += int64(m)
-			if err != nil {
-				break
-			}
-		}
-	}
-	if _, serr := r.Seek(n, io.SeekCurrent); err == nil {
-		err = serr
-	}
-	return n, err
 }
 
 func (r *piecesReader) Seek(offset int64, whence int) (int64, error) {
