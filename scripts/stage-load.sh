@@ -386,15 +386,27 @@ load() {
   local name=$1
   shift
   log "$name: walkstage load $*"
-  local f=$out/$name.txt c0
+  local f=$out/$name.txt c0 pid cpu=
   c0=$(server_cpu)
   window_start
-  if ! "${stage_pin[@]}" "$load_walkstage" load --graph "$graph" --timeout "${timeout_s}s" "$@" >"$f" 2>"$out/$name.err"; then
+  "${stage_pin[@]}" "$load_walkstage" load --graph "$graph" --timeout "${timeout_s}s" "$@" >"$f" 2>"$out/$name.err" &
+  pid=$!
+  if [[ " $* " == *" --mode backlog "* ]]; then
+    # A backlog into the running stage (--live-backlog): the CPU up to its
+    # last event, before the manifests are read back (see collect_wait).
+    until grep -q "every event read" "$out/$name.err" 2>/dev/null; do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.02
+    done
+    cpu=" store_cpu_s=$(cpu_since "$c0")$(window_fields)"
+  fi
+  if ! wait "$pid"; then
     cat "$f" "$out/$name.err" >&2
     die "$name failed"
   fi
+  [ -n "$cpu" ] || cpu=" store_cpu_s=$(cpu_since "$c0")$(window_fields)"
   cat "$f"
-  sed -n "s/^RESULT /$name /p" "$f" | sed "s/\$/ store_cpu_s=$(cpu_since "$c0")$(window_fields)/" >>"$results"
+  sed -n "s/^RESULT /$name /p" "$f" | sed "s/\$/$cpu/" >>"$results"
 }
 
 # server_cpu: CPU ticks of the current store's S3 server so far (0 for
