@@ -79,7 +79,7 @@ type stagedSpan struct {
 // stagedPieces of that size; a span under stagedCopyMin is copied
 // directly. A span into memory that comes back (room) is copied by the
 // device alone once it is locked (hostRegs). (device thread)
-func (e *Engine) stagedCopies(spans []stagedSpan) error {
+func (e *Engine) stagedCopies(spans []stagedSpan) (err error) {
 	st := &e.staging
 	var total int64
 	var staged, direct []stagedSpan
@@ -120,6 +120,16 @@ func (e *Engine) stagedCopies(spans []stagedSpan) error {
 	// the pipeline's first wait covers them too, and with nothing staged
 	// one wait does.
 	if len(direct) > 0 {
+		if err := e.stagingStream(); err != nil {
+			return err
+		}
+		// A failure leaves no copy into the caller's memory running
+		// after the return.
+		defer func() {
+			if err != nil {
+				_ = st.stream.Synchronize()
+			}
+		}()
 		td := time.Now()
 		for _, s := range direct {
 			if err := e.copyDtoHAsync(s.dst, s.src, s.n, st.stream); err != nil {
@@ -185,12 +195,8 @@ func (e *Engine) stagedCopies(spans []stagedSpan) error {
 // only means the copy is staged (device thread).
 func (e *Engine) lockHost(p unsafe.Pointer, n int64) bool {
 	st := &e.staging
-	if st.stream == (cu.Stream{}) {
-		s, err := cu.MakeStream(cu.NonBlocking)
-		if err != nil {
-			return false
-		}
-		st.stream = s
+	if err := e.stagingStream(); err != nil {
+		return false
 	}
 	tl := time.Now()
 	pin := new(runtime.Pinner)
@@ -239,12 +245,8 @@ func (e *Engine) releaseLocked() {
 // smaller ones first; the stream is made once (device thread).
 func (e *Engine) pinStaging(size int64) error {
 	st := &e.staging
-	if st.stream == (cu.Stream{}) {
-		s, err := cu.MakeStream(cu.NonBlocking)
-		if err != nil {
-			return fmt.Errorf("gpu: staging stream: %w", err)
-		}
-		st.stream = s
+	if err := e.stagingStream(); err != nil {
+		return err
 	}
 	for i := range st.buf {
 		e.hostFree(st.buf[i])
@@ -260,6 +262,20 @@ func (e *Engine) pinStaging(size int64) error {
 		st.buf[i] = p
 	}
 	st.held = size
+	return nil
+}
+
+// stagingStream makes the staging stream unless it is made (device
+// thread).
+func (e *Engine) stagingStream() error {
+	st := &e.staging
+	if st.stream == (cu.Stream{}) {
+		s, err := cu.MakeStream(cu.NonBlocking)
+		if err != nil {
+			return fmt.Errorf("gpu: staging stream: %w", err)
+		}
+		st.stream = s
+	}
 	return nil
 }
 
