@@ -17,7 +17,9 @@ package gpu
 
 // hostRegKeep is how many copy calls a locked range stays locked without
 // being copied into, and how long a range seen once is remembered: the
-// command alternates two column sets, the stage one per request.
+// command's neighbour sampling hands three column sets over in turn (each
+// back three calls later), its other samplers two, the stage one per
+// request.
 const hostRegKeep = 4
 
 // hostRange is a range of Go memory seen by a copy, locked or not.

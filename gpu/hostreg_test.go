@@ -37,6 +37,24 @@ func TestHostRegsLockWhatComesBack(t *testing.T) {
 			locked: []uintptr{1 * mb, 10 * mb, 20 * mb},
 		},
 		{
+			// walkstage walk's neighbour sampling: three sets, one a
+			// call, each back three calls later (with hostRegKeep 2 a
+			// set is forgotten before it comes back, never locked).
+			name: "three sets, one a call",
+			calls: [][]span{
+				{{1 * mb, 4 * mb, 5 * mb, hostStage, false}},
+				{{10 * mb, 4 * mb, 5 * mb, hostStage, false}},
+				{{20 * mb, 4 * mb, 5 * mb, hostStage, false}},
+				{{1 * mb, 4 * mb, 5 * mb, hostLock, false}},
+				{{10 * mb, 5 * mb, 5 * mb, hostLock, false}},
+				{{20 * mb, 3 * mb, 5 * mb, hostLock, false}},
+				{{1 * mb, 1 * mb, 5 * mb, hostDirect, false}},
+				{{10 * mb, 4 * mb, 5 * mb, hostDirect, false}},
+				{{20 * mb, 4 * mb, 5 * mb, hostDirect, false}},
+			},
+			locked: []uintptr{1 * mb, 10 * mb, 20 * mb},
+		},
+		{
 			name: "fresh memory every call is never locked",
 			calls: [][]span{
 				{{1 * mb, 4 * mb, 4 * mb, hostStage, false}},
