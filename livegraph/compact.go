@@ -82,7 +82,7 @@ func Compact(ctx context.Context, s *Snapshot, opts ...Option) (*graph.Graph, er
 		ov := oldAt(nv)
 		d := 0
 		if vs := findState(s.top, ov); vs != nil {
-			d = vs.view.Live
+			d = int(vs.view.Live)
 		} else {
 			d = b.Degree(ov)
 		}
@@ -202,7 +202,7 @@ func (c *compactor) vertex(nv int, ov uint32) {
 	}
 	if vs != nil {
 		dv := &vs.view
-		for i, de := range dv.Edges {
+		for i, de := range dv.Edges() {
 			if dv.DeltaDead(i) {
 				continue
 			}

@@ -63,20 +63,20 @@ type mid struct {
 	dirty  [midFan / 64]uint64
 }
 
-// vstate is one vertex's delta: what walkers read (view, with the appended
-// edges' labels), 64 bytes, one allocation of Go's 64-byte size class. A
-// published vstate never changes; the applier copies it (the struct: the
-// slices are append-only and shared) on its first write in a new epoch,
-// which its leaf's dirty bit tells (writableTo): the bit is set when the
-// vstate is made or copied in the leaf's epoch, and a leaf copied for a
-// new epoch starts with none, so the state needs no epoch of its own.
+// vstate is one vertex's delta: the walk.DeltaVertex walkers read, 48
+// bytes, one allocation of Go's 48-byte size class (the appended edges'
+// labels sit behind the edges, in their array). A published vstate never
+// changes; the applier copies it (the record: the arrays are append-only
+// and shared) on its first write in a new epoch, which its leaf's dirty
+// bit tells (writableTo): the bit is set when the vstate is made or
+// copied in the leaf's epoch, and a leaf copied for a new epoch starts
+// with none, so the state needs no epoch of its own.
 //
 // On a graph with edge times a vertex's state is a tvstate, whose first
 // field is the vstate: what only compaction and the window need (the
-// times) sits behind the view in the same allocation, and a graph without
-// times pays nothing for it (an epoch and a pointer to it took 16 bytes of
-// every vertex's state, 112 bytes then with the view's three slice
-// headers: docs/design/live-graph.md, "Memory per vertex with a delta").
+// times) sits behind the record in the same allocation, and a graph
+// without times pays nothing for it (docs/design/live-graph.md, "Memory
+// per vertex with a delta").
 type vstate struct {
 	view walk.DeltaVertex
 }
@@ -550,7 +550,7 @@ func (l *Live) touch(ups []Update) {
 	for i := range ups {
 		if v, ok := l.lookup(ups[i].Src); ok {
 			if vs := l.peek(v); vs != nil {
-				if e := vs.view.Edges; len(e) > 0 {
+				if e := vs.view.Edges(); len(e) > 0 {
 					sum += uint64(e[len(e)-1].Target)
 				}
 			}
@@ -699,9 +699,10 @@ func (l *Live) writableTo(st *Stats, v uint32) *vstate {
 	switch {
 	case vs == nil:
 		vs = l.newState()
+		vs.view.SetLabelled(l.labelled)
 		if v < l.baseV {
 			a, b := l.base.Offsets[v], l.base.Offsets[v+1]
-			vs.view.Live = int(b - a)
+			vs.view.Live = uint32(b - a)
 			if l.weighted {
 				for _, w := range l.base.Weights[a:b] {
 					vs.view.BaseWeight += float64(w)
@@ -756,91 +757,91 @@ func (l *Live) insertAt(st *Stats, u *Update, s, d uint32) *vstate {
 	if u.Has&HasWeight != 0 {
 		w = u.Weight
 	}
-	oldCap, n := cap(dv.Edges), len(dv.Edges)
-	var lab []uint8
-	if l.labelled {
-		lab = labelsFull(dv)
-	}
-	if n == oldCap && oldCap < smallEdges {
-		e := make([]walk.DeltaEdge, n, nextEdgesCap(oldCap))
-		copy(e, dv.Edges)
-		dv.Edges = e
-	}
-	dv.Edges = append(dv.Edges, walk.DeltaEdge{Target: d, Weight: w})
-	dv.MaxWeight = max(dv.MaxWeight, w)
-	per := int64(unsafe.Sizeof(walk.DeltaEdge{}))
-	if l.labelled {
-		if cap(dv.Edges) != oldCap {
-			lab = growLabels(lab[:n], cap(dv.Edges))
+	n := int(dv.N)
+	e := edgesFull(dv)
+	if n == cap(e) {
+		// Full: a new array, the labels behind it moved with the edges.
+		ne := l.newEdges(n + 1)
+		copy(ne, e)
+		if l.labelled {
+			copy(labelsOf(ne), labelsOf(e)[:n])
 		}
-		lab[n] = u.Label
-		dv.SetLabels(lab)
-		per++
+		st.Bytes += l.edgeBytes(cap(ne)) - l.edgeBytes(cap(e))
+		e = ne[:n]
 	}
+	e = append(e, walk.DeltaEdge{Target: d, Weight: w})
+	if l.labelled {
+		labelsOf(e)[n] = u.Label
+	}
+	dv.SetEdges(e)
+	dv.MaxWeight = max(dv.MaxWeight, w)
 	if l.timed {
 		x := vs.times()
 		x.times = append(x.times, u.Time)
-		per += 8
 	}
-	st.Bytes += int64(cap(dv.Edges)-oldCap) * per
 	dv.Live++
 	st.Inserted++
 	st.DeltaEdges++
 	return vs
 }
 
-// smallEdges is the capacity below which a vertex's appended edges grow
-// by nextEdgesCap, not append's doubling: most vertices of a delta hold a
-// few edges (3-4 in a 10% delta), and doubling left a quarter of their
-// arrays spare (10.1 bytes per appended edge of 8 at scale 16, 8.8 with
-// these steps; docs/benchmarks/live-graph.md, "Memory per delta edge,
-// smaller states and heads").
-const smallEdges = 16
-
-// nextEdgesCap is the capacity an array of c < smallEdges appended edges
-// grows to: steps of a half, each a whole Go size class (8, 16, 24, 32,
-// 48, 64, 96, 128 bytes).
-func nextEdgesCap(c int) int {
-	for _, n := range [...]int{1, 2, 3, 4, 6, 8, 12, 16} {
-		if n > c {
-			return n
-		}
+// edgesFull returns dv's appended edges with their array's capacity,
+// walk.DeltaCap(N): an append within it writes in place, beyond every
+// published state's length.
+func edgesFull(dv *walk.DeltaVertex) []walk.DeltaEdge {
+	if dv.First == nil {
+		return nil
 	}
-	return 2 * c
+	return unsafe.Slice(dv.First, walk.DeltaCap(int(dv.N)))[:dv.N]
+}
+
+// newEdges returns an array for n appended edges (len n) of capacity
+// walk.DeltaCap(n), on a labelled graph with room for as many labels
+// right behind it (labelsOf, walk.DeltaVertex.Labels): one allocation, and
+// an append in place writes its label in place too. nil for none.
+func (l *Live) newEdges(n int) []walk.DeltaEdge {
+	c := walk.DeltaCap(n)
+	if c == 0 {
+		return nil
+	}
+	words := c
+	if l.labelled {
+		words += (c + 7) / 8
+	}
+	buf := make([]uint64, words) // no pointers: the collector does not scan it
+	return unsafe.Slice((*walk.DeltaEdge)(unsafe.Pointer(unsafe.SliceData(buf))), c)[:n]
+}
+
+// labelsOf returns the labels' room behind an array newEdges made (e
+// resliced from it, its capacity kept): cap(e) labels.
+func labelsOf(e []walk.DeltaEdge) []uint8 {
+	c := cap(e)
+	if c == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint8)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(e[:c])), c*int(unsafe.Sizeof(walk.DeltaEdge{})))), c)
+}
+
+// edgeBytes is the memory of an array of c appended edges newEdges makes,
+// with, on a graph with edge times, the times' array of as many.
+func (l *Live) edgeBytes(c int) int64 {
+	n := int64(c) * int64(unsafe.Sizeof(walk.DeltaEdge{}))
+	if l.labelled {
+		n += int64((c+7)/8) * 8
+	}
+	if l.timed {
+		n += int64(c) * 8
+	}
+	return n
 }
 
 // labelsFull returns dv's labels to the capacity of its appended edges'
-// array (on a labelled graph; nil on one without): the labels' array
-// always holds as many (setLabels), so that an append to the edges in
-// place writes its label in place too, beyond every published state's
-// length as the edge is.
+// array (on a labelled graph; nil on one without).
 func labelsFull(dv *walk.DeltaVertex) []uint8 {
-	lab := dv.Labels()
-	if lab == nil {
+	if dv.Labels() == nil {
 		return nil
 	}
-	return unsafe.Slice(unsafe.SliceData(lab), cap(dv.Edges))
-}
-
-// growLabels returns lab in an array of capacity n (n >= len(lab)), with
-// lab's labels first.
-func growLabels(lab []uint8, n int) []uint8 {
-	out := make([]uint8, n)
-	copy(out, lab)
-	return out
-}
-
-// setLabels sets dv's labels (dv.Edges set first) to lab, moved to an
-// array of cap(dv.Edges) when lab's is smaller (labelsFull); nil for none.
-func setLabels(dv *walk.DeltaVertex, lab []uint8) {
-	if lab == nil {
-		dv.SetLabels(nil)
-		return
-	}
-	if cap(lab) < cap(dv.Edges) {
-		lab = growLabels(lab, cap(dv.Edges))
-	}
-	dv.SetLabels(lab[:cap(lab)])
+	return labelsOf(edgesFull(dv))
 }
 
 func (l *Live) delete(u *Update) {
@@ -861,7 +862,7 @@ func (l *Live) deleteAt(st *Stats, s, d uint32) {
 	var dead []walk.Tombstone
 	var delta []walk.DeltaEdge
 	if old != nil {
-		dead, delta = old.view.Dead(), old.view.Edges
+		dead, delta = old.view.Dead(), old.view.Edges()
 	}
 	killed := 0
 	i, had := slices.BinarySearchFunc(dead, d, cmpTomb)
@@ -886,7 +887,7 @@ func (l *Live) deleteAt(st *Stats, s, d uint32) {
 		return
 	}
 	vs := l.writableTo(st, s)
-	ts := walk.Tombstone{Target: d, Upto: uint32(len(vs.view.Edges))}
+	ts := walk.Tombstone{Target: d, Upto: vs.view.N}
 	nd := make([]walk.Tombstone, 0, len(dead)+1)
 	nd = append(nd, dead[:i]...)
 	nd = append(nd, ts)
@@ -898,7 +899,7 @@ func (l *Live) deleteAt(st *Stats, s, d uint32) {
 		st.Bytes += int64(unsafe.Sizeof(ts))
 	}
 	vs.view.SetDead(nd)
-	vs.view.Live -= killed
+	vs.view.Live -= uint32(killed)
 }
 
 func cmpTomb(x walk.Tombstone, t uint32) int { return int(int64(x.Target) - int64(t)) }

@@ -422,7 +422,7 @@ func (l *Live) touchSources(idx []int32, src func(int32) uint32) uint64 {
 			continue
 		}
 		if vs := l.peek(s); vs != nil {
-			if e := vs.view.Edges; len(e) > 0 {
+			if e := vs.view.Edges(); len(e) > 0 {
 				sum += uint64(e[len(e)-1].Target)
 			}
 		} else if s < l.baseV && l.weighted {
