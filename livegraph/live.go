@@ -145,6 +145,15 @@ type Live struct {
 	// next one's is made from (Publish); nil after a rebase, when the next
 	// one is built whole.
 	index *walk.DeltaIndex
+	// under holds the deltas of every vertex the tree has no state for,
+	// nil when the tree holds them all. On a graph without edge times a
+	// publication that makes an index drops the tree (Publish): the index
+	// holds every vertex's record then, and the tree starts anew with the
+	// vertices written after, copied out of under on their first write.
+	// So a vertex's delta is one 48-byte record, not a state in the tree
+	// and a copy in the index (docs/design/live-graph.md, "Memory per
+	// vertex with a delta").
+	under *walk.DeltaIndex
 	// patchCopied adds up the patches the indexes since the last fold
 	// copied (Publish).
 	patchCopied int
@@ -205,9 +214,14 @@ type Stats struct {
 	// the vertices with a delta, Added the vertices new to the base.
 	DeltaEdges, Tombstones int64
 	Vertices, Added        int64
-	// Bytes is the delta's memory: vertex states, tree nodes, and the
+	// Bytes is the delta's memory beyond the delta index that holds the
+	// records of the vertices the tree does not (Snapshot.DeltaBytes adds
+	// it): vertex states and tree nodes the tree holds, and the
 	// capacity of the per-vertex arrays.
 	Bytes int64
+	// tree is the part of Bytes the applier's tree holds (nodes and
+	// states), dropped with the tree (Live.under).
+	tree int64
 	// Evicted counts the edges the time window removed (base and
 	// appended), Late the inserts older than the window when applied
 	// (never seen by a walk), Evictions the times the window's cut moved
@@ -280,7 +294,7 @@ func (l *Live) Publish() *Snapshot {
 	case l.index == nil || 2*l.ndirty > l.index.Len()+4096:
 		// After a rebase (a new tree), or so much written unwalked that a
 		// whole build costs less than the patch would.
-		x = buildIndex(l.top, n)
+		x = wholeIndex(l.top, l.under, n)
 		l.index, l.patchCopied = x, 0
 		l.clearDirty()
 	default:
@@ -303,7 +317,15 @@ func (l *Live) Publish() *Snapshot {
 		}
 		l.index = x
 	}
-	s := &Snapshot{base: l.base, top: l.top, n: n, added: l.addedIDs[:len(l.addedIDs):len(l.addedIDs)],
+	if x != nil && !l.timed {
+		// x holds every delta: the tree's states and nodes are dropped
+		// (under). A graph with edge times keeps its tree, whose states
+		// hold the times behind the record (tvstate).
+		l.top, l.under = nil, x
+		l.stats.Bytes -= l.stats.tree
+		l.stats.tree = 0
+	}
+	s := &Snapshot{base: l.base, top: l.top, under: l.under, n: n, added: l.addedIDs[:len(l.addedIDs):len(l.addedIDs)],
 		watermark: maps.Clone(l.watermark), stats: l.stats, epoch: l.epoch, ids: l.ids, next: make(chan struct{}), win: l.mark(), idx: x, live: l}
 	old := l.cur.Swap(s)
 	if old != nil {
@@ -342,7 +364,7 @@ func (l *Live) dirtyChanges() []walk.DeltaChange {
 	for w, d := range l.dirty {
 		for ; d != 0; d &= d - 1 {
 			v := uint32(w<<leafBits | bits.TrailingZeros64(d))
-			out = append(out, walk.DeltaChange{V: v, D: &findState(l.top, v).view})
+			out = append(out, walk.DeltaChange{V: v, D: &findState(l.top, v).view}) // written since under: in the tree
 		}
 	}
 	return out
@@ -372,6 +394,41 @@ func (l *Live) changes() []walk.DeltaChange {
 				for d := lf.dirty; d != 0; d &= d - 1 {
 					vi := bits.TrailingZeros64(d)
 					out = append(out, walk.DeltaChange{V: uint32((mi<<midBits|li)<<leafBits | vi), D: &lf.v[vi].view})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// wholeIndex builds the delta index of the n vertices of tree top over
+// under (nil when the tree holds every delta) whole, with no patch.
+func wholeIndex(top []*mid, under *walk.DeltaIndex, n uint32) *walk.DeltaIndex {
+	if under == nil {
+		return buildIndex(top, n)
+	}
+	x := under.Update(int(n), treeChanges(top, n))
+	if x.Pending() > 0 {
+		x = x.Fold()
+	}
+	return x
+}
+
+// treeChanges lists every state of tree top below vertex n, in increasing
+// order.
+func treeChanges(top []*mid, n uint32) []walk.DeltaChange {
+	var out []walk.DeltaChange
+	for mi, m := range top {
+		if m == nil {
+			continue
+		}
+		for li, lf := range m.leaves {
+			if lf == nil {
+				continue
+			}
+			for j, vs := range lf.v {
+				if v := uint32((mi<<midBits|li)<<leafBits | j); vs != nil && v < n {
+					out = append(out, walk.DeltaChange{V: v, D: &vs.view})
 				}
 			}
 		}
@@ -542,15 +599,15 @@ func (l *Live) touch(ups []Update) {
 	var sum uint64
 	for i := range ups {
 		if v, ok := l.lookup(ups[i].Src); ok {
-			if vs := l.peek(v); vs != nil {
-				sum += uint64(vs.view.Live)
+			if dv := l.peek(v); dv != nil {
+				sum += uint64(dv.Live)
 			}
 		}
 	}
 	for i := range ups {
 		if v, ok := l.lookup(ups[i].Src); ok {
-			if vs := l.peek(v); vs != nil {
-				if e := vs.view.Edges(); len(e) > 0 {
+			if dv := l.peek(v); dv != nil {
+				if e := dv.Edges(); len(e) > 0 {
 					sum += uint64(e[len(e)-1].Target)
 				}
 			}
@@ -679,6 +736,7 @@ func (l *Live) writableTo(st *Stats, v uint32) *vstate {
 			nm.leaves = m.leaves
 		} else {
 			st.Bytes += int64(unsafe.Sizeof(mid{}))
+			st.tree += int64(unsafe.Sizeof(mid{}))
 		}
 		m, l.top[mi] = nm, nm
 	}
@@ -689,6 +747,7 @@ func (l *Live) writableTo(st *Stats, v uint32) *vstate {
 			nl.v = lf.v
 		} else {
 			st.Bytes += int64(unsafe.Sizeof(leaf{}))
+			st.tree += int64(unsafe.Sizeof(leaf{}))
 		}
 		lf, m.leaves[li] = nl, nl
 	}
@@ -697,6 +756,13 @@ func (l *Live) writableTo(st *Stats, v uint32) *vstate {
 	lf.dirty |= 1 << vi
 	m.dirty[li/64] |= 1 << (li % 64)
 	switch {
+	case vs == nil && l.under != nil && l.under.Has(v):
+		// Published in under's records, not in the tree: copied out as
+		// a published state is.
+		vs = l.newState()
+		vs.view = *l.under.Vertex(v)
+		st.Bytes += stateBytes(l.timed)
+		st.tree += stateBytes(l.timed)
 	case vs == nil:
 		vs = l.newState()
 		vs.view.SetLabelled(l.labelled)
@@ -713,6 +779,7 @@ func (l *Live) writableTo(st *Stats, v uint32) *vstate {
 		}
 		st.Vertices++
 		st.Bytes += stateBytes(l.timed)
+		st.tree += stateBytes(l.timed)
 	case !mine:
 		if l.timed {
 			c := *(*tvstate)(unsafe.Pointer(vs))
@@ -862,7 +929,7 @@ func (l *Live) deleteAt(st *Stats, s, d uint32) {
 	var dead []walk.Tombstone
 	var delta []walk.DeltaEdge
 	if old != nil {
-		dead, delta = old.view.Dead(), old.view.Edges()
+		dead, delta = old.Dead(), old.Edges()
 	}
 	killed := 0
 	i, had := slices.BinarySearchFunc(dead, d, cmpTomb)
@@ -904,9 +971,16 @@ func (l *Live) deleteAt(st *Stats, s, d uint32) {
 
 func cmpTomb(x walk.Tombstone, t uint32) int { return int(int64(x.Target) - int64(t)) }
 
-// peek returns v's current state (nil when it has none) without copying.
-func (l *Live) peek(v uint32) *vstate {
-	return findState(l.top, v)
+// peek returns v's current delta (nil when it has none) without copying:
+// its state in the tree, else its record in under. Read-only.
+func (l *Live) peek(v uint32) *walk.DeltaVertex {
+	if vs := findState(l.top, v); vs != nil {
+		return &vs.view
+	}
+	if l.under != nil {
+		return l.under.Vertex(v)
+	}
+	return nil
 }
 
 func findState(top []*mid, v uint32) *vstate {
@@ -928,8 +1002,11 @@ func findState(top []*mid, v uint32) *vstate {
 // Snapshot is a published, immutable state of a live graph: the base, the
 // delta up to its watermark. It is a walk.Overlay.
 type Snapshot struct {
-	base      *graph.Graph
+	base *graph.Graph
+	// top holds the states written since under was made; under every
+	// other vertex's record (nil when top holds them all).
 	top       []*mid
+	under     *walk.DeltaIndex
 	n         uint32
 	added     []int64
 	watermark map[int32]int64
@@ -969,19 +1046,33 @@ func (s *Snapshot) Base() *graph.Graph { return s.base }
 func (s *Snapshot) NumVertices() int { return int(s.n) }
 
 // Empty reports that the snapshot is its base unchanged.
-func (s *Snapshot) Empty() bool { return s.top == nil }
+func (s *Snapshot) Empty() bool { return s.top == nil && (s.under == nil || s.under.Len() == 0) }
 
-// Vertex returns v's delta, nil when it has none.
+// Vertex returns v's delta, nil when it has none: its state in the
+// snapshot's tree, else its record in the index under it.
 func (s *Snapshot) Vertex(v uint32) *walk.DeltaVertex {
-	vs := findState(s.top, v)
-	if vs == nil {
-		return nil
+	if vs := findState(s.top, v); vs != nil {
+		return &vs.view
 	}
-	return &vs.view
+	if s.under != nil {
+		return s.under.Vertex(v)
+	}
+	return nil
+}
+
+// DeltaBytes is the delta's memory as of the snapshot: Stats().Bytes and
+// the delta index that holds the records the tree does not.
+func (s *Snapshot) DeltaBytes() int64 {
+	n := s.stats.Bytes
+	if s.under != nil {
+		n += s.under.Bytes()
+	}
+	return n
 }
 
 // DeltaTimes implements walk.TimedOverlay: the times of v's appended
-// edges, nil when v has no delta or the graph no times.
+// edges, nil when v has no delta or the graph no times. A graph with edge
+// times keeps every vertex's state in the tree (Publish).
 func (s *Snapshot) DeltaTimes(v uint32) []int64 {
 	vs := findState(s.top, v)
 	if vs == nil || !s.base.Timed() {
@@ -999,7 +1090,7 @@ func (s *Snapshot) DeltaIndex() *walk.DeltaIndex {
 	if s.idx != nil {
 		return s.idx
 	}
-	s.lazy.Do(func() { s.built = buildIndex(s.top, s.n) })
+	s.lazy.Do(func() { s.built = wholeIndex(s.top, s.under, s.n) })
 	return s.built
 }
 

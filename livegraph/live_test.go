@@ -628,7 +628,7 @@ func TestPublishedIndexMatchesTree(t *testing.T) {
 				t.Fatalf("%d of %d snapshots folded, %d not indexed: the records did not exercise the patch, the fold and the lazy index (%d by the dirty bitmap)", folds, len(snaps), lazy, viaDirty)
 			}
 			for _, s := range snaps {
-				got, want := s.DeltaIndex(), buildIndex(s.top, s.n)
+				got, want := s.DeltaIndex(), wholeIndex(s.top, s.under, s.n)
 				if got.Len() != want.Len() {
 					t.Fatalf("snapshot %d: %d vertices with a delta, its tree %d", s.Epoch(), got.Len(), want.Len())
 				}
@@ -716,7 +716,7 @@ func TestPublishCostsWhatChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.walkedAt.Store(time.Now().UnixNano())
-	if got, want := l.Publish().DeltaIndex(), buildIndex(l.top, l.baseV+uint32(len(l.addedIDs))); got.Len() != want.Len() || !sameDelta(got.Vertex(11), want.Vertex(11)) {
+	if got, want := l.Publish().DeltaIndex(), wholeIndex(l.top, l.under, l.baseV+uint32(len(l.addedIDs))); got.Len() != want.Len() || !sameDelta(got.Vertex(11), want.Vertex(11)) {
 		t.Fatalf("the walked publication after unwalked ones: %d vertices with a delta, a whole build %d", got.Len(), want.Len())
 	}
 }

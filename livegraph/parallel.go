@@ -410,8 +410,8 @@ func (l *Live) touchSources(idx []int32, src func(int32) uint32) uint64 {
 		if s == skipOp {
 			continue
 		}
-		if vs := l.peek(s); vs != nil {
-			sum += uint64(vs.view.Live)
+		if dv := l.peek(s); dv != nil {
+			sum += uint64(dv.Live)
 		} else if s < l.baseV {
 			sum += uint64(l.base.Offsets[s])
 		}
@@ -421,8 +421,8 @@ func (l *Live) touchSources(idx []int32, src func(int32) uint32) uint64 {
 		if s == skipOp {
 			continue
 		}
-		if vs := l.peek(s); vs != nil {
-			if e := vs.view.Edges(); len(e) > 0 {
+		if dv := l.peek(s); dv != nil {
+			if e := dv.Edges(); len(e) > 0 {
 				sum += uint64(e[len(e)-1].Target)
 			}
 		} else if s < l.baseV && l.weighted {
@@ -443,6 +443,7 @@ func (st *Stats) add(o *Stats) {
 	st.Vertices += o.Vertices
 	st.Added += o.Added
 	st.Bytes += o.Bytes
+	st.tree += o.tree
 	st.Evicted += o.Evicted
 	st.Late += o.Late
 	st.Evictions += o.Evictions

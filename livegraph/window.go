@@ -263,7 +263,8 @@ func (l *Live) advanceWindow() {
 // write), so a walk never sees half an eviction.
 func (l *Live) evictVertex(v uint32) {
 	w, b := l.win, l.base
-	old := l.peek(v)
+	// A windowed graph has edge times, so its tree holds every state.
+	old := findState(l.top, v)
 	next := int64(noSegment)
 	var a, e uint64
 	if v < l.baseV {
