@@ -116,13 +116,14 @@ const labelledBit = 1 << 31
 // array (package livegraph) allocates DeltaCap(n) edges and grows it only
 // when full.
 func DeltaCap(n int) int {
-	for _, c := range [...]int{0, 1, 2, 3, 4, 6, 8, 12, 16} {
-		if n <= c {
-			return c
-		}
+	if uint(n) < uint(len(deltaCaps)) {
+		return int(deltaCaps[n])
 	}
 	return 1 << bits.Len(uint(n-1))
 }
+
+// deltaCaps is DeltaCap up to 16: the applier asks it at every insert.
+var deltaCaps = [17]uint8{0, 1, 2, 3, 4, 6, 6, 8, 8, 12, 12, 12, 12, 16, 16, 16, 16}
 
 // Edges returns the appended edges. Read-only.
 func (d *DeltaVertex) Edges() []DeltaEdge {

@@ -314,3 +314,22 @@ func BenchmarkDeltaIndexSides(b *testing.B) {
 func sameDelta(a, b *DeltaVertex) bool {
 	return a == nil && b == nil || a != nil && b != nil && *a == *b
 }
+
+// TestDeltaCap: the capacities step by halves to 16, each a whole Go size
+// class of 8-byte edges, then double; an array made at DeltaCap(n) holds
+// every count up to it at the same capacity (the applier grows it only
+// when full, and the labels behind it stay where Labels looks).
+func TestDeltaCap(t *testing.T) {
+	want := []int{0, 1, 2, 3, 4, 6, 6, 8, 8, 12, 12, 12, 12, 16, 16, 16, 16, 32, 32}
+	for n, c := range want {
+		if got := DeltaCap(n); got != c {
+			t.Errorf("DeltaCap(%d) = %d, want %d", n, got, c)
+		}
+	}
+	for n := 1; n < 5000; n++ {
+		c := DeltaCap(n)
+		if c < n || DeltaCap(c) != c || c > 16 && c&(c-1) != 0 || DeltaCap(n-1) > c {
+			t.Fatalf("DeltaCap(%d) = %d: not the next capacity at or above %d", n, c, n)
+		}
+	}
+}
