@@ -216,12 +216,10 @@ type Stats struct {
 	Vertices, Added        int64
 	// Bytes is the delta's memory beyond the delta index that holds the
 	// records of the vertices the tree does not (Snapshot.DeltaBytes adds
-	// it): vertex states and tree nodes the tree holds, and the
+	// it), so it depends on which publications made an index (Publish):
+	// vertex states and tree nodes the tree holds, and the
 	// capacity of the per-vertex arrays.
 	Bytes int64
-	// tree is the part of Bytes the applier's tree holds (nodes and
-	// states), dropped with the tree (Live.under).
-	tree int64
 	// Evicted counts the edges the time window removed (base and
 	// appended), Late the inserts older than the window when applied
 	// (never seen by a walk), Evictions the times the window's cut moved
@@ -321,9 +319,8 @@ func (l *Live) Publish() *Snapshot {
 		// x holds every delta: the tree's states and nodes are dropped
 		// (under). A graph with edge times keeps its tree, whose states
 		// hold the times behind the record (tvstate).
+		l.stats.Bytes -= treeBytes(l.top, l.timed)
 		l.top, l.under = nil, x
-		l.stats.Bytes -= l.stats.tree
-		l.stats.tree = 0
 	}
 	s := &Snapshot{base: l.base, top: l.top, under: l.under, n: n, added: l.addedIDs[:len(l.addedIDs):len(l.addedIDs)],
 		watermark: maps.Clone(l.watermark), stats: l.stats, epoch: l.epoch, ids: l.ids, next: make(chan struct{}), win: l.mark(), idx: x, live: l}
@@ -399,6 +396,31 @@ func (l *Live) changes() []walk.DeltaChange {
 		}
 	}
 	return out
+}
+
+// treeBytes is what Stats.Bytes counts of tree top: every node and state
+// in it was counted once, when made (copies for a new epoch replace what
+// they copy).
+func treeBytes(top []*mid, timed bool) int64 {
+	var n int64
+	for _, m := range top {
+		if m == nil {
+			continue
+		}
+		n += int64(unsafe.Sizeof(mid{}))
+		for _, lf := range m.leaves {
+			if lf == nil {
+				continue
+			}
+			n += int64(unsafe.Sizeof(leaf{}))
+			for _, vs := range lf.v {
+				if vs != nil {
+					n += stateBytes(timed)
+				}
+			}
+		}
+	}
+	return n
 }
 
 // wholeIndex builds the delta index of the n vertices of tree top over
@@ -752,7 +774,6 @@ func (l *Live) writableTo(st *Stats, v uint32) *vstate {
 			nm.leaves = m.leaves
 		} else {
 			st.Bytes += int64(unsafe.Sizeof(mid{}))
-			st.tree += int64(unsafe.Sizeof(mid{}))
 		}
 		m, l.top[mi] = nm, nm
 	}
@@ -763,7 +784,6 @@ func (l *Live) writableTo(st *Stats, v uint32) *vstate {
 			nl.v = lf.v
 		} else {
 			st.Bytes += int64(unsafe.Sizeof(leaf{}))
-			st.tree += int64(unsafe.Sizeof(leaf{}))
 		}
 		lf, m.leaves[li] = nl, nl
 	}
@@ -778,7 +798,6 @@ func (l *Live) writableTo(st *Stats, v uint32) *vstate {
 		vs = l.newState()
 		vs.view = *l.under.Vertex(v)
 		st.Bytes += stateBytes(l.timed)
-		st.tree += stateBytes(l.timed)
 	case vs == nil:
 		vs = l.newState()
 		vs.view.SetLabelled(l.labelled)
@@ -795,7 +814,6 @@ func (l *Live) writableTo(st *Stats, v uint32) *vstate {
 		}
 		st.Vertices++
 		st.Bytes += stateBytes(l.timed)
-		st.tree += stateBytes(l.timed)
 	case !mine:
 		if l.timed {
 			c := *(*tvstate)(unsafe.Pointer(vs))

@@ -458,7 +458,6 @@ func (st *Stats) add(o *Stats) {
 	st.Vertices += o.Vertices
 	st.Added += o.Added
 	st.Bytes += o.Bytes
-	st.tree += o.tree
 	st.Evicted += o.Evicted
 	st.Late += o.Late
 	st.Evictions += o.Evictions
