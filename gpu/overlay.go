@@ -21,10 +21,10 @@ import (
 // (their heads; their items appended to the resident level's). A new
 // snapshot then costs its marks (32 bytes per 64 vertices), the patch's
 // heads and the items of the vertices written since the snapshot copied
-// last, found by their walk.DeltaVertex: a record holds the addresses and
-// counts of its vertex's arrays, which are append-only below the count and
-// never reused while the layout keeps the record (its pointers keep them
-// alive), so a record equal to the one copied is the same delta. Copying each snapshot's delta
+// last, found by their arrays' addresses and counts (deltaKey): the arrays
+// are append-only below the counts and never reused while the layout keeps
+// the key (its pointers keep them alive), so a key equal to the one copied
+// is the same delta. Copying each snapshot's delta
 // whole (137 MiB at scale 22, and its layout through every vertex's
 // scattered edges on the host) held every read-your-writes batch back on
 // the GPU engine: update -> walkable p50 3.2 s (docs/benchmarks/live-graph.md).
@@ -94,7 +94,7 @@ func deadBit(t uint32) uint64 { return 1 << (uint64(t) * 0x9e3779b97f4a7c15 >> 5
 // array's room.
 type deltaResident struct {
 	heads []deltaHead
-	dvs   []walk.DeltaVertex
+	dvs   []deltaKey
 	items []deltaItem
 }
 
@@ -103,7 +103,24 @@ type deltaResident struct {
 type deltaPatch struct {
 	words []deltaWord
 	heads []deltaHead
-	dvs   []walk.DeltaVertex
+	dvs   []deltaKey
+}
+
+// deltaKey is what tells a vertex's delta from another: its appended
+// edges' and tombstones' addresses and counts, its live count and largest
+// weight (the base weight follows from the base, the filter from the
+// tombstones). 32 bytes, two thirds of the walk.DeltaVertex it stands for;
+// its pointers keep the arrays alive, so an address it holds is not reused
+// for another delta.
+type deltaKey struct {
+	first          *walk.DeltaEdge
+	dead           *walk.Tombstone
+	n, nDead, live uint32
+	maxWeight      float32
+}
+
+func keyOf(dv *walk.DeltaVertex) deltaKey {
+	return deltaKey{first: dv.First, dead: unsafe.SliceData(dv.Dead()), n: dv.N, nDead: dv.NDead(), live: dv.Live, maxWeight: dv.MaxWeight}
 }
 
 // deltaLayout is the host image of the device's delta, double buffered:
@@ -251,12 +268,12 @@ func (l *deltaLayout) preparePatch(x *walk.DeltaIndex, nv int) (pl deltaPlan, ok
 				below := uint64(1)<<b - 1
 				k := x.Rank(uint32(w*64) + uint32(b))
 				dv := x.At(k)
-				if old.base>>b&1 != 0 && res.dvs[int(old.baseRank)+bits.OnesCount64(old.base&below)] == *dv {
+				if old.base>>b&1 != 0 && res.dvs[int(old.baseRank)+bits.OnesCount64(old.base&below)] == keyOf(dv) {
 					continue
 				}
 				pm |= 1 << b
 				c.vertices++
-				if old.patch>>b&1 != 0 && cur.dvs[int(old.patchRank)+bits.OnesCount64(old.patch&below)] == *dv {
+				if old.patch>>b&1 != 0 && cur.dvs[int(old.patchRank)+bits.OnesCount64(old.patch&below)] == keyOf(dv) {
 					continue
 				}
 				c.items += uint64(dv.N) + uint64(dv.NDead())
@@ -293,13 +310,13 @@ func (l *deltaLayout) preparePatch(x *walk.DeltaIndex, nv int) (pl deltaPlan, ok
 				// where that patch put them.
 				j := int(old.patchRank) + bits.OnesCount64(old.patch&(uint64(1)<<b-1))
 				var d deltaHead
-				if old.patch>>b&1 != 0 && cur.dvs[j] == *dv {
+				if old.patch>>b&1 != 0 && cur.dvs[j] == keyOf(dv) {
 					d = cur.heads[j]
 				} else {
 					d = layoutVertex(items, used+c.items, x.Head(k))
 					c.items += uint64(d.n) + uint64(d.ndLive&^liveBit)
 				}
-				np.heads[c.vertices], np.dvs[c.vertices] = d, *dv
+				np.heads[c.vertices], np.dvs[c.vertices] = d, keyOf(dv)
 				c.vertices++
 			}
 		}
@@ -408,7 +425,7 @@ func (l *deltaLayout) prepareWhole(x *walk.DeltaIndex, nv int) (deltaPlan, error
 				k := x.Rank(uint32(w*64 + bits.TrailingZeros64(m)))
 				d := layoutVertex(items, c.items, x.Head(k))
 				c.items += uint64(d.n) + uint64(d.ndLive&^liveBit)
-				res.heads[c.vertices], res.dvs[c.vertices] = d, *x.At(k)
+				res.heads[c.vertices], res.dvs[c.vertices] = d, keyOf(x.At(k))
 				c.vertices++
 			}
 		}
