@@ -19,6 +19,9 @@ static CUresult ws_host_alloc_mapped(void **p, size_t n) {
 }
 static CUresult ws_host_device_ptr(CUdeviceptr *d, void *p) { return cuMemHostGetDevicePointer(d, p, 0); }
 static void ws_module_unload(CUmodule m) { cuModuleUnload(m); }
+// Go memory page-locked for the sampled columns' copies (hostreg.go).
+static CUresult ws_host_register(void *p, size_t n) { return cuMemHostRegister(p, n, 0); }
+static CUresult ws_host_unregister(void *p) { return cuMemHostUnregister(p); }
 */
 import "C"
 
@@ -128,6 +131,17 @@ func hostFree(p unsafe.Pointer) {
 		C.ws_host_free(p)
 	}
 }
+
+// hostRegister page-locks n bytes of Go memory at p, which runtime.Pinner
+// holds in place until hostUnregister (device thread).
+func hostRegister(p unsafe.Pointer, n int64) error {
+	if r := C.ws_host_register(p, C.size_t(n)); r != C.CUDA_SUCCESS {
+		return fmt.Errorf("cuMemHostRegister %d bytes: CUresult %d", n, int(r))
+	}
+	return nil
+}
+
+func hostUnregister(p unsafe.Pointer) { C.ws_host_unregister(p) }
 
 // unloadModule unloads m; cu v0.9.6 only offers this through its Ctx type.
 func unloadModule(m cu.Module) {

@@ -302,6 +302,7 @@ func (e *Engine) Close() error {
 		e.releaseStreamed()
 		e.releaseTemporal()
 		e.releaseOverlay()
+		e.releaseLocked()
 		e.releaseStaging()
 		e.releaseSampleBufs()
 		for i := range e.visitHost {

@@ -21,9 +21,10 @@ import (
 // (their heads; their items appended to the resident level's). A new
 // snapshot then costs its marks (32 bytes per 64 vertices), the patch's
 // heads and the items of the vertices written since the snapshot copied
-// last, found by their *walk.DeltaVertex: a published vertex's delta is
-// never written again (the live graph copies it on write), so a pointer
-// equal to the one copied is the same delta. Copying each snapshot's delta
+// last, found by their arrays' addresses and counts (deltaKey): the arrays
+// are append-only below the counts and never reused while the layout keeps
+// the key (its pointers keep them alive), so a key equal to the one copied
+// is the same delta. Copying each snapshot's delta
 // whole (137 MiB at scale 22, and its layout through every vertex's
 // scattered edges on the host) held every read-your-writes batch back on
 // the GPU engine: update -> walkable p50 3.2 s (docs/benchmarks/live-graph.md).
@@ -93,7 +94,7 @@ func deadBit(t uint32) uint64 { return 1 << (uint64(t) * 0x9e3779b97f4a7c15 >> 5
 // array's room.
 type deltaResident struct {
 	heads []deltaHead
-	dvs   []*walk.DeltaVertex
+	dvs   []deltaKey
 	items []deltaItem
 }
 
@@ -102,7 +103,24 @@ type deltaResident struct {
 type deltaPatch struct {
 	words []deltaWord
 	heads []deltaHead
-	dvs   []*walk.DeltaVertex
+	dvs   []deltaKey
+}
+
+// deltaKey is what tells a vertex's delta from another: its appended
+// edges' and tombstones' addresses and counts, its live count and largest
+// weight (the base weight follows from the base, the filter from the
+// tombstones). 32 bytes, two thirds of the walk.DeltaVertex it stands for;
+// its pointers keep the arrays alive, so an address it holds is not reused
+// for another delta.
+type deltaKey struct {
+	first          *walk.DeltaEdge
+	dead           *walk.Tombstone
+	n, nDead, live uint32
+	maxWeight      float32
+}
+
+func keyOf(dv *walk.DeltaVertex) deltaKey {
+	return deltaKey{first: dv.First, dead: unsafe.SliceData(dv.Dead()), n: dv.N, nDead: dv.NDead(), live: dv.Live, maxWeight: dv.MaxWeight}
 }
 
 // deltaLayout is the host image of the device's delta, double buffered:
@@ -250,16 +268,15 @@ func (l *deltaLayout) preparePatch(x *walk.DeltaIndex, nv int) (pl deltaPlan, ok
 				below := uint64(1)<<b - 1
 				k := x.Rank(uint32(w*64) + uint32(b))
 				dv := x.At(k)
-				if old.base>>b&1 != 0 && res.dvs[int(old.baseRank)+bits.OnesCount64(old.base&below)] == dv {
+				if old.base>>b&1 != 0 && res.dvs[int(old.baseRank)+bits.OnesCount64(old.base&below)] == keyOf(dv) {
 					continue
 				}
 				pm |= 1 << b
 				c.vertices++
-				if old.patch>>b&1 != 0 && cur.dvs[int(old.patchRank)+bits.OnesCount64(old.patch&below)] == dv {
+				if old.patch>>b&1 != 0 && cur.dvs[int(old.patchRank)+bits.OnesCount64(old.patch&below)] == keyOf(dv) {
 					continue
 				}
-				h := x.Head(k)
-				c.items += uint64(h.N) + uint64(h.NDead)
+				c.items += uint64(dv.N) + uint64(dv.NDead())
 			}
 			np.words[w] = deltaWord{base: old.base, patch: pm, baseRank: old.baseRank}
 		}
@@ -293,13 +310,13 @@ func (l *deltaLayout) preparePatch(x *walk.DeltaIndex, nv int) (pl deltaPlan, ok
 				// where that patch put them.
 				j := int(old.patchRank) + bits.OnesCount64(old.patch&(uint64(1)<<b-1))
 				var d deltaHead
-				if old.patch>>b&1 != 0 && cur.dvs[j] == dv {
+				if old.patch>>b&1 != 0 && cur.dvs[j] == keyOf(dv) {
 					d = cur.heads[j]
 				} else {
 					d = layoutVertex(items, used+c.items, x.Head(k))
 					c.items += uint64(d.n) + uint64(d.ndLive&^liveBit)
 				}
-				np.heads[c.vertices], np.dvs[c.vertices] = d, dv
+				np.heads[c.vertices], np.dvs[c.vertices] = d, keyOf(dv)
 				c.vertices++
 			}
 		}
@@ -327,16 +344,16 @@ func countMarks(words []deltaWord, patch bool) int {
 // layoutVertex writes h's appended edges then its tombstones to items at
 // pos and returns its device head.
 func layoutVertex(items []deltaItem, pos uint64, h *walk.DeltaHead) deltaHead {
-	d := deltaHead{baseWeight: h.BaseWeight, deadBits: h.DeadBits, pos: uint32(pos), n: h.N, ndLive: h.NDead, maxWeight: h.MaxWeight}
-	if h.Live {
+	d := deltaHead{baseWeight: h.BaseWeight, deadBits: h.DeadBits, pos: uint32(pos), n: h.N, ndLive: h.NDead(), maxWeight: h.MaxWeight}
+	if h.Live > 0 {
 		d.ndLive |= liveBit
 	}
 	if h.N > 0 {
 		copy(items[pos:pos+uint64(h.N)], unsafe.Slice((*deltaItem)(unsafe.Pointer(h.First)), h.N))
 		pos += uint64(h.N)
 	}
-	if h.NDead > 0 {
-		copy(items[pos:pos+uint64(h.NDead)], unsafe.Slice((*deltaItem)(unsafe.Pointer(h.Dead)), h.NDead))
+	if dead := h.Dead(); len(dead) > 0 {
+		copy(items[pos:pos+uint64(len(dead))], unsafe.Slice((*deltaItem)(unsafe.Pointer(unsafe.SliceData(dead))), len(dead)))
 	}
 	return d
 }
@@ -376,7 +393,7 @@ func (l *deltaLayout) prepareWhole(x *walk.DeltaIndex, nv int) (deltaPlan, error
 			for b := m; b != 0; b &= b - 1 {
 				h := x.Head(x.Rank(uint32(w*64 + bits.TrailingZeros64(b))))
 				c.vertices++
-				c.items += uint64(h.N) + uint64(h.NDead)
+				c.items += uint64(h.N) + uint64(h.NDead())
 			}
 			np.words[w] = deltaWord{base: m}
 		}
@@ -408,7 +425,7 @@ func (l *deltaLayout) prepareWhole(x *walk.DeltaIndex, nv int) (deltaPlan, error
 				k := x.Rank(uint32(w*64 + bits.TrailingZeros64(m)))
 				d := layoutVertex(items, c.items, x.Head(k))
 				c.items += uint64(d.n) + uint64(d.ndLive&^liveBit)
-				res.heads[c.vertices], res.dvs[c.vertices] = d, x.At(k)
+				res.heads[c.vertices], res.dvs[c.vertices] = d, keyOf(x.At(k))
 				c.vertices++
 			}
 		}

@@ -202,7 +202,7 @@ func checkLayout(t testing.TB, l *deltaLayout, snap *livegraph.Snapshot) {
 			dead[i] = walk.Tombstone{Target: it.a, Upto: it.b}
 			dbits |= walk.DeadBit(it.a)
 		}
-		if !slices.Equal(edges, dv.Edges) || !slices.Equal(dead, dv.Dead()) || h.deadBits != dbits ||
+		if !slices.Equal(edges, dv.Edges()) || !slices.Equal(dead, dv.Dead()) || h.deadBits != dbits ||
 			h.baseWeight != dv.BaseWeight || h.maxWeight != dv.MaxWeight || (h.ndLive&liveBit != 0) != (dv.Live > 0) {
 			t.Fatalf("vertex %d: layout head %+v does not hold its delta %+v", v, h, *dv)
 		}

@@ -629,17 +629,22 @@ func (e *Engine) logSampleCall(kind string, st SampleStats, queued time.Duration
 	ct := e.staging.times
 	e.cfg.logger.Debug("gpu sample call", "kind", kind, "instances", st.Instances, "edges", st.Edges, "wall", st.Wall,
 		"queued", queued, "setup", st.Setup, "kernel", st.Kernel, "resolve", st.Resolve, "copy", st.Copy,
-		"staging_alloc", ct.alloc, "copy_wait", ct.wait, "copy_out", ct.out, "pieces", ct.pieces)
+		"staging_alloc", ct.alloc, "copy_wait", ct.wait, "copy_out", ct.out, "pieces", ct.pieces,
+		"lock", ct.lock, "locks", ct.locks, "copy_direct", ct.direct, "direct_bytes", ct.directBytes)
 }
 
 // copyColumns copies a call's columns (n instances, edges edges; fEdge 0
 // when edge indices were not asked for) from the device into into, sized
 // by the caller (device thread).
 func (e *Engine) copyColumns(into *graphsample.Columns, dOff, fEdge, fSrc, fDst, fHop cu.DevicePtr, n int, edges uint64) error {
+	// The columns' memory comes back wave after wave (graphsample.Columns
+	// keeps it): room lets the copies lock it and copy into it straight.
 	spans := make([]stagedSpan, 0, 5)
-	for _, c := range []stagedSpan{{unsafe.Pointer(&into.Offsets[0]), dOff, int64(n+1) * 8},
-		{slicePtr(into.Src), fSrc, int64(edges) * 4}, {slicePtr(into.Dst), fDst, int64(edges) * 4},
-		{slicePtr(into.Hop), fHop, int64(edges) * 4}, {slicePtr(into.Edge), fEdge, int64(edges) * 8}} {
+	for _, c := range []stagedSpan{{unsafe.Pointer(&into.Offsets[0]), dOff, int64(n+1) * 8, int64(cap(into.Offsets)) * 8},
+		{slicePtr(into.Src), fSrc, int64(edges) * 4, int64(cap(into.Src)) * 4},
+		{slicePtr(into.Dst), fDst, int64(edges) * 4, int64(cap(into.Dst)) * 4},
+		{slicePtr(into.Hop), fHop, int64(edges) * 4, int64(cap(into.Hop)) * 4},
+		{slicePtr(into.Edge), fEdge, int64(edges) * 8, int64(cap(into.Edge)) * 8}} {
 		if c.n > 0 && c.src != 0 {
 			spans = append(spans, c)
 		}

@@ -309,9 +309,9 @@ func (e *Engine) fireRound(fn cu.Function, occ int, p graphsample.SampleParams, 
 		if withEdges {
 			r.edge = make([]uint64, used)
 		}
-		spans := []stagedSpan{{unsafe.Pointer(&r.src[0]), dSrc, int64(used) * 4}, {unsafe.Pointer(&r.dst[0]), dDst, int64(used) * 4}}
+		spans := []stagedSpan{{dst: unsafe.Pointer(&r.src[0]), src: dSrc, n: int64(used) * 4}, {dst: unsafe.Pointer(&r.dst[0]), src: dDst, n: int64(used) * 4}}
 		if withEdges {
-			spans = append(spans, stagedSpan{slicePtr(r.edge), dEdge, int64(len(r.edge)) * 8})
+			spans = append(spans, stagedSpan{dst: slicePtr(r.edge), src: dEdge, n: int64(len(r.edge)) * 8})
 		}
 		if err := e.stagedCopies(spans); err != nil {
 			return fireResult{}, fmt.Errorf("gpu: copy fire samples: %w", err)

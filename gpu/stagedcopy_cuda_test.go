@@ -143,3 +143,64 @@ func TestSampleChecksOnlyItsSeeds(t *testing.T) {
 		t.Error("instances 5..6 (6 from a seed beyond the graph): no error")
 	}
 }
+
+// Columns handed over again (a caller sampling in waves into two column
+// sets taking turns, as `walkstage walk` does) are page-locked the second
+// time and copied into by the device alone, and hold the CPU's samples
+// every time: the first two waves staged, the next ones straight into the
+// locked memory; Close unlocks it.
+func TestSampleColumnsCopiedIntoLockedMemory(t *testing.T) {
+	ctx := context.Background()
+	g, err := graph.GenerateRMAT(ctx, graph.RMATOptions{Scale: 16, EdgeFactor: 16, Seed: 5, Undirected: true, Name: "rmat16"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := openEngine(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	starts := make([]uint32, g.NumVertices())
+	for i := range starts {
+		starts[i] = uint32(i)
+	}
+	p := graphsample.SampleParams{Kind: graphsample.NeighborSampling, Fanouts: []int{25, 10}, Seed: 11, InstancesPerSeed: 2}
+	const wave = 16384
+	// Room for any wave (275 edges an instance at most), so that no set
+	// grows into fresh memory midway.
+	sets := [2]*graphsample.Columns{{WithEdges: true}, {WithEdges: true}}
+	for _, c := range sets {
+		c.Reset(wave, wave*275)
+	}
+	n := p.NumInstances(len(starts))
+	for i, lo := 0, 0; lo < n; i, lo = i+1, lo+wave {
+		cols := sets[i%2]
+		if _, err := graphsample.SampleColumnsOn(ctx, e, g, p, starts, lo, wave, 0, cols); err != nil {
+			t.Fatal(err)
+		}
+		direct := e.staging.times.directBytes
+		if min(cols.Len()*4, int64(cap(cols.Src))*4) < stagedCopyMin {
+			t.Fatalf("wave %d: %d edges, columns under stagedCopyMin: the test needs larger waves", i, cols.Len())
+		}
+		if want := i >= 2; (direct > 0) != want {
+			t.Errorf("wave %d (%d edges): %d bytes copied straight into locked memory, want them %v", i, cols.Len(), direct,
+				map[bool]string{true: "all but the offsets", false: "none"}[want])
+		}
+		want, _, err := graphsample.SampleRange(ctx, g, p, starts, lo, wave, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff, _ := diffSamples(t, fmt.Sprintf("wave %d", i), lo, cols.Edges(), want); diff > 0 {
+			t.Errorf("wave %d: %d of %d instances differ from the CPU's", i, diff, len(want))
+		}
+	}
+	if len(e.staging.locked) != 2*4 {
+		t.Errorf("%d ranges locked, want the two sets' four columns", len(e.staging.locked))
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.staging.locked) != 0 {
+		t.Errorf("after Close %d ranges still locked", len(e.staging.locked))
+	}
+}

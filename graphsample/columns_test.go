@@ -88,3 +88,28 @@ func withoutEdgeIndices(edges [][]SampledEdge) [][]SampledEdge {
 	}
 	return out
 }
+
+// Columns keep their memory when a wave is up to a fifth larger than the
+// first: `walkstage walk`'s second wave is (message.SampleWave grows the
+// wave to the mean it measured), and the GPU engine page-locks column
+// memory that comes back (gpu/hostreg.go), so a set that grew at its
+// second wave was locked a second time.
+func TestColumnsKeepMemoryForALargerWave(t *testing.T) {
+	const first = 1_800_000
+	c := Columns{WithEdges: true}
+	c.Reset(30_000, first)
+	hop, src, dst, edge, off := &c.Hop[0], &c.Src[0], &c.Dst[0], &c.Edge[0], &c.Offsets[0]
+	c.Reset(36_000, first*6/5)
+	if len(c.Src) != first*6/5 || len(c.Offsets) != 36_001 {
+		t.Fatalf("reset to %d edges of 36,000 instances: %d edges, %d offsets", first*6/5, len(c.Src), len(c.Offsets))
+	}
+	for _, m := range []struct {
+		name  string
+		moved bool
+	}{{"Hop", hop != &c.Hop[0]}, {"Src", src != &c.Src[0]}, {"Dst", dst != &c.Dst[0]}, {"Edge", edge != &c.Edge[0]},
+		{"Offsets", off != &c.Offsets[0]}} {
+		if m.moved {
+			t.Errorf("%s moved to fresh memory for a wave a fifth larger", m.name)
+		}
+	}
+}

@@ -285,6 +285,7 @@ func (l *Live) FinishRebase(r *Rebaser) (*Snapshot, RebaseStats, error) {
 	l.top, l.topEpoch, l.addedIDs = nl.top, nl.topEpoch, nl.addedIDs
 	l.watermark, l.stats, l.ids, l.win = nl.watermark, nl.stats, nl.ids, nl.win
 	l.epoch = max(l.epoch, nl.epoch)
+	l.under = nl.under
 	l.index = nil // a new tree: its snapshot's index is built whole
 	return l.Publish(), st, nil
 }

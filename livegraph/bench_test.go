@@ -456,6 +456,9 @@ func tenPercentDelta(b *testing.B, base *graph.Graph, ins func(rng *rand.Rand, s
 	if err := l.Apply(0, 0, ups); err != nil {
 		b.Fatal(err)
 	}
+	// Published as while walks go on: the publication makes the
+	// snapshot's index, which then holds the deltas' records (Publish).
+	l.walkedAt.Store(time.Now().UnixNano())
 	snap := l.Publish()
 	compacted, err := Compact(context.Background(), snap)
 	if err != nil {

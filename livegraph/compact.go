@@ -81,8 +81,8 @@ func Compact(ctx context.Context, s *Snapshot, opts ...Option) (*graph.Graph, er
 	for nv := range n {
 		ov := oldAt(nv)
 		d := 0
-		if vs := findState(s.top, ov); vs != nil {
-			d = vs.view.Live
+		if dv := s.Vertex(ov); dv != nil {
+			d = int(dv.Live)
 		} else {
 			d = b.Degree(ov)
 		}
@@ -172,7 +172,7 @@ type compactor struct {
 // at its place in g.
 func (c *compactor) vertex(nv int, ov uint32) {
 	b, g := c.s.base, c.g
-	vs := findState(c.s.top, ov)
+	dv := c.s.Vertex(ov)
 	adj := c.adj[:0]
 	if int(ov) < b.NumVertices() {
 		lo, hi := b.Offsets[ov], b.Offsets[ov+1]
@@ -184,7 +184,7 @@ func (c *compactor) vertex(nv int, ov uint32) {
 		}
 		for e := lo; e < hi; e++ {
 			t := b.Targets[e]
-			if vs != nil && vs.view.BaseDead(t) {
+			if dv != nil && dv.BaseDead(t) {
 				continue
 			}
 			x := compactEdge{d: c.re(t), w: 1}
@@ -200,9 +200,9 @@ func (c *compactor) vertex(nv int, ov uint32) {
 			adj = append(adj, x)
 		}
 	}
-	if vs != nil {
-		dv := &vs.view
-		for i, de := range dv.Edges {
+	if dv != nil {
+		times := c.s.DeltaTimes(ov)
+		for i, de := range dv.Edges() {
 			if dv.DeltaDead(i) {
 				continue
 			}
@@ -211,7 +211,7 @@ func (c *compactor) vertex(nv int, ov uint32) {
 				x.l = dv.Labels()[i]
 			}
 			if b.Times != nil {
-				x.t = vs.times().times[i]
+				x.t = times[i]
 			}
 			adj = append(adj, x)
 		}

@@ -63,20 +63,20 @@ type mid struct {
 	dirty  [midFan / 64]uint64
 }
 
-// vstate is one vertex's delta: what walkers read (view, with the appended
-// edges' labels), 64 bytes, one allocation of Go's 64-byte size class. A
-// published vstate never changes; the applier copies it (the struct: the
-// slices are append-only and shared) on its first write in a new epoch,
-// which its leaf's dirty bit tells (writableTo): the bit is set when the
-// vstate is made or copied in the leaf's epoch, and a leaf copied for a
-// new epoch starts with none, so the state needs no epoch of its own.
+// vstate is one vertex's delta: the walk.DeltaVertex walkers read, 48
+// bytes, one allocation of Go's 48-byte size class (the appended edges'
+// labels sit behind the edges, in their array). A published vstate never
+// changes; the applier copies it (the record: the arrays are append-only
+// and shared) on its first write in a new epoch, which its leaf's dirty
+// bit tells (writableTo): the bit is set when the vstate is made or
+// copied in the leaf's epoch, and a leaf copied for a new epoch starts
+// with none, so the state needs no epoch of its own.
 //
 // On a graph with edge times a vertex's state is a tvstate, whose first
 // field is the vstate: what only compaction and the window need (the
-// times) sits behind the view in the same allocation, and a graph without
-// times pays nothing for it (an epoch and a pointer to it took 16 bytes of
-// every vertex's state, 112 bytes then with the view's three slice
-// headers: docs/design/live-graph.md, "Memory per vertex with a delta").
+// times) sits behind the record in the same allocation, and a graph
+// without times pays nothing for it (docs/design/live-graph.md, "Memory
+// per vertex with a delta").
 type vstate struct {
 	view walk.DeltaVertex
 }
@@ -145,6 +145,15 @@ type Live struct {
 	// next one's is made from (Publish); nil after a rebase, when the next
 	// one is built whole.
 	index *walk.DeltaIndex
+	// under holds the deltas of every vertex the tree has no state for,
+	// nil when the tree holds them all. On a graph without edge times a
+	// publication that makes an index drops the tree (Publish): the index
+	// holds every vertex's record then, and the tree starts anew with the
+	// vertices written after, copied out of under on their first write.
+	// So a vertex's delta is one 48-byte record, not a state in the tree
+	// and a copy in the index (docs/design/live-graph.md, "Memory per
+	// vertex with a delta").
+	under *walk.DeltaIndex
 	// patchCopied adds up the patches the indexes since the last fold
 	// copied (Publish).
 	patchCopied int
@@ -205,7 +214,10 @@ type Stats struct {
 	// the vertices with a delta, Added the vertices new to the base.
 	DeltaEdges, Tombstones int64
 	Vertices, Added        int64
-	// Bytes is the delta's memory: vertex states, tree nodes, and the
+	// Bytes is the delta's memory beyond the delta index that holds the
+	// records of the vertices the tree does not (Snapshot.DeltaBytes adds
+	// it), so it depends on which publications made an index (Publish):
+	// vertex states and tree nodes the tree holds, and the
 	// capacity of the per-vertex arrays.
 	Bytes int64
 	// Evicted counts the edges the time window removed (base and
@@ -280,7 +292,7 @@ func (l *Live) Publish() *Snapshot {
 	case l.index == nil || 2*l.ndirty > l.index.Len()+4096:
 		// After a rebase (a new tree), or so much written unwalked that a
 		// whole build costs less than the patch would.
-		x = buildIndex(l.top, n)
+		x = wholeIndex(l.top, l.under, n)
 		l.index, l.patchCopied = x, 0
 		l.clearDirty()
 	default:
@@ -303,7 +315,14 @@ func (l *Live) Publish() *Snapshot {
 		}
 		l.index = x
 	}
-	s := &Snapshot{base: l.base, top: l.top, n: n, added: l.addedIDs[:len(l.addedIDs):len(l.addedIDs)],
+	if x != nil && !l.timed {
+		// x holds every delta: the tree's states and nodes are dropped
+		// (under). A graph with edge times keeps its tree, whose states
+		// hold the times behind the record (tvstate).
+		l.stats.Bytes -= treeBytes(l.top, l.timed)
+		l.top, l.under = nil, x
+	}
+	s := &Snapshot{base: l.base, top: l.top, under: l.under, n: n, added: l.addedIDs[:len(l.addedIDs):len(l.addedIDs)],
 		watermark: maps.Clone(l.watermark), stats: l.stats, epoch: l.epoch, ids: l.ids, next: make(chan struct{}), win: l.mark(), idx: x, live: l}
 	old := l.cur.Swap(s)
 	if old != nil {
@@ -342,7 +361,7 @@ func (l *Live) dirtyChanges() []walk.DeltaChange {
 	for w, d := range l.dirty {
 		for ; d != 0; d &= d - 1 {
 			v := uint32(w<<leafBits | bits.TrailingZeros64(d))
-			out = append(out, walk.DeltaChange{V: v, D: &findState(l.top, v).view})
+			out = append(out, walk.DeltaChange{V: v, D: &findState(l.top, v).view}) // written since under: in the tree
 		}
 	}
 	return out
@@ -372,6 +391,66 @@ func (l *Live) changes() []walk.DeltaChange {
 				for d := lf.dirty; d != 0; d &= d - 1 {
 					vi := bits.TrailingZeros64(d)
 					out = append(out, walk.DeltaChange{V: uint32((mi<<midBits|li)<<leafBits | vi), D: &lf.v[vi].view})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// treeBytes is what Stats.Bytes counts of tree top: every node and state
+// in it was counted once, when made (copies for a new epoch replace what
+// they copy).
+func treeBytes(top []*mid, timed bool) int64 {
+	var n int64
+	for _, m := range top {
+		if m == nil {
+			continue
+		}
+		n += int64(unsafe.Sizeof(mid{}))
+		for _, lf := range m.leaves {
+			if lf == nil {
+				continue
+			}
+			n += int64(unsafe.Sizeof(leaf{}))
+			for _, vs := range lf.v {
+				if vs != nil {
+					n += stateBytes(timed)
+				}
+			}
+		}
+	}
+	return n
+}
+
+// wholeIndex builds the delta index of the n vertices of tree top over
+// under (nil when the tree holds every delta) whole, with no patch.
+func wholeIndex(top []*mid, under *walk.DeltaIndex, n uint32) *walk.DeltaIndex {
+	if under == nil {
+		return buildIndex(top, n)
+	}
+	x := under.Update(int(n), treeChanges(top, n))
+	if x.Pending() > 0 {
+		x = x.Fold()
+	}
+	return x
+}
+
+// treeChanges lists every state of tree top below vertex n, in increasing
+// order.
+func treeChanges(top []*mid, n uint32) []walk.DeltaChange {
+	var out []walk.DeltaChange
+	for mi, m := range top {
+		if m == nil {
+			continue
+		}
+		for li, lf := range m.leaves {
+			if lf == nil {
+				continue
+			}
+			for j, vs := range lf.v {
+				if v := uint32((mi<<midBits|li)<<leafBits | j); vs != nil && v < n {
+					out = append(out, walk.DeltaChange{V: v, D: &vs.view})
 				}
 			}
 		}
@@ -539,18 +618,34 @@ func (l *Live) touch(ups []Update) {
 	if len(ups) < 16 {
 		return
 	}
+	// peek, with the tree's lookup inlined (findState) and a call only
+	// for a vertex the tree lacks while under holds records: the loads
+	// overlap only while the loop's iterations fit the processor's
+	// window, and a call to peek (too large to inline) at each made the
+	// applier 15-20% slower.
+	top, under := l.top, l.under
 	var sum uint64
 	for i := range ups {
 		if v, ok := l.lookup(ups[i].Src); ok {
-			if vs := l.peek(v); vs != nil {
+			if vs := findState(top, v); vs != nil {
 				sum += uint64(vs.view.Live)
+			} else if under != nil {
+				if dv := under.Vertex(v); dv != nil {
+					sum += uint64(dv.Live)
+				}
 			}
 		}
 	}
 	for i := range ups {
 		if v, ok := l.lookup(ups[i].Src); ok {
-			if vs := l.peek(v); vs != nil {
-				if e := vs.view.Edges; len(e) > 0 {
+			dv := (*walk.DeltaVertex)(nil)
+			if vs := findState(top, v); vs != nil {
+				dv = &vs.view
+			} else if under != nil {
+				dv = under.Vertex(v)
+			}
+			if dv != nil {
+				if e := dv.Edges(); len(e) > 0 {
 					sum += uint64(e[len(e)-1].Target)
 				}
 			}
@@ -697,11 +792,18 @@ func (l *Live) writableTo(st *Stats, v uint32) *vstate {
 	lf.dirty |= 1 << vi
 	m.dirty[li/64] |= 1 << (li % 64)
 	switch {
+	case vs == nil && l.under != nil && l.under.Has(v):
+		// Published in under's records, not in the tree: copied out as
+		// a published state is.
+		vs = l.newState()
+		vs.view = *l.under.Vertex(v)
+		st.Bytes += stateBytes(l.timed)
 	case vs == nil:
 		vs = l.newState()
+		vs.view.SetLabelled(l.labelled)
 		if v < l.baseV {
 			a, b := l.base.Offsets[v], l.base.Offsets[v+1]
-			vs.view.Live = int(b - a)
+			vs.view.Live = uint32(b - a)
 			if l.weighted {
 				for _, w := range l.base.Weights[a:b] {
 					vs.view.BaseWeight += float64(w)
@@ -756,91 +858,91 @@ func (l *Live) insertAt(st *Stats, u *Update, s, d uint32) *vstate {
 	if u.Has&HasWeight != 0 {
 		w = u.Weight
 	}
-	oldCap, n := cap(dv.Edges), len(dv.Edges)
-	var lab []uint8
-	if l.labelled {
-		lab = labelsFull(dv)
-	}
-	if n == oldCap && oldCap < smallEdges {
-		e := make([]walk.DeltaEdge, n, nextEdgesCap(oldCap))
-		copy(e, dv.Edges)
-		dv.Edges = e
-	}
-	dv.Edges = append(dv.Edges, walk.DeltaEdge{Target: d, Weight: w})
-	dv.MaxWeight = max(dv.MaxWeight, w)
-	per := int64(unsafe.Sizeof(walk.DeltaEdge{}))
-	if l.labelled {
-		if cap(dv.Edges) != oldCap {
-			lab = growLabels(lab[:n], cap(dv.Edges))
+	n := int(dv.N)
+	e := edgesFull(dv)
+	if n == cap(e) {
+		// Full: a new array, the labels behind it moved with the edges.
+		ne := l.newEdges(n + 1)
+		copy(ne, e)
+		if l.labelled {
+			copy(labelsOf(ne), labelsOf(e)[:n])
 		}
-		lab[n] = u.Label
-		dv.SetLabels(lab)
-		per++
+		st.Bytes += l.edgeBytes(cap(ne)) - l.edgeBytes(cap(e))
+		e = ne[:n]
 	}
+	e = append(e, walk.DeltaEdge{Target: d, Weight: w})
+	if l.labelled {
+		labelsOf(e)[n] = u.Label
+	}
+	dv.SetEdges(e)
+	dv.MaxWeight = max(dv.MaxWeight, w)
 	if l.timed {
 		x := vs.times()
 		x.times = append(x.times, u.Time)
-		per += 8
 	}
-	st.Bytes += int64(cap(dv.Edges)-oldCap) * per
 	dv.Live++
 	st.Inserted++
 	st.DeltaEdges++
 	return vs
 }
 
-// smallEdges is the capacity below which a vertex's appended edges grow
-// by nextEdgesCap, not append's doubling: most vertices of a delta hold a
-// few edges (3-4 in a 10% delta), and doubling left a quarter of their
-// arrays spare (10.1 bytes per appended edge of 8 at scale 16, 8.8 with
-// these steps; docs/benchmarks/live-graph.md, "Memory per delta edge,
-// smaller states and heads").
-const smallEdges = 16
-
-// nextEdgesCap is the capacity an array of c < smallEdges appended edges
-// grows to: steps of a half, each a whole Go size class (8, 16, 24, 32,
-// 48, 64, 96, 128 bytes).
-func nextEdgesCap(c int) int {
-	for _, n := range [...]int{1, 2, 3, 4, 6, 8, 12, 16} {
-		if n > c {
-			return n
-		}
+// edgesFull returns dv's appended edges with their array's capacity,
+// walk.DeltaCap(N): an append within it writes in place, beyond every
+// published state's length.
+func edgesFull(dv *walk.DeltaVertex) []walk.DeltaEdge {
+	if dv.First == nil {
+		return nil
 	}
-	return 2 * c
+	return unsafe.Slice(dv.First, walk.DeltaCap(int(dv.N)))[:dv.N]
+}
+
+// newEdges returns an array for n appended edges (len n) of capacity
+// walk.DeltaCap(n), on a labelled graph with room for as many labels
+// right behind it (labelsOf, walk.DeltaVertex.Labels): one allocation, and
+// an append in place writes its label in place too. nil for none.
+func (l *Live) newEdges(n int) []walk.DeltaEdge {
+	c := walk.DeltaCap(n)
+	if c == 0 {
+		return nil
+	}
+	words := c
+	if l.labelled {
+		words += (c + 7) / 8
+	}
+	buf := make([]uint64, words) // no pointers: the collector does not scan it
+	return unsafe.Slice((*walk.DeltaEdge)(unsafe.Pointer(unsafe.SliceData(buf))), c)[:n]
+}
+
+// labelsOf returns the labels' room behind an array newEdges made (e
+// resliced from it, its capacity kept): cap(e) labels.
+func labelsOf(e []walk.DeltaEdge) []uint8 {
+	c := cap(e)
+	if c == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint8)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(e[:c])), c*int(unsafe.Sizeof(walk.DeltaEdge{})))), c)
+}
+
+// edgeBytes is the memory of an array of c appended edges newEdges makes,
+// with, on a graph with edge times, the times' array of as many.
+func (l *Live) edgeBytes(c int) int64 {
+	n := int64(c) * int64(unsafe.Sizeof(walk.DeltaEdge{}))
+	if l.labelled {
+		n += int64((c+7)/8) * 8
+	}
+	if l.timed {
+		n += int64(c) * 8
+	}
+	return n
 }
 
 // labelsFull returns dv's labels to the capacity of its appended edges'
-// array (on a labelled graph; nil on one without): the labels' array
-// always holds as many (setLabels), so that an append to the edges in
-// place writes its label in place too, beyond every published state's
-// length as the edge is.
+// array (on a labelled graph; nil on one without).
 func labelsFull(dv *walk.DeltaVertex) []uint8 {
-	lab := dv.Labels()
-	if lab == nil {
+	if dv.Labels() == nil {
 		return nil
 	}
-	return unsafe.Slice(unsafe.SliceData(lab), cap(dv.Edges))
-}
-
-// growLabels returns lab in an array of capacity n (n >= len(lab)), with
-// lab's labels first.
-func growLabels(lab []uint8, n int) []uint8 {
-	out := make([]uint8, n)
-	copy(out, lab)
-	return out
-}
-
-// setLabels sets dv's labels (dv.Edges set first) to lab, moved to an
-// array of cap(dv.Edges) when lab's is smaller (labelsFull); nil for none.
-func setLabels(dv *walk.DeltaVertex, lab []uint8) {
-	if lab == nil {
-		dv.SetLabels(nil)
-		return
-	}
-	if cap(lab) < cap(dv.Edges) {
-		lab = growLabels(lab, cap(dv.Edges))
-	}
-	dv.SetLabels(lab[:cap(lab)])
+	return labelsOf(edgesFull(dv))
 }
 
 func (l *Live) delete(u *Update) {
@@ -861,7 +963,7 @@ func (l *Live) deleteAt(st *Stats, s, d uint32) {
 	var dead []walk.Tombstone
 	var delta []walk.DeltaEdge
 	if old != nil {
-		dead, delta = old.view.Dead(), old.view.Edges
+		dead, delta = old.Dead(), old.Edges()
 	}
 	killed := 0
 	i, had := slices.BinarySearchFunc(dead, d, cmpTomb)
@@ -886,7 +988,7 @@ func (l *Live) deleteAt(st *Stats, s, d uint32) {
 		return
 	}
 	vs := l.writableTo(st, s)
-	ts := walk.Tombstone{Target: d, Upto: uint32(len(vs.view.Edges))}
+	ts := walk.Tombstone{Target: d, Upto: vs.view.N}
 	nd := make([]walk.Tombstone, 0, len(dead)+1)
 	nd = append(nd, dead[:i]...)
 	nd = append(nd, ts)
@@ -897,15 +999,22 @@ func (l *Live) deleteAt(st *Stats, s, d uint32) {
 		st.Tombstones++
 		st.Bytes += int64(unsafe.Sizeof(ts))
 	}
-	vs.view.SetDead(nd)
-	vs.view.Live -= killed
+	vs.view.SetDeadAdding(nd, d)
+	vs.view.Live -= uint32(killed)
 }
 
 func cmpTomb(x walk.Tombstone, t uint32) int { return int(int64(x.Target) - int64(t)) }
 
-// peek returns v's current state (nil when it has none) without copying.
-func (l *Live) peek(v uint32) *vstate {
-	return findState(l.top, v)
+// peek returns v's current delta (nil when it has none) without copying:
+// its state in the tree, else its record in under. Read-only.
+func (l *Live) peek(v uint32) *walk.DeltaVertex {
+	if vs := findState(l.top, v); vs != nil {
+		return &vs.view
+	}
+	if l.under != nil {
+		return l.under.Vertex(v)
+	}
+	return nil
 }
 
 func findState(top []*mid, v uint32) *vstate {
@@ -927,8 +1036,11 @@ func findState(top []*mid, v uint32) *vstate {
 // Snapshot is a published, immutable state of a live graph: the base, the
 // delta up to its watermark. It is a walk.Overlay.
 type Snapshot struct {
-	base      *graph.Graph
+	base *graph.Graph
+	// top holds the states written since under was made; under every
+	// other vertex's record (nil when top holds them all).
 	top       []*mid
+	under     *walk.DeltaIndex
 	n         uint32
 	added     []int64
 	watermark map[int32]int64
@@ -968,19 +1080,33 @@ func (s *Snapshot) Base() *graph.Graph { return s.base }
 func (s *Snapshot) NumVertices() int { return int(s.n) }
 
 // Empty reports that the snapshot is its base unchanged.
-func (s *Snapshot) Empty() bool { return s.top == nil }
+func (s *Snapshot) Empty() bool { return s.top == nil && (s.under == nil || s.under.Len() == 0) }
 
-// Vertex returns v's delta, nil when it has none.
+// Vertex returns v's delta, nil when it has none: its state in the
+// snapshot's tree, else its record in the index under it.
 func (s *Snapshot) Vertex(v uint32) *walk.DeltaVertex {
-	vs := findState(s.top, v)
-	if vs == nil {
-		return nil
+	if vs := findState(s.top, v); vs != nil {
+		return &vs.view
 	}
-	return &vs.view
+	if s.under != nil {
+		return s.under.Vertex(v)
+	}
+	return nil
+}
+
+// DeltaBytes is the delta's memory as of the snapshot: Stats().Bytes and
+// the delta index that holds the records the tree does not.
+func (s *Snapshot) DeltaBytes() int64 {
+	n := s.stats.Bytes
+	if s.under != nil {
+		n += s.under.Bytes()
+	}
+	return n
 }
 
 // DeltaTimes implements walk.TimedOverlay: the times of v's appended
-// edges, nil when v has no delta or the graph no times.
+// edges, nil when v has no delta or the graph no times. A graph with edge
+// times keeps every vertex's state in the tree (Publish).
 func (s *Snapshot) DeltaTimes(v uint32) []int64 {
 	vs := findState(s.top, v)
 	if vs == nil || !s.base.Timed() {
@@ -998,7 +1124,7 @@ func (s *Snapshot) DeltaIndex() *walk.DeltaIndex {
 	if s.idx != nil {
 		return s.idx
 	}
-	s.lazy.Do(func() { s.built = buildIndex(s.top, s.n) })
+	s.lazy.Do(func() { s.built = wholeIndex(s.top, s.under, s.n) })
 	return s.built
 }
 

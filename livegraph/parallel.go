@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
 )
 
 // applyParallelMin is the least updates a record has for Apply to spread
@@ -404,14 +405,22 @@ const touchChunk = 256
 // for each in turn. It reads only the nodes of the mid the worker owns.
 // The sum keeps the loads from being dropped.
 func (l *Live) touchSources(idx []int32, src func(int32) uint32) uint64 {
+	// peek inlined, as in touch.
+	top, under := l.top, l.under
 	var sum uint64
 	for _, i := range idx {
 		s := src(i)
 		if s == skipOp {
 			continue
 		}
-		if vs := l.peek(s); vs != nil {
-			sum += uint64(vs.view.Live)
+		dv := (*walk.DeltaVertex)(nil)
+		if vs := findState(top, s); vs != nil {
+			dv = &vs.view
+		} else if under != nil {
+			dv = under.Vertex(s)
+		}
+		if dv != nil {
+			sum += uint64(dv.Live)
 		} else if s < l.baseV {
 			sum += uint64(l.base.Offsets[s])
 		}
@@ -421,8 +430,14 @@ func (l *Live) touchSources(idx []int32, src func(int32) uint32) uint64 {
 		if s == skipOp {
 			continue
 		}
-		if vs := l.peek(s); vs != nil {
-			if e := vs.view.Edges; len(e) > 0 {
+		dv := (*walk.DeltaVertex)(nil)
+		if vs := findState(top, s); vs != nil {
+			dv = &vs.view
+		} else if under != nil {
+			dv = under.Vertex(s)
+		}
+		if dv != nil {
+			if e := dv.Edges(); len(e) > 0 {
 				sum += uint64(e[len(e)-1].Target)
 			}
 		} else if s < l.baseV && l.weighted {

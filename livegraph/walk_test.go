@@ -513,7 +513,7 @@ func snapshotHasEdge(s *Snapshot, u, v uint32) bool {
 		return true
 	}
 	if dv != nil {
-		for i, e := range dv.Edges {
+		for i, e := range dv.Edges() {
 			if e.Target == v && !dv.DeltaDead(i) {
 				return true
 			}

@@ -263,7 +263,8 @@ func (l *Live) advanceWindow() {
 // write), so a walk never sees half an eviction.
 func (l *Live) evictVertex(v uint32) {
 	w, b := l.win, l.base
-	old := l.peek(v)
+	// A windowed graph has edge times, so its tree holds every state.
+	old := findState(l.top, v)
 	next := int64(noSegment)
 	var a, e uint64
 	if v < l.baseV {
@@ -342,11 +343,7 @@ func (l *Live) evictVertex(v uint32) {
 func (l *Live) dropPrefix(v uint32, k int) {
 	vs := l.writable(v)
 	dv := &vs.view
-	// The labels to the edges' capacity: a kept suffix keeps it.
-	old, oldLabels, oldDead, x := dv.Edges, labelsFull(dv), dv.Dead(), vs.times()
-	if oldLabels != nil {
-		oldLabels = oldLabels[:len(old)]
-	}
+	old, oldLabels, oldDead, x := edgesFull(dv), dv.Labels(), dv.Dead(), vs.times()
 	// The prefix's live edges: those not below a tombstone's Upto, which
 	// only the few tombstones of deletes since the last rewrite have.
 	live := k
@@ -380,42 +377,33 @@ func (l *Live) dropPrefix(v uint32, k int) {
 	nx := &extra{order: x.order}
 	rest := len(old) - k
 	var edges []walk.DeltaEdge
-	var labels []uint8
 	switch {
 	case rest == 0:
-	case rest*4 < cap(old):
-		edges = slices.Clone(old[k:])
-		nx.times = slices.Clone(x.times[k:])
+	case rest*4 < cap(old) || l.labelled || cap(old)-k < walk.DeltaCap(rest):
+		// Copied: a small rest, or one whose labels (behind the
+		// array's capacity, walk.DeltaVertex.Labels) or whose room
+		// for the appends walk.DeltaCap(rest) allows (they write in
+		// place up to it) the array's suffix does not give.
+		edges = l.newEdges(rest)
+		copy(edges, old[k:])
 		if l.labelled {
-			labels = slices.Clone(oldLabels[k:])
+			copy(labelsOf(edges), oldLabels[k:])
 		}
+		nx.times = slices.Clone(x.times[k:])
 	default:
 		edges = old[k:]
 		nx.times = x.times[k:]
-		if l.labelled {
-			labels = oldLabels[k:]
-		}
 	}
-	dv.Edges = edges
+	dv.SetEdges(edges)
 	dv.SetDead(dead)
-	setLabels(dv, labels)
 	*vs.times() = *nx
 	// MaxWeight stays: an envelope above every weight keeps the delta
 	// side's accept draw exact, and recomputing it would read the array.
-	dv.Live -= live
+	dv.Live -= uint32(live)
 	l.stats.DeltaEdges -= int64(k)
 	l.stats.Tombstones += int64(len(dead) - len(oldDead))
-	l.stats.Bytes += int64(cap(edges)-cap(old))*l.perDeltaEdge() + int64(len(dead)-len(oldDead))*int64(unsafe.Sizeof(walk.Tombstone{}))
+	l.stats.Bytes += l.edgeBytes(walk.DeltaCap(rest)) - l.edgeBytes(cap(old)) + int64(len(dead)-len(oldDead))*int64(unsafe.Sizeof(walk.Tombstone{}))
 	l.stats.Evicted += int64(live)
-}
-
-// perDeltaEdge is an appended edge's memory on a windowed (timed) graph.
-func (l *Live) perDeltaEdge() int64 {
-	per := int64(unsafe.Sizeof(walk.DeltaEdge{})) + 8
-	if l.labelled {
-		per++
-	}
-	return per
 }
 
 // rewrite evicts v's edges below the cut into a new state: the base edges
@@ -435,7 +423,7 @@ func (l *Live) rewrite(v uint32, fresh []uint32, next int64) int64 {
 	deg := int(e - a)
 	vs := l.writable(v)
 	dv := &vs.view
-	oldEdges, oldLabels, oldDead := dv.Edges, dv.Labels(), dv.Dead()
+	oldEdges, oldLabels, oldDead := dv.Edges(), dv.Labels(), dv.Dead()
 	oldX := *vs.times()
 	var edges []walk.DeltaEdge
 	var labels []uint8
@@ -509,19 +497,24 @@ func (l *Live) rewrite(v uint32, fresh []uint32, next int64) int64 {
 	}
 	slices.SortFunc(dead, func(p, q walk.Tombstone) int { return cmpTomb(p, q.Target) })
 
-	dv.Edges = edges
+	// Into an array of their own, labels behind it (newEdges).
+	ne := l.newEdges(len(edges))
+	copy(ne, edges)
+	if l.labelled {
+		copy(labelsOf(ne), labels)
+	}
+	dv.SetEdges(ne)
 	dv.SetDead(dead)
-	setLabels(dv, labels)
 	*vs.times() = *x
 	dv.MaxWeight = 0
 	for _, de := range edges {
 		dv.MaxWeight = max(dv.MaxWeight, de.Weight)
 	}
 	// The edges appended again were live base edges, and stay live.
-	dv.Live -= int(evicted)
+	dv.Live -= uint32(evicted)
 	l.stats.DeltaEdges += int64(len(edges) - len(oldEdges))
 	l.stats.Tombstones += int64(len(dead) - len(oldDead))
-	l.stats.Bytes += int64(cap(edges)-cap(oldEdges))*l.perDeltaEdge() + int64(len(dead)-len(oldDead))*int64(unsafe.Sizeof(walk.Tombstone{}))
+	l.stats.Bytes += l.edgeBytes(cap(ne)) - l.edgeBytes(walk.DeltaCap(len(oldEdges))) + int64(len(dead)-len(oldDead))*int64(unsafe.Sizeof(walk.Tombstone{}))
 	l.stats.Evicted += evicted
 	if len(edges) > 0 {
 		next = min(next, w.segOf(oldest))

@@ -143,22 +143,22 @@ func deltaInvariants(s *Snapshot) error {
 			continue
 		}
 		dv := &vs.view
-		for i, e := range dv.Edges {
+		for i, e := range dv.Edges() {
 			if e.Weight > dv.MaxWeight {
 				return fmt.Errorf("vertex %d: appended edge %d weighs %v, above MaxWeight %v", v, i, e.Weight, dv.MaxWeight)
 			}
 		}
 		for i, ts := range dv.Dead() {
-			if int(ts.Upto) > len(dv.Edges) || i > 0 && dv.Dead()[i-1].Target >= ts.Target {
-				return fmt.Errorf("vertex %d: tombstones %v over %d appended edges", v, dv.Dead(), len(dv.Edges))
+			if int(ts.Upto) > len(dv.Edges()) || i > 0 && dv.Dead()[i-1].Target >= ts.Target {
+				return fmt.Errorf("vertex %d: tombstones %v over %d appended edges", v, dv.Dead(), len(dv.Edges()))
 			}
 		}
-		if s.base.Timed() && len(vs.times().times) != len(dv.Edges) {
-			return fmt.Errorf("vertex %d: %d times for %d appended edges", v, len(vs.times().times), len(dv.Edges))
+		if s.base.Timed() && len(vs.times().times) != len(dv.Edges()) {
+			return fmt.Errorf("vertex %d: %d times for %d appended edges", v, len(vs.times().times), len(dv.Edges()))
 		}
 		// MetaPath's overlay step reads Labels[i] as Edges[i]'s label.
-		if s.base.Labelled() && len(dv.Labels()) != len(dv.Edges) || !s.base.Labelled() && dv.Labels() != nil {
-			return fmt.Errorf("vertex %d: %d labels for %d appended edges (graph labelled: %v)", v, len(dv.Labels()), len(dv.Edges), s.base.Labelled())
+		if s.base.Labelled() && len(dv.Labels()) != len(dv.Edges()) || !s.base.Labelled() && dv.Labels() != nil {
+			return fmt.Errorf("vertex %d: %d labels for %d appended edges (graph labelled: %v)", v, len(dv.Labels()), len(dv.Edges()), s.base.Labelled())
 		}
 	}
 	return nil

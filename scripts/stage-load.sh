@@ -390,15 +390,27 @@ load() {
   local name=$1
   shift
   log "$name: walkstage load $*"
-  local f=$out/$name.txt c0
+  local f=$out/$name.txt c0 pid cpu=
   c0=$(server_cpu)
   window_start
-  if ! "${stage_pin[@]}" "$load_walkstage" load --graph "$graph" --timeout "${timeout_s}s" "$@" >"$f" 2>"$out/$name.err"; then
+  "${stage_pin[@]}" "$load_walkstage" load --graph "$graph" --timeout "${timeout_s}s" "$@" >"$f" 2>"$out/$name.err" &
+  pid=$!
+  if [[ " $* " == *" --mode backlog "* ]]; then
+    # A backlog into the running stage (--live-backlog): the CPU up to its
+    # last event, before the manifests are read back (see collect_wait).
+    until grep -q "every event read" "$out/$name.err" 2>/dev/null; do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.02
+    done
+    cpu=" store_cpu_s=$(cpu_since "$c0")$(window_fields)"
+  fi
+  if ! wait "$pid"; then
     cat "$f" "$out/$name.err" >&2
     die "$name failed"
   fi
+  [ -n "$cpu" ] || cpu=" store_cpu_s=$(cpu_since "$c0")$(window_fields)"
   cat "$f"
-  sed -n "s/^RESULT /$name /p" "$f" | sed "s/\$/ store_cpu_s=$(cpu_since "$c0")$(window_fields)/" >>"$results"
+  sed -n "s/^RESULT /$name /p" "$f" | sed "s/\$/$cpu/" >>"$results"
 }
 
 # server_cpu: CPU ticks of the current store's S3 server so far (0 for
@@ -469,16 +481,27 @@ collect_start() {
 }
 collect_wait() {
   local i cpu=
+  if [ $# -gt 0 ]; then
+    # The store's CPU over the whole backlog (not only the stage's
+    # start-up), the stage's and the host's from the stage's readiness
+    # (window_start), up to the last event: read when every collector has
+    # its events, before it reads the manifests back for the bytes written
+    # (a GET a batch that the stage never makes; a load without that line
+    # is waited for instead).
+    for i in "${!collectors[@]}"; do
+      until grep -q "every event read" "$out/${names[$i]}.err" 2>/dev/null; do
+        kill -0 "${collectors[$i]}" 2>/dev/null || break
+        sleep 0.02
+      done
+    done
+    cpu=" store_cpu_s=$(cpu_since "$1")$(window_fields)"
+  fi
   for i in "${!collectors[@]}"; do
     if ! wait "${collectors[$i]}"; then
       cat "$out/${names[$i]}.txt" "$out/${names[$i]}.err" >&2
       die "${names[$i]} failed"
     fi
   done
-  # After the waits: the store's CPU over the whole backlog, not only the
-  # stage's start-up; the stage's and the host's from the stage's
-  # readiness (window_start).
-  [ $# -eq 0 ] || cpu=" store_cpu_s=$(cpu_since "$1")$(window_fields)"
   for i in "${!collectors[@]}"; do
     cat "$out/${names[$i]}.txt"
     sed -n "s/^RESULT /${names[$i]} /p" "$out/${names[$i]}.txt" | sed "s/\$/$cpu/" >>"$results"
@@ -736,7 +759,7 @@ fi
       }
     }' "$results"
   echo "(idle rows: p50/p99 are produce -> event as the user sees it; 'fetch p99' is the stage's fetch -> the event read back;"
-  echo " 'store cpu': CPU seconds the S3 server spent during the measurement, the backlog's from the stage's start;"
+  echo " 'store cpu': CPU seconds the S3 server spent during the measurement, the backlog's from the stage's start to its last event;"
   echo " 'stage cpu': the stage's CPU seconds from its readiness to the backlog's end; 'host cores': the host's busy CPU seconds"
   echo " over the same span (a plain upload's: the command's) a second of that span, a lower bound of the cores busy while measured)"
 } | tee "$out/table.txt"

@@ -58,32 +58,93 @@ type TimedOverlay interface {
 	DeltaTimes(v uint32) []int64
 }
 
-// DeltaVertex is one vertex's delta in a snapshot, 64 bytes: a live graph
-// keeps one per vertex with a delta, so the tombstones and labels are an
-// address and a count each (Dead, Labels), not slices (24-byte headers,
-// 112 bytes a vertex state with them). Its arrays are read-only and may
-// share memory with later snapshots, which only ever append beyond their
-// lengths.
+// DeltaVertex is one vertex's delta in a snapshot, 48 bytes, and the one
+// record a live graph keeps of it: the delta index holds these by value in
+// flat arrays (DeltaIndex.At), which is what the first draw of a step
+// reads (the appended edges' address and count, both sides' weights, the
+// tombstones' filter), and the live graph's applier keeps the ones it
+// wrote since the last index in its tree (docs/design/live-graph.md,
+// "Memory per vertex with a delta": a 64-byte state behind the tree, a
+// 48-byte head and a pointer in the index cost 120 bytes a vertex). The
+// tombstones, and the labels behind the appended edges, are an address and
+// a count each (Dead, Labels). Its arrays are read-only and may share
+// memory with later snapshots, which only ever append beyond their
+// lengths, so two DeltaVertex values that are equal (==) are the same
+// delta.
 type DeltaVertex struct {
-	// Edges are the appended edges, oldest first, dead ones included:
-	// target and weight side by side, one cache line for a draw (the
-	// weight is 1 on an unweighted graph).
-	Edges []DeltaEdge
+	// First is the first appended edge (nil when there are none), N
+	// their count (Edges): oldest first, dead ones included, target and
+	// weight side by side (the weight is 1 on an unweighted graph).
+	First     *DeltaEdge
+	N         uint32
+	MaxWeight float32
 	// BaseWeight is the weight sum of the base edges, dead ones included
 	// (the edge count on an unweighted graph); MaxWeight is the largest
 	// appended weight. A weighted step picks the delta side with weight
-	// len(Edges) * MaxWeight, the envelope of its accept-by-weight draw.
+	// N * MaxWeight, the envelope of its accept-by-weight draw.
 	BaseWeight float64
-	MaxWeight  float32
-	// nDead and dead are the tombstones (Dead).
-	nDead uint32
+	// dead is the first tombstone (Dead), nil when there are none;
+	// nDead their count, with labelledBit when the appended edges'
+	// labels follow them (Labels).
 	dead  *Tombstone
-	// Live counts the vertex's live edges, base and appended: 0 is a dead end.
-	Live int
-	// labels is the first of the appended edges' labels on a labelled
-	// graph (Labels), nil on one without; their count is len(Edges).
-	labels *uint8
+	nDead uint32
+	// Live counts the vertex's live edges, base and appended: 0 is a
+	// dead end.
+	Live uint32
+	// DeadBits has bit DeadBit(t) set for every tombstone's target t (0
+	// when there are none): a step checks it before it searches the
+	// tombstones, which sit in an array of their own, a cache miss away.
+	// With a tombstone or two a vertex, a base edge's check reads the
+	// array once in 32 to 64 steps instead of at every one. SetDead
+	// keeps it.
+	DeadBits uint64
 }
+
+// DeltaHead is the DeltaVertex under the name the walkers' first draw
+// reads it by (it was a 48-byte digest of a 64-byte DeltaVertex until the
+// two became one record).
+type DeltaHead = DeltaVertex
+
+// labelledBit marks DeltaVertex.nDead when the labels follow the edges.
+const labelledBit = 1 << 31
+
+// DeltaCap is the capacity of the array that holds n appended edges: the
+// first of 1, 2, 3, 4, 6, 8, 12, 16 (steps of a half, each a whole Go size
+// class: most vertices of a delta hold a few edges, and doubling left a
+// quarter of their arrays spare), then powers of two. A labelled vertex's
+// labels sit right after that many edges (Labels), so whoever makes the
+// array (package livegraph) allocates DeltaCap(n) edges and grows it only
+// when full.
+func DeltaCap(n int) int {
+	if uint(n) < uint(len(deltaCaps)) {
+		return int(deltaCaps[n])
+	}
+	return 1 << bits.Len(uint(n-1))
+}
+
+// deltaCaps is DeltaCap up to 16: the applier asks it at every insert.
+var deltaCaps = [17]uint8{0, 1, 2, 3, 4, 6, 6, 8, 8, 12, 12, 12, 12, 16, 16, 16, 16}
+
+// Edges returns the appended edges. Read-only.
+func (d *DeltaVertex) Edges() []DeltaEdge {
+	if d.First == nil {
+		return nil
+	}
+	return unsafe.Slice(d.First, d.N)
+}
+
+// SetEdges sets the appended edges (Edges) to e, which the DeltaVertex
+// then shares. On a labelled vertex e must be the start of an array of
+// DeltaCap(len(e)) edges followed by their labels (SetLabelled).
+func (d *DeltaVertex) SetEdges(e []DeltaEdge) {
+	d.First, d.N = unsafe.SliceData(e), uint32(len(e))
+	if len(e) == 0 {
+		d.First = nil
+	}
+}
+
+// NDead counts the tombstones.
+func (d *DeltaVertex) NDead() uint32 { return d.nDead &^ labelledBit }
 
 // Dead returns the tombstones, sorted by target, one per deleted target:
 // every base edge to Target is dead, and so is every appended edge to it
@@ -92,41 +153,51 @@ func (d *DeltaVertex) Dead() []Tombstone {
 	if d.dead == nil {
 		return nil
 	}
-	return unsafe.Slice(d.dead, d.nDead)
+	return unsafe.Slice(d.dead, d.NDead())
 }
 
 // SetDead sets the tombstones (Dead) to ts, which the DeltaVertex then
-// shares and which must not change after.
+// shares and which must not change after, and their filter (DeadBits).
 func (d *DeltaVertex) SetDead(ts []Tombstone) {
-	d.dead, d.nDead = unsafe.SliceData(ts), uint32(len(ts))
+	d.dead, d.nDead = unsafe.SliceData(ts), uint32(len(ts))|d.nDead&labelledBit
 	if len(ts) == 0 {
 		d.dead = nil
 	}
+	d.DeadBits = 0
+	for _, t := range ts {
+		d.DeadBits |= DeadBit(t.Target)
+	}
 }
 
-// Labels returns the appended edges' labels, Labels()[i] Edges[i]'s, on a
-// labelled graph (nil on one without labels): MetaPath's overlay step
-// reads them. Append-only and shared as Edges is.
+// SetDeadAdding is SetDead for ts holding the targets of the current
+// tombstones and t: the filter gains t's bit instead of being computed
+// again, O(1) where SetDead is O(len(ts)) (a hub's deletes each copy its
+// tombstones already; a pass over them with a hash each slowed the
+// applier).
+func (d *DeltaVertex) SetDeadAdding(ts []Tombstone, t uint32) {
+	bits := d.DeadBits | DeadBit(t)
+	d.dead, d.nDead = unsafe.SliceData(ts), uint32(len(ts))|d.nDead&labelledBit
+	d.DeadBits = bits
+}
+
+// SetLabelled says whether the appended edges' labels follow them in
+// their array (Labels): on a labelled graph.
+func (d *DeltaVertex) SetLabelled(on bool) {
+	d.nDead &^= labelledBit
+	if on {
+		d.nDead |= labelledBit
+	}
+}
+
+// Labels returns the appended edges' labels, Labels()[i] Edges()[i]'s, on
+// a labelled graph (nil on one without, or without appended edges):
+// MetaPath's overlay step reads them. They sit in the edges' array after
+// DeltaCap(N) edges, append-only and shared as the edges are.
 func (d *DeltaVertex) Labels() []uint8 {
-	if d.labels == nil {
+	if d.nDead&labelledBit == 0 || d.First == nil {
 		return nil
 	}
-	return unsafe.Slice(d.labels, len(d.Edges))
-}
-
-// SetLabels makes l's first len(Edges) entries the appended edges' labels
-// (Labels), nil for none; l must hold at least len(Edges). The DeltaVertex
-// keeps only l's first element's address: the maker of a delta (package
-// livegraph) that appends to l in place knows its capacity.
-func (d *DeltaVertex) SetLabels(l []uint8) {
-	if l == nil {
-		d.labels = nil
-		return
-	}
-	if len(l) < len(d.Edges) {
-		panic(fmt.Sprintf("walk: %d labels for %d appended edges", len(l), len(d.Edges)))
-	}
-	d.labels = unsafe.SliceData(l)
+	return unsafe.Slice((*uint8)(unsafe.Add(unsafe.Pointer(d.First), DeltaCap(int(d.N))*int(unsafe.Sizeof(DeltaEdge{})))), d.N)
 }
 
 // DeltaIndexer is implemented by overlays that keep a DeltaIndex of
@@ -160,12 +231,10 @@ type DeltaIndexer interface {
 // vertices with a delta; docs/benchmarks/live-graph.md).
 type DeltaIndex struct {
 	words []indexWord
-	// The base level, by rank among the words' base marks.
-	dvs   []*DeltaVertex
-	heads []DeltaHead
-	// The patch, by rank among the patch marks.
-	pdvs   []*DeltaVertex
-	pheads []DeltaHead
+	// The base level's deltas, by rank among the words' base marks.
+	heads []DeltaVertex
+	// The patch's, by rank among the patch marks.
+	pheads []DeltaVertex
 	// n counts the vertices with a delta.
 	n int
 	// headBase and patchBase are the addresses HeadAddr adds a position's
@@ -194,33 +263,6 @@ type indexWord struct {
 	_                   uint64 // two entries a cache line
 }
 
-// DeltaHead is what the first draw of a step from a vertex with a delta
-// reads of its DeltaVertex, in 48 bytes (a DeltaVertex is 64, behind a
-// pointer): a walker keeps these for all vertices with a delta in one flat
-// array, in cache where the DeltaVertex structs are scattered. Live sits
-// after NDead, in the 4 bytes its alignment leaves: after DeadBits it made
-// the head 56 bytes.
-type DeltaHead struct {
-	// First is the first appended edge (nil when there are none), N
-	// their count: the DeltaVertex's Edges.
-	First      *DeltaEdge
-	N          uint32
-	MaxWeight  float32
-	BaseWeight float64
-	// Dead is the first tombstone (nil when there are none), NDead their
-	// count: the DeltaVertex's Dead.
-	Dead  *Tombstone
-	NDead uint32
-	// Live: the vertex has a live edge.
-	Live bool
-	// DeadBits has bit DeadBit(t) set for every tombstone's target t (0
-	// when there are none): a step checks it before it searches the
-	// tombstones, which sit in an array of their own, a cache miss away.
-	// With a tombstone or two a vertex, a base edge's check reads the
-	// array once in 32 to 64 steps instead of at every one.
-	DeadBits uint64
-}
-
 // DeadBit is the bit of DeltaHead.DeadBits that tombstones of target t
 // set: t's top six bits after a multiplicative hash, so that targets near
 // each other (the low ids an R-MAT graph's edges crowd to) spread.
@@ -231,21 +273,13 @@ func DeadBit(t uint32) uint64 { return 1 << (uint64(t) * 0x9e3779b97f4a7c15 >> 5
 // tombstones.
 func (h *DeltaHead) MayBeDead(t uint32) bool { return h.DeadBits&DeadBit(t) != 0 }
 
-// BaseDead is DeltaVertex.BaseDead.
-func (h *DeltaHead) BaseDead(t uint32) bool {
+// DeltaDeadTarget is DeltaDead for appended edge i whose target t the
+// caller has read already.
+func (h *DeltaHead) DeltaDeadTarget(i, t uint32) bool {
 	if !h.MayBeDead(t) {
 		return false
 	}
-	_, ok := findTombstone(unsafe.Slice(h.Dead, h.NDead), t)
-	return ok
-}
-
-// DeltaDead is DeltaVertex.DeltaDead for appended edge i, whose target is t.
-func (h *DeltaHead) DeltaDead(i, t uint32) bool {
-	if !h.MayBeDead(t) {
-		return false
-	}
-	ts, ok := findTombstone(unsafe.Slice(h.Dead, h.NDead), t)
+	ts, ok := findTombstone(h.Dead(), t)
 	return ok && i < ts.Upto
 }
 
@@ -275,15 +309,14 @@ func NewDeltaIndex(n int, deltas iter.Seq2[uint32, *DeltaVertex]) *DeltaIndex {
 			continue
 		}
 		x.words[v>>6].base |= 1 << (v & 63)
-		x.dvs = append(x.dvs, dv)
-		x.heads = append(x.heads, NewDeltaHead(dv))
+		x.heads = append(x.heads, *dv)
 	}
 	var r uint32
 	for i := range x.words {
 		x.words[i].baseRank = r
 		r += uint32(bits.OnesCount64(x.words[i].base))
 	}
-	x.n = len(x.dvs)
+	x.n = len(x.heads)
 	return x.addrs()
 }
 
@@ -308,8 +341,7 @@ func NewDeltaIndexSpans(n, span int, count func(i int) int, deltas func(i int, y
 	for i := range spans {
 		counts[i+1] += counts[i]
 	}
-	x.dvs = make([]*DeltaVertex, counts[spans])
-	x.heads = make([]DeltaHead, counts[spans])
+	x.heads = make([]DeltaVertex, counts[spans])
 	x.n = counts[spans]
 	ParallelSpans(spans, func(i int) {
 		k, end := counts[i], counts[i+1]
@@ -322,7 +354,7 @@ func NewDeltaIndexSpans(n, span int, count func(i int) int, deltas func(i int, y
 				panic(fmt.Sprintf("walk: delta index span %d lists more than the %d deltas it counted", i, end-counts[i]))
 			}
 			x.words[v>>6].base |= 1 << (v & 63)
-			x.dvs[k], x.heads[k] = dv, NewDeltaHead(dv)
+			x.heads[k] = *dv
 			k++
 		}
 		if k != end {
@@ -356,7 +388,7 @@ const updateChunk = 1024
 // patch holds the changed vertices since the last Fold.
 func (x *DeltaIndex) Update(n int, changes []DeltaChange) *DeltaIndex {
 	words := max((n+63)/64, len(x.words))
-	y := &DeltaIndex{words: make([]indexWord, words), dvs: x.dvs, heads: x.heads, n: x.n}
+	y := &DeltaIndex{words: make([]indexWord, words), heads: x.heads, n: x.n}
 	copy(y.words, x.words)
 	for i := len(x.words); i < words; i++ {
 		y.words[i].baseRank = uint32(len(x.heads))
@@ -377,8 +409,7 @@ func (x *DeltaIndex) Update(n int, changes []DeltaChange) *DeltaIndex {
 		y.words[i].patchRank = r
 		r += uint32(bits.OnesCount64(y.words[i].patch))
 	}
-	y.pdvs = make([]*DeltaVertex, r)
-	y.pheads = make([]DeltaHead, r)
+	y.pheads = make([]DeltaVertex, r)
 	// Chunks of words fill their parts of the patch at once: a chunk's
 	// old entries start at its first word's old rank, its changes where
 	// a search puts its first vertex.
@@ -405,10 +436,10 @@ func (x *DeltaIndex) Update(n int, changes []DeltaChange) *DeltaIndex {
 				b := uint(bits.TrailingZeros64(p))
 				v := uint32(w*64) + uint32(b)
 				if ci < len(changes) && changes[ci].V == v {
-					y.pdvs[k], y.pheads[k] = changes[ci].D, NewDeltaHead(changes[ci].D)
+					y.pheads[k] = *changes[ci].D
 					ci++
 				} else {
-					y.pdvs[k], y.pheads[k] = x.pdvs[oc], x.pheads[oc]
+					y.pheads[k] = x.pheads[oc]
 				}
 				if old>>b&1 != 0 {
 					oc++
@@ -430,8 +461,7 @@ func (x *DeltaIndex) Fold() *DeltaIndex {
 		y.words[i] = indexWord{base: wd.base | wd.patch, baseRank: r}
 		r += uint32(bits.OnesCount64(wd.base | wd.patch))
 	}
-	y.dvs = make([]*DeltaVertex, r)
-	y.heads = make([]DeltaHead, r)
+	y.heads = make([]DeltaVertex, r)
 	ParallelSpans((len(x.words)+updateChunk-1)/updateChunk, func(c int) {
 		w0, w1 := c*updateChunk, min(len(x.words), (c+1)*updateChunk)
 		bc, pc, k := int(x.words[w0].baseRank), int(x.words[w0].patchRank), int(y.words[w0].baseRank)
@@ -440,7 +470,6 @@ func (x *DeltaIndex) Fold() *DeltaIndex {
 			if wd.patch == 0 {
 				// The run of base entries as it is.
 				c := bits.OnesCount64(wd.base)
-				copy(y.dvs[k:k+c], x.dvs[bc:bc+c])
 				copy(y.heads[k:k+c], x.heads[bc:bc+c])
 				bc, k = bc+c, k+c
 				continue
@@ -449,13 +478,13 @@ func (x *DeltaIndex) Fold() *DeltaIndex {
 				b := uint(bits.TrailingZeros64(u))
 				switch {
 				case wd.patch>>b&1 != 0:
-					y.dvs[k], y.heads[k] = x.pdvs[pc], x.pheads[pc]
+					y.heads[k] = x.pheads[pc]
 					pc++
 					if wd.base>>b&1 != 0 {
 						bc++
 					}
 				default:
-					y.dvs[k], y.heads[k] = x.dvs[bc], x.heads[bc]
+					y.heads[k] = x.heads[bc]
 					bc++
 				}
 				k++
@@ -467,7 +496,7 @@ func (x *DeltaIndex) Fold() *DeltaIndex {
 
 // Pending counts the vertices in the patch: what Update copies and Fold
 // would merge.
-func (x *DeltaIndex) Pending() int { return len(x.pdvs) }
+func (x *DeltaIndex) Pending() int { return len(x.pheads) }
 
 // Flat returns x with no patch (x itself when it has none, else Fold's
 // index): its positions are 0..Len()-1 in vertex order, for a copy of the
@@ -527,22 +556,6 @@ func ParallelSpans(n int, f func(i int)) {
 		})
 	}
 	wg.Wait()
-}
-
-// NewDeltaHead returns dv's DeltaHead: what a builder of a DeltaIndex
-// stores for a vertex with a delta, derived from dv alone (so an index kept
-// up to date as updates are applied recomputes the heads of the vertices
-// an update changed, and no other). O(len(dv.Dead())).
-func NewDeltaHead(dv *DeltaVertex) DeltaHead {
-	h := DeltaHead{N: uint32(len(dv.Edges)), MaxWeight: dv.MaxWeight, BaseWeight: dv.BaseWeight, NDead: dv.nDead, Live: dv.Live > 0}
-	if len(dv.Edges) > 0 {
-		h.First = &dv.Edges[0]
-	}
-	h.Dead = dv.dead
-	for _, ts := range dv.Dead() {
-		h.DeadBits |= DeadBit(ts.Target)
-	}
-	return h
 }
 
 // IndexOf returns o's DeltaIndex: the one it keeps, or one built by asking
@@ -652,36 +665,22 @@ func (x *DeltaIndex) WordAddr(v uint32) uintptr {
 	return uintptr(unsafe.Pointer(&x.words[v>>6]))
 }
 
-// AtAddr is the address of the pointer At(k) reads, for a prefetch.
-func (x *DeltaIndex) AtAddr(k int) uintptr {
-	if k < len(x.dvs) {
-		return uintptr(unsafe.Pointer(&x.dvs[k]))
-	}
-	return uintptr(unsafe.Pointer(&x.pdvs[k-len(x.dvs)]))
-}
-
-// At is the delta at position k (Rank).
+// At is the delta at position k (Rank), in the index's arrays: read-only.
 func (x *DeltaIndex) At(k int) *DeltaVertex {
-	if k < len(x.dvs) {
-		return x.dvs[k]
-	}
-	return x.pdvs[k-len(x.dvs)]
-}
-
-// Head is the head of the delta at position k (Rank).
-func (x *DeltaIndex) Head(k int) *DeltaHead {
 	if k < len(x.heads) {
 		return &x.heads[k]
 	}
 	return &x.pheads[k-len(x.heads)]
 }
 
+// Head is At, under the name the walkers' first draw reads it by.
+func (x *DeltaIndex) Head(k int) *DeltaHead { return x.At(k) }
+
 // Bytes is the index's memory: the bitmap and ranks, and per vertex with a
-// delta its DeltaVertex pointer and DeltaHead.
+// delta its 48-byte DeltaVertex (twice for a vertex in both levels).
 func (x *DeltaIndex) Bytes() int64 {
 	return int64(len(x.words))*int64(unsafe.Sizeof(indexWord{})) +
-		int64(len(x.dvs)+len(x.pdvs))*int64(unsafe.Sizeof((*DeltaVertex)(nil))) +
-		int64(len(x.heads)+len(x.pheads))*int64(unsafe.Sizeof(DeltaHead{}))
+		int64(len(x.heads)+len(x.pheads))*int64(unsafe.Sizeof(DeltaVertex{}))
 }
 
 // Len counts the vertices with a delta.
@@ -758,7 +757,7 @@ func (x *DeltaIndex) Sides(weighted bool, off []uint64) []uint64 {
 					v := uint32(w*64 + bits.TrailingZeros64(m))
 					h := x.Head(x.Rank(v))
 					var t uint64
-					if h.Live {
+					if h.Live > 0 {
 						wb, wd := h.BaseWeight, float64(h.N)*float64(h.MaxWeight)
 						if !weighted {
 							var d uint64
@@ -800,32 +799,21 @@ type Tombstone struct {
 	Upto   uint32
 }
 
-// tombstone returns the tombstone for target t, if any.
-func (d *DeltaVertex) tombstone(t uint32) (Tombstone, bool) {
-	dead := d.Dead()
-	i, ok := slices.BinarySearchFunc(dead, t, func(x Tombstone, t uint32) int { return int(int64(x.Target) - int64(t)) })
-	if !ok {
-		return Tombstone{}, false
-	}
-	return dead[i], true
-}
-
 // BaseDead reports whether base edges to t are deleted.
 func (d *DeltaVertex) BaseDead(t uint32) bool {
-	if d.nDead == 0 {
+	if !d.MayBeDead(t) {
 		return false
 	}
-	_, ok := d.tombstone(t)
+	_, ok := findTombstone(d.Dead(), t)
 	return ok
 }
 
 // DeltaDead reports whether appended edge i is deleted.
 func (d *DeltaVertex) DeltaDead(i int) bool {
-	if d.nDead == 0 {
+	if d.DeadBits == 0 {
 		return false
 	}
-	ts, ok := d.tombstone(d.Edges[i].Target)
-	return ok && uint32(i) < ts.Upto
+	return d.DeltaDeadTarget(uint32(i), d.Edges()[i].Target)
 }
 
 // OverlaySupported returns nil when the CPU engine walks a on a live graph's

@@ -179,6 +179,10 @@ uploaded as the sink uploads its parts, --plain-parallel at once.`)
 		return err
 	}
 	if *bucket != "" {
+		// Said before the manifests are read back (a GET a batch, which
+		// the stage never makes): scripts/stage-load.sh reads the store's
+		// CPU for a backlog at this line.
+		fmt.Fprintln(notes, "load: every event read; reading the manifests for the bytes written")
 		if err := r.AddBytes(ctx, *bucket); err != nil {
 			return fmt.Errorf("bytes written: %w", err)
 		}

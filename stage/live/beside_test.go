@@ -153,7 +153,12 @@ func TestApplierYieldsToWalkers(t *testing.T) {
 	}
 	stop()
 	got, exp := l.Snapshot(), one.Publish()
-	if got.Stats() != exp.Stats() || !maps.Equal(got.Watermark(), exp.Watermark()) {
+	// The counts, not the bytes: those depend on which publications made
+	// a delta index (one that does drops the live graph's tree, Publish),
+	// and the applier's did for the waits.
+	gs, es := got.Stats(), exp.Stats()
+	gs.Bytes, es.Bytes = 0, 0
+	if gs != es || !maps.Equal(got.Watermark(), exp.Watermark()) {
 		t.Fatalf("applier: %+v at %v; one by one: %+v at %v", got.Stats(), got.Watermark(), exp.Stats(), exp.Watermark())
 	}
 }

@@ -354,7 +354,7 @@ func (b *background) finish(r compacted) {
 	ds := snap.Stats()
 	b.m.deltaEdges.Set(float64(ds.DeltaEdges))
 	b.m.tombstones.Set(float64(ds.Tombstones))
-	b.m.deltaBytes.Set(float64(ds.Bytes))
+	b.m.deltaBytes.Set(float64(snap.DeltaBytes()))
 	b.m.added.Set(float64(ds.Added))
 	b.m.window(snap)
 	b.log.Info("live graph compaction swapped in", "graph", r.g.Name, "version", r.g.Version, "vertices", r.g.NumVertices(),

@@ -165,7 +165,7 @@ func runApplier(ctx context.Context, log *slog.Logger, l *livegraph.Live, in <-c
 		m.published.Inc()
 		m.deltaEdges.Set(float64(st.DeltaEdges))
 		m.tombstones.Set(float64(st.Tombstones))
-		m.deltaBytes.Set(float64(st.Bytes))
+		m.deltaBytes.Set(float64(snap.DeltaBytes()))
 		m.added.Set(float64(st.Added))
 		m.window(snap)
 		bg.maybeStart(snap)

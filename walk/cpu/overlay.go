@@ -45,9 +45,9 @@ func (s *stepper) overlayAttempts(id uint64, step, cur uint32, dv *walk.DeltaVer
 	// accepted with probability Weight / MaxWeight takes edge i with
 	// probability proportional to its weight only if the side is chosen
 	// in proportion to len(Edges) * MaxWeight.
-	wb, wd := dv.BaseWeight, float64(len(dv.Edges))*float64(dv.MaxWeight)
+	wb, wd := dv.BaseWeight, float64(len(dv.Edges()))*float64(dv.MaxWeight)
 	if !s.weighted {
-		wb, wd = float64(b-a), float64(len(dv.Edges))
+		wb, wd = float64(b-a), float64(len(dv.Edges()))
 	}
 	total := wb + wd
 	for att := from; att < walk.MaxRejections; att++ {
@@ -65,12 +65,12 @@ func (s *stepper) overlayAttempts(id uint64, step, cur uint32, dv *walk.DeltaVer
 			}
 			continue
 		}
-		n := uint32(len(dv.Edges))
+		n := uint32(len(dv.Edges()))
 		if n == 0 {
 			continue
 		}
 		i := walk.Bounded(x3, n)
-		de := dv.Edges[i]
+		de := dv.Edges()[i]
 		if s.weighted && walk.Unit24(x1)*dv.MaxWeight >= de.Weight {
 			continue
 		}
@@ -100,7 +100,7 @@ func (s *stepper) overlayScan(id uint64, step, d uint32, dv *walk.DeltaVertex, a
 
 // overlayScanBiased is overlayScan with each live edge's weight times its
 // bias (nil: 1), given the edge (a base edge's index in the CSR, or an
-// appended edge's in dv.Edges) and its target. dv may be nil: cur's base
+// appended edge's in dv.Edges()) and its target. dv may be nil: cur's base
 // edges, all live.
 func (s *stepper) overlayScanBiased(id uint64, step, d uint32, dv *walk.DeltaVertex, a, b uint64, bias func(base bool, i uint64, t uint32) float64) (uint32, bool) {
 	weight := func(base bool, i uint64, t uint32) float64 {
@@ -110,7 +110,7 @@ func (s *stepper) overlayScanBiased(id uint64, step, d uint32, dv *walk.DeltaVer
 		case base:
 			w = float64(s.w[i])
 		default:
-			w = float64(dv.Edges[i].Weight)
+			w = float64(dv.Edges()[i].Weight)
 		}
 		if bias != nil {
 			w *= bias(base, i, t)
@@ -120,7 +120,7 @@ func (s *stepper) overlayScanBiased(id uint64, step, d uint32, dv *walk.DeltaVer
 	var edges []walk.DeltaEdge
 	var dead []walk.Tombstone
 	if dv != nil {
-		edges, dead = dv.Edges, dv.Dead()
+		edges, dead = dv.Edges(), dv.Dead()
 	}
 	// A vertex's base targets are sorted, as its tombstones are: each
 	// pass over the base edges merges them, O(degree) instead of a
@@ -281,9 +281,9 @@ func (s *stepper) walkOverlayUnit(starts []uint32, firstID uint64, buf, lens []u
 				first = 1
 			}
 			firsts[k] = first
-			wb, wd := dv.BaseWeight, float64(len(dv.Edges))*float64(dv.MaxWeight)
+			wb, wd := dv.BaseWeight, float64(len(dv.Edges()))*float64(dv.MaxWeight)
 			if !s.weighted {
-				wb, wd = float64(b-a), float64(len(dv.Edges))
+				wb, wd = float64(b-a), float64(len(dv.Edges()))
 			}
 			x0, x1, x2, x3 := s.draw(id, step, first)
 			switch {
@@ -294,12 +294,12 @@ func (s *stepper) walkOverlayUnit(starts []uint32, firstID uint64, buf, lens []u
 				}
 				kind[k], pick[k], coin[k] = ovBaseD, a+uint64(walk.Bounded(x0, uint32(b-a))), x1
 				rows = append(rows, pick[k])
-			case len(dv.Edges) == 0:
+			case len(dv.Edges()) == 0:
 				kind[k] = ovRetry
 			default:
-				i := walk.Bounded(x3, uint32(len(dv.Edges)))
+				i := walk.Bounded(x3, uint32(len(dv.Edges())))
 				kind[k], pick[k], coin[k] = ovDelta, uint64(i), x1
-				addrs = append(addrs, uint64(uintptr(unsafe.Pointer(&dv.Edges[i]))))
+				addrs = append(addrs, uint64(uintptr(unsafe.Pointer(&dv.Edges()[i]))))
 			}
 		}
 		if len(rows) > 0 {
@@ -333,7 +333,7 @@ func (s *stepper) walkOverlayUnit(starts []uint32, firstID uint64, buf, lens []u
 					next, ok = s.overlayAttempts(firstID+uint64(k), step, cur[k], dv, firsts[k], 1)
 				}
 			case ovDelta:
-				de := dv.Edges[pick[k]]
+				de := dv.Edges()[pick[k]]
 				if s.weighted && walk.Unit24(coin[k])*dv.MaxWeight >= de.Weight || dv.DeltaDead(int(pick[k])) {
 					next, ok = s.overlayAttempts(firstID+uint64(k), step, cur[k], dv, firsts[k], 1)
 				} else {

@@ -57,7 +57,7 @@ func (s *stepper) overlayMetaPathStep(id uint64, step, cur uint32, dv *walk.Delt
 		return s.overlayScanBiased(id, step, walk.FallbackDraw, dv, a, b, bias)
 	}
 	var sa, sb uint64
-	n := uint32(len(dv.Edges))
+	n := uint32(len(dv.Edges()))
 	wb, wd := 0.0, float64(n)
 	if int(cur) < len(s.off)-1 {
 		i := uint64(cur)*uint64(lt.numLabels) + uint64(want)
@@ -87,7 +87,7 @@ func (s *stepper) overlayMetaPathStep(id uint64, step, cur uint32, dv *walk.Delt
 			continue
 		}
 		i := walk.Bounded(x3, n)
-		de := dv.Edges[i]
+		de := dv.Edges()[i]
 		if dlab[i] != want || s.weighted && walk.Unit24(x1)*dv.MaxWeight >= de.Weight || dv.DeltaDead(int(i)) {
 			continue
 		}

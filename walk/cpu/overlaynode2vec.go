@@ -54,7 +54,7 @@ func (s *stepper) walkOverlayOneByOne(starts []uint32, firstID uint64, buf, lens
 				for k := range m {
 					if n[k] == int(step)+1 {
 						if rk[k] = x.Rank(cur[k]); rk[k] >= 0 {
-							prefetch4(x.AtAddr(rk[k]), 0, 0, 0)
+							prefetch4(uintptr(x.HeadAddr(rk[k])), 0, 0, 0)
 						}
 					}
 				}
@@ -129,9 +129,9 @@ func (s *stepper) prefetchMetaPathEdge(id uint64, step, v uint32, dv *walk.Delta
 			}
 		}
 	}
-	if dv != nil && len(dv.Edges) > 0 {
-		j := walk.Bounded(x3, uint32(len(dv.Edges)))
-		de = uintptr(unsafe.Pointer(&dv.Edges[j]))
+	if dv != nil && len(dv.Edges()) > 0 {
+		j := walk.Bounded(x3, uint32(len(dv.Edges())))
+		de = uintptr(unsafe.Pointer(&dv.Edges()[j]))
 		if dl := dv.Labels(); int(j) < len(dl) {
 			lab = uintptr(unsafe.Pointer(&dl[j]))
 		}
@@ -186,10 +186,10 @@ func (s *stepper) overlayNode2VecStep(id uint64, step, prev, cur uint32, dv *wal
 	var wb, total float64
 	if dv != nil {
 		wb = dv.BaseWeight
-		total = wb + float64(len(dv.Edges))*float64(dv.MaxWeight)
+		total = wb + float64(len(dv.Edges()))*float64(dv.MaxWeight)
 		if !s.weighted {
 			wb = float64(b - a)
-			total = wb + float64(len(dv.Edges))
+			total = wb + float64(len(dv.Edges()))
 		}
 	}
 	for att := uint32(0); att < walk.MaxRejections; att++ {
@@ -210,12 +210,12 @@ func (s *stepper) overlayNode2VecStep(id uint64, step, prev, cur uint32, dv *wal
 				continue
 			}
 		} else {
-			n := uint32(len(dv.Edges))
+			n := uint32(len(dv.Edges()))
 			if n == 0 {
 				continue
 			}
 			i := walk.Bounded(x1, n)
-			de := dv.Edges[i]
+			de := dv.Edges()[i]
 			if s.weighted && walk.Unit24(x2)*dv.MaxWeight >= de.Weight || dv.DeltaDead(int(i)) {
 				continue
 			}
@@ -253,8 +253,8 @@ func (s *stepper) overlayHasEdge(u, v uint32) bool {
 	if du == nil {
 		return false
 	}
-	for i := range du.Edges {
-		if du.Edges[i].Target == v && !du.DeltaDead(i) {
+	for i := range du.Edges() {
+		if du.Edges()[i].Target == v && !du.DeltaDead(i) {
 			return true
 		}
 	}

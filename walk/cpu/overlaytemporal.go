@@ -387,7 +387,7 @@ func (s *stepper) overlayList(tov walk.TimedOverlay, sc *overlayTemporalScratch,
 	}
 	if nb := len(sc.tmp); dv != nil {
 		dt := tov.DeltaTimes(cur)
-		for i, de := range dv.Edges {
+		for i, de := range dv.Edges() {
 			if i >= len(dt) || dv.DeltaDead(i) {
 				continue
 			}

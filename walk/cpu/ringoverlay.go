@@ -388,7 +388,7 @@ func (w *ovRing) visit(i int) {
 		h := w.x.Head(int(w.rank[i]))
 		j := uint32(r.idx[i])
 		de := unsafe.Slice(h.First, h.N)[j]
-		if s.weighted && walk.Unit24(r.coin[i])*h.MaxWeight >= de.Weight || h.DeltaDead(j, de.Target) {
+		if s.weighted && walk.Unit24(r.coin[i])*h.MaxWeight >= de.Weight || h.DeltaDeadTarget(j, de.Target) {
 			r.state[i] = slotRetry
 			w.att[i]++
 			return
@@ -494,7 +494,7 @@ func (w *ovRing) arrived(slots []uint8) {
 func (w *ovRing) decideHead(i int) bool {
 	r := w.r
 	h := w.x.Head(int(w.rank[i]))
-	if !h.Live {
+	if h.Live == 0 {
 		w.finish(i)
 		return false
 	}
@@ -529,7 +529,7 @@ func (w *ovRing) decideHead(i int) bool {
 func (w *ovRing) deltaFirst(i int, v uint32, k int, a, b uint64) {
 	r := w.r
 	h := w.x.Head(k)
-	if !h.Live {
+	if h.Live == 0 {
 		w.finish(i)
 		return
 	}
