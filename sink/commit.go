@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"strings"
 	"time"
 
 	"gocloud.dev/blob"
@@ -181,43 +179,13 @@ func (w *BatchWriter) overwritePhantom(ctx context.Context, m *output.Manifest, 
 
 // won finishes a commit whose manifest stands: the removal of what other
 // attempts left (only parts older than this writer where onlyOlder, see
-// deleteUnlisted), on a goroutine under WithTidyAfterCommit; with a
-// Tidier only the listings that may find something (see Tidier), the
-// uploads otherwise left to its sweep.
+// deleteUnlisted), on a goroutine under WithTidyAfterCommit.
 func (w *BatchWriter) won(ctx context.Context, m *output.Manifest, onlyOlder bool) *output.Manifest {
-	listParts, listUploads := true, true
-	if t := w.cfg.tidier; t.active() && w.local == "" {
-		// See Tidier for why each listing can be left out.
-		clean, dirty := t.take(w.layout.Dir)
-		listParts = !clean || onlyOlder
-		listUploads = dirty || multipartParts(m)
-		if !listUploads {
-			t.commit(w.layout.Dir)
-		}
-	}
-	if !listParts && !listUploads {
-		return m
-	}
 	w.tidy(ctx, func(ctx context.Context) {
-		if listParts {
-			w.deleteUnlisted(ctx, m, onlyOlder)
-		}
-		if listUploads {
-			w.abortOtherUploads(ctx)
-		}
+		w.deleteUnlisted(ctx, m, onlyOlder)
+		w.abortOtherUploads(ctx)
 	})
 	return m
-}
-
-// multipartParts says whether a part of m was sent as an S3 multipart
-// upload (store.S3PutObject sends larger objects through gocloud's).
-func multipartParts(m *output.Manifest) bool {
-	for _, f := range m.Files {
-		if f.Bytes > store.PutThreshold {
-			return true
-		}
-	}
-	return false
 }
 
 // ours says whether the stored manifest cur is the one this writer put as
@@ -424,30 +392,7 @@ func Lookup(ctx context.Context, bucket *blob.Bucket, prefix, batchID, fingerpri
 	}
 	var found *output.Manifest
 	for _, dir := range dirs {
-		listed := false
-		var parts map[string]int64
-		if t := cfg.tidier; t.active() {
-			// One listing answers both whether a manifest is there and
-			// whether the commit will have anything to tidy (Tidier).
-			has, ps, err := listBatchDir(ctx, bucket, dir, timeout)
-			if err != nil {
-				return nil, fmt.Errorf("sink: lookup batch %s: %w", batchID, err)
-			}
-			if !has {
-				t.observed(dir, len(ps) == 0)
-				continue
-			}
-			listed, parts = true, ps
-			t.observed(dir, false)
-		}
 		m, complete, err := output.ReadComplete(ctx, bucket, dir+"/"+output.SuccessName, timeout)
-		if listed && m != nil && complete && m.Fingerprint != "" {
-			// The manifest stands and no writer can replace it: the parts
-			// it does not list are garbage (as after a commit, see
-			// deleteUnlisted), and any upload under it is a loser's.
-			deleteUnlistedKeys(ctx, bucket, dir, m, parts, timeout)
-			cfg.tidier.commit(dir)
-		}
 		if err != nil && !errors.Is(err, output.ErrCorrupt) {
 			return nil, fmt.Errorf("sink: lookup batch %s: %w", batchID, err)
 		}
@@ -460,54 +405,6 @@ func Lookup(ctx context.Context, bucket *blob.Bucket, prefix, batchID, fingerpri
 		found = m
 	}
 	return found, nil
-}
-
-// listBatchDir lists the batch directory dir: whether its manifest is
-// there, and its parts with their sizes.
-func listBatchDir(ctx context.Context, b *blob.Bucket, dir string, timeout time.Duration) (manifest bool, parts map[string]int64, err error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	parts = map[string]int64{}
-	it := b.List(&blob.ListOptions{Prefix: dir + "/"})
-	for {
-		obj, err := it.Next(ctx)
-		if err == io.EOF {
-			return manifest, parts, nil
-		}
-		if err != nil {
-			return false, nil, fmt.Errorf("list %s: %w", dir, err)
-		}
-		name := strings.TrimPrefix(obj.Key, dir+"/")
-		switch {
-		case name == output.SuccessName:
-			manifest = true
-		case !obj.IsDir:
-			// Parts of any attempt, and whatever else: a directory
-			// holding anything is for the commit to list again.
-			parts[obj.Key] = obj.Size
-		}
-	}
-}
-
-// deleteUnlistedKeys deletes, best effort, the parts of the batch
-// directory dir among keys that m does not list.
-func deleteUnlistedKeys(ctx context.Context, b *blob.Bucket, dir string, m *output.Manifest, keys map[string]int64, timeout time.Duration) {
-	listed := make(map[string]bool, len(m.Files))
-	for _, f := range m.Files {
-		listed[f.Key] = true
-	}
-	l := output.Layout{Dir: dir}
-	for k := range keys {
-		if listed[k] || !l.IsPart(k) {
-			continue
-		}
-		cctx, cancel := context.WithTimeout(ctx, timeout)
-		err := b.Delete(cctx, k)
-		cancel()
-		if err != nil && gcerrors.Code(err) != gcerrors.NotFound {
-			return // the next commit, lookup or tidy of the batch tries again
-		}
-	}
 }
 
 // readManifestTimeout is output.ReadManifest bounded by timeout.

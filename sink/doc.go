@@ -44,11 +44,7 @@
 // store.Sweep and the next attempt at a batch remove what killed writers
 // left (local temporary files when it opens; S3 multipart uploads when it
 // commits, or when it ends without a manifest), and store.Check proves the
-// store usable at start-up. A Tidier shared by a process's lookups and
-// writers (WithTidier) takes those listings off a commit's common path:
-// the lookup's listing of the batch directory says whether the commit has
-// parts to remove, and the uploads under committed batches are aborted by
-// one sweep of the prefix a second.
+// store usable at start-up.
 // Every store call has a deadline (WithCallTimeout, WithUploadStallTimeout).
 // Readers must go by the manifest: a batch directory may briefly hold
 // parts of attempts that lost, which the winner deletes after it commits

@@ -195,11 +195,6 @@ func (w *BatchWriter) cleanup(ctx context.Context) (cause, err error) {
 		}
 	}
 	w.partsOpened = 0
-	if t := w.cfg.tidier; t.active() && w.local == "" {
-		// Kept or late-landing parts, or an upload whose abort failed:
-		// the next commit here lists both.
-		t.failed(w.layout.Dir)
-	}
 	cause = w.err
 	if w.abortErr != nil {
 		err, w.abortErr = fmt.Errorf("sink: batch %s: %w", w.meta.BatchID, w.abortErr), nil

@@ -78,7 +78,6 @@ type config struct {
 	zstdLevel         zstd.EncoderLevel
 	buffers           *Buffers
 	dirCache          *output.DirCache
-	tidier            *Tidier
 	sweepWhileWriting bool
 	zstdLevelSet      int
 	rowGroupRows      int
@@ -250,15 +249,6 @@ func WithChunkRelease(f func(walk.Chunk)) Option { return func(o *config) { o.re
 // concerns local stores only: on other stores the removal is part of the
 // commit, or of an attempt that ends without one.
 func WithSweepWhileWriting() Option { return func(o *config) { o.sweepWhileWriting = true } }
-
-// WithTidier hands the removal of what other attempts left under a
-// committed batch to t where the writer's own knowledge and the lookup's
-// listing allow (see Tidier): a writer's commit then lists the batch
-// directory and its multipart uploads only when something may be there,
-// and Lookup lists the batch directory instead of reading the manifest.
-// Give one Tidier to the writers and lookups of one bucket and prefix, and
-// run its Run. Defaults to none: every commit lists both.
-func WithTidier(t *Tidier) Option { return func(o *config) { o.tidier = t } }
 
 // WithDirCache makes Lookup take the directories above the batch
 // directories from c, listing them again once c's listing is older than

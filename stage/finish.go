@@ -271,7 +271,7 @@ const DefaultLookupDirsTTL = time.Second
 func (s *Stage) lookupOne(ctx context.Context, b *batch) {
 	b.existing, b.lookupErr = nil, nil
 	m, err := sink.Lookup(ctx, s.o.Bucket, s.o.Prefix, b.req.BatchID, b.req.Fingerprint(),
-		append(slices.Clip(s.o.SinkOptions), sink.WithDirCache(s.dirs), sink.WithTidier(s.tidier))...)
+		append(slices.Clip(s.o.SinkOptions), sink.WithDirCache(s.dirs))...)
 	switch {
 	case err != nil:
 		b.lookupErr = fmt.Errorf("look for existing output: %w", err)

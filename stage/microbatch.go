@@ -434,7 +434,7 @@ func (s *Stage) sinkOptions(v *served) []sink.Option {
 	// The event need not wait for the removal of earlier attempts'
 	// leftovers; the offset commit does (report). Nor does the launch
 	// wait for the removal of what killed attempts left: Commit does.
-	opts := append(slices.Clip(s.o.SinkOptions), sink.WithTidyAfterCommit(), sink.WithSweepWhileWriting(), sink.WithBuffers(s.buffers), sink.WithDirCache(s.dirs), sink.WithTidier(s.tidier))
+	opts := append(slices.Clip(s.o.SinkOptions), sink.WithTidyAfterCommit(), sink.WithSweepWhileWriting(), sink.WithBuffers(s.buffers), sink.WithDirCache(s.dirs))
 	if f := v.chunkReleaser(); f != nil {
 		opts = append(opts, sink.WithChunkRelease(f))
 	}

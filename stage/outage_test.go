@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -471,98 +469,5 @@ func TestLookupsReuseDirectoryListing(t *testing.T) {
 	}
 	if runs := metricValue(s.m.engineRuns); runs != batches {
 		t.Errorf("%v engine runs for %d batches and a redelivery, want %d", runs, batches, batches)
-	}
-}
-
-// TestBatchesMakeTwoSmallRequests: beside its parts, a batch the stage
-// writes into S3 makes two small requests, the lookup's listing of the
-// batch directory and the manifest's create, where it made four (the
-// lookup's GET of the manifest, the create, and after the commit a
-// listing of the directory's parts and one of the multipart uploads under
-// it); the uploads under the batches committed meanwhile are listed once,
-// by the Tidier's sweep at shutdown here.
-func TestBatchesMakeTwoSmallRequests(t *testing.T) {
-	be := s3mem.New()
-	if err := be.CreateBucket("walks"); err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	counts := map[string]int{}
-	fake := gofakes3.New(be, gofakes3.WithLogger(gofakes3.DiscardLog())).Server()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		kind := ""
-		switch {
-		case r.Method == http.MethodGet && q.Has("uploads"):
-			kind = "list uploads"
-		case r.Method == http.MethodGet && q.Has("delimiter"):
-			kind = "list directories"
-		case r.Method == http.MethodGet && (q.Has("list-type") || q.Has("prefix")):
-			kind = "list objects"
-		case r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/part-"):
-		case strings.Count(strings.Trim(r.URL.Path, "/"), "/") == 0:
-			// the bucket itself: the store probe's HeadBucket
-		default:
-			kind = r.Method + " " + path.Base(r.URL.Path)
-		}
-		if kind != "" {
-			mu.Lock()
-			counts[kind]++
-			mu.Unlock()
-		}
-		fake.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	take := func() map[string]int {
-		mu.Lock()
-		defer mu.Unlock()
-		n := counts
-		counts = map[string]int{}
-		return n
-	}
-	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
-		"AWS_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"} {
-		t.Setenv(k, v)
-	}
-	b, err := store.OpenBucket(context.Background(), "s3://walks?endpoint="+srv.URL+"&use_path_style=true&region=us-east-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	src, evs := newMemSource(), &memEvents{}
-	_, g := testGraphCached(t)
-	eng, err := cpu.New(g, cpu.WithWorkers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close() })
-	// An hour: one listing of the directories, one sweep (at shutdown).
-	s, err := New(Options{Graph: g, Engine: eng, Source: src, Events: evs, Bucket: b, BucketURL: "s3://walks", Prefix: "walks",
-		LookupDirsTTL: time.Hour, TidyInterval: time.Hour, Logger: testLog(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	const batches = 6
-	for i := range batches {
-		src.send(t, fmt.Sprintf("b%d", i), fmt.Sprintf(`{"version":1,"batch_id":"b%d","algorithm":"deepwalk","seeds":[1,2,3],"length":6}`, i))
-		waitFor(t, fmt.Sprintf("event %d", i+1), 10*time.Second, func() bool { return len(evs.all()) == i+1 })
-		n := take()
-		if i == 0 {
-			continue // the first lists the directories above the batches
-		}
-		if want := map[string]int{"list objects": 1, "PUT _SUCCESS": 1}; !maps.Equal(n, want) {
-			t.Errorf("batch %d: small requests %v, want %v", i, n, want)
-		}
-	}
-	stop()
-	if err := <-done; err != nil {
-		t.Fatalf("stage exited with %v", err)
-	}
-	if n := take(); n["list uploads"] != 1 {
-		t.Errorf("shutdown made %v, want one listing of uploads", n)
 	}
 }

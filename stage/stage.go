@@ -78,15 +78,6 @@ type Options struct {
 	// (sink.WithDirCache); 0 means a second, negative lists for every
 	// lookup.
 	LookupDirsTTL time.Duration
-	// TidyInterval is how often the multipart uploads under the batches
-	// committed meanwhile are swept, with one listing for all of them
-	// (sink.Tidier); 0 means sink.DefaultTidyInterval.
-	TidyInterval time.Duration
-	// OutputSweepAge is the age past which the Tidier's sweeps (like the
-	// start-up sweep, WALKSTAGE_OUTPUT_SWEEP_AGE) abort any multipart
-	// upload under the prefix, taken for a killed replica's; 0 aborts
-	// uploads only under committed batches.
-	OutputSweepAge time.Duration
 	// RetryBackoffMin and RetryBackoffMax bound the wait between retries of
 	// work that failed on a dependency (exponential, with jitter).
 	RetryBackoffMin, RetryBackoffMax time.Duration
@@ -226,9 +217,6 @@ type Stage struct {
 	// dirs are the output directories above the batch directories, for
 	// the lookup of every batch taken in (sink.WithDirCache).
 	dirs *output.DirCache
-	// tidier takes the tidying of committed batches off their commits
-	// (sink.WithTidier); nil without a bucket.
-	tidier *sink.Tidier
 
 	turns    *turns.Line // one engine run at a time, in the order asked (internal/turns)
 	finishes sync.WaitGroup
@@ -329,13 +317,6 @@ func New(o Options) (*Stage, error) {
 		active:     map[string]chan struct{}{},
 		tracer:     o.Tracer,
 	}
-	if o.Bucket != nil {
-		t, err := sink.NewTidier(o.Bucket, o.Prefix, o.OutputSweepAge, o.SinkOptions...)
-		if err != nil {
-			return nil, err
-		}
-		s.tidier = t
-	}
 	s.walkers.cores = walkerCores(o.Live, o.Engine)
 	if s.tracer == nil {
 		s.tracer = noop.NewTracerProvider().Tracer(TracerName)
@@ -433,22 +414,6 @@ func (s *Stage) Run(ctx context.Context) error {
 		<-drained
 		return nil
 	}, cancelWork)
-	if s.tidier != nil {
-		// Stopped with the group, after the batches drained: its last
-		// sweep takes the uploads of the last commits.
-		tidyCtx, stopTidy := context.WithCancel(context.WithoutCancel(ctx))
-		g.add("tidier", func() error {
-			s.tidier.Run(tidyCtx, s.o.TidyInterval, func(n int, err error) {
-				if err != nil {
-					s.log.Warn("sweeping multipart uploads under committed batches failed; the next sweep retries", "err", err)
-					return
-				}
-				s.log.Debug("aborted multipart uploads other attempts left under committed batches", "uploads", n)
-			})
-			<-tidyCtx.Done() // at once on a local bucket, where there is nothing to sweep
-			return nil
-		}, stopTidy)
-	}
 	if len(s.o.Probes) > 0 {
 		probeCtx, stopProbes := context.WithCancel(workCtx)
 		g.add("probes", func() error {

@@ -108,21 +108,12 @@ func isNoSuchUpload(err error) bool {
 // OpenBucket records: for other buckets, and for stores other than S3, it
 // does nothing.
 func AbortStaleUploads(ctx context.Context, b *blob.Bucket, prefix string, olderThan, callTimeout time.Duration) (int, error) {
-	cutoff := time.Now().Add(-olderThan)
-	return AbortUploadsWhere(ctx, b, prefix, callTimeout, func(_ string, initiated time.Time) bool { return initiated.Before(cutoff) })
-}
-
-// AbortUploadsWhere lists the multipart uploads under prefix (pages of one
-// ListMultipartUploads request each) and aborts those for which abort(key,
-// initiated) is true, saying how many it aborted: one listing serves any
-// number of batch directories under prefix. Like AbortStaleUploads it does
-// nothing for buckets not opened by OpenBucket or not on S3.
-func AbortUploadsWhere(ctx context.Context, b *blob.Bucket, prefix string, callTimeout time.Duration, abort func(key string, initiated time.Time) bool) (int, error) {
 	var c *s3.Client
 	name := lookupBucket(b).s3Name
 	if name == "" || !b.As(&c) {
 		return 0, nil
 	}
+	cutoff := time.Now().Add(-olderThan)
 	in := &s3.ListMultipartUploadsInput{Bucket: &name, Prefix: &prefix}
 	aborted := 0
 	var errs []error
@@ -138,7 +129,7 @@ func AbortUploadsWhere(ctx context.Context, b *blob.Bucket, prefix string, callT
 			return aborted, errors.Join(append(errs, fmt.Errorf("list multipart uploads under %s: %w", prefix, err))...)
 		}
 		for _, u := range out.Uploads {
-			if u.Key == nil || u.Initiated == nil || !abort(*u.Key, *u.Initiated) {
+			if u.Key == nil || u.Initiated == nil || !u.Initiated.Before(cutoff) {
 				continue
 			}
 			cctx, cancel := context.WithTimeout(ctx, callTimeout)

@@ -22,11 +22,6 @@ import (
 // and so up to which S3PutObject holds an object to send it itself.
 const putThreshold = 16 << 20
 
-// PutThreshold is the largest object S3PutObject sends as one PutObject: a
-// larger one goes up as a multipart upload, which a killed writer leaves
-// open, and an object of at most this size never does.
-const PutThreshold = putThreshold
-
 // S3PutObject writes an S3 object of up to putThreshold bytes with one
 // PutObject from a buffer of its own (pooled in a BodyPool), and a larger one
 // through gocloud's writer, which it opens once the buffer would overflow.

@@ -212,11 +212,10 @@ type Config struct {
 	// error retried with back-off, not a stall. Part uploads fail instead
 	// when the store accepts none of their bytes for a minute.
 	StoreTimeout time.Duration `env:"STORE_TIMEOUT" envDefault:"10s"`
-	// WALKSTAGE_OUTPUT_SWEEP_AGE: at start-up and once as often, abort S3
-	// multipart uploads under the prefix started longer ago than this, and
-	// at start-up remove temporary files as old, left by killed replicas (0
-	// disables). It must exceed the longest part upload, as every replica
-	// sweeps the shared prefix.
+	// WALKSTAGE_OUTPUT_SWEEP_AGE: at start-up, abort S3 multipart uploads
+	// under the prefix started longer ago than this, and remove temporary
+	// files as old, left by killed replicas (0 disables). It must exceed the
+	// longest part upload, as every replica sweeps the shared prefix.
 	OutputSweepAge time.Duration `env:"OUTPUT_SWEEP_AGE" envDefault:"1h"`
 	// WALKSTAGE_TABLE_CATALOG: also append every committed batch to an
 	// Apache Iceberg table of its output kind (walks, visits, samples), so
