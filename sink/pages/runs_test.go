@@ -60,7 +60,7 @@ func TestRunsFrameDecodes(t *testing.T) {
 		}
 	}
 	for name, body := range cases {
-		frame, err := pc.appendRunsFrame([]byte("x"), body)
+		frame, err := pc.appendRunsFrame([]byte("x"), body, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -71,14 +71,37 @@ func TestRunsFrameDecodes(t *testing.T) {
 		if !bytes.Equal(got, body) {
 			t.Fatalf("%s: decoded %d bytes that differ from the %d written", name, len(got), len(body))
 		}
+		// The runs as a writer finds them (fillPlainDense) give the same
+		// frame as the scan of each block.
+		if len(body) > 8 {
+			given, err := pc.appendRunsFrame([]byte("x"), body, pageRuns(body))
+			if err != nil {
+				t.Fatalf("%s: with runs: %v", name, err)
+			}
+			if !bytes.Equal(given, frame) {
+				t.Fatalf("%s: frame from the page's runs differs from the scanned one (%d bytes, %d)", name, len(given), len(frame))
+			}
+		}
 	}
 	body := values(65536, 20, 22)
-	frame, _ := pc.appendRunsFrame(nil, body)
+	frame, _ := pc.appendRunsFrame(nil, body, nil)
 	ref := pc.zstd.EncodeAll(body, nil)
 	if len(frame) > len(ref)*11/10 {
 		t.Errorf("runs of 22-bit values: %d bytes, zstd %d", len(frame), len(ref))
 	}
 	t.Logf("runs of 22-bit values: %d bytes, zstd fastest %d", len(frame), len(ref))
+}
+
+// pageRuns are the ends of body's runs of equal 8-byte values over the
+// whole page, as fillPlainDense finds them.
+func pageRuns(body []byte) []int32 {
+	var ends []int32
+	for i := 1; i < len(body)/8; i++ {
+		if binary.LittleEndian.Uint64(body[8*i:]) != binary.LittleEndian.Uint64(body[8*i-8:]) {
+			ends = append(ends, int32(i))
+		}
+	}
+	return append(ends, int32(len(body)/8))
 }
 
 func BenchmarkRunsFrame(b *testing.B) {
@@ -96,7 +119,7 @@ func BenchmarkRunsFrame(b *testing.B) {
 		name string
 		f    func(dst []byte) []byte
 	}{
-		{"runs", func(dst []byte) []byte { out, _ := pc.appendRunsFrame(dst, body); return out }},
+		{"runs", func(dst []byte) []byte { out, _ := pc.appendRunsFrame(dst, body, nil); return out }},
 		{"zstd", func(dst []byte) []byte { return pc.zstd.EncodeAll(body, dst) }},
 	} {
 		b.Run(c.name, func(b *testing.B) {

@@ -88,6 +88,9 @@ type SampleEncoder struct {
 	e       Encoder
 	weights bool
 	u32     []uint32
+	// ends are the ends of the src page's runs, found as the page is
+	// written (appendRunsFrame).
+	ends []int32
 }
 
 // NewSampleEncoder returns an encoder for cfg.
@@ -243,9 +246,12 @@ func fillRuns[T any](rows *SampleRows, vals []int64, p0, p1 int, out []T, set fu
 			end = int(rows.Starts[k+1])
 		}
 		v := set(vals[k])
-		for ; r < min(end, p1); r++ {
-			out[r-p0] = v
+		// A run through a slice of its own: no bounds check a row.
+		run := out[r-p0 : min(end, p1)-p0]
+		for i := range run {
+			run[i] = v
 		}
+		r += len(run)
 	}
 }
 
@@ -308,7 +314,7 @@ func (s *SampleEncoder) page(c *column, n int, lo, hi int64, how int) error {
 		case e.codec.kind != Zstd || how == asSegment:
 			return e.codec.encode(dst, body, []int{0, len(body)}, 0)
 		case how == runs:
-			return e.codec.appendRunsFrame(dst, body)
+			return e.codec.appendRunsFrame(dst, body, s.ends)
 		}
 		return e.codec.zstd.EncodeAll(body, dst), nil
 	})
@@ -354,24 +360,78 @@ func (s *SampleEncoder) plainColumn(c *column, vs []uint32) error {
 			return err
 		}
 		body := grow(e.body, 8*len(page))
+		// One pass writes the page and finds its runs for the frame
+		// (src's runs are the edges of one source), instead of a scan
+		// of the 8-byte values afterwards: under load the encoders are
+		// bound by memory more than by instructions.
 		var lo, hi int64
 		if ids == nil {
-			for i, v := range page {
-				binary.LittleEndian.PutUint64(body[8*i:], uint64(v))
-			}
 			lo, hi = int64(lo32), int64(hi32)
+			s.ends = fillPlainDense(body, grow(s.ends, len(page)+1), page)
 		} else {
-			lo, hi = ids[page[0]], ids[page[0]]
-			for i, v := range page {
-				x := ids[v]
-				lo, hi = min(lo, x), max(hi, x)
-				binary.LittleEndian.PutUint64(body[8*i:], uint64(x))
-			}
+			lo, hi, s.ends = fillPlainMapped(body, grow(s.ends, len(page)+1), page, ids)
 		}
 		e.body = body
 		return s.page(c, len(page), lo, hi, runs)
 	})
 }
+
+// fillPlainDense writes page's values as 8 little-endian bytes each to
+// body (8*len(page) long) and the ends of its runs of equal values to
+// ends (len(page)+1 long), which it returns cut to the runs.
+func fillPlainDense(body []byte, ends []int32, page []uint32) []int32 {
+	ends = ends[:len(page)+1]
+	n := 0
+	prev := page[0]
+	if nativeLittleEndian {
+		// The values as they lie in memory, without a bounds check each.
+		u := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(body))), len(page))
+		for i, v := range page {
+			if v != prev {
+				ends[n] = int32(i)
+				n++
+				prev = v
+			}
+			u[i] = uint64(v)
+		}
+	} else {
+		for i, v := range page {
+			if v != prev {
+				ends[n] = int32(i)
+				n++
+				prev = v
+			}
+			binary.LittleEndian.PutUint64(body[8*i:], uint64(v))
+		}
+	}
+	ends[n] = int32(len(page))
+	return ends[:n+1]
+}
+
+// fillPlainMapped is fillPlainDense for external ids (ids[v] for vertex
+// v), and returns the bounds of the ids written too.
+func fillPlainMapped(body []byte, ends []int32, page []uint32, ids []int64) (lo, hi int64, _ []int32) {
+	ends = ends[:len(page)+1]
+	n := 0
+	prev := ids[page[0]]
+	lo, hi = prev, prev
+	for i, v := range page {
+		x := ids[v]
+		if x != prev {
+			ends[n] = int32(i)
+			n++
+			prev = x
+			lo, hi = min(lo, x), max(hi, x)
+		}
+		binary.LittleEndian.PutUint64(body[8*i:], uint64(x))
+	}
+	ends[n] = int32(len(page))
+	return lo, hi, ends[:n+1]
+}
+
+// nativeLittleEndian says the CPU stores integers little-endian, as
+// Parquet's PLAIN values are.
+var nativeLittleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // deltaColumn writes vs (dst) as DELTA_BINARY_PACKED pages of external
 // ids: dense ids from the column as it lies.
