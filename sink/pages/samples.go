@@ -355,21 +355,22 @@ func (s *SampleEncoder) plainColumn(c *column, vs []uint32) error {
 	ids := e.g.IDs
 	return forPages(len(vs), func(p0, p1 int) error {
 		page := vs[p0:p1]
-		lo32, hi32, err := s.checkVertices(page)
-		if err != nil {
-			return err
-		}
 		body := grow(e.body, 8*len(page))
-		// One pass writes the page and finds its runs for the frame
-		// (src's runs are the edges of one source), instead of a scan
-		// of the 8-byte values afterwards: under load the encoders are
+		// One pass writes the page, finds its runs for the frame (src's
+		// runs are the edges of one source) and its bounds (a run's
+		// value once), instead of a pass for the bounds and a scan of
+		// the 8-byte values afterwards: under load the encoders are
 		// bound by memory more than by instructions.
-		var lo, hi int64
-		if ids == nil {
-			lo, hi = int64(lo32), int64(hi32)
-			s.ends = fillPlainDense(body, grow(s.ends, len(page)+1), page)
-		} else {
-			lo, hi, s.ends = fillPlainMapped(body, grow(s.ends, len(page)+1), page, ids)
+		var lo32, hi32 uint32
+		lo32, hi32, s.ends = fillPlainDense(body, grow(s.ends, len(page)+1), page)
+		if nv := uint32(e.g.NumVertices()); hi32 >= nv {
+			return fmt.Errorf("%w: sampled edge with vertex %d, beyond the graph's %d", ErrBadChunk, hi32, nv)
+		}
+		lo, hi := int64(lo32), int64(hi32)
+		if ids != nil {
+			// Mapped ids: the page again, now that its vertices are
+			// known to be in the graph.
+			lo, hi, s.ends = fillPlainMapped(body, s.ends, page, ids)
 		}
 		e.body = body
 		return s.page(c, len(page), lo, hi, runs)
@@ -378,11 +379,13 @@ func (s *SampleEncoder) plainColumn(c *column, vs []uint32) error {
 
 // fillPlainDense writes page's values as 8 little-endian bytes each to
 // body (8*len(page) long) and the ends of its runs of equal values to
-// ends (len(page)+1 long), which it returns cut to the runs.
-func fillPlainDense(body []byte, ends []int32, page []uint32) []int32 {
+// ends (len(page)+1 long), which it returns cut to the runs, with the
+// page's smallest and largest value.
+func fillPlainDense(body []byte, ends []int32, page []uint32) (lo, hi uint32, _ []int32) {
 	ends = ends[:len(page)+1]
 	n := 0
 	prev := page[0]
+	lo, hi = prev, prev
 	if nativeLittleEndian {
 		// The values as they lie in memory, without a bounds check each.
 		u := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(body))), len(page))
@@ -391,6 +394,7 @@ func fillPlainDense(body []byte, ends []int32, page []uint32) []int32 {
 				ends[n] = int32(i)
 				n++
 				prev = v
+				lo, hi = min(lo, v), max(hi, v)
 			}
 			u[i] = uint64(v)
 		}
@@ -400,12 +404,13 @@ func fillPlainDense(body []byte, ends []int32, page []uint32) []int32 {
 				ends[n] = int32(i)
 				n++
 				prev = v
+				lo, hi = min(lo, v), max(hi, v)
 			}
 			binary.LittleEndian.PutUint64(body[8*i:], uint64(v))
 		}
 	}
 	ends[n] = int32(len(page))
-	return ends[:n+1]
+	return lo, hi, ends[:n+1]
 }
 
 // fillPlainMapped is fillPlainDense for external ids (ids[v] for vertex
