@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"unsafe"
 
@@ -255,6 +256,58 @@ func fillRuns[T any](rows *SampleRows, vals []int64, p0, p1 int, out []T, set fu
 	}
 }
 
+// appendDeltaRuns32 appends rows [p0, p1)'s instance values (vals[k] for
+// the rows of instance k; all in 0 .. 2^32-1) as a DELTA_BINARY_PACKED
+// page body, the bytes appendDeltaUint32 writes for them, and returns
+// their bounds. The column is not written out first: a block of 128
+// deltas inside one instance's run (most of them: neighbour [25, 10] has
+// 275 rows an instance) is all zeros, whose block is a zero minimum delta
+// and four zero widths; only blocks that cross a run's end are filled
+// (129 values) and packed.
+func appendDeltaRuns32(dst []byte, rows *SampleRows, vals []int64, p0, p1 int) (_ []byte, lo, hi uint32) {
+	n, nr := p1-p0, rows.Rows()
+	starts := rows.Starts
+	end := func(k int) int { // the row past instance k's run
+		if k+1 < len(starts) {
+			return int(starts[k+1])
+		}
+		return nr
+	}
+	k0 := sort.Search(len(starts), func(k int) bool { return int(starts[k]) > p0 }) - 1
+	lo, hi = uint32(vals[k0]), uint32(vals[k0])
+	for k := k0; k < len(starts) && int(starts[k]) < p1; k++ {
+		lo, hi = min(lo, uint32(vals[k])), max(hi, uint32(vals[k]))
+	}
+	dst = slices.Grow(dst, maxDBP32(n)+32)
+	dst = appendDBPHeader(dst, n, vals[k0])
+	fast := hasDBPAVX2 && hi < 1<<31
+	var d [dbpBlock + 1]uint64
+	var x [dbpBlock + 1]uint32
+	k := k0
+	for i := 1; i < n; i += dbpBlock {
+		a, b := p0+i-1, p0+min(n, i+dbpBlock) // the block's values: rows [a, b)
+		for end(k) <= a {
+			k++
+		}
+		if end(k) >= b {
+			// No delta but 0: the minimum 0, every miniblock's width 0.
+			dst = append(dst, 0, 0, 0, 0, 0)
+			continue
+		}
+		blk := x[:b-a]
+		for r, kr := a, k; r < b; kr++ {
+			v := uint32(vals[kr])
+			run := blk[r-a : min(end(kr), b)-a]
+			for j := range run {
+				run[j] = v
+			}
+			r += len(run)
+		}
+		dst = appendDBPBlock32(dst, blk, fast, &d)
+	}
+	return dst, lo, hi
+}
+
 // instanceColumn writes a column of per-instance values vals (instance
 // ids or integer seeds) repeated over each instance's rows, delta encoded:
 // from 32-bit values where they all fit. Their pages go to zstd's match
@@ -271,9 +324,9 @@ func (s *SampleEncoder) instanceColumn(rows *SampleRows, vals []int64, c *column
 	}
 	return forPages(rows.Rows(), func(p0, p1 int) error {
 		if lo >= 0 && hi < 1<<32 {
-			s.u32 = grow(s.u32, p1-p0)
-			fillRuns(rows, vals, p0, p1, s.u32, func(v int64) uint32 { return uint32(v) })
-			return s.deltaPage32(c, s.u32, matched)
+			var plo, phi uint32
+			e.body, plo, phi = appendDeltaRuns32(e.body[:0], rows, vals, p0, p1)
+			return s.page(c, p1-p0, int64(plo), int64(phi), matched)
 		}
 		e.ext = grow(e.ext, p1-p0)
 		fillRuns(rows, vals, p0, p1, e.ext, func(v int64) int64 { return v })
