@@ -398,8 +398,11 @@ func appendSequences(dst []byte, seqs []runSeq, explicit bool) []byte {
 // appendRunsFrame appends body (8-byte values) compressed as a zstd frame
 // of blocks of 16,384 values: a block with runs as literals and sequences,
 // one without as the codec frames a literal segment, and a block that
-// would not shrink raw.
-func (pc *pageCodec) appendRunsFrame(dst, body []byte) ([]byte, error) {
+// would not shrink raw. ends are the ends of body's runs of equal values
+// (ascending value indexes, the last one len(body)/8) where the caller
+// found them as it wrote body; nil scans body for them, a second pass over
+// it.
+func (pc *pageCodec) appendRunsFrame(dst, body []byte, ends []int32) ([]byte, error) {
 	dst = append(dst, 0x28, 0xb5, 0x2f, 0xfd, 0xa0) // magic; single segment, 4-byte content size
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(body)))
 	if len(body) <= 8 {
@@ -409,14 +412,48 @@ func (pc *pageCodec) appendRunsFrame(dst, body []byte) ([]byte, error) {
 	// one before it to match (see appendRunsBlock).
 	dst = appendRawBlock(dst, body[:8], 0)
 	explicit := true
+	e := 0 // ends[e] is the first run end past the block's first value
 	for b0 := 8; b0 < len(body); b0 += maxRawBlock {
 		blk := body[b0:min(len(body), b0+maxRawBlock)]
+		var runs []int32
+		if ends == nil {
+			runs = scanRuns(pc.runEnds[:0], blk)
+		} else {
+			// The page's runs cut at the block's bounds: the runs a scan
+			// of the block finds (one continued from the block before
+			// starts at its first value).
+			v0, v1 := int32(b0/8), int32((b0+len(blk))/8)
+			runs = pc.runEnds[:0]
+			for ; e < len(ends) && ends[e] <= v0; e++ {
+			}
+			for ; e < len(ends) && ends[e] < v1; e++ {
+				runs = append(runs, ends[e]-v0)
+			}
+			runs = append(runs, v1-v0)
+		}
+		pc.runEnds = runs
 		var err error
-		if dst, err = pc.appendRunsBlock(dst, blk, binary.LittleEndian.Uint64(body[b0-8:]), &explicit, b0+len(blk) == len(body)); err != nil {
+		if dst, err = pc.appendRunsBlock(dst, blk, binary.LittleEndian.Uint64(body[b0-8:]), runs, &explicit, b0+len(blk) == len(body)); err != nil {
 			return nil, err
 		}
 	}
 	return dst, nil
+}
+
+// scanRuns appends to dst the end of each run of equal 8-byte values of
+// blk (the index past its last value).
+func scanRuns(dst []int32, blk []byte) []int32 {
+	m := len(blk) / 8
+	for i := 0; i < m; {
+		v := binary.LittleEndian.Uint64(blk[8*i:])
+		j := i + 1
+		for j < m && binary.LittleEndian.Uint64(blk[8*j:]) == v {
+			j++
+		}
+		dst = append(dst, int32(j))
+		i = j
+	}
+	return dst
 }
 
 // appendRunsBlock appends one block of 8-byte values blk, prev the value
@@ -428,26 +465,19 @@ func (pc *pageCodec) appendRunsFrame(dst, body []byte) ([]byte, error) {
 // longest's (the other bytes are still p's): the sequences then share their
 // literal length, coded as one RLE symbol. *explicit says the frame has no
 // sequence yet (appendSequences).
-func (pc *pageCodec) appendRunsBlock(dst, blk []byte, prev uint64, explicit *bool, last bool) ([]byte, error) {
-	m := len(blk) / 8
-	runs := pc.runEnds[:0]
+func (pc *pageCodec) appendRunsBlock(dst, blk []byte, prev uint64, runs []int32, explicit *bool, last bool) ([]byte, error) {
 	k := 1
 	p := prev
-	for i := 0; i < m; {
+	i := 0
+	for _, j := range runs {
 		v := binary.LittleEndian.Uint64(blk[8*i:])
-		j := i + 1
-		for j < m && binary.LittleEndian.Uint64(blk[8*j:]) == v {
-			j++
-		}
 		k = max(k, (bits.Len64(v^p)+7)/8)
-		runs = append(runs, int32(j))
 		p = v
-		i = j
+		i = int(j)
 	}
-	pc.runEnds = runs
 	lits, seqs := pc.runLits[:0], pc.runSeqs[:0]
 	pending := uint32(0)
-	i := 0
+	i = 0
 	for _, j := range runs {
 		// k <= 5: a run of one is a sequence too, of 8-k >= 3 bytes.
 		if ml := 8 - k + 8*(int(j)-i-1); ml >= 3 {

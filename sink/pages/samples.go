@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"unsafe"
 
@@ -88,6 +89,9 @@ type SampleEncoder struct {
 	e       Encoder
 	weights bool
 	u32     []uint32
+	// ends are the ends of the src page's runs, found as the page is
+	// written (appendRunsFrame).
+	ends []int32
 }
 
 // NewSampleEncoder returns an encoder for cfg.
@@ -243,10 +247,65 @@ func fillRuns[T any](rows *SampleRows, vals []int64, p0, p1 int, out []T, set fu
 			end = int(rows.Starts[k+1])
 		}
 		v := set(vals[k])
-		for ; r < min(end, p1); r++ {
-			out[r-p0] = v
+		// A run through a slice of its own: no bounds check a row.
+		run := out[r-p0 : min(end, p1)-p0]
+		for i := range run {
+			run[i] = v
 		}
+		r += len(run)
 	}
+}
+
+// appendDeltaRuns32 appends rows [p0, p1)'s instance values (vals[k] for
+// the rows of instance k; all in 0 .. 2^32-1) as a DELTA_BINARY_PACKED
+// page body, the bytes appendDeltaUint32 writes for them, and returns
+// their bounds. The column is not written out first: a block of 128
+// deltas inside one instance's run (most of them: neighbour [25, 10] has
+// 275 rows an instance) is all zeros, whose block is a zero minimum delta
+// and four zero widths; only blocks that cross a run's end are filled
+// (129 values) and packed.
+func appendDeltaRuns32(dst []byte, rows *SampleRows, vals []int64, p0, p1 int) (_ []byte, lo, hi uint32) {
+	n, nr := p1-p0, rows.Rows()
+	starts := rows.Starts
+	end := func(k int) int { // the row past instance k's run
+		if k+1 < len(starts) {
+			return int(starts[k+1])
+		}
+		return nr
+	}
+	k0 := sort.Search(len(starts), func(k int) bool { return int(starts[k]) > p0 }) - 1
+	lo, hi = uint32(vals[k0]), uint32(vals[k0])
+	for k := k0; k < len(starts) && int(starts[k]) < p1; k++ {
+		lo, hi = min(lo, uint32(vals[k])), max(hi, uint32(vals[k]))
+	}
+	dst = slices.Grow(dst, maxDBP32(n)+32)
+	dst = appendDBPHeader(dst, n, vals[k0])
+	fast := hasDBPAVX2 && hi < 1<<31
+	var d [dbpBlock + 1]uint64
+	var x [dbpBlock + 1]uint32
+	k := k0
+	for i := 1; i < n; i += dbpBlock {
+		a, b := p0+i-1, p0+min(n, i+dbpBlock) // the block's values: rows [a, b)
+		for end(k) <= a {
+			k++
+		}
+		if end(k) >= b {
+			// No delta but 0: the minimum 0, every miniblock's width 0.
+			dst = append(dst, 0, 0, 0, 0, 0)
+			continue
+		}
+		blk := x[:b-a]
+		for r, kr := a, k; r < b; kr++ {
+			v := uint32(vals[kr])
+			run := blk[r-a : min(end(kr), b)-a]
+			for j := range run {
+				run[j] = v
+			}
+			r += len(run)
+		}
+		dst = appendDBPBlock32(dst, blk, fast, &d)
+	}
+	return dst, lo, hi
 }
 
 // instanceColumn writes a column of per-instance values vals (instance
@@ -265,9 +324,9 @@ func (s *SampleEncoder) instanceColumn(rows *SampleRows, vals []int64, c *column
 	}
 	return forPages(rows.Rows(), func(p0, p1 int) error {
 		if lo >= 0 && hi < 1<<32 {
-			s.u32 = grow(s.u32, p1-p0)
-			fillRuns(rows, vals, p0, p1, s.u32, func(v int64) uint32 { return uint32(v) })
-			return s.deltaPage32(c, s.u32, matched)
+			var plo, phi uint32
+			e.body, plo, phi = appendDeltaRuns32(e.body[:0], rows, vals, p0, p1)
+			return s.page(c, p1-p0, int64(plo), int64(phi), matched)
 		}
 		e.ext = grow(e.ext, p1-p0)
 		fillRuns(rows, vals, p0, p1, e.ext, func(v int64) int64 { return v })
@@ -308,7 +367,7 @@ func (s *SampleEncoder) page(c *column, n int, lo, hi int64, how int) error {
 		case e.codec.kind != Zstd || how == asSegment:
 			return e.codec.encode(dst, body, []int{0, len(body)}, 0)
 		case how == runs:
-			return e.codec.appendRunsFrame(dst, body)
+			return e.codec.appendRunsFrame(dst, body, s.ends)
 		}
 		return e.codec.zstd.EncodeAll(body, dst), nil
 	})
@@ -349,29 +408,88 @@ func (s *SampleEncoder) plainColumn(c *column, vs []uint32) error {
 	ids := e.g.IDs
 	return forPages(len(vs), func(p0, p1 int) error {
 		page := vs[p0:p1]
-		lo32, hi32, err := s.checkVertices(page)
-		if err != nil {
-			return err
-		}
 		body := grow(e.body, 8*len(page))
-		var lo, hi int64
-		if ids == nil {
-			for i, v := range page {
-				binary.LittleEndian.PutUint64(body[8*i:], uint64(v))
-			}
-			lo, hi = int64(lo32), int64(hi32)
-		} else {
-			lo, hi = ids[page[0]], ids[page[0]]
-			for i, v := range page {
-				x := ids[v]
-				lo, hi = min(lo, x), max(hi, x)
-				binary.LittleEndian.PutUint64(body[8*i:], uint64(x))
-			}
+		// One pass writes the page, finds its runs for the frame (src's
+		// runs are the edges of one source) and its bounds (a run's
+		// value once), instead of a pass for the bounds and a scan of
+		// the 8-byte values afterwards: under load the encoders are
+		// bound by memory more than by instructions.
+		var lo32, hi32 uint32
+		lo32, hi32, s.ends = fillPlainDense(body, grow(s.ends, len(page)+1), page)
+		if nv := uint32(e.g.NumVertices()); hi32 >= nv {
+			return fmt.Errorf("%w: sampled edge with vertex %d, beyond the graph's %d", ErrBadChunk, hi32, nv)
+		}
+		lo, hi := int64(lo32), int64(hi32)
+		if ids != nil {
+			// Mapped ids: the page again, now that its vertices are
+			// known to be in the graph.
+			lo, hi, s.ends = fillPlainMapped(body, s.ends, page, ids)
 		}
 		e.body = body
 		return s.page(c, len(page), lo, hi, runs)
 	})
 }
+
+// fillPlainDense writes page's values as 8 little-endian bytes each to
+// body (8*len(page) long) and the ends of its runs of equal values to
+// ends (len(page)+1 long), which it returns cut to the runs, with the
+// page's smallest and largest value.
+func fillPlainDense(body []byte, ends []int32, page []uint32) (lo, hi uint32, _ []int32) {
+	ends = ends[:len(page)+1]
+	n := 0
+	prev := page[0]
+	lo, hi = prev, prev
+	if nativeLittleEndian {
+		// The values as they lie in memory, without a bounds check each.
+		u := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(body))), len(page))
+		for i, v := range page {
+			if v != prev {
+				ends[n] = int32(i)
+				n++
+				prev = v
+				lo, hi = min(lo, v), max(hi, v)
+			}
+			u[i] = uint64(v)
+		}
+	} else {
+		for i, v := range page {
+			if v != prev {
+				ends[n] = int32(i)
+				n++
+				prev = v
+				lo, hi = min(lo, v), max(hi, v)
+			}
+			binary.LittleEndian.PutUint64(body[8*i:], uint64(v))
+		}
+	}
+	ends[n] = int32(len(page))
+	return lo, hi, ends[:n+1]
+}
+
+// fillPlainMapped is fillPlainDense for external ids (ids[v] for vertex
+// v), and returns the bounds of the ids written too.
+func fillPlainMapped(body []byte, ends []int32, page []uint32, ids []int64) (lo, hi int64, _ []int32) {
+	ends = ends[:len(page)+1]
+	n := 0
+	prev := ids[page[0]]
+	lo, hi = prev, prev
+	for i, v := range page {
+		x := ids[v]
+		if x != prev {
+			ends[n] = int32(i)
+			n++
+			prev = x
+			lo, hi = min(lo, x), max(hi, x)
+		}
+		binary.LittleEndian.PutUint64(body[8*i:], uint64(x))
+	}
+	ends[n] = int32(len(page))
+	return lo, hi, ends[:n+1]
+}
+
+// nativeLittleEndian says the CPU stores integers little-endian, as
+// Parquet's PLAIN values are.
+var nativeLittleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // deltaColumn writes vs (dst) as DELTA_BINARY_PACKED pages of external
 // ids: dense ids from the column as it lies.

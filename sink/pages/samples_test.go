@@ -424,3 +424,39 @@ func BenchmarkSampleEncode(b *testing.B) {
 		})
 	}
 }
+
+// TestDeltaRunsMatchesFilledColumn checks appendDeltaRuns32 against the
+// column written out and packed (fillRuns, appendDeltaUint32), for runs
+// shorter and longer than a block, pages starting inside a run, and values
+// at and above 2^31 (the packer's scalar path).
+func TestDeltaRunsMatchesFilledColumn(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, tc := range []struct {
+		rows, maxRun int
+		top          uint64
+	}{{1, 1, 10}, {2, 1, 10}, {129, 1, 1 << 20}, {300, 275, 1 << 20}, {1000, 3, 1 << 31}, {70000, 275, 1 << 22},
+		{70000, 40, 1 << 32}, {65536, 1000, 1 << 32}, {5000, 128, 1 << 30}, {5000, 129, 1 << 30}} {
+		rows := &SampleRows{}
+		for n := 0; n < tc.rows; {
+			l := min(1+int(r.Uint64N(uint64(tc.maxRun))), tc.rows-n)
+			rows.Starts = append(rows.Starts, int32(n))
+			rows.IDs = append(rows.IDs, int64(r.Uint64N(tc.top)))
+			n += l
+		}
+		rows.Hop = make([]int32, tc.rows)
+		for _, pg := range [][2]int{{0, tc.rows}, {tc.rows / 3, tc.rows}, {tc.rows / 2, tc.rows/2 + min(tc.rows/2, 777)}} {
+			p0, p1 := pg[0], pg[1]
+			if p0 >= p1 {
+				continue
+			}
+			col := make([]uint32, p1-p0)
+			fillRuns(rows, rows.IDs, p0, p1, col, func(v int64) uint32 { return uint32(v) })
+			want, wlo, whi := appendDeltaUint32([]byte("x"), col)
+			got, lo, hi := appendDeltaRuns32([]byte("x"), rows, rows.IDs, p0, p1)
+			if !bytes.Equal(got, want) || lo != wlo || hi != whi {
+				t.Errorf("%d rows, runs <= %d, values < %d, rows %d..%d: %d bytes, bounds %d..%d; want %d bytes, %d..%d",
+					tc.rows, tc.maxRun, tc.top, p0, p1, len(got), lo, hi, len(want), wlo, whi)
+			}
+		}
+	}
+}
