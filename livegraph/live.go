@@ -304,15 +304,18 @@ func (l *Live) Publish() *Snapshot {
 			changes = l.dirtyChanges()
 			l.clearDirty()
 		}
-		x = l.index.Update(int(n), changes)
-		// Update keeps none of the list: reused by the next publication,
-		// its pointers cleared so it keeps no old state alive.
+		// A publication that folds makes the folded index in one pass
+		// (UpdateFold), not a patch that the fold drops at once.
+		if pend, length := l.index.Preview(changes); pend > 0 && l.patchCopied+pend >= length {
+			x, l.patchCopied = l.index.UpdateFold(int(n), changes), 0
+		} else {
+			x = l.index.Update(int(n), changes)
+			l.patchCopied += x.Pending()
+		}
+		// Neither keeps the list: reused by the next publication, its
+		// pointers cleared so it keeps no old state alive.
 		clear(changes)
 		l.changeBuf = changes[:0]
-		l.patchCopied += x.Pending()
-		if x.Pending() > 0 && l.patchCopied >= x.Len() {
-			x, l.patchCopied = x.Fold(), 0
-		}
 		l.index = x
 	}
 	if x != nil && !l.timed {
@@ -429,11 +432,11 @@ func wholeIndex(top []*mid, under *walk.DeltaIndex, n uint32) *walk.DeltaIndex {
 	if under == nil {
 		return buildIndex(top, n)
 	}
-	x := under.Update(int(n), treeChanges(top, n))
-	if x.Pending() > 0 {
-		x = x.Fold()
+	changes := treeChanges(top, n)
+	if pend, _ := under.Preview(changes); pend > 0 {
+		return under.UpdateFold(int(n), changes)
 	}
-	return x
+	return under.Update(int(n), changes)
 }
 
 // treeChanges lists every state of tree top below vertex n, in increasing

@@ -477,3 +477,49 @@ func TestPublishReusesItsChangeList(t *testing.T) {
 		}
 	}
 }
+
+// A publication that folds the delta index's patch into its base level
+// allocates the folded index (its words and base level, Bytes) and little
+// else: not also the patch an Update would have made for the fold to drop
+// at once, which was up to 48 bytes a vertex with a delta at every fold
+// (docs/benchmarks/live-graph.md, "The fold without its patch").
+func TestPublishFoldsWithoutAPatch(t *testing.T) {
+	base, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 14, EdgeFactor: 4, Seed: 3, Weighted: true, Name: "fold"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := New(base, WithWorkers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Snapshot().DeltaIndex() // a walk: publications make their index at once
+	rng := rand.New(rand.NewPCG(7, 7))
+	rec := make([]Update, 1000)
+	const slack = 16 << 10 // the snapshot, its watermark and channel
+	folds := 0
+	for range 40 {
+		for i := range rec {
+			rec[i] = Update{Op: Insert, Src: int64(rng.IntN(base.NumVertices())), Dst: 1, Weight: 1, Has: HasWeight}
+		}
+		if err := l.Apply(-1, 0, rec); err != nil {
+			t.Fatal(err)
+		}
+		before := l.index.Pending()
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		s := l.Publish()
+		runtime.ReadMemStats(&m1)
+		x := s.idx
+		if x == nil || x.Pending() != 0 || before == 0 {
+			continue // not a fold
+		}
+		folds++
+		if got := int64(m1.TotalAlloc - m0.TotalAlloc); got > x.Bytes()+slack {
+			t.Errorf("a publication that folded %d vertices with a delta allocated %d bytes, want at most the folded index's %d and %d more", x.Len(), got, x.Bytes(), slack)
+		}
+	}
+	if folds == 0 {
+		t.Fatal("no publication folded the index's patch")
+	}
+	t.Logf("%d folds", folds)
+}
