@@ -287,6 +287,8 @@ func (l *Live) FinishRebase(r *Rebaser) (*Snapshot, RebaseStats, error) {
 	l.epoch = max(l.epoch, nl.epoch)
 	l.under = nl.under
 	l.index = nil // a new tree: its snapshot's index is built whole
+	// The catch up's tree may be its snapshots': nothing of it is spare.
+	l.spare, l.spareEpoch, l.unseen = nil, 0, false
 	return l.Publish(), st, nil
 }
 

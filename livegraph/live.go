@@ -55,6 +55,9 @@ type leaf struct {
 	// dirty the leaves that have one: what Publish puts in the next
 	// snapshot's delta index (changes), without a pass over the delta.
 	dirty uint64
+	// own marks states the leaf's epoch may write in place though they
+	// are not dirty: those of a spare leaf taken over (Live.spare).
+	own uint64
 }
 
 type mid struct {
@@ -157,6 +160,21 @@ type Live struct {
 	// patchCopied adds up the patches the indexes since the last fold
 	// copied (Publish).
 	patchCopied int
+	// spare is the tree the last publication dropped when no snapshot
+	// had seen any of it (unseen), its nodes and states of epoch
+	// spareEpoch: writableTo takes them over in place (adopt) instead of
+	// allocating a mid, a leaf and a state anew for every vertex written
+	// after the drop. Those were a third of what an applier beside walks
+	// allocated (docs/benchmarks/live-graph.md, "The tree a publication
+	// drops, taken over"). Their states hold the records the dropping
+	// publication put in under, so a tree holding them reads as one
+	// without them. Any publication that hands a tree to a snapshot ends
+	// the spare (nil, spareEpoch 0), as does a rebase.
+	spare      []*mid
+	spareEpoch uint64
+	// unseen is set while no snapshot holds a node of top: top started
+	// empty in this epoch (the last publication dropped its tree).
+	unseen bool
 	// dirty marks the vertices written since index was made, ndirty
 	// counts them (Publish, while nobody walks); walkedAt is when a
 	// snapshot's DeltaIndex was last asked for (Unix ns).
@@ -304,24 +322,33 @@ func (l *Live) Publish() *Snapshot {
 			changes = l.dirtyChanges()
 			l.clearDirty()
 		}
-		x = l.index.Update(int(n), changes)
-		// Update keeps none of the list: reused by the next publication,
-		// its pointers cleared so it keeps no old state alive.
+		// A publication that folds makes the folded index in one pass
+		// (UpdateFold), not a patch that the fold drops at once.
+		if pend, length := l.index.Preview(changes); pend > 0 && l.patchCopied+pend >= length {
+			x, l.patchCopied = l.index.UpdateFold(int(n), changes), 0
+		} else {
+			x = l.index.Update(int(n), changes)
+			l.patchCopied += x.Pending()
+		}
+		// Neither keeps the list: reused by the next publication, its
+		// pointers cleared so it keeps no old state alive.
 		clear(changes)
 		l.changeBuf = changes[:0]
-		l.patchCopied += x.Pending()
-		if x.Pending() > 0 && l.patchCopied >= x.Len() {
-			x, l.patchCopied = x.Fold(), 0
-		}
 		l.index = x
 	}
+	l.spare, l.spareEpoch = nil, 0
 	if x != nil && !l.timed {
 		// x holds every delta: the tree's states and nodes are dropped
 		// (under). A graph with edge times keeps its tree, whose states
-		// hold the times behind the record (tvstate).
+		// hold the times behind the record (tvstate). A tree no snapshot
+		// saw is kept as the spare.
 		l.stats.Bytes -= treeBytes(l.top, l.timed)
+		if l.unseen {
+			l.spare, l.spareEpoch = l.top, l.epoch
+		}
 		l.top, l.under = nil, x
 	}
+	l.unseen = l.top == nil
 	s := &Snapshot{base: l.base, top: l.top, under: l.under, n: n, added: l.addedIDs[:len(l.addedIDs):len(l.addedIDs)],
 		watermark: maps.Clone(l.watermark), stats: l.stats, epoch: l.epoch, ids: l.ids, next: make(chan struct{}), win: l.mark(), idx: x, live: l}
 	old := l.cur.Swap(s)
@@ -429,11 +456,11 @@ func wholeIndex(top []*mid, under *walk.DeltaIndex, n uint32) *walk.DeltaIndex {
 	if under == nil {
 		return buildIndex(top, n)
 	}
-	x := under.Update(int(n), treeChanges(top, n))
-	if x.Pending() > 0 {
-		x = x.Fold()
+	changes := treeChanges(top, n)
+	if pend, _ := under.Preview(changes); pend > 0 {
+		return under.UpdateFold(int(n), changes)
 	}
-	return x
+	return under.Update(int(n), changes)
 }
 
 // treeChanges lists every state of tree top below vertex n, in increasing
@@ -768,6 +795,10 @@ func (l *Live) writableTo(st *Stats, v uint32) *vstate {
 	mi, li, vi := int(v>>(leafBits+midBits)), int(v>>leafBits)&(midFan-1), int(v)&(leafFan-1)
 	l.topFor(mi)
 	m := l.top[mi]
+	if m == nil && mi < len(l.spare) && l.spare[mi] != nil {
+		m = l.adopt(st, mi)
+		l.top[mi], l.spare[mi] = m, nil // each mid's worker its own elements
+	}
 	if m == nil || m.epoch != l.epoch {
 		nm := &mid{epoch: l.epoch}
 		if m != nil {
@@ -778,6 +809,11 @@ func (l *Live) writableTo(st *Stats, v uint32) *vstate {
 		m, l.top[mi] = nm, nm
 	}
 	lf := m.leaves[li]
+	if lf != nil && lf.epoch == l.spareEpoch {
+		// A spare leaf of the adopted mid: its states are the
+		// epoch's to write in place.
+		lf.epoch, lf.dirty, lf.own = l.epoch, 0, ^uint64(0)
+	}
 	if lf == nil || lf.epoch != l.epoch {
 		nl := &leaf{epoch: l.epoch}
 		if lf != nil {
@@ -788,7 +824,7 @@ func (l *Live) writableTo(st *Stats, v uint32) *vstate {
 		lf, m.leaves[li] = nl, nl
 	}
 	vs := lf.v[vi]
-	mine := lf.dirty>>vi&1 != 0 // made or copied in this epoch
+	mine := (lf.dirty|lf.own)>>vi&1 != 0 // made, copied or taken over in this epoch
 	lf.dirty |= 1 << vi
 	m.dirty[li/64] |= 1 << (li % 64)
 	switch {
@@ -827,6 +863,23 @@ func (l *Live) writableTo(st *Stats, v uint32) *vstate {
 	}
 	lf.v[vi] = vs
 	return vs
+}
+
+// adopt takes spare mid mi over for this epoch: its leaves of the spare's
+// epoch stay, to be taken over on their first write (writableTo), older
+// ones (spare leaves of an earlier spare, never written since) go, and
+// Stats.Bytes counts again what it keeps, as treeBytes will subtract it
+// at the next drop. The caller puts it in the top.
+func (l *Live) adopt(st *Stats, mi int) *mid {
+	m := l.spare[mi]
+	m.epoch, m.dirty = l.epoch, [midFan / 64]uint64{}
+	for li, lf := range m.leaves {
+		if lf != nil && lf.epoch != l.spareEpoch {
+			m.leaves[li] = nil
+		}
+	}
+	st.Bytes += treeBytes([]*mid{m}, l.timed)
+	return m
 }
 
 // newState allocates an empty vertex state, a tvstate on a graph with

@@ -2,14 +2,17 @@ package livegraph
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
 )
 
 // Records large enough for Apply to spread them over goroutines leave the
@@ -474,6 +477,176 @@ func TestPublishReusesItsChangeList(t *testing.T) {
 	for i, c := range l.changeBuf[:cap(l.changeBuf)] {
 		if c.D != nil {
 			t.Fatalf("the kept change list's entry %d still points to vertex %d's state", i, c.V)
+		}
+	}
+}
+
+// A publication that folds the delta index's patch into its base level
+// allocates the folded index (its words and base level, Bytes) and little
+// else: not also the patch an Update would have made for the fold to drop
+// at once, which was up to 48 bytes a vertex with a delta at every fold
+// (docs/benchmarks/live-graph.md, "The fold without its patch").
+func TestPublishFoldsWithoutAPatch(t *testing.T) {
+	base, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 14, EdgeFactor: 4, Seed: 3, Weighted: true, Name: "fold"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := New(base, WithWorkers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Snapshot().DeltaIndex() // a walk: publications make their index at once
+	rng := rand.New(rand.NewPCG(7, 7))
+	rec := make([]Update, 1000)
+	const slack = 16 << 10 // the snapshot, its watermark and channel
+	folds := 0
+	for range 40 {
+		for i := range rec {
+			rec[i] = Update{Op: Insert, Src: int64(rng.IntN(base.NumVertices())), Dst: 1, Weight: 1, Has: HasWeight}
+		}
+		if err := l.Apply(-1, 0, rec); err != nil {
+			t.Fatal(err)
+		}
+		before := l.index.Pending()
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		s := l.Publish()
+		runtime.ReadMemStats(&m1)
+		x := s.idx
+		if x == nil || x.Pending() != 0 || before == 0 {
+			continue // not a fold
+		}
+		folds++
+		if got := int64(m1.TotalAlloc - m0.TotalAlloc); got > x.Bytes()+slack {
+			t.Errorf("a publication that folded %d vertices with a delta allocated %d bytes, want at most the folded index's %d and %d more", x.Len(), got, x.Bytes(), slack)
+		}
+	}
+	if folds == 0 {
+		t.Fatal("no publication folded the index's patch")
+	}
+	t.Logf("%d folds", folds)
+}
+
+// While walks take every publication's index, a publication drops the
+// applier's tree (the index holds every record), and a tree no snapshot
+// saw is taken over by the next epoch: writing again the vertices it
+// held allocates no mid, leaf or state (before, each vertex written after
+// a drop cost a 48-byte state, and each leaf of 64 a 528-byte node). The
+// vertices' edge arrays have room for the second write's edge, so the
+// write should allocate nearly nothing; the walks' view is checked too.
+func TestPublishDroppedTreeIsTakenOver(t *testing.T) {
+	base, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 14, EdgeFactor: 4, Seed: 3, Weighted: true, Name: "spare"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := New(base, WithWorkers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Snapshot().DeltaIndex() // a walk: publications make their index at once
+	rng := rand.New(rand.NewPCG(8, 8))
+	srcs := rng.Perm(base.NumVertices())[:1000]
+	var rec []Update
+	for _, v := range srcs {
+		for range 5 { // DeltaCap(5) = 6: room for one more
+			rec = append(rec, Update{Op: Insert, Src: int64(v), Dst: int64(rng.IntN(base.NumVertices())), Weight: 1, Has: HasWeight})
+		}
+	}
+	if err := l.Apply(-1, 0, rec); err != nil {
+		t.Fatal(err)
+	}
+	first := l.Publish()
+	first.DeltaIndex()
+	rec = rec[:0]
+	for _, v := range srcs {
+		rec = append(rec, Update{Op: Insert, Src: int64(v), Dst: 7, Weight: 2, Has: HasWeight})
+	}
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	if err := l.Apply(-1, 1, rec); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&m1)
+	allocs := m1.Mallocs - m0.Mallocs
+	t.Logf("writing %d vertices of the dropped tree again: %d objects", len(srcs), allocs)
+	if allocs > 20 {
+		t.Errorf("writing %d vertices of the dropped tree again allocated %d objects, want at most 20 (no state, leaf or mid of their own)", len(srcs), allocs)
+	}
+	s := l.Publish()
+	for _, v := range srcs {
+		dv := s.Vertex(uint32(v))
+		if e := dv.Edges(); len(e) != 6 || e[5] != (walk.DeltaEdge{Target: 7, Weight: 2}) || dv.MaxWeight != 2 {
+			t.Fatalf("vertex %d: appended edges %v (max weight %v), want 5 then 7 of weight 2", v, e, dv.MaxWeight)
+		}
+	}
+	// Both publications dropped their tree: what the delta counts beyond
+	// the index is the edge arrays, the same room both times.
+	if st := s.Stats(); st.DeltaEdges != 6000 || st.Vertices != 1000 || st.Bytes != first.Stats().Bytes {
+		t.Errorf("stats: %d delta edges on %d vertices in %d bytes, want 6000 on 1000 in %d", st.DeltaEdges, st.Vertices, st.Bytes, first.Stats().Bytes)
+	}
+}
+
+// Taking over the dropped tree changes nothing a snapshot shows: a live
+// graph whose publications are walked or not at random (so trees are
+// dropped, taken over, handed to snapshots between) shows at every
+// publication the records of one never walked, and a snapshot kept from
+// earlier still shows what it showed when published.
+func TestSpareTreeKeepsSnapshots(t *testing.T) {
+	base, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 12, EdgeFactor: 4, Seed: 4, Weighted: true, Name: "spare"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	walked, err := New(base, WithWorkers(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := New(base, WithWorkers(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := base.NumVertices()
+	view := func(s *Snapshot) []string {
+		out := make([]string, s.NumVertices())
+		for v := range out {
+			if dv := s.Vertex(uint32(v)); dv != nil {
+				out[v] = fmt.Sprint(dv.Edges(), dv.Dead(), dv.Live, dv.BaseWeight, dv.MaxWeight, dv.DeadBits)
+			}
+		}
+		return out
+	}
+	rng := rand.New(rand.NewPCG(9, 9))
+	var kept *Snapshot
+	var keptView []string
+	for step := range 60 {
+		rec := make([]Update, 300)
+		for i := range rec {
+			// A small range of sources: vertices written again and again.
+			src, dst := int64(rng.IntN(n/8)), int64(rng.IntN(n))
+			rec[i] = Update{Op: Insert, Src: src, Dst: dst, Weight: float32(1 + rng.IntN(3)), Has: HasWeight}
+			if rng.IntN(4) == 0 {
+				rec[i] = Update{Op: Delete, Src: src, Dst: dst}
+			}
+		}
+		for _, l := range []*Live{walked, plain} {
+			if err := l.Apply(0, int64(step), rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if rng.IntN(3) == 0 {
+			walked.walkedAt.Store(0) // nobody walks: the tree goes to the snapshot
+		}
+		s, p := walked.Publish(), plain.Publish()
+		if rng.IntN(3) != 0 {
+			s.DeltaIndex() // a walk: the next publications make their index
+		}
+		if got, want := view(s), view(p); !slices.Equal(got, want) {
+			t.Fatalf("step %d: the walked graph's snapshot differs from the unwalked one's", step)
+		}
+		if kept != nil && !slices.Equal(view(kept), keptView) {
+			t.Fatalf("step %d: a snapshot kept from earlier changed", step)
+		}
+		if step%5 == 0 {
+			kept, keptView = s, view(s)
 		}
 	}
 }

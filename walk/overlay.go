@@ -494,6 +494,102 @@ func (x *DeltaIndex) Fold() *DeltaIndex {
 	return y.addrs()
 }
 
+// Preview returns what Update(n, changes) would give for Pending and Len,
+// O(changes), without making it: a caller that folds once the patch has
+// grown large enough (livegraph) decides before the copy whether it wants
+// Update or UpdateFold.
+func (x *DeltaIndex) Preview(changes []DeltaChange) (pending, length int) {
+	pending, length = len(x.pheads), x.n
+	for _, c := range changes {
+		w := int(c.V >> 6)
+		var base, patch uint64
+		if w < len(x.words) {
+			base, patch = x.words[w].base, x.words[w].patch
+		}
+		m := uint64(1) << (c.V & 63)
+		if patch&m == 0 {
+			pending++
+		}
+		if (base|patch)&m == 0 {
+			length++
+		}
+	}
+	return pending, length
+}
+
+// UpdateFold is Update(n, changes).Fold() in one pass: the same index,
+// without the patch Update would copy only for Fold to drop. A publication
+// that folds allocated both, a patch of up to the index's length and the
+// new base level (docs/benchmarks/live-graph.md, "The fold without its
+// patch"); this allocates the new base level and the words.
+func (x *DeltaIndex) UpdateFold(n int, changes []DeltaChange) *DeltaIndex {
+	words := max((n+63)/64, len(x.words))
+	y := &DeltaIndex{words: make([]indexWord, words)}
+	// The changes' marks first, in the words' patch fields, which the
+	// folded index leaves 0 and the fill below reads then clears.
+	for _, c := range changes {
+		if c.D == nil || int(c.V) >= words*64 {
+			panic(fmt.Sprintf("walk: delta index change of vertex %d (nil: %v) beyond the %d vertices or without a delta", c.V, c.D == nil, words*64))
+		}
+		y.words[c.V>>6].patch |= 1 << (c.V & 63)
+	}
+	var r uint32
+	for i := range y.words {
+		m := y.words[i].patch
+		if i < len(x.words) {
+			m |= x.words[i].base | x.words[i].patch
+		}
+		y.words[i].base, y.words[i].baseRank = m, r
+		r += uint32(bits.OnesCount64(m))
+	}
+	y.n = int(r)
+	y.heads = make([]DeltaVertex, r)
+	ParallelSpans((words+updateChunk-1)/updateChunk, func(c int) {
+		w0, w1 := c*updateChunk, min(words, (c+1)*updateChunk)
+		ci, _ := slices.BinarySearchFunc(changes, uint32(w0*64), func(d DeltaChange, v uint32) int { return cmpU32(d.V, v) })
+		bc, pc := len(x.heads), len(x.pheads)
+		if w0 < len(x.words) {
+			bc, pc = int(x.words[w0].baseRank), int(x.words[w0].patchRank)
+		}
+		k := int(y.words[w0].baseRank)
+		for w := w0; w < w1; w++ {
+			var old indexWord
+			if w < len(x.words) {
+				old = x.words[w]
+			}
+			ch := y.words[w].patch
+			y.words[w].patch = 0
+			if ch|old.patch == 0 {
+				// The run of base entries as it is.
+				c := bits.OnesCount64(old.base)
+				copy(y.heads[k:k+c], x.heads[bc:bc+c])
+				bc, k = bc+c, k+c
+				continue
+			}
+			for u := y.words[w].base; u != 0; u &= u - 1 {
+				b := uint(bits.TrailingZeros64(u))
+				switch {
+				case ch>>b&1 != 0:
+					y.heads[k] = *changes[ci].D
+					ci++
+				case old.patch>>b&1 != 0:
+					y.heads[k] = x.pheads[pc]
+				default:
+					y.heads[k] = x.heads[bc]
+				}
+				if old.patch>>b&1 != 0 {
+					pc++
+				}
+				if old.base>>b&1 != 0 {
+					bc++
+				}
+				k++
+			}
+		}
+	})
+	return y.addrs()
+}
+
 // Pending counts the vertices in the patch: what Update copies and Fold
 // would merge.
 func (x *DeltaIndex) Pending() int { return len(x.pheads) }

@@ -130,7 +130,15 @@ func testDeltaIndexUpdate(t *testing.T, n, steps int) {
 				changes = append(changes, DeltaChange{V: uint32(v), D: dvs[v]})
 			}
 		}
+		pend, length := x.Preview(changes)
+		uf := x.UpdateFold(n, changes)
 		x = x.Update(n, changes)
+		if x.Pending() != pend || x.Len() != length {
+			t.Fatalf("step %d: Preview said %d pending of %d, Update made %d of %d", step, pend, length, x.Pending(), x.Len())
+		}
+		if f := x.Fold(); !slices.Equal(uf.words, f.words) || !slices.Equal(uf.heads, f.heads) || uf.Pending() != 0 || uf.Len() != f.Len() {
+			t.Fatalf("step %d: UpdateFold's index differs from Update's folded", step)
+		}
 		if step%9 == 8 || steps < 20 && step%4 == 3 {
 			x = x.Fold()
 			if want := build(); !slices.Equal(x.words, want.words) || !slices.Equal(x.heads, want.heads) || x.Pending() != 0 {
@@ -155,7 +163,7 @@ func testDeltaIndexUpdate(t *testing.T, n, steps int) {
 			}
 		}
 		if !slices.Equal(prevWords, prev.words) {
-			t.Fatalf("step %d: Update changed the index it started from", step)
+			t.Fatalf("step %d: Update or UpdateFold changed the index it started from", step)
 		}
 	}
 }
