@@ -441,15 +441,7 @@ func TestApplyPassReusesScratch(t *testing.T) {
 // grown anew by appends, it was a dozen pointer-holding arrays a
 // publication of a thousand vertices written.
 func TestPublishReusesItsChangeList(t *testing.T) {
-	base, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 14, EdgeFactor: 4, Seed: 3, Weighted: true, Name: "changes"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := New(base, WithWorkers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.Snapshot().DeltaIndex() // a walk: publications make their index at once
+	base, l := walkedLive(t, "changes")
 	rng := rand.New(rand.NewPCG(6, 6))
 	rec := make([]Update, 1000)
 	next := func() {
@@ -487,15 +479,7 @@ func TestPublishReusesItsChangeList(t *testing.T) {
 // at once, which was up to 48 bytes a vertex with a delta at every fold
 // (docs/benchmarks/live-graph.md, "The fold without its patch").
 func TestPublishFoldsWithoutAPatch(t *testing.T) {
-	base, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 14, EdgeFactor: 4, Seed: 3, Weighted: true, Name: "fold"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := New(base, WithWorkers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.Snapshot().DeltaIndex() // a walk: publications make their index at once
+	base, l := walkedLive(t, "fold")
 	rng := rand.New(rand.NewPCG(7, 7))
 	rec := make([]Update, 1000)
 	const slack = 16 << 10 // the snapshot, its watermark and channel
@@ -535,15 +519,7 @@ func TestPublishFoldsWithoutAPatch(t *testing.T) {
 // vertices' edge arrays have room for the second write's edge, so the
 // write should allocate nearly nothing; the walks' view is checked too.
 func TestPublishDroppedTreeIsTakenOver(t *testing.T) {
-	base, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 14, EdgeFactor: 4, Seed: 3, Weighted: true, Name: "spare"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := New(base, WithWorkers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.Snapshot().DeltaIndex() // a walk: publications make their index at once
+	base, l := walkedLive(t, "spare")
 	rng := rand.New(rand.NewPCG(8, 8))
 	srcs := rng.Perm(base.NumVertices())[:1000]
 	var rec []Update
@@ -649,4 +625,21 @@ func TestSpareTreeKeepsSnapshots(t *testing.T) {
 			kept, keptView = s, view(s)
 		}
 	}
+}
+
+// walkedLive is a one-worker live graph over a small weighted R-MAT graph
+// that a walk has already asked for an index, so that every publication
+// makes its delta index at once, as while walks go on.
+func walkedLive(t *testing.T, name string) (*graph.Graph, *Live) {
+	t.Helper()
+	base, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 14, EdgeFactor: 4, Seed: 3, Weighted: true, Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := New(base, WithWorkers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Snapshot().DeltaIndex() // a walk: publications make their index at once
+	return base, l
 }

@@ -34,14 +34,7 @@ func TestLiveGraphFromEdgeTopic(t *testing.T) {
 	}
 	defer cluster.Close()
 	brokers := cluster.ListenAddrs()
-	base, err := graph.FromEdges([]graph.Edge{{Src: 0, Dst: 1}, {Src: 1, Dst: 2}, {Src: 2, Dst: 0}}, graph.BuildOptions{Name: "live", DenseIDs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := livegraph.New(base)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := triangleLive(t)
 	bin := livegraph.AppendBinary(nil, []livegraph.Update{{Op: livegraph.Insert, Src: 2, Dst: 7}, {Op: livegraph.Delete, Src: 2, Dst: 0}})
 	// Partition p gets records[p]; kfake's partitions start at offset 0.
 	records := [3][]string{
@@ -147,14 +140,7 @@ func liveCounter(t *testing.T, c prometheus.Counter) float64 {
 func TestApplierPublishesForWaiters(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	base, err := graph.FromEdges([]graph.Edge{{Src: 0, Dst: 1}, {Src: 1, Dst: 2}, {Src: 2, Dst: 0}}, graph.BuildOptions{Name: "live", DenseIDs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := livegraph.New(base)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := triangleLive(t)
 	m, err := NewMetrics(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
@@ -322,30 +308,13 @@ func runReaderApplier(ctx context.Context, t *testing.T, brokers []string, l *li
 func TestApplierPublishesOncePerDrainedQueue(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "edges", "dlq"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
-	brokers := cluster.ListenAddrs()
 	const records = 4 * mergeRecords
 	msgs := make([]kafka.Message, records)
 	for i := range msgs {
 		msgs[i] = kafka.Message{Value: fmt.Appendf(nil, `{"op":"insert","src":%d,"dst":%d}`, i%3, (i+1)%3)}
 	}
-	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: "edges", Balancer: fixedPartition(0), RequiredAcks: kafka.RequireAll, BatchSize: records}
-	if err := w.WriteMessages(ctx, msgs...); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	base, err := graph.FromEdges([]graph.Edge{{Src: 0, Dst: 1}, {Src: 1, Dst: 2}, {Src: 2, Dst: 0}}, graph.BuildOptions{Name: "live", DenseIDs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := livegraph.New(base)
-	if err != nil {
-		t.Fatal(err)
-	}
+	brokers := edgeBacklog(ctx, t, msgs)
+	l := triangleLive(t)
 	r, err := source.NewEdgeReader(source.EdgeReaderConfig{Kafka: source.KafkaOptions{Brokers: brokers, ClientID: "live"},
 		Topic: "edges", DLQTopic: "dlq", Check: l.CheckSchema})
 	if err != nil {
@@ -424,12 +393,6 @@ func TestApplierPublishesOncePerDrainedQueue(t *testing.T) {
 func TestApplierReleasesDecodedUpdates(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "edges", "dlq"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
-	brokers := cluster.ListenAddrs()
 	const records = 256
 	msgs := make([]kafka.Message, records)
 	for i := range msgs {
@@ -439,19 +402,8 @@ func TestApplierReleasesDecodedUpdates(t *testing.T) {
 		}
 		msgs[i] = kafka.Message{Value: livegraph.AppendBinary(nil, ups)}
 	}
-	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: "edges", Balancer: fixedPartition(0), RequiredAcks: kafka.RequireAll, BatchSize: records}
-	if err := w.WriteMessages(ctx, msgs...); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	base, err := graph.FromEdges([]graph.Edge{{Src: 0, Dst: 1}, {Src: 1, Dst: 2}, {Src: 2, Dst: 0}}, graph.BuildOptions{Name: "live", DenseIDs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := livegraph.New(base)
-	if err != nil {
-		t.Fatal(err)
-	}
+	brokers := edgeBacklog(ctx, t, msgs)
+	l := triangleLive(t)
 	// Check sees every record's slice as the reader decoded it.
 	arrays := map[*livegraph.Update]bool{}
 	seen := 0
@@ -504,4 +456,38 @@ func TestApplierReleasesDecodedUpdates(t *testing.T) {
 	if u := liveCounter(t, m.updates); u != records*64 {
 		t.Errorf("applied %v updates, want %d", u, records*64)
 	}
+}
+
+// triangleLive is a live graph over the directed triangle 0 -> 1 -> 2 -> 0.
+func triangleLive(t *testing.T) *livegraph.Live {
+	t.Helper()
+	base, err := graph.FromEdges([]graph.Edge{{Src: 0, Dst: 1}, {Src: 1, Dst: 2}, {Src: 2, Dst: 0}}, graph.BuildOptions{Name: "live", DenseIDs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := livegraph.New(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// edgeBacklog starts a one-broker kfake cluster over TCP with an "edges"
+// topic of one partition and a "dlq" topic, writes msgs to the edges
+// partition before anything reads it (a backlog), and returns the
+// brokers' addresses; the cluster closes when the test ends.
+func edgeBacklog(ctx context.Context, t *testing.T, msgs []kafka.Message) []string {
+	t.Helper()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "edges", "dlq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	brokers := cluster.ListenAddrs()
+	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: "edges", Balancer: fixedPartition(0), RequiredAcks: kafka.RequireAll, BatchSize: len(msgs)}
+	if err := w.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	return brokers
 }
