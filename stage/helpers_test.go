@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -243,4 +244,20 @@ func listKeys(t testing.TB, b *blob.Bucket, prefix string) []string {
 
 func requestRaw(id, body string) kafka.Message {
 	return kafka.Message{Key: []byte(id), Value: []byte(body)}
+}
+
+// checkResubmissionFromManifest produces request id with body again and
+// checks that the stage answers it from the manifest of its first run
+// (first, that run's event): the same objects and steps, nothing written
+// again.
+func checkResubmissionFromManifest(ctx context.Context, t *testing.T, brokers []string, obs *observer, id string, body map[string]any, first message.Event) {
+	t.Helper()
+	produce(t, brokers, "in", request(id, body))
+	events, err := obs.events(ctx, func(m map[string][]message.Event) bool { return len(m[id]) == 1 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := events[id][0]; !slices.Equal(a.Objects, first.Objects) || a.Steps != first.Steps {
+		t.Errorf("resubmission wrote again: %v vs %v", a.Objects, first.Objects)
+	}
 }

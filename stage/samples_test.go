@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -71,15 +70,7 @@ func TestStageSamples(t *testing.T) {
 	for id, body := range bodies {
 		checkSampledAlone(ctx, t, g, bucket, id, body, events[id][0])
 	}
-	// A resubmission is answered from the manifest: same objects.
-	produce(t, brokers, "in", request("nbr-1", bodies["nbr-1"]))
-	events2, err := obs.events(ctx, func(m map[string][]message.Event) bool { return len(m["nbr-1"]) == 1 })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a, b := events2["nbr-1"][0], events["nbr-1"][0]; !slices.Equal(a.Objects, b.Objects) || a.Steps != b.Steps {
-		t.Errorf("resubmission wrote again: %v vs %v", a.Objects, b.Objects)
-	}
+	checkResubmissionFromManifest(ctx, t, brokers, obs, "nbr-1", bodies["nbr-1"], events["nbr-1"][0])
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}

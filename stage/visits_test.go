@@ -133,15 +133,7 @@ func TestStageVisits(t *testing.T) {
 			}
 		}
 	}
-	// A resubmission is answered from the manifest: same objects.
-	produce(t, brokers, "in", request("vis-1", perSeed))
-	events2, err := obs.events(ctx, func(m map[string][]message.Event) bool { return len(m["vis-1"]) == 1 })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a, b := events2["vis-1"][0], events["vis-1"][0]; !slices.Equal(a.Objects, b.Objects) || a.Steps != b.Steps {
-		t.Errorf("resubmission wrote again: %v vs %v", a.Objects, b.Objects)
-	}
+	checkResubmissionFromManifest(ctx, t, brokers, obs, "vis-1", perSeed, events["vis-1"][0])
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}

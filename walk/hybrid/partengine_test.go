@@ -38,10 +38,7 @@ func cpuDeviceSide(e *cpu.Engine, dev walk.VertexSet) func(walk.Job, *walk.Hando
 // either way.
 func TestPartEngineChoosesByPilot(t *testing.T) {
 	g := testGraph(t)
-	starts := make([]uint32, 3000)
-	for i := range starts {
-		starts[i] = uint32(i*13) % uint32(g.NumVertices())
-	}
+	starts := spreadStarts(g, 3000, 13)
 	jobs := []walk.Job{
 		{Tag: 1, Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 20, Weighted: true}, Seed: 1, Starts: starts},
 		{Tag: 2, Algorithm: walk.Algorithm{Kind: walk.PPR, Length: 30, StopProb: 0.2}, Seed: 2, Starts: starts[:2000], FirstWalk: 1 << 33},

@@ -81,10 +81,7 @@ func splitJobs(t *testing.T, host, dev *cpu.Engine, plan *PartPlan, jobs []walk.
 // both sides walk and walkers are handed both ways.
 func TestPartSplitEqualsCPU(t *testing.T) {
 	g := testGraph(t)
-	starts := make([]uint32, 5000)
-	for i := range starts {
-		starts[i] = uint32(i*37) % uint32(g.NumVertices())
-	}
+	starts := spreadStarts(g, 5000, 37)
 	jobs := []walk.Job{
 		{Tag: 7, Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 20, Weighted: true}, Seed: 1, Starts: starts},
 		{Tag: 3, Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 15}, Seed: 2, Starts: starts[:4000], FirstWalk: 1 << 33},
@@ -187,10 +184,7 @@ func (c cancelling) Advance(in, out []walk.Walker) ([]walk.Walker, int, int64) {
 func TestPartSplitCancelled(t *testing.T) {
 	g := testGraph(t)
 	e := newCPU(t, g)
-	starts := make([]uint32, 3000)
-	for i := range starts {
-		starts[i] = uint32(i) % uint32(g.NumVertices())
-	}
+	starts := spreadStarts(g, 3000, 1)
 	j := walk.Job{Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 40, Weighted: true}, Seed: 9, Starts: starts}
 	plan := PlanParts(g, int64(g.NumEdges())/2, 8)
 	dev := plan.DeviceSet()
@@ -220,10 +214,7 @@ func TestPartSplitCancelled(t *testing.T) {
 func TestPilotCountsLikeTheSplit(t *testing.T) {
 	g := testGraph(t)
 	e := newCPU(t, g)
-	starts := make([]uint32, 4000)
-	for i := range starts {
-		starts[i] = uint32(i) % uint32(g.NumVertices())
-	}
+	starts := spreadStarts(g, 4000, 1)
 	j := walk.Job{Algorithm: walk.Algorithm{Kind: walk.DeepWalk, Length: 30, Weighted: true}, Seed: 11, Starts: starts}
 	for _, share := range []float64{0.5, 1} {
 		plan := PlanParts(g, int64(share*float64(g.NumEdges())), 16)
@@ -249,4 +240,14 @@ func TestPilotCountsLikeTheSplit(t *testing.T) {
 			t.Fatalf("share %.0f%%: %s: chosen %v, want %v", 100*share, p, p.Wins(), want)
 		}
 	}
+}
+
+// spreadStarts is n start vertices of g, every stride-th vertex modulo its
+// vertex count.
+func spreadStarts(g *graph.Graph, n, stride int) []uint32 {
+	starts := make([]uint32, n)
+	for i := range starts {
+		starts[i] = uint32(i*stride) % uint32(g.NumVertices())
+	}
+	return starts
 }
