@@ -630,7 +630,7 @@ func (s *stepper) expHintFrom(T []int64, lo, hi uint64, u float64, far int64, sp
 		}
 		p = x / X * float64(span)
 	}
-	off := uint64(min(max(p, 0), float64(n-1)))
+	off := uint64(int64(min(max(p, 0), float64(n-1)))) // as expGuessOff's
 	if back {
 		return hi - 1 - off
 	}
@@ -672,7 +672,13 @@ func expGuessOff(n uint64, u, dens float64) uint64 {
 		}
 		p = x * dens
 	}
-	return uint64(min(max(p, 0), span))
+	// Through int64: p is in [0, span], span < 2^53, and Go's float64 to
+	// uint64 conversion is a compare and a branch around two conversions
+	// (for values of 2^63 and up), where float64 to int64 is one
+	// instruction; on the 16-core host the guess's loop gained about a
+	// tenth from it (docs/benchmarks/cpu-engine.md, "Where the exponential
+	// step's time goes").
+	return uint64(int64(min(max(p, 0), span)))
 }
 
 // expTabBits is the bits of a mantissa or a fraction that tableLog and

@@ -535,13 +535,13 @@ func expRefineForward(R []timeRec, lo, hi, wl, wh uint64, r, dens float64) uint6
 		if !(n >= 1) {
 			n = 1
 		}
-		return wh + uint64(n)
+		return wh + uint64(int64(n)) // n < 2^63: as expGuessOff's conversion
 	}
 	n = min(n, float64(wl-lo))
 	if !(n >= 1) {
 		n = 1
 	}
-	return wl - uint64(n)
+	return wl - uint64(int64(n))
 }
 
 // expCountForward is expPickForward's position where it is known to lie in
