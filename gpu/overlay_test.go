@@ -323,10 +323,13 @@ func checkTwin(t testing.TB, ref walk.Engine, tab []twinAlias, l *deltaLayout, s
 		if !alg.Weighted {
 			at = nil
 		}
+		recs, dead := vertexRecords(g.Offsets, l, alg.Weighted), deadEdges(g.Offsets, g.Targets, l)
 		for k, s := range starts {
 			id := job.FirstWalk + uint64(k)
-			if got := twinWalk(g, at, l, alg, job.Seed, id, s); !slices.Equal(got, want[id]) {
-				t.Fatalf("%s walk %d from %d:\ntwin %v\ncpu  %v", alg, id, s, got, want[id])
+			for _, d := range [][]uint32{nil, dead} {
+				if got := twinWalk(g, at, l, recs, d, alg, job.Seed, id, s); !slices.Equal(got, want[id]) {
+					t.Fatalf("%s walk %d from %d (dead-edge bitmap %v):\ntwin %v\ncpu  %v", alg, id, s, d != nil, got, want[id])
+				}
 			}
 		}
 	}
@@ -373,11 +376,13 @@ func TestOverlayTwinMatchesCPU(t *testing.T) {
 				if !alg.Weighted {
 					at = nil
 				}
+				recs, dead := vertexRecords(g.Offsets, &l, alg.Weighted), deadEdges(g.Offsets, g.Targets, &l)
 				for k, s := range starts {
 					id := job.FirstWalk + uint64(k)
-					got := twinWalk(g, at, &l, alg, job.Seed, id, s)
-					if !slices.Equal(got, want[id]) {
-						t.Fatalf("walk %d from %d:\ntwin %v\ncpu  %v", id, s, got, want[id])
+					for _, d := range [][]uint32{nil, dead} {
+						if got := twinWalk(g, at, &l, recs, d, alg, job.Seed, id, s); !slices.Equal(got, want[id]) {
+							t.Fatalf("walk %d from %d (dead-edge bitmap %v):\ntwin %v\ncpu  %v", id, s, d != nil, got, want[id])
+						}
 					}
 				}
 			})
@@ -385,10 +390,10 @@ func TestOverlayTwinMatchesCPU(t *testing.T) {
 	}
 }
 
-// twinAlias is a packed alias entry (ws::AliasEntry without its column).
+// twinAlias is a packed alias entry (ws::AliasEntry).
 type twinAlias struct {
-	prob      float32
-	keep, alt uint32
+	prob             float32
+	keep, alt, alias uint32
 }
 
 func twinAliasTable(g *graph.Graph) []twinAlias {
@@ -397,7 +402,7 @@ func twinAliasTable(g *graph.Graph) []twinAlias {
 	for v := range g.NumVertices() {
 		a, b := g.Offsets[v], g.Offsets[v+1]
 		for e := a; e < b; e++ {
-			tab[e] = twinAlias{prob: prob[e], keep: g.Targets[e], alt: g.Targets[a+uint64(alias[e])]}
+			tab[e] = twinAlias{prob: prob[e], keep: g.Targets[e], alt: g.Targets[a+uint64(alias[e])], alias: alias[e]}
 		}
 	}
 	return tab
@@ -412,6 +417,18 @@ func twinPick(g *graph.Graph, tab []twinAlias, a uint64, deg, x, y uint32) uint3
 		return e.keep
 	}
 	return tab[a+col].alt
+}
+
+// twinPickEdge is pick_static_edge: the target and the base edge taken.
+func twinPickEdge(g *graph.Graph, tab []twinAlias, a uint64, deg, x, y uint32) (uint32, uint64) {
+	col := a + uint64(walk.Bounded(x, deg))
+	if tab == nil {
+		return g.Targets[col], col
+	}
+	if e := tab[col]; walk.Unit24(y) < e.prob {
+		return e.keep, col
+	}
+	return tab[col].alt, a + uint64(tab[col].alias)
 }
 
 // twinTomb is find_tombstone: upto+1, or 0 when t has none.
@@ -431,11 +448,11 @@ func twinTomb(dead []deltaItem, t uint32) uint64 {
 	return 0
 }
 
-func twinWalk(g *graph.Graph, tab []twinAlias, l *deltaLayout, alg walk.Algorithm, seed, id uint64, start uint32) []uint32 {
+func twinWalk(g *graph.Graph, tab []twinAlias, l *deltaLayout, recs []uint64, dead []uint32, alg walk.Algorithm, seed, id uint64, start uint32) []uint32 {
 	out := []uint32{start}
 	cur := start
 	for step := uint32(0); step < uint32(alg.Length); step++ {
-		next, ok := twinStep(g, tab, l, alg, seed, id, step, cur)
+		next, ok := twinStep(g, tab, l, recs, dead, alg, seed, id, step, cur)
 		if !ok {
 			break
 		}
@@ -445,7 +462,9 @@ func twinWalk(g *graph.Graph, tab []twinAlias, l *deltaLayout, alg walk.Algorith
 	return out
 }
 
-func twinStep(g *graph.Graph, tab []twinAlias, l *deltaLayout, alg walk.Algorithm, seed, id uint64, step, cur uint32) (uint32, bool) {
+// twinStep is overlay_step: recs are vertexRecords' for the walk's
+// weighting, dead deadEdges' (nil: the kernels without the bitmap).
+func twinStep(g *graph.Graph, tab []twinAlias, l *deltaLayout, recs []uint64, dead []uint32, alg walk.Algorithm, seed, id uint64, step, cur uint32) (uint32, bool) {
 	draw := func(d uint32) (uint32, uint32, uint32, uint32) {
 		return walk.Philox(uint32(id), uint32(id>>32), step, d, uint32(seed), uint32(seed>>32))
 	}
@@ -454,45 +473,52 @@ func twinStep(g *graph.Graph, tab []twinAlias, l *deltaLayout, alg walk.Algorith
 	if !ppr {
 		stop = 0
 	}
-	var a, b uint64
-	if int(cur) < g.NumVertices() {
-		a, b = g.Offsets[cur], g.Offsets[cur+1]
+	if int(cur) >= len(recs)-1 {
+		return 0, false
 	}
+	r := recs[cur]
+	a, b := r&recOffsetMask, recs[cur+1]&recOffsetMask
 	deg := uint32(b - a)
-	h, has := l.lookup(cur)
-	if !has {
-		if deg == 0 {
+	has := r>>recDeltaShift&1 != 0
+	first := uint32(0)
+	x, y, z, _ := draw(0)
+	if ppr {
+		if uint64(x) < stop {
 			return 0, false
 		}
-		x, y, z, _ := draw(0)
-		if ppr {
-			if uint64(x) < stop {
-				return 0, false
-			}
-			return twinPick(g, tab, a, deg, y, z), true
+		if has {
+			first = 1
+			x, y, z, _ = draw(1)
+		} else {
+			x, y, z = y, z, 0
 		}
-		return twinPick(g, tab, a, deg, x, y), true
+	}
+	if deg != 0 && uint64(z>>24) < r>>recSideShift&511 {
+		t, e := twinPickEdge(g, tab, a, deg, x, y)
+		if r>>recFilterShift>>recFilterBit(t)&1 == 0 || dead != nil && dead[e>>5]>>(e&31)&1 == 0 {
+			return t, true
+		}
+	}
+	if !has {
+		return 0, false
+	}
+	h, ok := l.lookup(cur)
+	if !ok {
+		panic(fmt.Sprintf("vertex %d: its record says it has a delta, the layout holds none", cur))
 	}
 	if h.ndLive&liveBit == 0 {
 		return 0, false
 	}
 	nd := h.ndLive &^ liveBit
-	first := uint32(0)
-	if ppr {
-		if x, _, _, _ := draw(0); uint64(x) < stop {
-			return 0, false
-		}
-		first = 1
-	}
 	items := l.items()
 	de := items[h.pos : h.pos+h.n]
-	dead := items[h.pos+h.n : h.pos+h.n+nd]
-	baseDead := func(t uint32) bool { return h.deadBits&deadBit(t) != 0 && twinTomb(dead, t) != 0 }
+	tomb := items[h.pos+h.n : h.pos+h.n+nd]
+	baseDead := func(t uint32) bool { return h.deadBits&deadBit(t) != 0 && twinTomb(tomb, t) != 0 }
 	deltaDead := func(i, t uint32) bool {
 		if h.deadBits&deadBit(t) == 0 {
 			return false
 		}
-		u := twinTomb(dead, t)
+		u := twinTomb(tomb, t)
 		return u != 0 && uint64(i) < u-1
 	}
 	weighted := alg.Weighted
@@ -505,7 +531,7 @@ func twinStep(g *graph.Graph, tab []twinAlias, l *deltaLayout, alg walk.Algorith
 	total := wb + wd
 	for att := range uint32(walk.MaxRejections) {
 		x, y, z, w := draw(first + att)
-		if float64(z)*0x1p-32*total < wb {
+		if baseSide(z, total, wb) {
 			if deg == 0 {
 				continue
 			}
@@ -548,7 +574,7 @@ func twinStep(g *graph.Graph, tab []twinAlias, l *deltaLayout, alg walk.Algorith
 			sum += wt(false, uint64(i))
 		}
 	}
-	x, y, _, _ := draw(first + walk.FallbackDraw)
+	x, y, _, _ = draw(first + walk.FallbackDraw)
 	u := (float64(x) + float64(y)*0x1p-32) * 0x1p-32 * sum
 	last, found := uint32(0), false
 	for e := a; e < b; e++ {
@@ -662,5 +688,78 @@ func BenchmarkDeltaLayout(b *testing.B) {
 			b.ReportMetric(float64(wholes)/float64(b.N), "whole/op")
 			b.ReportMetric(float64(walk.IndexOf(snap).Len()), "vertices-with-delta")
 		})
+	}
+}
+
+// TestVertexRecords checks the host twin of the vertex records on a
+// snapshot with inserts, deletes and added vertices: each record's offset
+// is the base's, a vertex without a delta always takes the base side with
+// an empty filter, and a vertex with one has the largest side threshold
+// that keeps every side word below it on the base side and a filter that
+// holds each of its tombstones' targets.
+func TestVertexRecords(t *testing.T) {
+	for _, weighted := range []bool{true, false} {
+		snap := liveSnapshot(t, 9, 3, weighted)
+		g := snap.Base()
+		var l deltaLayout
+		layoutSnapshot(t, &l, snap)
+		nv := g.NumVertices()
+		recs := vertexRecords(g.Offsets, &l, weighted)
+		if len(recs) != recordCount(len(l.words()), nv)+1 || len(recs) < snap.NumVertices()+1 {
+			t.Fatalf("%d records for %d vertices (%d in the base)", len(recs), snap.NumVertices(), nv)
+		}
+		items := l.items()
+		var delta, decided int
+		for v, r := range recs {
+			if a := g.Offsets[min(v, nv)]; r&recOffsetMask != a {
+				t.Fatalf("vertex %d: offset %d, the base's %d", v, r&recOffsetMask, a)
+			}
+			if v == len(recs)-1 {
+				if r != r&recOffsetMask {
+					t.Fatalf("the end record %#x holds more than an offset", r)
+				}
+				continue
+			}
+			s, filter := r>>recSideShift&511, r>>recFilterShift
+			h, has := l.lookup(uint32(v))
+			if has != (r>>recDeltaShift&1 != 0) {
+				t.Fatalf("vertex %d: record %#x, delta in the layout %v", v, r, has)
+			}
+			if !has {
+				if s != recSideAll || filter != 0 {
+					t.Fatalf("vertex %d without a delta: side %d, filter %#x", v, s, filter)
+				}
+				continue
+			}
+			delta++
+			if h.ndLive&liveBit == 0 {
+				if s != 0 || filter != recFilterAll {
+					t.Fatalf("vertex %d without a live edge: side %d, filter %#x", v, s, filter)
+				}
+				continue
+			}
+			var wb, wd float64
+			if weighted {
+				wb, wd = h.baseWeight, float64(float64(h.n)*float64(h.maxWeight))
+			} else {
+				wb, wd = float64(recs[v+1]&recOffsetMask-r&recOffsetMask), float64(h.n)
+			}
+			total := wb + wd
+			if s > recSideAll || s > 0 && !baseSide(uint32(s<<24-1), total, wb) || s < recSideAll && baseSide(uint32((s+1)<<24-1), total, wb) {
+				t.Fatalf("vertex %d: side %d for base %v of %v", v, s, wb, total)
+			}
+			if s > 0 {
+				decided++
+			}
+			nd := h.ndLive &^ liveBit
+			for _, it := range items[h.pos+h.n : h.pos+h.n+nd] {
+				if filter>>recFilterBit(it.a)&1 == 0 {
+					t.Fatalf("vertex %d: filter %#x lacks tombstone target %d", v, filter, it.a)
+				}
+			}
+		}
+		if delta == 0 || decided == 0 {
+			t.Fatalf("weighted=%v: %d records with a delta, %d with a side threshold", weighted, delta, decided)
+		}
 	}
 }
