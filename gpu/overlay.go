@@ -315,6 +315,34 @@ func deadEdges(offsets []uint64, targets []uint32, l *deltaLayout) []uint32 {
 	return bits
 }
 
+// deadItems is overlay_dead_edges' item bitmap on the host: bit pos+i
+// set for each dead appended edge i of the head at pos (a tombstone on its
+// target with upto above i).
+func deadItems(l *deltaLayout) []uint32 {
+	items := l.items()
+	bits := make([]uint32, (len(items)+31)/32)
+	mark := func(h deltaHead) {
+		nd := h.ndLive &^ liveBit
+		if nd == 0 {
+			return
+		}
+		dead := items[h.pos+h.n : h.pos+h.n+nd]
+		for i, it := range items[h.pos : h.pos+h.n] {
+			k, ok := slices.BinarySearchFunc(dead, it.a, func(it deltaItem, t uint32) int { return cmp.Compare(it.a, t) })
+			if ok && h.deadBits&deadBit(it.a) != 0 && uint32(i) < dead[k].b {
+				p := h.pos + uint32(i)
+				bits[p>>5] |= 1 << (p & 31)
+			}
+		}
+	}
+	for v := range uint32(64 * len(l.words())) {
+		if h, ok := l.lookup(v); ok {
+			mark(h)
+		}
+	}
+	return bits
+}
+
 // layoutWords is how many bitmap words (64 vertices each) a goroutine of
 // the layout takes at a time: a whole layout reads each vertex's edges
 // where the live graph put them (scattered over the heap), so on a large

@@ -37,9 +37,12 @@ type overlayState struct {
 	// when a launch first needs them: built says which are.
 	recs  [2][2]overlayBuf
 	built [2][2]bool
-	// edges is the dead-edge bitmap per patch buffer, built when a
-	// kernel that reads it first walks the snapshot.
+	// edges are the dead-edge bitmap (a bit a base edge) and after it,
+	// from word edgeWords on, the dead-item bitmap (a bit an item of the
+	// resident level) per patch buffer, built when a kernel that reads
+	// them first walks the snapshot.
 	edges      [2]overlayBuf
+	edgeWords  [2]int64
 	edgesBuilt [2]bool
 	// sum adds up the copies since it was last logged (logCopies).
 	sum struct {
@@ -199,16 +202,19 @@ func (e *Engine) ensureRecords(alg walk.Algorithm) error {
 	})
 }
 
-// buildDeadEdges builds the resident snapshot's dead-edge bitmap: cleared,
-// then overlay_dead_edges, a warp a vertex (device thread).
+// buildDeadEdges builds the resident snapshot's dead-edge and dead-item
+// bitmaps: cleared, then overlay_dead_edges, a warp a vertex (device
+// thread).
 func (e *Engine) buildDeadEdges() error {
 	st := &e.ovl
 	l := &st.layout
 	b := &st.edges[l.p]
-	words := (e.g.NumEdges() + 31) / 32
+	edgeWords := (e.g.NumEdges() + 31) / 32
+	words := edgeWords + (int64(len(l.items()))+31)/32
 	if want := max(words, 1) * 4; want > b.cap {
 		e.free(overlayEdgeNames[l.p], &b.p)
 		b.cap = 0
+		want += want / 8 // room for the items later snapshots append
 		ptr, err := e.alloc(overlayEdgeNames[l.p], want)
 		if err != nil {
 			return fmt.Errorf("gpu: live graph delta: %w", err)
@@ -218,9 +224,11 @@ func (e *Engine) buildDeadEdges() error {
 	if err := cu.MemsetD32(b.p, 0, max(words, 1)); err != nil {
 		return fmt.Errorf("gpu: clear the dead-edge bitmap: %w", err)
 	}
+	st.edgeWords[l.p] = edgeWords
 	n := recordCount(len(l.words()), e.g.NumVertices())
 	args := []uint64{uint64(e.dOffsets), uint64(e.dTargets), uint64(n), uint64(st.pat[l.p][0].p), uint64(st.res[l.r][0].p),
-		uint64(st.pat[l.p][1].p), uint64(st.res[l.r][1].p), uint64(e.g.NumVertices()), uint64(len(l.words())), uint64(b.p)}
+		uint64(st.pat[l.p][1].p), uint64(st.res[l.r][1].p), uint64(e.g.NumVertices()), uint64(len(l.words())), uint64(b.p),
+		uint64(b.p + cu.DevicePtr(edgeWords*4))}
 	if err := launch(st.fnEdges, e.numSM*16, tableThreads, cu.Stream{}, args); err != nil {
 		return fmt.Errorf("gpu: overlay_dead_edges: %w", err)
 	}
@@ -339,21 +347,27 @@ func (e *Engine) overlayArgs(weighted bool) []uint64 {
 	if weighted {
 		w = 1
 	}
-	return []uint64{uint64(st.recs[l.p][w].p), uint64(recordCount(len(l.words()), e.g.NumVertices())), uint64(st.edges[l.p].p), uint64(st.pat[l.p][0].p), uint64(st.res[l.r][0].p), uint64(st.pat[l.p][1].p), uint64(st.res[l.r][1].p),
+	edges := st.edges[l.p].p
+	items := edges + cu.DevicePtr(st.edgeWords[l.p]*4)
+	if edges == 0 {
+		items = 0
+	}
+	return []uint64{uint64(st.recs[l.p][w].p), uint64(recordCount(len(l.words()), e.g.NumVertices())), uint64(edges), uint64(items),
+		uint64(st.pat[l.p][0].p), uint64(st.res[l.r][0].p), uint64(st.pat[l.p][1].p), uint64(st.res[l.r][1].p),
 		uint64(e.g.NumVertices()), uint64(len(l.words()))}
 }
 
-// overlayVariant picks the overlay kernel for alg: for DeepWalk the
-// 40-register one (at scale 22 on the H200 it walked a 10% delta 8%
-// faster than the 64-register one uniform and 13% weighted:
-// docs/benchmarks/live-graph.md), for PPR the 64-register one (not
-// compared), unless cfg.threadVariant (benchmarks) asks for the
-// compiler's (0), 64 (1), 40 registers (2) or 40 with the dead-edge
-// bitmap (3).
+// overlayVariant picks the overlay kernel for alg: the 40-register one
+// with the dead-edge and dead-item bitmaps (3) for DeepWalk and PPR (at
+// scale 22 on the H200 the 40-register one with the dead-edge bitmap
+// walked a 10% delta 20% faster uniform and 14% weighted than without it:
+// docs/benchmarks/live-graph.md; PPR had 64 registers without bitmaps
+// before), unless cfg.threadVariant (benchmarks) asks for the compiler's
+// (0), 64 (1) or 40 registers (2) without the bitmaps, or 3.
 func (e *Engine) overlayVariant(alg walk.Algorithm) (ppr, variant int) {
-	ppr, variant = 0, 2
+	ppr, variant = 0, 3
 	if alg.Kind == walk.PPR {
-		ppr, variant = 1, 1
+		ppr = 1
 	}
 	if v := e.cfg.threadVariant; v >= 0 && v < len(e.ovl.fn[ppr]) {
 		variant = v
@@ -383,6 +397,7 @@ func (e *Engine) releaseOverlay() {
 		}
 		e.free(overlayEdgeNames[i], &e.ovl.edges[i].p)
 		e.ovl.edges[i].cap = 0
+		e.ovl.edgeWords[i] = 0
 		e.ovl.edgesBuilt[i] = false
 	}
 	e.ovl.snap = nil

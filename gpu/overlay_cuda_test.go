@@ -120,9 +120,10 @@ func TestOverlayWalksMatchCPU(t *testing.T) {
 						if st := e.LastRunStats(); st.DeltaBytes != 0 || st.DeltaUpload != 0 {
 							t.Fatalf("a run on the resident snapshot copied its delta again: %+v", st)
 						}
-						// Every register budget of the kernels walks the same.
+						// Every register budget of the kernels walks the same
+						// (the default, above: 40 with the bitmaps).
 						want := walksByID(t, ref, jobs[0])
-						for _, v := range []int{0, 2, 3} {
+						for _, v := range []int{0, 1, 2} {
 							e.cfg.threadVariant = v
 							got := walksByID(t, e, jobs[0])
 							e.cfg.threadVariant = -1
@@ -173,9 +174,9 @@ func TestOverlaySnapshotSequence(t *testing.T) {
 			for _, alg := range algs {
 				job := walk.Job{Algorithm: alg, Seed: 41, Starts: starts, FirstWalk: 9, Overlay: snap}
 				want := walksByID(t, ref, job)
-				// The default kernel, then the one with the dead-edge
-				// bitmap.
-				for _, v := range []int{-1, 3} {
+				// The default kernel (with the dead-edge and dead-item
+				// bitmaps), then the one without them.
+				for _, v := range []int{-1, 2} {
 					e.cfg.threadVariant = v
 					got := walksByID(t, e, job)
 					e.cfg.threadVariant = -1
@@ -286,6 +287,20 @@ func checkVertexRecords(t *testing.T, e *Engine, weighted bool, what string) {
 	if dead == 0 {
 		t.Fatalf("%s: no dead base edge", what)
 	}
+	wantItems := deadItems(l)
+	if len(wantItems) == 0 {
+		return
+	}
+	gotItems := make([]uint32, len(wantItems))
+	at := st.edges[l.p].p + cu.DevicePtr(st.edgeWords[l.p]*4)
+	if err := e.dev.do(func() error { return e.copyDtoH(unsafe.Pointer(&gotItems[0]), at, int64(len(gotItems))*4) }); err != nil {
+		t.Fatal(err)
+	}
+	for i := range wantItems {
+		if gotItems[i] != wantItems[i] {
+			t.Fatalf("%s: dead-item word %d on the device is %#x, its host twin %#x", what, i, gotItems[i], wantItems[i])
+		}
+	}
 }
 
 // TestOverlayRefusals: what the GPU engine does not walk on a snapshot is
@@ -321,7 +336,10 @@ func TestOverlayRefusals(t *testing.T) {
 // a delete of a base edge), applied in records of 64 Ki updates. Rows: the
 // base graph, base + delta, and the delta's compaction on an engine of its
 // own; one walk of 80 steps from every base vertex; M steps/s over kernel
-// time, and the delta's copy to the device (index, layout, copy). With
+// time, and the delta's copy to the device (index, layout, copy, and the
+// vertex records and bitmaps built on the device). The rows without a
+// register budget run the engine's default kernel (40 registers with the
+// dead-edge and dead-item bitmaps). With
 // WALKSTAGE_GPU_OVERLAY_BENCH_PROFILE=1 only the uniform walks on the base
 // and on the delta (the default kernel, then the one with the dead-edge
 // bitmap) are run, for a profiler (ncu) to read their kernels.
@@ -439,7 +457,6 @@ func TestOverlayBench(t *testing.T) {
 		row(kind+" delta, compiler's regs", e, alg, snap, 0)
 		row(kind+" delta, 64 regs", e, alg, snap, 1)
 		row(kind+" delta, 40 regs", e, alg, snap, 2)
-		row(kind+" delta, 40 regs + dead edges", e, alg, snap, 3)
 		row(kind+" compacted", ce, alg, nil, -1)
 	}
 	// A later snapshot: 1% more updates, copied whole again.
@@ -454,9 +471,24 @@ func TestOverlayBench(t *testing.T) {
 	}
 	later := l.Publish()
 	row("uniform later snapshot", e, walk.Algorithm{Kind: walk.DeepWalk, Length: 80}, later, -1)
+	row("uniform later, 40 regs", e, walk.Algorithm{Kind: walk.DeepWalk, Length: 80}, later, 2)
+	row("weighted later snapshot", e, walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true}, later, -1)
 	row("ppr base, from every vertex", e, walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2}, nil, -1)
 	row("ppr later snapshot", e, walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2}, later, -1)
-	row("uniform later, + dead edges", e, walk.Algorithm{Kind: walk.DeepWalk, Length: 80}, later, 3)
+	row("ppr later, 64 regs", e, walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2}, later, 1)
+	row("ppr later, 40 regs", e, walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2}, later, 2)
+	var recs, bitmaps int64
+	for p := range 2 {
+		for w := range 2 {
+			recs += e.ovl.recs[p][w].cap
+		}
+		bitmaps += e.ovl.edges[p].cap
+	}
+	lay := &e.ovl.layout
+	t.Logf("device memory of the later snapshot: records %.1f MiB a weighting (%d+1 vertices), dead-edge bitmap %.1f MiB, dead-item bitmap %.1f MiB (%d items); allocated over both buffers: records %.1f MiB, bitmaps %.1f MiB",
+		float64(recordCount(len(lay.words()), g.NumVertices())+1)*8/(1<<20), recordCount(len(lay.words()), g.NumVertices()),
+		float64((g.NumEdges()+31)/32*4)/(1<<20), float64((len(lay.items())+31)/32*4)/(1<<20), len(lay.items()),
+		float64(recs)/(1<<20), float64(bitmaps)/(1<<20))
 	fmt.Printf("\nR-MAT scale %d ef 16 undirected weighted: V=%d E=%d; delta %d appended edges, %d tombstones, %d vertices with a delta\n",
 		scale, g.NumVertices(), g.NumEdges(), st.DeltaEdges, st.Tombstones, st.Vertices)
 	fmt.Println("M steps/s: kernel time; delta MiB / copy ms: the warm-up run's copy of the snapshot's delta (index build, layout, copy to the device)")

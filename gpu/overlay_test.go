@@ -323,10 +323,10 @@ func checkTwin(t testing.TB, ref walk.Engine, tab []twinAlias, l *deltaLayout, s
 		if !alg.Weighted {
 			at = nil
 		}
-		recs, dead := vertexRecords(g.Offsets, l, alg.Weighted), deadEdges(g.Offsets, g.Targets, l)
+		recs, dead := vertexRecords(g.Offsets, l, alg.Weighted), twinBitmaps(g, l)
 		for k, s := range starts {
 			id := job.FirstWalk + uint64(k)
-			for _, d := range [][]uint32{nil, dead} {
+			for _, d := range []*twinDead{nil, dead} {
 				if got := twinWalk(g, at, l, recs, d, alg, job.Seed, id, s); !slices.Equal(got, want[id]) {
 					t.Fatalf("%s walk %d from %d (dead-edge bitmap %v):\ntwin %v\ncpu  %v", alg, id, s, d != nil, got, want[id])
 				}
@@ -376,10 +376,10 @@ func TestOverlayTwinMatchesCPU(t *testing.T) {
 				if !alg.Weighted {
 					at = nil
 				}
-				recs, dead := vertexRecords(g.Offsets, &l, alg.Weighted), deadEdges(g.Offsets, g.Targets, &l)
+				recs, dead := vertexRecords(g.Offsets, &l, alg.Weighted), twinBitmaps(g, &l)
 				for k, s := range starts {
 					id := job.FirstWalk + uint64(k)
-					for _, d := range [][]uint32{nil, dead} {
+					for _, d := range []*twinDead{nil, dead} {
 						if got := twinWalk(g, at, &l, recs, d, alg, job.Seed, id, s); !slices.Equal(got, want[id]) {
 							t.Fatalf("walk %d from %d (dead-edge bitmap %v):\ntwin %v\ncpu  %v", id, s, d != nil, got, want[id])
 						}
@@ -448,7 +448,15 @@ func twinTomb(dead []deltaItem, t uint32) uint64 {
 	return 0
 }
 
-func twinWalk(g *graph.Graph, tab []twinAlias, l *deltaLayout, recs []uint64, dead []uint32, alg walk.Algorithm, seed, id uint64, start uint32) []uint32 {
+// twinDead are the dead-edge and dead-item bitmaps (deadEdges, deadItems)
+// the kernels with them (_6e) read.
+type twinDead struct{ edges, items []uint32 }
+
+func twinBitmaps(g *graph.Graph, l *deltaLayout) *twinDead {
+	return &twinDead{deadEdges(g.Offsets, g.Targets, l), deadItems(l)}
+}
+
+func twinWalk(g *graph.Graph, tab []twinAlias, l *deltaLayout, recs []uint64, dead *twinDead, alg walk.Algorithm, seed, id uint64, start uint32) []uint32 {
 	out := []uint32{start}
 	cur := start
 	for step := uint32(0); step < uint32(alg.Length); step++ {
@@ -463,8 +471,8 @@ func twinWalk(g *graph.Graph, tab []twinAlias, l *deltaLayout, recs []uint64, de
 }
 
 // twinStep is overlay_step: recs are vertexRecords' for the walk's
-// weighting, dead deadEdges' (nil: the kernels without the bitmap).
-func twinStep(g *graph.Graph, tab []twinAlias, l *deltaLayout, recs []uint64, dead []uint32, alg walk.Algorithm, seed, id uint64, step, cur uint32) (uint32, bool) {
+// weighting, dead the bitmaps (nil: the kernels without them).
+func twinStep(g *graph.Graph, tab []twinAlias, l *deltaLayout, recs []uint64, dead *twinDead, alg walk.Algorithm, seed, id uint64, step, cur uint32) (uint32, bool) {
 	draw := func(d uint32) (uint32, uint32, uint32, uint32) {
 		return walk.Philox(uint32(id), uint32(id>>32), step, d, uint32(seed), uint32(seed>>32))
 	}
@@ -493,10 +501,38 @@ func twinStep(g *graph.Graph, tab []twinAlias, l *deltaLayout, recs []uint64, de
 			x, y, z = y, z, 0
 		}
 	}
+	st := twinCounts
+	if st != nil {
+		st.steps++
+		if has {
+			st.delta++
+			if r>>recFilterShift == recFilterAll {
+				st.saturated++
+			}
+		}
+	}
 	if deg != 0 && uint64(z>>24) < r>>recSideShift&511 {
 		t, e := twinPickEdge(g, tab, a, deg, x, y)
-		if r>>recFilterShift>>recFilterBit(t)&1 == 0 || dead != nil && dead[e>>5]>>(e&31)&1 == 0 {
+		if r>>recFilterShift>>recFilterBit(t)&1 == 0 {
+			if st != nil && has {
+				st.filterClear++
+			}
 			return t, true
+		}
+		if dead != nil && dead.edges[e>>5]>>(e&31)&1 == 0 {
+			if st != nil {
+				st.bitmapLive++
+			}
+			return t, true
+		}
+		if st != nil {
+			st.headDead++
+		}
+	} else if st != nil && has {
+		if deg == 0 {
+			st.headNoBase++
+		} else {
+			st.headSide++
 		}
 	}
 	if !has {
@@ -521,6 +557,30 @@ func twinStep(g *graph.Graph, tab []twinAlias, l *deltaLayout, recs []uint64, de
 		u := twinTomb(tomb, t)
 		return u != 0 && uint64(i) < u-1
 	}
+	// The attempts' checks: with the bitmaps a target the head's filter
+	// holds is looked up there (the edge's bit, the item's), not searched.
+	attemptBaseDead := func(t uint32, e uint64) bool {
+		if dead == nil {
+			return baseDead(t)
+		}
+		if st != nil && h.deadBits&deadBit(t) != 0 {
+			st.lookups++
+		}
+		return h.deadBits&deadBit(t) != 0 && dead.edges[e>>5]>>(e&31)&1 != 0
+	}
+	attemptDeltaDead := func(i, t uint32) bool {
+		if dead == nil {
+			if st != nil && h.deadBits&deadBit(t) != 0 {
+				st.searches++
+			}
+			return deltaDead(i, t)
+		}
+		if st != nil && h.deadBits&deadBit(t) != 0 {
+			st.lookups++
+		}
+		k := h.pos + i
+		return h.deadBits&deadBit(t) != 0 && dead.items[k>>5]>>(k&31)&1 != 0
+	}
 	weighted := alg.Weighted
 	var wb, wd float64
 	if weighted {
@@ -531,11 +591,23 @@ func twinStep(g *graph.Graph, tab []twinAlias, l *deltaLayout, recs []uint64, de
 	total := wb + wd
 	for att := range uint32(walk.MaxRejections) {
 		x, y, z, w := draw(first + att)
+		if st != nil {
+			st.attempts++
+		}
 		if baseSide(z, total, wb) {
 			if deg == 0 {
 				continue
 			}
-			if t := twinPick(g, tab, a, deg, x, y); !baseDead(t) {
+			if st != nil && dead == nil && h.deadBits&deadBit(twinPick(g, tab, a, deg, x, y)) != 0 {
+				st.searches++
+			}
+			if t, e := twinPickEdge(g, tab, a, deg, x, y); !attemptBaseDead(t, e) {
+				if st != nil {
+					st.headBase++
+					if att == 0 {
+						st.headBandBase++
+					}
+				}
 				return t, true
 			}
 			continue
@@ -546,11 +618,20 @@ func twinStep(g *graph.Graph, tab []twinAlias, l *deltaLayout, recs []uint64, de
 		i := walk.Bounded(w, h.n)
 		e := de[i]
 		if weighted && walk.Unit24(y)*h.maxWeight >= math.Float32frombits(e.b) {
+			if st != nil {
+				st.rejected++
+			}
 			continue
 		}
-		if !deltaDead(i, e.a) {
+		if !attemptDeltaDead(i, e.a) {
+			if st != nil {
+				st.headDelta++
+			}
 			return e.a, true
 		}
+	}
+	if st != nil {
+		st.scan++
 	}
 	// overlay_scan.
 	wt := func(base bool, i uint64) float64 {

@@ -78,6 +78,7 @@ struct DeltaParams {
   const uint64_t* records;   // n_records+1 VertexRecords, for the walk's weighting
   uint64_t n_records;        // max(64*n_words, base_vertices): the vertices recorded
   const uint32_t* dead_edges;  // bit e set when base edge e is dead (overlay_dead_edges; kEdges kernels only)
+  const uint32_t* dead_items;  // bit pos+i set when appended edge i of the head at pos is dead (likewise)
   const DeltaWord* words;    // ceil(n_vertices/64)
   const DeltaHead* heads;    // the resident level's, one per vertex marked there, in vertex order
   const DeltaHead* pheads;   // the patch's, one per vertex marked there, in vertex order
@@ -151,6 +152,18 @@ __device__ __forceinline__ const DeltaHead* delta_head(const DeltaParams& D, uin
   const uint32_t b = v & 63;
   if ((((base | patch) >> b) & 1) == 0) return nullptr;
   const uint2 r = __ldg(reinterpret_cast<const uint2*>(D.words + w) + 2);
+  const uint64_t below = (1ull << b) - 1;
+  if ((patch >> b) & 1) return D.pheads + r.y + __popcll(patch & below);
+  return D.heads + r.x + __popcll(base & below);
+}
+
+// marked_head is delta_head for a vertex whose record says it has a
+// delta: both halves of its word's sector loaded at once, no test between.
+__device__ __forceinline__ const DeltaHead* marked_head(const DeltaParams& D, uint32_t v) {
+  const uint4* p = reinterpret_cast<const uint4*>(D.words + (v >> 6));
+  const uint4 m = __ldg(p), r = __ldg(p + 1);
+  const uint64_t base = (uint64_t)m.y << 32 | m.x, patch = (uint64_t)m.w << 32 | m.z;
+  const uint32_t b = v & 63;
   const uint64_t below = (1ull << b) - 1;
   if ((patch >> b) & 1) return D.pheads + r.y + __popcll(patch & below);
   return D.heads + r.x + __popcll(base & below);
@@ -253,8 +266,12 @@ __device__ __forceinline__ uint32_t pick_static_edge(const uint32_t* __restrict_
 // by the scan of a weighted walk). The first attempt is the record's (one
 // path for every lane); the head is read only when it leaves the attempt
 // undecided, and the attempts then run from the first again, exactly.
-// With kEdges a target in the record's filter is looked up in the
-// dead-edge bitmap (exact for base edges) before the head.
+// With kEdges (the engine's default) a target in the record's filter is
+// looked up in the dead-edge bitmap (exact for base edges) before the
+// head, and the attempts after the head look a target their head's filter
+// holds up in the dead-edge and dead-item bitmaps (one load) in place of
+// the binary search of the tombstones (a dependent load a halving: on a
+// hub with thousands of tombstones, a dozen, which hold the whole warp).
 template <bool kPPR, bool kEdges>
 __device__ __forceinline__ bool overlay_step(const DeltaParams& D, const uint32_t* __restrict__ tg,
                                              const AliasEntry* __restrict__ al, const float* __restrict__ weights,
@@ -289,7 +306,7 @@ __device__ __forceinline__ bool overlay_step(const DeltaParams& D, const uint32_
     }
   }
   if (!has) return false;  // a vertex without a delta and edges
-  const DeltaHead h = *delta_head(D, cur);
+  const DeltaHead h = *marked_head(D, cur);
   if ((h.nd_live & kLiveBit) == 0) return false;
   const uint32_t nd = h.nd_live & ~kLiveBit;
   const uint2* __restrict__ de = D.items + h.pos;
@@ -307,8 +324,17 @@ __device__ __forceinline__ bool overlay_step(const DeltaParams& D, const uint32_
     const uint4 w = draw(seed, walk, step, first + att);
     if (base_side(w.z, total, wb)) {
       if (deg == 0) continue;
-      const uint32_t t = pick_static(tg, al, a, deg, w.x, w.y);
-      if (!base_dead(dead, nd, h.dead_bits, t)) {
+      bool gone;
+      uint32_t t;
+      if (kEdges) {
+        uint64_t e;
+        t = pick_static_edge(tg, al, a, deg, w.x, w.y, e);
+        gone = (h.dead_bits & dead_bit(t)) != 0 && (__ldg(D.dead_edges + (e >> 5)) >> (e & 31) & 1) != 0;
+      } else {
+        t = pick_static(tg, al, a, deg, w.x, w.y);
+        gone = base_dead(dead, nd, h.dead_bits, t);
+      }
+      if (!gone) {
         next = t;
         return true;
       }
@@ -318,7 +344,14 @@ __device__ __forceinline__ bool overlay_step(const DeltaParams& D, const uint32_
     const uint32_t i = index(w.w, h.n);
     const uint2 e = __ldg(de + i);
     if (weighted && __fmul_rn(unit24(w.y), h.max_weight) >= __uint_as_float(e.y)) continue;
-    if (!delta_dead(dead, nd, h.dead_bits, i, e.x)) {
+    bool gone;
+    if (kEdges) {
+      const uint64_t k = (uint64_t)h.pos + i;
+      gone = (h.dead_bits & dead_bit(e.x)) != 0 && (__ldg(D.dead_items + (k >> 5)) >> (k & 31) & 1) != 0;
+    } else {
+      gone = delta_dead(dead, nd, h.dead_bits, i, e.x);
+    }
+    if (!gone) {
       next = e.x;
       return true;
     }
@@ -369,23 +402,34 @@ __device__ __forceinline__ void overlay_records_build(const DeltaParams& D, cons
 }
 
 // overlay_dead_edges_build sets bit e of dead (cleared before) for each
-// dead base edge e: an edge of a vertex with a live delta whose target has
-// a tombstone (base_dead). A warp a vertex, its lanes over the edges.
+// dead base edge e: an edge of a vertex with a delta whose target has a
+// tombstone (base_dead); and bit pos+i of items_dead (cleared before) for
+// each dead appended edge i of the head at pos (delta_dead). A warp a
+// vertex, its lanes over the edges.
 __device__ __forceinline__ void overlay_dead_edges_build(const DeltaParams& D, const uint64_t* __restrict__ offsets,
-                                                         const uint32_t* __restrict__ targets, uint32_t* dead) {
+                                                         const uint32_t* __restrict__ targets, uint32_t* dead,
+                                                         uint32_t* items_dead) {
   const unsigned lane = threadIdx.x & 31;
   const uint64_t warps = (uint64_t)gridDim.x * blockDim.x / 32;
-  const uint64_t nv = D.base_vertices < D.n_records ? D.base_vertices : D.n_records;
-  for (uint64_t v = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; v < nv; v += warps) {
+  for (uint64_t v = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; v < D.n_records; v += warps) {
     const DeltaHead* hp = delta_head(D, (uint32_t)v);
     if (hp == nullptr) continue;
     const DeltaHead h = *hp;
     const uint32_t nd = h.nd_live & ~kLiveBit;
     if (nd == 0) continue;
-    const uint2* tomb = D.items + h.pos + h.n;
-    const uint64_t a = offsets[v], b = offsets[v + 1];
-    for (uint64_t e = a + lane; e < b; e += 32) {
-      if (base_dead(tomb, nd, h.dead_bits, __ldg(targets + e))) atomicOr(dead + (e >> 5), 1u << (e & 31));
+    const uint2* de = D.items + h.pos;
+    const uint2* tomb = de + h.n;
+    if (v < D.base_vertices) {
+      const uint64_t a = offsets[v], b = offsets[v + 1];
+      for (uint64_t e = a + lane; e < b; e += 32) {
+        if (base_dead(tomb, nd, h.dead_bits, __ldg(targets + e))) atomicOr(dead + (e >> 5), 1u << (e & 31));
+      }
+    }
+    for (uint32_t i = lane; i < h.n; i += 32) {
+      if (delta_dead(tomb, nd, h.dead_bits, i, __ldg(&de[i].x))) {
+        const uint64_t k = (uint64_t)h.pos + i;
+        atomicOr(items_dead + (k >> 5), 1u << (k & 31));
+      }
     }
   }
 }

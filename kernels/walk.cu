@@ -344,16 +344,20 @@ __device__ __forceinline__ void walk_overlay_body(const WalkParams* __restrict__
 
 // In three register budgets: the compiler's, capped at 64 (four blocks an
 // SM) and at 40 (six blocks, a few spills), and the 40 one with the
-// dead-edge bitmap (_6e: a target in the record's filter is looked up there
-// before the head); gpu/overlay_cuda.go's overlayVariant picks one
-// (docs/benchmarks/live-graph.md has the measurements). The delta's pointers are kernel arguments, read from the
+// dead-edge and dead-item bitmaps (_6e, the engine's default: a target in
+// the record's filter is looked up there before the head, and one in the
+// head's filter in place of the tombstones' search); gpu/overlay_cuda.go's
+// overlayVariant picks one (docs/benchmarks/live-graph.md has the
+// measurements). The delta's pointers are kernel arguments, read from the
 // parameter bank where a step needs them rather than held in registers.
 #define WALK_OVERLAY_ARGS                                                                              \
   const WalkParams *__restrict__ p, const uint64_t *__restrict__ records, uint64_t n_records,            \
-      const uint32_t *__restrict__ dead_edges, const DeltaWord *__restrict__ words,                      \
+      const uint32_t *__restrict__ dead_edges, const uint32_t *__restrict__ dead_items,                  \
+      const DeltaWord *__restrict__ words,                                                               \
       const DeltaHead *__restrict__ heads, const DeltaHead *__restrict__ pheads, const uint2 *__restrict__ items, \
       uint64_t base_vertices, uint64_t n_words
-#define WALK_OVERLAY_PARAMS DeltaParams{records, n_records, dead_edges, words, heads, pheads, items, base_vertices, n_words}
+#define WALK_OVERLAY_PARAMS \
+  DeltaParams{records, n_records, dead_edges, dead_items, words, heads, pheads, items, base_vertices, n_words}
 #define WALK_OVERLAY(name, ppr)                                                                      \
   extern "C" __global__ void __launch_bounds__(kThreadBlock) name(WALK_OVERLAY_ARGS) {               \
     walk_overlay_body<ppr, false>(p, WALK_OVERLAY_PARAMS);                                           \
@@ -378,19 +382,20 @@ extern "C" __global__ void overlay_records(const uint64_t* __restrict__ offsets,
                                            const DeltaHead* __restrict__ pheads, const uint2* __restrict__ items,
                                            uint64_t base_vertices, uint64_t n_words, uint64_t weighted,
                                            uint64_t* __restrict__ records) {
-  overlay_records_build(DeltaParams{records, n_records, nullptr, words, heads, pheads, items, base_vertices, n_words},
+  overlay_records_build(DeltaParams{records, n_records, nullptr, nullptr, words, heads, pheads, items, base_vertices, n_words},
                         offsets, weighted != 0, records);
 }
 
-// overlay_dead_edges: the dead-edge bitmap of the delta resident on the
-// device (overlay.cuh, overlay_dead_edges_build), cleared before.
+// overlay_dead_edges: the dead-edge and dead-item bitmaps of the delta
+// resident on the device (overlay.cuh, overlay_dead_edges_build), cleared
+// before.
 extern "C" __global__ void overlay_dead_edges(const uint64_t* __restrict__ offsets, const uint32_t* __restrict__ targets,
                                               uint64_t n_records, const DeltaWord* __restrict__ words,
                                               const DeltaHead* __restrict__ heads, const DeltaHead* __restrict__ pheads,
                                               const uint2* __restrict__ items, uint64_t base_vertices, uint64_t n_words,
-                                              uint32_t* dead) {
-  overlay_dead_edges_build(DeltaParams{nullptr, n_records, dead, words, heads, pheads, items, base_vertices, n_words},
-                           offsets, targets, dead);
+                                              uint32_t* dead, uint32_t* items_dead) {
+  overlay_dead_edges_build(DeltaParams{nullptr, n_records, dead, items_dead, words, heads, pheads, items, base_vertices, n_words},
+                           offsets, targets, dead, items_dead);
 }
 
 // ------------------------------------------------------------- walk_temporal
