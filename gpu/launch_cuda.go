@@ -39,7 +39,7 @@ func (e *Engine) enqueue(s *batchSlot, b *batch, alg walk.Algorithm, withTimes, 
 	args := []uint64{uint64(s.dParams)}
 	if delta {
 		fn, block, grid = e.overlayKernel(alg, n)
-		args = append(args, e.overlayArgs()...)
+		args = append(args, e.overlayArgs(alg.Weighted)...)
 	} else {
 		fn, block, grid = e.walkKernel(alg, n)
 	}

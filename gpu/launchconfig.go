@@ -56,7 +56,7 @@ func kernelBlocks() []kernelBlock {
 		kernelBlock{"scan_u32_tiles", scanThreads, true}, kernelBlock{"scan_u64_sums", scanThreads, true}, kernelBlock{"scan_u32_apply", scanThreads, true},
 		kernelBlock{"sample_layer", sampleThreads, true},
 		kernelBlock{"sample_frontier", sampleThreads, true}, kernelBlock{"sample_fire", sampleThreads, true})
-	for _, name := range []string{"alias_build", "label_tables_build"} {
+	for _, name := range []string{"alias_build", "label_tables_build", "overlay_records", "overlay_dead_edges"} {
 		ks = append(ks, kernelBlock{name, tableThreads, false})
 	}
 	return ks

@@ -1,10 +1,12 @@
 package gpu
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/bits"
 	"reflect"
+	"slices"
 	"unsafe"
 
 	"github.com/walkstage/walkstage/walk"
@@ -190,6 +192,155 @@ func (l *deltaLayout) lookup(v uint32) (deltaHead, bool) {
 		return l.heads()[int(wd.baseRank)+bits.OnesCount64(wd.base&below)], true
 	}
 	return deltaHead{}, false
+}
+
+// Vertex records (ws::VertexRecord, kernels/overlay.cuh): one uint64 a
+// vertex, built on the device after each copy of a delta for the weighting
+// of the walks that read it (overlay_records). A step reads its vertex's
+// record and the next one in place of the base's offsets, and takes its
+// first attempt from them alone when the record's side threshold puts the
+// side word on the base side and the picked target is clear in its
+// tombstone filter, as most are; only the other attempts read the head.
+// vertexRecords is the kernel's host twin (the tests compare them, and the
+// kernel's step with the CPU engine's through twinStep).
+const (
+	recSideShift   = 36 // bits 0-35: the first base edge's offset
+	recDeltaShift  = 45 // bits 36-44: the side threshold s in [0, recSideAll]
+	recFilterShift = 46 // bit 45: the vertex has a delta; bits 46-63: the filter
+	recFilterBits  = 18
+	recSideAll     = 256
+	recOffsetMask  = 1<<recSideShift - 1
+	recFilterAll   = 1<<recFilterBits - 1
+	// recMaxEdges bounds the base edges a record addresses (2^36: a
+	// device holds fewer, their targets alone would take 256 GiB).
+	recMaxEdges = 1 << recSideShift
+)
+
+// recFilterBit is ws::rec_filter_bit: the filter bit of target t.
+func recFilterBit(t uint32) uint32 {
+	return uint32((uint64(t) * 0x9e3779b97f4a7c15 >> 32) * recFilterBits >> 32)
+}
+
+// baseSide is ws::base_side: an attempt's choice of the base side on its
+// side word z (z*2^-32 is exact: one rounding, as the device's).
+func baseSide(z uint32, total, wb float64) bool { return float64(z)*0x1p-32*total < wb }
+
+// recordSide is ws::record_side: the largest s in [0, 256] with baseSide
+// true for every z below s*2^24.
+func recordSide(total, wb float64) uint64 {
+	lo, hi := uint64(0), uint64(recSideAll)
+	for lo < hi {
+		m := (lo + hi + 1) >> 1
+		if baseSide(uint32(m<<24-1), total, wb) {
+			lo = m
+		} else {
+			hi = m - 1
+		}
+	}
+	return lo
+}
+
+// recordCount is the vertices the records of a layout with words marks
+// words cover on a base of nv vertices; the records array has one more
+// entry (the end).
+func recordCount(words, nv int) int { return max(64*words, nv) }
+
+// vertexRecords is overlay_records on the host: the records of the
+// snapshot copied last to l, over the base's offsets, for a walk weighted
+// or not.
+func vertexRecords(offsets []uint64, l *deltaLayout, weighted bool) []uint64 {
+	nv := len(offsets) - 1
+	n := recordCount(len(l.words()), nv)
+	recs := make([]uint64, n+1)
+	items := l.items()
+	for v := range n + 1 {
+		a := offsets[min(v, nv)]
+		rec := a
+		h, has := deltaHead{}, false
+		if v < n {
+			h, has = l.lookup(uint32(v))
+		}
+		switch {
+		case v == n:
+		case !has:
+			rec |= recSideAll << recSideShift
+		default:
+			s, filter := uint64(0), uint64(recFilterAll)
+			if h.ndLive&liveBit != 0 {
+				var wb, wd float64
+				if weighted {
+					wb, wd = h.baseWeight, float64(float64(h.n)*float64(h.maxWeight))
+				} else {
+					if v < nv {
+						wb = float64(offsets[v+1] - a)
+					}
+					wd = float64(h.n)
+				}
+				s, filter = recordSide(wb+wd, wb), 0
+				nd := h.ndLive &^ liveBit
+				for _, it := range items[h.pos+h.n : h.pos+h.n+nd] {
+					if filter == recFilterAll {
+						break
+					}
+					filter |= 1 << recFilterBit(it.a)
+				}
+			}
+			rec |= s<<recSideShift | 1<<recDeltaShift | filter<<recFilterShift
+		}
+		recs[v] = rec
+	}
+	return recs
+}
+
+// deadEdges is overlay_dead_edges on the host: bit e set for each dead
+// base edge e (an edge of a vertex with a delta whose target has a
+// tombstone), over the base's offsets and targets.
+func deadEdges(offsets []uint64, targets []uint32, l *deltaLayout) []uint32 {
+	bits := make([]uint32, (len(targets)+31)/32)
+	items := l.items()
+	for v := range len(offsets) - 1 {
+		h, ok := l.lookup(uint32(v))
+		nd := h.ndLive &^ liveBit
+		if !ok || nd == 0 {
+			continue
+		}
+		dead := items[h.pos+h.n : h.pos+h.n+nd]
+		for e := offsets[v]; e < offsets[v+1]; e++ {
+			t := targets[e]
+			if _, ok := slices.BinarySearchFunc(dead, t, func(it deltaItem, t uint32) int { return cmp.Compare(it.a, t) }); ok && h.deadBits&deadBit(t) != 0 {
+				bits[e>>5] |= 1 << (e & 31)
+			}
+		}
+	}
+	return bits
+}
+
+// deadItems is overlay_dead_edges' item bitmap on the host: bit pos+i
+// set for each dead appended edge i of the head at pos (a tombstone on its
+// target with upto above i).
+func deadItems(l *deltaLayout) []uint32 {
+	items := l.items()
+	bits := make([]uint32, (len(items)+31)/32)
+	mark := func(h deltaHead) {
+		nd := h.ndLive &^ liveBit
+		if nd == 0 {
+			return
+		}
+		dead := items[h.pos+h.n : h.pos+h.n+nd]
+		for i, it := range items[h.pos : h.pos+h.n] {
+			k, ok := slices.BinarySearchFunc(dead, it.a, func(it deltaItem, t uint32) int { return cmp.Compare(it.a, t) })
+			if ok && h.deadBits&deadBit(it.a) != 0 && uint32(i) < dead[k].b {
+				p := h.pos + uint32(i)
+				bits[p>>5] |= 1 << (p & 31)
+			}
+		}
+	}
+	for v := range uint32(64 * len(l.words())) {
+		if h, ok := l.lookup(v); ok {
+			mark(h)
+		}
+	}
+	return bits
 }
 
 // layoutWords is how many bitmap words (64 vertices each) a goroutine of

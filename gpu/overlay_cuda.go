@@ -20,15 +20,30 @@ var _ walk.OverlayWalker = (*Engine)(nil)
 // level, which only grow, so later snapshots reuse them.
 type overlayState struct {
 	// fn are the walk_overlay kernels: [ppr][register budget: the
-	// compiler's, 64, 40], and occ their resident blocks per
-	// multiprocessor.
-	fn  [2][3]cu.Function
-	occ [2][3]int
+	// compiler's, 64, 40; 40 with the dead-edge bitmap], and occ their
+	// resident blocks per multiprocessor.
+	fn  [2][4]cu.Function
+	occ [2][4]int
+	// fnRecords is overlay_records, which builds the vertex records,
+	// fnEdges overlay_dead_edges, the dead-edge bitmap.
+	fnRecords, fnEdges cu.Function
 	// snap is the snapshot whose delta the arrays hold (nil: none yet).
 	snap   walk.Overlay
 	layout deltaLayout
 	res    [2][2]overlayBuf // per resident level: heads, items
 	pat    [2][2]overlayBuf // per patch: words, heads
+	// recs are the vertex records (gpu/overlay.go) per patch buffer (the
+	// snapshot that wrote it) and weighting (uniform, weighted), built
+	// when a launch first needs them: built says which are.
+	recs  [2][2]overlayBuf
+	built [2][2]bool
+	// edges are the dead-edge bitmap (a bit a base edge) and after it,
+	// from word edgeWords on, the dead-item bitmap (a bit an item of the
+	// resident level) per patch buffer, built when a kernel that reads
+	// them first walks the snapshot.
+	edges      [2]overlayBuf
+	edgeWords  [2]int64
+	edgesBuilt [2]bool
 	// sum adds up the copies since it was last logged (logCopies).
 	sum struct {
 		since                        time.Time
@@ -44,14 +59,16 @@ type overlayBuf struct {
 }
 
 var (
-	overlayResNames = [2][2]string{{"delta.res0.heads", "delta.res0.items"}, {"delta.res1.heads", "delta.res1.items"}}
-	overlayPatNames = [2][2]string{{"delta.patch0.words", "delta.patch0.heads"}, {"delta.patch1.words", "delta.patch1.heads"}}
+	overlayEdgeNames = [2]string{"delta.edges0", "delta.edges1"}
+	overlayRecNames  = [2][2]string{{"delta.records0.uniform", "delta.records0.weighted"}, {"delta.records1.uniform", "delta.records1.weighted"}}
+	overlayResNames  = [2][2]string{{"delta.res0.heads", "delta.res0.items"}, {"delta.res1.heads", "delta.res1.items"}}
+	overlayPatNames  = [2][2]string{{"delta.patch0.words", "delta.patch0.heads"}, {"delta.patch1.words", "delta.patch1.heads"}}
 )
 
 // setupOverlay loads the overlay kernels (device thread).
 func (e *Engine) setupOverlay() error {
 	for ppr, name := range []string{"walk_overlay_static", "walk_overlay_ppr"} {
-		for v, suffix := range []string{"", "_full", "_6"} {
+		for v, suffix := range []string{"", "_full", "_6", "_6e"} {
 			fn, err := e.mod.Function(name + suffix)
 			if err != nil {
 				return fmt.Errorf("gpu: kernel %s: %w", name+suffix, err)
@@ -61,6 +78,13 @@ func (e *Engine) setupOverlay() error {
 				return fmt.Errorf("gpu: occupancy of %s: %w", name+suffix, err)
 			}
 		}
+	}
+	var err error
+	if e.ovl.fnRecords, err = e.mod.Function("overlay_records"); err != nil {
+		return fmt.Errorf("gpu: kernel overlay_records: %w", err)
+	}
+	if e.ovl.fnEdges, err = e.mod.Function("overlay_dead_edges"); err != nil {
+		return fmt.Errorf("gpu: kernel overlay_dead_edges: %w", err)
 	}
 	return nil
 }
@@ -88,15 +112,17 @@ func (e *Engine) CheckOverlay(a walk.Algorithm) error {
 }
 
 // ensureDelta makes ov's delta the one resident on the device, copying it
-// when ov is not the snapshot copied last, and adds what it cost to the
-// run's stats. A snapshot is immutable, so one copied stays valid; a new
-// one is laid out over it (gpu/overlay.go: a patch of what changed, or
-// whole) into the buffers it does not use, copied, and only then made
-// current: on an error the last snapshot stays resident.
-func (e *Engine) ensureDelta(ov walk.Overlay) error {
+// when ov is not the snapshot copied last, with its vertex records for a
+// walk weighted or not, and adds what it cost to the run's stats. A
+// snapshot is immutable, so one copied stays valid; a new one is laid out
+// over it (gpu/overlay.go: a patch of what changed, or whole) into the
+// buffers it does not use, copied, and only then made current: on an
+// error the last snapshot stays resident. Its records go to the buffer of
+// its patch, which the last snapshot does not read either.
+func (e *Engine) ensureDelta(ov walk.Overlay, alg walk.Algorithm) error {
 	st := &e.ovl
 	if sameOverlay(st.snap, ov) {
-		return nil
+		return e.ensureRecords(alg)
 	}
 	t0 := time.Now()
 	idx := walk.IndexOf(ov)
@@ -106,11 +132,17 @@ func (e *Engine) ensureDelta(ov walk.Overlay) error {
 		return err
 	}
 	t2 := time.Now()
-	if err := e.dev.do(func() error { return e.copyDelta(pl) }); err != nil {
+	if err := e.dev.do(func() error {
+		st.built[pl.p], st.edgesBuilt[pl.p] = [2]bool{}, false
+		return e.copyDelta(pl)
+	}); err != nil {
 		return err
 	}
 	st.layout.commit(pl)
 	st.snap = ov
+	if err := e.ensureRecords(alg); err != nil {
+		return err
+	}
 	t3 := time.Now()
 	bytes := st.layout.bytes(pl)
 	e.stats.DeltaBytes += bytes
@@ -119,6 +151,91 @@ func (e *Engine) ensureDelta(ov walk.Overlay) error {
 		"patch_vertices", len(st.layout.pheads()), "items", pl.to-pl.from, "bytes", bytes,
 		"index", t1.Sub(t0), "layout", t2.Sub(t1), "copy", t3.Sub(t2))
 	e.logCopies(pl.whole, bytes, t1.Sub(t0), t2.Sub(t1), t3.Sub(t2))
+	return nil
+}
+
+// ensureRecords builds the resident snapshot's vertex records for alg's
+// weighting when they are not built yet (one launch of overlay_records
+// over every vertex), and its dead-edge bitmap when alg's kernel reads it.
+func (e *Engine) ensureRecords(alg walk.Algorithm) error {
+	st := &e.ovl
+	p, w := st.layout.p, 0
+	if alg.Weighted {
+		w = 1
+	}
+	if _, v := e.overlayVariant(alg); v == 3 && !st.edgesBuilt[p] {
+		if err := e.dev.do(e.buildDeadEdges); err != nil {
+			return err
+		}
+	}
+	if st.built[p][w] {
+		return nil
+	}
+	if uint64(e.g.NumEdges()) >= recMaxEdges {
+		return fmt.Errorf("gpu: live graph delta: the base holds %d edges, more than the %d the vertex records address", e.g.NumEdges(), uint64(recMaxEdges))
+	}
+	return e.dev.do(func() error {
+		n := recordCount(len(st.layout.words()), e.g.NumVertices())
+		b := &st.recs[p][w]
+		if want := int64(n+1) * 8; want > b.cap {
+			e.free(overlayRecNames[p][w], &b.p)
+			b.cap = 0
+			want += want / 8 // room for the vertices later snapshots add
+			ptr, err := e.alloc(overlayRecNames[p][w], want)
+			if err != nil {
+				return fmt.Errorf("gpu: live graph delta: %w", err)
+			}
+			b.p, b.cap = ptr, want
+		}
+		l := &st.layout
+		args := []uint64{uint64(e.dOffsets), uint64(n), uint64(st.pat[l.p][0].p), uint64(st.res[l.r][0].p), uint64(st.pat[l.p][1].p),
+			uint64(st.res[l.r][1].p), uint64(e.g.NumVertices()), uint64(len(l.words())), uint64(w), uint64(b.p)}
+		blocks := int(min((uint64(n)+tableThreads)/tableThreads, uint64(e.numSM*16)))
+		if err := launch(st.fnRecords, blocks, tableThreads, cu.Stream{}, args); err != nil {
+			return fmt.Errorf("gpu: overlay_records: %w", err)
+		}
+		if err := cu.Synchronize(); err != nil {
+			return fmt.Errorf("gpu: overlay_records: %w", err)
+		}
+		st.built[p][w] = true
+		return nil
+	})
+}
+
+// buildDeadEdges builds the resident snapshot's dead-edge and dead-item
+// bitmaps: cleared, then overlay_dead_edges, a warp a vertex (device
+// thread).
+func (e *Engine) buildDeadEdges() error {
+	st := &e.ovl
+	l := &st.layout
+	b := &st.edges[l.p]
+	edgeWords := (e.g.NumEdges() + 31) / 32
+	words := edgeWords + (int64(len(l.items()))+31)/32
+	if want := max(words, 1) * 4; want > b.cap {
+		e.free(overlayEdgeNames[l.p], &b.p)
+		b.cap = 0
+		want += want / 8 // room for the items later snapshots append
+		ptr, err := e.alloc(overlayEdgeNames[l.p], want)
+		if err != nil {
+			return fmt.Errorf("gpu: live graph delta: %w", err)
+		}
+		b.p, b.cap = ptr, want
+	}
+	if err := cu.MemsetD32(b.p, 0, max(words, 1)); err != nil {
+		return fmt.Errorf("gpu: clear the dead-edge bitmap: %w", err)
+	}
+	st.edgeWords[l.p] = edgeWords
+	n := recordCount(len(l.words()), e.g.NumVertices())
+	args := []uint64{uint64(e.dOffsets), uint64(e.dTargets), uint64(n), uint64(st.pat[l.p][0].p), uint64(st.res[l.r][0].p),
+		uint64(st.pat[l.p][1].p), uint64(st.res[l.r][1].p), uint64(e.g.NumVertices()), uint64(len(l.words())), uint64(b.p),
+		uint64(b.p + cu.DevicePtr(edgeWords*4))}
+	if err := launch(st.fnEdges, e.numSM*16, tableThreads, cu.Stream{}, args); err != nil {
+		return fmt.Errorf("gpu: overlay_dead_edges: %w", err)
+	}
+	if err := cu.Synchronize(); err != nil {
+		return fmt.Errorf("gpu: overlay_dead_edges: %w", err)
+	}
+	st.edgesBuilt[l.p] = true
 	return nil
 }
 
@@ -221,28 +338,47 @@ func sliceData[T any](s []T) unsafe.Pointer {
 }
 
 // overlayArgs are the overlay kernels' arguments after the launch
-// parameters: the resident delta (kernels/walk.cu, WALK_OVERLAY_ARGS).
-func (e *Engine) overlayArgs() []uint64 {
+// parameters: the resident delta and its records for a walk weighted or
+// not (kernels/walk.cu, WALK_OVERLAY_ARGS).
+func (e *Engine) overlayArgs(weighted bool) []uint64 {
 	st := &e.ovl
 	l := &st.layout
-	return []uint64{uint64(st.pat[l.p][0].p), uint64(st.res[l.r][0].p), uint64(st.pat[l.p][1].p), uint64(st.res[l.r][1].p),
+	w := 0
+	if weighted {
+		w = 1
+	}
+	edges := st.edges[l.p].p
+	items := edges + cu.DevicePtr(st.edgeWords[l.p]*4)
+	if edges == 0 {
+		items = 0
+	}
+	return []uint64{uint64(st.recs[l.p][w].p), uint64(recordCount(len(l.words()), e.g.NumVertices())), uint64(edges), uint64(items),
+		uint64(st.pat[l.p][0].p), uint64(st.res[l.r][0].p), uint64(st.pat[l.p][1].p), uint64(st.res[l.r][1].p),
 		uint64(e.g.NumVertices()), uint64(len(l.words()))}
 }
 
-// overlayKernel picks the overlay kernel for alg and sizes its launch
-// over n tasks: for DeepWalk the 40-register one (at scale 22 on the H200
-// it walked a 10% delta 8% faster than the 64-register one uniform and 13%
-// weighted: docs/benchmarks/live-graph.md), for PPR the 64-register one
-// (not compared), unless cfg.threadVariant (benchmarks) asks for the
-// compiler's (0), 64 (1) or 40 registers (2).
-func (e *Engine) overlayKernel(alg walk.Algorithm, n int64) (fn cu.Function, block, grid int) {
-	ppr, variant := 0, 2
+// overlayVariant picks the overlay kernel for alg: the 40-register one
+// with the dead-edge and dead-item bitmaps (3) for DeepWalk and PPR (at
+// scale 22 on the H200 the 40-register one with the dead-edge bitmap
+// walked a 10% delta 20% faster uniform and 14% weighted than without it:
+// docs/benchmarks/live-graph.md; PPR had 64 registers without bitmaps
+// before), unless cfg.threadVariant (benchmarks) asks for the compiler's
+// (0), 64 (1) or 40 registers (2) without the bitmaps, or 3.
+func (e *Engine) overlayVariant(alg walk.Algorithm) (ppr, variant int) {
+	ppr, variant = 0, 3
 	if alg.Kind == walk.PPR {
-		ppr, variant = 1, 1
+		ppr = 1
 	}
 	if v := e.cfg.threadVariant; v >= 0 && v < len(e.ovl.fn[ppr]) {
 		variant = v
 	}
+	return ppr, variant
+}
+
+// overlayKernel is alg's overlay kernel (overlayVariant) and its launch
+// over n tasks.
+func (e *Engine) overlayKernel(alg walk.Algorithm, n int64) (fn cu.Function, block, grid int) {
+	ppr, variant := e.overlayVariant(alg)
 	occ := e.ovl.occ[ppr][variant]
 	return e.ovl.fn[ppr][variant], threadBlock, int(min(int64(e.numSM*max(occ, 1)), (n+threadBlock-1)/threadBlock))
 }
@@ -255,7 +391,14 @@ func (e *Engine) releaseOverlay() {
 			e.ovl.res[i][j].cap = 0
 			e.free(overlayPatNames[i][j], &e.ovl.pat[i][j].p)
 			e.ovl.pat[i][j].cap = 0
+			e.free(overlayRecNames[i][j], &e.ovl.recs[i][j].p)
+			e.ovl.recs[i][j].cap = 0
+			e.ovl.built[i][j] = false
 		}
+		e.free(overlayEdgeNames[i], &e.ovl.edges[i].p)
+		e.ovl.edges[i].cap = 0
+		e.ovl.edgeWords[i] = 0
+		e.ovl.edgesBuilt[i] = false
 	}
 	e.ovl.snap = nil
 	e.ovl.layout = deltaLayout{}

@@ -6,12 +6,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
+	"unsafe"
 
 	"gorgonia.org/cu"
 
@@ -118,9 +120,10 @@ func TestOverlayWalksMatchCPU(t *testing.T) {
 						if st := e.LastRunStats(); st.DeltaBytes != 0 || st.DeltaUpload != 0 {
 							t.Fatalf("a run on the resident snapshot copied its delta again: %+v", st)
 						}
-						// Every register budget of the kernels walks the same.
+						// Every register budget of the kernels walks the same
+						// (the default, above: 40 with the bitmaps).
 						want := walksByID(t, ref, jobs[0])
-						for _, v := range []int{0, 2} {
+						for _, v := range []int{0, 1, 2} {
 							e.cfg.threadVariant = v
 							got := walksByID(t, e, jobs[0])
 							e.cfg.threadVariant = -1
@@ -171,13 +174,19 @@ func TestOverlaySnapshotSequence(t *testing.T) {
 			for _, alg := range algs {
 				job := walk.Job{Algorithm: alg, Seed: 41, Starts: starts, FirstWalk: 9, Overlay: snap}
 				want := walksByID(t, ref, job)
-				got := walksByID(t, e, job)
-				if len(got) != len(want) {
-					t.Fatalf("weighted=%v %s %s: %d walks, want %d", weighted, what, alg, len(got), len(want))
-				}
-				for id, w := range want {
-					if !slices.Equal(got[id], w) {
-						t.Fatalf("weighted=%v %s %s: walk %d differs:\ngpu %v\ncpu %v", weighted, what, alg, id, got[id], w)
+				// The default kernel (with the dead-edge and dead-item
+				// bitmaps), then the one without them.
+				for _, v := range []int{-1, 2} {
+					e.cfg.threadVariant = v
+					got := walksByID(t, e, job)
+					e.cfg.threadVariant = -1
+					if len(got) != len(want) {
+						t.Fatalf("weighted=%v %s %s variant %d: %d walks, want %d", weighted, what, alg, v, len(got), len(want))
+					}
+					for id, w := range want {
+						if !slices.Equal(got[id], w) {
+							t.Fatalf("weighted=%v %s %s variant %d: walk %d differs:\ngpu %v\ncpu %v", weighted, what, alg, v, id, got[id], w)
+						}
 					}
 				}
 			}
@@ -211,6 +220,7 @@ func TestOverlaySnapshotSequence(t *testing.T) {
 			if e.ovl.snap != walk.Overlay(snap) {
 				t.Fatalf("epoch %d: the engine holds another snapshot", epoch)
 			}
+			checkVertexRecords(t, e, weighted, fmt.Sprintf("weighted=%v epoch %d", weighted, epoch))
 			if len(e.ovl.layout.pheads()) == 0 {
 				wholes++
 			} else {
@@ -220,6 +230,75 @@ func TestOverlaySnapshotSequence(t *testing.T) {
 		}
 		if patches < 10 || wholes < 2 {
 			t.Fatalf("weighted=%v: %d snapshots copied as a patch, %d whole: want most patches, and whole for the first and the large epoch", weighted, patches, wholes)
+		}
+	}
+}
+
+// checkVertexRecords compares every vertex record on the device, for each
+// weighting built for the resident snapshot (the uniform one always:
+// PPR walks it), with its host twin vertexRecords.
+func checkVertexRecords(t *testing.T, e *Engine, weighted bool, what string) {
+	t.Helper()
+	st := &e.ovl
+	l := &st.layout
+	for w, wt := range []bool{false, true} {
+		if !st.built[l.p][w] {
+			if !wt || weighted {
+				t.Fatalf("%s: the records for weighted=%v were not built", what, wt)
+			}
+			continue
+		}
+		want := vertexRecords(e.g.Offsets, l, wt)
+		got := make([]uint64, len(want))
+		err := e.dev.do(func() error {
+			return e.copyDtoH(unsafe.Pointer(&got[0]), st.recs[l.p][w].p, int64(len(got))*8)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		withDelta := 0
+		for v := range want {
+			if got[v] != want[v] {
+				t.Fatalf("%s: weighted=%v: vertex %d's record on the device is %#x, its host twin %#x", what, wt, v, got[v], want[v])
+			}
+			if want[v]>>recDeltaShift&1 != 0 {
+				withDelta++
+			}
+		}
+		if withDelta == 0 {
+			t.Fatalf("%s: no record with a delta", what)
+		}
+	}
+	if !st.edgesBuilt[l.p] {
+		t.Fatalf("%s: the dead-edge bitmap was not built", what)
+	}
+	want := deadEdges(e.g.Offsets, e.g.Targets, l)
+	got := make([]uint32, len(want))
+	if err := e.dev.do(func() error { return e.copyDtoH(unsafe.Pointer(&got[0]), st.edges[l.p].p, int64(len(got))*4) }); err != nil {
+		t.Fatal(err)
+	}
+	dead := 0
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("%s: dead-edge word %d on the device is %#x, its host twin %#x", what, i, got[i], want[i])
+		}
+		dead += bits.OnesCount32(want[i])
+	}
+	if dead == 0 {
+		t.Fatalf("%s: no dead base edge", what)
+	}
+	wantItems := deadItems(l)
+	if len(wantItems) == 0 {
+		return
+	}
+	gotItems := make([]uint32, len(wantItems))
+	at := st.edges[l.p].p + cu.DevicePtr(st.edgeWords[l.p]*4)
+	if err := e.dev.do(func() error { return e.copyDtoH(unsafe.Pointer(&gotItems[0]), at, int64(len(gotItems))*4) }); err != nil {
+		t.Fatal(err)
+	}
+	for i := range wantItems {
+		if gotItems[i] != wantItems[i] {
+			t.Fatalf("%s: dead-item word %d on the device is %#x, its host twin %#x", what, i, gotItems[i], wantItems[i])
 		}
 	}
 }
@@ -257,7 +336,13 @@ func TestOverlayRefusals(t *testing.T) {
 // a delete of a base edge), applied in records of 64 Ki updates. Rows: the
 // base graph, base + delta, and the delta's compaction on an engine of its
 // own; one walk of 80 steps from every base vertex; M steps/s over kernel
-// time, and the delta's copy to the device (index, layout, copy).
+// time, and the delta's copy to the device (index, layout, copy, and the
+// vertex records and bitmaps built on the device). The rows without a
+// register budget run the engine's default kernel (40 registers with the
+// dead-edge and dead-item bitmaps). With
+// WALKSTAGE_GPU_OVERLAY_BENCH_PROFILE=1 only the uniform walks on the base
+// and on the delta (the default kernel, then the one with the dead-edge
+// bitmap) are run, for a profiler (ncu) to read their kernels.
 func TestOverlayBench(t *testing.T) {
 	scale, _ := strconv.Atoi(os.Getenv("WALKSTAGE_GPU_OVERLAY_BENCH"))
 	if scale == 0 {
@@ -310,6 +395,23 @@ func TestOverlayBench(t *testing.T) {
 	t2 := time.Now()
 	idx := snap.DeltaIndex()
 	t.Logf("delta index built in %v (%d vertices)", time.Since(t2), idx.Len())
+	if os.Getenv("WALKSTAGE_GPU_OVERLAY_BENCH_PROFILE") != "" {
+		e := newEngine(t, g, WithHostBufferBytes(3<<29))
+		alg := walk.Algorithm{Kind: walk.DeepWalk, Length: 80}
+		for _, run := range []struct {
+			ov      walk.Overlay
+			variant int
+		}{{nil, -1}, {snap, 2}, {snap, 3}} {
+			e.cfg.threadVariant = run.variant
+			job := walk.Job{Algorithm: alg, Seed: 1, Starts: allStarts(g, 1), Overlay: run.ov}
+			if err := e.Run(ctx, []walk.Job{job}, func(walk.Chunk) error { return nil }); err != nil {
+				t.Fatal(err)
+			}
+			rs := e.LastRunStats()
+			t.Logf("overlay %v, kernel variant %d: %.0f M steps/s", run.ov != nil, run.variant, float64(rs.Steps)/rs.Compute.Seconds()/1e6)
+		}
+		return
+	}
 	t3 := time.Now()
 	compacted, err := livegraph.Compact(ctx, snap)
 	if err != nil {
@@ -369,8 +471,24 @@ func TestOverlayBench(t *testing.T) {
 	}
 	later := l.Publish()
 	row("uniform later snapshot", e, walk.Algorithm{Kind: walk.DeepWalk, Length: 80}, later, -1)
+	row("uniform later, 40 regs", e, walk.Algorithm{Kind: walk.DeepWalk, Length: 80}, later, 2)
+	row("weighted later snapshot", e, walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true}, later, -1)
 	row("ppr base, from every vertex", e, walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2}, nil, -1)
 	row("ppr later snapshot", e, walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2}, later, -1)
+	row("ppr later, 64 regs", e, walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2}, later, 1)
+	row("ppr later, 40 regs", e, walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2}, later, 2)
+	var recs, bitmaps int64
+	for p := range 2 {
+		for w := range 2 {
+			recs += e.ovl.recs[p][w].cap
+		}
+		bitmaps += e.ovl.edges[p].cap
+	}
+	lay := &e.ovl.layout
+	t.Logf("device memory of the later snapshot: records %.1f MiB a weighting (%d+1 vertices), dead-edge bitmap %.1f MiB, dead-item bitmap %.1f MiB (%d items); allocated over both buffers: records %.1f MiB, bitmaps %.1f MiB",
+		float64(recordCount(len(lay.words()), g.NumVertices())+1)*8/(1<<20), recordCount(len(lay.words()), g.NumVertices()),
+		float64((g.NumEdges()+31)/32*4)/(1<<20), float64((len(lay.items())+31)/32*4)/(1<<20), len(lay.items()),
+		float64(recs)/(1<<20), float64(bitmaps)/(1<<20))
 	fmt.Printf("\nR-MAT scale %d ef 16 undirected weighted: V=%d E=%d; delta %d appended edges, %d tombstones, %d vertices with a delta\n",
 		scale, g.NumVertices(), g.NumEdges(), st.DeltaEdges, st.Tombstones, st.Vertices)
 	fmt.Println("M steps/s: kernel time; delta MiB / copy ms: the warm-up run's copy of the snapshot's delta (index build, layout, copy to the device)")

@@ -323,10 +323,13 @@ func checkTwin(t testing.TB, ref walk.Engine, tab []twinAlias, l *deltaLayout, s
 		if !alg.Weighted {
 			at = nil
 		}
+		recs, dead := vertexRecords(g.Offsets, l, alg.Weighted), twinBitmaps(g, l)
 		for k, s := range starts {
 			id := job.FirstWalk + uint64(k)
-			if got := twinWalk(g, at, l, alg, job.Seed, id, s); !slices.Equal(got, want[id]) {
-				t.Fatalf("%s walk %d from %d:\ntwin %v\ncpu  %v", alg, id, s, got, want[id])
+			for _, d := range []*twinDead{nil, dead} {
+				if got := twinWalk(g, at, l, recs, d, alg, job.Seed, id, s); !slices.Equal(got, want[id]) {
+					t.Fatalf("%s walk %d from %d (dead-edge bitmap %v):\ntwin %v\ncpu  %v", alg, id, s, d != nil, got, want[id])
+				}
 			}
 		}
 	}
@@ -373,11 +376,13 @@ func TestOverlayTwinMatchesCPU(t *testing.T) {
 				if !alg.Weighted {
 					at = nil
 				}
+				recs, dead := vertexRecords(g.Offsets, &l, alg.Weighted), twinBitmaps(g, &l)
 				for k, s := range starts {
 					id := job.FirstWalk + uint64(k)
-					got := twinWalk(g, at, &l, alg, job.Seed, id, s)
-					if !slices.Equal(got, want[id]) {
-						t.Fatalf("walk %d from %d:\ntwin %v\ncpu  %v", id, s, got, want[id])
+					for _, d := range []*twinDead{nil, dead} {
+						if got := twinWalk(g, at, &l, recs, d, alg, job.Seed, id, s); !slices.Equal(got, want[id]) {
+							t.Fatalf("walk %d from %d (dead-edge bitmap %v):\ntwin %v\ncpu  %v", id, s, d != nil, got, want[id])
+						}
 					}
 				}
 			})
@@ -385,10 +390,10 @@ func TestOverlayTwinMatchesCPU(t *testing.T) {
 	}
 }
 
-// twinAlias is a packed alias entry (ws::AliasEntry without its column).
+// twinAlias is a packed alias entry (ws::AliasEntry).
 type twinAlias struct {
-	prob      float32
-	keep, alt uint32
+	prob             float32
+	keep, alt, alias uint32
 }
 
 func twinAliasTable(g *graph.Graph) []twinAlias {
@@ -397,7 +402,7 @@ func twinAliasTable(g *graph.Graph) []twinAlias {
 	for v := range g.NumVertices() {
 		a, b := g.Offsets[v], g.Offsets[v+1]
 		for e := a; e < b; e++ {
-			tab[e] = twinAlias{prob: prob[e], keep: g.Targets[e], alt: g.Targets[a+uint64(alias[e])]}
+			tab[e] = twinAlias{prob: prob[e], keep: g.Targets[e], alt: g.Targets[a+uint64(alias[e])], alias: alias[e]}
 		}
 	}
 	return tab
@@ -412,6 +417,18 @@ func twinPick(g *graph.Graph, tab []twinAlias, a uint64, deg, x, y uint32) uint3
 		return e.keep
 	}
 	return tab[a+col].alt
+}
+
+// twinPickEdge is pick_static_edge: the target and the base edge taken.
+func twinPickEdge(g *graph.Graph, tab []twinAlias, a uint64, deg, x, y uint32) (uint32, uint64) {
+	col := a + uint64(walk.Bounded(x, deg))
+	if tab == nil {
+		return g.Targets[col], col
+	}
+	if e := tab[col]; walk.Unit24(y) < e.prob {
+		return e.keep, col
+	}
+	return tab[col].alt, a + uint64(tab[col].alias)
 }
 
 // twinTomb is find_tombstone: upto+1, or 0 when t has none.
@@ -431,11 +448,19 @@ func twinTomb(dead []deltaItem, t uint32) uint64 {
 	return 0
 }
 
-func twinWalk(g *graph.Graph, tab []twinAlias, l *deltaLayout, alg walk.Algorithm, seed, id uint64, start uint32) []uint32 {
+// twinDead are the dead-edge and dead-item bitmaps (deadEdges, deadItems)
+// the kernels with them (_6e) read.
+type twinDead struct{ edges, items []uint32 }
+
+func twinBitmaps(g *graph.Graph, l *deltaLayout) *twinDead {
+	return &twinDead{deadEdges(g.Offsets, g.Targets, l), deadItems(l)}
+}
+
+func twinWalk(g *graph.Graph, tab []twinAlias, l *deltaLayout, recs []uint64, dead *twinDead, alg walk.Algorithm, seed, id uint64, start uint32) []uint32 {
 	out := []uint32{start}
 	cur := start
 	for step := uint32(0); step < uint32(alg.Length); step++ {
-		next, ok := twinStep(g, tab, l, alg, seed, id, step, cur)
+		next, ok := twinStep(g, tab, l, recs, dead, alg, seed, id, step, cur)
 		if !ok {
 			break
 		}
@@ -445,7 +470,9 @@ func twinWalk(g *graph.Graph, tab []twinAlias, l *deltaLayout, alg walk.Algorith
 	return out
 }
 
-func twinStep(g *graph.Graph, tab []twinAlias, l *deltaLayout, alg walk.Algorithm, seed, id uint64, step, cur uint32) (uint32, bool) {
+// twinStep is overlay_step: recs are vertexRecords' for the walk's
+// weighting, dead the bitmaps (nil: the kernels without them).
+func twinStep(g *graph.Graph, tab []twinAlias, l *deltaLayout, recs []uint64, dead *twinDead, alg walk.Algorithm, seed, id uint64, step, cur uint32) (uint32, bool) {
 	draw := func(d uint32) (uint32, uint32, uint32, uint32) {
 		return walk.Philox(uint32(id), uint32(id>>32), step, d, uint32(seed), uint32(seed>>32))
 	}
@@ -454,46 +481,105 @@ func twinStep(g *graph.Graph, tab []twinAlias, l *deltaLayout, alg walk.Algorith
 	if !ppr {
 		stop = 0
 	}
-	var a, b uint64
-	if int(cur) < g.NumVertices() {
-		a, b = g.Offsets[cur], g.Offsets[cur+1]
+	if int(cur) >= len(recs)-1 {
+		return 0, false
 	}
+	r := recs[cur]
+	a, b := r&recOffsetMask, recs[cur+1]&recOffsetMask
 	deg := uint32(b - a)
-	h, has := l.lookup(cur)
-	if !has {
-		if deg == 0 {
+	has := r>>recDeltaShift&1 != 0
+	first := uint32(0)
+	x, y, z, _ := draw(0)
+	if ppr {
+		if uint64(x) < stop {
 			return 0, false
 		}
-		x, y, z, _ := draw(0)
-		if ppr {
-			if uint64(x) < stop {
-				return 0, false
-			}
-			return twinPick(g, tab, a, deg, y, z), true
+		if has {
+			first = 1
+			x, y, z, _ = draw(1)
+		} else {
+			x, y, z = y, z, 0
 		}
-		return twinPick(g, tab, a, deg, x, y), true
+	}
+	st := twinCounts
+	if st != nil {
+		st.steps++
+		if has {
+			st.delta++
+			if r>>recFilterShift == recFilterAll {
+				st.saturated++
+			}
+		}
+	}
+	if deg != 0 && uint64(z>>24) < r>>recSideShift&511 {
+		t, e := twinPickEdge(g, tab, a, deg, x, y)
+		if r>>recFilterShift>>recFilterBit(t)&1 == 0 {
+			if st != nil && has {
+				st.filterClear++
+			}
+			return t, true
+		}
+		if dead != nil && dead.edges[e>>5]>>(e&31)&1 == 0 {
+			if st != nil {
+				st.bitmapLive++
+			}
+			return t, true
+		}
+		if st != nil {
+			st.headDead++
+		}
+	} else if st != nil && has {
+		if deg == 0 {
+			st.headNoBase++
+		} else {
+			st.headSide++
+		}
+	}
+	if !has {
+		return 0, false
+	}
+	h, ok := l.lookup(cur)
+	if !ok {
+		panic(fmt.Sprintf("vertex %d: its record says it has a delta, the layout holds none", cur))
 	}
 	if h.ndLive&liveBit == 0 {
 		return 0, false
 	}
 	nd := h.ndLive &^ liveBit
-	first := uint32(0)
-	if ppr {
-		if x, _, _, _ := draw(0); uint64(x) < stop {
-			return 0, false
-		}
-		first = 1
-	}
 	items := l.items()
 	de := items[h.pos : h.pos+h.n]
-	dead := items[h.pos+h.n : h.pos+h.n+nd]
-	baseDead := func(t uint32) bool { return h.deadBits&deadBit(t) != 0 && twinTomb(dead, t) != 0 }
+	tomb := items[h.pos+h.n : h.pos+h.n+nd]
+	baseDead := func(t uint32) bool { return h.deadBits&deadBit(t) != 0 && twinTomb(tomb, t) != 0 }
 	deltaDead := func(i, t uint32) bool {
 		if h.deadBits&deadBit(t) == 0 {
 			return false
 		}
-		u := twinTomb(dead, t)
+		u := twinTomb(tomb, t)
 		return u != 0 && uint64(i) < u-1
+	}
+	// The attempts' checks: with the bitmaps a target the head's filter
+	// holds is looked up there (the edge's bit, the item's), not searched.
+	attemptBaseDead := func(t uint32, e uint64) bool {
+		if dead == nil {
+			return baseDead(t)
+		}
+		if st != nil && h.deadBits&deadBit(t) != 0 {
+			st.lookups++
+		}
+		return h.deadBits&deadBit(t) != 0 && dead.edges[e>>5]>>(e&31)&1 != 0
+	}
+	attemptDeltaDead := func(i, t uint32) bool {
+		if dead == nil {
+			if st != nil && h.deadBits&deadBit(t) != 0 {
+				st.searches++
+			}
+			return deltaDead(i, t)
+		}
+		if st != nil && h.deadBits&deadBit(t) != 0 {
+			st.lookups++
+		}
+		k := h.pos + i
+		return h.deadBits&deadBit(t) != 0 && dead.items[k>>5]>>(k&31)&1 != 0
 	}
 	weighted := alg.Weighted
 	var wb, wd float64
@@ -505,11 +591,23 @@ func twinStep(g *graph.Graph, tab []twinAlias, l *deltaLayout, alg walk.Algorith
 	total := wb + wd
 	for att := range uint32(walk.MaxRejections) {
 		x, y, z, w := draw(first + att)
-		if float64(z)*0x1p-32*total < wb {
+		if st != nil {
+			st.attempts++
+		}
+		if baseSide(z, total, wb) {
 			if deg == 0 {
 				continue
 			}
-			if t := twinPick(g, tab, a, deg, x, y); !baseDead(t) {
+			if st != nil && dead == nil && h.deadBits&deadBit(twinPick(g, tab, a, deg, x, y)) != 0 {
+				st.searches++
+			}
+			if t, e := twinPickEdge(g, tab, a, deg, x, y); !attemptBaseDead(t, e) {
+				if st != nil {
+					st.headBase++
+					if att == 0 {
+						st.headBandBase++
+					}
+				}
 				return t, true
 			}
 			continue
@@ -520,11 +618,20 @@ func twinStep(g *graph.Graph, tab []twinAlias, l *deltaLayout, alg walk.Algorith
 		i := walk.Bounded(w, h.n)
 		e := de[i]
 		if weighted && walk.Unit24(y)*h.maxWeight >= math.Float32frombits(e.b) {
+			if st != nil {
+				st.rejected++
+			}
 			continue
 		}
-		if !deltaDead(i, e.a) {
+		if !attemptDeltaDead(i, e.a) {
+			if st != nil {
+				st.headDelta++
+			}
 			return e.a, true
 		}
+	}
+	if st != nil {
+		st.scan++
 	}
 	// overlay_scan.
 	wt := func(base bool, i uint64) float64 {
@@ -548,7 +655,7 @@ func twinStep(g *graph.Graph, tab []twinAlias, l *deltaLayout, alg walk.Algorith
 			sum += wt(false, uint64(i))
 		}
 	}
-	x, y, _, _ := draw(first + walk.FallbackDraw)
+	x, y, _, _ = draw(first + walk.FallbackDraw)
 	u := (float64(x) + float64(y)*0x1p-32) * 0x1p-32 * sum
 	last, found := uint32(0), false
 	for e := a; e < b; e++ {
@@ -662,5 +769,78 @@ func BenchmarkDeltaLayout(b *testing.B) {
 			b.ReportMetric(float64(wholes)/float64(b.N), "whole/op")
 			b.ReportMetric(float64(walk.IndexOf(snap).Len()), "vertices-with-delta")
 		})
+	}
+}
+
+// TestVertexRecords checks the host twin of the vertex records on a
+// snapshot with inserts, deletes and added vertices: each record's offset
+// is the base's, a vertex without a delta always takes the base side with
+// an empty filter, and a vertex with one has the largest side threshold
+// that keeps every side word below it on the base side and a filter that
+// holds each of its tombstones' targets.
+func TestVertexRecords(t *testing.T) {
+	for _, weighted := range []bool{true, false} {
+		snap := liveSnapshot(t, 9, 3, weighted)
+		g := snap.Base()
+		var l deltaLayout
+		layoutSnapshot(t, &l, snap)
+		nv := g.NumVertices()
+		recs := vertexRecords(g.Offsets, &l, weighted)
+		if len(recs) != recordCount(len(l.words()), nv)+1 || len(recs) < snap.NumVertices()+1 {
+			t.Fatalf("%d records for %d vertices (%d in the base)", len(recs), snap.NumVertices(), nv)
+		}
+		items := l.items()
+		var delta, decided int
+		for v, r := range recs {
+			if a := g.Offsets[min(v, nv)]; r&recOffsetMask != a {
+				t.Fatalf("vertex %d: offset %d, the base's %d", v, r&recOffsetMask, a)
+			}
+			if v == len(recs)-1 {
+				if r != r&recOffsetMask {
+					t.Fatalf("the end record %#x holds more than an offset", r)
+				}
+				continue
+			}
+			s, filter := r>>recSideShift&511, r>>recFilterShift
+			h, has := l.lookup(uint32(v))
+			if has != (r>>recDeltaShift&1 != 0) {
+				t.Fatalf("vertex %d: record %#x, delta in the layout %v", v, r, has)
+			}
+			if !has {
+				if s != recSideAll || filter != 0 {
+					t.Fatalf("vertex %d without a delta: side %d, filter %#x", v, s, filter)
+				}
+				continue
+			}
+			delta++
+			if h.ndLive&liveBit == 0 {
+				if s != 0 || filter != recFilterAll {
+					t.Fatalf("vertex %d without a live edge: side %d, filter %#x", v, s, filter)
+				}
+				continue
+			}
+			var wb, wd float64
+			if weighted {
+				wb, wd = h.baseWeight, float64(float64(h.n)*float64(h.maxWeight))
+			} else {
+				wb, wd = float64(recs[v+1]&recOffsetMask-r&recOffsetMask), float64(h.n)
+			}
+			total := wb + wd
+			if s > recSideAll || s > 0 && !baseSide(uint32(s<<24-1), total, wb) || s < recSideAll && baseSide(uint32((s+1)<<24-1), total, wb) {
+				t.Fatalf("vertex %d: side %d for base %v of %v", v, s, wb, total)
+			}
+			if s > 0 {
+				decided++
+			}
+			nd := h.ndLive &^ liveBit
+			for _, it := range items[h.pos+h.n : h.pos+h.n+nd] {
+				if filter>>recFilterBit(it.a)&1 == 0 {
+					t.Fatalf("vertex %d: filter %#x lacks tombstone target %d", v, filter, it.a)
+				}
+			}
+		}
+		if delta == 0 || decided == 0 {
+			t.Fatalf("weighted=%v: %d records with a delta, %d with a side threshold", weighted, delta, decided)
+		}
 	}
 }

@@ -106,7 +106,7 @@ func (e *Engine) runGroup(ctx context.Context, grp []*walk.Job, emit walk.EmitFu
 	// device first, so that the batch slots are sized beside it.
 	ov := jobOverlay(grp[0])
 	if ov != nil {
-		if err := e.ensureDelta(ov); err != nil {
+		if err := e.ensureDelta(ov, alg); err != nil {
 			return err
 		}
 	}

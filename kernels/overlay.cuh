@@ -19,6 +19,13 @@
 //                               exact scan of the live edges (draw
 //                               first + kFallbackDraw) decides.
 //
+// The step reads its vertex's 8-byte record (VertexRecord, below) in place of
+// the base's offsets: a vertex without a delta is a vertex whose record
+// always takes the base side and has an empty filter, so every lane of a
+// warp takes the same first attempt; only an attempt the record cannot
+// decide (a side word in the band the record does not resolve, or a target
+// in the tombstone filter) reads the head, and redoes that attempt exactly.
+//
 // Every double and float operation that decides a step is written with the
 // _rn intrinsics, so nvcc cannot contract it into an FMA: the comparisons
 // must round as the CPU's do, or walks part ways.
@@ -68,6 +75,10 @@ struct DeltaWord {
 // this order. Heads hold pos into items either way: a patch's vertices'
 // items are appended to the resident level's.
 struct DeltaParams {
+  const uint64_t* records;   // n_records+1 VertexRecords, for the walk's weighting
+  uint64_t n_records;        // max(64*n_words, base_vertices): the vertices recorded
+  const uint32_t* dead_edges;  // bit e set when base edge e is dead (overlay_dead_edges; kEdges kernels only)
+  const uint32_t* dead_items;  // bit pos+i set when appended edge i of the head at pos is dead (likewise)
   const DeltaWord* words;    // ceil(n_vertices/64)
   const DeltaHead* heads;    // the resident level's, one per vertex marked there, in vertex order
   const DeltaHead* pheads;   // the patch's, one per vertex marked there, in vertex order
@@ -80,6 +91,50 @@ static_assert(sizeof(DeltaHead) == 32, "DeltaHead layout changed: update gpu/ove
 static_assert(sizeof(DeltaWord) == 32, "DeltaWord layout changed: update gpu/overlay.go");
 
 constexpr uint32_t kLiveBit = 0x80000000u;
+
+// VertexRecord (a uint64_t a vertex, built on the device after each copy of
+// a delta by overlay_records_build, for one weighting; gpu/overlay.go's
+// vertexRecords is its host twin): 32 MiB at scale 22, what the base's
+// offsets take, so the L2 holds it as it holds them.
+//
+//   bits  0-35  the vertex's first base edge (its offset); the next record's
+//               is its end, so the degree is the difference
+//   bits 36-44  side s in [0, 256]: an attempt whose side word z has
+//               z >> 24 < s takes the base side (z*2^-32*total < wb holds
+//               for every z below s*2^24); 256 for a vertex without a delta
+//   bit  45     the vertex has a delta (its head is found through the marks)
+//   bits 46-63  the filter: bit rec_filter_bit(t) set for each tombstone's
+//               target t (every bit for a vertex without a live edge, and s
+//               0, so its step reads the head and ends there)
+constexpr int kRecSideShift = 36;
+constexpr int kRecDeltaShift = 45;
+constexpr int kRecFilterShift = 46;
+constexpr uint32_t kRecFilterBits = 18;
+constexpr uint32_t kRecSideAll = 256;
+constexpr uint64_t kRecOffsetMask = (1ull << kRecSideShift) - 1;
+
+// rec_filter_bit is the record filter's bit of target t (walk's
+// multiplicative hash, its top 32 bits scaled to kRecFilterBits).
+__device__ __forceinline__ uint32_t rec_filter_bit(uint32_t t) {
+  return (uint32_t)(((((uint64_t)t * 0x9e3779b97f4a7c15ull) >> 32) * kRecFilterBits) >> 32);
+}
+
+// base_side is the attempt's choice of the base side on side word z, as
+// overlay_step makes it.
+__device__ __forceinline__ bool base_side(uint32_t z, double total, double wb) {
+  return __dmul_rn(__dmul_rn((double)z, 0x1p-32), total) < wb;
+}
+
+// record_side is the largest s in [0, 256] with base_side true for every z
+// below s*2^24 (base_side is monotone in z: the products round monotonely).
+__device__ __forceinline__ uint32_t record_side(double total, double wb) {
+  uint32_t lo = 0, hi = kRecSideAll;
+  while (lo < hi) {
+    const uint32_t m = (lo + hi + 1) >> 1;
+    if (base_side((uint32_t)(((uint64_t)m << 24) - 1), total, wb)) lo = m; else hi = m - 1;
+  }
+  return lo;
+}
 
 // dead_bit is walk.DeadBit: the filter bit of target t (its top six bits
 // after a multiplicative hash).
@@ -97,6 +152,18 @@ __device__ __forceinline__ const DeltaHead* delta_head(const DeltaParams& D, uin
   const uint32_t b = v & 63;
   if ((((base | patch) >> b) & 1) == 0) return nullptr;
   const uint2 r = __ldg(reinterpret_cast<const uint2*>(D.words + w) + 2);
+  const uint64_t below = (1ull << b) - 1;
+  if ((patch >> b) & 1) return D.pheads + r.y + __popcll(patch & below);
+  return D.heads + r.x + __popcll(base & below);
+}
+
+// marked_head is delta_head for a vertex whose record says it has a
+// delta: both halves of its word's sector loaded at once, no test between.
+__device__ __forceinline__ const DeltaHead* marked_head(const DeltaParams& D, uint32_t v) {
+  const uint4* p = reinterpret_cast<const uint4*>(D.words + (v >> 6));
+  const uint4 m = __ldg(p), r = __ldg(p + 1);
+  const uint64_t base = (uint64_t)m.y << 32 | m.x, patch = (uint64_t)m.w << 32 | m.z;
+  const uint32_t b = v & 63;
   const uint64_t below = (1ull << b) - 1;
   if ((patch >> b) & 1) return D.pheads + r.y + __popcll(patch & below);
   return D.heads + r.x + __popcll(base & below);
@@ -174,42 +241,74 @@ __device__ __noinline__ uint32_t overlay_scan(const uint32_t* __restrict__ targe
   return last;
 }
 
+// pick_static_edge is pick_static that also says which base edge it took
+// (the column, or for the alias the column's alias), for the dead-edge
+// bitmap.
+__device__ __forceinline__ uint32_t pick_static_edge(const uint32_t* __restrict__ targets, const AliasEntry* __restrict__ alias,
+                                                     uint64_t off, uint32_t deg, uint32_t x, uint32_t y, uint64_t& e) {
+  const uint32_t col = index(x, deg);
+  if (alias == nullptr) {
+    e = off + col;
+    return __ldg(targets + off + col);
+  }
+  const uint4 a = __ldg(reinterpret_cast<const uint4*>(alias + off + col));
+  if (unit24(y) < __uint_as_float(a.x)) {
+    e = off + col;
+    return a.y;
+  }
+  e = off + a.w;
+  return a.z;
+}
+
 // overlay_step takes one step from cur on base + delta; false ends the walk
 // (dead end, PPR stop). tg and al are the base's targets and alias table
 // (al null for an unweighted walk), weights the base's weights (read only
-// by the scan of a weighted walk).
-template <bool kPPR>
-__device__ __forceinline__ bool overlay_step(const DeltaParams& D, const uint64_t* __restrict__ offsets,
-                                             const uint32_t* __restrict__ tg, const AliasEntry* __restrict__ al,
-                                             const float* __restrict__ weights, bool weighted, uint64_t stop,
-                                             uint64_t seed, uint64_t walk, uint32_t step, uint32_t cur, uint32_t& next) {
-  uint64_t a = 0, b = 0;
-  if (cur < D.base_vertices) {
-    a = offsets[cur];
-    b = offsets[cur + 1];
-  }
+// by the scan of a weighted walk). The first attempt is the record's (one
+// path for every lane); the head is read only when it leaves the attempt
+// undecided, and the attempts then run from the first again, exactly.
+// With kEdges (the engine's default) a target in the record's filter is
+// looked up in the dead-edge bitmap (exact for base edges) before the
+// head, and the attempts after the head look a target their head's filter
+// holds up in the dead-edge and dead-item bitmaps (one load) in place of
+// the binary search of the tombstones (a dependent load a halving: on a
+// hub with thousands of tombstones, a dozen, which hold the whole warp).
+template <bool kPPR, bool kEdges>
+__device__ __forceinline__ bool overlay_step(const DeltaParams& D, const uint32_t* __restrict__ tg,
+                                             const AliasEntry* __restrict__ al, const float* __restrict__ weights,
+                                             bool weighted, uint64_t stop, uint64_t seed, uint64_t walk, uint32_t step,
+                                             uint32_t cur, uint32_t& next) {
+  if (cur >= D.n_records) return false;
+  const uint64_t r = __ldg(D.records + cur);
+  const uint64_t a = r & kRecOffsetMask, b = __ldg(D.records + cur + 1) & kRecOffsetMask;
   const uint32_t deg = (uint32_t)(b - a);
-  const DeltaHead* hp = delta_head(D, cur);
-  if (hp == nullptr) {
-    // The base's step, as walk_thread takes it.
-    if (deg == 0) return false;
-    const uint4 w = draw(seed, walk, step, 0);
-    if (kPPR) {
-      if ((uint64_t)w.x < stop) return false;
-      next = pick_static(tg, al, a, deg, w.y, w.z);
+  const bool has = ((r >> kRecDeltaShift) & 1) != 0;
+  uint32_t first = 0;
+  uint4 w = draw(seed, walk, step, 0);
+  if (kPPR) {
+    // Both stop on draw 0's x; without a delta the base's step picks on
+    // its y and z (z = 0 below takes the base side), with one the
+    // attempts run from draw 1.
+    if ((uint64_t)w.x < stop) return false;
+    if (has) {
+      first = 1;
+      w = draw(seed, walk, step, 1);
     } else {
-      next = pick_static(tg, al, a, deg, w.x, w.y);
+      w = make_uint4(w.y, w.z, 0, 0);
     }
-    return true;
   }
-  const DeltaHead h = *hp;
+  if (deg != 0 && (w.z >> 24) < ((uint32_t)(r >> kRecSideShift) & 511)) {
+    uint64_t e;
+    const uint32_t t = kEdges ? pick_static_edge(tg, al, a, deg, w.x, w.y, e) : pick_static(tg, al, a, deg, w.x, w.y);
+    if (((r >> kRecFilterShift) >> rec_filter_bit(t) & 1) == 0 ||
+        (kEdges && (__ldg(D.dead_edges + (e >> 5)) >> (e & 31) & 1) == 0)) {
+      next = t;
+      return true;
+    }
+  }
+  if (!has) return false;  // a vertex without a delta and edges
+  const DeltaHead h = *marked_head(D, cur);
   if ((h.nd_live & kLiveBit) == 0) return false;
   const uint32_t nd = h.nd_live & ~kLiveBit;
-  uint32_t first = 0;
-  if (kPPR) {
-    if ((uint64_t)draw(seed, walk, step, 0).x < stop) return false;
-    first = 1;
-  }
   const uint2* __restrict__ de = D.items + h.pos;
   const uint2* __restrict__ dead = de + h.n;
   double wb, wd;
@@ -223,10 +322,19 @@ __device__ __forceinline__ bool overlay_step(const DeltaParams& D, const uint64_
   const double total = __dadd_rn(wb, wd);
   for (uint32_t att = 0; att < kMaxRejections; att++) {
     const uint4 w = draw(seed, walk, step, first + att);
-    if (__dmul_rn(__dmul_rn((double)w.z, 0x1p-32), total) < wb) {
+    if (base_side(w.z, total, wb)) {
       if (deg == 0) continue;
-      const uint32_t t = pick_static(tg, al, a, deg, w.x, w.y);
-      if (!base_dead(dead, nd, h.dead_bits, t)) {
+      bool gone;
+      uint32_t t;
+      if (kEdges) {
+        uint64_t e;
+        t = pick_static_edge(tg, al, a, deg, w.x, w.y, e);
+        gone = (h.dead_bits & dead_bit(t)) != 0 && (__ldg(D.dead_edges + (e >> 5)) >> (e & 31) & 1) != 0;
+      } else {
+        t = pick_static(tg, al, a, deg, w.x, w.y);
+        gone = base_dead(dead, nd, h.dead_bits, t);
+      }
+      if (!gone) {
         next = t;
         return true;
       }
@@ -236,7 +344,14 @@ __device__ __forceinline__ bool overlay_step(const DeltaParams& D, const uint64_
     const uint32_t i = index(w.w, h.n);
     const uint2 e = __ldg(de + i);
     if (weighted && __fmul_rn(unit24(w.y), h.max_weight) >= __uint_as_float(e.y)) continue;
-    if (!delta_dead(dead, nd, h.dead_bits, i, e.x)) {
+    bool gone;
+    if (kEdges) {
+      const uint64_t k = (uint64_t)h.pos + i;
+      gone = (h.dead_bits & dead_bit(e.x)) != 0 && (__ldg(D.dead_items + (k >> 5)) >> (k & 31) & 1) != 0;
+    } else {
+      gone = delta_dead(dead, nd, h.dead_bits, i, e.x);
+    }
+    if (!gone) {
       next = e.x;
       return true;
     }
@@ -244,6 +359,79 @@ __device__ __forceinline__ bool overlay_step(const DeltaParams& D, const uint64_
   bool found;
   next = overlay_scan(tg, weights, de, dead, h.dead_bits, h.n, nd, a, b, weighted, seed, walk, step, first + kFallbackDraw, &found);
   return found;
+}
+
+// overlay_records_build writes records[v] for v in [0, n_records], one
+// thread a vertex (grid-stride): weighted picks the weights the side
+// threshold is computed with (the walk's, as overlay_step's wb and wd).
+__device__ __forceinline__ void overlay_records_build(const DeltaParams& D, const uint64_t* __restrict__ offsets,
+                                                      bool weighted, uint64_t* __restrict__ records) {
+  const uint64_t base_vertices = D.base_vertices;
+  for (uint64_t v = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; v <= D.n_records; v += (uint64_t)gridDim.x * blockDim.x) {
+    const uint64_t a = offsets[v < base_vertices ? v : base_vertices];
+    uint64_t rec = a;
+    const DeltaHead* hp = v < D.n_records ? delta_head(D, (uint32_t)v) : nullptr;
+    if (v == D.n_records) {
+      // The end: only its offset, the last vertex's end.
+    } else if (hp == nullptr) {
+      rec |= (uint64_t)kRecSideAll << kRecSideShift;
+    } else {
+      const DeltaHead h = *hp;
+      uint32_t s = 0;
+      uint64_t filter = (1ull << kRecFilterBits) - 1;
+      if ((h.nd_live & kLiveBit) != 0) {
+        const uint32_t deg = v < base_vertices ? (uint32_t)(offsets[v + 1] - a) : 0;
+        double wb, wd;
+        if (weighted) {
+          wb = h.base_weight;
+          wd = __dmul_rn((double)h.n, (double)h.max_weight);
+        } else {
+          wb = (double)deg;
+          wd = (double)h.n;
+        }
+        s = record_side(__dadd_rn(wb, wd), wb);
+        filter = 0;
+        const uint2* dead = D.items + h.pos + h.n;
+        const uint32_t nd = h.nd_live & ~kLiveBit;
+        for (uint32_t i = 0; i < nd && filter != (1ull << kRecFilterBits) - 1; i++) filter |= 1ull << rec_filter_bit(dead[i].x);
+      }
+      rec |= (uint64_t)s << kRecSideShift | 1ull << kRecDeltaShift | filter << kRecFilterShift;
+    }
+    records[v] = rec;
+  }
+}
+
+// overlay_dead_edges_build sets bit e of dead (cleared before) for each
+// dead base edge e: an edge of a vertex with a delta whose target has a
+// tombstone (base_dead); and bit pos+i of items_dead (cleared before) for
+// each dead appended edge i of the head at pos (delta_dead). A warp a
+// vertex, its lanes over the edges.
+__device__ __forceinline__ void overlay_dead_edges_build(const DeltaParams& D, const uint64_t* __restrict__ offsets,
+                                                         const uint32_t* __restrict__ targets, uint32_t* dead,
+                                                         uint32_t* items_dead) {
+  const unsigned lane = threadIdx.x & 31;
+  const uint64_t warps = (uint64_t)gridDim.x * blockDim.x / 32;
+  for (uint64_t v = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; v < D.n_records; v += warps) {
+    const DeltaHead* hp = delta_head(D, (uint32_t)v);
+    if (hp == nullptr) continue;
+    const DeltaHead h = *hp;
+    const uint32_t nd = h.nd_live & ~kLiveBit;
+    if (nd == 0) continue;
+    const uint2* de = D.items + h.pos;
+    const uint2* tomb = de + h.n;
+    if (v < D.base_vertices) {
+      const uint64_t a = offsets[v], b = offsets[v + 1];
+      for (uint64_t e = a + lane; e < b; e += 32) {
+        if (base_dead(tomb, nd, h.dead_bits, __ldg(targets + e))) atomicOr(dead + (e >> 5), 1u << (e & 31));
+      }
+    }
+    for (uint32_t i = lane; i < h.n; i += 32) {
+      if (delta_dead(tomb, nd, h.dead_bits, i, __ldg(&de[i].x))) {
+        const uint64_t k = (uint64_t)h.pos + i;
+        atomicOr(items_dead + (k >> 5), 1u << (k & 31));
+      }
+    }
+  }
 }
 
 }  // namespace ws

@@ -284,9 +284,8 @@ WALK_THREAD(walk_thread_metapath, kModeMetaPath)
 // overlay_step's (overlay.cuh), which takes the base's step at a vertex
 // without a delta. Only for a graph wholly on the device (no placement
 // plan, no streaming, no stripes: gpu/overlay_cuda.go refuses the rest).
-template <bool kPPR>
+template <bool kPPR, bool kEdges>
 __device__ __forceinline__ void walk_overlay_body(const WalkParams* __restrict__ params, const DeltaParams& D) {
-  const uint64_t* __restrict__ offsets = params->offsets;
   const uint32_t* __restrict__ targets = params->targets;
   const AliasEntry* __restrict__ alias = params->alias;
   const float* __restrict__ weights = params->weights;
@@ -326,7 +325,7 @@ __device__ __forceinline__ void walk_overlay_body(const WalkParams* __restrict__
       }
     }
     uint32_t next = 0;
-    bool more = overlay_step<kPPR>(D, offsets, targets, alias, weights, weighted, stop, seed, walk, step, cur, next);
+    bool more = overlay_step<kPPR, kEdges>(D, targets, alias, weights, weighted, stop, seed, walk, step, cur, next);
     if (more) {
       const uint32_t at = step + 1;
       mine[at & (kStage - 1)] = next;
@@ -344,25 +343,60 @@ __device__ __forceinline__ void walk_overlay_body(const WalkParams* __restrict__
 }
 
 // In three register budgets: the compiler's, capped at 64 (four blocks an
-// SM) and at 40 (six blocks, a few spills); the engine takes the 64 one
-// unless a benchmark asks (gpu's threadVariant; docs/design/live-graph.md
-// has the measurements). The delta's pointers are kernel arguments, read from the
+// SM) and at 40 (six blocks, a few spills), and the 40 one with the
+// dead-edge and dead-item bitmaps (_6e, the engine's default: a target in
+// the record's filter is looked up there before the head, and one in the
+// head's filter in place of the tombstones' search); gpu/overlay_cuda.go's
+// overlayVariant picks one (docs/benchmarks/live-graph.md has the
+// measurements). The delta's pointers are kernel arguments, read from the
 // parameter bank where a step needs them rather than held in registers.
 #define WALK_OVERLAY_ARGS                                                                              \
-  const WalkParams *__restrict__ p, const DeltaWord *__restrict__ words, const DeltaHead *__restrict__ heads, \
-      const DeltaHead *__restrict__ pheads, const uint2 *__restrict__ items, uint64_t base_vertices, uint64_t n_words
+  const WalkParams *__restrict__ p, const uint64_t *__restrict__ records, uint64_t n_records,            \
+      const uint32_t *__restrict__ dead_edges, const uint32_t *__restrict__ dead_items,                  \
+      const DeltaWord *__restrict__ words,                                                               \
+      const DeltaHead *__restrict__ heads, const DeltaHead *__restrict__ pheads, const uint2 *__restrict__ items, \
+      uint64_t base_vertices, uint64_t n_words
+#define WALK_OVERLAY_PARAMS \
+  DeltaParams{records, n_records, dead_edges, dead_items, words, heads, pheads, items, base_vertices, n_words}
 #define WALK_OVERLAY(name, ppr)                                                                      \
   extern "C" __global__ void __launch_bounds__(kThreadBlock) name(WALK_OVERLAY_ARGS) {               \
-    walk_overlay_body<ppr>(p, DeltaParams{words, heads, pheads, items, base_vertices, n_words});             \
+    walk_overlay_body<ppr, false>(p, WALK_OVERLAY_PARAMS);                                           \
   }                                                                                                  \
   extern "C" __global__ void __launch_bounds__(kThreadBlock, 4) name##_full(WALK_OVERLAY_ARGS) {     \
-    walk_overlay_body<ppr>(p, DeltaParams{words, heads, pheads, items, base_vertices, n_words});             \
+    walk_overlay_body<ppr, false>(p, WALK_OVERLAY_PARAMS);                                           \
   }                                                                                                  \
   extern "C" __global__ void __launch_bounds__(kThreadBlock, 6) name##_6(WALK_OVERLAY_ARGS) {        \
-    walk_overlay_body<ppr>(p, DeltaParams{words, heads, pheads, items, base_vertices, n_words});             \
+    walk_overlay_body<ppr, false>(p, WALK_OVERLAY_PARAMS);                                           \
+  }                                                                                                  \
+  extern "C" __global__ void __launch_bounds__(kThreadBlock, 6) name##_6e(WALK_OVERLAY_ARGS) {       \
+    walk_overlay_body<ppr, true>(p, WALK_OVERLAY_PARAMS);                                            \
   }
 WALK_OVERLAY(walk_overlay_static, false)
 WALK_OVERLAY(walk_overlay_ppr, true)
+
+// overlay_records: the vertex records of the delta resident on the device
+// for one weighting (overlay.cuh, overlay_records_build), after its copy;
+// records is the end of the kernel arguments, weighted before it.
+extern "C" __global__ void overlay_records(const uint64_t* __restrict__ offsets, uint64_t n_records,
+                                           const DeltaWord* __restrict__ words, const DeltaHead* __restrict__ heads,
+                                           const DeltaHead* __restrict__ pheads, const uint2* __restrict__ items,
+                                           uint64_t base_vertices, uint64_t n_words, uint64_t weighted,
+                                           uint64_t* __restrict__ records) {
+  overlay_records_build(DeltaParams{records, n_records, nullptr, nullptr, words, heads, pheads, items, base_vertices, n_words},
+                        offsets, weighted != 0, records);
+}
+
+// overlay_dead_edges: the dead-edge and dead-item bitmaps of the delta
+// resident on the device (overlay.cuh, overlay_dead_edges_build), cleared
+// before.
+extern "C" __global__ void overlay_dead_edges(const uint64_t* __restrict__ offsets, const uint32_t* __restrict__ targets,
+                                              uint64_t n_records, const DeltaWord* __restrict__ words,
+                                              const DeltaHead* __restrict__ heads, const DeltaHead* __restrict__ pheads,
+                                              const uint2* __restrict__ items, uint64_t base_vertices, uint64_t n_words,
+                                              uint32_t* dead, uint32_t* items_dead) {
+  overlay_dead_edges_build(DeltaParams{nullptr, n_records, dead, items_dead, words, heads, pheads, items, base_vertices, n_words},
+                           offsets, targets, dead, items_dead);
+}
 
 // ------------------------------------------------------------- walk_temporal
 // walk_temporal: walk_thread's loop for temporal walks (temporal.cuh has the
