@@ -173,6 +173,9 @@ type compactor struct {
 func (c *compactor) vertex(nv int, ov uint32) {
 	b, g := c.s.base, c.g
 	dv := c.s.Vertex(ov)
+	if b.Times == nil && dv == nil && c.copied(nv, ov) {
+		return
+	}
 	adj := c.adj[:0]
 	if int(ov) < b.NumVertices() {
 		lo, hi := b.Offsets[ov], b.Offsets[ov+1]
@@ -200,6 +203,7 @@ func (c *compactor) vertex(nv int, ov uint32) {
 			adj = append(adj, x)
 		}
 	}
+	nb := len(adj)
 	if dv != nil {
 		times := c.s.DeltaTimes(ov)
 		for i, de := range dv.Edges() {
@@ -217,6 +221,10 @@ func (c *compactor) vertex(nv int, ov uint32) {
 		}
 	}
 	c.adj = adj
+	at := g.Offsets[nv]
+	if b.Times == nil && c.merged(nv, adj, nb) {
+		return
+	}
 	// graph.FromEdges orders a vertex's edges by (target, time), stably:
 	// base edges before inserted ones, inserts in order.
 	slices.SortStableFunc(adj, func(x, y compactEdge) int {
@@ -225,7 +233,6 @@ func (c *compactor) vertex(nv int, ov uint32) {
 		}
 		return cmp.Compare(x.t, y.t)
 	})
-	at := g.Offsets[nv]
 	if uint64(len(adj)) != g.Offsets[nv+1]-at {
 		panic(fmt.Sprintf("livegraph: vertex %d has %d live edges, its live count says %d", ov, len(adj), g.Offsets[nv+1]-at))
 	}
@@ -251,6 +258,85 @@ func (c *compactor) vertex(nv int, ov uint32) {
 		copy(g.ByTime[at:], order)
 		c.order = order
 	}
+}
+
+// copied writes the compacted adjacency of new vertex nv, old ov without
+// a delta, on a graph without edge times, straight from the base's arrays
+// when its targets (renumbered) are in order, as they are in a graph
+// FromEdges built: a stable sort by target leaves them as they are. It
+// reports false, having written nothing that vertex's general path does
+// not overwrite, when they are not.
+//
+// Why: the general path copies each edge into a 24-byte record and sorts
+// them; a compaction at a 5% delta leaves most of a vertex's edges (and
+// many vertices) as they were, and its CPU is taken from walks beside the
+// ingest (issue 37).
+func (c *compactor) copied(nv int, ov uint32) bool {
+	b, g := c.s.base, c.g
+	if int(ov) >= b.NumVertices() {
+		return g.Offsets[nv+1] == g.Offsets[nv] // an added vertex without a delta has no edge
+	}
+	lo, hi := b.Offsets[ov], b.Offsets[ov+1]
+	at := g.Offsets[nv]
+	if hi-lo != g.Offsets[nv+1]-at {
+		panic(fmt.Sprintf("livegraph: vertex %d has %d base edges, its live count says %d", ov, hi-lo, g.Offsets[nv+1]-at))
+	}
+	out := g.Targets[at : at+(hi-lo)]
+	var last uint32
+	for i, t := range b.Targets[lo:hi] {
+		d := c.re(t)
+		if d < last {
+			return false
+		}
+		out[i], last = d, d
+	}
+	if g.Weights != nil {
+		copy(g.Weights[at:], b.Weights[lo:hi])
+	}
+	if g.Labels != nil {
+		copy(g.Labels[at:], b.Labels[lo:hi]) // below the base's NumLabels, which Compact keeps
+	}
+	return true
+}
+
+// merged writes adj, new vertex nv's live edges (the first nb its base
+// edges in CSR order, then its inserted ones in order) on a graph without
+// edge times, in graph.FromEdges's order: when the base edges are in
+// target order it sorts the inserted ones alone, stably, and merges the
+// two runs, base edges first among equal targets: what the stable sort of
+// all of them gives. It reports false, having written nothing, when the
+// base edges are not in order.
+func (c *compactor) merged(nv int, adj []compactEdge, nb int) bool {
+	g := c.g
+	for i := 1; i < nb; i++ {
+		if adj[i].d < adj[i-1].d {
+			return false
+		}
+	}
+	at := g.Offsets[nv]
+	if uint64(len(adj)) != g.Offsets[nv+1]-at {
+		return false // the general path reports it
+	}
+	ins := adj[nb:]
+	slices.SortStableFunc(ins, func(x, y compactEdge) int { return cmp.Compare(x.d, y.d) })
+	i, j := 0, nb
+	for k := at; k < g.Offsets[nv+1]; k++ {
+		var x compactEdge
+		if j == len(adj) || i < nb && adj[i].d <= adj[j].d {
+			x, i = adj[i], i+1
+		} else {
+			x, j = adj[j], j+1
+		}
+		g.Targets[k] = x.d
+		if g.Weights != nil {
+			g.Weights[k] = x.w
+		}
+		if g.Labels != nil {
+			g.Labels[k] = x.l
+			c.maxLabel = max(c.maxLabel, int(x.l))
+		}
+	}
+	return true
 }
 
 func orEmpty[T any](s []T) []T {
