@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/walk"
 )
 
 // Compact merges a snapshot's base and delta into a new graph: the live
@@ -173,7 +174,7 @@ type compactor struct {
 func (c *compactor) vertex(nv int, ov uint32) {
 	b, g := c.s.base, c.g
 	dv := c.s.Vertex(ov)
-	if b.Times == nil && dv == nil && c.copied(nv, ov) {
+	if b.Times == nil && c.direct(nv, ov, dv) {
 		return
 	}
 	adj := c.adj[:0]
@@ -203,7 +204,6 @@ func (c *compactor) vertex(nv int, ov uint32) {
 			adj = append(adj, x)
 		}
 	}
-	nb := len(adj)
 	if dv != nil {
 		times := c.s.DeltaTimes(ov)
 		for i, de := range dv.Edges() {
@@ -222,9 +222,6 @@ func (c *compactor) vertex(nv int, ov uint32) {
 	}
 	c.adj = adj
 	at := g.Offsets[nv]
-	if b.Times == nil && c.merged(nv, adj, nb) {
-		return
-	}
 	// graph.FromEdges orders a vertex's edges by (target, time), stably:
 	// base edges before inserted ones, inserts in order.
 	slices.SortStableFunc(adj, func(x, y compactEdge) int {
@@ -260,83 +257,90 @@ func (c *compactor) vertex(nv int, ov uint32) {
 	}
 }
 
-// copied writes the compacted adjacency of new vertex nv, old ov without
-// a delta, on a graph without edge times, straight from the base's arrays
-// when its targets (renumbered) are in order, as they are in a graph
-// FromEdges built: a stable sort by target leaves them as they are. It
-// reports false, having written nothing that vertex's general path does
-// not overwrite, when they are not.
+// direct writes the compacted adjacency of new vertex nv (old ov, its
+// delta dv or nil) on a graph without edge times, in graph.FromEdges's
+// order, when the base's edges of ov (renumbered) are in target order, as
+// a graph's are (Finish checks it; direct checks again, as a renumbering
+// could break it): its live inserts alone are sorted, stably, and merged
+// into the base edges as they are read, base edges first among equal
+// targets, which is the stable sort of all of them. A vertex without a
+// delta is a copy. It reports false when the base edges are out of order,
+// having written only what the general path then overwrites.
 //
-// Why: the general path copies each edge into a 24-byte record and sorts
-// them; a compaction at a 5% delta leaves most of a vertex's edges (and
-// many vertices) as they were, and its CPU is taken from walks beside the
-// ingest (issue 37).
-func (c *compactor) copied(nv int, ov uint32) bool {
+// Why: the general path copied every live edge into a 24-byte record and
+// sorted them all; a compaction at a 5% delta leaves most of a vertex's
+// edges as they were, and its CPU is taken from walks beside the ingest
+// (issue 37).
+func (c *compactor) direct(nv int, ov uint32, dv *walk.DeltaVertex) bool {
 	b, g := c.s.base, c.g
-	if int(ov) >= b.NumVertices() {
-		return g.Offsets[nv+1] == g.Offsets[nv] // an added vertex without a delta has no edge
+	at, end := g.Offsets[nv], g.Offsets[nv+1]
+	var lo, hi uint64
+	if int(ov) < b.NumVertices() {
+		lo, hi = b.Offsets[ov], b.Offsets[ov+1]
 	}
-	lo, hi := b.Offsets[ov], b.Offsets[ov+1]
-	at := g.Offsets[nv]
-	if hi-lo != g.Offsets[nv+1]-at {
-		panic(fmt.Sprintf("livegraph: vertex %d has %d base edges, its live count says %d", ov, hi-lo, g.Offsets[nv+1]-at))
+	ins := c.adj[:0]
+	if dv != nil {
+		for i, de := range dv.Edges() {
+			if dv.DeltaDead(i) {
+				continue
+			}
+			x := compactEdge{d: c.re(de.Target), w: de.Weight}
+			if b.Labels != nil {
+				x.l = dv.Labels()[i]
+				c.maxLabel = max(c.maxLabel, int(x.l))
+			}
+			ins = append(ins, x)
+		}
+		c.adj = ins
+		slices.SortStableFunc(ins, func(x, y compactEdge) int { return cmp.Compare(x.d, y.d) })
 	}
-	out := g.Targets[at : at+(hi-lo)]
+	k, j := at, 0
 	var last uint32
-	for i, t := range b.Targets[lo:hi] {
+	for e := lo; e < hi; e++ {
+		t := b.Targets[e]
+		if dv != nil && dv.BaseDead(t) {
+			continue
+		}
 		d := c.re(t)
 		if d < last {
 			return false
 		}
-		out[i], last = d, d
-	}
-	if g.Weights != nil {
-		copy(g.Weights[at:], b.Weights[lo:hi])
-	}
-	if g.Labels != nil {
-		copy(g.Labels[at:], b.Labels[lo:hi]) // below the base's NumLabels, which Compact keeps
-	}
-	return true
-}
-
-// merged writes adj, new vertex nv's live edges (the first nb its base
-// edges in CSR order, then its inserted ones in order) on a graph without
-// edge times, in graph.FromEdges's order: when the base edges are in
-// target order it sorts the inserted ones alone, stably, and merges the
-// two runs, base edges first among equal targets: what the stable sort of
-// all of them gives. It reports false, having written nothing, when the
-// base edges are not in order.
-func (c *compactor) merged(nv int, adj []compactEdge, nb int) bool {
-	g := c.g
-	for i := 1; i < nb; i++ {
-		if adj[i].d < adj[i-1].d {
+		last = d
+		for ; j < len(ins) && ins[j].d < d; j++ {
+			if k == end {
+				return false // more live edges than the count: the general path says so
+			}
+			c.put(k, ins[j])
+			k++
+		}
+		if k == end {
 			return false
 		}
-	}
-	at := g.Offsets[nv]
-	if uint64(len(adj)) != g.Offsets[nv+1]-at {
-		return false // the general path reports it
-	}
-	ins := adj[nb:]
-	slices.SortStableFunc(ins, func(x, y compactEdge) int { return cmp.Compare(x.d, y.d) })
-	i, j := 0, nb
-	for k := at; k < g.Offsets[nv+1]; k++ {
-		var x compactEdge
-		if j == len(adj) || i < nb && adj[i].d <= adj[j].d {
-			x, i = adj[i], i+1
-		} else {
-			x, j = adj[j], j+1
-		}
-		g.Targets[k] = x.d
+		g.Targets[k] = d
 		if g.Weights != nil {
-			g.Weights[k] = x.w
+			g.Weights[k] = b.Weights[e]
 		}
 		if g.Labels != nil {
-			g.Labels[k] = x.l
-			c.maxLabel = max(c.maxLabel, int(x.l))
+			g.Labels[k] = b.Labels[e] // below the base's NumLabels, which Compact keeps
 		}
+		k++
 	}
-	return true
+	for ; j < len(ins) && k < end; j++ {
+		c.put(k, ins[j])
+		k++
+	}
+	return k == end && j == len(ins)
+}
+
+// put writes x as edge k of the compacted graph (without edge times).
+func (c *compactor) put(k uint64, x compactEdge) {
+	c.g.Targets[k] = x.d
+	if c.g.Weights != nil {
+		c.g.Weights[k] = x.w
+	}
+	if c.g.Labels != nil {
+		c.g.Labels[k] = x.l
+	}
 }
 
 func orEmpty[T any](s []T) []T {
