@@ -243,8 +243,10 @@ type DeltaIndex struct {
 	headBase, patchBase uint64
 	// sides are the snapshot's side words (Sides), for unweighted [0]
 	// and weighted [1] walks, each built by the first walk that asks
-	// (behind a pointer: an index is a value its tests copy).
-	sides *[2]sideSet
+	// (behind pointers: an index is a value its tests copy). Two
+	// allocations, so that a newer index's link to one kind (sideFrom)
+	// keeps only that kind's words alive.
+	sides [2]*sideSet
 }
 
 // sideSet is one kind of walk's side words, built once.
@@ -777,7 +779,7 @@ func (x *DeltaIndex) HeadAddr(k int) uint64 {
 // addrs sets the addresses HeadAddr starts from, and gives x its (empty)
 // side records.
 func (x *DeltaIndex) addrs() *DeltaIndex {
-	x.sides = new([2]sideSet)
+	x.sides = [2]*sideSet{new(sideSet), new(sideSet)}
 	size := uint64(unsafe.Sizeof(DeltaHead{}))
 	if len(x.heads) > 0 {
 		x.headBase = uint64(uintptr(unsafe.Pointer(&x.heads[0])))
@@ -877,7 +879,7 @@ func (x *DeltaIndex) Sides(weighted bool, off []uint64) []uint64 {
 	if weighted {
 		k = 1
 	}
-	set := &x.sides[k]
+	set := x.sides[k]
 	set.once.Do(func() {
 		words := make([]uint64, len(x.words)*64)
 		if old, lists := set.older(unsafe.SliceData(off), len(words)); old != nil {
@@ -982,12 +984,12 @@ func (x *DeltaIndex) patchSides(words, old []uint64, lists [][]uint32, weighted 
 // (sideFrom), for each kind whose chain stays within its bounds; it
 // returns y.
 func (y *DeltaIndex) linkSides(x *DeltaIndex, changes []DeltaChange) *DeltaIndex {
-	if x.sides == nil {
+	if x.sides[0] == nil {
 		return y
 	}
 	var changed []uint32 // both kinds' links share it
 	for k := range y.sides {
-		prev := &x.sides[k]
+		prev := x.sides[k]
 		f := &sideFrom{prev: prev, depth: 1, total: len(changes)}
 		if up := prev.from.Load(); up != nil && !prev.built.Load() {
 			f.depth, f.total = up.depth+1, up.total+len(changes)

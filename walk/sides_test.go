@@ -3,8 +3,10 @@ package walk
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -195,4 +197,43 @@ func BenchmarkDeltaIndexSidesPatched(b *testing.B) {
 			b.ReportMetric(float64(took.Nanoseconds())/float64(b.N)/n, "ns/vertex")
 		})
 	}
+}
+
+// A chain of indexes whose weighted side words are built at every step
+// and whose unweighted ones never are keeps no old weighted words alive:
+// an index's link to an older one's unweighted set (kept until the chain
+// is cut) must not hold the older one's weighted words, nor a built set's
+// link its older words.
+func TestSidesChainKeepsNoOldWords(t *testing.T) {
+	const n, steps = 1 << 14, 40
+	rng := rand.New(rand.NewPCG(4, 4))
+	off := make([]uint64, n+1)
+	for v := range n {
+		off[v+1] = off[v] + uint64(rng.IntN(8))
+	}
+	dvs := make([]DeltaVertex, n)
+	x := NewDeltaIndex(n, func(yield func(uint32, *DeltaVertex) bool) {})
+	var freed atomic.Int64
+	for range steps {
+		var changes []DeltaChange
+		for _, v := range rng.Perm(n)[:64] {
+			dvs[v] = DeltaVertex{BaseWeight: 1, Live: 1}
+			changes = append(changes, DeltaChange{V: uint32(v), D: &dvs[v]})
+		}
+		slices.SortFunc(changes, func(a, b DeltaChange) int { return cmpU32(a.V, b.V) })
+		x = x.Update(n, changes)
+		words := x.Sides(true, off)
+		runtime.AddCleanup(&words[0], func(int) { freed.Add(1) }, 0)
+	}
+	for range 100 {
+		runtime.GC()
+		if freed.Load() >= steps-1 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := freed.Load(); got < steps-1 {
+		t.Fatalf("%d of the %d older indexes' weighted side words were collected, want all", got, steps-1)
+	}
+	runtime.KeepAlive(x)
 }
