@@ -66,7 +66,8 @@ func ingestRecords(g *graph.Graph, n, per int) [][]byte {
 // lone reader would; "apply" takes them decoded, as the applier does when
 // the partition readers decode (source.EdgeReader, one goroutine each);
 // "walked" is "apply" with each publication making its snapshot's delta
-// index, as while walks go on. gc-cpu-ms/M-updates is the collector's CPU
+// index, as while walks go on; "sides" is "walked" with each snapshot's
+// side words made, as a weighted DeepWalk job on it makes them. gc-cpu-ms/M-updates is the collector's CPU
 // over the applying (runtime/metrics), scan-B/delta-edge and
 // scan-walked-B/delta-edge what of the heap it scans, before and after
 // the last snapshot's index is made.
@@ -84,9 +85,9 @@ func BenchmarkIngest(b *testing.B) {
 		}
 	}
 	for _, c := range []struct {
-		name           string
-		decode, walked bool
-	}{{"decode", true, false}, {"apply", false, false}, {"walked", false, true}} {
+		name                  string
+		decode, walked, sides bool
+	}{{"decode", true, false, false}, {"apply", false, false, false}, {"walked", false, true, false}, {"sides", false, true, true}} {
 		decode := c.decode
 		b.Run(c.name, func(b *testing.B) {
 			var buf []Update
@@ -123,7 +124,11 @@ func BenchmarkIngest(b *testing.B) {
 							// snapshot's delta index (Publish).
 							l.walkedAt.Store(time.Now().UnixNano())
 						}
-						l.Publish()
+						if s := l.Publish(); c.sides {
+							// As a DeepWalk job on each snapshot: its side
+							// words (walk/cpu's ring on the fused table).
+							s.DeltaIndex().Sides(true, g.Offsets)
+						}
 					}
 				}
 				s := l.Publish()
@@ -299,6 +304,7 @@ func BenchmarkCompact(b *testing.B) {
 	}
 	snap := l.Publish()
 	var edges int64
+	c0 := cpuTime()
 	for b.Loop() {
 		c, err := Compact(context.Background(), snap)
 		if err != nil {
@@ -307,6 +313,9 @@ func BenchmarkCompact(b *testing.B) {
 		edges += c.NumEdges()
 	}
 	b.ReportMetric(float64(edges)/b.Elapsed().Seconds(), "edges/s")
+	// Per CPU second of the process (its goroutines and the collector):
+	// on a shared machine, what the compaction takes from walks beside it.
+	b.ReportMetric(float64(edges)/(cpuTime()-c0).Seconds(), "edges/cpu-s")
 }
 
 // BenchmarkOverlayMetaPath is BenchmarkOverlayWalk for MetaPath (schema

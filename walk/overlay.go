@@ -243,8 +243,10 @@ type DeltaIndex struct {
 	headBase, patchBase uint64
 	// sides are the snapshot's side words (Sides), for unweighted [0]
 	// and weighted [1] walks, each built by the first walk that asks
-	// (behind a pointer: an index is a value its tests copy).
-	sides *[2]sideSet
+	// (behind pointers: an index is a value its tests copy). Two
+	// allocations, so that a newer index's link to one kind (sideFrom)
+	// keeps only that kind's words alive.
+	sides [2]*sideSet
 }
 
 // sideSet is one kind of walk's side words, built once.
@@ -252,7 +254,43 @@ type sideSet struct {
 	once  sync.Once
 	words []uint64
 	bytes atomic.Int64 // for SidesBytes, which may run beside a build
+	// built is set once words are (read without the once by a newer
+	// index's build, which patches them).
+	built atomic.Bool
+	// off is the base offsets words were built over: a newer index
+	// patches them only over the same base.
+	off *uint64
+	// from is how words may be made from an older index's: nil once
+	// built (dropping the older words), or for an index made whole.
+	from atomic.Pointer[sideFrom]
 }
+
+// sideFrom links an index made by Update or UpdateFold to the index it was
+// made from, per kind of walk: the older index's side words and the
+// vertices whose delta changed between them. Sides copies the newest
+// built words along the chain and recomputes only the vertices changed
+// since, where a whole build computes every vertex with a delta.
+//
+// Why: while walks go on, each publication of a live graph makes an index,
+// and each walked one built its side words whole: O(vertices with a
+// delta), nearly every vertex at a 10% delta (8 bytes and a threshold
+// search each; 4 Mi vertices at scale 22, 10-20 snapshots a second),
+// where a publication changes a fraction of them (issue 37, "the live
+// graph's CPU per update").
+type sideFrom struct {
+	prev    *sideSet
+	changed []uint32 // sorted
+	// depth and total count the links and changed vertices from here to
+	// the first index of the chain; Update starts a new chain past
+	// maxSideChain links or past a quarter of the vertices.
+	depth, total int
+}
+
+// maxSideChain bounds how many unbuilt indexes a build looks back through
+// for built side words: each link holds its changed vertices, and the
+// chain keeps the first built words alive until a newer index builds its
+// own.
+const maxSideChain = 16
 
 // indexWord is 64 vertices' marks and ranks in both levels, side by side:
 // a lookup reads one 32-byte entry, where separate mark and rank arrays
@@ -448,7 +486,7 @@ func (x *DeltaIndex) Update(n int, changes []DeltaChange) *DeltaIndex {
 			}
 		}
 	})
-	return y.addrs()
+	return y.addrs().linkSides(x, changes)
 }
 
 // Fold returns x with its patch merged into the base level: the index a
@@ -587,7 +625,7 @@ func (x *DeltaIndex) UpdateFold(n int, changes []DeltaChange) *DeltaIndex {
 			}
 		}
 	})
-	return y.addrs()
+	return y.addrs().linkSides(x, changes)
 }
 
 // Pending counts the vertices in the patch: what Update copies and Fold
@@ -741,7 +779,7 @@ func (x *DeltaIndex) HeadAddr(k int) uint64 {
 // addrs sets the addresses HeadAddr starts from, and gives x its (empty)
 // side records.
 func (x *DeltaIndex) addrs() *DeltaIndex {
-	x.sides = new([2]sideSet)
+	x.sides = [2]*sideSet{new(sideSet), new(sideSet)}
 	size := uint64(unsafe.Sizeof(DeltaHead{}))
 	if len(x.heads) > 0 {
 		x.headBase = uint64(uintptr(unsafe.Pointer(&x.heads[0])))
@@ -828,50 +866,147 @@ func SideThreshold(wb, wd float64) uint64 {
 // Sides returns a side word for each of the index's vertices (and up to
 // the next multiple of 64), for weighted or unweighted walks over a base
 // whose offsets are off (an unweighted walk weighs the base side by the
-// base degree). They are built on the first call for each kind, spread
+// base degree). They are made on the first call for each kind, spread
 // over the cores, and kept with the index, so every job on the snapshot
 // shares them (docs/benchmarks/live-graph.md has the bytes per delta
-// edge). All callers of one index must pass the same base's offsets: the
-// snapshot's.
+// edge). An index made by Update or UpdateFold copies the words of the
+// newest index before it that built them (over the same offsets) and
+// recomputes the vertices changed since (sideFrom); others build them
+// whole. Either way the words are those a whole build gives. All callers
+// of one index must pass the same base's offsets: the snapshot's.
 func (x *DeltaIndex) Sides(weighted bool, off []uint64) []uint64 {
 	k := 0
 	if weighted {
 		k = 1
 	}
-	set := &x.sides[k]
+	set := x.sides[k]
 	set.once.Do(func() {
 		words := make([]uint64, len(x.words)*64)
-		baseV := uint32(max(len(off)-1, 0))
-		ParallelSpans((len(x.words)+updateChunk-1)/updateChunk, func(c int) {
-			w0, w1 := c*updateChunk, min(len(x.words), (c+1)*updateChunk)
-			seg := words[w0*64 : w1*64]
-			for j := range seg {
-				seg[j] = SideThresholdMask
-			}
-			for w := w0; w < w1; w++ {
-				for m := x.words[w].base | x.words[w].patch; m != 0; m &= m - 1 {
-					v := uint32(w*64 + bits.TrailingZeros64(m))
-					h := x.Head(x.Rank(v))
-					var t uint64
-					if h.Live > 0 {
-						wb, wd := h.BaseWeight, float64(h.N)*float64(h.MaxWeight)
-						if !weighted {
-							var d uint64
-							if v < baseV {
-								d = off[v+1] - off[v]
-							}
-							wb, wd = float64(d), float64(h.N)
-						}
-						t = min(SideThreshold(wb, wd), SideThresholdMask)
-					}
-					words[v] = t | (h.DeadBits|h.DeadBits<<32)&^SideThresholdMask
-				}
-			}
-		})
-		set.words = words
+		if old, lists := set.older(unsafe.SliceData(off), len(words)); old != nil {
+			x.patchSides(words, old, lists, weighted, off)
+		} else {
+			x.buildSides(words, weighted, off)
+		}
+		set.words, set.off = words, unsafe.SliceData(off)
 		set.bytes.Store(int64(len(words)) * 8)
+		set.built.Store(true)
+		set.from.Store(nil)
 	})
 	return set.words
+}
+
+// older returns the newest built side words along set's chain (sideFrom)
+// over the base offsets off, of at most n words, and the lists of the
+// vertices changed since them; nil when there are none.
+func (set *sideSet) older(off *uint64, n int) (old []uint64, lists [][]uint32) {
+	f := set.from.Load()
+	for depth := 0; f != nil && depth < maxSideChain; depth++ {
+		lists = append(lists, f.changed)
+		p := f.prev
+		if f = p.from.Load(); f == nil || p.built.Load() {
+			// Built, or being built when from was read (a build sets
+			// built before it drops from).
+			if !p.built.Load() || p.off != off || len(p.words) > n {
+				return nil, nil
+			}
+			return p.words, lists
+		}
+	}
+	return nil, nil
+}
+
+// sideWord is vertex v's side word: the threshold of its sides' weights
+// (0 without a live edge) and its tombstones' bits. v has a delta.
+func (x *DeltaIndex) sideWord(v uint32, weighted bool, off []uint64) uint64 {
+	h := x.Head(x.Rank(v))
+	var t uint64
+	if h.Live > 0 {
+		wb, wd := h.BaseWeight, float64(h.N)*float64(h.MaxWeight)
+		if !weighted {
+			var d uint64
+			if int(v) < len(off)-1 {
+				d = off[v+1] - off[v]
+			}
+			wb, wd = float64(d), float64(h.N)
+		}
+		t = min(SideThreshold(wb, wd), SideThresholdMask)
+	}
+	return t | (h.DeadBits|h.DeadBits<<32)&^SideThresholdMask
+}
+
+// buildSides fills words with every vertex's side word.
+func (x *DeltaIndex) buildSides(words []uint64, weighted bool, off []uint64) {
+	ParallelSpans((len(x.words)+updateChunk-1)/updateChunk, func(c int) {
+		w0, w1 := c*updateChunk, min(len(x.words), (c+1)*updateChunk)
+		seg := words[w0*64 : w1*64]
+		for j := range seg {
+			seg[j] = SideThresholdMask
+		}
+		for w := w0; w < w1; w++ {
+			for m := x.words[w].base | x.words[w].patch; m != 0; m &= m - 1 {
+				v := uint32(w*64 + bits.TrailingZeros64(m))
+				words[v] = x.sideWord(v, weighted, off)
+			}
+		}
+	})
+}
+
+// sidePatchChunk is how many changed vertices a goroutine of patchSides
+// recomputes at a time.
+const sidePatchChunk = 4096
+
+// patchSides fills words with old's words (a vertex beyond them has no
+// delta there) and recomputes the vertices of lists: those whose delta
+// changed since old was built, or came to be (a vertex never loses its
+// delta over one base, so the others' words are old's).
+func (x *DeltaIndex) patchSides(words, old []uint64, lists [][]uint32, weighted bool, off []uint64) {
+	span := updateChunk * 64
+	ParallelSpans((len(words)+span-1)/span, func(c int) {
+		lo, hi := c*span, min(len(words), (c+1)*span)
+		n := copy(words[lo:hi], old[min(lo, len(old)):min(hi, len(old))])
+		seg := words[lo+n : hi]
+		for j := range seg {
+			seg[j] = SideThresholdMask
+		}
+	})
+	// One list after another: a vertex appears at most once in a list,
+	// so the goroutines of one never write the same word.
+	for _, changed := range lists {
+		ParallelSpans((len(changed)+sidePatchChunk-1)/sidePatchChunk, func(c int) {
+			for _, v := range changed[c*sidePatchChunk : min(len(changed), (c+1)*sidePatchChunk)] {
+				words[v] = x.sideWord(v, weighted, off)
+			}
+		})
+	}
+}
+
+// linkSides links y's side words to x's, y made from x with changes
+// (sideFrom), for each kind whose chain stays within its bounds; it
+// returns y.
+func (y *DeltaIndex) linkSides(x *DeltaIndex, changes []DeltaChange) *DeltaIndex {
+	if x.sides[0] == nil {
+		return y
+	}
+	var changed []uint32 // both kinds' links share it
+	for k := range y.sides {
+		prev := x.sides[k]
+		f := &sideFrom{prev: prev, depth: 1, total: len(changes)}
+		if up := prev.from.Load(); up != nil && !prev.built.Load() {
+			f.depth, f.total = up.depth+1, up.total+len(changes)
+		}
+		if f.depth > maxSideChain || f.total > len(y.words)*16 {
+			continue // a whole build costs about as much
+		}
+		if changed == nil {
+			changed = make([]uint32, len(changes))
+			for i, c := range changes {
+				changed[i] = c.V
+			}
+		}
+		f.changed = changed
+		y.sides[k].from.Store(f)
+	}
+	return y
 }
 
 // SidesBytes is the memory of the side words built so far (Sides).

@@ -311,7 +311,7 @@ func BenchmarkDeltaIndexSides(b *testing.B) {
 		}
 	})
 	for b.Loop() {
-		x.sides = new([2]sideSet)
+		x.sides = [2]*sideSet{new(sideSet), new(sideSet)}
 		x.Sides(true, off)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/vertex")
