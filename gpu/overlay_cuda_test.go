@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
-	"math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
@@ -355,40 +354,8 @@ func TestOverlayBench(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("graph: V=%d E=%d, generated in %v", g.NumVertices(), g.NumEdges(), time.Since(t0))
-	l, err := livegraph.New(g)
-	if err != nil {
-		t.Fatal(err)
-	}
 	t1 := time.Now()
-	rng := rand.New(rand.NewPCG(1, 2))
-	n, E := int64(g.NumVertices()), int64(g.NumEdges())
-	next := n
-	// A target of a random edge is a vertex drawn by its degree (the
-	// graph is undirected): engagement's preferential attachment.
-	byDegree := func() int64 { return int64(g.Targets[rng.Int64N(E)]) }
-	const record = 1 << 16
-	total := E / 10
-	ups := make([]livegraph.Update, 0, record)
-	for off := int64(0); off*record < total; off++ {
-		ups = ups[:0]
-		for range min(record, total-off*record) {
-			if rng.IntN(10) == 0 {
-				s := uint32(byDegree())
-				adj := g.Neighbors(s)
-				ups = append(ups, livegraph.Update{Op: livegraph.Delete, Src: int64(s), Dst: int64(adj[rng.IntN(len(adj))])})
-				continue
-			}
-			s, d := byDegree(), byDegree()
-			if rng.IntN(100) == 0 {
-				d, next = next, next+1
-			}
-			ups = append(ups, livegraph.Update{Op: livegraph.Insert, Src: s, Dst: d, Weight: 1 + 4*rng.Float32(), Has: livegraph.HasWeight})
-		}
-		if err := l.Apply(0, off, ups); err != nil {
-			t.Fatal(err)
-		}
-	}
-	snap := l.Publish()
+	snap, total, moreUpdates := benchDelta(t, g)
 	st := snap.Stats()
 	t.Logf("delta: %d updates applied in %v: %d appended edges, %d tombstones, %d vertices with a delta, %d added",
 		total, time.Since(t1), st.DeltaEdges, st.Tombstones, st.Vertices, st.Added)
@@ -460,16 +427,7 @@ func TestOverlayBench(t *testing.T) {
 		row(kind+" compacted", ce, alg, nil, -1)
 	}
 	// A later snapshot: 1% more updates, copied whole again.
-	for off := int64(0); off < max(1, total/100/record); off++ {
-		ups = ups[:0]
-		for range record {
-			ups = append(ups, livegraph.Update{Op: livegraph.Insert, Src: byDegree(), Dst: byDegree(), Weight: 1 + 4*rng.Float32(), Has: livegraph.HasWeight})
-		}
-		if err := l.Apply(0, total/record+1+off, ups); err != nil {
-			t.Fatal(err)
-		}
-	}
-	later := l.Publish()
+	later := moreUpdates()
 	row("uniform later snapshot", e, walk.Algorithm{Kind: walk.DeepWalk, Length: 80}, later, -1)
 	row("uniform later, 40 regs", e, walk.Algorithm{Kind: walk.DeepWalk, Length: 80}, later, 2)
 	row("weighted later snapshot", e, walk.Algorithm{Kind: walk.DeepWalk, Length: 80, Weighted: true}, later, -1)

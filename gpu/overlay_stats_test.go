@@ -48,37 +48,7 @@ func TestOverlayTwinStats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := livegraph.New(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	n, E := int64(g.NumVertices()), int64(g.NumEdges())
-	next := n
-	byDegree := func() int64 { return int64(g.Targets[rng.Int64N(E)]) }
-	const record = 1 << 16
-	total := E / 10
-	ups := make([]livegraph.Update, 0, record)
-	for off := int64(0); off*record < total; off++ {
-		ups = ups[:0]
-		for range min(record, total-off*record) {
-			if rng.IntN(10) == 0 {
-				s := uint32(byDegree())
-				adj := g.Neighbors(s)
-				ups = append(ups, livegraph.Update{Op: livegraph.Delete, Src: int64(s), Dst: int64(adj[rng.IntN(len(adj))])})
-				continue
-			}
-			s, d := byDegree(), byDegree()
-			if rng.IntN(100) == 0 {
-				d, next = next, next+1
-			}
-			ups = append(ups, livegraph.Update{Op: livegraph.Insert, Src: s, Dst: d, Weight: 1 + 4*rng.Float32(), Has: livegraph.HasWeight})
-		}
-		if err := l.Apply(0, off, ups); err != nil {
-			t.Fatal(err)
-		}
-	}
-	snap := l.Publish()
+	snap, _, _ := benchDelta(t, g)
 	var lay deltaLayout
 	layoutSnapshot(t, &lay, snap)
 	tab := twinAliasTable(g)
@@ -106,4 +76,60 @@ func TestOverlayTwinStats(t *testing.T) {
 				float64(st.attempts)/float64(max(1, st.headDead+st.headSide+st.headNoBase)), pc(st.headBase), pc(st.headBandBase), pc(st.headDelta), pc(st.scan), pc(st.rejected), pc(st.searches), pc(st.lookups))
 		}
 	}
+}
+
+// benchDelta applies the overlay benchmark's delta to a live graph over g
+// (R-MAT, undirected, weighted) and publishes it: a tenth of g's edge
+// count in records of 64 Ki updates, nine in ten inserts between endpoints
+// drawn by degree (a target of a random edge: engagement's preferential
+// attachment), one in a hundred of them naming a new vertex, one in ten a
+// delete of a base edge. It returns the snapshot, the update count, and
+// later, which applies 1% more updates (inserts drawn the same way, the
+// same random stream) and publishes them (TestOverlayBench's later
+// snapshot); TestOverlayBench and TestOverlayTwinStats walk the same delta.
+func benchDelta(t testing.TB, g *graph.Graph) (snap *livegraph.Snapshot, total int64, later func() *livegraph.Snapshot) {
+	t.Helper()
+	l, err := livegraph.New(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	n, E := int64(g.NumVertices()), int64(g.NumEdges())
+	next := n
+	byDegree := func() int64 { return int64(g.Targets[rng.Int64N(E)]) }
+	const record = 1 << 16
+	total = E / 10
+	ups := make([]livegraph.Update, 0, record)
+	for off := int64(0); off*record < total; off++ {
+		ups = ups[:0]
+		for range min(record, total-off*record) {
+			if rng.IntN(10) == 0 {
+				s := uint32(byDegree())
+				adj := g.Neighbors(s)
+				ups = append(ups, livegraph.Update{Op: livegraph.Delete, Src: int64(s), Dst: int64(adj[rng.IntN(len(adj))])})
+				continue
+			}
+			s, d := byDegree(), byDegree()
+			if rng.IntN(100) == 0 {
+				d, next = next, next+1
+			}
+			ups = append(ups, livegraph.Update{Op: livegraph.Insert, Src: s, Dst: d, Weight: 1 + 4*rng.Float32(), Has: livegraph.HasWeight})
+		}
+		if err := l.Apply(0, off, ups); err != nil {
+			t.Fatal(err)
+		}
+	}
+	later = func() *livegraph.Snapshot {
+		for off := int64(0); off < max(1, total/100/record); off++ {
+			ups = ups[:0]
+			for range record {
+				ups = append(ups, livegraph.Update{Op: livegraph.Insert, Src: byDegree(), Dst: byDegree(), Weight: 1 + 4*rng.Float32(), Has: livegraph.HasWeight})
+			}
+			if err := l.Apply(0, total/record+1+off, ups); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return l.Publish()
+	}
+	return l.Publish(), total, later
 }

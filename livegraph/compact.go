@@ -205,20 +205,11 @@ func (c *compactor) vertex(nv int, ov uint32) {
 		}
 	}
 	if dv != nil {
-		times := c.s.DeltaTimes(ov)
-		for i, de := range dv.Edges() {
-			if dv.DeltaDead(i) {
-				continue
-			}
-			x := compactEdge{d: c.re(de.Target), w: de.Weight}
-			if b.Labels != nil {
-				x.l = dv.Labels()[i]
-			}
-			if b.Times != nil {
-				x.t = times[i]
-			}
-			adj = append(adj, x)
+		var times []int64
+		if b.Times != nil {
+			times = c.s.DeltaTimes(ov)
 		}
+		adj = c.liveInserts(adj, dv, times)
 	}
 	c.adj = adj
 	at := g.Offsets[nv]
@@ -280,17 +271,7 @@ func (c *compactor) direct(nv int, ov uint32, dv *walk.DeltaVertex) bool {
 	}
 	ins := c.adj[:0]
 	if dv != nil {
-		for i, de := range dv.Edges() {
-			if dv.DeltaDead(i) {
-				continue
-			}
-			x := compactEdge{d: c.re(de.Target), w: de.Weight}
-			if b.Labels != nil {
-				x.l = dv.Labels()[i]
-				c.maxLabel = max(c.maxLabel, int(x.l))
-			}
-			ins = append(ins, x)
-		}
+		ins = c.liveInserts(ins, dv, nil)
 		c.adj = ins
 		slices.SortStableFunc(ins, func(x, y compactEdge) int { return cmp.Compare(x.d, y.d) })
 	}
@@ -348,4 +329,27 @@ func orEmpty[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// liveInserts appends dv's live appended edges to adj, oldest first, their
+// targets renumbered, with their labels on a labelled graph and their
+// times when times is not nil (a timed graph's), and keeps c.maxLabel:
+// both of a compaction's paths take a vertex's inserts this way.
+func (c *compactor) liveInserts(adj []compactEdge, dv *walk.DeltaVertex, times []int64) []compactEdge {
+	labelled := c.s.base.Labels != nil
+	for i, de := range dv.Edges() {
+		if dv.DeltaDead(i) {
+			continue
+		}
+		x := compactEdge{d: c.re(de.Target), w: de.Weight}
+		if labelled {
+			x.l = dv.Labels()[i]
+			c.maxLabel = max(c.maxLabel, int(x.l))
+		}
+		if times != nil {
+			x.t = times[i]
+		}
+		adj = append(adj, x)
+	}
+	return adj
 }
