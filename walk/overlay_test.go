@@ -290,10 +290,7 @@ func TestDeltaIndexSidesMatchHeads(t *testing.T) {
 func BenchmarkDeltaIndexSides(b *testing.B) {
 	const n = 1 << 22
 	rng := rand.New(rand.NewPCG(9, 9))
-	off := make([]uint64, n+1)
-	for v := range n {
-		off[v+1] = off[v] + uint64(rng.IntN(64))
-	}
+	off := randomOffsets(rng, n, 64)
 	dvs := make([]DeltaVertex, n)
 	for v := range dvs {
 		dv := &dvs[v]
@@ -340,4 +337,14 @@ func TestDeltaCap(t *testing.T) {
 			t.Fatalf("DeltaCap(%d) = %d: not the next capacity at or above %d", n, c, n)
 		}
 	}
+}
+
+// randomOffsets is a CSR's offsets for n vertices of degrees drawn
+// uniformly from [0, maxDeg), for the side-word tests and benchmarks.
+func randomOffsets(rng *rand.Rand, n, maxDeg int) []uint64 {
+	off := make([]uint64, n+1)
+	for v := range n {
+		off[v+1] = off[v] + uint64(rng.IntN(maxDeg))
+	}
+	return off
 }

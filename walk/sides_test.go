@@ -157,10 +157,7 @@ func testSidesFromOlder(t *testing.T, n, steps, perStep int, seed uint64) {
 func BenchmarkDeltaIndexSidesPatched(b *testing.B) {
 	const n = 1 << 22
 	rng := rand.New(rand.NewPCG(9, 9))
-	off := make([]uint64, n+1)
-	for v := range n {
-		off[v+1] = off[v] + uint64(rng.IntN(64))
-	}
+	off := randomOffsets(rng, n, 64)
 	mk := func() DeltaVertex {
 		var dv DeltaVertex
 		dv.SetEdges([]DeltaEdge{{Target: rng.Uint32() % n, Weight: 1}, {Target: rng.Uint32() % n, Weight: 2}, {Target: rng.Uint32() % n, Weight: 3}})
@@ -207,10 +204,7 @@ func BenchmarkDeltaIndexSidesPatched(b *testing.B) {
 func TestSidesChainKeepsNoOldWords(t *testing.T) {
 	const n, steps = 1 << 14, 40
 	rng := rand.New(rand.NewPCG(4, 4))
-	off := make([]uint64, n+1)
-	for v := range n {
-		off[v+1] = off[v] + uint64(rng.IntN(8))
-	}
+	off := randomOffsets(rng, n, 8)
 	dvs := make([]DeltaVertex, n)
 	x := NewDeltaIndex(n, func(yield func(uint32, *DeltaVertex) bool) {})
 	var freed atomic.Int64
