@@ -125,6 +125,22 @@ __device__ __forceinline__ bool base_side(uint32_t z, double total, double wb) {
   return __dmul_rn(__dmul_rn((double)z, 0x1p-32), total) < wb;
 }
 
+// side_weights are the two sides' weights an attempt at a vertex with a
+// live delta h and deg base edges chooses between (the CPU engine's
+// overlay step, walk/overlay.go): weighted, the base's weight sum against
+// the appended edges' count times their largest weight (rejection sampled
+// below it); unweighted, the counts. The step and the vertex records use
+// the same arithmetic, so a record's side threshold is the step's.
+__device__ __forceinline__ void side_weights(const DeltaHead& h, uint32_t deg, bool weighted, double& wb, double& wd) {
+  if (weighted) {
+    wb = h.base_weight;
+    wd = __dmul_rn((double)h.n, (double)h.max_weight);
+  } else {
+    wb = (double)deg;
+    wd = (double)h.n;
+  }
+}
+
 // record_side is the largest s in [0, 256] with base_side true for every z
 // below s*2^24 (base_side is monotone in z: the products round monotonely).
 __device__ __forceinline__ uint32_t record_side(double total, double wb) {
@@ -312,13 +328,7 @@ __device__ __forceinline__ bool overlay_step(const DeltaParams& D, const uint32_
   const uint2* __restrict__ de = D.items + h.pos;
   const uint2* __restrict__ dead = de + h.n;
   double wb, wd;
-  if (weighted) {
-    wb = h.base_weight;
-    wd = __dmul_rn((double)h.n, (double)h.max_weight);
-  } else {
-    wb = (double)deg;
-    wd = (double)h.n;
-  }
+  side_weights(h, deg, weighted, wb, wd);
   const double total = __dadd_rn(wb, wd);
   for (uint32_t att = 0; att < kMaxRejections; att++) {
     const uint4 w = draw(seed, walk, step, first + att);
@@ -382,13 +392,7 @@ __device__ __forceinline__ void overlay_records_build(const DeltaParams& D, cons
       if ((h.nd_live & kLiveBit) != 0) {
         const uint32_t deg = v < base_vertices ? (uint32_t)(offsets[v + 1] - a) : 0;
         double wb, wd;
-        if (weighted) {
-          wb = h.base_weight;
-          wd = __dmul_rn((double)h.n, (double)h.max_weight);
-        } else {
-          wb = (double)deg;
-          wd = (double)h.n;
-        }
+        side_weights(h, deg, weighted, wb, wd);
         s = record_side(__dadd_rn(wb, wd), wb);
         filter = 0;
         const uint2* dead = D.items + h.pos + h.n;

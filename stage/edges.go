@@ -57,9 +57,8 @@ type LiveOptions struct {
 	// and a compaction keep while walk jobs run or wait (live.Beside); 1
 	// keeps them all. 0: live.DefaultApplyShare.
 	ApplyShare float64
-	// WalkerCores is how many cores the engine's walks hold (0: 1 for the
-	// GPU engine, whose walks hold a host thread, GOMAXPROCS for the
-	// others).
+	// WalkerCores is how many cores the engine's walks hold (0:
+	// GOMAXPROCS, for either engine: see walkerCores).
 	WalkerCores int
 }
 
@@ -92,13 +91,20 @@ func (w *walkerLoad) drop(b *batch) {
 	b.held = 0
 }
 
-// walkerCores is the cores lo says the engine's walks hold, or e's.
+// walkerCores is the cores lo says the engine's walks hold, or every
+// core. The GPU engine's too: its walks run on one host thread, but the
+// sink encodes and writes their output on every core (sink.Options'
+// encoders): a GPU walk backlog on the 16-core host kept 11 of them
+// busy. Counted as one core, a GPU walk backlog
+// never cut the applier, whose passes then took the cores the output
+// needed: walks beside an ingest backlog ran at 54-64% of the static
+// rate, against 77-83% counted as every core (two alternating pairs,
+// docs/benchmarks/live-graph.md, "The GPU engine's walks hold the
+// cores"). WALKSTAGE_EDGE_APPLY_SHARE trades walks for ingest beside them.
 func walkerCores(lo *LiveOptions, e walk.Engine) int {
 	switch {
 	case lo != nil && lo.WalkerCores > 0:
 		return lo.WalkerCores
-	case e.Name() == "gpu":
-		return 1
 	}
 	return runtime.GOMAXPROCS(0)
 }

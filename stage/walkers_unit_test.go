@@ -1,6 +1,7 @@
 package stage
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/walkstage/walkstage/walk/cpu"
@@ -39,7 +40,8 @@ func TestWalkersHoldACoreAWalk(t *testing.T) {
 }
 
 // The cores a stage's walks may hold: the engine's workers as configured,
-// every core by default, one host thread for the GPU engine.
+// every core by default, the GPU engine's too (its output is encoded on
+// every core).
 func TestWalkerCores(t *testing.T) {
 	_, g := testGraphCached(t)
 	c, err := cpu.New(g, cpu.WithWorkers(1))
@@ -50,8 +52,11 @@ func TestWalkerCores(t *testing.T) {
 	if got := walkerCores(&LiveOptions{WalkerCores: 3}, c); got != 3 {
 		t.Errorf("configured 3: %d", got)
 	}
-	if got := walkerCores(&LiveOptions{}, gpuNamed{c}); got != 1 {
-		t.Errorf("the GPU engine: %d, want 1", got)
+	if got, want := walkerCores(&LiveOptions{}, c), runtime.GOMAXPROCS(0); got != want {
+		t.Errorf("the CPU engine by default: %d, want %d", got, want)
+	}
+	if got, want := walkerCores(&LiveOptions{}, gpuNamed{c}), runtime.GOMAXPROCS(0); got != want {
+		t.Errorf("the GPU engine: %d, want %d", got, want)
 	}
 }
 

@@ -137,10 +137,11 @@ type Config struct {
 	// WALKSTAGE_EDGE_APPLY_SHARE: the least share of the cores the live
 	// graph's applier (and a background compaction) keeps beside a walk
 	// backlog (walk requests running or waiting for the engine that hold
-	// half the cores or more: the CPU engine's walks hold a core a walk, up
-	// to CPU_WORKERS or every core): then it takes the cores the walks
-	// leave free and at least this share; with fewer walks (a few probes,
-	// the GPU engine's one host thread) or none it takes every core. The
+	// half the cores or more: walks hold a core a walk, up to CPU_WORKERS
+	// or every core for the CPU engine, up to every core for the GPU
+	// engine, whose output the sink encodes on every core): then it takes
+	// the cores the walks leave free and at least this share; with fewer
+	// walks (a few probes) or none it takes every core. The
 	// default, 0.1, gives the walks the cores and catches a backlog up
 	// more slowly meanwhile (one goroutine stays the applier's); 1 gives
 	// ingest every core always (a backlog then slows the walks beside it

@@ -37,7 +37,7 @@ func TestBesideShares(t *testing.T) {
 		{"a compaction beside them", 16, 16, 0.25, 12, 3},
 		{"share 1: ingest first", 16, 16, 1, 16, 16},
 		{"the least share still one", 16, 16, 0.01, 16, 1},
-		{"the GPU engine's one host thread: all", 1, 16, 0.25, 16, 16},
+		{"one walk held: all", 1, 16, 0.25, 16, 16},
 		{"three probes of a walk each: all", 3, 16, 0.1, 16, 16},
 		{"three probes beside a compaction: all its 12", 3, 16, 0.1, 12, 12},
 		{"7 of 16 held: no backlog yet", 7, 16, 0.1, 16, 16},
