@@ -24,6 +24,18 @@ type overlayState struct {
 	// resident blocks per multiprocessor.
 	fn  [2][4]cu.Function
 	occ [2][4]int
+	// fnN2V is walk_overlay_node2vec (one register budget), occN2V its
+	// resident blocks per multiprocessor.
+	fnN2V  cu.Function
+	occN2V int
+	// fnSet is overlay_edge_set, which builds the edge set Node2Vec's
+	// kernel looks appended edges up in: per patch buffer, its keys and
+	// values (set), slots-1 (setMask), and whether the resident
+	// snapshot's is built (setBuilt).
+	fnSet    cu.Function
+	set      [2][2]overlayBuf
+	setMask  [2]uint64
+	setBuilt [2]bool
 	// fnRecords is overlay_records, which builds the vertex records,
 	// fnEdges overlay_dead_edges, the dead-edge bitmap.
 	fnRecords, fnEdges cu.Function
@@ -60,6 +72,7 @@ type overlayBuf struct {
 
 var (
 	overlayEdgeNames = [2]string{"delta.edges0", "delta.edges1"}
+	overlaySetNames  = [2][2]string{{"delta.set0.keys", "delta.set0.values"}, {"delta.set1.keys", "delta.set1.values"}}
 	overlayRecNames  = [2][2]string{{"delta.records0.uniform", "delta.records0.weighted"}, {"delta.records1.uniform", "delta.records1.weighted"}}
 	overlayResNames  = [2][2]string{{"delta.res0.heads", "delta.res0.items"}, {"delta.res1.heads", "delta.res1.items"}}
 	overlayPatNames  = [2][2]string{{"delta.patch0.words", "delta.patch0.heads"}, {"delta.patch1.words", "delta.patch1.heads"}}
@@ -80,6 +93,15 @@ func (e *Engine) setupOverlay() error {
 		}
 	}
 	var err error
+	if e.ovl.fnN2V, err = e.mod.Function("walk_overlay_node2vec"); err != nil {
+		return fmt.Errorf("gpu: kernel walk_overlay_node2vec: %w", err)
+	}
+	if e.ovl.occN2V, err = e.ovl.fnN2V.MaxActiveBlocksPerMultiProcessor(threadBlock, 0); err != nil {
+		return fmt.Errorf("gpu: occupancy of walk_overlay_node2vec: %w", err)
+	}
+	if e.ovl.fnSet, err = e.mod.Function("overlay_edge_set"); err != nil {
+		return fmt.Errorf("gpu: kernel overlay_edge_set: %w", err)
+	}
 	if e.ovl.fnRecords, err = e.mod.Function("overlay_records"); err != nil {
 		return fmt.Errorf("gpu: kernel overlay_records: %w", err)
 	}
@@ -90,9 +112,10 @@ func (e *Engine) setupOverlay() error {
 }
 
 // CheckOverlay implements walk.OverlayWalker: DeepWalk and PPR with the
-// uniform and alias samplers, as the CPU engine (which walks Node2Vec and
-// MetaPath on a delta too), on a graph wholly on the device (the overlay kernels read no
-// placement plan, stream or stripes).
+// uniform and alias samplers and Node2Vec with its rejection sampler, as
+// the CPU engine (which walks MetaPath and temporal walks on a delta too),
+// on a graph wholly on the device (the overlay kernels read no placement
+// plan, stream or stripes).
 func (e *Engine) CheckOverlay(a walk.Algorithm) error {
 	switch {
 	case e.placed != nil:
@@ -105,8 +128,8 @@ func (e *Engine) CheckOverlay(a walk.Algorithm) error {
 	if err := walk.OverlaySupported(a); err != nil {
 		return err
 	}
-	if a.Kind != walk.DeepWalk && a.Kind != walk.PPR {
-		return fmt.Errorf("%w: the gpu engine walks deepwalk and ppr on a live graph's delta, not %s yet (the cpu engine does)", walk.ErrInvalidAlgorithm, a.Kind)
+	if a.Kind != walk.DeepWalk && a.Kind != walk.PPR && a.Kind != walk.Node2Vec {
+		return fmt.Errorf("%w: the gpu engine walks deepwalk, ppr and node2vec on a live graph's delta, not %s yet (the cpu engine does)", walk.ErrInvalidAlgorithm, a.Kind)
 	}
 	return nil
 }
@@ -133,7 +156,7 @@ func (e *Engine) ensureDelta(ov walk.Overlay, alg walk.Algorithm) error {
 	}
 	t2 := time.Now()
 	if err := e.dev.do(func() error {
-		st.built[pl.p], st.edgesBuilt[pl.p] = [2]bool{}, false
+		st.built[pl.p], st.edgesBuilt[pl.p], st.setBuilt[pl.p] = [2]bool{}, false, false
 		return e.copyDelta(pl)
 	}); err != nil {
 		return err
@@ -165,6 +188,11 @@ func (e *Engine) ensureRecords(alg walk.Algorithm) error {
 	}
 	if _, v := e.overlayVariant(alg); v == 3 && !st.edgesBuilt[p] {
 		if err := e.dev.do(e.buildDeadEdges); err != nil {
+			return err
+		}
+	}
+	if alg.Kind == walk.Node2Vec && !st.setBuilt[p] {
+		if err := e.dev.do(e.buildEdgeSet); err != nil {
 			return err
 		}
 	}
@@ -236,6 +264,51 @@ func (e *Engine) buildDeadEdges() error {
 		return fmt.Errorf("gpu: overlay_dead_edges: %w", err)
 	}
 	st.edgesBuilt[l.p] = true
+	return nil
+}
+
+// buildEdgeSet builds the resident snapshot's edge set (kernels/overlay.cuh,
+// EdgeSet): twice as many slots as the level's items (appended edges and
+// tombstones) rounded up to a power of two, cleared, then
+// overlay_edge_set, a warp a vertex (device thread). 12 bytes a slot:
+// about 400 MiB beside a scale-22 graph's 10% delta (11.5 M appended
+// edges), built once a snapshot that Node2Vec walks.
+func (e *Engine) buildEdgeSet() error {
+	st := &e.ovl
+	l := &st.layout
+	p := l.p
+	slots := int64(1024)
+	for slots < 2*int64(len(l.items())) {
+		slots *= 2
+	}
+	for i, size := range []int64{8, 4} {
+		b := &st.set[p][i]
+		if want := slots * size; want > b.cap {
+			e.free(overlaySetNames[p][i], &b.p)
+			b.cap = 0
+			ptr, err := e.alloc(overlaySetNames[p][i], want)
+			if err != nil {
+				return fmt.Errorf("gpu: live graph delta: %w", err)
+			}
+			b.p, b.cap = ptr, want
+		}
+	}
+	if err := cu.MemsetD32(st.set[p][0].p, ^uint32(0), slots*2); err != nil {
+		return fmt.Errorf("gpu: clear the edge set: %w", err)
+	}
+	if err := cu.MemsetD32(st.set[p][1].p, 0, slots); err != nil {
+		return fmt.Errorf("gpu: clear the edge set: %w", err)
+	}
+	n := recordCount(len(l.words()), e.g.NumVertices())
+	args := []uint64{uint64(st.pat[p][0].p), uint64(st.res[l.r][0].p), uint64(st.pat[p][1].p), uint64(st.res[l.r][1].p),
+		uint64(n), uint64(e.g.NumVertices()), uint64(len(l.words())), uint64(st.set[p][0].p), uint64(st.set[p][1].p), uint64(slots - 1)}
+	if err := launch(st.fnSet, e.numSM*16, tableThreads, cu.Stream{}, args); err != nil {
+		return fmt.Errorf("gpu: overlay_edge_set: %w", err)
+	}
+	if err := cu.Synchronize(); err != nil {
+		return fmt.Errorf("gpu: overlay_edge_set: %w", err)
+	}
+	st.setMask[p], st.setBuilt[p] = uint64(slots-1), true
 	return nil
 }
 
@@ -357,8 +430,18 @@ func (e *Engine) overlayArgs(weighted bool) []uint64 {
 		uint64(e.g.NumVertices()), uint64(len(l.words()))}
 }
 
-// overlayVariant picks the overlay kernel for alg: the 40-register one
-// with the dead-edge and dead-item bitmaps (3) for DeepWalk and PPR (at
+// edgeSetArgs are walk_overlay_node2vec's arguments after overlayArgs': the
+// resident snapshot's edge set.
+func (e *Engine) edgeSetArgs() []uint64 {
+	st := &e.ovl
+	p := st.layout.p
+	return []uint64{uint64(st.set[p][0].p), uint64(st.set[p][1].p), st.setMask[p]}
+}
+
+// overlayVariant picks the overlay kernel for alg (Node2Vec has one
+// kernel, walk_overlay_node2vec, which reads no bitmaps: 0): the
+// 40-register one with the dead-edge and dead-item bitmaps (3) for
+// DeepWalk and PPR (at
 // scale 22 on the H200 the 40-register one with the dead-edge bitmap
 // walked a 10% delta 20% faster uniform and 14% weighted than without it:
 // docs/benchmarks/live-graph.md; PPR had 64 registers without bitmaps
@@ -366,8 +449,11 @@ func (e *Engine) overlayArgs(weighted bool) []uint64 {
 // (0), 64 (1) or 40 registers (2) without the bitmaps, or 3.
 func (e *Engine) overlayVariant(alg walk.Algorithm) (ppr, variant int) {
 	ppr, variant = 0, 3
-	if alg.Kind == walk.PPR {
+	switch alg.Kind {
+	case walk.PPR:
 		ppr = 1
+	case walk.Node2Vec:
+		return 0, 0 // walk_overlay_node2vec: no bitmaps
 	}
 	if v := e.cfg.threadVariant; v >= 0 && v < len(e.ovl.fn[ppr]) {
 		variant = v
@@ -378,6 +464,9 @@ func (e *Engine) overlayVariant(alg walk.Algorithm) (ppr, variant int) {
 // overlayKernel is alg's overlay kernel (overlayVariant) and its launch
 // over n tasks.
 func (e *Engine) overlayKernel(alg walk.Algorithm, n int64) (fn cu.Function, block, grid int) {
+	if alg.Kind == walk.Node2Vec {
+		return e.ovl.fnN2V, threadBlock, int(min(int64(e.numSM*max(e.ovl.occN2V, 1)), (n+threadBlock-1)/threadBlock))
+	}
 	ppr, variant := e.overlayVariant(alg)
 	occ := e.ovl.occ[ppr][variant]
 	return e.ovl.fn[ppr][variant], threadBlock, int(min(int64(e.numSM*max(occ, 1)), (n+threadBlock-1)/threadBlock))
@@ -397,6 +486,11 @@ func (e *Engine) releaseOverlay() {
 		}
 		e.free(overlayEdgeNames[i], &e.ovl.edges[i].p)
 		e.ovl.edges[i].cap = 0
+		for j := range 2 {
+			e.free(overlaySetNames[i][j], &e.ovl.set[i][j].p)
+			e.ovl.set[i][j].cap = 0
+		}
+		e.ovl.setBuilt[i] = false
 		e.ovl.edgeWords[i] = 0
 		e.ovl.edgesBuilt[i] = false
 	}

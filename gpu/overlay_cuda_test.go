@@ -22,10 +22,22 @@ import (
 	"github.com/walkstage/walkstage/walk/cpu"
 )
 
+// overlayNode2Vec are the Node2Vec walks (rejection sampler) the GPU
+// engine walks on a snapshot (walk_overlay_node2vec): returns favoured, and
+// outward steps favoured, unweighted and weighted. (The kernel has no host
+// twin: overlayAlgorithms are the twins'.)
+var overlayNode2Vec = []walk.Algorithm{
+	{Kind: walk.Node2Vec, Length: 40, P: 0.25, Q: 4},
+	{Kind: walk.Node2Vec, Length: 40, P: 4, Q: 0.5},
+	{Kind: walk.Node2Vec, Length: 40, P: 0.5, Q: 2, Weighted: true},
+	{Kind: walk.Node2Vec, Length: 40, P: 2, Q: 0.25, Weighted: true},
+}
+
 // TestOverlayWalksMatchCPU: on live graph snapshots with inserts, deletes,
 // re-inserts, added vertices and stripped vertices whose steps reach the
 // exact scan, the overlay kernels give the CPU engine's walks, walk by
-// walk, for DeepWalk and PPR, uniform and alias; also in small batches,
+// walk, for DeepWalk and PPR, uniform and alias, and Node2Vec (its
+// rejection sampler, the exact scan on the stripped vertices); also in small batches,
 // with a job on the base and jobs on two snapshots in one run. A second
 // run on the same snapshot copies nothing; a later snapshot is copied.
 func TestOverlayWalksMatchCPU(t *testing.T) {
@@ -46,6 +58,11 @@ func TestOverlayWalksMatchCPU(t *testing.T) {
 			if st := snap.Stats(); st.Added == 0 || st.Tombstones == 0 || early.NumVertices() == snap.NumVertices() && early.Stats() == st {
 				t.Fatalf("the snapshots want added vertices and deletes, and to differ: %+v, %+v", early.Stats(), st)
 			}
+			// Node2Vec looks the appended edges of a vertex with more
+			// than kEdgeSetScan of them up in the edge set: some must.
+			if long := longDeltas(snap, 8); long == 0 {
+				t.Fatalf("no vertex has more than 8 appended edges: the edge set goes untested")
+			}
 			ref, err := cpu.New(base)
 			if err != nil {
 				t.Fatal(err)
@@ -62,7 +79,7 @@ func TestOverlayWalksMatchCPU(t *testing.T) {
 			}
 			for _, batch := range []int{0, 777} {
 				e := newEngine(t, base, WithMaxBatchWalks(batch), WithChunkWalks(500))
-				for _, alg := range overlayAlgorithms {
+				for _, alg := range slices.Concat(overlayAlgorithms, overlayNode2Vec) {
 					if alg.Weighted && !weighted {
 						continue
 					}
@@ -139,6 +156,18 @@ func TestOverlayWalksMatchCPU(t *testing.T) {
 	}
 }
 
+// longDeltas counts the vertices of snap with more than n appended edges.
+func longDeltas(snap *livegraph.Snapshot, n int) int {
+	idx := snap.DeltaIndex()
+	c := 0
+	for k := range idx.Len() {
+		if len(idx.At(k).Edges()) > n {
+			c++
+		}
+	}
+	return c
+}
+
 // TestOverlaySnapshotSequence walks a live graph's snapshots one after
 // another on one engine, as a stage does (each micro-batch the newest):
 // most go to the device as a patch over the resident level, some whole
@@ -163,7 +192,8 @@ func TestOverlaySnapshotSequence(t *testing.T) {
 		}
 		e := newEngine(t, base, WithMaxBatchWalks(3000), WithChunkWalks(700))
 		applyRandomUpdates(t, lg, base, 3, weighted, 2000, 2)
-		algs := []walk.Algorithm{{Kind: walk.DeepWalk, Length: 30, Weighted: weighted}, {Kind: walk.PPR, Length: 30, StopProb: 0.15}}
+		algs := []walk.Algorithm{{Kind: walk.DeepWalk, Length: 30, Weighted: weighted}, {Kind: walk.PPR, Length: 30, StopProb: 0.15},
+			{Kind: walk.Node2Vec, Length: 30, P: 0.5, Q: 2, Weighted: weighted}}
 		same := func(snap *livegraph.Snapshot, what string) {
 			t.Helper()
 			starts := make([]uint32, 0, 2*snap.NumVertices())
@@ -310,7 +340,7 @@ func TestOverlayRefusals(t *testing.T) {
 	base := snap.Base()
 	e := newEngine(t, base)
 	for _, alg := range []walk.Algorithm{
-		{Kind: walk.Node2Vec, Length: 5, P: 2, Q: 1},
+		{Kind: walk.Node2Vec, Length: 5, P: 2, Q: 1, Stepper: walk.StepperZPRS},
 		{Kind: walk.DeepWalk, Length: 5, Weighted: true, Stepper: walk.StepperZPRS},
 	} {
 		err := e.Run(context.Background(), []walk.Job{{Algorithm: alg, Starts: []uint32{0}, Overlay: snap}}, func(walk.Chunk) error { return nil })
@@ -424,6 +454,17 @@ func TestOverlayBench(t *testing.T) {
 		row(kind+" delta, compiler's regs", e, alg, snap, 0)
 		row(kind+" delta, 64 regs", e, alg, snap, 1)
 		row(kind+" delta, 40 regs", e, alg, snap, 2)
+		row(kind+" compacted", ce, alg, nil, -1)
+	}
+	// Node2Vec (rejection sampler) on the same delta: walk_overlay_node2vec.
+	for _, w := range []bool{false, true} {
+		alg := walk.Algorithm{Kind: walk.Node2Vec, Length: 80, P: 0.5, Q: 2, Weighted: w}
+		kind := "node2vec uniform"
+		if w {
+			kind = "node2vec weighted"
+		}
+		row(kind+" base", e, alg, nil, -1)
+		row(kind+" base + 10% delta", e, alg, snap, -1)
 		row(kind+" compacted", ce, alg, nil, -1)
 	}
 	// A later snapshot: 1% more updates, copied whole again.

@@ -371,6 +371,213 @@ __device__ __forceinline__ bool overlay_step(const DeltaParams& D, const uint32_
   return found;
 }
 
+// ------------------------------------------------- Node2Vec on a snapshot
+// The CPU engine's overlayNode2VecStep (walk/cpu/overlaynode2vec.go) draw
+// for draw: a proposal from base + delta (side on x, the base edge on y and
+// z or the appended edge on y, its weight kept on z), accepted on w under
+// the threshold of its class against the previous vertex in the snapshot;
+// a vertex without a delta proposes and accepts as the base's Node2Vec
+// step (x, y; z). After kMaxRejections attempts overlay_scan_n2v decides.
+
+// EdgeSet is the snapshot's appended edges as a hash set (built on the
+// device by overlay_edge_set_build for Node2Vec jobs): key u<<32|v, value
+// the largest index i among u's appended copies of v, open addressing with
+// linear probing over mask+1 slots (at most half full). A copy below a
+// tombstone's upto is dead, so u->v has a live appended copy when its
+// largest is live. The CPU engine scans u's appended edges instead; a hub
+// gains hundreds of thousands of them on a 10% delta at scale 22, and a
+// scan of them on every Node2Vec acceptance test walked a 10% delta at 3%
+// of the base's rate.
+struct EdgeSet {
+  unsigned long long* keys;  // kEmptyKey: a free slot
+  uint32_t* vals;
+  uint64_t mask;
+};
+constexpr unsigned long long kEmptyKey = ~0ull;
+// kEdgeSetScan: a vertex with at most this many appended edges is scanned
+// (a sector or two) rather than looked up.
+constexpr uint32_t kEdgeSetScan = 8;
+
+__device__ __forceinline__ uint64_t edge_set_slot(unsigned long long key, uint64_t mask) {
+  return (key * 0x9e3779b97f4a7c15ull >> 17) & mask;
+}
+
+// edge_set_max returns 1 + the largest index of u's appended copies of v,
+// or 0 when u appended none.
+__device__ __forceinline__ uint64_t edge_set_max(const EdgeSet& S, uint32_t u, uint32_t v) {
+  const unsigned long long key = (unsigned long long)u << 32 | v;
+  for (uint64_t h = edge_set_slot(key, S.mask);; h = (h + 1) & S.mask) {
+    const unsigned long long k = __ldg(S.keys + h);
+    if (k == key) return (uint64_t)__ldg(S.vals + h) + 1;
+    if (k == kEmptyKey) return 0;
+  }
+}
+
+// overlay_has_edge reports whether the snapshot holds a live edge u->v
+// (overlayHasEdge): a base edge (binary search of u's sorted targets) no
+// tombstone of u kills, or an appended edge of u no tombstone kills (a
+// short delta scanned, a longer one looked up in the edge set).
+__device__ __noinline__ bool overlay_has_edge(const DeltaParams& D, const EdgeSet& S, const uint32_t* __restrict__ tg, uint32_t u, uint32_t v) {
+  const uint64_t a = __ldg(D.records + u) & kRecOffsetMask, b = __ldg(D.records + u + 1) & kRecOffsetMask;
+  const DeltaHead* hp = delta_head(D, u);
+  const bool base = a < b && has_edge(tg, a, b, v);
+  if (hp == nullptr) return base;
+  const DeltaHead h = *hp;
+  const uint2* __restrict__ de = D.items + h.pos;
+  const uint2* __restrict__ dead = de + h.n;
+  const uint32_t nd = h.nd_live & ~kLiveBit;
+  if (base && !base_dead(dead, nd, h.dead_bits, v)) return true;
+  if (h.n > kEdgeSetScan) {
+    const uint64_t m = edge_set_max(S, u, v);
+    return m != 0 && !delta_dead(dead, nd, h.dead_bits, (uint32_t)(m - 1), v);
+  }
+  for (uint32_t i = 0; i < h.n; i++) {
+    if (__ldg(&de[i].x) == v && !delta_dead(dead, nd, h.dead_bits, i, v)) return true;
+  }
+  return false;
+}
+
+// n2v_accepts: word z accepts proposal x after prev under accept (the
+// thresholds of f/fmax by class: returning, neighbour of prev, outward);
+// z under both the neighbour and outward thresholds accepts without the
+// search.
+__device__ __forceinline__ bool n2v_accepts(const DeltaParams& D, const EdgeSet& S, const uint32_t* __restrict__ tg,
+                                            const uint64_t* accept, uint32_t prev, uint32_t x, uint64_t z) {
+  if (x == prev) return z < accept[0];
+  if (z < min(accept[1], accept[2])) return true;
+  return z < accept[overlay_has_edge(D, S, tg, prev, x) ? 1 : 2];
+}
+
+// n2v_factor is the bias of x after prev: f[class].
+__device__ __forceinline__ double n2v_factor(const DeltaParams& D, const EdgeSet& S, const uint32_t* __restrict__ tg,
+                                             const double* f, uint32_t prev, uint32_t x) {
+  return x == prev ? f[0] : overlay_has_edge(D, S, tg, prev, x) ? f[1] : f[2];
+}
+
+// overlay_scan_n2v is overlayScanBiased with Node2Vec's bias: one draw
+// (kFallbackDraw), the live edges' weight x bias summed in the CPU's order
+// (base edges, then appended ones), then walked down; the last live edge
+// of positive weight when rounding leaves u above the sum. hp null: a
+// vertex without a delta (every base edge live).
+__device__ __noinline__ uint32_t overlay_scan_n2v(const DeltaParams& D, const EdgeSet& S, const uint32_t* __restrict__ tg,
+                                                  const float* __restrict__ weights, bool weighted, const DeltaHead* hp,
+                                                  uint64_t a, uint64_t b, uint32_t prev, const double* f, uint64_t seed,
+                                                  uint64_t walk, uint32_t step, bool* found) {
+  uint32_t n = 0, nd = 0;
+  uint64_t dbits = 0;
+  const uint2* de = nullptr;
+  const uint2* dead = nullptr;
+  if (hp != nullptr) {
+    const DeltaHead h = *hp;
+    n = h.n;
+    nd = h.nd_live & ~kLiveBit;
+    dbits = h.dead_bits;
+    de = D.items + h.pos;
+    dead = de + n;
+  }
+  double sum = 0;
+  for (uint64_t e = a; e < b; e++) {
+    const uint32_t t = __ldg(tg + e);
+    if (base_dead(dead, nd, dbits, t)) continue;
+    sum = __dadd_rn(sum, __dmul_rn(weighted ? (double)__ldg(weights + e) : 1.0, n2v_factor(D, S, tg, f, prev, t)));
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    const uint2 x = __ldg(de + i);
+    if (delta_dead(dead, nd, dbits, i, x.x)) continue;
+    sum = __dadd_rn(sum, __dmul_rn(weighted ? (double)__uint_as_float(x.y) : 1.0, n2v_factor(D, S, tg, f, prev, x.x)));
+  }
+  const uint4 w = draw(seed, walk, step, kFallbackDraw);
+  double u = __dmul_rn(__dmul_rn(__dadd_rn((double)w.x, __dmul_rn((double)w.y, 0x1p-32)), 0x1p-32), sum);
+  uint32_t last = 0;
+  *found = false;
+  for (uint64_t e = a; e < b; e++) {
+    const uint32_t t = __ldg(tg + e);
+    if (base_dead(dead, nd, dbits, t)) continue;
+    const double wt = __dmul_rn(weighted ? (double)__ldg(weights + e) : 1.0, n2v_factor(D, S, tg, f, prev, t));
+    u = __dsub_rn(u, wt);
+    if (u < 0) {
+      *found = true;
+      return t;
+    }
+    if (wt > 0) {
+      last = t;
+      *found = true;
+    }
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    const uint2 x = __ldg(de + i);
+    if (delta_dead(dead, nd, dbits, i, x.x)) continue;
+    const double wt = __dmul_rn(weighted ? (double)__uint_as_float(x.y) : 1.0, n2v_factor(D, S, tg, f, prev, x.x));
+    u = __dsub_rn(u, wt);
+    if (u < 0) {
+      *found = true;
+      return x.x;
+    }
+    if (wt > 0) {
+      last = x.x;
+      *found = true;
+    }
+  }
+  return last;
+}
+
+// overlay_node2vec_step takes walk's step from cur after prev (kNoVertex
+// on the first step: DeepWalk's overlay step); false ends the walk.
+__device__ __forceinline__ bool overlay_node2vec_step(const DeltaParams& D, const EdgeSet& S, const uint32_t* __restrict__ tg,
+                                                      const AliasEntry* __restrict__ al, const float* __restrict__ weights,
+                                                      bool weighted, const uint64_t* accept, const double* f, uint64_t seed,
+                                                      uint64_t walk, uint32_t step, uint32_t prev, uint32_t cur, uint32_t& next) {
+  if (prev == kNoVertex) return overlay_step<false, false>(D, tg, al, weights, weighted, 0, seed, walk, step, cur, next);
+  if (cur >= D.n_records) return false;
+  const uint64_t r = __ldg(D.records + cur);
+  const uint64_t a = r & kRecOffsetMask, b = __ldg(D.records + cur + 1) & kRecOffsetMask;
+  const uint32_t deg = (uint32_t)(b - a);
+  bool found;
+  if (((r >> kRecDeltaShift) & 1) == 0) {
+    if (deg == 0) return false;
+    for (uint32_t att = 0; att < kMaxRejections; att++) {
+      const uint4 w = draw(seed, walk, step, att);
+      const uint32_t x = pick_static(tg, al, a, deg, w.x, w.y);
+      if (n2v_accepts(D, S, tg, accept, prev, x, w.z)) {
+        next = x;
+        return true;
+      }
+    }
+    next = overlay_scan_n2v(D, S, tg, weights, weighted, nullptr, a, b, prev, f, seed, walk, step, &found);
+    return found;
+  }
+  const DeltaHead* hp = marked_head(D, cur);
+  const DeltaHead h = *hp;
+  if ((h.nd_live & kLiveBit) == 0) return false;
+  const uint32_t nd = h.nd_live & ~kLiveBit;
+  const uint2* __restrict__ de = D.items + h.pos;
+  const uint2* __restrict__ dead = de + h.n;
+  double wb, wd;
+  side_weights(h, deg, weighted, wb, wd);
+  const double total = __dadd_rn(wb, wd);
+  for (uint32_t att = 0; att < kMaxRejections; att++) {
+    const uint4 w = draw(seed, walk, step, att);
+    uint32_t x;
+    if (base_side(w.x, total, wb)) {
+      if (deg == 0) continue;
+      x = pick_static(tg, al, a, deg, w.y, w.z);
+      if (base_dead(dead, nd, h.dead_bits, x)) continue;
+    } else {
+      if (h.n == 0) continue;
+      const uint32_t i = index(w.y, h.n);
+      const uint2 e = __ldg(de + i);
+      if ((weighted && __fmul_rn(unit24(w.z), h.max_weight) >= __uint_as_float(e.y)) || delta_dead(dead, nd, h.dead_bits, i, e.x)) continue;
+      x = e.x;
+    }
+    if (n2v_accepts(D, S, tg, accept, prev, x, w.w)) {
+      next = x;
+      return true;
+    }
+  }
+  next = overlay_scan_n2v(D, S, tg, weights, weighted, hp, a, b, prev, f, seed, walk, step, &found);
+  return found;
+}
+
 // overlay_records_build writes records[v] for v in [0, n_records], one
 // thread a vertex (grid-stride): weighted picks the weights the side
 // threshold is computed with (the walk's, as overlay_step's wb and wd).
@@ -433,6 +640,32 @@ __device__ __forceinline__ void overlay_dead_edges_build(const DeltaParams& D, c
       if (delta_dead(tomb, nd, h.dead_bits, i, __ldg(&de[i].x))) {
         const uint64_t k = (uint64_t)h.pos + i;
         atomicOr(items_dead + (k >> 5), 1u << (k & 31));
+      }
+    }
+  }
+}
+
+// overlay_edge_set_build inserts every appended edge of the snapshot into
+// S (keys all kEmptyKey and values 0 before): a warp a vertex with more
+// than kEdgeSetScan of them (the others are scanned), its lanes over the
+// edges; the value ends as the largest index of the key's copies.
+__device__ __forceinline__ void overlay_edge_set_build(const DeltaParams& D, EdgeSet S) {
+  const unsigned lane = threadIdx.x & 31;
+  const uint64_t warps = (uint64_t)gridDim.x * blockDim.x / 32;
+  for (uint64_t v = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; v < D.n_records; v += warps) {
+    const DeltaHead* hp = delta_head(D, (uint32_t)v);
+    if (hp == nullptr) continue;
+    const DeltaHead h = *hp;
+    if (h.n <= kEdgeSetScan) continue;
+    const uint2* de = D.items + h.pos;
+    for (uint32_t i = lane; i < h.n; i += 32) {
+      const unsigned long long key = v << 32 | __ldg(&de[i].x);
+      for (uint64_t s = edge_set_slot(key, S.mask);; s = (s + 1) & S.mask) {
+        const unsigned long long k = atomicCAS(S.keys + s, kEmptyKey, key);
+        if (k == kEmptyKey || k == key) {
+          atomicMax(S.vals + s, i);
+          break;
+        }
       }
     }
   }

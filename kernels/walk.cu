@@ -280,12 +280,14 @@ WALK_THREAD(walk_thread_metapath, kModeMetaPath)
 
 // -------------------------------------------------------------- walk_overlay
 // walk_overlay: walk_thread's loop (task pool, staging, one walk a thread)
-// for DeepWalk and PPR on a live graph's snapshot: each step is
-// overlay_step's (overlay.cuh), which takes the base's step at a vertex
-// without a delta. Only for a graph wholly on the device (no placement
-// plan, no streaming, no stripes: gpu/overlay_cuda.go refuses the rest).
-template <bool kPPR, bool kEdges>
-__device__ __forceinline__ void walk_overlay_body(const WalkParams* __restrict__ params, const DeltaParams& D) {
+// for DeepWalk, PPR and Node2Vec (kN2V) on a live graph's snapshot: each
+// step is overlay_step's or overlay_node2vec_step's (overlay.cuh), which
+// take the base's step at a vertex without a delta. Only for a graph wholly
+// on the device (no placement plan, no streaming, no stripes:
+// gpu/overlay_cuda.go refuses the rest).
+template <bool kPPR, bool kEdges, bool kN2V = false>
+__device__ __forceinline__ void walk_overlay_body(const WalkParams* __restrict__ params, const DeltaParams& D,
+                                                  const EdgeSet& S = EdgeSet{}) {
   const uint32_t* __restrict__ targets = params->targets;
   const AliasEntry* __restrict__ alias = params->alias;
   const float* __restrict__ weights = params->weights;
@@ -302,6 +304,7 @@ __device__ __forceinline__ void walk_overlay_body(const WalkParams* __restrict__
   const uint64_t stop = params->stop_threshold;
 
   uint32_t task = kNoTask, cur = 0, step = 0;
+  uint32_t prev = kNoVertex;  // Node2Vec's previous vertex
   uint64_t walk = 0, seed = 0;
   uint32_t* row = nullptr;
   __shared__ uint32_t stage[kThreadBlock][kStage + 1];
@@ -320,17 +323,24 @@ __device__ __forceinline__ void walk_overlay_body(const WalkParams* __restrict__
         walk = t.walk;
         seed = seeds[t.job];
         step = 0;
+        prev = kNoVertex;
         row = result + (uint64_t)idx * stride;
         mine[0] = cur;
       }
     }
     uint32_t next = 0;
-    bool more = overlay_step<kPPR, kEdges>(D, targets, alias, weights, weighted, stop, seed, walk, step, cur, next);
+    bool more;
+    if (kN2V) {
+      more = overlay_node2vec_step(D, S, targets, alias, weights, weighted, params->accept, params->bias, seed, walk, step, prev, cur, next);
+    } else {
+      more = overlay_step<kPPR, kEdges>(D, targets, alias, weights, weighted, stop, seed, walk, step, cur, next);
+    }
     if (more) {
       const uint32_t at = step + 1;
       mine[at & (kStage - 1)] = next;
       if ((at & (kStage - 1)) == kStage - 1) flush_stage(row, at >> 3, mine);
       step++;
+      prev = cur;
       cur = next;
       more = step < length;
     }
@@ -373,6 +383,26 @@ __device__ __forceinline__ void walk_overlay_body(const WalkParams* __restrict__
   }
 WALK_OVERLAY(walk_overlay_static, false)
 WALK_OVERLAY(walk_overlay_ppr, true)
+
+// walk_overlay_node2vec: Node2Vec (rejection sampler) on a snapshot, in the
+// compiler's register budget alone (its rejection loop and searches would
+// spill under a cap, as walk_thread_node2vec's would); after the overlay
+// arguments, the snapshot's edge set (overlay_edge_set).
+extern "C" __global__ void __launch_bounds__(kThreadBlock) walk_overlay_node2vec(WALK_OVERLAY_ARGS,
+    unsigned long long* __restrict__ set_keys, uint32_t* __restrict__ set_vals, uint64_t set_mask) {
+  walk_overlay_body<false, false, true>(p, WALK_OVERLAY_PARAMS, EdgeSet{set_keys, set_vals, set_mask});
+}
+
+// overlay_edge_set: the snapshot's edge set for Node2Vec
+// (overlay_edge_set_build), its arrays cleared before.
+extern "C" __global__ void overlay_edge_set(const DeltaWord* __restrict__ words, const DeltaHead* __restrict__ heads,
+                                            const DeltaHead* __restrict__ pheads, const uint2* __restrict__ items,
+                                            uint64_t n_records, uint64_t base_vertices, uint64_t n_words,
+                                            unsigned long long* __restrict__ set_keys, uint32_t* __restrict__ set_vals,
+                                            uint64_t set_mask) {
+  const DeltaParams D{nullptr, n_records, nullptr, nullptr, words, heads, pheads, items, base_vertices, n_words};
+  overlay_edge_set_build(D, EdgeSet{set_keys, set_vals, set_mask});
+}
 
 // overlay_records: the vertex records of the delta resident on the device
 // for one weighting (overlay.cuh, overlay_records_build), after its copy;

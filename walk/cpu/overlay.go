@@ -113,7 +113,9 @@ func (s *stepper) overlayScanBiased(id uint64, step, d uint32, dv *walk.DeltaVer
 			w = float64(dv.Edges()[i].Weight)
 		}
 		if bias != nil {
-			w *= bias(base, i, t)
+			// float64(): never an FMA with the sum it is added to, so
+			// the GPU's scan (overlay_scan_n2v) rounds the same.
+			w = float64(w * bias(base, i, t))
 		}
 		return w
 	}

@@ -294,7 +294,8 @@ func (p *picky) Check(a walk.Algorithm) error {
 	return nil
 }
 
-// CheckOverlay refuses Node2Vec on a delta, as the GPU engine does.
+// CheckOverlay refuses Node2Vec on a delta, as the GPU engine refuses
+// MetaPath and temporal walks on one.
 func (p *picky) CheckOverlay(a walk.Algorithm) error {
 	if err := p.Check(a); err != nil {
 		return err
@@ -578,8 +579,9 @@ func TestPickMode(t *testing.T) {
 
 // TestOverlayJobsSplit: a job on a live graph's snapshot is split when both
 // engines walk it on the delta (two CPU engines here), with the walks of
-// one engine; Node2Vec on the delta, which the GPU engine refuses, goes
-// whole to the CPU engine.
+// one engine; Node2Vec on the delta, which this GPU stand-in refuses (as
+// the GPU engine refuses MetaPath and temporal walks on one), goes whole to
+// the CPU engine.
 func TestOverlayJobsSplit(t *testing.T) {
 	g := testGraph(t)
 	l, err := livegraph.New(g)
