@@ -385,6 +385,70 @@ func BenchmarkOverlayAlgorithms(b *testing.B) {
 	}
 }
 
+// BenchmarkOverlayNode2VecHubs is Node2Vec (p 0.5, q 2) on a delta whose
+// inserts join endpoints drawn by degree (the target of a random base edge),
+// so the hubs collect most of them, as the GPU engine's overlay benchmark
+// draws them: at scale 18 vertex 0 appends about 20,000 edges. Node2Vec
+// asks on most steps whether the previous vertex, most often a hub, has an
+// edge to the proposal (walk.DeltaIndex.HasAppended).
+// WALKSTAGE_BENCH_SCALE sets the scale (default 18).
+func BenchmarkOverlayNode2VecHubs(b *testing.B) {
+	scale := 18
+	if v, err := strconv.Atoi(os.Getenv("WALKSTAGE_BENCH_SCALE")); err == nil && v > 0 {
+		scale = v
+	}
+	base, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: scale, EdgeFactor: 16, Seed: 1, Undirected: true, Weighted: true, Name: "overlay-hubs"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := New(base)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	E := int64(base.NumEdges())
+	byDegree := func() int64 { return int64(base.Targets[rng.Int64N(E)]) }
+	ups := make([]Update, 0, E/10)
+	for range E / 10 {
+		if rng.IntN(10) == 0 {
+			s := uint32(byDegree())
+			adj := base.Neighbors(s)
+			ups = append(ups, Update{Op: Delete, Src: int64(s), Dst: int64(adj[rng.IntN(len(adj))])})
+			continue
+		}
+		ups = append(ups, Update{Op: Insert, Src: byDegree(), Dst: byDegree(), Weight: 1 + 4*rng.Float32(), Has: HasWeight})
+	}
+	if err := l.Apply(0, 0, ups); err != nil {
+		b.Fatal(err)
+	}
+	l.walkedAt.Store(time.Now().UnixNano())
+	snap := l.Publish()
+	compacted, err := Compact(context.Background(), snap)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if d := snap.DeltaIndex().Vertex(0); d != nil {
+		b.Logf("vertex 0: %d appended edges", len(d.Edges()))
+	}
+	for _, weighted := range []bool{false, true} {
+		alg := walk.Algorithm{Kind: walk.Node2Vec, Length: 80, P: 0.5, Q: 2, Stepper: walk.StepperRejection, Weighted: weighted}
+		for _, c := range []struct {
+			name string
+			g    *graph.Graph
+			ov   walk.Overlay
+		}{{"delta", base, snap}, {"compacted", compacted, nil}} {
+			b.Run(c.name+map[bool]string{true: "/weighted", false: ""}[weighted], func(b *testing.B) {
+				e, err := cpu.New(c.g, cpu.WithWorkers(2))
+				if err != nil {
+					b.Fatal(err)
+				}
+				e.PrepareTables()
+				benchWalks(context.Background(), b, e, c.g, walk.Job{Algorithm: alg, Seed: 1, Overlay: c.ov})
+			})
+		}
+	}
+}
+
 // BenchmarkOverlayTemporal is BenchmarkOverlayMetaPath for temporal walks
 // (exponential bias, scale a hundredth of the time span, forward): an
 // R-MAT scale-16 weighted, timed graph, a delta of 10% of its edge count in

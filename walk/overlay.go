@@ -247,6 +247,9 @@ type DeltaIndex struct {
 	// allocations, so that a newer index's link to one kind (sideFrom)
 	// keeps only that kind's words alive.
 	sides [2]*sideSet
+	// appended are the long deltas' sorted targets (HasAppended), made
+	// as walks ask.
+	appended *appendedSets
 }
 
 // sideSet is one kind of walk's side words, built once.
@@ -777,9 +780,10 @@ func (x *DeltaIndex) HeadAddr(k int) uint64 {
 }
 
 // addrs sets the addresses HeadAddr starts from, and gives x its (empty)
-// side records.
+// side records and appended sets.
 func (x *DeltaIndex) addrs() *DeltaIndex {
 	x.sides = [2]*sideSet{new(sideSet), new(sideSet)}
+	x.appended = new(appendedSets)
 	size := uint64(unsafe.Sizeof(DeltaHead{}))
 	if len(x.heads) > 0 {
 		x.headBase = uint64(uintptr(unsafe.Pointer(&x.heads[0])))

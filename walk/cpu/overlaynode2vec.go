@@ -242,16 +242,29 @@ func (s *stepper) overlayN2VClass(t, x uint32) int {
 	return 2
 }
 
-// overlayHasEdge reports whether the snapshot holds a live edge u->v. The
-// appended edges are scanned: a vertex's delta is short next to its base
-// adjacency, which is searched.
+// overlayHasEdge reports whether the snapshot holds a live edge u->v: a
+// base edge (searched) no tombstone kills, or a live appended copy, which
+// the flat index looks up in its sorted copy of a long delta
+// (walk.DeltaIndex.HasAppended; a hub's delta is not short) and the tree
+// path scans.
 func (s *stepper) overlayHasEdge(u, v uint32) bool {
-	du := s.ovVertex(u)
+	k := -1
+	var du *walk.DeltaVertex
+	if s.ovIdx != nil {
+		if k = s.ovIdx.Rank(u); k >= 0 {
+			du = s.ovIdx.At(k)
+		}
+	} else {
+		du = s.ov.Vertex(u)
+	}
 	if int(u) < len(s.off)-1 && hasEdge(s.off, s.tgt, u, v) && (du == nil || !du.BaseDead(v)) {
 		return true
 	}
 	if du == nil {
 		return false
+	}
+	if k >= 0 {
+		return s.ovIdx.HasAppended(k, v)
 	}
 	for i := range du.Edges() {
 		if du.Edges()[i].Target == v && !du.DeltaDead(i) {
