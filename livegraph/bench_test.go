@@ -2,7 +2,6 @@ package livegraph
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -332,20 +331,28 @@ func BenchmarkOverlayMetaPath(b *testing.B) {
 	})
 	for _, weighted := range []bool{false, true} {
 		alg := walk.Algorithm{Kind: walk.MetaPath, Length: 80, Weighted: weighted, Schema: []uint8{0, 1, 2, 3}}
-		for _, c := range []struct {
-			name string
-			g    *graph.Graph
-			ov   walk.Overlay
-		}{{"delta", base, snap}, {"compacted", compacted, nil}} {
-			b.Run(c.name+map[bool]string{true: "/weighted", false: ""}[weighted], func(b *testing.B) {
-				e, err := cpu.New(c.g, cpu.WithWorkers(2))
-				if err != nil {
-					b.Fatal(err)
-				}
-				e.PrepareLabelTables()
-				benchWalks(context.Background(), b, e, c.g, walk.Job{Algorithm: alg, Seed: 1, Overlay: c.ov})
-			})
-		}
+		benchDeltaCompacted(b, "", alg, base, snap, compacted, func(e *cpu.Engine) { e.PrepareLabelTables() })
+	}
+}
+
+// benchDeltaCompacted runs alg from every vertex on snap (over base) and
+// on compacted, on two workers each, as sub-benchmarks prefix+"delta" and
+// prefix+"compacted" ("/weighted" after a weighted alg's); prepare builds
+// an engine's tables first.
+func benchDeltaCompacted(b *testing.B, prefix string, alg walk.Algorithm, base *graph.Graph, snap *Snapshot, compacted *graph.Graph, prepare func(*cpu.Engine)) {
+	for _, c := range []struct {
+		name string
+		g    *graph.Graph
+		ov   walk.Overlay
+	}{{"delta", base, snap}, {"compacted", compacted, nil}} {
+		b.Run(prefix+c.name+map[bool]string{true: "/weighted", false: ""}[alg.Weighted], func(b *testing.B) {
+			e, err := cpu.New(c.g, cpu.WithWorkers(2))
+			if err != nil {
+				b.Fatal(err)
+			}
+			prepare(e)
+			benchWalks(context.Background(), b, e, c.g, walk.Job{Algorithm: alg, Seed: 1, Overlay: c.ov})
+		})
 	}
 }
 
@@ -368,20 +375,7 @@ func BenchmarkOverlayAlgorithms(b *testing.B) {
 		{Kind: walk.Node2Vec, Length: 80, P: 0.5, Q: 2, Stepper: walk.StepperRejection},
 		{Kind: walk.Node2Vec, Length: 80, P: 0.5, Q: 2, Stepper: walk.StepperRejection, Weighted: true},
 	} {
-		for _, c := range []struct {
-			name string
-			g    *graph.Graph
-			ov   walk.Overlay
-		}{{"delta", base, snap}, {"compacted", compacted, nil}} {
-			b.Run(fmt.Sprintf("%s/%s%s", alg.Kind, c.name, map[bool]string{true: "/weighted", false: ""}[alg.Weighted]), func(b *testing.B) {
-				e, err := cpu.New(c.g, cpu.WithWorkers(2))
-				if err != nil {
-					b.Fatal(err)
-				}
-				e.PrepareTables()
-				benchWalks(context.Background(), b, e, c.g, walk.Job{Algorithm: alg, Seed: 1, Overlay: c.ov})
-			})
-		}
+		benchDeltaCompacted(b, alg.Kind.String()+"/", alg, base, snap, compacted, (*cpu.Engine).PrepareTables)
 	}
 }
 
@@ -432,20 +426,7 @@ func BenchmarkOverlayNode2VecHubs(b *testing.B) {
 	}
 	for _, weighted := range []bool{false, true} {
 		alg := walk.Algorithm{Kind: walk.Node2Vec, Length: 80, P: 0.5, Q: 2, Stepper: walk.StepperRejection, Weighted: weighted}
-		for _, c := range []struct {
-			name string
-			g    *graph.Graph
-			ov   walk.Overlay
-		}{{"delta", base, snap}, {"compacted", compacted, nil}} {
-			b.Run(c.name+map[bool]string{true: "/weighted", false: ""}[weighted], func(b *testing.B) {
-				e, err := cpu.New(c.g, cpu.WithWorkers(2))
-				if err != nil {
-					b.Fatal(err)
-				}
-				e.PrepareTables()
-				benchWalks(context.Background(), b, e, c.g, walk.Job{Algorithm: alg, Seed: 1, Overlay: c.ov})
-			})
-		}
+		benchDeltaCompacted(b, "", alg, base, snap, compacted, (*cpu.Engine).PrepareTables)
 	}
 }
 
