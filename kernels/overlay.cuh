@@ -322,6 +322,10 @@ __device__ __forceinline__ bool overlay_step(const DeltaParams& D, const uint32_
     }
   }
   if (!has) return false;  // a vertex without a delta and edges
+  // The head's fields in locals, as overlay_node2vec_step reads them too:
+  // one helper filling a struct of them for both cost this kernel (40
+  // registers) 17-22% of its rate on a 10% delta at scale 22
+  // (docs/benchmarks/live-graph.md, "Node2Vec on a delta on the GPU").
   const DeltaHead h = *marked_head(D, cur);
   if ((h.nd_live & kLiveBit) == 0) return false;
   const uint32_t nd = h.nd_live & ~kLiveBit;
