@@ -40,8 +40,11 @@ func (e *Engine) enqueue(s *batchSlot, b *batch, alg walk.Algorithm, withTimes, 
 	if delta {
 		fn, block, grid = e.overlayKernel(alg, n)
 		args = append(args, e.overlayArgs(alg.Weighted)...)
-		if alg.Kind == walk.Node2Vec {
+		switch alg.Kind {
+		case walk.Node2Vec:
 			args = append(args, e.edgeSetArgs()...)
+		case walk.MetaPath:
+			args = append(args, e.metaPathArgs(alg.Weighted)...)
 		}
 	} else {
 		fn, block, grid = e.walkKernel(alg, n)

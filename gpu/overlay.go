@@ -98,6 +98,10 @@ type deltaResident struct {
 	heads []deltaHead
 	dvs   []deltaKey
 	items []deltaItem
+	// labels are the items' labels on a labelled graph (an appended
+	// edge's, 0 for a tombstone), as long as items and with its room:
+	// MetaPath's overlay step reads them.
+	labels []uint8
 }
 
 // deltaPatch is one snapshot's marks (both levels) and its patch's heads
@@ -134,6 +138,9 @@ type deltaLayout struct {
 	pat   [2]deltaPatch
 	r, p  int
 	valid bool
+	// labelled: the graph has edge labels, and the layout carries the
+	// items' (deltaResident.labels).
+	labelled bool
 }
 
 // deltaPlan is a snapshot laid out by prepare and not yet committed: the
@@ -148,6 +155,9 @@ type deltaPlan struct {
 // bytes is what the plan copies to the device.
 func (l *deltaLayout) bytes(pl deltaPlan) int64 {
 	n := int64(len(l.pat[pl.p].words))*deltaWordSize + int64(len(l.pat[pl.p].heads))*deltaHeadSize + int64(pl.to-pl.from)*8
+	if l.labelled {
+		n += int64(pl.to - pl.from)
+	}
 	if pl.whole {
 		n += int64(len(l.res[pl.r].heads)) * deltaHeadSize
 	}
@@ -167,6 +177,9 @@ func (l *deltaLayout) commit(pl deltaPlan) {
 	l.r, l.p, l.valid = pl.r, pl.p, true
 	res := &l.res[pl.r]
 	res.items = res.items[:pl.to]
+	if l.labelled {
+		res.labels = res.labels[:pl.to]
+	}
 }
 
 // words, heads, pheads and items are the snapshot copied last's arrays.
@@ -445,7 +458,7 @@ func (l *deltaLayout) preparePatch(x *walk.DeltaIndex, nv int) (pl deltaPlan, ok
 	}
 	np.heads = grow(np.heads, int(total.vertices))
 	np.dvs = grow(np.dvs, int(total.vertices))
-	items := res.items[:used+total.items]
+	items, labs := res.items[:used+total.items], res.labelsFor(l.labelled, used+total.items)
 	// Pass 2: ranks, heads, and the new items after the used ones.
 	walk.ParallelSpans(spans, func(i int) {
 		lo, hi := spanWords(i, words)
@@ -464,7 +477,7 @@ func (l *deltaLayout) preparePatch(x *walk.DeltaIndex, nv int) (pl deltaPlan, ok
 				if old.patch>>b&1 != 0 && cur.dvs[j] == keyOf(dv) {
 					d = cur.heads[j]
 				} else {
-					d = layoutVertex(items, used+c.items, x.Head(k))
+					d = layoutVertex(items, labs, used+c.items, x.Head(k))
 					c.items += uint64(d.n) + uint64(d.ndLive&^liveBit)
 				}
 				np.heads[c.vertices], np.dvs[c.vertices] = d, keyOf(dv)
@@ -493,11 +506,17 @@ func countMarks(words []deltaWord, patch bool) int {
 }
 
 // layoutVertex writes h's appended edges then its tombstones to items at
-// pos and returns its device head.
-func layoutVertex(items []deltaItem, pos uint64, h *walk.DeltaHead) deltaHead {
+// pos, and with labels (a labelled layout) their labels, and returns its
+// device head.
+func layoutVertex(items []deltaItem, labels []uint8, pos uint64, h *walk.DeltaHead) deltaHead {
 	d := deltaHead{baseWeight: h.BaseWeight, deadBits: h.DeadBits, pos: uint32(pos), n: h.N, ndLive: h.NDead(), maxWeight: h.MaxWeight}
 	if h.Live > 0 {
 		d.ndLive |= liveBit
+	}
+	end := pos + uint64(h.N) + uint64(h.NDead())
+	if labels != nil {
+		clear(labels[pos:end])
+		copy(labels[pos:pos+uint64(h.N)], h.Labels())
 	}
 	if h.N > 0 {
 		copy(items[pos:pos+uint64(h.N)], unsafe.Slice((*deltaItem)(unsafe.Pointer(h.First)), h.N))
@@ -507,6 +526,21 @@ func layoutVertex(items []deltaItem, pos uint64, h *walk.DeltaHead) deltaHead {
 		copy(items[pos:pos+uint64(len(dead))], unsafe.Slice((*deltaItem)(unsafe.Pointer(unsafe.SliceData(dead))), len(dead)))
 	}
 	return d
+}
+
+// labelsFor is r's labels resliced to n (as its items), with the items'
+// room, on a labelled layout; nil otherwise.
+func (r *deltaResident) labelsFor(labelled bool, n uint64) []uint8 {
+	if !labelled {
+		return nil
+	}
+	if cap(r.labels) != cap(r.items) {
+		old := r.labels
+		r.labels = make([]uint8, len(old), cap(r.items))
+		copy(r.labels, old)
+	}
+	r.labels = r.labels[:n]
+	return r.labels
 }
 
 // prepareWhole lays x out whole into the resident level and patch the
@@ -566,7 +600,7 @@ func (l *deltaLayout) prepareWhole(x *walk.DeltaIndex, nv int) (deltaPlan, error
 	if room := min(2*total.items+1<<12, math.MaxUint32); uint64(cap(res.items)) < min(total.items+total.items/4, room) || uint64(cap(res.items)) > 2*room {
 		res.items = make([]deltaItem, 0, room)
 	}
-	items := res.items[:total.items]
+	items, labs := res.items[:total.items], res.labelsFor(l.labelled, total.items)
 	walk.ParallelSpans(spans, func(i int) {
 		lo, hi := spanWords(i, words)
 		c := counts[i]
@@ -574,7 +608,7 @@ func (l *deltaLayout) prepareWhole(x *walk.DeltaIndex, nv int) (deltaPlan, error
 			np.words[w].baseRank = uint32(c.vertices)
 			for m := np.words[w].base; m != 0; m &= m - 1 {
 				k := x.Rank(uint32(w*64 + bits.TrailingZeros64(m)))
-				d := layoutVertex(items, c.items, x.Head(k))
+				d := layoutVertex(items, labs, c.items, x.Head(k))
 				c.items += uint64(d.n) + uint64(d.ndLive&^liveBit)
 				res.heads[c.vertices], res.dvs[c.vertices] = d, keyOf(x.At(k))
 				c.vertices++

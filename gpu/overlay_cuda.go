@@ -36,6 +36,14 @@ type overlayState struct {
 	set      [2][2]overlayBuf
 	setMask  [2]uint64
 	setBuilt [2]bool
+	// MetaPath: walk_overlay_metapath (fnMP, occMP), the items' labels per
+	// resident level (lab, on a labelled graph), and the label segments'
+	// weight sums (sums, built once by label_weight_sums for a weighted
+	// walk: the base does not change under an engine).
+	fnMP, fnSums cu.Function
+	occMP        int
+	lab          [2]overlayBuf
+	sums         overlayBuf
 	// fnRecords is overlay_records, which builds the vertex records,
 	// fnEdges overlay_dead_edges, the dead-edge bitmap.
 	fnRecords, fnEdges cu.Function
@@ -73,6 +81,7 @@ type overlayBuf struct {
 var (
 	overlayEdgeNames = [2]string{"delta.edges0", "delta.edges1"}
 	overlaySetNames  = [2][2]string{{"delta.set0.keys", "delta.set0.values"}, {"delta.set1.keys", "delta.set1.values"}}
+	overlayLabNames  = [2]string{"delta.res0.labels", "delta.res1.labels"}
 	overlayRecNames  = [2][2]string{{"delta.records0.uniform", "delta.records0.weighted"}, {"delta.records1.uniform", "delta.records1.weighted"}}
 	overlayResNames  = [2][2]string{{"delta.res0.heads", "delta.res0.items"}, {"delta.res1.heads", "delta.res1.items"}}
 	overlayPatNames  = [2][2]string{{"delta.patch0.words", "delta.patch0.heads"}, {"delta.patch1.words", "delta.patch1.heads"}}
@@ -98,6 +107,15 @@ func (e *Engine) setupOverlay() error {
 	}
 	if e.ovl.occN2V, err = e.ovl.fnN2V.MaxActiveBlocksPerMultiProcessor(threadBlock, 0); err != nil {
 		return fmt.Errorf("gpu: occupancy of walk_overlay_node2vec: %w", err)
+	}
+	if e.ovl.fnMP, err = e.mod.Function("walk_overlay_metapath"); err != nil {
+		return fmt.Errorf("gpu: kernel walk_overlay_metapath: %w", err)
+	}
+	if e.ovl.occMP, err = e.ovl.fnMP.MaxActiveBlocksPerMultiProcessor(threadBlock, 0); err != nil {
+		return fmt.Errorf("gpu: occupancy of walk_overlay_metapath: %w", err)
+	}
+	if e.ovl.fnSums, err = e.mod.Function("label_weight_sums"); err != nil {
+		return fmt.Errorf("gpu: kernel label_weight_sums: %w", err)
 	}
 	if e.ovl.fnSet, err = e.mod.Function("overlay_edge_set"); err != nil {
 		return fmt.Errorf("gpu: kernel overlay_edge_set: %w", err)
@@ -128,8 +146,15 @@ func (e *Engine) CheckOverlay(a walk.Algorithm) error {
 	if err := walk.OverlaySupported(a); err != nil {
 		return err
 	}
-	if a.Kind != walk.DeepWalk && a.Kind != walk.PPR && a.Kind != walk.Node2Vec {
-		return fmt.Errorf("%w: the gpu engine walks deepwalk, ppr and node2vec on a live graph's delta, not %s yet (the cpu engine does)", walk.ErrInvalidAlgorithm, a.Kind)
+	switch a.Kind {
+	case walk.DeepWalk, walk.PPR, walk.Node2Vec:
+	case walk.MetaPath:
+		if !e.useLabelTables(a) {
+			return fmt.Errorf("%w: the gpu engine walks metapath on a live graph's delta on its label tables only, which a graph of %d labels does not get (at most %d; the cpu engine walks it)",
+				walk.ErrInvalidAlgorithm, e.g.NumLabels, walk.MaxTableLabels)
+		}
+	default:
+		return fmt.Errorf("%w: the gpu engine walks deepwalk, ppr, node2vec and metapath on a live graph's delta, not %s yet (the cpu engine does)", walk.ErrInvalidAlgorithm, a.Kind)
 	}
 	return nil
 }
@@ -148,6 +173,7 @@ func (e *Engine) ensureDelta(ov walk.Overlay, alg walk.Algorithm) error {
 		return e.ensureRecords(alg)
 	}
 	t0 := time.Now()
+	st.layout.labelled = e.g.NumLabels > 0
 	idx := walk.IndexOf(ov)
 	t1 := time.Now()
 	pl, err := st.layout.prepare(idx, ov.NumVertices())
@@ -193,6 +219,11 @@ func (e *Engine) ensureRecords(alg walk.Algorithm) error {
 	}
 	if alg.Kind == walk.Node2Vec && !st.setBuilt[p] {
 		if err := e.dev.do(e.buildEdgeSet); err != nil {
+			return err
+		}
+	}
+	if alg.Kind == walk.MetaPath && alg.Weighted && st.sums.p == 0 {
+		if err := e.dev.do(e.buildLabelSums); err != nil {
 			return err
 		}
 	}
@@ -375,6 +406,15 @@ func (e *Engine) copyDelta(pl deltaPlan) error {
 	if pl.to > pl.from {
 		arrays[len(arrays)-1].src = unsafe.Pointer(&items[pl.from])
 	}
+	if l.labelled {
+		labs := res.labels[:pl.to]
+		a := array{buf: &e.ovl.lab[pl.r], name: overlayLabNames[pl.r], n: int64(pl.to - pl.from), at: int64(pl.from),
+			room: int64(cap(res.labels)), resident: !pl.whole}
+		if pl.to > pl.from {
+			a.src = unsafe.Pointer(&labs[pl.from])
+		}
+		arrays = append(arrays, a)
+	}
 	for _, a := range arrays {
 		b := a.buf
 		want := max(a.room, a.at+a.n)
@@ -430,6 +470,38 @@ func (e *Engine) overlayArgs(weighted bool) []uint64 {
 		uint64(e.g.NumVertices()), uint64(len(l.words()))}
 }
 
+// buildLabelSums builds the label segments' weight sums (8 bytes a vertex
+// and label) for MetaPath's weighted overlay step (device thread).
+func (e *Engine) buildLabelSums() error {
+	st := &e.ovl
+	nv, nl := int64(e.g.NumVertices()), int64(e.g.NumLabels)
+	ptr, err := e.alloc("delta.labels.sums", max(nv*nl, 1)*8)
+	if err != nil {
+		return fmt.Errorf("gpu: live graph delta: %w", err)
+	}
+	st.sums = overlayBuf{p: ptr, cap: max(nv*nl, 1) * 8}
+	args := []uint64{uint64(e.dOffsets), uint64(e.dWeights), uint64(e.dLabels), uint64(nv), uint64(nl), uint64(ptr)}
+	if err := launch(st.fnSums, e.numSM*16, tableThreads, cu.Stream{}, args); err != nil {
+		return fmt.Errorf("gpu: label_weight_sums: %w", err)
+	}
+	if err := cu.Synchronize(); err != nil {
+		return fmt.Errorf("gpu: label_weight_sums: %w", err)
+	}
+	return nil
+}
+
+// metaPathArgs are walk_overlay_metapath's arguments after overlayArgs':
+// the resident level's item labels and, for a weighted walk, the segment
+// sums.
+func (e *Engine) metaPathArgs(weighted bool) []uint64 {
+	st := &e.ovl
+	var sums uint64
+	if weighted {
+		sums = uint64(st.sums.p)
+	}
+	return []uint64{uint64(st.lab[st.layout.r].p), sums}
+}
+
 // edgeSetArgs are walk_overlay_node2vec's arguments after overlayArgs': the
 // resident snapshot's edge set.
 func (e *Engine) edgeSetArgs() []uint64 {
@@ -452,8 +524,8 @@ func (e *Engine) overlayVariant(alg walk.Algorithm) (ppr, variant int) {
 	switch alg.Kind {
 	case walk.PPR:
 		ppr = 1
-	case walk.Node2Vec:
-		return 0, 0 // walk_overlay_node2vec: no bitmaps
+	case walk.Node2Vec, walk.MetaPath:
+		return 0, 0 // walk_overlay_node2vec and _metapath: no bitmaps
 	}
 	if v := e.cfg.threadVariant; v >= 0 && v < len(e.ovl.fn[ppr]) {
 		variant = v
@@ -464,8 +536,11 @@ func (e *Engine) overlayVariant(alg walk.Algorithm) (ppr, variant int) {
 // overlayKernel is alg's overlay kernel (overlayVariant) and its launch
 // over n tasks.
 func (e *Engine) overlayKernel(alg walk.Algorithm, n int64) (fn cu.Function, block, grid int) {
-	if alg.Kind == walk.Node2Vec {
+	switch alg.Kind {
+	case walk.Node2Vec:
 		return e.ovl.fnN2V, threadBlock, int(min(int64(e.numSM*max(e.ovl.occN2V, 1)), (n+threadBlock-1)/threadBlock))
+	case walk.MetaPath:
+		return e.ovl.fnMP, threadBlock, int(min(int64(e.numSM*max(e.ovl.occMP, 1)), (n+threadBlock-1)/threadBlock))
 	}
 	ppr, variant := e.overlayVariant(alg)
 	occ := e.ovl.occ[ppr][variant]
@@ -491,9 +566,13 @@ func (e *Engine) releaseOverlay() {
 			e.ovl.set[i][j].cap = 0
 		}
 		e.ovl.setBuilt[i] = false
+		e.free(overlayLabNames[i], &e.ovl.lab[i].p)
+		e.ovl.lab[i].cap = 0
 		e.ovl.edgeWords[i] = 0
 		e.ovl.edgesBuilt[i] = false
 	}
+	e.free("delta.labels.sums", &e.ovl.sums.p)
+	e.ovl.sums.cap = 0
 	e.ovl.snap = nil
 	e.ovl.layout = deltaLayout{}
 }

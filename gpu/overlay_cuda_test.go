@@ -156,6 +156,66 @@ func TestOverlayWalksMatchCPU(t *testing.T) {
 	}
 }
 
+// TestOverlayMetaPathMatchesCPU: MetaPath (the auto sampler, on the label
+// tables) on snapshots of a labelled live graph, with labelled inserts,
+// deletes, re-inserts, added vertices and the stripped vertices whose steps
+// reach the exact scan, walks as the CPU engine does, walk for walk,
+// unweighted and weighted, on two schemas; a later snapshot is copied as a
+// patch and walks the same.
+func TestOverlayMetaPathMatchesCPU(t *testing.T) {
+	for _, weighted := range []bool{true, false} {
+		for _, seed := range []uint64{1, 2} {
+			base, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 9, EdgeFactor: 6, Seed: seed, Weighted: weighted, Labels: 4, Name: "gpu-overlay-labels"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := livegraph.New(base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			applyRandomLabelled(t, l, base, seed, weighted, 4, int(base.NumEdges())/40, 6)
+			early := l.Snapshot()
+			applyRandomLabelled(t, l, base, seed+100, weighted, 4, int(base.NumEdges())/60, 1)
+			snap := l.Snapshot()
+			ref, err := cpu.New(base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := newEngine(t, base, WithMaxBatchWalks(1500), WithChunkWalks(500))
+			for _, alg := range []walk.Algorithm{
+				{Kind: walk.MetaPath, Length: 40, Schema: []uint8{0, 1, 2, 3}, Weighted: weighted},
+				{Kind: walk.MetaPath, Length: 25, Schema: []uint8{2, 0}, Weighted: weighted},
+			} {
+				for _, s := range []*livegraph.Snapshot{early, snap, early} {
+					starts := make([]uint32, 0, 2*s.NumVertices()+600)
+					for v := range uint32(s.NumVertices()) {
+						starts = append(starts, v, v)
+					}
+					for range 200 {
+						starts = append(starts, 0, 1, 2) // the stripped vertices: exact scans
+					}
+					job := walk.Job{Algorithm: alg, Seed: 31, Starts: starts, FirstWalk: 3, Overlay: s}
+					want := walksByID(t, ref, job)
+					got := walksByID(t, e, job)
+					if len(got) != len(want) {
+						t.Fatalf("weighted=%v seed=%d %s: %d walks, want %d", weighted, seed, alg, len(got), len(want))
+					}
+					long := 0
+					for id, w := range want {
+						if !slices.Equal(got[id], w) {
+							t.Fatalf("weighted=%v seed=%d %s: walk %d differs:\ngpu %v\ncpu %v", weighted, seed, alg, id, got[id], w)
+						}
+						long = max(long, len(w))
+					}
+					if long < 5 {
+						t.Fatalf("weighted=%v seed=%d %s: the longest walk has %d vertices: nothing tested", weighted, seed, alg, long)
+					}
+				}
+			}
+		}
+	}
+}
+
 // longDeltas counts the vertices of snap with more than n appended edges.
 func longDeltas(snap *livegraph.Snapshot, n int) int {
 	idx := snap.DeltaIndex()

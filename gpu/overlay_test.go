@@ -38,6 +38,13 @@ func liveSnapshot(t testing.TB, scale int, seed uint64, weighted bool) *livegrap
 // l (over base) and publishes after each.
 func applyRandomUpdates(t testing.TB, l *livegraph.Live, base *graph.Graph, seed uint64, weighted bool, perEpoch, epochs int) {
 	t.Helper()
+	applyRandomLabelled(t, l, base, seed, weighted, 0, perEpoch, epochs)
+}
+
+// applyRandomLabelled is applyRandomUpdates with each insert labelled at
+// random in [0, labels) when labels > 0 (the same updates otherwise).
+func applyRandomLabelled(t testing.TB, l *livegraph.Live, base *graph.Graph, seed uint64, weighted bool, labels, perEpoch, epochs int) {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 37))
 	n := int64(base.NumVertices())
 	next := n
@@ -46,6 +53,9 @@ func applyRandomUpdates(t testing.TB, l *livegraph.Live, base *graph.Graph, seed
 		u := livegraph.Update{Op: livegraph.Insert, Src: s, Dst: d}
 		if weighted {
 			u.Weight, u.Has = float32(1+rng.IntN(8))/2, livegraph.HasWeight
+		}
+		if labels > 0 {
+			u.Label, u.Has = uint8(rng.IntN(labels)), u.Has|livegraph.HasLabel
 		}
 		return u
 	}

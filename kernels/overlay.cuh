@@ -582,6 +582,162 @@ __device__ __forceinline__ bool overlay_node2vec_step(const DeltaParams& D, cons
   return found;
 }
 
+// ------------------------------------------------- MetaPath on a snapshot
+// The CPU engine's overlayMetaPathStep (walk/cpu/overlaymetapath.go) draw
+// for draw, on the label tables (segment (v, L) of the step's label L): a
+// vertex without a delta steps as the base's MetaPath step (the segment
+// pick on x, y); one with a delta takes the side on z (the segment's
+// weight, or length, against the appended edges' count times their
+// largest weight, or count), the segment's edge on x and y, taken unless a
+// tombstone kills it, or appended edge index(w, n), kept when labelled L,
+// under the weight draw on y (weighted) and not dead. After kMaxRejections
+// attempts overlay_scan_label decides.
+
+// MetaPathArgs are the tables MetaPath's overlay step reads beside the
+// walk's parameters: the appended edges' labels (by item, as D.items) and,
+// for a weighted walk, each segment's weight sum (the CPU's
+// labelWeightSums, built by label_weight_sums).
+struct MetaPathArgs {
+  const uint8_t* dlabels;
+  const double* seg_sums;
+};
+
+// overlay_scan_label is overlayScanBiased with MetaPath's bias (1 on an
+// edge labelled want, 0 on the others): over the vertex's whole base
+// adjacency [a, b) (base labels lab) and its appended edges.
+__device__ __noinline__ uint32_t overlay_scan_label(const DeltaParams& D, const uint32_t* __restrict__ tg,
+                                                    const float* __restrict__ weights, const uint8_t* __restrict__ lab,
+                                                    const uint8_t* __restrict__ dlab, bool weighted, const DeltaHead& h,
+                                                    uint64_t a, uint64_t b, uint32_t want, uint64_t seed, uint64_t walk,
+                                                    uint32_t step, bool* found) {
+  const uint32_t nd = h.nd_live & ~kLiveBit;
+  const uint2* __restrict__ de = D.items + h.pos;
+  const uint2* __restrict__ dead = de + h.n;
+  double sum = 0;
+  for (uint64_t e = a; e < b; e++) {
+    if (base_dead(dead, nd, h.dead_bits, __ldg(tg + e))) continue;
+    if (__ldg(lab + e) == want) sum = __dadd_rn(sum, weighted ? (double)__ldg(weights + e) : 1.0);
+  }
+  for (uint32_t i = 0; i < h.n; i++) {
+    const uint2 x = __ldg(de + i);
+    if (delta_dead(dead, nd, h.dead_bits, i, x.x)) continue;
+    if (__ldg(dlab + h.pos + i) == want) sum = __dadd_rn(sum, weighted ? (double)__uint_as_float(x.y) : 1.0);
+  }
+  const uint4 w = draw(seed, walk, step, kFallbackDraw);
+  double u = __dmul_rn(__dmul_rn(__dadd_rn((double)w.x, __dmul_rn((double)w.y, 0x1p-32)), 0x1p-32), sum);
+  uint32_t last = 0;
+  *found = false;
+  for (uint64_t e = a; e < b; e++) {
+    const uint32_t t = __ldg(tg + e);
+    if (base_dead(dead, nd, h.dead_bits, t)) continue;
+    const double wt = __ldg(lab + e) == want ? (weighted ? (double)__ldg(weights + e) : 1.0) : 0.0;
+    u = __dsub_rn(u, wt);
+    if (u < 0) {
+      *found = true;
+      return t;
+    }
+    if (wt > 0) {
+      last = t;
+      *found = true;
+    }
+  }
+  for (uint32_t i = 0; i < h.n; i++) {
+    const uint2 x = __ldg(de + i);
+    if (delta_dead(dead, nd, h.dead_bits, i, x.x)) continue;
+    const double wt = __ldg(dlab + h.pos + i) == want ? (weighted ? (double)__uint_as_float(x.y) : 1.0) : 0.0;
+    u = __dsub_rn(u, wt);
+    if (u < 0) {
+      *found = true;
+      return x.x;
+    }
+    if (wt > 0) {
+      last = x.x;
+      *found = true;
+    }
+  }
+  return last;
+}
+
+// overlay_metapath_step takes walk's step from cur toward label want; false
+// ends the walk. P is the walk's parameters (label tables, base arrays).
+__device__ __forceinline__ bool overlay_metapath_step(const DeltaParams& D, const MetaPathArgs& M, const WalkParams& P,
+                                                      bool weighted, uint32_t want, uint64_t seed, uint64_t walk,
+                                                      uint32_t step, uint32_t cur, uint32_t& next) {
+  if (cur >= D.n_records) return false;
+  const uint64_t r = __ldg(D.records + cur);
+  const uint32_t nl = (uint32_t)P.num_labels;
+  uint64_t sa = 0, sb = 0;
+  if (cur < D.base_vertices) {
+    const uint64_t s = (uint64_t)cur * nl + want;
+    sa = __ldg(P.seg_offsets + s);
+    sb = __ldg(P.seg_offsets + s + 1);
+  }
+  if (((r >> kRecDeltaShift) & 1) == 0) {
+    // Only base vertices lack a delta (every added one has one).
+    if (sa == sb) return false;
+    const uint4 w = draw(seed, walk, step, 0);
+    next = pick_static(P.seg_targets, P.seg_alias, sa, (uint32_t)(sb - sa), w.x, w.y);
+    return true;
+  }
+  const DeltaHead h = *marked_head(D, cur);
+  if ((h.nd_live & kLiveBit) == 0) return false;
+  const uint32_t nd = h.nd_live & ~kLiveBit;
+  const uint2* __restrict__ de = D.items + h.pos;
+  const uint2* __restrict__ dead = de + h.n;
+  const uint8_t* __restrict__ dlab = M.dlabels + h.pos;
+  if (sa == sb) {
+    bool any = false;
+    for (uint32_t i = 0; i < h.n && !any; i++) any = __ldg(dlab + i) == want;
+    if (!any) return false;  // no edge labelled want, live or dead
+  }
+  double wb = (double)(sb - sa), wd = (double)h.n;
+  if (weighted) {
+    if (sa < sb) wb = __ldg(M.seg_sums + (uint64_t)cur * nl + want);
+    wd = __dmul_rn(wd, (double)h.max_weight);
+  }
+  const double total = __dadd_rn(wb, wd);
+  for (uint32_t att = 0; att < kMaxRejections; att++) {
+    const uint4 w = draw(seed, walk, step, att);
+    if (base_side(w.z, total, wb)) {
+      const uint32_t t = pick_static(P.seg_targets, P.seg_alias, sa, (uint32_t)(sb - sa), w.x, w.y);
+      if (!base_dead(dead, nd, h.dead_bits, t)) {
+        next = t;
+        return true;
+      }
+      continue;
+    }
+    if (h.n == 0) continue;
+    const uint32_t i = index(w.w, h.n);
+    const uint2 e = __ldg(de + i);
+    if (__ldg(dlab + i) != want || (weighted && __fmul_rn(unit24(w.y), h.max_weight) >= __uint_as_float(e.y)) ||
+        delta_dead(dead, nd, h.dead_bits, i, e.x)) {
+      continue;
+    }
+    next = e.x;
+    return true;
+  }
+  const uint64_t a = r & kRecOffsetMask, b = __ldg(D.records + cur + 1) & kRecOffsetMask;
+  bool found;
+  next = overlay_scan_label(D, P.targets, P.weights, P.labels, M.dlabels, weighted, h, a, b, want, seed, walk, step, &found);
+  return found;
+}
+
+// label_weight_sums_build writes sums[v*nl+l], the weight sum of vertex v's
+// edges labelled l, added in the CSR's order as the CPU engine's
+// labelWeightSums adds them (a thread a vertex, grid-stride).
+__device__ __forceinline__ void label_weight_sums_build(const uint64_t* __restrict__ offsets, const float* __restrict__ weights,
+                                                        const uint8_t* __restrict__ labels, uint64_t nv, uint32_t nl,
+                                                        double* __restrict__ sums) {
+  for (uint64_t v = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; v < nv; v += (uint64_t)gridDim.x * blockDim.x) {
+    double* row = sums + v * nl;
+    for (uint32_t l = 0; l < nl; l++) row[l] = 0;
+    for (uint64_t e = offsets[v]; e < offsets[v + 1]; e++) {
+      const uint8_t l = labels[e];
+      row[l] = __dadd_rn(row[l], (double)weights[e]);
+    }
+  }
+}
+
 // overlay_records_build writes records[v] for v in [0, n_records], one
 // thread a vertex (grid-stride): weighted picks the weights the side
 // threshold is computed with (the walk's, as overlay_step's wb and wd).

@@ -285,9 +285,9 @@ WALK_THREAD(walk_thread_metapath, kModeMetaPath)
 // take the base's step at a vertex without a delta. Only for a graph wholly
 // on the device (no placement plan, no streaming, no stripes:
 // gpu/overlay_cuda.go refuses the rest).
-template <bool kPPR, bool kEdges, bool kN2V = false>
+template <bool kPPR, bool kEdges, bool kN2V = false, bool kMP = false>
 __device__ __forceinline__ void walk_overlay_body(const WalkParams* __restrict__ params, const DeltaParams& D,
-                                                  const EdgeSet& S = EdgeSet{}) {
+                                                  const EdgeSet& S = EdgeSet{}, const MetaPathArgs& M = MetaPathArgs{}) {
   const uint32_t* __restrict__ targets = params->targets;
   const AliasEntry* __restrict__ alias = params->alias;
   const float* __restrict__ weights = params->weights;
@@ -330,7 +330,9 @@ __device__ __forceinline__ void walk_overlay_body(const WalkParams* __restrict__
     }
     uint32_t next = 0;
     bool more;
-    if (kN2V) {
+    if (kMP) {
+      more = overlay_metapath_step(D, M, *params, weighted, params->schema[step % (uint32_t)params->schema_len], seed, walk, step, cur, next);
+    } else if (kN2V) {
       more = overlay_node2vec_step(D, S, targets, alias, weights, weighted, params->accept, params->bias, seed, walk, step, prev, cur, next);
     } else {
       more = overlay_step<kPPR, kEdges>(D, targets, alias, weights, weighted, stop, seed, walk, step, cur, next);
@@ -391,6 +393,23 @@ WALK_OVERLAY(walk_overlay_ppr, true)
 extern "C" __global__ void __launch_bounds__(kThreadBlock) walk_overlay_node2vec(WALK_OVERLAY_ARGS,
     unsigned long long* __restrict__ set_keys, uint32_t* __restrict__ set_vals, uint64_t set_mask) {
   walk_overlay_body<false, false, true>(p, WALK_OVERLAY_PARAMS, EdgeSet{set_keys, set_vals, set_mask});
+}
+
+// walk_overlay_metapath: MetaPath (the auto sampler, on the label tables)
+// on a snapshot; after the overlay arguments, the appended edges' labels
+// and the segments' weight sums (label_weight_sums; null for an
+// unweighted walk).
+extern "C" __global__ void __launch_bounds__(kThreadBlock) walk_overlay_metapath(WALK_OVERLAY_ARGS,
+    const uint8_t* __restrict__ dlabels, const double* __restrict__ seg_sums) {
+  walk_overlay_body<false, false, false, true>(p, WALK_OVERLAY_PARAMS, EdgeSet{}, MetaPathArgs{dlabels, seg_sums});
+}
+
+// label_weight_sums: each (vertex, label) segment's weight sum
+// (label_weight_sums_build), for MetaPath's weighted overlay step.
+extern "C" __global__ void label_weight_sums(const uint64_t* __restrict__ offsets, const float* __restrict__ weights,
+                                             const uint8_t* __restrict__ labels, uint64_t nv, uint64_t nl,
+                                             double* __restrict__ sums) {
+  label_weight_sums_build(offsets, weights, labels, nv, (uint32_t)nl, sums);
 }
 
 // overlay_edge_set: the snapshot's edge set for Node2Vec

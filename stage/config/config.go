@@ -103,8 +103,8 @@ type Config struct {
 	// partition and applies the inserts and deletes over the loaded graph,
 	// without a rebuild; deepwalk and ppr walks (uniform and alias samplers),
 	// node2vec walks (its rejection sampler) and metapath walks (its auto
-	// sampler, on the cpu engine only) walk them, other requests the
-	// loaded graph alone. Bad records go to the
+	// sampler; on the gpu engine up to 16 labels) walk them, other
+	// requests the loaded graph alone. Bad records go to the
 	// dead-letter topic. Empty: off. Needs the in-memory cpu engine, the
 	// gpu engine with the whole graph on each device (not the out-of-core
 	// engine, nor a GPU placement plan, stream or partition: a graph larger

@@ -295,7 +295,7 @@ func (p *picky) Check(a walk.Algorithm) error {
 }
 
 // CheckOverlay refuses Node2Vec on a delta, as the GPU engine refuses
-// MetaPath and temporal walks on one.
+// temporal walks on one.
 func (p *picky) CheckOverlay(a walk.Algorithm) error {
 	if err := p.Check(a); err != nil {
 		return err
@@ -580,8 +580,8 @@ func TestPickMode(t *testing.T) {
 // TestOverlayJobsSplit: a job on a live graph's snapshot is split when both
 // engines walk it on the delta (two CPU engines here), with the walks of
 // one engine; Node2Vec on the delta, which this GPU stand-in refuses (as
-// the GPU engine refuses MetaPath and temporal walks on one), goes whole to
-// the CPU engine.
+// the GPU engine refuses temporal walks on one), goes whole to the CPU
+// engine.
 func TestOverlayJobsSplit(t *testing.T) {
 	g := testGraph(t)
 	l, err := livegraph.New(g)
