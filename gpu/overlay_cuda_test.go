@@ -527,6 +527,26 @@ func TestOverlayBench(t *testing.T) {
 		row(kind+" base + 10% delta", e, alg, snap, -1)
 		row(kind+" compacted", ce, alg, nil, -1)
 	}
+	// MetaPath (schema 0,1,2,3,4) on a labelled graph of the same shape
+	// (5 labels) and the same delta, its inserts labelled at random: the
+	// label tables and walk_overlay_metapath.
+	lg, err := graph.GenerateRMAT(ctx, graph.RMATOptions{Scale: scale, EdgeFactor: 16, Seed: 1, Undirected: true, Weighted: true, Labels: 5, Name: fmt.Sprintf("rmat%d-labels", scale)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lsnap, _, _ := benchDeltaLabelled(t, lg, 5)
+	lcompacted, err := livegraph.Compact(ctx, lsnap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	le, lce := newEngine(t, lg, WithHostBufferBytes(3<<29)), newEngine(t, lcompacted, WithHostBufferBytes(3<<29))
+	for _, w := range []bool{false, true} {
+		alg := walk.Algorithm{Kind: walk.MetaPath, Length: 80, Schema: []uint8{0, 1, 2, 3, 4}, Weighted: w}
+		kind := map[bool]string{false: "metapath uniform", true: "metapath weighted"}[w]
+		row(kind+" base", le, alg, nil, -1)
+		row(kind+" base + 10% delta", le, alg, lsnap, -1)
+		row(kind+" compacted", lce, alg, nil, -1)
+	}
 	// A later snapshot: 1% more updates, copied whole again.
 	later := moreUpdates()
 	row("uniform later snapshot", e, walk.Algorithm{Kind: walk.DeepWalk, Length: 80}, later, -1)

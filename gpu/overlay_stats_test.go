@@ -89,6 +89,13 @@ func TestOverlayTwinStats(t *testing.T) {
 // snapshot); TestOverlayBench and TestOverlayTwinStats walk the same delta.
 func benchDelta(t testing.TB, g *graph.Graph) (snap *livegraph.Snapshot, total int64, later func() *livegraph.Snapshot) {
 	t.Helper()
+	return benchDeltaLabelled(t, g, 0)
+}
+
+// benchDeltaLabelled is benchDelta with each insert labelled at random in
+// [0, labels) when labels > 0 (g labelled; the same updates otherwise).
+func benchDeltaLabelled(t testing.TB, g *graph.Graph, labels int) (snap *livegraph.Snapshot, total int64, later func() *livegraph.Snapshot) {
+	t.Helper()
 	l, err := livegraph.New(g)
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +120,11 @@ func benchDelta(t testing.TB, g *graph.Graph) (snap *livegraph.Snapshot, total i
 			if rng.IntN(100) == 0 {
 				d, next = next, next+1
 			}
-			ups = append(ups, livegraph.Update{Op: livegraph.Insert, Src: s, Dst: d, Weight: 1 + 4*rng.Float32(), Has: livegraph.HasWeight})
+			u := livegraph.Update{Op: livegraph.Insert, Src: s, Dst: d, Weight: 1 + 4*rng.Float32(), Has: livegraph.HasWeight}
+			if labels > 0 {
+				u.Label, u.Has = uint8(rng.IntN(labels)), u.Has|livegraph.HasLabel
+			}
+			ups = append(ups, u)
 		}
 		if err := l.Apply(0, off, ups); err != nil {
 			t.Fatal(err)
