@@ -41,6 +41,8 @@ stage:
 measurements:
   --walk-requests N      walks backlog: requests (1000)
   --walk-seeds N         seeds per walk request (1000)
+  --walk-algorithm NAME  the walk requests' algorithm (deepwalk; node2vec, metapath, ppr)
+  --walk-params JSON     more members of each walk request, e.g. '"p":0.5,"q":2' or '"schema":[0,1,2]'
   --walks-per-seed N     walks per seed (10; --walks, its old name, still works)
   --length N             steps per walk (80)
   --walk-idle N          walks idle series: requests (50)
@@ -106,6 +108,8 @@ trace=0
 extra_env=()
 walk_requests=1000
 walk_seeds=1000
+walk_algorithm=deepwalk
+walk_params=
 walks=10
 length=80
 walk_idle=50
@@ -158,6 +162,8 @@ while [ $# -gt 0 ]; do
     --env) extra_env+=("$2"); shift ;;
     --walk-requests) walk_requests=$2; shift ;;
     --walk-seeds) walk_seeds=$2; shift ;;
+    --walk-algorithm) walk_algorithm=$2; shift ;;
+    --walk-params) walk_params=$2; shift ;;
     --walks-per-seed|--walks) walks=$2; shift ;;
     --length) length=$2; shift ;;
     --walk-idle) walk_idle=$2; shift ;;
@@ -552,7 +558,8 @@ backlog() {
   go_totals "$name"
 }
 
-walk_args=(--output walks --seeds "$walk_seeds" --walks-per-seed "$walks" --length "$length")
+walk_args=(--output walks --algorithm "$walk_algorithm" --seeds "$walk_seeds" --walks-per-seed "$walks" --length "$length")
+[ -n "$walk_params" ] && walk_args+=(--walk-params "$walk_params")
 sample_args=(--output samples --algorithm "$sample_algorithm" --seeds "$sample_seeds")
 [ -z "$sample_params" ] || sample_args+=(--sample "$sample_params")
 visit_args=(--output visits --queries "$queries" --steps-per-query "$steps_per_query" --top-k "$top_k" --stop-probability 0.2)

@@ -47,9 +47,12 @@ type Config struct {
 	Length    int     // steps per walk (visits: the cap of each walk)
 	Restart   float64 // ppr's stop_probability (visits: the restart probability)
 
-	// Walk requests: Seeds seeds, each walked Walks times.
-	Seeds int
-	Walks int
+	// Walk requests: Seeds seeds, each walked Walks times; WalkParams
+	// are more members of each request's JSON object (e.g. "p":0.5,"q":2
+	// for node2vec, "schema":[0,1] for metapath).
+	Seeds      int
+	Walks      int
+	WalkParams string
 
 	// Samples requests: Seeds seeds each; Sample holds the sampler's
 	// parameters as members of a JSON object (default for neighbor:
@@ -258,6 +261,10 @@ func (c *Config) Request(i int, pool []int64) (key string, body []byte) {
 	} else {
 		b = append(b, `,"walks_per_seed":`...)
 		b = strconv.AppendInt(b, int64(c.Walks), 10)
+		if c.WalkParams != "" {
+			b = append(b, ',')
+			b = append(b, c.WalkParams...)
+		}
 	}
 	return id, appendSeeds(b, n, rng, pool)
 }

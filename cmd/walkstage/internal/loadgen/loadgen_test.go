@@ -16,6 +16,7 @@ import (
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/source"
+	"github.com/walkstage/walkstage/walk"
 )
 
 func testGraph(t *testing.T) *graph.Graph {
@@ -51,6 +52,11 @@ func TestRequestsDecodeAsAsked(t *testing.T) {
 				t.Errorf("visits %v, queries %d", r.Visits, r.NumQueries())
 			}
 		}},
+		{"node2vec walks", OutputWalks, func(t *testing.T, r *message.Request) {
+			if a := r.Algorithm; a.Kind != walk.Node2Vec || a.P != 0.5 || a.Q != 2 || r.NumWalks() != 50*3 {
+				t.Errorf("algorithm %+v, walks %d", a, r.NumWalks())
+			}
+		}},
 		{"samples", OutputSamples, func(t *testing.T, r *message.Request) {
 			if r.Sample == nil || len(r.Seeds) != 50 || r.Sample.Params.Kind.String() != "neighbor" || len(r.Sample.Params.Fanouts) != 2 {
 				t.Errorf("sample %+v, seeds %d", r.Sample, len(r.Seeds))
@@ -61,6 +67,9 @@ func TestRequestsDecodeAsAsked(t *testing.T) {
 			c := Defaults()
 			c.Brokers, c.Output, c.Seeds, c.Walks, c.Queries, c.StepsPerQuery = []string{"x:1"}, tc.output, 50, 3, 7, 1000
 			c.Weighted = false
+			if tc.name == "node2vec walks" {
+				c.Algorithm, c.WalkParams = "node2vec", `"p":0.5,"q":2`
+			}
 			if err := c.Normalize(); err != nil {
 				t.Fatal(err)
 			}
