@@ -238,14 +238,7 @@ func BenchmarkOverlayWalk(b *testing.B) {
 	// WALKSTAGE_OVERLAY_BENCH_SCALE walks a larger graph: at scale 16 the
 	// delta index's words (32 bytes per 64 vertices) stay in the cache,
 	// from scale 20 they do not.
-	scale := 16
-	if s, err := strconv.Atoi(os.Getenv("WALKSTAGE_OVERLAY_BENCH_SCALE")); err == nil && s > 0 {
-		scale = s
-	}
-	base, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: scale, EdgeFactor: 16, Seed: 1, Undirected: true, Weighted: true, Name: "overlay-bench"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	base := overlayBenchBase(b, 16, "overlay-bench")
 	snap, compacted := tenPercentDelta(b, base, func(rng *rand.Rand, src, dst int64) Update {
 		return Update{Op: Insert, Src: src, Dst: dst, Weight: float32(1 + rng.IntN(4)), Has: HasWeight}
 	})
@@ -335,6 +328,20 @@ func BenchmarkOverlayMetaPath(b *testing.B) {
 	}
 }
 
+// overlayBenchBase is an overlay benchmark's graph: R-MAT, edge factor 16,
+// undirected, weighted, at scale WALKSTAGE_OVERLAY_BENCH_SCALE or scale.
+func overlayBenchBase(b *testing.B, scale int, name string) *graph.Graph {
+	b.Helper()
+	if s, err := strconv.Atoi(os.Getenv("WALKSTAGE_OVERLAY_BENCH_SCALE")); err == nil && s > 0 {
+		scale = s
+	}
+	base, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: scale, EdgeFactor: 16, Seed: 1, Undirected: true, Weighted: true, Name: name})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return base
+}
+
 // benchDeltaCompacted runs alg from every vertex on snap (over base) and
 // on compacted, on two workers each, as sub-benchmarks prefix+"delta" and
 // prefix+"compacted" ("/weighted" after a weighted alg's); prepare builds
@@ -385,16 +392,9 @@ func BenchmarkOverlayAlgorithms(b *testing.B) {
 // draws them: at scale 18 vertex 0 appends about 20,000 edges. Node2Vec
 // asks on most steps whether the previous vertex, most often a hub, has an
 // edge to the proposal (walk.DeltaIndex.HasAppended).
-// WALKSTAGE_BENCH_SCALE sets the scale (default 18).
+// WALKSTAGE_OVERLAY_BENCH_SCALE sets the scale (default 18).
 func BenchmarkOverlayNode2VecHubs(b *testing.B) {
-	scale := 18
-	if v, err := strconv.Atoi(os.Getenv("WALKSTAGE_BENCH_SCALE")); err == nil && v > 0 {
-		scale = v
-	}
-	base, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: scale, EdgeFactor: 16, Seed: 1, Undirected: true, Weighted: true, Name: "overlay-hubs"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	base := overlayBenchBase(b, 18, "overlay-hubs")
 	l, err := New(base)
 	if err != nil {
 		b.Fatal(err)
