@@ -412,15 +412,7 @@ func BenchmarkOverlayNode2VecHubs(b *testing.B) {
 		}
 		ups = append(ups, Update{Op: Insert, Src: byDegree(), Dst: byDegree(), Weight: 1 + 4*rng.Float32(), Has: HasWeight})
 	}
-	if err := l.Apply(0, 0, ups); err != nil {
-		b.Fatal(err)
-	}
-	l.walkedAt.Store(time.Now().UnixNano())
-	snap := l.Publish()
-	compacted, err := Compact(context.Background(), snap)
-	if err != nil {
-		b.Fatal(err)
-	}
+	snap, compacted := publishCompacted(b, l, ups)
 	if d := snap.DeltaIndex().Vertex(0); d != nil {
 		b.Logf("vertex 0: %d appended edges", len(d.Edges()))
 	}
@@ -507,6 +499,13 @@ func tenPercentDelta(b *testing.B, base *graph.Graph, ins func(rng *rand.Rand, s
 		b.Fatal(err)
 	}
 	ups, _ := skewedDelta(base, rand.New(rand.NewPCG(3, 3)), ins)
+	return publishCompacted(b, l, ups)
+}
+
+// publishCompacted applies ups to l as one record, publishes the snapshot
+// and compacts it.
+func publishCompacted(b *testing.B, l *Live, ups []Update) (*Snapshot, *graph.Graph) {
+	b.Helper()
 	if err := l.Apply(0, 0, ups); err != nil {
 		b.Fatal(err)
 	}
