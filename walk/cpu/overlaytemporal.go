@@ -1,7 +1,6 @@
 package cpu
 
 import (
-	"cmp"
 	"math"
 	"slices"
 	"sync"
@@ -126,15 +125,8 @@ func newOverlayTemporalCache(idx *walk.DeltaIndex) *overlayTemporalCache {
 // not kept, and the scan's sums.
 type overlayTemporalScratch struct {
 	list tlist
-	tmp  []tedge
+	tmp  []walk.TimedEdge
 	cum  []float64
-}
-
-// tedge is one live edge, for sorting.
-type tedge struct {
-	t int64
-	x uint32
-	w float32
 }
 
 // walkOverlayTemporalUnit walks one unit's Temporal walks on the snapshot,
@@ -369,42 +361,12 @@ func (s *stepper) overlayList(tov walk.TimedOverlay, sc *overlayTemporalScratch,
 	} else if l, ok := c.lists.Load(cur); ok {
 		return l.(*tlist)
 	}
-	sc.tmp = sc.tmp[:0]
-	if int(cur) < len(s.off)-1 {
-		a, b := s.off[cur], s.off[cur+1]
-		for k := a; k < b; k++ {
-			e := a + uint64(s.tmp.byTime[k])
-			x := s.tgt[e]
-			if dv != nil && dv.BaseDead(x) {
-				continue
-			}
-			var w float32 = 1
-			if s.weighted {
-				w = s.w[e]
-			}
-			sc.tmp = append(sc.tmp, tedge{t: s.tmp.times[k], x: x, w: w})
-		}
+	base := walk.TimedBase{Off: s.off, Tgt: s.tgt, W: s.w, Times: s.tmp.times, ByTime: s.tmp.byTime}
+	var dt []int64
+	if dv != nil {
+		dt = tov.DeltaTimes(cur)
 	}
-	if nb := len(sc.tmp); dv != nil {
-		dt := tov.DeltaTimes(cur)
-		for i, de := range dv.Edges() {
-			if i >= len(dt) || dv.DeltaDead(i) {
-				continue
-			}
-			w := de.Weight
-			if !s.weighted {
-				w = 1
-			}
-			sc.tmp = append(sc.tmp, tedge{t: dt[i], x: de.Target, w: w})
-		}
-		if len(sc.tmp) > nb {
-			// The base's part is in (time, target) order already: a
-			// stable sort of the whole keeps the merge simple.
-			slices.SortStableFunc(sc.tmp, func(p, q tedge) int {
-				return cmp.Or(cmp.Compare(p.t, q.t), cmp.Compare(p.x, q.x))
-			})
-		}
-	}
+	sc.tmp = walk.AppendTimed(sc.tmp[:0], base, cur, dv, dt, s.weighted)
 	n := len(sc.tmp)
 	keep := c.edges.Add(int64(n)) <= maxTemporalCache
 	l := &sc.list
@@ -420,9 +382,9 @@ func (s *stepper) overlayList(tov walk.TimedOverlay, sc *overlayTemporalScratch,
 			l.w = slices.Grow(l.w[:0], n)[:n]
 		}
 		for i, e := range sc.tmp {
-			l.rec[i], l.t[i] = timeRec{tgt: e.x}, e.t
+			l.rec[i], l.t[i] = timeRec{tgt: e.X}, e.T
 			if s.weighted {
-				l.w[i] = e.w
+				l.w[i] = e.W
 			}
 		}
 		l.oneCell = s.fillListExpSums(l)
@@ -433,10 +395,10 @@ func (s *stepper) overlayList(tov walk.TimedOverlay, sc *overlayTemporalScratch,
 		}
 		var sum float64
 		for i, e := range sc.tmp {
-			l.t[i], l.x[i] = e.t, e.x
+			l.t[i], l.x[i] = e.T, e.X
 			if s.weighted {
-				sum += float64(e.w)
-				l.w[i], l.cw[i] = e.w, sum
+				sum += float64(e.W)
+				l.w[i], l.cw[i] = e.W, sum
 			}
 		}
 	}
