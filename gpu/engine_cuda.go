@@ -147,6 +147,9 @@ type Engine struct {
 	// ovl is the overlay kernels and the live graph delta on the device
 	// (overlay_cuda.go).
 	ovl overlayState
+	// tl is the temporal overlay kernels and the timed lists of the
+	// snapshot a temporal job walked last (overlaytemporal_cuda.go).
+	tl timedState
 	// inject makes chosen allocations or copies fail (faults_cuda_test.go
 	// only; nil otherwise).
 	inject *faults
@@ -302,6 +305,7 @@ func (e *Engine) Close() error {
 		e.releaseStreamed()
 		e.releaseTemporal()
 		e.releaseOverlay()
+		e.releaseTimed()
 		e.releaseLocked()
 		e.releaseStaging()
 		e.releaseSampleBufs()

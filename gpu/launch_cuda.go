@@ -37,7 +37,12 @@ func (e *Engine) enqueue(s *batchSlot, b *batch, alg walk.Algorithm, withTimes, 
 	var fn cu.Function
 	var block, grid int
 	args := []uint64{uint64(s.dParams)}
-	if delta {
+	switch {
+	case delta && alg.Kind == walk.Temporal:
+		var more []uint64
+		fn, block, grid, more = e.timedKernel(alg, n)
+		args = append(args, more...)
+	case delta:
 		fn, block, grid = e.overlayKernel(alg, n)
 		args = append(args, e.overlayArgs(alg.Weighted)...)
 		switch alg.Kind {
@@ -46,7 +51,7 @@ func (e *Engine) enqueue(s *batchSlot, b *batch, alg walk.Algorithm, withTimes, 
 		case walk.MetaPath:
 			args = append(args, e.metaPathArgs(alg.Weighted)...)
 		}
-	} else {
+	default:
 		fn, block, grid = e.walkKernel(alg, n)
 	}
 	tiles := packTiles(n)

@@ -130,10 +130,10 @@ func (e *Engine) setupOverlay() error {
 }
 
 // CheckOverlay implements walk.OverlayWalker: DeepWalk and PPR with the
-// uniform and alias samplers and Node2Vec with its rejection sampler, as
-// the CPU engine (which walks MetaPath and temporal walks on a delta too),
-// on a graph wholly on the device (the overlay kernels read no placement
-// plan, stream or stripes).
+// uniform and alias samplers, Node2Vec with its rejection sampler, MetaPath
+// on its label tables and temporal walks (not temporal Node2Vec), as the
+// CPU engine, on a graph wholly on the device (the overlay kernels read no
+// placement plan, stream or stripes).
 func (e *Engine) CheckOverlay(a walk.Algorithm) error {
 	switch {
 	case e.placed != nil:
@@ -148,13 +148,19 @@ func (e *Engine) CheckOverlay(a walk.Algorithm) error {
 	}
 	switch a.Kind {
 	case walk.DeepWalk, walk.PPR, walk.Node2Vec:
+	case walk.Temporal:
+		// On the snapshot's timed lists (overlaytemporal.go); temporal
+		// Node2Vec is the CPU engine's alone, as on the loaded graph.
+		if err := temporalSupported(a, true); err != nil {
+			return err
+		}
 	case walk.MetaPath:
 		if !e.useLabelTables(a) {
 			return fmt.Errorf("%w: the gpu engine walks metapath on a live graph's delta on its label tables only, which a graph of %d labels does not get (at most %d; the cpu engine walks it)",
 				walk.ErrInvalidAlgorithm, e.g.NumLabels, walk.MaxTableLabels)
 		}
 	default:
-		return fmt.Errorf("%w: the gpu engine walks deepwalk, ppr, node2vec and metapath on a live graph's delta, not %s yet (the cpu engine does)", walk.ErrInvalidAlgorithm, a.Kind)
+		return fmt.Errorf("%w: the gpu engine walks deepwalk, ppr, node2vec, metapath and temporal walks on a live graph's delta, not %s yet (the cpu engine does)", walk.ErrInvalidAlgorithm, a.Kind)
 	}
 	return nil
 }

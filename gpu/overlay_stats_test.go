@@ -96,6 +96,13 @@ func benchDelta(t testing.TB, g *graph.Graph) (snap *livegraph.Snapshot, total i
 // [0, labels) when labels > 0 (g labelled; the same updates otherwise).
 func benchDeltaLabelled(t testing.TB, g *graph.Graph, labels int) (snap *livegraph.Snapshot, total int64, later func() *livegraph.Snapshot) {
 	t.Helper()
+	return benchDeltaShaped(t, g, labels, 0)
+}
+
+// benchDeltaShaped is benchDeltaLabelled with each insert timed at random
+// in [0, span) when span > 0 (g timed; the same updates otherwise).
+func benchDeltaShaped(t testing.TB, g *graph.Graph, labels int, span int64) (snap *livegraph.Snapshot, total int64, later func() *livegraph.Snapshot) {
+	t.Helper()
 	l, err := livegraph.New(g)
 	if err != nil {
 		t.Fatal(err)
@@ -124,6 +131,9 @@ func benchDeltaLabelled(t testing.TB, g *graph.Graph, labels int) (snap *livegra
 			if labels > 0 {
 				u.Label, u.Has = uint8(rng.IntN(labels)), u.Has|livegraph.HasLabel
 			}
+			if span > 0 {
+				u.Time, u.Has = rng.Int64N(span), u.Has|livegraph.HasTime
+			}
 			ups = append(ups, u)
 		}
 		if err := l.Apply(0, off, ups); err != nil {
@@ -134,7 +144,11 @@ func benchDeltaLabelled(t testing.TB, g *graph.Graph, labels int) (snap *livegra
 		for off := int64(0); off < max(1, total/100/record); off++ {
 			ups = ups[:0]
 			for range record {
-				ups = append(ups, livegraph.Update{Op: livegraph.Insert, Src: byDegree(), Dst: byDegree(), Weight: 1 + 4*rng.Float32(), Has: livegraph.HasWeight})
+				u := livegraph.Update{Op: livegraph.Insert, Src: byDegree(), Dst: byDegree(), Weight: 1 + 4*rng.Float32(), Has: livegraph.HasWeight}
+				if span > 0 {
+					u.Time, u.Has = rng.Int64N(span), u.Has|livegraph.HasTime
+				}
+				ups = append(ups, u)
 			}
 			if err := l.Apply(0, total/record+1+off, ups); err != nil {
 				t.Fatal(err)

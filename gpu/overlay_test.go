@@ -45,6 +45,20 @@ func applyRandomUpdates(t testing.TB, l *livegraph.Live, base *graph.Graph, seed
 // random in [0, labels) when labels > 0 (the same updates otherwise).
 func applyRandomLabelled(t testing.TB, l *livegraph.Live, base *graph.Graph, seed uint64, weighted bool, labels, perEpoch, epochs int) {
 	t.Helper()
+	applyRandom(t, l, base, seed, weighted, labels, 0, perEpoch, epochs)
+}
+
+// applyRandomTimed is applyRandomUpdates with each insert timed at random
+// in [0, span), for a timed base.
+func applyRandomTimed(t testing.TB, l *livegraph.Live, base *graph.Graph, seed uint64, weighted bool, span int64, perEpoch, epochs int) {
+	t.Helper()
+	applyRandom(t, l, base, seed, weighted, 0, span, perEpoch, epochs)
+}
+
+// applyRandom is applyRandomLabelled with each insert timed at random in
+// [0, span) when span > 0.
+func applyRandom(t testing.TB, l *livegraph.Live, base *graph.Graph, seed uint64, weighted bool, labels int, span int64, perEpoch, epochs int) {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 37))
 	n := int64(base.NumVertices())
 	next := n
@@ -56,6 +70,9 @@ func applyRandomLabelled(t testing.TB, l *livegraph.Live, base *graph.Graph, see
 		}
 		if labels > 0 {
 			u.Label, u.Has = uint8(rng.IntN(labels)), u.Has|livegraph.HasLabel
+		}
+		if span > 0 {
+			u.Time, u.Has = rng.Int64N(span), u.Has|livegraph.HasTime
 		}
 		return u
 	}

@@ -105,7 +105,12 @@ func (e *Engine) runGroup(ctx context.Context, grp []*walk.Job, emit walk.EmitFu
 	// A group walks one snapshot (groupJobs): its delta goes to the
 	// device first, so that the batch slots are sized beside it.
 	ov := jobOverlay(grp[0])
-	if ov != nil {
+	switch {
+	case ov != nil && alg.Kind == walk.Temporal:
+		if err := e.ensureTimedLists(ov, alg); err != nil {
+			return err
+		}
+	case ov != nil:
 		if err := e.ensureDelta(ov, alg); err != nil {
 			return err
 		}

@@ -60,6 +60,9 @@ func (e *Engine) setup() error {
 	if err := e.setupOverlay(); err != nil {
 		return err
 	}
+	if err := e.setupTimed(); err != nil {
+		return err
+	}
 	if e.numSM, err = e.dev.dev.Attribute(cu.MultiprocessorCount); err != nil {
 		return fmt.Errorf("gpu: multiprocessor count: %w", err)
 	}

@@ -20,6 +20,9 @@
 //                   partition, walked while their partition is on the device
 //   walk_overlay_*  (below, overlay.cuh) walk_thread's loop on a live graph's
 //                   snapshot: the base CSR plus the snapshot's delta
+//   walk_overlay_temporal_*  (below, overlaytemporal.cuh) walk_temporal's
+//                   loop on a snapshot: a vertex with a delta steps on its
+//                   timed list
 //   walk_reservoir  persistent blocks for the reservoir samplers (ZPRS, DPRS;
 //                   MetaPath by default): a local task pool of kLocalPoolSlots
 //                   walks in shared memory, warp samplers for degrees up to
@@ -45,6 +48,7 @@
 #include "temporal.cuh"
 #include "stream.cuh"
 #include "overlay.cuh"
+#include "overlaytemporal.cuh"
 #include "partsplit.cuh"
 
 using namespace ws;
@@ -568,6 +572,140 @@ WALK_TEMPORAL(walk_temporal_linear, kTimeLinear, false)
 WALK_TEMPORAL(walk_temporal_linear_w, kTimeLinear, true)
 WALK_TEMPORAL(walk_temporal_exp, kTimeExponential, false)
 WALK_TEMPORAL(walk_temporal_exp_w, kTimeExponential, true)
+
+// ------------------------------------------------------ walk_overlay_temporal
+// walk_overlay_temporal: walk_temporal's loop on a live graph's snapshot
+// (overlaytemporal.cuh has the list step): at a vertex with a delta the step
+// draws on its timed list, elsewhere it is the base's. The base's next
+// record after a base step gives the next window's near end only when the
+// target has no list of its own; a step from a list searches the next
+// window. Only for a graph wholly on the device.
+template <int kBias, bool kWeighted>
+__device__ __forceinline__ void walk_overlay_temporal_body(const WalkParams* __restrict__ params, const TimedLists& L) {
+  const uint64_t* __restrict__ offsets = params->offsets;
+  const uint32_t* __restrict__ targets = params->targets;
+  const Task* __restrict__ tasks = params->tasks;
+  const uint64_t* __restrict__ seeds = params->seeds;
+  uint32_t* __restrict__ result = params->result;
+  int64_t* __restrict__ times_out = params->times_out;
+  uint32_t* __restrict__ lengths = params->lengths;
+  uint32_t* cursor = params->cursor;
+  const uint64_t stride = params->stride;
+  const unsigned lane = threadIdx.x & 31;
+  const uint32_t n = (uint32_t)params->n_tasks;
+  const uint32_t length = (uint32_t)params->length;
+  const int64_t bound = params->time_start;
+  const bool has_start = (params->time_flags & kTimeHasStart) != 0;
+  const TemporalCtx C = temporal_ctx(params);
+
+  uint32_t task = kNoTask, cur = 0, step = 0;
+  uint64_t walk = 0, seed = 0;
+  uint64_t a = 0, b = 0;  // cur's base time order when known (a base step's next record)
+  bool known = false;
+  uint32_t nxw = 0;
+  int64_t t = 0;
+  uint32_t* row = nullptr;
+  __shared__ uint32_t stage[kThreadBlock][kStage + 1];
+  uint32_t* mine = stage[threadIdx.x];
+  for (;;) {
+    const unsigned active = __activemask();
+    const bool need = task == kNoTask;
+    const unsigned want = __ballot_sync(active, need);
+    if (want) {
+      const uint32_t idx = take_global_task(cursor, active, want, lane);
+      if (need) {
+        if (idx >= n) break;  // the pool is dry: this lane is done
+        const Task tk = tasks[idx];
+        task = idx;
+        cur = tk.start;
+        walk = tk.walk;
+        seed = seeds[tk.job];
+        step = 0;
+        t = bound;
+        known = false;
+        row = result + (uint64_t)idx * stride;
+        mine[0] = cur;
+        if (times_out) times_out[(uint64_t)idx * stride] = t;
+      }
+    }
+    const bool bounded = step > 0 || has_start;
+    const uint32_t li = cur < L.n_index ? __ldg(L.index + cur) : 0;
+    uint64_t k = ~0ull;
+    uint32_t next = 0;
+    if (li != 0) {
+      const uint64_t la = __ldg(L.off + li - 1), lb = __ldg(L.off + li);
+      if (la < lb) k = timed_list_step<kBias, kWeighted>(L, C, la, lb, t, bounded, seed, walk, step);
+      if (k != ~0ull) {
+        next = __ldg(L.targets + k);
+        t = __ldg(L.times + k);
+      }
+      known = false;
+    } else if (cur < L.base_vertices) {
+      if (!known) {
+        a = offsets[cur];
+        b = offsets[cur + 1];
+      }
+      if (a < b && kBias == kTimeExponential) {
+        k = ~1ull;
+        if (known && !C.has_gap && (nxw & kNextOneCell)) {
+          k = C.backward ? exp_step_fast<true>(C.exp_sums, a, b, nxw, seed, walk, step)
+                         : exp_step_fast<false>(C.exp_sums, a, b, nxw, seed, walk, step);
+        }
+        if (k == ~1ull) k = temporal_step<kBias, kWeighted>(C, a, b, t, bounded, known, nxw, seed, walk, step);
+      } else if (a < b) {
+        k = temporal_step<kBias, kWeighted>(C, a, b, t, bounded, known, nxw, seed, walk, step);
+      }
+      known = false;
+      if (k != ~0ull) {
+        if (C.next) {
+          const uint4 r = __ldg(C.next + k);
+          next = r.x;
+          nxw = r.y;
+          a = r.z;
+          b = r.w;
+          known = true;
+        } else {
+          next = __ldg(targets + a + __ldg(C.bytime + k));
+        }
+        t = __ldg(C.times + k);
+      }
+    }
+    bool more = k != ~0ull;
+    if (more) {
+      const uint32_t at = step + 1;
+      mine[at & (kStage - 1)] = next;
+      if ((at & (kStage - 1)) == kStage - 1) flush_stage(row, at >> 3, mine);
+      if (times_out) times_out[(uint64_t)task * stride + at] = t;
+      step++;
+      cur = next;
+      more = step < length;
+    }
+    if (!more) {
+      if ((step & (kStage - 1)) != kStage - 1) flush_stage(row, step >> 3, mine);
+      lengths[task] = step + 1;
+      task = kNoTask;
+    }
+  }
+}
+
+// The lists' arrays are kernel arguments (the parameter bank), in
+// TimedLists' order; the launch's WalkParams are in device memory, as the
+// other overlay kernels read them.
+#define WALK_OVERLAY_TEMPORAL(name, bias, weighted)                                                     \
+  extern "C" __global__ void __launch_bounds__(kThreadBlock) name(                                      \
+      const WalkParams* __restrict__ p, const uint32_t* __restrict__ index, uint64_t n_index,           \
+      uint64_t base_vertices, const uint64_t* __restrict__ off, const int64_t* __restrict__ times,       \
+      const int64_t* __restrict__ coarse, const uint32_t* __restrict__ tgts, const float* __restrict__ w, \
+      const double* __restrict__ cumw, const double* __restrict__ exp_sums) {                           \
+    walk_overlay_temporal_body<bias, weighted>(                                                         \
+        p, TimedLists{index, n_index, base_vertices, off, times, coarse, tgts, w, cumw, exp_sums});      \
+  }
+WALK_OVERLAY_TEMPORAL(walk_overlay_temporal_uniform, kTimeUniform, false)
+WALK_OVERLAY_TEMPORAL(walk_overlay_temporal_uniform_w, kTimeUniform, true)
+WALK_OVERLAY_TEMPORAL(walk_overlay_temporal_linear, kTimeLinear, false)
+WALK_OVERLAY_TEMPORAL(walk_overlay_temporal_linear_w, kTimeLinear, true)
+WALK_OVERLAY_TEMPORAL(walk_overlay_temporal_exp, kTimeExponential, false)
+WALK_OVERLAY_TEMPORAL(walk_overlay_temporal_exp_w, kTimeExponential, true)
 
 // temporal_cumw_build: one thread a vertex sums its weights in time order
 // into cumw, float64, in the CPU's order (cpu.Engine.windowWeights), so

@@ -1,0 +1,225 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"gorgonia.org/cu"
+
+	"github.com/walkstage/walkstage/walk"
+)
+
+// timedState is the walk_overlay_temporal_* kernels and the timed lists
+// (overlaytemporal.go) of the snapshot a temporal job walked last.
+type timedState struct {
+	fn  [3][2]cu.Function // [walk.TimeBias][weighted]
+	occ [3][2]int
+	// snap and weighted say which lists are on the device (snap nil:
+	// none); n the lists, edges their length.
+	snap     walk.Overlay
+	weighted bool
+	n        int
+	edges    int64
+	bytes    int64
+	// The lists' arrays; cumw (weighted, uniform and linear) and exp (the
+	// exponential bias's cell sums for expKey) are built from them when a
+	// launch first needs them.
+	dIndex, dOff, dTimes, dCoarse, dTargets, dWeights, dByTime cu.DevicePtr
+	dCumw, dExp                                                cu.DevicePtr
+	nIndex                                                     int
+	cumwBuilt, expBuilt                                        bool
+	expKey                                                     expKey
+}
+
+// timedKernels names walk_overlay_temporal_* by [walk.TimeBias][weighted].
+var timedKernels = [3][2]string{
+	{"walk_overlay_temporal_uniform", "walk_overlay_temporal_uniform_w"},
+	{"walk_overlay_temporal_linear", "walk_overlay_temporal_linear_w"},
+	{"walk_overlay_temporal_exp", "walk_overlay_temporal_exp_w"},
+}
+
+// setupTimed loads the kernels (device thread).
+func (e *Engine) setupTimed() error {
+	t := &e.tl
+	for b, names := range timedKernels {
+		for w, name := range names {
+			var err error
+			if t.fn[b][w], err = e.mod.Function(name); err != nil {
+				return fmt.Errorf("gpu: kernel %s: %w", name, err)
+			}
+			if t.occ[b][w], err = t.fn[b][w].MaxActiveBlocksPerMultiProcessor(threadBlock, 0); err != nil {
+				return fmt.Errorf("gpu: occupancy of %s: %w", name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// timedNames are the lists' allocations' names.
+var timedNames = [...]string{"timed.index", "timed.off", "timed.times", "timed.coarse", "timed.targets", "timed.weights", "timed.bytime", "timed.cumw", "timed.exp"}
+
+// releaseTimed frees the lists' arrays (device thread).
+func (e *Engine) releaseTimed() {
+	t := &e.tl
+	for i, p := range []*cu.DevicePtr{&t.dIndex, &t.dOff, &t.dTimes, &t.dCoarse, &t.dTargets, &t.dWeights, &t.dByTime, &t.dCumw, &t.dExp} {
+		e.free(timedNames[i], p)
+	}
+	t.snap, t.cumwBuilt, t.expBuilt = nil, false, false
+	e.tableBytes -= t.bytes
+	t.bytes = 0
+}
+
+// ensureTimedLists makes ov's timed lists, and the table alg's draws read
+// from them, the ones on the device: gathered on the host and copied when
+// ov is not the snapshot of the lists there (or they lack the weights alg
+// needs). The base's temporal tables are ready (prepareTemporal).
+func (e *Engine) ensureTimedLists(ov walk.Overlay, alg walk.Algorithm) error {
+	tov, ok := ov.(walk.TimedOverlay)
+	if !ok {
+		return fmt.Errorf("gpu: %w: temporal walks on a live graph's delta need its edge times (a timed base graph)", walk.ErrInvalidAlgorithm)
+	}
+	t := &e.tl
+	if !sameOverlay(t.snap, ov) || alg.Weighted && !t.weighted {
+		t0 := time.Now()
+		l, err := buildTimedLists(tov, walk.IndexOf(ov), walk.TimedBaseOf(e.g), alg.Weighted)
+		if err != nil {
+			return err
+		}
+		t1 := time.Now()
+		if err := e.dev.do(func() error {
+			e.releaseTimed()
+			return e.uploadTimed(l)
+		}); err != nil {
+			return err
+		}
+		t.snap, t.weighted = ov, alg.Weighted
+		e.stats.DeltaBytes += l.bytes()
+		e.stats.DeltaUpload += time.Since(t0)
+		e.cfg.logger.Debug("gpu live graph timed lists copied", "graph", e.g.Name, "lists", t.n, "edges", t.edges,
+			"bytes", l.bytes(), "gather", t1.Sub(t0), "copy", time.Since(t1))
+	}
+	return e.dev.do(func() error { return e.timedTables(alg) })
+}
+
+// uploadTimed copies l to the device (device thread); on an error what it
+// copied is freed.
+func (e *Engine) uploadTimed(l *timedLists) (err error) {
+	t := &e.tl
+	defer func() {
+		if err != nil {
+			e.releaseTimed()
+		}
+	}()
+	if t.dIndex, err = upload(e, timedNames[0], l.index); err != nil {
+		return err
+	}
+	if t.dOff, err = upload(e, timedNames[1], l.off); err != nil {
+		return err
+	}
+	if t.dTimes, err = upload(e, timedNames[2], l.times); err != nil {
+		return err
+	}
+	if t.dCoarse, err = upload(e, timedNames[3], coarseTimes(l.times)); err != nil {
+		return err
+	}
+	if t.dTargets, err = upload(e, timedNames[4], l.targets); err != nil {
+		return err
+	}
+	if t.dWeights, err = upload(e, timedNames[5], l.weights); err != nil {
+		return err
+	}
+	if t.dByTime, err = upload(e, timedNames[6], l.byTime); err != nil {
+		return err
+	}
+	t.n, t.edges, t.nIndex = len(l.off)-1, l.edges(), len(l.index)
+	t.bytes = l.bytes()
+	e.tableBytes += t.bytes
+	return nil
+}
+
+// timedTables builds the lists' prefix sums (weighted, uniform and linear)
+// or cell sums (exponential, for alg's scale, direction and weighting)
+// with the base's kernels, over the lists as vertices (device thread).
+func (e *Engine) timedTables(alg walk.Algorithm) error {
+	t := &e.tl
+	E := t.edges
+	if E == 0 {
+		return nil
+	}
+	nv := uint64(t.n)
+	const warpsPerBlock = tableThreads / 32
+	switch {
+	case alg.Time.Bias == walk.TimeExponential:
+		k := expKey{alg.Time.Scale, alg.Time.Backward, alg.Weighted}
+		if t.expBuilt && t.expKey == k {
+			return nil
+		}
+		if t.dExp == 0 {
+			p, err := e.alloc(timedNames[8], E*8)
+			if err != nil {
+				return err
+			}
+			t.dExp = p
+			t.bytes += E * 8
+			e.tableBytes += E * 8
+		}
+		var weights, back uint64
+		if k.weighted {
+			weights = uint64(t.dWeights)
+		}
+		if k.backward {
+			back = 1
+		}
+		blocks := int(min((nv+warpsPerBlock-1)/warpsPerBlock, uint64(e.numSM*32)))
+		args := []uint64{uint64(t.dOff), uint64(t.dTimes), uint64(t.dByTime), weights, uint64(t.dExp), nv,
+			walk.ExpCell(k.scale), math.Float64bits(k.scale), back}
+		if err := launch(e.tmp.fnExp, blocks, tableThreads, cu.Stream{}, args); err != nil {
+			return fmt.Errorf("gpu: temporal_exp_build on the timed lists: %w", err)
+		}
+		if err := cu.Synchronize(); err != nil {
+			return fmt.Errorf("gpu: temporal_exp_build on the timed lists: %w", err)
+		}
+		t.expKey, t.expBuilt = k, true
+	case alg.Weighted && !t.cumwBuilt:
+		p, err := e.alloc(timedNames[7], E*8)
+		if err != nil {
+			return err
+		}
+		t.dCumw = p
+		t.bytes += E * 8
+		e.tableBytes += E * 8
+		blocks := int(min((nv+tableThreads-1)/tableThreads, uint64(e.numSM*16)))
+		args := []uint64{uint64(t.dOff), uint64(t.dWeights), uint64(t.dByTime), uint64(t.dCumw), nv}
+		if err := launch(e.tmp.fnCumw, blocks, tableThreads, cu.Stream{}, args); err != nil {
+			return fmt.Errorf("gpu: temporal_cumw_build on the timed lists: %w", err)
+		}
+		if err := cu.Synchronize(); err != nil {
+			return fmt.Errorf("gpu: temporal_cumw_build on the timed lists: %w", err)
+		}
+		t.cumwBuilt = true
+	}
+	return nil
+}
+
+// timedKernel is alg's walk_overlay_temporal kernel, its launch over n
+// tasks and its arguments after the launch parameters (TimedLists'
+// order, kernels/overlaytemporal.cuh).
+func (e *Engine) timedKernel(alg walk.Algorithm, n int64) (fn cu.Function, block, grid int, args []uint64) {
+	t := &e.tl
+	w := 0
+	if alg.Weighted {
+		w = 1
+	}
+	fn, occ := t.fn[alg.Time.Bias][w], t.occ[alg.Time.Bias][w]
+	grid = int(min(int64(e.numSM*max(occ, 1)), (n+threadBlock-1)/threadBlock))
+	var weights uint64
+	if alg.Weighted {
+		weights = uint64(t.dWeights)
+	}
+	args = []uint64{uint64(t.dIndex), uint64(t.nIndex), uint64(e.g.NumVertices()), uint64(t.dOff), uint64(t.dTimes),
+		uint64(t.dCoarse), uint64(t.dTargets), weights, uint64(t.dCumw), uint64(t.dExp)}
+	return fn, threadBlock, grid, args
+}
