@@ -15,8 +15,9 @@ import (
 // timedState is the walk_overlay_temporal_* kernels and the timed lists
 // (overlaytemporal.go) of the snapshot a temporal job walked last.
 type timedState struct {
-	fn  [3][2]cu.Function // [walk.TimeBias][weighted]
-	occ [3][2]int
+	fn                  [3][2]cu.Function // [walk.TimeBias][weighted]
+	occ                 [3][2]int
+	fnNext, fnNextCells cu.Function
 	// snap and weighted say which lists are on the device (snap nil:
 	// none); n the lists, edges their length.
 	snap     walk.Overlay
@@ -32,6 +33,13 @@ type timedState struct {
 	nIndex                                                     int
 	cumwBuilt, expBuilt                                        bool
 	expKey                                                     expKey
+	// dNext holds each list position's next record (timed_next_build)
+	// for direction nextBack (when nextBuilt), with one-cell flags for
+	// the cell width nextCell (0: none set), as the base's next table.
+	dNext     cu.DevicePtr
+	nextBack  bool
+	nextBuilt bool
+	nextCell  uint64
 }
 
 // timedKernels names walk_overlay_temporal_* by [walk.TimeBias][weighted].
@@ -44,9 +52,15 @@ var timedKernels = [3][2]string{
 // setupTimed loads the kernels (device thread).
 func (e *Engine) setupTimed() error {
 	t := &e.tl
+	var err error
+	if t.fnNext, err = e.mod.Function("timed_next_build"); err != nil {
+		return fmt.Errorf("gpu: kernel timed_next_build: %w", err)
+	}
+	if t.fnNextCells, err = e.mod.Function("timed_next_cells"); err != nil {
+		return fmt.Errorf("gpu: kernel timed_next_cells: %w", err)
+	}
 	for b, names := range timedKernels {
 		for w, name := range names {
-			var err error
 			if t.fn[b][w], err = e.mod.Function(name); err != nil {
 				return fmt.Errorf("gpu: kernel %s: %w", name, err)
 			}
@@ -59,15 +73,15 @@ func (e *Engine) setupTimed() error {
 }
 
 // timedNames are the lists' allocations' names.
-var timedNames = [...]string{"timed.index", "timed.off", "timed.times", "timed.coarse", "timed.targets", "timed.weights", "timed.bytime", "timed.cumw", "timed.exp"}
+var timedNames = [...]string{"timed.index", "timed.off", "timed.times", "timed.coarse", "timed.targets", "timed.weights", "timed.bytime", "timed.cumw", "timed.exp", "timed.next"}
 
 // releaseTimed frees the lists' arrays (device thread).
 func (e *Engine) releaseTimed() {
 	t := &e.tl
-	for i, p := range []*cu.DevicePtr{&t.dIndex, &t.dOff, &t.dTimes, &t.dCoarse, &t.dTargets, &t.dWeights, &t.dByTime, &t.dCumw, &t.dExp} {
+	for i, p := range []*cu.DevicePtr{&t.dIndex, &t.dOff, &t.dTimes, &t.dCoarse, &t.dTargets, &t.dWeights, &t.dByTime, &t.dCumw, &t.dExp, &t.dNext} {
 		e.free(timedNames[i], p)
 	}
-	t.snap, t.cumwBuilt, t.expBuilt = nil, false, false
+	t.snap, t.cumwBuilt, t.expBuilt, t.nextBuilt, t.nextCell = nil, false, false, false, 0
 	e.tableBytes -= t.bytes
 	t.bytes = 0
 }
@@ -151,6 +165,50 @@ func (e *Engine) timedTables(alg walk.Algorithm) error {
 	}
 	nv := uint64(t.n)
 	const warpsPerBlock = tableThreads / 32
+	// The next records hold positions of the lists and of the base in 31
+	// bits, as the base's do: where the base has none, neither do the
+	// lists (every step searches).
+	bt := &e.tmp
+	if bt.nextBuilt && bt.nextBack == alg.Time.Backward && E <= maxNextEdges && (!t.nextBuilt || t.nextBack != alg.Time.Backward) {
+		if t.dNext == 0 {
+			p, err := e.alloc(timedNames[9], E*16)
+			if err != nil {
+				return err
+			}
+			t.dNext = p
+			t.bytes += E * 16
+			e.tableBytes += E * 16
+		}
+		var back uint64
+		if alg.Time.Backward {
+			back = 1
+		}
+		blocks := int(min((nv+warpsPerBlock-1)/warpsPerBlock, uint64(e.numSM*32)))
+		args := []uint64{uint64(t.dIndex), uint64(t.nIndex), uint64(e.g.NumVertices()), uint64(t.dOff), uint64(t.dTimes),
+			uint64(t.dCoarse), uint64(t.dTargets), uint64(e.dOffsets), uint64(bt.dTimes), uint64(bt.dCoarse), uint64(t.dNext), nv, back}
+		if err := launch(t.fnNext, blocks, tableThreads, cu.Stream{}, args); err != nil {
+			return fmt.Errorf("gpu: timed_next_build: %w", err)
+		}
+		if err := cu.Synchronize(); err != nil {
+			return fmt.Errorf("gpu: timed_next_build: %w", err)
+		}
+		t.nextBack, t.nextBuilt, t.nextCell = alg.Time.Backward, true, 0
+	}
+	if G := walk.ExpCell(alg.Time.Scale); alg.Time.Bias == walk.TimeExponential && t.nextBuilt && t.nextCell != G {
+		var back uint64
+		if t.nextBack {
+			back = 1
+		}
+		blocks := int(min((uint64(E)+tableThreads-1)/tableThreads, uint64(e.numSM*32)))
+		args := []uint64{uint64(t.dIndex), uint64(t.nIndex), uint64(t.dTimes), uint64(bt.dTimes), uint64(t.dNext), uint64(E), G, back}
+		if err := launch(t.fnNextCells, blocks, tableThreads, cu.Stream{}, args); err != nil {
+			return fmt.Errorf("gpu: timed_next_cells: %w", err)
+		}
+		if err := cu.Synchronize(); err != nil {
+			return fmt.Errorf("gpu: timed_next_cells: %w", err)
+		}
+		t.nextCell = G
+	}
 	switch {
 	case alg.Time.Bias == walk.TimeExponential:
 		k := expKey{alg.Time.Scale, alg.Time.Backward, alg.Weighted}
@@ -219,7 +277,11 @@ func (e *Engine) timedKernel(alg walk.Algorithm, n int64) (fn cu.Function, block
 	if alg.Weighted {
 		weights = uint64(t.dWeights)
 	}
+	var next uint64
+	if t.nextBuilt && t.nextBack == alg.Time.Backward && e.tmp.nextBuilt && e.tmp.nextBack == alg.Time.Backward {
+		next = uint64(t.dNext)
+	}
 	args = []uint64{uint64(t.dIndex), uint64(t.nIndex), uint64(e.g.NumVertices()), uint64(t.dOff), uint64(t.dTimes),
-		uint64(t.dCoarse), uint64(t.dTargets), weights, uint64(t.dCumw), uint64(t.dExp)}
+		uint64(t.dCoarse), uint64(t.dTargets), weights, uint64(t.dCumw), uint64(t.dExp), next}
 	return fn, threadBlock, grid, args
 }

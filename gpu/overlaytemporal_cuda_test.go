@@ -146,6 +146,15 @@ func TestOverlayTemporalBench(t *testing.T) {
 	st := snap.Stats()
 	t.Logf("delta: %d updates applied in %v: %d appended edges, %d tombstones, %d vertices with a delta, %d added",
 		total, time.Since(t1), st.DeltaEdges, st.Tombstones, st.Vertices, st.Added)
+	for _, w := range []bool{false, true} {
+		t2 := time.Now()
+		l, err := buildTimedLists(snap, snap.DeltaIndex(), walk.TimedBaseOf(g), w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("timed lists gathered on the host (weighted %v): %d lists, %d edges, %.1f MiB, in %v",
+			w, len(l.off)-1, l.edges(), float64(l.bytes())/(1<<20), time.Since(t2))
+	}
 	compacted, err := livegraph.Compact(ctx, snap)
 	if err != nil {
 		t.Fatal(err)

@@ -242,6 +242,55 @@ __device__ __noinline__ uint64_t temporal_scan(TemporalScan C, uint64_t a, uint6
   return pick == ~0ull ? ~0ull : lo + pick;
 }
 
+// timed_list_scan is walk/cpu's overlayTemporalScan without Node2Vec:
+// window [lo, hi) of the list's times weighed from the near end (linear: n
+// - p; exponential: det_exp of the time distance to the near end, the scan
+// stopping at the first zero, as every later one is zero too; times the
+// weight), and the first position whose running sum exceeds unit53 of draw
+// d times the total; where rounding leaves none, the last that added
+// anything. Two passes over the window instead of the CPU's stored sums:
+// the same additions in the same order give the same sums. ~0 when the
+// window weighs nothing. Not inlined: it is rare.
+template <int kBias, bool kWeighted>
+__device__ __noinline__ uint64_t timed_list_scan(const int64_t* __restrict__ times, const float* __restrict__ weights,
+                                                 uint64_t lo, uint64_t hi, double scale, bool backward, uint64_t seed,
+                                                 uint64_t walk, uint32_t step, uint32_t d) {
+  const uint64_t n = hi - lo;
+  const double near = (double)__ldg(times + (backward ? hi - 1 : lo));
+  auto bias = [&](uint64_t p) -> double {
+    const uint64_t k = backward ? hi - 1 - p : lo + p;
+    double b = 1.0;
+    if (kBias == kTimeLinear) {
+      b = (double)(n - p);
+    } else if (kBias == kTimeExponential) {
+      double dt = __dsub_rn((double)__ldg(times + k), near);
+      if (dt < 0) dt = -dt;
+      b = det_exp(__ddiv_rn(-dt, scale));
+    }
+    if (kWeighted) b = __dmul_rn(b, (double)__ldg(weights + k));
+    return b;
+  };
+  double sum = 0;
+  uint64_t m = 0;
+  for (; m < n; m++) {
+    const double b = bias(m);
+    if (kBias == kTimeExponential && b == 0) break;
+    sum = __dadd_rn(sum, b);
+  }
+  if (!(sum > 0)) return ~0ull;
+  const uint4 w = draw(seed, walk, step, d);
+  const double r = __dmul_rn(unit53(w.x, w.y), sum);
+  double s = 0;
+  uint64_t last = 0;
+  for (uint64_t p = 0; p < m; p++) {
+    const double before = s;
+    s = __dadd_rn(s, bias(p));
+    if (s > r) return backward ? hi - 1 - p : lo + p;
+    if (p == 0 || s != before) last = p;
+  }
+  return backward ? hi - 1 - last : lo + last;
+}
+
 // time_key is walk.timeKey: t + 2^63 as an unsigned integer, order-preserving.
 __device__ __forceinline__ uint64_t time_key(int64_t t) { return (uint64_t)t ^ 0x8000000000000000ull; }
 __device__ __forceinline__ int64_t key_time(uint64_t u) { return (int64_t)(u ^ 0x8000000000000000ull); }
@@ -480,10 +529,17 @@ __device__ __forceinline__ uint64_t next_bound(const int64_t* __restrict__ times
 // is the next record's y for the position taken last (the window's near
 // end and the one-cell flag); otherwise (the first step, no next table)
 // the near end is searched.
+//
+// With list, C holds a live graph's timed lists (overlaytemporal.cuh) and
+// [a, b) is one of them: the step is walk/cpu's overlayTemporalDraw, which
+// differs from the base's only where a weighted window weighs nothing (no
+// edge) and in the exact fallback (timed_list_scan on the lists' weights
+// lweights, draw kFallbackDraw after the exponential draw, kMaxRejections
+// after linear's rejections).
 template <int kBias, bool kWeighted>
 __device__ __forceinline__ uint64_t temporal_step(const TemporalCtx& C, uint64_t a, uint64_t b, int64_t t,
                                                   bool bounded, bool known, uint32_t nxw, uint64_t seed, uint64_t walk,
-                                                  uint32_t step) {
+                                                  uint32_t step, bool list = false, const float* lweights = nullptr) {
   uint64_t lo = a, hi = b;
   if (bounded && !C.backward) {
     lo = known ? nxw & kNextPos : next_bound(C.times, C.coarse, a, b, t, false);
@@ -494,6 +550,9 @@ __device__ __forceinline__ uint64_t temporal_step(const TemporalCtx& C, uint64_t
   }
   if (lo == hi) return ~0ull;
   const uint64_t n = hi - lo;
+  if (kWeighted && kBias != kTimeExponential && list &&
+      !(__ldg(C.cumw + hi - 1) > (lo > a ? __ldg(C.cumw + lo - 1) : 0.0)))
+    return ~0ull;  // a list's window of weight 0: no edge, as on the CPU
   if (kBias == kTimeUniform || (kBias == kTimeLinear && !kWeighted)) {
     const uint4 w = draw(seed, walk, step, 0);
     if (kBias == kTimeLinear) {
@@ -519,6 +578,9 @@ __device__ __forceinline__ uint64_t temporal_step(const TemporalCtx& C, uint64_t
       if ((uint64_t)w.z * n < (n - rank) << 32) return c;
     }
   }
+  if (list)
+    return timed_list_scan<kBias, kWeighted>(C.times, lweights, lo, hi, C.scale, C.backward, seed, walk, step,
+                                             kBias == kTimeExponential ? kFallbackDraw : kMaxRejections);
   return temporal_scan<kBias, kWeighted>(TemporalScan{C.times, C.bytime, C.weights, C.scale, C.backward}, a, lo, hi,
                                          seed, walk, step);
 }

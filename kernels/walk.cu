@@ -576,10 +576,12 @@ WALK_TEMPORAL(walk_temporal_exp_w, kTimeExponential, true)
 // ------------------------------------------------------ walk_overlay_temporal
 // walk_overlay_temporal: walk_temporal's loop on a live graph's snapshot
 // (overlaytemporal.cuh has the list step): at a vertex with a delta the step
-// draws on its timed list, elsewhere it is the base's. The base's next
-// record after a base step gives the next window's near end only when the
-// target has no list of its own; a step from a list searches the next
-// window. Only for a graph wholly on the device.
+// draws on its timed list, elsewhere it is the base's. A step reads the next
+// record of the position it took (the lists' own, timed_next_build, point
+// into the target's list where it has one, the base's into the base's time
+// order), so a later step neither searches its window nor reads offsets;
+// a base record is of no use when its target has a list (the step then
+// searches the list). Only for a graph wholly on the device.
 template <int kBias, bool kWeighted>
 __device__ __forceinline__ void walk_overlay_temporal_body(const WalkParams* __restrict__ params, const TimedLists& L) {
   const uint64_t* __restrict__ offsets = params->offsets;
@@ -600,10 +602,19 @@ __device__ __forceinline__ void walk_overlay_temporal_body(const WalkParams* __r
 
   uint32_t task = kNoTask, cur = 0, step = 0;
   uint64_t walk = 0, seed = 0;
-  uint64_t a = 0, b = 0;  // cur's base time order when known (a base step's next record)
-  bool known = false;
+  // a, b, nxw: the last record's target's order and window bound (known);
+  // from_list: the record is a list's (else the base's).
+  uint64_t a = 0, b = 0;
+  bool known = false, from_list = false;
   uint32_t nxw = 0;
   int64_t t = 0;
+  // With next records, the time of the edge taken is loaded only when a
+  // step needs it (a search where the record is of no use): tpos is its
+  // position, in the lists when tlist, and lazy says t is not loaded yet.
+  // A gap's far end and the times column need it at every step.
+  const bool eager = !C.next || C.has_gap || times_out;
+  uint64_t tpos = 0;
+  bool tlist = false, lazy = false;
   uint32_t* row = nullptr;
   __shared__ uint32_t stage[kThreadBlock][kStage + 1];
   uint32_t* mine = stage[threadIdx.x];
@@ -622,7 +633,7 @@ __device__ __forceinline__ void walk_overlay_temporal_body(const WalkParams* __r
         seed = seeds[tk.job];
         step = 0;
         t = bound;
-        known = false;
+        known = lazy = false;
         row = result + (uint64_t)idx * stride;
         mine[0] = cur;
         if (times_out) times_out[(uint64_t)idx * stride] = t;
@@ -630,44 +641,60 @@ __device__ __forceinline__ void walk_overlay_temporal_body(const WalkParams* __r
     }
     const bool bounded = step > 0 || has_start;
     const uint32_t li = cur < L.n_index ? __ldg(L.index + cur) : 0;
+    const bool list = li != 0;
+    const bool use = known && (from_list || !list);  // the record is of cur's order
+    if (lazy && !use) {
+      t = __ldg((tlist ? L.times : C.times) + tpos);
+      lazy = false;
+    }
     uint64_t k = ~0ull;
     uint32_t next = 0;
-    if (li != 0) {
-      const uint64_t la = __ldg(L.off + li - 1), lb = __ldg(L.off + li);
-      if (la < lb) k = timed_list_step<kBias, kWeighted>(L, C, la, lb, t, bounded, seed, walk, step);
-      if (k != ~0ull) {
-        next = __ldg(L.targets + k);
-        t = __ldg(L.times + k);
+    if (list || cur < L.base_vertices) {
+      if (!use) {
+        a = list ? __ldg(L.off + li - 1) : offsets[cur];
+        b = list ? __ldg(L.off + li) : offsets[cur + 1];
       }
-      known = false;
-    } else if (cur < L.base_vertices) {
-      if (!known) {
-        a = offsets[cur];
-        b = offsets[cur + 1];
-      }
-      if (a < b && kBias == kTimeExponential) {
+      if (a < b) {
         k = ~1ull;
-        if (known && !C.has_gap && (nxw & kNextOneCell)) {
-          k = C.backward ? exp_step_fast<true>(C.exp_sums, a, b, nxw, seed, walk, step)
-                         : exp_step_fast<false>(C.exp_sums, a, b, nxw, seed, walk, step);
+        if (kBias == kTimeExponential && use && !C.has_gap && (nxw & kNextOneCell)) {
+          const double* S = list ? L.exp_sums : C.exp_sums;
+          k = C.backward ? exp_step_fast<true>(S, a, b, nxw, seed, walk, step)
+                         : exp_step_fast<false>(S, a, b, nxw, seed, walk, step);
         }
-        if (k == ~1ull) k = temporal_step<kBias, kWeighted>(C, a, b, t, bounded, known, nxw, seed, walk, step);
-      } else if (a < b) {
-        k = temporal_step<kBias, kWeighted>(C, a, b, t, bounded, known, nxw, seed, walk, step);
+        if (k == ~1ull) {
+          // One call for both orders, their arrays selected: the lanes of
+          // a warp on a list and on the base step together.
+          TemporalCtx X = C;
+          if (list) {
+            X.times = L.times;
+            X.coarse = L.coarse;
+            X.cumw = L.cumw;
+            X.exp_sums = L.exp_sums;
+          }
+          k = temporal_step<kBias, kWeighted>(X, a, b, t, bounded, use, nxw, seed, walk, step, list, L.weights);
+        }
       }
       known = false;
       if (k != ~0ull) {
-        if (C.next) {
-          const uint4 r = __ldg(C.next + k);
+        const uint4* recs = list ? L.next : C.next;
+        if (recs) {
+          const uint4 r = __ldg(recs + k);
           next = r.x;
           nxw = r.y;
           a = r.z;
           b = r.w;
           known = true;
         } else {
-          next = __ldg(targets + a + __ldg(C.bytime + k));
+          next = list ? __ldg(L.targets + k) : __ldg(targets + a + __ldg(C.bytime + k));
         }
-        t = __ldg(C.times + k);
+        if (eager || !known) {
+          t = list ? __ldg(L.times + k) : __ldg(C.times + k);
+        } else {
+          tpos = k;
+          tlist = list;
+          lazy = true;
+        }
+        from_list = list;
       }
     }
     bool more = k != ~0ull;
@@ -696,9 +723,9 @@ __device__ __forceinline__ void walk_overlay_temporal_body(const WalkParams* __r
       const WalkParams* __restrict__ p, const uint32_t* __restrict__ index, uint64_t n_index,           \
       uint64_t base_vertices, const uint64_t* __restrict__ off, const int64_t* __restrict__ times,       \
       const int64_t* __restrict__ coarse, const uint32_t* __restrict__ tgts, const float* __restrict__ w, \
-      const double* __restrict__ cumw, const double* __restrict__ exp_sums) {                           \
+      const double* __restrict__ cumw, const double* __restrict__ exp_sums, const uint4* __restrict__ nx) { \
     walk_overlay_temporal_body<bias, weighted>(                                                         \
-        p, TimedLists{index, n_index, base_vertices, off, times, coarse, tgts, w, cumw, exp_sums});      \
+        p, TimedLists{index, n_index, base_vertices, off, times, coarse, tgts, w, cumw, exp_sums, nx});  \
   }
 WALK_OVERLAY_TEMPORAL(walk_overlay_temporal_uniform, kTimeUniform, false)
 WALK_OVERLAY_TEMPORAL(walk_overlay_temporal_uniform_w, kTimeUniform, true)
@@ -810,6 +837,56 @@ extern "C" __global__ void temporal_next_cells(const int64_t* __restrict__ times
     const bool one = lo < hi && time_key(times[lo]) / G == time_key(times[hi - 1]) / G;
     r.y = nx | (one ? kNextOneCell : 0u);
     next[k].y = r.y;
+  }
+}
+
+// timed_next_build: the timed lists' next records (overlaytemporal.cuh),
+// temporal_next_build's for a snapshot: for list position k, its target w,
+// the window bound a step bounded by k's time has in w's order and w's
+// range of it, in w's list when w has one (index), else in the base's time
+// order; an added vertex without a list gets an empty range (a dead end).
+// The one-cell flag stays clear (timed_next_cells). One warp a list.
+extern "C" __global__ void timed_next_build(const uint32_t* __restrict__ index, uint64_t n_index, uint64_t base_vertices,
+                                            const uint64_t* __restrict__ off, const int64_t* __restrict__ ltimes,
+                                            const int64_t* __restrict__ lcoarse, const uint32_t* __restrict__ ltargets,
+                                            const uint64_t* __restrict__ offsets, const int64_t* __restrict__ times,
+                                            const int64_t* __restrict__ coarse, uint4* __restrict__ next, uint64_t nl,
+                                            uint64_t backward) {
+  const unsigned lane = threadIdx.x & 31;
+  const uint64_t warps = (uint64_t)gridDim.x * (blockDim.x / 32);
+  for (uint64_t j = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32; j < nl; j += warps) {
+    const uint64_t a = off[j], b = off[j + 1];
+    for (uint64_t k = a + lane; k < b; k += 32) {
+      const uint32_t w = ltargets[k];
+      const uint32_t lw = w < n_index ? index[w] : 0;
+      uint64_t wa = 0, wb = 0, nx = 0;
+      if (lw != 0) {
+        wa = off[lw - 1];
+        wb = off[lw];
+        nx = next_bound(ltimes, lcoarse, wa, wb, ltimes[k], backward != 0);
+      } else if (w < base_vertices) {
+        wa = offsets[w];
+        wb = offsets[w + 1];
+        nx = next_bound(times, coarse, wa, wb, ltimes[k], backward != 0);
+      }
+      next[k] = make_uint4(w, (uint32_t)nx, (uint32_t)wa, (uint32_t)wb);
+    }
+  }
+}
+
+// timed_next_cells is temporal_next_cells for the lists' records, whose
+// positions are in the target's list or the base's time order (index says
+// which).
+extern "C" __global__ void timed_next_cells(const uint32_t* __restrict__ index, uint64_t n_index,
+                                            const int64_t* __restrict__ ltimes, const int64_t* __restrict__ times,
+                                            uint4* __restrict__ next, uint64_t ne, uint64_t G, uint64_t backward) {
+  for (uint64_t k = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; k < ne; k += (uint64_t)gridDim.x * blockDim.x) {
+    uint4 r = next[k];
+    const int64_t* tt = r.x < n_index && index[r.x] != 0 ? ltimes : times;
+    const uint32_t nx = r.y & kNextPos;
+    const uint32_t lo = backward ? r.z : nx, hi = backward ? nx : r.w;
+    const bool one = lo < hi && time_key(tt[lo]) / G == time_key(tt[hi - 1]) / G;
+    next[k].y = nx | (one ? kNextOneCell : 0u);
   }
 }
 
