@@ -131,6 +131,17 @@ func (m *Multi) Check(a walk.Algorithm) error {
 
 var _ walk.OverlayWalker = (*Multi)(nil)
 
+// HoldsSnapshot implements walk.SnapshotHolder: any device's engine pays
+// to change snapshots for a.
+func (m *Multi) HoldsSnapshot(a walk.Algorithm) bool {
+	for _, e := range m.engines {
+		if walk.HoldsSnapshot(e, a) {
+			return true
+		}
+	}
+	return false
+}
+
 // CheckOverlay implements walk.OverlayWalker: every device's engine walks
 // its share of a job on a live graph's snapshot, each with its own copy of
 // the delta.

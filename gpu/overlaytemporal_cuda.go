@@ -42,6 +42,12 @@ type timedState struct {
 	nextCell  uint64
 }
 
+var _ walk.SnapshotHolder = (*Engine)(nil)
+
+// HoldsSnapshot implements walk.SnapshotHolder: a temporal job on a
+// snapshot other than the timed lists' gathers its lists again.
+func (e *Engine) HoldsSnapshot(a walk.Algorithm) bool { return a.Kind == walk.Temporal }
+
 // timedKernels names walk_overlay_temporal_* by [walk.TimeBias][weighted].
 var timedKernels = [3][2]string{
 	{"walk_overlay_temporal_uniform", "walk_overlay_temporal_uniform_w"},

@@ -50,6 +50,10 @@ type LiveOptions struct {
 	// OffsetsWait bounds a request's wait for its edge_offsets (0: no
 	// wait, a request not covered at once is rejected).
 	OffsetsWait time.Duration
+	// SnapshotHold is how long requests the engine pays to move to a new
+	// snapshot for (walk.HoldsSnapshot) keep the one it walked (0: none
+	// do; snapshotFor).
+	SnapshotHold time.Duration
 	// Compaction, when set, compacts the live graph in the background
 	// and swaps the compacted base in (compact.go).
 	Compaction *LiveCompaction
@@ -231,6 +235,44 @@ func (s *Stage) awaitEdges(fetchCtx, workCtx context.Context, b *batch) {
 			s.log.Info("batch abandoned at shutdown (uncommitted; it will be redelivered)", "batch_id", b.req.BatchID)
 		}
 	}
+}
+
+// heldSnapshot is the snapshot the engine's jobs of a walk.SnapshotHolder
+// algorithm walked last, and when a batch first took it. Only the engine
+// loop (walk) reads and writes it.
+type heldSnapshot struct {
+	snap *livegraph.Snapshot
+	at   time.Time
+}
+
+// snapshotFor is the snapshot b walks: snap, the micro-batch's newest;
+// or, when b's algorithm costs the engine a copy of each new snapshot
+// (holds), h's while it is younger than hold, of snap's base, and holds
+// b's edge_offsets and seeds. Either is one consistent snapshot whose
+// watermark b reports; holding one bounds how often the engine copies
+// (the GPU engine's temporal walks: a second at scale 22) at the price of
+// walks up to hold behind the newest. A batch that walks the newest makes
+// it the held one.
+func (h *heldSnapshot) snapshotFor(b *batch, snap *livegraph.Snapshot, holds bool, hold time.Duration, now time.Time) *livegraph.Snapshot {
+	if snap == nil || !holds || hold <= 0 || b.req.Sample != nil || b.req.Visits != nil {
+		return snap
+	}
+	r, old := b.req, h.snap
+	ok := old != nil && old.Base() == snap.Base() && now.Sub(h.at) < hold && !r.Unresolved &&
+		(len(r.EdgeOffsets) == 0 || old.Covers(r.EdgeOffsets))
+	for _, st := range r.Starts {
+		if !ok {
+			break
+		}
+		ok = int(st) < old.NumVertices()
+	}
+	if ok {
+		return old
+	}
+	if old != snap {
+		h.snap, h.at = snap, now
+	}
+	return snap
 }
 
 // bindLive decides whether b walks snap (set b.snap) or the loaded graph

@@ -256,7 +256,11 @@ func (s *Stage) walk(ctx context.Context, mb []*batch) error {
 		b.w = nil
 		re := s.bind(b, v)
 		if re == nil {
-			re = s.bindLive(b, v, snap)
+			bs := snap
+			if snap != nil {
+				bs = s.held.snapshotFor(b, snap, walk.HoldsSnapshot(v.e, b.req.Algorithm), s.o.Live.SnapshotHold, now)
+			}
+			re = s.bindLive(b, v, bs)
 		}
 		if re != nil {
 			b.wErr = re

@@ -222,7 +222,7 @@ func (rt *Runtime) openLive(ctx context.Context, c config.Config, ko source.Kafk
 	if err != nil {
 		return nil, err
 	}
-	lo := &LiveOptions{Graph: l, Edges: er, PublishInterval: c.EdgePublishInterval, OffsetsWait: c.EdgeOffsetsWait, Compaction: compaction,
+	lo := &LiveOptions{Graph: l, Edges: er, PublishInterval: c.EdgePublishInterval, OffsetsWait: c.EdgeOffsetsWait, SnapshotHold: c.EdgeSnapshotHold, Compaction: compaction,
 		ApplyShare: c.EdgeApplyShare}
 	if eng.Name() == "cpu" {
 		lo.WalkerCores = c.CPUWorkers // 0: every core

@@ -218,6 +218,10 @@ type Stage struct {
 	// the lookup of every batch taken in (sink.WithDirCache).
 	dirs *output.DirCache
 
+	// held is the live graph's snapshot kept for the engine's costly
+	// moves (edges.go, snapshotFor).
+	held heldSnapshot
+
 	turns    *turns.Line // one engine run at a time, in the order asked (internal/turns)
 	finishes sync.WaitGroup
 	draining atomic.Bool

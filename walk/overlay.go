@@ -1092,6 +1092,24 @@ type OverlayWalker interface {
 	CheckOverlay(a Algorithm) error
 }
 
+// SnapshotHolder is implemented by engines whose jobs of some algorithms
+// pay for a snapshot other than the one they walked last with a copy of it
+// (the GPU engine's temporal walks gather the snapshot's timed lists on the
+// host: about a second for a delta over a million vertices of a scale-22
+// graph). A caller that may choose among consistent snapshots (the stage,
+// within WALKSTAGE_EDGE_SNAPSHOT_HOLD) keeps such jobs on the one the
+// engine holds.
+type SnapshotHolder interface {
+	HoldsSnapshot(a Algorithm) bool
+}
+
+// HoldsSnapshot reports whether e's jobs of algorithm a pay to change
+// snapshots (SnapshotHolder).
+func HoldsSnapshot(e Engine, a Algorithm) bool {
+	h, ok := e.(SnapshotHolder)
+	return ok && h.HoldsSnapshot(a)
+}
+
 // CheckOverlay returns nil when e walks a on a live graph's delta, else an
 // error wrapping ErrInvalidAlgorithm that names the limit.
 func CheckOverlay(e Engine, a Algorithm) error {

@@ -121,6 +121,16 @@ type Config struct {
 	// (read-your-writes) waits for the live graph to hold them before it is
 	// rejected with edge_offsets_unavailable.
 	EdgeOffsetsWait time.Duration `env:"EDGE_OFFSETS_WAIT" envDefault:"30s"`
+	// WALKSTAGE_EDGE_SNAPSHOT_HOLD: how long requests whose walks cost the
+	// engine a copy of each new snapshot (temporal walks on the GPU
+	// engine, which gathers the snapshot's time-ordered edge lists on the
+	// host: about a second for a delta over a million vertices of a
+	// 128-million-edge graph) keep walking the snapshot the engine holds
+	// while newer ones are published. Each still walks one consistent
+	// snapshot and reports its watermark (edge_offsets); a request whose
+	// edge_offsets or seeds that snapshot lacks takes the newest. Other
+	// requests always walk the newest. 0: every request the newest.
+	EdgeSnapshotHold time.Duration `env:"EDGE_SNAPSHOT_HOLD" envDefault:"2s"`
 	// WALKSTAGE_EDGE_COMPACT_RATIO: the live graph is compacted in the
 	// background into a new base (the delta merged, deleted edges dropped)
 	// when its delta (appended edges plus tombstones) reaches this share of
@@ -633,6 +643,9 @@ func (c *Config) validateGraphFollowing(bad badFunc) {
 func (c *Config) validateEdges(bad badFunc) {
 	if c.EdgePublishInterval < time.Millisecond {
 		bad("EDGE_PUBLISH_INTERVAL", "%v: use at least 1ms", c.EdgePublishInterval)
+	}
+	if c.EdgeSnapshotHold < 0 {
+		bad("EDGE_SNAPSHOT_HOLD", "%v is negative (0: every request walks the newest snapshot)", c.EdgeSnapshotHold)
 	}
 	if c.EdgeOffsetsWait < 0 {
 		bad("EDGE_OFFSETS_WAIT", "%v is negative", c.EdgeOffsetsWait)

@@ -124,6 +124,9 @@ func (e *Engine) Check(a walk.Algorithm) error {
 // walked by the CPU engine.
 func (e *Engine) CheckOverlay(a walk.Algorithm) error { return walk.CheckOverlay(e.cpu, a) }
 
+// HoldsSnapshot implements walk.SnapshotHolder: the GPU side's.
+func (e *Engine) HoldsSnapshot(a walk.Algorithm) bool { return walk.HoldsSnapshot(e.gpu, a) }
+
 // PrepareSlots implements walk.SlotPreparer for the engines that have it.
 func (e *Engine) PrepareSlots(length int) error {
 	for _, x := range []walk.Engine{e.gpu, e.cpu} {
