@@ -68,12 +68,28 @@ func AppendTimed(dst []TimedEdge, base TimedBase, v uint32, dv *DeltaVertex, dt 
 		}
 		dst = append(dst, TimedEdge{T: dt[i], X: de.Target, W: w})
 	}
-	if len(dst) > nd {
-		// The base's part is in (time, target) order already: a stable
-		// sort of the whole keeps the merge simple (and ties base first).
-		slices.SortStableFunc(dst[nb:], func(p, q TimedEdge) int {
-			return cmp.Or(cmp.Compare(p.T, q.T), cmp.Compare(p.X, q.X))
-		})
+	if m := len(dst) - nd; m > 0 {
+		// The base's part is in (time, target) order already: sort the
+		// appended part alone (stably, so equal edges keep their order of
+		// arrival) and merge the two from the back through a copy of it
+		// beyond the list's end, base edges first among equal ones (a
+		// stable sort of the whole would give the same list, and cost a
+		// hub's whole adjacency for a few appended edges).
+		cmpEdge := func(p, q TimedEdge) int { return cmp.Or(cmp.Compare(p.T, q.T), cmp.Compare(p.X, q.X)) }
+		slices.SortStableFunc(dst[nd:], cmpEdge)
+		dst = append(dst, dst[nd:]...)
+		app := dst[nd+m:]
+		i, j := nd-1, m-1
+		for w := nd + m - 1; j >= 0; w-- {
+			if i >= nb && cmpEdge(app[j], dst[i]) < 0 {
+				dst[w] = dst[i]
+				i--
+			} else {
+				dst[w] = app[j]
+				j--
+			}
+		}
+		dst = dst[:nd+m]
 	}
 	return dst
 }
