@@ -123,6 +123,8 @@ func TestEdgeSettingsValidated(t *testing.T) {
 		{[]string{"WALKSTAGE_EDGE_APPLY_SHARE=0"}, "EDGE_APPLY_SHARE"},
 		{[]string{"WALKSTAGE_EDGE_APPLY_SHARE=1.5"}, "EDGE_APPLY_SHARE"},
 		{[]string{"WALKSTAGE_EDGE_APPLY_SHARE=NaN"}, "EDGE_APPLY_SHARE"},
+		{[]string{"WALKSTAGE_EDGE_SNAPSHOT_HOLD=-1s"}, "EDGE_SNAPSHOT_HOLD"},
+		{[]string{"WALKSTAGE_EDGE_TOPIC=edges", "WALKSTAGE_EDGE_SNAPSHOT_HOLD=0"}, ""},
 		{[]string{"WALKSTAGE_EDGE_COMPACT_MIN=0"}, "EDGE_COMPACT_MIN"},
 		{[]string{"WALKSTAGE_EDGE_CATALOG=s3://g/live"}, "EDGE_TOPIC is not"},
 		{[]string{"WALKSTAGE_EDGE_TOPIC=edges", "WALKSTAGE_EDGE_CATALOG=live"}, "not a catalog URL"},
