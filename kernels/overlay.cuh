@@ -605,9 +605,11 @@ struct MetaPathArgs {
 // overlay_scan_label is overlayScanBiased with MetaPath's bias (1 on an
 // edge labelled want, 0 on the others): over the vertex's whole base
 // adjacency [a, b) (base labels lab) and its appended edges. It and
-// overlay_scan_n2v share their shape and differ in the edge's weight; one
-// template over the weight would do for both, left for a stop with device
-// time to run the overlay tests after it (this one's was spent).
+// overlay_scan_n2v share their shape and differ in the edge's weight. One
+// template over the weight for both (lambdas for the base and appended
+// edges' weights) passed the overlay tests but cost Node2Vec on a delta a
+// quarter of its rate (517 -> 390-398 M steps/s at scale 22, by reference
+// or by value), so each keeps its own loops.
 __device__ __noinline__ uint32_t overlay_scan_label(const DeltaParams& D, const uint32_t* __restrict__ tg,
                                                     const float* __restrict__ weights, const uint8_t* __restrict__ lab,
                                                     const uint8_t* __restrict__ dlab, bool weighted, const DeltaHead& h,
