@@ -55,6 +55,8 @@ func TestBenchRMAT(t *testing.T) {
 		}
 		return a
 	}
+	// n2v makes a temporal walk temporal Node2Vec (p 0.5, q 2).
+	n2v := func(a walk.Algorithm) walk.Algorithm { a.P, a.Q = 0.5, 2; return a }
 	rows := []struct {
 		name    string
 		alg     walk.Algorithm
@@ -86,6 +88,9 @@ func TestBenchRMAT(t *testing.T) {
 		{"temporal-weighted", temporal(walk.TimeUniform, true), all, -1, 0, 0},
 		{"temporal-lin-w", temporal(walk.TimeLinear, true), all, -1, 0, 0},
 		{"temporal-exp-w", temporal(walk.TimeExponential, true), all, -1, 0, 0},
+		{"temporal-n2v", n2v(temporal(walk.TimeUniform, false)), all, -1, 0, 0},
+		{"temporal-n2v-exp", n2v(temporal(walk.TimeExponential, false)), all, -1, 0, 0},
+		{"temporal-n2v-exp-w", n2v(temporal(walk.TimeExponential, true)), all, -1, 0, 0},
 		{"ppr", walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2}, fromHub, -1, 0, 0},
 		{"ppr-weighted", walk.Algorithm{Kind: walk.PPR, Length: 80, StopProb: 0.2, Weighted: true}, fromHub, -1, 0, 0},
 	}

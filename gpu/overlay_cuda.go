@@ -150,7 +150,10 @@ func (e *Engine) CheckOverlay(a walk.Algorithm) error {
 	case walk.DeepWalk, walk.PPR, walk.Node2Vec:
 	case walk.Temporal:
 		// On the snapshot's timed lists (overlaytemporal.go); temporal
-		// Node2Vec is the CPU engine's alone, as on the loaded graph.
+		// Node2Vec there is the CPU engine's alone.
+		if a.P != 0 || a.Q != 0 {
+			return fmt.Errorf("%w: %w", walk.ErrInvalidAlgorithm, errTemporalNode2VecDelta)
+		}
 		if err := temporalSupported(a, true); err != nil {
 			return err
 		}

@@ -12,11 +12,10 @@ import (
 // memory.
 var errTemporalPlaced = errors.New("temporal walks on the GPU need the whole graph in device memory (no placement plan, no stripes); use the CPU engine or a larger device")
 
-// errTemporalNode2Vec refuses temporal Node2Vec (p and q on a temporal
-// walk): from its second step it draws by the 32-lane ZPRS over the window
-// (walk/timeparams.go), which the temporal kernels do not run yet, and a
-// plain temporal step would be a different walk.
-var errTemporalNode2Vec = errors.New("temporal Node2Vec (p and q on a temporal walk) runs on the CPU engine only so far")
+// errTemporalNode2VecDelta refuses temporal Node2Vec on a live graph's
+// delta: the timed lists' kernel (overlaytemporal.cuh) draws no Node2Vec
+// factor, and a plain temporal step would be a different walk.
+var errTemporalNode2VecDelta = errors.New("temporal Node2Vec on a live graph's delta runs on the CPU engine only so far")
 
 // temporalSupported says why the GPU engine cannot run temporal algorithm
 // a (nil when it can); whole says the whole graph is on the device. The
@@ -26,8 +25,6 @@ func temporalSupported(a walk.Algorithm, whole bool) error {
 	switch {
 	case a.Kind != walk.Temporal:
 		return nil
-	case a.P != 0 || a.Q != 0:
-		return fmt.Errorf("%w: %w", walk.ErrInvalidAlgorithm, errTemporalNode2Vec)
 	case !whole:
 		return fmt.Errorf("%w: %w", walk.ErrInvalidAlgorithm, errTemporalPlaced)
 	}

@@ -45,8 +45,12 @@ type temporalState struct {
 	// [bias][weighted][variant]: variant 0 the compiler's register
 	// budget, 1 capped at 64 (the default: the exponential kernels
 	// otherwise take 80 and fit three blocks an SM, not four).
-	fn                     [3][2][2]cu.Function
-	occ                    [3][2][2]int
+	fn  [3][2][2]cu.Function
+	occ [3][2][2]int
+	// fnN2V: temporal Node2Vec by [bias][weighted] (the compiler's
+	// register budget).
+	fnN2V                  [3][2]cu.Function
+	occN2V                 [3][2]int
 	fnCumw, fnExp, fnNext  cu.Function
 	fnNextCells            cu.Function
 	dTimes, dByTime, dCumw cu.DevicePtr
@@ -90,6 +94,13 @@ func (e *Engine) setupTemporal() error {
 	}
 	for b, names := range temporalKernels {
 		for w, name := range names {
+			kn := "walk_temporal_n2v" + name[len("walk_temporal"):]
+			if t.fnN2V[b][w], err = e.mod.Function(kn); err != nil {
+				return fmt.Errorf("gpu: kernel %s: %w", kn, err)
+			}
+			if t.occN2V[b][w], err = t.fnN2V[b][w].MaxActiveBlocksPerMultiProcessor(threadBlock, 0); err != nil {
+				return fmt.Errorf("gpu: occupancy of %s: %w", kn, err)
+			}
 			for v, suffix := range []string{"", "_full"} {
 				kn := name + suffix
 				if t.fn[b][w][v], err = e.mod.Function(kn); err != nil {
@@ -345,6 +356,9 @@ func (e *Engine) temporalKernel(alg walk.Algorithm) (cu.Function, int, int) {
 		v = e.cfg.threadVariant
 	}
 	b := int(alg.Time.Bias)
+	if alg.P != 0 {
+		return e.tmp.fnN2V[b][w], threadBlock, e.tmp.occN2V[b][w]
+	}
 	return e.tmp.fn[b][w][v], threadBlock, e.tmp.occ[b][w][v]
 }
 

@@ -130,6 +130,7 @@ func TestTemporalWalksMatchCPU(t *testing.T) {
 		name     string
 		tp       walk.TimeParams
 		weighted bool
+		p, q     float64 // temporal Node2Vec when p != 0
 	}
 	var cases []tcase
 	for _, w := range []bool{false, true} {
@@ -164,7 +165,28 @@ func TestTemporalWalksMatchCPU(t *testing.T) {
 			if w {
 				name += "-weighted"
 			}
-			cases = append(cases, tcase{name, b.tp, w})
+			cases = append(cases, tcase{name, b.tp, w, 0, 0})
+		}
+		// Temporal Node2Vec: the ZPRS over the window from the second
+		// step (temporal_n2v_step), for each bias, returns likelier and
+		// not, a gap, backward.
+		for _, b := range []struct {
+			name string
+			tp   walk.TimeParams
+			p, q float64
+		}{
+			{"n2v-uniform", tm(walk.TimeUniform, 0), 0.5, 2},
+			{"n2v-linear", tm(walk.TimeLinear, 0), 4, 0.25},
+			{"n2v-exp-s250", tm(walk.TimeExponential, 250), 0.5, 2},
+			{"n2v-exp-s3-back-gap", with(tm(walk.TimeExponential, 3), func(p *walk.TimeParams) {
+				p.Backward, p.Start, p.HasStart, p.MaxGap, p.HasMaxGap = true, 18000, true, 2000, true
+			}), 2, 1},
+		} {
+			name := b.name
+			if w {
+				name += "-weighted"
+			}
+			cases = append(cases, tcase{name, b.tp, w, b.p, b.q})
 		}
 	}
 	ref, err := cpu.New(g)
@@ -175,7 +197,7 @@ func TestTemporalWalksMatchCPU(t *testing.T) {
 		e := newEngine(t, g, WithMaxBatchWalks(run.batch), WithChunkWalks(1000), WithBatchSlots(run.slots))
 		for _, c := range cases {
 			t.Run(fmt.Sprintf("%s/batch=%d/slots=%d", c.name, run.batch, run.slots), func(t *testing.T) {
-				alg := walk.Algorithm{Kind: walk.Temporal, Length: 40, Weighted: c.weighted, Time: c.tp}
+				alg := walk.Algorithm{Kind: walk.Temporal, Length: 40, Weighted: c.weighted, Time: c.tp, P: c.p, Q: c.q}
 				jobs := []walk.Job{
 					{Tag: 1, Algorithm: alg, Seed: 42, Starts: starts},
 					{Tag: 2, Algorithm: alg, Seed: 1<<40 + 7, Starts: hubStarts, WithTimes: true},

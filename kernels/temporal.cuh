@@ -522,6 +522,22 @@ __device__ __forceinline__ uint64_t next_bound(const int64_t* __restrict__ times
                   : search_time<false, kGallopNone>(times, coarse, a, b, t);
 }
 
+// temporal_window is walk's window: [lo, hi) of the time order [a, b)
+// under bound t (all of it unless bounded), its near end from the next
+// record's y when known, else searched; a gap bounds the far end.
+__device__ __forceinline__ void temporal_window(const TemporalCtx& C, uint64_t a, uint64_t b, int64_t t, bool bounded,
+                                                bool known, uint32_t nxw, uint64_t& lo, uint64_t& hi) {
+  lo = a;
+  hi = b;
+  if (bounded && !C.backward) {
+    lo = known ? nxw & kNextPos : next_bound(C.times, C.coarse, a, b, t, false);
+    if (C.has_gap) hi = search_time<true, kGallopUp>(C.times, C.coarse, lo, b, sat_add(t, C.max_gap));
+  } else if (bounded) {
+    hi = known ? nxw & kNextPos : next_bound(C.times, C.coarse, a, b, t, true);
+    if (C.has_gap) lo = search_time<false, kGallopDown>(C.times, C.coarse, a, hi, sat_add(t, -C.max_gap));
+  }
+}
+
 // temporal_step is walk's temporalStep: the window of the vertex whose time
 // order is [a, b) under bound t (none unless bounded: the first step
 // without a start time), and the position its draw picks; ~0 when the
@@ -540,14 +556,8 @@ template <int kBias, bool kWeighted>
 __device__ __forceinline__ uint64_t temporal_step(const TemporalCtx& C, uint64_t a, uint64_t b, int64_t t,
                                                   bool bounded, bool known, uint32_t nxw, uint64_t seed, uint64_t walk,
                                                   uint32_t step, bool list = false, const float* lweights = nullptr) {
-  uint64_t lo = a, hi = b;
-  if (bounded && !C.backward) {
-    lo = known ? nxw & kNextPos : next_bound(C.times, C.coarse, a, b, t, false);
-    if (C.has_gap) hi = search_time<true, kGallopUp>(C.times, C.coarse, lo, b, sat_add(t, C.max_gap));
-  } else if (bounded) {
-    hi = known ? nxw & kNextPos : next_bound(C.times, C.coarse, a, b, t, true);
-    if (C.has_gap) lo = search_time<false, kGallopDown>(C.times, C.coarse, a, hi, sat_add(t, -C.max_gap));
-  }
+  uint64_t lo, hi;
+  temporal_window(C, a, b, t, bounded, known, nxw, lo, hi);
   if (lo == hi) return ~0ull;
   const uint64_t n = hi - lo;
   if (kWeighted && kBias != kTimeExponential && list &&
@@ -583,6 +593,48 @@ __device__ __forceinline__ uint64_t temporal_step(const TemporalCtx& C, uint64_t
                                              kBias == kTimeExponential ? kFallbackDraw : kMaxRejections);
   return temporal_scan<kBias, kWeighted>(TemporalScan{C.times, C.bytime, C.weights, C.scale, C.backward}, a, lo, hi,
                                          seed, walk, step);
+}
+
+// temporal_n2v_step is walk/cpu's temporalNode2VecStep, a temporal
+// Node2Vec step after the first: over the window, each edge's time bias
+// (times its weight) times Node2Vec's factor f of its target against prev
+// (f[0] back to prev, f[1] to a neighbour of prev, f[2] otherwise), drawn
+// by the 32-lane ZPRS reservoir, element i's word being word i%4 of draw
+// kReservoirDraw + i/4. One thread runs the lanes one after another (lane
+// j owns elements j, j+32, ...: walk/cpu's zprs gives the same pick in that
+// order, TestZPRSMatchesLaneMajorOrder), each lane's sum added to those
+// before it in lane order, so the state is a few registers. ~0 when the
+// window is empty or weighs nothing. Not inlined: O(window) with a search
+// of prev's adjacency an edge.
+template <int kBias, bool kWeighted>
+__device__ __noinline__ uint64_t temporal_n2v_step(TemporalScan S, const int64_t* __restrict__ coarse,
+                                                   const uint64_t* __restrict__ offsets,
+                                                   const uint32_t* __restrict__ targets, uint64_t a, uint64_t lo,
+                                                   uint64_t hi, uint32_t prev, double f0, double f1, double f2,
+                                                   uint64_t seed, uint64_t walk, uint32_t step) {
+  if (lo == hi) return ~0ull;
+  const uint64_t n = hi - lo;
+  const uint64_t k = n < 32 ? n : 32;
+  const uint64_t pa = offsets[prev], pb = offsets[prev + 1];
+  double before = 0;
+  uint64_t pick = ~0ull;
+  for (uint64_t j = 0; j < k; j++) {
+    double run = before, lsum = 0;
+    for (uint64_t i = j; i < n; i += k) {
+      const uint64_t e = lo + i;
+      const uint32_t x = __ldg(targets + a + __ldg(S.bytime + e));
+      const double f = x == prev ? f0 : has_edge(targets, pa, pb, x) ? f1 : f2;
+      const double w = __dmul_rn(temporal_bias<kBias, kWeighted>(S, a, e, lo, hi), f);
+      lsum = __dadd_rn(lsum, w);
+      if (w > 0) {
+        run = __dadd_rn(run, w);
+        const uint4 d = draw(seed, walk, step, kReservoirDraw + (uint32_t)(i >> 2));
+        if (__dmul_rn(__dmul_rn((double)word(d, (uint32_t)(i & 3)), 0x1p-32), run) < w) pick = e;
+      }
+    }
+    before = __dadd_rn(before, lsum);
+  }
+  return pick;
 }
 
 // temporal_ctx is TemporalCtx from the launch's parameters.

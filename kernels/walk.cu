@@ -458,7 +458,7 @@ extern "C" __global__ void overlay_dead_edges(const uint64_t* __restrict__ offse
 // does. With times_out, each step's time goes straight to the walk's row
 // of times (8 bytes, row-major like the vertices): only runs that asked for
 // the times column pay for it. Only for a graph wholly on the device.
-template <int kBias, bool kWeighted>
+template <int kBias, bool kWeighted, bool kN2V = false>
 __device__ __forceinline__ void walk_temporal_body(const WalkParams* __restrict__ params) {
   const uint64_t* __restrict__ offsets = params->offsets;
   const uint32_t* __restrict__ targets = params->targets;
@@ -480,6 +480,7 @@ __device__ __forceinline__ void walk_temporal_body(const WalkParams* __restrict_
   const bool need_t = !C.next || C.has_gap || times_out;
 
   uint32_t task = kNoTask, cur = 0, step = 0;
+  uint32_t prev = kNoVertex;  // temporal Node2Vec's previous vertex
   uint64_t a = 0, b = 0, walk = 0, seed = 0;
   uint32_t nxw = 0;  // the next record's y for the position taken last (step > 0, C.next)
   int64_t t = 0;
@@ -497,6 +498,7 @@ __device__ __forceinline__ void walk_temporal_body(const WalkParams* __restrict_
         const Task tk = tasks[idx];
         task = idx;
         cur = tk.start;
+        prev = kNoVertex;
         walk = tk.walk;
         seed = seeds[tk.job];
         step = 0;
@@ -510,7 +512,14 @@ __device__ __forceinline__ void walk_temporal_body(const WalkParams* __restrict_
     }
     const bool known = step > 0 && C.next;
     uint64_t k = ~0ull;
-    if (a < b && kBias == kTimeExponential) {
+    if (kN2V && step > 0) {
+      // From the second step: the window, then the ZPRS draw over it.
+      uint64_t lo, hi;
+      temporal_window(C, a, b, t, true, known, nxw, lo, hi);
+      k = temporal_n2v_step<kBias, kWeighted>(TemporalScan{C.times, C.bytime, C.weights, C.scale, C.backward}, C.coarse,
+                                              offsets, targets, a, lo, hi, prev, params->bias[0], params->bias[1],
+                                              params->bias[2], seed, walk, step);
+    } else if (a < b && kBias == kTimeExponential) {
       // The common step (exp_step_fast) first; every other step, and a
       // window whose sums are zero, takes the whole temporal_step.
       k = ~1ull;
@@ -541,6 +550,7 @@ __device__ __forceinline__ void walk_temporal_body(const WalkParams* __restrict_
       if ((at & (kStage - 1)) == kStage - 1) flush_stage(row, at >> 3, mine);
       if (times_out) times_out[(uint64_t)task * stride + at] = t;
       step++;
+      prev = cur;
       cur = next;
       more = step < length;
       if (more && !C.next) {
@@ -572,6 +582,19 @@ WALK_TEMPORAL(walk_temporal_linear, kTimeLinear, false)
 WALK_TEMPORAL(walk_temporal_linear_w, kTimeLinear, true)
 WALK_TEMPORAL(walk_temporal_exp, kTimeExponential, false)
 WALK_TEMPORAL(walk_temporal_exp_w, kTimeExponential, true)
+
+// Temporal Node2Vec (p and q on a temporal walk): the first step the plain
+// temporal step, the others temporal_n2v_step; the compiler's registers.
+#define WALK_TEMPORAL_N2V(name, bias, weighted)                                                     \
+  extern "C" __global__ void __launch_bounds__(kThreadBlock) name(const __grid_constant__ WalkParams p) { \
+    walk_temporal_body<bias, weighted, true>(&p);                                                   \
+  }
+WALK_TEMPORAL_N2V(walk_temporal_n2v_uniform, kTimeUniform, false)
+WALK_TEMPORAL_N2V(walk_temporal_n2v_uniform_w, kTimeUniform, true)
+WALK_TEMPORAL_N2V(walk_temporal_n2v_linear, kTimeLinear, false)
+WALK_TEMPORAL_N2V(walk_temporal_n2v_linear_w, kTimeLinear, true)
+WALK_TEMPORAL_N2V(walk_temporal_n2v_exp, kTimeExponential, false)
+WALK_TEMPORAL_N2V(walk_temporal_n2v_exp_w, kTimeExponential, true)
 
 // ------------------------------------------------------ walk_overlay_temporal
 // walk_overlay_temporal: walk_temporal's loop on a live graph's snapshot

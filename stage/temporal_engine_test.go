@@ -18,8 +18,8 @@ import (
 
 // noTemporal is the CPU engine under the GPU engine's name, refusing
 // temporal jobs through walk.AlgorithmChecker and in Run, as the GPU
-// engine refuses what it cannot walk (temporal Node2Vec, a graph not
-// wholly on the device).
+// engine refuses what it cannot walk (temporal walks of a graph not wholly
+// on the device).
 type noTemporal struct{ *cpu.Engine }
 
 func (e noTemporal) Name() string { return "gpu" }
