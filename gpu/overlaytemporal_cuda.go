@@ -142,7 +142,7 @@ func (e *Engine) uploadTimed(l *timedLists) (err error) {
 	if t.dTimes, err = upload(e, timedNames[2], l.times); err != nil {
 		return err
 	}
-	if t.dCoarse, err = upload(e, timedNames[3], coarseTimes(l.times)); err != nil {
+	if t.dCoarse, err = upload(e, timedNames[3], walk.CoarseTimes(l.times)); err != nil {
 		return err
 	}
 	if t.dTargets, err = upload(e, timedNames[4], l.targets); err != nil {

@@ -31,18 +31,5 @@ func temporalSupported(a walk.Algorithm, whole bool) error {
 	return nil
 }
 
-// coarseSpacing is kernels/temporal.cuh's kCoarse.
-const coarseSpacing = 32
-
-// coarseTimes is the kernels' coarse time index: every coarseSpacing-th
-// entry of times, by global position. A search probes it (an eighth of
-// times' bytes, so it stays in the device's L2) and then one run of
-// coarseSpacing times, where a binary search over a hub's times would miss
-// the cache at every probe.
-func coarseTimes(times []int64) []int64 {
-	c := make([]int64, (len(times)+coarseSpacing-1)/coarseSpacing)
-	for j := range c {
-		c[j] = times[j*coarseSpacing]
-	}
-	return c
-}
+// coarseSpacing is walk.CoarseSpacing (kernels/temporal.cuh's kCoarse).
+const coarseSpacing = walk.CoarseSpacing

@@ -135,7 +135,7 @@ func (e *Engine) temporalTables(alg walk.Algorithm) error {
 			e.free("temporal.times", &t.dTimes)
 			return err
 		}
-		c := coarseTimes(g.Times)
+		c := walk.CoarseTimes(g.Times)
 		if t.dCoarse, err = upload(e, "temporal.coarse", c); err != nil {
 			e.free("temporal.times", &t.dTimes)
 			e.free("temporal.bytime", &t.dByTime)

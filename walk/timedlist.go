@@ -93,3 +93,21 @@ func AppendTimed(dst []TimedEdge, base TimedBase, v uint32, dv *DeltaVertex, dt 
 	}
 	return dst
 }
+
+// CoarseSpacing is the spacing of the coarse time index both engines'
+// temporal searches probe first: entry j is times[j*CoarseSpacing], by
+// global position (kernels/temporal.cuh's kCoarse). At an eighth of the
+// times' bytes it stays in the caches (the device's L2) where the times
+// cannot, and a search probes it and then one run of CoarseSpacing times,
+// where a binary search over a hub's times would miss at every probe.
+const CoarseSpacing = 32
+
+// CoarseTimes builds the coarse time index of times (Graph.Times, or the
+// GPU's timed lists).
+func CoarseTimes(times []int64) []int64 {
+	c := make([]int64, (len(times)+CoarseSpacing-1)/CoarseSpacing)
+	for j := range c {
+		c[j] = times[j*CoarseSpacing]
+	}
+	return c
+}

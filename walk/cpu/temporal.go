@@ -11,7 +11,7 @@ import (
 // temporal is what a stepper needs for Temporal walks.
 type temporal struct {
 	times  []int64  // Graph.Times: per vertex, in time order
-	coarse []int64  // coarseTimes(times), for walkTemporalGroup's searches
+	coarse []int64  // walk.CoarseTimes(times), for walkTemporalGroup's searches
 	byTime []uint32 // Graph.ByTime: time order position -> local edge index
 	// cumw[Offsets[v]+k] is the sum of the weights of positions 0..k of
 	// v's time order (weighted walks only): a window's weight is a
@@ -43,7 +43,7 @@ type temporal struct {
 func (e *Engine) coarseIndex() []int64 {
 	e.coarseOnce.Do(func() {
 		t0 := time.Now()
-		c := coarseTimes(e.g.Times)
+		c := walk.CoarseTimes(e.g.Times)
 		e.recordBuild(t0, func() { e.coarse = c })
 	})
 	return e.coarse
@@ -103,19 +103,9 @@ func (s *stepper) windowIn(a, b uint64, t int64, fa, fb, g uint64) (lo, hi uint6
 	return lo, hi
 }
 
-// coarseSpacing is the spacing of the coarse time index: coarse[j] =
-// times[j*coarseSpacing] by global position (the GPU's kCoarse). At an
-// eighth of times' bytes it stays in the caches where times cannot.
-const coarseSpacing = 32
-
-// coarseTimes builds the coarse time index of times.
-func coarseTimes(times []int64) []int64 {
-	c := make([]int64, (len(times)+coarseSpacing-1)/coarseSpacing)
-	for j := range c {
-		c[j] = times[j*coarseSpacing]
-	}
-	return c
-}
+// coarseSpacing is walk.CoarseSpacing, by the name this package's searches
+// use.
+const coarseSpacing = walk.CoarseSpacing
 
 // coarseRange narrows the search in [a, b) for the first time at or after
 // t (upper: after t) to [fa, fb] by a search over the coarse entries

@@ -305,7 +305,7 @@ func TestTemporalFallbackDistribution(t *testing.T) {
 			if weighted {
 				cumw = (&Engine{g: g}).windowWeights()
 			}
-			s.tmp = temporalGraph(g, a, cumw, nil, nil, coarseTimes(g.Times))
+			s.tmp = temporalGraph(g, a, cumw, nil, nil, walk.CoarseTimes(g.Times))
 			s.tmp.rejections = 0
 			counts := map[uint32]int{}
 			out := make([]uint32, 2)

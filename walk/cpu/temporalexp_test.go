@@ -138,7 +138,7 @@ func TestCoarseRange(t *testing.T) {
 	for i := range times {
 		times[i] = int64(i / 7) // runs of ties across entries
 	}
-	c := coarseTimes(times)
+	c := walk.CoarseTimes(times)
 	for range 20000 {
 		a := uint64(r.IntN(len(times)))
 		b := a + uint64(r.IntN(len(times)-int(a)+1))
