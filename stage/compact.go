@@ -149,7 +149,8 @@ func publishCompacted(ctx context.Context, lc *LiveCompaction, g *graph.Graph, f
 // first snapshot and serves its engine one after the other, and a
 // micro-batch taken between the two waits for the second. Every snapshot's
 // delta index is made when it is published, from the last one's, so the
-// newest costs a batch nothing more to walk than an older one.
+// newest costs a batch nothing more to walk than an older one (but for the
+// requests an engine holds a snapshot for: heldSnapshot).
 func (s *Stage) liveVersion(ctx context.Context, v *served) (*served, *livegraph.Snapshot) {
 	for {
 		snap := s.o.Live.Graph.Snapshot()
