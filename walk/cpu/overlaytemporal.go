@@ -70,6 +70,9 @@ type tlist struct {
 	x  []uint32
 	w  []float32
 	cw []float64
+	// nx is each position's memo (timeRec.nx's, for the lists without
+	// records: uniform and linear), on a kept list only.
+	nx []uint32
 	// rec and oneCell (every time of the list in one cell): exponential.
 	rec     []timeRec
 	oneCell bool
@@ -187,8 +190,12 @@ func (s *stepper) walkOverlayTemporal(tov walk.TimedOverlay, sc *overlayTemporal
 			}
 			next, at = l.target(k), l.time(k)
 			memo = nil
-			if l.rec != nil && l != &sc.list { // a kept list's record outlives this step
+			switch {
+			case l == &sc.list: // not kept: its records go with this step
+			case l.rec != nil:
 				memo = &l.rec[k].nx
+			case l.nx != nil:
+				memo = &l.nx[k]
 			}
 		}
 		prev, cur, t = cur, next, at
@@ -390,6 +397,9 @@ func (s *stepper) overlayList(tov walk.TimedOverlay, sc *overlayTemporalScratch,
 		l.oneCell = s.fillListExpSums(l)
 	} else {
 		l.t, l.x = slices.Grow(l.t[:0], n)[:n], slices.Grow(l.x[:0], n)[:n]
+		if keep {
+			l.nx = make([]uint32, n)
+		}
 		if s.weighted {
 			l.w, l.cw = slices.Grow(l.w[:0], n)[:n], slices.Grow(l.cw[:0], n)[:n]
 		}
