@@ -508,6 +508,22 @@ func (c *Consumer) deadLetter(ctx context.Context, m kafka.Message, batchID, rea
 	if err != nil {
 		return err
 	}
+	if uncertain && !done {
+		// Or it may land still: a produce the broker had not read when it
+		// stalled (stopped, paused) is appended when it resumes, possibly
+		// after the end the read above asked for on another connection
+		// (the chaos suite's broker SIGSTOP once copied a rejection twice
+		// that way). Read the topic's end again after a pause.
+		if !sleepFor(ctx, uncertainSettle) {
+			return fmt.Errorf("dead-letter batch %q: %w", batchID, ctx.Err())
+		}
+		if err := c.dlqIdx.sync(ctx, c.callTimeout); err != nil {
+			return fmt.Errorf("dead-letter batch %q: %w", batchID, err)
+		}
+		if done, err = c.dlqIdx.has(ctx, ref, c.callTimeout); err != nil {
+			return err
+		}
+	}
 	if done {
 		c.log.Info("rejection already dead-lettered (a redelivery): not copied again", "batch_id", batchID,
 			"partition", m.Partition, "offset", m.Offset)
@@ -545,6 +561,10 @@ func (c *Consumer) deadLetter(ctx context.Context, m kafka.Message, batchID, rea
 	c.dlqIdx.add(ref)
 	return nil
 }
+
+// uncertainSettle is how long a dead-letter retry after a write without
+// an answer waits before it reads the topic's end a second time.
+const uncertainSettle = time.Second
 
 // write produces msgs within the call deadline, so a broker that does not
 // answer is an error, not a stall.

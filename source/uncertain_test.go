@@ -1,0 +1,93 @@
+package source
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/walkstage/walkstage/message"
+)
+
+// TestDeadLetterRetryAfterALateAppendCopiesOnce: the broker takes the
+// first dead-letter copy but appends it only after the stage gave up on
+// its answer and has read the topic's end for the retry (a produce a
+// stalled broker reads when it resumes, after a request on another
+// connection: the chaos suite's broker SIGSTOP). The retry must find that
+// copy and not write a second.
+func TestDeadLetterRetryAfterALateAppendCopiesOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in", "out", "dlq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	brokers := c.ListenAddrs()
+	produce(t, ctx, brokers, "in", kafka.Message{Key: []byte("bad-1"), Value: []byte(`{oops`)})
+	const callTimeout = 800 * time.Millisecond
+	held := make(chan struct{})
+	var copies atomic.Int32
+	c.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		r := req.(*kmsg.ProduceRequest)
+		if len(r.Topics) == 0 || r.Topics[0].Topic != "dlq" {
+			c.KeepControl()
+			return nil, nil, false
+		}
+		// The first copy: answered late, after the stage's first attempt
+		// timed out and its retry read the topic's end once. Any other
+		// (a second copy, while this one sleeps) goes through.
+		if copies.Add(1) > 1 {
+			return nil, nil, false
+		}
+		close(held)
+		c.SleepControl(func() { time.Sleep(callTimeout + 400*time.Millisecond) })
+		return nil, nil, false
+	})
+	cons, err := NewConsumer(ConsumerConfig{Kafka: KafkaOptions{Brokers: brokers}, Topic: "in", Group: "g", DLQTopic: "dlq",
+		OutputTopic: "out", SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second, CallTimeout: callTimeout,
+		Limits: message.DefaultLimits(), Graph: testGraph(t), Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	d, err := cons.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Reject == nil {
+		t.Fatalf("want a rejection, got %+v", d.Request)
+	}
+	first := d.Ack(ctx, d.Reject)
+	select {
+	case <-held:
+	default:
+		t.Fatal("the dead-letter copy was never produced")
+	}
+	if first == nil {
+		t.Fatal("the first attempt succeeded: its answer was not late")
+	}
+	for attempt := 0; ; attempt++ {
+		err := d.Ack(ctx, d.Reject)
+		if err == nil {
+			break
+		}
+		if attempt == 5 {
+			t.Fatalf("retries failed: %v", err)
+		}
+	}
+	// Both copies, had there been two, are appended by now.
+	time.Sleep(time.Second)
+	cl := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second}
+	res, err := cl.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{"dlq": {kafka.LastOffsetOf(0)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := res.Topics["dlq"][0].LastOffset; n != 1 {
+		t.Fatalf("%d dead-letter copies, want 1 (first attempt: %v)", n, first)
+	}
+}
