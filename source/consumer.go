@@ -563,8 +563,12 @@ func (c *Consumer) deadLetter(ctx context.Context, m kafka.Message, batchID, rea
 }
 
 // uncertainSettle is how long a dead-letter retry after a write without
-// an answer waits before it reads the topic's end a second time.
-const uncertainSettle = time.Second
+// an answer waits before it reads the topic's end a second time. The late
+// copy may be the writer's own: kafka-go keeps a message whose call gave
+// up in its batch and sends it when the broker answers again, after its
+// backoff. One second still let a CI chaos run copy a rejection twice
+// (the second copy at the broker's resume); three cost only such retries.
+const uncertainSettle = 3 * time.Second
 
 // write produces msgs within the call deadline, so a broker that does not
 // answer is an error, not a stall.
