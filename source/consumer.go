@@ -69,6 +69,9 @@ type Consumer struct {
 	// it may have landed all the same, so a retry first syncs the index.
 	uncertainMu sync.Mutex
 	uncertain   map[srcRef]bool
+	// inflight holds the records a dead-letter write is under way for,
+	// closed when it ends: a second delivery of one waits for it.
+	inflight map[srcRef]chan struct{}
 	// dlqMax is the largest record the dead-letter topic takes, from its
 	// max.message.bytes once CheckTopics has read it.
 	dlqMax      atomic.Int64
@@ -192,7 +195,7 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
 	c := &Consumer{cg: cg, dlq: dlq, g: cfg.Graph, lim: cfg.Limits, log: log, trk: newTracker(), stop: make(chan struct{}),
-		lag: map[tp]int64{}, topics: tc, callTimeout: cfg.CallTimeout, dlqIdx: idx, uncertain: map[srcRef]bool{},
+		lag: map[tp]int64{}, topics: tc, callTimeout: cfg.CallTimeout, dlqIdx: idx, uncertain: map[srcRef]bool{}, inflight: map[srcRef]chan struct{}{},
 		topic: cfg.Topic, group: cfg.Group, brokers: cfg.Kafka.Brokers, dialer: d, maxBytes: maxBytes,
 		metadataInterval: cfg.MetadataInterval, kafkaLog: kafkaLog, kafkaErrLog: kafkaErrLog, fetchErrs: fetchErrs,
 		msgs: make(chan fetched), genChanged: make(chan struct{}), commitSem: make(chan struct{}, 1)}
@@ -494,9 +497,35 @@ const HeaderTruncated = "walkstage-truncated"
 // never become an error that stops the stage.
 func (c *Consumer) deadLetter(ctx context.Context, m kafka.Message, batchID, reason, cause string) error {
 	ref := srcRef{m.Topic, m.Partition, m.Offset, recordTime(m)}
-	c.uncertainMu.Lock()
-	uncertain := c.uncertain[ref]
-	c.uncertainMu.Unlock()
+	var uncertain bool
+	for {
+		c.uncertainMu.Lock()
+		ch, busy := c.inflight[ref]
+		if !busy {
+			ch = make(chan struct{})
+			c.inflight[ref] = ch
+		}
+		uncertain = c.uncertain[ref]
+		c.uncertainMu.Unlock()
+		if !busy {
+			defer func() {
+				c.uncertainMu.Lock()
+				delete(c.inflight, ref)
+				c.uncertainMu.Unlock()
+				close(ch)
+			}()
+			break
+		}
+		// Another delivery of the same record is dead-lettering it now
+		// (redelivered while the first's write still waits on a stalled
+		// broker): wait for its outcome instead of writing a copy beside
+		// it, which both land when the broker answers.
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("dead-letter batch %q: %w", batchID, ctx.Err())
+		}
+	}
 	if uncertain {
 		// An earlier attempt failed without an answer and may have
 		// landed: read the topic up to its end before deciding.

@@ -91,3 +91,61 @@ func TestDeadLetterRetryAfterALateAppendCopiesOnce(t *testing.T) {
 		t.Fatalf("%d dead-letter copies, want 1 (first attempt: %v)", n, first)
 	}
 }
+
+// TestDeadLetterTwoDeliveriesAtOnceCopyOnce: a record delivered again
+// while its first dead-letter write still waits on a slow broker (the
+// chaos suite's broker SIGSTOP, a redelivery meanwhile) is dead-lettered
+// once: the second acknowledgement waits for the first's outcome instead
+// of writing a copy beside it.
+func TestDeadLetterTwoDeliveriesAtOnceCopyOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in", "out", "dlq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	brokers := c.ListenAddrs()
+	produce(t, ctx, brokers, "in", kafka.Message{Key: []byte("bad-1"), Value: []byte(`{oops`)})
+	var copies atomic.Int32
+	c.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		r := req.(*kmsg.ProduceRequest)
+		if len(r.Topics) == 0 || r.Topics[0].Topic != "dlq" {
+			c.KeepControl()
+			return nil, nil, false
+		}
+		c.KeepControl()
+		if copies.Add(1) == 1 {
+			// The first copy waits on the broker, within the call timeout.
+			c.SleepControl(func() { time.Sleep(time.Second) })
+		}
+		return nil, nil, false
+	})
+	cons, err := NewConsumer(ConsumerConfig{Kafka: KafkaOptions{Brokers: brokers}, Topic: "in", Group: "g", DLQTopic: "dlq",
+		OutputTopic: "out", SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second, CallTimeout: 5 * time.Second,
+		Limits: message.DefaultLimits(), Graph: testGraph(t), Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	d, err := cons.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Reject == nil {
+		t.Fatalf("want a rejection, got %+v", d.Request)
+	}
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() { errs <- d.Ack(ctx, d.Reject) }()
+		time.Sleep(100 * time.Millisecond)
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := copies.Load(); n != 1 {
+		t.Fatalf("%d dead-letter copies produced, want 1", n)
+	}
+}
