@@ -22,46 +22,19 @@ import (
 func TestDeadLetterRetryAfterALateAppendCopiesOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in", "out", "dlq"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	brokers := c.ListenAddrs()
-	produce(t, ctx, brokers, "in", kafka.Message{Key: []byte("bad-1"), Value: []byte(`{oops`)})
 	const callTimeout = 800 * time.Millisecond
 	held := make(chan struct{})
 	var copies atomic.Int32
-	c.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		r := req.(*kmsg.ProduceRequest)
-		if len(r.Topics) == 0 || r.Topics[0].Topic != "dlq" {
-			c.KeepControl()
-			return nil, nil, false
-		}
+	cons, d := heldDLQ(t, ctx, callTimeout, func(c *kfake.Cluster) {
 		// The first copy: answered late, after the stage's first attempt
 		// timed out and its retry read the topic's end once. Any other
 		// (a second copy, while this one sleeps) goes through.
 		if copies.Add(1) > 1 {
-			return nil, nil, false
+			return
 		}
 		close(held)
 		c.SleepControl(func() { time.Sleep(callTimeout + 400*time.Millisecond) })
-		return nil, nil, false
 	})
-	cons, err := NewConsumer(ConsumerConfig{Kafka: KafkaOptions{Brokers: brokers}, Topic: "in", Group: "g", DLQTopic: "dlq",
-		OutputTopic: "out", SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second, CallTimeout: callTimeout,
-		Limits: message.DefaultLimits(), Graph: testGraph(t), Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cons.Close()
-	d, err := cons.Next(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d.Reject == nil {
-		t.Fatalf("want a rejection, got %+v", d.Request)
-	}
 	first := d.Ack(ctx, d.Reject)
 	select {
 	case <-held:
@@ -82,7 +55,7 @@ func TestDeadLetterRetryAfterALateAppendCopiesOnce(t *testing.T) {
 	}
 	// Both copies, had there been two, are appended by now.
 	time.Sleep(time.Second)
-	cl := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second}
+	cl := &kafka.Client{Addr: kafka.TCP(cons.brokers...), Timeout: 10 * time.Second}
 	res, err := cl.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{"dlq": {kafka.LastOffsetOf(0)}}})
 	if err != nil {
 		t.Fatal(err)
@@ -100,41 +73,13 @@ func TestDeadLetterRetryAfterALateAppendCopiesOnce(t *testing.T) {
 func TestDeadLetterTwoDeliveriesAtOnceCopyOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in", "out", "dlq"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	brokers := c.ListenAddrs()
-	produce(t, ctx, brokers, "in", kafka.Message{Key: []byte("bad-1"), Value: []byte(`{oops`)})
 	var copies atomic.Int32
-	c.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		r := req.(*kmsg.ProduceRequest)
-		if len(r.Topics) == 0 || r.Topics[0].Topic != "dlq" {
-			c.KeepControl()
-			return nil, nil, false
-		}
-		c.KeepControl()
+	_, d := heldDLQ(t, ctx, 5*time.Second, func(c *kfake.Cluster) {
 		if copies.Add(1) == 1 {
 			// The first copy waits on the broker, within the call timeout.
 			c.SleepControl(func() { time.Sleep(time.Second) })
 		}
-		return nil, nil, false
 	})
-	cons, err := NewConsumer(ConsumerConfig{Kafka: KafkaOptions{Brokers: brokers}, Topic: "in", Group: "g", DLQTopic: "dlq",
-		OutputTopic: "out", SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second, CallTimeout: 5 * time.Second,
-		Limits: message.DefaultLimits(), Graph: testGraph(t), Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cons.Close()
-	d, err := cons.Next(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d.Reject == nil {
-		t.Fatalf("want a rejection, got %+v", d.Request)
-	}
 	errs := make(chan error, 2)
 	for range 2 {
 		go func() { errs <- d.Ack(ctx, d.Reject) }()
@@ -148,4 +93,41 @@ func TestDeadLetterTwoDeliveriesAtOnceCopyOnce(t *testing.T) {
 	if n := copies.Load(); n != 1 {
 		t.Fatalf("%d dead-letter copies produced, want 1", n)
 	}
+}
+
+// heldDLQ is a kfake cluster holding one bad record on "in" whose
+// dead-letter produces go through onDLQ (in the cluster's control, kept for
+// every request), a consumer of it with the call timeout callTimeout, and
+// the delivery of its rejection.
+func heldDLQ(t *testing.T, ctx context.Context, callTimeout time.Duration, onDLQ func(c *kfake.Cluster)) (*Consumer, *Delivery) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in", "out", "dlq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	brokers := c.ListenAddrs()
+	produce(t, ctx, brokers, "in", kafka.Message{Key: []byte("bad-1"), Value: []byte(`{oops`)})
+	c.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if r := req.(*kmsg.ProduceRequest); len(r.Topics) > 0 && r.Topics[0].Topic == "dlq" {
+			onDLQ(c)
+		}
+		return nil, nil, false
+	})
+	cons, err := NewConsumer(ConsumerConfig{Kafka: KafkaOptions{Brokers: brokers}, Topic: "in", Group: "g", DLQTopic: "dlq",
+		OutputTopic: "out", SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second, CallTimeout: callTimeout,
+		Limits: message.DefaultLimits(), Graph: testGraph(t), Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cons.Close() })
+	d, err := cons.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Reject == nil {
+		t.Fatalf("want a rejection, got %+v", d.Request)
+	}
+	return cons, d
 }
