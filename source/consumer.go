@@ -86,6 +86,11 @@ type Consumer struct {
 	joined    atomic.Bool
 	lagMu     sync.Mutex
 	lag       map[tp]int64 // per partition: high watermark - next offset, as of the last fetch
+	// delivered is, per partition, the offset after the last record Next
+	// handed out. The end check counts lag from it rather than from the
+	// reader's position, which is stored only after the record is queued
+	// and so can trail a delivery.
+	delivered map[tp]int64
 	closed    sync.Once
 
 	// What the group and its partition readers need (group.go).
@@ -195,7 +200,7 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
 	c := &Consumer{cg: cg, dlq: dlq, g: cfg.Graph, lim: cfg.Limits, log: log, trk: newTracker(), stop: make(chan struct{}),
-		lag: map[tp]int64{}, topics: tc, callTimeout: cfg.CallTimeout, dlqIdx: idx, uncertain: map[srcRef]bool{}, inflight: map[srcRef]chan struct{}{},
+		lag: map[tp]int64{}, delivered: map[tp]int64{}, topics: tc, callTimeout: cfg.CallTimeout, dlqIdx: idx, uncertain: map[srcRef]bool{}, inflight: map[srcRef]chan struct{}{},
 		topic: cfg.Topic, group: cfg.Group, brokers: cfg.Kafka.Brokers, dialer: d, maxBytes: maxBytes,
 		metadataInterval: cfg.MetadataInterval, kafkaLog: kafkaLog, kafkaErrLog: kafkaErrLog, fetchErrs: fetchErrs,
 		msgs: make(chan fetched), genChanged: make(chan struct{}), commitSem: make(chan struct{}, 1)}
@@ -256,6 +261,7 @@ func (c *Consumer) Next(ctx context.Context) (*Delivery, error) {
 	m, epoch := f.m, f.epoch
 	c.lagMu.Lock()
 	c.lag[tp{m.Topic, m.Partition}] = max(0, m.HighWaterMark-m.Offset-1)
+	c.delivered[tp{m.Topic, m.Partition}] = m.Offset + 1
 	c.lagMu.Unlock()
 	c.joined.Store(true) // a group reader fetches only once it has an assignment
 	d := &Delivery{Received: time.Now(), Trace: traceOf(m.Headers)}

@@ -332,6 +332,7 @@ func (c *Consumer) logReset(ctx context.Context, part int, why string, old, next
 	c.resets.Add(1)
 	c.lagMu.Lock()
 	delete(c.lag, tp{c.topic, part})
+	delete(c.delivered, tp{c.topic, part})
 	c.lagMu.Unlock()
 	c.log.Warn("input partition's log was replaced (a broker back without its data, or the topic created again): reading it from its new start",
 		"partition", part, "reason", why, "old_offset", old, "new_offset", next, "dead_letter_index_entries_dropped", dropped)
@@ -480,7 +481,10 @@ func (c *Consumer) checkLogs(ctx context.Context, readers map[int]*partReader) {
 			pr.requestRecheck()
 		} else if pos >= 0 {
 			c.lagMu.Lock()
-			c.lag[tp{c.topic, p}] = last - pos
+			if d, ok := c.delivered[tp{c.topic, p}]; ok {
+				pos = max(pos, d)
+			}
+			c.lag[tp{c.topic, p}] = max(0, last-pos)
 			c.lagMu.Unlock()
 		}
 	}
