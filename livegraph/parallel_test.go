@@ -3,6 +3,7 @@ package livegraph
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"runtime"
@@ -456,13 +457,19 @@ func TestPublishReusesItsChangeList(t *testing.T) {
 		next()
 		l.Publish()
 	}
-	next()
-	var m0, m1 runtime.MemStats
-	runtime.ReadMemStats(&m0)
-	l.Publish()
-	runtime.ReadMemStats(&m1)
-	allocs := float64(m1.Mallocs - m0.Mallocs)
-	t.Logf("a publication of %d vertices written: %.0f objects", len(rec), allocs)
+	// The count is the process's: another goroutine's allocation (the
+	// runtime's, a test's left over) lands in it too, so the fewest of a
+	// few publications is Publish's own (CI once saw 14).
+	allocs := math.Inf(1)
+	for range 5 {
+		next()
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		l.Publish()
+		runtime.ReadMemStats(&m1)
+		allocs = min(allocs, float64(m1.Mallocs-m0.Mallocs))
+	}
+	t.Logf("a publication of %d vertices written: %.0f objects (the fewest of 5)", len(rec), allocs)
 	if allocs > 13 {
 		t.Errorf("a publication of about %d vertices written allocated %.0f objects, want at most 13 (the new index's arrays, its side and appended sets' holders, and its spans' goroutines)", len(rec), allocs)
 	}
