@@ -23,6 +23,7 @@ type config struct {
 	workers        int
 	chunkSize      int
 	slots          int
+	fixedSlots     bool
 	partitionBytes int64
 	direct         bool
 	tableDir       string
@@ -41,9 +42,12 @@ func WithWorkers(n int) Option { return func(c *config) { c.workers = n } }
 // WithChunkSize sets the walks per emitted chunk. Defaults to 1024.
 func WithChunkSize(n int) Option { return func(c *config) { c.chunkSize = n } }
 
-// WithSlots sets how many partitions the pool holds at once (at least 2:
-// one walked while the next is read). Defaults to DefaultSlots.
-func WithSlots(n int) Option { return func(c *config) { c.slots = n } }
+// WithSlots fixes how many partitions the pool holds at once (at least 2:
+// one walked while the next is read), and with it the plan's division of
+// the budget between walkers and partitions. By default the plan has
+// DefaultSlots and each run divides the two shares again for its walks
+// (sizeRun), with at least as many.
+func WithSlots(n int) Option { return func(c *config) { c.slots, c.fixedSlots = n, true } }
 
 // WithPartitionBytes caps a partition's loaded size below the budget's
 // share, for many small partitions (tests). Defaults to 0: the share.
@@ -259,6 +263,8 @@ type run struct {
 	need     needs
 	stride   int
 	capW     int
+	size     runSize
+	pinned   int // the leading slots kept once filled (victimExcept)
 
 	jobOf []int32
 	ids   []uint64
@@ -268,6 +274,7 @@ type run struct {
 	free  []int32
 
 	queues  [][]int32 // waiting walkers by partition of their vertex
+	held    []*part   // by partition: the slot holding it for this visit, nil if none
 	pending [][]int32 // finished walkers by job, not yet emitted
 	npend   int
 	nextJob int // admission cursor: job, start
@@ -309,8 +316,12 @@ func newRun(e *Engine, jobs []walk.Job) *run {
 		total += len(j.Starts)
 	}
 	rs.stride = maxLen + 1
-	rs.capW = int(e.plan.WalkerBytes / int64(rs.stride*4+walkerFixedBytes))
-	rs.capW = min(max(rs.capW, minWalkers), total)
+	rs.size = sizeRun(e.plan, rs.need, e.g.NumLabels, total, maxLen, int64(rs.stride*4+walkerFixedBytes), e.plan.Slots, !e.cfg.fixedSlots)
+	rs.capW = rs.size.Walkers
+	e.setSlots(rs.size.Slots, rs.need)
+	if !e.cfg.fixedSlots && rs.size.Slots < len(e.plan.Partitions) {
+		rs.pinned = max(0, rs.size.Slots-1-maxPrefetch)
+	}
 	rs.jobOf = make([]int32, rs.capW)
 	rs.ids = make([]uint64, rs.capW)
 	rs.cur = make([]uint32, rs.capW)
@@ -358,6 +369,38 @@ func (rs *run) slotOf(p int) *part {
 	return nil
 }
 
+// setSlots makes the pool hold n slots for a run needing need: a slot
+// loaded with other tables is emptied, growing adds empty slots, shrinking
+// drops the empty slots first, then the rest from the end, and their
+// buffers with them.
+func (e *Engine) setSlots(n int, need needs) {
+	for len(e.slots) < n {
+		e.slots = append(e.slots, &part{id: -1})
+	}
+	for i, s := range e.slots {
+		if s.id >= 0 && s.has != need {
+			// Tables other than the run's: loaded again if walked, and its
+			// buffers dropped, since the run's division of the budget
+			// counts a slot at its own tables' size.
+			e.slots[i] = &part{id: -1}
+		}
+	}
+	if len(e.slots) > n {
+		slices.SortStableFunc(e.slots, func(a, b *part) int {
+			ua, ub := a.id >= 0, b.id >= 0
+			switch {
+			case ua && !ub:
+				return -1
+			case ub && !ua:
+				return 1
+			}
+			return 0
+		})
+		clear(e.slots[n:])
+		e.slots = e.slots[:n]
+	}
+}
+
 // choose picks the partition to visit: the most waiting walkers (C-SAW's
 // most-active-first), a partition the pool holds counting double, since
 // visiting it reads nothing. -1 when no walker waits.
@@ -386,12 +429,16 @@ func (rs *run) victim(keep *part, limit int) *part {
 	return rs.victimExcept(map[*part]bool{keep: true}, limit)
 }
 
-// victimExcept is victim keeping every slot of keep.
+// victimExcept is victim keeping every slot of keep. The first rs.pinned
+// slots are filled once and never given up: a partition walked through
+// (rs.held) has few walkers waiting, so ranking the kept partitions by
+// waiting walkers evicted them at once (a weighted run on the 2-core VM
+// loaded a partition a visit with eight slots kept, as with none).
 func (rs *run) victimExcept(keep map[*part]bool, limit int) *part {
 	var v *part
 	least := -1
-	for _, s := range rs.e.slots {
-		if keep[s] {
+	for i, s := range rs.e.slots {
+		if keep[s] || i < rs.pinned && s.id >= 0 {
 			continue
 		}
 		if s.id < 0 {
@@ -406,8 +453,9 @@ func (rs *run) victimExcept(keep map[*part]bool, limit int) *part {
 
 // prefetch is the partitions being read while another is walked.
 type prefetch struct {
-	wg   sync.WaitGroup
-	errs []error
+	wg    sync.WaitGroup
+	errs  []error
+	slots []*part // being read into
 }
 
 func (f *prefetch) wait() error {
@@ -470,18 +518,21 @@ func (rs *run) loop(ctx context.Context, emit walk.EmitFunc) (err error) {
 			}
 		}
 		pre = rs.startPrefetch(ctx, p, s)
-		rs.visit(s)
+		rs.visit(s, pre)
 		if err := rs.flush(emit, rs.e.cfg.chunkSize); err != nil {
 			return err
 		}
 	}
 }
 
+// maxPrefetch is the most partitions read while one is walked.
+const maxPrefetch = 2
+
 // startPrefetch reads, while partition p (in slot cur) is walked, the
 // partitions with the most waiting walkers that the pool does not hold,
-// into every other slot whose partition has fewer waiting walkers: two
-// reads in flight kept the disk busy across the gap between one visit's
-// end and the next read's start, which one alone left idle.
+// into other slots whose partitions have fewer waiting walkers, two at
+// most: two reads in flight kept the disk busy across the gap between one
+// visit's end and the next read's start, which one alone left idle.
 func (rs *run) startPrefetch(ctx context.Context, p int, cur *part) *prefetch {
 	type job struct {
 		s *part
@@ -492,7 +543,7 @@ func (rs *run) startPrefetch(ctx context.Context, p int, cur *part) *prefetch {
 	chosen := map[int]bool{p: true}
 	// Chosen all before any read starts: a read changes its slot's id,
 	// which slotOf reads.
-	for range len(rs.e.slots) - 1 {
+	for range min(len(rs.e.slots)-1, maxPrefetch) {
 		next, most := -1, 0
 		for q, w := range rs.queues {
 			if !chosen[q] && len(w) > most && rs.slotOf(q) == nil {
@@ -514,6 +565,9 @@ func (rs *run) startPrefetch(ctx context.Context, p int, cur *part) *prefetch {
 	}
 	pre := &prefetch{errs: make([]error, len(jobs))}
 	rs.loads += int64(len(jobs))
+	for _, j := range jobs {
+		pre.slots = append(pre.slots, j.s)
+	}
 	for k, j := range jobs {
 		pre.wg.Go(func() { pre.errs[k] = rs.loadCounted(ctx, j.s, j.p) })
 	}
@@ -524,12 +578,22 @@ func (rs *run) startPrefetch(ctx context.Context, p int, cur *part) *prefetch {
 const visitShare = 256
 
 // visit advances every walker waiting in the partition of slot s as far as
-// it goes inside the partition, on the workers, and queues those that left
-// it by their new partition.
-func (rs *run) visit(s *part) {
+// it goes inside the partitions the pool holds (the slots pre is not
+// reading into), on the workers, and queues those that left them by their
+// new partition.
+func (rs *run) visit(s *part, pre *prefetch) {
 	p := s.id
 	q := rs.queues[p]
 	rs.queues[p] = nil
+	if rs.held == nil {
+		rs.held = make([]*part, len(rs.queues))
+	}
+	clear(rs.held)
+	for _, h := range rs.e.slots {
+		if h.id >= 0 && h.has.covers(rs.need) && (pre == nil || !slices.Contains(pre.slots, h)) {
+			rs.held[h.id] = h
+		}
+	}
 	nw := min(len(rs.shards), (len(q)+visitShare-1)/visitShare)
 	var wg sync.WaitGroup
 	for k := range nw {
@@ -539,7 +603,7 @@ func (rs *run) visit(s *part) {
 		wg.Go(func() { rs.advance(s, sh) })
 	}
 	wg.Wait()
-	rs.queues[p] = q[:0] // walkers never arrive in p during its own visit
+	rs.queues[p] = q[:0] // walkers never arrive in p during its own visit: they walk on in it
 	for k := range nw {
 		sh := &rs.shards[k]
 		for i, w := range sh.moved {
@@ -553,10 +617,12 @@ func (rs *run) visit(s *part) {
 	}
 }
 
-// advance walks shard sh's walkers inside partition s.
-func (rs *run) advance(s *part, sh *shard) {
-	lo, hi := s.p.Lo, s.p.Hi
+// advance walks shard sh's walkers from partition s on, through every
+// partition held (rs.held), until each ends or reaches one not held.
+func (rs *run) advance(s0 *part, sh *shard) {
 	for _, w := range sh.in {
+		s := s0
+		lo, hi := s.p.Lo, s.p.Hi
 		st := rs.steppers[rs.jobOf[w]]
 		id, c, n := rs.ids[w], rs.cur[w], rs.taken[w]
 		row := rs.path[int(w)*rs.stride : (int(w)+1)*rs.stride]
@@ -566,8 +632,13 @@ func (rs *run) advance(s *part, sh *shard) {
 				break
 			}
 			if c < lo || c >= hi {
+				pid := rs.e.pidOf(c)
+				if h := rs.held[pid]; h != nil {
+					s, lo, hi = h, h.p.Lo, h.p.Hi
+					continue
+				}
 				sh.moved = append(sh.moved, w)
-				sh.pids = append(sh.pids, int32(rs.e.pidOf(c)))
+				sh.pids = append(sh.pids, int32(pid))
 				break
 			}
 			next, ok := st.step(s, id, n, c)

@@ -87,8 +87,14 @@ func (s *part) load(ctx context.Context, g *graph.Graph, r *reader, sec sections
 	stored := n.alias && tf != nil && tf.has(id)
 	if stored {
 		// Built on an earlier load: read back, the weights not needed
-		// unless MetaPath's segments are built too.
-		if raw, err = tf.r.read(&s.bufProb, int64(p.EdgeLo)*4, ne*4); err != nil {
+		// unless MetaPath's segments are built too. Into the weights'
+		// buffer when they are not, which building the table used: a slot
+		// then holds 12 bytes an edge for a weighted walk, not 16.
+		pb := &s.bufW
+		if n.segAlias {
+			pb = &s.bufProb
+		}
+		if raw, err = tf.r.read(pb, int64(p.EdgeLo)*4, ne*4); err != nil {
 			return err
 		}
 		s.prob = castSlice[float32](raw)

@@ -3,6 +3,7 @@ package ooc
 import (
 	"testing"
 
+	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -10,7 +11,7 @@ import (
 // is visited first, a cached one counting double; the slot given up for
 // a load is an empty one, else the one with the fewest waiting walkers.
 func TestChooseMostActiveFirst(t *testing.T) {
-	e := &Engine{plan: Plan{Partitions: make([]Partition, 4)}}
+	e := &Engine{g: &graph.Graph{}, plan: Plan{Partitions: make([]Partition, 4), Slots: 3}, cfg: config{fixedSlots: true}}
 	for range 3 {
 		e.slots = append(e.slots, &part{id: -1})
 	}
