@@ -1,7 +1,6 @@
 package ooc
 
 import (
-	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -33,43 +32,49 @@ func (s *stepper) needs() needs {
 	return needs{alias: s.weighted}
 }
 
-// step takes step number step of walk id from cur, a vertex of p; ok is
-// false when the walk ends at cur.
-func (s *stepper) step(p *part, id uint64, step, cur uint32) (next uint32, ok bool) {
+// draw takes the draw of step number step of walk id from cur, a vertex
+// of p: the edge position e (in the segment tables when seg) and the word
+// y that decides it through the alias entries when weighted. ok is false
+// when the walk ends at cur. take then reads the edge: split so that a
+// worker draws for several walks before it waits on any of their edges.
+// a and b are cur's edge range in p (p.off).
+func (s *stepper) draw(p *part, id uint64, step, cur uint32, a, b uint64) (e uint64, y uint32, seg, ok bool) {
 	lv := cur - p.p.Lo
-	a, b := p.off[lv], p.off[lv+1]
 	if a == b {
-		return 0, false
+		return 0, 0, false, false
 	}
 	switch s.kind {
 	case walk.DeepWalk:
 		x0, x1, _, _ := walk.Philox(uint32(id), uint32(id>>32), step, 0, s.k0, s.k1)
-		return pick(p.tgt, p.prob, p.alt, s.weighted, a, b, x0, x1), true
+		return a + uint64(walk.Bounded(x0, uint32(b-a))), x1, false, true
 	case walk.PPR:
 		x0, x1, x2, _ := walk.Philox(uint32(id), uint32(id>>32), step, 0, s.k0, s.k1)
 		if uint64(x0) < s.stopT {
-			return 0, false
+			return 0, 0, false, false
 		}
-		return pick(p.tgt, p.prob, p.alt, s.weighted, a, b, x1, x2), true
+		return a + uint64(walk.Bounded(x1, uint32(b-a))), x2, false, true
 	case walk.MetaPath:
 		st := &p.segs
 		want := s.schema[int(step)%len(s.schema)]
 		i := uint64(lv)*uint64(st.numLabels) + uint64(want)
 		a, b := st.off[i], st.off[i+1]
 		if a == b {
-			return 0, false
+			return 0, 0, false, false
 		}
 		x0, x1, _, _ := walk.Philox(uint32(id), uint32(id>>32), step, 0, s.k0, s.k1)
-		return pick(st.tgt, st.prob, st.alt, s.weighted, a, b, x0, x1), true
+		return a + uint64(walk.Bounded(x0, uint32(b-a))), x1, true, true
 	}
-	return graph.NoVertex, false
+	return 0, 0, false, false
 }
 
-// pick draws from [a, b) of tgt uniformly, or through the alias entries
-// when weighted: walk/cpu's pickStatic.
-func pick(tgt []uint32, prob []float32, alt []uint32, weighted bool, a, b uint64, x, y uint32) uint32 {
-	e := a + uint64(walk.Bounded(x, uint32(b-a)))
-	if !weighted || walk.Unit24(y) < prob[e] {
+// take is the vertex the draw (e, y, seg) of a walk at a vertex of p
+// reaches: walk/cpu's pickStatic.
+func (s *stepper) take(p *part, e uint64, y uint32, seg bool) uint32 {
+	tgt, prob, alt := p.tgt, p.prob, p.alt
+	if seg {
+		tgt, prob, alt = p.segs.tgt, p.segs.prob, p.segs.alt
+	}
+	if !s.weighted || walk.Unit24(y) < prob[e] {
 		return tgt[e]
 	}
 	return alt[e]
