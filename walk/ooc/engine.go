@@ -79,6 +79,8 @@ type Stats struct {
 	// times over the run read the graph.
 	Sweeps  float64
 	Walkers int  // walkers in flight at most
+	Slots   int  // partitions the pool held at once (the run's division of the budget, sizeRun)
+	Pinned  int  // of them, kept once filled
 	Direct  bool // reads bypassed the page cache
 }
 
@@ -242,14 +244,16 @@ func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) e
 	bytes1, nanos1 := e.readBytes()
 	st := Stats{Partitions: len(e.plan.Partitions), Visits: rs.visits, Loads: rs.loads, Waits: rs.waits,
 		BytesRead: bytes1 - bytes0, ReadTime: time.Duration(nanos1 - nanos0),
-		Sweeps: float64(rs.loads) / float64(len(e.plan.Partitions)), Walkers: rs.capW, Direct: e.r.isDirect()}
+		Sweeps: float64(rs.loads) / float64(len(e.plan.Partitions)), Walkers: rs.capW, Slots: rs.size.Slots, Pinned: rs.pinned,
+		Direct: e.r.isDirect()}
 	e.mu.Lock()
 	e.stats = walk.RunStats{Walks: rs.walks, Steps: rs.steps, Wall: wall, Compute: wall, MemoryBytes: rs.memoryBytes()}
 	e.ooc = st
 	e.mu.Unlock()
 	e.cfg.log.Info("out-of-core run", "graph", e.g.Name, "walks", rs.walks, "steps", rs.steps, "duration", wall.Seconds(),
 		"partitions", st.Partitions, "visits", st.Visits, "loads", st.Loads, "waits", st.Waits, "sweeps", st.Sweeps,
-		"bytes_read", st.BytesRead, "read_seconds", st.ReadTime.Seconds(), "walkers", st.Walkers, "direct_io", st.Direct)
+		"bytes_read", st.BytesRead, "read_seconds", st.ReadTime.Seconds(), "walkers", st.Walkers, "slots", st.Slots,
+		"pinned", st.Pinned, "slot_bytes", rs.size.SlotBytes, "modelled_bytes_read", int64(rs.size.ReadBytes), "direct_io", st.Direct)
 	return nil
 }
 
