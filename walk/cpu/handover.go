@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/walkstage/walkstage/internal/prefetch"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -208,7 +209,7 @@ func (h *HandoverSide) advanceRing(in, out []walk.Walker) ([]walk.Walker, int, i
 			return out, ended, steps
 		}
 		if nOff > 0 {
-			prefetchRows(unsafe.Pointer(&off[0]), r.pfOff[:nOff], unsafe.Sizeof(off[0]), 2*unsafe.Sizeof(off[0]))
+			prefetch.Rows(unsafe.Pointer(&off[0]), r.pfOff[:nOff], unsafe.Sizeof(off[0]), 2*unsafe.Sizeof(off[0]))
 		}
 		// Draw every waiting slot's step with one philox64: the counter
 		// of walk id, step, draw 0 (walk/draws.go). Lanes of other slots
@@ -242,7 +243,7 @@ func (h *HandoverSide) advanceRing(in, out []walk.Walker) ([]walk.Walker, int, i
 			n++
 		}
 		if n > 0 {
-			prefetchRows(unsafe.Pointer(&fused[0]), r.pf[:n], unsafe.Sizeof(fused[0]), unsafe.Sizeof(fused[0]))
+			prefetch.Rows(unsafe.Pointer(&fused[0]), r.pf[:n], unsafe.Sizeof(fused[0]), unsafe.Sizeof(fused[0]))
 		}
 	}
 }

@@ -3,6 +3,7 @@ package cpu
 import (
 	"unsafe"
 
+	"github.com/walkstage/walkstage/internal/prefetch"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -54,7 +55,7 @@ func (s *stepper) walkLockstep(starts []uint32, firstID uint64, buf []uint32, le
 		active = append(active, int32(k))
 		rows[k] = uint64(v)*scale + row
 	}
-	prefetchRows(unsafe.Pointer(&off[0]), rows[:n], 8, 16)
+	prefetch.Rows(unsafe.Pointer(&off[0]), rows[:n], 8, 16)
 	var nscale, nrow uint64
 	// decide takes the step of position i and computes the offsets row the
 	// chosen vertex reads at the next step.
@@ -105,15 +106,15 @@ func (s *stepper) walkLockstep(starts []uint32, firstID uint64, buf []uint32, le
 				j++
 			}
 			if tab != nil {
-				prefetchRows(unsafe.Pointer(&tab[0]), idx[first:j], unsafe.Sizeof(tab[0]), unsafe.Sizeof(tab[0]))
+				prefetch.Rows(unsafe.Pointer(&tab[0]), idx[first:j], unsafe.Sizeof(tab[0]), unsafe.Sizeof(tab[0]))
 			} else {
-				prefetchRows(unsafe.Pointer(&tgt[0]), idx[first:j], 4, 4)
+				prefetch.Rows(unsafe.Pointer(&tgt[0]), idx[first:j], 4, 4)
 			}
 			from := done
 			for ; done < j-pipelineLag; done++ {
 				decide(done)
 			}
-			prefetchRows(unsafe.Pointer(&off[0]), rows[from:done], 8, 16)
+			prefetch.Rows(unsafe.Pointer(&off[0]), rows[from:done], 8, 16)
 		}
 		for ; done < j; done++ {
 			decide(done)

@@ -4,6 +4,7 @@ import (
 	"unsafe"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/internal/prefetch"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -146,7 +147,7 @@ func (w *n2vLockstep) loadAdjacencies() {
 			w.rows = append(w.rows, uint64(w.cur[k]))
 		}
 	}
-	prefetchRows(unsafe.Pointer(&off[0]), w.rows, 8, 16)
+	prefetch.Rows(unsafe.Pointer(&off[0]), w.rows, 8, 16)
 	for _, k := range w.active {
 		if fz == nil || w.reload[k] {
 			v := w.cur[k]
@@ -190,11 +191,11 @@ func (w *n2vLockstep) propose(step, att uint32) {
 func (w *n2vLockstep) prefetchProposals(cols []uint64) {
 	switch fz, tab := w.s.fused, w.s.alias; {
 	case fz != nil:
-		prefetchRows(unsafe.Pointer(&fz[0]), cols, unsafe.Sizeof(fz[0]), unsafe.Sizeof(fz[0]))
+		prefetch.Rows(unsafe.Pointer(&fz[0]), cols, unsafe.Sizeof(fz[0]), unsafe.Sizeof(fz[0]))
 	case tab != nil:
-		prefetchRows(unsafe.Pointer(&tab[0]), cols, unsafe.Sizeof(tab[0]), unsafe.Sizeof(tab[0]))
+		prefetch.Rows(unsafe.Pointer(&tab[0]), cols, unsafe.Sizeof(tab[0]), unsafe.Sizeof(tab[0]))
 	default:
-		prefetchRows(unsafe.Pointer(&w.s.tgt[0]), cols, 4, 4)
+		prefetch.Rows(unsafe.Pointer(&w.s.tgt[0]), cols, 4, 4)
 	}
 }
 
@@ -288,7 +289,7 @@ func (w *n2vLockstep) searchFences() {
 		}
 	}
 	if len(w.rows) > 0 {
-		prefetchRows(unsafe.Pointer(&fence[0]), w.rows, 4, fenceStride*4)
+		prefetch.Rows(unsafe.Pointer(&fence[0]), w.rows, 4, fenceStride*4)
 	}
 	fenceSearch(fence, append(w.todo[:0], w.search...), base, width, cand)
 }
@@ -311,7 +312,7 @@ func (w *n2vLockstep) scanLines() {
 		w.rows = append(w.rows, base[k])
 	}
 	if len(w.rows) > 0 {
-		prefetchRows(unsafe.Pointer(&tgt[0]), w.rows, 4, 64)
+		prefetch.Rows(unsafe.Pointer(&tgt[0]), w.rows, 4, 64)
 	}
 	for _, k := range w.search {
 		x, class := w.cand[k], 2

@@ -4,6 +4,7 @@ import (
 	"unsafe"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/internal/prefetch"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -239,9 +240,9 @@ func (s *stepper) walkOverlayUnit(starts []uint32, firstID uint64, buf, lens []u
 				rows = append(rows, uint64(c))
 			}
 		}
-		prefetchRows(nil, addrs, 1, unsafe.Sizeof(walk.DeltaVertex{}))
+		prefetch.Rows(nil, addrs, 1, unsafe.Sizeof(walk.DeltaVertex{}))
 		if len(rows) > 0 {
-			prefetchRows(unsafe.Pointer(&off[0]), rows, 8, 16)
+			prefetch.Rows(unsafe.Pointer(&off[0]), rows, 8, 16)
 		}
 	}
 	draw := func(block []int32) {
@@ -306,12 +307,12 @@ func (s *stepper) walkOverlayUnit(starts []uint32, firstID uint64, buf, lens []u
 		}
 		if len(rows) > 0 {
 			if tab != nil {
-				prefetchRows(unsafe.Pointer(&tab[0]), rows, unsafe.Sizeof(aliasEntry{}), unsafe.Sizeof(aliasEntry{}))
+				prefetch.Rows(unsafe.Pointer(&tab[0]), rows, unsafe.Sizeof(aliasEntry{}), unsafe.Sizeof(aliasEntry{}))
 			} else {
-				prefetchRows(unsafe.Pointer(&tgt[0]), rows, 4, 4)
+				prefetch.Rows(unsafe.Pointer(&tgt[0]), rows, 4, 4)
 			}
 		}
-		prefetchRows(nil, addrs, 1, unsafe.Sizeof(walk.DeltaEdge{}))
+		prefetch.Rows(nil, addrs, 1, unsafe.Sizeof(walk.DeltaEdge{}))
 	}
 	var keep []int32
 	decide := func(block []int32) {

@@ -4,6 +4,7 @@ import (
 	"unsafe"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/internal/prefetch"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -54,7 +55,7 @@ func (s *stepper) walkOverlayOneByOne(starts []uint32, firstID uint64, buf, lens
 				for k := range m {
 					if n[k] == int(step)+1 {
 						if rk[k] = x.Rank(cur[k]); rk[k] >= 0 {
-							prefetch4(uintptr(x.HeadAddr(rk[k])), 0, 0, 0)
+							prefetch.Lines4(uintptr(x.HeadAddr(rk[k])), 0, 0, 0)
 						}
 					}
 				}
@@ -63,7 +64,7 @@ func (s *stepper) walkOverlayOneByOne(starts []uint32, firstID uint64, buf, lens
 					if n[k] == int(step)+1 && rk[k] >= 0 {
 						dvs[k] = x.At(rk[k])
 						p := uintptr(unsafe.Pointer(dvs[k]))
-						prefetch4(p, p+64, 0, 0)
+						prefetch.Lines4(p, p+64, 0, 0)
 					}
 				}
 			}
@@ -136,7 +137,7 @@ func (s *stepper) prefetchMetaPathEdge(id uint64, step, v uint32, dv *walk.Delta
 			lab = uintptr(unsafe.Pointer(&dl[j]))
 		}
 	}
-	prefetch4(tgt, al, de, lab)
+	prefetch.Lines4(tgt, al, de, lab)
 }
 
 // overlayGroup is how many walks walkOverlayOneByOne takes step by step
@@ -163,7 +164,7 @@ func (s *stepper) prefetchOverlayVertex(v uint32, step uint32) {
 	if s.ovIdx != nil {
 		word = s.ovIdx.WordAddr(v)
 	}
-	prefetch4(off, seg, sum, word)
+	prefetch.Lines4(off, seg, sum, word)
 }
 
 // overlayNode2VecStep takes walk id's step from cur, prev the vertex before

@@ -4,6 +4,7 @@ import (
 	"math/bits"
 	"unsafe"
 
+	"github.com/walkstage/walkstage/internal/prefetch"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -191,7 +192,7 @@ func (w *ringWalker) prefetchStarts(from int) {
 	for j, v := range batch {
 		w.pfStarts[j] = uint64(v)
 	}
-	prefetchRows(unsafe.Pointer(&w.off[0]), w.pfStarts[:len(batch)], 8, 16)
+	prefetch.Rows(unsafe.Pointer(&w.off[0]), w.pfStarts[:len(batch)], 8, 16)
 }
 
 // prefetchDrawn prefetches the entries or targets of drawn steps.
@@ -199,11 +200,11 @@ func (w *ringWalker) prefetchDrawn(idx []uint64) {
 	switch {
 	case len(idx) == 0:
 	case w.fused != nil:
-		prefetchRows(unsafe.Pointer(&w.fused[0]), idx, unsafe.Sizeof(w.fused[0]), unsafe.Sizeof(w.fused[0]))
+		prefetch.Rows(unsafe.Pointer(&w.fused[0]), idx, unsafe.Sizeof(w.fused[0]), unsafe.Sizeof(w.fused[0]))
 	case w.tab != nil:
-		prefetchRows(unsafe.Pointer(&w.tab[0]), idx, unsafe.Sizeof(w.tab[0]), unsafe.Sizeof(w.tab[0]))
+		prefetch.Rows(unsafe.Pointer(&w.tab[0]), idx, unsafe.Sizeof(w.tab[0]), unsafe.Sizeof(w.tab[0]))
 	default:
-		prefetchRows(unsafe.Pointer(&w.tgt[0]), idx, 4, 4)
+		prefetch.Rows(unsafe.Pointer(&w.tgt[0]), idx, 4, 4)
 	}
 }
 
@@ -331,7 +332,7 @@ func (w *ringWalker) roundFused(b int) {
 		n++
 	}
 	if n > 0 {
-		prefetchRows(unsafe.Pointer(&w.fused[0]), w.pf[:n], unsafe.Sizeof(w.fused[0]), unsafe.Sizeof(w.fused[0]))
+		prefetch.Rows(unsafe.Pointer(&w.fused[0]), w.pf[:n], unsafe.Sizeof(w.fused[0]), unsafe.Sizeof(w.fused[0]))
 	}
 }
 
@@ -396,7 +397,7 @@ func (w *ringWalker) roundFusedPPR(b int) {
 		n++
 	}
 	if n > 0 {
-		prefetchRows(unsafe.Pointer(&w.fused[0]), w.pf[:n], unsafe.Sizeof(w.fused[0]), unsafe.Sizeof(w.fused[0]))
+		prefetch.Rows(unsafe.Pointer(&w.fused[0]), w.pf[:n], unsafe.Sizeof(w.fused[0]), unsafe.Sizeof(w.fused[0]))
 	}
 }
 
@@ -491,13 +492,13 @@ func (w *ringWalker) roundTwoLoads(b int) {
 		}
 	}
 	if m > 0 {
-		prefetchRows(unsafe.Pointer(&w.off[0]), w.pf2[:m], 8, 16)
+		prefetch.Rows(unsafe.Pointer(&w.off[0]), w.pf2[:m], 8, 16)
 	}
 	switch {
 	case n == 0:
 	case w.tab != nil:
-		prefetchRows(unsafe.Pointer(&w.tab[0]), w.pf[:n], unsafe.Sizeof(w.tab[0]), unsafe.Sizeof(w.tab[0]))
+		prefetch.Rows(unsafe.Pointer(&w.tab[0]), w.pf[:n], unsafe.Sizeof(w.tab[0]), unsafe.Sizeof(w.tab[0]))
 	default:
-		prefetchRows(unsafe.Pointer(&w.tgt[0]), w.pf[:n], 4, 4)
+		prefetch.Rows(unsafe.Pointer(&w.tgt[0]), w.pf[:n], 4, 4)
 	}
 }

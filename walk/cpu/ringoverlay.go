@@ -3,6 +3,7 @@ package cpu
 import (
 	"unsafe"
 
+	"github.com/walkstage/walkstage/internal/prefetch"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -600,23 +601,23 @@ func (w *ovRing) attempt(i int, h *walk.DeltaHead, att, x0, x1, x2, x3 uint32) {
 // flush issues a block's prefetches.
 func (w *ovRing) flush() {
 	if w.nOff > 0 {
-		prefetchRows(unsafe.Pointer(&w.off[0]), w.pfOff[:w.nOff], 8, 16)
+		prefetch.Rows(unsafe.Pointer(&w.off[0]), w.pfOff[:w.nOff], 8, 16)
 	}
 	if w.nEnt > 0 {
 		switch {
 		case w.fused != nil:
-			prefetchRows(unsafe.Pointer(&w.fused[0]), w.pfEnt[:w.nEnt], unsafe.Sizeof(w.fused[0]), unsafe.Sizeof(w.fused[0]))
+			prefetch.Rows(unsafe.Pointer(&w.fused[0]), w.pfEnt[:w.nEnt], unsafe.Sizeof(w.fused[0]), unsafe.Sizeof(w.fused[0]))
 		case w.tab != nil:
-			prefetchRows(unsafe.Pointer(&w.tab[0]), w.pfEnt[:w.nEnt], unsafe.Sizeof(w.tab[0]), unsafe.Sizeof(w.tab[0]))
+			prefetch.Rows(unsafe.Pointer(&w.tab[0]), w.pfEnt[:w.nEnt], unsafe.Sizeof(w.tab[0]), unsafe.Sizeof(w.tab[0]))
 		default:
-			prefetchRows(unsafe.Pointer(&w.tgt[0]), w.pfEnt[:w.nEnt], 4, 4)
+			prefetch.Rows(unsafe.Pointer(&w.tgt[0]), w.pfEnt[:w.nEnt], 4, 4)
 		}
 	}
 	if w.nAddr > 0 {
-		prefetchRows(nil, w.pfAddr[:w.nAddr], 1, unsafe.Sizeof(walk.DeltaHead{}))
+		prefetch.Rows(nil, w.pfAddr[:w.nAddr], 1, unsafe.Sizeof(walk.DeltaHead{}))
 	}
 	if w.nSide > 0 {
-		prefetchRows(unsafe.Pointer(&w.sides[0]), w.pfSide[:w.nSide], 8, 8)
+		prefetch.Rows(unsafe.Pointer(&w.sides[0]), w.pfSide[:w.nSide], 8, 8)
 	}
 	w.nOff, w.nEnt, w.nAddr, w.nSide = 0, 0, 0, 0
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/internal/hugemem"
+	"github.com/walkstage/walkstage/internal/prefetch"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -162,16 +163,16 @@ func fillNextTwins(g *graph.Graph, backward bool, rec []timeRec, inv []uint32, u
 		for j := range n {
 			idx[j] = uint64(eu[j] - U0)
 		}
-		prefetchRows(unsafe.Pointer(&cursor[0]), idx[:n], 32, 32)
+		prefetch.Rows(unsafe.Pointer(&cursor[0]), idx[:n], 32, 32)
 		for j := range n {
 			idx[j] = min(cursor[eu[j]-U0][0], last) // an exhausted cursor names the end
 		}
-		prefetchRows(unsafe.Pointer(&tgt[0]), idx[:n], 4, 4)
-		prefetchRows(unsafe.Pointer(&inv[0]), idx[:n], 4, 4)
+		prefetch.Rows(unsafe.Pointer(&tgt[0]), idx[:n], 4, 4)
+		prefetch.Rows(unsafe.Pointer(&inv[0]), idx[:n], 4, 4)
 		for j := range n {
 			idx[j] = uint64(ei[j])
 		}
-		prefetchRows(unsafe.Pointer(&inv[0]), idx[:n], 4, 4)
+		prefetch.Rows(unsafe.Pointer(&inv[0]), idx[:n], 4, 4)
 		m := 0
 		for j := range n {
 			u, v := eu[j], ev[j]
@@ -190,9 +191,9 @@ func fillNextTwins(g *graph.Graph, backward bool, rec []timeRec, inv []uint32, u
 			idx[m], idx[nextBatch+m] = ep[m][1], ep[m][0]
 			m++
 		}
-		prefetchRows(unsafe.Pointer(&rec[0]), idx[:m], unsafe.Sizeof(timeRec{}), unsafe.Sizeof(timeRec{}))
-		prefetchRows(unsafe.Pointer(&times[0]), idx[:m], 8, 8)
-		prefetchRows(unsafe.Pointer(&times[0]), idx[nextBatch:nextBatch+m], 8, 8)
+		prefetch.Rows(unsafe.Pointer(&rec[0]), idx[:m], unsafe.Sizeof(timeRec{}), unsafe.Sizeof(timeRec{}))
+		prefetch.Rows(unsafe.Pointer(&times[0]), idx[:m], 8, 8)
+		prefetch.Rows(unsafe.Pointer(&times[0]), idx[nextBatch:nextBatch+m], 8, 8)
 		for j := range m {
 			a, b := off[ev[j]], off[ev[j]+1]
 			pv, pu := ep[j][0], ep[j][1]
@@ -294,7 +295,7 @@ func fillNext(g *graph.Graph, backward bool, rec []timeRec, coarse []int64, p0, 
 		for i := range n {
 			idx[i] = uint64(rec[pos[i]].tgt)
 		}
-		prefetchRows(unsafe.Pointer(&off[0]), idx[:n], 8, 16)
+		prefetch.Rows(unsafe.Pointer(&off[0]), idx[:n], 8, 16)
 		m := 0
 		for i := range n {
 			v := rec[pos[i]].tgt
@@ -305,7 +306,7 @@ func fillNext(g *graph.Graph, backward bool, rec []timeRec, coarse []int64, p0, 
 			}
 		}
 		if m > 0 {
-			prefetchRows(unsafe.Pointer(&coarse[0]), idx[:m], 8, 8)
+			prefetch.Rows(unsafe.Pointer(&coarse[0]), idx[:m], 8, 8)
 			m = 0
 			for i := range n {
 				if j0, j1, ok := coarseEntries(ab[i][0], ab[i][1]); ok {
@@ -313,7 +314,7 @@ func fillNext(g *graph.Graph, backward bool, rec []timeRec, coarse []int64, p0, 
 					m++
 				}
 			}
-			prefetchRows(unsafe.Pointer(&coarse[0]), idx[:m], 8, 24)
+			prefetch.Rows(unsafe.Pointer(&coarse[0]), idx[:m], 8, 24)
 		}
 		m = 0
 		for i := range n {
@@ -326,7 +327,7 @@ func fillNext(g *graph.Graph, backward bool, rec []timeRec, coarse []int64, p0, 
 			}
 		}
 		if m > 0 {
-			prefetchRows(unsafe.Pointer(&times[0]), idx2[:m], 8, 72)
+			prefetch.Rows(unsafe.Pointer(&times[0]), idx2[:m], 8, 72)
 		}
 		for i := range n {
 			r := &rec[pos[i]]
@@ -1051,7 +1052,7 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 		for i, k := range active[:live] {
 			idx[i] = uint64(cur[k])
 		}
-		prefetchRows(unsafe.Pointer(&s.off[0]), idx[:live], 8, 16)
+		prefetch.Rows(unsafe.Pointer(&s.off[0]), idx[:live], 8, 16)
 		// The coarse search's entries: both ends of the vertex's, then
 		// the first probe between them (coarseProbe), each a phase ahead.
 		m := 0
@@ -1064,7 +1065,7 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 			}
 		}
 		if m > 0 {
-			prefetchRows(unsafe.Pointer(&s.tmp.coarse[0]), idx[:m], 8, 8)
+			prefetch.Rows(unsafe.Pointer(&s.tmp.coarse[0]), idx[:m], 8, 8)
 			m = 0
 			for _, k := range active[:live] {
 				if j0, j1, ok := coarseEntries(ab[k][0], ab[k][1]); ok && bounded {
@@ -1072,7 +1073,7 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 					m++
 				}
 			}
-			prefetchRows(unsafe.Pointer(&s.tmp.coarse[0]), idx[:m], 8, 24)
+			prefetch.Rows(unsafe.Pointer(&s.tmp.coarse[0]), idx[:m], 8, 24)
 		}
 		// The coarse step; a run it narrowed is searched from its guess
 		// g, whose times are prefetched; a short vertex's whole range
@@ -1104,10 +1105,10 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 			win[k] = [2]uint64{fa, fb}
 		}
 		if m > 0 {
-			prefetchRows(unsafe.Pointer(&T[0]), idx[:m], 8, 8)
+			prefetch.Rows(unsafe.Pointer(&T[0]), idx[:m], 8, 8)
 		}
 		if m2 > 0 {
-			prefetchRows(unsafe.Pointer(&T[0]), idx2[:m2], 8, 9*8)
+			prefetch.Rows(unsafe.Pointer(&T[0]), idx2[:m2], 8, 9*8)
 		}
 		// Windows, and the draws' first reads.
 		m, m2, m3, mT := 0, 0, 0, 0
@@ -1164,16 +1165,16 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 			}
 		}
 		if m > 0 {
-			prefetchRows(unsafe.Pointer(&R[0]), idx[:m], rs, rs)
+			prefetch.Rows(unsafe.Pointer(&R[0]), idx[:m], rs, rs)
 		}
 		if m3 > 0 {
-			prefetchRows(unsafe.Pointer(&R[0]), idx3[:m3], rs, 9*rs)
+			prefetch.Rows(unsafe.Pointer(&R[0]), idx3[:m3], rs, 9*rs)
 		}
 		if m2 > 0 {
-			prefetchRows(unsafe.Pointer(&cumw[0]), idx2[:m2], 8, 8)
+			prefetch.Rows(unsafe.Pointer(&cumw[0]), idx2[:m2], 8, 8)
 		}
 		if mT > 0 {
-			prefetchRows(unsafe.Pointer(&T[0]), idxT[:mT], 8, 8)
+			prefetch.Rows(unsafe.Pointer(&T[0]), idxT[:mT], 8, 8)
 		}
 		// Draws.
 		kept := 0

@@ -4,6 +4,7 @@ import (
 	"math"
 	"unsafe"
 
+	"github.com/walkstage/walkstage/internal/prefetch"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -46,7 +47,7 @@ const temporalExpGroup = 64
 // walk's next visit (pend), and a step without any of these reads no time
 // at all: records and vertRec are all its lines.
 //
-// Each walk's prefetches are issued as it is visited (prefetch4), the
+// Each walk's prefetches are issued as it is visited (prefetch.Lines4), the
 // group's other walks' visits before their lines are read; issued for the
 // whole group at once, a hundred lines and more fill the line-fill buffers
 // and stall the loop that issues them. The first step, when bounded by a
@@ -122,7 +123,7 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 	for i, k := range active[:live] {
 		idx[i] = uint64(cur[k])
 	}
-	prefetchRows(unsafe.Pointer(&verts[0]), idx[:live], vs, vs)
+	prefetch.Rows(unsafe.Pointer(&verts[0]), idx[:live], vs, vs)
 	for step := uint32(0); step < uint32(s.alg.Length) && live > 0; step++ {
 		fromRec := step > 0 // t is a record's time, nx its window bound
 		// Every walk's draw (id, step, 0).
@@ -160,26 +161,26 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 				dens[k] = vr.dens
 				wl, wh := expGuessSpan(lo, hi, d.hint)
 				p, e := recAt(wl), recAt(wh)+rs-1
-				prefetch4(p, min(p+64, e), min(p+128, e), e)
+				prefetch.Lines4(p, min(p+64, e), min(p+128, e), e)
 			} else if d.hint != lo && d.hint != hi-1 {
 				// A guess: the lines of hint-4..hint+4, where the search
 				// in the sums goes nine steps in ten (at the near end,
 				// the lines asked for at the last draw serve).
 				p := recAt(d.hint - 4)
-				prefetch4(p, p+64, p+128, p+9*rs-1)
+				prefetch.Lines4(p, p+64, p+128, p+9*rs-1)
 			}
 			// The sums past the window's far end (forward, a gap) or
 			// before it (backward), and the window's end times where it
 			// may span cells.
 			switch {
 			case !one:
-				prefetch4(tBase+uintptr(lo)*8, tBase+uintptr(hi-1)*8, recAt(hi), recAt(lo-1))
+				prefetch.Lines4(tBase+uintptr(lo)*8, tBase+uintptr(hi-1)*8, recAt(hi), recAt(lo-1))
 			case !back && hi < b:
 				p := recAt(hi)
-				prefetch4(p, p, p, p)
+				prefetch.Lines4(p, p, p, p)
 			case back && lo > a:
 				p := recAt(lo - 1)
-				prefetch4(p, p, p, p)
+				prefetch.Lines4(p, p, p, p)
 			}
 		}
 		if refine {
@@ -208,7 +209,7 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 					d.hint = expRefineForward(R, lo, hi, wl, wh, r, dens[k])
 					wl, wh = expGuessSpan(lo, hi, d.hint)
 					p, e := recAt(wl), recAt(wh)+rs-1
-					prefetch4(p, min(p+64, e), min(p+128, e), e)
+					prefetch.Lines4(p, min(p+64, e), min(p+128, e), e)
 				}
 			}
 		}
@@ -253,10 +254,10 @@ func (s *stepper) walkTemporalExpGroup(starts []uint32, firstID uint64, buf []ui
 				nr = recAt(nx[k] - 2)
 			}
 			va := vBase + uintptr(cur[k])*vs
-			prefetch4(va, va, nr, nr+2*rs-1)
+			prefetch.Lines4(va, va, nr, nr+2*rs-1)
 			if needT {
 				p := tBase + uintptr(e)*8
-				prefetch4(p, p, p, p)
+				prefetch.Lines4(p, p, p, p)
 			}
 			buf[k*stride+int(lens[k])] = cur[k]
 			lens[k]++
@@ -373,7 +374,7 @@ func (s *stepper) walkTemporalNextGroup(starts []uint32, firstID uint64, buf []u
 	for i, k := range active[:live] {
 		idx[i] = uint64(cur[k])
 	}
-	prefetchRows(unsafe.Pointer(&off[0]), idx[:live], 8, 16)
+	prefetch.Rows(unsafe.Pointer(&off[0]), idx[:live], 8, 16)
 	for step := uint32(0); step < uint32(s.alg.Length) && live > 0; step++ {
 		fromRec := step > 0
 		for i := range ctr {
@@ -402,7 +403,7 @@ func (s *stepper) walkTemporalNextGroup(starts []uint32, firstID uint64, buf []u
 				if lo > off[v] {
 					c0 = cBase + uintptr(lo-1)*8
 				}
-				prefetch4(c, c, c0, c0)
+				prefetch.Lines4(c, c, c0, c0)
 				continue
 			}
 			// temporalDraw's unweighted uniform and linear draws.
@@ -419,7 +420,7 @@ func (s *stepper) walkTemporalNextGroup(starts []uint32, firstID uint64, buf []u
 			if needT {
 				q = tBase + uintptr(e)*8
 			}
-			prefetch4(p, p, q, q)
+			prefetch.Lines4(p, p, q, q)
 		}
 		if weighted {
 			// temporalDraw's weighted draws (by the prefix sums; linear:
@@ -441,7 +442,7 @@ func (s *stepper) walkTemporalNextGroup(starts []uint32, firstID uint64, buf []u
 				if needT {
 					q = tBase + uintptr(e)*8
 				}
-				prefetch4(p, p, q, q)
+				prefetch.Lines4(p, p, q, q)
 			}
 		}
 		kept := 0
@@ -453,7 +454,7 @@ func (s *stepper) walkTemporalNextGroup(starts []uint32, firstID uint64, buf []u
 			r := &R[e]
 			cur[k], nx[k] = r.tgt, uint64(r.nx)
 			o := oBase + uintptr(cur[k])*8
-			prefetch4(o, o+15, o, o)
+			prefetch.Lines4(o, o+15, o, o)
 			buf[k*stride+int(lens[k])] = cur[k]
 			lens[k]++
 			active[kept] = k

@@ -1,18 +1,18 @@
 //go:build !purego
 
-package cpu
+package prefetch
 
 import "unsafe"
 
-// prefetchRows asks the processor to start loading the span bytes at
+// Rows asks the processor to start loading the span bytes at
 // base + idx[i]*size into the cache for every i. A loop that does only this keeps
 // every line-fill buffer busy, where a loop that also uses the loaded
 // values stalls on them first.
 //
 //go:noescape
-func prefetchRows(base unsafe.Pointer, idx []uint64, size, span uintptr)
+func Rows(base unsafe.Pointer, idx []uint64, size, span uintptr)
 
-// prefetch4 asks the processor to start loading the lines at the four
+// Lines4 asks the processor to start loading the lines at the four
 // addresses (uintptr: they may lie outside any object, as a guessed
 // record near the end of a table may; a prefetch never faults). One walk's
 // lines at a time, issued among the other walks' work, where a burst of a
@@ -20,4 +20,4 @@ func prefetchRows(base unsafe.Pointer, idx []uint64, size, span uintptr)
 // issues them.
 //
 //go:noescape
-func prefetch4(a, b, c, d uintptr)
+func Lines4(a, b, c, d uintptr)

@@ -2,10 +2,10 @@
 
 #include "textflag.h"
 
-// func prefetchRows(base unsafe.Pointer, idx []uint64, size, span uintptr)
+// func Rows(base unsafe.Pointer, idx []uint64, size, span uintptr)
 // Issues PREFETCHT0 for the first and the last byte of the span bytes at
 // base + idx[i]*size, i = 0..len(idx)-1 (a row may straddle two lines).
-TEXT ·prefetchRows(SB), NOSPLIT, $0-48
+TEXT ·Rows(SB), NOSPLIT, $0-48
 	MOVQ base+0(FP), BX
 	MOVQ idx_base+8(FP), SI
 	MOVQ idx_len+16(FP), CX
@@ -26,10 +26,10 @@ loop:
 done:
 	RET
 
-// func prefetch4(a, b, c, d uintptr)
+// func Lines4(a, b, c, d uintptr)
 // Issues PREFETCHT0 for the four addresses (which may be any: a prefetch
 // never faults).
-TEXT ·prefetch4(SB), NOSPLIT, $0-32
+TEXT ·Lines4(SB), NOSPLIT, $0-32
 	MOVQ a+0(FP), AX
 	PREFETCHT0 (AX)
 	MOVQ b+8(FP), AX
