@@ -10,8 +10,10 @@ import (
 	"sort"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/internal/prefetch"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -455,14 +457,14 @@ func (rs *run) victimExcept(keep map[*part]bool, limit int) *part {
 	return v
 }
 
-// prefetch is the partitions being read while another is walked.
-type prefetch struct {
+// readAhead is the partitions being read while another is walked.
+type readAhead struct {
 	wg    sync.WaitGroup
 	errs  []error
 	slots []*part // being read into
 }
 
-func (f *prefetch) wait() error {
+func (f *readAhead) wait() error {
 	if f == nil {
 		return nil
 	}
@@ -488,7 +490,7 @@ func (rs *run) loadCounted(ctx context.Context, s *part, p int) error {
 // loop is the engine: admit walkers, pick a partition, have it loaded,
 // start reading the next while walking it, emit what finished.
 func (rs *run) loop(ctx context.Context, emit walk.EmitFunc) (err error) {
-	var pre *prefetch
+	var pre *readAhead
 	defer func() { pre.wait() }()
 	for {
 		perr := pre.wait()
@@ -537,7 +539,7 @@ const maxPrefetch = 2
 // into other slots whose partitions have fewer waiting walkers, two at
 // most: two reads in flight kept the disk busy across the gap between one
 // visit's end and the next read's start, which one alone left idle.
-func (rs *run) startPrefetch(ctx context.Context, p int, cur *part) *prefetch {
+func (rs *run) startPrefetch(ctx context.Context, p int, cur *part) *readAhead {
 	type job struct {
 		s *part
 		p int
@@ -567,7 +569,7 @@ func (rs *run) startPrefetch(ctx context.Context, p int, cur *part) *prefetch {
 	if len(jobs) == 0 {
 		return nil
 	}
-	pre := &prefetch{errs: make([]error, len(jobs))}
+	pre := &readAhead{errs: make([]error, len(jobs))}
 	rs.loads += int64(len(jobs))
 	for _, j := range jobs {
 		pre.slots = append(pre.slots, j.s)
@@ -585,7 +587,7 @@ const visitShare = 256
 // it goes inside the partitions the pool holds (the slots pre is not
 // reading into), on the workers, and queues those that left them by their
 // new partition.
-func (rs *run) visit(s *part, pre *prefetch) {
+func (rs *run) visit(s *part, pre *readAhead) {
 	p := s.id
 	q := rs.queues[p]
 	rs.queues[p] = nil
@@ -664,17 +666,27 @@ func (rs *run) advance(s0 *part, sh *shard) {
 	}
 	nl := 0
 	for nl < advanceLanes && fill(&ls[nl]) {
+		ls[nl].prefetchEdge()
 		nl++
 	}
 	for nl > 0 {
+		// Take every lane's drawn step, asking for the offsets of the
+		// vertex reached, then draw every lane's next step, asking for
+		// its edge's lines: a pass of the other lanes' work between a
+		// request and its use.
 		for i := 0; i < nl; i++ {
 			l := &ls[i]
 			l.n++
 			l.c = l.st.take(l.s, l.e, l.y, l.seg)
 			l.row[l.n] = l.c
+			if v := l.c - l.lo; l.c >= l.lo && v < l.hi-l.lo {
+				o := uintptr(unsafe.Pointer(unsafe.SliceData(l.s.off))) + uintptr(v)*8
+				prefetch.Lines4(o, o+8, o, o)
+			}
 		}
 		for i := 0; i < nl; {
 			if rs.drawLane(&ls[i], sh) || fill(&ls[i]) {
+				ls[i].prefetchEdge()
 				i++
 				continue
 			}
@@ -682,6 +694,22 @@ func (rs *run) advance(s0 *part, sh *shard) {
 			ls[i] = ls[nl]
 		}
 	}
+}
+
+// prefetchEdge asks for the lines the lane's drawn step reads (take): the
+// target, and the alias entry of a weighted walk.
+func (l *lane) prefetchEdge() {
+	tgt, prob, alt := l.s.tgt, l.s.prob, l.s.alt
+	if l.seg {
+		tgt, prob, alt = l.s.segs.tgt, l.s.segs.prob, l.s.segs.alt
+	}
+	t := uintptr(unsafe.Pointer(unsafe.SliceData(tgt))) + uintptr(l.e)*4
+	p, a := t, t
+	if l.st.weighted {
+		p = uintptr(unsafe.Pointer(unsafe.SliceData(prob))) + uintptr(l.e)*4
+		a = uintptr(unsafe.Pointer(unsafe.SliceData(alt))) + uintptr(l.e)*4
+	}
+	prefetch.Lines4(t, p, a, t)
 }
 
 // drawLane draws lane l's next step, switching to the held partition its
