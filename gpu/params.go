@@ -80,12 +80,7 @@ func algorithmParams(p *walkParams, a walk.Algorithm, warpThreshold uint32) {
 	if a.Kind == walk.Node2Vec || a.Kind == walk.Temporal && a.P != 0 {
 		// Temporal Node2Vec reads the factors (temporal_n2v_step), as
 		// walk/cpu's stepper sets them.
-		f := [3]float64{1 / a.P, 1, 1 / a.Q}
-		fmax := max(f[0], f[1], f[2])
-		for i := range f {
-			p.accept[i] = walk.Threshold(f[i] / fmax)
-		}
-		p.bias = f
+		p.bias, p.accept = walk.Node2VecFactors(a)
 	}
 	temporalParams(p, a.Time)
 	p.warpThreshold = uint64(warpThreshold)

@@ -628,7 +628,7 @@ func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, 
 	return nil
 }
 
-// streamScans runs the host's exact scan (node2vecScanHost) for the
+// streamScans runs the host's exact scan (walk.Node2VecScan) for the
 // Node2Vec walkers that rejected walk.MaxRejections proposals, at most
 // n2vScanCap of them (the others wait for the next round), and takes
 // their steps on the device (device thread, on s's stream).
@@ -679,7 +679,7 @@ func (e *Engine) streamScans(s *batchSlot, wp *walkParams, n int64) error {
 			for k := lo; k < hi; k++ {
 				r := recs[k*n2vScanWords : (k+1)*n2vScanWords]
 				id := uint64(r[4]) | uint64(r[5])<<32
-				x, err := node2vecScanHost(adj, wp.bias, s.hSeeds[r[6]], id, r[3], r[1], r[2])
+				x, err := walk.Node2VecScan(adj, wp.bias, s.hSeeds[r[6]], id, r[3], r[1], r[2])
 				if err != nil {
 					errs[w] = err
 					return
@@ -708,7 +708,7 @@ func (e *Engine) streamScans(s *batchSlot, wp *walkParams, n int64) error {
 // n2vAdjacency is where the host's scans read a vertex's targets and
 // weights (weighted: the walk is): the graph in memory (a disk plan reads
 // its file instead: diskState.n2vAdjacency).
-func (e *Engine) n2vAdjacency(weighted bool) n2vAdjacency {
+func (e *Engine) n2vAdjacency(weighted bool) walk.Adjacency {
 	g := e.g
 	return func(v uint32) ([]uint32, []float32, error) {
 		a, b := g.Offsets[v], g.Offsets[v+1]

@@ -11,6 +11,7 @@ import (
 
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/internal/directio"
+	"github.com/walkstage/walkstage/walk"
 
 	"gorgonia.org/cu"
 )
@@ -206,7 +207,7 @@ func (sm *streamed) releaseDisk() {
 // n2vAdjacency is where Node2Vec's host scans read a vertex's targets and
 // weights (weighted: the walk is) under a disk plan: preads of the graph
 // file's sections, never its mapping (device thread, before the scans).
-func (ds *diskState) n2vAdjacency(g *graph.Graph, weighted bool) (n2vAdjacency, error) {
+func (ds *diskState) n2vAdjacency(g *graph.Graph, weighted bool) (walk.Adjacency, error) {
 	if ds.graphF == nil {
 		f, err := os.Open(g.File())
 		if err != nil {

@@ -69,7 +69,7 @@ func (m *n2vModel) pick(off uint64, deg uint32, x, y uint32) uint32 {
 }
 
 func (m *n2vModel) adjacent(u, x uint32) bool {
-	return sortedHas(m.g.Targets[m.g.Offsets[u]:m.g.Offsets[u+1]], x)
+	return walk.SortedHas(m.g.Targets[m.g.Offsets[u]:m.g.Offsets[u+1]], x)
 }
 
 // advance steps w while the partitions it needs are on (the kernel's loop).
@@ -168,7 +168,7 @@ func (m *n2vModel) advance(w *n2vModelWalker, on func(p int) bool) {
 
 // TestStreamNode2VecSchemeMatchesCPU: the phases of Node2Vec under
 // streaming (n2vModel, the kernel's twin) with the host's scan
-// (node2vecScanHost), under random visit orders over eight partitions of
+// (walk.Node2VecScan), under random visit orders over eight partitions of
 // which one is resident, give walk/cpu's walks, walk by walk: uniform and
 // weighted, directed (dead ends) and undirected, p and q from moderate to
 // extreme (q = 0.01 and 100 send most steps to the scan, p = 0.25 makes
@@ -225,7 +225,7 @@ func TestStreamNode2VecSchemeMatchesCPU(t *testing.T) {
 // with waiting walkers; scans on the host between visits.
 func runN2VModel(g *graph.Graph, alg walk.Algorithm, seed uint64, starts []uint32, r *rand.Rand) (rows [][]uint32, scans, checks int) {
 	m := &n2vModel{g: g, length: uint32(alg.Length), weights: alg.Weighted}
-	m.f, m.accept = n2vFactors(alg)
+	m.f, m.accept = walk.Node2VecFactors(alg)
 	if alg.Weighted {
 		m.ent = make([]uint32, 3*g.NumEdges())
 		walk.ForAliasVertices(g, func(_ int, first uint64, adj []uint32, prob []float32, col []uint32) {
@@ -257,7 +257,7 @@ func runN2VModel(g *graph.Graph, alg walk.Algorithm, seed uint64, starts []uint3
 				waiting[p] = true
 				continue
 			}
-			x, err := node2vecScanHost(adj, m.f, w.seed, w.id, w.step, w.v, w.u)
+			x, err := walk.Node2VecScan(adj, m.f, w.seed, w.id, w.step, w.v, w.u)
 			if err != nil {
 				panic(err)
 			}

@@ -68,12 +68,7 @@ func newStepper(g *graph.Graph, alg walk.Algorithm, seed uint64, alias []aliasEn
 		s.stopT = walk.Threshold(alg.StopProb)
 	}
 	if alg.Kind == walk.Node2Vec || alg.Kind == walk.Temporal && alg.P != 0 {
-		f := [3]float64{1 / alg.P, 1, 1 / alg.Q}
-		fmax := max(f[0], f[1], f[2])
-		for i := range f {
-			s.acceptT[i] = walk.Threshold(f[i] / fmax)
-		}
-		s.biasN2V = f
+		s.biasN2V, s.acceptT = walk.Node2VecFactors(alg)
 	}
 	return s
 }
