@@ -80,10 +80,13 @@ type Stats struct {
 	// Sweeps is the partitions read over the partition count: how many
 	// times over the run read the graph.
 	Sweeps  float64
-	Walkers int  // walkers in flight at most
-	Slots   int  // partitions the pool held at once (the run's division of the budget, sizeRun)
-	Pinned  int  // of them, kept once filled
-	Direct  bool // reads bypassed the page cache
+	Walkers int // walkers in flight at most
+	Slots   int // partitions the pool held at once (the run's division of the budget, sizeRun)
+	Pinned  int // of them, kept once filled
+	// Scans is the Node2Vec steps taken by the exact scan after
+	// walk.MaxRejections rejected proposals, with edges read from the file.
+	Scans  int64
+	Direct bool // reads bypassed the page cache
 }
 
 // Engine walks a graph file larger than memory (see the package comment).
@@ -97,6 +100,7 @@ type Engine struct {
 	bounds []uint32 // Partitions[i].Hi
 	slots  []*part
 	tables *tableFile // built alias tables, opened by the first weighted run
+	scanR  *reader    // the file read buffered, for Node2Vec's scans (scanReader)
 
 	mu    sync.Mutex
 	stats walk.RunStats
@@ -169,6 +173,9 @@ func (e *Engine) Close() error {
 	if e.tables != nil {
 		e.tables.close()
 	}
+	if e.scanR != nil {
+		e.scanR.close()
+	}
 	return e.r.close()
 }
 
@@ -193,9 +200,9 @@ func (e *Engine) OutOfCoreStats() Stats {
 func (e *Engine) Check(a walk.Algorithm) error {
 	const pre = "the graph is walked out of core (larger than the host memory budget)"
 	switch {
-	case a.Kind == walk.Node2Vec:
-		return fmt.Errorf("%w: %s, and node2vec's step needs the previous vertex's adjacency, which may lie in another partition; "+
-			"raise %s above %d bytes to walk it in memory", walk.ErrInvalidAlgorithm, pre, EnvHostMemoryLimit, e.plan.GraphBytes)
+	case a.Kind == walk.Node2Vec && a.ResolvedStepper() != walk.StepperRejection:
+		return fmt.Errorf("%w: %s, which walks node2vec only with its rejection sampler (auto; this request: %s)",
+			walk.ErrInvalidAlgorithm, pre, a.ResolvedStepper())
 	case a.Kind == walk.Temporal:
 		return fmt.Errorf("%w: %s, and temporal walks need the edge times, which the out-of-core engine does not read yet; "+
 			"raise %s above %d bytes to walk them in memory", walk.ErrInvalidAlgorithm, pre, EnvHostMemoryLimit, e.plan.GraphBytes)
@@ -246,7 +253,7 @@ func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) e
 	bytes1, nanos1 := e.readBytes()
 	st := Stats{Partitions: len(e.plan.Partitions), Visits: rs.visits, Loads: rs.loads, Waits: rs.waits,
 		BytesRead: bytes1 - bytes0, ReadTime: time.Duration(nanos1 - nanos0),
-		Sweeps: float64(rs.loads) / float64(len(e.plan.Partitions)), Walkers: rs.capW, Slots: rs.size.Slots, Pinned: rs.pinned,
+		Sweeps: float64(rs.loads) / float64(len(e.plan.Partitions)), Walkers: rs.capW, Slots: rs.size.Slots, Pinned: rs.pinned, Scans: rs.scans,
 		Direct: e.r.isDirect()}
 	e.mu.Lock()
 	e.stats = walk.RunStats{Walks: rs.walks, Steps: rs.steps, Wall: wall, Compute: wall, MemoryBytes: rs.memoryBytes()}
@@ -255,7 +262,7 @@ func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) e
 	e.cfg.log.Info("out-of-core run", "graph", e.g.Name, "walks", rs.walks, "steps", rs.steps, "duration", wall.Seconds(),
 		"partitions", st.Partitions, "visits", st.Visits, "loads", st.Loads, "waits", st.Waits, "sweeps", st.Sweeps,
 		"bytes_read", st.BytesRead, "read_seconds", st.ReadTime.Seconds(), "walkers", st.Walkers, "slots", st.Slots,
-		"pinned", st.Pinned, "slot_bytes", rs.size.SlotBytes, "modelled_bytes_read", int64(rs.size.ReadBytes), "direct_io", st.Direct)
+		"pinned", st.Pinned, "node2vec_scans", st.Scans, "slot_bytes", rs.size.SlotBytes, "modelled_bytes_read", int64(rs.size.ReadBytes), "direct_io", st.Direct)
 	return nil
 }
 
@@ -278,6 +285,18 @@ type run struct {
 	taken []uint32
 	path  []uint32
 	free  []int32
+	// Node2Vec walkers' previous vertex and phase, and the candidates they
+	// parked (n2vPark a walker), their attempts and count (node2vec.go);
+	// nil in a run without Node2Vec.
+	prev, phase  []uint32
+	parkX        []uint32
+	parkA, parkN []uint8
+	// The exact scans' reads (fileAdjacency): offsets, and two buffers
+	// each for targets and weights, one a vertex of the scan.
+	scanOff        alignedBuf
+	scanTgt, scanW [2]alignedBuf
+	scanFlip       bool
+	scans          int64
 
 	queues  [][]int32 // waiting walkers by partition of their vertex
 	held    []*part   // by partition: the slot holding it for this visit, nil if none
@@ -298,6 +317,7 @@ type shard struct {
 	done  []int32
 	moved []int32
 	pids  []int32
+	scans []int32 // Node2Vec walkers for the loop's exact scan
 }
 
 // Walker state in flight costs its row of vertices, its id, vertex, step
@@ -311,7 +331,9 @@ const minWalkers = 256
 func newRun(e *Engine, jobs []walk.Job) *run {
 	rs := &run{e: e, jobs: jobs, queues: make([][]int32, len(e.plan.Partitions)), pending: make([][]int32, len(jobs))}
 	maxLen, total := 0, 0
+	n2v := false
 	for _, j := range jobs {
+		n2v = n2v || j.Algorithm.Kind == walk.Node2Vec
 		s := newStepper(j.Algorithm, j.Seed)
 		rs.steppers = append(rs.steppers, s)
 		n := s.needs()
@@ -322,7 +344,11 @@ func newRun(e *Engine, jobs []walk.Job) *run {
 		total += len(j.Starts)
 	}
 	rs.stride = maxLen + 1
-	rs.size = sizeRun(e.plan, rs.need, e.g.NumLabels, total, maxLen, int64(rs.stride*4+walkerFixedBytes), e.plan.Slots, !e.cfg.fixedSlots)
+	wb := int64(rs.stride*4 + walkerFixedBytes)
+	if n2v {
+		wb += n2vWalkerBytes
+	}
+	rs.size = sizeRun(e.plan, rs.need, e.g.NumLabels, total, maxLen, wb, e.plan.Slots, !e.cfg.fixedSlots)
 	rs.capW = rs.size.Walkers
 	e.setSlots(rs.size.Slots, rs.need)
 	if !e.cfg.fixedSlots && rs.size.Slots < len(e.plan.Partitions) {
@@ -334,6 +360,10 @@ func newRun(e *Engine, jobs []walk.Job) *run {
 	rs.taken = make([]uint32, rs.capW)
 	rs.path = make([]uint32, rs.capW*rs.stride)
 	rs.free = make([]int32, rs.capW)
+	if n2v {
+		rs.prev, rs.phase = make([]uint32, rs.capW), make([]uint32, rs.capW)
+		rs.parkX, rs.parkA, rs.parkN = make([]uint32, rs.capW*n2vPark), make([]uint8, rs.capW*n2vPark), make([]uint8, rs.capW)
+	}
 	for i := range rs.free {
 		rs.free[i] = int32(rs.capW - 1 - i)
 	}
@@ -358,6 +388,9 @@ func (rs *run) admit() {
 		v := j.Starts[rs.nextIdx]
 		rs.jobOf[w], rs.ids[w], rs.cur[w], rs.taken[w] = int32(rs.nextJob), j.FirstWalk+uint64(rs.nextIdx), v, 0
 		rs.path[int(w)*rs.stride] = v
+		if rs.prev != nil {
+			rs.prev[w], rs.phase[w], rs.parkN[w] = graph.NoVertex, n2vPropose, 0
+		}
 		p := rs.e.pidOf(v)
 		rs.queues[p] = append(rs.queues[p], w)
 		rs.nextIdx++
@@ -524,7 +557,9 @@ func (rs *run) loop(ctx context.Context, emit walk.EmitFunc) (err error) {
 			}
 		}
 		pre = rs.startPrefetch(ctx, p, s)
-		rs.visit(s, pre)
+		if err := rs.runScans(rs.visit(s, pre)); err != nil {
+			return err
+		}
 		if err := rs.flush(emit, rs.e.cfg.chunkSize); err != nil {
 			return err
 		}
@@ -587,7 +622,7 @@ const visitShare = 256
 // it goes inside the partitions the pool holds (the slots pre is not
 // reading into), on the workers, and queues those that left them by their
 // new partition.
-func (rs *run) visit(s *part, pre *readAhead) {
+func (rs *run) visit(s *part, pre *readAhead) (scans []int32) {
 	p := s.id
 	q := rs.queues[p]
 	rs.queues[p] = nil
@@ -605,7 +640,7 @@ func (rs *run) visit(s *part, pre *readAhead) {
 	for k := range nw {
 		sh := &rs.shards[k]
 		sh.in = q[k*len(q)/nw : (k+1)*len(q)/nw]
-		sh.done, sh.moved, sh.pids = sh.done[:0], sh.moved[:0], sh.pids[:0]
+		sh.done, sh.moved, sh.pids, sh.scans = sh.done[:0], sh.moved[:0], sh.pids[:0], sh.scans[:0]
 		wg.Go(func() { rs.advance(s, sh) })
 	}
 	wg.Wait()
@@ -620,7 +655,9 @@ func (rs *run) visit(s *part, pre *readAhead) {
 			rs.pending[j] = append(rs.pending[j], w)
 		}
 		rs.npend += len(sh.done)
+		scans = append(scans, sh.scans...)
 	}
+	return scans
 }
 
 // advanceLanes is how many walkers a worker steps in turn. A step's
@@ -656,6 +693,10 @@ func (rs *run) advance(s0 *part, sh *shard) {
 		for len(in) > 0 {
 			w := in[0]
 			in = in[1:]
+			if rs.steppers[rs.jobOf[w]].kind == walk.Node2Vec {
+				rs.advanceN2V(w, sh) // a walker of phases, not of lanes
+				continue
+			}
 			*l = lane{w: w, s: s0, lo: s0.p.Lo, hi: s0.p.Hi, st: rs.steppers[rs.jobOf[w]], id: rs.ids[w], c: rs.cur[w], n: rs.taken[w],
 				row: rs.path[int(w)*rs.stride : (int(w)+1)*rs.stride]}
 			if rs.drawLane(l, sh) {

@@ -84,6 +84,11 @@ func TestWalksMatchCPU(t *testing.T) {
 		{Kind: walk.PPR, Length: 40, StopProb: 0.1, Weighted: true},
 		{Kind: walk.MetaPath, Length: 40, Schema: []uint8{0, 1, 2}},
 		{Kind: walk.MetaPath, Length: 40, Schema: []uint8{2, 0}, Weighted: true},
+		// Node2Vec's class tests park walkers at the previous vertex's
+		// partition; q = 100 sends many steps to the exact scan.
+		{Kind: walk.Node2Vec, Length: 40, P: 1, Q: 2},
+		{Kind: walk.Node2Vec, Length: 40, P: 0.25, Q: 4, Weighted: true},
+		{Kind: walk.Node2Vec, Length: 40, P: 1, Q: 100, Weighted: true},
 	}
 	graphs := []struct {
 		name string
@@ -140,6 +145,10 @@ func TestWalksMatchCPU(t *testing.T) {
 					if st := e.OutOfCoreStats(); st.Loads <= 2*int64(st.Partitions) {
 						t.Fatalf("%d loads of %d partitions: the pool held too much for the test", st.Loads, st.Partitions)
 					}
+					t.Logf("%+v", e.OutOfCoreStats())
+					if st := e.OutOfCoreStats(); a.Kind == walk.Node2Vec && a.Q == 100 && st.Scans == 0 {
+						t.Fatal("q = 100 sent no step to the exact scan")
+					}
 					if rs := e.LastRunStats(); rs.Steps != int64(steps) || rs.Walks != int64(len(want)) {
 						t.Fatalf("stats: %d walks %d steps, want %d and %d", rs.Walks, rs.Steps, len(want), steps)
 					}
@@ -163,7 +172,7 @@ func TestCheckRefusesWhatNeedsMore(t *testing.T) {
 		a    walk.Algorithm
 		want string
 	}{
-		{walk.Algorithm{Kind: walk.Node2Vec, Length: 5, P: 1, Q: 1}, "previous vertex's adjacency"},
+		{walk.Algorithm{Kind: walk.Node2Vec, Length: 5, P: 1, Q: 1, Stepper: walk.StepperZPRS}, "rejection sampler"},
 		{walk.Algorithm{Kind: walk.Temporal, Length: 5}, "edge times"},
 		{walk.Algorithm{Kind: walk.DeepWalk, Length: 5, Weighted: true, Stepper: walk.StepperZPRS}, "reservoir"},
 		{walk.Algorithm{Kind: walk.MetaPath, Length: 5, Schema: []uint8{1}}, "label tables"}, // 20 labels > MaxTableLabels

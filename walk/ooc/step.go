@@ -13,11 +13,19 @@ type stepper struct {
 	k0, k1   uint32
 	stopT    uint64
 	schema   []uint8
+	seed     uint64
+	// Node2Vec's bias factors and acceptance thresholds
+	// (walk.Node2VecFactors).
+	f      [3]float64
+	accept [3]uint64
 }
 
 func newStepper(a walk.Algorithm, seed uint64) *stepper {
 	s := &stepper{kind: a.Kind, weighted: a.Weighted, length: uint32(a.Length),
-		k0: uint32(seed), k1: uint32(seed >> 32), schema: a.Schema}
+		k0: uint32(seed), k1: uint32(seed >> 32), schema: a.Schema, seed: seed}
+	if a.Kind == walk.Node2Vec {
+		s.f, s.accept = walk.Node2VecFactors(a)
+	}
 	if a.Kind == walk.PPR {
 		s.stopT = walk.Threshold(a.StopProb)
 	}
