@@ -15,10 +15,10 @@
 // step, draw), and the alias tables are built per partition with
 // walk.AliasVertex from the same weights, so the order in which partitions
 // are visited changes nothing. Uniform and weighted DeepWalk, PPR and
-// MetaPath on label tables run out of core; Node2Vec (the previous
-// vertex's adjacency may lie in another partition), temporal walks,
-// forced reservoir steppers and MetaPath without label tables are refused
-// by Check (walk.AlgorithmChecker).
+// MetaPath on label tables run out of core, and Node2Vec on its rejection
+// sampler, whose class tests wait at the previous vertex's partition
+// (node2vec.go); temporal walks, forced reservoir steppers and MetaPath
+// without label tables are refused by Check (walk.AlgorithmChecker).
 //
 // It imports walk and graph only; it knows nothing of Kafka, Parquet,
 // CUDA or how the engine is chosen (engines does that).
