@@ -9,32 +9,36 @@ import (
 	"github.com/walkstage/walkstage/gpu"
 	"github.com/walkstage/walkstage/stage/health"
 	"github.com/walkstage/walkstage/walk"
+	"github.com/walkstage/walkstage/walk/ooc"
 )
 
 // metrics are the stage's Prometheus series (walkstage_ prefix, base units).
 type metrics struct {
-	batches            *prometheus.CounterVec // status
-	rejections         *prometheus.CounterVec // reason
-	walks, steps       prometheus.Counter
-	latency            prometheus.Histogram
-	phase              *prometheus.HistogramVec // queued, walking, writing
-	queued, inFlight   prometheus.Gauge
-	edgeWaits          prometheus.Gauge // requests waiting for their edge_offsets (edges.go)
-	engineRuns         prometheus.Counter
-	engineSlices       prometheus.Counter
-	engineSeconds      prometheus.Counter
-	engineBytes        prometheus.Gauge
-	hybridSteps        *prometheus.CounterVec // engine: cpu, gpu
-	streamBytes        *prometheus.CounterVec // how: copied, read
-	streamVisits       prometheus.Counter
-	streamWalkers      prometheus.Counter
-	streamBatches      *prometheus.CounterVec // mode: copied, in_place
-	graphBytes         prometheus.Gauge
-	microBatchRequests prometheus.Histogram
-	sampleCalls        *prometheus.CounterVec // requests: alone, merged
-	sampleMerged       prometheus.Counter
-	depUp              *prometheus.GaugeVec   // dependency
-	retries            *prometheus.CounterVec // dependency
+	batches          *prometheus.CounterVec // status
+	rejections       *prometheus.CounterVec // reason
+	walks, steps     prometheus.Counter
+	latency          prometheus.Histogram
+	phase            *prometheus.HistogramVec // queued, walking, writing
+	queued, inFlight prometheus.Gauge
+	edgeWaits        prometheus.Gauge // requests waiting for their edge_offsets (edges.go)
+	engineRuns       prometheus.Counter
+	engineSlices     prometheus.Counter
+	engineSeconds    prometheus.Counter
+	engineBytes      prometheus.Gauge
+	hybridSteps      *prometheus.CounterVec // engine: cpu, gpu
+	streamBytes      *prometheus.CounterVec // how: copied, read
+	streamVisits     prometheus.Counter
+	streamWalkers    prometheus.Counter
+	streamBatches    *prometheus.CounterVec // mode: copied, in_place
+	// The out-of-core CPU engine's reads and visits (walk/ooc).
+	oocBytes, oocLoads, oocVisits, oocScans prometheus.Counter
+	oocWalkers, oocSlots                    prometheus.Gauge
+	graphBytes                              prometheus.Gauge
+	microBatchRequests                      prometheus.Histogram
+	sampleCalls                             *prometheus.CounterVec // requests: alone, merged
+	sampleMerged                            prometheus.Counter
+	depUp                                   *prometheus.GaugeVec   // dependency
+	retries                                 *prometheus.CounterVec // dependency
 }
 
 func newMetrics(reg prometheus.Registerer, s *Stage) (*metrics, error) {
@@ -76,6 +80,18 @@ func newMetrics(reg prometheus.Registerer, s *Stage) (*metrics, error) {
 			Help: "Walkers the GPU engine's streamed partition visits moved, summed over the visits: over walkstage_gpu_stream_visits_total, the walkers a copied partition serves (C-SAW's walkers per partition)."}),
 		streamBatches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "walkstage_gpu_stream_batches_total",
 			Help: "Batches the GPU engine walked under a stream plan, by how it reached the streamed share: copied (partitions copied in), in_place (read in place, the cost model's choice for a small batch) or placement (the placement plan held beside the stream plan under WALKSTAGE_GPU_STREAM=auto, the cost model's choice for short walks and small batches)."}, []string{"mode"}),
+		oocBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "walkstage_host_stream_bytes_total",
+			Help: "Bytes the out-of-core CPU engine read from the graph's file and its alias table file (a graph above the host memory budget)."}),
+		oocLoads: prometheus.NewCounter(prometheus.CounterOpts{Name: "walkstage_host_stream_loads_total",
+			Help: "Partitions the out-of-core CPU engine read into its pool: over the graph's partition count, sweeps over the graph."}),
+		oocVisits: prometheus.NewCounter(prometheus.CounterOpts{Name: "walkstage_host_stream_visits_total",
+			Help: "Partition visits of the out-of-core CPU engine (each walks the waiting walkers through every partition held)."}),
+		oocScans: prometheus.NewCounter(prometheus.CounterOpts{Name: "walkstage_host_stream_node2vec_scans_total",
+			Help: "Node2Vec steps the out-of-core CPU engine took by the exact scan (64 proposals rejected), reading edges from the file."}),
+		oocWalkers: prometheus.NewGauge(prometheus.GaugeOpts{Name: "walkstage_host_stream_walkers",
+			Help: "Walkers in flight at most in the out-of-core CPU engine's last run (its division of the budget)."}),
+		oocSlots: prometheus.NewGauge(prometheus.GaugeOpts{Name: "walkstage_host_stream_slots",
+			Help: "Partitions the out-of-core CPU engine's pool held at once in its last run (its division of the budget)."}),
 		engineBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "walkstage_engine_memory_bytes",
 			Help: "Working memory the engine reported for its last run (GPU: device bytes for pools and results)."}),
 		graphBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "walkstage_graph_memory_bytes",
@@ -95,7 +111,7 @@ func newMetrics(reg prometheus.Registerer, s *Stage) (*metrics, error) {
 			[]string{"dependency"}),
 	}
 	cs := []prometheus.Collector{m.batches, m.rejections, m.walks, m.steps, m.latency, m.phase, depth, m.engineRuns, m.engineSlices, m.engineSeconds, m.hybridSteps,
-		m.streamBytes, m.streamVisits, m.streamWalkers, m.streamBatches, m.engineBytes, m.graphBytes, m.microBatchRequests, m.sampleCalls, m.sampleMerged, m.depUp, m.retries,
+		m.streamBytes, m.streamVisits, m.streamWalkers, m.streamBatches, m.oocBytes, m.oocLoads, m.oocVisits, m.oocScans, m.oocWalkers, m.oocSlots, m.engineBytes, m.graphBytes, m.microBatchRequests, m.sampleCalls, m.sampleMerged, m.depUp, m.retries,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "walkstage_consumer_lag",
 			Help: "Messages between the consumer's position and the end of its partitions, as last reported by the reader."},
 			func() float64 {
@@ -206,9 +222,22 @@ func (s *Stage) Handler() http.Handler {
 // (gpu.Engine with the cuda tag); StreamStats is its last run's.
 type streamer interface{ StreamStats() gpu.StreamStats }
 
-// countStreamed adds what e's last run streamed to the stream metrics. It
-// runs inside the run's turn, before another run can replace the figures.
+// outOfCore is the out-of-core CPU engine (walk/ooc) as the metrics see it.
+type outOfCore interface{ OutOfCoreStats() ooc.Stats }
+
+// countStreamed adds what e's last run streamed to the stream metrics (the
+// GPU engine's stream plans, the out-of-core CPU engine's reads). It runs
+// inside the run's turn, before another run can replace the figures.
 func (s *Stage) countStreamed(e walk.Engine) {
+	if o, ok := e.(outOfCore); ok {
+		r := o.OutOfCoreStats()
+		s.m.oocBytes.Add(float64(r.BytesRead))
+		s.m.oocLoads.Add(float64(r.Loads))
+		s.m.oocVisits.Add(float64(r.Visits))
+		s.m.oocScans.Add(float64(r.Scans))
+		s.m.oocWalkers.Set(float64(r.Walkers))
+		s.m.oocSlots.Set(float64(r.Slots))
+	}
 	st, ok := e.(streamer)
 	if !ok {
 		return
