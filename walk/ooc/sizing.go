@@ -12,6 +12,33 @@ import "math"
 // a fraction c of the graph held, a sweep advances it about 1/(1-c) steps
 // and reads (1-c) of the graph: bytes read per step fall as (1-c)^2.
 
+// A run's own division gives walkers and slots together runShare of the
+// budget less runReserve, and at least runFloor of it. The plan's shares
+// (85%) assume partitions sized for every table, which a run rarely loads;
+// a division that filled them with the run's own tables left the Go
+// runtime too little under a small real limit: with 100 MiB (cgroup v1,
+// the runtime's soft limit at 90%, cmd/walkstage) a uniform run whose
+// arrays took 85% spent 17 minutes collecting garbage and reclaiming
+// pages (8 s under the same budget without the cgroup), and one whose
+// arrays took 35% in 19 slots did not finish in 100 s. The arrays live in
+// the Go heap, whose collector lets it grow past them before a cycle, and
+// the process's code and the page cache need room beside them: about the
+// same whatever the budget, so the reserve is a constant. (Mapping the
+// arrays outside the heap, advised to huge pages, was slower still under
+// the cgroup: 280 s, faulting 2 MiB pages into a cgroup at its limit.)
+// Under 400 MiB the full 85% finished as fast in the cgroup as without.
+const (
+	runShare   = 0.85
+	runReserve = 64 << 20
+	runFloor   = 0.30
+)
+
+// runBytesOf is what a run's division may give walkers and slots under a
+// budget of budget bytes.
+func runBytesOf(budget int64) int64 {
+	return max(int64(float64(budget)*runShare)-runReserve, int64(float64(budget)*runFloor))
+}
+
 // runBytes is what partition p takes loaded with the tables n asks for
 // (part.load): offsets, targets, the alias probability and target, labels,
 // MetaPath's segments (targets, alias entries and per-label offsets).
@@ -61,7 +88,7 @@ func sizeRun(plan Plan, n needs, numLabels int, total, steps int, walkerBytes in
 		rs.SlotBytes = max(rs.SlotBytes, b)
 	}
 	rs.SlotBytes = max(rs.SlotBytes, 1)
-	avail := plan.PoolBytes + plan.WalkerBytes
+	avail := min(plan.PoolBytes+plan.WalkerBytes, runBytesOf(plan.Budget))
 	parts := len(plan.Partitions)
 	// What the plan itself would do: its walker share, its slots.
 	fallback := runSize{Walkers: min(max(int(plan.WalkerBytes/walkerBytes), minWalkers), total), Slots: plan.Slots,

@@ -33,13 +33,14 @@ func TestSizeRun(t *testing.T) {
 		holdAll     bool // every partition held, each read once
 		wantWalkers int  // 0: not checked
 	}{
-		{"the graph and every walker fit", 8 << 20, needs{}, 4000, true, true, 4000},
-		{"weighted, the graph and every walker fit", 8 << 20, needs{alias: true}, 4000, true, true, 4000},
-		{"the plan's division kept", 8 << 20, needs{}, 4000, false, false, 4000},
+		{"the graph and every walker fit", 16 << 20, needs{}, 4000, true, true, 4000},
+		{"weighted, the graph and every walker fit", 16 << 20, needs{alias: true}, 4000, true, true, 4000},
+		{"the plan's division kept", 16 << 20, needs{}, 4000, false, false, 4000},
 		// Every partition held and fewer walkers in flight: each read once.
-		{"more walks than fit beside the graph", 4 << 20, needs{}, 100000, true, true, 0},
-		// 1.02 MB for walkers and slots against 2.56 MB of partitions.
-		{"a budget far below the graph", 1200 << 10, needs{alias: true}, 100000, true, false, 0},
+		{"more walks than fit beside the graph", 16 << 20, needs{}, 100000, true, true, 0},
+		// 1.2 MB for walkers and slots (the floor) against 2.56 MB of
+		// partitions.
+		{"a budget far below the graph", 4 << 20, needs{alias: true}, 100000, true, false, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -51,8 +52,8 @@ func TestSizeRun(t *testing.T) {
 				t.Fatalf("%d slots, %d walkers", got.Slots, got.Walkers)
 			}
 			if got != fallback {
-				if used := int64(got.Walkers)*walkerBytes + int64(got.Slots)*got.SlotBytes; used > p.PoolBytes+p.WalkerBytes {
-					t.Fatalf("%d walkers and %d slots of %d bytes take %d, above the shares' %d", got.Walkers, got.Slots, got.SlotBytes, used, p.PoolBytes+p.WalkerBytes)
+				if used := int64(got.Walkers)*walkerBytes + int64(got.Slots)*got.SlotBytes; used > runBytesOf(c.budget) {
+					t.Fatalf("%d walkers and %d slots of %d bytes take %d, above the run's %d", got.Walkers, got.Slots, got.SlotBytes, used, runBytesOf(c.budget))
 				}
 			} else if got != fallback || got.Slots != DefaultSlots {
 				t.Fatalf("kept the plan: got %+v, want %+v", got, fallback)
@@ -90,7 +91,7 @@ func TestRunHoldsWhatTheBudgetAllows(t *testing.T) {
 			want := collect(t, ref, jobs)
 			loads := map[bool]int64{}
 			for _, fixed := range []bool{true, false} {
-				opts := []Option{WithMemoryLimit(1 << 20), WithPartitionBytes(48 << 10), WithWorkers(2), WithLogger(quiet())}
+				opts := []Option{WithMemoryLimit(6 << 20), WithPartitionBytes(48 << 10), WithWorkers(2), WithLogger(quiet())}
 				if fixed {
 					opts = append(opts, WithSlots(DefaultSlots))
 				}
