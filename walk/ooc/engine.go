@@ -631,7 +631,12 @@ func (rs *run) visit(s *part, pre *readAhead) (scans []int32) {
 	}
 	clear(rs.held)
 	for _, h := range rs.e.slots {
-		if h.id >= 0 && h.has.covers(rs.need) && (pre == nil || !slices.Contains(pre.slots, h)) {
+		// A slot being read into is skipped before its fields are read:
+		// the read writes them meanwhile.
+		if pre != nil && slices.Contains(pre.slots, h) {
+			continue
+		}
+		if h.id >= 0 && h.has.covers(rs.need) {
 			rs.held[h.id] = h
 		}
 	}
