@@ -152,7 +152,17 @@ func runMem(t *testing.T, b *blob.Bucket, src *memSource, evs *memEvents, opts .
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	serveInBackground(t, context.Background(), s)
+	return s
+}
+
+// serveInBackground runs s until the test ends, then stops it and fails
+// the test if it exited with an error. What s's options hold (engine,
+// bucket) must be closed by cleanups registered before this one, which
+// run after it.
+func serveInBackground(t testing.TB, ctx context.Context, s *Stage) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	t.Cleanup(func() {
@@ -161,7 +171,6 @@ func runMem(t *testing.T, b *blob.Bucket, src *memSource, evs *memEvents, opts .
 			t.Errorf("stage exited with %v", err)
 		}
 	})
-	return s
 }
 
 func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {

@@ -62,29 +62,21 @@ func TestStageSamplesOnTheDevice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { cpu.Close() })
 	dev := &deviceCPU{Engine: cpu, g: g}
 	dir := t.TempDir()
 	bucket, err := store.OpenBucket(ctx, "file://"+dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer bucket.Close()
+	t.Cleanup(func() { bucket.Close() })
 	src, evs := newMemSource(), &memEvents{}
 	s, err := New(Options{Graph: g, Engine: dev, Source: src, Events: evs, Bucket: bucket, BucketURL: "file://" + dir,
 		Prefix: "walks", Logger: testLog(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- s.Run(rctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("stage exited with %v", err)
-		}
-		cpu.Close()
-	}()
+	serveInBackground(t, ctx, s)
 
 	var seeds []int64
 	for v := uint32(0); len(seeds) < 30; v++ {

@@ -51,13 +51,13 @@ func TestStageHoldsTheSnapshotForCostlyRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
+	t.Cleanup(func() { e.Close() })
 	dir := t.TempDir()
 	bucket, err := store.OpenBucket(ctx, "file://"+dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer bucket.Close()
+	t.Cleanup(func() { bucket.Close() })
 	src, evs := newMemSource(), &memEvents{}
 	s, err := New(Options{Graph: g, Engine: holdingEngine{e}, Source: src, Events: evs, Bucket: bucket, BucketURL: "file://" + dir,
 		Prefix: "walks", Logger: testLog(t), MicroBatchMaxWait: 20 * time.Millisecond, MicroBatchMaxRequests: 1,
@@ -65,15 +65,7 @@ func TestStageHoldsTheSnapshotForCostlyRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- s.Run(rctx) }()
-	defer func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("stage exited with %v", err)
-		}
-	}()
+	serveInBackground(t, ctx, s)
 	send := func(id string, body map[string]any) message.Event {
 		t.Helper()
 		body["version"], body["batch_id"] = 1, id

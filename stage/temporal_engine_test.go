@@ -53,28 +53,20 @@ func TestStageRefusesTemporalOnAnEngineWithout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { cpu.Close() })
 	dir := t.TempDir()
 	bucket, err := store.OpenBucket(ctx, "file://"+dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer bucket.Close()
+	t.Cleanup(func() { bucket.Close() })
 	src, evs := newMemSource(), &memEvents{}
 	s, err := New(Options{Graph: g, Engine: noTemporal{cpu}, Source: src, Events: evs, Bucket: bucket, BucketURL: "file://" + dir,
 		Prefix: "walks", Logger: testLog(t), MicroBatchMaxWait: 200 * time.Millisecond, MicroBatchMaxRequests: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- s.Run(rctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("stage exited with %v", err)
-		}
-		cpu.Close()
-	}()
+	serveInBackground(t, ctx, s)
 	bodies := map[string]map[string]any{
 		"dw-a": {"algorithm": "deepwalk", "length": 5, "seed_range": map[string]int{"first": 0, "count": 20}},
 		"tw":   {"algorithm": "temporal", "length": 5, "seed_range": map[string]int{"first": 0, "count": 20}},
