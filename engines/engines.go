@@ -32,6 +32,9 @@ type Settings struct {
 	// device budget in partitions (gpu.WithStream; the zero value, auto,
 	// streams when the graph does not fit).
 	GPUStream gpu.StreamMode
+	// GPUStreamPartitionBytes sizes a stream plan's partitions (0: the
+	// plan's default, an eighth of the budget, at most 48 MiB).
+	GPUStreamPartitionBytes int64
 	// GPUPartition says when several GPUs share one partitioned copy of
 	// the graph (WALKSTAGE_GPU_PARTITION).
 	GPUPartition Partition
@@ -259,6 +262,9 @@ func newGPU(g *graph.Graph, s Settings, log *slog.Logger) (walk.Engine, error) {
 		}
 		if s.GPUDeviceFraction > 0 {
 			opts = append(opts, gpu.WithDeviceFraction(s.GPUDeviceFraction))
+		}
+		if s.GPUStreamPartitionBytes > 0 {
+			opts = append(opts, gpu.WithStreamPartitionBytes(s.GPUStreamPartitionBytes))
 		}
 		if s.GPUStream != gpu.StreamOff {
 			opts = append(opts, gpu.WithStream(s.GPUStream))

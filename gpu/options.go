@@ -147,7 +147,7 @@ func WithPreparedSlots(length int) Option { return func(c *config) { c.prepareLe
 func WithStream(m StreamMode) Option { return func(c *config) { c.stream = m } }
 
 // WithStreamPartitionBytes sets the bytes of one streamed partition (0,
-// the default: an eighth of the graph's device budget, at most 1 GiB); tests force small partitions so a small graph streams through
+// the default: an eighth of the graph's device budget, at most 48 MiB); tests force small partitions so a small graph streams through
 // many.
 func WithStreamPartitionBytes(n int64) Option { return func(c *config) { c.streamPartBytes = n } }
 

@@ -76,7 +76,7 @@ func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) e
 		sm.diskStats()
 		e.lastStream = sm.stats
 		args := []any{"walks", e.stats.Walks, "steps", e.stats.Steps, "batches", sm.stats.Batches,
-			"in_place_batches", sm.stats.InPlaceBatches, "placement_batches", sm.stats.PlacedBatches, "last_choice", sm.stats.LastChoice, "visits", sm.stats.Visits, "walkers_per_visit", float64(sm.stats.Walkers) / float64(max(sm.stats.Visits, 1)),
+			"in_place_batches", sm.stats.InPlaceBatches, "tails_in_place", sm.stats.Tails, "placement_batches", sm.stats.PlacedBatches, "last_choice", sm.stats.LastChoice, "visits", sm.stats.Visits, "walkers_per_visit", float64(sm.stats.Walkers) / float64(max(sm.stats.Visits, 1)),
 			"copies", sm.stats.Copies, "bytes_copied", sm.stats.BytesCopied, "bytes_per_step", float64(sm.stats.BytesCopied) / float64(max(e.stats.Steps, 1)),
 			"duration", e.stats.Wall}
 		if sm.disk != nil {

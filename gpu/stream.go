@@ -84,6 +84,21 @@ const streamHostBufferBytes = 8 << 30
 // kernels/stream.cuh: the bounds and bases are copied into shared memory).
 const maxStreamParts = 1024
 
+// streamPartCap caps a stream plan's default partition size (an eighth of
+// the budget): smaller partitions leave more of the budget to the resident
+// ones, larger ones cost fewer visits. On the H200 host (scale 22,
+// weighted, four walks a vertex, half the graph's bytes on the device,
+// docs/benchmarks/out-of-core.md) partitions of 47 MiB walked 1,120 M
+// steps/s against 1,020 with the eighth's 90 MiB and 1,064 with 23 MiB;
+// at a quarter the eighth (43 MiB) was within 3% of 23 MiB, and at a tenth
+// (15 MiB) 27% faster than 9.4 MiB.
+const streamPartCap = 48 << 20
+
+// countRemaining is the index, in the stream counts' 32-bit words, of the
+// 8-byte sum of the steps a batch's walkers have left (stream_count's
+// remaining; even, so 8-byte aligned).
+const countRemaining = maxStreamParts + 2
+
 // streamEntryBytes is the bytes one edge takes in the streamed arrays: the
 // target (4) of an unweighted graph; for a weighted graph the alias column
 // {prob, keep, alt} (12; keep is the target itself, so uniform walks of a
@@ -241,7 +256,7 @@ func StreamBytesNeeded(g *graph.Graph) int64 {
 
 // PlanStream is the stream plan the engine makes for g with deviceBytes
 // of device memory for the graph (after the batch slots) and partitions of
-// about partBytes (0: an eighth of the edges' budget, at most 1 GiB). It needs no GPU:
+// about partBytes (0: an eighth of the edges' budget, at most 48 MiB). It needs no GPU:
 // `walkstage graph info --gpu-memory` prints it.
 func PlanStream(g *graph.Graph, deviceBytes, partBytes int64) (*StreamPlan, error) {
 	return planStream(shapeOf(g), g.Offsets, deviceBytes, partBytes)
@@ -296,7 +311,7 @@ func planStreamLabels(s graphShape, offsets []uint64, budget, partBytes int64, l
 		return p, nil
 	}
 	if partBytes <= 0 {
-		partBytes = min(edgeBudget/8, 1<<30)
+		partBytes = min(edgeBudget/8, streamPartCap)
 	}
 	part := max(partBytes/eb, 1)
 	var maxDeg int64
@@ -393,6 +408,10 @@ func streamVictim(counts []uint32, loaded [2]int) int {
 type StreamStats struct {
 	Batches        int64 // batches walked by copying partitions in
 	InPlaceBatches int64 // batches that read the streamed share in place (streamCheaper)
+	// Tails counts the copying batches whose last walkers read the
+	// streamed partitions in place (streamTail) rather than wait for
+	// more copies.
+	Tails int64
 	// PlacedBatches counts the batches walked under the placement plan
 	// held beside the stream plan (StreamAuto: streamchoice.go), and
 	// LastChoice says how the run's last batch was walked and why: the
@@ -480,6 +499,10 @@ const (
 	streamCopy           // always copy partitions in
 	streamInPlace        // always read the streamed share in place
 	streamPlaced         // always the placement plan, when the engine holds one (setupBoth)
+	// streamCopyTail copies partitions in for one visit, then reads the
+	// rest in place (streamTail's switch, forced). streamCopy never
+	// switches; streamChoose switches when streamTail says so.
+	streamCopyTail
 )
 
 // The cost model's constants, measured on the H200 host (scale 22,
@@ -513,6 +536,44 @@ func streamCheaper(p *StreamPlan, walks int64, st walk.StepsEstimate, copyBytes,
 	}
 	tCopy, tInPlace := streamCosts(p, walks, st, copyBytes, readBytes)
 	return tCopy < tInPlace
+}
+
+// streamTail says whether the rest of a batch that copies partitions in
+// is faster read in place, from its walkers' counts (counts), the buffers'
+// partitions (loaded) and the steps its unfinished walkers have left
+// (remaining, summed by the count kernel): reading in place costs those
+// steps' share on the streamed partitions at the in-place rate (readBytes
+// an edge there, reads a step: node2vecHostReads for Node2Vec); copying
+// costs at least one copy of each streamed partition a walker waits at
+// that no buffer holds (copyBytes an edge). The copy side is a lower bound
+// (a late walker usually needs several more sweeps), so the switch comes
+// late rather than early. The sweeps' tail is what it cuts: a batch copies
+// every partition again for its last few walkers (on a scale-20 R-MAT
+// graph with half the edges on the device, 39 sweeps of one walk a vertex
+// became 26-31 in a simulation of the visits, under 1% of the steps read
+// in place). The walks are the same either way (each step's draw is keyed
+// by its walk and step).
+func streamTail(p *StreamPlan, counts []uint32, loaded [2]int, remaining uint64, copyBytes, readBytes int64, reads float64) bool {
+	if p.Streamed() == 0 || p.Edges == 0 {
+		return false
+	}
+	var need int64
+	for i, x := range p.Parts {
+		if !x.Resident && counts[i] > 0 && i != loaded[0] && i != loaded[1] {
+			need += x.EHi - x.ELo
+		}
+	}
+	if need == 0 {
+		return false // nothing left to copy: the buffers hold what the walkers wait at
+	}
+	rate := inPlaceTargetSteps
+	if readBytes > 4 {
+		rate = inPlaceEntrySteps
+	}
+	streamed := float64(p.Edges-p.ResidentEdges()) / float64(p.Edges)
+	tInPlace := float64(remaining) * streamed * reads / rate
+	tCopy := float64(need*copyBytes) / streamCopyBytesPerSec
+	return tInPlace < tCopy
 }
 
 // stepsPilots keeps walk.PilotSteps per algorithm (its String) for a

@@ -278,9 +278,10 @@ func (e *Engine) setupStreamed(budget int64) (err error) {
 			return fmt.Errorf("gpu: event: %w", err)
 		}
 	}
-	// One count a partition, and one of the walkers waiting for the
-	// host's Node2Vec scan.
-	if sm.dCounts, err = e.alloc("stream.counts", (maxStreamParts+1)*4); err != nil {
+	// One count a partition, one of the walkers waiting for the host's
+	// Node2Vec scan, and at countRemaining the 8-byte sum of the steps
+	// the walkers have left (streamTail).
+	if sm.dCounts, err = e.alloc("stream.counts", (countRemaining+2)*4); err != nil {
 		return err
 	}
 	if sm.dListLen, err = e.alloc("stream.listlen", 8); err != nil {
@@ -289,11 +290,11 @@ func (e *Engine) setupStreamed(budget int64) (err error) {
 	if sm.dParams, err = e.alloc("stream.params", streamParamsSize); err != nil {
 		return err
 	}
-	p, err := host((maxStreamParts + 1) * 4)
+	p, err := host((countRemaining + 2) * 4)
 	if err != nil {
 		return err
 	}
-	sm.hCounts = unsafe.Slice((*uint32)(p), maxStreamParts+1)
+	sm.hCounts = unsafe.Slice((*uint32)(p), countRemaining+2)
 	if p, err = host(streamParamsSize); err != nil {
 		return err
 	}
@@ -474,14 +475,23 @@ func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, 
 	format := streamFmt{bytes: es, labels: meta}
 	// From disk there is nothing on the host to read in place.
 	inPlace = inPlace && pl.Streamed() > 0 && sm.disk == nil
-	base := sm.dBase
+	base, mapped := sm.dBase, sm.dBaseMapped
+	if meta {
+		mapped = sm.lab.dBaseMapped
+	}
+	// tail: a copying batch may read its last walkers' steps in place
+	// (streamTail), when the host holds the partitions (not from disk).
+	tail := !inPlace && pl.Streamed() > 0 && sm.disk == nil && mapped != 0 && e.cfg.streamBatch != streamCopy
+	forceTail := tail && e.cfg.streamBatch == streamCopyTail
+	copiesBefore := sm.stats.Copies
+	reads := 1.0
+	if n2v {
+		reads = node2vecHostReads
+	}
 	if inPlace {
 		// One visit: every partition is on a side (resident, or mapped
 		// host memory read in place), so every walker runs to its end.
-		base = sm.dBaseMapped
-		if meta {
-			base = sm.lab.dBaseMapped
-		}
+		base = mapped
 		sm.stats.InPlaceBatches++
 	} else {
 		sm.stats.Batches++
@@ -509,6 +519,11 @@ func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, 
 		return fmt.Errorf("gpu: copy stream params: %w", err)
 	}
 	args := []uint64{uint64(sm.dParams)}
+	countArgs := []uint64{uint64(sm.dParams), 0}
+	if tail {
+		countArgs[1] = uint64(sm.dCounts) + countRemaining*4
+	}
+	hRemaining := (*uint64)(unsafe.Pointer(&sm.hCounts[countRemaining]))
 	scan := int(min(int64(e.numSM*8), (n+streamBlock-1)/streamBlock))
 	if err := launch(sm.fnInit, scan, streamBlock, st, args); err != nil {
 		return fmt.Errorf("gpu: stream_init: %w", err)
@@ -552,11 +567,21 @@ func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, 
 		if err := cu.MemsetD32Async(sm.dCounts, 0, int64(np)+1, st); err != nil {
 			return fmt.Errorf("gpu: clear counts: %w", err)
 		}
-		if err := launch(sm.fnCount, scan, streamBlock, st, args); err != nil {
+		if tail {
+			if err := cu.MemsetD32Async(cu.DevicePtr(countArgs[1]), 0, 2, st); err != nil {
+				return fmt.Errorf("gpu: clear counts: %w", err)
+			}
+		}
+		if err := launch(sm.fnCount, scan, streamBlock, st, countArgs); err != nil {
 			return fmt.Errorf("gpu: stream_count: %w", err)
 		}
 		if err := e.copyDtoHAsync(unsafe.Pointer(&counts[0]), sm.dCounts, int64(np+1)*4, st); err != nil {
 			return fmt.Errorf("gpu: copy counts: %w", err)
+		}
+		if tail {
+			if err := e.copyDtoHAsync(unsafe.Pointer(hRemaining), cu.DevicePtr(countArgs[1]), 8, st); err != nil {
+				return fmt.Errorf("gpu: copy counts: %w", err)
+			}
 		}
 		if err := st.Synchronize(); err != nil {
 			return fmt.Errorf("gpu: stream visit: %w", err)
@@ -575,6 +600,18 @@ func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, 
 		}
 		if waiting == 0 {
 			break
+		}
+		if tail && (forceTail && sm.stats.Copies > copiesBefore || !forceTail && streamTail(pl, counts, sm.loaded, *hRemaining, es, eb, reads)) {
+			// The rest in place: one more visit moves every walker to
+			// its end. s's stream was synchronised above, so no kernel
+			// reads the parameters.
+			sm.hParams.base = uint64(mapped)
+			if err := e.copyHtoD(sm.dParams, unsafe.Pointer(sm.hParams), streamParamsSize); err != nil {
+				return fmt.Errorf("gpu: copy stream params: %w", err)
+			}
+			inPlace, tail = true, false
+			countArgs[1] = 0
+			sm.stats.Tails++
 		}
 		cur, curBase := uint64(noPart), uint64(0)
 		next, nextBuf := -1, -1

@@ -41,8 +41,9 @@ func streamGraphs(t *testing.T) map[string]*graph.Graph {
 
 // streamRuns are the batches the stream equality tests walk: one batch
 // and batches of 2,500 with the partitions copied in, one batch read in
-// place, and batches of 2,500 as the cost model chooses.
-var streamRuns = []struct{ batch, how int }{{0, streamCopy}, {2500, streamCopy}, {0, streamInPlace}, {2500, streamChoose}}
+// place, batches of 2,500 as the cost model chooses, and batches of 2,500
+// whose walkers finish in place after the first copying visit.
+var streamRuns = []struct{ batch, how int }{{0, streamCopy}, {2500, streamCopy}, {0, streamInPlace}, {2500, streamChoose}, {2500, streamCopyTail}}
 
 // streamTestOptions are a stream test's engine options: half the device,
 // partitions of 8 KiB (tens of them streamed), chunks of 1,000 walks,
@@ -178,6 +179,10 @@ func TestStreamWalksMatchCPU(t *testing.T) {
 						t.Fatalf("in place: stream stats %+v", ss)
 					case run.how == streamChoose && ss.Batches+ss.InPlaceBatches == 0:
 						t.Fatalf("chosen: stream stats %+v", ss)
+					case run.how == streamCopyTail && (ss.Tails == 0 || ss.Tails > ss.Batches || ss.Copies == 0 || ss.InPlaceBatches > 0):
+						t.Fatalf("copied, then in place: stream stats %+v", ss)
+					case run.how == streamCopy && ss.Tails > 0:
+						t.Fatalf("forced copies finished in place: stream stats %+v", ss)
 					}
 					t.Logf("%+v, %.0f bytes copied a step", ss, float64(ss.BytesCopied)/float64(ss.Steps))
 				})
@@ -268,6 +273,9 @@ func TestStreamMetaPathWalksMatchCPU(t *testing.T) {
 				ss := e.StreamStats()
 				if run.how == streamCopy && (ss.Copies < int64(plan.Streamed()) || ss.InPlaceBatches > 0) {
 					t.Fatalf("stream stats %+v, %d streamed partitions", ss, plan.Streamed())
+				}
+				if run.how == streamCopyTail && ss.Tails == 0 {
+					t.Fatalf("no batch finished in place: stream stats %+v", ss)
 				}
 				if plan.ResidentEdges() > 0 && ss.ResidentSwaps < 2 {
 					t.Fatalf("the resident partitions changed layout %d times in a run of metapath and deepwalk: %+v", ss.ResidentSwaps, ss)

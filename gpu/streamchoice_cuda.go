@@ -48,7 +48,7 @@ func (e *Engine) chooseBatch(alg walk.Algorithm, n int64) batchPlan {
 	switch {
 	case e.cfg.streamBatch == streamPlaced && c.place != nil, !c.streamWalks:
 		plan, why = planPlacement, "forced or the only plan that walks it"
-	case e.cfg.streamBatch == streamCopy:
+	case e.cfg.streamBatch == streamCopy, e.cfg.streamBatch == streamCopyTail:
 		plan, why = planCopy, "forced"
 	case e.cfg.streamBatch == streamInPlace:
 		plan, why = planInPlace, "forced"

@@ -302,7 +302,7 @@ func planStreamDisk(s graphShape, offsets []uint64, file string, deviceBudget, h
 			s.name, sizeString(hostBudget), sizeString(ring), minRingBuffers)
 	}
 	if partBytes <= 0 {
-		partBytes = min(max((deviceBudget-streamFixedBytes(s.vertices, streamLabelBytes(s.vertices, streamLabels(s))))/8, eb), 1<<30)
+		partBytes = min(max((deviceBudget-streamFixedBytes(s.vertices, streamLabelBytes(s.vertices, streamLabels(s))))/8, eb), streamPartCap)
 	}
 	p, err := planStream(s, offsets, deviceBudget, min(partBytes, most))
 	if err != nil {

@@ -53,6 +53,8 @@ func TestStreamNode2VecWalksMatchCPU(t *testing.T) {
 					t.Fatalf("q = 100 sent no step to the host's scan: %+v", ss)
 				case run.how == streamCopy && (ss.Copies < int64(plan.Streamed()) || ss.InPlaceBatches > 0):
 					t.Fatalf("stream stats %+v, %d streamed partitions", ss, plan.Streamed())
+				case run.how == streamCopyTail && ss.Tails == 0:
+					t.Fatalf("no batch finished in place: stream stats %+v", ss)
 				}
 				t.Logf("%+v, %.0f bytes copied a step, %.2f visits a batch a step", ss, float64(ss.BytesCopied)/float64(ss.Steps),
 					float64(ss.Visits)/float64(max(ss.Batches, 1))/80)

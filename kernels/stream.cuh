@@ -136,7 +136,13 @@ __device__ __forceinline__ uint32_t stream_waits(const StreamParams* __restrict_
 
 }  // namespace ws
 
-extern "C" __global__ void __launch_bounds__(ws::kStreamBlock) stream_count(const ws::StreamParams* __restrict__ P) {
+// stream_count counts the walkers waiting at each partition and, when
+// remaining is not null, adds the steps the unfinished walkers have left
+// (length - steps taken: an upper bound for PPR and MetaPath) to it: the
+// host reads the rest of a batch in place once that costs less than the
+// copies it still waits for (gpu.streamTail).
+extern "C" __global__ void __launch_bounds__(ws::kStreamBlock) stream_count(const ws::StreamParams* __restrict__ P,
+                                                                            unsigned long long* remaining) {
   using namespace ws;
   __shared__ uint32_t sb[kMaxStreamParts + 1];
   __shared__ uint32_t sc[kMaxStreamParts + 1];  // [nparts]: walkers waiting for the host's scan
@@ -147,9 +153,18 @@ extern "C" __global__ void __launch_bounds__(ws::kStreamBlock) stream_count(cons
   }
   __syncthreads();
   const uint64_t n = P->n;
+  unsigned long long rem = 0;
   for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
     const uint32_t v = P->wv[i];
-    if (v != kNoVertex) atomicAdd(&sc[stream_waits(P, sb, np, i, v)], 1u);
+    if (v != kNoVertex) {
+      atomicAdd(&sc[stream_waits(P, sb, np, i, v)], 1u);
+      if (remaining) rem += P->length - P->wstep[i];
+    }
+  }
+  if (remaining) {
+    // Every thread of the block is here (blockDim is a multiple of 32).
+    for (int o = 16; o > 0; o >>= 1) rem += __shfl_down_sync(0xFFFFFFFFu, rem, o);
+    if ((threadIdx.x & 31) == 0 && rem) atomicAdd(remaining, rem);
   }
   __syncthreads();
   for (uint32_t i = threadIdx.x; i <= np; i += blockDim.x) {

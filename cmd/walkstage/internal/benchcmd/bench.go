@@ -83,6 +83,7 @@ file or a generated R-MAT graph; the walks are discarded.`)
 	hostMemory := fs.Int64("host-memory", 0, "host memory budget in bytes: a graph needing more is walked out of core (0: WALKSTAGE_HOST_MEMORY_LIMIT, else the cgroup's memory limit, else MemAvailable; -1: always in memory)")
 	gpuLimit := fs.Int64("gpu-memory-limit", 0, "GPU engine: most device memory in bytes (0: the free memory; as WALKSTAGE_GPU_MEMORY_LIMIT)")
 	deviceFraction := fs.Float64("device-fraction", 1, "GPU engine: most of the edges on the device, the rest in mapped host memory (placement plan)")
+	streamPart := fs.Int64("stream-partition-bytes", 0, "GPU engine under --gpu-stream: the size of a streamed partition, in bytes (0: an eighth of the device budget, at most 48 MiB)")
 	streamMode := fs.String("gpu-stream", "off", "GPU engine: stream the graph to the walkers in partitions always (on: --device-fraction then caps the share resident), never (off, the default: the placement plan reads host memory in place and walks every algorithm), or hold both plans when it does not fit the device or --device-fraction is below 1 and walk each batch under the faster (auto)")
 	partition := fs.String("partition", "auto", "GPU engine with several --gpus: partition one copy of the graph over their memory (on), copy it to each (off), or partition only when it does not fit one (auto); as WALKSTAGE_GPU_PARTITION")
 	hostShare := fs.Float64("host-share", 0, "with --partition: put this share (0 to 1) of the partitioned graph in host memory, as when it does not fit the GPUs together (0: only what does not fit)")
@@ -150,7 +151,7 @@ file or a generated R-MAT graph; the walks are discarded.`)
 		return fmt.Errorf("--gpu-stream: %w", err)
 	}
 	eng, err := engines.New(g, *engineName, engines.Settings{Workers: *workers, FusedTableBytes: *fusedLimit, HostMemoryLimit: *hostMemory,
-		GPUMemoryLimit: *gpuLimit, GPUDeviceFraction: *deviceFraction, GPUStream: stream, GPUs: devices, GPUPartition: part, GPUHostShare: *hostShare}, cli.Logger(logw, rf.Quiet))
+		GPUMemoryLimit: *gpuLimit, GPUDeviceFraction: *deviceFraction, GPUStream: stream, GPUStreamPartitionBytes: *streamPart, GPUs: devices, GPUPartition: part, GPUHostShare: *hostShare}, cli.Logger(logw, rf.Quiet))
 	if err != nil {
 		return err
 	}

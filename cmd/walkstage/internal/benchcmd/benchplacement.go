@@ -60,8 +60,8 @@ func benchStreamStats(eng any, w io.Writer) {
 		return
 	}
 	st := s.StreamStats()
-	fmt.Fprintf(w, "  stream: %d batches streamed, %d read in place, %d under the placement plan; %d visits (%.0f walkers a visit), %d partition copies, %.2f GB copied, %.0f bytes a step\n",
-		st.Batches, st.InPlaceBatches, st.PlacedBatches, st.Visits, float64(st.Walkers)/float64(max(st.Visits, 1)), st.Copies, float64(st.BytesCopied)/1e9, float64(st.BytesCopied)/float64(max(st.Steps, 1)))
+	fmt.Fprintf(w, "  stream: %d batches streamed (%d finished in place), %d read in place, %d under the placement plan; %d visits (%.0f walkers a visit), %d partition copies, %.2f GB copied, %.0f bytes a step\n",
+		st.Batches, st.Tails, st.InPlaceBatches, st.PlacedBatches, st.Visits, float64(st.Walkers)/float64(max(st.Visits, 1)), st.Copies, float64(st.BytesCopied)/1e9, float64(st.BytesCopied)/float64(max(st.Steps, 1)))
 	if st.LastChoice != "" {
 		fmt.Fprintf(w, "  last batch: %s\n", st.LastChoice)
 	}
