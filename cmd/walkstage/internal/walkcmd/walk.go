@@ -21,6 +21,7 @@ import (
 
 	"github.com/walkstage/walkstage/cmd/walkstage/internal/cli"
 	"github.com/walkstage/walkstage/engines"
+	"github.com/walkstage/walkstage/gpu"
 	"github.com/walkstage/walkstage/graph"
 	"github.com/walkstage/walkstage/graphsample"
 	"github.com/walkstage/walkstage/message"
@@ -102,6 +103,8 @@ type walkOptions struct {
 	startTime, maxTimeGap                                                       int64
 	seed                                                                        uint64
 	fileBytes, memLimit, hostMemory                                             int64
+	deviceFraction                                                              float64
+	gpuStream                                                                   string
 	vp                                                                          visits.VisitParams
 	sf                                                                          *sampleFlags
 	set                                                                         map[string]bool
@@ -146,6 +149,8 @@ func parseWalkFlags(args []string, stderr io.Writer) (*walkOptions, error) {
 	fs.StringVar(&o.engineName, "engine", "auto", "cpu, gpu, hybrid (both on every job, walks split by measured rate), or auto (gpu when this build and host have one)")
 	fs.IntVar(&o.workers, "workers", runtime.GOMAXPROCS(0), "CPU engine workers")
 	fs.Int64Var(&o.hostMemory, "host-memory", 0, "host memory budget in bytes: a graph needing more is walked out of core (0: WALKSTAGE_HOST_MEMORY_LIMIT, else the cgroup's memory limit, else MemAvailable; -1: always in memory)")
+	fs.Float64Var(&o.deviceFraction, "device-fraction", 1, "GPU engine: most of the graph's bytes on the device (the rest in host memory, read in place or streamed: --gpu-stream), as when it does not fit")
+	fs.StringVar(&o.gpuStream, "gpu-stream", "off", "GPU engine: stream a graph that does not fit the device (or --device-fraction) in partitions: on, off (the placement plan reads the host's share in place) or auto (each batch under the faster), as WALKSTAGE_GPU_STREAM")
 	fs.StringVar(&o.compression, "compression", "zstd", "zstd, snappy or none")
 	fs.StringVar(&o.walkEncoding, "walk-encoding", "delta_binary_packed", "Parquet encoding of the walk values: delta_binary_packed (every reader), "+
 		"or byte_stream_split (6% smaller under zstd, but DuckDB cannot read it: BYTE_STREAM_SPLIT only for FLOAT/DOUBLE; Arrow, pyarrow, polars and hyparquet can)")
@@ -234,8 +239,15 @@ func walkCmd(ctx context.Context, version string, args []string, stdout, stderr 
 
 	// The writer gives every chunk back to the engine (prepareEngine), so
 	// the GPU engine may lend its pinned buffers instead of copying them.
+	if o.deviceFraction <= 0 || o.deviceFraction > 1 {
+		return fmt.Errorf("--device-fraction %v is outside (0, 1]", o.deviceFraction)
+	}
+	stream, err := gpu.ParseStreamMode(o.gpuStream)
+	if err != nil {
+		return fmt.Errorf("--gpu-stream: %w", err)
+	}
 	settings := engines.Settings{Workers: o.workers, FusedTableBytes: -1, GPUBatchSlots: o.gpuSlots, HostMemoryLimit: o.hostMemory,
-		GPULentChunks: o.output != "visits" && !o.gpuCopy}
+		GPULentChunks: o.output != "visits" && !o.gpuCopy, GPUDeviceFraction: o.deviceFraction, GPUStream: stream}
 	eng, err := engines.New(g, o.engineName, settings, cli.Logger(logw, o.quiet))
 	if err != nil {
 		return err
