@@ -35,6 +35,11 @@ type Settings struct {
 	// GPUStreamPartitionBytes sizes a stream plan's partitions (0: the
 	// plan's default, an eighth of the budget, at most 48 MiB).
 	GPUStreamPartitionBytes int64
+	// HybridReorderBytes bounds how far out of walk-id order the hybrid
+	// engine emits (hybrid.WithReorderBytes): half the sink's memory
+	// limit, which fails a batch whose walks come further apart. 0: no
+	// bound.
+	HybridReorderBytes int64
 	// GPUPartition says when several GPUs share one partitioned copy of
 	// the graph (WALKSTAGE_GPU_PARTITION).
 	GPUPartition Partition
@@ -131,7 +136,7 @@ func newHybrid(g *graph.Graph, set Settings, log *slog.Logger) (walk.Engine, err
 		_ = ge.Close()
 		return nil, err
 	}
-	e, err := hybrid.New(g, ce, ge, hybrid.WithLogger(log))
+	e, err := hybrid.New(g, ce, ge, hybrid.WithLogger(log), hybrid.WithReorderBytes(set.HybridReorderBytes))
 	if err != nil {
 		_ = ge.Close()
 		_ = ce.Close()

@@ -31,5 +31,6 @@ func (c Config) EngineSettings() engines.Settings {
 	stream, _ := engines.ParseStream(c.GPUStream)     // likewise
 	return engines.Settings{Workers: c.CPUWorkers, FusedTableBytes: c.CPUFusedTableBytes,
 		EagerLabelTables: c.CPULabelTables == "eager", HostMemoryLimit: c.HostMemoryLimit, GPUMemoryLimit: c.GPUMemoryLimit, GPUs: gpus,
-		GPUPartition: part, GPUStream: stream, GPULentChunks: c.GPULendChunks, GPUBatchSlots: c.GPUBatchSlots}
+		GPUPartition: part, GPUStream: stream, GPULentChunks: c.GPULendChunks, GPUBatchSlots: c.GPUBatchSlots,
+		HybridReorderBytes: c.OutputMemoryBytes / 2}
 }

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/bits"
 	"sync"
 	"time"
@@ -40,6 +41,10 @@ type Engine struct {
 	// returns, so the next Run's GPU side starts after it while its CPU
 	// side starts at once.
 	gpuFree chan struct{}
+
+	// reorderBytes bounds how far ahead of the first walk not emitted yet
+	// a walk may be emitted, in row bytes (WithReorderBytes; 0: no bound).
+	reorderBytes int64
 
 	mu    sync.Mutex
 	keys  map[string]*keyStats // by the first split job's Algorithm.String()
@@ -81,6 +86,18 @@ type Option func(*Engine)
 // WithLogger logs each run's split at debug level (the stage runs one per
 // micro-batch) to log. Defaults to slog.Default().
 func WithLogger(log *slog.Logger) Option { return func(e *Engine) { e.log = log } }
+
+// WithReorderBytes bounds how far out of walk-id order the engine emits
+// the walks of the jobs it splits: no walk is emitted more than n bytes of
+// rows (4 bytes a vertex and 12 a walk, as the sink counts them) ahead of
+// the first walk not emitted yet, so a consumer that holds walks until the
+// ones before them arrive (sink.BatchWriter, whose memory limit fails a
+// batch otherwise) holds at most n bytes for it. The CPU then takes its
+// ranges next to the GPU's instead of from the far end, and the GPU's
+// ranges are at most the window (an engine that streams a graph larger
+// than the device walks a small range at a lower rate; the engine measures
+// and chooses, as always). 0: no bound.
+func WithReorderBytes(n int64) Option { return func(e *Engine) { e.reorderBytes = n } }
 
 // New walks g's jobs on cpuEngine and gpuEngine, both built for g, which it
 // owns: Close closes them.
@@ -291,7 +308,7 @@ func (e *Engine) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) e
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r := &run{e: e, sp: sp, emit: emit, cancel: cancel, cur: newCursors(sp.total()), prior: prior,
-		emitted: make([]uint64, (sp.total()+63)/64), allDone: make(chan struct{})}
+		emitted: make([]uint64, (sp.total()+63)/64), allDone: make(chan struct{}), window: e.window(jobs, split)}
 	if sp.total() == 0 {
 		close(r.allDone)
 	}
@@ -399,7 +416,39 @@ type run struct {
 	produced [2]int64
 	busy     [2]time.Duration
 	gpuStart time.Time // the GPU's current split range started (zero: none)
+	// window bounds how far past low a range may end (WithReorderBytes, in
+	// walks; 0: no bound); low is the first split walk not emitted yet.
+	window, low int64
 }
+
+// window is WithReorderBytes in walks of the split jobs (the longest
+// row's bytes each), at least minRange; 0 without a bound.
+func (e *Engine) window(jobs []walk.Job, split []int) int64 {
+	if e.reorderBytes <= 0 {
+		return 0
+	}
+	per := int64(1)
+	for _, i := range split {
+		per = max(per, int64(jobs[i].Algorithm.Length+1)*4+12)
+	}
+	return max(e.reorderBytes/per, minRange)
+}
+
+// limit is where a range may end under the window (the caller holds r.mu).
+func (r *run) limit() int64 {
+	if r.window <= 0 {
+		return math.MaxInt64
+	}
+	return r.low + r.window
+}
+
+// windowWait is how long a side waits for the first unemitted walk to
+// move when the window leaves it nothing to take.
+const windowWait = time.Millisecond
+
+// stealAfter is how long the window may leave the CPU waiting before it
+// takes walks of the GPU's range (four of its own ranges' time).
+const stealAfter = 4 * cpuRangeTime
 
 // errDetached is what a Run that has returned answers a late engine's emit.
 var errDetached = errors.New("hybrid: the run's walks were all emitted already")
@@ -459,6 +508,9 @@ func (r *run) emitter(s side) walk.EmitFunc {
 				}
 			}
 			r.nEmitted += int64(c.Len())
+			for r.low < r.sp.total() && r.emitted[r.low>>6]&(1<<(r.low&63)) != 0 {
+				r.low++
+			}
 		}
 		n, steps := int64(c.Len()), c.Steps()
 		if s == cpuSide {
@@ -570,9 +622,35 @@ func (r *run) cpuLoop(ctx context.Context, own []int) {
 			return
 		}
 	}
+	var blocked time.Time // since when the window has left the CPU nothing
 	for ctx.Err() == nil {
 		r.mu.Lock()
-		rg, stolen, ok := r.cur.takeCPU(cpuTake(r.sp.total(), r.rate(cpuSide)))
+		var rg span
+		var stolen, ok bool
+		if r.window > 0 {
+			// Blocked by the window for stealAfter, the CPU takes the
+			// GPU's range from its back end as when nothing is left (a
+			// GPU that holds the window that long is slower than the CPU
+			// at it), so a job still ends.
+			steal := !blocked.IsZero() && time.Since(blocked) >= stealAfter
+			rg, stolen, ok = r.cur.takeCPUWithin(cpuTake(r.sp.total(), r.rate(cpuSide)), r.limit(), steal)
+			switch {
+			case !ok && r.cur.hi > r.cur.lo:
+				// The window is full: wait for the GPU's range to come out.
+				r.mu.Unlock()
+				if blocked.IsZero() {
+					blocked = time.Now()
+				}
+				if !sleepCtx(ctx, windowWait) {
+					return
+				}
+				continue
+			case ok && !stolen:
+				blocked = time.Time{}
+			}
+		} else {
+			rg, stolen, ok = r.cur.takeCPU(cpuTake(r.sp.total(), r.rate(cpuSide)))
+		}
 		var jobs []walk.Job
 		if ok {
 			r.share.CPURanges++
@@ -656,7 +734,21 @@ func (r *run) gpuLoop(ctx context.Context, own []int, ownDone, done chan struct{
 		r.mu.Lock()
 		left := r.cur.hi - r.cur.lo
 		share := gpuShare(r.rate(cpuSide), r.rate(gpuSide))
-		rg, ok := r.cur.takeGPU(gpuTake(left, share))
+		var rg span
+		var ok bool
+		if r.window > 0 {
+			rg, ok = r.cur.takeGPUWithin(gpuTake(left, share), r.limit())
+			if !ok && left > 0 {
+				// The window is full of the CPU's ranges: wait for them.
+				r.mu.Unlock()
+				if !sleepCtx(ctx, windowWait) {
+					return
+				}
+				continue
+			}
+		} else {
+			rg, ok = r.cur.takeGPU(gpuTake(left, share))
+		}
 		if ok {
 			r.share.GPURanges++
 			r.gpuStart = time.Now()
@@ -773,4 +865,16 @@ func (e *Engine) record(r *run, key string, m mode, ok bool, t0 time.Time) {
 	e.log.Debug("hybrid run", "walks", st.Walks, "steps", st.Steps, "duration", st.Wall.Seconds(),
 		"cpu_steps", sh.CPUSteps, "gpu_steps", sh.GPUSteps, "cpu_step_share", sh.CPUStepShare(),
 		"duplicate_walks", sh.Duplicates, "cpu_ranges", sh.CPURanges, "gpu_ranges", sh.GPURanges, "gpu_detached", sh.GPUDetached, "mode", sh.Mode)
+}
+
+// sleepCtx sleeps d unless ctx ends first, and says whether it slept.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

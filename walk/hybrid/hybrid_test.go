@@ -158,12 +158,20 @@ func (s *stalled) Run(ctx context.Context, jobs []walk.Job, emit walk.EmitFunc) 
 // emitted, and the Run returns with the GPU's run left to stop (detached).
 // Having walked nothing, the GPU is left out of the next run, which the CPU
 // walks alone; Close waits for the GPU's cancelled run.
+// Under a reorder window (the second case) the CPU, once the window has
+// left it waiting for stealAfter, takes the stalled range the same way.
 func TestStalledGPUCoveredByCPU(t *testing.T) {
+	for _, opts := range [][]Option{nil, {WithReorderBytes(1000 * (30*4 + 16))}} {
+		stalledGPUCoveredByCPU(t, opts)
+	}
+}
+
+func stalledGPUCoveredByCPU(t *testing.T, opts []Option) {
 	g := testGraph(t)
 	jobs := testJobs(g)[:3]
 	want := collect(t, newCPU(t, g), jobs)
 	gpu := &stalled{Engine: newCPU(t, g)}
-	h, err := New(g, newCPU(t, g, cpu.WithWorkers(2)), gpu)
+	h, err := New(g, newCPU(t, g, cpu.WithWorkers(2)), gpu, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -618,5 +626,123 @@ func TestOverlayJobsSplit(t *testing.T) {
 	}
 	if n := gpu.algs[jobs[3].Algorithm.String()]; n != 0 {
 		t.Errorf("the GPU walked %d node2vec walks on the delta", n)
+	}
+}
+
+// TestCursorsWithinAWindow: under a reorder window the GPU's range ends at
+// the limit, the CPU takes next to it from the front and then from the
+// GPU's back end, and neither takes past the limit.
+func TestCursorsWithinAWindow(t *testing.T) {
+	c := newCursors(1000)
+	if g, ok := c.takeGPUWithin(600, 400); !ok || g != (span{0, 400}) {
+		t.Fatalf("takeGPUWithin = %v %v, want [0, 400)", g, ok)
+	}
+	if _, ok := c.takeGPUWithin(100, 400); ok {
+		t.Fatal("the GPU took a range starting at the limit")
+	}
+	var got []span
+	for {
+		r, stolen, ok := c.takeCPUWithin(150, 500, true)
+		if !ok {
+			break
+		}
+		if stolen != (r.hi <= 400) {
+			t.Fatalf("range %v stolen=%v", r, stolen)
+		}
+		got = append(got, r)
+	}
+	want := []span{{400, 500}, {250, 400}, {100, 250}, {0, 100}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("CPU ranges %v, want %v", got, want)
+	}
+	// The limit moved (walks were emitted): the front again.
+	if _, ok := c.takeGPUWithin(10, 2000); !ok {
+		t.Fatal("the GPU took nothing below a moved limit")
+	}
+	if r, stolen, ok := c.takeCPUWithin(150, 2000, false); !ok || stolen || r != (span{510, 660}) {
+		t.Fatalf("takeCPUWithin = %v %v %v, want [510, 660)", r, stolen, ok)
+	}
+	// At the limit, walks left: nothing unless stealing is allowed.
+	if _, _, ok := c.takeCPUWithin(150, 660, false); ok {
+		t.Fatal("the CPU took a range at the limit without being allowed to steal")
+	}
+	if r, stolen, ok := c.takeCPUWithin(150, 660, true); !ok || !stolen || r != (span{500, 510}) {
+		t.Fatalf("takeCPUWithin = %v %v %v, want [500, 510) stolen", r, stolen, ok)
+	}
+}
+
+// TestReorderWindowBoundsEmits: with WithReorderBytes the engines' walks
+// come out at most the window ahead of the first walk not emitted yet
+// (counted in the split space, job after job), the GPU in the middle of
+// the window's ranges as the CPU takes next to it; the walks are the CPU
+// engine's. Without the bound the CPU starts from the far end (the check
+// fails: the sink's ErrReorderWindow for a large job, issue 35's walk
+// --engine hybrid).
+func TestReorderWindowBoundsEmits(t *testing.T) {
+	g := testGraph(t)
+	starts := make([]uint32, 20000)
+	for i := range starts {
+		starts[i] = uint32(i*37) % uint32(g.NumVertices())
+	}
+	alg := walk.Algorithm{Kind: walk.DeepWalk, Length: 20, Weighted: true}
+	jobs := []walk.Job{{Tag: 1, Algorithm: alg, Seed: 1, Starts: starts}}
+	want := collect(t, newCPU(t, g, cpu.WithWorkers(2)), jobs)
+	const rowBytes = (20+1)*4 + 12
+	for _, c := range []struct {
+		name   string
+		bytes  int64
+		window int64 // walks; 0: no bound, so the check must fail
+	}{
+		{"window of 3000 walks", 3000 * rowBytes, 3000},
+		{"no window", 0, 3000},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			opts := []Option{}
+			if c.bytes > 0 {
+				opts = append(opts, WithReorderBytes(c.bytes))
+			}
+			h, err := New(g, newCPU(t, g, cpu.WithWorkers(1), cpu.WithChunkSize(100)), newCPU(t, g, cpu.WithWorkers(1), cpu.WithChunkSize(300)), opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			emitted := make([]bool, len(starts))
+			low, ahead := 0, 0
+			var mu sync.Mutex
+			got := map[[2]uint64][]uint32{}
+			err = h.Run(context.Background(), jobs, func(ch walk.Chunk) error {
+				mu.Lock()
+				defer mu.Unlock()
+				for k := range ch.Len() {
+					i := int(ch.WalkIDs[k])
+					ahead = max(ahead, i-low)
+					emitted[i] = true
+					got[[2]uint64{uint64(ch.Tag), ch.WalkIDs[k]}] = slices.Clone(ch.Walk(k))
+				}
+				for low < len(emitted) && emitted[low] {
+					low++
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameWalks(t, got, want)
+			sh := h.LastShare()
+			if c.bytes > 0 {
+				if ahead >= int(c.window) {
+					t.Fatalf("a walk came out %d walks ahead of the first not emitted, window %d", ahead, c.window)
+				}
+				if sh.Mode != "split" || sh.GPUWalks == 0 || sh.CPUWalks == 0 {
+					t.Fatalf("share %+v: want both engines walking", sh)
+				}
+				if sh.Duplicates > c.window {
+					t.Fatalf("share %+v: the CPU walked %d of the GPU's walks again, more than a window", sh, sh.Duplicates)
+				}
+			} else if ahead < int(c.window) {
+				t.Fatalf("without a window the walks came at most %d ahead: the test shows nothing", ahead)
+			}
+			t.Logf("at most %d walks ahead; share %+v", ahead, sh)
+		})
 	}
 }

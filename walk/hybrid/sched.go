@@ -94,6 +94,37 @@ func (c *cursors) takeGPU(n int64) (span, bool) {
 	return r, true
 }
 
+// takeGPUWithin is takeGPU with the range's end at most limit (a reorder
+// window's end, Engine's WithReorderBytes); nothing when the front of
+// what is left is at or past it.
+func (c *cursors) takeGPUWithin(n, limit int64) (span, bool) {
+	if c.lo >= limit && c.hi > c.lo {
+		return span{}, false
+	}
+	return c.takeGPU(min(n, limit-c.lo))
+}
+
+// takeCPUWithin gives the CPU up to n walks from the front of what is
+// left, ending at most at limit: under a reorder window the CPU walks next
+// to the GPU rather than from the far end, so that no walk is emitted more
+// than a window ahead of the first one not emitted yet. When the front is
+// at the limit it takes from the back of the GPU's range (stolen, below
+// the limit already) only when nothing else is left or steal says the GPU
+// has kept the window full too long; otherwise nothing (the caller waits).
+func (c *cursors) takeCPUWithin(n, limit int64, steal bool) (r span, stolen, ok bool) {
+	if c.hi > c.lo && c.lo < limit {
+		r = span{c.lo, min(c.lo+n, c.hi, limit)}
+		c.lo = r.hi
+		return r, false, true
+	}
+	if (c.hi == c.lo || steal) && c.steal > c.gpu.lo {
+		r = span{max(c.gpu.lo, c.steal-n), c.steal}
+		c.steal = r.lo
+		return r, true, true
+	}
+	return span{}, false, false
+}
+
 // gpuDone says the GPU ended its range: nothing more to take from it.
 func (c *cursors) gpuDone() { c.gpu, c.steal = span{}, 0 }
 

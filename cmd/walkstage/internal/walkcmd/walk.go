@@ -247,7 +247,8 @@ func walkCmd(ctx context.Context, version string, args []string, stdout, stderr 
 		return fmt.Errorf("--gpu-stream: %w", err)
 	}
 	settings := engines.Settings{Workers: o.workers, FusedTableBytes: -1, GPUBatchSlots: o.gpuSlots, HostMemoryLimit: o.hostMemory,
-		GPULentChunks: o.output != "visits" && !o.gpuCopy, GPUDeviceFraction: o.deviceFraction, GPUStream: stream}
+		GPULentChunks: o.output != "visits" && !o.gpuCopy, GPUDeviceFraction: o.deviceFraction, GPUStream: stream,
+		HybridReorderBytes: o.memLimit / 2}
 	eng, err := engines.New(g, o.engineName, settings, cli.Logger(logw, o.quiet))
 	if err != nil {
 		return err
