@@ -637,6 +637,57 @@ __device__ __noinline__ uint64_t temporal_n2v_step(TemporalScan S, const int64_t
   return pick;
 }
 
+// kN2VWarpWindow: from this window length on, a temporal Node2Vec step is
+// taken by the whole warp (temporal_n2v_warp) rather than by its walk's
+// thread: a hub's window costs one thread O(window) searches of prev's
+// adjacency, which the warp's 32 lanes split.
+constexpr uint64_t kN2VWarpWindow = 64;
+
+// temporal_n2v_warp is temporal_n2v_step for a window of at least 32
+// edges taken by a warp's lanes together, every lane of mask calling it
+// with the same arguments: lane j is ZPRS lane j (elements j, j+32, ...).
+// Pass 1 sums each lane's weights; each lane then adds the sums of the
+// lanes before it one by one in lane order (the serial step's additions,
+// so the same bits); pass 2 runs each lane's reservoir from there, and the
+// highest lane that kept an element wins, as the serial order's last
+// replacement does. The weights are computed twice rather than held.
+template <int kBias, bool kWeighted>
+__device__ __noinline__ uint64_t temporal_n2v_warp(unsigned mask, unsigned lane, TemporalScan S,
+                                                   const uint64_t* __restrict__ offsets,
+                                                   const uint32_t* __restrict__ targets, uint64_t a, uint64_t lo,
+                                                   uint64_t hi, uint32_t prev, double f0, double f1, double f2,
+                                                   uint64_t seed, uint64_t walk, uint32_t step) {
+  const uint64_t n = hi - lo;
+  const uint64_t pa = offsets[prev], pb = offsets[prev + 1];
+  double lsum = 0;
+  for (uint64_t i = lane; i < n; i += 32) {
+    const uint64_t e = lo + i;
+    const uint32_t x = __ldg(targets + a + __ldg(S.bytime + e));
+    const double f = x == prev ? f0 : has_edge(targets, pa, pb, x) ? f1 : f2;
+    lsum = __dadd_rn(lsum, __dmul_rn(temporal_bias<kBias, kWeighted>(S, a, e, lo, hi), f));
+  }
+  double run = 0;
+  for (unsigned j = 0; j < 31; j++) {
+    const double x = __shfl_sync(mask, lsum, j);
+    if (j < lane) run = __dadd_rn(run, x);
+  }
+  uint64_t pick = ~0ull;
+  for (uint64_t i = lane; i < n; i += 32) {
+    const uint64_t e = lo + i;
+    const uint32_t x = __ldg(targets + a + __ldg(S.bytime + e));
+    const double f = x == prev ? f0 : has_edge(targets, pa, pb, x) ? f1 : f2;
+    const double w = __dmul_rn(temporal_bias<kBias, kWeighted>(S, a, e, lo, hi), f);
+    if (w > 0) {
+      run = __dadd_rn(run, w);
+      const uint4 d = draw(seed, walk, step, kReservoirDraw + (uint32_t)(i >> 2));
+      if (__dmul_rn(__dmul_rn((double)word(d, (uint32_t)(i & 3)), 0x1p-32), run) < w) pick = e;
+    }
+  }
+  const unsigned kept = __ballot_sync(mask, pick != ~0ull);
+  if (kept == 0) return ~0ull;
+  return __shfl_sync(mask, pick, 31 - __clz(kept));
+}
+
 // temporal_ctx is TemporalCtx from the launch's parameters.
 __device__ __forceinline__ TemporalCtx temporal_ctx(const WalkParams* __restrict__ P) {
   TemporalCtx C;

@@ -512,13 +512,17 @@ __device__ __forceinline__ void walk_temporal_body(const WalkParams* __restrict_
     }
     const bool known = step > 0 && C.next;
     uint64_t k = ~0ull;
+    uint64_t lo = 0, hi = 0;
+    bool coop = false;  // a Node2Vec window long enough for the warp
     if (kN2V && step > 0) {
-      // From the second step: the window, then the ZPRS draw over it.
-      uint64_t lo, hi;
+      // From the second step: the window, then the ZPRS draw over it, by
+      // this thread for a short window and by the warp below for a long one.
       temporal_window(C, a, b, t, true, known, nxw, lo, hi);
-      k = temporal_n2v_step<kBias, kWeighted>(TemporalScan{C.times, C.bytime, C.weights, C.scale, C.backward}, C.coarse,
-                                              offsets, targets, a, lo, hi, prev, params->bias[0], params->bias[1],
-                                              params->bias[2], seed, walk, step);
+      coop = hi - lo >= kN2VWarpWindow;
+      if (!coop)
+        k = temporal_n2v_step<kBias, kWeighted>(TemporalScan{C.times, C.bytime, C.weights, C.scale, C.backward},
+                                                C.coarse, offsets, targets, a, lo, hi, prev, params->bias[0],
+                                                params->bias[1], params->bias[2], seed, walk, step);
     } else if (a < b && kBias == kTimeExponential) {
       // The common step (exp_step_fast) first; every other step, and a
       // window whose sums are zero, takes the whole temporal_step.
@@ -531,6 +535,28 @@ __device__ __forceinline__ void walk_temporal_body(const WalkParams* __restrict_
         k = temporal_step_slow<kBias, kWeighted>(params, a, b, t, step > 0 || has_start, known, nxw, seed, walk, step);
     } else if (a < b) {
       k = temporal_step<kBias, kWeighted>(C, a, b, t, step > 0 || has_start, known, nxw, seed, walk, step);
+    }
+    if (kN2V) {
+      // The warp takes its lanes' long windows one after another, when
+      // all 32 lanes are here: each is one of the ZPRS's 32 lanes, and a
+      // lane that left the loop (the pool dry) cannot take part. A warp
+      // short of a lane takes them one thread each.
+      const unsigned live = __activemask();
+      if (live == 0xFFFFFFFFu) {
+        for (unsigned todo = __ballot_sync(live, coop); todo != 0; todo &= todo - 1) {
+          const int src = __ffs(todo) - 1;
+          const uint64_t r = temporal_n2v_warp<kBias, kWeighted>(
+              live, lane, TemporalScan{C.times, C.bytime, C.weights, C.scale, C.backward}, offsets, targets,
+              __shfl_sync(live, a, src), __shfl_sync(live, lo, src), __shfl_sync(live, hi, src),
+              __shfl_sync(live, prev, src), params->bias[0], params->bias[1], params->bias[2],
+              __shfl_sync(live, seed, src), __shfl_sync(live, walk, src), __shfl_sync(live, step, src));
+          if (lane == (unsigned)src) k = r;
+        }
+      } else if (coop) {
+        k = temporal_n2v_step<kBias, kWeighted>(TemporalScan{C.times, C.bytime, C.weights, C.scale, C.backward},
+                                                C.coarse, offsets, targets, a, lo, hi, prev, params->bias[0],
+                                                params->bias[1], params->bias[2], seed, walk, step);
+      }
     }
     bool more = k != ~0ull;
     if (more) {
