@@ -9,6 +9,7 @@ import (
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 
+	"github.com/walkstage/walkstage/internal/ctxsleep"
 	"github.com/walkstage/walkstage/sink/output"
 	"github.com/walkstage/walkstage/store"
 )
@@ -76,7 +77,7 @@ func (w *BatchWriter) publish(ctx context.Context, m *output.Manifest) (*output.
 			refused = time.Now()
 		}
 		if try < manifestCreateTries || time.Since(refused) < w.cfg.callTimeout {
-			if err := sleepCtx(ctx, min(time.Duration(try)*manifestCreatePause, manifestCreatePauseMax)); err != nil {
+			if err := ctxsleep.Sleep(ctx, min(time.Duration(try)*manifestCreatePause, manifestCreatePauseMax)); err != nil {
 				return nil, w.keep(fmt.Errorf("sink: batch %s: wait for the manifest another writer is writing: %w", w.meta.BatchID, err))
 			}
 			continue

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/walkstage/walkstage/internal/ctxsleep"
 	"github.com/walkstage/walkstage/sink/output"
 )
 
@@ -209,7 +210,7 @@ func (w *BatchWriter) cleanup(ctx context.Context) (cause, err error) {
 		}
 	}
 	for _, pause := range cutPartPauses {
-		if len(cut) == 0 || sleepCtx(ctx, pause) != nil {
+		if len(cut) == 0 || ctxsleep.Sleep(ctx, pause) != nil {
 			break
 		}
 		for _, k := range cut {
@@ -231,15 +232,3 @@ func (w *BatchWriter) cleanup(ctx context.Context) (cause, err error) {
 // cutPartPauses are the waits before deleting again the parts whose upload
 // an abort cut short (cleanup): 0.4 s in all, paid only by such an abort.
 var cutPartPauses = [...]time.Duration{20 * time.Millisecond, 80 * time.Millisecond, 300 * time.Millisecond}
-
-// sleepCtx waits d, or until ctx ends (its error then).
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/internal/ctxsleep"
 	"github.com/walkstage/walkstage/message"
 )
 
@@ -180,6 +181,13 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 	// One record per produce batch: the topic's limit applies to a batch,
 	// and two dead letters that each fit must not be refused together.
 	dlq.BatchSize = 1
+	// One attempt: the writer's own retry runs in its background goroutine
+	// whatever the caller's deadline, after its 10 s write timeout, so a
+	// produce a stalled broker (SIGSTOP) holds is sent again and both land
+	// when it resumes (CI's chaos run, seed 1795954814822594517: a
+	// rejection copied at +38.3 s and +48.4 s around a 10 s stop).
+	// deadLetter retries itself, reading the topic first (uncertain).
+	dlq.MaxAttempts = 1
 	topics := []string{cfg.Topic, cfg.DLQTopic}
 	if cfg.OutputTopic != "" {
 		topics = append(topics, cfg.OutputTopic)
@@ -532,6 +540,25 @@ func (c *Consumer) deadLetter(ctx context.Context, m kafka.Message, batchID, rea
 			return fmt.Errorf("dead-letter batch %q: %w", batchID, ctx.Err())
 		}
 	}
+	// Two tries in this call: a write that failed may have landed (no
+	// answer, or a connection cut after the request went out), so the
+	// second reads the topic first, as a later delivery would.
+	for try := 0; ; try++ {
+		err := c.deadLetterOnce(ctx, m, ref, batchID, reason, cause, uncertain)
+		if err == nil || try == 1 || ctx.Err() != nil || !errors.Is(err, errWriteFailed) || errors.Is(err, ErrRecordTooLarge) {
+			return err
+		}
+		uncertain = true
+	}
+}
+
+// errWriteFailed marks deadLetterOnce's write errors: the copy's fate is
+// unknown (it may have landed), unlike a failed read of the topic.
+var errWriteFailed = errors.New("dead-letter write failed")
+
+// deadLetterOnce is one try of deadLetter for ref: read the topic when an
+// earlier try failed (uncertain), then write unless the copy is there.
+func (c *Consumer) deadLetterOnce(ctx context.Context, m kafka.Message, ref srcRef, batchID, reason, cause string, uncertain bool) error {
 	if uncertain {
 		// An earlier attempt failed without an answer and may have
 		// landed: read the topic up to its end before deciding.
@@ -549,7 +576,7 @@ func (c *Consumer) deadLetter(ctx context.Context, m kafka.Message, batchID, rea
 		// after the end the read above asked for on another connection
 		// (the chaos suite's broker SIGSTOP once copied a rejection twice
 		// that way). Read the topic's end again after a pause.
-		if !sleepFor(ctx, uncertainSettle) {
+		if ctxsleep.Sleep(ctx, uncertainSettle) != nil {
 			return fmt.Errorf("dead-letter batch %q: %w", batchID, ctx.Err())
 		}
 		if err := c.dlqIdx.sync(ctx, c.callTimeout); err != nil {
@@ -591,7 +618,7 @@ func (c *Consumer) deadLetter(ctx context.Context, m kafka.Message, batchID, rea
 	}
 	c.uncertainMu.Unlock()
 	if err != nil {
-		return fmt.Errorf("dead-letter batch %q to %s: %w", batchID, c.dlq.Topic, err)
+		return fmt.Errorf("dead-letter batch %q to %s: %w: %w", batchID, c.dlq.Topic, errWriteFailed, err)
 	}
 	c.dlqIdx.add(ref)
 	return nil

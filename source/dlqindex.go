@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/walkstage/walkstage/internal/ctxsleep"
 )
 
 // srcRef names a record of the input topic. The offset alone does not: a
@@ -94,7 +96,7 @@ func (x *dlqIndex) follow(ctx context.Context, d *kafka.Dialer, brokers []string
 		if attempt == 1 {
 			x.log.Warn("dead-letter index: cannot list the dead-letter topic's partitions yet; retrying", "topic", topic, "err", err)
 		}
-		if !sleepFor(ctx, min(time.Duration(attempt)*200*time.Millisecond, 5*time.Second)) {
+		if ctxsleep.Sleep(ctx, min(time.Duration(attempt)*200*time.Millisecond, 5*time.Second)) != nil {
 			return
 		}
 	}
@@ -127,7 +129,7 @@ func offsetsRetrying(ctx context.Context, d *kafka.Dialer, brokers []string, top
 		if err == nil {
 			return first, last, true
 		}
-		if !sleepFor(ctx, min(time.Duration(attempt)*200*time.Millisecond, 5*time.Second)) {
+		if ctxsleep.Sleep(ctx, min(time.Duration(attempt)*200*time.Millisecond, 5*time.Second)) != nil {
 			return 0, 0, false
 		}
 	}
@@ -150,7 +152,7 @@ func (x *dlqIndex) followPartition(ctx context.Context, d *kafka.Dialer, brokers
 	}
 	for ctx.Err() == nil {
 		rerr := x.readFrom(ctx, d, brokers, topic, partition, start, last, &caughtUp)
-		if !sleepFor(ctx, 200*time.Millisecond) {
+		if ctxsleep.Sleep(ctx, 200*time.Millisecond) != nil {
 			return
 		}
 		if first, last, ok = offsetsRetrying(ctx, d, brokers, topic, partition); !ok {
@@ -325,7 +327,7 @@ func (x *dlqIndex) sync(ctx context.Context, wait time.Duration) error {
 			return fmt.Errorf("dead-letter index: end of partition %d: %w", p, err)
 		}
 		for next.Load() < last {
-			if !sleepFor(ctx, 20*time.Millisecond) {
+			if ctxsleep.Sleep(ctx, 20*time.Millisecond) != nil {
 				return fmt.Errorf("dead-letter index: partition %d read to %d of %d: %w", p, next.Load(), last, ctx.Err())
 			}
 		}
@@ -336,15 +338,4 @@ func (x *dlqIndex) sync(ctx context.Context, wait time.Duration) error {
 func (x *dlqIndex) close() {
 	x.stop()
 	x.wg.Wait()
-}
-
-func sleepFor(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

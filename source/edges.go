@@ -169,6 +169,7 @@ func NewEdgeReader(cfg EdgeReaderConfig) (*EdgeReader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("edge reader: %w", err)
 	}
+	w.MaxAttempts = 1 // deadLetter retries itself; the writer's own retry would run on past its deadline (newWriter)
 	return &EdgeReader{cfg: cfg, dialer: d, dlq: w, log: cfg.Logger}, nil
 }
 

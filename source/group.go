@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/walkstage/walkstage/internal/ctxsleep"
 )
 
 // fetched is what a partition reader hands to Next.
@@ -65,7 +67,7 @@ func (c *Consumer) runGroup(ctx context.Context) {
 				return
 			}
 			c.fetchErrs.print(fmt.Sprintf("consumer group %s: %v", c.group, err))
-			if !sleepFor(ctx, min(time.Duration(attempt)*200*time.Millisecond, 5*time.Second)) {
+			if ctxsleep.Sleep(ctx, min(time.Duration(attempt)*200*time.Millisecond, 5*time.Second)) != nil {
 				return
 			}
 			continue
@@ -110,7 +112,7 @@ func (c *Consumer) readPartition(ctx context.Context, pr *partReader, groupNext 
 	pos := int64(-1)
 	replaced := false // the last fetch found the log replaced
 	for attempt := 0; ; attempt++ {
-		if attempt > 0 && !sleepFor(ctx, min(time.Duration(attempt)*200*time.Millisecond, 5*time.Second)) {
+		if attempt > 0 && ctxsleep.Sleep(ctx, min(time.Duration(attempt)*200*time.Millisecond, 5*time.Second)) != nil {
 			return
 		}
 		first, last, err := c.topics.bounds(ctx, c.topic, pr.part)

@@ -100,9 +100,11 @@ func TLSConfig(caFile, certFile, keyFile, serverName string, insecureSkipVerify 
 // newWriter is a producer that counts a message written only once every
 // in-sync replica has it (acks=all), so "written" means durable.
 // maxBytes bounds one record (kafka-go's BatchBytes, 1 MiB when 0). The
-// writer tries twice on its own; callers bound each call with a deadline and
-// retry with back-off themselves, so a message whose call gave up is not
-// sent again much later by the writer's internal retries.
+// writer tries twice on its own, in a goroutine of its own that a caller's
+// deadline does not stop: the second attempt follows the first's 10 s
+// write timeout even when the call has given up. Writers whose copies must
+// be single (the dead-letter topic) set MaxAttempts to 1 and retry
+// themselves.
 func newWriter(o KafkaOptions, topic string, maxBytes int64) (*kafka.Writer, error) {
 	t, err := o.transport()
 	if err != nil {

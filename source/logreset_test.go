@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/walkstage/walkstage/internal/ctxsleep"
 	"github.com/walkstage/walkstage/message"
 )
 
@@ -287,14 +288,14 @@ func TestTopicCreatedDuringAssignmentIsConsumed(t *testing.T) {
 		msgs = append(msgs, goodMsg(ids[i]))
 	}
 	for cluster.TopicInfo("in") == nil {
-		if !sleepFor(ctx, 20*time.Millisecond) {
+		if ctxsleep.Sleep(ctx, 20*time.Millisecond) != nil {
 			t.Fatal("the topic was never created")
 		}
 	}
 	produce(t, ctx, brokers, "in", msgs...)
 	consumeAll(t, ctx, c, ids...)
 	for c.Consuming() != nil {
-		if !sleepFor(ctx, 50*time.Millisecond) {
+		if ctxsleep.Sleep(ctx, 50*time.Millisecond) != nil {
 			t.Fatalf("still not consuming after every record was read: %v", c.Consuming())
 		}
 	}
@@ -320,7 +321,7 @@ func TestConsumingSaysTheTopicIsMissing(t *testing.T) {
 	}
 	defer c.Close()
 	for c.Consuming() == nil {
-		if !sleepFor(ctx, 50*time.Millisecond) {
+		if ctxsleep.Sleep(ctx, 50*time.Millisecond) != nil {
 			t.Fatal("the missing topic was never reported")
 		}
 	}
@@ -333,7 +334,7 @@ func TestConsumingSaysTheTopicIsMissing(t *testing.T) {
 	produce(t, ctx, brokers, "in", goodMsg("b0"))
 	consumeAll(t, ctx, c, "b0")
 	for c.Consuming() != nil {
-		if !sleepFor(ctx, 50*time.Millisecond) {
+		if ctxsleep.Sleep(ctx, 50*time.Millisecond) != nil {
 			t.Fatalf("still not consuming after the record was read: %v", c.Consuming())
 		}
 	}
@@ -403,7 +404,7 @@ func TestRebalanceIsNotALogReset(t *testing.T) {
 		t.Fatal(err)
 	}
 	for c2.UnassignedPartitions() != 0 || len(c2.assignedNow()) == 0 {
-		if !sleepFor(ctx, 50*time.Millisecond) {
+		if ctxsleep.Sleep(ctx, 50*time.Millisecond) != nil {
 			t.Fatal("the second member was never assigned a partition")
 		}
 	}

@@ -18,7 +18,8 @@ import (
 // its answer and has read the topic's end for the retry (a produce a
 // stalled broker reads when it resumes, after a request on another
 // connection: the chaos suite's broker SIGSTOP). The retry must find that
-// copy and not write a second.
+// copy and not write a second, whether it is the call's own second try or
+// a later acknowledgement's.
 func TestDeadLetterRetryAfterALateAppendCopiesOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -41,10 +42,9 @@ func TestDeadLetterRetryAfterALateAppendCopiesOnce(t *testing.T) {
 	default:
 		t.Fatal("the dead-letter copy was never produced")
 	}
-	if first == nil {
-		t.Fatal("the first attempt succeeded: its answer was not late")
-	}
-	for attempt := 0; ; attempt++ {
+	// The acknowledgement's own second try reads the topic and finds the
+	// late copy (deadLetter's two tries), or a later acknowledgement does.
+	for attempt := 0; first != nil; attempt++ {
 		err := d.Ack(ctx, d.Reject)
 		if err == nil {
 			break

@@ -21,6 +21,7 @@ import (
 
 	"github.com/walkstage/walkstage/catalog"
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/internal/ctxsleep"
 	"github.com/walkstage/walkstage/livegraph"
 	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/stage/live"
@@ -158,7 +159,7 @@ func (s *Stage) liveVersion(ctx context.Context, v *served) (*served, *livegraph
 			return v, snap
 		}
 		v.release()
-		if !sleepCtx(ctx, 50*time.Microsecond) {
+		if ctxsleep.Sleep(ctx, 50*time.Microsecond) != nil {
 			return nil, nil
 		}
 		if v = s.graphs.acquire(ctx); v == nil {

@@ -17,6 +17,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/internal/ctxsleep"
 	"github.com/walkstage/walkstage/livegraph"
 	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/sink"
@@ -93,7 +94,7 @@ func TestLiveGraphServed(t *testing.T) {
 		return m.GetGauge().GetValue()
 	}
 	for waiting() != 4 {
-		if !sleepCtx(ctx, 10*time.Millisecond) {
+		if ctxsleep.Sleep(ctx, 10*time.Millisecond) != nil {
 			t.Fatalf("requests waiting for their edge offsets: %v, want 4", waiting())
 		}
 	}

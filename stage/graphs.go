@@ -33,6 +33,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/internal/ctxsleep"
 	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/walk"
 )
@@ -197,7 +198,7 @@ func (gs *graphState) acquire(ctx context.Context) *served {
 		}
 		// Retired under us: the swap stores its successor or sets the
 		// gate right away (or the stage is shutting down mid-swap).
-		if !sleepCtx(ctx, time.Millisecond) {
+		if ctxsleep.Sleep(ctx, time.Millisecond) != nil {
 			return nil
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/walkstage/walkstage/internal/ctxsleep"
 	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/source"
 	"github.com/walkstage/walkstage/stage/health"
@@ -35,7 +36,7 @@ func (s *Stage) sourceLoop(fetchCtx, workCtx context.Context) error {
 			}
 			fetchFailures++
 			s.health.Failed(health.Broker, "fetch", err)
-			if !sleepCtx(fetchCtx, health.Backoff(fetchFailures, s.o.RetryBackoffMin, s.o.RetryBackoffMax)) {
+			if ctxsleep.Sleep(fetchCtx, health.Backoff(fetchFailures, s.o.RetryBackoffMin, s.o.RetryBackoffMax)) != nil {
 				return nil
 			}
 			continue

@@ -17,6 +17,7 @@ import (
 
 	"github.com/walkstage/walkstage/catalog"
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/internal/ctxsleep"
 	"github.com/walkstage/walkstage/livegraph"
 	"github.com/walkstage/walkstage/message"
 	"github.com/walkstage/walkstage/walk"
@@ -264,7 +265,7 @@ func TestLiveGraphCompactsAndRecovers(t *testing.T) {
 		return m.GetGauge().GetValue()
 	}
 	for waiting() != 1 {
-		if !sleepCtx(ctx, 10*time.Millisecond) {
+		if ctxsleep.Sleep(ctx, 10*time.Millisecond) != nil {
 			t.Fatal("the walk request does not wait for its edge offsets")
 		}
 	}
@@ -272,7 +273,7 @@ func TestLiveGraphCompactsAndRecovers(t *testing.T) {
 	// swapped in: the request walks on a renumbered base.
 	recs1Offs := produceEdges(t, ctx, brokers, recs1[:250], next)
 	for counterSum(t, rtA, "walkstage_live_compactions_total", "result", "swapped") < 1 {
-		if !sleepCtx(ctx, 10*time.Millisecond) {
+		if ctxsleep.Sleep(ctx, 10*time.Millisecond) != nil {
 			t.Fatal("no compaction swapped in")
 		}
 	}

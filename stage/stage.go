@@ -448,16 +448,5 @@ func (s *Stage) Run(ctx context.Context) error {
 	return g.run()
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // EngineName is the engine's name ("cpu" or "gpu"), as recorded in outputs.
 func (s *Stage) EngineName() string { return s.graphs.serving().e.Name() }

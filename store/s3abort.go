@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"gocloud.dev/blob"
+
+	"github.com/walkstage/walkstage/internal/ctxsleep"
 )
 
 // S3Target remembers the bucket and escaped key of an S3 upload, captured
@@ -67,7 +69,7 @@ func (t *S3Target) AbortUploads(ctx context.Context, b *blob.Bucket, callTimeout
 			}
 			return fmt.Errorf("multipart upload of %s still open after %d aborts", t.key, rounds)
 		}
-		if err := sleepCtx(ctx, pause); err != nil {
+		if err := ctxsleep.Sleep(ctx, pause); err != nil {
 			return fmt.Errorf("abort multipart upload of %s: %w", t.key, err)
 		}
 		pause *= 2
@@ -158,17 +160,5 @@ func AbortStaleUploads(ctx context.Context, b *blob.Bucket, prefix string, older
 			return aborted, errors.Join(errs...)
 		}
 		in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
-	}
-}
-
-// sleepCtx waits d, or until ctx ends (its error then).
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }

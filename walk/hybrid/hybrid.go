@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/walkstage/walkstage/graph"
+	"github.com/walkstage/walkstage/internal/ctxsleep"
 	"github.com/walkstage/walkstage/walk"
 )
 
@@ -641,7 +642,7 @@ func (r *run) cpuLoop(ctx context.Context, own []int) {
 				if blocked.IsZero() {
 					blocked = time.Now()
 				}
-				if !sleepCtx(ctx, windowWait) {
+				if ctxsleep.Sleep(ctx, windowWait) != nil {
 					return
 				}
 				continue
@@ -741,7 +742,7 @@ func (r *run) gpuLoop(ctx context.Context, own []int, ownDone, done chan struct{
 			if !ok && left > 0 {
 				// The window is full of the CPU's ranges: wait for them.
 				r.mu.Unlock()
-				if !sleepCtx(ctx, windowWait) {
+				if ctxsleep.Sleep(ctx, windowWait) != nil {
 					return
 				}
 				continue
@@ -865,16 +866,4 @@ func (e *Engine) record(r *run, key string, m mode, ok bool, t0 time.Time) {
 	e.log.Debug("hybrid run", "walks", st.Walks, "steps", st.Steps, "duration", st.Wall.Seconds(),
 		"cpu_steps", sh.CPUSteps, "gpu_steps", sh.GPUSteps, "cpu_step_share", sh.CPUStepShare(),
 		"duplicate_walks", sh.Duplicates, "cpu_ranges", sh.CPURanges, "gpu_ranges", sh.GPURanges, "gpu_detached", sh.GPUDetached, "mode", sh.Mode)
-}
-
-// sleepCtx sleeps d unless ctx ends first, and says whether it slept.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
