@@ -566,12 +566,8 @@ func streamTail(p *StreamPlan, counts []uint32, loaded [2]int, remaining uint64,
 	if need == 0 {
 		return false // nothing left to copy: the buffers hold what the walkers wait at
 	}
-	rate := inPlaceTargetSteps
-	if readBytes > 4 {
-		rate = inPlaceEntrySteps
-	}
 	streamed := float64(p.Edges-p.ResidentEdges()) / float64(p.Edges)
-	tInPlace := float64(remaining) * streamed * reads / rate
+	tInPlace := float64(remaining) * streamed * reads / inPlaceRate(readBytes)
 	tCopy := float64(need*copyBytes) / streamCopyBytesPerSec
 	return tInPlace < tCopy
 }

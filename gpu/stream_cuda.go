@@ -492,10 +492,7 @@ func (e *Engine) walkStreamed(s *batchSlot, alg walk.Algorithm, wp *walkParams, 
 	tail := !inPlace && pl.Streamed() > 0 && sm.disk == nil && mapped != 0 && e.cfg.streamBatch != streamCopy
 	forceTail := tail && e.cfg.streamBatch == streamCopyTail
 	copiesBefore := sm.stats.Copies
-	reads := 1.0
-	if n2v {
-		reads = node2vecHostReads
-	}
+	reads := hostReads(alg)
 	if inPlace {
 		// One visit: every partition is on a side (resident, or mapped
 		// host memory read in place), so every walker runs to its end.

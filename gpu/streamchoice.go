@@ -103,12 +103,26 @@ func placementStepRate(region float64) float64 {
 func streamCosts(p *StreamPlan, walks int64, st walk.StepsEstimate, copyBytes, readBytes int64) (tCopy, tInPlace float64) {
 	streamedEdges := p.Edges - p.ResidentEdges()
 	tCopy = streamSweepsPerStep * st.Longest * float64(streamedEdges*copyBytes) / streamCopyBytesPerSec
-	rate := inPlaceTargetSteps
-	if readBytes > 4 {
-		rate = inPlaceEntrySteps
-	}
-	tInPlace = float64(walks) * st.Mean * float64(streamedEdges) / float64(max(p.Edges, 1)) / rate
+	tInPlace = float64(walks) * st.Mean * float64(streamedEdges) / float64(max(p.Edges, 1)) / inPlaceRate(readBytes)
 	return tCopy, tInPlace
+}
+
+// inPlaceRate is the steps a second a kernel takes reading the streamed
+// share in place, readBytes an edge there.
+func inPlaceRate(readBytes int64) float64 {
+	if readBytes > 4 {
+		return inPlaceEntrySteps
+	}
+	return inPlaceTargetSteps
+}
+
+// hostReads is the host reads a step of a costs where it reads in place:
+// Node2Vec's class test reads the previous vertex's edges too.
+func hostReads(a walk.Algorithm) float64 {
+	if a.Kind == walk.Node2Vec {
+		return node2vecHostReads
+	}
+	return 1
 }
 
 // placementSeconds is the placement plan pp's time for walks walks of
@@ -139,10 +153,7 @@ type planChoice struct {
 func (c planChoice) choose(a walk.Algorithm, walks int64, st walk.StepsEstimate) (batchPlan, planCosts) {
 	inf := math.Inf(1)
 	costs := planCosts{Copy: inf, InPlace: inf, Placement: inf}
-	reads := 1.0
-	if a.Kind == walk.Node2Vec {
-		reads = node2vecHostReads
-	}
+	reads := hostReads(a)
 	alias := a.Weighted && (a.ResolvedStepper() == walk.StepperAlias || a.Kind == walk.Node2Vec || a.Kind == walk.MetaPath)
 	if sp := c.stream; sp != nil && c.streamWalks {
 		eb := streamEntryBytes(c.weightedEdge)
