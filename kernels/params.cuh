@@ -20,10 +20,12 @@ enum Sampler : uint32_t { kAuto = 0, kUniform = 1, kAlias = 2, kRejection = 3, k
 
 // Draw indices (walk/draws.go): draw 0 serves the O(1) samplers and the
 // PPR stop word; Node2Vec's rejection attempts use draws 0..63 and its exact
-// fallback draws 64 onward; the reservoir samplers draw from 1 onward.
+// fallback draws 64 onward; the reservoir samplers draw from 1 onward;
+// temporal Node2Vec's attempt a draws 2a and 2a+1, its fallback 128 onward.
 constexpr uint32_t kMaxRejections = 64;
 constexpr uint32_t kFallbackDraw = 64;
 constexpr uint32_t kReservoirDraw = 1;
+constexpr uint32_t kTemporalN2VFallbackDraw = 2 * kMaxRejections;
 
 constexpr int kMaxSchema = 64;
 

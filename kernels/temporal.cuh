@@ -471,13 +471,14 @@ __device__ __noinline__ uint64_t exp_step_cells(TemporalCells C, uint64_t a, uin
 // from the window's near end to the vertex's far end are all in one cell,
 // so the step reads no time and divides nothing; without it the step
 // compares the cells of the window's two end times. ~0 when the window's
-// sums are zero (the caller's exact scan decides).
+// sums are zero (the caller's exact scan decides). d is the Philox draw (0
+// but for temporal Node2Vec's proposals).
 __device__ __forceinline__ uint64_t exp_step(const TemporalCtx& C, uint64_t a, uint64_t b, uint64_t lo, uint64_t hi,
-                                             bool one, uint64_t seed, uint64_t walk, uint32_t step) {
+                                             bool one, uint64_t seed, uint64_t walk, uint32_t step, uint32_t d = 0) {
   const int64_t* __restrict__ times = C.times;
   const double* __restrict__ S = C.exp_sums;
   const uint64_t G = C.exp_cell;
-  const uint4 w = draw(seed, walk, step, 0);
+  const uint4 w = draw(seed, walk, step, d);
   const double u = unit53(w.x, w.y);
   if (one) {
     // The part's base: forward the sum just past the window when the
@@ -595,12 +596,62 @@ __device__ __forceinline__ uint64_t temporal_step(const TemporalCtx& C, uint64_t
                                          seed, walk, step);
 }
 
-// temporal_n2v_step is walk/cpu's temporalNode2VecStep, a temporal
-// Node2Vec step after the first: over the window, each edge's time bias
+// temporal_n2v_reject is walk/cpu's temporalNode2VecStep by rejection: attempt
+// att proposes a position of window [lo, hi) (of the time order [a, b)) by
+// the time bias with draw 2att as temporal_step draws (by weight alone for
+// the weighted linear bias, then accepted by rank on draw 2att+1's x), and
+// keeps it when draw 2att+1's next word is under the threshold accept[c] of
+// its target's class c against prev (Node2Vec's f/fmax). ~1 after
+// kMaxRejections rejections or on an exponential window whose sums are
+// zero: the exact reservoir (temporal_n2v_step / _warp) decides. one is
+// the next record's one-cell flag (exp_step).
+template <int kBias, bool kWeighted>
+__device__ __forceinline__ uint64_t temporal_n2v_reject(const TemporalCtx& C, const uint64_t* __restrict__ offsets,
+                                                        const uint32_t* __restrict__ targets, uint64_t a, uint64_t b,
+                                                        uint64_t lo, uint64_t hi, bool one, uint32_t prev,
+                                                        const uint64_t* accept, uint64_t seed, uint64_t walk,
+                                                        uint32_t step) {
+  const uint64_t n = hi - lo;
+  const uint64_t pa = __ldg(offsets + prev), pb = __ldg(offsets + prev + 1);
+  for (uint32_t att = 0; att < kMaxRejections; att++) {
+    uint64_t k;
+    if (kBias == kTimeExponential) {
+      k = exp_step(C, a, b, lo, hi, one, seed, walk, step, 2 * att);
+      if (k == ~0ull) return ~1ull;
+    } else {
+      const uint4 w = draw(seed, walk, step, 2 * att);
+      if (kWeighted) {
+        k = weighted_pick(C.cumw, a, lo, hi, w.x, w.y);
+      } else if (kBias == kTimeLinear) {
+        const uint64_t i = index(w.x, (uint32_t)(n + 1));
+        uint64_t j = index(w.y, (uint32_t)n);
+        if (j >= i) j++;
+        const uint64_t p = min(i, j);
+        k = C.backward ? hi - 1 - p : lo + p;
+      } else {
+        k = lo + index(w.x, (uint32_t)n);
+      }
+    }
+    const uint4 z = draw(seed, walk, step, 2 * att + 1);
+    uint32_t x = z.x;
+    if (kBias == kTimeLinear && kWeighted) {
+      const uint64_t rank = C.backward ? hi - 1 - k : k - lo;
+      if ((uint64_t)z.x * n >= (n - rank) << 32) continue;
+      x = z.y;
+    }
+    const uint32_t tg = C.next ? __ldg(C.next + k).x : __ldg(targets + a + __ldg(C.bytime + k));
+    const int c = tg == prev ? 0 : has_edge(targets, pa, pb, tg) ? 1 : 2;
+    if ((uint64_t)x < accept[c]) return k;
+  }
+  return ~1ull;
+}
+
+// temporal_n2v_step is walk/cpu's temporalNode2VecStep's exact fallback, a
+// temporal Node2Vec step after the first: over the window, each edge's time bias
 // (times its weight) times Node2Vec's factor f of its target against prev
 // (f[0] back to prev, f[1] to a neighbour of prev, f[2] otherwise), drawn
 // by the 32-lane ZPRS reservoir, element i's word being word i%4 of draw
-// kReservoirDraw + i/4. One thread runs the lanes one after another (lane
+// kTemporalN2VFallbackDraw + i/4. One thread runs the lanes one after another (lane
 // j owns elements j, j+32, ...: walk/cpu's zprs gives the same pick in that
 // order, TestZPRSMatchesLaneMajorOrder), each lane's sum added to those
 // before it in lane order, so the state is a few registers. ~0 when the
@@ -628,7 +679,7 @@ __device__ __noinline__ uint64_t temporal_n2v_step(TemporalScan S, const int64_t
       lsum = __dadd_rn(lsum, w);
       if (w > 0) {
         run = __dadd_rn(run, w);
-        const uint4 d = draw(seed, walk, step, kReservoirDraw + (uint32_t)(i >> 2));
+        const uint4 d = draw(seed, walk, step, kTemporalN2VFallbackDraw + (uint32_t)(i >> 2));
         if (__dmul_rn(__dmul_rn((double)word(d, (uint32_t)(i & 3)), 0x1p-32), run) < w) pick = e;
       }
     }
@@ -637,8 +688,8 @@ __device__ __noinline__ uint64_t temporal_n2v_step(TemporalScan S, const int64_t
   return pick;
 }
 
-// kN2VWarpWindow: from this window length on, a temporal Node2Vec step is
-// taken by the whole warp (temporal_n2v_warp) rather than by its walk's
+// kN2VWarpWindow: from this window length on, a temporal Node2Vec step that
+// temporal_n2v_reject left undecided is taken by the whole warp (temporal_n2v_warp) rather than by its walk's
 // thread: a hub's window costs one thread O(window) searches of prev's
 // adjacency, which the warp's 32 lanes split.
 constexpr uint64_t kN2VWarpWindow = 64;
@@ -679,7 +730,7 @@ __device__ __noinline__ uint64_t temporal_n2v_warp(unsigned mask, unsigned lane,
     const double w = __dmul_rn(temporal_bias<kBias, kWeighted>(S, a, e, lo, hi), f);
     if (w > 0) {
       run = __dadd_rn(run, w);
-      const uint4 d = draw(seed, walk, step, kReservoirDraw + (uint32_t)(i >> 2));
+      const uint4 d = draw(seed, walk, step, kTemporalN2VFallbackDraw + (uint32_t)(i >> 2));
       if (__dmul_rn(__dmul_rn((double)word(d, (uint32_t)(i & 3)), 0x1p-32), run) < w) pick = e;
     }
   }

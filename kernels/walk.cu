@@ -515,14 +515,21 @@ __device__ __forceinline__ void walk_temporal_body(const WalkParams* __restrict_
     uint64_t lo = 0, hi = 0;
     bool coop = false;  // a Node2Vec window long enough for the warp
     if (kN2V && step > 0) {
-      // From the second step: the window, then the ZPRS draw over it, by
+      // From the second step: the window, then the rejection draw; a step
+      // it leaves undecided takes the exact ZPRS draw over the window, by
       // this thread for a short window and by the warp below for a long one.
       temporal_window(C, a, b, t, true, known, nxw, lo, hi);
-      coop = hi - lo >= kN2VWarpWindow;
-      if (!coop)
-        k = temporal_n2v_step<kBias, kWeighted>(TemporalScan{C.times, C.bytime, C.weights, C.scale, C.backward},
-                                                C.coarse, offsets, targets, a, lo, hi, prev, params->bias[0],
-                                                params->bias[1], params->bias[2], seed, walk, step);
+      if (lo < hi)
+        k = temporal_n2v_reject<kBias, kWeighted>(C, offsets, targets, a, b, lo, hi, known && (nxw & kNextOneCell),
+                                                  prev, params->accept, seed, walk, step);
+      if (k == ~1ull) {
+        k = ~0ull;
+        coop = hi - lo >= kN2VWarpWindow;
+        if (!coop)
+          k = temporal_n2v_step<kBias, kWeighted>(TemporalScan{C.times, C.bytime, C.weights, C.scale, C.backward},
+                                                  C.coarse, offsets, targets, a, lo, hi, prev, params->bias[0],
+                                                  params->bias[1], params->bias[2], seed, walk, step);
+      }
     } else if (a < b && kBias == kTimeExponential) {
       // The common step (exp_step_fast) first; every other step, and a
       // window whose sums are zero, takes the whole temporal_step.

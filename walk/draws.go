@@ -18,6 +18,12 @@ import "github.com/walkstage/walkstage/graph"
 //                      x2 < Threshold(f/fmax), f = 1/p (back to prev), 1 (neighbour of prev), 1/q (else);
 //                      after MaxRejections attempts an exact scan (draws FallbackDraw...) decides
 //   zprs, dprs         element i of the adjacency draws word i%4 of draw ReservoirDraw+i/4
+//   temporal node2vec, attempt a uses draws 2a and 2a+1: on draw 2a the temporal step's proposal as
+//   step>0             its draw 0 (time bias times weight; weighted linear: by weight on x0, x1),
+//                      on draw 2a+1 weighted linear first needs x0 n < (n - rank) 2^32, then x1
+//                      (x0 otherwise) < Threshold(f/fmax) as Node2Vec; an exponential window whose
+//                      sums are zero, or MaxRejections attempts, fall back to zprs (32 lanes) over
+//                      the window in time order on draws TemporalN2VFallbackDraw + i/4
 //   on a live graph's  (walk/overlay.go; DeepWalk and PPR) a vertex without a delta steps as above; one
 //   delta              with a delta: attempt a uses draw a (PPR: draw a+1, its stop on draw 0's x0):
 //                      base side if x2 < (base weight / (base weight + len(delta) x max weight))
@@ -44,6 +50,9 @@ const (
 	// a step's cost stays bounded.
 	MaxRejections = 64
 	FallbackDraw  = MaxRejections
+	// TemporalN2VFallbackDraw is the first draw of temporal Node2Vec's
+	// exact fallback, past the draws of its MaxRejections attempts.
+	TemporalN2VFallbackDraw = 2 * MaxRejections
 	// ReservoirDraw is the first draw of a reservoir sampler's per-element
 	// words (draw 0 holds the PPR stop word).
 	ReservoirDraw = 1

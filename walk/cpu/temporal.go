@@ -347,7 +347,7 @@ func (s *stepper) temporalDraw(id uint64, step uint32, a, b, lo, hi uint64) (k u
 	}
 	if tp.Bias == walk.TimeExponential {
 		if s.tmp.rejections > 0 {
-			if k, ok := s.expStep(id, step, a, b, lo, hi); ok {
+			if k, ok := s.expStep(id, step, 0, a, b, lo, hi); ok {
 				return k, true
 			}
 		}
@@ -409,26 +409,74 @@ func gallopUpperBack(times []int64, a, b uint64, t int64) uint64 {
 // temporalNode2VecStep is a temporal Node2Vec step (p and q set) after the
 // first: the time bias (times the weight) times Node2Vec's factor of the
 // edge's target against prev (1/p back to prev, 1 to a neighbour of prev,
-// 1/q otherwise), drawn exactly by the ZPRS reservoir (32 lanes) over the
-// window in time order, element i's word being word i%4 of draw
-// reservoirDraw + i/4: the contract of the zprs stepper, so a GPU kernel
-// can run it as its warp-parallel reservoir over the window.
+// 1/q otherwise). Drawn by rejection (walk's draw contract): attempt att
+// proposes an edge by the time bias alone with draw 2att, as the temporal
+// step draws (temporalPropose), and keeps it on draw 2att+1 with
+// probability f/fmax, so a step costs a few proposals, each O(log window),
+// instead of a pass over the window with a search of prev's adjacency an
+// edge (a hub's window under the exponential bias is long and stays long:
+// the bias holds the walk near its time). A window whose exponential sums
+// are zero, and MaxRejections rejections, fall back to the exact ZPRS
+// reservoir (32 lanes) over the window in time order, element i's word
+// being word i%4 of draw TemporalN2VFallbackDraw + i/4: the contract of the
+// zprs stepper, which a GPU kernel runs as its warp-parallel reservoir.
+// Either way the step is exact: a rejection loop cut off by an exact draw
+// is distributed as the exact draw.
 func (s *stepper) temporalNode2VecStep(id uint64, step, prev, cur uint32, t int64) (uint64, bool) {
-	a := s.off[cur]
-	lo, hi := s.window(a, s.off[cur+1], t, true)
+	a, b := s.off[cur], s.off[cur+1]
+	lo, hi := s.window(a, b, t, true)
 	if lo == hi {
 		return 0, false
+	}
+	for att := uint32(0); att < s.tmp.rejections; att++ {
+		k, ok := s.temporalPropose(id, step, 2*att, a, b, lo, hi)
+		if !ok {
+			break
+		}
+		x0, x1, _, _ := s.draw(id, step, 2*att+1)
+		if s.alg.Time.Bias == walk.TimeLinear && s.weighted {
+			// The proposal was by weight: the rank's acceptance first.
+			n := hi - lo
+			if uint64(x0)*n >= (n-s.rank(k, lo, hi))<<32 {
+				continue
+			}
+			x0 = x1
+		}
+		if uint64(x0) < s.acceptT[s.n2vClass(prev, s.tgt[a+uint64(s.tmp.byTime[k])])] {
+			return k, true
+		}
 	}
 	bias := func(i int) float64 {
 		k := lo + uint64(i)
 		return s.temporalBias(a, k, lo, hi) * s.biasN2V[s.n2vClass(prev, s.tgt[a+uint64(s.tmp.byTime[k])])]
 	}
-	r := &elementWords{s: s, id: id, step: step, base: walk.ReservoirDraw}
+	r := &elementWords{s: s, id: id, step: step, base: walk.TemporalN2VFallbackDraw}
 	i := zprs(int(hi-lo), walk.Lanes, bias, r.word)
 	if i < 0 {
 		return 0, false
 	}
 	return lo + uint64(i), true
+}
+
+// temporalPropose is temporal Node2Vec's proposal on window [lo, hi) of
+// the time order [a, b), from Philox draw number draw: temporalDraw's
+// single draw for the uniform, unweighted linear and exponential biases
+// (time bias times weight), by weight alone for the weighted linear bias
+// (the caller accepts by rank). ok is false when an exponential window's
+// sums are zero.
+func (s *stepper) temporalPropose(id uint64, step, draw uint32, a, b, lo, hi uint64) (uint64, bool) {
+	tp := &s.alg.Time
+	if tp.Bias == walk.TimeExponential {
+		return s.expStep(id, step, draw, a, b, lo, hi)
+	}
+	x0, x1, _, _ := s.draw(id, step, draw)
+	switch {
+	case s.weighted:
+		return s.weightedPick(a, lo, hi, x0, x1), true
+	case tp.Bias == walk.TimeLinear:
+		return s.near(lo, hi, linearPos(x0, x1, hi-lo)), true
+	}
+	return lo + uint64(walk.Bounded(x0, uint32(hi-lo))), true
 }
 
 // near maps rank p (from the near end) of window [lo, hi) to a position.

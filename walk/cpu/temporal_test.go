@@ -526,7 +526,9 @@ func n2vGraph(t testing.TB) *graph.Graph {
 }
 
 // Temporal Node2Vec's second step follows the time bias (times the
-// weight) times the p/q factor of each target against the first vertex.
+// weight) times the p/q factor of each target against the first vertex:
+// through the engine (rejection, for p and q that accept most proposals
+// and for ones that reject most) and through the exact fallback alone.
 func TestTemporalNode2VecDistribution(t *testing.T) {
 	g := n2vGraph(t)
 	e, err := New(g, WithWorkers(2))
@@ -538,43 +540,70 @@ func TestTemporalNode2VecDistribution(t *testing.T) {
 	for _, tp := range []walk.TimeParams{{}, {Bias: walk.TimeLinear}, {Bias: walk.TimeExponential, Scale: 20}} {
 		tp.Start, tp.HasStart = 4, true
 		for _, weighted := range []bool{false, true} {
+			for _, pq := range [][2]float64{{0.5, 2}, {20, 0.05}, {0.01, 1}} {
+				a := walk.Algorithm{Kind: walk.Temporal, Length: 2, Weighted: weighted, Time: tp, P: pq[0], Q: pq[1]}
+				probs := n2vSecondStep(a)
+				walks, _ := timedWalks(t, e, walk.Job{Algorithm: a, Seed: 11, Starts: starts})
+				counts := map[uint32]int{}
+				for _, w := range walks {
+					if len(w) != 3 || w[1] != 1 {
+						t.Fatalf("%s: walk %v", a, w)
+					}
+					counts[w[2]]++
+				}
+				stattest.ChiSquare(t, a.String(), counts, probs)
+			}
+			// The fallback alone (no rejection attempts), on the stepper.
 			a := walk.Algorithm{Kind: walk.Temporal, Length: 2, Weighted: weighted, Time: tp, P: 0.5, Q: 2}
-			walks, _ := timedWalks(t, e, walk.Job{Algorithm: a, Seed: 11, Starts: starts})
+			s := newStepper(g, a, 11, nil)
+			var cumw []float64
+			if weighted {
+				cumw = (&Engine{g: g}).windowWeights()
+			}
+			s.tmp = temporalGraph(g, a, cumw, nil, nil, walk.CoarseTimes(g.Times))
+			s.tmp.rejections = 0
 			counts := map[uint32]int{}
-			for _, w := range walks {
-				if len(w) != 3 || w[1] != 1 {
-					t.Fatalf("%s: walk %v", a, w)
+			out := make([]uint32, 3)
+			for id := range uint64(n / 2) {
+				if s.walkTemporal(id, 0, out, nil) != 3 || out[1] != 1 {
+					t.Fatalf("%s fallback: walk %v", a, out)
 				}
-				counts[w[2]]++
+				counts[out[2]]++
 			}
-			// The window from vertex 1 after time 5, in time order.
-			win := []struct {
-				tgt uint32
-				t   int64
-				w   float64
-				f   float64
-			}{{0, 10, 2, 1 / a.P}, {2, 20, 1, 1}, {3, 30, 3, 1 / a.Q}, {4, 40, 1.5, 1}, {6, 50, 0.5, 1 / a.Q}}
-			probs := map[uint32]float64{}
-			var sum float64
-			for p, x := range win {
-				b := x.f
-				switch tp.Bias {
-				case walk.TimeLinear:
-					b *= float64(len(win) - p)
-				case walk.TimeExponential:
-					b *= math.Exp(-float64(x.t-win[0].t) / tp.Scale)
-				}
-				if weighted {
-					b *= x.w
-				}
-				probs[x.tgt], sum = b, sum+b
-			}
-			for k := range probs {
-				probs[k] /= sum
-			}
-			stattest.ChiSquare(t, a.String(), counts, probs)
+			stattest.ChiSquare(t, a.String()+" fallback", counts, n2vSecondStep(a))
 		}
 	}
+}
+
+// n2vSecondStep is the exact distribution of a's second step on n2vGraph
+// (first step 0 -> 1 at time 5, the start bound 4).
+func n2vSecondStep(a walk.Algorithm) map[uint32]float64 {
+	// The window from vertex 1 after time 5, in time order.
+	win := []struct {
+		tgt uint32
+		t   int64
+		w   float64
+		f   float64
+	}{{0, 10, 2, 1 / a.P}, {2, 20, 1, 1}, {3, 30, 3, 1 / a.Q}, {4, 40, 1.5, 1}, {6, 50, 0.5, 1 / a.Q}}
+	probs := map[uint32]float64{}
+	var sum float64
+	for p, x := range win {
+		b := x.f
+		switch a.Time.Bias {
+		case walk.TimeLinear:
+			b *= float64(len(win) - p)
+		case walk.TimeExponential:
+			b *= math.Exp(-float64(x.t-win[0].t) / a.Time.Scale)
+		}
+		if a.Weighted {
+			b *= x.w
+		}
+		probs[x.tgt], sum = b, sum+b
+	}
+	for k := range probs {
+		probs[k] /= sum
+	}
+	return probs
 }
 
 // Temporal Node2Vec's walks respect time and are the same on every
@@ -607,7 +636,7 @@ func TestTemporalNode2VecWalks(t *testing.T) {
 		}
 		digests = append(digests, hex.EncodeToString(h.Sum(nil)))
 	}
-	const want = "0737c40362c0ec0809b3ed0992d653efe2051d0979f037469b71e057afe042fa"
+	const want = "710bb29614dd9070c98061aa34fa0c6eee754296935d932c8d301c122cdd16aa"
 	if digests[0] != digests[1] || digests[0] != want {
 		t.Errorf("temporal node2vec digests %s and %s, want %s", digests[0], digests[1], want)
 	}

@@ -558,17 +558,19 @@ type expDraw struct {
 }
 
 // expStep is the exponential bias's draw (temporal.go's specification) on
-// window [lo, hi) of the time order [a, b); ok is false when the window's
+// window [lo, hi) of the time order [a, b) from Philox draw number draw;
+// ok is false when the window's
 // sums are zero (the caller's exact scan decides).
-func (s *stepper) expStep(id uint64, step uint32, a, b, lo, hi uint64) (uint64, bool) {
+func (s *stepper) expStep(id uint64, step, draw uint32, a, b, lo, hi uint64) (uint64, bool) {
 	var d expDraw
-	s.expPrepare(&d, id, step, lo, hi)
+	s.expPrepare(&d, id, step, draw, lo, hi)
 	return s.expDrawn(s.tmp.rec, s.tmp.times, s.tmp.expCell, s.tmp.expOneCell, &d, a, b, lo, hi)
 }
 
-// expPrepare fills d for the step of walk id on window [lo, hi).
-func (s *stepper) expPrepare(d *expDraw, id uint64, step uint32, lo, hi uint64) {
-	d.x0, d.x1, d.x2, d.x3 = s.draw(id, step, 0)
+// expPrepare fills d for the step of walk id on window [lo, hi) from
+// Philox draw number draw (0 but for temporal Node2Vec's proposals).
+func (s *stepper) expPrepare(d *expDraw, id uint64, step, draw uint32, lo, hi uint64) {
+	d.x0, d.x1, d.x2, d.x3 = s.draw(id, step, draw)
 	d.hint = s.expHint(lo, hi, unit53(d.x0, d.x1))
 }
 
@@ -1125,7 +1127,7 @@ func (s *stepper) walkTemporalGroup(starts []uint32, firstID uint64, buf []uint3
 			d := &ed[k]
 			switch {
 			case exp:
-				s.expPrepare(d, firstID+uint64(k), step, lo, hi)
+				s.expPrepare(d, firstID+uint64(k), step, 0, lo, hi)
 				idx[m] = d.hint
 				m++
 				if d.hint != lo && d.hint != hi-1 { // a guess: hint-4..hint+4 too, as above

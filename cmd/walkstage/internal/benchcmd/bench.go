@@ -37,6 +37,11 @@ func benchCases(length int, timeScale float64) map[string]benchCase {
 		}
 		return a
 	}
+	// n2v: temporal Node2Vec, p and q as gpu's TestBenchRMAT rows.
+	n2v := func(a walk.Algorithm) walk.Algorithm {
+		a.P, a.Q = 0.5, 2
+		return a
+	}
 	return map[string]benchCase{
 		"temporal":                      {"temporal", temporal(walk.TimeUniform, false), false},
 		"temporal-linear":               {"temporal-linear", temporal(walk.TimeLinear, false), false},
@@ -44,6 +49,8 @@ func benchCases(length int, timeScale float64) map[string]benchCase {
 		"temporal-weighted":             {"temporal-weighted", temporal(walk.TimeUniform, true), false},
 		"temporal-linear-weighted":      {"temporal-lin-w", temporal(walk.TimeLinear, true), false},
 		"temporal-exponential-weighted": {"temporal-exp-w", temporal(walk.TimeExponential, true), false},
+		"temporal-node2vec":             {"temporal-n2v", n2v(temporal(walk.TimeUniform, false)), false},
+		"temporal-node2vec-exponential": {"temporal-n2v-exp", n2v(temporal(walk.TimeExponential, false)), false},
 		"deepwalk":                      {"deepwalk", walk.Algorithm{Kind: walk.DeepWalk, Length: length}, false},
 		"deepwalk-weighted":             {"deepwalk-weighted", walk.Algorithm{Kind: walk.DeepWalk, Length: length, Weighted: true}, false},
 		"deepwalk-zprs":                 {"deepwalk-zprs", walk.Algorithm{Kind: walk.DeepWalk, Length: length, Weighted: true, Stepper: walk.StepperZPRS}, false},
@@ -346,7 +353,7 @@ func perSecond(n int64, d time.Duration) float64 {
 
 func caseNames() string {
 	return "deepwalk, deepwalk-weighted, deepwalk-zprs, deepwalk-dprs, node2vec, metapath, metapath-zprs, ppr, " +
-		"temporal, temporal-linear, temporal-exponential, temporal-weighted, temporal-linear-weighted, temporal-exponential-weighted (on a timed graph, see --times), visits (recommendation queries, see --visits-*); graph sampling (C-SAW, on the GPU where it has kernels, see --sample-*): neighbor, neighbor-weighted, layer, layer-weighted, forest-fire, snowball, frontier, frontier-weighted"
+		"temporal, temporal-linear, temporal-exponential, temporal-weighted, temporal-linear-weighted, temporal-exponential-weighted, temporal-node2vec, temporal-node2vec-exponential (p 0.5, q 2; on a timed graph, see --times), visits (recommendation queries, see --visits-*); graph sampling (C-SAW, on the GPU where it has kernels, see --sample-*): neighbor, neighbor-weighted, layer, layer-weighted, forest-fire, snowball, frontier, frontier-weighted"
 }
 
 // peakRSSMiB reads the process's peak resident set (VmHWM) on Linux.
