@@ -426,7 +426,7 @@ func BenchmarkOverlayNode2VecHubs(b *testing.B) {
 // (exponential bias, scale a hundredth of the time span, forward): an
 // R-MAT scale-16 weighted, timed graph, a delta of 10% of its edge count in
 // inserts at random times and 1% in deletes, walked as a snapshot and
-// compacted.
+// compacted; then temporal Node2Vec.
 func BenchmarkOverlayTemporal(b *testing.B) {
 	const span = 1_000_000
 	base, err := graph.GenerateRMAT(context.Background(), graph.RMATOptions{Scale: 16, EdgeFactor: 16, Seed: 1, Undirected: true, Weighted: true, TimeSpan: span, Name: "overlay-temporal-bench"})
@@ -445,6 +445,14 @@ func BenchmarkOverlayTemporal(b *testing.B) {
 			benchOverlayTemporal(b, alg, base, snap, compacted)
 		}
 	}
+	// Temporal Node2Vec, unweighted, p 0.5 and q 2 as the bench command's.
+	for _, bias := range []walk.TimeBias{walk.TimeUniform, walk.TimeExponential} {
+		alg := walk.Algorithm{Kind: walk.Temporal, Length: 80, Time: walk.TimeParams{Bias: bias}, P: 0.5, Q: 2}
+		if bias == walk.TimeExponential {
+			alg.Time.Scale = span / 100
+		}
+		benchOverlayTemporal(b, alg, base, snap, compacted)
+	}
 }
 
 // benchOverlayTemporal runs alg's walks, one from every vertex, on the
@@ -455,7 +463,7 @@ func benchOverlayTemporal(b *testing.B, alg walk.Algorithm, base *graph.Graph, s
 		g    *graph.Graph
 		ov   walk.Overlay
 	}{{"delta", base, snap}, {"compacted", compacted, nil}} {
-		b.Run(c.name+"/"+alg.Time.Bias.String()+map[bool]string{true: "/weighted", false: ""}[alg.Weighted], func(b *testing.B) {
+		b.Run(c.name+"/"+alg.Time.Bias.String()+map[bool]string{true: "/weighted", false: ""}[alg.Weighted]+map[bool]string{true: "/n2v", false: ""}[alg.P != 0], func(b *testing.B) {
 			e, err := cpu.New(c.g, cpu.WithWorkers(2))
 			if err != nil {
 				b.Fatal(err)

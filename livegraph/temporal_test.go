@@ -108,6 +108,8 @@ func TestOverlayTemporalMatchesRebuiltGraph(t *testing.T) {
 		"backward-linear":      {Time: walk.TimeParams{Bias: walk.TimeLinear, Backward: true, Start: 80, HasStart: true}},
 		"backward-exponential": {Time: walk.TimeParams{Bias: walk.TimeExponential, Scale: 8, Backward: true, MaxGap: 50, HasMaxGap: true, Start: 90, HasStart: true}},
 		"node2vec":             {P: 0.25, Q: 4, Time: walk.TimeParams{Bias: walk.TimeLinear}},
+		"node2vec-uniform":     {P: 0.5, Q: 2, Time: walk.TimeParams{Start: 10, HasStart: true}},
+		"node2vec-exponential": {P: 2, Q: 0.5, Time: walk.TimeParams{Bias: walk.TimeExponential, Scale: 15}},
 	}
 	const perStart = 30_000
 	for name, a := range cases {

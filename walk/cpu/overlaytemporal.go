@@ -49,9 +49,10 @@ import (
 // picks by unit53(x0, x1).
 //
 // Temporal Node2Vec takes its class against the previous vertex in the
-// snapshot (overlayN2VClass), so from the second step on every step at a
-// vertex with a delta scans, over the window's live edges with bias times
-// the class's factor.
+// snapshot (overlayN2VClass), so from the second step on every step draws
+// on the list, by rejection as on the base (overlayTemporalN2V): proposals
+// by the time bias, kept by the class's factor over the largest; the scan
+// with bias times the factor decides after MaxRejections rejections.
 
 // maxTemporalCache bounds the edges a job keeps in its vertices' lists
 // (12 to 36 bytes each): beyond it, a vertex's list is gathered for each
@@ -255,21 +256,15 @@ func (s *stepper) overlayTemporalDraw(sc *overlayTemporalScratch, l *tlist, id u
 		return 0, false
 	}
 	n := hi - lo
-	if prev != graph.NoVertex && s.alg.P != 0 || l.rec == nil && tp.Bias == walk.TimeExponential {
+	if prev != graph.NoVertex && s.alg.P != 0 {
+		return s.overlayTemporalN2V(sc, l, lo, hi, id, step, prev)
+	}
+	if l.rec == nil && tp.Bias == walk.TimeExponential {
 		return s.overlayTemporalScan(sc, l, lo, hi, id, step, 0, prev)
 	}
 	if tp.Bias == walk.TimeExponential {
-		// The base's draw on the list's records, its search from a guess
-		// (expHintFrom, with the window's far end); a window whose sums
-		// are 0 goes to the exact scan, as on the base.
-		var d expDraw
-		d.x0, d.x1, d.x2, d.x3 = s.draw(id, step, 0)
-		far := l.t[hi-1]
-		if tp.Backward {
-			far = l.t[lo]
-		}
-		d.hint = s.expHintFrom(l.t, lo, hi, unit53(d.x0, d.x1), far, n-1)
-		if k, ok := s.expDrawn(l.rec, l.t, s.tmp.expCell, l.oneCell, &d, 0, l.len(), lo, hi); ok {
+		// A window whose sums are 0 goes to the exact scan, as on the base.
+		if k, ok := s.listExpDraw(l, id, step, 0, lo, hi); ok {
 			return k, true
 		}
 		return s.overlayTemporalScan(sc, l, lo, hi, id, step, walk.FallbackDraw, prev)
@@ -296,6 +291,74 @@ func (s *stepper) overlayTemporalDraw(sc *overlayTemporalScratch, l *tlist, id u
 		}
 	}
 	return s.overlayTemporalScan(sc, l, lo, hi, id, step, walk.MaxRejections, prev)
+}
+
+// listExpDraw is the base's exponential draw on list l's records from
+// Philox draw number draw, its search from a guess (expHintFrom, with the
+// window's far end); ok is false when the window's sums are 0.
+func (s *stepper) listExpDraw(l *tlist, id uint64, step, draw uint32, lo, hi uint64) (uint64, bool) {
+	var d expDraw
+	d.x0, d.x1, d.x2, d.x3 = s.draw(id, step, draw)
+	far := l.t[hi-1]
+	if s.alg.Time.Backward {
+		far = l.t[lo]
+	}
+	d.hint = s.expHintFrom(l.t, lo, hi, unit53(d.x0, d.x1), far, hi-lo-1)
+	return s.expDrawn(l.rec, l.t, s.tmp.expCell, l.oneCell, &d, 0, l.len(), lo, hi)
+}
+
+// overlayTemporalN2V is temporal Node2Vec's step after the first on list
+// l's window [lo, hi), by rejection as on the base (temporalNode2VecStep):
+// attempt att proposes by the time bias on draw 2att (the list's draws, as
+// overlayTemporalDraw takes them) and keeps the edge on draw 2att+1 with
+// probability f/fmax of its class against prev in the snapshot; the exact
+// scan (draw TemporalN2VFallbackDraw) after MaxRejections rejections, at
+// once for an exponential list without records, and for a window whose
+// exponential sums are zero.
+func (s *stepper) overlayTemporalN2V(sc *overlayTemporalScratch, l *tlist, lo, hi uint64, id uint64, step, prev uint32) (uint64, bool) {
+	tp := &s.alg.Time
+	n := hi - lo
+	exp := tp.Bias == walk.TimeExponential
+	var base float64
+	if s.weighted && !exp {
+		if lo > 0 {
+			base = l.cw[lo-1]
+		}
+		if !(l.cw[hi-1] > base) {
+			return 0, false // every weight 0
+		}
+	}
+	tries := s.tmp.rejections
+	if exp && l.rec == nil {
+		tries = 0
+	}
+	for att := uint32(0); att < tries; att++ {
+		var k uint64
+		switch x0, x1, _, _ := s.draw(id, step, 2*att); {
+		case exp:
+			var ok bool
+			if k, ok = s.listExpDraw(l, id, step, 2*att, lo, hi); !ok {
+				return s.overlayTemporalScan(sc, l, lo, hi, id, step, walk.TemporalN2VFallbackDraw, prev)
+			}
+		case s.weighted:
+			k = pickPrefix(l.cw, base, lo, hi, x0, x1)
+		case tp.Bias == walk.TimeLinear:
+			k = s.near(lo, hi, linearPos(x0, x1, n))
+		default:
+			k = lo + uint64(walk.Bounded(x0, uint32(n)))
+		}
+		z0, z1, _, _ := s.draw(id, step, 2*att+1)
+		if tp.Bias == walk.TimeLinear && s.weighted {
+			if uint64(z0)*n >= (n-s.rank(k, lo, hi))<<32 {
+				continue
+			}
+			z0 = z1
+		}
+		if uint64(z0) < s.acceptT[s.overlayN2VClass(prev, l.target(k))] {
+			return k, true
+		}
+	}
+	return s.overlayTemporalScan(sc, l, lo, hi, id, step, walk.TemporalN2VFallbackDraw, prev)
 }
 
 // overlayTemporalScan draws over window [lo, hi) of l by its biases summed
