@@ -71,11 +71,17 @@ import (
 //	                      most about (edges within ~37 scales of the near end) *
 //	                      2^-53 of the window's mass
 //
-// Temporal Node2Vec (P and Q set), from the second step on: ZPRS (32 lanes,
-// zprs) over the window in time order, element i = position lo+i with bias
-// temporalBias times the p/q factor of its target against the previous
-// vertex, its word being word i%4 of draw reservoirDraw + i/4 (the zprs
-// stepper's contract); its first step is the plain temporal draw above.
+// Temporal Node2Vec (P and Q set), from the second step on: by rejection
+// (draws.go). Attempt a proposes a position by the draw above on draw 2a
+// (weighted linear: by weight, accepted by rank on draw 2a+1's x0) and
+// keeps it when draw 2a+1's next word is under Threshold(f/fmax), f the
+// p/q factor of its target against the previous vertex. After
+// MaxRejections attempts, or on an exponential window whose sums are 0:
+// ZPRS (32 lanes, zprs) over the window in time order, element i =
+// position lo+i with bias temporalBias times the factor, its word being
+// word i%4 of draw TemporalN2VFallbackDraw + i/4 (the zprs stepper's
+// contract, which a warp runs in parallel). Its first step is the plain
+// temporal draw above.
 //
 // exp is detExp (detexp.go), which the GPU engine computes to the same
 // bits, and no product here is fused with a sum into an FMA (float64()
