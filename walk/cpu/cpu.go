@@ -273,11 +273,11 @@ func (e *Engine) plan(jobs []walk.Job) (steppers []*stepper, units []unit, maxLe
 					cumw = e.windowWeights()
 				}
 				switch {
-				case j.Algorithm.P != 0: // temporal Node2Vec walks one at a time, on the graph's arrays
-				case steppers[i].ov != nil: // a live graph's delta walks on the arrays too (walkOverlayTemporalUnit)
+				case steppers[i].ov != nil: // a live graph's delta walks on the arrays (walkOverlayTemporalUnit)
 				default:
 					// The records with nx, where the graph's size allows
-					// (walkTemporalNextGroup).
+					// (walkTemporalNextGroup; temporal Node2Vec, one walk at
+					// a time, reads its targets and windows' near ends).
 					rec = e.timeNextRecords(j.Algorithm.Time.Backward)
 					if next = rec != nil; !next {
 						rec = e.timeRecords()

@@ -38,6 +38,12 @@ type temporal struct {
 	invScale float64
 }
 
+// nextFilled says the records' nx are filled for this walk's direction
+// (and, exponential, scale): a record names its target's next window.
+func (t *temporal) nextFilled() bool {
+	return len(t.rec) > 0 && (t.expNext || t.recNext)
+}
+
 // coarseIndex builds the coarse time index once per engine (a quarter of
 // a byte an edge).
 func (e *Engine) coarseIndex() []int64 {
@@ -81,6 +87,34 @@ func (s *stepper) window(a, b uint64, t int64, bounded bool) (lo, hi uint64) {
 	}
 	fa, fb, g := coarseRange(s.tmp.coarse, a, b, t, s.alg.Time.Backward)
 	return s.windowIn(a, b, t, fa, fb, g)
+}
+
+// windowFrom is window for a bounded step whose near end nx is known
+// (a record's nx): only a gap's far end is searched.
+func (s *stepper) windowFrom(a, b uint64, t int64, nx uint64) (lo, hi uint64) {
+	tp := &s.alg.Time
+	if !tp.Backward {
+		lo, hi = nx, b
+		if tp.HasMaxGap {
+			hi = upperTime(s.tmp.times, lo, b, satAdd(t, tp.MaxGap))
+		}
+		return lo, hi
+	}
+	lo, hi = a, nx
+	if tp.HasMaxGap {
+		lo = lowerTime(s.tmp.times, a, hi, satAdd(t, -tp.MaxGap))
+	}
+	return lo, hi
+}
+
+// posTarget is the target of time-order position k of the vertex whose
+// edges start at a: its record's where there are records (one line
+// already read by an exponential draw), else through ByTime.
+func (s *stepper) posTarget(a, k uint64) uint32 {
+	if len(s.tmp.rec) > 0 {
+		return s.tmp.rec[k].tgt
+	}
+	return s.tgt[a+uint64(s.tmp.byTime[k])]
 }
 
 // windowIn is window for a bounded step whose first search (forward: the
@@ -297,18 +331,31 @@ func (s *stepper) walkTemporal(id uint64, start uint32, out []uint32, times []in
 		times[0] = t
 	}
 	prev, cur, n := uint32(graph.NoVertex), start, 1
+	// With records whose nx are filled, the record of the position taken
+	// names the next vertex and its window's near end (nx, known): the
+	// Node2Vec step then searches no window.
+	recs := s.tmp.nextFilled()
+	var nx uint64
+	known := false
 	for step := uint32(0); step < uint32(s.alg.Length); step++ {
 		var k uint64
 		var ok bool
 		if s.alg.P != 0 && prev != graph.NoVertex {
-			k, ok = s.temporalNode2VecStep(id, step, prev, cur, t)
+			k, ok = s.temporalNode2VecStep(id, step, prev, cur, t, nx, known)
 		} else {
 			k, ok = s.temporalStep(id, step, cur, t, step > 0 || s.alg.Time.HasStart)
 		}
 		if !ok {
 			break
 		}
-		prev, cur, t = cur, s.tgt[s.off[cur]+uint64(s.tmp.byTime[k])], s.tmp.times[k]
+		next := cur
+		if recs {
+			r := s.tmp.rec[k]
+			next, nx, known = r.tgt, uint64(r.nx), true
+		} else {
+			next = s.tgt[s.off[cur]+uint64(s.tmp.byTime[k])]
+		}
+		prev, cur, t = cur, next, s.tmp.times[k]
 		out[n] = cur
 		if times != nil {
 			times[n] = t
@@ -422,9 +469,17 @@ func gallopUpperBack(times []int64, a, b uint64, t int64) uint64 {
 // zprs stepper, which a GPU kernel runs as its warp-parallel reservoir.
 // Either way the step is exact: a rejection loop cut off by an exact draw
 // is distributed as the exact draw.
-func (s *stepper) temporalNode2VecStep(id uint64, step, prev, cur uint32, t int64) (uint64, bool) {
+//
+// known says nx is the window's near end in cur's time order (the record
+// of the edge that reached cur), so only a gap's far end is searched.
+func (s *stepper) temporalNode2VecStep(id uint64, step, prev, cur uint32, t int64, nx uint64, known bool) (uint64, bool) {
 	a, b := s.off[cur], s.off[cur+1]
-	lo, hi := s.window(a, b, t, true)
+	var lo, hi uint64
+	if known {
+		lo, hi = s.windowFrom(a, b, t, nx)
+	} else {
+		lo, hi = s.window(a, b, t, true)
+	}
 	if lo == hi {
 		return 0, false
 	}
@@ -442,13 +497,13 @@ func (s *stepper) temporalNode2VecStep(id uint64, step, prev, cur uint32, t int6
 			}
 			x0 = x1
 		}
-		if uint64(x0) < s.acceptT[s.n2vClass(prev, s.tgt[a+uint64(s.tmp.byTime[k])])] {
+		if uint64(x0) < s.acceptT[s.n2vClass(prev, s.posTarget(a, k))] {
 			return k, true
 		}
 	}
 	bias := func(i int) float64 {
 		k := lo + uint64(i)
-		return s.temporalBias(a, k, lo, hi) * s.biasN2V[s.n2vClass(prev, s.tgt[a+uint64(s.tmp.byTime[k])])]
+		return s.temporalBias(a, k, lo, hi) * s.biasN2V[s.n2vClass(prev, s.posTarget(a, k))]
 	}
 	r := &elementWords{s: s, id: id, step: step, base: walk.TemporalN2VFallbackDraw}
 	i := zprs(int(hi-lo), walk.Lanes, bias, r.word)
