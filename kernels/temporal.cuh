@@ -639,9 +639,21 @@ __device__ __forceinline__ uint64_t temporal_n2v_reject(const TemporalCtx& C, co
       if ((uint64_t)z.x * n >= (n - rank) << 32) continue;
       x = z.y;
     }
+    // walk/cpu's n2vAccepts: the search of prev's adjacency only for a
+    // word between the neighbour's and the outward threshold.
     const uint32_t tg = C.next ? __ldg(C.next + k).x : __ldg(targets + a + __ldg(C.bytime + k));
-    const int c = tg == prev ? 0 : has_edge(targets, pa, pb, tg) ? 1 : 2;
-    if ((uint64_t)x < accept[c]) return k;
+    const uint64_t z = x, t1 = accept[1], t2 = accept[2];
+    bool ok;
+    if (tg == prev) {
+      ok = z < accept[0];
+    } else if (z < min(t1, t2)) {
+      ok = true;
+    } else if (z >= max(t1, t2)) {
+      ok = false;
+    } else {
+      ok = z < (has_edge(targets, pa, pb, tg) ? t1 : t2);
+    }
+    if (ok) return k;
   }
   return ~1ull;
 }

@@ -354,7 +354,7 @@ func (s *stepper) overlayTemporalN2V(sc *overlayTemporalScratch, l *tlist, lo, h
 			}
 			z0 = z1
 		}
-		if uint64(z0) < s.acceptT[s.overlayN2VClass(prev, l.target(k))] {
+		if s.n2vAccepts(prev, l.target(k), z0, true) {
 			return k, true
 		}
 	}

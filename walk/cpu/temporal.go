@@ -497,7 +497,7 @@ func (s *stepper) temporalNode2VecStep(id uint64, step, prev, cur uint32, t int6
 			}
 			x0 = x1
 		}
-		if uint64(x0) < s.acceptT[s.n2vClass(prev, s.posTarget(a, k))] {
+		if s.n2vAccepts(prev, s.posTarget(a, k), x0, false) {
 			return k, true
 		}
 	}
@@ -511,6 +511,29 @@ func (s *stepper) temporalNode2VecStep(id uint64, step, prev, cur uint32, t int6
 		return 0, false
 	}
 	return lo + uint64(i), true
+}
+
+// n2vAccepts says whether word z accepts a proposal of target x against
+// prev (z < Threshold(f/fmax) of its class; overlay: the class in the
+// live graph's snapshot). The class's search of prev's adjacency runs only
+// for a word between the neighbour's and the outward threshold: a return
+// is known without it, and a word under both thresholds accepts, one at or
+// over both rejects, whatever the class (with p 0.5 and q 2, three words
+// in four).
+func (s *stepper) n2vAccepts(prev, x, z uint32, overlay bool) bool {
+	if x == prev {
+		return uint64(z) < s.acceptT[0]
+	}
+	t1, t2 := s.acceptT[1], s.acceptT[2]
+	switch {
+	case uint64(z) < min(t1, t2):
+		return true
+	case uint64(z) >= max(t1, t2):
+		return false
+	case overlay:
+		return uint64(z) < s.acceptT[s.overlayN2VClass(prev, x)]
+	}
+	return uint64(z) < s.acceptT[s.n2vClass(prev, x)]
 }
 
 // temporalPropose is temporal Node2Vec's proposal on window [lo, hi) of
