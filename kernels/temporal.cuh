@@ -642,16 +642,16 @@ __device__ __forceinline__ uint64_t temporal_n2v_reject(const TemporalCtx& C, co
     // walk/cpu's n2vAccepts: the search of prev's adjacency only for a
     // word between the neighbour's and the outward threshold.
     const uint32_t tg = C.next ? __ldg(C.next + k).x : __ldg(targets + a + __ldg(C.bytime + k));
-    const uint64_t z = x, t1 = accept[1], t2 = accept[2];
+    const uint64_t u = x, t1 = accept[1], t2 = accept[2];
     bool ok;
     if (tg == prev) {
-      ok = z < accept[0];
-    } else if (z < min(t1, t2)) {
+      ok = u < accept[0];
+    } else if (u < min(t1, t2)) {
       ok = true;
-    } else if (z >= max(t1, t2)) {
+    } else if (u >= max(t1, t2)) {
       ok = false;
     } else {
-      ok = z < (has_edge(targets, pa, pb, tg) ? t1 : t2);
+      ok = u < (has_edge(targets, pa, pb, tg) ? t1 : t2);
     }
     if (ok) return k;
   }
