@@ -49,10 +49,12 @@ import (
 // picks by unit53(x0, x1).
 //
 // Temporal Node2Vec takes its class against the previous vertex in the
-// snapshot (overlayN2VClass), so from the second step on every step draws
-// on the list, by rejection as on the base (overlayTemporalN2V): proposals
-// by the time bias, kept by the class's factor over the largest; the scan
-// with bias times the factor decides after MaxRejections rejections.
+// snapshot (overlayN2VClass), by rejection as on the base: proposals by the
+// time bias, kept by the class's factor over the largest. At a vertex
+// without a delta the step is the base's (temporalNode2VecStep, its ZPRS
+// fallback included) with those classes; at one with a delta it draws on
+// the list (overlayTemporalN2V), the list's scan with bias times the
+// factor deciding after MaxRejections rejections.
 
 // maxTemporalCache bounds the edges a job keeps in its vertices' lists
 // (12 to 36 bytes each): beyond it, a vertex's list is gathered for each
@@ -173,15 +175,23 @@ func (s *stepper) walkOverlayTemporal(tov walk.TimedOverlay, sc *overlayTemporal
 		}
 		var next uint32
 		var at int64
-		if dv == nil && (!node2vec || prev == graph.NoVertex) {
+		if dv == nil {
 			if int(cur) >= len(s.off)-1 {
 				break // an added vertex that only edges point to
 			}
-			k, ok := s.temporalStep(id, step, cur, t, bounded)
+			// The base's step; Node2Vec's with its classes in the
+			// snapshot (prev's edges may have a delta).
+			var k uint64
+			var ok bool
+			if node2vec && prev != graph.NoVertex {
+				k, ok = s.temporalNode2VecStep(id, step, prev, cur, t, 0, false, true)
+			} else {
+				k, ok = s.temporalStep(id, step, cur, t, bounded)
+			}
 			if !ok {
 				break
 			}
-			next, at = s.tgt[s.off[cur]+uint64(s.tmp.byTime[k])], s.tmp.times[k]
+			next, at = s.posTarget(s.off[cur], k), s.tmp.times[k]
 			memo = nil
 		} else {
 			l := s.overlayList(tov, sc, dv, cur, rank)

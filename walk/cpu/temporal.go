@@ -341,7 +341,7 @@ func (s *stepper) walkTemporal(id uint64, start uint32, out []uint32, times []in
 		var k uint64
 		var ok bool
 		if s.alg.P != 0 && prev != graph.NoVertex {
-			k, ok = s.temporalNode2VecStep(id, step, prev, cur, t, nx, known)
+			k, ok = s.temporalNode2VecStep(id, step, prev, cur, t, nx, known, false)
 		} else {
 			k, ok = s.temporalStep(id, step, cur, t, step > 0 || s.alg.Time.HasStart)
 		}
@@ -472,7 +472,9 @@ func gallopUpperBack(times []int64, a, b uint64, t int64) uint64 {
 //
 // known says nx is the window's near end in cur's time order (the record
 // of the edge that reached cur), so only a gap's far end is searched.
-func (s *stepper) temporalNode2VecStep(id uint64, step, prev, cur uint32, t int64, nx uint64, known bool) (uint64, bool) {
+// overlay takes the classes in the live graph's snapshot (a walk on a
+// delta, at a vertex without one: walkOverlayTemporal).
+func (s *stepper) temporalNode2VecStep(id uint64, step, prev, cur uint32, t int64, nx uint64, known, overlay bool) (uint64, bool) {
 	a, b := s.off[cur], s.off[cur+1]
 	var lo, hi uint64
 	if known {
@@ -497,13 +499,17 @@ func (s *stepper) temporalNode2VecStep(id uint64, step, prev, cur uint32, t int6
 			}
 			x0 = x1
 		}
-		if s.n2vAccepts(prev, s.posTarget(a, k), x0, false) {
+		if s.n2vAccepts(prev, s.posTarget(a, k), x0, overlay) {
 			return k, true
 		}
 	}
+	class := s.n2vClass
+	if overlay {
+		class = s.overlayN2VClass
+	}
 	bias := func(i int) float64 {
 		k := lo + uint64(i)
-		return s.temporalBias(a, k, lo, hi) * s.biasN2V[s.n2vClass(prev, s.posTarget(a, k))]
+		return s.temporalBias(a, k, lo, hi) * s.biasN2V[class(prev, s.posTarget(a, k))]
 	}
 	r := &elementWords{s: s, id: id, step: step, base: walk.TemporalN2VFallbackDraw}
 	i := zprs(int(hi-lo), walk.Lanes, bias, r.word)
