@@ -131,8 +131,8 @@ func (e *Engine) setupOverlay() error {
 
 // CheckOverlay implements walk.OverlayWalker: DeepWalk and PPR with the
 // uniform and alias samplers, Node2Vec with its rejection sampler, MetaPath
-// on its label tables and temporal walks (not temporal Node2Vec), as the
-// CPU engine, on a graph wholly on the device (the overlay kernels read no
+// on its label tables and temporal walks (temporal Node2Vec included), as
+// the CPU engine, on a graph wholly on the device (the overlay kernels read no
 // placement plan, stream or stripes).
 func (e *Engine) CheckOverlay(a walk.Algorithm) error {
 	switch {
@@ -150,10 +150,7 @@ func (e *Engine) CheckOverlay(a walk.Algorithm) error {
 	case walk.DeepWalk, walk.PPR, walk.Node2Vec:
 	case walk.Temporal:
 		// On the snapshot's timed lists (overlaytemporal.go); temporal
-		// Node2Vec there is the CPU engine's alone.
-		if a.P != 0 || a.Q != 0 {
-			return fmt.Errorf("%w: %w", walk.ErrInvalidAlgorithm, errTemporalNode2VecDelta)
-		}
+		// Node2Vec also reads the delta and its edge set (ensureDelta).
 		if err := temporalSupported(a, true); err != nil {
 			return err
 		}
@@ -226,7 +223,7 @@ func (e *Engine) ensureRecords(alg walk.Algorithm) error {
 			return err
 		}
 	}
-	if alg.Kind == walk.Node2Vec && !st.setBuilt[p] {
+	if n2vSnapshot(alg) && !st.setBuilt[p] {
 		if err := e.dev.do(e.buildEdgeSet); err != nil {
 			return err
 		}
@@ -511,6 +508,13 @@ func (e *Engine) metaPathArgs(weighted bool) []uint64 {
 	return []uint64{uint64(st.lab[st.layout.r].p), sums}
 }
 
+// n2vSnapshot says alg's walks on a snapshot test Node2Vec's classes there
+// (overlay_has_edge): Node2Vec and temporal Node2Vec, which read the edge
+// set.
+func n2vSnapshot(alg walk.Algorithm) bool {
+	return alg.Kind == walk.Node2Vec || alg.Kind == walk.Temporal && alg.P != 0
+}
+
 // edgeSetArgs are walk_overlay_node2vec's arguments after overlayArgs': the
 // resident snapshot's edge set.
 func (e *Engine) edgeSetArgs() []uint64 {
@@ -533,8 +537,8 @@ func (e *Engine) overlayVariant(alg walk.Algorithm) (ppr, variant int) {
 	switch alg.Kind {
 	case walk.PPR:
 		ppr = 1
-	case walk.Node2Vec, walk.MetaPath:
-		return 0, 0 // walk_overlay_node2vec and _metapath: no bitmaps
+	case walk.Node2Vec, walk.MetaPath, walk.Temporal:
+		return 0, 0 // walk_overlay_node2vec, _metapath and _temporal_n2v_*: no bitmaps
 	}
 	if v := e.cfg.threadVariant; v >= 0 && v < len(e.ovl.fn[ppr]) {
 		variant = v

@@ -17,6 +17,8 @@ import (
 type timedState struct {
 	fn                  [3][2]cu.Function // [walk.TimeBias][weighted]
 	occ                 [3][2]int
+	fnN2V               [3][2]cu.Function // temporal Node2Vec, walk_overlay_temporal_n2v_*
+	occN2V              [3][2]int
 	fnNext, fnNextCells cu.Function
 	// snap and weighted say which lists are on the device (snap nil:
 	// none); n the lists, edges their length.
@@ -67,11 +69,20 @@ func (e *Engine) setupTimed() error {
 	}
 	for b, names := range timedKernels {
 		for w, name := range names {
-			if t.fn[b][w], err = e.mod.Function(name); err != nil {
-				return fmt.Errorf("gpu: kernel %s: %w", name, err)
-			}
-			if t.occ[b][w], err = t.fn[b][w].MaxActiveBlocksPerMultiProcessor(threadBlock, 0); err != nil {
-				return fmt.Errorf("gpu: occupancy of %s: %w", name, err)
+			for _, k := range []struct {
+				name string
+				fn   *cu.Function
+				occ  *int
+			}{
+				{name, &t.fn[b][w], &t.occ[b][w]},
+				{"walk_overlay_temporal_n2v" + name[len("walk_overlay_temporal"):], &t.fnN2V[b][w], &t.occN2V[b][w]},
+			} {
+				if *k.fn, err = e.mod.Function(k.name); err != nil {
+					return fmt.Errorf("gpu: kernel %s: %w", k.name, err)
+				}
+				if *k.occ, err = k.fn.MaxActiveBlocksPerMultiProcessor(threadBlock, 0); err != nil {
+					return fmt.Errorf("gpu: occupancy of %s: %w", k.name, err)
+				}
 			}
 		}
 	}
@@ -270,7 +281,8 @@ func (e *Engine) timedTables(alg walk.Algorithm) error {
 
 // timedKernel is alg's walk_overlay_temporal kernel, its launch over n
 // tasks and its arguments after the launch parameters (TimedLists'
-// order, kernels/overlaytemporal.cuh).
+// order, kernels/overlaytemporal.cuh; temporal Node2Vec's then the
+// delta's and its edge set's, walk_overlay_temporal_n2v_*).
 func (e *Engine) timedKernel(alg walk.Algorithm, n int64) (fn cu.Function, block, grid int, args []uint64) {
 	t := &e.tl
 	w := 0
@@ -278,6 +290,9 @@ func (e *Engine) timedKernel(alg walk.Algorithm, n int64) (fn cu.Function, block
 		w = 1
 	}
 	fn, occ := t.fn[alg.Time.Bias][w], t.occ[alg.Time.Bias][w]
+	if alg.P != 0 {
+		fn, occ = t.fnN2V[alg.Time.Bias][w], t.occN2V[alg.Time.Bias][w]
+	}
 	grid = int(min(int64(e.numSM*max(occ, 1)), (n+threadBlock-1)/threadBlock))
 	var weights uint64
 	if alg.Weighted {
@@ -289,5 +304,9 @@ func (e *Engine) timedKernel(alg walk.Algorithm, n int64) (fn cu.Function, block
 	}
 	args = []uint64{uint64(t.dIndex), uint64(t.nIndex), uint64(e.g.NumVertices()), uint64(t.dOff), uint64(t.dTimes),
 		uint64(t.dCoarse), uint64(t.dTargets), weights, uint64(t.dCumw), uint64(t.dExp), next}
+	if alg.P != 0 {
+		// The delta and its edge set, for the classes in the snapshot.
+		args = append(append(args, e.overlayArgs(alg.Weighted)...), e.edgeSetArgs()...)
+	}
 	return fn, threadBlock, grid, args
 }

@@ -4,11 +4,11 @@ package gpu
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,6 +24,7 @@ import (
 // direction, weighted and not, with start times and gaps, and finds them
 // equal walk for walk and time for time, on two snapshots in turn (the
 // second copies its lists again) and back; every walk respects time.
+// Temporal Node2Vec's rows take their classes in the snapshot.
 func TestOverlayTemporalMatchesCPU(t *testing.T) {
 	tm := func(b walk.TimeBias, scale float64, f func(*walk.TimeParams)) walk.TimeParams {
 		p := walk.TimeParams{Bias: b, Scale: scale}
@@ -35,22 +36,33 @@ func TestOverlayTemporalMatchesCPU(t *testing.T) {
 	params := []struct {
 		name string
 		tp   walk.TimeParams
+		p, q float64 // temporal Node2Vec's where set
 	}{
-		{"uniform", tm(walk.TimeUniform, 0, nil)},
-		{"linear", tm(walk.TimeLinear, 0, nil)},
-		{"exp-s3", tm(walk.TimeExponential, 3, nil)},
-		{"exp-s250", tm(walk.TimeExponential, 250, nil)},
-		{"exp-s1e5", tm(walk.TimeExponential, 1e5, nil)},
-		{"exp-s0.002-back", tm(walk.TimeExponential, 0.002, func(p *walk.TimeParams) { p.Backward = true })},
+		{"uniform", tm(walk.TimeUniform, 0, nil), 0, 0},
+		{"linear", tm(walk.TimeLinear, 0, nil), 0, 0},
+		{"exp-s3", tm(walk.TimeExponential, 3, nil), 0, 0},
+		{"exp-s250", tm(walk.TimeExponential, 250, nil), 0, 0},
+		{"exp-s1e5", tm(walk.TimeExponential, 1e5, nil), 0, 0},
+		{"exp-s0.002-back", tm(walk.TimeExponential, 0.002, func(p *walk.TimeParams) { p.Backward = true }), 0, 0},
 		{"exp-s40-start-gap", tm(walk.TimeExponential, 40, func(p *walk.TimeParams) {
 			p.Start, p.HasStart, p.MaxGap, p.HasMaxGap = 5000, true, 400, true
-		})},
+		}), 0, 0},
 		{"linear-back-start-gap", tm(walk.TimeLinear, 0, func(p *walk.TimeParams) {
 			p.Backward, p.Start, p.HasStart, p.MaxGap, p.HasMaxGap = true, 15000, true, 3000, true
-		})},
+		}), 0, 0},
 		{"uniform-start-gap", tm(walk.TimeUniform, 0, func(p *walk.TimeParams) {
 			p.Start, p.HasStart, p.MaxGap, p.HasMaxGap = 2000, true, 1500, true
-		})},
+		}), 0, 0},
+		// Temporal Node2Vec: classes in the snapshot; p 0.01 rejects
+		// nearly every proposal but a return, so windows without one
+		// end in the exact fallbacks (the base's ZPRS, the list's scan).
+		{"n2v-uniform", tm(walk.TimeUniform, 0, nil), 0.5, 2},
+		{"n2v-linear", tm(walk.TimeLinear, 0, nil), 2, 0.5},
+		{"n2v-exp-s250", tm(walk.TimeExponential, 250, nil), 0.5, 2},
+		{"n2v-exp-s40-start-gap-rejecting", tm(walk.TimeExponential, 40, func(p *walk.TimeParams) {
+			p.Start, p.HasStart, p.MaxGap, p.HasMaxGap = 5000, true, 400, true
+		}), 0.01, 100},
+		{"n2v-linear-back-rejecting", tm(walk.TimeLinear, 0, func(p *walk.TimeParams) { p.Backward = true }), 0.01, 1},
 	}
 	for _, weighted := range []bool{false, true} {
 		l, early := timedSnapshot(t, 10, 7, weighted)
@@ -63,7 +75,7 @@ func TestOverlayTemporalMatchesCPU(t *testing.T) {
 		}
 		e := newEngine(t, base, WithMaxBatchWalks(2500), WithChunkWalks(700))
 		for _, p := range params {
-			alg := walk.Algorithm{Kind: walk.Temporal, Length: 40, Weighted: weighted, Time: p.tp}
+			alg := walk.Algorithm{Kind: walk.Temporal, Length: 40, Weighted: weighted, Time: p.tp, P: p.p, Q: p.q}
 			for i, s := range []*livegraph.Snapshot{early, snap, early} {
 				name := fmt.Sprintf("%s/weighted=%v/snapshot=%d", p.name, weighted, i)
 				starts := make([]uint32, 0, 2*s.NumVertices()+600)
@@ -102,18 +114,15 @@ func TestOverlayTemporalMatchesCPU(t *testing.T) {
 	}
 }
 
-// TestOverlayTemporalRefusals: temporal Node2Vec on a snapshot is refused
-// by name, as on the loaded graph; the plain temporal walk is accepted.
-func TestOverlayTemporalRefusals(t *testing.T) {
+// TestOverlayTemporalAccepts: temporal walks on a snapshot, temporal
+// Node2Vec included, are accepted.
+func TestOverlayTemporalAccepts(t *testing.T) {
 	_, snap := timedSnapshot(t, 8, 5, true)
 	e := newEngine(t, snap.Base())
-	n2v := walk.Algorithm{Kind: walk.Temporal, Length: 5, P: 2, Q: 1}
-	err := e.Run(context.Background(), []walk.Job{{Algorithm: n2v, Starts: []uint32{0}, Overlay: snap}}, func(walk.Chunk) error { return nil })
-	if !errors.Is(err, walk.ErrInvalidAlgorithm) {
-		t.Fatalf("temporal node2vec on a snapshot: %v, want ErrInvalidAlgorithm", err)
-	}
-	if err := walk.CheckOverlay(e, walk.Algorithm{Kind: walk.Temporal, Length: 5}); err != nil {
-		t.Fatalf("temporal walks on a snapshot refused: %v", err)
+	for _, a := range []walk.Algorithm{{Kind: walk.Temporal, Length: 5}, {Kind: walk.Temporal, Length: 5, P: 2, Q: 1}} {
+		if err := walk.CheckOverlay(e, a); err != nil {
+			t.Fatalf("%s on a snapshot refused: %v", a, err)
+		}
 	}
 }
 
@@ -128,7 +137,8 @@ func TestOverlayTemporalRefusals(t *testing.T) {
 // the same span. Rows: the base, base + delta, and the delta's compaction
 // on an engine of its own; one walk of 80 steps from every base vertex; M
 // steps/s over kernel time, and the warm-up's gathering and copy of the
-// snapshot's timed lists.
+// snapshot's timed lists. Temporal Node2Vec's rows (p 0.5, q 2) come
+// last; WALKSTAGE_GPU_OVERLAY_BENCH_ONLY=n2v runs only them.
 func TestOverlayTemporalBench(t *testing.T) {
 	scale, _ := strconv.Atoi(os.Getenv("WALKSTAGE_GPU_OVERLAY_BENCH"))
 	if scale == 0 {
@@ -187,12 +197,18 @@ func TestOverlayTemporalBench(t *testing.T) {
 		t.Log(line)
 		table = append(table, line)
 	}
+	only := os.Getenv("WALKSTAGE_GPU_OVERLAY_BENCH_ONLY") // a row-name prefix, e.g. "n2v"
 	for _, c := range []struct {
 		name string
 		bias walk.TimeBias
-	}{{"exp", walk.TimeExponential}, {"uniform", walk.TimeUniform}, {"linear", walk.TimeLinear}} {
+		p, q float64
+	}{{"exp", walk.TimeExponential, 0, 0}, {"uniform", walk.TimeUniform, 0, 0}, {"linear", walk.TimeLinear, 0, 0},
+		{"n2v exp", walk.TimeExponential, 0.5, 2}, {"n2v uniform", walk.TimeUniform, 0.5, 2}} {
+		if !strings.HasPrefix(c.name, only) {
+			continue
+		}
 		for _, w := range []bool{false, true} {
-			alg := walk.Algorithm{Kind: walk.Temporal, Length: 80, Weighted: w, Time: walk.TimeParams{Bias: c.bias}}
+			alg := walk.Algorithm{Kind: walk.Temporal, Length: 80, Weighted: w, Time: walk.TimeParams{Bias: c.bias}, P: c.p, Q: c.q}
 			if c.bias == walk.TimeExponential {
 				alg.Time.Scale = 10_000
 			}

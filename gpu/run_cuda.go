@@ -110,6 +110,13 @@ func (e *Engine) runGroup(ctx context.Context, grp []*walk.Job, emit walk.EmitFu
 		if err := e.ensureTimedLists(ov, alg); err != nil {
 			return err
 		}
+		if alg.P != 0 {
+			// Temporal Node2Vec's classes in the snapshot: its delta
+			// and edge set beside the lists.
+			if err := e.ensureDelta(ov, alg); err != nil {
+				return err
+			}
+		}
 	case ov != nil:
 		if err := e.ensureDelta(ov, alg); err != nil {
 			return err

@@ -12,11 +12,6 @@ import (
 // memory.
 var errTemporalPlaced = errors.New("temporal walks on the GPU need the whole graph in device memory (no placement plan, no stripes); use the CPU engine or a larger device")
 
-// errTemporalNode2VecDelta refuses temporal Node2Vec on a live graph's
-// delta: the timed lists' kernel (overlaytemporal.cuh) draws no Node2Vec
-// factor, and a plain temporal step would be a different walk.
-var errTemporalNode2VecDelta = errors.New("temporal Node2Vec on a live graph's delta runs on the CPU engine only so far")
-
 // temporalSupported says why the GPU engine cannot run temporal algorithm
 // a (nil when it can); whole says the whole graph is on the device. The
 // errors wrap walk.ErrInvalidAlgorithm, as a request this engine cannot

@@ -242,19 +242,26 @@ __device__ __noinline__ uint64_t temporal_scan(TemporalScan C, uint64_t a, uint6
   return pick == ~0ull ? ~0ull : lo + pick;
 }
 
-// timed_list_scan is walk/cpu's overlayTemporalScan without Node2Vec:
-// window [lo, hi) of the list's times weighed from the near end (linear: n
-// - p; exponential: det_exp of the time distance to the near end, the scan
-// stopping at the first zero, as every later one is zero too; times the
-// weight), and the first position whose running sum exceeds unit53 of draw
-// d times the total; where rounding leaves none, the last that added
-// anything. Two passes over the window instead of the CPU's stored sums:
-// the same additions in the same order give the same sums. ~0 when the
-// window weighs nothing. Not inlined: it is rare.
-template <int kBias, bool kWeighted>
+// NoFactor is timed_list_scan's factor for a walk without Node2Vec.
+struct NoFactor {
+  static constexpr bool kApplies = false;
+  __device__ __forceinline__ double operator()(uint64_t) const { return 1.0; }
+};
+
+// timed_list_scan is walk/cpu's overlayTemporalScan: window [lo, hi) of the
+// list's times weighed from the near end (linear: n - p; exponential:
+// det_exp of the time distance to the near end, the scan stopping at the
+// first zero, as every later one is zero too; times the weight; times
+// factor(k), Node2Vec's, where F applies), and the first position whose
+// running sum exceeds unit53 of draw d times the total; where rounding
+// leaves none, the last that added anything. Two passes over the window
+// instead of the CPU's stored sums: the same additions in the same order
+// give the same sums. ~0 when the window weighs nothing. Not inlined: it
+// is rare.
+template <int kBias, bool kWeighted, typename F = NoFactor>
 __device__ __noinline__ uint64_t timed_list_scan(const int64_t* __restrict__ times, const float* __restrict__ weights,
                                                  uint64_t lo, uint64_t hi, double scale, bool backward, uint64_t seed,
-                                                 uint64_t walk, uint32_t step, uint32_t d) {
+                                                 uint64_t walk, uint32_t step, uint32_t d, F factor = F{}) {
   const uint64_t n = hi - lo;
   const double near = (double)__ldg(times + (backward ? hi - 1 : lo));
   auto bias = [&](uint64_t p) -> double {
@@ -268,6 +275,7 @@ __device__ __noinline__ uint64_t timed_list_scan(const int64_t* __restrict__ tim
       b = det_exp(__ddiv_rn(-dt, scale));
     }
     if (kWeighted) b = __dmul_rn(b, (double)__ldg(weights + k));
+    if (F::kApplies) b = __dmul_rn(b, factor(k));
     return b;
   };
   double sum = 0;
@@ -596,23 +604,38 @@ __device__ __forceinline__ uint64_t temporal_step(const TemporalCtx& C, uint64_t
                                          seed, walk, step);
 }
 
+// BaseAdj is Node2Vec's class test on the base graph: whether prev (whose
+// sorted targets are [pa, pb)) has an edge to x. The temporal Node2Vec
+// steps take the test as a functor, so a live graph's kernel passes the
+// snapshot's (walk.cu's SnapAdj).
+struct BaseAdj {
+  const uint32_t* __restrict__ targets;
+  uint64_t pa, pb;
+  __device__ __forceinline__ bool operator()(uint32_t x) const { return has_edge(targets, pa, pb, x); }
+};
+
 // temporal_n2v_reject is walk/cpu's temporalNode2VecStep by rejection: attempt
 // att proposes a position of window [lo, hi) (of the time order [a, b)) by
 // the time bias with draw 2att as temporal_step draws (by weight alone for
 // the weighted linear bias, then accepted by rank on draw 2att+1's x), and
 // keeps it when draw 2att+1's next word is under the threshold accept[c] of
-// its target's class c against prev (Node2Vec's f/fmax). ~1 after
-// kMaxRejections rejections or on an exponential window whose sums are
-// zero: the exact reservoir (temporal_n2v_step / _warp) decides. one is
-// the next record's one-cell flag (exp_step).
-template <int kBias, bool kWeighted>
-__device__ __forceinline__ uint64_t temporal_n2v_reject(const TemporalCtx& C, const uint64_t* __restrict__ offsets,
+// its target's class c against prev (Node2Vec's f/fmax; has is the class
+// test). ~1 after kMaxRejections rejections or on an exponential window
+// whose sums are zero: the exact reservoir (temporal_n2v_step / _warp, a
+// list's scan) decides. one is the next record's one-cell flag (exp_step).
+// ltg, when not null, holds the positions' targets (a live graph's timed
+// list, which C's arrays then describe); list also ends the walk on a
+// window of weight zero (walk/cpu's overlayTemporalN2V).
+template <int kBias, bool kWeighted, typename H>
+__device__ __forceinline__ uint64_t temporal_n2v_reject(const TemporalCtx& C, const uint32_t* __restrict__ ltg,
                                                         const uint32_t* __restrict__ targets, uint64_t a, uint64_t b,
                                                         uint64_t lo, uint64_t hi, bool one, uint32_t prev,
-                                                        const uint64_t* accept, uint64_t seed, uint64_t walk,
+                                                        const uint64_t* accept, H has, uint64_t seed, uint64_t walk,
                                                         uint32_t step) {
   const uint64_t n = hi - lo;
-  const uint64_t pa = __ldg(offsets + prev), pb = __ldg(offsets + prev + 1);
+  if (kWeighted && kBias != kTimeExponential && ltg &&
+      !(__ldg(C.cumw + hi - 1) > (lo > a ? __ldg(C.cumw + lo - 1) : 0.0)))
+    return ~0ull;  // a list's window of weight 0: no edge, as on the CPU
   for (uint32_t att = 0; att < kMaxRejections; att++) {
     uint64_t k;
     if (kBias == kTimeExponential) {
@@ -639,9 +662,11 @@ __device__ __forceinline__ uint64_t temporal_n2v_reject(const TemporalCtx& C, co
       if ((uint64_t)z.x * n >= (n - rank) << 32) continue;
       x = z.y;
     }
-    // walk/cpu's n2vAccepts: the search of prev's adjacency only for a
-    // word between the neighbour's and the outward threshold.
-    const uint32_t tg = C.next ? __ldg(C.next + k).x : __ldg(targets + a + __ldg(C.bytime + k));
+    // walk/cpu's n2vAccepts: the class test only for a word between the
+    // neighbour's and the outward threshold.
+    const uint32_t tg = ltg       ? __ldg(ltg + k)
+                        : C.next ? __ldg(C.next + k).x
+                                 : __ldg(targets + a + __ldg(C.bytime + k));
     const uint64_t u = x, t1 = accept[1], t2 = accept[2];
     bool ok;
     if (tg == prev) {
@@ -651,7 +676,7 @@ __device__ __forceinline__ uint64_t temporal_n2v_reject(const TemporalCtx& C, co
     } else if (u >= max(t1, t2)) {
       ok = false;
     } else {
-      ok = u < (has_edge(targets, pa, pb, tg) ? t1 : t2);
+      ok = u < (has(tg) ? t1 : t2);
     }
     if (ok) return k;
   }
@@ -659,26 +684,23 @@ __device__ __forceinline__ uint64_t temporal_n2v_reject(const TemporalCtx& C, co
 }
 
 // temporal_n2v_step is walk/cpu's temporalNode2VecStep's exact fallback, a
-// temporal Node2Vec step after the first: over the window, each edge's time bias
-// (times its weight) times Node2Vec's factor f of its target against prev
-// (f[0] back to prev, f[1] to a neighbour of prev, f[2] otherwise), drawn
-// by the 32-lane ZPRS reservoir, element i's word being word i%4 of draw
-// kTemporalN2VFallbackDraw + i/4. One thread runs the lanes one after another (lane
-// j owns elements j, j+32, ...: walk/cpu's zprs gives the same pick in that
-// order, TestZPRSMatchesLaneMajorOrder), each lane's sum added to those
-// before it in lane order, so the state is a few registers. ~0 when the
-// window is empty or weighs nothing. Not inlined: O(window) with a search
-// of prev's adjacency an edge.
-template <int kBias, bool kWeighted>
-__device__ __noinline__ uint64_t temporal_n2v_step(TemporalScan S, const int64_t* __restrict__ coarse,
-                                                   const uint64_t* __restrict__ offsets,
-                                                   const uint32_t* __restrict__ targets, uint64_t a, uint64_t lo,
-                                                   uint64_t hi, uint32_t prev, double f0, double f1, double f2,
-                                                   uint64_t seed, uint64_t walk, uint32_t step) {
+// temporal Node2Vec step after the first: over the window, each edge's time
+// bias (times its weight) times Node2Vec's factor f of its target against
+// prev (f[0] back to prev, f[1] to a neighbour of prev (has), f[2]
+// otherwise), drawn by the 32-lane ZPRS reservoir, element i's word being
+// word i%4 of draw kTemporalN2VFallbackDraw + i/4. One thread runs the
+// lanes one after another (lane j owns elements j, j+32, ...: walk/cpu's
+// zprs gives the same pick in that order, TestZPRSMatchesLaneMajorOrder),
+// each lane's sum added to those before it in lane order, so the state is
+// a few registers. ~0 when the window is empty or weighs nothing. Not
+// inlined: O(window) with a class test an edge.
+template <int kBias, bool kWeighted, typename H>
+__device__ __noinline__ uint64_t temporal_n2v_step(TemporalScan S, const uint32_t* __restrict__ targets, uint64_t a,
+                                                   uint64_t lo, uint64_t hi, uint32_t prev, H has, double f0, double f1,
+                                                   double f2, uint64_t seed, uint64_t walk, uint32_t step) {
   if (lo == hi) return ~0ull;
   const uint64_t n = hi - lo;
   const uint64_t k = n < 32 ? n : 32;
-  const uint64_t pa = offsets[prev], pb = offsets[prev + 1];
   double before = 0;
   uint64_t pick = ~0ull;
   for (uint64_t j = 0; j < k; j++) {
@@ -686,7 +708,7 @@ __device__ __noinline__ uint64_t temporal_n2v_step(TemporalScan S, const int64_t
     for (uint64_t i = j; i < n; i += k) {
       const uint64_t e = lo + i;
       const uint32_t x = __ldg(targets + a + __ldg(S.bytime + e));
-      const double f = x == prev ? f0 : has_edge(targets, pa, pb, x) ? f1 : f2;
+      const double f = x == prev ? f0 : has(x) ? f1 : f2;
       const double w = __dmul_rn(temporal_bias<kBias, kWeighted>(S, a, e, lo, hi), f);
       lsum = __dadd_rn(lsum, w);
       if (w > 0) {
@@ -701,9 +723,9 @@ __device__ __noinline__ uint64_t temporal_n2v_step(TemporalScan S, const int64_t
 }
 
 // kN2VWarpWindow: from this window length on, a temporal Node2Vec step that
-// temporal_n2v_reject left undecided is taken by the whole warp (temporal_n2v_warp) rather than by its walk's
-// thread: a hub's window costs one thread O(window) searches of prev's
-// adjacency, which the warp's 32 lanes split.
+// temporal_n2v_reject left undecided is taken by the whole warp
+// (temporal_n2v_warp) rather than by its walk's thread: a hub's window costs
+// one thread O(window) class tests, which the warp's 32 lanes split.
 constexpr uint64_t kN2VWarpWindow = 64;
 
 // temporal_n2v_warp is temporal_n2v_step for a window of at least 32
@@ -714,19 +736,17 @@ constexpr uint64_t kN2VWarpWindow = 64;
 // so the same bits); pass 2 runs each lane's reservoir from there, and the
 // highest lane that kept an element wins, as the serial order's last
 // replacement does. The weights are computed twice rather than held.
-template <int kBias, bool kWeighted>
+template <int kBias, bool kWeighted, typename H>
 __device__ __noinline__ uint64_t temporal_n2v_warp(unsigned mask, unsigned lane, TemporalScan S,
-                                                   const uint64_t* __restrict__ offsets,
                                                    const uint32_t* __restrict__ targets, uint64_t a, uint64_t lo,
-                                                   uint64_t hi, uint32_t prev, double f0, double f1, double f2,
+                                                   uint64_t hi, uint32_t prev, H has, double f0, double f1, double f2,
                                                    uint64_t seed, uint64_t walk, uint32_t step) {
   const uint64_t n = hi - lo;
-  const uint64_t pa = offsets[prev], pb = offsets[prev + 1];
   double lsum = 0;
   for (uint64_t i = lane; i < n; i += 32) {
     const uint64_t e = lo + i;
     const uint32_t x = __ldg(targets + a + __ldg(S.bytime + e));
-    const double f = x == prev ? f0 : has_edge(targets, pa, pb, x) ? f1 : f2;
+    const double f = x == prev ? f0 : has(x) ? f1 : f2;
     lsum = __dadd_rn(lsum, __dmul_rn(temporal_bias<kBias, kWeighted>(S, a, e, lo, hi), f));
   }
   double run = 0;
@@ -738,7 +758,7 @@ __device__ __noinline__ uint64_t temporal_n2v_warp(unsigned mask, unsigned lane,
   for (uint64_t i = lane; i < n; i += 32) {
     const uint64_t e = lo + i;
     const uint32_t x = __ldg(targets + a + __ldg(S.bytime + e));
-    const double f = x == prev ? f0 : has_edge(targets, pa, pb, x) ? f1 : f2;
+    const double f = x == prev ? f0 : has(x) ? f1 : f2;
     const double w = __dmul_rn(temporal_bias<kBias, kWeighted>(S, a, e, lo, hi), f);
     if (w > 0) {
       run = __dadd_rn(run, w);

@@ -519,16 +519,17 @@ __device__ __forceinline__ void walk_temporal_body(const WalkParams* __restrict_
       // it leaves undecided takes the exact ZPRS draw over the window, by
       // this thread for a short window and by the warp below for a long one.
       temporal_window(C, a, b, t, true, known, nxw, lo, hi);
+      const BaseAdj adj{targets, offsets[prev], offsets[prev + 1]};
       if (lo < hi)
-        k = temporal_n2v_reject<kBias, kWeighted>(C, offsets, targets, a, b, lo, hi, known && (nxw & kNextOneCell),
-                                                  prev, params->accept, seed, walk, step);
+        k = temporal_n2v_reject<kBias, kWeighted>(C, nullptr, targets, a, b, lo, hi, known && (nxw & kNextOneCell),
+                                                  prev, params->accept, adj, seed, walk, step);
       if (k == ~1ull) {
         k = ~0ull;
         coop = hi - lo >= kN2VWarpWindow;
         if (!coop)
           k = temporal_n2v_step<kBias, kWeighted>(TemporalScan{C.times, C.bytime, C.weights, C.scale, C.backward},
-                                                  C.coarse, offsets, targets, a, lo, hi, prev, params->bias[0],
-                                                  params->bias[1], params->bias[2], seed, walk, step);
+                                                  targets, a, lo, hi, prev, adj, params->bias[0], params->bias[1],
+                                                  params->bias[2], seed, walk, step);
       }
     } else if (a < b && kBias == kTimeExponential) {
       // The common step (exp_step_fast) first; every other step, and a
@@ -552,17 +553,18 @@ __device__ __forceinline__ void walk_temporal_body(const WalkParams* __restrict_
       if (live == 0xFFFFFFFFu) {
         for (unsigned todo = __ballot_sync(live, coop); todo != 0; todo &= todo - 1) {
           const int src = __ffs(todo) - 1;
+          const uint32_t p = __shfl_sync(live, prev, src);
           const uint64_t r = temporal_n2v_warp<kBias, kWeighted>(
-              live, lane, TemporalScan{C.times, C.bytime, C.weights, C.scale, C.backward}, offsets, targets,
-              __shfl_sync(live, a, src), __shfl_sync(live, lo, src), __shfl_sync(live, hi, src),
-              __shfl_sync(live, prev, src), params->bias[0], params->bias[1], params->bias[2],
+              live, lane, TemporalScan{C.times, C.bytime, C.weights, C.scale, C.backward}, targets,
+              __shfl_sync(live, a, src), __shfl_sync(live, lo, src), __shfl_sync(live, hi, src), p,
+              BaseAdj{targets, offsets[p], offsets[p + 1]}, params->bias[0], params->bias[1], params->bias[2],
               __shfl_sync(live, seed, src), __shfl_sync(live, walk, src), __shfl_sync(live, step, src));
           if (lane == (unsigned)src) k = r;
         }
       } else if (coop) {
         k = temporal_n2v_step<kBias, kWeighted>(TemporalScan{C.times, C.bytime, C.weights, C.scale, C.backward},
-                                                C.coarse, offsets, targets, a, lo, hi, prev, params->bias[0],
-                                                params->bias[1], params->bias[2], seed, walk, step);
+                                                targets, a, lo, hi, prev, BaseAdj{targets, offsets[prev], offsets[prev + 1]},
+                                                params->bias[0], params->bias[1], params->bias[2], seed, walk, step);
       }
     }
     bool more = k != ~0ull;
@@ -629,6 +631,72 @@ WALK_TEMPORAL_N2V(walk_temporal_n2v_linear_w, kTimeLinear, true)
 WALK_TEMPORAL_N2V(walk_temporal_n2v_exp, kTimeExponential, false)
 WALK_TEMPORAL_N2V(walk_temporal_n2v_exp_w, kTimeExponential, true)
 
+// SnapN2V is what temporal Node2Vec on a snapshot reads beyond the timed
+// lists: the delta resident on the device and its edge set, for the class
+// test in the snapshot (overlay_has_edge).
+struct SnapN2V {
+  DeltaParams D;
+  EdgeSet S;
+};
+
+// SnapAdj is BaseAdj's class test in the snapshot: whether prev has a live
+// edge to x (walk/cpu's overlayN2VClass).
+struct SnapAdj {
+  const SnapN2V* N;
+  const uint32_t* __restrict__ targets;
+  uint32_t prev;
+  __device__ __forceinline__ bool operator()(uint32_t x) const { return overlay_has_edge(N->D, N->S, targets, prev, x); }
+};
+
+// SnapFactor is timed_list_scan's Node2Vec factor of list position k: f
+// by the class of its target against prev in the snapshot.
+struct SnapFactor {
+  static constexpr bool kApplies = true;
+  SnapAdj has;
+  const uint32_t* __restrict__ ltg;
+  double f0, f1, f2;
+  __device__ __forceinline__ double operator()(uint64_t k) const {
+    const uint32_t x = __ldg(ltg + k);
+    return x == has.prev ? f0 : has(x) ? f1 : f2;
+  }
+};
+
+// overlay_n2v_step is walk/cpu's temporal Node2Vec step after the first on
+// a snapshot: at a vertex with a timed list (list; [a, b) the list) by
+// rejection on the list and, undecided, the list's scan times the factor
+// (overlayTemporalN2V); at one without, the base's step (rejection, then
+// the serial ZPRS) with the classes in the snapshot (temporalNode2VecStep
+// with overlay). use and nxw are the record of the edge taken, as
+// temporal_step reads them.
+template <int kBias, bool kWeighted>
+__device__ __forceinline__ uint64_t overlay_n2v_step(const WalkParams* __restrict__ P, const TemporalCtx& C,
+                                                     const TimedLists& L, const SnapN2V* N, bool list, uint64_t a,
+                                                     uint64_t b, int64_t t, bool use, uint32_t nxw, uint32_t prev,
+                                                     uint64_t seed, uint64_t walk, uint32_t step) {
+  TemporalCtx X = C;
+  if (list) {
+    X.times = L.times;
+    X.coarse = L.coarse;
+    X.cumw = L.cumw;
+    X.exp_sums = L.exp_sums;
+  }
+  uint64_t lo, hi;
+  temporal_window(X, a, b, t, true, use, nxw, lo, hi);
+  if (lo == hi) return ~0ull;
+  const SnapAdj adj{N, P->targets, prev};
+  const uint64_t k =
+      temporal_n2v_reject<kBias, kWeighted>(X, list ? L.targets : nullptr, P->targets, a, b, lo, hi,
+                                            use && (nxw & kNextOneCell), prev, P->accept, adj, seed, walk, step);
+  if (k != ~1ull) return k;
+  if (list)
+    return timed_list_scan<kBias, kWeighted, SnapFactor>(L.times, L.weights, lo, hi, C.scale, C.backward, seed, walk,
+                                                         step, kTemporalN2VFallbackDraw,
+                                                         SnapFactor{adj, L.targets, P->bias[0], P->bias[1], P->bias[2]});
+  return temporal_n2v_step<kBias, kWeighted>(TemporalScan{C.times, C.bytime, C.weights, C.scale, C.backward},
+                                             P->targets, a, lo, hi, prev, adj, P->bias[0], P->bias[1], P->bias[2], seed,
+                                             walk, step);
+}
+
 // ------------------------------------------------------ walk_overlay_temporal
 // walk_overlay_temporal: walk_temporal's loop on a live graph's snapshot
 // (overlaytemporal.cuh has the list step): at a vertex with a delta the step
@@ -638,8 +706,9 @@ WALK_TEMPORAL_N2V(walk_temporal_n2v_exp_w, kTimeExponential, true)
 // order), so a later step neither searches its window nor reads offsets;
 // a base record is of no use when its target has a list (the step then
 // searches the list). Only for a graph wholly on the device.
-template <int kBias, bool kWeighted>
-__device__ __forceinline__ void walk_overlay_temporal_body(const WalkParams* __restrict__ params, const TimedLists& L) {
+template <int kBias, bool kWeighted, bool kN2V = false>
+__device__ __forceinline__ void walk_overlay_temporal_body(const WalkParams* __restrict__ params, const TimedLists& L,
+                                                           const SnapN2V* N = nullptr) {
   const uint64_t* __restrict__ offsets = params->offsets;
   const uint32_t* __restrict__ targets = params->targets;
   const Task* __restrict__ tasks = params->tasks;
@@ -657,6 +726,7 @@ __device__ __forceinline__ void walk_overlay_temporal_body(const WalkParams* __r
   const TemporalCtx C = temporal_ctx(params);
 
   uint32_t task = kNoTask, cur = 0, step = 0;
+  uint32_t prev = kNoVertex;  // temporal Node2Vec's previous vertex
   uint64_t walk = 0, seed = 0;
   // a, b, nxw: the last record's target's order and window bound (known);
   // from_list: the record is a list's (else the base's).
@@ -685,6 +755,7 @@ __device__ __forceinline__ void walk_overlay_temporal_body(const WalkParams* __r
         const Task tk = tasks[idx];
         task = idx;
         cur = tk.start;
+        prev = kNoVertex;
         walk = tk.walk;
         seed = seeds[tk.job];
         step = 0;
@@ -710,7 +781,9 @@ __device__ __forceinline__ void walk_overlay_temporal_body(const WalkParams* __r
         a = list ? __ldg(L.off + li - 1) : offsets[cur];
         b = list ? __ldg(L.off + li) : offsets[cur + 1];
       }
-      if (a < b) {
+      if (kN2V && a < b && step > 0) {
+        k = overlay_n2v_step<kBias, kWeighted>(params, C, L, N, list, a, b, t, use, nxw, prev, seed, walk, step);
+      } else if (a < b) {
         k = ~1ull;
         if (kBias == kTimeExponential && use && !C.has_gap && (nxw & kNextOneCell)) {
           const double* S = list ? L.exp_sums : C.exp_sums;
@@ -760,6 +833,7 @@ __device__ __forceinline__ void walk_overlay_temporal_body(const WalkParams* __r
       if ((at & (kStage - 1)) == kStage - 1) flush_stage(row, at >> 3, mine);
       if (times_out) times_out[(uint64_t)task * stride + at] = t;
       step++;
+      prev = cur;
       cur = next;
       more = step < length;
     }
@@ -789,6 +863,33 @@ WALK_OVERLAY_TEMPORAL(walk_overlay_temporal_linear, kTimeLinear, false)
 WALK_OVERLAY_TEMPORAL(walk_overlay_temporal_linear_w, kTimeLinear, true)
 WALK_OVERLAY_TEMPORAL(walk_overlay_temporal_exp, kTimeExponential, false)
 WALK_OVERLAY_TEMPORAL(walk_overlay_temporal_exp_w, kTimeExponential, true)
+
+// Temporal Node2Vec on a snapshot: after the lists' arguments, the delta's
+// (WALK_OVERLAY_ARGS' after p, gpu's overlayArgs) and its edge set
+// (edgeSetArgs), for the class test in the snapshot.
+#define WALK_OVERLAY_TEMPORAL_N2V(name, bias, weighted)                                                  \
+  extern "C" __global__ void __launch_bounds__(kThreadBlock) name(                                       \
+      const WalkParams* __restrict__ p, const uint32_t* __restrict__ index, uint64_t n_index,            \
+      uint64_t base_vertices, const uint64_t* __restrict__ off, const int64_t* __restrict__ times,        \
+      const int64_t* __restrict__ coarse, const uint32_t* __restrict__ tgts, const float* __restrict__ w,  \
+      const double* __restrict__ cumw, const double* __restrict__ exp_sums, const uint4* __restrict__ nx,  \
+      const uint64_t* __restrict__ records, uint64_t n_records, const uint32_t* __restrict__ dead_edges,   \
+      const uint32_t* __restrict__ dead_items, const DeltaWord* __restrict__ words,                      \
+      const DeltaHead* __restrict__ heads, const DeltaHead* __restrict__ pheads,                         \
+      const uint2* __restrict__ items, uint64_t ov_base_vertices, uint64_t n_words,                      \
+      unsigned long long* __restrict__ set_keys, uint32_t* __restrict__ set_vals, uint64_t set_mask) {   \
+    const SnapN2V n{DeltaParams{records, n_records, dead_edges, dead_items, words, heads, pheads, items,   \
+                                ov_base_vertices, n_words},                                              \
+                    EdgeSet{set_keys, set_vals, set_mask}};                                              \
+    walk_overlay_temporal_body<bias, weighted, true>(                                                    \
+        p, TimedLists{index, n_index, base_vertices, off, times, coarse, tgts, w, cumw, exp_sums, nx}, &n); \
+  }
+WALK_OVERLAY_TEMPORAL_N2V(walk_overlay_temporal_n2v_uniform, kTimeUniform, false)
+WALK_OVERLAY_TEMPORAL_N2V(walk_overlay_temporal_n2v_uniform_w, kTimeUniform, true)
+WALK_OVERLAY_TEMPORAL_N2V(walk_overlay_temporal_n2v_linear, kTimeLinear, false)
+WALK_OVERLAY_TEMPORAL_N2V(walk_overlay_temporal_n2v_linear_w, kTimeLinear, true)
+WALK_OVERLAY_TEMPORAL_N2V(walk_overlay_temporal_n2v_exp, kTimeExponential, false)
+WALK_OVERLAY_TEMPORAL_N2V(walk_overlay_temporal_n2v_exp_w, kTimeExponential, true)
 
 // temporal_cumw_build: one thread a vertex sums its weights in time order
 // into cumw, float64, in the CPU's order (cpu.Engine.windowWeights), so
