@@ -21,6 +21,11 @@ static CUresult ws_host_device_ptr(CUdeviceptr *d, void *p) { return cuMemHostGe
 static void ws_module_unload(CUmodule m) { cuModuleUnload(m); }
 // Go memory page-locked for the sampled columns' copies (hostreg.go).
 static CUresult ws_host_register(void *p, size_t n) { return cuMemHostRegister(p, n, 0); }
+// Anonymous memory page-locked as the engine's large pinned buffers
+// (pinned_cuda.go), mapped into the device's address space when asked.
+static CUresult ws_host_register_mapped(void *p, size_t n) {
+  return cuMemHostRegister(p, n, CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE);
+}
 static CUresult ws_host_unregister(void *p) { return cuMemHostUnregister(p); }
 */
 import "C"
@@ -142,6 +147,20 @@ func hostRegister(p unsafe.Pointer, n int64) error {
 }
 
 func hostUnregister(p unsafe.Pointer) { C.ws_host_unregister(p) }
+
+// hostRegisterMapped page-locks n bytes at p and maps them into the
+// device's address space, returning their device address (device thread).
+func hostRegisterMapped(p unsafe.Pointer, n int64) (cu.DevicePtr, error) {
+	if r := C.ws_host_register_mapped(p, C.size_t(n)); r != C.CUDA_SUCCESS {
+		return 0, fmt.Errorf("cuMemHostRegister (mapped) %d bytes: CUresult %d", n, int(r))
+	}
+	var d C.CUdeviceptr
+	if r := C.ws_host_device_ptr(&d, p); r != C.CUDA_SUCCESS {
+		C.ws_host_unregister(p)
+		return 0, fmt.Errorf("cuMemHostGetDevicePointer: CUresult %d", int(r))
+	}
+	return cu.DevicePtr(d), nil
+}
 
 // unloadModule unloads m; cu v0.9.6 only offers this through its Ctx type.
 func unloadModule(m cu.Module) {

@@ -136,6 +136,9 @@ type Engine struct {
 	// liveDev and liveHost count device and pinned allocations not yet
 	// freed (device thread), for the leak checks of the tests.
 	liveDev, liveHost int
+	// pinned are the large pinned buffers registered rather than
+	// cuMemHostAlloc'd (pinned_cuda.go).
+	pinned pinnedRegions
 	// striped is set while the engine holds a reference to its group's
 	// stripes (partitioned mode: WithStripes).
 	striped bool

@@ -45,6 +45,12 @@ func (e *Engine) hostAlloc(n int64) (unsafe.Pointer, error) {
 	if e.inject.failAlloc() {
 		return nil, fmt.Errorf("gpu: pinned host memory (%d bytes): %w", n, e.inject.errOr(cu.OutOfMemory))
 	}
+	if n >= registerMin {
+		if p, _, ok := e.pinned.alloc(n, false); ok {
+			e.liveHost++
+			return p, nil
+		}
+	}
 	p, err := hostAlloc(max(n, 8))
 	if err != nil {
 		return nil, fmt.Errorf("gpu: %w", err)
@@ -53,9 +59,29 @@ func (e *Engine) hostAlloc(n int64) (unsafe.Pointer, error) {
 	return p, nil
 }
 
+// hostAllocMapped returns n bytes (at least 8) of pinned host memory mapped
+// into the device's address space, and its device address (device
+// thread). Not failure-injected: its callers check inject themselves.
+func (e *Engine) hostAllocMapped(n int64) (unsafe.Pointer, cu.DevicePtr, error) {
+	if n >= registerMin {
+		if p, d, ok := e.pinned.alloc(n, true); ok {
+			e.liveHost++
+			return p, d, nil
+		}
+	}
+	p, d, err := hostAllocMapped(max(n, 8))
+	if err != nil {
+		return nil, 0, err
+	}
+	e.liveHost++
+	return p, d, nil
+}
+
 func (e *Engine) hostFree(p unsafe.Pointer) {
 	if p != nil {
-		hostFree(p)
+		if !e.pinned.release(p) {
+			hostFree(p)
+		}
 		e.liveHost--
 	}
 }

@@ -68,11 +68,10 @@ func (e *Engine) mapped(name string, n int64) (unsafe.Pointer, cu.DevicePtr, err
 	if e.inject.failAlloc() {
 		return nil, 0, fmt.Errorf("gpu: mapped host memory for %s (%d bytes): %w", name, n, e.inject.errOr(cu.OutOfMemory))
 	}
-	p, d, err := hostAllocMapped(max(n, 8))
+	p, d, err := e.hostAllocMapped(n)
 	if err != nil {
 		return nil, 0, fmt.Errorf("gpu: %s: %w", name, err)
 	}
-	e.liveHost++
 	e.placed.hostPtrs = append(e.placed.hostPtrs, p)
 	return p, d, nil
 }

@@ -189,10 +189,9 @@ func (e *Engine) setupStreamed(budget int64) (err error) {
 	} else {
 		// Mapped, so small batches can read the streamed share in place;
 		// copies from mapped pinned memory run as fast as from plain pinned.
-		if sm.hEntries, sm.dEntriesMapped, err = hostAllocMapped(max(s.edges*eb, 8)); err != nil {
+		if sm.hEntries, sm.dEntriesMapped, err = e.hostAllocMapped(s.edges * eb); err != nil {
 			return fmt.Errorf("gpu: stream entries: %w", err)
 		}
-		e.liveHost++
 		sm.hPtrs = append(sm.hPtrs, sm.hEntries)
 		fillStreamEntries(e, sm.hEntries)
 	}
@@ -795,10 +794,9 @@ func (e *Engine) ensureStreamLabels() error {
 			return fmt.Errorf("gpu: stream plan of graph %s: metapath's label layout needs %s of pinned host memory, the host has %s available", g.Name, sizeString(n), sizeString(hostAvailable()))
 		}
 		var err error
-		if lab.hEntries, lab.dEntriesMapped, err = hostAllocMapped(max(E*eb, 8)); err != nil {
+		if lab.hEntries, lab.dEntriesMapped, err = e.hostAllocMapped(E * eb); err != nil {
 			return fmt.Errorf("gpu: stream label entries: %w", err)
 		}
-		e.liveHost++
 		sm.hPtrs = append(sm.hPtrs, lab.hEntries)
 		ends = make([]uint32, int64(g.NumVertices())*int64(max(nl-1, 0)))
 		fillLabelEntries(g, nl, unsafe.Slice((*uint32)(lab.hEntries), E*eb/4), ends)
