@@ -256,9 +256,10 @@ var _ walk.SlotPreparer = (*Engine)(nil)
 
 // PrepareSlots allocates the batch slots for walks of up to length steps
 // now, as WithPreparedSlots does in New, so that the next Run does not pay
-// for them: pinned host memory costs 0.1 s at the default host buffer size
-// (H100 host; 0.35-0.6 s at 512 MiB), which a one-shot run would count as
-// walking time. Slots
+// for them: pinned host memory cost 0.1 s at the default host buffer size
+// through cuMemHostAlloc (H100 host; 0.35-0.6 s at 512 MiB), and still
+// about 0.1 s a GiB registered (pinned_cuda.go), which a one-shot run
+// would count as walking time. Slots
 // that are large enough already are kept.
 func (e *Engine) PrepareSlots(length int) error {
 	e.mu.Lock()
