@@ -51,4 +51,15 @@ struct TimedLists {
   const uint4* next;      // null, or each list position's next record (timed_next_build)
 };
 
+// list_ctx is C with the timed lists' arrays in place of the base's: a step
+// on a list searches, draws and sums on them as on the base's time order.
+__device__ __forceinline__ TemporalCtx list_ctx(const TemporalCtx& C, const TimedLists& L) {
+  TemporalCtx X = C;
+  X.times = L.times;
+  X.coarse = L.coarse;
+  X.cumw = L.cumw;
+  X.exp_sums = L.exp_sums;
+  return X;
+}
+
 }  // namespace ws

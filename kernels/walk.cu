@@ -673,13 +673,7 @@ __device__ __forceinline__ uint64_t overlay_n2v_step(const WalkParams* __restric
                                                      const TimedLists& L, const SnapN2V* N, bool list, uint64_t a,
                                                      uint64_t b, int64_t t, bool use, uint32_t nxw, uint32_t prev,
                                                      uint64_t seed, uint64_t walk, uint32_t step) {
-  TemporalCtx X = C;
-  if (list) {
-    X.times = L.times;
-    X.coarse = L.coarse;
-    X.cumw = L.cumw;
-    X.exp_sums = L.exp_sums;
-  }
+  const TemporalCtx X = list ? list_ctx(C, L) : C;
   uint64_t lo, hi;
   temporal_window(X, a, b, t, true, use, nxw, lo, hi);
   if (lo == hi) return ~0ull;
@@ -793,13 +787,7 @@ __device__ __forceinline__ void walk_overlay_temporal_body(const WalkParams* __r
         if (k == ~1ull) {
           // One call for both orders, their arrays selected: the lanes of
           // a warp on a list and on the base step together.
-          TemporalCtx X = C;
-          if (list) {
-            X.times = L.times;
-            X.coarse = L.coarse;
-            X.cumw = L.cumw;
-            X.exp_sums = L.exp_sums;
-          }
+          const TemporalCtx X = list ? list_ctx(C, L) : C;
           k = temporal_step<kBias, kWeighted>(X, a, b, t, bounded, use, nxw, seed, walk, step, list, L.weights);
         }
       }

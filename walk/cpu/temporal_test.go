@@ -300,13 +300,7 @@ func TestTemporalFallbackDistribution(t *testing.T) {
 	for name, tp := range cases {
 		for _, weighted := range []bool{false, true} {
 			a := walk.Algorithm{Kind: walk.Temporal, Length: 1, Weighted: weighted, Time: tp}
-			s := newStepper(g, a, 99, nil)
-			var cumw []float64
-			if weighted {
-				cumw = (&Engine{g: g}).windowWeights()
-			}
-			s.tmp = temporalGraph(g, a, cumw, nil, nil, walk.CoarseTimes(g.Times))
-			s.tmp.rejections = 0
+			s := fallbackStepper(g, a, 99)
 			counts := map[uint32]int{}
 			out := make([]uint32, 2)
 			for id := range uint64(100_000) {
@@ -318,6 +312,19 @@ func TestTemporalFallbackDistribution(t *testing.T) {
 			stattest.ChiSquare(t, name+" fallback", counts, exactTemporalStep(g, tp, weighted))
 		}
 	}
+}
+
+// fallbackStepper is a stepper of a on g (seed) that takes no rejection
+// attempts: every step is its exact fallback.
+func fallbackStepper(g *graph.Graph, a walk.Algorithm, seed uint64) *stepper {
+	s := newStepper(g, a, seed, nil)
+	var cumw []float64
+	if a.Weighted {
+		cumw = (&Engine{g: g}).windowWeights()
+	}
+	s.tmp = temporalGraph(g, a, cumw, nil, nil, walk.CoarseTimes(g.Times))
+	s.tmp.rejections = 0
+	return s
 }
 
 // linearPos gives p with probability (n-p)/(n(n+1)/2) over all word pairs
@@ -555,13 +562,7 @@ func TestTemporalNode2VecDistribution(t *testing.T) {
 			}
 			// The fallback alone (no rejection attempts), on the stepper.
 			a := walk.Algorithm{Kind: walk.Temporal, Length: 2, Weighted: weighted, Time: tp, P: 0.5, Q: 2}
-			s := newStepper(g, a, 11, nil)
-			var cumw []float64
-			if weighted {
-				cumw = (&Engine{g: g}).windowWeights()
-			}
-			s.tmp = temporalGraph(g, a, cumw, nil, nil, walk.CoarseTimes(g.Times))
-			s.tmp.rejections = 0
+			s := fallbackStepper(g, a, 11)
 			counts := map[uint32]int{}
 			out := make([]uint32, 3)
 			for id := range uint64(n / 2) {
