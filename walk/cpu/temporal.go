@@ -348,7 +348,7 @@ func (s *stepper) walkTemporal(id uint64, start uint32, out []uint32, times []in
 		if !ok {
 			break
 		}
-		next := cur
+		var next uint32
 		if recs {
 			r := s.tmp.rec[k]
 			next, nx, known = r.tgt, uint64(r.nx), true
