@@ -443,12 +443,13 @@ __device__ __noinline__ bool overlay_has_edge(const DeltaParams& D, const EdgeSe
 
 // n2v_accepts: word z accepts proposal x after prev under accept (the
 // thresholds of f/fmax by class: returning, neighbour of prev, outward);
-// z under both the neighbour and outward thresholds accepts without the
-// search.
+// z under both the neighbour and outward thresholds accepts, and at or
+// over both rejects, without the search (walk/cpu's n2vAccepts).
 __device__ __forceinline__ bool n2v_accepts(const DeltaParams& D, const EdgeSet& S, const uint32_t* __restrict__ tg,
                                             const uint64_t* accept, uint32_t prev, uint32_t x, uint64_t z) {
   if (x == prev) return z < accept[0];
   if (z < min(accept[1], accept[2])) return true;
+  if (z >= max(accept[1], accept[2])) return false;
   return z < accept[overlay_has_edge(D, S, tg, prev, x) ? 1 : 2];
 }
 

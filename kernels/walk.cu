@@ -112,11 +112,12 @@ constexpr int kThreadBlock = 256;
 // a uses draw a; a proposal from the static bias is accepted when word z is
 // under the threshold of f/fmax. Most acceptances are decided before the
 // binary search: z under both the neighbour and outward thresholds accepts
-// whatever the class.
+// whatever the class, and at or over both rejects (when 1/p is the largest
+// factor, half of the attempts with p 0.5, q 2).
 __device__ __forceinline__ uint32_t node2vec_reject(const WalkParams& P, uint4 w, uint64_t seed, uint64_t walk,
                                                     uint32_t step, uint64_t off, uint32_t deg, uint32_t prev,
                                                     uint64_t poff, uint32_t pdeg) {
-  const uint64_t either = min(P.accept[1], P.accept[2]);
+  const uint64_t either = min(P.accept[1], P.accept[2]), neither = max(P.accept[1], P.accept[2]);
   const EdgeArrays cur = edges_at(P, off);
   const uint32_t* ptg = side(P.targets, P.h_targets, P.split, poff);  // the previous vertex's
   for (uint32_t a = 0; a < kMaxRejections; a++) {
@@ -128,6 +129,7 @@ __device__ __forceinline__ uint32_t node2vec_reject(const WalkParams& P, uint4 w
       continue;
     }
     if (z < either) return x;
+    if (z >= neither) continue;
     if (z < P.accept[has_edge(ptg, poff, poff + pdeg, x) ? 1 : 2]) return x;
   }
   return node2vec_scan(cur.weights, cur.targets, ptg, off, deg, prev, poff, poff + pdeg, P.bias, seed, walk, step);

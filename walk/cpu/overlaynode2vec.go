@@ -197,7 +197,7 @@ func (s *stepper) overlayNode2VecStep(id uint64, step, prev, cur uint32, dv *wal
 		x0, x1, x2, x3 := s.draw(id, step, att)
 		if dv == nil {
 			x := s.overlayStatic(a, b, x0, x1)
-			if uint64(x2) < s.acceptT[s.overlayN2VClass(prev, x)] {
+			if s.n2vAccepts(prev, x, x2, true) {
 				return x, true
 			}
 			continue
@@ -222,7 +222,7 @@ func (s *stepper) overlayNode2VecStep(id uint64, step, prev, cur uint32, dv *wal
 			}
 			x = de.Target
 		}
-		if uint64(x3) < s.acceptT[s.overlayN2VClass(prev, x)] {
+		if s.n2vAccepts(prev, x, x3, true) {
 			return x, true
 		}
 	}
