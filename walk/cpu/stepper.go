@@ -163,7 +163,7 @@ func (s *stepper) step(id uint64, step, prev, cur uint32) (next uint32, ok bool)
 		for att := uint32(0); att < walk.MaxRejections; att++ {
 			x0, x1, x2, _ := s.draw(id, step, att)
 			x := s.static(a, b, x0, x1)
-			if uint64(x2) < s.acceptT[s.n2vClass(prev, x)] {
+			if s.n2vAccepts(prev, x, x2, false) {
 				return x, true
 			}
 		}
