@@ -46,6 +46,9 @@ func (r *pinnedRegions) alloc(n int64, mapped bool) (p unsafe.Pointer, d cu.Devi
 	skip := (huge - uintptr(unsafe.Pointer(&m[0]))%huge) % huge
 	a := m[skip : skip+uintptr(n)]
 	hugemem.Advise(a)
+	// Not inherited by a forked child: a copy-on-write page would leave
+	// the device's transfers on the page the child kept.
+	_ = syscall.Madvise(m, syscall.MADV_DONTFORK)
 	faultIn(a)
 	p = unsafe.Pointer(&a[0])
 	if mapped {
