@@ -14,8 +14,8 @@ import (
 )
 
 // Large pinned host buffers (the stream plan's entries, the placement
-// plan's mapped share, the batch slots' rows) are anonymous memory,
-// advised huge pages, faulted in on every core and then page-locked with
+// plan's mapped share, the batch slots' rows) are anonymous memory
+// (hugemem.Map), advised huge pages, faulted in on every core and then page-locked with
 // cuMemHostRegister, rather than cuMemHostAlloc'd: on the H200 host
 // cuMemHostAlloc took 1.6 s for 2 GiB (1.0-1.2 s mapped) and its free
 // 0.3 s, where the mapping, the parallel faults and the registration took
@@ -38,26 +38,23 @@ type pinnedRegions struct {
 // device address; ok false when the mapping or the registration failed
 // (the caller then takes cuMemHostAlloc's). Device thread.
 func (r *pinnedRegions) alloc(n int64, mapped bool) (p unsafe.Pointer, d cu.DevicePtr, ok bool) {
-	const huge = 2 << 20
-	m, err := syscall.Mmap(-1, 0, int(n+huge), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANONYMOUS)
-	if err != nil {
+	p, unmap := hugemem.Map(uintptr(n))
+	if p == nil {
 		return nil, 0, false
 	}
-	skip := (huge - uintptr(unsafe.Pointer(&m[0]))%huge) % huge
-	a := m[skip : skip+uintptr(n)]
-	hugemem.Advise(a)
+	a := unsafe.Slice((*byte)(p), n)
 	// Not inherited by a forked child: a copy-on-write page would leave
 	// the device's transfers on the page the child kept.
-	_ = syscall.Madvise(m, syscall.MADV_DONTFORK)
+	_ = syscall.Madvise(a, syscall.MADV_DONTFORK)
 	faultIn(a)
-	p = unsafe.Pointer(&a[0])
+	var err error
 	if mapped {
 		d, err = hostRegisterMapped(p, n)
 	} else {
 		err = hostRegister(p, n)
 	}
 	if err != nil {
-		_ = syscall.Munmap(m)
+		unmap()
 		return nil, 0, false
 	}
 	r.mu.Lock()
@@ -66,7 +63,7 @@ func (r *pinnedRegions) alloc(n int64, mapped bool) (p unsafe.Pointer, d cu.Devi
 	}
 	r.free[p] = func() {
 		hostUnregister(p)
-		_ = syscall.Munmap(m)
+		unmap()
 	}
 	r.mu.Unlock()
 	return p, d, true

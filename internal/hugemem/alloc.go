@@ -33,3 +33,10 @@ func Alloc[T any, O any](owner *O, n int) []T {
 	runtime.AddCleanup(owner, func(unmap func()) { unmap() }, unmap)
 	return unsafe.Slice((*T)(p), n)
 }
+
+// Map returns size bytes of zeroed anonymous memory outside the Go heap,
+// starting on a huge page and advised huge, and the function that unmaps
+// them; nil where the platform has no such mapping or it failed. The
+// caller owns its life (the GPU engine page-locks such memory for its
+// pinned buffers).
+func Map(size uintptr) (unsafe.Pointer, func()) { return mapAnon(size) }

@@ -357,14 +357,7 @@ func (s *stepper) overlayTemporalN2V(sc *overlayTemporalScratch, l *tlist, lo, h
 		default:
 			k = lo + uint64(walk.Bounded(x0, uint32(n)))
 		}
-		z0, z1, _, _ := s.draw(id, step, 2*att+1)
-		if tp.Bias == walk.TimeLinear && s.weighted {
-			if uint64(z0)*n >= (n-s.rank(k, lo, hi))<<32 {
-				continue
-			}
-			z0 = z1
-		}
-		if s.n2vAccepts(prev, l.target(k), z0, true) {
+		if s.n2vKeeps(id, step, att, k, lo, hi, prev, l.target(k), true) {
 			return k, true
 		}
 	}

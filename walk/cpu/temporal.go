@@ -490,16 +490,7 @@ func (s *stepper) temporalNode2VecStep(id uint64, step, prev, cur uint32, t int6
 		if !ok {
 			break
 		}
-		x0, x1, _, _ := s.draw(id, step, 2*att+1)
-		if s.alg.Time.Bias == walk.TimeLinear && s.weighted {
-			// The proposal was by weight: the rank's acceptance first.
-			n := hi - lo
-			if uint64(x0)*n >= (n-s.rank(k, lo, hi))<<32 {
-				continue
-			}
-			x0 = x1
-		}
-		if s.n2vAccepts(prev, s.posTarget(a, k), x0, overlay) {
+		if s.n2vKeeps(id, step, att, k, lo, hi, prev, s.posTarget(a, k), overlay) {
 			return k, true
 		}
 	}
@@ -517,6 +508,22 @@ func (s *stepper) temporalNode2VecStep(id uint64, step, prev, cur uint32, t int6
 		return 0, false
 	}
 	return lo + uint64(i), true
+}
+
+// n2vKeeps is temporal Node2Vec's acceptance of attempt att's proposal,
+// position k of window [lo, hi) with target x, on draw 2att+1: for the
+// weighted linear bias (proposed by weight) the rank's acceptance on x0
+// first, then n2vAccepts on the next word.
+func (s *stepper) n2vKeeps(id uint64, step, att uint32, k, lo, hi uint64, prev, x uint32, overlay bool) bool {
+	z0, z1, _, _ := s.draw(id, step, 2*att+1)
+	if s.alg.Time.Bias == walk.TimeLinear && s.weighted {
+		n := hi - lo
+		if uint64(z0)*n >= (n-s.rank(k, lo, hi))<<32 {
+			return false
+		}
+		z0 = z1
+	}
+	return s.n2vAccepts(prev, x, z0, overlay)
 }
 
 // n2vAccepts says whether word z accepts a proposal of target x against
